@@ -1,0 +1,45 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export interface BenchResult {
+  name: string;
+  /** Rows of figures; each row names what it measured. */
+  rows: Record<string, string | number>[];
+  /** Ratios against the same-run baseline. */
+  ratios: Record<string, number>;
+  notes?: string;
+}
+
+export function percentile(sorted: number[], p: number): number {
+  if (!sorted.length) return NaN;
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[i];
+}
+
+export function stats(samples: number[]): { n: number; p50: number; p99: number; mean: number } {
+  const s = [...samples].sort((a, b) => a - b);
+  return { n: s.length, p50: round(percentile(s, 50)), p99: round(percentile(s, 99)), mean: round(s.reduce((a, b) => a + b, 0) / (s.length || 1)) };
+}
+
+export function round(n: number, digits = 3): number {
+  const f = 10 ** digits;
+  return Math.round(n * f) / f;
+}
+
+export function nowMs(): number {
+  return Number(process.hrtime.bigint()) / 1e6;
+}
+
+/** Print a table and write bench/results/<name>.json. */
+export function report(r: BenchResult): void {
+  process.stdout.write(`\n## ${r.name}\n`);
+  console.table(r.rows);
+  for (const [k, v] of Object.entries(r.ratios)) process.stdout.write(`  ratio ${k}: ${round(v, 2)}\n`);
+  if (r.notes) process.stdout.write(`  ${r.notes}\n`);
+  let root = dirname(fileURLToPath(import.meta.url));
+  root = join(root, '..', '..');
+  const dir = join(root, 'bench', 'results');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, `${r.name}.json`), JSON.stringify({ ...r, at: new Date().toISOString(), node: process.version }, null, 2));
+}

@@ -1,0 +1,75 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { Agent, request } from 'undici';
+import { createUser, hashPassword, loadConfig, openDatabase, silentLogger } from '../core/index.js';
+import { SqliteSessionStore, startWebServer } from '../web/index.js';
+import { nowMs, report, stats, type BenchResult } from './lib.js';
+
+const N = 200;
+const CONCURRENCY = 8;
+// Logins run one at a time: each one replaces the session the next one presents.
+const LOGIN_CONCURRENCY = 1;
+
+async function measure(n: number, fn: () => Promise<void>, concurrency = CONCURRENCY): Promise<{ samples: number[]; rps: number }> {
+  const samples: number[] = [];
+  let next = 0;
+  const t0 = nowMs();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next++ < n) {
+        const s = nowMs();
+        await fn();
+        samples.push(nowMs() - s);
+      }
+    }),
+  );
+  return { samples, rps: (n / (nowMs() - t0)) * 1000 };
+}
+
+/** Login endpoint (scrypt + session write) vs a bare express route in the same process. */
+export async function run(): Promise<BenchResult> {
+  const dir = mkdtempSync(join(tmpdir(), 'airlock-bench-'));
+  const config = loadConfig({ AIRLOCK_DATA_DIR: dir, AIRLOCK_LOGIN_MAX_FAILURES: '1000', MCP_INTERNAL_SECRET: 'bench-secret-0123456789', AGENT_USER_TOKEN_SECRET: 'bench-secret-0123456789' });
+  const db = await openDatabase(join(dir, 'airlock.db'));
+  createUser(db, { username: 'bench', email: 'bench@example.test', passwordHash: await hashPassword('bench-password') });
+  const web = await startWebServer({ config, db, log: silentLogger(), sessions: new SqliteSessionStore(db), services: {} }, 0, '127.0.0.1');
+  const dispatcher = new Agent({ connections: CONCURRENCY });
+  try {
+    const baseline = await measure(N, async () => {
+      const r = await request(`${web.url}/healthz`, { dispatcher });
+      await r.body.dump();
+    });
+    // Login regenerates the session: each worker follows its own cookie and CSRF token.
+    const csrf = await request(`${web.url}/api/auth/csrf`, { dispatcher });
+    let cookie = (csrf.headers['set-cookie'] as string).split(';')[0];
+    let token = ((await csrf.body.json()) as { csrf_token: string }).csrf_token;
+    const login = await measure(N, async () => {
+      const r = await request(`${web.url}/api/auth/login`, {
+        method: 'POST',
+        dispatcher,
+        headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': token },
+        body: JSON.stringify({ username: 'bench', password: 'bench-password' }),
+      });
+      if (r.statusCode !== 200) throw new Error(`login ${r.statusCode}`);
+      cookie = String(r.headers['set-cookie']).split(';')[0];
+      token = ((await r.body.json()) as { csrf_token: string }).csrf_token;
+    }, LOGIN_CONCURRENCY);
+    const b = stats(baseline.samples);
+    const l = stats(login.samples);
+    return {
+      name: 'login',
+      rows: [
+        { what: 'bare route GET /healthz', n: b.n, rps: Math.round(baseline.rps), p50_ms: b.p50, p99_ms: b.p99 },
+        { what: 'POST /api/auth/login', n: l.n, rps: Math.round(login.rps), p50_ms: l.p50, p99_ms: l.p99 },
+      ],
+      ratios: { login_p50_vs_bare: l.p50 / b.p50, bare_rps_vs_login_rps: baseline.rps / login.rps },
+      notes: `bare route at concurrency ${CONCURRENCY}, logins sequential; login cost is dominated by scrypt (N=16384) by design`,
+    };
+  } finally {
+    await dispatcher.close();
+    await web.close(100);
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

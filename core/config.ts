@@ -1,0 +1,255 @@
+import { readFileSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
+import { ConfigError } from './errors.js';
+import { Secret } from './secret.js';
+
+/**
+ * One validated loader for every setting. Sources, later wins: defaults, the
+ * optional JSON config file named by AIRLOCK_CONFIG (keys are the env names),
+ * then the environment. Every problem is collected and reported at once.
+ */
+
+type Kind = 'string' | 'int' | 'url' | 'secret' | 'enum' | 'path' | 'bool';
+
+interface Setting {
+  env: string;
+  kind: Kind;
+  default?: string;
+  values?: readonly string[];
+  min?: number;
+  max?: number;
+  doc: string;
+}
+
+/** Every setting the daemon reads. README's configuration table is generated from this list. */
+export const SETTINGS: readonly Setting[] = [
+  { env: 'AIRLOCK_DATA_DIR', kind: 'path', default: './.airlock', doc: 'Data folder: SQLite database, per-session folders, workspaces, generated keys.' },
+  { env: 'AIRLOCK_HOST', kind: 'string', default: '127.0.0.1', doc: 'Listen address of the web app.' },
+  { env: 'AIRLOCK_PORT', kind: 'int', default: '8080', min: 0, max: 65535, doc: 'Listen port of the web app (0 picks a free port).' },
+  { env: 'AIRLOCK_PUBLIC_ORIGIN', kind: 'url', doc: 'Browser-facing origin, e.g. http://127.0.0.1:8080. Defaults to http://HOST:PORT. https turns on Secure cookies.' },
+  { env: 'AIRLOCK_LOG_LEVEL', kind: 'enum', default: 'info', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], doc: 'pino log level.' },
+  { env: 'AIRLOCK_BODY_LIMIT_KB', kind: 'int', default: '256', min: 1, max: 10240, doc: 'Largest accepted JSON request body.' },
+  { env: 'AIRLOCK_LOGIN_MAX_FAILURES', kind: 'int', default: '5', min: 1, max: 1000, doc: 'Failed logins per username or per client address before 429.' },
+  { env: 'AIRLOCK_LOGIN_WINDOW_S', kind: 'int', default: '900', min: 1, max: 86400, doc: 'Window for counting failed logins.' },
+  { env: 'AIRLOCK_ENCRYPTION_KEY', kind: 'secret', doc: '32-byte key (64 hex chars or base64) for data encrypted at rest. Generated into the data folder when unset.' },
+  { env: 'AGENT_USER_TOKEN_SECRET', kind: 'secret', doc: 'Required by serve. HMAC key for the short-lived AGENT_USER_TOKEN handed to sandboxes.' },
+  { env: 'MCP_INTERNAL_SECRET', kind: 'secret', doc: 'Required by serve. Bearer secret for /api/internal/*.' },
+  { env: 'AIRLOCK_DOCKER_SOCKET', kind: 'path', default: '/var/run/docker.sock', doc: 'Docker engine socket.' },
+  { env: 'AIRLOCK_IMAGE', kind: 'string', default: 'airlock/sandbox:latest', doc: 'Sandbox image.' },
+  { env: 'AIRLOCK_POOL_SIZE', kind: 'int', default: '1', min: 0, max: 64, doc: 'Pre-started containers kept ready for new sessions (0 disables the pool).' },
+  { env: 'AIRLOCK_MAX_SESSIONS', kind: 'int', default: '32', min: 1, max: 10000, doc: 'Live sandboxes allowed on this host; past it new sessions get 503.' },
+  { env: 'AIRLOCK_SESSION_IDLE_S', kind: 'int', default: '900', min: 1, max: 604800, doc: 'Idle time after which a sandbox is reaped.' },
+  { env: 'AIRLOCK_SESSION_STALE_S', kind: 'int', default: '3600', min: 1, max: 604800, doc: 'Age after which a sandbox counts as stale (about the access-token lifetime).' },
+  { env: 'AIRLOCK_SANDBOX_MEMORY_MB', kind: 'int', default: '512', min: 64, max: 65536, doc: 'Memory limit per sandbox.' },
+  { env: 'AIRLOCK_SANDBOX_CPUS', kind: 'string', default: '1', doc: 'CPU limit per sandbox (cores, may be fractional).' },
+  { env: 'AIRLOCK_SANDBOX_PIDS', kind: 'int', default: '128', min: 16, max: 65536, doc: 'Process limit per sandbox.' },
+  { env: 'AIRLOCK_MODEL_PROVIDER', kind: 'enum', default: 'demo', values: ['openai', 'anthropic', 'demo'], doc: 'Model provider: openai (any Chat Completions server), anthropic, or the offline demo model.' },
+  { env: 'AIRLOCK_MODEL', kind: 'string', default: 'demo', doc: 'Model name sent to the provider.' },
+  { env: 'AIRLOCK_MODEL_BASE_URL', kind: 'url', doc: 'Model API base URL (e.g. https://api.openai.com/v1).' },
+  { env: 'AIRLOCK_MODEL_API_KEY', kind: 'secret', doc: 'Model API key; injected by the sandbox proxy, never given to the agent.' },
+  { env: 'AIRLOCK_MAX_STEPS', kind: 'int', default: '12', min: 1, max: 200, doc: 'Model calls per turn before the turn stops with max_steps.' },
+  { env: 'AIRLOCK_MODEL_TIMEOUT_S', kind: 'int', default: '60', min: 1, max: 3600, doc: 'Longest wait for the model (stall timeout) before the turn fails.' },
+  { env: 'AIRLOCK_GOOGLE_CLIENT_ID', kind: 'string', doc: 'OAuth client id for connecting a user\'s workspace account (Gmail send, Sheets, Drive).' },
+  { env: 'AIRLOCK_GOOGLE_CLIENT_SECRET', kind: 'secret', doc: 'OAuth client secret for connected accounts.' },
+  { env: 'AIRLOCK_GOOGLE_AUTH_URL', kind: 'url', default: 'https://accounts.google.com/o/oauth2/v2/auth', doc: 'OAuth authorization endpoint for connected accounts.' },
+  { env: 'AIRLOCK_GOOGLE_TOKEN_URL', kind: 'url', default: 'https://oauth2.googleapis.com/token', doc: 'OAuth token endpoint (connected accounts and service-account assertions).' },
+  { env: 'AIRLOCK_GOOGLE_MAIL_BASE_URL', kind: 'url', default: 'https://gmail.googleapis.com', doc: 'Gmail API base URL.' },
+  { env: 'AIRLOCK_GOOGLE_SHEETS_BASE_URL', kind: 'url', default: 'https://sheets.googleapis.com', doc: 'Sheets API base URL.' },
+  { env: 'AIRLOCK_GOOGLE_DRIVE_BASE_URL', kind: 'url', default: 'https://www.googleapis.com', doc: 'Drive API base URL.' },
+  { env: 'AIRLOCK_GOOGLE_DIRECTORY_BASE_URL', kind: 'url', default: 'https://admin.googleapis.com', doc: 'Admin SDK Directory API base URL.' },
+] as const;
+
+export interface Config {
+  dataDir: string;
+  host: string;
+  port: number;
+  publicOrigin: string;
+  secureCookies: boolean;
+  logLevel: string;
+  bodyLimitKb: number;
+  login: { maxFailures: number; windowS: number };
+  encryptionKey?: Secret;
+  agentUserTokenSecret?: Secret;
+  mcpInternalSecret?: Secret;
+  docker: { socketPath: string; image: string };
+  sandbox: {
+    poolSize: number;
+    maxSessions: number;
+    idleS: number;
+    staleS: number;
+    memoryMb: number;
+    cpus: number;
+    pids: number;
+  };
+  model: {
+    provider: 'openai' | 'anthropic' | 'demo';
+    model: string;
+    baseUrl?: string;
+    apiKey?: Secret;
+    maxSteps: number;
+    timeoutS: number;
+  };
+  google: {
+    clientId?: string;
+    clientSecret?: Secret;
+    authUrl: string;
+    tokenUrl: string;
+    mailBaseUrl: string;
+    sheetsBaseUrl: string;
+    driveBaseUrl: string;
+    directoryBaseUrl: string;
+  };
+}
+
+export interface LoadConfigOptions {
+  /** Settings that must be present (e.g. serve requires the two secrets). */
+  require?: string[];
+  /** Base for relative paths; defaults to process.cwd(). */
+  cwd?: string;
+}
+
+/** Settings `airlock serve` cannot start without. */
+export const SERVE_REQUIRED = ['AGENT_USER_TOKEN_SECRET', 'MCP_INTERNAL_SECRET'];
+
+type Raw = Record<string, string | undefined>;
+
+/**
+ * Validate and freeze the configuration. Throws ConfigError listing every problem.
+ * `env` is the only place the process environment enters the program.
+ */
+export function loadConfig(env: Raw, opts: LoadConfigOptions = {}): Readonly<Config> {
+  const problems: string[] = [];
+  const cwd = opts.cwd ?? process.cwd();
+  const merged: Raw = {};
+  const known = new Set(SETTINGS.map((s) => s.env));
+
+  if (env.AIRLOCK_CONFIG) {
+    try {
+      const file = JSON.parse(readFileSync(resolve(cwd, env.AIRLOCK_CONFIG), 'utf8')) as unknown;
+      if (!file || typeof file !== 'object' || Array.isArray(file)) throw new Error('not a JSON object');
+      for (const [k, v] of Object.entries(file as Record<string, unknown>)) {
+        if (!known.has(k)) problems.push(`AIRLOCK_CONFIG: unknown setting ${k}`);
+        else if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') merged[k] = String(v);
+        else problems.push(`AIRLOCK_CONFIG: ${k} must be a string or number`);
+      }
+    } catch (err) {
+      problems.push(`AIRLOCK_CONFIG: cannot read ${env.AIRLOCK_CONFIG}: ${(err as Error).message}`);
+    }
+  }
+  for (const s of SETTINGS) {
+    if (env[s.env] !== undefined && env[s.env] !== '') merged[s.env] = env[s.env];
+  }
+
+  const values: Record<string, string | number | Secret | undefined> = {};
+  for (const s of SETTINGS) {
+    const raw = merged[s.env] ?? s.default;
+    if (raw === undefined) {
+      if (opts.require?.includes(s.env)) problems.push(`${s.env}: required`);
+      continue;
+    }
+    const v = parseSetting(s, raw, cwd);
+    if (typeof v === 'object' && v !== null && 'problem' in v) problems.push(`${s.env}: ${v.problem}`);
+    else values[s.env] = v;
+  }
+  for (const name of ['AGENT_USER_TOKEN_SECRET', 'MCP_INTERNAL_SECRET']) {
+    const v = values[name];
+    if (v instanceof Secret && v.reveal().length < 16) problems.push(`${name}: must be at least 16 characters`);
+  }
+  const cpus = Number(values.AIRLOCK_SANDBOX_CPUS);
+  if (!(cpus > 0 && cpus <= 256)) problems.push('AIRLOCK_SANDBOX_CPUS: must be a number between 0 and 256');
+  const provider = values.AIRLOCK_MODEL_PROVIDER as Config['model']['provider'];
+  if ((provider === 'openai' || provider === 'anthropic') && !values.AIRLOCK_MODEL_BASE_URL) {
+    problems.push(`AIRLOCK_MODEL_BASE_URL: required when AIRLOCK_MODEL_PROVIDER is ${provider}`);
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+
+  const host = values.AIRLOCK_HOST as string;
+  const port = values.AIRLOCK_PORT as number;
+  const publicOrigin = ((values.AIRLOCK_PUBLIC_ORIGIN as string | undefined) ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
+  const str = (k: string) => values[k] as string;
+  const num = (k: string) => values[k] as number;
+  const sec = (k: string) => values[k] as Secret | undefined;
+  const config: Config = {
+    dataDir: str('AIRLOCK_DATA_DIR'),
+    host,
+    port,
+    publicOrigin,
+    secureCookies: publicOrigin.startsWith('https:'),
+    logLevel: str('AIRLOCK_LOG_LEVEL'),
+    bodyLimitKb: num('AIRLOCK_BODY_LIMIT_KB'),
+    login: { maxFailures: num('AIRLOCK_LOGIN_MAX_FAILURES'), windowS: num('AIRLOCK_LOGIN_WINDOW_S') },
+    encryptionKey: sec('AIRLOCK_ENCRYPTION_KEY'),
+    agentUserTokenSecret: sec('AGENT_USER_TOKEN_SECRET'),
+    mcpInternalSecret: sec('MCP_INTERNAL_SECRET'),
+    docker: { socketPath: str('AIRLOCK_DOCKER_SOCKET'), image: str('AIRLOCK_IMAGE') },
+    sandbox: {
+      poolSize: num('AIRLOCK_POOL_SIZE'),
+      maxSessions: num('AIRLOCK_MAX_SESSIONS'),
+      idleS: num('AIRLOCK_SESSION_IDLE_S'),
+      staleS: num('AIRLOCK_SESSION_STALE_S'),
+      memoryMb: num('AIRLOCK_SANDBOX_MEMORY_MB'),
+      cpus,
+      pids: num('AIRLOCK_SANDBOX_PIDS'),
+    },
+    model: {
+      provider,
+      model: str('AIRLOCK_MODEL'),
+      baseUrl: values.AIRLOCK_MODEL_BASE_URL as string | undefined,
+      apiKey: sec('AIRLOCK_MODEL_API_KEY'),
+      maxSteps: num('AIRLOCK_MAX_STEPS'),
+      timeoutS: num('AIRLOCK_MODEL_TIMEOUT_S'),
+    },
+    google: {
+      clientId: values.AIRLOCK_GOOGLE_CLIENT_ID as string | undefined,
+      clientSecret: sec('AIRLOCK_GOOGLE_CLIENT_SECRET'),
+      authUrl: str('AIRLOCK_GOOGLE_AUTH_URL'),
+      tokenUrl: str('AIRLOCK_GOOGLE_TOKEN_URL'),
+      mailBaseUrl: str('AIRLOCK_GOOGLE_MAIL_BASE_URL'),
+      sheetsBaseUrl: str('AIRLOCK_GOOGLE_SHEETS_BASE_URL'),
+      driveBaseUrl: str('AIRLOCK_GOOGLE_DRIVE_BASE_URL'),
+      directoryBaseUrl: str('AIRLOCK_GOOGLE_DIRECTORY_BASE_URL'),
+    },
+  };
+  return deepFreeze(config);
+}
+
+function parseSetting(s: Setting, raw: string, cwd: string): string | number | Secret | { problem: string } {
+  switch (s.kind) {
+    case 'string':
+      return raw;
+    case 'secret':
+      return new Secret(raw);
+    case 'path':
+      return isAbsolute(raw) ? raw : resolve(cwd, raw);
+    case 'int': {
+      if (!/^-?\d+$/.test(raw.trim())) return { problem: `must be an integer, got "${raw}"` };
+      const n = Number(raw);
+      if (s.min !== undefined && n < s.min) return { problem: `must be >= ${s.min}` };
+      if (s.max !== undefined && n > s.max) return { problem: `must be <= ${s.max}` };
+      return n;
+    }
+    case 'bool':
+      if (['1', 'true', 'yes'].includes(raw)) return 'true';
+      if (['0', 'false', 'no'].includes(raw)) return 'false';
+      return { problem: 'must be true or false' };
+    case 'enum':
+      return s.values!.includes(raw) ? raw : { problem: `must be one of ${s.values!.join(', ')}` };
+    case 'url':
+      try {
+        const u = new URL(raw);
+        if (u.protocol !== 'http:' && u.protocol !== 'https:') return { problem: 'must be an http(s) URL' };
+        return raw.replace(/\/+$/, '');
+      } catch {
+        // URL parse failure is the validation result itself.
+        return { problem: `must be a URL, got "${raw}"` };
+      }
+  }
+}
+
+function deepFreeze<T>(o: T): T {
+  if (o && typeof o === 'object' && !(o instanceof Secret)) {
+    for (const v of Object.values(o)) deepFreeze(v);
+    Object.freeze(o);
+  }
+  return o;
+}

@@ -1,0 +1,3 @@
+export * from './serve.js';
+export * from './context.js';
+export * from './create-superuser.js';

@@ -1,0 +1,83 @@
+#!/usr/bin/env node
+import { Command } from 'commander';
+import { ConfigError, isAppError, loadConfig, SERVE_REQUIRED, type Config } from '../core/index.js';
+import { serve } from './serve.js';
+import { openBase } from './context.js';
+import { createSuperuser } from './create-superuser.js';
+import { readPassword } from './prompt.js';
+
+/** Load config or exit 1 listing every problem. The only place process.env is read. */
+export function configOrExit(require: string[] = []): Readonly<Config> {
+  try {
+    return loadConfig(process.env, { require });
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`airlock: invalid configuration\n${err.problems.map((p) => `  - ${p}`).join('\n')}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+}
+
+/** Print a coded error plainly and exit. */
+export function fail(err: unknown): never {
+  if (isAppError(err)) process.stderr.write(`airlock: ${err.message} (${err.code})\n`);
+  else process.stderr.write(`airlock: ${(err as Error)?.message ?? String(err)}\n`);
+  process.exit(1);
+}
+
+export function buildProgram(): Command {
+  const program = new Command();
+  program
+    .name('airlock')
+    .description('Airlock: one warm, locked-down sandbox per chat session, with a credential-injection proxy.')
+    .showHelpAfterError();
+
+  program
+    .command('serve')
+    .description('run the daemon and its web app (needs AGENT_USER_TOKEN_SECRET and MCP_INTERNAL_SECRET)')
+    .action(async () => {
+      const config = configOrExit(SERVE_REQUIRED);
+      const d = await serve(config).catch(fail);
+      let stopping = false;
+      const stop = (sig: string) => {
+        if (stopping) return;
+        stopping = true;
+        d.log.info({ signal: sig }, 'shutting down');
+        const force = setTimeout(() => process.exit(1), 20_000);
+        force.unref();
+        d.close().then(
+          () => process.exit(0),
+          (err) => fail(err),
+        );
+      };
+      process.on('SIGTERM', () => stop('SIGTERM'));
+      process.on('SIGINT', () => stop('SIGINT'));
+    });
+
+  program
+    .command('create-superuser')
+    .description('create an admin account; the password is read from stdin or an interactive prompt, never argv')
+    .requiredOption('--username <name>', 'login name')
+    .requiredOption('--email <email>', 'e-mail address')
+    .action(async (opts: { username: string; email: string }) => {
+      const config = configOrExit();
+      const base = await openBase(config);
+      try {
+        const password = await readPassword('Password: ');
+        const user = await createSuperuser(base.db, { username: opts.username, email: opts.email, password });
+        process.stdout.write(`created superuser ${user.username} (id ${user.id})\n`);
+      } catch (err) {
+        fail(err);
+      } finally {
+        base.db.close();
+      }
+    });
+
+  return program;
+}
+
+const isMain = process.argv[1] && import.meta.url === (await import('node:url')).pathToFileURL((await import('node:fs')).realpathSync(process.argv[1])).href;
+if (isMain) {
+  await buildProgram().parseAsync(process.argv);
+}

@@ -1,0 +1,39 @@
+import { SqliteSessionStore, startWebServer, type WebServer, type WebServices } from '../web/index.js';
+import { openBase, type DaemonBase } from './context.js';
+import type { Config, Logger } from '../core/index.js';
+
+export interface RunningDaemon extends DaemonBase {
+  web: WebServer;
+  /** Shutdown in order: stop accepting, drain streams, stop sessions, close servers, close the db. */
+  close(): Promise<void>;
+}
+
+export interface ServeOptions {
+  log?: Logger;
+  /** Extra services (tests, demo) merged over the ones serve builds. */
+  services?: WebServices;
+}
+
+/** Start the daemon: database, services, web app. */
+export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): Promise<RunningDaemon> {
+  const base = await openBase(config, opts.log);
+  const sessions = new SqliteSessionStore(base.db);
+  const services: WebServices = { ...(opts.services ?? {}) };
+  const web = await startWebServer({ ...base, sessions, services });
+  base.log.info({ url: web.url, publicOrigin: config.publicOrigin }, 'airlock listening');
+  const pruneTimer = setInterval(() => sessions.prune(), 3600_000);
+  pruneTimer.unref();
+  let closing: Promise<void> | undefined;
+  return {
+    ...base,
+    web,
+    close() {
+      closing ??= (async () => {
+        clearInterval(pruneTimer);
+        await web.close();
+        base.db.close();
+      })();
+      return closing;
+    },
+  };
+}

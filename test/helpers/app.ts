@@ -1,0 +1,98 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { createLogger, createUser, hashPassword, loadConfig, openDatabase, type Config, type Db, type Logger, type User } from '../../core/index.js';
+import { SqliteSessionStore, startWebServer, type WebServer, type WebServices } from '../../web/index.js';
+import { Client } from './client.js';
+
+/** Secrets every test config uses; tests also scan logs and responses for them. */
+export const TEST_SECRETS = {
+  AGENT_USER_TOKEN_SECRET: 'test-agent-user-token-secret-0123456789',
+  MCP_INTERNAL_SECRET: 'test-mcp-internal-secret-0123456789abcdef',
+};
+
+export interface LogSink {
+  lines: string[];
+  stream: Writable;
+  text(): string;
+}
+
+export function logSink(): LogSink {
+  const lines: string[] = [];
+  const stream = new Writable({
+    write(chunk, _enc, cb) {
+      lines.push(...chunk.toString('utf8').split('\n').filter(Boolean));
+      cb();
+    },
+  });
+  return { lines, stream, text: () => lines.join('\n') };
+}
+
+export function tempDir(t: { teardown(fn: () => void): void }, prefix = 'airlock-test-'): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+export function testConfig(dataDir: string, env: Record<string, string> = {}): Readonly<Config> {
+  return loadConfig({ AIRLOCK_DATA_DIR: dataDir, AIRLOCK_PORT: '0', AIRLOCK_LOG_LEVEL: 'debug', ...TEST_SECRETS, ...env });
+}
+
+export interface TestApp {
+  url: string;
+  config: Readonly<Config>;
+  db: Db;
+  log: Logger;
+  logs: LogSink;
+  web: WebServer;
+  sessions: SqliteSessionStore;
+  client(): Client;
+  close(): Promise<void>;
+}
+
+export interface TestAppOptions {
+  dataDir?: string;
+  env?: Record<string, string>;
+  services?: WebServices;
+  logs?: LogSink;
+}
+
+/** Start the real web app on 127.0.0.1:0 over a real SQLite file; registers teardown. */
+export async function startTestApp(t: { teardown(fn: () => unknown): void }, opts: TestAppOptions = {}): Promise<TestApp> {
+  const dataDir = opts.dataDir ?? tempDir(t);
+  const config = testConfig(dataDir, opts.env);
+  const db = await openDatabase(join(dataDir, 'airlock.db'));
+  const logs = opts.logs ?? logSink();
+  const log = createLogger({ level: 'debug', destination: logs.stream });
+  const sessions = new SqliteSessionStore(db);
+  const web = await startWebServer({ config, db, log, sessions, services: opts.services ?? {} }, 0, '127.0.0.1');
+  let closed = false;
+  const app: TestApp = {
+    url: web.url,
+    config,
+    db,
+    log,
+    logs,
+    web,
+    sessions,
+    client: () => new Client(web.url),
+    async close() {
+      if (closed) return;
+      closed = true;
+      await web.close(100);
+      db.close();
+    },
+  };
+  t.teardown(() => app.close());
+  return app;
+}
+
+export async function addUser(db: Db, username: string, password: string, opts: { superuser?: boolean; email?: string } = {}): Promise<User> {
+  return createUser(db, {
+    username,
+    email: opts.email ?? `${username}@example.test`,
+    passwordHash: await hashPassword(password),
+    isSuperuser: opts.superuser,
+  });
+}

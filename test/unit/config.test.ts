@@ -1,0 +1,52 @@
+import t from 'tap';
+import { writeFileSync, mkdtempSync } from 'node:fs';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { inspect } from 'node:util';
+import { ConfigError, loadConfig, SERVE_REQUIRED } from '../../core/index.js';
+
+t.test('defaults', async (t) => {
+  const c = loadConfig({}, { cwd: '/srv' });
+  t.equal(c.dataDir, '/srv/.airlock');
+  t.equal(c.host, '127.0.0.1');
+  t.equal(c.port, 8080);
+  t.equal(c.publicOrigin, 'http://127.0.0.1:8080');
+  t.equal(c.model.provider, 'demo');
+  t.ok(Object.isFrozen(c) && Object.isFrozen(c.sandbox), 'frozen');
+});
+
+t.test('every problem is listed at once', async (t) => {
+  try {
+    loadConfig({ AIRLOCK_PORT: 'x', AIRLOCK_SESSION_IDLE_S: '-4', AIRLOCK_PUBLIC_ORIGIN: 'nope', AIRLOCK_MODEL_PROVIDER: 'openai', MCP_INTERNAL_SECRET: 'short' }, { require: SERVE_REQUIRED });
+    t.fail('should throw');
+  } catch (err) {
+    t.ok(err instanceof ConfigError);
+    const p = (err as ConfigError).problems.join('\n');
+    for (const name of ['AIRLOCK_PORT', 'AIRLOCK_SESSION_IDLE_S', 'AIRLOCK_PUBLIC_ORIGIN', 'AGENT_USER_TOKEN_SECRET', 'MCP_INTERNAL_SECRET', 'AIRLOCK_MODEL_BASE_URL']) {
+      t.match(p, name, `names ${name}`);
+    }
+    t.equal((err as ConfigError).code, 'ERR_CONFIG_INVALID');
+  }
+});
+
+t.test('config file, env wins, unknown keys refused', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
+  const file = join(dir, 'airlock.json');
+  writeFileSync(file, JSON.stringify({ AIRLOCK_PORT: 9000, AIRLOCK_HOST: '0.0.0.0' }));
+  const c = loadConfig({ AIRLOCK_CONFIG: file, AIRLOCK_HOST: '127.0.0.2' });
+  t.equal(c.port, 9000);
+  t.equal(c.host, '127.0.0.2');
+  writeFileSync(file, JSON.stringify({ AIRLOCK_PROT: 1 }));
+  t.throws(() => loadConfig({ AIRLOCK_CONFIG: file }), { code: 'ERR_CONFIG_INVALID' });
+});
+
+t.test('secrets print as [redacted]', async (t) => {
+  const s = 'super-secret-value-123456';
+  const c = loadConfig({ MCP_INTERNAL_SECRET: s, AGENT_USER_TOKEN_SECRET: s });
+  const printed = [JSON.stringify(c), inspect(c, { depth: 10 }), String(c.mcpInternalSecret), `${c.agentUserTokenSecret}`].join('\n');
+  t.notOk(printed.includes(s));
+  t.match(printed, /\[redacted\]/);
+  t.equal(c.mcpInternalSecret!.reveal(), s);
+  t.ok(c.mcpInternalSecret!.equals(s));
+  t.notOk(c.mcpInternalSecret!.equals(s + 'x'));
+});

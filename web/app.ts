@@ -1,0 +1,93 @@
+import express, { type Express } from 'express';
+import session from 'express-session';
+import { randomUUID } from 'node:crypto';
+import { AppError, getUserById, safeEqual } from '../core/index.js';
+import { authRoutes, SESSION_COOKIE } from './auth-routes.js';
+import type { WebContext } from './context.js';
+import { errorMiddleware, notFound } from './errors.js';
+import { loadOrCreateSessionSecret } from './session-secret.js';
+
+const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+const SESSION_MAX_AGE_MS = 7 * 24 * 3600 * 1000;
+
+/**
+ * The embedded express app. Area routers are mounted here; the daemon hands in its
+ * services through ctx.services (interfaces each area declares).
+ */
+export function createApp(ctx: WebContext): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', 'loopback');
+  app.set('etag', false);
+
+  app.use((req, res, next) => {
+    req.id = randomUUID();
+    req.log = ctx.log.child({ reqId: req.id });
+    res.setHeader('X-Request-Id', req.id);
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('Referrer-Policy', 'same-origin');
+    const started = process.hrtime.bigint();
+    res.on('finish', () => {
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      // Path only: query values may carry codes or tokens.
+      req.log.info({ method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms) }, 'request');
+    });
+    next();
+  });
+
+  app.use(express.json({ limit: `${ctx.config.bodyLimitKb}kb` }));
+  app.use(express.urlencoded({ extended: false, limit: `${ctx.config.bodyLimitKb}kb` }));
+
+  app.use(
+    session({
+      name: SESSION_COOKIE,
+      secret: loadOrCreateSessionSecret(ctx.config.dataDir),
+      store: ctx.sessions,
+      resave: false,
+      saveUninitialized: false,
+      rolling: true,
+      cookie: {
+        httpOnly: true,
+        sameSite: 'lax',
+        secure: ctx.config.secureCookies,
+        path: '/',
+        maxAge: SESSION_MAX_AGE_MS,
+      },
+    }),
+  );
+
+  // The logged-in user, re-read each request so deactivation takes effect at once.
+  app.use((req, _res, next) => {
+    const id = req.session.userId;
+    if (id !== undefined) {
+      const u = getUserById(ctx.db, id);
+      if (u && u.is_active) {
+        req.user = u;
+        req.log = req.log.child({ userId: u.id });
+      } else delete req.session.userId;
+    }
+    next();
+  });
+
+  // CSRF: every unsafe method under /api/ a browser session can reach (login included)
+  // needs the session's token in X-CSRF-Token. /api/internal/* authenticates by secret.
+  app.use('/api', (req, _res, next) => {
+    if (!UNSAFE.has(req.method) || req.path.startsWith('/internal/')) return next();
+    const expected = req.session.csrfToken;
+    const got = req.get('x-csrf-token');
+    if (!expected || !got || !safeEqual(expected, got)) {
+      return next(new AppError('ERR_AUTH_CSRF', 'missing or wrong CSRF token (GET /api/auth/csrf)', { status: 403 }));
+    }
+    next();
+  });
+
+  app.use('/api/auth', authRoutes(ctx));
+
+  app.get('/healthz', (_req, res) => {
+    res.json({ ok: true });
+  });
+
+  app.use('/api', notFound);
+  app.use(errorMiddleware);
+  return app;
+}

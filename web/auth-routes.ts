@@ -1,0 +1,110 @@
+import { Router } from 'express';
+import {
+  AppError,
+  AuthError,
+  dummyPasswordHash,
+  getCredentials,
+  logAction,
+  nowIso,
+  randomToken,
+  verifyPassword,
+  type User,
+} from '../core/index.js';
+import { asyncHandler, requireUser, type WebContext } from './context.js';
+import { FailureCounter } from './rate-limit.js';
+import { validateBody } from './validate.js';
+
+const LOGIN_SCHEMA = {
+  type: 'object',
+  required: ['username', 'password'],
+  additionalProperties: false,
+  properties: {
+    username: { type: 'string', minLength: 1, maxLength: 150 },
+    password: { type: 'string', minLength: 1, maxLength: 1024 },
+  },
+} as const;
+
+/** The public view of a user, as /api/auth/me and login answer. */
+export function userView(u: User): Record<string, unknown> {
+  return {
+    id: u.id,
+    username: u.username,
+    email: u.email,
+    display_name: u.display_name,
+    is_superuser: u.is_superuser,
+    is_active: u.is_active,
+  };
+}
+
+/** /api/auth/csrf, login, logout, me. (SSO routes live in the identity area.) */
+export function authRoutes(ctx: WebContext): Router {
+  const r = Router();
+  const windowMs = ctx.config.login.windowS * 1000;
+  const byUser = new FailureCounter(ctx.config.login.maxFailures, windowMs);
+  // Addresses get more room than one username: a shared NAT carries many users.
+  const byAddr = new FailureCounter(ctx.config.login.maxFailures * 4, windowMs);
+
+  r.get('/csrf', (req, res) => {
+    req.session.csrfToken ??= randomToken(32);
+    res.json({ csrf_token: req.session.csrfToken });
+  });
+
+  r.post(
+    '/login',
+    asyncHandler(async (req, res) => {
+      const body = validateBody<{ username: string; password: string }>(LOGIN_SCHEMA, req.body);
+      const userKey = `u:${body.username.toLowerCase()}`;
+      const addrKey = `a:${req.ip ?? 'unknown'}`;
+      const wait = Math.max(byUser.blockedFor(userKey), byAddr.blockedFor(addrKey));
+      if (wait > 0) {
+        res.setHeader('Retry-After', String(wait));
+        throw new AppError('ERR_AUTH_RATE_LIMITED', 'too many failed logins; try again later', {
+          status: 429,
+          details: { retry_after_s: wait },
+        });
+      }
+      const creds = getCredentials(ctx.db, body.username);
+      // Unknown users still pay for one scrypt so the timing does not tell them apart.
+      const ok = await verifyPassword(body.password, creds?.passwordHash ?? (await dummyPasswordHash()));
+      if (!creds || !creds.passwordHash || !ok || !creds.user.is_active) {
+        byUser.fail(userKey);
+        byAddr.fail(addrKey);
+        req.log.info({ event: 'login_failed' }, 'login failed');
+        throw new AuthError('ERR_AUTH_INVALID_CREDENTIALS', 'wrong username or password');
+      }
+      byUser.reset(userKey);
+      const user = creds.user;
+      await regenerate(req);
+      req.session.userId = user.id;
+      req.session.csrfToken = randomToken(32);
+      ctx.db.prepare('UPDATE users SET last_login_at = ? WHERE id = ?').run(nowIso(), user.id);
+      logAction(ctx.db, { event: 'auth.login', actorId: user.id, subjectId: user.id, data: { method: 'password' } });
+      req.log.info({ userId: user.id }, 'login');
+      res.json({ user: userView(user), csrf_token: req.session.csrfToken });
+    }),
+  );
+
+  r.post(
+    '/logout',
+    asyncHandler(async (req, res) => {
+      const userId = req.session.userId;
+      await new Promise<void>((resolve, reject) => req.session.destroy((err) => (err ? reject(err) : resolve())));
+      if (userId) logAction(ctx.db, { event: 'auth.logout', actorId: userId, subjectId: userId });
+      res.clearCookie(SESSION_COOKIE, { path: '/' });
+      res.status(204).end();
+    }),
+  );
+
+  r.get('/me', requireUser, (req, res) => {
+    res.json(userView(req.user!));
+  });
+
+  return r;
+}
+
+export const SESSION_COOKIE = 'airlock.sid';
+
+/** Regenerate the session id (login, SSO callback) to stop session fixation. */
+export function regenerate(req: import('express').Request): Promise<void> {
+  return new Promise((resolve, reject) => req.session.regenerate((err) => (err ? reject(err) : resolve())));
+}

@@ -1,0 +1,45 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Express } from 'express';
+import { createApp } from './app.js';
+import type { WebContext } from './context.js';
+
+export interface WebServer {
+  url: string;
+  port: number;
+  app: Express;
+  server: Server;
+  /** Stop accepting, let open requests finish (up to graceMs), then close. Idempotent. */
+  close(graceMs?: number): Promise<void>;
+}
+
+/** Create the app and listen on config.host:config.port (0 = any free port). */
+export async function startWebServer(ctx: WebContext, port = ctx.config.port, host = ctx.config.host): Promise<WebServer> {
+  const app = createApp(ctx);
+  const server = createServer(app);
+  server.keepAliveTimeout = 5_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const addr = server.address() as AddressInfo;
+  const h = addr.address.includes(':') ? `[${addr.address}]` : addr.address;
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://${h}:${addr.port}`,
+    port: addr.port,
+    app,
+    server,
+    close(graceMs = 5_000) {
+      closing ??= new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+        setTimeout(() => server.closeAllConnections(), graceMs).unref();
+      });
+      return closing;
+    },
+  };
+}
