@@ -6,3 +6,4 @@ export * from './db.js';
 export * from './crypto.js';
 export * from './users.js';
 export * from './action-log.js';
+export * from './sandbox-protocol.js';

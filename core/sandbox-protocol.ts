@@ -1,0 +1,136 @@
+/**
+ * Contracts between the daemon, the in-container supervisor and the agent child.
+ * Shared types only: no I/O here.
+ *
+ * Wire format everywhere: newline-delimited JSON (one object per line, UTF-8).
+ *
+ *   daemon ──(control socket /run/airlock/control.sock, supervisor listens)──▶ supervisor
+ *   supervisor ──(child stdin/stdout)──▶ agent child (uid 1001)
+ *   proxy (in supervisor) ──(egress socket /run/airlock/egress.sock, daemon listens; HTTP CONNECT)──▶ upstreams
+ */
+
+// ---------------------------------------------------------------- chat events (DESIGN.md)
+
+export type StopReason = 'end_turn' | 'max_steps' | 'error' | 'cancelled';
+
+export interface ToolStartEvent {
+  type: 'tool_start';
+  seq: number;
+  call_id: string;
+  tool: string;
+  input: Record<string, unknown>;
+}
+export interface ToolEndEvent {
+  type: 'tool_end';
+  seq: number;
+  call_id: string;
+  tool: string;
+  ok: boolean;
+  output?: unknown;
+  error?: string;
+  duration_ms: number;
+}
+export interface TextDeltaEvent {
+  type: 'text_delta';
+  seq: number;
+  text: string;
+}
+export interface DoneEvent {
+  type: 'done';
+  seq: number;
+  session_id: string;
+  turn_id: string;
+  stop_reason: StopReason;
+  error?: { code: string; message: string };
+}
+export type ChatEvent = ToolStartEvent | ToolEndEvent | TextDeltaEvent | DoneEvent;
+
+/** An event as the agent emits it: the daemon assigns `seq` (per turn) and writes `done` itself. */
+export type AgentEvent =
+  | Omit<ToolStartEvent, 'seq'>
+  | Omit<ToolEndEvent, 'seq'>
+  | Omit<TextDeltaEvent, 'seq'>;
+
+// ---------------------------------------------------------------- supervisor ⇄ agent child (stdin/stdout)
+
+export type ChildInbound =
+  | { type: 'prompt'; turn_id: string; prompt: string }
+  | { type: 'cancel'; turn_id: string };
+
+export type ChildOutbound =
+  | { type: 'ready' }
+  | { type: 'event'; turn_id: string; event: AgentEvent }
+  | { type: 'turn_end'; turn_id: string; stop_reason: StopReason; error?: { code: string; message: string } };
+
+// ---------------------------------------------------------------- daemon ⇄ supervisor (control socket)
+
+/** Handed over at claim time. Real tokens travel only here, never in Config.Env or argv. */
+export interface StartSpec {
+  session_id: string;
+  user_id: number;
+  /** Real tokens by env name, e.g. { MAIL_ACCESS_TOKEN: '…' }; kept in the supervisor's own env. */
+  tokens: Record<string, string>;
+  /** Placeholder values by env name, e.g. { MAIL_API_KEY: '…' }; given to the child. */
+  placeholders: Record<string, string>;
+  /** Short-lived HMAC token bound to user and session (host route). */
+  agent_user_token?: string;
+  /** Agent settings the child reads from its env (provider, model, max steps, allowed tools…). */
+  agent_env: Record<string, string>;
+}
+
+export type ControlRequest =
+  | { id: string; type: 'ping' }
+  | { id: string; type: 'start'; spec: StartSpec }
+  | { id: string; type: 'prompt'; turn_id: string; prompt: string }
+  | { id: string; type: 'cancel'; turn_id: string }
+  | { id: string; type: 'rotate-token'; tokens: Record<string, string> }
+  | { id: string; type: 'shutdown' }
+  | { id: string; type: 'shell'; cols?: number; rows?: number };
+
+export type ControlMessage =
+  | { type: 'reply'; id: string; ok: true; data?: Record<string, unknown> }
+  | { type: 'reply'; id: string; ok: false; error: { code: string; message: string } }
+  | { type: 'event'; turn_id: string; event: AgentEvent }
+  | { type: 'turn_end'; turn_id: string; stop_reason: StopReason; error?: { code: string; message: string } }
+  | { type: 'log'; level: 'info' | 'warn' | 'error'; msg: string; data?: Record<string, unknown> };
+
+// ---------------------------------------------------------------- session profile (/run/airlock/profile.json)
+
+export interface ProfileRoute {
+  /** 'mail' | 'sheets' | 'search' | 'model' | 'host' */
+  name: string;
+  /** Listen path prefix on the proxy, e.g. '/mail'. */
+  prefix: string;
+  /** Allowed method + path templates (after the prefix is matched), e.g. { method: 'POST', path: '/mail/v1/users/me/messages/send' }. */
+  allow: { method: string; path: string }[];
+  /** Upstream base URL, e.g. https://gmail.googleapis.com */
+  upstream: string;
+  /** Optional path rewrite applied to the matched path, e.g. '/mail/v1/' → '/gmail/v1/'. */
+  rewrite?: { from: string; to: string };
+  /** Env name of the placeholder the child sends, e.g. 'MAIL_API_KEY'. */
+  placeholder_env: string;
+  /** Reference to the real token, written as '${MAIL_ACCESS_TOKEN}', never its value; null for no injection. */
+  token_ref: string | null;
+  /** How the real token is sent: 'bearer' (Authorization) or 'x-api-key' (Anthropic). */
+  inject?: 'bearer' | 'x-api-key';
+  /** Child env name that receives the proxy base URL for this route, e.g. 'MAIL_BASE_URL'. */
+  base_url_env: string;
+}
+
+export interface SessionProfile {
+  version: 1;
+  session_id: string;
+  proxy: { host: '127.0.0.1'; port: number };
+  routes: ProfileRoute[];
+}
+
+/** Paths inside the sandbox. */
+export const SANDBOX_RUN_DIR = '/run/airlock';
+export const SANDBOX_PROFILE = '/run/airlock/profile.json';
+export const SANDBOX_CONTROL_SOCKET = '/run/airlock/control.sock';
+export const SANDBOX_EGRESS_SOCKET = '/run/airlock/egress.sock';
+export const SANDBOX_WORKSPACE = '/workspace';
+export const SANDBOX_ATTACHMENTS = '/workspace/.agent-attachments';
+export const SANDBOX_PROXY_PORT = 8700;
+export const CHILD_UID = 1001;
+export const CHILD_GID = 1001;
