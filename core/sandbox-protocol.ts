@@ -134,3 +134,59 @@ export const SANDBOX_ATTACHMENTS = '/workspace/.agent-attachments';
 export const SANDBOX_PROXY_PORT = 8700;
 export const CHILD_UID = 1001;
 export const CHILD_GID = 1001;
+
+// ---------------------------------------------------------------- daemon-internal seams
+// Declared here so the runtime, the proxy/token area and the chat area can be built apart
+// and wired together in daemon/serve.ts.
+
+/** One chat turn in a session's sandbox. Implemented by the daemon's session manager. */
+export interface TurnRequest {
+  userId: number;
+  /** Chat session id (also the sandbox's `airlock.session` label). */
+  sessionId: string;
+  turnId: string;
+  prompt: string;
+  /** Aborted when the client disconnects: the turn is cancelled in the sandbox. */
+  signal: AbortSignal;
+  /** Called for each agent event as it happens (the caller numbers them). */
+  onEvent(e: AgentEvent): void;
+}
+
+export interface TurnResult {
+  stop_reason: StopReason;
+  error?: { code: string; message: string };
+  containerId?: string;
+}
+
+export interface TurnRunner {
+  /**
+   * Run one turn. Throws AppError before any event for: ERR_SESSION_BUSY (409, a turn is
+   * already running in this session), ERR_SESSION_CAPACITY (503, host limit reached).
+   * Failures after the turn started resolve with stop_reason 'error' and a coded error.
+   */
+  runTurn(req: TurnRequest): Promise<TurnResult>;
+}
+
+/** What a session needs at start (issue: proxy, tokens, overlay). */
+export interface PreparedSession {
+  routes: ProfileRoute[];
+  tokens: Record<string, string>;
+  placeholders: Record<string, string>;
+  agentUserToken?: string;
+  agentEnv: Record<string, string>;
+  /** host:port pairs the egress gateway lets this session reach. */
+  egressAllow: string[];
+}
+
+export interface SessionPreparer {
+  prepare(req: { userId: number; sessionId: string; proxyPort: number }): Promise<PreparedSession>;
+}
+
+/** The daemon's egress gateway: one unix socket per session, CONNECT only to allowed host:port. */
+export interface EgressGateway {
+  open(sessionId: string, socketPath: string, allow: string[]): Promise<EgressHandle>;
+}
+export interface EgressHandle {
+  update(allow: string[]): void;
+  close(): Promise<void>;
+}
