@@ -6,6 +6,7 @@ import { authRoutes, SESSION_COOKIE } from './auth-routes.js';
 import type { WebContext } from './context.js';
 import { errorMiddleware, notFound } from './errors.js';
 import { loadOrCreateSessionSecret } from './session-secret.js';
+import { uiRoutes } from './ui.js';
 
 const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const SESSION_MAX_AGE_MS = 7 * 24 * 3600 * 1000;
@@ -88,6 +89,7 @@ export function createApp(ctx: WebContext): Express {
   });
 
   app.use('/api', notFound);
+  app.use(uiRoutes());
   app.use(errorMiddleware);
   return app;
 }
