@@ -12,7 +12,8 @@ export function uiRoutes(): Router {
   const candidates = [join(here, 'ui', 'public'), join(here, '..', '..', 'web', 'ui', 'public')];
   const publicDir = candidates.find((p) => existsSync(join(p, 'index.html')));
   const require = createRequire(import.meta.url);
-  const chartJs = require.resolve('chart.js/dist/chart.umd.js');
+  // chart.js does not export its UMD build as a subpath: locate it next to the package entry.
+  const chartJs = join(dirname(require.resolve('chart.js')), 'chart.umd.js');
   r.get('/vendor/chart.umd.js', (_req, res) => {
     res.setHeader('Cache-Control', 'public, max-age=3600');
     res.sendFile(chartJs);
