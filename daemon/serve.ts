@@ -1,6 +1,6 @@
 import { SqliteSessionStore, startWebServer, type WebServer, type WebServices } from '../web/index.js';
 import { openBase, type DaemonBase } from './context.js';
-import type { Config, Logger } from '../core/index.js';
+import { createMetrics, type Config, type Logger } from '../core/index.js';
 
 export interface RunningDaemon extends DaemonBase {
   web: WebServer;
@@ -18,7 +18,8 @@ export interface ServeOptions {
 export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): Promise<RunningDaemon> {
   const base = await openBase(config, opts.log);
   const sessions = new SqliteSessionStore(base.db);
-  const services: WebServices = { ...(opts.services ?? {}) };
+  const metrics = createMetrics({ defaultMetrics: true });
+  const services: WebServices = { metrics, ...(opts.services ?? {}) };
   const web = await startWebServer({ ...base, sessions, services });
   base.log.info({ url: web.url, publicOrigin: config.publicOrigin }, 'airlock listening');
   const pruneTimer = setInterval(() => sessions.prune(), 3600_000);

@@ -1,7 +1,7 @@
 import express, { type Express } from 'express';
 import session from 'express-session';
 import { randomUUID } from 'node:crypto';
-import { AppError, getUserById, safeEqual } from '../core/index.js';
+import { AppError, getUserById, safeEqual, type Metrics } from '../core/index.js';
 import { authRoutes, SESSION_COOKIE } from './auth-routes.js';
 import type { WebContext } from './context.js';
 import { errorMiddleware, notFound } from './errors.js';
@@ -87,6 +87,20 @@ export function createApp(ctx: WebContext): Express {
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true });
   });
+
+  // Prometheus metrics (no secrets or user data in them; restrict with the listen address
+  // or a reverse proxy if the port is reachable by others).
+  const metrics = ctx.services.metrics as Metrics | undefined;
+  if (metrics) {
+    app.get('/metrics', async (_req, res, next) => {
+      try {
+        res.setHeader('Content-Type', metrics.registry.contentType);
+        res.end(await metrics.registry.metrics());
+      } catch (err) {
+        next(err);
+      }
+    });
+  }
 
   app.use('/api', notFound);
   app.use(uiRoutes());

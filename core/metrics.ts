@@ -1,0 +1,31 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/**
+ * The daemon's Prometheus metrics, one registry per daemon instance (tests run several).
+ * Served at GET /metrics by the web app.
+ */
+export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
+  const registry = new Registry();
+  if (opts.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'airlock_process_' });
+  const m = {
+    registry,
+    sessionsLive: new Gauge({ name: 'airlock_sessions_live', help: 'Live sandboxes (claimed containers).', registers: [registry] }),
+    poolReady: new Gauge({ name: 'airlock_pool_ready', help: 'Pre-started containers waiting to be claimed.', registers: [registry] }),
+    sessionsStarted: new Counter({ name: 'airlock_sessions_started_total', help: 'Sandboxes started, by how.', labelNames: ['kind'] as const, registers: [registry] }),
+    sessionsReaped: new Counter({ name: 'airlock_sessions_reaped_total', help: 'Sandboxes removed, by reason.', labelNames: ['reason'] as const, registers: [registry] }),
+    sessionStartSeconds: new Histogram({
+      name: 'airlock_session_start_seconds',
+      help: 'Time from first prompt to a ready sandbox, by kind (cold or pool).',
+      labelNames: ['kind'] as const,
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
+    }),
+    proxyDecisions: new Counter({ name: 'airlock_proxy_decisions_total', help: 'Credential-proxy and egress decisions, by route and outcome.', labelNames: ['route', 'outcome'] as const, registers: [registry] }),
+    turns: new Counter({ name: 'airlock_turns_total', help: 'Chat turns, by stop reason.', labelNames: ['stop_reason'] as const, registers: [registry] }),
+    syncJobs: new Counter({ name: 'airlock_sync_jobs_total', help: 'Directory-sync jobs finished, by status.', labelNames: ['status'] as const, registers: [registry] }),
+    tokenRefreshes: new Counter({ name: 'airlock_token_refreshes_total', help: 'Access-token refreshes, by outcome.', labelNames: ['outcome'] as const, registers: [registry] }),
+  };
+  return m;
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;
