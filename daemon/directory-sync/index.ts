@@ -1,0 +1,3 @@
+export * from './google-client.js';
+export * from './sync.js';
+export * from './runner.js';
