@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { generateKeyPairSync, randomBytes, randomUUID, createPublicKey } from 'node:crypto';
+import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import { importSPKI, jwtVerify } from 'jose';
 
 /** Admin SDK Directory user (the fields sync reads). */
@@ -108,7 +108,7 @@ export async function start(opts: { domain?: string } = {}): Promise<DirectoryEm
   const rules: (FailRule & { seen: number; failed: number })[] = [];
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
-  const spki = await importSPKI(createPublicKey(publicKey).export({ type: 'spki', format: 'pem' }).toString(), 'RS256');
+  const spki = await importSPKI(publicKey.export({ type: 'spki', format: 'pem' }).toString(), 'RS256');
   const keyId = randomBytes(20).toString('hex');
 
   const server = createServer();
