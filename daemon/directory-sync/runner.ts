@@ -63,10 +63,12 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
       ...deps.client,
     });
     const snap = await fetchDirectory(client, report);
+    const fetchedAt = Date.now();
     report('apply', 0, 1);
     const applied = applySnapshot(db, conn.id, snap);
     report('teams', 0, 1);
     const teams = applyLinkedTeams(db, conn.id);
+    const appliedAt = Date.now();
     // Deactivated users lose their web sessions and live sandboxes at once (beyond the SPEC).
     let sessionsEnded = 0;
     for (const uid of applied.deactivatedUserIds) {
@@ -88,6 +90,8 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
       fetched: { groups: snap.groups.length, users: snap.users.length, memberships: snap.memberships },
       requests: client.requests,
       retries: client.retries,
+      fetch_ms: fetchedAt - started,
+      apply_ms: appliedAt - fetchedAt,
       duration_ms: Date.now() - started,
     };
     const now = nowIso();
