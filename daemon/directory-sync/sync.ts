@@ -1,4 +1,4 @@
-import { nowIso, type Db } from '../../core/index.js';
+import { AppError, nowIso, type Db } from '../../core/index.js';
 import { rewriteAgentPolicies } from '../../web/index.js';
 import type { DirectoryClient, GoogleGroup, GoogleUser } from './google-client.js';
 
@@ -55,6 +55,8 @@ export interface SyncCounts {
   memberships_removed: number;
   /** Data rows inserted, updated or deleted (bookkeeping of jobs and the connection excluded). */
   rows_written: number;
+  /** New directory users whose e-mail another synced account still holds (created without e-mail). */
+  email_conflicts?: number;
   /** A superuser the sync would have deactivated but kept: the last active one. */
   kept_last_superuser?: number;
 }
@@ -83,6 +85,12 @@ interface DirUserRow {
  */
 export function applySnapshot(db: Db, connectionId: number, snap: DirectorySnapshot): ApplyResult {
   return db.transaction((): ApplyResult => {
+    // An empty listing while users are known is far likelier a wrong customer id or a broken
+    // delegation than a deleted organisation: refuse rather than deactivate everyone.
+    const known = (db.prepare('SELECT COUNT(*) AS n FROM directory_users WHERE connection_id = ? AND present = 1').get(connectionId) as { n: number }).n;
+    if (snap.users.length === 0 && known > 0) {
+      throw new AppError('ERR_SYNC_EMPTY_DIRECTORY', `the directory listed no users (${known} known); nothing was changed`, { status: 502 });
+    }
     const now = nowIso();
     const c: SyncCounts = {
       groups_created: 0, groups_updated: 0, groups_deleted: 0, users_created: 0, users_updated: 0, users_linked: 0,
@@ -168,11 +176,15 @@ export function applySnapshot(db: Db, connectionId: number, snap: DirectorySnaps
         const created = uid === undefined;
         if (uid === undefined) {
           const username = usernameTaken.get(email) ? `${email}#${d.id}` : email;
-          const info = insUser.run(username, email, fullName, inactive ? 0 : 1);
+          // The address still belongs to another directory user's account (an address reused after a
+          // deletion): the new account gets no e-mail rather than someone else's account.
+          const ownEmail = userByEmail.has(email) ? null : email;
+          if (!ownEmail) c.email_conflicts = (c.email_conflicts ?? 0) + 1;
+          const info = insUser.run(username, ownEmail, fullName, inactive ? 0 : 1);
           w(info);
           uid = Number(info.lastInsertRowid);
-          users.set(uid, { id: uid, email, display_name: fullName, is_active: inactive ? 0 : 1, is_superuser: 0 });
-          userByEmail.set(email, uid);
+          users.set(uid, { id: uid, email: ownEmail, display_name: fullName, is_active: inactive ? 0 : 1, is_superuser: 0 });
+          if (ownEmail) userByEmail.set(email, uid);
           c.users_created++;
         } else c.users_linked++;
         // A new account created inactive counts as deactivated by sync, so it comes back when unsuspended.

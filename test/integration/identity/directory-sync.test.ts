@@ -238,3 +238,26 @@ t.test('rate limits are retried with backoff; a bad service-account key is refus
   t.notOk(text.includes('PRIVATE KEY'), 'no key material in responses or logs');
   t.notOk(text.includes('ya29.'), 'no access token in logs');
 });
+
+t.test('an address reused by a new directory user does not take over the old account; an empty listing changes nothing', async (t) => {
+  const s = await startSync(t);
+  const old = s.dir.addUser({ primaryEmail: `reused@${s.dir.domain}` });
+  s.dir.addUser({ primaryEmail: `keep@${s.dir.domain}` });
+  const root = await admin(s);
+  t.equal((await syncOnce(s, root)).status, 'succeeded');
+  const oldId = userId(s, old.primaryEmail)!;
+  s.dir.users.splice(s.dir.users.indexOf(old), 1);
+  s.dir.addUser({ primaryEmail: old.primaryEmail });
+  const j = await syncOnce(s, root);
+  t.equal(j.status, 'succeeded', JSON.stringify(j.error));
+  t.equal(j.result.email_conflicts, 1);
+  t.equal(userId(s, old.primaryEmail), oldId, 'the address stays with the old, now deactivated, account');
+  t.equal((s.app.db.prepare('SELECT is_active FROM users WHERE id = ?').get(oldId) as { is_active: number }).is_active, 0);
+
+  const before = snapshot(s.app.db);
+  s.dir.users.length = 0;
+  const empty = await syncOnce(s, root);
+  t.equal(empty.status, 'failed');
+  t.equal(empty.error.code, 'ERR_SYNC_EMPTY_DIRECTORY');
+  t.same(snapshot(s.app.db), before);
+});
