@@ -60,6 +60,41 @@ export async function start(opts: OidcEmulatorOptions = {}): Promise<OidcEmulato
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
+  // The emulator's own in-memory store (one per emulator, kept across client changes).
+  const store = new Map<string, { payload: Record<string, unknown>; exp?: number }>();
+  class Adapter {
+    constructor(private readonly model: string) {}
+    #k(id: string) {
+      return `${this.model}:${id}`;
+    }
+    async upsert(id: string, payload: Record<string, unknown>, expiresIn?: number) {
+      store.set(this.#k(id), { payload, exp: expiresIn ? Date.now() + expiresIn * 1000 : undefined });
+    }
+    async find(id: string) {
+      const e = store.get(this.#k(id));
+      if (!e || (e.exp && e.exp < Date.now())) return undefined;
+      return e.payload;
+    }
+    async findByUid(uid: string) {
+      for (const [k, e] of store) if (k.startsWith(`${this.model}:`) && e.payload.uid === uid) return e.payload;
+      return undefined;
+    }
+    async findByUserCode(code: string) {
+      for (const [k, e] of store) if (k.startsWith(`${this.model}:`) && e.payload.userCode === code) return e.payload;
+      return undefined;
+    }
+    async consume(id: string) {
+      const e = store.get(this.#k(id));
+      if (e) e.payload.consumed = Math.floor(Date.now() / 1000);
+    }
+    async destroy(id: string) {
+      store.delete(this.#k(id));
+    }
+    async revokeByGrantId(grantId: string) {
+      for (const [k, e] of store) if (e.payload.grantId === grantId) store.delete(k);
+    }
+  }
+
   let provider: Provider;
   const build = () => {
     provider = new Provider(url, {
@@ -69,6 +104,7 @@ export async function start(opts: OidcEmulatorOptions = {}): Promise<OidcEmulato
         response_types: ['code'],
         token_endpoint_auth_method: 'client_secret_post',
       })),
+      adapter: Adapter,
       jwks: { keys: [jwk] },
       cookies: { keys: [randomBytes(16).toString('hex')] },
       claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
