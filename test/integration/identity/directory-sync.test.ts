@@ -261,3 +261,19 @@ t.test('an address reused by a new directory user does not take over the old acc
   t.equal(empty.error.code, 'ERR_SYNC_EMPTY_DIRECTORY');
   t.same(snapshot(s.app.db), before);
 });
+
+t.test('a job left running by a stopped process is failed at start, then a new one can run', async (t) => {
+  const s = await startSync(t);
+  s.dir.addUser({ primaryEmail: `a@${s.dir.domain}` });
+  const root = await admin(s);
+  s.app.db.prepare("INSERT INTO directory_sync_jobs (connection_id, trigger, status, started_at) VALUES (?, 'manual', 'running', 'x')").run(s.connection.id);
+  const stuck = await root.json('POST', '/api/identity/directory-sync', {});
+  t.equal(stuck.status, 200, 'the running job is returned');
+  t.equal(s.runner.recover(), 1);
+  const failed = (await root.json('GET', '/api/identity/directory-sync')).body.job;
+  t.equal(failed.status, 'failed');
+  t.equal(failed.error.code, 'ERR_SYNC_INTERRUPTED');
+  const j = await syncOnce(s, root);
+  t.equal(j.status, 'succeeded');
+  t.not(j.id, failed.id);
+});
