@@ -5,6 +5,7 @@ import { serve } from './serve.js';
 import { openBase } from './context.js';
 import { createSuperuser } from './create-superuser.js';
 import { readPassword } from './prompt.js';
+import { syncDirectoryCli } from './directory-sync/index.js';
 
 /** Load config or exit 1 listing every problem. The only place process.env is read. */
 export function configOrExit(require: string[] = []): Readonly<Config> {
@@ -72,6 +73,17 @@ export function buildProgram(): Command {
       } finally {
         base.db.close();
       }
+    });
+
+  program
+    .command('sync-directory')
+    .alias('sync_directory')
+    .description('run a directory sync inline (groups, users, memberships, linked teams) with a progress bar')
+    .option('--provider <id>', 'IdP connection provider (default: the only one)')
+    .option('--json', 'print the finished job as JSON')
+    .action(async (opts: { provider?: string; json?: boolean }) => {
+      const config = configOrExit();
+      process.exitCode = await syncDirectoryCli(config, opts).catch(fail);
     });
 
   return program;

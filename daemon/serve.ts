@@ -1,6 +1,8 @@
 import { SqliteSessionStore, startWebServer, type WebServer, type WebServices } from '../web/index.js';
 import { openBase, type DaemonBase } from './context.js';
 import { createMetrics, type Config, type Logger } from '../core/index.js';
+import type { SandboxControl } from '../web/index.js';
+import { DirectorySyncRunner } from './directory-sync/index.js';
 
 export interface RunningDaemon extends DaemonBase {
   web: WebServer;
@@ -20,6 +22,17 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   const sessions = new SqliteSessionStore(base.db);
   const metrics = createMetrics({ defaultMetrics: true });
   const services: WebServices = { metrics, ...(opts.services ?? {}) };
+  // Directory sync runs in the background of this process; jobs left over by a crash are failed first.
+  const directorySync = new DirectorySyncRunner({
+    ...base,
+    sessions,
+    get sandboxes() {
+      return services.sandboxes as SandboxControl | undefined;
+    },
+  });
+  const interrupted = directorySync.recover();
+  if (interrupted) base.log.warn({ jobs: interrupted }, 'directory-sync jobs interrupted by a restart marked failed');
+  services.directorySync ??= directorySync;
   const web = await startWebServer({ ...base, sessions, services });
   base.log.info({ url: web.url, publicOrigin: config.publicOrigin }, 'airlock listening');
   const pruneTimer = setInterval(() => sessions.prune(), 3600_000);
@@ -32,6 +45,7 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
       closing ??= (async () => {
         clearInterval(pruneTimer);
         await web.close();
+        await Promise.race([directorySync.idle(), new Promise((r) => setTimeout(r, 5_000).unref())]);
         base.db.close();
       })();
       return closing;

@@ -7,6 +7,7 @@ import type { WebContext } from './context.js';
 import { errorMiddleware, notFound } from './errors.js';
 import { loadOrCreateSessionSecret } from './session-secret.js';
 import { uiRoutes } from './ui.js';
+import { identityRouters } from './identity/index.js';
 
 const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const SESSION_MAX_AGE_MS = 7 * 24 * 3600 * 1000;
@@ -83,6 +84,10 @@ export function createApp(ctx: WebContext): Express {
   });
 
   app.use('/api/auth', authRoutes(ctx));
+  // Identity: SSO redirect + callback (outside /api, see web/identity/sso-routes.ts on CSRF) and /api/identity.
+  const identity = identityRouters(ctx);
+  app.use(identity.sso);
+  app.use('/api/identity', identity.api);
 
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true });

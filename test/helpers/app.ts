@@ -66,7 +66,8 @@ export async function startTestApp(t: { teardown(fn: () => unknown): void }, opt
   const logs = opts.logs ?? logSink();
   const log = createLogger({ level: 'debug', destination: logs.stream });
   const sessions = new SqliteSessionStore(db);
-  const web = await startWebServer({ config, db, log, sessions, services: opts.services ?? {} }, 0, '127.0.0.1');
+  // Port 0 unless the test fixed one (SSO tests need the public origin before start).
+  const web = await startWebServer({ config, db, log, sessions, services: opts.services ?? {} }, config.port, '127.0.0.1');
   let closed = false;
   const app: TestApp = {
     url: web.url,
@@ -94,5 +95,18 @@ export async function addUser(db: Db, username: string, password: string, opts: 
     email: opts.email ?? `${username}@example.test`,
     passwordHash: await hashPassword(password),
     isSuperuser: opts.superuser,
+  });
+}
+
+/** A free TCP port on 127.0.0.1 (for tests that must know the app's origin before it starts). */
+export async function freePort(): Promise<number> {
+  const { createServer } = await import('node:net');
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as import('node:net').AddressInfo).port;
+      s.close(() => resolve(port));
+    });
   });
 }

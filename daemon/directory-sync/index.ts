@@ -1,0 +1,4 @@
+export * from './google-client.js';
+export * from './sync.js';
+export * from './runner.js';
+export * from './cli.js';

@@ -1,0 +1,148 @@
+import { AppError, logAction, nowIso, toAppError, type Config, type Db, type Logger } from '../../core/index.js';
+import {
+  decryptServiceAccount,
+  getConnection,
+  getJob,
+  hasGroupSync,
+  identityEncryptor,
+  type DirectorySyncService,
+  type SandboxControl,
+  type SyncJobRow,
+} from '../../web/index.js';
+import { DirectoryClient, type DirectoryClientOptions } from './google-client.js';
+import { applyLinkedTeams, applySnapshot, fetchDirectory, type Progress } from './sync.js';
+
+export interface SyncRunnerDeps {
+  config: Readonly<Config>;
+  db: Db;
+  log: Logger;
+  /** Ends a user's web sessions (web's SqliteSessionStore). */
+  sessions?: { destroyUserSessions(userId: number): number };
+  /** Optional: stops a deactivated user's live sandboxes, and learns of policy changes. */
+  sandboxes?: SandboxControl;
+  /** Client tuning (backoff), for tests and the bench. */
+  client?: Partial<Pick<DirectoryClientOptions, 'maxAttempts' | 'baseDelayMs' | 'maxDelayMs'>>;
+}
+
+/**
+ * `run_directory_sync(job_id)`: run one job to the end. Fetches the whole directory first,
+ * then applies steps (a)–(c) in one transaction, then the linked-teams step; the job's status,
+ * result and error are updated either way. A failure anywhere before the commit leaves the
+ * directory data exactly as it was. Never throws for a failed sync: the job row says it.
+ */
+export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, progress: Progress = () => {}): Promise<SyncJobRow> {
+  const { db, log } = deps;
+  const started = Date.now();
+  const job = getJob(db, jobId);
+  if (job.status !== 'pending') return job;
+  const claimed = db
+    .prepare("UPDATE directory_sync_jobs SET status = 'running', started_at = ? WHERE id = ? AND status = 'pending'")
+    .run(nowIso(), jobId).changes;
+  if (!claimed) return getJob(db, jobId);
+  const setProgress = db.prepare('UPDATE directory_sync_jobs SET progress = ? WHERE id = ?');
+  let lastWrite = 0;
+  const report: Progress = (phase, done, total) => {
+    progress(phase, done, total);
+    const now = Date.now();
+    if (now - lastWrite > 500 || done === total) {
+      lastWrite = now;
+      setProgress.run(JSON.stringify({ phase, done, total: total ?? null }), jobId);
+    }
+  };
+  const jlog = log.child({ jobId, connectionId: job.connection_id });
+  try {
+    const conn = getConnection(db, job.connection_id);
+    db.prepare('UPDATE idp_connections SET last_sync_started_at = ? WHERE id = ?').run(nowIso(), conn.id);
+    if (!hasGroupSync(conn)) throw new AppError('ERR_SYNC_NOT_CONFIGURED', 'the connection has no service account or delegated admin e-mail', { status: 409 });
+    const client = new DirectoryClient({
+      serviceAccount: decryptServiceAccount(identityEncryptor(deps.config), conn),
+      delegatedAdminEmail: conn.delegated_admin_email!,
+      baseUrl: deps.config.google.directoryBaseUrl,
+      tokenUrl: deps.config.google.tokenUrl,
+      customer: conn.customer,
+      ...deps.client,
+    });
+    const snap = await fetchDirectory(client, report);
+    const fetchedAt = Date.now();
+    report('apply', 0, 1);
+    const applied = applySnapshot(db, conn.id, snap);
+    report('teams', 0, 1);
+    const teams = applyLinkedTeams(db, conn.id);
+    const appliedAt = Date.now();
+    // Deactivated users lose their web sessions and live sandboxes at once (beyond the SPEC).
+    let sessionsEnded = 0;
+    for (const uid of applied.deactivatedUserIds) {
+      sessionsEnded += deps.sessions?.destroyUserSessions(uid) ?? db.prepare('DELETE FROM web_sessions WHERE user_id = ?').run(uid).changes;
+      try {
+        await deps.sandboxes?.killForUser(uid);
+      } catch (err) {
+        jlog.warn({ userId: uid, err: toAppError(err).code }, 'could not stop sandboxes of a deactivated user');
+      }
+      logAction(db, { event: 'identity.user_deactivated', severity: 'warning', actorId: job.requested_by, subjectId: uid, data: { by: 'directory_sync', job_id: jobId } });
+    }
+    if (teams.policyChangedUserIds.length) deps.sandboxes?.policyChanged?.(teams.policyChangedUserIds);
+    const { policyChangedUserIds: _ids, rows_written: teamRows, ...teamCounts } = teams;
+    const result = {
+      ...applied.counts,
+      ...teamCounts,
+      rows_written: applied.counts.rows_written + teamRows,
+      sessions_ended: sessionsEnded,
+      fetched: { groups: snap.groups.length, users: snap.users.length, memberships: snap.memberships },
+      requests: client.requests,
+      retries: client.retries,
+      fetch_ms: fetchedAt - started,
+      apply_ms: appliedAt - fetchedAt,
+      duration_ms: Date.now() - started,
+    };
+    const now = nowIso();
+    db.transaction(() => {
+      db.prepare("UPDATE directory_sync_jobs SET status = 'succeeded', result = ?, finished_at = ?, progress = NULL WHERE id = ?").run(JSON.stringify(result), now, jobId);
+      db.prepare('UPDATE idp_connections SET last_sync_finished_at = ?, last_sync_succeeded_at = ? WHERE id = ?').run(now, now, conn.id);
+    })();
+    jlog.info({ rows: result.rows_written, ms: result.duration_ms }, 'directory sync succeeded');
+  } catch (err) {
+    const e = toAppError(err, 'ERR_SYNC_FAILED');
+    const error = { code: e.code, message: e.code === 'ERR_INTERNAL' ? 'internal error during sync' : e.message, ...(e.details ?? {}) };
+    const now = nowIso();
+    db.transaction(() => {
+      db.prepare("UPDATE directory_sync_jobs SET status = 'failed', error = ?, finished_at = ? WHERE id = ?").run(JSON.stringify(error), now, jobId);
+      db.prepare('UPDATE idp_connections SET last_sync_finished_at = ? WHERE id = ?').run(now, job.connection_id);
+    })();
+    if (e.code === 'ERR_INTERNAL') jlog.error({ err }, 'directory sync failed');
+    else jlog.warn({ code: e.code }, 'directory sync failed');
+  }
+  return getJob(db, jobId);
+}
+
+/**
+ * Runs jobs in the background for the web app (ctx.services.directorySync). At start it fails
+ * jobs a previous process left pending or running, so the one-running-job index cannot wedge.
+ */
+export class DirectorySyncRunner implements DirectorySyncService {
+  readonly #deps: SyncRunnerDeps;
+  readonly #running = new Set<Promise<unknown>>();
+
+  constructor(deps: SyncRunnerDeps) {
+    this.#deps = deps;
+  }
+
+  /** Fail jobs interrupted by a restart. Returns how many. */
+  recover(): number {
+    const err = JSON.stringify({ code: 'ERR_SYNC_INTERRUPTED', message: 'the daemon stopped while the job ran' });
+    return this.#deps.db
+      .prepare("UPDATE directory_sync_jobs SET status = 'failed', error = ?, finished_at = ? WHERE status IN ('pending','running')")
+      .run(err, nowIso()).changes;
+  }
+
+  start(jobId: number): void {
+    const p = runDirectorySync(this.#deps, jobId)
+      .catch((err: unknown) => this.#deps.log.error({ err, jobId }, 'directory sync runner crashed'))
+      .finally(() => this.#running.delete(p));
+    this.#running.add(p);
+  }
+
+  /** Wait for running jobs (shutdown, tests). */
+  async idle(): Promise<void> {
+    while (this.#running.size) await Promise.allSettled([...this.#running]);
+  }
+}

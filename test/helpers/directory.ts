@@ -1,0 +1,49 @@
+import { start as startDirectory, type DirectoryEmulator } from '../../emulator/directory.js';
+import { DirectorySyncRunner } from '../../daemon/directory-sync/index.js';
+import { identityEncryptor, saveConnection, type IdpConnectionRow, type SandboxControl } from '../../web/index.js';
+import type { Db } from '../../core/index.js';
+import { startTestApp, type TestApp } from './app.js';
+
+export interface SyncSetup {
+  app: TestApp;
+  dir: DirectoryEmulator;
+  runner: DirectorySyncRunner;
+  connection: IdpConnectionRow;
+  killed: number[];
+  policyChanged: number[][];
+}
+
+/** The app with the directory emulator behind a google connection and the real sync runner wired. */
+export async function startSync(t: { teardown(fn: () => unknown): void }, opts: { groupSync?: boolean } = {}): Promise<SyncSetup> {
+  const dir = await startDirectory();
+  t.teardown(() => dir.close());
+  const killed: number[] = [];
+  const policyChanged: number[][] = [];
+  const sandboxes: SandboxControl = {
+    killForUser: (id) => void killed.push(id),
+    policyChanged: (ids) => void policyChanged.push(ids),
+  };
+  const services: Record<string, unknown> = { sandboxes };
+  const app = await startTestApp(t, {
+    services,
+    env: { AIRLOCK_GOOGLE_DIRECTORY_BASE_URL: dir.url, AIRLOCK_GOOGLE_TOKEN_URL: dir.tokenUrl },
+  });
+  const runner = new DirectorySyncRunner({ config: app.config, db: app.db, log: app.log, sessions: app.sessions, sandboxes, client: { baseDelayMs: 5, maxDelayMs: 20, maxAttempts: 3 } });
+  services.directorySync = runner;
+  t.teardown(() => runner.idle());
+  const connection = saveConnection(app.db, identityEncryptor(app.config), {
+    provider: 'google',
+    issuer: 'https://accounts.google.com',
+    client_id: 'cid',
+    client_secret: 'csecret',
+    ...(opts.groupSync === false ? {} : { service_account_json: JSON.stringify(dir.serviceAccount), delegated_admin_email: `admin@${dir.domain}` }),
+  });
+  return { app, dir, runner, connection, killed, policyChanged };
+}
+
+const DATA_TABLES = ['users', 'directory_users', 'external_groups', 'external_group_members', 'teams', 'team_members', 'user_agent_policies', 'organisation_members', 'external_identities'];
+
+/** Every row of the directory-data tables, for before/after comparisons. */
+export function snapshot(db: Db): Record<string, unknown[]> {
+  return Object.fromEntries(DATA_TABLES.map((tb) => [tb, db.prepare(`SELECT * FROM ${tb} ORDER BY 1, 2`).all()]));
+}

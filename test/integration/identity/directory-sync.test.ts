@@ -1,0 +1,279 @@
+import t from 'tap';
+import { addUser } from '../../helpers/app.js';
+import { snapshot, startSync, type SyncSetup } from '../../helpers/directory.js';
+import { hashPassword } from '../../../core/index.js';
+
+const ROOT_PW = 'root-password-123';
+
+async function admin(s: SyncSetup) {
+  await addUser(s.app.db, 'root', ROOT_PW, { superuser: true, email: 'root@local.test' });
+  const c = s.app.client();
+  if ((await c.login('root', ROOT_PW)).status !== 200) throw new Error('admin login failed');
+  return c;
+}
+
+async function syncOnce(s: SyncSetup, c: Awaited<ReturnType<typeof admin>>) {
+  const r = await c.json('POST', '/api/identity/directory-sync', {});
+  if (r.status !== 202) throw new Error(`sync POST ${r.status} ${JSON.stringify(r.body)}`);
+  await s.runner.idle();
+  const latest = await c.json('GET', '/api/identity/directory-sync');
+  return latest.body.job;
+}
+
+const userId = (s: SyncSetup, email: string) => (s.app.db.prepare('SELECT id FROM users WHERE email = ?').get(email) as { id: number } | undefined)?.id;
+const groupMembers = (s: SyncSetup, groupEmail: string) =>
+  (s.app.db
+    .prepare('SELECT u.email FROM external_group_members m JOIN external_groups g ON g.id = m.group_id JOIN users u ON u.id = m.user_id WHERE g.email = ? ORDER BY u.email')
+    .all(groupEmail) as { email: string }[]).map((r) => r.email);
+
+t.test('directory-sync API: superuser only; has_group_sync false → 409', async (t) => {
+  const s = await startSync(t, { groupSync: false });
+  await addUser(s.app.db, 'joe', 'joe-password-123');
+  const anon = s.app.client();
+  await anon.fetchCsrf();
+  t.equal((await anon.json('POST', '/api/identity/directory-sync', {})).status, 401);
+  const joe = s.app.client();
+  await joe.login('joe', 'joe-password-123');
+  const forbidden = await joe.json('POST', '/api/identity/directory-sync', {});
+  t.equal(forbidden.status, 403);
+  t.equal(forbidden.body.error.code, 'ERR_AUTH_FORBIDDEN');
+  t.equal((await joe.json('GET', '/api/identity/directory-sync')).status, 403);
+  const root = await admin(s);
+  const noCsrf = await root.json('POST', '/api/identity/directory-sync', {}, { 'x-csrf-token': '' });
+  t.equal(noCsrf.status, 403, 'CSRF middleware covers /api/identity');
+  const r = await root.json('POST', '/api/identity/directory-sync', {});
+  t.equal(r.status, 409);
+  t.equal(r.body.error.code, 'ERR_SYNC_NOT_CONFIGURED');
+  t.equal((await root.json('GET', '/api/identity/connections')).body.connections[0].has_group_sync, false);
+  t.same((await root.json('GET', '/api/identity/directory-sync')).body, { job: null });
+});
+
+t.test('ten concurrent POSTs create one job; the running job is returned', async (t) => {
+  const s = await startSync(t);
+  s.dir.seed({ users: 30, groups: 3, memberships: 40 });
+  s.dir.latencyMs = 100;
+  const root = await admin(s);
+  const answers = await Promise.all(Array.from({ length: 10 }, () => root.json('POST', '/api/identity/directory-sync', {})));
+  const ids = new Set(answers.map((a) => a.body.job.id));
+  t.equal(ids.size, 1, 'one job id in all answers');
+  t.equal(answers.filter((a) => a.body.created).length, 1, 'one created');
+  t.same(answers.map((a) => a.status).sort(), [200, 200, 200, 200, 200, 200, 200, 200, 200, 202]);
+  t.equal((s.app.db.prepare('SELECT COUNT(*) AS n FROM directory_sync_jobs').get() as { n: number }).n, 1);
+  // The database itself refuses a second unfinished job.
+  t.throws(() => s.app.db.prepare("INSERT INTO directory_sync_jobs (connection_id, trigger) VALUES (?, 'manual')").run(s.connection.id), /UNIQUE/);
+  await s.runner.idle();
+  const job = (await root.json('GET', '/api/identity/directory-sync')).body.job;
+  t.equal(job.status, 'succeeded');
+  t.equal(job.result.users_created, 30);
+  t.equal(job.result.fetched.memberships, 40);
+});
+
+t.test('sync adds, updates, removes memberships, deactivates removed/suspended users; linked team follows; re-sync writes nothing', async (t) => {
+  const s = await startSync(t);
+  const d = s.dir;
+  const dom = d.domain;
+  const [u1, u2, u3, u4, u5] = [1, 2, 3, 4, 5].map((i) => d.addUser({ primaryEmail: `u${i}@${dom}`, name: { fullName: `User ${i}` } }));
+  const g1 = d.addGroup({ email: `eng@${dom}`, name: 'Engineering' });
+  const g2 = d.addGroup({ email: `ops@${dom}`, name: 'Ops' });
+  d.setMembers(g1.id, [u1.primaryEmail, u2.primaryEmail, 'outsider@other.test']);
+  d.setMembers(g2.id, [u3.primaryEmail]);
+  const local4 = await addUser(s.app.db, 'local4', 'local-password-4', { email: u4.primaryEmail });
+  const root = await admin(s);
+
+  const j1 = await syncOnce(s, root);
+  t.equal(j1.status, 'succeeded', JSON.stringify(j1.error));
+  t.equal(j1.result.users_created, 4);
+  t.equal(j1.result.users_linked, 1, 'existing local account linked by e-mail');
+  t.equal(userId(s, u4.primaryEmail), local4.id);
+  t.equal(j1.result.groups_created, 2);
+  t.equal(j1.result.memberships_added, 3);
+  t.same(groupMembers(s, `eng@${dom}`), [u1.primaryEmail, u2.primaryEmail]);
+
+  // An organisation manager links a team to eng@.
+  const mgr = await addUser(s.app.db, 'manager', 'manager-password-1');
+  const org = await root.json('POST', '/api/identity/organisations', { name: 'Acme' });
+  t.equal(org.status, 201);
+  t.equal((await root.json('PUT', `/api/identity/organisations/${org.body.id}/members/${mgr.id}`, { role: 'manager' })).status, 200);
+  const m = s.app.client();
+  await m.login('manager', 'manager-password-1');
+  const groups = await m.json('GET', '/api/identity/external-groups?q=eng');
+  t.equal(groups.status, 200);
+  t.equal(groups.body.groups.length, 1);
+  const team = await m.json('POST', `/api/identity/organisations/${org.body.id}/teams`, { name: 'Eng team', external_group_id: groups.body.groups[0].id });
+  t.equal(team.status, 201);
+  const policy = await m.json('POST', `/api/identity/organisations/${org.body.id}/agent-policies`, {
+    name: 'eng tools', applies_to: 'teams', team_ids: [team.body.id], allowed_tools: ['send_email', 'fetch_sheet'], allowed_models: ['gpt-x'],
+  });
+  t.equal(policy.status, 201);
+  const outsider = s.app.client();
+  await addUser(s.app.db, 'nobody', 'nobody-password-1');
+  await outsider.login('nobody', 'nobody-password-1');
+  t.equal((await outsider.json('POST', `/api/identity/organisations/${org.body.id}/teams`, { name: 'x' })).status, 403, 'non-manager refused');
+  t.equal((await m.json('POST', '/api/identity/directory-sync', {})).status, 403, 'manager is not a superuser');
+
+  // u2 logs in (has a web session) before being suspended.
+  s.app.db.prepare('UPDATE users SET password_hash = ? WHERE email = ?').run(await hashPassword('u2-password-123'), u2.primaryEmail);
+  const u2browser = s.app.client();
+  t.equal((await u2browser.login(u2.primaryEmail, 'u2-password-123')).status, 200);
+
+  const j2 = await syncOnce(s, root);
+  t.equal(j2.result.team_members_added, 2, 'team filled from its group');
+  t.same(
+    (s.app.db.prepare('SELECT u.email FROM team_members tm JOIN users u ON u.id = tm.user_id WHERE tm.team_id = ? ORDER BY u.email').all(team.body.id) as { email: string }[]).map((r) => r.email),
+    [u1.primaryEmail, u2.primaryEmail],
+  );
+  const u1id = userId(s, u1.primaryEmail)!;
+  const pol = await root.json('GET', `/api/identity/agent-policy?user_id=${u1id}`);
+  t.same(pol.body.policy.tools, ['fetch_sheet', 'send_email'], 'team member gets the team policy');
+  t.ok(s.app.db.prepare('SELECT 1 FROM user_agent_policies WHERE user_id = ?').get(u1id), 'sandbox policy rewritten');
+  t.ok(s.policyChanged.flat().includes(u1id), 'daemon told');
+
+  // The directory changes.
+  u1.name.fullName = 'User One Renamed';
+  u2.suspended = true;
+  d.users.splice(d.users.indexOf(u5), 1);
+  d.setMembers(g1.id, [u1.primaryEmail, u2.primaryEmail, u3.primaryEmail]);
+  d.setMembers(g2.id, []);
+  const u6 = d.addUser({ primaryEmail: `u6@${dom}` });
+  d.setMembers(g2.id, [u6.primaryEmail]);
+
+  const j3 = await syncOnce(s, root);
+  t.equal(j3.status, 'succeeded');
+  t.equal(j3.result.users_created, 1);
+  t.equal(j3.result.users_updated, 1);
+  t.equal(j3.result.users_deactivated, 2, 'suspended u2 and removed u5');
+  t.equal(j3.result.memberships_added, 2, 'u3 → eng, u6 → ops');
+  t.equal(j3.result.memberships_removed, 1, 'u3 left ops');
+  t.same(groupMembers(s, `eng@${dom}`), [u1.primaryEmail, u2.primaryEmail, u3.primaryEmail], 'group rows mirror the directory');
+  t.same(groupMembers(s, `ops@${dom}`), [u6.primaryEmail]);
+  const active = (e: string) => (s.app.db.prepare('SELECT is_active FROM users WHERE email = ?').get(e) as { is_active: number }).is_active;
+  t.equal(active(u2.primaryEmail), 0);
+  t.equal(active(u5.primaryEmail), 0);
+  t.equal(active(u1.primaryEmail), 1);
+  t.equal((s.app.db.prepare('SELECT display_name FROM users WHERE id = ?').get(u1id) as { display_name: string }).display_name, 'User One Renamed');
+  t.equal((await u2browser.json('GET', '/api/auth/me')).status, 401, 'deactivated user lost the web session at once');
+  t.equal((s.app.db.prepare('SELECT COUNT(*) AS n FROM web_sessions WHERE user_id = ?').get(userId(s, u2.primaryEmail)) as { n: number }).n, 0);
+  t.same(s.killed.sort(), [userId(s, u2.primaryEmail), userId(s, u5.primaryEmail)].sort(), 'sandboxes killed');
+  // The linked team follows the group's ACTIVE members: u3 in, u2 (suspended) out.
+  t.same(
+    (s.app.db.prepare('SELECT u.email FROM team_members tm JOIN users u ON u.id = tm.user_id WHERE tm.team_id = ? ORDER BY u.email').all(team.body.id) as { email: string }[]).map((r) => r.email),
+    [u1.primaryEmail, u3.primaryEmail],
+  );
+  t.equal((await m.json('PUT', `/api/identity/teams/${team.body.id}/members/${mgr.id}`)).body.error.code, 'ERR_TEAM_LINKED');
+
+  // Immediate re-sync: nothing written.
+  const before = snapshot(s.app.db);
+  const j4 = await syncOnce(s, root);
+  t.equal(j4.status, 'succeeded');
+  t.equal(j4.result.rows_written, 0, 'no rows written');
+  t.same(snapshot(s.app.db), before, 'data tables unchanged');
+
+  // Unsuspended: the account comes back.
+  u2.suspended = false;
+  const j5 = await syncOnce(s, root);
+  t.equal(j5.result.users_reactivated, 1);
+  t.equal(active(u2.primaryEmail), 1);
+});
+
+t.test('never deactivates the last active superuser', async (t) => {
+  const s = await startSync(t);
+  const root = await admin(s);
+  const r = s.dir.addUser({ primaryEmail: 'root@local.test', suspended: true });
+  s.dir.addUser({ primaryEmail: `x@${s.dir.domain}` });
+  const j = await syncOnce(s, root);
+  t.equal(j.status, 'succeeded');
+  t.equal(j.result.kept_last_superuser, userId(s, r.primaryEmail));
+  t.equal((await root.json('GET', '/api/auth/me')).status, 200, 'still logged in');
+});
+
+t.test('upstream failure mid-sync: job failed with the error, database as before', async (t) => {
+  const s = await startSync(t);
+  s.dir.seed({ users: 40, groups: 6, memberships: 80 });
+  const root = await admin(s);
+  t.equal((await syncOnce(s, root)).status, 'succeeded');
+  // Change the directory, then break members.list after two groups.
+  s.dir.users[0].suspended = true;
+  s.dir.users.splice(5, 3);
+  s.dir.setMembers(s.dir.groups[0].id, []);
+  s.dir.fail({ pathIncludes: '/members', after: 2, status: 503 });
+  const before = snapshot(s.app.db);
+  const j = await syncOnce(s, root);
+  t.equal(j.status, 'failed');
+  t.equal(j.error.code, 'ERR_SYNC_UPSTREAM');
+  t.equal(j.error.upstream_status, 503);
+  t.ok(j.finished_at);
+  t.same(snapshot(s.app.db), before, 'nothing half-applied');
+  t.same(s.killed, []);
+  // Recovery: the next sync applies everything.
+  s.dir.clearFailures();
+  const ok = await syncOnce(s, root);
+  t.equal(ok.status, 'succeeded');
+  t.equal(ok.result.users_deactivated, 4);
+});
+
+t.test('rate limits are retried with backoff; a bad service-account key is refused by the token endpoint', async (t) => {
+  const s = await startSync(t);
+  s.dir.seed({ users: 10, groups: 2, memberships: 10 });
+  const root = await admin(s);
+  s.dir.fail({ pathIncludes: '/users', times: 1, status: 429 });
+  s.dir.fail({ pathIncludes: '/groups', times: 1, status: 403, reason: 'userRateLimitExceeded' });
+  const j = await syncOnce(s, root);
+  t.equal(j.status, 'succeeded', JSON.stringify(j.error));
+  t.ok(j.result.retries >= 2, 'retried');
+  s.dir.clearFailures();
+  s.dir.fail({ pathIncludes: '/groups', times: 1, status: 403, reason: 'forbidden' });
+  const denied = await syncOnce(s, root);
+  t.equal(denied.status, 'failed', 'a plain 403 is not retried');
+  t.equal(denied.error.upstream_status, 403);
+  s.dir.clearFailures();
+
+  // A key the emulator never issued: same client_email, another private key.
+  const { generateKeyPairSync } = await import('node:crypto');
+  const other = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  t.equal((await root.json('PATCH', `/api/identity/connections/${s.connection.id}`, { service_account_json: { ...s.dir.serviceAccount, private_key: other } })).status, 200);
+  const bad = await syncOnce(s, root);
+  t.equal(bad.status, 'failed');
+  t.equal(bad.error.code, 'ERR_SYNC_AUTH');
+  const text = JSON.stringify(await root.json('GET', '/api/identity/connections')) + s.app.logs.text();
+  t.notOk(text.includes('PRIVATE KEY'), 'no key material in responses or logs');
+  t.notOk(text.includes('ya29.'), 'no access token in logs');
+});
+
+t.test('an address reused by a new directory user does not take over the old account; an empty listing changes nothing', async (t) => {
+  const s = await startSync(t);
+  const old = s.dir.addUser({ primaryEmail: `reused@${s.dir.domain}` });
+  s.dir.addUser({ primaryEmail: `keep@${s.dir.domain}` });
+  const root = await admin(s);
+  t.equal((await syncOnce(s, root)).status, 'succeeded');
+  const oldId = userId(s, old.primaryEmail)!;
+  s.dir.users.splice(s.dir.users.indexOf(old), 1);
+  s.dir.addUser({ primaryEmail: old.primaryEmail });
+  const j = await syncOnce(s, root);
+  t.equal(j.status, 'succeeded', JSON.stringify(j.error));
+  t.equal(j.result.email_conflicts, 1);
+  t.equal(userId(s, old.primaryEmail), oldId, 'the address stays with the old, now deactivated, account');
+  t.equal((s.app.db.prepare('SELECT is_active FROM users WHERE id = ?').get(oldId) as { is_active: number }).is_active, 0);
+
+  const before = snapshot(s.app.db);
+  s.dir.users.length = 0;
+  const empty = await syncOnce(s, root);
+  t.equal(empty.status, 'failed');
+  t.equal(empty.error.code, 'ERR_SYNC_EMPTY_DIRECTORY');
+  t.same(snapshot(s.app.db), before);
+});
+
+t.test('a job left running by a stopped process is failed at start, then a new one can run', async (t) => {
+  const s = await startSync(t);
+  s.dir.addUser({ primaryEmail: `a@${s.dir.domain}` });
+  const root = await admin(s);
+  s.app.db.prepare("INSERT INTO directory_sync_jobs (connection_id, trigger, status, started_at) VALUES (?, 'manual', 'running', 'x')").run(s.connection.id);
+  const stuck = await root.json('POST', '/api/identity/directory-sync', {});
+  t.equal(stuck.status, 200, 'the running job is returned');
+  t.equal(s.runner.recover(), 1);
+  const failed = (await root.json('GET', '/api/identity/directory-sync')).body.job;
+  t.equal(failed.status, 'failed');
+  t.equal(failed.error.code, 'ERR_SYNC_INTERRUPTED');
+  const j = await syncOnce(s, root);
+  t.equal(j.status, 'succeeded');
+  t.not(j.id, failed.id);
+});

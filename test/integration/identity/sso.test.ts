@@ -1,0 +1,156 @@
+import t from 'tap';
+import { addUser } from '../../helpers/app.js';
+import { CLIENT_SECRET, form, FORM, ssoLogin, startSso, toCallback } from '../../helpers/identity.js';
+
+const ALICE = { sub: 'alice-sub-1', email: 'alice@example.test', email_verified: true, name: 'Alice A' };
+const BOB = { sub: 'bob-sub-1', email: 'bob@example.test', email_verified: true, name: 'Bob B' };
+const EVE = { sub: 'eve-sub-1', email: 'eve@example.test', email_verified: false, name: 'Eve' };
+
+const identities = (db: import('../../../core/index.js').Db) =>
+  db.prepare('SELECT user_id, connection_id, sub, email FROM external_identities ORDER BY id').all() as { user_id: number; connection_id: number; sub: string; email: string }[];
+
+t.test('sso-providers lists active connections only', async (t) => {
+  const s = await startSso(t, []);
+  const c = s.app.client();
+  const r = await c.json('GET', '/api/auth/sso-providers');
+  t.equal(r.status, 200);
+  t.same(r.body.providers.map((p: { id: string }) => p.id), ['google']);
+  s.app.db.prepare('UPDATE idp_connections SET is_active = 0').run();
+  t.same((await c.json('GET', '/api/auth/sso-providers')).body.providers, []);
+  const refused = await c.json('POST', '/_login/browser/v1/auth/provider/redirect', form({ provider: 'google', process: 'login', callback_url: `${s.origin}/` }), FORM);
+  t.equal(refused.status, 400);
+  t.equal(refused.body.error.code, 'ERR_SSO_PROVIDER');
+});
+
+t.test('full login: new user created, ExternalIdentity upserted, /api/auth/me answers', async (t) => {
+  const s = await startSso(t, [ALICE]);
+  const browser = s.app.client();
+  await browser.fetchCsrf();
+  const before = browser.cookies.get('airlock.sid');
+  const res = await ssoLogin(s, browser, ALICE.sub, `${s.origin}/chat?x=1`);
+  t.equal(res.status, 303);
+  t.equal(res.headers.get('location'), `${s.origin}/chat?x=1`, 'redirected to callback_url');
+  t.not(browser.cookies.get('airlock.sid'), before, 'session regenerated');
+  const me = await browser.json('GET', '/api/auth/me');
+  t.equal(me.status, 200);
+  t.equal(me.body.email, ALICE.email);
+  t.equal(me.body.display_name, ALICE.name);
+  t.same(identities(s.app.db), [{ user_id: me.body.id, connection_id: s.connection.id, sub: ALICE.sub, email: ALICE.email }]);
+  // The session's CSRF token is fresh and works.
+  await browser.fetchCsrf();
+  t.equal((await browser.json('POST', '/api/auth/logout')).status, 204);
+  t.ok(s.idp.requests.some((r) => r.path === '/token'), 'code exchanged at the IdP');
+});
+
+t.test('known e-mail is matched; a second login updates the same ExternalIdentity', async (t) => {
+  const s = await startSso(t, [BOB]);
+  const bob = await addUser(s.app.db, 'bob', 'bob-password-123', { email: 'BOB@example.test' });
+  const b1 = s.app.client();
+  t.equal((await ssoLogin(s, b1, BOB.sub)).status, 303);
+  const me = await b1.json('GET', '/api/auth/me');
+  t.equal(me.body.id, bob.id, 'matched the existing account by verified e-mail');
+  t.equal(me.body.username, 'bob');
+  const first = s.app.db.prepare('SELECT last_login_at FROM external_identities').get() as { last_login_at: string };
+  await new Promise((r) => setTimeout(r, 5));
+  const b2 = s.app.client();
+  t.equal((await ssoLogin(s, b2, BOB.sub)).status, 303);
+  t.equal(identities(s.app.db).length, 1, 'still one identity');
+  const second = s.app.db.prepare('SELECT last_login_at FROM external_identities').get() as { last_login_at: string };
+  t.not(second.last_login_at, first.last_login_at, 'updated');
+  t.equal((s.app.db.prepare('SELECT COUNT(*) AS n FROM users').get() as { n: number }).n, 1, 'no new user');
+});
+
+t.test('refused: foreign or relative callback_url (no open redirect), bad process', async (t) => {
+  const s = await startSso(t, [ALICE]);
+  const c = s.app.client();
+  for (const cb of ['https://evil.example/steal', '/chat', '//evil.example/x', `http://127.0.0.1:1/x`, 'javascript:alert(1)', `${s.origin.replace('http', 'https')}/x`]) {
+    const r = await c.json('POST', '/_login/browser/v1/auth/provider/redirect', form({ provider: 'google', process: 'login', callback_url: cb }), FORM);
+    t.equal(r.status, 400, cb);
+    t.equal(r.body.error.code, 'ERR_SSO_CALLBACK_URL', cb);
+    t.notOk(r.res.headers.get('location'), 'no redirect');
+  }
+  const p = await c.json('POST', '/_login/browser/v1/auth/provider/redirect', form({ provider: 'google', process: 'connect', callback_url: `${s.origin}/` }), FORM);
+  t.equal(p.body.error.code, 'ERR_SSO_PROCESS');
+});
+
+t.test('refused: bad state, replayed code', async (t) => {
+  const s = await startSso(t, [ALICE]);
+  const browser = s.app.client();
+  const { callback } = await toCallback(s, browser, ALICE.sub);
+  t.ok(callback);
+  const u = new URL(callback!);
+  const bad = new URL(u);
+  bad.searchParams.set('state', 'forged-state');
+  const r1 = await browser.json('GET', bad.pathname + bad.search);
+  t.equal(r1.status, 400);
+  t.equal(r1.body.error.code, 'ERR_SSO_STATE');
+  // Another browser cannot use this browser's callback (state is bound to the session).
+  const other = s.app.client();
+  const r2 = await other.json('GET', u.pathname + u.search);
+  t.equal(r2.body.error.code, 'ERR_SSO_STATE');
+  t.equal((await other.json('GET', '/api/auth/me')).status, 401);
+
+  const ok = await browser.request('GET', u.pathname + u.search);
+  t.equal(ok.status, 303, 'the real callback still works once');
+  const replay = await browser.json('GET', u.pathname + u.search);
+  t.equal(replay.status, 400);
+  t.equal(replay.body.error.code, 'ERR_SSO_STATE', 'state is single use');
+
+  // The same code under a fresh, valid state: the IdP refuses the used code.
+  const fresh = await toCallback(s, browser, ALICE.sub);
+  const state2 = new URL(fresh.callback!).searchParams.get('state')!;
+  const replayed = new URL(u);
+  replayed.searchParams.set('state', state2);
+  const r3 = await browser.json('GET', replayed.pathname + replayed.search);
+  t.equal(r3.status, 400);
+  t.equal(r3.body.error.code, 'ERR_SSO_CODE_EXCHANGE');
+});
+
+t.test('refused: nonce mismatch in the ID token', async (t) => {
+  const s = await startSso(t, [ALICE]);
+  s.idp.tamper.nonce = 'not-the-nonce-we-sent';
+  const browser = s.app.client();
+  const r = await ssoLogin(s, browser, ALICE.sub);
+  t.equal(r.status, 400);
+  t.equal(((await r.json()) as { error: { code: string } }).error.code, 'ERR_SSO_ID_TOKEN');
+  t.equal((await browser.json('GET', '/api/auth/me')).status, 401);
+  t.same(identities(s.app.db), []);
+  t.equal((s.app.db.prepare('SELECT COUNT(*) AS n FROM users').get() as { n: number }).n, 0, 'no user created');
+});
+
+t.test('refused: unverified e-mail', async (t) => {
+  const s = await startSso(t, [EVE]);
+  await addUser(s.app.db, 'eve-local', 'eve-password-123', { email: EVE.email });
+  const browser = s.app.client();
+  const r = await ssoLogin(s, browser, EVE.sub);
+  t.equal(r.status, 403);
+  t.equal(((await r.json()) as { error: { code: string } }).error.code, 'ERR_SSO_EMAIL_UNVERIFIED');
+  t.equal((await browser.json('GET', '/api/auth/me')).status, 401, 'not logged into the account with that e-mail');
+  t.same(identities(s.app.db), []);
+});
+
+t.test('a deactivated account cannot log in by SSO', async (t) => {
+  const s = await startSso(t, [BOB]);
+  const bob = await addUser(s.app.db, 'bob', 'bob-password-123', { email: BOB.email });
+  s.app.db.prepare('UPDATE users SET is_active = 0 WHERE id = ?').run(bob.id);
+  const r = await ssoLogin(s, s.app.client(), BOB.sub);
+  t.equal(r.status, 403);
+  t.equal(((await r.json()) as { error: { code: string } }).error.code, 'ERR_AUTH_INACTIVE');
+});
+
+t.test('client secret: encrypted at rest, never in responses or logs', async (t) => {
+  const s = await startSso(t, [ALICE]);
+  const row = s.app.db.prepare('SELECT client_secret_enc FROM idp_connections').get() as { client_secret_enc: string };
+  t.match(row.client_secret_enc, /^v1\./);
+  t.notOk(row.client_secret_enc.includes(CLIENT_SECRET));
+  await addUser(s.app.db, 'root', 'root-password-123', { superuser: true });
+  const admin = s.app.client();
+  await admin.login('root', 'root-password-123');
+  const list = await admin.json('GET', '/api/identity/connections');
+  t.equal(list.status, 200);
+  t.equal(list.body.connections[0].has_client_secret, true);
+  await ssoLogin(s, s.app.client(), ALICE.sub);
+  t.notOk(JSON.stringify(list.body).includes(CLIENT_SECRET));
+  t.notOk(s.app.logs.text().includes(CLIENT_SECRET), 'not in logs');
+  t.notOk(/[?&]code=/.test(s.app.logs.text()), 'no authorization code in logs');
+});

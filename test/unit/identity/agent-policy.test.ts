@@ -1,0 +1,46 @@
+import t from 'tap';
+import { createUser, openDatabase } from '../../../core/index.js';
+import { checkCallbackUrl, effectiveAgentPolicy, policyAllows, rewriteAgentPolicies } from '../../../web/index.js';
+
+t.test('effectiveAgentPolicy: none, org-wide, team grants add up, deny wins', async (t) => {
+  const db = await openDatabase(':memory:');
+  t.teardown(() => db.close());
+  const a = createUser(db, { username: 'a', email: 'a@x.test' });
+  const b = createUser(db, { username: 'b', email: 'b@x.test' });
+  const c = createUser(db, { username: 'c', email: 'c@x.test' });
+  t.same(effectiveAgentPolicy(db, a.id), { tools: null, models: null, denied_tools: [], denied_models: [], policy_ids: [] }, 'no policy: unrestricted');
+
+  const org = Number(db.prepare("INSERT INTO organisations (name) VALUES ('Acme')").run().lastInsertRowid);
+  db.prepare('INSERT INTO organisation_members (organisation_id, user_id) VALUES (?, ?), (?, ?)').run(org, a.id, org, b.id);
+  const team = Number(db.prepare("INSERT INTO teams (organisation_id, name) VALUES (?, 'Data')").run(org).lastInsertRowid);
+  db.prepare('INSERT INTO team_members (team_id, user_id) VALUES (?, ?)').run(team, b.id);
+  const base = Number(db.prepare(`INSERT INTO agent_policies (organisation_id, name, applies_to, allowed_tools, allowed_models, denied_tools)
+    VALUES (?, 'base', 'all', '["send_email"]', '["small"]', '["render_chart"]')`).run(org).lastInsertRowid);
+  const data = Number(db.prepare(`INSERT INTO agent_policies (organisation_id, name, applies_to, allowed_tools, allowed_models)
+    VALUES (?, 'data', 'teams', '["fetch_sheet","render_chart"]', NULL)`).run(org).lastInsertRowid);
+  db.prepare('INSERT INTO agent_policy_teams (policy_id, team_id) VALUES (?, ?)').run(data, team);
+
+  const pa = effectiveAgentPolicy(db, a.id);
+  t.same(pa.tools, ['send_email']);
+  t.same(pa.models, ['small']);
+  t.same(pa.policy_ids, [base]);
+  const pb = effectiveAgentPolicy(db, b.id);
+  t.same(pb.tools, ['fetch_sheet', 'send_email'], 'team grant added; denied render_chart removed');
+  t.equal(pb.models, null, 'a null list lifts the restriction');
+  t.same(pb.policy_ids, [base, data]);
+  t.notOk(policyAllows(pb, 'tool', 'render_chart'));
+  t.ok(policyAllows(pb, 'model', 'anything'));
+  t.same(effectiveAgentPolicy(db, c.id).policy_ids, [], 'not a member: no policy');
+
+  t.same(rewriteAgentPolicies(db, [a.id, b.id]), [a.id, b.id]);
+  t.same(rewriteAgentPolicies(db, [a.id, b.id]), [], 'unchanged: nothing rewritten');
+});
+
+t.test('checkCallbackUrl: only absolute URLs on the public origin', async (t) => {
+  const origin = 'https://chat.example.test';
+  t.equal(checkCallbackUrl('https://chat.example.test/after?x=1#y', origin), 'https://chat.example.test/after?x=1#y');
+  for (const bad of ['/relative', '//evil.test/x', 'https://evil.test/', 'http://chat.example.test/', 'https://chat.example.test:444/',
+    'https://user:pw@chat.example.test/', 'javascript:alert(1)', 'https://chat.example.test.evil.test/', '', 42]) {
+    t.throws(() => checkCallbackUrl(bad, origin), { code: 'ERR_SSO_CALLBACK_URL' }, String(bad));
+  }
+});

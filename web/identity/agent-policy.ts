@@ -1,0 +1,89 @@
+import { nowIso, type Db } from '../../core/index.js';
+
+/**
+ * What a user's agent may use, as the session start applies it.
+ *
+ * - `tools` / `models`: the allowed names, or `null` for "no restriction".
+ * - `denied_tools` / `denied_models`: names removed even when allowed (deny wins).
+ * - `policy_ids`: the AgentPolicy rows that applied (empty: no policy applies, everything allowed).
+ *
+ * Combination rule: a policy applies to a user when the user is a member of its organisation
+ * and the policy is for `all` members, or when the user is in one of the policy's teams.
+ * Allow lists are grants and add up (union); a policy with a null list lifts that restriction;
+ * deny lists add up and win. A user under no policy is unrestricted.
+ */
+export interface EffectiveAgentPolicy {
+  tools: string[] | null;
+  models: string[] | null;
+  denied_tools: string[];
+  denied_models: string[];
+  policy_ids: number[];
+}
+
+interface PolicyRow {
+  id: number;
+  allowed_tools: string | null;
+  allowed_models: string | null;
+  denied_tools: string;
+  denied_models: string;
+}
+
+/** The agent policy in force for a user (see EffectiveAgentPolicy for the shape and rules). */
+export function effectiveAgentPolicy(db: Db, userId: number): EffectiveAgentPolicy {
+  const rows = db
+    .prepare(
+      `SELECT p.id, p.allowed_tools, p.allowed_models, p.denied_tools, p.denied_models FROM agent_policies p
+       WHERE (p.applies_to = 'all' AND (
+                EXISTS (SELECT 1 FROM organisation_members m WHERE m.organisation_id = p.organisation_id AND m.user_id = ?)
+             OR EXISTS (SELECT 1 FROM team_members tm JOIN teams t ON t.id = tm.team_id
+                        WHERE t.organisation_id = p.organisation_id AND tm.user_id = ?)))
+          OR (p.applies_to = 'teams' AND EXISTS (
+                SELECT 1 FROM agent_policy_teams pt JOIN team_members tm ON tm.team_id = pt.team_id
+                WHERE pt.policy_id = p.id AND tm.user_id = ?))
+       ORDER BY p.id`,
+    )
+    .all(userId, userId, userId) as PolicyRow[];
+  const out: EffectiveAgentPolicy = { tools: null, models: null, denied_tools: [], denied_models: [], policy_ids: [] };
+  if (!rows.length) return out;
+  const merge = (lists: (string | null)[]): string[] | null => {
+    if (lists.some((l) => l === null)) return null;
+    return [...new Set(lists.flatMap((l) => JSON.parse(l!) as string[]))].sort();
+  };
+  out.tools = merge(rows.map((r) => r.allowed_tools));
+  out.models = merge(rows.map((r) => r.allowed_models));
+  out.denied_tools = [...new Set(rows.flatMap((r) => JSON.parse(r.denied_tools) as string[]))].sort();
+  out.denied_models = [...new Set(rows.flatMap((r) => JSON.parse(r.denied_models) as string[]))].sort();
+  if (out.tools) out.tools = out.tools.filter((t) => !out.denied_tools.includes(t));
+  if (out.models) out.models = out.models.filter((m) => !out.denied_models.includes(m));
+  out.policy_ids = rows.map((r) => r.id);
+  return out;
+}
+
+/** May the user's agent use this tool / model under the policy? */
+export function policyAllows(p: EffectiveAgentPolicy, kind: 'tool' | 'model', name: string): boolean {
+  const allowed = kind === 'tool' ? p.tools : p.models;
+  const denied = kind === 'tool' ? p.denied_tools : p.denied_models;
+  return !denied.includes(name) && (allowed === null || allowed.includes(name));
+}
+
+/**
+ * Rewrite the stored sandbox policy (user_agent_policies) of these users; writes a row only
+ * when the policy changed. Returns the users whose stored policy changed.
+ */
+export function rewriteAgentPolicies(db: Db, userIds: Iterable<number>): number[] {
+  const get = db.prepare('SELECT policy FROM user_agent_policies WHERE user_id = ?');
+  const put = db.prepare(
+    `INSERT INTO user_agent_policies (user_id, policy, updated_at) VALUES (?, ?, ?)
+     ON CONFLICT (user_id) DO UPDATE SET policy = excluded.policy, updated_at = excluded.updated_at`,
+  );
+  const changed: number[] = [];
+  const now = nowIso();
+  for (const id of userIds) {
+    const policy = JSON.stringify(effectiveAgentPolicy(db, id));
+    const cur = get.get(id) as { policy: string } | undefined;
+    if (cur?.policy === policy) continue;
+    put.run(id, policy, now);
+    changed.push(id);
+  }
+  return changed;
+}

@@ -1,0 +1,27 @@
+import { Router } from 'express';
+import { Encryptor, loadOrCreateEncryptionKey } from '../../core/index.js';
+import type { WebContext } from '../context.js';
+import { identityAdminRoutes } from './admin-routes.js';
+import { createIdentitySignals, type IdentitySignals } from './events.js';
+import { ssoRoutes } from './sso-routes.js';
+
+export * from './agent-policy.js';
+export * from './events.js';
+export * from './services.js';
+export * from './store.js';
+export { SSO_REDIRECT_PATH, callbackPath, checkCallbackUrl } from './sso-routes.js';
+
+/** The at-rest encryptor for IdP secrets (same key as every other encrypted column). */
+export function identityEncryptor(config: WebContext['config']): Encryptor {
+  return new Encryptor(loadOrCreateEncryptionKey(config.dataDir, config.encryptionKey));
+}
+
+/**
+ * The identity area: SSO routes (mounted at the root: they live partly outside /api) and the
+ * /api/identity admin API. `signals` is exposed so other areas can listen to login signals.
+ */
+export function identityRouters(ctx: WebContext): { sso: Router; api: Router; signals: IdentitySignals } {
+  const enc = identityEncryptor(ctx.config);
+  const signals = createIdentitySignals(ctx.db);
+  return { sso: ssoRoutes(ctx, enc, signals), api: identityAdminRoutes(ctx, enc), signals };
+}

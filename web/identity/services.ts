@@ -1,0 +1,23 @@
+/**
+ * What the identity area needs from the daemon, handed in through ctx.services
+ * (web/ declares, daemon/ implements and wires).
+ */
+
+/** Live sandboxes of a user. Optional: without it, deactivation ends web sessions only. */
+export interface SandboxControl {
+  /** Stop every live sandbox of the user at once (deactivated by directory sync). */
+  killForUser(userId: number): Promise<void> | void;
+  /** The users' agent policy changed; warm sessions pick it up at their next start. Optional. */
+  policyChanged?(userIds: number[]): void;
+}
+
+/** Runs directory-sync jobs in the background (daemon/directory-sync implements it). */
+export interface DirectorySyncService {
+  /** Start `run_directory_sync(jobId)` in the background; returns at once. */
+  start(jobId: number): void;
+}
+
+export interface IdentityServices {
+  sandboxes?: SandboxControl;
+  directorySync?: DirectorySyncService;
+}

@@ -1,0 +1,217 @@
+import { Router } from 'express';
+import * as oidc from 'openid-client';
+import {
+  AppError,
+  createUser,
+  Encryptor,
+  getUserByEmail,
+  logAction,
+  nowIso,
+  randomToken,
+  type Db,
+  type User,
+} from '../../core/index.js';
+import { regenerate } from '../auth-routes.js';
+import { asyncHandler, type WebContext } from '../context.js';
+import { SOCIAL_ACCOUNT_ADDED, SOCIAL_ACCOUNT_UPDATED, type IdentitySignals } from './events.js';
+import { decryptClientSecret, getConnectionByProvider, type IdpConnectionRow } from './store.js';
+
+/** Path of the browser form post that starts an SSO login (SPEC versioning: under /_login/browser/v1/). */
+export const SSO_REDIRECT_PATH = '/_login/browser/v1/auth/provider/redirect';
+/** Return point from the provider; the IdP client must list `${publicOrigin}${callbackPath(p)}`. */
+export const callbackPath = (provider: string) => `/accounts/${provider}/login/callback/`;
+
+const PENDING_TTL_MS = 10 * 60 * 1000;
+const MAX_PENDING = 5;
+const SCOPE = 'openid email profile';
+
+interface Pending {
+  provider: string;
+  connectionId: number;
+  codeVerifier: string;
+  nonce: string;
+  callbackUrl: string;
+  createdAt: number;
+}
+
+/** Discovery results per connection, refreshed when the connection row changes. */
+class DiscoveryCache {
+  readonly #cache = new Map<number, { key: string; config: Promise<oidc.Configuration> }>();
+  constructor(private readonly enc: Encryptor) {}
+
+  get(c: IdpConnectionRow): Promise<oidc.Configuration> {
+    const key = `${c.updated_at}|${c.issuer}|${c.client_id}`;
+    const hit = this.#cache.get(c.id);
+    if (hit && hit.key === key) return hit.config;
+    const issuer = new URL(c.issuer);
+    // Plain http only for a loopback issuer (the local emulator); real IdPs are https.
+    const loopback = ['127.0.0.1', 'localhost', '[::1]'].includes(issuer.hostname);
+    const secret = decryptClientSecret(this.enc, c);
+    const config = oidc
+      .discovery(issuer, c.client_id, secret ? { client_secret: secret } : undefined, secret ? oidc.ClientSecretPost(secret) : oidc.None(), {
+        execute: loopback && issuer.protocol === 'http:' ? [oidc.allowInsecureRequests] : [],
+        timeout: 10,
+      })
+      .catch((err: unknown) => {
+        this.#cache.delete(c.id);
+        throw new AppError('ERR_SSO_DISCOVERY', 'the identity provider cannot be reached', { status: 502, cause: err });
+      });
+    this.#cache.set(c.id, { key, config });
+    return config;
+  }
+}
+
+/** `callback_url` must be absolute and on the configured public origin: no open redirect. */
+export function checkCallbackUrl(raw: unknown, publicOrigin: string): string {
+  if (typeof raw !== 'string' || raw.length > 2048) throw new AppError('ERR_SSO_CALLBACK_URL', 'callback_url is required', { status: 400 });
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    // Not absolute (or not a URL at all): refused below with the same code.
+    throw new AppError('ERR_SSO_CALLBACK_URL', 'callback_url must be an absolute URL', { status: 400 });
+  }
+  if ((u.protocol !== 'http:' && u.protocol !== 'https:') || u.origin !== new URL(publicOrigin).origin || u.username || u.password) {
+    throw new AppError('ERR_SSO_CALLBACK_URL', 'callback_url must be on this service\'s own origin', { status: 400 });
+  }
+  return u.href;
+}
+
+function activeConnection(db: Db, provider: unknown): IdpConnectionRow {
+  const c = typeof provider === 'string' ? getConnectionByProvider(db, provider) : undefined;
+  if (!c || c.is_active !== 1) throw new AppError('ERR_SSO_PROVIDER', 'unknown or inactive identity provider', { status: 400 });
+  return c;
+}
+
+/**
+ * Single sign-on: GET /api/auth/sso-providers, the redirect form post and the callback.
+ *
+ * CSRF: the redirect endpoint is a browser form post outside /api (no X-CSRF-Token possible).
+ * Starting a login for a victim gains an attacker nothing (the victim logs into their own IdP
+ * account); the callback is bound to this browser session by `state` (single use, kept in the
+ * session), the ID token by `nonce`, the code by PKCE, and the session cookie is SameSite=Lax.
+ */
+export function ssoRoutes(ctx: WebContext, enc: Encryptor, signals: IdentitySignals): Router {
+  const r = Router();
+  const discovery = new DiscoveryCache(enc);
+
+  r.get('/api/auth/sso-providers', (_req, res) => {
+    const rows = ctx.db.prepare('SELECT * FROM idp_connections WHERE is_active = 1 ORDER BY id').all() as IdpConnectionRow[];
+    res.json({
+      providers: rows.map((c) => ({ id: c.provider, name: c.display_name, flows: ['provider_redirect'], redirect_url: SSO_REDIRECT_PATH })),
+    });
+  });
+
+  r.post(
+    SSO_REDIRECT_PATH,
+    asyncHandler(async (req, res) => {
+      const body = (req.body ?? {}) as Record<string, unknown>;
+      const c = activeConnection(ctx.db, body.provider);
+      if (body.process !== 'login') throw new AppError('ERR_SSO_PROCESS', 'process must be "login"', { status: 400 });
+      const callbackUrl = checkCallbackUrl(body.callback_url, ctx.config.publicOrigin);
+      const config = await discovery.get(c);
+      const codeVerifier = oidc.randomPKCECodeVerifier();
+      const state = oidc.randomState();
+      const nonce = oidc.randomNonce();
+      const url = oidc.buildAuthorizationUrl(config, {
+        redirect_uri: ctx.config.publicOrigin + callbackPath(c.provider),
+        scope: SCOPE,
+        code_challenge: await oidc.calculatePKCECodeChallenge(codeVerifier),
+        code_challenge_method: 'S256',
+        state,
+        nonce,
+      });
+      const now = Date.now();
+      const pending = Object.entries((req.session.oauth ?? {}) as Record<string, Pending>)
+        .filter(([, p]) => now - p.createdAt < PENDING_TTL_MS)
+        .slice(-(MAX_PENDING - 1));
+      pending.push([state, { provider: c.provider, connectionId: c.id, codeVerifier, nonce, callbackUrl, createdAt: now }]);
+      req.session.oauth = Object.fromEntries(pending);
+      res.redirect(303, url.href);
+    }),
+  );
+
+  r.get(
+    '/accounts/:provider/login/callback/',
+    asyncHandler(async (req, res) => {
+      const provider = req.params.provider as string;
+      const state = typeof req.query.state === 'string' ? req.query.state : '';
+      const all = (req.session.oauth ?? {}) as Record<string, Pending>;
+      const pending = Object.hasOwn(all, state) ? all[state] : undefined;
+      if (pending) {
+        // Single use: a replayed callback finds no pending handshake.
+        delete all[state];
+        req.session.oauth = all;
+      }
+      if (!pending || pending.provider !== provider || Date.now() - pending.createdAt > PENDING_TTL_MS) {
+        throw new AppError('ERR_SSO_STATE', 'unknown, used or expired login state; start the login again', { status: 400 });
+      }
+      if (typeof req.query.error === 'string') {
+        throw new AppError('ERR_SSO_DENIED', 'the identity provider refused the login', { status: 400, details: { provider_error: req.query.error.slice(0, 64) } });
+      }
+      const c = activeConnection(ctx.db, provider);
+      if (c.id !== pending.connectionId) throw new AppError('ERR_SSO_STATE', 'the connection changed during login', { status: 400 });
+      const config = await discovery.get(c);
+      const redirectUri = ctx.config.publicOrigin + callbackPath(provider);
+      const currentUrl = new URL(req.originalUrl, ctx.config.publicOrigin);
+      let claims: oidc.IDToken;
+      try {
+        const tokens = await oidc.authorizationCodeGrant(
+          config,
+          currentUrl,
+          { pkceCodeVerifier: pending.codeVerifier, expectedState: state, expectedNonce: pending.nonce, idTokenExpected: true },
+          { redirect_uri: redirectUri },
+        );
+        claims = tokens.claims()!;
+      } catch (err) {
+        throw ssoError(err);
+      }
+      const email = typeof claims.email === 'string' ? claims.email.toLowerCase() : '';
+      const verified = claims.email_verified === true || claims.email_verified === 'true';
+      if (!email || !verified) {
+        req.log.info({ provider, event: 'sso_refused_unverified' }, 'sso login refused');
+        throw new AppError('ERR_SSO_EMAIL_UNVERIFIED', 'the identity provider did not confirm a verified e-mail address', { status: 403 });
+      }
+      const user = matchOrCreateUser(ctx.db, email, typeof claims.name === 'string' ? claims.name : null);
+      if (!user.is_active) throw new AppError('ERR_AUTH_INACTIVE', 'this account is deactivated', { status: 403 });
+
+      await regenerate(req);
+      req.session.userId = user.id;
+      req.session.csrfToken = randomToken(32);
+      ctx.db.prepare('UPDATE users SET last_login_at = ? WHERE id = ?').run(nowIso(), user.id);
+      logAction(ctx.db, { event: 'auth.login', actorId: user.id, subjectId: user.id, data: { method: 'sso', provider } });
+      const known = ctx.db.prepare('SELECT 1 FROM external_identities WHERE connection_id = ? AND sub = ?').get(c.id, claims.sub);
+      signals.emit(known ? SOCIAL_ACCOUNT_UPDATED : SOCIAL_ACCOUNT_ADDED, {
+        userId: user.id,
+        connectionId: c.id,
+        provider,
+        sub: claims.sub,
+        email,
+      });
+      req.log.info({ userId: user.id, provider }, 'sso login');
+      res.redirect(303, pending.callbackUrl);
+    }),
+  );
+
+  return r;
+}
+
+/** Match by verified e-mail, else create a user (no password: SSO only). */
+function matchOrCreateUser(db: Db, email: string, name: string | null): User {
+  const found = getUserByEmail(db, email);
+  if (found) return found;
+  const taken = db.prepare('SELECT 1 FROM users WHERE username = ?').get(email);
+  return createUser(db, { username: taken ? `${email}-${randomToken(4)}` : email, email, displayName: name });
+}
+
+/** openid-client failures become coded 400s; nothing of the provider's answer is echoed. */
+function ssoError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  const e = err as { code?: string; error?: string; cause?: { claim?: string } };
+  if (e.code === 'OAUTH_JWT_CLAIM_COMPARISON_FAILED' || e.code === 'OAUTH_INVALID_RESPONSE' || e.code === 'OAUTH_JWT_TIMESTAMP_CHECK_FAILED') {
+    return new AppError('ERR_SSO_ID_TOKEN', 'the ID token failed validation', { status: 400, cause: err });
+  }
+  if (e.error) return new AppError('ERR_SSO_CODE_EXCHANGE', 'the identity provider refused the authorization code', { status: 400, cause: err });
+  return new AppError('ERR_SSO_CODE_EXCHANGE', 'the code exchange failed', { status: 400, cause: err });
+}
+
