@@ -1,0 +1,146 @@
+import t from 'tap';
+import type { Page } from 'playwright-core';
+import { start as startOidc } from '../../emulator/oidc.js';
+import { start as startDirectory } from '../../emulator/directory.js';
+import { DirectorySyncRunner } from '../../daemon/directory-sync/index.js';
+import type { SandboxControl } from '../../web/index.js';
+import { addUser, freePort, startTestApp } from '../helpers/app.js';
+import { browserUnavailable, launch, screenshot } from '../helpers/browser.js';
+
+const CLIENT_ID = 'airlock-ui-client';
+const CLIENT_SECRET = 'ui-client-secret-never-shown-77';
+const ROOT_PW = 'root-password-123';
+// The OIDC user is also a directory user (seeded addresses are user<i>@example.test).
+const DIR_USER = { sub: 'dir-user-1', email: 'user1@example.test', email_verified: true, name: 'Directory User One' };
+
+async function passwordLogin(page: Page, url: string): Promise<void> {
+  await page.goto(url + '/');
+  await page.waitForSelector('#username');
+  await page.fill('#username', 'root');
+  await page.fill('#password', ROOT_PW);
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('#prompt');
+}
+
+const why = browserUnavailable();
+if (why) t.plan(0, why);
+else {
+  t.test('admin: SSO connection, directory sync with live status, teams linked to groups; SSO sign-in in the browser', async (t) => {
+    const port = await freePort();
+    const origin = `http://127.0.0.1:${port}`;
+    const idp = await startOidc({
+      clients: [{ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [`${origin}/accounts/google/login/callback/`] }],
+      users: [DIR_USER],
+    });
+    t.teardown(() => idp.close());
+    const dir = await startDirectory();
+    t.teardown(() => dir.close());
+    dir.seed({ users: 6, groups: 2, memberships: 8 });
+    dir.latencyMs = 150; // long enough to see the job running
+    const sandboxes: SandboxControl = { killForUser: () => {}, policyChanged: () => {} };
+    const services: Record<string, unknown> = { sandboxes };
+    const app = await startTestApp(t, {
+      services,
+      env: { AIRLOCK_PORT: String(port), AIRLOCK_PUBLIC_ORIGIN: origin, AIRLOCK_GOOGLE_DIRECTORY_BASE_URL: dir.url, AIRLOCK_GOOGLE_TOKEN_URL: dir.tokenUrl },
+    });
+    const runner = new DirectorySyncRunner({ config: app.config, db: app.db, log: app.log, sessions: app.sessions, sandboxes, client: { baseDelayMs: 5, maxDelayMs: 20, maxAttempts: 3 } });
+    services.directorySync = runner;
+    t.teardown(() => runner.idle());
+    await addUser(app.db, 'root', ROOT_PW, { superuser: true, email: 'root@local.test' });
+
+    const browser = await launch(t);
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await passwordLogin(page, app.url);
+
+    // --- SSO connection: create through the form.
+    await page.click('#nav a[href="#/admin/identity"]');
+    await page.waitForSelector('#conn-form');
+    t.match(await page.textContent('#conn-summary'), /No connection yet/);
+    for (const id of ['conn-issuer', 'conn-client-id', 'conn-client-secret', 'conn-service-account', 'conn-admin-email', 'conn-active']) {
+      t.equal(await page.locator(`label[for=${id}]`).count(), 1, `#${id} has a label`);
+    }
+    await page.fill('#conn-issuer', idp.url);
+    await page.fill('#conn-client-id', CLIENT_ID);
+    await page.fill('#conn-client-secret', CLIENT_SECRET);
+    await page.fill('#conn-service-account', JSON.stringify(dir.serviceAccount));
+    await page.fill('#conn-admin-email', `admin@${dir.domain}`);
+    await page.click('#conn-save');
+    await page.waitForFunction(() => /Client secret: stored/.test(document.querySelector('#conn-summary')?.textContent ?? ''));
+    t.match(await page.textContent('#conn-summary'), /Group sync: configured/);
+    t.match(await page.textContent('#conn-status'), /Connection created/);
+    const html = await page.content();
+    t.notOk(html.includes(CLIENT_SECRET), 'the client secret is not on the page after saving');
+    t.notOk(html.includes('PRIVATE KEY'), 'the service-account key is not on the page after saving');
+    const stored = app.db.prepare('SELECT issuer, client_id, is_active FROM idp_connections').all();
+    t.same(stored, [{ issuer: idp.url, client_id: CLIENT_ID, is_active: 1 }], 'connection stored');
+
+    // A bad edit shows the server's error plainly (message and code).
+    await page.fill('#conn-service-account', '{"type":"not a key"}');
+    await page.click('#conn-save');
+    await page.waitForSelector('#conn-status [role=alert]');
+    t.match(await page.textContent('#conn-status'), /ERR_IDP_SERVICE_ACCOUNT/);
+    await page.fill('#conn-service-account', '');
+
+    // --- Directory sync: start, watch the live status, see the result.
+    await page.click('#sync-start');
+    await page.waitForFunction(() => /running|pending/.test(document.querySelector('#sync-job-status')?.textContent ?? ''));
+    t.ok(await page.isDisabled('#sync-start'), 'start is disabled while a job runs');
+    await page.waitForFunction(() => /succeeded|failed/.test(document.querySelector('#sync-job-status')?.textContent ?? ''), undefined, { timeout: 15000 });
+    t.equal(await page.textContent('#sync-job-status'), 'succeeded');
+    t.match(await page.textContent('#sync-result'), /users created\s*6/);
+    t.match(await page.textContent('#sync-result'), /groups created\s*2/);
+    t.ok(await page.isEnabled('#sync-start'), 'start enabled again');
+    await screenshot(page, 'admin-identity');
+
+    // --- Organisation and a team linked to a synced group (the picker lists external groups).
+    await page.click('#nav a[href="#/admin/organisations"]');
+    await page.waitForSelector('#org-form');
+    await page.fill('#org-name', 'Sales');
+    await page.click('#org-form button[type=submit]');
+    await page.waitForSelector('#team-form');
+    const options = await page.locator('#team-group option').allTextContents();
+    t.ok(options.some((o) => o.includes(`group0@${dir.domain}`)), 'team picker lists synced groups');
+    await page.fill('#team-name', 'Group zero team');
+    await page.selectOption('#team-group', { label: options.find((o) => o.includes(`group0@${dir.domain}`))! });
+    await page.click('#team-form button[type=submit]');
+    await page.waitForFunction(() => /Group zero team/.test(document.querySelector('#teams-table')?.textContent ?? ''));
+    t.match(await page.textContent('#teams-table'), new RegExp(`group0@${dir.domain}`), 'team shows its linked group');
+    // An agent policy for that organisation.
+    await page.fill('#ap-name', 'no-shell');
+    await page.fill('#ap-denied-tools', 'shell');
+    await page.click('#ap-form button[type=submit]');
+    await page.waitForFunction(() => /no-shell/.test(document.querySelector('#agent-policies-table')?.textContent ?? ''));
+    t.match(await page.textContent('#agent-policies-table'), /shell/);
+    await page.setViewportSize({ width: 390, height: 900 });
+    t.ok(await page.isVisible('#team-form button[type=submit]'), 'usable at 390px');
+    await screenshot(page, 'admin-organisations-390');
+    await page.setViewportSize({ width: 1280, height: 900 });
+
+    // --- Live sessions: the operator API is not on this server yet; the page says so.
+    await page.click('#nav a[href="#/admin/sessions"]');
+    await page.waitForSelector('#sessions-unavailable');
+    t.match(await page.textContent('#sessions-unavailable'), /not available/);
+
+    // --- SSO sign-in in a fresh browser: the button, the real redirect chain, signed in on chat.
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const sso = await ctx.newPage();
+    await sso.goto(origin + '/');
+    await sso.waitForSelector('#sso button');
+    t.equal((await sso.textContent('#sso button'))?.trim(), 'Sign in with Google');
+    await screenshot(sso, 'login-sso');
+    await sso.click('#sso button');
+    await sso.waitForURL((u) => u.origin === idp.url && u.pathname.startsWith('/interaction/'));
+    await sso.click(`a:has-text("${DIR_USER.email}")`);
+    await sso.waitForURL((u) => u.origin === origin && u.hash === '#/chat');
+    await sso.waitForSelector('#prompt');
+    t.match(await sso.textContent('#who'), /User 1/, 'signed in as the synced account (its directory name)');
+    const me = await sso.evaluate(async () => (await fetch('/api/auth/me')).json());
+    t.equal(me.email, DIR_USER.email);
+    const linked = app.db.prepare('SELECT COUNT(*) AS n FROM external_identities WHERE sub = ?').get(DIR_USER.sub) as { n: number };
+    t.equal(linked.n, 1, 'external identity recorded');
+    const users = app.db.prepare('SELECT COUNT(*) AS n FROM users WHERE lower(email) = ?').get(DIR_USER.email) as { n: number };
+    t.equal(users.n, 1, 'the synced account was used, not a second one');
+    await screenshot(sso, 'chat-after-sso');
+    await ctx.close();
+  });
+}
