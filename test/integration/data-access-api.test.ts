@@ -1,8 +1,8 @@
 import t from 'tap';
+import type { Test } from 'tap';
 import { addUser, startTestApp, TEST_SECRETS, type TestApp } from '../helpers/app.js';
 import type { Client } from '../helpers/client.js';
 
-type Test = Parameters<Parameters<typeof t.test>[1]>[0];
 
 const PW = 'correct horse battery staple';
 const BASE = '/api/data-authorization';
