@@ -30,6 +30,13 @@ export interface DataPolicy {
   updated_at: string;
 }
 
+/** One role of a user with its grants (the input of effective-policy resolution). */
+export interface GrantRole {
+  role_id: number;
+  role: string;
+  policies: { table: string; allowed_columns: string[]; row_filter: RowFilter; filter_key: string }[];
+}
+
 export interface Assignment {
   id: number;
   user_id: number;
@@ -256,24 +263,40 @@ export class DataAccessStore {
     })();
   }
 
-  /** Roles of a user with their grants, as effective-policy resolution needs them. */
-  grantsOf(userId: number): { role_id: number; role: string; policies: DataPolicy[] }[] {
-    const rows = this.db
-      .prepare(
-        `SELECT r.id AS rid, r.name AS rname, p.*
-         FROM user_data_roles a JOIN data_roles r ON r.id = a.role_id
-         LEFT JOIN data_policies p ON p.role_id = r.id
-         WHERE a.user_id = ? ORDER BY r.name, p.table_name`,
-      )
-      .all(userId) as (PolicyRow & { rid: number; rname: string })[];
-    const byRole = new Map<number, { role_id: number; role: string; policies: DataPolicy[] }>();
-    for (const r of rows) {
-      let g = byRole.get(r.rid);
-      if (!g) byRole.set(r.rid, (g = { role_id: r.rid, role: r.rname, policies: [] }));
-      if (r.id !== null) g.policies.push(toPolicy(r));
+  /**
+   * Roles of a user (sorted by name) with their grants, as effective-policy resolution needs
+   * them. Narrow raw rows: this read dominates resolution time for users with many grants.
+   */
+  grantsOf(userId: number): GrantRole[] {
+    const rows = this.grantsStmt.all(userId) as [number, string, string | null, string | null, string | null][];
+    const byRole = new Map<number, GrantRole>();
+    for (const [rid, rname, table, cols, filter] of rows) {
+      let g = byRole.get(rid);
+      if (!g) byRole.set(rid, (g = { role_id: rid, role: rname, policies: [] }));
+      if (table !== null) {
+        g.policies.push({
+          table,
+          allowed_columns: JSON.parse(cols!) as string[],
+          row_filter: JSON.parse(filter!) as RowFilter,
+          filter_key: filter!,
+        });
+      }
     }
-    return [...byRole.values()];
+    return [...byRole.values()].sort((a, b) => (a.role < b.role ? -1 : a.role > b.role ? 1 : 0));
   }
+
+  private get grantsStmt() {
+    // Index order on (role_id, table_name) gives each role's grants sorted by table.
+    return (this.#grants ??= this.db
+      .prepare(
+        `SELECT a.role_id, r.name, p.table_name, p.allowed_columns, p.row_filter
+         FROM user_data_roles a JOIN data_roles r ON r.id = a.role_id
+         LEFT JOIN data_policies p ON p.role_id = a.role_id
+         WHERE a.user_id = ?`,
+      )
+      .raw(true));
+  }
+  #grants?: ReturnType<Db['prepare']>;
 
   hasEntitlement(userId: number, name = BI_ENTITLEMENT): boolean {
     return !!this.db.prepare('SELECT 1 FROM user_entitlements WHERE user_id = ? AND name = ?').get(userId, name);
