@@ -271,6 +271,36 @@ t.test('bi-audit keeps only known fields; bi.denied is critical', async (t) => {
   t.notOk(app.logs.text().includes(SQL), 'logs still clean');
 });
 
+t.test('hostile values are stored and compiled as bound parameters; hostile names are refused', async (t) => {
+  const { app, admin, userId } = await setup(t);
+  const role = (await admin.json('POST', `${BASE}/roles`, { name: 'h' })).body.id;
+  const HOSTILE = ["x' OR '1'='1", 'a; DROP TABLE users; --', '/* c */', 'zoë 😀', '"quoted"'];
+  const put = await admin.json('PUT', `${BASE}/roles/${role}/policies/orders`, {
+    allowed_columns: ['id'],
+    row_filter: { any: [{ column: 'note', op: 'in', value: HOSTILE }, { column: 'owner', op: 'eq', value: HOSTILE[1] }] },
+  });
+  t.equal(put.status, 201);
+  await admin.json('POST', `${BASE}/assignments`, { user_id: userId, role_id: role });
+  const r = await app.client().json('GET', `/api/internal/bi-policy/${userId}?table=orders`, undefined, {
+    authorization: `Bearer ${TEST_SECRETS.MCP_INTERNAL_SECRET}`,
+  });
+  for (const d of ['sqlite', 'postgres'] as const) {
+    const q = r.body.table[d];
+    t.same(q.params, [...HOSTILE, HOSTILE[1]], `${d}: every value bound`);
+    for (const h of HOSTILE) t.notOk(q.sql.includes(h), `${d}: ${h} not in the SQL text`);
+  }
+  t.equal(r.body.table.postgres.sql, 'SELECT "id" FROM "orders" WHERE ("note" IN ($1, $2, $3, $4, $5) OR "owner" = $6)');
+  t.ok(app.db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'users'").get(), 'users table intact');
+  for (const name of ['tä', 'ta ble', 'orders;', 'o"rders', 'orders--', 'a.b.c', '１２']) {
+    const bad = await admin.json('PUT', `${BASE}/roles/${role}/policies/${encodeURIComponent(name)}`, { allowed_columns: ['id'] });
+    t.equal(bad.status, 400, `table ${name}`);
+    const col = await admin.json('PUT', `${BASE}/roles/${role}/policies/orders`, { allowed_columns: [name] });
+    t.equal(col.status, 400, `column ${name}`);
+    const fcol = await admin.json('PUT', `${BASE}/roles/${role}/policies/orders`, { allowed_columns: ['id'], row_filter: { column: name, op: 'eq', value: 1 } });
+    t.equal(fcol.status, 400, `filter column ${name}`);
+  }
+});
+
 t.test('audit listing pages newest first and filters', async (t) => {
   const { admin } = await setup(t);
   for (let i = 0; i < 7; i++) await admin.json('POST', `${BASE}/roles`, { name: `p${i}` });
