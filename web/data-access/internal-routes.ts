@@ -87,7 +87,8 @@ export function biInternalRoutes(ctx: WebContext): Router {
     const severity = denied ? 'critical' : 'info';
     const id = logAction(ctx.db, { event, severity, subjectId: b.user_id, data });
     req.log.info({ event, severity, subjectId: b.user_id, auditId: id }, 'bi audit recorded');
-    res.status(201).json({ id, event, severity });
+    // 200, not 201: the caller gets a receipt, not a resource it can fetch.
+    res.json({ id, event, severity });
   });
 
   return r;
