@@ -3,6 +3,7 @@ import session from 'express-session';
 import { randomUUID } from 'node:crypto';
 import { AppError, getUserById, safeEqual, type Metrics } from '../core/index.js';
 import { authRoutes, SESSION_COOKIE } from './auth-routes.js';
+import { biInternalRoutes, dataAuthorizationRoutes } from './data-access/index.js';
 import type { WebContext } from './context.js';
 import { errorMiddleware, notFound } from './errors.js';
 import { loadOrCreateSessionSecret } from './session-secret.js';
@@ -88,6 +89,8 @@ export function createApp(ctx: WebContext): Express {
   const identity = identityRouters(ctx);
   app.use(identity.sso);
   app.use('/api/identity', identity.api);
+  app.use('/api/data-authorization', dataAuthorizationRoutes(ctx));
+  app.use('/api/internal', biInternalRoutes(ctx));
 
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true });

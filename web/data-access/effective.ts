@@ -1,0 +1,147 @@
+import { isEmptyFilter, substitute, type FilterSubject, type Node, type RowFilter } from './predicate.js';
+import type { DataPolicy } from './store.js';
+
+/** One role's grant as it reaches a table, with the user's variables already substituted. */
+export interface GrantSource {
+  role_id: number;
+  role: string;
+  /** The grant's own table: the name, or "*" when it came from a wildcard grant. */
+  granted_on: string;
+  allowed_columns: string[];
+  row_filter: RowFilter;
+  /** Human-readable: what this grant gives on this table. */
+  gives: string;
+  /** Identity of the stored filter, for de-duplication (not part of the API answer). */
+  filter_key?: string;
+}
+
+/** What a user may read from one table (or, for table "*", from any table not named). */
+export interface TablePolicy {
+  table: string;
+  /** ["*"] for every column, else the sorted union of the grants' columns. */
+  columns: string[];
+  /** True when some grant has an empty row filter (it dominates, SPEC rule 3). */
+  all_rows: boolean;
+  /** `{}` when all_rows; otherwise one grant's filter or `{"any":[…]}` of them (OR). */
+  row_filter: RowFilter;
+  grants: GrantSource[];
+  explanation: string;
+}
+
+export interface EffectivePolicy {
+  user: { id: number; username: string; is_active: boolean };
+  /** The `bi` entitlement bit (SPEC rule 6). */
+  bi: boolean;
+  roles: { id: number; name: string }[];
+  /** Named tables; each already includes what wildcard grants add. */
+  tables: TablePolicy[];
+  /** From grants on "*": applies to every table not in `tables`. Null when no wildcard grant. */
+  any_table: TablePolicy | null;
+  explanation: string[];
+}
+
+export interface RoleGrants {
+  role_id: number;
+  role: string;
+  policies: (Pick<DataPolicy, 'table' | 'allowed_columns' | 'row_filter'> & { filter_key?: string })[];
+}
+
+export interface PolicyUser extends FilterSubject {
+  is_active: boolean;
+}
+
+// Explanations name columns and how rows are limited; the filters themselves sit beside them
+// in the structured answer (stringifying every filter here would dominate resolution time).
+function describe(columns: string[], filter: RowFilter): string {
+  const cols = columns.includes('*') ? 'all columns' : `columns ${columns.join(', ')}`;
+  if (isEmptyFilter(filter)) return `${cols}; all rows`;
+  const n = 'any' in filter && Array.isArray(filter.any) ? filter.any.length : 1;
+  return `${cols}; rows matching ${n > 1 ? `any of ${n} row filters` : 'the row filter'}`;
+}
+
+/** Merge grants on one table: columns union, rows OR, an empty filter dominates. */
+export function mergeGrants(table: string, grants: GrantSource[]): TablePolicy {
+  let star = false;
+  const cols = new Set<string>();
+  let allRows = false;
+  const filters: Node[] = [];
+  const seen = new Set<string>();
+  for (const g of grants) {
+    if (g.allowed_columns.includes('*')) star = true;
+    else g.allowed_columns.forEach((c) => cols.add(c));
+    if (isEmptyFilter(g.row_filter)) allRows = true;
+    else if (!allRows) {
+      // The same filter from two roles is ORed once.
+      const key = g.filter_key ?? JSON.stringify(g.row_filter);
+      if (!seen.has(key)) (seen.add(key), filters.push(g.row_filter as Node));
+    }
+  }
+  const columns = star ? ['*'] : [...cols].sort();
+  const row_filter: RowFilter = allRows ? {} : filters.length === 1 ? filters[0] : { any: filters };
+  const by = grants.map((g) => `${g.role}${g.granted_on === '*' ? ' (via "*")' : ''}`).join(', ');
+  return {
+    table,
+    columns,
+    all_rows: allRows,
+    row_filter,
+    grants,
+    explanation: `${table}: ${describe(columns, row_filter)} — from ${by}`,
+  };
+}
+
+/**
+ * Resolve a user's effective policy from their roles' grants (SPEC rules 2 and 3).
+ * An inactive user gets nothing. A table no grant names, with no wildcard grant, has no policy.
+ */
+export function resolveEffectivePolicy(user: PolicyUser, roles: RoleGrants[], bi: boolean): EffectivePolicy {
+  const who = { id: user.id, username: user.username };
+  const base = {
+    user: { id: user.id, username: user.username, is_active: user.is_active },
+    bi,
+    roles: roles.map((r) => ({ id: r.role_id, name: r.role })),
+  };
+  if (!user.is_active) {
+    return { ...base, tables: [], any_table: null, explanation: ['user is inactive: no data access'] };
+  }
+  const named = new Map<string, GrantSource[]>();
+  const wildcard: GrantSource[] = [];
+  for (const r of roles) {
+    for (const p of r.policies) {
+      const row_filter = substitute(p.row_filter, who);
+      const g: GrantSource = {
+        role_id: r.role_id,
+        role: r.role,
+        granted_on: p.table,
+        allowed_columns: p.allowed_columns,
+        row_filter,
+        gives: `role ${r.role} grants ${describe(p.allowed_columns, row_filter)} on ${p.table === '*' ? 'every table' : p.table}`,
+      };
+      // The stored JSON text identifies the filter before substitution, which is the same per user.
+      if (p.filter_key !== undefined) Object.defineProperty(g, 'filter_key', { value: p.filter_key, enumerable: false });
+      if (p.table === '*') wildcard.push(g);
+      else {
+        let list = named.get(p.table);
+        if (!list) named.set(p.table, (list = []));
+        list.push(g);
+      }
+    }
+  }
+  const tables = [...named.keys()].sort().map((t) => mergeGrants(t, [...named.get(t)!, ...wildcard]));
+  const any_table = wildcard.length ? mergeGrants('*', wildcard) : null;
+  const explanation = [
+    ...(roles.length ? [] : ['no data role: no table is readable']),
+    ...roles.filter((r) => r.policies.length === 0).map((r) => `role ${r.role} has no grants`),
+    ...tables.map((t) => t.explanation),
+    ...(any_table ? [`any other table: ${describe(any_table.columns, any_table.row_filter)} — from ${any_table.grants.map((g) => g.role).join(', ')}`] : []),
+    ...(roles.length && !any_table ? ['tables not listed: no access (no grant)'] : []),
+  ];
+  return { ...base, tables, any_table, explanation };
+}
+
+/** The policy for one table, or null when the user has no grant that reaches it (SPEC rule 2). */
+export function policyForTable(eff: EffectivePolicy, table: string): TablePolicy | null {
+  const t = eff.tables.find((x) => x.table === table);
+  if (t) return t;
+  if (eff.any_table) return { ...eff.any_table, table };
+  return null;
+}

@@ -1,0 +1,162 @@
+import { AppError } from '../../core/index.js';
+
+/** Leaf operators of the row-filter predicate (DESIGN.md "Row filter"). */
+export const COMPARE_OPS = ['eq', 'neq', 'lt', 'lte', 'gt', 'gte'] as const;
+export const LIST_OPS = ['in', 'not_in'] as const;
+export type CompareOp = (typeof COMPARE_OPS)[number];
+export type ListOp = (typeof LIST_OPS)[number];
+export type Op = CompareOp | ListOp | 'is_null';
+
+/** A literal a leaf may compare with, or the variables `$user_id` / `$username`. */
+export type Scalar = string | number | boolean;
+
+export type Leaf =
+  | { column: string; op: CompareOp; value: Scalar }
+  | { column: string; op: ListOp; value: Scalar[] }
+  | { column: string; op: 'is_null'; value: boolean };
+export type Node = Leaf | { all: Node[] } | { any: Node[] };
+/** `{}` (all rows) or one node. */
+export type RowFilter = Record<string, never> | Node;
+
+/** Limits on a stored row filter: nesting depth of all/any, nodes in total, list and string sizes. */
+export const FILTER_LIMITS = {
+  /** Levels of all/any nesting above the leaves. */
+  maxDepth: 5,
+  maxNodes: 100,
+  maxChildren: 50,
+  maxListItems: 100,
+  maxStringLength: 256,
+  maxColumns: 200,
+} as const;
+
+/** Table and column names: ASCII identifiers; tables may carry one `schema.` qualifier. */
+export const IDENT_SOURCE = '[A-Za-z_][A-Za-z0-9_]{0,62}';
+export const COLUMN_RE = new RegExp(`^${IDENT_SOURCE}$`);
+export const TABLE_RE = new RegExp(`^${IDENT_SOURCE}(?:\\.${IDENT_SOURCE})?$`);
+export const VARIABLES = ['$user_id', '$username'] as const;
+
+const scalar = {
+  oneOf: [
+    { type: 'string', maxLength: FILTER_LIMITS.maxStringLength },
+    { type: 'number' },
+    { type: 'boolean' },
+  ],
+};
+
+const column = { type: 'string', pattern: COLUMN_RE.source };
+
+function leafSchema(): object {
+  return {
+    oneOf: [
+      {
+        type: 'object',
+        additionalProperties: false,
+        required: ['column', 'op', 'value'],
+        properties: { column, op: { enum: [...COMPARE_OPS] }, value: scalar },
+      },
+      {
+        type: 'object',
+        additionalProperties: false,
+        required: ['column', 'op', 'value'],
+        properties: {
+          column,
+          op: { enum: [...LIST_OPS] },
+          value: { type: 'array', minItems: 1, maxItems: FILTER_LIMITS.maxListItems, items: scalar },
+        },
+      },
+      {
+        type: 'object',
+        additionalProperties: false,
+        required: ['column', 'op', 'value'],
+        properties: { column, op: { const: 'is_null' }, value: { type: 'boolean' } },
+      },
+    ],
+  };
+}
+
+function buildRowFilterDefs(): Record<string, object> {
+  const defs: Record<string, object> = { rf_leaf: leafSchema() };
+  for (let d = FILTER_LIMITS.maxDepth; d >= 0; d--) {
+    if (d === FILTER_LIMITS.maxDepth) {
+      defs[`rf_node${d}`] = { $ref: '#/$defs/rf_leaf' };
+      continue;
+    }
+    const children = { type: 'array', minItems: 1, maxItems: FILTER_LIMITS.maxChildren, items: { $ref: `#/$defs/rf_node${d + 1}` } };
+    defs[`rf_node${d}`] = {
+      oneOf: [
+        { $ref: '#/$defs/rf_leaf' },
+        { type: 'object', additionalProperties: false, required: ['all'], properties: { all: children } },
+        { type: 'object', additionalProperties: false, required: ['any'], properties: { any: children } },
+      ],
+    };
+  }
+  return defs;
+}
+
+/**
+ * The row-filter JSON schema pieces. JSON schema cannot count recursion, so the depth limit
+ * is built in: level d nests all/any only down to level maxDepth, where only leaves remain.
+ * Put ROW_FILTER_DEFS under the root schema's `$defs` and use ROW_FILTER where a filter goes.
+ */
+export const ROW_FILTER_DEFS = buildRowFilterDefs();
+export const ROW_FILTER = {
+  oneOf: [{ type: 'object', additionalProperties: false, maxProperties: 0 }, { $ref: '#/$defs/rf_node0' }],
+};
+/** A standalone schema for one row filter. */
+export const ROW_FILTER_SCHEMA = { $defs: ROW_FILTER_DEFS, ...ROW_FILTER };
+
+export function isEmptyFilter(f: RowFilter | null | undefined): f is Record<string, never> {
+  return !f || Object.keys(f).length === 0;
+}
+
+/** Count nodes (leaves and all/any groups). */
+export function countNodes(f: RowFilter): number {
+  if (isEmptyFilter(f)) return 0;
+  const n = f as Node;
+  if ('all' in n) return 1 + n.all.reduce((s, c) => s + countNodes(c), 0);
+  if ('any' in n) return 1 + n.any.reduce((s, c) => s + countNodes(c), 0);
+  return 1;
+}
+
+/** Throws 400 ERR_DATA_FILTER_TOO_LARGE past FILTER_LIMITS.maxNodes (the schema bounds depth). */
+export function checkFilterSize(f: RowFilter): void {
+  const n = countNodes(f);
+  if (n > FILTER_LIMITS.maxNodes) {
+    throw new AppError('ERR_DATA_FILTER_TOO_LARGE', `row_filter has ${n} nodes; at most ${FILTER_LIMITS.maxNodes}`, {
+      status: 400,
+    });
+  }
+}
+
+/** Columns a filter refers to. */
+export function filterColumns(f: RowFilter, out = new Set<string>()): Set<string> {
+  if (isEmptyFilter(f)) return out;
+  const n = f as Node;
+  if ('all' in n) n.all.forEach((c) => filterColumns(c, out));
+  else if ('any' in n) n.any.forEach((c) => filterColumns(c, out));
+  else out.add(n.column);
+  return out;
+}
+
+/** The user a filter's variables stand for. */
+export interface FilterSubject {
+  id: number;
+  username: string;
+}
+
+function substValue(v: Scalar, who: FilterSubject): Scalar {
+  if (v === '$user_id') return who.id;
+  if (v === '$username') return who.username;
+  return v;
+}
+
+/** Replace `$user_id` / `$username` (also inside in/not_in lists) with the user's values. */
+export function substitute(f: RowFilter, who: FilterSubject): RowFilter {
+  if (isEmptyFilter(f)) return {};
+  const n = f as Node;
+  if ('all' in n) return { all: n.all.map((c) => substitute(c, who) as Node) };
+  if ('any' in n) return { any: n.any.map((c) => substitute(c, who) as Node) };
+  if (n.op === 'in' || n.op === 'not_in') return { column: n.column, op: n.op, value: n.value.map((v) => substValue(v, who)) };
+  if (n.op === 'is_null') return { ...n };
+  return { column: n.column, op: n.op, value: substValue(n.value as Scalar, who) };
+}
