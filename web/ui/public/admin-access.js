@@ -28,28 +28,27 @@ async function guarded(title, intro, build) {
 const FILTER_HELP = 'JSON: {} for all rows; a leaf {"column":"region","op":"eq","value":"EU"}; or {"all":[…]} / {"any":[…]}. '
   + 'Operators: eq neq lt lte gt gte in not_in is_null. Values "$user_id" and "$username" stand for the user.';
 
-function rolesPage() {
+function rolesPage(opts = {}) {
   return guarded('Data roles and policies', 'A user reads a table only through a data role that grants it. Policies are per table: allowed columns and a row filter.', async (root) => {
     const status = statusArea('role-status');
     const { roles } = await api('GET', `${BASE}/roles`);
-    const rerender = async (selectId) => {
-      const fresh = await rolesPage();
-      root.replaceWith(fresh);
-      if (selectId) fresh.querySelector(`[data-role-policies="${selectId}"]`)?.click();
-    };
+    const rerender = async (open, notice) => root.replaceWith(await rolesPage({ open, notice }));
     const detail = h('div', { id: 'role-detail' });
+    const openRole = async (r, notice) => {
+      clear(detail);
+      try { detail.append(await policiesSection(r, (n) => rerender(r.id, n), notice)); } catch (e) { detail.append(errorNode(e)); }
+    };
     root.append(section('Roles',
       table(roles, [
-        { key: 'name', title: 'Role', render: (r) => [r.name, r.builtin ? h('span', { class: 'badge' }, ' built-in') : null] },
+        { key: 'name', title: 'Role', render: (r) => [r.name, r.builtin ? [" ", h("span", { class: "badge" }, "built-in")] : null] },
         { key: 'description', title: 'Description' },
         { key: 'policy_count', title: 'Policies' },
         { key: 'assignment_count', title: 'Assigned' },
         { key: 'actions', title: 'Actions', render: (r) => {
           const open = h('button', { type: 'button', class: 'secondary', 'data-role-policies': String(r.id), 'aria-label': `Policies of ${r.name}` }, 'Policies');
           open.addEventListener('click', async () => {
-            clear(detail);
-            try { detail.append(await policiesSection(r, () => rerender(r.id))); } catch (e) { detail.append(errorNode(e)); }
-            detail.querySelector('h2')?.focus?.();
+            await openRole(r);
+            detail.querySelector('h2')?.focus();
           });
           const del = h('button', { type: 'button', class: 'danger', disabled: r.builtin, 'aria-label': `Delete role ${r.name}` }, 'Delete');
           del.addEventListener('click', () => act(del, status, async () => {
@@ -60,9 +59,11 @@ function rolesPage() {
           return h('div', { class: 'row compact' }, open, del);
         } },
       ], { id: 'roles-table', empty: 'No roles.' }),
-      roleForm(status, (role) => rerender(role.id)),
+      roleForm(status, (role, n) => rerender(role.id, n)),
       status.el));
     root.append(detail);
+    const toOpen = opts.open && roles.find((r) => r.id === opts.open);
+    if (toOpen) await openRole(toOpen, opts.notice);
   });
 }
 
@@ -76,14 +77,15 @@ function roleForm(status, done) {
     ev.preventDefault();
     act(add, status, async () => {
       const role = await api('POST', `${BASE}/roles`, { name: name.value.trim(), ...(desc.value.trim() ? { description: desc.value.trim() } : {}) });
-      await done(role);
+      await done(role, `Role ${role.name} created.`);
     });
   });
   return form;
 }
 
-async function policiesSection(role, changed) {
+async function policiesSection(role, changed, notice) {
   const status = statusArea('policy-status');
+  if (notice) status.ok(notice);
   const { policies } = await api('GET', `${BASE}/roles/${role.id}/policies`);
   const box = section(`Policies of ${role.name}`);
   box.querySelector('h2').setAttribute('tabindex', '-1');
@@ -101,14 +103,14 @@ async function policiesSection(role, changed) {
   box.append(table(policies, [
     { key: 'table', title: 'Table', render: (p) => h('code', {}, p.table) },
     { key: 'allowed_columns', title: 'Columns', render: (p) => p.allowed_columns.join(', ') },
-    { key: 'row_filter', title: 'Row filter', render: (p) => Object.keys(p.row_filter || {}).length ? json(p.row_filter) : h('span', { class: 'muted' }, 'all rows') },
+    { key: 'row_filter', title: 'Row filter', render: (p) => filterView(p.row_filter) },
     { key: 'actions', title: 'Actions', render: (p) => {
       const e = h('button', { type: 'button', class: 'secondary', 'aria-label': `Edit policy on ${p.table}` }, 'Edit');
       e.addEventListener('click', () => edit(p));
       const del = h('button', { type: 'button', class: 'danger', disabled: role.builtin, 'aria-label': `Delete policy on ${p.table}` }, 'Delete');
       del.addEventListener('click', () => act(del, status, async () => {
         await api('DELETE', `${BASE}/roles/${role.id}/policies/${encodeURIComponent(p.table)}`);
-        await changed();
+        await changed(`Policy on ${p.table} deleted.`);
       }));
       return h('div', { class: 'row compact' }, e, del);
     } },
@@ -147,14 +149,34 @@ async function policiesSection(role, changed) {
     act(save, status, async () => {
       const t = tableInput.value.trim();
       const p = await api('PUT', `${BASE}/roles/${role.id}/policies/${encodeURIComponent(t)}`, { allowed_columns: parseList(cols.value), row_filter: parsed.value });
-      await changed();
-      document.getElementById('policy-status')?.append(h('div', { class: 'banner info', role: 'status' }, `Policy on ${p.table} saved.`));
+      await changed(`Policy on ${p.table} saved.`);
     }).then(() => {
       if (status.el.querySelector('[role=alert]')) filter.setAttribute('aria-invalid', 'true');
     });
   });
   box.append(form, status.el);
   return box;
+}
+
+const OPS = { eq: '=', neq: '≠', lt: '<', lte: '≤', gt: '>', gte: '≥', in: 'in', not_in: 'not in' };
+
+/** A row filter as a sentence: region = "EU" AND (owner_id = 7 OR …). */
+export function filterText(f, depth = 0) {
+  if (!f || typeof f !== 'object' || !Object.keys(f).length) return 'all rows';
+  const group = (list, word) => {
+    const inner = list.map((x) => filterText(x, depth + 1)).join(` ${word} `);
+    return depth && list.length > 1 ? `(${inner})` : inner;
+  };
+  if (Array.isArray(f.all)) return group(f.all, 'AND');
+  if (Array.isArray(f.any)) return group(f.any, 'OR');
+  if (f.op === 'is_null') return `${f.column} ${f.value === false ? 'is not null' : 'is null'}`;
+  const v = Array.isArray(f.value) ? `[${f.value.map((x) => JSON.stringify(x)).join(', ')}]` : JSON.stringify(f.value);
+  return `${f.column} ${OPS[f.op] || f.op} ${v}`;
+}
+
+function filterView(f) {
+  if (!f || !Object.keys(f).length) return h('span', { class: 'muted' }, 'all rows');
+  return h('div', { class: 'filter' }, h('code', {}, filterText(f)), h('details', {}, h('summary', {}, 'JSON'), json(f)));
 }
 
 function parseFilter(text) {
@@ -246,7 +268,7 @@ function effectiveView(p) {
     table(tables, [
       { key: 'table', title: 'Table', render: (t) => h('code', {}, t.table) },
       { key: 'columns', title: 'Columns', render: (t) => t.columns.join(', ') },
-      { key: 'rows', title: 'Rows', render: (t) => t.all_rows ? 'all rows' : json(t.row_filter) },
+      { key: 'rows', title: 'Rows', render: (t) => t.all_rows ? 'all rows' : filterView(t.row_filter) },
       { key: 'explanation', title: 'Why', render: (t) => h('div', {}, t.explanation, h('ul', {}, (t.grants || []).map((g) => h('li', {}, `${g.role} on ${g.granted_on}: ${g.gives}`)))) },
     ], { id: 'eff-tables', empty: 'No table: this user reads nothing.' }));
 }

@@ -1,0 +1,142 @@
+import t from 'tap';
+import { addUser, startTestApp, TEST_SECRETS } from '../helpers/app.js';
+import { browserUnavailable, launch, screenshot } from '../helpers/browser.js';
+
+const ROOT_PW = 'root-password-123';
+
+const why = browserUnavailable();
+if (why) t.plan(0, why);
+else {
+  t.test('admin: data role, policy with a row filter (bad one refused plainly), assignment, effective policy, action log', async (t) => {
+    const app = await startTestApp(t);
+    await addUser(app.db, 'root', ROOT_PW, { superuser: true, email: 'root@local.test' });
+    const bob = await addUser(app.db, 'bob', 'bob-password-123');
+    const browser = await launch(t);
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await page.goto(app.url + '/');
+    await page.waitForSelector('#username');
+    await page.fill('#username', 'root');
+    await page.fill('#password', ROOT_PW);
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#prompt');
+
+    // --- A role.
+    await page.click('#nav a[href="#/admin/data-roles"]');
+    await page.waitForSelector('#role-form');
+    t.match(await page.textContent('#roles-table'), /bi_admin/, 'the built-in role is listed');
+    await page.fill('#role-name', 'sales_eu');
+    await page.fill('#role-description', 'EU sales rows');
+    await page.click('#role-create');
+    await page.waitForSelector('#policy-form');
+    t.match(await page.textContent('#roles-table'), /sales_eu/);
+    t.match(await page.textContent('#role-detail h2'), /Policies of sales_eu/, 'the new role is opened');
+
+    // --- A bad row filter: the server's validation error is shown (code, message, field problems).
+    await page.fill('#policy-table', 'sales');
+    await page.fill('#policy-columns', 'region, amount');
+    await page.fill('#policy-filter', '{"column":"region","op":"like","value":"EU%"}');
+    await page.click('#policy-save');
+    await page.waitForSelector('#policy-status [role=alert]');
+    const err = await page.textContent('#policy-status');
+    t.match(err, /ERR_DATA_INVALID/, 'error code shown');
+    t.match(err, /row_filter/, 'message names the row filter');
+    t.equal(await page.getAttribute('#policy-filter', 'aria-invalid'), 'true', 'the filter box is marked invalid');
+    t.equal((app.db.prepare('SELECT COUNT(*) AS n FROM data_policies p JOIN data_roles r ON r.id = p.role_id WHERE r.name = ?').get('sales_eu') as { n: number }).n, 0, 'nothing stored');
+    // Not even JSON: refused before sending, said plainly.
+    await page.fill('#policy-filter', '{"column": ');
+    await page.click('#policy-save');
+    await page.waitForFunction(() => /not valid JSON/.test(document.querySelector('#policy-status')?.textContent ?? ''));
+    await screenshot(page, 'admin-policy-error');
+
+    // --- A good filter built with the condition builder (region = EU AND owner = $user_id).
+    await page.fill('#policy-filter', '{}');
+    await page.fill('#leaf-column', 'region');
+    await page.selectOption('#leaf-op', 'eq');
+    await page.fill('#leaf-value', 'EU');
+    await page.click('#leaf-add');
+    await page.fill('#leaf-column', 'owner_id');
+    await page.fill('#leaf-value', '$user_id');
+    await page.click('#leaf-add');
+    t.same(JSON.parse(await page.inputValue('#policy-filter')), {
+      all: [{ column: 'region', op: 'eq', value: 'EU' }, { column: 'owner_id', op: 'eq', value: '$user_id' }],
+    }, 'the builder writes the JSON filter');
+    await page.click('#policy-save');
+    await page.waitForFunction(() => /saved/.test(document.querySelector('#policy-status')?.textContent ?? ''));
+    t.match(await page.textContent('#policies-table'), /sales/);
+    t.match(await page.textContent('#policies-table'), /amount, region|region, amount/);
+    const stored = app.db.prepare('SELECT table_name, allowed_columns, row_filter FROM data_policies p JOIN data_roles r ON r.id = p.role_id WHERE r.name = ?').get('sales_eu') as Record<string, string>;
+    t.equal(stored.table_name, 'sales');
+    t.same(JSON.parse(stored.row_filter).all.length, 2, 'filter stored');
+    await screenshot(page, 'admin-data-roles');
+
+    // --- Assignment and the effective policy with its explanation.
+    await page.click('#nav a[href="#/admin/data-assignments"]');
+    await page.waitForSelector('#assign-form');
+    await page.fill('#assign-user', String(bob.id));
+    await page.selectOption('#assign-role', { label: 'sales_eu' });
+    await page.click('#assign-create');
+    await page.waitForFunction(() => /bob/.test(document.querySelector('#assignments-table')?.textContent ?? ''));
+    t.match(await page.textContent('#assignments-table'), /sales_eu/);
+    // Assigning twice: the server's conflict is shown plainly.
+    await page.fill('#assign-user', String(bob.id));
+    await page.selectOption('#assign-role', { label: 'sales_eu' });
+    await page.click('#assign-create');
+    await page.waitForSelector('#assign-status [role=alert]');
+    t.match(await page.textContent('#assign-status'), /ERR_DATA_ASSIGNMENT_EXISTS/);
+
+    await page.click('button[aria-label="Effective policy of bob"]');
+    await page.waitForSelector('#eff-tables');
+    t.equal(await page.textContent('#eff-bi'), 'yes', 'bob has the bi bit');
+    const eff = await page.textContent('#eff-tables');
+    t.match(eff, /sales/);
+    t.match(eff, /amount, region/);
+    t.match(eff, /"EU"/, 'row filter shown');
+    t.match(eff, new RegExp(`"value": ${bob.id}`), '$user_id substituted with bob\'s id');
+    t.match(eff, /sales_eu on sales/, 'explains which grant gives it');
+    t.ok((await page.textContent('#eff-explanation'))?.length, 'top-level explanation shown');
+    await screenshot(page, 'admin-effective-policy');
+    await page.setViewportSize({ width: 390, height: 900 });
+    t.ok(await page.isVisible('#eff-show'), 'usable at 390px');
+    await screenshot(page, 'admin-effective-policy-390');
+    await page.setViewportSize({ width: 1280, height: 900 });
+
+    // --- Action log: a bi.denied from the internal endpoint, found by event and severity filters.
+    const denied = await fetch(`${app.url}/api/internal/bi-audit`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TEST_SECRETS.MCP_INTERNAL_SECRET}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ user_id: bob.id, table: 'payroll', decision: 'denied', reason: 'no grant on payroll' }),
+    });
+    t.equal(denied.status, 200);
+    await page.click('#nav a[href="#/admin/action-log"]');
+    await page.waitForSelector('#log-table');
+    t.match(await page.textContent('#log-table'), /data\.role\.created/, 'unfiltered log lists configuration events');
+    await page.fill('#log-event', 'bi.denied');
+    await page.selectOption('#log-severity', 'critical');
+    await page.click('#log-apply');
+    await page.waitForFunction(() => !/data\.role\.created/.test(document.querySelector('#log-table')?.textContent ?? 'data.role.created'));
+    const rows = await page.locator('#log-table tbody tr').allTextContents();
+    t.equal(rows.length, 1, 'one bi.denied entry');
+    t.match(rows[0], /bi\.denied/);
+    t.match(rows[0], /critical/);
+    await page.selectOption('#log-severity', 'info');
+    await page.click('#log-apply');
+    await page.waitForFunction(() => /No entries match/.test(document.querySelector('#log-table')?.textContent ?? ''));
+    await page.fill('#log-event', 'bi.*');
+    await page.selectOption('#log-severity', 'critical');
+    await page.click('#log-apply');
+    await page.waitForFunction(() => /bi\.denied/.test(document.querySelector('#log-table')?.textContent ?? ''));
+    await screenshot(page, 'admin-action-log');
+    // A bad filter: the server's validation error, plainly.
+    await page.fill('#log-event', 'DROP TABLE');
+    await page.click('#log-apply');
+    await page.waitForSelector('#log-status [role=alert]');
+    t.match(await page.textContent('#log-status'), /ERR_DATA_INVALID/);
+
+    // Keyboard: the nav and the role form are reachable with Tab and show a visible focus ring.
+    await page.click('#nav a[href="#/admin/data-roles"]');
+    await page.waitForSelector('#role-name');
+    await page.focus('#role-name');
+    const outline = await page.evaluate(() => getComputedStyle(document.activeElement!).outlineStyle);
+    t.not(outline, 'none', 'focused input has a visible outline');
+  });
+}
