@@ -138,5 +138,24 @@ else {
     await page.focus('#role-name');
     const outline = await page.evaluate(() => getComputedStyle(document.activeElement!).outlineStyle);
     t.not(outline, 'none', 'focused input has a visible outline');
+    // Tab through the header to the Assignments link and follow it with Enter; open a role's policies with the keyboard.
+    await page.focus('#nav a[href="#/chat"]');
+    for (let i = 0; i < 12; i++) {
+      if ((await page.evaluate(() => document.activeElement?.getAttribute('href'))) === '#/admin/data-roles') break;
+      await page.keyboard.press('Tab');
+    }
+    t.equal(await page.evaluate(() => document.activeElement?.getAttribute('href')), '#/admin/data-roles', 'nav reachable with Tab');
+    await page.keyboard.press('Tab'); // Assignments
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#assign-form');
+    t.match(page.url(), /#\/admin\/data-assignments$/, 'Enter follows the focused link');
+    await page.goBack();
+    await page.waitForSelector('#roles-table');
+    await page.focus('button[aria-label="Policies of sales_eu"]');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#policies-table');
+    await page.click('button[aria-label="Edit policy on sales"]');
+    t.equal(await page.inputValue('#policy-table'), 'sales', 'Edit fills the form with the stored policy');
+    t.equal(await page.evaluate(() => document.activeElement?.id), 'policy-table', 'and moves focus there');
   });
 }
