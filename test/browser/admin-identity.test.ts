@@ -92,6 +92,14 @@ else {
     t.ok(await page.isEnabled('#sync-start'), 'start enabled again');
     await screenshot(page, 'admin-identity');
 
+    // A failing sync: the job's error code and the upstream status are shown plainly.
+    dir.fail({ pathIncludes: '/users', status: 403, reason: 'forbidden' });
+    await page.click('#sync-start');
+    await page.waitForFunction(() => /failed/.test(document.querySelector('#sync-job-status')?.textContent ?? ''), undefined, { timeout: 15000 });
+    t.match(await page.textContent('#sync-error'), /ERR_SYNC_UPSTREAM/);
+    t.match(await page.textContent('#sync-error'), /upstream HTTP 403/);
+    await screenshot(page, 'admin-identity-sync-failed');
+
     // --- Organisation and a team linked to a synced group (the picker lists external groups).
     await page.click('#nav a[href="#/admin/organisations"]');
     await page.waitForSelector('#org-form');
