@@ -5,6 +5,7 @@ import { AppError, getUserById, safeEqual } from '../core/index.js';
 import { authRoutes, SESSION_COOKIE } from './auth-routes.js';
 import type { WebContext } from './context.js';
 import { errorMiddleware, notFound } from './errors.js';
+import { agentApiRoutes, memoryRoutes } from './memory-routes.js';
 import { loadOrCreateSessionSecret } from './session-secret.js';
 
 const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -82,6 +83,8 @@ export function createApp(ctx: WebContext): Express {
   });
 
   app.use('/api/auth', authRoutes(ctx));
+  app.use('/api/memories', memoryRoutes(ctx));
+  app.use('/api/agent', agentApiRoutes(ctx));
 
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true });
