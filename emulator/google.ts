@@ -320,7 +320,7 @@ export async function start(opts: GoogleEmulatorOptions = {}): Promise<GoogleEmu
         return googleError(res, 400, 'INVALID_ARGUMENT', "'raw' RFC822 payload message string or uploading message via /upload/* URL required");
       }
       const raw = Buffer.from(parsedBody.raw, 'base64url');
-      const mail = await simpleParser(raw);
+      const mail = await simpleParser(raw, { keepCidLinks: true });
       const to = addresses(mail.to);
       const cc = addresses(mail.cc);
       const bcc = addresses(mail.bcc);
