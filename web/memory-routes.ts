@@ -1,5 +1,5 @@
 import { Router, type Request } from 'express';
-import { AppError, AuthError, NotFoundError, getUserById, verifyAgentUserToken, type Db } from '../core/index.js';
+import { AppError, AuthError, Encryptor, NotFoundError, getUserById, loadOrCreateEncryptionKey, verifyAgentUserToken, type Db } from '../core/index.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
 import { validateBody } from './validate.js';
 
@@ -35,33 +35,85 @@ const ADD_SCHEMA = {
   },
 } as const;
 
-function listFor(db: Db, userId: number): MemoryEntry[] {
-  return db
-    .prepare('SELECT id, content, source, created_at FROM memories WHERE user_id = ? ORDER BY id DESC')
-    .all(userId) as MemoryEntry[];
+interface MemoryRow {
+  id: number;
+  user_id: number;
+  content: string;
+  source: string;
+  created_at: string;
+}
+
+/**
+ * Memory entries at rest: content is AES-256-GCM encrypted (core Encryptor, the data folder's
+ * key) with the owner's id as associated data, so a row moved to another user fails to decrypt.
+ * `source` stays clear text: the `bi` rule is enforced in SQL.
+ */
+export class MemoryStore {
+  readonly #db: Db;
+  readonly #enc: Encryptor;
+  constructor(db: Db, enc: Encryptor) {
+    this.#db = db;
+    this.#enc = enc;
+  }
+  #open(r: MemoryRow): MemoryEntry {
+    return { id: r.id, content: this.#enc.decrypt(r.content, `memory:${r.user_id}`), source: r.source, created_at: r.created_at };
+  }
+  add(userId: number, content: string, source: string): MemoryEntry {
+    return this.#db.transaction(() => {
+      const { n } = this.#db.prepare('SELECT COUNT(*) AS n FROM memories WHERE user_id = ?').get(userId) as { n: number };
+      if (n >= MEMORIES_PER_USER_MAX) {
+        throw new AppError('ERR_MEMORY_LIMIT', `at most ${MEMORIES_PER_USER_MAX} memory entries per user`, { status: 409 });
+      }
+      const info = this.#db
+        .prepare('INSERT INTO memories (user_id, content, source) VALUES (?, ?, ?)')
+        .run(userId, this.#enc.encrypt(content, `memory:${userId}`), source);
+      return this.#open(this.#db.prepare('SELECT * FROM memories WHERE id = ?').get(info.lastInsertRowid) as MemoryRow);
+    })();
+  }
+  /** Own entries, newest first; `excludeSource` is filtered in SQL (never decrypted). */
+  list(userId: number, opts: { excludeSource?: string; source?: string } = {}): MemoryEntry[] {
+    const where = ['user_id = ?'];
+    const args: unknown[] = [userId];
+    if (opts.excludeSource !== undefined) {
+      where.push('source <> ?');
+      args.push(opts.excludeSource);
+    }
+    if (opts.source !== undefined) {
+      where.push('source = ?');
+      args.push(opts.source);
+    }
+    const rows = this.#db.prepare(`SELECT * FROM memories WHERE ${where.join(' AND ')} ORDER BY id DESC`).all(...args) as MemoryRow[];
+    return rows.map((r) => this.#open(r));
+  }
+  get(userId: number, id: number): MemoryEntry | undefined {
+    const r = this.#db.prepare('SELECT * FROM memories WHERE id = ? AND user_id = ?').get(id, userId) as MemoryRow | undefined;
+    return r && this.#open(r);
+  }
+  count(userId: number, source: string): number {
+    return (this.#db.prepare('SELECT COUNT(*) AS n FROM memories WHERE user_id = ? AND source = ?').get(userId, source) as { n: number }).n;
+  }
+  delete(userId: number, id: number): boolean {
+    return this.#db.prepare('DELETE FROM memories WHERE id = ? AND user_id = ?').run(id, userId).changes > 0;
+  }
+}
+
+function storeFor(ctx: WebContext): MemoryStore {
+  return new MemoryStore(ctx.db, new Encryptor(loadOrCreateEncryptionKey(ctx.config.dataDir, ctx.config.encryptionKey)));
 }
 
 /** /api/memories: a logged-in user adds, lists and deletes their own memory entries. */
 export function memoryRoutes(ctx: WebContext): Router {
   const r = Router();
+  const store = storeFor(ctx);
   r.use(requireUser);
 
   r.get('/', (req, res) => {
-    res.json({ memories: listFor(ctx.db, req.user!.id) });
+    res.json({ memories: store.list(req.user!.id) });
   });
 
   r.post('/', (req, res) => {
     const body = validateBody<{ content: string; source: string }>(ADD_SCHEMA, req.body);
-    const userId = req.user!.id;
-    const insert = ctx.db.transaction(() => {
-      const { n } = ctx.db.prepare('SELECT COUNT(*) AS n FROM memories WHERE user_id = ?').get(userId) as { n: number };
-      if (n >= MEMORIES_PER_USER_MAX) {
-        throw new AppError('ERR_MEMORY_LIMIT', `at most ${MEMORIES_PER_USER_MAX} memory entries per user`, { status: 409 });
-      }
-      const info = ctx.db.prepare('INSERT INTO memories (user_id, content, source) VALUES (?, ?, ?)').run(userId, body.content, body.source);
-      return ctx.db.prepare('SELECT id, content, source, created_at FROM memories WHERE id = ?').get(info.lastInsertRowid) as MemoryEntry;
-    });
-    const entry = insert();
+    const entry = store.add(req.user!.id, body.content, body.source);
     req.log.info({ memoryId: entry.id, source: entry.source }, 'memory added');
     res.status(201).json(entry);
   });
@@ -69,10 +121,9 @@ export function memoryRoutes(ctx: WebContext): Router {
   r.delete('/:id', (req, res) => {
     const id = Number(req.params.id);
     // Another user's entry answers the same 404 as a missing one: ids tell nothing.
-    const info = Number.isSafeInteger(id) && id > 0
-      ? ctx.db.prepare('DELETE FROM memories WHERE id = ? AND user_id = ?').run(id, req.user!.id)
-      : { changes: 0 };
-    if (info.changes === 0) throw new NotFoundError('ERR_MEMORY_NOT_FOUND', 'no such memory entry');
+    if (!(Number.isSafeInteger(id) && id > 0 && store.delete(req.user!.id, id))) {
+      throw new NotFoundError('ERR_MEMORY_NOT_FOUND', 'no such memory entry');
+    }
     res.status(204).end();
   });
 
@@ -110,6 +161,7 @@ function refused(): AppError {
  */
 export function agentApiRoutes(ctx: WebContext): Router {
   const r = Router();
+  const store = storeFor(ctx);
 
   r.get('/memories', (req, res) => {
     const { userId } = agentUser(ctx, req);
@@ -119,23 +171,13 @@ export function agentApiRoutes(ctx: WebContext): Router {
     if (!Number.isSafeInteger(rawLimit) || rawLimit < 1 || rawLimit > AGENT_LIST_MAX) {
       throw new AppError('ERR_VALIDATION', `limit: must be an integer from 1 to ${AGENT_LIST_MAX}`, { status: 400 });
     }
-    const q = typeof req.query.q === 'string' ? req.query.q.slice(0, 200) : '';
-    const where = ['user_id = ?', 'source <> ?'];
-    const args: unknown[] = [userId, REFUSED_MEMORY_SOURCE];
-    if (source !== undefined) {
-      where.push('source = ?');
-      args.push(source);
-    }
-    if (q) {
-      where.push("instr(lower(content), lower(?)) > 0");
-      args.push(q);
-    }
-    const memories = ctx.db
-      .prepare(`SELECT id, content, source, created_at FROM memories WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT ?`)
-      .all(...args, rawLimit) as MemoryEntry[];
-    const { n } = ctx.db
-      .prepare('SELECT COUNT(*) AS n FROM memories WHERE user_id = ? AND source = ?')
-      .get(userId, REFUSED_MEMORY_SOURCE) as { n: number };
+    const q = typeof req.query.q === 'string' ? req.query.q.slice(0, 200).toLowerCase() : '';
+    // Content is encrypted at rest, so the text filter runs here, after the SQL source filter.
+    const memories = store
+      .list(userId, { excludeSource: REFUSED_MEMORY_SOURCE, source })
+      .filter((m) => !q || m.content.toLowerCase().includes(q))
+      .slice(0, rawLimit);
+    const n = store.count(userId, REFUSED_MEMORY_SOURCE);
     req.log.info({ count: memories.length, withheld: n }, 'agent memories read');
     res.json({ memories, withheld: { [REFUSED_MEMORY_SOURCE]: n } });
   });
@@ -145,9 +187,7 @@ export function agentApiRoutes(ctx: WebContext): Router {
     asyncHandler(async (req, res) => {
       const { userId } = agentUser(ctx, req);
       const id = Number(req.params.id);
-      const row = Number.isSafeInteger(id) && id > 0
-        ? (ctx.db.prepare('SELECT id, content, source, created_at FROM memories WHERE id = ? AND user_id = ?').get(id, userId) as MemoryEntry | undefined)
-        : undefined;
+      const row = Number.isSafeInteger(id) && id > 0 ? store.get(userId, id) : undefined;
       if (!row) throw new NotFoundError('ERR_MEMORY_NOT_FOUND', 'no such memory entry');
       if (row.source === REFUSED_MEMORY_SOURCE) throw refused();
       res.json(row);
