@@ -20,25 +20,42 @@ const SEED: GoogleSeed = {
 
 const AGENT_USER_TOKEN = 'aut1.not-for-spreadsheets.x';
 
-async function setup(t: Tap) {
-  const google = await startGoogle({ seed: SEED });
-  t.teardown(() => google.close());
-  const dir = join(tempDir(t), 'attachments');
-  mkdirSync(dir, { mode: 0o700 });
-  const env = {
-    MAIL_BASE_URL: google.url,
-    MAIL_API_KEY: google.token,
-    MAIL_FROM: 'alice@example.test',
-    SHEETS_BASE_URL: google.url,
-    SHEETS_API_KEY: google.token,
-    SEARCH_SHEETS_BASE_URL: google.url,
-    SEARCH_SHEETS_API_KEY: google.token,
-    AGENT_USER_TOKEN,
-    AGENT_ATTACHMENTS_DIR: dir,
-  };
-  const tools = await startMcp(t, 'tools', env);
-  const ext = await startMcp(t, 'extensions', { AGENT_ATTACHMENTS_DIR: dir });
-  return { google, dir, tools, ext };
+interface Fixture {
+  google: Awaited<ReturnType<typeof startGoogle>>;
+  dir: string;
+  tools: Awaited<ReturnType<typeof startMcp>>;
+  ext: Awaited<ReturnType<typeof startMcp>>;
+}
+let fixture: Fixture | undefined;
+
+/**
+ * One emulator and one process of each server for the whole file (spawning node is the slow
+ * part on a shared machine); each test starts from an empty request log and mailbox.
+ */
+async function setup(_t: Tap): Promise<Fixture> {
+  if (!fixture) {
+    const google = await startGoogle({ seed: SEED });
+    t.teardown(() => google.close());
+    const dir = join(tempDir(t), 'attachments');
+    mkdirSync(dir, { mode: 0o700 });
+    const env = {
+      MAIL_BASE_URL: google.url,
+      MAIL_API_KEY: google.token,
+      MAIL_FROM: 'alice@example.test',
+      SHEETS_BASE_URL: google.url,
+      SHEETS_API_KEY: google.token,
+      SEARCH_SHEETS_BASE_URL: google.url,
+      SEARCH_SHEETS_API_KEY: google.token,
+      AGENT_USER_TOKEN,
+      AGENT_ATTACHMENTS_DIR: dir,
+    };
+    const [tools, ext] = await Promise.all([startMcp(t, 'tools', env), startMcp(t, 'extensions', { AGENT_ATTACHMENTS_DIR: dir })]);
+    fixture = { google, dir, tools, ext };
+  }
+  fixture.google.requests.length = 0;
+  fixture.google.mailbox.length = 0;
+  fixture.google.acceptTokens([fixture.google.token]);
+  return fixture;
 }
 
 t.test('both MCP servers list their tools with input schemas', async (t) => {
