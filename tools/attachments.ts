@@ -10,6 +10,8 @@ import { ToolError } from './result.js';
 export const ATTACHMENT_NAME_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.png$/;
 export const ATTACHMENT_MAX_BYTES = 5 * 1024 * 1024;
 export const ATTACHMENTS_PER_MESSAGE_MAX = 10;
+/** All attachments of one message together: base64 in MIME, then base64url as `raw`, stays under Gmail's 35 MB. */
+export const ATTACHMENTS_TOTAL_MAX_BYTES = 15 * 1024 * 1024;
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 
 export function isAttachmentName(name: unknown): name is string {

@@ -1,6 +1,6 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
-import { readAttachment, ATTACHMENTS_PER_MESSAGE_MAX } from './attachments.js';
+import { readAttachment, ATTACHMENTS_PER_MESSAGE_MAX, ATTACHMENTS_TOTAL_MAX_BYTES } from './attachments.js';
 import type { ToolsEnv } from './env.js';
 import { callUpstream } from './http.js';
 import { buildMessage, type InlinePng } from './mime.js';
@@ -125,7 +125,15 @@ export function createToolsServer(env: ToolsEnv, log: Log): McpServer {
         if (new Set(names).size !== names.length) throw new ToolError('ERR_TOOL_INVALID_INPUT', 'an attachment is listed twice');
         // Every attachment is checked and read before anything is sent.
         const images: InlinePng[] = [];
-        for (const name of names) images.push({ filename: name, content: await readAttachment(env.attachmentsDir, name) });
+        let total = 0;
+        for (const name of names) {
+          const content = await readAttachment(env.attachmentsDir, name);
+          total += content.length;
+          if (total > ATTACHMENTS_TOTAL_MAX_BYTES) {
+            throw new ToolError('ERR_TOOL_ATTACHMENT_TOO_LARGE', `the attachments together exceed ${ATTACHMENTS_TOTAL_MAX_BYTES / (1024 * 1024)} MB`);
+          }
+          images.push({ filename: name, content });
+        }
         const raw = await buildMessage(args, images, route.from);
         const sent = await callUpstream<{ id?: unknown; threadId?: unknown }>(`${route.baseUrl}/mail/v1/users/me/messages/send`, {
           method: 'POST',
