@@ -229,6 +229,11 @@ t.test('hostile attachment names and files are refused and nothing is sent', asy
   }
   const tooMany = await tools.call('send_email', { to: ['bob@example.test'], subject: 'x', text: 'x', attachments: Array(11).fill(good.filename) });
   t.ok(tooMany.isError, 'more than 10 attachments refused by the schema');
+  // Each file under 5 MiB, together over 15 MiB.
+  const quarter = Array.from({ length: 4 }, () => `${randomUUID()}.png`);
+  for (const q of quarter) writeFileSync(join(dir, q), Buffer.concat([png, Buffer.alloc(4 * 1024 * 1024)]));
+  const heavy = await tools.call('send_email', { to: ['bob@example.test'], subject: 'x', text: 'x', attachments: quarter });
+  t.equal(errorCode(heavy), 'ERR_TOOL_ATTACHMENT_TOO_LARGE', 'total size capped');
   t.equal(google.requests.length, 0, 'the emulator recorded no request');
   t.equal(google.mailbox.length, 0);
 
