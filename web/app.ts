@@ -6,6 +6,7 @@ import { authRoutes, SESSION_COOKIE } from './auth-routes.js';
 import { biInternalRoutes, dataAuthorizationRoutes } from './data-access/index.js';
 import type { WebContext } from './context.js';
 import { errorMiddleware, notFound } from './errors.js';
+import { agentApiRoutes, memoryRoutes } from './memory-routes.js';
 import { loadOrCreateSessionSecret } from './session-secret.js';
 import { uiRoutes } from './ui.js';
 import { identityRouters } from './identity/index.js';
@@ -91,6 +92,8 @@ export function createApp(ctx: WebContext): Express {
   app.use('/api/identity', identity.api);
   app.use('/api/data-authorization', dataAuthorizationRoutes(ctx));
   app.use('/api/internal', biInternalRoutes(ctx));
+  app.use('/api/memories', memoryRoutes(ctx));
+  app.use('/api/agent', agentApiRoutes(ctx));
 
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true });

@@ -6,3 +6,4 @@ export * from './auth-routes.js';
 export * from './validate.js';
 export * from './errors.js';
 export * from './identity/index.js';
+export * from './memory-routes.js';
