@@ -3,7 +3,9 @@
  * image build per code version shared by every test file, label sweeps, in-container probes.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
@@ -162,3 +164,19 @@ const walk = (d) => { let es = []; try { es = fs.readdirSync(d, { withFileTypes:
 walk('/run/airlock');
 console.log(JSON.stringify({ hits, checked }));
 `;
+
+/** Unmount anything mounted under dir (the runtime's workspace binds), deepest first. */
+export function unmountUnder(dir: string): void {
+  const mounts = readFileSync('/proc/self/mountinfo', 'utf8').split('\n').map((l) => l.split(' ')[4]).filter((m) => m && (m === dir || m.startsWith(dir + '/')));
+  for (const m of mounts.sort((a, b) => b.length - a.length)) spawnSync('umount', ['-l', m]);
+}
+
+/** A temp data dir whose teardown unmounts leftovers (a SIGKILLed daemon leaves its binds) before removing it. */
+export function dataDir(t: { teardown(fn: () => unknown): void }): string {
+  const dir = mkdtempSync(join(tmpdir(), 'airlock-docker-'));
+  t.teardown(() => {
+    unmountUnder(dir);
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return dir;
+}

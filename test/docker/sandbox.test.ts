@@ -12,8 +12,7 @@ import type Docker from 'dockerode';
 import { createLogger } from '../../core/index.js';
 import type { AgentEvent, PreparedSession, SessionPreparer } from '../../core/sandbox-protocol.js';
 import { SessionManager } from '../../daemon/runtime/session-manager.js';
-import { tempDir } from '../helpers/app.js';
-import { dockerOrSkip, ensureTestImage, execIn, runtimeConfig, SECRET_SCAN, sweep, uniqueOwner } from './helpers.js';
+import { dataDir, dockerOrSkip, ensureTestImage, execIn, runtimeConfig, SECRET_SCAN, sweep, uniqueOwner } from './helpers.js';
 
 const log = createLogger({ level: 'warn', destination: process.stderr });
 const docker = await dockerOrSkip(t as unknown as Parameters<typeof dockerOrSkip>[0]);
@@ -27,7 +26,7 @@ function turn(m: SessionManager, sessionId: string, prompt: string, userId = 7) 
 
 async function manager(tt: { teardown(fn: () => unknown): void }, docker: Docker, image: string, env: Record<string, string> = {}, extra: Partial<ConstructorParameters<typeof SessionManager>[0]> = {}) {
   const owner = uniqueOwner('sbx');
-  const dir = tempDir(tt);
+  const dir = dataDir(tt);
   const config = runtimeConfig(dir, image, env);
   tt.teardown(() => sweep(docker, owner));
   const m = new SessionManager({ config, docker, log, owner, ...extra });
