@@ -106,6 +106,15 @@ if (docker) {
     t.equal(logs.code, 0, logs.stderr);
     t.match(logs.stdout + logs.stderr, /control socket listening/, 'container log is shown');
 
+    // attach: an interactive shell through a TTY exec, as the agent user.
+    const att = spawn(process.execPath, [CLI, 'sessions', 'attach', 'sess-a'], { env: { PATH: process.env.PATH, AIRLOCK_DATA_DIR: dir }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let attOut = '';
+    att.stdout!.on('data', (d: Buffer) => (attOut += d.toString()));
+    att.stdin!.write('echo "uid=$(id -u)"; ls /sys/class/net; exit\n');
+    const attCode = await new Promise((r) => att.once('exit', r));
+    t.equal(attCode, 0);
+    t.match(attOut, /uid=1001/, 'attach shell runs as the agent user');
+
     const missing = await cli(dir, ['sessions', 'inspect', 'no-such-session']);
     t.equal(missing.code, 1);
     t.match(missing.stderr, /ERR_SESSION_NOT_FOUND/);
