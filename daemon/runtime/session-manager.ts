@@ -282,6 +282,7 @@ export class SessionManager implements TurnRunner {
         if (finished) return;
         finished = true;
         unwatch();
+        clearTimeout(deadline);
         req.signal.removeEventListener('abort', onAbort);
         sb.turns++;
         sb.lastUsedAt = Date.now();
@@ -301,6 +302,11 @@ export class SessionManager implements TurnRunner {
       const onAbort = () => {
         client.request({ type: 'cancel', turn_id: req.turnId }).catch(() => undefined);
       };
+      // Backstop so a wedged agent cannot hold a turn forever: cancel after every model call could
+      // have timed out; the supervisor kills a child that ignores the cancel and ends the turn.
+      const m = this.config.model;
+      const deadline = setTimeout(onAbort, (m.timeoutS * (m.maxSteps + 1) + 60) * 1000);
+      deadline.unref();
       if (req.signal.aborted) onAbort();
       else req.signal.addEventListener('abort', onAbort, { once: true });
       client.request({ type: 'prompt', turn_id: req.turnId, prompt: req.prompt }).catch((err: AppError) => {
