@@ -41,6 +41,8 @@ export interface SupervisorOptions {
   /** argv of the agent child. */
   childCommand?: string[];
   childCwd?: string;
+  /** Exit the process after `shutdown` (true in the container; false for in-process tests). */
+  exitOnShutdown?: boolean;
   log?: (level: 'info' | 'warn' | 'error', msg: string, data?: Record<string, unknown>) => void;
 }
 
@@ -76,6 +78,7 @@ export class Supervisor {
       childGid: opts.childGid ?? CHILD_GID,
       childCommand: opts.childCommand ?? [process.execPath, new URL('../agent/main.js', import.meta.url).pathname],
       childCwd: opts.childCwd ?? SANDBOX_WORKSPACE,
+      exitOnShutdown: opts.exitOnShutdown ?? true,
       log: opts.log,
     };
   }
@@ -272,6 +275,7 @@ export class Supervisor {
       rejectReady(coded('ERR_SANDBOX_CHILD_EXITED', `agent exited (${code ?? signal})`));
       if (this.child !== child) return;
       this.child = undefined;
+      this.childReady = undefined; // prompts wait for the restarted child
       if (this.stopping) return;
       this.log('warn', 'agent child exited', { code, signal });
       if (this.turn) this.endTurn('error', { code: 'ERR_SANDBOX_CHILD_EXITED', message: 'the agent process stopped during the turn; it has been restarted' });
@@ -392,7 +396,7 @@ export class Supervisor {
     } catch {
       // already gone
     }
-    setTimeout(() => process.exit(0), 50).unref();
+    if (this.o.exitOnShutdown) setTimeout(() => process.exit(0), 50).unref();
   }
 }
 
