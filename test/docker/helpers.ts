@@ -81,6 +81,12 @@ export async function ensureTestImage(docker: Docker, log: Logger = createLogger
     }
     try {
       await ensureSandboxImage({ docker, tag, root: ROOT, log });
+      // Test images of older code versions are of no further use.
+      for (const img of await docker.listImages()) {
+        for (const old of img.RepoTags ?? []) {
+          if (old.startsWith('airlock/sandbox:test-') && old !== tag) await docker.getImage(old).remove().catch(() => undefined);
+        }
+      }
       return tag;
     } finally {
       closeSync(fd);

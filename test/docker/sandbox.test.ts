@@ -104,6 +104,22 @@ if (docker) {
     t.equal((await slow).stop_reason, 'end_turn');
   });
 
+  t.test('a failed start is cleaned up and the turn resolves with an error', async (t) => {
+    const owner = uniqueOwner('fail');
+    const dir = dataDir(t);
+    t.teardown(() => sweep(docker, owner));
+    const m = new SessionManager({ config: runtimeConfig(dir, 'airlock/no-such-image:none', { AIRLOCK_POOL_SIZE: '0' }), docker, log: createLogger({ level: 'silent' }), owner });
+    t.teardown(() => m.close({ removeContainers: true }));
+    await m.start();
+    const r = await turn(m, 'doomed', 'x');
+    t.equal(r.stop_reason, 'error');
+    t.equal(r.error?.code, 'ERR_SANDBOX_START');
+    const left = await docker.listContainers({ all: true, filters: { label: [`airlock.owner=${owner}`] } });
+    t.equal(left.length, 0, 'no container left behind');
+    t.same(readdirSync(join(dir, 'sandboxes')), [], 'no session folder left behind');
+    t.same(m.list(), []);
+  });
+
   t.test('capacity limit answers ERR_SESSION_CAPACITY', async (t) => {
     const { m } = await manager(t, docker, image, { AIRLOCK_MAX_SESSIONS: '1', AIRLOCK_POOL_SIZE: '0' });
     t.equal((await turn(m, 'cap-1', 'x')).stop_reason, 'end_turn');

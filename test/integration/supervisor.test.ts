@@ -120,3 +120,18 @@ t.test('rotate-token updates the supervisor env only', async (t) => {
   await t.rejects(client.request({ type: 'rotate-token', tokens: { 'bad name': 'x' } }), { code: 'ERR_SANDBOX_BAD_REQUEST' });
   delete process.env.MAIL_ACCESS_TOKEN;
 });
+
+t.test('operator shell: the connection becomes a pipe to /bin/sh', async (t) => {
+  const { createConnection } = await import('node:net');
+  const sock = createConnection(join(dir, 'control.sock'));
+  t.teardown(() => sock.destroy());
+  let out = '';
+  sock.on('data', (d: Buffer) => (out += d.toString()));
+  await new Promise((r) => sock.once('connect', r));
+  sock.write(JSON.stringify({ id: 'sh1', type: 'shell' }) + '\n');
+  while (!out.includes('"sh1"')) await new Promise((r) => setTimeout(r, 20));
+  t.match(out, /"ok":true/);
+  sock.write('echo "shell-uid=$(id -u)"; exit\n');
+  await new Promise((r) => sock.once('close', r));
+  t.match(out, new RegExp(`shell-uid=${uid}`), 'the shell runs as the child uid');
+});
