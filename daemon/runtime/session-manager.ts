@@ -221,19 +221,23 @@ export class SessionManager implements TurnRunner {
     this.closed = true;
     if (this.reaper) clearInterval(this.reaper);
     await this.fillPromise?.catch(() => undefined);
-    const all = [...this.sessions.values(), ...this.pool];
+    const sessions = [...this.sessions.values()];
+    // Pool containers hold no session: remove them (a restarted daemon refills the pool).
+    await Promise.all(this.pool.map((s) => this.remove(s, 'shutdown')));
     if (opts.removeContainers) {
-      await Promise.all(all.map((s) => this.remove(s, 'shutdown')));
+      await Promise.all(sessions.map((s) => this.remove(s, 'shutdown')));
     } else {
-      for (const s of all) {
+      for (const s of sessions) {
         s.client?.close();
         await s.egress?.close().catch(() => undefined);
       }
     }
+    const keptSessions = opts.removeContainers ? 0 : sessions.length;
     this.sessions.clear();
     this.pool = [];
-    // Our own shared bind of the sandboxes folder goes when nothing of ours runs on it any more.
-    if (opts.removeContainers && this.madeRootMount) spawnSync('umount', ['-l', this.root]);
+    // Our own shared bind of the sandboxes folder goes when nothing of ours runs on it any more
+    // (unmounting it under live pool-claimed sessions would propagate into their /workspace).
+    if (keptSessions === 0 && this.madeRootMount) spawnSync('umount', ['-l', this.root]);
   }
 
   // ------------------------------------------------------------------ turns
