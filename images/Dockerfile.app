@@ -1,4 +1,4 @@
-# The sandbox image: our code on top of the offline base (see images/README.md).
+# The sandbox image: our code on top of the offline base (see docs/runtime.md).
 # `airlock image build` sends a context holding Dockerfile, package.json, dist/ and the
 # pruned production node_modules/, with build arg BASE=airlock/base:<hash>.
 ARG BASE=airlock/base:latest
