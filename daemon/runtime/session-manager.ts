@@ -447,6 +447,19 @@ export class SessionManager implements TurnRunner {
     for (let i = 0; i < 4 && this.isMountPoint(slot); i++) spawnSync('umount', ['-l', slot]);
   }
 
+  /**
+   * Remove a slot folder. Never recurse through a user's workspace still bound into it: that
+   * would delete the user's files. If the unmount failed, keep the folder and say so.
+   */
+  private removeSlotDir(dir: string): void {
+    this.unbindWorkspace(dir);
+    if (this.isMountPoint(join(dir, 'workspace'))) {
+      this.log.error({ dir }, 'workspace still mounted in a slot folder; folder kept');
+      return;
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }
+
   // ------------------------------------------------------------------ containers
 
   private newSlot(): { slot: string; dir: string; runDir: string } {
@@ -568,8 +581,7 @@ export class SessionManager implements TurnRunner {
     } catch (err) {
       this.log.warn({ containerId: sb.containerId.slice(0, 12), err: (err as Error).message }, 'container remove failed');
     } finally {
-      this.unbindWorkspace(sb.dir);
-      rmSync(sb.dir, { recursive: true, force: true });
+      this.removeSlotDir(sb.dir);
     }
     this.log.info({ containerId: sb.containerId.slice(0, 12), sessionId: sb.sessionId, why }, 'sandbox removed');
   }
@@ -631,10 +643,7 @@ export class SessionManager implements TurnRunner {
         const dir = slot && /^[a-f0-9]{16}$/.test(slot) ? join(this.root, slot) : undefined;
         const drop = async (why: string) => {
           await this.docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
-          if (dir) {
-            this.unbindWorkspace(dir);
-            rmSync(dir, { recursive: true, force: true });
-          }
+          if (dir) this.removeSlotDir(dir);
           this.log.info({ containerId: c.Id.slice(0, 12), why }, 'removed container at start');
         };
         if (!dir || c.State !== 'running' || !existsSync(join(dir, 'run'))) return drop('not running or no folder');
@@ -694,8 +703,7 @@ export class SessionManager implements TurnRunner {
     // Folders without a live container of ours are leftovers.
     for (const slot of readdirSync(this.root)) {
       if (keep.has(slot) || !/^[a-f0-9]{16}$/.test(slot)) continue;
-      this.unbindWorkspace(join(this.root, slot));
-      rmSync(join(this.root, slot), { recursive: true, force: true });
+      this.removeSlotDir(join(this.root, slot));
     }
   }
 
