@@ -7,3 +7,4 @@ export * from './crypto.js';
 export * from './users.js';
 export * from './action-log.js';
 export * from './sandbox-protocol.js';
+export * from './accounts.js';
