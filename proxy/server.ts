@@ -23,6 +23,8 @@ const DROP_REQUEST = new Set([
   'forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'via',
 ]);
 const DROP_RESPONSE = new Set(['connection', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'content-length', 'proxy-authenticate', 'proxy-connection']);
+/** Headers that would let the child change the method the upstream executes (Google honours them). */
+const DENY_REQUEST = new Set(['x-http-method-override', 'x-http-method', 'x-method-override']);
 /** Headers that must appear at most once. */
 const SINGLETON = new Set(['host', 'content-length', 'transfer-encoding', 'authorization', 'x-api-key', 'content-type']);
 
@@ -110,6 +112,7 @@ function checkHeaders(req: IncomingMessage): void {
   const seen = new Set<string>();
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i].toLowerCase();
+    if (DENY_REQUEST.has(name)) throw new ProxyRefusal('ERR_PROXY_ROUTE_DENIED', `${name} is not allowed`);
     if (SINGLETON.has(name)) {
       if (seen.has(name)) throw new ProxyRefusal('ERR_PROXY_BAD_REQUEST', `duplicate ${name} header`);
       seen.add(name);
@@ -148,7 +151,7 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
   };
 
   const server: Server = createServer(
-    { maxHeaderSize: MAX_HEADER_BYTES, insecureHTTPParser: false, requireHostHeader: true, joinDuplicateHeaders: false },
+    { maxHeaderSize: MAX_HEADER_BYTES, insecureHTTPParser: false, requireHostHeader: false /* checked in checkHeaders, so the refusal is coded */, joinDuplicateHeaders: false },
     (req, res) => {
       const started = process.hrtime.bigint();
       const base: Record<string, unknown> = { method: req.method };
@@ -275,7 +278,7 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
         });
         up.on('error', (err) => fail('ERR_PROXY_UPSTREAM', `upstream failed: ${(err as NodeJS.ErrnoException).code ?? 'error'}`));
         up.on('response', (upRes) => {
-          // Read the token again: the scrubber must catch whichever value was just sent.
+          // Scrub the value this request carried (rotation may change the env meanwhile).
           const secret = real ?? '';
           const out: OutgoingHttpHeaders = {};
           for (let i = 0; i < upRes.rawHeaders.length; i += 2) {

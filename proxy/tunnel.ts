@@ -54,7 +54,8 @@ export async function openTunnel(opts: {
       sock.on('close', onClose);
       sock.on('connect', () => sock.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`));
     });
-    sock.pause();
+    // Nothing arrives before the request is written (the upstream speaks second), so the
+    // socket can be handed to the HTTP client as it is.
     if (!opts.tls) return sock;
     const secure = tlsConnect({ socket: sock, servername: opts.host.includes(':') ? undefined : opts.host, ALPNProtocols: ['http/1.1'] });
     await new Promise<void>((resolve, reject) => {
