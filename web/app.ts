@@ -2,6 +2,7 @@ import express, { type Express } from 'express';
 import session from 'express-session';
 import { randomUUID } from 'node:crypto';
 import { AppError, getUserById, safeEqual } from '../core/index.js';
+import { accountRoutes } from './account-routes.js';
 import { authRoutes, SESSION_COOKIE } from './auth-routes.js';
 import type { WebContext } from './context.js';
 import { errorMiddleware, notFound } from './errors.js';
@@ -82,6 +83,7 @@ export function createApp(ctx: WebContext): Express {
   });
 
   app.use('/api/auth', authRoutes(ctx));
+  app.use('/api/account', accountRoutes(ctx));
 
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true });

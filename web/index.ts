@@ -5,3 +5,4 @@ export * from './session-store.js';
 export * from './auth-routes.js';
 export * from './validate.js';
 export * from './errors.js';
+export * from './account-routes.js';
