@@ -1,6 +1,9 @@
 import { SqliteSessionStore, startWebServer, type WebServer, type WebServices } from '../web/index.js';
 import { openBase, type DaemonBase } from './context.js';
-import type { Config, Logger } from '../core/index.js';
+import { AccountStore, Encryptor, loadOrCreateEncryptionKey, tokenRequest, type Config, type Logger } from '../core/index.js';
+import { EgressGatewayService } from './egress.js';
+import { OverlayPreparer } from './overlay.js';
+import { TokenService } from './tokens.js';
 
 export interface RunningDaemon extends DaemonBase {
   web: WebServer;
@@ -18,8 +21,21 @@ export interface ServeOptions {
 export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): Promise<RunningDaemon> {
   const base = await openBase(config, opts.log);
   const sessions = new SqliteSessionStore(base.db);
-  const services: WebServices = { ...(opts.services ?? {}) };
+  // Connected accounts, token service (refresh + rotation), egress gateway, session overlay.
+  const accounts = new AccountStore(base.db, new Encryptor(loadOrCreateEncryptionKey(config.dataDir, config.encryptionKey)));
+  const g = config.google;
+  const tokenService = new TokenService({
+    store: accounts,
+    refresh: (refreshToken) => tokenRequest({ tokenUrl: g.tokenUrl, clientId: g.clientId, clientSecret: g.clientSecret }, { grant_type: 'refresh_token', refresh_token: refreshToken }),
+    log: base.log.child({ area: 'tokens' }),
+  });
+  tokenService.start();
+  const egressGateway = new EgressGatewayService({ log: base.log });
+  const services: WebServices = { accounts, tokenService, egressGateway, ...(opts.services ?? {}) };
   const web = await startWebServer({ ...base, sessions, services });
+  // The host route's upstream: this daemon's own listener, as the egress gateway reaches it.
+  const hostOrigin = `http://${['0.0.0.0', '::'].includes(config.host) ? '127.0.0.1' : config.host.includes(':') ? `[${config.host}]` : config.host}:${web.port}`;
+  services.sessionPreparer ??= new OverlayPreparer({ config, tokens: tokenService, log: base.log.child({ area: 'overlay' }), hostOrigin });
   base.log.info({ url: web.url, publicOrigin: config.publicOrigin }, 'airlock listening');
   const pruneTimer = setInterval(() => sessions.prune(), 3600_000);
   pruneTimer.unref();
@@ -31,6 +47,8 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
       closing ??= (async () => {
         clearInterval(pruneTimer);
         await web.close();
+        await tokenService.close();
+        await egressGateway.close();
         base.db.close();
       })();
       return closing;
