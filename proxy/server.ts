@@ -1,4 +1,5 @@
-import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse, type OutgoingHttpHeaders } from 'node:http';
+import { Agent, createServer, request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders, type RequestOptions, type Server, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { AddressInfo, Socket } from 'node:net';
 import { safeEqual } from '../core/secret.js';
 import { AppError } from '../core/errors.js';
@@ -143,9 +144,18 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
   const timeoutMs = opts.upstreamTimeoutMs ?? UPSTREAM_TIMEOUT_MS;
   let forwarded = 0;
   let refused = 0;
+  const agent = tunnelAgent(opts.egressSocket, Math.min(timeoutMs, 15_000));
 
+  // Connections that got a refusal: nothing more is read from them, even requests the
+  // parser already took off a pipeline (they would otherwise still be dispatched).
+  const tainted = new WeakSet<object>();
   const refuse = (res: ServerResponse | Socket, err: ProxyRefusal, data: Record<string, unknown>) => {
     refused++;
+    const sock = 'writeHead' in res ? (res as ServerResponse).socket : res;
+    if (sock) {
+      tainted.add(sock);
+      if ('writeHead' in res) (res as ServerResponse).once('finish', () => sock.destroy());
+    }
     log(err.status >= 500 ? 'error' : 'warn', 'proxy refused', { ...data, status: err.status, code: err.code, reason: err.message });
     errorResponse(res, err.code, err.message);
   };
@@ -153,6 +163,10 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
   const server: Server = createServer(
     { maxHeaderSize: MAX_HEADER_BYTES, insecureHTTPParser: false, requireHostHeader: false /* checked in checkHeaders, so the refusal is coded */, joinDuplicateHeaders: false },
     (req, res) => {
+      if (tainted.has(req.socket)) {
+        res.destroy();
+        return;
+      }
       const started = process.hrtime.bigint();
       const base: Record<string, unknown> = { method: req.method };
       try {
@@ -267,68 +281,61 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
       errorResponse(res, code, message);
     };
 
-    req.pause();
-    openTunnel({ egressSocket: opts.egressSocket, host, port, tls: upstream.protocol === 'https:', timeoutMs: Math.min(timeoutMs, 15_000) })
-      .then((sock) => {
-        if (done || res.destroyed) return sock.destroy();
-        const up = httpRequest({ method: req.method, path: upPath, headers, createConnection: () => sock, timeout: timeoutMs });
-        up.on('timeout', () => {
-          up.destroy();
-          fail('ERR_PROXY_TIMEOUT', 'upstream timed out');
-        });
-        up.on('error', (err) => fail('ERR_PROXY_UPSTREAM', `upstream failed: ${(err as NodeJS.ErrnoException).code ?? 'error'}`));
-        up.on('response', (upRes) => {
-          // Scrub the value this request carried (rotation may change the env meanwhile).
-          const secret = real ?? '';
-          const out: OutgoingHttpHeaders = {};
-          for (let i = 0; i < upRes.rawHeaders.length; i += 2) {
-            const name = upRes.rawHeaders[i].toLowerCase();
-            if (DROP_RESPONSE.has(name)) continue;
-            const value = scrubString(upRes.rawHeaders[i + 1], secret);
-            const prev = out[name];
-            out[name] = prev === undefined ? value : [...(Array.isArray(prev) ? prev : [String(prev)]), value];
-          }
-          res.writeHead(upRes.statusCode ?? 502, out);
-          const scrub = new Scrubber(secret);
-          upRes.on('data', (d: Buffer) => {
-            const clean = scrub.push(d);
-            resBytes += clean.length;
-            if (clean.length && !res.write(clean)) {
-              upRes.pause();
-              res.once('drain', () => upRes.resume());
-            }
-          });
-          upRes.on('end', () => {
-            const tail = scrub.end();
-            resBytes += tail.length;
-            res.end(tail);
-            forwarded++;
-            finish(upRes.statusCode ?? 0, scrub.hits ? { scrubbed: scrub.hits } : {});
-          });
-          upRes.on('error', () => {
-            finish(upRes.statusCode ?? 0, { code: 'ERR_PROXY_UPSTREAM' });
-            res.destroy();
-          });
-        });
-        req.on('data', (d: Buffer) => {
-          reqBytes += d.length;
-          if (reqBytes > MAX_BODY_BYTES) {
-            up.destroy();
-            fail('ERR_PROXY_BODY_TOO_LARGE', 'request body too large');
-            return;
-          }
-          if (!up.write(d)) {
-            req.pause();
-            up.once('drain', () => req.resume());
-          }
-        });
-        req.on('end', () => up.end());
-        req.resume();
-      })
-      .catch((err: unknown) => {
-        if (err instanceof ProxyRefusal) fail(err.code as 'ERR_PROXY_UPSTREAM', err.message);
-        else fail('ERR_PROXY_UPSTREAM', 'upstream unavailable');
+    const up = httpRequest({ agent, host, port, method: req.method, path: upPath, headers, timeout: timeoutMs, tls: upstream.protocol === 'https:' } as RequestOptions);
+    up.on('timeout', () => {
+      up.destroy();
+      fail('ERR_PROXY_TIMEOUT', 'upstream timed out');
+    });
+    up.on('error', (err) => {
+      if (err instanceof ProxyRefusal) fail('ERR_PROXY_UPSTREAM', err.message);
+      else fail('ERR_PROXY_UPSTREAM', `upstream failed: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+    });
+    up.on('response', (upRes) => {
+      // Scrub the value this request carried (rotation may change the env meanwhile).
+      const secret = real ?? '';
+      const out: OutgoingHttpHeaders = {};
+      for (let i = 0; i < upRes.rawHeaders.length; i += 2) {
+        const name = upRes.rawHeaders[i].toLowerCase();
+        if (DROP_RESPONSE.has(name)) continue;
+        const value = scrubString(upRes.rawHeaders[i + 1], secret);
+        const prev = out[name];
+        out[name] = prev === undefined ? value : [...(Array.isArray(prev) ? prev : [String(prev)]), value];
+      }
+      res.writeHead(upRes.statusCode ?? 502, out);
+      const scrub = new Scrubber(secret);
+      upRes.on('data', (d: Buffer) => {
+        const clean = scrub.push(d);
+        resBytes += clean.length;
+        if (clean.length && !res.write(clean)) {
+          upRes.pause();
+          res.once('drain', () => upRes.resume());
+        }
       });
+      upRes.on('end', () => {
+        const tail = scrub.end();
+        resBytes += tail.length;
+        res.end(tail);
+        forwarded++;
+        finish(upRes.statusCode ?? 0, scrub.hits ? { scrubbed: scrub.hits } : {});
+      });
+      upRes.on('error', () => {
+        finish(upRes.statusCode ?? 0, { code: 'ERR_PROXY_UPSTREAM' });
+        res.destroy();
+      });
+    });
+    req.on('data', (d: Buffer) => {
+      reqBytes += d.length;
+      if (reqBytes > MAX_BODY_BYTES) {
+        up.destroy();
+        fail('ERR_PROXY_BODY_TOO_LARGE', 'request body too large');
+        return;
+      }
+      if (!up.write(d)) {
+        req.pause();
+        up.once('drain', () => req.resume());
+      }
+    });
+    req.on('end', () => up.end());
     res.on('close', () => {
       if (!done) finish(499, { code: 'client_closed' });
     });
@@ -350,8 +357,34 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
       (closing ??= new Promise((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
+        agent.destroy();
       })),
   };
+}
+
+/** Idle upstream tunnels are kept this long for reuse (below common upstream keep-alive limits). */
+export const TUNNEL_IDLE_MS = 4_000;
+
+/**
+ * An http.Agent whose connections are CONNECT tunnels through the egress socket (TLS on top
+ * for https upstreams), kept alive and reused per upstream host:port.
+ */
+function tunnelAgent(egressSocket: string, connectTimeoutMs: number): Agent {
+  const agent = new Agent({ keepAlive: true, maxSockets: 32, maxFreeSockets: 8, timeout: TUNNEL_IDLE_MS });
+  (agent as unknown as { createConnection: unknown }).createConnection = (
+    o: { host: string; port: number | string; tls?: boolean },
+    cb: (err: Error | null, s?: Duplex) => void,
+  ) => {
+    openTunnel({ egressSocket, host: o.host, port: Number(o.port), tls: !!o.tls, timeoutMs: connectTimeoutMs }).then(
+      (s) => cb(null, s),
+      (err: Error) => cb(err),
+    );
+    return undefined;
+  };
+  // TLS and plain tunnels to the same host:port must never share a pool entry.
+  const getName = agent.getName.bind(agent);
+  agent.getName = (o) => `${getName(o)}:${(o as { tls?: boolean }).tls ? 'tls' : 'plain'}`;
+  return agent;
 }
 
 function ms(started: bigint): number {

@@ -91,6 +91,13 @@ t.test('wrong, missing or another route\'s placeholder → 401 ERR_PROXY_PLACEHO
     t.equal(r.headers.get('x-airlock-error'), 'ERR_PROXY_PLACEHOLDER');
     t.equal(((await r.json()) as { error: { code: string } }).error.code, 'ERR_PROXY_PLACEHOLDER');
   }
+  // A refused connection is never read again: a valid send pipelined behind a 401 is dropped.
+  const valid = `POST ${MAIL} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${rig.placeholders.MAIL_API_KEY}\r\nContent-Length: 2\r\n\r\n{}`;
+  const wrong = valid.replace(rig.placeholders.MAIL_API_KEY, 'nope');
+  const r = await rawRequest(rig.proxy.port, wrong + valid);
+  t.equal(r.status, 401);
+  t.equal(r.text.match(/HTTP\/1\.1 /g)?.length, 1, 'one answer only');
+  await new Promise((res) => setTimeout(res, 100));
   t.equal(rig.upstream.requests.length, 0);
 });
 
