@@ -38,6 +38,12 @@ export function parseTarget(raw: string): Target {
   if (!QUERY_CHARS.test(query)) throw new ProxyRefusal('ERR_PROXY_BAD_REQUEST', 'invalid character in query');
   checkEscapes(path, true);
   checkEscapes(query, false);
+  try {
+    decodeURIComponent(path);
+  } catch {
+    // Escapes that are not UTF-8: upstreams decode these in differing ways, so refuse.
+    throw new ProxyRefusal('ERR_PROXY_BAD_REQUEST', 'percent escapes are not UTF-8');
+  }
   if (path.includes('//')) throw new ProxyRefusal('ERR_PROXY_ROUTE_DENIED', 'empty path segment');
   for (const seg of path.split('/')) {
     if (seg === '.' || seg === '..') throw new ProxyRefusal('ERR_PROXY_ROUTE_DENIED', 'dot segment in path');
