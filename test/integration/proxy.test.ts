@@ -313,3 +313,35 @@ t.test('a route naming an unset token makes the proxy fail at start', async (t) 
     { code: 'ERR_PROXY_TOKEN_MISSING' },
   );
 });
+
+t.test('upstream down → 502, upstream too slow → 504, both coded', async (t) => {
+  const rig = await startProxyRig(t);
+  const { EgressGatewayService } = await import('../../daemon/egress.js');
+  const { createLogger } = await import('../../core/index.js');
+  // A server that accepts and never answers.
+  const hang = createServer(() => {});
+  await new Promise<void>((r) => hang.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => { hang.closeAllConnections(); hang.close(() => r()); }));
+  const hangPort = (hang.address() as AddressInfo).port;
+  const gw = new EgressGatewayService({ log: createLogger({ level: 'silent' }) });
+  const sock = rig.socketPath + '.2';
+  const h = await gw.open('s2', sock, [`127.0.0.1:${hangPort}`, '127.0.0.1:1']);
+  t.teardown(() => h.close());
+  const route = (name: string, upstream: string) => ({ name, prefix: `/${name}`, allow: [{ method: 'GET', path: `/${name}/x` }], upstream, placeholder_env: 'P', token_ref: '${T}', base_url_env: 'B' });
+  const proxy = await startCredentialProxy({
+    profile: buildProfile('s2', 0, [route('down', 'http://127.0.0.1:1'), route('slow', `http://127.0.0.1:${hangPort}`)]),
+    getToken: () => 'real-token-value-1234567890',
+    getPlaceholder: () => 'ph-value-abcdefabcdef',
+    egressSocket: sock,
+    upstreamTimeoutMs: 300,
+  });
+  t.teardown(() => proxy.close());
+  const auth = { authorization: 'Bearer ph-value-abcdefabcdef' };
+  const down = await fetch(`http://127.0.0.1:${proxy.port}/down/x`, { headers: auth });
+  t.equal(down.status, 502);
+  t.equal(down.headers.get('x-airlock-error'), 'ERR_PROXY_UPSTREAM');
+  const slow = await fetch(`http://127.0.0.1:${proxy.port}/slow/x`, { headers: auth });
+  t.equal(slow.status, 504);
+  t.equal(slow.headers.get('x-airlock-error'), 'ERR_PROXY_TIMEOUT');
+  t.notOk(JSON.stringify(await slow.json()).includes('real-token'), 'no token in the error body');
+});

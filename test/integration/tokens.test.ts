@@ -84,6 +84,16 @@ t.test('no account → null; failed refresh → ERR_ACCOUNT_REFRESH', async (t) 
   await t.rejects(r.tokens.getAccessToken(r.user.id), { code: 'ERR_ACCOUNT_REFRESH' });
 });
 
+t.test('overlay: a failed refresh leaves the account routes out (tools then ask to connect)', async (t) => {
+  const r = await rig(t, { failRefresh: true });
+  r.setExpiryIn(30);
+  const preparer = new OverlayPreparer({ config: testConfig(tempDir(t)), tokens: r.tokens, log: createLogger({ level: 'silent' }) });
+  const prep = await preparer.prepare({ userId: r.user.id, sessionId: 's-fail', proxyPort: 8700 });
+  t.same(prep.routes, []);
+  t.same(prep.tokens, {});
+  t.same(r.tokens.tracked(), [], 'nothing to rotate');
+});
+
 t.test('rotation: a warm session keeps mailing across a token change', async (t) => {
   const r = await rig(t);
   const upstream = await startUpstream();
