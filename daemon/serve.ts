@@ -1,12 +1,16 @@
 import { SqliteSessionStore, startWebServer, type WebServer, type WebServices } from '../web/index.js';
 import { openBase, type DaemonBase } from './context.js';
-import { AccountStore, Encryptor, loadOrCreateEncryptionKey, tokenRequest, type Config, type Logger } from '../core/index.js';
+import { AccountStore, Encryptor, loadOrCreateEncryptionKey, tokenRequest, type Config, type Logger, type SessionPreparer } from '../core/index.js';
 import { EgressGatewayService } from './egress.js';
 import { OverlayPreparer } from './overlay.js';
 import { TokenService } from './tokens.js';
 
 export interface RunningDaemon extends DaemonBase {
   web: WebServer;
+  /** Proxy/token area: for the session manager (setRotate, untrack), the runtime (egress) and tests. */
+  tokenService: TokenService;
+  egressGateway: EgressGatewayService;
+  sessionPreparer: SessionPreparer;
   /** Shutdown in order: stop accepting, drain streams, stop sessions, close servers, close the db. */
   close(): Promise<void>;
 }
@@ -36,6 +40,7 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   // The host route's upstream: this daemon's own listener, as the egress gateway reaches it.
   const hostOrigin = `http://${['0.0.0.0', '::'].includes(config.host) ? '127.0.0.1' : config.host.includes(':') ? `[${config.host}]` : config.host}:${web.port}`;
   services.sessionPreparer ??= new OverlayPreparer({ config, tokens: tokenService, log: base.log.child({ area: 'overlay' }), hostOrigin });
+  const sessionPreparer = services.sessionPreparer as SessionPreparer;
   base.log.info({ url: web.url, publicOrigin: config.publicOrigin }, 'airlock listening');
   const pruneTimer = setInterval(() => sessions.prune(), 3600_000);
   pruneTimer.unref();
@@ -43,6 +48,9 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   return {
     ...base,
     web,
+    tokenService,
+    egressGateway,
+    sessionPreparer,
     close() {
       closing ??= (async () => {
         clearInterval(pruneTimer);

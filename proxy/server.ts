@@ -39,6 +39,8 @@ export interface ProxyOptions {
   egressSocket: string;
   host?: string;
   port?: number;
+  /** Extra CA certificates (PEM) trusted for https upstreams (tests, private upstreams). */
+  tlsCa?: string | Buffer;
   /** Upstream timeout (connect + whole response); default 120 s. */
   upstreamTimeoutMs?: number;
   /** Structured log sink (no tokens, bodies or query values are ever passed). */
@@ -144,7 +146,7 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
   const timeoutMs = opts.upstreamTimeoutMs ?? UPSTREAM_TIMEOUT_MS;
   let forwarded = 0;
   let refused = 0;
-  const agent = tunnelAgent(opts.egressSocket, Math.min(timeoutMs, 15_000));
+  const agent = tunnelAgent(opts.egressSocket, Math.min(timeoutMs, 15_000), opts.tlsCa);
 
   // Connections that got a refusal: nothing more is read from them, even requests the
   // parser already took off a pipeline (they would otherwise still be dispatched).
@@ -369,13 +371,13 @@ export const TUNNEL_IDLE_MS = 4_000;
  * An http.Agent whose connections are CONNECT tunnels through the egress socket (TLS on top
  * for https upstreams), kept alive and reused per upstream host:port.
  */
-function tunnelAgent(egressSocket: string, connectTimeoutMs: number): Agent {
+function tunnelAgent(egressSocket: string, connectTimeoutMs: number, ca?: string | Buffer): Agent {
   const agent = new Agent({ keepAlive: true, maxSockets: 32, maxFreeSockets: 8, timeout: TUNNEL_IDLE_MS });
   (agent as unknown as { createConnection: unknown }).createConnection = (
     o: { host: string; port: number | string; tls?: boolean },
     cb: (err: Error | null, s?: Duplex) => void,
   ) => {
-    openTunnel({ egressSocket, host: o.host, port: Number(o.port), tls: !!o.tls, timeoutMs: connectTimeoutMs }).then(
+    openTunnel({ egressSocket, host: o.host, port: Number(o.port), tls: !!o.tls, timeoutMs: connectTimeoutMs, ca }).then(
       (s) => cb(null, s),
       (err: Error) => cb(err),
     );

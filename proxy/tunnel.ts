@@ -1,4 +1,4 @@
-import { connect as netConnect, type Socket } from 'node:net';
+import { connect as netConnect, isIP, type Socket } from 'node:net';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { ProxyRefusal } from './errors.js';
 
@@ -14,6 +14,8 @@ export async function openTunnel(opts: {
   port: number;
   tls: boolean;
   timeoutMs: number;
+  /** Extra trusted CA certificates (PEM) for https upstreams; default: Node's bundled roots. */
+  ca?: string | Buffer;
 }): Promise<Socket | TLSSocket> {
   const authority = `${opts.host.includes(':') ? `[${opts.host}]` : opts.host}:${opts.port}`;
   const sock = netConnect(opts.egressSocket);
@@ -57,7 +59,14 @@ export async function openTunnel(opts: {
     // Nothing arrives before the request is written (the upstream speaks second), so the
     // socket can be handed to the HTTP client as it is.
     if (!opts.tls) return sock;
-    const secure = tlsConnect({ socket: sock, servername: opts.host.includes(':') ? undefined : opts.host, ALPNProtocols: ['http/1.1'] });
+    // Certificate checks stay on (hostname against the route's upstream host).
+    const secure = tlsConnect({
+      socket: sock,
+      host: opts.host,
+      servername: isIP(opts.host) ? undefined : opts.host,
+      ALPNProtocols: ['http/1.1'],
+      ...(opts.ca ? { ca: opts.ca } : {}),
+    });
     await new Promise<void>((resolve, reject) => {
       secure.once('secureConnect', resolve);
       secure.once('error', (err) => reject(new ProxyRefusal('ERR_PROXY_UPSTREAM', `TLS to upstream failed: ${err.message}`)));
