@@ -391,3 +391,33 @@ t.test('https upstream: TLS over the egress tunnel, certificate verified, token 
   t.equal(bad.status, 502);
   t.equal(seen.length, 1, 'the untrusted upstream received no request');
 });
+
+t.test('host route: the child\'s AGENT_USER_TOKEN is checked and passed through, no injection', async (t) => {
+  const { start } = await import('../../emulator/fake-upstream.js');
+  const { buildRoutes } = await import('../../daemon/overlay.js');
+  const { EgressGatewayService, egressTarget } = await import('../../daemon/egress.js');
+  const { createLogger } = await import('../../core/index.js');
+  const { tempDir } = await import('../helpers/app.js');
+  const { join } = await import('node:path');
+  const daemon = await start();
+  t.teardown(() => daemon.close());
+  const routes = buildRoutes({ google: { mailBaseUrl: 'https://x', sheetsBaseUrl: 'https://x', driveBaseUrl: 'https://x' }, model: { provider: 'demo' }, hasAccountToken: false, hasModelKey: false, hostOrigin: daemon.url });
+  t.same(routes.map((r) => r.name), ['host']);
+  const sock = join(tempDir(t), 'egress.sock');
+  const gw = new EgressGatewayService({ log: createLogger({ level: 'silent' }) });
+  const h = await gw.open('host', sock, []);
+  t.teardown(() => h.close());
+  const agentToken = 'agent-user-token.signed.abcdef';
+  const proxy = await startCredentialProxy({ profile: buildProfile('host', 0, routes), getToken: () => undefined, getPlaceholder: (n) => (n === 'AGENT_USER_TOKEN' ? agentToken : undefined), egressSocket: sock });
+  t.teardown(() => proxy.close());
+  const url = `http://127.0.0.1:${proxy.port}/host/memories?limit=5`;
+  // Not yet in the egress allow-list → 502; after update() it passes.
+  t.equal((await fetch(url, { headers: { authorization: `Bearer ${agentToken}` } })).status, 502);
+  h.update(routes.map((r) => egressTarget(r.upstream)));
+  const r = await fetch(url, { headers: { authorization: `Bearer ${agentToken}` } });
+  t.equal(r.status, 404, 'the fake daemon answered (it has no memories API)');
+  t.same(daemon.requests.map((q) => [q.method, q.path, q.headers.authorization]), [['GET', '/api/agent/memories?limit=5', `Bearer ${agentToken}`]]);
+  t.equal((await fetch(url, { headers: { authorization: 'Bearer forged' } })).status, 401);
+  t.equal((await fetch(`http://127.0.0.1:${proxy.port}/host/admin`, { headers: { authorization: `Bearer ${agentToken}` } })).status, 403);
+  t.equal(daemon.requests.length, 1);
+});
