@@ -339,7 +339,10 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
     });
     req.on('end', () => up.end());
     res.on('close', () => {
-      if (!done) finish(499, { code: 'client_closed' });
+      if (done) return;
+      // The child went away mid-request: stop the upstream exchange too.
+      finish(499, { code: 'client_closed' });
+      up.destroy();
     });
   }
 
