@@ -162,47 +162,52 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
     errorResponse(res, err.code, err.message);
   };
 
+  const handler = (req: IncomingMessage, res: ServerResponse): void => {
+    if (tainted.has(req.socket)) {
+      res.destroy();
+      return;
+    }
+    const started = process.hrtime.bigint();
+    const base: Record<string, unknown> = { method: req.method };
+    try {
+      checkHeaders(req);
+      const target = parseTarget(req.url ?? '');
+      base.query_keys = target.queryKeys;
+      const compiled = findRoute(routes, target.path);
+      if (!compiled) throw new ProxyRefusal('ERR_PROXY_ROUTE_DENIED', 'no route for this path');
+      const { route } = compiled;
+      base.route = route.name;
+      const allowed = route.allow.find((a) => a.method === req.method && matchTemplate(a.path, target.path));
+      if (!allowed) throw new ProxyRefusal('ERR_PROXY_ROUTE_DENIED', 'method and path not allowed on this route');
+      base.template = allowed.path;
+      if (target.query && req.method !== 'GET') throw new ProxyRefusal('ERR_PROXY_ROUTE_DENIED', 'query string allowed on GET only');
+      if (req.method === 'GET' && hasBody(req)) throw new ProxyRefusal('ERR_PROXY_BAD_REQUEST', 'GET with a body');
+      const expected = opts.getPlaceholder(route.placeholder_env);
+      const got = presented(req, route);
+      // Constant-time compare; an unset placeholder never matches.
+      if (!expected || got === undefined || !safeEqual(expected, got)) {
+        throw new ProxyRefusal('ERR_PROXY_PLACEHOLDER', `missing or wrong ${route.placeholder_env}`);
+      }
+      let real: string | undefined;
+      if (compiled.tokenEnv) {
+        real = opts.getToken(compiled.tokenEnv);
+        if (!real) throw new ProxyRefusal('ERR_PROXY_TOKEN_MISSING', `${compiled.tokenEnv} is not set`);
+      }
+      if (String(req.headers.expect ?? '').toLowerCase() === '100-continue') res.writeContinue();
+      forward(req, res, compiled, target.path, target.query, real, got, started, base);
+    } catch (err) {
+      if (err instanceof ProxyRefusal) return refuse(res, err, { ...base, ms: ms(started) });
+      log('error', 'proxy failed', { ...base, err: (err as Error).message });
+      errorResponse(res, 'ERR_PROXY_UPSTREAM', 'internal proxy error');
+    }
+  };
   const server: Server = createServer(
     { maxHeaderSize: MAX_HEADER_BYTES, insecureHTTPParser: false, requireHostHeader: false /* checked in checkHeaders, so the refusal is coded */, joinDuplicateHeaders: false },
-    (req, res) => {
-      if (tainted.has(req.socket)) {
-        res.destroy();
-        return;
-      }
-      const started = process.hrtime.bigint();
-      const base: Record<string, unknown> = { method: req.method };
-      try {
-        checkHeaders(req);
-        const target = parseTarget(req.url ?? '');
-        base.query_keys = target.queryKeys;
-        const compiled = findRoute(routes, target.path);
-        if (!compiled) throw new ProxyRefusal('ERR_PROXY_ROUTE_DENIED', 'no route for this path');
-        const { route } = compiled;
-        base.route = route.name;
-        const allowed = route.allow.find((a) => a.method === req.method && matchTemplate(a.path, target.path));
-        if (!allowed) throw new ProxyRefusal('ERR_PROXY_ROUTE_DENIED', 'method and path not allowed on this route');
-        base.template = allowed.path;
-        if (target.query && req.method !== 'GET') throw new ProxyRefusal('ERR_PROXY_ROUTE_DENIED', 'query string allowed on GET only');
-        if (req.method === 'GET' && hasBody(req)) throw new ProxyRefusal('ERR_PROXY_BAD_REQUEST', 'GET with a body');
-        const expected = opts.getPlaceholder(route.placeholder_env);
-        const got = presented(req, route);
-        // Constant-time compare; an unset placeholder never matches.
-        if (!expected || got === undefined || !safeEqual(expected, got)) {
-          throw new ProxyRefusal('ERR_PROXY_PLACEHOLDER', `missing or wrong ${route.placeholder_env}`);
-        }
-        let real: string | undefined;
-        if (compiled.tokenEnv) {
-          real = opts.getToken(compiled.tokenEnv);
-          if (!real) throw new ProxyRefusal('ERR_PROXY_TOKEN_MISSING', `${compiled.tokenEnv} is not set`);
-        }
-        forward(req, res, compiled, target.path, target.query, real, got, started, base);
-      } catch (err) {
-        if (err instanceof ProxyRefusal) return refuse(res, err, { ...base, ms: ms(started) });
-        log('error', 'proxy failed', { ...base, err: (err as Error).message });
-        errorResponse(res, 'ERR_PROXY_UPSTREAM', 'internal proxy error');
-      }
-    },
+    handler,
   );
+  // Expect: 100-continue goes through the same checks; "continue" is sent only once the
+  // request is allowed (Node would otherwise say 100 before any check ran).
+  server.on('checkContinue', handler);
   server.maxHeadersCount = 0; // count enforced in checkHeaders (the default would truncate silently)
   server.headersTimeout = 15_000;
   server.requestTimeout = timeoutMs;

@@ -192,6 +192,8 @@ t.test('hostile requests → 403/400 and the upstream records nothing', async (t
     ['obs-fold header', `POST ${MAIL} HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\nX-A: b\r\n c\r\nContent-Length: 0\r\n\r\n`],
     ['NUL in header', `POST ${MAIL} HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\nX-A: b\u0000c\r\nContent-Length: 0\r\n\r\n`],
     ['space in header name', `POST ${MAIL} HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\nX A: b\r\nContent-Length: 0\r\n\r\n`],
+    ['expect 100-continue on a denied path', req('PUT', MAIL, ph, 'Expect: 100-continue\r\n')],
+    ['expect 100-continue, wrong route', `POST /gmail/mail/v1/users/me/messages/list HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n`],
     ['method override header', req('POST', MAIL, ph, 'X-HTTP-Method-Override: GET\r\n')],
     ['HTTP/2.0 version', `POST ${MAIL} HTTP/2.0\r\n${H}Authorization: Bearer ${ph}\r\nContent-Length: 0\r\n\r\n`],
     ['HTTP/0.9 style', `GET ${MAIL}\r\n\r\n`],
@@ -226,6 +228,7 @@ t.test('hostile requests → 403/400 and the upstream records nothing', async (t
   for (const [name, raw] of table) {
     const r = await rawRequest(rig.proxy.port, raw);
     t.ok(r.status === 403 || r.status === 400, `${name}: ${r.status}`);
+    t.notMatch(r.text, /^HTTP\/1\.1 100/, `${name}: no 100 Continue before the check`);
     if (r.status === 403 || r.status === 400) t.match(r.text, /x-airlock-error: ERR_PROXY_(ROUTE_DENIED|BAD_REQUEST)/i, `${name}: coded`);
   }
   // Give any stray forwarding a chance to land before checking.
@@ -248,6 +251,28 @@ t.test('an echoed real token is scrubbed from headers and body', async (t) => {
   t.equal((JSON.parse(body) as { echoed_authorization: string }).echoed_authorization, `Bearer ${SCRUBBED}`);
   const line = rig.proxyLogs.map((l) => JSON.parse(l)).find((l) => l.msg === 'proxy request');
   t.equal(line.scrubbed, 1);
+});
+
+t.test('Expect: 100-continue on an allowed send: continue, then forwarded', async (t) => {
+  const rig = await startProxyRig(t);
+  const body = '{"raw":"eA"}';
+  const head = `POST ${MAIL} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${rig.placeholders.MAIL_API_KEY}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`;
+  const { connect } = await import('node:net');
+  const text = await new Promise<string>((resolve) => {
+    const s = connect(rig.proxy.port, '127.0.0.1');
+    let got = '';
+    s.on('data', (d) => {
+      got += d.toString();
+      if (got.startsWith('HTTP/1.1 100') && !got.includes('\r\n\r\nHTTP')) s.write(body);
+    });
+    s.on('close', () => resolve(got));
+    s.on('connect', () => s.write(head));
+  });
+  t.match(text, /^HTTP\/1\.1 100 Continue/);
+  t.match(text, /HTTP\/1\.1 200/);
+  t.equal(rig.upstream.requests.length, 1);
+  t.equal(rig.upstream.requests[0].body, body);
+  t.notOk(rig.upstream.requests[0].headers.expect, 'Expect is not forwarded');
 });
 
 t.test('rotation: after a token change requests carry the new token', async (t) => {
