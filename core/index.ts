@@ -9,3 +9,4 @@ export * from './action-log.js';
 export * from './sandbox-protocol.js';
 export * from './metrics.js';
 export * from './agent-token.js';
+export * from './accounts.js';

@@ -2,6 +2,7 @@ import express, { type Express } from 'express';
 import session from 'express-session';
 import { randomUUID } from 'node:crypto';
 import { AppError, getUserById, safeEqual, type Metrics } from '../core/index.js';
+import { accountRoutes } from './account-routes.js';
 import { authRoutes, SESSION_COOKIE } from './auth-routes.js';
 import { biInternalRoutes, dataAuthorizationRoutes } from './data-access/index.js';
 import type { WebContext } from './context.js';
@@ -94,6 +95,7 @@ export function createApp(ctx: WebContext): Express {
   app.use('/api/internal', biInternalRoutes(ctx));
   app.use('/api/memories', memoryRoutes(ctx));
   app.use('/api/agent', agentApiRoutes(ctx));
+  app.use('/api/account', accountRoutes(ctx));
 
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true });

@@ -7,3 +7,4 @@ export * from './validate.js';
 export * from './errors.js';
 export * from './identity/index.js';
 export * from './memory-routes.js';
+export * from './account-routes.js';

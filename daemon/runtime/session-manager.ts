@@ -17,6 +17,7 @@
  * airlock.pool=1 on pool containers (labels cannot change after create, so a claimed pool
  * container's session is recorded in its folder's claim.json, readable by root only).
  */
+import { agentSettings } from '../overlay.js';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
@@ -122,12 +123,7 @@ export function defaultPreparer(config: Readonly<Config>): SessionPreparer {
         routes: [],
         tokens: {},
         placeholders: {},
-        agentEnv: {
-          AIRLOCK_MODEL_PROVIDER: config.model.provider,
-          AIRLOCK_MODEL: config.model.model,
-          AIRLOCK_MAX_STEPS: String(config.model.maxSteps),
-          AIRLOCK_MODEL_TIMEOUT_S: String(config.model.timeoutS),
-        },
+        agentEnv: agentSettings(config),
         egressAllow: [],
       };
     },
