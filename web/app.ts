@@ -3,6 +3,7 @@ import session from 'express-session';
 import { randomUUID } from 'node:crypto';
 import { AppError, getUserById, safeEqual } from '../core/index.js';
 import { authRoutes, SESSION_COOKIE } from './auth-routes.js';
+import { chatRoutes } from './chat-routes.js';
 import type { WebContext } from './context.js';
 import { errorMiddleware, notFound } from './errors.js';
 import { loadOrCreateSessionSecret } from './session-secret.js';
@@ -82,6 +83,7 @@ export function createApp(ctx: WebContext): Express {
   });
 
   app.use('/api/auth', authRoutes(ctx));
+  app.use('/api/chat', chatRoutes(ctx));
 
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true });

@@ -5,3 +5,5 @@ export * from './session-store.js';
 export * from './auth-routes.js';
 export * from './validate.js';
 export * from './errors.js';
+export * from './chat-routes.js';
+export * from './chat-store.js';
