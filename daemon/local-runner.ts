@@ -44,7 +44,7 @@ interface LocalSession {
   onExit: Set<() => void>;
 }
 
-const DEFAULT_READY_TIMEOUT_MS = 30_000;
+const DEFAULT_READY_TIMEOUT_MS = 60_000;
 const DEFAULT_CANCEL_GRACE_MS = 5_000;
 const KILL_AFTER_MS = 2_000;
 

@@ -38,6 +38,8 @@ export interface ModelServer {
   requests: RecordedModelRequest[];
   /** Append steps to the script. */
   push(...steps: ModelStep[]): void;
+  /** Drop the steps not played yet; returns how many there were. */
+  clearScript(): number;
   close(): Promise<void>;
 }
 
@@ -135,6 +137,7 @@ export async function startModelServer(shape: ProviderShape, opts: ModelServerOp
     url: `http://127.0.0.1:${port}${shape.baseSuffix}`,
     requests,
     push: (...steps) => void script.push(...steps),
+    clearScript: () => script.splice(0).length,
     close() {
       closing ??= new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();
