@@ -21,7 +21,7 @@ function respond(body: any) {
 
 let h: ChatHarness;
 t.before(async () => {
-  h = await startChatHarness(t, { respond, childEnv: { AGENT_MODEL_TIMEOUT_S: '2' } });
+  h = await startChatHarness(t, { respond, childEnv: { AGENT_MODEL_TIMEOUT_S: '60' } });
 });
 
 t.test('a turn with two tool calls streams in order; the next prompt reuses the warm child and the model sees the earlier turn', async (t) => {
@@ -105,6 +105,8 @@ t.test('a turn with two tool calls streams in order; the next prompt reuses the 
 });
 
 t.test('model failures end the turn with one done, stop_reason error and a coded error', async (t) => {
+  // Its own harness: a short stall timeout (1 s) that would be flaky under load elsewhere.
+  const h = await startChatHarness(t, { childEnv: { AGENT_MODEL_TIMEOUT_S: '1' } });
   const c = await h.login('carol');
   const cases = [
     { step: { kind: 'error' as const, status: 500 }, code: 'ERR_MODEL_HTTP' },
