@@ -144,7 +144,8 @@ export class LocalTurnRunner implements TurnRunner {
         } else if (m.type === 'event') s.turns.get(m.turn_id)?.onEvent(m.event);
         else if (m.type === 'turn_end') s.turns.get(m.turn_id)?.onEnd(m);
       });
-      proc.on('exit', (code, signal) => {
+      // 'close', not 'exit': every line the child wrote has been read by then.
+      proc.on('close', (code, signal) => {
         clearTimeout(timer);
         s.exited = true;
         if (this.sessions.get(req.sessionId) === s) this.sessions.delete(req.sessionId);
@@ -187,7 +188,7 @@ export class LocalTurnRunner implements TurnRunner {
         (s) =>
           new Promise<void>((resolve) => {
             if (s.exited) return resolve();
-            s.proc.once('exit', () => resolve());
+            s.proc.once('close', () => resolve());
             this.kill(s);
           }),
       ),

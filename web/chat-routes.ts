@@ -81,8 +81,10 @@ export function chatRoutes(ctx: WebContext): Router {
         res.flushHeaders();
       };
       const write = (e: ChatEvent) => {
+        // A client that went away gets nothing more; the turn is still recorded.
+        if (res.writableEnded || res.destroyed) return;
         if (!started) begin();
-        if (!res.writableEnded && !res.destroyed) res.write(JSON.stringify(e) + '\n');
+        res.write(JSON.stringify(e) + '\n');
       };
       res.on('close', () => {
         if (!ended) {
