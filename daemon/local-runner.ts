@@ -144,14 +144,29 @@ export class LocalTurnRunner implements TurnRunner {
         } else if (m.type === 'event') s.turns.get(m.turn_id)?.onEvent(m.event);
         else if (m.type === 'turn_end') s.turns.get(m.turn_id)?.onEnd(m);
       });
-      // 'close', not 'exit': every line the child wrote has been read by then.
-      proc.on('close', (code, signal) => {
+      let stdoutDone = false;
+      out.on('close', () => {
+        stdoutDone = true;
+      });
+      proc.on('exit', (code, signal) => {
         clearTimeout(timer);
         s.exited = true;
         if (this.sessions.get(req.sessionId) === s) this.sessions.delete(req.sessionId);
         log.info({ code, signal }, 'agent process exited');
         reject(new Error('the agent process exited before it was ready'));
-        for (const fn of [...s.onExit]) fn();
+        // Let the lines it wrote before dying be read first (its MCP servers may hold
+        // stderr open, so do not wait for 'close' on the whole process).
+        const endTurns = () => {
+          for (const fn of [...s.onExit]) fn();
+        };
+        if (stdoutDone) endTurns();
+        else {
+          const t = setTimeout(endTurns, 200);
+          out.once('close', () => {
+            clearTimeout(t);
+            endTurns();
+          });
+        }
       });
       proc.on('error', (err) => log.error({ err: err.message }, 'agent process error'));
     });
@@ -188,7 +203,7 @@ export class LocalTurnRunner implements TurnRunner {
         (s) =>
           new Promise<void>((resolve) => {
             if (s.exited) return resolve();
-            s.proc.once('close', () => resolve());
+            s.proc.once('exit', () => resolve());
             this.kill(s);
           }),
       ),
