@@ -123,3 +123,34 @@ t.test('cancel stops waiting for the tool and ends the turn cancelled', async (t
     { code: 'ERR_SESSION_BUSY' },
   );
 });
+
+t.test('cancel during a stalled model stream aborts the request: cancelled, not a timeout', async (t) => {
+  const { start } = await import('../../emulator/model-anthropic.js');
+  const model = await start({ script: [{ kind: 'stall', text: 'thinking' }, { kind: 'reply', text: 'after' }] });
+  t.teardown(() => model.close());
+  const runner = new LocalTurnRunner({
+    env: { AGENT_MODEL_PROVIDER: 'anthropic', AGENT_MODEL: 'm', AGENT_MODEL_BASE_URL: model.url, AGENT_MODEL_TIMEOUT_S: '120', AGENT_MCP_SERVERS: '[]' },
+    log: createLogger({ level: 'silent' }),
+    readyTimeoutMs: 150_000,
+  });
+  t.teardown(() => runner.close());
+  const ac = new AbortController();
+  const events: AgentEvent[] = [];
+  const r = await runner.runTurn({
+    userId: 1,
+    sessionId: 's4',
+    turnId: 't1',
+    prompt: 'think hard',
+    signal: ac.signal,
+    onEvent: (e) => {
+      events.push(e);
+      if (e.type === 'text_delta') ac.abort();
+    },
+  });
+  t.equal(r.stop_reason, 'cancelled');
+  t.same(events, [{ type: 'text_delta', text: 'thinking' }]);
+  const next = await runner.runTurn({ userId: 1, sessionId: 's4', turnId: 't2', prompt: 'again', signal: new AbortController().signal, onEvent: () => undefined });
+  t.equal(next.stop_reason, 'end_turn', 'the session goes on');
+  t.same(model.requests[1].body.messages.map((m: any) => m.role), ['user'], 'the cancelled prompt and the new one merge into one user message');
+  t.equal(model.requests[1].body.messages[0].content.length, 2);
+});

@@ -235,4 +235,8 @@ t.test('the sandbox never receives the session cookie; tool servers get only too
   const all = JSON.stringify(h.model.requests) + JSON.stringify(h.mcpEvents());
   t.notOk(all.includes(cookie), 'no session cookie reaches the model or the tools');
   t.notOk(all.includes(c.csrf!), 'no CSRF token either');
+  const logs = h.app.logs.text();
+  t.notOk(logs.includes(cookie), 'the cookie is not logged');
+  t.notOk(logs.includes('what env do tools see?'), 'prompts are not logged');
+  t.notOk(logs.includes('placeholder-mail-key'), 'tool env values are not logged');
 });
