@@ -8,3 +8,5 @@ export * from './errors.js';
 export * from './identity/index.js';
 export * from './memory-routes.js';
 export * from './account-routes.js';
+export * from './chat-routes.js';
+export * from './chat-store.js';
