@@ -8,3 +8,5 @@ export * from './users.js';
 export * from './action-log.js';
 export * from './sandbox-protocol.js';
 export * from './metrics.js';
+export * from './agent-token.js';
+export * from './accounts.js';

@@ -1,11 +1,22 @@
 import { SqliteSessionStore, startWebServer, type WebServer, type WebServices } from '../web/index.js';
 import { openBase, type DaemonBase } from './context.js';
-import { createMetrics, type Config, type Logger } from '../core/index.js';
+import { AccountStore, createMetrics, Encryptor, isAppError, loadOrCreateEncryptionKey, mintAgentUserToken, tokenRequest, type Config, type Logger, type SessionPreparer } from '../core/index.js';
 import type { SandboxControl } from '../web/index.js';
 import { DirectorySyncRunner } from './directory-sync/index.js';
+import type { EgressGateway } from '../core/sandbox-protocol.js';
+import { startRuntime, type Runtime } from './runtime/index.js';
+import { EgressGatewayService } from './egress.js';
+import { OverlayPreparer } from './overlay.js';
+import { TokenService } from './tokens.js';
 
 export interface RunningDaemon extends DaemonBase {
   web: WebServer;
+  /** Session manager + operator control socket; undefined when the engine was unreachable. */
+  runtime?: Runtime;
+  /** Proxy/token area: for the session manager (setRotate, untrack), the runtime (egress) and tests. */
+  tokenService: TokenService;
+  egressGateway: EgressGatewayService;
+  sessionPreparer: SessionPreparer;
   /** Shutdown in order: stop accepting, drain streams, stop sessions, close servers, close the db. */
   close(): Promise<void>;
 }
@@ -14,6 +25,8 @@ export interface ServeOptions {
   log?: Logger;
   /** Extra services (tests, demo) merged over the ones serve builds. */
   services?: WebServices;
+  /** Sandbox runtime seams (other areas plug in here); false disables the runtime (web-only tests). */
+  runtime?: { preparer?: SessionPreparer; egress?: EgressGateway; owner?: string } | false;
 }
 
 /** Start the daemon: database, services, web app. */
@@ -33,7 +46,54 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   const interrupted = directorySync.recover();
   if (interrupted) base.log.warn({ jobs: interrupted }, 'directory-sync jobs interrupted by a restart marked failed');
   services.directorySync ??= directorySync;
+
+  // Connected accounts, token service (refresh + rotation), egress gateway, session overlay.
+  const accounts = new AccountStore(base.db, new Encryptor(loadOrCreateEncryptionKey(config.dataDir, config.encryptionKey)));
+  const g = config.google;
+  const tokenService = new TokenService({
+    store: accounts,
+    refresh: (refreshToken) => tokenRequest({ tokenUrl: g.tokenUrl, clientId: g.clientId, clientSecret: g.clientSecret }, { grant_type: 'refresh_token', refresh_token: refreshToken }),
+    log: base.log.child({ area: 'tokens' }),
+  });
+  tokenService.start();
+  const egressGateway = new EgressGatewayService({ log: base.log });
+  services.accounts ??= accounts;
+  services.tokenService ??= tokenService;
+  services.egressGateway ??= egressGateway;
+
+  // The preparer needs the web listener's port (host route), known only after listen; sessions
+  // start on prompts, which come after that, so the runtime gets a late-bound preparer.
+  let preparer: SessionPreparer | undefined;
+  const latePreparer: SessionPreparer = { prepare: (req) => preparer!.prepare(req) };
+  const runtimeOpts = opts.runtime === false ? undefined : { preparer: latePreparer, egress: egressGateway as EgressGateway, ...(opts.runtime || {}) };
+  const runtime = runtimeOpts ? await startRuntime({ ...base, ...runtimeOpts }) : undefined;
+  if (runtime) {
+    services.chat ??= runtime.sessions;
+    services.sandboxes ??= runtime.sessions;
+    tokenService.setRotate(async (sessionId, tokens) => {
+      try {
+        await runtime.sessions.rotateTokens(sessionId, tokens);
+      } catch (err) {
+        // The sandbox is gone: stop rotating into it.
+        if (isAppError(err, 'ERR_SESSION_NOT_FOUND')) tokenService.untrack(sessionId);
+        throw err;
+      }
+    });
+  }
   const web = await startWebServer({ ...base, sessions, services });
+  // The host route's upstream: this daemon's own listener, as the egress gateway reaches it.
+  const hostOrigin = `http://${['0.0.0.0', '::'].includes(config.host) ? '127.0.0.1' : config.host.includes(':') ? `[${config.host}]` : config.host}:${web.port}`;
+  const agentSecret = config.agentUserTokenSecret;
+  services.sessionPreparer ??= new OverlayPreparer({
+    config,
+    db: base.db,
+    tokens: tokenService,
+    log: base.log.child({ area: 'overlay' }),
+    hostOrigin,
+    mintAgentUserToken: agentSecret ? (userId, sessionId) => mintAgentUserToken(agentSecret, { userId, sessionId }) : undefined,
+  });
+  const sessionPreparer = services.sessionPreparer as SessionPreparer;
+  preparer = sessionPreparer;
   base.log.info({ url: web.url, publicOrigin: config.publicOrigin }, 'airlock listening');
   const pruneTimer = setInterval(() => sessions.prune(), 3600_000);
   pruneTimer.unref();
@@ -41,11 +101,18 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   return {
     ...base,
     web,
+    runtime,
+    tokenService,
+    egressGateway,
+    sessionPreparer,
     close() {
       closing ??= (async () => {
         clearInterval(pruneTimer);
         await web.close();
         await Promise.race([directorySync.idle(), new Promise((r) => setTimeout(r, 5_000).unref())]);
+        await runtime?.close();
+        await tokenService.close();
+        await egressGateway.close();
         base.db.close();
       })();
       return closing;

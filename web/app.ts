@@ -2,10 +2,13 @@ import express, { type Express } from 'express';
 import session from 'express-session';
 import { randomUUID } from 'node:crypto';
 import { AppError, getUserById, safeEqual, type Metrics } from '../core/index.js';
+import { accountRoutes } from './account-routes.js';
 import { authRoutes, SESSION_COOKIE } from './auth-routes.js';
 import { biInternalRoutes, dataAuthorizationRoutes } from './data-access/index.js';
+import { chatRoutes } from './chat-routes.js';
 import type { WebContext } from './context.js';
 import { errorMiddleware, notFound } from './errors.js';
+import { agentApiRoutes, memoryRoutes } from './memory-routes.js';
 import { loadOrCreateSessionSecret } from './session-secret.js';
 import { uiRoutes } from './ui.js';
 import { identityRouters } from './identity/index.js';
@@ -91,6 +94,10 @@ export function createApp(ctx: WebContext): Express {
   app.use('/api/identity', identity.api);
   app.use('/api/data-authorization', dataAuthorizationRoutes(ctx));
   app.use('/api/internal', biInternalRoutes(ctx));
+  app.use('/api/memories', memoryRoutes(ctx));
+  app.use('/api/agent', agentApiRoutes(ctx));
+  app.use('/api/account', accountRoutes(ctx));
+  app.use('/api/chat', chatRoutes(ctx));
 
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true });

@@ -6,3 +6,7 @@ export * from './auth-routes.js';
 export * from './validate.js';
 export * from './errors.js';
 export * from './identity/index.js';
+export * from './memory-routes.js';
+export * from './account-routes.js';
+export * from './chat-routes.js';
+export * from './chat-store.js';

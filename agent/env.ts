@@ -1,0 +1,126 @@
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { AppError } from '../core/errors.js';
+
+/** One MCP stdio server the agent spawns. */
+export interface McpServerSpec {
+  name: string;
+  command: string;
+  args: string[];
+  env?: Record<string, string>;
+}
+
+/**
+ * The agent child's own small settings, read from its environment (the supervisor builds it;
+ * docs/chat.md lists them). The child never holds a real key: AGENT_MODEL_API_KEY is the
+ * proxy's placeholder.
+ */
+export interface AgentSettings {
+  provider: 'openai' | 'anthropic' | 'demo';
+  model: string;
+  baseUrl?: string;
+  apiKey?: string;
+  maxSteps: number;
+  modelTimeoutMs: number;
+  toolTimeoutMs: number;
+  /** null: every tool the servers offer; otherwise only these names are loaded. */
+  allowedTools: Set<string> | null;
+  mcpServers: McpServerSpec[];
+  systemPrompt: string;
+  /** Tool-related env passed on to the MCP servers (and nothing else). */
+  toolEnv: Record<string, string>;
+}
+
+export const DEFAULT_SYSTEM_PROMPT =
+  'You are the Airlock assistant. You can call tools to read spreadsheets, draw charts and send e-mail for the user. ' +
+  'To e-mail a chart, call rasterize_chart and pass the returned file name unchanged to send_email. Be brief.';
+
+/** Env names passed on to MCP servers: the tool routes' base URLs and placeholders, and the agent API. */
+const TOOL_ENV_RE = /^(MAIL|SHEETS|SEARCH_SHEETS)_[A-Z0-9_]+$/;
+const TOOL_ENV_NAMES = new Set(['AGENT_USER_TOKEN', 'AGENT_API_BASE_URL', 'AGENT_ATTACHMENTS_DIR']);
+
+/** `<dist>` of the running build: agent/ sits one level below it. */
+export function distDir(): string {
+  return dirname(dirname(fileURLToPath(import.meta.url)));
+}
+
+export function defaultMcpServers(dist = distDir()): McpServerSpec[] {
+  return [
+    { name: 'workspace', command: process.execPath, args: [join(dist, 'tools', 'main.js')] },
+    { name: 'extensions', command: process.execPath, args: [join(dist, 'extensions', 'main.js')] },
+  ];
+}
+
+function int(env: NodeJS.ProcessEnv, name: string, def: number, min: number, max: number, problems: string[]): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return def;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    problems.push(`${name}: must be an integer between ${min} and ${max}`);
+    return def;
+  }
+  return n;
+}
+
+/** Read and check the settings; throws ERR_AGENT_CONFIG listing every problem. */
+export function readAgentSettings(env: NodeJS.ProcessEnv): AgentSettings {
+  const problems: string[] = [];
+  const provider = (env.AGENT_MODEL_PROVIDER ?? 'demo') as AgentSettings['provider'];
+  if (!['openai', 'anthropic', 'demo'].includes(provider)) problems.push('AGENT_MODEL_PROVIDER: must be openai, anthropic or demo');
+  const baseUrl = env.AGENT_MODEL_BASE_URL || undefined;
+  if (provider !== 'demo' && !baseUrl) problems.push('AGENT_MODEL_BASE_URL: required for provider ' + provider);
+  if (baseUrl) {
+    try {
+      new URL(baseUrl);
+    } catch {
+      problems.push('AGENT_MODEL_BASE_URL: not a URL');
+    }
+  }
+  let mcpServers = defaultMcpServers();
+  if (env.AGENT_MCP_SERVERS) {
+    try {
+      const parsed = JSON.parse(env.AGENT_MCP_SERVERS) as unknown;
+      if (!Array.isArray(parsed)) throw new Error('not a list');
+      mcpServers = parsed.map((s: any, i) => {
+        if (!s || typeof s.name !== 'string' || typeof s.command !== 'string') throw new Error(`item ${i} needs name and command`);
+        const args = s.args ?? [];
+        if (!Array.isArray(args) || !args.every((a: unknown) => typeof a === 'string')) throw new Error(`item ${i}: args must be strings`);
+        if (s.env !== undefined && (typeof s.env !== 'object' || Object.values(s.env).some((v) => typeof v !== 'string')))
+          throw new Error(`item ${i}: env must map names to strings`);
+        return { name: s.name, command: s.command, args, ...(s.env ? { env: s.env } : {}) };
+      });
+    } catch (err) {
+      problems.push(`AGENT_MCP_SERVERS: ${(err as Error).message}`);
+    }
+  }
+  const toolsRaw = env.AGENT_TOOLS;
+  const allowedTools =
+    toolsRaw === undefined || toolsRaw.trim() === '*'
+      ? null
+      : new Set(
+          toolsRaw
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean),
+        );
+  const toolEnv: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) {
+    if (v !== undefined && (TOOL_ENV_RE.test(k) || TOOL_ENV_NAMES.has(k))) toolEnv[k] = v;
+  }
+  const settings: AgentSettings = {
+    provider,
+    model: env.AGENT_MODEL || (provider === 'demo' ? 'demo' : ''),
+    baseUrl,
+    apiKey: env.AGENT_MODEL_API_KEY || undefined,
+    maxSteps: int(env, 'AGENT_MAX_STEPS', 12, 1, 200, problems),
+    modelTimeoutMs: int(env, 'AGENT_MODEL_TIMEOUT_S', 60, 1, 3600, problems) * 1000,
+    toolTimeoutMs: int(env, 'AGENT_TOOL_TIMEOUT_S', 120, 1, 3600, problems) * 1000,
+    allowedTools,
+    mcpServers,
+    systemPrompt: env.AGENT_SYSTEM_PROMPT || DEFAULT_SYSTEM_PROMPT,
+    toolEnv,
+  };
+  if (provider !== 'demo' && !settings.model) problems.push('AGENT_MODEL: required for provider ' + provider);
+  if (problems.length) throw new AppError('ERR_AGENT_CONFIG', `invalid agent settings: ${problems.join('; ')}`);
+  return settings;
+}

@@ -1,0 +1,117 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { Logger } from '../core/logger.js';
+import type { McpServerSpec } from './env.js';
+import type { ToolDef } from './types.js';
+
+export interface ToolOutcome {
+  ok: boolean;
+  /** For the chat stream and history: structured content, else parsed JSON text, else the text. */
+  output?: unknown;
+  error?: string;
+  /** For the model. */
+  text: string;
+}
+
+interface Loaded {
+  def: ToolDef;
+  client: Client;
+  server: string;
+}
+
+const MAX_TEXT_CHARS = 100_000;
+
+/**
+ * MCP stdio clients to the tool servers. Only tools on the allow-list (the user's agent
+ * policy) are loaded: a forbidden tool is never offered to the model nor callable.
+ * Each server gets the tool-related env the child holds, and nothing else (the SDK adds
+ * its small default set: HOME, LOGNAME, PATH, SHELL, TERM, USER).
+ */
+export class ToolHost {
+  private readonly tools = new Map<string, Loaded>();
+  private readonly clients: Client[] = [];
+
+  private constructor(private readonly log: Logger) {}
+
+  static async connect(servers: McpServerSpec[], allowed: Set<string> | null, toolEnv: Record<string, string>, log: Logger): Promise<ToolHost> {
+    const host = new ToolHost(log);
+    const results = await Promise.all(
+      servers.map(async (s) => {
+        const client = new Client({ name: 'airlock-agent', version: '0.1.0' });
+        try {
+          const transport = new StdioClientTransport({ command: s.command, args: s.args, env: { ...toolEnv, ...(s.env ?? {}) }, stderr: 'inherit' });
+          await client.connect(transport, { timeout: 20_000 });
+          const listed = await client.listTools(undefined, { timeout: 20_000 });
+          return { s, client, tools: listed.tools };
+        } catch (err) {
+          log.error({ server: s.name, err: (err as Error).message }, 'mcp server failed to start; its tools are not loaded');
+          await client.close().catch(() => undefined);
+          return undefined;
+        }
+      }),
+    );
+    for (const r of results) {
+      if (!r) continue;
+      host.clients.push(r.client);
+      for (const t of r.tools) {
+        if (allowed && !allowed.has(t.name)) continue;
+        if (host.tools.has(t.name)) {
+          log.warn({ tool: t.name, server: r.s.name }, 'duplicate tool name ignored');
+          continue;
+        }
+        host.tools.set(t.name, {
+          def: { name: t.name, description: t.description ?? '', inputSchema: t.inputSchema as Record<string, unknown> },
+          client: r.client,
+          server: r.s.name,
+        });
+      }
+    }
+    log.info({ tools: [...host.tools.keys()] }, 'tools loaded');
+    return host;
+  }
+
+  defs(): ToolDef[] {
+    return [...this.tools.values()].map((t) => t.def);
+  }
+
+  has(name: string): boolean {
+    return this.tools.has(name);
+  }
+
+  /** Call a tool; rejects only when `signal` aborts. Tool failures resolve with ok: false. */
+  async call(name: string, input: Record<string, unknown>, signal: AbortSignal, timeoutMs: number): Promise<ToolOutcome> {
+    const t = this.tools.get(name);
+    if (!t) return { ok: false, error: `ERR_TOOL_UNKNOWN: no tool named ${name} is available`, text: `Error: no tool named ${name} is available in this session.` };
+    try {
+      const r = await t.client.callTool({ name, arguments: input }, undefined, { signal, timeout: timeoutMs });
+      const content = (r.content ?? []) as { type: string; text?: string; mimeType?: string }[];
+      const textParts = content.filter((c) => c.type === 'text').map((c) => c.text ?? '');
+      let text = textParts.join('\n');
+      if (!text && r.structuredContent) text = JSON.stringify(r.structuredContent);
+      if (content.some((c) => c.type === 'image')) text += (text ? '\n' : '') + '[image shown to the user]';
+      if (text.length > MAX_TEXT_CHARS) text = text.slice(0, MAX_TEXT_CHARS) + '…';
+      if (r.isError) return { ok: false, error: text || 'tool failed', text: text || 'tool failed' };
+      let output: unknown = r.structuredContent;
+      if (output === undefined) {
+        const joined = textParts.join('\n');
+        try {
+          output = JSON.parse(joined);
+        } catch {
+          output = joined;
+        }
+        const images = content.filter((c) => c.type === 'image');
+        if (images.length) output = { text: joined, images };
+      }
+      return { ok: true, output, text };
+    } catch (err) {
+      if (signal.aborted) throw signal.reason ?? err;
+      const msg = (err as Error).message ?? String(err);
+      this.log.warn({ tool: name, server: t.server, err: msg }, 'tool call failed');
+      return { ok: false, error: `ERR_TOOL_FAILED: ${msg}`, text: `Error: the tool failed (${msg}).` };
+    }
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.clients.map((c) => c.close().catch(() => undefined)));
+  }
+}

@@ -1,0 +1,177 @@
+import type { Message, ModelAdapter, ModelReply, ModelRequest, ToolCall, ToolDef } from '../types.js';
+
+/**
+ * The deterministic offline demo model: no network, no key. It reads the latest prompt and
+ * the tool results since, and plays one of a few plans:
+ *  - "chart the sample spreadsheet … and email it to x@y.z": search_spreadsheets → fetch_sheet
+ *    → rasterize_chart → send_email (with the returned file name), then a short text;
+ *  - "chart 3 5 8 and email the chart to a@b.c": rasterize_chart → send_email, then text;
+ *  - "chart 3 5 8": render_chart, then text;
+ *  - anything else: a helpful text that says it is the demo model.
+ * A plan step whose tool is not loaded (agent policy) ends the turn with a text saying so.
+ */
+export class DemoModel implements ModelAdapter {
+  readonly name = 'demo';
+  constructor(private readonly opts: { chunkDelayMs?: number } = {}) {}
+
+  async complete(req: ModelRequest, onText: (t: string) => void): Promise<ModelReply> {
+    const reply = plan(req.messages, req.tools);
+    for (const piece of reply.text.match(/\S+\s*/g) ?? []) {
+      if (req.signal.aborted) throw req.signal.reason;
+      if (this.opts.chunkDelayMs) await new Promise((r) => setTimeout(r, this.opts.chunkDelayMs));
+      onText(piece);
+    }
+    return reply;
+  }
+}
+
+const EMAIL_RE = /[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+/;
+const PNG_RE = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.png/i;
+
+function plan(messages: readonly Message[], tools: readonly ToolDef[]): ModelReply {
+  let u = messages.length - 1;
+  while (u >= 0 && messages[u].role !== 'user') u--;
+  const prompt = u >= 0 ? (messages[u] as { content: string }).content : '';
+  const results = messages.slice(u + 1).filter((m): m is Extract<Message, { role: 'tool' }> => m.role === 'tool');
+  const step = results.length;
+  const lower = prompt.toLowerCase();
+  const to = prompt.match(EMAIL_RE)?.[0];
+  const wantsChart = /\bchart|\bplot|\bgraph/.test(lower);
+  const wantsMail = /\be-?mail|\bsend\b|\bmail\b/.test(lower) && !!to;
+  const fromSheet = /spreadsheet|\bsheet\b/.test(lower);
+  const have = new Set(tools.map((t) => t.name));
+  const schemaOf = (name: string) => tools.find((t) => t.name === name)?.inputSchema;
+  const last = results[results.length - 1];
+
+  if (last?.isError) return text(`The tool ${last.name} failed: ${last.content.slice(0, 300)}`);
+
+  const call = (name: string, input: Record<string, unknown>): ModelReply => {
+    if (!have.has(name)) return text(`I would use the ${name} tool for this, but it is not available in this session.`);
+    return { text: '', toolCalls: [{ id: `demo_${step + 1}_${name}`, name, input: pick(schemaOf(name), input) }] };
+  };
+
+  if (wantsChart && fromSheet && wantsMail) {
+    const query = /sample/.test(lower) ? 'sample' : (prompt.match(/spreadsheet\s+"?([^"]+?)"?(\s+and|\s*$)/i)?.[1] ?? 'sample');
+    if (step === 0) return call('search_spreadsheets', { query });
+    if (step === 1) {
+      const id = findId(results[0].content);
+      if (!id) return text('I searched your spreadsheets but found none matching that.');
+      return call('fetch_sheet', { spreadsheet_id: id });
+    }
+    if (step === 2) {
+      const { labels, values } = seriesFromSheet(results[1].content);
+      if (!values.length) return text('The spreadsheet has no numbers I could chart.');
+      return call('rasterize_chart', chartArgs('Spreadsheet chart', labels, values));
+    }
+    if (step === 3) return mail(call, results[2].content, to!);
+    return text(`Done: I charted the spreadsheet and e-mailed the chart to ${to}. (demo model)`);
+  }
+  if (wantsChart && wantsMail) {
+    const values = numbersIn(prompt.replace(EMAIL_RE, ''));
+    if (!values.length) return text('Tell me which numbers to chart, for example "chart 3 5 8 and email the chart to a@b.c". (demo model)');
+    if (step === 0) return call('rasterize_chart', chartArgs('Chart', values.map((_, i) => `#${i + 1}`), values));
+    if (step === 1) return mail(call, results[0].content, to!);
+    return text(`Done: I drew the chart of ${values.join(', ')} and e-mailed it to ${to}. (demo model)`);
+  }
+  if (wantsChart) {
+    const values = numbersIn(prompt);
+    if (!values.length) return text('Tell me which numbers to chart, for example "chart 3 5 8". (demo model)');
+    if (step === 0) return call('render_chart', chartArgs('Chart', values.map((_, i) => `#${i + 1}`), values));
+    return text(`Here is the chart of ${values.join(', ')}. (demo model)`);
+  }
+  return text(
+    'I am the offline demo model: I understand a few request shapes only. Try "chart 3 5 8", ' +
+      '"chart 3 5 8 and email the chart to someone@example.com" or ' +
+      '"chart the sample spreadsheet and email it to someone@example.com". Configure a real model provider for anything else.',
+  );
+}
+
+function mail(call: (n: string, i: Record<string, unknown>) => ModelReply, rasterResult: string, to: string): ModelReply {
+  const file = rasterResult.match(PNG_RE)?.[0];
+  if (!file) return { text: 'The chart tool did not return a file name, so I cannot attach it.', toolCalls: [] };
+  return call('send_email', { to, subject: 'Your chart', body: 'Here is the chart you asked for.', attachment: file });
+}
+
+function text(t: string): ModelReply {
+  return { text: t, toolCalls: [] as ToolCall[] };
+}
+
+function numbersIn(s: string): number[] {
+  return (s.match(/-?\d+(?:\.\d+)?/g) ?? []).map(Number).filter((n) => Number.isFinite(n)).slice(0, 50);
+}
+
+function chartArgs(title: string, labels: string[], values: number[]): Record<string, unknown> {
+  return { type: 'bar', title, labels, values };
+}
+
+/**
+ * Use the argument names the tool's schema declares where ours differ (the demo knows a few
+ * synonyms), so the demo keeps working when a tool names a field differently.
+ */
+const SYNONYMS: Record<string, string[]> = {
+  attachment: ['attachment', 'attachment_filename', 'attachment_name', 'filename', 'attachments'],
+  spreadsheet_id: ['spreadsheet_id', 'spreadsheetId', 'id', 'file_id'],
+  type: ['type', 'chart_type', 'kind'],
+  values: ['values', 'data', 'series'],
+  body: ['body', 'text', 'message'],
+  to: ['to', 'recipient', 'recipients'],
+  query: ['query', 'q', 'name'],
+};
+
+function pick(schema: Record<string, unknown> | undefined, input: Record<string, unknown>): Record<string, unknown> {
+  const props = (schema?.properties ?? {}) as Record<string, { type?: string }>;
+  const names = Object.keys(props);
+  if (!names.length) return input;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(input)) {
+    const target = (SYNONYMS[k] ?? [k]).find((n) => names.includes(n)) ?? k;
+    out[target] = props[target]?.type === 'array' && !Array.isArray(v) ? [v] : v;
+  }
+  return out;
+}
+
+function parsed(content: string): unknown {
+  try {
+    return JSON.parse(content);
+  } catch {
+    return undefined;
+  }
+}
+
+function findId(content: string): string | undefined {
+  const j = parsed(content);
+  const walk = (v: unknown): string | undefined => {
+    if (Array.isArray(v)) {
+      for (const x of v) {
+        const r = walk(x);
+        if (r) return r;
+      }
+    } else if (v && typeof v === 'object') {
+      const o = v as Record<string, unknown>;
+      for (const k of ['spreadsheet_id', 'spreadsheetId', 'id']) if (typeof o[k] === 'string') return o[k] as string;
+      for (const x of Object.values(o)) {
+        const r = walk(x);
+        if (r) return r;
+      }
+    }
+    return undefined;
+  };
+  return walk(j) ?? content.match(/"?(?:spreadsheet_?[iI]d|id)"?\s*[:=]\s*"?([A-Za-z0-9_-]{3,})/)?.[1];
+}
+
+/** First text column as labels, first numeric column as values (header row skipped). */
+function seriesFromSheet(content: string): { labels: string[]; values: number[] } {
+  const j = parsed(content) as any;
+  const rows: unknown[][] | undefined = Array.isArray(j?.values) ? j.values : Array.isArray(j) ? j : Array.isArray(j?.rows) ? j.rows : undefined;
+  if (!rows) return { labels: [], values: numbersIn(content) };
+  const labels: string[] = [];
+  const values: number[] = [];
+  for (const row of rows) {
+    if (!Array.isArray(row)) continue;
+    const num = row.find((c, i) => i > 0 && c !== '' && Number.isFinite(Number(c)));
+    if (num === undefined) continue;
+    labels.push(String(row[0]));
+    values.push(Number(num));
+  }
+  return { labels, values };
+}

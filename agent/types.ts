@@ -1,0 +1,47 @@
+import { AppError } from '../core/errors.js';
+
+/** A tool call the model asked for. */
+export interface ToolCall {
+  id: string;
+  name: string;
+  input: Record<string, unknown>;
+}
+
+/** The conversation, provider-neutral; adapters map it to their wire format. */
+export type Message =
+  | { role: 'user'; content: string }
+  | { role: 'assistant'; text: string; toolCalls: ToolCall[] }
+  | { role: 'tool'; callId: string; name: string; content: string; isError: boolean };
+
+/** A tool as offered to the model. */
+export interface ToolDef {
+  name: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+}
+
+export interface ModelRequest {
+  system: string;
+  messages: readonly Message[];
+  tools: readonly ToolDef[];
+  signal: AbortSignal;
+}
+
+export interface ModelReply {
+  text: string;
+  toolCalls: ToolCall[];
+}
+
+/** One model call: streams text through onText, resolves with the whole reply. */
+export interface ModelAdapter {
+  readonly name: string;
+  complete(req: ModelRequest, onText: (text: string) => void): Promise<ModelReply>;
+}
+
+/** Coded model failures: ERR_MODEL_HTTP, ERR_MODEL_AUTH, ERR_MODEL_STREAM, ERR_MODEL_TIMEOUT, ERR_MODEL_UNREACHABLE. */
+export class ModelError extends AppError {
+  constructor(code: string, message: string, cause?: unknown) {
+    super(code, message, { status: 502, cause });
+    this.name = 'ModelError';
+  }
+}

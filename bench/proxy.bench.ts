@@ -1,0 +1,92 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { Agent, request } from 'undici';
+import { silentLogger } from '../core/index.js';
+import { EgressGatewayService, egressTarget } from '../daemon/egress.js';
+import { buildProfile, buildRoutes } from '../daemon/overlay.js';
+import { start as startUpstream } from '../emulator/fake-upstream.js';
+import { startCredentialProxy, TUNNEL_IDLE_MS } from '../proxy/index.js';
+import { nowMs, round, stats, type BenchResult } from './lib.js';
+
+const N = 1000;
+const WARMUP = 50;
+const CONCURRENCY = 8;
+const PATH = '/v4/spreadsheets/sheet-1/values/Sheet1!A1:B3?majorDimension=ROWS';
+
+async function measure(n: number, fn: () => Promise<void>): Promise<{ samples: number[]; rps: number }> {
+  const samples: number[] = [];
+  let next = 0;
+  const t0 = nowMs();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next++ < n) {
+        const s = nowMs();
+        await fn();
+        samples.push(nowMs() - s);
+      }
+    }),
+  );
+  return { samples, rps: (n / (nowMs() - t0)) * 1000 };
+}
+
+/**
+ * Sheets values.get through proxy + egress gateway (placeholder check, normalisation, CONNECT
+ * over the unix socket, token injection, response scrubbing) vs the same fake upstream directly.
+ */
+export async function run(): Promise<BenchResult> {
+  const dir = mkdtempSync(join(tmpdir(), 'airlock-bench-proxy-'));
+  const upstream = await startUpstream();
+  const routes = buildRoutes({
+    google: { mailBaseUrl: upstream.url, sheetsBaseUrl: upstream.url, driveBaseUrl: upstream.url },
+    model: { provider: 'demo' },
+    hasAccountToken: true,
+    hasModelKey: false,
+  });
+  const gw = new EgressGatewayService({ log: silentLogger() });
+  const sock = join(dir, 'egress.sock');
+  const handle = await gw.open('bench', sock, routes.map((r) => egressTarget(r.upstream)));
+  const token = 'ya29.bench-real-token-0123456789abcdef';
+  const placeholder = 'bench-placeholder-0123456789abcdefghij';
+  const proxy = await startCredentialProxy({
+    profile: buildProfile('bench', 0, routes),
+    getToken: () => token,
+    getPlaceholder: () => placeholder,
+    egressSocket: sock,
+  });
+  const dispatcher = new Agent({ connections: CONCURRENCY });
+  const direct = async () => {
+    const r = await request(upstream.url + PATH, { dispatcher, headers: { authorization: `Bearer ${token}` } });
+    if (r.statusCode !== 200) throw new Error(`direct ${r.statusCode}`);
+    await r.body.dump();
+  };
+  const viaProxy = async () => {
+    const r = await request(`http://127.0.0.1:${proxy.port}/sheets${PATH}`, { dispatcher, headers: { authorization: `Bearer ${placeholder}` } });
+    if (r.statusCode !== 200) throw new Error(`proxy ${r.statusCode}`);
+    await r.body.dump();
+  };
+  try {
+    await measure(WARMUP, direct);
+    await measure(WARMUP, viaProxy);
+    const d = await measure(N, direct);
+    const p = await measure(N, viaProxy);
+    const ds = stats(d.samples);
+    const ps = stats(p.samples);
+    return {
+      name: 'proxy',
+      rows: [
+        { what: 'direct to upstream', n: ds.n, rps: Math.round(d.rps), p50_ms: ds.p50, p99_ms: ds.p99 },
+        { what: 'via proxy + egress', n: ps.n, rps: Math.round(p.rps), p50_ms: ps.p50, p99_ms: ps.p99 },
+        { what: 'added latency', n: ps.n, rps: 0, p50_ms: round(ps.p50 - ds.p50), p99_ms: round(ps.p99 - ds.p99) },
+      ],
+      ratios: { proxy_p50_vs_direct: ps.p50 / ds.p50, proxy_p99_vs_direct: ps.p99 / ds.p99, direct_rps_vs_proxy_rps: d.rps / p.rps },
+      notes: `GET Sheets values at concurrency ${CONCURRENCY}; CONNECT tunnels through the egress unix socket are kept alive and reused (idle ${TUNNEL_IDLE_MS} ms); shared 2-core host, compare ratios not absolutes`,
+    };
+  } finally {
+    await dispatcher.close();
+    await proxy.close();
+    await handle.close();
+    await upstream.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,17 @@
+/**
+ * Connected workspace accounts (the SPEC's "OAuth credential record"), one per user,
+ * separate from login. Tokens are AES-256-GCM ciphertext (core/crypto.ts Encryptor).
+ */
+export const up = `
+CREATE TABLE connected_accounts (
+  user_id           INTEGER PRIMARY KEY REFERENCES users(id) ON DELETE CASCADE,
+  provider          TEXT NOT NULL DEFAULT 'google',
+  email             TEXT,
+  scopes            TEXT NOT NULL,
+  refresh_token_enc TEXT,
+  access_token_enc  TEXT,
+  access_expires_at INTEGER,
+  connected_at      TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  updated_at        TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+);
+`;

@@ -1,0 +1,230 @@
+import { chmodSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  randomToken,
+  type Config,
+  type Logger,
+  type PreparedSession,
+  type ProfileRoute,
+  type SessionPreparer,
+  type SessionProfile,
+} from '../core/index.js';
+import { egressTarget } from './egress.js';
+import { effectiveAgentPolicy } from '../web/identity/agent-policy.js';
+import type { Db } from '../core/index.js';
+import type { TokenService } from './tokens.js';
+
+/**
+ * Env names of the sandbox routes (docs/proxy.md). `token` is the supervisor-only env var
+ * holding the real credential; `placeholder` and `baseUrl` are what the child gets.
+ */
+export const ROUTE_ENV = {
+  mail: { placeholder: 'MAIL_API_KEY', token: 'MAIL_ACCESS_TOKEN', baseUrl: 'MAIL_BASE_URL' },
+  sheets: { placeholder: 'SHEETS_API_KEY', token: 'SHEETS_ACCESS_TOKEN', baseUrl: 'SHEETS_BASE_URL' },
+  search: { placeholder: 'SEARCH_SHEETS_API_KEY', token: 'SEARCH_ACCESS_TOKEN', baseUrl: 'SEARCH_SHEETS_BASE_URL' },
+  model: { placeholder: 'AGENT_MODEL_API_KEY', token: 'MODEL_API_KEY_REAL', baseUrl: 'AGENT_MODEL_BASE_URL' },
+  host: { placeholder: 'AGENT_USER_TOKEN', token: null, baseUrl: 'AGENT_API_BASE_URL' },
+} as const;
+
+/** Random bytes per placeholder (192 bits ≥ the 128 the issue asks). */
+export const PLACEHOLDER_BYTES = 24;
+
+export interface RouteInputs {
+  google: { mailBaseUrl: string; sheetsBaseUrl: string; driveBaseUrl: string };
+  model: { provider: 'openai' | 'anthropic' | 'demo'; baseUrl?: string };
+  /** Workspace access token present → mail, sheets and search routes. */
+  hasAccountToken: boolean;
+  /** Model key present (and provider needs one) → model route. */
+  hasModelKey: boolean;
+  /** The daemon's own web origin for the host route; omitted → no host route. */
+  hostOrigin?: string;
+}
+
+const ref = (env: string) => `\${${env}}`;
+
+/**
+ * The route table of a session. The child calls `<BASE_URL><path>` where the supervisor sets
+ * BASE_URL = `http://127.0.0.1:<port><prefix>`; `allow` lists full proxy paths; `rewrite`
+ * turns a proxy path into the upstream path (appended to the upstream URL's own path).
+ */
+export function buildRoutes(i: RouteInputs): ProfileRoute[] {
+  const routes: ProfileRoute[] = [];
+  if (i.hasAccountToken) {
+    routes.push(
+      {
+        name: 'mail',
+        prefix: '/gmail',
+        // SPEC: {MAIL_BASE_URL}/mail/v1/users/me/messages/send, one method and one path only.
+        allow: [{ method: 'POST', path: '/gmail/mail/v1/users/me/messages/send' }],
+        upstream: i.google.mailBaseUrl,
+        rewrite: { from: '/gmail/mail/v1/', to: '/gmail/v1/' },
+        placeholder_env: ROUTE_ENV.mail.placeholder,
+        token_ref: ref(ROUTE_ENV.mail.token),
+        inject: 'bearer',
+        base_url_env: ROUTE_ENV.mail.baseUrl,
+      },
+      {
+        name: 'sheets',
+        prefix: '/sheets',
+        // fetch_sheet: Sheets v4 spreadsheets.values.get.
+        allow: [{ method: 'GET', path: '/sheets/v4/spreadsheets/{spreadsheetId}/values/{range}' }],
+        upstream: i.google.sheetsBaseUrl,
+        rewrite: { from: '/sheets/', to: '/' },
+        placeholder_env: ROUTE_ENV.sheets.placeholder,
+        token_ref: ref(ROUTE_ENV.sheets.token),
+        inject: 'bearer',
+        base_url_env: ROUTE_ENV.sheets.baseUrl,
+      },
+      {
+        name: 'search',
+        prefix: '/search',
+        // search_spreadsheets: Drive v3 files.list.
+        allow: [{ method: 'GET', path: '/search/drive/v3/files' }],
+        upstream: i.google.driveBaseUrl,
+        rewrite: { from: '/search/', to: '/' },
+        placeholder_env: ROUTE_ENV.search.placeholder,
+        token_ref: ref(ROUTE_ENV.search.token),
+        inject: 'bearer',
+        base_url_env: ROUTE_ENV.search.baseUrl,
+      },
+    );
+  }
+  if (i.hasModelKey && i.model.baseUrl && (i.model.provider === 'openai' || i.model.provider === 'anthropic')) {
+    const openai = i.model.provider === 'openai';
+    routes.push({
+      name: 'model',
+      prefix: '/model',
+      // OpenAI-style base URLs carry their /v1; Anthropic's do not.
+      allow: [{ method: 'POST', path: openai ? '/model/chat/completions' : '/model/v1/messages' }],
+      upstream: i.model.baseUrl,
+      rewrite: { from: '/model/', to: '/' },
+      placeholder_env: ROUTE_ENV.model.placeholder,
+      token_ref: ref(ROUTE_ENV.model.token),
+      inject: openai ? 'bearer' : 'x-api-key',
+      base_url_env: ROUTE_ENV.model.baseUrl,
+    });
+  }
+  if (i.hostOrigin) {
+    routes.push({
+      name: 'host',
+      prefix: '/host',
+      // The daemon's agent API (fetch_memory); the child's own AGENT_USER_TOKEN goes through.
+      allow: [
+        { method: 'GET', path: '/host/memories' },
+        { method: 'GET', path: '/host/memories/{id}' },
+      ],
+      upstream: i.hostOrigin,
+      rewrite: { from: '/host/', to: '/api/agent/' },
+      placeholder_env: ROUTE_ENV.host.placeholder,
+      token_ref: null,
+      base_url_env: ROUTE_ENV.host.baseUrl,
+    });
+  }
+  return routes;
+}
+
+export function buildProfile(sessionId: string, proxyPort: number, routes: ProfileRoute[]): SessionProfile {
+  return { version: 1, session_id: sessionId, proxy: { host: '127.0.0.1', port: proxyPort }, routes };
+}
+
+/**
+ * Write profile.json (world-readable by design: it holds env references, never values) atomically.
+ */
+export function writeProfile(dir: string, profile: SessionProfile): string {
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, 'profile.json');
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, JSON.stringify(profile, null, 2) + '\n', { mode: 0o644 });
+  chmodSync(tmp, 0o644);
+  renameSync(tmp, file);
+  return file;
+}
+
+export interface OverlayOptions {
+  config: Readonly<Config>;
+  /** When set, the user's agent policy (identity area) limits the tools and model at session start. */
+  db?: Db;
+  tokens: TokenService;
+  log: Logger;
+  /** The daemon's own web origin as the sandbox reaches it (host route); omitted → no host route. */
+  hostOrigin?: string;
+  /** Mint AGENT_USER_TOKEN for a session (HMAC, bound to user and session); omitted → no host route. */
+  mintAgentUserToken?: (userId: number, sessionId: string) => string;
+  /** When set, profile.json is written to sessionDir(sessionId) at prepare time. */
+  sessionDir?: (sessionId: string) => string;
+}
+
+/**
+ * SessionPreparer: at session start, obtain the user's access token (refreshed when ≤ 60 s
+ * remain), build the routes whose tokens exist, mint per-session placeholders, and list the
+ * egress targets. Registers the session with the token service for rotation.
+ */
+export class OverlayPreparer implements SessionPreparer {
+  readonly #o: OverlayOptions;
+  constructor(o: OverlayOptions) {
+    this.#o = o;
+  }
+
+  async prepare(req: { userId: number; sessionId: string; proxyPort: number }): Promise<PreparedSession> {
+    const { config, log } = this.#o;
+    let access: string | undefined;
+    try {
+      access = (await this.#o.tokens.getAccessToken(req.userId))?.accessToken;
+    } catch (err) {
+      // A failed refresh leaves the tools unattached: they answer "connect your workspace account".
+      log.warn({ userId: req.userId, sessionId: req.sessionId, code: (err as { code?: string }).code }, 'no workspace token for session');
+    }
+    const modelKey = config.model.apiKey?.reveal();
+    const agentUserToken = this.#o.mintAgentUserToken?.(req.userId, req.sessionId);
+    const routes = buildRoutes({
+      google: config.google,
+      model: config.model,
+      hasAccountToken: !!access,
+      hasModelKey: !!modelKey,
+      hostOrigin: agentUserToken ? this.#o.hostOrigin : undefined,
+    });
+    const tokens: Record<string, string> = {};
+    const placeholders: Record<string, string> = {};
+    const agentEnv: Record<string, string> = {};
+    for (const r of routes) {
+      const env = ROUTE_ENV[r.name as keyof typeof ROUTE_ENV];
+      if (r.name === 'host') placeholders[env.placeholder] = agentUserToken!;
+      else placeholders[env.placeholder] = randomToken(PLACEHOLDER_BYTES);
+      if (env.token) tokens[env.token] = r.name === 'model' ? modelKey! : access!;
+    }
+    Object.assign(agentEnv, agentSettings(config, this.#o.db ? effectiveAgentPolicy(this.#o.db, req.userId) : undefined));
+    const egressAllow = [...new Set(routes.map((r) => egressTarget(r.upstream)))];
+    const accountEnvs = routes.filter((r) => ['mail', 'sheets', 'search'].includes(r.name)).map((r) => ROUTE_ENV[r.name as 'mail'].token);
+    this.#o.tokens.track(req.sessionId, req.userId, accountEnvs);
+    if (this.#o.sessionDir) writeProfile(this.#o.sessionDir(req.sessionId), buildProfile(req.sessionId, req.proxyPort, routes));
+    log.info({ userId: req.userId, sessionId: req.sessionId, routes: routes.map((r) => r.name) }, 'session overlay prepared');
+    return { routes, tokens, placeholders, agentUserToken, agentEnv, egressAllow };
+  }
+}
+
+/**
+ * The agent child's settings (env names the agent reads). The user's agent policy decides
+ * which tools are loaded (AGENT_TOOLS, comma list; absent = all) and whether the configured
+ * model may be used (a model the policy forbids falls back to the offline demo model, with a
+ * note the agent shows).
+ */
+export function agentSettings(
+  config: Readonly<Config>,
+  policy?: { tools: string[] | null; models: string[] | null; denied_tools: string[]; denied_models: string[] },
+): Record<string, string> {
+  const env: Record<string, string> = {
+    AGENT_MODEL_PROVIDER: config.model.provider,
+    AGENT_MODEL: config.model.model,
+    AGENT_MAX_STEPS: String(config.model.maxSteps),
+    AGENT_MODEL_TIMEOUT_S: String(config.model.timeoutS),
+  };
+  if (policy) {
+    const all = ['fetch_sheet', 'search_spreadsheets', 'send_email', 'fetch_memory', 'rasterize_chart', 'render_chart'];
+    const allowed = (policy.tools ?? all).filter((t) => !policy.denied_tools.includes(t));
+    if (policy.tools !== null || policy.denied_tools.length) env.AGENT_TOOLS = allowed.join(',');
+    const model = config.model.model;
+    const modelAllowed = (policy.models === null || policy.models.includes(model)) && !policy.denied_models.includes(model);
+    if (!modelAllowed) env.AGENT_MODEL_DENIED = model;
+  }
+  return env;
+}

@@ -1,0 +1,106 @@
+/**
+ * Operator commands: `airlock image build` and `airlock sessions …`. The sessions commands talk
+ * to the running daemon over its control socket (<data dir>/control.sock, mode 0600); logs and
+ * attach then go to the engine directly for the container the daemon names.
+ */
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { AppError, createLogger, type Config } from '../../core/index.js';
+import { createDocker } from './docker.js';
+import { buildSandboxImage } from './image.js';
+import { controlRequest } from './control-api.js';
+import type { SandboxInfo } from './session-manager.js';
+
+/** Repository root (dist/daemon/runtime/cli.js → ../../..). */
+export function repoRoot(): string {
+  return join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+}
+
+export async function imageBuildCommand(config: Readonly<Config>, opts: { tag?: string; rebuildBase?: boolean }): Promise<void> {
+  const log = createLogger({ level: config.logLevel, destination: process.stderr });
+  const r = await buildSandboxImage({ docker: createDocker(config), tag: opts.tag ?? config.docker.image, root: repoRoot(), log, rebuildBase: opts.rebuildBase });
+  process.stdout.write(`built ${r.tag} on ${r.baseTag}${r.baseBuilt ? ' (base built)' : ' (base cached)'} in ${((r.baseMs + r.appMs) / 1000).toFixed(1)} s\n`);
+}
+
+function age(ms: number): string {
+  const s = Math.round(ms / 1000);
+  if (s < 120) return `${s}s`;
+  if (s < 7200) return `${Math.round(s / 60)}m`;
+  return `${Math.round(s / 3600)}h`;
+}
+
+export async function sessionsLs(config: Readonly<Config>, opts: { json?: boolean }): Promise<void> {
+  const list = (await controlRequest(config.dataDir, { cmd: 'ls' })) as SandboxInfo[];
+  if (opts.json) {
+    process.stdout.write(JSON.stringify(list, null, 2) + '\n');
+    return;
+  }
+  const rows = [['SESSION', 'USER', 'CONTAINER', 'STATE', 'AGE', 'IDLE', 'TURNS', 'STALE']];
+  const now = Date.now();
+  for (const s of list) {
+    rows.push([s.sessionId ?? '(pool)', s.userId == null ? '-' : String(s.userId), s.containerId.slice(0, 12), s.state, age(now - s.createdAt), age(now - s.lastUsedAt), String(s.turns), s.stale ? 'yes' : 'no']);
+  }
+  const w = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+  process.stdout.write(rows.map((r) => r.map((c, i) => c.padEnd(w[i])).join('  ').trimEnd()).join('\n') + '\n');
+}
+
+export async function sessionsInspect(config: Readonly<Config>, id: string): Promise<void> {
+  const info = await controlRequest(config.dataDir, { cmd: 'inspect', id });
+  process.stdout.write(JSON.stringify(info, null, 2) + '\n');
+}
+
+export async function sessionsLogs(config: Readonly<Config>, id: string, opts: { tail: string }): Promise<void> {
+  const info = (await controlRequest(config.dataDir, { cmd: 'inspect', id })) as SandboxInfo;
+  const docker = createDocker(config);
+  const buf = (await docker.getContainer(info.containerId).logs({ stdout: true, stderr: true, tail: Number(opts.tail) || 200, follow: false })) as unknown as Buffer;
+  // Demultiplex the engine's 8-byte frame headers (no TTY on sandbox containers).
+  let i = 0;
+  while (i + 8 <= buf.length) {
+    const len = buf.readUInt32BE(i + 4);
+    const chunk = buf.subarray(i + 8, i + 8 + len);
+    (buf[i] === 2 ? process.stderr : process.stdout).write(chunk);
+    i += 8 + len;
+  }
+}
+
+export async function sessionsAttach(config: Readonly<Config>, id: string, opts: { root?: boolean }): Promise<void> {
+  const info = (await controlRequest(config.dataDir, { cmd: 'inspect', id })) as SandboxInfo;
+  const docker = createDocker(config);
+  const exec = await docker.getContainer(info.containerId).exec({
+    Cmd: ['/bin/bash', '-i'],
+    AttachStdin: true,
+    AttachStdout: true,
+    AttachStderr: true,
+    Tty: true,
+    User: opts.root ? '0' : '1001',
+    WorkingDir: '/workspace',
+    Env: ['HOME=/home/agent', 'TERM=' + (process.env.TERM ?? 'xterm'), 'PS1=sandbox:\\w\\$ '],
+  });
+  const stream = await exec.start({ hijack: true, stdin: true, Tty: true });
+  const resize = () => void exec.resize({ h: process.stdout.rows || 24, w: process.stdout.columns || 80 }).catch(() => undefined);
+  if (process.stdin.isTTY) process.stdin.setRawMode(true);
+  process.stdin.pipe(stream);
+  stream.pipe(process.stdout);
+  process.stdout.on('resize', resize);
+  resize();
+  await new Promise<void>((resolve) => stream.on('end', resolve).on('close', resolve));
+  if (process.stdin.isTTY) process.stdin.setRawMode(false);
+  process.stdin.unpipe(stream);
+  process.exit(0);
+}
+
+export async function sessionsRestart(config: Readonly<Config>, id: string | undefined, opts: { stale?: boolean }): Promise<void> {
+  if (opts.stale) {
+    const r = (await controlRequest(config.dataDir, { cmd: 'restart-stale' })) as { restarted: string[] };
+    process.stdout.write(`restarted ${r.restarted.length} stale session(s)${r.restarted.length ? ': ' + r.restarted.join(', ') : ''}\n`);
+    return;
+  }
+  if (!id) throw new AppError('ERR_CLI_USAGE', 'give a session id or --stale', { status: 400 });
+  await controlRequest(config.dataDir, { cmd: 'restart', id });
+  process.stdout.write(`restarted ${id}\n`);
+}
+
+export async function sessionsKill(config: Readonly<Config>, id: string): Promise<void> {
+  await controlRequest(config.dataDir, { cmd: 'kill', id });
+  process.stdout.write(`killed ${id}\n`);
+}

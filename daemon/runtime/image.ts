@@ -1,0 +1,234 @@
+/**
+ * `airlock image build`: the sandbox image without a container registry.
+ *
+ * 1. Base (cached by a hash of its inputs, tag airlock/base:<hash>): debootstrap --variant=minbase
+ *    bookworm with fonts-dejavu-core, the host's node binary, user/group 1001, imported with
+ *    `docker import`. Built once per machine (~30 s); skipped when the tag exists.
+ * 2. App: `docker build` of images/Dockerfile.app (FROM the base, COPY node_modules + dist) with
+ *    network none. The context is streamed by tar straight from the repository, so a rebuild of
+ *    only our code takes a couple of seconds.
+ */
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { createReadStream, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync, appendFileSync, chownSync, copyFileSync, chmodSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, dirname, join } from 'node:path';
+import type Docker from 'dockerode';
+import { AppError, type Logger } from '../../core/index.js';
+
+/** Bump when the base recipe below changes. */
+const BASE_RECIPE = 'bookworm-minbase-v1';
+const BASE_PACKAGES = ['fonts-dejavu-core'];
+const DEBIAN_MIRROR = 'http://deb.debian.org/debian';
+/** dist folders that ship in the sandbox. */
+const SANDBOX_DIST = ['core', 'proxy', 'supervisor', 'agent', 'tools', 'extensions'];
+/** Production dependencies only the host needs; everything else in `dependencies` ships. */
+const HOST_ONLY_DEPS = new Set(['node-pty', 'dockerode', 'express', 'express-session', 'openid-client', 'commander']);
+
+export interface ImageBuildOptions {
+  docker: Docker;
+  /** Final tag, e.g. airlock/sandbox:latest. */
+  tag: string;
+  /** Repository root (holds package.json, package-lock.json, dist/, node_modules/). */
+  root: string;
+  log: Logger;
+  /** Rebuild the base even when its tag exists. */
+  rebuildBase?: boolean;
+}
+
+export interface ImageBuildResult {
+  tag: string;
+  baseTag: string;
+  baseBuilt: boolean;
+  baseMs: number;
+  appMs: number;
+}
+
+function run(cmd: string, args: string[], opts: { cwd?: string } = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(cmd, args, { cwd: opts.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    p.stdout.on('data', (d: Buffer) => { if (out.length < 65536) out += d.toString(); });
+    p.stderr.on('data', (d: Buffer) => { err = (err + d.toString()).slice(-8192); });
+    p.on('error', reject);
+    p.on('close', (code) => (code === 0 ? resolve(out) : reject(new AppError('ERR_IMAGE_BUILD', `${cmd} exited ${code}: ${err.trim().split('\n').slice(-5).join(' | ')}`))));
+  });
+}
+
+function fileHash(path: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const h = createHash('sha256');
+    createReadStream(path).on('data', (d) => h.update(d)).on('end', () => resolve(h.digest('hex'))).on('error', reject);
+  });
+}
+
+async function imageExists(docker: Docker, tag: string): Promise<boolean> {
+  try {
+    await docker.getImage(tag).inspect();
+    return true;
+  } catch (err) {
+    if ((err as { statusCode?: number }).statusCode === 404) return false;
+    throw err;
+  }
+}
+
+function followProgress(docker: Docker, stream: NodeJS.ReadableStream): Promise<unknown[]> {
+  return new Promise((resolve, reject) => {
+    docker.modem.followProgress(stream, (err: Error | null, res: unknown[]) => {
+      if (err) return reject(err);
+      const failed = res.find((r) => (r as { error?: string }).error);
+      if (failed) return reject(new AppError('ERR_IMAGE_BUILD', String((failed as { error: string }).error)));
+      resolve(res);
+    });
+  });
+}
+
+/** Tag of the base for this machine's node binary and recipe. */
+export async function baseTagFor(nodeBinary = process.execPath): Promise<string> {
+  const h = createHash('sha256').update(BASE_RECIPE).update(BASE_PACKAGES.join(',')).update(await fileHash(realpathSync(nodeBinary)));
+  return `airlock/base:${h.digest('hex').slice(0, 16)}`;
+}
+
+async function buildBase(docker: Docker, baseTag: string, log: Logger): Promise<void> {
+  const work = mkdtempSync(join(tmpdir(), 'airlock-base-'));
+  const root = join(work, 'rootfs');
+  try {
+    log.info({ baseTag }, 'debootstrap base rootfs');
+    await run('debootstrap', ['--variant=minbase', `--include=${BASE_PACKAGES.join(',')}`, 'bookworm', root, DEBIAN_MIRROR]);
+    copyFileSync(realpathSync(process.execPath), join(root, 'usr/local/bin/node'));
+    chmodSync(join(root, 'usr/local/bin/node'), 0o755);
+    appendFileSync(join(root, 'etc/passwd'), 'agent:x:1001:1001:airlock agent:/home/agent:/usr/sbin/nologin\n');
+    appendFileSync(join(root, 'etc/group'), 'agent:x:1001:\n');
+    for (const d of ['home/agent', 'workspace', 'run/airlock', 'opt/airlock']) mkdirSync(join(root, d), { recursive: true });
+    chownSync(join(root, 'home/agent'), 1001, 1001);
+    // Keep the image small: package caches, docs and locales are not needed at run time.
+    for (const d of ['var/cache/apt/archives', 'var/lib/apt/lists', 'usr/share/doc', 'usr/share/man', 'usr/share/info', 'usr/share/locale']) {
+      rmSync(join(root, d), { recursive: true, force: true });
+      mkdirSync(join(root, d), { recursive: true });
+    }
+    log.info({ baseTag }, 'docker import base');
+    const tar = spawn('tar', ['-C', root, '--numeric-owner', '-c', '.'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const [repo, tag] = baseTag.split(':');
+    const stream = await docker.importImage(tar.stdout, { repo, tag });
+    await followProgress(docker, stream);
+  } finally {
+    await unmountUnder(root);
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+/** debootstrap mounts /proc and /sys in the target; never rm -rf through a live mount. */
+async function unmountUnder(dir: string): Promise<void> {
+  let lines: string[] = [];
+  try {
+    lines = readFileSync('/proc/self/mountinfo', 'utf8').split('\n');
+  } catch {
+    return; // not Linux: nothing mounted by debootstrap
+  }
+  const mounts = lines.map((l) => l.split(' ')[4]).filter((m) => m && (m === dir || m.startsWith(dir + '/')));
+  for (const m of mounts.sort((a, b) => b.length - a.length)) await run('umount', ['-l', m]).catch(() => undefined);
+}
+
+interface LockPackage {
+  dev?: boolean;
+  optional?: boolean;
+  dependencies?: Record<string, string>;
+  optionalDependencies?: Record<string, string>;
+}
+
+/**
+ * The production packages the sandbox needs: the closure of package.json dependencies minus
+ * HOST_ONLY_DEPS, resolved through package-lock.json the way node resolves them. Optional
+ * platform packages (@napi-rs/canvas-linux-x64-gnu) are kept when installed.
+ */
+export function sandboxPackages(root: string, nodeModulesDir: string): string[] {
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> };
+  const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, LockPackage> };
+  const seen = new Set<string>();
+  const resolveFrom = (from: string, name: string): string | undefined => {
+    let base = from;
+    for (;;) {
+      const cand = base ? `${base}/node_modules/${name}` : `node_modules/${name}`;
+      if (lock.packages[cand]) return cand;
+      if (!base) return undefined;
+      const i = base.lastIndexOf('/node_modules/');
+      base = i < 0 ? '' : base.slice(0, i);
+    }
+  };
+  const visit = (path: string): void => {
+    if (seen.has(path)) return;
+    const entry = lock.packages[path];
+    if (!entry || !existsSync(join(dirname(nodeModulesDir), path))) return;
+    seen.add(path);
+    for (const d of Object.keys({ ...(entry.dependencies ?? {}), ...(entry.optionalDependencies ?? {}) })) {
+      const r = resolveFrom(path, d);
+      if (r) visit(r);
+    }
+  };
+  for (const name of Object.keys(pkg.dependencies ?? {})) {
+    if (HOST_ONLY_DEPS.has(name)) continue;
+    const r = resolveFrom('', name);
+    if (r) visit(r);
+  }
+  // Nested paths are inside their top-level package's folder already.
+  return [...seen].filter((p) => p.split('node_modules/').length === 2).sort();
+}
+
+/** Build (or refresh) the sandbox image. */
+export async function buildSandboxImage(opts: ImageBuildOptions): Promise<ImageBuildResult> {
+  const { docker, root, log } = opts;
+  for (const d of ['supervisor', 'agent']) {
+    if (!existsSync(join(root, 'dist', d))) throw new AppError('ERR_IMAGE_BUILD', `dist/${d} is missing: run npm run build first`);
+  }
+  const t0 = Date.now();
+  const baseTag = await baseTagFor();
+  let baseBuilt = false;
+  if (opts.rebuildBase || !(await imageExists(docker, baseTag))) {
+    await buildBase(docker, baseTag, log);
+    baseBuilt = true;
+  }
+  const baseMs = Date.now() - t0;
+
+  const t1 = Date.now();
+  const nm = realpathSync(join(root, 'node_modules'));
+  if (basename(nm) !== 'node_modules') throw new AppError('ERR_IMAGE_BUILD', `unexpected node_modules path ${nm}`);
+  const pkgs = sandboxPackages(root, nm);
+  const stage = mkdtempSync(join(tmpdir(), 'airlock-ctx-'));
+  try {
+    copyFileSync(join(root, 'images', 'Dockerfile.app'), join(stage, 'Dockerfile'));
+    writeFileSync(join(stage, 'package.json'), JSON.stringify({ name: 'airlock-sandbox', private: true, type: 'module' }) + '\n');
+    const dists = SANDBOX_DIST.filter((d) => existsSync(join(root, 'dist', d))).map((d) => `dist/${d}`);
+    const args = [
+      '-c', '--numeric-owner', '--owner=0', '--group=0',
+      // Build leftovers of native packages are not needed at run time.
+      '--exclude=node_modules/better-sqlite3/deps', '--exclude=node_modules/better-sqlite3/src',
+      '--exclude=node_modules/better-sqlite3/build/Release/obj.target', '--exclude=node_modules/better-sqlite3/build/Release/.deps',
+      '--exclude=node_modules/better-sqlite3/build/deps', '--exclude=node_modules/better-sqlite3/build/Release/test_extension.node',
+      '--exclude=node_modules/@napi-rs/canvas-linux-arm64-gnu', '--exclude=*.d.ts', '--exclude=.bin',
+      '-C', stage, 'Dockerfile', 'package.json',
+      '-C', root, ...dists,
+      '-C', dirname(nm), ...pkgs,
+    ];
+    const tar = spawn('tar', args, { stdio: ['ignore', 'pipe', 'inherit'] });
+    const stream = await docker.buildImage(tar.stdout as unknown as NodeJS.ReadableStream, {
+      t: opts.tag,
+      buildargs: { BASE: baseTag },
+      networkmode: 'none',
+      rm: true,
+      forcerm: true,
+    } as Docker.ImageBuildOptions);
+    await followProgress(docker, stream);
+  } finally {
+    rmSync(stage, { recursive: true, force: true });
+  }
+  const appMs = Date.now() - t1;
+  log.info({ tag: opts.tag, baseTag, baseBuilt, baseMs, appMs }, 'sandbox image built');
+  return { tag: opts.tag, baseTag, baseBuilt, baseMs, appMs };
+}
+
+/** Build the image only when the tag is missing (tests and benches share one build). */
+export async function ensureSandboxImage(opts: ImageBuildOptions): Promise<ImageBuildResult | null> {
+  if (await imageExists(opts.docker, opts.tag)) return null;
+  return buildSandboxImage(opts);
+}

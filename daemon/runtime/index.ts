@@ -1,0 +1,55 @@
+import type { Config, Logger } from '../../core/index.js';
+import type { EgressGateway, SessionPreparer } from '../../core/sandbox-protocol.js';
+import { startControlApi, type ControlApiServer } from './control-api.js';
+import { createDocker } from './docker.js';
+import { SessionManager } from './session-manager.js';
+
+export * from './session-manager.js';
+export * from './sandbox-client.js';
+export * from './control-api.js';
+export * from './image.js';
+export * from './docker.js';
+
+export interface Runtime {
+  sessions: SessionManager;
+  control: ControlApiServer;
+  /** Stop sessions (containers keep running for adoption unless removeContainers), then the control socket. */
+  close(opts?: { removeContainers?: boolean }): Promise<void>;
+}
+
+export interface StartRuntimeOptions {
+  config: Readonly<Config>;
+  log: Logger;
+  preparer?: SessionPreparer;
+  egress?: EgressGateway;
+  owner?: string;
+  childUid?: number;
+}
+
+/**
+ * Start the session manager (adopting containers) and the operator control socket. Returns
+ * undefined, with an error logged, when the Docker engine cannot be reached: the web app still
+ * serves, and chat answers 503 until the daemon is restarted with an engine.
+ */
+export async function startRuntime(o: StartRuntimeOptions): Promise<Runtime | undefined> {
+  const docker = createDocker(o.config);
+  try {
+    await docker.ping();
+  } catch (err) {
+    o.log.error({ socket: o.config.docker.socketPath, err: (err as Error).message }, 'docker engine unreachable: sandbox runtime disabled');
+    return undefined;
+  }
+  const sessions = new SessionManager({ config: o.config, docker, log: o.log, preparer: o.preparer, egress: o.egress, owner: o.owner, childUid: o.childUid });
+  await sessions.start();
+  const control = await startControlApi(o.config.dataDir, (req) => sessions.handleControl(req), o.log);
+  let closing: Promise<void> | undefined;
+  return {
+    sessions,
+    control,
+    close: (opts) =>
+      (closing ??= (async () => {
+        await sessions.close(opts);
+        await control.close();
+      })()),
+  };
+}

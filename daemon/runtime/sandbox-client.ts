@@ -1,0 +1,116 @@
+/**
+ * The daemon's end of one sandbox's control socket (<session folder>/run/control.sock on the host,
+ * /run/airlock/control.sock in the container; the supervisor listens). NDJSON requests with ids,
+ * replies matched by id, turn events delivered to the turn's listener.
+ */
+import { randomUUID } from 'node:crypto';
+import { createConnection, type Socket } from 'node:net';
+import { AppError } from '../../core/index.js';
+import type { AgentEvent, ControlMessage, ControlRequest, StopReason } from '../../core/sandbox-protocol.js';
+import { readLines, writeLine } from '../../supervisor/ndjson.js';
+
+const REQUEST_TIMEOUT_MS = 30_000;
+
+// Distributive Omit so each request variant keeps its own fields.
+type DistributiveOmit<T, K extends keyof T> = T extends unknown ? Omit<T, K> : never;
+export type ControlRequestBody = DistributiveOmit<ControlRequest, 'id'>;
+
+export interface TurnListener {
+  onEvent(e: AgentEvent): void;
+  onEnd(stop: StopReason, error?: { code: string; message: string }): void;
+}
+
+export class SandboxClient {
+  private pending = new Map<string, { resolve: (d: Record<string, unknown>) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
+  private turns = new Map<string, TurnListener>();
+  private closeHandlers: (() => void)[] = [];
+  closed = false;
+
+  private constructor(private readonly sock: Socket) {
+    sock.on('error', () => sock.destroy());
+    sock.on('close', () => this.onClose());
+    readLines(sock, (m) => this.onMessage(m as ControlMessage));
+  }
+
+  /** Connect, retrying while the supervisor is not listening yet (container still starting). */
+  static async connect(path: string, timeoutMs = 15_000): Promise<SandboxClient> {
+    const deadline = Date.now() + timeoutMs;
+    let lastErr: unknown;
+    while (Date.now() < deadline) {
+      try {
+        const sock = await new Promise<Socket>((resolve, reject) => {
+          const s = createConnection(path);
+          s.once('connect', () => {
+            s.removeListener('error', reject);
+            resolve(s);
+          });
+          s.once('error', reject);
+        });
+        return new SandboxClient(sock);
+      } catch (err) {
+        lastErr = err;
+        await new Promise((r) => setTimeout(r, 15));
+      }
+    }
+    throw new AppError('ERR_SANDBOX_UNREACHABLE', 'the sandbox control socket did not come up', { status: 503, cause: lastErr });
+  }
+
+  onClosed(fn: () => void): void {
+    if (this.closed) fn();
+    else this.closeHandlers.push(fn);
+  }
+
+  private onClose(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const p of this.pending.values()) {
+      clearTimeout(p.timer);
+      p.reject(new AppError('ERR_SANDBOX_LOST', 'the sandbox went away', { status: 503 }));
+    }
+    this.pending.clear();
+    for (const t of this.turns.values()) t.onEnd('error', { code: 'ERR_SANDBOX_LOST', message: 'the sandbox stopped during the turn' });
+    this.turns.clear();
+    for (const fn of this.closeHandlers) fn();
+  }
+
+  private onMessage(m: ControlMessage): void {
+    if (m?.type === 'reply') {
+      const p = this.pending.get(m.id);
+      if (!p) return;
+      this.pending.delete(m.id);
+      clearTimeout(p.timer);
+      if (m.ok) p.resolve(m.data ?? {});
+      else p.reject(new AppError(m.error.code, m.error.message, { status: m.error.code === 'ERR_SESSION_BUSY' ? 409 : 502 }));
+    } else if (m?.type === 'event') {
+      this.turns.get(m.turn_id)?.onEvent(m.event);
+    } else if (m?.type === 'turn_end') {
+      const t = this.turns.get(m.turn_id);
+      this.turns.delete(m.turn_id);
+      t?.onEnd(m.stop_reason, m.error);
+    }
+  }
+
+  request(body: ControlRequestBody, timeoutMs = REQUEST_TIMEOUT_MS): Promise<Record<string, unknown>> {
+    if (this.closed) return Promise.reject(new AppError('ERR_SANDBOX_LOST', 'the sandbox went away', { status: 503 }));
+    const id = randomUUID();
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new AppError('ERR_SANDBOX_TIMEOUT', `the sandbox did not answer ${body.type}`, { status: 504 }));
+      }, timeoutMs);
+      timer.unref();
+      this.pending.set(id, { resolve, reject, timer });
+      writeLine(this.sock, { ...body, id });
+    });
+  }
+
+  /** Register the listener before sending the prompt so no event is missed. */
+  watchTurn(turnId: string, l: TurnListener): () => void {
+    this.turns.set(turnId, l);
+    return () => this.turns.delete(turnId);
+  }
+
+  close(): void {
+    this.sock.destroy();
+  }
+}

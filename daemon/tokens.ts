@@ -1,0 +1,169 @@
+import { AppError, type AccountTokens, type Logger, type TokenResponse } from '../core/index.js';
+
+/** Refresh at session start when this many seconds or fewer remain (SPEC). */
+export const TOKEN_REFRESH_WINDOW_S = 60;
+/** Warm sessions: refresh (and rotate into the sandbox) this long before expiry. */
+export const TOKEN_ROTATE_LEAD_S = 300;
+export const TOKEN_ROTATE_INTERVAL_MS = 30_000;
+
+/** The account-token env names a session's supervisor holds; all carry the one workspace access token. */
+export const ACCOUNT_TOKEN_ENVS = ['MAIL_ACCESS_TOKEN', 'SHEETS_ACCESS_TOKEN', 'SEARCH_ACCESS_TOKEN'] as const;
+
+export interface TokenStore {
+  tokens(userId: number): AccountTokens | undefined;
+  saveAccess(userId: number, accessToken: string, expiresAt: number, refreshToken?: string): void;
+}
+
+/** Push new real tokens (by env name) to a warm session; the session manager sends rotate-token. */
+export type RotateFn = (sessionId: string, tokens: Record<string, string>) => Promise<void> | void;
+
+export interface TokenServiceOptions {
+  store: TokenStore;
+  /** The refresh_token grant (core/accounts.ts tokenRequest in production). */
+  refresh(refreshToken: string): Promise<TokenResponse>;
+  log: Logger;
+  /** ms since epoch; injectable for tests. */
+  clock?: () => number;
+  windowS?: number;
+  rotateLeadS?: number;
+  rotate?: RotateFn;
+}
+
+export interface AccessToken {
+  accessToken: string;
+  expiresAt: number;
+}
+
+/**
+ * The token service: cached access token reused while more than `windowS` seconds remain,
+ * else refreshed; one refresh in flight per account (concurrent callers share it).
+ * Warm sessions registered with track() get new tokens pushed through `rotate` shortly
+ * before expiry, so a session older than the token lifetime keeps working.
+ */
+export class TokenService {
+  readonly #o: TokenServiceOptions;
+  readonly #clock: () => number;
+  readonly #inflight = new Map<number, Promise<AccessToken>>();
+  readonly #sessions = new Map<string, { userId: number; envs: string[] }>();
+  #rotate?: RotateFn;
+  #timer?: NodeJS.Timeout;
+  /** Refresh grants sent (tests and health). */
+  refreshCount = 0;
+
+  constructor(o: TokenServiceOptions) {
+    this.#o = o;
+    this.#clock = o.clock ?? Date.now;
+    this.#rotate = o.rotate;
+  }
+
+  /** Set the session manager's rotate callback (it is built after this service). */
+  setRotate(fn: RotateFn): void {
+    this.#rotate = fn;
+  }
+
+  /**
+   * The user's access token for a session start: null when no account is connected.
+   * Throws ERR_ACCOUNT_REFRESH when a needed refresh fails.
+   */
+  async getAccessToken(userId: number): Promise<AccessToken | null> {
+    const t = this.#o.store.tokens(userId);
+    if (!t) return null;
+    const left = t.accessExpiresAt !== undefined ? (t.accessExpiresAt - this.#clock()) / 1000 : -Infinity;
+    if (t.accessToken && left > (this.#o.windowS ?? TOKEN_REFRESH_WINDOW_S)) {
+      return { accessToken: t.accessToken, expiresAt: t.accessExpiresAt! };
+    }
+    if (!t.refreshToken) return null;
+    return this.refresh(userId);
+  }
+
+  /** Refresh now (single flight per account). */
+  refresh(userId: number): Promise<AccessToken> {
+    const running = this.#inflight.get(userId);
+    if (running) return running;
+    const p = (async () => {
+      const t = this.#o.store.tokens(userId);
+      if (!t?.refreshToken) throw new AppError('ERR_ACCOUNT_NOT_CONNECTED', 'no connected account', { status: 409 });
+      this.refreshCount++;
+      let r: TokenResponse;
+      try {
+        r = await this.#o.refresh(t.refreshToken);
+      } catch (err) {
+        this.#o.log.warn({ userId, code: (err as AppError).code }, 'access token refresh failed');
+        throw new AppError('ERR_ACCOUNT_REFRESH', 'could not refresh the workspace access token', { status: 502, retryable: true, cause: err });
+      }
+      const expiresAt = this.#clock() + r.expires_in * 1000;
+      this.#o.store.saveAccess(userId, r.access_token, expiresAt, r.refresh_token);
+      this.#o.log.info({ userId, expiresInS: r.expires_in }, 'access token refreshed');
+      return { accessToken: r.access_token, expiresAt };
+    })().finally(() => this.#inflight.delete(userId));
+    this.#inflight.set(userId, p);
+    return p;
+  }
+
+  /** Register a warm session holding these token env names, for rotation. */
+  track(sessionId: string, userId: number, envs: string[]): void {
+    if (envs.length) this.#sessions.set(sessionId, { userId, envs });
+  }
+
+  untrack(sessionId: string): void {
+    this.#sessions.delete(sessionId);
+  }
+
+  tracked(): string[] {
+    return [...this.#sessions.keys()];
+  }
+
+  /**
+   * One rotation pass: for every account with a warm session, refresh when the cached token
+   * has `rotateLeadS` seconds or fewer left, then push the new value to each of its sessions.
+   * A failed refresh is logged; those sessions keep the old token (upstream 401s then surface
+   * as tool errors and `sessions restart --stale` recreates them).
+   */
+  async rotateDue(): Promise<void> {
+    const byUser = new Map<number, string[]>();
+    for (const [sid, s] of this.#sessions) byUser.set(s.userId, [...(byUser.get(s.userId) ?? []), sid]);
+    const lead = (this.#o.rotateLeadS ?? TOKEN_ROTATE_LEAD_S) * 1000;
+    await Promise.all(
+      [...byUser].map(async ([userId, sids]) => {
+        const t = this.#o.store.tokens(userId);
+        if (!t?.refreshToken) return;
+        if (t.accessExpiresAt !== undefined && t.accessExpiresAt - this.#clock() > lead) return;
+        let fresh: AccessToken;
+        try {
+          fresh = await this.refresh(userId);
+        } catch {
+          return; // logged in refresh()
+        }
+        await this.pushTo(sids, fresh.accessToken);
+      }),
+    );
+  }
+
+  /** Push a token value to sessions (also used after a reconnect). */
+  async pushTo(sessionIds: string[], accessToken: string): Promise<void> {
+    const rotate = this.#rotate;
+    if (!rotate) return;
+    for (const sid of sessionIds) {
+      const s = this.#sessions.get(sid);
+      if (!s) continue;
+      try {
+        await rotate(sid, Object.fromEntries(s.envs.map((e) => [e, accessToken])));
+        this.#o.log.info({ sessionId: sid }, 'token rotated into session');
+      } catch (err) {
+        this.#o.log.warn({ sessionId: sid, code: (err as AppError).code }, 'token rotation failed');
+      }
+    }
+  }
+
+  start(intervalMs = TOKEN_ROTATE_INTERVAL_MS): void {
+    if (this.#timer) return;
+    this.#timer = setInterval(() => void this.rotateDue(), intervalMs);
+    this.#timer.unref();
+  }
+
+  async close(): Promise<void> {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = undefined;
+    await Promise.allSettled([...this.#inflight.values()]);
+  }
+}

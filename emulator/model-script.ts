@@ -1,0 +1,158 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+
+/**
+ * Scripted model replies shared by the OpenAI- and Anthropic-shaped fake model servers.
+ * Each model request takes the next step of the script (or asks `respond`).
+ */
+export type ModelStep =
+  /** A normal streamed reply: text (as chunks) and/or tool calls, each arguments object streamed in pieces. */
+  | { kind: 'reply'; text?: string | string[]; tool_calls?: { name: string; arguments: Record<string, unknown>; id?: string }[]; delay_ms?: number }
+  /** Answer with this HTTP status and the provider's error body. */
+  | { kind: 'error'; status: number; message?: string }
+  /** Start a valid stream, then send a line that is not valid JSON and close. */
+  | { kind: 'malformed' }
+  /** Start the stream (headers + optionally some text), then send nothing more until the client gives up. */
+  | { kind: 'stall'; text?: string }
+  /** Anthropic only: an `error` event inside a 200 stream (e.g. overloaded_error). */
+  | { kind: 'stream_error'; message?: string };
+
+export interface RecordedModelRequest {
+  method: string;
+  path: string;
+  headers: Record<string, string | string[] | undefined>;
+  body: any;
+  at: number;
+}
+
+export interface ModelServerOptions {
+  /** The only key accepted (bearer for OpenAI, x-api-key for Anthropic); unset accepts any. */
+  apiKey?: string;
+  script?: ModelStep[];
+  /** Called when the script is empty; defaults to a short text reply. */
+  respond?: (body: any, n: number) => ModelStep;
+}
+
+export interface ModelServer {
+  url: string;
+  requests: RecordedModelRequest[];
+  /** Append steps to the script. */
+  push(...steps: ModelStep[]): void;
+  /** Drop the steps not played yet; returns how many there were. */
+  clearScript(): number;
+  close(): Promise<void>;
+}
+
+export interface ProviderShape {
+  /** Paths (after the server root) that take a completion request. */
+  paths: string[];
+  /** Base URL suffix handed to clients: '/v1' for OpenAI, '' for Anthropic. */
+  baseSuffix: string;
+  authorized(req: IncomingMessage, apiKey: string): boolean;
+  sendError(res: ServerResponse, status: number, type: string, message: string): void;
+  /** Write one scripted step as this provider's response. Resolves when the response is finished. */
+  play(step: ModelStep, body: any, req: IncomingMessage, res: ServerResponse): Promise<void>;
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+export function chunksOf(text: string | string[] | undefined): string[] {
+  if (text === undefined) return [];
+  if (Array.isArray(text)) return text;
+  // Split into word-ish pieces so clients see several deltas.
+  return text.match(/\S+\s*|\s+/g) ?? [text];
+}
+
+/** Split a JSON text into 2–3 pieces, as providers stream partial tool arguments. */
+export function jsonPieces(obj: unknown): string[] {
+  const s = JSON.stringify(obj);
+  if (s.length < 4) return [s];
+  const a = Math.floor(s.length / 3);
+  const b = Math.floor((2 * s.length) / 3);
+  return [s.slice(0, a), s.slice(a, b), s.slice(b)];
+}
+
+export function startSse(res: ServerResponse): void {
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+  res.flushHeaders();
+}
+
+/** Start a scripted fake model server with the given provider shape on 127.0.0.1:0. */
+export async function startModelServer(shape: ProviderShape, opts: ModelServerOptions = {}): Promise<ModelServer> {
+  const script = [...(opts.script ?? [])];
+  const requests: RecordedModelRequest[] = [];
+  const sockets = new Set<Socket>();
+  let n = 0;
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      void handle(req, res, Buffer.concat(chunks).toString('utf8'));
+    });
+  });
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse, raw: string): Promise<void> {
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method !== 'POST' || !shape.paths.includes(path)) {
+      shape.sendError(res, 404, 'not_found_error', `no route ${req.method} ${path}`);
+      return;
+    }
+    if (opts.apiKey !== undefined && !shape.authorized(req, opts.apiKey)) {
+      shape.sendError(res, 401, 'authentication_error', 'invalid api key');
+      return;
+    }
+    let body: any;
+    try {
+      body = JSON.parse(raw);
+    } catch {
+      shape.sendError(res, 400, 'invalid_request_error', 'body is not JSON');
+      return;
+    }
+    requests.push({ method: req.method, path, headers: { ...req.headers }, body, at: Date.now() });
+    const step = script.shift() ?? (opts.respond ? opts.respond(body, n) : { kind: 'reply', text: 'ok' });
+    n++;
+    try {
+      if (step.kind === 'error') {
+        shape.sendError(res, step.status, step.status >= 500 ? 'api_error' : 'invalid_request_error', step.message ?? 'scripted failure');
+        return;
+      }
+      if (step.kind === 'reply' && step.delay_ms) await sleep(step.delay_ms);
+      await shape.play(step, body, req, res);
+    } catch {
+      // The client went away mid-stream; nothing to do.
+      res.destroy();
+    }
+  }
+
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://127.0.0.1:${port}${shape.baseSuffix}`,
+    requests,
+    push: (...steps) => void script.push(...steps),
+    clearScript: () => script.splice(0).length,
+    close() {
+      closing ??= new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      });
+      return closing;
+    },
+  };
+}
+
+/** Resolve when the client closes the connection (used by `stall`). */
+export function untilClosed(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    if (res.destroyed) return resolve();
+    res.on('close', () => resolve());
+    req.socket.on('close', () => resolve());
+  });
+}

@@ -1,0 +1,3 @@
+export * from './chart-spec.js';
+export * from './rasterize.js';
+export * from './server.js';

@@ -1,0 +1,2 @@
+export * from './supervisor.js';
+export * from './ndjson.js';

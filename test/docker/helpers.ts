@@ -1,0 +1,188 @@
+/**
+ * Shared helpers for the real-engine tests: engine check (never skipped when CI=true), one
+ * image build per code version shared by every test file, label sweeps, in-container probes.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Docker from 'dockerode';
+import { createLogger, loadConfig, type Config, type Logger } from '../../core/index.js';
+import { ensureSandboxImage } from '../../daemon/runtime/image.js';
+import { LABEL_OWNER } from '../../daemon/runtime/session-manager.js';
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+export const DOCKER_SOCKET = '/var/run/docker.sock';
+
+interface TapLike {
+  plan(n: number, why?: string): void;
+  fail(msg: string): void;
+}
+
+/** A docker client, or null after skipping with a reason (never in CI). */
+export async function dockerOrSkip(t: TapLike): Promise<Docker | null> {
+  const docker = new Docker({ socketPath: DOCKER_SOCKET });
+  try {
+    await docker.ping();
+    return docker;
+  } catch (err) {
+    const why = `Docker engine not reachable at ${DOCKER_SOCKET}: ${(err as Error).message}`;
+    if (process.env.CI === 'true') {
+      t.fail(`${why} (CI=true: docker tests must not skip)`);
+      return null;
+    }
+    t.plan(0, why);
+    return null;
+  }
+}
+
+function hashTree(h: ReturnType<typeof createHash>, dir: string): void {
+  if (!existsSync(dir)) return;
+  for (const e of readdirSync(dir).sort()) {
+    const p = join(dir, e);
+    if (statSync(p).isDirectory()) hashTree(h, p);
+    else if (p.endsWith('.js')) h.update(p.slice(ROOT.length)).update(readFileSync(p));
+  }
+}
+
+/** Tag of the test image for the code now in dist/ (rebuilt only when that code changes). */
+export function testImageTag(): string {
+  const h = createHash('sha256');
+  for (const d of ['core', 'proxy', 'supervisor', 'agent', 'tools', 'extensions']) hashTree(h, join(ROOT, 'dist', d));
+  h.update(readFileSync(join(ROOT, 'images', 'Dockerfile.app')));
+  return `airlock/sandbox:test-${h.digest('hex').slice(0, 12)}`;
+}
+
+/** Build the test image once; parallel test files wait on a lock file. */
+export async function ensureTestImage(docker: Docker, log: Logger = createLogger({ level: 'warn', destination: process.stderr })): Promise<string> {
+  const tag = testImageTag();
+  const lock = join('/tmp', `airlock-image-${tag.replace(/[^a-z0-9]/gi, '_')}.lock`);
+  for (;;) {
+    try {
+      await docker.getImage(tag).inspect();
+      return tag;
+    } catch {
+      // not built yet
+    }
+    let fd: number | undefined;
+    try {
+      fd = openSync(lock, 'wx');
+    } catch {
+      // Someone else builds it; a lock older than 10 minutes is stale.
+      try {
+        if (Date.now() - statSync(lock).mtimeMs > 600_000) unlinkSync(lock);
+      } catch {
+        // lock vanished meanwhile
+      }
+      await new Promise((r) => setTimeout(r, 500));
+      continue;
+    }
+    try {
+      await ensureSandboxImage({ docker, tag, root: ROOT, log });
+      // Test images of older code versions are of no further use.
+      for (const img of await docker.listImages()) {
+        for (const old of img.RepoTags ?? []) {
+          if (old.startsWith('airlock/sandbox:test-') && old !== tag) await docker.getImage(old).remove().catch(() => undefined);
+        }
+      }
+      return tag;
+    } finally {
+      closeSync(fd);
+      rmSync(lock, { force: true });
+    }
+  }
+}
+
+export function uniqueOwner(name: string): string {
+  return `airlock-test-${name}-${randomBytes(4).toString('hex')}`;
+}
+
+/** Remove every container carrying this owner label. */
+export async function sweep(docker: Docker, owner: string): Promise<void> {
+  const list = await docker.listContainers({ all: true, filters: { label: [`${LABEL_OWNER}=${owner}`] } });
+  await Promise.all(list.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
+}
+
+export function runtimeConfig(dataDir: string, image: string, env: Record<string, string> = {}): Readonly<Config> {
+  return loadConfig({ AIRLOCK_DATA_DIR: dataDir, AIRLOCK_IMAGE: image, AIRLOCK_LOG_LEVEL: 'warn', AIRLOCK_POOL_SIZE: '1', ...env });
+}
+
+/** Run a command in a container as `user`; returns exit code and output. */
+export async function execIn(docker: Docker, containerId: string, cmd: string[], opts: { user?: string; env?: string[] } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  const exec = await docker.getContainer(containerId).exec({ Cmd: cmd, User: opts.user ?? '1001', AttachStdout: true, AttachStderr: true, Env: opts.env ?? [] });
+  const stream = await exec.start({ hijack: true, stdin: false });
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  await new Promise<void>((resolve, reject) => {
+    docker.modem.demuxStream(stream, { write: (b: Buffer) => out.push(b) } as unknown as NodeJS.WritableStream, { write: (b: Buffer) => err.push(b) } as unknown as NodeJS.WritableStream);
+    stream.on('end', resolve);
+    stream.on('close', resolve);
+    stream.on('error', reject);
+  });
+  const info = await exec.inspect();
+  return { code: info.ExitCode ?? -1, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() };
+}
+
+/**
+ * A node script run inside the sandbox as a given uid: looks for a secret (passed hex-encoded
+ * so the raw value is in no argv or env) in every /proc/<pid>/environ, /proc/<pid>/cmdline,
+ * the writable memory of every process it may read (/proc/<pid>/mem, allowed for the same uid),
+ * and every readable file under /run/airlock. Prints JSON {hits, checked}.
+ */
+export const SECRET_SCAN = `
+const fs = require('fs');
+const needle = Buffer.from(process.env.NEEDLE_HEX, 'hex');
+const self = String(process.pid);
+const hits = []; const checked = { environ: 0, cmdline: 0, mem: 0, files: 0, denied: 0 };
+for (const pid of fs.readdirSync('/proc').filter((p) => /^\\d+$/.test(p))) {
+  if (pid === self) continue;
+  for (const f of ['environ', 'cmdline']) {
+    try { const b = fs.readFileSync('/proc/' + pid + '/' + f); checked[f]++; if (b.includes(needle)) hits.push(pid + '/' + f); }
+    catch { checked.denied++; }
+  }
+  try {
+    const maps = fs.readFileSync('/proc/' + pid + '/maps', 'utf8').split('\\n');
+    const fd = fs.openSync('/proc/' + pid + '/mem', 'r');
+    checked.mem++;
+    let found = false;
+    for (const line of maps) {
+      const m = /^([0-9a-f]+)-([0-9a-f]+) rw-p/.exec(line);
+      if (!m || found) continue;
+      const start = parseInt(m[1], 16), end = parseInt(m[2], 16);
+      for (let at = start; at < end && !found; at += 1 << 22) {
+        const len = Math.min(1 << 22, end - at) + needle.length;
+        const buf = Buffer.alloc(len);
+        let n = 0;
+        try { n = fs.readSync(fd, buf, 0, len, at); } catch { break; }
+        if (buf.subarray(0, n).includes(needle)) found = true;
+      }
+    }
+    fs.closeSync(fd);
+    if (found) hits.push(pid + '/mem');
+  } catch { checked.denied++; }
+}
+const walk = (d) => { let es = []; try { es = fs.readdirSync(d, { withFileTypes: true }); } catch { checked.denied++; return; }
+  for (const e of es) { const p = d + '/' + e.name;
+    if (e.isDirectory()) walk(p);
+    else if (e.isFile()) { try { const b = fs.readFileSync(p); checked.files++; if (b.includes(needle)) hits.push(p); } catch { checked.denied++; } } } };
+walk('/run/airlock');
+console.log(JSON.stringify({ hits, checked }));
+`;
+
+/** Unmount anything mounted under dir (the runtime's workspace binds), deepest first. */
+export function unmountUnder(dir: string): void {
+  const mounts = readFileSync('/proc/self/mountinfo', 'utf8').split('\n').map((l) => l.split(' ')[4]).filter((m) => m && (m === dir || m.startsWith(dir + '/')));
+  for (const m of mounts.sort((a, b) => b.length - a.length)) spawnSync('umount', ['-l', m]);
+}
+
+/** A temp data dir whose teardown unmounts leftovers (a SIGKILLed daemon leaves its binds) before removing it. */
+export function dataDir(t: { teardown(fn: () => unknown): void }): string {
+  const dir = mkdtempSync(join(tmpdir(), 'airlock-docker-'));
+  t.teardown(() => {
+    unmountUnder(dir);
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return dir;
+}

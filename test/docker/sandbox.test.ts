@@ -1,0 +1,260 @@
+/**
+ * Real-engine tests of the sandbox runtime: hardening seen from inside the container, warm
+ * reuse, token isolation with a canary (and the negative check that the scan would catch a child
+ * running under the supervisor's uid), idle reap, restart --stale, kill, and a container killed
+ * from outside being replaced with a clear event.
+ */
+import t from 'tap';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import type Docker from 'dockerode';
+import { createLogger } from '../../core/index.js';
+import type { AgentEvent, PreparedSession, SessionPreparer } from '../../core/sandbox-protocol.js';
+import { SessionManager } from '../../daemon/runtime/session-manager.js';
+import { dataDir, dockerOrSkip, ensureTestImage, execIn, runtimeConfig, SECRET_SCAN, sweep, uniqueOwner } from './helpers.js';
+
+const log = createLogger({ level: 'warn', destination: process.stderr });
+const docker = await dockerOrSkip(t as unknown as Parameters<typeof dockerOrSkip>[0]);
+
+function turn(m: SessionManager, sessionId: string, prompt: string, userId = 7) {
+  const events: AgentEvent[] = [];
+  return m
+    .runTurn({ userId, sessionId, turnId: randomBytes(6).toString('hex'), prompt, signal: new AbortController().signal, onEvent: (e) => events.push(e) })
+    .then((r) => ({ ...r, events }));
+}
+
+async function manager(tt: { teardown(fn: () => unknown): void }, docker: Docker, image: string, env: Record<string, string> = {}, extra: Partial<ConstructorParameters<typeof SessionManager>[0]> = {}) {
+  const owner = uniqueOwner('sbx');
+  const dir = dataDir(tt);
+  const config = runtimeConfig(dir, image, env);
+  tt.teardown(() => sweep(docker, owner));
+  const m = new SessionManager({ config, docker, log, owner, ...extra });
+  tt.teardown(() => m.close({ removeContainers: true }));
+  await m.start();
+  return { m, dir, owner, config };
+}
+
+if (docker) {
+  const image = await ensureTestImage(docker);
+
+  t.test('hardening seen from inside the container', async (t) => {
+    const { m } = await manager(t, docker, image);
+    await m.poolReady();
+    const r = await turn(m, 'harden', 'hello');
+    t.equal(r.stop_reason, 'end_turn');
+    const id = r.containerId!;
+    const sup = (await m.inspect('harden')).supervisor!;
+    const childPid = String(sup.child_pid);
+
+    const net = await execIn(docker, id, ['/bin/sh', '-c', 'ls /sys/class/net']);
+    t.same(net.stdout.trim().split(/\s+/), ['lo'], 'only the loopback interface');
+
+    const status = await execIn(docker, id, ['/bin/cat', `/proc/${childPid}/status`]);
+    const field = (k: string) => new RegExp(`^${k}:\\s*(.*)$`, 'm').exec(status.stdout)?.[1].trim();
+    t.equal(field('Uid')?.split(/\s+/)[0], '1001', 'child real uid 1001');
+    t.equal(field('Uid')?.split(/\s+/)[1], '1001', 'child effective uid 1001');
+    t.equal(field('Gid')?.split(/\s+/)[0], '1001', 'child gid 1001');
+    t.equal(field('CapEff'), '0000000000000000', 'no effective capabilities in the child');
+    t.equal(field('CapPrm'), '0000000000000000', 'no permitted capabilities in the child');
+    t.equal(field('NoNewPrivs'), '1', 'no-new-privileges');
+
+    const supStatus = await execIn(docker, id, ['/bin/sh', '-c', `cat /proc/$(cat /proc/${childPid}/status | sed -n 's/^PPid:\\s*//p')/status`]);
+    t.match(supStatus.stdout, /^CapEff:\s*00000000000000c0$/m, 'supervisor holds only SETUID+SETGID');
+
+    const ro = await execIn(docker, id, ['/bin/sh', '-c', 'touch /opt/x 2>&1; touch /etc/x 2>&1; grep " / " /proc/mounts']);
+    t.match(ro.stdout, /Read-only file system/, 'root filesystem refuses writes');
+    t.match(ro.stdout, / \/ overlay ro[, ]/, 'root mounted read-only');
+    const asRoot = await execIn(docker, id, ['/bin/sh', '-c', 'touch /usr/x 2>&1 || true'], { user: '0' });
+    t.match(asRoot.stdout, /Read-only file system/, 'even root cannot write the root filesystem');
+
+    const ctl = await execIn(docker, id, ['/bin/sh', '-c', 'stat -c "%a %u" /run/airlock/control.sock /run/airlock/profile.json; node -e "require(\'net\').connect(\'/run/airlock/control.sock\').on(\'error\',e=>{console.log(e.code);process.exit(0)}).on(\'connect\',()=>{console.log(\'CONNECTED\');process.exit(0)})"']);
+    t.match(ctl.stdout, /^600 0$/m, 'control socket is root-only 0600');
+    t.match(ctl.stdout, /^644 0$/m, 'profile.json is world-readable 0644');
+    t.match(ctl.stdout, /EACCES/, 'the agent user cannot connect to the control socket');
+
+    const ws = await execIn(docker, id, ['/bin/sh', '-c', 'touch /workspace/.agent-attachments/probe && echo WROTE; touch /tmp/x && echo TMP']);
+    t.match(ws.stdout, /WROTE/, 'the workspace is writable for the agent');
+    t.match(ws.stdout, /TMP/, '/tmp is a writable tmpfs');
+
+    const c = await docker.getContainer(id).inspect();
+    t.equal(c.HostConfig.NetworkMode, 'none');
+    t.same(c.HostConfig.CapDrop, ['ALL']);
+    t.same([...(c.HostConfig.CapAdd ?? [])].sort(), ['SETGID', 'SETUID']);
+    t.equal(c.HostConfig.ReadonlyRootfs, true);
+    t.equal(c.HostConfig.Init, true);
+    t.ok(c.Config.Labels['airlock.owner'], 'owner label');
+  });
+
+  t.test('warm reuse: same container for one session, another for a new session', async (t) => {
+    const { m } = await manager(t, docker, image);
+    await m.poolReady();
+    const a1 = await turn(m, 'warm-a', 'one');
+    const a2 = await turn(m, 'warm-a', 'two');
+    t.equal(a1.stop_reason, 'end_turn');
+    t.equal(a2.stop_reason, 'end_turn');
+    t.equal(a1.containerId, a2.containerId, 'two prompts, one container');
+    t.match(a2.events[0], { type: 'text_delta', text: /echo\(2\): two/ }, 'the same agent process kept its state');
+    const b = await turn(m, 'warm-b', 'other');
+    t.not(b.containerId, a1.containerId, 'a new session gets another container');
+
+    // One turn at a time per session.
+    const slow = turn(m, 'warm-a', 'three');
+    await t.rejects(turn(m, 'warm-a', 'concurrent'), { code: 'ERR_SESSION_BUSY', status: 409 });
+    t.equal((await slow).stop_reason, 'end_turn');
+  });
+
+  t.test('a failed start is cleaned up and the turn resolves with an error', async (t) => {
+    const owner = uniqueOwner('fail');
+    const dir = dataDir(t);
+    t.teardown(() => sweep(docker, owner));
+    const m = new SessionManager({ config: runtimeConfig(dir, 'airlock/no-such-image:none', { AIRLOCK_POOL_SIZE: '0' }), docker, log: createLogger({ level: 'silent' }), owner });
+    t.teardown(() => m.close({ removeContainers: true }));
+    await m.start();
+    const r = await turn(m, 'doomed', 'x');
+    t.equal(r.stop_reason, 'error');
+    t.equal(r.error?.code, 'ERR_SANDBOX_START');
+    const left = await docker.listContainers({ all: true, filters: { label: [`airlock.owner=${owner}`] } });
+    t.equal(left.length, 0, 'no container left behind');
+    t.same(readdirSync(join(dir, 'sandboxes')), [], 'no session folder left behind');
+    t.same(m.list(), []);
+  });
+
+  t.test('capacity limit answers ERR_SESSION_CAPACITY', async (t) => {
+    const { m } = await manager(t, docker, image, { AIRLOCK_MAX_SESSIONS: '1', AIRLOCK_POOL_SIZE: '0' });
+    t.equal((await turn(m, 'cap-1', 'x')).stop_reason, 'end_turn');
+    await t.rejects(turn(m, 'cap-2', 'y'), { code: 'ERR_SESSION_CAPACITY', status: 503 });
+  });
+
+  const CANARY = `canary-${randomBytes(16).toString('hex')}`;
+  const canaryPreparer: SessionPreparer = {
+    async prepare({ proxyPort }): Promise<PreparedSession> {
+      return {
+        routes: [
+          {
+            name: 'mail',
+            prefix: '/mail',
+            allow: [{ method: 'POST', path: '/mail/v1/users/me/messages/send' }],
+            upstream: 'http://127.0.0.1:9',
+            rewrite: { from: '/mail/v1/', to: '/gmail/v1/' },
+            placeholder_env: 'MAIL_API_KEY',
+            token_ref: '${MAIL_ACCESS_TOKEN}',
+            base_url_env: 'MAIL_BASE_URL',
+          },
+        ],
+        tokens: { MAIL_ACCESS_TOKEN: CANARY },
+        placeholders: { MAIL_API_KEY: `placeholder-${proxyPort}` },
+        agentEnv: { AIRLOCK_MODEL_PROVIDER: 'demo' },
+        egressAllow: [],
+      };
+    },
+  };
+
+  async function scan(id: string, uid: string) {
+    const r = await execIn(docker!, id, ['/usr/local/bin/node', '-e', SECRET_SCAN], { user: uid, env: [`NEEDLE_HEX=${Buffer.from(CANARY).toString('hex')}`] });
+    return JSON.parse(r.stdout) as { hits: string[]; checked: Record<string, number> };
+  }
+
+  t.test('token isolation: the canary is nowhere the child can look', async (t) => {
+    for (const pool of ['1', '0']) {
+      const { m, dir } = await manager(t, docker, image, { AIRLOCK_POOL_SIZE: pool }, { preparer: canaryPreparer });
+      await m.poolReady();
+      const r = await turn(m, `canary-${pool}`, 'hi');
+      t.equal(r.stop_reason, 'end_turn');
+      const id = r.containerId!;
+      const sup = (await m.inspect(`canary-${pool}`)).supervisor!;
+      const status = await execIn(docker, id, ['/bin/cat', `/proc/${sup.child_pid}/status`]);
+      const childUid = /^Uid:\s*(\d+)/m.exec(status.stdout)![1];
+      t.equal(childUid, '1001');
+      // The child's own environment: placeholder and base URL yes, real token no.
+      const env = await execIn(docker, id, ['/bin/sh', '-c', `tr '\\0' '\\n' < /proc/${sup.child_pid}/environ`], { user: childUid });
+      t.match(env.stdout, /^MAIL_API_KEY=placeholder-8700$/m, 'child has the placeholder');
+      t.match(env.stdout, /^MAIL_BASE_URL=http:\/\/127\.0\.0\.1:8700\/mail$/m, 'child has the proxy base URL');
+      t.notMatch(env.stdout, /MAIL_ACCESS_TOKEN/, 'child env does not name the real token');
+      t.notMatch(env.stdout, new RegExp(CANARY), 'child env does not hold the canary');
+      // Everything the child's uid can read.
+      const s = await scan(id, childUid);
+      t.same(s.hits, [], `canary not found (pool=${pool}): ${JSON.stringify(s.checked)}`);
+      t.ok(s.checked.environ > 0 && s.checked.cmdline > 0 && s.checked.files > 0 && s.checked.mem > 0, 'the scan looked at environ, cmdline, memory and files');
+      // The profile on the host and in the sandbox holds only the reference.
+      const runDir = readdirSync(join(dir, 'sandboxes')).map((d) => join(dir, 'sandboxes', d, 'run', 'profile.json'));
+      const profile = runDir.map((p) => { try { return readFileSync(p, 'utf8'); } catch { return ''; } }).join('');
+      t.match(profile, /\$\{MAIL_ACCESS_TOKEN\}/, 'profile names the token by reference');
+      t.notMatch(profile, new RegExp(CANARY), 'profile.json does not hold the canary');
+      const inspect = JSON.stringify(await docker.getContainer(id).inspect());
+      t.notMatch(inspect, new RegExp(CANARY), 'docker inspect does not show the canary');
+      t.notMatch(JSON.stringify(await m.inspect(`canary-${pool}`)), new RegExp(CANARY), 'sessions inspect does not show the canary');
+      // Rotation reaches the supervisor and still not the child.
+      const ROTATED = `${CANARY}-rotated`;
+      await m.rotateTokens(`canary-${pool}`, { MAIL_ACCESS_TOKEN: ROTATED });
+      const s2 = await scan(id, childUid);
+      t.same(s2.hits, [], 'rotated token not visible either');
+    }
+  });
+
+  t.test('negative check: the same scan finds the canary when the child shares the supervisor uid', async (t) => {
+    const { m } = await manager(t, docker, image, { AIRLOCK_POOL_SIZE: '0' }, { preparer: canaryPreparer, childUid: 0 });
+    const r = await turn(m, 'canary-neg', 'hi');
+    t.equal(r.stop_reason, 'end_turn');
+    const sup = (await m.inspect('canary-neg')).supervisor!;
+    const status = await execIn(docker, r.containerId!, ['/bin/cat', `/proc/${sup.child_pid}/status`]);
+    const childUid = /^Uid:\s*(\d+)/m.exec(status.stdout)![1];
+    t.equal(childUid, '0', 'misconfigured: child runs under the supervisor uid');
+    const s = await scan(r.containerId!, childUid);
+    t.ok(s.hits.length > 0, `the scan catches the leak (${s.hits.join(', ')})`);
+  });
+
+  t.test('idle reap, kill, restart and restart --stale', async (t) => {
+    const { m } = await manager(t, docker, image, { AIRLOCK_SESSION_IDLE_S: '1', AIRLOCK_POOL_SIZE: '0' }, { reapIntervalMs: 60_000 });
+    const a = await turn(m, 'reap', 'x');
+    await new Promise((r) => setTimeout(r, 1300));
+    t.same(await m.reap(), ['reap'], 'idle session reaped');
+    await t.rejects(docker.getContainer(a.containerId!).inspect(), { statusCode: 404 } as unknown as Error, 'its container is gone');
+    const a2 = await turn(m, 'reap', 'again');
+    t.not(a2.containerId, a.containerId, 'next prompt gets a fresh sandbox');
+
+    const k = await turn(m, 'killme', 'x');
+    await m.kill('killme');
+    await t.rejects(docker.getContainer(k.containerId!).inspect(), { statusCode: 404 } as unknown as Error, 'kill removes the container');
+    await t.rejects(m.kill('killme'), { code: 'ERR_SESSION_NOT_FOUND' }, 'unknown id');
+    await t.rejects(m.inspect('nope-nope'), { code: 'ERR_SESSION_NOT_FOUND' });
+
+    const r1 = await turn(m, 'restartme', 'x');
+    const info = await m.restart('restartme');
+    t.not(info.containerId, r1.containerId, 'restart gives a new container');
+    const r2 = await turn(m, 'restartme', 'y');
+    t.equal(r2.containerId, info.containerId, 'next prompt uses the restarted container');
+    t.match(r2.events[0], { text: /echo\(1\)/ }, 'a fresh agent');
+  });
+
+  t.test('restart --stale restarts only stale sessions', async (t) => {
+    const { m } = await manager(t, docker, image, { AIRLOCK_SESSION_STALE_S: '2', AIRLOCK_POOL_SIZE: '0' });
+    const old = await turn(m, 'old', 'x');
+    await new Promise((r) => setTimeout(r, 2200));
+    const fresh = await turn(m, 'fresh', 'x');
+    t.same(m.list().filter((s) => s.stale).map((s) => s.sessionId), ['old']);
+    const r = await m.restartStale();
+    t.same(r.restarted, ['old']);
+    const after = await turn(m, 'old', 'y');
+    t.not(after.containerId, old.containerId, 'stale session got a new container');
+    t.equal((await turn(m, 'fresh', 'y')).containerId, fresh.containerId, 'fresh session untouched');
+  });
+
+  t.test('a container killed from outside is replaced on the next prompt with a notice', async (t) => {
+    const { m } = await manager(t, docker, image);
+    await m.poolReady();
+    const a = await turn(m, 'outside', 'x');
+    await docker.getContainer(a.containerId!).kill();
+    const b = await turn(m, 'outside', 'after');
+    t.equal(b.stop_reason, 'end_turn');
+    t.not(b.containerId, a.containerId, 'a new container');
+    t.match(b.events[0], { type: 'text_delta', text: /stopped unexpectedly/ }, 'the user is told first');
+    t.match(b.events[1], { type: 'text_delta', text: /echo\(1\): after/ });
+
+    // Killed during a turn that never ends on its own: the turn resolves with an error.
+    const c = turn(m, 'outside', 'again');
+    await docker.getContainer(b.containerId!).kill();
+    const cr = await c;
+    t.ok(['end_turn', 'error'].includes(cr.stop_reason), 'the turn resolved');
+  });
+}

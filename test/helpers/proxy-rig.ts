@@ -1,0 +1,88 @@
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { createLogger, type Logger } from '../../core/index.js';
+import { EgressGatewayService, egressTarget } from '../../daemon/egress.js';
+import { buildProfile, buildRoutes, ROUTE_ENV } from '../../daemon/overlay.js';
+import { start as startUpstream, type FakeUpstream } from '../../emulator/fake-upstream.js';
+import { startCredentialProxy, type RunningProxy } from '../../proxy/index.js';
+import { logSink, tempDir, type LogSink } from './app.js';
+
+export interface ProxyRig {
+  upstream: FakeUpstream;
+  proxy: RunningProxy;
+  base: string;
+  socketPath: string;
+  /** Real tokens by env name (mutable: rotation). */
+  tokens: Record<string, string>;
+  placeholders: Record<string, string>;
+  logs: LogSink;
+  proxyLogs: string[];
+  log: Logger;
+}
+
+export const REAL_ACCESS = 'ya29.REAL-access-token-0123456789abcdefABCDEF';
+export const REAL_MODEL_KEY = 'sk-REAL-model-key-0123456789abcdef';
+
+/** Fake upstream + egress gateway on a temp unix socket + proxy on 127.0.0.1:0, torn down with t. */
+export async function startProxyRig(t: { teardown(fn: () => unknown): void }, opts: { provider?: 'openai' | 'anthropic' } = {}): Promise<ProxyRig> {
+  const upstream = await startUpstream();
+  t.teardown(() => upstream.close());
+  const dir = tempDir(t, 'airlock-proxy-');
+  const socketPath = join(dir, 'egress.sock');
+  const logs = logSink();
+  const log = createLogger({ level: 'debug', destination: logs.stream });
+  const gateway = new EgressGatewayService({ log });
+  const provider = opts.provider ?? 'openai';
+  const routes = buildRoutes({
+    google: { mailBaseUrl: upstream.url, sheetsBaseUrl: upstream.url, driveBaseUrl: upstream.url },
+    model: { provider, baseUrl: provider === 'openai' ? `${upstream.url}/v1` : upstream.url },
+    hasAccountToken: true,
+    hasModelKey: true,
+  });
+  const handle = await gateway.open('sess-test-1', socketPath, [...new Set(routes.map((r) => egressTarget(r.upstream)))]);
+  t.teardown(() => handle.close());
+  const tokens: Record<string, string> = {
+    MAIL_ACCESS_TOKEN: REAL_ACCESS,
+    SHEETS_ACCESS_TOKEN: REAL_ACCESS,
+    SEARCH_ACCESS_TOKEN: REAL_ACCESS,
+    MODEL_API_KEY_REAL: REAL_MODEL_KEY,
+  };
+  const placeholders: Record<string, string> = {};
+  for (const r of routes) placeholders[r.placeholder_env] = `ph-${r.name}-` + Math.random().toString(36).slice(2) + Date.now().toString(36);
+  const proxyLogs: string[] = [];
+  const proxy = await startCredentialProxy({
+    profile: buildProfile('sess-test-1', 0, routes),
+    getToken: (n) => tokens[n],
+    getPlaceholder: (n) => placeholders[n],
+    egressSocket: socketPath,
+    log: (level, msg, data) => proxyLogs.push(JSON.stringify({ level, msg, ...data })),
+  });
+  t.teardown(() => proxy.close());
+  return { upstream, proxy, base: `http://127.0.0.1:${proxy.port}`, socketPath, tokens, placeholders, logs, proxyLogs, log };
+}
+
+export { ROUTE_ENV };
+
+/** Write raw bytes to host:port and collect the answer until the peer closes (or timeout). */
+export function rawRequest(port: number, data: string | Buffer, timeoutMs = 2000): Promise<{ status: number; text: string }> {
+  return rawExchange({ port, host: '127.0.0.1' }, data, timeoutMs);
+}
+
+export function rawExchange(target: { port: number; host: string } | { path: string }, data: string | Buffer, timeoutMs = 2000): Promise<{ status: number; text: string }> {
+  return new Promise((resolve) => {
+    const sock = 'path' in target ? connect(target.path) : connect(target.port, target.host);
+    const chunks: Buffer[] = [];
+    const done = () => {
+      clearTimeout(timer);
+      sock.destroy();
+      const text = Buffer.concat(chunks).toString('latin1');
+      const m = /^HTTP\/1\.[01] (\d{3})/.exec(text);
+      resolve({ status: m ? Number(m[1]) : 0, text });
+    };
+    const timer = setTimeout(done, timeoutMs);
+    sock.on('data', (d: Buffer) => chunks.push(d));
+    sock.on('error', done);
+    sock.on('close', done);
+    sock.on('connect', () => sock.write(data));
+  });
+}

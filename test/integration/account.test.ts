@@ -1,0 +1,121 @@
+import t from 'tap';
+import { AccountStore, Encryptor, loadOrCreateEncryptionKey, WORKSPACE_SCOPES } from '../../core/index.js';
+import { start as startOAuth } from '../../emulator/google-oauth.js';
+import { addUser, startTestApp } from '../helpers/app.js';
+
+const PASSWORD = 'correct horse battery staple';
+
+async function setup(t: { teardown(fn: () => unknown): void; equal(a: unknown, b: unknown): void }) {
+  const oauth = await startOAuth();
+  t.teardown(() => oauth.close());
+  const app = await startTestApp(t, {
+    env: {
+      AIRLOCK_GOOGLE_CLIENT_ID: oauth.options.clientId!,
+      AIRLOCK_GOOGLE_CLIENT_SECRET: oauth.options.clientSecret!,
+      AIRLOCK_GOOGLE_AUTH_URL: oauth.authorizeUrl,
+      AIRLOCK_GOOGLE_TOKEN_URL: oauth.tokenUrl,
+    },
+  });
+  await addUser(app.db, 'alice', PASSWORD);
+  const c = app.client();
+  t.equal((await c.login('alice', PASSWORD)).status, 200);
+  return { oauth, app, c };
+}
+
+
+t.test('connect through the provider (code + PKCE, offline), status, disconnect', async (t) => {
+  const { oauth, app, c } = await setup(t);
+  t.same((await c.json('GET', '/api/account')).body, { connected: false });
+
+  const start = await c.json('POST', '/api/account/connect', { return_to: '/chat' });
+  t.equal(start.status, 200);
+  const authUrl = new URL(start.body.authorization_url);
+  t.equal(authUrl.origin + authUrl.pathname, oauth.authorizeUrl);
+  t.equal(authUrl.searchParams.get('access_type'), 'offline');
+  t.equal(authUrl.searchParams.get('code_challenge_method'), 'S256');
+  t.same(authUrl.searchParams.get('scope')!.split(' '), [...WORKSPACE_SCOPES]);
+  t.notOk(authUrl.searchParams.get('scope')!.includes('gmail.readonly'), 'mail is send-only');
+
+  // The "browser" follows the provider's redirect back to the callback with its cookie jar.
+  const consent = await fetch(authUrl, { redirect: 'manual' });
+  t.equal(consent.status, 302);
+  const cb = new URL(consent.headers.get('location')!);
+  t.equal(cb.pathname, '/api/account/callback');
+  const done = await c.request('GET', cb.pathname + cb.search);
+  t.equal(done.status, 302);
+  t.equal(done.headers.get('location'), '/chat?account=connected');
+
+  const tokenCall = oauth.requests.find((r) => r.path === '/token')!;
+  t.equal(tokenCall.params.grant_type, 'authorization_code');
+  t.ok(tokenCall.params.code_verifier && tokenCall.params.code_verifier.length >= 43, 'PKCE verifier sent');
+  t.notOk(authUrl.toString().includes(tokenCall.params.code_verifier), 'verifier never in the browser URL');
+
+  const st = await c.json('GET', '/api/account');
+  t.equal(st.body.connected, true);
+  t.equal(st.body.email, 'user@example.test');
+  t.equal(st.body.offline, true);
+  t.same(st.body.scopes, [...WORKSPACE_SCOPES]);
+
+  // At rest: ciphertext only; the store decrypts with the data-folder key.
+  const row = app.db.prepare('SELECT * FROM connected_accounts').get() as Record<string, string>;
+  const dump = JSON.stringify(row);
+  const [access] = oauth.issued.access;
+  const [refresh] = oauth.issued.refresh;
+  t.notOk(dump.includes(refresh), 'refresh token not stored in clear');
+  t.notOk(dump.includes(access), 'access token not stored in clear');
+  t.match(row.refresh_token_enc, /^v1\./);
+  const store = new AccountStore(app.db, new Encryptor(loadOrCreateEncryptionKey(app.config.dataDir, app.config.encryptionKey)));
+  t.equal(store.tokens(1)!.refreshToken, refresh);
+  for (const secret of [access, refresh, tokenCall.params.code_verifier, tokenCall.params.code, oauth.options.clientSecret!]) {
+    t.notOk(app.logs.text().includes(secret), 'no token, code or secret in logs');
+    t.notOk(JSON.stringify(st.body).includes(secret), 'no token in the status');
+  }
+
+  // Replaying the callback (same state) is refused.
+  const replay = await c.json('GET', cb.pathname + cb.search);
+  t.equal(replay.status, 400);
+  t.equal(replay.body.error.code, 'ERR_ACCOUNT_STATE');
+
+  const del = await c.request('DELETE', '/api/account');
+  t.equal(del.status, 204);
+  t.same((await c.json('GET', '/api/account')).body, { connected: false });
+  t.equal((app.db.prepare('SELECT COUNT(*) AS n FROM connected_accounts').get() as { n: number }).n, 0);
+});
+
+t.test('refusals: anonymous, forged state, another user\'s state, CSRF', async (t) => {
+  const { app, c } = await setup(t);
+  const anon = app.client();
+  t.equal((await anon.json('GET', '/api/account')).status, 401);
+  await anon.fetchCsrf();
+  t.equal((await anon.json('POST', '/api/account/connect', {})).status, 401);
+
+  const forged = await c.json('GET', '/api/account/callback?code=4/x&state=forged');
+  t.equal(forged.status, 400);
+  t.equal(forged.body.error.code, 'ERR_ACCOUNT_STATE');
+
+  const noCsrf = await c.json('POST', '/api/account/connect', {}, { 'x-csrf-token': 'wrong' });
+  t.equal(noCsrf.status, 403);
+  t.equal(noCsrf.body.error.code, 'ERR_AUTH_CSRF');
+
+  // Bob cannot complete Alice's handshake: the state lives in Alice's session.
+  const start = await c.json('POST', '/api/account/connect', {});
+  const consent = await fetch(start.body.authorization_url, { redirect: 'manual' });
+  const cb = new URL(consent.headers.get('location')!);
+  await addUser(app.db, 'bob', PASSWORD);
+  const bob = app.client();
+  await bob.login('bob', PASSWORD);
+  const stolen = await bob.json('GET', cb.pathname + cb.search);
+  t.equal(stolen.status, 400);
+  t.equal(stolen.body.error.code, 'ERR_ACCOUNT_STATE');
+  t.same((await bob.json('GET', '/api/account')).body, { connected: false });
+});
+
+t.test('connect without a configured client → 503 ERR_ACCOUNT_NOT_CONFIGURED', async (t) => {
+  const app = await startTestApp(t);
+  await addUser(app.db, 'carol', PASSWORD);
+  const c = app.client();
+  await c.login('carol', PASSWORD);
+  const r = await c.json('POST', '/api/account/connect', {});
+  t.equal(r.status, 503);
+  t.equal(r.body.error.code, 'ERR_ACCOUNT_NOT_CONFIGURED');
+});

@@ -1,0 +1,137 @@
+/**
+ * The supervisor on the host, without Docker: control protocol over a real unix socket, the
+ * child's allow-listed environment, busy guard, child restart, rotation, shutdown.
+ */
+import t from 'tap';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Supervisor } from '../../supervisor/supervisor.js';
+import { SandboxClient } from '../../daemon/runtime/sandbox-client.js';
+import type { AgentEvent, SessionProfile, StopReason } from '../../core/sandbox-protocol.js';
+
+// A child that reports its environment, can crash on request, and ignores "hang".
+const CHILD = `
+const rl = require('readline').createInterface({ input: process.stdin });
+const send = (m) => process.stdout.write(JSON.stringify(m) + '\\n');
+send({ type: 'ready' });
+rl.on('line', (l) => {
+  const m = JSON.parse(l);
+  if (m.type !== 'prompt') return;
+  if (m.prompt === 'die') process.exit(3);
+  if (m.prompt === 'hang') return;
+  send({ type: 'event', turn_id: m.turn_id, event: { type: 'text_delta', text: JSON.stringify({ env: process.env, uid: process.getuid() }) } });
+  send({ type: 'turn_end', turn_id: m.turn_id, stop_reason: 'end_turn' });
+});
+`;
+
+const dir = mkdtempSync(join(tmpdir(), 'airlock-sup-'));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+const SECRET = 'real-token-value-0123456789';
+const profile: SessionProfile = {
+  version: 1,
+  session_id: 's1',
+  proxy: { host: '127.0.0.1', port: 0 },
+  routes: [{ name: 'mail', prefix: '/mail', allow: [{ method: 'POST', path: '/mail/v1/users/me/messages/send' }], upstream: 'http://127.0.0.1:9', placeholder_env: 'MAIL_API_KEY', token_ref: '${MAIL_ACCESS_TOKEN}', base_url_env: 'MAIL_BASE_URL' }],
+};
+writeFileSync(join(dir, 'profile.json'), JSON.stringify(profile));
+const uid = process.getuid!();
+const sup = new Supervisor({
+  controlSocket: join(dir, 'control.sock'),
+  profilePath: join(dir, 'profile.json'),
+  egressSocket: join(dir, 'egress.sock'),
+  childUid: uid,
+  childGid: process.getgid!(),
+  childCommand: [process.execPath, '-e', CHILD],
+  childCwd: dir,
+  exitOnShutdown: false,
+});
+await sup.listen();
+t.teardown(() => sup.shutdown());
+const client = await SandboxClient.connect(join(dir, 'control.sock'));
+t.teardown(() => client.close());
+
+function turn(turnId: string, prompt: string): Promise<{ stop: StopReason; error?: { code: string }; events: AgentEvent[] }> {
+  const events: AgentEvent[] = [];
+  return new Promise((resolve, reject) => {
+    client.watchTurn(turnId, { onEvent: (e) => events.push(e), onEnd: (stop, error) => resolve({ stop, error, events }) });
+    client.request({ type: 'prompt', turn_id: turnId, prompt }).catch(reject);
+  });
+}
+
+t.test('hello state, then start', async (t) => {
+  t.match(await client.request({ type: 'ping' }), { state: 'hello', session_id: null });
+  await t.rejects(client.request({ type: 'prompt', turn_id: 'x', prompt: 'p' }), { code: 'ERR_SANDBOX_NOT_STARTED' });
+  const r = await client.request({
+    type: 'start',
+    spec: {
+      session_id: 's1',
+      user_id: 1,
+      tokens: { MAIL_ACCESS_TOKEN: SECRET },
+      placeholders: { MAIL_API_KEY: 'placeholder-1' },
+      agent_user_token: 'aut-1',
+      agent_env: { AIRLOCK_MODEL: 'demo', SNEAKY: SECRET, MCP_INTERNAL_SECRET: 'x', MAIL_ACCESS_TOKEN: 'y', NODE_OPTIONS: '--inspect' },
+    },
+  });
+  t.match(r, { state: 'started', session_id: 's1' });
+  t.equal(process.env.MAIL_ACCESS_TOKEN, SECRET, 'the real token lives in the supervisor env');
+  await t.resolves(client.request({ type: 'start', spec: { session_id: 's1', user_id: 1, tokens: {}, placeholders: {}, agent_env: {} } }), 'same session again is a no-op');
+  await t.rejects(client.request({ type: 'start', spec: { session_id: 's2', user_id: 1, tokens: {}, placeholders: {}, agent_env: {} } }), { code: 'ERR_SANDBOX_ALREADY_STARTED' });
+});
+
+t.test('child env is an allow-list', async (t) => {
+  const r = await turn('t1', 'env');
+  t.equal(r.stop, 'end_turn');
+  const { env } = JSON.parse((r.events[0] as { text: string }).text) as { env: Record<string, string> };
+  t.equal(env.MAIL_API_KEY, 'placeholder-1');
+  t.match(env.MAIL_BASE_URL, /^http:\/\/127\.0\.0\.1:\d+\/mail$/);
+  t.equal(env.AGENT_USER_TOKEN, 'aut-1');
+  t.equal(env.AIRLOCK_MODEL, 'demo');
+  t.equal(env.HOME, '/home/agent');
+  for (const k of ['MAIL_ACCESS_TOKEN', 'SNEAKY', 'MCP_INTERNAL_SECRET']) t.notOk(k in env, `${k} refused`);
+  t.not(env.NODE_OPTIONS, '--inspect', 'NODE_OPTIONS from the daemon refused');
+  t.notOk(Object.values(env).includes(SECRET), 'no env value is the real token');
+  // tap hooks child_process.spawn in this test process and adds its own NODE_OPTIONS/_TAPJS_* to
+  // every child; the container has no such hook, so those are left out of the comparison.
+  const keys = Object.keys(env).filter((k) => !k.startsWith('_TAPJS_') && !(k === 'NODE_OPTIONS' && env[k] === process.env.NODE_OPTIONS));
+  t.same(keys.sort(), ['AGENT_USER_TOKEN', 'AIRLOCK_MODEL', 'AIRLOCK_SESSION_ID', 'HOME', 'LANG', 'MAIL_API_KEY', 'MAIL_BASE_URL', 'PATH'], 'nothing else from the supervisor env');
+});
+
+t.test('one turn at a time; a hung turn is cancelled', async (t) => {
+  const hung = turn('t2', 'hang');
+  await t.rejects(client.request({ type: 'prompt', turn_id: 't3', prompt: 'x' }), { code: 'ERR_SESSION_BUSY' });
+  await client.request({ type: 'cancel', turn_id: 't2' });
+  const r = await hung;
+  t.equal(r.stop, 'cancelled', 'the supervisor ends a turn the child ignores');
+});
+
+t.test('a dying child ends the turn with an error and is restarted', async (t) => {
+  const r = await turn('t4', 'die');
+  t.equal(r.stop, 'error');
+  t.equal(r.error?.code, 'ERR_SANDBOX_CHILD_EXITED');
+  const again = await turn('t5', 'env');
+  t.equal(again.stop, 'end_turn', 'the restarted child answers');
+  t.ok(((await client.request({ type: 'ping' })).child_restarts as number) >= 1);
+});
+
+t.test('rotate-token updates the supervisor env only', async (t) => {
+  await client.request({ type: 'rotate-token', tokens: { MAIL_ACCESS_TOKEN: 'rotated-value' } });
+  t.equal(process.env.MAIL_ACCESS_TOKEN, 'rotated-value');
+  await t.rejects(client.request({ type: 'rotate-token', tokens: { 'bad name': 'x' } }), { code: 'ERR_SANDBOX_BAD_REQUEST' });
+  delete process.env.MAIL_ACCESS_TOKEN;
+});
+
+t.test('operator shell: the connection becomes a pipe to /bin/sh', async (t) => {
+  const { createConnection } = await import('node:net');
+  const sock = createConnection(join(dir, 'control.sock'));
+  t.teardown(() => sock.destroy());
+  let out = '';
+  sock.on('data', (d: Buffer) => (out += d.toString()));
+  await new Promise((r) => sock.once('connect', r));
+  sock.write(JSON.stringify({ id: 'sh1', type: 'shell' }) + '\n');
+  while (!out.includes('"sh1"')) await new Promise((r) => setTimeout(r, 20));
+  t.match(out, /"ok":true/);
+  sock.write('echo "shell-uid=$(id -u)"; exit\n');
+  await new Promise((r) => sock.once('close', r));
+  t.match(out, new RegExp(`shell-uid=${uid}`), 'the shell runs as the child uid');
+});

@@ -1,0 +1,89 @@
+import t from 'tap';
+import { readAgentSettings } from '../../agent/env.js';
+import { DemoModel } from '../../agent/models/demo.js';
+import type { Message, ToolDef } from '../../agent/types.js';
+
+t.test('agent settings: defaults, allow-list, tool env, every problem listed', async (t) => {
+  const s = readAgentSettings({});
+  t.equal(s.provider, 'demo');
+  t.equal(s.maxSteps, 12);
+  t.equal(s.modelTimeoutMs, 60_000);
+  t.equal(s.allowedTools, null);
+  t.same(s.mcpServers.map((x) => x.name), ['workspace', 'extensions']);
+  t.match(s.mcpServers[0].args[0], /tools\/main\.js$/);
+  t.match(s.mcpServers[1].args[0], /extensions\/main\.js$/);
+
+  const s2 = readAgentSettings({
+    AGENT_MODEL_PROVIDER: 'openai',
+    AGENT_MODEL: 'gpt',
+    AGENT_MODEL_BASE_URL: 'http://127.0.0.1:8700/model/v1',
+    AGENT_MODEL_API_KEY: 'placeholder',
+    AGENT_TOOLS: 'send_email, rasterize_chart',
+    MAIL_API_KEY: 'ph',
+    MAIL_BASE_URL: 'http://127.0.0.1:8700/mail',
+    SHEETS_BASE_URL: 'http://x',
+    AGENT_USER_TOKEN: 'tok',
+    AIRLOCK_MODEL_API_KEY: 'real-key-must-not-pass',
+    HOME: '/home/x',
+  });
+  t.same([...s2.allowedTools!].sort(), ['rasterize_chart', 'send_email']);
+  t.same(Object.keys(s2.toolEnv).sort(), ['AGENT_USER_TOKEN', 'MAIL_API_KEY', 'MAIL_BASE_URL', 'SHEETS_BASE_URL']);
+  t.same([...readAgentSettings({ AGENT_TOOLS: '' }).allowedTools!], [], 'empty list loads nothing');
+
+  let err: any;
+  try {
+    readAgentSettings({ AGENT_MODEL_PROVIDER: 'anthropic', AGENT_MAX_STEPS: '0', AGENT_MCP_SERVERS: '{"x":1}' });
+  } catch (e) {
+    err = e;
+  }
+  t.equal(err?.code, 'ERR_AGENT_CONFIG');
+  for (const name of ['AGENT_MODEL_BASE_URL', 'AGENT_MAX_STEPS', 'AGENT_MCP_SERVERS', 'AGENT_MODEL:']) t.match(err.message, name, `${name} listed`);
+  t.throws(() => readAgentSettings({ AGENT_MODEL_PROVIDER: 'gemini' }), { code: 'ERR_AGENT_CONFIG' });
+});
+
+const TOOLS: ToolDef[] = ['rasterize_chart', 'send_email', 'render_chart', 'search_spreadsheets', 'fetch_sheet'].map((name) => ({
+  name,
+  description: '',
+  inputSchema: { type: 'object', properties: name === 'send_email' ? { to: {}, subject: {}, body: {}, attachment_filename: {} } : {} },
+}));
+
+async function ask(messages: Message[], tools = TOOLS) {
+  const deltas: string[] = [];
+  const r = await new DemoModel().complete({ system: '', messages, tools, signal: new AbortController().signal }, (d) => deltas.push(d));
+  t.equal(deltas.join(''), r.text, 'streamed text adds up to the reply');
+  return r;
+}
+
+t.test('demo model plans follow the conversation', async (t) => {
+  const prompt: Message = { role: 'user', content: 'chart 3 5 8 and email the chart to a@b.c' };
+  const s1 = await ask([prompt]);
+  t.match(s1.toolCalls, [{ name: 'rasterize_chart', input: { values: [3, 5, 8] } }]);
+  const file = '0f8fad5b-d9cb-469f-a165-70867728950e.png';
+  const s2 = await ask([
+    prompt,
+    { role: 'assistant', text: '', toolCalls: s1.toolCalls },
+    { role: 'tool', callId: s1.toolCalls[0].id, name: 'rasterize_chart', content: JSON.stringify({ chart_attachment: file }), isError: false },
+  ]);
+  t.match(s2.toolCalls, [{ name: 'send_email', input: { to: 'a@b.c', attachment_filename: file } }], 'uses the schema name for the attachment');
+  const s3 = await ask([
+    prompt,
+    { role: 'assistant', text: '', toolCalls: s1.toolCalls },
+    { role: 'tool', callId: 'x', name: 'rasterize_chart', content: file, isError: false },
+    { role: 'assistant', text: '', toolCalls: s2.toolCalls },
+    { role: 'tool', callId: 'y', name: 'send_email', content: '{"sent":true}', isError: false },
+  ]);
+  t.same(s3.toolCalls, []);
+  t.match(s3.text, /a@b\.c.*demo model/);
+
+  const failed = await ask([prompt, { role: 'assistant', text: '', toolCalls: s1.toolCalls }, { role: 'tool', callId: 'x', name: 'rasterize_chart', content: 'boom', isError: true }]);
+  t.same(failed.toolCalls, []);
+  t.match(failed.text, /rasterize_chart failed/);
+
+  const fallback = await ask([{ role: 'user', content: 'tell me a joke' }]);
+  t.same(fallback.toolCalls, []);
+  t.match(fallback.text, /demo model/);
+
+  const noMail = await ask([prompt], TOOLS.filter((x) => x.name !== 'rasterize_chart'));
+  t.same(noMail.toolCalls, []);
+  t.match(noMail.text, /rasterize_chart tool.*not available/);
+});

@@ -1,0 +1,71 @@
+import { constants, promises as fs } from 'node:fs';
+import { join } from 'node:path';
+import { ToolError } from './result.js';
+
+/**
+ * Attachment names: a canonical lower-case UUID (8-4-4-4-12 hex, any version) and `.png`,
+ * nothing before or after. rasterize_chart writes exactly such names (randomUUID() is
+ * lower case); upper case is refused so one file has one name.
+ */
+export const ATTACHMENT_NAME_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.png$/;
+export const ATTACHMENT_MAX_BYTES = 5 * 1024 * 1024;
+export const ATTACHMENTS_PER_MESSAGE_MAX = 10;
+/** All attachments of one message together: base64 in MIME, then base64url as `raw`, stays under Gmail's 35 MB. */
+export const ATTACHMENTS_TOTAL_MAX_BYTES = 15 * 1024 * 1024;
+const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+
+export function isAttachmentName(name: unknown): name is string {
+  return typeof name === 'string' && ATTACHMENT_NAME_RE.test(name);
+}
+
+/**
+ * Read one attachment safely: the name must match exactly; the attachments folder itself and
+ * the file must not be symlinks (lstat, then open with O_NOFOLLOW so a swap in between fails);
+ * the opened file must be a regular file (fstat on the descriptor), at most
+ * ATTACHMENT_MAX_BYTES, and start with the PNG signature. O_NONBLOCK keeps a FIFO from
+ * hanging the open.
+ */
+export async function readAttachment(dir: string, name: unknown): Promise<Buffer> {
+  if (!isAttachmentName(name)) {
+    throw new ToolError('ERR_TOOL_ATTACHMENT_NAME', 'attachments must be a file name returned by rasterize_chart (a UUID followed by .png), nothing else');
+  }
+  const dirStat = await fs.lstat(dir).catch(() => undefined);
+  if (!dirStat || !dirStat.isDirectory()) {
+    throw new ToolError('ERR_TOOL_ATTACHMENT_NOT_FOUND', `attachment ${name} not found; create it with rasterize_chart first`);
+  }
+  const path = join(dir, name);
+  const st = await fs.lstat(path).catch(() => undefined);
+  if (!st) throw new ToolError('ERR_TOOL_ATTACHMENT_NOT_FOUND', `attachment ${name} not found; create it with rasterize_chart first`);
+  if (st.isSymbolicLink() || !st.isFile()) throw new ToolError('ERR_TOOL_ATTACHMENT_NOT_FILE', `attachment ${name} is not a regular file`);
+  let fh: fs.FileHandle;
+  try {
+    fh = await fs.open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP') throw new ToolError('ERR_TOOL_ATTACHMENT_NOT_FILE', `attachment ${name} is not a regular file`);
+    throw new ToolError('ERR_TOOL_ATTACHMENT_NOT_FOUND', `attachment ${name} cannot be read`, { cause: err });
+  }
+  try {
+    const fst = await fh.stat();
+    if (!fst.isFile()) throw new ToolError('ERR_TOOL_ATTACHMENT_NOT_FILE', `attachment ${name} is not a regular file`);
+    if (fst.size > ATTACHMENT_MAX_BYTES) {
+      throw new ToolError('ERR_TOOL_ATTACHMENT_TOO_LARGE', `attachment ${name} is larger than ${ATTACHMENT_MAX_BYTES / (1024 * 1024)} MB`);
+    }
+    // Read at most one byte past the limit: the file may grow after fstat.
+    const buf = Buffer.alloc(fst.size + 1);
+    let off = 0;
+    for (;;) {
+      const { bytesRead } = await fh.read(buf, off, buf.length - off, off);
+      if (bytesRead === 0) break;
+      off += bytesRead;
+      if (off >= buf.length) throw new ToolError('ERR_TOOL_ATTACHMENT_TOO_LARGE', `attachment ${name} changed while being read`);
+    }
+    const data = buf.subarray(0, off);
+    if (data.length < PNG_SIGNATURE.length || !data.subarray(0, PNG_SIGNATURE.length).equals(PNG_SIGNATURE)) {
+      throw new ToolError('ERR_TOOL_ATTACHMENT_NOT_PNG', `attachment ${name} is not a PNG image`);
+    }
+    return data;
+  } finally {
+    await fh.close();
+  }
+}

@@ -1,0 +1,201 @@
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { z } from 'zod';
+import { readAttachment, ATTACHMENTS_PER_MESSAGE_MAX, ATTACHMENTS_TOTAL_MAX_BYTES } from './attachments.js';
+import type { ToolsEnv } from './env.js';
+import { callUpstream } from './http.js';
+import { buildMessage, type InlinePng } from './mime.js';
+import { NOT_CONNECTED_MESSAGE, ToolError, runTool, toolOk } from './result.js';
+
+export const TOOLS_SERVER_NAME = 'airlock-workspace-core';
+export const TOOLS_SERVER_VERSION = '0.1.0';
+export const SHEET_ROWS_MAX = 1000;
+/** Memory entries whose source is refused to the agent (SPEC RBAC rule 7). */
+export const REFUSED_MEMORY_SOURCE = 'bi';
+const SPREADSHEET_MIME = 'application/vnd.google-apps.spreadsheet';
+
+interface Log {
+  info(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+function notConnected(): ToolError {
+  return new ToolError('ERR_TOOL_NOT_CONNECTED', NOT_CONNECTED_MESSAGE);
+}
+
+/** Drive q string literal: backslash-escape \ and '. */
+function driveLiteral(s: string): string {
+  return `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+}
+
+// A header-safe single line (CR/LF would let a value smuggle headers).
+const oneLine = (max: number) => z.string().max(max).regex(/^[^\r\n]*$/, 'must be a single line');
+const address = z.email().max(254);
+
+/**
+ * The workspace-suite core agent: fetch_sheet, search_spreadsheets, send_email, fetch_memory.
+ * Every tool is always listed; one whose route is not attached answers isError
+ * ERR_TOOL_NOT_CONNECTED. The spreadsheet tools never use AGENT_USER_TOKEN.
+ */
+export function createToolsServer(env: ToolsEnv, log: Log): McpServer {
+  const server = new McpServer({ name: TOOLS_SERVER_NAME, version: TOOLS_SERVER_VERSION });
+
+  server.registerTool(
+    'fetch_sheet',
+    {
+      description: 'Read cell values from a spreadsheet of the user\'s workspace account. Give the spreadsheet id (from search_spreadsheets) and an A1 range such as "Sheet1!A1:D20" or "Sheet1".',
+      inputSchema: {
+        spreadsheet_id: z.string().regex(/^[A-Za-z0-9_-]{1,200}$/, 'a spreadsheet id: letters, digits, - and _'),
+        range: oneLine(200).min(1),
+        max_rows: z.number().int().min(1).max(SHEET_ROWS_MAX).optional(),
+      },
+      outputSchema: { range: z.string(), rows: z.array(z.array(z.string())), truncated: z.boolean() },
+      annotations: { readOnlyHint: true, openWorldHint: true },
+    },
+    (args) =>
+      runTool(log, 'fetch_sheet', async () => {
+        const route = env.sheets;
+        if (!route) throw notConnected();
+        const url = `${route.baseUrl}/v4/spreadsheets/${encodeURIComponent(args.spreadsheet_id)}/values/${encodeURIComponent(args.range)}`;
+        const body = await callUpstream<{ range?: string; values?: unknown[][] }>(url, { bearer: route.apiKey, timeoutMs: env.timeoutMs, what: 'reading the sheet' });
+        const limit = args.max_rows ?? SHEET_ROWS_MAX;
+        const values = Array.isArray(body.values) ? body.values : [];
+        const rows = values.slice(0, limit).map((r) => (Array.isArray(r) ? r.map((c) => (c === null || c === undefined ? '' : String(c))) : []));
+        log.info({ tool: 'fetch_sheet', rows: rows.length }, 'sheet read');
+        return toolOk({ range: typeof body.range === 'string' ? body.range : args.range, rows, truncated: values.length > limit });
+      }),
+  );
+
+  server.registerTool(
+    'search_spreadsheets',
+    {
+      description: 'Find spreadsheets in the user\'s workspace account whose name contains the query (empty query: most recent). Returns id, name and modified time.',
+      inputSchema: {
+        query: z.string().max(200).regex(/^[^\r\n]*$/, 'must be a single line'),
+        max_results: z.number().int().min(1).max(100).optional(),
+      },
+      outputSchema: { files: z.array(z.object({ id: z.string(), name: z.string(), modified_time: z.string() })) },
+      annotations: { readOnlyHint: true, openWorldHint: true },
+    },
+    (args) =>
+      runTool(log, 'search_spreadsheets', async () => {
+        const route = env.search;
+        if (!route) throw notConnected();
+        const terms = [`mimeType = '${SPREADSHEET_MIME}'`, 'trashed = false'];
+        if (args.query.trim()) terms.push(`name contains ${driveLiteral(args.query.trim())}`);
+        const qs = new URLSearchParams({
+          q: terms.join(' and '),
+          pageSize: String(args.max_results ?? 20),
+          orderBy: 'modifiedTime desc',
+          fields: 'files(id,name,modifiedTime)',
+        });
+        const body = await callUpstream<{ files?: { id?: unknown; name?: unknown; modifiedTime?: unknown }[] }>(`${route.baseUrl}/drive/v3/files?${qs}`, {
+          bearer: route.apiKey,
+          timeoutMs: env.timeoutMs,
+          what: 'searching spreadsheets',
+        });
+        const files = (Array.isArray(body.files) ? body.files : []).map((f) => ({ id: String(f.id ?? ''), name: String(f.name ?? ''), modified_time: String(f.modifiedTime ?? '') }));
+        log.info({ tool: 'search_spreadsheets', count: files.length }, 'spreadsheets searched');
+        return toolOk({ files });
+      }),
+  );
+
+  server.registerTool(
+    'send_email',
+    {
+      description:
+        'Send an e-mail as the user. Give text and/or html. To include charts, first call rasterize_chart and pass the returned filename unchanged in attachments; in html, show it with <img src="cid:FILENAME"> (images not referenced are appended).',
+      inputSchema: {
+        to: z.array(address).min(1).max(50),
+        cc: z.array(address).max(50).optional(),
+        bcc: z.array(address).max(50).optional(),
+        subject: oneLine(998),
+        text: z.string().max(200_000).optional(),
+        html: z.string().max(500_000).optional(),
+        attachments: z.array(z.string().max(300)).max(ATTACHMENTS_PER_MESSAGE_MAX).optional(),
+      },
+      outputSchema: { id: z.string(), thread_id: z.string(), attachments: z.number().int() },
+      annotations: { destructiveHint: false, openWorldHint: true },
+    },
+    (args) =>
+      runTool(log, 'send_email', async () => {
+        const route = env.mail;
+        if (!route) throw notConnected();
+        if (args.text === undefined && args.html === undefined) throw new ToolError('ERR_TOOL_INVALID_INPUT', 'give text or html for the message body');
+        const names = args.attachments ?? [];
+        if (new Set(names).size !== names.length) throw new ToolError('ERR_TOOL_INVALID_INPUT', 'an attachment is listed twice');
+        // Every attachment is checked and read before anything is sent.
+        const images: InlinePng[] = [];
+        let total = 0;
+        for (const name of names) {
+          const content = await readAttachment(env.attachmentsDir, name);
+          total += content.length;
+          if (total > ATTACHMENTS_TOTAL_MAX_BYTES) {
+            throw new ToolError('ERR_TOOL_ATTACHMENT_TOO_LARGE', `the attachments together exceed ${ATTACHMENTS_TOTAL_MAX_BYTES / (1024 * 1024)} MB`);
+          }
+          images.push({ filename: name, content });
+        }
+        const raw = await buildMessage(args, images, route.from);
+        const sent = await callUpstream<{ id?: unknown; threadId?: unknown }>(`${route.baseUrl}/mail/v1/users/me/messages/send`, {
+          method: 'POST',
+          bearer: route.apiKey,
+          body: { raw: raw.toString('base64url') },
+          timeoutMs: env.timeoutMs,
+          what: 'sending the e-mail',
+        });
+        log.info({ tool: 'send_email', attachments: images.length, bytes: raw.length }, 'mail sent');
+        return toolOk({ id: String(sent.id ?? ''), thread_id: String(sent.threadId ?? ''), attachments: images.length });
+      }),
+  );
+
+  server.registerTool(
+    'fetch_memory',
+    {
+      description: 'Read the user\'s saved memory entries (newest first), optionally only those containing a text or from one source. Entries from the BI source are never available.',
+      inputSchema: {
+        query: z.string().max(200).optional(),
+        source: z.string().regex(/^[a-z][a-z0-9_.-]{0,31}$/).optional(),
+        limit: z.number().int().min(1).max(200).optional(),
+      },
+      outputSchema: {
+        memories: z.array(z.object({ id: z.number(), content: z.string(), source: z.string(), created_at: z.string() })),
+        withheld: z.number().int(),
+      },
+      annotations: { readOnlyHint: true },
+    },
+    (args) =>
+      runTool(log, 'fetch_memory', async () => {
+        // Refused here first, so the request is never made (RBAC rule 7); the backend refuses too.
+        if (args.source === REFUSED_MEMORY_SOURCE) {
+          throw new ToolError('ERR_TOOL_MEMORY_REFUSED', `memory entries with source "${REFUSED_MEMORY_SOURCE}" are not available to the assistant`);
+        }
+        const route = env.agentApi;
+        if (!route) throw new ToolError('ERR_TOOL_MEMORY_UNAVAILABLE', 'memory is not available in this chat session; start a new chat session');
+        const qs = new URLSearchParams({ limit: String(args.limit ?? 50) });
+        if (args.query) qs.set('q', args.query);
+        if (args.source) qs.set('source', args.source);
+        let body: { memories?: { id: number; content: string; source: string; created_at: string }[]; withheld?: Record<string, number> };
+        try {
+          body = await callUpstream(`${route.baseUrl}/api/agent/memories?${qs}`, {
+            bearer: route.token,
+            timeoutMs: env.timeoutMs,
+            what: 'reading memories',
+            on401: 'the memory access of this chat session expired; start a new chat session',
+          });
+        } catch (err) {
+          if (err instanceof ToolError && err.code === 'ERR_TOOL_TOKEN_EXPIRED') throw new ToolError('ERR_TOOL_MEMORY_UNAVAILABLE', err.message);
+          if (err instanceof ToolError && err.code === 'ERR_TOOL_FORBIDDEN') throw new ToolError('ERR_TOOL_MEMORY_REFUSED', err.message);
+          throw err;
+        }
+        const all = Array.isArray(body.memories) ? body.memories : [];
+        // Defence in depth: never pass a `bi` entry on, even if the backend sent one.
+        const memories = all
+          .filter((m) => m && m.source !== REFUSED_MEMORY_SOURCE)
+          .map((m) => ({ id: Number(m.id), content: String(m.content), source: String(m.source), created_at: String(m.created_at) }));
+        const withheld = Number(body.withheld?.[REFUSED_MEMORY_SOURCE] ?? 0) + (all.length - memories.length);
+        log.info({ tool: 'fetch_memory', count: memories.length, withheld }, 'memories read');
+        return toolOk({ memories, withheld });
+      }),
+  );
+
+  return server;
+}

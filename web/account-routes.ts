@@ -1,0 +1,159 @@
+import { createHash } from 'node:crypto';
+import { Router, type Request } from 'express';
+import {
+  AccountStore,
+  AppError,
+  Encryptor,
+  loadOrCreateEncryptionKey,
+  logAction,
+  randomToken,
+  tokenRequest,
+  WORKSPACE_SCOPES,
+  type ConnectedAccount,
+} from '../core/index.js';
+import { asyncHandler, requireUser, type WebContext } from './context.js';
+import { validateBody } from './validate.js';
+
+/** How long a started connect handshake stays valid. */
+export const ACCOUNT_STATE_TTL_MS = 10 * 60 * 1000;
+const STATE_KEY = 'account:';
+
+/** Services this area takes from the daemon (ctx.services); each is optional. */
+export interface AccountWebServices {
+  accounts?: AccountStore;
+}
+
+const CONNECT_SCHEMA = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { return_to: { type: 'string', maxLength: 512 } },
+} as const;
+
+interface PendingConnect {
+  verifier: string;
+  userId: number;
+  returnTo: string;
+  at: number;
+}
+
+/** The status view of a connected account: never token material. */
+function view(a: ConnectedAccount | undefined): Record<string, unknown> {
+  if (!a) return { connected: false };
+  return {
+    connected: true,
+    provider: a.provider,
+    email: a.email,
+    scopes: a.scopes,
+    connected_at: a.connectedAt,
+    access_expires_at: a.accessExpiresAt ? new Date(a.accessExpiresAt).toISOString() : null,
+    offline: a.hasRefreshToken,
+  };
+}
+
+/** Only same-site relative paths; anything else falls back to '/'. */
+function safeReturnTo(v: string | undefined): string {
+  return v && /^\/(?![/\\])[\x21-\x7e]*$/.test(v) ? v : '/';
+}
+
+/** The e-mail claim of an id_token, for display only (the token endpoint answered us directly over TLS). */
+function emailOf(idToken: string | undefined): string | null {
+  try {
+    const payload = JSON.parse(Buffer.from((idToken ?? '').split('.')[1] ?? '', 'base64url').toString('utf8')) as { email?: unknown };
+    return typeof payload.email === 'string' ? payload.email.slice(0, 320) : null;
+  } catch {
+    return null; // no or malformed id_token: the status simply shows no e-mail
+  }
+}
+
+/**
+ * /api/account: the user's connected workspace account (the SPEC's OAuth credential record),
+ * separate from login. Authorization code + PKCE (S256), offline access, send-only mail scope.
+ *   GET    /api/account           status
+ *   POST   /api/account/connect   {return_to?} → {authorization_url}
+ *   GET    /api/account/callback  provider redirect → stores tokens (encrypted) → 302 return_to
+ *   DELETE /api/account           disconnect → 204
+ */
+export function accountRoutes(ctx: WebContext): Router {
+  const r = Router();
+  const g = ctx.config.google;
+  const services = ctx.services as AccountWebServices;
+  const store = services.accounts ?? new AccountStore(ctx.db, new Encryptor(loadOrCreateEncryptionKey(ctx.config.dataDir, ctx.config.encryptionKey)));
+  const redirectUri = `${ctx.config.publicOrigin}/api/account/callback`;
+
+  const pending = (req: Request): Record<string, unknown> => (req.session.oauth ??= {});
+
+  r.get('/', requireUser, (req, res) => {
+    res.json(view(store.get(req.user!.id)));
+  });
+
+  r.post('/connect', requireUser, (req, res) => {
+    const body = validateBody<{ return_to?: string }>(CONNECT_SCHEMA, req.body ?? {});
+    if (!g.clientId) throw new AppError('ERR_ACCOUNT_NOT_CONFIGURED', 'workspace account connection is not configured (AIRLOCK_GOOGLE_CLIENT_ID)', { status: 503 });
+    const state = randomToken(24);
+    const verifier = randomToken(48);
+    const bag = pending(req);
+    // Drop stale handshakes so the session does not grow.
+    for (const [k, v] of Object.entries(bag)) if (k.startsWith(STATE_KEY) && Date.now() - (v as PendingConnect).at > ACCOUNT_STATE_TTL_MS) delete bag[k];
+    bag[STATE_KEY + state] = { verifier, userId: req.user!.id, returnTo: safeReturnTo(body.return_to), at: Date.now() } satisfies PendingConnect;
+    const u = new URL(g.authUrl);
+    u.searchParams.set('client_id', g.clientId);
+    u.searchParams.set('redirect_uri', redirectUri);
+    u.searchParams.set('response_type', 'code');
+    u.searchParams.set('scope', WORKSPACE_SCOPES.join(' '));
+    u.searchParams.set('access_type', 'offline');
+    u.searchParams.set('prompt', 'consent');
+    u.searchParams.set('include_granted_scopes', 'false');
+    u.searchParams.set('state', state);
+    u.searchParams.set('code_challenge', createHash('sha256').update(verifier).digest('base64url'));
+    u.searchParams.set('code_challenge_method', 'S256');
+    req.log.info({ event: 'account_connect_started' }, 'account connect started');
+    res.json({ authorization_url: u.toString() });
+  });
+
+  r.get(
+    '/callback',
+    requireUser,
+    asyncHandler(async (req, res) => {
+      const state = typeof req.query.state === 'string' ? req.query.state : '';
+      const bag = pending(req);
+      const p = bag[STATE_KEY + state] as PendingConnect | undefined;
+      delete bag[STATE_KEY + state];
+      if (!state || !p || p.userId !== req.user!.id || Date.now() - p.at > ACCOUNT_STATE_TTL_MS) {
+        throw new AppError('ERR_ACCOUNT_STATE', 'unknown or expired connect attempt; start again', { status: 400 });
+      }
+      if (typeof req.query.error === 'string') {
+        const kind = /^[a-z_]{1,40}$/.test(req.query.error) ? req.query.error : 'error';
+        throw new AppError('ERR_ACCOUNT_DENIED', `the provider did not grant access (${kind})`, { status: 400 });
+      }
+      const code = typeof req.query.code === 'string' ? req.query.code : '';
+      if (!code) throw new AppError('ERR_VALIDATION', 'code: missing', { status: 400 });
+      const tok = await tokenRequest(
+        { tokenUrl: g.tokenUrl, clientId: g.clientId, clientSecret: g.clientSecret },
+        { grant_type: 'authorization_code', code, code_verifier: p.verifier, redirect_uri: redirectUri },
+      );
+      const granted = (tok.scope ?? WORKSPACE_SCOPES.join(' ')).split(' ').filter(Boolean);
+      const missing = WORKSPACE_SCOPES.filter((s) => !granted.includes(s));
+      store.connect(req.user!.id, {
+        email: emailOf(tok.id_token),
+        scopes: granted,
+        accessToken: tok.access_token,
+        expiresAt: Date.now() + tok.expires_in * 1000,
+        refreshToken: tok.refresh_token,
+      });
+      logAction(ctx.db, { event: 'account.connected', actorId: req.user!.id, subjectId: req.user!.id, data: { scopes: granted, offline: !!tok.refresh_token } });
+      req.log.info({ event: 'account_connected', missingScopes: missing }, 'account connected');
+      const back = new URL(p.returnTo, ctx.config.publicOrigin);
+      back.searchParams.set('account', missing.length ? 'partial' : 'connected');
+      res.redirect(302, back.pathname + back.search);
+    }),
+  );
+
+  r.delete('/', requireUser, (req, res) => {
+    const had = store.disconnect(req.user!.id);
+    if (had) logAction(ctx.db, { event: 'account.disconnected', actorId: req.user!.id, subjectId: req.user!.id });
+    req.log.info({ event: 'account_disconnected', had }, 'account disconnected');
+    res.status(204).end();
+  });
+
+  return r;
+}
