@@ -110,11 +110,11 @@ export function buildRoutes(i: RouteInputs): ProfileRoute[] {
       prefix: '/host',
       // The daemon's agent API (fetch_memory); the child's own AGENT_USER_TOKEN goes through.
       allow: [
-        { method: 'GET', path: '/host/memories' },
-        { method: 'GET', path: '/host/memories/{id}' },
+        { method: 'GET', path: '/host/api/agent/memories' },
+        { method: 'GET', path: '/host/api/agent/memories/{id}' },
       ],
       upstream: i.hostOrigin,
-      rewrite: { from: '/host/', to: '/api/agent/' },
+      rewrite: { from: '/host/', to: '/' },
       placeholder_env: ROUTE_ENV.host.placeholder,
       token_ref: null,
       base_url_env: ROUTE_ENV.host.baseUrl,

@@ -7,6 +7,7 @@ FROM ${BASE}
 COPY node_modules /opt/airlock/node_modules
 COPY package.json /opt/airlock/package.json
 COPY dist /opt/airlock/dist
+COPY extensions/fonts /opt/airlock/extensions/fonts
 ENV NODE_ENV=production LANG=C.UTF-8
 WORKDIR /workspace
 LABEL airlock.image="sandbox"

@@ -56,7 +56,8 @@ function plan(messages: readonly Message[], tools: readonly ToolDef[]): ModelRep
     if (step === 1) {
       const id = findId(results[0].content);
       if (!id) return text('I searched your spreadsheets but found none matching that.');
-      return call('fetch_sheet', { spreadsheet_id: id });
+      // A range without a tab name reads the first tab (Sheets v4 semantics).
+      return call('fetch_sheet', { spreadsheet_id: id, range: 'A1:Z200' });
     }
     if (step === 2) {
       const { labels, values } = seriesFromSheet(results[1].content);
@@ -79,8 +80,10 @@ function plan(messages: readonly Message[], tools: readonly ToolDef[]): ModelRep
     if (step === 0) return call('render_chart', chartArgs('Chart', values.map((_, i) => `#${i + 1}`), values));
     return text(`Here is the chart of ${values.join(', ')}. (demo model)`);
   }
+  // The count shows the conversation is kept in the warm process (operators and tests rely on it).
+  const n = messages.filter((m) => m.role === 'user').length;
   return text(
-    'I am the offline demo model: I understand a few request shapes only. Try "chart 3 5 8", ' +
+    `I am the offline demo model (message ${n} of this conversation): I understand a few request shapes only. Try "chart 3 5 8", ` +
       '"chart 3 5 8 and email the chart to someone@example.com" or ' +
       '"chart the sample spreadsheet and email it to someone@example.com". Configure a real model provider for anything else.',
   );
@@ -89,7 +92,13 @@ function plan(messages: readonly Message[], tools: readonly ToolDef[]): ModelRep
 function mail(call: (n: string, i: Record<string, unknown>) => ModelReply, rasterResult: string, to: string): ModelReply {
   const file = rasterResult.match(PNG_RE)?.[0];
   if (!file) return { text: 'The chart tool did not return a file name, so I cannot attach it.', toolCalls: [] };
-  return call('send_email', { to, subject: 'Your chart', body: 'Here is the chart you asked for.', attachment: file });
+  return call('send_email', {
+    to: [to],
+    subject: 'Your chart',
+    text: 'Here is the chart you asked for (sent by the Airlock demo model).',
+    html: `<p>Here is the chart you asked for.</p><p><img src="cid:${file}" alt="chart"></p><p>Sent by the Airlock demo model.</p>`,
+    attachments: [file],
+  });
 }
 
 function text(t: string): ModelReply {
@@ -101,7 +110,7 @@ function numbersIn(s: string): number[] {
 }
 
 function chartArgs(title: string, labels: string[], values: number[]): Record<string, unknown> {
-  return { type: 'bar', title, labels, values };
+  return { type: 'bar', title, labels, datasets: [{ label: title, data: values }] };
 }
 
 /**
@@ -112,7 +121,6 @@ const SYNONYMS: Record<string, string[]> = {
   attachment: ['attachment', 'attachment_filename', 'attachment_name', 'filename', 'attachments'],
   spreadsheet_id: ['spreadsheet_id', 'spreadsheetId', 'id', 'file_id'],
   type: ['type', 'chart_type', 'kind'],
-  values: ['values', 'data', 'series'],
   body: ['body', 'text', 'message'],
   to: ['to', 'recipient', 'recipients'],
   query: ['query', 'q', 'name'],

@@ -207,7 +207,8 @@ export async function buildSandboxImage(opts: ImageBuildOptions): Promise<ImageB
       '--exclude=node_modules/better-sqlite3/build/deps', '--exclude=node_modules/better-sqlite3/build/Release/test_extension.node',
       '--exclude=node_modules/@napi-rs/canvas-linux-arm64-gnu', '--exclude=*.d.ts', '--exclude=.bin',
       '-C', stage, 'Dockerfile', 'package.json',
-      '-C', root, ...dists,
+      // The chart extension's bundled font (without it charts render with no text).
+      '-C', root, ...dists, 'extensions/fonts',
       '-C', dirname(nm), ...pkgs,
     ];
     const tar = spawn('tar', args, { stdio: ['ignore', 'pipe', 'inherit'] });

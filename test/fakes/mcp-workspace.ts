@@ -12,14 +12,15 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const logFile = process.env.FAKE_MCP_LOG;
-const chart = { type: 'object', properties: { type: { type: 'string' }, title: { type: 'string' }, labels: { type: 'array', items: { type: 'string' } }, values: { type: 'array', items: { type: 'number' } } } };
+// Same argument names as the real servers (tools/server.ts, extensions/chart-spec.ts).
+const chart = { type: 'object', properties: { type: { type: 'string' }, title: { type: 'string' }, labels: { type: 'array', items: { type: 'string' } }, datasets: { type: 'array', items: { type: 'object' } } } };
 const server = new Server({ name: 'fake-workspace', version: '0.0.1' }, { capabilities: { tools: {} } });
 
 server.setRequestHandler(ListToolsRequestSchema, async () => ({
   tools: [
     { name: 'search_spreadsheets', description: 'Find spreadsheets', inputSchema: { type: 'object', properties: { query: { type: 'string' } } } },
     { name: 'fetch_sheet', description: 'Read a sheet', inputSchema: { type: 'object', properties: { spreadsheet_id: { type: 'string' }, range: { type: 'string' } } } },
-    { name: 'send_email', description: 'Send mail', inputSchema: { type: 'object', properties: { to: { type: 'string' }, subject: { type: 'string' }, body: { type: 'string' }, attachment: { type: 'string' } } } },
+    { name: 'send_email', description: 'Send mail', inputSchema: { type: 'object', properties: { to: { type: 'array', items: { type: 'string' } }, subject: { type: 'string' }, text: { type: 'string' }, html: { type: 'string' }, attachments: { type: 'array', items: { type: 'string' } } } } },
     { name: 'rasterize_chart', description: 'Chart to PNG', inputSchema: chart },
     { name: 'render_chart', description: 'Chart in the chat', inputSchema: chart },
   ],

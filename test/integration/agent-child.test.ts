@@ -42,11 +42,11 @@ t.test('demo model: chart numbers and email the chart, spreadsheet plan, render_
   const tools = a.events.filter((e) => e.type === 'tool_start').map((e: any) => e.tool);
   t.same(tools, ['rasterize_chart', 'send_email']);
   const [raster, mail] = h.calls();
-  t.same(raster.args.values, [3, 5, 8]);
+  t.same(raster.args.datasets[0].data, [3, 5, 8]);
   const file = (a.events.find((e: any) => e.type === 'tool_end' && e.tool === 'rasterize_chart') as any).output.chart_attachment;
   t.match(file, /^[0-9a-f-]{36}\.png$/);
-  t.equal(mail.args.attachment, file, 'send_email got the file name unchanged');
-  t.equal(mail.args.to, 'a@b.c');
+  t.same(mail.args.attachments, [file], 'send_email got the file name unchanged');
+  t.same(mail.args.to, ['a@b.c']);
   t.match(a.text, /a@b\.c/);
 
   const b = await h.turn('s1', 'chart the sample spreadsheet and email it to x@y.z');
@@ -56,10 +56,10 @@ t.test('demo model: chart numbers and email the chart, spreadsheet plan, render_
   );
   const c4 = h.calls().slice(2);
   t.equal(c4[1].args.spreadsheet_id, 'sheet-sample-1');
-  t.same(c4[2].args.values, [3, 5, 8]);
+  t.same(c4[2].args.datasets[0].data, [3, 5, 8]);
   t.same(c4[2].args.labels, ['Jan', 'Feb', 'Mar']);
-  t.equal(c4[3].args.to, 'x@y.z');
-  t.match(c4[3].args.attachment, /\.png$/);
+  t.same(c4[3].args.to, ['x@y.z']);
+  t.match(c4[3].args.attachments[0], /\.png$/);
 
   const c = await h.turn('s1', 'chart 1 2 3');
   t.same(c.events.filter((e) => e.type === 'tool_start').map((e: any) => e.tool), ['render_chart']);

@@ -220,7 +220,7 @@ t.test('hostile requests → 403/400 and the upstream records nothing', async (t
     ['model wrong shape', req('POST', '/model/v1/chat/completions', mph)],
     ['root', get('/', ph)],
     ['unknown route', get('/unknown', ph)],
-    ['host route absent', get('/host/memories', ph)],
+    ['host route absent', get('/host/api/agent/memories', ph)],
     ['prefix without path', req('POST', '/gmail')],
     ['prefix look-alike', req('POST', '/gmailx/mail/v1/users/me/messages/send')],
   ];
@@ -435,7 +435,7 @@ t.test('host route: the child\'s AGENT_USER_TOKEN is checked and passed through,
   const agentToken = 'agent-user-token.signed.abcdef';
   const proxy = await startCredentialProxy({ profile: buildProfile('host', 0, routes), getToken: () => undefined, getPlaceholder: (n) => (n === 'AGENT_USER_TOKEN' ? agentToken : undefined), egressSocket: sock });
   t.teardown(() => proxy.close());
-  const url = `http://127.0.0.1:${proxy.port}/host/memories?limit=5`;
+  const url = `http://127.0.0.1:${proxy.port}/host/api/agent/memories?limit=5`;
   // Not yet in the egress allow-list → 502; after update() it passes.
   t.equal((await fetch(url, { headers: { authorization: `Bearer ${agentToken}` } })).status, 502);
   h.update(routes.map((r) => egressTarget(r.upstream)));

@@ -44,7 +44,7 @@ t.test('agent settings: defaults, allow-list, tool env, every problem listed', a
 const TOOLS: ToolDef[] = ['rasterize_chart', 'send_email', 'render_chart', 'search_spreadsheets', 'fetch_sheet'].map((name) => ({
   name,
   description: '',
-  inputSchema: { type: 'object', properties: name === 'send_email' ? { to: {}, subject: {}, body: {}, attachment_filename: {} } : {} },
+  inputSchema: { type: 'object', properties: name === 'send_email' ? { to: { type: 'array' }, subject: {}, text: {}, html: {}, attachments: { type: 'array' } } : {} },
 }));
 
 async function ask(messages: Message[], tools = TOOLS) {
@@ -57,14 +57,15 @@ async function ask(messages: Message[], tools = TOOLS) {
 t.test('demo model plans follow the conversation', async (t) => {
   const prompt: Message = { role: 'user', content: 'chart 3 5 8 and email the chart to a@b.c' };
   const s1 = await ask([prompt]);
-  t.match(s1.toolCalls, [{ name: 'rasterize_chart', input: { values: [3, 5, 8] } }]);
+  t.match(s1.toolCalls, [{ name: 'rasterize_chart', input: { type: 'bar', datasets: [{ data: [3, 5, 8] }] } }]);
   const file = '0f8fad5b-d9cb-469f-a165-70867728950e.png';
   const s2 = await ask([
     prompt,
     { role: 'assistant', text: '', toolCalls: s1.toolCalls },
     { role: 'tool', callId: s1.toolCalls[0].id, name: 'rasterize_chart', content: JSON.stringify({ chart_attachment: file }), isError: false },
   ]);
-  t.match(s2.toolCalls, [{ name: 'send_email', input: { to: 'a@b.c', attachment_filename: file } }], 'uses the schema name for the attachment');
+  t.match(s2.toolCalls, [{ name: 'send_email', input: { to: ['a@b.c'], attachments: [file] } }], 'the file name passes unchanged');
+  t.match((s2.toolCalls[0].input as { html: string }).html, `cid:${file}`, 'the HTML shows the chart inline');
   const s3 = await ask([
     prompt,
     { role: 'assistant', text: '', toolCalls: s1.toolCalls },

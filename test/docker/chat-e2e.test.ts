@@ -1,0 +1,134 @@
+/**
+ * The whole path with real parts: browser-like client → web app → session manager → a real
+ * hardened container (supervisor, credential-injection proxy, agent child, MCP tool servers)
+ * → egress gateway → Google-shaped and OpenAI-shaped servers on 127.0.0.1.
+ */
+import t from 'tap';
+import { createLogger, AccountStore, Encryptor, loadOrCreateEncryptionKey, createUser, hashPassword, WORKSPACE_SCOPES } from '../../core/index.js';
+import { serve } from '../../daemon/serve.js';
+import * as google from '../../emulator/google.js';
+import * as openaiModel from '../../emulator/model-openai.js';
+import { Client } from '../helpers/client.js';
+import { logSink } from '../helpers/app.js';
+import { shape, streamTurn } from '../helpers/chat.js';
+import { dataDir, dockerOrSkip, ensureTestImage, runtimeConfig, sweep, uniqueOwner } from './helpers.js';
+import { simpleParser } from 'mailparser';
+
+const MODEL_KEY = 'sk-real-model-key-e2e-0123456789abcdef';
+
+const docker = await dockerOrSkip(t);
+if (docker) {
+  const image = await ensureTestImage(docker);
+
+  async function start(t: { teardown(fn: () => unknown): void }, env: Record<string, string>) {
+    const dir = dataDir(t);
+    const owner = uniqueOwner('e2e');
+    t.teardown(() => sweep(docker!, owner));
+    const g = await google.start({
+      userEmail: 'alice@example.test',
+      seed: { spreadsheets: [{ id: 'sheet-sample-1', name: 'Sample sales 2026', sheets: { Sales: [['Month', 'Sales'], ['Jan', 3], ['Feb', 5], ['Mar', 8]] } }] },
+    });
+    t.teardown(() => g.close());
+    const config = runtimeConfig(dir, image, {
+      AIRLOCK_PORT: '0',
+      AIRLOCK_POOL_SIZE: '0',
+      AIRLOCK_LOG_LEVEL: 'debug',
+      AGENT_USER_TOKEN_SECRET: 'e2e-agent-user-token-secret-0123',
+      MCP_INTERNAL_SECRET: 'e2e-mcp-internal-secret-0123456789',
+      AIRLOCK_GOOGLE_MAIL_BASE_URL: g.url,
+      AIRLOCK_GOOGLE_SHEETS_BASE_URL: g.url,
+      AIRLOCK_GOOGLE_DRIVE_BASE_URL: g.url,
+      ...env,
+    });
+    const logs = logSink();
+    const d = await serve(config, { log: createLogger({ level: 'debug', destination: logs.stream }), runtime: { owner } });
+    t.teardown(async () => {
+      await d.runtime?.close({ removeContainers: true });
+      await d.close();
+    });
+    const user = createUser(d.db, { username: 'alice', email: 'alice@example.test', passwordHash: await hashPassword('alice-password') });
+    // A completed "connect workspace account" (the OAuth flow itself is tested in account.test.ts).
+    new AccountStore(d.db, new Encryptor(loadOrCreateEncryptionKey(dir, config.encryptionKey))).connect(user.id, {
+      email: 'alice@example.test',
+      scopes: [...WORKSPACE_SCOPES],
+      accessToken: g.token,
+      expiresAt: Date.now() + 3600_000,
+    });
+    const c = new Client(d.web.url);
+    const login = await c.login('alice', 'alice-password');
+    if (login.status !== 200) throw new Error(`login failed: ${login.status}`);
+    return { d, g, c, logs };
+  }
+
+  t.test('OpenAI-shaped model through the proxy: two tool calls stream in order; warm reuse; the model sees the earlier turn', async (t) => {
+    const model = await openaiModel.start({
+      apiKey: MODEL_KEY,
+      script: [
+        { kind: 'reply', text: 'Let me look. ', tool_calls: [{ name: 'search_spreadsheets', arguments: { query: 'sample' } }] },
+        { kind: 'reply', tool_calls: [{ name: 'render_chart', arguments: { type: 'bar', title: 'Sales', labels: ['Jan', 'Feb', 'Mar'], datasets: [{ label: 'Sales', data: [3, 5, 8] }] } }] },
+        { kind: 'reply', text: 'Here is your chart of Sample sales 2026.' },
+        { kind: 'reply', text: 'You asked about sales before.' },
+      ],
+    });
+    t.teardown(() => model.close());
+    const { d, g, c, logs } = await start(t, {
+      AIRLOCK_MODEL_PROVIDER: 'openai',
+      AIRLOCK_MODEL: 'gpt-e2e',
+      AIRLOCK_MODEL_BASE_URL: model.url,
+      AIRLOCK_MODEL_API_KEY: MODEL_KEY,
+    });
+
+    const first = await streamTurn(c, { message: 'chart my sample sales' });
+    t.equal(first.status, 200);
+    const ev = first.events;
+    t.same(shape(ev), ['text_delta', 'tool_start', 'tool_end', 'tool_start', 'tool_end', 'text_delta', 'done']);
+    t.same(ev.map((e) => e.seq), ev.map((_, i) => i + 1), 'seq increases by one');
+    const ends = ev.filter((e) => e.type === 'tool_end');
+    t.same(ends.map((e) => [e.tool, e.ok]), [['search_spreadsheets', true], ['render_chart', true]]);
+    t.match(JSON.stringify(ends[0].output), /Sample sales 2026/, 'the Drive listing came back through proxy and egress');
+    const done = ev[ev.length - 1];
+    t.equal(done.stop_reason, 'end_turn');
+    const sessionId = done.session_id;
+    t.ok(sessionId);
+
+    // The real credentials arrived upstream; the placeholders never did.
+    t.ok(model.requests.length >= 3);
+    for (const r of model.requests) t.equal(r.headers.authorization, `Bearer ${MODEL_KEY}`, 'real model key injected by the proxy');
+    const drive = g.requests.filter((r) => r.path.startsWith('/drive/v3/files'));
+    t.equal(drive.length, 1);
+    t.equal(drive[0].headers.authorization, `Bearer ${g.token}`, 'real workspace token injected');
+
+    const [sb] = d.runtime!.sessions.list().filter((s) => s.sessionId === sessionId);
+    t.ok(sb?.containerId, 'a live sandbox');
+    const second = await streamTurn(c, { message: 'what did I ask before?', session_id: sessionId });
+    t.equal(second.events.at(-1).stop_reason, 'end_turn');
+    const [sb2] = d.runtime!.sessions.list().filter((s) => s.sessionId === sessionId);
+    t.equal(sb2.containerId, sb.containerId, 'the second prompt reuses the container');
+    const last = model.requests.at(-1)!.body.messages as { role: string; content: unknown }[];
+    t.ok(last.some((m) => m.role === 'user' && m.content === 'chart my sample sales'), 'the model sees the earlier turn');
+
+    const all = logs.text() + JSON.stringify(first.events) + JSON.stringify(second.events);
+    t.notOk(all.includes(MODEL_KEY), 'model key in no log or event');
+    t.notOk(all.includes(g.token), 'workspace token in no log or event');
+  });
+
+  t.test('demo model: chart the sample spreadsheet and e-mail it; the mail arrives with the inline chart', async (t) => {
+    const { g, c } = await start(t, { AIRLOCK_MODEL_PROVIDER: 'demo' });
+    const r = await streamTurn(c, { message: 'chart the sample spreadsheet and email it to bob@example.test' });
+    t.equal(r.status, 200);
+    const ends = r.events.filter((e) => e.type === 'tool_end');
+    t.same(ends.map((e) => [e.tool, e.ok]), [['search_spreadsheets', true], ['fetch_sheet', true], ['rasterize_chart', true], ['send_email', true]], JSON.stringify(ends.filter((e) => !e.ok)));
+    t.equal(r.events.at(-1).stop_reason, 'end_turn');
+    t.equal(g.mailbox.length, 1, 'one mail sent');
+    const m = g.mailbox[0];
+    t.same(m.to, ['bob@example.test']);
+    const parsed = await simpleParser(m.raw, { keepCidLinks: true });
+    const png = parsed.attachments.find((a) => a.contentType === 'image/png');
+    t.ok(png, 'an inline PNG');
+    t.match(parsed.html || '', new RegExp(`cid:${png!.cid}`), 'the HTML shows it by cid');
+    t.same([...png!.content.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'PNG signature');
+    const send = g.requests.find((q) => q.method === 'POST' && q.path.startsWith('/gmail/v1/users/me/messages/send'));
+    t.ok(send, 'Gmail saw the send at its real path (the proxy rewrote /mail/v1 → /gmail/v1)');
+    t.equal(send!.headers.authorization, `Bearer ${g.token}`);
+  });
+}
