@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { constants as fsc, promises as fsp } from 'node:fs';
+import { join } from 'node:path';
 import { Router } from 'express';
 import {
   AppError,
@@ -32,6 +34,9 @@ const MESSAGE_SCHEMA = {
     session_id: { type: 'string', minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9-]+$' },
   },
 } as const;
+
+const ATTACHMENT_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.png$/;
+const MAX_ATTACHMENT_BYTES = 5 * 1024 * 1024;
 
 /** Largest text_delta passed on; a sandbox is not trusted to keep lines small. */
 const MAX_DELTA_CHARS = 64 * 1024;
@@ -160,6 +165,34 @@ export function chatRoutes(ctx: WebContext): Router {
     if (!s) throw new NotFoundError('ERR_CHAT_SESSION_NOT_FOUND', 'no such chat session');
     res.json({ session: { id: s.id, title: s.title, created_at: s.created_at, updated_at: s.updated_at }, turns: store.messages(s.id) });
   });
+
+  // A rasterized chart from the user's own workspace (what rasterize_chart wrote), for the chat
+  // page. Same name rule as send_email; no symlinks; only <data>/workspaces/<own id>/.
+  r.get(
+    '/attachments/:name',
+    requireUser,
+    asyncHandler(async (req, res) => {
+      const name = String(req.params.name);
+      if (!ATTACHMENT_RE.test(name)) throw new NotFoundError('ERR_CHAT_ATTACHMENT_NOT_FOUND', 'no such attachment');
+      const file = join(ctx.config.dataDir, 'workspaces', String(req.user!.id), '.agent-attachments', name);
+      let fh: fsp.FileHandle | undefined;
+      try {
+        fh = await fsp.open(file, fsc.O_RDONLY | fsc.O_NOFOLLOW | fsc.O_NONBLOCK);
+        const st = await fh.stat();
+        if (!st.isFile() || st.size > MAX_ATTACHMENT_BYTES) throw new Error('not a regular file');
+        const buf = await fh.readFile();
+        res.setHeader('Content-Type', 'image/png');
+        res.setHeader('Content-Security-Policy', "default-src 'none'; sandbox");
+        res.setHeader('Cache-Control', 'private, max-age=3600');
+        res.end(buf);
+      } catch (err) {
+        if (err instanceof NotFoundError) throw err;
+        throw new NotFoundError('ERR_CHAT_ATTACHMENT_NOT_FOUND', 'no such attachment');
+      } finally {
+        await fh?.close();
+      }
+    }),
+  );
 
   return r;
 }

@@ -113,6 +113,8 @@ export interface SessionManagerOptions {
   childUid?: number;
   /** Reaper period; defaults to a quarter of the idle time, between 0.5 s and 30 s. */
   reapIntervalMs?: number;
+  /** Clock for session age (staleness); tests inject one instead of sleeping. */
+  now?: () => number;
 }
 
 /** The default preparer: no routes and no tokens, only the agent settings from config. */
@@ -162,6 +164,7 @@ export class SessionManager implements TurnRunner {
   private readonly log: Logger;
   private readonly preparer: SessionPreparer;
   private readonly egress?: EgressGateway;
+  private readonly now: () => number;
   private readonly image: string;
   private readonly childUid?: number;
   private readonly root: string;
@@ -185,6 +188,7 @@ export class SessionManager implements TurnRunner {
     this.log = o.log.child({ area: 'runtime' });
     this.preparer = o.preparer ?? defaultPreparer(o.config);
     this.egress = o.egress;
+    this.now = o.now ?? Date.now;
     this.image = o.image ?? o.config.docker.image;
     this.childUid = o.childUid;
     this.owner = o.owner ?? ownerIdFor(o.config.dataDir);
@@ -360,7 +364,7 @@ export class SessionManager implements TurnRunner {
     const profile: SessionProfile = { version: 1, session_id: sessionId, proxy: { host: '127.0.0.1', port: SANDBOX_PROXY_PORT }, routes: prepared.routes };
     // World-readable by design (DESIGN.md): routes and token *references* only, never values.
     writeFileAtomic(join(sb.runDir, 'profile.json'), JSON.stringify(profile, null, 2) + '\n', 0o644);
-    const claim: Claim = { session_id: sessionId, user_id: userId, claimed_at: Date.now(), egress_allow: prepared.egressAllow };
+    const claim: Claim = { session_id: sessionId, user_id: userId, claimed_at: this.now(), egress_allow: prepared.egressAllow };
     writeFileAtomic(join(sb.dir, 'claim.json'), JSON.stringify(claim) + '\n', 0o600);
     if (this.egress) sb.egress = await this.egress.open(sessionId, join(sb.runDir, 'egress.sock'), prepared.egressAllow);
     const spec: StartSpec = {
@@ -706,7 +710,7 @@ export class SessionManager implements TurnRunner {
   // ------------------------------------------------------------------ reaping, staleness
 
   private isStale(sb: Sandbox): boolean {
-    return !!sb.sessionId && Date.now() - (sb.claimedAt ?? sb.createdAt) > this.config.sandbox.staleS * 1000;
+    return !!sb.sessionId && this.now() - (sb.claimedAt ?? sb.createdAt) > this.config.sandbox.staleS * 1000;
   }
 
   /** Remove sandboxes idle longer than AIRLOCK_SESSION_IDLE_S and dead ones. */

@@ -131,4 +131,30 @@ if (docker) {
     t.ok(send, 'Gmail saw the send at its real path (the proxy rewrote /mail/v1 → /gmail/v1)');
     t.equal(send!.headers.authorization, `Bearer ${g.token}`);
   });
+
+  t.test('token rotation: an expired token gives a clear tool error; after rotation the warm session mails again', async (t) => {
+    const { d, g, c } = await start(t, { AIRLOCK_MODEL_PROVIDER: 'demo' });
+    const first = await streamTurn(c, { message: 'chart 1 2 3 and email the chart to x@example.test' });
+    t.same(first.events.filter((e) => e.type === 'tool_end').map((e) => e.ok), [true, true]);
+    const sessionId = first.events.at(-1).session_id;
+    const [before] = d.runtime!.sessions.list().filter((s) => s.sessionId === sessionId);
+
+    // The provider stops accepting the old token (it expired).
+    const fresh = 'ya29.rotated-access-token-0123456789';
+    g.acceptTokens([fresh]);
+    const expired = await streamTurn(c, { message: 'chart 4 5 and email the chart to x@example.test', session_id: sessionId });
+    const failed = expired.events.find((e) => e.type === 'tool_end' && e.tool === 'send_email');
+    t.equal(failed.ok, false);
+    t.match(failed.error, /expired/, 'the user is told the access token expired');
+
+    // The token service pushes the refreshed token into the warm supervisor (rotate-token).
+    await d.tokenService.pushTo([sessionId], fresh);
+    const after = await streamTurn(c, { message: 'chart 6 7 and email the chart to x@example.test', session_id: sessionId });
+    t.same(after.events.filter((e) => e.type === 'tool_end').map((e) => [e.tool, e.ok]), [['rasterize_chart', true], ['send_email', true]]);
+    const [now] = d.runtime!.sessions.list().filter((s) => s.sessionId === sessionId);
+    t.equal(now.containerId, before.containerId, 'same warm container, not recreated');
+    t.equal(g.mailbox.length, 2, 'mail before and after the rotation');
+    const sends = g.requests.filter((q) => q.method === 'POST' && q.path.startsWith('/gmail/'));
+    t.equal(sends.at(-1)!.headers.authorization, `Bearer ${fresh}`, 'the rotated token went upstream');
+  });
 }

@@ -228,9 +228,11 @@ if (docker) {
   });
 
   t.test('restart --stale restarts only stale sessions', async (t) => {
-    const { m } = await manager(t, docker, image, { AIRLOCK_SESSION_STALE_S: '2', AIRLOCK_POOL_SIZE: '0' });
+    // An injected clock: 'old' is claimed, then an hour passes, then 'fresh' is claimed.
+    let skewMs = 0;
+    const { m } = await manager(t, docker, image, { AIRLOCK_SESSION_STALE_S: '3600', AIRLOCK_POOL_SIZE: '0' }, { now: () => Date.now() + skewMs });
     const old = await turn(m, 'old', 'x');
-    await new Promise((r) => setTimeout(r, 2200));
+    skewMs = 3601_000;
     const fresh = await turn(m, 'fresh', 'x');
     t.same(m.list().filter((s) => s.stale).map((s) => s.sessionId), ['old']);
     const r = await m.restartStale();

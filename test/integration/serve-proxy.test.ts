@@ -7,7 +7,7 @@ t.test('serve wires the account routes, token service, egress gateway and overla
   const dir = tempDir(t);
   const config = testConfig(dir, { AIRLOCK_HOST: '127.0.0.1' });
   const logs = logSink();
-  const d = await serve(config, { log: createLogger({ level: 'debug', destination: logs.stream }) });
+  const d = await serve(config, { log: createLogger({ level: 'debug', destination: logs.stream }), runtime: false });
   t.teardown(() => d.close());
   const anon = await fetch(`${d.web.url}/api/account`);
   t.equal(anon.status, 401, 'account status needs a login');

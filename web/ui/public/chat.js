@@ -62,8 +62,16 @@ async function loadAccount(box) {
     box.append(h('p', { class: 'ok' }, `Connected${r.email ? ` as ${r.email}` : ''}.`),
       h('button', { type: 'button', class: 'secondary', onclick: async () => { await api('DELETE', '/api/account'); loadAccount(box); } }, 'Disconnect'));
   } else {
-    const f = h('form', { method: 'post', action: '/api/account/connect' }, h('input', { type: 'hidden', name: 'csrf_token', value: await csrf() }), h('button', { type: 'submit' }, 'Connect workspace account'));
-    box.append(h('p', { class: 'muted' }, 'Not connected: mail and spreadsheet tools need it.'), f);
+    const connect = h('button', { type: 'button', id: 'connect-account' }, 'Connect workspace account');
+    connect.addEventListener('click', async () => {
+      try {
+        const r = await api('POST', '/api/account/connect', { return_to: '/' });
+        location.href = r.authorization_url;
+      } catch (e) {
+        box.append(banner('error', `${e.message} (${e.code})`));
+      }
+    });
+    box.append(h('p', { class: 'muted' }, 'Not connected: mail and spreadsheet tools need it. After connecting, start a new chat so the tools can use it.'), connect);
   }
 }
 

@@ -1,0 +1,97 @@
+/**
+ * The chat page in a real browser against the real daemon and a real sandbox container,
+ * with the offline demo model: tool rows appear before the turn ends, render_chart is drawn
+ * with chart.js, and a rasterized attachment is shown as an image.
+ */
+import t from 'tap';
+import { createLogger, createUser, hashPassword } from '../../core/index.js';
+import { serve } from '../../daemon/serve.js';
+import { browserUnavailable, launch, screenshot } from '../helpers/browser.js';
+import { dataDir, dockerOrSkip, ensureTestImage, runtimeConfig, sweep, uniqueOwner } from './helpers.js';
+
+const why = browserUnavailable();
+const docker = why ? null : await dockerOrSkip(t);
+if (why) t.plan(0, why);
+else if (docker) {
+  const image = await ensureTestImage(docker);
+
+  t.test('chat with the demo model in the browser', async (t) => {
+    const dir = dataDir(t);
+    const owner = uniqueOwner('ui');
+    t.teardown(() => sweep(docker, owner));
+    const config = runtimeConfig(dir, image, {
+      AIRLOCK_PORT: '0',
+      AIRLOCK_POOL_SIZE: '0',
+      AGENT_USER_TOKEN_SECRET: 'ui-agent-user-token-secret-0123',
+      MCP_INTERNAL_SECRET: 'ui-mcp-internal-secret-0123456789',
+    });
+    const d = await serve(config, { log: createLogger({ level: 'silent' }), runtime: { owner } });
+    t.teardown(async () => {
+      await d.runtime?.close({ removeContainers: true });
+      await d.close();
+    });
+    createUser(d.db, { username: 'carol', email: 'carol@example.test', passwordHash: await hashPassword('carol-password') });
+
+    const browser = await launch(t);
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await page.goto(d.web.url + '/#/login');
+    await page.fill('#username', 'carol');
+    await page.fill('#password', 'carol-password');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#prompt');
+
+    // Record the order in which the first tool row and the end of the turn reach the page.
+    await page.evaluate(() => {
+      const w = window as unknown as { order: string[] };
+      w.order = [];
+      new MutationObserver(() => {
+        if (!w.order.includes('tool') && document.querySelector('.tool')) w.order.push('tool');
+        if (!w.order.includes('done') && document.querySelector('[data-done]')) w.order.push('done');
+      }).observe(document.body, { subtree: true, childList: true, attributes: true });
+    });
+    await page.fill('#prompt', 'chart 3 5 8');
+    await page.click('#send');
+    await page.waitForSelector('[data-done]', { timeout: 120_000 });
+    t.same(await page.evaluate(() => (window as unknown as { order: string[] }).order), ['tool', 'done'], 'the tool row appeared before the turn ended');
+    t.equal(await page.getAttribute('.tool[data-tool=render_chart]', 'data-status'), 'ok');
+    t.equal(await page.getAttribute('[data-done]', 'data-done'), 'end_turn');
+    // chart.js drew on the canvas: some pixels are not transparent.
+    const painted = await page.$eval('[data-chart=render_chart] canvas', (c) => {
+      const cv = c as HTMLCanvasElement;
+      const px = cv.getContext('2d')!.getImageData(0, 0, cv.width, cv.height).data;
+      let n = 0;
+      for (let i = 3; i < px.length; i += 4) if (px[i] > 0) n++;
+      return n;
+    });
+    t.ok(painted > 1000, `chart drawn (${painted} painted pixels)`);
+    t.match(page.url(), /#\/chat\/[A-Za-z0-9-]+$/, 'the URL names the new session');
+    await screenshot(page, 'chat-render-chart');
+
+    // Same session: a rasterized chart is shown as an image from the user's workspace.
+    await page.fill('#prompt', 'chart 2 4 6 and email the chart to dave@example.test');
+    await page.click('#send');
+    await page.waitForFunction(() => document.querySelectorAll('[data-done]').length === 2, undefined, { timeout: 120_000 });
+    const rows = await page.$$eval('.tool', (els) => els.map((e) => [(e as HTMLElement).dataset.tool, (e as HTMLElement).dataset.status]));
+    t.same(rows.slice(1), [['rasterize_chart', 'ok'], ['send_email', 'failed']], 'no workspace account: send_email fails plainly');
+    await page.waitForFunction(() => {
+      const img = document.querySelector('img.attachment') as HTMLImageElement | null;
+      return !!img && img.complete && img.naturalWidth > 0;
+    });
+    t.equal(await page.$eval('img.attachment', (i) => (i as HTMLImageElement).naturalWidth), 800, 'the PNG loaded (800 px wide)');
+    t.match(await page.textContent('.tool[data-tool=send_email]'), /connect your workspace account/, 'the tool error tells the user what to do');
+    await screenshot(page, 'chat-attachment');
+
+    // Another user cannot read that attachment.
+    createUser(d.db, { username: 'eve', email: 'eve@example.test', passwordHash: await hashPassword('eve-password') });
+    const src = await page.getAttribute('img.attachment', 'src');
+    const ctx2 = await browser.newContext();
+    const p2 = await ctx2.newPage();
+    await p2.goto(d.web.url + '/#/login');
+    await p2.fill('#username', 'eve');
+    await p2.fill('#password', 'eve-password');
+    await p2.keyboard.press('Enter');
+    await p2.waitForSelector('#prompt');
+    t.equal(await p2.evaluate(async (u) => (await fetch(u!)).status, src), 404, "another user's attachment is not found");
+    await ctx2.close();
+  });
+}
