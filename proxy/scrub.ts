@@ -2,8 +2,10 @@
 export const SCRUBBED = '[airlock:redacted]';
 
 /**
- * Streaming replacement of one secret in a byte stream. It holds back the last
- * `needle.length - 1` bytes of each chunk so a token split across chunks is still found.
+ * Streaming replacement of one secret in a byte stream. It holds back only the end of a chunk
+ * that could be the start of the secret (the longest suffix that is a prefix of it), so a
+ * token split across chunks is still found while ordinary streamed text (an SSE event ending
+ * in a newline) passes at once: a model stream that pauses is not held up by the scrubber.
  */
 export class Scrubber {
   readonly #needle: Buffer;
@@ -26,7 +28,8 @@ export class Scrubber {
       from = i + this.#needle.length;
       this.hits++;
     }
-    const keep = Math.min(this.#needle.length - 1, buf.length - from);
+    let keep = Math.min(this.#needle.length - 1, buf.length - from);
+    while (keep > 0 && !buf.subarray(buf.length - keep).equals(this.#needle.subarray(0, keep))) keep--;
     out.push(buf.subarray(from, buf.length - keep));
     this.#tail = Buffer.from(buf.subarray(buf.length - keep));
     return Buffer.concat(out);

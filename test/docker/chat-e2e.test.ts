@@ -157,4 +157,39 @@ if (docker) {
     const sends = g.requests.filter((q) => q.method === 'POST' && q.path.startsWith('/gmail/'));
     t.equal(sends.at(-1)!.headers.authorization, `Bearer ${fresh}`, 'the rotated token went upstream');
   });
+
+  t.test('client disconnect cancels the turn inside the sandbox; the session stays usable', async (t) => {
+    const model = await openaiModel.start({
+      apiKey: MODEL_KEY,
+      script: [{ kind: 'stall', text: 'Thinking' }, { kind: 'reply', text: 'Back again.' }],
+    });
+    t.teardown(() => model.close());
+    const { d, c } = await start(t, {
+      AIRLOCK_MODEL_PROVIDER: 'openai',
+      AIRLOCK_MODEL: 'gpt-e2e',
+      AIRLOCK_MODEL_BASE_URL: model.url,
+      AIRLOCK_MODEL_API_KEY: MODEL_KEY,
+      AIRLOCK_MODEL_TIMEOUT_S: '300',
+    });
+    let sid: string | undefined;
+    const cut = await streamTurn(c, { message: 'take your time' }, (e, _all, sessionId) => {
+      sid = sessionId;
+      if (e.type === 'text_delta') return 'abort';
+    });
+    t.equal(cut.events.filter((e) => e.type === 'done').length, 0, 'the client left before done');
+    t.ok(sid);
+    // The daemon records the turn as cancelled once the sandbox confirms it.
+    let turns: any[] = [];
+    for (let i = 0; i < 200; i++) {
+      turns = (await c.json('GET', `/api/chat/sessions/${sid}/messages`)).body.turns;
+      if (turns[0]?.stop_reason) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    t.equal(turns[0]?.stop_reason, 'cancelled', 'turn stored as cancelled');
+    const next = await streamTurn(c, { message: 'are you there?', session_id: sid });
+    t.equal(next.status, 200, 'not busy: the sandbox ended the cancelled turn');
+    t.equal(next.events.at(-1).stop_reason, 'end_turn');
+    t.match(next.events.filter((e) => e.type === 'text_delta').map((e) => e.text).join(''), /Back again/);
+    t.equal(d.runtime!.sessions.list().filter((s) => s.sessionId === sid).length, 1, 'still one sandbox for the session');
+  });
 }
