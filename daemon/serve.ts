@@ -70,6 +70,7 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   if (runtime) {
     services.chat ??= { runner: runtime.sessions };
     services.sandboxes ??= runtime.sessions;
+    services.sandboxAdmin ??= runtime.sessions;
     tokenService.setRotate(async (sessionId, tokens) => {
       try {
         await runtime.sessions.rotateTokens(sessionId, tokens);

@@ -93,5 +93,26 @@ else if (docker) {
     await p2.waitForSelector('#prompt');
     t.equal(await p2.evaluate(async (u) => (await fetch(u!)).status, src), 404, "another user's attachment is not found");
     await ctx2.close();
+
+    // An admin sees the live session on the admin page and kills it.
+    createUser(d.db, { username: 'root', email: 'root@example.test', passwordHash: await hashPassword('root-password'), isSuperuser: true });
+    const ctx3 = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const p3 = await ctx3.newPage();
+    p3.on('dialog', (dlg) => void dlg.accept());
+    await p3.goto(d.web.url + '/#/login');
+    await p3.fill('#username', 'root');
+    await p3.fill('#password', 'root-password');
+    await p3.keyboard.press('Enter');
+    await p3.waitForSelector('#prompt');
+    await p3.goto(d.web.url + '/#/admin/sessions');
+    await p3.waitForSelector('#sessions-table');
+    const sid = page.url().split('#/chat/')[1];
+    t.match(await p3.textContent('#sessions-table'), 'carol', 'the session is listed with its user');
+    t.match(await p3.textContent('#sessions-table'), sid);
+    await screenshot(p3, 'admin-sessions');
+    await p3.click(`button[aria-label="Kill session ${sid}"]`);
+    await p3.waitForFunction(() => /No live sessions/.test(document.querySelector('#sessions-table')?.textContent ?? ''));
+    t.same(d.runtime!.sessions.list().filter((s) => s.sessionId), [], 'killed');
+    await ctx3.close();
   });
 }

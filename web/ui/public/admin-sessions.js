@@ -1,5 +1,5 @@
-// Live sessions (restart, kill). The operator API GET /api/admin/sessions and
-// POST /api/admin/sessions/:id/restart|kill is wired by the runtime; until then this page says so.
+// Live sessions (restart, kill): GET /api/admin/sessions, POST /api/admin/sessions/:id/restart|kill.
+// Without a Docker engine the server answers 503 and this page says so.
 import { h, api, fmtTime, table } from './lib.js';
 import { statusArea, act, section, pageTitle, errorNode } from './admin-common.js';
 
@@ -10,8 +10,8 @@ async function sessionsPage() {
   try {
     r = await api('GET', '/api/admin/sessions');
   } catch (e) {
-    if (e.status === 404) {
-      root.append(h('div', { class: 'banner info', role: 'status', id: 'sessions-unavailable' }, 'Live session management is not available on this server yet.'));
+    if (e.status === 404 || e.status === 503) {
+      root.append(h('div', { class: 'banner info', role: 'status', id: 'sessions-unavailable' }, `Live session management is not available on this server: ${e.message}`));
       return root;
     }
     root.append(errorNode(e));

@@ -47,7 +47,7 @@ function loginPage() {
   const err = h('div', { role: 'alert', class: 'error', id: 'login-error' });
   const user = h('input', { id: 'username', name: 'username', autocomplete: 'username', required: true });
   const pass = h('input', { id: 'password', name: 'password', type: 'password', autocomplete: 'current-password', required: true });
-  const form = h('form', { class: 'panel login', 'aria-labelledby': 'login-title' },
+  const form = h('form', { 'aria-labelledby': 'login-title' },
     h('h1', { id: 'login-title' }, 'Sign in to Airlock'),
     h('label', { for: 'username' }, 'Username'), user,
     h('label', { for: 'password' }, 'Password'), pass,
@@ -65,8 +65,8 @@ function loginPage() {
       err.textContent = e.status === 401 ? 'Wrong username or password.' : e.message;
     }
   });
+  // SSO buttons are forms of their own, so they sit beside the password form, not inside it.
   const sso = h('div', { class: 'sso', id: 'sso' });
-  form.append(sso);
   api('GET', '/api/auth/sso-providers').then((r) => {
     const providers = Array.isArray(r) ? r : r.providers || [];
     if (!providers.length) return;
@@ -81,7 +81,7 @@ function loginPage() {
       ));
     }
   }).catch(() => { /* no SSO configured */ });
-  return form;
+  return h('div', { class: 'panel login' }, form, sso);
 }
 
 async function route() {
