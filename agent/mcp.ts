@@ -27,6 +27,9 @@ const MAX_TEXT_CHARS = 100_000;
  * Each server gets the tool-related env the child holds, and nothing else (the SDK adds
  * its small default set: HOME, LOGNAME, PATH, SHELL, TERM, USER).
  */
+/** How long one MCP server may take to start and list its tools before its tools are left out. */
+const MCP_START_TIMEOUT_MS = 90_000;
+
 export class ToolHost {
   private readonly tools = new Map<string, Loaded>();
   private readonly clients: Client[] = [];
@@ -40,8 +43,9 @@ export class ToolHost {
         const client = new Client({ name: 'airlock-agent', version: '0.1.0' });
         try {
           const transport = new StdioClientTransport({ command: s.command, args: s.args, env: { ...toolEnv, ...(s.env ?? {}) }, stderr: 'inherit' });
-          await client.connect(transport, { timeout: 20_000 });
-          const listed = await client.listTools(undefined, { timeout: 20_000 });
+          // Generous: on a loaded host several agents start their servers at once.
+          await client.connect(transport, { timeout: MCP_START_TIMEOUT_MS });
+          const listed = await client.listTools(undefined, { timeout: MCP_START_TIMEOUT_MS });
           return { s, client, tools: listed.tools };
         } catch (err) {
           log.error({ server: s.name, err: (err as Error).message }, 'mcp server failed to start; its tools are not loaded');

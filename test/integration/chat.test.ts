@@ -198,7 +198,7 @@ t.test('10 concurrent users each get only their own events', async (t) => {
     t.equal(r.status, 200);
     t.same(shape(r.events), ['tool_start', 'tool_end', 'text_delta', 'done'], `user${i} shape ${JSON.stringify(r.events[r.events.length - 1])}`);
     t.same(r.events[0].input, { a: i, b: 1000 }, `user${i} tool input is its own`);
-    t.equal(r.events[1].output, 1000 + i, `user${i} tool output is its own`);
+    t.equal(r.events[1].output, 1000 + i, `user${i} tool output is its own ${JSON.stringify(r.events[1])}`);
     const text = r.events.filter((e) => e.type === 'text_delta').map((e) => e.text).join('');
     t.equal(text, `user${i} gets ${1000 + i}`);
     sessions.add(r.events[r.events.length - 1].session_id);
