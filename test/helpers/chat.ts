@@ -156,7 +156,7 @@ export async function streamTurn(
 }
 
 /** Poll until fn returns a truthy value (tests never assert on timing; this only waits). */
-export async function waitFor<T>(fn: () => T | Promise<T>, what: string, timeoutMs = 15000): Promise<T> {
+export async function waitFor<T>(fn: () => T | Promise<T>, what: string, timeoutMs = 60_000): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();

@@ -154,7 +154,7 @@ t.test('max_steps stops a model that never stops calling tools', async (t) => {
 
 t.test('a client disconnect cancels the turn in the child', async (t) => {
   const c = await h.login('frank');
-  h.model.push({ kind: 'reply', tool_calls: [{ name: 'slow', arguments: { ms: 20000 } }] }, { kind: 'reply', text: 'never reached' });
+  h.model.push({ kind: 'reply', tool_calls: [{ name: 'slow', arguments: { ms: 120_000 } }] }, { kind: 'reply', text: 'never reached' });
   const before = h.model.requests.length;
   const r = await streamTurn(c, { message: 'take your time' }, (e) => (e.type === 'tool_start' ? 'abort' : undefined));
   t.equal(r.events[r.events.length - 1].type, 'tool_start');
@@ -178,7 +178,7 @@ t.test('a client disconnect cancels the turn in the child', async (t) => {
 
 t.test('a second prompt while a turn runs gets 409 ERR_SESSION_BUSY before any stream', async (t) => {
   const c = await h.login('gina');
-  h.model.push({ kind: 'reply', tool_calls: [{ name: 'slow', arguments: { ms: 1000 } }] }, { kind: 'reply', text: 'finished' });
+  h.model.push({ kind: 'reply', tool_calls: [{ name: 'slow', arguments: { ms: 5000 } }] }, { kind: 'reply', text: 'finished' });
   let conflict: any;
   const first = await streamTurn(c, { message: 'slow one' }, async (e, _all, sid) => {
     if (e.type === 'tool_start') conflict = await streamTurn(c, { message: 'me too', session_id: sid });
