@@ -68,7 +68,8 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   const runtimeOpts = opts.runtime === false ? undefined : { preparer: latePreparer, egress: egressGateway as EgressGateway, ...(opts.runtime || {}) };
   const runtime = runtimeOpts ? await startRuntime({ ...base, ...runtimeOpts }) : undefined;
   if (runtime) {
-    services.chat ??= runtime.sessions;
+    // ChatService (web/chat-routes.ts) is {runner}; the session manager is the TurnRunner.
+    services.chat ??= { runner: runtime.sessions };
     services.sandboxes ??= runtime.sessions;
     tokenService.setRotate(async (sessionId, tokens) => {
       try {
