@@ -81,4 +81,18 @@ t.test('airlock demo: log in, chart the sample spreadsheet, read the mail in the
   t.match(list, 'someone@example.com', 'the mailbox page lists it');
   const page = await fetch(`${demo.mailboxUrl}/${mail.id}`).then((r) => r.text());
   t.match(page, /data:image\/png;base64,/, 'the message page shows the chart inline');
+
+  // The token service refreshes against the emulated OAuth server (the router's token URL).
+  const me = await c.json('GET', '/api/auth/me');
+  const fresh = await demo.daemon.tokenService.refresh(me.body.id);
+  t.ok(demo.emulators.oauth.issued.access.includes(fresh.accessToken), 'refreshed through the emulated token endpoint');
+
+  // Operators see the path in /metrics.
+  const metrics = await fetch(`${demo.url}/metrics`).then((r) => r.text());
+  t.match(metrics, /airlock_sessions_started_total\{kind="cold"\} 1/, 'one cold session start (pool disabled)');
+  t.match(metrics, /airlock_session_start_seconds_count\{kind="cold"\} 1/, 'its start time observed');
+  t.match(metrics, /airlock_sessions_live 1/, 'one live session');
+  t.match(metrics, /airlock_turns_total\{stop_reason="end_turn"\} 1/, 'one end_turn turn');
+  t.match(metrics, /airlock_logins_total\{outcome="ok"\} 1/, 'one login');
+  t.match(metrics, /airlock_token_refreshes_total\{outcome="ok"\} 1/, 'one token refresh');
 });
