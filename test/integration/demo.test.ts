@@ -8,6 +8,7 @@ import { dockerOrSkip, ensureTestImage, sweep, uniqueOwner, unmountUnder } from 
 import { Client } from '../helpers/client.js';
 import { streamTurn } from '../helpers/chat.js';
 import { logSink } from '../helpers/app.js';
+import { ssoLogin, type SsoSetup } from '../helpers/identity.js';
 
 /**
  * The newcomer's path over HTTP, exactly: start the demo, log in as the demo user with the
@@ -86,6 +87,14 @@ t.test('airlock demo: log in, chart the sample spreadsheet, read the mail in the
   const me = await c.json('GET', '/api/auth/me');
   const fresh = await demo.daemon.tokenService.refresh(me.body.id);
   t.ok(demo.emulators.oauth.issued.access.includes(fresh.accessToken), 'refreshed through the emulated token endpoint');
+
+  // "Sign in with Google (demo)" lands on the same demo user.
+  const browser = new Client(demo.url);
+  await browser.fetchCsrf();
+  const cb = await ssoLogin({ origin: demo.url } as SsoSetup, browser, 'demo', `${demo.url}/`);
+  t.equal(cb.status, 303, 'the SSO callback signs the user in');
+  const ssoMe = await browser.json('GET', '/api/auth/me');
+  t.equal(ssoMe.body.id, me.body.id, 'SSO matched the demo user by e-mail');
 
   // Operators see the path in /metrics.
   const metrics = await fetch(`${demo.url}/metrics`).then((r) => r.text());
