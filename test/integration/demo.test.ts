@@ -96,12 +96,25 @@ t.test('airlock demo: log in, chart the sample spreadsheet, read the mail in the
   const ssoMe = await browser.json('GET', '/api/auth/me');
   t.equal(ssoMe.body.id, me.body.id, 'SSO matched the demo user by e-mail');
 
+  // The admin can sync the sample directory through the demo connection's service account.
+  const admin = new Client(demo.url);
+  t.equal((await admin.login(demo.users.admin.username, demo.users.admin.password)).status, 200, 'the admin logs in');
+  t.equal((await admin.json('POST', '/api/identity/directory-sync', {})).status, 202, 'sync started');
+  let job: any;
+  for (let i = 0; i < 200 && !['succeeded', 'failed'].includes(job?.status); i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    job = (await admin.json('GET', '/api/identity/directory-sync')).body.job;
+  }
+  t.equal(job?.status, 'succeeded', `directory sync ${JSON.stringify(job?.error ?? '')}`);
+  t.equal(job?.result?.fetched?.users, 5, 'the sample directory has five users');
+
   // Operators see the path in /metrics.
   const metrics = await fetch(`${demo.url}/metrics`).then((r) => r.text());
   t.match(metrics, /airlock_sessions_started_total\{kind="cold"\} 1/, 'one cold session start (pool disabled)');
   t.match(metrics, /airlock_session_start_seconds_count\{kind="cold"\} 1/, 'its start time observed');
   t.match(metrics, /airlock_sessions_live 1/, 'one live session');
   t.match(metrics, /airlock_turns_total\{stop_reason="end_turn"\} 1/, 'one end_turn turn');
-  t.match(metrics, /airlock_logins_total\{outcome="ok"\} 1/, 'one login');
+  t.match(metrics, /airlock_logins_total\{outcome="ok"\} 2/, 'two password logins (user, admin)');
+  t.match(metrics, /airlock_sync_jobs_total\{status="succeeded"\} 1/, 'one sync job');
   t.match(metrics, /airlock_token_refreshes_total\{outcome="ok"\} 1/, 'one token refresh');
 });
