@@ -218,7 +218,7 @@ async function ensureImage(config: Readonly<Config>, print: (l: string) => void,
   print(`  ✓ image built in ${Math.round((Date.now() - started) / 1000)}s`);
 }
 
-async function ensureUser(config: Readonly<Config>, db: RunningDaemon['db'], u: { username: string; email: string; name: string }, password: string, superuser: boolean): Promise<number> {
+async function ensureUser(db: RunningDaemon['db'], u: { username: string; email: string; name: string }, password: string, superuser: boolean): Promise<number> {
   const passwordHash = await hashPassword(password);
   const found = getCredentials(db, u.username);
   if (found) {
@@ -226,7 +226,6 @@ async function ensureUser(config: Readonly<Config>, db: RunningDaemon['db'], u: 
     db.prepare('UPDATE users SET password_hash = ?, is_superuser = ? WHERE id = ?').run(passwordHash, superuser ? 1 : 0, found.user.id);
     return found.user.id;
   }
-  void config;
   return createUser(db, { username: u.username, email: u.email, displayName: u.name, passwordHash, isSuperuser: superuser }).id;
 }
 
@@ -326,9 +325,8 @@ export async function startDemo(opts: DemoOptions = {}): Promise<Demo> {
     cleanups.push(() => daemon.close());
     if (!daemon.runtime) throw new AppError('ERR_DEMO_DOCKER', dockerHelp(config.docker.socketPath, 'the runtime did not start'), { status: 503 });
 
-    const adminId = await ensureUser(config, daemon.db, DEMO_ADMIN, secrets.adminPassword, true);
-    const userId = await ensureUser(config, daemon.db, DEMO_USER, secrets.userPassword, false);
-    void adminId;
+    await ensureUser(daemon.db, DEMO_ADMIN, secrets.adminPassword, true);
+    const userId = await ensureUser(daemon.db, DEMO_USER, secrets.userPassword, false);
     const accounts = new AccountStore(daemon.db, new Encryptor(loadOrCreateEncryptionKey(config.dataDir, config.encryptionKey)));
     await connectWorkspace(config, accounts, userId, DEMO_USER.email);
 
