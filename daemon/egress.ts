@@ -1,7 +1,7 @@
 import { createServer, connect as netConnect, type Server, type Socket } from 'node:net';
 import { chmodSync, mkdirSync, rmSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type { EgressGateway, EgressHandle, Logger } from '../core/index.js';
+import type { EgressGateway, EgressHandle, Logger, Metrics } from '../core/index.js';
 
 const MAX_HEAD_BYTES = 8192;
 const HEAD_TIMEOUT_MS = 10_000;
@@ -35,8 +35,11 @@ export class EgressGatewayService implements EgressGateway {
   readonly #log: Logger;
   readonly #handles = new Set<EgressHandle>();
 
-  constructor(opts: { log: Logger }) {
+  readonly #metrics?: Metrics;
+
+  constructor(opts: { log: Logger; metrics?: Metrics }) {
     this.#log = opts.log;
+    this.#metrics = opts.metrics;
   }
 
   async open(sessionId: string, socketPath: string, allow: string[]): Promise<EgressHandle> {
@@ -51,6 +54,7 @@ export class EgressGatewayService implements EgressGateway {
 
     const refuse = (client: Socket, status: 400 | 403 | 502, code: string, target: string | undefined) => {
       log.warn({ target, status, code }, 'egress refused');
+      this.#metrics?.proxyDecisions.inc({ route: 'egress', outcome: status === 502 ? 'upstream_error' : 'refused' });
       const reason = status === 403 ? 'Forbidden' : status === 400 ? 'Bad Request' : 'Bad Gateway';
       client.end(`HTTP/1.1 ${status} ${reason}\r\nx-airlock-error: ${code}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n`);
     };
@@ -80,6 +84,7 @@ export class EgressGatewayService implements EgressGateway {
         if (m[1] !== 'CONNECT') return refuse(client, 403, 'ERR_EGRESS_DENIED', target);
         const a = parseAuthority(target);
         if (!a || !allowed.has(a.key)) return refuse(client, 403, 'ERR_EGRESS_DENIED', target);
+        this.#metrics?.proxyDecisions.inc({ route: 'egress', outcome: 'allowed' });
         // noDelay: a tunnel carries small request/response writes; Nagle + delayed ACK would add ~40 ms each.
         const upstream = netConnect({ host: a.host, port: a.port, noDelay: true });
         sockets.add(upstream);

@@ -57,6 +57,39 @@ export function buildProgram(): Command {
     });
 
   program
+    .command('demo')
+    .description('the whole product on one machine: emulated Google, IdP and directory, the demo model, a demo admin and user')
+    .action(async () => {
+      const { startDemo } = await import('./demo.js');
+      // The demo builds its own settings over these (emulator URLs, generated secrets) and loads them with loadConfig.
+      const demo = await startDemo({ env: { ...process.env } }).catch((err: unknown) => {
+        if (err instanceof ConfigError) {
+          process.stderr.write(`airlock: invalid configuration\n${err.problems.map((p) => `  - ${p}`).join('\n')}\n`);
+          process.exit(1);
+        }
+        if (isAppError(err, 'ERR_DEMO_DOCKER')) {
+          process.stderr.write(`airlock demo: ${err.message}\n`);
+          process.exit(1);
+        }
+        return fail(err);
+      });
+      let stopping = false;
+      const stop = (sig: string) => {
+        if (stopping) return;
+        stopping = true;
+        process.stdout.write(`\n${sig}: stopping the demo (daemon, then emulators)…\n`);
+        const force = setTimeout(() => process.exit(1), 20_000);
+        force.unref();
+        demo.close().then(
+          () => process.exit(0),
+          (err) => fail(err),
+        );
+      };
+      process.on('SIGTERM', () => stop('SIGTERM'));
+      process.on('SIGINT', () => stop('SIGINT'));
+    });
+
+  program
     .command('create-superuser')
     .description('create an admin account; the password is read from stdin or an interactive prompt, never argv')
     .requiredOption('--username <name>', 'login name')

@@ -39,6 +39,7 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   const directorySync = new DirectorySyncRunner({
     ...base,
     sessions,
+    metrics,
     get sandboxes() {
       return services.sandboxes as SandboxControl | undefined;
     },
@@ -54,9 +55,10 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
     store: accounts,
     refresh: (refreshToken) => tokenRequest({ tokenUrl: g.tokenUrl, clientId: g.clientId, clientSecret: g.clientSecret }, { grant_type: 'refresh_token', refresh_token: refreshToken }),
     log: base.log.child({ area: 'tokens' }),
+    metrics,
   });
   tokenService.start();
-  const egressGateway = new EgressGatewayService({ log: base.log });
+  const egressGateway = new EgressGatewayService({ log: base.log, metrics });
   services.accounts ??= accounts;
   services.tokenService ??= tokenService;
   services.egressGateway ??= egressGateway;
@@ -66,8 +68,9 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   let preparer: SessionPreparer | undefined;
   const latePreparer: SessionPreparer = { prepare: (req) => preparer!.prepare(req) };
   const runtimeOpts = opts.runtime === false ? undefined : { preparer: latePreparer, egress: egressGateway as EgressGateway, ...(opts.runtime || {}) };
-  const runtime = runtimeOpts ? await startRuntime({ ...base, ...runtimeOpts }) : undefined;
+  const runtime = runtimeOpts ? await startRuntime({ ...base, metrics, ...runtimeOpts }) : undefined;
   if (runtime) {
+    // ChatService (web/chat-routes.ts) is {runner}; the session manager is the TurnRunner.
     services.chat ??= { runner: runtime.sessions };
     services.sandboxes ??= runtime.sessions;
     services.sandboxAdmin ??= runtime.sessions;

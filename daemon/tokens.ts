@@ -1,4 +1,4 @@
-import { AppError, type AccountTokens, type Logger, type TokenResponse } from '../core/index.js';
+import { AppError, type AccountTokens, type Logger, type Metrics, type TokenResponse } from '../core/index.js';
 
 /** Refresh at session start when this many seconds or fewer remain (SPEC). */
 export const TOKEN_REFRESH_WINDOW_S = 60;
@@ -27,6 +27,8 @@ export interface TokenServiceOptions {
   windowS?: number;
   rotateLeadS?: number;
   rotate?: RotateFn;
+  /** Counts refreshes by outcome (airlock_token_refreshes_total). */
+  metrics?: Metrics;
 }
 
 export interface AccessToken {
@@ -89,11 +91,13 @@ export class TokenService {
         r = await this.#o.refresh(t.refreshToken);
       } catch (err) {
         this.#o.log.warn({ userId, code: (err as AppError).code }, 'access token refresh failed');
+        this.#o.metrics?.tokenRefreshes.inc({ outcome: 'failed' });
         throw new AppError('ERR_ACCOUNT_REFRESH', 'could not refresh the workspace access token', { status: 502, retryable: true, cause: err });
       }
       const expiresAt = this.#clock() + r.expires_in * 1000;
       this.#o.store.saveAccess(userId, r.access_token, expiresAt, r.refresh_token);
       this.#o.log.info({ userId, expiresInS: r.expires_in }, 'access token refreshed');
+      this.#o.metrics?.tokenRefreshes.inc({ outcome: 'ok' });
       return { accessToken: r.access_token, expiresAt };
     })().finally(() => this.#inflight.delete(userId));
     this.#inflight.set(userId, p);

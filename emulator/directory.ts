@@ -101,7 +101,8 @@ const MAX: Record<string, number> = { users: 500, groups: 200, members: 200 };
  * account's private key (verified against its public key), with `sub` a known admin and the
  * read-only directory scopes.
  */
-export async function start(opts: { domain?: string } = {}): Promise<DirectoryEmulator> {
+/** `audience`: the token URL assertions are addressed to, when a router sits in front of this one (the demo). */
+export async function start(opts: { domain?: string; audience?: string } = {}): Promise<DirectoryEmulator> {
   const domain = opts.domain ?? 'example.test';
   const requests: DirectoryEmulator['requests'] = [];
   const tokens = new Map<string, { scopes: Set<string>; exp: number }>();
@@ -220,7 +221,7 @@ export async function start(opts: { domain?: string } = {}): Promise<DirectoryEm
       return send(res, 400, { error: 'unsupported_grant_type', error_description: 'Invalid grant_type' });
     }
     try {
-      const { payload, protectedHeader } = await jwtVerify(form.get('assertion') ?? '', spki, { audience: tokenUrl, issuer: emu.serviceAccount.client_email, algorithms: ['RS256'] });
+      const { payload, protectedHeader } = await jwtVerify(form.get('assertion') ?? '', spki, { audience: opts.audience ?? tokenUrl, issuer: emu.serviceAccount.client_email, algorithms: ['RS256'] });
       if (protectedHeader.kid && protectedHeader.kid !== keyId) throw new Error('unknown key id');
       if (typeof payload.sub !== 'string' || !emu.admins.has(payload.sub)) {
         return send(res, 401, { error: 'unauthorized_client', error_description: 'Client is unauthorized to retrieve access tokens using this method, or client not authorized for any of the scopes requested.' });

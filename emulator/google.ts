@@ -82,6 +82,8 @@ export interface GoogleEmulatorOptions {
   seed?: GoogleSeed;
   /** The account's address; used as From when a message has none, as Gmail does. */
   userEmail?: string;
+  /** Also accept a bearer token this function approves (e.g. one the OAuth emulator issued). */
+  authorize?: (token: string) => boolean;
 }
 
 export interface GoogleEmulator {
@@ -274,7 +276,7 @@ export async function start(opts: GoogleEmulatorOptions = {}): Promise<GoogleEmu
 
   const authorized = (req: IncomingMessage) => {
     const m = /^Bearer (.+)$/.exec(req.headers.authorization ?? '');
-    return !!m && accepted.has(m[1]);
+    return !!m && (accepted.has(m[1]) || !!opts.authorize?.(m[1]));
   };
 
   async function handle(req: IncomingMessage, res: ServerResponse, url: URL, body: Buffer): Promise<void> {

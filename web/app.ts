@@ -13,6 +13,7 @@ import { agentApiRoutes, memoryRoutes } from './memory-routes.js';
 import { loadOrCreateSessionSecret } from './session-secret.js';
 import { uiRoutes } from './ui.js';
 import { identityRouters } from './identity/index.js';
+import { openApiDocument } from './openapi.js';
 
 const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const SESSION_MAX_AGE_MS = 7 * 24 * 3600 * 1000;
@@ -100,6 +101,10 @@ export function createApp(ctx: WebContext): Express {
   app.use('/api/account', accountRoutes(ctx));
   app.use('/api/admin/sessions', adminSessionRoutes(ctx));
   app.use('/api/chat', chatRoutes(ctx));
+
+  app.get('/api/openapi.json', (_req, res) => {
+    res.json(openApiDocument(ctx.config.publicOrigin));
+  });
 
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true });

@@ -8,6 +8,7 @@ import {
   nowIso,
   randomToken,
   verifyPassword,
+  type Metrics,
   type User,
 } from '../core/index.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
@@ -58,6 +59,7 @@ export function authRoutes(ctx: WebContext): Router {
       const wait = Math.max(byUser.blockedFor(userKey), byAddr.blockedFor(addrKey));
       if (wait > 0) {
         res.setHeader('Retry-After', String(wait));
+        (ctx.services.metrics as Metrics | undefined)?.logins.inc({ outcome: 'rate_limited' });
         throw new AppError('ERR_AUTH_RATE_LIMITED', 'too many failed logins; try again later', {
           status: 429,
           details: { retry_after_s: wait },
@@ -70,6 +72,7 @@ export function authRoutes(ctx: WebContext): Router {
         byUser.fail(userKey);
         byAddr.fail(addrKey);
         req.log.info({ event: 'login_failed' }, 'login failed');
+        (ctx.services.metrics as Metrics | undefined)?.logins.inc({ outcome: 'failed' });
         throw new AuthError('ERR_AUTH_INVALID_CREDENTIALS', 'wrong username or password');
       }
       byUser.reset(userKey);
@@ -80,6 +83,7 @@ export function authRoutes(ctx: WebContext): Router {
       ctx.db.prepare('UPDATE users SET last_login_at = ? WHERE id = ?').run(nowIso(), user.id);
       logAction(ctx.db, { event: 'auth.login', actorId: user.id, subjectId: user.id, data: { method: 'password' } });
       req.log.info({ userId: user.id }, 'login');
+      (ctx.services.metrics as Metrics | undefined)?.logins.inc({ outcome: 'ok' });
       res.json({ user: userView(user), csrf_token: req.session.csrfToken });
     }),
   );

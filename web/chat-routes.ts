@@ -10,6 +10,7 @@ import {
   type AgentEvent,
   type ChatEvent,
   type TurnResult,
+  type Metrics,
   type TurnRunner,
 } from '../core/index.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
@@ -143,6 +144,7 @@ export function chatRoutes(ctx: WebContext): Router {
         log.error({ err }, 'could not record the end of a turn');
       }
       log.info({ stopReason: result.stop_reason, code: result.error?.code, events: seq }, 'turn done');
+      (ctx.services.metrics as Metrics | undefined)?.turns.inc({ stop_reason: result.stop_reason });
       // Exactly one done per turn, written by this route and nobody else.
       write({
         type: 'done',

@@ -1,4 +1,4 @@
-import { AppError, logAction, nowIso, toAppError, type Config, type Db, type Logger } from '../../core/index.js';
+import { AppError, logAction, nowIso, toAppError, type Config, type Db, type Logger, type Metrics } from '../../core/index.js';
 import {
   decryptServiceAccount,
   getConnection,
@@ -22,6 +22,8 @@ export interface SyncRunnerDeps {
   sandboxes?: SandboxControl;
   /** Client tuning (backoff), for tests and the bench. */
   client?: Partial<Pick<DirectoryClientOptions, 'maxAttempts' | 'baseDelayMs' | 'maxDelayMs'>>;
+  /** Counts finished jobs by status (airlock_sync_jobs_total). */
+  metrics?: Metrics;
 }
 
 /**
@@ -100,6 +102,7 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
       db.prepare('UPDATE idp_connections SET last_sync_finished_at = ?, last_sync_succeeded_at = ? WHERE id = ?').run(now, now, conn.id);
     })();
     jlog.info({ rows: result.rows_written, ms: result.duration_ms }, 'directory sync succeeded');
+    deps.metrics?.syncJobs.inc({ status: 'succeeded' });
   } catch (err) {
     const e = toAppError(err, 'ERR_SYNC_FAILED');
     const error = { code: e.code, message: e.code === 'ERR_INTERNAL' ? 'internal error during sync' : e.message, ...(e.details ?? {}) };
@@ -108,6 +111,7 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
       db.prepare("UPDATE directory_sync_jobs SET status = 'failed', error = ?, finished_at = ? WHERE id = ?").run(JSON.stringify(error), now, jobId);
       db.prepare('UPDATE idp_connections SET last_sync_finished_at = ? WHERE id = ?').run(now, job.connection_id);
     })();
+    deps.metrics?.syncJobs.inc({ status: 'failed' });
     if (e.code === 'ERR_INTERNAL') jlog.error({ err }, 'directory sync failed');
     else jlog.warn({ code: e.code }, 'directory sync failed');
   }

@@ -1,4 +1,4 @@
-import type { Config, Logger } from '../../core/index.js';
+import type { Config, Logger, Metrics } from '../../core/index.js';
 import type { EgressGateway, SessionPreparer } from '../../core/sandbox-protocol.js';
 import { startControlApi, type ControlApiServer } from './control-api.js';
 import { createDocker } from './docker.js';
@@ -24,6 +24,7 @@ export interface StartRuntimeOptions {
   egress?: EgressGateway;
   owner?: string;
   childUid?: number;
+  metrics?: Metrics;
 }
 
 /**
@@ -39,7 +40,7 @@ export async function startRuntime(o: StartRuntimeOptions): Promise<Runtime | un
     o.log.error({ socket: o.config.docker.socketPath, err: (err as Error).message }, 'docker engine unreachable: sandbox runtime disabled');
     return undefined;
   }
-  const sessions = new SessionManager({ config: o.config, docker, log: o.log, preparer: o.preparer, egress: o.egress, owner: o.owner, childUid: o.childUid });
+  const sessions = new SessionManager({ config: o.config, docker, log: o.log, preparer: o.preparer, egress: o.egress, owner: o.owner, childUid: o.childUid, metrics: o.metrics });
   await sessions.start();
   const control = await startControlApi(o.config.dataDir, (req) => sessions.handleControl(req), o.log);
   let closing: Promise<void> | undefined;

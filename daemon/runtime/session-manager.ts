@@ -23,7 +23,7 @@ import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync,
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
-import { AppError, type Config, type Logger } from '../../core/index.js';
+import { AppError, type Config, type Logger, type Metrics } from '../../core/index.js';
 import {
   CHILD_GID,
   CHILD_UID,
@@ -115,6 +115,8 @@ export interface SessionManagerOptions {
   reapIntervalMs?: number;
   /** Clock for session age (staleness); tests inject one instead of sleeping. */
   now?: () => number;
+  /** Prometheus metrics (sessions live/started/reaped, start seconds, pool ready). */
+  metrics?: Metrics;
 }
 
 /** The default preparer: no routes and no tokens, only the agent settings from config. */
@@ -205,6 +207,7 @@ export class SessionManager implements TurnRunner {
     mkdirSync(this.workspacesRoot, { recursive: true, mode: 0o711 });
     if (this.poolEnabled) this.poolEnabled = this.preparePropagation();
     await this.adopt();
+    this.gauges();
     const idleMs = this.config.sandbox.idleS * 1000;
     const every = this.o.reapIntervalMs ?? Math.min(30_000, Math.max(500, Math.floor(idleMs / 4)));
     this.reaper = setInterval(() => void this.reap(), every);
@@ -327,7 +330,14 @@ export class SessionManager implements TurnRunner {
     return n;
   }
 
+  /** Live-session and pool gauges, after every change. */
+  private gauges(): void {
+    this.o.metrics?.sessionsLive.set(this.liveSessionCount());
+    this.o.metrics?.poolReady.set(this.pool.length);
+  }
+
   private async acquire(sessionId: string, userId: number): Promise<Sandbox> {
+    const t0 = process.hrtime.bigint();
     const ws = this.ensureWorkspace(userId);
     let sb: Sandbox | undefined;
     while (this.poolEnabled && this.pool.length) {
@@ -356,6 +366,10 @@ export class SessionManager implements TurnRunner {
       await this.remove(sb, 'start failed');
       throw err;
     }
+    const kind = sb.fromPool ? 'pool' : 'cold';
+    this.o.metrics?.sessionsStarted.inc({ kind });
+    this.o.metrics?.sessionStartSeconds.observe({ kind }, Number(process.hrtime.bigint() - t0) / 1e9);
+    this.gauges();
     return sb;
   }
 
@@ -584,6 +598,8 @@ export class SessionManager implements TurnRunner {
       this.removeSlotDir(sb.dir);
     }
     this.log.info({ containerId: sb.containerId.slice(0, 12), sessionId: sb.sessionId, why }, 'sandbox removed');
+    if (sb.sessionId) this.o.metrics?.sessionsReaped.inc({ reason: why.replace(/[^a-z]+/gi, '_') });
+    this.gauges();
   }
 
   // ------------------------------------------------------------------ pool
@@ -603,6 +619,7 @@ export class SessionManager implements TurnRunner {
               break;
             }
             this.pool.push(sb);
+            this.gauges();
           } catch (err) {
             this.log.error({ err: (err as Error).message }, 'pool container start failed');
             break;

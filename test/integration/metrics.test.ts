@@ -1,0 +1,80 @@
+import t from 'tap';
+import { connect, createServer, type AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { createLogger } from '../../core/index.js';
+import { serve } from '../../daemon/serve.js';
+import { addUser, logSink, tempDir, testConfig } from '../helpers/app.js';
+import { Client } from '../helpers/client.js';
+
+/** GET /metrics in Prometheus text format; counters move where the events happen. */
+
+function value(text: string, name: string, labels: Record<string, string> = {}): number {
+  const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
+  for (const line of text.split('\n')) {
+    if (line.startsWith('#')) continue;
+    const m = /^([a-z_:]+)(?:\{([^}]*)\})? ([0-9.e+-]+|NaN)$/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const have = (m[2] ?? '').split(',').filter(Boolean);
+    if (want.every((w) => have.includes(w))) return Number(m[3]);
+  }
+  return 0;
+}
+
+/** Send one CONNECT over the egress socket; resolve with the status line. */
+function connectVia(sock: string, target: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const c = connect(sock);
+    let buf = '';
+    c.on('data', (d) => {
+      buf += d.toString();
+      if (buf.includes('\r\n')) {
+        c.destroy();
+        resolve(buf.split('\r\n')[0]);
+      }
+    });
+    c.on('error', reject);
+    c.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`);
+  });
+}
+
+t.test('/metrics: logins, egress decisions by outcome, process metrics; no secrets', async (t) => {
+  const dir = tempDir(t, 'airlock-metrics-');
+  const config = testConfig(dir, { AIRLOCK_LOG_LEVEL: 'warn' });
+  const d = await serve(config, { runtime: false, log: createLogger({ level: 'warn', destination: logSink().stream }) });
+  t.teardown(() => d.close());
+  await addUser(d.db, 'mia', 'mia-password-1');
+  const scrape = async () => {
+    const r = await fetch(`${d.web.url}/metrics`);
+    t.equal(r.status, 200);
+    t.match(r.headers.get('content-type') ?? '', /text\/plain/);
+    return r.text();
+  };
+  const before = await scrape();
+  t.equal(value(before, 'airlock_logins_total', { outcome: 'ok' }), 0);
+  t.match(before, /airlock_process_/, 'default process metrics are there');
+
+  const c = new Client(d.web.url);
+  t.equal((await c.login('mia', 'wrong-password')).status, 401);
+  t.equal((await c.login('mia', 'mia-password-1')).status, 200);
+
+  // An egress socket that allows one local target; another target is refused.
+  const upstream = createServer((s) => s.end());
+  await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise((r) => upstream.close(r)));
+  const allowed = `127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+  const sock = join(dir, 'egress.sock');
+  const h = await d.egressGateway.open('sess-metrics', sock, [allowed]);
+  t.teardown(() => h.close());
+  t.match(await connectVia(sock, 'evil.example:443'), / 403 /, 'not on the allow-list: refused');
+  t.match(await connectVia(sock, allowed), / 200 /, 'on the allow-list: tunnelled');
+
+  const after = await scrape();
+  t.equal(value(after, 'airlock_logins_total', { outcome: 'ok' }), 1, 'login ok counted');
+  t.equal(value(after, 'airlock_logins_total', { outcome: 'failed' }), 1, 'failed login counted');
+  t.equal(value(after, 'airlock_proxy_decisions_total', { route: 'egress', outcome: 'refused' }), 1, 'refused egress counted');
+  t.equal(value(after, 'airlock_proxy_decisions_total', { route: 'egress', outcome: 'allowed' }), 1, 'allowed egress counted');
+  for (const name of ['airlock_sessions_live', 'airlock_sessions_started_total', 'airlock_sessions_reaped_total', 'airlock_session_start_seconds', 'airlock_turns_total', 'airlock_sync_jobs_total', 'airlock_token_refreshes_total']) {
+    t.match(after, new RegExp(`# TYPE ${name} `), `${name} is exported`);
+  }
+  t.notOk(after.includes('mia-password-1') || after.includes('evil.example'), 'no passwords or targets in metrics');
+});

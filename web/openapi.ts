@@ -1,0 +1,129 @@
+/**
+ * The OpenAPI 3.1 document of the web app, served at GET /api/openapi.json. One row per
+ * operation; docs/api.md has the prose (bodies, answers, error codes). A test checks every
+ * route the routers register is listed here and every listed operation reaches a handler.
+ */
+
+type Who = 'anyone' | 'user' | 'superuser' | 'manager' | 'agent' | 'internal' | 'idp-redirect';
+
+/** [method, path (OpenAPI form), tag, who, summary] */
+export const OPERATIONS: readonly (readonly [string, string, string, Who, string])[] = [
+  ['get', '/healthz', 'ops', 'anyone', 'Liveness: {"ok":true}'],
+  ['get', '/metrics', 'ops', 'anyone', 'Prometheus metrics (text format)'],
+  ['get', '/api/openapi.json', 'ops', 'anyone', 'This document'],
+  ['get', '/vendor/chart.umd.js', 'ui', 'anyone', 'chart.js for the browser UI'],
+
+  ['get', '/api/auth/csrf', 'auth', 'anyone', 'Start a session; answer its CSRF token'],
+  ['post', '/api/auth/login', 'auth', 'anyone', 'Password login {username, password} → {user, csrf_token}'],
+  ['post', '/api/auth/logout', 'auth', 'anyone', 'End the session (204)'],
+  ['get', '/api/auth/me', 'auth', 'user', 'The logged-in user'],
+  ['get', '/api/auth/sso-providers', 'sso', 'anyone', 'Active single sign-on providers'],
+  ['post', '/_login/browser/v1/auth/provider/redirect', 'sso', 'anyone', 'Form post: start an OIDC login (303 to the IdP)'],
+  ['get', '/accounts/{provider}/login/callback/', 'sso', 'idp-redirect', 'OIDC callback: code exchange, session, 303 to callback_url'],
+
+  ['get', '/api/identity/connections', 'identity', 'superuser', 'List IdP connections (secrets write-only)'],
+  ['post', '/api/identity/connections', 'identity', 'superuser', 'Create an IdP connection'],
+  ['get', '/api/identity/connections/{id}', 'identity', 'superuser', 'One IdP connection'],
+  ['patch', '/api/identity/connections/{id}', 'identity', 'superuser', 'Update an IdP connection'],
+  ['delete', '/api/identity/connections/{id}', 'identity', 'superuser', 'Delete an IdP connection'],
+  ['post', '/api/identity/directory-sync', 'identity', 'superuser', 'Start a directory sync (202 new job, 200 already running)'],
+  ['get', '/api/identity/directory-sync', 'identity', 'superuser', 'Latest directory-sync job'],
+  ['get', '/api/identity/organisations', 'identity', 'user', 'Organisations (own; superuser: all)'],
+  ['post', '/api/identity/organisations', 'identity', 'superuser', 'Create an organisation'],
+  ['get', '/api/identity/organisations/{id}/members', 'identity', 'manager', 'Organisation members'],
+  ['put', '/api/identity/organisations/{id}/members/{userId}', 'identity', 'manager', 'Add or change a member {role}'],
+  ['delete', '/api/identity/organisations/{id}/members/{userId}', 'identity', 'manager', 'Remove a member'],
+  ['get', '/api/identity/external-groups', 'identity', 'manager', 'Synced directory groups (team picker)'],
+  ['get', '/api/identity/organisations/{id}/teams', 'identity', 'manager', 'Teams of an organisation'],
+  ['post', '/api/identity/organisations/{id}/teams', 'identity', 'manager', 'Create a team {name, external_group_id?}'],
+  ['patch', '/api/identity/teams/{id}', 'identity', 'manager', 'Update a team'],
+  ['delete', '/api/identity/teams/{id}', 'identity', 'manager', 'Delete a team'],
+  ['put', '/api/identity/teams/{id}/members/{userId}', 'identity', 'manager', 'Add a team member (409 for linked teams)'],
+  ['delete', '/api/identity/teams/{id}/members/{userId}', 'identity', 'manager', 'Remove a team member (409 for linked teams)'],
+  ['get', '/api/identity/organisations/{id}/agent-policies', 'identity', 'manager', 'Agent policies of an organisation'],
+  ['post', '/api/identity/organisations/{id}/agent-policies', 'identity', 'manager', 'Create an agent policy'],
+  ['patch', '/api/identity/agent-policies/{id}', 'identity', 'manager', 'Update an agent policy'],
+  ['delete', '/api/identity/agent-policies/{id}', 'identity', 'manager', 'Delete an agent policy'],
+  ['get', '/api/identity/agent-policy', 'identity', 'user', 'Effective agent policy (self; superuser: ?user_id=)'],
+
+  ['get', '/api/data-authorization/roles', 'data-access', 'superuser', 'Roles'],
+  ['post', '/api/data-authorization/roles', 'data-access', 'superuser', 'Create a role'],
+  ['patch', '/api/data-authorization/roles/{role_id}', 'data-access', 'superuser', 'Update a role'],
+  ['delete', '/api/data-authorization/roles/{role_id}', 'data-access', 'superuser', 'Delete a role'],
+  ['get', '/api/data-authorization/roles/{role_id}/policies', 'data-access', 'superuser', 'Table grants of a role'],
+  ['put', '/api/data-authorization/roles/{role_id}/policies/{table_name}', 'data-access', 'superuser', 'Create or replace a table grant'],
+  ['delete', '/api/data-authorization/roles/{role_id}/policies/{table_name}', 'data-access', 'superuser', 'Delete a table grant'],
+  ['get', '/api/data-authorization/assignments', 'data-access', 'superuser', 'Role assignments'],
+  ['post', '/api/data-authorization/assignments', 'data-access', 'superuser', 'Assign a role {user_id, role_id}'],
+  ['delete', '/api/data-authorization/assignments/{assignment_id}', 'data-access', 'superuser', 'Remove an assignment'],
+  ['get', '/api/data-authorization/users/{user_id}/effective-policy', 'data-access', 'superuser', 'Effective data policy of a user'],
+  ['get', '/api/data-authorization/audit', 'data-access', 'superuser', 'The action log, newest first'],
+  ['get', '/api/internal/bi-policy/{user_id}', 'internal', 'internal', 'Effective and compiled data policy for the BI tool'],
+  ['post', '/api/internal/bi-audit', 'internal', 'internal', 'Record a BI allow/deny decision (known fields only)'],
+
+  ['get', '/api/memories', 'memories', 'user', 'Own memory entries'],
+  ['post', '/api/memories', 'memories', 'user', 'Add a memory entry'],
+  ['delete', '/api/memories/{id}', 'memories', 'user', 'Delete an own memory entry'],
+  ['get', '/api/agent/memories', 'memories', 'agent', "The token's user's memories (bi withheld)"],
+  ['get', '/api/agent/memories/{id}', 'memories', 'agent', 'One memory entry of the token\'s user'],
+
+  ['get', '/api/account', 'account', 'user', 'Connected workspace account status (no tokens)'],
+  ['post', '/api/account/connect', 'account', 'user', 'Start connecting: → {authorization_url}'],
+  ['get', '/api/account/callback', 'account', 'idp-redirect', 'OAuth callback: store tokens, 302 return_to'],
+  ['delete', '/api/account', 'account', 'user', 'Disconnect (204)'],
+
+  ['post', '/api/chat/messages', 'chat', 'user', 'Send a prompt; answer an NDJSON event stream ending in one done'],
+  ['get', '/api/chat/sessions', 'chat', 'user', 'Own chat sessions'],
+  ['get', '/api/chat/sessions/{id}/messages', 'chat', 'user', 'Turns of an own chat session'],
+];
+
+const SECURITY: Record<Who, Record<string, string[]>[]> = {
+  anyone: [],
+  'idp-redirect': [],
+  user: [{ session: [] }],
+  manager: [{ session: [] }],
+  superuser: [{ session: [] }],
+  agent: [{ agentToken: [] }],
+  internal: [{ internalSecret: [] }],
+};
+
+/** Build the document (server URL = the public origin). */
+export function openApiDocument(publicOrigin: string): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const [method, path, tag, who, summary] of OPERATIONS) {
+    const params = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
+    const unsafe = method !== 'get' && path.startsWith('/api/') && !path.startsWith('/api/internal/');
+    paths[path] ??= {};
+    paths[path][method] = {
+      tags: [tag],
+      summary,
+      description: `Who: ${who}.${unsafe ? ' Needs X-CSRF-Token.' : ''} Details: docs/api.md.`,
+      ...(params.length ? { parameters: params } : {}),
+      security: SECURITY[who],
+      responses: {
+        default: { description: 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
+        '2XX': { description: 'Success' },
+      },
+    };
+  }
+  return {
+    openapi: '3.1.0',
+    info: { title: 'Airlock', version: '1', description: 'The Airlock daemon web API. Prose reference: docs/api.md.' },
+    servers: [{ url: publicOrigin }],
+    paths,
+    components: {
+      securitySchemes: {
+        session: { type: 'apiKey', in: 'cookie', name: 'airlock.sid', description: 'Browser session; unsafe /api methods also need X-CSRF-Token (GET /api/auth/csrf).' },
+        agentToken: { type: 'http', scheme: 'bearer', description: 'AGENT_USER_TOKEN (sandbox host route only).' },
+        internalSecret: { type: 'http', scheme: 'bearer', description: 'MCP_INTERNAL_SECRET.' },
+      },
+      schemas: {
+        Error: {
+          type: 'object',
+          required: ['error'],
+          properties: { error: { type: 'object', required: ['code', 'message'], properties: { code: { type: 'string', pattern: '^ERR_[A-Z0-9_]+$' }, message: { type: 'string' } } } },
+        },
+      },
+    },
+  };
+}
