@@ -43,3 +43,20 @@ export function report(r: BenchResult): void {
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, `${r.name}.json`), JSON.stringify({ ...r, at: new Date().toISOString(), node: process.version }, null, 2));
 }
+
+/** Run `fn` n times from `concurrency` workers; per-call latencies (ms) and requests per second. */
+export async function measure(n: number, fn: () => Promise<void>, concurrency = 8): Promise<{ samples: number[]; rps: number }> {
+  const samples: number[] = [];
+  let next = 0;
+  const t0 = nowMs();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next++ < n) {
+        const s = nowMs();
+        await fn();
+        samples.push(nowMs() - s);
+      }
+    }),
+  );
+  return { samples, rps: (n / (nowMs() - t0)) * 1000 };
+}

@@ -4,28 +4,13 @@ import { tmpdir } from 'node:os';
 import { Agent, request } from 'undici';
 import { createUser, hashPassword, loadConfig, openDatabase, silentLogger } from '../core/index.js';
 import { SqliteSessionStore, startWebServer } from '../web/index.js';
-import { nowMs, report, stats, type BenchResult } from './lib.js';
+import { measure, stats, type BenchResult } from './lib.js';
 
 const N = 200;
 const CONCURRENCY = 8;
 // Logins run one at a time: each one replaces the session the next one presents.
 const LOGIN_CONCURRENCY = 1;
 
-async function measure(n: number, fn: () => Promise<void>, concurrency = CONCURRENCY): Promise<{ samples: number[]; rps: number }> {
-  const samples: number[] = [];
-  let next = 0;
-  const t0 = nowMs();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next++ < n) {
-        const s = nowMs();
-        await fn();
-        samples.push(nowMs() - s);
-      }
-    }),
-  );
-  return { samples, rps: (n / (nowMs() - t0)) * 1000 };
-}
 
 /** Login endpoint (scrypt + session write) vs a bare express route in the same process. */
 export async function run(): Promise<BenchResult> {

@@ -7,28 +7,13 @@ import { EgressGatewayService, egressTarget } from '../daemon/egress.js';
 import { buildProfile, buildRoutes } from '../daemon/overlay.js';
 import { start as startUpstream } from '../emulator/fake-upstream.js';
 import { startCredentialProxy, TUNNEL_IDLE_MS } from '../proxy/index.js';
-import { nowMs, round, stats, type BenchResult } from './lib.js';
+import { measure, round, stats, type BenchResult } from './lib.js';
 
 const N = 1000;
 const WARMUP = 50;
 const CONCURRENCY = 8;
 const PATH = '/v4/spreadsheets/sheet-1/values/Sheet1!A1:B3?majorDimension=ROWS';
 
-async function measure(n: number, fn: () => Promise<void>): Promise<{ samples: number[]; rps: number }> {
-  const samples: number[] = [];
-  let next = 0;
-  const t0 = nowMs();
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (next++ < n) {
-        const s = nowMs();
-        await fn();
-        samples.push(nowMs() - s);
-      }
-    }),
-  );
-  return { samples, rps: (n / (nowMs() - t0)) * 1000 };
-}
 
 /**
  * Sheets values.get through proxy + egress gateway (placeholder check, normalisation, CONNECT
