@@ -75,6 +75,11 @@ export const OPERATIONS: readonly (readonly [string, string, string, Who, string
   ['post', '/api/chat/messages', 'chat', 'user', 'Send a prompt; answer an NDJSON event stream ending in one done'],
   ['get', '/api/chat/sessions', 'chat', 'user', 'Own chat sessions'],
   ['get', '/api/chat/sessions/{id}/messages', 'chat', 'user', 'Turns of an own chat session'],
+  ['get', '/api/chat/attachments/{name}', 'chat', 'user', 'A rasterized chart (<uuid>.png) from the own workspace'],
+
+  ['get', '/api/admin/sessions', 'admin', 'superuser', 'Live sandboxes (503 without a Docker engine)'],
+  ['post', '/api/admin/sessions/{id}/restart', 'admin', 'superuser', 'Restart a session with a fresh sandbox (204)'],
+  ['post', '/api/admin/sessions/{id}/kill', 'admin', 'superuser', 'End a session\'s sandbox (204)'],
 ];
 
 const SECURITY: Record<Who, Record<string, string[]>[]> = {

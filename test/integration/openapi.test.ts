@@ -25,6 +25,7 @@ const MOUNTS: [string, (p: string) => string][] = [
   ['web/memory-routes.ts', (p) => (p.startsWith('/memories') ? `/api/agent${p}` : `/api/memories${p === '/' ? '' : p}`)],
   ['web/account-routes.ts', (p) => `/api/account${p === '/' ? '' : p}`],
   ['web/chat-routes.ts', (p) => `/api/chat${p}`],
+  ['web/admin-sessions-routes.ts', (p) => `/api/admin/sessions${p === '/' ? '' : p}`],
 ];
 
 function registered(): string[] {
