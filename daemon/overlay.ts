@@ -1,6 +1,7 @@
 import { chmodSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
+  AppError,
   randomToken,
   type Config,
   type Logger,
@@ -10,7 +11,7 @@ import {
   type SessionProfile,
 } from '../core/index.js';
 import { egressTarget } from './egress.js';
-import { effectiveAgentPolicy } from '../web/identity/agent-policy.js';
+import { effectiveAgentPolicy, policyAllows } from '../web/identity/agent-policy.js';
 import type { Db } from '../core/index.js';
 import type { TokenService } from './tokens.js';
 
@@ -174,6 +175,12 @@ export class OverlayPreparer implements SessionPreparer {
       // A failed refresh leaves the tools unattached: they answer "connect your workspace account".
       log.warn({ userId: req.userId, sessionId: req.sessionId, code: (err as { code?: string }).code }, 'no workspace token for session');
     }
+    // The user's agent policy (identity area): a forbidden model refuses the session start;
+    // forbidden tools are not loaded (AGENT_TOOLS).
+    const policy = this.#o.db ? effectiveAgentPolicy(this.#o.db, req.userId) : undefined;
+    if (policy && !policyAllows(policy, 'model', config.model.model)) {
+      throw new AppError('ERR_POLICY_MODEL_DENIED', `your organisation's agent policy does not allow the model ${config.model.model}; ask an administrator`, { status: 403 });
+    }
     const modelKey = config.model.apiKey?.reveal();
     const agentUserToken = this.#o.mintAgentUserToken?.(req.userId, req.sessionId);
     const routes = buildRoutes({
@@ -192,7 +199,7 @@ export class OverlayPreparer implements SessionPreparer {
       else placeholders[env.placeholder] = randomToken(PLACEHOLDER_BYTES);
       if (env.token) tokens[env.token] = r.name === 'model' ? modelKey! : access!;
     }
-    Object.assign(agentEnv, agentSettings(config, this.#o.db ? effectiveAgentPolicy(this.#o.db, req.userId) : undefined));
+    Object.assign(agentEnv, agentSettings(config, policy));
     const egressAllow = [...new Set(routes.map((r) => egressTarget(r.upstream)))];
     const accountEnvs = routes.filter((r) => ['mail', 'sheets', 'search'].includes(r.name)).map((r) => ROUTE_ENV[r.name as 'mail'].token);
     this.#o.tokens.track(req.sessionId, req.userId, accountEnvs);
@@ -204,9 +211,8 @@ export class OverlayPreparer implements SessionPreparer {
 
 /**
  * The agent child's settings (env names the agent reads). The user's agent policy decides
- * which tools are loaded (AGENT_TOOLS, comma list; absent = all) and whether the configured
- * model may be used (a model the policy forbids falls back to the offline demo model, with a
- * note the agent shows).
+ * which tools are loaded (AGENT_TOOLS, comma list; absent = all); a forbidden model is refused
+ * earlier, in prepare().
  */
 export function agentSettings(
   config: Readonly<Config>,
@@ -222,9 +228,6 @@ export function agentSettings(
     const all = ['fetch_sheet', 'search_spreadsheets', 'send_email', 'fetch_memory', 'rasterize_chart', 'render_chart'];
     const allowed = (policy.tools ?? all).filter((t) => !policy.denied_tools.includes(t));
     if (policy.tools !== null || policy.denied_tools.length) env.AGENT_TOOLS = allowed.join(',');
-    const model = config.model.model;
-    const modelAllowed = (policy.models === null || policy.models.includes(model)) && !policy.denied_models.includes(model);
-    if (!modelAllowed) env.AGENT_MODEL_DENIED = model;
   }
   return env;
 }

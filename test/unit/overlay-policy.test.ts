@@ -1,0 +1,36 @@
+import t from 'tap';
+import { randomBytes } from 'node:crypto';
+import { AccountStore, createUser, Encryptor, loadConfig, openDatabase, silentLogger } from '../../core/index.js';
+import { OverlayPreparer } from '../../daemon/overlay.js';
+import { TokenService } from '../../daemon/tokens.js';
+
+/** The session start applies the user's agent policy: tools not allowed are not loaded, a forbidden model is refused. */
+t.test('agent policy at session start', async (t) => {
+  const db = await openDatabase(':memory:');
+  t.teardown(() => db.close());
+  const config = loadConfig({ AIRLOCK_MODEL_PROVIDER: 'demo', AIRLOCK_MODEL: 'demo' });
+  const tokens = new TokenService({
+    store: new AccountStore(db, new Encryptor(randomBytes(32))),
+    refresh: async () => {
+      throw new Error('no refresh in this test');
+    },
+    log: silentLogger(),
+  });
+  const prep = new OverlayPreparer({ config, db, tokens, log: silentLogger() });
+  const free = createUser(db, { username: 'free', email: 'free@x.test' });
+  const limited = createUser(db, { username: 'limited', email: 'limited@x.test' });
+  const barred = createUser(db, { username: 'barred', email: 'barred@x.test' });
+  const org = Number(db.prepare("INSERT INTO organisations (name) VALUES ('Acme')").run().lastInsertRowid);
+  const org2 = Number(db.prepare("INSERT INTO organisations (name) VALUES ('Other')").run().lastInsertRowid);
+  db.prepare('INSERT INTO organisation_members (organisation_id, user_id) VALUES (?, ?), (?, ?)').run(org, limited.id, org2, barred.id);
+  db.prepare(`INSERT INTO agent_policies (organisation_id, name, applies_to, allowed_tools, denied_tools) VALUES (?, 'mail only', 'all', '["send_email","rasterize_chart"]', '["rasterize_chart"]')`).run(org);
+  db.prepare(`INSERT INTO agent_policies (organisation_id, name, applies_to, allowed_models) VALUES (?, 'big model only', 'all', '["gpt-big"]')`).run(org2);
+
+  const a = await prep.prepare({ userId: free.id, sessionId: 's-free', proxyPort: 8700 });
+  t.notOk('AGENT_TOOLS' in a.agentEnv, 'no policy: every tool');
+  t.equal(a.agentEnv.AGENT_MODEL_PROVIDER, 'demo');
+  const b = await prep.prepare({ userId: limited.id, sessionId: 's-limited', proxyPort: 8700 });
+  t.equal(b.agentEnv.AGENT_TOOLS, 'send_email', 'allowed minus denied');
+  await t.rejects(prep.prepare({ userId: barred.id, sessionId: 's-barred', proxyPort: 8700 }), { code: 'ERR_POLICY_MODEL_DENIED', status: 403 });
+  await tokens.close();
+});
