@@ -4,7 +4,7 @@ import { start as startOidc } from '../../emulator/oidc.js';
 import { start as startDirectory } from '../../emulator/directory.js';
 import { DirectorySyncRunner } from '../../daemon/directory-sync/index.js';
 import type { SandboxControl } from '../../web/index.js';
-import { addUser, freePort, startTestApp } from '../helpers/app.js';
+import { addUser, startTestAppWithOrigin } from '../helpers/app.js';
 import { browserUnavailable, launch, screenshot } from '../helpers/browser.js';
 
 const CLIENT_ID = 'airlock-ui-client';
@@ -26,23 +26,22 @@ const why = browserUnavailable();
 if (why) t.plan(0, why);
 else {
   t.test('admin: SSO connection, directory sync with live status, teams linked to groups; SSO sign-in in the browser', async (t) => {
-    const port = await freePort();
-    const origin = `http://127.0.0.1:${port}`;
-    const idp = await startOidc({
-      clients: [{ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [`${origin}/accounts/google/login/callback/`] }],
-      users: [DIR_USER],
-    });
-    t.teardown(() => idp.close());
     const dir = await startDirectory();
     t.teardown(() => dir.close());
     dir.seed({ users: 6, groups: 2, memberships: 8 });
     dir.latencyMs = 150; // long enough to see the job running
     const sandboxes: SandboxControl = { killForUser: () => {}, policyChanged: () => {} };
     const services: Record<string, unknown> = { sandboxes };
-    const app = await startTestApp(t, {
+    const { app, origin } = await startTestAppWithOrigin(t, {
       services,
-      env: { AIRLOCK_PORT: String(port), AIRLOCK_PUBLIC_ORIGIN: origin, AIRLOCK_GOOGLE_DIRECTORY_BASE_URL: dir.url, AIRLOCK_GOOGLE_TOKEN_URL: dir.tokenUrl },
+      env: { AIRLOCK_GOOGLE_DIRECTORY_BASE_URL: dir.url, AIRLOCK_GOOGLE_TOKEN_URL: dir.tokenUrl },
     });
+    // The IdP starts once the app's origin (its client's redirect URI) is fixed.
+    const idp = await startOidc({
+      clients: [{ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [`${origin}/accounts/google/login/callback/`] }],
+      users: [DIR_USER],
+    });
+    t.teardown(() => idp.close());
     const runner = new DirectorySyncRunner({ config: app.config, db: app.db, log: app.log, sessions: app.sessions, sandboxes, client: { baseDelayMs: 5, maxDelayMs: 20, maxAttempts: 3 } });
     services.directorySync = runner;
     t.teardown(() => runner.idle());

@@ -110,3 +110,20 @@ export async function freePort(): Promise<number> {
     });
   });
 }
+
+/**
+ * Start the app on a port chosen before it listens (tests whose IdP must know the app's origin
+ * up front). Another process may take the port between the pick and the listen: try again.
+ */
+export async function startTestAppWithOrigin(t: { teardown(fn: () => unknown): void }, opts: TestAppOptions = {}): Promise<{ app: TestApp; origin: string }> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const origin = `http://127.0.0.1:${port}`;
+    try {
+      const app = await startTestApp(t, { ...opts, env: { AIRLOCK_PORT: String(port), AIRLOCK_PUBLIC_ORIGIN: origin, ...(opts.env ?? {}) } });
+      return { app, origin };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE' || attempt >= 10) throw err;
+    }
+  }
+}

@@ -1,7 +1,7 @@
 import { start as startOidc, type OidcEmulator, type OidcUser } from '../../emulator/oidc.js';
 import { identityEncryptor, saveConnection, type IdpConnectionRow } from '../../web/index.js';
 import { Client } from './client.js';
-import { freePort, startTestApp, type TestApp, type TestAppOptions } from './app.js';
+import { startTestAppWithOrigin, type TestApp, type TestAppOptions } from './app.js';
 
 export const CLIENT_ID = 'airlock-test-client';
 export const CLIENT_SECRET = 'idp-client-secret-do-not-leak-42';
@@ -15,14 +15,13 @@ export interface SsoSetup {
 
 /** The app on a known port, the emulated IdP with a client for its callback, and a google connection. */
 export async function startSso(t: { teardown(fn: () => unknown): void }, users: OidcUser[], opts: TestAppOptions = {}): Promise<SsoSetup> {
-  const port = await freePort();
-  const origin = `http://127.0.0.1:${port}`;
+  // The app listens first (its origin is the IdP client's redirect URI), then the IdP starts.
+  const { app, origin } = await startTestAppWithOrigin(t, opts);
   const idp = await startOidc({
     clients: [{ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [`${origin}/accounts/google/login/callback/`] }],
     users,
   });
   t.teardown(() => idp.close());
-  const app = await startTestApp(t, { ...opts, env: { AIRLOCK_PORT: String(port), AIRLOCK_PUBLIC_ORIGIN: origin, ...(opts.env ?? {}) } });
   const connection = saveConnection(app.db, identityEncryptor(app.config), {
     provider: 'google',
     display_name: 'Google',
