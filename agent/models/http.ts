@@ -29,6 +29,7 @@ export async function* postSse(
   };
   const onAbort = () => ac.abort();
   signal.addEventListener('abort', onAbort, { once: true });
+  if (signal.aborted) ac.abort(); // a cancel that came before the listener
   const fail = (err: unknown): never => {
     if (signal.aborted) throw signal.reason ?? err;
     if (timedOut) throw new ModelError('ERR_MODEL_TIMEOUT', `the model sent nothing for ${Math.round(timeoutMs / 1000)} s`);

@@ -40,7 +40,10 @@ server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
   }
   if (name === 'slow') {
     const ms = Number(args.ms ?? 100);
+    // The cancel notification can arrive in the same stdin chunk as the request, in which case
+    // the SDK aborts the signal before this handler runs: check it before waiting on it.
     const cancelled = await new Promise<boolean>((resolve) => {
+      if (extra.signal.aborted) return resolve(true);
       const t = setTimeout(() => resolve(false), ms);
       extra.signal.addEventListener('abort', () => {
         clearTimeout(t);
