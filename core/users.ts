@@ -74,8 +74,17 @@ export function createUser(db: Db, u: NewUser): User {
   return getUserById(db, Number(info.lastInsertRowid))!;
 }
 
-export function listUsers(db: Db, opts: { limit?: number; offset?: number } = {}): User[] {
-  return (
-    db.prepare(`SELECT ${PUBLIC_COLUMNS} FROM users ORDER BY id LIMIT ? OFFSET ?`).all(opts.limit ?? 100, opts.offset ?? 0) as UserRow[]
-  ).map(toUser);
+/**
+ * Users by id, optionally only those whose username, e-mail or display name contains `q`
+ * (case-insensitive; `%` and `_` in q are literal), plus the total that matched.
+ */
+export function listUsers(db: Db, opts: { q?: string; limit?: number; offset?: number } = {}): { users: User[]; total: number } {
+  const q = opts.q?.trim();
+  const where = q ? `WHERE username LIKE @q ESCAPE '\\' OR email LIKE @q ESCAPE '\\' OR display_name LIKE @q ESCAPE '\\'` : '';
+  const params = q ? { q: `%${q.replace(/[\\%_]/g, (c) => '\\' + c)}%` } : {};
+  const total = (db.prepare(`SELECT COUNT(*) AS n FROM users ${where}`).get(params) as { n: number }).n;
+  const rows = db
+    .prepare(`SELECT ${PUBLIC_COLUMNS} FROM users ${where} ORDER BY id LIMIT @limit OFFSET @offset`)
+    .all({ ...params, limit: opts.limit ?? 100, offset: opts.offset ?? 0 }) as UserRow[];
+  return { users: rows.map(toUser), total };
 }

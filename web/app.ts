@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { AppError, getUserById, safeEqual, type Metrics } from '../core/index.js';
 import { accountRoutes } from './account-routes.js';
 import { authRoutes, SESSION_COOKIE } from './auth-routes.js';
+import { adminUserRoutes } from './admin-users-routes.js';
 import { adminSessionRoutes } from './admin-sessions-routes.js';
 import { biInternalRoutes, dataAuthorizationRoutes } from './data-access/index.js';
 import { chatRoutes } from './chat-routes.js';
@@ -100,6 +101,7 @@ export function createApp(ctx: WebContext): Express {
   app.use('/api/agent', agentApiRoutes(ctx));
   app.use('/api/account', accountRoutes(ctx));
   app.use('/api/admin/sessions', adminSessionRoutes(ctx));
+  app.use('/api/admin/users', adminUserRoutes(ctx));
   app.use('/api/chat', chatRoutes(ctx));
 
   app.get('/api/openapi.json', (_req, res) => {

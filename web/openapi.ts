@@ -80,6 +80,7 @@ export const OPERATIONS: readonly (readonly [string, string, string, Who, string
   ['get', '/api/admin/sessions', 'admin', 'superuser', 'Live sandboxes (503 without a Docker engine)'],
   ['post', '/api/admin/sessions/{id}/restart', 'admin', 'superuser', 'Restart a session with a fresh sandbox (204)'],
   ['post', '/api/admin/sessions/{id}/kill', 'admin', 'superuser', 'End a session\'s sandbox (204)'],
+  ['get', '/api/admin/users', 'admin', 'superuser', 'Accounts for user pickers: ?q= (part of username, e-mail or name), limit, offset'],
 ];
 
 const SECURITY: Record<Who, Record<string, string[]>[]> = {

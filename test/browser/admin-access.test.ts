@@ -72,7 +72,17 @@ else {
     // --- Assignment and the effective policy with its explanation.
     await page.click('#nav a[href="#/admin/data-assignments"]');
     await page.waitForSelector('#assign-form');
-    await page.fill('#assign-user', String(bob.id));
+    // The user field suggests accounts as you type (GET /api/admin/users) and takes a username.
+    await page.fill('#assign-user', 'BO');
+    await page.waitForSelector('#assign-user-options option[value="bob"]', { state: 'attached' });
+    t.match(await page.getAttribute('#assign-user-options option[value="bob"]', 'label'), new RegExp(`id ${bob.id}`), 'the suggestion shows the id');
+    // A name nobody has: said plainly, nothing sent.
+    await page.fill('#assign-user', 'nobody-here');
+    await page.click('#assign-create');
+    await page.waitForSelector('#assign-status [role=alert]');
+    t.match(await page.textContent('#assign-status'), /No user is named "nobody-here"/);
+    t.equal(await page.getAttribute('#assign-user', 'aria-invalid'), 'true');
+    await page.fill('#assign-user', 'bob');
     await page.selectOption('#assign-role', { label: 'sales_eu' });
     await page.click('#assign-create');
     await page.waitForFunction(() => /bob/.test(document.querySelector('#assignments-table')?.textContent ?? ''));

@@ -2,7 +2,7 @@
 // effective policy with its explanation, and the action log. API: /api/data-authorization
 // (docs/data-access.md). Pages say so plainly when the server does not have the API.
 import { h, clear, api, fmtTime, table } from './lib.js';
-import { field, input, select, statusArea, act, parseList, section, pageTitle, json, errorNode } from './admin-common.js';
+import { field, input, select, statusArea, act, parseList, section, pageTitle, json, errorNode, userPicker } from './admin-common.js';
 
 const BASE = '/api/data-authorization';
 
@@ -212,14 +212,14 @@ function assignmentsPage() {
     const status = statusArea('assign-status');
     const [{ roles }, list] = await Promise.all([api('GET', `${BASE}/roles`), api('GET', `${BASE}/assignments?limit=200`)]);
     const rerender = async () => root.replaceWith(await assignmentsPage());
-    const uid = input({ id: 'assign-user', type: 'number', min: 1, required: true, inputmode: 'numeric' });
+    const who = userPicker({ id: 'assign-user', required: true });
     const rolePick = select(roles.map((r) => [String(r.id), r.name]), { id: 'assign-role' });
     const add = h('button', { type: 'submit', id: 'assign-create' }, 'Assign');
-    const form = h('form', { id: 'assign-form', class: 'row' }, field('User id', uid), field('Role', rolePick), add);
+    const form = h('form', { id: 'assign-form', class: 'row' }, field('User', who.input), who.list, field('Role', rolePick), add);
     form.addEventListener('submit', (ev) => {
       ev.preventDefault();
       act(add, status, async () => {
-        await api('POST', `${BASE}/assignments`, { user_id: Number(uid.value), role_id: Number(rolePick.value) });
+        await api('POST', `${BASE}/assignments`, { user_id: await who.resolve(), role_id: Number(rolePick.value) });
         await rerender();
       });
     });
@@ -243,14 +243,15 @@ function assignmentsPage() {
       h('h3', {}, 'New assignment'), form, status.el));
 
     const effStatus = statusArea('eff-status');
-    const effUser = input({ id: 'eff-user', type: 'number', min: 1, required: true, inputmode: 'numeric' });
+    const eff = userPicker({ id: 'eff-user', required: true });
+    const effUser = eff.input;
     const go = h('button', { type: 'submit', id: 'eff-show' }, 'Show effective policy');
     const out = h('div', { id: 'eff-out', 'aria-live': 'polite' });
-    const effForm = h('form', { id: 'eff-form', class: 'row' }, field('User id', effUser), go);
+    const effForm = h('form', { id: 'eff-form', class: 'row' }, field('User', effUser), eff.list, go);
     effForm.addEventListener('submit', (ev) => {
       ev.preventDefault();
       act(go, effStatus, async () => {
-        const p = await api('GET', `${BASE}/users/${encodeURIComponent(effUser.value)}/effective-policy`);
+        const p = await api('GET', `${BASE}/users/${await eff.resolve()}/effective-policy`);
         clear(out);
         out.append(effectiveView(p));
       });
@@ -282,9 +283,10 @@ function actionLogPage() {
     const events = h('datalist', { id: 'log-events' }, ['bi.*', 'bi.denied', 'bi.allowed', 'bi.entitlement.granted', 'bi.entitlement.revoked', 'data.*', 'data.role.created', 'data.policy.created', 'data.assignment.created', 'identity.*', 'auth.*']
       .map((v) => h('option', { value: v })));
     const sev = select([['', 'any'], ['info', 'info'], ['warning', 'warning'], ['critical', 'critical']], { id: 'log-severity' });
-    const subject = input({ id: 'log-subject', type: 'number', min: 1, inputmode: 'numeric' });
+    const subjectPick = userPicker({ id: 'log-subject' });
+    const subject = subjectPick.input;
     const go = h('button', { type: 'submit', id: 'log-apply' }, 'Apply filters');
-    const form = h('form', { id: 'log-form', class: 'row' }, field('Event', ev), events, field('Severity', sev), field('Subject user id', subject), go);
+    const form = h('form', { id: 'log-form', class: 'row' }, field('Event', ev), events, field('Severity', sev), field('Subject user', subject), subjectPick.list, go);
     const body = h('div', { id: 'log-rows' });
     const more = h('button', { type: 'button', class: 'secondary', id: 'log-more', hidden: true }, 'Older entries');
     let before = null;
@@ -292,7 +294,8 @@ function actionLogPage() {
       const q = new URLSearchParams({ limit: '50' });
       if (ev.value.trim()) q.set('event', ev.value.trim());
       if (sev.value) q.set('severity', sev.value);
-      if (subject.value) q.set('subject_id', subject.value);
+      const subjectId = await subjectPick.resolve();
+      if (subjectId !== null) q.set('subject_id', String(subjectId));
       if (append && before) q.set('before', String(before));
       const r = await api('GET', `${BASE}/audit?${q}`);
       if (!append) clear(body);

@@ -1,5 +1,5 @@
 // Shared pieces for the admin pages: labelled fields, plain error boxes, small forms.
-import { h, clear, ApiError } from './lib.js';
+import { h, clear, api, ApiError } from './lib.js';
 
 let seq = 0;
 /** A labelled input: returns { wrap, input }. The label's for= always points at the control. */
@@ -82,4 +82,57 @@ export function pageTitle(text, intro) {
 
 export function json(v) {
   return h('pre', {}, JSON.stringify(v, null, 2));
+}
+
+/**
+ * A user field for the admin pages: type a username, e-mail or id. Suggestions come from
+ * GET /api/admin/users as you type (a <datalist>: username, with id and e-mail beside it).
+ * Returns { input, list, resolve }: resolve() → the user's id (null when empty and optional),
+ * or throws a plain error when the text names nobody or more than one user. All digits = an id.
+ */
+export function userPicker(attrs = {}) {
+  const listId = `${attrs.id}-options`;
+  const el = input({ autocomplete: 'off', spellcheck: 'false', list: listId, placeholder: 'username, e-mail or id', ...attrs });
+  const list = h('datalist', { id: listId });
+  const search = (q, limit) => api('GET', `/api/admin/users?${new URLSearchParams({ q, limit: String(limit) })}`);
+  let timer;
+  let shown = null;
+  const suggest = async () => {
+    const q = el.value.trim();
+    if (q === shown || /^[0-9]+$/.test(q)) return;
+    try {
+      const r = await search(q, 20);
+      if (el.value.trim() !== q) return;
+      shown = q;
+      clear(list);
+      for (const u of r.users) {
+        const extra = [`id ${u.id}`, u.email, u.display_name, u.is_active ? null : 'inactive'].filter(Boolean).join(' · ');
+        list.append(h('option', { value: u.username, label: extra }, extra));
+      }
+    } catch {
+      // Suggestions are a convenience; the field still takes a username or an id.
+    }
+  };
+  el.addEventListener('input', () => {
+    el.removeAttribute('aria-invalid');
+    clearTimeout(timer);
+    timer = setTimeout(suggest, 150);
+  });
+  el.addEventListener('focus', suggest);
+  const resolve = async () => {
+    const v = el.value.trim();
+    if (!v) {
+      if (attrs.required) throw new Error('Name a user (username, e-mail or id).');
+      return null;
+    }
+    if (/^[0-9]+$/.test(v)) return Number(v);
+    const lc = v.toLowerCase();
+    const r = await search(v, 200);
+    const exact = r.users.filter((u) => u.username.toLowerCase() === lc || (u.email || '').toLowerCase() === lc);
+    if (exact.length === 1) return exact[0].id;
+    el.setAttribute('aria-invalid', 'true');
+    if (exact.length > 1) throw new Error(`"${v}" names more than one user: type the id instead.`);
+    throw new Error(`No user is named "${v}". Type a username, an e-mail or an id.`);
+  };
+  return { input: el, list, resolve };
 }

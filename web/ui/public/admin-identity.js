@@ -1,7 +1,7 @@
 // Identity admin pages: SSO connection, directory sync, organisations/teams, agent policies.
 // API: /api/identity (docs/identity.md).
 import { h, clear, api, fmtTime, table } from './lib.js';
-import { field, input, checkbox, select, statusArea, act, parseList, section, pageTitle, json, errorNode } from './admin-common.js';
+import { field, input, checkbox, select, statusArea, act, parseList, section, pageTitle, json, errorNode, userPicker } from './admin-common.js';
 
 // ---------------------------------------------------------------- SSO + directory sync
 
@@ -309,14 +309,14 @@ async function agentPoliciesSection(orgId) {
 
 function effectiveAgentPolicySection() {
   const status = statusArea('eap-status');
-  const uid = input({ id: 'eap-user', type: 'number', min: 1, required: true, inputmode: 'numeric' });
+  const who = userPicker({ id: 'eap-user', required: true });
   const go = h('button', { type: 'submit' }, 'Show');
   const out = h('div', { id: 'eap-out' });
-  const form = h('form', { class: 'row' }, field('User id', uid), go);
+  const form = h('form', { class: 'row' }, field('User', who.input), who.list, go);
   form.addEventListener('submit', (ev) => {
     ev.preventDefault();
     act(go, status, async () => {
-      const r = await api('GET', `/api/identity/agent-policy?user_id=${encodeURIComponent(uid.value)}`);
+      const r = await api('GET', `/api/identity/agent-policy?user_id=${await who.resolve()}`);
       clear(out);
       const p = r.policy;
       out.append(h('ul', {},

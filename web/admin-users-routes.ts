@@ -1,0 +1,36 @@
+import { Router, type Request } from 'express';
+import { AppError, listUsers } from '../core/index.js';
+import { requireSuperuser, type WebContext } from './context.js';
+
+const MAX_LIMIT = 200;
+const MAX_Q = 100;
+
+function intParam(req: Request, name: string, dflt: number, max: number): number {
+  const v = req.query[name];
+  if (v === undefined || v === '') return dflt;
+  if (typeof v !== 'string' || !/^[0-9]{1,9}$/.test(v) || Number(v) > max || (name === 'limit' && Number(v) < 1)) {
+    throw new AppError('ERR_VALIDATION', `${name}: must be an integer from ${name === 'limit' ? 1 : 0} to ${max}`, { status: 400, details: { field: name } });
+  }
+  return Number(v);
+}
+
+/**
+ * GET /api/admin/users (superuser): the accounts, for the admin pages' user pickers.
+ * `q` matches a part of the username, e-mail or display name (case-insensitive);
+ * `limit` (1–200, default 50) and `offset` page through them by id. Never a password hash.
+ */
+export function adminUserRoutes(ctx: WebContext): Router {
+  const r = Router();
+  r.use(requireSuperuser);
+  r.get('/', (req, res) => {
+    const q = req.query.q;
+    if (q !== undefined && (typeof q !== 'string' || q.length > MAX_Q)) {
+      throw new AppError('ERR_VALIDATION', `q: must be one text of at most ${MAX_Q} characters`, { status: 400, details: { field: 'q' } });
+    }
+    const limit = intParam(req, 'limit', 50, MAX_LIMIT);
+    const offset = intParam(req, 'offset', 0, 1e9);
+    const { users, total } = listUsers(ctx.db, { q, limit, offset });
+    res.json({ users, total, limit, offset, next_offset: offset + users.length < total ? offset + users.length : null });
+  });
+  return r;
+}
