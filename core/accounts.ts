@@ -160,3 +160,25 @@ export async function tokenRequest(cfg: OAuthClientConfig, params: Record<string
   }
   return { ...json, expires_in: Number(json.expires_in ?? 3600) } as TokenResponse;
 }
+
+/**
+ * Revoke a grant at the provider (RFC 7009; Google: POST /revoke, form `token=`). Revoking the
+ * refresh token ends the whole grant, access tokens included. Answers whether the provider
+ * confirmed it (2xx, or 400 invalid_token: already gone); never throws, never logs the token.
+ */
+export async function revokeToken(url: string, token: string, timeoutMs = 10_000): Promise<{ revoked: boolean; reason?: string }> {
+  try {
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+      body: new URLSearchParams({ token }),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    const json = (await res.json().catch(() => ({}))) as { error?: unknown };
+    if (res.ok) return { revoked: true };
+    const kind = typeof json.error === 'string' && /^[a-z_]{1,40}$/.test(json.error) ? json.error : `http_${res.status}`;
+    return kind === 'invalid_token' ? { revoked: true, reason: 'already invalid' } : { revoked: false, reason: kind };
+  } catch (err) {
+    return { revoked: false, reason: (err as Error).name === 'TimeoutError' ? 'timeout' : 'unreachable' };
+  }
+}

@@ -53,6 +53,7 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'AIRLOCK_GOOGLE_CLIENT_SECRET', kind: 'secret', doc: 'OAuth client secret for connected accounts.' },
   { env: 'AIRLOCK_GOOGLE_AUTH_URL', kind: 'url', default: 'https://accounts.google.com/o/oauth2/v2/auth', doc: 'OAuth authorization endpoint for connected accounts.' },
   { env: 'AIRLOCK_GOOGLE_TOKEN_URL', kind: 'url', default: 'https://oauth2.googleapis.com/token', doc: 'OAuth token endpoint (connected accounts and service-account assertions).' },
+  { env: 'AIRLOCK_GOOGLE_REVOKE_URL', kind: 'url', default: 'https://oauth2.googleapis.com/revoke', doc: 'OAuth revocation endpoint: disconnecting an account revokes its grant here.' },
   { env: 'AIRLOCK_GOOGLE_MAIL_BASE_URL', kind: 'url', default: 'https://gmail.googleapis.com', doc: 'Gmail API base URL.' },
   { env: 'AIRLOCK_GOOGLE_SHEETS_BASE_URL', kind: 'url', default: 'https://sheets.googleapis.com', doc: 'Sheets API base URL.' },
   { env: 'AIRLOCK_GOOGLE_DRIVE_BASE_URL', kind: 'url', default: 'https://www.googleapis.com', doc: 'Drive API base URL.' },
@@ -94,6 +95,7 @@ export interface Config {
     clientSecret?: Secret;
     authUrl: string;
     tokenUrl: string;
+    revokeUrl: string;
     mailBaseUrl: string;
     sheetsBaseUrl: string;
     driveBaseUrl: string;
@@ -204,6 +206,7 @@ export function loadConfig(env: Raw, opts: LoadConfigOptions = {}): Readonly<Con
       clientSecret: sec('AIRLOCK_GOOGLE_CLIENT_SECRET'),
       authUrl: str('AIRLOCK_GOOGLE_AUTH_URL'),
       tokenUrl: str('AIRLOCK_GOOGLE_TOKEN_URL'),
+      revokeUrl: str('AIRLOCK_GOOGLE_REVOKE_URL'),
       mailBaseUrl: str('AIRLOCK_GOOGLE_MAIL_BASE_URL'),
       sheetsBaseUrl: str('AIRLOCK_GOOGLE_SHEETS_BASE_URL'),
       driveBaseUrl: str('AIRLOCK_GOOGLE_DRIVE_BASE_URL'),

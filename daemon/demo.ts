@@ -289,7 +289,7 @@ export async function startDemo(opts: DemoOptions = {}): Promise<Demo> {
     const clientSecret = randomBytes(16).toString('hex');
     const oauth = await startGoogleOAuth({ clientId, clientSecret, email: DEMO_USER.email });
     cleanups.push(() => oauth.close());
-    const google = await startGoogle({ authorize: (t) => oauth.issued.access.includes(t), seed: { spreadsheets: [SAMPLE_SHEET, OTHER_SHEET] }, userEmail: DEMO_USER.email });
+    const google = await startGoogle({ authorize: (t) => oauth.issued.access.includes(t) && !oauth.revoked.includes(t), seed: { spreadsheets: [SAMPLE_SHEET, OTHER_SHEET] }, userEmail: DEMO_USER.email });
     cleanups.push(() => google.close());
     const directory = await startDirectory({ domain: DEMO_DOMAIN, audience: router.tokenUrl });
     cleanups.push(() => directory.close());
@@ -313,6 +313,7 @@ export async function startDemo(opts: DemoOptions = {}): Promise<Demo> {
       AIRLOCK_GOOGLE_CLIENT_SECRET: clientSecret,
       AIRLOCK_GOOGLE_AUTH_URL: oauth.authorizeUrl,
       AIRLOCK_GOOGLE_TOKEN_URL: router.tokenUrl,
+      AIRLOCK_GOOGLE_REVOKE_URL: oauth.revokeUrl,
       AIRLOCK_GOOGLE_MAIL_BASE_URL: google.url,
       AIRLOCK_GOOGLE_SHEETS_BASE_URL: google.url,
       AIRLOCK_GOOGLE_DRIVE_BASE_URL: google.url,

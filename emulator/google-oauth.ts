@@ -18,6 +18,8 @@ export interface GoogleOAuthOptions {
   email?: string;
   /** Answer the refresh_token grant with invalid_grant (revoked consent). */
   failRefresh?: boolean;
+  /** Answer POST /revoke with 503 (the provider is down). */
+  failRevoke?: boolean;
 }
 
 export interface GoogleOAuth {
@@ -28,6 +30,8 @@ export interface GoogleOAuth {
   requests: OAuthRecordedRequest[];
   /** Every token value issued (tests scan logs and the database for them). */
   issued: { access: string[]; refresh: string[] };
+  /** Tokens revoked through POST /revoke (a refresh token's revocation ends its grant). */
+  revoked: string[];
   options: GoogleOAuthOptions;
   close(): Promise<void>;
 }
@@ -52,8 +56,9 @@ export async function start(opts: GoogleOAuthOptions = {}): Promise<GoogleOAuth>
   const o: GoogleOAuthOptions = { clientId: 'airlock-test-client', clientSecret: 'airlock-test-client-secret', expiresIn: 3599, email: 'user@example.test', ...opts };
   const requests: OAuthRecordedRequest[] = [];
   const codes = new Map<string, PendingCode>();
-  const refresh = new Map<string, { clientId: string; scope: string }>();
+  const refresh = new Map<string, { clientId: string; scope: string; access: string[] }>();
   const issued = { access: [] as string[], refresh: [] as string[] };
+  const revoked: string[] = [];
 
   const json = (res: ServerResponse, status: number, body: unknown) => {
     const text = JSON.stringify(body);
@@ -108,10 +113,10 @@ export async function start(opts: GoogleOAuthOptions = {}): Promise<GoogleOAuth>
           if (createHash('sha256').update(verifier).digest('base64url') !== c.challenge) {
             return json(res, 400, { error: 'invalid_grant', error_description: 'code_verifier mismatch' });
           }
-          const out: Record<string, unknown> = access(c.scope);
+          const out = access(c.scope) as Record<string, unknown>;
           if (c.offline) {
             const r = `1//emu-${randomBytes(24).toString('base64url')}`;
-            refresh.set(r, { clientId: c.clientId, scope: c.scope });
+            refresh.set(r, { clientId: c.clientId, scope: c.scope, access: [out.access_token as string] });
             issued.refresh.push(r);
             out.refresh_token = r;
           }
@@ -122,12 +127,21 @@ export async function start(opts: GoogleOAuthOptions = {}): Promise<GoogleOAuth>
         if (form.grant_type === 'refresh_token') {
           const r = refresh.get(form.refresh_token ?? '');
           if (!r || o.failRefresh) return json(res, 400, { error: 'invalid_grant', error_description: 'Token has been expired or revoked.' });
-          return json(res, 200, access(r.scope));
+          const a = access(r.scope);
+          r.access.push(a.access_token);
+          return json(res, 200, a);
         }
         return json(res, 400, { error: 'unsupported_grant_type' });
       }
       if (req.method === 'POST' && u.pathname === '/revoke') {
-        refresh.delete(form.token ?? '');
+        // Google: form `token=` (access or refresh); 200 {} when revoked, 400 invalid_token otherwise.
+        if (o.failRevoke) return json(res, 503, { error: 'backend_error' });
+        const t = form.token ?? '';
+        const known = refresh.has(t) || (issued.access.includes(t) && !revoked.includes(t));
+        if (!known) return json(res, 400, { error: 'invalid_token', error_description: 'Token expired or revoked' });
+        // Revoking a refresh token ends its grant: its access tokens stop working too.
+        revoked.push(t, ...(refresh.get(t)?.access ?? []));
+        refresh.delete(t);
         return json(res, 200, {});
       }
       json(res, 404, { error: 'not_found' });
@@ -143,6 +157,7 @@ export async function start(opts: GoogleOAuthOptions = {}): Promise<GoogleOAuth>
     revokeUrl: `${url}/revoke`,
     requests,
     issued,
+    revoked,
     options: o,
     close: () =>
       (closing ??= new Promise((resolve) => {

@@ -7,6 +7,7 @@ import {
   loadOrCreateEncryptionKey,
   logAction,
   randomToken,
+  revokeToken,
   tokenRequest,
   WORKSPACE_SCOPES,
   type ConnectedAccount,
@@ -71,7 +72,7 @@ function emailOf(idToken: string | undefined): string | null {
  *   GET    /api/account           status
  *   POST   /api/account/connect   {return_to?} → {authorization_url}
  *   GET    /api/account/callback  provider redirect → stores tokens (encrypted) → 302 return_to
- *   DELETE /api/account           disconnect → 204
+ *   DELETE /api/account           disconnect: delete, revoke at the provider, end sandboxes → {connected:false, revoked_at_provider}
  */
 export function accountRoutes(ctx: WebContext): Router {
   const r = Router();
@@ -148,12 +149,32 @@ export function accountRoutes(ctx: WebContext): Router {
     }),
   );
 
-  r.delete('/', requireUser, (req, res) => {
-    const had = store.disconnect(req.user!.id);
-    if (had) logAction(ctx.db, { event: 'account.disconnected', actorId: req.user!.id, subjectId: req.user!.id });
-    req.log.info({ event: 'account_disconnected', had }, 'account disconnected');
-    res.status(204).end();
-  });
+  r.delete(
+    '/',
+    requireUser,
+    asyncHandler(async (req, res) => {
+      const userId = req.user!.id;
+      let token: string | undefined;
+      try {
+        const t = store.tokens(userId);
+        token = t?.refreshToken ?? t?.accessToken;
+      } catch (err) {
+        // Undecryptable (the data-folder key changed): the record goes anyway; nothing to revoke.
+        req.log.warn({ err: (err as Error).message }, 'connected account tokens unreadable at disconnect');
+      }
+      // The local record goes first: whatever the provider answers, Airlock holds no token after this.
+      const had = store.disconnect(userId);
+      const revocation = token ? await revokeToken(g.revokeUrl, token) : undefined;
+      // No warm sandbox keeps the old token either: the user's sandboxes end, and the next
+      // prompt starts a fresh one without an account.
+      const sandboxes = ctx.services.sandboxes as { killForUser(userId: number): Promise<unknown> | unknown } | undefined;
+      if (had) await sandboxes?.killForUser(userId);
+      const revoked = revocation?.revoked ?? null;
+      if (had) logAction(ctx.db, { event: 'account.disconnected', actorId: userId, subjectId: userId, severity: revoked === false ? 'warning' : 'info', data: { revoked_at_provider: revoked, ...(revocation?.reason ? { reason: revocation.reason } : {}) } });
+      req.log.info({ event: 'account_disconnected', had, revoked, reason: revocation?.reason }, 'account disconnected');
+      res.json({ connected: false, revoked_at_provider: revoked });
+    }),
+  );
 
   return r;
 }

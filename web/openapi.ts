@@ -70,7 +70,7 @@ export const OPERATIONS: readonly (readonly [string, string, string, Who, string
   ['get', '/api/account', 'account', 'user', 'Connected workspace account status (no tokens)'],
   ['post', '/api/account/connect', 'account', 'user', 'Start connecting: → {authorization_url}'],
   ['get', '/api/account/callback', 'account', 'idp-redirect', 'OAuth callback: store tokens, 302 return_to'],
-  ['delete', '/api/account', 'account', 'user', 'Disconnect (204)'],
+  ['delete', '/api/account', 'account', 'user', 'Disconnect: forget the tokens, revoke at the provider, end warm sandboxes → {connected:false, revoked_at_provider}'],
 
   ['post', '/api/chat/messages', 'chat', 'user', 'Send a prompt; answer an NDJSON event stream ending in one done'],
   ['get', '/api/chat/sessions', 'chat', 'user', 'Own chat sessions'],

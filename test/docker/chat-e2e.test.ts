@@ -7,6 +7,7 @@ import t from 'tap';
 import { createLogger, AccountStore, Encryptor, loadOrCreateEncryptionKey, createUser, hashPassword, WORKSPACE_SCOPES } from '../../core/index.js';
 import { serve } from '../../daemon/serve.js';
 import * as google from '../../emulator/google.js';
+import * as googleOAuth from '../../emulator/google-oauth.js';
 import * as openaiModel from '../../emulator/model-openai.js';
 import { Client } from '../helpers/client.js';
 import { logSink } from '../helpers/app.js';
@@ -29,6 +30,8 @@ if (docker) {
       seed: { spreadsheets: [{ id: 'sheet-sample-1', name: 'Sample sales 2026', sheets: { Sales: [['Month', 'Sales'], ['Jan', 3], ['Feb', 5], ['Mar', 8]] } }] },
     });
     t.teardown(() => g.close());
+    const oauth = await googleOAuth.start();
+    t.teardown(() => oauth.close());
     const config = runtimeConfig(dir, image, {
       AIRLOCK_PORT: '0',
       AIRLOCK_POOL_SIZE: '0',
@@ -38,6 +41,7 @@ if (docker) {
       AIRLOCK_GOOGLE_MAIL_BASE_URL: g.url,
       AIRLOCK_GOOGLE_SHEETS_BASE_URL: g.url,
       AIRLOCK_GOOGLE_DRIVE_BASE_URL: g.url,
+      AIRLOCK_GOOGLE_REVOKE_URL: oauth.revokeUrl,
       ...env,
     });
     const logs = logSink();
@@ -57,7 +61,7 @@ if (docker) {
     const c = new Client(d.web.url);
     const login = await c.login('alice', 'alice-password');
     if (login.status !== 200) throw new Error(`login failed: ${login.status}`);
-    return { d, g, c, logs };
+    return { d, g, c, logs, oauth };
   }
 
   t.test('OpenAI-shaped model through the proxy: two tool calls stream in order; warm reuse; the model sees the earlier turn', async (t) => {
@@ -156,6 +160,29 @@ if (docker) {
     t.equal(g.mailbox.length, 2, 'mail before and after the rotation');
     const sends = g.requests.filter((q) => q.method === 'POST' && q.path.startsWith('/gmail/'));
     t.equal(sends.at(-1)!.headers.authorization, `Bearer ${fresh}`, 'the rotated token went upstream');
+  });
+
+  t.test('disconnecting the account revokes it at the provider and ends the warm sandbox; the next turn has no account', async (t) => {
+    const { d, g, c, oauth } = await start(t, { AIRLOCK_MODEL_PROVIDER: 'demo' });
+    const first = await streamTurn(c, { message: 'chart 1 2 3 and email the chart to x@example.test' });
+    t.same(first.events.filter((e) => e.type === 'tool_end').map((e) => e.ok), [true, true]);
+    const sessionId = first.events.at(-1).session_id;
+    const [before] = d.runtime!.sessions.list().filter((s) => s.sessionId === sessionId);
+    t.ok(before, 'a warm sandbox holds the token');
+
+    const del = await c.json('DELETE', '/api/account');
+    t.equal(del.status, 200);
+    t.equal(del.body.connected, false);
+    t.same(oauth.requests.filter((r) => r.path === '/revoke').map((r) => r.params.token), [g.token], 'the provider was asked to revoke the token');
+    t.same(d.runtime!.sessions.list().filter((s) => s.sessionId === sessionId), [], 'no sandbox keeps the old token');
+    await t.rejects(docker!.getContainer(before.containerId).inspect(), { statusCode: 404 } as unknown as Error, 'its container is gone');
+
+    const after = await streamTurn(c, { message: 'chart 4 5 and email the chart to x@example.test', session_id: sessionId });
+    t.equal(after.status, 200, 'the chat session goes on in a fresh sandbox');
+    const mail = after.events.find((e) => e.type === 'tool_end' && e.tool === 'send_email');
+    t.equal(mail?.ok, false, 'mail is refused without an account');
+    t.match(mail?.error, /connect/i, 'the user is told to connect the account');
+    t.equal(g.mailbox.length, 1, 'only the mail from before the disconnect');
   });
 
   t.test('client disconnect cancels the turn inside the sandbox; the session stays usable', async (t) => {

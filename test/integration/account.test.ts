@@ -14,6 +14,7 @@ async function setup(t: { teardown(fn: () => unknown): void; equal(a: unknown, b
       AIRLOCK_GOOGLE_CLIENT_SECRET: oauth.options.clientSecret!,
       AIRLOCK_GOOGLE_AUTH_URL: oauth.authorizeUrl,
       AIRLOCK_GOOGLE_TOKEN_URL: oauth.tokenUrl,
+      AIRLOCK_GOOGLE_REVOKE_URL: oauth.revokeUrl,
     },
   });
   await addUser(app.db, 'alice', PASSWORD);
@@ -76,10 +77,41 @@ t.test('connect through the provider (code + PKCE, offline), status, disconnect'
   t.equal(replay.status, 400);
   t.equal(replay.body.error.code, 'ERR_ACCOUNT_STATE');
 
-  const del = await c.request('DELETE', '/api/account');
-  t.equal(del.status, 204);
+  const del = await c.json('DELETE', '/api/account');
+  t.equal(del.status, 200);
+  t.same(del.body, { connected: false, revoked_at_provider: true });
+  t.same(oauth.revoked, [refresh, access], 'the grant (refresh token and its access token) was revoked at the provider');
+  const revokeCall = oauth.requests.find((r) => r.path === '/revoke')!;
+  t.same(Object.keys(revokeCall.params), ['token'], 'Google\'s shape: form token=');
   t.same((await c.json('GET', '/api/account')).body, { connected: false });
   t.equal((app.db.prepare('SELECT COUNT(*) AS n FROM connected_accounts').get() as { n: number }).n, 0);
+  const refreshAfter = await fetch(oauth.tokenUrl, {
+    method: 'POST',
+    body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refresh, client_id: oauth.options.clientId!, client_secret: oauth.options.clientSecret! }),
+  });
+  t.equal(refreshAfter.status, 400, 'the revoked refresh token no longer works at the provider');
+  const logged = app.db.prepare("SELECT severity, data FROM action_log WHERE event = 'account.disconnected'").get() as { severity: string; data: string };
+  t.same({ severity: logged.severity, data: JSON.parse(logged.data) }, { severity: 'info', data: { revoked_at_provider: true } });
+  for (const secret of [access, refresh]) t.notOk(app.logs.text().includes(secret), 'no token in the logs at disconnect');
+  // A second disconnect: nothing to forget, nothing to revoke.
+  t.same((await c.json('DELETE', '/api/account')).body, { connected: false, revoked_at_provider: null });
+});
+
+t.test('disconnect when the provider cannot revoke: the record still goes, the answer and the log say so', async (t) => {
+  const { oauth, app, c } = await setup(t);
+  const start = await c.json('POST', '/api/account/connect', {});
+  const consent = await fetch(start.body.authorization_url, { redirect: 'manual' });
+  const cb = new URL(consent.headers.get('location')!);
+  t.equal((await c.request('GET', cb.pathname + cb.search)).status, 302);
+  t.equal((await c.json('GET', '/api/account')).body.connected, true);
+  oauth.options.failRevoke = true;
+  const del = await c.json('DELETE', '/api/account');
+  t.equal(del.status, 200);
+  t.same(del.body, { connected: false, revoked_at_provider: false });
+  t.same(oauth.revoked, []);
+  t.equal((app.db.prepare('SELECT COUNT(*) AS n FROM connected_accounts').get() as { n: number }).n, 0, 'Airlock forgot the tokens anyway');
+  const logged = app.db.prepare("SELECT severity, data FROM action_log WHERE event = 'account.disconnected'").get() as { severity: string; data: string };
+  t.same({ severity: logged.severity, data: JSON.parse(logged.data) }, { severity: 'warning', data: { revoked_at_provider: false, reason: 'backend_error' } });
 });
 
 t.test('refusals: anonymous, forged state, another user\'s state, CSRF', async (t) => {

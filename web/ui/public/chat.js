@@ -55,12 +55,30 @@ async function loadSessions(list) {
   }
 }
 
+/** Disconnect: Airlock forgets the tokens, asks Google to revoke the grant and ends warm sandboxes. */
+async function disconnectAccount(box) {
+  if (!confirm('Disconnect your workspace account? Airlock forgets its tokens, asks Google to revoke them, and restarts your open chats\' sandboxes.')) return;
+  let r;
+  try {
+    r = await api('DELETE', '/api/account');
+  } catch (e) {
+    box.append(banner('error', `${e.message} (${e.code})`));
+    return;
+  }
+  await loadAccount(box);
+  if (r && r.revoked_at_provider === false) {
+    box.append(banner('error', 'Disconnected from Airlock, but Google did not confirm the revocation. To be sure, remove Airlock at https://myaccount.google.com/permissions.'));
+  } else {
+    box.append(banner('info', r && r.revoked_at_provider ? 'Disconnected. Google revoked Airlock\'s access.' : 'Disconnected.'));
+  }
+}
+
 async function loadAccount(box) {
   const r = await api('GET', '/api/account');
   clear(box);
   if (r.connected) {
     box.append(h('p', { class: 'ok' }, `Connected${r.email ? ` as ${r.email}` : ''}.`),
-      h('button', { type: 'button', class: 'secondary', onclick: async () => { await api('DELETE', '/api/account'); loadAccount(box); } }, 'Disconnect'));
+      h('button', { type: 'button', class: 'secondary', id: 'disconnect-account', onclick: () => disconnectAccount(box) }, 'Disconnect'));
   } else {
     const connect = h('button', { type: 'button', id: 'connect-account' }, 'Connect workspace account');
     connect.addEventListener('click', async () => {
