@@ -92,7 +92,9 @@ export type ControlMessage =
   | { type: 'reply'; id: string; ok: false; error: { code: string; message: string } }
   | { type: 'event'; turn_id: string; event: AgentEvent }
   | { type: 'turn_end'; turn_id: string; stop_reason: StopReason; error?: { code: string; message: string } }
-  | { type: 'log'; level: 'info' | 'warn' | 'error'; msg: string; data?: Record<string, unknown> };
+  | { type: 'log'; level: 'info' | 'warn' | 'error'; msg: string; data?: Record<string, unknown> }
+  /** One credential-proxy request's outcome (no path, query or token): the daemon counts them in /metrics. */
+  | { type: 'proxy_decision'; route: string | null; outcome: 'forwarded' | 'refused' | 'upstream_error'; status: number; code?: string };
 
 // ---------------------------------------------------------------- session profile (/run/airlock/profile.json)
 

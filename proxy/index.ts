@@ -2,7 +2,7 @@
  * Credential-injection reverse proxy (runs inside the sandbox, started by the supervisor).
  * Contract: `startCredentialProxy(opts: ProxyOptions): Promise<RunningProxy>`. See docs/proxy.md.
  */
-export { startCredentialProxy, tokenEnvOf, TUNNEL_IDLE_MS, MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_HEADER_COUNT, type ProxyOptions, type RunningProxy } from './server.js';
+export { startCredentialProxy, tokenEnvOf, TUNNEL_IDLE_MS, MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_HEADER_COUNT, type ProxyDecision, type ProxyOptions, type RunningProxy } from './server.js';
 export { errorResponse, PROXY_ERRORS, ProxyRefusal, type ProxyErrorCode } from './errors.js';
 export { parseTarget, matchTemplate } from './normalise.js';
 export { Scrubber, SCRUBBED, scrubString } from './scrub.js';

@@ -45,6 +45,17 @@ export interface ProxyOptions {
   upstreamTimeoutMs?: number;
   /** Structured log sink (no tokens, bodies or query values are ever passed). */
   log?: (level: 'info' | 'warn' | 'error', msg: string, data?: Record<string, unknown>) => void;
+  /** Every request's outcome, for the daemon's metrics (the supervisor relays it). */
+  onDecision?: (d: ProxyDecision) => void;
+}
+
+/** One request's outcome: forwarded (any upstream status), refused by the proxy, or the upstream failed. */
+export interface ProxyDecision {
+  /** The route's name; null when no route matched (or the request never got that far). */
+  route: string | null;
+  outcome: 'forwarded' | 'refused' | 'upstream_error';
+  status: number;
+  code?: string;
 }
 
 export interface RunningProxy {
@@ -146,13 +157,22 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
   const timeoutMs = opts.upstreamTimeoutMs ?? UPSTREAM_TIMEOUT_MS;
   let forwarded = 0;
   let refused = 0;
+  const decide = (route: unknown, outcome: ProxyDecision['outcome'], status: number, code?: string) => {
+    if (outcome === 'forwarded') forwarded++;
+    else refused++;
+    try {
+      opts.onDecision?.({ route: typeof route === 'string' ? route : null, outcome, status, ...(code ? { code } : {}) });
+    } catch {
+      // A metrics sink never breaks a request.
+    }
+  };
   const agent = tunnelAgent(opts.egressSocket, Math.min(timeoutMs, 15_000), opts.tlsCa);
 
   // Connections that got a refusal: nothing more is read from them, even requests the
   // parser already took off a pipeline (they would otherwise still be dispatched).
   const tainted = new WeakSet<object>();
   const refuse = (res: ServerResponse | Socket, err: ProxyRefusal, data: Record<string, unknown>) => {
-    refused++;
+    decide(data.route, 'refused', err.status, err.code);
     const sock = 'writeHead' in res ? (res as ServerResponse).socket : res;
     if (sock) {
       tainted.add(sock);
@@ -216,7 +236,7 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
   // Parser-level refusals: CL+TE conflicts, bad chunking, oversize headers, bad syntax.
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
     if (err.code === 'ECONNRESET' || !socket.writable) return socket.destroy();
-    refused++;
+    decide(null, 'refused', 400, 'ERR_PROXY_BAD_REQUEST');
     log('warn', 'proxy refused', { status: 400, code: 'ERR_PROXY_BAD_REQUEST', reason: err.code ?? 'parse error' });
     errorResponse(socket, 'ERR_PROXY_BAD_REQUEST', err.code === 'HPE_HEADER_OVERFLOW' ? 'headers too large' : 'malformed request');
   });
@@ -283,8 +303,9 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
     };
     const fail = (code: 'ERR_PROXY_UPSTREAM' | 'ERR_PROXY_TIMEOUT' | 'ERR_PROXY_BODY_TOO_LARGE', message: string) => {
       if (done) return;
-      refused++;
-      finish(res.headersSent ? res.statusCode : code === 'ERR_PROXY_TIMEOUT' ? 504 : code === 'ERR_PROXY_BODY_TOO_LARGE' ? 413 : 502, { code });
+      const status = res.headersSent ? res.statusCode : code === 'ERR_PROXY_TIMEOUT' ? 504 : code === 'ERR_PROXY_BODY_TOO_LARGE' ? 413 : 502;
+      decide(route.name, code === 'ERR_PROXY_BODY_TOO_LARGE' ? 'refused' : 'upstream_error', status, code);
+      finish(status, { code });
       errorResponse(res, code, message);
     };
 
@@ -322,10 +343,11 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
         const tail = scrub.end();
         resBytes += tail.length;
         res.end(tail);
-        forwarded++;
+        if (!done) decide(route.name, 'forwarded', upRes.statusCode ?? 0);
         finish(upRes.statusCode ?? 0, scrub.hits ? { scrubbed: scrub.hits } : {});
       });
       upRes.on('error', () => {
+        if (!done) decide(route.name, 'upstream_error', upRes.statusCode ?? 502, 'ERR_PROXY_UPSTREAM');
         finish(upRes.statusCode ?? 0, { code: 'ERR_PROXY_UPSTREAM' });
         res.destroy();
       });

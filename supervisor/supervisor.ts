@@ -209,6 +209,7 @@ export class Supervisor {
       host: '127.0.0.1',
       port: profile.proxy?.port ?? SANDBOX_PROXY_PORT,
       log: (level, msg, data) => this.log(level, msg, data),
+      onDecision: (d) => this.broadcast({ type: 'proxy_decision', ...d }),
     });
     this.spawnChild();
     await this.waitChildReady();

@@ -20,10 +20,13 @@ export interface TurnListener {
   onEnd(stop: StopReason, error?: { code: string; message: string }): void;
 }
 
+export type ProxyDecisionMessage = Extract<ControlMessage, { type: 'proxy_decision' }>;
+
 export class SandboxClient {
   private pending = new Map<string, { resolve: (d: Record<string, unknown>) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
   private turns = new Map<string, TurnListener>();
   private closeHandlers: (() => void)[] = [];
+  private decisionHandler?: (d: ProxyDecisionMessage) => void;
   closed = false;
 
   private constructor(private readonly sock: Socket) {
@@ -53,6 +56,11 @@ export class SandboxClient {
       }
     }
     throw new AppError('ERR_SANDBOX_UNREACHABLE', 'the sandbox control socket did not come up', { status: 503, cause: lastErr });
+  }
+
+  /** The in-container proxy's per-request outcomes (the supervisor relays them). */
+  onProxyDecision(fn: (d: ProxyDecisionMessage) => void): void {
+    this.decisionHandler = fn;
   }
 
   onClosed(fn: () => void): void {
@@ -87,6 +95,8 @@ export class SandboxClient {
       const t = this.turns.get(m.turn_id);
       this.turns.delete(m.turn_id);
       t?.onEnd(m.stop_reason, m.error);
+    } else if (m?.type === 'proxy_decision') {
+      this.decisionHandler?.(m);
     }
   }
 

@@ -565,6 +565,16 @@ export class SessionManager implements TurnRunner {
 
   private watchClient(sb: Sandbox): void {
     const client = sb.client!;
+    // The in-container proxy's decisions: counted in /metrics, refusals logged with the session.
+    client.onProxyDecision((d) => {
+      const route = typeof d.route === 'string' && /^[a-z0-9_-]{1,32}$/.test(d.route) ? d.route : 'none';
+      const outcome = d.outcome === 'forwarded' || d.outcome === 'refused' || d.outcome === 'upstream_error' ? d.outcome : 'refused';
+      this.o.metrics?.proxyDecisions.inc({ route, outcome });
+      if (outcome !== 'forwarded') {
+        const code = typeof d.code === 'string' && /^ERR_[A-Z_]{1,40}$/.test(d.code) ? d.code : undefined;
+        this.log.warn({ sessionId: sb.sessionId, containerId: sb.containerId.slice(0, 12), route, outcome, status: Number(d.status) || 0, code }, 'sandbox proxy refused a request');
+      }
+    });
     client.onClosed(() => {
       if (sb.client !== client || sb.state === 'stopping') return;
       sb.state = 'dead';

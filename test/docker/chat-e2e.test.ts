@@ -12,7 +12,7 @@ import * as openaiModel from '../../emulator/model-openai.js';
 import { Client } from '../helpers/client.js';
 import { logSink } from '../helpers/app.js';
 import { shape, streamTurn } from '../helpers/chat.js';
-import { dataDir, dockerOrSkip, ensureTestImage, runtimeConfig, sweep, uniqueOwner } from './helpers.js';
+import { dataDir, dockerOrSkip, ensureTestImage, execIn, runtimeConfig, sweep, uniqueOwner } from './helpers.js';
 import { simpleParser } from 'mailparser';
 
 const MODEL_KEY = 'sk-real-model-key-e2e-0123456789abcdef';
@@ -117,7 +117,7 @@ if (docker) {
   });
 
   t.test('demo model: chart the sample spreadsheet and e-mail it; the mail arrives with the inline chart', async (t) => {
-    const { g, c } = await start(t, { AIRLOCK_MODEL_PROVIDER: 'demo' });
+    const { d, g, c, logs } = await start(t, { AIRLOCK_MODEL_PROVIDER: 'demo' });
     const r = await streamTurn(c, { message: 'chart the sample spreadsheet and email it to bob@example.test' });
     t.equal(r.status, 200);
     const ends = r.events.filter((e) => e.type === 'tool_end');
@@ -134,6 +134,27 @@ if (docker) {
     const send = g.requests.find((q) => q.method === 'POST' && q.path.startsWith('/gmail/v1/users/me/messages/send'));
     t.ok(send, 'Gmail saw the send at its real path (the proxy rewrote /mail/v1 → /gmail/v1)');
     t.equal(send!.headers.authorization, `Bearer ${g.token}`);
+
+    // The in-container proxy's decisions reach the daemon's /metrics, refusals its log.
+    const sessionId = r.events.at(-1).session_id;
+    const [sb] = d.runtime!.sessions.list().filter((s) => s.sessionId === sessionId);
+    const probe = await execIn(docker!, sb.containerId, [
+      '/usr/local/bin/node', '-e',
+      "fetch('http://127.0.0.1:8700/gmail/mail/v1/users/me/messages/send',{method:'POST',headers:{authorization:'Bearer not-the-placeholder'},body:'{}'}).then(r=>console.log(r.status))",
+    ]);
+    t.equal(probe.stdout.trim(), '401', 'a wrong placeholder from inside the sandbox is refused');
+    const metricLine = (text: string, route: string, outcome: string) => Number(new RegExp(`^airlock_proxy_decisions_total\\{route="${route}",outcome="${outcome}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+    let metrics = '';
+    for (let i = 0; i < 100 && !metricLine(metrics, 'mail', 'refused'); i++) {
+      metrics = await (await fetch(`${d.web.url}/metrics`)).text();
+      if (!metricLine(metrics, 'mail', 'refused')) await new Promise((res) => setTimeout(res, 50));
+    }
+    t.equal(metricLine(metrics, 'mail', 'forwarded'), 1, 'the mail send counted');
+    t.equal(metricLine(metrics, 'sheets', 'forwarded'), 1, 'the sheet read counted');
+    t.equal(metricLine(metrics, 'search', 'forwarded'), 1, 'the Drive search counted');
+    t.equal(metricLine(metrics, 'mail', 'refused'), 1, 'the refusal counted');
+    const refusal = logs.lines.map((l) => JSON.parse(l)).find((l) => l.msg === 'sandbox proxy refused a request');
+    t.match(refusal, { sessionId, route: 'mail', outcome: 'refused', status: 401, code: 'ERR_PROXY_PLACEHOLDER' }, 'logged with the session id');
   });
 
   t.test('token rotation: an expired token gives a clear tool error; after rotation the warm session mails again', async (t) => {

@@ -4,7 +4,7 @@ import { createLogger, type Logger } from '../../core/index.js';
 import { EgressGatewayService, egressTarget } from '../../daemon/egress.js';
 import { buildProfile, buildRoutes, ROUTE_ENV } from '../../daemon/overlay.js';
 import { start as startUpstream, type FakeUpstream } from '../../emulator/fake-upstream.js';
-import { startCredentialProxy, type RunningProxy } from '../../proxy/index.js';
+import { startCredentialProxy, type ProxyDecision, type RunningProxy } from '../../proxy/index.js';
 import { logSink, tempDir, type LogSink } from './app.js';
 
 export interface ProxyRig {
@@ -17,6 +17,8 @@ export interface ProxyRig {
   placeholders: Record<string, string>;
   logs: LogSink;
   proxyLogs: string[];
+  /** Every onDecision the proxy made, in order. */
+  decisions: ProxyDecision[];
   log: Logger;
 }
 
@@ -50,15 +52,17 @@ export async function startProxyRig(t: { teardown(fn: () => unknown): void }, op
   const placeholders: Record<string, string> = {};
   for (const r of routes) placeholders[r.placeholder_env] = `ph-${r.name}-` + Math.random().toString(36).slice(2) + Date.now().toString(36);
   const proxyLogs: string[] = [];
+  const decisions: ProxyDecision[] = [];
   const proxy = await startCredentialProxy({
     profile: buildProfile('sess-test-1', 0, routes),
     getToken: (n) => tokens[n],
     getPlaceholder: (n) => placeholders[n],
     egressSocket: socketPath,
     log: (level, msg, data) => proxyLogs.push(JSON.stringify({ level, msg, ...data })),
+    onDecision: (d) => decisions.push(d),
   });
   t.teardown(() => proxy.close());
-  return { upstream, proxy, base: `http://127.0.0.1:${proxy.port}`, socketPath, tokens, placeholders, logs, proxyLogs, log };
+  return { upstream, proxy, base: `http://127.0.0.1:${proxy.port}`, socketPath, tokens, placeholders, logs, proxyLogs, decisions, log };
 }
 
 export { ROUTE_ENV };

@@ -60,6 +60,7 @@ t.test('real token arrives upstream, the placeholder never does; logs hold no se
   t.equal(line.template, '/sheets/v4/spreadsheets/{spreadsheetId}/values/{range}');
   t.equal(line.status, 200);
   t.ok(typeof line.res_bytes === 'number' && typeof line.ms === 'number');
+  t.same(rig.decisions, ['mail', 'sheets', 'search', 'model'].map((route) => ({ route, outcome: 'forwarded', status: 200 })), 'one decision per request, for /metrics');
 });
 
 t.test('anthropic model route injects x-api-key', async (t) => {
@@ -99,6 +100,7 @@ t.test('wrong, missing or another route\'s placeholder → 401 ERR_PROXY_PLACEHO
   t.equal(r.text.match(/HTTP\/1\.1 /g)?.length, 1, 'one answer only');
   await new Promise((res) => setTimeout(res, 100));
   t.equal(rig.upstream.requests.length, 0);
+  t.same(rig.decisions, Array(cases.length + 1).fill({ route: 'mail', outcome: 'refused', status: 401, code: 'ERR_PROXY_PLACEHOLDER' }), 'each refusal is one decision; the dropped pipelined send is none');
 });
 
 t.test('hostile requests → 403/400 and the upstream records nothing', async (t) => {
@@ -235,6 +237,9 @@ t.test('hostile requests → 403/400 and the upstream records nothing', async (t
   await new Promise((r) => setTimeout(r, 100));
   t.same(rig.upstream.requests, [], 'the upstream recorded nothing');
   t.equal(rig.proxy.stats().forwarded, 0);
+  t.ok(rig.decisions.length >= table.length, 'every hostile request is a decision');
+  t.same(rig.decisions.filter((d) => d.outcome !== 'refused'), [], 'all of them refusals');
+  t.same([...new Set(rig.decisions.map((d) => d.code))].sort(), ['ERR_PROXY_BAD_REQUEST', 'ERR_PROXY_ROUTE_DENIED'], 'coded');
 });
 
 t.test('an echoed real token is scrubbed from headers and body', async (t) => {
@@ -352,6 +357,7 @@ t.test('upstream down → 502, upstream too slow → 504, both coded', async (t)
   const sock = rig.socketPath + '.2';
   const h = await gw.open('s2', sock, [`127.0.0.1:${hangPort}`, '127.0.0.1:1']);
   t.teardown(() => h.close());
+  const decisions: unknown[] = [];
   const route = (name: string, upstream: string) => ({ name, prefix: `/${name}`, allow: [{ method: 'GET', path: `/${name}/x` }], upstream, placeholder_env: 'P', token_ref: '${T}', base_url_env: 'B' });
   const proxy = await startCredentialProxy({
     profile: buildProfile('s2', 0, [route('down', 'http://127.0.0.1:1'), route('slow', `http://127.0.0.1:${hangPort}`)]),
@@ -359,6 +365,7 @@ t.test('upstream down → 502, upstream too slow → 504, both coded', async (t)
     getPlaceholder: () => 'ph-value-abcdefabcdef',
     egressSocket: sock,
     upstreamTimeoutMs: 300,
+    onDecision: (d) => decisions.push(d),
   });
   t.teardown(() => proxy.close());
   const auth = { authorization: 'Bearer ph-value-abcdefabcdef' };
@@ -369,6 +376,10 @@ t.test('upstream down → 502, upstream too slow → 504, both coded', async (t)
   t.equal(slow.status, 504);
   t.equal(slow.headers.get('x-airlock-error'), 'ERR_PROXY_TIMEOUT');
   t.notOk(JSON.stringify(await slow.json()).includes('real-token'), 'no token in the error body');
+  t.same(decisions, [
+    { route: 'down', outcome: 'upstream_error', status: 502, code: 'ERR_PROXY_UPSTREAM' },
+    { route: 'slow', outcome: 'upstream_error', status: 504, code: 'ERR_PROXY_TIMEOUT' },
+  ]);
 });
 
 t.test('https upstream: TLS over the egress tunnel, certificate verified, token injected', async (t) => {
