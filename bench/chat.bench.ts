@@ -2,39 +2,123 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { createUser, hashPassword, loadConfig, openDatabase, silentLogger } from '../core/index.js';
+import { randomUUID } from 'node:crypto';
+import { createUser, hashPassword, loadConfig, openDatabase, silentLogger, type Db } from '../core/index.js';
 import { SqliteSessionStore, startWebServer } from '../web/index.js';
 import { LocalTurnRunner } from '../daemon/local-runner.js';
-import { start as startModel } from '../emulator/model-openai.js';
+import { serve } from '../daemon/serve.js';
+import { buildSandboxImage, createDocker } from '../daemon/runtime/index.js';
+import { start as startModel, type ModelServer as ModelEmulator } from '../emulator/model-openai.js';
 import { nowMs, stats, type BenchResult } from './lib.js';
 
 const N = 60;
 const DIST = dirname(dirname(fileURLToPath(import.meta.url)));
+const ROOT = join(DIST, '..');
+const TAG = 'airlock/sandbox:bench';
+const MODEL_KEY = 'sk-bench-model-key-0123456789abcdef';
 
-/**
- * Chat turn overhead beyond the model's own time, warm session, zero-latency scripted model:
- * the same model request made directly (baseline) vs a whole turn through the chat route,
- * the local runner (the real agent child on the host; the container adds its control-socket
- * hop, ~30 µs) and back as NDJSON. Also time to the first event, and a turn with one MCP
- * tool call (two model calls + one tool).
- */
-export async function run(): Promise<BenchResult> {
-  const dir = mkdtempSync(join(tmpdir(), 'airlock-bench-chat-'));
-  const model = await startModel({
-    respond: (body) => {
-      const last = body.messages[body.messages.length - 1];
-      if (String(last.content).startsWith('tool') && last.role === 'user') return { kind: 'reply', tool_calls: [{ name: 'add', arguments: { a: 1, b: 2 } }] };
-      return { kind: 'reply', text: 'ok done' };
-    },
+type Row = Record<string, string | number>;
+
+/** A logged-in browser-like client of one web app: turn() streams one chat turn. */
+async function chatClient(url: string, db: Db) {
+  createUser(db, { username: 'bench', email: 'bench@example.test', passwordHash: await hashPassword('bench-password') });
+  const csrf = await fetch(`${url}/api/auth/csrf`);
+  let cookie = csrf.headers.getSetCookie()[0].split(';')[0];
+  let token = ((await csrf.json()) as { csrf_token: string }).csrf_token;
+  const login = await fetch(`${url}/api/auth/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': token },
+    body: JSON.stringify({ username: 'bench', password: 'bench-password' }),
   });
+  cookie = login.headers.getSetCookie()[0].split(';')[0];
+  token = ((await login.json()) as { csrf_token: string }).csrf_token;
+  let sessionId: string | undefined;
+  return async (message: string): Promise<{ total: number; first: number }> => {
+    const t0 = nowMs();
+    const res = await fetch(`${url}/api/chat/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': token },
+      body: JSON.stringify({ message, ...(sessionId ? { session_id: sessionId } : {}) }),
+    });
+    if (res.status !== 200) throw new Error(`chat ${res.status}: ${await res.text()}`);
+    const reader = res.body!.getReader();
+    const dec = new TextDecoder();
+    let buf = '';
+    let first = 0;
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (!first) first = nowMs() - t0;
+      buf += dec.decode(value, { stream: true });
+    }
+    const lines = buf.trim().split('\n').map((l) => JSON.parse(l));
+    const done = lines[lines.length - 1];
+    if (done.type !== 'done' || done.stop_reason !== 'end_turn') throw new Error(`turn ended ${JSON.stringify(done)}`);
+    sessionId = done.session_id;
+    return { total: nowMs() - t0, first };
+  };
+}
+
+/** The same model request the agent makes, straight to the model server: the baseline. */
+function directModel(model: ModelEmulator) {
+  return async (): Promise<number> => {
+    const t0 = nowMs();
+    const res = await fetch(`${model.url}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${MODEL_KEY}` },
+      body: JSON.stringify({ model: 'bench', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    await res.text();
+    return nowMs() - t0;
+  };
+}
+
+/** Warm turns interleaved with baseline model requests; rows labelled with `where`. */
+async function measure(where: string, turn: (m: string) => Promise<{ total: number; first: number }>, direct: () => Promise<number>, withTools: boolean) {
+  const coldT0 = nowMs();
+  await turn('warm up'); // starts the session's warm agent (process or sandbox)
+  const cold = nowMs() - coldT0;
+  for (let i = 0; i < 5; i++) await direct();
+  const base: number[] = [];
+  const totals: number[] = [];
+  const firsts: number[] = [];
+  const overhead: number[] = [];
+  for (let i = 0; i < N; i++) {
+    const b = await direct();
+    const r = await turn(`hello ${i}`);
+    base.push(b);
+    totals.push(r.total);
+    firsts.push(r.first);
+    overhead.push(r.total - b);
+  }
+  const tools: number[] = [];
+  if (withTools) for (let i = 0; i < N / 2; i++) tools.push((await turn(`tool ${i}`)).total);
+  const [sb, st, sf, so] = [stats(base), stats(totals), stats(firsts), stats(overhead)];
+  const rows: Row[] = [
+    { what: `${where}: model request alone (baseline)`, n: sb.n, p50_ms: sb.p50, p99_ms: sb.p99 },
+    { what: `${where}: chat turn, text only, warm`, n: st.n, p50_ms: st.p50, p99_ms: st.p99 },
+    { what: `${where}: turn overhead beyond the model`, n: so.n, p50_ms: so.p50, p99_ms: so.p99 },
+    { what: `${where}: time to first event`, n: sf.n, p50_ms: sf.p50, p99_ms: sf.p99 },
+  ];
+  if (tools.length) {
+    const stt = stats(tools);
+    rows.push({ what: `${where}: chat turn, 1 MCP tool call (2 model calls)`, n: stt.n, p50_ms: stt.p50, p99_ms: stt.p99 });
+  }
+  rows.push({ what: `${where}: first turn incl. agent start (cold)`, n: 1, p50_ms: Math.round(cold), p99_ms: Math.round(cold) });
+  return { rows, turnP50: st.p50, baseP50: sb.p50, toolP50: tools.length ? stats(tools).p50 : NaN };
+}
+
+/** Local development runner: the real agent child on the host, no container. */
+async function local(model: ModelEmulator) {
+  const dir = mkdtempSync(join(tmpdir(), 'airlock-bench-chat-'));
   const config = loadConfig({ AIRLOCK_DATA_DIR: dir, MCP_INTERNAL_SECRET: 'bench-secret-0123456789', AGENT_USER_TOKEN_SECRET: 'bench-secret-0123456789' });
   const db = await openDatabase(join(dir, 'airlock.db'));
-  createUser(db, { username: 'bench', email: 'bench@example.test', passwordHash: await hashPassword('bench-password') });
   const runner = new LocalTurnRunner({
     env: {
       AGENT_MODEL_PROVIDER: 'openai',
       AGENT_MODEL: 'bench',
       AGENT_MODEL_BASE_URL: model.url,
+      AGENT_MODEL_API_KEY: MODEL_KEY,
       AGENT_MCP_SERVERS: JSON.stringify([{ name: 'fake', command: process.execPath, args: [join(DIST, 'test', 'fakes', 'mcp-server.js')] }]),
       AGENT_MAX_STEPS: '4',
     },
@@ -43,95 +127,87 @@ export async function run(): Promise<BenchResult> {
   });
   const web = await startWebServer({ config, db, log: silentLogger(), sessions: new SqliteSessionStore(db), services: { chat: { runner } } }, 0, '127.0.0.1');
   try {
-    // Log in like a browser.
-    const csrf = await fetch(`${web.url}/api/auth/csrf`);
-    let cookie = csrf.headers.getSetCookie()[0].split(';')[0];
-    let token = ((await csrf.json()) as { csrf_token: string }).csrf_token;
-    const login = await fetch(`${web.url}/api/auth/login`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': token },
-      body: JSON.stringify({ username: 'bench', password: 'bench-password' }),
-    });
-    cookie = login.headers.getSetCookie()[0].split(';')[0];
-    token = ((await login.json()) as { csrf_token: string }).csrf_token;
-
-    let sessionId: string | undefined;
-    const turn = async (message: string): Promise<{ total: number; first: number }> => {
-      const t0 = nowMs();
-      const res = await fetch(`${web.url}/api/chat/messages`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': token },
-        body: JSON.stringify({ message, ...(sessionId ? { session_id: sessionId } : {}) }),
-      });
-      if (res.status !== 200) throw new Error(`chat ${res.status}`);
-      const reader = res.body!.getReader();
-      const dec = new TextDecoder();
-      let buf = '';
-      let first = 0;
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        if (!first) first = nowMs() - t0;
-        buf += dec.decode(value, { stream: true });
-      }
-      const lines = buf.trim().split('\n').map((l) => JSON.parse(l));
-      const done = lines[lines.length - 1];
-      if (done.type !== 'done' || done.stop_reason !== 'end_turn') throw new Error(`turn ended ${JSON.stringify(done)}`);
-      sessionId = done.session_id;
-      return { total: nowMs() - t0, first };
-    };
-    const direct = async (): Promise<number> => {
-      const t0 = nowMs();
-      const res = await fetch(`${model.url}/chat/completions`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'bench', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
-      });
-      await res.text();
-      return nowMs() - t0;
-    };
-
-    const coldT0 = nowMs();
-    await turn('warm up'); // spawns the session's warm process
-    const cold = nowMs() - coldT0;
-    for (let i = 0; i < 5; i++) await direct();
-    const base: number[] = [];
-    const totals: number[] = [];
-    const firsts: number[] = [];
-    const overhead: number[] = [];
-    const tools: number[] = [];
-    for (let i = 0; i < N; i++) {
-      const b = await direct();
-      const r = await turn(`hello ${i}`);
-      base.push(b);
-      totals.push(r.total);
-      firsts.push(r.first);
-      overhead.push(r.total - b);
-    }
-    for (let i = 0; i < N / 2; i++) tools.push((await turn(`tool ${i}`)).total);
-    const sb = stats(base);
-    const st = stats(totals);
-    const sf = stats(firsts);
-    const so = stats(overhead);
-    const stt = stats(tools);
-    return {
-      name: 'chat',
-      rows: [
-        { what: 'model request alone (baseline)', n: sb.n, p50_ms: sb.p50, p99_ms: sb.p99 },
-        { what: 'chat turn, text only, warm session', n: st.n, p50_ms: st.p50, p99_ms: st.p99 },
-        { what: 'turn overhead beyond the model', n: so.n, p50_ms: so.p50, p99_ms: so.p99 },
-        { what: 'time to first event', n: sf.n, p50_ms: sf.p50, p99_ms: sf.p99 },
-        { what: 'chat turn, 1 MCP tool call (2 model calls)', n: stt.n, p50_ms: stt.p50, p99_ms: stt.p99 },
-        { what: 'first turn incl. process spawn (cold)', n: 1, p50_ms: Math.round(cold), p99_ms: Math.round(cold) },
-      ],
-      ratios: { turn_p50_vs_model_p50: st.p50 / sb.p50, tool_turn_p50_vs_text_turn_p50: stt.p50 / st.p50 },
-      notes: 'local development runner (agent child on the host, no container); zero-latency scripted OpenAI-compatible model; history grows over the run',
-    };
+    return await measure('local runner', await chatClient(web.url, db), directModel(model), true);
   } finally {
     await web.close(100);
     await runner.close();
-    await model.close();
     db.close();
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The product path: the daemon (serve) with a real hardened container per session; the model is
+ * reached through the in-container credential proxy and the egress gateway, NDJSON back.
+ */
+async function sandbox(model: ModelEmulator): Promise<Awaited<ReturnType<typeof measure>> | string> {
+  const docker = createDocker({ docker: { socketPath: '/var/run/docker.sock', image: TAG } });
+  try {
+    await docker.ping();
+  } catch (err) {
+    return `no Docker engine (${(err as Error).message})`;
+  }
+  await buildSandboxImage({ docker, tag: TAG, root: ROOT, log: silentLogger() });
+  const dir = mkdtempSync(join(tmpdir(), 'airlock-bench-chat-sb-'));
+  const config = loadConfig({
+    AIRLOCK_DATA_DIR: dir,
+    AIRLOCK_IMAGE: TAG,
+    AIRLOCK_PORT: '0',
+    AIRLOCK_POOL_SIZE: '0',
+    AIRLOCK_LOG_LEVEL: 'warn',
+    AGENT_USER_TOKEN_SECRET: 'bench-agent-user-token-secret-0123',
+    MCP_INTERNAL_SECRET: 'bench-mcp-internal-secret-0123456789',
+    AIRLOCK_MODEL_PROVIDER: 'openai',
+    AIRLOCK_MODEL: 'bench',
+    AIRLOCK_MODEL_BASE_URL: model.url,
+    AIRLOCK_MODEL_API_KEY: MODEL_KEY,
+  });
+  const d = await serve(config, { log: silentLogger(), runtime: { owner: `airlock-bench-${randomUUID().slice(0, 8)}` } });
+  try {
+    return await measure('sandbox', await chatClient(d.web.url, d.db), directModel(model), false);
+  } finally {
+    await d.runtime?.close({ removeContainers: true });
+    await d.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Chat turn overhead beyond the model's own time, warm session, zero-latency scripted model:
+ * the same model request made directly (baseline) vs a whole turn through the chat route and
+ * back as NDJSON: once with the local development runner (agent child on the host) and once
+ * through the real sandbox (container, control socket, credential proxy, egress gateway).
+ * Also time to the first event, and (local) a turn with one MCP tool call.
+ */
+export async function run(): Promise<BenchResult> {
+  const model = await startModel({
+    apiKey: MODEL_KEY,
+    respond: (body) => {
+      const last = body.messages[body.messages.length - 1];
+      if (String(last.content).startsWith('tool') && last.role === 'user') return { kind: 'reply', tool_calls: [{ name: 'add', arguments: { a: 1, b: 2 } }] };
+      return { kind: 'reply', text: 'ok done' };
+    },
+  });
+  try {
+    const l = await local(model);
+    const s = await sandbox(model);
+    const ratios: Record<string, number> = {
+      local_turn_p50_vs_model_p50: l.turnP50 / l.baseP50,
+      local_tool_turn_p50_vs_text_turn_p50: l.toolP50 / l.turnP50,
+    };
+    if (typeof s !== 'string') {
+      ratios.sandbox_turn_p50_vs_model_p50 = s.turnP50 / s.baseP50;
+      ratios.sandbox_turn_p50_vs_local_turn_p50 = s.turnP50 / l.turnP50;
+    }
+    return {
+      name: 'chat',
+      rows: [...l.rows, ...(typeof s === 'string' ? [] : s.rows)],
+      ratios,
+      notes:
+        'zero-latency scripted OpenAI-compatible model; history grows over the run; ' +
+        (typeof s === 'string' ? `sandbox part skipped: ${s}` : 'sandbox = daemon + hardened container, model via the in-container proxy and the egress gateway'),
+    };
+  } finally {
+    await model.close();
   }
 }
