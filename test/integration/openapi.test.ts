@@ -1,5 +1,5 @@
 import t from 'tap';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createMetrics } from '../../core/index.js';
 import { OPERATIONS } from '../../web/openapi.js';
@@ -26,7 +26,19 @@ const MOUNTS: [string, (p: string) => string][] = [
   ['web/account-routes.ts', (p) => `/api/account${p === '/' ? '' : p}`],
   ['web/chat-routes.ts', (p) => `/api/chat${p}`],
   ['web/admin-sessions-routes.ts', (p) => `/api/admin/sessions${p === '/' ? '' : p}`],
+  ['web/admin-users-routes.ts', (p) => `/api/admin/users${p === '/' ? '' : p}`],
 ];
+
+/** Every source file under web/ that registers a route (so a new router cannot be forgotten above). */
+function routerFiles(dir = 'web'): string[] {
+  const out: string[] = [];
+  for (const e of readdirSync(join(ROOT, dir), { withFileTypes: true })) {
+    const rel = `${dir}/${e.name}`;
+    if (e.isDirectory()) out.push(...routerFiles(rel));
+    else if (e.name.endsWith('.ts') && /\b(?:r|app)\.(get|post|put|patch|delete)\(\s*['A-Z]/.test(readFileSync(join(ROOT, rel), 'utf8'))) out.push(rel);
+  }
+  return out;
+}
 
 function registered(): string[] {
   const out: string[] = [];
@@ -47,6 +59,8 @@ t.test('every registered route is in the OpenAPI document', async (t) => {
   t.ok(routes.length > 50, `found the routers' routes (${routes.length})`);
   for (const r of routes) t.ok(documented.has(r), `${r} is documented`);
   t.equal(documented.size, OPERATIONS.length, 'no operation listed twice');
+  const known = new Set(MOUNTS.map(([f]) => f));
+  for (const f of routerFiles()) t.ok(known.has(f), `${f} registers routes and is checked here`);
 });
 
 t.test('GET /api/openapi.json; every documented operation reaches a handler', async (t) => {
