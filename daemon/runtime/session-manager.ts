@@ -23,7 +23,7 @@ import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync,
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
-import { AppError, type Config, type Logger, type Metrics } from '../../core/index.js';
+import { AppError, isAppError, type Config, type Logger, type Metrics } from '../../core/index.js';
 import {
   CHILD_GID,
   CHILD_UID,
@@ -267,6 +267,12 @@ export class SessionManager implements TurnRunner {
         try {
           sb = await this.acquire(req.sessionId, req.userId);
         } catch (err) {
+          // A refusal meant for the user (4xx AppError, e.g. ERR_POLICY_MODEL_DENIED) keeps its
+          // code and message; anything else is an internal failure, said without details.
+          if (isAppError(err) && err.status >= 400 && err.status < 500) {
+            this.log.warn({ sessionId: req.sessionId, userId: req.userId, code: err.code }, 'session start refused');
+            return { stop_reason: 'error', error: { code: err.code, message: err.message } };
+          }
           this.log.error({ sessionId: req.sessionId, err: { code: (err as AppError).code, message: (err as Error).message } }, 'sandbox start failed');
           return { stop_reason: 'error', error: { code: 'ERR_SANDBOX_START', message: 'the sandbox could not be started' } };
         } finally {
@@ -338,6 +344,8 @@ export class SessionManager implements TurnRunner {
 
   private async acquire(sessionId: string, userId: number): Promise<Sandbox> {
     const t0 = process.hrtime.bigint();
+    // The overlay first: a refusal (an agent policy forbidding the model) costs no container.
+    const prepared = await this.preparer.prepare({ userId, sessionId, proxyPort: SANDBOX_PROXY_PORT });
     const ws = this.ensureWorkspace(userId);
     let sb: Sandbox | undefined;
     while (this.poolEnabled && this.pool.length) {
@@ -361,7 +369,7 @@ export class SessionManager implements TurnRunner {
       sb = await this.createSandbox({ sessionId, userId, workspace: ws });
     }
     try {
-      await this.startSession(sb, sessionId, userId);
+      await this.startSession(sb, sessionId, userId, prepared);
     } catch (err) {
       await this.remove(sb, 'start failed');
       throw err;
@@ -373,8 +381,7 @@ export class SessionManager implements TurnRunner {
     return sb;
   }
 
-  private async startSession(sb: Sandbox, sessionId: string, userId: number): Promise<void> {
-    const prepared = await this.preparer.prepare({ userId, sessionId, proxyPort: SANDBOX_PROXY_PORT });
+  private async startSession(sb: Sandbox, sessionId: string, userId: number, prepared: PreparedSession): Promise<void> {
     const profile: SessionProfile = { version: 1, session_id: sessionId, proxy: { host: '127.0.0.1', port: SANDBOX_PROXY_PORT }, routes: prepared.routes };
     // World-readable by design (DESIGN.md): routes and token *references* only, never values.
     writeFileAtomic(join(sb.runDir, 'profile.json'), JSON.stringify(profile, null, 2) + '\n', 0o644);

@@ -11,7 +11,7 @@ import * as googleOAuth from '../../emulator/google-oauth.js';
 import * as openaiModel from '../../emulator/model-openai.js';
 import { Client } from '../helpers/client.js';
 import { logSink } from '../helpers/app.js';
-import { shape, streamTurn } from '../helpers/chat.js';
+import { shape, streamTurn, waitFor } from '../helpers/chat.js';
 import { dataDir, dockerOrSkip, ensureTestImage, execIn, runtimeConfig, sweep, uniqueOwner } from './helpers.js';
 import { simpleParser } from 'mailparser';
 
@@ -204,6 +204,24 @@ if (docker) {
     t.equal(mail?.ok, false, 'mail is refused without an account');
     t.match(mail?.error, /connect/i, 'the user is told to connect the account');
     t.equal(g.mailbox.length, 1, 'only the mail from before the disconnect');
+  });
+
+  t.test('an agent policy forbidding the model: the turn ends with ERR_POLICY_MODEL_DENIED and no container is used', async (t) => {
+    const { d, c } = await start(t, { AIRLOCK_MODEL_PROVIDER: 'demo', AIRLOCK_POOL_SIZE: '1' });
+    const org = Number(d.db.prepare("INSERT INTO organisations (name) VALUES ('Acme')").run().lastInsertRowid);
+    d.db.prepare('INSERT INTO organisation_members (organisation_id, user_id) VALUES (?, 1)').run(org);
+    d.db.prepare(`INSERT INTO agent_policies (organisation_id, name, applies_to, allowed_models) VALUES (?, 'big model only', 'all', '["gpt-big"]')`).run(org);
+    const poolBefore = await waitFor(() => {
+      const ids = d.runtime!.sessions.list().filter((s) => !s.sessionId && s.state === 'pool').map((s) => s.containerId);
+      return ids.length ? ids : undefined;
+    }, 'the pool container');
+    const r = await streamTurn(c, { message: 'chart 1 2 3' });
+    t.equal(r.status, 200);
+    const done = r.events.at(-1);
+    t.match(done, { type: 'done', stop_reason: 'error', error: { code: 'ERR_POLICY_MODEL_DENIED' } });
+    t.match(done.error.message, /agent policy does not allow the model demo/, 'the user is told why');
+    t.same(d.runtime!.sessions.list().filter((s) => s.sessionId), [], 'no sandbox was claimed');
+    t.same(d.runtime!.sessions.list().filter((s) => !s.sessionId).map((s) => s.containerId), poolBefore, 'the pool container was not spent');
   });
 
   t.test('client disconnect cancels the turn inside the sandbox; the session stays usable', async (t) => {
