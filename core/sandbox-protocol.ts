@@ -113,8 +113,11 @@ export interface ProfileRoute {
   placeholder_env: string;
   /** Reference to the real token, written as '${MAIL_ACCESS_TOKEN}', never its value; null for no injection. */
   token_ref: string | null;
-  /** How the real token is sent: 'bearer' (Authorization) or 'x-api-key' (Anthropic). */
-  inject?: 'bearer' | 'x-api-key';
+  /**
+   * How the real token is sent: 'bearer' (Authorization) or 'x-api-key' (Anthropic); 'none'
+   * sends no credential at all (a keyless local model server; the placeholder is still checked).
+   */
+  inject?: 'bearer' | 'x-api-key' | 'none';
   /** Child env name that receives the proxy base URL for this route, e.g. 'MAIL_BASE_URL'. */
   base_url_env: string;
 }
@@ -134,6 +137,22 @@ export const SANDBOX_EGRESS_SOCKET = '/run/airlock/egress.sock';
 export const SANDBOX_WORKSPACE = '/workspace';
 export const SANDBOX_ATTACHMENTS = '/workspace/.agent-attachments';
 export const SANDBOX_PROXY_PORT = 8700;
+/**
+ * The only `agent_env` names the supervisor hands the agent child (the agent's settings and the
+ * account's From address). Placeholders pass only under their profile route's name; base URLs,
+ * AGENT_USER_TOKEN, AIRLOCK_SESSION_ID, HOME, PATH and LANG are set by the supervisor itself.
+ */
+export const AGENT_SETTING_ENVS: readonly string[] = [
+  'AGENT_MODEL_PROVIDER',
+  'AGENT_MODEL',
+  'AGENT_MAX_STEPS',
+  'AGENT_MODEL_TIMEOUT_S',
+  'AGENT_TOOL_TIMEOUT_S',
+  'AGENT_TOOLS',
+  'AGENT_SYSTEM_PROMPT',
+  'AGENT_LOG_LEVEL',
+  'MAIL_FROM',
+];
 export const CHILD_UID = 1001;
 export const CHILD_GID = 1001;
 

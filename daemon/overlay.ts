@@ -90,8 +90,10 @@ export function buildRoutes(i: RouteInputs): ProfileRoute[] {
       },
     );
   }
-  if (i.hasModelKey && i.model.baseUrl && (i.model.provider === 'openai' || i.model.provider === 'anthropic')) {
+  if (i.model.baseUrl && (i.model.provider === 'openai' || i.model.provider === 'anthropic')) {
     const openai = i.model.provider === 'openai';
+    // Without AIRLOCK_MODEL_API_KEY (a local vLLM, Ollama or llama.cpp server) the route still
+    // checks the child's placeholder but sends no credential upstream.
     routes.push({
       name: 'model',
       prefix: '/model',
@@ -100,8 +102,8 @@ export function buildRoutes(i: RouteInputs): ProfileRoute[] {
       upstream: i.model.baseUrl,
       rewrite: { from: '/model/', to: '/' },
       placeholder_env: ROUTE_ENV.model.placeholder,
-      token_ref: ref(ROUTE_ENV.model.token),
-      inject: openai ? 'bearer' : 'x-api-key',
+      token_ref: i.hasModelKey ? ref(ROUTE_ENV.model.token) : null,
+      inject: !i.hasModelKey ? 'none' : openai ? 'bearer' : 'x-api-key',
       base_url_env: ROUTE_ENV.model.baseUrl,
     });
   }
@@ -153,7 +155,12 @@ export interface OverlayOptions {
   mintAgentUserToken?: (userId: number, sessionId: string) => string;
   /** When set, profile.json is written to sessionDir(sessionId) at prepare time. */
   sessionDir?: (sessionId: string) => string;
+  /** The connected account's address (From of sent mail, MAIL_FROM); omitted → Gmail fills it in. */
+  accountEmail?: (userId: number) => string | null | undefined;
 }
+
+/** A plain addr-spec only: nothing that could start a display name, a comment or a new header. */
+const MAIL_FROM_RE = /^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9.-]{1,253}$/;
 
 /**
  * SessionPreparer: at session start, obtain the user's access token (refreshed when ≤ 60 s
@@ -197,9 +204,11 @@ export class OverlayPreparer implements SessionPreparer {
       const env = ROUTE_ENV[r.name as keyof typeof ROUTE_ENV];
       if (r.name === 'host') placeholders[env.placeholder] = agentUserToken!;
       else placeholders[env.placeholder] = randomToken(PLACEHOLDER_BYTES);
-      if (env.token) tokens[env.token] = r.name === 'model' ? modelKey! : access!;
+      if (env.token && r.token_ref) tokens[env.token] = r.name === 'model' ? modelKey! : access!;
     }
     Object.assign(agentEnv, agentSettings(config, policy));
+    const from = access ? this.#o.accountEmail?.(req.userId) : undefined;
+    if (from && MAIL_FROM_RE.test(from)) agentEnv.MAIL_FROM = from;
     const egressAllow = [...new Set(routes.map((r) => egressTarget(r.upstream)))];
     const accountEnvs = routes.filter((r) => ['mail', 'sheets', 'search'].includes(r.name)).map((r) => ROUTE_ENV[r.name as 'mail'].token);
     this.#o.tokens.track(req.sessionId, req.userId, accountEnvs);

@@ -95,6 +95,7 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
     log: base.log.child({ area: 'overlay' }),
     hostOrigin,
     mintAgentUserToken: agentSecret ? (userId, sessionId) => mintAgentUserToken(agentSecret, { userId, sessionId }) : undefined,
+    accountEmail: (userId) => accounts.get(userId)?.email,
   });
   const sessionPreparer = services.sessionPreparer as SessionPreparer;
   preparer = sessionPreparer;

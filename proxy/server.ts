@@ -286,7 +286,7 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
     if (real !== undefined) {
       if (route.inject === 'x-api-key') headers['x-api-key'] = real;
       else headers.authorization = `Bearer ${real}`;
-    } else if (req.headers.authorization) {
+    } else if (req.headers.authorization && route.inject !== 'none') {
       // No injection (host route): the child's own bearer (already checked) goes on.
       headers.authorization = req.headers.authorization;
     }

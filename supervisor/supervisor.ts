@@ -20,6 +20,7 @@ import {
   SANDBOX_EGRESS_SOCKET,
   SANDBOX_PROFILE,
   SANDBOX_PROXY_PORT,
+  AGENT_SETTING_ENVS,
   SANDBOX_WORKSPACE,
   type ChildInbound,
   type ChildOutbound,
@@ -229,8 +230,11 @@ export class Supervisor {
       }
       env[k] = v;
     };
-    for (const [k, v] of Object.entries(spec.agent_env ?? {})) put(k, v);
-    for (const [k, v] of Object.entries(spec.placeholders ?? {})) put(k, v);
+    const settings = new Set(AGENT_SETTING_ENVS);
+    const placeholderNames = new Set((this.profile?.routes ?? []).map((r) => r.placeholder_env));
+    const refuse = (k: string) => this.log('warn', 'refused child env entry', { name: ENV_NAME.test(k) ? k : '(malformed)' });
+    for (const [k, v] of Object.entries(spec.agent_env ?? {})) (settings.has(k) ? put(k, v) : refuse(k));
+    for (const [k, v] of Object.entries(spec.placeholders ?? {})) (placeholderNames.has(k) ? put(k, v) : refuse(k));
     const port = this.proxy?.port ?? SANDBOX_PROXY_PORT;
     for (const r of this.profile?.routes ?? []) if (r.base_url_env) put(r.base_url_env, `http://127.0.0.1:${port}${r.prefix}`);
     if (spec.agent_user_token) put('AGENT_USER_TOKEN', spec.agent_user_token);

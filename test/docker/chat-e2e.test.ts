@@ -127,6 +127,8 @@ if (docker) {
     const m = g.mailbox[0];
     t.same(m.to, ['bob@example.test']);
     const parsed = await simpleParser(m.raw, { keepCidLinks: true });
+    t.same(parsed.from?.value.map((a) => a.address), ['alice@example.test'], 'From is the connected account');
+    t.equal(parsed.subject !== undefined && parsed.subject.length > 0, true, 'a subject');
     const png = parsed.attachments.find((a) => a.contentType === 'image/png');
     t.ok(png, 'an inline PNG');
     t.match(parsed.html || '', new RegExp(`cid:${png!.cid}`), 'the HTML shows it by cid');

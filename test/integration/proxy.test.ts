@@ -3,7 +3,7 @@ import { statSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startCredentialProxy, SCRUBBED } from '../../proxy/index.js';
-import { buildProfile } from '../../daemon/overlay.js';
+import { buildProfile, ROUTE_ENV } from '../../daemon/overlay.js';
 import { rawExchange, rawRequest, REAL_ACCESS, REAL_MODEL_KEY, startProxyRig } from '../helpers/proxy-rig.js';
 
 const MAIL = '/gmail/mail/v1/users/me/messages/send';
@@ -456,4 +456,35 @@ t.test('host route: the child\'s AGENT_USER_TOKEN is checked and passed through,
   t.equal((await fetch(url, { headers: { authorization: 'Bearer forged' } })).status, 401);
   t.equal((await fetch(`http://127.0.0.1:${proxy.port}/host/admin`, { headers: { authorization: `Bearer ${agentToken}` } })).status, 403);
   t.equal(daemon.requests.length, 1);
+});
+
+t.test('keyless model route (local model server): the placeholder is checked, no credential goes upstream', async (t) => {
+  const { start } = await import('../../emulator/fake-upstream.js');
+  const { buildRoutes } = await import('../../daemon/overlay.js');
+  const { EgressGatewayService, egressTarget } = await import('../../daemon/egress.js');
+  const { createLogger } = await import('../../core/index.js');
+  const { tempDir } = await import('../helpers/app.js');
+  const { join } = await import('node:path');
+  const model = await start();
+  t.teardown(() => model.close());
+  const routes = buildRoutes({ google: { mailBaseUrl: 'https://x', sheetsBaseUrl: 'https://x', driveBaseUrl: 'https://x' }, model: { provider: 'openai', baseUrl: `${model.url}/v1` }, hasAccountToken: false, hasModelKey: false });
+  t.same(routes.map((r) => [r.name, r.token_ref, r.inject]), [['model', null, 'none']], 'a model route without a token reference');
+  const sock = join(tempDir(t), 'egress.sock');
+  const gw = new EgressGatewayService({ log: createLogger({ level: 'silent' }) });
+  const h = await gw.open('keyless', sock, routes.map((r) => egressTarget(r.upstream)));
+  t.teardown(() => h.close());
+  const ph = 'ph-model-keyless-0123456789abcdef';
+  const proxy = await startCredentialProxy({ profile: buildProfile('keyless', 0, routes), getToken: () => undefined, getPlaceholder: (n) => (n === ROUTE_ENV.model.placeholder ? ph : undefined), egressSocket: sock });
+  t.teardown(() => proxy.close());
+  const url = `http://127.0.0.1:${proxy.port}/model/chat/completions`;
+  const body = JSON.stringify({ model: 'llama', messages: [] });
+  const wrong = await fetch(url, { method: 'POST', headers: { authorization: 'Bearer nope', 'content-type': 'application/json' }, body });
+  t.equal(wrong.status, 401, 'a wrong placeholder is refused even without a key');
+  t.equal(model.requests.length, 0);
+  const ok = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${ph}`, 'content-type': 'application/json' }, body });
+  t.equal(ok.status, 200);
+  t.equal(model.requests.length, 1);
+  t.equal(model.requests[0].path, '/v1/chat/completions');
+  t.notOk(model.requests[0].headers.authorization, 'no Authorization upstream');
+  t.notOk(JSON.stringify(model.requests[0].headers).includes(ph), 'the placeholder stays in the sandbox');
 });

@@ -68,9 +68,9 @@ t.test('hello state, then start', async (t) => {
       session_id: 's1',
       user_id: 1,
       tokens: { MAIL_ACCESS_TOKEN: SECRET },
-      placeholders: { MAIL_API_KEY: 'placeholder-1' },
+      placeholders: { MAIL_API_KEY: 'placeholder-1', SHEETS_API_KEY: 'no-such-route' },
       agent_user_token: 'aut-1',
-      agent_env: { AIRLOCK_MODEL: 'demo', SNEAKY: SECRET, MCP_INTERNAL_SECRET: 'x', MAIL_ACCESS_TOKEN: 'y', NODE_OPTIONS: '--inspect' },
+      agent_env: { AGENT_MODEL: 'demo', AIRLOCK_MODEL: 'demo', AGENT_MCP_SERVERS: '[]', SNEAKY: SECRET, MCP_INTERNAL_SECRET: 'x', MAIL_ACCESS_TOKEN: 'y', NODE_OPTIONS: '--inspect' },
     },
   });
   t.match(r, { state: 'started', session_id: 's1' });
@@ -86,15 +86,15 @@ t.test('child env is an allow-list', async (t) => {
   t.equal(env.MAIL_API_KEY, 'placeholder-1');
   t.match(env.MAIL_BASE_URL, /^http:\/\/127\.0\.0\.1:\d+\/mail$/);
   t.equal(env.AGENT_USER_TOKEN, 'aut-1');
-  t.equal(env.AIRLOCK_MODEL, 'demo');
+  t.equal(env.AGENT_MODEL, 'demo', 'an agent setting passes');
   t.equal(env.HOME, '/home/agent');
-  for (const k of ['MAIL_ACCESS_TOKEN', 'SNEAKY', 'MCP_INTERNAL_SECRET']) t.notOk(k in env, `${k} refused`);
+  for (const k of ['MAIL_ACCESS_TOKEN', 'SNEAKY', 'MCP_INTERNAL_SECRET', 'AIRLOCK_MODEL', 'AGENT_MCP_SERVERS', 'SHEETS_API_KEY']) t.notOk(k in env, `${k} refused (not on the allow-list)`);
   t.not(env.NODE_OPTIONS, '--inspect', 'NODE_OPTIONS from the daemon refused');
   t.notOk(Object.values(env).includes(SECRET), 'no env value is the real token');
   // tap hooks child_process.spawn in this test process and adds its own NODE_OPTIONS/_TAPJS_* to
   // every child; the container has no such hook, so those are left out of the comparison.
   const keys = Object.keys(env).filter((k) => !k.startsWith('_TAPJS_') && !(k === 'NODE_OPTIONS' && env[k] === process.env.NODE_OPTIONS));
-  t.same(keys.sort(), ['AGENT_USER_TOKEN', 'AIRLOCK_MODEL', 'AIRLOCK_SESSION_ID', 'HOME', 'LANG', 'MAIL_API_KEY', 'MAIL_BASE_URL', 'PATH'], 'nothing else from the supervisor env');
+  t.same(keys.sort(), ['AGENT_MODEL', 'AGENT_USER_TOKEN', 'AIRLOCK_SESSION_ID', 'HOME', 'LANG', 'MAIL_API_KEY', 'MAIL_BASE_URL', 'PATH'], 'nothing else from the supervisor env');
 });
 
 t.test('one turn at a time; a hung turn is cancelled', async (t) => {

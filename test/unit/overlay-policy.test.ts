@@ -34,3 +34,24 @@ t.test('agent policy at session start', async (t) => {
   await t.rejects(prep.prepare({ userId: barred.id, sessionId: 's-barred', proxyPort: 8700 }), { code: 'ERR_POLICY_MODEL_DENIED', status: 403 });
   await tokens.close();
 });
+
+t.test('MAIL_FROM: the connected account address, only when connected and only a plain address', async (t) => {
+  const db = await openDatabase(':memory:');
+  t.teardown(() => db.close());
+  const config = loadConfig({ AIRLOCK_MODEL_PROVIDER: 'demo', AIRLOCK_MODEL: 'demo' });
+  const store = new AccountStore(db, new Encryptor(randomBytes(32)));
+  const tokens = new TokenService({ store, refresh: async () => Promise.reject(new Error('no refresh')), log: silentLogger() });
+  t.teardown(() => tokens.close());
+  const emails: Record<number, string> = {};
+  const prep = new OverlayPreparer({ config, db, tokens, log: silentLogger(), accountEmail: (id) => emails[id] });
+  const a = createUser(db, { username: 'a', email: 'a@x.test' });
+  const b = createUser(db, { username: 'b', email: 'b@x.test' });
+  const c = createUser(db, { username: 'c', email: 'c@x.test' });
+  for (const u of [a, b]) store.connect(u.id, { email: null, scopes: [], accessToken: `tok-${u.id}`, expiresAt: Date.now() + 3600_000 });
+  emails[a.id] = 'alice@example.test';
+  emails[b.id] = 'Evil <x@y>\r\nBcc: all@example.test';
+  emails[c.id] = 'carol@example.test';
+  t.equal((await prep.prepare({ userId: a.id, sessionId: 's-a', proxyPort: 8700 })).agentEnv.MAIL_FROM, 'alice@example.test');
+  t.notOk('MAIL_FROM' in (await prep.prepare({ userId: b.id, sessionId: 's-b', proxyPort: 8700 })).agentEnv, 'anything but a plain address is left out');
+  t.notOk('MAIL_FROM' in (await prep.prepare({ userId: c.id, sessionId: 's-c', proxyPort: 8700 })).agentEnv, 'no account connected: no From');
+});
