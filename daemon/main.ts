@@ -77,10 +77,12 @@ export function buildProgram(): Command {
       const stop = (sig: string) => {
         if (stopping) return;
         stopping = true;
-        process.stdout.write(`\n${sig}: stopping the demo (daemon, then emulators)…\n`);
+        process.stdout.write(`\n${sig}: stopping the demo (sandboxes, daemon, then emulators)…\n`);
         const force = setTimeout(() => process.exit(1), 20_000);
         force.unref();
-        demo.close().then(
+        // Unlike serve, the demo removes its session sandboxes: their emulators (on ephemeral
+        // ports) stop with it, so an adopted sandbox would point at nothing.
+        demo.close({ removeContainers: true }).then(
           () => process.exit(0),
           (err) => fail(err),
         );

@@ -8,7 +8,7 @@
  *    network none. The context is streamed by tar straight from the repository, so a rebuild of
  *    only our code takes a couple of seconds.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createReadStream, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync, appendFileSync, chownSync, copyFileSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -90,7 +90,28 @@ export async function baseTagFor(nodeBinary = process.execPath): Promise<string>
   return `airlock/base:${h.digest('hex').slice(0, 16)}`;
 }
 
+/**
+ * What the offline base build needs from the host, said plainly before anything runs:
+ * root (debootstrap and the chown of the agent's home) and the debootstrap program.
+ */
+export function baseBuildProblems(uid = process.getuid?.() ?? 0, hasDebootstrap = spawnSync('sh', ['-c', 'command -v debootstrap'], { stdio: 'ignore' }).status === 0): string[] {
+  const problems: string[] = [];
+  if (uid !== 0) problems.push('it must run as root (debootstrap builds the base root filesystem)');
+  if (!hasDebootstrap) problems.push('debootstrap is not installed (Debian/Ubuntu: apt-get install debootstrap)');
+  return problems;
+}
+
 async function buildBase(docker: Docker, baseTag: string, log: Logger): Promise<void> {
+  const problems = baseBuildProblems();
+  if (problems.length) {
+    throw new AppError(
+      'ERR_IMAGE_PREREQ',
+      `cannot build the sandbox base image offline: ${problems.join('; ')}. ` +
+        'Either fix that and run `airlock image build` again, or, on a machine that can pull from a registry, ' +
+        'build it with `docker build -f images/Dockerfile -t airlock/sandbox:latest .` and set AIRLOCK_IMAGE to that tag.',
+      { status: 503 },
+    );
+  }
   const work = mkdtempSync(join(tmpdir(), 'airlock-base-'));
   const root = join(work, 'rootfs');
   try {
