@@ -2,8 +2,8 @@
  * The chat page in a real browser against the real daemon and a real sandbox container:
  * with a scripted OpenAI-shaped model that stalls after the tool, the tool row is on the page
  * while the turn is still running; with the offline demo model, render_chart is drawn with
- * chart.js, a rasterized attachment is shown as an image, and an admin kills the session from
- * the Live sessions page.
+ * chart.js, a rasterized attachment is shown as an image, and an admin restarts and kills the
+ * session from the Live sessions page.
  */
 import t from 'tap';
 import type { Page } from 'playwright-core';
@@ -152,7 +152,7 @@ else if (docker) {
     t.equal(await p2.evaluate(async (u) => (await fetch(u!)).status, src), 404, "another user's attachment is not found");
     await ctx2.close();
 
-    // An admin sees the live session on the admin page and kills it.
+    // An admin sees the live session on the admin page, restarts it, then kills it.
     createUser(d.db, { username: 'root', email: 'root@example.test', passwordHash: await hashPassword('root-password'), isSuperuser: true });
     const ctx3 = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     const p3 = await ctx3.newPage();
@@ -161,9 +161,36 @@ else if (docker) {
     await p3.goto(d.web.url + '/#/admin/sessions');
     await p3.waitForSelector('#sessions-table');
     const sid = page.url().split('#/chat/')[1];
+    const containerOf = () => d.runtime!.sessions.list().find((s) => s.sessionId === sid)?.containerId;
+    const first = containerOf();
+    t.ok(first, 'the session has a live sandbox');
     t.match(await p3.textContent('#sessions-table'), 'carol', 'the session is listed with its user');
     t.match(await p3.textContent('#sessions-table'), sid);
+    t.same(await p3.$$eval('#sessions-table code.container-id', (els) => els.map((e) => e.textContent)), [first!.slice(0, 12)], 'and its container');
     await screenshot(p3, 'admin-sessions');
+
+    await p3.click(`button[aria-label="Restart session ${sid}"]`);
+    await p3.waitForFunction(
+      (old) => {
+        const ids = Array.from(document.querySelectorAll('#sessions-table code.container-id'), (e) => e.textContent);
+        return ids.length === 1 && ids[0] !== old;
+      },
+      first!.slice(0, 12),
+      { timeout: 120_000 },
+    );
+    const second = containerOf();
+    t.ok(second && second !== first, 'the session got a new container');
+    t.same(await p3.$$eval('#sessions-table code.container-id', (els) => els.map((e) => e.textContent)), [second!.slice(0, 12)], 'the page shows the new container');
+    t.match(await p3.textContent('#sessions-table'), sid, 'still the same session');
+    t.equal(await p3.locator('#sess-status [role=alert]').count(), 0, 'no error shown');
+    await t.rejects(docker.getContainer(first!).inspect(), 'the old container is gone');
+    // The chat goes on in the new sandbox.
+    await page.fill('#prompt', 'chart 1 2');
+    await page.click('#send');
+    await page.waitForFunction(() => document.querySelectorAll('[data-done]').length === 3, undefined, { timeout: 120_000 });
+    t.equal(await page.getAttribute('.msg.assistant:last-child', 'data-done'), 'end_turn', 'a prompt after the restart runs');
+    t.equal(containerOf(), second, 'in the restarted container');
+
     await p3.click(`button[aria-label="Kill session ${sid}"]`);
     await p3.waitForFunction(() => /No live sessions/.test(document.querySelector('#sessions-table')?.textContent ?? ''));
     t.same(d.runtime!.sessions.list().filter((s) => s.sessionId), [], 'killed');
