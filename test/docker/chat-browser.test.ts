@@ -1,13 +1,21 @@
 /**
- * The chat page in a real browser against the real daemon and a real sandbox container,
- * with the offline demo model: tool rows appear before the turn ends, render_chart is drawn
- * with chart.js, and a rasterized attachment is shown as an image.
+ * The chat page in a real browser against the real daemon and a real sandbox container:
+ * with a scripted OpenAI-shaped model that stalls after the tool, the tool row is on the page
+ * while the turn is still running; with the offline demo model, render_chart is drawn with
+ * chart.js, a rasterized attachment is shown as an image, and an admin restarts and kills the
+ * session from the Live sessions page.
  */
 import t from 'tap';
+import type { Page } from 'playwright-core';
 import { createLogger, createUser, hashPassword } from '../../core/index.js';
 import { serve } from '../../daemon/serve.js';
+import * as openaiModel from '../../emulator/model-openai.js';
 import { browserUnavailable, launch, screenshot } from '../helpers/browser.js';
 import { dataDir, dockerOrSkip, ensureTestImage, runtimeConfig, sweep, uniqueOwner } from './helpers.js';
+
+const MODEL_KEY = 'sk-ui-model-key-0123456789abcdef';
+/** How long the scripted model waits between the tool result and the final answer. */
+const STALL_MS = 3000;
 
 const why = browserUnavailable();
 const docker = why ? null : await dockerOrSkip(t);
@@ -15,15 +23,16 @@ if (why) t.plan(0, why);
 else if (docker) {
   const image = await ensureTestImage(docker);
 
-  t.test('chat with the demo model in the browser', async (t) => {
+  async function start(t: { teardown(fn: () => unknown): void }, env: Record<string, string> = {}) {
     const dir = dataDir(t);
     const owner = uniqueOwner('ui');
-    t.teardown(() => sweep(docker, owner));
+    t.teardown(() => sweep(docker!, owner));
     const config = runtimeConfig(dir, image, {
       AIRLOCK_PORT: '0',
       AIRLOCK_POOL_SIZE: '0',
       AGENT_USER_TOKEN_SECRET: 'ui-agent-user-token-secret-0123',
       MCP_INTERNAL_SECRET: 'ui-mcp-internal-secret-0123456789',
+      ...env,
     });
     const d = await serve(config, { log: createLogger({ level: 'silent' }), runtime: { owner } });
     t.teardown(async () => {
@@ -31,28 +40,77 @@ else if (docker) {
       await d.close();
     });
     createUser(d.db, { username: 'carol', email: 'carol@example.test', passwordHash: await hashPassword('carol-password') });
+    return d;
+  }
 
-    const browser = await launch(t);
-    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    await page.goto(d.web.url + '/#/login');
-    await page.fill('#username', 'carol');
-    await page.fill('#password', 'carol-password');
+  async function login(page: Page, url: string, username: string): Promise<void> {
+    await page.goto(url + '/#/login');
+    await page.fill('#username', username);
+    await page.fill('#password', `${username}-password`);
     await page.keyboard.press('Enter');
     await page.waitForSelector('#prompt');
+  }
 
-    // Record the order in which the first tool row and the end of the turn reach the page.
+  t.test('tool rows reach the page while the turn is still running', async (t) => {
+    const model = await openaiModel.start({
+      apiKey: MODEL_KEY,
+      script: [
+        { kind: 'reply', tool_calls: [{ name: 'render_chart', arguments: { type: 'bar', title: 'Chart', labels: ['a', 'b', 'c'], datasets: [{ label: 'Chart', data: [3, 5, 8] }] } }] },
+        // The turn goes on for STALL_MS after the tool: the row must be on the page meanwhile.
+        { kind: 'reply', text: 'Here is your chart.', delay_ms: STALL_MS },
+      ],
+    });
+    t.teardown(() => model.close());
+    const d = await start(t, {
+      AIRLOCK_MODEL_PROVIDER: 'openai',
+      AIRLOCK_MODEL: 'gpt-ui',
+      AIRLOCK_MODEL_BASE_URL: model.url,
+      AIRLOCK_MODEL_API_KEY: MODEL_KEY,
+    });
+    const browser = await launch(t);
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await login(page, d.web.url, 'carol');
+
+    // In every DOM change, note the first moment a tool row exists while the turn has not ended
+    // (no `data-done` yet), and the moment it ends. A page that showed events only at the end
+    // would have both in the same change and never the first.
     await page.evaluate(() => {
-      const w = window as unknown as { order: string[] };
-      w.order = [];
+      const w = window as unknown as { seen: { toolWhileRunning: number | null; toolStatus: string | null; done: number | null } };
+      w.seen = { toolWhileRunning: null, toolStatus: null, done: null };
       new MutationObserver(() => {
-        if (!w.order.includes('tool') && document.querySelector('.tool')) w.order.push('tool');
-        if (!w.order.includes('done') && document.querySelector('[data-done]')) w.order.push('done');
-      }).observe(document.body, { subtree: true, childList: true, attributes: true });
+        const now = performance.now();
+        const done = document.querySelector('[data-done]');
+        const tool = document.querySelector('.tool');
+        if (w.seen.toolWhileRunning === null && tool && !done) {
+          w.seen.toolWhileRunning = now;
+          w.seen.toolStatus = tool.querySelector('.status')?.textContent ?? null;
+        }
+        if (w.seen.done === null && done) w.seen.done = now;
+      }).observe(document.body, { subtree: true, childList: true, attributes: true, characterData: true });
     });
     await page.fill('#prompt', 'chart 3 5 8');
     await page.click('#send');
     await page.waitForSelector('[data-done]', { timeout: 120_000 });
-    t.same(await page.evaluate(() => (window as unknown as { order: string[] }).order), ['tool', 'done'], 'the tool row appeared before the turn ended');
+    const seen = await page.evaluate(() => (window as unknown as { seen: { toolWhileRunning: number | null; toolStatus: string | null; done: number | null } }).seen);
+    t.not(seen.toolWhileRunning, null, 'a tool row was on the page before the turn ended');
+    t.equal(seen.toolStatus, 'running…', 'first seen as running: tool_start arrived before tool_end');
+    const lead = seen.toolWhileRunning === null || seen.done === null ? -1 : Math.round(seen.done - seen.toolWhileRunning);
+    t.ok(lead >= STALL_MS - 500, `the row was there ${lead} ms before the end (the model stalled ${STALL_MS} ms)`);
+    t.equal(await page.getAttribute('.tool[data-tool=render_chart]', 'data-status'), 'ok');
+    t.equal(await page.getAttribute('[data-done]', 'data-done'), 'end_turn');
+    t.match(await page.textContent('.msg.assistant'), /Here is your chart\./);
+    t.equal(model.requests.length, 2, 'the model was asked twice (tool call, then the answer)');
+  });
+
+  t.test('chat with the demo model in the browser', async (t) => {
+    const d = await start(t);
+    const browser = await launch(t);
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await login(page, d.web.url, 'carol');
+
+    await page.fill('#prompt', 'chart 3 5 8');
+    await page.click('#send');
+    await page.waitForSelector('[data-done]', { timeout: 120_000 });
     t.equal(await page.getAttribute('.tool[data-tool=render_chart]', 'data-status'), 'ok');
     t.equal(await page.getAttribute('[data-done]', 'data-done'), 'end_turn');
     // chart.js drew on the canvas: some pixels are not transparent.
@@ -94,22 +152,45 @@ else if (docker) {
     t.equal(await p2.evaluate(async (u) => (await fetch(u!)).status, src), 404, "another user's attachment is not found");
     await ctx2.close();
 
-    // An admin sees the live session on the admin page and kills it.
+    // An admin sees the live session on the admin page, restarts it, then kills it.
     createUser(d.db, { username: 'root', email: 'root@example.test', passwordHash: await hashPassword('root-password'), isSuperuser: true });
     const ctx3 = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     const p3 = await ctx3.newPage();
     p3.on('dialog', (dlg) => void dlg.accept());
-    await p3.goto(d.web.url + '/#/login');
-    await p3.fill('#username', 'root');
-    await p3.fill('#password', 'root-password');
-    await p3.keyboard.press('Enter');
-    await p3.waitForSelector('#prompt');
+    await login(p3, d.web.url, 'root');
     await p3.goto(d.web.url + '/#/admin/sessions');
     await p3.waitForSelector('#sessions-table');
     const sid = page.url().split('#/chat/')[1];
+    const containerOf = () => d.runtime!.sessions.list().find((s) => s.sessionId === sid)?.containerId;
+    const first = containerOf();
+    t.ok(first, 'the session has a live sandbox');
     t.match(await p3.textContent('#sessions-table'), 'carol', 'the session is listed with its user');
     t.match(await p3.textContent('#sessions-table'), sid);
+    t.same(await p3.$$eval('#sessions-table code.container-id', (els) => els.map((e) => e.textContent)), [first!.slice(0, 12)], 'and its container');
     await screenshot(p3, 'admin-sessions');
+
+    await p3.click(`button[aria-label="Restart session ${sid}"]`);
+    await p3.waitForFunction(
+      (old) => {
+        const ids = Array.from(document.querySelectorAll('#sessions-table code.container-id'), (e) => e.textContent);
+        return ids.length === 1 && ids[0] !== old;
+      },
+      first!.slice(0, 12),
+      { timeout: 120_000 },
+    );
+    const second = containerOf();
+    t.ok(second && second !== first, 'the session got a new container');
+    t.same(await p3.$$eval('#sessions-table code.container-id', (els) => els.map((e) => e.textContent)), [second!.slice(0, 12)], 'the page shows the new container');
+    t.match(await p3.textContent('#sessions-table'), sid, 'still the same session');
+    t.equal(await p3.locator('#sess-status [role=alert]').count(), 0, 'no error shown');
+    await t.rejects(docker.getContainer(first!).inspect(), 'the old container is gone');
+    // The chat goes on in the new sandbox.
+    await page.fill('#prompt', 'chart 1 2');
+    await page.click('#send');
+    await page.waitForFunction(() => document.querySelectorAll('[data-done]').length === 3, undefined, { timeout: 120_000 });
+    t.equal(await page.getAttribute('.msg.assistant:last-child', 'data-done'), 'end_turn', 'a prompt after the restart runs');
+    t.equal(containerOf(), second, 'in the restarted container');
+
     await p3.click(`button[aria-label="Kill session ${sid}"]`);
     await p3.waitForFunction(() => /No live sessions/.test(document.querySelector('#sessions-table')?.textContent ?? ''));
     t.same(d.runtime!.sessions.list().filter((s) => s.sessionId), [], 'killed');

@@ -27,7 +27,9 @@ async function sessionsPage() {
   root.append(section('Sessions', status.el, table(sessions, [
     { key: 'id', title: 'Session' },
     { key: 'user', title: 'User', render: (s) => s.username || s.user || s.user_id || '' },
+    { key: 'container_id', title: 'Container', render: (s) => h('code', { class: 'container-id' }, s.container_id || '') },
     { key: 'status', title: 'Status', render: (s) => s.status || s.state || '' },
+    { key: 'turns', title: 'Turns' },
     { key: 'started_at', title: 'Started', render: (s) => fmtTime(s.started_at || s.created_at) },
     { key: 'actions', title: 'Actions', render: (s) => {
       const restart = h('button', { type: 'button', class: 'secondary', 'aria-label': `Restart session ${s.id}` }, 'Restart');

@@ -156,6 +156,17 @@ function assistantView(transcript) {
       }
       box.dataset.done = e.stop_reason || 'end_turn';
     },
+    /** The turn broke off before `done`: say why, and stop showing tools as running. */
+    interrupted(why) {
+      for (const t of tools.values()) {
+        if (t.row.dataset.status) continue;
+        t.status.textContent = 'interrupted';
+        t.status.className = 'status failed';
+        t.row.dataset.status = 'interrupted';
+      }
+      box.append(banner('error', why));
+      box.dataset.done = 'interrupted';
+    },
   };
 }
 
@@ -192,7 +203,17 @@ function showAttachment(box, out) {
   box.append(h('img', { class: 'attachment', src: `/api/chat/attachments/${f}`, alt: `Chart attachment ${f}`, 'data-attachment': f }));
 }
 
-/** POST the prompt and render NDJSON events as they arrive. */
+/** Make the page name this chat session (a new chat learns its id from the server). */
+function adoptSession(id) {
+  if (current || !id) return;
+  current = id;
+  history.replaceState(null, '', `#/chat/${encodeURIComponent(current)}`);
+}
+
+/**
+ * POST the prompt and render NDJSON events as they arrive. Every turn ends on the page: with the
+ * server's `done`, or, when the stream drops or carries a line that is not JSON, as interrupted.
+ */
 async function streamTurn(text, transcript) {
   if (transcript.querySelector('p.muted')) clear(transcript);
   transcript.append(userMsg(text));
@@ -217,29 +238,63 @@ async function streamTurn(text, transcript) {
     view.done({ stop_reason: 'error', error: err });
     return;
   }
-  const reader = res.body.getReader();
-  const dec = new TextDecoder();
-  let buf = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buf += dec.decode(value, { stream: true });
-    let i;
-    while ((i = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, i).trim();
-      buf = buf.slice(i + 1);
-      if (!line) continue;
-      const e = JSON.parse(line);
+  // The session exists from the first byte: a turn that breaks off still belongs to it.
+  adoptSession(res.headers.get('x-chat-session-id'));
+  let ended = false;
+  try {
+    for await (const e of ndjson(res.body)) {
       if (e.type === 'tool_start') view.toolStart(e);
       else if (e.type === 'tool_end') view.toolEnd(e);
       else if (e.type === 'text_delta') view.text(e.text);
       else if (e.type === 'done') {
         view.done(e);
-        if (!current && e.session_id) {
-          current = e.session_id;
-          history.replaceState(null, '', `#/chat/${encodeURIComponent(current)}`);
-        }
+        adoptSession(e.session_id);
+        ended = true;
       }
     }
+    // A stream that ends without `done` is a turn cut short (the server always writes one).
+    if (!ended) view.interrupted(DROPPED);
+  } catch (err) {
+    if (!ended) view.interrupted(err instanceof StreamBroken ? DROPPED : `Could not show this answer: ${err.message}`);
+  }
+}
+
+const DROPPED = 'The connection to the server dropped, so this turn may be incomplete. Reload the chat to see what was saved.';
+
+/** The response stream failed: the connection dropped, or a line was not JSON. */
+class StreamBroken extends Error {}
+
+/** The objects of an NDJSON response body, one per line, as they arrive. */
+async function* ndjson(body) {
+  const reader = body.getReader();
+  const dec = new TextDecoder();
+  let buf = '';
+  try {
+    for (;;) {
+      let chunk;
+      try {
+        chunk = await reader.read();
+      } catch (err) {
+        throw new StreamBroken('the response stream failed', { cause: err });
+      }
+      if (chunk.done) return;
+      buf += dec.decode(chunk.value, { stream: true });
+      let i;
+      while ((i = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, i).trim();
+        buf = buf.slice(i + 1);
+        if (!line) continue;
+        let event;
+        try {
+          event = JSON.parse(line);
+        } catch (err) {
+          throw new StreamBroken('a line of the response is not JSON', { cause: err });
+        }
+        yield event;
+      }
+    }
+  } finally {
+    // Stopped early (a broken stream, or the page failed on an event): let the connection go.
+    reader.cancel().catch(() => { /* already closed or failed */ });
   }
 }
