@@ -4,10 +4,10 @@ import { AccountStore, createMetrics, Encryptor, isAppError, loadOrCreateEncrypt
 import type { SandboxControl } from '../web/index.js';
 import { DirectorySyncRunner } from './directory-sync/index.js';
 import type { EgressGateway } from '../core/sandbox-protocol.js';
-import { startRuntime, type Runtime } from './runtime/index.js';
+import { startRuntime, type Runtime, type SessionHooks } from './runtime/index.js';
 import { EgressGatewayService } from './egress.js';
 import { OverlayPreparer } from './overlay.js';
-import { TokenService } from './tokens.js';
+import { ACCOUNT_TOKEN_ENVS, TokenService } from './tokens.js';
 
 export interface RunningDaemon extends DaemonBase {
   web: WebServer;
@@ -67,7 +67,16 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   // start on prompts, which come after that, so the runtime gets a late-bound preparer.
   let preparer: SessionPreparer | undefined;
   const latePreparer: SessionPreparer = { prepare: (req) => preparer!.prepare(req) };
-  const runtimeOpts = opts.runtime === false ? undefined : { preparer: latePreparer, egress: egressGateway as EgressGateway, ...(opts.runtime || {}) };
+  const accountEnvs: readonly string[] = ACCOUNT_TOKEN_ENVS;
+  const hooks: SessionHooks = {
+    // Rotation is tracked in memory: every live session registers, also one adopted after a
+    // daemon restart (its token env names come from its claim.json), so it keeps getting
+    // rotate-token instead of failing with 401 once its access token expires.
+    onSessionLive: ({ sessionId, userId, tokenEnvs }) => tokenService.track(sessionId, userId, tokenEnvs.filter((e) => accountEnvs.includes(e))),
+    // Every sandbox end (reap, kill, restart, disconnect, lost, failed start) stops rotation into it.
+    onSessionEnded: (sessionId) => tokenService.untrack(sessionId),
+  };
+  const runtimeOpts = opts.runtime === false ? undefined : { preparer: latePreparer, egress: egressGateway as EgressGateway, hooks, ...(opts.runtime || {}) };
   const runtime = runtimeOpts ? await startRuntime({ ...base, metrics, ...runtimeOpts }) : undefined;
   if (runtime) {
     // ChatService (web/chat-routes.ts) is {runner}; the session manager is the TurnRunner.

@@ -92,11 +92,41 @@ interface Sandbox {
   boundWorkspace?: string;
 }
 
+/**
+ * `<slot>/claim.json` (root only, 0600, outside /run/airlock): what a restarted daemon needs to
+ * adopt a session. Names only, never a secret value.
+ */
 interface Claim {
   session_id: string;
   user_id: number;
   claimed_at: number;
   egress_allow: string[];
+  /** Env names of the real tokens the supervisor holds (e.g. MAIL_ACCESS_TOKEN), for rotation. */
+  token_envs?: string[];
+}
+
+const ENV_NAME = /^[A-Z][A-Z0-9_]{0,63}$/;
+
+/** A session's sandbox became live: started on a first prompt, or adopted after a daemon restart. */
+export interface SessionLiveInfo {
+  sessionId: string;
+  userId: number;
+  /** Env names of the real tokens its supervisor holds (names only). */
+  tokenEnvs: string[];
+  adopted: boolean;
+}
+
+/**
+ * Lifecycle hooks the composition root wires (daemon/serve.ts: token rotation track/untrack).
+ * Called synchronously; a hook that throws is logged and ignored.
+ */
+export interface SessionHooks {
+  onSessionLive?(s: SessionLiveInfo): void;
+  /**
+   * A session's sandbox ended: idle or dead reap, operator kill or restart, the user deactivated
+   * or disconnected, lost (killed from outside), a failed start, or removal at shutdown.
+   */
+  onSessionEnded?(sessionId: string, why: string): void;
 }
 
 export interface SessionManagerOptions {
@@ -117,6 +147,8 @@ export interface SessionManagerOptions {
   now?: () => number;
   /** Prometheus metrics (sessions live/started/reaped, start seconds, pool ready). */
   metrics?: Metrics;
+  /** Session lifecycle hooks (token rotation). */
+  hooks?: SessionHooks;
 }
 
 /** The default preparer: no routes and no tokens, only the agent settings from config. */
@@ -343,6 +375,16 @@ export class SessionManager implements TurnRunner {
   }
 
   private async acquire(sessionId: string, userId: number): Promise<Sandbox> {
+    try {
+      return await this.acquireInner(sessionId, userId);
+    } catch (err) {
+      // The preparer may already have registered the session (token rotation): undo that.
+      this.ended(sessionId, 'start failed');
+      throw err;
+    }
+  }
+
+  private async acquireInner(sessionId: string, userId: number): Promise<Sandbox> {
     const t0 = process.hrtime.bigint();
     // The overlay first: a refusal (an agent policy forbidding the model) costs no container.
     const prepared = await this.preparer.prepare({ userId, sessionId, proxyPort: SANDBOX_PROXY_PORT });
@@ -385,7 +427,14 @@ export class SessionManager implements TurnRunner {
     const profile: SessionProfile = { version: 1, session_id: sessionId, proxy: { host: '127.0.0.1', port: SANDBOX_PROXY_PORT }, routes: prepared.routes };
     // World-readable by design (DESIGN.md): routes and token *references* only, never values.
     writeFileAtomic(join(sb.runDir, 'profile.json'), JSON.stringify(profile, null, 2) + '\n', 0o644);
-    const claim: Claim = { session_id: sessionId, user_id: userId, claimed_at: this.now(), egress_allow: prepared.egressAllow };
+    const claim: Claim = {
+      session_id: sessionId,
+      user_id: userId,
+      claimed_at: this.now(),
+      egress_allow: prepared.egressAllow,
+      // Names only: the values go to the supervisor over the control socket and nowhere else.
+      token_envs: Object.keys(prepared.tokens).filter((k) => ENV_NAME.test(k)),
+    };
     writeFileAtomic(join(sb.dir, 'claim.json'), JSON.stringify(claim) + '\n', 0o600);
     if (this.egress) sb.egress = await this.egress.open(sessionId, join(sb.runDir, 'egress.sock'), prepared.egressAllow);
     const spec: StartSpec = {
@@ -404,6 +453,7 @@ export class SessionManager implements TurnRunner {
     sb.state = 'ready';
     this.sessions.set(sessionId, sb);
     this.log.info({ sessionId, userId, containerId: sb.containerId.slice(0, 12), fromPool: sb.fromPool }, 'session sandbox started');
+    this.hook('onSessionLive', () => this.o.hooks?.onSessionLive?.({ sessionId, userId, tokenEnvs: claim.token_envs!, adopted: false }));
   }
 
   private ensureWorkspace(userId: number): string {
@@ -596,7 +646,10 @@ export class SessionManager implements TurnRunner {
   private async remove(sb: Sandbox, why: string): Promise<void> {
     if (sb.state === 'stopping') return;
     sb.state = 'stopping';
-    if (sb.sessionId && this.sessions.get(sb.sessionId) === sb) this.sessions.delete(sb.sessionId);
+    if (sb.sessionId && this.sessions.get(sb.sessionId) === sb) {
+      this.sessions.delete(sb.sessionId);
+      this.ended(sb.sessionId, why);
+    }
     this.pool = this.pool.filter((p) => p !== sb);
     try {
       // Ask the supervisor to stop the child cleanly; the container is removed either way.
@@ -617,6 +670,19 @@ export class SessionManager implements TurnRunner {
     this.log.info({ containerId: sb.containerId.slice(0, 12), sessionId: sb.sessionId, why }, 'sandbox removed');
     if (sb.sessionId) this.o.metrics?.sessionsReaped.inc({ reason: why.replace(/[^a-z]+/gi, '_') });
     this.gauges();
+  }
+
+  /** Call a hook; a hook failure must not break the runtime. */
+  private hook(name: string, fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      this.log.warn({ hook: name, err: (err as Error).message }, 'session hook threw');
+    }
+  }
+
+  private ended(sessionId: string, why: string): void {
+    this.hook('onSessionEnded', () => this.o.hooks?.onSessionEnded?.(sessionId, why));
   }
 
   // ------------------------------------------------------------------ pool
@@ -725,6 +791,9 @@ export class SessionManager implements TurnRunner {
           if (sb.fromPool) sb.boundWorkspace = join(dir, 'workspace');
           if (this.egress) sb.egress = await this.egress.open(claim.session_id, join(dir, 'run', 'egress.sock'), claim.egress_allow ?? []);
           this.sessions.set(claim.session_id, sb);
+          const live: SessionLiveInfo = { sessionId: claim.session_id, userId: claim.user_id, tokenEnvs: (claim.token_envs ?? []).filter((k) => typeof k === 'string' && ENV_NAME.test(k)), adopted: true };
+          // Token rotation is in memory only: the restarted daemon registers the session again.
+          this.hook('onSessionLive', () => this.o.hooks?.onSessionLive?.(live));
         } else {
           client.close();
           return drop('unclaimed or inconsistent');

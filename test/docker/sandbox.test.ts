@@ -5,13 +5,13 @@
  * from outside being replaced with a clear event.
  */
 import t from 'tap';
-import { readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type Docker from 'dockerode';
 import { createLogger } from '../../core/index.js';
 import type { AgentEvent, PreparedSession, SessionPreparer } from '../../core/sandbox-protocol.js';
-import { SessionManager } from '../../daemon/runtime/session-manager.js';
+import { SessionManager, type SessionHooks } from '../../daemon/runtime/session-manager.js';
 import { dataDir, dockerOrSkip, ensureTestImage, execIn, runtimeConfig, SECRET_SCAN, sweep, uniqueOwner } from './helpers.js';
 
 const log = createLogger({ level: 'warn', destination: process.stderr });
@@ -22,6 +22,16 @@ function turn(m: SessionManager, sessionId: string, prompt: string, userId = 7) 
   return m
     .runTurn({ userId, sessionId, turnId: randomBytes(6).toString('hex'), prompt, signal: new AbortController().signal, onEvent: (e) => events.push(e) })
     .then((r) => ({ ...r, events }));
+}
+
+/** Records every hook call, in order. */
+function recordHooks() {
+  const calls: string[] = [];
+  const hooks: SessionHooks = {
+    onSessionLive: (s) => calls.push(`live ${s.sessionId}${s.adopted ? ' adopted' : ''}`),
+    onSessionEnded: (id, why) => calls.push(`ended ${id} ${why}`),
+  };
+  return { calls, hooks };
 }
 
 async function manager(tt: { teardown(fn: () => unknown): void }, docker: Docker, image: string, env: Record<string, string> = {}, extra: Partial<ConstructorParameters<typeof SessionManager>[0]> = {}) {
@@ -181,6 +191,12 @@ if (docker) {
       const profile = runDir.map((p) => { try { return readFileSync(p, 'utf8'); } catch { return ''; } }).join('');
       t.match(profile, /\$\{MAIL_ACCESS_TOKEN\}/, 'profile names the token by reference');
       t.notMatch(profile, new RegExp(CANARY), 'profile.json does not hold the canary');
+      // claim.json (what a restarted daemon adopts from): token names for rotation, no value, root only.
+      const claimFile = readdirSync(join(dir, 'sandboxes')).map((d) => join(dir, 'sandboxes', d, 'claim.json')).find((p) => existsSync(p))!;
+      t.equal(statSync(claimFile).mode & 0o777, 0o600, 'claim.json is 0600');
+      const claim = readFileSync(claimFile, 'utf8');
+      t.same(JSON.parse(claim).token_envs, ['MAIL_ACCESS_TOKEN'], 'claim.json names the token env');
+      t.notMatch(claim, new RegExp(CANARY), 'claim.json does not hold the canary');
       const inspect = JSON.stringify(await docker.getContainer(id).inspect());
       t.notMatch(inspect, new RegExp(CANARY), 'docker inspect does not show the canary');
       t.notMatch(JSON.stringify(await m.inspect(`canary-${pool}`)), new RegExp(CANARY), 'sessions inspect does not show the canary');
@@ -205,7 +221,8 @@ if (docker) {
   });
 
   t.test('idle reap, kill, restart and restart --stale', async (t) => {
-    const { m } = await manager(t, docker, image, { AIRLOCK_SESSION_IDLE_S: '1', AIRLOCK_POOL_SIZE: '0' }, { reapIntervalMs: 60_000 });
+    const { calls, hooks } = recordHooks();
+    const { m } = await manager(t, docker, image, { AIRLOCK_SESSION_IDLE_S: '1', AIRLOCK_POOL_SIZE: '0' }, { reapIntervalMs: 60_000, hooks });
     const a = await turn(m, 'reap', 'x');
     await new Promise((r) => setTimeout(r, 1300));
     t.same(await m.reap(), ['reap'], 'idle session reaped');
@@ -225,6 +242,19 @@ if (docker) {
     const r2 = await turn(m, 'restartme', 'y');
     t.equal(r2.containerId, info.containerId, 'next prompt uses the restarted container');
     t.match(textOf(r2.events), /message 1 of this conversation/, 'a fresh agent');
+
+    // The user's sandboxes end (deactivated, or the account disconnected).
+    const u = await turn(m, 'user-9', 'x', 9);
+    t.equal(await m.killForUser(9), 1);
+    await t.rejects(docker.getContainer(u.containerId!).inspect(), { statusCode: 404 } as unknown as Error, 'killForUser removes the container');
+
+    // Every end of a sandbox is reported (serve untracks the session from token rotation).
+    t.same(calls, [
+      'live reap', 'ended reap idle', 'live reap',
+      'live killme', 'ended killme killed by operator',
+      'live restartme', 'ended restartme restart', 'live restartme',
+      'live user-9', 'ended user-9 user deactivated',
+    ]);
   });
 
   t.test('restart --stale restarts only stale sessions', async (t) => {
