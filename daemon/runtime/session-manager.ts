@@ -107,6 +107,9 @@ interface Claim {
 
 const ENV_NAME = /^[A-Z][A-Z0-9_]{0,63}$/;
 
+/** Sessions whose sandbox died and was removed before their next prompt, remembered for the notice. */
+const LOST_REMEMBERED_MAX = 1000;
+
 /** A session's sandbox became live: started on a first prompt, or adopted after a daemon restart. */
 export interface SessionLiveInfo {
   sessionId: string;
@@ -209,6 +212,8 @@ export class SessionManager implements TurnRunner {
   private poolStarting = 0;
   /** Sessions whose sandbox is being acquired or which run a turn (synchronous busy guard). */
   private busy = new Set<string>();
+  /** Sessions whose dead sandbox was reaped before their next prompt (that prompt gets the notice). */
+  private lost = new Map<string, number>();
   private acquiring = 0;
   private reaper?: NodeJS.Timeout;
   private closed = false;
@@ -283,15 +288,20 @@ export class SessionManager implements TurnRunner {
     let sb = this.sessions.get(req.sessionId);
     if (sb && sb.userId !== req.userId) throw new AppError('ERR_SESSION_NOT_FOUND', 'no such session', { status: 404 });
     const needsNew = !sb || sb.state === 'dead' || !sb.client || sb.client.closed;
+    // Its dead sandbox was already reaped: the user is still told it was lost.
+    const wasLost = !sb && this.lost.get(req.sessionId) === req.userId;
     if (needsNew && !sb && this.liveSessionCount() + this.acquiring >= this.config.sandbox.maxSessions) {
       throw new AppError('ERR_SESSION_CAPACITY', 'this host runs as many sessions as it may; try again later', { status: 503, retryable: true });
     }
     this.busy.add(req.sessionId);
     try {
       if (needsNew) {
-        if (sb) {
+        if (sb || wasLost) {
           // The container went away behind our back (killed from outside, crashed, OOM).
           req.onEvent({ type: 'text_delta', text: '[sandbox] The previous sandbox of this session stopped unexpectedly; a new one was started. Earlier context in the sandbox is gone.\n' });
+          this.lost.delete(req.sessionId);
+        }
+        if (sb) {
           this.log.warn({ sessionId: req.sessionId, containerId: sb.containerId }, 'sandbox lost; replacing');
           await this.remove(sb, 'lost');
         }
@@ -452,6 +462,7 @@ export class SessionManager implements TurnRunner {
     sb.lastUsedAt = Date.now();
     sb.state = 'ready';
     this.sessions.set(sessionId, sb);
+    this.lost.delete(sessionId);
     this.log.info({ sessionId, userId, containerId: sb.containerId.slice(0, 12), fromPool: sb.fromPool }, 'session sandbox started');
     this.hook('onSessionLive', () => this.o.hooks?.onSessionLive?.({ sessionId, userId, tokenEnvs: claim.token_envs!, adopted: false }));
   }
@@ -648,6 +659,7 @@ export class SessionManager implements TurnRunner {
     sb.state = 'stopping';
     if (sb.sessionId && this.sessions.get(sb.sessionId) === sb) {
       this.sessions.delete(sb.sessionId);
+      if (why === 'dead' && sb.userId !== undefined) this.rememberLost(sb.sessionId, sb.userId);
       this.ended(sb.sessionId, why);
     }
     this.pool = this.pool.filter((p) => p !== sb);
@@ -683,6 +695,16 @@ export class SessionManager implements TurnRunner {
 
   private ended(sessionId: string, why: string): void {
     this.hook('onSessionEnded', () => this.o.hooks?.onSessionEnded?.(sessionId, why));
+  }
+
+  private rememberLost(sessionId: string, userId: number): void {
+    this.lost.delete(sessionId);
+    this.lost.set(sessionId, userId);
+    // Bounded: the oldest entries go first (a user who never comes back costs nothing for long).
+    for (const k of this.lost.keys()) {
+      if (this.lost.size <= LOST_REMEMBERED_MAX) break;
+      this.lost.delete(k);
+    }
   }
 
   // ------------------------------------------------------------------ pool
@@ -816,13 +838,20 @@ export class SessionManager implements TurnRunner {
     return !!sb.sessionId && this.now() - (sb.claimedAt ?? sb.createdAt) > this.config.sandbox.staleS * 1000;
   }
 
-  /** Remove sandboxes idle longer than AIRLOCK_SESSION_IDLE_S and dead ones. */
+  /**
+   * Remove sandboxes idle longer than AIRLOCK_SESSION_IDLE_S and dead ones (container killed from
+   * outside, crashed, OOM: its exited container and slot folder would otherwise stay until the
+   * session's next prompt). The next prompt of a session reaped dead still gets the notice.
+   */
   async reap(): Promise<string[]> {
     const idleMs = this.config.sandbox.idleS * 1000;
     const reaped: string[] = [];
     for (const sb of [...this.sessions.values()]) {
       if (this.busy.has(sb.sessionId!)) continue;
-      if (sb.state === 'ready' && Date.now() - sb.lastUsedAt > idleMs) {
+      if (sb.state === 'dead') {
+        reaped.push(sb.sessionId!);
+        await this.remove(sb, 'dead');
+      } else if (sb.state === 'ready' && Date.now() - sb.lastUsedAt > idleMs) {
         reaped.push(sb.sessionId!);
         await this.remove(sb, 'idle');
       }

@@ -9,7 +9,7 @@ import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type Docker from 'dockerode';
-import { createLogger } from '../../core/index.js';
+import { createLogger, createMetrics } from '../../core/index.js';
 import type { AgentEvent, PreparedSession, SessionPreparer } from '../../core/sandbox-protocol.js';
 import { SessionManager, type SessionHooks } from '../../daemon/runtime/session-manager.js';
 import { dataDir, dockerOrSkip, ensureTestImage, execIn, runtimeConfig, SECRET_SCAN, sweep, uniqueOwner } from './helpers.js';
@@ -32,6 +32,16 @@ function recordHooks() {
     onSessionEnded: (id, why) => calls.push(`ended ${id} ${why}`),
   };
   return { calls, hooks };
+}
+
+async function until<T>(fn: () => T | undefined | false, what: string, ms = 20_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 async function manager(tt: { teardown(fn: () => unknown): void }, docker: Docker, image: string, env: Record<string, string> = {}, extra: Partial<ConstructorParameters<typeof SessionManager>[0]> = {}) {
@@ -255,6 +265,30 @@ if (docker) {
       'live restartme', 'ended restartme restart', 'live restartme',
       'live user-9', 'ended user-9 user deactivated',
     ]);
+  });
+
+  t.test('a container killed from outside is reaped (container and folder gone); the next prompt still gets the notice', async (t) => {
+    const { calls, hooks } = recordHooks();
+    const metrics = createMetrics();
+    const { m, dir } = await manager(t, docker, image, { AIRLOCK_POOL_SIZE: '0' }, { reapIntervalMs: 60_000, hooks, metrics });
+    const a = await turn(m, 'dies', 'x');
+    const [sb] = m.list();
+    t.ok(existsSync(join(dir, 'sandboxes', sb.slot)), 'the slot folder exists');
+    await docker.getContainer(a.containerId!).kill();
+    await until(() => m.list().find((s) => s.sessionId === 'dies' && s.state === 'dead'), 'the sandbox to be seen dead');
+    const exited = await docker.getContainer(a.containerId!).inspect();
+    t.equal(exited.State.Running, false, 'an exited container is left behind until reaped');
+    t.same(await m.reap(), ['dies'], 'the dead sandbox is reaped');
+    await t.rejects(docker.getContainer(a.containerId!).inspect(), { statusCode: 404 } as unknown as Error, 'its container is removed');
+    t.notOk(existsSync(join(dir, 'sandboxes', sb.slot)), 'its slot folder is removed');
+    t.same(m.list(), [], 'nothing listed');
+    t.match(await metrics.registry.metrics(), /^airlock_sessions_reaped_total\{reason="dead"\} 1$/m, 'counted as reason="dead"');
+    const b = await turn(m, 'dies', 'after');
+    t.equal(b.stop_reason, 'end_turn');
+    t.match(b.events[0], { type: 'text_delta', text: /stopped unexpectedly/ }, 'the user is still told first');
+    const c = await turn(m, 'dies', 'again');
+    t.notOk(c.events.some((e) => e.type === 'text_delta' && /stopped unexpectedly/.test(e.text)), 'only once');
+    t.same(calls, ['live dies', 'ended dies dead', 'live dies']);
   });
 
   t.test('restart --stale restarts only stale sessions', async (t) => {
