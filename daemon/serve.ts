@@ -1,7 +1,7 @@
 import { SqliteSessionStore, startWebServer, type WebServer, type WebServices } from '../web/index.js';
 import { openBase, type DaemonBase } from './context.js';
 import { AccountStore, createMetrics, Encryptor, isAppError, loadOrCreateEncryptionKey, mintAgentUserToken, tokenRequest, type Config, type Logger, type SessionPreparer } from '../core/index.js';
-import type { SandboxControl } from '../web/index.js';
+import type { AgentSessionCheck, SandboxControl } from '../web/index.js';
 import { DirectorySyncRunner } from './directory-sync/index.js';
 import type { EgressGateway } from '../core/sandbox-protocol.js';
 import { startRuntime, type Runtime, type SessionHooks } from './runtime/index.js';
@@ -78,11 +78,18 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   };
   const runtimeOpts = opts.runtime === false ? undefined : { preparer: latePreparer, egress: egressGateway as EgressGateway, hooks, ...(opts.runtime || {}) };
   const runtime = runtimeOpts ? await startRuntime({ ...base, metrics, ...runtimeOpts }) : undefined;
+  if (runtimeOpts && !runtime) {
+    // No engine: no sandbox is live, so no agent token is either.
+    services.agentSessions ??= { isLive: () => false } satisfies AgentSessionCheck;
+  }
   if (runtime) {
     // ChatService (web/chat-routes.ts) is {runner}; the session manager is the TurnRunner.
     services.chat ??= { runner: runtime.sessions };
     services.sandboxes ??= runtime.sessions;
     services.sandboxAdmin ??= runtime.sessions;
+    // AGENT_USER_TOKEN is bound to user and session: accepted only while that session has a live
+    // sandbox of that user (docs/api.md).
+    services.agentSessions ??= { isLive: (sessionId: string, userId: number) => runtime.sessions.isLive(sessionId, userId) } satisfies AgentSessionCheck;
     tokenService.setRotate(async (sessionId, tokens) => {
       try {
         await runtime.sessions.rotateTokens(sessionId, tokens);

@@ -859,6 +859,15 @@ export class SessionManager implements TurnRunner {
     return reaped;
   }
 
+  /**
+   * Whether this session has a live sandbox of this user (the agent API accepts an
+   * AGENT_USER_TOKEN only then: a token of an ended session is refused).
+   */
+  isLive(sessionId: string, userId: number): boolean {
+    const sb = this.sessions.get(sessionId);
+    return !!sb && sb.userId === userId && (sb.state === 'ready' || sb.state === 'busy') && !!sb.client && !sb.client.closed;
+  }
+
   // ------------------------------------------------------------------ operator API
 
   private info(sb: Sandbox): SandboxInfo {

@@ -2,20 +2,21 @@
  * The daemon restarted on the same data dir: serve() adopts the warm session container and the
  * session keeps working as before the restart. Token rotation is registered again (from the token
  * env names in claim.json), so a refreshed token reaches the adopted supervisor and mail goes
- * out with it; the egress gateway is open again; ending the sandbox stops rotation.
+ * out with it; the egress gateway is open again; ending the sandbox stops rotation and its
+ * AGENT_USER_TOKEN is refused from then on.
  */
 import t from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AccountStore, createLogger, createUser, Encryptor, hashPassword, loadOrCreateEncryptionKey, WORKSPACE_SCOPES } from '../../core/index.js';
+import { AccountStore, createLogger, createUser, Encryptor, hashPassword, loadOrCreateEncryptionKey, mintAgentUserToken, WORKSPACE_SCOPES } from '../../core/index.js';
 import { serve, type RunningDaemon } from '../../daemon/serve.js';
 import * as google from '../../emulator/google.js';
 import * as googleOAuth from '../../emulator/google-oauth.js';
 import { Client } from '../helpers/client.js';
 import { logSink } from '../helpers/app.js';
 import { streamTurn } from '../helpers/chat.js';
-import { dataDir, dockerOrSkip, ensureTestImage, runtimeConfig, sweep, uniqueOwner } from './helpers.js';
+import { dataDir, dockerOrSkip, ensureTestImage, execIn, runtimeConfig, sweep, uniqueOwner } from './helpers.js';
 
 const CLIENT_ID = 'airlock-test-client';
 const CLIENT_SECRET = 'airlock-test-client-secret';
@@ -47,7 +48,7 @@ const docker = await dockerOrSkip(t);
 if (docker) {
   const image = await ensureTestImage(docker);
 
-  t.test('a restarted daemon adopts the warm session: rotation and egress carry on', async (t) => {
+  t.test('a restarted daemon adopts the warm session: rotation, egress and the agent-token check carry on', async (t) => {
     const dir = dataDir(t);
     const owner = uniqueOwner('serve-adopt');
     t.teardown(() => sweep(docker!, owner));
@@ -129,8 +130,25 @@ if (docker) {
     t.equal(sends.at(-1)!.headers.authorization, `Bearer ${fresh}`, 'the rotated token went upstream (through the re-opened egress)');
     t.notOk(logs.text().includes(fresh) || logs.text().includes(grant.refresh_token), 'no token in the logs');
 
-    // ---- ending the sandbox stops rotation into it.
+    // ---- AGENT_USER_TOKEN is bound to the live session: the sandbox's own token works while the
+    // sandbox lives and is refused once it ended.
+    const sup = (await d2.runtime!.sessions.inspect(sessionId)).supervisor!;
+    const env = await execIn(docker!, before.containerId, ['/bin/sh', '-c', `tr '\\0' '\\n' < /proc/${sup.child_pid}/environ`]);
+    const agentToken = /^AGENT_USER_TOKEN=(.+)$/m.exec(env.stdout)?.[1];
+    t.ok(agentToken, "the sandbox child's AGENT_USER_TOKEN");
+    const memories = (token: string) => fetch(`${d2.web.url}/api/agent/memories`, { headers: { authorization: `Bearer ${token}` } });
+    t.equal((await memories(agentToken!)).status, 200, 'accepted while the session is live');
+    const otherSession = mintAgentUserToken(config.agentUserTokenSecret!, { userId: user.id, sessionId: 'no-such-live-session' });
+    const refusedOther = await memories(otherSession);
+    t.equal(refusedOther.status, 401, 'a valid token of a session without a live sandbox is refused');
+    t.equal(((await refusedOther.json()) as { error: { code: string } }).error.code, 'ERR_AGENT_TOKEN_INVALID');
+
     await d2.runtime!.sessions.kill(sessionId);
     t.same(d2.tokenService.tracked(), [], 'an ended sandbox is no longer rotated into');
+    const refused = await memories(agentToken!);
+    t.equal(refused.status, 401, "the ended session's token is refused");
+    t.equal(((await refused.json()) as { error: { code: string } }).error.code, 'ERR_AGENT_TOKEN_INVALID');
+    const minted = mintAgentUserToken(config.agentUserTokenSecret!, { userId: user.id, sessionId });
+    t.equal((await memories(minted)).status, 401, 'also a freshly minted token for that ended session');
   });
 }
