@@ -9,18 +9,21 @@ import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type Docker from 'dockerode';
-import { createLogger, createMetrics } from '../../core/index.js';
+import { createLogger, createMetrics, loadConfig } from '../../core/index.js';
 import type { AgentEvent, PreparedSession, SessionPreparer } from '../../core/sandbox-protocol.js';
 import { SessionManager, type SessionHooks } from '../../daemon/runtime/session-manager.js';
+import { EgressGatewayService, egressTarget } from '../../daemon/egress.js';
+import { agentSettings, buildRoutes } from '../../daemon/overlay.js';
+import * as openaiModel from '../../emulator/model-openai.js';
 import { dataDir, dockerOrSkip, ensureTestImage, execIn, runtimeConfig, SECRET_SCAN, sweep, uniqueOwner } from './helpers.js';
 
 const log = createLogger({ level: 'warn', destination: process.stderr });
 const docker = await dockerOrSkip(t as unknown as Parameters<typeof dockerOrSkip>[0]);
 
-function turn(m: SessionManager, sessionId: string, prompt: string, userId = 7) {
+function turn(m: SessionManager, sessionId: string, prompt: string, userId = 7, onEvent?: (e: AgentEvent) => void) {
   const events: AgentEvent[] = [];
   return m
-    .runTurn({ userId, sessionId, turnId: randomBytes(6).toString('hex'), prompt, signal: new AbortController().signal, onEvent: (e) => events.push(e) })
+    .runTurn({ userId, sessionId, turnId: randomBytes(6).toString('hex'), prompt, signal: new AbortController().signal, onEvent: (e) => (events.push(e), onEvent?.(e)) })
     .then((r) => ({ ...r, events }));
 }
 
@@ -317,11 +320,45 @@ if (docker) {
     t.match(b.events[0], { type: 'text_delta', text: /stopped unexpectedly/ }, 'the user is told first');
     t.match(textOf(b.events.slice(1)), /message 1 of this conversation/, 'a fresh agent answers');
 
-    // Killed during a turn that never ends on its own: the turn resolves with an error.
-    const c = turn(m, 'outside', 'again');
-    await docker.getContainer(b.containerId!).kill();
-    const cr = await c;
-    t.ok(['end_turn', 'error'].includes(cr.stop_reason), 'the turn resolved');
+  });
+
+  t.test('a container killed during a turn: the turn ends at once with ERR_SANDBOX_LOST', async (t) => {
+    // A model that starts answering and then never finishes: the turn cannot end on its own.
+    const KEY = 'sk-stall-model-key-0123456789';
+    const model = await openaiModel.start({ apiKey: KEY, script: [{ kind: 'stall', text: 'Thinking' }, { kind: 'reply', text: 'fresh sandbox here' }] });
+    t.teardown(() => model.close());
+    const egress = new EgressGatewayService({ log });
+    t.teardown(() => egress.close());
+    const modelConfig = loadConfig({ AIRLOCK_MODEL_PROVIDER: 'openai', AIRLOCK_MODEL: 'gpt-stall', AIRLOCK_MODEL_BASE_URL: model.url, AIRLOCK_MODEL_API_KEY: KEY, AIRLOCK_MODEL_TIMEOUT_S: '600' });
+    const preparer: SessionPreparer = {
+      async prepare(): Promise<PreparedSession> {
+        const routes = buildRoutes({ google: modelConfig.google, model: modelConfig.model, hasAccountToken: false, hasModelKey: true });
+        return { routes, tokens: { MODEL_API_KEY_REAL: KEY }, placeholders: { AGENT_MODEL_API_KEY: `placeholder-${randomBytes(8).toString('hex')}` }, agentEnv: agentSettings(modelConfig), egressAllow: [egressTarget(model.url)] };
+      },
+    };
+    const { calls, hooks } = recordHooks();
+    const { m } = await manager(t, docker, image, { AIRLOCK_POOL_SIZE: '0', AIRLOCK_MODEL_TIMEOUT_S: '600' }, { preparer, egress, hooks });
+    let streaming!: () => void;
+    const inFlight = new Promise<void>((res) => (streaming = res));
+    const pending = turn(m, 'midturn', 'take your time', 7, (e) => e.type === 'text_delta' && streaming());
+    await inFlight; // the model's first words arrived: the turn is under way and will not end by itself
+    const [sb] = m.list();
+    t.equal(sb.state, 'busy');
+    const t0 = Date.now();
+    await docker.getContainer(sb.containerId).kill();
+    const r = await Promise.race([pending, new Promise<'hang'>((res) => setTimeout(() => res('hang'), 15_000).unref())]);
+    t.not(r, 'hang', 'the turn resolved (no hang)');
+    if (r === 'hang') return;
+    t.equal(r.stop_reason, 'error');
+    t.equal(r.error?.code, 'ERR_SANDBOX_LOST', 'a clear error code: the sandbox was lost');
+    t.ok(Date.now() - t0 < 10_000, `it resolved soon after the kill (${Date.now() - t0} ms), not at a deadline`);
+    t.match(textOf(r.events), /Thinking/, 'the events before the kill were delivered');
+    // The next prompt is told and runs in a new sandbox.
+    const next = await turn(m, 'midturn', 'hello again');
+    t.match(next.events[0], { type: 'text_delta', text: /stopped unexpectedly/ });
+    t.equal(next.stop_reason, 'end_turn');
+    t.not(next.containerId, sb.containerId, 'a new container');
+    t.same(calls, ['live midturn', 'ended midturn lost', 'live midturn']);
   });
 }
 
