@@ -109,6 +109,29 @@ if (docker) {
     t.ok(c.Config.Labels['airlock.owner'], 'owner label');
   });
 
+  t.test('a new session takes the pre-started pool container; start and reap metrics', async (t) => {
+    const metrics = createMetrics();
+    const { m } = await manager(t, docker, image, { AIRLOCK_POOL_SIZE: '1', AIRLOCK_SESSION_IDLE_S: '1' }, { metrics, reapIntervalMs: 60_000 });
+    await m.poolReady();
+    const pooled = m.list().filter((s) => s.state === 'pool');
+    t.equal(pooled.length, 1, 'one pool container waiting');
+    const r = await turn(m, 'pooled', 'hi');
+    t.equal(r.stop_reason, 'end_turn');
+    t.equal(r.containerId, pooled[0].containerId, 'the session runs in the pool container');
+    const info = await m.inspect('pooled');
+    t.equal(info.fromPool, true);
+    t.equal(info.container.labels && (info.container.labels as Record<string, string>)['airlock.pool'], '1', 'it was created as a pool container');
+    const started = (await metrics.sessionsStarted.get()).values;
+    t.same(started.map((v) => [v.labels.kind, v.value]), [['pool', 1]], 'counted as a pool start, no cold start');
+    let text = await metrics.registry.metrics();
+    t.match(text, /^airlock_session_start_seconds_count\{kind="pool"\} 1$/m, 'start time observed with kind="pool"');
+    t.notMatch(text, /airlock_session_start_seconds_count\{kind="cold"\}/, 'no cold start observed');
+    await new Promise((res) => setTimeout(res, 1300));
+    t.same(await m.reap(), ['pooled']);
+    text = await metrics.registry.metrics();
+    t.match(text, /^airlock_sessions_reaped_total\{reason="idle"\} 1$/m, 'the reap counted');
+  });
+
   t.test('warm reuse: same container for one session, another for a new session', async (t) => {
     const { m } = await manager(t, docker, image);
     await m.poolReady();
