@@ -1,8 +1,9 @@
 /**
  * Real-engine tests of the sandbox runtime: hardening seen from inside the container, warm
- * reuse, token isolation with a canary (and the negative check that the scan would catch a child
- * running under the supervisor's uid), idle reap, restart --stale, kill, and a container killed
- * from outside being replaced with a clear event.
+ * reuse, pool claim (and its metrics), token isolation with a canary (and the negative check that
+ * the scan would catch a child running under the supervisor's uid), idle and dead reap, restart
+ * --stale, kill, the session lifecycle hooks, and a container killed from outside (between turns
+ * and during one) being replaced with a clear event.
  */
 import t from 'tap';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
@@ -62,7 +63,8 @@ if (docker) {
   const image = await ensureTestImage(docker);
 
   t.test('hardening seen from inside the container', async (t) => {
-    const { m } = await manager(t, docker, image);
+    // Limits other than the defaults, so the assertions below can only pass if they are applied.
+    const { m, config } = await manager(t, docker, image, { AIRLOCK_SANDBOX_MEMORY_MB: '384', AIRLOCK_SANDBOX_CPUS: '0.5', AIRLOCK_SANDBOX_PIDS: '100' });
     await m.poolReady();
     const r = await turn(m, 'harden', 'hello');
     t.equal(r.stop_reason, 'end_turn');
@@ -78,6 +80,9 @@ if (docker) {
     t.equal(field('Uid')?.split(/\s+/)[0], '1001', 'child real uid 1001');
     t.equal(field('Uid')?.split(/\s+/)[1], '1001', 'child effective uid 1001');
     t.equal(field('Gid')?.split(/\s+/)[0], '1001', 'child gid 1001');
+    const groups = /^Groups:[ \t]*(.*)$/m.exec(status.stdout);
+    t.ok(groups, 'the status has a Groups line');
+    t.equal(groups?.[1].trim(), '', 'supplementary groups dropped in the child');
     t.equal(field('CapEff'), '0000000000000000', 'no effective capabilities in the child');
     t.equal(field('CapPrm'), '0000000000000000', 'no permitted capabilities in the child');
     t.equal(field('NoNewPrivs'), '1', 'no-new-privileges');
@@ -100,12 +105,41 @@ if (docker) {
     t.match(ws.stdout, /WROTE/, 'the workspace is writable for the agent');
     t.match(ws.stdout, /TMP/, '/tmp is a writable tmpfs');
 
+    // /tmp is noexec: the agent's uid can write an executable there but not run it.
+    const noexec = await execIn(docker, id, [
+      '/usr/local/bin/node', '-e',
+      "const fs=require('fs'),cp=require('child_process');fs.copyFileSync('/bin/true','/tmp/exe');fs.chmodSync('/tmp/exe',0o755);" +
+        "const run=(p)=>{try{cp.execFileSync(p);return 'RAN'}catch(e){return e.code}};console.log(JSON.stringify({tmp:run('/tmp/exe'),bin:run('/bin/true')}))",
+    ]);
+    t.same(JSON.parse(noexec.stdout), { tmp: 'EACCES', bin: 'RAN' }, 'a file written to /tmp cannot be executed (a system binary can)');
+    t.match(await execIn(docker, id, ['/bin/sh', '-c', 'grep " /tmp " /proc/mounts']).then((r) => r.stdout), /\bnoexec\b/, '/tmp mounted noexec');
+
+    // Memory, CPU and process limits: configured, set on the container, and in force inside it.
+    const s = config.sandbox;
+    const cg = await execIn(docker, id, [
+      '/bin/sh', '-c',
+      'm=$(cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes); ' +
+        'p=$(cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max); ' +
+        'c=$(cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo "$(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us) $(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us)"); ' +
+        'echo "$m|$p|$c"',
+    ]);
+    const [mem, pids, cpu] = cg.stdout.trim().split('|');
+    t.equal(Number(mem), 384 * 1024 * 1024, 'memory limit in force inside (cgroup)');
+    t.equal(Number(pids), 100, 'process limit in force inside (cgroup)');
+    const [quota, period] = cpu.split(' ').map(Number);
+    t.equal(quota / period, 0.5, 'CPU limit in force inside (cgroup quota/period)');
+
     const c = await docker.getContainer(id).inspect();
     t.equal(c.HostConfig.NetworkMode, 'none');
     t.same(c.HostConfig.CapDrop, ['ALL']);
     t.same([...(c.HostConfig.CapAdd ?? [])].sort(), ['SETGID', 'SETUID']);
     t.equal(c.HostConfig.ReadonlyRootfs, true);
     t.equal(c.HostConfig.Init, true);
+    t.equal(c.HostConfig.Memory, s.memoryMb * 1024 * 1024, 'HostConfig.Memory = AIRLOCK_SANDBOX_MEMORY_MB');
+    t.equal(c.HostConfig.MemorySwap, s.memoryMb * 1024 * 1024, 'no swap beyond the memory limit');
+    t.equal(c.HostConfig.NanoCpus, s.cpus * 1e9, 'HostConfig.NanoCpus = AIRLOCK_SANDBOX_CPUS');
+    t.equal(c.HostConfig.PidsLimit, s.pids, 'HostConfig.PidsLimit = AIRLOCK_SANDBOX_PIDS');
+    t.same([s.memoryMb, s.cpus, s.pids], [384, 0.5, 100], 'the configured values');
     t.ok(c.Config.Labels['airlock.owner'], 'owner label');
   });
 
