@@ -1,13 +1,13 @@
 import { SqliteSessionStore, startWebServer, type WebServer, type WebServices } from '../web/index.js';
 import { openBase, type DaemonBase } from './context.js';
 import { AccountStore, createMetrics, Encryptor, isAppError, loadOrCreateEncryptionKey, mintAgentUserToken, tokenRequest, type Config, type Logger, type SessionPreparer } from '../core/index.js';
-import type { SandboxControl } from '../web/index.js';
+import type { AgentSessionCheck, SandboxControl } from '../web/index.js';
 import { DirectorySyncRunner } from './directory-sync/index.js';
 import type { EgressGateway } from '../core/sandbox-protocol.js';
-import { startRuntime, type Runtime } from './runtime/index.js';
+import { startRuntime, type Runtime, type SessionHooks } from './runtime/index.js';
 import { EgressGatewayService } from './egress.js';
 import { OverlayPreparer } from './overlay.js';
-import { TokenService } from './tokens.js';
+import { ACCOUNT_TOKEN_ENVS, TokenService } from './tokens.js';
 
 export interface RunningDaemon extends DaemonBase {
   web: WebServer;
@@ -67,13 +67,29 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   // start on prompts, which come after that, so the runtime gets a late-bound preparer.
   let preparer: SessionPreparer | undefined;
   const latePreparer: SessionPreparer = { prepare: (req) => preparer!.prepare(req) };
-  const runtimeOpts = opts.runtime === false ? undefined : { preparer: latePreparer, egress: egressGateway as EgressGateway, ...(opts.runtime || {}) };
+  const accountEnvs: readonly string[] = ACCOUNT_TOKEN_ENVS;
+  const hooks: SessionHooks = {
+    // Rotation is tracked in memory: every live session registers, also one adopted after a
+    // daemon restart (its token env names come from its claim.json), so it keeps getting
+    // rotate-token instead of failing with 401 once its access token expires.
+    onSessionLive: ({ sessionId, userId, tokenEnvs }) => tokenService.track(sessionId, userId, tokenEnvs.filter((e) => accountEnvs.includes(e))),
+    // Every sandbox end (reap, kill, restart, disconnect, lost, failed start) stops rotation into it.
+    onSessionEnded: (sessionId) => tokenService.untrack(sessionId),
+  };
+  const runtimeOpts = opts.runtime === false ? undefined : { preparer: latePreparer, egress: egressGateway as EgressGateway, hooks, ...(opts.runtime || {}) };
   const runtime = runtimeOpts ? await startRuntime({ ...base, metrics, ...runtimeOpts }) : undefined;
+  if (runtimeOpts && !runtime) {
+    // No engine: no sandbox is live, so no agent token is either.
+    services.agentSessions ??= { isLive: () => false } satisfies AgentSessionCheck;
+  }
   if (runtime) {
     // ChatService (web/chat-routes.ts) is {runner}; the session manager is the TurnRunner.
     services.chat ??= { runner: runtime.sessions };
     services.sandboxes ??= runtime.sessions;
     services.sandboxAdmin ??= runtime.sessions;
+    // AGENT_USER_TOKEN is bound to user and session: accepted only while that session has a live
+    // sandbox of that user (docs/api.md).
+    services.agentSessions ??= { isLive: (sessionId: string, userId: number) => runtime.sessions.isLive(sessionId, userId) } satisfies AgentSessionCheck;
     tokenService.setRotate(async (sessionId, tokens) => {
       try {
         await runtime.sessions.rotateTokens(sessionId, tokens);

@@ -2,7 +2,7 @@ import type { Config, Logger, Metrics } from '../../core/index.js';
 import type { EgressGateway, SessionPreparer } from '../../core/sandbox-protocol.js';
 import { startControlApi, type ControlApiServer } from './control-api.js';
 import { createDocker } from './docker.js';
-import { SessionManager } from './session-manager.js';
+import { SessionManager, type SessionHooks } from './session-manager.js';
 
 export * from './session-manager.js';
 export * from './sandbox-client.js';
@@ -25,6 +25,8 @@ export interface StartRuntimeOptions {
   owner?: string;
   childUid?: number;
   metrics?: Metrics;
+  /** Session lifecycle hooks (serve wires token rotation track/untrack). */
+  hooks?: SessionHooks;
 }
 
 /**
@@ -40,7 +42,7 @@ export async function startRuntime(o: StartRuntimeOptions): Promise<Runtime | un
     o.log.error({ socket: o.config.docker.socketPath, err: (err as Error).message }, 'docker engine unreachable: sandbox runtime disabled');
     return undefined;
   }
-  const sessions = new SessionManager({ config: o.config, docker, log: o.log, preparer: o.preparer, egress: o.egress, owner: o.owner, childUid: o.childUid, metrics: o.metrics });
+  const sessions = new SessionManager({ config: o.config, docker, log: o.log, preparer: o.preparer, egress: o.egress, owner: o.owner, childUid: o.childUid, metrics: o.metrics, hooks: o.hooks });
   await sessions.start();
   const control = await startControlApi(o.config.dataDir, (req) => sessions.handleControl(req), o.log);
   let closing: Promise<void> | undefined;

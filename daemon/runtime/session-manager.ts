@@ -92,11 +92,44 @@ interface Sandbox {
   boundWorkspace?: string;
 }
 
+/**
+ * `<slot>/claim.json` (root only, 0600, outside /run/airlock): what a restarted daemon needs to
+ * adopt a session. Names only, never a secret value.
+ */
 interface Claim {
   session_id: string;
   user_id: number;
   claimed_at: number;
   egress_allow: string[];
+  /** Env names of the real tokens the supervisor holds (e.g. MAIL_ACCESS_TOKEN), for rotation. */
+  token_envs?: string[];
+}
+
+const ENV_NAME = /^[A-Z][A-Z0-9_]{0,63}$/;
+
+/** Sessions whose sandbox died and was removed before their next prompt, remembered for the notice. */
+const LOST_REMEMBERED_MAX = 1000;
+
+/** A session's sandbox became live: started on a first prompt, or adopted after a daemon restart. */
+export interface SessionLiveInfo {
+  sessionId: string;
+  userId: number;
+  /** Env names of the real tokens its supervisor holds (names only). */
+  tokenEnvs: string[];
+  adopted: boolean;
+}
+
+/**
+ * Lifecycle hooks the composition root wires (daemon/serve.ts: token rotation track/untrack).
+ * Called synchronously; a hook that throws is logged and ignored.
+ */
+export interface SessionHooks {
+  onSessionLive?(s: SessionLiveInfo): void;
+  /**
+   * A session's sandbox ended: idle or dead reap, operator kill or restart, the user deactivated
+   * or disconnected, lost (killed from outside), a failed start, or removal at shutdown.
+   */
+  onSessionEnded?(sessionId: string, why: string): void;
 }
 
 export interface SessionManagerOptions {
@@ -117,6 +150,8 @@ export interface SessionManagerOptions {
   now?: () => number;
   /** Prometheus metrics (sessions live/started/reaped, start seconds, pool ready). */
   metrics?: Metrics;
+  /** Session lifecycle hooks (token rotation). */
+  hooks?: SessionHooks;
 }
 
 /** The default preparer: no routes and no tokens, only the agent settings from config. */
@@ -177,6 +212,8 @@ export class SessionManager implements TurnRunner {
   private poolStarting = 0;
   /** Sessions whose sandbox is being acquired or which run a turn (synchronous busy guard). */
   private busy = new Set<string>();
+  /** Sessions whose dead sandbox was reaped before their next prompt (that prompt gets the notice). */
+  private lost = new Map<string, number>();
   private acquiring = 0;
   private reaper?: NodeJS.Timeout;
   private closed = false;
@@ -251,15 +288,20 @@ export class SessionManager implements TurnRunner {
     let sb = this.sessions.get(req.sessionId);
     if (sb && sb.userId !== req.userId) throw new AppError('ERR_SESSION_NOT_FOUND', 'no such session', { status: 404 });
     const needsNew = !sb || sb.state === 'dead' || !sb.client || sb.client.closed;
+    // Its dead sandbox was already reaped: the user is still told it was lost.
+    const wasLost = !sb && this.lost.get(req.sessionId) === req.userId;
     if (needsNew && !sb && this.liveSessionCount() + this.acquiring >= this.config.sandbox.maxSessions) {
       throw new AppError('ERR_SESSION_CAPACITY', 'this host runs as many sessions as it may; try again later', { status: 503, retryable: true });
     }
     this.busy.add(req.sessionId);
     try {
       if (needsNew) {
-        if (sb) {
+        if (sb || wasLost) {
           // The container went away behind our back (killed from outside, crashed, OOM).
           req.onEvent({ type: 'text_delta', text: '[sandbox] The previous sandbox of this session stopped unexpectedly; a new one was started. Earlier context in the sandbox is gone.\n' });
+          this.lost.delete(req.sessionId);
+        }
+        if (sb) {
           this.log.warn({ sessionId: req.sessionId, containerId: sb.containerId }, 'sandbox lost; replacing');
           await this.remove(sb, 'lost');
         }
@@ -343,6 +385,16 @@ export class SessionManager implements TurnRunner {
   }
 
   private async acquire(sessionId: string, userId: number): Promise<Sandbox> {
+    try {
+      return await this.acquireInner(sessionId, userId);
+    } catch (err) {
+      // The preparer may already have registered the session (token rotation): undo that.
+      this.ended(sessionId, 'start failed');
+      throw err;
+    }
+  }
+
+  private async acquireInner(sessionId: string, userId: number): Promise<Sandbox> {
     const t0 = process.hrtime.bigint();
     // The overlay first: a refusal (an agent policy forbidding the model) costs no container.
     const prepared = await this.preparer.prepare({ userId, sessionId, proxyPort: SANDBOX_PROXY_PORT });
@@ -385,7 +437,14 @@ export class SessionManager implements TurnRunner {
     const profile: SessionProfile = { version: 1, session_id: sessionId, proxy: { host: '127.0.0.1', port: SANDBOX_PROXY_PORT }, routes: prepared.routes };
     // World-readable by design (DESIGN.md): routes and token *references* only, never values.
     writeFileAtomic(join(sb.runDir, 'profile.json'), JSON.stringify(profile, null, 2) + '\n', 0o644);
-    const claim: Claim = { session_id: sessionId, user_id: userId, claimed_at: this.now(), egress_allow: prepared.egressAllow };
+    const claim: Claim = {
+      session_id: sessionId,
+      user_id: userId,
+      claimed_at: this.now(),
+      egress_allow: prepared.egressAllow,
+      // Names only: the values go to the supervisor over the control socket and nowhere else.
+      token_envs: Object.keys(prepared.tokens).filter((k) => ENV_NAME.test(k)),
+    };
     writeFileAtomic(join(sb.dir, 'claim.json'), JSON.stringify(claim) + '\n', 0o600);
     if (this.egress) sb.egress = await this.egress.open(sessionId, join(sb.runDir, 'egress.sock'), prepared.egressAllow);
     const spec: StartSpec = {
@@ -403,7 +462,9 @@ export class SessionManager implements TurnRunner {
     sb.lastUsedAt = Date.now();
     sb.state = 'ready';
     this.sessions.set(sessionId, sb);
+    this.lost.delete(sessionId);
     this.log.info({ sessionId, userId, containerId: sb.containerId.slice(0, 12), fromPool: sb.fromPool }, 'session sandbox started');
+    this.hook('onSessionLive', () => this.o.hooks?.onSessionLive?.({ sessionId, userId, tokenEnvs: claim.token_envs!, adopted: false }));
   }
 
   private ensureWorkspace(userId: number): string {
@@ -596,7 +657,11 @@ export class SessionManager implements TurnRunner {
   private async remove(sb: Sandbox, why: string): Promise<void> {
     if (sb.state === 'stopping') return;
     sb.state = 'stopping';
-    if (sb.sessionId && this.sessions.get(sb.sessionId) === sb) this.sessions.delete(sb.sessionId);
+    if (sb.sessionId && this.sessions.get(sb.sessionId) === sb) {
+      this.sessions.delete(sb.sessionId);
+      if (why === 'dead' && sb.userId !== undefined) this.rememberLost(sb.sessionId, sb.userId);
+      this.ended(sb.sessionId, why);
+    }
     this.pool = this.pool.filter((p) => p !== sb);
     try {
       // Ask the supervisor to stop the child cleanly; the container is removed either way.
@@ -617,6 +682,29 @@ export class SessionManager implements TurnRunner {
     this.log.info({ containerId: sb.containerId.slice(0, 12), sessionId: sb.sessionId, why }, 'sandbox removed');
     if (sb.sessionId) this.o.metrics?.sessionsReaped.inc({ reason: why.replace(/[^a-z]+/gi, '_') });
     this.gauges();
+  }
+
+  /** Call a hook; a hook failure must not break the runtime. */
+  private hook(name: string, fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      this.log.warn({ hook: name, err: (err as Error).message }, 'session hook threw');
+    }
+  }
+
+  private ended(sessionId: string, why: string): void {
+    this.hook('onSessionEnded', () => this.o.hooks?.onSessionEnded?.(sessionId, why));
+  }
+
+  private rememberLost(sessionId: string, userId: number): void {
+    this.lost.delete(sessionId);
+    this.lost.set(sessionId, userId);
+    // Bounded: the oldest entries go first (a user who never comes back costs nothing for long).
+    for (const k of this.lost.keys()) {
+      if (this.lost.size <= LOST_REMEMBERED_MAX) break;
+      this.lost.delete(k);
+    }
   }
 
   // ------------------------------------------------------------------ pool
@@ -725,6 +813,9 @@ export class SessionManager implements TurnRunner {
           if (sb.fromPool) sb.boundWorkspace = join(dir, 'workspace');
           if (this.egress) sb.egress = await this.egress.open(claim.session_id, join(dir, 'run', 'egress.sock'), claim.egress_allow ?? []);
           this.sessions.set(claim.session_id, sb);
+          const live: SessionLiveInfo = { sessionId: claim.session_id, userId: claim.user_id, tokenEnvs: (claim.token_envs ?? []).filter((k) => typeof k === 'string' && ENV_NAME.test(k)), adopted: true };
+          // Token rotation is in memory only: the restarted daemon registers the session again.
+          this.hook('onSessionLive', () => this.o.hooks?.onSessionLive?.(live));
         } else {
           client.close();
           return drop('unclaimed or inconsistent');
@@ -747,18 +838,34 @@ export class SessionManager implements TurnRunner {
     return !!sb.sessionId && this.now() - (sb.claimedAt ?? sb.createdAt) > this.config.sandbox.staleS * 1000;
   }
 
-  /** Remove sandboxes idle longer than AIRLOCK_SESSION_IDLE_S and dead ones. */
+  /**
+   * Remove sandboxes idle longer than AIRLOCK_SESSION_IDLE_S and dead ones (container killed from
+   * outside, crashed, OOM: its exited container and slot folder would otherwise stay until the
+   * session's next prompt). The next prompt of a session reaped dead still gets the notice.
+   */
   async reap(): Promise<string[]> {
     const idleMs = this.config.sandbox.idleS * 1000;
     const reaped: string[] = [];
     for (const sb of [...this.sessions.values()]) {
       if (this.busy.has(sb.sessionId!)) continue;
-      if (sb.state === 'ready' && Date.now() - sb.lastUsedAt > idleMs) {
+      if (sb.state === 'dead') {
+        reaped.push(sb.sessionId!);
+        await this.remove(sb, 'dead');
+      } else if (sb.state === 'ready' && Date.now() - sb.lastUsedAt > idleMs) {
         reaped.push(sb.sessionId!);
         await this.remove(sb, 'idle');
       }
     }
     return reaped;
+  }
+
+  /**
+   * Whether this session has a live sandbox of this user (the agent API accepts an
+   * AGENT_USER_TOKEN only then: a token of an ended session is refused).
+   */
+  isLive(sessionId: string, userId: number): boolean {
+    const sb = this.sessions.get(sessionId);
+    return !!sb && sb.userId === userId && (sb.state === 'ready' || sb.state === 'busy') && !!sb.client && !sb.client.closed;
   }
 
   // ------------------------------------------------------------------ operator API

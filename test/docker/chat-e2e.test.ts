@@ -192,12 +192,14 @@ if (docker) {
     const sessionId = first.events.at(-1).session_id;
     const [before] = d.runtime!.sessions.list().filter((s) => s.sessionId === sessionId);
     t.ok(before, 'a warm sandbox holds the token');
+    t.ok(d.tokenService.tracked().includes(sessionId), 'tracked for token rotation');
 
     const del = await c.json('DELETE', '/api/account');
     t.equal(del.status, 200);
     t.equal(del.body.connected, false);
     t.same(oauth.requests.filter((r) => r.path === '/revoke').map((r) => r.params.token), [g.token], 'the provider was asked to revoke the token');
     t.same(d.runtime!.sessions.list().filter((s) => s.sessionId === sessionId), [], 'no sandbox keeps the old token');
+    t.notOk(d.tokenService.tracked().includes(sessionId), 'the ended sandbox is no longer tracked for token rotation');
     await t.rejects(docker!.getContainer(before.containerId).inspect(), { statusCode: 404 } as unknown as Error, 'its container is gone');
 
     const after = await streamTurn(c, { message: 'chart 4 5 and email the chart to x@example.test', session_id: sessionId });

@@ -1,27 +1,51 @@
 /**
  * Real-engine tests of the sandbox runtime: hardening seen from inside the container, warm
- * reuse, token isolation with a canary (and the negative check that the scan would catch a child
- * running under the supervisor's uid), idle reap, restart --stale, kill, and a container killed
- * from outside being replaced with a clear event.
+ * reuse, pool claim (and its metrics), token isolation with a canary (and the negative check that
+ * the scan would catch a child running under the supervisor's uid), idle and dead reap, restart
+ * --stale, kill, the session lifecycle hooks, and a container killed from outside (between turns
+ * and during one) being replaced with a clear event.
  */
 import t from 'tap';
-import { readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type Docker from 'dockerode';
-import { createLogger } from '../../core/index.js';
+import { createLogger, createMetrics, loadConfig } from '../../core/index.js';
 import type { AgentEvent, PreparedSession, SessionPreparer } from '../../core/sandbox-protocol.js';
-import { SessionManager } from '../../daemon/runtime/session-manager.js';
+import { SessionManager, type SessionHooks } from '../../daemon/runtime/session-manager.js';
+import { EgressGatewayService, egressTarget } from '../../daemon/egress.js';
+import { agentSettings, buildRoutes } from '../../daemon/overlay.js';
+import * as openaiModel from '../../emulator/model-openai.js';
 import { dataDir, dockerOrSkip, ensureTestImage, execIn, runtimeConfig, SECRET_SCAN, sweep, uniqueOwner } from './helpers.js';
 
 const log = createLogger({ level: 'warn', destination: process.stderr });
 const docker = await dockerOrSkip(t as unknown as Parameters<typeof dockerOrSkip>[0]);
 
-function turn(m: SessionManager, sessionId: string, prompt: string, userId = 7) {
+function turn(m: SessionManager, sessionId: string, prompt: string, userId = 7, onEvent?: (e: AgentEvent) => void) {
   const events: AgentEvent[] = [];
   return m
-    .runTurn({ userId, sessionId, turnId: randomBytes(6).toString('hex'), prompt, signal: new AbortController().signal, onEvent: (e) => events.push(e) })
+    .runTurn({ userId, sessionId, turnId: randomBytes(6).toString('hex'), prompt, signal: new AbortController().signal, onEvent: (e) => (events.push(e), onEvent?.(e)) })
     .then((r) => ({ ...r, events }));
+}
+
+/** Records every hook call, in order. */
+function recordHooks() {
+  const calls: string[] = [];
+  const hooks: SessionHooks = {
+    onSessionLive: (s) => calls.push(`live ${s.sessionId}${s.adopted ? ' adopted' : ''}`),
+    onSessionEnded: (id, why) => calls.push(`ended ${id} ${why}`),
+  };
+  return { calls, hooks };
+}
+
+async function until<T>(fn: () => T | undefined | false, what: string, ms = 20_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 async function manager(tt: { teardown(fn: () => unknown): void }, docker: Docker, image: string, env: Record<string, string> = {}, extra: Partial<ConstructorParameters<typeof SessionManager>[0]> = {}) {
@@ -39,7 +63,8 @@ if (docker) {
   const image = await ensureTestImage(docker);
 
   t.test('hardening seen from inside the container', async (t) => {
-    const { m } = await manager(t, docker, image);
+    // Limits other than the defaults, so the assertions below can only pass if they are applied.
+    const { m, config } = await manager(t, docker, image, { AIRLOCK_SANDBOX_MEMORY_MB: '384', AIRLOCK_SANDBOX_CPUS: '0.5', AIRLOCK_SANDBOX_PIDS: '100' });
     await m.poolReady();
     const r = await turn(m, 'harden', 'hello');
     t.equal(r.stop_reason, 'end_turn');
@@ -55,6 +80,9 @@ if (docker) {
     t.equal(field('Uid')?.split(/\s+/)[0], '1001', 'child real uid 1001');
     t.equal(field('Uid')?.split(/\s+/)[1], '1001', 'child effective uid 1001');
     t.equal(field('Gid')?.split(/\s+/)[0], '1001', 'child gid 1001');
+    const groups = /^Groups:[ \t]*(.*)$/m.exec(status.stdout);
+    t.ok(groups, 'the status has a Groups line');
+    t.equal(groups?.[1].trim(), '', 'supplementary groups dropped in the child');
     t.equal(field('CapEff'), '0000000000000000', 'no effective capabilities in the child');
     t.equal(field('CapPrm'), '0000000000000000', 'no permitted capabilities in the child');
     t.equal(field('NoNewPrivs'), '1', 'no-new-privileges');
@@ -77,13 +105,65 @@ if (docker) {
     t.match(ws.stdout, /WROTE/, 'the workspace is writable for the agent');
     t.match(ws.stdout, /TMP/, '/tmp is a writable tmpfs');
 
+    // /tmp is noexec: the agent's uid can write an executable there but not run it.
+    const noexec = await execIn(docker, id, [
+      '/usr/local/bin/node', '-e',
+      "const fs=require('fs'),cp=require('child_process');fs.copyFileSync('/bin/true','/tmp/exe');fs.chmodSync('/tmp/exe',0o755);" +
+        "const run=(p)=>{try{cp.execFileSync(p);return 'RAN'}catch(e){return e.code}};console.log(JSON.stringify({tmp:run('/tmp/exe'),bin:run('/bin/true')}))",
+    ]);
+    t.same(JSON.parse(noexec.stdout), { tmp: 'EACCES', bin: 'RAN' }, 'a file written to /tmp cannot be executed (a system binary can)');
+    t.match(await execIn(docker, id, ['/bin/sh', '-c', 'grep " /tmp " /proc/mounts']).then((r) => r.stdout), /\bnoexec\b/, '/tmp mounted noexec');
+
+    // Memory, CPU and process limits: configured, set on the container, and in force inside it.
+    const s = config.sandbox;
+    const cg = await execIn(docker, id, [
+      '/bin/sh', '-c',
+      'm=$(cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes); ' +
+        'p=$(cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max); ' +
+        'c=$(cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo "$(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us) $(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us)"); ' +
+        'echo "$m|$p|$c"',
+    ]);
+    const [mem, pids, cpu] = cg.stdout.trim().split('|');
+    t.equal(Number(mem), 384 * 1024 * 1024, 'memory limit in force inside (cgroup)');
+    t.equal(Number(pids), 100, 'process limit in force inside (cgroup)');
+    const [quota, period] = cpu.split(' ').map(Number);
+    t.equal(quota / period, 0.5, 'CPU limit in force inside (cgroup quota/period)');
+
     const c = await docker.getContainer(id).inspect();
     t.equal(c.HostConfig.NetworkMode, 'none');
     t.same(c.HostConfig.CapDrop, ['ALL']);
     t.same([...(c.HostConfig.CapAdd ?? [])].sort(), ['SETGID', 'SETUID']);
     t.equal(c.HostConfig.ReadonlyRootfs, true);
     t.equal(c.HostConfig.Init, true);
+    t.equal(c.HostConfig.Memory, s.memoryMb * 1024 * 1024, 'HostConfig.Memory = AIRLOCK_SANDBOX_MEMORY_MB');
+    t.equal(c.HostConfig.MemorySwap, s.memoryMb * 1024 * 1024, 'no swap beyond the memory limit');
+    t.equal(c.HostConfig.NanoCpus, s.cpus * 1e9, 'HostConfig.NanoCpus = AIRLOCK_SANDBOX_CPUS');
+    t.equal(c.HostConfig.PidsLimit, s.pids, 'HostConfig.PidsLimit = AIRLOCK_SANDBOX_PIDS');
+    t.same([s.memoryMb, s.cpus, s.pids], [384, 0.5, 100], 'the configured values');
     t.ok(c.Config.Labels['airlock.owner'], 'owner label');
+  });
+
+  t.test('a new session takes the pre-started pool container; start and reap metrics', async (t) => {
+    const metrics = createMetrics();
+    const { m } = await manager(t, docker, image, { AIRLOCK_POOL_SIZE: '1', AIRLOCK_SESSION_IDLE_S: '1' }, { metrics, reapIntervalMs: 60_000 });
+    await m.poolReady();
+    const pooled = m.list().filter((s) => s.state === 'pool');
+    t.equal(pooled.length, 1, 'one pool container waiting');
+    const r = await turn(m, 'pooled', 'hi');
+    t.equal(r.stop_reason, 'end_turn');
+    t.equal(r.containerId, pooled[0].containerId, 'the session runs in the pool container');
+    const info = await m.inspect('pooled');
+    t.equal(info.fromPool, true);
+    t.equal(info.container.labels && (info.container.labels as Record<string, string>)['airlock.pool'], '1', 'it was created as a pool container');
+    const started = (await metrics.sessionsStarted.get()).values;
+    t.same(started.map((v) => [v.labels.kind, v.value]), [['pool', 1]], 'counted as a pool start, no cold start');
+    let text = await metrics.registry.metrics();
+    t.match(text, /^airlock_session_start_seconds_count\{kind="pool"\} 1$/m, 'start time observed with kind="pool"');
+    t.notMatch(text, /airlock_session_start_seconds_count\{kind="cold"\}/, 'no cold start observed');
+    await new Promise((res) => setTimeout(res, 1300));
+    t.same(await m.reap(), ['pooled']);
+    text = await metrics.registry.metrics();
+    t.match(text, /^airlock_sessions_reaped_total\{reason="idle"\} 1$/m, 'the reap counted');
   });
 
   t.test('warm reuse: same container for one session, another for a new session', async (t) => {
@@ -181,6 +261,12 @@ if (docker) {
       const profile = runDir.map((p) => { try { return readFileSync(p, 'utf8'); } catch { return ''; } }).join('');
       t.match(profile, /\$\{MAIL_ACCESS_TOKEN\}/, 'profile names the token by reference');
       t.notMatch(profile, new RegExp(CANARY), 'profile.json does not hold the canary');
+      // claim.json (what a restarted daemon adopts from): token names for rotation, no value, root only.
+      const claimFile = readdirSync(join(dir, 'sandboxes')).map((d) => join(dir, 'sandboxes', d, 'claim.json')).find((p) => existsSync(p))!;
+      t.equal(statSync(claimFile).mode & 0o777, 0o600, 'claim.json is 0600');
+      const claim = readFileSync(claimFile, 'utf8');
+      t.same(JSON.parse(claim).token_envs, ['MAIL_ACCESS_TOKEN'], 'claim.json names the token env');
+      t.notMatch(claim, new RegExp(CANARY), 'claim.json does not hold the canary');
       const inspect = JSON.stringify(await docker.getContainer(id).inspect());
       t.notMatch(inspect, new RegExp(CANARY), 'docker inspect does not show the canary');
       t.notMatch(JSON.stringify(await m.inspect(`canary-${pool}`)), new RegExp(CANARY), 'sessions inspect does not show the canary');
@@ -205,7 +291,8 @@ if (docker) {
   });
 
   t.test('idle reap, kill, restart and restart --stale', async (t) => {
-    const { m } = await manager(t, docker, image, { AIRLOCK_SESSION_IDLE_S: '1', AIRLOCK_POOL_SIZE: '0' }, { reapIntervalMs: 60_000 });
+    const { calls, hooks } = recordHooks();
+    const { m } = await manager(t, docker, image, { AIRLOCK_SESSION_IDLE_S: '1', AIRLOCK_POOL_SIZE: '0' }, { reapIntervalMs: 60_000, hooks });
     const a = await turn(m, 'reap', 'x');
     await new Promise((r) => setTimeout(r, 1300));
     t.same(await m.reap(), ['reap'], 'idle session reaped');
@@ -225,6 +312,43 @@ if (docker) {
     const r2 = await turn(m, 'restartme', 'y');
     t.equal(r2.containerId, info.containerId, 'next prompt uses the restarted container');
     t.match(textOf(r2.events), /message 1 of this conversation/, 'a fresh agent');
+
+    // The user's sandboxes end (deactivated, or the account disconnected).
+    const u = await turn(m, 'user-9', 'x', 9);
+    t.equal(await m.killForUser(9), 1);
+    await t.rejects(docker.getContainer(u.containerId!).inspect(), { statusCode: 404 } as unknown as Error, 'killForUser removes the container');
+
+    // Every end of a sandbox is reported (serve untracks the session from token rotation).
+    t.same(calls, [
+      'live reap', 'ended reap idle', 'live reap',
+      'live killme', 'ended killme killed by operator',
+      'live restartme', 'ended restartme restart', 'live restartme',
+      'live user-9', 'ended user-9 user deactivated',
+    ]);
+  });
+
+  t.test('a container killed from outside is reaped (container and folder gone); the next prompt still gets the notice', async (t) => {
+    const { calls, hooks } = recordHooks();
+    const metrics = createMetrics();
+    const { m, dir } = await manager(t, docker, image, { AIRLOCK_POOL_SIZE: '0' }, { reapIntervalMs: 60_000, hooks, metrics });
+    const a = await turn(m, 'dies', 'x');
+    const [sb] = m.list();
+    t.ok(existsSync(join(dir, 'sandboxes', sb.slot)), 'the slot folder exists');
+    await docker.getContainer(a.containerId!).kill();
+    await until(() => m.list().find((s) => s.sessionId === 'dies' && s.state === 'dead'), 'the sandbox to be seen dead');
+    const exited = await docker.getContainer(a.containerId!).inspect();
+    t.equal(exited.State.Running, false, 'an exited container is left behind until reaped');
+    t.same(await m.reap(), ['dies'], 'the dead sandbox is reaped');
+    await t.rejects(docker.getContainer(a.containerId!).inspect(), { statusCode: 404 } as unknown as Error, 'its container is removed');
+    t.notOk(existsSync(join(dir, 'sandboxes', sb.slot)), 'its slot folder is removed');
+    t.same(m.list(), [], 'nothing listed');
+    t.match(await metrics.registry.metrics(), /^airlock_sessions_reaped_total\{reason="dead"\} 1$/m, 'counted as reason="dead"');
+    const b = await turn(m, 'dies', 'after');
+    t.equal(b.stop_reason, 'end_turn');
+    t.match(b.events[0], { type: 'text_delta', text: /stopped unexpectedly/ }, 'the user is still told first');
+    const c = await turn(m, 'dies', 'again');
+    t.notOk(c.events.some((e) => e.type === 'text_delta' && /stopped unexpectedly/.test(e.text)), 'only once');
+    t.same(calls, ['live dies', 'ended dies dead', 'live dies']);
   });
 
   t.test('restart --stale restarts only stale sessions', async (t) => {
@@ -253,11 +377,45 @@ if (docker) {
     t.match(b.events[0], { type: 'text_delta', text: /stopped unexpectedly/ }, 'the user is told first');
     t.match(textOf(b.events.slice(1)), /message 1 of this conversation/, 'a fresh agent answers');
 
-    // Killed during a turn that never ends on its own: the turn resolves with an error.
-    const c = turn(m, 'outside', 'again');
-    await docker.getContainer(b.containerId!).kill();
-    const cr = await c;
-    t.ok(['end_turn', 'error'].includes(cr.stop_reason), 'the turn resolved');
+  });
+
+  t.test('a container killed during a turn: the turn ends at once with ERR_SANDBOX_LOST', async (t) => {
+    // A model that starts answering and then never finishes: the turn cannot end on its own.
+    const KEY = 'sk-stall-model-key-0123456789';
+    const model = await openaiModel.start({ apiKey: KEY, script: [{ kind: 'stall', text: 'Thinking' }, { kind: 'reply', text: 'fresh sandbox here' }] });
+    t.teardown(() => model.close());
+    const egress = new EgressGatewayService({ log });
+    t.teardown(() => egress.close());
+    const modelConfig = loadConfig({ AIRLOCK_MODEL_PROVIDER: 'openai', AIRLOCK_MODEL: 'gpt-stall', AIRLOCK_MODEL_BASE_URL: model.url, AIRLOCK_MODEL_API_KEY: KEY, AIRLOCK_MODEL_TIMEOUT_S: '600' });
+    const preparer: SessionPreparer = {
+      async prepare(): Promise<PreparedSession> {
+        const routes = buildRoutes({ google: modelConfig.google, model: modelConfig.model, hasAccountToken: false, hasModelKey: true });
+        return { routes, tokens: { MODEL_API_KEY_REAL: KEY }, placeholders: { AGENT_MODEL_API_KEY: `placeholder-${randomBytes(8).toString('hex')}` }, agentEnv: agentSettings(modelConfig), egressAllow: [egressTarget(model.url)] };
+      },
+    };
+    const { calls, hooks } = recordHooks();
+    const { m } = await manager(t, docker, image, { AIRLOCK_POOL_SIZE: '0', AIRLOCK_MODEL_TIMEOUT_S: '600' }, { preparer, egress, hooks });
+    let streaming!: () => void;
+    const inFlight = new Promise<void>((res) => (streaming = res));
+    const pending = turn(m, 'midturn', 'take your time', 7, (e) => e.type === 'text_delta' && streaming());
+    await inFlight; // the model's first words arrived: the turn is under way and will not end by itself
+    const [sb] = m.list();
+    t.equal(sb.state, 'busy');
+    const t0 = Date.now();
+    await docker.getContainer(sb.containerId).kill();
+    const r = await Promise.race([pending, new Promise<'hang'>((res) => setTimeout(() => res('hang'), 15_000).unref())]);
+    t.not(r, 'hang', 'the turn resolved (no hang)');
+    if (r === 'hang') return;
+    t.equal(r.stop_reason, 'error');
+    t.equal(r.error?.code, 'ERR_SANDBOX_LOST', 'a clear error code: the sandbox was lost');
+    t.ok(Date.now() - t0 < 10_000, `it resolved soon after the kill (${Date.now() - t0} ms), not at a deadline`);
+    t.match(textOf(r.events), /Thinking/, 'the events before the kill were delivered');
+    // The next prompt is told and runs in a new sandbox.
+    const next = await turn(m, 'midturn', 'hello again');
+    t.match(next.events[0], { type: 'text_delta', text: /stopped unexpectedly/ });
+    t.equal(next.stop_reason, 'end_turn');
+    t.not(next.containerId, sb.containerId, 'a new container');
+    t.same(calls, ['live midturn', 'ended midturn lost', 'live midturn']);
   });
 }
 
