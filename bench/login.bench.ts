@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { Agent, request } from 'undici';
 import { createUser, hashPassword, loadConfig, openDatabase, silentLogger } from '../core/index.js';
 import { SqliteSessionStore, startWebServer } from '../web/index.js';
-import { measure, stats, type BenchResult } from './lib.js';
+import { measure, nowMs, stats, type BenchResult } from './lib.js';
 
 const N = 200;
-const CONCURRENCY = 8;
+const CONCURRENCY = 8; // connections in the pool
 // Logins run one at a time: each one replaces the session the next one presents.
 const LOGIN_CONCURRENCY = 1;
 
@@ -21,10 +21,11 @@ export async function run(): Promise<BenchResult> {
   const web = await startWebServer({ config, db, log: silentLogger(), sessions: new SqliteSessionStore(db), services: {} }, 0, '127.0.0.1');
   const dispatcher = new Agent({ connections: CONCURRENCY });
   try {
+    // The baseline runs at the same (sequential) concurrency as the logins, so the ratio compares like with like.
     const baseline = await measure(N, async () => {
       const r = await request(`${web.url}/healthz`, { dispatcher });
       await r.body.dump();
-    });
+    }, LOGIN_CONCURRENCY);
     // Login regenerates the session: each worker follows its own cookie and CSRF token.
     const csrf = await request(`${web.url}/api/auth/csrf`, { dispatcher });
     let cookie = (csrf.headers['set-cookie'] as string).split(';')[0];
@@ -40,6 +41,29 @@ export async function run(): Promise<BenchResult> {
       cookie = String(r.headers['set-cookie']).split(';')[0];
       token = ((await r.body.json()) as { csrf_token: string }).csrf_token;
     }, LOGIN_CONCURRENCY);
+    // Failed logins (same session and CSRF token, the failure budget is raised): a wrong password
+    // for a real user vs an unknown user must cost about the same (no user enumeration by time).
+    // Interleaved one by one, so machine load drifts the same way for both.
+    const failOnce = async (username: string): Promise<number> => {
+      const t0 = nowMs();
+      const r = await request(`${web.url}/api/auth/login`, {
+        method: 'POST',
+        dispatcher,
+        headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': token },
+        body: JSON.stringify({ username, password: 'not-the-password' }),
+      });
+      await r.body.dump();
+      if (r.statusCode !== 401) throw new Error(`failed login ${r.statusCode}`);
+      return nowMs() - t0;
+    };
+    const wrongSamples: number[] = [];
+    const unknownSamples: number[] = [];
+    for (let i = 0; i < N / 2; i++) {
+      wrongSamples.push(await failOnce('bench'));
+      unknownSamples.push(await failOnce(`nobody-${i}`));
+    }
+    const wrong = stats(wrongSamples);
+    const unknown = stats(unknownSamples);
     const b = stats(baseline.samples);
     const l = stats(login.samples);
     return {
@@ -47,9 +71,11 @@ export async function run(): Promise<BenchResult> {
       rows: [
         { what: 'bare route GET /healthz', n: b.n, rps: Math.round(baseline.rps), p50_ms: b.p50, p99_ms: b.p99 },
         { what: 'POST /api/auth/login', n: l.n, rps: Math.round(login.rps), p50_ms: l.p50, p99_ms: l.p99 },
+        { what: 'login, wrong password', n: wrong.n, p50_ms: wrong.p50, p99_ms: wrong.p99 },
+        { what: 'login, unknown user', n: unknown.n, p50_ms: unknown.p50, p99_ms: unknown.p99 },
       ],
-      ratios: { login_p50_vs_bare: l.p50 / b.p50, bare_rps_vs_login_rps: baseline.rps / login.rps },
-      notes: `bare route at concurrency ${CONCURRENCY}, logins sequential; login cost is dominated by scrypt (N=16384) by design`,
+      ratios: { login_p50_vs_bare: l.p50 / b.p50, bare_rps_vs_login_rps: baseline.rps / login.rps, unknown_user_p50_vs_wrong_password_p50: unknown.p50 / wrong.p50 },
+      notes: 'everything sequential (one request at a time); login cost is dominated by scrypt (N=16384) by design; unknown users verify against a hash made at start',
     };
   } finally {
     await dispatcher.close();

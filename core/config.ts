@@ -157,6 +157,12 @@ export function loadConfig(env: Raw, opts: LoadConfigOptions = {}): Readonly<Con
     const v = values[name];
     if (v instanceof Secret && v.reveal().length < 16) problems.push(`${name}: must be at least 16 characters`);
   }
+  const key = values.AIRLOCK_ENCRYPTION_KEY;
+  if (key instanceof Secret) {
+    const k = key.reveal();
+    const ok = /^[0-9a-fA-F]{64}$/.test(k) || (/^[A-Za-z0-9+/_-]{43}=?$/.test(k) && Buffer.from(k, 'base64').length === 32);
+    if (!ok) problems.push('AIRLOCK_ENCRYPTION_KEY: must be 32 bytes as 64 hex characters or base64 (openssl rand -hex 32)');
+  }
   const cpus = Number(values.AIRLOCK_SANDBOX_CPUS);
   if (!(cpus > 0 && cpus <= 256)) problems.push('AIRLOCK_SANDBOX_CPUS: must be a number between 0 and 256');
   const provider = values.AIRLOCK_MODEL_PROVIDER as Config['model']['provider'];

@@ -27,6 +27,20 @@ export const REDACT_PATHS = [
   'res.headers["set-cookie"]',
 ];
 
+/**
+ * Errors in logs: kind, code and message (and the same of their cause), never a stack trace
+ * (DESIGN.md: no stack trace, token or SQL text in a log). Messages are cut at 500 characters.
+ */
+export function errSerializer(e: unknown, depth = 0): unknown {
+  if (!(e instanceof Error)) return typeof e === 'string' ? e.slice(0, 500) : e;
+  const out: Record<string, unknown> = { type: e.name, message: String(e.message).slice(0, 500) };
+  const code = (e as { code?: unknown }).code;
+  if (typeof code === 'string' || typeof code === 'number') out.code = code;
+  const cause = (e as { cause?: unknown }).cause;
+  if (cause !== undefined && depth < 2) out.cause = errSerializer(cause, depth + 1);
+  return out;
+}
+
 export interface LoggerOptions {
   level?: string;
   /** Where lines go; defaults to stdout (stderr for processes whose stdout is a protocol). */
@@ -41,6 +55,7 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
       level: opts.level ?? 'info',
       name: opts.name,
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      serializers: { err: (e: unknown) => errSerializer(e), error: (e: unknown) => errSerializer(e) },
       base: { pid: process.pid },
       timestamp: pino.stdTimeFunctions.isoTime,
     },

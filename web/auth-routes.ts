@@ -40,6 +40,9 @@ export function userView(u: User): Record<string, unknown> {
 /** /api/auth/csrf, login, logout, me. (SSO routes live in the identity area.) */
 export function authRoutes(ctx: WebContext): Router {
   const r = Router();
+  // The unknown-user hash is made now, so the first failed login for an unknown name costs one
+  // scrypt like every other attempt, not two.
+  void dummyPasswordHash();
   const windowMs = ctx.config.login.windowS * 1000;
   const byUser = new FailureCounter(ctx.config.login.maxFailures, windowMs);
   // Addresses get more room than one username: a shared NAT carries many users.

@@ -8,8 +8,8 @@ export const notFound: RequestHandler = (req, _res, next) => {
 
 /**
  * The one place errors become HTTP responses: the DESIGN.md body, never a stack trace,
- * token or SQL text. Unknown errors are logged (with their stack, server-side only) and
- * answered as 500 ERR_INTERNAL.
+ * token or SQL text. Unknown errors are logged (kind, code and message; the logger never
+ * writes a stack) and answered as 500 ERR_INTERNAL.
  */
 export const errorMiddleware: ErrorRequestHandler = (err, req, res, _next) => {
   const e = normalise(err);

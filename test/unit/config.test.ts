@@ -50,3 +50,32 @@ t.test('secrets print as [redacted]', async (t) => {
   t.ok(c.mcpInternalSecret!.equals(s));
   t.notOk(c.mcpInternalSecret!.equals(s + 'x'));
 });
+
+t.test('AIRLOCK_ENCRYPTION_KEY is checked at start: 32 bytes, hex or base64', async (t) => {
+  const hex = 'ab'.repeat(32);
+  const b64 = Buffer.alloc(32, 7).toString('base64');
+  t.ok(loadConfig({ AIRLOCK_ENCRYPTION_KEY: hex }).encryptionKey, 'hex');
+  t.ok(loadConfig({ AIRLOCK_ENCRYPTION_KEY: b64 }).encryptionKey, 'base64');
+  for (const bad of ['too-short', 'ab'.repeat(31), Buffer.alloc(16).toString('base64'), 'zz'.repeat(32)]) {
+    try {
+      loadConfig({ AIRLOCK_ENCRYPTION_KEY: bad, AIRLOCK_PORT: 'x' });
+      t.fail(`accepted ${bad}`);
+    } catch (err) {
+      const problems = (err as { problems: string[] }).problems;
+      t.ok(problems.some((p) => p.startsWith('AIRLOCK_ENCRYPTION_KEY: must be 32 bytes')), `refused ${bad.slice(0, 12)}…`);
+      t.ok(problems.some((p) => p.startsWith('AIRLOCK_PORT')), 'listed with the other problems');
+      t.notOk(problems.join(' ').includes(bad), 'the key itself is not echoed');
+    }
+  }
+});
+
+t.test('logged errors carry kind, code and message, never a stack', async (t) => {
+  const { createLogger } = await import('../../core/index.js');
+  const lines: string[] = [];
+  const log = createLogger({ level: 'info', destination: { write: (l: string) => void lines.push(l) } as unknown as NodeJS.WritableStream });
+  const inner = Object.assign(new Error('disk full'), { code: 'ENOSPC' });
+  log.error({ err: new Error('request failed badly', { cause: inner }) }, 'boom');
+  const o = JSON.parse(lines[0]) as { err: Record<string, unknown> };
+  t.same(o.err, { type: 'Error', message: 'request failed badly', cause: { type: 'Error', message: 'disk full', code: 'ENOSPC' } });
+  t.notMatch(lines[0], /at .*\.js:\d+/, 'no stack frame');
+});
