@@ -167,8 +167,8 @@ export function accountRoutes(ctx: WebContext): Router {
       const revocation = token ? await revokeToken(g.revokeUrl, token) : undefined;
       // No warm sandbox keeps the old token either: the user's sandboxes end, and the next
       // prompt starts a fresh one without an account.
-      const sandboxes = ctx.services.sandboxes as { killForUser(userId: number): Promise<unknown> | unknown } | undefined;
-      if (had) await sandboxes?.killForUser(userId);
+      const sandboxes = ctx.services.sandboxes as { killForUser(userId: number, why?: string): Promise<unknown> | unknown } | undefined;
+      if (had) await sandboxes?.killForUser(userId, 'account disconnected');
       const revoked = revocation?.revoked ?? null;
       if (had) logAction(ctx.db, { event: 'account.disconnected', actorId: userId, subjectId: userId, severity: revoked === false ? 'warning' : 'info', data: { revoked_at_provider: revoked, ...(revocation?.reason ? { reason: revocation.reason } : {}) } });
       req.log.info({ event: 'account_disconnected', had, revoked, reason: revocation?.reason }, 'account disconnected');

@@ -986,9 +986,9 @@ export class SessionManager implements TurnRunner {
   }
 
   /** Remove every sandbox of a user (deactivated users). */
-  async killForUser(userId: number): Promise<number> {
+  async killForUser(userId: number, why = 'user deactivated'): Promise<number> {
     const mine = [...this.sessions.values()].filter((s) => s.userId === userId);
-    await Promise.all(mine.map((s) => this.remove(s, 'user deactivated')));
+    await Promise.all(mine.map((s) => this.remove(s, why)));
     return mine.length;
   }
 

@@ -323,3 +323,16 @@ t.test('audit listing pages newest first and filters', async (t) => {
   t.equal((await admin.json('GET', `${BASE}/audit?limit=100000`)).status, 400);
   t.equal((await admin.json('GET', `${BASE}/audit?event=${encodeURIComponent("x' OR 1=1")}`)).status, 400);
 });
+
+t.test('internal endpoints with no MCP_INTERNAL_SECRET configured: every call is refused', async (t) => {
+  const app = await startTestApp(t, { env: { MCP_INTERNAL_SECRET: '' } });
+  t.equal(app.config.mcpInternalSecret, undefined, 'no secret configured');
+  for (const bearer of ['', 'undefined', 'null', 'test-mcp-internal-secret-0123456789abcdef']) {
+    const r = await app.client().json('GET', '/api/internal/bi-policy/1', undefined, { authorization: `Bearer ${bearer}` });
+    t.equal(r.status, bearer ? 403 : 401, `Bearer "${bearer}"`);
+    t.equal(r.body.error.code, bearer ? 'ERR_AUTH_SECRET_INVALID' : 'ERR_AUTH_SECRET_REQUIRED');
+  }
+  const audit = await app.client().json('POST', '/api/internal/bi-audit', { user_id: 1, table: 't', decision: 'denied' }, { authorization: 'Bearer anything-at-all' });
+  t.equal(audit.status, 403);
+  t.equal((app.db.prepare("SELECT COUNT(*) AS n FROM action_log WHERE event LIKE 'bi.%'").get() as { n: number }).n, 0, 'nothing recorded');
+});
