@@ -10,7 +10,7 @@ import {
   type SyncJobRow,
 } from '../../web/index.js';
 import { DirectoryClient, type DirectoryClientOptions } from './google-client.js';
-import { applyLinkedTeams, applySnapshot, fetchDirectory, type Progress } from './sync.js';
+import { applyLinkedTeams, applySnapshot, fetchDirectory, type Progress, type TeamsResult } from './sync.js';
 
 export interface SyncRunnerDeps {
   config: Readonly<Config>;
@@ -28,9 +28,10 @@ export interface SyncRunnerDeps {
 
 /**
  * `run_directory_sync(job_id)`: run one job to the end. Fetches the whole directory first,
- * then applies steps (a)–(c) in one transaction, then the linked-teams step; the job's status,
- * result and error are updated either way. A failure anywhere before the commit leaves the
- * directory data exactly as it was. Never throws for a failed sync: the job row says it.
+ * then, in ONE transaction, applies steps (a)–(c), then the linked-teams step, ends the
+ * deactivated users' web sessions and marks the job succeeded. A failure anywhere before the
+ * commit leaves every table as it was and the job failed with the error. After the commit the
+ * deactivated users' live sandboxes are ended. Never throws for a failed sync: the job row says it.
  */
 export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, progress: Progress = () => {}): Promise<SyncJobRow> {
   const { db, log } = deps;
@@ -52,6 +53,7 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
     }
   };
   const jlog = log.child({ jobId, connectionId: job.connection_id });
+  let committed: { deactivatedUserIds: number[]; policyChangedUserIds: number[] } | undefined;
   try {
     const conn = getConnection(db, job.connection_id);
     db.prepare('UPDATE idp_connections SET last_sync_started_at = ? WHERE id = ?').run(nowIso(), conn.id);
@@ -66,41 +68,45 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
     });
     const snap = await fetchDirectory(client, report);
     const fetchedAt = Date.now();
-    report('apply', 0, 1);
-    const applied = applySnapshot(db, conn.id, snap);
-    report('teams', 0, 1);
-    const teams = applyLinkedTeams(db, conn.id);
-    const appliedAt = Date.now();
-    // Deactivated users lose their web sessions and live sandboxes at once (beyond the SPEC).
-    let sessionsEnded = 0;
-    for (const uid of applied.deactivatedUserIds) {
-      sessionsEnded += deps.sessions?.destroyUserSessions(uid) ?? db.prepare('DELETE FROM web_sessions WHERE user_id = ?').run(uid).changes;
+    // ONE immediate transaction for steps (a)–(c), the linked-teams step, ending the deactivated
+    // users' web sessions and recording the job's success: a failure anywhere leaves directory
+    // data, teams, stored policies, web sessions and the job's 'running' state as they were.
+    const result = db.transaction(() => {
+      report('apply', 0, 1);
+      const applied = applySnapshot(db, conn.id, snap);
+      report('teams', 0, 1);
+      let teams: TeamsResult;
       try {
-        await deps.sandboxes?.killForUser(uid);
+        teams = applyLinkedTeams(db, conn.id);
       } catch (err) {
-        jlog.warn({ userId: uid, err: toAppError(err).code }, 'could not stop sandboxes of a deactivated user');
+        throw new AppError('ERR_SYNC_TEAMS_FAILED', 'the linked-teams step failed; no directory change was kept', { status: 500, cause: err });
       }
-      logAction(db, { event: 'identity.user_deactivated', severity: 'warning', actorId: job.requested_by, subjectId: uid, data: { by: 'directory_sync', job_id: jobId } });
-    }
-    if (teams.policyChangedUserIds.length) deps.sandboxes?.policyChanged?.(teams.policyChangedUserIds);
-    const { policyChangedUserIds: _ids, rows_written: teamRows, ...teamCounts } = teams;
-    const result = {
-      ...applied.counts,
-      ...teamCounts,
-      rows_written: applied.counts.rows_written + teamRows,
-      sessions_ended: sessionsEnded,
-      fetched: { groups: snap.groups.length, users: snap.users.length, memberships: snap.memberships },
-      requests: client.requests,
-      retries: client.retries,
-      fetch_ms: fetchedAt - started,
-      apply_ms: appliedAt - fetchedAt,
-      duration_ms: Date.now() - started,
-    };
-    const now = nowIso();
-    db.transaction(() => {
+      // Deactivated users lose their web sessions in the same commit (beyond the SPEC).
+      let sessionsEnded = 0;
+      for (const uid of applied.deactivatedUserIds) {
+        sessionsEnded += deps.sessions?.destroyUserSessions(uid) ?? db.prepare('DELETE FROM web_sessions WHERE user_id = ?').run(uid).changes;
+        logAction(db, { event: 'identity.user_deactivated', severity: 'warning', actorId: job.requested_by, subjectId: uid, data: { by: 'directory_sync', job_id: jobId } });
+      }
+      const appliedAt = Date.now();
+      const { policyChangedUserIds, rows_written: teamRows, ...teamCounts } = teams;
+      committed = { deactivatedUserIds: applied.deactivatedUserIds, policyChangedUserIds };
+      const result = {
+        ...applied.counts,
+        ...teamCounts,
+        rows_written: applied.counts.rows_written + teamRows,
+        sessions_ended: sessionsEnded,
+        fetched: { groups: snap.groups.length, users: snap.users.length, memberships: snap.memberships },
+        requests: client.requests,
+        retries: client.retries,
+        fetch_ms: fetchedAt - started,
+        apply_ms: appliedAt - fetchedAt,
+        duration_ms: appliedAt - started,
+      };
+      const now = nowIso();
       db.prepare("UPDATE directory_sync_jobs SET status = 'succeeded', result = ?, finished_at = ?, progress = NULL WHERE id = ?").run(JSON.stringify(result), now, jobId);
       db.prepare('UPDATE idp_connections SET last_sync_finished_at = ?, last_sync_succeeded_at = ? WHERE id = ?').run(now, now, conn.id);
-    })();
+      return result;
+    }).immediate();
     jlog.info({ rows: result.rows_written, ms: result.duration_ms }, 'directory sync succeeded');
     deps.metrics?.syncJobs.inc({ status: 'succeeded' });
   } catch (err) {
@@ -112,10 +118,29 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
       db.prepare('UPDATE idp_connections SET last_sync_finished_at = ? WHERE id = ?').run(now, job.connection_id);
     })();
     deps.metrics?.syncJobs.inc({ status: 'failed' });
-    if (e.code === 'ERR_INTERNAL') jlog.error({ err }, 'directory sync failed');
+    // Unexpected errors (and the cause of a failed teams step) are logged by name, code and
+    // message: enough to act on, without a stack trace or SQL text.
+    const cause = err instanceof AppError ? err.cause : err;
+    if (cause !== undefined) jlog.error({ code: e.code, cause: describeCause(cause) }, 'directory sync failed');
     else jlog.warn({ code: e.code }, 'directory sync failed');
+    return getJob(db, jobId);
   }
+  // After the commit: live sandboxes of deactivated users end (beyond the SPEC). Their accounts
+  // are inactive and their web sessions gone already, so a failure here is logged, not fatal.
+  for (const uid of committed?.deactivatedUserIds ?? []) {
+    try {
+      await deps.sandboxes?.killForUser(uid);
+    } catch (err) {
+      jlog.warn({ userId: uid, err: toAppError(err).code }, 'could not stop sandboxes of a deactivated user');
+    }
+  }
+  if (committed?.policyChangedUserIds.length) deps.sandboxes?.policyChanged?.(committed.policyChangedUserIds);
   return getJob(db, jobId);
+}
+
+function describeCause(c: unknown): Record<string, unknown> {
+  if (!(c instanceof Error)) return { value: typeof c };
+  return { name: c.name, ...((c as { code?: unknown }).code !== undefined ? { code: (c as { code?: unknown }).code } : {}), message: c.message };
 }
 
 /**

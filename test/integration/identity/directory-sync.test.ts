@@ -211,6 +211,59 @@ t.test('upstream failure mid-sync: job failed with the error, database as before
   t.equal(ok.result.users_deactivated, 4);
 });
 
+t.test('linked-teams step fails: the whole sync is rolled back, the job failed with ERR_SYNC_TEAMS_FAILED', async (t) => {
+  const s = await startSync(t);
+  const d = s.dir;
+  const dom = d.domain;
+  const [u1, u2, u3] = [1, 2, 3].map((i) => d.addUser({ primaryEmail: `u${i}@${dom}`, name: { fullName: `User ${i}` } }));
+  const g = d.addGroup({ email: `eng@${dom}` });
+  d.setMembers(g.id, [u1.primaryEmail]);
+  const root = await admin(s);
+  t.equal((await syncOnce(s, root)).status, 'succeeded');
+  // A team linked to eng@ (an organisation manager's act, written directly here).
+  const org = Number(s.app.db.prepare("INSERT INTO organisations (name) VALUES ('Acme')").run().lastInsertRowid);
+  const groupId = (s.app.db.prepare('SELECT id FROM external_groups WHERE email = ?').get(g.email) as { id: number }).id;
+  s.app.db.prepare("INSERT INTO teams (organisation_id, name, external_group_id) VALUES (?, 'Eng', ?)").run(org, groupId);
+  t.equal((await syncOnce(s, root)).result.team_members_added, 1, 'team filled once');
+  // u3 has a web session; then the directory changes: u3 suspended, u2 joins eng@, u1 renamed.
+  s.app.db.prepare('UPDATE users SET password_hash = ? WHERE email = ?').run(await hashPassword('u3-password-123'), u3.primaryEmail);
+  const u3browser = s.app.client();
+  t.equal((await u3browser.login(u3.primaryEmail, 'u3-password-123')).status, 200);
+  u3.suspended = true;
+  u1.name.fullName = 'Renamed';
+  d.setMembers(g.id, [u1.primaryEmail, u2.primaryEmail]);
+  // The teams step cannot write: a trigger refuses every new team member.
+  s.app.db.exec("CREATE TRIGGER test_refuse_team_member BEFORE INSERT ON team_members BEGIN SELECT RAISE(ABORT, 'refused by test'); END");
+  const before = snapshot(s.app.db);
+  const count = (table: string) => (s.app.db.prepare(`SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n;
+  const [sessionsBefore, actionsBefore] = [count('web_sessions'), count('action_log')];
+  const killedBefore = s.killed.length;
+  const policyBefore = s.policyChanged.length;
+  const j = await syncOnce(s, root);
+  t.equal(j.status, 'failed');
+  t.equal(j.error.code, 'ERR_SYNC_TEAMS_FAILED');
+  t.notMatch(j.error.message, /refused by test|INSERT|team_members/, 'no SQL detail in the job error');
+  t.equal(j.result, null, 'no result recorded');
+  t.ok(j.finished_at);
+  t.same(snapshot(s.app.db), before, 'nothing half-applied: users, groups, memberships, teams, policies as before');
+  t.equal(count('web_sessions'), sessionsBefore, 'no web session ended');
+  t.equal(count('action_log'), actionsBefore, 'no deactivation logged');
+  t.equal((await u3browser.json('GET', '/api/auth/me')).status, 200, 'u3 is still active and logged in');
+  t.equal(s.killed.length, killedBefore, 'no sandbox ended');
+  t.equal(s.policyChanged.length, policyBefore, 'daemon not told of policy changes');
+  t.match(s.app.logs.text(), /ERR_SYNC_TEAMS_FAILED/, 'the failure is logged');
+
+  // Once the teams step can write again, the next sync applies everything.
+  s.app.db.exec('DROP TRIGGER test_refuse_team_member');
+  const ok = await syncOnce(s, root);
+  t.equal(ok.status, 'succeeded', JSON.stringify(ok.error));
+  t.equal(ok.result.users_deactivated, 1);
+  t.equal(ok.result.team_members_added, 1);
+  t.equal(ok.result.sessions_ended, 1);
+  t.equal((await u3browser.json('GET', '/api/auth/me')).status, 401);
+  t.same(s.killed.slice(killedBefore), [userId(s, u3.primaryEmail)]);
+});
+
 t.test('rate limits are retried with backoff; a bad service-account key is refused by the token endpoint', async (t) => {
   const s = await startSync(t);
   s.dir.seed({ users: 10, groups: 2, memberships: 10 });
