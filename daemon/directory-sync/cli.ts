@@ -2,6 +2,7 @@ import { AppError, type Config } from '../../core/index.js';
 import { createOrGetRunningJob, jobView, syncConnection } from '../../web/index.js';
 import { SqliteSessionStore } from '../../web/index.js';
 import { openBase } from '../context.js';
+import { recoverStaleJobs } from './job-owner.js';
 import { runDirectorySync } from './runner.js';
 
 export interface SyncDirectoryCliOptions {
@@ -38,10 +39,14 @@ export async function syncDirectoryCli(config: Readonly<Config>, opts: SyncDirec
   const out = opts.out ?? process.stderr;
   try {
     const conn = syncConnection(base.db, opts.provider);
+    // A job whose process is gone (a crashed CLI or daemon) must not block this one.
+    const stale = recoverStaleJobs(base.db, conn.id);
+    if (stale) out.write(`airlock: marked ${stale} directory-sync job(s) failed whose process had stopped\n`);
     const { job, created } = createOrGetRunningJob(base.db, conn.id, 'manual', null);
     if (!created) {
+      const by = job.owner_pid != null ? `, pid ${job.owner_pid} on ${job.owner_host}` : '';
       if (opts.json) process.stdout.write(JSON.stringify({ job: jobView(job), created: false }) + '\n');
-      else out.write(`airlock: a directory sync is already running for ${conn.provider} (job ${job.id}, ${job.status})\n`);
+      else out.write(`airlock: a directory sync is already running for ${conn.provider} (job ${job.id}, ${job.status}${by})\n`);
       return 1;
     }
     const done = await runDirectorySync({ ...base, sessions: new SqliteSessionStore(base.db) }, job.id, progressPrinter(out));

@@ -10,6 +10,7 @@ import {
   type SyncJobRow,
 } from '../../web/index.js';
 import { DirectoryClient, type DirectoryClientOptions } from './google-client.js';
+import { JOB_HEARTBEAT_MS, newJobOwner, recoverStaleJobs } from './job-owner.js';
 import { applyLinkedTeams, applySnapshot, fetchDirectory, type Progress, type TeamsResult } from './sync.js';
 
 export interface SyncRunnerDeps {
@@ -38,18 +39,37 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
   const started = Date.now();
   const job = getJob(db, jobId);
   if (job.status !== 'pending') return job;
+  // Claim the job for this run: owner id, pid and host, first heartbeat. Every later write to
+  // the row requires it to be still 'running' by this owner, so a run whose job another process
+  // failed as stale (see recoverStaleJobs) never overwrites that.
+  const owner = newJobOwner();
   const claimed = db
-    .prepare("UPDATE directory_sync_jobs SET status = 'running', started_at = ? WHERE id = ? AND status = 'pending'")
-    .run(nowIso(), jobId).changes;
-  if (!claimed) return getJob(db, jobId);
-  const setProgress = db.prepare('UPDATE directory_sync_jobs SET progress = ? WHERE id = ?');
+    .prepare(
+      `UPDATE directory_sync_jobs SET status = 'running', started_at = ?, owner_id = ?, owner_pid = ?, owner_host = ?, heartbeat_at = ?
+       WHERE id = ? AND status = 'pending'`,
+    )
+    .run(nowIso(), owner.id, owner.pid, owner.host, nowIso(), jobId).changes;
+  if (!claimed) {
+    owner.release();
+    return getJob(db, jobId);
+  }
+  const OWNED = "id = ? AND status = 'running' AND owner_id = ?";
+  const beat = db.prepare(`UPDATE directory_sync_jobs SET heartbeat_at = ? WHERE ${OWNED}`);
+  const heartbeat = setInterval(() => beat.run(nowIso(), jobId, owner.id), JOB_HEARTBEAT_MS);
+  heartbeat.unref();
+  /** The run no longer needs the job: no more heartbeats; this process stops vouching for it. */
+  const letGo = () => {
+    clearInterval(heartbeat);
+    owner.release();
+  };
+  const setProgress = db.prepare(`UPDATE directory_sync_jobs SET progress = ?, heartbeat_at = ? WHERE ${OWNED}`);
   let lastWrite = 0;
   const report: Progress = (phase, done, total) => {
     progress(phase, done, total);
     const now = Date.now();
     if (now - lastWrite > 500 || done === total) {
       lastWrite = now;
-      setProgress.run(JSON.stringify({ phase, done, total: total ?? null }), jobId);
+      setProgress.run(JSON.stringify({ phase, done, total: total ?? null }), nowIso(), jobId, owner.id);
     }
   };
   const jlog = log.child({ jobId, connectionId: job.connection_id });
@@ -72,6 +92,9 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
     // users' web sessions and recording the job's success: a failure anywhere leaves directory
     // data, teams, stored policies, web sessions and the job's 'running' state as they were.
     const result = db.transaction(() => {
+      if (!db.prepare(`SELECT 1 FROM directory_sync_jobs WHERE ${OWNED}`).get(jobId, owner.id)) {
+        throw new AppError('ERR_SYNC_JOB_LOST', 'another process failed this job while it ran (its owner looked gone); nothing was applied', { status: 409 });
+      }
       report('apply', 0, 1);
       const applied = applySnapshot(db, conn.id, snap);
       report('teams', 0, 1);
@@ -103,21 +126,25 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
         duration_ms: appliedAt - started,
       };
       const now = nowIso();
-      db.prepare("UPDATE directory_sync_jobs SET status = 'succeeded', result = ?, finished_at = ?, progress = NULL WHERE id = ?").run(JSON.stringify(result), now, jobId);
+      db.prepare(`UPDATE directory_sync_jobs SET status = 'succeeded', result = ?, finished_at = ?, progress = NULL WHERE ${OWNED}`).run(JSON.stringify(result), now, jobId, owner.id);
       db.prepare('UPDATE idp_connections SET last_sync_finished_at = ?, last_sync_succeeded_at = ? WHERE id = ?').run(now, now, conn.id);
       return result;
     }).immediate();
+    letGo();
     jlog.info({ rows: result.rows_written, ms: result.duration_ms }, 'directory sync succeeded');
     deps.metrics?.syncJobs.inc({ status: 'succeeded' });
   } catch (err) {
+    letGo();
     const e = toAppError(err, 'ERR_SYNC_FAILED');
     const error = { code: e.code, message: e.code === 'ERR_INTERNAL' ? 'internal error during sync' : e.message, ...(e.details ?? {}) };
     const now = nowIso();
-    db.transaction(() => {
-      db.prepare("UPDATE directory_sync_jobs SET status = 'failed', error = ?, finished_at = ? WHERE id = ?").run(JSON.stringify(error), now, jobId);
-      db.prepare('UPDATE idp_connections SET last_sync_finished_at = ? WHERE id = ?').run(now, job.connection_id);
+    const recorded = db.transaction(() => {
+      const mine = db.prepare(`UPDATE directory_sync_jobs SET status = 'failed', error = ?, finished_at = ? WHERE ${OWNED}`).run(JSON.stringify(error), now, jobId, owner.id).changes;
+      if (mine) db.prepare('UPDATE idp_connections SET last_sync_finished_at = ? WHERE id = ?').run(now, job.connection_id);
+      return mine > 0;
     })();
-    deps.metrics?.syncJobs.inc({ status: 'failed' });
+    if (recorded) deps.metrics?.syncJobs.inc({ status: 'failed' });
+    else jlog.warn({ code: e.code }, 'directory sync job no longer owned by this run; its status is left as another process set it');
     // Unexpected errors (and the cause of a failed teams step) are logged by name, code and
     // message: enough to act on, without a stack trace or SQL text.
     const cause = err instanceof AppError ? err.cause : err;
@@ -144,8 +171,10 @@ function describeCause(c: unknown): Record<string, unknown> {
 }
 
 /**
- * Runs jobs in the background for the web app (ctx.services.directorySync). At start it fails
- * jobs a previous process left pending or running, so the one-running-job index cannot wedge.
+ * Runs jobs in the background for the web app (ctx.services.directorySync). At start, and
+ * before a new job is created, it fails the jobs whose owner is gone or silent (a crashed
+ * daemon or CLI), so the one-running-job index cannot wedge; jobs a live process runs (this
+ * one, or `airlock sync-directory` beside it) are left alone.
  */
 export class DirectorySyncRunner implements DirectorySyncService {
   readonly #deps: SyncRunnerDeps;
@@ -155,12 +184,16 @@ export class DirectorySyncRunner implements DirectorySyncService {
     this.#deps = deps;
   }
 
-  /** Fail jobs interrupted by a restart. Returns how many. */
+  /** Fail every connection's jobs whose owner is gone or silent (at start). Returns how many. */
   recover(): number {
-    const err = JSON.stringify({ code: 'ERR_SYNC_INTERRUPTED', message: 'the daemon stopped while the job ran' });
-    return this.#deps.db
-      .prepare("UPDATE directory_sync_jobs SET status = 'failed', error = ?, finished_at = ? WHERE status IN ('pending','running')")
-      .run(err, nowIso()).changes;
+    return recoverStaleJobs(this.#deps.db);
+  }
+
+  /** The same for one connection, before a new job is created for it. */
+  recoverStale(connectionId: number): number {
+    const n = recoverStaleJobs(this.#deps.db, connectionId);
+    if (n) this.#deps.log.warn({ connectionId, jobs: n }, 'directory-sync jobs whose process stopped marked failed');
+    return n;
   }
 
   start(jobId: number): void {

@@ -15,6 +15,8 @@ export interface SandboxControl {
 export interface DirectorySyncService {
   /** Start `run_directory_sync(jobId)` in the background; returns at once. */
   start(jobId: number): void;
+  /** Fail the connection's unfinished jobs whose process is gone, so they do not block a new one. */
+  recoverStale?(connectionId: number): number;
 }
 
 export interface IdentityServices {

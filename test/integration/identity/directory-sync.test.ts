@@ -1,7 +1,10 @@
 import t from 'tap';
 import { addUser } from '../../helpers/app.js';
 import { snapshot, startSync, type SyncSetup } from '../../helpers/directory.js';
+import { spawn } from 'node:child_process';
+import { hostname } from 'node:os';
 import { hashPassword } from '../../../core/index.js';
+import { JOB_STALE_MS, PENDING_STALE_MS } from '../../../daemon/directory-sync/index.js';
 
 const ROOT_PW = 'root-password-123';
 
@@ -315,18 +318,111 @@ t.test('an address reused by a new directory user does not take over the old acc
   t.same(snapshot(s.app.db), before);
 });
 
-t.test('a job left running by a stopped process is failed at start, then a new one can run', async (t) => {
+t.test('recovery fails only jobs whose owner is gone or silent; a live foreign job survives', async (t) => {
   const s = await startSync(t);
   s.dir.addUser({ primaryEmail: `a@${s.dir.domain}` });
   const root = await admin(s);
-  s.app.db.prepare("INSERT INTO directory_sync_jobs (connection_id, trigger, status, started_at) VALUES (?, 'manual', 'running', 'x')").run(s.connection.id);
-  const stuck = await root.json('POST', '/api/identity/directory-sync', {});
-  t.equal(stuck.status, 200, 'the running job is returned');
+  const db = s.app.db;
+  const iso = (msAgo: number) => new Date(Date.now() - msAgo).toISOString();
+  const put = (o: { status?: string; owner_id?: string | null; owner_pid?: number | null; owner_host?: string | null; heartbeat_at?: string | null; created_at?: string }) =>
+    Number(
+      db
+        .prepare(
+          `INSERT INTO directory_sync_jobs (connection_id, trigger, status, started_at, owner_id, owner_pid, owner_host, heartbeat_at, created_at)
+           VALUES (?, 'manual', ?, ?, ?, ?, ?, ?, ?)`,
+        )
+        .run(s.connection.id, o.status ?? 'running', iso(0), o.owner_id ?? null, o.owner_pid ?? null, o.owner_host ?? null, o.heartbeat_at ?? null, o.created_at ?? iso(0)).lastInsertRowid,
+    );
+  const job = (id: number) => db.prepare('SELECT status, error FROM directory_sync_jobs WHERE id = ?').get(id) as { status: string; error: string | null };
+  const reason = (id: number) => (JSON.parse(job(id).error ?? '{}') as { message?: string }).message;
+  const clear = (id: number) => db.prepare("UPDATE directory_sync_jobs SET status = 'failed' WHERE id = ?").run(id);
+
+  // A live process on this host (standing in for `airlock sync-directory`) owns a running job.
+  const other = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
+  t.teardown(() => void other.kill('SIGKILL'));
+  await new Promise((r) => other.once('spawn', r));
+  const live = put({ owner_id: 'foreign-run', owner_pid: other.pid, owner_host: hostname(), heartbeat_at: iso(1000) });
+  t.equal(s.runner.recover(), 0, 'daemon start leaves the live job alone');
+  t.equal(job(live).status, 'running');
+  const busy = await root.json('POST', '/api/identity/directory-sync', {});
+  t.equal(busy.status, 200, 'a POST returns the live job instead of failing it');
+  t.equal(busy.body.job.id, live);
+  // Its process dies: the job is failed at once (no need to wait for the heartbeat to age).
+  other.kill('SIGKILL');
+  await new Promise((r) => other.once('exit', r));
   t.equal(s.runner.recover(), 1);
-  const failed = (await root.json('GET', '/api/identity/directory-sync')).body.job;
-  t.equal(failed.status, 'failed');
-  t.equal(failed.error.code, 'ERR_SYNC_INTERRUPTED');
-  const j = await syncOnce(s, root);
+  t.equal(job(live).status, 'failed');
+  t.equal(JSON.parse(job(live).error!).code, 'ERR_SYNC_INTERRUPTED');
+  t.match(reason(live), /owner process gone/);
+
+  // A live pid whose heartbeat stopped long ago (a hung run, or the pid was reused).
+  const hung = put({ owner_id: 'hung-run', owner_pid: process.ppid, owner_host: hostname(), heartbeat_at: iso(JOB_STALE_MS + 60_000) });
+  t.equal(s.runner.recover(), 1);
+  t.match(reason(hung), /no heartbeat/);
+
+  // Another host: only the heartbeat tells. Fresh → alive; old → failed.
+  const remote = put({ owner_id: 'remote-run', owner_pid: 4242, owner_host: 'some-other-host', heartbeat_at: iso(10_000) });
+  t.equal(s.runner.recover(), 0);
+  db.prepare('UPDATE directory_sync_jobs SET heartbeat_at = ? WHERE id = ?').run(iso(JOB_STALE_MS + 1000), remote);
+  t.equal(s.runner.recover(), 1);
+  t.match(reason(remote), /no heartbeat/);
+
+  // Our own pid but not a run of this process: a restarted daemon that got the old pid (pid 1 in a container).
+  const reused = put({ owner_id: 'previous-life', owner_pid: process.pid, owner_host: hostname(), heartbeat_at: iso(1000) });
+  t.equal(s.runner.recover(), 1);
+  t.match(reason(reused), /restarted/);
+
+  // No owner recorded (rows from before owners were kept): nobody can finish it.
+  const legacy = put({});
+  t.equal(s.runner.recover(), 1);
+  t.match(reason(legacy), /no owner/);
+
+  // Pending: just created → about to be claimed, left alone; old → never started, failed.
+  const fresh = put({ status: 'pending' });
+  t.equal(s.runner.recover(), 0);
+  clear(fresh);
+  const orphan = put({ status: 'pending', created_at: iso(PENDING_STALE_MS + 1000) });
+  t.equal(s.runner.recover(), 1);
+  t.match(reason(orphan), /never started/);
+
+  // A job left by a crashed process does not block a new one: the POST fails it and starts anew.
+  const crashed = put({ owner_id: 'crashed', owner_pid: process.pid, owner_host: hostname(), heartbeat_at: iso(1000) });
+  const started = await root.json('POST', '/api/identity/directory-sync', {});
+  t.equal(started.status, 202);
+  t.not(started.body.job.id, crashed);
+  t.equal(job(crashed).status, 'failed');
+  await s.runner.idle();
+  const j = (await root.json('GET', '/api/identity/directory-sync')).body.job;
   t.equal(j.status, 'succeeded');
-  t.not(j.id, failed.id);
+  t.equal(j.id, started.body.job.id);
+});
+
+t.test('a run whose job another process failed meanwhile applies nothing and does not overwrite the failure', async (t) => {
+  const s = await startSync(t);
+  s.dir.seed({ users: 20, groups: 4, memberships: 30 });
+  const root = await admin(s);
+  t.equal((await syncOnce(s, root)).status, 'succeeded');
+  s.dir.users[0].suspended = true;
+  s.dir.users.splice(3, 2);
+  const before = snapshot(s.app.db);
+  s.dir.latencyMs = 150;
+  const r = await root.json('POST', '/api/identity/directory-sync', {});
+  t.equal(r.status, 202);
+  const id = r.body.job.id as number;
+  const row = () => s.app.db.prepare('SELECT status, owner_id, owner_pid, owner_host, heartbeat_at, error, result FROM directory_sync_jobs WHERE id = ?').get(id) as Record<string, unknown>;
+  t.equal(row().status, 'running');
+  t.equal(row().owner_pid, process.pid, 'owner recorded');
+  t.equal(row().owner_host, hostname());
+  t.ok(row().owner_id && row().heartbeat_at);
+  t.equal(s.runner.recover(), 0, 'this process still runs it: not recovered');
+  // Another process decides the job is dead while it is still fetching.
+  s.app.db.prepare("UPDATE directory_sync_jobs SET status = 'failed', error = ?, finished_at = ? WHERE id = ?").run(JSON.stringify({ code: 'ERR_SYNC_INTERRUPTED', message: 'taken by the test' }), new Date().toISOString(), id);
+  await s.runner.idle();
+  const after = row();
+  t.equal(after.status, 'failed', 'the failure stands');
+  t.equal(JSON.parse(after.error as string).message, 'taken by the test', 'its error is not overwritten');
+  t.equal(after.result, null);
+  t.same(snapshot(s.app.db), before, 'nothing applied');
+  t.same(s.killed, []);
+  t.match(s.app.logs.text(), /no longer owned by this run/);
 });
