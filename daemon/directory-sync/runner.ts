@@ -19,7 +19,10 @@ export interface SyncRunnerDeps {
   log: Logger;
   /** Ends a user's web sessions (web's SqliteSessionStore). */
   sessions?: { destroyUserSessions(userId: number): number };
-  /** Optional: stops a deactivated user's live sandboxes, and learns of policy changes. */
+  /**
+   * Optional: stops a deactivated user's live sandboxes (in `serve` the session manager; in the
+   * CLI the running daemon over its control socket), and learns of policy changes.
+   */
   sandboxes?: SandboxControl;
   /** Client tuning (backoff), for tests and the bench. */
   client?: Partial<Pick<DirectoryClientOptions, 'maxAttempts' | 'baseDelayMs' | 'maxDelayMs'>>;
@@ -154,11 +157,20 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
   }
   // After the commit: live sandboxes of deactivated users end (beyond the SPEC). Their accounts
   // are inactive and their web sessions gone already, so a failure here is logged, not fatal.
-  for (const uid of committed?.deactivatedUserIds ?? []) {
-    try {
-      await deps.sandboxes?.killForUser(uid);
-    } catch (err) {
-      jlog.warn({ userId: uid, err: toAppError(err).code }, 'could not stop sandboxes of a deactivated user');
+  const deactivated = committed?.deactivatedUserIds ?? [];
+  if (deactivated.length && deps.sandboxes) {
+    let ended: number | undefined;
+    for (const uid of deactivated) {
+      try {
+        const n = await deps.sandboxes.killForUser(uid);
+        if (typeof n === 'number') ended = (ended ?? 0) + n;
+      } catch (err) {
+        jlog.warn({ userId: uid, err: toAppError(err).code }, 'could not stop sandboxes of a deactivated user');
+      }
+    }
+    // Recorded only when the sandbox runtime counted them (not when the daemon was unreachable).
+    if (ended !== undefined) {
+      db.prepare("UPDATE directory_sync_jobs SET result = json_set(result, '$.sandboxes_ended', ?) WHERE id = ? AND owner_id = ?").run(ended, jobId, owner.id);
     }
   }
   if (committed?.policyChangedUserIds.length) deps.sandboxes?.policyChanged?.(committed.policyChangedUserIds);

@@ -5,8 +5,8 @@
 
 /** Live sandboxes of a user. Optional: without it, deactivation ends web sessions only. */
 export interface SandboxControl {
-  /** Stop every live sandbox of the user at once (deactivated by directory sync). */
-  killForUser(userId: number): Promise<void> | void;
+  /** Stop every live sandbox of the user at once (deactivated by directory sync); how many, when known. */
+  killForUser(userId: number): Promise<number | void> | number | void;
   /** The users' agent policy changed; warm sessions pick it up at their next start. Optional. */
   policyChanged?(userIds: number[]): void;
 }

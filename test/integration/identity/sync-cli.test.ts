@@ -48,6 +48,20 @@ t.test('airlock sync-directory (and sync_directory) runs the sync inline with pr
   const again = await run(['sync_directory'], env);
   t.equal(again.code, 0, again.stderr);
   t.match(again.stdout, /rows written 0/, 'alias works; nothing to write the second time');
+  t.notMatch(again.stderr, /daemon/, 'nobody deactivated: the daemon is not asked');
+
+  // A user is suspended: the CLI ends their web sessions and asks the daemon to end their live
+  // sandboxes; none runs here, which it says plainly (the sync still succeeds).
+  dir.users[3].suspended = true;
+  const db1 = await openDatabase(join(dataDir, 'airlock.db'));
+  const uid = (db1.prepare('SELECT id FROM users WHERE email = ?').get(dir.users[3].primaryEmail) as { id: number }).id;
+  db1.prepare('INSERT INTO web_sessions (sid, user_id, data, expires_at) VALUES (?, ?, ?, ?)').run('sid-of-user3', uid, '{}', Date.now() + 3600_000);
+  db1.close();
+  const deact = await run(['sync-directory'], env);
+  t.equal(deact.code, 0, deact.stderr);
+  t.match(deact.stdout, /users \+0 ~0 -1, .*web sessions ended 1/);
+  t.notMatch(deact.stdout, /sandboxes ended/, 'no count claimed when no daemon answered');
+  t.match(deact.stderr, /no daemon answers on .*control\.sock \(not running, or running without a sandbox runtime\): no live sandboxes of deactivated users were ended/);
 
   // A job already running for the connection (e.g. in `serve`): the command reports it, runs nothing.
   const db2 = await openDatabase(join(dataDir, 'airlock.db'));
