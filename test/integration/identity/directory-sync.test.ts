@@ -178,6 +178,65 @@ t.test('sync adds, updates, removes memberships, deactivates removed/suspended u
   t.equal(active(u2.primaryEmail), 1);
 });
 
+t.test('archived users are deactivated like suspended ones and come back when unarchived', async (t) => {
+  const s = await startSync(t);
+  const d = s.dir;
+  const dom = d.domain;
+  const u1 = d.addUser({ primaryEmail: `u1@${dom}` });
+  const u2 = d.addUser({ primaryEmail: `u2@${dom}`, archived: true });
+  const u3 = d.addUser({ primaryEmail: `u3@${dom}` });
+  const root = await admin(s);
+  const active = (e: string) => (s.app.db.prepare('SELECT is_active FROM users WHERE email = ?').get(e) as { is_active: number }).is_active;
+  const dirRow = (e: string) => s.app.db.prepare('SELECT archived, suspended, deactivated_by_sync FROM directory_users WHERE email = ?').get(e) as Record<string, number>;
+
+  // Archived from the start: the account is created inactive.
+  const j1 = await syncOnce(s, root);
+  t.equal(j1.status, 'succeeded', JSON.stringify(j1.error));
+  t.equal(j1.result.users_created, 3);
+  t.equal(active(u2.primaryEmail), 0, 'archived new user created inactive');
+  t.same(dirRow(u2.primaryEmail), { archived: 1, suspended: 0, deactivated_by_sync: 1 });
+
+  // An active user with a web session is archived: deactivated, session and sandboxes ended.
+  s.app.db.prepare('UPDATE users SET password_hash = ? WHERE email = ?').run(await hashPassword('u3-password-123'), u3.primaryEmail);
+  const u3browser = s.app.client();
+  t.equal((await u3browser.login(u3.primaryEmail, 'u3-password-123')).status, 200);
+  u3.archived = true;
+  const j2 = await syncOnce(s, root);
+  t.equal(j2.result.users_deactivated, 1);
+  t.equal(j2.result.sessions_ended, 1);
+  t.equal(active(u3.primaryEmail), 0);
+  t.same(dirRow(u3.primaryEmail), { archived: 1, suspended: 0, deactivated_by_sync: 1 });
+  t.equal((await u3browser.json('GET', '/api/auth/me')).status, 401, 'web session ended');
+  t.same(s.killed, [userId(s, u3.primaryEmail)], 'sandboxes ended');
+
+  // Archived and suspended: back only once neither holds.
+  u1.archived = true;
+  u1.suspended = true;
+  t.equal((await syncOnce(s, root)).result.users_deactivated, 1);
+  u1.archived = false;
+  const j3 = await syncOnce(s, root);
+  t.equal(j3.result.users_reactivated, 0, 'still suspended');
+  t.equal(active(u1.primaryEmail), 0);
+  t.same(dirRow(u1.primaryEmail), { archived: 0, suspended: 1, deactivated_by_sync: 1 });
+
+  // Unarchived (and unsuspended): the accounts the sync deactivated come back.
+  u1.suspended = false;
+  u2.archived = false;
+  u3.archived = false;
+  const j4 = await syncOnce(s, root);
+  t.equal(j4.result.users_reactivated, 3);
+  for (const u of [u1, u2, u3]) t.equal(active(u.primaryEmail), 1, `${u.primaryEmail} active again`);
+  t.same(dirRow(u2.primaryEmail), { archived: 0, suspended: 0, deactivated_by_sync: 0 });
+
+  // An account an admin deactivated by hand is not brought back by an archive/unarchive cycle.
+  s.app.db.prepare('UPDATE users SET is_active = 0 WHERE email = ?').run(u3.primaryEmail);
+  u3.archived = true;
+  t.equal((await syncOnce(s, root)).result.users_deactivated, 0);
+  u3.archived = false;
+  t.equal((await syncOnce(s, root)).result.users_reactivated, 0);
+  t.equal(active(u3.primaryEmail), 0);
+});
+
 t.test('never deactivates the last active superuser', async (t) => {
   const s = await startSync(t);
   const root = await admin(s);
