@@ -21,7 +21,8 @@ export interface SyncRunnerDeps {
   sessions?: { destroyUserSessions(userId: number): number };
   /**
    * Optional: stops a deactivated user's live sandboxes (in `serve` the session manager; in the
-   * CLI the running daemon over its control socket), and learns of policy changes.
+   * CLI the running daemon over its control socket); its optional policyChanged hook is called
+   * for users whose stored policy changed (neither of those implements it).
    */
   sandboxes?: SandboxControl;
   /** Client tuning (backoff), for tests and the bench. */

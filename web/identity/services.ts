@@ -7,7 +7,11 @@
 export interface SandboxControl {
   /** Stop every live sandbox of the user at once (deactivated by directory sync); how many, when known. */
   killForUser(userId: number): Promise<number | void> | number | void;
-  /** The users' agent policy changed; warm sessions pick it up at their next start. Optional. */
+  /**
+   * Optional hook: the users' agent policy changed. The daemon's session manager does not
+   * implement it: the session start recomputes the policy for every new sandbox, and warm
+   * sandboxes keep the one they started with (docs/identity.md).
+   */
   policyChanged?(userIds: number[]): void;
 }
 

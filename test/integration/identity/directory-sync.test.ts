@@ -129,7 +129,7 @@ t.test('sync adds, updates, removes memberships, deactivates removed/suspended u
   const pol = await root.json('GET', `/api/identity/agent-policy?user_id=${u1id}`);
   t.same(pol.body.policy.tools, ['fetch_sheet', 'send_email'], 'team member gets the team policy');
   t.ok(s.app.db.prepare('SELECT 1 FROM user_agent_policies WHERE user_id = ?').get(u1id), 'sandbox policy rewritten');
-  t.ok(s.policyChanged.flat().includes(u1id), 'daemon told');
+  t.ok(s.policyChanged.flat().includes(u1id), 'the optional policyChanged hook is called');
 
   // The directory changes.
   u1.name.fullName = 'User One Renamed';
