@@ -59,7 +59,14 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
   }
   const OWNED = "id = ? AND status = 'running' AND owner_id = ?";
   const beat = db.prepare(`UPDATE directory_sync_jobs SET heartbeat_at = ? WHERE ${OWNED}`);
-  const heartbeat = setInterval(() => beat.run(nowIso(), jobId, owner.id), JOB_HEARTBEAT_MS);
+  const heartbeat = setInterval(() => {
+    try {
+      beat.run(nowIso(), jobId, owner.id);
+    } catch {
+      // The database was closed under a run (shutdown after the drain timeout): nothing to beat
+      // for; the next start judges the job by its owner's pid and heartbeat.
+    }
+  }, JOB_HEARTBEAT_MS);
   heartbeat.unref();
   /** The run no longer needs the job: no more heartbeats; this process stops vouching for it. */
   const letGo = () => {
