@@ -35,7 +35,8 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   const sessions = new SqliteSessionStore(base.db);
   const metrics = createMetrics({ defaultMetrics: true });
   const services: WebServices = { metrics, ...(opts.services ?? {}) };
-  // Directory sync runs in the background of this process; jobs left over by a crash are failed first.
+  // Directory sync runs in the background of this process; jobs whose process is gone (a crashed
+  // daemon or CLI) are failed first; a job a live `airlock sync-directory` runs is left alone.
   const directorySync = new DirectorySyncRunner({
     ...base,
     sessions,
@@ -45,7 +46,7 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
     },
   });
   const interrupted = directorySync.recover();
-  if (interrupted) base.log.warn({ jobs: interrupted }, 'directory-sync jobs interrupted by a restart marked failed');
+  if (interrupted) base.log.warn({ jobs: interrupted }, 'directory-sync jobs whose process stopped marked failed');
   services.directorySync ??= directorySync;
 
   // Connected accounts, token service (refresh + rotation), egress gateway, session overlay.

@@ -10,7 +10,8 @@ import {
   type SyncJobRow,
 } from '../../web/index.js';
 import { DirectoryClient, type DirectoryClientOptions } from './google-client.js';
-import { applyLinkedTeams, applySnapshot, fetchDirectory, type Progress } from './sync.js';
+import { JOB_HEARTBEAT_MS, newJobOwner, recoverStaleJobs } from './job-owner.js';
+import { applyLinkedTeams, applySnapshot, fetchDirectory, type Progress, type TeamsResult } from './sync.js';
 
 export interface SyncRunnerDeps {
   config: Readonly<Config>;
@@ -18,7 +19,11 @@ export interface SyncRunnerDeps {
   log: Logger;
   /** Ends a user's web sessions (web's SqliteSessionStore). */
   sessions?: { destroyUserSessions(userId: number): number };
-  /** Optional: stops a deactivated user's live sandboxes, and learns of policy changes. */
+  /**
+   * Optional: stops a deactivated user's live sandboxes (in `serve` the session manager; in the
+   * CLI the running daemon over its control socket); its optional policyChanged hook is called
+   * for users whose stored policy changed (neither of those implements it).
+   */
   sandboxes?: SandboxControl;
   /** Client tuning (backoff), for tests and the bench. */
   client?: Partial<Pick<DirectoryClientOptions, 'maxAttempts' | 'baseDelayMs' | 'maxDelayMs'>>;
@@ -28,30 +33,58 @@ export interface SyncRunnerDeps {
 
 /**
  * `run_directory_sync(job_id)`: run one job to the end. Fetches the whole directory first,
- * then applies steps (a)–(c) in one transaction, then the linked-teams step; the job's status,
- * result and error are updated either way. A failure anywhere before the commit leaves the
- * directory data exactly as it was. Never throws for a failed sync: the job row says it.
+ * then, in ONE transaction, applies steps (a)–(c), then the linked-teams step, ends the
+ * deactivated users' web sessions and marks the job succeeded. A failure anywhere before the
+ * commit leaves every table as it was and the job failed with the error. After the commit the
+ * deactivated users' live sandboxes are ended. Never throws for a failed sync: the job row says it.
  */
 export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, progress: Progress = () => {}): Promise<SyncJobRow> {
   const { db, log } = deps;
   const started = Date.now();
   const job = getJob(db, jobId);
   if (job.status !== 'pending') return job;
+  // Claim the job for this run: owner id, pid and host, first heartbeat. Every later write to
+  // the row requires it to be still 'running' by this owner, so a run whose job another process
+  // failed as stale (see recoverStaleJobs) never overwrites that.
+  const owner = newJobOwner();
   const claimed = db
-    .prepare("UPDATE directory_sync_jobs SET status = 'running', started_at = ? WHERE id = ? AND status = 'pending'")
-    .run(nowIso(), jobId).changes;
-  if (!claimed) return getJob(db, jobId);
-  const setProgress = db.prepare('UPDATE directory_sync_jobs SET progress = ? WHERE id = ?');
+    .prepare(
+      `UPDATE directory_sync_jobs SET status = 'running', started_at = ?, owner_id = ?, owner_pid = ?, owner_host = ?, heartbeat_at = ?
+       WHERE id = ? AND status = 'pending'`,
+    )
+    .run(nowIso(), owner.id, owner.pid, owner.host, nowIso(), jobId).changes;
+  if (!claimed) {
+    owner.release();
+    return getJob(db, jobId);
+  }
+  const OWNED = "id = ? AND status = 'running' AND owner_id = ?";
+  const beat = db.prepare(`UPDATE directory_sync_jobs SET heartbeat_at = ? WHERE ${OWNED}`);
+  const heartbeat = setInterval(() => {
+    try {
+      beat.run(nowIso(), jobId, owner.id);
+    } catch {
+      // The database was closed under a run (shutdown after the drain timeout): nothing to beat
+      // for; the next start judges the job by its owner's pid and heartbeat.
+    }
+  }, JOB_HEARTBEAT_MS);
+  heartbeat.unref();
+  /** The run no longer needs the job: no more heartbeats; this process stops vouching for it. */
+  const letGo = () => {
+    clearInterval(heartbeat);
+    owner.release();
+  };
+  const setProgress = db.prepare(`UPDATE directory_sync_jobs SET progress = ?, heartbeat_at = ? WHERE ${OWNED}`);
   let lastWrite = 0;
   const report: Progress = (phase, done, total) => {
     progress(phase, done, total);
     const now = Date.now();
     if (now - lastWrite > 500 || done === total) {
       lastWrite = now;
-      setProgress.run(JSON.stringify({ phase, done, total: total ?? null }), jobId);
+      setProgress.run(JSON.stringify({ phase, done, total: total ?? null }), nowIso(), jobId, owner.id);
     }
   };
   const jlog = log.child({ jobId, connectionId: job.connection_id });
+  let committed: { deactivatedUserIds: number[]; policyChangedUserIds: number[] } | undefined;
   try {
     const conn = getConnection(db, job.connection_id);
     db.prepare('UPDATE idp_connections SET last_sync_started_at = ? WHERE id = ?').run(nowIso(), conn.id);
@@ -66,61 +99,102 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
     });
     const snap = await fetchDirectory(client, report);
     const fetchedAt = Date.now();
-    report('apply', 0, 1);
-    const applied = applySnapshot(db, conn.id, snap);
-    report('teams', 0, 1);
-    const teams = applyLinkedTeams(db, conn.id);
-    const appliedAt = Date.now();
-    // Deactivated users lose their web sessions and live sandboxes at once (beyond the SPEC).
-    let sessionsEnded = 0;
-    for (const uid of applied.deactivatedUserIds) {
-      sessionsEnded += deps.sessions?.destroyUserSessions(uid) ?? db.prepare('DELETE FROM web_sessions WHERE user_id = ?').run(uid).changes;
-      try {
-        await deps.sandboxes?.killForUser(uid);
-      } catch (err) {
-        jlog.warn({ userId: uid, err: toAppError(err).code }, 'could not stop sandboxes of a deactivated user');
+    // ONE immediate transaction for steps (a)–(c), the linked-teams step, ending the deactivated
+    // users' web sessions and recording the job's success: a failure anywhere leaves directory
+    // data, teams, stored policies, web sessions and the job's 'running' state as they were.
+    const result = db.transaction(() => {
+      if (!db.prepare(`SELECT 1 FROM directory_sync_jobs WHERE ${OWNED}`).get(jobId, owner.id)) {
+        throw new AppError('ERR_SYNC_JOB_LOST', 'another process failed this job while it ran (its owner looked gone); nothing was applied', { status: 409 });
       }
-      logAction(db, { event: 'identity.user_deactivated', severity: 'warning', actorId: job.requested_by, subjectId: uid, data: { by: 'directory_sync', job_id: jobId } });
-    }
-    if (teams.policyChangedUserIds.length) deps.sandboxes?.policyChanged?.(teams.policyChangedUserIds);
-    const { policyChangedUserIds: _ids, rows_written: teamRows, ...teamCounts } = teams;
-    const result = {
-      ...applied.counts,
-      ...teamCounts,
-      rows_written: applied.counts.rows_written + teamRows,
-      sessions_ended: sessionsEnded,
-      fetched: { groups: snap.groups.length, users: snap.users.length, memberships: snap.memberships },
-      requests: client.requests,
-      retries: client.retries,
-      fetch_ms: fetchedAt - started,
-      apply_ms: appliedAt - fetchedAt,
-      duration_ms: Date.now() - started,
-    };
-    const now = nowIso();
-    db.transaction(() => {
-      db.prepare("UPDATE directory_sync_jobs SET status = 'succeeded', result = ?, finished_at = ?, progress = NULL WHERE id = ?").run(JSON.stringify(result), now, jobId);
+      report('apply', 0, 1);
+      const applied = applySnapshot(db, conn.id, snap);
+      report('teams', 0, 1);
+      let teams: TeamsResult;
+      try {
+        teams = applyLinkedTeams(db, conn.id);
+      } catch (err) {
+        throw new AppError('ERR_SYNC_TEAMS_FAILED', 'the linked-teams step failed; no directory change was kept', { status: 500, cause: err });
+      }
+      // Deactivated users lose their web sessions in the same commit (beyond the SPEC).
+      let sessionsEnded = 0;
+      for (const uid of applied.deactivatedUserIds) {
+        sessionsEnded += deps.sessions?.destroyUserSessions(uid) ?? db.prepare('DELETE FROM web_sessions WHERE user_id = ?').run(uid).changes;
+        logAction(db, { event: 'identity.user_deactivated', severity: 'warning', actorId: job.requested_by, subjectId: uid, data: { by: 'directory_sync', job_id: jobId } });
+      }
+      const appliedAt = Date.now();
+      const { policyChangedUserIds, rows_written: teamRows, ...teamCounts } = teams;
+      committed = { deactivatedUserIds: applied.deactivatedUserIds, policyChangedUserIds };
+      const result = {
+        ...applied.counts,
+        ...teamCounts,
+        rows_written: applied.counts.rows_written + teamRows,
+        sessions_ended: sessionsEnded,
+        fetched: { groups: snap.groups.length, users: snap.users.length, memberships: snap.memberships },
+        requests: client.requests,
+        retries: client.retries,
+        fetch_ms: fetchedAt - started,
+        apply_ms: appliedAt - fetchedAt,
+        duration_ms: appliedAt - started,
+      };
+      const now = nowIso();
+      db.prepare(`UPDATE directory_sync_jobs SET status = 'succeeded', result = ?, finished_at = ?, progress = NULL WHERE ${OWNED}`).run(JSON.stringify(result), now, jobId, owner.id);
       db.prepare('UPDATE idp_connections SET last_sync_finished_at = ?, last_sync_succeeded_at = ? WHERE id = ?').run(now, now, conn.id);
-    })();
+      return result;
+    }).immediate();
+    letGo();
     jlog.info({ rows: result.rows_written, ms: result.duration_ms }, 'directory sync succeeded');
     deps.metrics?.syncJobs.inc({ status: 'succeeded' });
   } catch (err) {
+    letGo();
     const e = toAppError(err, 'ERR_SYNC_FAILED');
     const error = { code: e.code, message: e.code === 'ERR_INTERNAL' ? 'internal error during sync' : e.message, ...(e.details ?? {}) };
     const now = nowIso();
-    db.transaction(() => {
-      db.prepare("UPDATE directory_sync_jobs SET status = 'failed', error = ?, finished_at = ? WHERE id = ?").run(JSON.stringify(error), now, jobId);
-      db.prepare('UPDATE idp_connections SET last_sync_finished_at = ? WHERE id = ?').run(now, job.connection_id);
+    const recorded = db.transaction(() => {
+      const mine = db.prepare(`UPDATE directory_sync_jobs SET status = 'failed', error = ?, finished_at = ? WHERE ${OWNED}`).run(JSON.stringify(error), now, jobId, owner.id).changes;
+      if (mine) db.prepare('UPDATE idp_connections SET last_sync_finished_at = ? WHERE id = ?').run(now, job.connection_id);
+      return mine > 0;
     })();
-    deps.metrics?.syncJobs.inc({ status: 'failed' });
-    if (e.code === 'ERR_INTERNAL') jlog.error({ err }, 'directory sync failed');
+    if (recorded) deps.metrics?.syncJobs.inc({ status: 'failed' });
+    else jlog.warn({ code: e.code }, 'directory sync job no longer owned by this run; its status is left as another process set it');
+    // Unexpected errors (and the cause of a failed teams step) are logged by name, code and
+    // message: enough to act on, without a stack trace or SQL text.
+    const cause = err instanceof AppError ? err.cause : err;
+    if (cause !== undefined) jlog.error({ code: e.code, cause: describeCause(cause) }, 'directory sync failed');
     else jlog.warn({ code: e.code }, 'directory sync failed');
+    return getJob(db, jobId);
   }
+  // After the commit: live sandboxes of deactivated users end (beyond the SPEC). Their accounts
+  // are inactive and their web sessions gone already, so a failure here is logged, not fatal.
+  const deactivated = committed?.deactivatedUserIds ?? [];
+  if (deactivated.length && deps.sandboxes) {
+    let ended: number | undefined;
+    for (const uid of deactivated) {
+      try {
+        const n = await deps.sandboxes.killForUser(uid);
+        if (typeof n === 'number') ended = (ended ?? 0) + n;
+      } catch (err) {
+        jlog.warn({ userId: uid, err: toAppError(err).code }, 'could not stop sandboxes of a deactivated user');
+      }
+    }
+    // Recorded only when the sandbox runtime counted them (not when the daemon was unreachable).
+    if (ended !== undefined) {
+      db.prepare("UPDATE directory_sync_jobs SET result = json_set(result, '$.sandboxes_ended', ?) WHERE id = ? AND owner_id = ?").run(ended, jobId, owner.id);
+    }
+  }
+  if (committed?.policyChangedUserIds.length) deps.sandboxes?.policyChanged?.(committed.policyChangedUserIds);
   return getJob(db, jobId);
 }
 
+function describeCause(c: unknown): Record<string, unknown> {
+  if (!(c instanceof Error)) return { value: typeof c };
+  return { name: c.name, ...((c as { code?: unknown }).code !== undefined ? { code: (c as { code?: unknown }).code } : {}), message: c.message };
+}
+
 /**
- * Runs jobs in the background for the web app (ctx.services.directorySync). At start it fails
- * jobs a previous process left pending or running, so the one-running-job index cannot wedge.
+ * Runs jobs in the background for the web app (ctx.services.directorySync). At start, and
+ * before a new job is created, it fails the jobs whose owner is gone or silent (a crashed
+ * daemon or CLI), so the one-running-job index cannot wedge; jobs a live process runs (this
+ * one, or `airlock sync-directory` beside it) are left alone.
  */
 export class DirectorySyncRunner implements DirectorySyncService {
   readonly #deps: SyncRunnerDeps;
@@ -130,12 +204,16 @@ export class DirectorySyncRunner implements DirectorySyncService {
     this.#deps = deps;
   }
 
-  /** Fail jobs interrupted by a restart. Returns how many. */
+  /** Fail every connection's jobs whose owner is gone or silent (at start). Returns how many. */
   recover(): number {
-    const err = JSON.stringify({ code: 'ERR_SYNC_INTERRUPTED', message: 'the daemon stopped while the job ran' });
-    return this.#deps.db
-      .prepare("UPDATE directory_sync_jobs SET status = 'failed', error = ?, finished_at = ? WHERE status IN ('pending','running')")
-      .run(err, nowIso()).changes;
+    return recoverStaleJobs(this.#deps.db);
+  }
+
+  /** The same for one connection, before a new job is created for it. */
+  recoverStale(connectionId: number): number {
+    const n = recoverStaleJobs(this.#deps.db, connectionId);
+    if (n) this.#deps.log.warn({ connectionId, jobs: n }, 'directory-sync jobs whose process stopped marked failed');
+    return n;
   }
 
   start(jobId: number): void {

@@ -78,7 +78,8 @@ interface DirUserRow {
 }
 
 /**
- * Apply a fetched snapshot in ONE transaction: (a) upsert ExternalGroup rows, (b) upsert
+ * Apply a fetched snapshot in ONE transaction (a savepoint inside the runner's transaction):
+ * (a) upsert ExternalGroup rows, (b) upsert
  * users (create missing, link by e-mail, deactivate those gone from the directory or
  * suspended/archived, never the last active superuser), (c) make each group's members match.
  * Rows are written only where something changed, so an unchanged directory writes nothing.
@@ -292,9 +293,10 @@ export interface TeamsResult {
 }
 
 /**
- * The linked-teams step (after a successful sync, not part of it): each team linked to one of
- * the connection's groups gets exactly the group's active members; the sandbox policy is
- * rewritten for users whose teams changed.
+ * The linked-teams step (after steps (a)–(c) succeeded; the runner runs it inside the same
+ * transaction, so a failure here rolls those back too): each team linked to one of the
+ * connection's groups gets exactly the group's active members; the sandbox policy is rewritten
+ * for users whose teams changed.
  */
 export function applyLinkedTeams(db: Db, connectionId: number): TeamsResult {
   return db.transaction((): TeamsResult => {

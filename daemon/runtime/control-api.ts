@@ -1,6 +1,8 @@
 /**
  * The daemon's operator control socket: <data dir>/control.sock, unix, mode 0600 (root/owner
- * only). One NDJSON request per connection: {cmd, id?} → {ok:true,data} | {ok:false,error}.
+ * only). One NDJSON request per connection: {cmd, id?, userId?} → {ok:true,data} | {ok:false,error}.
+ * `kill-user` (with `userId`) removes every live sandbox of that user: `airlock sync-directory`
+ * uses it for the users a sync deactivated, as `serve` does in-process.
  */
 import { chmodSync, unlinkSync } from 'node:fs';
 import { createConnection, createServer, type Server } from 'node:net';
@@ -12,8 +14,11 @@ export const CONTROL_SOCKET_NAME = 'control.sock';
 const CLIENT_TIMEOUT_MS = 60_000;
 
 export interface ControlApiRequest {
-  cmd: 'ls' | 'inspect' | 'restart' | 'restart-stale' | 'kill';
+  cmd: 'ls' | 'inspect' | 'restart' | 'restart-stale' | 'kill' | 'kill-user';
+  /** Session or container id (inspect, restart, kill). */
   id?: string;
+  /** Local user id (kill-user). */
+  userId?: number;
 }
 
 export type ControlApiHandler = (req: ControlApiRequest) => Promise<unknown>;

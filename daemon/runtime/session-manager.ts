@@ -997,8 +997,15 @@ export class SessionManager implements TurnRunner {
   }
 
   /** The operator control API handler. */
-  async handleControl(req: { cmd: string; id?: string }): Promise<unknown> {
+  async handleControl(req: { cmd: string; id?: string; userId?: unknown }): Promise<unknown> {
     switch (req.cmd) {
+      case 'kill-user': {
+        const userId = req.userId;
+        if (typeof userId !== 'number' || !Number.isSafeInteger(userId) || userId <= 0) {
+          throw new AppError('ERR_CLI_USAGE', 'kill-user needs a positive integer userId', { status: 400 });
+        }
+        return { userId, killed: await this.killForUser(userId) };
+      }
       case 'ls':
         return this.list();
       case 'inspect':

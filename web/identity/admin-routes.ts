@@ -159,6 +159,7 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
   r.post('/directory-sync', requireSuperuser, (req, res) => {
     const body = validateBody<{ provider?: string }>(SYNC_BODY, req.body ?? {});
     const c = syncConnection(db, body.provider);
+    services.directorySync?.recoverStale?.(c.id);
     const { job, created } = createOrGetRunningJob(db, c.id, 'manual', req.user!.id);
     if (created) {
       req.log.info({ jobId: job.id, connectionId: c.id }, 'directory sync requested');

@@ -181,6 +181,11 @@ export interface SyncJobRow {
   created_at: string;
   started_at: string | null;
   finished_at: string | null;
+  /** The run that claimed the job (random per run), its process and host, its last heartbeat. */
+  owner_id?: string | null;
+  owner_pid?: number | null;
+  owner_host?: string | null;
+  heartbeat_at?: string | null;
 }
 
 export function jobView(j: SyncJobRow): Record<string, unknown> {

@@ -1,7 +1,10 @@
 import t from 'tap';
 import { addUser } from '../../helpers/app.js';
 import { snapshot, startSync, type SyncSetup } from '../../helpers/directory.js';
+import { spawn } from 'node:child_process';
+import { hostname } from 'node:os';
 import { hashPassword } from '../../../core/index.js';
+import { JOB_STALE_MS, PENDING_STALE_MS } from '../../../daemon/directory-sync/index.js';
 
 const ROOT_PW = 'root-password-123';
 
@@ -126,7 +129,7 @@ t.test('sync adds, updates, removes memberships, deactivates removed/suspended u
   const pol = await root.json('GET', `/api/identity/agent-policy?user_id=${u1id}`);
   t.same(pol.body.policy.tools, ['fetch_sheet', 'send_email'], 'team member gets the team policy');
   t.ok(s.app.db.prepare('SELECT 1 FROM user_agent_policies WHERE user_id = ?').get(u1id), 'sandbox policy rewritten');
-  t.ok(s.policyChanged.flat().includes(u1id), 'daemon told');
+  t.ok(s.policyChanged.flat().includes(u1id), 'the optional policyChanged hook is called');
 
   // The directory changes.
   u1.name.fullName = 'User One Renamed';
@@ -175,6 +178,65 @@ t.test('sync adds, updates, removes memberships, deactivates removed/suspended u
   t.equal(active(u2.primaryEmail), 1);
 });
 
+t.test('archived users are deactivated like suspended ones and come back when unarchived', async (t) => {
+  const s = await startSync(t);
+  const d = s.dir;
+  const dom = d.domain;
+  const u1 = d.addUser({ primaryEmail: `u1@${dom}` });
+  const u2 = d.addUser({ primaryEmail: `u2@${dom}`, archived: true });
+  const u3 = d.addUser({ primaryEmail: `u3@${dom}` });
+  const root = await admin(s);
+  const active = (e: string) => (s.app.db.prepare('SELECT is_active FROM users WHERE email = ?').get(e) as { is_active: number }).is_active;
+  const dirRow = (e: string) => s.app.db.prepare('SELECT archived, suspended, deactivated_by_sync FROM directory_users WHERE email = ?').get(e) as Record<string, number>;
+
+  // Archived from the start: the account is created inactive.
+  const j1 = await syncOnce(s, root);
+  t.equal(j1.status, 'succeeded', JSON.stringify(j1.error));
+  t.equal(j1.result.users_created, 3);
+  t.equal(active(u2.primaryEmail), 0, 'archived new user created inactive');
+  t.same(dirRow(u2.primaryEmail), { archived: 1, suspended: 0, deactivated_by_sync: 1 });
+
+  // An active user with a web session is archived: deactivated, session and sandboxes ended.
+  s.app.db.prepare('UPDATE users SET password_hash = ? WHERE email = ?').run(await hashPassword('u3-password-123'), u3.primaryEmail);
+  const u3browser = s.app.client();
+  t.equal((await u3browser.login(u3.primaryEmail, 'u3-password-123')).status, 200);
+  u3.archived = true;
+  const j2 = await syncOnce(s, root);
+  t.equal(j2.result.users_deactivated, 1);
+  t.equal(j2.result.sessions_ended, 1);
+  t.equal(active(u3.primaryEmail), 0);
+  t.same(dirRow(u3.primaryEmail), { archived: 1, suspended: 0, deactivated_by_sync: 1 });
+  t.equal((await u3browser.json('GET', '/api/auth/me')).status, 401, 'web session ended');
+  t.same(s.killed, [userId(s, u3.primaryEmail)], 'sandboxes ended');
+
+  // Archived and suspended: back only once neither holds.
+  u1.archived = true;
+  u1.suspended = true;
+  t.equal((await syncOnce(s, root)).result.users_deactivated, 1);
+  u1.archived = false;
+  const j3 = await syncOnce(s, root);
+  t.equal(j3.result.users_reactivated, 0, 'still suspended');
+  t.equal(active(u1.primaryEmail), 0);
+  t.same(dirRow(u1.primaryEmail), { archived: 0, suspended: 1, deactivated_by_sync: 1 });
+
+  // Unarchived (and unsuspended): the accounts the sync deactivated come back.
+  u1.suspended = false;
+  u2.archived = false;
+  u3.archived = false;
+  const j4 = await syncOnce(s, root);
+  t.equal(j4.result.users_reactivated, 3);
+  for (const u of [u1, u2, u3]) t.equal(active(u.primaryEmail), 1, `${u.primaryEmail} active again`);
+  t.same(dirRow(u2.primaryEmail), { archived: 0, suspended: 0, deactivated_by_sync: 0 });
+
+  // An account an admin deactivated by hand is not brought back by an archive/unarchive cycle.
+  s.app.db.prepare('UPDATE users SET is_active = 0 WHERE email = ?').run(u3.primaryEmail);
+  u3.archived = true;
+  t.equal((await syncOnce(s, root)).result.users_deactivated, 0);
+  u3.archived = false;
+  t.equal((await syncOnce(s, root)).result.users_reactivated, 0);
+  t.equal(active(u3.primaryEmail), 0);
+});
+
 t.test('never deactivates the last active superuser', async (t) => {
   const s = await startSync(t);
   const root = await admin(s);
@@ -209,6 +271,59 @@ t.test('upstream failure mid-sync: job failed with the error, database as before
   const ok = await syncOnce(s, root);
   t.equal(ok.status, 'succeeded');
   t.equal(ok.result.users_deactivated, 4);
+});
+
+t.test('linked-teams step fails: the whole sync is rolled back, the job failed with ERR_SYNC_TEAMS_FAILED', async (t) => {
+  const s = await startSync(t);
+  const d = s.dir;
+  const dom = d.domain;
+  const [u1, u2, u3] = [1, 2, 3].map((i) => d.addUser({ primaryEmail: `u${i}@${dom}`, name: { fullName: `User ${i}` } }));
+  const g = d.addGroup({ email: `eng@${dom}` });
+  d.setMembers(g.id, [u1.primaryEmail]);
+  const root = await admin(s);
+  t.equal((await syncOnce(s, root)).status, 'succeeded');
+  // A team linked to eng@ (an organisation manager's act, written directly here).
+  const org = Number(s.app.db.prepare("INSERT INTO organisations (name) VALUES ('Acme')").run().lastInsertRowid);
+  const groupId = (s.app.db.prepare('SELECT id FROM external_groups WHERE email = ?').get(g.email) as { id: number }).id;
+  s.app.db.prepare("INSERT INTO teams (organisation_id, name, external_group_id) VALUES (?, 'Eng', ?)").run(org, groupId);
+  t.equal((await syncOnce(s, root)).result.team_members_added, 1, 'team filled once');
+  // u3 has a web session; then the directory changes: u3 suspended, u2 joins eng@, u1 renamed.
+  s.app.db.prepare('UPDATE users SET password_hash = ? WHERE email = ?').run(await hashPassword('u3-password-123'), u3.primaryEmail);
+  const u3browser = s.app.client();
+  t.equal((await u3browser.login(u3.primaryEmail, 'u3-password-123')).status, 200);
+  u3.suspended = true;
+  u1.name.fullName = 'Renamed';
+  d.setMembers(g.id, [u1.primaryEmail, u2.primaryEmail]);
+  // The teams step cannot write: a trigger refuses every new team member.
+  s.app.db.exec("CREATE TRIGGER test_refuse_team_member BEFORE INSERT ON team_members BEGIN SELECT RAISE(ABORT, 'refused by test'); END");
+  const before = snapshot(s.app.db);
+  const count = (table: string) => (s.app.db.prepare(`SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n;
+  const [sessionsBefore, actionsBefore] = [count('web_sessions'), count('action_log')];
+  const killedBefore = s.killed.length;
+  const policyBefore = s.policyChanged.length;
+  const j = await syncOnce(s, root);
+  t.equal(j.status, 'failed');
+  t.equal(j.error.code, 'ERR_SYNC_TEAMS_FAILED');
+  t.notMatch(j.error.message, /refused by test|INSERT|team_members/, 'no SQL detail in the job error');
+  t.equal(j.result, null, 'no result recorded');
+  t.ok(j.finished_at);
+  t.same(snapshot(s.app.db), before, 'nothing half-applied: users, groups, memberships, teams, policies as before');
+  t.equal(count('web_sessions'), sessionsBefore, 'no web session ended');
+  t.equal(count('action_log'), actionsBefore, 'no deactivation logged');
+  t.equal((await u3browser.json('GET', '/api/auth/me')).status, 200, 'u3 is still active and logged in');
+  t.equal(s.killed.length, killedBefore, 'no sandbox ended');
+  t.equal(s.policyChanged.length, policyBefore, 'daemon not told of policy changes');
+  t.match(s.app.logs.text(), /ERR_SYNC_TEAMS_FAILED/, 'the failure is logged');
+
+  // Once the teams step can write again, the next sync applies everything.
+  s.app.db.exec('DROP TRIGGER test_refuse_team_member');
+  const ok = await syncOnce(s, root);
+  t.equal(ok.status, 'succeeded', JSON.stringify(ok.error));
+  t.equal(ok.result.users_deactivated, 1);
+  t.equal(ok.result.team_members_added, 1);
+  t.equal(ok.result.sessions_ended, 1);
+  t.equal((await u3browser.json('GET', '/api/auth/me')).status, 401);
+  t.same(s.killed.slice(killedBefore), [userId(s, u3.primaryEmail)]);
 });
 
 t.test('rate limits are retried with backoff; a bad service-account key is refused by the token endpoint', async (t) => {
@@ -262,18 +377,111 @@ t.test('an address reused by a new directory user does not take over the old acc
   t.same(snapshot(s.app.db), before);
 });
 
-t.test('a job left running by a stopped process is failed at start, then a new one can run', async (t) => {
+t.test('recovery fails only jobs whose owner is gone or silent; a live foreign job survives', async (t) => {
   const s = await startSync(t);
   s.dir.addUser({ primaryEmail: `a@${s.dir.domain}` });
   const root = await admin(s);
-  s.app.db.prepare("INSERT INTO directory_sync_jobs (connection_id, trigger, status, started_at) VALUES (?, 'manual', 'running', 'x')").run(s.connection.id);
-  const stuck = await root.json('POST', '/api/identity/directory-sync', {});
-  t.equal(stuck.status, 200, 'the running job is returned');
+  const db = s.app.db;
+  const iso = (msAgo: number) => new Date(Date.now() - msAgo).toISOString();
+  const put = (o: { status?: string; owner_id?: string | null; owner_pid?: number | null; owner_host?: string | null; heartbeat_at?: string | null; created_at?: string }) =>
+    Number(
+      db
+        .prepare(
+          `INSERT INTO directory_sync_jobs (connection_id, trigger, status, started_at, owner_id, owner_pid, owner_host, heartbeat_at, created_at)
+           VALUES (?, 'manual', ?, ?, ?, ?, ?, ?, ?)`,
+        )
+        .run(s.connection.id, o.status ?? 'running', iso(0), o.owner_id ?? null, o.owner_pid ?? null, o.owner_host ?? null, o.heartbeat_at ?? null, o.created_at ?? iso(0)).lastInsertRowid,
+    );
+  const job = (id: number) => db.prepare('SELECT status, error FROM directory_sync_jobs WHERE id = ?').get(id) as { status: string; error: string | null };
+  const reason = (id: number) => (JSON.parse(job(id).error ?? '{}') as { message?: string }).message;
+  const clear = (id: number) => db.prepare("UPDATE directory_sync_jobs SET status = 'failed' WHERE id = ?").run(id);
+
+  // A live process on this host (standing in for `airlock sync-directory`) owns a running job.
+  const other = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
+  t.teardown(() => void other.kill('SIGKILL'));
+  await new Promise((r) => other.once('spawn', r));
+  const live = put({ owner_id: 'foreign-run', owner_pid: other.pid, owner_host: hostname(), heartbeat_at: iso(1000) });
+  t.equal(s.runner.recover(), 0, 'daemon start leaves the live job alone');
+  t.equal(job(live).status, 'running');
+  const busy = await root.json('POST', '/api/identity/directory-sync', {});
+  t.equal(busy.status, 200, 'a POST returns the live job instead of failing it');
+  t.equal(busy.body.job.id, live);
+  // Its process dies: the job is failed at once (no need to wait for the heartbeat to age).
+  other.kill('SIGKILL');
+  await new Promise((r) => other.once('exit', r));
   t.equal(s.runner.recover(), 1);
-  const failed = (await root.json('GET', '/api/identity/directory-sync')).body.job;
-  t.equal(failed.status, 'failed');
-  t.equal(failed.error.code, 'ERR_SYNC_INTERRUPTED');
-  const j = await syncOnce(s, root);
+  t.equal(job(live).status, 'failed');
+  t.equal(JSON.parse(job(live).error!).code, 'ERR_SYNC_INTERRUPTED');
+  t.match(reason(live), /owner process gone/);
+
+  // A live pid whose heartbeat stopped long ago (a hung run, or the pid was reused).
+  const hung = put({ owner_id: 'hung-run', owner_pid: process.ppid, owner_host: hostname(), heartbeat_at: iso(JOB_STALE_MS + 60_000) });
+  t.equal(s.runner.recover(), 1);
+  t.match(reason(hung), /no heartbeat/);
+
+  // Another host: only the heartbeat tells. Fresh → alive; old → failed.
+  const remote = put({ owner_id: 'remote-run', owner_pid: 4242, owner_host: 'some-other-host', heartbeat_at: iso(10_000) });
+  t.equal(s.runner.recover(), 0);
+  db.prepare('UPDATE directory_sync_jobs SET heartbeat_at = ? WHERE id = ?').run(iso(JOB_STALE_MS + 1000), remote);
+  t.equal(s.runner.recover(), 1);
+  t.match(reason(remote), /no heartbeat/);
+
+  // Our own pid but not a run of this process: a restarted daemon that got the old pid (pid 1 in a container).
+  const reused = put({ owner_id: 'previous-life', owner_pid: process.pid, owner_host: hostname(), heartbeat_at: iso(1000) });
+  t.equal(s.runner.recover(), 1);
+  t.match(reason(reused), /restarted/);
+
+  // No owner recorded (rows from before owners were kept): nobody can finish it.
+  const legacy = put({});
+  t.equal(s.runner.recover(), 1);
+  t.match(reason(legacy), /no owner/);
+
+  // Pending: just created → about to be claimed, left alone; old → never started, failed.
+  const fresh = put({ status: 'pending' });
+  t.equal(s.runner.recover(), 0);
+  clear(fresh);
+  const orphan = put({ status: 'pending', created_at: iso(PENDING_STALE_MS + 1000) });
+  t.equal(s.runner.recover(), 1);
+  t.match(reason(orphan), /never started/);
+
+  // A job left by a crashed process does not block a new one: the POST fails it and starts anew.
+  const crashed = put({ owner_id: 'crashed', owner_pid: process.pid, owner_host: hostname(), heartbeat_at: iso(1000) });
+  const started = await root.json('POST', '/api/identity/directory-sync', {});
+  t.equal(started.status, 202);
+  t.not(started.body.job.id, crashed);
+  t.equal(job(crashed).status, 'failed');
+  await s.runner.idle();
+  const j = (await root.json('GET', '/api/identity/directory-sync')).body.job;
   t.equal(j.status, 'succeeded');
-  t.not(j.id, failed.id);
+  t.equal(j.id, started.body.job.id);
+});
+
+t.test('a run whose job another process failed meanwhile applies nothing and does not overwrite the failure', async (t) => {
+  const s = await startSync(t);
+  s.dir.seed({ users: 20, groups: 4, memberships: 30 });
+  const root = await admin(s);
+  t.equal((await syncOnce(s, root)).status, 'succeeded');
+  s.dir.users[0].suspended = true;
+  s.dir.users.splice(3, 2);
+  const before = snapshot(s.app.db);
+  s.dir.latencyMs = 150;
+  const r = await root.json('POST', '/api/identity/directory-sync', {});
+  t.equal(r.status, 202);
+  const id = r.body.job.id as number;
+  const row = () => s.app.db.prepare('SELECT status, owner_id, owner_pid, owner_host, heartbeat_at, error, result FROM directory_sync_jobs WHERE id = ?').get(id) as Record<string, unknown>;
+  t.equal(row().status, 'running');
+  t.equal(row().owner_pid, process.pid, 'owner recorded');
+  t.equal(row().owner_host, hostname());
+  t.ok(row().owner_id && row().heartbeat_at);
+  t.equal(s.runner.recover(), 0, 'this process still runs it: not recovered');
+  // Another process decides the job is dead while it is still fetching.
+  s.app.db.prepare("UPDATE directory_sync_jobs SET status = 'failed', error = ?, finished_at = ? WHERE id = ?").run(JSON.stringify({ code: 'ERR_SYNC_INTERRUPTED', message: 'taken by the test' }), new Date().toISOString(), id);
+  await s.runner.idle();
+  const after = row();
+  t.equal(after.status, 'failed', 'the failure stands');
+  t.equal(JSON.parse(after.error as string).message, 'taken by the test', 'its error is not overwritten');
+  t.equal(after.result, null);
+  t.same(snapshot(s.app.db), before, 'nothing applied');
+  t.same(s.killed, []);
+  t.match(s.app.logs.text(), /no longer owned by this run/);
 });
