@@ -3,50 +3,16 @@
  * and the operator CLI (`airlock sessions …`) over the daemon control socket.
  */
 import t from 'tap';
-import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { createInterface } from 'node:readline';
+import { spawn } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { dataDir, dockerOrSkip, ensureTestImage, ROOT, sweep, uniqueOwner } from './helpers.js';
+import { dataDir, dockerOrSkip, ensureTestImage, ROOT, runCli, startRuntimeProc, sweep, uniqueOwner } from './helpers.js';
 
-const run = promisify(execFile);
 const docker = await dockerOrSkip(t as unknown as Parameters<typeof dockerOrSkip>[0]);
-const FIXTURE = join(ROOT, 'dist', 'test', 'docker', 'fixtures', 'runtime-proc.js');
 const CLI = join(ROOT, 'dist', 'daemon', 'main.js');
 
-interface Proc {
-  child: ChildProcess;
-  ready: Promise<{ list: { sessionId: string | null; containerId: string }[] }>;
-  prompt(session: string, prompt: string): Promise<{ containerId?: string; stop_reason?: string; events?: { type: string; text?: string }[]; error?: string }>;
-}
-
-function startProc(dataDir: string, image: string, owner: string): Proc {
-  const child = spawn(process.execPath, [FIXTURE, dataDir, image, owner], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const lines: ((v: unknown) => void)[] = [];
-  createInterface({ input: child.stdout! }).on('line', (l) => lines.shift()?.(JSON.parse(l)));
-  const next = () => new Promise<never>((resolve) => lines.push(resolve as (v: unknown) => void));
-  const ready = next();
-  return {
-    child,
-    ready,
-    prompt(session, prompt) {
-      const p = next();
-      child.stdin!.write(JSON.stringify({ session, prompt }) + '\n');
-      return p;
-    },
-  };
-}
-
-async function cli(dataDir: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const r = await run(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH, AIRLOCK_DATA_DIR: dataDir, AIRLOCK_LOG_LEVEL: 'warn' } });
-    return { code: 0, stdout: r.stdout, stderr: r.stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+const cli = (dataDir: string, args: string[]) => runCli({ AIRLOCK_DATA_DIR: dataDir, AIRLOCK_LOG_LEVEL: 'warn' }, args);
+const startProc = startRuntimeProc;
 
 if (docker) {
   const image = await ensureTestImage(docker);

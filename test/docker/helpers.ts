@@ -4,7 +4,9 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync } from 'node:fs';
-import { spawnSync } from 'node:child_process';
+import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -185,4 +187,41 @@ export function dataDir(t: { teardown(fn: () => unknown): void }): string {
     rmSync(dir, { recursive: true, force: true });
   });
   return dir;
+}
+
+export interface RuntimeProc {
+  child: ChildProcess;
+  ready: Promise<{ list: { sessionId: string | null; containerId: string }[] }>;
+  /** One turn in the stand-in daemon (user 5 unless given). */
+  prompt(session: string, prompt: string, userId?: number): Promise<{ containerId?: string; stop_reason?: string; events?: { type: string; text?: string }[]; error?: string }>;
+}
+
+/** A daemon stand-in: the real runtime and operator control socket (fixtures/runtime-proc.ts). */
+export function startRuntimeProc(dataDir: string, image: string, owner: string): RuntimeProc {
+  const fixture = join(ROOT, 'dist', 'test', 'docker', 'fixtures', 'runtime-proc.js');
+  const child = spawn(process.execPath, [fixture, dataDir, image, owner], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines: ((v: unknown) => void)[] = [];
+  createInterface({ input: child.stdout! }).on('line', (l) => lines.shift()?.(JSON.parse(l)));
+  const next = () => new Promise<never>((resolve) => lines.push(resolve as (v: unknown) => void));
+  const ready = next();
+  return {
+    child,
+    ready,
+    prompt(session, prompt, userId) {
+      const p = next();
+      child.stdin!.write(JSON.stringify({ session, prompt, ...(userId === undefined ? {} : { userId }) }) + '\n');
+      return p;
+    },
+  };
+}
+
+/** Run `airlock <args>` (dist/daemon/main.js) with only PATH and `env`; exit code and output. */
+export async function runCli(env: Record<string, string>, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const r = await promisify(execFile)(process.execPath, [join(ROOT, 'dist', 'daemon', 'main.js'), ...args], { env: { PATH: process.env.PATH ?? '', ...env } });
+    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
 }

@@ -4,53 +4,17 @@
  * runtime (fixtures/runtime-proc.js) and the CLI as a child process against the directory emulator.
  */
 import t from 'tap';
-import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { loadConfig, openDatabase } from '../../core/index.js';
 import { controlRequest } from '../../daemon/runtime/control-api.js';
 import { start as startDirectory } from '../../emulator/directory.js';
 import { identityEncryptor, saveConnection } from '../../web/index.js';
-import { dataDir, dockerOrSkip, ensureTestImage, ROOT, sweep, uniqueOwner } from './helpers.js';
+import { dataDir, dockerOrSkip, ensureTestImage, runCli, startRuntimeProc, sweep, uniqueOwner } from './helpers.js';
 
-const run = promisify(execFile);
 const docker = await dockerOrSkip(t as unknown as Parameters<typeof dockerOrSkip>[0]);
-const FIXTURE = join(ROOT, 'dist', 'test', 'docker', 'fixtures', 'runtime-proc.js');
-const CLI = join(ROOT, 'dist', 'daemon', 'main.js');
 
-interface Proc {
-  child: ChildProcess;
-  ready: Promise<unknown>;
-  prompt(session: string, prompt: string, userId: number): Promise<{ containerId?: string; stop_reason?: string; error?: string }>;
-}
-
-function startProc(dir: string, image: string, owner: string): Proc {
-  const child = spawn(process.execPath, [FIXTURE, dir, image, owner], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const lines: ((v: unknown) => void)[] = [];
-  createInterface({ input: child.stdout! }).on('line', (l) => lines.shift()?.(JSON.parse(l)));
-  const next = () => new Promise<never>((resolve) => lines.push(resolve as (v: unknown) => void));
-  const ready = next();
-  return {
-    child,
-    ready,
-    prompt(session, prompt, userId) {
-      const p = next();
-      child.stdin!.write(JSON.stringify({ session, prompt, userId }) + '\n');
-      return p;
-    },
-  };
-}
-
-async function cli(env: Record<string, string>, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const r = await run(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', ...env } });
-    return { code: 0, stdout: r.stdout, stderr: r.stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+const cli = runCli;
+const startProc = startRuntimeProc;
 
 if (docker) {
   const image = await ensureTestImage(docker);

@@ -3,7 +3,12 @@ import { statSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startCredentialProxy, SCRUBBED } from '../../proxy/index.js';
-import { buildProfile, ROUTE_ENV } from '../../daemon/overlay.js';
+import { join } from 'node:path';
+import { buildProfile, buildRoutes, ROUTE_ENV } from '../../daemon/overlay.js';
+import { EgressGatewayService, egressTarget } from '../../daemon/egress.js';
+import { createLogger } from '../../core/index.js';
+import { start as startFakeUpstream } from '../../emulator/fake-upstream.js';
+import { tempDir } from '../helpers/app.js';
 import { rawExchange, rawRequest, REAL_ACCESS, REAL_MODEL_KEY, startProxyRig } from '../helpers/proxy-rig.js';
 
 const MAIL = '/gmail/mail/v1/users/me/messages/send';
@@ -429,13 +434,7 @@ t.test('https upstream: TLS over the egress tunnel, certificate verified, token 
 });
 
 t.test('host route: the child\'s AGENT_USER_TOKEN is checked and passed through, no injection', async (t) => {
-  const { start } = await import('../../emulator/fake-upstream.js');
-  const { buildRoutes } = await import('../../daemon/overlay.js');
-  const { EgressGatewayService, egressTarget } = await import('../../daemon/egress.js');
-  const { createLogger } = await import('../../core/index.js');
-  const { tempDir } = await import('../helpers/app.js');
-  const { join } = await import('node:path');
-  const daemon = await start();
+  const daemon = await startFakeUpstream();
   t.teardown(() => daemon.close());
   const routes = buildRoutes({ google: { mailBaseUrl: 'https://x', sheetsBaseUrl: 'https://x', driveBaseUrl: 'https://x' }, model: { provider: 'demo' }, hasAccountToken: false, hasModelKey: false, hostOrigin: daemon.url });
   t.same(routes.map((r) => r.name), ['host']);
@@ -459,13 +458,7 @@ t.test('host route: the child\'s AGENT_USER_TOKEN is checked and passed through,
 });
 
 t.test('keyless model route (local model server): the placeholder is checked, no credential goes upstream', async (t) => {
-  const { start } = await import('../../emulator/fake-upstream.js');
-  const { buildRoutes } = await import('../../daemon/overlay.js');
-  const { EgressGatewayService, egressTarget } = await import('../../daemon/egress.js');
-  const { createLogger } = await import('../../core/index.js');
-  const { tempDir } = await import('../helpers/app.js');
-  const { join } = await import('node:path');
-  const model = await start();
+  const model = await startFakeUpstream();
   t.teardown(() => model.close());
   const routes = buildRoutes({ google: { mailBaseUrl: 'https://x', sheetsBaseUrl: 'https://x', driveBaseUrl: 'https://x' }, model: { provider: 'openai', baseUrl: `${model.url}/v1` }, hasAccountToken: false, hasModelKey: false });
   t.same(routes.map((r) => [r.name, r.token_ref, r.inject]), [['model', null, 'none']], 'a model route without a token reference');

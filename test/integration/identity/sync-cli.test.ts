@@ -72,10 +72,11 @@ t.test('airlock sync-directory (and sync_directory) runs the sync inline with pr
   t.match(busy.stderr, new RegExp(`already running .*job ${job.id}`));
 });
 
-t.test('a daemon starting while the CLI runs a sync leaves the live job alone; the CLI records its result', async (t) => {
+/** A seeded directory emulator, a data dir whose IdP connection points at it, and the CLI env. */
+async function slowDirectory(t: Parameters<typeof tempDir>[0] & { teardown(fn: () => unknown): void }, users: number, groups: number, memberships: number) {
   const dir = await startDirectory();
   t.teardown(() => dir.close());
-  dir.seed({ users: 25, groups: 4, memberships: 50 });
+  dir.seed({ users, groups, memberships });
   const dataDir = tempDir(t);
   const env = { AIRLOCK_DATA_DIR: dataDir, AIRLOCK_GOOGLE_DIRECTORY_BASE_URL: dir.url, AIRLOCK_GOOGLE_TOKEN_URL: dir.tokenUrl, AIRLOCK_LOG_LEVEL: 'silent' };
   const config = testConfig(dataDir, env);
@@ -85,13 +86,18 @@ t.test('a daemon starting while the CLI runs a sync leaves the live job alone; t
     provider: 'google', issuer: 'https://accounts.google.com', client_id: 'cid',
     service_account_json: dir.serviceAccount as unknown as Record<string, unknown>, delegated_admin_email: `admin@${dir.domain}`,
   });
+  const job = () => db.prepare('SELECT id, status, owner_pid, error FROM directory_sync_jobs ORDER BY id DESC LIMIT 1').get() as { id: number; status: string; owner_pid: number; error: string | null } | undefined;
+  return { dir, env, config, db, job };
+}
+
+t.test('a daemon starting while the CLI runs a sync leaves the live job alone; the CLI records its result', async (t) => {
+  const { dir, env, config, job } = await slowDirectory(t, 25, 4, 50);
   // Slow directory: the CLI's run lasts a few seconds.
   dir.latencyMs = 800;
   const cli = spawn(process.execPath, [MAIN, 'sync-directory', '--json'], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   cli.stdout.on('data', (d: Buffer) => (stdout += d));
   const exited = new Promise<number | null>((r) => cli.on('close', r));
-  const job = () => db.prepare('SELECT id, status, owner_pid, error FROM directory_sync_jobs ORDER BY id DESC LIMIT 1').get() as { id: number; status: string; owner_pid: number; error: string | null } | undefined;
   for (let i = 0; i < 200 && job()?.status !== 'running'; i++) await new Promise((r) => setTimeout(r, 25));
   t.equal(job()?.status, 'running', 'the CLI claimed the job');
   t.equal(job()?.owner_pid, cli.pid, 'owned by the CLI process');
@@ -112,22 +118,10 @@ t.test('a daemon starting while the CLI runs a sync leaves the live job alone; t
 });
 
 t.test('a job left by a crashed CLI does not block the next run', async (t) => {
-  const dir = await startDirectory();
-  t.teardown(() => dir.close());
-  dir.seed({ users: 5, groups: 1, memberships: 5 });
-  const dataDir = tempDir(t);
-  const env = { AIRLOCK_DATA_DIR: dataDir, AIRLOCK_GOOGLE_DIRECTORY_BASE_URL: dir.url, AIRLOCK_GOOGLE_TOKEN_URL: dir.tokenUrl, AIRLOCK_LOG_LEVEL: 'silent' };
-  const config = testConfig(dataDir, env);
-  const db = await openDatabase(join(dataDir, 'airlock.db'));
-  t.teardown(() => db.close());
-  saveConnection(db, identityEncryptor(config), {
-    provider: 'google', issuer: 'https://accounts.google.com', client_id: 'cid',
-    service_account_json: dir.serviceAccount as unknown as Record<string, unknown>, delegated_admin_email: `admin@${dir.domain}`,
-  });
+  const { dir, env, db, job } = await slowDirectory(t, 5, 1, 5);
   dir.latencyMs = 2000;
   const crashing = spawn(process.execPath, [MAIN, 'sync-directory'], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: 'ignore' });
   const gone = new Promise((r) => crashing.on('close', r));
-  const job = () => db.prepare('SELECT id, status, owner_pid, error FROM directory_sync_jobs ORDER BY id DESC LIMIT 1').get() as { id: number; status: string; owner_pid: number; error: string | null } | undefined;
   for (let i = 0; i < 200 && job()?.status !== 'running'; i++) await new Promise((r) => setTimeout(r, 25));
   t.equal(job()?.owner_pid, crashing.pid);
   const stuck = job()!.id;
