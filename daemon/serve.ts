@@ -1,6 +1,6 @@
 import { SqliteSessionStore, startWebServer, type WebServer, type WebServices } from '../web/index.js';
 import { openBase, type DaemonBase } from './context.js';
-import { AccountStore, createMetrics, Encryptor, isAppError, loadOrCreateEncryptionKey, mintAgentUserToken, tokenRequest, type Config, type Logger, type SessionPreparer } from '../core/index.js';
+import { AccountStore, createMetrics, Encryptor, getUserById, isAppError, loadOrCreateEncryptionKey, mintAgentUserToken, tokenRequest, type Config, type Logger, type SessionPreparer } from '../core/index.js';
 import type { AgentSessionCheck, SandboxControl } from '../web/index.js';
 import { DirectorySyncRunner } from './directory-sync/index.js';
 import type { EgressGateway } from '../core/sandbox-protocol.js';
@@ -76,6 +76,8 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
     onSessionLive: ({ sessionId, userId, tokenEnvs }) => tokenService.track(sessionId, userId, tokenEnvs.filter((e) => accountEnvs.includes(e))),
     // Every sandbox end (reap, kill, restart, disconnect, lost, failed start) stops rotation into it.
     onSessionEnded: (sessionId) => tokenService.untrack(sessionId),
+    // A user deactivated (CLI sync, admin) or removed while no daemon ran loses the sandbox at start.
+    mayAdopt: ({ userId }) => getUserById(base.db, userId)?.is_active === true,
   };
   const runtimeOpts = opts.runtime === false ? undefined : { preparer: latePreparer, egress: egressGateway as EgressGateway, hooks, ...(opts.runtime || {}) };
   const runtime = runtimeOpts ? await startRuntime({ ...base, metrics, ...runtimeOpts }) : undefined;

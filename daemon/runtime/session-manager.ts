@@ -130,6 +130,11 @@ export interface SessionHooks {
    * or disconnected, lost (killed from outside), a failed start, or removal at shutdown.
    */
   onSessionEnded?(sessionId: string, why: string): void;
+  /**
+   * Asked on a restart before a session container is adopted: false (the user was deactivated
+   * or removed while no daemon ran) removes the container instead. Absent: every one is adopted.
+   */
+  mayAdopt?(s: { sessionId: string; userId: number }): boolean;
 }
 
 export interface SessionManagerOptions {
@@ -807,6 +812,11 @@ export class SessionManager implements TurnRunner {
           sb.state = 'pool';
           this.pool.push(sb);
         } else if (status.state === 'started' && claim && status.session_id === claim.session_id && !this.sessions.has(claim.session_id)) {
+          if (this.o.hooks?.mayAdopt && !this.o.hooks.mayAdopt({ sessionId: claim.session_id, userId: claim.user_id })) {
+            client.close();
+            this.o.metrics?.sessionsReaped.inc({ reason: 'user_deactivated' });
+            return drop('its user is no longer active');
+          }
           sb.sessionId = claim.session_id;
           sb.userId = claim.user_id;
           sb.claimedAt = claim.claimed_at;

@@ -3,13 +3,14 @@
  * session keeps working as before the restart. Token rotation is registered again (from the token
  * env names in claim.json), so a refreshed token reaches the adopted supervisor and mail goes
  * out with it; the egress gateway is open again; ending the sandbox stops rotation and its
- * AGENT_USER_TOKEN is refused from then on.
+ * AGENT_USER_TOKEN is refused from then on. A session whose user was deactivated while no daemon
+ * ran is removed at start instead of adopted.
  */
 import t from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AccountStore, createLogger, createUser, Encryptor, hashPassword, loadOrCreateEncryptionKey, mintAgentUserToken, WORKSPACE_SCOPES } from '../../core/index.js';
+import { AccountStore, createLogger, openDatabase, createUser, Encryptor, hashPassword, loadOrCreateEncryptionKey, mintAgentUserToken, WORKSPACE_SCOPES } from '../../core/index.js';
 import { serve, type RunningDaemon } from '../../daemon/serve.js';
 import * as google from '../../emulator/google.js';
 import * as googleOAuth from '../../emulator/google-oauth.js';
@@ -150,5 +151,53 @@ if (docker) {
     t.equal(((await refused.json()) as { error: { code: string } }).error.code, 'ERR_AGENT_TOKEN_INVALID');
     const minted = mintAgentUserToken(config.agentUserTokenSecret!, { userId: user.id, sessionId });
     t.equal((await memories(minted)).status, 401, 'also a freshly minted token for that ended session');
+  });
+
+  t.test('a user deactivated while no daemon ran: the restarted daemon removes the sandbox instead of adopting it', async (t) => {
+    const dir = dataDir(t);
+    const owner = uniqueOwner('serve-adopt-inactive');
+    t.teardown(() => sweep(docker!, owner));
+    const config = runtimeConfig(dir, image, {
+      AIRLOCK_PORT: '0',
+      AIRLOCK_POOL_SIZE: '0',
+      AIRLOCK_MODEL_PROVIDER: 'demo',
+      AGENT_USER_TOKEN_SECRET: 'serve-adopt-agent-user-token-secret',
+      MCP_INTERNAL_SECRET: 'serve-adopt-mcp-internal-secret-0123',
+    });
+    const logs = logSink();
+    const log = createLogger({ level: 'info', destination: logs.stream });
+    const d1 = await serve(config, { log, runtime: { owner } });
+    t.teardown(() => d1.close());
+    for (const name of ['bob', 'carol']) createUser(d1.db, { username: name, email: `${name}@example.test`, passwordHash: await hashPassword(`${name}-password`) });
+    const sessionOf = async (name: string) => {
+      const c = new Client(d1.web.url);
+      t.equal((await c.login(name, `${name}-password`)).status, 200);
+      const turn = await streamTurn(c, { message: 'hello' });
+      t.equal(turn.events.at(-1).type, 'done');
+      const id: string = turn.events.at(-1).session_id;
+      return d1.runtime!.sessions.list().find((s) => s.sessionId === id)!;
+    };
+    const bob = await sessionOf('bob');
+    const carol = await sessionOf('carol');
+    await d1.close();
+
+    // While no daemon runs, bob is deactivated (as `airlock sync-directory` does when the daemon
+    // is down: there is no one to end his sandbox then).
+    const db = await openDatabase(join(dir, 'airlock.db'));
+    t.equal(db.prepare('UPDATE users SET is_active = 0 WHERE username = ?').run('bob').changes, 1);
+    db.close();
+
+    const d2 = await serve(config, { log, runtime: { owner } });
+    t.teardown(async () => {
+      await d2.runtime?.close({ removeContainers: true });
+      await d2.close();
+    });
+    const live = d2.runtime!.sessions.list().map((s) => s.sessionId);
+    t.same(live, [carol.sessionId], "only the active user's session is adopted");
+    const gone = await docker!.getContainer(bob.containerId).inspect().then(() => 200, (err: { statusCode?: number }) => err.statusCode);
+    t.equal(gone, 404, "the deactivated user's container is gone");
+    t.equal((await docker!.getContainer(carol.containerId).inspect()).State.Running, true);
+    t.match(logs.lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'removed container at start'), [{ why: 'its user is no longer active' }]);
+    t.match(await (await fetch(`${d2.web.url}/metrics`)).text(), /airlock_sessions_reaped_total\{reason="user_deactivated"\} 1/);
   });
 }
