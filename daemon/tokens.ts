@@ -78,7 +78,7 @@ export class TokenService {
     return this.refresh(userId);
   }
 
-  /** Refresh now (single flight per account). */
+  /** Refresh now (single flight per account); the new token is pushed to the account's warm sessions. */
   refresh(userId: number): Promise<AccessToken> {
     const running = this.#inflight.get(userId);
     if (running) return running;
@@ -98,6 +98,10 @@ export class TokenService {
       this.#o.store.saveAccess(userId, r.access_token, expiresAt, r.refresh_token);
       this.#o.log.info({ userId, expiresInS: r.expires_in }, 'access token refreshed');
       this.#o.metrics?.tokenRefreshes.inc({ outcome: 'ok' });
+      // Whoever asked (a rotation pass or a session start), every warm session of this account
+      // gets the new value: after a failed rotation pass, the next successful refresh, often a
+      // new session's start, repairs the older sessions too.
+      await this.pushToUser(userId, r.access_token);
       return { accessToken: r.access_token, expiresAt };
     })().finally(() => this.#inflight.delete(userId));
     this.#inflight.set(userId, p);
@@ -119,37 +123,32 @@ export class TokenService {
 
   /**
    * One rotation pass: for every account with a warm session, refresh when the cached token
-   * has `rotateLeadS` seconds or fewer left, then push the new value to each of its sessions.
-   * A failed refresh is logged; those sessions keep the old token (upstream 401s then surface
-   * as tool errors and `sessions restart --stale` recreates them).
+   * has `rotateLeadS` seconds or fewer left; refresh() pushes the new value to each of its
+   * sessions. A failed refresh is logged and retried on the next pass (every 30 s); meanwhile
+   * those sessions keep the old token (upstream 401s surface as tool errors).
    */
   async rotateDue(): Promise<void> {
-    const byUser = new Map<number, string[]>();
-    for (const [sid, s] of this.#sessions) byUser.set(s.userId, [...(byUser.get(s.userId) ?? []), sid]);
+    const users = new Set([...this.#sessions.values()].map((s) => s.userId));
     const lead = (this.#o.rotateLeadS ?? TOKEN_ROTATE_LEAD_S) * 1000;
     await Promise.all(
-      [...byUser].map(async ([userId, sids]) => {
+      [...users].map(async (userId) => {
         const t = this.#o.store.tokens(userId);
         if (!t?.refreshToken) return;
         if (t.accessExpiresAt !== undefined && t.accessExpiresAt - this.#clock() > lead) return;
-        let fresh: AccessToken;
-        try {
-          fresh = await this.refresh(userId);
-        } catch {
-          return; // logged in refresh()
-        }
-        await this.pushTo(sids, fresh.accessToken);
+        await this.refresh(userId).catch(() => undefined); // logged in refresh()
       }),
     );
   }
 
-  /** Push a token value to sessions (also used after a reconnect). */
-  async pushTo(sessionIds: string[], accessToken: string): Promise<void> {
+  /**
+   * Push a token value to every warm session of this account: after a refresh, and after the
+   * user connected the same account again (web/account-routes.ts).
+   */
+  async pushToUser(userId: number, accessToken: string): Promise<void> {
     const rotate = this.#rotate;
     if (!rotate) return;
-    for (const sid of sessionIds) {
-      const s = this.#sessions.get(sid);
-      if (!s) continue;
+    for (const [sid, s] of [...this.#sessions]) {
+      if (s.userId !== userId) continue;
       try {
         await rotate(sid, Object.fromEntries(s.envs.map((e) => [e, accessToken])));
         this.#o.log.info({ sessionId: sid }, 'token rotated into session');

@@ -22,6 +22,10 @@ const STATE_KEY = 'account:';
 /** Services this area takes from the daemon (ctx.services); each is optional. */
 export interface AccountWebServices {
   accounts?: AccountStore;
+  /** Pushes a new access token into the user's warm sandboxes (daemon/tokens.ts TokenService). */
+  tokenService?: { pushToUser(userId: number, accessToken: string): Promise<void> };
+  /** Ends a user's sandboxes (the session manager). */
+  sandboxes?: { killForUser(userId: number, why?: string): Promise<unknown> | unknown };
 }
 
 const CONNECT_SCHEMA = {
@@ -83,6 +87,19 @@ export function accountRoutes(ctx: WebContext): Router {
 
   const pending = (req: Request): Record<string, unknown> => (req.session.oauth ??= {});
 
+  /**
+   * After a connect, warm sandboxes must not keep the previous grant: the same account connected
+   * again gets its new token pushed in; another account (a different or unknown e-mail) ends them, since
+   * their mail sender and conversation belong to the old one. A first connect changes nothing:
+   * those sandboxes have no account routes (the tools ask for a new chat session).
+   */
+  async function refreshLiveSandboxes(userId: number, before: { email: string | null } | undefined, after: string | null | undefined, accessToken: string): Promise<void> {
+    if (!before) return;
+    // An account whose e-mail is unknown cannot be told apart: treated as another one.
+    if (before.email && before.email === after) await services.tokenService?.pushToUser(userId, accessToken);
+    else await services.sandboxes?.killForUser(userId, 'account changed');
+  }
+
   r.get('/', requireUser, (req, res) => {
     res.json(view(store.get(req.user!.id)));
   });
@@ -134,13 +151,16 @@ export function accountRoutes(ctx: WebContext): Router {
       );
       const granted = (tok.scope ?? WORKSPACE_SCOPES.join(' ')).split(' ').filter(Boolean);
       const missing = WORKSPACE_SCOPES.filter((s) => !granted.includes(s));
+      const previous = store.get(req.user!.id);
+      const email = emailOf(tok.id_token);
       store.connect(req.user!.id, {
-        email: emailOf(tok.id_token),
+        email,
         scopes: granted,
         accessToken: tok.access_token,
         expiresAt: Date.now() + tok.expires_in * 1000,
         refreshToken: tok.refresh_token,
       });
+      await refreshLiveSandboxes(req.user!.id, previous, email, tok.access_token);
       logAction(ctx.db, { event: 'account.connected', actorId: req.user!.id, subjectId: req.user!.id, data: { scopes: granted, offline: !!tok.refresh_token } });
       req.log.info({ event: 'account_connected', missingScopes: missing }, 'account connected');
       const back = new URL(p.returnTo, ctx.config.publicOrigin);
@@ -167,8 +187,7 @@ export function accountRoutes(ctx: WebContext): Router {
       const revocation = token ? await revokeToken(g.revokeUrl, token) : undefined;
       // No warm sandbox keeps the old token either: the user's sandboxes end, and the next
       // prompt starts a fresh one without an account.
-      const sandboxes = ctx.services.sandboxes as { killForUser(userId: number, why?: string): Promise<unknown> | unknown } | undefined;
-      if (had) await sandboxes?.killForUser(userId, 'account disconnected');
+      if (had) await services.sandboxes?.killForUser(userId, 'account disconnected');
       const revoked = revocation?.revoked ?? null;
       if (had) logAction(ctx.db, { event: 'account.disconnected', actorId: userId, subjectId: userId, severity: revoked === false ? 'warning' : 'info', data: { revoked_at_provider: revoked, ...(revocation?.reason ? { reason: revocation.reason } : {}) } });
       req.log.info({ event: 'account_disconnected', had, revoked, reason: revocation?.reason }, 'account disconnected');

@@ -175,7 +175,7 @@ if (docker) {
     t.match(failed.error, /expired/, 'the user is told the access token expired');
 
     // The token service pushes the refreshed token into the warm supervisor (rotate-token).
-    await d.tokenService.pushTo([sessionId], fresh);
+    await d.tokenService.pushToUser(before.userId!, fresh);
     const after = await streamTurn(c, { message: 'chart 6 7 and email the chart to x@example.test', session_id: sessionId });
     t.same(after.events.filter((e) => e.type === 'tool_end').map((e) => [e.tool, e.ok]), [['rasterize_chart', true], ['send_email', true]]);
     const [now] = d.runtime!.sessions.list().filter((s) => s.sessionId === sessionId);

@@ -1,14 +1,16 @@
 import t from 'tap';
-import { AccountStore, Encryptor, loadOrCreateEncryptionKey, WORKSPACE_SCOPES } from '../../core/index.js';
+import { AccountStore, createLogger, Encryptor, loadOrCreateEncryptionKey, WORKSPACE_SCOPES } from '../../core/index.js';
+import { TokenService } from '../../daemon/tokens.js';
 import { start as startOAuth } from '../../emulator/google-oauth.js';
 import { addUser, startTestApp } from '../helpers/app.js';
 
 const PASSWORD = 'correct horse battery staple';
 
-async function setup(t: { teardown(fn: () => unknown): void; equal(a: unknown, b: unknown): void }) {
+async function setup(t: { teardown(fn: () => unknown): void; equal(a: unknown, b: unknown): void }, services?: Record<string, unknown>) {
   const oauth = await startOAuth();
   t.teardown(() => oauth.close());
   const app = await startTestApp(t, {
+    services,
     env: {
       AIRLOCK_GOOGLE_CLIENT_ID: oauth.options.clientId!,
       AIRLOCK_GOOGLE_CLIENT_SECRET: oauth.options.clientSecret!,
@@ -95,6 +97,43 @@ t.test('connect through the provider (code + PKCE, offline), status, disconnect'
   for (const secret of [access, refresh]) t.notOk(app.logs.text().includes(secret), 'no token in the logs at disconnect');
   // A second disconnect: nothing to forget, nothing to revoke.
   t.same((await c.json('DELETE', '/api/account')).body, { connected: false, revoked_at_provider: null });
+});
+
+t.test('connecting again: the same account pushes its new token into warm sandboxes; another account ends them', async (t) => {
+  // The daemon's token service (real) with a warm session tracked; the session manager's side is
+  // the two seams the web app calls: rotate-token (recorded) and killForUser (recorded).
+  const pushed: Array<[string, Record<string, string>]> = [];
+  const killed: Array<[number, string | undefined]> = [];
+  const storeRef: { store?: AccountStore } = {};
+  const tokenService = new TokenService({
+    store: { tokens: (id) => storeRef.store!.tokens(id), saveAccess: (...a) => storeRef.store!.saveAccess(...a) },
+    refresh: () => Promise.reject(new Error('not used')),
+    log: createLogger({ level: 'silent' }),
+    rotate: (sid, toks) => void pushed.push([sid, toks]),
+  });
+  const { oauth, app, c } = await setup(t, { tokenService, sandboxes: { killForUser: (id: number, why?: string) => void killed.push([id, why]) } });
+  storeRef.store = new AccountStore(app.db, new Encryptor(loadOrCreateEncryptionKey(app.config.dataDir, app.config.encryptionKey)));
+  const connect = async () => {
+    const start = await c.json('POST', '/api/account/connect', {});
+    const consent = await fetch(start.body.authorization_url, { redirect: 'manual' });
+    const cb = new URL(consent.headers.get('location')!);
+    t.equal((await c.request('GET', cb.pathname + cb.search)).status, 302);
+  };
+  await connect();
+  t.same([pushed, killed], [[], []], 'a first connect touches no sandbox');
+  tokenService.track('warm-1', 1, ['MAIL_ACCESS_TOKEN']);
+
+  await connect();
+  const second = oauth.issued.access.at(-1)!;
+  t.same(pushed, [['warm-1', { MAIL_ACCESS_TOKEN: second }]], 'same account: the new token is pushed into the warm session');
+  t.same(killed, []);
+
+  oauth.options.email = 'someone-else@example.test';
+  await connect();
+  t.same(killed, [[1, 'account changed']], 'another account: the sandboxes end');
+  t.equal(pushed.length, 1, 'and nothing is pushed into them');
+  t.equal((await c.json('GET', '/api/account')).body.email, 'someone-else@example.test');
+  for (const tok of oauth.issued.access) t.notOk(app.logs.text().includes(tok), 'no token in the logs');
 });
 
 t.test('disconnect when the provider cannot revoke: the record still goes, the answer and the log say so', async (t) => {

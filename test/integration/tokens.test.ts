@@ -150,6 +150,25 @@ t.test('rotation: a warm session keeps mailing across a token change', async (t)
   t.equal(r.refreshCalls(), 1, 'an ended session is no longer rotated');
 });
 
+t.test('a refresh at a new session start reaches the older warm sessions of the account', async (t) => {
+  const r = await rig(t);
+  const pushed: Array<[string, Record<string, string>]> = [];
+  r.tokens.setRotate((sid, toks) => void pushed.push([sid, toks]));
+  r.tokens.track('warm-old', r.user.id, ['MAIL_ACCESS_TOKEN', 'SHEETS_ACCESS_TOKEN']);
+  r.tokens.track('warm-other-user', r.user.id + 1, ['MAIL_ACCESS_TOKEN']);
+  // 30 s before expiry a new session of the same user starts (before any rotation pass ran):
+  // its start refreshes the token, and the old warm session must not keep the dying one.
+  r.advance(3600_000 - 30_000);
+  const fresh = await r.tokens.getAccessToken(r.user.id);
+  t.equal(r.refreshCalls(), 1);
+  t.same(pushed, [['warm-old', { MAIL_ACCESS_TOKEN: fresh!.accessToken, SHEETS_ACCESS_TOKEN: fresh!.accessToken }]], 'pushed to the warm session of that account only');
+  // The next rotation pass sees a fresh token: nothing more to do.
+  await r.tokens.rotateDue();
+  t.equal(r.refreshCalls(), 1);
+  t.equal(pushed.length, 1);
+  t.notOk(r.logs.text().includes(fresh!.accessToken), 'the token value is not logged');
+});
+
 t.test('overlay: profile.json holds no secret value and no route whose token is absent', async (t) => {
   const r = await rig(t);
   const dir = tempDir(t);
