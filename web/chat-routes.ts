@@ -158,6 +158,12 @@ export function chatRoutes(ctx: WebContext): Router {
     }),
   );
 
+  // Which model answers (the chat page names the offline demo model as such).
+  r.get('/model', requireUser, (_req, res) => {
+    const m = ctx.config.model;
+    res.json({ provider: m.provider, model: m.provider === 'demo' ? 'demo' : m.model, demo: m.provider === 'demo' });
+  });
+
   r.get('/sessions', requireUser, (req, res) => {
     res.json({ sessions: store.listSessions(req.user!.id) });
   });

@@ -73,6 +73,7 @@ export const OPERATIONS: readonly (readonly [string, string, string, Who, string
   ['delete', '/api/account', 'account', 'user', 'Disconnect: forget the tokens, revoke at the provider, end warm sandboxes → {connected:false, revoked_at_provider}'],
 
   ['post', '/api/chat/messages', 'chat', 'user', 'Send a prompt; answer an NDJSON event stream ending in one done'],
+  ['get', '/api/chat/model', 'chat', 'user', 'The model that answers: {provider, model, demo}'],
   ['get', '/api/chat/sessions', 'chat', 'user', 'Own chat sessions'],
   ['get', '/api/chat/sessions/{id}/messages', 'chat', 'user', 'Turns of an own chat session'],
   ['get', '/api/chat/attachments/{name}', 'chat', 'user', 'A rasterized chart (<uuid>.png) from the own workspace'],

@@ -43,6 +43,8 @@ else {
     await page.keyboard.press('Enter');
     await page.waitForSelector('#connect-account');
     t.match(await page.textContent('#account'), /Not connected/, 'not connected at first');
+    await page.waitForSelector('#model[data-demo="true"]');
+    t.match(await page.textContent('#model'), /Demo model.*not a real AI model/, 'the offline demo model is named as such');
 
     const consents = () => oauth.requests.filter((r) => r.path === '/o/oauth2/v2/auth').length;
     const connect = async () => {

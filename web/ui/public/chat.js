@@ -15,7 +15,8 @@ export async function chatPage(hash) {
   const side = h('aside', { class: 'panel', 'aria-label': 'Sessions' },
     h('button', { type: 'button', id: 'new-session', onclick: () => { location.hash = '#/chat'; } }, 'New chat'),
     h('h2', { style: 'margin-top:12px' }, 'Sessions'), list, h('h2', { style: 'margin-top:12px' }, 'Workspace account'), account);
-  const pane = h('section', { class: 'panel', 'aria-label': 'Conversation' }, h('h1', {}, current ? 'Chat' : 'New chat'), transcript, composer);
+  const model = h('p', { id: 'model', class: 'muted' });
+  const pane = h('section', { class: 'panel', 'aria-label': 'Conversation' }, h('h1', {}, current ? 'Chat' : 'New chat'), model, transcript, composer);
 
   composer.addEventListener('submit', async (ev) => {
     ev.preventDefault();
@@ -37,9 +38,21 @@ export async function chatPage(hash) {
 
   loadSessions(list).catch((e) => list.append(h('li', { class: 'error' }, e.message)));
   loadAccount(account).catch(() => account.append(h('p', { class: 'muted' }, 'Not available.')));
+  loadModel(model).catch(() => {});
   if (current) await loadHistory(current, transcript).catch((e) => transcript.append(banner('error', e.message)));
   else transcript.append(h('p', { class: 'muted' }, 'Start a conversation. The agent can read your spreadsheets, draw charts and send mail for you.'));
   return h('div', { class: 'chat' }, side, pane);
+}
+
+// The offline demo model is scripted, not an AI: say so where the user chats.
+async function loadModel(box) {
+  const r = await api('GET', '/api/chat/model');
+  if (r.demo) {
+    box.dataset.demo = 'true';
+    box.append(h('span', { class: 'badge warning' }, 'Demo model'), ' Offline and scripted, not a real AI model: try “chart the sample spreadsheet and email it to someone@example.com”.');
+  } else {
+    box.append('Model: ', h('strong', {}, r.model || r.provider));
+  }
 }
 
 async function loadSessions(list) {
