@@ -1,0 +1,57 @@
+/**
+ * The SQLite store as the foundation issue asks: WAL, foreign keys on, numbered migrations applied
+ * at start in order and recorded with the schema version, nothing applied twice on a reopen, and
+ * a failing migration leaves no half-applied step behind.
+ */
+import t from 'tap';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { createUser, loadMigrations, migrate, openDatabase, schemaVersion } from '../../core/index.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'airlock-db-'));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+const file = join(dir, 'data', 'airlock.db');
+
+t.test('open: WAL, foreign keys, every migration recorded in order, schema version', async (t) => {
+  const migrations = await loadMigrations();
+  t.ok(migrations.length >= 7, 'the numbered migrations are found');
+  t.same(migrations.map((m) => m.version), [...migrations.map((m) => m.version)].sort((a, b) => a - b), 'in number order');
+  const db = await openDatabase(file);
+  t.equal(db.pragma('journal_mode', { simple: true }), 'wal');
+  t.equal(db.pragma('foreign_keys', { simple: true }), 1);
+  const rows = db.prepare('SELECT version, name FROM schema_migrations ORDER BY version').all() as { version: number; name: string }[];
+  t.same(rows, migrations.map((m) => ({ version: m.version, name: m.name })), 'each applied migration recorded');
+  const last = migrations.at(-1)!.version;
+  t.equal(schemaVersion(db), last);
+  t.equal(db.pragma('user_version', { simple: true }), last);
+  t.throws(() => db.prepare("INSERT INTO chat_sessions (id, user_id) VALUES ('s1', 424242)").run(), { code: 'SQLITE_CONSTRAINT_FOREIGNKEY' }, 'a row pointing at no user is refused');
+  const u = createUser(db, { username: 'fk', passwordHash: null });
+  db.prepare("INSERT INTO chat_sessions (id, user_id) VALUES ('s1', ?)").run(u.id);
+  db.prepare('DELETE FROM users WHERE id = ?').run(u.id);
+  t.equal((db.prepare('SELECT COUNT(*) AS n FROM chat_sessions').get() as { n: number }).n, 0, 'ON DELETE CASCADE acts');
+  db.close();
+  t.ok(readdirSync(join(dir, 'data')).includes('airlock.db'));
+});
+
+t.test('reopen: nothing is applied twice', async (t) => {
+  const before = new Database(file).prepare('SELECT version, applied_at FROM schema_migrations').all();
+  const db = await openDatabase(file);
+  t.same(db.prepare('SELECT version, applied_at FROM schema_migrations').all(), before, 'same rows, same times');
+  db.close();
+});
+
+t.test('a failing migration rolls back its own step and is not recorded', async (t) => {
+  const mdir = join(dir, 'migrations');
+  mkdirSync(mdir);
+  writeFileSync(join(mdir, '001-ok.js'), "export const up = 'CREATE TABLE a (x INTEGER);';\n");
+  writeFileSync(join(mdir, '002-bad.js'), "export const up = 'CREATE TABLE b (x INTEGER); INSERT INTO nowhere VALUES (1);';\n");
+  const db = new Database(':memory:');
+  const ms = await loadMigrations(mdir);
+  t.same(ms.map((m) => m.name), ['001-ok', '002-bad']);
+  t.throws(() => migrate(db, ms), /no such table: nowhere/);
+  t.same(db.prepare('SELECT version FROM schema_migrations').all(), [{ version: 1 }], 'only the good one recorded');
+  t.equal((db.prepare("SELECT COUNT(*) AS n FROM sqlite_master WHERE name = 'b'").get() as { n: number }).n, 0, "the bad step's table is gone");
+  db.close();
+});
