@@ -159,6 +159,39 @@ if (docker) {
     t.match(refusal, { sessionId, route: 'mail', outcome: 'refused', status: 401, code: 'ERR_PROXY_PLACEHOLDER' }, 'logged with the session id');
   });
 
+  t.test('model failures through the sandbox (500, malformed stream, stall) end the turn with a coded done; the container lives on', async (t) => {
+    const model = await openaiModel.start({
+      apiKey: MODEL_KEY,
+      script: [{ kind: 'error', status: 500 }, { kind: 'malformed' }, { kind: 'stall', text: 'thinking…' }, { kind: 'reply', text: 'back again' }],
+    });
+    t.teardown(() => model.close());
+    const { d, c, logs } = await start(t, {
+      AIRLOCK_MODEL_PROVIDER: 'openai',
+      AIRLOCK_MODEL: 'gpt-e2e',
+      AIRLOCK_MODEL_BASE_URL: model.url,
+      AIRLOCK_MODEL_API_KEY: MODEL_KEY,
+      AIRLOCK_MODEL_TIMEOUT_S: '2',
+    });
+    let sessionId: string | undefined;
+    const outcomes: unknown[] = [];
+    const containers = new Set<string>();
+    for (const message of ['one', 'two', 'three', 'four']) {
+      const r = await streamTurn(c, { message, ...(sessionId ? { session_id: sessionId } : {}) });
+      t.equal(r.status, 200);
+      t.equal(r.events.filter((e) => e.type === 'done').length, 1, 'exactly one done');
+      const done = r.events.at(-1);
+      t.equal(done.type, 'done', 'done is last');
+      sessionId = done.session_id;
+      outcomes.push(done.error ? done.error.code : done.stop_reason);
+      containers.add(d.runtime!.sessions.list().find((s) => s.sessionId === sessionId)!.containerId!);
+      t.notOk(JSON.stringify(r.events).includes(MODEL_KEY), 'no key in the events');
+    }
+    t.same(outcomes, ['ERR_MODEL_HTTP', 'ERR_MODEL_STREAM', 'ERR_MODEL_TIMEOUT', 'end_turn'], 'each failure named by its code, then a normal turn');
+    t.equal(containers.size, 1, 'one warm container throughout');
+    for (const r of model.requests) t.equal(r.headers.authorization, `Bearer ${MODEL_KEY}`, 'every attempt went through the proxy with the real key');
+    t.notOk(logs.text().includes(MODEL_KEY), 'no key in the logs');
+  });
+
   t.test('token rotation: an expired token gives a clear tool error; after rotation the warm session mails again', async (t) => {
     const { d, g, c } = await start(t, { AIRLOCK_MODEL_PROVIDER: 'demo' });
     const first = await streamTurn(c, { message: 'chart 1 2 3 and email the chart to x@example.test' });
