@@ -1,7 +1,8 @@
 /**
  * `airlock demo` as a newcomer runs it (the CLI as a child process, default pool): the banner,
- * a chart mailed from a real sandbox, then Ctrl-C (SIGINT): exit 0 and no container of the
- * demo left running (its emulators stop with it, so nothing is kept for adoption).
+ * a chart mailed from a real sandbox, the mail with its inline PNG chart read at the mailbox the
+ * banner prints (JSON and page), then Ctrl-C (SIGINT): exit 0 and no container of the demo left
+ * running (its emulators stop with it, so nothing is kept for adoption).
  */
 import t from 'tap';
 import { spawn } from 'node:child_process';
@@ -16,7 +17,7 @@ const docker = await dockerOrSkip(t as unknown as Parameters<typeof dockerOrSkip
 if (docker) {
   const image = await ensureTestImage(docker);
 
-  t.test('airlock demo through the CLI: banner, a mailed chart, Ctrl-C removes its sandboxes', async (t) => {
+  t.test('airlock demo through the CLI: banner, a mailed chart read in the printed mailbox, Ctrl-C removes its sandboxes', async (t) => {
     const dir = dataDir(t);
     const child = spawn(process.execPath, [join(ROOT, 'dist', 'daemon', 'main.js'), 'demo'], {
       env: { PATH: process.env.PATH ?? '', AIRLOCK_DATA_DIR: dir, AIRLOCK_PORT: '0', AIRLOCK_IMAGE: image },
@@ -33,7 +34,8 @@ if (docker) {
     t.equal(child.exitCode, null, `the demo runs (${out.slice(-300)})`);
     const url = /Open {2,}(http:\/\/\S+)\//.exec(out)?.[1];
     const login = /Log in as {2,}(\S+) \/ (\S+)/.exec(out);
-    t.ok(url && login, 'the banner shows the URL and the demo login');
+    const mailboxUrl = /Read it at {2,}(http:\/\/\S+)/.exec(out)?.[1];
+    t.ok(url && login && mailboxUrl, 'the banner shows the URL, the demo login and the mailbox');
     const owner = readFileSync(join(dir, 'runtime-owner'), 'utf8').trim();
     t.teardown(() => sweep(docker, owner));
 
@@ -42,6 +44,22 @@ if (docker) {
     const r = await streamTurn(c, { message: 'chart the sample spreadsheet and email it to someone@example.com' });
     t.equal(r.events.at(-1).stop_reason, 'end_turn');
     t.same(r.events.filter((e) => e.type === 'tool_end').map((e) => e.ok), [true, true, true, true], 'search, fetch, chart, mail');
+
+    // The recipient's view, at the mailbox the banner printed: the mail with its chart inline.
+    const box = (await fetch(`${mailboxUrl}.json`).then((res) => res.json())) as { messages: any[] };
+    const mail = box.messages.find((m) => m.to.includes('someone@example.com'));
+    t.ok(mail, 'the mail to someone@example.com is in the mailbox');
+    const png = mail?.attachments.find((a: any) => a.contentType === 'image/png');
+    t.ok(png, 'it carries a PNG');
+    t.ok(png?.cid || png?.contentId, 'the PNG is an inline part (Content-ID)');
+    t.match(mail?.html ?? '', /cid:/, 'the HTML body shows it inline');
+    t.ok(png?.size > 200, 'the chart has content');
+    t.match(await fetch(mailboxUrl!).then((res) => res.text()), 'someone@example.com', 'the mailbox page lists it');
+    const page = await fetch(`${mailboxUrl}/${mail?.id}`).then((res) => res.text());
+    const inline = /data:image\/png;base64,([A-Za-z0-9+/=]+)/.exec(page)?.[1];
+    t.ok(inline, 'the message page shows the chart inline');
+    t.same([...Buffer.from(inline ?? '', 'base64').subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'a real PNG image');
+
     const ours = async () => (await docker.listContainers({ all: true, filters: { label: [`${LABEL_OWNER}=${owner}`] } })).length;
     t.ok((await ours()) >= 1, 'a sandbox runs for the session');
 
