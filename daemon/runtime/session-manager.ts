@@ -159,6 +159,15 @@ export interface SessionManagerOptions {
   hooks?: SessionHooks;
 }
 
+/**
+ * `airlock-session-<session id>-<slot>` (DESIGN.md's `airlock-session-<id>`, plus the slot: a
+ * restarted session's new container may be created before the old one is gone). Characters
+ * Docker does not take in a name become `_`.
+ */
+export function sessionContainerName(sessionId: string, slot: string): string {
+  return `airlock-session-${sessionId.replace(/[^a-zA-Z0-9_.-]/g, '_').slice(0, 100)}-${slot}`;
+}
+
 /** The default preparer: no routes and no tokens, only the agent settings from config. */
 export function defaultPreparer(config: Readonly<Config>): SessionPreparer {
   return {
@@ -421,6 +430,9 @@ export class SessionManager implements TurnRunner {
         await this.remove(sb, 'workspace bind failed');
         throw err;
       }
+      // Labels cannot change after create, but names can: a claimed pool container is named
+      // after its session like a cold-started one, so `docker ps` shows whose it is.
+      await this.nameAfterSession(sb, sessionId);
       void this.fillPool();
     } else {
       sb = await this.createSandbox({ sessionId, userId, workspace: ws });
@@ -436,6 +448,17 @@ export class SessionManager implements TurnRunner {
     this.o.metrics?.sessionStartSeconds.observe({ kind }, Number(process.hrtime.bigint() - t0) / 1e9);
     this.gauges();
     return sb;
+  }
+
+  private async nameAfterSession(sb: Sandbox, sessionId: string): Promise<void> {
+    const name = sessionContainerName(sessionId, sb.slot);
+    try {
+      await this.docker.getContainer(sb.containerId).rename({ name });
+      sb.containerName = name;
+    } catch (err) {
+      // Cosmetic: the session still runs; `sessions ls` and claim.json know the mapping.
+      this.log.warn({ containerId: sb.containerId.slice(0, 12), err: (err as Error).message }, 'could not rename the claimed pool container');
+    }
   }
 
   private async startSession(sb: Sandbox, sessionId: string, userId: number, prepared: PreparedSession): Promise<void> {
@@ -561,7 +584,7 @@ export class SessionManager implements TurnRunner {
 
   private async createSandbox(target?: { sessionId: string; userId: number; workspace: string }): Promise<Sandbox> {
     const { slot, dir, runDir } = this.newSlot();
-    const name = `${this.owner}-${slot}`;
+    const name = target ? sessionContainerName(target.sessionId, slot) : `airlock-pool-${slot}`;
     const labels: Record<string, string> = {
       [LABEL_OWNER]: this.owner,
       [LABEL_SLOT]: slot,

@@ -155,6 +155,9 @@ if (docker) {
     const info = await m.inspect('pooled');
     t.equal(info.fromPool, true);
     t.equal(info.container.labels && (info.container.labels as Record<string, string>)['airlock.pool'], '1', 'it was created as a pool container');
+    t.match(pooled[0].containerName, /^airlock-pool-[a-f0-9]{16}$/, 'a waiting pool container is named as such');
+    t.equal(info.container.name, `airlock-session-pooled-${pooled[0].slot}`, 'renamed after its session at claim (labels cannot change)');
+    t.equal(m.list().find((s) => s.sessionId === 'pooled')?.containerName, info.container.name);
     const started = (await metrics.sessionsStarted.get()).values;
     t.same(started.map((v) => [v.labels.kind, v.value]), [['pool', 1]], 'counted as a pool start, no cold start');
     let text = await metrics.registry.metrics();
@@ -177,6 +180,7 @@ if (docker) {
     t.match(textOf(a2.events), /message 2 of this conversation/, 'the same agent process kept its state');
     const b = await turn(m, 'warm-b', 'other');
     t.not(b.containerId, a1.containerId, 'a new session gets another container');
+    t.match((await m.inspect('warm-b')).container.name, /^airlock-session-warm-b-[a-f0-9]{16}$/, 'named after its session');
 
     // One turn at a time per session.
     const slow = turn(m, 'warm-a', 'three');
