@@ -91,6 +91,14 @@ function compile(profile: SessionProfile, getToken: ProxyOptions['getToken']): C
     if (tokenEnv && !getToken(tokenEnv)) {
       throw new AppError('ERR_PROXY_TOKEN_MISSING', `route ${route.name}: ${tokenEnv} is not set`);
     }
+    for (const a of route.allow) {
+      for (const name of a.opaque ?? []) {
+        // An opaque name that is no parameter of its template would silently match nothing.
+        if (!a.path.split('/').includes(`{${name}}`)) {
+          throw new AppError('ERR_PROXY_PROFILE', `route ${route.name}: opaque ${name} is not a parameter of ${a.path}`);
+        }
+      }
+    }
     const upstream = new URL(route.upstream);
     if (upstream.protocol !== 'http:' && upstream.protocol !== 'https:') {
       throw new AppError('ERR_PROXY_PROFILE', `route ${route.name}: upstream must be http(s)`);
@@ -197,7 +205,7 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
       if (!compiled) throw new ProxyRefusal('ERR_PROXY_ROUTE_DENIED', 'no route for this path');
       const { route } = compiled;
       base.route = route.name;
-      const allowed = route.allow.find((a) => a.method === req.method && matchTemplate(a.path, target.path));
+      const allowed = route.allow.find((a) => a.method === req.method && matchTemplate(a.path, target.path, a.opaque));
       if (!allowed) throw new ProxyRefusal('ERR_PROXY_ROUTE_DENIED', 'method and path not allowed on this route');
       base.template = allowed.path;
       if (target.query && req.method !== 'GET') throw new ProxyRefusal('ERR_PROXY_ROUTE_DENIED', 'query string allowed on GET only');
