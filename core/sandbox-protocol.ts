@@ -103,8 +103,12 @@ export interface ProfileRoute {
   name: string;
   /** Listen path prefix on the proxy, e.g. '/mail'. */
   prefix: string;
-  /** Allowed method + path templates (after the prefix is matched), e.g. { method: 'POST', path: '/mail/v1/users/me/messages/send' }. */
-  allow: { method: string; path: string }[];
+  /**
+   * Allowed method + path templates (after the prefix is matched), e.g. { method: 'POST', path: '/mail/v1/users/me/messages/send' }.
+   * A `{name}` matches one non-empty segment. `opaque` names the parameters whose segment is one
+   * opaque value (a Sheets A1 range): only there may an encoded `/` or `\` (`%2F`, `%5C`) appear.
+   */
+  allow: { method: string; path: string; opaque?: string[] }[];
   /** Upstream base URL, e.g. https://gmail.googleapis.com */
   upstream: string;
   /** Optional path rewrite applied to the matched path, e.g. '/mail/v1/' → '/gmail/v1/'. */

@@ -67,8 +67,9 @@ export function buildRoutes(i: RouteInputs): ProfileRoute[] {
       {
         name: 'sheets',
         prefix: '/sheets',
-        // fetch_sheet: Sheets v4 spreadsheets.values.get.
-        allow: [{ method: 'GET', path: '/sheets/v4/spreadsheets/{spreadsheetId}/values/{range}' }],
+        // fetch_sheet: Sheets v4 spreadsheets.values.get. The A1 range is one opaque value
+        // (encodeURIComponent): a sheet title may hold '/', sent as %2F inside that segment.
+        allow: [{ method: 'GET', path: '/sheets/v4/spreadsheets/{spreadsheetId}/values/{range}', opaque: ['range'] }],
         upstream: i.google.sheetsBaseUrl,
         rewrite: { from: '/sheets/', to: '/' },
         placeholder_env: ROUTE_ENV.sheets.placeholder,

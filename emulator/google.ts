@@ -42,6 +42,8 @@ export interface GoogleSeed {
 
 export interface RecordedRequest {
   method: string;
+  /** The request target exactly as received (path and raw query, escapes untouched). */
+  target: string;
   path: string;
   query: Record<string, string>;
   headers: Record<string, string | string[] | undefined>;
@@ -406,6 +408,7 @@ export async function start(opts: GoogleEmulatorOptions = {}): Promise<GoogleEmu
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     const rec: RecordedRequest = {
       method: req.method ?? 'GET',
+      target: req.url ?? '/',
       path: url.pathname,
       query: Object.fromEntries(url.searchParams),
       headers: { ...req.headers },

@@ -6,4 +6,5 @@ export { startCredentialProxy, tokenEnvOf, TUNNEL_IDLE_MS, MAX_BODY_BYTES, MAX_H
 export { errorResponse, PROXY_ERRORS, ProxyRefusal, type ProxyErrorCode } from './errors.js';
 export { parseTarget, matchTemplate } from './normalise.js';
 export { Scrubber, SCRUBBED, scrubString } from './scrub.js';
+export { contentCodings, DECODABLE_CODINGS, decodeBody, DecodeError } from './decode.js';
 export { openTunnel } from './tunnel.js';

@@ -4,7 +4,8 @@ import type { AddressInfo, Socket } from 'node:net';
 import { safeEqual } from '../core/secret.js';
 import { AppError } from '../core/errors.js';
 import type { ProfileRoute, SessionProfile } from '../core/sandbox-protocol.js';
-import { errorResponse, ProxyRefusal } from './errors.js';
+import { contentCodings, DECODABLE_CODINGS, decodeBody, DecodeError } from './decode.js';
+import { errorResponse, PROXY_ERRORS, ProxyRefusal, type ProxyErrorCode } from './errors.js';
 import { matchTemplate, parseTarget } from './normalise.js';
 import { Scrubber, scrubString } from './scrub.js';
 import { openTunnel } from './tunnel.js';
@@ -24,6 +25,8 @@ const DROP_REQUEST = new Set([
   'forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'via',
 ]);
 const DROP_RESPONSE = new Set(['connection', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'content-length', 'proxy-authenticate', 'proxy-connection']);
+/** Also dropped when the proxy decoded the body: the child gets it plain. */
+const DROP_DECODED = new Set(['content-encoding', 'content-md5']);
 /** Headers that would let the child change the method the upstream executes (Google honours them). */
 const DENY_REQUEST = new Set(['x-http-method-override', 'x-http-method', 'x-method-override']);
 /** Headers that must appear at most once. */
@@ -90,6 +93,14 @@ function compile(profile: SessionProfile, getToken: ProxyOptions['getToken']): C
     // SPEC: a route naming an unset token makes the proxy fail at start.
     if (tokenEnv && !getToken(tokenEnv)) {
       throw new AppError('ERR_PROXY_TOKEN_MISSING', `route ${route.name}: ${tokenEnv} is not set`);
+    }
+    for (const a of route.allow) {
+      for (const name of a.opaque ?? []) {
+        // An opaque name that is no parameter of its template would silently match nothing.
+        if (!a.path.split('/').includes(`{${name}}`)) {
+          throw new AppError('ERR_PROXY_PROFILE', `route ${route.name}: opaque ${name} is not a parameter of ${a.path}`);
+        }
+      }
     }
     const upstream = new URL(route.upstream);
     if (upstream.protocol !== 'http:' && upstream.protocol !== 'https:') {
@@ -197,7 +208,7 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
       if (!compiled) throw new ProxyRefusal('ERR_PROXY_ROUTE_DENIED', 'no route for this path');
       const { route } = compiled;
       base.route = route.name;
-      const allowed = route.allow.find((a) => a.method === req.method && matchTemplate(a.path, target.path));
+      const allowed = route.allow.find((a) => a.method === req.method && matchTemplate(a.path, target.path, a.opaque));
       if (!allowed) throw new ProxyRefusal('ERR_PROXY_ROUTE_DENIED', 'method and path not allowed on this route');
       base.template = allowed.path;
       if (target.query && req.method !== 'GET') throw new ProxyRefusal('ERR_PROXY_ROUTE_DENIED', 'query string allowed on GET only');
@@ -301,11 +312,11 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
       done = true;
       log('info', 'proxy request', { ...base, status, req_bytes: reqBytes, res_bytes: resBytes, ms: ms(started), ...extra });
     };
-    const fail = (code: 'ERR_PROXY_UPSTREAM' | 'ERR_PROXY_TIMEOUT' | 'ERR_PROXY_BODY_TOO_LARGE', message: string) => {
+    const fail = (code: ProxyErrorCode, message: string, extra: Record<string, unknown> = {}) => {
       if (done) return;
-      const status = res.headersSent ? res.statusCode : code === 'ERR_PROXY_TIMEOUT' ? 504 : code === 'ERR_PROXY_BODY_TOO_LARGE' ? 413 : 502;
+      const status = res.headersSent ? res.statusCode : PROXY_ERRORS[code];
       decide(route.name, code === 'ERR_PROXY_BODY_TOO_LARGE' ? 'refused' : 'upstream_error', status, code);
-      finish(status, { code });
+      finish(status, { code, ...extra });
       errorResponse(res, code, message);
     };
 
@@ -321,34 +332,50 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
     up.on('response', (upRes) => {
       // Scrub the value this request carried (rotation may change the env meanwhile).
       const secret = real ?? '';
+      // The scrubber only sees plain bytes: a compressed body is decoded first. We asked for
+      // identity, but an upstream may answer compressed anyway; a coding we cannot undo is
+      // refused, since its bytes could carry the token past the scrubber.
+      const codings = contentCodings(upRes.headers['content-encoding']);
+      const unknown = codings.find((c) => !DECODABLE_CODINGS.includes(c));
+      if (unknown !== undefined) {
+        upRes.on('error', () => {}); // its body is thrown away; an abort error changes nothing
+        upRes.destroy();
+        up.destroy();
+        fail('ERR_PROXY_UPSTREAM_ENCODING', 'upstream answered with a content-encoding the proxy cannot decode', { encoding: scrubString(unknown, secret).slice(0, 40) });
+        return;
+      }
       const out: OutgoingHttpHeaders = {};
       for (let i = 0; i < upRes.rawHeaders.length; i += 2) {
         const name = upRes.rawHeaders[i].toLowerCase();
-        if (DROP_RESPONSE.has(name)) continue;
+        if (DROP_RESPONSE.has(name) || (codings.length && DROP_DECODED.has(name))) continue;
         const value = scrubString(upRes.rawHeaders[i + 1], secret);
         const prev = out[name];
         out[name] = prev === undefined ? value : [...(Array.isArray(prev) ? prev : [String(prev)]), value];
       }
       res.writeHead(upRes.statusCode ?? 502, out);
+      const body = decodeBody(upRes, codings);
       const scrub = new Scrubber(secret);
-      upRes.on('data', (d: Buffer) => {
+      body.on('data', (d: Buffer) => {
         const clean = scrub.push(d);
         resBytes += clean.length;
         if (clean.length && !res.write(clean)) {
-          upRes.pause();
-          res.once('drain', () => upRes.resume());
+          body.pause();
+          res.once('drain', () => body.resume());
         }
       });
-      upRes.on('end', () => {
+      body.on('end', () => {
         const tail = scrub.end();
         resBytes += tail.length;
         res.end(tail);
         if (!done) decide(route.name, 'forwarded', upRes.statusCode ?? 0);
-        finish(upRes.statusCode ?? 0, scrub.hits ? { scrubbed: scrub.hits } : {});
+        finish(upRes.statusCode ?? 0, { ...(scrub.hits ? { scrubbed: scrub.hits } : {}), ...(codings.length ? { decoded: codings } : {}) });
       });
-      upRes.on('error', () => {
-        if (!done) decide(route.name, 'upstream_error', upRes.statusCode ?? 502, 'ERR_PROXY_UPSTREAM');
-        finish(upRes.statusCode ?? 0, { code: 'ERR_PROXY_UPSTREAM' });
+      body.on('error', (err) => {
+        // Headers are out: the child sees a cut-off response, never undecoded bytes.
+        const code = err instanceof DecodeError ? 'ERR_PROXY_UPSTREAM_ENCODING' : 'ERR_PROXY_UPSTREAM';
+        if (!done) decide(route.name, 'upstream_error', upRes.statusCode ?? 502, code);
+        finish(upRes.statusCode ?? 0, { code });
+        up.destroy();
         res.destroy();
       });
     });

@@ -213,6 +213,20 @@ t.test('hostile requests → 403/400 and the upstream records nothing', async (t
     ['sheets extra segment', get('/sheets/v4/spreadsheets/abc/values/A1/x')],
     ['sheets encoded dots', get('/sheets/v4/spreadsheets/%2e%2e/values/A1')],
     ['sheets empty id', get('/sheets/v4/spreadsheets//values/A1')],
+    // an encoded slash or backslash: only inside the opaque range, never to reach elsewhere
+    ['sheets encoded slash in the id', get('/sheets/v4/spreadsheets/a%2Fb/values/A1')],
+    ['sheets encoded slash for a route slash', get('/sheets/v4/spreadsheets/abc%2Fvalues%2FA1')],
+    ['sheets range traversal', get('/sheets/v4/spreadsheets/abc/values/..%2F..%2F..%2Fsearch%2Fdrive%2Fv3%2Ffiles')],
+    ['sheets range traversal, lower case', get('/sheets/v4/spreadsheets/abc/values/A1%2f..')],
+    ['sheets range backslash traversal', get('/sheets/v4/spreadsheets/abc/values/x%5C..%5C..%5Cy')],
+    ['sheets range dot part', get('/sheets/v4/spreadsheets/abc/values/.%2FA1')],
+    ['sheets range double encoding', get('/sheets/v4/spreadsheets/abc/values/a%252Fb')],
+    ['sheets range percent', get('/sheets/v4/spreadsheets/abc/values/50%25!A1')],
+    ['sheets range encoded dots', get('/sheets/v4/spreadsheets/abc/values/%2e%2e')],
+    ['drive encoded slash between literals', get('/search/drive%2Fv3/files', dph)],
+    ['drive encoded slash in prefix', get('/search%2Fdrive/v3/files', dph)],
+    ['sheets query with encoded CR LF', get(SHEET + '?x=%0d%0aX:1')],
+    ['drive query malformed escape', get(FILES + '?q=50%', dph)],
     ['sheets GET with body', `GET ${SHEET} HTTP/1.1\r\n${H}Authorization: Bearer ${sph}\r\nContent-Length: 2\r\n\r\n{}`],
     ['drive file get', get('/search/drive/v3/files/abc', dph)],
     ['drive export', get('/search/drive/v3/files/abc/export', dph)],
@@ -346,6 +360,18 @@ t.test('a route naming an unset token makes the proxy fail at start', async (t) 
       egressSocket: '/nonexistent',
     }),
     { code: 'ERR_PROXY_TOKEN_MISSING' },
+  );
+});
+
+t.test('an opaque name that is no parameter of its template makes the proxy fail at start', async (t) => {
+  await t.rejects(
+    startCredentialProxy({
+      profile: buildProfile('s', 0, [{ name: 'sheets', prefix: '/sheets', allow: [{ method: 'GET', path: '/sheets/v4/spreadsheets/{id}/values/A1', opaque: ['range'] }], upstream: 'http://127.0.0.1:1', placeholder_env: 'P', token_ref: '${T}', base_url_env: 'B' }]),
+      getToken: () => 'real-token-value-1234567890',
+      getPlaceholder: () => 'x',
+      egressSocket: '/nonexistent',
+    }),
+    { code: 'ERR_PROXY_PROFILE' },
   );
 });
 
