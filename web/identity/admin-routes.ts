@@ -69,6 +69,20 @@ function requireManager(db: Db, req: Request, orgId: number): void {
   if (!m) throw new AppError('ERR_AUTH_FORBIDDEN', 'organisation managers only', { status: 403 });
 }
 
+/**
+ * Managers are named by superusers only. So a manager (who is not a superuser) may add, remove
+ * and keep plain members, but not make anyone a manager, nor demote or remove a manager
+ * (themselves included): each of those is 403 ERR_AUTH_FORBIDDEN. `newRole` is undefined for a
+ * removal.
+ */
+function requireMayManageMember(db: Db, req: Request, orgId: number, userId: number, newRole?: 'member' | 'manager'): void {
+  if (req.user!.is_superuser) return;
+  const current = db.prepare('SELECT role FROM organisation_members WHERE organisation_id = ? AND user_id = ?').get(orgId, userId) as { role: string } | undefined;
+  if (newRole === 'manager' || current?.role === 'manager') {
+    throw new AppError('ERR_AUTH_FORBIDDEN', 'only a superuser may name, demote or remove an organisation manager', { status: 403 });
+  }
+}
+
 interface TeamRow {
   id: number;
   organisation_id: number;
@@ -218,10 +232,10 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
     const orgId = intParam(req, 'id');
     const userId = intParam(req, 'userId');
     const body = validateBody<{ role: 'member' | 'manager' }>(MEMBER_BODY, req.body ?? {});
-    // Only a superuser names managers; a manager may add plain members.
-    if (body.role === 'manager' && !req.user!.is_superuser) throw new AppError('ERR_AUTH_FORBIDDEN', 'superuser only', { status: 403 });
     requireManager(db, req, orgId);
     if (!db.prepare('SELECT 1 FROM users WHERE id = ?').get(userId)) throw new NotFoundError('ERR_USER_NOT_FOUND', 'no such user');
+    // `role` defaults to member, so without this a manager's PUT {} would demote another manager.
+    requireMayManageMember(db, req, orgId, userId, body.role);
     db.prepare(
       `INSERT INTO organisation_members (organisation_id, user_id, role) VALUES (?, ?, ?)
        ON CONFLICT (organisation_id, user_id) DO UPDATE SET role = excluded.role`,
@@ -234,6 +248,7 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
     const orgId = intParam(req, 'id');
     const userId = intParam(req, 'userId');
     requireManager(db, req, orgId);
+    requireMayManageMember(db, req, orgId, userId);
     db.prepare('DELETE FROM organisation_members WHERE organisation_id = ? AND user_id = ?').run(orgId, userId);
     const changed = rewriteAgentPolicies(db, [userId]);
     if (changed.length) services.sandboxes?.policyChanged?.(changed);
