@@ -36,7 +36,7 @@ export const OPERATIONS: readonly (readonly [string, string, string, Who, string
   ['get', '/api/identity/external-groups', 'identity', 'manager', 'Synced directory groups (team picker)'],
   ['get', '/api/identity/organisations/{id}/teams', 'identity', 'manager', 'Teams of an organisation'],
   ['post', '/api/identity/organisations/{id}/teams', 'identity', 'manager', 'Create a team {name, external_group_id?}'],
-  ['patch', '/api/identity/teams/{id}', 'identity', 'manager', 'Update a team'],
+  ['patch', '/api/identity/teams/{id}', 'identity', 'manager', 'Update a team (linking it to a group gives it that group\'s active members)'],
   ['delete', '/api/identity/teams/{id}', 'identity', 'manager', 'Delete a team'],
   ['put', '/api/identity/teams/{id}/members/{userId}', 'identity', 'manager', 'Add a team member (409 for linked teams)'],
   ['delete', '/api/identity/teams/{id}/members/{userId}', 'identity', 'manager', 'Remove a team member (409 for linked teams)'],

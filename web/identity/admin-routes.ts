@@ -3,6 +3,7 @@ import { AppError, ConflictError, Encryptor, NotFoundError, nowIso, type Db } fr
 import { asyncHandler, requireSuperuser, requireUser, type WebContext } from '../context.js';
 import { validateBody } from '../validate.js';
 import { effectiveAgentPolicy, rewriteAgentPolicies } from './agent-policy.js';
+import { followGroup } from './teams.js';
 import type { IdentityServices } from './services.js';
 import {
   connectionView,
@@ -272,6 +273,15 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
   });
 
   // ---- teams (organisation managers) ----
+  /**
+   * A team linked to a group has the group's active members (as of the last sync) at once:
+   * otherwise a re-linked team would keep the previous group's members, and with them the
+   * team's agent policies, until the next sync.
+   */
+  const linkTeam = (teamId: number, groupId: number): number[] => {
+    const { added, removed } = followGroup(db, teamId, groupId);
+    return rewriteAgentPolicies(db, [...added, ...removed]);
+  };
   r.get('/organisations/:id/teams', requireUser, (req, res) => {
     const orgId = intParam(req, 'id');
     requireManager(db, req, orgId);
@@ -283,26 +293,37 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
     requireManager(db, req, orgId);
     const body = validateBody<{ name: string; external_group_id?: number | null }>(TEAM_CREATE, req.body);
     checkGroup(db, body.external_group_id);
-    const info = wrapUnique(
-      () => db.prepare('INSERT INTO teams (organisation_id, name, external_group_id) VALUES (?, ?, ?)').run(orgId, body.name, body.external_group_id ?? null),
-      'ERR_TEAM_EXISTS',
-      'a team with that name exists in the organisation',
-    );
-    res.status(201).json(teamView(db, getTeam(db, Number(info.lastInsertRowid))));
+    const { teamId, changed } = db.transaction(() => {
+      const info = wrapUnique(
+        () => db.prepare('INSERT INTO teams (organisation_id, name, external_group_id) VALUES (?, ?, ?)').run(orgId, body.name, body.external_group_id ?? null),
+        'ERR_TEAM_EXISTS',
+        'a team with that name exists in the organisation',
+      );
+      const id = Number(info.lastInsertRowid);
+      return { teamId: id, changed: body.external_group_id ? linkTeam(id, body.external_group_id) : [] };
+    })();
+    if (changed.length) services.sandboxes?.policyChanged?.(changed);
+    res.status(201).json(teamView(db, getTeam(db, teamId)));
   });
   r.patch('/teams/:id', requireUser, (req, res) => {
     const team = getTeam(db, intParam(req, 'id'));
     requireManager(db, req, team.organisation_id);
     const body = validateBody<{ name?: string; external_group_id?: number | null }>(TEAM_PATCH, req.body);
     checkGroup(db, body.external_group_id);
-    wrapUnique(
-      () =>
-        db
-          .prepare('UPDATE teams SET name = COALESCE(?, name), external_group_id = CASE WHEN ? THEN ? ELSE external_group_id END, updated_at = ? WHERE id = ?')
-          .run(body.name ?? null, body.external_group_id !== undefined ? 1 : 0, body.external_group_id ?? null, nowIso(), team.id),
-      'ERR_TEAM_EXISTS',
-      'a team with that name exists in the organisation',
-    );
+    const changed = db.transaction(() => {
+      wrapUnique(
+        () =>
+          db
+            .prepare('UPDATE teams SET name = COALESCE(?, name), external_group_id = CASE WHEN ? THEN ? ELSE external_group_id END, updated_at = ? WHERE id = ?')
+            .run(body.name ?? null, body.external_group_id !== undefined ? 1 : 0, body.external_group_id ?? null, nowIso(), team.id),
+        'ERR_TEAM_EXISTS',
+        'a team with that name exists in the organisation',
+      );
+      // Linked (or re-linked): the team takes the group's members now, not at the next sync.
+      // Unlinked (null): it keeps its members and becomes a manual team.
+      return body.external_group_id ? linkTeam(team.id, body.external_group_id) : [];
+    })();
+    if (changed.length) services.sandboxes?.policyChanged?.(changed);
     res.json(teamView(db, getTeam(db, team.id)));
   });
   r.delete('/teams/:id', requireUser, (req, res) => {

@@ -104,6 +104,7 @@ t.test('sync adds, updates, removes memberships, deactivates removed/suspended u
   t.equal(groups.body.groups.length, 1);
   const team = await m.json('POST', `/api/identity/organisations/${org.body.id}/teams`, { name: 'Eng team', external_group_id: groups.body.groups[0].id });
   t.equal(team.status, 201);
+  t.same(team.body.member_ids, [userId(s, u1.primaryEmail), userId(s, u2.primaryEmail)].sort((a, b) => a! - b!), 'a team linked to a group takes its members at once');
   const policy = await m.json('POST', `/api/identity/organisations/${org.body.id}/agent-policies`, {
     name: 'eng tools', applies_to: 'teams', team_ids: [team.body.id], allowed_tools: ['send_email', 'fetch_sheet'], allowed_models: ['gpt-x'],
   });
@@ -120,7 +121,7 @@ t.test('sync adds, updates, removes memberships, deactivates removed/suspended u
   t.equal((await u2browser.login(u2.primaryEmail, 'u2-password-123')).status, 200);
 
   const j2 = await syncOnce(s, root);
-  t.equal(j2.result.team_members_added, 2, 'team filled from its group');
+  t.equal(j2.result.team_members_added, 0, 'team already filled when it was linked');
   t.same(
     (s.app.db.prepare('SELECT u.email FROM team_members tm JOIN users u ON u.id = tm.user_id WHERE tm.team_id = ? ORDER BY u.email').all(team.body.id) as { email: string }[]).map((r) => r.email),
     [u1.primaryEmail, u2.primaryEmail],

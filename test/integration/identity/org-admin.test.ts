@@ -144,3 +144,174 @@ t.test('organisation members: a manager adds, changes and removes plain members 
   t.equal((await root.json('DELETE', `${members}/${ids.u2}`)).status, 204);
   t.equal(roleOf(s, orgA, ids.u2), undefined);
 });
+
+t.test('teams: PATCH (rename, link, re-link, unlink) and DELETE; other organisations\' managers refused', async (t) => {
+  const s = await setup(t);
+  const { mA, mB, orgA, orgB, ids, g1, g2 } = s;
+  const team = (await mA.json('POST', `/api/identity/organisations/${orgA}/teams`, { name: 'Core' })).body;
+  t.equal(team.external_group_id, null);
+  const other = await mA.json('POST', `/api/identity/organisations/${orgA}/teams`, { name: 'Other' });
+  t.equal(other.status, 201);
+  t.equal((await mA.json('PUT', `/api/identity/teams/${team.id}/members/${ids.u3}`)).status, 200, 'manual member');
+  const policy = await mA.json('POST', `/api/identity/organisations/${orgA}/agent-policies`, {
+    name: 'core only', applies_to: 'teams', team_ids: [team.id], allowed_tools: ['fetch_sheet'],
+  });
+  t.equal(policy.status, 201);
+  t.same(await policyIds(s, ids.u3), [policy.body.id], 'a team member is under the team\'s policy');
+
+  // Rename; a name taken in the organisation is a conflict (the same name in B is fine).
+  const renamed = await mA.json('PATCH', `/api/identity/teams/${team.id}`, { name: 'Core team' });
+  t.equal(renamed.status, 200);
+  t.equal(renamed.body.name, 'Core team');
+  t.same(renamed.body.member_ids, [ids.u3], 'a rename leaves members alone');
+  const clash = await mA.json('PATCH', `/api/identity/teams/${team.id}`, { name: 'Other' });
+  t.equal(clash.status, 409);
+  t.equal(clash.body.error.code, 'ERR_TEAM_EXISTS');
+  t.equal((await mB.json('POST', `/api/identity/organisations/${orgB}/teams`, { name: 'Core team' })).status, 201);
+
+  // Link to g1: the team takes g1's ACTIVE members at once (u1, u2; not the inactive gone1, and
+  // no longer the manual u3), and the team's policy follows.
+  const linked = await mA.json('PATCH', `/api/identity/teams/${team.id}`, { external_group_id: g1 });
+  t.equal(linked.status, 200);
+  t.equal(linked.body.external_group_id, g1);
+  t.same(linked.body.member_ids, [ids.u1, ids.u2]);
+  t.same(await policyIds(s, ids.u1), [policy.body.id]);
+  t.same(await policyIds(s, ids.u3), [], 'the manual member left with the link');
+  t.same(stored(s, ids.u1)?.policy_ids, [policy.body.id], 'stored sandbox policies rewritten');
+  t.same(stored(s, ids.u3)?.policy_ids, []);
+  const locked = await mA.json('PUT', `/api/identity/teams/${team.id}/members/${ids.u3}`);
+  t.equal(locked.status, 409);
+  t.equal(locked.body.error.code, 'ERR_TEAM_LINKED');
+
+  // Re-link to g2: g1's members must not keep the team (and its policy) until the next sync.
+  const relinked = await mA.json('PATCH', `/api/identity/teams/${team.id}`, { external_group_id: g2 });
+  t.equal(relinked.status, 200);
+  t.same(relinked.body.member_ids, [ids.u3]);
+  t.same(await policyIds(s, ids.u1), [], 'the old group\'s members lost the team\'s policy');
+  t.same(await policyIds(s, ids.u3), [policy.body.id]);
+
+  // Unlink: the team keeps its members and is a manual team again.
+  const unlinked = await mA.json('PATCH', `/api/identity/teams/${team.id}`, { external_group_id: null });
+  t.equal(unlinked.status, 200);
+  t.equal(unlinked.body.external_group_id, null);
+  t.same(unlinked.body.member_ids, [ids.u3]);
+  t.equal((await mA.json('PUT', `/api/identity/teams/${team.id}/members/${ids.u1}`)).status, 200, 'manual edits allowed again');
+  t.equal((await mA.json('DELETE', `/api/identity/teams/${team.id}/members/${ids.u1}`)).status, 200);
+
+  const noGroup = await mA.json('PATCH', `/api/identity/teams/${team.id}`, { external_group_id: 99999 });
+  t.equal(noGroup.status, 404);
+  t.equal(noGroup.body.error.code, 'ERR_GROUP_NOT_FOUND');
+  t.equal((await mA.json('PATCH', `/api/identity/teams/${team.id}`, { organisation_id: orgB })).status, 400, 'a team cannot move organisation');
+
+  // A team created linked is filled at once too.
+  const created = await mA.json('POST', `/api/identity/organisations/${orgA}/teams`, { name: 'Eng', external_group_id: g1 });
+  t.equal(created.status, 201);
+  t.same(created.body.member_ids, [ids.u1, ids.u2]);
+
+  // The manager of B can neither change nor delete A's team, nor edit its members.
+  const before = (await mA.json('GET', `/api/identity/organisations/${orgA}/teams`)).body;
+  for (const [method, path, body] of [
+    ['PATCH', `/api/identity/teams/${team.id}`, { name: 'taken over' }],
+    ['PATCH', `/api/identity/teams/${team.id}`, { external_group_id: g1 }],
+    ['DELETE', `/api/identity/teams/${team.id}`, undefined],
+    ['PUT', `/api/identity/teams/${team.id}/members/${ids.mgrB}`, undefined],
+    ['DELETE', `/api/identity/teams/${team.id}/members/${ids.u3}`, undefined],
+    ['GET', `/api/identity/organisations/${orgA}/teams`, undefined],
+    ['POST', `/api/identity/organisations/${orgA}/teams`, { name: 'B was here' }],
+  ] as const) {
+    const r = await mB.json(method, path, body);
+    t.equal(r.status, 403, `${method} ${path}`);
+    t.equal(r.body.error.code, 'ERR_AUTH_FORBIDDEN');
+  }
+  t.same((await mA.json('GET', `/api/identity/organisations/${orgA}/teams`)).body, before, 'A\'s teams unchanged');
+
+  // Delete: members lose the team's policy; the policy no longer names the team.
+  t.equal((await mA.json('DELETE', `/api/identity/teams/${team.id}`)).status, 204);
+  t.same(teamMembers(s, team.id), []);
+  t.same(await policyIds(s, ids.u3), []);
+  t.same(stored(s, ids.u3)?.policy_ids, [], 'stored sandbox policy rewritten');
+  const p = await mA.json('GET', `/api/identity/organisations/${orgA}/agent-policies`);
+  t.same(p.body.policies.find((x: { id: number }) => x.id === policy.body.id).team_ids, []);
+  const again = await mA.json('DELETE', `/api/identity/teams/${team.id}`);
+  t.equal(again.status, 404);
+  t.equal(again.body.error.code, 'ERR_TEAM_NOT_FOUND');
+  t.equal((await mA.json('PATCH', `/api/identity/teams/${team.id}`, { name: 'x' })).status, 404);
+});
+
+t.test('agent policies: PATCH and DELETE; other organisations\' managers and teams refused', async (t) => {
+  const s = await setup(t);
+  const { mA, mB, root, orgA, orgB, ids } = s;
+  const teamA = (await mA.json('POST', `/api/identity/organisations/${orgA}/teams`, { name: 'A team' })).body;
+  const teamA2 = (await mA.json('POST', `/api/identity/organisations/${orgA}/teams`, { name: 'A team 2' })).body;
+  const teamB = (await mB.json('POST', `/api/identity/organisations/${orgB}/teams`, { name: 'B team' })).body;
+  await mA.json('PUT', `/api/identity/teams/${teamA.id}/members/${ids.u1}`);
+  await mA.json('PUT', `/api/identity/teams/${teamA2.id}/members/${ids.u2}`);
+  await mA.json('PUT', `/api/identity/organisations/${orgA}/members/${ids.u3}`);
+  await mB.json('PUT', `/api/identity/teams/${teamB.id}/members/${ids.u2}`);
+
+  const created = await mA.json('POST', `/api/identity/organisations/${orgA}/agent-policies`, {
+    name: 'sheets', applies_to: 'teams', team_ids: [teamA.id], allowed_tools: ['fetch_sheet'], allowed_models: ['gpt-x'],
+  });
+  t.equal(created.status, 201);
+  const pid = created.body.id as number;
+  const effective = async (u: number) => (await s.root.json('GET', `/api/identity/agent-policy?user_id=${u}`)).body.policy;
+  t.same((await effective(ids.u1)).tools, ['fetch_sheet']);
+
+  // team_ids from another organisation (or unknown) are refused, on create and on change.
+  const foreign = await mA.json('POST', `/api/identity/organisations/${orgA}/agent-policies`, { name: 'sneaky', applies_to: 'teams', team_ids: [teamB.id], denied_tools: ['send_email'] });
+  t.equal(foreign.status, 400);
+  t.equal(foreign.body.error.code, 'ERR_VALIDATION');
+  t.equal((s.app.db.prepare("SELECT COUNT(*) AS n FROM agent_policies WHERE name = 'sneaky'").get() as { n: number }).n, 0, 'not created');
+  const foreignPatch = await mA.json('PATCH', `/api/identity/agent-policies/${pid}`, { team_ids: [teamA.id, teamB.id], denied_tools: ['send_email'] });
+  t.equal(foreignPatch.status, 400);
+  t.equal(foreignPatch.body.error.code, 'ERR_VALIDATION');
+  const unknown = await mA.json('PATCH', `/api/identity/agent-policies/${pid}`, { team_ids: [99999] });
+  t.equal(unknown.status, 404);
+  t.equal(unknown.body.error.code, 'ERR_TEAM_NOT_FOUND');
+  const unchanged = (await mA.json('GET', `/api/identity/organisations/${orgA}/agent-policies`)).body.policies[0];
+  t.same(unchanged.team_ids, [teamA.id], 'a refused change changes nothing');
+  t.same(unchanged.denied_tools, []);
+  t.same(await effective(ids.u2), { tools: null, models: null, denied_tools: [], denied_models: [], policy_ids: [] }, 'B\'s team member untouched');
+
+  // PATCH: lists, teams, applies_to; effective and stored policies follow.
+  const patched = await mA.json('PATCH', `/api/identity/agent-policies/${pid}`, { allowed_tools: ['fetch_sheet', 'send_email'], denied_models: ['gpt-x'], team_ids: [teamA2.id] });
+  t.equal(patched.status, 200);
+  t.same(patched.body.team_ids, [teamA2.id]);
+  t.same(patched.body.allowed_tools, ['fetch_sheet', 'send_email']);
+  t.same(await effective(ids.u1), { tools: null, models: null, denied_tools: [], denied_models: [], policy_ids: [] }, 'u1\'s team no longer named');
+  t.same((await effective(ids.u2)).tools, ['fetch_sheet', 'send_email']);
+  t.same((await effective(ids.u2)).models, [], 'the only allowed model is denied');
+  t.same(stored(s, ids.u1)?.policy_ids, []);
+  t.same(stored(s, ids.u2)?.policy_ids, [pid]);
+  const toAll = await mA.json('PATCH', `/api/identity/agent-policies/${pid}`, { applies_to: 'all', allowed_tools: null });
+  t.equal(toAll.status, 200);
+  t.equal(toAll.body.allowed_tools, null);
+  for (const u of [ids.u1, ids.u2, ids.u3, ids.mgrA]) t.same((await effective(u)).policy_ids, [pid], 'every member of A, by membership or team');
+  t.same((await effective(ids.mgrB)).policy_ids, [], 'not B\'s manager');
+  await mA.json('POST', `/api/identity/organisations/${orgA}/agent-policies`, { name: 'second', applies_to: 'all' });
+  const dup = await mA.json('PATCH', `/api/identity/agent-policies/${pid}`, { name: 'second' });
+  t.equal(dup.status, 409);
+  t.equal(dup.body.error.code, 'ERR_POLICY_EXISTS');
+  t.equal((await mA.json('PATCH', `/api/identity/agent-policies/${pid}`, { applies_to: 'some' })).status, 400);
+  t.equal((await mA.json('PATCH', `/api/identity/agent-policies/${pid}`, { organisation_id: orgB })).status, 400, 'a policy cannot move organisation');
+
+  // The manager of B can neither change nor delete A's policy.
+  for (const [method, body] of [['PATCH', { denied_tools: ['fetch_sheet'] }], ['PATCH', { team_ids: [teamB.id] }], ['DELETE', undefined]] as const) {
+    const r = await mB.json(method, `/api/identity/agent-policies/${pid}`, body);
+    t.equal(r.status, 403, method);
+    t.equal(r.body.error.code, 'ERR_AUTH_FORBIDDEN');
+  }
+  t.equal((await mB.json('GET', `/api/identity/organisations/${orgA}/agent-policies`)).status, 403);
+  t.equal((await mB.json('POST', `/api/identity/organisations/${orgA}/agent-policies`, { name: 'x', applies_to: 'all' })).status, 403);
+  t.same((await effective(ids.u1)).denied_tools, [], 'unchanged');
+
+  // DELETE: policy gone, every member's effective and stored policy rewritten.
+  t.equal((await mA.json('DELETE', `/api/identity/agent-policies/${pid}`)).status, 204);
+  for (const u of [ids.u1, ids.u2, ids.u3]) t.notOk((await effective(u)).policy_ids.includes(pid), 'no longer applies');
+  t.notOk(stored(s, ids.u2)?.policy_ids.includes(pid), 'stored policy rewritten');
+  t.equal((s.app.db.prepare('SELECT COUNT(*) AS n FROM agent_policy_teams WHERE policy_id = ?').get(pid) as { n: number }).n, 0);
+  const gone = await mA.json('DELETE', `/api/identity/agent-policies/${pid}`);
+  t.equal(gone.status, 404);
+  t.equal(gone.body.error.code, 'ERR_POLICY_NOT_FOUND');
+  t.equal((await root.json('PATCH', `/api/identity/agent-policies/${pid}`, { name: 'x' })).status, 404);
+});
