@@ -20,6 +20,14 @@ export function followGroup(db: Db, teamId: number, groupId: number): TeamMember
   return setTeamMembers(db, teamId, want);
 }
 
+/**
+ * Empty a team: its linked group is gone, so "the group's active members" are nobody, and the
+ * group's last members must not keep the team's agent policies.
+ */
+export function emptyTeam(db: Db, teamId: number): TeamMembershipChange {
+  return setTeamMembers(db, teamId, new Set());
+}
+
 function setTeamMembers(db: Db, teamId: number, want: Set<number>): TeamMembershipChange {
   const have = new Set((db.prepare('SELECT user_id FROM team_members WHERE team_id = ?').all(teamId) as { user_id: number }[]).map((x) => x.user_id));
   const ins = db.prepare('INSERT INTO team_members (team_id, user_id) VALUES (?, ?)');
