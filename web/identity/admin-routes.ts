@@ -208,7 +208,8 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
     res.json(connectionView(saveConnection(db, enc, body, intParam(req, 'id'))));
   });
   r.delete('/connections/:id', requireSuperuser, (req, res) => {
-    deleteConnection(db, intParam(req, 'id'));
+    const changed = deleteConnection(db, intParam(req, 'id'), req.user!.id);
+    if (changed.length) services.sandboxes?.policyChanged?.(changed);
     res.status(204).end();
   });
 

@@ -315,3 +315,27 @@ t.test('agent policies: PATCH and DELETE; other organisations\' managers and tea
   t.equal(gone.body.error.code, 'ERR_POLICY_NOT_FOUND');
   t.equal((await root.json('PATCH', `/api/identity/agent-policies/${pid}`, { name: 'x' })).status, 404);
 });
+
+t.test('deleting the IdP connection unlinks and empties the teams linked to its groups', async (t) => {
+  const s = await setup(t);
+  const { mA, root, orgA, ids, g1 } = s;
+  const team = (await mA.json('POST', `/api/identity/organisations/${orgA}/teams`, { name: 'Eng', external_group_id: g1 })).body;
+  const manual = (await mA.json('POST', `/api/identity/organisations/${orgA}/teams`, { name: 'Manual' })).body;
+  await mA.json('PUT', `/api/identity/teams/${manual.id}/members/${ids.u3}`);
+  const policy = (await mA.json('POST', `/api/identity/organisations/${orgA}/agent-policies`, { name: 'eng', applies_to: 'teams', team_ids: [team.id, manual.id] })).body;
+  t.same(team.member_ids, [ids.u1, ids.u2]);
+  const conn = (s.app.db.prepare('SELECT id FROM idp_connections').get() as { id: number }).id;
+  t.equal((await mA.json('DELETE', `/api/identity/connections/${conn}`)).status, 403, 'superuser only');
+  t.equal((await root.json('DELETE', `/api/identity/connections/${conn}`)).status, 204);
+  const after = (await mA.json('GET', `/api/identity/organisations/${orgA}/teams`)).body.teams as { id: number; external_group_id: number | null; member_ids: number[] }[];
+  t.same(after.find((x) => x.id === team.id), { ...after.find((x) => x.id === team.id), external_group_id: null, member_ids: [] }, 'unlinked and emptied');
+  t.same(after.find((x) => x.id === manual.id)!.member_ids, [ids.u3], 'a manual team is untouched');
+  t.same(await policyIds(s, ids.u1), [], 'the group\'s former members lost the team\'s policy');
+  t.same(stored(s, ids.u1)?.policy_ids, []);
+  t.same(await policyIds(s, ids.u3), [policy.id]);
+  const logged = s.app.db.prepare("SELECT severity, actor_id, data FROM action_log WHERE event = 'identity.team_unlinked'").all() as { severity: string; actor_id: number; data: string }[];
+  t.equal(logged.length, 1);
+  t.equal(logged[0].severity, 'warning');
+  t.equal(logged[0].actor_id, ids.root);
+  t.match(JSON.parse(logged[0].data), { reason: 'connection_deleted', team_id: team.id, group_id: g1, group_email: 'eng@example.test', members_removed: 2 });
+});
