@@ -28,6 +28,19 @@ export interface RecordedRequest {
   path: string;
 }
 
+/**
+ * Ways the emulated IdP's token endpoint can misbehave. `nonce` re-signs the ID token (with the
+ * IdP's real key) carrying another nonce; `idToken` replaces the ID token in the token response
+ * with whatever it returns (a forged signature, a claim changed without re-signing, …), as a
+ * tampering party between the relying party and the token endpoint would.
+ */
+export interface OidcTamper {
+  nonce?: string;
+  idToken?: (idToken: string) => string | Promise<string>;
+  /** Answer the JWKS endpoint (`/jwks`) with this HTTP status and no keys (an IdP outage). */
+  jwksStatus?: number;
+}
+
 export interface OidcEmulator {
   /** The issuer (= base URL); discovery at `${url}/.well-known/openid-configuration`. */
   url: string;
@@ -35,8 +48,8 @@ export interface OidcEmulator {
   users: Map<string, OidcUser>;
   addClient(c: OidcClient): void;
   addUser(u: OidcUser): void;
-  /** Misbehave on the next token responses: re-sign the ID token with this nonce (tests the RP's nonce check). */
-  tamper: { nonce?: string };
+  /** Misbehave on the next token responses (tests the relying party's checks). */
+  tamper: OidcTamper;
   close(): Promise<void>;
 }
 
@@ -52,7 +65,7 @@ export async function start(opts: OidcEmulatorOptions = {}): Promise<OidcEmulato
   const users = new Map<string, OidcUser>((opts.users ?? []).map((u) => [u.sub, u]));
   const clients: OidcClient[] = [...(opts.clients ?? [])];
   const requests: RecordedRequest[] = [];
-  const tamper: { nonce?: string } = {};
+  const tamper: OidcTamper = {};
   const { privateKey } = await generateKeyPair('RS256', { extractable: true });
   const jwk: JWK = { ...(await exportJWK(privateKey)), kid: 'emu-1', alg: 'RS256', use: 'sig' };
 
@@ -125,17 +138,19 @@ export async function start(opts: OidcEmulatorOptions = {}): Promise<OidcEmulato
         ctx.body = out;
       },
     });
-    // Tampering hook: re-sign the ID token in the token response with a different nonce.
+    // Tampering hooks on the token response's ID token (see OidcTamper).
     provider.use(async (ctx, next) => {
       await next();
-      if (ctx.path === '/token' && tamper.nonce && ctx.body && typeof ctx.body === 'object' && 'id_token' in ctx.body) {
-        const body = ctx.body as { id_token: string };
+      if (ctx.path !== '/token' || !ctx.body || typeof ctx.body !== 'object' || !('id_token' in ctx.body)) return;
+      const body = ctx.body as { id_token: string };
+      if (tamper.nonce) {
         const claims = decodeJwt(body.id_token);
         const header = decodeProtectedHeader(body.id_token);
         body.id_token = await new SignJWT({ ...claims, nonce: tamper.nonce })
           .setProtectedHeader({ alg: header.alg!, kid: header.kid, typ: header.typ })
           .sign(await importJWK(jwk, 'RS256'));
       }
+      if (tamper.idToken) body.id_token = await tamper.idToken(body.id_token);
     });
   };
   build();
@@ -144,6 +159,12 @@ export async function start(opts: OidcEmulatorOptions = {}): Promise<OidcEmulato
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     const u = new URL(req.url ?? '/', url);
     requests.push({ method: req.method ?? 'GET', path: u.pathname });
+    if (u.pathname === '/jwks' && tamper.jwksStatus) {
+      res.statusCode = tamper.jwksStatus;
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ error: 'server_error' }));
+      return;
+    }
     const m = /^\/interaction\/([^/]+)$/.exec(u.pathname);
     if (m && req.method === 'GET') {
       interaction(req, res, u).catch((err: Error) => {

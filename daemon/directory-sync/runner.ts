@@ -111,7 +111,7 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
       report('teams', 0, 1);
       let teams: TeamsResult;
       try {
-        teams = applyLinkedTeams(db, conn.id);
+        teams = applyLinkedTeams(db, conn.id, applied.orphanedTeams);
       } catch (err) {
         throw new AppError('ERR_SYNC_TEAMS_FAILED', 'the linked-teams step failed; no directory change was kept', { status: 500, cause: err });
       }
@@ -121,13 +121,26 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
         sessionsEnded += deps.sessions?.destroyUserSessions(uid) ?? db.prepare('DELETE FROM web_sessions WHERE user_id = ?').run(uid).changes;
         logAction(db, { event: 'identity.user_deactivated', severity: 'warning', actorId: job.requested_by, subjectId: uid, data: { by: 'directory_sync', job_id: jobId } });
       }
+      // A team whose linked group is gone was unlinked and emptied: an organisation manager
+      // should know (warning in the result and the action log), e.g. to link it to another group.
+      for (const u of teams.unlinked) {
+        logAction(db, {
+          event: 'identity.team_unlinked',
+          severity: 'warning',
+          actorId: job.requested_by,
+          data: { by: 'directory_sync', job_id: jobId, reason: 'group_deleted', ...u },
+        });
+      }
       const appliedAt = Date.now();
-      const { policyChangedUserIds, rows_written: teamRows, ...teamCounts } = teams;
+      const { policyChangedUserIds, rows_written: teamRows, unlinked, ...teamCounts } = teams;
       committed = { deactivatedUserIds: applied.deactivatedUserIds, policyChangedUserIds };
       const result = {
         ...applied.counts,
         ...teamCounts,
         rows_written: applied.counts.rows_written + teamRows,
+        ...(unlinked.length
+          ? { warnings: unlinked.map((u) => ({ code: 'WARN_SYNC_TEAM_GROUP_DELETED', message: `the group ${u.group_email} is gone from the directory: team "${u.team}" was unlinked and emptied`, ...u })) }
+          : {}),
         sessions_ended: sessionsEnded,
         fetched: { groups: snap.groups.length, users: snap.users.length, memberships: snap.memberships },
         requests: client.requests,
@@ -142,6 +155,7 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
       return result;
     }).immediate();
     letGo();
+    for (const w of result.warnings ?? []) jlog.warn({ teamId: w.team_id, organisationId: w.organisation_id, groupId: w.group_id, membersRemoved: w.members_removed }, 'linked group gone: team unlinked and emptied');
     jlog.info({ rows: result.rows_written, ms: result.duration_ms }, 'directory sync succeeded');
     deps.metrics?.syncJobs.inc({ status: 'succeeded' });
   } catch (err) {

@@ -1,5 +1,5 @@
 import { AppError, nowIso, type Db } from '../../core/index.js';
-import { rewriteAgentPolicies } from '../../web/index.js';
+import { emptyTeam, followGroup, rewriteAgentPolicies, type TeamMembershipChange } from '../../web/index.js';
 import type { DirectoryClient, GoogleGroup, GoogleUser } from './google-client.js';
 
 /** Everything the directory said, fetched before anything is written. */
@@ -64,6 +64,17 @@ export interface SyncCounts {
 export interface ApplyResult {
   counts: SyncCounts;
   deactivatedUserIds: number[];
+  /** Teams whose linked group was deleted in step (a): now unlinked; the teams step empties them. */
+  orphanedTeams: OrphanedTeam[];
+}
+
+/** A team that was linked to a group the directory no longer lists. */
+export interface OrphanedTeam {
+  team_id: number;
+  organisation_id: number;
+  team: string;
+  group_id: number;
+  group_email: string;
 }
 
 interface DirUserRow {
@@ -128,9 +139,17 @@ export function applySnapshot(db: Db, connectionId: number, snap: DirectorySnaps
       }
     }
     const delGroup = db.prepare('DELETE FROM external_groups WHERE id = ?');
+    const linkedTeams = db.prepare('SELECT id, organisation_id, name FROM teams WHERE external_group_id = ? ORDER BY id');
+    const orphanedTeams: OrphanedTeam[] = [];
     for (const gone of existingGroups.values()) {
       // Members go with the group (ON DELETE CASCADE); count them as written rows too.
       c.rows_written += (db.prepare('SELECT COUNT(*) AS n FROM external_group_members WHERE group_id = ?').get(gone.id) as { n: number }).n;
+      // Linked teams are unlinked by ON DELETE SET NULL (a written row each); remembered so the
+      // teams step empties them instead of leaving them with the group's last members.
+      for (const tm of linkedTeams.all(gone.id) as { id: number; organisation_id: number; name: string }[]) {
+        orphanedTeams.push({ team_id: tm.id, organisation_id: tm.organisation_id, team: tm.name, group_id: gone.id, group_email: gone.email });
+        c.rows_written++;
+      }
       w(delGroup.run(gone.id));
       c.groups_deleted++;
     }
@@ -278,7 +297,7 @@ export function applySnapshot(db: Db, connectionId: number, snap: DirectorySnaps
       for (const uid of want) if (!have.has(uid)) (w(insMember.run(gid, uid)), c.memberships_added++);
       for (const uid of have) if (!want.has(uid)) (w(delMember.run(gid, uid)), c.memberships_removed++);
     }
-    return { counts: c, deactivatedUserIds: [...toDeactivate.keys()] };
+    return { counts: c, deactivatedUserIds: [...toDeactivate.keys()], orphanedTeams };
   })();
 }
 
@@ -286,36 +305,47 @@ export interface TeamsResult {
   teams_updated: number;
   team_members_added: number;
   team_members_removed: number;
+  /** Teams whose linked group is gone: unlinked and emptied in this run. */
+  teams_unlinked: number;
   policies_rewritten: number;
   rows_written: number;
   /** Users whose stored sandbox policy changed. */
   policyChangedUserIds: number[];
+  /** The teams unlinked and emptied, with the members each lost (for the job's warnings and the action log). */
+  unlinked: (OrphanedTeam & { members_removed: number })[];
 }
 
 /**
  * The linked-teams step (after steps (a)–(c) succeeded; the runner runs it inside the same
  * transaction, so a failure here rolls those back too): each team linked to one of the
- * connection's groups gets exactly the group's active members; the sandbox policy is rewritten
- * for users whose teams changed.
+ * connection's groups gets exactly the group's active members; a team whose group the directory
+ * no longer lists (`orphaned`, unlinked by step (a)) has no group and so no members left: it is
+ * emptied, rather than keep the group's last members and, with them, the team's agent policies.
+ * The sandbox policy is rewritten for users whose teams changed.
  */
-export function applyLinkedTeams(db: Db, connectionId: number): TeamsResult {
+export function applyLinkedTeams(db: Db, connectionId: number, orphaned: OrphanedTeam[] = []): TeamsResult {
   return db.transaction((): TeamsResult => {
-    const r: TeamsResult = { teams_updated: 0, team_members_added: 0, team_members_removed: 0, policies_rewritten: 0, rows_written: 0, policyChangedUserIds: [] };
+    const r: TeamsResult = {
+      teams_updated: 0, team_members_added: 0, team_members_removed: 0, teams_unlinked: 0, policies_rewritten: 0, rows_written: 0,
+      policyChangedUserIds: [], unlinked: [],
+    };
     const teams = db
       .prepare('SELECT t.id, t.external_group_id FROM teams t JOIN external_groups g ON g.id = t.external_group_id WHERE g.connection_id = ?')
       .all(connectionId) as { id: number; external_group_id: number }[];
-    const wantQ = db.prepare('SELECT m.user_id FROM external_group_members m JOIN users u ON u.id = m.user_id WHERE m.group_id = ? AND u.is_active = 1');
-    const haveQ = db.prepare('SELECT user_id FROM team_members WHERE team_id = ?');
-    const ins = db.prepare('INSERT INTO team_members (team_id, user_id) VALUES (?, ?)');
-    const del = db.prepare('DELETE FROM team_members WHERE team_id = ? AND user_id = ?');
     const changedUsers = new Set<number>();
-    for (const t of teams) {
-      const want = new Set((wantQ.all(t.external_group_id) as { user_id: number }[]).map((x) => x.user_id));
-      const have = new Set((haveQ.all(t.id) as { user_id: number }[]).map((x) => x.user_id));
-      let changed = false;
-      for (const u of want) if (!have.has(u)) (ins.run(t.id, u), r.team_members_added++, changedUsers.add(u), (changed = true));
-      for (const u of have) if (!want.has(u)) (del.run(t.id, u), r.team_members_removed++, changedUsers.add(u), (changed = true));
-      if (changed) r.teams_updated++;
+    const count = (ch: TeamMembershipChange): boolean => {
+      for (const u of ch.added) changedUsers.add(u);
+      for (const u of ch.removed) changedUsers.add(u);
+      r.team_members_added += ch.added.length;
+      r.team_members_removed += ch.removed.length;
+      return ch.added.length + ch.removed.length > 0;
+    };
+    for (const t of teams) if (count(followGroup(db, t.id, t.external_group_id))) r.teams_updated++;
+    for (const o of orphaned) {
+      const ch = emptyTeam(db, o.team_id);
+      if (count(ch)) r.teams_updated++;
+      r.teams_unlinked++;
+      r.unlinked.push({ ...o, members_removed: ch.removed.length });
     }
     r.policyChangedUserIds = rewriteAgentPolicies(db, changedUsers);
     r.policies_rewritten = r.policyChangedUserIds.length;

@@ -220,6 +220,61 @@ t.test('roles, policies, assignments, effective policy, bi bit', async (t) => {
   t.ok(changes.body.events.some((e: { event: string }) => e.event === 'data.policy.updated'));
 });
 
+t.test('rule 1: logging in and organisation membership, even as a manager, grant no data access', async (t) => {
+  const { app, admin, user, userId } = await setup(t);
+  const internal = (path: string) => app.client().json('GET', path, undefined, { authorization: `Bearer ${TEST_SECRETS.MCP_INTERNAL_SECRET}` });
+  // Grants exist and a colleague in the same organisation holds them: none of it reaches Ursula.
+  const payroll = (await admin.json('POST', `${BASE}/roles`, { name: 'payroll' })).body.id;
+  t.equal((await admin.json('PUT', `${BASE}/roles/${payroll}/policies/payroll`, { allowed_columns: ['*'] })).status, 201);
+  t.equal((await admin.json('PUT', `${BASE}/roles/${payroll}/policies/*`, { allowed_columns: ['*'] })).status, 201);
+  const carl = await addUser(app.db, 'carl', PW);
+  t.equal((await admin.json('POST', `${BASE}/assignments`, { user_id: carl.id, role_id: payroll })).status, 201);
+  const org = (await admin.json('POST', '/api/identity/organisations', { name: 'Payroll department' })).body.id;
+  t.equal((await admin.json('PUT', `/api/identity/organisations/${org}/members/${carl.id}`)).status, 200);
+
+  const nothing = async (why: string) => {
+    const eff = await admin.json('GET', `${BASE}/users/${userId}/effective-policy`);
+    t.equal(eff.status, 200);
+    t.same(eff.body.roles, [], `${why}: no data role`);
+    t.same(eff.body.tables, [], `${why}: no table`);
+    t.equal(eff.body.any_table, null, `${why}: no wildcard`);
+    t.equal(eff.body.bi, false, `${why}: no bi bit`);
+    const pol = await internal(`/api/internal/bi-policy/${userId}?table=payroll`);
+    t.equal(pol.status, 200);
+    t.equal(pol.body.bi, false);
+    t.same(pol.body.policy.tables, [], `${why}: the internal endpoint grants no table`);
+    t.equal(pol.body.policy.any_table, null);
+    t.same(pol.body.compiled.sqlite, { dialect: 'sqlite', tables: {}, any_table: null }, `${why}: nothing compiled`);
+    t.same(pol.body.compiled.postgres, { dialect: 'postgres', tables: {}, any_table: null });
+    t.same(pol.body.table, { table: 'payroll', policy: null, sqlite: null, postgres: null }, `${why}: no SELECT for payroll`);
+    t.notOk(app.db.prepare('SELECT 1 FROM user_entitlements WHERE user_id = ?').get(userId), `${why}: no entitlement row`);
+  };
+
+  t.equal((await user.json('GET', '/api/auth/me')).status, 200, 'Ursula is logged in');
+  await nothing('logged in');
+  t.equal((await admin.json('PUT', `/api/identity/organisations/${org}/members/${userId}`)).status, 200);
+  await nothing('organisation member');
+  t.equal((await admin.json('PUT', `/api/identity/organisations/${org}/members/${userId}`, { role: 'manager' })).status, 200);
+  await nothing('organisation manager');
+  // What a manager can do in the organisation (teams, an unrestricted agent policy) adds no data either.
+  const team = await user.json('POST', `/api/identity/organisations/${org}/teams`, { name: 'Payroll' });
+  t.equal(team.status, 201);
+  t.equal((await user.json('PUT', `/api/identity/teams/${team.body.id}/members/${userId}`)).status, 200);
+  t.equal((await user.json('PUT', `/api/identity/teams/${team.body.id}/members/${carl.id}`)).status, 200);
+  t.equal((await user.json('POST', `/api/identity/organisations/${org}/agent-policies`, { name: 'all tools', applies_to: 'all' })).status, 201);
+  await nothing('manager with a team and an agent policy');
+  // Nor can a manager give themselves a data role.
+  const self = await user.json('POST', `${BASE}/assignments`, { user_id: userId, role_id: payroll });
+  t.equal(self.status, 403);
+  t.equal(self.body.error.code, 'ERR_AUTH_FORBIDDEN');
+  t.equal((await user.json('GET', `${BASE}/users/${userId}/effective-policy`)).status, 403);
+  await nothing('after trying');
+  // The colleague's grant is untouched: access comes from the data role only.
+  t.same((await admin.json('GET', `${BASE}/users/${carl.id}/effective-policy`)).body.roles.map((r: { name: string }) => r.name), ['payroll']);
+  const bits = await admin.json('GET', `${BASE}/audit?event=bi.entitlement.*&subject_id=${userId}`);
+  t.same(bits.body.events, [], 'no bi entitlement ever granted to Ursula');
+});
+
 t.test('bi-audit keeps only known fields; bi.denied is critical', async (t) => {
   const { app, admin, userId } = await setup(t);
   const SQL = 'SELECT salary FROM payroll WHERE ssn = 123456789';

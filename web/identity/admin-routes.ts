@@ -3,6 +3,7 @@ import { AppError, ConflictError, Encryptor, NotFoundError, nowIso, type Db } fr
 import { asyncHandler, requireSuperuser, requireUser, type WebContext } from '../context.js';
 import { validateBody } from '../validate.js';
 import { effectiveAgentPolicy, rewriteAgentPolicies } from './agent-policy.js';
+import { followGroup } from './teams.js';
 import type { IdentityServices } from './services.js';
 import {
   connectionView,
@@ -67,6 +68,20 @@ function requireManager(db: Db, req: Request, orgId: number): void {
   if (req.user!.is_superuser) return;
   const m = db.prepare("SELECT 1 FROM organisation_members WHERE organisation_id = ? AND user_id = ? AND role = 'manager'").get(orgId, req.user!.id);
   if (!m) throw new AppError('ERR_AUTH_FORBIDDEN', 'organisation managers only', { status: 403 });
+}
+
+/**
+ * Managers are named by superusers only. So a manager (who is not a superuser) may add, remove
+ * and keep plain members, but not make anyone a manager, nor demote or remove a manager
+ * (themselves included): each of those is 403 ERR_AUTH_FORBIDDEN. `newRole` is undefined for a
+ * removal.
+ */
+function requireMayManageMember(db: Db, req: Request, orgId: number, userId: number, newRole?: 'member' | 'manager'): void {
+  if (req.user!.is_superuser) return;
+  const current = db.prepare('SELECT role FROM organisation_members WHERE organisation_id = ? AND user_id = ?').get(orgId, userId) as { role: string } | undefined;
+  if (newRole === 'manager' || current?.role === 'manager') {
+    throw new AppError('ERR_AUTH_FORBIDDEN', 'only a superuser may name, demote or remove an organisation manager', { status: 403 });
+  }
 }
 
 interface TeamRow {
@@ -193,7 +208,8 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
     res.json(connectionView(saveConnection(db, enc, body, intParam(req, 'id'))));
   });
   r.delete('/connections/:id', requireSuperuser, (req, res) => {
-    deleteConnection(db, intParam(req, 'id'));
+    const changed = deleteConnection(db, intParam(req, 'id'), req.user!.id);
+    if (changed.length) services.sandboxes?.policyChanged?.(changed);
     res.status(204).end();
   });
 
@@ -218,10 +234,10 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
     const orgId = intParam(req, 'id');
     const userId = intParam(req, 'userId');
     const body = validateBody<{ role: 'member' | 'manager' }>(MEMBER_BODY, req.body ?? {});
-    // Only a superuser names managers; a manager may add plain members.
-    if (body.role === 'manager' && !req.user!.is_superuser) throw new AppError('ERR_AUTH_FORBIDDEN', 'superuser only', { status: 403 });
     requireManager(db, req, orgId);
     if (!db.prepare('SELECT 1 FROM users WHERE id = ?').get(userId)) throw new NotFoundError('ERR_USER_NOT_FOUND', 'no such user');
+    // `role` defaults to member, so without this a manager's PUT {} would demote another manager.
+    requireMayManageMember(db, req, orgId, userId, body.role);
     db.prepare(
       `INSERT INTO organisation_members (organisation_id, user_id, role) VALUES (?, ?, ?)
        ON CONFLICT (organisation_id, user_id) DO UPDATE SET role = excluded.role`,
@@ -234,6 +250,7 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
     const orgId = intParam(req, 'id');
     const userId = intParam(req, 'userId');
     requireManager(db, req, orgId);
+    requireMayManageMember(db, req, orgId, userId);
     db.prepare('DELETE FROM organisation_members WHERE organisation_id = ? AND user_id = ?').run(orgId, userId);
     const changed = rewriteAgentPolicies(db, [userId]);
     if (changed.length) services.sandboxes?.policyChanged?.(changed);
@@ -257,6 +274,15 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
   });
 
   // ---- teams (organisation managers) ----
+  /**
+   * A team linked to a group has the group's active members (as of the last sync) at once:
+   * otherwise a re-linked team would keep the previous group's members, and with them the
+   * team's agent policies, until the next sync.
+   */
+  const linkTeam = (teamId: number, groupId: number): number[] => {
+    const { added, removed } = followGroup(db, teamId, groupId);
+    return rewriteAgentPolicies(db, [...added, ...removed]);
+  };
   r.get('/organisations/:id/teams', requireUser, (req, res) => {
     const orgId = intParam(req, 'id');
     requireManager(db, req, orgId);
@@ -268,26 +294,37 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
     requireManager(db, req, orgId);
     const body = validateBody<{ name: string; external_group_id?: number | null }>(TEAM_CREATE, req.body);
     checkGroup(db, body.external_group_id);
-    const info = wrapUnique(
-      () => db.prepare('INSERT INTO teams (organisation_id, name, external_group_id) VALUES (?, ?, ?)').run(orgId, body.name, body.external_group_id ?? null),
-      'ERR_TEAM_EXISTS',
-      'a team with that name exists in the organisation',
-    );
-    res.status(201).json(teamView(db, getTeam(db, Number(info.lastInsertRowid))));
+    const { teamId, changed } = db.transaction(() => {
+      const info = wrapUnique(
+        () => db.prepare('INSERT INTO teams (organisation_id, name, external_group_id) VALUES (?, ?, ?)').run(orgId, body.name, body.external_group_id ?? null),
+        'ERR_TEAM_EXISTS',
+        'a team with that name exists in the organisation',
+      );
+      const id = Number(info.lastInsertRowid);
+      return { teamId: id, changed: body.external_group_id ? linkTeam(id, body.external_group_id) : [] };
+    })();
+    if (changed.length) services.sandboxes?.policyChanged?.(changed);
+    res.status(201).json(teamView(db, getTeam(db, teamId)));
   });
   r.patch('/teams/:id', requireUser, (req, res) => {
     const team = getTeam(db, intParam(req, 'id'));
     requireManager(db, req, team.organisation_id);
     const body = validateBody<{ name?: string; external_group_id?: number | null }>(TEAM_PATCH, req.body);
     checkGroup(db, body.external_group_id);
-    wrapUnique(
-      () =>
-        db
-          .prepare('UPDATE teams SET name = COALESCE(?, name), external_group_id = CASE WHEN ? THEN ? ELSE external_group_id END, updated_at = ? WHERE id = ?')
-          .run(body.name ?? null, body.external_group_id !== undefined ? 1 : 0, body.external_group_id ?? null, nowIso(), team.id),
-      'ERR_TEAM_EXISTS',
-      'a team with that name exists in the organisation',
-    );
+    const changed = db.transaction(() => {
+      wrapUnique(
+        () =>
+          db
+            .prepare('UPDATE teams SET name = COALESCE(?, name), external_group_id = CASE WHEN ? THEN ? ELSE external_group_id END, updated_at = ? WHERE id = ?')
+            .run(body.name ?? null, body.external_group_id !== undefined ? 1 : 0, body.external_group_id ?? null, nowIso(), team.id),
+        'ERR_TEAM_EXISTS',
+        'a team with that name exists in the organisation',
+      );
+      // Linked (or re-linked): the team takes the group's members now, not at the next sync.
+      // Unlinked (null): it keeps its members and becomes a manual team.
+      return body.external_group_id ? linkTeam(team.id, body.external_group_id) : [];
+    })();
+    if (changed.length) services.sandboxes?.policyChanged?.(changed);
     res.json(teamView(db, getTeam(db, team.id)));
   });
   r.delete('/teams/:id', requireUser, (req, res) => {

@@ -9,6 +9,7 @@ export * from './agent-policy.js';
 export * from './events.js';
 export * from './services.js';
 export * from './store.js';
+export * from './teams.js';
 export { SSO_REDIRECT_PATH, callbackPath, checkCallbackUrl } from './sso-routes.js';
 
 /** The at-rest encryptor for IdP secrets (same key as every other encrypted column). */

@@ -49,8 +49,34 @@ class DiscoveryCache {
     const secret = decryptClientSecret(this.enc, c);
     const config = oidc
       .discovery(issuer, c.client_id, secret ? { client_secret: secret } : undefined, secret ? oidc.ClientSecretPost(secret) : oidc.None(), {
-        execute: loopback && issuer.protocol === 'http:' ? [oidc.allowInsecureRequests] : [],
+        execute: [
+          // Without this openid-client v6 checks only iss/aud/exp/nonce of an ID token that came
+          // from the token endpoint, not its signature: a forged or altered token (another e-mail)
+          // would log in as anyone. With it, the signature is verified against the IdP's JWKS
+          // (jwks_uri from discovery; fetched once, cached ≤ 5 min, refetched on an unknown kid).
+          oidc.enableNonRepudiationChecks,
+          ...(loopback && issuer.protocol === 'http:' ? [oidc.allowInsecureRequests] : []),
+        ],
         timeout: 10,
+      })
+      .then((config) => {
+        // A JWKS the IdP cannot serve is "IdP unreachable" (502), not a bad token.
+        const jwksUri = config.serverMetadata().jwks_uri;
+        if (!jwksUri) throw new Error('the discovery document names no jwks_uri: ID token signatures cannot be checked');
+        const jwksHref = new URL(jwksUri).href;
+        config[oidc.customFetch] = async (url, options) => {
+          const init = options as RequestInit;
+          if (url !== jwksHref) return fetch(url, init);
+          let res: Response;
+          try {
+            res = await fetch(url, init);
+          } catch (err) {
+            throw new AppError('ERR_SSO_DISCOVERY', 'the identity provider\'s signing keys cannot be fetched', { status: 502, cause: err });
+          }
+          if (!res.ok) throw new AppError('ERR_SSO_DISCOVERY', 'the identity provider\'s signing keys cannot be fetched', { status: 502, details: { upstream_status: res.status } });
+          return res;
+        };
+        return config;
       })
       .catch((err: unknown) => {
         this.#cache.delete(c.id);
@@ -164,7 +190,10 @@ export function ssoRoutes(ctx: WebContext, enc: Encryptor, signals: IdentitySign
         );
         claims = tokens.claims()!;
       } catch (err) {
-        throw ssoError(err);
+        const e = ssoError(err);
+        // A token that fails validation may be an attack: warn, by code only (never the token).
+        if (e.code === 'ERR_SSO_ID_TOKEN') req.log.warn({ provider, code: e.code, reason: (err as { code?: string }).code }, 'sso id token refused');
+        throw e;
       }
       const email = typeof claims.email === 'string' ? claims.email.toLowerCase() : '';
       const verified = claims.email_verified === true || claims.email_verified === 'true';
@@ -204,11 +233,27 @@ function matchOrCreateUser(db: Db, email: string, name: string | null): User {
   return createUser(db, { username: taken ? `${email}-${randomToken(4)}` : email, email, displayName: name });
 }
 
+/**
+ * openid-client codes of a token response whose ID token is not acceptable: a claim (nonce, iss,
+ * aud) or timestamp check failed, the token is malformed or its signature does not verify
+ * (`OAUTH_INVALID_RESPONSE`), no IdP key matches its `kid`/`alg` (`OAUTH_KEY_SELECTION_FAILED`),
+ * or it uses an algorithm we do not accept, such as HS256 or none (`OAUTH_UNSUPPORTED_OPERATION`).
+ */
+const ID_TOKEN_FAILURES = new Set([
+  'OAUTH_JWT_CLAIM_COMPARISON_FAILED',
+  'OAUTH_JWT_TIMESTAMP_CHECK_FAILED',
+  'OAUTH_INVALID_RESPONSE',
+  'OAUTH_KEY_SELECTION_FAILED',
+  'OAUTH_UNSUPPORTED_OPERATION',
+]);
+
 /** openid-client failures become coded 400s; nothing of the provider's answer is echoed. */
 function ssoError(err: unknown): AppError {
   if (err instanceof AppError) return err;
+  // Our own JWKS fetch failure, wrapped by openid-client as the cause of a ClientError.
+  if ((err as { cause?: unknown }).cause instanceof AppError) return (err as { cause: AppError }).cause;
   const e = err as { code?: string; error?: string; cause?: { claim?: string } };
-  if (e.code === 'OAUTH_JWT_CLAIM_COMPARISON_FAILED' || e.code === 'OAUTH_INVALID_RESPONSE' || e.code === 'OAUTH_JWT_TIMESTAMP_CHECK_FAILED') {
+  if (ID_TOKEN_FAILURES.has(e.code ?? '')) {
     return new AppError('ERR_SSO_ID_TOKEN', 'the ID token failed validation', { status: 400, cause: err });
   }
   if (e.error) return new AppError('ERR_SSO_CODE_EXCHANGE', 'the identity provider refused the authorization code', { status: 400, cause: err });

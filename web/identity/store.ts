@@ -1,4 +1,6 @@
-import { AppError, ConflictError, Encryptor, NotFoundError, nowIso, type Db } from '../../core/index.js';
+import { AppError, ConflictError, Encryptor, logAction, NotFoundError, nowIso, type Db } from '../../core/index.js';
+import { rewriteAgentPolicies } from './agent-policy.js';
+import { emptyTeam } from './teams.js';
 
 /** The Google provider id (the only provider so far). */
 export const GOOGLE_PROVIDER = 'google';
@@ -149,9 +151,30 @@ export function saveConnection(db: Db, enc: Encryptor, input: ConnectionInput, i
   return getConnection(db, existing.id);
 }
 
-export function deleteConnection(db: Db, id: number): void {
+/**
+ * Delete a connection; its synced groups go with it (ON DELETE CASCADE). A team linked to one of
+ * them is unlinked and emptied, as when the sync finds its group gone (docs/identity.md), so it
+ * does not keep the group's last members and policies; each is logged as `identity.team_unlinked`
+ * (warning, `reason: "connection_deleted"`). Returns the users whose stored policy changed.
+ */
+export function deleteConnection(db: Db, id: number, actorId: number | null = null): number[] {
   getConnection(db, id);
-  db.prepare('DELETE FROM idp_connections WHERE id = ?').run(id);
+  return db.transaction(() => {
+    const teams = db
+      .prepare(
+        `SELECT t.id AS team_id, t.organisation_id, t.name AS team, g.id AS group_id, g.email AS group_email
+         FROM teams t JOIN external_groups g ON g.id = t.external_group_id WHERE g.connection_id = ? ORDER BY t.id`,
+      )
+      .all(id) as { team_id: number; organisation_id: number; team: string; group_id: number; group_email: string }[];
+    const changed = new Set<number>();
+    for (const tm of teams) {
+      const { removed } = emptyTeam(db, tm.team_id);
+      for (const u of removed) changed.add(u);
+      logAction(db, { event: 'identity.team_unlinked', severity: 'warning', actorId, data: { reason: 'connection_deleted', connection_id: id, ...tm, members_removed: removed.length } });
+    }
+    db.prepare('DELETE FROM idp_connections WHERE id = ?').run(id);
+    return rewriteAgentPolicies(db, changed);
+  })();
 }
 
 export function decryptClientSecret(enc: Encryptor, c: IdpConnectionRow): string | undefined {

@@ -104,6 +104,7 @@ t.test('sync adds, updates, removes memberships, deactivates removed/suspended u
   t.equal(groups.body.groups.length, 1);
   const team = await m.json('POST', `/api/identity/organisations/${org.body.id}/teams`, { name: 'Eng team', external_group_id: groups.body.groups[0].id });
   t.equal(team.status, 201);
+  t.same(team.body.member_ids, [userId(s, u1.primaryEmail), userId(s, u2.primaryEmail)].sort((a, b) => a! - b!), 'a team linked to a group takes its members at once');
   const policy = await m.json('POST', `/api/identity/organisations/${org.body.id}/agent-policies`, {
     name: 'eng tools', applies_to: 'teams', team_ids: [team.body.id], allowed_tools: ['send_email', 'fetch_sheet'], allowed_models: ['gpt-x'],
   });
@@ -120,7 +121,7 @@ t.test('sync adds, updates, removes memberships, deactivates removed/suspended u
   t.equal((await u2browser.login(u2.primaryEmail, 'u2-password-123')).status, 200);
 
   const j2 = await syncOnce(s, root);
-  t.equal(j2.result.team_members_added, 2, 'team filled from its group');
+  t.equal(j2.result.team_members_added, 0, 'team already filled when it was linked');
   t.same(
     (s.app.db.prepare('SELECT u.email FROM team_members tm JOIN users u ON u.id = tm.user_id WHERE tm.team_id = ? ORDER BY u.email').all(team.body.id) as { email: string }[]).map((r) => r.email),
     [u1.primaryEmail, u2.primaryEmail],
@@ -176,6 +177,78 @@ t.test('sync adds, updates, removes memberships, deactivates removed/suspended u
   const j5 = await syncOnce(s, root);
   t.equal(j5.result.users_reactivated, 1);
   t.equal(active(u2.primaryEmail), 1);
+});
+
+t.test('a group gone from the directory: its linked team is unlinked and emptied in the same sync (warning, action log)', async (t) => {
+  const s = await startSync(t);
+  const d = s.dir;
+  const dom = d.domain;
+  const [u1, u2, u3] = [1, 2, 3].map((i) => d.addUser({ primaryEmail: `u${i}@${dom}` }));
+  const eng = d.addGroup({ email: `eng@${dom}`, name: 'Engineering' });
+  const ops = d.addGroup({ email: `ops@${dom}`, name: 'Ops' });
+  d.setMembers(eng.id, [u1.primaryEmail, u2.primaryEmail]);
+  d.setMembers(ops.id, [u3.primaryEmail]);
+  const root = await admin(s);
+  t.equal((await syncOnce(s, root)).status, 'succeeded');
+  const [id1, id2, id3] = [u1, u2, u3].map((u) => userId(s, u.primaryEmail)!);
+  const gid = (email: string) => (s.app.db.prepare('SELECT id FROM external_groups WHERE email = ?').get(email) as { id: number }).id;
+
+  // An organisation with two linked teams and a policy for the eng team.
+  const org = (await root.json('POST', '/api/identity/organisations', { name: 'Acme' })).body.id;
+  const engTeam = (await root.json('POST', `/api/identity/organisations/${org}/teams`, { name: 'Eng', external_group_id: gid(eng.email) })).body;
+  const opsTeam = (await root.json('POST', `/api/identity/organisations/${org}/teams`, { name: 'Ops', external_group_id: gid(ops.email) })).body;
+  const policy = (await root.json('POST', `/api/identity/organisations/${org}/agent-policies`, {
+    name: 'eng', applies_to: 'teams', team_ids: [engTeam.id], allowed_tools: ['fetch_sheet'],
+  })).body;
+  t.same(engTeam.member_ids, [id1, id2]);
+  const policyIds = async (uid: number) => (await root.json('GET', `/api/identity/agent-policy?user_id=${uid}`)).body.policy.policy_ids;
+  t.same(await policyIds(id1), [policy.id]);
+  const teamRow = (id: number) => s.app.db.prepare('SELECT external_group_id FROM teams WHERE id = ?').get(id) as { external_group_id: number | null };
+  const members = (id: number) => (s.app.db.prepare('SELECT user_id FROM team_members WHERE team_id = ? ORDER BY user_id').all(id) as { user_id: number }[]).map((r) => r.user_id);
+  const changedBefore = s.policyChanged.length;
+
+  // eng@ is deleted in the directory.
+  d.groups.splice(d.groups.indexOf(eng), 1);
+  const j = await syncOnce(s, root);
+  t.equal(j.status, 'succeeded', JSON.stringify(j.error));
+  t.equal(j.result.groups_deleted, 1);
+  t.equal(j.result.memberships_removed, 0, 'the group\'s member rows went with it (not counted as removals)');
+  t.equal(teamRow(engTeam.id).external_group_id, null, 'team unlinked');
+  t.same(members(engTeam.id), [], 'and emptied: the group\'s last members do not keep it');
+  t.equal(j.result.teams_unlinked, 1);
+  t.equal(j.result.team_members_removed, 2);
+  t.equal(j.result.teams_updated, 1);
+  t.equal(j.result.policies_rewritten, 2);
+  // group rows: 1 group + 2 member rows + 1 team unlinked; teams step: 2 members + 2 policies.
+  t.equal(j.result.rows_written, 8);
+  t.same(j.result.warnings, [
+    {
+      code: 'WARN_SYNC_TEAM_GROUP_DELETED', message: j.result.warnings[0].message,
+      team_id: engTeam.id, organisation_id: org, team: 'Eng', group_id: engTeam.external_group_id, group_email: eng.email, members_removed: 2,
+    },
+  ]);
+  t.match(j.result.warnings[0].message, eng.email);
+  const logged = s.app.db.prepare("SELECT severity, data FROM action_log WHERE event = 'identity.team_unlinked'").all() as { severity: string; data: string }[];
+  t.equal(logged.length, 1, 'one action-log entry');
+  t.equal(logged[0].severity, 'warning');
+  t.match(JSON.parse(logged[0].data), { by: 'directory_sync', job_id: j.id, reason: 'group_deleted', team_id: engTeam.id, group_email: eng.email, members_removed: 2 });
+  t.match(s.app.logs.text(), /linked group gone: team unlinked and emptied/);
+  // The team's policy no longer reaches the group's former members.
+  t.same(await policyIds(id1), []);
+  t.same(await policyIds(id2), []);
+  for (const uid of [id1, id2]) t.same(JSON.parse((s.app.db.prepare('SELECT policy FROM user_agent_policies WHERE user_id = ?').get(uid) as { policy: string }).policy).policy_ids, [], 'stored sandbox policy rewritten');
+  t.same(s.policyChanged.slice(changedBefore).flat().sort(), [id1, id2], 'policyChanged hook told');
+  // Other teams and users are untouched; the users stay active.
+  t.equal(teamRow(opsTeam.id).external_group_id, gid(ops.email));
+  t.same(members(opsTeam.id), [id3]);
+  t.equal((s.app.db.prepare('SELECT COUNT(*) AS n FROM users WHERE is_active = 1 AND id IN (?, ?)').get(id1, id2) as { n: number }).n, 2);
+
+  // A re-sync writes nothing and warns no more; the team is a manual team now.
+  const again = await syncOnce(s, root);
+  t.equal(again.result.rows_written, 0);
+  t.equal(again.result.teams_unlinked, 0);
+  t.notOk(again.result.warnings, 'no warning');
+  t.equal((await root.json('PUT', `/api/identity/teams/${engTeam.id}/members/${id1}`)).status, 200, 'editable by hand again');
 });
 
 t.test('archived users are deactivated like suspended ones and come back when unarchived', async (t) => {

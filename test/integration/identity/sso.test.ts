@@ -1,4 +1,5 @@
 import t from 'tap';
+import { decodeJwt, decodeProtectedHeader, generateKeyPair, SignJWT } from 'jose';
 import { addUser } from '../../helpers/app.js';
 import { CLIENT_SECRET, form, FORM, ssoLogin, startSso, toCallback } from '../../helpers/identity.js';
 
@@ -40,6 +41,7 @@ t.test('full login: new user created, ExternalIdentity upserted, /api/auth/me an
   await browser.fetchCsrf();
   t.equal((await browser.json('POST', '/api/auth/logout')).status, 204);
   t.ok(s.idp.requests.some((r) => r.path === '/token'), 'code exchanged at the IdP');
+  t.ok(s.idp.requests.some((r) => r.path === '/jwks'), "ID token signature checked against the IdP's JWKS");
 });
 
 t.test('known e-mail is matched; a second login updates the same ExternalIdentity', async (t) => {
@@ -116,6 +118,76 @@ t.test('refused: nonce mismatch in the ID token', async (t) => {
   t.equal((await browser.json('GET', '/api/auth/me')).status, 401);
   t.same(identities(s.app.db), []);
   t.equal((s.app.db.prepare('SELECT COUNT(*) AS n FROM users').get() as { n: number }).n, 0, 'no user created');
+});
+
+const b64u = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
+
+t.test('refused: ID token with a forged signature or a claim changed after signing', async (t) => {
+  // The attacker's own key, published nowhere, under the IdP's key id.
+  const { privateKey } = await generateKeyPair('RS256', { extractable: true });
+  const forgers: Record<string, (idToken: string) => Promise<string> | string> = {
+    're-signed with another key of the same kid': async (idToken) => {
+      const header = decodeProtectedHeader(idToken);
+      return new SignJWT({ ...decodeJwt(idToken), email: 'root@example.test' })
+        .setProtectedHeader({ alg: 'RS256', kid: header.kid, typ: header.typ })
+        .sign(privateKey);
+    },
+    'e-mail claim changed, original signature kept': (idToken) => {
+      const [h, , sig] = idToken.split('.');
+      return `${h}.${b64u({ ...decodeJwt(idToken), email: 'root@example.test' })}.${sig}`;
+    },
+    'unsigned (alg none)': (idToken) => `${b64u({ alg: 'none', typ: 'JWT' })}.${b64u({ ...decodeJwt(idToken), email: 'root@example.test' })}.`,
+  };
+  const s = await startSso(t, [ALICE]);
+  const root = await addUser(s.app.db, 'root', 'root-password-123', { superuser: true, email: 'root@example.test' });
+  const forged: string[] = [];
+  for (const [name, forge] of Object.entries(forgers)) {
+    s.idp.tamper.idToken = async (idToken) => {
+      const f = await forge(idToken);
+      forged.push(f);
+      return f;
+    };
+    const browser = s.app.client();
+    const r = await ssoLogin(s, browser, ALICE.sub);
+    t.equal(r.status, 400, name);
+    const body = (await r.json()) as { error: { code: string; message: string } };
+    t.equal(body.error.code, 'ERR_SSO_ID_TOKEN', name);
+    t.same(Object.keys(body), ['error'], 'the DESIGN error body');
+    t.notOk(JSON.stringify(body).includes('eyJ'), 'no token echoed');
+    const me = await browser.json('GET', '/api/auth/me');
+    t.equal(me.status, 401, `${name}: not logged in (neither as Alice nor as root)`);
+  }
+  t.equal(forged.length, 3, 'each forgery reached the relying party');
+  t.same(identities(s.app.db), [], 'no ExternalIdentity');
+  t.same((s.app.db.prepare('SELECT id FROM users').all() as { id: number }[]).map((u) => u.id), [root.id], 'no user created');
+  t.equal((s.app.db.prepare("SELECT COUNT(*) AS n FROM action_log WHERE event = 'auth.login'").get() as { n: number }).n, 0, 'no login logged');
+  const logs = s.app.logs.text();
+  for (const f of forged) t.notOk(logs.includes(f.split('.')[1]), 'the forged token is not logged');
+  t.notOk(/[?&]code=/.test(logs), 'no authorization code in logs');
+  t.notOk(logs.includes(CLIENT_SECRET), 'no client secret in logs');
+  const warned = s.app.logs.lines.map((l) => JSON.parse(l) as { level: number; msg: string; code?: string }).filter((l) => l.msg === 'sso id token refused');
+  t.equal(warned.length, 3, 'each refusal is a warning');
+  t.ok(warned.every((l) => l.level === 40 && l.code === 'ERR_SSO_ID_TOKEN'), 'by code only');
+
+  // The refusals poisoned nothing: an honest token still logs Alice in.
+  delete s.idp.tamper.idToken;
+  const browser = s.app.client();
+  t.equal((await ssoLogin(s, browser, ALICE.sub)).status, 303);
+  t.equal((await browser.json('GET', '/api/auth/me')).body.email, ALICE.email);
+});
+
+t.test('the IdP cannot serve its signing keys: 502 ERR_SSO_DISCOVERY, no login; later logins work', async (t) => {
+  const s = await startSso(t, [ALICE]);
+  s.idp.tamper.jwksStatus = 503;
+  const browser = s.app.client();
+  const r = await ssoLogin(s, browser, ALICE.sub);
+  t.equal(r.status, 502);
+  t.equal(((await r.json()) as { error: { code: string } }).error.code, 'ERR_SSO_DISCOVERY');
+  t.equal((await browser.json('GET', '/api/auth/me')).status, 401);
+  t.same(identities(s.app.db), []);
+  delete s.idp.tamper.jwksStatus;
+  t.equal((await ssoLogin(s, browser, ALICE.sub)).status, 303);
+  t.equal((await browser.json('GET', '/api/auth/me')).body.email, ALICE.email);
 });
 
 t.test('refused: unverified e-mail', async (t) => {
