@@ -48,6 +48,16 @@ async function consent(oauth: googleOAuth.GoogleOAuth): Promise<{ access_token: 
 const docker = await dockerOrSkip(t);
 if (docker) {
   const image = await ensureTestImage(docker);
+  /** serve() on its own data dir: no pool (cold starts), the demo model, the required secrets. */
+  const serveConfig = (dir: string, env: Record<string, string> = {}) =>
+    runtimeConfig(dir, image, {
+      AIRLOCK_PORT: '0',
+      AIRLOCK_POOL_SIZE: '0',
+      AIRLOCK_MODEL_PROVIDER: 'demo',
+      AGENT_USER_TOKEN_SECRET: 'serve-adopt-agent-user-token-secret',
+      MCP_INTERNAL_SECRET: 'serve-adopt-mcp-internal-secret-0123',
+      ...env,
+    });
 
   t.test('a restarted daemon adopts the warm session: rotation, egress and the agent-token check carry on', async (t) => {
     const dir = dataDir(t);
@@ -59,12 +69,7 @@ if (docker) {
     t.ok(grant.refresh_token, 'an offline grant');
     const g = await google.start({ userEmail: 'alice@example.test', acceptTokens: [grant.access_token] });
     t.teardown(() => g.close());
-    const config = runtimeConfig(dir, image, {
-      AIRLOCK_PORT: '0',
-      AIRLOCK_POOL_SIZE: '0',
-      AIRLOCK_MODEL_PROVIDER: 'demo',
-      AGENT_USER_TOKEN_SECRET: 'serve-adopt-agent-user-token-secret',
-      MCP_INTERNAL_SECRET: 'serve-adopt-mcp-internal-secret-0123',
+    const config = serveConfig(dir, {
       AIRLOCK_GOOGLE_CLIENT_ID: CLIENT_ID,
       AIRLOCK_GOOGLE_CLIENT_SECRET: CLIENT_SECRET,
       AIRLOCK_GOOGLE_TOKEN_URL: oauth.tokenUrl,
@@ -157,13 +162,7 @@ if (docker) {
     const dir = dataDir(t);
     const owner = uniqueOwner('serve-adopt-inactive');
     t.teardown(() => sweep(docker!, owner));
-    const config = runtimeConfig(dir, image, {
-      AIRLOCK_PORT: '0',
-      AIRLOCK_POOL_SIZE: '0',
-      AIRLOCK_MODEL_PROVIDER: 'demo',
-      AGENT_USER_TOKEN_SECRET: 'serve-adopt-agent-user-token-secret',
-      MCP_INTERNAL_SECRET: 'serve-adopt-mcp-internal-secret-0123',
-    });
+    const config = serveConfig(dir);
     const logs = logSink();
     const log = createLogger({ level: 'info', destination: logs.stream });
     const d1 = await serve(config, { log, runtime: { owner } });

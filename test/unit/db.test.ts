@@ -45,6 +45,8 @@ t.test('reopen: nothing is applied twice', async (t) => {
 t.test('a failing migration rolls back its own step and is not recorded', async (t) => {
   const mdir = join(dir, 'migrations');
   mkdirSync(mdir);
+  // Outside the project: say these .js files are ES modules, as dist/core/migrations' are.
+  writeFileSync(join(mdir, 'package.json'), '{"type":"module"}\n');
   writeFileSync(join(mdir, '001-ok.js'), "export const up = 'CREATE TABLE a (x INTEGER);';\n");
   writeFileSync(join(mdir, '002-bad.js'), "export const up = 'CREATE TABLE b (x INTEGER); INSERT INTO nowhere VALUES (1);';\n");
   const db = new Database(':memory:');
