@@ -24,6 +24,8 @@ else {
     await page.click('#nav a[href="#/admin/data-roles"]');
     await page.waitForSelector('#role-form');
     t.match(await page.textContent('#roles-table'), /bi_admin/, 'the built-in role is listed');
+    t.equal(await page.locator('#roles-table .badge').first().textContent(), 'built-in', 'the built-in role carries its badge');
+    t.notMatch(await page.textContent('#roles-table'), /\[object /, 'no cell renders an object as text');
     await page.fill('#role-name', 'sales_eu');
     await page.fill('#role-description', 'EU sales rows');
     await page.click('#role-create');

@@ -16,7 +16,7 @@ export async function chatPage(hash) {
     h('button', { type: 'button', id: 'new-session', onclick: () => { location.hash = '#/chat'; } }, 'New chat'),
     h('h2', { style: 'margin-top:12px' }, 'Sessions'), list, h('h2', { style: 'margin-top:12px' }, 'Workspace account'), account);
   const model = h('p', { id: 'model', class: 'muted' });
-  const pane = h('section', { class: 'panel', 'aria-label': 'Conversation' }, h('h1', {}, current ? 'Chat' : 'New chat'), model, transcript, composer);
+  const pane = h('section', { class: 'panel', 'aria-label': 'Conversation' }, h('h1', { id: 'chat-heading' }, current ? 'Chat' : 'New chat'), model, transcript, composer);
 
   composer.addEventListener('submit', async (ev) => {
     ev.preventDefault();
@@ -221,6 +221,8 @@ function adoptSession(id) {
   if (current || !id) return;
   current = id;
   history.replaceState(null, '', `#/chat/${encodeURIComponent(current)}`);
+  const heading = document.getElementById('chat-heading');
+  if (heading) heading.textContent = 'Chat';
 }
 
 /**

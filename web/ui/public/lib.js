@@ -19,7 +19,8 @@ export function h(tag, attrs = {}, ...children) {
     else if (k === 'value') el.value = v;
     else el.setAttribute(k, v === true ? '' : String(v));
   }
-  for (const c of children.flat()) if (c !== undefined && c !== null && c !== false) el.append(c instanceof Node ? c : String(c));
+  // Flatten fully: a render function may return nested arrays of nodes and strings.
+  for (const c of children.flat(Infinity)) if (c !== undefined && c !== null && c !== false) el.append(c instanceof Node ? c : String(c));
   return el;
 }
 
