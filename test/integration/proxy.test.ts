@@ -68,6 +68,26 @@ t.test('real token arrives upstream, the placeholder never does; logs hold no se
   t.same(rig.decisions, ['mail', 'sheets', 'search', 'model'].map((route) => ({ route, outcome: 'forwarded', status: 200 })), 'one decision per request, for /metrics');
 });
 
+t.test('hop-by-hop headers, and any header the child names in Connection, never reach the upstream', async (t) => {
+  const rig = await startProxyRig(t);
+  const raw = Buffer.from('To: bob@example.test\r\nSubject: hi\r\n\r\nbody').toString('base64url');
+  const body = JSON.stringify({ raw });
+  const r = await rawRequest(
+    rig.proxy.port,
+    `POST ${MAIL} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${rig.placeholders.MAIL_API_KEY}\r\n` +
+      'Content-Type: application/json\r\nConnection: close, X-Listed-Hop\r\nX-Listed-Hop: drop-me\r\nKeep-Alive: timeout=5\r\n' +
+      'TE: trailers\r\nTrailer: X-Later\r\nVia: 1.1 child\r\nX-Forwarded-For: 10.0.0.1\r\nForwarded: for=10.0.0.1\r\n' +
+      `X-Keep: yes\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+  t.equal(r.status, 200, 'the request itself is forwarded');
+  t.equal(rig.upstream.requests.length, 1);
+  const seen = rig.upstream.requests[0].headers;
+  for (const h of ['x-listed-hop', 'keep-alive', 'te', 'trailer', 'via', 'x-forwarded-for', 'forwarded']) t.notOk(seen[h], `${h} stripped`);
+  t.notMatch(String(seen.connection ?? ''), /x-listed-hop/i, 'the child\'s Connection list is not passed on');
+  t.equal(seen['x-keep'], 'yes', 'an ordinary header passes');
+  t.same(JSON.parse(rig.upstream.requests[0].body), { raw }, 'body forwarded unchanged');
+});
+
 t.test('anthropic model route injects x-api-key', async (t) => {
   const rig = await startProxyRig(t, { provider: 'anthropic' });
   const r = await fetch(rig.base + '/model/v1/messages', {

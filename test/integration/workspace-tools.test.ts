@@ -3,7 +3,7 @@ import t from 'tap';
 type Tap = { teardown(fn: () => unknown): void };
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { simpleParser } from 'mailparser';
 import { start as startGoogle, type GoogleSeed } from '../../emulator/google.js';
@@ -114,8 +114,10 @@ t.test('rasterize_chart → send_email: the raw message parses with mailparser, 
   t.notOk(JSON.stringify(chart.content).includes('iVBOR'), 'no image bytes reach the model');
   const png = readFileSync(join(dir, att.filename));
 
+  const filesBefore = readdirSync(dir).sort();
   const rendered = await ext.call('render_chart', { type: 'line', labels: ['a', 'b'], datasets: [{ data: [1, 2] }] });
   t.same(rendered.structuredContent, { type: 'chart', spec: { type: 'line', labels: ['a', 'b'], datasets: [{ data: [1, 2] }], width: 800, height: 400 } });
+  t.same(readdirSync(dir).sort(), filesBefore, 'render_chart writes no file, also when it succeeds');
 
   const sent = await tools.call('send_email', {
     to: ['bob@example.test'],
@@ -139,6 +141,7 @@ t.test('rasterize_chart → send_email: the raw message parses with mailparser, 
   const parsed = await simpleParser(Buffer.from(body.raw, 'base64url'), { keepCidLinks: true });
   t.equal(parsed.from?.value[0].address, 'alice@example.test');
   t.same((Array.isArray(parsed.to) ? parsed.to : [parsed.to!]).flatMap((a) => a.value.map((v) => v.address)), ['bob@example.test']);
+  t.same((Array.isArray(parsed.cc) ? parsed.cc : [parsed.cc!]).flatMap((a) => a.value.map((v) => v.address)), ['carol@example.test']);
   t.equal(parsed.subject, 'Revenue by region');
   t.equal(parsed.text?.trim(), 'See the chart.');
   t.match(String(parsed.html), `cid:${att.filename}`);
