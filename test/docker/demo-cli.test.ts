@@ -2,10 +2,13 @@
  * `airlock demo` as a newcomer runs it (the CLI as a child process, default pool): the banner,
  * a chart mailed from a real sandbox, the mail with its inline PNG chart read at the mailbox the
  * banner prints (JSON and page), then Ctrl-C (SIGINT): exit 0 and no container of the demo left
- * running (its emulators stop with it, so nothing is kept for adoption).
+ * running (its emulators stop with it, so nothing is kept for adoption). The image it is told to
+ * use does not exist yet, as on a newcomer's first start: the demo builds it, with progress lines
+ * (the debootstrap base is cached by `.ci/run`'s `airlock image build`, so this takes seconds).
  */
 import t from 'tap';
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LABEL_OWNER } from '../../daemon/runtime/session-manager.js';
@@ -15,10 +18,13 @@ import { dataDir, dockerOrSkip, ensureTestImage, ROOT, sweep } from './helpers.j
 
 const docker = await dockerOrSkip(t as unknown as Parameters<typeof dockerOrSkip>[0]);
 if (docker) {
-  const image = await ensureTestImage(docker);
+  // The test image's base layers are built once; the demo then builds its own tag from them.
+  await ensureTestImage(docker);
 
   t.test('airlock demo through the CLI: banner, a mailed chart read in the printed mailbox, Ctrl-C removes its sandboxes', async (t) => {
     const dir = dataDir(t);
+    const image = `airlock/sandbox:demo-cli-${randomBytes(4).toString('hex')}`;
+    t.teardown(() => docker.getImage(image).remove({ force: true }).catch(() => undefined));
     const child = spawn(process.execPath, [join(ROOT, 'dist', 'daemon', 'main.js'), 'demo'], {
       env: { PATH: process.env.PATH ?? '', AIRLOCK_DATA_DIR: dir, AIRLOCK_PORT: '0', AIRLOCK_IMAGE: image },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -30,8 +36,11 @@ if (docker) {
     t.teardown(() => {
       if (child.exitCode === null) child.kill('SIGKILL');
     });
-    await waitFor(() => out.includes('Ctrl-C stops everything') || child.exitCode !== null, 'the demo banner', 120_000);
+    await waitFor(() => out.includes('Ctrl-C stops everything') || child.exitCode !== null, 'the demo banner', 300_000);
     t.equal(child.exitCode, null, `the demo runs (${out.slice(-300)})`);
+    t.match(out, `Building the sandbox image ${image}`, 'the missing image is built on first start');
+    t.match(out, /✓ image built in \d+s/, 'with progress to its end');
+    t.ok(await docker.getImage(image).inspect().then(() => true, () => false), 'the image now exists');
     const url = /Open {2,}(http:\/\/\S+)\//.exec(out)?.[1];
     const login = /Log in as {2,}(\S+) \/ (\S+)/.exec(out);
     const mailboxUrl = /Read it at {2,}(http:\/\/\S+)/.exec(out)?.[1];
@@ -62,6 +71,8 @@ if (docker) {
 
     const ours = async () => (await docker.listContainers({ all: true, filters: { label: [`${LABEL_OWNER}=${owner}`] } })).length;
     t.ok((await ours()) >= 1, 'a sandbox runs for the session');
+    const images = (await docker.listContainers({ all: true, filters: { label: [`${LABEL_OWNER}=${owner}`] } })).map((c) => c.Image);
+    t.same([...new Set(images)], [image], 'its sandboxes run the image the demo built');
 
     child.kill('SIGINT');
     t.equal(await exited, 0, 'Ctrl-C: exit 0');
