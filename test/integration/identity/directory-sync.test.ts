@@ -1,27 +1,12 @@
 import t from 'tap';
 import { addUser } from '../../helpers/app.js';
-import { snapshot, startSync, type SyncSetup } from '../../helpers/directory.js';
+import { snapshot, startSync, syncAdmin, syncOnce, type SyncSetup } from '../../helpers/directory.js';
 import { spawn } from 'node:child_process';
 import { hostname } from 'node:os';
 import { hashPassword } from '../../../core/index.js';
 import { JOB_STALE_MS, PENDING_STALE_MS } from '../../../daemon/directory-sync/index.js';
 
-const ROOT_PW = 'root-password-123';
-
-async function admin(s: SyncSetup) {
-  await addUser(s.app.db, 'root', ROOT_PW, { superuser: true, email: 'root@local.test' });
-  const c = s.app.client();
-  if ((await c.login('root', ROOT_PW)).status !== 200) throw new Error('admin login failed');
-  return c;
-}
-
-async function syncOnce(s: SyncSetup, c: Awaited<ReturnType<typeof admin>>) {
-  const r = await c.json('POST', '/api/identity/directory-sync', {});
-  if (r.status !== 202) throw new Error(`sync POST ${r.status} ${JSON.stringify(r.body)}`);
-  await s.runner.idle();
-  const latest = await c.json('GET', '/api/identity/directory-sync');
-  return latest.body.job;
-}
+const admin = syncAdmin;
 
 const userId = (s: SyncSetup, email: string) => (s.app.db.prepare('SELECT id FROM users WHERE email = ?').get(email) as { id: number } | undefined)?.id;
 const groupMembers = (s: SyncSetup, groupEmail: string) =>
