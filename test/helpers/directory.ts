@@ -2,7 +2,7 @@ import { start as startDirectory, type DirectoryEmulator } from '../../emulator/
 import { DirectorySyncRunner } from '../../daemon/directory-sync/index.js';
 import { identityEncryptor, saveConnection, type IdpConnectionRow, type SandboxControl } from '../../web/index.js';
 import type { Db } from '../../core/index.js';
-import { startTestApp, type TestApp } from './app.js';
+import { addUser, startTestApp, type TestApp } from './app.js';
 
 export interface SyncSetup {
   app: TestApp;
@@ -46,4 +46,23 @@ const DATA_TABLES = ['users', 'directory_users', 'external_groups', 'external_gr
 /** Every row of the directory-data tables, for before/after comparisons. */
 export function snapshot(db: Db): Record<string, unknown[]> {
   return Object.fromEntries(DATA_TABLES.map((tb) => [tb, db.prepare(`SELECT * FROM ${tb} ORDER BY 1, 2`).all()]));
+}
+
+const ROOT_PW = 'root-password-123';
+
+/** A superuser `root` (root@local.test) logged in: the client the sync API answers. */
+export async function syncAdmin(s: SyncSetup) {
+  await addUser(s.app.db, 'root', ROOT_PW, { superuser: true, email: 'root@local.test' });
+  const c = s.app.client();
+  if ((await c.login('root', ROOT_PW)).status !== 200) throw new Error('admin login failed');
+  return c;
+}
+
+/** POST a sync, wait for the runner, and return the latest job as `GET /api/identity/directory-sync` shows it. */
+export async function syncOnce(s: SyncSetup, c: Awaited<ReturnType<typeof syncAdmin>>) {
+  const r = await c.json('POST', '/api/identity/directory-sync', {});
+  if (r.status !== 202) throw new Error(`sync POST ${r.status} ${JSON.stringify(r.body)}`);
+  await s.runner.idle();
+  const latest = await c.json('GET', '/api/identity/directory-sync');
+  return latest.body.job;
 }

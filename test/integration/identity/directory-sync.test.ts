@@ -1,27 +1,12 @@
 import t from 'tap';
 import { addUser } from '../../helpers/app.js';
-import { snapshot, startSync, type SyncSetup } from '../../helpers/directory.js';
+import { snapshot, startSync, syncAdmin, syncOnce, type SyncSetup } from '../../helpers/directory.js';
 import { spawn } from 'node:child_process';
 import { hostname } from 'node:os';
 import { hashPassword } from '../../../core/index.js';
 import { JOB_STALE_MS, PENDING_STALE_MS } from '../../../daemon/directory-sync/index.js';
 
-const ROOT_PW = 'root-password-123';
-
-async function admin(s: SyncSetup) {
-  await addUser(s.app.db, 'root', ROOT_PW, { superuser: true, email: 'root@local.test' });
-  const c = s.app.client();
-  if ((await c.login('root', ROOT_PW)).status !== 200) throw new Error('admin login failed');
-  return c;
-}
-
-async function syncOnce(s: SyncSetup, c: Awaited<ReturnType<typeof admin>>) {
-  const r = await c.json('POST', '/api/identity/directory-sync', {});
-  if (r.status !== 202) throw new Error(`sync POST ${r.status} ${JSON.stringify(r.body)}`);
-  await s.runner.idle();
-  const latest = await c.json('GET', '/api/identity/directory-sync');
-  return latest.body.job;
-}
+const admin = syncAdmin;
 
 const userId = (s: SyncSetup, email: string) => (s.app.db.prepare('SELECT id FROM users WHERE email = ?').get(email) as { id: number } | undefined)?.id;
 const groupMembers = (s: SyncSetup, groupEmail: string) =>
@@ -249,6 +234,54 @@ t.test('a group gone from the directory: its linked team is unlinked and emptied
   t.equal(again.result.teams_unlinked, 0);
   t.notOk(again.result.warnings, 'no warning');
   t.equal((await root.json('PUT', `/api/identity/teams/${engTeam.id}/members/${id1}`)).status, 200, 'editable by hand again');
+});
+
+t.test('a group renamed in the directory: the next sync updates the same ExternalGroup row; links and members stay', async (t) => {
+  const s = await startSync(t);
+  const d = s.dir;
+  const dom = d.domain;
+  const [u1, u2] = [1, 2].map((i) => d.addUser({ primaryEmail: `u${i}@${dom}` }));
+  const eng = d.addGroup({ email: `eng@${dom}`, name: 'Engineering', description: 'builds things' });
+  const ops = d.addGroup({ email: `ops@${dom}`, name: 'Ops' });
+  d.setMembers(eng.id, [u1.primaryEmail, u2.primaryEmail]);
+  const root = await admin(s);
+  t.equal((await syncOnce(s, root)).result.groups_created, 2);
+  const row = (directoryId: string) =>
+    s.app.db.prepare('SELECT id, email, name, description FROM external_groups WHERE directory_id = ?').get(directoryId) as { id: number; email: string; name: string; description: string };
+  const engRow = row(eng.id);
+  const opsRow = row(ops.id);
+  t.equal(engRow.name, 'Engineering');
+  const org = Number(s.app.db.prepare("INSERT INTO organisations (name) VALUES ('Acme')").run().lastInsertRowid);
+  const team = Number(s.app.db.prepare("INSERT INTO teams (organisation_id, name, external_group_id) VALUES (?, 'Eng', ?)").run(org, engRow.id).lastInsertRowid);
+  t.equal((await syncOnce(s, root)).result.team_members_added, 2, 'linked team filled');
+
+  // Renamed in the directory (same group id).
+  eng.name = 'Platform Engineering';
+  const j = await syncOnce(s, root);
+  t.equal(j.status, 'succeeded', JSON.stringify(j.error));
+  t.equal(j.result.groups_updated, 1, 'the rename is reported');
+  t.equal(j.result.groups_created, 0);
+  t.equal(j.result.groups_deleted, 0);
+  t.equal(j.result.memberships_added + j.result.memberships_removed, 0);
+  t.equal(j.result.team_members_added + j.result.team_members_removed, 0);
+  t.equal(j.result.rows_written, 1, 'only the group row');
+  t.same(row(eng.id), { ...engRow, name: 'Platform Engineering' }, 'same row, new name');
+  t.same(row(ops.id), opsRow, 'the other group untouched');
+  t.equal((s.app.db.prepare('SELECT external_group_id FROM teams WHERE id = ?').get(team) as { external_group_id: number }).external_group_id, engRow.id, 'team stays linked');
+  t.same(groupMembers(s, `eng@${dom}`), [u1.primaryEmail, u2.primaryEmail]);
+  const listed = await root.json('GET', '/api/identity/external-groups?q=platform');
+  t.same(listed.body.groups.map((g: { id: number; name: string }) => [g.id, g.name]), [[engRow.id, 'Platform Engineering']], 'the API shows the new name');
+
+  // A new address and description: also an update of the same row; then nothing to do.
+  eng.email = `platform@${dom}`;
+  eng.description = '';
+  const j2 = await syncOnce(s, root);
+  t.equal(j2.result.groups_updated, 1);
+  t.same(row(eng.id), { id: engRow.id, email: `platform@${dom}`, name: 'Platform Engineering', description: '' });
+  t.same(groupMembers(s, `platform@${dom}`), [u1.primaryEmail, u2.primaryEmail]);
+  const j3 = await syncOnce(s, root);
+  t.equal(j3.result.groups_updated, 0);
+  t.equal(j3.result.rows_written, 0);
 });
 
 t.test('archived users are deactivated like suspended ones and come back when unarchived', async (t) => {
