@@ -182,11 +182,15 @@ if (docker) {
       const done = r.events.at(-1);
       t.equal(done.type, 'done', 'done is last');
       sessionId = done.session_id;
-      outcomes.push(done.error ? done.error.code : done.stop_reason);
+      outcomes.push([done.stop_reason, done.error?.code]);
       containers.add(d.runtime!.sessions.list().find((s) => s.sessionId === sessionId)!.containerId!);
       t.notOk(JSON.stringify(r.events).includes(MODEL_KEY), 'no key in the events');
     }
-    t.same(outcomes, ['ERR_MODEL_HTTP', 'ERR_MODEL_STREAM', 'ERR_MODEL_TIMEOUT', 'end_turn'], 'each failure named by its code, then a normal turn');
+    t.same(
+      outcomes,
+      [['error', 'ERR_MODEL_HTTP'], ['error', 'ERR_MODEL_STREAM'], ['error', 'ERR_MODEL_TIMEOUT'], ['end_turn', undefined]],
+      'each failure ends with stop_reason error and its code, then a normal turn without an error',
+    );
     t.equal(containers.size, 1, 'one warm container throughout');
     for (const r of model.requests) t.equal(r.headers.authorization, `Bearer ${MODEL_KEY}`, 'every attempt went through the proxy with the real key');
     t.notOk(logs.text().includes(MODEL_KEY), 'no key in the logs');
