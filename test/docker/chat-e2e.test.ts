@@ -182,11 +182,15 @@ if (docker) {
       const done = r.events.at(-1);
       t.equal(done.type, 'done', 'done is last');
       sessionId = done.session_id;
-      outcomes.push(done.error ? done.error.code : done.stop_reason);
+      outcomes.push([done.stop_reason, done.error?.code]);
       containers.add(d.runtime!.sessions.list().find((s) => s.sessionId === sessionId)!.containerId!);
       t.notOk(JSON.stringify(r.events).includes(MODEL_KEY), 'no key in the events');
     }
-    t.same(outcomes, ['ERR_MODEL_HTTP', 'ERR_MODEL_STREAM', 'ERR_MODEL_TIMEOUT', 'end_turn'], 'each failure named by its code, then a normal turn');
+    t.same(
+      outcomes,
+      [['error', 'ERR_MODEL_HTTP'], ['error', 'ERR_MODEL_STREAM'], ['error', 'ERR_MODEL_TIMEOUT'], ['end_turn', undefined]],
+      'each failure ends with stop_reason error and its code, then a normal turn without an error',
+    );
     t.equal(containers.size, 1, 'one warm container throughout');
     for (const r of model.requests) t.equal(r.headers.authorization, `Bearer ${MODEL_KEY}`, 'every attempt went through the proxy with the real key');
     t.notOk(logs.text().includes(MODEL_KEY), 'no key in the logs');
@@ -294,5 +298,54 @@ if (docker) {
     t.equal(next.events.at(-1).stop_reason, 'end_turn');
     t.match(next.events.filter((e) => e.type === 'text_delta').map((e) => e.text).join(''), /Back again/);
     t.equal(d.runtime!.sessions.list().filter((s) => s.sessionId === sid).length, 1, 'still one sandbox for the session');
+  });
+
+  t.test('the container killed from outside mid-turn: the stream ends with one done ERR_SANDBOX_LOST; the next prompt gets a new container and a notice', async (t) => {
+    // The model starts answering and never finishes, so only the kill can end the turn.
+    const model = await openaiModel.start({
+      apiKey: MODEL_KEY,
+      script: [{ kind: 'stall', text: 'Thinking' }, { kind: 'reply', text: 'Fresh sandbox here.' }],
+    });
+    t.teardown(() => model.close());
+    const { d, c } = await start(t, {
+      AIRLOCK_MODEL_PROVIDER: 'openai',
+      AIRLOCK_MODEL: 'gpt-e2e',
+      AIRLOCK_MODEL_BASE_URL: model.url,
+      AIRLOCK_MODEL_API_KEY: MODEL_KEY,
+      AIRLOCK_MODEL_TIMEOUT_S: '600',
+    });
+    let killed: string | undefined;
+    let guard: NodeJS.Timeout | undefined;
+    const turn = streamTurn(c, { message: 'take your time' }, async (e, _all, sessionId) => {
+      if (e.type !== 'text_delta' || killed) return;
+      // The model's first words arrived: the turn is under way inside the container.
+      const sb = d.runtime!.sessions.list().find((s) => s.sessionId === sessionId);
+      killed = sb!.containerId;
+      await docker!.getContainer(killed).kill();
+    });
+    const r = await Promise.race([turn, new Promise<'hang'>((res) => (guard = setTimeout(() => res('hang'), 60_000)))]);
+    clearTimeout(guard);
+    t.not(r, 'hang', 'the stream ended (hang guard)');
+    if (r === 'hang') return;
+    t.ok(killed, 'the container was killed mid-turn');
+    t.equal(r.status, 200);
+    t.same(r.events.map((e) => e.seq), r.events.map((_, i) => i + 1), 'seq increases by one');
+    t.equal(r.events.filter((e) => e.type === 'done').length, 1, 'exactly one done');
+    const done = r.events.at(-1);
+    t.match(done, { type: 'done', stop_reason: 'error', error: { code: 'ERR_SANDBOX_LOST' } }, 'the turn ends naming the lost sandbox');
+    t.equal(r.events.filter((e) => e.type === 'text_delta').map((e) => e.text).join(''), 'Thinking', 'the words before the kill were delivered');
+    const sid = done.session_id;
+    const stored = (await c.json('GET', `/api/chat/sessions/${sid}/messages`)).body.turns;
+    t.match(stored[0], { stop_reason: 'error', error: { code: 'ERR_SANDBOX_LOST' } }, 'stored with the same outcome');
+
+    const next = await streamTurn(c, { message: 'hello again', session_id: sid });
+    t.equal(next.status, 200);
+    t.match(next.events[0], { type: 'text_delta', seq: 1, text: /stopped unexpectedly/ }, 'the user is told first');
+    t.match(next.events.at(-1), { type: 'done', stop_reason: 'end_turn', session_id: sid });
+    t.match(next.events.filter((e) => e.type === 'text_delta').map((e) => e.text).join(''), /Fresh sandbox here/);
+    const now = d.runtime!.sessions.list().filter((s) => s.sessionId === sid);
+    t.equal(now.length, 1, 'one sandbox for the session');
+    t.not(now[0]?.containerId, killed, 'served by a new container');
+    await t.rejects(docker!.getContainer(killed!).inspect(), { statusCode: 404 } as unknown as Error, 'the killed container was removed');
   });
 }
