@@ -38,6 +38,7 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'AIRLOCK_IMAGE', kind: 'string', default: 'airlock/sandbox:latest', doc: 'Sandbox image.' },
   { env: 'AIRLOCK_POOL_SIZE', kind: 'int', default: '1', min: 0, max: 64, doc: 'Pre-started containers kept ready for new sessions (0 disables the pool).' },
   { env: 'AIRLOCK_MAX_SESSIONS', kind: 'int', default: '32', min: 1, max: 10000, doc: 'Live sandboxes allowed on this host; past it new sessions get 503.' },
+  { env: 'AIRLOCK_MAX_STARTING', kind: 'int', default: '2', min: 1, max: 256, doc: 'Sandboxes started at the same time (cold starts and pool claims); further session starts wait their turn.' },
   { env: 'AIRLOCK_SESSION_IDLE_S', kind: 'int', default: '900', min: 1, max: 604800, doc: 'Idle time after which a sandbox is reaped.' },
   { env: 'AIRLOCK_SESSION_STALE_S', kind: 'int', default: '3600', min: 1, max: 604800, doc: 'Age after which a sandbox counts as stale (about the access-token lifetime).' },
   { env: 'AIRLOCK_SANDBOX_MEMORY_MB', kind: 'int', default: '512', min: 64, max: 65536, doc: 'Memory limit per sandbox.' },
@@ -76,6 +77,7 @@ export interface Config {
   sandbox: {
     poolSize: number;
     maxSessions: number;
+    maxStarting: number;
     idleS: number;
     staleS: number;
     memoryMb: number;
@@ -193,6 +195,7 @@ export function loadConfig(env: Raw, opts: LoadConfigOptions = {}): Readonly<Con
     sandbox: {
       poolSize: num('AIRLOCK_POOL_SIZE'),
       maxSessions: num('AIRLOCK_MAX_SESSIONS'),
+      maxStarting: num('AIRLOCK_MAX_STARTING'),
       idleS: num('AIRLOCK_SESSION_IDLE_S'),
       staleS: num('AIRLOCK_SESSION_STALE_S'),
       memoryMb: num('AIRLOCK_SANDBOX_MEMORY_MB'),

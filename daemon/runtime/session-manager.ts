@@ -43,6 +43,7 @@ import {
   type TurnRunner,
 } from '../../core/sandbox-protocol.js';
 import { SandboxClient } from './sandbox-client.js';
+import { StartGate } from './start-gate.js';
 
 export const LABEL_OWNER = 'airlock.owner';
 export const LABEL_SESSION = 'airlock.session';
@@ -229,6 +230,8 @@ export class SessionManager implements TurnRunner {
   /** Sessions whose dead sandbox was reaped before their next prompt (that prompt gets the notice). */
   private lost = new Map<string, number>();
   private acquiring = 0;
+  /** Sandbox starts in progress are limited (AIRLOCK_MAX_STARTING); the rest queue. */
+  private readonly startGate: StartGate;
   private reaper?: NodeJS.Timeout;
   private closed = false;
   private poolEnabled: boolean;
@@ -248,6 +251,7 @@ export class SessionManager implements TurnRunner {
     this.root = join(o.config.dataDir, 'sandboxes');
     this.workspacesRoot = join(o.config.dataDir, 'workspaces');
     this.poolEnabled = o.config.sandbox.poolSize > 0;
+    this.startGate = new StartGate(o.config.sandbox.maxStarting);
   }
 
   // ------------------------------------------------------------------ lifecycle
@@ -413,6 +417,17 @@ export class SessionManager implements TurnRunner {
     // The overlay first: a refusal (an agent policy forbidding the model) costs no container.
     const prepared = await this.preparer.prepare({ userId, sessionId, proxyPort: SANDBOX_PROXY_PORT });
     const ws = this.ensureWorkspace(userId);
+    const release = await this.startGate.enter();
+    try {
+      return await this.startSandbox(sessionId, userId, ws, prepared, t0);
+    } finally {
+      release();
+    }
+  }
+
+  /** Claim a pool container or cold-start one, and start the session in it (inside the start gate). */
+  private async startSandbox(sessionId: string, userId: number, ws: string, prepared: PreparedSession, t0: bigint): Promise<Sandbox> {
+    if (this.closed) throw new AppError('ERR_SESSION_UNAVAILABLE', 'the daemon is shutting down', { status: 503, retryable: true });
     let sb: Sandbox | undefined;
     while (this.poolEnabled && this.pool.length) {
       const cand = this.pool.shift()!;
@@ -744,6 +759,7 @@ export class SessionManager implements TurnRunner {
       try {
         while (!this.closed && this.pool.length + this.poolStarting < this.config.sandbox.poolSize) {
           this.poolStarting++;
+          const release = await this.startGate.enter();
           try {
             const sb = await this.createSandbox();
             await sb.client!.request({ type: 'ping' });
@@ -757,6 +773,7 @@ export class SessionManager implements TurnRunner {
             this.log.error({ err: (err as Error).message }, 'pool container start failed');
             break;
           } finally {
+            release();
             this.poolStarting--;
           }
         }
