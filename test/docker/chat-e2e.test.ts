@@ -14,6 +14,7 @@ import { logSink } from '../helpers/app.js';
 import { shape, streamTurn, waitFor } from '../helpers/chat.js';
 import { dataDir, dockerOrSkip, ensureTestImage, execIn, runtimeConfig, sweep, uniqueOwner } from './helpers.js';
 import { simpleParser } from 'mailparser';
+import { NOT_CONNECTED_MESSAGE } from '../../tools/result.js';
 
 const MODEL_KEY = 'sk-real-model-key-e2e-0123456789abcdef';
 
@@ -21,7 +22,7 @@ const docker = await dockerOrSkip(t);
 if (docker) {
   const image = await ensureTestImage(docker);
 
-  async function start(t: { teardown(fn: () => unknown): void }, env: Record<string, string>) {
+  async function start(t: { teardown(fn: () => unknown): void }, env: Record<string, string>, opts: { connected?: boolean } = {}) {
     const dir = dataDir(t);
     const owner = uniqueOwner('e2e');
     t.teardown(() => sweep(docker!, owner));
@@ -52,16 +53,18 @@ if (docker) {
     });
     const user = createUser(d.db, { username: 'alice', email: 'alice@example.test', passwordHash: await hashPassword('alice-password') });
     // A completed "connect workspace account" (the OAuth flow itself is tested in account.test.ts).
-    new AccountStore(d.db, new Encryptor(loadOrCreateEncryptionKey(dir, config.encryptionKey))).connect(user.id, {
-      email: 'alice@example.test',
-      scopes: [...WORKSPACE_SCOPES],
-      accessToken: g.token,
-      expiresAt: Date.now() + 3600_000,
-    });
+    const connect = () =>
+      new AccountStore(d.db, new Encryptor(loadOrCreateEncryptionKey(dir, config.encryptionKey))).connect(user.id, {
+        email: 'alice@example.test',
+        scopes: [...WORKSPACE_SCOPES],
+        accessToken: g.token,
+        expiresAt: Date.now() + 3600_000,
+      });
+    if (opts.connected !== false) connect();
     const c = new Client(d.web.url);
     const login = await c.login('alice', 'alice-password');
     if (login.status !== 200) throw new Error(`login failed: ${login.status}`);
-    return { d, g, c, logs, oauth };
+    return { d, g, c, logs, oauth, connect };
   }
 
   t.test('OpenAI-shaped model through the proxy: two tool calls stream in order; warm reuse; the model sees the earlier turn', async (t) => {
@@ -347,5 +350,31 @@ if (docker) {
     t.equal(now.length, 1, 'one sandbox for the session');
     t.not(now[0]?.containerId, killed, 'served by a new container');
     await t.rejects(docker!.getContainer(killed!).inspect(), { statusCode: 404 } as unknown as Error, 'the killed container was removed');
+  });
+  t.test('an account connected during a warm session: that session keeps asking to connect; a new session mails', async (t) => {
+    const { d, g, c, connect } = await start(t, { AIRLOCK_MODEL_PROVIDER: 'demo' }, { connected: false });
+    const ask = 'chart 1 2 3 and email the chart to x@example.test';
+    const mailTool = (r: { events: any[] }) => r.events.find((e) => e.type === 'tool_end' && e.tool === 'send_email');
+    const first = await streamTurn(c, { message: ask });
+    const sessionId = first.events.at(-1).session_id;
+    t.equal(mailTool(first)?.ok, false, 'no account: send_email fails');
+    t.match(mailTool(first)?.error, NOT_CONNECTED_MESSAGE, 'and tells the user to connect, then start a new chat session');
+    const [warm] = d.runtime!.sessions.list().filter((s) => s.sessionId === sessionId);
+
+    connect();
+    const again = await streamTurn(c, { message: ask, session_id: sessionId });
+    t.equal(again.events.at(-1).stop_reason, 'end_turn');
+    t.equal(mailTool(again)?.ok, false, 'the warm session has no mail route (SPEC: proxy not attached)');
+    t.match(mailTool(again)?.error, NOT_CONNECTED_MESSAGE, 'same message until a new session');
+    const [still] = d.runtime!.sessions.list().filter((s) => s.sessionId === sessionId);
+    t.equal(still.containerId, warm.containerId, 'the same warm container answered');
+    t.equal(g.mailbox.length, 0, 'nothing was sent');
+
+    const fresh = await streamTurn(c, { message: ask });
+    t.not(fresh.events.at(-1).session_id, sessionId, 'a new chat session');
+    t.equal(mailTool(fresh)?.ok, true, `the new session mails ${JSON.stringify(mailTool(fresh))}`);
+    t.equal(g.mailbox.length, 1, 'the mail arrived');
+    const sends = g.requests.filter((q) => q.method === 'POST' && q.path.startsWith('/gmail/'));
+    t.equal(sends.at(-1)!.headers.authorization, `Bearer ${g.token}`, 'with the connected account\'s token');
   });
 }
