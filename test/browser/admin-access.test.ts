@@ -1,6 +1,6 @@
 import t from 'tap';
 import { addUser, startTestApp, TEST_SECRETS } from '../helpers/app.js';
-import { browserUnavailable, launch, screenshot } from '../helpers/browser.js';
+import { browserUnavailable, checkNarrow, FOCUS_RING, focusRing, launch, screenshot, tabTo, unlabelledControls } from '../helpers/browser.js';
 
 const ROOT_PW = 'root-password-123';
 
@@ -70,6 +70,8 @@ else {
     t.equal(stored.table_name, 'sales');
     t.same(JSON.parse(stored.row_filter).all.length, 2, 'filter stored');
     await screenshot(page, 'admin-data-roles');
+    t.same(await unlabelledControls(page), [], 'data roles: every control (role form, policy editor, builder) has an accessible name');
+    await checkNarrow(t, page, 'admin-data-roles');
 
     // --- Assignment and the effective policy with its explanation.
     await page.click('#nav a[href="#/admin/data-assignments"]');
@@ -107,10 +109,11 @@ else {
     t.match(eff, /sales_eu on sales/, 'explains which grant gives it');
     t.ok((await page.textContent('#eff-explanation'))?.length, 'top-level explanation shown');
     await screenshot(page, 'admin-effective-policy');
+    t.same(await unlabelledControls(page), [], 'assignments: every control has an accessible name');
     await page.setViewportSize({ width: 390, height: 900 });
     t.ok(await page.isVisible('#eff-show'), 'usable at 390px');
-    await screenshot(page, 'admin-effective-policy-390');
     await page.setViewportSize({ width: 1280, height: 900 });
+    await checkNarrow(t, page, 'admin-effective-policy');
 
     // --- Action log: a bi.denied from the internal endpoint, found by event and severity filters.
     const denied = await fetch(`${app.url}/api/internal/bi-audit`, {
@@ -138,6 +141,8 @@ else {
     await page.click('#log-apply');
     await page.waitForFunction(() => /bi\.denied/.test(document.querySelector('#log-table')?.textContent ?? ''));
     await screenshot(page, 'admin-action-log');
+    t.same(await unlabelledControls(page), [], 'action log: every filter has an accessible name');
+    await checkNarrow(t, page, 'admin-action-log');
     // A bad filter: the server's validation error, plainly.
     await page.fill('#log-event', 'DROP TABLE');
     await page.click('#log-apply');
@@ -157,13 +162,22 @@ else {
       await page.keyboard.press('Tab');
     }
     t.equal(await page.evaluate(() => document.activeElement?.getAttribute('href')), '#/admin/data-roles', 'nav reachable with Tab');
+    const linkRing = await focusRing(page);
+    t.equal(linkRing?.tag, 'a');
+    t.ok(linkRing?.focusVisible, 'keyboard focus on the link: :focus-visible applies');
+    t.match(linkRing, FOCUS_RING, "the link reached by Tab shows style.css's 3px amber ring");
     await page.keyboard.press('Tab'); // Assignments
     await page.keyboard.press('Enter');
     await page.waitForSelector('#assign-form');
     t.match(page.url(), /#\/admin\/data-assignments$/, 'Enter follows the focused link');
     await page.goBack();
     await page.waitForSelector('#roles-table');
-    await page.focus('button[aria-label="Policies of sales_eu"]');
+    await page.focus('#main'); // where the page puts focus after navigating; Tab goes on from there
+    t.ok(await tabTo(page, 'button[aria-label="Policies of sales_eu"]'), "a role's Policies button is reachable with Tab");
+    const buttonRing = await focusRing(page);
+    t.equal(buttonRing?.tag, 'button');
+    t.ok(buttonRing?.focusVisible, 'keyboard focus on the button: :focus-visible applies');
+    t.match(buttonRing, FOCUS_RING, "the button reached by Tab shows style.css's 3px amber ring");
     await page.keyboard.press('Enter');
     await page.waitForSelector('#policies-table');
     await page.click('button[aria-label="Edit policy on sales"]');

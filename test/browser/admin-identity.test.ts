@@ -5,7 +5,7 @@ import { start as startDirectory } from '../../emulator/directory.js';
 import { DirectorySyncRunner } from '../../daemon/directory-sync/index.js';
 import type { SandboxControl } from '../../web/index.js';
 import { addUser, startTestAppWithOrigin } from '../helpers/app.js';
-import { browserUnavailable, launch, screenshot } from '../helpers/browser.js';
+import { browserUnavailable, checkNarrow, launch, screenshot, unlabelledControls } from '../helpers/browser.js';
 
 const CLIENT_ID = 'airlock-ui-client';
 const CLIENT_SECRET = 'ui-client-secret-never-shown-77';
@@ -90,6 +90,8 @@ else {
     t.match(await page.textContent('#sync-result'), /groups created\s*2/);
     t.ok(await page.isEnabled('#sync-start'), 'start enabled again');
     await screenshot(page, 'admin-identity');
+    t.same(await unlabelledControls(page), [], 'SSO & sync: every control has an accessible name');
+    await checkNarrow(t, page, 'admin-identity');
 
     // A failing sync: the job's error code and the upstream status are shown plainly.
     dir.fail({ pathIncludes: '/users', status: 403, reason: 'forbidden' });
@@ -118,10 +120,11 @@ else {
     await page.click('#ap-form button[type=submit]');
     await page.waitForFunction(() => /no-shell/.test(document.querySelector('#agent-policies-table')?.textContent ?? ''));
     t.match(await page.textContent('#agent-policies-table'), /shell/);
+    t.same(await unlabelledControls(page), [], 'teams & agent policies: every control (team link pickers too) has an accessible name');
     await page.setViewportSize({ width: 390, height: 900 });
     t.ok(await page.isVisible('#team-form button[type=submit]'), 'usable at 390px');
-    await screenshot(page, 'admin-organisations-390');
     await page.setViewportSize({ width: 1280, height: 900 });
+    await checkNarrow(t, page, 'admin-organisations');
 
     // --- Live sessions: the operator API is not on this server yet; the page says so.
     await page.click('#nav a[href="#/admin/sessions"]');

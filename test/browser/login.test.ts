@@ -1,6 +1,6 @@
 import t from 'tap';
 import { addUser, startTestApp } from '../helpers/app.js';
-import { browserUnavailable, launch, screenshot } from '../helpers/browser.js';
+import { browserUnavailable, checkNarrow, FOCUS_RING, focusRing, launch, screenshot, tabTo, unlabelledControls } from '../helpers/browser.js';
 
 const why = browserUnavailable();
 if (why) t.plan(0, why);
@@ -13,7 +13,17 @@ else {
     await page.goto(app.url + '/');
     await page.waitForSelector('#username');
     t.equal(await page.locator('label[for=username]').textContent(), 'Username', 'inputs are labelled');
+    t.same(await unlabelledControls(page), [], 'every control on the login page has an accessible name');
     await screenshot(page, 'login');
+    await checkNarrow(t, page, 'login');
+
+    // Keyboard: from the username field, Tab reaches the Sign in button, drawn with the project's ring.
+    await page.focus('#username');
+    t.ok(await tabTo(page, 'button[type=submit]'), 'Sign in reachable with Tab');
+    const ring = await focusRing(page);
+    t.equal(ring?.text, 'Sign in');
+    t.ok(ring?.focusVisible, 'keyboard focus: :focus-visible applies');
+    t.match(ring, FOCUS_RING, 'the button shows the 3px amber focus ring of style.css');
 
     await page.fill('#username', 'alice');
     await page.fill('#password', 'wrong-password');
@@ -28,9 +38,11 @@ else {
     t.match(page.url(), /#\/chat/);
 
     // Narrow screen still usable.
+    t.same(await unlabelledControls(page), [], 'every control on the chat page has an accessible name');
     await page.setViewportSize({ width: 390, height: 800 });
     t.ok(await page.isVisible('#prompt'), 'composer visible at 390px');
-    await screenshot(page, 'chat-empty-390');
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await checkNarrow(t, page, 'chat-empty');
 
     await page.click('#who button');
     await page.waitForSelector('#username');

@@ -1,21 +1,83 @@
 /**
  * The chat page in a real browser against the real daemon and a real sandbox container:
  * with a scripted OpenAI-shaped model that stalls after the tool, the tool row is on the page
- * while the turn is still running; with the offline demo model, render_chart is drawn with
- * chart.js, a rasterized attachment is shown as an image, and an admin restarts and kills the
- * session from the Live sessions page.
+ * while the turn is still running; with the offline demo model, the tool rows also appear as
+ * running before the turn ends (a frame is drawn while rasterize_chart works), render_chart is
+ * drawn with chart.js, a finished row shows its duration and opens to its input and output, a
+ * rasterized attachment is shown as an image, the page fits 390 px, and an admin restarts and
+ * kills the session from the Live sessions page.
  */
 import t from 'tap';
 import type { Page } from 'playwright-core';
 import { createLogger, createUser, hashPassword } from '../../core/index.js';
 import { serve } from '../../daemon/serve.js';
 import * as openaiModel from '../../emulator/model-openai.js';
-import { browserUnavailable, launch, screenshot } from '../helpers/browser.js';
+import { browserUnavailable, checkNarrow, launch, screenshot } from '../helpers/browser.js';
 import { dataDir, dockerOrSkip, ensureTestImage, runtimeConfig, sweep, uniqueOwner } from './helpers.js';
 
 const MODEL_KEY = 'sk-ui-model-key-0123456789abcdef';
 /** How long the scripted model waits between the tool result and the final answer. */
 const STALL_MS = 3000;
+
+/** What the page showed of one turn, as noted by watchNextTurn(). */
+interface Seen {
+  /** performance.now() when a tool row of the turn first existed while the turn had not ended. */
+  toolWhileRunning: number | null;
+  /** That row's tool and status text at that moment. */
+  tool: string | null;
+  toolStatus: string | null;
+  /** performance.now() when the turn ended on the page (`data-done`). */
+  done: number | null;
+  /** Frames drawn while a row of the turn showed a running tool and the turn had not ended. */
+  runningFrames: number;
+  /** The tools those frames showed running. */
+  runningTools: string[];
+}
+
+/**
+ * Watch the next assistant turn on the page: in every DOM change, note the first moment a tool
+ * row exists while the turn has not ended (no `data-done` yet), and the moment it ends; before
+ * every frame, note whether a row shows its tool running. A page that showed events only at the
+ * end would have both in the same change and never the first, and would draw no such frame.
+ */
+async function watchNextTurn(page: Page): Promise<void> {
+  await page.evaluate(() => {
+    const n = document.querySelectorAll('.msg.assistant').length; // the turn about to start
+    const turn = () => document.querySelectorAll('.msg.assistant')[n] as HTMLElement | undefined;
+    const seen: Seen = { toolWhileRunning: null, tool: null, toolStatus: null, done: null, runningFrames: 0, runningTools: [] };
+    (window as unknown as { seen: Seen }).seen = seen;
+    new MutationObserver(() => {
+      const now = performance.now();
+      const el = turn();
+      if (!el) return;
+      const done = el.hasAttribute('data-done');
+      const tool = el.querySelector<HTMLElement>('.tool');
+      if (seen.toolWhileRunning === null && tool && !done) {
+        seen.toolWhileRunning = now;
+        seen.tool = tool.dataset.tool ?? null;
+        seen.toolStatus = tool.querySelector('.status')?.textContent ?? null;
+      }
+      if (seen.done === null && done) seen.done = now;
+    }).observe(document.body, { subtree: true, childList: true, attributes: true, characterData: true });
+    // requestAnimationFrame callbacks run just before a frame is drawn: what is in the DOM then is
+    // what that frame shows.
+    const frame = () => {
+      const el = turn();
+      if (el?.hasAttribute('data-done')) return;
+      for (const row of Array.from(el?.querySelectorAll<HTMLElement>('.tool') ?? [])) {
+        if (!row.querySelector('.status.running')) continue;
+        seen.runningFrames++;
+        if (row.dataset.tool && !seen.runningTools.includes(row.dataset.tool)) seen.runningTools.push(row.dataset.tool);
+      }
+      requestAnimationFrame(frame);
+    };
+    requestAnimationFrame(frame);
+  });
+}
+
+function seenOf(page: Page): Promise<Seen> {
+  return page.evaluate(() => (window as unknown as { seen: Seen }).seen);
+}
 
 const why = browserUnavailable();
 const docker = why ? null : await dockerOrSkip(t);
@@ -71,27 +133,11 @@ else if (docker) {
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     await login(page, d.web.url, 'carol');
 
-    // In every DOM change, note the first moment a tool row exists while the turn has not ended
-    // (no `data-done` yet), and the moment it ends. A page that showed events only at the end
-    // would have both in the same change and never the first.
-    await page.evaluate(() => {
-      const w = window as unknown as { seen: { toolWhileRunning: number | null; toolStatus: string | null; done: number | null } };
-      w.seen = { toolWhileRunning: null, toolStatus: null, done: null };
-      new MutationObserver(() => {
-        const now = performance.now();
-        const done = document.querySelector('[data-done]');
-        const tool = document.querySelector('.tool');
-        if (w.seen.toolWhileRunning === null && tool && !done) {
-          w.seen.toolWhileRunning = now;
-          w.seen.toolStatus = tool.querySelector('.status')?.textContent ?? null;
-        }
-        if (w.seen.done === null && done) w.seen.done = now;
-      }).observe(document.body, { subtree: true, childList: true, attributes: true, characterData: true });
-    });
+    await watchNextTurn(page);
     await page.fill('#prompt', 'chart 3 5 8');
     await page.click('#send');
     await page.waitForSelector('[data-done]', { timeout: 120_000 });
-    const seen = await page.evaluate(() => (window as unknown as { seen: { toolWhileRunning: number | null; toolStatus: string | null; done: number | null } }).seen);
+    const seen = await seenOf(page);
     t.not(seen.toolWhileRunning, null, 'a tool row was on the page before the turn ended');
     t.equal(seen.toolStatus, 'running…', 'first seen as running: tool_start arrived before tool_end');
     const lead = seen.toolWhileRunning === null || seen.done === null ? -1 : Math.round(seen.done - seen.toolWhileRunning);
@@ -108,9 +154,15 @@ else if (docker) {
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     await login(page, d.web.url, 'carol');
 
+    await watchNextTurn(page);
     await page.fill('#prompt', 'chart 3 5 8');
     await page.click('#send');
     await page.waitForSelector('[data-done]', { timeout: 120_000 });
+    const seen = await seenOf(page);
+    t.not(seen.toolWhileRunning, null, 'demo model: a tool row was on the page before the turn ended');
+    t.equal(seen.tool, 'render_chart');
+    t.equal(seen.toolStatus, 'running…', 'first seen as running: tool_start arrived before tool_end');
+    t.ok(seen.done !== null && seen.toolWhileRunning !== null && seen.done > seen.toolWhileRunning, 'the turn ended after that');
     t.equal(await page.getAttribute('.tool[data-tool=render_chart]', 'data-status'), 'ok');
     t.equal(await page.getAttribute('[data-done]', 'data-done'), 'end_turn');
     // chart.js drew on the canvas: some pixels are not transparent.
@@ -125,10 +177,36 @@ else if (docker) {
     t.match(page.url(), /#\/chat\/[A-Za-z0-9-]+$/, 'the URL names the new session');
     await screenshot(page, 'chat-render-chart');
 
+    // The finished row shows the duration the server stored, and opens to its input and output.
+    const row = '.tool[data-tool=render_chart]';
+    const history = await page.evaluate(async (u) => (await fetch(`/api/chat/sessions/${u.split('#/chat/')[1]}/messages`)).json(), page.url());
+    const call = history.turns[0].tool_calls[0];
+    t.equal(call.tool, 'render_chart');
+    t.match(await page.textContent(`${row} summary`), /^render_chart\s*done\s*\d+ ms$/, 'name, status and duration in the row');
+    t.equal(await page.textContent(`${row} summary .muted`), `${call.duration_ms} ms`, 'the duration is the tool_end duration_ms');
+    t.notOk(await page.isVisible(`${row} pre`), 'input and output are folded away at first');
+    await page.click(`${row} summary`);
+    t.equal(await page.getAttribute(row, 'open'), '', 'clicking the row opens it');
+    t.same(await page.$$eval(`${row} .body > div`, (els) => els.map((e) => e.textContent)), ['Input', 'Output'], 'headed Input and Output');
+    const pres = await page.$$eval(`${row} .body pre`, (els) => els.map((e) => ((e as HTMLElement).checkVisibility() ? e.textContent ?? '' : null)));
+    t.equal(pres.length, 2, 'two <pre> blocks, both visible');
+    t.same(JSON.parse(pres[0] ?? 'null'), { type: 'bar', title: 'Chart', labels: ['#1', '#2', '#3'], datasets: [{ label: 'Chart', data: [3, 5, 8] }] }, 'Input: the arguments the model gave the tool');
+    t.same(JSON.parse(pres[1] ?? 'null'), call.output, 'Output: what the tool returned (as stored)');
+    t.match(call.output, { spec: { datasets: [{ data: [3, 5, 8] }] } });
+    await page.click(`${row} summary`);
+    t.equal(await page.getAttribute(row, 'open'), null, 'and clicking again folds it');
+
     // Same session: a rasterized chart is shown as an image from the user's workspace.
+    await watchNextTurn(page);
     await page.fill('#prompt', 'chart 2 4 6 and email the chart to dave@example.test');
     await page.click('#send');
     await page.waitForFunction(() => document.querySelectorAll('[data-done]').length === 2, undefined, { timeout: 120_000 });
+    const seen2 = await seenOf(page);
+    t.equal(seen2.tool, 'rasterize_chart', 'the rasterize_chart row was on the page before the turn ended');
+    t.equal(seen2.toolStatus, 'running…', 'first seen as running');
+    // rasterize_chart renders an 800 px PNG in the sandbox: real work the page must show while it runs.
+    t.ok(seen2.runningFrames >= 1, `the browser drew frames (${seen2.runningFrames}) showing a tool running before the turn ended`);
+    t.ok(seen2.runningTools.includes('rasterize_chart'), `among them rasterize_chart (${seen2.runningTools.join(', ')})`);
     const rows = await page.$$eval('.tool', (els) => els.map((e) => [(e as HTMLElement).dataset.tool, (e as HTMLElement).dataset.status]));
     t.same(rows.slice(1), [['rasterize_chart', 'ok'], ['send_email', 'failed']], 'no workspace account: send_email fails plainly');
     await page.waitForFunction(() => {
@@ -138,6 +216,10 @@ else if (docker) {
     t.equal(await page.$eval('img.attachment', (i) => (i as HTMLImageElement).naturalWidth), 800, 'the PNG loaded (800 px wide)');
     t.match(await page.textContent('.tool[data-tool=send_email]'), /connect your workspace account/, 'the tool error tells the user what to do');
     await screenshot(page, 'chat-attachment');
+    // At 390 px, with a row opened (send_email's long input): nothing widens the page.
+    await page.click('.tool[data-tool=send_email] summary');
+    await checkNarrow(t, page, 'chat-tools');
+    await page.click('.tool[data-tool=send_email] summary');
 
     // Another user cannot read that attachment.
     createUser(d.db, { username: 'eve', email: 'eve@example.test', passwordHash: await hashPassword('eve-password') });
