@@ -20,11 +20,13 @@ export const REDACT_PATHS = [
   '*["proxy-authorization"]',
   '*["set-cookie"]',
   '*["x-csrf-token"]',
-  'req.headers.authorization',
-  'req.headers.cookie',
-  'req.headers["proxy-authorization"]',
-  'req.headers["x-csrf-token"]',
-  'res.headers["set-cookie"]',
+  // Headers objects one level down under any key (pino-http's req/res, an upstream response):
+  // not only req.headers and res.headers, so a logged `{ upstream: { headers } }` is covered too.
+  '*.headers.authorization',
+  '*.headers.cookie',
+  '*.headers["proxy-authorization"]',
+  '*.headers["set-cookie"]',
+  '*.headers["x-csrf-token"]',
 ];
 
 /**

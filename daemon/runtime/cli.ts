@@ -5,6 +5,7 @@
  */
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type Docker from 'dockerode';
 import { AppError, createLogger, type Config } from '../../core/index.js';
 import { createDocker } from './docker.js';
 import { buildSandboxImage } from './image.js';
@@ -86,7 +87,27 @@ export async function sessionsAttach(config: Readonly<Config>, id: string, opts:
   await new Promise<void>((resolve) => stream.on('end', resolve).on('close', resolve));
   if (process.stdin.isTTY) process.stdin.setRawMode(false);
   process.stdin.unpipe(stream);
-  process.exit(0);
+  // Exit as the remote shell did (`exit 3` in the sandbox → the CLI exits 3), as ssh does.
+  process.exit(await execExitCode(exec));
+}
+
+const EXEC_EXIT_WAIT_MS = 5000;
+
+/**
+ * The exit status of a finished exec. The engine may report it a moment after the stream
+ * closes; if it never does (the container was removed meanwhile), 1.
+ */
+async function execExitCode(exec: Docker.Exec): Promise<number> {
+  const deadline = Date.now() + EXEC_EXIT_WAIT_MS;
+  for (;;) {
+    const info = await exec.inspect().catch(() => undefined);
+    if (info && !info.Running && typeof info.ExitCode === 'number') return info.ExitCode;
+    if (!info || Date.now() > deadline) {
+      process.stderr.write('attach: the shell\'s exit status is unknown\n');
+      return 1;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 export async function sessionsRestart(config: Readonly<Config>, id: string | undefined, opts: { stale?: boolean }): Promise<void> {

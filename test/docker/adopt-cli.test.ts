@@ -4,15 +4,46 @@
  */
 import t from 'tap';
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
-import { dataDir, dockerOrSkip, ensureTestImage, ROOT, runCli, startRuntimeProc, sweep, uniqueOwner } from './helpers.js';
+import { spawn as ptySpawn } from 'node-pty';
+import { createLogger } from '../../core/index.js';
+import { startRuntime } from '../../daemon/runtime/index.js';
+import { dataDir, dockerOrSkip, ensureTestImage, ROOT, runCli, runtimeConfig, startRuntimeProc, sweep, uniqueOwner } from './helpers.js';
 
 const docker = await dockerOrSkip(t as unknown as Parameters<typeof dockerOrSkip>[0]);
 const CLI = join(ROOT, 'dist', 'daemon', 'main.js');
 
 const cli = (dataDir: string, args: string[]) => runCli({ AIRLOCK_DATA_DIR: dataDir, AIRLOCK_LOG_LEVEL: 'warn' }, args);
 const startProc = startRuntimeProc;
+
+async function until(fn: () => boolean | Promise<boolean>, what: string, ms = 30_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await fn())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/**
+ * `airlock sessions attach <id>` on a real pseudo-terminal (node-pty), as an operator types it:
+ * the CLI sees a TTY on stdin (raw mode, window size). `session` drives it; the PTY is killed
+ * after a generous hang guard.
+ */
+async function attachOnPty(dir: string, id: string, session: (io: { write(s: string): void; out(): string }) => Promise<void>): Promise<{ code: number; out: string }> {
+  const pty = ptySpawn(process.execPath, [CLI, 'sessions', 'attach', id], { name: 'xterm', cols: 101, rows: 37, cwd: ROOT, env: { PATH: process.env.PATH ?? '', AIRLOCK_DATA_DIR: dir, TERM: 'xterm' } });
+  let out = '';
+  pty.onData((d) => (out += d));
+  const exited = new Promise<number>((r) => pty.onExit(({ exitCode }) => r(exitCode)));
+  const guard = setTimeout(() => pty.kill('SIGKILL'), 90_000);
+  try {
+    await session({ write: (s) => pty.write(s), out: () => out });
+    return { code: await exited, out };
+  } finally {
+    clearTimeout(guard);
+  }
+}
 
 if (docker) {
   const image = await ensureTestImage(docker);
@@ -78,8 +109,33 @@ if (docker) {
     att.stdout!.on('data', (d: Buffer) => (attOut += d.toString()));
     att.stdin!.write('echo "uid=$(id -u)"; ls /sys/class/net; exit\n');
     const attCode = await new Promise((r) => att.once('exit', r));
-    t.equal(attCode, 0);
+    t.equal(attCode, 0, 'piped stdin: the shell exited 0, so does the CLI');
     t.match(attOut, /uid=1001/, 'attach shell runs as the agent user');
+
+    // The same through a real terminal. Markers (NAME=value) keep the terminal's echo of the
+    // typed line from matching: the echo shows `$(…)`, only the output shows the value.
+    const pty = await attachOnPty(dir, 'sess-a', async (io) => {
+      await until(() => /\$ $/.test(io.out()), 'the shell prompt');
+      io.write('echo "TTY=$(tty)"\r');
+      io.write('echo "UID=$(id -u)"\r');
+      io.write('echo "NET=[$(ls /sys/class/net | tr \'\\n\' \' \')]"\r');
+      io.write('echo "SIZE=$(stty size)"\r');
+      await until(() => /^SIZE=\d/m.test(io.out()), 'the probe output');
+      // Ctrl-C must reach the remote foreground job (raw mode), not end the CLI.
+      io.write('echo "SLEEP""ING"; sleep 300\r');
+      await until(() => /^SLEEPING\r*$/m.test(io.out()), 'the sleep to start');
+      await new Promise((r) => setTimeout(r, 300));
+      io.write('\x03');
+      io.write('echo "AFTER=$((40+2))"\r');
+      await until(() => /^AFTER=42/m.test(io.out()), 'the shell after Ctrl-C');
+      io.write('exit 3\r');
+    });
+    t.match(pty.out, /^TTY=\/dev\/pts\/\d+\r*$/m, 'the shell has a terminal');
+    t.match(pty.out, /^UID=1001\r*$/m, 'as the agent user');
+    t.match(pty.out, /^NET=\[lo \]\r*$/m, 'only the loopback interface');
+    t.match(pty.out, /^SIZE=37 101\r*$/m, "the remote terminal has the operator's window size");
+    t.match(pty.out, /^AFTER=42\r*$/m, 'Ctrl-C interrupted the remote sleep and the session went on');
+    t.equal(pty.code, 3, "the CLI exits with the remote shell's status (exit 3)");
 
     const missing = await cli(dir, ['sessions', 'inspect', 'no-such-session']);
     t.equal(missing.code, 1);
@@ -97,5 +153,31 @@ if (docker) {
     const kill = await cli(dir, ['sessions', 'kill', 'sess-a']);
     t.equal(kill.code, 0, kill.stderr);
     await t.rejects(docker.getContainer(a.containerId!).inspect(), { statusCode: 404 } as unknown as Error, 'kill removed the container');
+  });
+
+  t.test('restart --stale through the CLI replaces a stale session', async (t) => {
+    // The real runtime and control socket in this process, with a 1 s staleness threshold.
+    const dir = dataDir(t);
+    const owner = uniqueOwner('stale');
+    t.teardown(() => sweep(docker, owner));
+    const config = runtimeConfig(dir, image, { AIRLOCK_POOL_SIZE: '0', AIRLOCK_SESSION_STALE_S: '1' });
+    const rt = await startRuntime({ config, log: createLogger({ level: 'warn', destination: process.stderr }), owner });
+    if (!rt) return t.fail('the runtime did not start');
+    t.teardown(() => rt.close({ removeContainers: true }));
+    const turn = (prompt: string) => rt.sessions.runTurn({ userId: 5, sessionId: 'stale-a', turnId: randomUUID(), prompt, signal: new AbortController().signal, onEvent: () => undefined });
+    const first = await turn('one');
+    t.equal(first.stop_reason, 'end_turn');
+    type Row = { sessionId: string | null; containerId: string; stale: boolean };
+    const ls = async () => JSON.parse((await cli(dir, ['sessions', 'ls', '--json'])).stdout) as Row[];
+    await until(async () => (await ls()).some((s) => s.sessionId === 'stale-a' && s.stale), '`sessions ls` to show it stale');
+    const r = await cli(dir, ['sessions', 'restart', '--stale']);
+    t.equal(r.code, 0, r.stderr);
+    t.match(r.stdout, /^restarted 1 stale session\(s\): stale-a$/m, 'the CLI reports the one restart');
+    const after = await ls();
+    t.same(after.map((s) => s.sessionId), ['stale-a'], 'still one session');
+    t.not(after[0].containerId, first.containerId, 'in a new container');
+    await t.rejects(docker.getContainer(first.containerId!).inspect(), { statusCode: 404 } as unknown as Error, 'the stale container is removed');
+    const next = await turn('two');
+    t.equal(next.containerId, after[0].containerId, 'the next prompt runs in the new container');
   });
 }

@@ -6,7 +6,7 @@
  * and during one) being replaced with a clear event.
  */
 import t from 'tap';
-import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type Docker from 'dockerode';
@@ -145,7 +145,7 @@ if (docker) {
 
   t.test('a new session takes the pre-started pool container; start and reap metrics', async (t) => {
     const metrics = createMetrics();
-    const { m } = await manager(t, docker, image, { AIRLOCK_POOL_SIZE: '1', AIRLOCK_SESSION_IDLE_S: '1' }, { metrics, reapIntervalMs: 60_000 });
+    const { m, dir, owner } = await manager(t, docker, image, { AIRLOCK_POOL_SIZE: '1', AIRLOCK_SESSION_IDLE_S: '1' }, { metrics, reapIntervalMs: 60_000 });
     await m.poolReady();
     const pooled = m.list().filter((s) => s.state === 'pool');
     t.equal(pooled.length, 1, 'one pool container waiting');
@@ -158,6 +158,16 @@ if (docker) {
     t.match(pooled[0].containerName, /^airlock-pool-[a-f0-9]{16}$/, 'a waiting pool container is named as such');
     t.equal(info.container.name, `airlock-session-pooled-${pooled[0].slot}`, 'renamed after its session at claim (labels cannot change)');
     t.equal(m.list().find((s) => s.sessionId === 'pooled')?.containerName, info.container.name);
+    // Labels are fixed at create, before the session is known: owner, slot and pool only. The
+    // claim (session and user) is in the name and in the slot's claim.json, which adoption reads.
+    t.same(
+      airlockLabels(info.container.labels),
+      { 'airlock.owner': owner, 'airlock.slot': pooled[0].slot, 'airlock.pool': '1', 'airlock.session': '', 'airlock.user': '' },
+      'a claimed pool container keeps its create-time labels: owner and slot, empty session and user',
+    );
+    const claimPath = join(dir, 'sandboxes', pooled[0].slot, 'claim.json');
+    t.match(JSON.parse(readFileSync(claimPath, 'utf8')), { session_id: 'pooled', user_id: 7 }, 'claim.json records the session and user');
+    t.equal(statSync(claimPath).mode & 0o777, 0o600, 'claim.json is root-only');
     const started = (await metrics.sessionsStarted.get()).values;
     t.same(started.map((v) => [v.labels.kind, v.value]), [['pool', 1]], 'counted as a pool start, no cold start');
     let text = await metrics.registry.metrics();
@@ -204,9 +214,50 @@ if (docker) {
     t.same(m.list(), []);
   });
 
+  t.test('at start the manager removes its orphans and stray folders, and leaves other owners alone', async (t) => {
+    const owner = uniqueOwner('orphan');
+    const other = uniqueOwner('other');
+    const dir = dataDir(t);
+    t.teardown(() => sweep(docker, owner));
+    t.teardown(() => sweep(docker, other));
+    const make = (labels: Record<string, string>, cmd: string[]) =>
+      docker.createContainer({ Image: image, Labels: labels, Entrypoint: cmd, NetworkDisabled: true, HostConfig: { NetworkMode: 'none', Init: true } });
+    // Ours, stopped, no session: never started.
+    const stopped = await make({ 'airlock.owner': owner }, ['/bin/true']);
+    // Ours, running, with a slot and its folder, but no supervisor answering (no control socket).
+    const slot = randomBytes(8).toString('hex');
+    mkdirSync(join(dir, 'sandboxes', slot, 'run'), { recursive: true });
+    const running = await make({ 'airlock.owner': owner, 'airlock.slot': slot, 'airlock.session': '', 'airlock.user': '' }, ['/bin/sleep', '300']);
+    await running.start();
+    // A slot folder with no container at all.
+    const stray = randomBytes(8).toString('hex');
+    mkdirSync(join(dir, 'sandboxes', stray, 'run'), { recursive: true });
+    // Another daemon's container (another data dir): not ours to touch.
+    const foreign = await make({ 'airlock.owner': other }, ['/bin/true']);
+
+    const m = new SessionManager({ config: runtimeConfig(dir, image, { AIRLOCK_POOL_SIZE: '0' }), docker, log, owner });
+    t.teardown(() => m.close({ removeContainers: true }));
+    await m.start();
+    await t.rejects(stopped.inspect(), { statusCode: 404 } as unknown as Error, 'the stopped orphan is removed');
+    await t.rejects(running.inspect(), { statusCode: 404 } as unknown as Error, 'the running container without a live supervisor is removed');
+    t.notOk(existsSync(join(dir, 'sandboxes', slot)), "its slot folder is removed");
+    t.notOk(existsSync(join(dir, 'sandboxes', stray)), 'a slot folder without a container is removed');
+    t.same(readdirSync(join(dir, 'sandboxes')), [], 'nothing left in the sandboxes folder');
+    t.equal((await foreign.inspect()).Config.Labels['airlock.owner'], other, "another owner's container is left alone");
+    t.same(m.list(), [], 'nothing adopted');
+  });
+
   t.test('capacity limit answers ERR_SESSION_CAPACITY', async (t) => {
-    const { m } = await manager(t, docker, image, { AIRLOCK_MAX_SESSIONS: '1', AIRLOCK_POOL_SIZE: '0' });
-    t.equal((await turn(m, 'cap-1', 'x')).stop_reason, 'end_turn');
+    const { m, owner } = await manager(t, docker, image, { AIRLOCK_MAX_SESSIONS: '1', AIRLOCK_POOL_SIZE: '0' });
+    const first = await turn(m, 'cap-1', 'x');
+    t.equal(first.stop_reason, 'end_turn');
+    // No pool: a cold start, whose labels name the session and user from create on.
+    const c = await docker.getContainer(first.containerId!).inspect();
+    t.same(
+      airlockLabels(c.Config.Labels),
+      { 'airlock.owner': owner, 'airlock.slot': m.list()[0].slot, 'airlock.session': 'cap-1', 'airlock.user': '7' },
+      'a cold-started container is labelled with its owner, slot, session and user (no pool label)',
+    );
     await t.rejects(turn(m, 'cap-2', 'y'), { code: 'ERR_SESSION_CAPACITY', status: 503 });
   });
 
@@ -421,6 +472,11 @@ if (docker) {
     t.not(next.containerId, sb.containerId, 'a new container');
     t.same(calls, ['live midturn', 'ended midturn lost', 'live midturn']);
   });
+}
+
+/** The airlock.* labels the runtime set on a container (not the image's own airlock.image). */
+function airlockLabels(labels: unknown): Record<string, string> {
+  return Object.fromEntries(Object.entries((labels ?? {}) as Record<string, string>).filter(([k]) => k.startsWith('airlock.') && k !== 'airlock.image'));
 }
 
 function textOf(events: unknown[]): string {

@@ -150,3 +150,36 @@ t.test('no password hash or secret in any response or log line', async (t) => {
   t.notOk(/scrypt\$/.test(everything), 'no scrypt hash anywhere');
   t.notOk(/airlock\.sid=/.test(logs.text()), 'no cookie in logs');
 });
+
+t.test('request id: fresh per request, returned in X-Request-Id, on every log line of that request', async (t) => {
+  const logs = logSink();
+  const app = await startTestApp(t, { logs });
+  const bearer = 'Bearer reqid-test-bearer-0123456789abcdef';
+  const cookie = 'airlock.sid=reqid-test-cookie-0123456789';
+  const a = await fetch(`${app.url}/api/auth/csrf`, { headers: { 'x-request-id': 'client-chosen-id', authorization: bearer } });
+  await a.text();
+  const b = await fetch(`${app.url}/api/auth/me`, { headers: { cookie } });
+  t.equal(b.status, 401);
+  t.equal(((await b.json()) as { error: { code: string } }).error.code, 'ERR_AUTH_REQUIRED');
+  const idA = a.headers.get('x-request-id');
+  const idB = b.headers.get('x-request-id');
+  const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+  t.match(idA, UUID, 'the response names its request id');
+  t.match(idB, UUID, 'an error response too');
+  t.not(idA, idB, 'one id per request');
+  t.not(idA, 'client-chosen-id', 'the client cannot choose the id');
+
+  // The request line is written when the response finishes: wait for both.
+  const deadline = Date.now() + 5000;
+  const parsed = () => logs.lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+  while (parsed().filter((l) => l.msg === 'request').length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  const ofA = parsed().filter((l) => l.reqId === idA);
+  const ofB = parsed().filter((l) => l.reqId === idB);
+  t.match(ofA.find((l) => l.msg === 'request'), { method: 'GET', status: 200 }, 'the request line carries the id the client got');
+  t.match(ofB.find((l) => l.msg === 'request'), { method: 'GET', status: 401 });
+  t.match(ofB.find((l) => l.msg === 'request refused'), { code: 'ERR_AUTH_REQUIRED', status: 401 }, "the error middleware's line carries the same id");
+  t.equal(parsed().filter((l) => l.msg === 'request').length, 2, 'exactly one request line per request');
+  t.notOk(logs.text().includes('client-chosen-id'), 'the client-sent id is not logged');
+  t.notOk(logs.text().includes('reqid-test-bearer'), 'the Authorization header is not logged');
+  t.notOk(logs.text().includes('reqid-test-cookie'), 'the cookie is not logged');
+});

@@ -3,7 +3,8 @@
  * child's allow-listed environment, busy guard, child restart, rotation, shutdown.
  */
 import t from 'tap';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Supervisor } from '../../supervisor/supervisor.js';
@@ -134,4 +135,51 @@ t.test('operator shell: the connection becomes a pipe to /bin/sh', async (t) => 
   sock.write('echo "shell-uid=$(id -u)"; exit\n');
   await new Promise((r) => sock.once('close', r));
   t.match(out, new RegExp(`shell-uid=${uid}`), 'the shell runs as the child uid');
+});
+
+t.test('shutdown over the control socket stops the child and ends the supervisor process', async (t) => {
+  // A supervisor of its own, in its own process, exiting on shutdown as in the container.
+  const d = mkdtempSync(join(tmpdir(), 'airlock-sup-stop-'));
+  t.teardown(() => rmSync(d, { recursive: true, force: true }));
+  writeFileSync(join(d, 'profile.json'), JSON.stringify({ version: 1, session_id: 's9', proxy: { host: '127.0.0.1', port: 0 }, routes: [] } satisfies SessionProfile));
+  const opts = {
+    controlSocket: join(d, 'control.sock'),
+    profilePath: join(d, 'profile.json'),
+    egressSocket: join(d, 'egress.sock'),
+    childUid: uid,
+    childGid: process.getgid!(),
+    childCommand: [process.execPath, '-e', CHILD],
+    childCwd: d,
+    exitOnShutdown: true,
+  };
+  const module = new URL('../../supervisor/supervisor.js', import.meta.url).href;
+  const main = `import { Supervisor } from ${JSON.stringify(module)};
+const sup = new Supervisor(JSON.parse(process.env.SUP_OPTS));
+await sup.listen();
+process.stdout.write('listening\\n');`;
+  const proc = spawn(process.execPath, ['--input-type=module', '-e', main], { env: { PATH: process.env.PATH ?? '', SUP_OPTS: JSON.stringify(opts) }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => proc.once('exit', (code, signal) => r({ code, signal })));
+  t.teardown(() => {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+  });
+  await new Promise<void>((resolve, reject) => {
+    proc.stdout!.on('data', (b: Buffer) => b.toString().includes('listening') && resolve());
+    proc.once('exit', () => reject(new Error('the supervisor process exited before listening')));
+  });
+  const c = await SandboxClient.connect(opts.controlSocket);
+  t.teardown(() => c.close());
+  await c.request({ type: 'start', spec: { session_id: 's9', user_id: 1, tokens: {}, placeholders: {}, agent_env: {} } });
+  const childPid = (await c.request({ type: 'ping' })).child_pid as number;
+  t.type(childPid, 'number', 'the child runs');
+  t.doesNotThrow(() => process.kill(childPid, 0), 'the child process exists before shutdown');
+
+  await c.request({ type: 'shutdown' });
+  const guard = new Promise<'hang'>((r) => setTimeout(() => r('hang'), 20_000).unref());
+  const end = await Promise.race([exited, guard]);
+  t.not(end, 'hang', 'the supervisor process ended');
+  t.same(end, { code: 0, signal: null }, 'it exited 0');
+  t.throws(() => process.kill(childPid, 0), { code: 'ESRCH' }, 'the child process is gone');
+  t.notOk(existsSync(opts.controlSocket), 'the control socket is removed');
+  await new Promise<void>((r) => c.onClosed(r));
+  t.ok(c.closed, 'the daemon side sees the connection closed');
 });
