@@ -36,10 +36,12 @@ export function createApp(ctx: WebContext): Express {
     res.setHeader('X-Content-Type-Options', 'nosniff');
     res.setHeader('Referrer-Policy', 'same-origin');
     const started = process.hrtime.bigint();
+    // Taken now: by 'finish' a sub-router has cut req.path down to its own part.
+    const path = req.path;
     res.on('finish', () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       // Path only: query values may carry codes or tokens.
-      req.log.info({ method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms) }, 'request');
+      req.log.info({ method: req.method, path, status: res.statusCode, ms: Math.round(ms) }, 'request');
     });
     next();
   });

@@ -175,8 +175,8 @@ t.test('request id: fresh per request, returned in X-Request-Id, on every log li
   while (parsed().filter((l) => l.msg === 'request').length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
   const ofA = parsed().filter((l) => l.reqId === idA);
   const ofB = parsed().filter((l) => l.reqId === idB);
-  t.match(ofA.find((l) => l.msg === 'request'), { method: 'GET', status: 200 }, 'the request line carries the id the client got');
-  t.match(ofB.find((l) => l.msg === 'request'), { method: 'GET', status: 401 });
+  t.match(ofA.find((l) => l.msg === 'request'), { method: 'GET', path: '/api/auth/csrf', status: 200 }, 'the request line carries the id the client got, and the full path');
+  t.match(ofB.find((l) => l.msg === 'request'), { method: 'GET', path: '/api/auth/me', status: 401 });
   t.match(ofB.find((l) => l.msg === 'request refused'), { code: 'ERR_AUTH_REQUIRED', status: 401 }, "the error middleware's line carries the same id");
   t.equal(parsed().filter((l) => l.msg === 'request').length, 2, 'exactly one request line per request');
   t.notOk(logs.text().includes('client-chosen-id'), 'the client-sent id is not logged');
