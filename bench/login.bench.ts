@@ -1,6 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
 import { Agent, request } from 'undici';
 import { createUser, hashPassword, loadConfig, openDatabase, silentLogger } from '../core/index.js';
 import { SqliteSessionStore, startWebServer } from '../web/index.js';
@@ -19,8 +21,18 @@ export async function run(): Promise<BenchResult> {
   const db = await openDatabase(join(dir, 'airlock.db'));
   createUser(db, { username: 'bench', email: 'bench@example.test', passwordHash: await hashPassword('bench-password') });
   const web = await startWebServer({ config, db, log: silentLogger(), sessions: new SqliteSessionStore(db), services: {} }, 0, '127.0.0.1');
+  // A bare express app in the same process: one route, no middleware (the floor of any route).
+  const bareApp = express();
+  bareApp.get('/ok', (_req, res) => void res.json({ ok: true }));
+  const bare = bareApp.listen(0, '127.0.0.1');
+  await new Promise((r) => bare.once('listening', r));
+  const bareUrl = `http://127.0.0.1:${(bare.address() as AddressInfo).port}`;
   const dispatcher = new Agent({ connections: CONCURRENCY });
   try {
+    const bareExpress = await measure(N, async () => {
+      const r = await request(`${bareUrl}/ok`, { dispatcher });
+      await r.body.dump();
+    }, LOGIN_CONCURRENCY);
     // The baseline runs at the same (sequential) concurrency as the logins, so the ratio compares like with like.
     const baseline = await measure(N, async () => {
       const r = await request(`${web.url}/healthz`, { dispatcher });
@@ -64,21 +76,24 @@ export async function run(): Promise<BenchResult> {
     }
     const wrong = stats(wrongSamples);
     const unknown = stats(unknownSamples);
+    const e = stats(bareExpress.samples);
     const b = stats(baseline.samples);
     const l = stats(login.samples);
     return {
       name: 'login',
       rows: [
-        { what: 'bare route GET /healthz', n: b.n, rps: Math.round(baseline.rps), p50_ms: b.p50, p99_ms: b.p99 },
+        { what: 'bare express app GET /ok (no middleware)', n: e.n, rps: Math.round(bareExpress.rps), p50_ms: e.p50, p99_ms: e.p99 },
+        { what: 'our app GET /healthz (full middleware)', n: b.n, rps: Math.round(baseline.rps), p50_ms: b.p50, p99_ms: b.p99 },
         { what: 'POST /api/auth/login', n: l.n, rps: Math.round(login.rps), p50_ms: l.p50, p99_ms: l.p99 },
         { what: 'login, wrong password', n: wrong.n, p50_ms: wrong.p50, p99_ms: wrong.p99 },
         { what: 'login, unknown user', n: unknown.n, p50_ms: unknown.p50, p99_ms: unknown.p99 },
       ],
-      ratios: { login_p50_vs_bare: l.p50 / b.p50, bare_rps_vs_login_rps: baseline.rps / login.rps, unknown_user_p50_vs_wrong_password_p50: unknown.p50 / wrong.p50 },
+      ratios: { login_p50_vs_bare_express: l.p50 / e.p50, healthz_p50_vs_bare_express: b.p50 / e.p50, login_p50_vs_bare: l.p50 / b.p50, bare_rps_vs_login_rps: baseline.rps / login.rps, unknown_user_p50_vs_wrong_password_p50: unknown.p50 / wrong.p50 },
       notes: 'everything sequential (one request at a time); login cost is dominated by scrypt (N=16384) by design; unknown users verify against a hash made at start',
     };
   } finally {
     await dispatcher.close();
+    await new Promise((r) => bare.close(r));
     await web.close(100);
     db.close();
     rmSync(dir, { recursive: true, force: true });
