@@ -268,19 +268,22 @@ if (docker) {
     t.same(d.runtime!.sessions.list().filter((s) => !s.sessionId).map((s) => s.containerId), poolBefore, 'the pool container was not spent');
   });
 
-  t.test('client disconnect cancels the turn inside the sandbox; the session stays usable', async (t) => {
-    const model = await openaiModel.start({
-      apiKey: MODEL_KEY,
-      script: [{ kind: 'stall', text: 'Thinking' }, { kind: 'reply', text: 'Back again.' }],
-    });
+  /** The daemon with an OpenAI-shaped model that says "Thinking" and then never finishes its first answer; `reply` is its second. */
+  async function startStalling(t: { teardown(fn: () => unknown): void }, reply: string) {
+    const model = await openaiModel.start({ apiKey: MODEL_KEY, script: [{ kind: 'stall', text: 'Thinking' }, { kind: 'reply', text: reply }] });
     t.teardown(() => model.close());
-    const { d, c } = await start(t, {
+    return start(t, {
       AIRLOCK_MODEL_PROVIDER: 'openai',
       AIRLOCK_MODEL: 'gpt-e2e',
       AIRLOCK_MODEL_BASE_URL: model.url,
       AIRLOCK_MODEL_API_KEY: MODEL_KEY,
-      AIRLOCK_MODEL_TIMEOUT_S: '300',
+      // Only the client (or the kill) ends the stalled turn, never the model timeout.
+      AIRLOCK_MODEL_TIMEOUT_S: '600',
     });
+  }
+
+  t.test('client disconnect cancels the turn inside the sandbox; the session stays usable', async (t) => {
+    const { d, c } = await startStalling(t, 'Back again.');
     let sid: string | undefined;
     const cut = await streamTurn(c, { message: 'take your time' }, (e, _all, sessionId) => {
       sid = sessionId;
@@ -305,18 +308,7 @@ if (docker) {
 
   t.test('the container killed from outside mid-turn: the stream ends with one done ERR_SANDBOX_LOST; the next prompt gets a new container and a notice', async (t) => {
     // The model starts answering and never finishes, so only the kill can end the turn.
-    const model = await openaiModel.start({
-      apiKey: MODEL_KEY,
-      script: [{ kind: 'stall', text: 'Thinking' }, { kind: 'reply', text: 'Fresh sandbox here.' }],
-    });
-    t.teardown(() => model.close());
-    const { d, c } = await start(t, {
-      AIRLOCK_MODEL_PROVIDER: 'openai',
-      AIRLOCK_MODEL: 'gpt-e2e',
-      AIRLOCK_MODEL_BASE_URL: model.url,
-      AIRLOCK_MODEL_API_KEY: MODEL_KEY,
-      AIRLOCK_MODEL_TIMEOUT_S: '600',
-    });
+    const { d, c } = await startStalling(t, 'Fresh sandbox here.');
     let killed: string | undefined;
     let guard: NodeJS.Timeout | undefined;
     const turn = streamTurn(c, { message: 'take your time' }, async (e, _all, sessionId) => {

@@ -37,16 +37,20 @@ const profile: SessionProfile = {
 };
 writeFileSync(join(dir, 'profile.json'), JSON.stringify(profile));
 const uid = process.getuid!();
-const sup = new Supervisor({
-  controlSocket: join(dir, 'control.sock'),
-  profilePath: join(dir, 'profile.json'),
-  egressSocket: join(dir, 'egress.sock'),
-  childUid: uid,
-  childGid: process.getgid!(),
-  childCommand: [process.execPath, '-e', CHILD],
-  childCwd: dir,
-  exitOnShutdown: false,
-});
+/** A supervisor over the files in `d`, its child running CHILD under our own uid. */
+function supervisorOptions(d: string, exitOnShutdown: boolean) {
+  return {
+    controlSocket: join(d, 'control.sock'),
+    profilePath: join(d, 'profile.json'),
+    egressSocket: join(d, 'egress.sock'),
+    childUid: uid,
+    childGid: process.getgid!(),
+    childCommand: [process.execPath, '-e', CHILD],
+    childCwd: d,
+    exitOnShutdown,
+  };
+}
+const sup = new Supervisor(supervisorOptions(dir, false));
 await sup.listen();
 t.teardown(() => sup.shutdown());
 const client = await SandboxClient.connect(join(dir, 'control.sock'));
@@ -142,16 +146,7 @@ t.test('shutdown over the control socket stops the child and ends the supervisor
   const d = mkdtempSync(join(tmpdir(), 'airlock-sup-stop-'));
   t.teardown(() => rmSync(d, { recursive: true, force: true }));
   writeFileSync(join(d, 'profile.json'), JSON.stringify({ version: 1, session_id: 's9', proxy: { host: '127.0.0.1', port: 0 }, routes: [] } satisfies SessionProfile));
-  const opts = {
-    controlSocket: join(d, 'control.sock'),
-    profilePath: join(d, 'profile.json'),
-    egressSocket: join(d, 'egress.sock'),
-    childUid: uid,
-    childGid: process.getgid!(),
-    childCommand: [process.execPath, '-e', CHILD],
-    childCwd: d,
-    exitOnShutdown: true,
-  };
+  const opts = supervisorOptions(d, true);
   const module = new URL('../../supervisor/supervisor.js', import.meta.url).href;
   const main = `import { Supervisor } from ${JSON.stringify(module)};
 const sup = new Supervisor(JSON.parse(process.env.SUP_OPTS));
