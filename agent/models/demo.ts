@@ -59,13 +59,15 @@ function plan(messages: readonly Message[], tools: readonly ToolDef[]): ModelRep
       // A range without a tab name reads the first tab (Sheets v4 semantics).
       return call('fetch_sheet', { spreadsheet_id: id, range: 'A1:Z200' });
     }
+    // The chart and the mail are named after the spreadsheet the search found.
+    const sheetName = findName(results[0]?.content ?? '') ?? 'Spreadsheet';
     if (step === 2) {
-      const { labels, values } = seriesFromSheet(results[1].content);
+      const { labels, values, series } = seriesFromSheet(results[1].content);
       if (!values.length) return text('The spreadsheet has no numbers I could chart.');
-      return call('rasterize_chart', chartArgs('Spreadsheet chart', labels, values));
+      return call('rasterize_chart', { ...chartArgs(sheetName, labels, values), datasets: [{ label: series ?? sheetName, data: values }] });
     }
-    if (step === 3) return mail(call, results[2].content, to!);
-    return text(`Done: I charted the spreadsheet and e-mailed the chart to ${to}. (demo model)`);
+    if (step === 3) return mail(call, results[2].content, to!, sheetName);
+    return text(`Done: I charted "${sheetName}" and e-mailed the chart to ${to}. (demo model)`);
   }
   if (wantsChart && wantsMail) {
     const values = numbersIn(prompt.replace(EMAIL_RE, ''));
@@ -89,12 +91,12 @@ function plan(messages: readonly Message[], tools: readonly ToolDef[]): ModelRep
   );
 }
 
-function mail(call: (n: string, i: Record<string, unknown>) => ModelReply, rasterResult: string, to: string): ModelReply {
+function mail(call: (n: string, i: Record<string, unknown>) => ModelReply, rasterResult: string, to: string, about?: string): ModelReply {
   const file = rasterResult.match(PNG_RE)?.[0];
   if (!file) return { text: 'The chart tool did not return a file name, so I cannot attach it.', toolCalls: [] };
   return call('send_email', {
     to: [to],
-    subject: 'Your chart',
+    subject: about ? `Chart: ${about}` : 'Your chart',
     text: 'Here is the chart you asked for (sent by the Airlock demo model).',
     html: `<p>Here is the chart you asked for.</p><p><img src="cid:${file}" alt="chart"></p><p>Sent by the Airlock demo model.</p>`,
     attachments: [file],
@@ -167,19 +169,35 @@ function findId(content: string): string | undefined {
   return walk(j) ?? content.match(/"?(?:spreadsheet_?[iI]d|id)"?\s*[:=]\s*"?([A-Za-z0-9_-]{3,})/)?.[1];
 }
 
-/** First text column as labels, first numeric column as values (header row skipped). */
-function seriesFromSheet(content: string): { labels: string[]; values: number[] } {
+/** The `name` of the first file a search returned (Drive's files[].name), if any. */
+function findName(content: string): string | undefined {
+  const j = parsed(content) as any;
+  const files: unknown[] | undefined = Array.isArray(j?.files) ? j.files : Array.isArray(j) ? j : undefined;
+  const name = (files?.[0] as { name?: unknown } | undefined)?.name;
+  return typeof name === 'string' && name.trim() ? name.trim().slice(0, 100) : undefined;
+}
+
+/**
+ * First text column as labels, first numeric column as values; a leading row without numbers is
+ * the header, and names the series (e.g. "Sales").
+ */
+function seriesFromSheet(content: string): { labels: string[]; values: number[]; series?: string } {
   const j = parsed(content) as any;
   const rows: unknown[][] | undefined = Array.isArray(j?.values) ? j.values : Array.isArray(j) ? j : Array.isArray(j?.rows) ? j.rows : undefined;
   if (!rows) return { labels: [], values: numbersIn(content) };
   const labels: string[] = [];
   const values: number[] = [];
+  let column = -1;
   for (const row of rows) {
     if (!Array.isArray(row)) continue;
-    const num = row.find((c, i) => i > 0 && c !== '' && Number.isFinite(Number(c)));
-    if (num === undefined) continue;
+    const i = row.findIndex((c, k) => k > 0 && c !== '' && Number.isFinite(Number(c)));
+    if (i < 0) continue;
+    if (column < 0) column = i;
     labels.push(String(row[0]));
-    values.push(Number(num));
+    values.push(Number(row[i]));
   }
-  return { labels, values };
+  const first = rows.find((r) => Array.isArray(r));
+  const header = first && !first.slice(1).some((c) => c !== '' && Number.isFinite(Number(c))) ? first : undefined;
+  const series = column > 0 && header ? String(header[column] ?? '').trim() : '';
+  return { labels, values, ...(series ? { series } : {}) };
 }

@@ -1,8 +1,9 @@
 /**
  * `airlock demo` as a newcomer runs it (the CLI as a child process, default pool): the banner,
- * a chart mailed from a real sandbox, the mail with its inline PNG chart read at the mailbox the
- * banner prints (JSON and page), then Ctrl-C (SIGINT): exit 0 and no container of the demo left
- * running (its emulators stop with it, so nothing is kept for adoption). The image it is told to
+ * then in a browser: log in as the demo user, ask for a chart of the sample spreadsheet mailed to
+ * someone, and read that mail with its inline chart at the mailbox the banner prints; then
+ * Ctrl-C (SIGINT): exit 0 and no container of the demo left running (its emulators stop with it,
+ * so nothing is kept for adoption). The image it is told to
  * use does not exist yet, as on a newcomer's first start: the demo builds it, with progress lines
  * (the debootstrap base is cached by `.ci/run`'s `airlock image build`, so this takes seconds).
  */
@@ -12,12 +13,15 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LABEL_OWNER } from '../../daemon/runtime/session-manager.js';
-import { streamTurn, waitFor } from '../helpers/chat.js';
+import { waitFor } from '../helpers/chat.js';
+import { browserUnavailable, launch, screenshot } from '../helpers/browser.js';
 import { Client } from '../helpers/client.js';
 import { dataDir, dockerOrSkip, ensureTestImage, ROOT, sweep } from './helpers.js';
 
-const docker = await dockerOrSkip(t as unknown as Parameters<typeof dockerOrSkip>[0]);
-if (docker) {
+const why = browserUnavailable();
+const docker = why ? null : await dockerOrSkip(t as unknown as Parameters<typeof dockerOrSkip>[0]);
+if (why) t.plan(0, why);
+else if (docker) {
   // The test image's base layers are built once; the demo then builds its own tag from them.
   await ensureTestImage(docker);
 
@@ -50,9 +54,28 @@ if (docker) {
 
     const c = new Client(url!);
     t.equal((await c.login(login![1], login![2])).status, 200, 'the printed password works');
-    const r = await streamTurn(c, { message: 'chart the sample spreadsheet and email it to someone@example.com' });
-    t.equal(r.events.at(-1).stop_reason, 'end_turn');
-    t.same(r.events.filter((e) => e.type === 'tool_end').map((e) => e.ok), [true, true, true, true], 'search, fetch, chart, mail');
+
+    // The newcomer's path in a browser: the login page, the suggested prompt, the tool rows.
+    const browser = await launch(t);
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await page.goto(url + '/');
+    await page.fill('#username', login![1]);
+    await page.fill('#password', login![2]);
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#prompt');
+    t.match(await page.textContent('#model'), /Demo model/, 'the page says the model is the offline demo');
+    await page.fill('#prompt', 'chart the sample spreadsheet and email it to someone@example.com');
+    await page.click('#send');
+    await page.waitForSelector('[data-done]', { timeout: 180_000 });
+    t.equal(await page.getAttribute('[data-done]', 'data-done'), 'end_turn');
+    const rows = await page.$$eval('.tool', (els) => els.map((e) => [(e as HTMLElement).dataset.tool, (e as HTMLElement).dataset.status]));
+    t.same(rows, [['search_spreadsheets', 'ok'], ['fetch_sheet', 'ok'], ['rasterize_chart', 'ok'], ['send_email', 'ok']], 'search, fetch, chart, mail');
+    await page.waitForFunction(() => {
+      const img = document.querySelector('img.attachment') as HTMLImageElement | null;
+      return !!img && img.complete && img.naturalWidth > 0;
+    });
+    t.ok(true, 'the chart is shown in the chat');
+    await screenshot(page, 'demo-chat');
 
     // The recipient's view, at the mailbox the banner printed: the mail with its chart inline.
     const box = (await fetch(`${mailboxUrl}.json`).then((res) => res.json())) as { messages: any[] };
@@ -63,11 +86,20 @@ if (docker) {
     t.ok(png?.cid || png?.contentId, 'the PNG is an inline part (Content-ID)');
     t.match(mail?.html ?? '', /cid:/, 'the HTML body shows it inline');
     t.ok(png?.size > 200, 'the chart has content');
-    t.match(await fetch(mailboxUrl!).then((res) => res.text()), 'someone@example.com', 'the mailbox page lists it');
-    const page = await fetch(`${mailboxUrl}/${mail?.id}`).then((res) => res.text());
-    const inline = /data:image\/png;base64,([A-Za-z0-9+/=]+)/.exec(page)?.[1];
-    t.ok(inline, 'the message page shows the chart inline');
-    t.same([...Buffer.from(inline ?? '', 'base64').subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'a real PNG image');
+    await page.goto(mailboxUrl!);
+    t.match(await page.textContent('body'), 'someone@example.com', 'the mailbox page lists it');
+    await page.click(`a[href="/mailbox/${mail?.id}"]`);
+    await page.waitForLoadState('load');
+    // The mail's HTML is shown in a sandboxed frame (no scripts, no same origin).
+    const frame = page.frames().find((f) => f !== page.mainFrame());
+    t.ok(frame, 'the message body is in its frame');
+    await frame!.waitForSelector('img[src^="data:image/png;base64,"]');
+    const img = await frame!.$eval('img[src^="data:image/png;base64,"]', (i) => {
+      const el = i as HTMLImageElement;
+      return { w: el.naturalWidth, h: el.naturalHeight };
+    });
+    t.ok(img.w > 100 && img.h > 100, `the inline chart decodes in the browser (${img.w}x${img.h})`);
+    await screenshot(page, 'demo-mailbox');
 
     const ours = async () => (await docker.listContainers({ all: true, filters: { label: [`${LABEL_OWNER}=${owner}`] } })).length;
     t.ok((await ours()) >= 1, 'a sandbox runs for the session');

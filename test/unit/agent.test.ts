@@ -54,6 +54,24 @@ async function ask(messages: Message[], tools = TOOLS) {
   return r;
 }
 
+t.test('demo model: a spreadsheet chart and its mail are named after the spreadsheet and its column', async (t) => {
+  const prompt: Message = { role: 'user', content: 'chart the sample spreadsheet and email it to someone@example.com' };
+  const found = JSON.stringify({ files: [{ id: 'sheet-sample-1', name: 'Sample sales 2026', modified_time: '2026-01-01T00:00:00Z' }] });
+  const rows = JSON.stringify({ range: 'Sales!A1:Z200', values: [['Month', 'Sales'], ['Jan', '120'], ['Feb', '135']] });
+  const file = '0f8fad5b-d9cb-469f-a165-70867728950e.png';
+  const tool = (name: string, content: string): Message => ({ role: 'tool', callId: name, name, content, isError: false });
+  const s1 = await ask([prompt]);
+  t.match(s1.toolCalls, [{ name: 'search_spreadsheets', input: { query: 'sample' } }]);
+  const s2 = await ask([prompt, tool('search_spreadsheets', found)]);
+  t.match(s2.toolCalls, [{ name: 'fetch_sheet', input: { spreadsheet_id: 'sheet-sample-1' } }]);
+  const s3 = await ask([prompt, tool('search_spreadsheets', found), tool('fetch_sheet', rows)]);
+  t.match(s3.toolCalls, [{ name: 'rasterize_chart', input: { title: 'Sample sales 2026', labels: ['Jan', 'Feb'], datasets: [{ label: 'Sales', data: [120, 135] }] } }]);
+  const s4 = await ask([prompt, tool('search_spreadsheets', found), tool('fetch_sheet', rows), tool('rasterize_chart', JSON.stringify({ filename: file }))]);
+  t.match(s4.toolCalls, [{ name: 'send_email', input: { to: ['someone@example.com'], subject: 'Chart: Sample sales 2026', attachments: [file] } }]);
+  const s5 = await ask([prompt, tool('search_spreadsheets', found), tool('fetch_sheet', rows), tool('rasterize_chart', file), tool('send_email', '{}')]);
+  t.match(s5.text, /"Sample sales 2026".*someone@example\.com/);
+});
+
 t.test('demo model plans follow the conversation', async (t) => {
   const prompt: Message = { role: 'user', content: 'chart 3 5 8 and email the chart to a@b.c' };
   const s1 = await ask([prompt]);
