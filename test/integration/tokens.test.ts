@@ -150,6 +150,34 @@ t.test('rotation: a warm session keeps mailing across a token change', async (t)
   t.equal(r.refreshCalls(), 1, 'an ended session is no longer rotated');
 });
 
+t.test('a rotation pass whose refresh fails pushes nothing and tries again on the next pass', async (t) => {
+  const r = await rig(t);
+  const pushed: Array<[string, Record<string, string>]> = [];
+  r.tokens.setRotate((sid, toks) => void pushed.push([sid, toks]));
+  r.tokens.track('warm-1', r.user.id, ['MAIL_ACCESS_TOKEN']);
+  const before = r.store.tokens(r.user.id)!.accessToken;
+
+  // The token is due, and the provider refuses the refresh (e.g. briefly down, or consent pulled).
+  r.advance(58 * 60_000);
+  r.oauth.options.failRefresh = true;
+  await r.tokens.rotateDue();
+  t.equal(r.refreshCalls(), 1, 'the pass tried');
+  t.same(pushed, [], 'nothing pushed: the session keeps its old token (upstream 401s become tool errors)');
+  t.equal(r.store.tokens(r.user.id)!.accessToken, before, 'the cached token is unchanged');
+  t.same(r.tokens.tracked(), ['warm-1'], 'the session is still rotated');
+  t.match(r.logs.text(), /"code":"ERR_[A-Z_]+"[^\n]*"msg":"access token refresh failed"/, 'the failure is logged with its code');
+  t.notOk(r.logs.text().includes(r.grant.refresh_token!), 'the refresh token is not logged');
+
+  // The provider is back: the next pass refreshes and pushes.
+  r.oauth.options.failRefresh = false;
+  r.advance(30_000);
+  await r.tokens.rotateDue();
+  t.equal(r.refreshCalls(), 2);
+  const fresh = r.oauth.issued.access.at(-1)!;
+  t.same(pushed, [['warm-1', { MAIL_ACCESS_TOKEN: fresh }]], 'the next pass delivers the new token');
+  t.equal(r.store.tokens(r.user.id)!.accessToken, fresh);
+});
+
 t.test('a refresh at a new session start reaches the older warm sessions of the account', async (t) => {
   const r = await rig(t);
   const pushed: Array<[string, Record<string, string>]> = [];
