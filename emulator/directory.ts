@@ -49,13 +49,16 @@ export interface FailRule {
   status: number;
   /** Google error reason, e.g. 'rateLimitExceeded', 'backendError'. */
   reason?: string;
+  /** Send `Retry-After: <seconds>` with the failure, as Google may on 429 and 503. */
+  retryAfterS?: number;
 }
 
 export interface DirectoryEmulator {
   url: string;
   /** The token endpoint the service account's assertion is POSTed to. */
   tokenUrl: string;
-  requests: { method: string; path: string; query: string }[];
+  /** Every request, with the time it arrived (ms since the epoch). */
+  requests: { method: string; path: string; query: string; at: number }[];
   users: DirUser[];
   groups: DirGroup[];
   /** group id → members */
@@ -279,7 +282,7 @@ export async function start(opts: { domain?: string; audience?: string } = {}): 
 
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     const u = new URL(req.url ?? '/', url);
-    requests.push({ method: req.method ?? 'GET', path: u.pathname, query: u.search });
+    requests.push({ method: req.method ?? 'GET', path: u.pathname, query: u.search, at: Date.now() });
     const go = async () => {
       if (u.pathname === '/token' && req.method === 'POST') return handleToken(req, res);
       if (emu.latencyMs) await new Promise((r) => setTimeout(r, emu.latencyMs));
@@ -289,6 +292,7 @@ export async function start(opts: { domain?: string; audience?: string } = {}): 
         if (r.seen > (r.after ?? 0) && (r.times === undefined || r.failed < r.times)) {
           r.failed++;
           const reason = r.reason ?? (r.status === 429 ? 'rateLimitExceeded' : r.status >= 500 ? 'backendError' : 'forbidden');
+          if (r.retryAfterS !== undefined) res.setHeader('retry-after', String(r.retryAfterS));
           return apiError(res, r.status, reason, `emulated failure: ${reason}`);
         }
       }

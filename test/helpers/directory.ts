@@ -14,7 +14,10 @@ export interface SyncSetup {
 }
 
 /** The app with the directory emulator behind a google connection and the real sync runner wired. */
-export async function startSync(t: { teardown(fn: () => unknown): void }, opts: { groupSync?: boolean } = {}): Promise<SyncSetup> {
+export async function startSync(
+  t: { teardown(fn: () => unknown): void },
+  opts: { groupSync?: boolean; client?: { baseDelayMs?: number; maxDelayMs?: number; maxAttempts?: number } } = {},
+): Promise<SyncSetup> {
   const dir = await startDirectory();
   t.teardown(() => dir.close());
   const killed: number[] = [];
@@ -28,7 +31,7 @@ export async function startSync(t: { teardown(fn: () => unknown): void }, opts: 
     services,
     env: { AIRLOCK_GOOGLE_DIRECTORY_BASE_URL: dir.url, AIRLOCK_GOOGLE_TOKEN_URL: dir.tokenUrl },
   });
-  const runner = new DirectorySyncRunner({ config: app.config, db: app.db, log: app.log, sessions: app.sessions, sandboxes, client: { baseDelayMs: 5, maxDelayMs: 20, maxAttempts: 3 } });
+  const runner = new DirectorySyncRunner({ config: app.config, db: app.db, log: app.log, sessions: app.sessions, sandboxes, client: { baseDelayMs: 5, maxDelayMs: 20, maxAttempts: 3, ...opts.client } });
   services.directorySync = runner;
   t.teardown(() => runner.idle());
   const connection = saveConnection(app.db, identityEncryptor(app.config), {

@@ -141,3 +141,21 @@ t.test('a 5xx that outlasts the attempts fails the job after exactly maxAttempts
   t.same(new Set(users.slice(1).map((r) => r.query)).size, 1, 'the same page each time');
   t.equal((s.app.db.prepare('SELECT COUNT(*) AS n FROM directory_users').get() as { n: number }).n, 0, 'nothing written');
 });
+
+t.test("a 429 with Retry-After waits as long as the directory asks, not the client's own backoff", async (t) => {
+  // The client's backoff alone would wait ~1 ms; Retry-After: 1 asks for a second.
+  const s = await startSync(t, { client: { baseDelayMs: 1, maxDelayMs: 5000 } });
+  s.dir.seed({ users: 20, groups: 2, memberships: 5 });
+  const root = await syncAdmin(s);
+  s.dir.fail({ pathIncludes: '/users', times: 1, status: 429, retryAfterS: 1 });
+  s.dir.requests.length = 0;
+  const j = await syncOnce(s, root);
+  t.equal(j.status, 'succeeded', JSON.stringify(j.error));
+  t.equal(j.result.retries, 1);
+  const users = usersLists(s);
+  t.equal(users.length, 2, 'users.list refused once, then asked again');
+  t.same(users[1].query, users[0].query, 'the same page');
+  const waited = users[1].at - users[0].at;
+  t.ok(waited >= 950, `the client waited the ${waited} ms the directory asked for (Retry-After: 1)`);
+  assertComplete(t, s);
+});
