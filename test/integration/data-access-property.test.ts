@@ -1,4 +1,4 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import fc from 'fast-check';
 import Database from 'better-sqlite3';
 import {
@@ -43,23 +43,27 @@ const leaf: fc.Arbitrary<Node> = fc.oneof(
   fc.record({ column, op: fc.constantFrom('in', 'not_in' as const), value: fc.array(scalar, { minLength: 1, maxLength: 4 }) }) as fc.Arbitrary<Node>,
   fc.record({ column, op: fc.constant('is_null' as const), value: fc.boolean() }) as fc.Arbitrary<Node>,
 );
-const node: fc.Arbitrary<Node> = fc.letrec<{ node: Node }>((tie) => ({
-  node: fc.oneof(
-    { depthSize: 'small', withCrossShrink: true },
-    leaf,
-    fc.record({ all: fc.array(tie('node'), { minLength: 1, maxLength: 3 }) }),
-    fc.record({ any: fc.array(tie('node'), { minLength: 1, maxLength: 3 }) }),
-  ),
-})).node;
-const filter: fc.Arbitrary<RowFilter> = fc.oneof({ weight: 1, arbitrary: fc.constant({}) }, { weight: 4, arbitrary: node });
-const columns = fc.oneof(
-  { weight: 1, arbitrary: fc.constant<string[]>(['*']) },
-  { weight: 3, arbitrary: fc.uniqueArray(fc.constantFrom('id', ...COLS), { minLength: 1, maxLength: 4 }) },
-);
-const policy = fc.record({ table: fc.constantFrom('t', '*', 'other'), allowed_columns: columns, row_filter: filter });
-const roles: fc.Arbitrary<RoleGrants[]> = fc
-  .array(fc.uniqueArray(policy, { maxLength: 3, selector: (p) => p.table }), { maxLength: 4 })
-  .map((rs) => rs.map((policies, i) => ({ role_id: i + 1, role: `r${i + 1}`, policies })));
+/** Roles with grants on t, '*' or another table, whose row filters nest the given leaves. */
+function rolesOf(leafArb: fc.Arbitrary<Node>, cols: readonly string[]): fc.Arbitrary<RoleGrants[]> {
+  const node: fc.Arbitrary<Node> = fc.letrec<{ node: Node }>((tie) => ({
+    node: fc.oneof(
+      { depthSize: 'small', withCrossShrink: true },
+      leafArb,
+      fc.record({ all: fc.array(tie('node'), { minLength: 1, maxLength: 3 }) }),
+      fc.record({ any: fc.array(tie('node'), { minLength: 1, maxLength: 3 }) }),
+    ),
+  })).node;
+  const filter: fc.Arbitrary<RowFilter> = fc.oneof({ weight: 1, arbitrary: fc.constant({}) }, { weight: 4, arbitrary: node });
+  const columns = fc.oneof(
+    { weight: 1, arbitrary: fc.constant<string[]>(['*']) },
+    { weight: 3, arbitrary: fc.uniqueArray(fc.constantFrom('id', ...cols), { minLength: 1, maxLength: 4 }) },
+  );
+  const policy = fc.record({ table: fc.constantFrom('t', '*', 'other'), allowed_columns: columns, row_filter: filter });
+  return fc
+    .array(fc.uniqueArray(policy, { maxLength: 3, selector: (p) => p.table }), { maxLength: 4 })
+    .map((rs) => rs.map((policies, i) => ({ role_id: i + 1, role: `r${i + 1}`, policies })));
+}
+const roles = rolesOf(leaf, COLS);
 const user = fc.record({ id: fc.integer({ min: 1, max: 5 }), username: fc.constantFrom(...USERNAMES), is_active: fc.constant(true) });
 
 function canon(rows: Record<string, unknown>[]): string[] {
@@ -74,23 +78,21 @@ function canon(rows: Record<string, unknown>[]): string[] {
     .sort();
 }
 
-t.test('compiled SQL on SQLite returns exactly what the reference evaluator allows', async (t) => {
-  const db = new Database(':memory:');
-  t.teardown(() => db.close());
-  db.exec(`CREATE TABLE t (id INTEGER PRIMARY KEY, ${COLS.join(', ')}); CREATE TABLE sentinel (x)`);
-  const insert = db.prepare(`INSERT INTO t (id, ${COLS.join(', ')}) VALUES (?, ?, ?, ?, ?, ?)`);
+/**
+ * Run the property on table t of `db` (columns id + `cols`): random rows from `rowArb`, the
+ * compiled SQL's rows and columns must equal the reference evaluator's.
+ */
+function equivalence(t: Test, db: Database.Database, cols: readonly string[], rolesArb: fc.Arbitrary<RoleGrants[]>, rowArb: fc.Arbitrary<(Scalar | null)[]>): void {
+  const insert = db.prepare(`INSERT INTO t (id, ${cols.join(', ')}) VALUES (?, ${cols.map(() => '?').join(', ')})`);
   const store = (v: Scalar | null) => (typeof v === 'boolean' ? (v ? 1 : 0) : v);
   let nonEmpty = 0;
   let checked = 0;
   fc.assert(
-    fc.property(user, roles, fc.array(fc.tuple(cell, cell, cell, cell, cell), { maxLength: 12 }), (u, rs, data) => {
+    fc.property(user, rolesArb, fc.array(rowArb, { maxLength: 12 }), (u, rs, data) => {
       db.exec('DELETE FROM t');
-      const rows = data.map((cells, i) => {
-        const r: Record<string, unknown> = { id: i + 1 };
-        COLS.forEach((c, j) => (r[c] = store(cells[j])));
-        insert.run(i + 1, ...COLS.map((c) => r[c]));
-        return r;
-      });
+      for (const [i, cells] of data.entries()) insert.run(i + 1, ...cells.map(store));
+      // The rows as the database holds them (a REAL column gives back 2 for 2.0, TEXT keeps text).
+      const rows = db.prepare('SELECT * FROM t ORDER BY id').all() as Record<string, unknown>[];
       const eff = resolveEffectivePolicy(u, rs, rs.length > 0);
       const p = policyForTable(eff, 't');
       const expected = applyPolicy(p, rows);
@@ -115,7 +117,40 @@ t.test('compiled SQL on SQLite returns exactly what the reference evaluator allo
   );
   t.ok(checked > 50, `compiled and ran ${checked} policies`);
   t.ok(nonEmpty > 10, `${nonEmpty} returned rows (the property is not vacuous)`);
+}
+
+t.test('compiled SQL on SQLite returns exactly what the reference evaluator allows', async (t) => {
+  const db = new Database(':memory:');
+  t.teardown(() => db.close());
+  db.exec(`CREATE TABLE t (id INTEGER PRIMARY KEY, ${COLS.join(', ')}); CREATE TABLE sentinel (x)`);
+  equivalence(t, db, COLS, roles, fc.tuple(cell, cell, cell, cell, cell));
   t.ok(db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'sentinel'").get(), 'nothing was dropped');
+});
+
+t.test('typed columns (INTEGER, TEXT, REAL), filters with values of each column\'s type: the same equivalence', async (t) => {
+  // docs/data-access.md: "write filters with values of the column's type". Under that contract the
+  // property holds on typed tables too, where SQLite's affinity would otherwise coerce ('1' = 1).
+  const db = new Database(':memory:');
+  t.teardown(() => db.close());
+  db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, owner INTEGER, region TEXT, amount REAL)');
+  const int = fc.oneof(fc.integer({ min: -3, max: 6 }), fc.constant<Scalar>('$user_id'));
+  const text = fc.oneof(fc.constantFrom<Scalar>('EU', 'US', 'eu', '', "o'brien", ...USERNAMES), fc.constant<Scalar>('$username'), fc.string({ unit: 'grapheme', maxLength: 3 }));
+  const real = fc.oneof(fc.constantFrom<Scalar>(-1.5, 0, 2, 2.5, 10), fc.double({ noNaN: true, noDefaultInfinity: true, min: -100, max: 100 }));
+  const typedLeaf = (col: string, v: fc.Arbitrary<Scalar>): fc.Arbitrary<Node> =>
+    fc.oneof(
+      fc.record({ column: fc.constant(col), op: fc.constantFrom('eq', 'neq', 'lt', 'lte', 'gt', 'gte' as const), value: v }) as fc.Arbitrary<Node>,
+      fc.record({ column: fc.constant(col), op: fc.constantFrom('in', 'not_in' as const), value: fc.array(v, { minLength: 1, maxLength: 4 }) }) as fc.Arbitrary<Node>,
+      fc.record({ column: fc.constant(col), op: fc.constant('is_null' as const), value: fc.boolean() }) as fc.Arbitrary<Node>,
+    );
+  const cols = ['owner', 'region', 'amount'];
+  const typedRoles = rolesOf(fc.oneof(typedLeaf('owner', int), typedLeaf('region', text), typedLeaf('amount', real)), cols);
+  const orNull = <T>(a: fc.Arbitrary<T>) => fc.oneof({ weight: 1, arbitrary: fc.constant(null) }, { weight: 4, arbitrary: a });
+  const row = fc.tuple(
+    orNull(fc.integer({ min: -3, max: 6 })),
+    orNull(fc.constantFrom<Scalar>('EU', 'US', 'eu', '', "o'brien", ...USERNAMES)),
+    orNull(fc.constantFrom<Scalar>(-1.5, 0, 2, 2.5, 10, 99.25)),
+  );
+  equivalence(t, db, cols, typedRoles, row);
 });
 
 t.test('hostile identifiers are refused, hostile values are bound and never reach the SQL text', async (t) => {
