@@ -11,6 +11,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     registry,
     sessionsLive: new Gauge({ name: 'airlock_sessions_live', help: 'Live sandboxes (claimed containers).', registers: [registry] }),
     poolReady: new Gauge({ name: 'airlock_pool_ready', help: 'Pre-started containers waiting to be claimed.', registers: [registry] }),
+    sessionStartsWaiting: new Gauge({ name: 'airlock_session_starts_waiting', help: 'Sandbox starts queued at the start gate (AIRLOCK_MAX_STARTING).', registers: [registry] }),
     sessionsStarted: new Counter({ name: 'airlock_sessions_started_total', help: 'Sandboxes started, by how.', labelNames: ['kind'] as const, registers: [registry] }),
     sessionsReaped: new Counter({ name: 'airlock_sessions_reaped_total', help: 'Sandboxes removed, by reason.', labelNames: ['reason'] as const, registers: [registry] }),
     sessionStartSeconds: new Histogram({

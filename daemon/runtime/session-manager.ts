@@ -251,7 +251,7 @@ export class SessionManager implements TurnRunner {
     this.root = join(o.config.dataDir, 'sandboxes');
     this.workspacesRoot = join(o.config.dataDir, 'workspaces');
     this.poolEnabled = o.config.sandbox.poolSize > 0;
-    this.startGate = new StartGate(o.config.sandbox.maxStarting);
+    this.startGate = new StartGate(o.config.sandbox.maxStarting, (g) => o.metrics?.sessionStartsWaiting.set(g.waiting));
   }
 
   // ------------------------------------------------------------------ lifecycle

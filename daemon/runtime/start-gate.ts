@@ -8,14 +8,24 @@ export class StartGate {
   private active = 0;
   private readonly waiting: (() => void)[] = [];
 
-  constructor(readonly limit: number) {
+  /** `onChange` hears every change of the counts (the daemon feeds a gauge with it). */
+  constructor(
+    readonly limit: number,
+    private readonly onChange?: (stats: { active: number; waiting: number }) => void,
+  ) {
     if (!Number.isInteger(limit) || limit < 1) throw new RangeError('limit must be a positive integer');
   }
 
   /** Resolves with a release function once a place is free; call it exactly once. */
   async enter(): Promise<() => void> {
-    if (this.active < this.limit) this.active++;
-    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    if (this.active < this.limit) {
+      this.active++;
+      this.changed();
+    } else {
+      const turn = new Promise<void>((resolve) => this.waiting.push(resolve));
+      this.changed();
+      await turn;
+    }
     let released = false;
     return () => {
       if (released) return;
@@ -24,7 +34,12 @@ export class StartGate {
       // The place passes straight to the next waiter; `active` stays the same.
       if (next) next();
       else this.active--;
+      this.changed();
     };
+  }
+
+  private changed(): void {
+    this.onChange?.(this.stats);
   }
 
   /** Holders now, and callers waiting for a place (for metrics and tests). */

@@ -2,7 +2,8 @@ import t from 'tap';
 import { StartGate } from '../../daemon/runtime/start-gate.js';
 
 t.test('at most `limit` holders; waiters enter in arrival order as places free up', async (t) => {
-  const gate = new StartGate(2);
+  const seen: string[] = [];
+  const gate = new StartGate(2, (g) => seen.push(`${g.active}/${g.waiting}`));
   const order: string[] = [];
   const holders = new Map<string, () => void>();
   const enter = (name: string) =>
@@ -29,6 +30,8 @@ t.test('at most `limit` holders; waiters enter in arrival order as places free u
   holders.get('e')!();
   await Promise.all(all);
   t.same(gate.stats, { active: 0, waiting: 0 }, 'every place returned');
+  t.same(seen.slice(0, 5), ['1/0', '2/0', '2/1', '2/2', '2/3'], 'every change is reported (for the waiting gauge)');
+  t.equal(seen.at(-1), '0/0');
 });
 
 t.test('a limit below one is refused', async (t) => {
