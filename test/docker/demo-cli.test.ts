@@ -74,7 +74,7 @@ else if (docker) {
       const img = document.querySelector('img.attachment') as HTMLImageElement | null;
       return !!img && img.complete && img.naturalWidth > 0;
     });
-    t.ok(true, 'the chart is shown in the chat');
+    t.equal(await page.$eval('img.attachment', (i) => (i as HTMLImageElement).naturalWidth), 800, 'the chart (an 800 px PNG) is shown in the chat');
     await screenshot(page, 'demo-chat');
 
     // The recipient's view, at the mailbox the banner printed: the mail with its chart inline.
