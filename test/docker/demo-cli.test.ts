@@ -63,6 +63,8 @@ else if (docker) {
     await page.fill('#password', login![2]);
     await page.keyboard.press('Enter');
     await page.waitForSelector('#prompt');
+    // The model line is filled in after the page renders.
+    await page.waitForSelector('#model[data-demo="true"]');
     t.match(await page.textContent('#model'), /Demo model/, 'the page says the model is the offline demo');
     await page.fill('#prompt', 'chart the sample spreadsheet and email it to someone@example.com');
     await page.click('#send');
