@@ -97,8 +97,10 @@ if (docker) {
     const said = (events: { type: string; text?: string }[]) => events.filter((e) => e.type === 'text_delta').map((e) => e.text).join('');
     const ours = async () => (await docker!.listContainers({ all: true, filters: { label: [`${LABEL_OWNER}=${owner}`] } })).map((c) => c.Id);
 
-    // ---- the first daemon: one turn in a new session (claimed from the pool).
+    // ---- the first daemon: once its pool has filled, one turn in a new session (claimed from the pool).
     const first = await startServe();
+    // serve listens before its pool has filled; a prompt sent earlier cold-starts instead (CI saw it).
+    await waitFor(async () => (await ls()).some((s) => s.state === 'pool'), 'the pool to fill');
     const c1 = new Client(url);
     t.equal((await c1.login('alice', password)).status, 200, 'logged in over HTTP');
     const turn1 = await streamTurn(c1, { message: 'hello' });
