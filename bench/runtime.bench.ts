@@ -1,14 +1,15 @@
 /**
- * Sandbox runtime: cold session start vs a bare `docker run` of the same image printing "ready"
- * (same run), session start from the pool, and warm prompt round trips over the control socket.
+ * Sandbox runtime: cold session start vs a `docker run` of the same image printing "ready" (same
+ * run; bare, and with the sandbox's hardening), session start from the pool, and warm prompt round trips over the control socket.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { join, dirname } from 'node:path';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { randomUUID } from 'node:crypto';
-import { createDocker, buildSandboxImage, SessionManager } from '../daemon/runtime/index.js';
+import type Docker from 'dockerode';
+import { createDocker, buildSandboxImage, sandboxHostConfig, SessionManager } from '../daemon/runtime/index.js';
 import { loadConfig, silentLogger } from '../core/index.js';
 import { nowMs, stats, type BenchResult } from './lib.js';
 
@@ -35,15 +36,21 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
   const signal = new AbortController().signal;
   const turn = (m: SessionManager, sessionId: string) => m.runTurn({ userId: 1, sessionId, turnId: randomUUID(), prompt: 'ping', signal, onEvent: () => undefined });
   try {
-    // Baseline: bare docker run of the same image, node printing "ready".
-    const bare: number[] = [];
-    for (let i = 0; i < N_COLD; i++) {
+    // Baselines, interleaved so machine load falls on both alike: a bare `docker run` of the same
+    // image with node printing "ready", and the same run with the sandbox's full hardening
+    // (sandboxHostConfig: caps, read-only root, tmpfs, limits, init) and a bind mount like the
+    // session's /run/airlock, so the ratio shows what our start adds beyond Docker's own cost.
+    const benchCfg = loadConfig({ AIRLOCK_DATA_DIR: join(dir, 'cfg'), AIRLOCK_IMAGE: TAG });
+    const runDir = join(dir, 'run');
+    mkdirSync(runDir);
+    const dockerRun = async (HostConfig: Docker.HostConfig): Promise<number> => {
       const t0 = nowMs();
       const c = await docker.createContainer({
         Image: TAG,
         Entrypoint: ['/usr/local/bin/node', '-e', 'console.log("ready")'],
         Labels: { 'airlock.owner': owner },
-        HostConfig: { NetworkMode: 'none', Init: true },
+        NetworkDisabled: true,
+        HostConfig,
       });
       const stream = await c.attach({ stream: true, stdout: true, stderr: true });
       const ready = new Promise<void>((resolve) => {
@@ -55,8 +62,15 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
       });
       await c.start();
       await ready;
-      bare.push(nowMs() - t0);
+      const ms = nowMs() - t0;
       await c.remove({ force: true });
+      return ms;
+    };
+    const bare: number[] = [];
+    const hardened: number[] = [];
+    for (let i = 0; i < N_COLD; i++) {
+      bare.push(await dockerRun({ NetworkMode: 'none', Init: true }));
+      hardened.push(await dockerRun(sandboxHostConfig(benchCfg.sandbox, [{ Type: 'bind', Source: runDir, Target: '/run/airlock', ReadOnly: false }])));
     }
 
     // Cold session start: no pool; first prompt of a new session until its turn ends.
@@ -99,6 +113,7 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
     await pool.close({ removeContainers: true });
 
     const b = stats(bare);
+    const h = stats(hardened);
     const c = stats(coldMs);
     const p = stats(poolMs);
     const w = stats(warm);
@@ -106,12 +121,19 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
       name: 'runtime',
       rows: [
         { what: 'bare docker run → "ready" (baseline)', n: b.n, p50_ms: b.p50, p99_ms: b.p99 },
+        { what: 'hardened docker run → "ready" (baseline)', n: h.n, p50_ms: h.p50, p99_ms: h.p99 },
         { what: 'cold session start → first turn done', n: c.n, p50_ms: c.p50, p99_ms: c.p99 },
         { what: 'pool claim → first turn done', n: p.n, p50_ms: p.p50, p99_ms: p.p99 },
         { what: 'warm prompt round trip (control socket)', n: w.n, p50_ms: w.p50, p99_ms: w.p99 },
       ],
-      ratios: { cold_start_vs_bare_run_p50: c.p50 / b.p50, pool_start_vs_bare_run_p50: p.p50 / b.p50, pool_vs_cold_p50: p.p50 / c.p50 },
-      notes: 'cold/pool include profile write, supervisor start message, agent child spawn (node) and one echo turn; the bare run only starts node.',
+      ratios: {
+        cold_start_vs_bare_run_p50: c.p50 / b.p50,
+        cold_start_vs_hardened_run_p50: c.p50 / h.p50,
+        hardened_vs_bare_run_p50: h.p50 / b.p50,
+        pool_start_vs_bare_run_p50: p.p50 / b.p50,
+        pool_vs_cold_p50: p.p50 / c.p50,
+      },
+      notes: 'cold/pool include profile write, supervisor start message, agent child spawn (node) and one echo turn; the baseline runs only start node (the hardened one with the sandbox HostConfig).',
     };
   } finally {
     const left = await docker.listContainers({ all: true, filters: { label: [`airlock.owner=${owner}`] } });

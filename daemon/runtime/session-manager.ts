@@ -170,6 +170,34 @@ export function sessionContainerName(sessionId: string, slot: string): string {
 }
 
 /** The default preparer: no routes and no tokens, only the agent settings from config. */
+/**
+ * The hardening every sandbox container gets (DESIGN.md): no network, every capability dropped
+ * but SETUID/SETGID (the supervisor's drop to the child's uid), no-new-privileges, read-only root
+ * with tmpfs /tmp and /home/agent, the configured pids/memory/cpu limits, an init, private IPC and
+ * bounded logs. Exported for the runtime bench's hardened `docker run` baseline.
+ */
+export function sandboxHostConfig(s: Readonly<Config['sandbox']>, mounts: Docker.MountSettings[]): Docker.HostConfig {
+  return {
+    NetworkMode: 'none',
+    ReadonlyRootfs: true,
+    CapDrop: ['ALL'],
+    CapAdd: ['SETUID', 'SETGID'],
+    SecurityOpt: ['no-new-privileges'],
+    PidsLimit: s.pids,
+    Memory: s.memoryMb * 1024 * 1024,
+    MemorySwap: s.memoryMb * 1024 * 1024,
+    NanoCpus: Math.round(s.cpus * 1e9),
+    Tmpfs: {
+      '/tmp': 'rw,noexec,nosuid,nodev,size=64m',
+      '/home/agent': `rw,noexec,nosuid,nodev,size=16m,uid=${CHILD_UID},gid=${CHILD_GID},mode=0700`,
+    },
+    Init: true,
+    IpcMode: 'private',
+    LogConfig: { Type: 'json-file', Config: { 'max-size': '1m', 'max-file': '2' } },
+    Mounts: mounts,
+  };
+}
+
 export function defaultPreparer(config: Readonly<Config>): SessionPreparer {
   return {
     async prepare(): Promise<PreparedSession> {
@@ -614,7 +642,6 @@ export class SessionManager implements TurnRunner {
       mkdirSync(join(dir, 'workspace'), { mode: 0o711 });
       workspaceMount = { Type: 'bind', Source: join(dir, 'workspace'), Target: SANDBOX_WORKSPACE, ReadOnly: false, BindOptions: { Propagation: 'rslave' } };
     }
-    const s = this.config.sandbox;
     const t0 = Date.now();
     let container: Docker.Container | undefined;
     try {
@@ -627,25 +654,7 @@ export class SessionManager implements TurnRunner {
         // Nothing secret here: Config.Env is visible to `docker inspect` and to docker-init.
         Env: this.childUid !== undefined ? [`AIRLOCK_SANDBOX_CHILD_UID=${this.childUid}`] : [],
         NetworkDisabled: true,
-        HostConfig: {
-          NetworkMode: 'none',
-          ReadonlyRootfs: true,
-          CapDrop: ['ALL'],
-          CapAdd: ['SETUID', 'SETGID'],
-          SecurityOpt: ['no-new-privileges'],
-          PidsLimit: s.pids,
-          Memory: s.memoryMb * 1024 * 1024,
-          MemorySwap: s.memoryMb * 1024 * 1024,
-          NanoCpus: Math.round(s.cpus * 1e9),
-          Tmpfs: {
-            '/tmp': 'rw,noexec,nosuid,nodev,size=64m',
-            '/home/agent': `rw,noexec,nosuid,nodev,size=16m,uid=${CHILD_UID},gid=${CHILD_GID},mode=0700`,
-          },
-          Init: true,
-          IpcMode: 'private',
-          LogConfig: { Type: 'json-file', Config: { 'max-size': '1m', 'max-file': '2' } },
-          Mounts: [workspaceMount, { Type: 'bind', Source: runDir, Target: SANDBOX_RUN_DIR, ReadOnly: false }],
-        },
+        HostConfig: sandboxHostConfig(this.config.sandbox, [workspaceMount, { Type: 'bind', Source: runDir, Target: SANDBOX_RUN_DIR, ReadOnly: false }]),
       });
       await container.start();
       const client = await SandboxClient.connect(join(runDir, 'control.sock'));
