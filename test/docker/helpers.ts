@@ -54,6 +54,8 @@ export function testImageTag(): string {
   const h = createHash('sha256');
   for (const d of ['core', 'proxy', 'supervisor', 'agent', 'tools', 'extensions']) hashTree(h, join(ROOT, 'dist', d));
   h.update(readFileSync(join(ROOT, 'images', 'Dockerfile.app')));
+  // How the image is built (bundling included) changes the image too.
+  h.update(readFileSync(join(ROOT, 'dist', 'daemon', 'runtime', 'image.js')));
   return `airlock/sandbox:test-${h.digest('hex').slice(0, 12)}`;
 }
 

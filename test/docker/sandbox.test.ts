@@ -198,6 +198,36 @@ if (docker) {
     t.equal((await slow).stop_reason, 'end_turn');
   });
 
+  t.test('the sandbox processes run one-file bundles of their entry points (faster session start)', async (t) => {
+    const { m } = await manager(t, docker, image, { AIRLOCK_POOL_SIZE: '0' });
+    const r = await turn(m, 'bundled', 'hi');
+    t.equal(r.stop_reason, 'end_turn', 'a turn runs on the bundles');
+    // Every node process in the live session, with the file it runs and whether that file is a
+    // bundle: our banner first (after a shebang), and no import of a relative module (the sources
+    // are inlined).
+    const probe = `
+      const fs = require('fs');
+      const out = [];
+      for (const pid of fs.readdirSync('/proc').filter((p) => /^[0-9]+$/.test(p))) {
+        let argv;
+        try { argv = fs.readFileSync('/proc/' + pid + '/cmdline', 'utf8').split(String.fromCharCode(0)); } catch { continue; }
+        const file = argv[1];
+        if (!argv[0].endsWith('/node') || !file || !file.startsWith('/opt/airlock/')) continue;
+        const src = fs.readFileSync(file, 'utf8');
+        out.push({ file, banner: (src.startsWith('#!') ? src.slice(src.indexOf(String.fromCharCode(10)) + 1) : src).startsWith('import { createRequire as __airlockCreateRequire }'), relativeImports: src.includes('from "./') || src.includes('from "../') || src.includes("from './") || src.includes("from '../") });
+      }
+      console.log(JSON.stringify(out.sort((a, b) => a.file.localeCompare(b.file))));`;
+    const res = await execIn(docker, r.containerId!, ['/usr/local/bin/node', '-e', probe], { user: '0' });
+    t.equal(res.code, 0, 'probe ran', { stderr: res.stderr });
+    const procs = JSON.parse(res.stdout) as { file: string; banner: boolean; relativeImports: boolean }[];
+    t.same(
+      procs.map((p) => p.file),
+      ['agent', 'extensions', 'supervisor', 'tools'].map((e) => `/opt/airlock/dist/${e}/main.js`),
+      'supervisor, agent child and both MCP servers are running',
+    );
+    for (const p of procs) t.same([p.banner, p.relativeImports], [true, false], `${p.file} is a bundle`);
+  });
+
   t.test('a failed start is cleaned up and the turn resolves with an error', async (t) => {
     const owner = uniqueOwner('fail');
     const dir = dataDir(t);
