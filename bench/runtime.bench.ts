@@ -1,6 +1,7 @@
 /**
  * Sandbox runtime: cold session start vs a `docker run` of the same image printing "ready" (same
- * run; bare, and with the sandbox's hardening), session start from the pool, and warm prompt round trips over the control socket.
+ * run; bare, and with the sandbox's hardening), session start from the pool, and warm prompt
+ * round trips over the control socket.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';

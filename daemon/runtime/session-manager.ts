@@ -169,7 +169,6 @@ export function sessionContainerName(sessionId: string, slot: string): string {
   return `airlock-session-${sessionId.replace(/[^a-zA-Z0-9_.-]/g, '_').slice(0, 100)}-${slot}`;
 }
 
-/** The default preparer: no routes and no tokens, only the agent settings from config. */
 /**
  * The hardening every sandbox container gets (DESIGN.md): no network, every capability dropped
  * but SETUID/SETGID (the supervisor's drop to the child's uid), no-new-privileges, read-only root
@@ -198,6 +197,7 @@ export function sandboxHostConfig(s: Readonly<Config['sandbox']>, mounts: Docker
   };
 }
 
+/** The default preparer: no routes and no tokens, only the agent settings from config. */
 export function defaultPreparer(config: Readonly<Config>): SessionPreparer {
   return {
     async prepare(): Promise<PreparedSession> {
