@@ -20,43 +20,66 @@ const SELF = 'test/unit/self-contained-docs.test.ts';
 const OUTSIDE_RE = new RegExp(['\\bDESIGN\\b', '\\bSP' + 'EC\\b', 'MACHINE-' + 'NOTES', '\\.\\./' + 'shared\\b'].join('|'));
 
 /**
- * Comments in .ts files that still cite an outside file, by file and count. Listed so this test
- * can land before they are rewritten; each is to be replaced by the docs/ anchor the catalogue
- * change's report names. The list may only shrink: a new reference fails.
+ * Comments in .ts files that still cite an outside file: per file, how many lines, and the docs/
+ * anchors that replace them (checked to exist below). Listed so this test could land before the
+ * comments are rewritten; the list may only shrink: a new reference fails.
  */
-const NOT_YET_REWRITTEN: Record<string, number> = {
-  'extensions/chart-spec.ts': 1,
-  'supervisor/supervisor.ts': 1,
-  'daemon/runtime/session-manager.ts': 3,
-  'daemon/tokens.ts': 1,
-  'daemon/directory-sync/runner.ts': 2,
-  'daemon/overlay.ts': 1,
-  'web/identity/sso-routes.ts': 1,
-  'web/identity/store.ts': 1,
-  'web/identity/events.ts': 1,
-  'web/identity/teams.ts': 1,
-  'web/data-access/store.ts': 2,
-  'web/data-access/effective.ts': 4,
-  'web/data-access/predicate.ts': 1,
-  'web/memory-routes.ts': 1,
-  'web/chat-routes.ts': 1,
-  'web/account-routes.ts': 1,
-  'test/docker/chat-e2e.test.ts': 1,
-  'test/integration/identity/sso.test.ts': 1,
-  'test/integration/proxy-encoding.test.ts': 1,
-  'test/integration/data-access-property.test.ts': 1,
-  'test/unit/boundaries.test.ts': 1,
-  'test/fakes/mcp-workspace.ts': 1,
-  'tools/server.ts': 1,
-  'tools/env.ts': 1,
-  'proxy/server.ts': 1,
-  'core/logger.ts': 1,
-  'core/migrations/003-accounts.ts': 1,
-  'core/migrations/004-identity.ts': 1,
-  'core/migrations/005-data-access.ts': 2,
-  'core/migrations/006-memories.ts': 1,
-  'core/sandbox-protocol.ts': 1,
+const A = 'docs/architecture.md';
+const R = 'docs/rules.md';
+const NOT_YET_REWRITTEN: Record<string, { lines: number; cite: string[] }> = {
+  'extensions/chart-spec.ts': { lines: 1, cite: [`${R}#agent-tools`] },
+  'supervisor/supervisor.ts': { lines: 1, cite: [`${A}#why-these-choices-measured`] },
+  'daemon/runtime/session-manager.ts': { lines: 3, cite: ['docs/runtime.md#container-settings', `${A}#processes`, `${A}#session-profile`] },
+  'daemon/tokens.ts': { lines: 1, cite: [`${R}#session-start`] },
+  'daemon/directory-sync/runner.ts': { lines: 2, cite: [`${R}#directory-sync-flow`] },
+  'daemon/overlay.ts': { lines: 1, cite: [`${R}#token-injection`] },
+  'web/identity/sso-routes.ts': { lines: 1, cite: [`${R}#versioning`] },
+  'web/identity/store.ts': { lines: 1, cite: [`${R}#identity-rules`] },
+  'web/identity/events.ts': { lines: 1, cite: [`${R}#login-flow`] },
+  'web/identity/teams.ts': { lines: 1, cite: [`${R}#directory-sync-flow`] },
+  'web/data-access/store.ts': { lines: 2, cite: [`${R}#data-access-rules`] },
+  'web/data-access/effective.ts': { lines: 4, cite: [`${R}#data-access-rules`] },
+  'web/data-access/predicate.ts': { lines: 1, cite: [`${A}#row-filters`] },
+  'web/memory-routes.ts': { lines: 1, cite: [`${R}#data-access-rules`] },
+  'web/chat-routes.ts': { lines: 1, cite: [`${A}#chat-events`] },
+  'web/account-routes.ts': { lines: 1, cite: [`${R}#identity-rules`] },
+  'test/docker/chat-e2e.test.ts': { lines: 1, cite: [`${R}#states`] },
+  'test/integration/identity/sso.test.ts': { lines: 1, cite: [`${A}#http-error-body`] },
+  'test/integration/proxy-encoding.test.ts': { lines: 1, cite: [`${A}#http-error-body`] },
+  'test/integration/data-access-property.test.ts': { lines: 1, cite: [`${R}#data-access-rules`] },
+  'test/unit/boundaries.test.ts': { lines: 1, cite: [`${A}#who-imports-whom`] },
+  'test/fakes/mcp-workspace.ts': { lines: 1, cite: [`${R}#agent-tools`] },
+  'tools/server.ts': { lines: 1, cite: [`${R}#data-access-rules`] },
+  'tools/env.ts': { lines: 1, cite: [`${R}#sandbox-environment`] },
+  'proxy/server.ts': { lines: 1, cite: [`${R}#session-start`] },
+  'core/logger.ts': { lines: 1, cite: [`${A}#http-error-body`] },
+  'core/migrations/003-accounts.ts': { lines: 1, cite: [`${R}#identity-rules`] },
+  'core/migrations/004-identity.ts': { lines: 1, cite: [`${R}#identity-rules`] },
+  'core/migrations/005-data-access.ts': { lines: 2, cite: [`${R}#data-access-rules`] },
+  'core/migrations/006-memories.ts': { lines: 1, cite: [`${R}#data-access-rules`] },
+  'core/sandbox-protocol.ts': { lines: 1, cite: [`${A}#chat-events`] },
 };
+
+/** GitHub's heading anchor. */
+function slug(heading: string): string {
+  return heading.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+}
+
+function anchorsOf(file: string): string[] {
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => /^#+ /.test(l))
+    .map((l) => slug(l.replace(/^#+ /, '')));
+}
+
+/** `path#anchor` (relative to `from`) points at an existing file and heading. */
+function linkProblem(fromFile: string, href: string): string | undefined {
+  const [p, anchor] = href.split('#');
+  const target = p ? join(dirname(fromFile), p) : fromFile;
+  if (!existsSync(target)) return 'no such file';
+  if (anchor && target.endsWith('.md') && !anchorsOf(target).includes(anchor)) return 'no such heading';
+  return undefined;
+}
 
 function* walk(dir: string): Generator<string> {
   for (const name of readdirSync(dir)) {
@@ -83,12 +106,12 @@ t.test('no file cites a document outside the repository', async (t) => {
   t.ok(scanned > 100, `files were scanned (${scanned})`);
   const fresh: string[] = [];
   for (const [rel, lines] of counts) {
-    if (lines.length > (NOT_YET_REWRITTEN[rel] ?? 0)) fresh.push(...lines);
+    if (lines.length > (NOT_YET_REWRITTEN[rel]?.lines ?? 0)) fresh.push(...lines);
   }
   t.same(fresh, [], 'cite docs/architecture.md or docs/rules.md instead');
   const docs = [...counts.keys()].filter((r) => r.endsWith('.md'));
   t.same(docs, [], 'docs and README are self-contained');
-  for (const [rel, n] of Object.entries(NOT_YET_REWRITTEN)) {
+  for (const [rel, { lines: n }] of Object.entries(NOT_YET_REWRITTEN)) {
     const now = counts.get(rel)?.length ?? 0;
     if (now < n) t.comment(`${rel}: ${n - now} reference(s) rewritten; lower NOT_YET_REWRITTEN`);
   }
@@ -97,4 +120,27 @@ t.test('no file cites a document outside the repository', async (t) => {
 t.test('the pattern catches each kind of outside reference', async (t) => {
   for (const s of ['see DESIGN.md', '(SP' + 'EC rule 3)', 'MACHINE-' + 'NOTES.md', '../' + 'shared/x']) t.ok(OUTSIDE_RE.test(s), s);
   for (const s of ['CHART_SPEC', 'docs/rules.md#data-access-rules', 'designed']) t.notOk(OUTSIDE_RE.test(s), s);
+});
+
+t.test('the anchors that replace outside references exist', async (t) => {
+  for (const [rel, { cite }] of Object.entries(NOT_YET_REWRITTEN)) {
+    for (const href of cite) t.equal(linkProblem(join(ROOT, 'README.md'), href), undefined, `${rel} → ${href}`);
+  }
+});
+
+t.test('links between the docs resolve (files and headings)', async (t) => {
+  const files = [join(ROOT, 'README.md'), ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => join(ROOT, 'docs', f))];
+  const broken: string[] = [];
+  let links = 0;
+  for (const f of files) {
+    for (const m of readFileSync(f, 'utf8').matchAll(/\]\(([^)\s]+)\)/g)) {
+      if (/^[a-z]+:/i.test(m[1])) continue;
+      links++;
+      const problem = linkProblem(f, m[1]);
+      if (problem) broken.push(`${relative(ROOT, f)}: ${m[1]} (${problem})`);
+    }
+  }
+  t.ok(links > 20, `links were checked (${links})`);
+  t.same(broken, [], 'no broken link or anchor');
+  t.equal(linkProblem(join(ROOT, 'README.md'), 'docs/rules.md#no-such-heading'), 'no such heading', 'a missing heading is caught');
 });
