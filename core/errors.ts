@@ -88,6 +88,15 @@ export function toAppError(err: unknown, fallbackCode: ErrorCode | (string & {})
   return new AppError(fallbackCode, 'internal error', { cause: err });
 }
 
+/**
+ * An error another process reported (`{code, message}` read from a socket): the status comes
+ * from the catalogue, `fallbackStatus` for a code it does not know (a newer peer). Use this
+ * instead of guessing a status from the code.
+ */
+export function appErrorFromPeer(error: { code: string; message: string }, fallbackStatus = 502): AppError {
+  return new AppError(error.code, error.message, { status: errorStatus(error.code, fallbackStatus) });
+}
+
 export function isAppError(err: unknown, code?: string): err is AppError {
   return err instanceof AppError && (code === undefined || err.code === code);
 }

@@ -21,6 +21,7 @@ import {
   ERROR_CATALOGUE,
   NotFoundError,
   ValidationError,
+  appErrorFromPeer,
   errorStatus,
   errorTableMarkdown,
   isErrorCode,
@@ -229,6 +230,15 @@ t.test('AppError and its subclasses take the status from the catalogue', async (
   t.equal(toAppError(new Error('boom')).status, 500);
   t.equal(toAppError(new Error('boom'), 'ERR_SYNC_FAILED').code, 'ERR_SYNC_FAILED');
   t.same(new AppError('ERR_SESSION_BUSY', 'busy').toBody(), { error: { code: 'ERR_SESSION_BUSY', message: 'busy' } });
+});
+
+t.test('an error reported by a peer gets the catalogue status, not a guess', async (t) => {
+  t.equal(appErrorFromPeer({ code: 'ERR_SESSION_BUSY', message: 'busy' }).status, 409);
+  t.equal(appErrorFromPeer({ code: 'ERR_SANDBOX_CHILD_EXITED', message: 'x' }).status, 502);
+  t.equal(appErrorFromPeer({ code: 'ERR_PROXY_TOKEN_MISSING', message: 'x' }).status, 503);
+  t.equal(appErrorFromPeer({ code: 'ERR_FROM_A_NEWER_PEER', message: 'x' }).status, 502, 'unknown code: the fallback');
+  t.equal(appErrorFromPeer({ code: 'ERR_FROM_A_NEWER_PEER', message: 'x' }, 500).status, 500);
+  t.equal(appErrorFromPeer({ code: 'ERR_SESSION_BUSY', message: 'busy' }).message, 'busy');
 });
 
 t.test('the proxy answers with the catalogue statuses', async (t) => {
