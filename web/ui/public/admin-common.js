@@ -30,7 +30,8 @@ export function select(options, attrs = {}) {
 export function errorNode(e) {
   if (!(e instanceof ApiError)) return h('div', { class: 'banner error', role: 'alert' }, String(e && e.message ? e.message : e));
   const body = e.body && e.body.error ? e.body.error : {};
-  const problems = Array.isArray(body.problems) ? body.problems : [];
+  // One problem is the message itself: list problems only when there are several.
+  const problems = Array.isArray(body.problems) && body.problems.length > 1 ? body.problems : [];
   return h('div', { class: 'banner error', role: 'alert' },
     h('strong', {}, e.message), ' ', h('code', { class: 'errcode' }, e.code), e.status ? h('span', { class: 'muted' }, ` (HTTP ${e.status})`) : null,
     body.field ? h('div', {}, 'Field: ', h('code', {}, String(body.field))) : null,
