@@ -1,6 +1,6 @@
 import { AppError } from '../../core/index.js';
 
-/** Leaf operators of the row-filter predicate (DESIGN.md "Row filter"). */
+/** Leaf operators of the row-filter predicate (docs/data-access.md "Row filter"). */
 export const COMPARE_OPS = ['eq', 'neq', 'lt', 'lte', 'gt', 'gte'] as const;
 export const LIST_OPS = ['in', 'not_in'] as const;
 export type CompareOp = (typeof COMPARE_OPS)[number];
