@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import { AppError, getUserById } from '../core/index.js';
+import { AppError, getUserById, logAction } from '../core/index.js';
 import { asyncHandler, requireSuperuser, type WebContext } from './context.js';
 
 /** What the live-sessions admin page needs from the daemon's session manager (ctx.services.sandboxAdmin). */
@@ -31,15 +31,19 @@ export function adminSessionRoutes(ctx: WebContext): Router {
     return s;
   };
   r.use(requireSuperuser);
+  const titleOf = ctx.db.prepare('SELECT title FROM chat_sessions WHERE id = ?');
   r.get('/', (_req, res) => {
     const all = admin().list();
     const sessions = all
       .filter((s) => s.sessionId)
       .map((s) => ({
         id: s.sessionId,
+        // The chat's title and its owner by name: what an admin recognises, beside the ids.
+        title: (titleOf.get(s.sessionId) as { title: string } | undefined)?.title ?? null,
         container_id: s.containerId.slice(0, 12),
         user_id: s.userId,
         username: s.userId === null ? null : (getUserById(ctx.db, s.userId)?.username ?? null),
+        display_name: s.userId === null ? null : (getUserById(ctx.db, s.userId)?.display_name ?? null),
         status: s.stale ? `${s.state} (stale)` : s.state,
         stale: s.stale,
         turns: s.turns,
@@ -52,8 +56,17 @@ export function adminSessionRoutes(ctx: WebContext): Router {
     r.post(
       `/:id/${op}`,
       asyncHandler(async (req, res) => {
-        await admin()[op](String(req.params.id));
-        req.log.info({ sessionId: req.params.id, op }, 'session operation by admin');
+        const id = String(req.params.id);
+        const owner = admin().list().find((s) => s.sessionId === id)?.userId ?? null;
+        await admin()[op](id);
+        req.log.info({ sessionId: id, op }, 'session operation by admin');
+        logAction(ctx.db, {
+          event: op === 'kill' ? 'session.killed' : 'session.restarted',
+          severity: op === 'kill' ? 'warning' : 'info',
+          actorId: req.user!.id,
+          subjectId: owner,
+          data: { session_id: id },
+        });
         res.status(204).end();
       }),
     );

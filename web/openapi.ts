@@ -30,6 +30,8 @@ export const OPERATIONS: readonly (readonly [string, string, string, Who, string
   ['get', '/api/identity/directory-sync', 'identity', 'superuser', 'Latest directory-sync job'],
   ['get', '/api/identity/organisations', 'identity', 'user', 'Organisations (own; superuser: all)'],
   ['post', '/api/identity/organisations', 'identity', 'superuser', 'Create an organisation'],
+  ['patch', '/api/identity/organisations/{id}', 'identity', 'superuser', 'Rename an organisation {name}'],
+  ['delete', '/api/identity/organisations/{id}', 'identity', 'superuser', 'Delete an organisation with its teams and agent policies'],
   ['get', '/api/identity/organisations/{id}/members', 'identity', 'manager', 'Organisation members'],
   ['put', '/api/identity/organisations/{id}/members/{userId}', 'identity', 'manager', 'Add or change a member {role}; naming, demoting or removing a manager is superuser only'],
   ['delete', '/api/identity/organisations/{id}/members/{userId}', 'identity', 'manager', 'Remove a member (a manager: superuser only)'],
@@ -45,6 +47,7 @@ export const OPERATIONS: readonly (readonly [string, string, string, Who, string
   ['patch', '/api/identity/agent-policies/{id}', 'identity', 'manager', 'Update an agent policy'],
   ['delete', '/api/identity/agent-policies/{id}', 'identity', 'manager', 'Delete an agent policy'],
   ['get', '/api/identity/agent-policy', 'identity', 'user', 'Effective agent policy (self; superuser: ?user_id=)'],
+  ['get', '/api/identity/agent-catalog', 'identity', 'user', 'Tools and models an agent policy may name'],
 
   ['get', '/api/data-authorization/roles', 'data-access', 'superuser', 'Roles'],
   ['post', '/api/data-authorization/roles', 'data-access', 'superuser', 'Create a role'],

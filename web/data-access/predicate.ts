@@ -1,6 +1,6 @@
 import { AppError } from '../../core/index.js';
 
-/** Leaf operators of the row-filter predicate (DESIGN.md "Row filter"). */
+/** Leaf operators of the row-filter predicate (docs/data-access.md "Row filter"). */
 export const COMPARE_OPS = ['eq', 'neq', 'lt', 'lte', 'gt', 'gte'] as const;
 export const LIST_OPS = ['in', 'not_in'] as const;
 export type CompareOp = (typeof COMPARE_OPS)[number];
@@ -159,4 +159,104 @@ export function substitute(f: RowFilter, who: FilterSubject): RowFilter {
   if (n.op === 'in' || n.op === 'not_in') return { column: n.column, op: n.op, value: n.value.map((v) => substValue(v, who)) };
   if (n.op === 'is_null') return { ...n };
   return { column: n.column, op: n.op, value: substValue(n.value as Scalar, who) };
+}
+
+/** One problem of a row filter, for people: `field` is a dotted path under `row_filter`. */
+export interface FilterProblem {
+  field: string;
+  message: string;
+}
+
+const ALL_OPS: readonly string[] = [...COMPARE_OPS, ...LIST_OPS, 'is_null'];
+const LEAF_KEYS = ['column', 'op', 'value'];
+
+function where(field: string): string {
+  // row_filter.all.1.any.0 → "Row filter, condition 2, condition 1"
+  const parts = field.split('.').slice(1);
+  const words = ['Row filter'];
+  for (let i = 0; i < parts.length; i++) {
+    if ((parts[i] === 'all' || parts[i] === 'any') && /^[0-9]+$/.test(parts[i + 1] ?? '')) {
+      words.push(`condition ${Number(parts[i + 1]) + 1}`);
+      i++;
+    }
+  }
+  return words.join(', ');
+}
+
+function scalarProblem(v: unknown): string | null {
+  if (typeof v === 'string') return v.length > FILTER_LIMITS.maxStringLength ? `is longer than ${FILTER_LIMITS.maxStringLength} characters` : null;
+  if (typeof v === 'number') return Number.isFinite(v) ? null : 'is not a finite number';
+  if (typeof v === 'boolean') return null;
+  return 'must be a text, a number or true/false';
+}
+
+/**
+ * Check a row filter and say what is wrong in words a person acts on, one problem per bad
+ * spot: "Row filter, condition 2: the column is empty." rather than the schema's eight
+ * "must NOT have additional properties" for one `oneOf`. The same rules as ROW_FILTER_SCHEMA
+ * (which stays the filter's documented shape); the node count is checkFilterSize's.
+ */
+export function rowFilterProblems(f: unknown, field = 'row_filter', depth = 0, out: FilterProblem[] = []): FilterProblem[] {
+  const at = where(field);
+  if (f === null || typeof f !== 'object' || Array.isArray(f)) {
+    out.push({ field, message: `${at} must be an object: {} for all rows, a condition {column, op, value}, or {all: […]} / {any: […]}.` });
+    return out;
+  }
+  const o = f as Record<string, unknown>;
+  const keys = Object.keys(o);
+  if (!keys.length) {
+    if (depth > 0) out.push({ field, message: `${at} is empty: a condition needs a column, an operator and a value.` });
+    return out;
+  }
+  const group = keys.find((k) => k === 'all' || k === 'any');
+  if (group) {
+    if (keys.length > 1) out.push({ field, message: `${at}: a group has only "${group}", not also ${keys.filter((k) => k !== group).map((k) => `"${k}"`).join(', ')}.` });
+    if (depth >= FILTER_LIMITS.maxDepth) {
+      out.push({ field: `${field}.${group}`, message: `${at}: groups nest at most ${FILTER_LIMITS.maxDepth} deep.` });
+      return out;
+    }
+    const list = o[group];
+    if (!Array.isArray(list) || list.length === 0) {
+      out.push({ field: `${field}.${group}`, message: `${at}: "${group}" needs a list of at least one condition.` });
+      return out;
+    }
+    if (list.length > FILTER_LIMITS.maxChildren) out.push({ field: `${field}.${group}`, message: `${at}: "${group}" has ${list.length} conditions; at most ${FILTER_LIMITS.maxChildren}.` });
+    list.slice(0, FILTER_LIMITS.maxChildren).forEach((c, i) => rowFilterProblems(c, `${field}.${group}.${i}`, depth + 1, out));
+    return out;
+  }
+  const unknown = keys.filter((k) => !LEAF_KEYS.includes(k));
+  if (unknown.length) {
+    out.push({ field: `${field}.${unknown[0]}`, message: `${at}: ${unknown.map((k) => `"${k}"`).join(', ')} ${unknown.length > 1 ? 'are not known fields' : 'is not a known field'} of a condition (it takes column, op and value; groups take all or any).` });
+  }
+  const col = o.column;
+  if (col === undefined) out.push({ field: `${field}.column`, message: `${at}: the column is missing.` });
+  else if (typeof col !== 'string') out.push({ field: `${field}.column`, message: `${at}: the column must be a column name (text).` });
+  else if (col.trim() === '') out.push({ field: `${field}.column`, message: `${at}: the column is empty.` });
+  else if (!COLUMN_RE.test(col)) out.push({ field: `${field}.column`, message: `${at}: "${col.slice(0, 80)}" is not a column name (letters, digits and _, not starting with a digit, at most 63).` });
+  const op = o.op;
+  if (op === undefined) out.push({ field: `${field}.op`, message: `${at}: the operator (op) is missing.` });
+  else if (typeof op !== 'string' || !ALL_OPS.includes(op)) {
+    out.push({ field: `${field}.op`, message: `${at}: ${JSON.stringify(op).slice(0, 40)} is not an operator; use one of ${ALL_OPS.join(', ')}.` });
+    return out;
+  }
+  if (!('value' in o)) {
+    out.push({ field: `${field}.value`, message: `${at}: the value is missing.` });
+    return out;
+  }
+  if (op === undefined) return out;
+  const v = o.value;
+  if (op === 'is_null') {
+    if (typeof v !== 'boolean') out.push({ field: `${field}.value`, message: `${at}: is_null takes true (is null) or false (is not null).` });
+  } else if (op === 'in' || op === 'not_in') {
+    if (!Array.isArray(v) || v.length === 0) out.push({ field: `${field}.value`, message: `${at}: ${op} takes a list of at least one value.` });
+    else if (v.length > FILTER_LIMITS.maxListItems) out.push({ field: `${field}.value`, message: `${at}: ${op} takes at most ${FILTER_LIMITS.maxListItems} values.` });
+    else {
+      const bad = v.findIndex((x) => scalarProblem(x) !== null);
+      if (bad >= 0) out.push({ field: `${field}.value.${bad}`, message: `${at}: value ${bad + 1} of the list ${scalarProblem(v[bad])}.` });
+    }
+  } else {
+    const p = scalarProblem(v);
+    if (p) out.push({ field: `${field}.value`, message: `${at}: the value ${p}.` });
+  }
+  return out;
 }

@@ -1,13 +1,21 @@
 import { Router, type Request } from 'express';
 import { AppError, ValidationError, type Severity } from '../../core/index.js';
 import { asyncHandler, requireSuperuser, type WebContext } from '../context.js';
-import { validateBody } from '../validate.js';
-import { COLUMN_RE, FILTER_LIMITS, ROW_FILTER, ROW_FILTER_DEFS, TABLE_RE, checkFilterSize, type RowFilter } from './predicate.js';
+import { compiled, pickProblems, problemsError, type Problem } from '../validate.js';
+import { COLUMN_RE, FILTER_LIMITS, TABLE_RE, checkFilterSize, rowFilterProblems, type RowFilter } from './predicate.js';
 import { effectivePolicyOf } from './service.js';
 import { DataAccessStore, parseId } from './store.js';
 
-const ROLE_NAME = { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9_.-]{0,63}$' };
-const DESCRIPTION = { type: 'string', maxLength: 500 };
+const ROLE_NAME = {
+  type: 'string',
+  minLength: 1,
+  maxLength: 64,
+  pattern: '^[A-Za-z][A-Za-z0-9_.-]*$',
+  description: 'letters, digits, _ . and - only, starting with a letter',
+};
+/** Longest role description; the admin page clamps long ones to three lines with the full text as a tooltip. */
+export const DESCRIPTION_MAX = 500;
+const DESCRIPTION = { type: 'string', maxLength: DESCRIPTION_MAX };
 
 export const ROLE_CREATE_SCHEMA = {
   type: 'object',
@@ -23,8 +31,8 @@ export const ROLE_PATCH_SCHEMA = {
   properties: { name: ROLE_NAME, description: DESCRIPTION },
 } as const;
 
+/** The body of a policy PUT; the row filter is checked by rowFilterProblems (its messages name the condition). */
 export const POLICY_PUT_SCHEMA = {
-  $defs: ROW_FILTER_DEFS,
   type: 'object',
   additionalProperties: false,
   required: ['allowed_columns'],
@@ -34,9 +42,9 @@ export const POLICY_PUT_SCHEMA = {
       minItems: 1,
       maxItems: FILTER_LIMITS.maxColumns,
       uniqueItems: true,
-      items: { anyOf: [{ const: '*' }, { type: 'string', pattern: COLUMN_RE.source }] },
+      items: { type: 'string', pattern: `(^\\*$)|(${COLUMN_RE.source})`, description: 'each column must be a column name (letters, digits and _) or "*"' },
     },
-    row_filter: ROW_FILTER,
+    row_filter: {},
   },
 };
 
@@ -47,21 +55,21 @@ export const ASSIGN_SCHEMA = {
   properties: { user_id: { type: 'integer', minimum: 1 }, role_id: { type: 'integer', minimum: 1 } },
 } as const;
 
-/** Validate with ajv, answering 400 ERR_DATA_INVALID (same details as ERR_VALIDATION). */
-export function validateData<T>(schema: object, data: unknown): T {
-  try {
-    return validateBody<T>(schema, data);
-  } catch (err) {
-    if (err instanceof ValidationError) {
-      // oneOf errors name the first branch only; say what a row filter may be instead.
-      const field = String(err.details?.field ?? '');
-      const message = field.startsWith('row_filter')
-        ? `row_filter: must be {} or {column, op, value} / {all:[…]} / {any:[…]} nested at most ${FILTER_LIMITS.maxDepth} deep`
-        : err.message;
-      throw new AppError('ERR_DATA_INVALID', message, { status: 400, details: err.details });
-    }
-    throw err;
+/** Validate with ajv, answering 400 ERR_DATA_INVALID (details as ERR_VALIDATION: field, problems). */
+export function validateData<T>(schema: object, data: unknown, extra?: (data: T) => Problem[]): T {
+  const fn = compiled(schema);
+  const problems: Problem[] = fn(data) ? [] : pickProblems(fn.errors ?? []);
+  if (extra && data !== null && typeof data === 'object' && !Array.isArray(data)) problems.push(...extra(data as T));
+  if (problems.length) {
+    const err = problemsError(problems);
+    throw new AppError('ERR_DATA_INVALID', err.message, { status: 400, details: err.details });
   }
+  return data as T;
+}
+
+/** The row filter's problems of a policy body (none when there is no filter). */
+function policyProblems(b: { row_filter?: unknown }): Problem[] {
+  return b.row_filter === undefined ? [] : rowFilterProblems(b.row_filter);
 }
 
 /** A table name in a path: an identifier (optionally schema-qualified) or "*". */
@@ -93,6 +101,10 @@ interface LogRow {
   subject_id: number | null;
   data: string;
   created_at: string;
+  actor_username: string | null;
+  actor_display_name: string | null;
+  subject_username: string | null;
+  subject_display_name: string | null;
 }
 
 /**
@@ -133,7 +145,7 @@ export function dataAuthorizationRoutes(ctx: WebContext): Router {
   r.put('/roles/:role_id/policies/:table_name', (req, res) => {
     const id = parseId(req.params.role_id, 'role_id');
     const table = parseTableName(req.params.table_name);
-    const b = validateData<{ allowed_columns: string[]; row_filter?: RowFilter }>(POLICY_PUT_SCHEMA, req.body);
+    const b = validateData<{ allowed_columns: string[]; row_filter?: RowFilter }>(POLICY_PUT_SCHEMA, req.body, policyProblems);
     if (b.allowed_columns.includes('*') && b.allowed_columns.length > 1) {
       throw new AppError('ERR_DATA_INVALID', 'allowed_columns: "*" stands alone', { status: 400, details: { field: 'allowed_columns' } });
     }
@@ -181,28 +193,42 @@ export function dataAuthorizationRoutes(ctx: WebContext): Router {
         if (typeof event !== 'string' || !EVENT_RE.test(event)) {
           throw new AppError('ERR_DATA_INVALID', 'event: an event name, or a prefix ending in .*', { status: 400, details: { field: 'event' } });
         }
-        if (event.endsWith('.*')) (where.push("substr(event, 1, ?) = ?"), args.push(event.length - 1, event.slice(0, -1)));
-        else (where.push('event = ?'), args.push(event));
+        if (event.endsWith('.*')) (where.push("substr(l.event, 1, ?) = ?"), args.push(event.length - 1, event.slice(0, -1)));
+        else (where.push('l.event = ?'), args.push(event));
       }
       const severity = req.query.severity;
       if (severity !== undefined && severity !== '') {
         if (typeof severity !== 'string' || !SEVERITIES.includes(severity as Severity)) {
           throw new AppError('ERR_DATA_INVALID', 'severity: info, warning or critical', { status: 400, details: { field: 'severity' } });
         }
-        where.push('severity = ?'), args.push(severity);
+        where.push('l.severity = ?'), args.push(severity);
       }
       const subject = intQuery(req, 'subject_id');
-      if (subject !== undefined) (where.push('subject_id = ?'), args.push(subject));
+      if (subject !== undefined) (where.push('l.subject_id = ?'), args.push(subject));
       const actor = intQuery(req, 'actor_id');
-      if (actor !== undefined) (where.push('actor_id = ?'), args.push(actor));
+      if (actor !== undefined) (where.push('l.actor_id = ?'), args.push(actor));
       const before = intQuery(req, 'before');
-      if (before !== undefined) (where.push('id < ?'), args.push(before));
+      if (before !== undefined) (where.push('l.id < ?'), args.push(before));
       const limit = Math.max(intQuery(req, 'limit', 500) ?? 50, 1);
       const rows = ctx.db
-        .prepare(`SELECT * FROM action_log ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?`)
+        .prepare(
+          `SELECT l.*, a.username AS actor_username, a.display_name AS actor_display_name,
+                  s.username AS subject_username, s.display_name AS subject_display_name
+           FROM action_log l LEFT JOIN users a ON a.id = l.actor_id LEFT JOIN users s ON s.id = l.subject_id
+           ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY l.id DESC LIMIT ?`,
+        )
         .all(...args, limit + 1) as LogRow[];
       const more = rows.length > limit;
-      const page = rows.slice(0, limit).map((x) => ({ ...x, data: JSON.parse(x.data) as Record<string, unknown> }));
+      const who = (id: number | null, username: string | null, display: string | null) =>
+        id === null ? null : { id, username, display_name: display };
+      const page = rows.slice(0, limit).map(({ actor_username, actor_display_name, subject_username, subject_display_name, ...x }) => ({
+        ...x,
+        // The accounts by name (null when the account is gone; the id stays in actor_id / subject_id).
+        actor: who(x.actor_id, actor_username, actor_display_name),
+        subject: who(x.subject_id, subject_username, subject_display_name),
+        data: JSON.parse(x.data) as Record<string, unknown>,
+      }));
+      // Keyset paging: `next_before` is the cursor for the next (older) page, null on the last page.
       res.json({ events: page, next_before: more ? page[page.length - 1].id : null, limit });
     }),
   );

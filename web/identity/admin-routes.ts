@@ -1,8 +1,8 @@
 import { Router, type NextFunction, type Request, type Response } from 'express';
-import { AppError, ConflictError, Encryptor, NotFoundError, nowIso, type Db } from '../../core/index.js';
+import { AppError, ConflictError, Encryptor, logAction, NotFoundError, nowIso, type Db, type Severity } from '../../core/index.js';
 import { asyncHandler, requireSuperuser, requireUser, type WebContext } from '../context.js';
-import { validateBody } from '../validate.js';
-import { effectiveAgentPolicy, rewriteAgentPolicies } from './agent-policy.js';
+import { problemsError, validateBody } from '../validate.js';
+import { AGENT_TOOLS, effectiveAgentPolicy, rewriteAgentPolicies, unknownNames, type AgentCatalog } from './agent-policy.js';
 import { followGroup } from './teams.js';
 import type { IdentityServices } from './services.js';
 import {
@@ -14,6 +14,7 @@ import {
   jobView,
   latestJob,
   listConnections,
+  logSyncFinished,
   saveConnection,
   syncConnection,
   type ConnectionInput,
@@ -36,16 +37,19 @@ const CONNECTION_PROPS = {
 const CONNECTION_CREATE = { type: 'object', additionalProperties: false, required: ['issuer', 'client_id'], properties: CONNECTION_PROPS } as const;
 const CONNECTION_PATCH = { type: 'object', additionalProperties: false, properties: CONNECTION_PROPS } as const;
 const SYNC_BODY = { type: 'object', additionalProperties: false, properties: { provider: { type: 'string', maxLength: 50 } } } as const;
-const ORG_BODY = { type: 'object', additionalProperties: false, required: ['name'], properties: { name: { type: 'string', minLength: 1, maxLength: 100 } } } as const;
+/** Names of organisations, teams and policies: 1–100 characters with at least one that is not a space. */
+export const NAME_MAX = 100;
+const NAME = { type: 'string', minLength: 1, maxLength: NAME_MAX, pattern: '\\S', description: 'must not be only spaces' } as const;
+const ORG_BODY = { type: 'object', additionalProperties: false, required: ['name'], properties: { name: NAME } } as const;
 const MEMBER_BODY = { type: 'object', additionalProperties: false, properties: { role: { type: 'string', enum: ['member', 'manager'], default: 'member' } } } as const;
 const TEAM_PROPS = {
-  name: { type: 'string', minLength: 1, maxLength: 100 },
+  name: NAME,
   external_group_id: { anyOf: [{ type: 'integer', minimum: 1 }, { type: 'null' }] },
 } as const;
 const TEAM_CREATE = { type: 'object', additionalProperties: false, required: ['name'], properties: TEAM_PROPS } as const;
 const TEAM_PATCH = { type: 'object', additionalProperties: false, properties: TEAM_PROPS } as const;
 const POLICY_PROPS = {
-  name: { type: 'string', minLength: 1, maxLength: 100 },
+  name: NAME,
   applies_to: { type: 'string', enum: ['all', 'teams'] },
   team_ids: { type: 'array', maxItems: 500, items: { type: 'integer', minimum: 1 } },
   allowed_tools: nameList,
@@ -104,8 +108,10 @@ interface PolicyRow {
 }
 
 function teamView(db: Db, t: TeamRow): Record<string, unknown> {
-  const members = (db.prepare('SELECT user_id FROM team_members WHERE team_id = ? ORDER BY user_id').all(t.id) as { user_id: number }[]).map((r) => r.user_id);
-  return { ...t, member_ids: members };
+  const members = db
+    .prepare('SELECT u.id, u.username, u.display_name FROM team_members m JOIN users u ON u.id = m.user_id WHERE m.team_id = ? ORDER BY u.username')
+    .all(t.id) as { id: number; username: string; display_name: string | null }[];
+  return { ...t, member_ids: members.map((m) => m.id).sort((a, b) => a - b), members };
 }
 
 function policyView(db: Db, p: PolicyRow): Record<string, unknown> {
@@ -169,6 +175,31 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
   const r = Router();
   const db = ctx.db;
   const services = ctx.services as IdentityServices;
+  /** Every change on this router goes to the action log as `identity.*`, by the signed-in admin. */
+  const audit = (req: Request, event: string, data: Record<string, unknown>, subjectId?: number | null, severity?: Severity) =>
+    logAction(db, { event: `identity.${event}`, actorId: req.user!.id, subjectId: subjectId ?? null, severity, data });
+  /** Tools and models a policy may name: AGENT_TOOLS and the configured model (plus any the daemon offers). */
+  const catalog = (): AgentCatalog => {
+    const extra = (ctx.services.agentModels as (() => string[]) | undefined)?.() ?? [];
+    return { tools: [...AGENT_TOOLS], models: [...new Set([ctx.config.model.model, ...extra])].filter(Boolean) };
+  };
+  /**
+   * A sync job runs in the background; its end goes into the action log when this process sees
+   * it finish (checked every second, at most an hour) or when the sync page reads it, once.
+   */
+  const watchSync = (jobId: number) => {
+    const until = Date.now() + 3600_000;
+    const timer = setInterval(() => {
+      try {
+        if (logSyncFinished(db, jobId) || Date.now() > until) clearInterval(timer);
+        else if ((db.prepare('SELECT status FROM directory_sync_jobs WHERE id = ?').get(jobId) as { status?: string } | undefined)?.status === undefined) clearInterval(timer);
+      } catch {
+        // The database closed (server shutting down): stop watching; the sync page logs it later.
+        clearInterval(timer);
+      }
+    }, 1000);
+    timer.unref();
+  };
 
   // ---- directory sync (superuser only) ----
   r.post('/directory-sync', requireSuperuser, (req, res) => {
@@ -178,7 +209,9 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
     const { job, created } = createOrGetRunningJob(db, c.id, 'manual', req.user!.id);
     if (created) {
       req.log.info({ jobId: job.id, connectionId: c.id }, 'directory sync requested');
+      audit(req, 'directory_sync.requested', { job_id: job.id, connection_id: c.id, provider: c.provider });
       services.directorySync?.start(job.id);
+      watchSync(job.id);
     }
     res.status(created ? 202 : 200).json({ job: jobView(job), created });
   });
@@ -188,6 +221,7 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
     const c = provider ? getConnectionByProvider(db, provider) : listConnections(db)[0];
     if (!c) throw new NotFoundError('ERR_IDP_NOT_FOUND', 'no IdP connection is configured');
     const job = latestJob(db, c.id);
+    if (job) logSyncFinished(db, job.id);
     res.json({ job: job ? jobView(job) : null });
   });
 
@@ -197,18 +231,26 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
   });
   r.post('/connections', requireSuperuser, (req, res) => {
     const body = validateBody<ConnectionInput>(CONNECTION_CREATE, req.body);
-    res.status(201).json(connectionView(saveConnection(db, enc, body)));
+    const saved = saveConnection(db, enc, body);
+    // Field names only: the secret and the key never reach the log.
+    audit(req, 'connection.created', { connection_id: saved.id, provider: saved.provider, fields: Object.keys(body).sort() });
+    res.status(201).json(connectionView(saved));
   });
   r.get('/connections/:id', requireSuperuser, (req, res) => {
     res.json(connectionView(getConnection(db, intParam(req, 'id'))));
   });
   r.patch('/connections/:id', requireSuperuser, (req, res) => {
     const body = validateBody<ConnectionInput>(CONNECTION_PATCH, req.body);
-    if (body.provider) throw new AppError('ERR_VALIDATION', 'provider cannot change', { status: 400 });
-    res.json(connectionView(saveConnection(db, enc, body, intParam(req, 'id'))));
+    if (body.provider) throw new AppError('ERR_VALIDATION', 'Provider cannot change.', { status: 400, details: { field: 'provider' } });
+    const saved = saveConnection(db, enc, body, intParam(req, 'id'));
+    audit(req, 'connection.updated', { connection_id: saved.id, provider: saved.provider, fields: Object.keys(body).sort() });
+    res.json(connectionView(saved));
   });
   r.delete('/connections/:id', requireSuperuser, (req, res) => {
-    const changed = deleteConnection(db, intParam(req, 'id'), req.user!.id);
+    const id = intParam(req, 'id');
+    const conn = getConnection(db, id);
+    const changed = deleteConnection(db, id, req.user!.id);
+    audit(req, 'connection.deleted', { connection_id: id, provider: conn.provider }, null, 'warning');
     if (changed.length) services.sandboxes?.policyChanged?.(changed);
     res.status(204).end();
   });
@@ -222,8 +264,50 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
   });
   r.post('/organisations', requireSuperuser, (req, res) => {
     const body = validateBody<{ name: string }>(ORG_BODY, req.body);
-    const info = wrapUnique(() => db.prepare('INSERT INTO organisations (name) VALUES (?)').run(body.name), 'ERR_ORG_EXISTS', 'an organisation with that name exists');
+    const name = body.name.trim();
+    const info = wrapUnique(() => db.prepare('INSERT INTO organisations (name) VALUES (?)').run(name), 'ERR_ORG_EXISTS', 'an organisation with that name exists');
+    audit(req, 'organisation.created', { organisation_id: Number(info.lastInsertRowid), name });
     res.status(201).json(db.prepare('SELECT * FROM organisations WHERE id = ?').get(info.lastInsertRowid));
+  });
+  // Rename (superuser): the name is all an organisation has of its own.
+  r.patch('/organisations/:id', requireSuperuser, (req, res) => {
+    const orgId = intParam(req, 'id');
+    const body = validateBody<{ name: string }>(ORG_BODY, req.body);
+    const org = db.prepare('SELECT * FROM organisations WHERE id = ?').get(orgId) as { name: string } | undefined;
+    if (!org) throw new NotFoundError('ERR_ORG_NOT_FOUND', 'no such organisation');
+    const name = body.name.trim();
+    wrapUnique(() => db.prepare('UPDATE organisations SET name = ? WHERE id = ?').run(name, orgId), 'ERR_ORG_EXISTS', 'an organisation with that name exists');
+    if (org.name !== name) audit(req, 'organisation.renamed', { organisation_id: orgId, from: org.name, name });
+    res.json(db.prepare('SELECT * FROM organisations WHERE id = ?').get(orgId));
+  });
+  /**
+   * Delete (superuser): its members, teams and agent policies go with it (foreign keys cascade);
+   * the users it covered get their stored agent policy recomputed at once.
+   */
+  r.delete('/organisations/:id', requireSuperuser, (req, res) => {
+    const orgId = intParam(req, 'id');
+    const org = db.prepare('SELECT * FROM organisations WHERE id = ?').get(orgId) as { name: string } | undefined;
+    if (!org) throw new NotFoundError('ERR_ORG_NOT_FOUND', 'no such organisation');
+    const changed = db.transaction(() => {
+      const ids = (
+        db
+          .prepare(
+            `SELECT user_id FROM organisation_members WHERE organisation_id = ?
+             UNION SELECT tm.user_id FROM team_members tm JOIN teams t ON t.id = tm.team_id WHERE t.organisation_id = ?`,
+          )
+          .all(orgId, orgId) as { user_id: number }[]
+      ).map((x) => x.user_id);
+      const counts = {
+        teams: (db.prepare('SELECT COUNT(*) AS n FROM teams WHERE organisation_id = ?').get(orgId) as { n: number }).n,
+        agent_policies: (db.prepare('SELECT COUNT(*) AS n FROM agent_policies WHERE organisation_id = ?').get(orgId) as { n: number }).n,
+        users_affected: ids.length,
+      };
+      db.prepare('DELETE FROM organisations WHERE id = ?').run(orgId);
+      audit(req, 'organisation.deleted', { organisation_id: orgId, name: org.name, ...counts }, null, 'warning');
+      return rewriteAgentPolicies(db, ids);
+    })();
+    if (changed.length) services.sandboxes?.policyChanged?.(changed);
+    res.status(204).end();
   });
   r.get('/organisations/:id/members', requireUser, (req, res) => {
     const orgId = intParam(req, 'id');
@@ -242,6 +326,7 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
       `INSERT INTO organisation_members (organisation_id, user_id, role) VALUES (?, ?, ?)
        ON CONFLICT (organisation_id, user_id) DO UPDATE SET role = excluded.role`,
     ).run(orgId, userId, body.role);
+    audit(req, 'organisation.member_set', { organisation_id: orgId, role: body.role }, userId);
     const changed = rewriteAgentPolicies(db, [userId]);
     if (changed.length) services.sandboxes?.policyChanged?.(changed);
     res.json({ organisation_id: orgId, user_id: userId, role: body.role });
@@ -251,7 +336,8 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
     const userId = intParam(req, 'userId');
     requireManager(db, req, orgId);
     requireMayManageMember(db, req, orgId, userId);
-    db.prepare('DELETE FROM organisation_members WHERE organisation_id = ? AND user_id = ?').run(orgId, userId);
+    const gone = db.prepare('DELETE FROM organisation_members WHERE organisation_id = ? AND user_id = ?').run(orgId, userId).changes;
+    if (gone) audit(req, 'organisation.member_removed', { organisation_id: orgId }, userId);
     const changed = rewriteAgentPolicies(db, [userId]);
     if (changed.length) services.sandboxes?.policyChanged?.(changed);
     res.status(204).end();
@@ -301,6 +387,7 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
         'a team with that name exists in the organisation',
       );
       const id = Number(info.lastInsertRowid);
+      audit(req, 'team.created', { organisation_id: orgId, team_id: id, name: body.name, external_group_id: body.external_group_id ?? null });
       return { teamId: id, changed: body.external_group_id ? linkTeam(id, body.external_group_id) : [] };
     })();
     if (changed.length) services.sandboxes?.policyChanged?.(changed);
@@ -320,6 +407,7 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
         'ERR_TEAM_EXISTS',
         'a team with that name exists in the organisation',
       );
+      audit(req, 'team.updated', { organisation_id: team.organisation_id, team_id: team.id, name: body.name ?? team.name, ...(body.name !== undefined && body.name !== team.name ? { from: team.name } : {}), ...(body.external_group_id !== undefined ? { external_group_id: body.external_group_id } : {}) });
       // Linked (or re-linked): the team takes the group's members now, not at the next sync.
       // Unlinked (null): it keeps its members and becomes a manual team.
       return body.external_group_id ? linkTeam(team.id, body.external_group_id) : [];
@@ -332,6 +420,7 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
     requireManager(db, req, team.organisation_id);
     const members = (db.prepare('SELECT user_id FROM team_members WHERE team_id = ?').all(team.id) as { user_id: number }[]).map((m) => m.user_id);
     db.prepare('DELETE FROM teams WHERE id = ?').run(team.id);
+    audit(req, 'team.deleted', { organisation_id: team.organisation_id, team_id: team.id, name: team.name, members: members.length }, null, 'warning');
     const changed = rewriteAgentPolicies(db, members);
     if (changed.length) services.sandboxes?.policyChanged?.(changed);
     res.status(204).end();
@@ -343,8 +432,10 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
     if (team.external_group_id) throw new ConflictError('ERR_TEAM_LINKED', 'this team follows an external group; change the group in the directory');
     const userId = intParam(req, 'userId');
     if (!db.prepare('SELECT 1 FROM users WHERE id = ?').get(userId)) throw new NotFoundError('ERR_USER_NOT_FOUND', 'no such user');
-    if (add) db.prepare('INSERT OR IGNORE INTO team_members (team_id, user_id) VALUES (?, ?)').run(team.id, userId);
-    else db.prepare('DELETE FROM team_members WHERE team_id = ? AND user_id = ?').run(team.id, userId);
+    const n = add
+      ? db.prepare('INSERT OR IGNORE INTO team_members (team_id, user_id) VALUES (?, ?)').run(team.id, userId).changes
+      : db.prepare('DELETE FROM team_members WHERE team_id = ? AND user_id = ?').run(team.id, userId).changes;
+    if (n) audit(req, add ? 'team.member_added' : 'team.member_removed', { organisation_id: team.organisation_id, team_id: team.id, team: team.name }, userId);
     const changed = rewriteAgentPolicies(db, [userId]);
     if (changed.length) services.sandboxes?.policyChanged?.(changed);
     res.json(teamView(db, getTeam(db, team.id)));
@@ -359,10 +450,32 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
     const rows = db.prepare('SELECT * FROM agent_policies WHERE organisation_id = ? ORDER BY id').all(orgId) as PolicyRow[];
     res.json({ policies: rows.map((p) => policyView(db, p)) });
   });
+  r.get('/agent-catalog', requireUser, (_req, res) => {
+    res.json(catalog());
+  });
+  /**
+   * Beyond the schema: names must exist (tools and models of this server), and a policy for
+   * "the chosen teams" needs at least one team (it would apply to nobody). `current` is the
+   * stored policy on a PATCH, so the check is on the policy as it will be.
+   */
+  const checkPolicy = (body: Record<string, unknown>, current?: PolicyRow) => {
+    const problems = unknownNames(body, catalog());
+    const appliesTo = (body.applies_to as string | undefined) ?? current?.applies_to;
+    const teamIds =
+      (body.team_ids as number[] | undefined) ??
+      (current ? (db.prepare('SELECT team_id FROM agent_policy_teams WHERE policy_id = ?').all(current.id) as { team_id: number }[]).map((x) => x.team_id) : []);
+    if (appliesTo === 'teams' && teamIds.length === 0) {
+      problems.push({ field: 'team_ids', message: 'Teams: choose at least one team, or apply the policy to every member of the organisation.' });
+    }
+    if (problems.length) {
+      const err = problemsError(problems);
+      throw new AppError('ERR_POLICY_INVALID', err.message, { status: 400, details: err.details });
+    }
+  };
   const savePolicy = (orgId: number, body: Record<string, unknown>, id?: number): number => {
     const teamIds = body.team_ids as number[] | undefined;
     if (teamIds) {
-      for (const t of teamIds) if (getTeam(db, t).organisation_id !== orgId) throw new AppError('ERR_VALIDATION', 'team_ids must be teams of the organisation', { status: 400 });
+      for (const t of teamIds) if (getTeam(db, t).organisation_id !== orgId) throw new AppError('ERR_VALIDATION', 'Teams: every team must belong to this organisation.', { status: 400, details: { field: 'team_ids' } });
     }
     const json = (v: unknown) => (v === undefined ? undefined : v === null ? null : JSON.stringify(v));
     return db.transaction(() => {
@@ -398,7 +511,9 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
     const orgId = intParam(req, 'id');
     requireManager(db, req, orgId);
     const body = validateBody<Record<string, unknown>>(POLICY_CREATE, req.body);
+    checkPolicy(body);
     const id = savePolicy(orgId, body);
+    audit(req, 'agent_policy.created', { organisation_id: orgId, policy_id: id, name: body.name, applies_to: body.applies_to });
     rewriteOrgPolicies(db, services, orgId);
     res.status(201).json(policyView(db, getPolicy(db, id)));
   });
@@ -406,7 +521,9 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
     const p = getPolicy(db, intParam(req, 'id'));
     requireManager(db, req, p.organisation_id);
     const body = validateBody<Record<string, unknown>>(POLICY_PATCH, req.body);
+    checkPolicy(body, p);
     savePolicy(p.organisation_id, body, p.id);
+    audit(req, 'agent_policy.updated', { organisation_id: p.organisation_id, policy_id: p.id, name: body.name ?? p.name, fields: Object.keys(body).sort() });
     rewriteOrgPolicies(db, services, p.organisation_id);
     res.json(policyView(db, getPolicy(db, p.id)));
   });
@@ -414,6 +531,7 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
     const p = getPolicy(db, intParam(req, 'id'));
     requireManager(db, req, p.organisation_id);
     db.prepare('DELETE FROM agent_policies WHERE id = ?').run(p.id);
+    audit(req, 'agent_policy.deleted', { organisation_id: p.organisation_id, policy_id: p.id, name: p.name }, null, 'warning');
     rewriteOrgPolicies(db, services, p.organisation_id);
     res.status(204).end();
   });

@@ -87,3 +87,47 @@ export function rewriteAgentPolicies(db: Db, userIds: Iterable<number>): number[
   }
   return changed;
 }
+
+/**
+ * The tools an agent can have: the workspace-suite core agent's (tools/), the host's memory
+ * tool and the chart extensions (extensions/). Agent policies may name only these; a new tool
+ * is added here as well as in its MCP server.
+ */
+export const AGENT_TOOLS = ['fetch_sheet', 'search_spreadsheets', 'send_email', 'fetch_memory', 'rasterize_chart', 'render_chart'] as const;
+
+/** What a policy may name: the tools above and the models this server can use. */
+export interface AgentCatalog {
+  tools: string[];
+  models: string[];
+}
+
+/** One problem of a policy body (field and a reason for people). */
+export interface PolicyProblem {
+  field: string;
+  message: string;
+}
+
+/**
+ * Check the names of a policy against the catalog: every allowed or denied tool must be a
+ * tool that exists, every model one this server offers. A typo would otherwise allow nothing
+ * (an allow list of an unknown name) or deny nothing, silently.
+ */
+export function unknownNames(body: Record<string, unknown>, catalog: AgentCatalog): PolicyProblem[] {
+  const out: PolicyProblem[] = [];
+  const check = (key: string, label: string, known: string[], kind: string) => {
+    const list = body[key];
+    if (!Array.isArray(list)) return;
+    const bad = [...new Set((list as string[]).filter((n) => !known.includes(n)))];
+    if (bad.length) {
+      out.push({
+        field: key,
+        message: `${label}: ${bad.slice(0, 5).map((b) => `"${b.slice(0, 60)}"`).join(', ')} ${bad.length > 1 ? `are not ${kind}s` : `is not a ${kind}`} of this server; choose from ${known.join(', ') || 'none'}.`,
+      });
+    }
+  };
+  check('allowed_tools', 'Allowed tools', catalog.tools, 'tool');
+  check('denied_tools', 'Denied tools', catalog.tools, 'tool');
+  check('allowed_models', 'Allowed models', catalog.models, 'model');
+  check('denied_models', 'Denied models', catalog.models, 'model');
+  return out;
+}

@@ -36,7 +36,7 @@ export interface ServiceAccountKey {
 
 const aad = (provider: string, what: string) => `idp:${provider}:${what}`;
 
-/** SPEC: has_group_sync is true only when both the service-account JSON and delegated admin e-mail are set. */
+/** The specification: has_group_sync is true only when both the service-account JSON and delegated admin e-mail are set. */
 export function hasGroupSync(c: IdpConnectionRow): boolean {
   return !!c.service_account_enc && !!c.delegated_admin_email;
 }
@@ -276,4 +276,28 @@ export function syncConnection(db: Db, provider?: string): IdpConnectionRow {
     );
   }
   return c;
+}
+
+/**
+ * Write the end of a directory-sync job into the action log once (`identity.directory_sync.finished`,
+ * severity warning when it failed): its status, the result's counts and the error code, never
+ * directory data. Idempotent: a job already logged is skipped. Returns whether it wrote a row.
+ */
+export function logSyncFinished(db: Db, jobId: number): boolean {
+  const j = db.prepare('SELECT * FROM directory_sync_jobs WHERE id = ?').get(jobId) as SyncJobRow | undefined;
+  if (!j || (j.status !== 'succeeded' && j.status !== 'failed')) return false;
+  const done = db
+    .prepare("SELECT 1 FROM action_log WHERE event = 'identity.directory_sync.finished' AND json_extract(data, '$.job_id') = ?")
+    .get(jobId);
+  if (done) return false;
+  const result = j.result ? (JSON.parse(j.result) as Record<string, unknown>) : {};
+  const counts = Object.fromEntries(Object.entries(result).filter(([, v]) => typeof v === 'number'));
+  const error = j.error ? (JSON.parse(j.error) as { code?: string }) : null;
+  logAction(db, {
+    event: 'identity.directory_sync.finished',
+    severity: j.status === 'failed' ? 'warning' : 'info',
+    actorId: j.requested_by,
+    data: { job_id: j.id, connection_id: j.connection_id, trigger: j.trigger, status: j.status, ...counts, ...(error?.code ? { error_code: error.code } : {}) },
+  });
+  return true;
 }

@@ -91,7 +91,7 @@ t.test('sync adds, updates, removes memberships, deactivates removed/suspended u
   t.equal(team.status, 201);
   t.same(team.body.member_ids, [userId(s, u1.primaryEmail), userId(s, u2.primaryEmail)].sort((a, b) => a! - b!), 'a team linked to a group takes its members at once');
   const policy = await m.json('POST', `/api/identity/organisations/${org.body.id}/agent-policies`, {
-    name: 'eng tools', applies_to: 'teams', team_ids: [team.body.id], allowed_tools: ['send_email', 'fetch_sheet'], allowed_models: ['gpt-x'],
+    name: 'eng tools', applies_to: 'teams', team_ids: [team.body.id], allowed_tools: ['send_email', 'fetch_sheet'], allowed_models: ['demo'],
   });
   t.equal(policy.status, 201);
   const outsider = s.app.client();
@@ -415,7 +415,11 @@ t.test('linked-teams step fails: the whole sync is rolled back, the job failed w
   t.ok(j.finished_at);
   t.same(snapshot(s.app.db), before, 'nothing half-applied: users, groups, memberships, teams, policies as before');
   t.equal(count('web_sessions'), sessionsBefore, 'no web session ended');
-  t.equal(count('action_log'), actionsBefore, 'no deactivation logged');
+  // The request and the failed end of the sync are logged; nothing the rolled-back sync did is.
+  const newRows = (s.app.db.prepare('SELECT event, severity, data FROM action_log ORDER BY id DESC LIMIT ?').all(count('action_log') - actionsBefore) as { event: string; severity: string; data: string }[]).reverse();
+  t.same(newRows.map((r) => r.event), ['identity.directory_sync.requested', 'identity.directory_sync.finished'], 'no deactivation logged: only the sync\'s request and its end');
+  const end = JSON.parse(newRows[1]?.data ?? '{}');
+  t.match({ severity: newRows[1]?.severity, ...end }, { severity: 'warning', status: 'failed', error_code: 'ERR_SYNC_TEAMS_FAILED', job_id: j.id }, 'the failed end names its error code');
   t.equal((await u3browser.json('GET', '/api/auth/me')).status, 200, 'u3 is still active and logged in');
   t.equal(s.killed.length, killedBefore, 'no sandbox ended');
   t.equal(s.policyChanged.length, policyBefore, 'daemon not told of policy changes');

@@ -250,7 +250,7 @@ t.test('agent policies: PATCH and DELETE; other organisations\' managers and tea
   await mB.json('PUT', `/api/identity/teams/${teamB.id}/members/${ids.u2}`);
 
   const created = await mA.json('POST', `/api/identity/organisations/${orgA}/agent-policies`, {
-    name: 'sheets', applies_to: 'teams', team_ids: [teamA.id], allowed_tools: ['fetch_sheet'], allowed_models: ['gpt-x'],
+    name: 'sheets', applies_to: 'teams', team_ids: [teamA.id], allowed_tools: ['fetch_sheet'], allowed_models: ['demo'],
   });
   t.equal(created.status, 201);
   const pid = created.body.id as number;
@@ -274,7 +274,7 @@ t.test('agent policies: PATCH and DELETE; other organisations\' managers and tea
   t.same(await effective(ids.u2), { tools: null, models: null, denied_tools: [], denied_models: [], policy_ids: [] }, 'B\'s team member untouched');
 
   // PATCH: lists, teams, applies_to; effective and stored policies follow.
-  const patched = await mA.json('PATCH', `/api/identity/agent-policies/${pid}`, { allowed_tools: ['fetch_sheet', 'send_email'], denied_models: ['gpt-x'], team_ids: [teamA2.id] });
+  const patched = await mA.json('PATCH', `/api/identity/agent-policies/${pid}`, { allowed_tools: ['fetch_sheet', 'send_email'], denied_models: ['demo'], team_ids: [teamA2.id] });
   t.equal(patched.status, 200);
   t.same(patched.body.team_ids, [teamA2.id]);
   t.same(patched.body.allowed_tools, ['fetch_sheet', 'send_email']);

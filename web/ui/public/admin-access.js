@@ -2,7 +2,7 @@
 // effective policy with its explanation, and the action log. API: /api/data-authorization
 // (docs/data-access.md). Pages say so plainly when the server does not have the API.
 import { h, clear, api, fmtTime, table } from './lib.js';
-import { field, input, select, statusArea, act, parseList, section, pageTitle, json, errorNode, userPicker } from './admin-common.js';
+import { field, input, select, statusArea, act, parseList, section, pageTitle, json, errorNode, userPicker, swap, clip } from './admin-common.js';
 
 const BASE = '/api/data-authorization';
 
@@ -32,7 +32,7 @@ function rolesPage(opts = {}) {
   return guarded('Data roles and policies', 'A user reads a table only through a data role that grants it. Policies are per table: allowed columns and a row filter.', async (root) => {
     const status = statusArea('role-status');
     const { roles } = await api('GET', `${BASE}/roles`);
-    const rerender = async (open, notice) => root.replaceWith(await rolesPage({ open, notice }));
+    const rerender = async (open, notice) => swap(root, await rolesPage({ open, notice }));
     const detail = h('div', { id: 'role-detail' });
     const openRole = async (r, notice) => {
       clear(detail);
@@ -40,8 +40,8 @@ function rolesPage(opts = {}) {
     };
     root.append(section('Roles',
       table(roles, [
-        { key: 'name', title: 'Role', render: (r) => [r.name, r.builtin ? [" ", h("span", { class: "badge" }, "built-in")] : null] },
-        { key: 'description', title: 'Description' },
+        { key: 'name', title: 'Role', render: (r) => [clip(r.name, 'name'), r.builtin ? [" ", h("span", { class: "badge" }, "built-in")] : null] },
+        { key: 'description', title: 'Description', render: (r) => clip(r.description) },
         { key: 'policy_count', title: 'Policies' },
         { key: 'assignment_count', title: 'Assigned' },
         { key: 'actions', title: 'Actions', render: (r) => {
@@ -125,6 +125,13 @@ async function policiesSection(role, changed, notice) {
     status.clear();
     const parsed = parseFilter(filter.value);
     if (parsed.error) { status.error(new Error(parsed.error)); return; }
+    if (!leafCol.value.trim()) {
+      leafCol.setAttribute('aria-invalid', 'true');
+      status.error(new Error('Column: name the column the condition tests (e.g. region).'));
+      leafCol.focus();
+      return;
+    }
+    leafCol.removeAttribute('aria-invalid');
     const leaf = { column: leafCol.value.trim(), op: leafOp.value, value: leafValue(leafOp.value, leafVal.value) };
     const cur = parsed.value;
     let next;
@@ -211,7 +218,7 @@ function assignmentsPage() {
   return guarded('Assignments and effective policy', 'Who holds which data role, and what a user may read as a result.', async (root) => {
     const status = statusArea('assign-status');
     const [{ roles }, list] = await Promise.all([api('GET', `${BASE}/roles`), api('GET', `${BASE}/assignments?limit=200`)]);
-    const rerender = async () => root.replaceWith(await assignmentsPage());
+    const rerender = async () => swap(root, await assignmentsPage());
     const who = userPicker({ id: 'assign-user', required: true });
     const rolePick = select(roles.map((r) => [String(r.id), r.name]), { id: 'assign-role' });
     const add = h('button', { type: 'submit', id: 'assign-create' }, 'Assign');
@@ -225,7 +232,7 @@ function assignmentsPage() {
     });
     root.append(section('Assignments',
       table(list.assignments, [
-        { key: 'username', title: 'User', render: (a) => `${a.username} (id ${a.user_id})` },
+        { key: 'username', title: 'User', render: (a) => clip(`${a.username} (id ${a.user_id})`, 'name') },
         { key: 'role', title: 'Role' },
         { key: 'created_at', title: 'Since', render: (a) => fmtTime(a.created_at) },
         { key: 'actions', title: 'Actions', render: (a) => {
@@ -250,6 +257,7 @@ function assignmentsPage() {
     const effForm = h('form', { id: 'eff-form', class: 'row' }, field('User', effUser), eff.list, go);
     effForm.addEventListener('submit', (ev) => {
       ev.preventDefault();
+      clear(out);
       act(go, effStatus, async () => {
         const p = await api('GET', `${BASE}/users/${await eff.resolve()}/effective-policy`);
         clear(out);
@@ -276,11 +284,29 @@ function effectiveView(p) {
 
 // ---------------------------------------------------------------- action log
 
+/** An account in the action log: its username (display name as a tooltip), or the bare id when it is gone. */
+function who(person, id) {
+  if (id === null || id === undefined) return h('span', { class: 'muted' }, '—');
+  if (!person || !person.username) return h('span', { class: 'muted', title: 'account deleted' }, `#${id}`);
+  return h('span', { class: 'name', title: `${person.display_name ? `${person.display_name} · ` : ''}id ${id}` }, person.username);
+}
+
+const LOG_COLS = [
+  { key: 'created_at', title: 'When', render: (e) => fmtTime(e.created_at) },
+  { key: 'event', title: 'Event', render: (e) => h('code', {}, e.event) },
+  { key: 'severity', title: 'Severity', render: (e) => h('span', { class: `badge ${e.severity}` }, e.severity) },
+  { key: 'actor', title: 'Actor', render: (e) => who(e.actor, e.actor_id) },
+  { key: 'subject', title: 'Subject', render: (e) => who(e.subject, e.subject_id) },
+  { key: 'data', title: 'Details', render: (e) => e.data && Object.keys(e.data).length ? h('details', {}, h('summary', {}, 'data'), json(e.data)) : '' },
+];
+
 function actionLogPage() {
-  return guarded('Action log', 'Every audited action, newest first. Filter by event (a name, or a prefix like bi.*) and severity.', async (root) => {
+  return guarded('Action log', 'Every audited action, newest first: sign-ins, data access, identity and directory changes, sessions and chats. Filter by event (a name, or a prefix like identity.*), severity and subject.', async (root) => {
     const status = statusArea('log-status');
-    const ev = input({ id: 'log-event', list: 'log-events', placeholder: 'bi.denied or data.*' });
-    const events = h('datalist', { id: 'log-events' }, ['bi.*', 'bi.denied', 'bi.allowed', 'bi.entitlement.granted', 'bi.entitlement.revoked', 'data.*', 'data.role.created', 'data.policy.created', 'data.assignment.created', 'identity.*', 'auth.*']
+    const ev = input({ id: 'log-event', list: 'log-events', placeholder: 'bi.denied or identity.*' });
+    const events = h('datalist', { id: 'log-events' }, ['identity.*', 'identity.directory_sync.finished', 'identity.organisation.created', 'identity.team.created', 'identity.agent_policy.created',
+      'data.*', 'data.role.created', 'data.policy.created', 'data.assignment.created', 'bi.*', 'bi.denied', 'bi.allowed', 'bi.entitlement.granted', 'bi.entitlement.revoked',
+      'auth.*', 'account.*', 'session.*', 'chat.*']
       .map((v) => h('option', { value: v })));
     const sev = select([['', 'any'], ['info', 'info'], ['warning', 'warning'], ['critical', 'critical']], { id: 'log-severity' });
     const subjectPick = userPicker({ id: 'log-subject' });
@@ -288,32 +314,62 @@ function actionLogPage() {
     const go = h('button', { type: 'submit', id: 'log-apply' }, 'Apply filters');
     const form = h('form', { id: 'log-form', class: 'row' }, field('Event', ev), events, field('Severity', sev), field('Subject user', subject), subjectPick.list, go);
     const body = h('div', { id: 'log-rows' });
+    const count = h('p', { class: 'muted', id: 'log-count', 'aria-live': 'polite' });
     const more = h('button', { type: 'button', class: 'secondary', id: 'log-more', hidden: true }, 'Older entries');
+    // Keyset paging: the server's next_before is the cursor of the next (older) page; the
+    // filters are fixed when the first page loads, so "Older entries" continues that query.
+    let query = null;
     let before = null;
+    let shown = 0;
+    const tbody = () => body.querySelector('#log-table tbody');
+    const render = (events, append) => {
+      if (!append) {
+        clear(body);
+        body.append(table(events, LOG_COLS, { empty: 'No entries match.', id: 'log-table' }));
+        shown = events.length;
+      } else {
+        const rows = table(events, LOG_COLS).querySelectorAll('tbody tr');
+        tbody().append(...rows);
+        shown += events.length;
+      }
+      count.textContent = shown ? `${shown} entr${shown === 1 ? 'y' : 'ies'} shown${before ? '; older ones remain' : ''}.` : '';
+    };
     const load = async (append) => {
-      const q = new URLSearchParams({ limit: '50' });
-      if (ev.value.trim()) q.set('event', ev.value.trim());
-      if (sev.value) q.set('severity', sev.value);
-      const subjectId = await subjectPick.resolve();
-      if (subjectId !== null) q.set('subject_id', String(subjectId));
-      if (append && before) q.set('before', String(before));
+      if (!append) {
+        const q = new URLSearchParams({ limit: '50' });
+        if (ev.value.trim()) q.set('event', ev.value.trim());
+        if (sev.value) q.set('severity', sev.value);
+        // A new query: whatever the last one showed does not belong to it, also when it fails.
+        clear(body);
+        count.textContent = '';
+        more.hidden = true;
+        before = null;
+        query = null;
+        const subjectId = await subjectPick.resolve();
+        if (subjectId !== null) q.set('subject_id', String(subjectId));
+        query = q;
+      }
+      if (!query) return;
+      const q = new URLSearchParams(query);
+      if (append) {
+        if (!before) return;
+        q.set('before', String(before));
+      }
       const r = await api('GET', `${BASE}/audit?${q}`);
-      if (!append) clear(body);
-      body.append(table(r.events, [
-        { key: 'created_at', title: 'When', render: (e) => fmtTime(e.created_at) },
-        { key: 'event', title: 'Event', render: (e) => h('code', {}, e.event) },
-        { key: 'severity', title: 'Severity', render: (e) => h('span', { class: `badge ${e.severity}` }, e.severity) },
-        { key: 'actor_id', title: 'Actor' },
-        { key: 'subject_id', title: 'Subject' },
-        { key: 'data', title: 'Details', render: (e) => e.data && Object.keys(e.data).length ? h('details', {}, h('summary', {}, 'data'), json(e.data)) : '' },
-      ], { empty: 'No entries match.', id: append ? undefined : 'log-table' }));
       before = r.next_before;
+      render(r.events, append);
       more.hidden = !before;
     };
     form.addEventListener('submit', (e) => { e.preventDefault(); act(go, status, () => load(false)); });
-    more.addEventListener('click', () => act(more, status, () => load(true)));
+    more.addEventListener('click', () => act(more, status, async () => {
+      const first = shown;
+      await load(true);
+      // Keep the keyboard user's place: the first of the rows just added.
+      const row = tbody()?.children[first];
+      if (row) { row.setAttribute('tabindex', '-1'); row.focus(); }
+    }));
     await load(false);
-    root.append(section('Entries', form, status.el, body, more));
+    root.append(section('Entries', form, status.el, count, body, more));
   });
 }
 

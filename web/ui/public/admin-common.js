@@ -30,7 +30,8 @@ export function select(options, attrs = {}) {
 export function errorNode(e) {
   if (!(e instanceof ApiError)) return h('div', { class: 'banner error', role: 'alert' }, String(e && e.message ? e.message : e));
   const body = e.body && e.body.error ? e.body.error : {};
-  const problems = Array.isArray(body.problems) ? body.problems : [];
+  // One problem is the message itself: list problems only when there are several.
+  const problems = Array.isArray(body.problems) && body.problems.length > 1 ? body.problems : [];
   return h('div', { class: 'banner error', role: 'alert' },
     h('strong', {}, e.message), ' ', h('code', { class: 'errcode' }, e.code), e.status ? h('span', { class: 'muted' }, ` (HTTP ${e.status})`) : null,
     body.field ? h('div', {}, 'Field: ', h('code', {}, String(body.field))) : null,
@@ -49,8 +50,92 @@ export function statusArea(id) {
   };
 }
 
+// ---------------------------------------------------------------- focus across re-renders
+// Pages re-read the server after a change and replace their DOM. Without care the focused
+// control is thrown away with it (and a disabled button drops focus too), so a keyboard user
+// lands on <body> after every create or delete. act() notes what had focus; swap() puts focus
+// on the same control in the new DOM, or, when that control is gone (a deleted row), on the
+// same row of the same table, else on the section's heading.
+
+let pendingFocus = null;
+
+/** How to find the focused control again in a fresh render. */
+export function focusKey(el) {
+  if (!el || el === document.body || el === document.documentElement) return null;
+  const tr = el.closest('tbody tr');
+  const tableEl = el.closest('table');
+  const sectionEl = el.closest('section');
+  return {
+    // Generated ids (f12, s3) differ between renders; only ids a page chose are stable.
+    id: el.id && !/^[fs][0-9]+$/.test(el.id) ? el.id : null,
+    label: el.getAttribute('aria-label'),
+    tag: el.tagName,
+    text: (el.textContent || '').trim(),
+    table: tableEl && tableEl.id ? tableEl.id : null,
+    row: tr ? Array.from(tr.parentElement.children).indexOf(tr) : -1,
+    section: sectionEl ? sectionEl.querySelector('h2')?.textContent : null,
+  };
+}
+
+const FOCUSABLE = 'button:not([disabled]), a[href], input:not([type=hidden]):not([disabled]), select:not([disabled]), textarea:not([disabled]), summary';
+
+function focusHeading(h2) {
+  if (!h2) return false;
+  if (!h2.hasAttribute('tabindex')) h2.setAttribute('tabindex', '-1');
+  h2.focus();
+  return true;
+}
+
+/** Focus the control `key` describes inside `root` (see focusKey); true when something got focus. */
+export function restoreFocus(root, key) {
+  if (!key || !root.isConnected) return false;
+  const tryFocus = (el) => {
+    if (!el) return false;
+    el.focus();
+    return document.activeElement === el;
+  };
+  if (key.id && tryFocus(root.querySelector(`#${CSS.escape(key.id)}`))) return true;
+  if (key.label && tryFocus(Array.from(root.querySelectorAll('[aria-label]')).find((e) => e.getAttribute('aria-label') === key.label && e.matches(FOCUSABLE)))) return true;
+  if (key.table) {
+    const t = root.querySelector(`#${CSS.escape(key.table)}`);
+    if (t) {
+      const rows = Array.from(t.querySelectorAll('tbody tr')).filter((r) => r.querySelector(FOCUSABLE));
+      const row = rows[Math.min(key.row, rows.length - 1)];
+      if (row) {
+        const same = Array.from(row.querySelectorAll(FOCUSABLE)).find((e) => (e.textContent || '').trim() === key.text);
+        if (tryFocus(same || row.querySelector(FOCUSABLE))) return true;
+      }
+      if (focusHeading(t.closest('section')?.querySelector('h2'))) return true;
+    }
+  }
+  if (key.section) {
+    const sec = Array.from(root.querySelectorAll('section')).find((x) => x.querySelector('h2')?.textContent === key.section);
+    const same = sec && Array.from(sec.querySelectorAll(FOCUSABLE)).find((e) => e.tagName === key.tag && (e.textContent || '').trim() === key.text);
+    if (tryFocus(same)) return true;
+    if (focusHeading(sec?.querySelector('h2'))) return true;
+  }
+  const h1 = root.querySelector('h1');
+  if (h1) {
+    if (!h1.hasAttribute('tabindex')) h1.setAttribute('tabindex', '-1');
+    h1.focus();
+    return true;
+  }
+  return false;
+}
+
+/** Replace `old` with `fresh` and keep the keyboard user's place (see focusKey). */
+export function swap(old, fresh) {
+  const key = pendingFocus ?? (old.contains(document.activeElement) ? focusKey(document.activeElement) : null);
+  pendingFocus = null;
+  old.replaceWith(fresh);
+  if (key) restoreFocus(fresh, key);
+  return fresh;
+}
+
 /** Run an async action from a button/form: disables the button while it runs, reports errors. */
 export async function act(button, status, fn) {
+  const focused = document.activeElement;
+  pendingFocus = focusKey(focused);
   if (button) button.disabled = true;
   status?.clear();
   try {
@@ -60,8 +145,17 @@ export async function act(button, status, fn) {
     else throw e;
     return undefined;
   } finally {
+    pendingFocus = null;
     if (button) button.disabled = false;
+    // Disabling the focused button dropped focus to <body>: give it back.
+    if (focused && focused.isConnected && (document.activeElement === document.body || !document.activeElement)) focused.focus();
   }
+}
+
+/** Long text in a cell: wraps, clamped to a few lines, the whole text as a tooltip. */
+export function clip(text, cls = 'clip') {
+  const s = text === null || text === undefined ? '' : String(text);
+  return h('span', { class: cls, title: s }, s);
 }
 
 /** A list from "a, b, c" (blank → null when nullable, else []). */

@@ -1,7 +1,7 @@
 // Identity admin pages: SSO connection, directory sync, organisations/teams, agent policies.
 // API: /api/identity (docs/identity.md).
 import { h, clear, api, fmtTime, table } from './lib.js';
-import { field, input, checkbox, select, statusArea, act, parseList, section, pageTitle, json, errorNode, userPicker } from './admin-common.js';
+import { field, input, checkbox, select, statusArea, act, parseList, section, pageTitle, json, errorNode, userPicker, swap, clip } from './admin-common.js';
 
 // ---------------------------------------------------------------- SSO + directory sync
 
@@ -61,8 +61,7 @@ function connectionForm(conn) {
       f.service_account_json.value = '';
       // Re-render the page with the stored state (secrets stay write-only).
       const page = form.closest('.admin');
-      const fresh = await identityPage();
-      page.replaceWith(fresh);
+      const fresh = swap(page, await identityPage());
       fresh.querySelector('#conn-status')?.append(h('div', { class: 'banner info', role: 'status' }, `Connection ${conn ? 'saved' : 'created'} (id ${saved.id}).`));
     });
   });
@@ -73,7 +72,7 @@ function connectionForm(conn) {
       if (!confirm('Delete the Google connection? Users can no longer sign in with it.')) return;
       await api('DELETE', `/api/identity/connections/${conn.id}`);
       const page = form.closest('.admin');
-      page.replaceWith(await identityPage());
+      swap(page, await identityPage());
     }));
     children.push(h('div', { class: 'actions' }, del));
   }
@@ -144,46 +143,103 @@ function syncPanel(conn) {
 
 // ---------------------------------------------------------------- organisations, teams, agent policies
 
-async function organisationsPage() {
+async function organisationsPage(opts = {}) {
   const root = h('div', { class: 'admin orgs' }, pageTitle('Organisations, teams and agent policies',
     'Teams can follow a directory group: the sync then owns their members. Agent policies limit the tools and models of an organisation\'s members.'));
   const status = statusArea('org-status');
   const { organisations } = await api('GET', '/api/identity/organisations');
   const name = input({ id: 'org-name', required: true, maxlength: 100 });
-  const add = h('button', { type: 'submit' }, 'Create organisation');
-  const form = h('form', { class: 'row', id: 'org-form' }, field('New organisation name', name), add);
-  const detail = h('div', { id: 'org-detail' });
+  const add = h('button', { type: 'submit', id: 'org-create' }, 'Create organisation');
+  const form = h('form', { class: 'row', id: 'org-form' }, field('New organisation name', name, 'At most 100 characters'), add);
+  let detail = h('div', { id: 'org-detail' });
   const picker = select(organisations.map((o) => [String(o.id), o.name]), { id: 'org-pick' });
+  const rerender = async (open, notice) => {
+    const fresh = swap(root, await organisationsPage({ open, notice }));
+    return fresh;
+  };
   form.addEventListener('submit', (ev) => {
     ev.preventDefault();
     act(add, status, async () => {
       const o = await api('POST', '/api/identity/organisations', { name: name.value.trim() });
-      const fresh = await organisationsPage();
-      root.replaceWith(fresh);
-      const pick = fresh.querySelector('#org-pick');
-      if (pick) { pick.value = String(o.id); pick.dispatchEvent(new Event('change')); }
+      await rerender(o.id, `Organisation ${o.name} created.`);
     });
   });
+  // Rename and delete the chosen organisation (superusers).
+  const current = () => organisations.find((o) => o.id === Number(picker.value));
+  const renameInput = input({ id: 'org-rename', maxlength: 100, required: true });
+  const renameBtn = h('button', { type: 'submit', id: 'org-rename-save', class: 'secondary' }, 'Rename');
+  const renameForm = h('form', { class: 'row', id: 'org-rename-form' }, field('Rename the organisation', renameInput), renameBtn);
+  renameForm.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const o = current();
+    if (!o) return;
+    act(renameBtn, status, async () => {
+      const r = await api('PATCH', `/api/identity/organisations/${o.id}`, { name: renameInput.value.trim() });
+      await rerender(o.id, `Renamed to ${r.name}.`);
+    });
+  });
+  const delBtn = h('button', { type: 'button', class: 'danger', id: 'org-delete' }, 'Delete organisation');
+  delBtn.addEventListener('click', () => {
+    const o = current();
+    if (!o) return;
+    act(delBtn, status, async () => {
+      if (!confirm(`Delete organisation ${o.name}? Its teams and agent policies are deleted too, and its members lose those policies.`)) return;
+      await api('DELETE', `/api/identity/organisations/${o.id}`);
+      await rerender(undefined, `Organisation ${o.name} deleted.`);
+    });
+  });
+  if (opts.notice) status.ok(opts.notice);
   root.append(section('Organisations', form, status.el,
-    organisations.length ? field('Organisation', picker) : h('p', { class: 'muted' }, 'No organisations yet.')));
+    organisations.length
+      ? [field('Organisation', picker), renameForm, h('div', { class: 'actions' }, delBtn)]
+      : h('p', { class: 'muted' }, 'No organisations yet.')));
   root.append(detail);
+  /** (Re)build teams and agent policies together: a team change shows at once in the policies' team list. */
   const show = async () => {
-    clear(detail);
     const id = Number(picker.value);
-    if (!id) return;
-    try {
-      detail.append(await teamsSection(id), await agentPoliciesSection(id));
-    } catch (e) {
-      detail.append(errorNode(e));
+    const o = current();
+    renameInput.value = o ? o.name : '';
+    const fresh = h('div', { id: 'org-detail' });
+    if (id) {
+      try {
+        fresh.append(await teamsSection(id, show), await agentPoliciesSection(id));
+      } catch (e) {
+        fresh.append(errorNode(e));
+      }
     }
+    detail = swap(detail, fresh);
   };
   picker.addEventListener('change', show);
+  if (opts.open && organisations.some((o) => o.id === opts.open)) picker.value = String(opts.open);
   if (organisations.length) await show();
   root.append(effectiveAgentPolicySection());
   return root;
 }
 
-async function teamsSection(orgId) {
+/** Members of a team not linked to a group: listed by name, removable, and a user field to add one. */
+function teamMembers(t, status, changed) {
+  const list = h('ul', { class: 'members', id: `team-${t.id}-members` }, (t.members || []).map((m) => {
+    const rm = h('button', { type: 'button', class: 'link danger-link', 'aria-label': `Remove ${m.username} from team ${t.name}` }, 'remove');
+    rm.addEventListener('click', () => act(rm, status, async () => {
+      await api('DELETE', `/api/identity/teams/${t.id}/members/${m.id}`);
+      await changed();
+    }));
+    return h('li', {}, clip(m.display_name ? `${m.display_name} (${m.username})` : m.username, 'name'), ' ', rm);
+  }));
+  const who = userPicker({ id: `team-${t.id}-add`, 'aria-label': `User to add to team ${t.name}` });
+  const addBtn = h('button', { type: 'submit', class: 'secondary', 'aria-label': `Add member to team ${t.name}` }, 'Add');
+  const form = h('form', { class: 'row compact add-member' }, who.input, who.list, addBtn);
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    act(addBtn, status, async () => {
+      await api('PUT', `/api/identity/teams/${t.id}/members/${await who.resolve()}`);
+      await changed();
+    });
+  });
+  return h('div', {}, t.members && t.members.length ? list : h('p', { class: 'muted' }, 'No members yet.'), form);
+}
+
+async function teamsSection(orgId, changed) {
   const status = statusArea('team-status');
   const [{ teams }, { groups }] = await Promise.all([
     api('GET', `/api/identity/organisations/${orgId}/teams`),
@@ -192,25 +248,26 @@ async function teamsSection(orgId) {
   const groupName = (id) => { const g = groups.find((x) => x.id === id); return g ? `${g.name || g.email} <${g.email}>` : id ? `group ${id}` : ''; };
   const groupOptions = () => [['', '— not linked —'], ...groups.map((g) => [String(g.id), `${g.name || g.email} (${g.email}, ${g.member_count} members)`])];
   const box = section('Teams');
-  const rerender = async () => box.replaceWith(await teamsSection(orgId));
   const rows = teams.map((t) => ({ ...t }));
   box.append(table(rows, [
-    { key: 'name', title: 'Team' },
-    { key: 'external_group_id', title: 'Linked group', render: (t) => t.external_group_id ? groupName(t.external_group_id) : h('span', { class: 'muted' }, 'none (members managed here)') },
-    { key: 'member_ids', title: 'Members', render: (t) => String(t.member_ids.length) },
+    { key: 'name', title: 'Team', render: (t) => clip(t.name, 'name') },
+    { key: 'external_group_id', title: 'Linked group', render: (t) => t.external_group_id ? clip(groupName(t.external_group_id), 'name') : h('span', { class: 'muted' }, 'none (members managed here)') },
+    { key: 'member_ids', title: 'Members', render: (t) => t.external_group_id
+      ? h('span', {}, String(t.member_ids.length), h('span', { class: 'muted' }, ' (from the directory)'))
+      : teamMembers(t, status, changed) },
     { key: 'actions', title: 'Actions', render: (t) => {
       const pick = select(groupOptions(), { id: `team-${t.id}-group`, 'aria-label': `Linked group for ${t.name}` });
       pick.value = t.external_group_id ? String(t.external_group_id) : '';
-      const link = h('button', { type: 'button', class: 'secondary' }, 'Link');
+      const link = h('button', { type: 'button', class: 'secondary', 'aria-label': `Link ${t.name} to the chosen group` }, 'Link');
       link.addEventListener('click', () => act(link, status, async () => {
         await api('PATCH', `/api/identity/teams/${t.id}`, { external_group_id: pick.value ? Number(pick.value) : null });
-        await rerender();
+        await changed();
       }));
       const del = h('button', { type: 'button', class: 'danger', 'aria-label': `Delete team ${t.name}` }, 'Delete');
       del.addEventListener('click', () => act(del, status, async () => {
         if (!confirm(`Delete team ${t.name}?`)) return;
         await api('DELETE', `/api/identity/teams/${t.id}`);
-        await rerender();
+        await changed();
       }));
       return h('div', { class: 'row compact' }, pick, link, del);
     } },
@@ -226,7 +283,7 @@ async function teamsSection(orgId) {
     } catch (e) { status.error(e); }
   });
   const name = input({ id: 'team-name', required: true, maxlength: 100 });
-  const add = h('button', { type: 'submit' }, 'Create team');
+  const add = h('button', { type: 'submit', id: 'team-create' }, 'Create team');
   const form = h('form', { id: 'team-form' },
     h('div', { class: 'row' }, field('Team name', name), field('Search directory groups', q), field('Directory group', gpick, groups.length ? `${groups.length} synced groups` : 'No groups synced yet: run the directory sync.')),
     h('div', { class: 'actions' }, add));
@@ -234,7 +291,7 @@ async function teamsSection(orgId) {
     ev.preventDefault();
     act(add, status, async () => {
       await api('POST', `/api/identity/organisations/${orgId}/teams`, { name: name.value.trim(), external_group_id: gpick.value ? Number(gpick.value) : null });
-      await rerender();
+      await changed();
     });
   });
   box.append(h('h3', {}, 'New team'), form, status.el);
@@ -245,15 +302,16 @@ const listText = (v) => (v === null || v === undefined ? 'any' : v.length ? v.jo
 
 async function agentPoliciesSection(orgId) {
   const status = statusArea('policy-status');
-  const [{ policies }, { teams }] = await Promise.all([
+  const [{ policies }, { teams }, catalog] = await Promise.all([
     api('GET', `/api/identity/organisations/${orgId}/agent-policies`),
     api('GET', `/api/identity/organisations/${orgId}/teams`),
+    api('GET', '/api/identity/agent-catalog'),
   ]);
   const box = section('Agent policies');
-  const rerender = async () => box.replaceWith(await agentPoliciesSection(orgId));
+  const rerender = async () => swap(box, await agentPoliciesSection(orgId));
   const teamName = (id) => (teams.find((t) => t.id === id) || { name: `team ${id}` }).name;
   box.append(table(policies, [
-    { key: 'name', title: 'Policy' },
+    { key: 'name', title: 'Policy', render: (p) => clip(p.name, 'name') },
     { key: 'applies_to', title: 'Applies to', render: (p) => p.applies_to === 'all' ? 'every member' : p.team_ids.map(teamName).join(', ') || 'no teams' },
     { key: 'allowed_tools', title: 'Tools allowed', render: (p) => listText(p.allowed_tools) },
     { key: 'allowed_models', title: 'Models allowed', render: (p) => listText(p.allowed_models) },
@@ -277,16 +335,16 @@ async function agentPoliciesSection(orgId) {
     denied_models: input({ id: 'ap-denied-models' }),
   };
   const teamBoxes = teams.map((t) => checkbox(t.name, { id: `ap-team-${t.id}`, value: String(t.id) }));
-  const add = h('button', { type: 'submit' }, 'Create policy');
+  const add = h('button', { type: 'submit', id: 'ap-create' }, 'Create policy');
   const form = h('form', { id: 'ap-form' },
     h('div', { class: 'row' }, field('Policy name', f.name), field('Applies to', f.applies)),
     h('fieldset', {}, h('legend', {}, 'Teams'), teamBoxes.length ? teamBoxes.map((b) => b.wrap) : h('p', { class: 'muted' }, 'No teams.')),
     h('div', { class: 'row' },
-      field('Allowed tools', f.allowed_tools, 'Comma-separated; blank = no restriction'),
-      field('Allowed models', f.allowed_models, 'Comma-separated; blank = no restriction')),
+      field('Allowed tools', f.allowed_tools, `Comma-separated; blank = no restriction. Tools: ${catalog.tools.join(', ')}`),
+      field('Allowed models', f.allowed_models, `Comma-separated; blank = no restriction. Models: ${catalog.models.join(', ')}`)),
     h('div', { class: 'row' },
-      field('Denied tools', f.denied_tools, 'Always removed'),
-      field('Denied models', f.denied_models, 'Always removed')),
+      field('Denied tools', f.denied_tools, 'Always removed, even when allowed'),
+      field('Denied models', f.denied_models, 'Always removed, even when allowed')),
     h('div', { class: 'actions' }, add));
   form.addEventListener('submit', (ev) => {
     ev.preventDefault();
@@ -310,11 +368,12 @@ async function agentPoliciesSection(orgId) {
 function effectiveAgentPolicySection() {
   const status = statusArea('eap-status');
   const who = userPicker({ id: 'eap-user', required: true });
-  const go = h('button', { type: 'submit' }, 'Show');
-  const out = h('div', { id: 'eap-out' });
-  const form = h('form', { class: 'row' }, field('User', who.input), who.list, go);
+  const go = h('button', { type: 'submit', id: 'eap-show' }, 'Show');
+  const out = h('div', { id: 'eap-out', 'aria-live': 'polite' });
+  const form = h('form', { class: 'row', id: 'eap-form' }, field('User', who.input), who.list, go);
   form.addEventListener('submit', (ev) => {
     ev.preventDefault();
+    clear(out);
     act(go, status, async () => {
       const r = await api('GET', `/api/identity/agent-policy?user_id=${await who.resolve()}`);
       clear(out);

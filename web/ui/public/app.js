@@ -39,6 +39,7 @@ function renderHeader() {
 async function logout() {
   await api('POST', '/api/auth/logout').catch(() => {});
   state.me = null;
+  state.csrf = null; // the token belonged to the ended session: the next sign-in fetches a new one
   location.hash = '#/login';
   route();
 }

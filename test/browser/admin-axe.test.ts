@@ -1,0 +1,84 @@
+import t from 'tap';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import type { Page } from 'playwright-core';
+import { logAction } from '../../core/index.js';
+import { addUser, startTestApp } from '../helpers/app.js';
+import { browserUnavailable, launch, screenshot, settled } from '../helpers/browser.js';
+
+const ROOT_PW = 'root-password-123';
+const require = createRequire(import.meta.url);
+// axe-core's browser build; evaluated through the DevTools protocol, so the page's CSP
+// (script-src 'self', no inline script) stays as it is for the scan.
+const AXE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+
+interface Violation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: { target: string[] }[];
+}
+
+/** axe-core's serious and critical violations on the page, as `rule: help (targets)`. */
+async function seriousIssues(page: Page): Promise<string[]> {
+  await settled(page);
+  if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE);
+  const violations = (await page.evaluate(async () => {
+    const w = window as unknown as { axe: { run(ctx: Document, opts: object): Promise<{ violations: unknown[] }> } };
+    return (await w.axe.run(document, { resultTypes: ['violations'] })).violations;
+  })) as Violation[];
+  return violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.slice(0, 5).map((n) => n.target.join(' ')).join(', ')}`);
+}
+
+const why = browserUnavailable();
+if (why) t.plan(0, why);
+else {
+  t.test('axe-core: the login page and every admin page have no serious or critical issue, at 1280 and 390 px', async (t) => {
+    const app = await startTestApp(t);
+    const root = await addUser(app.db, 'root', ROOT_PW, { superuser: true, email: 'root@local.test' });
+    const bob = await addUser(app.db, 'bob', 'bob-password-123');
+    // Content on every page: a role with a policy, an assignment, an organisation with a team and a policy, log entries.
+    const roleId = Number(app.db.prepare("INSERT INTO data_roles (name, description) VALUES ('sales_eu', 'EU sales rows')").run().lastInsertRowid);
+    app.db.prepare(`INSERT INTO data_policies (role_id, table_name, allowed_columns, row_filter) VALUES (?, 'sales', '["region"]', '{"column":"region","op":"eq","value":"EU"}')`).run(roleId);
+    app.db.prepare('INSERT INTO user_data_roles (user_id, role_id) VALUES (?, ?)').run(bob.id, roleId);
+    const org = Number(app.db.prepare("INSERT INTO organisations (name) VALUES ('Acme')").run().lastInsertRowid);
+    const team = Number(app.db.prepare("INSERT INTO teams (organisation_id, name) VALUES (?, 'Ops')").run(org).lastInsertRowid);
+    app.db.prepare('INSERT INTO team_members (team_id, user_id) VALUES (?, ?)').run(team, bob.id);
+    app.db.prepare("INSERT INTO agent_policies (organisation_id, name, applies_to, denied_tools) VALUES (?, 'no mail', 'all', '[\"send_email\"]')").run(org);
+    logAction(app.db, { event: 'identity.team.created', actorId: root.id, data: { team_id: team } });
+    logAction(app.db, { event: 'bi.denied', severity: 'critical', subjectId: bob.id, data: { table: 'payroll' } });
+
+    const browser = await launch(t);
+    for (const width of [1280, 390]) {
+      const page = await browser.newPage({ viewport: { width, height: 900 } });
+      await page.goto(app.url + '/#/login');
+      await page.waitForSelector('#username');
+      t.same(await seriousIssues(page), [], `login page at ${width}px`);
+      await page.fill('#username', 'root');
+      await page.fill('#password', ROOT_PW);
+      await page.keyboard.press('Enter');
+      await page.waitForSelector('#nav a[href="#/admin/data-roles"]', { state: 'attached' });
+      const pages: [string, string][] = [
+        ['identity', '#conn-form'],
+        ['organisations', '#teams-table'],
+        ['data-roles', '#roles-table'],
+        ['data-assignments', '#assignments-table'],
+        ['action-log', '#log-table'],
+        ['sessions', '#sessions-unavailable'],
+      ];
+      for (const [id, ready] of pages) {
+        await page.goto(`${app.url}/#/admin/${id}`);
+        await page.waitForSelector(ready);
+        if (id === 'data-roles') {
+          await page.click('button[aria-label="Policies of sales_eu"]');
+          await page.waitForSelector('#policies-table');
+        }
+        t.same(await seriousIssues(page), [], `admin page ${id} at ${width}px`);
+        if (width === 390) await screenshot(page, `axe-${id}-390`);
+      }
+      await page.close();
+    }
+  });
+}

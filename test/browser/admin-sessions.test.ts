@@ -1,0 +1,91 @@
+/**
+ * Live sessions page against the real daemon and real sandboxes (Docker): the list refreshes on
+ * its own, names the chat and its user, and Restart asks first. Skips with the reason when no
+ * Docker engine answers (never under CI=true).
+ */
+import t from 'tap';
+import { createLogger, createUser, hashPassword } from '../../core/index.js';
+import { serve } from '../../daemon/serve.js';
+import { Client } from '../helpers/client.js';
+import { browserUnavailable, checkNarrow, launch, screenshot } from '../helpers/browser.js';
+import { dataDir, dockerOrSkip, ensureTestImage, runtimeConfig, sweep, uniqueOwner } from '../docker/helpers.js';
+
+const why = browserUnavailable();
+if (why) t.plan(0, why);
+else {
+  const docker = await dockerOrSkip(t);
+  if (docker) {
+    const image = await ensureTestImage(docker);
+    t.test('live sessions: refreshes on its own with the chat title and the user name; Restart asks first; logged', async (t) => {
+      const dir = dataDir(t);
+      const owner = uniqueOwner('adm');
+      t.teardown(() => sweep(docker, owner));
+      const config = runtimeConfig(dir, image, {
+        AIRLOCK_PORT: '0',
+        AIRLOCK_POOL_SIZE: '0',
+        AGENT_USER_TOKEN_SECRET: 'adm-agent-user-token-secret-0123',
+        MCP_INTERNAL_SECRET: 'adm-mcp-internal-secret-0123456789',
+      });
+      const d = await serve(config, { log: createLogger({ level: 'silent' }), runtime: { owner } });
+      t.teardown(async () => {
+        await d.runtime?.close({ removeContainers: true });
+        await d.close();
+      });
+      createUser(d.db, { username: 'carol', email: 'carol@example.test', displayName: 'Carol Jones', passwordHash: await hashPassword('carol-password') });
+      createUser(d.db, { username: 'root', email: 'root@example.test', passwordHash: await hashPassword('root-password'), isSuperuser: true });
+
+      const browser = await launch(t);
+      const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+      const dialogs: string[] = [];
+      let answer = false;
+      page.on('dialog', (dlg) => {
+        dialogs.push(dlg.message());
+        void (answer ? dlg.accept() : dlg.dismiss());
+      });
+      await page.goto(d.web.url + '/#/login');
+      await page.fill('#username', 'root');
+      await page.fill('#password', 'root-password');
+      await page.keyboard.press('Enter');
+      await page.waitForSelector('#nav a[href="#/admin/sessions"]', { state: 'attached' });
+      await page.goto(d.web.url + '/#/admin/sessions');
+      await page.waitForSelector('#sessions-table');
+      t.match(await page.textContent('#sessions-table'), /No live sessions/);
+
+      // carol chats (through the API) while the page is open: the page shows it without a reload.
+      const carol = new Client(d.web.url);
+      t.equal((await carol.login('carol', 'carol-password')).status, 200);
+      const res = await carol.request('POST', '/api/chat/messages', { message: 'Quarterly numbers please' });
+      const lines = (await res.text()).trim().split('\n').map((l) => JSON.parse(l) as { type: string; session_id?: string });
+      const sid = lines.find((l) => l.type === 'done')?.session_id;
+      t.ok(sid, 'the chat ran');
+      const shownAt = Date.now();
+      await page.waitForFunction((id) => (document.querySelector('#sessions-table')?.textContent ?? '').includes(id), sid!, { timeout: 15_000 });
+      t.ok(Date.now() - shownAt < 12_000, 'listed by the page\'s own refresh');
+      const row = (await page.textContent('#sessions-table tbody tr')) ?? '';
+      t.match(row, /Quarterly numbers please/, 'the chat title');
+      t.match(row, /carol/, 'the user by name');
+      await screenshot(page, 'admin-sessions-live');
+      await checkNarrow(t, page, 'admin-sessions-live');
+
+      const containerOf = () => d.runtime!.sessions.list().find((s) => s.sessionId === sid)?.containerId;
+      const first = containerOf();
+      t.ok(first);
+      // Restart asks first; "Cancel" changes nothing.
+      await page.click(`button[aria-label="Restart session ${sid}"]`);
+      t.equal(dialogs.length, 1, 'Restart asks');
+      t.match(dialogs[0], /Restart session "Quarterly numbers please" of carol/);
+      await new Promise((r) => setTimeout(r, 500));
+      t.equal(containerOf(), first, 'cancelled: same sandbox');
+      answer = true;
+      await page.click(`button[aria-label="Restart session ${sid}"]`);
+      await page.waitForFunction((old) => {
+        const ids = Array.from(document.querySelectorAll('#sessions-table code.container-id'), (e) => e.textContent);
+        return ids.length === 1 && ids[0] !== old;
+      }, first!.slice(0, 12), { timeout: 120_000 });
+      t.not(containerOf(), first, 'restarted');
+      const logged = d.db.prepare("SELECT actor_id, subject_id, data FROM action_log WHERE event = 'session.restarted'").all() as { data: string }[];
+      t.equal(logged.length, 1, 'the restart is in the action log');
+      t.match(JSON.parse(logged[0].data), { session_id: sid });
+    });
+  }
+}
