@@ -6,10 +6,12 @@ export const PROXY_ERRORS = {
   ERR_PROXY_BAD_REQUEST: 400,
   ERR_PROXY_PLACEHOLDER: 401,
   ERR_PROXY_ROUTE_DENIED: 403,
+  ERR_PROXY_REQUEST_TIMEOUT: 408,
   ERR_PROXY_BODY_TOO_LARGE: 413,
   ERR_PROXY_UPSTREAM: 502,
   ERR_PROXY_UPSTREAM_ENCODING: 502,
   ERR_PROXY_TOKEN_MISSING: 503,
+  ERR_PROXY_BUSY: 503,
   ERR_PROXY_TIMEOUT: 504,
 } as const;
 
@@ -75,6 +77,7 @@ function reason(status: number): string {
     case 400: return 'Bad Request';
     case 401: return 'Unauthorized';
     case 403: return 'Forbidden';
+    case 408: return 'Request Timeout';
     case 413: return 'Payload Too Large';
     case 502: return 'Bad Gateway';
     case 503: return 'Service Unavailable';
