@@ -62,7 +62,7 @@ export function authRoutes(ctx: WebContext): Router {
       if (next === null) throw new AppError('ERR_VALIDATION', 'next must be a path on this service', { status: 400, details: { field: 'next' } });
       // req.ip honours X-Forwarded-For only from the proxies AIRLOCK_TRUST_PROXY names.
       const address = req.ip ?? 'unknown';
-      const verdict = limiter.check(body.username, address);
+      const verdict = limiter.begin(body.username, address);
       if (!verdict.ok) {
         res.setHeader('Retry-After', String(verdict.retryAfterS));
         (ctx.services.metrics as Metrics | undefined)?.logins.inc({ outcome: 'rate_limited' });

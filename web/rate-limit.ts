@@ -24,8 +24,9 @@ export type LoginVerdict = { ok: true } | { ok: false; retryAfterS: number; reas
  * restart forgets nothing. Three rules, all counted over the window:
  *
  * 1. Progressive delay per username + address: after the n-th failure the pair may try again
- *    only after min(BASE · 2^(n-1), MAX) ms. The failed answer itself waits that long, so a
- *    client trying one password after another never sees a 429; parallel guesses do.
+ *    only after min(BASE · 2^(n-1), MAX) ms, counted from its last attempt. The failed answer
+ *    itself waits that long, so a client trying one password after another never sees a 429;
+ *    parallel guesses do (each attempt is recorded before the password is checked).
  * 2. Username lock: after `maxFailures` failures of a username, further attempts for it are
  *    refused, but only from addresses that have failed recently. An address with no recent
  *    failure is never refused by this rule: the owner typing the right password elsewhere gets in
@@ -33,6 +34,9 @@ export type LoginVerdict = { ok: true } | { ok: false; retryAfterS: number; reas
  *    per username and window before rule 3 and rule 1 apply to it.)
  * 3. Address lock: an address with `maxFailures · ADDRESS_FACTOR` failures (any usernames)
  *    is refused for every username until its failures age out of the window.
+ *
+ * `begin` checks and records in one synchronous step, which is atomic on SQLite; on a shared
+ * PostgreSQL the same two statements belong in one transaction holding a lock on the pair.
  */
 export class LoginLimiter {
   readonly #db: Db;
@@ -58,8 +62,12 @@ export class LoginLimiter {
     CREATE INDEX IF NOT EXISTS login_failures_addr ON login_failures (address, at_ms);`);
   }
 
-  /** May `username` try to log in from `address` now? */
-  check(username: string, address: string): LoginVerdict {
+  /**
+   * May `username` try to log in from `address` now? When it may, the attempt is recorded at
+   * once as a failure (in the same synchronous step as the check, so guesses sent in parallel
+   * see each other): `succeed` removes it again, `fail` keeps it.
+   */
+  begin(username: string, address: string): LoginVerdict {
     const now = this.#now();
     const since = now - this.#windowMs;
     const u = username.toLowerCase();
@@ -82,15 +90,14 @@ export class LoginLimiter {
       const until = pair.last + delayMs(pair.n);
       if (until > now) return { ok: false, reason: 'delay', retryAfterS: secondsUntil(now, until) };
     }
+    this.#db.prepare('INSERT INTO login_failures (username, address, at_ms) VALUES (?, ?, ?)').run(u, address, now);
     return { ok: true };
   }
 
-  /** Record a failure; returns how long the failed answer should wait (the pair's new delay). */
+  /** The attempt `begin` recorded failed: returns how long the failed answer should wait (the pair's new delay). */
   fail(username: string, address: string): number {
     const now = this.#now();
-    const u = username.toLowerCase();
-    this.#db.prepare('INSERT INTO login_failures (username, address, at_ms) VALUES (?, ?, ?)').run(u, address, now);
-    const n = (this.#db.prepare('SELECT COUNT(*) AS n FROM login_failures WHERE username = ? AND address = ? AND at_ms > ?').get(u, address, now - this.#windowMs) as { n: number }).n;
+    const n = (this.#db.prepare('SELECT COUNT(*) AS n FROM login_failures WHERE username = ? AND address = ? AND at_ms > ?').get(username.toLowerCase(), address, now - this.#windowMs) as { n: number }).n;
     this.#prune(now);
     return delayMs(n);
   }
