@@ -30,7 +30,7 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'AIRLOCK_PUBLIC_ORIGIN', kind: 'url', doc: 'Browser-facing origin, e.g. http://127.0.0.1:8080. Defaults to http://HOST:PORT. https turns on Secure cookies.' },
   { env: 'AIRLOCK_LOG_LEVEL', kind: 'enum', default: 'info', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], doc: 'pino log level.' },
   { env: 'AIRLOCK_BODY_LIMIT_KB', kind: 'int', default: '256', min: 1, max: 10240, doc: 'Largest accepted JSON request body.' },
-  { env: 'AIRLOCK_LOGIN_MAX_FAILURES', kind: 'int', default: '5', min: 1, max: 1000, doc: 'Failed logins per username or per client address before 429.' },
+  { env: 'AIRLOCK_LOGIN_MAX_FAILURES', kind: 'int', default: '5', min: 1, max: 1000, doc: 'Failed logins of a username (then refused from addresses that failed recently) and, times 4, of a client address, before 429.' },
   { env: 'AIRLOCK_LOGIN_WINDOW_S', kind: 'int', default: '900', min: 1, max: 86400, doc: 'Window for counting failed logins.' },
   { env: 'AIRLOCK_ENCRYPTION_KEY', kind: 'secret', doc: '32-byte key (64 hex chars or base64) for data encrypted at rest. Generated into the data folder when unset.' },
   { env: 'AGENT_USER_TOKEN_SECRET', kind: 'secret', doc: 'Required by serve. HMAC key for the short-lived AGENT_USER_TOKEN handed to sandboxes.' },
