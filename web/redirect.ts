@@ -5,7 +5,7 @@
  * leaves the path `//evil.example/x`, which a browser reads as another host. So a target is
  * accepted only when, once resolved, it is on the public origin, carries no credentials, and its
  * path does not start with `//` (or `/\`, which browsers treat the same). What is returned is
- * the resolved path and query only (`/chat?x=1`): never a scheme or host from the input.
+ * the resolved path, query and fragment only (`/chat?x=1`): never a scheme or host from the input.
  */
 export function resolveRedirect(raw: unknown, publicOrigin: string, opts: { allowAbsolute?: boolean } = {}): string | null {
   if (typeof raw !== 'string' || raw.length === 0 || raw.length > 2048) return null;
@@ -27,5 +27,5 @@ export function resolveRedirect(raw: unknown, publicOrigin: string, opts: { allo
   if (!path.startsWith('/') || path.startsWith('//') || path.startsWith('/\\')) return null;
   // An encoded slash or backslash at the start survives another decode as `//`: refuse it too.
   if (/^\/(?:%2f|%5c)/i.test(path)) return null;
-  return path + u.search;
+  return path + u.search + u.hash;
 }
