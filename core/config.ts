@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { isAbsolute, resolve } from 'node:path';
 import { ConfigError } from './errors.js';
 import { Secret } from './secret.js';
@@ -29,7 +30,7 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'AIRLOCK_PUBLIC_ORIGIN', kind: 'url', doc: 'Browser-facing origin, e.g. http://127.0.0.1:8080. Defaults to http://HOST:PORT. https turns on Secure cookies.' },
   { env: 'AIRLOCK_LOG_LEVEL', kind: 'enum', default: 'info', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], doc: 'pino log level.' },
   { env: 'AIRLOCK_BODY_LIMIT_KB', kind: 'int', default: '256', min: 1, max: 10240, doc: 'Largest accepted JSON request body.' },
-  { env: 'AIRLOCK_LOGIN_MAX_FAILURES', kind: 'int', default: '5', min: 1, max: 1000, doc: 'Failed logins per username or per client address before 429.' },
+  { env: 'AIRLOCK_LOGIN_MAX_FAILURES', kind: 'int', default: '5', min: 1, max: 1000, doc: 'Failed logins of a username (then refused from addresses that failed recently) and, times 4, of a client address, before 429.' },
   { env: 'AIRLOCK_LOGIN_WINDOW_S', kind: 'int', default: '900', min: 1, max: 86400, doc: 'Window for counting failed logins.' },
   { env: 'AIRLOCK_ENCRYPTION_KEY', kind: 'secret', doc: '32-byte key (64 hex chars or base64) for data encrypted at rest. Generated into the data folder when unset.' },
   { env: 'AGENT_USER_TOKEN_SECRET', kind: 'secret', doc: 'Required by serve. HMAC key for the short-lived AGENT_USER_TOKEN handed to sandboxes.' },
@@ -59,6 +60,7 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'AIRLOCK_GOOGLE_SHEETS_BASE_URL', kind: 'url', default: 'https://sheets.googleapis.com', doc: 'Sheets API base URL.' },
   { env: 'AIRLOCK_GOOGLE_DRIVE_BASE_URL', kind: 'url', default: 'https://www.googleapis.com', doc: 'Drive API base URL.' },
   { env: 'AIRLOCK_GOOGLE_DIRECTORY_BASE_URL', kind: 'url', default: 'https://admin.googleapis.com', doc: 'Admin SDK Directory API base URL.' },
+  { env: 'AIRLOCK_TRUST_PROXY', kind: 'string', default: 'none', doc: 'Reverse proxies whose X-Forwarded-For / X-Forwarded-Proto the web app believes: none (default: the headers are ignored), or a comma list of IP addresses, CIDR ranges and the names loopback, linklocal, uniquelocal.' },
 ] as const;
 
 export interface Config {
@@ -103,6 +105,8 @@ export interface Config {
     driveBaseUrl: string;
     directoryBaseUrl: string;
   };
+  /** Trusted reverse proxies (express `trust proxy` list); empty: none, X-Forwarded-* ignored. */
+  trustProxy: string[];
 }
 
 export interface LoadConfigOptions {
@@ -171,6 +175,8 @@ export function loadConfig(env: Raw, opts: LoadConfigOptions = {}): Readonly<Con
   if ((provider === 'openai' || provider === 'anthropic') && !values.AIRLOCK_MODEL_BASE_URL) {
     problems.push(`AIRLOCK_MODEL_BASE_URL: required when AIRLOCK_MODEL_PROVIDER is ${provider}`);
   }
+  const trustProxy = parseTrustProxy(String(values.AIRLOCK_TRUST_PROXY ?? 'none'));
+  if (!Array.isArray(trustProxy)) problems.push(`AIRLOCK_TRUST_PROXY: ${trustProxy.problem}`);
   if (problems.length > 0) throw new ConfigError(problems);
 
   const host = values.AIRLOCK_HOST as string;
@@ -221,6 +227,7 @@ export function loadConfig(env: Raw, opts: LoadConfigOptions = {}): Readonly<Con
       driveBaseUrl: str('AIRLOCK_GOOGLE_DRIVE_BASE_URL'),
       directoryBaseUrl: str('AIRLOCK_GOOGLE_DIRECTORY_BASE_URL'),
     },
+    trustProxy: trustProxy as string[],
   };
   return deepFreeze(config);
 }
@@ -264,4 +271,29 @@ function deepFreeze<T>(o: T): T {
     Object.freeze(o);
   }
   return o;
+}
+
+/**
+ * AIRLOCK_TRUST_PROXY: `none`, or a comma list of IPv4/IPv6 addresses, CIDR ranges and the
+ * names express knows (loopback, linklocal, uniquelocal). Hop counts and `true` are refused on
+ * purpose: they would believe whatever the client put first in X-Forwarded-For.
+ */
+export function parseTrustProxy(raw: string): string[] | { problem: string } {
+  const v = raw.trim().toLowerCase();
+  if (v === '' || v === 'none') return [];
+  const out: string[] = [];
+  for (const part of v.split(',').map((p) => p.trim()).filter(Boolean)) {
+    if (['loopback', 'linklocal', 'uniquelocal'].includes(part)) {
+      out.push(part);
+      continue;
+    }
+    const [addr, bits, ...rest] = part.split('/');
+    const family = isIP(addr);
+    const maxBits = family === 4 ? 32 : 128;
+    if (!family || rest.length || (bits !== undefined && !(/^\d{1,3}$/.test(bits) && Number(bits) <= maxBits))) {
+      return { problem: `"${part}" is not none, loopback, linklocal, uniquelocal, an IP address or a CIDR range` };
+    }
+    out.push(part);
+  }
+  return out;
 }

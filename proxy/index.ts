@@ -3,6 +3,8 @@
  * Contract: `startCredentialProxy(opts: ProxyOptions): Promise<RunningProxy>`. See docs/proxy.md.
  */
 export { startCredentialProxy, tokenEnvOf, TUNNEL_IDLE_MS, MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_HEADER_COUNT, type ProxyDecision, type ProxyOptions, type RunningProxy } from './server.js';
+export { COMMON_REQUEST_HEADERS, ROUTE_REQUEST_HEADERS } from './headers.js';
+export { SessionLimits, MAX_UPSTREAM_CONCURRENT, BODY_TIMEOUT_MS, HEADERS_TIMEOUT_MS, type LimitOptions } from './limits.js';
 export { errorResponse, PROXY_ERRORS, ProxyRefusal, type ProxyErrorCode } from './errors.js';
 export { parseTarget, matchTemplate } from './normalise.js';
 export { Scrubber, SCRUBBED, scrubString } from './scrub.js';

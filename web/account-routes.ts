@@ -13,6 +13,7 @@ import {
   type ConnectedAccount,
 } from '../core/index.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
+import { resolveRedirect } from './redirect.js';
 import { validateBody } from './validate.js';
 
 /** How long a started connect handshake stays valid. */
@@ -53,11 +54,6 @@ function view(a: ConnectedAccount | undefined): Record<string, unknown> {
     access_expires_at: a.accessExpiresAt ? new Date(a.accessExpiresAt).toISOString() : null,
     offline: a.hasRefreshToken,
   };
-}
-
-/** Only same-site relative paths; anything else falls back to '/'. */
-function safeReturnTo(v: string | undefined): string {
-  return v && /^\/(?![/\\])[\x21-\x7e]*$/.test(v) ? v : '/';
 }
 
 /** The e-mail claim of an id_token, for display only (the token endpoint answered us directly over TLS). */
@@ -106,13 +102,16 @@ export function accountRoutes(ctx: WebContext): Router {
 
   r.post('/connect', requireUser, (req, res) => {
     const body = validateBody<{ return_to?: string }>(CONNECT_SCHEMA, req.body ?? {});
+    // Checked after resolution (dot segments removed), path only: see web/redirect.ts.
+    const returnTo = body.return_to === undefined ? '/' : resolveRedirect(body.return_to, ctx.config.publicOrigin);
+    if (returnTo === null) throw new AppError('ERR_ACCOUNT_RETURN_TO', 'return_to must be a path on this service', { status: 400 });
     if (!g.clientId) throw new AppError('ERR_ACCOUNT_NOT_CONFIGURED', 'workspace account connection is not configured (AIRLOCK_GOOGLE_CLIENT_ID)', { status: 503 });
     const state = randomToken(24);
     const verifier = randomToken(48);
     const bag = pending(req);
     // Drop stale handshakes so the session does not grow.
     for (const [k, v] of Object.entries(bag)) if (k.startsWith(STATE_KEY) && Date.now() - (v as PendingConnect).at > ACCOUNT_STATE_TTL_MS) delete bag[k];
-    bag[STATE_KEY + state] = { verifier, userId: req.user!.id, returnTo: safeReturnTo(body.return_to), at: Date.now() } satisfies PendingConnect;
+    bag[STATE_KEY + state] = { verifier, userId: req.user!.id, returnTo, at: Date.now() } satisfies PendingConnect;
     const u = new URL(g.authUrl);
     u.searchParams.set('client_id', g.clientId);
     u.searchParams.set('redirect_uri', redirectUri);

@@ -1,4 +1,4 @@
-import express, { type Express } from 'express';
+import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import session from 'express-session';
 import { randomUUID } from 'node:crypto';
 import { AppError, getUserById, safeEqual, type Metrics } from '../core/index.js';
@@ -26,7 +26,9 @@ const SESSION_MAX_AGE_MS = 7 * 24 * 3600 * 1000;
 export function createApp(ctx: WebContext): Express {
   const app = express();
   app.disable('x-powered-by');
-  app.set('trust proxy', 'loopback');
+  // Only the reverse proxies the operator names may set the client address (X-Forwarded-For):
+  // otherwise any local client could pick its own address and dodge the login limits.
+  app.set('trust proxy', ctx.config.trustProxy.length ? ctx.config.trustProxy : false);
   app.set('etag', false);
 
   app.use((req, res, next) => {
@@ -46,14 +48,22 @@ export function createApp(ctx: WebContext): Express {
     next();
   });
 
-  app.use(express.json({ limit: `${ctx.config.bodyLimitKb}kb` }));
-  app.use(express.urlencoded({ extended: false, limit: `${ctx.config.bodyLimitKb}kb` }));
+  // The JSON API takes JSON only: a body of any other type (a form post, text/plain, …) is 415
+  // before it is parsed, so no route ever sees form fields, and a cross-site form cannot reach it.
+  app.use('/api', requireJsonBody);
+  // inflate: false: compressed request bodies (gzip, deflate, br) are refused with 415, so the
+  // body limit is a limit on what we hold in memory, not on the compressed bytes.
+  app.use(express.json({ limit: `${ctx.config.bodyLimitKb}kb`, inflate: false }));
+  app.use(express.urlencoded({ extended: false, limit: `${ctx.config.bodyLimitKb}kb`, inflate: false }));
 
   app.use(
     session({
       name: SESSION_COOKIE,
       secret: loadOrCreateSessionSecret(ctx.config.dataDir),
       store: ctx.sessions,
+      // An https public origin means TLS ends at a proxy in front; it says so in
+      // X-Forwarded-Proto. Only the Secure cookie decision reads it (req.ip does not).
+      proxy: ctx.config.secureCookies ? true : undefined,
       resave: false,
       saveUninitialized: false,
       rolling: true,
@@ -132,4 +142,27 @@ export function createApp(ctx: WebContext): Express {
   app.use(uiRoutes());
   app.use(errorMiddleware);
   return app;
+}
+
+/** A request that carries a body (a declared length above 0, or chunked). */
+function hasBody(req: Request): boolean {
+  const te = req.headers['transfer-encoding'];
+  const cl = req.headers['content-length'];
+  return te !== undefined || (cl !== undefined && cl !== '0');
+}
+
+/**
+ * Every /api route that takes a body takes JSON: anything else is 415
+ * ERR_HTTP_UNSUPPORTED_MEDIA_TYPE, and a body with a Content-Encoding other than identity is
+ * 415 ERR_HTTP_UNSUPPORTED_ENCODING. Bodiless requests (GET, a POST with no body) pass.
+ */
+function requireJsonBody(req: Request, _res: Response, next: NextFunction): void {
+  if (!hasBody(req)) return next();
+  const enc = String(req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
+  if (enc !== 'identity') return next(new AppError('ERR_HTTP_UNSUPPORTED_ENCODING', 'compressed request bodies are not accepted', { status: 415 }));
+  const type = String(req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+  if (type !== 'application/json') {
+    return next(new AppError('ERR_HTTP_UNSUPPORTED_MEDIA_TYPE', 'request body must be application/json', { status: 415 }));
+  }
+  next();
 }

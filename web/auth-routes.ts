@@ -12,7 +12,8 @@ import {
   type User,
 } from '../core/index.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
-import { FailureCounter } from './rate-limit.js';
+import { LoginLimiter } from './rate-limit.js';
+import { resolveRedirect } from './redirect.js';
 import { validateBody } from './validate.js';
 
 const LOGIN_SCHEMA = {
@@ -22,6 +23,7 @@ const LOGIN_SCHEMA = {
   properties: {
     username: { type: 'string', minLength: 1, maxLength: 150 },
     password: { type: 'string', minLength: 1, maxLength: 1024 },
+    next: { type: 'string', minLength: 1, maxLength: 2048 },
   },
 } as const;
 
@@ -43,10 +45,8 @@ export function authRoutes(ctx: WebContext): Router {
   // The unknown-user hash is made now, so the first failed login for an unknown name costs one
   // scrypt like every other attempt, not two.
   void dummyPasswordHash();
-  const windowMs = ctx.config.login.windowS * 1000;
-  const byUser = new FailureCounter(ctx.config.login.maxFailures, windowMs);
-  // Addresses get more room than one username: a shared NAT carries many users.
-  const byAddr = new FailureCounter(ctx.config.login.maxFailures * 4, windowMs);
+  // Limits in the database (shared by a fleet); rules in web/rate-limit.ts and docs/security.md.
+  const limiter = new LoginLimiter(ctx.db, { maxFailures: ctx.config.login.maxFailures, windowMs: ctx.config.login.windowS * 1000 });
 
   r.get('/csrf', (req, res) => {
     req.session.csrfToken ??= randomToken(32);
@@ -56,29 +56,34 @@ export function authRoutes(ctx: WebContext): Router {
   r.post(
     '/login',
     asyncHandler(async (req, res) => {
-      const body = validateBody<{ username: string; password: string }>(LOGIN_SCHEMA, req.body);
-      const userKey = `u:${body.username.toLowerCase()}`;
-      const addrKey = `a:${req.ip ?? 'unknown'}`;
-      const wait = Math.max(byUser.blockedFor(userKey), byAddr.blockedFor(addrKey));
-      if (wait > 0) {
-        res.setHeader('Retry-After', String(wait));
+      const body = validateBody<{ username: string; password: string; next?: string }>(LOGIN_SCHEMA, req.body);
+      // `next` (where the page goes after login) is checked after resolution, path only.
+      const next = body.next === undefined ? '/' : resolveRedirect(body.next, ctx.config.publicOrigin);
+      if (next === null) throw new AppError('ERR_VALIDATION', 'next must be a path on this service', { status: 400, details: { field: 'next' } });
+      // req.ip honours X-Forwarded-For only from the proxies AIRLOCK_TRUST_PROXY names.
+      const address = req.ip ?? 'unknown';
+      const verdict = limiter.begin(body.username, address);
+      if (!verdict.ok) {
+        res.setHeader('Retry-After', String(verdict.retryAfterS));
         (ctx.services.metrics as Metrics | undefined)?.logins.inc({ outcome: 'rate_limited' });
+        req.log.info({ event: 'login_rate_limited', reason: verdict.reason }, 'login rate limited');
         throw new AppError('ERR_AUTH_RATE_LIMITED', 'too many failed logins; try again later', {
           status: 429,
-          details: { retry_after_s: wait },
+          details: { retry_after_s: verdict.retryAfterS },
         });
       }
       const creds = getCredentials(ctx.db, body.username);
       // Unknown users still pay for one scrypt so the timing does not tell them apart.
       const ok = await verifyPassword(body.password, creds?.passwordHash ?? (await dummyPasswordHash()));
       if (!creds || !creds.passwordHash || !ok || !creds.user.is_active) {
-        byUser.fail(userKey);
-        byAddr.fail(addrKey);
+        const wait = limiter.fail(body.username, address);
         req.log.info({ event: 'login_failed' }, 'login failed');
+        // The progressive delay: the failed answer itself waits, so one-at-a-time guessing slows down.
+        await new Promise((resolve) => setTimeout(resolve, wait));
         (ctx.services.metrics as Metrics | undefined)?.logins.inc({ outcome: 'failed' });
         throw new AuthError('ERR_AUTH_INVALID_CREDENTIALS', 'wrong username or password');
       }
-      byUser.reset(userKey);
+      limiter.succeed(body.username, address);
       const user = creds.user;
       await regenerate(req);
       req.session.userId = user.id;
@@ -87,7 +92,7 @@ export function authRoutes(ctx: WebContext): Router {
       logAction(ctx.db, { event: 'auth.login', actorId: user.id, subjectId: user.id, data: { method: 'password' } });
       req.log.info({ userId: user.id }, 'login');
       (ctx.services.metrics as Metrics | undefined)?.logins.inc({ outcome: 'ok' });
-      res.json({ user: userView(user), csrf_token: req.session.csrfToken });
+      res.json({ user: userView(user), csrf_token: req.session.csrfToken, next });
     }),
   );
 

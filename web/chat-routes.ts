@@ -15,6 +15,7 @@ import {
 } from '../core/index.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
 import { ChatStore } from './chat-store.js';
+import { BeneathError, openBeneath } from './open-beneath.js';
 import { validateBody } from './validate.js';
 
 /**
@@ -175,26 +176,29 @@ export function chatRoutes(ctx: WebContext): Router {
   });
 
   // A rasterized chart from the user's own workspace (what rasterize_chart wrote), for the chat
-  // page. Same name rule as send_email; no symlinks; only <data>/workspaces/<own id>/.
+  // page. Same name rule as send_email. The agent owns everything under its workspace, so every
+  // component below <data>/workspaces is opened without following links (openBeneath), and only
+  // a regular file owned by the workspace's owner (the sandbox user) and under the cap is served.
   r.get(
     '/attachments/:name',
     requireUser,
     asyncHandler(async (req, res) => {
       const name = String(req.params.name);
       if (!ATTACHMENT_RE.test(name)) throw new NotFoundError('ERR_CHAT_ATTACHMENT_NOT_FOUND', 'no such attachment');
-      const file = join(ctx.config.dataDir, 'workspaces', String(req.user!.id), '.agent-attachments', name);
+      const root = join(ctx.config.dataDir, 'workspaces');
+      const userDir = String(req.user!.id);
       let fh: fsp.FileHandle | undefined;
       try {
-        fh = await fsp.open(file, fsc.O_RDONLY | fsc.O_NOFOLLOW | fsc.O_NONBLOCK);
-        const st = await fh.stat();
-        if (!st.isFile() || st.size > MAX_ATTACHMENT_BYTES) throw new Error('not a regular file');
+        // The workspace folder's owner is the sandbox user (root-owned parent: the agent cannot swap it).
+        const owner = (await fsp.lstat(join(root, userDir))).uid;
+        ({ fh } = await openBeneath(root, [userDir, '.agent-attachments', name], { ownerUid: owner, maxBytes: MAX_ATTACHMENT_BYTES }));
         const buf = await fh.readFile();
         res.setHeader('Content-Type', 'image/png');
         res.setHeader('Content-Security-Policy', "default-src 'none'; sandbox");
         res.setHeader('Cache-Control', 'private, max-age=3600');
         res.end(buf);
       } catch (err) {
-        if (err instanceof NotFoundError) throw err;
+        if (err instanceof BeneathError) req.log.warn({ event: 'attachment_refused', reason: err.reason }, 'attachment refused');
         throw new NotFoundError('ERR_CHAT_ATTACHMENT_NOT_FOUND', 'no such attachment');
       } finally {
         await fh?.close();

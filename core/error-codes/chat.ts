@@ -14,6 +14,7 @@ export const CHAT_ERRORS = {
   ERR_MEMORY_SOURCE_REFUSED: { status: 403, surfaces: ['http'], description: 'Memory entries of a withheld source (`bi`) are not given to the agent.' },
   ERR_ACCOUNT_NOT_CONFIGURED: { status: 503, surfaces: ['http'], description: 'Workspace account connection is off: AIRLOCK_GOOGLE_CLIENT_ID is not set.' },
   ERR_ACCOUNT_STATE: { status: 400, surfaces: ['http'], description: 'Unknown, foreign or expired account-connect state.' },
+  ERR_ACCOUNT_RETURN_TO: { status: 400, surfaces: ['http'], description: 'return_to is not a path on this origin (checked after resolution).' },
   ERR_ACCOUNT_DENIED: { status: 400, surfaces: ['http'], description: 'The provider did not grant access to the workspace account.' },
   ERR_ACCOUNT_OAUTH: { status: 502, surfaces: ['http'], description: 'The provider\'s token endpoint is unreachable or refused the grant.' },
   ERR_ACCOUNT_NOT_CONNECTED: { status: 409, surfaces: ['start'], description: 'The user has no connected workspace account (token refresh).' },

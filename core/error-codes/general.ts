@@ -4,6 +4,8 @@ import type { ErrorArea } from './types.js';
 export const GENERAL_ERRORS = {
   ERR_VALIDATION: { status: 400, surfaces: ['http', 'control'], description: 'A field, query parameter or JSON body is missing or malformed (details may name the field).' },
   ERR_BODY_TOO_LARGE: { status: 413, surfaces: ['http'], description: 'The request body is larger than AIRLOCK_BODY_LIMIT_KB.' },
+  ERR_HTTP_UNSUPPORTED_MEDIA_TYPE: { status: 415, surfaces: ['http'], description: 'An /api request body that is not application/json.' },
+  ERR_HTTP_UNSUPPORTED_ENCODING: { status: 415, surfaces: ['http'], description: 'An /api request body with a Content-Encoding other than identity (gzip, deflate, br).' },
   ERR_BODY_ENCODING: { status: 415, surfaces: ['http'], description: 'The request body uses a content-encoding or charset the server does not read.' },
   ERR_NOT_FOUND: { status: 404, surfaces: ['http'], description: 'No route answers this method and path under /api.' },
   ERR_INTERNAL: { status: 500, surfaces: ['http', 'control', 'job'], description: 'An unexpected failure; the details are only in the log.' },

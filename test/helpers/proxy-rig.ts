@@ -58,6 +58,8 @@ export async function startProxyRig(t: { teardown(fn: () => unknown): void }, op
     getToken: (n) => tokens[n],
     getPlaceholder: (n) => placeholders[n],
     egressSocket: socketPath,
+    // The fake upstream echoes the credential it saw when asked by this header (scrubber tests).
+    extraRequestHeaders: ['x-test-echo'],
     log: (level, msg, data) => proxyLogs.push(JSON.stringify({ level, msg, ...data })),
     onDecision: (d) => decisions.push(d),
   });

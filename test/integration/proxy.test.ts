@@ -50,7 +50,8 @@ t.test('real token arrives upstream, the placeholder never does; logs hold no se
   t.equal(reqs[2].headers.authorization, `Bearer ${REAL_ACCESS}`);
   t.equal(reqs[3].headers.authorization, `Bearer ${REAL_MODEL_KEY}`);
   t.same(JSON.parse(reqs[0].body), { raw }, 'body forwarded unchanged');
-  t.equal(reqs[0].headers['x-keep'], 'yes', 'ordinary headers pass');
+  t.notOk(reqs[0].headers['x-keep'], 'a header off the allow-list is dropped');
+  t.equal(reqs[0].headers['content-type'], 'application/json', 'an allowed header passes');
   t.notOk(reqs[0].headers['proxy-authorization'], 'Proxy-* stripped');
   t.match(reqs[1].path, /\?majorDimension=ROWS&valueRenderOption=FORMATTED_VALUE$/, 'query forwarded');
   const upstreamSeen = JSON.stringify(reqs);
@@ -65,7 +66,12 @@ t.test('real token arrives upstream, the placeholder never does; logs hold no se
   t.equal(line.template, '/sheets/v4/spreadsheets/{spreadsheetId}/values/{range}');
   t.equal(line.status, 200);
   t.ok(typeof line.res_bytes === 'number' && typeof line.ms === 'number');
-  t.same(rig.decisions, ['mail', 'sheets', 'search', 'model'].map((route) => ({ route, outcome: 'forwarded', status: 200 })), 'one decision per request, for /metrics');
+  t.same(
+    rig.decisions,
+    ['mail', 'sheets', 'search', 'model'].map((route) => ({ route, outcome: 'forwarded', status: 200, ...(route === 'mail' ? { dropped_headers: 2 } : {}) })),
+    'one decision per request, for /metrics (with the count of dropped headers)',
+  );
+  t.equal(rig.proxy.stats().droppedHeaders, 2, 'x-keep and proxy-authorization counted');
 });
 
 t.test('hop-by-hop headers, and any header the child names in Connection, never reach the upstream', async (t) => {
@@ -84,7 +90,8 @@ t.test('hop-by-hop headers, and any header the child names in Connection, never 
   const seen = rig.upstream.requests[0].headers;
   for (const h of ['x-listed-hop', 'keep-alive', 'te', 'trailer', 'via', 'x-forwarded-for', 'forwarded']) t.notOk(seen[h], `${h} stripped`);
   t.notMatch(String(seen.connection ?? ''), /x-listed-hop/i, 'the child\'s Connection list is not passed on');
-  t.equal(seen['x-keep'], 'yes', 'an ordinary header passes');
+  t.notOk(seen['x-keep'], 'a header off the allow-list is dropped too');
+  t.equal(seen['content-type'], 'application/json', 'an allowed header passes');
   t.same(JSON.parse(rig.upstream.requests[0].body), { raw }, 'body forwarded unchanged');
 });
 

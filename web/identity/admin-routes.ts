@@ -537,8 +537,16 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
   });
 
   // The caller's own effective agent policy (superusers may ask for anyone's).
+  // A plain user may ask about themself only; asking about another user is refused (403),
+  // never silently answered with the caller's own policy.
   r.get('/agent-policy', requireUser, (req, res) => {
-    const uid = req.query.user_id !== undefined && req.user!.is_superuser ? Number(req.query.user_id) : req.user!.id;
+    const raw = req.query.user_id;
+    let uid = req.user!.id;
+    if (raw !== undefined) {
+      if (typeof raw !== 'string' || !/^[1-9][0-9]{0,15}$/.test(raw)) throw new AppError('ERR_VALIDATION', 'user_id must be a positive integer', { status: 400 });
+      uid = Number(raw);
+      if (uid !== req.user!.id && !req.user!.is_superuser) throw new AppError('ERR_AUTH_FORBIDDEN', 'only a superuser may read another user\'s agent policy', { status: 403 });
+    }
     res.json({ user_id: uid, policy: effectiveAgentPolicy(db, uid) });
   });
 

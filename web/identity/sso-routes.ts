@@ -12,6 +12,7 @@ import {
   type User,
 } from '../../core/index.js';
 import { regenerate } from '../auth-routes.js';
+import { resolveRedirect } from '../redirect.js';
 import { asyncHandler, type WebContext } from '../context.js';
 import { SOCIAL_ACCOUNT_ADDED, SOCIAL_ACCOUNT_UPDATED, type IdentitySignals } from './events.js';
 import { decryptClientSecret, getConnectionByProvider, type IdpConnectionRow } from './store.js';
@@ -97,10 +98,13 @@ export function checkCallbackUrl(raw: unknown, publicOrigin: string): string {
     // Not absolute (or not a URL at all): refused below with the same code.
     throw new AppError('ERR_SSO_CALLBACK_URL', 'callback_url must be an absolute URL', { status: 400 });
   }
-  if ((u.protocol !== 'http:' && u.protocol !== 'https:') || u.origin !== new URL(publicOrigin).origin || u.username || u.password) {
+  // Checked after resolution (dot segments removed), then rebuilt from the public origin and
+  // the resolved path only: `http://origin/.//evil.example/x` is refused, see web/redirect.ts.
+  const path = u.protocol === 'http:' || u.protocol === 'https:' ? resolveRedirect(raw, publicOrigin, { allowAbsolute: true }) : null;
+  if (path === null) {
     throw new AppError('ERR_SSO_CALLBACK_URL', 'callback_url must be on this service\'s own origin', { status: 400 });
   }
-  return u.href;
+  return new URL(publicOrigin).origin + path;
 }
 
 function activeConnection(db: Db, provider: unknown): IdpConnectionRow {
