@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -16,14 +15,14 @@ import { nowMs, round, stats, type BenchResult } from './lib.js';
  * so only the agent's own load counts) and the first turn against a local model emulator (where
  * a lazily loaded model SDK pays its load). Baseline in the same run: `node -e 0`.
  */
-const N = 15;
+const N = 12;
 const DIST = dirname(dirname(fileURLToPath(import.meta.url)));
 const ROOT = join(DIST, '..');
 
 type Row = Record<string, string | number>;
 
 /** Spawn the agent, time `ready`, then one prompt until its turn_end. */
-function runAgent(entry: string, env: Record<string, string>): Promise<{ ready: number; firstTurn: number }> {
+function runAgent(entry: string, env: Record<string, string>, promptAfterMs = 0): Promise<{ ready: number; firstTurn: number }> {
   return new Promise((resolve, reject) => {
     const t0 = nowMs();
     const child = spawn(process.execPath, [entry], {
@@ -40,8 +39,10 @@ function runAgent(entry: string, env: Record<string, string>): Promise<{ ready: 
       const m = JSON.parse(line) as { type: string; stop_reason?: string };
       if (m.type === 'ready') {
         ready = nowMs() - t0;
-        t1 = nowMs();
-        child.stdin.write(JSON.stringify({ type: 'prompt', turn_id: 't1', prompt: 'hello' }) + '\n');
+        setTimeout(() => {
+          t1 = nowMs();
+          child.stdin.write(JSON.stringify({ type: 'prompt', turn_id: 't1', prompt: 'hello' }) + '\n');
+        }, promptAfterMs);
       } else if (m.type === 'turn_end') {
         const firstTurn = nowMs() - t1;
         child.stdin.end();
@@ -62,7 +63,8 @@ function bareNode(): Promise<number> {
 }
 
 export async function run(): Promise<BenchResult | { skipped: string }> {
-  const out = mkdtempSync(join(tmpdir(), 'airlock-agent-bundle-'));
+  // Inside the repository, so the bundle finds node_modules as it does in the image.
+  const out = mkdtempSync(join(DIST, '.bench-agent-bundle-'));
   const openai = await startOpenAi({ respond: () => ({ kind: 'reply', text: 'hi there' }) });
   const anthropic = await startAnthropic({ respond: () => ({ kind: 'reply', text: 'hi there' }) });
   try {
@@ -70,10 +72,16 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
     if (!bundled.includes('agent')) return { skipped: 'esbuild is not installed' };
     const entry = join(out, 'agent', 'main.js');
     const bytes = statSync(entry).size;
-    const variants: Array<[string, Record<string, string>]> = [
-      ['demo', { AGENT_MODEL_PROVIDER: 'demo' }],
-      ['openai', { AGENT_MODEL_PROVIDER: 'openai', AGENT_MODEL: 'bench', AGENT_MODEL_BASE_URL: openai.url, AGENT_MODEL_API_KEY: 'k' }],
-      ['anthropic', { AGENT_MODEL_PROVIDER: 'anthropic', AGENT_MODEL: 'bench', AGENT_MODEL_BASE_URL: anthropic.url, AGENT_MODEL_API_KEY: 'k' }],
+    const openaiEnv = { AGENT_MODEL_PROVIDER: 'openai', AGENT_MODEL: 'bench', AGENT_MODEL_BASE_URL: openai.url, AGENT_MODEL_API_KEY: 'k' };
+    const anthropicEnv = { AGENT_MODEL_PROVIDER: 'anthropic', AGENT_MODEL: 'bench', AGENT_MODEL_BASE_URL: anthropic.url, AGENT_MODEL_API_KEY: 'k' };
+    // name, env, prompt delay after ready: 0 is an instant session (the prompt waits for the SDK
+    // load), 1500 a warm pool member (ready long before the user's first prompt).
+    const variants: Array<[string, Record<string, string>, number]> = [
+      ['demo', { AGENT_MODEL_PROVIDER: 'demo' }, 0],
+      ['openai', openaiEnv, 0],
+      ['anthropic', anthropicEnv, 0],
+      ['openai (prompt 1.5 s after ready)', openaiEnv, 1500],
+      ['anthropic (prompt 1.5 s after ready)', anthropicEnv, 1500],
     ];
     const ready: Record<string, number[]> = {};
     const turn: Record<string, number[]> = {};
@@ -82,8 +90,8 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
     // Interleaved, so drift on a shared machine hits every variant alike.
     for (let i = 0; i < N; i++) {
       bare.push(await bareNode());
-      for (const [name, env] of variants) {
-        const r = await runAgent(entry, env);
+      for (const [name, env, delay] of variants) {
+        const r = await runAgent(entry, env, delay);
         (ready[name] ??= []).push(r.ready);
         (turn[name] ??= []).push(r.firstTurn);
       }
@@ -96,7 +104,7 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
       const f = stats(turn[name]);
       rows.push({ what: `agent ${name}: spawn → ready`, n: s.n, p50_ms: s.p50, p99_ms: s.p99 });
       rows.push({ what: `agent ${name}: first turn`, n: f.n, p50_ms: f.p50, p99_ms: f.p99 });
-      ratios[`${name}_ready_vs_bare_node`] = round(s.p50 / b.p50, 2);
+      if (!name.includes('after ready')) ratios[`${name}_ready_vs_bare_node`] = round(s.p50 / b.p50, 2);
     }
     rows.push({ what: 'agent bundle bytes', n: 1, p50_ms: bytes, p99_ms: bytes });
     return {

@@ -25,8 +25,8 @@ const shape: ProviderShape = {
   authorized(req, key) {
     return req.headers['x-api-key'] === key;
   },
-  sendError(res, status, type, message) {
-    res.writeHead(status, { 'content-type': 'application/json' });
+  sendError(res, status, type, message, headers = {}) {
+    res.writeHead(status, { 'content-type': 'application/json', ...headers });
     res.end(JSON.stringify({ type: 'error', error: { type, message } }));
   },
   async play(step, body, req, res) {
