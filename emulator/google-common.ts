@@ -18,9 +18,14 @@ export interface RecordedRequest {
 
 export type Json = Record<string, unknown>;
 
-/** Google's error envelope: {error: {code, message, errors: [{message, domain, reason}], status}}. */
+/**
+ * Google's error envelope: {error: {code, message, errors: [{message, domain, reason}], status}},
+ * with the legacy `reason` in Google's camelCase (INVALID_ARGUMENT → invalidArgument; a bad token
+ * is authError), as the official clients surface it.
+ */
 export function googleError(res: ServerResponse, code: number, status: string, message: string): void {
-  send(res, code, { error: { code, message, errors: [{ message, domain: 'global', reason: status.toLowerCase() }], status } });
+  const reason = status === 'UNAUTHENTICATED' ? 'authError' : status.toLowerCase().replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+  send(res, code, { error: { code, message, errors: [{ message, domain: 'global', reason }], status } });
 }
 
 export function send(res: ServerResponse, code: number, body: Json): void {
