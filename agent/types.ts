@@ -38,8 +38,11 @@ export interface ModelAdapter {
   complete(req: ModelRequest, onText: (text: string) => void): Promise<ModelReply>;
 }
 
-/** Coded model failures: ERR_MODEL_HTTP, ERR_MODEL_AUTH, ERR_MODEL_STREAM, ERR_MODEL_TIMEOUT, ERR_MODEL_UNREACHABLE. */
+/** Coded model failures: ERR_MODEL_HTTP, ERR_MODEL_AUTH, ERR_MODEL_STREAM, ERR_MODEL_TIMEOUT, ERR_MODEL_UNREACHABLE, ERR_MODEL_SDK. */
 export class ModelError extends AppError {
+  /** The provider's HTTP status and headers, when it answered with an error status (for retries). */
+  upstreamStatus?: number;
+  upstreamHeaders?: Headers;
   constructor(code: string, message: string, cause?: unknown) {
     super(code, message, { status: 502, cause });
     this.name = 'ModelError';

@@ -78,7 +78,7 @@ export async function start(opts: GoogleOAuthOptions = {}): Promise<GoogleOAuth>
     req.on('end', () => {
       const form = req.method === 'POST' ? Object.fromEntries(new URLSearchParams(Buffer.concat(chunks).toString('utf8'))) : {};
       const params = req.method === 'GET' ? Object.fromEntries(u.searchParams) : form;
-      requests.push({ method: req.method ?? '', path: u.pathname, params });
+      requests.push({ method: req.method ?? '', path: u.pathname, params: req.method === 'POST' ? { ...Object.fromEntries(u.searchParams), ...form } : params });
 
       if (req.method === 'GET' && u.pathname === '/o/oauth2/v2/auth') {
         const p = u.searchParams;
@@ -134,9 +134,10 @@ export async function start(opts: GoogleOAuthOptions = {}): Promise<GoogleOAuth>
         return json(res, 400, { error: 'unsupported_grant_type' });
       }
       if (req.method === 'POST' && u.pathname === '/revoke') {
-        // Google: form `token=` (access or refresh); 200 {} when revoked, 400 invalid_token otherwise.
+        // Google: `token=` (access or refresh) in the form or, as google-auth-library sends it, in the
+        // query; 200 {} when revoked, 400 invalid_token otherwise.
         if (o.failRevoke) return json(res, 503, { error: 'backend_error' });
-        const t = form.token ?? '';
+        const t = form.token ?? u.searchParams.get('token') ?? '';
         const known = refresh.has(t) || (issued.access.includes(t) && !revoked.includes(t));
         if (!known) return json(res, 400, { error: 'invalid_token', error_description: 'Token expired or revoked' });
         // Revoking a refresh token ends its grant: its access tokens stop working too.

@@ -16,21 +16,43 @@ export type { ModelServer, ModelServerOptions, ModelStep } from './model-script.
  * An Anthropic Messages server (POST /v1/messages) that plays a script as the real API
  * streams it: message_start, content_block_start/delta/stop (text_delta, or tool_use with
  * input_json_delta pieces), message_delta with stop_reason "tool_use" or "end_turn",
- * message_stop. Checks `x-api-key` when told a key; `url` is the base URL
+ * message_stop (a request without `stream: true` gets the whole Message as JSON). Checks the key
+ * (x-api-key, or Authorization: Bearer as the SDK 1.x sends it) when told one; `url` is the base URL
  * (like https://api.anthropic.com, without /v1).
  */
 const shape: ProviderShape = {
   paths: ['/v1/messages'],
   baseSuffix: '',
   authorized(req, key) {
-    return req.headers['x-api-key'] === key;
+    // The API takes the key as x-api-key or, as the SDK 1.x sends it, Authorization: Bearer.
+    return req.headers['x-api-key'] === key || req.headers.authorization === `Bearer ${key}`;
   },
-  sendError(res, status, type, message) {
-    res.writeHead(status, { 'content-type': 'application/json' });
+  sendError(res, status, type, message, headers = {}) {
+    res.writeHead(status, { 'content-type': 'application/json', ...headers });
     res.end(JSON.stringify({ type: 'error', error: { type, message } }));
   },
   async play(step, body, req, res) {
     const model = String(body.model ?? 'scripted');
+    if (step.kind === 'reply' && body.stream !== true) {
+      const content = [
+        ...(chunksOf(step.text).length ? [{ type: 'text', text: chunksOf(step.text).join('') }] : []),
+        ...(step.tool_calls ?? []).map((c) => ({ type: 'tool_use', id: c.id ?? `toolu_${randomUUID().replace(/-/g, '').slice(0, 24)}`, name: c.name, input: c.arguments })),
+      ];
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          id: `msg_${randomUUID().replace(/-/g, '').slice(0, 24)}`,
+          type: 'message',
+          role: 'assistant',
+          model,
+          content,
+          stop_reason: step.tool_calls?.length ? 'tool_use' : 'end_turn',
+          stop_sequence: null,
+          usage: { input_tokens: 1, output_tokens: 1 },
+        }),
+      );
+      return;
+    }
     const ev = (name: string, data: Record<string, unknown>) => res.write(`event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`);
     startSse(res);
     ev('message_start', {

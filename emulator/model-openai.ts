@@ -25,8 +25,8 @@ const shape: ProviderShape = {
   authorized(req, key) {
     return req.headers.authorization === `Bearer ${key}`;
   },
-  sendError(res, status, type, message) {
-    res.writeHead(status, { 'content-type': 'application/json' });
+  sendError(res, status, type, message, headers = {}) {
+    res.writeHead(status, { 'content-type': 'application/json', ...headers });
     res.end(JSON.stringify({ error: { message, type, param: null, code: null } }));
   },
   async play(step, body, req, res) {

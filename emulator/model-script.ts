@@ -8,8 +8,11 @@ import type { AddressInfo, Socket } from 'node:net';
 export type ModelStep =
   /** A normal streamed reply: text (as chunks) and/or tool calls, each arguments object streamed in pieces. */
   | { kind: 'reply'; text?: string | string[]; tool_calls?: { name: string; arguments: Record<string, unknown>; id?: string }[]; delay_ms?: number }
-  /** Answer with this HTTP status and the provider's error body. */
-  | { kind: 'error'; status: number; message?: string }
+  /**
+   * Answer with this HTTP status and the provider's error body, `times` requests in a row (default
+   * 1: clients retry 429 and 5xx); `retry_after` (seconds) sets the Retry-After header.
+   */
+  | { kind: 'error'; status: number; message?: string; times?: number; retry_after?: number }
   /** Start a valid stream, then send a line that is not valid JSON and close. */
   | { kind: 'malformed' }
   /** Start the stream (headers + optionally some text), then send nothing more until the client gives up. */
@@ -49,7 +52,7 @@ export interface ProviderShape {
   /** Base URL suffix handed to clients: '/v1' for OpenAI, '' for Anthropic. */
   baseSuffix: string;
   authorized(req: IncomingMessage, apiKey: string): boolean;
-  sendError(res: ServerResponse, status: number, type: string, message: string): void;
+  sendError(res: ServerResponse, status: number, type: string, message: string, headers?: Record<string, string>): void;
   /** Write one scripted step as this provider's response. Resolves when the response is finished. */
   play(step: ModelStep, body: any, req: IncomingMessage, res: ServerResponse): Promise<void>;
 }
@@ -72,6 +75,17 @@ export function jsonPieces(obj: unknown): string[] {
   const a = Math.floor(s.length / 3);
   const b = Math.floor((2 * s.length) / 3);
   return [s.slice(0, a), s.slice(a, b), s.slice(b)];
+}
+
+/** The provider error type for a status (both providers use these names). */
+export function errorType(status: number): string {
+  if (status === 401) return 'authentication_error';
+  if (status === 403) return 'permission_error';
+  if (status === 404) return 'not_found_error';
+  if (status === 429) return 'rate_limit_error';
+  if (status === 529) return 'overloaded_error';
+  if (status >= 500) return 'api_error';
+  return 'invalid_request_error';
 }
 
 export function startSse(res: ServerResponse): void {
@@ -119,7 +133,9 @@ export async function startModelServer(shape: ProviderShape, opts: ModelServerOp
     n++;
     try {
       if (step.kind === 'error') {
-        shape.sendError(res, step.status, step.status >= 500 ? 'api_error' : 'invalid_request_error', step.message ?? 'scripted failure');
+        if ((step.times ?? 1) > 1) script.unshift({ ...step, times: step.times! - 1 });
+        const headers: Record<string, string> = step.retry_after !== undefined ? { 'retry-after': String(step.retry_after) } : {};
+        shape.sendError(res, step.status, errorType(step.status), step.message ?? 'scripted failure', headers);
         return;
       }
       if (step.kind === 'reply' && step.delay_ms) await sleep(step.delay_ms);

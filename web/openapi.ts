@@ -1,7 +1,8 @@
 /**
  * The OpenAPI 3.1 document of the web app, served at GET /api/openapi.json. One row per
- * operation; docs/api.md has the prose (bodies, answers, error codes). A test checks every
- * route the routers register is listed here and every listed operation reaches a handler.
+ * operation; docs/api.md has the prose (bodies, answers, error codes). test/integration/openapi.test.ts
+ * validates the document (@readme/openapi-parser) and walks the express router at run time: a new
+ * route fails it until its row is added here, and a row without a route fails it too.
  */
 
 type Who = 'anyone' | 'user' | 'superuser' | 'manager' | 'agent' | 'internal' | 'idp-redirect';

@@ -1,70 +1,74 @@
+import type { default as Anthropic } from '@anthropic-ai/sdk';
+import type { MessageParam, Tool } from '@anthropic-ai/sdk/resources/messages';
 import type { ModelAdapter, ModelReply, ModelRequest, Message, ToolCall } from '../types.js';
 import { ModelError } from '../types.js';
-import { joinUrl, parseArgs, parseJson, postSse } from './http.js';
+import { lazyModule, withRetries, type SdkErrors } from './sdk.js';
 
-export const ANTHROPIC_VERSION = '2023-06-01';
 const MAX_TOKENS = 4096;
 
+/** The SDK, loaded after the agent is ready (sdk.ts says why). */
+type AnthropicModule = typeof import('@anthropic-ai/sdk');
+const sdk = lazyModule<AnthropicModule>('@anthropic-ai/sdk');
+
 /**
- * Anthropic Messages with streaming tool use. POST {baseUrl}/v1/messages, `stream: true`;
- * the base URL is the API root (https://api.anthropic.com). x-api-key carries the proxy's
- * placeholder.
+ * Anthropic Messages with streaming tool use through the official `@anthropic-ai/sdk` client:
+ * `messages.stream()` parses the events and assembles each tool_use block's input from its
+ * input_json_delta pieces. The base URL is the API root (https://api.anthropic.com); x-api-key
+ * carries the proxy's placeholder; anthropic-version is the SDK's own.
  */
 export class AnthropicModel implements ModelAdapter {
   readonly name: string;
+  private client: Anthropic | undefined;
+  private errors: SdkErrors | undefined;
   constructor(private readonly opts: { baseUrl: string; model: string; apiKey?: string; timeoutMs: number }) {
     this.name = `anthropic:${opts.model}`;
+    sdk.warm();
+  }
+
+  private async ready(): Promise<{ client: Anthropic; errors: SdkErrors }> {
+    if (!this.client) {
+      const m = await sdk.load();
+      const key = this.opts.apiKey ?? 'none';
+      this.client = new m.Anthropic({
+        baseURL: this.opts.baseUrl,
+        // Explicit, so the SDK never looks for credentials in the environment or config files.
+        apiKey: key,
+        // The SDK (1.x) sends the key as `Authorization: Bearer`; the sandbox proxy's Anthropic
+        // route checks and swaps `x-api-key` (which the API accepts too), so send that instead.
+        defaultHeaders: { authorization: null, 'x-api-key': key },
+        maxRetries: 0, // ours are bounded by the stall timeout (sdk.ts)
+        timeout: this.opts.timeoutMs,
+        logLevel: 'off',
+      });
+      this.errors = { APIError: m.APIError, APIUserAbortError: m.APIUserAbortError, APIConnectionError: m.APIConnectionError };
+    }
+    return { client: this.client, errors: this.errors! };
   }
 
   async complete(req: ModelRequest, onText: (t: string) => void): Promise<ModelReply> {
-    const body: Record<string, unknown> = {
-      model: this.opts.model,
-      max_tokens: MAX_TOKENS,
-      stream: true,
-      system: req.system,
-      messages: toWire(req.messages),
-    };
-    if (req.tools.length) body.tools = req.tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.inputSchema }));
-    const headers: Record<string, string> = { 'anthropic-version': ANTHROPIC_VERSION };
-    if (this.opts.apiKey) headers['x-api-key'] = this.opts.apiKey;
-    let text = '';
-    const blocks = new Map<number, { id: string; name: string; json: string }>();
-    let stopped = false;
-    for await (const ev of postSse(joinUrl(this.opts.baseUrl, '/v1/messages'), headers, body, req.signal, this.opts.timeoutMs)) {
-      const j = parseJson(ev.data);
-      switch (j.type) {
-        case 'content_block_start':
-          if (j.content_block?.type === 'tool_use') blocks.set(j.index, { id: j.content_block.id, name: j.content_block.name, json: '' });
-          else if (j.content_block?.type === 'text' && j.content_block.text) {
-            text += j.content_block.text;
-            onText(j.content_block.text);
-          }
-          break;
-        case 'content_block_delta':
-          if (j.delta?.type === 'text_delta' && typeof j.delta.text === 'string') {
-            text += j.delta.text;
-            onText(j.delta.text);
-          } else if (j.delta?.type === 'input_json_delta') {
-            const b = blocks.get(j.index);
-            if (!b) throw new ModelError('ERR_MODEL_STREAM', 'input_json_delta for an unknown content block');
-            b.json += j.delta.partial_json ?? '';
-          }
-          break;
-        case 'error':
-          throw new ModelError('ERR_MODEL_STREAM', `the model reported an error mid-stream (${String(j.error?.type ?? 'error')})`);
-        case 'message_stop':
-          stopped = true;
-          break;
-        default:
-          // message_start, ping, content_block_stop, message_delta: nothing to keep.
-          break;
+    const { client, errors } = await this.ready();
+    const tools: Tool[] = req.tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.inputSchema as Tool.InputSchema }));
+    const final = await withRetries(errors, req.signal, this.opts.timeoutMs, async (dog) => {
+      const stream = client.messages.stream(
+        { model: this.opts.model, max_tokens: MAX_TOKENS, system: req.system, messages: toWire(req.messages), ...(tools.length ? { tools } : {}) },
+        { signal: dog.signal },
+      );
+      for await (const ev of stream) {
+        dog.progress();
+        if (ev.type === 'content_block_delta' && ev.delta.type === 'text_delta' && ev.delta.text) onText(ev.delta.text);
       }
-      if (stopped) break;
+      return stream.finalMessage();
+    });
+    let text = '';
+    const toolCalls: ToolCall[] = [];
+    for (const b of final.content) {
+      if (b.type === 'text') text += b.text;
+      else if (b.type === 'tool_use') {
+        const input = b.input;
+        if (!input || typeof input !== 'object' || Array.isArray(input)) throw new ModelError('ERR_MODEL_STREAM', `the model sent non-object arguments for ${b.name}`);
+        toolCalls.push({ id: b.id, name: b.name, input: input as Record<string, unknown> });
+      }
     }
-    if (!stopped) throw new ModelError('ERR_MODEL_STREAM', 'the model stream ended early');
-    const toolCalls: ToolCall[] = [...blocks.entries()]
-      .sort((a, b) => a[0] - b[0])
-      .map(([, b]) => ({ id: b.id, name: b.name, input: parseArgs(b.json, b.name) }));
     return { text, toolCalls };
   }
 }
@@ -72,7 +76,7 @@ export class AnthropicModel implements ModelAdapter {
 type Block = Record<string, unknown>;
 
 /** Map the neutral conversation to alternating user/assistant messages (consecutive same-role turns merged). */
-function toWire(messages: readonly Message[]): { role: 'user' | 'assistant'; content: Block[] }[] {
+function toWire(messages: readonly Message[]): MessageParam[] {
   const out: { role: 'user' | 'assistant'; content: Block[] }[] = [];
   const push = (role: 'user' | 'assistant', blocks: Block[]) => {
     if (!blocks.length) return;
@@ -93,5 +97,5 @@ function toWire(messages: readonly Message[]): { role: 'user' | 'assistant'; con
   for (const m of out) {
     if (m.role === 'user') m.content.sort((a, b) => Number(b.type === 'tool_result') - Number(a.type === 'tool_result'));
   }
-  return out;
+  return out as unknown as MessageParam[];
 }

@@ -1,71 +1,81 @@
+import type { default as OpenAI } from 'openai';
+import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { ModelAdapter, ModelReply, ModelRequest, Message, ToolCall } from '../types.js';
 import { ModelError } from '../types.js';
-import { joinUrl, parseArgs, parseJson, postSse } from './http.js';
+import { lazyModule, parseArgs, withRetries, type SdkErrors } from './sdk.js';
+
+/** The SDK, loaded after the agent is ready (sdk.ts says why). */
+type OpenAiModule = typeof import('openai');
+const sdk = lazyModule<OpenAiModule>('openai');
 
 /**
- * OpenAI-compatible Chat Completions with streaming tool calls (OpenAI, vLLM, Ollama,
- * llama.cpp server). POST {baseUrl}/chat/completions, `stream: true`; the base URL includes
- * the version (https://api.openai.com/v1). The bearer is the proxy's placeholder.
+ * OpenAI-compatible Chat Completions (OpenAI, vLLM, Ollama, llama.cpp server) through the official
+ * `openai` client: `chat.completions.stream()` parses the server-sent events and assembles the
+ * streamed tool calls (split arguments, interleaved parallel calls by index). The base URL
+ * includes the version (https://api.openai.com/v1); the bearer is the proxy's placeholder.
  */
 export class OpenAiModel implements ModelAdapter {
   readonly name: string;
+  private client: OpenAI | undefined;
+  private errors: SdkErrors | undefined;
   constructor(private readonly opts: { baseUrl: string; model: string; apiKey?: string; timeoutMs: number }) {
     this.name = `openai:${opts.model}`;
+    sdk.warm();
+  }
+
+  private async ready(): Promise<{ client: OpenAI; errors: SdkErrors }> {
+    if (!this.client) {
+      const m = await sdk.load();
+      this.client = new m.OpenAI({
+        baseURL: this.opts.baseUrl,
+        // The SDK insists on a key; a keyless local server ignores the header.
+        apiKey: this.opts.apiKey ?? 'none',
+        maxRetries: 0, // ours are bounded by the stall timeout (sdk.ts)
+        timeout: this.opts.timeoutMs,
+        logLevel: 'off', // its logger would print unparsable stream data (model output)
+      });
+      this.errors = { APIError: m.APIError, APIUserAbortError: m.APIUserAbortError, APIConnectionError: m.APIConnectionError };
+    }
+    return { client: this.client, errors: this.errors! };
   }
 
   async complete(req: ModelRequest, onText: (t: string) => void): Promise<ModelReply> {
-    const body: Record<string, unknown> = {
-      model: this.opts.model,
-      stream: true,
-      messages: [{ role: 'system', content: req.system }, ...req.messages.map(toWire)],
-    };
-    if (req.tools.length) {
-      body.tools = req.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.inputSchema } }));
-    }
-    const headers: Record<string, string> = {};
-    if (this.opts.apiKey) headers.authorization = `Bearer ${this.opts.apiKey}`;
-    let text = '';
-    const calls: { id: string; name: string; args: string }[] = [];
-    let finished = false;
-    for await (const ev of postSse(joinUrl(this.opts.baseUrl, '/chat/completions'), headers, body, req.signal, this.opts.timeoutMs)) {
-      if (ev.data === '[DONE]') {
-        finished = true;
-        break;
+    const { client, errors } = await this.ready();
+    const messages: ChatCompletionMessageParam[] = [{ role: 'system', content: req.system }, ...req.messages.map(toWire)];
+    const tools: ChatCompletionTool[] = req.tools.map((t) => ({
+      type: 'function',
+      function: { name: t.name, description: t.description, parameters: t.inputSchema },
+    }));
+    const final = await withRetries(errors, req.signal, this.opts.timeoutMs, async (dog) => {
+      const stream = client.chat.completions.stream(
+        { model: this.opts.model, messages, ...(tools.length ? { tools } : {}) },
+        { signal: dog.signal },
+      );
+      for await (const chunk of stream) {
+        dog.progress();
+        const piece = chunk.choices[0]?.delta?.content;
+        if (piece) onText(piece);
       }
-      const j = parseJson(ev.data);
-      if (j.error) throw new ModelError('ERR_MODEL_STREAM', `the model reported an error mid-stream (${String(j.error.type ?? j.error.code ?? 'error')})`);
-      const choice = j.choices?.[0];
-      if (!choice) continue;
-      const delta = choice.delta ?? {};
-      if (typeof delta.content === 'string' && delta.content) {
-        text += delta.content;
-        onText(delta.content);
-      }
-      for (const tc of delta.tool_calls ?? []) {
-        const idx = typeof tc.index === 'number' ? tc.index : calls.length;
-        const c = (calls[idx] ??= { id: '', name: '', args: '' });
-        if (tc.id) c.id = tc.id;
-        if (tc.function?.name) c.name += tc.function.name;
-        if (typeof tc.function?.arguments === 'string') c.args += tc.function.arguments;
-      }
-      if (choice.finish_reason) finished = true;
-    }
-    if (!finished) throw new ModelError('ERR_MODEL_STREAM', 'the model stream ended early');
-    const toolCalls: ToolCall[] = calls
-      .filter((c) => c)
-      .map((c, i) => {
-        if (!c.name) throw new ModelError('ERR_MODEL_STREAM', 'the model sent a tool call without a name');
-        return { id: c.id || `call_${i}`, name: c.name, input: parseArgs(c.args, c.name) };
-      });
-    return { text, toolCalls };
+      return stream.finalChatCompletion();
+    });
+    const msg = final.choices[0]?.message;
+    if (!msg) throw new ModelError('ERR_MODEL_STREAM', 'the model sent no choice');
+    const toolCalls: ToolCall[] = (msg.tool_calls ?? []).map((c, i) => {
+      if (c.type !== 'function' || !c.function.name) throw new ModelError('ERR_MODEL_STREAM', 'the model sent a tool call without a name');
+      return { id: c.id || `call_${i}`, name: c.function.name, input: parseArgs(c.function.arguments, c.function.name) };
+    });
+    return { text: msg.content ?? '', toolCalls };
   }
 }
 
-function toWire(m: Message): Record<string, unknown> {
+function toWire(m: Message): ChatCompletionMessageParam {
   if (m.role === 'user') return { role: 'user', content: m.content };
   if (m.role === 'tool') return { role: 'tool', tool_call_id: m.callId, content: m.content };
-  const out: Record<string, unknown> = { role: 'assistant', content: m.text || null };
-  if (m.toolCalls.length)
-    out.tool_calls = m.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.input) } }));
-  return out;
+  return {
+    role: 'assistant',
+    content: m.text || null,
+    ...(m.toolCalls.length
+      ? { tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: JSON.stringify(c.input) } })) }
+      : {}),
+  };
 }

@@ -1,6 +1,10 @@
-/** GET /api/chat/model: the chat page names the model that answers, the offline demo one as such. */
+/**
+ * The model as the chat sees it: GET /api/chat/model names the model that answers (the offline
+ * demo one as such), and the SDK-based adapters retry rate limits and server errors.
+ */
 import t from 'tap';
 import { addUser, startTestApp } from '../helpers/app.js';
+import { startChatHarness, streamTurn } from '../helpers/chat.js';
 
 const cases: Array<[string, Record<string, string>, unknown]> = [
   ['the default demo model', {}, { provider: 'demo', model: 'demo', demo: true }],
@@ -18,5 +22,56 @@ for (const [name, env, want] of cases) {
     t.equal(r.status, 200);
     t.same(r.body, want);
     t.notOk(JSON.stringify(r.body).includes('sk-never-shown'), 'no key in the answer');
+  });
+}
+
+/**
+ * Retries through the SDK-based adapters, for both providers: a 429 with Retry-After: 1 on the
+ * first model request is waited out and retried (it used to end the turn with ERR_MODEL_HTTP);
+ * a Retry-After past the stall timeout is not waited for; a 5xx that persists ends the turn after
+ * the retries; a 400 is not retried.
+ */
+for (const provider of ['openai', 'anthropic'] as const) {
+  t.test(`${provider}: 429 and 5xx are retried within the stall timeout`, async (t) => {
+    const h = await startChatHarness(t, { provider, childEnv: { AGENT_MODEL_TIMEOUT_S: '5' } });
+    const c = await h.login('rita');
+
+    h.model.push({ kind: 'error', status: 429, retry_after: 1 }, { kind: 'reply', text: 'after the wait' });
+    const n0 = h.model.requests.length;
+    const t0 = Date.now();
+    const r = await streamTurn(c, { message: 'first request is rate limited' });
+    const took = Date.now() - t0;
+    t.match(r.events[r.events.length - 1], { type: 'done', stop_reason: 'end_turn' });
+    t.same(r.events.filter((e) => e.type === 'text_delta').map((e) => e.text).join(''), 'after the wait', 'the text streamed once');
+    t.equal(h.model.requests.length - n0, 2, 'one retry');
+    const gap = h.model.requests[n0 + 1].at - h.model.requests[n0].at;
+    t.ok(gap >= 950, `the retry waited for Retry-After (${gap} ms)`);
+    t.ok(took >= 950, 'the turn took the wait');
+    const sid = r.sessionId!;
+
+    h.model.push({ kind: 'error', status: 429, retry_after: 120 }, { kind: 'reply', text: 'never asked' });
+    const n1 = h.model.requests.length;
+    const late = await streamTurn(c, { message: 'a long Retry-After', session_id: sid });
+    t.match(late.events[late.events.length - 1], { type: 'done', stop_reason: 'error', error: { code: 'ERR_MODEL_HTTP' } });
+    t.equal(h.model.requests.length - n1, 1, 'a wait past the stall timeout is not taken');
+    t.equal(h.model.clearScript(), 1);
+
+    h.model.push({ kind: 'error', status: 503, times: 3 }, { kind: 'reply', text: 'never asked' });
+    const n2 = h.model.requests.length;
+    const down = await streamTurn(c, { message: 'the model is down', session_id: sid });
+    t.match(down.events[down.events.length - 1], { type: 'done', stop_reason: 'error', error: { code: 'ERR_MODEL_HTTP' } });
+    t.equal(h.model.requests.length - n2, 3, 'the first request and two retries');
+    t.equal(h.model.clearScript(), 1);
+
+    h.model.push({ kind: 'error', status: 400 }, { kind: 'reply', text: 'never asked' });
+    const n3 = h.model.requests.length;
+    const bad = await streamTurn(c, { message: 'a bad request', session_id: sid });
+    t.match(bad.events[bad.events.length - 1], { type: 'done', stop_reason: 'error', error: { code: 'ERR_MODEL_HTTP' } });
+    t.equal(h.model.requests.length - n3, 1, 'a 400 is not retried');
+    t.equal(h.model.clearScript(), 1);
+
+    h.model.push({ kind: 'reply', text: 'fine again' });
+    const ok = await streamTurn(c, { message: 'and now?', session_id: sid });
+    t.match(ok.events[ok.events.length - 1], { type: 'done', stop_reason: 'end_turn' });
   });
 }
