@@ -94,15 +94,17 @@ export function chatRoutes(ctx: WebContext): Router {
   };
 
   /** Write a turn's events (from `after`) to an NDJSON response until done; a client that leaves only stops the writing. */
-  async function streamTo(req: Request, res: Response, turn: LiveTurn, after: number, onFirst?: () => void): Promise<void> {
+  async function streamTo(req: Request, res: Response, turn: LiveTurn, after: number, eager: boolean): Promise<void> {
     const stop = new AbortController();
     res.on('close', () => stop.abort());
-    let started = false;
+    // A new turn answers at its first event (a refusal before it stays a plain HTTP error); a
+    // reader reattaching gets its headers at once, even while a tool runs without events.
+    let started = eager;
+    if (eager) beginNdjson(req, res, turn);
     for await (const e of turns.follow(turn, after, stop.signal)) {
       if (res.writableEnded || res.destroyed) break;
       if (!started) {
         started = true;
-        onFirst?.();
         beginNdjson(req, res, turn);
       }
       res.write(JSON.stringify(e) + '\n');
@@ -132,7 +134,7 @@ export function chatRoutes(ctx: WebContext): Router {
       const turn = turns.start(turnId, session.id, user.id);
       store.startTurn(session.id, turnId, body.message);
       void runTurn(service, turn, body.message, body.replaces_turn_id, req.log.child({ sessionId: session.id, turnId }));
-      await streamTo(req, res, turn, 0);
+      await streamTo(req, res, turn, 0, false);
     }),
   );
 
@@ -230,7 +232,7 @@ export function chatRoutes(ctx: WebContext): Router {
       if (!/^\d{1,9}$/.test(afterRaw)) throw new ValidationError('after must be a whole number ≥ 0 (the last seq you saw)');
       const after = Number(afterRaw);
       const live = turns.get(turnId);
-      if (live && live.sessionId === s.id) return streamTo(req, res, live, after);
+      if (live && live.sessionId === s.id) return streamTo(req, res, live, after, true);
       const stored = store.turn(s.id, turnId);
       if (!stored) throw new NotFoundError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
       const events = storedEvents(s.id, stored);
