@@ -169,7 +169,7 @@ function ChartBox({ spec }: { spec: ChartSpec }) {
   );
 }
 
-const STATUS_TEXT = { running: 'running…', ok: 'ok', failed: 'failed', cancelled: 'cancelled', interrupted: 'interrupted' } as const;
+const STATUS_TEXT = { running: 'running…', ok: 'done', failed: 'failed', cancelled: 'cancelled', interrupted: 'interrupted' } as const;
 
 function ToolRow({ p }: { p: Extract<Part, { kind: 'tool' }> }) {
   const out = useMemo(() => parseOutput(p.output), [p.output]);
@@ -183,7 +183,7 @@ function ToolRow({ p }: { p: Extract<Part, { kind: 'tool' }> }) {
     <div class="tool-wrap">
       <details class="tool" data-call={p.call_id} data-tool={p.tool} data-status={p.status === 'running' ? undefined : p.status}>
         <summary>
-          <span class="tool-name">{p.tool}</span>
+          <code class="tool-name">{p.tool}</code>
           <span class={`status ${statusClass}`}>{STATUS_TEXT[p.status]}</span>
           <span class="muted">{p.duration_ms !== undefined && p.status !== 'running' ? `${p.duration_ms} ms` : ''}</span>
         </summary>
@@ -277,7 +277,7 @@ function SessionItem(props: { s: ChatSessionSummary; current: boolean; onChanged
   const inputRef = useRef<HTMLInputElement>(null);
   const renameRef = useRef<HTMLButtonElement>(null);
   useEffect(() => {
-    if (editing) inputRef.current?.focus();
+    if (editing) inputRef.current?.select();
   }, [editing]);
   const label = s.title || `Chat of ${fmt(s.created_at)}`;
   const save = async (ev: Event) => {
@@ -595,6 +595,17 @@ function ChatApp({ sessionId }: { sessionId: string | null }) {
     stick.current = bottom;
     setAtBottom(bottom);
   };
+  /** The reader moves up (wheel, keys, touch): stop following at once, before any scroll event. */
+  const leaveBottom = () => {
+    stick.current = false;
+    setAtBottom(false);
+  };
+  const onWheel = (ev: WheelEvent) => {
+    if (ev.deltaY < 0) leaveBottom();
+  };
+  const onTranscriptKey = (ev: KeyboardEvent) => {
+    if (['PageUp', 'ArrowUp', 'Home'].includes(ev.key)) leaveBottom();
+  };
   const jump = () => {
     const el = transcript.current;
     if (!el) return;
@@ -730,7 +741,7 @@ function ChatApp({ sessionId }: { sessionId: string | null }) {
             </>
           ) : null}
         </p>
-        <div class="transcript" id="transcript" ref={transcript} onScroll={onScroll} tabIndex={0} role="log" aria-label="Conversation" aria-live="polite">
+        <div class="transcript" id="transcript" ref={transcript} onScroll={onScroll} onWheel={onWheel} onKeyDown={onTranscriptKey} onTouchMove={leaveBottom} tabIndex={0} role="log" aria-label="Conversation" aria-live="polite">
           {loadError && (
             <div class="banner error" role="alert">
               {loadError}
