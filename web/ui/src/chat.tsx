@@ -159,7 +159,10 @@ function ChartBox({ spec }: { spec: ChartSpec }) {
   const ref = useRef<HTMLCanvasElement>(null);
   useEffect(() => {
     if (!ref.current || !window.Chart) return;
-    const chart = new window.Chart(ref.current, { ...spec, options: { responsive: true, animation: false, ...(spec.options ?? {}) } });
+    // chart.js writes defaults (colours) into the config it gets: hand it a copy, so the tool's
+    // output shown in the row stays what the tool returned.
+    const copy = JSON.parse(JSON.stringify(spec)) as ChartSpec;
+    const chart = new window.Chart(ref.current, { ...copy, options: { responsive: true, animation: false, ...(copy.options ?? {}) } });
     return () => chart.destroy();
   }, [spec]);
   return (
