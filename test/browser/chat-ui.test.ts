@@ -345,4 +345,22 @@ else {
     t.equal(await bg(), 'rgb(13, 17, 23)', 'still dark after a reload');
     t.same(await axeProblems(page), [], 'axe: dark chat page');
   });
+
+  t.test('log out and in again in the same tab: the next prompt goes through (no CSRF error)', async (t) => {
+    const browser = await launch(t);
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    await login(page, url);
+    await ask(page, 'before logout', 1);
+    await page.click('#logout');
+    await page.waitForSelector('#username');
+    await page.fill('#username', 'erin');
+    await page.fill('#password', PASSWORD);
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#prompt');
+    await page.click('#new-session');
+    await ask(page, 'after login again', 1);
+    t.equal(await page.getAttribute('.msg.assistant[data-done]', 'data-done'), 'end_turn');
+    t.notOk(await page.$('#composer-hint'), 'no error shown');
+    t.equal(runner.turns.at(-1)!.prompt, 'after login again');
+  });
 }

@@ -46,6 +46,9 @@ function renderHeader() {
 async function logout() {
   await api('POST', '/api/auth/logout').catch(() => {});
   state.me = null;
+  // The session (and its CSRF token) is gone: the next sign-in must fetch a fresh token, or it
+  // fails once with "missing or wrong CSRF token".
+  state.csrf = null;
   location.hash = '#/login';
   route();
 }
