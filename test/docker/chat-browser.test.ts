@@ -330,5 +330,14 @@ else if (docker) {
     t.same(log[0].data.recipients, 1, 'with its recipients count');
     t.notOk(JSON.stringify(log[0].data).includes('bob@'), 'never the addresses or the body');
     await screenshot(page, 'chat-reload-mail', { fullPage: false });
+
+    // Deleting the chat (confirmed) ends its sandbox.
+    const sid = page.url().split('#/chat/')[1];
+    t.equal(d.runtime!.sessions.list().filter((s) => s.sessionId === sid).length, 1, 'a live sandbox before the delete');
+    page.on('dialog', (dlg) => void dlg.accept());
+    await page.click(`#session-list li:has(a[href="#/chat/${sid}"]) button:text("Delete")`);
+    await page.waitForFunction(() => location.hash === '#/chat');
+    t.same(d.runtime!.sessions.list().filter((s) => s.sessionId === sid), [], 'deleting the chat ended its sandbox');
+    t.equal(queryActionLog(d.db, { event: 'chat.deleted' })[0]?.data.sandbox_ended, true, 'logged with sandbox_ended');
   });
 }
