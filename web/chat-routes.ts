@@ -1,21 +1,36 @@
 import { randomUUID } from 'node:crypto';
 import { constants as fsc, promises as fsp } from 'node:fs';
 import { join } from 'node:path';
-import { Router } from 'express';
+import { Router, type Request, type Response } from 'express';
 import {
   AppError,
   ConflictError,
   NotFoundError,
+  ValidationError,
   isAppError,
+  logAction,
   type AgentEvent,
   type ChatEvent,
+  type Db,
+  type Logger,
   type TurnResult,
   type Metrics,
   type TurnRunner,
 } from '../core/index.js';
+import type {
+  CancelTurnResponse,
+  ChatHistory,
+  ChatModelInfo,
+  ChatSessionInfo,
+  ChatSessionList,
+  RenameSessionRequest,
+  SendMessageRequest,
+  StoredTurn,
+} from './chat-api.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
-import { ChatStore } from './chat-store.js';
+import { ChatStore, MAX_TITLE_CHARS } from './chat-store.js';
 import { BeneathError, openBeneath } from './open-beneath.js';
+import { TurnRegistry, type LiveTurn } from './turns.js';
 import { validateBody } from './validate.js';
 
 /**
@@ -27,14 +42,24 @@ export interface ChatService {
   runner: TurnRunner;
 }
 
+const ID_PATTERN = '^[A-Za-z0-9-]+$';
+
 const MESSAGE_SCHEMA = {
   type: 'object',
   required: ['message'],
   additionalProperties: false,
   properties: {
     message: { type: 'string', minLength: 1, maxLength: 32000 },
-    session_id: { type: 'string', minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9-]+$' },
+    session_id: { type: 'string', minLength: 1, maxLength: 64, pattern: ID_PATTERN },
+    replaces_turn_id: { type: 'string', minLength: 1, maxLength: 64, pattern: ID_PATTERN },
   },
+} as const;
+
+const RENAME_SCHEMA = {
+  type: 'object',
+  required: ['title'],
+  additionalProperties: false,
+  properties: { title: { type: 'string', minLength: 1, maxLength: MAX_TITLE_CHARS, pattern: '\\S' } },
 } as const;
 
 const ATTACHMENT_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.png$/;
@@ -43,15 +68,52 @@ const MAX_ATTACHMENT_BYTES = 5 * 1024 * 1024;
 /** Largest text_delta passed on; a sandbox is not trusted to keep lines small. */
 const MAX_DELTA_CHARS = 64 * 1024;
 
+/** Longest search query (GET /sessions?q=). */
+const MAX_QUERY_CHARS = 200;
+
+/** What ends a session's sandbox when its chat is deleted (the session manager: ctx.services.sandboxAdmin). */
+interface SandboxKiller {
+  kill(sessionId: string): Promise<unknown>;
+}
+
 /**
- * /api/chat: POST /messages streams one turn as NDJSON (DESIGN.md "Chat stream");
- * GET /sessions and GET /sessions/:id/messages serve the history.
+ * /api/chat: POST /messages starts a turn and streams it as NDJSON (docs/chat.md "Chat stream");
+ * the turn runs on in this process when the client goes away, and
+ * GET /sessions/:id/turns/:turnId/events?after=SEQ replays and follows it; POST …/cancel stops it.
+ * GET/PATCH/DELETE /sessions[/:id] list (with search), rename and delete conversations.
  */
 export function chatRoutes(ctx: WebContext): Router {
   const r = Router();
   const store = new ChatStore(ctx.db);
-  /** Sessions with a turn streaming from this process (the 409 before any byte is sent). */
-  const active = new Set<string>();
+  const turns = new TurnRegistry();
+
+  const owned = (userId: number, id: string) => {
+    const s = store.getOwned(userId, id);
+    // Another user's session reads exactly like a missing one.
+    if (!s) throw new NotFoundError('ERR_CHAT_SESSION_NOT_FOUND', 'no such chat session');
+    return s;
+  };
+
+  /** Write a turn's events (from `after`) to an NDJSON response until done; a client that leaves only stops the writing. */
+  async function streamTo(req: Request, res: Response, turn: LiveTurn, after: number, eager: boolean): Promise<void> {
+    const stop = new AbortController();
+    res.on('close', () => stop.abort());
+    // A new turn answers at its first event (a refusal before it stays a plain HTTP error); a
+    // reader reattaching gets its headers at once, even while a tool runs without events.
+    let started = eager;
+    if (eager) beginNdjson(req, res, turn);
+    for await (const e of turns.follow(turn, after, stop.signal)) {
+      if (res.writableEnded || res.destroyed) break;
+      if (!started) {
+        started = true;
+        beginNdjson(req, res, turn);
+      }
+      res.write(JSON.stringify(e) + '\n');
+    }
+    if (!started && turn.refused) throw turn.refused;
+    if (!started && !res.headersSent) beginNdjson(req, res, turn);
+    res.end();
+  }
 
   r.post(
     '/messages',
@@ -59,121 +121,200 @@ export function chatRoutes(ctx: WebContext): Router {
     asyncHandler(async (req, res) => {
       const service = ctx.services.chat as ChatService | undefined;
       if (!service) throw new AppError('ERR_CHAT_UNAVAILABLE', 'chat is not available on this server', { status: 503 });
-      const body = validateBody<{ message: string; session_id?: string }>(MESSAGE_SCHEMA, req.body);
+      const body = validateBody<SendMessageRequest>(MESSAGE_SCHEMA, req.body);
       const user = req.user!;
-      let session = body.session_id ? store.getOwned(user.id, body.session_id) : undefined;
-      // Another user's session reads exactly like a missing one.
-      if (body.session_id && !session) throw new NotFoundError('ERR_CHAT_SESSION_NOT_FOUND', 'no such chat session');
-      if (session && active.has(session.id)) throw new ConflictError('ERR_SESSION_BUSY', 'a turn is already running in this session');
+      let session = body.session_id ? owned(user.id, body.session_id) : undefined;
+      if (session && turns.runningIn(session.id)) throw new ConflictError('ERR_SESSION_BUSY', 'a turn is already running in this session');
+      if (body.replaces_turn_id) {
+        const last = session ? store.lastTurn(session.id) : undefined;
+        if (!last || last.id !== body.replaces_turn_id)
+          throw new AppError('ERR_CHAT_REPLACE_NOT_LAST', 'only the last turn of this chat can be regenerated or edited', { status: 409 });
+      }
       session ??= store.createSession(user.id, body.message);
-      const sessionId = session.id;
       const turnId = randomUUID();
-      active.add(sessionId);
-      const log = req.log.child({ sessionId, turnId });
-
-      const ac = new AbortController();
-      let seq = 0;
-      let text = '';
-      let started = false;
-      let ended = false;
-      const begin = () => {
-        started = true;
-        res.status(200);
-        res.setHeader('Content-Type', 'application/x-ndjson; charset=utf-8');
-        res.setHeader('Cache-Control', 'no-store');
-        res.setHeader('X-Accel-Buffering', 'no');
-        res.setHeader('X-Chat-Session-Id', sessionId);
-        res.setHeader('X-Chat-Turn-Id', turnId);
-        req.socket.setNoDelay(true);
-        res.flushHeaders();
-      };
-      const write = (e: ChatEvent) => {
-        // A client that went away gets nothing more; the turn is still recorded.
-        if (res.writableEnded || res.destroyed) return;
-        if (!started) begin();
-        res.write(JSON.stringify(e) + '\n');
-      };
-      res.on('close', () => {
-        if (!ended) {
-          log.info('client went away; cancelling the turn');
-          ac.abort(new Error('client disconnected'));
-        }
-      });
-
-      const onEvent = (raw: AgentEvent) => {
-        if (ended) return;
-        const e = sanitize(raw, ++seq);
-        if (!e) {
-          seq--;
-          log.warn('sandbox sent an unknown event; dropped');
-          return;
-        }
-        try {
-          if (e.type === 'text_delta') text += e.text;
-          else if (e.type === 'tool_start') store.toolStarted(turnId, e.call_id, e.tool, e.input);
-          else if (e.type === 'tool_end') store.toolEnded(turnId, e.call_id, e.tool, e.ok, e.output, e.error, e.duration_ms);
-        } catch (err) {
-          log.error({ err }, 'could not record a chat event');
-        }
-        write(e);
-      };
-
-      store.startTurn(sessionId, turnId, body.message);
-      let result: TurnResult;
-      try {
-        result = await service.runner.runTurn({ userId: user.id, sessionId, turnId, prompt: body.message, signal: ac.signal, onEvent });
-      } catch (err) {
-        if (!started && isAppError(err) && (err.status === 409 || err.status === 429 || err.status === 503)) {
-          // Refused before it began (busy, host full): a plain HTTP error, no stream, no record.
-          active.delete(sessionId);
-          store.dropTurn(turnId);
-          throw err;
-        }
-        log.error({ err, code: isAppError(err) ? err.code : undefined }, 'turn failed');
-        result = {
-          stop_reason: 'error',
-          error: isAppError(err) && err.status < 500 ? { code: err.code, message: err.message } : { code: 'ERR_SANDBOX_FAILED', message: 'the sandbox failed to run the turn' },
-        };
-      } finally {
-        active.delete(sessionId);
-      }
-      if (result.stop_reason === 'error' && !result.error) result.error = { code: 'ERR_SANDBOX_FAILED', message: 'the turn failed' };
-      ended = true;
-      try {
-        store.endTurn(turnId, text, result.stop_reason, result.error);
-      } catch (err) {
-        log.error({ err }, 'could not record the end of a turn');
-      }
-      log.info({ stopReason: result.stop_reason, code: result.error?.code, events: seq }, 'turn done');
-      (ctx.services.metrics as Metrics | undefined)?.turns.inc({ stop_reason: result.stop_reason });
-      // Exactly one done per turn, written by this route and nobody else.
-      write({
-        type: 'done',
-        seq: seq + 1,
-        session_id: sessionId,
-        turn_id: turnId,
-        stop_reason: result.stop_reason,
-        ...(result.error ? { error: { code: result.error.code, message: result.error.message } } : {}),
-      });
-      res.end();
+      const turn = turns.start(turnId, session.id, user.id);
+      store.startTurn(session.id, turnId, body.message);
+      void runTurn(service, turn, body.message, body.replaces_turn_id, req.log.child({ sessionId: session.id, turnId }));
+      await streamTo(req, res, turn, 0, false);
     }),
   );
+
+  /**
+   * Run one turn to its end, whoever is reading: events go to the registry (and the store), and
+   * exactly one `done` ends it. A refusal before it began (busy, host full) leaves no trace.
+   */
+  async function runTurn(service: ChatService, turn: LiveTurn, prompt: string, replaces: string | undefined, log: Logger): Promise<void> {
+    const { turnId, sessionId, userId } = turn;
+    let seq = 0;
+    let text = '';
+    let replaced = false;
+    const inputs = new Map<string, Record<string, unknown>>();
+    const replaceOld = () => {
+      // The old turn goes once the new one has begun, so a refused regenerate loses nothing.
+      if (replaced || !replaces) return;
+      replaced = true;
+      turns.forget(replaces);
+      try {
+        store.dropTurn(replaces);
+      } catch (err) {
+        log.error({ err }, 'could not drop the replaced turn');
+      }
+    };
+    const onEvent = (raw: AgentEvent) => {
+      if (turn.finished) return;
+      const e = sanitize(raw, seq + 1);
+      if (!e) {
+        log.warn('sandbox sent an unknown event; dropped');
+        return;
+      }
+      seq++;
+      replaceOld();
+      try {
+        if (e.type === 'text_delta') text += e.text;
+        else if (e.type === 'tool_start') {
+          inputs.set(e.call_id, e.input);
+          store.toolStarted(turnId, e.call_id, e.tool, e.input);
+        } else if (e.type === 'tool_end') {
+          store.toolEnded(turnId, e.call_id, e.tool, e.ok, e.output, e.error, e.duration_ms);
+          if (e.ok && e.tool === 'send_email') logMailSent(ctx.db, userId, sessionId, turnId, inputs.get(e.call_id));
+        }
+      } catch (err) {
+        log.error({ err }, 'could not record a chat event');
+      }
+      turns.push(turn, e);
+    };
+
+    let result: TurnResult;
+    try {
+      result = await service.runner.runTurn({ userId, sessionId, turnId, prompt, signal: turn.controller.signal, onEvent });
+    } catch (err) {
+      if (seq === 0 && isAppError(err) && (err.status === 409 || err.status === 429 || err.status === 503)) {
+        // Refused before it began: a plain HTTP error for the request that started it, no record.
+        store.dropTurn(turnId);
+        turns.refuse(turn, err);
+        return;
+      }
+      log.error({ err, code: isAppError(err) ? err.code : undefined }, 'turn failed');
+      result = {
+        stop_reason: 'error',
+        error: isAppError(err) && err.status < 500 ? { code: err.code, message: err.message } : { code: 'ERR_SANDBOX_FAILED', message: 'the sandbox failed to run the turn' },
+      };
+    }
+    replaceOld();
+    if (result.stop_reason === 'error' && !result.error) result.error = { code: 'ERR_SANDBOX_FAILED', message: 'the turn failed' };
+    try {
+      if (store.getOwned(userId, sessionId)) store.endTurn(turnId, text, result.stop_reason, result.error);
+    } catch (err) {
+      log.error({ err }, 'could not record the end of a turn');
+    }
+    log.info({ stopReason: result.stop_reason, code: result.error?.code, events: seq }, 'turn done');
+    (ctx.services.metrics as Metrics | undefined)?.turns.inc({ stop_reason: result.stop_reason });
+    // Exactly one done per turn, made here and nowhere else.
+    turns.push(turn, {
+      type: 'done',
+      seq: seq + 1,
+      session_id: sessionId,
+      turn_id: turnId,
+      stop_reason: result.stop_reason,
+      ...(result.error ? { error: { code: result.error.code, message: result.error.message } } : {}),
+    });
+  }
+
+  // Replay and follow a turn from the event after `after` (0: from the start). A running turn is
+  // followed live; a finished one is replayed from memory, or rebuilt from the store once it has
+  // left memory (then seq counts the stored events: tool calls, the whole text, done).
+  r.get(
+    '/sessions/:id/turns/:turnId/events',
+    requireUser,
+    asyncHandler(async (req, res) => {
+      const s = owned(req.user!.id, String(req.params.id));
+      const turnId = String(req.params.turnId);
+      const afterRaw = req.query.after === undefined ? '0' : String(req.query.after);
+      if (!/^\d{1,9}$/.test(afterRaw)) throw new ValidationError('after must be a whole number ≥ 0 (the last seq you saw)');
+      const after = Number(afterRaw);
+      const live = turns.get(turnId);
+      if (live && live.sessionId === s.id) return streamTo(req, res, live, after, true);
+      const stored = store.turn(s.id, turnId);
+      if (!stored) throw new NotFoundError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
+      const events = storedEvents(s.id, stored);
+      res.status(200);
+      res.setHeader('Content-Type', 'application/x-ndjson; charset=utf-8');
+      res.setHeader('Cache-Control', 'no-store');
+      res.setHeader('X-Chat-Session-Id', s.id);
+      res.setHeader('X-Chat-Turn-Id', turnId);
+      res.end(events.slice(after).map((e) => JSON.stringify(e) + '\n').join(''));
+    }),
+  );
+
+  r.post('/sessions/:id/turns/:turnId/cancel', requireUser, (req, res) => {
+    const s = owned(req.user!.id, String(req.params.id));
+    const turnId = String(req.params.turnId);
+    const live = turns.get(turnId);
+    if (!(live && live.sessionId === s.id) && !store.turn(s.id, turnId)) throw new NotFoundError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
+    const cancelling = live?.sessionId === s.id && turns.cancel(turnId);
+    if (cancelling) req.log.info({ sessionId: s.id, turnId }, 'turn stopped by the user');
+    const out: CancelTurnResponse = { turn_id: turnId, cancelling };
+    res.status(cancelling ? 202 : 200).json(out);
+  });
 
   // Which model answers (the chat page names the offline demo model as such).
   r.get('/model', requireUser, (_req, res) => {
     const m = ctx.config.model;
-    res.json({ provider: m.provider, model: m.provider === 'demo' ? 'demo' : m.model, demo: m.provider === 'demo' });
+    const out: ChatModelInfo = { provider: m.provider, model: m.provider === 'demo' ? 'demo' : m.model, demo: m.provider === 'demo' };
+    res.json(out);
   });
 
   r.get('/sessions', requireUser, (req, res) => {
-    res.json({ sessions: store.listSessions(req.user!.id) });
+    const q = req.query.q === undefined ? '' : String(req.query.q).trim();
+    if (q.length > MAX_QUERY_CHARS) throw new ValidationError(`the search text is longer than ${MAX_QUERY_CHARS} characters`);
+    const out: ChatSessionList = {
+      sessions: store.listSessions(req.user!.id, q || undefined).map((x) => ({ ...x, running_turn_id: turns.runningIn(x.id)?.turnId ?? null })),
+    };
+    res.json(out);
   });
 
   r.get('/sessions/:id/messages', requireUser, (req, res) => {
-    const s = store.getOwned(req.user!.id, String(req.params.id));
-    if (!s) throw new NotFoundError('ERR_CHAT_SESSION_NOT_FOUND', 'no such chat session');
-    res.json({ session: { id: s.id, title: s.title, created_at: s.created_at, updated_at: s.updated_at }, turns: store.messages(s.id) });
+    const s = owned(req.user!.id, String(req.params.id));
+    const out: ChatHistory = { session: { id: s.id, title: s.title, created_at: s.created_at, updated_at: s.updated_at }, turns: store.messages(s.id) };
+    res.json(out);
   });
+
+  r.patch('/sessions/:id', requireUser, (req, res) => {
+    const s = owned(req.user!.id, String(req.params.id));
+    const body = validateBody<RenameSessionRequest>(RENAME_SCHEMA, req.body);
+    store.rename(s.id, body.title);
+    const after = store.getOwned(req.user!.id, s.id)!;
+    logAction(ctx.db, { event: 'chat.renamed', actorId: req.user!.id, subjectId: req.user!.id, data: { session_id: s.id } });
+    const out: ChatSessionInfo = { id: after.id, title: after.title, created_at: after.created_at, updated_at: after.updated_at };
+    res.json(out);
+  });
+
+  // Delete a conversation: its running turn is stopped, its sandbox ended, its history removed.
+  r.delete(
+    '/sessions/:id',
+    requireUser,
+    asyncHandler(async (req, res) => {
+      const s = owned(req.user!.id, String(req.params.id));
+      const live = turns.runningIn(s.id);
+      if (live) turns.cancel(live.turnId, 'chat deleted');
+      const killer = ctx.services.sandboxAdmin as SandboxKiller | undefined;
+      let sandboxEnded = false;
+      if (killer) {
+        try {
+          await killer.kill(s.id);
+          sandboxEnded = true;
+        } catch (err) {
+          // No live sandbox for this chat (reaped, never started): nothing to end.
+          if (!isAppError(err, 'ERR_SESSION_NOT_FOUND')) throw err;
+        }
+      }
+      store.deleteSession(s.id);
+      if (live) turns.forget(live.turnId);
+      logAction(ctx.db, { event: 'chat.deleted', actorId: req.user!.id, subjectId: req.user!.id, data: { session_id: s.id, sandbox_ended: sandboxEnded } });
+      req.log.info({ sessionId: s.id, sandboxEnded }, 'chat session deleted');
+      res.status(204).end();
+    }),
+  );
 
   // A rasterized chart from the user's own workspace (what rasterize_chart wrote), for the chat
   // page. Same name rule as send_email. The agent owns everything under its workspace, so every
@@ -207,6 +348,55 @@ export function chatRoutes(ctx: WebContext): Router {
   );
 
   return r;
+}
+
+function beginNdjson(req: Request, res: Response, turn: LiveTurn): void {
+  res.status(200);
+  res.setHeader('Content-Type', 'application/x-ndjson; charset=utf-8');
+  res.setHeader('Cache-Control', 'no-store');
+  res.setHeader('X-Accel-Buffering', 'no');
+  res.setHeader('X-Chat-Session-Id', turn.sessionId);
+  res.setHeader('X-Chat-Turn-Id', turn.turnId);
+  req.socket.setNoDelay(true);
+  res.flushHeaders();
+}
+
+/** A stored turn as the events it emitted: each tool call, the whole text, then done. */
+function storedEvents(sessionId: string, t: StoredTurn): ChatEvent[] {
+  const out: ChatEvent[] = [];
+  for (const c of t.tool_calls) {
+    out.push({ type: 'tool_start', seq: out.length + 1, call_id: c.call_id, tool: c.tool, input: (c.input && typeof c.input === 'object' ? c.input : {}) as Record<string, unknown> });
+    if (c.status !== 'running')
+      out.push({
+        type: 'tool_end',
+        seq: out.length + 1,
+        call_id: c.call_id,
+        tool: c.tool,
+        ok: c.status === 'ok',
+        ...(c.output !== undefined ? { output: c.output } : {}),
+        ...(c.error !== undefined ? { error: c.error } : c.status === 'cancelled' ? { error: 'cancelled' } : {}),
+        duration_ms: c.duration_ms ?? 0,
+      });
+  }
+  if (t.text) out.push({ type: 'text_delta', seq: out.length + 1, text: t.text });
+  // A turn still "running" in the store but not in this process was cut off by a restart.
+  const lost = t.status === 'running';
+  out.push({
+    type: 'done',
+    seq: out.length + 1,
+    session_id: sessionId,
+    turn_id: t.turn_id,
+    stop_reason: lost ? 'error' : (t.stop_reason ?? 'error'),
+    ...(lost ? { error: { code: 'ERR_CHAT_TURN_LOST', message: 'the server restarted while this turn ran' } } : t.error ? { error: t.error } : {}),
+  });
+  return out;
+}
+
+/** The action log gets how many recipients a sent mail had, never its addresses or body. */
+function logMailSent(db: Db, userId: number, sessionId: string, turnId: string, input: Record<string, unknown> | undefined): void {
+  const count = (v: unknown) => (Array.isArray(v) ? v.length : typeof v === 'string' && v.trim() ? v.split(',').length : 0);
+  const recipients = count(input?.to) + count(input?.cc) + count(input?.bcc);
+  logAction(db, { event: 'chat.mail_sent', actorId: userId, subjectId: userId, data: { session_id: sessionId, turn_id: turnId, recipients } });
 }
 
 /**

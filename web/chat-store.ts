@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { nowIso, type Db, type StopReason } from '../core/index.js';
+import type { ChatSessionSummary, StoredTurn } from './chat-api.js';
 
 /** Chat history in SQLite (migration 002-chat): sessions owned by a user, turns, tool calls. */
 
@@ -13,6 +14,13 @@ export interface ChatSessionRow {
 
 const MAX_OUTPUT_CHARS = 64 * 1024;
 const TITLE_CHARS = 80;
+/** Longest title a rename may set. */
+export const MAX_TITLE_CHARS = 120;
+
+/** A LIKE pattern matching `q` anywhere, with its wildcards escaped (ESCAPE '\\'). */
+function likeAnywhere(q: string): string {
+  return `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
 
 function capJson(v: unknown): string | null {
   if (v === undefined) return null;
@@ -45,14 +53,46 @@ export class ChatStore {
     return this.getOwned(userId, id)!;
   }
 
-  listSessions(userId: number): Record<string, unknown>[] {
+  /**
+   * The user's sessions, newest first. With `q`: only those whose title, a prompt or an answer
+   * contains it (case-insensitive for ASCII, as SQLite's LIKE).
+   */
+  listSessions(userId: number, q?: string): Omit<ChatSessionSummary, 'running_turn_id'>[] {
+    const filter = q
+      ? `AND (s.title LIKE @q ESCAPE '\\' OR EXISTS (SELECT 1 FROM chat_turns m WHERE m.session_id = s.id AND (m.prompt LIKE @q ESCAPE '\\' OR m.text LIKE @q ESCAPE '\\')))`
+      : '';
     return this.db
       .prepare(
         `SELECT s.id, s.title, s.created_at, s.updated_at, COUNT(t.id) AS turn_count
            FROM chat_sessions s LEFT JOIN chat_turns t ON t.session_id = s.id
-          WHERE s.user_id = ? GROUP BY s.id ORDER BY s.updated_at DESC, s.created_at DESC`,
+          WHERE s.user_id = @user ${filter} GROUP BY s.id ORDER BY s.updated_at DESC, s.created_at DESC`,
       )
-      .all(userId) as Record<string, unknown>[];
+      .all({ user: userId, ...(q ? { q: likeAnywhere(q) } : {}) }) as Omit<ChatSessionSummary, 'running_turn_id'>[];
+  }
+
+  rename(sessionId: string, title: string): void {
+    this.db.prepare('UPDATE chat_sessions SET title = ? WHERE id = ?').run(title.replace(/\s+/g, ' ').trim().slice(0, MAX_TITLE_CHARS), sessionId);
+  }
+
+  /** Delete a session with its turns and tool calls. */
+  deleteSession(sessionId: string): void {
+    this.db.transaction(() => {
+      this.db.prepare('DELETE FROM chat_tool_calls WHERE turn_id IN (SELECT id FROM chat_turns WHERE session_id = ?)').run(sessionId);
+      this.db.prepare('DELETE FROM chat_turns WHERE session_id = ?').run(sessionId);
+      this.db.prepare('DELETE FROM chat_sessions WHERE id = ?').run(sessionId);
+    })();
+  }
+
+  /** The session's newest turn (what regenerate and edit replace). */
+  lastTurn(sessionId: string): { id: string; status: string } | undefined {
+    return this.db.prepare('SELECT id, status FROM chat_turns WHERE session_id = ? ORDER BY started_at DESC, rowid DESC LIMIT 1').get(sessionId) as
+      | { id: string; status: string }
+      | undefined;
+  }
+
+  /** One stored turn of a session, in the shape of messages(). */
+  turn(sessionId: string, turnId: string): StoredTurn | undefined {
+    return this.messages(sessionId).find((t) => t.turn_id === turnId);
   }
 
   startTurn(sessionId: string, turnId: string, prompt: string): void {
@@ -61,9 +101,12 @@ export class ChatStore {
     this.db.prepare('UPDATE chat_sessions SET updated_at = ? WHERE id = ?').run(now, sessionId);
   }
 
-  /** A turn refused before it started (409/503): it leaves no trace. */
+  /** A turn refused before it started (409/503), or replaced by a regenerated one: it leaves no trace. */
   dropTurn(turnId: string): void {
-    this.db.prepare('DELETE FROM chat_turns WHERE id = ?').run(turnId);
+    this.db.transaction(() => {
+      this.db.prepare('DELETE FROM chat_tool_calls WHERE turn_id = ?').run(turnId);
+      this.db.prepare('DELETE FROM chat_turns WHERE id = ?').run(turnId);
+    })();
   }
 
   toolStarted(turnId: string, callId: string, tool: string, input: unknown): void {
@@ -99,7 +142,7 @@ export class ChatStore {
   }
 
   /** Turns of a session, oldest first, each with its tool calls in order. */
-  messages(sessionId: string): Record<string, unknown>[] {
+  messages(sessionId: string): StoredTurn[] {
     const turns = this.db.prepare('SELECT * FROM chat_turns WHERE session_id = ? ORDER BY started_at, rowid').all(sessionId) as any[];
     const calls = this.db
       .prepare('SELECT c.* FROM chat_tool_calls c JOIN chat_turns t ON t.id = c.turn_id WHERE t.session_id = ? ORDER BY c.id')

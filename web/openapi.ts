@@ -13,6 +13,7 @@ export const OPERATIONS: readonly (readonly [string, string, string, Who, string
   ['get', '/metrics', 'ops', 'anyone', 'Prometheus metrics (text format)'],
   ['get', '/api/openapi.json', 'ops', 'anyone', 'This document'],
   ['get', '/vendor/chart.umd.js', 'ui', 'anyone', 'chart.js for the browser UI'],
+  ['get', '/favicon.ico', 'ui', 'anyone', 'The icon (SVG)'],
 
   ['get', '/api/auth/csrf', 'auth', 'anyone', 'Start a session; answer its CSRF token'],
   ['post', '/api/auth/login', 'auth', 'anyone', 'Password login {username, password} → {user, csrf_token}'],
@@ -80,6 +81,10 @@ export const OPERATIONS: readonly (readonly [string, string, string, Who, string
   ['get', '/api/chat/model', 'chat', 'user', 'The model that answers: {provider, model, demo}'],
   ['get', '/api/chat/sessions', 'chat', 'user', 'Own chat sessions'],
   ['get', '/api/chat/sessions/{id}/messages', 'chat', 'user', 'Turns of an own chat session'],
+  ['patch', '/api/chat/sessions/{id}', 'chat', 'user', 'Rename an own chat session'],
+  ['delete', '/api/chat/sessions/{id}', 'chat', 'user', 'Delete an own chat session (stops its turn, ends its sandbox)'],
+  ['get', '/api/chat/sessions/{id}/turns/{turnId}/events', 'chat', 'user', 'Replay and follow a turn as NDJSON from the event after ?after=SEQ'],
+  ['post', '/api/chat/sessions/{id}/turns/{turnId}/cancel', 'chat', 'user', 'Stop a running turn'],
   ['get', '/api/chat/attachments/{name}', 'chat', 'user', 'A rasterized chart (<uuid>.png) from the own workspace'],
 
   ['get', '/api/admin/sessions', 'admin', 'superuser', 'Live sandboxes (503 without a Docker engine)'],

@@ -4,7 +4,10 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** The browser UI: static files from web/ui/public (no build step) and chart.js from node_modules. */
+/**
+ * The browser UI: static files from web/ui/public, the chat page's bundle (web/ui/src, built by
+ * `npm run build` into dist/web/ui/assets) under /assets/, and chart.js from node_modules.
+ */
 export function uiRoutes(): Router {
   const r = Router();
   const here = dirname(fileURLToPath(import.meta.url));
@@ -17,6 +20,22 @@ export function uiRoutes(): Router {
   r.get('/vendor/chart.umd.js', (_req, res) => {
     res.setHeader('Cache-Control', 'public, max-age=3600');
     res.sendFile(chartJs);
+  });
+  const assetsDir = join(here, 'ui', 'assets');
+  r.use(
+    '/assets',
+    express.static(assetsDir, {
+      index: false,
+      setHeaders(res) {
+        res.setHeader('Cache-Control', 'no-cache');
+      },
+    }),
+  );
+  // Browsers ask for it on every page: answer with the icon instead of a 404.
+  r.get('/favicon.ico', (_req, res) => {
+    res.setHeader('Content-Type', 'image/svg+xml');
+    res.setHeader('Cache-Control', 'public, max-age=86400');
+    res.end(FAVICON_SVG);
   });
   if (publicDir) {
     r.use(
@@ -34,3 +53,6 @@ export function uiRoutes(): Router {
   }
   return r;
 }
+
+const FAVICON_SVG =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#1f5fbf"/><path d="M10 14v-3a6 6 0 0 1 12 0v3" fill="none" stroke="#fff" stroke-width="3"/><rect x="7" y="14" width="18" height="12" rx="2" fill="#fff"/></svg>';

@@ -10,7 +10,7 @@ export const AGENT_ERRORS = {
   ERR_MODEL_HTTP: { status: 502, surfaces: ['turn'], description: 'The model endpoint answered an HTTP error.' },
   ERR_MODEL_AUTH: { status: 502, surfaces: ['turn'], description: 'The model endpoint refused the key (401/403).' },
   ERR_MODEL_STREAM: { status: 502, surfaces: ['turn'], description: 'The model\'s stream was malformed, reported an error, or ended early.' },
-  ERR_MODEL_SDK: { status: 500, surfaces: ['turn'], description: 'The official model client library (openai, @anthropic-ai/sdk) could not be loaded in the sandbox.' },
+  ERR_MODEL_SDK: { status: 502, surfaces: ['turn'], description: 'The official model client library (openai, @anthropic-ai/sdk) could not be loaded in the sandbox.' },
   ERR_MODEL_TIMEOUT: { status: 502, surfaces: ['turn'], description: 'The model sent nothing for the configured timeout.' },
   ERR_MODEL_UNREACHABLE: { status: 502, surfaces: ['turn'], description: 'The model endpoint could not be reached.' },
   ERR_TOOL_UNKNOWN: { status: 404, surfaces: ['tool'], description: 'The model called a tool this session does not have.' },

@@ -4,6 +4,9 @@ import type { ErrorArea } from './types.js';
 export const CHAT_ERRORS = {
   ERR_CHAT_UNAVAILABLE: { status: 503, surfaces: ['http'], description: 'No turn runner on this server (chat is not available).' },
   ERR_CHAT_SESSION_NOT_FOUND: { status: 404, surfaces: ['http'], description: 'No such chat session (or another user\'s).' },
+  ERR_CHAT_TURN_NOT_FOUND: { status: 404, surfaces: ['http'], description: 'No such turn in this chat session.' },
+  ERR_CHAT_REPLACE_NOT_LAST: { status: 409, surfaces: ['http'], description: 'Only the last turn of a chat can be regenerated or edited (replaces_turn_id).' },
+  ERR_CHAT_TURN_LOST: { status: 503, surfaces: ['turn'], description: 'The server restarted while the turn ran; its stored record ends with this error.' },
   ERR_CHAT_ATTACHMENT_NOT_FOUND: { status: 404, surfaces: ['http'], description: 'No such chart attachment in the caller\'s workspace.' },
   ERR_SESSION_BUSY: { status: 409, surfaces: ['http', 'turn', 'control'], description: 'A turn is already running in this session (or the operator acts on a busy session).' },
   ERR_SESSION_CAPACITY: { status: 503, surfaces: ['http'], description: 'This host runs as many sessions as it may; try again later.' },

@@ -1,8 +1,8 @@
 /**
  * The chat page when the answer stream breaks: the connection drops mid-turn (the real route,
- * its socket destroyed while a tool runs), the body ends mid-line, or a line is not JSON. Each
- * time the page says so in an alert, marks the running tool as interrupted, throws nothing
- * uncaught and takes the next prompt.
+ * its socket destroyed while a tool runs: the page reattaches with after=SEQ and the turn runs
+ * on), the body ends mid-line, or a line is not JSON (no turn to reattach to: the page says so in
+ * an alert, marks the running tool as interrupted, throws nothing uncaught and takes the next prompt).
  */
 import t from 'tap';
 import type { Page } from 'playwright-core';
@@ -63,7 +63,7 @@ const lastTurn = '.msg.assistant:last-child';
 const why = browserUnavailable();
 if (why) t.plan(0, why);
 else {
-  t.test('the connection drops while a tool runs: alert, tool interrupted, prompt usable, same session', async (t) => {
+  t.test('the connection drops while a tool runs: the page reattaches, the turn runs on, Stop ends it', async (t) => {
     const runner = new SteeredRunner();
     const app = await startTestApp(t, { services: { chat: { runner } } });
     await addUser(app.db, 'dana', PASSWORD);
@@ -78,26 +78,30 @@ else {
     await started;
     await page.waitForSelector('.tool[data-call=call-1]');
     t.equal(await page.textContent('.tool[data-call=call-1] .status'), 'running…', 'the tool shows as running');
-    t.ok(await page.isDisabled('#send'), 'send is disabled while the turn runs');
+    t.ok(await page.isVisible('#stop'), 'a Stop button replaces Send while the turn runs');
+    const reads: string[] = [];
+    page.on('request', (r) => {
+      if (r.url().includes('/events?after=')) reads.push(new URL(r.url()).search);
+    });
     // The daemon's side of the connection goes away mid-turn: the page's reader.read() rejects.
     app.web.server.closeAllConnections();
+    await page.waitForFunction(() => document.querySelector('.msg.assistant:last-child .banner.info') !== null || document.querySelector('.msg.assistant[data-done]') !== null);
+    for (let i = 0; i < 100 && !reads.length; i++) await new Promise((r) => setTimeout(r, 50));
+    t.same(reads.slice(0, 1), ['?after=1'], 'the page reattached after the last event it saw');
+    t.notOk(runner.turns[0].cancelled, 'the server did not cancel the turn');
+    await page.waitForFunction(() => !document.querySelector('.msg.assistant:last-child .banner.info'));
+    t.equal(await page.textContent('.tool[data-call=call-1] .status'), 'running…', 'still running after the reattach');
+    await screenshot(page, 'chat-stream-reattached');
+
+    await page.click('#stop');
     await page.waitForSelector(`${lastTurn}[data-done]`, { timeout: 15_000 });
-
-    t.equal(await page.getAttribute(lastTurn, 'data-done'), 'interrupted');
-    const alert = await page.textContent(`${lastTurn} [role=alert]`);
-    t.match(alert, /connection .*dropped/i, 'the alert says the connection dropped');
-    t.match(alert, /incomplete/, 'and that the turn may be incomplete');
-    t.equal(await page.getAttribute('.tool[data-call=call-1]', 'data-status'), 'interrupted');
-    t.equal(await page.textContent('.tool[data-call=call-1] .status'), 'interrupted', 'the tool no longer shows as running');
-    t.notOk(await page.isDisabled('#send'), 'send is enabled again');
-    await screenshot(page, 'chat-stream-dropped');
-
-    // The server saw the client go away and cancelled the turn.
-    for (let i = 0; i < 100 && !runner.turns[0].cancelled; i++) await new Promise((r) => setTimeout(r, 50));
-    t.ok(runner.turns[0].cancelled, 'the turn was cancelled on the server');
+    t.ok(runner.turns[0].cancelled, 'Stop cancelled the turn on the server');
+    t.equal(await page.getAttribute(lastTurn, 'data-done'), 'cancelled');
+    t.equal(await page.getAttribute('.tool[data-call=call-1]', 'data-status'), 'cancelled');
+    t.notOk(await page.isDisabled('#send'), 'send is back');
     // The page learnt the session from the response headers, so the next prompt continues it.
     const sid = runner.turns[0].sessionId;
-    t.match(page.url(), new RegExp(`#/chat/${sid}$`), 'the URL names the session of the broken turn');
+    t.match(page.url(), new RegExp(`#/chat/${sid}$`), 'the URL names the session of the turn');
     await send(page, 'are you there?', 2);
     t.equal(await page.getAttribute(lastTurn, 'data-done'), 'end_turn', 'the next turn runs normally');
     t.match(await page.textContent(lastTurn), /You said: are you there\?/);

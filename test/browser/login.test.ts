@@ -44,7 +44,7 @@ else {
     await page.setViewportSize({ width: 1280, height: 800 });
     await checkNarrow(t, page, 'chat-empty');
 
-    await page.click('#who button');
+    await page.click('#logout');
     await page.waitForSelector('#username');
     const me = await page.evaluate(async () => (await fetch('/api/auth/me')).status);
     t.equal(me, 401, 'logged out');

@@ -5,12 +5,14 @@
  * running before the turn ends (a frame is drawn while rasterize_chart works), render_chart is
  * drawn with chart.js, a finished row shows its duration and opens to its input and output, a
  * rasterized attachment is shown as an image, the page fits 390 px, and an admin restarts and
- * kills the session from the Live sessions page.
+ * kills the session from the Live sessions page. A page reloaded mid-turn reattaches to the turn
+ * running on in the sandbox and sees the mail go out.
  */
 import t from 'tap';
 import type { Page } from 'playwright-core';
-import { createLogger, createUser, hashPassword } from '../../core/index.js';
+import { AccountStore, Encryptor, createLogger, createUser, hashPassword, loadOrCreateEncryptionKey, queryActionLog, WORKSPACE_SCOPES } from '../../core/index.js';
 import { serve } from '../../daemon/serve.js';
+import * as google from '../../emulator/google.js';
 import * as openaiModel from '../../emulator/model-openai.js';
 import { browserUnavailable, checkNarrow, launch, screenshot } from '../helpers/browser.js';
 import { dataDir, dockerOrSkip, ensureTestImage, runtimeConfig, sweep, uniqueOwner } from './helpers.js';
@@ -277,5 +279,65 @@ else if (docker) {
     await p3.waitForFunction(() => /No live sessions/.test(document.querySelector('#sessions-table')?.textContent ?? ''));
     t.same(d.runtime!.sessions.list().filter((s) => s.sessionId), [], 'killed');
     await ctx3.close();
+  });
+
+  t.test('reload mid-turn: the turn runs on in the sandbox, the page reattaches and sees the mail sent', async (t) => {
+    const g = await google.start({ userEmail: 'frida@example.test' });
+    t.teardown(() => g.close());
+    const model = await openaiModel.start({
+      apiKey: MODEL_KEY,
+      script: [
+        { kind: 'reply', text: 'Drawing the chart. ', tool_calls: [{ name: 'rasterize_chart', arguments: { type: 'bar', title: 'Sales', labels: ['a', 'b'], datasets: [{ label: 'Sales', data: [3, 5] }] } }] },
+        // Time for the reload: the page goes away while the model "thinks" before mailing.
+        { kind: 'reply', text: 'Mailing it now. ', delay_ms: STALL_MS, tool_calls: [{ name: 'send_email', arguments: { to: ['bob@example.test'], subject: 'Sales chart', text: 'Here is the chart.' } }] },
+        { kind: 'reply', text: 'Sent the chart to bob@example.test.' },
+      ],
+    });
+    t.teardown(() => model.close());
+    const d = await start(t, {
+      AIRLOCK_MODEL_PROVIDER: 'openai',
+      AIRLOCK_MODEL: 'gpt-ui',
+      AIRLOCK_MODEL_BASE_URL: model.url,
+      AIRLOCK_MODEL_API_KEY: MODEL_KEY,
+      AIRLOCK_GOOGLE_MAIL_BASE_URL: g.url,
+      AIRLOCK_GOOGLE_SHEETS_BASE_URL: g.url,
+      AIRLOCK_GOOGLE_DRIVE_BASE_URL: g.url,
+    });
+    const user = createUser(d.db, { username: 'frida', email: 'frida@example.test', passwordHash: await hashPassword('frida-password') });
+    new AccountStore(d.db, new Encryptor(loadOrCreateEncryptionKey(d.config.dataDir, d.config.encryptionKey))).connect(user.id, {
+      email: 'frida@example.test',
+      scopes: [...WORKSPACE_SCOPES],
+      accessToken: g.token,
+      expiresAt: Date.now() + 3600_000,
+    });
+    const browser = await launch(t);
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await login(page, d.web.url, 'frida');
+    await page.fill('#prompt', 'chart a=3 b=5 and email it to bob@example.test');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('.tool[data-tool=rasterize_chart][data-status=ok]', { timeout: 120_000 });
+    t.equal(g.mailbox.length, 0, 'no mail yet');
+    await page.reload();
+    await page.waitForSelector('#stop', { timeout: 15_000 });
+    t.ok(await page.isVisible('#stop'), 'after the reload the page shows the turn running, with Stop');
+    await page.waitForSelector('.msg.assistant[data-done]', { timeout: 120_000 });
+    t.equal(await page.getAttribute('.msg.assistant[data-done]', 'data-done'), 'end_turn', 'the turn finished normally');
+    t.equal(await page.getAttribute('.tool[data-tool=send_email]', 'data-status'), 'ok', 'send_email done on the page');
+    t.match(await page.textContent('.msg.assistant'), /Sent the chart to bob@example\.test\./);
+    t.equal(g.mailbox.length, 1, 'the mail arrived');
+    const log = queryActionLog(d.db, { event: 'chat.mail_sent' });
+    t.equal(log.length, 1, 'the action log has the mail');
+    t.same(log[0].data.recipients, 1, 'with its recipients count');
+    t.notOk(JSON.stringify(log[0].data).includes('bob@'), 'never the addresses or the body');
+    await screenshot(page, 'chat-reload-mail', { fullPage: false });
+
+    // Deleting the chat (confirmed) ends its sandbox.
+    const sid = page.url().split('#/chat/')[1];
+    t.equal(d.runtime!.sessions.list().filter((s) => s.sessionId === sid).length, 1, 'a live sandbox before the delete');
+    page.on('dialog', (dlg) => void dlg.accept());
+    await page.click(`#session-list li:has(a[href="#/chat/${sid}"]) button:text("Delete")`);
+    await page.waitForFunction(() => location.hash === '#/chat');
+    t.same(d.runtime!.sessions.list().filter((s) => s.sessionId === sid), [], 'deleting the chat ended its sandbox');
+    t.equal(queryActionLog(d.db, { event: 'chat.deleted' })[0]?.data.sandbox_ended, true, 'logged with sandbox_ended');
   });
 }

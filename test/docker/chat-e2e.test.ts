@@ -277,12 +277,12 @@ if (docker) {
       AIRLOCK_MODEL: 'gpt-e2e',
       AIRLOCK_MODEL_BASE_URL: model.url,
       AIRLOCK_MODEL_API_KEY: MODEL_KEY,
-      // Only the client (or the kill) ends the stalled turn, never the model timeout.
+      // Only the stop API (or the kill) ends the stalled turn, never the model timeout.
       AIRLOCK_MODEL_TIMEOUT_S: '600',
     });
   }
 
-  t.test('client disconnect cancels the turn inside the sandbox; the session stays usable', async (t) => {
+  t.test('a client disconnect leaves the turn running; the stop API cancels it inside the sandbox; the session stays usable', async (t) => {
     const { d, c } = await startStalling(t, 'Back again.');
     let sid: string | undefined;
     const cut = await streamTurn(c, { message: 'take your time' }, (e, _all, sessionId) => {
@@ -291,6 +291,11 @@ if (docker) {
     });
     t.equal(cut.events.filter((e) => e.type === 'done').length, 0, 'the client left before done');
     t.ok(sid);
+    const turnId = cut.headers.get('x-chat-turn-id');
+    await new Promise((r) => setTimeout(r, 500));
+    t.equal((await c.json('GET', `/api/chat/sessions/${sid}/messages`)).body.turns[0]?.status, 'running', 'still running after the client left');
+    const stop = await c.json('POST', `/api/chat/sessions/${sid}/turns/${turnId}/cancel`);
+    t.equal(stop.status, 202, 'the stop API accepted');
     // The daemon records the turn as cancelled once the sandbox confirms it.
     let turns: any[] = [];
     for (let i = 0; i < 200; i++) {

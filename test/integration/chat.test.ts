@@ -152,14 +152,23 @@ t.test('max_steps stops a model that never stops calling tools', async (t) => {
   t.match(r.events[r.events.length - 1], { type: 'done', stop_reason: 'max_steps' });
 });
 
-t.test('a client disconnect cancels the turn in the child', async (t) => {
+t.test('a client disconnect leaves the turn running; the stop API cancels it in the child', async (t) => {
   const c = await h.login('frank');
   h.model.push({ kind: 'reply', tool_calls: [{ name: 'slow', arguments: { ms: 120_000 } }] }, { kind: 'reply', text: 'never reached' });
   const before = h.model.requests.length;
   const r = await streamTurn(c, { message: 'take your time' }, (e) => (e.type === 'tool_start' ? 'abort' : undefined));
   t.equal(r.events[r.events.length - 1].type, 'tool_start');
   const sid = r.sessionId!;
-  t.ok(sid);
+  const turnId = r.headers.get('x-chat-turn-id')!;
+  t.ok(sid && turnId);
+  // The reader left; the turn did not.
+  await new Promise((res) => setTimeout(res, 300));
+  t.notOk(h.mcpEvents().some((x) => x.tool === 'slow' && x.ev === 'cancelled'), 'the tool still runs after the client left');
+  const listed = (await c.json('GET', '/api/chat/sessions')).body.sessions.find((s: any) => s.id === sid);
+  t.equal(listed.running_turn_id, turnId, 'the list names the running turn');
+  const stop = await c.json('POST', `/api/chat/sessions/${sid}/turns/${turnId}/cancel`);
+  t.equal(stop.status, 202);
+  t.same(stop.body, { turn_id: turnId, cancelling: true });
   // The child told the tool server to stop, and the turn was recorded as cancelled.
   await waitFor(() => h.mcpEvents().some((x) => x.tool === 'slow' && x.ev === 'cancelled'), 'the slow tool to be cancelled');
   const turns = await waitFor(async () => {
@@ -170,6 +179,9 @@ t.test('a client disconnect cancels the turn in the child', async (t) => {
   t.equal(turns[0].tool_calls[0].status, 'cancelled');
   t.equal(h.model.requests.length, before + 1, 'the model was not called again');
   t.equal(h.model.clearScript(), 1, 'the second scripted reply was never asked for');
+  const again = await c.json('POST', `/api/chat/sessions/${sid}/turns/${turnId}/cancel`);
+  t.equal(again.status, 200, 'stopping an ended turn is not an error');
+  t.equal(again.body.cancelling, false);
   // The warm process survived and takes the next prompt.
   h.model.push({ kind: 'reply', text: 'still here' });
   const next = await streamTurn(c, { message: 'are you there?', session_id: sid });

@@ -1,6 +1,9 @@
-// Airlock browser UI: plain ES modules, no build step. Hash routes: #/login, #/chat, #/admin/...
+// Airlock browser UI shell. Hash routes: #/login, #/chat, #/admin/... The chat page is the
+// TypeScript bundle built from web/ui/src (served at /assets/chat.js); the admin pages are plain
+// ES modules in this folder.
 import { h, clear, api, state, ApiError, fmtTime } from './lib.js';
-import { chatPage } from './chat.js';
+import { chatPage } from './assets/chat.js';
+import { themeToggle } from './theme-toggle.js';
 import { adminPages } from './admin.js';
 
 const main = document.getElementById('main');
@@ -20,7 +23,10 @@ function renderHeader() {
   const who = document.getElementById('who');
   clear(nav);
   clear(who);
-  if (!state.me) return;
+  if (!state.me) {
+    who.append(themeToggle());
+    return;
+  }
   const links = [['#/chat', 'Chat']];
   if (state.me.is_superuser) {
     for (const p of adminPages) links.push([`#/admin/${p.id}`, p.title]);
@@ -31,8 +37,9 @@ function renderHeader() {
     nav.append(a);
   }
   who.append(
+    themeToggle(),
     h('span', {}, state.me.display_name || state.me.username),
-    h('button', { class: 'secondary', type: 'button', onclick: logout }, 'Log out'),
+    h('button', { class: 'secondary', type: 'button', id: 'logout', onclick: logout }, 'Log out'),
   );
 }
 
@@ -89,6 +96,8 @@ async function route() {
   const hash = location.hash || '#/chat';
   if (state.me === undefined) await loadMe().catch(() => {});
   clear(main);
+  // The chat page fills the window (its input stays in view); other pages scroll as documents.
+  document.body.dataset.page = hash.startsWith('#/chat') && state.me ? 'chat' : 'doc';
   if (!state.me && hash !== '#/login') {
     location.hash = '#/login';
     return;

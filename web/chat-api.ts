@@ -1,0 +1,93 @@
+/**
+ * The chat API's request and response shapes, shared by the server routes (web/chat-routes.ts)
+ * and the chat page (web/ui/src/). Types only: the page's bundle imports nothing at run time from
+ * here, so a changed response breaks the build (`tsc` of both sides), not the page.
+ */
+import type { ChatEvent, StopReason } from '../core/sandbox-protocol.js';
+
+export type { ChatEvent, StopReason };
+
+/** POST /api/chat/messages body. */
+export interface SendMessageRequest {
+  message: string;
+  session_id?: string;
+  /** Regenerate or edit: the session's last turn, replaced by this one once the new turn starts. */
+  replaces_turn_id?: string;
+}
+
+/** One entry of GET /api/chat/sessions. */
+export interface ChatSessionSummary {
+  id: string;
+  title: string;
+  created_at: string;
+  updated_at: string;
+  turn_count: number;
+  /** The turn running now (from this server), if any: the page reattaches to it. */
+  running_turn_id: string | null;
+}
+
+export interface ChatSessionList {
+  sessions: ChatSessionSummary[];
+}
+
+export interface ChatSessionInfo {
+  id: string;
+  title: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export type ToolCallStatus = 'running' | 'ok' | 'error' | 'cancelled';
+
+export interface StoredToolCall {
+  call_id: string;
+  tool: string;
+  input: unknown;
+  status: ToolCallStatus;
+  output?: unknown;
+  error?: string;
+  duration_ms: number | null;
+  started_at: string;
+}
+
+export interface StoredTurn {
+  turn_id: string;
+  prompt: string;
+  text: string;
+  status: 'running' | 'done';
+  stop_reason: StopReason | null;
+  error?: { code: string; message: string };
+  started_at: string;
+  ended_at: string | null;
+  tool_calls: StoredToolCall[];
+}
+
+/** GET /api/chat/sessions/:id/messages. */
+export interface ChatHistory {
+  session: ChatSessionInfo;
+  turns: StoredTurn[];
+}
+
+/** PATCH /api/chat/sessions/:id body. */
+export interface RenameSessionRequest {
+  title: string;
+}
+
+/** POST /api/chat/sessions/:id/turns/:turnId/cancel answer. */
+export interface CancelTurnResponse {
+  turn_id: string;
+  /** true: the turn was running and is being stopped; false: it had already ended. */
+  cancelling: boolean;
+}
+
+/** GET /api/chat/model. */
+export interface ChatModelInfo {
+  provider: string;
+  model: string;
+  demo: boolean;
+}
+
+/** The error body every route answers with on failure. */
+export interface ApiErrorBody {
+  error: { code: string; message: string };
+}

@@ -1,0 +1,831 @@
+// The chat page (Preact). app.js mounts it for #/chat and #/chat/<id>; everything it shows comes
+// from /api/chat, typed by web/chat-api.ts.
+import { render, type JSX } from 'preact';
+import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
+import type { ChatEvent, ChatHistory, ChatModelInfo, ChatSessionList, ChatSessionSummary, SendMessageRequest, StoredTurn, StopReason } from '../../chat-api.js';
+import { api, ApiError, ndjson, openStream, StreamBroken } from './api.js';
+import { renderMarkdown } from './markdown.js';
+
+/** One piece of an answer, in the order it came: text, or a tool call. */
+type Part =
+  | { kind: 'text'; text: string }
+  | { kind: 'tool'; call_id: string; tool: string; input: unknown; status: 'running' | 'ok' | 'failed' | 'cancelled' | 'interrupted'; output?: unknown; error?: string; duration_ms?: number };
+
+interface ViewTurn {
+  /** Unknown until the server names it (a new turn, before its first byte). */
+  id: string | null;
+  prompt: string;
+  startedAt: string;
+  endedAt: string | null;
+  parts: Part[];
+  /** Last event seen (for reattaching with after=SEQ). */
+  seq: number;
+  running: boolean;
+  stopReason?: StopReason | 'interrupted';
+  error?: { code: string; message: string };
+  /** Shown while the page reconnects to a turn that runs on. */
+  notice?: string;
+}
+
+const fmt = (s: string | null | undefined) => {
+  if (!s) return '';
+  const d = new Date(s);
+  return Number.isNaN(d.getTime()) ? s : d.toLocaleString();
+};
+
+function fromStored(t: StoredTurn): ViewTurn {
+  const parts: Part[] = t.tool_calls.map((c) => ({
+    kind: 'tool',
+    call_id: c.call_id,
+    tool: c.tool,
+    input: c.input,
+    status: c.status === 'ok' ? 'ok' : c.status === 'running' ? 'running' : c.status === 'cancelled' ? 'cancelled' : 'failed',
+    output: c.output,
+    error: c.error,
+    duration_ms: c.duration_ms ?? undefined,
+  }));
+  if (t.text) parts.push({ kind: 'text', text: t.text });
+  return {
+    id: t.turn_id,
+    prompt: t.prompt,
+    startedAt: t.started_at,
+    endedAt: t.ended_at,
+    parts,
+    seq: 0,
+    running: t.status === 'running',
+    stopReason: t.stop_reason ?? undefined,
+    error: t.error,
+  };
+}
+
+/** Apply one stream event to a turn (a new object: Preact compares by identity). */
+function applyEvent(t: ViewTurn, e: ChatEvent): ViewTurn {
+  if (e.seq <= t.seq) return t; // already seen (a replay overlapping what we have)
+  const parts = t.parts.slice();
+  const next: ViewTurn = { ...t, parts, seq: e.seq, notice: undefined };
+  if (e.type === 'text_delta') {
+    const last = parts[parts.length - 1];
+    if (last?.kind === 'text') parts[parts.length - 1] = { kind: 'text', text: last.text + e.text };
+    else parts.push({ kind: 'text', text: e.text });
+  } else if (e.type === 'tool_start') {
+    parts.push({ kind: 'tool', call_id: e.call_id, tool: e.tool, input: e.input, status: 'running' });
+  } else if (e.type === 'tool_end') {
+    const i = parts.findIndex((p) => p.kind === 'tool' && p.call_id === e.call_id);
+    const status = e.ok ? 'ok' : e.error === 'cancelled' ? 'cancelled' : 'failed';
+    const upd: Part = { kind: 'tool', call_id: e.call_id, tool: e.tool, input: i >= 0 ? (parts[i] as { input: unknown }).input : {}, status, output: e.output, error: e.error, duration_ms: e.duration_ms };
+    if (i >= 0) parts[i] = upd;
+    else parts.push(upd);
+  } else if (e.type === 'done') {
+    next.running = false;
+    next.id = e.turn_id;
+    next.stopReason = e.stop_reason;
+    next.error = e.error;
+    next.endedAt = new Date().toISOString();
+    for (let i = 0; i < parts.length; i++) {
+      const p = parts[i];
+      if (p.kind === 'tool' && p.status === 'running') parts[i] = { ...p, status: e.stop_reason === 'cancelled' ? 'cancelled' : 'interrupted' };
+    }
+  }
+  return next;
+}
+
+function answerText(t: ViewTurn): string {
+  return t.parts.map((p) => (p.kind === 'text' ? p.text : '')).join('');
+}
+
+async function copyText(text: string, button?: HTMLElement | null): Promise<void> {
+  try {
+    await navigator.clipboard.writeText(text);
+    if (button) {
+      const old = button.textContent;
+      button.textContent = 'Copied';
+      setTimeout(() => (button.textContent = old), 1500);
+    }
+  } catch {
+    // No clipboard permission: select nothing, say so.
+    if (button) button.textContent = 'Copy failed';
+  }
+}
+
+/* ---------- pieces of an answer ---------- */
+
+function Markdown({ text }: { text: string }) {
+  const ref = useRef<HTMLDivElement>(null);
+  useLayoutEffect(() => {
+    ref.current?.replaceChildren(renderMarkdown(text));
+  }, [text]);
+  const onClick = (ev: MouseEvent) => {
+    const b = (ev.target as HTMLElement).closest<HTMLElement>('button[data-copy]');
+    if (b) void copyText(b.dataset.copy ?? '', b);
+  };
+  return <div class="markdown" ref={ref} onClick={onClick} />;
+}
+
+interface ChartSpec {
+  type: string;
+  data: unknown;
+  options?: { plugins?: { title?: { text?: string } } } & Record<string, unknown>;
+}
+
+function findChartSpec(o: unknown): ChartSpec | null {
+  if (!o || typeof o !== 'object') return null;
+  const x = o as Record<string, unknown>;
+  if (x.chart && typeof x.chart === 'object') return findChartSpec(x.chart);
+  if (x.spec && typeof x.spec === 'object') return findChartSpec(x.spec);
+  if (typeof x.type === 'string' && x.data) return x as unknown as ChartSpec;
+  if (typeof x.type === 'string' && (x.labels || x.datasets))
+    return { type: x.type, data: { labels: x.labels, datasets: x.datasets }, options: { plugins: { title: { display: !!x.title, text: x.title } } } as ChartSpec['options'] };
+  return null;
+}
+
+function parseOutput(o: unknown): unknown {
+  if (typeof o === 'string') {
+    try {
+      return JSON.parse(o);
+    } catch {
+      return o;
+    }
+  }
+  return o;
+}
+
+declare global {
+  interface Window {
+    Chart?: new (canvas: HTMLCanvasElement, cfg: unknown) => { destroy(): void };
+  }
+}
+
+function ChartBox({ spec }: { spec: ChartSpec }) {
+  const ref = useRef<HTMLCanvasElement>(null);
+  useEffect(() => {
+    if (!ref.current || !window.Chart) return;
+    // chart.js writes defaults (colours) into the config it gets: hand it a copy, so the tool's
+    // output shown in the row stays what the tool returned.
+    const copy = JSON.parse(JSON.stringify(spec)) as ChartSpec;
+    const chart = new window.Chart(ref.current, { ...copy, options: { responsive: true, animation: false, ...(copy.options ?? {}) } });
+    return () => chart.destroy();
+  }, [spec]);
+  return (
+    <div class="chart-box" data-chart="render_chart">
+      <canvas ref={ref} role="img" aria-label={String(spec.options?.plugins?.title?.text ?? 'chart')} width={600} height={300} />
+    </div>
+  );
+}
+
+const STATUS_TEXT = { running: 'running…', ok: 'done', failed: 'failed', cancelled: 'cancelled', interrupted: 'interrupted' } as const;
+
+function ToolRow({ p }: { p: Extract<Part, { kind: 'tool' }> }) {
+  const out = useMemo(() => parseOutput(p.output), [p.output]);
+  const spec = useMemo(() => (p.status === 'ok' && p.tool.endsWith('render_chart') ? findChartSpec(out) : null), [out, p.status, p.tool]);
+  const att = out && typeof out === 'object' ? (out as Record<string, unknown>) : null;
+  const ca = att?.chart_attachment;
+  const file = typeof ca === 'string' ? ca : ca && typeof ca === 'object' ? (ca as { filename?: string }).filename : (att?.filename as string | undefined);
+  const img = p.status === 'ok' && typeof file === 'string' && /^[0-9a-f-]{36}\.png$/i.test(file) ? file : null;
+  const statusClass = p.status === 'ok' ? 'ok' : p.status === 'running' ? 'running' : 'failed';
+  return (
+    <div class="tool-wrap">
+      <details class="tool" data-call={p.call_id} data-tool={p.tool} data-status={p.status === 'running' ? undefined : p.status}>
+        <summary>
+          <code class="tool-name">{p.tool}</code>
+          <span class={`status ${statusClass}`}>{STATUS_TEXT[p.status]}</span>
+          <span class="muted">{p.duration_ms !== undefined && p.status !== 'running' ? `${p.duration_ms} ms` : ''}</span>
+        </summary>
+        <div class="body">
+          <div class="muted">Input</div>
+          <pre>{JSON.stringify(p.input, null, 2)}</pre>
+          {p.status !== 'running' && (
+            <>
+              <div class="muted">{p.error ? 'Error' : 'Output'}</div>
+              <pre>{p.error ?? (typeof out === 'string' ? out : JSON.stringify(out, null, 2))}</pre>
+            </>
+          )}
+        </div>
+      </details>
+      {spec && <ChartBox spec={spec} />}
+      {img && <img class="attachment" src={`/api/chat/attachments/${img}`} alt={`Chart attachment ${img}`} data-attachment={img} />}
+    </div>
+  );
+}
+
+function Turn(props: { t: ViewTurn; last: boolean; busy: boolean; onRegenerate(): void; onEdit(): void }) {
+  const { t } = props;
+  const text = answerText(t);
+  const copyRef = useRef<HTMLButtonElement>(null);
+  const copyPromptRef = useRef<HTMLButtonElement>(null);
+  const ended = !t.running;
+  const problem =
+    t.stopReason && t.stopReason !== 'end_turn'
+      ? t.error
+        ? `${t.error.message} (${t.error.code})`
+        : t.stopReason === 'cancelled'
+          ? 'Stopped.'
+          : `Turn ended: ${t.stopReason}`
+      : null;
+  return (
+    <>
+      <div class="msg user" data-turn={t.id ?? ''}>
+        <div class="bubble">{t.prompt}</div>
+        <div class="msg-meta">
+          <time dateTime={t.startedAt}>{fmt(t.startedAt)}</time>
+          <button type="button" class="link" ref={copyPromptRef} onClick={() => void copyText(t.prompt, copyPromptRef.current)} aria-label="Copy your message">
+            Copy
+          </button>
+          {props.last && ended && !props.busy && t.id && (
+            <button type="button" class="link edit-last" onClick={props.onEdit} aria-label="Edit and resend your last message">
+              Edit
+            </button>
+          )}
+        </div>
+      </div>
+      <div class="msg assistant" data-done={ended ? (t.stopReason ?? 'end_turn') : undefined} aria-busy={t.running ? 'true' : undefined}>
+        {t.parts.map((p, i) => (p.kind === 'text' ? <Markdown key={`t${i}`} text={p.text} /> : <ToolRow key={p.call_id || `c${i}`} p={p} />))}
+        {t.running && !t.parts.length && <p class="muted thinking">Working…</p>}
+        {t.notice && (
+          <div class="banner info" role="status">
+            {t.notice}
+          </div>
+        )}
+        {problem && (
+          <div class={`banner ${t.stopReason === 'cancelled' ? 'info' : 'error'}`} role={t.stopReason === 'cancelled' ? 'status' : 'alert'}>
+            {problem}
+          </div>
+        )}
+        {ended && (
+          <div class="msg-meta">
+            {t.endedAt && <time dateTime={t.endedAt}>{fmt(t.endedAt)}</time>}
+            {text && (
+              <button type="button" class="link copy-answer" ref={copyRef} onClick={() => void copyText(text, copyRef.current)} aria-label="Copy the answer">
+                Copy
+              </button>
+            )}
+            {props.last && !props.busy && t.id && (
+              <button type="button" class="link regenerate" onClick={props.onRegenerate} aria-label="Regenerate the last answer">
+                Regenerate
+              </button>
+            )}
+          </div>
+        )}
+      </div>
+    </>
+  );
+}
+
+/* ---------- the sessions list ---------- */
+
+function SessionItem(props: { s: ChatSessionSummary; current: boolean; onChanged(deleted: boolean): void }) {
+  const { s } = props;
+  const [editing, setEditing] = useState(false);
+  const [title, setTitle] = useState(s.title);
+  const [error, setError] = useState<string | null>(null);
+  const inputRef = useRef<HTMLInputElement>(null);
+  const renameRef = useRef<HTMLButtonElement>(null);
+  useEffect(() => {
+    if (editing) inputRef.current?.select();
+  }, [editing]);
+  const label = s.title || `Chat of ${fmt(s.created_at)}`;
+  const save = async (ev: Event) => {
+    ev.preventDefault();
+    try {
+      await api('PATCH', `/api/chat/sessions/${encodeURIComponent(s.id)}`, { title });
+      setEditing(false);
+      setError(null);
+      props.onChanged(false);
+      setTimeout(() => renameRef.current?.focus(), 0);
+    } catch (e) {
+      setError(e instanceof ApiError ? e.message : String(e));
+    }
+  };
+  const remove = async () => {
+    if (!confirm(`Delete the chat “${label}”? Its history is removed and its sandbox ends.`)) return;
+    try {
+      await api('DELETE', `/api/chat/sessions/${encodeURIComponent(s.id)}`);
+      props.onChanged(true);
+    } catch (e) {
+      setError(e instanceof ApiError ? e.message : String(e));
+    }
+  };
+  if (editing)
+    return (
+      <li>
+        <form class="rename" onSubmit={save}>
+          <label class="visually-hidden" for={`rename-${s.id}`}>
+            New title
+          </label>
+          <input
+            id={`rename-${s.id}`}
+            ref={inputRef}
+            value={title}
+            maxLength={120}
+            onInput={(e) => setTitle((e.target as HTMLInputElement).value)}
+            onKeyDown={(e) => {
+              if (e.key === 'Escape') {
+                setEditing(false);
+                setTitle(s.title);
+              }
+            }}
+          />
+          <button type="submit" class="small">
+            Save
+          </button>
+          <button type="button" class="secondary small" onClick={() => (setEditing(false), setTitle(s.title))}>
+            Cancel
+          </button>
+        </form>
+        {error && (
+          <div class="error small-text" role="alert">
+            {error}
+          </div>
+        )}
+      </li>
+    );
+  return (
+    <li class="session-item">
+      <a class="session-link" href={`#/chat/${encodeURIComponent(s.id)}`} aria-current={props.current ? 'true' : undefined} title={label}>
+        <span class="session-title">{label}</span>
+        <span class="session-date muted">
+          <time dateTime={s.updated_at}>{fmt(s.updated_at)}</time>
+          {s.running_turn_id ? ' · answering…' : ''}
+        </span>
+      </a>
+      <span class="session-actions">
+        <button type="button" class="link" ref={renameRef} onClick={() => setEditing(true)} aria-label={`Rename chat ${label}`}>
+          Rename
+        </button>
+        <button type="button" class="link danger-link" onClick={remove} aria-label={`Delete chat ${label}`}>
+          Delete
+        </button>
+      </span>
+      {error && (
+        <div class="error small-text" role="alert">
+          {error}
+        </div>
+      )}
+    </li>
+  );
+}
+
+/* ---------- the workspace account box (connect / disconnect) ---------- */
+
+interface AccountInfo {
+  connected: boolean;
+  email?: string | null;
+}
+
+function AccountBox() {
+  const [acc, setAcc] = useState<AccountInfo | null | 'unavailable'>(null);
+  const [msg, setMsg] = useState<{ kind: 'error' | 'info'; text: string } | null>(null);
+  const load = useCallback(() => {
+    api<AccountInfo>('GET', '/api/account').then(setAcc, () => setAcc('unavailable'));
+  }, []);
+  useEffect(load, [load]);
+  const connect = async () => {
+    try {
+      const r = await api<{ authorization_url: string }>('POST', '/api/account/connect', { return_to: '/' });
+      location.href = r.authorization_url;
+    } catch (e) {
+      setMsg({ kind: 'error', text: e instanceof ApiError ? `${e.message} (${e.code})` : String(e) });
+    }
+  };
+  const disconnect = async () => {
+    if (!confirm("Disconnect your workspace account? Airlock forgets its tokens, asks Google to revoke them, and restarts your open chats' sandboxes.")) return;
+    try {
+      const r = await api<{ revoked_at_provider?: boolean | null }>('DELETE', '/api/account');
+      load();
+      setMsg(
+        r && r.revoked_at_provider === false
+          ? { kind: 'error', text: 'Disconnected from Airlock, but Google did not confirm the revocation. To be sure, remove Airlock at https://myaccount.google.com/permissions.' }
+          : { kind: 'info', text: r && r.revoked_at_provider ? "Disconnected. Google revoked Airlock's access." : 'Disconnected.' },
+      );
+    } catch (e) {
+      setMsg({ kind: 'error', text: e instanceof ApiError ? `${e.message} (${e.code})` : String(e) });
+    }
+  };
+  return (
+    <div id="account">
+      {acc === 'unavailable' && <p class="muted">Not available.</p>}
+      {acc && acc !== 'unavailable' && acc.connected && (
+        <>
+          <p class="ok">Connected{acc.email ? ` as ${acc.email}` : ''}.</p>
+          <button type="button" class="secondary" id="disconnect-account" onClick={disconnect}>
+            Disconnect
+          </button>
+        </>
+      )}
+      {acc && acc !== 'unavailable' && !acc.connected && (
+        <>
+          <p class="muted">Not connected: mail and spreadsheet tools need it. After connecting, start a new chat so the tools can use it.</p>
+          <button type="button" id="connect-account" onClick={connect}>
+            Connect workspace account
+          </button>
+        </>
+      )}
+      {msg && (
+        <div class={`banner ${msg.kind}`} role={msg.kind === 'error' ? 'alert' : 'status'}>
+          {msg.text}
+        </div>
+      )}
+    </div>
+  );
+}
+
+/* ---------- the page ---------- */
+
+const RECONNECT_TRIES = 30;
+const RECONNECT_DELAY_MS = 1000;
+
+function ChatApp({ sessionId }: { sessionId: string | null }) {
+  const [current, setCurrent] = useState<string | null>(sessionId);
+  const [turns, setTurns] = useState<ViewTurn[]>([]);
+  const [title, setTitle] = useState<string>('');
+  const [loadError, setLoadError] = useState<string | null>(null);
+  const [sessions, setSessions] = useState<ChatSessionSummary[] | null>(null);
+  const [query, setQuery] = useState('');
+  const [draft, setDraft] = useState('');
+  const [editing, setEditing] = useState<string | null>(null);
+  const [hint, setHint] = useState<string | null>(null);
+  const [model, setModel] = useState<ChatModelInfo | null>(null);
+  const [listOpen, setListOpen] = useState(false);
+  const [atBottom, setAtBottom] = useState(true);
+  const transcript = useRef<HTMLDivElement>(null);
+  const input = useRef<HTMLTextAreaElement>(null);
+  const stick = useRef(true);
+  /** Aborts the reader of the turn on screen (never the turn itself). */
+  const reader = useRef<AbortController | null>(null);
+  const currentRef = useRef(current);
+  currentRef.current = current;
+
+  const running = turns.find((t) => t.running);
+  const busy = !!running;
+
+  const loadSessions = useCallback(async (q: string) => {
+    try {
+      const r = await api<ChatSessionList>('GET', `/api/chat/sessions${q ? `?q=${encodeURIComponent(q)}` : ''}`);
+      setSessions(r.sessions);
+    } catch {
+      setSessions([]);
+    }
+  }, []);
+
+  useEffect(() => {
+    const id = setTimeout(() => void loadSessions(query.trim()), query ? 250 : 0);
+    return () => clearTimeout(id);
+  }, [query, loadSessions]);
+
+  useEffect(() => {
+    api<ChatModelInfo>('GET', '/api/chat/model').then(setModel, () => undefined);
+  }, []);
+
+  const update = useCallback((fn: (t: ViewTurn) => ViewTurn, match: (t: ViewTurn) => boolean) => {
+    setTurns((list) => list.map((t) => (match(t) ? fn(t) : t)));
+  }, []);
+
+  /**
+   * Read a turn's stream into the view; when it breaks before `done`, reattach with
+   * after=<last seq seen> until the turn ends (the server keeps running it meanwhile).
+   */
+  const follow = useCallback(
+    async (sid: string, first: Response | null, turnKey: ViewTurn, signal: AbortSignal) => {
+      let seq = turnKey.seq;
+      let turnId = turnKey.id;
+      let res = first;
+      let ended = false;
+      let key = turnKey;
+      /** Change this turn in the view (matched by object until the server names it, then by id). */
+      const mutate = (fn: (t: ViewTurn) => ViewTurn) =>
+        setTurns((list) =>
+          list.map((t) => {
+            if (t !== key && !(turnId !== null && t.id === turnId)) return t;
+            key = fn(t);
+            return key;
+          }),
+        );
+      const apply = (e: ChatEvent) => {
+        seq = Math.max(seq, e.seq);
+        mutate((t) => applyEvent(t, e));
+        if (e.type === 'done') ended = true;
+      };
+      for (let attempt = 0; !ended && !signal.aborted; ) {
+        try {
+          if (!res) {
+            res = await openStream(`/api/chat/sessions/${encodeURIComponent(sid)}/turns/${encodeURIComponent(turnId!)}/events?after=${seq}`, { signal });
+            mutate((t) => ({ ...t, notice: undefined }));
+          }
+          if (!turnId) {
+            const id = res.headers.get('x-chat-turn-id');
+            if (id) mutate((t) => ({ ...t, id }));
+            turnId = id;
+          }
+          for await (const e of ndjson(res.body!)) {
+            if (signal.aborted) return;
+            apply(e);
+            attempt = 0;
+          }
+          res = null;
+          if (!ended) throw new StreamBroken('the stream ended before done');
+        } catch (err) {
+          res = null;
+          if (signal.aborted) return;
+          if (err instanceof ApiError && err.status < 500) {
+            mutate((t) => ({ ...t, running: false, notice: undefined, stopReason: 'error', error: { code: err.code, message: err.message } }));
+            return;
+          }
+          if (++attempt > RECONNECT_TRIES || !turnId) {
+            mutate((t) => ({
+              ...applyEvent({ ...t, seq: 0 }, { type: 'done', seq: 1, session_id: sid, turn_id: t.id ?? '', stop_reason: 'error' }),
+              id: t.id,
+              seq: t.seq,
+              stopReason: 'interrupted',
+              notice: undefined,
+              error: { code: 'ERR_NETWORK', message: 'The connection to the server dropped, so this turn may be incomplete. Reload the chat to see what was saved.' },
+            }));
+            return;
+          }
+          mutate((t) => ({ ...t, notice: 'Connection lost; reconnecting… The answer keeps going on the server.' }));
+          await new Promise((r) => setTimeout(r, RECONNECT_DELAY_MS));
+        }
+      }
+    },
+    [update],
+  );
+
+  // Load the chat named in the URL, and reattach to its running turn.
+  useEffect(() => {
+    if (sessionId === currentRef.current && turns.length) return;
+    reader.current?.abort();
+    setCurrent(sessionId);
+    setTurns([]);
+    setLoadError(null);
+    setEditing(null);
+    setListOpen(false);
+    stick.current = true;
+    if (!sessionId) {
+      setTitle('');
+      return;
+    }
+    const ac = new AbortController();
+    reader.current = ac;
+    api<ChatHistory>('GET', `/api/chat/sessions/${encodeURIComponent(sessionId)}/messages`)
+      .then((h) => {
+        if (ac.signal.aborted) return;
+        setTitle(h.session.title);
+        const view = h.turns.map(fromStored);
+        const live = view.find((t) => t.running);
+        if (live) {
+          // Replay the running turn from its first event: the stored copy has no text yet.
+          const fresh: ViewTurn = { ...live, parts: [], seq: 0 };
+          view[view.indexOf(live)] = fresh;
+          setTurns(view);
+          void follow(sessionId, null, fresh, ac.signal).then(() => void loadSessions(''));
+        } else setTurns(view);
+      })
+      .catch((e: unknown) => setLoadError(e instanceof ApiError ? `${e.message} (${e.code})` : String(e)));
+    return undefined;
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [sessionId]);
+
+  useEffect(() => () => reader.current?.abort(), []);
+
+  // Keep the newest content in view unless the reader scrolled up.
+  useLayoutEffect(() => {
+    const el = transcript.current;
+    if (el && stick.current) el.scrollTop = el.scrollHeight;
+  }, [turns]);
+
+  const onScroll = () => {
+    const el = transcript.current;
+    if (!el) return;
+    const bottom = el.scrollHeight - el.scrollTop - el.clientHeight < 48;
+    stick.current = bottom;
+    setAtBottom(bottom);
+  };
+  /** The reader moves up (wheel, keys, touch): stop following at once, before any scroll event. */
+  const leaveBottom = () => {
+    stick.current = false;
+    setAtBottom(false);
+  };
+  const onWheel = (ev: WheelEvent) => {
+    if (ev.deltaY < 0) leaveBottom();
+  };
+  const onTranscriptKey = (ev: KeyboardEvent) => {
+    if (['PageUp', 'ArrowUp', 'Home'].includes(ev.key)) leaveBottom();
+  };
+  const jump = () => {
+    const el = transcript.current;
+    if (!el) return;
+    stick.current = true;
+    el.scrollTop = el.scrollHeight;
+    setAtBottom(true);
+    input.current?.focus();
+  };
+
+  const send = async (message: string, replaces?: string | null) => {
+    const text = message.trim();
+    if (!text) return;
+    if (busy) {
+      setHint('An answer is still running: your message is kept here. Send it when the answer ends, or stop the answer first.');
+      return;
+    }
+    setHint(null);
+    const sid = currentRef.current;
+    const body: SendMessageRequest = { message: text };
+    if (sid) body.session_id = sid;
+    if (replaces) body.replaces_turn_id = replaces;
+    const pending: ViewTurn = { id: null, prompt: text, startedAt: new Date().toISOString(), endedAt: null, parts: [], seq: 0, running: true };
+    const restoreDraft = draft;
+    setTurns((list) => [...list.filter((t) => !replaces || t.id !== replaces), pending]);
+    setDraft('');
+    setEditing(null);
+    stick.current = true;
+    const ac = new AbortController();
+    reader.current?.abort();
+    reader.current = ac;
+    let res: Response;
+    try {
+      res = await openStream('/api/chat/messages', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: ac.signal });
+    } catch (e) {
+      // Refused or unreachable: nothing ran. The prompt goes back into the box, never lost.
+      setTurns((list) => list.filter((t) => t !== pending));
+      if (replaces && sid) reloadHistory(sid);
+      setDraft(restoreDraft || text);
+      setHint(e instanceof ApiError ? (e.code === 'ERR_SESSION_BUSY' ? 'An answer is still running in this chat: your message is kept here.' : `${e.message} (${e.code})`) : 'Could not reach the server: your message is kept here.');
+      return;
+    }
+    const newSid = res.headers.get('x-chat-session-id');
+    if (!sid && newSid) {
+      // The chat exists from the first byte: name it in the URL without reloading the page.
+      setCurrent(newSid);
+      currentRef.current = newSid;
+      history.replaceState(null, '', `#/chat/${encodeURIComponent(newSid)}`);
+      setTitle(text.replace(/\s+/g, ' ').slice(0, 80));
+      void loadSessions('');
+    }
+    await follow(newSid ?? sid!, res, pending, ac.signal);
+    if (!ac.signal.aborted) {
+      void loadSessions(query.trim());
+      input.current?.focus();
+    }
+  };
+
+  const reloadHistory = (sid: string) => {
+    api<ChatHistory>('GET', `/api/chat/sessions/${encodeURIComponent(sid)}/messages`).then((h) => setTurns(h.turns.map(fromStored)), () => undefined);
+  };
+
+  const stop = async () => {
+    if (!running?.id || !current) return;
+    try {
+      await api('POST', `/api/chat/sessions/${encodeURIComponent(current)}/turns/${encodeURIComponent(running.id)}/cancel`);
+    } catch (e) {
+      setHint(e instanceof ApiError ? `${e.message} (${e.code})` : String(e));
+    }
+  };
+
+  const last = turns[turns.length - 1];
+  const onSubmit = (ev: Event) => {
+    ev.preventDefault();
+    void send(draft, editing);
+  };
+  const onKeyDown = (ev: KeyboardEvent) => {
+    if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) {
+      ev.preventDefault();
+      void send(draft, editing);
+    } else if (ev.key === 'Escape' && editing) {
+      setEditing(null);
+      setDraft('');
+    }
+  };
+
+  const sessionChanged = (id: string) => (deleted: boolean) => {
+    void loadSessions(query.trim());
+    if (deleted && id === currentRef.current) location.hash = '#/chat';
+    else if (!deleted && id === currentRef.current) api<ChatHistory>('GET', `/api/chat/sessions/${encodeURIComponent(id)}/messages`).then((h) => setTitle(h.session.title), () => undefined);
+  };
+
+  return (
+    <div class={`chat${listOpen ? ' list-open' : ''}`}>
+      <aside class="panel side" aria-label="Chats" id="chat-list-panel">
+        <a class="button" id="new-session" href="#/chat" onClick={() => setListOpen(false)}>
+          New chat
+        </a>
+        <button type="button" class="secondary small list-toggle" onClick={() => setListOpen(false)}>
+          Back to the conversation
+        </button>
+        <h2>Chats</h2>
+        <label class="visually-hidden" for="chat-search">
+          Search chats
+        </label>
+        <input id="chat-search" type="search" placeholder="Search chats…" value={query} onInput={(e) => setQuery((e.target as HTMLInputElement).value)} />
+        <ul class="sessions" id="session-list" aria-label="Chat sessions">
+          {sessions === null ? null : sessions.length === 0 ? (
+            <li class="muted">{query ? 'No chat matches.' : 'No sessions yet.'}</li>
+          ) : (
+            sessions.map((s) => <SessionItem key={s.id} s={s} current={s.id === current} onChanged={sessionChanged(s.id)} />)
+          )}
+        </ul>
+        <h2>Workspace account</h2>
+        <AccountBox />
+      </aside>
+      <section class="panel pane" aria-labelledby="chat-heading">
+        <div class="pane-head">
+          <button type="button" class="secondary small list-toggle" aria-controls="chat-list-panel" aria-expanded={listOpen ? 'true' : 'false'} onClick={() => setListOpen(!listOpen)}>
+            Chats
+          </button>
+          <h1 id="chat-heading" title={title || undefined}>
+            {current ? title || 'Chat' : 'New chat'}
+          </h1>
+        </div>
+        <p id="model" class="muted" data-demo={model?.demo ? 'true' : undefined}>
+          {model?.demo ? (
+            <>
+              <span class="badge warning">Demo model</span> Offline and scripted, not a real AI model: try “chart the sample spreadsheet and email it to someone@example.com”.
+            </>
+          ) : model ? (
+            <>
+              Model: <strong>{model.model || model.provider}</strong>
+            </>
+          ) : null}
+        </p>
+        <div class="transcript" id="transcript" ref={transcript} onScroll={onScroll} onWheel={onWheel} onKeyDown={onTranscriptKey} onTouchMove={leaveBottom} tabIndex={0} role="log" aria-label="Conversation" aria-live="polite">
+          {loadError && (
+            <div class="banner error" role="alert">
+              {loadError}
+            </div>
+          )}
+          {!current && !turns.length && <p class="muted">Start a conversation. The agent can read your spreadsheets, draw charts and send mail for you.</p>}
+          {turns.map((t, i) => (
+            <Turn
+              key={t.id ?? `pending${i}`}
+              t={t}
+              last={t === last}
+              busy={busy}
+              onRegenerate={() => void send(t.prompt, t.id)}
+              onEdit={() => {
+                setEditing(t.id);
+                setDraft(t.prompt);
+                input.current?.focus();
+              }}
+            />
+          ))}
+        </div>
+        {!atBottom && (
+          <button type="button" class="secondary small jump" id="jump-latest" onClick={jump}>
+            Jump to latest ↓
+          </button>
+        )}
+        <form class="composer" aria-label="Send a message" onSubmit={onSubmit}>
+          {editing && (
+            <div class="editing muted" role="status">
+              Editing your last message: sending replaces it and its answer.{' '}
+              <button type="button" class="link" onClick={() => (setEditing(null), setDraft(''))}>
+                Cancel edit
+              </button>
+            </div>
+          )}
+          {hint && (
+            <div class="banner info hint-busy" role="status" id="composer-hint">
+              {hint}
+            </div>
+          )}
+          <div class="composer-row">
+            <label for="prompt" class="visually-hidden">
+              Message
+            </label>
+            <textarea
+              id="prompt"
+              name="prompt"
+              ref={input}
+              rows={2}
+              placeholder="Ask the agent… e.g. “chart 3, 5, 2 and email the chart to someone@example.com”"
+              value={draft}
+              onInput={(e) => setDraft((e.target as HTMLTextAreaElement).value)}
+              onKeyDown={onKeyDown}
+              aria-describedby={hint ? 'composer-hint' : undefined}
+            />
+            {busy ? (
+              <button type="button" id="stop" class="danger" onClick={() => void stop()} disabled={!running?.id}>
+                Stop
+              </button>
+            ) : (
+              <button type="submit" id="send">
+                Send
+              </button>
+            )}
+          </div>
+        </form>
+      </section>
+    </div>
+  );
+}
+
+let root: HTMLElement | null = null;
+
+/** Mount (or update) the chat page for a #/chat… hash; app.js appends the returned element. */
+export async function chatPage(hash: string): Promise<HTMLElement> {
+  const m = /^#\/chat\/([^/]+)/.exec(hash);
+  const id = m ? decodeURIComponent(m[1]) : null;
+  root ??= document.createElement('div');
+  root.className = 'chat-root';
+  render(<ChatApp sessionId={id} />, root);
+  return root;
+}
+
+export type { JSX };
