@@ -83,6 +83,7 @@ export class LocalTurnRunner implements TurnRunner {
   private spawnSession(req: { userId: number; sessionId: string }): LocalSession {
     const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', ...this.opts.env, ...(this.opts.envFor?.(req) ?? {}) };
     let log = this.opts.log.child({ sessionId: req.sessionId });
+    let errTail = '';
     const child = new AgentProcess({
       command: process.execPath,
       args: [this.agentMain],
@@ -93,7 +94,10 @@ export class LocalTurnRunner implements TurnRunner {
       log: (level, msg, data) => log[level](data ?? {}, msg),
       // The child's stderr is its pino log: forward lines (capped) at debug.
       onStderr: (d) => {
-        for (const line of d.split('\n')) if (line) log.debug({ child: line.slice(0, 2000) }, 'agent log');
+        const lines = (errTail + d).split('\n');
+        // Keep a partial last line for the next chunk (capped, like each logged line).
+        errTail = (lines.pop() ?? '').slice(0, 2000);
+        for (const line of lines) if (line) log.debug({ child: line.slice(0, 2000) }, 'agent log');
       },
     });
     this.spawned++;
