@@ -151,6 +151,27 @@ export type ControlMessage =
   /** One credential-proxy request's outcome (no path, query or token): the daemon counts them in /metrics. */
   | { type: 'proxy_decision'; route: string | null; outcome: 'forwarded' | 'refused' | 'upstream_error'; status: number; code?: string };
 
+/** The data of the supervisor's reply to `ping` and `start`. */
+export interface SupervisorStatus {
+  /** 'hello' until `start`; then 'started' (bound to `session_id`). */
+  state: 'hello' | 'started';
+  session_id: string | null;
+  child_pid: number | null;
+  child_restarts: number;
+  turn_id: string | null;
+  proxy_port: number | null;
+  uptime_ms: number;
+}
+export const SupervisorStatusSchema: z.ZodType<SupervisorStatus> = z.object({
+  state: z.enum(['hello', 'started']),
+  session_id: z.string().nullable(),
+  child_pid: z.number().nullable(),
+  child_restarts: z.number(),
+  turn_id: z.string().nullable(),
+  proxy_port: z.number().nullable(),
+  uptime_ms: z.number(),
+});
+
 export const ControlMessageSchema: z.ZodType<ControlMessage> = z.union([
   z.object({ type: z.literal('reply'), id: z.string(), ok: z.literal(true), data: JsonObjectSchema.optional() }),
   z.object({ type: z.literal('reply'), id: z.string(), ok: z.literal(false), error: CodedErrorSchema }),

@@ -35,6 +35,7 @@ import {
   type SessionProfile,
   type StartSpec,
   type StopReason,
+  type SupervisorStatus,
 } from '../core/sandbox-protocol.js';
 import { checkMessage, protocolLogFields, readMessages, writeMessage, type LineReader } from '../core/ndjson.js';
 import { AgentProcess } from '../core/agent-host.js';
@@ -153,10 +154,10 @@ export class Supervisor {
     try {
       switch (m.type) {
         case 'ping':
-          return this.reply(conn, id, this.status());
+          return this.reply(conn, id, { ...this.status() });
         case 'start':
           await this.start(m.spec);
-          return this.reply(conn, id, this.status());
+          return this.reply(conn, id, { ...this.status() });
         case 'prompt':
           await this.prompt(m.turn_id, m.prompt);
           return this.reply(conn, id);
@@ -179,7 +180,7 @@ export class Supervisor {
     }
   }
 
-  status(): Record<string, unknown> {
+  status(): SupervisorStatus {
     return {
       state: this.spec ? 'started' : 'hello',
       session_id: this.spec?.session_id ?? null,

@@ -8,8 +8,16 @@
 import { randomUUID } from 'node:crypto';
 import { createConnection, type Socket } from 'node:net';
 import { AppError, createLogger, type Logger } from '../../core/index.js';
-import { ControlMessageSchema, type AgentEvent, type ControlMessage, type ControlRequest, type StopReason } from '../../core/sandbox-protocol.js';
-import { protocolLogFields, readMessages, writeMessage } from '../../core/ndjson.js';
+import {
+  ControlMessageSchema,
+  SupervisorStatusSchema,
+  type AgentEvent,
+  type ControlMessage,
+  type ControlRequest,
+  type StopReason,
+  type SupervisorStatus,
+} from '../../core/sandbox-protocol.js';
+import { checkMessage, protocolLogFields, readMessages, writeMessage } from '../../core/ndjson.js';
 
 const REQUEST_TIMEOUT_MS = 30_000;
 
@@ -43,10 +51,13 @@ export class SandboxClient {
   /** Lines the supervisor wrote that failed the protocol (tests and metrics read it). */
   rejected = 0;
 
+  private readonly log: Logger;
+
   private constructor(
     private readonly sock: Socket,
     log?: Logger,
   ) {
+    this.log = log ?? defaultLog();
     sock.on('error', () => sock.destroy());
     sock.on('close', () => this.onClose());
     readMessages(sock, {
@@ -54,7 +65,7 @@ export class SandboxClient {
       onMessage: (m) => this.onMessage(m),
       onReject: (err) => {
         this.rejected++;
-        (log ?? defaultLog()).warn(protocolLogFields(err, 'sandbox-control'), 'sandbox sent a bad control line');
+        this.log.warn(protocolLogFields(err, 'sandbox-control'), 'sandbox sent a bad control line');
       },
     });
   }
@@ -136,6 +147,18 @@ export class SandboxClient {
       this.pending.set(id, { resolve, reject, timer });
       writeMessage<ControlRequest>(this.sock, { ...body, id });
     });
+  }
+
+  /**
+   * `ping`, its reply checked against SupervisorStatusSchema (ERR_PROTOCOL_BAD_MESSAGE when it
+   * does not match, logged like any refused line).
+   */
+  async ping(timeoutMs = REQUEST_TIMEOUT_MS): Promise<SupervisorStatus> {
+    const r = checkMessage(SupervisorStatusSchema, await this.request({ type: 'ping' }, timeoutMs));
+    if (r.ok) return r.msg;
+    this.rejected++;
+    this.log.warn(protocolLogFields(r.err, 'sandbox-control'), 'sandbox sent a bad status');
+    throw r.err;
   }
 
   /** Register the listener before sending the prompt so no event is missed. */

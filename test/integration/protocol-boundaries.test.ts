@@ -86,6 +86,10 @@ t.test('daemon reading the supervisor: bad lines refused and logged, good replie
   );
   t.ok(logged.every((l) => l.channel === 'sandbox-control'));
   t.notMatch(sink.text(), PAYLOAD, 'the payload is not logged');
+  // ping() also checks the reply's data: { state: 'hello' } alone is not a supervisor status.
+  await t.rejects(client.ping(2000), { code: 'ERR_PROTOCOL_BAD_MESSAGE' });
+  t.equal(client.rejected, 7, 'three more bad lines and the bad status');
+  t.match(rejections(sink.lines).pop(), { msg: 'sandbox sent a bad status', channel: 'sandbox-control' });
 });
 
 t.test('supervisor reading the daemon: coded error reply (when the id is readable) and a log line', async (t) => {
@@ -114,6 +118,9 @@ t.test('supervisor reading the daemon: coded error reply (when the id is readabl
   t.match(bad[0].data?.issues, [/turn_id/]);
   t.notMatch(JSON.stringify(logs) + c.lines.join(), PAYLOAD, 'the payload is neither logged nor echoed');
   t.ok(msgs.some((m) => m.type === 'log' && m.msg === 'bad control line'), 'operators see the warning on the socket too');
+  const daemon = await SandboxClient.connect(join(dir, 'control.sock'), 2000);
+  t.teardown(() => daemon.close());
+  t.match(await daemon.ping(), { state: 'hello', session_id: null, child_restarts: 0 }, "the real supervisor's status passes the daemon's check");
 });
 
 t.test('supervisor reading the agent child (core agent host): bad stdout lines dropped and logged', async (t) => {
