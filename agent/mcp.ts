@@ -1,6 +1,8 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { Logger } from '../core/logger.js';
+import { checkMessage, protocolLogFields } from '../core/ndjson.js';
+import { McpToolResultSchema } from '../core/sandbox-protocol.js';
 import type { McpServerSpec } from './env.js';
 import type { ToolDef } from './types.js';
 
@@ -48,7 +50,7 @@ export class ToolHost {
           const listed = await client.listTools(undefined, { timeout: MCP_START_TIMEOUT_MS });
           return { s, client, tools: listed.tools };
         } catch (err) {
-          log.error({ server: s.name, err: (err as Error).message }, 'mcp server failed to start; its tools are not loaded');
+          log.error({ server: s.name, err: err instanceof Error ? err.message : String(err) }, 'mcp server failed to start; its tools are not loaded');
           await client.close().catch(() => undefined);
           return undefined;
         }
@@ -64,7 +66,7 @@ export class ToolHost {
           continue;
         }
         host.tools.set(t.name, {
-          def: { name: t.name, description: t.description ?? '', inputSchema: t.inputSchema as Record<string, unknown> },
+          def: { name: t.name, description: t.description ?? '', inputSchema: { ...t.inputSchema } },
           client: r.client,
           server: r.s.name,
         });
@@ -87,8 +89,13 @@ export class ToolHost {
     const t = this.tools.get(name);
     if (!t) return { ok: false, error: `ERR_TOOL_UNKNOWN: no tool named ${name} is available`, text: `Error: no tool named ${name} is available in this session.` };
     try {
-      const r = await t.client.callTool({ name, arguments: input }, undefined, { signal, timeout: timeoutMs });
-      const content = (r.content ?? []) as { type: string; text?: string; mimeType?: string }[];
+      const checked = checkMessage(McpToolResultSchema, await t.client.callTool({ name, arguments: input }, undefined, { signal, timeout: timeoutMs }));
+      if (!checked.ok) {
+        this.log.warn({ tool: name, server: t.server, ...protocolLogFields(checked.err, 'mcp') }, 'tool returned a malformed result');
+        return { ok: false, error: `${checked.err.code}: the tool returned a malformed result`, text: 'Error: the tool returned a malformed result.' };
+      }
+      const r = checked.msg;
+      const content = r.content;
       const textParts = content.filter((c) => c.type === 'text').map((c) => c.text ?? '');
       let text = textParts.join('\n');
       if (!text && r.structuredContent) text = JSON.stringify(r.structuredContent);
@@ -109,7 +116,7 @@ export class ToolHost {
       return { ok: true, output, text };
     } catch (err) {
       if (signal.aborted) throw signal.reason ?? err;
-      const msg = (err as Error).message ?? String(err);
+      const msg = err instanceof Error ? err.message : String(err);
       this.log.warn({ tool: name, server: t.server, err: msg }, 'tool call failed');
       return { ok: false, error: `ERR_TOOL_FAILED: ${msg}`, text: `Error: the tool failed (${msg}).` };
     }

@@ -11,3 +11,5 @@ export * from './sandbox-protocol.js';
 export * from './metrics.js';
 export * from './agent-token.js';
 export * from './accounts.js';
+export * from './ndjson.js';
+export * from './agent-host.js';

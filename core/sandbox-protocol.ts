@@ -1,6 +1,9 @@
 /**
  * Contracts between the daemon, the in-container supervisor and the agent child.
- * Shared types only: no I/O here.
+ * Types and their zod schemas, side by side: no I/O here. Every reader of a sandbox boundary
+ * checks each line against the schema below (core/ndjson.ts), so nothing read from a socket or a
+ * child's stdout is cast. Object schemas accept (and drop) fields they do not know, so a newer
+ * peer that adds a field still talks to an older one; a missing or mistyped field is refused.
  *
  * Wire format everywhere: newline-delimited JSON (one object per line, UTF-8).
  *
@@ -8,8 +11,9 @@
  *   supervisor ──(child stdin/stdout)──▶ agent child (uid 1001)
  *   proxy (in supervisor) ──(egress socket /run/airlock/egress.sock, daemon listens; HTTP CONNECT)──▶ upstreams
  */
+import { z } from 'zod';
 
-// ---------------------------------------------------------------- chat events (DESIGN.md)
+// ---------------------------------------------------------------- chat events
 
 export type StopReason = 'end_turn' | 'max_steps' | 'error' | 'cancelled';
 
@@ -45,11 +49,30 @@ export interface DoneEvent {
 }
 export type ChatEvent = ToolStartEvent | ToolEndEvent | TextDeltaEvent | DoneEvent;
 
+export const StopReasonSchema: z.ZodType<StopReason> = z.enum(['end_turn', 'max_steps', 'error', 'cancelled']);
+export const CodedErrorSchema: z.ZodType<{ code: string; message: string }> = z.object({ code: z.string(), message: z.string() });
+const JsonObjectSchema: z.ZodType<Record<string, unknown>> = z.record(z.string(), z.unknown());
+const StringMapSchema: z.ZodType<Record<string, string>> = z.record(z.string(), z.string());
+
 /** An event as the agent emits it: the daemon assigns `seq` (per turn) and writes `done` itself. */
 export type AgentEvent =
   | Omit<ToolStartEvent, 'seq'>
   | Omit<ToolEndEvent, 'seq'>
   | Omit<TextDeltaEvent, 'seq'>;
+
+export const AgentEventSchema: z.ZodType<AgentEvent> = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('tool_start'), call_id: z.string(), tool: z.string(), input: JsonObjectSchema }),
+  z.object({
+    type: z.literal('tool_end'),
+    call_id: z.string(),
+    tool: z.string(),
+    ok: z.boolean(),
+    output: z.unknown().optional(),
+    error: z.string().optional(),
+    duration_ms: z.number(),
+  }),
+  z.object({ type: z.literal('text_delta'), text: z.string() }),
+]);
 
 // ---------------------------------------------------------------- supervisor ⇄ agent child (stdin/stdout)
 
@@ -61,6 +84,19 @@ export type ChildOutbound =
   | { type: 'ready' }
   | { type: 'event'; turn_id: string; event: AgentEvent }
   | { type: 'turn_end'; turn_id: string; stop_reason: StopReason; error?: { code: string; message: string } };
+
+export const ChildInboundSchema: z.ZodType<ChildInbound> = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('prompt'), turn_id: z.string(), prompt: z.string() }),
+  z.object({ type: z.literal('cancel'), turn_id: z.string() }),
+]);
+
+const TurnEndSchema = z.object({ type: z.literal('turn_end'), turn_id: z.string(), stop_reason: StopReasonSchema, error: CodedErrorSchema.optional() });
+
+export const ChildOutboundSchema: z.ZodType<ChildOutbound> = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('ready') }),
+  z.object({ type: z.literal('event'), turn_id: z.string(), event: AgentEventSchema }),
+  TurnEndSchema,
+]);
 
 // ---------------------------------------------------------------- daemon ⇄ supervisor (control socket)
 
@@ -87,6 +123,25 @@ export type ControlRequest =
   | { id: string; type: 'shutdown' }
   | { id: string; type: 'shell'; cols?: number; rows?: number };
 
+export const StartSpecSchema: z.ZodType<StartSpec> = z.object({
+  session_id: z.string(),
+  user_id: z.number(),
+  tokens: StringMapSchema,
+  placeholders: StringMapSchema,
+  agent_user_token: z.string().optional(),
+  agent_env: StringMapSchema,
+});
+
+export const ControlRequestSchema: z.ZodType<ControlRequest> = z.discriminatedUnion('type', [
+  z.object({ id: z.string(), type: z.literal('ping') }),
+  z.object({ id: z.string(), type: z.literal('start'), spec: StartSpecSchema }),
+  z.object({ id: z.string(), type: z.literal('prompt'), turn_id: z.string(), prompt: z.string() }),
+  z.object({ id: z.string(), type: z.literal('cancel'), turn_id: z.string() }),
+  z.object({ id: z.string(), type: z.literal('rotate-token'), tokens: StringMapSchema }),
+  z.object({ id: z.string(), type: z.literal('shutdown') }),
+  z.object({ id: z.string(), type: z.literal('shell'), cols: z.number().optional(), rows: z.number().optional() }),
+]);
+
 export type ControlMessage =
   | { type: 'reply'; id: string; ok: true; data?: Record<string, unknown> }
   | { type: 'reply'; id: string; ok: false; error: { code: string; message: string } }
@@ -95,6 +150,63 @@ export type ControlMessage =
   | { type: 'log'; level: 'info' | 'warn' | 'error'; msg: string; data?: Record<string, unknown> }
   /** One credential-proxy request's outcome (no path, query or token): the daemon counts them in /metrics. */
   | { type: 'proxy_decision'; route: string | null; outcome: 'forwarded' | 'refused' | 'upstream_error'; status: number; code?: string };
+
+/** The data of the supervisor's reply to `ping` and `start`. */
+export interface SupervisorStatus {
+  /** 'hello' until `start`; then 'started' (bound to `session_id`). */
+  state: 'hello' | 'started';
+  session_id: string | null;
+  child_pid: number | null;
+  child_restarts: number;
+  turn_id: string | null;
+  proxy_port: number | null;
+  uptime_ms: number;
+}
+export const SupervisorStatusSchema: z.ZodType<SupervisorStatus> = z.object({
+  state: z.enum(['hello', 'started']),
+  session_id: z.string().nullable(),
+  child_pid: z.number().nullable(),
+  child_restarts: z.number(),
+  turn_id: z.string().nullable(),
+  proxy_port: z.number().nullable(),
+  uptime_ms: z.number(),
+});
+
+export const ControlMessageSchema: z.ZodType<ControlMessage> = z.union([
+  z.object({ type: z.literal('reply'), id: z.string(), ok: z.literal(true), data: JsonObjectSchema.optional() }),
+  z.object({ type: z.literal('reply'), id: z.string(), ok: z.literal(false), error: CodedErrorSchema }),
+  z.object({ type: z.literal('event'), turn_id: z.string(), event: AgentEventSchema }),
+  TurnEndSchema,
+  z.object({ type: z.literal('log'), level: z.enum(['info', 'warn', 'error']), msg: z.string(), data: JsonObjectSchema.optional() }),
+  z.object({
+    type: z.literal('proxy_decision'),
+    route: z.string().nullable(),
+    outcome: z.enum(['forwarded', 'refused', 'upstream_error']),
+    status: z.number(),
+    code: z.string().optional(),
+  }),
+]);
+
+// ---------------------------------------------------------------- agent child ⇄ MCP tool servers (stdio)
+// The MCP SDK checks the JSON-RPC envelope; these are the parts of a tools/call result the
+// agent reads, checked again where they enter our code.
+
+export interface McpContentItem {
+  type: string;
+  text?: string;
+  mimeType?: string;
+  data?: string;
+}
+export interface McpToolResult {
+  content: McpContentItem[];
+  structuredContent?: Record<string, unknown>;
+  isError?: boolean;
+}
+export const McpToolResultSchema: z.ZodType<McpToolResult> = z.object({
+  content: z.array(z.looseObject({ type: z.string(), text: z.string().optional(), mimeType: z.string().optional(), data: z.string().optional() })).default([]),
+  structuredContent: JsonObjectSchema.optional(),
+  isError: z.boolean().optional(),
+});
 
 // ---------------------------------------------------------------- session profile (/run/airlock/profile.json)
 
@@ -132,6 +244,25 @@ export interface SessionProfile {
   proxy: { host: '127.0.0.1'; port: number };
   routes: ProfileRoute[];
 }
+
+export const ProfileRouteSchema: z.ZodType<ProfileRoute> = z.object({
+  name: z.string(),
+  prefix: z.string(),
+  allow: z.array(z.object({ method: z.string(), path: z.string(), opaque: z.array(z.string()).optional() })),
+  upstream: z.string(),
+  rewrite: z.object({ from: z.string(), to: z.string() }).optional(),
+  placeholder_env: z.string(),
+  token_ref: z.string().nullable(),
+  inject: z.enum(['bearer', 'x-api-key', 'none']).optional(),
+  base_url_env: z.string(),
+});
+
+export const SessionProfileSchema: z.ZodType<SessionProfile> = z.object({
+  version: z.literal(1),
+  session_id: z.string(),
+  proxy: z.object({ host: z.literal('127.0.0.1'), port: z.number() }),
+  routes: z.array(ProfileRouteSchema),
+});
 
 /** Paths inside the sandbox. */
 export const SANDBOX_RUN_DIR = '/run/airlock';

@@ -3,18 +3,17 @@
  *
  * A TurnRunner that spawns the real agent child (`node dist/agent/main.js`) directly on the
  * host, one warm process per chat session, speaking the same child protocol
- * (ChildInbound/ChildOutbound NDJSON on stdin/stdout) the in-container supervisor speaks.
+ * (ChildInbound/ChildOutbound NDJSON on stdin/stdout) through the same agent host
+ * (core/agent-host.ts) the in-container supervisor uses.
  * There is no container, no uid switch, no proxy and no egress control: the child runs as
  * the daemon's own user. It exists so the agent loop and the chat stream can be tested end
  * to end on a machine without Docker; the Docker session manager is the real TurnRunner.
  *
  * The child gets exactly the env given here (never the daemon's own environment).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createInterface } from 'node:readline';
-import { ConflictError, type AgentEvent, type ChildInbound, type ChildOutbound, type Logger, type TurnRequest, type TurnResult, type TurnRunner } from '../core/index.js';
+import { AgentProcess, ConflictError, type Logger, type TurnRequest, type TurnResult, type TurnRunner } from '../core/index.js';
 
 export interface LocalRunnerOptions {
   /** The child's whole environment (AGENT_*, MAIL_* …). PATH is added when missing. */
@@ -29,24 +28,14 @@ export interface LocalRunnerOptions {
   cancelGraceMs?: number;
 }
 
-interface TurnHandlers {
-  onEvent(e: AgentEvent): void;
-  onEnd(m: Extract<ChildOutbound, { type: 'turn_end' }>): void;
-}
-
 interface LocalSession {
   userId: number;
-  proc: ChildProcess;
-  ready: Promise<void>;
+  child: AgentProcess;
   busy: boolean;
-  exited: boolean;
-  turns: Map<string, TurnHandlers>;
-  onExit: Set<() => void>;
 }
 
 const DEFAULT_READY_TIMEOUT_MS = 60_000;
 const DEFAULT_CANCEL_GRACE_MS = 5_000;
-const KILL_AFTER_MS = 2_000;
 
 export class LocalTurnRunner implements TurnRunner {
   private readonly sessions = new Map<string, LocalSession>();
@@ -61,13 +50,13 @@ export class LocalTurnRunner implements TurnRunner {
   /** pid of the session's warm child, if one is running. */
   pidOf(sessionId: string): number | undefined {
     const s = this.sessions.get(sessionId);
-    return s && !s.exited ? s.proc.pid : undefined;
+    return s && !s.child.exited ? s.child.pid : undefined;
   }
 
   async runTurn(req: TurnRequest): Promise<TurnResult> {
     let s = this.sessions.get(req.sessionId);
     if (s?.busy) throw new ConflictError('ERR_SESSION_BUSY', 'a turn is already running in this session');
-    if (!s || s.exited) {
+    if (!s || !s.child.usable) {
       s = this.spawnSession(req);
       this.sessions.set(req.sessionId, s);
     }
@@ -76,137 +65,55 @@ export class LocalTurnRunner implements TurnRunner {
     const session = s;
     try {
       try {
-        await session.ready;
+        await session.child.ready;
       } catch (err) {
-        return { stop_reason: 'error', error: { code: 'ERR_SANDBOX_START', message: (err as Error).message } };
+        return { stop_reason: 'error', error: { code: 'ERR_SANDBOX_START', message: err instanceof Error ? err.message : 'the agent did not start' } };
       }
       if (req.signal.aborted) return { stop_reason: 'cancelled' };
-      return await this.playTurn(session, req);
+      const r = await session.child.runTurn(req.turnId, req.prompt, (e) => req.onEvent(e), req.signal);
+      return { stop_reason: r.stop_reason, ...(r.error ? { error: r.error } : {}) };
+    } catch (err) {
+      // The child went away between ready and the prompt.
+      return { stop_reason: 'error', error: { code: 'ERR_SANDBOX_EXITED', message: err instanceof Error ? err.message : 'the agent process exited' } };
     } finally {
       session.busy = false;
     }
   }
 
-  private playTurn(s: LocalSession, req: TurnRequest): Promise<TurnResult> {
-    return new Promise<TurnResult>((resolve) => {
-      let graceTimer: NodeJS.Timeout | undefined;
-      const finish = (r: TurnResult) => {
-        clearTimeout(graceTimer);
-        s.turns.delete(req.turnId);
-        s.onExit.delete(onExit);
-        req.signal.removeEventListener('abort', onAbort);
-        resolve(r);
-      };
-      const onExit = () => finish({ stop_reason: 'error', error: { code: 'ERR_SANDBOX_EXITED', message: 'the agent process exited during the turn' } });
-      const onAbort = () => {
-        this.write(s, { type: 'cancel', turn_id: req.turnId });
-        graceTimer = setTimeout(() => {
-          this.opts.log.warn({ sessionId: req.sessionId, turnId: req.turnId }, 'agent did not end a cancelled turn; killing it');
-          this.kill(s);
-          finish({ stop_reason: 'cancelled' });
-        }, this.opts.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS);
-        graceTimer.unref();
-      };
-      s.turns.set(req.turnId, {
-        onEvent: (e) => req.onEvent(e),
-        onEnd: (m) => finish({ stop_reason: m.stop_reason, ...(m.error ? { error: m.error } : {}) }),
-      });
-      s.onExit.add(onExit);
-      req.signal.addEventListener('abort', onAbort, { once: true });
-      this.write(s, { type: 'prompt', turn_id: req.turnId, prompt: req.prompt });
-    });
-  }
-
   private spawnSession(req: { userId: number; sessionId: string }): LocalSession {
     const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', ...this.opts.env, ...(this.opts.envFor?.(req) ?? {}) };
-    const proc = spawn(process.execPath, [this.agentMain], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    let log = this.opts.log.child({ sessionId: req.sessionId });
+    let errTail = '';
+    const child = new AgentProcess({
+      command: process.execPath,
+      args: [this.agentMain],
+      env,
+      readyTimeoutMs: this.opts.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS,
+      cancelGraceMs: this.opts.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS,
+      exitedError: { code: 'ERR_SANDBOX_EXITED', message: 'the agent process exited during the turn' },
+      log: (level, msg, data) => log[level](data ?? {}, msg),
+      // The child's stderr is its pino log: forward lines (capped) at debug.
+      onStderr: (d) => {
+        const lines = (errTail + d).split('\n');
+        // Keep a partial last line for the next chunk (capped, like each logged line).
+        errTail = (lines.pop() ?? '').slice(0, 2000);
+        for (const line of lines) if (line) log.debug({ child: line.slice(0, 2000) }, 'agent log');
+      },
+    });
     this.spawned++;
-    const log = this.opts.log.child({ sessionId: req.sessionId, pid: proc.pid });
-    const s: LocalSession = { userId: req.userId, proc, ready: Promise.resolve(), busy: false, exited: false, turns: new Map(), onExit: new Set() };
-    proc.stdin!.on('error', () => {
-      // EPIPE after the child died; the exit handler ends the turn.
+    log = log.child({ pid: child.pid });
+    const s: LocalSession = { userId: req.userId, child, busy: false };
+    child.onExit((code, signal) => {
+      if (this.sessions.get(req.sessionId) === s) this.sessions.delete(req.sessionId);
+      log.info({ code, signal }, 'agent process exited');
     });
-    s.ready = new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('the agent did not become ready in time')), this.opts.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS);
-      timer.unref();
-      const out = createInterface({ input: proc.stdout! });
-      out.on('line', (line) => {
-        let m: ChildOutbound;
-        try {
-          m = JSON.parse(line) as ChildOutbound;
-        } catch {
-          log.warn('agent wrote a non-JSON line to stdout');
-          return;
-        }
-        if (m.type === 'ready') {
-          clearTimeout(timer);
-          resolve();
-        } else if (m.type === 'event') s.turns.get(m.turn_id)?.onEvent(m.event);
-        else if (m.type === 'turn_end') s.turns.get(m.turn_id)?.onEnd(m);
-      });
-      let stdoutDone = false;
-      out.on('close', () => {
-        stdoutDone = true;
-      });
-      proc.on('exit', (code, signal) => {
-        clearTimeout(timer);
-        s.exited = true;
-        if (this.sessions.get(req.sessionId) === s) this.sessions.delete(req.sessionId);
-        log.info({ code, signal }, 'agent process exited');
-        reject(new Error('the agent process exited before it was ready'));
-        // Let the lines it wrote before dying be read first (its MCP servers may hold
-        // stderr open, so do not wait for 'close' on the whole process).
-        const endTurns = () => {
-          for (const fn of [...s.onExit]) fn();
-        };
-        if (stdoutDone) endTurns();
-        else {
-          const t = setTimeout(endTurns, 200);
-          out.once('close', () => {
-            clearTimeout(t);
-            endTurns();
-          });
-        }
-      });
-      proc.on('error', (err) => log.error({ err: err.message }, 'agent process error'));
-    });
-    s.ready.catch(() => undefined);
-    // The child's stderr is its pino log: forward lines (capped) at debug.
-    createInterface({ input: proc.stderr! }).on('line', (line) => log.debug({ child: line.slice(0, 2000) }, 'agent log'));
     return s;
-  }
-
-  private write(s: LocalSession, m: ChildInbound): void {
-    if (!s.exited) s.proc.stdin!.write(JSON.stringify(m) + '\n');
-  }
-
-  private kill(s: LocalSession): void {
-    if (s.exited) return;
-    s.proc.stdin!.end();
-    try {
-      s.proc.kill('SIGTERM');
-    } catch {
-      // ESRCH: already gone.
-    }
-    const t = setTimeout(() => {
-      if (!s.exited) s.proc.kill('SIGKILL');
-    }, KILL_AFTER_MS);
-    t.unref();
   }
 
   /** Stop every child: end stdin, SIGTERM, SIGKILL after 2 s. Idempotent. */
   async close(): Promise<void> {
     const all = [...this.sessions.values()];
     this.sessions.clear();
-    await Promise.all(
-      all.map(
-        (s) =>
-          new Promise<void>((resolve) => {
-            if (s.exited) return resolve();
-            s.proc.once('exit', () => resolve());
-            this.kill(s);
-          }),
-      ),
-    );
+    await Promise.all(all.map((s) => s.child.stop()));
   }
 }

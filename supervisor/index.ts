@@ -1,2 +1,1 @@
 export * from './supervisor.js';
-export * from './ndjson.js';

@@ -6,8 +6,14 @@
  * - relays prompts to the child and its events back; restarts the child if it dies;
  * - handles cancel, ping, rotate-token, shutdown and an operator shell.
  *
+ * Every control line is checked against ControlRequestSchema and every child stdout line
+ * against ChildOutboundSchema (core/ndjson.ts) before it is acted on; a bad line is refused
+ * with an ERR_PROTOCOL_* code and logged without its payload. The child itself is driven
+ * through core/agent-host.ts, the same host the daemon's local runner uses.
+ *
  * Security: tokens never go to argv, the child env, a file, or a log line. The child runs under
- * another uid, so it cannot read this process's /proc/<pid>/environ (see MACHINE-NOTES.md).
+ * another uid, so it cannot read this process's /proc/<pid>/environ (measured: a child under the
+ * same uid can, under another uid it gets EACCES).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, readFileSync, unlinkSync } from 'node:fs';
@@ -22,15 +28,17 @@ import {
   SANDBOX_PROXY_PORT,
   AGENT_SETTING_ENVS,
   SANDBOX_WORKSPACE,
-  type ChildInbound,
-  type ChildOutbound,
+  ControlRequestSchema,
+  SessionProfileSchema,
   type ControlMessage,
   type ControlRequest,
   type SessionProfile,
   type StartSpec,
   type StopReason,
+  type SupervisorStatus,
 } from '../core/sandbox-protocol.js';
-import { readLines, writeLine } from './ndjson.js';
+import { checkMessage, protocolLogFields, readMessages, writeMessage, type LineReader } from '../core/ndjson.js';
+import { AgentProcess } from '../core/agent-host.js';
 
 export interface SupervisorOptions {
   controlSocket?: string;
@@ -53,7 +61,7 @@ const CANCEL_GRACE_MS = 5_000;
 /** Env names the child may never receive, whatever the daemon sends. */
 const FORBIDDEN_CHILD_ENV = new Set(['MCP_INTERNAL_SECRET', 'AGENT_USER_TOKEN_SECRET', 'NODE_OPTIONS', 'LD_PRELOAD', 'LD_LIBRARY_PATH']);
 
-type Conn = { socket: Socket; shell?: ChildProcess };
+type Conn = { socket: Socket; reader?: LineReader; shell?: ChildProcess };
 
 export class Supervisor {
   private readonly o: Required<Omit<SupervisorOptions, 'log'>> & Pick<SupervisorOptions, 'log'>;
@@ -62,10 +70,9 @@ export class Supervisor {
   private spec?: StartSpec;
   private profile?: SessionProfile;
   private proxy?: RunningProxy;
-  private child?: ChildProcess;
-  private childReady?: Promise<void>;
+  private child?: AgentProcess;
   private childRestarts = 0;
-  private turn?: { id: string; cancelTimer?: NodeJS.Timeout };
+  private turn?: { id: string };
   private tokenNames = new Set<string>();
   private stopping = false;
   private readonly startedAt = Date.now();
@@ -108,7 +115,7 @@ export class Supervisor {
   }
 
   private broadcast(m: ControlMessage): void {
-    for (const c of this.conns) if (!c.shell) writeLine(c.socket, m);
+    for (const c of this.conns) if (!c.shell) writeMessage<ControlMessage>(c.socket, m);
   }
 
   private onConnection(socket: Socket): void {
@@ -119,33 +126,38 @@ export class Supervisor {
       this.conns.delete(conn);
       conn.shell?.kill('SIGKILL');
     });
-    readLines(
-      socket,
-      (m) => {
+    conn.reader = readMessages(socket, {
+      schema: ControlRequestSchema,
+      onMessage: (m) => {
         if (conn.shell) return;
-        void this.handle(conn, m as ControlRequest);
+        void this.handle(conn, m);
       },
-      (why) => this.log('warn', 'bad control line', { why }),
-    );
+      onReject: (err) => {
+        if (conn.shell) return;
+        this.log('warn', 'bad control line', protocolLogFields(err, 'control'));
+        // A request whose id could be read still gets its (error) reply, so the caller does not hang.
+        if (err.requestId !== undefined) this.replyError(conn, err.requestId, err.code, err.message);
+      },
+    });
   }
 
   private reply(conn: Conn, id: string, data?: Record<string, unknown>): void {
-    writeLine(conn.socket, { type: 'reply', id, ok: true, ...(data ? { data } : {}) } satisfies ControlMessage);
+    writeMessage<ControlMessage>(conn.socket, { type: 'reply', id, ok: true, ...(data ? { data } : {}) });
   }
 
   private replyError(conn: Conn, id: string, code: string, message: string): void {
-    writeLine(conn.socket, { type: 'reply', id, ok: false, error: { code, message } } satisfies ControlMessage);
+    writeMessage<ControlMessage>(conn.socket, { type: 'reply', id, ok: false, error: { code, message } });
   }
 
   private async handle(conn: Conn, m: ControlRequest): Promise<void> {
-    const id = typeof m?.id === 'string' ? m.id : '';
+    const id = m.id;
     try {
-      switch (m?.type) {
+      switch (m.type) {
         case 'ping':
-          return this.reply(conn, id, this.status());
+          return this.reply(conn, id, { ...this.status() });
         case 'start':
           await this.start(m.spec);
-          return this.reply(conn, id, this.status());
+          return this.reply(conn, id, { ...this.status() });
         case 'prompt':
           await this.prompt(m.turn_id, m.prompt);
           return this.reply(conn, id);
@@ -154,23 +166,21 @@ export class Supervisor {
           return this.reply(conn, id);
         case 'rotate-token':
           this.setTokens(m.tokens);
-          return this.reply(conn, id, { rotated: Object.keys(m.tokens ?? {}).length });
+          return this.reply(conn, id, { rotated: Object.keys(m.tokens).length });
         case 'shutdown':
           this.reply(conn, id);
           await this.shutdown();
           return;
         case 'shell':
           return this.shell(conn, id);
-        default:
-          return this.replyError(conn, id, 'ERR_SANDBOX_BAD_REQUEST', 'unknown request type');
       }
     } catch (err) {
-      const e = err as { code?: string; message?: string };
-      this.replyError(conn, id, typeof e.code === 'string' && e.code.startsWith('ERR_') ? e.code : 'ERR_SANDBOX_INTERNAL', e.message ?? 'internal error');
+      const code = errorCode(err);
+      this.replyError(conn, id, code?.startsWith('ERR_') ? code : 'ERR_SANDBOX_INTERNAL', err instanceof Error ? err.message : 'internal error');
     }
   }
 
-  status(): Record<string, unknown> {
+  status(): SupervisorStatus {
     return {
       state: this.spec ? 'started' : 'hello',
       session_id: this.spec?.session_id ?? null,
@@ -182,9 +192,9 @@ export class Supervisor {
     };
   }
 
-  private setTokens(tokens: Record<string, string> | undefined): void {
-    for (const [k, v] of Object.entries(tokens ?? {})) {
-      if (!ENV_NAME.test(k) || typeof v !== 'string') throw coded('ERR_SANDBOX_BAD_REQUEST', 'bad token name');
+  private setTokens(tokens: Record<string, string>): void {
+    for (const [k, v] of Object.entries(tokens)) {
+      if (!ENV_NAME.test(k)) throw coded('ERR_SANDBOX_BAD_REQUEST', 'bad token name');
       // The supervisor's own environment is where real tokens live (the proxy reads them per request).
       process.env[k] = v;
       this.tokenNames.add(k);
@@ -193,11 +203,10 @@ export class Supervisor {
 
   private async start(spec: StartSpec): Promise<void> {
     if (this.spec) {
-      if (this.spec.session_id === spec?.session_id) return; // idempotent (daemon re-sent after reconnect)
+      if (this.spec.session_id === spec.session_id) return; // idempotent (daemon re-sent after reconnect)
       throw coded('ERR_SANDBOX_ALREADY_STARTED', 'this sandbox already belongs to another session');
     }
-    if (!spec || typeof spec.session_id !== 'string') throw coded('ERR_SANDBOX_BAD_REQUEST', 'start needs a spec');
-    const profile = JSON.parse(readFileSync(this.o.profilePath, 'utf8')) as SessionProfile;
+    const profile = this.readProfile();
     if (profile.session_id !== spec.session_id) throw coded('ERR_SANDBOX_PROFILE', 'profile.json is for another session');
     this.setTokens(spec.tokens);
     this.spec = spec;
@@ -208,7 +217,7 @@ export class Supervisor {
       getPlaceholder: (name) => this.spec?.placeholders[name],
       egressSocket: this.o.egressSocket,
       host: '127.0.0.1',
-      port: profile.proxy?.port ?? SANDBOX_PROXY_PORT,
+      port: profile.proxy.port,
       log: (level, msg, data) => this.log(level, msg, data),
       onDecision: (d) => this.broadcast({ type: 'proxy_decision', ...d }),
     });
@@ -217,10 +226,26 @@ export class Supervisor {
     this.o.log?.('info', 'sandbox started', { session_id: spec.session_id, routes: profile.routes.length });
   }
 
+  /** profile.json, checked against its schema (the daemon writes it; the child may read it). */
+  private readProfile(): SessionProfile {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(readFileSync(this.o.profilePath, 'utf8'));
+    } catch (err) {
+      throw coded('ERR_SANDBOX_PROFILE', `profile.json cannot be read (${errorCode(err) ?? 'not JSON'})`);
+    }
+    const r = checkMessage(SessionProfileSchema, raw);
+    if (!r.ok) {
+      this.log('warn', 'bad profile.json', protocolLogFields(r.err, 'profile'));
+      throw coded('ERR_SANDBOX_PROFILE', 'profile.json does not match the profile schema');
+    }
+    return r.msg;
+  }
+
   /** The child's environment: an allow-list, never the supervisor's own env. */
   childEnv(): Record<string, string> {
     const spec = this.spec!;
-    const secrets = new Set(Object.values(spec.tokens ?? {}).filter((v) => v.length > 0));
+    const secrets = new Set(Object.values(spec.tokens).filter((v) => v.length > 0));
     const env: Record<string, string> = {};
     const put = (k: string, v: unknown) => {
       if (!ENV_NAME.test(k) || typeof v !== 'string') return;
@@ -233,8 +258,8 @@ export class Supervisor {
     const settings = new Set(AGENT_SETTING_ENVS);
     const placeholderNames = new Set((this.profile?.routes ?? []).map((r) => r.placeholder_env));
     const refuse = (k: string) => this.log('warn', 'refused child env entry', { name: ENV_NAME.test(k) ? k : '(malformed)' });
-    for (const [k, v] of Object.entries(spec.agent_env ?? {})) (settings.has(k) ? put(k, v) : refuse(k));
-    for (const [k, v] of Object.entries(spec.placeholders ?? {})) (placeholderNames.has(k) ? put(k, v) : refuse(k));
+    for (const [k, v] of Object.entries(spec.agent_env)) (settings.has(k) ? put(k, v) : refuse(k));
+    for (const [k, v] of Object.entries(spec.placeholders)) (placeholderNames.has(k) ? put(k, v) : refuse(k));
     const port = this.proxy?.port ?? SANDBOX_PROXY_PORT;
     for (const r of this.profile?.routes ?? []) if (r.base_url_env) put(r.base_url_env, `http://127.0.0.1:${port}${r.prefix}`);
     if (spec.agent_user_token) put('AGENT_USER_TOKEN', spec.agent_user_token);
@@ -247,68 +272,45 @@ export class Supervisor {
 
   private spawnChild(): void {
     const [cmd, ...args] = this.o.childCommand;
-    const child = spawn(cmd, args, {
+    const child = new AgentProcess({
+      command: cmd,
+      args,
       uid: this.o.childUid,
       gid: this.o.childGid,
       cwd: this.o.childCwd,
       env: this.childEnv(),
-      stdio: ['pipe', 'pipe', 'pipe'],
+      readyTimeoutMs: CHILD_READY_TIMEOUT_MS,
+      cancelGraceMs: CANCEL_GRACE_MS,
+      exitedError: { code: 'ERR_SANDBOX_CHILD_EXITED', message: 'the agent process stopped during the turn; it has been restarted' },
+      log: (level, msg, data) => this.log(level, msg, data),
+      // Child stderr goes to the container log (docker logs), capped per chunk.
+      onStderr: (d) => process.stderr.write(d.length > 8192 ? d.slice(0, 8192) + '…\n' : d),
     });
     this.child = child;
-    let resolveReady!: () => void;
-    let rejectReady!: (e: Error) => void;
-    this.childReady = new Promise<void>((res, rej) => {
-      resolveReady = res;
-      rejectReady = rej;
-    });
-    this.childReady.catch(() => undefined);
-    child.stdin!.on('error', () => undefined); // the exit handler deals with a dead child
-    readLines(child.stdout!, (m) => {
-      const msg = m as ChildOutbound;
-      if (msg?.type === 'ready') resolveReady();
-      else if (msg?.type === 'event' && this.turn && msg.turn_id === this.turn.id) this.broadcast({ type: 'event', turn_id: msg.turn_id, event: msg.event });
-      else if (msg?.type === 'turn_end' && this.turn && msg.turn_id === this.turn.id) this.endTurn(msg.stop_reason, msg.error);
-    });
-    let errTail = '';
-    child.stderr!.setEncoding('utf8');
-    child.stderr!.on('data', (d: string) => {
-      // Child stderr goes to the container log (docker logs), capped per chunk.
-      process.stderr.write(d.length > 8192 ? d.slice(0, 8192) + '…\n' : d);
-      errTail = (errTail + d).slice(-512);
-    });
-    const onGone = (code: number | null, signal: NodeJS.Signals | null) => {
-      rejectReady(coded('ERR_SANDBOX_CHILD_EXITED', `agent exited (${code ?? signal})`));
+    child.onExit((code, signal) => {
       if (this.child !== child) return;
-      this.child = undefined;
-      this.childReady = undefined; // prompts wait for the restarted child
+      this.child = undefined; // prompts wait for the restarted child
       if (this.stopping) return;
       this.log('warn', 'agent child exited', { code, signal });
-      if (this.turn) this.endTurn('error', { code: 'ERR_SANDBOX_CHILD_EXITED', message: 'the agent process stopped during the turn; it has been restarted' });
       this.childRestarts++;
       const delay = Math.min(5000, 100 * 2 ** Math.min(this.childRestarts, 6));
       setTimeout(() => {
         if (!this.stopping && !this.child) this.spawnChild();
       }, delay).unref();
-    };
-    child.on('exit', onGone);
-    child.on('error', (err) => {
-      rejectReady(coded('ERR_SANDBOX_CHILD_SPAWN', `agent could not be spawned: ${(err as NodeJS.ErrnoException).code ?? err.message}`));
-      // A failed spawn emits no 'exit': treat it as one (restart with backoff).
-      if (child.pid === undefined) onGone(null, null);
     });
   }
 
-  private async waitChildReady(): Promise<void> {
+  private async waitChildReady(): Promise<AgentProcess> {
     const deadline = Date.now() + CHILD_READY_TIMEOUT_MS;
     for (;;) {
-      const ready = this.childReady;
-      if (ready) {
+      const child = this.child;
+      if (child) {
         const timer = new Promise<never>((_r, rej) => setTimeout(() => rej(coded('ERR_SANDBOX_CHILD_TIMEOUT', 'agent did not become ready')), Math.max(1, deadline - Date.now())).unref());
         try {
-          await Promise.race([ready, timer]);
-          return;
+          await Promise.race([child.ready, timer]);
+          if (child.usable) return child;
         } catch (err) {
-          const code = (err as { code?: string }).code;
+          const code = errorCode(err);
           if (Date.now() >= deadline || code === 'ERR_SANDBOX_CHILD_TIMEOUT' || code === 'ERR_SANDBOX_CHILD_SPAWN') throw err;
         }
       }
@@ -317,20 +319,19 @@ export class Supervisor {
     }
   }
 
-  private send(m: ChildInbound): void {
-    const stdin = this.child?.stdin;
-    if (!stdin || stdin.destroyed) throw coded('ERR_SANDBOX_CHILD_EXITED', 'agent is not running');
-    stdin.write(JSON.stringify(m) + '\n');
-  }
-
   private async prompt(turnId: string, prompt: string): Promise<void> {
     if (!this.spec) throw coded('ERR_SANDBOX_NOT_STARTED', 'sandbox not started');
-    if (typeof turnId !== 'string' || typeof prompt !== 'string') throw coded('ERR_SANDBOX_BAD_REQUEST', 'prompt needs turn_id and prompt');
     if (this.turn) throw coded('ERR_SESSION_BUSY', 'a turn is already running');
-    this.turn = { id: turnId };
+    const turn = { id: turnId };
+    this.turn = turn;
     try {
-      await this.waitChildReady();
-      this.send({ type: 'prompt', turn_id: turnId, prompt });
+      const child = await this.waitChildReady();
+      const ended = child.runTurn(turnId, prompt, (event) => {
+        if (this.turn === turn) this.broadcast({ type: 'event', turn_id: turnId, event });
+      });
+      void ended.then((r) => {
+        if (this.turn === turn) this.endTurn(r.stop_reason, r.error);
+      });
     } catch (err) {
       this.turn = undefined;
       throw err;
@@ -339,26 +340,14 @@ export class Supervisor {
 
   private cancel(turnId: string): void {
     if (!this.turn || this.turn.id !== turnId) return;
-    try {
-      this.send({ type: 'cancel', turn_id: turnId });
-    } catch {
-      // child already gone: the exit handler ends the turn
-    }
-    const t = this.turn;
-    t.cancelTimer ??= setTimeout(() => {
-      // The child did not honour the cancel in time: end the turn and restart the child.
-      if (this.turn === t) {
-        this.endTurn('cancelled');
-        this.child?.kill('SIGKILL');
-      }
-    }, CANCEL_GRACE_MS);
-    t.cancelTimer.unref();
+    // The host sends the cancel, and after the grace period ends the turn and kills the child
+    // (which is then restarted like any child that exits).
+    this.child?.cancel(turnId);
   }
 
   private endTurn(stop: StopReason, error?: { code: string; message: string }): void {
     const t = this.turn;
     if (!t) return;
-    if (t.cancelTimer) clearTimeout(t.cancelTimer);
     this.turn = undefined;
     this.broadcast({ type: 'turn_end', turn_id: t.id, stop_reason: stop, ...(error ? { error } : {}) });
   }
@@ -373,6 +362,8 @@ export class Supervisor {
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     conn.shell = sh;
+    // From here on the connection carries raw shell bytes, not protocol lines.
+    conn.reader?.stop();
     this.reply(conn, id, { pid: sh.pid ?? null });
     conn.socket.pipe(sh.stdin!);
     sh.stdout!.pipe(conn.socket, { end: false });
@@ -384,15 +375,7 @@ export class Supervisor {
   async shutdown(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
-    const child = this.child;
-    if (child) {
-      child.stdin?.end();
-      child.kill('SIGTERM');
-      const t = setTimeout(() => child.kill('SIGKILL'), 2000);
-      t.unref();
-      await new Promise((r) => (child.exitCode !== null || child.signalCode !== null ? r(null) : child.once('exit', r)));
-      clearTimeout(t);
-    }
+    await this.child?.stop();
     await this.proxy?.close();
     for (const c of this.conns) c.socket.end();
     this.server?.close();
@@ -407,6 +390,12 @@ export class Supervisor {
 
 function coded(code: string, message: string): Error & { code: string } {
   return Object.assign(new Error(message), { code });
+}
+
+/** The `code` of a thrown value (AppError, coded Error, errno error), if it has a string one. */
+function errorCode(err: unknown): string | undefined {
+  if (typeof err !== 'object' || err === null || !('code' in err)) return undefined;
+  return typeof err.code === 'string' ? err.code : undefined;
 }
 
 export type { ControlRequest };

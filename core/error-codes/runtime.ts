@@ -38,4 +38,7 @@ export const RUNTIME_ERRORS = {
   ERR_EGRESS_BAD_REQUEST: { status: 400, surfaces: ['proxy'], description: 'The egress gateway got something other than a well-formed CONNECT.' },
   ERR_EGRESS_DENIED: { status: 403, surfaces: ['proxy'], description: 'The egress gateway refused a host the session\'s routes do not name.' },
   ERR_EGRESS_UPSTREAM: { status: 502, surfaces: ['proxy'], description: 'The egress gateway could not connect to the upstream host.' },
+  ERR_PROTOCOL_BAD_JSON: { status: 400, surfaces: ['control'], description: 'A line on a sandbox channel (control socket, agent stdio, operator socket) is not JSON; refused and logged without its payload.' },
+  ERR_PROTOCOL_BAD_MESSAGE: { status: 400, surfaces: ['control'], description: 'A line on a sandbox channel does not match its message schema; refused and logged with the failing field paths, never the payload.' },
+  ERR_PROTOCOL_LINE_TOO_LONG: { status: 400, surfaces: ['control'], description: 'A line on a sandbox channel is longer than the framing allows.' },
 } as const satisfies ErrorArea;

@@ -3,7 +3,7 @@ import { AppError, isAppError, type Config } from '../../core/index.js';
 import { createOrGetRunningJob, jobView, syncConnection, type SandboxControl } from '../../web/index.js';
 import { SqliteSessionStore } from '../../web/index.js';
 import { openBase } from '../context.js';
-import { CONTROL_SOCKET_NAME, controlRequest } from '../runtime/control-api.js';
+import { CONTROL_SOCKET_NAME, controlRequest, KillUserReplySchema } from '../runtime/control-api.js';
 import { recoverStaleJobs } from './job-owner.js';
 import { runDirectorySync } from './runner.js';
 
@@ -43,7 +43,7 @@ export function daemonSandboxControl(dataDir: string, out: NodeJS.WritableStream
     async killForUser(userId) {
       if (unreachable) return undefined;
       try {
-        const r = (await controlRequest(dataDir, { cmd: 'kill-user', userId })) as { killed: number };
+        const r = await controlRequest(dataDir, { cmd: 'kill-user', userId }, undefined, KillUserReplySchema);
         if (r.killed) out.write(`ended ${r.killed} live sandbox(es) of deactivated user ${userId}\n`);
         return r.killed;
       } catch (err) {

@@ -6,11 +6,27 @@
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type Docker from 'dockerode';
+import { z } from 'zod';
 import { AppError, createLogger, type Config } from '../../core/index.js';
 import { createDocker } from './docker.js';
 import { buildSandboxImage } from './image.js';
 import { controlRequest } from './control-api.js';
 import type { SandboxInfo } from './session-manager.js';
+
+/** The fields of a listed sandbox the CLI reads; others pass through untouched (`--json` prints them all). */
+type SandboxRow = Pick<SandboxInfo, 'containerId' | 'sessionId' | 'userId' | 'createdAt' | 'lastUsedAt' | 'turns' | 'stale'> & { state: string };
+const SandboxRowSchema: z.ZodType<SandboxRow> = z.looseObject({
+  containerId: z.string(),
+  sessionId: z.string().nullable(),
+  userId: z.number().nullable(),
+  state: z.string(),
+  createdAt: z.number(),
+  lastUsedAt: z.number(),
+  turns: z.number(),
+  stale: z.boolean(),
+});
+const SandboxRefSchema = z.looseObject({ containerId: z.string() });
+const RestartStaleSchema = z.object({ restarted: z.array(z.string()) });
 
 /** Repository root (dist/daemon/runtime/cli.js → ../../..). */
 export function repoRoot(): string {
@@ -31,7 +47,7 @@ function age(ms: number): string {
 }
 
 export async function sessionsLs(config: Readonly<Config>, opts: { json?: boolean }): Promise<void> {
-  const list = (await controlRequest(config.dataDir, { cmd: 'ls' })) as SandboxInfo[];
+  const list = await controlRequest(config.dataDir, { cmd: 'ls' }, undefined, z.array(SandboxRowSchema));
   if (opts.json) {
     process.stdout.write(JSON.stringify(list, null, 2) + '\n');
     return;
@@ -51,9 +67,9 @@ export async function sessionsInspect(config: Readonly<Config>, id: string): Pro
 }
 
 export async function sessionsLogs(config: Readonly<Config>, id: string, opts: { tail: string }): Promise<void> {
-  const info = (await controlRequest(config.dataDir, { cmd: 'inspect', id })) as SandboxInfo;
+  const info = await controlRequest(config.dataDir, { cmd: 'inspect', id }, undefined, SandboxRefSchema);
   const docker = createDocker(config);
-  const buf = (await docker.getContainer(info.containerId).logs({ stdout: true, stderr: true, tail: Number(opts.tail) || 200, follow: false })) as unknown as Buffer;
+  const buf = await docker.getContainer(info.containerId).logs({ stdout: true, stderr: true, tail: Number(opts.tail) || 200, follow: false });
   // Demultiplex the engine's 8-byte frame headers (no TTY on sandbox containers).
   let i = 0;
   while (i + 8 <= buf.length) {
@@ -65,7 +81,7 @@ export async function sessionsLogs(config: Readonly<Config>, id: string, opts: {
 }
 
 export async function sessionsAttach(config: Readonly<Config>, id: string, opts: { root?: boolean }): Promise<void> {
-  const info = (await controlRequest(config.dataDir, { cmd: 'inspect', id })) as SandboxInfo;
+  const info = await controlRequest(config.dataDir, { cmd: 'inspect', id }, undefined, SandboxRefSchema);
   const docker = createDocker(config);
   const exec = await docker.getContainer(info.containerId).exec({
     Cmd: ['/bin/bash', '-i'],
@@ -112,7 +128,7 @@ async function execExitCode(exec: Docker.Exec): Promise<number> {
 
 export async function sessionsRestart(config: Readonly<Config>, id: string | undefined, opts: { stale?: boolean }): Promise<void> {
   if (opts.stale) {
-    const r = (await controlRequest(config.dataDir, { cmd: 'restart-stale' })) as { restarted: string[] };
+    const r = await controlRequest(config.dataDir, { cmd: 'restart-stale' }, undefined, RestartStaleSchema);
     process.stdout.write(`restarted ${r.restarted.length} stale session(s)${r.restarted.length ? ': ' + r.restarted.join(', ') : ''}\n`);
     return;
   }

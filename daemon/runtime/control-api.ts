@@ -3,12 +3,17 @@
  * only). One NDJSON request per connection: {cmd, id?, userId?} → {ok:true,data} | {ok:false,error}.
  * `kill-user` (with `userId`) removes every live sandbox of that user: `airlock sync-directory`
  * uses it for the users a sync deactivated, as `serve` does in-process.
+ *
+ * Both ends check what they read: the daemon checks each request against
+ * ControlApiRequestSchema, the CLI checks the reply against ControlApiResponseSchema (and the
+ * reply's `data` against the schema the command passes). A bad line is answered (server) or
+ * rejected (client) with an ERR_PROTOCOL_* code and logged without its payload.
  */
 import { chmodSync, unlinkSync } from 'node:fs';
 import { createConnection, createServer, type Server } from 'node:net';
 import { join } from 'node:path';
-import { AppError, isAppError, type Logger } from '../../core/index.js';
-import { readLines, writeLine } from '../../supervisor/ndjson.js';
+import { z } from 'zod';
+import { AppError, checkMessage, createLogger, isAppError, protocolLogFields, readMessages, writeMessage, type Logger } from '../../core/index.js';
 
 export const CONTROL_SOCKET_NAME = 'control.sock';
 const CLIENT_TIMEOUT_MS = 60_000;
@@ -20,6 +25,26 @@ export interface ControlApiRequest {
   /** Local user id (kill-user). */
   userId?: number;
 }
+
+/**
+ * Field types only: which ids exist and what a user id must be are the handler's business
+ * (it answers ERR_CLI_USAGE), so `userId` is any number here.
+ */
+export const ControlApiRequestSchema: z.ZodType<ControlApiRequest> = z.object({
+  cmd: z.enum(['ls', 'inspect', 'restart', 'restart-stale', 'kill', 'kill-user']),
+  id: z.string().optional(),
+  userId: z.number().optional(),
+});
+
+export type ControlApiResponse = { ok: true; data?: unknown } | { ok: false; error: { code: string; message: string; status?: number } };
+
+export const ControlApiResponseSchema: z.ZodType<ControlApiResponse> = z.union([
+  z.object({ ok: z.literal(true), data: z.unknown().optional() }),
+  z.object({ ok: z.literal(false), error: z.object({ code: z.string(), message: z.string(), status: z.number().optional() }) }),
+]);
+
+/** The data of a `kill-user` reply. */
+export const KillUserReplySchema = z.object({ userId: z.number(), killed: z.number() });
 
 export type ControlApiHandler = (req: ControlApiRequest) => Promise<unknown>;
 
@@ -38,18 +63,32 @@ export async function startControlApi(dataDir: string, handler: ControlApiHandle
   const server: Server = createServer((sock) => {
     sock.on('error', () => sock.destroy());
     let handled = false;
-    readLines(sock, (m) => {
-      if (handled) return;
-      handled = true;
-      const req = m as ControlApiRequest;
-      handler(req).then(
-        (data) => sock.end(JSON.stringify({ ok: true, data }) + '\n'),
-        (err) => {
-          const e = isAppError(err) ? err : new AppError('ERR_INTERNAL', 'internal error');
-          if (!isAppError(err)) log.error({ err }, 'control api failed');
-          sock.end(JSON.stringify({ ok: false, error: { code: e.code, message: e.message, status: e.status } }) + '\n');
-        },
-      );
+    const answer = (r: ControlApiResponse) => {
+      writeMessage<ControlApiResponse>(sock, r);
+      sock.end();
+    };
+    const reader = readMessages(sock, {
+      schema: ControlApiRequestSchema,
+      onMessage: (req) => {
+        if (handled) return;
+        handled = true;
+        reader.stop();
+        handler(req).then(
+          (data) => answer({ ok: true, data }),
+          (err) => {
+            const e = isAppError(err) ? err : new AppError('ERR_INTERNAL', 'internal error');
+            if (!isAppError(err)) log.error({ err }, 'control api failed');
+            answer({ ok: false, error: { code: e.code, message: e.message, status: e.status } });
+          },
+        );
+      },
+      onReject: (err) => {
+        if (handled) return;
+        handled = true;
+        reader.stop();
+        log.warn(protocolLogFields(err, 'control-api'), 'bad control api request');
+        answer({ ok: false, error: { code: err.code, message: err.message, status: err.status } });
+      },
     });
   });
   // Create the socket with a restrictive umask-like chmod right after listen.
@@ -73,9 +112,25 @@ export async function startControlApi(dataDir: string, handler: ControlApiHandle
   };
 }
 
-/** Send one request to the running daemon. ERR_DAEMON_NOT_RUNNING when nobody listens. */
-export function controlRequest(dataDir: string, req: ControlApiRequest): Promise<unknown> {
+let fallbackLog: Logger | undefined;
+/** The CLI's log for protocol rejections: warnings as JSON lines on stderr (stdout carries results). */
+function cliLog(): Logger {
+  return (fallbackLog ??= createLogger({ level: 'warn', destination: process.stderr, name: 'cli' }));
+}
+
+/**
+ * Send one request to the running daemon. ERR_DAEMON_NOT_RUNNING when nobody listens. With a
+ * `schema`, the reply's data is checked against it (ERR_PROTOCOL_BAD_MESSAGE when it does not
+ * match); without one it is returned as `unknown` for the caller to check or print.
+ */
+export function controlRequest(dataDir: string, req: ControlApiRequest, log?: Logger): Promise<unknown>;
+export function controlRequest<T>(dataDir: string, req: ControlApiRequest, log: Logger | undefined, schema: z.ZodType<T>): Promise<T>;
+export function controlRequest<T>(dataDir: string, req: ControlApiRequest, log?: Logger, schema?: z.ZodType<T>): Promise<unknown> {
   const path = join(dataDir, CONTROL_SOCKET_NAME);
+  const rejected = (err: Parameters<typeof protocolLogFields>[0]) => {
+    (log ?? cliLog()).warn(protocolLogFields(err, 'control-api'), 'bad control api reply');
+    return err;
+  };
   return new Promise((resolve, reject) => {
     const sock = createConnection(path);
     sock.setTimeout(CLIENT_TIMEOUT_MS, () => {
@@ -90,14 +145,25 @@ export function controlRequest(dataDir: string, req: ControlApiRequest): Promise
         reject(new AppError('ERR_DAEMON_NOT_RUNNING', `the airlock daemon is not running (no control socket at ${path}); start it with \`airlock serve\``, { status: 503, cause: err }));
       } else reject(new AppError('ERR_DAEMON_UNREACHABLE', `cannot reach the daemon: ${err.code ?? err.message}`, { status: 503, cause: err }));
     });
-    readLines(sock, (m) => {
-      if (done) return;
-      done = true;
-      sock.end();
-      const r = m as { ok: boolean; data?: unknown; error?: { code: string; message: string; status?: number } };
-      if (r.ok) resolve(r.data);
-      else reject(new AppError(r.error?.code ?? 'ERR_INTERNAL', r.error?.message ?? 'failed', { status: r.error?.status ?? 500 }));
+    readMessages(sock, {
+      schema: ControlApiResponseSchema,
+      onMessage: (r) => {
+        if (done) return;
+        done = true;
+        sock.end();
+        if (!r.ok) return reject(new AppError(r.error.code, r.error.message, { status: r.error.status ?? 500 }));
+        if (!schema) return resolve(r.data);
+        const checked = checkMessage(schema, r.data);
+        if (checked.ok) resolve(checked.msg);
+        else reject(rejected(checked.err));
+      },
+      onReject: (err) => {
+        if (done) return;
+        done = true;
+        sock.destroy();
+        reject(rejected(err));
+      },
     });
-    sock.on('connect', () => writeLine(sock, req));
+    sock.on('connect', () => writeMessage<ControlApiRequest>(sock, req));
   });
 }

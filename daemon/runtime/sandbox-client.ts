@@ -1,15 +1,34 @@
 /**
  * The daemon's end of one sandbox's control socket (<session folder>/run/control.sock on the host,
  * /run/airlock/control.sock in the container; the supervisor listens). NDJSON requests with ids,
- * replies matched by id, turn events delivered to the turn's listener.
+ * replies matched by id, turn events delivered to the turn's listener. Every line the
+ * supervisor writes is checked against ControlMessageSchema; a bad one is logged (code and
+ * failing fields, never the payload) and dropped.
  */
 import { randomUUID } from 'node:crypto';
 import { createConnection, type Socket } from 'node:net';
-import { AppError } from '../../core/index.js';
-import type { AgentEvent, ControlMessage, ControlRequest, StopReason } from '../../core/sandbox-protocol.js';
-import { readLines, writeLine } from '../../supervisor/ndjson.js';
+import { AppError, createLogger, type Logger } from '../../core/index.js';
+import {
+  ControlMessageSchema,
+  SupervisorStatusSchema,
+  type AgentEvent,
+  type ControlMessage,
+  type ControlRequest,
+  type StopReason,
+  type SupervisorStatus,
+} from '../../core/sandbox-protocol.js';
+import { checkMessage, protocolLogFields, readMessages, writeMessage } from '../../core/ndjson.js';
 
 const REQUEST_TIMEOUT_MS = 30_000;
+
+let fallbackLog: Logger | undefined;
+/**
+ * Where rejections go when the caller passed no logger: warnings as JSON lines on stderr (a
+ * protocol rejection is never silent). The session manager should pass its own.
+ */
+function defaultLog(): Logger {
+  return (fallbackLog ??= createLogger({ level: 'warn', destination: process.stderr, name: 'sandbox-client' }));
+}
 
 // Distributive Omit so each request variant keeps its own fields.
 type DistributiveOmit<T, K extends keyof T> = T extends unknown ? Omit<T, K> : never;
@@ -29,14 +48,30 @@ export class SandboxClient {
   private decisionHandler?: (d: ProxyDecisionMessage) => void;
   closed = false;
 
-  private constructor(private readonly sock: Socket) {
+  /** Lines the supervisor wrote that failed the protocol (tests and metrics read it). */
+  rejected = 0;
+
+  private readonly log: Logger;
+
+  private constructor(
+    private readonly sock: Socket,
+    log?: Logger,
+  ) {
+    this.log = log ?? defaultLog();
     sock.on('error', () => sock.destroy());
     sock.on('close', () => this.onClose());
-    readLines(sock, (m) => this.onMessage(m as ControlMessage));
+    readMessages(sock, {
+      schema: ControlMessageSchema,
+      onMessage: (m) => this.onMessage(m),
+      onReject: (err) => {
+        this.rejected++;
+        this.log.warn(protocolLogFields(err, 'sandbox-control'), 'sandbox sent a bad control line');
+      },
+    });
   }
 
   /** Connect, retrying while the supervisor is not listening yet (container still starting). */
-  static async connect(path: string, timeoutMs = 15_000): Promise<SandboxClient> {
+  static async connect(path: string, timeoutMs = 15_000, log?: Logger): Promise<SandboxClient> {
     const deadline = Date.now() + timeoutMs;
     let lastErr: unknown;
     while (Date.now() < deadline) {
@@ -49,7 +84,7 @@ export class SandboxClient {
           });
           s.once('error', reject);
         });
-        return new SandboxClient(sock);
+        return new SandboxClient(sock, log);
       } catch (err) {
         lastErr = err;
         await new Promise((r) => setTimeout(r, 15));
@@ -82,20 +117,20 @@ export class SandboxClient {
   }
 
   private onMessage(m: ControlMessage): void {
-    if (m?.type === 'reply') {
+    if (m.type === 'reply') {
       const p = this.pending.get(m.id);
       if (!p) return;
       this.pending.delete(m.id);
       clearTimeout(p.timer);
       if (m.ok) p.resolve(m.data ?? {});
       else p.reject(new AppError(m.error.code, m.error.message, { status: m.error.code === 'ERR_SESSION_BUSY' ? 409 : 502 }));
-    } else if (m?.type === 'event') {
+    } else if (m.type === 'event') {
       this.turns.get(m.turn_id)?.onEvent(m.event);
-    } else if (m?.type === 'turn_end') {
+    } else if (m.type === 'turn_end') {
       const t = this.turns.get(m.turn_id);
       this.turns.delete(m.turn_id);
       t?.onEnd(m.stop_reason, m.error);
-    } else if (m?.type === 'proxy_decision') {
+    } else if (m.type === 'proxy_decision') {
       this.decisionHandler?.(m);
     }
   }
@@ -110,8 +145,20 @@ export class SandboxClient {
       }, timeoutMs);
       timer.unref();
       this.pending.set(id, { resolve, reject, timer });
-      writeLine(this.sock, { ...body, id });
+      writeMessage<ControlRequest>(this.sock, { ...body, id });
     });
+  }
+
+  /**
+   * `ping`, its reply checked against SupervisorStatusSchema (ERR_PROTOCOL_BAD_MESSAGE when it
+   * does not match, logged like any refused line).
+   */
+  async ping(timeoutMs = REQUEST_TIMEOUT_MS): Promise<SupervisorStatus> {
+    const r = checkMessage(SupervisorStatusSchema, await this.request({ type: 'ping' }, timeoutMs));
+    if (r.ok) return r.msg;
+    this.rejected++;
+    this.log.warn(protocolLogFields(r.err, 'sandbox-control'), 'sandbox sent a bad status');
+    throw r.err;
   }
 
   /** Register the listener before sending the prompt so no event is missed. */

@@ -1,0 +1,228 @@
+/**
+ * The agent child's host: spawns one agent process (`node agent/main.js`), waits for its
+ * `ready` line, keeps the map of running turns, relays their events, cancels a turn with a
+ * grace period and then kills the process. The in-container supervisor and the daemon's
+ * local (no-isolation, development) runner both drive the child through this one class, so
+ * the child protocol (ChildInbound / ChildOutbound on stdin/stdout) has one implementation
+ * on the host side. It lives in core/ because the supervisor ships in the sandbox and the
+ * runner on the host, and neither may import the other.
+ *
+ * Every stdout line is checked against ChildOutboundSchema; a bad line is logged (code and
+ * failing fields only) and dropped. What the process gets as env, uid and cwd is the caller's
+ * decision: this class adds nothing to the env.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { AppError } from './errors.js';
+import { protocolLogFields, readMessages, writeMessage } from './ndjson.js';
+import { ChildOutboundSchema, type AgentEvent, type ChildInbound, type StopReason } from './sandbox-protocol.js';
+
+export type AgentHostLog = (level: 'info' | 'warn' | 'error', msg: string, data?: Record<string, unknown>) => void;
+
+export interface AgentProcessOptions {
+  command: string;
+  args?: string[];
+  /** The child's whole environment (never the host's own). */
+  env: Record<string, string>;
+  uid?: number;
+  gid?: number;
+  cwd?: string;
+  /** `ready` must arrive within this time, else `ready` rejects with ERR_SANDBOX_CHILD_TIMEOUT. */
+  readyTimeoutMs: number;
+  /** How long a cancelled turn may take to end before the turn is ended and the process killed. */
+  cancelGraceMs: number;
+  /** SIGTERM → SIGKILL delay when killing. */
+  killAfterMs?: number;
+  /** What a turn still running when the process exits resolves with. */
+  exitedError: { code: string; message: string };
+  log: AgentHostLog;
+  /** The child's stderr (its log), chunk by chunk. Ignored when absent. */
+  onStderr?: (chunk: string) => void;
+}
+
+export interface TurnOutcome {
+  stop_reason: StopReason;
+  error?: { code: string; message: string };
+}
+
+interface RunningTurn {
+  onEvent(e: AgentEvent): void;
+  finish(r: TurnOutcome): void;
+  cancelTimer?: NodeJS.Timeout;
+}
+
+const DEFAULT_KILL_AFTER_MS = 2_000;
+/** After `exit`, how long to wait for stdout to drain so lines written before dying are read first. */
+const STDOUT_DRAIN_MS = 200;
+
+/** One spawned agent child. Not restarted here: the owner decides (the supervisor does, with backoff). */
+export class AgentProcess {
+  readonly proc: ChildProcess;
+  /** Resolves on the child's `ready` line; rejects when it exits, fails to spawn or times out first. */
+  readonly ready: Promise<void>;
+  exited = false;
+  /** Set once kill() was called: the process is on its way out and takes no new turn. */
+  killing = false;
+  private readonly turns = new Map<string, RunningTurn>();
+  private readonly exitHandlers = new Set<(code: number | null, signal: NodeJS.Signals | null) => void>();
+
+  constructor(private readonly o: AgentProcessOptions) {
+    const proc = spawn(o.command, o.args ?? [], {
+      env: o.env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      ...(o.uid !== undefined ? { uid: o.uid } : {}),
+      ...(o.gid !== undefined ? { gid: o.gid } : {}),
+      ...(o.cwd !== undefined ? { cwd: o.cwd } : {}),
+    });
+    this.proc = proc;
+    let resolveReady!: () => void;
+    let rejectReady!: (e: Error) => void;
+    this.ready = new Promise<void>((res, rej) => {
+      resolveReady = res;
+      rejectReady = rej;
+    });
+    this.ready.catch(() => undefined);
+    const readyTimer = setTimeout(() => rejectReady(new AppError('ERR_SANDBOX_CHILD_TIMEOUT', 'the agent did not become ready in time')), o.readyTimeoutMs);
+    readyTimer.unref();
+
+    proc.stdin!.on('error', () => {
+      // EPIPE after the child died: the exit handler ends its turns.
+    });
+    readMessages(proc.stdout!, {
+      schema: ChildOutboundSchema,
+      onMessage: (m) => {
+        if (m.type === 'ready') {
+          clearTimeout(readyTimer);
+          resolveReady();
+        } else if (m.type === 'event') this.turns.get(m.turn_id)?.onEvent(m.event);
+        else this.turns.get(m.turn_id)?.finish({ stop_reason: m.stop_reason, ...(m.error ? { error: m.error } : {}) });
+      },
+      onReject: (err) => o.log('warn', 'agent child wrote a bad line', protocolLogFields(err, 'agent-stdout')),
+    });
+    let stdoutDone = false;
+    proc.stdout!.once('close', () => {
+      stdoutDone = true;
+    });
+    proc.stderr!.setEncoding('utf8');
+    proc.stderr!.on('data', (d: string) => o.onStderr?.(d));
+
+    const onGone = (code: number | null, signal: NodeJS.Signals | null) => {
+      if (this.exited) return;
+      this.exited = true;
+      clearTimeout(readyTimer);
+      rejectReady(new AppError(o.exitedError.code, `the agent exited before it was ready (${code ?? signal})`, { status: 502 }));
+      for (const fn of [...this.exitHandlers]) fn(code, signal);
+      // Let the lines it wrote before dying be read first (its MCP servers may hold stderr
+      // open, so do not wait for the whole process to close).
+      const endTurns = () => {
+        for (const t of [...this.turns.values()]) t.finish({ stop_reason: 'error', error: { ...o.exitedError } });
+      };
+      if (stdoutDone) endTurns();
+      else {
+        const t = setTimeout(endTurns, STDOUT_DRAIN_MS);
+        proc.stdout!.once('close', () => {
+          clearTimeout(t);
+          endTurns();
+        });
+      }
+    };
+    proc.on('exit', onGone);
+    proc.on('error', (err: NodeJS.ErrnoException) => {
+      o.log('error', 'agent process error', { err: err.code ?? err.message });
+      if (proc.pid === undefined) {
+        // A failed spawn emits no 'exit': treat it as one.
+        rejectReady(new AppError('ERR_SANDBOX_CHILD_SPAWN', `agent could not be spawned: ${err.code ?? err.message}`, { status: 502 }));
+        onGone(null, null);
+      }
+    });
+  }
+
+  /** Alive and not being killed: it may take a turn. */
+  get usable(): boolean {
+    return !this.exited && !this.killing;
+  }
+
+  get pid(): number | undefined {
+    return this.proc.pid;
+  }
+
+  /** Called once when the process exits (or fails to spawn), before its turns are ended. */
+  onExit(fn: (code: number | null, signal: NodeJS.Signals | null) => void): void {
+    this.exitHandlers.add(fn);
+  }
+
+  /** Turns running now. */
+  runningTurns(): string[] {
+    return [...this.turns.keys()];
+  }
+
+  /**
+   * Send a prompt and resolve when its turn ends (turn_end from the child, the process exiting,
+   * or a cancel that was not honoured in time). Throws ERR_SANDBOX_CHILD_EXITED at once when
+   * the process is gone. `signal` aborting cancels the turn.
+   */
+  runTurn(turnId: string, prompt: string, onEvent: (e: AgentEvent) => void, signal?: AbortSignal): Promise<TurnOutcome> {
+    this.send({ type: 'prompt', turn_id: turnId, prompt });
+    return new Promise<TurnOutcome>((resolve) => {
+      const onAbort = () => this.cancel(turnId);
+      const turn: RunningTurn = {
+        onEvent,
+        finish: (r) => {
+          if (this.turns.get(turnId) !== turn) return;
+          this.turns.delete(turnId);
+          clearTimeout(turn.cancelTimer);
+          signal?.removeEventListener('abort', onAbort);
+          resolve(r);
+        },
+      };
+      this.turns.set(turnId, turn);
+      if (signal?.aborted) onAbort();
+      else signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** Ask the child to cancel a turn; after the grace period the turn ends `cancelled` and the process is killed. */
+  cancel(turnId: string): void {
+    const turn = this.turns.get(turnId);
+    if (!turn || turn.cancelTimer) return;
+    try {
+      this.send({ type: 'cancel', turn_id: turnId });
+    } catch {
+      // Already gone: the exit handler ends the turn.
+    }
+    turn.cancelTimer = setTimeout(() => {
+      this.o.log('warn', 'agent did not end a cancelled turn; killing it', { turnId });
+      turn.finish({ stop_reason: 'cancelled' });
+      this.kill();
+    }, this.o.cancelGraceMs);
+    turn.cancelTimer.unref();
+  }
+
+  private send(m: ChildInbound): void {
+    const stdin = this.proc.stdin;
+    if (!this.usable || !stdin || !writeMessage<ChildInbound>(stdin, m)) throw new AppError('ERR_SANDBOX_CHILD_EXITED', 'agent is not running', { status: 502 });
+  }
+
+  /** End stdin, SIGTERM, SIGKILL after `killAfterMs`. Idempotent. */
+  kill(): void {
+    if (this.exited || this.killing) return;
+    this.killing = true;
+    this.proc.stdin?.end();
+    try {
+      this.proc.kill('SIGTERM');
+    } catch {
+      // ESRCH: already gone.
+    }
+    const t = setTimeout(() => {
+      if (!this.exited) this.proc.kill('SIGKILL');
+    }, this.o.killAfterMs ?? DEFAULT_KILL_AFTER_MS);
+    t.unref();
+  }
+
+  /** Kill and wait for the exit. */
+  async stop(): Promise<void> {
+    if (this.exited || this.proc.exitCode !== null || this.proc.signalCode !== null) return;
+    const gone = new Promise<void>((resolve) => this.proc.once('exit', () => resolve()));
+    this.kill();
+    await gone;
+  }
+}
