@@ -31,7 +31,7 @@ export const REDACT_PATHS = [
 
 /**
  * Errors in logs: kind, code and message (and the same of their cause), never a stack trace
- * (DESIGN.md: no stack trace, token or SQL text in a log). Messages are cut at 500 characters.
+ * (docs/architecture.md#http-error-body: no stack trace, token or SQL text in a log). Messages are cut at 500 characters.
  */
 export function errSerializer(e: unknown, depth = 0): unknown {
   if (!(e instanceof Error)) return typeof e === 'string' ? e.slice(0, 500) : e;

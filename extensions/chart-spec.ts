@@ -35,7 +35,7 @@ const axis = z.object({
   logarithmic: z.boolean().optional(),
 });
 
-/** The arguments of render_chart and rasterize_chart (one shape, SPEC "same chart arguments"). */
+/** The arguments of render_chart and rasterize_chart (one shape: docs/rules.md#agent-tools, "same chart arguments"). */
 export const chartArgsShape = {
   type: z.enum(CHART_TYPES),
   title: z.string().max(200).optional(),

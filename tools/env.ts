@@ -1,5 +1,5 @@
 /**
- * The small environment the workspace-suite core agent reads (names fixed by the SPEC).
+ * The small environment the workspace-suite core agent reads (names fixed in docs/rules.md#sandbox-environment).
  * The agent child hands its own env to this MCP server; no real token is ever in it.
  */
 export interface ToolsEnv {

@@ -9,7 +9,7 @@ import { NOT_CONNECTED_MESSAGE, ToolError, runTool, toolOk } from './result.js';
 export const TOOLS_SERVER_NAME = 'airlock-workspace-core';
 export const TOOLS_SERVER_VERSION = '0.1.0';
 export const SHEET_ROWS_MAX = 1000;
-/** Memory entries whose source is refused to the agent (SPEC RBAC rule 7). */
+/** Memory entries whose source is refused to the agent (docs/rules.md#data-access-rules, rule 7). */
 export const REFUSED_MEMORY_SOURCE = 'bi';
 const SPREADSHEET_MIME = 'application/vnd.google-apps.spreadsheet';
 

@@ -67,7 +67,7 @@ function emailOf(idToken: string | undefined): string | null {
 }
 
 /**
- * /api/account: the user's connected workspace account (the SPEC's OAuth credential record),
+ * /api/account: the user's connected workspace account (the OAuth credential record of docs/rules.md#identity-rules),
  * separate from login. Authorization code + PKCE (S256), offline access, send-only mail scope.
  *   GET    /api/account           status
  *   POST   /api/account/connect   {return_to?} → {authorization_url}

@@ -3,7 +3,7 @@ import { AppError, AuthError, Encryptor, NotFoundError, getUserById, loadOrCreat
 import { asyncHandler, requireUser, type WebContext } from './context.js';
 import { validateBody } from './validate.js';
 
-/** The memory source fetch_memory may never hand to the agent (SPEC RBAC rule 7). */
+/** The memory source fetch_memory may never hand to the agent (docs/rules.md#data-access-rules, rule 7). */
 export const REFUSED_MEMORY_SOURCE = 'bi';
 export const MEMORY_CONTENT_MAX = 4000;
 export const MEMORIES_PER_USER_MAX = 1000;

@@ -1,5 +1,5 @@
 /**
- * Connected workspace accounts (the SPEC's "OAuth credential record"), one per user,
+ * Connected workspace accounts (the "OAuth credential record" of docs/rules.md#identity-rules), one per user,
  * separate from login. Tokens are AES-256-GCM ciphertext (core/crypto.ts Encryptor).
  */
 export const up = `

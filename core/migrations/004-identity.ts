@@ -142,7 +142,7 @@ CREATE TABLE directory_sync_jobs (
   finished_at   TEXT
 );
 CREATE INDEX directory_sync_jobs_conn ON directory_sync_jobs(connection_id, id);
--- At most one unfinished job per connection, enforced by the database (SPEC: no overlap).
+-- At most one unfinished job per connection, enforced by the database (docs/rules.md#identity-rules: no overlap).
 CREATE UNIQUE INDEX directory_sync_jobs_one_running ON directory_sync_jobs(connection_id)
   WHERE status IN ('pending','running');
 `;

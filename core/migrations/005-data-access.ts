@@ -1,10 +1,10 @@
 import type { Db } from '../db.js';
 
 /**
- * Data-access control (SPEC "Data-access resources"): roles, per-table grants with
+ * Data-access control (docs/rules.md#data-access-rules): roles, per-table grants with
  * column lists and row filters, user assignments, and the `bi` entitlement bit.
  *
- * Initial setup (SPEC rule 5): the built-in role `bi_admin` with the unrestricted grant
+ * Initial setup (docs/rules.md#data-access-rules, rule 5): the built-in role `bi_admin` with the unrestricted grant
  * (table "*", columns ["*"], empty row filter), assigned to every superuser that exists
  * when this migration runs; each of them gets the `bi` bit, written to the action log.
  * Users created later (superusers included) get no data role until one is assigned.

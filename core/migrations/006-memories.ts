@@ -1,6 +1,6 @@
 /**
  * Memory entries per user (fetch_memory, /api/memories). `source` names where an entry came
- * from (e.g. user, chat, bi); entries with source `bi` never reach the agent (SPEC RBAC rule 7).
+ * from (e.g. user, chat, bi); entries with source `bi` never reach the agent (docs/rules.md#data-access-rules, rule 7).
  */
 export const up = `
 CREATE TABLE memories (

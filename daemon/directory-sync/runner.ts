@@ -115,7 +115,7 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
       } catch (err) {
         throw new AppError('ERR_SYNC_TEAMS_FAILED', 'the linked-teams step failed; no directory change was kept', { status: 500, cause: err });
       }
-      // Deactivated users lose their web sessions in the same commit (beyond the SPEC).
+      // Deactivated users lose their web sessions in the same commit (beyond docs/rules.md#directory-sync-flow).
       let sessionsEnded = 0;
       for (const uid of applied.deactivatedUserIds) {
         sessionsEnded += deps.sessions?.destroyUserSessions(uid) ?? db.prepare('DELETE FROM web_sessions WHERE user_id = ?').run(uid).changes;
@@ -177,7 +177,7 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
     else jlog.warn({ code: e.code }, 'directory sync failed');
     return getJob(db, jobId);
   }
-  // After the commit: live sandboxes of deactivated users end (beyond the SPEC). Their accounts
+  // After the commit: live sandboxes of deactivated users end (beyond docs/rules.md#directory-sync-flow). Their accounts
   // are inactive and their web sessions gone already, so a failure here is logged, not fatal.
   const deactivated = committed?.deactivatedUserIds ?? [];
   if (deactivated.length && deps.sandboxes) {

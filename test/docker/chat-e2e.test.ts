@@ -361,7 +361,7 @@ if (docker) {
     connect();
     const again = await streamTurn(c, { message: ask, session_id: sessionId });
     t.equal(again.events.at(-1).stop_reason, 'end_turn');
-    t.equal(mailTool(again)?.ok, false, 'the warm session has no mail route (SPEC: proxy not attached)');
+    t.equal(mailTool(again)?.ok, false, 'the warm session has no mail route (docs/rules.md#states: proxy not attached)');
     t.match(mailTool(again)?.error, NOT_CONNECTED_MESSAGE, 'same message until a new session');
     const [still] = d.runtime!.sessions.list().filter((s) => s.sessionId === sessionId);
     t.equal(still.containerId, warm.containerId, 'the same warm container answered');

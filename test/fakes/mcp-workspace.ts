@@ -2,7 +2,7 @@
  * A stand-in MCP stdio server with the workspace-suite and extension tool names
  * (search_spreadsheets, fetch_sheet, send_email, rasterize_chart, render_chart), used to test
  * the demo model's plans while tools/ and extensions/ live on other branches. Results follow
- * SPEC.md: rasterize_chart returns a `chart_attachment` file name (<uuid>.png). Calls are
+ * docs/rules.md#agent-tools: rasterize_chart returns a `chart_attachment` file name (<uuid>.png). Calls are
  * appended to FAKE_MCP_LOG as JSON lines.
  */
 import { appendFileSync } from 'node:fs';

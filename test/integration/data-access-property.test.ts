@@ -97,7 +97,7 @@ function equivalence(t: Test, db: Database.Database, cols: readonly string[], ro
       const p = policyForTable(eff, 't');
       const expected = applyPolicy(p, rows);
       if (!p) {
-        // No grant reaches t: no policy at all (specification rule 2), and the evaluator allows nothing.
+        // No grant reaches t: no policy at all (docs/rules.md#data-access-rules, rule 2), and the evaluator allows nothing.
         const reaches = rs.some((r) => r.policies.some((x) => x.table === 't' || x.table === '*'));
         if (reaches) throw new Error('a grant reaches t but there is no policy');
         return expected.length === 0;

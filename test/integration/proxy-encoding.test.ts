@@ -152,7 +152,7 @@ t.test('unknown content-encoding → 502 ERR_PROXY_UPSTREAM_ENCODING, nothing of
     t.equal(r.status, 502, coding);
     t.equal(r.headers.get('x-airlock-error'), 'ERR_PROXY_UPSTREAM_ENCODING');
     const text = await r.text();
-    t.equal((JSON.parse(text) as { error: { code: string } }).error.code, 'ERR_PROXY_UPSTREAM_ENCODING', 'DESIGN.md error body');
+    t.equal((JSON.parse(text) as { error: { code: string } }).error.code, 'ERR_PROXY_UPSTREAM_ENCODING', 'the documented error body');
     t.notOk(text.includes(REAL) || text.includes('hello'), 'no upstream bytes');
   }
   t.same(decisions, Array(2).fill({ route: 'up', outcome: 'upstream_error', status: 502, code: 'ERR_PROXY_UPSTREAM_ENCODING' }));

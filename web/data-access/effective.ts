@@ -20,7 +20,7 @@ export interface TablePolicy {
   table: string;
   /** ["*"] for every column, else the sorted union of the grants' columns. */
   columns: string[];
-  /** True when some grant has an empty row filter (it dominates, specification rule 3). */
+  /** True when some grant has an empty row filter (it dominates, docs/rules.md#data-access-rules, rule 3). */
   all_rows: boolean;
   /** `{}` when all_rows; otherwise one grant's filter or `{"any":[…]}` of them (OR). */
   row_filter: RowFilter;
@@ -30,7 +30,7 @@ export interface TablePolicy {
 
 export interface EffectivePolicy {
   user: { id: number; username: string; is_active: boolean };
-  /** The `bi` entitlement bit (specification rule 6). */
+  /** The `bi` entitlement bit (docs/rules.md#data-access-rules, rule 6). */
   bi: boolean;
   roles: { id: number; name: string }[];
   /** Named tables; each already includes what wildcard grants add. */
@@ -90,7 +90,7 @@ export function mergeGrants(table: string, grants: GrantSource[]): TablePolicy {
 }
 
 /**
- * Resolve a user's effective policy from their roles' grants (specification rules 2 and 3).
+ * Resolve a user's effective policy from their roles' grants (docs/rules.md#data-access-rules, rules 2 and 3).
  * An inactive user gets nothing. A table no grant names, with no wildcard grant, has no policy.
  */
 export function resolveEffectivePolicy(user: PolicyUser, roles: RoleGrants[], bi: boolean): EffectivePolicy {
@@ -138,7 +138,7 @@ export function resolveEffectivePolicy(user: PolicyUser, roles: RoleGrants[], bi
   return { ...base, tables, any_table, explanation };
 }
 
-/** The policy for one table, or null when the user has no grant that reaches it (specification rule 2). */
+/** The policy for one table, or null when the user has no grant that reaches it (docs/rules.md#data-access-rules, rule 2). */
 export function policyForTable(eff: EffectivePolicy, table: string): TablePolicy | null {
   const t = eff.tables.find((x) => x.table === table);
   if (t) return t;

@@ -1,7 +1,7 @@
 import { AppError, ConflictError, NotFoundError, getUserById, logAction, nowIso, type Db } from '../../core/index.js';
 import type { RowFilter } from './predicate.js';
 
-/** The built-in unrestricted role (specification rule 1 of data access). */
+/** The built-in unrestricted role (docs/rules.md#data-access-rules, rule 1). */
 export const BI_ADMIN = 'bi_admin';
 /** The entitlement bit a user holds while they have any data role. */
 export const BI_ENTITLEMENT = 'bi';
@@ -303,7 +303,7 @@ export class DataAccessStore {
   }
 
   /**
-   * The specification's rule 6: the `bi` bit is set while the user has any data role and cleared when
+   * docs/rules.md#data-access-rules, rule 6: the `bi` bit is set while the user has any data role and cleared when
    * they have none; each change is written to the action log.
    */
   syncEntitlement(actorId: number | null, userId: number): void {

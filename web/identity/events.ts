@@ -24,7 +24,7 @@ export class IdentitySignals extends EventEmitter<{
   [SOCIAL_ACCOUNT_UPDATED]: [SocialAccountEvent];
 }> {}
 
-/** Upsert the ExternalIdentity for the user and the provider's connection (specification login flow step 6). */
+/** Upsert the ExternalIdentity for the user and the provider's connection (docs/rules.md#login-flow, step 6). */
 export function upsertExternalIdentity(db: Db, e: SocialAccountEvent): void {
   const now = nowIso();
   db.prepare(

@@ -17,7 +17,7 @@ import { asyncHandler, type WebContext } from '../context.js';
 import { SOCIAL_ACCOUNT_ADDED, SOCIAL_ACCOUNT_UPDATED, type IdentitySignals } from './events.js';
 import { decryptClientSecret, getConnectionByProvider, type IdpConnectionRow } from './store.js';
 
-/** Path of the browser form post that starts an SSO login (SPEC versioning: under /_login/browser/v1/). */
+/** Path of the browser form post that starts an SSO login (docs/rules.md#versioning: under /_login/browser/v1/). */
 export const SSO_REDIRECT_PATH = '/_login/browser/v1/auth/provider/redirect';
 /** Return point from the provider; the IdP client must list `${publicOrigin}${callbackPath(p)}`. */
 export const callbackPath = (provider: string) => `/accounts/${provider}/login/callback/`;

@@ -36,7 +36,7 @@ export interface ServiceAccountKey {
 
 const aad = (provider: string, what: string) => `idp:${provider}:${what}`;
 
-/** The specification: has_group_sync is true only when both the service-account JSON and delegated admin e-mail are set. */
+/** docs/rules.md#identity-rules: has_group_sync is true only when both the service-account JSON and delegated admin e-mail are set. */
 export function hasGroupSync(c: IdpConnectionRow): boolean {
   return !!c.service_account_enc && !!c.delegated_admin_email;
 }

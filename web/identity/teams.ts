@@ -7,7 +7,7 @@ export interface TeamMembershipChange {
 }
 
 /**
- * Make a linked team's members exactly its group's **active** members (the specification: "each linked Team's
+ * Make a linked team's members exactly its group's **active** members (docs/rules.md#directory-sync-flow, step 4: "each linked Team's
  * membership is made equal to its group's active members"). Used by the sync's linked-teams step
  * and when a manager links a team to a group (or to another one), so a team never carries one
  * group's members under another group's link. Writes only the differences; the caller rewrites the
