@@ -190,7 +190,9 @@ export class SessionManager extends SessionTable implements TurnRunner {
         try {
           prepared = await this.preparer.prepare({ userId: req.userId, sessionId: req.sessionId, proxyPort: SANDBOX_PROXY_PORT });
         } catch (err) {
-          await this.remove(sb!, 'policy changed');
+          // Refused under the new policy (a forbidden model): the sandbox goes. Any other failure
+          // fails this turn closed but keeps the sandbox marked, to be checked again next turn.
+          if (isAppError(err) && err.status >= 400 && err.status < 500) await this.remove(sb!, 'policy changed');
           return this.startFailed(req, err);
         }
         sb!.policyChanged = false;
