@@ -1,5 +1,3 @@
-import { chmodSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import {
   AppError,
   randomToken,
@@ -8,10 +6,10 @@ import {
   type PreparedSession,
   type ProfileRoute,
   type SessionPreparer,
-  type SessionProfile,
 } from '../core/index.js';
 import { agentSettings, isRouteName, ROUTE_ENV, type SandboxRouteEnv } from '../core/sandbox-env.js';
 import { buildProfile } from './runtime/session-plan.js';
+import { writeProfile } from './runtime/slots.js';
 import { egressTarget } from './egress.js';
 import { effectiveAgentPolicy, policyAllows } from '../web/identity/agent-policy.js';
 import type { Db } from '../core/index.js';
@@ -21,6 +19,8 @@ import type { TokenService } from './tokens.js';
 export { ROUTE_ENV };
 export { agentSettings };
 export { buildProfile };
+/** Write profile.json atomically (0644): what the runtime writes into a slot's run/ folder. */
+export { writeProfile };
 
 /** Random bytes per placeholder (192 bits ≥ the 128 the issue asks). */
 export const PLACEHOLDER_BYTES = 24;
@@ -122,18 +122,6 @@ export function buildRoutes(i: RouteInputs): ProfileRoute[] {
   return routes;
 }
 
-/**
- * Write profile.json (world-readable by design: it holds env references, never values) atomically.
- */
-export function writeProfile(dir: string, profile: SessionProfile): string {
-  mkdirSync(dir, { recursive: true });
-  const file = join(dir, 'profile.json');
-  const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, JSON.stringify(profile, null, 2) + '\n', { mode: 0o644 });
-  chmodSync(tmp, 0o644);
-  renameSync(tmp, file);
-  return file;
-}
 
 export interface OverlayOptions {
   config: Readonly<Config>;

@@ -29,7 +29,7 @@ import { agentEnvDigest, defaultPreparer, planSession } from './session-plan.js'
 
 export { defaultPreparer } from './session-plan.js';
 import { SessionTable, type SessionHooks } from './sessions.js';
-import { ownerIdFor, SlotFolders } from './slots.js';
+import { ownerIdFor, SlotFolders, writeProfile } from './slots.js';
 import { StartGate } from './start-gate.js';
 
 export { LABEL_OWNER, LABEL_POOL, LABEL_SESSION, LABEL_SLOT, LABEL_USER } from './sandbox-driver.js';
@@ -305,7 +305,7 @@ export class SessionManager extends SessionTable implements TurnRunner {
         this.watch(sb);
       }
       // World-readable by design: routes and token *references* only, never values.
-      this.slots.writeProfile(sb.runDir, plan.profile);
+      writeProfile(sb.runDir, plan.profile);
       this.slots.writeClaim(sb.dir, plan.claim);
       if (this.egress) sb.egress = await this.egress.open(sessionId, `${sb.runDir}/egress.sock`, plan.egressAllow);
       await sb.client!.request({ type: 'start', spec: plan.start });

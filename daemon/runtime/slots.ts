@@ -68,6 +68,17 @@ export function writeFileAtomic(path: string, data: string, mode: number): void 
   renameSync(tmp, path);
 }
 
+/**
+ * profile.json into a folder (a slot's run/, mounted at /run/airlock), atomically. World-readable
+ * by design: routes and token references, never a value. Returns the file's path.
+ */
+export function writeProfile(dir: string, profile: SessionProfile): string {
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, 'profile.json');
+  writeFileAtomic(file, JSON.stringify(profile, null, 2) + '\n', 0o644);
+  return file;
+}
+
 /** The airlock.owner label value of a data dir: an id stored in `<data dir>/runtime-owner`. */
 export function ownerIdFor(dataDir: string): string {
   const p = join(dataDir, 'runtime-owner');
@@ -149,11 +160,6 @@ export class SlotFolders {
 
   writeClaim(dir: string, claim: Claim): void {
     writeFileAtomic(join(dir, 'claim.json'), JSON.stringify(claim) + '\n', 0o600);
-  }
-
-  /** profile.json into a slot's run/ folder (0644: routes and token references, never values). */
-  writeProfile(runDir: string, profile: SessionProfile): void {
-    writeFileAtomic(join(runDir, 'profile.json'), JSON.stringify(profile, null, 2) + '\n', 0o644);
   }
 
   /** Make the sandboxes folder a shared mount so workspace binds propagate into pool containers. */
