@@ -2,7 +2,9 @@
 import type Docker from 'dockerode';
 import { AppError, type Config } from '../../core/index.js';
 import { CHILD_GID, CHILD_UID, SANDBOX_RUN_DIR, SANDBOX_WORKSPACE } from '../../core/sandbox-protocol.js';
-import { LABEL_OWNER, type OwnedSandbox, type SandboxDetails, type SandboxDriver, type SandboxSpec } from './sandbox-driver.js';
+import { LABEL_OWNER, type OwnedSandbox, type SandboxDetails, type SandboxDriver, type SandboxSpec, type ShellTerminal } from './sandbox-driver.js';
+
+const EXEC_EXIT_WAIT_MS = 5000;
 
 /**
  * The hardening every sandbox container gets: no network, every capability dropped but
@@ -111,5 +113,59 @@ export class DockerDriver implements SandboxDriver {
       running: c.State === 'running',
       createdAt: c.Created * 1000,
     }));
+  }
+
+  async logs(id: string, tail: number, out: { stdout(chunk: Buffer): void; stderr(chunk: Buffer): void }): Promise<void> {
+    const buf = (await this.docker.getContainer(id).logs({ stdout: true, stderr: true, tail, follow: false })) as unknown as Buffer;
+    // Demultiplex the engine's 8-byte frame headers (no TTY on sandbox containers).
+    let i = 0;
+    while (i + 8 <= buf.length) {
+      const len = buf.readUInt32BE(i + 4);
+      const chunk = buf.subarray(i + 8, i + 8 + len);
+      if (buf[i] === 2) out.stderr(chunk);
+      else out.stdout(chunk);
+      i += 8 + len;
+    }
+  }
+
+  async shell(id: string, o: { root: boolean; term: string }, tty: ShellTerminal): Promise<number> {
+    const exec = await this.docker.getContainer(id).exec({
+      Cmd: ['/bin/bash', '-i'],
+      AttachStdin: true,
+      AttachStdout: true,
+      AttachStderr: true,
+      Tty: true,
+      User: o.root ? '0' : String(CHILD_UID),
+      WorkingDir: SANDBOX_WORKSPACE,
+      Env: ['HOME=/home/agent', 'TERM=' + o.term, 'PS1=sandbox:\\w\\$ '],
+    });
+    const stream = await exec.start({ hijack: true, stdin: true, Tty: true });
+    const resize = () => void exec.resize({ h: tty.stdout.rows || 24, w: tty.stdout.columns || 80 }).catch(() => undefined);
+    if (tty.stdin.isTTY) tty.stdin.setRawMode?.(true);
+    tty.stdin.pipe(stream);
+    stream.pipe(tty.stdout);
+    tty.stdout.on('resize', resize);
+    resize();
+    await new Promise<void>((resolve) => stream.on('end', resolve).on('close', resolve));
+    if (tty.stdin.isTTY) tty.stdin.setRawMode?.(false);
+    tty.stdin.unpipe(stream);
+    return execExitCode(exec);
+  }
+}
+
+/**
+ * The exit status of a finished exec. The engine may report it a moment after the stream
+ * closes; if it never does (the container was removed meanwhile), 1.
+ */
+async function execExitCode(exec: Docker.Exec): Promise<number> {
+  const deadline = Date.now() + EXEC_EXIT_WAIT_MS;
+  for (;;) {
+    const info = await exec.inspect().catch(() => undefined);
+    if (info && !info.Running && typeof info.ExitCode === 'number') return info.ExitCode;
+    if (!info || Date.now() > deadline) {
+      process.stderr.write("attach: the shell's exit status is unknown\n");
+      return 1;
+    }
+    await new Promise((r) => setTimeout(r, 50));
   }
 }

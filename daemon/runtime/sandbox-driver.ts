@@ -64,4 +64,17 @@ export interface SandboxDriver {
   rename(id: string, name: string): Promise<void>;
   /** Every sandbox (running or not) carrying this owner label. */
   listOwned(owner: string): Promise<OwnedSandbox[]>;
+  /** The sandbox's last `tail` log lines (supervisor and agent stderr), by stream. */
+  logs(id: string, tail: number, out: { stdout(chunk: Buffer): void; stderr(chunk: Buffer): void }): Promise<void>;
+  /**
+   * An interactive shell in the sandbox on the caller's terminal (`sessions attach`), as the
+   * child's uid or, with `root`, as the capability-less root. Resolves with its exit status.
+   */
+  shell(id: string, o: { root: boolean; term: string }, tty: ShellTerminal): Promise<number>;
+}
+
+/** The caller's terminal for `shell`. */
+export interface ShellTerminal {
+  stdin: NodeJS.ReadableStream & { isTTY?: boolean; setRawMode?(raw: boolean): unknown };
+  stdout: NodeJS.WritableStream & { rows?: number; columns?: number; on(ev: 'resize', fn: () => void): unknown };
 }
