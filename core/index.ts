@@ -1,5 +1,6 @@
 export * from './config.js';
 export * from './errors.js';
+export * from './error-codes/index.js';
 export * from './secret.js';
 export * from './logger.js';
 export * from './db.js';

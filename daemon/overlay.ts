@@ -50,7 +50,7 @@ export function buildRoutes(i: RouteInputs): ProfileRoute[] {
       {
         name: 'mail',
         prefix: '/gmail',
-        // The child calls {MAIL_BASE_URL}/mail/v1/users/me/messages/send: one method and one path only.
+        // The child calls {MAIL_BASE_URL}/mail/v1/users/me/messages/send: one method and one path only (docs/rules.md#token-injection).
         allow: [{ method: 'POST', path: '/gmail/mail/v1/users/me/messages/send' }],
         upstream: i.google.mailBaseUrl,
         rewrite: { from: '/gmail/mail/v1/', to: '/gmail/v1/' },

@@ -1,7 +1,7 @@
 import { ACCOUNT_TOKEN_ENVS } from '../core/sandbox-env.js';
 import { AppError, type AccountTokens, type Logger, type Metrics, type TokenResponse } from '../core/index.js';
 
-/** Refresh at session start when this many seconds or fewer remain (the product rule: ≤ 60 s). */
+/** Refresh at session start when this many seconds or fewer remain (docs/rules.md#session-start). */
 export const TOKEN_REFRESH_WINDOW_S = 60;
 /** Warm sessions: refresh (and rotate into the sandbox) this long before expiry. */
 export const TOKEN_ROTATE_LEAD_S = 300;

@@ -1,19 +1,25 @@
-import type { ServerResponse } from 'node:http';
+import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { PROXY_AREA_ERRORS } from '../core/error-codes/index.js';
 
-/** Every refusal the proxy can answer, with its HTTP status. */
-export const PROXY_ERRORS = {
-  ERR_PROXY_BAD_REQUEST: 400,
-  ERR_PROXY_PLACEHOLDER: 401,
-  ERR_PROXY_ROUTE_DENIED: 403,
-  ERR_PROXY_BODY_TOO_LARGE: 413,
-  ERR_PROXY_UPSTREAM: 502,
-  ERR_PROXY_UPSTREAM_ENCODING: 502,
-  ERR_PROXY_TOKEN_MISSING: 503,
-  ERR_PROXY_TIMEOUT: 504,
-} as const;
+/** The codes the proxy answers a request with (ERR_PROXY_PROFILE only fails a start). */
+const REFUSAL_CODES = [
+  'ERR_PROXY_BAD_REQUEST',
+  'ERR_PROXY_PLACEHOLDER',
+  'ERR_PROXY_ROUTE_DENIED',
+  'ERR_PROXY_BODY_TOO_LARGE',
+  'ERR_PROXY_UPSTREAM',
+  'ERR_PROXY_UPSTREAM_ENCODING',
+  'ERR_PROXY_TOKEN_MISSING',
+  'ERR_PROXY_TIMEOUT',
+] as const satisfies readonly (keyof typeof PROXY_AREA_ERRORS)[];
 
-export type ProxyErrorCode = keyof typeof PROXY_ERRORS;
+export type ProxyErrorCode = (typeof REFUSAL_CODES)[number];
+
+/** Every refusal the proxy can answer, with its HTTP status from the error catalogue. */
+export const PROXY_ERRORS: Readonly<Record<ProxyErrorCode, number>> = Object.freeze(
+  Object.fromEntries(REFUSAL_CODES.map((c) => [c, PROXY_AREA_ERRORS[c].status])) as Record<ProxyErrorCode, number>,
+);
 
 /** A refusal decided before anything was forwarded. */
 export class ProxyRefusal extends Error {
@@ -31,7 +37,8 @@ function body(code: ProxyErrorCode, message: string): string {
 }
 
 /**
- * The one place the proxy turns a refusal into an HTTP answer: the DESIGN.md error body,
+ * The one place the proxy turns a refusal into an HTTP answer: the error body
+ * `{"error":{"code","message"}}` (docs/architecture.md#contracts),
  * `X-Airlock-Error: <code>`, and `Connection: close` (a refused connection is never reused,
  * so bytes after a refused request can never be read as a second request).
  * With a ServerResponse it answers through node:http; with a raw socket (parser errors,
@@ -71,14 +78,5 @@ export function errorResponse(target: ServerResponse | Duplex, code: ProxyErrorC
 }
 
 function reason(status: number): string {
-  switch (status) {
-    case 400: return 'Bad Request';
-    case 401: return 'Unauthorized';
-    case 403: return 'Forbidden';
-    case 413: return 'Payload Too Large';
-    case 502: return 'Bad Gateway';
-    case 503: return 'Service Unavailable';
-    case 504: return 'Gateway Timeout';
-    default: return 'Error';
-  }
+  return STATUS_CODES[status] ?? 'Error';
 }

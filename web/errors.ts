@@ -3,11 +3,12 @@ import { AppError } from '../core/index.js';
 
 /** 404 for API paths nobody handled. */
 export const notFound: RequestHandler = (req, _res, next) => {
-  next(new AppError('ERR_NOT_FOUND', `no route for ${req.method} ${req.path}`, { status: 404 }));
+  next(new AppError('ERR_NOT_FOUND', `no route for ${req.method} ${req.path}`));
 };
 
 /**
- * The one place errors become HTTP responses: the DESIGN.md body, never a stack trace,
+ * The one place errors become HTTP responses: the error body `{"error":{"code","message"}}`
+ * (docs/architecture.md#contracts) with the status the error catalogue gives the code; never a stack trace,
  * token or SQL text. Unknown errors are logged (kind, code and message; the logger never
  * writes a stack) and answered as 500 ERR_INTERNAL.
  */
@@ -26,9 +27,9 @@ export const errorMiddleware: ErrorRequestHandler = (err, req, res, _next) => {
 function normalise(err: unknown): AppError {
   if (err instanceof AppError) return err;
   const type = (err as { type?: string }).type;
-  if (type === 'entity.parse.failed') return new AppError('ERR_VALIDATION', 'body is not valid JSON', { status: 400 });
-  if (type === 'entity.too.large') return new AppError('ERR_BODY_TOO_LARGE', 'request body too large', { status: 413 });
-  if (type === 'encoding.unsupported' || type === 'charset.unsupported')
-    return new AppError('ERR_VALIDATION', 'unsupported body encoding', { status: 415 });
-  return new AppError('ERR_INTERNAL', 'internal error', { status: 500, cause: err });
+  if (type === 'entity.parse.failed') return new AppError('ERR_VALIDATION', 'body is not valid JSON');
+  if (type === 'entity.too.large') return new AppError('ERR_BODY_TOO_LARGE', 'request body too large');
+  // 415 has a code of its own (it was ERR_VALIDATION with 415, which disagreed with the catalogue).
+  if (type === 'encoding.unsupported' || type === 'charset.unsupported') return new AppError('ERR_BODY_ENCODING', 'unsupported body encoding');
+  return new AppError('ERR_INTERNAL', 'internal error', { cause: err });
 }

@@ -1,0 +1,39 @@
+import type { ErrorArea } from './types.js';
+
+/**
+ * The agent child, its model calls and its MCP tools. Tool codes never travel as an HTTP
+ * status (a tool answers `isError: true`); their status says what the failure is like.
+ */
+export const AGENT_ERRORS = {
+  ERR_AGENT_CONFIG: { status: 500, surfaces: ['start'], description: 'The agent child\'s settings (its environment) are invalid.' },
+  ERR_AGENT_INTERNAL: { status: 500, surfaces: ['turn'], description: 'The agent loop failed unexpectedly.' },
+  ERR_MODEL_HTTP: { status: 502, surfaces: ['turn'], description: 'The model endpoint answered an HTTP error.' },
+  ERR_MODEL_AUTH: { status: 502, surfaces: ['turn'], description: 'The model endpoint refused the key (401/403).' },
+  ERR_MODEL_STREAM: { status: 502, surfaces: ['turn'], description: 'The model\'s stream was malformed, reported an error, or ended early.' },
+  ERR_MODEL_TIMEOUT: { status: 502, surfaces: ['turn'], description: 'The model sent nothing for the configured timeout.' },
+  ERR_MODEL_UNREACHABLE: { status: 502, surfaces: ['turn'], description: 'The model endpoint could not be reached.' },
+  ERR_TOOL_UNKNOWN: { status: 404, surfaces: ['tool'], description: 'The model called a tool this session does not have.' },
+  ERR_TOOL_FAILED: { status: 502, surfaces: ['tool'], description: 'An MCP tool call failed at the protocol level.' },
+  ERR_TOOL_INTERNAL: { status: 500, surfaces: ['tool'], description: 'A tool failed unexpectedly (details only in its stderr log).' },
+  ERR_TOOL_INVALID_INPUT: { status: 400, surfaces: ['tool'], description: 'The tool\'s arguments are inconsistent (no body, an attachment twice).' },
+  ERR_TOOL_NOT_CONNECTED: { status: 409, surfaces: ['tool'], description: 'The user has no connected workspace account in this session.' },
+  ERR_TOOL_TOKEN_EXPIRED: { status: 401, surfaces: ['tool'], description: 'The access token expired in this session; a new chat session gets a fresh one.' },
+  ERR_TOOL_FORBIDDEN: { status: 403, surfaces: ['tool'], description: 'The workspace service or the proxy refused the call.' },
+  ERR_TOOL_NOT_FOUND: { status: 404, surfaces: ['tool'], description: 'The workspace service found nothing at that id.' },
+  ERR_TOOL_BAD_REQUEST: { status: 400, surfaces: ['tool'], description: 'The workspace service refused the request as malformed.' },
+  ERR_TOOL_RATE_LIMITED: { status: 429, surfaces: ['tool'], description: 'The workspace service is rate limiting.' },
+  ERR_TOOL_UPSTREAM_FAILED: { status: 502, surfaces: ['tool'], description: 'The workspace service failed (5xx).' },
+  ERR_TOOL_UPSTREAM_BAD_RESPONSE: { status: 502, surfaces: ['tool'], description: 'The workspace service answered something unexpected or too large.' },
+  ERR_TOOL_UPSTREAM_TIMEOUT: { status: 504, surfaces: ['tool'], description: 'The workspace service did not answer in time.' },
+  ERR_TOOL_UPSTREAM_UNREACHABLE: { status: 502, surfaces: ['tool'], description: 'The workspace service could not be reached.' },
+  ERR_TOOL_MESSAGE_BUILD: { status: 500, surfaces: ['tool'], description: 'send_email could not build the MIME message.' },
+  ERR_TOOL_ATTACHMENT_NAME: { status: 400, surfaces: ['tool'], description: 'An attachment is not a file name rasterize_chart returned (a UUID + .png).' },
+  ERR_TOOL_ATTACHMENT_NOT_FOUND: { status: 404, surfaces: ['tool'], description: 'The attachment does not exist or cannot be read.' },
+  ERR_TOOL_ATTACHMENT_NOT_FILE: { status: 400, surfaces: ['tool'], description: 'The attachment is not a regular file (a symlink, a folder).' },
+  ERR_TOOL_ATTACHMENT_NOT_PNG: { status: 400, surfaces: ['tool'], description: 'The attachment is not a PNG image.' },
+  ERR_TOOL_ATTACHMENT_TOO_LARGE: { status: 413, surfaces: ['tool'], description: 'An attachment, or all of them together, is too large (or changed while read).' },
+  ERR_TOOL_ATTACHMENTS_DIR: { status: 500, surfaces: ['tool'], description: 'The attachments folder cannot be written.' },
+  ERR_TOOL_DISK_FULL: { status: 507, surfaces: ['tool'], description: 'The workspace is full; the chart could not be saved.' },
+  ERR_TOOL_MEMORY_UNAVAILABLE: { status: 503, surfaces: ['tool'], description: 'Memory is not available in this chat session (no host route, or the token expired).' },
+  ERR_TOOL_MEMORY_REFUSED: { status: 403, surfaces: ['tool'], description: 'The memory entry\'s source is withheld from the assistant.' },
+} as const satisfies ErrorArea;

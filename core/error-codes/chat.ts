@@ -1,0 +1,21 @@
+import type { ErrorArea } from './types.js';
+
+/** Chat, chat sessions, memories and the connected workspace account. */
+export const CHAT_ERRORS = {
+  ERR_CHAT_UNAVAILABLE: { status: 503, surfaces: ['http'], description: 'No turn runner on this server (chat is not available).' },
+  ERR_CHAT_SESSION_NOT_FOUND: { status: 404, surfaces: ['http'], description: 'No such chat session (or another user\'s).' },
+  ERR_CHAT_ATTACHMENT_NOT_FOUND: { status: 404, surfaces: ['http'], description: 'No such chart attachment in the caller\'s workspace.' },
+  ERR_SESSION_BUSY: { status: 409, surfaces: ['http', 'turn', 'control'], description: 'A turn is already running in this session (or the operator acts on a busy session).' },
+  ERR_SESSION_CAPACITY: { status: 503, surfaces: ['http'], description: 'This host runs as many sessions as it may; try again later.' },
+  ERR_SESSION_NOT_FOUND: { status: 404, surfaces: ['http', 'control'], description: 'No live session or container with that id.' },
+  ERR_SESSION_UNAVAILABLE: { status: 503, surfaces: ['http'], description: 'The daemon is shutting down; try again.' },
+  ERR_MEMORY_LIMIT: { status: 409, surfaces: ['http'], description: 'The user has the most memory entries allowed.' },
+  ERR_MEMORY_NOT_FOUND: { status: 404, surfaces: ['http'], description: 'No such memory entry (or another user\'s).' },
+  ERR_MEMORY_SOURCE_REFUSED: { status: 403, surfaces: ['http'], description: 'Memory entries of a withheld source (`bi`) are not given to the agent.' },
+  ERR_ACCOUNT_NOT_CONFIGURED: { status: 503, surfaces: ['http'], description: 'Workspace account connection is off: AIRLOCK_GOOGLE_CLIENT_ID is not set.' },
+  ERR_ACCOUNT_STATE: { status: 400, surfaces: ['http'], description: 'Unknown, foreign or expired account-connect state.' },
+  ERR_ACCOUNT_DENIED: { status: 400, surfaces: ['http'], description: 'The provider did not grant access to the workspace account.' },
+  ERR_ACCOUNT_OAUTH: { status: 502, surfaces: ['http'], description: 'The provider\'s token endpoint is unreachable or refused the grant.' },
+  ERR_ACCOUNT_NOT_CONNECTED: { status: 409, surfaces: ['start'], description: 'The user has no connected workspace account (token refresh).' },
+  ERR_ACCOUNT_REFRESH: { status: 502, surfaces: ['start'], description: 'The workspace access token could not be refreshed.' },
+} as const satisfies ErrorArea;

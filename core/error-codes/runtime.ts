@@ -1,0 +1,41 @@
+import type { ErrorArea } from './types.js';
+
+/**
+ * The session runtime: sandboxes and their supervisor, the daemon's control API, the image
+ * build, the demo and the host egress gateway. The supervisor's codes (bad control request,
+ * agent child failures) reach the host over the control socket; the host answers them as 502
+ * because, from the user's side, the sandbox is a gateway that failed.
+ */
+export const RUNTIME_ERRORS = {
+  ERR_SANDBOX_START: { status: 503, surfaces: ['turn', 'start'], description: 'The sandbox container could not be started or prepared.' },
+  ERR_SANDBOX_LOST: { status: 503, surfaces: ['turn'], description: 'The sandbox went away (its control socket closed) during a request or a turn.' },
+  ERR_SANDBOX_TIMEOUT: { status: 504, surfaces: ['control'], description: 'The sandbox did not answer a control request in time.' },
+  ERR_SANDBOX_UNREACHABLE: { status: 503, surfaces: ['start'], description: 'The sandbox control socket did not come up.' },
+  ERR_SANDBOX_POOL: { status: 500, surfaces: ['start'], description: 'The warm pool did not fill in time.' },
+  ERR_SANDBOX_FAILED: { status: 500, surfaces: ['turn'], description: 'The sandbox failed to run the turn (the web app\'s catch-all in `done`).' },
+  ERR_SANDBOX_INTERNAL: { status: 502, surfaces: ['turn', 'control'], description: 'The supervisor failed a control request without a code of its own.' },
+  ERR_SANDBOX_BAD_REQUEST: { status: 502, surfaces: ['control'], description: 'The supervisor refused a malformed control request.' },
+  ERR_SANDBOX_ALREADY_STARTED: { status: 502, surfaces: ['control'], description: 'The sandbox already belongs to another session.' },
+  ERR_SANDBOX_NOT_STARTED: { status: 502, surfaces: ['control'], description: 'A prompt reached a sandbox that was never started.' },
+  ERR_SANDBOX_PROFILE: { status: 502, surfaces: ['control'], description: 'The sandbox\'s profile.json is for another session.' },
+  ERR_SANDBOX_CHILD_SPAWN: { status: 502, surfaces: ['control'], description: 'The agent child could not be spawned.' },
+  ERR_SANDBOX_CHILD_TIMEOUT: { status: 502, surfaces: ['control'], description: 'The agent child did not become ready in time.' },
+  ERR_SANDBOX_CHILD_EXITED: { status: 502, surfaces: ['turn', 'control'], description: 'The agent child exited (during a turn it is restarted and the turn ends with this code).' },
+  ERR_SANDBOX_EXITED: {
+    status: 502,
+    surfaces: ['turn'],
+    description: 'The local runner\'s agent process exited during the turn (same meaning as ERR_SANDBOX_CHILD_EXITED).',
+    deprecatedFor: 'ERR_SANDBOX_CHILD_EXITED',
+  },
+  ERR_RUNTIME_UNAVAILABLE: { status: 503, surfaces: ['http'], description: 'The sandbox runtime is not running on this server (no Docker engine).' },
+  ERR_DAEMON_NOT_RUNNING: { status: 503, surfaces: ['control'], description: 'The CLI found no daemon on the control socket; start `airlock serve`.' },
+  ERR_DAEMON_UNREACHABLE: { status: 503, surfaces: ['control'], description: 'The CLI cannot reach the daemon\'s control socket.' },
+  ERR_DAEMON_TIMEOUT: { status: 504, surfaces: ['control'], description: 'The daemon did not answer the CLI in time.' },
+  ERR_IMAGE_BUILD: { status: 500, surfaces: ['control', 'start'], description: 'Building the sandbox image failed (missing dist/, engine build error).' },
+  ERR_IMAGE_PREREQ: { status: 503, surfaces: ['control', 'start'], description: 'The base image cannot be built offline on this machine (e.g. no debootstrap).' },
+  ERR_DEMO_DOCKER: { status: 503, surfaces: ['start'], description: '`airlock demo` cannot use the Docker engine.' },
+  ERR_DEMO_SETUP: { status: 500, surfaces: ['start'], description: '`airlock demo` could not connect the demo workspace account.' },
+  ERR_EGRESS_BAD_REQUEST: { status: 400, surfaces: ['proxy'], description: 'The egress gateway got something other than a well-formed CONNECT.' },
+  ERR_EGRESS_DENIED: { status: 403, surfaces: ['proxy'], description: 'The egress gateway refused a host the session\'s routes do not name.' },
+  ERR_EGRESS_UPSTREAM: { status: 502, surfaces: ['proxy'], description: 'The egress gateway could not connect to the upstream host.' },
+} as const satisfies ErrorArea;

@@ -1,0 +1,248 @@
+/**
+ * The error catalogue (core/error-codes/) is the one list of error codes:
+ * - every `ERR_*` code written anywhere in the repository (source, browser UI, tests, docs) is in it;
+ * - no call site passes an HTTP status that disagrees with it (an explicit `status` option, a
+ *   status argument next to the code, or a subclass that implies one);
+ * - docs/api.md's error table is the one `errorTableMarkdown()` renders
+ *   (AIRLOCK_UPDATE_DOCS=1 rewrites it);
+ * - AppError and the proxy take their statuses from it.
+ */
+import t from 'tap';
+import ts from 'typescript';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  AppError,
+  AuthError,
+  ConflictError,
+  ERROR_AREAS,
+  ERROR_CATALOGUE,
+  NotFoundError,
+  ValidationError,
+  appErrorFromPeer,
+  errorStatus,
+  errorTableMarkdown,
+  isErrorCode,
+  toAppError,
+  type ErrorSpec,
+} from '../../core/index.js';
+import { PROXY_ERRORS, ProxyRefusal } from '../../proxy/index.js';
+
+function repoRoot(): string {
+  let d = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(d, 'package.json'))) d = dirname(d);
+  return d;
+}
+const ROOT = repoRoot();
+const SELF = 'test/unit/error-catalogue.test.ts';
+
+/** Folders whose code produces errors; test/ and docs are scanned for codes only. */
+const SOURCE_DIRS = ['core', 'proxy', 'supervisor', 'agent', 'tools', 'extensions', 'web', 'daemon', 'emulator', 'bench', 'images'];
+
+function* walk(dir: string, ext: RegExp): Generator<string> {
+  if (!existsSync(dir)) return;
+  for (const name of readdirSync(dir)) {
+    const p = join(dir, name);
+    if (name === 'node_modules' || name === 'dist' || name.startsWith('.')) continue;
+    if (statSync(p).isDirectory()) yield* walk(p, ext);
+    else if (ext.test(name) && !name.endsWith('.d.ts')) yield p;
+  }
+}
+
+/**
+ * A code, not a prefix or a pattern: `ERR_MODEL_*`, `ERR_PROXY_(A|B)`, `ERR_<AREA>_<WHAT>` and
+ * `ERR_${x}` are not matched.
+ */
+const CODE_RE = /\bERR_[A-Z0-9_]*[A-Z0-9](?![A-Za-z0-9_*<{$(])/g;
+
+function codesIn(file: string): { code: string; line: number }[] {
+  const out: { code: string; line: number }[] = [];
+  readFileSync(file, 'utf8')
+    .split('\n')
+    .forEach((text, i) => {
+      for (const m of text.matchAll(CODE_RE)) out.push({ code: m[0], line: i + 1 });
+    });
+  return out;
+}
+
+t.test('the catalogue is well formed', async (t) => {
+  const seen = new Map<string, string>();
+  for (const area of ERROR_AREAS) {
+    for (const [code, spec] of Object.entries(area.errors) as [string, ErrorSpec][]) {
+      t.notOk(seen.has(code), `${code} is listed once (also in ${seen.get(code)})`);
+      seen.set(code, area.title);
+      t.match(code, /^ERR_[A-Z0-9]+(?:_[A-Z0-9]+)*$/, `${code}: ERR_<AREA>_<WHAT>`);
+      t.ok(Number.isInteger(spec.status) && spec.status >= 400 && spec.status <= 599, `${code}: status ${spec.status} is 4xx or 5xx`);
+      t.ok(spec.description.length > 0 && !spec.description.includes('\n'), `${code}: one-line description`);
+      t.ok(spec.surfaces.length > 0, `${code}: says where it can be met`);
+      if (spec.deprecatedFor) {
+        t.ok(isErrorCode(spec.deprecatedFor), `${code}: its replacement ${spec.deprecatedFor} is catalogued`);
+        t.notOk(errorSpecOf(spec.deprecatedFor)?.deprecatedFor, `${code}: its replacement is not deprecated itself`);
+      }
+    }
+  }
+  t.equal(Object.keys(ERROR_CATALOGUE).length, seen.size, 'the collected catalogue holds every area');
+});
+
+function errorSpecOf(code: string): ErrorSpec | undefined {
+  return isErrorCode(code) ? ERROR_CATALOGUE[code] : undefined;
+}
+
+t.test('every ERR_* code written in the repository is in the catalogue', async (t) => {
+  const files = [
+    ...SOURCE_DIRS.flatMap((d) => [...walk(join(ROOT, d), /\.(ts|js|mjs|sh|html)$/)]),
+    ...walk(join(ROOT, 'test'), /\.(ts|js)$/),
+    ...walk(join(ROOT, 'docs'), /\.md$/),
+    join(ROOT, 'README.md'),
+  ].filter((f) => relative(ROOT, f) !== SELF);
+  const missing: string[] = [];
+  const used = new Set<string>();
+  let found = 0;
+  for (const f of files) {
+    for (const { code, line } of codesIn(f)) {
+      found++;
+      used.add(code);
+      if (!isErrorCode(code)) missing.push(`${relative(ROOT, f)}:${line} ${code}`);
+    }
+  }
+  t.ok(found > 100, `codes were found (${found})`);
+  t.same(missing, [], 'no code outside the catalogue (add it to core/error-codes/<area>.ts)');
+  // A catalogued code nobody writes any more is dead: remove it (deprecated ones go with their producers).
+  const unused = Object.keys(ERROR_CATALOGUE).filter((c) => !used.has(c));
+  t.same(unused, [], 'every catalogued code is still produced or documented');
+});
+
+/** Subclasses (and helpers) whose status is implied by their name when they take a code. */
+const IMPLIED_STATUS: Record<string, number> = { NotFoundError: 404, ConflictError: 409, AuthError: 401, ModelError: 502, wrapUnique: 409 };
+
+interface StatusSite {
+  at: string;
+  code: string;
+  status: number;
+  how: string;
+}
+
+/** Every call or `new` that names exactly one code and a literal status (or implies one). */
+function statusSites(file: string): StatusSite[] {
+  const src = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+  const sites: StatusSite[] = [];
+  const visit = (n: ts.Node): void => {
+    if (ts.isNewExpression(n) || ts.isCallExpression(n)) {
+      const args = n.arguments ?? [];
+      const codes = args.filter((a): a is ts.StringLiteralLike => ts.isStringLiteralLike(a) && /^ERR_[A-Z0-9_]+$/.test(a.text));
+      if (codes.length === 1) {
+        const code = (codes[0] as ts.StringLiteralLike).text;
+        const at = `${relative(ROOT, file)}:${src.getLineAndCharacterOfPosition(n.getStart()).line + 1}`;
+        let explicit: StatusSite | undefined;
+        for (const a of args) {
+          if (ts.isNumericLiteral(a) && /^[1-5]\d\d$/.test(a.text)) explicit = { at, code, status: Number(a.text), how: 'status argument' };
+          if (ts.isObjectLiteralExpression(a)) {
+            for (const p of a.properties) {
+              if (ts.isPropertyAssignment(p) && p.name.getText(src) === 'status' && ts.isNumericLiteral(p.initializer)) {
+                explicit = { at, code, status: Number(p.initializer.text), how: 'status option' };
+              }
+            }
+          }
+        }
+        const callee = n.expression.getText(src).replace(/^this\./, '');
+        if (explicit) sites.push(explicit);
+        else if (IMPLIED_STATUS[callee] !== undefined) sites.push({ at, code, status: IMPLIED_STATUS[callee], how: callee });
+      }
+    }
+    ts.forEachChild(n, visit);
+  };
+  visit(src);
+  return sites;
+}
+
+t.test('no call site passes a status that disagrees with the catalogue', async (t) => {
+  const disagreements: string[] = [];
+  let checked = 0;
+  for (const d of SOURCE_DIRS) {
+    for (const f of walk(join(ROOT, d), /\.ts$/)) {
+      for (const s of statusSites(f)) {
+        checked++;
+        const want = errorSpecOf(s.code)?.status;
+        if (want !== undefined && want !== s.status) disagreements.push(`${s.at} ${s.code}: ${s.how} ${s.status}, catalogue ${want}`);
+      }
+    }
+  }
+  t.ok(checked > 50, `status sites were checked (${checked})`);
+  t.same(disagreements, [], 'every explicit or implied status matches the catalogue');
+});
+
+t.test('the scanner sees a disagreeing status', async (t) => {
+  // The check above must be able to fail: run it on a file that disagrees on purpose.
+  const dir = mkdtempSync(join(tmpdir(), 'airlock-catalogue-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'disagrees.ts');
+  writeFileSync(
+    file,
+    "throw new AppError('ERR_SESSION_BUSY', 'x', { status: 503 });\n" +
+      "throw new NotFoundError('ERR_SESSION_CAPACITY', 'x');\n" +
+      "refuse(sock, 400, 'ERR_EGRESS_DENIED');\n",
+  );
+  const sites = statusSites(file);
+  t.same(
+    sites.map((s) => [s.code, s.status, errorStatus(s.code)]),
+    [
+      ['ERR_SESSION_BUSY', 503, 409],
+      ['ERR_SESSION_CAPACITY', 404, 503],
+      ['ERR_EGRESS_DENIED', 400, 403],
+    ],
+  );
+});
+
+const BEGIN = '<!-- error-codes:begin (generated from core/error-codes/; see the note above) -->';
+const END = '<!-- error-codes:end -->';
+
+t.test('docs/api.md carries the table the catalogue renders', async (t) => {
+  const path = join(ROOT, 'docs', 'api.md');
+  const doc = readFileSync(path, 'utf8');
+  const a = doc.indexOf(BEGIN);
+  const b = doc.indexOf(END);
+  t.ok(a >= 0 && b > a, 'docs/api.md has the error-codes markers');
+  if (a < 0 || b <= a) return;
+  const want = `${BEGIN}\n\n${errorTableMarkdown()}\n${END}`;
+  const have = doc.slice(a, b + END.length);
+  if (have !== want && process.env.AIRLOCK_UPDATE_DOCS === '1') {
+    writeFileSync(path, doc.slice(0, a) + want + doc.slice(b + END.length));
+    t.pass('docs/api.md rewritten');
+    return;
+  }
+  t.equal(have, want, 'the table matches the catalogue (AIRLOCK_UPDATE_DOCS=1 npx tap dist/test/unit/error-catalogue.test.js rewrites it)');
+  for (const code of Object.keys(ERROR_CATALOGUE)) t.ok(have.includes(`\`${code}\``), `${code} is in the table`);
+});
+
+t.test('AppError and its subclasses take the status from the catalogue', async (t) => {
+  t.equal(new AppError('ERR_SESSION_BUSY', 'busy').status, 409);
+  t.equal(new AppError('ERR_SESSION_CAPACITY', 'full').status, 503);
+  t.equal(new AppError('ERR_BODY_ENCODING', 'enc').status, 415);
+  t.equal(new AppError('ERR_FROM_A_PEER_UNKNOWN', 'x').status, 500, 'a code the catalogue does not know answers 500');
+  t.equal(new AppError('ERR_SESSION_BUSY', 'x', { status: 418 }).status, 418, 'an explicit status is still honoured');
+  t.equal(new ValidationError('bad').status, 400);
+  t.equal(new NotFoundError('ERR_TEAM_NOT_FOUND', 'x').status, 404);
+  t.equal(new NotFoundError('ERR_SOMETHING_UNKNOWN', 'x').status, 404, 'NotFoundError defaults to 404');
+  t.equal(new ConflictError('ERR_TEAM_LINKED', 'x').status, 409);
+  t.equal(new AuthError('ERR_AGENT_TOKEN_EXPIRED', 'x').status, 401);
+  t.equal(toAppError(new Error('boom')).status, 500);
+  t.equal(toAppError(new Error('boom'), 'ERR_SYNC_FAILED').code, 'ERR_SYNC_FAILED');
+  t.same(new AppError('ERR_SESSION_BUSY', 'busy').toBody(), { error: { code: 'ERR_SESSION_BUSY', message: 'busy' } });
+});
+
+t.test('an error reported by a peer gets the catalogue status, not a guess', async (t) => {
+  t.equal(appErrorFromPeer({ code: 'ERR_SESSION_BUSY', message: 'busy' }).status, 409);
+  t.equal(appErrorFromPeer({ code: 'ERR_SANDBOX_CHILD_EXITED', message: 'x' }).status, 502);
+  t.equal(appErrorFromPeer({ code: 'ERR_PROXY_TOKEN_MISSING', message: 'x' }).status, 503);
+  t.equal(appErrorFromPeer({ code: 'ERR_FROM_A_NEWER_PEER', message: 'x' }).status, 502, 'unknown code: the fallback');
+  t.equal(appErrorFromPeer({ code: 'ERR_FROM_A_NEWER_PEER', message: 'x' }, 500).status, 500);
+  t.equal(appErrorFromPeer({ code: 'ERR_SESSION_BUSY', message: 'busy' }).message, 'busy');
+});
+
+t.test('the proxy answers with the catalogue statuses', async (t) => {
+  for (const [code, status] of Object.entries(PROXY_ERRORS)) t.equal(status, errorStatus(code), `${code} ${status}`);
+  t.equal(Object.keys(PROXY_ERRORS).length, 8, 'every refusal code');
+  t.equal(new ProxyRefusal('ERR_PROXY_PLACEHOLDER', 'x').status, 401);
+});
