@@ -1,6 +1,8 @@
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AppError } from '../core/errors.js';
+// Env names passed on to MCP servers: the tool routes' base URLs and placeholders, and the agent API.
+import { TOOL_ENV_NAMES } from '../core/sandbox-env.js';
 
 /** One MCP stdio server the agent spawns. */
 export interface McpServerSpec {
@@ -35,9 +37,6 @@ export const DEFAULT_SYSTEM_PROMPT =
   'You are the Airlock assistant. You can call tools to read spreadsheets, draw charts and send e-mail for the user. ' +
   'To e-mail a chart, call rasterize_chart and pass the returned file name unchanged to send_email. Be brief.';
 
-/** Env names passed on to MCP servers: the tool routes' base URLs and placeholders, and the agent API. */
-const TOOL_ENV_RE = /^(MAIL|SHEETS|SEARCH_SHEETS)_[A-Z0-9_]+$/;
-const TOOL_ENV_NAMES = new Set(['AGENT_USER_TOKEN', 'AGENT_API_BASE_URL', 'AGENT_ATTACHMENTS_DIR']);
 
 /** `<dist>` of the running build: agent/ sits one level below it. */
 export function distDir(): string {
@@ -105,7 +104,7 @@ export function readAgentSettings(env: NodeJS.ProcessEnv): AgentSettings {
         );
   const toolEnv: Record<string, string> = {};
   for (const [k, v] of Object.entries(env)) {
-    if (v !== undefined && (TOOL_ENV_RE.test(k) || TOOL_ENV_NAMES.has(k))) toolEnv[k] = v;
+    if (v !== undefined && TOOL_ENV_NAMES.has(k)) toolEnv[k] = v;
   }
   const settings: AgentSettings = {
     provider,

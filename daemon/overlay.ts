@@ -1,5 +1,3 @@
-import { chmodSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import {
   AppError,
   randomToken,
@@ -8,24 +6,21 @@ import {
   type PreparedSession,
   type ProfileRoute,
   type SessionPreparer,
-  type SessionProfile,
 } from '../core/index.js';
+import { agentSettings, isRouteName, ROUTE_ENV, type SandboxRouteEnv } from '../core/sandbox-env.js';
+import { buildProfile } from './runtime/session-plan.js';
+import { writeProfile } from './runtime/slots.js';
 import { egressTarget } from './egress.js';
 import { effectiveAgentPolicy, policyAllows } from '../web/identity/agent-policy.js';
 import type { Db } from '../core/index.js';
 import type { TokenService } from './tokens.js';
 
-/**
- * Env names of the sandbox routes (docs/proxy.md). `token` is the supervisor-only env var
- * holding the real credential; `placeholder` and `baseUrl` are what the child gets.
- */
-export const ROUTE_ENV = {
-  mail: { placeholder: 'MAIL_API_KEY', token: 'MAIL_ACCESS_TOKEN', baseUrl: 'MAIL_BASE_URL' },
-  sheets: { placeholder: 'SHEETS_API_KEY', token: 'SHEETS_ACCESS_TOKEN', baseUrl: 'SHEETS_BASE_URL' },
-  search: { placeholder: 'SEARCH_SHEETS_API_KEY', token: 'SEARCH_ACCESS_TOKEN', baseUrl: 'SEARCH_SHEETS_BASE_URL' },
-  model: { placeholder: 'AGENT_MODEL_API_KEY', token: 'MODEL_API_KEY_REAL', baseUrl: 'AGENT_MODEL_BASE_URL' },
-  host: { placeholder: 'AGENT_USER_TOKEN', token: null, baseUrl: 'AGENT_API_BASE_URL' },
-} as const;
+/** Env names of the sandbox routes (the registry in core/sandbox-env.ts). */
+export { ROUTE_ENV };
+export { agentSettings };
+export { buildProfile };
+/** Write profile.json atomically (0644): what the runtime writes into a slot's run/ folder. */
+export { writeProfile };
 
 /** Random bytes per placeholder (192 bits ≥ the 128 the issue asks). */
 export const PLACEHOLDER_BYTES = 24;
@@ -55,7 +50,7 @@ export function buildRoutes(i: RouteInputs): ProfileRoute[] {
       {
         name: 'mail',
         prefix: '/gmail',
-        // SPEC: {MAIL_BASE_URL}/mail/v1/users/me/messages/send, one method and one path only.
+        // The child calls {MAIL_BASE_URL}/mail/v1/users/me/messages/send: one method and one path only (docs/rules.md#token-injection).
         allow: [{ method: 'POST', path: '/gmail/mail/v1/users/me/messages/send' }],
         upstream: i.google.mailBaseUrl,
         rewrite: { from: '/gmail/mail/v1/', to: '/gmail/v1/' },
@@ -127,22 +122,6 @@ export function buildRoutes(i: RouteInputs): ProfileRoute[] {
   return routes;
 }
 
-export function buildProfile(sessionId: string, proxyPort: number, routes: ProfileRoute[]): SessionProfile {
-  return { version: 1, session_id: sessionId, proxy: { host: '127.0.0.1', port: proxyPort }, routes };
-}
-
-/**
- * Write profile.json (world-readable by design: it holds env references, never values) atomically.
- */
-export function writeProfile(dir: string, profile: SessionProfile): string {
-  mkdirSync(dir, { recursive: true });
-  const file = join(dir, 'profile.json');
-  const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, JSON.stringify(profile, null, 2) + '\n', { mode: 0o644 });
-  chmodSync(tmp, 0o644);
-  renameSync(tmp, file);
-  return file;
-}
 
 export interface OverlayOptions {
   config: Readonly<Config>;
@@ -154,8 +133,6 @@ export interface OverlayOptions {
   hostOrigin?: string;
   /** Mint AGENT_USER_TOKEN for a session (HMAC, bound to user and session); omitted → no host route. */
   mintAgentUserToken?: (userId: number, sessionId: string) => string;
-  /** When set, profile.json is written to sessionDir(sessionId) at prepare time. */
-  sessionDir?: (sessionId: string) => string;
   /** The connected account's address (From of sent mail, MAIL_FROM); omitted → Gmail fills it in. */
   accountEmail?: (userId: number) => string | null | undefined;
 }
@@ -166,7 +143,9 @@ const MAIL_FROM_RE = /^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9.-]{1,253
 /**
  * SessionPreparer: at session start, obtain the user's access token (refreshed when ≤ 60 s
  * remain), build the routes whose tokens exist, mint per-session placeholders, and list the
- * egress targets. Registers the session with the token service for rotation.
+ * egress targets. Pure with respect to the session: it writes nothing and registers nothing;
+ * the session runtime writes the profile and, once the sandbox took `start`, reports the session
+ * live, which is where token rotation registers it (serve's onSessionLive hook).
  */
 export class OverlayPreparer implements SessionPreparer {
   readonly #o: OverlayOptions;
@@ -202,42 +181,16 @@ export class OverlayPreparer implements SessionPreparer {
     const placeholders: Record<string, string> = {};
     const agentEnv: Record<string, string> = {};
     for (const r of routes) {
-      const env = ROUTE_ENV[r.name as keyof typeof ROUTE_ENV];
-      if (r.name === 'host') placeholders[env.placeholder] = agentUserToken!;
-      else placeholders[env.placeholder] = randomToken(PLACEHOLDER_BYTES);
-      if (env.token && r.token_ref) tokens[env.token] = r.name === 'model' ? modelKey! : access!;
+      if (!isRouteName(r.name)) continue;
+      const env: SandboxRouteEnv = ROUTE_ENV[r.name];
+      placeholders[env.placeholder] = env.credential === 'agent-user-token' ? agentUserToken! : randomToken(PLACEHOLDER_BYTES);
+      if (env.token && r.token_ref) tokens[env.token] = env.credential === 'model-key' ? modelKey! : access!;
     }
     Object.assign(agentEnv, agentSettings(config, policy));
     const from = access ? this.#o.accountEmail?.(req.userId) : undefined;
     if (from && MAIL_FROM_RE.test(from)) agentEnv.MAIL_FROM = from;
     const egressAllow = [...new Set(routes.map((r) => egressTarget(r.upstream)))];
-    const accountEnvs = routes.filter((r) => ['mail', 'sheets', 'search'].includes(r.name)).map((r) => ROUTE_ENV[r.name as 'mail'].token);
-    this.#o.tokens.track(req.sessionId, req.userId, accountEnvs);
-    if (this.#o.sessionDir) writeProfile(this.#o.sessionDir(req.sessionId), buildProfile(req.sessionId, req.proxyPort, routes));
     log.info({ userId: req.userId, sessionId: req.sessionId, routes: routes.map((r) => r.name) }, 'session overlay prepared');
     return { routes, tokens, placeholders, agentUserToken, agentEnv, egressAllow };
   }
-}
-
-/**
- * The agent child's settings (env names the agent reads). The user's agent policy decides
- * which tools are loaded (AGENT_TOOLS, comma list; absent = all); a forbidden model is refused
- * earlier, in prepare().
- */
-export function agentSettings(
-  config: Readonly<Config>,
-  policy?: { tools: string[] | null; models: string[] | null; denied_tools: string[]; denied_models: string[] },
-): Record<string, string> {
-  const env: Record<string, string> = {
-    AGENT_MODEL_PROVIDER: config.model.provider,
-    AGENT_MODEL: config.model.model,
-    AGENT_MAX_STEPS: String(config.model.maxSteps),
-    AGENT_MODEL_TIMEOUT_S: String(config.model.timeoutS),
-  };
-  if (policy) {
-    const all = ['fetch_sheet', 'search_spreadsheets', 'send_email', 'fetch_memory', 'rasterize_chart', 'render_chart'];
-    const allowed = (policy.tools ?? all).filter((t) => !policy.denied_tools.includes(t));
-    if (policy.tools !== null || policy.denied_tools.length) env.AGENT_TOOLS = allowed.join(',');
-  }
-  return env;
 }

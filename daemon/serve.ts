@@ -7,7 +7,7 @@ import type { EgressGateway } from '../core/sandbox-protocol.js';
 import { startRuntime, type Runtime, type SessionHooks } from './runtime/index.js';
 import { EgressGatewayService } from './egress.js';
 import { OverlayPreparer } from './overlay.js';
-import { ACCOUNT_TOKEN_ENVS, TokenService } from './tokens.js';
+import { TokenService } from './tokens.js';
 
 export interface RunningDaemon extends DaemonBase {
   web: WebServer;
@@ -68,13 +68,13 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   // start on prompts, which come after that, so the runtime gets a late-bound preparer.
   let preparer: SessionPreparer | undefined;
   const latePreparer: SessionPreparer = { prepare: (req) => preparer!.prepare(req) };
-  const accountEnvs: readonly string[] = ACCOUNT_TOKEN_ENVS;
   const hooks: SessionHooks = {
-    // Rotation is tracked in memory: every live session registers, also one adopted after a
-    // daemon restart (its token env names come from its claim.json), so it keeps getting
-    // rotate-token instead of failing with 401 once its access token expires.
-    onSessionLive: ({ sessionId, userId, tokenEnvs }) => tokenService.track(sessionId, userId, tokenEnvs.filter((e) => accountEnvs.includes(e))),
-    // Every sandbox end (reap, kill, restart, disconnect, lost, failed start) stops rotation into it.
+    // The one place a session registers for token rotation: when its sandbox took `start`, or was
+    // adopted after a daemon restart (its token env names come from its claim.json). Rotation is
+    // in memory, so an adopted session keeps getting rotate-token instead of failing with 401
+    // once its access token expires. track() keeps only the account tokens (the model key stays).
+    onSessionLive: ({ sessionId, userId, tokenEnvs }) => tokenService.track(sessionId, userId, tokenEnvs),
+    // Every end of a live sandbox (reap, kill, restart, disconnect, lost, policy change) stops rotation into it.
     onSessionEnded: (sessionId) => tokenService.untrack(sessionId),
     // A user deactivated (CLI sync, admin) or removed while no daemon ran loses the sandbox at start.
     mayAdopt: ({ userId }) => getUserById(base.db, userId)?.is_active === true,

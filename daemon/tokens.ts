@@ -1,13 +1,14 @@
+import { ACCOUNT_TOKEN_ENVS } from '../core/sandbox-env.js';
 import { AppError, type AccountTokens, type Logger, type Metrics, type TokenResponse } from '../core/index.js';
 
-/** Refresh at session start when this many seconds or fewer remain (SPEC). */
+/** Refresh at session start when this many seconds or fewer remain (docs/rules.md#session-start). */
 export const TOKEN_REFRESH_WINDOW_S = 60;
 /** Warm sessions: refresh (and rotate into the sandbox) this long before expiry. */
 export const TOKEN_ROTATE_LEAD_S = 300;
 export const TOKEN_ROTATE_INTERVAL_MS = 30_000;
 
 /** The account-token env names a session's supervisor holds; all carry the one workspace access token. */
-export const ACCOUNT_TOKEN_ENVS = ['MAIL_ACCESS_TOKEN', 'SHEETS_ACCESS_TOKEN', 'SEARCH_ACCESS_TOKEN'] as const;
+export { ACCOUNT_TOKEN_ENVS } from '../core/sandbox-env.js';
 
 export interface TokenStore {
   tokens(userId: number): AccountTokens | undefined;
@@ -108,9 +109,14 @@ export class TokenService {
     return p;
   }
 
-  /** Register a warm session holding these token env names, for rotation. */
-  track(sessionId: string, userId: number, envs: string[]): void {
-    if (envs.length) this.#sessions.set(sessionId, { userId, envs });
+  /**
+   * Register a warm session for rotation, with the env names of the real tokens its supervisor
+   * holds; only account tokens rotate (the model key does not), the others are ignored. The
+   * session runtime's lifecycle (serve's onSessionLive hook) is the one caller in the daemon.
+   */
+  track(sessionId: string, userId: number, envs: readonly string[]): void {
+    const account = envs.filter((e) => ACCOUNT_TOKEN_ENVS.includes(e));
+    if (account.length) this.#sessions.set(sessionId, { userId, envs: account });
   }
 
   untrack(sessionId: string): void {

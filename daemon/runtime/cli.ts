@@ -1,14 +1,15 @@
 /**
  * Operator commands: `airlock image build` and `airlock sessions …`. The sessions commands talk
  * to the running daemon over its control socket (<data dir>/control.sock, mode 0600); logs and
- * attach then go to the engine directly for the container the daemon names.
+ * attach then go to the engine, through the sandbox driver, for the container the daemon names.
  */
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type Docker from 'dockerode';
 import { z } from 'zod';
 import { AppError, createLogger, type Config } from '../../core/index.js';
 import { createDocker } from './docker.js';
+import { DockerDriver } from './docker-driver.js';
+import type { SandboxDriver } from './sandbox-driver.js';
 import { buildSandboxImage } from './image.js';
 import { controlRequest } from './control-api.js';
 import type { SandboxInfo } from './session-manager.js';
@@ -66,64 +67,21 @@ export async function sessionsInspect(config: Readonly<Config>, id: string): Pro
   process.stdout.write(JSON.stringify(info, null, 2) + '\n');
 }
 
+/** The engine, for the two commands that need more than the daemon's control socket. */
+function driverFor(config: Readonly<Config>): SandboxDriver {
+  return new DockerDriver(createDocker(config), config.sandbox);
+}
+
 export async function sessionsLogs(config: Readonly<Config>, id: string, opts: { tail: string }): Promise<void> {
   const info = await controlRequest(config.dataDir, { cmd: 'inspect', id }, undefined, SandboxRefSchema);
-  const docker = createDocker(config);
-  const buf = await docker.getContainer(info.containerId).logs({ stdout: true, stderr: true, tail: Number(opts.tail) || 200, follow: false });
-  // Demultiplex the engine's 8-byte frame headers (no TTY on sandbox containers).
-  let i = 0;
-  while (i + 8 <= buf.length) {
-    const len = buf.readUInt32BE(i + 4);
-    const chunk = buf.subarray(i + 8, i + 8 + len);
-    (buf[i] === 2 ? process.stderr : process.stdout).write(chunk);
-    i += 8 + len;
-  }
+  await driverFor(config).logs(info.containerId, Number(opts.tail) || 200, { stdout: (c) => process.stdout.write(c), stderr: (c) => process.stderr.write(c) });
 }
 
 export async function sessionsAttach(config: Readonly<Config>, id: string, opts: { root?: boolean }): Promise<void> {
   const info = await controlRequest(config.dataDir, { cmd: 'inspect', id }, undefined, SandboxRefSchema);
-  const docker = createDocker(config);
-  const exec = await docker.getContainer(info.containerId).exec({
-    Cmd: ['/bin/bash', '-i'],
-    AttachStdin: true,
-    AttachStdout: true,
-    AttachStderr: true,
-    Tty: true,
-    User: opts.root ? '0' : '1001',
-    WorkingDir: '/workspace',
-    Env: ['HOME=/home/agent', 'TERM=' + (process.env.TERM ?? 'xterm'), 'PS1=sandbox:\\w\\$ '],
-  });
-  const stream = await exec.start({ hijack: true, stdin: true, Tty: true });
-  const resize = () => void exec.resize({ h: process.stdout.rows || 24, w: process.stdout.columns || 80 }).catch(() => undefined);
-  if (process.stdin.isTTY) process.stdin.setRawMode(true);
-  process.stdin.pipe(stream);
-  stream.pipe(process.stdout);
-  process.stdout.on('resize', resize);
-  resize();
-  await new Promise<void>((resolve) => stream.on('end', resolve).on('close', resolve));
-  if (process.stdin.isTTY) process.stdin.setRawMode(false);
-  process.stdin.unpipe(stream);
+  const code = await driverFor(config).shell(info.containerId, { root: !!opts.root, term: process.env.TERM ?? 'xterm' }, { stdin: process.stdin, stdout: process.stdout });
   // Exit as the remote shell did (`exit 3` in the sandbox → the CLI exits 3), as ssh does.
-  process.exit(await execExitCode(exec));
-}
-
-const EXEC_EXIT_WAIT_MS = 5000;
-
-/**
- * The exit status of a finished exec. The engine may report it a moment after the stream
- * closes; if it never does (the container was removed meanwhile), 1.
- */
-async function execExitCode(exec: Docker.Exec): Promise<number> {
-  const deadline = Date.now() + EXEC_EXIT_WAIT_MS;
-  for (;;) {
-    const info = await exec.inspect().catch(() => undefined);
-    if (info && !info.Running && typeof info.ExitCode === 'number') return info.ExitCode;
-    if (!info || Date.now() > deadline) {
-      process.stderr.write('attach: the shell\'s exit status is unknown\n');
-      return 1;
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  process.exit(code);
 }
 
 export async function sessionsRestart(config: Readonly<Config>, id: string | undefined, opts: { stale?: boolean }): Promise<void> {

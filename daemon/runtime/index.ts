@@ -5,6 +5,10 @@ import { createDocker } from './docker.js';
 import { SessionManager, type SessionHooks } from './session-manager.js';
 
 export * from './session-manager.js';
+export * from './sandbox-driver.js';
+export { DockerDriver } from './docker-driver.js';
+export { decideAdoption, type AdoptionDecision, type AdoptionFacts } from './adoption.js';
+export { parseOperatorRequest, type OperatorRequest } from './operator.js';
 export * from './sandbox-client.js';
 export * from './control-api.js';
 export * from './image.js';

@@ -1,8 +1,8 @@
 import t from 'tap';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { AccountStore, createLogger, Encryptor, openDatabase, Secret, tokenRequest, type Db } from '../../core/index.js';
-import { OverlayPreparer, ROUTE_ENV } from '../../daemon/overlay.js';
+import { AccountStore, createLogger, Encryptor, openDatabase, Secret, tokenRequest, type Db, type ProfileRoute } from '../../core/index.js';
+import { buildProfile, OverlayPreparer, ROUTE_ENV, writeProfile } from '../../daemon/overlay.js';
 import { TokenService } from '../../daemon/tokens.js';
 import { start as startOAuth, type GoogleOAuth } from '../../emulator/google-oauth.js';
 import { startCredentialProxy } from '../../proxy/index.js';
@@ -106,6 +106,8 @@ t.test('rotation: a warm session keeps mailing across a token change', async (t)
   });
   const preparer = new OverlayPreparer({ config, tokens: r.tokens, log: createLogger({ level: 'silent' }) });
   const prep = await preparer.prepare({ userId: r.user.id, sessionId: 'warm-1', proxyPort: 0 });
+  // The sandbox took `start`: the lifecycle registers it (serve's onSessionLive hook does this).
+  r.tokens.track('warm-1', r.user.id, Object.keys(prep.tokens));
   // The supervisor's side: its env holds the tokens; rotate-token replaces them.
   const env: Record<string, string> = { ...prep.tokens };
   r.tokens.setRotate((sid, toks) => {
@@ -209,10 +211,13 @@ t.test('overlay: profile.json holds no secret value and no route whose token is 
       log: createLogger({ level: 'silent' }),
       hostOrigin: 'http://127.0.0.1:8080',
       mintAgentUserToken: (u, s) => `agent-token-${u}-${s}-signed`,
-      sessionDir: (sid) => join(dir, 'sessions', sid),
     });
+  // The preparer is pure: the runtime writes what it returned (session-plan + slots in the runtime).
+  const writeFor = (sid: string, routes: ProfileRoute[]) => writeProfile(join(dir, 'sessions', sid), buildProfile(sid, 8700, routes));
 
   const full = await make({ ...base, AIRLOCK_MODEL_API_KEY: MODEL_KEY }).prepare({ userId: r.user.id, sessionId: 's-full', proxyPort: 8700 });
+  t.same(r.tokens.tracked(), [], 'preparing registers nothing for rotation (the lifecycle does, once live)');
+  writeFor('s-full', full.routes);
   const file = join(dir, 'sessions', 's-full', 'profile.json');
   const text = readFileSync(file, 'utf8');
   t.equal(statSync(file).mode & 0o777, 0o644, 'world-readable by design');
@@ -240,6 +245,7 @@ t.test('overlay: profile.json holds no secret value and no route whose token is 
   // No connected account and the demo model: no mail/sheets/search/model routes and no such tokens.
   r.store.disconnect(r.user.id);
   const bare = await make({}).prepare({ userId: r.user.id, sessionId: 's-bare', proxyPort: 8700 });
+  writeFor('s-bare', bare.routes);
   t.same(bare.routes.map((x) => x.name), ['host']);
   t.same(bare.tokens, {});
   const bareProfile = JSON.parse(readFileSync(join(dir, 'sessions', 's-bare', 'profile.json'), 'utf8'));

@@ -26,39 +26,7 @@ const OUTSIDE_RE = new RegExp(['\\bDES' + 'IGN\\b', '\\bSP' + 'EC\\b', 'MACHINE-
  */
 const A = 'docs/architecture.md';
 const R = 'docs/rules.md';
-const NOT_YET_REWRITTEN: Record<string, { lines: number; cite: string[] }> = {
-  'extensions/chart-spec.ts': { lines: 1, cite: [`${R}#agent-tools`] },
-  'supervisor/supervisor.ts': { lines: 1, cite: [`${A}#why-these-choices-measured`] },
-  'daemon/runtime/session-manager.ts': { lines: 3, cite: ['docs/runtime.md#container-settings', `${A}#processes`, `${A}#session-profile`] },
-  'daemon/tokens.ts': { lines: 1, cite: [`${R}#session-start`] },
-  'daemon/directory-sync/runner.ts': { lines: 2, cite: [`${R}#directory-sync-flow`] },
-  'daemon/overlay.ts': { lines: 1, cite: [`${R}#token-injection`] },
-  'web/identity/sso-routes.ts': { lines: 1, cite: [`${R}#versioning`] },
-  'web/identity/store.ts': { lines: 1, cite: [`${R}#identity-rules`] },
-  'web/identity/events.ts': { lines: 1, cite: [`${R}#login-flow`] },
-  'web/identity/teams.ts': { lines: 1, cite: [`${R}#directory-sync-flow`] },
-  'web/data-access/store.ts': { lines: 2, cite: [`${R}#data-access-rules`] },
-  'web/data-access/effective.ts': { lines: 4, cite: [`${R}#data-access-rules`] },
-  'web/data-access/predicate.ts': { lines: 1, cite: [`${A}#row-filters`] },
-  'web/memory-routes.ts': { lines: 1, cite: [`${R}#data-access-rules`] },
-  'web/chat-routes.ts': { lines: 1, cite: [`${A}#chat-events`] },
-  'web/account-routes.ts': { lines: 1, cite: [`${R}#identity-rules`] },
-  'test/docker/chat-e2e.test.ts': { lines: 1, cite: [`${R}#states`] },
-  'test/integration/identity/sso.test.ts': { lines: 1, cite: [`${A}#http-error-body`] },
-  'test/integration/proxy-encoding.test.ts': { lines: 1, cite: [`${A}#http-error-body`] },
-  'test/integration/data-access-property.test.ts': { lines: 1, cite: [`${R}#data-access-rules`] },
-  'test/unit/boundaries.test.ts': { lines: 1, cite: [`${A}#who-imports-whom`] },
-  'test/fakes/mcp-workspace.ts': { lines: 1, cite: [`${R}#agent-tools`] },
-  'tools/server.ts': { lines: 1, cite: [`${R}#data-access-rules`] },
-  'tools/env.ts': { lines: 1, cite: [`${R}#sandbox-environment`] },
-  'proxy/server.ts': { lines: 1, cite: [`${R}#session-start`] },
-  'core/logger.ts': { lines: 1, cite: [`${A}#http-error-body`] },
-  'core/migrations/003-accounts.ts': { lines: 1, cite: [`${R}#identity-rules`] },
-  'core/migrations/004-identity.ts': { lines: 1, cite: [`${R}#identity-rules`] },
-  'core/migrations/005-data-access.ts': { lines: 2, cite: [`${R}#data-access-rules`] },
-  'core/migrations/006-memories.ts': { lines: 1, cite: [`${R}#data-access-rules`] },
-  'core/sandbox-protocol.ts': { lines: 1, cite: [`${A}#chat-events`] },
-};
+const NOT_YET_REWRITTEN: Record<string, { lines: number; cite: string[] }> = {};
 
 /** GitHub's heading anchor. */
 function slug(heading: string): string {

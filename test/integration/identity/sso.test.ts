@@ -152,7 +152,7 @@ t.test('refused: ID token with a forged signature or a claim changed after signi
     t.equal(r.status, 400, name);
     const body = (await r.json()) as { error: { code: string; message: string } };
     t.equal(body.error.code, 'ERR_SSO_ID_TOKEN', name);
-    t.same(Object.keys(body), ['error'], 'the DESIGN error body');
+    t.same(Object.keys(body), ['error'], 'the documented error body');
     t.notOk(JSON.stringify(body).includes('eyJ'), 'no token echoed');
     const me = await browser.json('GET', '/api/auth/me');
     t.equal(me.status, 401, `${name}: not logged in (neither as Alice nor as root)`);

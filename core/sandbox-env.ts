@@ -1,0 +1,112 @@
+/**
+ * The one registry of what a session's sandbox gets by name: its proxy routes and their env
+ * names, the agent's tools, the agent settings the supervisor passes to the child, and the env
+ * the agent passes on to its MCP servers. The overlay (routes, placeholders, tokens), the token
+ * service (which tokens rotate), the supervisor (the child's env allow-list) and the agent (the
+ * MCP servers' env) all read these lists instead of keeping their own.
+ *
+ * Sandbox code imports this file directly (`core/sandbox-env.js`): it imports types only.
+ */
+import type { Config } from './config.js';
+
+/** Where a route's real credential comes from. */
+export type RouteCredential = 'account' | 'model-key' | 'agent-user-token';
+
+export interface SandboxRouteEnv {
+  /** Child env: the per-session placeholder the proxy checks (or the child's own AGENT_USER_TOKEN). */
+  placeholder: string;
+  /** Supervisor-only env holding the real credential; null when the proxy injects none. */
+  token: string | null;
+  /** Child env: `http://127.0.0.1:<proxy port><prefix>`, set by the supervisor. */
+  baseUrl: string;
+  credential: RouteCredential;
+  /** The agent's MCP servers use this route (their env carries its placeholder and base URL). */
+  tools: boolean;
+}
+
+/** The sandbox routes by name (docs/proxy.md). */
+export const ROUTE_ENV = {
+  mail: { placeholder: 'MAIL_API_KEY', token: 'MAIL_ACCESS_TOKEN', baseUrl: 'MAIL_BASE_URL', credential: 'account', tools: true },
+  sheets: { placeholder: 'SHEETS_API_KEY', token: 'SHEETS_ACCESS_TOKEN', baseUrl: 'SHEETS_BASE_URL', credential: 'account', tools: true },
+  search: { placeholder: 'SEARCH_SHEETS_API_KEY', token: 'SEARCH_ACCESS_TOKEN', baseUrl: 'SEARCH_SHEETS_BASE_URL', credential: 'account', tools: true },
+  model: { placeholder: 'AGENT_MODEL_API_KEY', token: 'MODEL_API_KEY_REAL', baseUrl: 'AGENT_MODEL_BASE_URL', credential: 'model-key', tools: false },
+  host: { placeholder: 'AGENT_USER_TOKEN', token: null, baseUrl: 'AGENT_API_BASE_URL', credential: 'agent-user-token', tools: true },
+} as const satisfies Record<string, SandboxRouteEnv>;
+
+export type RouteName = keyof typeof ROUTE_ENV;
+
+export function isRouteName(name: string): name is RouteName {
+  return Object.hasOwn(ROUTE_ENV, name);
+}
+
+/** Routes that carry the user's connected workspace account (all hold the one access token). */
+export const ACCOUNT_ROUTES: readonly RouteName[] = (Object.keys(ROUTE_ENV) as RouteName[]).filter((r) => ROUTE_ENV[r].credential === 'account');
+
+/** The account-token env names a session's supervisor may hold: the ones token rotation refreshes. */
+export const ACCOUNT_TOKEN_ENVS: readonly string[] = ACCOUNT_ROUTES.map((r) => ROUTE_ENV[r].token!);
+
+/** The agent's tools: which MCP server offers each and which route it needs (none: local). */
+export const AGENT_TOOLS = [
+  { name: 'fetch_sheet', server: 'workspace', route: 'sheets' },
+  { name: 'search_spreadsheets', server: 'workspace', route: 'search' },
+  { name: 'send_email', server: 'workspace', route: 'mail' },
+  { name: 'fetch_memory', server: 'workspace', route: 'host' },
+  { name: 'rasterize_chart', server: 'extensions', route: null },
+  { name: 'render_chart', server: 'extensions', route: null },
+] as const satisfies readonly { name: string; server: 'workspace' | 'extensions'; route: RouteName | null }[];
+
+export const AGENT_TOOL_NAMES: readonly string[] = AGENT_TOOLS.map((t) => t.name);
+
+/**
+ * The only `agent_env` names the supervisor hands the agent child (the agent's settings and the
+ * account's From address). Placeholders pass only under their profile route's name; base URLs,
+ * AGENT_USER_TOKEN, AIRLOCK_SESSION_ID, HOME, PATH and LANG are set by the supervisor itself.
+ */
+export const AGENT_SETTING_ENVS: readonly string[] = [
+  'AGENT_MODEL_PROVIDER',
+  'AGENT_MODEL',
+  'AGENT_MAX_STEPS',
+  'AGENT_MODEL_TIMEOUT_S',
+  'AGENT_TOOL_TIMEOUT_S',
+  'AGENT_TOOLS',
+  'AGENT_SYSTEM_PROMPT',
+  'AGENT_LOG_LEVEL',
+  'MAIL_FROM',
+];
+
+/**
+ * The env the agent passes on to its MCP servers, and nothing else: the tool routes'
+ * placeholders and base URLs, the From address for send_email, and where attachments live.
+ */
+export const TOOL_ENV_NAMES: ReadonlySet<string> = new Set([
+  ...(Object.values(ROUTE_ENV) as SandboxRouteEnv[]).filter((r) => r.tools).flatMap((r) => [r.placeholder, r.baseUrl]),
+  'MAIL_FROM',
+  'AGENT_ATTACHMENTS_DIR',
+]);
+
+/** The parts of a user's agent policy that decide the agent's settings. */
+export interface AgentPolicyLimits {
+  tools: string[] | null;
+  models: string[] | null;
+  denied_tools: string[];
+  denied_models: string[];
+}
+
+/**
+ * The agent child's settings (env names the agent reads). The user's agent policy decides
+ * which tools are loaded (AGENT_TOOLS, comma list; absent = all); a forbidden model is refused
+ * earlier, when the session is prepared.
+ */
+export function agentSettings(config: Readonly<Pick<Config, 'model'>>, policy?: AgentPolicyLimits): Record<string, string> {
+  const env: Record<string, string> = {
+    AGENT_MODEL_PROVIDER: config.model.provider,
+    AGENT_MODEL: config.model.model,
+    AGENT_MAX_STEPS: String(config.model.maxSteps),
+    AGENT_MODEL_TIMEOUT_S: String(config.model.timeoutS),
+  };
+  if (policy) {
+    const allowed = (policy.tools ?? AGENT_TOOL_NAMES).filter((t) => !policy.denied_tools.includes(t));
+    if (policy.tools !== null || policy.denied_tools.length) env.AGENT_TOOLS = allowed.join(',');
+  }
+  return env;
+}

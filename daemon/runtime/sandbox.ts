@@ -1,0 +1,70 @@
+/** One sandbox as the runtime tracks it, and what the operator sees of it. */
+import type { EgressHandle } from '../../core/sandbox-protocol.js';
+import type { SandboxClient } from './sandbox-client.js';
+
+export type SandboxState = 'starting' | 'pool' | 'ready' | 'busy' | 'dead' | 'stopping';
+
+/** What `sessions ls` / `inspect` show. Never tokens. */
+export interface SandboxInfo {
+  slot: string;
+  containerId: string;
+  containerName: string;
+  sessionId: string | null;
+  userId: number | null;
+  state: SandboxState;
+  createdAt: number;
+  claimedAt: number | null;
+  lastUsedAt: number;
+  turns: number;
+  stale: boolean;
+  adopted: boolean;
+  fromPool: boolean;
+}
+
+export interface Sandbox {
+  slot: string;
+  dir: string;
+  runDir: string;
+  containerId: string;
+  containerName: string;
+  sessionId?: string;
+  userId?: number;
+  state: SandboxState;
+  createdAt: number;
+  claimedAt?: number;
+  lastUsedAt: number;
+  turns: number;
+  adopted: boolean;
+  fromPool: boolean;
+  client?: SandboxClient;
+  egress?: EgressHandle;
+  /** Workspace bind-mounted into a pool slot at claim (host path), to unmount on removal. */
+  boundWorkspace?: string;
+  /** Digest of the agent env it started with; undefined when unknown (adopted from an older daemon). */
+  agentEnvDigest?: string;
+  /** Its user's agent policy changed since it started: checked before its next turn. */
+  policyChanged?: boolean;
+}
+
+/** Connected to its supervisor (not lost, not closed). */
+export function connected(sb: Sandbox): boolean {
+  return !!sb.client && !sb.client.closed;
+}
+
+export function sandboxInfo(sb: Sandbox, stale: boolean): SandboxInfo {
+  return {
+    slot: sb.slot,
+    containerId: sb.containerId,
+    containerName: sb.containerName,
+    sessionId: sb.sessionId ?? null,
+    userId: sb.userId ?? null,
+    state: sb.state,
+    createdAt: sb.createdAt,
+    claimedAt: sb.claimedAt ?? null,
+    lastUsedAt: sb.lastUsedAt,
+    turns: sb.turns,
+    stale,
+    adopted: sb.adopted,
+    fromPool: sb.fromPool,
+  };
+}

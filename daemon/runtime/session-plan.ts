@@ -1,0 +1,71 @@
+/**
+ * Session start, planned: a pure function from what the preparer returned to everything the
+ * runtime writes and sends (profile.json, claim.json, the supervisor's `start`, the token env
+ * names the lifecycle registers for rotation). No I/O here: the session manager performs the plan.
+ */
+import { createHash } from 'node:crypto';
+import type { Config } from '../../core/index.js';
+import { SANDBOX_PROXY_PORT, type PreparedSession, type ProfileRoute, type SessionPreparer, type SessionProfile, type StartSpec } from '../../core/sandbox-protocol.js';
+import { agentSettings } from '../../core/sandbox-env.js';
+import type { Claim } from './slots.js';
+
+const ENV_NAME = /^[A-Z][A-Z0-9_]{0,63}$/;
+
+export interface SessionPlan {
+  /** profile.json (world-readable: routes and token references, never values). */
+  profile: SessionProfile;
+  /** claim.json (root only): session, user, egress allow list, token env names. */
+  claim: Claim;
+  /** The supervisor's `start`: the only place real token values go. */
+  start: StartSpec;
+  /** Env names of the real tokens the supervisor holds (names only). */
+  tokenEnvs: string[];
+  egressAllow: string[];
+  agentEnvDigest: string;
+}
+
+export function buildProfile(sessionId: string, proxyPort: number, routes: ProfileRoute[]): SessionProfile {
+  return { version: 1, session_id: sessionId, proxy: { host: '127.0.0.1', port: proxyPort }, routes };
+}
+
+/**
+ * A stable digest of an agent env (the session's settings and agent policy: model, tools): two
+ * sessions started under the same policy have the same digest. Not secret (the env holds none).
+ */
+export function agentEnvDigest(env: Record<string, string>): string {
+  const sorted = Object.keys(env)
+    .sort()
+    .map((k) => [k, env[k]]);
+  return createHash('sha256').update(JSON.stringify(sorted)).digest('hex').slice(0, 32);
+}
+
+export function planSession(s: { sessionId: string; userId: number; prepared: PreparedSession; now: number }): SessionPlan {
+  const p = s.prepared;
+  // Names only: the values go to the supervisor over the control socket and nowhere else.
+  const tokenEnvs = Object.keys(p.tokens).filter((k) => ENV_NAME.test(k));
+  const digest = agentEnvDigest(p.agentEnv);
+  return {
+    profile: buildProfile(s.sessionId, SANDBOX_PROXY_PORT, p.routes),
+    claim: { session_id: s.sessionId, user_id: s.userId, claimed_at: s.now, egress_allow: p.egressAllow, token_envs: tokenEnvs, agent_env_digest: digest },
+    start: {
+      session_id: s.sessionId,
+      user_id: s.userId,
+      tokens: p.tokens,
+      placeholders: p.placeholders,
+      ...(p.agentUserToken ? { agent_user_token: p.agentUserToken } : {}),
+      agent_env: p.agentEnv,
+    },
+    tokenEnvs,
+    egressAllow: p.egressAllow,
+    agentEnvDigest: digest,
+  };
+}
+
+/** The default preparer: no routes and no tokens, only the agent settings from config. */
+export function defaultPreparer(config: Readonly<Config>): SessionPreparer {
+  return {
+    async prepare(): Promise<PreparedSession> {
+      return { routes: [], tokens: {}, placeholders: {}, agentEnv: agentSettings(config), egressAllow: [] };
+    },
+  };
+}
