@@ -13,7 +13,7 @@ export const OPERATIONS: readonly (readonly [string, string, string, Who, string
   ['get', '/metrics', 'ops', 'anyone', 'Prometheus metrics (text format)'],
   ['get', '/api/openapi.json', 'ops', 'anyone', 'This document'],
   ['get', '/vendor/chart.umd.js', 'ui', 'anyone', 'chart.js for the browser UI'],
-  ['get', '/favicon.ico', 'ui', 'anyone', 'The icon (SVG)'],
+  ['get', '/favicon.ico', 'ui', 'anyone', 'The icon (ICO, 16 and 32 px)'],
 
   ['get', '/api/auth/csrf', 'auth', 'anyone', 'Start a session; answer its CSRF token'],
   ['post', '/api/auth/login', 'auth', 'anyone', 'Password login {username, password} → {user, csrf_token}'],

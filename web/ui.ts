@@ -32,9 +32,15 @@ export function uiRoutes(): Router {
     }),
   );
   // Browsers ask for it on every page: answer with the icon instead of a 404.
+  // The ICO (16 and 32 px) from the public folder; the SVG only when the pages are not shipped.
+  const faviconIco = publicDir ? join(publicDir, 'favicon.ico') : undefined;
   r.get('/favicon.ico', (_req, res) => {
-    res.setHeader('Content-Type', 'image/svg+xml');
     res.setHeader('Cache-Control', 'public, max-age=86400');
+    if (faviconIco && existsSync(faviconIco)) {
+      res.type('image/x-icon').sendFile(faviconIco);
+      return;
+    }
+    res.setHeader('Content-Type', 'image/svg+xml');
     res.end(FAVICON_SVG);
   });
   if (publicDir) {

@@ -43,7 +43,7 @@ if (why) t.plan(0, why);
 else {
   t.test('signing in again after logging out in the same tab works the first time (no CSRF error)', async (t) => {
     const { app, page } = await setup(t);
-    await page.click('#who button');
+    await page.click('#logout');
     await page.waitForSelector('#username');
     await page.fill('#username', 'root');
     await page.fill('#password', ROOT_PW);
