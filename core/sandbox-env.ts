@@ -58,21 +58,11 @@ export const AGENT_TOOLS = [
 export const AGENT_TOOL_NAMES: readonly string[] = AGENT_TOOLS.map((t) => t.name);
 
 /**
- * The only `agent_env` names the supervisor hands the agent child (the agent's settings and the
- * account's From address). Placeholders pass only under their profile route's name; base URLs,
- * AGENT_USER_TOKEN, AIRLOCK_SESSION_ID, HOME, PATH and LANG are set by the supervisor itself.
+ * The only `agent_env` names the supervisor hands the agent child: defined beside the control
+ * protocol it travels in (core/sandbox-protocol.ts, which the supervisor and the browser bundle
+ * import), re-exported here with the other sandbox names.
  */
-export const AGENT_SETTING_ENVS: readonly string[] = [
-  'AGENT_MODEL_PROVIDER',
-  'AGENT_MODEL',
-  'AGENT_MAX_STEPS',
-  'AGENT_MODEL_TIMEOUT_S',
-  'AGENT_TOOL_TIMEOUT_S',
-  'AGENT_TOOLS',
-  'AGENT_SYSTEM_PROMPT',
-  'AGENT_LOG_LEVEL',
-  'MAIL_FROM',
-];
+export { AGENT_SETTING_ENVS } from './sandbox-protocol.js';
 
 /**
  * The env the agent passes on to its MCP servers, and nothing else: the tool routes'

@@ -156,9 +156,9 @@ function wrapUnique<T>(fn: () => T, code: string, msg: string): T {
   }
 }
 
-/** All organisation members affected by a policy change: rewrite their stored sandbox policy. */
-function rewriteOrgPolicies(db: Db, services: IdentityServices, orgId: number): void {
-  const ids = (
+/** Everyone an organisation's policies reach: its members and the members of its teams. */
+function orgMemberIds(db: Db, orgId: number): number[] {
+  return (
     db
       .prepare(
         `SELECT user_id FROM organisation_members WHERE organisation_id = ?
@@ -166,6 +166,11 @@ function rewriteOrgPolicies(db: Db, services: IdentityServices, orgId: number): 
       )
       .all(orgId, orgId) as { user_id: number }[]
   ).map((r) => r.user_id);
+}
+
+/** All organisation members affected by a policy change: rewrite their stored sandbox policy. */
+function rewriteOrgPolicies(db: Db, services: IdentityServices, orgId: number): void {
+  const ids = orgMemberIds(db, orgId);
   const changed = rewriteAgentPolicies(db, ids);
   if (changed.length) services.sandboxes?.policyChanged?.(changed);
 }
@@ -289,14 +294,7 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
     const org = db.prepare('SELECT * FROM organisations WHERE id = ?').get(orgId) as { name: string } | undefined;
     if (!org) throw new NotFoundError('ERR_ORG_NOT_FOUND', 'no such organisation');
     const changed = db.transaction(() => {
-      const ids = (
-        db
-          .prepare(
-            `SELECT user_id FROM organisation_members WHERE organisation_id = ?
-             UNION SELECT tm.user_id FROM team_members tm JOIN teams t ON t.id = tm.team_id WHERE t.organisation_id = ?`,
-          )
-          .all(orgId, orgId) as { user_id: number }[]
-      ).map((x) => x.user_id);
+      const ids = orgMemberIds(db, orgId);
       const counts = {
         teams: (db.prepare('SELECT COUNT(*) AS n FROM teams WHERE organisation_id = ?').get(orgId) as { n: number }).n,
         agent_policies: (db.prepare('SELECT COUNT(*) AS n FROM agent_policies WHERE organisation_id = ?').get(orgId) as { n: number }).n,
