@@ -228,6 +228,8 @@ else {
     // Rename with the keyboard.
     await page.focus(`#session-list li:has(a[href="#/chat/${sid}"]) button:text("Rename")`);
     await page.keyboard.press('Enter');
+    // The page focuses and selects the title field once it has rendered it: type only then.
+    await page.waitForFunction(() => document.activeElement?.id.startsWith('rename-') === true);
     await page.keyboard.press('Control+A');
     await page.keyboard.insertText('Greek letters');
     await page.keyboard.press('Enter');
