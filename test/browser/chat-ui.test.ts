@@ -83,7 +83,16 @@ async function ask(page: Page, text: string, n: number): Promise<void> {
   await page.focus('#prompt');
   await page.keyboard.insertText(text);
   await page.keyboard.press('Enter');
-  await page.waitForFunction((k) => document.querySelectorAll('.msg.assistant[data-done]').length === k, n, { timeout: 15_000 });
+  // Done when this prompt is the last one shown and n answers are done (a view of another chat
+  // that is still on screen right after navigating must not count).
+  await page.waitForFunction(
+    ([k, p]) => {
+      const users = document.querySelectorAll('.msg.user .bubble');
+      return users[users.length - 1]?.textContent === p && document.querySelectorAll('.msg.assistant[data-done]').length === k;
+    },
+    [n, text] as const,
+    { timeout: 15_000 },
+  );
 }
 
 /** The prompt box lies fully inside the viewport. */
