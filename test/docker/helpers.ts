@@ -85,8 +85,11 @@ export async function ensureTestImage(docker: Docker, log: Logger = createLogger
     }
     try {
       await ensureSandboxImage({ docker, tag, root: ROOT, log });
-      // Test images of older code versions are of no further use.
+      // Test images of older code versions are of no further use once they are a day old
+      // (a younger one may belong to another checkout testing on the same engine).
+      const dayAgo = Date.now() / 1000 - 86_400;
       for (const img of await docker.listImages()) {
+        if (img.Created > dayAgo) continue;
         for (const old of img.RepoTags ?? []) {
           if (old.startsWith('airlock/sandbox:test-') && old !== tag) await docker.getImage(old).remove().catch(() => undefined);
         }
