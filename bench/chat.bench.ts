@@ -3,13 +3,14 @@ import { dirname, join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { randomUUID } from 'node:crypto';
-import { createUser, hashPassword, loadConfig, openDatabase, silentLogger, type Db } from '../core/index.js';
+import { createUser, hashPassword, loadConfig, silentLogger, type Db } from '../core/index.js';
 import { SqliteSessionStore, startWebServer } from '../web/index.js';
 import { LocalTurnRunner } from '../daemon/local-runner.js';
 import { serve } from '../daemon/serve.js';
 import { buildSandboxImage, createDocker } from '../daemon/runtime/index.js';
 import { start as startModel, type ModelServer as ModelEmulator } from '../emulator/model-openai.js';
 import { nowMs, stats, type BenchResult } from './lib.js';
+import { openDatabase } from '../domain/db/index.js';
 
 const N = 60;
 const DIST = dirname(dirname(fileURLToPath(import.meta.url)));
@@ -112,7 +113,8 @@ async function measure(where: string, turn: (m: string) => Promise<{ total: numb
 async function local(model: ModelEmulator) {
   const dir = mkdtempSync(join(tmpdir(), 'airlock-bench-chat-'));
   const config = loadConfig({ AIRLOCK_DATA_DIR: dir, MCP_INTERNAL_SECRET: 'bench-secret-0123456789', AGENT_USER_TOKEN_SECRET: 'bench-secret-0123456789' });
-  const db = await openDatabase(join(dir, 'airlock.db'));
+  const database = await openDatabase({ file: join(dir, 'airlock.db') });
+  const db = database.sqlite!;
   const runner = new LocalTurnRunner({
     env: {
       AGENT_MODEL_PROVIDER: 'openai',
@@ -125,7 +127,7 @@ async function local(model: ModelEmulator) {
     log: silentLogger(),
     readyTimeoutMs: 120_000,
   });
-  const web = await startWebServer({ config, db, log: silentLogger(), sessions: new SqliteSessionStore(db), services: { chat: { runner } } }, 0, '127.0.0.1');
+  const web = await startWebServer({ config, database, db, log: silentLogger(), sessions: new SqliteSessionStore(db), services: { chat: { runner } } }, 0, '127.0.0.1');
   try {
     return await measure('local runner', await chatClient(web.url, db), directModel(model), true);
   } finally {

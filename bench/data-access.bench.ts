@@ -1,4 +1,4 @@
-import { createUser, getUserById, openDatabase } from '../core/index.js';
+import { createUser, getUserById } from '../core/index.js';
 import {
   compilePolicy,
   compileTablePolicy,
@@ -9,6 +9,7 @@ import {
   type RowFilter,
 } from '../web/data-access/index.js';
 import { nowMs, stats, type BenchResult } from './lib.js';
+import { openDatabase } from '../domain/db/index.js';
 
 const ROLES = 10;
 const TABLES = 50;
@@ -31,7 +32,7 @@ function measureUs(fn: () => unknown): { p50: number; p99: number; mean: number;
  * two-leaf row filter using $user_id), and compiling it to SQL; baseline: one indexed user read.
  */
 export async function run(): Promise<BenchResult> {
-  const db = await openDatabase(':memory:');
+  const db = (await openDatabase({ file: ':memory:' })).sqlite!;
   try {
     const user = createUser(db, { username: 'bench' });
     const admin = createUser(db, { username: 'admin', isSuperuser: true });

@@ -7,10 +7,11 @@
  * and answers with one message (WorkerResult), then exits.
  */
 import { join } from 'node:path';
-import { loadConfig, openDatabase, silentLogger } from '../core/index.js';
+import { loadConfig, silentLogger } from '../core/index.js';
 import { createOrGetRunningJob, type ServiceAccountKey } from '../web/index.js';
 import { DirectoryClient, fetchDirectory, runDirectorySync } from '../daemon/directory-sync/index.js';
 import { nowMs } from './lib.js';
+import { openDatabase } from '../domain/db/index.js';
 
 export interface WorkerTask {
   phase: 'fetch' | 'sync';
@@ -59,7 +60,7 @@ async function work(task: WorkerTask): Promise<WorkerResult> {
     MCP_INTERNAL_SECRET: 'bench-secret-0123456789',
     AGENT_USER_TOKEN_SECRET: 'bench-secret-0123456789',
   });
-  const db = await openDatabase(join(task.dataDir, 'airlock.db'));
+  const db = (await openDatabase({ file: join(task.dataDir, 'airlock.db') })).sqlite!;
   try {
     const { job } = createOrGetRunningJob(db, task.connectionId, 'manual', null);
     let peakFetch: number | undefined;

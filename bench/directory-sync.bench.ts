@@ -3,11 +3,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { loadConfig, openDatabase } from '../core/index.js';
+import { loadConfig } from '../core/index.js';
 import { identityEncryptor, saveConnection } from '../web/index.js';
 import { start as startDirectory } from '../emulator/directory.js';
 import { round, type BenchResult } from './lib.js';
 import type { WorkerResult, WorkerTask } from './directory-sync-worker.js';
+import { openDatabase } from '../domain/db/index.js';
 
 const USERS = 20_000;
 const GROUPS = 2_000;
@@ -45,7 +46,7 @@ export async function run(): Promise<BenchResult> {
     MCP_INTERNAL_SECRET: 'bench-secret-0123456789',
     AGENT_USER_TOKEN_SECRET: 'bench-secret-0123456789',
   });
-  const db = await openDatabase(join(dir, 'airlock.db'));
+  const db = (await openDatabase({ file: join(dir, 'airlock.db') })).sqlite!;
   const conn = saveConnection(db, identityEncryptor(config), {
     provider: 'google', issuer: 'https://accounts.google.com', client_id: 'bench',
     service_account_json: JSON.stringify(emu.serviceAccount), delegated_admin_email: `admin@${emu.domain}`,

@@ -4,9 +4,10 @@ import { tmpdir } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { Agent, request } from 'undici';
-import { createUser, hashPassword, loadConfig, openDatabase, silentLogger } from '../core/index.js';
+import { createUser, hashPassword, loadConfig, silentLogger } from '../core/index.js';
 import { SqliteSessionStore, startWebServer } from '../web/index.js';
 import { measure, nowMs, stats, type BenchResult } from './lib.js';
+import { openDatabase } from '../domain/db/index.js';
 
 const N = 200;
 const CONCURRENCY = 8; // connections in the pool
@@ -18,9 +19,10 @@ const LOGIN_CONCURRENCY = 1;
 export async function run(): Promise<BenchResult> {
   const dir = mkdtempSync(join(tmpdir(), 'airlock-bench-'));
   const config = loadConfig({ AIRLOCK_DATA_DIR: dir, AIRLOCK_LOGIN_MAX_FAILURES: '1000', MCP_INTERNAL_SECRET: 'bench-secret-0123456789', AGENT_USER_TOKEN_SECRET: 'bench-secret-0123456789' });
-  const db = await openDatabase(join(dir, 'airlock.db'));
+  const database = await openDatabase({ file: join(dir, 'airlock.db') });
+  const db = database.sqlite!;
   createUser(db, { username: 'bench', email: 'bench@example.test', passwordHash: await hashPassword('bench-password') });
-  const web = await startWebServer({ config, db, log: silentLogger(), sessions: new SqliteSessionStore(db), services: {} }, 0, '127.0.0.1');
+  const web = await startWebServer({ config, database, db, log: silentLogger(), sessions: new SqliteSessionStore(db), services: {} }, 0, '127.0.0.1');
   // A bare express app in the same process: one route, no middleware (the floor of any route).
   const bareApp = express();
   bareApp.get('/ok', (_req, res) => void res.json({ ok: true }));

@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { isAbsolute, resolve } from 'node:path';
@@ -25,6 +26,12 @@ interface Setting {
 /** Every setting the daemon reads. README's configuration table is generated from this list. */
 export const SETTINGS: readonly Setting[] = [
   { env: 'AIRLOCK_DATA_DIR', kind: 'path', default: './.airlock', doc: 'Data folder: SQLite database, per-session folders, workspaces, generated keys.' },
+  { env: 'AIRLOCK_DATABASE_URL', kind: 'secret', doc: 'PostgreSQL URL (postgres://user:password@host:5432/airlock) shared by every node of a fleet. Unset: embedded SQLite in the data folder.' },
+  { env: 'AIRLOCK_NODE_ID', kind: 'string', doc: 'This node\'s id in the fleet (letters, digits, dot, dash, underscore). Defaults to the host name.' },
+  { env: 'AIRLOCK_NODE_URL', kind: 'url', doc: 'Where the other nodes reach this node\'s web app (internal network). Defaults to http://HOST:PORT.' },
+  { env: 'AIRLOCK_NODE_SECRET', kind: 'secret', doc: 'Shared by every node of a fleet: authenticates requests forwarded between nodes (at least 32 characters). Required with AIRLOCK_DATABASE_URL for serve.' },
+  { env: 'AIRLOCK_NODE_HEARTBEAT_S', kind: 'int', default: '5', min: 1, max: 3600, doc: 'How often a node writes its heartbeat.' },
+  { env: 'AIRLOCK_NODE_LOST_S', kind: 'int', default: '30', min: 2, max: 86400, doc: 'A node whose heartbeat is older than this is lost: its sessions move to live nodes on their next prompt.' },
   { env: 'AIRLOCK_HOST', kind: 'string', default: '127.0.0.1', doc: 'Listen address of the web app.' },
   { env: 'AIRLOCK_PORT', kind: 'int', default: '8080', min: 0, max: 65535, doc: 'Listen port of the web app (0 picks a free port).' },
   { env: 'AIRLOCK_PUBLIC_ORIGIN', kind: 'url', doc: 'Browser-facing origin, e.g. http://127.0.0.1:8080. Defaults to http://HOST:PORT. https turns on Secure cookies.' },
@@ -65,6 +72,9 @@ export const SETTINGS: readonly Setting[] = [
 
 export interface Config {
   dataDir: string;
+  /** PostgreSQL URL (a secret: it may hold a password); unset = SQLite in dataDir. */
+  databaseUrl?: Secret;
+  node: { id: string; url: string; secret?: Secret; heartbeatS: number; lostS: number };
   host: string;
   port: number;
   publicOrigin: string;
@@ -128,6 +138,9 @@ type Raw = Record<string, string | undefined>;
 export function loadConfig(env: Raw, opts: LoadConfigOptions = {}): Readonly<Config> {
   const problems: string[] = [];
   const cwd = opts.cwd ?? process.cwd();
+  const str = (k: string) => values[k] as string;
+  const num = (k: string) => values[k] as number;
+  const sec = (k: string) => values[k] as Secret | undefined;
   const merged: Raw = {};
   const known = new Set(SETTINGS.map((s) => s.env));
 
@@ -175,6 +188,13 @@ export function loadConfig(env: Raw, opts: LoadConfigOptions = {}): Readonly<Con
   if ((provider === 'openai' || provider === 'anthropic') && !values.AIRLOCK_MODEL_BASE_URL) {
     problems.push(`AIRLOCK_MODEL_BASE_URL: required when AIRLOCK_MODEL_PROVIDER is ${provider}`);
   }
+  const nodeId = (values.AIRLOCK_NODE_ID as string | undefined) ?? hostname().slice(0, 63);
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(nodeId)) problems.push('AIRLOCK_NODE_ID: 1-63 letters, digits, dots, dashes or underscores');
+  const nodeSecret = values.AIRLOCK_NODE_SECRET;
+  if (nodeSecret instanceof Secret && nodeSecret.reveal().length < 32) problems.push('AIRLOCK_NODE_SECRET: must be at least 32 characters');
+  const dbUrl = values.AIRLOCK_DATABASE_URL;
+  if (dbUrl instanceof Secret && !/^postgres(ql)?:\/\/[^\s]+$/.test(dbUrl.reveal())) problems.push('AIRLOCK_DATABASE_URL: must be a postgres:// or postgresql:// URL');
+  if ((num('AIRLOCK_NODE_LOST_S') ?? 30) <= (num('AIRLOCK_NODE_HEARTBEAT_S') ?? 5)) problems.push('AIRLOCK_NODE_LOST_S: must be longer than AIRLOCK_NODE_HEARTBEAT_S');
   const trustProxy = parseTrustProxy(String(values.AIRLOCK_TRUST_PROXY ?? 'none'));
   if (!Array.isArray(trustProxy)) problems.push(`AIRLOCK_TRUST_PROXY: ${trustProxy.problem}`);
   if (problems.length > 0) throw new ConfigError(problems);
@@ -182,11 +202,16 @@ export function loadConfig(env: Raw, opts: LoadConfigOptions = {}): Readonly<Con
   const host = values.AIRLOCK_HOST as string;
   const port = values.AIRLOCK_PORT as number;
   const publicOrigin = ((values.AIRLOCK_PUBLIC_ORIGIN as string | undefined) ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
-  const str = (k: string) => values[k] as string;
-  const num = (k: string) => values[k] as number;
-  const sec = (k: string) => values[k] as Secret | undefined;
   const config: Config = {
     dataDir: str('AIRLOCK_DATA_DIR'),
+    databaseUrl: sec('AIRLOCK_DATABASE_URL'),
+    node: {
+      id: nodeId,
+      url: ((values.AIRLOCK_NODE_URL as string | undefined) ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '[::1]' : host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, ''),
+      secret: sec('AIRLOCK_NODE_SECRET'),
+      heartbeatS: num('AIRLOCK_NODE_HEARTBEAT_S'),
+      lostS: num('AIRLOCK_NODE_LOST_S'),
+    },
     host,
     port,
     publicOrigin,

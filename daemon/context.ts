@@ -1,9 +1,13 @@
 import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
-import { createLogger, openDatabase, type Config, type Db, type Logger } from '../core/index.js';
+import { createLogger, type Config, type Db, type Logger } from '../core/index.js';
+import { openDatabase, type Database } from '../domain/db/index.js';
 
 export interface DaemonBase {
   config: Readonly<Config>;
+  /** The database (SQLite or PostgreSQL) every store module takes `database.sql` from. */
+  database: Database;
+  /** The SQLite connection for code not yet on the data layer (undefined on PostgreSQL). */
   db: Db;
   log: Logger;
 }
@@ -11,6 +15,7 @@ export interface DaemonBase {
 /** Open the data folder, database and logger the way every command does. */
 export async function openBase(config: Readonly<Config>, log?: Logger): Promise<DaemonBase> {
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
-  const db = await openDatabase(join(config.dataDir, 'airlock.db'));
-  return { config, db, log: log ?? createLogger({ level: config.logLevel }) };
+  const logger = log ?? createLogger({ level: config.logLevel });
+  const database = await openDatabase({ url: config.databaseUrl?.reveal(), file: join(config.dataDir, 'airlock.db'), log: logger });
+  return { config, database, db: database.sqlite!, log: logger };
 }

@@ -106,7 +106,7 @@ export function buildProgram(): Command {
       } catch (err) {
         fail(err);
       } finally {
-        base.db.close();
+        await base.database.close();
       }
     });
 

@@ -137,7 +137,7 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
         await runtime?.close();
         await tokenService.close();
         await egressGateway.close();
-        base.db.close();
+        await base.database.close();
       })();
       return closing;
     },

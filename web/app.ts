@@ -120,8 +120,14 @@ export function createApp(ctx: WebContext): Express {
     res.json(openApiDocument(ctx.config.publicOrigin));
   });
 
-  app.get('/healthz', (_req, res) => {
-    res.json({ ok: true });
+  // Liveness and the database: 503 ERR_DB_UNAVAILABLE while the database does not answer.
+  app.get('/healthz', async (_req, res) => {
+    const db = ctx.database;
+    const up = await db.ping();
+    const body = { ok: up, database: db.engine, schema_version: db.schemaVersion, node: ctx.config.node.id };
+    if (up) return res.json(body);
+    res.setHeader('Retry-After', '5');
+    res.status(503).json({ ...body, error: { code: 'ERR_DB_UNAVAILABLE', message: 'the database does not answer' } });
   });
 
   // Prometheus metrics (no secrets or user data in them; restrict with the listen address

@@ -2,6 +2,7 @@ import type { Request, Response, NextFunction, RequestHandler } from 'express';
 import type { Config, Db, Logger, User } from '../core/index.js';
 import { AuthError, AppError } from '../core/index.js';
 import type { SqliteSessionStore } from './session-store.js';
+import type { Database } from '../domain/db/index.js';
 
 declare module 'express-session' {
   interface SessionData {
@@ -31,6 +32,9 @@ export interface WebServices {
 /** What every router factory receives. */
 export interface WebContext {
   config: Readonly<Config>;
+  /** The database: store modules in domain/ take `database.sql`. */
+  database: Database;
+  /** The SQLite connection for routes not yet on the data layer. */
   db: Db;
   log: Logger;
   sessions: SqliteSessionStore;

@@ -9,7 +9,7 @@ type Who = 'anyone' | 'user' | 'superuser' | 'manager' | 'agent' | 'internal' | 
 
 /** [method, path (OpenAPI form), tag, who, summary] */
 export const OPERATIONS: readonly (readonly [string, string, string, Who, string])[] = [
-  ['get', '/healthz', 'ops', 'anyone', 'Liveness: {"ok":true}'],
+  ['get', '/healthz', 'ops', 'anyone', 'Liveness and database: {"ok":true,"database":"sqlite","schema_version":8,"node":"…"}; 503 ERR_DB_UNAVAILABLE when the database does not answer'],
   ['get', '/metrics', 'ops', 'anyone', 'Prometheus metrics (text format)'],
   ['get', '/api/openapi.json', 'ops', 'anyone', 'This document'],
   ['get', '/vendor/chart.umd.js', 'ui', 'anyone', 'chart.js for the browser UI'],

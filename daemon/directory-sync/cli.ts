@@ -109,6 +109,6 @@ export async function syncDirectoryCli(config: Readonly<Config>, opts: SyncDirec
     }
     throw err;
   } finally {
-    base.db.close();
+    await base.database.close();
   }
 }

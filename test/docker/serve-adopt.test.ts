@@ -10,7 +10,7 @@ import t from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AccountStore, createLogger, openDatabase, createUser, Encryptor, hashPassword, loadOrCreateEncryptionKey, mintAgentUserToken, WORKSPACE_SCOPES } from '../../core/index.js';
+import { AccountStore, createLogger, createUser, Encryptor, hashPassword, loadOrCreateEncryptionKey, mintAgentUserToken, WORKSPACE_SCOPES } from '../../core/index.js';
 import { serve, type RunningDaemon } from '../../daemon/serve.js';
 import * as google from '../../emulator/google.js';
 import * as googleOAuth from '../../emulator/google-oauth.js';
@@ -18,6 +18,7 @@ import { Client } from '../helpers/client.js';
 import { logSink } from '../helpers/app.js';
 import { streamTurn } from '../helpers/chat.js';
 import { dataDir, dockerOrSkip, ensureTestImage, execIn, runtimeConfig, sweep, uniqueOwner } from './helpers.js';
+import { openDatabase } from '../../domain/db/index.js';
 
 const CLIENT_ID = 'airlock-test-client';
 const CLIENT_SECRET = 'airlock-test-client-secret';
@@ -182,7 +183,7 @@ if (docker) {
 
     // While no daemon runs, bob is deactivated (as `airlock sync-directory` does when the daemon
     // is down: there is no one to end his sandbox then).
-    const db = await openDatabase(join(dir, 'airlock.db'));
+    const db = (await openDatabase({ file: join(dir, 'airlock.db') })).sqlite!;
     t.equal(db.prepare('UPDATE users SET is_active = 0 WHERE username = ?').run('bob').changes, 1);
     db.close();
 

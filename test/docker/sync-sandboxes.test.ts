@@ -5,11 +5,12 @@
  */
 import t from 'tap';
 import { join } from 'node:path';
-import { loadConfig, openDatabase } from '../../core/index.js';
+import { loadConfig } from '../../core/index.js';
 import { controlRequest } from '../../daemon/runtime/control-api.js';
 import { start as startDirectory } from '../../emulator/directory.js';
 import { identityEncryptor, saveConnection } from '../../web/index.js';
 import { dataDir, dockerOrSkip, ensureTestImage, runCli, startRuntimeProc, sweep, uniqueOwner } from './helpers.js';
+import { openDatabase } from '../../domain/db/index.js';
 
 const docker = await dockerOrSkip(t as unknown as Parameters<typeof dockerOrSkip>[0]);
 
@@ -28,7 +29,7 @@ if (docker) {
     const a = emu.addUser({ primaryEmail: `a@${emu.domain}` });
     const b = emu.addUser({ primaryEmail: `b@${emu.domain}` });
     const env = { AIRLOCK_DATA_DIR: dir, AIRLOCK_GOOGLE_DIRECTORY_BASE_URL: emu.url, AIRLOCK_GOOGLE_TOKEN_URL: emu.tokenUrl, AIRLOCK_LOG_LEVEL: 'warn' };
-    const db = await openDatabase(join(dir, 'airlock.db'));
+    const db = (await openDatabase({ file: join(dir, 'airlock.db') })).sqlite!;
     t.teardown(() => db.close());
     saveConnection(db, identityEncryptor(loadConfig(env)), {
       provider: 'google', issuer: 'https://accounts.google.com', client_id: 'cid',

@@ -2,9 +2,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { createLogger, createUser, hashPassword, loadConfig, openDatabase, type Config, type Db, type Logger, type User } from '../../core/index.js';
+import { createLogger, createUser, hashPassword, loadConfig, type Config, type Db, type Logger, type User } from '../../core/index.js';
 import { SqliteSessionStore, startWebServer, type WebServer, type WebServices } from '../../web/index.js';
 import { Client } from './client.js';
+import { openDatabase, type Database } from '../../domain/db/index.js';
 
 /** Secrets every test config uses; tests also scan logs and responses for them. */
 export const TEST_SECRETS = {
@@ -42,6 +43,7 @@ export function testConfig(dataDir: string, env: Record<string, string> = {}): R
 export interface TestApp {
   url: string;
   config: Readonly<Config>;
+  database: Database;
   db: Db;
   log: Logger;
   logs: LogSink;
@@ -62,16 +64,18 @@ export interface TestAppOptions {
 export async function startTestApp(t: { teardown(fn: () => unknown): void }, opts: TestAppOptions = {}): Promise<TestApp> {
   const dataDir = opts.dataDir ?? tempDir(t);
   const config = testConfig(dataDir, opts.env);
-  const db = await openDatabase(join(dataDir, 'airlock.db'));
+  const database = await openDatabase({ file: join(dataDir, 'airlock.db') });
+  const db = database.sqlite!;
   const logs = opts.logs ?? logSink();
   const log = createLogger({ level: 'debug', destination: logs.stream });
   const sessions = new SqliteSessionStore(db);
   // Port 0 unless the test fixed one (SSO tests need the public origin before start).
-  const web = await startWebServer({ config, db, log, sessions, services: opts.services ?? {} }, config.port, '127.0.0.1');
+  const web = await startWebServer({ config, database, db, log, sessions, services: opts.services ?? {} }, config.port, '127.0.0.1');
   let closed = false;
   const app: TestApp = {
     url: web.url,
     config,
+    database,
     db,
     log,
     logs,
@@ -82,7 +86,7 @@ export async function startTestApp(t: { teardown(fn: () => unknown): void }, opt
       if (closed) return;
       closed = true;
       await web.close(100);
-      db.close();
+      await database.close();
     },
   };
   t.teardown(() => app.close());

@@ -6,9 +6,10 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { getCredentials, openDatabase, verifyPassword } from '../../core/index.js';
+import { getCredentials, verifyPassword } from '../../core/index.js';
 import { tempDir } from '../helpers/app.js';
 import { ROOT } from '../docker/helpers.js';
+import { openDatabase } from '../../domain/db/index.js';
 
 const CLI = join(ROOT, 'dist', 'daemon', 'main.js');
 const SECRETS = { AGENT_USER_TOKEN_SECRET: 'cli-test-agent-user-token-secret', MCP_INTERNAL_SECRET: 'cli-test-mcp-internal-secret-012' };
@@ -65,7 +66,7 @@ t.test('create-superuser reads the password from stdin, never echoes it', async 
   t.equal(r.code, 0, r.stderr);
   t.match(r.stdout, /created superuser root/);
   t.notOk((r.stdout + r.stderr).includes(password), 'the password is not printed');
-  const db = await openDatabase(join(dir, 'airlock.db'));
+  const db = (await openDatabase({ file: join(dir, 'airlock.db') })).sqlite!;
   t.teardown(() => db.close());
   const creds = getCredentials(db, 'root')!;
   t.equal(creds.user.is_superuser, true);

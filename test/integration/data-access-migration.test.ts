@@ -1,7 +1,8 @@
 import t from 'tap';
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { createUser, loadMigrations, migrate } from '../../core/index.js';
+import { createUser } from '../../core/index.js';
+import { loadMigrations, migrateSqlite as migrate } from '../../domain/db/index.js';
 import { DataAccessStore, effectivePolicyOf, policyForTable } from '../../web/data-access/index.js';
 import { tempDir } from '../helpers/app.js';
 

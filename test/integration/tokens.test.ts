@@ -1,7 +1,7 @@
 import t from 'tap';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { AccountStore, createLogger, Encryptor, openDatabase, Secret, tokenRequest, type Db, type ProfileRoute } from '../../core/index.js';
+import { AccountStore, createLogger, Encryptor, Secret, tokenRequest, type Db, type ProfileRoute } from '../../core/index.js';
 import { buildProfile, OverlayPreparer, ROUTE_ENV, writeProfile } from '../../daemon/overlay.js';
 import { TokenService } from '../../daemon/tokens.js';
 import { start as startOAuth, type GoogleOAuth } from '../../emulator/google-oauth.js';
@@ -9,6 +9,7 @@ import { startCredentialProxy } from '../../proxy/index.js';
 import { EgressGatewayService } from '../../daemon/egress.js';
 import { start as startUpstream } from '../../emulator/fake-upstream.js';
 import { addUser, logSink, tempDir, testConfig } from '../helpers/app.js';
+import { openDatabase } from '../../domain/db/index.js';
 
 const T0 = Date.UTC(2026, 10, 22, 12, 0, 0);
 
@@ -16,7 +17,7 @@ const T0 = Date.UTC(2026, 10, 22, 12, 0, 0);
 async function rig(t: { teardown(fn: () => unknown): void }, opts: { failRefresh?: boolean } = {}) {
   const oauth: GoogleOAuth = await startOAuth(opts);
   t.teardown(() => oauth.close());
-  const db: Db = await openDatabase(':memory:');
+  const db: Db = (await openDatabase({ file: ':memory:' })).sqlite!;
   t.teardown(() => db.close());
   const user = await addUser(db, 'alice', 'pw-pw-pw-pw');
   const store = new AccountStore(db, new Encryptor(Buffer.alloc(32, 7)));

@@ -15,12 +15,13 @@ const HOST = ['web', 'daemon'];
 /** Allow-lists: a folder here imports only the folders named. */
 const ALLOWED: Record<string, string[]> = {
   core: ['core'],
+  domain: ['domain', 'core'],
   proxy: ['proxy', 'core'],
   supervisor: ['supervisor', 'core', 'proxy', 'agent'],
   agent: ['agent', 'core'],
   tools: ['tools', 'core'],
   extensions: ['extensions', 'core'],
-  web: ['web', 'core'],
+  web: ['web', 'domain', 'core'],
   emulator: ['emulator', 'core'],
 };
 

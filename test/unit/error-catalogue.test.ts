@@ -39,7 +39,7 @@ const ROOT = repoRoot();
 const SELF = 'test/unit/error-catalogue.test.ts';
 
 /** Folders whose code produces errors; test/ and docs are scanned for codes only. */
-const SOURCE_DIRS = ['core', 'proxy', 'supervisor', 'agent', 'tools', 'extensions', 'web', 'daemon', 'emulator', 'bench', 'images'];
+const SOURCE_DIRS = ['core', 'domain', 'proxy', 'supervisor', 'agent', 'tools', 'extensions', 'web', 'daemon', 'emulator', 'bench', 'images'];
 
 function* walk(dir: string, ext: RegExp): Generator<string> {
   if (!existsSync(dir)) return;

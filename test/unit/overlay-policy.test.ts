@@ -1,12 +1,13 @@
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
-import { AccountStore, createUser, Encryptor, loadConfig, openDatabase, silentLogger } from '../../core/index.js';
+import { AccountStore, createUser, Encryptor, loadConfig, silentLogger } from '../../core/index.js';
 import { OverlayPreparer } from '../../daemon/overlay.js';
 import { TokenService } from '../../daemon/tokens.js';
+import { openDatabase } from '../../domain/db/index.js';
 
 /** The session start applies the user's agent policy: tools not allowed are not loaded, a forbidden model is refused. */
 t.test('agent policy at session start', async (t) => {
-  const db = await openDatabase(':memory:');
+  const db = (await openDatabase({ file: ':memory:' })).sqlite!;
   t.teardown(() => db.close());
   const config = loadConfig({ AIRLOCK_MODEL_PROVIDER: 'demo', AIRLOCK_MODEL: 'demo' });
   const tokens = new TokenService({
@@ -36,7 +37,7 @@ t.test('agent policy at session start', async (t) => {
 });
 
 t.test('MAIL_FROM: the connected account address, only when connected and only a plain address', async (t) => {
-  const db = await openDatabase(':memory:');
+  const db = (await openDatabase({ file: ':memory:' })).sqlite!;
   t.teardown(() => db.close());
   const config = loadConfig({ AIRLOCK_MODEL_PROVIDER: 'demo', AIRLOCK_MODEL: 'demo' });
   const store = new AccountStore(db, new Encryptor(randomBytes(32)));

@@ -3,11 +3,12 @@ import { spawn } from 'node:child_process';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { start as startDirectory } from '../../../emulator/directory.js';
-import { openDatabase } from '../../../core/index.js';
+import {  } from '../../../core/index.js';
 import { createOrGetRunningJob, identityEncryptor, saveConnection } from '../../../web/index.js';
 import { createLogger } from '../../../core/index.js';
 import { serve } from '../../../daemon/serve.js';
 import { logSink, tempDir, testConfig } from '../../helpers/app.js';
+import { openDatabase } from '../../../domain/db/index.js';
 
 const MAIN = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'daemon', 'main.js');
 
@@ -29,7 +30,7 @@ t.test('airlock sync-directory (and sync_directory) runs the sync inline with pr
   const dataDir = tempDir(t);
   const env = { AIRLOCK_DATA_DIR: dataDir, AIRLOCK_GOOGLE_DIRECTORY_BASE_URL: dir.url, AIRLOCK_GOOGLE_TOKEN_URL: dir.tokenUrl, AIRLOCK_LOG_LEVEL: 'silent' };
   const config = testConfig(dataDir, env);
-  const db = await openDatabase(join(dataDir, 'airlock.db'));
+  const db = (await openDatabase({ file: join(dataDir, 'airlock.db') })).sqlite!;
   const conn = saveConnection(db, identityEncryptor(config), {
     provider: 'google', issuer: 'https://accounts.google.com', client_id: 'cid',
     service_account_json: dir.serviceAccount as unknown as Record<string, unknown>, delegated_admin_email: `admin@${dir.domain}`,
@@ -53,7 +54,7 @@ t.test('airlock sync-directory (and sync_directory) runs the sync inline with pr
   // A user is suspended: the CLI ends their web sessions and asks the daemon to end their live
   // sandboxes; none runs here, which it says plainly (the sync still succeeds).
   dir.users[3].suspended = true;
-  const db1 = await openDatabase(join(dataDir, 'airlock.db'));
+  const db1 = (await openDatabase({ file: join(dataDir, 'airlock.db') })).sqlite!;
   const uid = (db1.prepare('SELECT id FROM users WHERE email = ?').get(dir.users[3].primaryEmail) as { id: number }).id;
   db1.prepare('INSERT INTO web_sessions (sid, user_id, data, expires_at) VALUES (?, ?, ?, ?)').run('sid-of-user3', uid, '{}', Date.now() + 3600_000);
   db1.close();
@@ -64,7 +65,7 @@ t.test('airlock sync-directory (and sync_directory) runs the sync inline with pr
   t.match(deact.stderr, /no daemon answers on .*control\.sock \(not running, or running without a sandbox runtime\): no live sandboxes of deactivated users were ended/);
 
   // A job already running for the connection (e.g. in `serve`): the command reports it, runs nothing.
-  const db2 = await openDatabase(join(dataDir, 'airlock.db'));
+  const db2 = (await openDatabase({ file: join(dataDir, 'airlock.db') })).sqlite!;
   t.teardown(() => db2.close());
   const { job } = createOrGetRunningJob(db2, conn.id, 'manual', null);
   const busy = await run(['sync-directory'], env);
@@ -80,7 +81,7 @@ async function slowDirectory(t: Parameters<typeof tempDir>[0] & { teardown(fn: (
   const dataDir = tempDir(t);
   const env = { AIRLOCK_DATA_DIR: dataDir, AIRLOCK_GOOGLE_DIRECTORY_BASE_URL: dir.url, AIRLOCK_GOOGLE_TOKEN_URL: dir.tokenUrl, AIRLOCK_LOG_LEVEL: 'silent' };
   const config = testConfig(dataDir, env);
-  const db = await openDatabase(join(dataDir, 'airlock.db'));
+  const db = (await openDatabase({ file: join(dataDir, 'airlock.db') })).sqlite!;
   t.teardown(() => db.close());
   saveConnection(db, identityEncryptor(config), {
     provider: 'google', issuer: 'https://accounts.google.com', client_id: 'cid',

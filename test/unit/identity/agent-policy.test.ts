@@ -1,9 +1,10 @@
 import t from 'tap';
-import { createUser, openDatabase } from '../../../core/index.js';
+import { createUser } from '../../../core/index.js';
 import { checkCallbackUrl, effectiveAgentPolicy, policyAllows, rewriteAgentPolicies } from '../../../web/index.js';
+import { openDatabase } from '../../../domain/db/index.js';
 
 t.test('effectiveAgentPolicy: none, org-wide, team grants add up, deny wins', async (t) => {
-  const db = await openDatabase(':memory:');
+  const db = (await openDatabase({ file: ':memory:' })).sqlite!;
   t.teardown(() => db.close());
   const a = createUser(db, { username: 'a', email: 'a@x.test' });
   const b = createUser(db, { username: 'b', email: 'b@x.test' });

@@ -5,7 +5,14 @@
  * the final status is written only by the run that still owns the job. The one-unfinished-job
  * index (directory_sync_jobs_one_running) is unchanged.
  */
-export const up = `
+export const sqlite = `
+ALTER TABLE directory_sync_jobs ADD COLUMN owner_id TEXT;
+ALTER TABLE directory_sync_jobs ADD COLUMN owner_pid INTEGER;
+ALTER TABLE directory_sync_jobs ADD COLUMN owner_host TEXT;
+ALTER TABLE directory_sync_jobs ADD COLUMN heartbeat_at TEXT;
+`;
+
+export const postgres = `
 ALTER TABLE directory_sync_jobs ADD COLUMN owner_id TEXT;
 ALTER TABLE directory_sync_jobs ADD COLUMN owner_pid INTEGER;
 ALTER TABLE directory_sync_jobs ADD COLUMN owner_host TEXT;

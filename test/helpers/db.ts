@@ -1,0 +1,29 @@
+import { join } from 'node:path';
+import { openDatabase, type Database } from '../../domain/db/index.js';
+import { createPgDatabase } from './postgres.js';
+
+/**
+ * Which engine this test process runs on: `npm test` runs the suite on SQLite, then the tests
+ * that talk to the database again with AIRLOCK_TEST_ENGINE=postgres (test/run.ts).
+ */
+export const TEST_ENGINE: 'sqlite' | 'postgres' = process.env.AIRLOCK_TEST_ENGINE === 'postgres' ? 'postgres' : 'sqlite';
+
+type Teardown = { teardown(fn: () => unknown): void };
+
+/** On PostgreSQL: the URL of a new, empty database, dropped at teardown. On SQLite: undefined. */
+export async function testDatabaseUrl(t: Teardown): Promise<string | undefined> {
+  if (TEST_ENGINE !== 'postgres') return undefined;
+  const admin = process.env.AIRLOCK_TEST_POSTGRES_URL;
+  if (!admin) throw new Error('AIRLOCK_TEST_ENGINE=postgres needs AIRLOCK_TEST_POSTGRES_URL (npm test starts a cluster)');
+  const db = await createPgDatabase(admin);
+  t.teardown(() => db.drop());
+  return db.url;
+}
+
+/** A migrated database on this run's engine (SQLite: a file in dataDir), closed at teardown. */
+export async function openTestDatabase(t: Teardown, dataDir: string): Promise<Database> {
+  const url = await testDatabaseUrl(t);
+  const database = await openDatabase({ url, file: join(dataDir, 'airlock.db') });
+  t.teardown(() => database.close());
+  return database;
+}

@@ -1,0 +1,92 @@
+/**
+ * `npm test`: the whole suite on embedded SQLite, then the store and integration tests again on
+ * PostgreSQL. A throwaway PostgreSQL cluster is started for the second pass from the machine's
+ * `postgresql` package (or AIRLOCK_TEST_POSTGRES_URL names an existing server to create test
+ * databases on) and removed at the end. Without PostgreSQL the second pass is skipped with the
+ * reason printed — except under CI=true, where that is a failure. Arguments (test files) narrow
+ * both passes. The last line is tap's summary format with both passes added up.
+ */
+import { spawn } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
+import { pgUnavailable, startPgCluster, type PgCluster } from './helpers/postgres.js';
+
+/** Tests that run on both engines (store modules and everything that talks to the database). */
+const BOTH_ENGINES = ['dist/test/integration/db-engines.test.js'];
+const ALL = ['dist/test/**/*.test.js'];
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+interface Tally {
+  total: number;
+  pass: number;
+  fail: number;
+}
+
+function tap(files: string[], env: NodeJS.ProcessEnv, label: string): Promise<Tally & { code: number }> {
+  process.stdout.write(`\n# ${label}\n`);
+  return new Promise((resolve) => {
+    const child = spawn('npx', ['tap', ...files], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+    let last = '';
+    let buf = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      process.stdout.write(chunk);
+      buf += chunk.toString('utf8');
+      const lines = buf.split('\n');
+      buf = lines.pop() ?? '';
+      for (const l of lines) if (/^# \{ total:/.test(l)) last = l;
+    });
+    child.on('close', (code) => {
+      if (/^# \{ total:/.test(buf)) last = buf;
+      const n = (k: string) => Number(new RegExp(`${k}: (\\d+)`).exec(last)?.[1] ?? 0);
+      resolve({ total: n('total'), pass: n('pass'), fail: n('fail') || (code ? 1 : 0), code: code ?? 1 });
+    });
+  });
+}
+
+async function main(): Promise<number> {
+  const args = process.argv.slice(2);
+  const first = await tap(args.length ? args : ALL, { ...process.env, AIRLOCK_TEST_ENGINE: 'sqlite' }, 'pass 1: embedded SQLite');
+  const both = args.length ? args.filter((a) => BOTH_ENGINES.includes(a)) : BOTH_ENGINES;
+  let second: Tally & { code: number } = { total: 0, pass: 0, fail: 0, code: 0 };
+  if (both.length) {
+    let cluster: PgCluster | undefined;
+    let url = process.env.AIRLOCK_TEST_POSTGRES_URL;
+    const why = url ? null : pgUnavailable();
+    if (why) {
+      process.stdout.write(`\n# pass 2 (PostgreSQL) skipped: ${why}\n`);
+      if (process.env.CI === 'true') second = { total: 1, pass: 0, fail: 1, code: 1 };
+    } else {
+      if (!url) {
+        cluster = startPgCluster(await freePort());
+        url = cluster.url;
+      }
+      try {
+        second = await tap(both, { ...process.env, AIRLOCK_TEST_ENGINE: 'postgres', AIRLOCK_TEST_POSTGRES_URL: url }, 'pass 2: PostgreSQL');
+      } finally {
+        cluster?.stop();
+      }
+    }
+  }
+  const total = first.total + second.total;
+  const pass = first.pass + second.pass;
+  const fail = first.fail + second.fail;
+  process.stdout.write(`\n# both passes\n# { total: ${total}, pass: ${pass}, fail: ${fail} }\n`);
+  return first.code || second.code ? 1 : 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err) => {
+    process.stderr.write(`test runner: ${(err as Error).stack ?? String(err)}\n`);
+    process.exit(1);
+  },
+);
