@@ -9,8 +9,8 @@ if (why) t.plan(0, why);
 else {
   t.test('admin: data role, policy with a row filter (bad one refused plainly), assignment, effective policy, action log', async (t) => {
     const app = await startTestApp(t);
-    await addUser(app.db, 'root', ROOT_PW, { superuser: true, email: 'root@local.test' });
-    const bob = await addUser(app.db, 'bob', 'bob-password-123');
+    await addUser(app.database, 'root', ROOT_PW, { superuser: true, email: 'root@local.test' });
+    const bob = await addUser(app.database, 'bob', 'bob-password-123');
     const browser = await launch(t);
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     await page.goto(app.url + '/');

@@ -37,8 +37,8 @@ if (why) t.plan(0, why);
 else {
   t.test('axe-core: the login page and every admin page have no serious or critical issue, at 1280 and 390 px', async (t) => {
     const app = await startTestApp(t);
-    const root = await addUser(app.db, 'root', ROOT_PW, { superuser: true, email: 'root@local.test' });
-    const bob = await addUser(app.db, 'bob', 'bob-password-123');
+    const root = await addUser(app.database, 'root', ROOT_PW, { superuser: true, email: 'root@local.test' });
+    const bob = await addUser(app.database, 'bob', 'bob-password-123');
     // Content on every page: a role with a policy, an assignment, an organisation with a team and a policy, log entries.
     const roleId = Number(app.db.prepare("INSERT INTO data_roles (name, description) VALUES ('sales_eu', 'EU sales rows')").run().lastInsertRowid);
     app.db.prepare(`INSERT INTO data_policies (role_id, table_name, allowed_columns, row_filter) VALUES (?, 'sales', '["region"]', '{"column":"region","op":"eq","value":"EU"}')`).run(roleId);

@@ -12,8 +12,8 @@ const ROOT_PW = 'root-password-123';
 
 async function setup(t: { teardown(fn: () => unknown): void }, width = 1280): Promise<{ app: TestApp; page: Page; root: number; bob: number; browser: Browser }> {
   const app = await startTestApp(t);
-  const root = (await addUser(app.db, 'root', ROOT_PW, { superuser: true, email: 'root@local.test' })).id;
-  const bob = (await addUser(app.db, 'bob', 'bob-password-123')).id;
+  const root = (await addUser(app.database, 'root', ROOT_PW, { superuser: true, email: 'root@local.test' })).id;
+  const bob = (await addUser(app.database, 'bob', 'bob-password-123')).id;
   const browser = await launch(t);
   const page = await browser.newPage({ viewport: { width, height: 900 } });
   page.on('dialog', (d) => void d.accept());

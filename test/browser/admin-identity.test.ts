@@ -45,7 +45,7 @@ else {
     const runner = new DirectorySyncRunner({ config: app.config, db: app.db, log: app.log, sessions: app.sessions, sandboxes, client: { baseDelayMs: 5, maxDelayMs: 20, maxAttempts: 3 } });
     services.directorySync = runner;
     t.teardown(() => runner.idle());
-    await addUser(app.db, 'root', ROOT_PW, { superuser: true, email: 'root@local.test' });
+    await addUser(app.database, 'root', ROOT_PW, { superuser: true, email: 'root@local.test' });
 
     const browser = await launch(t);
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });

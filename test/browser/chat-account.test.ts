@@ -26,7 +26,7 @@ else {
         AIRLOCK_GOOGLE_REVOKE_URL: oauth.revokeUrl,
       },
     });
-    await addUser(app.db, 'erin', PASSWORD);
+    await addUser(app.database, 'erin', PASSWORD);
     const accounts = () => (app.db.prepare('SELECT COUNT(*) AS n FROM connected_accounts').get() as { n: number }).n;
 
     const browser = await launch(t);

@@ -66,7 +66,7 @@ else {
   t.test('the connection drops while a tool runs: the page reattaches, the turn runs on, Stop ends it', async (t) => {
     const runner = new SteeredRunner();
     const app = await startTestApp(t, { services: { chat: { runner } } });
-    await addUser(app.db, 'dana', PASSWORD);
+    await addUser(app.database, 'dana', PASSWORD);
     const browser = await launch(t);
     const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
     const errors = pageErrors(page);
@@ -111,7 +111,7 @@ else {
 
   t.test('a body cut off mid-line, and a line that is not JSON', async (t) => {
     const app = await startTestApp(t, { services: { chat: { runner: new SteeredRunner() } } });
-    await addUser(app.db, 'dana', PASSWORD);
+    await addUser(app.database, 'dana', PASSWORD);
     const browser = await launch(t);
     const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
     const errors = pageErrors(page);

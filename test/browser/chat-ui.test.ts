@@ -124,7 +124,7 @@ else {
   t.before(async () => {
     runner = new ScriptedRunner();
     const app = await startTestApp(t, { services: { chat: { runner } } });
-    await addUser(app.db, 'erin', PASSWORD);
+    await addUser(app.database, 'erin', PASSWORD);
     url = app.url;
   });
 

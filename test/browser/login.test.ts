@@ -7,7 +7,7 @@ if (why) t.plan(0, why);
 else {
   t.test('password login in a real browser, wrong password shown plainly, keyboard only', async (t) => {
     const app = await startTestApp(t);
-    await addUser(app.db, 'alice', 'alice-password-1', { superuser: false });
+    await addUser(app.database, 'alice', 'alice-password-1', { superuser: false });
     const browser = await launch(t);
     const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
     await page.goto(app.url + '/');

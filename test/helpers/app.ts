@@ -6,6 +6,8 @@ import { createLogger, createUser, hashPassword, loadConfig, type Config, type D
 import { SqliteSessionStore, startWebServer, type WebServer, type WebServices } from '../../web/index.js';
 import { Client } from './client.js';
 import { openDatabase, type Database } from '../../domain/db/index.js';
+import { createUser as createUserAsync } from '../../domain/users.js';
+import { testDatabaseUrl } from './db.js';
 
 /** Secrets every test config uses; tests also scan logs and responses for them. */
 export const TEST_SECRETS = {
@@ -44,6 +46,7 @@ export interface TestApp {
   url: string;
   config: Readonly<Config>;
   database: Database;
+  /** The SQLite connection for tests of code not yet on the data layer (undefined on PostgreSQL). */
   db: Db;
   log: Logger;
   logs: LogSink;
@@ -63,8 +66,10 @@ export interface TestAppOptions {
 /** Start the real web app on 127.0.0.1:0 over a real SQLite file; registers teardown. */
 export async function startTestApp(t: { teardown(fn: () => unknown): void }, opts: TestAppOptions = {}): Promise<TestApp> {
   const dataDir = opts.dataDir ?? tempDir(t);
-  const config = testConfig(dataDir, opts.env);
-  const database = await openDatabase({ file: join(dataDir, 'airlock.db') });
+  // On the PostgreSQL pass of `npm test`, a new database on the test cluster (dropped at teardown).
+  const url = await testDatabaseUrl(t);
+  const config = testConfig(dataDir, { ...(url ? { AIRLOCK_DATABASE_URL: url } : {}), ...opts.env });
+  const database = await openDatabase({ url, file: join(dataDir, 'airlock.db') });
   const db = database.sqlite!;
   const logs = opts.logs ?? logSink();
   const log = createLogger({ level: 'debug', destination: logs.stream });
@@ -93,13 +98,9 @@ export async function startTestApp(t: { teardown(fn: () => unknown): void }, opt
   return app;
 }
 
-export async function addUser(db: Db, username: string, password: string, opts: { superuser?: boolean; email?: string } = {}): Promise<User> {
-  return createUser(db, {
-    username,
-    email: opts.email ?? `${username}@example.test`,
-    passwordHash: await hashPassword(password),
-    isSuperuser: opts.superuser,
-  });
+export async function addUser(db: Db | Database, username: string, password: string, opts: { superuser?: boolean; email?: string } = {}): Promise<User> {
+  const u = { username, email: opts.email ?? `${username}@example.test`, passwordHash: await hashPassword(password), isSuperuser: opts.superuser };
+  return 'sql' in db ? createUserAsync(db.sql, u) : createUser(db, u);
 }
 
 /** A free TCP port on 127.0.0.1 (for tests that must know the app's origin before it starts). */

@@ -93,7 +93,7 @@ export async function startChatHarness(t: { teardown(fn: () => unknown): void },
         : [],
     async login(username) {
       if (!users.has(username)) {
-        await addUser(app.db, username, `${username}-password`);
+        await addUser(app.database, username, `${username}-password`);
         users.add(username);
       }
       const c = app.client();

@@ -55,7 +55,7 @@ const ROOT_PW = 'root-password-123';
 
 /** A superuser `root` (root@local.test) logged in: the client the sync API answers. */
 export async function syncAdmin(s: SyncSetup) {
-  await addUser(s.app.db, 'root', ROOT_PW, { superuser: true, email: 'root@local.test' });
+  await addUser(s.app.database, 'root', ROOT_PW, { superuser: true, email: 'root@local.test' });
   const c = s.app.client();
   if ((await c.login('root', ROOT_PW)).status !== 200) throw new Error('admin login failed');
   return c;

@@ -19,7 +19,7 @@ async function setup(t: { teardown(fn: () => unknown): void; equal(a: unknown, b
       AIRLOCK_GOOGLE_REVOKE_URL: oauth.revokeUrl,
     },
   });
-  await addUser(app.db, 'alice', PASSWORD);
+  await addUser(app.database, 'alice', PASSWORD);
   const c = app.client();
   t.equal((await c.login('alice', PASSWORD)).status, 200);
   return { oauth, app, c };
@@ -172,7 +172,7 @@ t.test('refusals: anonymous, forged state, another user\'s state, CSRF', async (
   const start = await c.json('POST', '/api/account/connect', {});
   const consent = await fetch(start.body.authorization_url, { redirect: 'manual' });
   const cb = new URL(consent.headers.get('location')!);
-  await addUser(app.db, 'bob', PASSWORD);
+  await addUser(app.database, 'bob', PASSWORD);
   const bob = app.client();
   await bob.login('bob', PASSWORD);
   const stolen = await bob.json('GET', cb.pathname + cb.search);
@@ -183,7 +183,7 @@ t.test('refusals: anonymous, forged state, another user\'s state, CSRF', async (
 
 t.test('connect without a configured client → 503 ERR_ACCOUNT_NOT_CONFIGURED', async (t) => {
   const app = await startTestApp(t);
-  await addUser(app.db, 'carol', PASSWORD);
+  await addUser(app.database, 'carol', PASSWORD);
   const c = app.client();
   await c.login('carol', PASSWORD);
   const r = await c.json('POST', '/api/account/connect', {});

@@ -5,11 +5,11 @@ const PW = 'admin-users-password-1';
 
 t.test('GET /api/admin/users: superuser only, search by part of name or e-mail, pages, never a hash', async (t) => {
   const app = await startTestApp(t);
-  await addUser(app.db, 'root', PW, { superuser: true });
-  const alice = await addUser(app.db, 'alice', PW, { email: 'Alice@Example.test' });
-  const bob = await addUser(app.db, 'bob', PW, { email: 'bob@example.test' });
-  await addUser(app.db, 'under_score', PW);
-  await addUser(app.db, 'underXscore', PW);
+  await addUser(app.database, 'root', PW, { superuser: true });
+  const alice = await addUser(app.database, 'alice', PW, { email: 'Alice@Example.test' });
+  const bob = await addUser(app.database, 'bob', PW, { email: 'bob@example.test' });
+  await addUser(app.database, 'under_score', PW);
+  await addUser(app.database, 'underXscore', PW);
   app.db.prepare('UPDATE users SET display_name = ? WHERE id = ?').run('Robert Builder', bob.id);
 
   const anon = await app.client().json('GET', '/api/admin/users');

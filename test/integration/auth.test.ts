@@ -5,7 +5,7 @@ const PASSWORD = 'correct horse battery staple';
 
 t.test('login: ok, wrong password, unknown user', async (t) => {
   const app = await startTestApp(t);
-  await addUser(app.db, 'alice', PASSWORD);
+  await addUser(app.database, 'alice', PASSWORD);
 
   const c = app.client();
   const ok = await c.login('alice', PASSWORD);
@@ -31,7 +31,7 @@ t.test('login: ok, wrong password, unknown user', async (t) => {
 
 t.test('session id is regenerated at login', async (t) => {
   const app = await startTestApp(t);
-  await addUser(app.db, 'bob', PASSWORD);
+  await addUser(app.database, 'bob', PASSWORD);
   const c = app.client();
   await c.fetchCsrf();
   const before = c.cookies.get('airlock.sid');
@@ -55,7 +55,7 @@ t.test('cookie flags', async (t) => {
 
 t.test('CSRF: missing or wrong token is 403 on every unsafe method', async (t) => {
   const app = await startTestApp(t);
-  await addUser(app.db, 'carol', PASSWORD);
+  await addUser(app.database, 'carol', PASSWORD);
   const c = app.client();
   await c.fetchCsrf();
   const noToken = await c.json('POST', '/api/auth/login', { username: 'carol', password: PASSWORD }, { 'x-csrf-token': '' });
@@ -95,7 +95,7 @@ t.test('session survives a restart on the same database; logout ends it', async 
 
 t.test('repeated failures → 429 per username and per address', async (t) => {
   const app = await startTestApp(t, { env: { AIRLOCK_LOGIN_MAX_FAILURES: '3' } });
-  await addUser(app.db, 'erin', PASSWORD);
+  await addUser(app.database, 'erin', PASSWORD);
   const c = app.client();
   for (let i = 0; i < 3; i++) t.equal((await c.login('erin', 'bad-password')).status, 401);
   const limited = await c.login('erin', PASSWORD);
@@ -132,7 +132,7 @@ t.test('bad input: validation names the field; bad JSON; body limit', async (t) 
 t.test('no password hash or secret in any response or log line', async (t) => {
   const logs = logSink();
   const app = await startTestApp(t, { logs });
-  await addUser(app.db, 'frank', PASSWORD);
+  await addUser(app.database, 'frank', PASSWORD);
   const hash = (app.db.prepare('SELECT password_hash FROM users WHERE username = ?').get('frank') as { password_hash: string }).password_hash;
   const c = app.client();
   const bodies: string[] = [];

@@ -15,7 +15,7 @@ for (const [name, env, want] of cases) {
   t.test(name, async (t) => {
     const app = await startTestApp(t, { env });
     t.equal((await app.client().json('GET', '/api/chat/model')).status, 401, 'signed-in users only');
-    await addUser(app.db, 'mo', 'mo-password-123');
+    await addUser(app.database, 'mo', 'mo-password-123');
     const c = app.client();
     t.equal((await c.login('mo', 'mo-password-123')).status, 200);
     const r = await c.json('GET', '/api/chat/model');

@@ -9,8 +9,8 @@ const BASE = '/api/data-authorization';
 
 async function setup(t: Test): Promise<{ app: TestApp; admin: Client; user: Client; adminId: number; userId: number }> {
   const app = await startTestApp(t);
-  const a = await addUser(app.db, 'root', PW, { superuser: true });
-  const u = await addUser(app.db, 'ursula', PW);
+  const a = await addUser(app.database, 'root', PW, { superuser: true });
+  const u = await addUser(app.database, 'ursula', PW);
   const admin = app.client();
   t.equal((await admin.login('root', PW)).status, 200);
   const user = app.client();
@@ -104,7 +104,7 @@ t.test('auth matrix: internal endpoints', async (t) => {
   }
   // A browser session is not the secret.
   const admin = app.client();
-  await addUser(app.db, 'root2', PW, { superuser: true });
+  await addUser(app.database, 'root2', PW, { superuser: true });
   await admin.login('root2', PW);
   t.equal((await admin.json('GET', `/api/internal/bi-policy/${userId}`)).status, 401, 'a superuser session does not pass');
   t.notOk(app.logs.text().includes(TEST_SECRETS.MCP_INTERNAL_SECRET), 'secret never logged');
@@ -227,7 +227,7 @@ t.test('rule 1: logging in and organisation membership, even as a manager, grant
   const payroll = (await admin.json('POST', `${BASE}/roles`, { name: 'payroll' })).body.id;
   t.equal((await admin.json('PUT', `${BASE}/roles/${payroll}/policies/payroll`, { allowed_columns: ['*'] })).status, 201);
   t.equal((await admin.json('PUT', `${BASE}/roles/${payroll}/policies/*`, { allowed_columns: ['*'] })).status, 201);
-  const carl = await addUser(app.db, 'carl', PW);
+  const carl = await addUser(app.database, 'carl', PW);
   t.equal((await admin.json('POST', `${BASE}/assignments`, { user_id: carl.id, role_id: payroll })).status, 201);
   const org = (await admin.json('POST', '/api/identity/organisations', { name: 'Payroll department' })).body.id;
   t.equal((await admin.json('PUT', `/api/identity/organisations/${org}/members/${carl.id}`)).status, 200);

@@ -5,8 +5,8 @@ import { errorCode, startMcp } from '../helpers/mcp.js';
 
 async function setup(t: { teardown(fn: () => unknown): void }) {
   const app = await startTestApp(t);
-  const alice = await addUser(app.db, 'alice', 'alice-password-1');
-  const bob = await addUser(app.db, 'bob', 'bob-password-1');
+  const alice = await addUser(app.database, 'alice', 'alice-password-1');
+  const bob = await addUser(app.database, 'bob', 'bob-password-1');
   const a = app.client();
   const b = app.client();
   await a.login('alice', 'alice-password-1');

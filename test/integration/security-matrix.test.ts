@@ -37,8 +37,8 @@ t.test('route matrix: anon / user / superuser / no CSRF / wrong content type', a
       AIRLOCK_GOOGLE_AUTH_URL: `${upstream.url}/auth`,
     },
   });
-  await addUser(app.db, 'root', PASSWORD, { superuser: true });
-  await addUser(app.db, 'plain', PASSWORD);
+  await addUser(app.database, 'root', PASSWORD, { superuser: true });
+  await addUser(app.database, 'plain', PASSWORD);
   const anon = app.client();
   await anon.fetchCsrf();
   const user = app.client();

@@ -24,8 +24,8 @@ const OPEN_REDIRECTS = ['/.//evil.example/x', '/..//evil.example/x', '/%2e//evil
 t.test('finding 2: attachments are opened beneath the workspace without following any link', async (t) => {
   const dataDir = tempDir(t);
   const app = await startTestApp(t, { dataDir });
-  const alice = await addUser(app.db, 'alice', PASSWORD);
-  const bob = await addUser(app.db, 'bob', PASSWORD);
+  const alice = await addUser(app.database, 'alice', PASSWORD);
+  const bob = await addUser(app.database, 'bob', PASSWORD);
   const ws = (u: number) => join(dataDir, 'workspaces', String(u));
   mkdirSync(join(ws(bob.id), '.agent-attachments'), { recursive: true });
   writeFileSync(join(ws(bob.id), '.agent-attachments', name(1)), Buffer.concat([PNG, Buffer.from('BOB-SECRET-CHART')]));
@@ -84,7 +84,7 @@ t.test('finding 3: account connect return_to, end to end', async (t) => {
       AIRLOCK_GOOGLE_REVOKE_URL: oauth.revokeUrl,
     },
   });
-  await addUser(app.db, 'alice', PASSWORD);
+  await addUser(app.database, 'alice', PASSWORD);
   const c = app.client();
   await c.login('alice', PASSWORD);
   for (const p of OPEN_REDIRECTS) {
@@ -111,7 +111,7 @@ t.test('finding 3: SSO callback_url and login next', async (t) => {
     t.equal(r.status, 400, `callback_url ${s.origin}${p}: 400`);
     t.equal(r.body.error?.code, 'ERR_SSO_CALLBACK_URL');
   }
-  await addUser(s.app.db, 'nora', PASSWORD);
+  await addUser(s.app.database, 'nora', PASSWORD);
   const l = s.app.client();
   await l.fetchCsrf();
   for (const p of OPEN_REDIRECTS) {
@@ -139,7 +139,7 @@ t.test('finding 4: X-Forwarded-For is ignored unless AIRLOCK_TRUST_PROXY names t
 
 t.test('finding 4: a locked username still lets its owner in from an address with no recent failures', async (t) => {
   const app = await startTestApp(t, { env: { AIRLOCK_LOGIN_MAX_FAILURES: '3', AIRLOCK_TRUST_PROXY: 'loopback' } });
-  await addUser(app.db, 'admin', PASSWORD);
+  await addUser(app.database, 'admin', PASSWORD);
   const attacker = app.client();
   await attacker.fetchCsrf();
   const at = { 'x-forwarded-for': '203.0.113.7' };
@@ -163,7 +163,7 @@ t.test('finding 4: a locked username still lets its owner in from an address wit
 t.test('finding 4: progressive delay per username + address; the state lives in the database', async (t) => {
   const dataDir = tempDir(t);
   const app = await startTestApp(t, { dataDir, env: { AIRLOCK_LOGIN_MAX_FAILURES: '10' } });
-  await addUser(app.db, 'erin', PASSWORD);
+  await addUser(app.database, 'erin', PASSWORD);
   const c = app.client();
   await c.fetchCsrf();
   const times: number[] = [];
@@ -188,8 +188,8 @@ t.test('finding 4: progressive delay per username + address; the state lives in 
 
 t.test('finding 5: agent policy of another user is 403 for a plain user', async (t) => {
   const app = await startTestApp(t);
-  const admin = await addUser(app.db, 'root', PASSWORD, { superuser: true });
-  const u = await addUser(app.db, 'plain', PASSWORD);
+  const admin = await addUser(app.database, 'root', PASSWORD, { superuser: true });
+  const u = await addUser(app.database, 'plain', PASSWORD);
   const c = app.client();
   await c.login('plain', PASSWORD);
   const other = await c.json('GET', `/api/identity/agent-policy?user_id=${admin.id}`);
@@ -207,7 +207,7 @@ t.test('finding 5: agent policy of another user is 403 for a plain user', async 
 
 t.test('finding 5: JSON routes take application/json only, never compressed', async (t) => {
   const app = await startTestApp(t);
-  await addUser(app.db, 'gina', PASSWORD);
+  await addUser(app.database, 'gina', PASSWORD);
   const c = app.client();
   await c.fetchCsrf();
   const formLogin = await c.json('POST', '/api/auth/login', 'username=gina&password=correct+horse+battery+staple', { 'content-type': 'application/x-www-form-urlencoded' });

@@ -7,8 +7,8 @@ const SA = { type: 'service_account', client_email: 'sync@proj.iam.gserviceaccou
 
 t.test('IdP connections: superuser CRUD, secrets write-only and encrypted, has_group_sync derived', async (t) => {
   const app = await startTestApp(t);
-  await addUser(app.db, 'root', 'root-password-123', { superuser: true });
-  await addUser(app.db, 'joe', 'joe-password-123');
+  await addUser(app.database, 'root', 'root-password-123', { superuser: true });
+  await addUser(app.database, 'joe', 'joe-password-123');
   const root = app.client();
   await root.login('root', 'root-password-123');
   const joe = app.client();

@@ -6,8 +6,8 @@ const PW = 'password-123456';
 
 t.test('organisations: rename and delete (members, teams and policies go; stored policies recomputed), all in the action log by name', async (t) => {
   const app = await startTestApp(t);
-  const root = (await addUser(app.db, 'root', PW, { superuser: true })).id;
-  const alice = (await addUser(app.db, 'alice', PW)).id;
+  const root = (await addUser(app.database, 'root', PW, { superuser: true })).id;
+  const alice = (await addUser(app.database, 'alice', PW)).id;
   const c = app.client();
   t.equal((await c.login('root', PW)).status, 200);
 
@@ -62,7 +62,7 @@ t.test('organisations: rename and delete (members, teams and policies go; stored
 
 t.test('agent policies: only tools and models that exist; "chosen teams" needs a team', async (t) => {
   const app = await startTestApp(t);
-  await addUser(app.db, 'root', PW, { superuser: true });
+  await addUser(app.database, 'root', PW, { superuser: true });
   const c = app.client();
   await c.login('root', PW);
   const org = (await c.json('POST', '/api/identity/organisations', { name: 'Acme' })).body;
@@ -93,7 +93,7 @@ t.test('agent policies: only tools and models that exist; "chosen teams" needs a
 
 t.test('validation messages name the field and the reason (no schema paths); row filters say which condition', async (t) => {
   const app = await startTestApp(t);
-  await addUser(app.db, 'root', PW, { superuser: true });
+  await addUser(app.database, 'root', PW, { superuser: true });
   const c = app.client();
   await c.login('root', PW);
   const emptyName = await c.json('POST', '/api/data-authorization/roles', { name: '' });
@@ -139,8 +139,8 @@ t.test('validation messages name the field and the reason (no schema paths); row
 
 t.test('action log: keyset paging without overlap, names, and a last page without a cursor', async (t) => {
   const app = await startTestApp(t);
-  const root = (await addUser(app.db, 'root', PW, { superuser: true })).id;
-  const bob = (await addUser(app.db, 'bob', PW)).id;
+  const root = (await addUser(app.database, 'root', PW, { superuser: true })).id;
+  const bob = (await addUser(app.database, 'bob', PW)).id;
   for (let i = 0; i < 60; i++) logAction(app.db, { event: 'test.paging', actorId: root, subjectId: bob, data: { i } });
   const c = app.client();
   await c.login('root', PW);

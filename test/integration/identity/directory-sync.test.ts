@@ -16,7 +16,7 @@ const groupMembers = (s: SyncSetup, groupEmail: string) =>
 
 t.test('directory-sync API: superuser only; has_group_sync false → 409', async (t) => {
   const s = await startSync(t, { groupSync: false });
-  await addUser(s.app.db, 'joe', 'joe-password-123');
+  await addUser(s.app.database, 'joe', 'joe-password-123');
   const anon = s.app.client();
   await anon.fetchCsrf();
   t.equal((await anon.json('POST', '/api/identity/directory-sync', {})).status, 401);
@@ -65,7 +65,7 @@ t.test('sync adds, updates, removes memberships, deactivates removed/suspended u
   const g2 = d.addGroup({ email: `ops@${dom}`, name: 'Ops' });
   d.setMembers(g1.id, [u1.primaryEmail, u2.primaryEmail, 'outsider@other.test']);
   d.setMembers(g2.id, [u3.primaryEmail]);
-  const local4 = await addUser(s.app.db, 'local4', 'local-password-4', { email: u4.primaryEmail });
+  const local4 = await addUser(s.app.database, 'local4', 'local-password-4', { email: u4.primaryEmail });
   const root = await admin(s);
 
   const j1 = await syncOnce(s, root);
@@ -78,7 +78,7 @@ t.test('sync adds, updates, removes memberships, deactivates removed/suspended u
   t.same(groupMembers(s, `eng@${dom}`), [u1.primaryEmail, u2.primaryEmail]);
 
   // An organisation manager links a team to eng@.
-  const mgr = await addUser(s.app.db, 'manager', 'manager-password-1');
+  const mgr = await addUser(s.app.database, 'manager', 'manager-password-1');
   const org = await root.json('POST', '/api/identity/organisations', { name: 'Acme' });
   t.equal(org.status, 201);
   t.equal((await root.json('PUT', `/api/identity/organisations/${org.body.id}/members/${mgr.id}`, { role: 'manager' })).status, 200);
@@ -95,7 +95,7 @@ t.test('sync adds, updates, removes memberships, deactivates removed/suspended u
   });
   t.equal(policy.status, 201);
   const outsider = s.app.client();
-  await addUser(s.app.db, 'nobody', 'nobody-password-1');
+  await addUser(s.app.database, 'nobody', 'nobody-password-1');
   await outsider.login('nobody', 'nobody-password-1');
   t.equal((await outsider.json('POST', `/api/identity/organisations/${org.body.id}/teams`, { name: 'x' })).status, 403, 'non-manager refused');
   t.equal((await m.json('POST', '/api/identity/directory-sync', {})).status, 403, 'manager is not a superuser');

@@ -36,7 +36,7 @@ async function setup(t: { teardown(fn: () => unknown): void }): Promise<OrgSetup
   const app = await startTestApp(t);
   const ids: Record<string, number> = {};
   for (const name of ['root', 'mgrA', 'mgrA2', 'mgrB', 'u1', 'u2', 'u3', 'gone1']) {
-    ids[name] = (await addUser(app.db, name, PW, { superuser: name === 'root' })).id;
+    ids[name] = (await addUser(app.database, name, PW, { superuser: name === 'root' })).id;
   }
   app.db.prepare('UPDATE users SET is_active = 0 WHERE id = ?').run(ids.gone1);
   const root = await login(app, 'root');

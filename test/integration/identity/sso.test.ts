@@ -46,7 +46,7 @@ t.test('full login: new user created, ExternalIdentity upserted, /api/auth/me an
 
 t.test('known e-mail is matched; a second login updates the same ExternalIdentity', async (t) => {
   const s = await startSso(t, [BOB]);
-  const bob = await addUser(s.app.db, 'bob', 'bob-password-123', { email: 'BOB@example.test' });
+  const bob = await addUser(s.app.database, 'bob', 'bob-password-123', { email: 'BOB@example.test' });
   const b1 = s.app.client();
   t.equal((await ssoLogin(s, b1, BOB.sub)).status, 303);
   const me = await b1.json('GET', '/api/auth/me');
@@ -139,7 +139,7 @@ t.test('refused: ID token with a forged signature or a claim changed after signi
     'unsigned (alg none)': (idToken) => `${b64u({ alg: 'none', typ: 'JWT' })}.${b64u({ ...decodeJwt(idToken), email: 'root@example.test' })}.`,
   };
   const s = await startSso(t, [ALICE]);
-  const root = await addUser(s.app.db, 'root', 'root-password-123', { superuser: true, email: 'root@example.test' });
+  const root = await addUser(s.app.database, 'root', 'root-password-123', { superuser: true, email: 'root@example.test' });
   const forged: string[] = [];
   for (const [name, forge] of Object.entries(forgers)) {
     s.idp.tamper.idToken = async (idToken) => {
@@ -192,7 +192,7 @@ t.test('the IdP cannot serve its signing keys: 502 ERR_SSO_DISCOVERY, no login; 
 
 t.test('refused: unverified e-mail', async (t) => {
   const s = await startSso(t, [EVE]);
-  await addUser(s.app.db, 'eve-local', 'eve-password-123', { email: EVE.email });
+  await addUser(s.app.database, 'eve-local', 'eve-password-123', { email: EVE.email });
   const browser = s.app.client();
   const r = await ssoLogin(s, browser, EVE.sub);
   t.equal(r.status, 403);
@@ -203,7 +203,7 @@ t.test('refused: unverified e-mail', async (t) => {
 
 t.test('a deactivated account cannot log in by SSO', async (t) => {
   const s = await startSso(t, [BOB]);
-  const bob = await addUser(s.app.db, 'bob', 'bob-password-123', { email: BOB.email });
+  const bob = await addUser(s.app.database, 'bob', 'bob-password-123', { email: BOB.email });
   s.app.db.prepare('UPDATE users SET is_active = 0 WHERE id = ?').run(bob.id);
   const r = await ssoLogin(s, s.app.client(), BOB.sub);
   t.equal(r.status, 403);
@@ -215,7 +215,7 @@ t.test('client secret: encrypted at rest, never in responses or logs', async (t)
   const row = s.app.db.prepare('SELECT client_secret_enc FROM idp_connections').get() as { client_secret_enc: string };
   t.match(row.client_secret_enc, /^v1\./);
   t.notOk(row.client_secret_enc.includes(CLIENT_SECRET));
-  await addUser(s.app.db, 'root', 'root-password-123', { superuser: true });
+  await addUser(s.app.database, 'root', 'root-password-123', { superuser: true });
   const admin = s.app.client();
   await admin.login('root', 'root-password-123');
   const list = await admin.json('GET', '/api/identity/connections');

@@ -1,0 +1,3 @@
+export * from './db/index.js';
+export * from './users.js';
+export * from './action-log.js';

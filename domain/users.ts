@@ -1,0 +1,96 @@
+import { sql } from 'kysely';
+import type { Row, Sql } from './db/index.js';
+
+/** A user row as the rest of the program sees it (never the password hash). */
+export interface User {
+  id: number;
+  username: string;
+  email: string | null;
+  display_name: string | null;
+  is_superuser: boolean;
+  is_active: boolean;
+  created_at: string;
+  last_login_at: string | null;
+}
+
+const PUBLIC = ['id', 'username', 'email', 'display_name', 'is_superuser', 'is_active', 'created_at', 'last_login_at'] as const;
+
+export function toUser(r: Pick<Row<'users'>, (typeof PUBLIC)[number]>): User {
+  return {
+    id: r.id,
+    username: r.username,
+    email: r.email,
+    display_name: r.display_name,
+    is_superuser: r.is_superuser === 1,
+    is_active: r.is_active === 1,
+    created_at: r.created_at,
+    last_login_at: r.last_login_at,
+  };
+}
+
+export async function getUserById(db: Sql, id: number): Promise<User | undefined> {
+  const r = await db.selectFrom('users').select(PUBLIC).where('id', '=', id).executeTakeFirst();
+  return r && toUser(r);
+}
+
+/** By e-mail, whatever its case. */
+export async function getUserByEmail(db: Sql, email: string): Promise<User | undefined> {
+  const r = await db.selectFrom('users').select(PUBLIC).where(sql`lower(email)`, '=', email.toLowerCase()).executeTakeFirst();
+  return r && toUser(r);
+}
+
+/** The user and their password hash, for login only (the username in any case). */
+export async function getCredentials(db: Sql, username: string): Promise<{ user: User; passwordHash: string | null } | undefined> {
+  const r = await db
+    .selectFrom('users')
+    .select([...PUBLIC, 'password_hash'])
+    .where(sql`lower(username)`, '=', username.toLowerCase())
+    .executeTakeFirst();
+  return r && { user: toUser(r), passwordHash: r.password_hash };
+}
+
+export interface NewUser {
+  username: string;
+  email?: string | null;
+  displayName?: string | null;
+  passwordHash?: string | null;
+  isSuperuser?: boolean;
+}
+
+export async function createUser(db: Sql, u: NewUser): Promise<User> {
+  const r = await db
+    .insertInto('users')
+    .values({
+      username: u.username,
+      email: u.email ?? null,
+      display_name: u.displayName ?? null,
+      password_hash: u.passwordHash ?? null,
+      is_superuser: u.isSuperuser ? 1 : 0,
+      last_login_at: null,
+    })
+    .returning(PUBLIC)
+    .executeTakeFirstOrThrow();
+  return toUser(r);
+}
+
+/**
+ * Users by id, optionally only those whose username, e-mail or display name contains `q`
+ * (case-insensitive; `%` and `_` in q are literal), plus the total that matched.
+ */
+export async function listUsers(db: Sql, opts: { q?: string; limit?: number; offset?: number } = {}): Promise<{ users: User[]; total: number }> {
+  const q = opts.q?.trim();
+  const pattern = q ? `%${q.toLowerCase().replace(/[\\%_]/g, (c) => '\\' + c)}%` : undefined;
+  let base = db.selectFrom('users');
+  if (pattern) {
+    const like = (col: 'username' | 'email' | 'display_name') => sql<boolean>`lower(${sql.ref(col)}) LIKE ${pattern} ESCAPE '\\'`;
+    base = base.where((eb) => eb.or([like('username'), like('email'), like('display_name')]));
+  }
+  const total = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  const rows = await base
+    .select(PUBLIC)
+    .orderBy('id')
+    .limit(opts.limit ?? 100)
+    .offset(opts.offset ?? 0)
+    .execute();
+  return { users: rows.map(toUser), total: Number(total.n) };
+}
