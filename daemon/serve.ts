@@ -1,6 +1,6 @@
 import { SqliteSessionStore, startWebServer, type WebServer, type WebServices } from '../web/index.js';
 import { openBase, type DaemonBase } from './context.js';
-import { AccountStore, createMetrics, Encryptor, getUserById, isAppError, loadOrCreateEncryptionKey, mintAgentUserToken, tokenRequest, type Config, type Logger, type SessionPreparer } from '../core/index.js';
+import { AccountStore, AppError, createMetrics, Encryptor, getUserById, isAppError, loadOrCreateEncryptionKey, mintAgentUserToken, tokenRequest, type Config, type Logger, type SessionPreparer } from '../core/index.js';
 import type { AgentSessionCheck, SandboxControl } from '../web/index.js';
 import { DirectorySyncRunner } from './directory-sync/index.js';
 import type { EgressGateway } from '../core/sandbox-protocol.js';
@@ -8,6 +8,7 @@ import { startRuntime, type Runtime, type SessionHooks } from './runtime/index.j
 import { EgressGatewayService } from './egress.js';
 import { OverlayPreparer } from './overlay.js';
 import { TokenService } from './tokens.js';
+import { FleetMember } from './fleet.js';
 
 export interface RunningDaemon extends DaemonBase {
   web: WebServer;
@@ -31,9 +32,13 @@ export interface ServeOptions {
 
 /** Start the daemon: database, services, web app. */
 export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): Promise<RunningDaemon> {
+  if (config.databaseUrl && !config.node.secret) {
+    throw new AppError('ERR_CONFIG_INVALID', 'AIRLOCK_NODE_SECRET: required with AIRLOCK_DATABASE_URL (the nodes of a fleet authenticate each other with it)');
+  }
   const base = await openBase(config, opts.log);
+  base.log.info({ database: base.database.target, schemaVersion: base.database.schemaVersion, node: config.node.id }, 'database ready');
   const sessions = new SqliteSessionStore(base.db);
-  const metrics = createMetrics({ defaultMetrics: true });
+  const metrics = createMetrics({ defaultMetrics: true, node: config.node.id });
   const services: WebServices = { metrics, ...(opts.services ?? {}) };
   // Directory sync runs in the background of this process; jobs whose process is gone (a crashed
   // daemon or CLI) are failed first; a job a live `airlock sync-directory` runs is left alone.
@@ -104,6 +109,9 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
     });
   }
   const web = await startWebServer({ ...base, sessions, services });
+  // Membership of the fleet (a single host is a fleet of one): registration, heartbeats, lost nodes.
+  const fleet = new FleetMember({ ...base, liveSessions: () => runtime?.sessions.list().filter((s) => s.sessionId).length ?? 0 });
+  await fleet.start();
   // The host route's upstream: this daemon's own listener, as the egress gateway reaches it.
   const hostOrigin = `http://${['0.0.0.0', '::'].includes(config.host) ? '127.0.0.1' : config.host.includes(':') ? `[${config.host}]` : config.host}:${web.port}`;
   const agentSecret = config.agentUserTokenSecret;
@@ -137,6 +145,7 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
         await runtime?.close();
         await tokenService.close();
         await egressGateway.close();
+        await fleet.stop();
         await base.database.close();
       })();
       return closing;

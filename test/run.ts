@@ -11,7 +11,10 @@ import { createServer, type AddressInfo } from 'node:net';
 import { pgUnavailable, startPgCluster, type PgCluster } from './helpers/postgres.js';
 
 /** Tests that run on both engines (store modules and everything that talks to the database). */
-const BOTH_ENGINES = ['dist/test/integration/db-engines.test.js'];
+const BOTH_ENGINES = [
+  'dist/test/integration/db-engines.test.js',
+  'dist/test/integration/fleet-store.test.js',
+];
 const ALL = ['dist/test/**/*.test.js'];
 
 async function freePort(): Promise<number> {

@@ -1,0 +1,81 @@
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Config, Logger } from '../core/index.js';
+import type { Database } from '../domain/db/index.js';
+import { heartbeat, leaveFleet, markLostSandboxes, registerNode } from '../domain/fleet.js';
+
+/** This program's version (package.json), as nodes report it in `airlock nodes ls`. */
+export function airlockVersion(): string {
+  let d = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 5; i++, d = dirname(d)) {
+    try {
+      return (JSON.parse(readFileSync(join(d, 'package.json'), 'utf8')) as { version: string }).version;
+    } catch {
+      // not here
+    }
+  }
+  return 'unknown';
+}
+
+export interface FleetMemberOptions {
+  config: Readonly<Config>;
+  database: Database;
+  log: Logger;
+  /** Live sessions on this node now (not pool members). */
+  liveSessions: () => number;
+}
+
+/**
+ * This node's membership of the fleet: it registers at start, writes a heartbeat every
+ * AIRLOCK_NODE_HEARTBEAT_S with its session count, and on each beat marks the sandboxes of nodes
+ * silent for AIRLOCK_NODE_LOST_S as lost (idempotent, so every node may do it). A database that
+ * does not answer costs a warning per outage, never the node: sandboxes keep running.
+ */
+export class FleetMember {
+  readonly #o: FleetMemberOptions;
+  #timer?: NodeJS.Timeout;
+  #failing = false;
+  #beat?: Promise<void>;
+
+  constructor(o: FleetMemberOptions) {
+    this.#o = o;
+  }
+
+  get id(): string {
+    return this.#o.config.node.id;
+  }
+
+  async start(): Promise<void> {
+    const { config, database } = this.#o;
+    await registerNode(database.sql, { id: config.node.id, url: config.node.url, version: airlockVersion(), capacity: config.sandbox.maxSessions });
+    this.#timer = setInterval(() => void this.beat(), config.node.heartbeatS * 1000);
+    this.#timer.unref();
+  }
+
+  /** One heartbeat and lost-node sweep (also called by tests instead of waiting). */
+  beat(): Promise<void> {
+    this.#beat ??= (async () => {
+      const { config, database, log } = this.#o;
+      try {
+        await heartbeat(database.sql, config.node.id, this.#o.liveSessions());
+        const lost = await markLostSandboxes(database.sql, config.node.lostS);
+        if (lost) log.warn({ sessions: lost }, 'sandboxes of silent nodes marked lost');
+        if (this.#failing) log.info('database answers again; heartbeats resumed');
+        this.#failing = false;
+      } catch (err) {
+        if (!this.#failing) log.warn({ err: (err as Error).message }, 'heartbeat failed; retrying');
+        this.#failing = true;
+      } finally {
+        this.#beat = undefined;
+      }
+    })();
+    return this.#beat;
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    await this.#beat;
+    await leaveFleet(this.#o.database.sql, this.#o.config.node.id).catch(() => undefined);
+  }
+}
