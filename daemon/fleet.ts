@@ -1,9 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Config, Logger } from '../core/index.js';
+import type { Config, Logger, TurnRequest, TurnResult, TurnRunner } from '../core/index.js';
 import type { Database } from '../domain/db/index.js';
-import { heartbeat, leaveFleet, markLostSandboxes, registerNode } from '../domain/fleet.js';
+import { heartbeat, leaveFleet, listNodes, markLostSandboxes, ownSandbox, registerNode, releaseSandbox, sandboxOf } from '../domain/fleet.js';
+import { LOST_NOTICE } from './runtime/session-manager.js';
 
 /** This program's version (package.json), as nodes report it in `airlock nodes ls`. */
 export function airlockVersion(): string {
@@ -77,5 +78,51 @@ export class FleetMember {
     clearInterval(this.#timer);
     await this.#beat;
     await leaveFleet(this.#o.database.sql, this.#o.config.node.id).catch(() => undefined);
+  }
+}
+
+/**
+ * The session manager as the fleet sees it: the sandbox row records which node owns a session
+ * (written when its sandbox goes live, removed when it ends here), and a turn this node runs for
+ * a session another node owned (a lost node: web/fleet.ts only keeps what no live node owns)
+ * starts with the same notice a single host gives after losing a sandbox.
+ */
+export class FleetSessions implements TurnRunner {
+  /** The session manager (set once the runtime started; adoption asks mayAdopt before that). */
+  runner?: TurnRunner;
+
+  constructor(private readonly o: { config: Readonly<Config>; database: Database; log: Logger }) {}
+
+  async runTurn(req: TurnRequest): Promise<TurnResult> {
+    if (!this.runner) throw new TypeError('FleetSessions: no runner');
+    const row = await sandboxOf(this.o.database.sql, req.sessionId);
+    if (row && row.node_id !== this.o.config.node.id && row.user_id === req.userId) {
+      this.o.log.warn({ sessionId: req.sessionId, from: row.node_id }, 'taking over the session of a lost node');
+      req.onEvent({ type: 'text_delta', text: LOST_NOTICE });
+    }
+    return this.runner.runTurn(req);
+  }
+
+  /** Session hook: this node owns the session's live sandbox now. */
+  live(sessionId: string, userId: number): void {
+    ownSandbox(this.o.database.sql, { sessionId, userId, nodeId: this.o.config.node.id, state: 'live' }).catch((err: Error) =>
+      this.o.log.warn({ sessionId, err: err.message }, 'could not record the sandbox owner'),
+    );
+  }
+
+  /** Session hook: the sandbox ended here. */
+  ended(sessionId: string): void {
+    releaseSandbox(this.o.database.sql, sessionId, this.o.config.node.id).catch((err: Error) =>
+      this.o.log.warn({ sessionId, err: err.message }, 'could not clear the sandbox owner'),
+    );
+  }
+
+  /** Adopt a container at start only when the fleet still says this node owns its session. */
+  async mayAdopt(sessionId: string): Promise<boolean> {
+    const row = await sandboxOf(this.o.database.sql, sessionId);
+    // No row: a single host upgraded from before the fleet keeps its sessions; in a fleet the
+    // session was taken over and has ended elsewhere since.
+    if (!row) return (await listNodes(this.o.database.sql, this.o.config.node.lostS)).length <= 1;
+    return row.node_id === this.o.config.node.id && row.state !== 'lost';
   }
 }

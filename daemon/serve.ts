@@ -8,7 +8,7 @@ import { startRuntime, type Runtime, type SessionHooks } from './runtime/index.j
 import { EgressGatewayService } from './egress.js';
 import { OverlayPreparer } from './overlay.js';
 import { TokenService } from './tokens.js';
-import { FleetMember } from './fleet.js';
+import { FleetMember, FleetSessions } from './fleet.js';
 
 export interface RunningDaemon extends DaemonBase {
   web: WebServer;
@@ -73,16 +73,25 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   // start on prompts, which come after that, so the runtime gets a late-bound preparer.
   let preparer: SessionPreparer | undefined;
   const latePreparer: SessionPreparer = { prepare: (req) => preparer!.prepare(req) };
+  const fleetSessions = new FleetSessions(base);
   const hooks: SessionHooks = {
     // The one place a session registers for token rotation: when its sandbox took `start`, or was
     // adopted after a daemon restart (its token env names come from its claim.json). Rotation is
     // in memory, so an adopted session keeps getting rotate-token instead of failing with 401
     // once its access token expires. track() keeps only the account tokens (the model key stays).
-    onSessionLive: ({ sessionId, userId, tokenEnvs }) => tokenService.track(sessionId, userId, tokenEnvs),
+    // Only the node that owns a session refreshes and rotates its tokens. The fleet records the owner.
+    onSessionLive: ({ sessionId, userId, tokenEnvs }) => {
+      tokenService.track(sessionId, userId, tokenEnvs);
+      fleetSessions.live(sessionId, userId);
+    },
     // Every end of a live sandbox (reap, kill, restart, disconnect, lost, policy change) stops rotation into it.
-    onSessionEnded: (sessionId) => tokenService.untrack(sessionId),
-    // A user deactivated (CLI sync, admin) or removed while no daemon ran loses the sandbox at start.
-    mayAdopt: ({ userId }) => getUserById(base.db, userId)?.is_active === true,
+    onSessionEnded: (sessionId) => {
+      tokenService.untrack(sessionId);
+      fleetSessions.ended(sessionId);
+    },
+    // A user deactivated (CLI sync, admin) or removed while no daemon ran loses the sandbox at start,
+    // and so does a session another node of the fleet took over meanwhile.
+    mayAdopt: async ({ sessionId, userId }) => getUserById(base.db, userId)?.is_active === true && (await fleetSessions.mayAdopt(sessionId)),
   };
   const runtimeOpts = opts.runtime === false ? undefined : { preparer: latePreparer, egress: egressGateway as EgressGateway, hooks, ...(opts.runtime || {}) };
   const runtime = runtimeOpts ? await startRuntime({ ...base, metrics, ...runtimeOpts }) : undefined;
@@ -92,7 +101,8 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   }
   if (runtime) {
     // ChatService (web/chat-routes.ts) is {runner}; the session manager is the TurnRunner.
-    services.chat ??= { runner: runtime.sessions };
+    fleetSessions.runner = runtime.sessions;
+    services.chat ??= { runner: fleetSessions };
     services.sandboxes ??= runtime.sessions;
     services.sandboxAdmin ??= runtime.sessions;
     // AGENT_USER_TOKEN is bound to user and session: accepted only while that session has a live
