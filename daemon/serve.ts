@@ -35,6 +35,10 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   if (config.databaseUrl && !config.node.secret) {
     throw new AppError('ERR_CONFIG_INVALID', 'AIRLOCK_NODE_SECRET: required with AIRLOCK_DATABASE_URL (the nodes of a fleet authenticate each other with it)');
   }
+  if (config.databaseUrl && !config.encryptionKey) {
+    // A key generated into one node's data folder would leave the others unable to read what it wrote.
+    throw new AppError('ERR_CONFIG_INVALID', 'AIRLOCK_ENCRYPTION_KEY: required with AIRLOCK_DATABASE_URL (every node must read what the others encrypt)');
+  }
   const base = await openBase(config, opts.log);
   base.log.info({ database: base.database.target, schemaVersion: base.database.schemaVersion, node: config.node.id }, 'database ready');
   const sessions = new SqliteSessionStore(base.db);

@@ -11,7 +11,7 @@ import { chatRoutes } from './chat-routes.js';
 import type { WebContext } from './context.js';
 import { errorMiddleware, notFound } from './errors.js';
 import { agentApiRoutes, memoryRoutes } from './memory-routes.js';
-import { loadOrCreateSessionSecret } from './session-secret.js';
+import { sessionSecret } from './session-secret.js';
 import { uiRoutes } from './ui.js';
 import { identityRouters } from './identity/index.js';
 import { openApiDocument } from './openapi.js';
@@ -68,7 +68,7 @@ export function createApp(ctx: WebContext): Express {
   app.use(
     session({
       name: SESSION_COOKIE,
-      secret: loadOrCreateSessionSecret(ctx.config.dataDir),
+      secret: sessionSecret(ctx.config),
       store: ctx.sessions,
       // An https public origin means TLS ends at a proxy in front; it says so in
       // X-Forwarded-Proto. Only the Secure cookie decision reads it (req.ip does not).
