@@ -3,14 +3,15 @@ import { dirname, join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { randomUUID } from 'node:crypto';
-import { createUser, hashPassword, loadConfig, silentLogger, type Db } from '../core/index.js';
+import { hashPassword, loadConfig, silentLogger } from '../core/index.js';
 import { SqliteSessionStore, startWebServer } from '../web/index.js';
 import { LocalTurnRunner } from '../daemon/local-runner.js';
 import { serve } from '../daemon/serve.js';
 import { buildSandboxImage, createDocker } from '../daemon/runtime/index.js';
 import { start as startModel, type ModelServer as ModelEmulator } from '../emulator/model-openai.js';
 import { nowMs, stats, type BenchResult } from './lib.js';
-import { openDatabase } from '../domain/db/index.js';
+import { openDatabase, type Sql } from '../domain/db/index.js';
+import { createUser } from '../domain/users.js';
 
 const N = 60;
 const DIST = dirname(dirname(fileURLToPath(import.meta.url)));
@@ -21,8 +22,8 @@ const MODEL_KEY = 'sk-bench-model-key-0123456789abcdef';
 type Row = Record<string, string | number>;
 
 /** A logged-in browser-like client of one web app: turn() streams one chat turn. */
-async function chatClient(url: string, db: Db) {
-  createUser(db, { username: 'bench', email: 'bench@example.test', passwordHash: await hashPassword('bench-password') });
+async function chatClient(url: string, db: Sql) {
+  await createUser(db, { username: 'bench', email: 'bench@example.test', passwordHash: await hashPassword('bench-password') });
   const csrf = await fetch(`${url}/api/auth/csrf`);
   let cookie = csrf.headers.getSetCookie()[0].split(';')[0];
   let token = ((await csrf.json()) as { csrf_token: string }).csrf_token;
@@ -129,11 +130,11 @@ async function local(model: ModelEmulator) {
   });
   const web = await startWebServer({ config, database, db, log: silentLogger(), sessions: new SqliteSessionStore(db), services: { chat: { runner } } }, 0, '127.0.0.1');
   try {
-    return await measure('local runner', await chatClient(web.url, db), directModel(model), true);
+    return await measure('local runner', await chatClient(web.url, database.sql), directModel(model), true);
   } finally {
     await web.close(100);
     await runner.close();
-    db.close();
+    await database.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -166,7 +167,7 @@ async function sandbox(model: ModelEmulator): Promise<Awaited<ReturnType<typeof 
   });
   const d = await serve(config, { log: silentLogger(), runtime: { owner: `airlock-bench-${randomUUID().slice(0, 8)}` } });
   try {
-    return await measure('sandbox', await chatClient(d.web.url, d.db), directModel(model), false);
+    return await measure('sandbox', await chatClient(d.web.url, d.database.sql), directModel(model), false);
   } finally {
     await d.runtime?.close({ removeContainers: true });
     await d.close();

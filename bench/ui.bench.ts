@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Page } from 'playwright-core';
-import { ChatStore } from '../web/chat-store.js';
+import * as chat from '../domain/chat/store.js';
 import { addUser, startTestApp } from '../test/helpers/app.js';
 import { browserUnavailable, launch } from '../test/helpers/browser.js';
 import { stats, type BenchResult } from './lib.js';
@@ -39,18 +39,18 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
   const t = { teardown: (fn: () => unknown) => void closers.push(fn) };
   try {
     const app = await startTestApp(t);
-    const user = await addUser(app.db, 'bench', 'bench-password-1');
-    const store = new ChatStore(app.db);
-    const session = store.createSession(user.id, 'A long conversation');
+    const user = await addUser(app.database, 'bench', 'bench-password-1');
+    const db = app.database.sql;
+    const session = await chat.createSession(db, user.id, 'A long conversation');
     for (let i = 0; i < TURNS; i++) {
       const turnId = `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`;
-      store.startTurn(session.id, turnId, `Question ${i}: how did week ${i} go?`);
+      await chat.startTurn(db, session.id, turnId, `Question ${i}: how did week ${i} go?`);
       if (i % 10 === 0) {
         const spec = { type: 'bar', data: { labels: ['a', 'b', 'c'], datasets: [{ label: `week ${i}`, data: [i, i + 2, i + 1] }] } };
-        store.toolStarted(turnId, `call-${i}`, 'render_chart', { type: 'bar' });
-        store.toolEnded(turnId, `call-${i}`, 'render_chart', true, { spec }, undefined, 12);
+        await chat.toolStarted(db, turnId, `call-${i}`, 'render_chart', { type: 'bar' });
+        await chat.toolEnded(db, turnId, `call-${i}`, 'render_chart', true, { spec }, undefined, 12);
       }
-      store.endTurn(turnId, ANSWER(i), 'end_turn');
+      await chat.endTurn(db, turnId, ANSWER(i), 'end_turn');
     }
 
     const empty = createServer((_req, res) => {

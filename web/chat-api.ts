@@ -4,8 +4,9 @@
  * here, so a changed response breaks the build (`tsc` of both sides), not the page.
  */
 import type { ChatEvent, StopReason } from '../core/sandbox-protocol.js';
+import type { StoredToolCall, StoredTurn, ToolCallStatus } from '../core/chat-history.js';
 
-export type { ChatEvent, StopReason };
+export type { ChatEvent, StopReason, StoredToolCall, StoredTurn, ToolCallStatus };
 
 /** POST /api/chat/messages body. */
 export interface SendMessageRequest {
@@ -35,31 +36,6 @@ export interface ChatSessionInfo {
   title: string;
   created_at: string;
   updated_at: string;
-}
-
-export type ToolCallStatus = 'running' | 'ok' | 'error' | 'cancelled';
-
-export interface StoredToolCall {
-  call_id: string;
-  tool: string;
-  input: unknown;
-  status: ToolCallStatus;
-  output?: unknown;
-  error?: string;
-  duration_ms: number | null;
-  started_at: string;
-}
-
-export interface StoredTurn {
-  turn_id: string;
-  prompt: string;
-  text: string;
-  status: 'running' | 'done';
-  stop_reason: StopReason | null;
-  error?: { code: string; message: string };
-  started_at: string;
-  ended_at: string | null;
-  tool_calls: StoredToolCall[];
 }
 
 /** GET /api/chat/sessions/:id/messages. */

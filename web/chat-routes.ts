@@ -8,10 +8,8 @@ import {
   NotFoundError,
   ValidationError,
   isAppError,
-  logAction,
   type AgentEvent,
   type ChatEvent,
-  type Db,
   type Logger,
   type TurnResult,
   type Metrics,
@@ -28,7 +26,9 @@ import type {
   StoredTurn,
 } from './chat-api.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
-import { ChatStore, MAX_TITLE_CHARS } from './chat-store.js';
+import * as store from '../domain/chat/store.js';
+import { logAction } from '../domain/action-log.js';
+import type { Sql } from '../domain/db/index.js';
 import { BeneathError, openBeneath } from './open-beneath.js';
 import { TurnRegistry, type LiveTurn } from './turns.js';
 import { fleetForwarding } from './fleet.js';
@@ -60,7 +60,7 @@ const RENAME_SCHEMA = {
   type: 'object',
   required: ['title'],
   additionalProperties: false,
-  properties: { title: { type: 'string', minLength: 1, maxLength: MAX_TITLE_CHARS, pattern: '\\S' } },
+  properties: { title: { type: 'string', minLength: 1, maxLength: store.MAX_TITLE_CHARS, pattern: '\\S' } },
 } as const;
 
 const ATTACHMENT_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.png$/;
@@ -85,11 +85,11 @@ interface SandboxKiller {
  */
 export function chatRoutes(ctx: WebContext): Router {
   const r = Router();
-  const store = new ChatStore(ctx.db);
+  const db = ctx.database.sql;
   const turns = new TurnRegistry();
 
-  const owned = (userId: number, id: string) => {
-    const s = store.getOwned(userId, id);
+  const owned = async (userId: number, id: string) => {
+    const s = await store.getOwnedSession(db, userId, id);
     // Another user's session reads exactly like a missing one.
     if (!s) throw new NotFoundError('ERR_CHAT_SESSION_NOT_FOUND', 'no such chat session');
     return s;
@@ -127,18 +127,32 @@ export function chatRoutes(ctx: WebContext): Router {
       if (!service) throw new AppError('ERR_CHAT_UNAVAILABLE', 'chat is not available on this server', { status: 503 });
       const body = validateBody<SendMessageRequest>(MESSAGE_SCHEMA, req.body);
       const user = req.user!;
-      let session = body.session_id ? owned(user.id, body.session_id) : undefined;
-      if (session && turns.runningIn(session.id)) throw new ConflictError('ERR_SESSION_BUSY', 'a turn is already running in this session');
+      const session = body.session_id ? await owned(user.id, body.session_id) : undefined;
+      const busy = () => {
+        if (session && turns.runningIn(session.id)) throw new ConflictError('ERR_SESSION_BUSY', 'a turn is already running in this session');
+      };
+      busy();
       if (body.replaces_turn_id) {
-        const last = session ? store.lastTurn(session.id) : undefined;
+        const last = session ? await store.lastTurn(db, session.id) : undefined;
         if (!last || last.id !== body.replaces_turn_id)
           throw new AppError('ERR_CHAT_REPLACE_NOT_LAST', 'only the last turn of this chat can be regenerated or edited', { status: 409 });
       }
-      session ??= store.createSession(user.id, body.message);
+      // Checked again with no await before start: another request may have started one meanwhile.
+      busy();
+      const sessionId = session?.id ?? randomUUID();
       const turnId = randomUUID();
-      const turn = turns.start(turnId, session.id, user.id);
-      store.startTurn(session.id, turnId, body.message);
-      void runTurn(service, turn, body.message, body.replaces_turn_id, req.log.child({ sessionId: session.id, turnId }));
+      const turn = turns.start(turnId, sessionId, user.id);
+      try {
+        // A new chat and its first turn are written together.
+        await store.inTransaction(db, async (trx) => {
+          if (!session) await store.createSession(trx, user.id, body.message, sessionId);
+          await store.startTurn(trx, sessionId, turnId, body.message);
+        });
+      } catch (err) {
+        turns.refuse(turn, err);
+        throw err;
+      }
+      void runTurn(service, turn, body.message, body.replaces_turn_id, req.log.child({ sessionId, turnId }));
       await streamTo(req, res, turn, 0, false);
     }),
   );
@@ -153,16 +167,20 @@ export function chatRoutes(ctx: WebContext): Router {
     let text = '';
     let replaced = false;
     const inputs = new Map<string, Record<string, unknown>>();
+    // The turn's writes run one after another in the order of its events; the end waits for them.
+    let writes: Promise<void> = Promise.resolve();
+    const write = (what: string, fn: () => Promise<unknown>) => {
+      writes = writes.then(fn).then(
+        () => undefined,
+        (err: unknown) => log.error({ err }, `could not record ${what}`),
+      );
+    };
     const replaceOld = () => {
       // The old turn goes once the new one has begun, so a refused regenerate loses nothing.
       if (replaced || !replaces) return;
       replaced = true;
       turns.forget(replaces);
-      try {
-        store.dropTurn(replaces);
-      } catch (err) {
-        log.error({ err }, 'could not drop the replaced turn');
-      }
+      write('the drop of the replaced turn', () => store.dropTurn(db, replaces));
     };
     const onEvent = (raw: AgentEvent) => {
       if (turn.finished) return;
@@ -173,17 +191,19 @@ export function chatRoutes(ctx: WebContext): Router {
       }
       seq++;
       replaceOld();
-      try {
-        if (e.type === 'text_delta') text += e.text;
-        else if (e.type === 'tool_start') {
-          inputs.set(e.call_id, e.input);
-          store.toolStarted(turnId, e.call_id, e.tool, e.input);
-        } else if (e.type === 'tool_end') {
-          store.toolEnded(turnId, e.call_id, e.tool, e.ok, e.output, e.error, e.duration_ms);
-          if (e.ok && e.tool === 'send_email') logMailSent(ctx.db, userId, sessionId, turnId, inputs.get(e.call_id));
-        }
-      } catch (err) {
-        log.error({ err }, 'could not record a chat event');
+      if (e.type === 'text_delta') text += e.text;
+      else if (e.type === 'tool_start') {
+        inputs.set(e.call_id, e.input);
+        write('a chat event', () => store.toolStarted(db, turnId, e.call_id, e.tool, e.input));
+      } else if (e.type === 'tool_end') {
+        const input = inputs.get(e.call_id);
+        write('a chat event', () =>
+          // A sent mail's log entry and its tool call's end are one change.
+          store.inTransaction(db, async (trx) => {
+            await store.toolEnded(trx, turnId, e.call_id, e.tool, e.ok, e.output, e.error, e.duration_ms);
+            if (e.ok && e.tool === 'send_email') await logMailSent(trx, userId, sessionId, turnId, input);
+          }),
+        );
       }
       turns.push(turn, e);
     };
@@ -194,7 +214,8 @@ export function chatRoutes(ctx: WebContext): Router {
     } catch (err) {
       if (seq === 0 && isAppError(err) && (err.status === 409 || err.status === 429 || err.status === 503)) {
         // Refused before it began: a plain HTTP error for the request that started it, no record.
-        store.dropTurn(turnId);
+        write('the drop of a refused turn', () => store.dropTurn(db, turnId));
+        await writes;
         turns.refuse(turn, err);
         return;
       }
@@ -206,11 +227,10 @@ export function chatRoutes(ctx: WebContext): Router {
     }
     replaceOld();
     if (result.stop_reason === 'error' && !result.error) result.error = { code: 'ERR_SANDBOX_FAILED', message: 'the turn failed' };
-    try {
-      if (store.getOwned(userId, sessionId)) store.endTurn(turnId, text, result.stop_reason, result.error);
-    } catch (err) {
-      log.error({ err }, 'could not record the end of a turn');
-    }
+    // The turn and its tool calls end in one transaction, after every write of its events.
+    const { stop_reason: stopReason, error } = result;
+    write('the end of a turn', () => store.endTurn(db, turnId, text, stopReason, error));
+    await writes;
     log.info({ stopReason: result.stop_reason, code: result.error?.code, events: seq }, 'turn done');
     (ctx.services.metrics as Metrics | undefined)?.turns.inc({ stop_reason: result.stop_reason });
     // Exactly one done per turn, made here and nowhere else.
@@ -231,14 +251,14 @@ export function chatRoutes(ctx: WebContext): Router {
     '/sessions/:id/turns/:turnId/events',
     requireUser,
     asyncHandler(async (req, res) => {
-      const s = owned(req.user!.id, String(req.params.id));
+      const s = await owned(req.user!.id, String(req.params.id));
       const turnId = String(req.params.turnId);
       const afterRaw = req.query.after === undefined ? '0' : String(req.query.after);
       if (!/^\d{1,9}$/.test(afterRaw)) throw new ValidationError('after must be a whole number ≥ 0 (the last seq you saw)');
       const after = Number(afterRaw);
       const live = turns.get(turnId);
       if (live && live.sessionId === s.id) return streamTo(req, res, live, after, true);
-      const stored = store.turn(s.id, turnId);
+      const stored = await store.storedTurn(db, s.id, turnId);
       if (!stored) throw new NotFoundError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
       const events = storedEvents(s.id, stored);
       res.status(200);
@@ -250,16 +270,21 @@ export function chatRoutes(ctx: WebContext): Router {
     }),
   );
 
-  r.post('/sessions/:id/turns/:turnId/cancel', requireUser, (req, res) => {
-    const s = owned(req.user!.id, String(req.params.id));
-    const turnId = String(req.params.turnId);
-    const live = turns.get(turnId);
-    if (!(live && live.sessionId === s.id) && !store.turn(s.id, turnId)) throw new NotFoundError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
-    const cancelling = live?.sessionId === s.id && turns.cancel(turnId);
-    if (cancelling) req.log.info({ sessionId: s.id, turnId }, 'turn stopped by the user');
-    const out: CancelTurnResponse = { turn_id: turnId, cancelling };
-    res.status(cancelling ? 202 : 200).json(out);
-  });
+  r.post(
+    '/sessions/:id/turns/:turnId/cancel',
+    requireUser,
+    asyncHandler(async (req, res) => {
+      const s = await owned(req.user!.id, String(req.params.id));
+      const turnId = String(req.params.turnId);
+      const live = turns.get(turnId);
+      if (!(live && live.sessionId === s.id) && !(await store.storedTurn(db, s.id, turnId)))
+        throw new NotFoundError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
+      const cancelling = live?.sessionId === s.id && turns.cancel(turnId);
+      if (cancelling) req.log.info({ sessionId: s.id, turnId }, 'turn stopped by the user');
+      const out: CancelTurnResponse = { turn_id: turnId, cancelling };
+      res.status(cancelling ? 202 : 200).json(out);
+    }),
+  );
 
   // Which model answers (the chat page names the offline demo model as such).
   r.get('/model', requireUser, (_req, res) => {
@@ -268,37 +293,50 @@ export function chatRoutes(ctx: WebContext): Router {
     res.json(out);
   });
 
-  r.get('/sessions', requireUser, (req, res) => {
-    const q = req.query.q === undefined ? '' : String(req.query.q).trim();
-    if (q.length > MAX_QUERY_CHARS) throw new ValidationError(`the search text is longer than ${MAX_QUERY_CHARS} characters`);
-    const out: ChatSessionList = {
-      sessions: store.listSessions(req.user!.id, q || undefined).map((x) => ({ ...x, running_turn_id: turns.runningIn(x.id)?.turnId ?? null })),
-    };
-    res.json(out);
-  });
+  r.get(
+    '/sessions',
+    requireUser,
+    asyncHandler(async (req, res) => {
+      const q = req.query.q === undefined ? '' : String(req.query.q).trim();
+      if (q.length > MAX_QUERY_CHARS) throw new ValidationError(`the search text is longer than ${MAX_QUERY_CHARS} characters`);
+      const list = await store.listSessions(db, req.user!.id, q || undefined);
+      const out: ChatSessionList = { sessions: list.map((x) => ({ ...x, running_turn_id: turns.runningIn(x.id)?.turnId ?? null })) };
+      res.json(out);
+    }),
+  );
 
-  r.get('/sessions/:id/messages', requireUser, (req, res) => {
-    const s = owned(req.user!.id, String(req.params.id));
-    const out: ChatHistory = { session: { id: s.id, title: s.title, created_at: s.created_at, updated_at: s.updated_at }, turns: store.messages(s.id) };
-    res.json(out);
-  });
+  r.get(
+    '/sessions/:id/messages',
+    requireUser,
+    asyncHandler(async (req, res) => {
+      const s = await owned(req.user!.id, String(req.params.id));
+      const out: ChatHistory = { session: { id: s.id, title: s.title, created_at: s.created_at, updated_at: s.updated_at }, turns: await store.messages(db, s.id) };
+      res.json(out);
+    }),
+  );
 
-  r.patch('/sessions/:id', requireUser, (req, res) => {
-    const s = owned(req.user!.id, String(req.params.id));
-    const body = validateBody<RenameSessionRequest>(RENAME_SCHEMA, req.body);
-    store.rename(s.id, body.title);
-    const after = store.getOwned(req.user!.id, s.id)!;
-    logAction(ctx.db, { event: 'chat.renamed', actorId: req.user!.id, subjectId: req.user!.id, data: { session_id: s.id } });
-    const out: ChatSessionInfo = { id: after.id, title: after.title, created_at: after.created_at, updated_at: after.updated_at };
-    res.json(out);
-  });
+  r.patch(
+    '/sessions/:id',
+    requireUser,
+    asyncHandler(async (req, res) => {
+      const s = await owned(req.user!.id, String(req.params.id));
+      const body = validateBody<RenameSessionRequest>(RENAME_SCHEMA, req.body);
+      const after = await store.inTransaction(db, async (trx) => {
+        await store.renameSession(trx, s.id, body.title);
+        await logAction(trx, { event: 'chat.renamed', actorId: req.user!.id, subjectId: req.user!.id, data: { session_id: s.id } });
+        return (await store.getOwnedSession(trx, req.user!.id, s.id))!;
+      });
+      const out: ChatSessionInfo = { id: after.id, title: after.title, created_at: after.created_at, updated_at: after.updated_at };
+      res.json(out);
+    }),
+  );
 
   // Delete a conversation: its running turn is stopped, its sandbox ended, its history removed.
   r.delete(
     '/sessions/:id',
     requireUser,
     asyncHandler(async (req, res) => {
-      const s = owned(req.user!.id, String(req.params.id));
+      const s = await owned(req.user!.id, String(req.params.id));
       const live = turns.runningIn(s.id);
       if (live) turns.cancel(live.turnId, 'chat deleted');
       const killer = ctx.services.sandboxAdmin as SandboxKiller | undefined;
@@ -312,9 +350,11 @@ export function chatRoutes(ctx: WebContext): Router {
           if (!isAppError(err, 'ERR_SESSION_NOT_FOUND')) throw err;
         }
       }
-      store.deleteSession(s.id);
+      await store.inTransaction(db, async (trx) => {
+        await store.deleteSession(trx, s.id);
+        await logAction(trx, { event: 'chat.deleted', actorId: req.user!.id, subjectId: req.user!.id, data: { session_id: s.id, sandbox_ended: sandboxEnded } });
+      });
       if (live) turns.forget(live.turnId);
-      logAction(ctx.db, { event: 'chat.deleted', actorId: req.user!.id, subjectId: req.user!.id, data: { session_id: s.id, sandbox_ended: sandboxEnded } });
       req.log.info({ sessionId: s.id, sandboxEnded }, 'chat session deleted');
       res.status(204).end();
     }),
@@ -397,10 +437,10 @@ function storedEvents(sessionId: string, t: StoredTurn): ChatEvent[] {
 }
 
 /** The action log gets how many recipients a sent mail had, never its addresses or body. */
-function logMailSent(db: Db, userId: number, sessionId: string, turnId: string, input: Record<string, unknown> | undefined): void {
+async function logMailSent(db: Sql, userId: number, sessionId: string, turnId: string, input: Record<string, unknown> | undefined): Promise<void> {
   const count = (v: unknown) => (Array.isArray(v) ? v.length : typeof v === 'string' && v.trim() ? v.split(',').length : 0);
   const recipients = count(input?.to) + count(input?.cc) + count(input?.bcc);
-  logAction(db, { event: 'chat.mail_sent', actorId: userId, subjectId: userId, data: { session_id: sessionId, turn_id: turnId, recipients } });
+  await logAction(db, { event: 'chat.mail_sent', actorId: userId, subjectId: userId, data: { session_id: sessionId, turn_id: turnId, recipients } });
 }
 
 /**

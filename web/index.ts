@@ -9,5 +9,4 @@ export * from './identity/index.js';
 export * from './memory-routes.js';
 export * from './account-routes.js';
 export * from './chat-routes.js';
-export * from './chat-store.js';
 export * from './admin-sessions-routes.js';

@@ -1,15 +1,24 @@
 import { randomUUID } from 'node:crypto';
-import { nowIso, type Db, type StopReason } from '../core/index.js';
-import type { ChatSessionSummary, StoredTurn } from './chat-api.js';
+import { sql } from 'kysely';
+import type { StopReason } from '../../core/sandbox-protocol.js';
+import type { StoredToolCall, StoredTurn } from '../../core/chat-history.js';
+import { nowIso, type Row, type Sql } from '../db/index.js';
 
-/** Chat history in SQLite (migration 002-chat): sessions owned by a user, turns, tool calls. */
+/**
+ * Chat history (migration 002-chat): sessions owned by a user, turns, tool calls. Written by
+ * web/chat-routes.ts as a turn streams. Every function takes the database or a transaction;
+ * the ones that change several rows run in one transaction (the caller's, when given one).
+ */
 
-export interface ChatSessionRow {
+export type ChatSessionRow = Row<'chat_sessions'>;
+
+/** One entry of a user's session list (the chat API adds the running turn). */
+export interface ChatSessionListEntry {
   id: string;
-  user_id: number;
   title: string;
   created_at: string;
   updated_at: string;
+  turn_count: number;
 }
 
 const MAX_OUTPUT_CHARS = 64 * 1024;
@@ -17,9 +26,14 @@ const TITLE_CHARS = 80;
 /** Longest title a rename may set. */
 export const MAX_TITLE_CHARS = 120;
 
-/** A LIKE pattern matching `q` anywhere, with its wildcards escaped (ESCAPE '\\'). */
+/** Run `fn` in a transaction: the caller's when `db` is one, else a new one. */
+export function inTransaction<T>(db: Sql, fn: (trx: Sql) => Promise<T>): Promise<T> {
+  return db.isTransaction ? fn(db) : db.transaction().execute(fn);
+}
+
+/** A LIKE pattern matching `q` anywhere (lower-cased), with its wildcards escaped (ESCAPE '\\'). */
 function likeAnywhere(q: string): string {
-  return `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+  return `%${q.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
 function capJson(v: unknown): string | null {
@@ -38,140 +52,197 @@ function parseJson(s: string | null): unknown {
   }
 }
 
-export class ChatStore {
-  constructor(private readonly db: Db) {}
+/** The session if it exists and belongs to the user; undefined otherwise (both read as 404). */
+export async function getOwnedSession(db: Sql, userId: number, sessionId: string): Promise<ChatSessionRow | undefined> {
+  return db.selectFrom('chat_sessions').selectAll().where('id', '=', sessionId).where('user_id', '=', userId).executeTakeFirst();
+}
 
-  /** The session if it exists and belongs to the user; undefined otherwise (both read as 404). */
-  getOwned(userId: number, sessionId: string): ChatSessionRow | undefined {
-    return this.db.prepare('SELECT * FROM chat_sessions WHERE id = ? AND user_id = ?').get(sessionId, userId) as ChatSessionRow | undefined;
-  }
+/** A session's title, whoever owns it (undefined when there is no such session). */
+export async function sessionTitle(db: Sql, sessionId: string): Promise<string | undefined> {
+  const r = await db.selectFrom('chat_sessions').select('title').where('id', '=', sessionId).executeTakeFirst();
+  return r?.title;
+}
 
-  createSession(userId: number, firstMessage: string): ChatSessionRow {
-    const id = randomUUID();
-    const title = firstMessage.replace(/\s+/g, ' ').trim().slice(0, TITLE_CHARS);
-    this.db.prepare('INSERT INTO chat_sessions (id, user_id, title) VALUES (?, ?, ?)').run(id, userId, title);
-    return this.getOwned(userId, id)!;
-  }
+/** A new session titled after its first message; `id` may be chosen by the caller. */
+export async function createSession(db: Sql, userId: number, firstMessage: string, id: string = randomUUID()): Promise<ChatSessionRow> {
+  const title = firstMessage.replace(/\s+/g, ' ').trim().slice(0, TITLE_CHARS);
+  return db.insertInto('chat_sessions').values({ id, user_id: userId, title }).returningAll().executeTakeFirstOrThrow();
+}
 
-  /**
-   * The user's sessions, newest first. With `q`: only those whose title, a prompt or an answer
-   * contains it (case-insensitive for ASCII, as SQLite's LIKE).
-   */
-  listSessions(userId: number, q?: string): Omit<ChatSessionSummary, 'running_turn_id'>[] {
-    const filter = q
-      ? `AND (s.title LIKE @q ESCAPE '\\' OR EXISTS (SELECT 1 FROM chat_turns m WHERE m.session_id = s.id AND (m.prompt LIKE @q ESCAPE '\\' OR m.text LIKE @q ESCAPE '\\')))`
-      : '';
-    return this.db
-      .prepare(
-        `SELECT s.id, s.title, s.created_at, s.updated_at, COUNT(t.id) AS turn_count
-           FROM chat_sessions s LEFT JOIN chat_turns t ON t.session_id = s.id
-          WHERE s.user_id = @user ${filter} GROUP BY s.id ORDER BY s.updated_at DESC, s.created_at DESC`,
-      )
-      .all({ user: userId, ...(q ? { q: likeAnywhere(q) } : {}) }) as Omit<ChatSessionSummary, 'running_turn_id'>[];
+/**
+ * The user's sessions, newest first. With `q`: only those whose title, a prompt or an answer
+ * contains it (case-insensitive: both sides lower-cased).
+ */
+export async function listSessions(db: Sql, userId: number, q?: string): Promise<ChatSessionListEntry[]> {
+  let s = db
+    .selectFrom('chat_sessions as s')
+    .leftJoin('chat_turns as t', 't.session_id', 's.id')
+    .select(['s.id', 's.title', 's.created_at', 's.updated_at', (eb) => eb.fn.count<number>('t.id').as('turn_count')])
+    .where('s.user_id', '=', userId);
+  if (q) {
+    const pattern = likeAnywhere(q);
+    const like = (col: string) => sql<boolean>`lower(${sql.ref(col)}) LIKE ${pattern} ESCAPE '\\'`;
+    s = s.where((eb) =>
+      eb.or([
+        like('s.title'),
+        eb.exists(
+          eb
+            .selectFrom('chat_turns as m')
+            .select(sql`1`.as('one'))
+            .whereRef('m.session_id', '=', 's.id')
+            .where((e) => e.or([like('m.prompt'), like('m.text')])),
+        ),
+      ]),
+    );
   }
+  const rows = await s.groupBy('s.id').orderBy('s.updated_at', 'desc').orderBy('s.created_at', 'desc').orderBy('s.id').execute();
+  return rows.map((r) => ({ ...r, turn_count: Number(r.turn_count) }));
+}
 
-  rename(sessionId: string, title: string): void {
-    this.db.prepare('UPDATE chat_sessions SET title = ? WHERE id = ?').run(title.replace(/\s+/g, ' ').trim().slice(0, MAX_TITLE_CHARS), sessionId);
-  }
+export async function renameSession(db: Sql, sessionId: string, title: string): Promise<void> {
+  await db
+    .updateTable('chat_sessions')
+    .set({ title: title.replace(/\s+/g, ' ').trim().slice(0, MAX_TITLE_CHARS) })
+    .where('id', '=', sessionId)
+    .execute();
+}
 
-  /** Delete a session with its turns and tool calls. */
-  deleteSession(sessionId: string): void {
-    this.db.transaction(() => {
-      this.db.prepare('DELETE FROM chat_tool_calls WHERE turn_id IN (SELECT id FROM chat_turns WHERE session_id = ?)').run(sessionId);
-      this.db.prepare('DELETE FROM chat_turns WHERE session_id = ?').run(sessionId);
-      this.db.prepare('DELETE FROM chat_sessions WHERE id = ?').run(sessionId);
-    })();
-  }
+/** Delete a session with its turns and tool calls. */
+export async function deleteSession(db: Sql, sessionId: string): Promise<void> {
+  await inTransaction(db, async (trx) => {
+    const turns = trx.selectFrom('chat_turns').select('id').where('session_id', '=', sessionId);
+    await trx.deleteFrom('chat_tool_calls').where('turn_id', 'in', turns).execute();
+    await trx.deleteFrom('chat_turns').where('session_id', '=', sessionId).execute();
+    await trx.deleteFrom('chat_sessions').where('id', '=', sessionId).execute();
+  });
+}
 
-  /** The session's newest turn (what regenerate and edit replace). */
-  lastTurn(sessionId: string): { id: string; status: string } | undefined {
-    return this.db.prepare('SELECT id, status FROM chat_turns WHERE session_id = ? ORDER BY started_at DESC, rowid DESC LIMIT 1').get(sessionId) as
-      | { id: string; status: string }
-      | undefined;
-  }
+/** The session's newest turn (what regenerate and edit replace). */
+export async function lastTurn(db: Sql, sessionId: string): Promise<{ id: string; status: string } | undefined> {
+  return db
+    .selectFrom('chat_turns')
+    .select(['id', 'status'])
+    .where('session_id', '=', sessionId)
+    .orderBy('started_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}
 
-  /** One stored turn of a session, in the shape of messages(). */
-  turn(sessionId: string, turnId: string): StoredTurn | undefined {
-    return this.messages(sessionId).find((t) => t.turn_id === turnId);
-  }
+/**
+ * Record a new running turn and touch its session. A session's turns are ordered by started_at,
+ * so a turn never starts at or before the one before it (two in one millisecond stay in order).
+ */
+export async function startTurn(db: Sql, sessionId: string, turnId: string, prompt: string): Promise<void> {
+  await inTransaction(db, async (trx) => {
+    const prev = await trx
+      .selectFrom('chat_turns')
+      .select((eb) => eb.fn.max('started_at').as('at'))
+      .where('session_id', '=', sessionId)
+      .executeTakeFirst();
+    let at = nowIso();
+    if (prev?.at && prev.at >= at) at = nowIso(new Date(Date.parse(prev.at) + 1));
+    await trx.insertInto('chat_turns').values({ id: turnId, session_id: sessionId, prompt, started_at: at }).execute();
+    await trx.updateTable('chat_sessions').set({ updated_at: at }).where('id', '=', sessionId).execute();
+  });
+}
 
-  startTurn(sessionId: string, turnId: string, prompt: string): void {
-    const now = nowIso();
-    this.db.prepare('INSERT INTO chat_turns (id, session_id, prompt, started_at) VALUES (?, ?, ?, ?)').run(turnId, sessionId, prompt, now);
-    this.db.prepare('UPDATE chat_sessions SET updated_at = ? WHERE id = ?').run(now, sessionId);
-  }
+/** A turn refused before it started (409/503), or replaced by a regenerated one: it leaves no trace. */
+export async function dropTurn(db: Sql, turnId: string): Promise<void> {
+  await inTransaction(db, async (trx) => {
+    await trx.deleteFrom('chat_tool_calls').where('turn_id', '=', turnId).execute();
+    await trx.deleteFrom('chat_turns').where('id', '=', turnId).execute();
+  });
+}
 
-  /** A turn refused before it started (409/503), or replaced by a regenerated one: it leaves no trace. */
-  dropTurn(turnId: string): void {
-    this.db.transaction(() => {
-      this.db.prepare('DELETE FROM chat_tool_calls WHERE turn_id = ?').run(turnId);
-      this.db.prepare('DELETE FROM chat_turns WHERE id = ?').run(turnId);
-    })();
-  }
+export async function toolStarted(db: Sql, turnId: string, callId: string, tool: string, input: unknown): Promise<void> {
+  await db
+    .insertInto('chat_tool_calls')
+    .values({ turn_id: turnId, call_id: callId, tool, input: capJson(input ?? {}) ?? '{}', started_at: nowIso() })
+    .onConflict((oc) => oc.columns(['turn_id', 'call_id']).doNothing())
+    .execute();
+}
 
-  toolStarted(turnId: string, callId: string, tool: string, input: unknown): void {
-    this.db
-      .prepare('INSERT OR IGNORE INTO chat_tool_calls (turn_id, call_id, tool, input, started_at) VALUES (?, ?, ?, ?, ?)')
-      .run(turnId, callId, tool, capJson(input ?? {}) ?? '{}', nowIso());
-  }
+export async function toolEnded(
+  db: Sql,
+  turnId: string,
+  callId: string,
+  tool: string,
+  ok: boolean,
+  output: unknown,
+  error: string | undefined,
+  durationMs: number,
+): Promise<void> {
+  const status = ok ? 'ok' : error === 'cancelled' ? 'cancelled' : 'error';
+  const values = { status, output: capJson(output), error: error ?? null, duration_ms: Math.round(durationMs) } as const;
+  await inTransaction(db, async (trx) => {
+    const r = await trx.updateTable('chat_tool_calls').set(values).where('turn_id', '=', turnId).where('call_id', '=', callId).executeTakeFirst();
+    // tool_end without tool_start (should not happen): keep the record anyway.
+    if (Number(r.numUpdatedRows) === 0) await trx.insertInto('chat_tool_calls').values({ turn_id: turnId, call_id: callId, tool, ...values }).execute();
+  });
+}
 
-  toolEnded(turnId: string, callId: string, tool: string, ok: boolean, output: unknown, error: string | undefined, durationMs: number): void {
-    const status = ok ? 'ok' : error === 'cancelled' ? 'cancelled' : 'error';
-    const r = this.db
-      .prepare('UPDATE chat_tool_calls SET status = ?, output = ?, error = ?, duration_ms = ? WHERE turn_id = ? AND call_id = ?')
-      .run(status, capJson(output), error ?? null, Math.round(durationMs), turnId, callId);
-    if (r.changes === 0) {
-      // tool_end without tool_start (should not happen): keep the record anyway.
-      this.db
-        .prepare('INSERT INTO chat_tool_calls (turn_id, call_id, tool, status, output, error, duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?)')
-        .run(turnId, callId, tool, status, capJson(output), error ?? null, Math.round(durationMs));
-    }
-  }
+/**
+ * Finish a turn and its tool calls together. Nothing is written when the session is gone
+ * (deleted while the turn ran); returns whether the turn was recorded.
+ */
+export async function endTurn(db: Sql, turnId: string, text: string, stopReason: StopReason, error?: { code: string; message: string }): Promise<boolean> {
+  return inTransaction(db, async (trx) => {
+    const r = await trx
+      .updateTable('chat_turns')
+      .set({ text, status: 'done', stop_reason: stopReason, error_code: error?.code ?? null, error_message: error?.message ?? null, ended_at: nowIso() })
+      .where('id', '=', turnId)
+      .executeTakeFirst();
+    if (Number(r.numUpdatedRows) === 0) return false;
+    // A tool still "running" when the turn ended never finished.
+    await trx
+      .updateTable('chat_tool_calls')
+      .set({ status: stopReason === 'cancelled' ? 'cancelled' : 'error' })
+      .where('turn_id', '=', turnId)
+      .where('status', '=', 'running')
+      .execute();
+    return true;
+  });
+}
 
-  endTurn(turnId: string, text: string, stopReason: StopReason, error?: { code: string; message: string }): void {
-    const now = nowIso();
-    this.db.transaction(() => {
-      this.db
-        .prepare(`UPDATE chat_turns SET text = ?, status = 'done', stop_reason = ?, error_code = ?, error_message = ?, ended_at = ? WHERE id = ?`)
-        .run(text, stopReason, error?.code ?? null, error?.message ?? null, now, turnId);
-      // A tool still "running" when the turn ended never finished.
-      this.db
-        .prepare(`UPDATE chat_tool_calls SET status = ? WHERE turn_id = ? AND status = 'running'`)
-        .run(stopReason === 'cancelled' ? 'cancelled' : 'error', turnId);
-    })();
+/** Turns of a session (or only `turnId`), oldest first, each with its tool calls in order. */
+export async function messages(db: Sql, sessionId: string, turnId?: string): Promise<StoredTurn[]> {
+  let tq = db.selectFrom('chat_turns').selectAll().where('session_id', '=', sessionId);
+  if (turnId !== undefined) tq = tq.where('id', '=', turnId);
+  const turns = await tq.orderBy('started_at').orderBy('id').execute();
+  if (!turns.length) return [];
+  let cq = db.selectFrom('chat_tool_calls as c').innerJoin('chat_turns as t', 't.id', 'c.turn_id').selectAll('c').where('t.session_id', '=', sessionId);
+  if (turnId !== undefined) cq = cq.where('c.turn_id', '=', turnId);
+  const calls = await cq.orderBy('c.id').execute();
+  const byTurn = new Map<string, StoredToolCall[]>();
+  for (const c of calls) {
+    const list = byTurn.get(c.turn_id) ?? [];
+    list.push({
+      call_id: c.call_id,
+      tool: c.tool,
+      input: parseJson(c.input),
+      status: c.status,
+      ...(c.output !== null ? { output: parseJson(c.output) } : {}),
+      ...(c.error !== null ? { error: c.error } : {}),
+      duration_ms: c.duration_ms,
+      started_at: c.started_at,
+    });
+    byTurn.set(c.turn_id, list);
   }
+  return turns.map((t) => ({
+    turn_id: t.id,
+    prompt: t.prompt,
+    text: t.text,
+    status: t.status,
+    stop_reason: t.stop_reason,
+    ...(t.error_code ? { error: { code: t.error_code, message: t.error_message ?? '' } } : {}),
+    started_at: t.started_at,
+    ended_at: t.ended_at,
+    tool_calls: byTurn.get(t.id) ?? [],
+  }));
+}
 
-  /** Turns of a session, oldest first, each with its tool calls in order. */
-  messages(sessionId: string): StoredTurn[] {
-    const turns = this.db.prepare('SELECT * FROM chat_turns WHERE session_id = ? ORDER BY started_at, rowid').all(sessionId) as any[];
-    const calls = this.db
-      .prepare('SELECT c.* FROM chat_tool_calls c JOIN chat_turns t ON t.id = c.turn_id WHERE t.session_id = ? ORDER BY c.id')
-      .all(sessionId) as any[];
-    const byTurn = new Map<string, any[]>();
-    for (const c of calls) {
-      const list = byTurn.get(c.turn_id) ?? [];
-      list.push({
-        call_id: c.call_id,
-        tool: c.tool,
-        input: parseJson(c.input),
-        status: c.status,
-        ...(c.output !== null ? { output: parseJson(c.output) } : {}),
-        ...(c.error !== null ? { error: c.error } : {}),
-        duration_ms: c.duration_ms,
-        started_at: c.started_at,
-      });
-      byTurn.set(c.turn_id, list);
-    }
-    return turns.map((t) => ({
-      turn_id: t.id,
-      prompt: t.prompt,
-      text: t.text,
-      status: t.status,
-      stop_reason: t.stop_reason,
-      ...(t.error_code ? { error: { code: t.error_code, message: t.error_message } } : {}),
-      started_at: t.started_at,
-      ended_at: t.ended_at,
-      tool_calls: byTurn.get(t.id) ?? [],
-    }));
-  }
+/** One stored turn of a session, in the shape of messages(). */
+export async function storedTurn(db: Sql, sessionId: string, turnId: string): Promise<StoredTurn | undefined> {
+  return (await messages(db, sessionId, turnId))[0];
 }

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { queryActionLog } from '../../core/index.js';
+import { queryActionLog } from '../../domain/action-log.js';
 import { shape, startChatHarness, streamTurn, waitFor, type ChatHarness } from '../helpers/chat.js';
 import type { Client } from '../helpers/client.js';
 
@@ -102,7 +102,7 @@ t.test('rename, search by title and content, delete', async (t) => {
   t.same(await search(''), [ids[0]]);
   t.equal((await c.json('GET', `/api/chat/sessions/${ids[1]}/messages`)).status, 404);
   const user = (await c.json('GET', '/api/auth/me')).body;
-  const log = queryActionLog(h.app.db, {}).filter((r) => r.actor_id === user.id && r.event.startsWith('chat.'));
+  const log = (await queryActionLog(h.app.database.sql, {})).filter((r) => r.actor_id === user.id && r.event.startsWith('chat.'));
   t.same(log.map((r) => r.event).sort(), ['chat.deleted', 'chat.renamed']);
   t.match(log.find((r) => r.event === 'chat.deleted')!.data, { session_id: ids[1] });
 });

@@ -88,10 +88,10 @@ t.test('fetch_memory: bi refused, others returned, other users invisible', async
 
   t.notOk(app.logs.text().includes(token), 'the token never reaches the log');
   t.notOk(app.logs.text().includes('Payroll'), 'memory content never reaches the log');
-  const stored = app.db.prepare('SELECT user_id, content FROM memories').all() as { user_id: number; content: string }[];
+  const stored = await app.database.sql.selectFrom('memories').select(['user_id', 'content']).execute();
   t.ok(stored.every((r) => r.content.startsWith('v1.') && !/Payroll|Monday|Bob/.test(r.content)), 'content encrypted at rest');
   // A row moved to another user no longer decrypts (owner id is the associated data).
-  app.db.prepare('UPDATE memories SET user_id = ? WHERE id = ?').run(alice.id, bobs.body.id);
+  await app.database.sql.updateTable('memories').set({ user_id: alice.id }).where('id', '=', bobs.body.id).execute();
   const moved = await api.json('GET', `/api/agent/memories/${bobs.body.id}`, undefined, auth);
   t.equal(moved.status, 500, 'tampered row fails closed');
   t.notMatch(JSON.stringify(moved.body), /Bob private/);
