@@ -42,8 +42,8 @@ t.test(`chat store on ${TEST_ENGINE}`, async (t) => {
     ],
     'the running tool ends with the turn',
   );
-  await chat.endTurn(db, 't-a', 'x', 'error', { code: 'ERR_X', message: 'went wrong' });
-  t.same((await chat.storedTurn(db, s.id, 't-a'))?.error, { code: 'ERR_X', message: 'went wrong' });
+  await chat.endTurn(db, 't-a', 'x', 'error', { code: 'ERR_SANDBOX_FAILED', message: 'went wrong' });
+  t.same((await chat.storedTurn(db, s.id, 't-a'))?.error, { code: 'ERR_SANDBOX_FAILED', message: 'went wrong' });
   t.same(await chat.storedTurn(db, 'nope', 't-a'), undefined, 'a turn is found only in its own session');
 
   // Big outputs are capped, not refused.
