@@ -16,6 +16,14 @@ const BOTH_ENGINES = [
   'dist/test/integration/fleet-store.test.js',
   // chat and memories (domain/chat/store.ts, domain/memories.ts)
   'dist/test/integration/chat-store.test.js',
+  // the chat and memory routes over HTTP: on PostgreSQL once login (web/auth-routes.ts, web/session-store.ts, web/rate-limit.ts) is on the data layer
+  'dist/test/integration/chat.test.js',
+  'dist/test/integration/chat-turns.test.js',
+  'dist/test/integration/chat-model.test.js',
+  'dist/test/integration/chat-anthropic.test.js',
+  'dist/test/integration/chat-sandbox-failure.test.js',
+  'dist/test/integration/memory.test.js',
+  'dist/test/integration/error-body.test.js',
 ];
 const ALL = ['dist/test/**/*.test.js'];
 
