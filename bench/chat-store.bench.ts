@@ -1,0 +1,98 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as chat from '../domain/chat/store.js';
+import { openDatabase, type Database, type Sql } from '../domain/db/index.js';
+import { createUser } from '../domain/users.js';
+import { createPgDatabase, pgUnavailable, startPgCluster } from '../test/helpers/postgres.js';
+import { nowMs, stats, type BenchResult } from './lib.js';
+
+/**
+ * The chat store's hot paths on both engines, one after the other in the same run: appending a
+ * turn as a streaming turn writes it (start, one tool call started and ended, end), reading a
+ * 50-turn chat's history (the page's GET …/messages), and listing a user's 20 chats. PostgreSQL
+ * runs on a throwaway local cluster (Debian's postgresql package); ratios are PostgreSQL / SQLite.
+ */
+const N = 300;
+const HISTORY_TURNS = 50;
+const SESSIONS = 20;
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function appendTurn(db: Sql, sessionId: string, i: number): Promise<void> {
+  const turnId = `turn-${sessionId}-${i}`;
+  await chat.startTurn(db, sessionId, turnId, `question ${i}`);
+  await chat.toolStarted(db, turnId, 'c1', 'add', { a: i, b: 1 });
+  await chat.toolEnded(db, turnId, 'c1', 'add', true, i + 1, undefined, 3);
+  await chat.endTurn(db, turnId, `The answer is ${i + 1}.`, 'end_turn');
+}
+
+async function time(n: number, fn: (i: number) => Promise<unknown>): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = nowMs();
+    await fn(i);
+    out.push(nowMs() - t0);
+  }
+  return out;
+}
+
+async function measureEngine(database: Database): Promise<{ append: number[]; history: number[]; list: number[] }> {
+  const db = database.sql;
+  const user = await createUser(db, { username: 'bench' });
+  const page = await chat.createSession(db, user.id, 'A long chat');
+  for (let i = 0; i < HISTORY_TURNS; i++) await appendTurn(db, page.id, i);
+  for (let i = 1; i < SESSIONS; i++) await chat.createSession(db, user.id, `chat ${i}`);
+  const target = await chat.createSession(db, user.id, 'appended to');
+  await time(20, (i) => appendTurn(db, target.id, 10_000 + i)); // warm up
+  return {
+    append: await time(N, (i) => appendTurn(db, target.id, i)),
+    history: await time(N, () => chat.messages(db, page.id)),
+    list: await time(N, () => chat.listSessions(db, user.id)),
+  };
+}
+
+export async function run(): Promise<BenchResult | { skipped: string }> {
+  const why = pgUnavailable();
+  if (why) return { skipped: `no PostgreSQL to compare with: ${why}` };
+  const dir = mkdtempSync(join(tmpdir(), 'airlock-bench-chat-store-'));
+  const cluster = startPgCluster(await freePort());
+  try {
+    const lite = await openDatabase({ file: join(dir, 'airlock.db') });
+    const s = await measureEngine(lite).finally(() => lite.close());
+    const pgdb = await createPgDatabase(cluster.url);
+    const pgDatabase = await openDatabase({ url: pgdb.url });
+    const p = await measureEngine(pgDatabase).finally(() => pgDatabase.close());
+    const rows = [];
+    const ratios: Record<string, number> = {};
+    for (const [key, what] of [
+      ['append', 'append a turn (start, tool start, tool end, end: 4 writes, 3 transactions)'],
+      ['history', `history of a ${HISTORY_TURNS}-turn chat`],
+      ['list', `list ${SESSIONS} chats`],
+    ] as const) {
+      const [a, b] = [stats(s[key]), stats(p[key])];
+      rows.push({ what: `sqlite: ${what}`, n: a.n, p50_ms: a.p50, p99_ms: a.p99 });
+      rows.push({ what: `postgres: ${what}`, n: b.n, p50_ms: b.p50, p99_ms: b.p99 });
+      ratios[`${key}_p50_postgres_vs_sqlite`] = b.p50 / a.p50;
+    }
+    return {
+      name: 'chat-store',
+      rows,
+      ratios,
+      notes: 'one client, sequential calls; SQLite file in a temp folder (WAL), PostgreSQL a local cluster over TCP on 127.0.0.1',
+    };
+  } finally {
+    cluster.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
