@@ -1,10 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as chat from '../domain/chat/store.js';
 import { openDatabase, type Database, type Sql } from '../domain/db/index.js';
 import { createUser } from '../domain/users.js';
+import { freePort } from '../test/helpers/app.js';
 import { createPgDatabase, pgUnavailable, startPgCluster } from '../test/helpers/postgres.js';
 import { nowMs, stats, type BenchResult } from './lib.js';
 
@@ -17,17 +17,6 @@ import { nowMs, stats, type BenchResult } from './lib.js';
 const N = 300;
 const HISTORY_TURNS = 50;
 const SESSIONS = 20;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 async function appendTurn(db: Sql, sessionId: string, i: number): Promise<void> {
   const turnId = `turn-${sessionId}-${i}`;
