@@ -1,5 +1,15 @@
 import { Router, type Request } from 'express';
 import { AppError, ValidationError, type Severity } from '../../core/index.js';
+import type {
+  AssignmentList,
+  AssignmentView,
+  DataPolicyList,
+  DataPolicyView,
+  DataRoleList,
+  DataRoleView,
+  EffectivePolicyView,
+  LogPage,
+} from '../admin-api.js';
 import { asyncHandler, requireSuperuser, type WebContext } from '../context.js';
 import { compiled, pickProblems, problemsError, type Problem } from '../validate.js';
 import { COLUMN_RE, FILTER_LIMITS, TABLE_RE, checkFilterSize, rowFilterProblems, type RowFilter } from './predicate.js';
@@ -117,18 +127,18 @@ export function dataAuthorizationRoutes(ctx: WebContext): Router {
   r.use(requireSuperuser);
 
   r.get('/roles', (_req, res) => {
-    res.json({ roles: store.listRoles() });
+    res.json({ roles: store.listRoles() } satisfies DataRoleList);
   });
 
   r.post('/roles', (req, res) => {
     const b = validateData<{ name: string; description?: string }>(ROLE_CREATE_SCHEMA, req.body);
-    res.status(201).json(store.createRole(req.user!.id, b.name, b.description ?? ''));
+    res.status(201).json(store.createRole(req.user!.id, b.name, b.description ?? '') satisfies DataRoleView);
   });
 
   r.patch('/roles/:role_id', (req, res) => {
     const id = parseId(req.params.role_id, 'role_id');
     const b = validateData<{ name?: string; description?: string }>(ROLE_PATCH_SCHEMA, req.body);
-    res.json(store.updateRole(req.user!.id, id, b));
+    res.json(store.updateRole(req.user!.id, id, b) satisfies DataRoleView);
   });
 
   r.delete('/roles/:role_id', (req, res) => {
@@ -139,7 +149,7 @@ export function dataAuthorizationRoutes(ctx: WebContext): Router {
   r.get('/roles/:role_id/policies', (req, res) => {
     const id = parseId(req.params.role_id, 'role_id');
     const role = store.getRole(id);
-    res.json({ role, policies: store.listPolicies(id) });
+    res.json({ role, policies: store.listPolicies(id) } satisfies DataPolicyList);
   });
 
   r.put('/roles/:role_id/policies/:table_name', (req, res) => {
@@ -152,7 +162,7 @@ export function dataAuthorizationRoutes(ctx: WebContext): Router {
     const filter = b.row_filter ?? {};
     checkFilterSize(filter);
     const { policy, created } = store.putPolicy(req.user!.id, id, table, b.allowed_columns, filter);
-    res.status(created ? 201 : 200).json(policy);
+    res.status(created ? 201 : 200).json(policy satisfies DataPolicyView);
   });
 
   r.delete('/roles/:role_id/policies/:table_name', (req, res) => {
@@ -164,12 +174,12 @@ export function dataAuthorizationRoutes(ctx: WebContext): Router {
     const limit = intQuery(req, 'limit', 500) ?? 100;
     const offset = intQuery(req, 'offset') ?? 0;
     const { items, total } = store.listAssignments({ userId: intQuery(req, 'user_id'), roleId: intQuery(req, 'role_id'), limit, offset });
-    res.json({ assignments: items, total, limit, offset });
+    res.json({ assignments: items, total, limit, offset } satisfies AssignmentList);
   });
 
   r.post('/assignments', (req, res) => {
     const b = validateData<{ user_id: number; role_id: number }>(ASSIGN_SCHEMA, req.body);
-    res.status(201).json(store.assign(req.user!.id, b.user_id, b.role_id));
+    res.status(201).json(store.assign(req.user!.id, b.user_id, b.role_id) satisfies AssignmentView);
   });
 
   r.delete('/assignments/:assignment_id', (req, res) => {
@@ -178,7 +188,7 @@ export function dataAuthorizationRoutes(ctx: WebContext): Router {
   });
 
   r.get('/users/:user_id/effective-policy', (req, res) => {
-    res.json(effectivePolicyOf(store, parseId(req.params.user_id, 'user_id')));
+    res.json(effectivePolicyOf(store, parseId(req.params.user_id, 'user_id')) satisfies EffectivePolicyView);
   });
 
   // The action log, newest first. Filters: event (exact, or a prefix as `bi.*`), severity,
@@ -229,7 +239,7 @@ export function dataAuthorizationRoutes(ctx: WebContext): Router {
         data: JSON.parse(x.data) as Record<string, unknown>,
       }));
       // Keyset paging: `next_before` is the cursor for the next (older) page, null on the last page.
-      res.json({ events: page, next_before: more ? page[page.length - 1].id : null, limit });
+      res.json({ events: page, next_before: more ? page[page.length - 1].id : null, limit } satisfies LogPage);
     }),
   );
 
