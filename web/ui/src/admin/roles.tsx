@@ -193,6 +193,8 @@ function PoliciesSection({ role, status, changed }: { role: DataRoleView; status
       setTable('');
       setColumns('*');
       setFilter('{}');
+      setLeafColumn('');
+      setLeafValue('');
       await afterChange(`Policy on ${p.table} saved.`);
     });
     if (!done) setFilterInvalid(true);
