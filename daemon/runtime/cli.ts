@@ -74,7 +74,7 @@ export async function sessionsLs(config: Readonly<Config>, opts: { json?: boolea
 
 export async function sessionsInspect(config: Readonly<Config>, id: string): Promise<void> {
   const { result, node } = await operatorAnywhere(config, () => controlRequest(config.dataDir, { cmd: 'inspect', id }), { cmd: 'inspect', id });
-  process.stdout.write(JSON.stringify(inFleet(config) ? { node, ...(result as object) } : result, null, 2) + '\n');
+  process.stdout.write(JSON.stringify(inFleet(config) ? Object.assign({ node }, result) : result, null, 2) + '\n');
 }
 
 /** The engine, for the two commands that need more than the daemon's control socket. */
