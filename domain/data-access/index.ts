@@ -4,5 +4,4 @@ export * from './effective.js';
 export * from './compile.js';
 export * from './evaluate.js';
 export * from './service.js';
-export * from './routes.js';
-export * from './internal-routes.js';
+export * from './audit.js';

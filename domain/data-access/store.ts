@@ -1,4 +1,7 @@
-import { AppError, ConflictError, NotFoundError, getUserById, logAction, nowIso, type Db } from '../../core/index.js';
+import { ConflictError, NotFoundError, nowIso } from '../../core/index.js';
+import { logAction } from '../action-log.js';
+import type { Row, Sql } from '../db/index.js';
+import { getUserById } from '../users.js';
 import type { RowFilter } from './predicate.js';
 
 /** The built-in unrestricted role (docs/rules.md#data-access-rules, rule 1). */
@@ -47,32 +50,11 @@ export interface Assignment {
   created_at: string;
 }
 
-interface RoleRow {
-  id: number;
-  name: string;
-  description: string;
-  builtin: number;
-  created_at: string;
-  updated_at: string;
-  policy_count?: number;
-  assignment_count?: number;
-}
-
-interface PolicyRow {
-  id: number;
-  role_id: number;
-  table_name: string;
-  allowed_columns: string;
-  row_filter: string;
-  created_at: string;
-  updated_at: string;
-}
-
-function toRole(r: RoleRow): DataRole {
+function toRole(r: Row<'data_roles'>): DataRole {
   return { id: r.id, name: r.name, description: r.description, builtin: r.builtin === 1, created_at: r.created_at, updated_at: r.updated_at };
 }
 
-export function toPolicy(r: PolicyRow): DataPolicy {
+export function toPolicy(r: Row<'data_policies'>): DataPolicy {
   return {
     id: r.id,
     role_id: r.role_id,
@@ -84,244 +66,288 @@ export function toPolicy(r: PolicyRow): DataPolicy {
   };
 }
 
+/** Code-unit order (= byte order for the ASCII names roles and tables have), the same on both engines. */
+const byText = <T>(key: (x: T) => string) => (a: T, b: T) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0);
+
+/** Run `fn` in a transaction: a new one, or the caller's when `db` already is one. */
+export function inTransaction<T>(db: Sql, fn: (trx: Sql) => Promise<T>): Promise<T> {
+  return db.isTransaction ? fn(db) : db.transaction().execute(fn);
+}
+
+/** A unique index refused the row (SQLite or PostgreSQL). */
+export function isUniqueViolation(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === '23505';
+}
+
 const roleNotFound = (id: number) => new NotFoundError('ERR_DATA_ROLE_NOT_FOUND', `no data role ${id}`);
+const roleExists = (name: string) => new ConflictError('ERR_DATA_ROLE_EXISTS', `a data role named ${name} exists`);
+const fixedGrants = (role: DataRole) => new ConflictError('ERR_DATA_ROLE_BUILTIN', `the grants of ${role.name} are fixed`);
 
-/** Data-access models over SQLite. Every change is written to the action log by the caller's actor. */
-export class DataAccessStore {
-  constructor(readonly db: Db) {}
+/** Every role with its number of grants and assignments, by name (case-insensitive). */
+export async function listRoles(db: Sql): Promise<DataRoleSummary[]> {
+  const rows = await db
+    .selectFrom('data_roles as r')
+    .selectAll('r')
+    .select((eb) => [
+      eb.selectFrom('data_policies as p').whereRef('p.role_id', '=', 'r.id').select((e) => e.fn.countAll<number>().as('n')).as('policy_count'),
+      eb.selectFrom('user_data_roles as a').whereRef('a.role_id', '=', 'r.id').select((e) => e.fn.countAll<number>().as('n')).as('assignment_count'),
+    ])
+    .execute();
+  return rows
+    .map((r) => ({ ...toRole(r), policy_count: Number(r.policy_count ?? 0), assignment_count: Number(r.assignment_count ?? 0) }))
+    .sort(byText((r) => r.name.toLowerCase()));
+}
 
-  listRoles(): DataRoleSummary[] {
-    const rows = this.db
-      .prepare(
-        `SELECT r.*,
-           (SELECT COUNT(*) FROM data_policies p WHERE p.role_id = r.id) AS policy_count,
-           (SELECT COUNT(*) FROM user_data_roles a WHERE a.role_id = r.id) AS assignment_count
-         FROM data_roles r ORDER BY r.name`,
-      )
-      .all() as RoleRow[];
-    return rows.map((r) => ({ ...toRole(r), policy_count: r.policy_count ?? 0, assignment_count: r.assignment_count ?? 0 }));
-  }
+export async function getRole(db: Sql, id: number): Promise<DataRole> {
+  const r = await db.selectFrom('data_roles').selectAll().where('id', '=', id).executeTakeFirst();
+  if (!r) throw roleNotFound(id);
+  return toRole(r);
+}
 
-  getRole(id: number): DataRole {
-    const r = this.db.prepare('SELECT * FROM data_roles WHERE id = ?').get(id) as RoleRow | undefined;
-    if (!r) throw roleNotFound(id);
-    return toRole(r);
-  }
+/** By name, whatever its case (names are unique regardless of case). */
+export async function getRoleByName(db: Sql, name: string): Promise<DataRole | undefined> {
+  const r = await db.selectFrom('data_roles').selectAll().where((eb) => eb(eb.fn('lower', ['name']), '=', name.toLowerCase())).executeTakeFirst();
+  return r && toRole(r);
+}
 
-  getRoleByName(name: string): DataRole | undefined {
-    const r = this.db.prepare('SELECT * FROM data_roles WHERE name = ?').get(name) as RoleRow | undefined;
-    return r && toRole(r);
-  }
-
-  createRole(actorId: number | null, name: string, description = ''): DataRole {
-    return this.db.transaction(() => {
-      if (this.getRoleByName(name)) throw new ConflictError('ERR_DATA_ROLE_EXISTS', `a data role named ${name} exists`);
-      const info = this.db.prepare('INSERT INTO data_roles (name, description) VALUES (?, ?)').run(name, description);
-      const role = this.getRole(Number(info.lastInsertRowid));
-      logAction(this.db, { event: 'data.role.created', actorId, data: { role_id: role.id, role: role.name } });
+export async function createRole(db: Sql, actorId: number | null, name: string, description = ''): Promise<DataRole> {
+  try {
+    return await inTransaction(db, async (trx) => {
+      if (await getRoleByName(trx, name)) throw roleExists(name);
+      const r = await trx.insertInto('data_roles').values({ name, description }).returningAll().executeTakeFirstOrThrow();
+      const role = toRole(r);
+      await logAction(trx, { event: 'data.role.created', actorId, data: { role_id: role.id, role: role.name } });
       return role;
-    })();
+    });
+  } catch (err) {
+    // Another request created the name between the check and the insert.
+    if (isUniqueViolation(err)) throw roleExists(name);
+    throw err;
   }
+}
 
-  updateRole(actorId: number | null, id: number, patch: { name?: string; description?: string }): DataRole {
-    return this.db.transaction(() => {
-      const role = this.getRole(id);
+export async function updateRole(db: Sql, actorId: number | null, id: number, patch: { name?: string; description?: string }): Promise<DataRole> {
+  try {
+    return await inTransaction(db, async (trx) => {
+      const role = await getRole(trx, id);
       if (patch.name !== undefined && patch.name !== role.name) {
         if (role.builtin) throw new ConflictError('ERR_DATA_ROLE_BUILTIN', `${role.name} is built in and cannot be renamed`);
-        const other = this.getRoleByName(patch.name);
-        if (other && other.id !== id) throw new ConflictError('ERR_DATA_ROLE_EXISTS', `a data role named ${patch.name} exists`);
+        const other = await getRoleByName(trx, patch.name);
+        if (other && other.id !== id) throw roleExists(patch.name);
       }
-      this.db
-        .prepare('UPDATE data_roles SET name = ?, description = ?, updated_at = ? WHERE id = ?')
-        .run(patch.name ?? role.name, patch.description ?? role.description, nowIso(), id);
-      const after = this.getRole(id);
-      logAction(this.db, {
+      const r = await trx
+        .updateTable('data_roles')
+        .set({ name: patch.name ?? role.name, description: patch.description ?? role.description, updated_at: nowIso() })
+        .where('id', '=', id)
+        .returningAll()
+        .executeTakeFirst();
+      if (!r) throw roleNotFound(id);
+      const after = toRole(r);
+      await logAction(trx, {
         event: 'data.role.updated',
         actorId,
         data: { role_id: id, role: after.name, ...(after.name !== role.name ? { previous_name: role.name } : {}) },
       });
       return after;
-    })();
-  }
-
-  /** Deletes the role, its grants and its assignments; users left without a role lose the `bi` bit. */
-  deleteRole(actorId: number | null, id: number): void {
-    this.db.transaction(() => {
-      const role = this.getRole(id);
-      if (role.builtin) throw new ConflictError('ERR_DATA_ROLE_BUILTIN', `${role.name} is built in and cannot be deleted`);
-      const users = (this.db.prepare('SELECT user_id FROM user_data_roles WHERE role_id = ?').all(id) as { user_id: number }[]).map(
-        (r) => r.user_id,
-      );
-      this.db.prepare('DELETE FROM data_roles WHERE id = ?').run(id);
-      logAction(this.db, { event: 'data.role.deleted', actorId, data: { role_id: id, role: role.name, unassigned_users: users.length } });
-      for (const u of users) this.syncEntitlement(actorId, u);
-    })();
-  }
-
-  listPolicies(roleId: number): DataPolicy[] {
-    this.getRole(roleId);
-    return (this.db.prepare('SELECT * FROM data_policies WHERE role_id = ? ORDER BY table_name').all(roleId) as PolicyRow[]).map(toPolicy);
-  }
-
-  /** Create or replace the role's grant on one table; returns it and whether it is new. */
-  putPolicy(
-    actorId: number | null,
-    roleId: number,
-    table: string,
-    columns: string[],
-    rowFilter: RowFilter,
-  ): { policy: DataPolicy; created: boolean } {
-    return this.db.transaction(() => {
-      const role = this.getRole(roleId);
-      if (role.builtin) throw new ConflictError('ERR_DATA_ROLE_BUILTIN', `the grants of ${role.name} are fixed`);
-      const existing = this.db.prepare('SELECT id FROM data_policies WHERE role_id = ? AND table_name = ?').get(roleId, table) as
-        | { id: number }
-        | undefined;
-      const cols = JSON.stringify(columns);
-      const filter = JSON.stringify(rowFilter);
-      if (existing) {
-        this.db
-          .prepare('UPDATE data_policies SET allowed_columns = ?, row_filter = ?, updated_at = ? WHERE id = ?')
-          .run(cols, filter, nowIso(), existing.id);
-      } else {
-        this.db.prepare('INSERT INTO data_policies (role_id, table_name, allowed_columns, row_filter) VALUES (?, ?, ?, ?)').run(roleId, table, cols, filter);
-      }
-      const row = this.db.prepare('SELECT * FROM data_policies WHERE role_id = ? AND table_name = ?').get(roleId, table) as PolicyRow;
-      // The grant itself is configuration, not query data: it is logged in full for the audit trail.
-      logAction(this.db, {
-        event: existing ? 'data.policy.updated' : 'data.policy.created',
-        actorId,
-        data: { role_id: roleId, role: role.name, table, allowed_columns: columns, row_filter: rowFilter },
-      });
-      return { policy: toPolicy(row), created: !existing };
-    })();
-  }
-
-  deletePolicy(actorId: number | null, roleId: number, table: string): void {
-    this.db.transaction(() => {
-      const role = this.getRole(roleId);
-      if (role.builtin) throw new ConflictError('ERR_DATA_ROLE_BUILTIN', `the grants of ${role.name} are fixed`);
-      const info = this.db.prepare('DELETE FROM data_policies WHERE role_id = ? AND table_name = ?').run(roleId, table);
-      if (info.changes === 0) throw new NotFoundError('ERR_DATA_POLICY_NOT_FOUND', `role ${roleId} has no grant on ${table}`);
-      logAction(this.db, { event: 'data.policy.deleted', actorId, data: { role_id: roleId, role: role.name, table } });
-    })();
-  }
-
-  listAssignments(q: { userId?: number; roleId?: number; limit?: number; offset?: number } = {}): { items: Assignment[]; total: number } {
-    const where: string[] = [];
-    const args: unknown[] = [];
-    if (q.userId !== undefined) (where.push('a.user_id = ?'), args.push(q.userId));
-    if (q.roleId !== undefined) (where.push('a.role_id = ?'), args.push(q.roleId));
-    const w = where.length ? `WHERE ${where.join(' AND ')}` : '';
-    const total = (this.db.prepare(`SELECT COUNT(*) AS n FROM user_data_roles a ${w}`).get(...args) as { n: number }).n;
-    const items = this.db
-      .prepare(
-        `SELECT a.id, a.user_id, u.username, a.role_id, r.name AS role, a.assigned_by, a.created_at
-         FROM user_data_roles a JOIN users u ON u.id = a.user_id JOIN data_roles r ON r.id = a.role_id
-         ${w} ORDER BY a.id LIMIT ? OFFSET ?`,
-      )
-      .all(...args, q.limit ?? 100, q.offset ?? 0) as Assignment[];
-    return { items, total };
-  }
-
-  getAssignment(id: number): Assignment {
-    const a = this.db
-      .prepare(
-        `SELECT a.id, a.user_id, u.username, a.role_id, r.name AS role, a.assigned_by, a.created_at
-         FROM user_data_roles a JOIN users u ON u.id = a.user_id JOIN data_roles r ON r.id = a.role_id WHERE a.id = ?`,
-      )
-      .get(id) as Assignment | undefined;
-    if (!a) throw new NotFoundError('ERR_DATA_ASSIGNMENT_NOT_FOUND', `no assignment ${id}`);
-    return a;
-  }
-
-  assign(actorId: number | null, userId: number, roleId: number): Assignment {
-    return this.db.transaction(() => {
-      if (!getUserById(this.db, userId)) throw new NotFoundError('ERR_DATA_USER_NOT_FOUND', `no user ${userId}`);
-      const role = this.getRole(roleId);
-      const dup = this.db.prepare('SELECT id FROM user_data_roles WHERE user_id = ? AND role_id = ?').get(userId, roleId) as { id: number } | undefined;
-      if (dup) throw new ConflictError('ERR_DATA_ASSIGNMENT_EXISTS', `user ${userId} already has ${role.name}`, { assignment_id: dup.id });
-      const info = this.db.prepare('INSERT INTO user_data_roles (user_id, role_id, assigned_by) VALUES (?, ?, ?)').run(userId, roleId, actorId);
-      const id = Number(info.lastInsertRowid);
-      logAction(this.db, { event: 'data.assignment.created', actorId, subjectId: userId, data: { assignment_id: id, role_id: roleId, role: role.name } });
-      this.syncEntitlement(actorId, userId);
-      return this.getAssignment(id);
-    })();
-  }
-
-  unassign(actorId: number | null, assignmentId: number): void {
-    this.db.transaction(() => {
-      const a = this.getAssignment(assignmentId);
-      this.db.prepare('DELETE FROM user_data_roles WHERE id = ?').run(assignmentId);
-      logAction(this.db, {
-        event: 'data.assignment.deleted',
-        actorId,
-        subjectId: a.user_id,
-        data: { assignment_id: a.id, role_id: a.role_id, role: a.role },
-      });
-      this.syncEntitlement(actorId, a.user_id);
-    })();
-  }
-
-  /**
-   * Roles of a user (sorted by name) with their grants, as effective-policy resolution needs
-   * them. Narrow raw rows: this read dominates resolution time for users with many grants.
-   */
-  grantsOf(userId: number): GrantRole[] {
-    const rows = this.grantsStmt.all(userId) as [number, string, string | null, string | null, string | null][];
-    const byRole = new Map<number, GrantRole>();
-    for (const [rid, rname, table, cols, filter] of rows) {
-      let g = byRole.get(rid);
-      if (!g) byRole.set(rid, (g = { role_id: rid, role: rname, policies: [] }));
-      if (table !== null) {
-        g.policies.push({
-          table,
-          allowed_columns: JSON.parse(cols!) as string[],
-          row_filter: JSON.parse(filter!) as RowFilter,
-          filter_key: filter!,
-        });
-      }
-    }
-    return [...byRole.values()].sort((a, b) => (a.role < b.role ? -1 : a.role > b.role ? 1 : 0));
-  }
-
-  private get grantsStmt() {
-    // Index order on (role_id, table_name) gives each role's grants sorted by table.
-    return (this.#grants ??= this.db
-      .prepare(
-        `SELECT a.role_id, r.name, p.table_name, p.allowed_columns, p.row_filter
-         FROM user_data_roles a JOIN data_roles r ON r.id = a.role_id
-         LEFT JOIN data_policies p ON p.role_id = a.role_id
-         WHERE a.user_id = ?`,
-      )
-      .raw(true));
-  }
-  #grants?: ReturnType<Db['prepare']>;
-
-  hasEntitlement(userId: number, name = BI_ENTITLEMENT): boolean {
-    return !!this.db.prepare('SELECT 1 FROM user_entitlements WHERE user_id = ? AND name = ?').get(userId, name);
-  }
-
-  /**
-   * docs/rules.md#data-access-rules, rule 6: the `bi` bit is set while the user has any data role and cleared when
-   * they have none; each change is written to the action log.
-   */
-  syncEntitlement(actorId: number | null, userId: number): void {
-    const has = !!this.db.prepare('SELECT 1 FROM user_data_roles WHERE user_id = ? LIMIT 1').get(userId);
-    const bit = this.hasEntitlement(userId);
-    if (has && !bit) {
-      this.db.prepare('INSERT INTO user_entitlements (user_id, name) VALUES (?, ?)').run(userId, BI_ENTITLEMENT);
-      logAction(this.db, { event: 'bi.entitlement.granted', actorId, subjectId: userId, data: { entitlement: BI_ENTITLEMENT, bi: true } });
-    } else if (!has && bit) {
-      this.db.prepare('DELETE FROM user_entitlements WHERE user_id = ? AND name = ?').run(userId, BI_ENTITLEMENT);
-      logAction(this.db, { event: 'bi.entitlement.revoked', actorId, subjectId: userId, data: { entitlement: BI_ENTITLEMENT, bi: false } });
-    }
+    });
+  } catch (err) {
+    if (isUniqueViolation(err) && patch.name !== undefined) throw roleExists(patch.name);
+    throw err;
   }
 }
 
-/** Parse a positive integer path id; 400 otherwise. */
-export function parseId(raw: unknown, what: string): number {
-  const s = String(raw ?? '');
-  if (!/^[1-9][0-9]{0,15}$/.test(s)) throw new AppError('ERR_DATA_INVALID', `${what}: not an id`, { status: 400, details: { field: what } });
-  return Number(s);
+/**
+ * Deletes the role, its grants and its assignments (one transaction, with the action-log
+ * entries); users left without a role lose the `bi` bit.
+ */
+export async function deleteRole(db: Sql, actorId: number | null, id: number): Promise<void> {
+  await inTransaction(db, async (trx) => {
+    const role = await getRole(trx, id);
+    if (role.builtin) throw new ConflictError('ERR_DATA_ROLE_BUILTIN', `${role.name} is built in and cannot be deleted`);
+    const users = (await trx.selectFrom('user_data_roles').select('user_id').where('role_id', '=', id).orderBy('user_id').execute()).map((r) => r.user_id);
+    // The grants and assignments go with it (ON DELETE CASCADE).
+    await trx.deleteFrom('data_roles').where('id', '=', id).execute();
+    await logAction(trx, { event: 'data.role.deleted', actorId, data: { role_id: id, role: role.name, unassigned_users: users.length } });
+    for (const u of users) await syncEntitlement(trx, actorId, u);
+  });
+}
+
+/** The role's grants by table name. 404 when the role does not exist. */
+export async function listPolicies(db: Sql, roleId: number): Promise<DataPolicy[]> {
+  await getRole(db, roleId);
+  const rows = await db.selectFrom('data_policies').selectAll().where('role_id', '=', roleId).execute();
+  return rows.map(toPolicy).sort(byText((p) => p.table));
+}
+
+/** Create or replace the role's grant on one table; returns it and whether it is new. */
+export async function putPolicy(
+  db: Sql,
+  actorId: number | null,
+  roleId: number,
+  table: string,
+  columns: string[],
+  rowFilter: RowFilter,
+): Promise<{ policy: DataPolicy; created: boolean }> {
+  return inTransaction(db, async (trx) => {
+    const role = await getRole(trx, roleId);
+    if (role.builtin) throw fixedGrants(role);
+    const cols = JSON.stringify(columns);
+    const filter = JSON.stringify(rowFilter);
+    const inserted = await trx
+      .insertInto('data_policies')
+      .values({ role_id: roleId, table_name: table, allowed_columns: cols, row_filter: filter })
+      .onConflict((oc) => oc.columns(['role_id', 'table_name']).doNothing())
+      .returningAll()
+      .executeTakeFirst();
+    const row =
+      inserted ??
+      (await trx
+        .updateTable('data_policies')
+        .set({ allowed_columns: cols, row_filter: filter, updated_at: nowIso() })
+        .where('role_id', '=', roleId)
+        .where('table_name', '=', table)
+        .returningAll()
+        .executeTakeFirstOrThrow());
+    // The grant itself is configuration, not query data: it is logged in full for the audit trail.
+    await logAction(trx, {
+      event: inserted ? 'data.policy.created' : 'data.policy.updated',
+      actorId,
+      data: { role_id: roleId, role: role.name, table, allowed_columns: columns, row_filter: rowFilter },
+    });
+    return { policy: toPolicy(row), created: !!inserted };
+  });
+}
+
+export async function deletePolicy(db: Sql, actorId: number | null, roleId: number, table: string): Promise<void> {
+  await inTransaction(db, async (trx) => {
+    const role = await getRole(trx, roleId);
+    if (role.builtin) throw fixedGrants(role);
+    const r = await trx.deleteFrom('data_policies').where('role_id', '=', roleId).where('table_name', '=', table).executeTakeFirst();
+    if (Number(r.numDeletedRows) === 0) throw new NotFoundError('ERR_DATA_POLICY_NOT_FOUND', `role ${roleId} has no grant on ${table}`);
+    await logAction(trx, { event: 'data.policy.deleted', actorId, data: { role_id: roleId, role: role.name, table } });
+  });
+}
+
+function assignments(db: Sql) {
+  return db
+    .selectFrom('user_data_roles as a')
+    .innerJoin('users as u', 'u.id', 'a.user_id')
+    .innerJoin('data_roles as r', 'r.id', 'a.role_id')
+    .select(['a.id', 'a.user_id', 'u.username', 'a.role_id', 'r.name as role', 'a.assigned_by', 'a.created_at']);
+}
+
+export async function listAssignments(
+  db: Sql,
+  q: { userId?: number; roleId?: number; limit?: number; offset?: number } = {},
+): Promise<{ items: Assignment[]; total: number }> {
+  let count = db.selectFrom('user_data_roles as a').select((eb) => eb.fn.countAll<number>().as('n'));
+  let page = assignments(db);
+  if (q.userId !== undefined) (count = count.where('a.user_id', '=', q.userId)), (page = page.where('a.user_id', '=', q.userId));
+  if (q.roleId !== undefined) (count = count.where('a.role_id', '=', q.roleId)), (page = page.where('a.role_id', '=', q.roleId));
+  const total = Number((await count.executeTakeFirstOrThrow()).n);
+  const items = await page
+    .orderBy('a.id')
+    .limit(q.limit ?? 100)
+    .offset(q.offset ?? 0)
+    .execute();
+  return { items, total };
+}
+
+export async function getAssignment(db: Sql, id: number): Promise<Assignment> {
+  const a = await assignments(db).where('a.id', '=', id).executeTakeFirst();
+  if (!a) throw new NotFoundError('ERR_DATA_ASSIGNMENT_NOT_FOUND', `no assignment ${id}`);
+  return a;
+}
+
+/** Assign a role to a user (409 when they have it); the user gets the `bi` bit in the same transaction. */
+export async function assign(db: Sql, actorId: number | null, userId: number, roleId: number): Promise<Assignment> {
+  return inTransaction(db, async (trx) => {
+    if (!(await getUserById(trx, userId))) throw new NotFoundError('ERR_DATA_USER_NOT_FOUND', `no user ${userId}`);
+    const role = await getRole(trx, roleId);
+    const row = await trx
+      .insertInto('user_data_roles')
+      .values({ user_id: userId, role_id: roleId, assigned_by: actorId })
+      .onConflict((oc) => oc.columns(['user_id', 'role_id']).doNothing())
+      .returning('id')
+      .executeTakeFirst();
+    if (!row) {
+      const dup = await trx.selectFrom('user_data_roles').select('id').where('user_id', '=', userId).where('role_id', '=', roleId).executeTakeFirst();
+      throw new ConflictError('ERR_DATA_ASSIGNMENT_EXISTS', `user ${userId} already has ${role.name}`, { assignment_id: dup?.id });
+    }
+    await logAction(trx, { event: 'data.assignment.created', actorId, subjectId: userId, data: { assignment_id: row.id, role_id: roleId, role: role.name } });
+    await syncEntitlement(trx, actorId, userId);
+    return getAssignment(trx, row.id);
+  });
+}
+
+/** Remove an assignment; a user left without a role loses the `bi` bit in the same transaction. */
+export async function unassign(db: Sql, actorId: number | null, assignmentId: number): Promise<void> {
+  await inTransaction(db, async (trx) => {
+    const a = await getAssignment(trx, assignmentId);
+    const r = await trx.deleteFrom('user_data_roles').where('id', '=', assignmentId).executeTakeFirst();
+    if (Number(r.numDeletedRows) === 0) throw new NotFoundError('ERR_DATA_ASSIGNMENT_NOT_FOUND', `no assignment ${assignmentId}`);
+    await logAction(trx, {
+      event: 'data.assignment.deleted',
+      actorId,
+      subjectId: a.user_id,
+      data: { assignment_id: a.id, role_id: a.role_id, role: a.role },
+    });
+    await syncEntitlement(trx, actorId, a.user_id);
+  });
+}
+
+/**
+ * Roles of a user (sorted by name) with their grants, as effective-policy resolution needs
+ * them: one query for the roles and their grants together.
+ */
+export async function grantsOf(db: Sql, userId: number): Promise<GrantRole[]> {
+  const rows = await db
+    .selectFrom('user_data_roles as a')
+    .innerJoin('data_roles as r', 'r.id', 'a.role_id')
+    .leftJoin('data_policies as p', 'p.role_id', 'a.role_id')
+    .select(['a.role_id', 'r.name', 'p.table_name', 'p.allowed_columns', 'p.row_filter'])
+    .where('a.user_id', '=', userId)
+    .execute();
+  const byRole = new Map<number, GrantRole>();
+  for (const { role_id, name, table_name, allowed_columns, row_filter } of rows) {
+    let g = byRole.get(role_id);
+    if (!g) byRole.set(role_id, (g = { role_id, role: name, policies: [] }));
+    if (table_name !== null && allowed_columns !== null && row_filter !== null) {
+      g.policies.push({
+        table: table_name,
+        allowed_columns: JSON.parse(allowed_columns) as string[],
+        row_filter: JSON.parse(row_filter) as RowFilter,
+        filter_key: row_filter,
+      });
+    }
+  }
+  for (const g of byRole.values()) g.policies.sort(byText((p) => p.table));
+  return [...byRole.values()].sort(byText((g) => g.role));
+}
+
+export async function hasEntitlement(db: Sql, userId: number, name = BI_ENTITLEMENT): Promise<boolean> {
+  return !!(await db.selectFrom('user_entitlements').select('user_id').where('user_id', '=', userId).where('name', '=', name).executeTakeFirst());
+}
+
+/**
+ * docs/rules.md#data-access-rules, rule 6: the `bi` bit is set while the user has any data role and cleared when
+ * they have none; each change is written to the action log (in the caller's transaction).
+ */
+export async function syncEntitlement(db: Sql, actorId: number | null, userId: number): Promise<void> {
+  const has = !!(await db.selectFrom('user_data_roles').select('id').where('user_id', '=', userId).limit(1).executeTakeFirst());
+  if (has) {
+    const added = await db
+      .insertInto('user_entitlements')
+      .values({ user_id: userId, name: BI_ENTITLEMENT })
+      .onConflict((oc) => oc.columns(['user_id', 'name']).doNothing())
+      .returning('user_id')
+      .executeTakeFirst();
+    if (added) await logAction(db, { event: 'bi.entitlement.granted', actorId, subjectId: userId, data: { entitlement: BI_ENTITLEMENT, bi: true } });
+  } else {
+    const r = await db.deleteFrom('user_entitlements').where('user_id', '=', userId).where('name', '=', BI_ENTITLEMENT).executeTakeFirst();
+    if (Number(r.numDeletedRows) > 0) {
+      await logAction(db, { event: 'bi.entitlement.revoked', actorId, subjectId: userId, data: { entitlement: BI_ENTITLEMENT, bi: false } });
+    }
+  }
 }
