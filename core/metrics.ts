@@ -4,8 +4,10 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
  * The daemon's Prometheus metrics, one registry per daemon instance (tests run several).
  * Served at GET /metrics by the web app.
  */
-export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
+export function createMetrics(opts: { defaultMetrics?: boolean; node?: string } = {}) {
   const registry = new Registry();
+  // In a fleet every series says which node it comes from.
+  if (opts.node) registry.setDefaultLabels({ node: opts.node });
   if (opts.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'airlock_process_' });
   const m = {
     registry,

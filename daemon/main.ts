@@ -147,6 +147,17 @@ export function buildProgram(): Command {
   sessions.command('kill <id>').description('stop and remove a session sandbox')
     .action(async (id: string) => (await import('./runtime/cli.js')).sessionsKill(configOrExit(), id).catch(fail));
 
+  program
+    .command('doctor')
+    .description('what this node runs with: database (engine, schema version), node id and URL, Docker engine, sandbox image')
+    .action(async () => {
+      process.exitCode = await (await import('./ops-cli.js')).doctor(configOrExit()).catch(fail);
+    });
+
+  const nodes = program.command('nodes').description('the nodes of the fleet (from the shared database)');
+  nodes.command('ls').description('every node: id, state, URL, last heartbeat, sessions, capacity, version').option('--json', 'JSON output')
+    .action(async (opts: { json?: boolean }) => (await import('./ops-cli.js')).nodesLs(configOrExit(), opts).catch(fail));
+
   return program;
 }
 

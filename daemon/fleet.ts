@@ -1,0 +1,128 @@
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Config, Logger, TurnRequest, TurnResult, TurnRunner } from '../core/index.js';
+import type { Database } from '../domain/db/index.js';
+import { heartbeat, leaveFleet, listNodes, markLostSandboxes, ownSandbox, registerNode, releaseSandbox, sandboxOf } from '../domain/fleet.js';
+import { LOST_NOTICE } from './runtime/session-manager.js';
+
+/** This program's version (package.json), as nodes report it in `airlock nodes ls`. */
+export function airlockVersion(): string {
+  let d = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 5; i++, d = dirname(d)) {
+    try {
+      return (JSON.parse(readFileSync(join(d, 'package.json'), 'utf8')) as { version: string }).version;
+    } catch {
+      // not here
+    }
+  }
+  return 'unknown';
+}
+
+export interface FleetMemberOptions {
+  config: Readonly<Config>;
+  database: Database;
+  log: Logger;
+  /** Live sessions on this node now (not pool members). */
+  liveSessions: () => number;
+}
+
+/**
+ * This node's membership of the fleet: it registers at start, writes a heartbeat every
+ * AIRLOCK_NODE_HEARTBEAT_S with its session count, and on each beat marks the sandboxes of nodes
+ * silent for AIRLOCK_NODE_LOST_S as lost (idempotent, so every node may do it). A database that
+ * does not answer costs a warning per outage, never the node: sandboxes keep running.
+ */
+export class FleetMember {
+  readonly #o: FleetMemberOptions;
+  #timer?: NodeJS.Timeout;
+  #failing = false;
+  #beat?: Promise<void>;
+
+  constructor(o: FleetMemberOptions) {
+    this.#o = o;
+  }
+
+  get id(): string {
+    return this.#o.config.node.id;
+  }
+
+  async start(): Promise<void> {
+    const { config, database } = this.#o;
+    await registerNode(database.sql, { id: config.node.id, url: config.node.url, version: airlockVersion(), capacity: config.sandbox.maxSessions });
+    this.#timer = setInterval(() => void this.beat(), config.node.heartbeatS * 1000);
+    this.#timer.unref();
+  }
+
+  /** One heartbeat and lost-node sweep (also called by tests instead of waiting). */
+  beat(): Promise<void> {
+    this.#beat ??= (async () => {
+      const { config, database, log } = this.#o;
+      try {
+        await heartbeat(database.sql, config.node.id, this.#o.liveSessions());
+        const lost = await markLostSandboxes(database.sql, config.node.lostS);
+        if (lost) log.warn({ sessions: lost }, 'sandboxes of silent nodes marked lost');
+        if (this.#failing) log.info('database answers again; heartbeats resumed');
+        this.#failing = false;
+      } catch (err) {
+        if (!this.#failing) log.warn({ err: (err as Error).message }, 'heartbeat failed; retrying');
+        this.#failing = true;
+      } finally {
+        this.#beat = undefined;
+      }
+    })();
+    return this.#beat;
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    await this.#beat;
+    await leaveFleet(this.#o.database.sql, this.#o.config.node.id).catch(() => undefined);
+  }
+}
+
+/**
+ * The session manager as the fleet sees it: the sandbox row records which node owns a session
+ * (written when its sandbox goes live, removed when it ends here), and a turn this node runs for
+ * a session another node owned (a lost node: web/fleet.ts only keeps what no live node owns)
+ * starts with the same notice a single host gives after losing a sandbox.
+ */
+export class FleetSessions implements TurnRunner {
+  /** The session manager (set once the runtime started; adoption asks mayAdopt before that). */
+  runner?: TurnRunner;
+
+  constructor(private readonly o: { config: Readonly<Config>; database: Database; log: Logger }) {}
+
+  async runTurn(req: TurnRequest): Promise<TurnResult> {
+    if (!this.runner) throw new TypeError('FleetSessions: no runner');
+    const row = await sandboxOf(this.o.database.sql, req.sessionId);
+    if (row && row.node_id !== this.o.config.node.id && row.user_id === req.userId) {
+      this.o.log.warn({ sessionId: req.sessionId, from: row.node_id }, 'taking over the session of a lost node');
+      req.onEvent({ type: 'text_delta', text: LOST_NOTICE });
+    }
+    return this.runner.runTurn(req);
+  }
+
+  /** Session hook: this node owns the session's live sandbox now. */
+  live(sessionId: string, userId: number): void {
+    ownSandbox(this.o.database.sql, { sessionId, userId, nodeId: this.o.config.node.id, state: 'live' }).catch((err: Error) =>
+      this.o.log.warn({ sessionId, err: err.message }, 'could not record the sandbox owner'),
+    );
+  }
+
+  /** Session hook: the sandbox ended here. */
+  ended(sessionId: string): void {
+    releaseSandbox(this.o.database.sql, sessionId, this.o.config.node.id).catch((err: Error) =>
+      this.o.log.warn({ sessionId, err: err.message }, 'could not clear the sandbox owner'),
+    );
+  }
+
+  /** Adopt a container at start only when the fleet still says this node owns its session. */
+  async mayAdopt(sessionId: string): Promise<boolean> {
+    const row = await sandboxOf(this.o.database.sql, sessionId);
+    // No row: a single host upgraded from before the fleet keeps its sessions; in a fleet the
+    // session was taken over and has ended elsewhere since.
+    if (!row) return (await listNodes(this.o.database.sql, this.o.config.node.lostS)).length <= 1;
+    return row.node_id === this.o.config.node.id && row.state !== 'lost';
+  }
+}

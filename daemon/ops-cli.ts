@@ -1,0 +1,60 @@
+import Docker from 'dockerode';
+import type { Config } from '../core/index.js';
+import { openDatabase } from '../domain/db/index.js';
+import { listNodes } from '../domain/fleet.js';
+import { join } from 'node:path';
+import { airlockVersion } from './fleet.js';
+
+/** `airlock nodes ls`: every node of the fleet from the shared database. */
+export async function nodesLs(config: Readonly<Config>, opts: { json?: boolean }, out: (s: string) => void = (s) => process.stdout.write(s)): Promise<void> {
+  const database = await openDatabase({ url: config.databaseUrl?.reveal(), file: join(config.dataDir, 'airlock.db') });
+  try {
+    const nodes = await listNodes(database.sql, config.node.lostS);
+    if (opts.json) return out(JSON.stringify(nodes, null, 2) + '\n');
+    const rows = [['NODE', 'STATE', 'URL', 'LAST HEARTBEAT', 'SESSIONS', 'CAPACITY', 'VERSION']];
+    for (const n of nodes) rows.push([n.id, n.alive ? 'alive' : 'lost', n.url, n.heartbeat_at, String(n.sessions), String(n.capacity), n.version]);
+    out(table(rows));
+  } finally {
+    await database.close();
+  }
+}
+
+/**
+ * `airlock doctor`: what this node would run with — database engine, where (never a password),
+ * schema version, node id and URL, the container engine and sandbox image. Exit 1 when the
+ * database or the engine cannot be reached.
+ */
+export async function doctor(config: Readonly<Config>, out: (s: string) => void = (s) => process.stdout.write(s)): Promise<number> {
+  const lines: [string, string][] = [['airlock', airlockVersion()], ['node', `${config.node.id} (${config.node.url})`]];
+  let ok = true;
+  try {
+    const database = await openDatabase({ url: config.databaseUrl?.reveal(), file: join(config.dataDir, 'airlock.db') });
+    lines.push(['database', `${database.engine} ${database.target}`], ['schema version', String(database.schemaVersion)]);
+    await database.close();
+  } catch (err) {
+    ok = false;
+    lines.push(['database', `UNAVAILABLE: ${(err as Error).message}`]);
+  }
+  try {
+    const docker = new Docker({ socketPath: config.docker.socketPath });
+    const info = (await docker.info()) as { ServerVersion?: string; Runtimes?: Record<string, unknown> };
+    lines.push(['docker', `${info.ServerVersion ?? '?'} at ${config.docker.socketPath} (runtimes: ${Object.keys(info.Runtimes ?? {}).join(', ')})`]);
+    try {
+      await docker.getImage(config.docker.image).inspect();
+      lines.push(['sandbox image', config.docker.image]);
+    } catch {
+      lines.push(['sandbox image', `${config.docker.image} missing (airlock image build)`]);
+    }
+  } catch (err) {
+    ok = false;
+    lines.push(['docker', `UNAVAILABLE at ${config.docker.socketPath}: ${(err as Error).message}`]);
+  }
+  const w = Math.max(...lines.map(([k]) => k.length));
+  out(lines.map(([k, v]) => `${k.padEnd(w)}  ${v}`).join('\n') + '\n');
+  return ok ? 0 : 1;
+}
+
+function table(rows: string[][]): string {
+  const w = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+  return rows.map((r) => r.map((c, i) => c.padEnd(w[i])).join('  ').trimEnd()).join('\n') + '\n';
+}
