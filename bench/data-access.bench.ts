@@ -84,7 +84,7 @@ export async function run(): Promise<BenchResult> {
         compile_all_p50_vs_baseline: compileAll.p50 / base.p50,
         compile_one_p50_vs_baseline: compileOne.p50 / base.p50,
       },
-      notes: `${ROLES * TABLES} grants; each table's filter is an OR of ${ROLES} two-leaf groups after merging`,
+      notes: `${database.engine}; ${ROLES * TABLES} grants; each table's filter is an OR of ${ROLES} two-leaf groups after merging`,
     };
   } finally {
     await database.close();
