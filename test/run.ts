@@ -14,6 +14,7 @@ import { pgUnavailable, startPgCluster, type PgCluster } from './helpers/postgre
 const BOTH_ENGINES = [
   'dist/test/integration/db-engines.test.js',
   'dist/test/integration/fleet-store.test.js',
+  'dist/test/integration/fleet-auth.test.js',
   'dist/test/integration/data-access-migration.test.js',
   'dist/test/integration/data-access-store.test.js',
 ];
