@@ -10,6 +10,7 @@ export * from './action-log.js';
 export * from './sandbox-protocol.js';
 export * from './metrics.js';
 export * from './agent-token.js';
+export * from './node-auth.js';
 export * from './accounts.js';
 export * from './ndjson.js';
 export * from './agent-host.js';

@@ -1,9 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Config, Logger } from '../core/index.js';
+import { AppError, appErrorFromPeer, signNodeRequest, type Config, type Logger, type TurnRequest, type TurnResult, type TurnRunner } from '../core/index.js';
 import type { Database } from '../domain/db/index.js';
-import { heartbeat, leaveFleet, markLostSandboxes, registerNode } from '../domain/fleet.js';
+import { heartbeat, leaveFleet, listNodes, markLostSandboxes, ownSandbox, registerNode, releaseSandbox, sandboxOf } from '../domain/fleet.js';
+import { LOST_NOTICE } from './runtime/session-manager.js';
 
 /** This program's version (package.json), as nodes report it in `airlock nodes ls`. */
 export function airlockVersion(): string {
@@ -78,4 +79,72 @@ export class FleetMember {
     await this.#beat;
     await leaveFleet(this.#o.database.sql, this.#o.config.node.id).catch(() => undefined);
   }
+}
+
+/**
+ * The session manager as the fleet sees it: the sandbox row records which node owns a session
+ * (written when its sandbox goes live, removed when it ends here), and a turn this node runs for
+ * a session another node owned (a lost node: web/fleet.ts only keeps what no live node owns)
+ * starts with the same notice a single host gives after losing a sandbox.
+ */
+export class FleetSessions implements TurnRunner {
+  /** The session manager (set once the runtime started; adoption asks mayAdopt before that). */
+  runner?: TurnRunner;
+
+  constructor(private readonly o: { config: Readonly<Config>; database: Database; log: Logger }) {}
+
+  async runTurn(req: TurnRequest): Promise<TurnResult> {
+    if (!this.runner) throw new TypeError('FleetSessions: no runner');
+    const row = await sandboxOf(this.o.database.sql, req.sessionId);
+    if (row && row.node_id !== this.o.config.node.id && row.user_id === req.userId) {
+      this.o.log.warn({ sessionId: req.sessionId, from: row.node_id }, 'taking over the session of a lost node');
+      req.onEvent({ type: 'text_delta', text: LOST_NOTICE });
+    }
+    return this.runner.runTurn(req);
+  }
+
+  /** Session hook: this node owns the session's live sandbox now. */
+  live(sessionId: string, userId: number): void {
+    ownSandbox(this.o.database.sql, { sessionId, userId, nodeId: this.o.config.node.id, state: 'live' }).catch((err: Error) =>
+      this.o.log.warn({ sessionId, err: err.message }, 'could not record the sandbox owner'),
+    );
+  }
+
+  /** Session hook: the sandbox ended here. */
+  ended(sessionId: string): void {
+    releaseSandbox(this.o.database.sql, sessionId, this.o.config.node.id).catch((err: Error) =>
+      this.o.log.warn({ sessionId, err: err.message }, 'could not clear the sandbox owner'),
+    );
+  }
+
+  /** Adopt a container at start only when the fleet still says this node owns its session. */
+  async mayAdopt(sessionId: string): Promise<boolean> {
+    const row = await sandboxOf(this.o.database.sql, sessionId);
+    // No row: a single host upgraded from before the fleet keeps its sessions; in a fleet the
+    // session was taken over and has ended elsewhere since.
+    if (!row) return (await listNodes(this.o.database.sql, this.o.config.node.lostS)).length <= 1;
+    return row.node_id === this.o.config.node.id && row.state !== 'lost';
+  }
+}
+
+/** One signed request from this node to another (CLI commands for sessions another node owns). */
+export async function nodeRequest(config: Readonly<Config>, nodeUrl: string, method: string, path: string, body?: unknown): Promise<unknown> {
+  if (!config.node.secret) throw new AppError('ERR_CONFIG_INVALID', 'AIRLOCK_NODE_SECRET is not set: this node cannot talk to the others');
+  const raw = body === undefined ? '' : JSON.stringify(body);
+  const url = new URL(path, nodeUrl);
+  const headers: Record<string, string> = signNodeRequest(config.node.secret.reveal(), { method, path: url.pathname + url.search, node: config.node.id, userId: null, body: raw });
+  if (raw) headers['content-type'] = 'application/json';
+  let res: Response;
+  try {
+    res = await fetch(url, { method, headers, body: raw || undefined, signal: AbortSignal.timeout(30_000) });
+  } catch (err) {
+    throw new AppError('ERR_NODE_UNREACHABLE', `node at ${nodeUrl} does not answer (${(err as Error).message})`, { status: 503 });
+  }
+  const parsed = (await res.json().catch(() => null)) as { result?: unknown; error?: { code?: unknown; message?: unknown } } | null;
+  if (!res.ok) {
+    const e = parsed?.error;
+    if (typeof e?.code === 'string' && typeof e.message === 'string') throw appErrorFromPeer({ code: e.code, message: e.message });
+    throw new AppError('ERR_NODE_UNREACHABLE', `node at ${nodeUrl} answered ${res.status}`, { status: 503 });
+  }
+  return parsed?.result;
 }

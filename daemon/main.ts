@@ -154,6 +154,14 @@ export function buildProgram(): Command {
       process.exitCode = await (await import('./ops-cli.js')).doctor(configOrExit()).catch(fail);
     });
 
+  const db = program.command('db').description('the database');
+  db.command('copy')
+    .description('copy every row of this install\'s database (AIRLOCK_DATABASE_URL, or SQLite in the data folder) into a new, empty one')
+    .requiredOption('--to <url>', 'the target, e.g. postgres://airlock:…@db:5432/airlock (migrated first; must hold no users)')
+    .action(async (opts: { to: string }) => {
+      process.exitCode = await (await import('./ops-cli.js')).dbCopy(configOrExit(), opts.to).catch(fail);
+    });
+
   const nodes = program.command('nodes').description('the nodes of the fleet (from the shared database)');
   nodes.command('ls').description('every node: id, state, URL, last heartbeat, sessions, capacity, version').option('--json', 'JSON output')
     .action(async (opts: { json?: boolean }) => (await import('./ops-cli.js')).nodesLs(configOrExit(), opts).catch(fail));

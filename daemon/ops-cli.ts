@@ -1,6 +1,6 @@
 import Docker from 'dockerode';
 import type { Config } from '../core/index.js';
-import { openDatabase } from '../domain/db/index.js';
+import { copyDatabase, openDatabase } from '../domain/db/index.js';
 import { listNodes } from '../domain/fleet.js';
 import { join } from 'node:path';
 import { airlockVersion } from './fleet.js';
@@ -57,4 +57,23 @@ export async function doctor(config: Readonly<Config>, out: (s: string) => void 
 function table(rows: string[][]): string {
   const w = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
   return rows.map((r) => r.map((c, i) => c.padEnd(w[i])).join('  ').trimEnd()).join('\n') + '\n';
+}
+
+/** `airlock db copy --to URL`: this install's data into a new database (docs/deploy.md). */
+export async function dbCopy(config: Readonly<Config>, to: string, out: (s: string) => void = (s) => process.stdout.write(s)): Promise<number> {
+  const src = await openDatabase({ url: config.databaseUrl?.reveal(), file: join(config.dataDir, 'airlock.db') });
+  try {
+    const dst = await openDatabase(/^postgres(ql)?:\/\//.test(to) ? { url: to } : { file: to });
+    try {
+      const report = await copyDatabase(src, dst);
+      const rows = report.tables.reduce((n, t) => n + t.rows, 0);
+      out(`copied ${rows} rows in ${report.tables.length} tables from ${src.target} to ${dst.target} (schema version ${dst.schemaVersion})\n`);
+      for (const t of report.tables) if (t.rows) out(`  ${t.table}: ${t.rows}\n`);
+      return 0;
+    } finally {
+      await dst.close();
+    }
+  } finally {
+    await src.close();
+  }
 }

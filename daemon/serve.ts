@@ -2,13 +2,14 @@ import { SqliteSessionStore, startWebServer, type WebServer, type WebServices } 
 import { openBase, type DaemonBase } from './context.js';
 import { AccountStore, AppError, createMetrics, Encryptor, getUserById, isAppError, loadOrCreateEncryptionKey, mintAgentUserToken, tokenRequest, type Config, type Logger, type SessionPreparer } from '../core/index.js';
 import type { AgentSessionCheck, SandboxControl } from '../web/index.js';
+import type { OperatorPort } from '../web/fleet.js';
 import { DirectorySyncRunner } from './directory-sync/index.js';
 import type { EgressGateway } from '../core/sandbox-protocol.js';
 import { startRuntime, type Runtime, type SessionHooks } from './runtime/index.js';
 import { EgressGatewayService } from './egress.js';
 import { OverlayPreparer } from './overlay.js';
 import { TokenService } from './tokens.js';
-import { FleetMember } from './fleet.js';
+import { FleetMember, FleetSessions } from './fleet.js';
 
 export interface RunningDaemon extends DaemonBase {
   web: WebServer;
@@ -34,6 +35,10 @@ export interface ServeOptions {
 export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): Promise<RunningDaemon> {
   if (config.databaseUrl && !config.node.secret) {
     throw new AppError('ERR_CONFIG_INVALID', 'AIRLOCK_NODE_SECRET: required with AIRLOCK_DATABASE_URL (the nodes of a fleet authenticate each other with it)');
+  }
+  if (config.databaseUrl && !config.encryptionKey) {
+    // A key generated into one node's data folder would leave the others unable to read what it wrote.
+    throw new AppError('ERR_CONFIG_INVALID', 'AIRLOCK_ENCRYPTION_KEY: required with AIRLOCK_DATABASE_URL (every node must read what the others encrypt)');
   }
   const base = await openBase(config, opts.log);
   base.log.info({ database: base.database.target, schemaVersion: base.database.schemaVersion, node: config.node.id }, 'database ready');
@@ -73,16 +78,25 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   // start on prompts, which come after that, so the runtime gets a late-bound preparer.
   let preparer: SessionPreparer | undefined;
   const latePreparer: SessionPreparer = { prepare: (req) => preparer!.prepare(req) };
+  const fleetSessions = new FleetSessions(base);
   const hooks: SessionHooks = {
     // The one place a session registers for token rotation: when its sandbox took `start`, or was
     // adopted after a daemon restart (its token env names come from its claim.json). Rotation is
     // in memory, so an adopted session keeps getting rotate-token instead of failing with 401
     // once its access token expires. track() keeps only the account tokens (the model key stays).
-    onSessionLive: ({ sessionId, userId, tokenEnvs }) => tokenService.track(sessionId, userId, tokenEnvs),
+    // Only the node that owns a session refreshes and rotates its tokens. The fleet records the owner.
+    onSessionLive: ({ sessionId, userId, tokenEnvs }) => {
+      tokenService.track(sessionId, userId, tokenEnvs);
+      fleetSessions.live(sessionId, userId);
+    },
     // Every end of a live sandbox (reap, kill, restart, disconnect, lost, policy change) stops rotation into it.
-    onSessionEnded: (sessionId) => tokenService.untrack(sessionId),
-    // A user deactivated (CLI sync, admin) or removed while no daemon ran loses the sandbox at start.
-    mayAdopt: ({ userId }) => getUserById(base.db, userId)?.is_active === true,
+    onSessionEnded: (sessionId) => {
+      tokenService.untrack(sessionId);
+      fleetSessions.ended(sessionId);
+    },
+    // A user deactivated (CLI sync, admin) or removed while no daemon ran loses the sandbox at start,
+    // and so does a session another node of the fleet took over meanwhile.
+    mayAdopt: async ({ sessionId, userId }) => getUserById(base.db, userId)?.is_active === true && (await fleetSessions.mayAdopt(sessionId)),
   };
   const runtimeOpts = opts.runtime === false ? undefined : { preparer: latePreparer, egress: egressGateway as EgressGateway, hooks, ...(opts.runtime || {}) };
   const runtime = runtimeOpts ? await startRuntime({ ...base, metrics, ...runtimeOpts }) : undefined;
@@ -92,7 +106,9 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   }
   if (runtime) {
     // ChatService (web/chat-routes.ts) is {runner}; the session manager is the TurnRunner.
-    services.chat ??= { runner: runtime.sessions };
+    fleetSessions.runner = runtime.sessions;
+    services.operator ??= ((request: unknown) => runtime.sessions.handleControl(request)) satisfies OperatorPort;
+    services.chat ??= { runner: fleetSessions };
     services.sandboxes ??= runtime.sessions;
     services.sandboxAdmin ??= runtime.sessions;
     // AGENT_USER_TOKEN is bound to user and session: accepted only while that session has a live

@@ -14,6 +14,9 @@ import { pgUnavailable, startPgCluster, type PgCluster } from './helpers/postgre
 const BOTH_ENGINES = [
   'dist/test/integration/db-engines.test.js',
   'dist/test/integration/fleet-store.test.js',
+  'dist/test/integration/fleet-auth.test.js',
+  'dist/test/integration/data-access-migration.test.js',
+  'dist/test/integration/data-access-store.test.js',
 ];
 const ALL = ['dist/test/**/*.test.js'];
 
@@ -57,33 +60,34 @@ function tap(files: string[], env: NodeJS.ProcessEnv, label: string): Promise<Ta
 
 async function main(): Promise<number> {
   const args = process.argv.slice(2);
-  const first = await tap(args.length ? args : ALL, { ...process.env, AIRLOCK_TEST_ENGINE: 'sqlite' }, 'pass 1: embedded SQLite');
-  const both = args.length ? args.filter((a) => BOTH_ENGINES.includes(a)) : BOTH_ENGINES;
-  let second: Tally & { code: number } = { total: 0, pass: 0, fail: 0, code: 0 };
-  if (both.length) {
-    let cluster: PgCluster | undefined;
-    let url = process.env.AIRLOCK_TEST_POSTGRES_URL;
-    const why = url ? null : pgUnavailable();
-    if (why) {
+  // One throwaway cluster for both passes: pass 1 needs it too (the fleet and fault tests).
+  let cluster: PgCluster | undefined;
+  let url = process.env.AIRLOCK_TEST_POSTGRES_URL;
+  const why = url ? null : pgUnavailable();
+  if (why) process.stdout.write(`\n# PostgreSQL unavailable: ${why}\n`);
+  else if (!url) {
+    cluster = startPgCluster(await freePort());
+    url = cluster.url;
+  }
+  try {
+    const pgEnv = url ? { AIRLOCK_TEST_POSTGRES_URL: url } : {};
+    const first = await tap(args.length ? args : ALL, { ...process.env, ...pgEnv, AIRLOCK_TEST_ENGINE: 'sqlite' }, 'pass 1: embedded SQLite');
+    const both = args.length ? args.filter((a) => BOTH_ENGINES.includes(a)) : BOTH_ENGINES;
+    let second: Tally & { code: number } = { total: 0, pass: 0, fail: 0, code: 0 };
+    if (both.length && !url) {
       process.stdout.write(`\n# pass 2 (PostgreSQL) skipped: ${why}\n`);
       if (process.env.CI === 'true') second = { total: 1, pass: 0, fail: 1, code: 1 };
-    } else {
-      if (!url) {
-        cluster = startPgCluster(await freePort());
-        url = cluster.url;
-      }
-      try {
-        second = await tap(both, { ...process.env, AIRLOCK_TEST_ENGINE: 'postgres', AIRLOCK_TEST_POSTGRES_URL: url }, 'pass 2: PostgreSQL');
-      } finally {
-        cluster?.stop();
-      }
+    } else if (both.length) {
+      second = await tap(both, { ...process.env, ...pgEnv, AIRLOCK_TEST_ENGINE: 'postgres' }, 'pass 2: PostgreSQL');
     }
+    const total = first.total + second.total;
+    const pass = first.pass + second.pass;
+    const fail = first.fail + second.fail;
+    process.stdout.write(`\n# both passes\n# { total: ${total}, pass: ${pass}, fail: ${fail} }\n`);
+    return first.code || second.code ? 1 : 0;
+  } finally {
+    cluster?.stop();
   }
-  const total = first.total + second.total;
-  const pass = first.pass + second.pass;
-  const fail = first.fail + second.fail;
-  process.stdout.write(`\n# both passes\n# { total: ${total}, pass: ${pass}, fail: ${fail} }\n`);
-  return first.code || second.code ? 1 : 0;
 }
 
 main().then(

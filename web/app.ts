@@ -11,10 +11,11 @@ import { chatRoutes } from './chat-routes.js';
 import type { WebContext } from './context.js';
 import { errorMiddleware, notFound } from './errors.js';
 import { agentApiRoutes, memoryRoutes } from './memory-routes.js';
-import { loadOrCreateSessionSecret } from './session-secret.js';
+import { sessionSecret } from './session-secret.js';
 import { uiRoutes } from './ui.js';
 import { identityRouters } from './identity/index.js';
 import { openApiDocument } from './openapi.js';
+import { fleetRoutes, nodeAuth } from './fleet.js';
 
 const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const SESSION_MAX_AGE_MS = 7 * 24 * 3600 * 1000;
@@ -53,13 +54,21 @@ export function createApp(ctx: WebContext): Express {
   app.use('/api', requireJsonBody);
   // inflate: false: compressed request bodies (gzip, deflate, br) are refused with 415, so the
   // body limit is a limit on what we hold in memory, not on the compressed bytes.
-  app.use(express.json({ limit: `${ctx.config.bodyLimitKb}kb`, inflate: false }));
+  app.use(
+    express.json({
+      limit: `${ctx.config.bodyLimitKb}kb`,
+      inflate: false,
+      verify: (req, _res, buf) => {
+        (req as Request).rawBody = buf;
+      },
+    }),
+  );
   app.use(express.urlencoded({ extended: false, limit: `${ctx.config.bodyLimitKb}kb`, inflate: false }));
 
   app.use(
     session({
       name: SESSION_COOKIE,
-      secret: loadOrCreateSessionSecret(ctx.config.dataDir),
+      secret: sessionSecret(ctx.config),
       store: ctx.sessions,
       // An https public origin means TLS ends at a proxy in front; it says so in
       // X-Forwarded-Proto. Only the Secure cookie decision reads it (req.ip does not).
@@ -93,7 +102,8 @@ export function createApp(ctx: WebContext): Express {
   // CSRF: every unsafe method under /api/ a browser session can reach (login included)
   // needs the session's token in X-CSRF-Token. /api/internal/* authenticates by secret.
   app.use('/api', (req, _res, next) => {
-    if (!UNSAFE.has(req.method) || req.path.startsWith('/internal/')) return next();
+    // /api/internal/* authenticates by secret, /api/fleet/* by a node signature (web/fleet.ts).
+    if (!UNSAFE.has(req.method) || req.path.startsWith('/internal/') || req.path.startsWith('/fleet/')) return next();
     const expected = req.session.csrfToken;
     const got = req.get('x-csrf-token');
     if (!expected || !got || !safeEqual(expected, got)) {
@@ -114,7 +124,10 @@ export function createApp(ctx: WebContext): Express {
   app.use('/api/account', accountRoutes(ctx));
   app.use('/api/admin/sessions', adminSessionRoutes(ctx));
   app.use('/api/admin/users', adminUserRoutes(ctx));
-  app.use('/api/chat', chatRoutes(ctx));
+  const chat = chatRoutes(ctx);
+  app.use('/api/chat', chat);
+  // The chat routes another node forwards to this one (the session's sandbox runs here), signed.
+  app.use('/api/fleet', nodeAuth(ctx), fleetRoutes(ctx, chat));
 
   app.get('/api/openapi.json', (_req, res) => {
     res.json(openApiDocument(ctx.config.publicOrigin));

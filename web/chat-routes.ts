@@ -31,6 +31,7 @@ import { asyncHandler, requireUser, type WebContext } from './context.js';
 import { ChatStore, MAX_TITLE_CHARS } from './chat-store.js';
 import { BeneathError, openBeneath } from './open-beneath.js';
 import { TurnRegistry, type LiveTurn } from './turns.js';
+import { fleetForwarding } from './fleet.js';
 import { validateBody } from './validate.js';
 
 /**
@@ -114,6 +115,9 @@ export function chatRoutes(ctx: WebContext): Router {
     if (!started && !res.headersSent) beginNdjson(req, res, turn);
     res.end();
   }
+
+  // A session whose sandbox another node of the fleet owns is served there (web/fleet.ts).
+  r.use(fleetForwarding(ctx));
 
   r.post(
     '/messages',

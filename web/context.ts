@@ -20,6 +20,10 @@ declare global {
       id: string;
       log: Logger;
       user?: User;
+      /** The raw JSON body (signatures between nodes cover the bytes, not the parsed value). */
+      rawBody?: Buffer;
+      /** Sent by another node of the fleet (web/fleet.ts): never forwarded again. */
+      fleetForwarded?: boolean;
     }
   }
 }

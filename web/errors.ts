@@ -1,5 +1,6 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { AppError } from '../core/index.js';
+import { isConnectionError } from '../domain/db/index.js';
 
 /** 404 for API paths nobody handled. */
 export const notFound: RequestHandler = (req, _res, next) => {
@@ -21,6 +22,7 @@ export const errorMiddleware: ErrorRequestHandler = (err, req, res, _next) => {
     res.end();
     return;
   }
+  if (e.code === 'ERR_DB_UNAVAILABLE') res.setHeader('Retry-After', '5');
   res.status(e.status).json(e.toBody());
 };
 
@@ -31,5 +33,8 @@ function normalise(err: unknown): AppError {
   if (type === 'entity.too.large') return new AppError('ERR_BODY_TOO_LARGE', 'request body too large');
   // 415 has a code of its own (it was ERR_VALIDATION with 415, which disagreed with the catalogue).
   if (type === 'encoding.unsupported' || type === 'charset.unsupported') return new AppError('ERR_BODY_ENCODING', 'unsupported body encoding');
+  // The database went away (PostgreSQL restarting, network): retryable, nothing was half-written
+  // (every multi-row change runs in one transaction). The service resumes when it answers again.
+  if (isConnectionError(err)) return new AppError('ERR_DB_UNAVAILABLE', 'the database does not answer; try again shortly', { status: 503, retryable: true });
   return new AppError('ERR_INTERNAL', 'internal error', { cause: err });
 }

@@ -5,7 +5,7 @@
  * route fails it until its row is added here, and a row without a route fails it too.
  */
 
-type Who = 'anyone' | 'user' | 'superuser' | 'manager' | 'agent' | 'internal' | 'idp-redirect';
+type Who = 'anyone' | 'user' | 'superuser' | 'manager' | 'agent' | 'internal' | 'idp-redirect' | 'node';
 
 /** [method, path (OpenAPI form), tag, who, summary] */
 export const OPERATIONS: readonly (readonly [string, string, string, Who, string])[] = [
@@ -83,6 +83,11 @@ export const OPERATIONS: readonly (readonly [string, string, string, Who, string
   ['get', '/api/chat/sessions/{id}/messages', 'chat', 'user', 'Turns of an own chat session'],
   ['patch', '/api/chat/sessions/{id}', 'chat', 'user', 'Rename an own chat session'],
   ['delete', '/api/chat/sessions/{id}', 'chat', 'user', 'Delete an own chat session (stops its turn, ends its sandbox)'],
+  ['post', '/api/fleet/operator', 'fleet', 'node', 'An operator command (inspect, restart, kill; the control-socket request union) for a session this node owns'],
+  ['post', '/api/fleet/chat/messages', 'fleet', 'node', 'A chat turn another node forwards to the owner of the session (same body and NDJSON answer as POST /api/chat/messages)'],
+  ['get', '/api/fleet/chat/sessions/{id}/turns/{turnId}/events', 'fleet', 'node', 'Forwarded: follow a turn running on this node'],
+  ['get', '/api/fleet/chat/attachments/{name}', 'fleet', 'node', "Forwarded: a chart from the user's workspace on this node"],
+  ['post', '/api/fleet/chat/sessions/{id}/turns/{turnId}/cancel', 'fleet', 'node', 'Forwarded: cancel a turn running on this node'],
   ['get', '/api/chat/sessions/{id}/turns/{turnId}/events', 'chat', 'user', 'Replay and follow a turn as NDJSON from the event after ?after=SEQ'],
   ['post', '/api/chat/sessions/{id}/turns/{turnId}/cancel', 'chat', 'user', 'Stop a running turn'],
   ['get', '/api/chat/attachments/{name}', 'chat', 'user', 'A rasterized chart (<uuid>.png) from the own workspace'],
@@ -101,6 +106,7 @@ const SECURITY: Record<Who, Record<string, string[]>[]> = {
   superuser: [{ session: [] }],
   agent: [{ agentToken: [] }],
   internal: [{ internalSecret: [] }],
+  node: [{ nodeSignature: [] }],
 };
 
 /** Build the document (server URL = the public origin). */
@@ -108,7 +114,7 @@ export function openApiDocument(publicOrigin: string): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const [method, path, tag, who, summary] of OPERATIONS) {
     const params = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
-    const unsafe = method !== 'get' && path.startsWith('/api/') && !path.startsWith('/api/internal/');
+    const unsafe = method !== 'get' && path.startsWith('/api/') && !path.startsWith('/api/internal/') && !path.startsWith('/api/fleet/');
     paths[path] ??= {};
     paths[path][method] = {
       tags: [tag],
@@ -132,6 +138,7 @@ export function openApiDocument(publicOrigin: string): Record<string, unknown> {
         session: { type: 'apiKey', in: 'cookie', name: 'airlock.sid', description: 'Browser session; unsafe /api methods also need X-CSRF-Token (GET /api/auth/csrf).' },
         agentToken: { type: 'http', scheme: 'bearer', description: 'AGENT_USER_TOKEN (sandbox host route only).' },
         internalSecret: { type: 'http', scheme: 'bearer', description: 'MCP_INTERNAL_SECRET.' },
+        nodeSignature: { type: 'apiKey', in: 'header', name: 'X-Airlock-Node-Signature', description: 'HMAC-SHA256 with AIRLOCK_NODE_SECRET over method, path, node, time, nonce, user and body hash (docs/deploy.md).' },
       },
       schemas: {
         Error: {

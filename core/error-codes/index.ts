@@ -11,6 +11,7 @@ import { AGENT_ERRORS } from './agent.js';
 import { AUTH_ERRORS } from './auth.js';
 import { CHAT_ERRORS } from './chat.js';
 import { DATA_ACCESS_ERRORS } from './data-access.js';
+import { FLEET_ERRORS } from './fleet.js';
 import { GENERAL_ERRORS } from './general.js';
 import { IDENTITY_ERRORS } from './identity.js';
 import { PROXY_AREA_ERRORS } from './proxy.js';
@@ -28,6 +29,7 @@ export const ERROR_AREAS = [
   { title: 'Data access', errors: DATA_ACCESS_ERRORS },
   { title: 'Chat, sessions, memories, workspace account', errors: CHAT_ERRORS },
   { title: 'Runtime, sandbox, control, egress', errors: RUNTIME_ERRORS },
+  { title: 'Fleet (nodes)', errors: FLEET_ERRORS },
   { title: 'Credential proxy', errors: PROXY_AREA_ERRORS },
   { title: 'Agent, model, tools', errors: AGENT_ERRORS },
 ] as const satisfies readonly { title: string; errors: ErrorArea }[];

@@ -65,7 +65,7 @@ export interface AdoptionDeps {
   owner: string;
   poolEnabled: boolean;
   log: Logger;
-  mayAdopt?(s: { sessionId: string; userId: number }): boolean;
+  mayAdopt?(s: { sessionId: string; userId: number }): boolean | Promise<boolean>;
 }
 
 export interface Adopted {
@@ -111,12 +111,16 @@ export async function adoptOwned(deps: AdoptionDeps): Promise<Adopted> {
   const drops: Promise<void>[] = [];
   for (const { c, facts, client } of surveys) {
     const claim = facts.claim;
-    const d = decideAdoption({
-      ...facts,
-      poolEnabled: deps.poolEnabled,
-      sessionTaken: !!claim && taken.has(claim.session_id),
-      userMayAdopt: !claim || !deps.mayAdopt || deps.mayAdopt({ sessionId: claim.session_id, userId: claim.user_id }),
-    });
+    let userMayAdopt = true;
+    if (claim && deps.mayAdopt) {
+      try {
+        userMayAdopt = await deps.mayAdopt({ sessionId: claim.session_id, userId: claim.user_id });
+      } catch (err) {
+        // Unsure (the database did not answer): keep the container; the next start decides again.
+        deps.log.warn({ sessionId: claim.session_id, err: (err as Error).message }, 'adoption check failed; keeping the container');
+      }
+    }
+    const d = decideAdoption({ ...facts, poolEnabled: deps.poolEnabled, sessionTaken: !!claim && taken.has(claim.session_id), userMayAdopt });
     const slot = deps.slots.dirOf(c.labels[LABEL_SLOT]);
     if (d.action === 'drop') {
       client?.close();

@@ -38,7 +38,7 @@ export { sessionContainerName } from './containers.js';
 export type { SandboxInfo, SandboxState } from './sandbox.js';
 export type { SessionHooks, SessionLiveInfo } from './sessions.js';
 
-const LOST_NOTICE = '[sandbox] The previous sandbox of this session stopped unexpectedly; a new one was started. Earlier context in the sandbox is gone.\n';
+export const LOST_NOTICE = '[sandbox] The previous sandbox of this session stopped unexpectedly; a new one was started. Earlier context in the sandbox is gone.\n';
 const POLICY_NOTICE = "[sandbox] Your organisation's agent policy changed; this session continues in a new sandbox under it. Earlier context in the sandbox is gone.\n";
 
 export interface SessionManagerOptions {

@@ -35,9 +35,10 @@ export interface SessionHooks {
   onSessionEnded?(sessionId: string, why: string): void;
   /**
    * Asked on a restart before a session container is adopted: false (the user was deactivated
-   * or removed while no daemon ran) removes the container instead. Absent: every one is adopted.
+   * or removed while no daemon ran, or another node of the fleet took the session over) removes
+   * the container instead. Absent: every one is adopted.
    */
-  mayAdopt?(s: { sessionId: string; userId: number }): boolean;
+  mayAdopt?(s: { sessionId: string; userId: number }): boolean | Promise<boolean>;
 }
 
 export abstract class SessionTable implements OperatorTarget {

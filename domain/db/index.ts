@@ -1,3 +1,4 @@
 export * from './database.js';
 export * from './migrate.js';
 export type * from './schema.js';
+export * from './copy.js';

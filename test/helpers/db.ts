@@ -27,3 +27,22 @@ export async function openTestDatabase(t: Teardown, dataDir: string): Promise<Da
   t.teardown(() => database.close());
   return database;
 }
+
+/**
+ * A new PostgreSQL database for tests that need one whatever the pass's engine (the fleet and
+ * fault tests): on the test cluster `npm test` started. Without one the test skips with the
+ * reason, except under CI=true, where it fails.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function postgresForTest(t: Teardown & { pass: (...a: any[]) => unknown; fail: (...a: any[]) => unknown }): Promise<string | null> {
+  const admin = process.env.AIRLOCK_TEST_POSTGRES_URL;
+  if (!admin) {
+    const why = 'no PostgreSQL for this test (run it through `npm test`, which starts one, or set AIRLOCK_TEST_POSTGRES_URL)';
+    if (process.env.CI === 'true') t.fail(`CI=true: ${why}`);
+    else t.pass('PostgreSQL test', { skip: why });
+    return null;
+  }
+  const db = await createPgDatabase(admin);
+  t.teardown(() => db.drop());
+  return db.url;
+}

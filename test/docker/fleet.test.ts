@@ -1,0 +1,160 @@
+/**
+ * A fleet with real processes: two `airlock serve` nodes on this machine, one PostgreSQL, one
+ * Docker engine (each node its own owner label). A user's first prompt through node A and the
+ * second through node B run in the same container with the same history (B forwards to A, the
+ * owner); A killed with SIGKILL: once its heartbeat is stale, the next prompt through B gets a
+ * new sandbox on B, the history intact and the lost-sandbox notice shown; A started again
+ * removes its orphaned container instead of adopting it.
+ */
+import t from 'tap';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type Docker from 'dockerode';
+import { LABEL_OWNER } from '../../daemon/runtime/session-manager.js';
+import { streamTurn, waitFor } from '../helpers/chat.js';
+import { Client } from '../helpers/client.js';
+import { freePort } from '../helpers/app.js';
+import { postgresForTest } from '../helpers/db.js';
+import { dataDir, dockerOrSkip, ensureTestImage, ROOT, runCli, sweep, uniqueOwner } from './helpers.js';
+
+const docker = await dockerOrSkip(t as unknown as Parameters<typeof dockerOrSkip>[0]);
+const CLI = join(ROOT, 'dist', 'daemon', 'main.js');
+const said = (events: { type: string; text?: string }[]) => events.filter((e) => e.type === 'text_delta').map((e) => e.text).join('');
+
+interface Node {
+  id: string;
+  url: string;
+  env: Record<string, string>;
+  owner: string;
+  proc?: ChildProcess;
+  out: string;
+}
+
+if (docker) {
+  const image = await ensureTestImage(docker);
+
+  t.test('two nodes, one database: forwarding to the owner, a lost node taken over, its orphan removed', async (t) => {
+    const dbUrl = await postgresForTest(t);
+    if (!dbUrl) return;
+    const shared = {
+      AIRLOCK_DATABASE_URL: dbUrl,
+      AIRLOCK_NODE_SECRET: randomBytes(24).toString('hex'),
+      AIRLOCK_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
+      AGENT_USER_TOKEN_SECRET: 'fleet-agent-user-token-secret-0123',
+      MCP_INTERNAL_SECRET: 'fleet-mcp-internal-secret-0123456789',
+      AIRLOCK_IMAGE: image,
+      AIRLOCK_MODEL_PROVIDER: 'demo',
+      AIRLOCK_POOL_SIZE: '0',
+      AIRLOCK_NODE_HEARTBEAT_S: '1',
+      AIRLOCK_NODE_LOST_S: '4',
+      AIRLOCK_LOG_LEVEL: 'info',
+    };
+    const nodes: Node[] = [];
+    for (const id of ['node-a', 'node-b']) {
+      const dir = dataDir(t);
+      const owner = uniqueOwner(`fleet-${id}`);
+      writeFileSync(join(dir, 'runtime-owner'), owner + '\n', { mode: 0o600 });
+      t.teardown(() => sweep(docker as Docker, owner));
+      const port = await freePort();
+      const url = `http://127.0.0.1:${port}`;
+      nodes.push({ id, url, owner, out: '', env: { ...shared, AIRLOCK_DATA_DIR: dir, AIRLOCK_PORT: String(port), AIRLOCK_NODE_ID: id, AIRLOCK_NODE_URL: url } });
+    }
+    const [a, b] = nodes;
+    t.teardown(() => {
+      for (const n of nodes) if (n.proc && n.proc.exitCode === null && n.proc.signalCode === null) n.proc.kill('SIGKILL');
+    });
+    const start = async (n: Node) => {
+      n.out = '';
+      const p = spawn(process.execPath, [CLI, 'serve'], { env: { PATH: process.env.PATH ?? '', ...n.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+      n.proc = p;
+      p.stdout!.on('data', (d: Buffer) => (n.out += d.toString()));
+      p.stderr!.on('data', (d: Buffer) => (n.out += d.toString()));
+      await waitFor(async () => p.exitCode !== null || (await fetch(`${n.url}/healthz`).then((r) => r.ok, () => false)), `${n.id} to listen`, 120_000);
+      t.equal(p.exitCode, null, `${n.id} runs`, { output: n.out.slice(-2000) });
+    };
+    const ours = async (n: Node) => (await docker!.listContainers({ all: true, filters: { label: [`${LABEL_OWNER}=${n.owner}`] } })).map((c) => c.Id);
+
+    const password = 'fleet-user-password-0123';
+    const su = await new Promise<number | null>((resolve) => {
+      const c = spawn(process.execPath, [CLI, 'create-superuser', '--username', 'alice', '--email', 'alice@example.test'], { env: { PATH: process.env.PATH ?? '', ...a.env }, stdio: ['pipe', 'ignore', 'inherit'] });
+      c.stdin.end(`${password}\n`);
+      c.on('close', resolve);
+    });
+    t.equal(su, 0, 'create-superuser in the shared database');
+    await start(a);
+    await start(b);
+    const listed = await runCli(b.env, ['nodes', 'ls', '--json']);
+    t.same((JSON.parse(listed.stdout) as { id: string; alive: boolean }[]).map((n) => [n.id, n.alive]), [['node-a', true], ['node-b', true]], 'both nodes registered');
+
+    // ---- first prompt through A: A runs the sandbox.
+    const ca = new Client(a.url);
+    t.equal((await ca.login('alice', password)).status, 200, 'login on A');
+    const turn1 = await streamTurn(ca, { message: 'hello' });
+    const done1 = turn1.events.at(-1);
+    t.equal(done1?.stop_reason, 'end_turn', 'turn 1 through A', { done: done1, error: turn1.error });
+    const sessionId: string = done1.session_id;
+    const [containerA] = await ours(a);
+    t.ok(containerA, "the sandbox runs under A's owner label");
+
+    // ---- second prompt through B, with a cookie B issued: forwarded to A, same container.
+    const cb = new Client(b.url);
+    t.equal((await cb.login('alice', password)).status, 200, 'login on B');
+    const turn2 = await streamTurn(cb, { message: 'hello again', session_id: sessionId });
+    t.equal(turn2.events.at(-1)?.stop_reason, 'end_turn', 'turn 2 through B', { error: turn2.error });
+    t.equal(turn2.headers.get('x-airlock-served-by'), 'node-a', 'B forwarded it to the owner');
+    t.match(said(turn2.events), /message 2 of this conversation/, 'the same agent, which kept turn 1');
+    t.same(await ours(a), [containerA], 'still the one container on A');
+    t.same(await ours(b), [], 'none on B');
+
+    // ---- operators on B see the session and its owner; inspect runs on A, logs name A.
+    const lsB = JSON.parse((await runCli(b.env, ['sessions', 'ls', '--json'])).stdout) as { sessionId: string; node: string }[];
+    t.same(lsB.filter((s) => s.sessionId === sessionId).map((s) => s.node), ['node-a'], 'sessions ls on B names the owner');
+    const inspect = await runCli(b.env, ['sessions', 'inspect', sessionId]);
+    t.equal(inspect.code, 0, 'sessions inspect on B', { stderr: inspect.stderr });
+    const details = JSON.parse(inspect.stdout) as { node: string; containerId: string };
+    t.same([details.node, details.containerId], ['node-a', containerA], 'answered by A, with its container');
+    const logs = await runCli(b.env, ['sessions', 'logs', sessionId]);
+    t.equal(logs.code, 1);
+    t.match(logs.stderr, /runs on node node-a/, 'logs name the node to run them on');
+
+    // ---- A dies without a word; B takes the session over once A is silent for AIRLOCK_NODE_LOST_S.
+    a.proc!.kill('SIGKILL');
+    await new Promise((r) => a.proc!.once('close', r));
+    await waitFor(async () => {
+      const r = await runCli(b.env, ['nodes', 'ls', '--json']);
+      return (JSON.parse(r.stdout) as { id: string; alive: boolean }[]).some((n) => n.id === 'node-a' && !n.alive);
+    }, 'node-a to count as lost', 60_000);
+    const turn3 = await streamTurn(cb, { message: 'are you there', session_id: sessionId });
+    const done3 = turn3.events.at(-1);
+    t.equal(done3?.stop_reason, 'end_turn', 'turn 3 through B after A died', { done: done3, error: turn3.error });
+    t.equal(turn3.headers.get('x-airlock-served-by'), null, 'B ran it itself');
+    t.match(said(turn3.events), /stopped unexpectedly/, 'with the lost-sandbox notice');
+    const [containerB] = await ours(b);
+    t.ok(containerB && containerB !== containerA, 'a new sandbox on B');
+    const history = await cb.json('GET', `/api/chat/sessions/${sessionId}/messages`);
+    t.equal(history.status, 200);
+    t.equal(JSON.stringify(history.body).match(/"prompt"/g)?.length ?? (history.body.turns ?? history.body.messages ?? []).length, 3, 'history: all three turns');
+
+    // ---- A comes back: its container of the session B took over is an orphan, removed at start.
+    t.ok((await ours(a)).includes(containerA), "A's old container outlived it");
+    await start(a);
+    await waitFor(async () => !(await ours(a)).includes(containerA), "A to remove its orphan", 60_000);
+    t.pass('the orphan is gone');
+    const turn4 = await streamTurn(ca, { message: 'still here', session_id: sessionId });
+    t.equal(turn4.headers.get('x-airlock-served-by'), 'node-b', 'a prompt through A now goes to B, the owner');
+    t.equal(turn4.events.at(-1)?.stop_reason, 'end_turn');
+    const kill = await runCli(a.env, ['sessions', 'kill', sessionId]);
+    t.equal(kill.code, 0, 'sessions kill on A for a session on B', { stderr: kill.stderr });
+    t.match(kill.stdout, /on node node-b/);
+    await waitFor(async () => (await ours(b)).length === 0, "B's sandbox to go", 30_000);
+
+    for (const n of nodes) {
+      n.proc!.kill('SIGTERM');
+      await new Promise((r) => n.proc!.once('close', r));
+      for (const s of [shared.AIRLOCK_NODE_SECRET, shared.AIRLOCK_ENCRYPTION_KEY, 'fleet-agent-user-token-secret-0123']) t.notOk(n.out.includes(s), `no secret in ${n.id}'s output`);
+      t.notOk(n.out.includes(new URL(dbUrl).toString().split('@')[0] + '@') && /:[^@/]+@/.test(dbUrl) && n.out.includes(dbUrl), 'no database URL with a password in the output');
+    }
+  });
+}
