@@ -97,7 +97,7 @@ else {
     const focused = await page.evaluate(() => {
       const el = document.activeElement;
       const rows = Array.from(document.querySelectorAll('#log-table tbody tr'));
-      return { tag: el?.tagName, index: el ? rows.indexOf(el as HTMLTableRowElement) : -1, data: el?.querySelector('pre')?.textContent ?? '' };
+      return { tag: el?.tagName, index: el ? rows.indexOf(el) : -1, data: el?.querySelector('pre')?.textContent ?? '' };
     });
     t.equal(focused.tag, 'TR', 'a row has focus, not the body');
     t.equal(focused.index, 50, 'the first of the rows just added');

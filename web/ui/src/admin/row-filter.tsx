@@ -75,6 +75,6 @@ export function leafOf(column: string, op: Operator, text: string): FilterLeaf {
 /** `leaf` ANDed to what the editor holds. */
 export function andLeaf(current: Record<string, unknown>, leaf: FilterLeaf): Record<string, unknown> {
   if (!Object.keys(current).length) return leaf;
-  if (Array.isArray(current.all)) return { all: [...(current.all as unknown[]), leaf] };
+  if (Array.isArray(current.all)) return { all: [...current.all, leaf] };
   return { all: [current, leaf] };
 }
