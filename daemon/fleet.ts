@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Config, Logger, TurnRequest, TurnResult, TurnRunner } from '../core/index.js';
+import { AppError, appErrorFromPeer, signNodeRequest, type Config, type Logger, type TurnRequest, type TurnResult, type TurnRunner } from '../core/index.js';
 import type { Database } from '../domain/db/index.js';
 import { heartbeat, leaveFleet, listNodes, markLostSandboxes, ownSandbox, registerNode, releaseSandbox, sandboxOf } from '../domain/fleet.js';
 import { LOST_NOTICE } from './runtime/session-manager.js';
@@ -125,4 +125,26 @@ export class FleetSessions implements TurnRunner {
     if (!row) return (await listNodes(this.o.database.sql, this.o.config.node.lostS)).length <= 1;
     return row.node_id === this.o.config.node.id && row.state !== 'lost';
   }
+}
+
+/** One signed request from this node to another (CLI commands for sessions another node owns). */
+export async function nodeRequest(config: Readonly<Config>, nodeUrl: string, method: string, path: string, body?: unknown): Promise<unknown> {
+  if (!config.node.secret) throw new AppError('ERR_CONFIG_INVALID', 'AIRLOCK_NODE_SECRET is not set: this node cannot talk to the others');
+  const raw = body === undefined ? '' : JSON.stringify(body);
+  const url = new URL(path, nodeUrl);
+  const headers: Record<string, string> = signNodeRequest(config.node.secret.reveal(), { method, path: url.pathname + url.search, node: config.node.id, userId: null, body: raw });
+  if (raw) headers['content-type'] = 'application/json';
+  let res: Response;
+  try {
+    res = await fetch(url, { method, headers, body: raw || undefined, signal: AbortSignal.timeout(30_000) });
+  } catch (err) {
+    throw new AppError('ERR_NODE_UNREACHABLE', `node at ${nodeUrl} does not answer (${(err as Error).message})`, { status: 503 });
+  }
+  const parsed = (await res.json().catch(() => null)) as { result?: unknown; error?: { code?: unknown; message?: unknown } } | null;
+  if (!res.ok) {
+    const e = parsed?.error;
+    if (typeof e?.code === 'string' && typeof e.message === 'string') throw appErrorFromPeer({ code: e.code, message: e.message });
+    throw new AppError('ERR_NODE_UNREACHABLE', `node at ${nodeUrl} answered ${res.status}`, { status: 503 });
+  }
+  return parsed?.result;
 }

@@ -2,6 +2,7 @@ import { SqliteSessionStore, startWebServer, type WebServer, type WebServices } 
 import { openBase, type DaemonBase } from './context.js';
 import { AccountStore, AppError, createMetrics, Encryptor, getUserById, isAppError, loadOrCreateEncryptionKey, mintAgentUserToken, tokenRequest, type Config, type Logger, type SessionPreparer } from '../core/index.js';
 import type { AgentSessionCheck, SandboxControl } from '../web/index.js';
+import type { OperatorPort } from '../web/fleet.js';
 import { DirectorySyncRunner } from './directory-sync/index.js';
 import type { EgressGateway } from '../core/sandbox-protocol.js';
 import { startRuntime, type Runtime, type SessionHooks } from './runtime/index.js';
@@ -106,6 +107,7 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   if (runtime) {
     // ChatService (web/chat-routes.ts) is {runner}; the session manager is the TurnRunner.
     fleetSessions.runner = runtime.sessions;
+    services.operator ??= ((request: unknown) => runtime.sessions.handleControl(request)) satisfies OperatorPort;
     services.chat ??= { runner: fleetSessions };
     services.sandboxes ??= runtime.sessions;
     services.sandboxAdmin ??= runtime.sessions;

@@ -14,6 +14,9 @@ import { pgUnavailable, startPgCluster, type PgCluster } from './helpers/postgre
 const BOTH_ENGINES = [
   'dist/test/integration/db-engines.test.js',
   'dist/test/integration/fleet-store.test.js',
+  'dist/test/integration/fleet-auth.test.js',
+  'dist/test/integration/data-access-migration.test.js',
+  'dist/test/integration/data-access-store.test.js',
   // chat and memories (domain/chat/store.ts, domain/memories.ts)
   'dist/test/integration/chat-store.test.js',
   // the chat and memory routes over HTTP: on PostgreSQL once login (web/auth-routes.ts, web/session-store.ts, web/rate-limit.ts) is on the data layer

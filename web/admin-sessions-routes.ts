@@ -1,5 +1,6 @@
 import { Router } from 'express';
 import { AppError, getUserById, logAction } from '../core/index.js';
+import type { LiveSessionList } from './admin-api.js';
 import { asyncHandler, requireSuperuser, type WebContext } from './context.js';
 
 /** What the live-sessions admin page needs from the daemon's session manager (ctx.services.sandboxAdmin). */
@@ -50,7 +51,7 @@ export function adminSessionRoutes(ctx: WebContext): Router {
         started_at: new Date(s.claimedAt ?? s.createdAt).toISOString(),
         last_used_at: new Date(s.lastUsedAt).toISOString(),
       }));
-    res.json({ sessions, pool_ready: all.filter((s) => !s.sessionId).length });
+    res.json({ sessions, pool_ready: all.filter((s) => !s.sessionId).length } satisfies LiveSessionList);
   });
   for (const op of ['restart', 'kill'] as const) {
     r.post(

@@ -1,5 +1,6 @@
 import { Router, type Request } from 'express';
 import { AppError, listUsers } from '../core/index.js';
+import type { AdminUserList } from './admin-api.js';
 import { requireSuperuser, type WebContext } from './context.js';
 
 const MAX_LIMIT = 200;
@@ -30,7 +31,7 @@ export function adminUserRoutes(ctx: WebContext): Router {
     const limit = intParam(req, 'limit', 50, MAX_LIMIT);
     const offset = intParam(req, 'offset', 0, 1e9);
     const { users, total } = listUsers(ctx.db, { q, limit, offset });
-    res.json({ users, total, limit, offset, next_offset: offset + users.length < total ? offset + users.length : null });
+    res.json({ users, total, limit, offset, next_offset: offset + users.length < total ? offset + users.length : null } satisfies AdminUserList);
   });
   return r;
 }

@@ -15,7 +15,7 @@ import { sessionSecret } from './session-secret.js';
 import { uiRoutes } from './ui.js';
 import { identityRouters } from './identity/index.js';
 import { openApiDocument } from './openapi.js';
-import { fleetChatRoutes, nodeAuth } from './fleet.js';
+import { fleetRoutes, nodeAuth } from './fleet.js';
 
 const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const SESSION_MAX_AGE_MS = 7 * 24 * 3600 * 1000;
@@ -127,7 +127,7 @@ export function createApp(ctx: WebContext): Express {
   const chat = chatRoutes(ctx);
   app.use('/api/chat', chat);
   // The chat routes another node forwards to this one (the session's sandbox runs here), signed.
-  app.use('/api/fleet', nodeAuth(ctx), fleetChatRoutes(chat));
+  app.use('/api/fleet', nodeAuth(ctx), fleetRoutes(ctx, chat));
 
   app.get('/api/openapi.json', (_req, res) => {
     res.json(openApiDocument(ctx.config.publicOrigin));

@@ -11,6 +11,7 @@ import {
   type Metrics,
   type User,
 } from '../core/index.js';
+import type { CsrfResponse, LoginResponse, UserView } from './admin-api.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
 import { LoginLimiter } from './rate-limit.js';
 import { resolveRedirect } from './redirect.js';
@@ -28,7 +29,7 @@ const LOGIN_SCHEMA = {
 } as const;
 
 /** The public view of a user, as /api/auth/me and login answer. */
-export function userView(u: User): Record<string, unknown> {
+export function userView(u: User): UserView {
   return {
     id: u.id,
     username: u.username,
@@ -50,7 +51,7 @@ export function authRoutes(ctx: WebContext): Router {
 
   r.get('/csrf', (req, res) => {
     req.session.csrfToken ??= randomToken(32);
-    res.json({ csrf_token: req.session.csrfToken });
+    res.json({ csrf_token: req.session.csrfToken } satisfies CsrfResponse);
   });
 
   r.post(
@@ -92,7 +93,7 @@ export function authRoutes(ctx: WebContext): Router {
       logAction(ctx.db, { event: 'auth.login', actorId: user.id, subjectId: user.id, data: { method: 'password' } });
       req.log.info({ userId: user.id }, 'login');
       (ctx.services.metrics as Metrics | undefined)?.logins.inc({ outcome: 'ok' });
-      res.json({ user: userView(user), csrf_token: req.session.csrfToken, next });
+      res.json({ user: userView(user), csrf_token: req.session.csrfToken, next } satisfies LoginResponse);
     }),
   );
 
@@ -108,7 +109,7 @@ export function authRoutes(ctx: WebContext): Router {
   );
 
   r.get('/me', requireUser, (req, res) => {
-    res.json(userView(req.user!));
+    res.json(userView(req.user!) satisfies UserView);
   });
 
   return r;

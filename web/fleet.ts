@@ -1,5 +1,7 @@
 import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest, Agent as HttpsAgent } from 'node:https';
+import { lstat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { AppError, NODE_HEADERS, NodeRequestVerifier, signNodeRequest } from '../core/index.js';
 import { listNodes, placeSandbox, sandboxOf, type NodeInfo } from '../domain/fleet.js';
@@ -19,9 +21,29 @@ const PASS_BACK = ['content-type', 'cache-control', 'content-security-policy', '
 
 const agents = { http: new Agent({ keepAlive: true, maxSockets: 256 }), https: new HttpsAgent({ keepAlive: true, maxSockets: 256 }) };
 
+/**
+ * An attachment (a chart the agent drew) lives in the user's workspace on the node that ran the
+ * session: when it is not here, the node that last ran a sandbox of this user serves it.
+ */
+async function attachmentNode(ctx: WebContext, req: Request, name: string): Promise<NodeInfo | undefined> {
+  // A name the route would refuse anyway is refused here, before it touches a path.
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$/.test(name)) return undefined;
+  const here = await lstat(join(ctx.config.dataDir, 'workspaces', String(req.user!.id), '.agent-attachments', name)).then(() => true, () => false);
+  if (here) return undefined;
+  const rows = await ctx.database.sql.selectFrom('sandboxes').select('node_id').where('user_id', '=', req.user!.id).where('node_id', '!=', ctx.config.node.id).orderBy('updated_at', 'desc').execute();
+  const nodes = await listNodes(ctx.database.sql, ctx.config.node.lostS);
+  for (const r of rows) {
+    const n = nodes.find((x) => x.id === r.node_id && x.alive);
+    if (n) return n;
+  }
+  return undefined;
+}
+
 /** Where a chat request goes: undefined = handle it here. */
 async function targetNode(ctx: WebContext, req: Request): Promise<NodeInfo | undefined> {
   const self = ctx.config.node.id;
+  const attachment = req.method === 'GET' ? /^\/attachments\/([^/]+)$/.exec(req.path) : null;
+  if (attachment) return attachmentNode(ctx, req, decodeURIComponent(attachment[1]));
   const m = /^\/sessions\/([^/]+)\/turns\/[^/]+\/(events|cancel)$/.exec(req.path);
   const sessionId = m ? decodeURIComponent(m[1]) : req.method === 'POST' && req.path === '/messages' ? (req.body as { session_id?: unknown } | undefined)?.session_id : undefined;
   const isNewTurn = req.method === 'POST' && req.path === '/messages';
@@ -117,13 +139,24 @@ export function nodeAuth(ctx: WebContext): RequestHandler {
   };
 }
 
+/** The runtime's operator API (the same typed requests as the control socket). */
+export type OperatorPort = (request: unknown) => Promise<unknown>;
+
 /**
- * What another node may forward here: a new turn, following a turn's events, and cancelling it —
+ * What another node may send here: an operator command, and for chats a new turn, following a
+ * turn's events, and cancelling it —
  * answered by the very chat routes (and turn registry) the browser uses. Nothing else of the chat
  * API is reachable under /api/fleet.
  */
-export function fleetChatRoutes(chat: RequestHandler): Router {
+export function fleetRoutes(ctx: WebContext, chat: RequestHandler): Router {
   const r = Router();
+  // `airlock sessions inspect|restart|kill` run on another node for a session this node owns.
+  r.post('/operator', (req, res, next) => {
+    const operator = ctx.services.operator as OperatorPort | undefined;
+    if (!operator) return next(new AppError('ERR_SESSION_UNAVAILABLE', 'this node runs no sandboxes', { status: 503 }));
+    req.log.info({ cmd: (req.body as { cmd?: unknown })?.cmd, fromNode: req.headers[NODE_HEADERS.node] }, 'operator command from another node');
+    operator(req.body).then((result) => res.json({ result }), next);
+  });
   const viaChat: RequestHandler = (req, res, next) => {
     req.url = req.originalUrl.slice('/api/fleet/chat'.length) || '/';
     chat(req, res, next);
@@ -131,5 +164,6 @@ export function fleetChatRoutes(chat: RequestHandler): Router {
   r.post('/chat/messages', viaChat);
   r.get('/chat/sessions/:id/turns/:turnId/events', viaChat);
   r.post('/chat/sessions/:id/turns/:turnId/cancel', viaChat);
+  r.get('/chat/attachments/:name', viaChat);
   return r;
 }

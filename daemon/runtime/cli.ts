@@ -13,6 +13,7 @@ import type { SandboxDriver } from './sandbox-driver.js';
 import { buildSandboxImage } from './image.js';
 import { controlRequest } from './control-api.js';
 import type { SandboxInfo } from './session-manager.js';
+import { inFleet, operatorAnywhere, refuseRemote, remoteSessions } from '../fleet-cli.js';
 
 /** The fields of a listed sandbox the CLI reads; others pass through untouched (`--json` prints them all). */
 type SandboxRow = Pick<SandboxInfo, 'containerId' | 'sessionId' | 'userId' | 'createdAt' | 'lastUsedAt' | 'turns' | 'stale'> & { state: string };
@@ -49,22 +50,31 @@ function age(ms: number): string {
 
 export async function sessionsLs(config: Readonly<Config>, opts: { json?: boolean }): Promise<void> {
   const list = await controlRequest(config.dataDir, { cmd: 'ls' }, undefined, z.array(SandboxRowSchema));
+  // In a fleet: every session with the node that owns it (other nodes' details stay there).
+  const fleet = inFleet(config);
+  const remote = fleet ? await remoteSessions(config) : [];
   if (opts.json) {
-    process.stdout.write(JSON.stringify(list, null, 2) + '\n');
+    const all = fleet
+      ? [...list.map((s) => ({ ...s, node: config.node.id })), ...remote.map((r) => ({ sessionId: r.session_id, userId: r.user_id, node: r.node_id, state: r.alive ? r.state : 'lost', containerId: r.container_id }))]
+      : list;
+    process.stdout.write(JSON.stringify(all, null, 2) + '\n');
     return;
   }
-  const rows = [['SESSION', 'USER', 'CONTAINER', 'STATE', 'AGE', 'IDLE', 'TURNS', 'STALE']];
+  const rows = [[...(fleet ? ['NODE'] : []), 'SESSION', 'USER', 'CONTAINER', 'STATE', 'AGE', 'IDLE', 'TURNS', 'STALE']];
   const now = Date.now();
   for (const s of list) {
-    rows.push([s.sessionId ?? '(pool)', s.userId == null ? '-' : String(s.userId), s.containerId.slice(0, 12), s.state, age(now - s.createdAt), age(now - s.lastUsedAt), String(s.turns), s.stale ? 'yes' : 'no']);
+    rows.push([...(fleet ? [config.node.id] : []), s.sessionId ?? '(pool)', s.userId == null ? '-' : String(s.userId), s.containerId.slice(0, 12), s.state, age(now - s.createdAt), age(now - s.lastUsedAt), String(s.turns), s.stale ? 'yes' : 'no']);
+  }
+  for (const r of remote) {
+    rows.push([r.node_id, r.session_id, String(r.user_id), (r.container_id ?? '-').slice(0, 12), r.alive ? r.state : 'lost', age(now - Date.parse(r.created_at)), '-', '-', '-']);
   }
   const w = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
   process.stdout.write(rows.map((r) => r.map((c, i) => c.padEnd(w[i])).join('  ').trimEnd()).join('\n') + '\n');
 }
 
 export async function sessionsInspect(config: Readonly<Config>, id: string): Promise<void> {
-  const info = await controlRequest(config.dataDir, { cmd: 'inspect', id });
-  process.stdout.write(JSON.stringify(info, null, 2) + '\n');
+  const { result, node } = await operatorAnywhere(config, () => controlRequest(config.dataDir, { cmd: 'inspect', id }), { cmd: 'inspect', id });
+  process.stdout.write(JSON.stringify(inFleet(config) ? Object.assign({ node }, result) : result, null, 2) + '\n');
 }
 
 /** The engine, for the two commands that need more than the daemon's control socket. */
@@ -73,12 +83,12 @@ function driverFor(config: Readonly<Config>): SandboxDriver {
 }
 
 export async function sessionsLogs(config: Readonly<Config>, id: string, opts: { tail: string }): Promise<void> {
-  const info = await controlRequest(config.dataDir, { cmd: 'inspect', id }, undefined, SandboxRefSchema);
+  const info = await controlRequest(config.dataDir, { cmd: 'inspect', id }, undefined, SandboxRefSchema).catch((err: unknown) => refuseRemote(config, err, id));
   await driverFor(config).logs(info.containerId, Number(opts.tail) || 200, { stdout: (c) => process.stdout.write(c), stderr: (c) => process.stderr.write(c) });
 }
 
 export async function sessionsAttach(config: Readonly<Config>, id: string, opts: { root?: boolean }): Promise<void> {
-  const info = await controlRequest(config.dataDir, { cmd: 'inspect', id }, undefined, SandboxRefSchema);
+  const info = await controlRequest(config.dataDir, { cmd: 'inspect', id }, undefined, SandboxRefSchema).catch((err: unknown) => refuseRemote(config, err, id));
   const code = await driverFor(config).shell(info.containerId, { root: !!opts.root, term: process.env.TERM ?? 'xterm' }, { stdin: process.stdin, stdout: process.stdout });
   // Exit as the remote shell did (`exit 3` in the sandbox → the CLI exits 3), as ssh does.
   process.exit(code);
@@ -91,11 +101,11 @@ export async function sessionsRestart(config: Readonly<Config>, id: string | und
     return;
   }
   if (!id) throw new AppError('ERR_CLI_USAGE', 'give a session id or --stale', { status: 400 });
-  await controlRequest(config.dataDir, { cmd: 'restart', id });
-  process.stdout.write(`restarted ${id}\n`);
+  const { node } = await operatorAnywhere(config, () => controlRequest(config.dataDir, { cmd: 'restart', id }), { cmd: 'restart', id });
+  process.stdout.write(`restarted ${id}${node !== config.node.id ? ` on node ${node}` : ''}\n`);
 }
 
 export async function sessionsKill(config: Readonly<Config>, id: string): Promise<void> {
-  await controlRequest(config.dataDir, { cmd: 'kill', id });
-  process.stdout.write(`killed ${id}\n`);
+  const { node } = await operatorAnywhere(config, () => controlRequest(config.dataDir, { cmd: 'kill', id }), { cmd: 'kill', id });
+  process.stdout.write(`killed ${id}${node !== config.node.id ? ` on node ${node}` : ''}\n`);
 }

@@ -35,7 +35,7 @@ async function seriousIssues(page: Page): Promise<string[]> {
 const why = browserUnavailable();
 if (why) t.plan(0, why);
 else {
-  t.test('axe-core: the login page and every admin page have no serious or critical issue, at 1280 and 390 px', async (t) => {
+  t.test('axe-core: the login page and every admin page have no serious or critical issue, at 1280 and 390 px, light and dark', async (t) => {
     const app = await startTestApp(t);
     const root = await addUser(app.database, 'root', ROOT_PW, { superuser: true, email: 'root@local.test' });
     const bob = await addUser(app.database, 'bob', 'bob-password-123');
@@ -51,11 +51,15 @@ else {
     logAction(app.db, { event: 'bi.denied', severity: 'critical', subjectId: bob.id, data: { table: 'payroll' } });
 
     const browser = await launch(t);
-    for (const width of [1280, 390]) {
-      const page = await browser.newPage({ viewport: { width, height: 900 } });
+    for (const [width, scheme] of [[1280, 'light'], [390, 'light'], [1280, 'dark'], [390, 'dark']] as const) {
+      const page = await browser.newPage({ viewport: { width, height: 900 }, colorScheme: scheme });
+      const at = `${width}px, ${scheme}`;
       await page.goto(app.url + '/#/login');
       await page.waitForSelector('#username');
-      t.same(await seriousIssues(page), [], `login page at ${width}px`);
+      // The page follows the system setting: dark colours (style.css) when the system is dark.
+      const bg = await page.evaluate(() => getComputedStyle(document.documentElement).getPropertyValue('--bg').trim());
+      t.equal(bg, scheme === 'dark' ? '#0d1117' : '#f6f7f9', `${scheme} colours at ${width}px`);
+      t.same(await seriousIssues(page), [], `login page at ${at}`);
       await page.fill('#username', 'root');
       await page.fill('#password', ROOT_PW);
       await page.keyboard.press('Enter');
@@ -75,8 +79,8 @@ else {
           await page.click('button[aria-label="Policies of sales_eu"]');
           await page.waitForSelector('#policies-table');
         }
-        t.same(await seriousIssues(page), [], `admin page ${id} at ${width}px`);
-        if (width === 390) await screenshot(page, `axe-${id}-390`);
+        t.same(await seriousIssues(page), [], `admin page ${id} at ${at}`);
+        if (width === 390) await screenshot(page, `axe-${id}-390${scheme === 'dark' ? '-dark' : ''}`);
       }
       await page.close();
     }

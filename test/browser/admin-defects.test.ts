@@ -3,37 +3,13 @@
  * the real web app: each failed before its fix. Widths: 1280 px, and 390 px where layout matters.
  */
 import t from 'tap';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { logAction } from '../../core/index.js';
-import { addUser, startTestApp, type TestApp } from '../helpers/app.js';
-import { browserUnavailable, checkNarrow, launch, screenshot } from '../helpers/browser.js';
+import { adminRig, openAdmin, ROOT_PW } from '../helpers/admin-browser.js';
+import { browserUnavailable, checkNarrow, screenshot } from '../helpers/browser.js';
 
-const ROOT_PW = 'root-password-123';
-
-async function setup(t: { teardown(fn: () => unknown): void }, width = 1280): Promise<{ app: TestApp; page: Page; root: number; bob: number; browser: Browser }> {
-  const app = await startTestApp(t);
-  const root = (await addUser(app.database, 'root', ROOT_PW, { superuser: true, email: 'root@local.test' })).id;
-  const bob = (await addUser(app.database, 'bob', 'bob-password-123')).id;
-  const browser = await launch(t);
-  const page = await browser.newPage({ viewport: { width, height: 900 } });
-  page.on('dialog', (d) => void d.accept());
-  await login(page, app.url);
-  return { app, page, root, bob, browser };
-}
-
-async function login(page: Page, url: string): Promise<void> {
-  if (!page.url().startsWith(url)) await page.goto(url + '/');
-  await page.waitForSelector('#username');
-  await page.fill('#username', 'root');
-  await page.fill('#password', ROOT_PW);
-  await page.keyboard.press('Enter');
-  await page.waitForSelector('#nav a[href="#/admin/data-roles"]', { state: 'attached' });
-}
-
-async function open(page: Page, url: string, id: string, ready: string): Promise<void> {
-  await page.goto(`${url}/#/admin/${id}`);
-  await page.waitForSelector(ready);
-}
+const setup = adminRig;
+const open = openAdmin;
 
 const text = async (page: Page, sel: string) => (await page.textContent(sel)) ?? '';
 const activeId = (page: Page) => page.evaluate(() => (document.activeElement === document.body ? 'BODY' : document.activeElement?.id || document.activeElement?.getAttribute('aria-label') || document.activeElement?.tagName));

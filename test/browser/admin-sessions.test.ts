@@ -86,6 +86,32 @@ else {
       const logged = d.db.prepare("SELECT actor_id, subject_id, data FROM action_log WHERE event = 'session.restarted'").all() as { data: string }[];
       t.equal(logged.length, 1, 'the restart is in the action log');
       t.match(JSON.parse(logged[0].data), { session_id: sid });
+
+      // Kill asks too; Cancel keeps the sandbox, OK ends it and the row goes.
+      answer = false;
+      const second = containerOf();
+      await page.click(`button[aria-label="Kill session ${sid}"]`);
+      for (let i = 0; i < 40 && dialogs.length < 3; i++) await new Promise((r) => setTimeout(r, 50));
+      t.equal(dialogs.length, 3, 'Kill asks');
+      t.match(dialogs[2], /Kill session "Quarterly numbers please" of carol\? Its sandbox ends now/);
+      await new Promise((r) => setTimeout(r, 500));
+      t.equal(containerOf(), second, 'cancelled: the sandbox lives on');
+      answer = true;
+      await page.click(`button[aria-label="Kill session ${sid}"]`);
+      await page.waitForFunction(() => /No live sessions/.test(document.querySelector('#sessions-table')?.textContent ?? ''), undefined, { timeout: 60_000 });
+      t.equal(containerOf(), undefined, 'killed');
+      t.match(await page.textContent('#sess-status'), /killed/);
+      t.equal((d.db.prepare("SELECT COUNT(*) AS n FROM action_log WHERE event = 'session.killed'").get() as { n: number }).n, 1, 'the kill is in the action log');
+
+      // Leaving the page ends its refresh: no more reads of the list.
+      const reads: number[] = [];
+      page.on('request', (r) => {
+        if (new URL(r.url()).pathname === '/api/admin/sessions') reads.push(Date.now());
+      });
+      await page.click('#nav a[href="#/admin/action-log"]');
+      await page.waitForSelector('#log-table');
+      await new Promise((r) => setTimeout(r, 6_000));
+      t.same(reads, [], 'no refresh after the page was left');
     });
   }
 }

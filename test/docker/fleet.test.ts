@@ -108,6 +108,17 @@ if (docker) {
     t.same(await ours(a), [containerA], 'still the one container on A');
     t.same(await ours(b), [], 'none on B');
 
+    // ---- operators on B see the session and its owner; inspect runs on A, logs name A.
+    const lsB = JSON.parse((await runCli(b.env, ['sessions', 'ls', '--json'])).stdout) as { sessionId: string; node: string }[];
+    t.same(lsB.filter((s) => s.sessionId === sessionId).map((s) => s.node), ['node-a'], 'sessions ls on B names the owner');
+    const inspect = await runCli(b.env, ['sessions', 'inspect', sessionId]);
+    t.equal(inspect.code, 0, 'sessions inspect on B', { stderr: inspect.stderr });
+    const details = JSON.parse(inspect.stdout) as { node: string; containerId: string };
+    t.same([details.node, details.containerId], ['node-a', containerA], 'answered by A, with its container');
+    const logs = await runCli(b.env, ['sessions', 'logs', sessionId]);
+    t.equal(logs.code, 1);
+    t.match(logs.stderr, /runs on node node-a/, 'logs name the node to run them on');
+
     // ---- A dies without a word; B takes the session over once A is silent for AIRLOCK_NODE_LOST_S.
     a.proc!.kill('SIGKILL');
     await new Promise((r) => a.proc!.once('close', r));
@@ -134,6 +145,10 @@ if (docker) {
     const turn4 = await streamTurn(ca, { message: 'still here', session_id: sessionId });
     t.equal(turn4.headers.get('x-airlock-served-by'), 'node-b', 'a prompt through A now goes to B, the owner');
     t.equal(turn4.events.at(-1)?.stop_reason, 'end_turn');
+    const kill = await runCli(a.env, ['sessions', 'kill', sessionId]);
+    t.equal(kill.code, 0, 'sessions kill on A for a session on B', { stderr: kill.stderr });
+    t.match(kill.stdout, /on node node-b/);
+    await waitFor(async () => (await ours(b)).length === 0, "B's sandbox to go", 30_000);
 
     for (const n of nodes) {
       n.proc!.kill('SIGTERM');

@@ -61,13 +61,15 @@ export interface TestAppOptions {
   env?: Record<string, string>;
   services?: WebServices;
   logs?: LogSink;
+  /** This PostgreSQL database instead of the pass's engine (the fault test's own cluster). */
+  databaseUrl?: string;
 }
 
 /** Start the real web app on 127.0.0.1:0 over a real SQLite file; registers teardown. */
 export async function startTestApp(t: { teardown(fn: () => unknown): void }, opts: TestAppOptions = {}): Promise<TestApp> {
   const dataDir = opts.dataDir ?? tempDir(t);
   // On the PostgreSQL pass of `npm test`, a new database on the test cluster (dropped at teardown).
-  const url = await testDatabaseUrl(t);
+  const url = opts.databaseUrl ?? (await testDatabaseUrl(t));
   const config = testConfig(dataDir, { ...(url ? { AIRLOCK_DATABASE_URL: url } : {}), ...opts.env });
   const database = await openDatabase({ url, file: join(dataDir, 'airlock.db') });
   const db = database.sqlite!;

@@ -7,7 +7,7 @@ import { LocalTurnRunner } from '../../daemon/local-runner.js';
 import * as openaiModel from '../../emulator/model-openai.js';
 import * as anthropicModel from '../../emulator/model-anthropic.js';
 import type { ModelServer, ModelServerOptions } from '../../emulator/model-script.js';
-import { addUser, startTestApp, tempDir, type TestApp } from './app.js';
+import { addUser, startTestApp, tempDir, type TestApp, type TestAppOptions } from './app.js';
 import type { Client } from './client.js';
 
 /** dist/ of this build. */
@@ -44,6 +44,8 @@ export interface ChatHarnessOptions extends ModelServerOptions {
   /** Replace the default MCP servers list (JSON-able). */
   mcpServers?: unknown[];
   runnerFactory?: RunnerFactory;
+  /** Options for the web app (e.g. its database). */
+  app?: Omit<TestAppOptions, 'services'>;
 }
 
 export async function startChatHarness(t: { teardown(fn: () => unknown): void }, opts: ChatHarnessOptions = {}): Promise<ChatHarness> {
@@ -67,6 +69,7 @@ export async function startChatHarness(t: { teardown(fn: () => unknown): void },
   // The web app runs first so the runner can log into its sink.
   const holder: { runner?: ClosableRunner } = {};
   const app = await startTestApp(t, {
+    ...opts.app,
     services: {
       chat: {
         runner: {

@@ -247,7 +247,7 @@ t.test('rule 1: logging in and organisation membership, even as a manager, grant
     t.same(pol.body.compiled.sqlite, { dialect: 'sqlite', tables: {}, any_table: null }, `${why}: nothing compiled`);
     t.same(pol.body.compiled.postgres, { dialect: 'postgres', tables: {}, any_table: null });
     t.same(pol.body.table, { table: 'payroll', policy: null, sqlite: null, postgres: null }, `${why}: no SELECT for payroll`);
-    t.notOk(app.db.prepare('SELECT 1 FROM user_entitlements WHERE user_id = ?').get(userId), `${why}: no entitlement row`);
+    t.notOk(await app.database.sql.selectFrom('user_entitlements').select('name').where('user_id', '=', userId).executeTakeFirst(), `${why}: no entitlement row`);
   };
 
   t.equal((await user.json('GET', '/api/auth/me')).status, 200, 'Ursula is logged in');
@@ -298,7 +298,7 @@ t.test('bi-audit keeps only known fields; bi.denied is critical', async (t) => {
   t.equal(r.status, 200, 'unknown fields are dropped, not rejected');
   t.equal(r.body.event, 'bi.denied');
   t.equal(r.body.severity, 'critical');
-  const row = app.db.prepare('SELECT * FROM action_log WHERE id = ?').get(r.body.id) as { event: string; severity: string; subject_id: number; data: string };
+  const row = await app.database.sql.selectFrom('action_log').selectAll().where('id', '=', r.body.id).executeTakeFirstOrThrow();
   t.equal(row.event, 'bi.denied');
   t.equal(row.severity, 'critical');
   t.equal(row.subject_id, userId);
@@ -306,7 +306,7 @@ t.test('bi-audit keeps only known fields; bi.denied is critical', async (t) => {
   t.same(Object.keys(data).sort(), ['columns', 'columns_dropped', 'decision', 'reason', 'table']);
   t.same(data.columns, ['salary']);
   // Nowhere in the database or the logs.
-  const dump = JSON.stringify(app.db.prepare('SELECT * FROM action_log').all());
+  const dump = JSON.stringify(await app.database.sql.selectFrom('action_log').selectAll().execute());
   for (const s of [SQL, VALUE, 'ssn', 'DROP']) {
     t.notOk(dump.includes(s), `db holds no ${s}`);
     t.notOk(app.logs.text().includes(s), `logs hold no ${s}`);
@@ -349,7 +349,7 @@ t.test('hostile values are stored and compiled as bound parameters; hostile name
     for (const h of HOSTILE) t.notOk(q.sql.includes(h), `${d}: ${h} not in the SQL text`);
   }
   t.equal(r.body.table.postgres.sql, 'SELECT "id" FROM "orders" WHERE ("note" IN ($1, $2, $3, $4, $5) OR "owner" = $6)');
-  t.ok(app.db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'users'").get(), 'users table intact');
+  t.ok(await app.database.sql.selectFrom('users').select('id').where('id', '=', userId).executeTakeFirst(), 'users table intact');
   for (const name of ['tä', 'ta ble', 'orders;', 'o"rders', 'orders--', 'a.b.c', '１２']) {
     const bad = await admin.json('PUT', `${BASE}/roles/${role}/policies/${encodeURIComponent(name)}`, { allowed_columns: ['id'] });
     t.equal(bad.status, 400, `table ${name}`);
@@ -389,5 +389,6 @@ t.test('internal endpoints with no MCP_INTERNAL_SECRET configured: every call is
   }
   const audit = await app.client().json('POST', '/api/internal/bi-audit', { user_id: 1, table: 't', decision: 'denied' }, { authorization: 'Bearer anything-at-all' });
   t.equal(audit.status, 403);
-  t.equal((app.db.prepare("SELECT COUNT(*) AS n FROM action_log WHERE event LIKE 'bi.%'").get() as { n: number }).n, 0, 'nothing recorded');
+  const bi = await app.database.sql.selectFrom('action_log').select('event').where('event', 'like', 'bi.%').execute();
+  t.same(bi, [], 'nothing recorded');
 });

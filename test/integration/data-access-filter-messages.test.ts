@@ -1,7 +1,7 @@
 import t from 'tap';
 import fc from 'fast-check';
 import { Ajv } from 'ajv';
-import { FILTER_LIMITS, ROW_FILTER_SCHEMA, rowFilterProblems } from '../../web/data-access/predicate.js';
+import { FILTER_LIMITS, ROW_FILTER_SCHEMA, rowFilterProblems } from '../../domain/data-access/predicate.js';
 
 /**
  * The policy PUT checks row filters with rowFilterProblems (messages for people) instead of the

@@ -12,7 +12,7 @@ import {
   type RoleGrants,
   type RowFilter,
   type Scalar,
-} from '../../web/data-access/index.js';
+} from '../../domain/data-access/index.js';
 import { tempDir } from '../helpers/app.js';
 
 /**

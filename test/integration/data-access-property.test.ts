@@ -11,7 +11,7 @@ import {
   type RoleGrants,
   type RowFilter,
   type Scalar,
-} from '../../web/data-access/index.js';
+} from '../../domain/data-access/index.js';
 import { isAppError } from '../../core/index.js';
 
 /**

@@ -68,8 +68,9 @@ t.test('route matrix: anon / user / superuser / no CSRF / wrong content type', a
       const tag = `${p} ${M} ${path} → ${r.status}`;
       t.not(r.status, 500, `${tag}: no internal error`);
       t.not(r.status, 415, `${tag}: a JSON body is accepted`);
-      if (who === 'agent' || who === 'internal') {
+      if (who === 'agent' || who === 'internal' || who === 'node') {
         t.ok(r.status === 401 || r.status === 503, `${tag}: session cookies do not open the ${who} API`);
+        if (who === 'node') t.equal(r.body?.error?.code, 'ERR_NODE_AUTH', `${tag}: only a signed request from a node`);
       } else if (who === 'anyone') {
         t.ok(r.status !== 401 && r.status !== 403, `${tag}: open to anyone`);
       } else if (p === 'anon') {
@@ -82,7 +83,8 @@ t.test('route matrix: anon / user / superuser / no CSRF / wrong content type', a
       } else {
         t.ok(r.status !== 401 && r.status !== 403, `${tag}: allowed`);
       }
-      if (!api || !unsafe || path.startsWith('/api/internal/')) continue;
+      // /api/internal/* authenticates by secret, /api/fleet/* by a node signature: no CSRF there.
+      if (!api || !unsafe || path.startsWith('/api/internal/') || path.startsWith('/api/fleet/')) continue;
       // Without the CSRF token: 403 for everyone, before anything runs.
       const noCsrf = await c.json(M, url, body, { 'x-csrf-token': '' });
       cases++;

@@ -6,7 +6,7 @@ import {
   resolveEffectivePolicy,
   type RoleGrants,
   type RowFilter,
-} from '../../web/data-access/index.js';
+} from '../../domain/data-access/index.js';
 
 const user = { id: 7, username: 'alice', is_active: true };
 const grant = (table: string, allowed_columns: string[], row_filter: RowFilter = {}) => ({ table, allowed_columns, row_filter });

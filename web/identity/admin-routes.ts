@@ -1,5 +1,21 @@
 import { Router, type NextFunction, type Request, type Response } from 'express';
 import { AppError, ConflictError, Encryptor, logAction, NotFoundError, nowIso, type Db, type Severity } from '../../core/index.js';
+import type {
+  AgentCatalogView,
+  AgentPolicyList,
+  AgentPolicyView,
+  ConnectionList,
+  ConnectionView,
+  EffectiveAgentPolicyResponse,
+  ExternalGroupList,
+  Organisation,
+  OrganisationList,
+  SyncJobStarted,
+  SyncJobState,
+  TeamList,
+  TeamMember,
+  TeamView,
+} from '../admin-api.js';
 import { asyncHandler, requireSuperuser, requireUser, type WebContext } from '../context.js';
 import { problemsError, validateBody } from '../validate.js';
 import { AGENT_TOOLS, effectiveAgentPolicy, rewriteAgentPolicies, unknownNames, type AgentCatalog } from './agent-policy.js';
@@ -107,14 +123,14 @@ interface PolicyRow {
   denied_models: string;
 }
 
-function teamView(db: Db, t: TeamRow): Record<string, unknown> {
+function teamView(db: Db, t: TeamRow): TeamView {
   const members = db
     .prepare('SELECT u.id, u.username, u.display_name FROM team_members m JOIN users u ON u.id = m.user_id WHERE m.team_id = ? ORDER BY u.username')
-    .all(t.id) as { id: number; username: string; display_name: string | null }[];
+    .all(t.id) as TeamMember[];
   return { ...t, member_ids: members.map((m) => m.id).sort((a, b) => a - b), members };
 }
 
-function policyView(db: Db, p: PolicyRow): Record<string, unknown> {
+function policyView(db: Db, p: PolicyRow): AgentPolicyView {
   const teams = (db.prepare('SELECT team_id FROM agent_policy_teams WHERE policy_id = ? ORDER BY team_id').all(p.id) as { team_id: number }[]).map((r) => r.team_id);
   return {
     id: p.id,
@@ -218,7 +234,7 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
       services.directorySync?.start(job.id);
       watchSync(job.id);
     }
-    res.status(created ? 202 : 200).json({ job: jobView(job), created });
+    res.status(created ? 202 : 200).json({ job: jobView(job), created } satisfies SyncJobStarted);
   });
 
   r.get('/directory-sync', requireSuperuser, (req, res) => {
@@ -227,29 +243,29 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
     if (!c) throw new NotFoundError('ERR_IDP_NOT_FOUND', 'no IdP connection is configured');
     const job = latestJob(db, c.id);
     if (job) logSyncFinished(db, job.id);
-    res.json({ job: job ? jobView(job) : null });
+    res.json({ job: job ? jobView(job) : null } satisfies SyncJobState);
   });
 
   // ---- IdP connections (superuser only) ----
   r.get('/connections', requireSuperuser, (_req, res) => {
-    res.json({ connections: listConnections(db).map(connectionView) });
+    res.json({ connections: listConnections(db).map(connectionView) } satisfies ConnectionList);
   });
   r.post('/connections', requireSuperuser, (req, res) => {
     const body = validateBody<ConnectionInput>(CONNECTION_CREATE, req.body);
     const saved = saveConnection(db, enc, body);
     // Field names only: the secret and the key never reach the log.
     audit(req, 'connection.created', { connection_id: saved.id, provider: saved.provider, fields: Object.keys(body).sort() });
-    res.status(201).json(connectionView(saved));
+    res.status(201).json(connectionView(saved) satisfies ConnectionView);
   });
   r.get('/connections/:id', requireSuperuser, (req, res) => {
-    res.json(connectionView(getConnection(db, intParam(req, 'id'))));
+    res.json(connectionView(getConnection(db, intParam(req, 'id'))) satisfies ConnectionView);
   });
   r.patch('/connections/:id', requireSuperuser, (req, res) => {
     const body = validateBody<ConnectionInput>(CONNECTION_PATCH, req.body);
     if (body.provider) throw new AppError('ERR_VALIDATION', 'Provider cannot change.', { status: 400, details: { field: 'provider' } });
     const saved = saveConnection(db, enc, body, intParam(req, 'id'));
     audit(req, 'connection.updated', { connection_id: saved.id, provider: saved.provider, fields: Object.keys(body).sort() });
-    res.json(connectionView(saved));
+    res.json(connectionView(saved) satisfies ConnectionView);
   });
   r.delete('/connections/:id', requireSuperuser, (req, res) => {
     const id = intParam(req, 'id');
@@ -262,17 +278,19 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
 
   // ---- organisations (superuser creates them and names managers) ----
   r.get('/organisations', requireUser, (req, res) => {
-    const rows = req.user!.is_superuser
-      ? db.prepare('SELECT * FROM organisations ORDER BY id').all()
-      : db.prepare('SELECT o.* FROM organisations o JOIN organisation_members m ON m.organisation_id = o.id WHERE m.user_id = ? ORDER BY o.id').all(req.user!.id);
-    res.json({ organisations: rows });
+    const rows = (
+      req.user!.is_superuser
+        ? db.prepare('SELECT * FROM organisations ORDER BY id').all()
+        : db.prepare('SELECT o.* FROM organisations o JOIN organisation_members m ON m.organisation_id = o.id WHERE m.user_id = ? ORDER BY o.id').all(req.user!.id)
+    ) as Organisation[];
+    res.json({ organisations: rows } satisfies OrganisationList);
   });
   r.post('/organisations', requireSuperuser, (req, res) => {
     const body = validateBody<{ name: string }>(ORG_BODY, req.body);
     const name = body.name.trim();
     const info = wrapUnique(() => db.prepare('INSERT INTO organisations (name) VALUES (?)').run(name), 'ERR_ORG_EXISTS', 'an organisation with that name exists');
     audit(req, 'organisation.created', { organisation_id: Number(info.lastInsertRowid), name });
-    res.status(201).json(db.prepare('SELECT * FROM organisations WHERE id = ?').get(info.lastInsertRowid));
+    res.status(201).json(db.prepare('SELECT * FROM organisations WHERE id = ?').get(info.lastInsertRowid) as Organisation);
   });
   // Rename (superuser): the name is all an organisation has of its own.
   r.patch('/organisations/:id', requireSuperuser, (req, res) => {
@@ -283,7 +301,7 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
     const name = body.name.trim();
     wrapUnique(() => db.prepare('UPDATE organisations SET name = ? WHERE id = ?').run(name, orgId), 'ERR_ORG_EXISTS', 'an organisation with that name exists');
     if (org.name !== name) audit(req, 'organisation.renamed', { organisation_id: orgId, from: org.name, name });
-    res.json(db.prepare('SELECT * FROM organisations WHERE id = ?').get(orgId));
+    res.json(db.prepare('SELECT * FROM organisations WHERE id = ?').get(orgId) as Organisation);
   });
   /**
    * Delete (superuser): its members, teams and agent policies go with it (foreign keys cascade);
@@ -353,8 +371,8 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
                 (SELECT COUNT(*) FROM external_group_members m WHERE m.group_id = g.id) AS member_count
          FROM external_groups g WHERE g.email LIKE ? ESCAPE '\\' OR g.name LIKE ? ESCAPE '\\' ORDER BY g.email LIMIT 200`,
       )
-      .all(q, q);
-    res.json({ groups });
+      .all(q, q) as ExternalGroupList['groups'];
+    res.json({ groups } satisfies ExternalGroupList);
   });
 
   // ---- teams (organisation managers) ----
@@ -371,7 +389,7 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
     const orgId = intParam(req, 'id');
     requireManager(db, req, orgId);
     const rows = db.prepare('SELECT * FROM teams WHERE organisation_id = ? ORDER BY id').all(orgId) as TeamRow[];
-    res.json({ teams: rows.map((t) => teamView(db, t)) });
+    res.json({ teams: rows.map((t) => teamView(db, t)) } satisfies TeamList);
   });
   r.post('/organisations/:id/teams', requireUser, (req, res) => {
     const orgId = intParam(req, 'id');
@@ -446,10 +464,10 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
     const orgId = intParam(req, 'id');
     requireManager(db, req, orgId);
     const rows = db.prepare('SELECT * FROM agent_policies WHERE organisation_id = ? ORDER BY id').all(orgId) as PolicyRow[];
-    res.json({ policies: rows.map((p) => policyView(db, p)) });
+    res.json({ policies: rows.map((p) => policyView(db, p)) } satisfies AgentPolicyList);
   });
   r.get('/agent-catalog', requireUser, (_req, res) => {
-    res.json(catalog());
+    res.json(catalog() satisfies AgentCatalogView);
   });
   /**
    * Beyond the schema: names must exist (tools and models of this server), and a policy for
@@ -545,7 +563,7 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
       uid = Number(raw);
       if (uid !== req.user!.id && !req.user!.is_superuser) throw new AppError('ERR_AUTH_FORBIDDEN', 'only a superuser may read another user\'s agent policy', { status: 403 });
     }
-    res.json({ user_id: uid, policy: effectiveAgentPolicy(db, uid) });
+    res.json({ user_id: uid, policy: effectiveAgentPolicy(db, uid) } satisfies EffectiveAgentPolicyResponse);
   });
 
   return r;

@@ -11,6 +11,7 @@ import {
   type Db,
   type User,
 } from '../../core/index.js';
+import type { SsoProviderList } from '../admin-api.js';
 import { regenerate } from '../auth-routes.js';
 import { resolveRedirect } from '../redirect.js';
 import { asyncHandler, type WebContext } from '../context.js';
@@ -129,7 +130,7 @@ export function ssoRoutes(ctx: WebContext, enc: Encryptor, signals: IdentitySign
     const rows = ctx.db.prepare('SELECT * FROM idp_connections WHERE is_active = 1 ORDER BY id').all() as IdpConnectionRow[];
     res.json({
       providers: rows.map((c) => ({ id: c.provider, name: c.display_name, flows: ['provider_redirect'], redirect_url: SSO_REDIRECT_PATH })),
-    });
+    } satisfies SsoProviderList);
   });
 
   r.post(

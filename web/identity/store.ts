@@ -1,4 +1,5 @@
 import { AppError, ConflictError, Encryptor, logAction, NotFoundError, nowIso, type Db } from '../../core/index.js';
+import type { ConnectionView, SyncJobView } from '../admin-api.js';
 import { rewriteAgentPolicies } from './agent-policy.js';
 import { emptyTeam } from './teams.js';
 
@@ -42,7 +43,7 @@ export function hasGroupSync(c: IdpConnectionRow): boolean {
 }
 
 /** Public view of a connection: never a secret, only whether one is set. */
-export function connectionView(c: IdpConnectionRow): Record<string, unknown> {
+export function connectionView(c: IdpConnectionRow): ConnectionView {
   return {
     id: c.id,
     provider: c.provider,
@@ -211,7 +212,7 @@ export interface SyncJobRow {
   heartbeat_at?: string | null;
 }
 
-export function jobView(j: SyncJobRow): Record<string, unknown> {
+export function jobView(j: SyncJobRow): SyncJobView {
   return {
     id: j.id,
     connection_id: j.connection_id,

@@ -1,11 +1,15 @@
-// Typed calls to the chat API. The shapes come from web/chat-api.ts, the file the server routes use.
-import type { ApiErrorBody, ChatEvent } from '../../chat-api.js';
+// Typed calls to the API. The shapes come from web/chat-api.ts and web/admin-api.ts, the files the
+// server routes use.
+import type { ChatEvent } from '../../chat-api.js';
+import type { ApiErrorDetail, CsrfResponse } from '../../admin-api.js';
 
 export class ApiError extends Error {
   constructor(
     readonly status: number,
     readonly code: string,
     message: string,
+    /** The whole error object: `field` and `problems` for a refused body, other details by code. */
+    readonly detail: ApiErrorDetail = { code, message },
   ) {
     super(message);
   }
@@ -13,27 +17,32 @@ export class ApiError extends Error {
 
 let csrfToken: string | null = null;
 
+/** The token the login answer carries (the session changed), or null on logout: fetched again when needed. */
+export function setCsrf(token: string | null): void {
+  csrfToken = token;
+}
+
 export async function csrf(): Promise<string> {
   if (!csrfToken) {
     const r = await fetch('/api/auth/csrf', { credentials: 'same-origin' });
-    csrfToken = ((await r.json()) as { csrf_token: string }).csrf_token;
+    csrfToken = ((await r.json()) as CsrfResponse).csrf_token;
   }
   return csrfToken;
 }
 
 async function errorOf(res: Response): Promise<ApiError> {
-  let e = { code: 'ERR_HTTP', message: `HTTP ${res.status}` };
+  let e: ApiErrorDetail = { code: 'ERR_HTTP', message: `HTTP ${res.status}` };
   try {
-    e = ((await res.json()) as ApiErrorBody).error ?? e;
+    e = ((await res.json()) as { error?: ApiErrorDetail }).error ?? e;
   } catch {
     // Not JSON (a proxy's error page): keep the status.
   }
   if (e.code === 'ERR_AUTH_CSRF') csrfToken = null;
-  return new ApiError(res.status, e.code, e.message);
+  return new ApiError(res.status, e.code, e.message, e);
 }
 
 /** A JSON call with the session cookie (and the CSRF token on writes). */
-export async function api<T>(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown, retried = false): Promise<T> {
+export async function api<T>(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, body?: unknown, retried = false): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (method !== 'GET') headers['x-csrf-token'] = await csrf();
   if (body !== undefined) headers['content-type'] = 'application/json';

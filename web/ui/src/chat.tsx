@@ -433,7 +433,7 @@ function AccountBox() {
 const RECONNECT_TRIES = 30;
 const RECONNECT_DELAY_MS = 1000;
 
-function ChatApp({ sessionId }: { sessionId: string | null }) {
+function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) {
   const [current, setCurrent] = useState<string | null>(sessionId);
   const [turns, setTurns] = useState<ViewTurn[]>([]);
   const [title, setTitle] = useState<string>('');
@@ -581,7 +581,7 @@ function ChatApp({ sessionId }: { sessionId: string | null }) {
       .catch((e: unknown) => setLoadError(e instanceof ApiError ? `${e.message} (${e.code})` : String(e)));
     return undefined;
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [sessionId]);
+  }, [sessionId, nav]);
 
   useEffect(() => () => reader.current?.abort(), []);
 
@@ -817,6 +817,12 @@ function ChatApp({ sessionId }: { sessionId: string | null }) {
 }
 
 let root: HTMLElement | null = null;
+/**
+ * Counts navigations: after a new chat's first answer the page names the chat in the URL with
+ * replaceState (no navigation), so going to #/chat again must still reset the page even though
+ * the session id it is given (null) is the one it was first given.
+ */
+let navigations = 0;
 
 /** Mount (or update) the chat page for a #/chat… hash; app.js appends the returned element. */
 export async function chatPage(hash: string): Promise<HTMLElement> {
@@ -824,7 +830,7 @@ export async function chatPage(hash: string): Promise<HTMLElement> {
   const id = m ? decodeURIComponent(m[1]) : null;
   root ??= document.createElement('div');
   root.className = 'chat-root';
-  render(<ChatApp sessionId={id} />, root);
+  render(<ChatApp sessionId={id} nav={++navigations} />, root);
   return root;
 }
 

@@ -1,17 +1,16 @@
-import { NotFoundError, getUserById, type Db } from '../../core/index.js';
+import { NotFoundError } from '../../core/index.js';
+import type { Sql } from '../db/index.js';
+import { getUserById } from '../users.js';
 import { compileFilter, compileTablePolicy, type CompiledQuery, type Dialect } from './compile.js';
 import { policyForTable, resolveEffectivePolicy, type EffectivePolicy, type TablePolicy } from './effective.js';
-import { DataAccessStore } from './store.js';
+import { grantsOf, hasEntitlement } from './store.js';
 
 /** The effective policy of a user, read from the database. 404 ERR_DATA_USER_NOT_FOUND. */
-export function effectivePolicyOf(store: DataAccessStore, userId: number): EffectivePolicy {
-  const u = getUserById(store.db, userId);
+export async function effectivePolicyOf(db: Sql, userId: number): Promise<EffectivePolicy> {
+  const u = await getUserById(db, userId);
   if (!u) throw new NotFoundError('ERR_DATA_USER_NOT_FOUND', `no user ${userId}`);
-  return resolveEffectivePolicy(
-    { id: u.id, username: u.username, is_active: u.is_active },
-    store.grantsOf(userId),
-    store.hasEntitlement(userId),
-  );
+  const [grants, bi] = await Promise.all([grantsOf(db, userId), hasEntitlement(db, userId)]);
+  return resolveEffectivePolicy({ id: u.id, username: u.username, is_active: u.is_active }, grants, bi);
 }
 
 export interface CompiledPolicy {
@@ -44,8 +43,4 @@ export function tableAccess(eff: EffectivePolicy, table: string): { table: strin
     sqlite: policy && compileTablePolicy(policy, 'sqlite', table),
     postgres: policy && compileTablePolicy(policy, 'postgres', table),
   };
-}
-
-export function storeFor(db: Db): DataAccessStore {
-  return new DataAccessStore(db);
 }

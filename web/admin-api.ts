@@ -1,0 +1,409 @@
+/**
+ * The response (and request) shapes of the sign-in and admin APIs, shared by the server routes
+ * (web/auth-routes.ts, web/admin-*-routes.ts, web/identity/, web/data-access/) and the admin pages
+ * (web/ui/src/). Types only, importing nothing: the page bundle takes nothing from here at run
+ * time, and the routes check what they send with `satisfies`, so a changed response breaks the
+ * build (`tsc` of both sides), not the page.
+ */
+
+// ------------------------------------------------------------------ errors
+
+/** One problem of a request body: a dotted field path and a reason written for people. */
+export interface ApiProblem {
+  field: string;
+  message: string;
+}
+
+/** The error object every route answers with (inside `{ error }`); details vary by code. */
+export interface ApiErrorDetail {
+  code: string;
+  message: string;
+  /** The first bad field (validation errors). */
+  field?: string;
+  /** Every bad field, each once (validation errors). */
+  problems?: ApiProblem[];
+  [detail: string]: unknown;
+}
+
+// ------------------------------------------------------------------ sign-in (/api/auth)
+
+/** The public view of a user: GET /api/auth/me, and `user` of the login answer. */
+export interface UserView {
+  id: number;
+  username: string;
+  email: string | null;
+  display_name: string | null;
+  is_superuser: boolean;
+  is_active: boolean;
+}
+
+/** GET /api/auth/csrf. */
+export interface CsrfResponse {
+  csrf_token: string;
+}
+
+/** POST /api/auth/login body and answer. */
+export interface LoginRequest {
+  username: string;
+  password: string;
+  next?: string;
+}
+export interface LoginResponse {
+  user: UserView;
+  csrf_token: string;
+  next: string;
+}
+
+/** GET /api/auth/sso-providers: the active connections the login page offers. */
+export interface SsoProviderList {
+  providers: { id: string; name: string; flows: string[]; redirect_url: string }[];
+}
+
+// ------------------------------------------------------------------ accounts (/api/admin/users)
+
+/** One account of GET /api/admin/users (never a password hash). */
+export interface AdminUser extends UserView {
+  created_at: string;
+  last_login_at: string | null;
+}
+
+export interface AdminUserList {
+  users: AdminUser[];
+  total: number;
+  limit: number;
+  offset: number;
+  next_offset: number | null;
+}
+
+// ------------------------------------------------------------------ live sessions (/api/admin/sessions)
+
+export interface LiveSession {
+  id: string | null;
+  /** The chat's title (null when the chat is gone). */
+  title: string | null;
+  /** The first 12 characters of the container id. */
+  container_id: string;
+  user_id: number | null;
+  username: string | null;
+  display_name: string | null;
+  status: string;
+  stale: boolean;
+  turns: number;
+  started_at: string;
+  last_used_at: string;
+}
+
+export interface LiveSessionList {
+  sessions: LiveSession[];
+  /** Warm sandboxes not yet claimed by a chat. */
+  pool_ready: number;
+}
+
+// ------------------------------------------------------------------ identity (/api/identity)
+
+/** An IdP connection as the API shows it: secrets only as "stored or not". */
+export interface ConnectionView {
+  id: number;
+  provider: string;
+  display_name: string;
+  issuer: string;
+  client_id: string;
+  has_client_secret: boolean;
+  has_service_account: boolean;
+  service_account_email: string | null;
+  delegated_admin_email: string | null;
+  customer: string;
+  is_active: boolean;
+  has_group_sync: boolean;
+  last_sync_started_at: string | null;
+  last_sync_finished_at: string | null;
+  last_sync_succeeded_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ConnectionList {
+  connections: ConnectionView[];
+}
+
+/** POST /connections (provider, issuer and client_id required) and PATCH /connections/:id body. */
+export interface ConnectionRequest {
+  provider?: 'google';
+  display_name?: string;
+  issuer?: string;
+  client_id?: string;
+  client_secret?: string | null;
+  service_account_json?: string | Record<string, unknown> | null;
+  delegated_admin_email?: string | null;
+  customer?: string;
+  is_active?: boolean;
+}
+
+export type SyncJobStatus = 'pending' | 'running' | 'succeeded' | 'failed';
+
+/** A directory-sync job. `result` holds counts (users_created, …, fetched: {users, groups, …}). */
+export interface SyncJobView {
+  id: number;
+  connection_id: number;
+  status: SyncJobStatus;
+  trigger: 'manual' | 'scheduled';
+  requested_by: number | null;
+  result: Record<string, unknown> | null;
+  error: ({ code?: string; message?: string; upstream_status?: number; reason?: string } & Record<string, unknown>) | null;
+  progress: Record<string, unknown> | null;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+}
+
+/** GET /directory-sync. */
+export interface SyncJobState {
+  job: SyncJobView | null;
+}
+
+/** POST /directory-sync: the new job, or the one already running (`created: false`). */
+export interface SyncJobStarted {
+  job: SyncJobView;
+  created: boolean;
+}
+
+export interface Organisation {
+  id: number;
+  name: string;
+  created_at: string;
+}
+
+export interface OrganisationList {
+  organisations: Organisation[];
+}
+
+/** Name of an organisation (create and rename), of a team or a policy: 1–100 characters. */
+export interface NameRequest {
+  name: string;
+}
+
+export interface ExternalGroup {
+  id: number;
+  connection_id: number;
+  email: string;
+  name: string;
+  description: string;
+  member_count: number;
+}
+
+export interface ExternalGroupList {
+  groups: ExternalGroup[];
+}
+
+export interface TeamMember {
+  id: number;
+  username: string;
+  display_name: string | null;
+}
+
+export interface TeamView {
+  id: number;
+  organisation_id: number;
+  name: string;
+  /** The directory group the team follows (its members then come from the sync), or null. */
+  external_group_id: number | null;
+  created_at: string;
+  updated_at: string;
+  member_ids: number[];
+  members: TeamMember[];
+}
+
+export interface TeamList {
+  teams: TeamView[];
+}
+
+/** POST /organisations/:id/teams and PATCH /teams/:id body. */
+export interface TeamRequest {
+  name?: string;
+  external_group_id?: number | null;
+}
+
+export interface AgentPolicyView {
+  id: number;
+  organisation_id: number;
+  name: string;
+  applies_to: 'all' | 'teams';
+  team_ids: number[];
+  /** null: no restriction. */
+  allowed_tools: string[] | null;
+  allowed_models: string[] | null;
+  denied_tools: string[];
+  denied_models: string[];
+}
+
+export interface AgentPolicyList {
+  policies: AgentPolicyView[];
+}
+
+/** POST /organisations/:id/agent-policies (name and applies_to required) and PATCH body. */
+export interface AgentPolicyRequest {
+  name?: string;
+  applies_to?: 'all' | 'teams';
+  team_ids?: number[];
+  allowed_tools?: string[] | null;
+  allowed_models?: string[] | null;
+  denied_tools?: string[];
+  denied_models?: string[];
+}
+
+/** GET /agent-catalog: the tools and models a policy may name. */
+export interface AgentCatalogView {
+  tools: string[];
+  models: string[];
+}
+
+export interface EffectiveAgentPolicyView {
+  tools: string[] | null;
+  models: string[] | null;
+  denied_tools: string[];
+  denied_models: string[];
+  policy_ids: number[];
+}
+
+/** GET /agent-policy?user_id=. */
+export interface EffectiveAgentPolicyResponse {
+  user_id: number;
+  policy: EffectiveAgentPolicyView;
+}
+
+// ------------------------------------------------------------------ data access (/api/data-authorization)
+
+export type FilterScalar = string | number | boolean;
+export type FilterLeaf =
+  | { column: string; op: 'eq' | 'neq' | 'lt' | 'lte' | 'gt' | 'gte'; value: FilterScalar }
+  | { column: string; op: 'in' | 'not_in'; value: FilterScalar[] }
+  | { column: string; op: 'is_null'; value: boolean };
+export type FilterNode = FilterLeaf | { all: FilterNode[] } | { any: FilterNode[] };
+/** `{}` (all rows) or one node. */
+export type RowFilterView = Record<string, never> | FilterNode;
+
+export interface DataRoleView {
+  id: number;
+  name: string;
+  description: string;
+  builtin: boolean;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface DataRoleSummaryView extends DataRoleView {
+  policy_count: number;
+  assignment_count: number;
+}
+
+export interface DataRoleList {
+  roles: DataRoleSummaryView[];
+}
+
+/** POST /roles body (PATCH: either field). */
+export interface DataRoleRequest {
+  name: string;
+  description?: string;
+}
+
+export interface DataPolicyView {
+  id: number;
+  role_id: number;
+  table: string;
+  allowed_columns: string[];
+  row_filter: RowFilterView;
+  created_at: string;
+  updated_at: string;
+}
+
+/** GET /roles/:id/policies. */
+export interface DataPolicyList {
+  role: DataRoleView;
+  policies: DataPolicyView[];
+}
+
+/** PUT /roles/:id/policies/:table body. */
+export interface DataPolicyRequest {
+  allowed_columns: string[];
+  row_filter?: unknown;
+}
+
+export interface AssignmentView {
+  id: number;
+  user_id: number;
+  username: string;
+  role_id: number;
+  role: string;
+  assigned_by: number | null;
+  created_at: string;
+}
+
+export interface AssignmentList {
+  assignments: AssignmentView[];
+  total: number;
+  limit: number;
+  offset: number;
+}
+
+/** POST /assignments body. */
+export interface AssignmentRequest {
+  user_id: number;
+  role_id: number;
+}
+
+export interface GrantView {
+  role_id: number;
+  role: string;
+  granted_on: string;
+  allowed_columns: string[];
+  row_filter: RowFilterView;
+  gives: string;
+  filter_key?: string;
+}
+
+export interface TablePolicyView {
+  table: string;
+  columns: string[];
+  all_rows: boolean;
+  row_filter: RowFilterView;
+  grants: GrantView[];
+  explanation: string;
+}
+
+/** GET /users/:id/effective-policy. */
+export interface EffectivePolicyView {
+  user: { id: number; username: string; is_active: boolean };
+  bi: boolean;
+  roles: { id: number; name: string }[];
+  tables: TablePolicyView[];
+  any_table: TablePolicyView | null;
+  explanation: string[];
+}
+
+export type LogSeverity = 'info' | 'warning' | 'critical';
+
+/** An account named in the action log; username null when the account is gone. */
+export interface LogAccount {
+  id: number;
+  username: string | null;
+  display_name: string | null;
+}
+
+export interface LogEntry {
+  id: number;
+  event: string;
+  severity: LogSeverity;
+  actor_id: number | null;
+  subject_id: number | null;
+  actor: LogAccount | null;
+  subject: LogAccount | null;
+  data: Record<string, unknown>;
+  created_at: string;
+}
+
+/** GET /audit: newest first; `next_before` is the cursor of the next (older) page, null on the last. */
+export interface LogPage {
+  events: LogEntry[];
+  next_before: number | null;
+  limit: number;
+}

@@ -1,0 +1,19 @@
+// The admin pages (superusers), in the header's order; each is shown at #/admin/<id>. A page's
+// code is its own chunk of the bundle, loaded when the page is opened (the chat page never waits
+// for it).
+import type { FunctionComponent } from 'preact';
+
+export interface AdminPage {
+  id: string;
+  title: string;
+  load(): Promise<FunctionComponent>;
+}
+
+export const adminPages: AdminPage[] = [
+  { id: 'identity', title: 'SSO & sync', load: async () => (await import('./identity.js')).IdentityPage },
+  { id: 'organisations', title: 'Teams & agent policies', load: async () => (await import('./organisations.js')).OrganisationsPage },
+  { id: 'data-roles', title: 'Data roles', load: async () => (await import('./roles.js')).RolesPage },
+  { id: 'data-assignments', title: 'Assignments', load: async () => (await import('./assignments.js')).AssignmentsPage },
+  { id: 'action-log', title: 'Action log', load: async () => (await import('./action-log.js')).ActionLogPage },
+  { id: 'sessions', title: 'Live sessions', load: async () => (await import('./sessions.js')).SessionsPage },
+];

@@ -1,0 +1,173 @@
+// Organisations (create, rename, delete), the chosen one's teams and agent policies, and any
+// user's effective agent policy: /api/identity (docs/identity.md).
+import { useState } from 'preact/hooks';
+import type { AgentCatalogView, AgentPolicyList, EffectiveAgentPolicyResponse, ExternalGroupList, Organisation, OrganisationList, TeamList } from '../../../admin-api.js';
+import { api } from '../api.js';
+import { AgentPoliciesSection, listText, TeamsSection } from './teams.js';
+import { ErrorBox, Field, hintFor, Loading, PageTitle, Section, Select, Status, useActions, useLoad, useUserPicker } from './common.js';
+
+export function OrganisationsPage() {
+  const status = useActions();
+  const [data, failed, reload] = useLoad(() => api<OrganisationList>('GET', '/api/identity/organisations'));
+  const [picked, setPicked] = useState<number | null>(null);
+  const [name, setName] = useState('');
+  const [rename, setRename] = useState<{ org: number; text: string } | null>(null);
+
+  const orgs = data?.organisations ?? [];
+  const current = orgs.find((o) => o.id === picked) ?? orgs[0] ?? null;
+  const renameText = rename && rename.org === current?.id ? rename.text : (current?.name ?? '');
+  const create = () =>
+    status.run('create', async () => {
+      const o = await api<Organisation>('POST', '/api/identity/organisations', { name: name.trim() });
+      setName('');
+      await reload();
+      setPicked(o.id);
+      status.ok(`Organisation ${o.name} created.`);
+    });
+  const doRename = (o: Organisation) =>
+    status.run('rename', async () => {
+      const r = await api<Organisation>('PATCH', `/api/identity/organisations/${o.id}`, { name: renameText.trim() });
+      setRename(null);
+      await reload();
+      status.ok(`Renamed to ${r.name}.`);
+    });
+  const remove = (o: Organisation) =>
+    status.run('delete', async () => {
+      if (!confirm(`Delete organisation ${o.name}? Its teams and agent policies are deleted too, and its members lose those policies.`)) return;
+      await api('DELETE', `/api/identity/organisations/${o.id}`);
+      setPicked(null);
+      await reload();
+      status.ok(`Organisation ${o.name} deleted.`);
+    });
+
+  return (
+    <div class="admin orgs">
+      <PageTitle
+        title="Organisations, teams and agent policies"
+        intro="Teams can follow a directory group: the sync then owns their members. Agent policies limit the tools and models of an organisation's members."
+      />
+      {failed ? (
+        <ErrorBox error={failed} />
+      ) : !data ? (
+        <Loading />
+      ) : (
+        <>
+          <Section title="Organisations">
+            <form
+              class="row"
+              id="org-form"
+              onSubmit={(e) => {
+                e.preventDefault();
+                void create();
+              }}
+            >
+              <Field id="org-name" label="New organisation name" hint="At most 100 characters">
+                <input type="text" id="org-name" required maxLength={100} aria-describedby={hintFor('org-name')} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+              </Field>
+              <button type="submit" id="org-create" disabled={status.busy === 'create'}>
+                Create organisation
+              </button>
+            </form>
+            <Status id="org-status" notice={status.notice} />
+            {current ? (
+              <>
+                <Field id="org-pick" label="Organisation">
+                  <Select id="org-pick" value={String(current.id)} onChange={(v) => setPicked(Number(v))} options={orgs.map((o) => [String(o.id), o.name])} />
+                </Field>
+                <form
+                  class="row"
+                  id="org-rename-form"
+                  onSubmit={(e) => {
+                    e.preventDefault();
+                    void doRename(current);
+                  }}
+                >
+                  <Field id="org-rename" label="Rename the organisation">
+                    <input type="text" id="org-rename" required maxLength={100} value={renameText} onInput={(e) => setRename({ org: current.id, text: e.currentTarget.value })} />
+                  </Field>
+                  <button type="submit" id="org-rename-save" class="secondary" disabled={status.busy === 'rename'}>
+                    Rename
+                  </button>
+                </form>
+                <div class="actions">
+                  <button type="button" class="danger" id="org-delete" disabled={status.busy === 'delete'} onClick={() => void remove(current)}>
+                    Delete organisation
+                  </button>
+                </div>
+              </>
+            ) : (
+              <p class="muted">No organisations yet.</p>
+            )}
+          </Section>
+          <div id="org-detail">{current ? <OrgDetail key={current.id} orgId={current.id} /> : null}</div>
+        </>
+      )}
+      <EffectiveAgentPolicySection />
+    </div>
+  );
+}
+
+/** Teams and agent policies, read together: a team change shows at once in the policies' team list. */
+function OrgDetail({ orgId }: { orgId: number }) {
+  const [data, failed, reload] = useLoad(async () => {
+    const [teams, groups, policies, catalog] = await Promise.all([
+      api<TeamList>('GET', `/api/identity/organisations/${orgId}/teams`),
+      api<ExternalGroupList>('GET', '/api/identity/external-groups'),
+      api<AgentPolicyList>('GET', `/api/identity/organisations/${orgId}/agent-policies`),
+      api<AgentCatalogView>('GET', '/api/identity/agent-catalog'),
+    ]);
+    return { teams: teams.teams, groups: groups.groups, policies: policies.policies, catalog };
+  }, [orgId]);
+  if (failed) return <ErrorBox error={failed} />;
+  if (!data) return <Loading />;
+  return (
+    <>
+      <TeamsSection orgId={orgId} teams={data.teams} groups={data.groups} changed={reload} />
+      <AgentPoliciesSection orgId={orgId} teams={data.teams} policies={data.policies} catalog={data.catalog} changed={reload} />
+    </>
+  );
+}
+
+function EffectiveAgentPolicySection() {
+  const status = useActions();
+  const who = useUserPicker('eap-user', { required: true });
+  const [answer, setAnswer] = useState<EffectiveAgentPolicyResponse | null>(null);
+  const show = () => {
+    // A new query: the last answer does not belong to it, also when it fails.
+    setAnswer(null);
+    return status.run('show', async () => {
+      setAnswer(await api<EffectiveAgentPolicyResponse>('GET', `/api/identity/agent-policy?user_id=${await who.resolve()}`));
+    });
+  };
+  const p = answer?.policy;
+  return (
+    <Section title="Effective agent policy for a user">
+      <form
+        class="row"
+        id="eap-form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void show();
+        }}
+      >
+        <Field id="eap-user" label="User">
+          {who.field}
+        </Field>
+        <button type="submit" id="eap-show" disabled={status.busy === 'show'}>
+          Show
+        </button>
+      </form>
+      <Status id="eap-status" notice={status.notice} />
+      <div id="eap-out" aria-live="polite">
+        {p ? (
+          <ul>
+            <li>Tools: {listText(p.tools)}</li>
+            <li>Models: {listText(p.models)}</li>
+            <li>Denied: {[...p.denied_tools, ...p.denied_models].join(', ') || 'none'}</li>
+            <li>{p.policy_ids.length ? `From policies ${p.policy_ids.join(', ')}` : 'No policy applies: everything allowed.'}</li>
+          </ul>
+        ) : null}
+      </div>
+    </Section>
+  );
+}

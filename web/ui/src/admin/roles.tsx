@@ -1,0 +1,301 @@
+// Data roles and their per-table policies (row-filter editor and builder):
+// /api/data-authorization/roles (docs/data-access.md).
+import { useState } from 'preact/hooks';
+import type { DataPolicyList, DataPolicyView, DataRoleList, DataRoleSummaryView, DataRoleView } from '../../../admin-api.js';
+import { api } from '../api.js';
+import { rendered } from './focus.js';
+import { andLeaf, FilterView, leafOf, OPERATORS, parseFilter, type Operator } from './row-filter.js';
+import { Clip, Field, hintFor, LoadFailed, Loading, PageTitle, parseList, Section, Select, Status, Table, useActions, useLoad, type Actions } from './common.js';
+
+export const BASE = '/api/data-authorization';
+export const UNAVAILABLE = 'Data-access control is not available on this server';
+
+const FILTER_HELP =
+  'JSON: {} for all rows; a leaf {"column":"region","op":"eq","value":"EU"}; or {"all":[…]} / {"any":[…]}. ' +
+  'Operators: eq neq lt lte gt gte in not_in is_null. Values "$user_id" and "$username" stand for the user.';
+
+export function RolesPage() {
+  const status = useActions();
+  const policyStatus = useActions();
+  const [data, failed, reload] = useLoad(() => api<DataRoleList>('GET', `${BASE}/roles`));
+  const [openId, setOpenId] = useState<number | null>(null);
+  const [name, setName] = useState('');
+  const [description, setDescription] = useState('');
+
+  const intro = 'A user reads a table only through a data role that grants it. Policies are per table: allowed columns and a row filter.';
+  if (failed || !data) {
+    return (
+      <div class="admin access">
+        <PageTitle title="Data roles and policies" intro={intro} />
+        {failed ? <LoadFailed error={failed} unavailable={UNAVAILABLE} /> : <Loading />}
+      </div>
+    );
+  }
+  const open = data.roles.find((r) => r.id === openId) ?? null;
+  const create = () =>
+    status.run('create', async () => {
+      const role = await api<DataRoleView>('POST', `${BASE}/roles`, { name: name.trim(), ...(description.trim() ? { description: description.trim() } : {}) });
+      setName('');
+      setDescription('');
+      await reload();
+      setOpenId(role.id);
+      policyStatus.ok(`Role ${role.name} created.`);
+    });
+  const remove = (r: DataRoleSummaryView) =>
+    status.run(`delete-${r.id}`, async () => {
+      if (!confirm(`Delete role ${r.name}? Its policies and assignments go too.`)) return;
+      await api('DELETE', `${BASE}/roles/${r.id}`);
+      if (openId === r.id) setOpenId(null);
+      await reload();
+    });
+  const showPolicies = async (r: DataRoleSummaryView) => {
+    policyStatus.setNotice(null);
+    setOpenId(r.id);
+    await rendered();
+    document.querySelector<HTMLElement>('#role-detail h2')?.focus();
+  };
+  return (
+    <div class="admin access">
+      <PageTitle title="Data roles and policies" intro={intro} />
+      <Section title="Roles">
+        <Table
+          id="roles-table"
+          rows={data.roles}
+          rowKey={(r) => r.id}
+          empty="No roles."
+          cols={[
+            {
+              title: 'Role',
+              render: (r) => (
+                <>
+                  <Clip text={r.name} cls="name" />
+                  {r.builtin ? (
+                    <>
+                      {' '}
+                      <span class="badge">built-in</span>
+                    </>
+                  ) : null}
+                </>
+              ),
+            },
+            { title: 'Description', render: (r) => <Clip text={r.description} /> },
+            { title: 'Policies', render: (r) => String(r.policy_count) },
+            { title: 'Assigned', render: (r) => String(r.assignment_count) },
+            {
+              title: 'Actions',
+              render: (r) => (
+                <div class="row compact">
+                  <button type="button" class="secondary" data-role-policies={String(r.id)} aria-label={`Policies of ${r.name}`} onClick={() => void showPolicies(r)}>
+                    Policies
+                  </button>
+                  <button type="button" class="danger" disabled={r.builtin || status.busy === `delete-${r.id}`} aria-label={`Delete role ${r.name}`} onClick={() => void remove(r)}>
+                    Delete
+                  </button>
+                </div>
+              ),
+            },
+          ]}
+        />
+        <form
+          id="role-form"
+          onSubmit={(e) => {
+            e.preventDefault();
+            void create();
+          }}
+        >
+          <h3>New role</h3>
+          <div class="row">
+            <Field id="role-name" label="Role name" hint="Letters, digits, _ . -; starts with a letter">
+              <input
+                type="text"
+                id="role-name"
+                required
+                maxLength={64}
+                pattern="[A-Za-z][A-Za-z0-9_.\-]{0,63}"
+                aria-describedby={hintFor('role-name')}
+                value={name}
+                onInput={(e) => setName(e.currentTarget.value)}
+              />
+            </Field>
+            <Field id="role-description" label="Description">
+              <input type="text" id="role-description" maxLength={500} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
+            </Field>
+            <button type="submit" id="role-create" disabled={status.busy === 'create'}>
+              Create role
+            </button>
+          </div>
+        </form>
+        <Status id="role-status" notice={status.notice} />
+      </Section>
+      <div id="role-detail">{open ? <PoliciesSection key={open.id} role={open} status={policyStatus} changed={reload} /> : null}</div>
+    </div>
+  );
+}
+
+function PoliciesSection({ role, status, changed }: { role: DataRoleView; status: Actions; changed(): Promise<void> }) {
+  const [data, failed, reload] = useLoad(() => api<DataPolicyList>('GET', `${BASE}/roles/${role.id}/policies`), [role.id]);
+  const [table, setTable] = useState('');
+  const [columns, setColumns] = useState('*');
+  const [filter, setFilter] = useState('{}');
+  const [filterInvalid, setFilterInvalid] = useState(false);
+  const [leafColumn, setLeafColumn] = useState('');
+  const [leafOp, setLeafOp] = useState<Operator>('eq');
+  const [leafValue, setLeafValue] = useState('');
+  const [leafInvalid, setLeafInvalid] = useState(false);
+
+  const edit = (p: DataPolicyView) => {
+    setTable(p.table);
+    setColumns(p.allowed_columns.join(', '));
+    setFilter(JSON.stringify(p.row_filter, null, 2));
+    document.getElementById('policy-table')?.focus();
+  };
+  const afterChange = async (notice: string) => {
+    await Promise.all([reload(), changed()]);
+    status.ok(notice);
+  };
+  const remove = (p: DataPolicyView) =>
+    status.run(`delete-${p.table}`, async () => {
+      if (!confirm(`Delete the policy on ${p.table} from role ${role.name}?`)) return;
+      await api('DELETE', `${BASE}/roles/${role.id}/policies/${encodeURIComponent(p.table)}`);
+      await afterChange(`Policy on ${p.table} deleted.`);
+    });
+  const addLeaf = () => {
+    status.setNotice(null);
+    const parsed = parseFilter(filter);
+    if ('error' in parsed) {
+      status.setNotice({ kind: 'error', error: new Error(parsed.error) });
+      return;
+    }
+    if (!leafColumn.trim()) {
+      setLeafInvalid(true);
+      status.setNotice({ kind: 'error', error: new Error('Column: name the column the condition tests (e.g. region).') });
+      document.getElementById('leaf-column')?.focus();
+      return;
+    }
+    setLeafInvalid(false);
+    setFilter(JSON.stringify(andLeaf(parsed.value, leafOf(leafColumn.trim(), leafOp, leafValue)), null, 2));
+  };
+  const save = async () => {
+    status.setNotice(null);
+    const parsed = parseFilter(filter);
+    if ('error' in parsed) {
+      status.setNotice({ kind: 'error', error: new Error(parsed.error) });
+      setFilterInvalid(true);
+      document.getElementById('policy-filter')?.focus();
+      return;
+    }
+    setFilterInvalid(false);
+    const done = await status.run('save', async () => {
+      const p = await api<DataPolicyView>('PUT', `${BASE}/roles/${role.id}/policies/${encodeURIComponent(table.trim())}`, {
+        allowed_columns: parseList(columns),
+        row_filter: parsed.value,
+      });
+      setTable('');
+      setColumns('*');
+      setFilter('{}');
+      setLeafColumn('');
+      setLeafValue('');
+      await afterChange(`Policy on ${p.table} saved.`);
+    });
+    if (!done) setFilterInvalid(true);
+  };
+
+  return (
+    <section class="panel" aria-labelledby="policies-title">
+      <h2 id="policies-title" tabIndex={-1}>
+        Policies of {role.name}
+      </h2>
+      {failed ? (
+        <LoadFailed error={failed} />
+      ) : !data ? (
+        <Loading />
+      ) : (
+        <Table
+          id="policies-table"
+          rows={data.policies}
+          rowKey={(p) => p.table}
+          empty="No policies: this role grants nothing yet."
+          cols={[
+            { title: 'Table', render: (p) => <code>{p.table}</code> },
+            { title: 'Columns', render: (p) => p.allowed_columns.join(', ') },
+            { title: 'Row filter', render: (p) => <FilterView filter={p.row_filter} /> },
+            {
+              title: 'Actions',
+              render: (p) => (
+                <div class="row compact">
+                  <button type="button" class="secondary" aria-label={`Edit policy on ${p.table}`} onClick={() => edit(p)}>
+                    Edit
+                  </button>
+                  <button type="button" class="danger" disabled={role.builtin || status.busy === `delete-${p.table}`} aria-label={`Delete policy on ${p.table}`} onClick={() => void remove(p)}>
+                    Delete
+                  </button>
+                </div>
+              ),
+            },
+          ]}
+        />
+      )}
+      <form
+        id="policy-form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void save();
+        }}
+      >
+        <h3>{role.builtin ? 'Built-in role: its grant cannot change' : 'Add or replace a table policy'}</h3>
+        <div class="row">
+          <Field id="policy-table" label="Table" hint="An identifier, schema.table, or * for every table">
+            <input
+              type="text"
+              id="policy-table"
+              required
+              maxLength={130}
+              placeholder="sales or schema.sales or *"
+              aria-describedby={hintFor('policy-table')}
+              value={table}
+              onInput={(e) => setTable(e.currentTarget.value)}
+            />
+          </Field>
+          <Field id="policy-columns" label="Allowed columns" hint="* or a comma-separated list">
+            <input type="text" id="policy-columns" required placeholder="* or region, amount" aria-describedby={hintFor('policy-columns')} value={columns} onInput={(e) => setColumns(e.currentTarget.value)} />
+          </Field>
+        </div>
+        <Field id="policy-filter" label="Row filter (JSON)" hint={FILTER_HELP}>
+          <textarea
+            id="policy-filter"
+            rows={6}
+            spellcheck={false}
+            class="code"
+            aria-describedby={hintFor('policy-filter')}
+            aria-invalid={filterInvalid ? 'true' : undefined}
+            value={filter}
+            onInput={(e) => setFilter(e.currentTarget.value)}
+          />
+        </Field>
+        <fieldset class="leaf">
+          <legend>Build a condition</legend>
+          <div class="row">
+            <Field id="leaf-column" label="Column">
+              <input type="text" id="leaf-column" placeholder="region" aria-invalid={leafInvalid ? 'true' : undefined} value={leafColumn} onInput={(e) => setLeafColumn(e.currentTarget.value)} />
+            </Field>
+            <Field id="leaf-op" label="Operator">
+              <Select id="leaf-op" value={leafOp} onChange={(v) => setLeafOp(OPERATORS.find((o) => o === v) ?? 'eq')} options={OPERATORS.map((o) => [o, o])} />
+            </Field>
+            <Field id="leaf-value" label="Value">
+              <input type="text" id="leaf-value" placeholder="EU, or $user_id, or a, b for in" value={leafValue} onInput={(e) => setLeafValue(e.currentTarget.value)} />
+            </Field>
+            <button type="button" class="secondary" id="leaf-add" onClick={addLeaf}>
+              Add condition (AND)
+            </button>
+          </div>
+        </fieldset>
+        <div class="actions">
+          <button type="submit" id="policy-save" disabled={role.builtin || status.busy === 'save'}>
+            Save policy
+          </button>
+        </div>
+      </form>
+      <Status id="policy-status" notice={status.notice} />
+    </section>
+  );
+}

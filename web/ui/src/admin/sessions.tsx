@@ -1,0 +1,140 @@
+// Live sessions (restart, kill): GET /api/admin/sessions, POST /api/admin/sessions/:id/restart|kill.
+// Without a Docker engine the server answers 503 and the page says so. The list re-reads itself
+// every REFRESH_MS while the page is shown (not while an operation runs).
+import { useEffect, useRef, useState } from 'preact/hooks';
+import type { LiveSession, LiveSessionList } from '../../../admin-api.js';
+import { api, ApiError } from '../api.js';
+import { Clip, ErrorBox, fmtTime, Loading, PageTitle, Section, Status, Table, useActions } from './common.js';
+
+/** How often the list re-reads the server while the page is open. */
+export const REFRESH_MS = 5000;
+
+const nameOf = (s: LiveSession) => (s.title ? `"${s.title}"${s.username ? ` of ${s.username}` : ''}` : (s.id ?? ''));
+
+export function SessionsPage() {
+  const [sessions, setSessions] = useState<LiveSession[] | null>(null);
+  const [failed, setFailed] = useState<unknown>(null);
+  const [updated, setUpdated] = useState('');
+  const status = useActions();
+  const busy = useRef(false);
+  const read = async () => {
+    const r = await api<LiveSessionList>('GET', '/api/admin/sessions');
+    setSessions(r.sessions);
+    setUpdated(`Updated ${new Date().toLocaleTimeString()}.`);
+  };
+  useEffect(() => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let live = true;
+    const tick = async () => {
+      if (!busy.current) {
+        try {
+          await read();
+        } catch (e) {
+          if (live) status.setNotice({ kind: 'error', error: e });
+        }
+      }
+      if (live) timer = setTimeout(() => void tick(), REFRESH_MS);
+    };
+    read()
+      .then(() => {
+        if (live) timer = setTimeout(() => void tick(), REFRESH_MS);
+      })
+      .catch((e: unknown) => live && setFailed(e));
+    return () => {
+      live = false;
+      clearTimeout(timer);
+    };
+  }, []);
+
+  const op = (s: LiveSession, what: 'restart' | 'kill') =>
+    status.run(`${what}-${s.id}`, async () => {
+      const name = nameOf(s);
+      const question =
+        what === 'kill'
+          ? `Kill session ${name}? Its sandbox ends now; the chat stays and starts a new sandbox on the next message.`
+          : `Restart session ${name}? A turn that is running is cut off; the chat goes on in a fresh sandbox.`;
+      if (!confirm(question)) return;
+      busy.current = true;
+      try {
+        await api('POST', `/api/admin/sessions/${encodeURIComponent(s.id ?? '')}/${what}`);
+        await read();
+        status.ok(what === 'kill' ? `Session ${name} killed.` : `Session ${name} restarted.`);
+      } finally {
+        busy.current = false;
+      }
+    });
+
+  let body;
+  if (failed) {
+    body =
+      failed instanceof ApiError && (failed.status === 404 || failed.status === 503) ? (
+        <div class="banner info" role="status" id="sessions-unavailable">
+          Live session management is not available on this server: {failed.message}
+        </div>
+      ) : (
+        <ErrorBox error={failed} />
+      );
+  } else if (!sessions) body = <Loading />;
+  else
+    body = (
+      <Section title="Sessions">
+        <Status id="sess-status" notice={status.notice} />
+        <div id="sessions-holder">
+          <Table
+            id="sessions-table"
+            rows={sessions}
+            rowKey={(s) => s.id ?? s.container_id}
+            empty="No live sessions."
+            cols={[
+              {
+                title: 'Chat',
+                render: (s) => (
+                  <div>
+                    <Clip text={s.title || '(untitled chat)'} cls="name" />
+                    <div class="muted small">
+                      <code>{s.id}</code>
+                    </div>
+                  </div>
+                ),
+              },
+              {
+                title: 'User',
+                render: (s) =>
+                  s.username ? (
+                    <Clip text={s.display_name ? `${s.display_name} (${s.username})` : s.username} cls="name" />
+                  ) : (
+                    <span class="muted">{s.user_id === null ? '—' : `#${s.user_id}`}</span>
+                  ),
+              },
+              { title: 'Container', render: (s) => <code class="container-id">{s.container_id}</code> },
+              { title: 'Status', render: (s) => s.status },
+              { title: 'Turns', render: (s) => String(s.turns) },
+              { title: 'Started', render: (s) => fmtTime(s.started_at) },
+              {
+                title: 'Actions',
+                render: (s) => (
+                  <div class="row compact">
+                    <button type="button" class="secondary" aria-label={`Restart session ${s.id}`} disabled={status.busy === `restart-${s.id}`} onClick={() => void op(s, 'restart')}>
+                      Restart
+                    </button>
+                    <button type="button" class="danger" aria-label={`Kill session ${s.id}`} disabled={status.busy === `kill-${s.id}`} onClick={() => void op(s, 'kill')}>
+                      Kill
+                    </button>
+                  </div>
+                ),
+              },
+            ]}
+          />
+        </div>
+        <p class="muted small" id="sessions-updated">
+          {updated}
+        </p>
+      </Section>
+    );
+  return (
+    <div class="admin sessions">
+      <PageTitle title="Live sessions" intro="Running agent sandboxes. Restart starts a fresh sandbox for the session; kill ends it. The list refreshes itself every few seconds." />
+      {body}
+    </div>
+  );
+}
