@@ -74,7 +74,7 @@ export class LocalTurnRunner implements TurnRunner {
       return { stop_reason: r.stop_reason, ...(r.error ? { error: r.error } : {}) };
     } catch (err) {
       // The child went away between ready and the prompt.
-      return { stop_reason: 'error', error: { code: 'ERR_SANDBOX_EXITED', message: err instanceof Error ? err.message : 'the agent process exited' } };
+      return { stop_reason: 'error', error: { code: 'ERR_SANDBOX_CHILD_EXITED', message: err instanceof Error ? err.message : 'the agent process exited' } };
     } finally {
       session.busy = false;
     }
@@ -90,7 +90,7 @@ export class LocalTurnRunner implements TurnRunner {
       env,
       readyTimeoutMs: this.opts.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS,
       cancelGraceMs: this.opts.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS,
-      exitedError: { code: 'ERR_SANDBOX_EXITED', message: 'the agent process exited during the turn' },
+      exitedError: { code: 'ERR_SANDBOX_CHILD_EXITED', message: 'the agent process exited during the turn' },
       log: (level, msg, data) => log[level](data ?? {}, msg),
       // The child's stderr is its pino log: forward lines (capped) at debug.
       onStderr: (d) => {

@@ -4,7 +4,7 @@ import { LocalTurnRunner } from '../../daemon/local-runner.js';
 import { DIST, startChatHarness, streamTurn } from '../helpers/chat.js';
 
 /** A sandbox that lies and then dies mid-turn: the client still gets one honest `done`. */
-t.test('forged events are dropped or rebuilt; a child dying mid-turn ends with one done ERR_SANDBOX_EXITED', async (t) => {
+t.test('forged events are dropped or rebuilt; a child dying mid-turn ends with one done ERR_SANDBOX_CHILD_EXITED', async (t) => {
   const h = await startChatHarness(t, {
     runnerFactory: async (env, log) => new LocalTurnRunner({ env, log, agentMain: join(DIST, 'test', 'fakes', 'hostile-agent.js'), readyTimeoutMs: 150_000 }),
   });
@@ -21,12 +21,12 @@ t.test('forged events are dropped or rebuilt; a child dying mid-turn ends with o
   );
   t.same(Object.keys(r.events[0]).sort(), ['seq', 'text', 'type'], 'extra fields dropped');
   const done = r.events[2];
-  t.match(done, { stop_reason: 'error', error: { code: 'ERR_SANDBOX_EXITED' }, session_id: r.sessionId });
+  t.match(done, { stop_reason: 'error', error: { code: 'ERR_SANDBOX_CHILD_EXITED' }, session_id: r.sessionId });
   const turns = (await c.json('GET', `/api/chat/sessions/${r.sessionId}/messages`)).body.turns;
-  t.match(turns[0], { status: 'done', stop_reason: 'error', error: { code: 'ERR_SANDBOX_EXITED' }, text: 'hello' });
+  t.match(turns[0], { status: 'done', stop_reason: 'error', error: { code: 'ERR_SANDBOX_CHILD_EXITED' }, text: 'hello' });
   t.equal(turns[0].tool_calls[0].status, 'error', 'the unfinished tool call is closed');
   // The next prompt gets a fresh process.
   const again = await streamTurn(c, { message: 'again', session_id: r.sessionId });
-  t.match(again.events[again.events.length - 1], { type: 'done', error: { code: 'ERR_SANDBOX_EXITED' } });
+  t.match(again.events[again.events.length - 1], { type: 'done', error: { code: 'ERR_SANDBOX_CHILD_EXITED' } });
   t.equal(h.runner.spawned, 2);
 });
