@@ -81,3 +81,24 @@ t.test(`${TEST_ENGINE}: airlock doctor and airlock nodes ls`, async (t) => {
   const json = JSON.parse((await run(process.execPath, [MAIN, 'nodes', 'ls', '--json'], { env })).stdout) as { id: string }[];
   t.same(json.map((n) => n.id), ['node-a']);
 });
+
+t.test('airlock serve with an unreachable database: one clear error naming host and database, exit 1', async (t) => {
+  const dir = tempDir(t);
+  const env = {
+    PATH: process.env.PATH ?? '',
+    ...TEST_SECRETS,
+    AIRLOCK_DATA_DIR: dir,
+    AIRLOCK_PORT: '0',
+    AIRLOCK_DATABASE_URL: 'postgres://airlock:hunter2-db-password@127.0.0.1:1/airlock_prod',
+    AIRLOCK_NODE_SECRET: 'node-secret-0123456789abcdef0123456789',
+    AIRLOCK_ENCRYPTION_KEY: 'a'.repeat(64),
+    AIRLOCK_DOCKER_SOCKET: join(dir, 'no-docker.sock'),
+  };
+  const r = await run(process.execPath, [MAIN, 'serve'], { env, timeout: 60_000 }).catch((e: { code: number; stdout: string; stderr: string }) => e);
+  t.equal((r as { code?: number }).code, 1, 'exits 1');
+  const out = r.stdout + r.stderr;
+  t.match(out, /ERR_DB_UNAVAILABLE/);
+  t.match(out, /127\.0\.0\.1:1\/airlock_prod/, 'names host, port and database');
+  t.notMatch(out, /hunter2/, 'never the password');
+  t.equal(out.trim().split('\n').filter((l) => /ERR_DB_UNAVAILABLE/.test(l)).length, 1, 'one error line');
+});
