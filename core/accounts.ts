@@ -1,6 +1,3 @@
-import type { Db } from './db.js';
-import { nowIso } from './db.js';
-import type { Encryptor } from './crypto.js';
 import { AppError } from './errors.js';
 import type { Secret } from './secret.js';
 
@@ -28,92 +25,6 @@ export interface AccountTokens {
   accessToken?: string;
   accessExpiresAt?: number;
   refreshToken?: string;
-}
-
-interface Row {
-  user_id: number;
-  provider: string;
-  email: string | null;
-  scopes: string;
-  refresh_token_enc: string | null;
-  access_token_enc: string | null;
-  access_expires_at: number | null;
-  connected_at: string;
-}
-
-/** connected_accounts, with tokens encrypted at rest (AAD binds each box to its user and kind). */
-export class AccountStore {
-  readonly #db: Db;
-  readonly #enc: Encryptor;
-  constructor(db: Db, enc: Encryptor) {
-    this.#db = db;
-    this.#enc = enc;
-  }
-
-  get(userId: number): ConnectedAccount | undefined {
-    const r = this.#row(userId);
-    if (!r) return undefined;
-    return {
-      userId: r.user_id,
-      provider: r.provider,
-      email: r.email,
-      scopes: r.scopes.split(' ').filter(Boolean),
-      connectedAt: r.connected_at,
-      accessExpiresAt: r.access_token_enc ? r.access_expires_at : null,
-      hasRefreshToken: !!r.refresh_token_enc,
-    };
-  }
-
-  tokens(userId: number): AccountTokens | undefined {
-    const r = this.#row(userId);
-    if (!r) return undefined;
-    return {
-      accessToken: r.access_token_enc ? this.#enc.decrypt(r.access_token_enc, `account:${userId}:access`) : undefined,
-      accessExpiresAt: r.access_expires_at ?? undefined,
-      refreshToken: r.refresh_token_enc ? this.#enc.decrypt(r.refresh_token_enc, `account:${userId}:refresh`) : undefined,
-    };
-  }
-
-  /** Create or replace the user's connected account. */
-  connect(userId: number, a: { email?: string | null; scopes: string[]; accessToken: string; expiresAt: number; refreshToken?: string }): void {
-    this.#db
-      .prepare(
-        `INSERT INTO connected_accounts (user_id, email, scopes, refresh_token_enc, access_token_enc, access_expires_at, connected_at, updated_at)
-         VALUES (@user_id, @email, @scopes, @refresh, @access, @exp, @now, @now)
-         ON CONFLICT(user_id) DO UPDATE SET email = excluded.email, scopes = excluded.scopes,
-           refresh_token_enc = COALESCE(excluded.refresh_token_enc, connected_accounts.refresh_token_enc),
-           access_token_enc = excluded.access_token_enc, access_expires_at = excluded.access_expires_at,
-           connected_at = excluded.connected_at, updated_at = excluded.updated_at`,
-      )
-      .run({
-        user_id: userId,
-        email: a.email ?? null,
-        scopes: a.scopes.join(' '),
-        refresh: a.refreshToken ? this.#enc.encrypt(a.refreshToken, `account:${userId}:refresh`) : null,
-        access: this.#enc.encrypt(a.accessToken, `account:${userId}:access`),
-        exp: a.expiresAt,
-        now: nowIso(),
-      });
-  }
-
-  /** Cache a refreshed access token (and a rotated refresh token, when the provider sent one). */
-  saveAccess(userId: number, accessToken: string, expiresAt: number, refreshToken?: string): void {
-    const sets = ['access_token_enc = ?', 'access_expires_at = ?', 'updated_at = ?'];
-    const args: unknown[] = [this.#enc.encrypt(accessToken, `account:${userId}:access`), expiresAt, nowIso()];
-    if (refreshToken) {
-      sets.push('refresh_token_enc = ?');
-      args.push(this.#enc.encrypt(refreshToken, `account:${userId}:refresh`));
-    }
-    this.#db.prepare(`UPDATE connected_accounts SET ${sets.join(', ')} WHERE user_id = ?`).run(...args, userId);
-  }
-
-  disconnect(userId: number): boolean {
-    return this.#db.prepare('DELETE FROM connected_accounts WHERE user_id = ?').run(userId).changes > 0;
-  }
-
-  #row(userId: number): Row | undefined {
-    return this.#db.prepare('SELECT * FROM connected_accounts WHERE user_id = ?').get(userId) as Row | undefined;
-  }
 }
 
 /** A token endpoint answer (RFC 6749 §5.1, Google's shape). */

@@ -4,12 +4,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import {
-  AccountStore,
   AppError,
   createLogger,
-  createUser,
   Encryptor,
-  getCredentials,
   hashPassword,
   loadConfig,
   loadOrCreateEncryptionKey,
@@ -20,6 +17,7 @@ import {
   type Logger,
 } from '../core/index.js';
 import { getConnectionByProvider, identityEncryptor, saveConnection } from '../web/index.js';
+import { AccountStore, createUser, getCredentials, setCredentials, type Sql } from '../domain/index.js';
 import { start as startGoogle, type GoogleEmulator, type SeedSheet } from '../emulator/google.js';
 import { start as startGoogleOAuth, type GoogleOAuth } from '../emulator/google-oauth.js';
 import { start as startOidc, type OidcEmulator } from '../emulator/oidc.js';
@@ -218,15 +216,15 @@ async function ensureImage(config: Readonly<Config>, print: (l: string) => void,
   print(`  ✓ image built in ${Math.round((Date.now() - started) / 1000)}s`);
 }
 
-async function ensureUser(db: RunningDaemon['db'], u: { username: string; email: string; name: string }, password: string, superuser: boolean): Promise<number> {
+async function ensureUser(db: Sql, u: { username: string; email: string; name: string }, password: string, superuser: boolean): Promise<number> {
   const passwordHash = await hashPassword(password);
-  const found = getCredentials(db, u.username);
+  const found = await getCredentials(db, u.username);
   if (found) {
     // Keep the printed password true even if the secrets file was replaced.
-    db.prepare('UPDATE users SET password_hash = ?, is_superuser = ? WHERE id = ?').run(passwordHash, superuser ? 1 : 0, found.user.id);
+    await setCredentials(db, found.user.id, { passwordHash, isSuperuser: superuser });
     return found.user.id;
   }
-  return createUser(db, { username: u.username, email: u.email, displayName: u.name, passwordHash, isSuperuser: superuser }).id;
+  return (await createUser(db, { username: u.username, email: u.email, displayName: u.name, passwordHash, isSuperuser: superuser })).id;
 }
 
 /** Connect the user's workspace account the way the browser flow would: authorize (PKCE) → code → tokens. */
@@ -252,7 +250,7 @@ async function connectWorkspace(config: Readonly<Config>, accounts: AccountStore
     { tokenUrl: config.google.tokenUrl, clientId: config.google.clientId, clientSecret: config.google.clientSecret },
     { grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: redirectUri },
   );
-  accounts.connect(userId, {
+  await accounts.connect(userId, {
     email,
     scopes: (tok.scope ?? WORKSPACE_SCOPES.join(' ')).split(' ').filter(Boolean),
     accessToken: tok.access_token,
@@ -326,9 +324,9 @@ export async function startDemo(opts: DemoOptions = {}): Promise<Demo> {
     cleanups.push(() => daemon.close());
     if (!daemon.runtime) throw new AppError('ERR_DEMO_DOCKER', dockerHelp(config.docker.socketPath, 'the runtime did not start'), { status: 503 });
 
-    await ensureUser(daemon.db, DEMO_ADMIN, secrets.adminPassword, true);
-    const userId = await ensureUser(daemon.db, DEMO_USER, secrets.userPassword, false);
-    const accounts = new AccountStore(daemon.db, new Encryptor(loadOrCreateEncryptionKey(config.dataDir, config.encryptionKey)));
+    await ensureUser(daemon.database.sql, DEMO_ADMIN, secrets.adminPassword, true);
+    const userId = await ensureUser(daemon.database.sql, DEMO_USER, secrets.userPassword, false);
+    const accounts = new AccountStore(daemon.database.sql, new Encryptor(loadOrCreateEncryptionKey(config.dataDir, config.encryptionKey)));
     await connectWorkspace(config, accounts, userId, DEMO_USER.email);
 
     // "Sign in with Google (demo)": an active IdP connection for the OIDC emulator (its port changes every start).

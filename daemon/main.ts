@@ -101,7 +101,7 @@ export function buildProgram(): Command {
       const base = await openBase(config);
       try {
         const password = await readPassword('Password: ');
-        const user = await createSuperuser(base.db, { username: opts.username, email: opts.email, password });
+        const user = await createSuperuser(base.database.sql, { username: opts.username, email: opts.email, password });
         process.stdout.write(`created superuser ${user.username} (id ${user.id})\n`);
       } catch (err) {
         fail(err);

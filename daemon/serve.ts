@@ -1,6 +1,6 @@
-import { SqliteSessionStore, startWebServer, type WebServer, type WebServices } from '../web/index.js';
+import { DbSessionStore, startWebServer, type WebServer, type WebServices } from '../web/index.js';
 import { openBase, type DaemonBase } from './context.js';
-import { AccountStore, AppError, createMetrics, Encryptor, getUserById, isAppError, loadOrCreateEncryptionKey, mintAgentUserToken, tokenRequest, type Config, type Logger, type SessionPreparer } from '../core/index.js';
+import { AppError, createMetrics, Encryptor, isAppError, loadOrCreateEncryptionKey, mintAgentUserToken, tokenRequest, type Config, type Logger, type SessionPreparer } from '../core/index.js';
 import type { AgentSessionCheck, SandboxControl } from '../web/index.js';
 import type { OperatorPort } from '../web/fleet.js';
 import { DirectorySyncRunner } from './directory-sync/index.js';
@@ -10,6 +10,7 @@ import { EgressGatewayService } from './egress.js';
 import { OverlayPreparer } from './overlay.js';
 import { TokenService } from './tokens.js';
 import { FleetMember, FleetSessions } from './fleet.js';
+import { AccountStore, getUserById } from '../domain/index.js';
 
 export interface RunningDaemon extends DaemonBase {
   web: WebServer;
@@ -42,14 +43,13 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   }
   const base = await openBase(config, opts.log);
   base.log.info({ database: base.database.target, schemaVersion: base.database.schemaVersion, node: config.node.id }, 'database ready');
-  const sessions = new SqliteSessionStore(base.db);
+  const sessions = new DbSessionStore(base.database.sql);
   const metrics = createMetrics({ defaultMetrics: true, node: config.node.id });
   const services: WebServices = { metrics, ...(opts.services ?? {}) };
   // Directory sync runs in the background of this process; jobs whose process is gone (a crashed
   // daemon or CLI) are failed first; a job a live `airlock sync-directory` runs is left alone.
   const directorySync = new DirectorySyncRunner({
     ...base,
-    sessions,
     metrics,
     get sandboxes() {
       return services.sandboxes as SandboxControl | undefined;
@@ -60,7 +60,7 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   services.directorySync ??= directorySync;
 
   // Connected accounts, token service (refresh + rotation), egress gateway, session overlay.
-  const accounts = new AccountStore(base.db, new Encryptor(loadOrCreateEncryptionKey(config.dataDir, config.encryptionKey)));
+  const accounts = new AccountStore(base.database.sql, new Encryptor(loadOrCreateEncryptionKey(config.dataDir, config.encryptionKey)));
   const g = config.google;
   const tokenService = new TokenService({
     store: accounts,
@@ -96,7 +96,7 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
     },
     // A user deactivated (CLI sync, admin) or removed while no daemon ran loses the sandbox at start,
     // and so does a session another node of the fleet took over meanwhile.
-    mayAdopt: async ({ sessionId, userId }) => getUserById(base.db, userId)?.is_active === true && (await fleetSessions.mayAdopt(sessionId)),
+    mayAdopt: async ({ sessionId, userId }) => (await getUserById(base.database.sql, userId))?.is_active === true && (await fleetSessions.mayAdopt(sessionId)),
   };
   const runtimeOpts = opts.runtime === false ? undefined : { preparer: latePreparer, egress: egressGateway as EgressGateway, hooks, ...(opts.runtime || {}) };
   const runtime = runtimeOpts ? await startRuntime({ ...base, metrics, ...runtimeOpts }) : undefined;
@@ -138,12 +138,13 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
     log: base.log.child({ area: 'overlay' }),
     hostOrigin,
     mintAgentUserToken: agentSecret ? (userId, sessionId) => mintAgentUserToken(agentSecret, { userId, sessionId }) : undefined,
-    accountEmail: (userId) => accounts.get(userId)?.email,
+    // Read with the user's tokens a moment before (the overlay asks only when it got an access token).
+    accountEmail: (userId) => accounts.emailSeen(userId),
   });
   const sessionPreparer = services.sessionPreparer as SessionPreparer;
   preparer = sessionPreparer;
   base.log.info({ url: web.url, publicOrigin: config.publicOrigin }, 'airlock listening');
-  const pruneTimer = setInterval(() => sessions.prune(), 3600_000);
+  const pruneTimer = setInterval(() => void sessions.prune().catch((err: Error) => base.log.warn({ err: err.message }, 'login session prune failed')), 3600_000);
   pruneTimer.unref();
   let closing: Promise<void> | undefined;
   return {

@@ -11,8 +11,8 @@ export const TOKEN_ROTATE_INTERVAL_MS = 30_000;
 export { ACCOUNT_TOKEN_ENVS } from '../core/sandbox-env.js';
 
 export interface TokenStore {
-  tokens(userId: number): AccountTokens | undefined;
-  saveAccess(userId: number, accessToken: string, expiresAt: number, refreshToken?: string): void;
+  tokens(userId: number): Promise<AccountTokens | undefined>;
+  saveAccess(userId: number, accessToken: string, expiresAt: number, refreshToken?: string): Promise<void>;
 }
 
 /** Push new real tokens (by env name) to a warm session; the session manager sends rotate-token. */
@@ -20,7 +20,7 @@ export type RotateFn = (sessionId: string, tokens: Record<string, string>) => Pr
 
 export interface TokenServiceOptions {
   store: TokenStore;
-  /** The refresh_token grant (core/accounts.ts tokenRequest in production). */
+  /** The refresh_token grant (core/accounts.ts tokenRequest in production); the store is domain/accounts.ts. */
   refresh(refreshToken: string): Promise<TokenResponse>;
   log: Logger;
   /** ms since epoch; injectable for tests. */
@@ -69,7 +69,7 @@ export class TokenService {
    * Throws ERR_ACCOUNT_REFRESH when a needed refresh fails.
    */
   async getAccessToken(userId: number): Promise<AccessToken | null> {
-    const t = this.#o.store.tokens(userId);
+    const t = await this.#o.store.tokens(userId);
     if (!t) return null;
     const left = t.accessExpiresAt !== undefined ? (t.accessExpiresAt - this.#clock()) / 1000 : -Infinity;
     if (t.accessToken && left > (this.#o.windowS ?? TOKEN_REFRESH_WINDOW_S)) {
@@ -84,7 +84,7 @@ export class TokenService {
     const running = this.#inflight.get(userId);
     if (running) return running;
     const p = (async () => {
-      const t = this.#o.store.tokens(userId);
+      const t = await this.#o.store.tokens(userId);
       if (!t?.refreshToken) throw new AppError('ERR_ACCOUNT_NOT_CONNECTED', 'no connected account', { status: 409 });
       this.refreshCount++;
       let r: TokenResponse;
@@ -96,7 +96,7 @@ export class TokenService {
         throw new AppError('ERR_ACCOUNT_REFRESH', 'could not refresh the workspace access token', { status: 502, retryable: true, cause: err });
       }
       const expiresAt = this.#clock() + r.expires_in * 1000;
-      this.#o.store.saveAccess(userId, r.access_token, expiresAt, r.refresh_token);
+      await this.#o.store.saveAccess(userId, r.access_token, expiresAt, r.refresh_token);
       this.#o.log.info({ userId, expiresInS: r.expires_in }, 'access token refreshed');
       this.#o.metrics?.tokenRefreshes.inc({ outcome: 'ok' });
       // Whoever asked (a rotation pass or a session start), every warm session of this account
@@ -138,7 +138,10 @@ export class TokenService {
     const lead = (this.#o.rotateLeadS ?? TOKEN_ROTATE_LEAD_S) * 1000;
     await Promise.all(
       [...users].map(async (userId) => {
-        const t = this.#o.store.tokens(userId);
+        const t = await this.#o.store.tokens(userId).catch((err: Error) => {
+          this.#o.log.warn({ userId, err: err.message }, 'connected account unreadable for rotation');
+          return undefined;
+        });
         if (!t?.refreshToken) return;
         if (t.accessExpiresAt !== undefined && t.accessExpiresAt - this.#clock() > lead) return;
         await this.refresh(userId).catch(() => undefined); // logged in refresh()

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Row, Sql } from './db/index.js';
+import { nowIso, type Row, type Sql } from './db/index.js';
 
 /** A user row as the rest of the program sees it (never the password hash). */
 export interface User {
@@ -93,4 +93,18 @@ export async function listUsers(db: Sql, opts: { q?: string; limit?: number; off
     .offset(opts.offset ?? 0)
     .execute();
   return { users: rows.map(toUser), total: Number(total.n) };
+}
+
+/** Note a successful sign-in (last_login_at). */
+export async function recordLogin(db: Sql, userId: number): Promise<void> {
+  await db.updateTable('users').set({ last_login_at: nowIso() }).where('id', '=', userId).execute();
+}
+
+/** Set a user's password hash and superuser flag (the demo keeps its printed passwords true). */
+export async function setCredentials(db: Sql, userId: number, c: { passwordHash: string; isSuperuser: boolean }): Promise<void> {
+  await db
+    .updateTable('users')
+    .set({ password_hash: c.passwordHash, is_superuser: c.isSuperuser ? 1 : 0, updated_at: nowIso() })
+    .where('id', '=', userId)
+    .execute();
 }

@@ -19,7 +19,7 @@ const BOTH_ENGINES = [
   'dist/test/integration/data-access-store.test.js',
   // chat and memories (domain/chat/store.ts, domain/memories.ts)
   'dist/test/integration/chat-store.test.js',
-  // the chat and memory routes over HTTP: on PostgreSQL once login (web/auth-routes.ts, web/session-store.ts, web/rate-limit.ts) is on the data layer
+  // the chat and memory routes over HTTP
   'dist/test/integration/chat.test.js',
   'dist/test/integration/chat-turns.test.js',
   'dist/test/integration/chat-model.test.js',
@@ -27,6 +27,12 @@ const BOTH_ENGINES = [
   'dist/test/integration/chat-sandbox-failure.test.js',
   'dist/test/integration/memory.test.js',
   'dist/test/integration/error-body.test.js',
+  // login, sessions, the login limiter, accounts, users
+  'dist/test/integration/auth.test.js',
+  'dist/test/integration/account.test.js',
+  'dist/test/integration/admin-users.test.js',
+  'dist/test/integration/tokens.test.js',
+  'dist/test/integration/cli.test.js',
 ];
 const ALL = ['dist/test/**/*.test.js'];
 

@@ -1,17 +1,17 @@
 import { createHash } from 'node:crypto';
 import { Router, type Request } from 'express';
 import {
-  AccountStore,
   AppError,
   Encryptor,
   loadOrCreateEncryptionKey,
-  logAction,
   randomToken,
   revokeToken,
   tokenRequest,
   WORKSPACE_SCOPES,
   type ConnectedAccount,
 } from '../core/index.js';
+import { AccountStore } from '../domain/accounts.js';
+import { logAction } from '../domain/action-log.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
 import { resolveRedirect } from './redirect.js';
 import { validateBody } from './validate.js';
@@ -78,7 +78,7 @@ export function accountRoutes(ctx: WebContext): Router {
   const r = Router();
   const g = ctx.config.google;
   const services = ctx.services as AccountWebServices;
-  const store = services.accounts ?? new AccountStore(ctx.db, new Encryptor(loadOrCreateEncryptionKey(ctx.config.dataDir, ctx.config.encryptionKey)));
+  const store = services.accounts ?? new AccountStore(ctx.database.sql, new Encryptor(loadOrCreateEncryptionKey(ctx.config.dataDir, ctx.config.encryptionKey)));
   const redirectUri = `${ctx.config.publicOrigin}/api/account/callback`;
 
   const pending = (req: Request): Record<string, unknown> => (req.session.oauth ??= {});
@@ -96,9 +96,13 @@ export function accountRoutes(ctx: WebContext): Router {
     else await services.sandboxes?.killForUser(userId, 'account changed');
   }
 
-  r.get('/', requireUser, (req, res) => {
-    res.json(view(store.get(req.user!.id)));
-  });
+  r.get(
+    '/',
+    requireUser,
+    asyncHandler(async (req, res) => {
+      res.json(view(await store.get(req.user!.id)));
+    }),
+  );
 
   r.post('/connect', requireUser, (req, res) => {
     const body = validateBody<{ return_to?: string }>(CONNECT_SCHEMA, req.body ?? {});
@@ -150,9 +154,9 @@ export function accountRoutes(ctx: WebContext): Router {
       );
       const granted = (tok.scope ?? WORKSPACE_SCOPES.join(' ')).split(' ').filter(Boolean);
       const missing = WORKSPACE_SCOPES.filter((s) => !granted.includes(s));
-      const previous = store.get(req.user!.id);
+      const previous = await store.get(req.user!.id);
       const email = emailOf(tok.id_token);
-      store.connect(req.user!.id, {
+      await store.connect(req.user!.id, {
         email,
         scopes: granted,
         accessToken: tok.access_token,
@@ -160,7 +164,7 @@ export function accountRoutes(ctx: WebContext): Router {
         refreshToken: tok.refresh_token,
       });
       await refreshLiveSandboxes(req.user!.id, previous, email, tok.access_token);
-      logAction(ctx.db, { event: 'account.connected', actorId: req.user!.id, subjectId: req.user!.id, data: { scopes: granted, offline: !!tok.refresh_token } });
+      await logAction(ctx.database.sql, { event: 'account.connected', actorId: req.user!.id, subjectId: req.user!.id, data: { scopes: granted, offline: !!tok.refresh_token } });
       req.log.info({ event: 'account_connected', missingScopes: missing }, 'account connected');
       const back = new URL(p.returnTo, ctx.config.publicOrigin);
       back.searchParams.set('account', missing.length ? 'partial' : 'connected');
@@ -175,20 +179,20 @@ export function accountRoutes(ctx: WebContext): Router {
       const userId = req.user!.id;
       let token: string | undefined;
       try {
-        const t = store.tokens(userId);
+        const t = await store.tokens(userId);
         token = t?.refreshToken ?? t?.accessToken;
       } catch (err) {
         // Undecryptable (the data-folder key changed): the record goes anyway; nothing to revoke.
         req.log.warn({ err: (err as Error).message }, 'connected account tokens unreadable at disconnect');
       }
       // The local record goes first: whatever the provider answers, Airlock holds no token after this.
-      const had = store.disconnect(userId);
+      const had = await store.disconnect(userId);
       const revocation = token ? await revokeToken(g.revokeUrl, token) : undefined;
       // No warm sandbox keeps the old token either: the user's sandboxes end, and the next
       // prompt starts a fresh one without an account.
       if (had) await services.sandboxes?.killForUser(userId, 'account disconnected');
       const revoked = revocation?.revoked ?? null;
-      if (had) logAction(ctx.db, { event: 'account.disconnected', actorId: userId, subjectId: userId, severity: revoked === false ? 'warning' : 'info', data: { revoked_at_provider: revoked, ...(revocation?.reason ? { reason: revocation.reason } : {}) } });
+      if (had) await logAction(ctx.database.sql, { event: 'account.disconnected', actorId: userId, subjectId: userId, severity: revoked === false ? 'warning' : 'info', data: { revoked_at_provider: revoked, ...(revocation?.reason ? { reason: revocation.reason } : {}) } });
       req.log.info({ event: 'account_disconnected', had, revoked, reason: revocation?.reason }, 'account disconnected');
       res.json({ connected: false, revoked_at_provider: revoked });
     }),

@@ -1,7 +1,9 @@
 import { Router } from 'express';
-import { AppError, getUserById, logAction } from '../core/index.js';
-import type { LiveSessionList } from './admin-api.js';
+import { AppError } from '../core/index.js';
+import { logAction } from '../domain/action-log.js';
+import { sessionLabels } from '../domain/session-labels.js';
 import { asyncHandler, requireSuperuser, type WebContext } from './context.js';
+import type { LiveSessionList } from './admin-api.js';
 
 /** What the live-sessions admin page needs from the daemon's session manager (ctx.services.sandboxAdmin). */
 export interface SandboxAdmin {
@@ -32,27 +34,34 @@ export function adminSessionRoutes(ctx: WebContext): Router {
     return s;
   };
   r.use(requireSuperuser);
-  const titleOf = ctx.db.prepare('SELECT title FROM chat_sessions WHERE id = ?');
-  r.get('/', (_req, res) => {
-    const all = admin().list();
-    const sessions = all
-      .filter((s) => s.sessionId)
-      .map((s) => ({
-        id: s.sessionId,
-        // The chat's title and its owner by name: what an admin recognises, beside the ids.
-        title: (titleOf.get(s.sessionId) as { title: string } | undefined)?.title ?? null,
-        container_id: s.containerId.slice(0, 12),
-        user_id: s.userId,
-        username: s.userId === null ? null : (getUserById(ctx.db, s.userId)?.username ?? null),
-        display_name: s.userId === null ? null : (getUserById(ctx.db, s.userId)?.display_name ?? null),
-        status: s.stale ? `${s.state} (stale)` : s.state,
-        stale: s.stale,
-        turns: s.turns,
-        started_at: new Date(s.claimedAt ?? s.createdAt).toISOString(),
-        last_used_at: new Date(s.lastUsedAt).toISOString(),
-      }));
-    res.json({ sessions, pool_ready: all.filter((s) => !s.sessionId).length } satisfies LiveSessionList);
-  });
+  r.get(
+    '/',
+    asyncHandler(async (_req, res) => {
+      const all = admin().list();
+      const live = all.filter((s): s is typeof s & { sessionId: string } => s.sessionId !== null);
+      // The chat's title and its owner by name: what an admin recognises, beside the ids.
+      const labels = await sessionLabels(
+        ctx.database.sql,
+        live.map((s) => s.sessionId),
+        [...new Set(live.flatMap((s) => (s.userId === null ? [] : [s.userId])))],
+      );
+      const sessions = live
+        .map((s) => ({
+          id: s.sessionId,
+          title: labels.titles.get(s.sessionId) ?? null,
+          container_id: s.containerId.slice(0, 12),
+          user_id: s.userId,
+          username: s.userId === null ? null : (labels.users.get(s.userId)?.username ?? null),
+          display_name: s.userId === null ? null : (labels.users.get(s.userId)?.display_name ?? null),
+          status: s.stale ? `${s.state} (stale)` : s.state,
+          stale: s.stale,
+          turns: s.turns,
+          started_at: new Date(s.claimedAt ?? s.createdAt).toISOString(),
+          last_used_at: new Date(s.lastUsedAt).toISOString(),
+        }));
+      res.json({ sessions, pool_ready: all.filter((s) => !s.sessionId).length } satisfies LiveSessionList);
+    }),
+  );
   for (const op of ['restart', 'kill'] as const) {
     r.post(
       `/:id/${op}`,
@@ -61,7 +70,7 @@ export function adminSessionRoutes(ctx: WebContext): Router {
         const owner = admin().list().find((s) => s.sessionId === id)?.userId ?? null;
         await admin()[op](id);
         req.log.info({ sessionId: id, op }, 'session operation by admin');
-        logAction(ctx.db, {
+        await logAction(ctx.database.sql, {
           event: op === 'kill' ? 'session.killed' : 'session.restarted',
           severity: op === 'kill' ? 'warning' : 'info',
           actorId: req.user!.id,

@@ -1,7 +1,8 @@
 import { Router, type Request } from 'express';
-import { AppError, listUsers } from '../core/index.js';
+import { AppError } from '../core/index.js';
+import { listUsers } from '../domain/users.js';
+import { asyncHandler, requireSuperuser, type WebContext } from './context.js';
 import type { AdminUserList } from './admin-api.js';
-import { requireSuperuser, type WebContext } from './context.js';
 
 const MAX_LIMIT = 200;
 const MAX_Q = 100;
@@ -23,15 +24,18 @@ function intParam(req: Request, name: string, dflt: number, max: number): number
 export function adminUserRoutes(ctx: WebContext): Router {
   const r = Router();
   r.use(requireSuperuser);
-  r.get('/', (req, res) => {
-    const q = req.query.q;
-    if (q !== undefined && (typeof q !== 'string' || q.length > MAX_Q)) {
-      throw new AppError('ERR_VALIDATION', `q: must be one text of at most ${MAX_Q} characters`, { status: 400, details: { field: 'q' } });
-    }
-    const limit = intParam(req, 'limit', 50, MAX_LIMIT);
-    const offset = intParam(req, 'offset', 0, 1e9);
-    const { users, total } = listUsers(ctx.db, { q, limit, offset });
-    res.json({ users, total, limit, offset, next_offset: offset + users.length < total ? offset + users.length : null } satisfies AdminUserList);
-  });
+  r.get(
+    '/',
+    asyncHandler(async (req, res) => {
+      const q = req.query.q;
+      if (q !== undefined && (typeof q !== 'string' || q.length > MAX_Q)) {
+        throw new AppError('ERR_VALIDATION', `q: must be one text of at most ${MAX_Q} characters`, { status: 400, details: { field: 'q' } });
+      }
+      const limit = intParam(req, 'limit', 50, MAX_LIMIT);
+      const offset = intParam(req, 'offset', 0, 1e9);
+      const { users, total } = await listUsers(ctx.database.sql, { q, limit, offset });
+      res.json({ users, total, limit, offset, next_offset: offset + users.length < total ? offset + users.length : null } satisfies AdminUserList);
+    }),
+  );
   return r;
 }

@@ -1,7 +1,8 @@
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import session from 'express-session';
 import { randomUUID } from 'node:crypto';
-import { AppError, getUserById, safeEqual, type Metrics } from '../core/index.js';
+import { AppError, safeEqual, type Metrics } from '../core/index.js';
+import { getUserById } from '../domain/users.js';
 import { accountRoutes } from './account-routes.js';
 import { authRoutes, SESSION_COOKIE } from './auth-routes.js';
 import { adminUserRoutes } from './admin-users-routes.js';
@@ -89,14 +90,14 @@ export function createApp(ctx: WebContext): Express {
   // The logged-in user, re-read each request so deactivation takes effect at once.
   app.use((req, _res, next) => {
     const id = req.session.userId;
-    if (id !== undefined) {
-      const u = getUserById(ctx.db, id);
+    if (id === undefined) return next();
+    getUserById(ctx.database.sql, id).then((u) => {
       if (u && u.is_active) {
         req.user = u;
         req.log = req.log.child({ userId: u.id });
       } else delete req.session.userId;
-    }
-    next();
+      next();
+    }, next);
   });
 
   // CSRF: every unsafe method under /api/ a browser session can reach (login included)

@@ -3,9 +3,6 @@ import {
   AppError,
   AuthError,
   dummyPasswordHash,
-  getCredentials,
-  logAction,
-  nowIso,
   randomToken,
   verifyPassword,
   type Metrics,
@@ -13,7 +10,9 @@ import {
 } from '../core/index.js';
 import type { CsrfResponse, LoginResponse, UserView } from './admin-api.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
-import { LoginLimiter } from './rate-limit.js';
+import { LoginLimiter } from '../domain/login-limits.js';
+import { getCredentials, recordLogin } from '../domain/users.js';
+import { logAction } from '../domain/action-log.js';
 import { resolveRedirect } from './redirect.js';
 import { validateBody } from './validate.js';
 
@@ -46,8 +45,8 @@ export function authRoutes(ctx: WebContext): Router {
   // The unknown-user hash is made now, so the first failed login for an unknown name costs one
   // scrypt like every other attempt, not two.
   void dummyPasswordHash();
-  // Limits in the database (shared by a fleet); rules in web/rate-limit.ts and docs/security.md.
-  const limiter = new LoginLimiter(ctx.db, { maxFailures: ctx.config.login.maxFailures, windowMs: ctx.config.login.windowS * 1000 });
+  // Limits in the database (shared by a fleet); rules in domain/login-limits.ts and docs/security.md.
+  const limiter = new LoginLimiter(ctx.database.sql, { maxFailures: ctx.config.login.maxFailures, windowMs: ctx.config.login.windowS * 1000 });
 
   r.get('/csrf', (req, res) => {
     req.session.csrfToken ??= randomToken(32);
@@ -63,7 +62,7 @@ export function authRoutes(ctx: WebContext): Router {
       if (next === null) throw new AppError('ERR_VALIDATION', 'next must be a path on this service', { status: 400, details: { field: 'next' } });
       // req.ip honours X-Forwarded-For only from the proxies AIRLOCK_TRUST_PROXY names.
       const address = req.ip ?? 'unknown';
-      const verdict = limiter.begin(body.username, address);
+      const verdict = await limiter.begin(body.username, address);
       if (!verdict.ok) {
         res.setHeader('Retry-After', String(verdict.retryAfterS));
         (ctx.services.metrics as Metrics | undefined)?.logins.inc({ outcome: 'rate_limited' });
@@ -73,24 +72,24 @@ export function authRoutes(ctx: WebContext): Router {
           details: { retry_after_s: verdict.retryAfterS },
         });
       }
-      const creds = getCredentials(ctx.db, body.username);
+      const creds = await getCredentials(ctx.database.sql, body.username);
       // Unknown users still pay for one scrypt so the timing does not tell them apart.
       const ok = await verifyPassword(body.password, creds?.passwordHash ?? (await dummyPasswordHash()));
       if (!creds || !creds.passwordHash || !ok || !creds.user.is_active) {
-        const wait = limiter.fail(body.username, address);
+        const wait = await limiter.fail(body.username, address);
         req.log.info({ event: 'login_failed' }, 'login failed');
         // The progressive delay: the failed answer itself waits, so one-at-a-time guessing slows down.
         await new Promise((resolve) => setTimeout(resolve, wait));
         (ctx.services.metrics as Metrics | undefined)?.logins.inc({ outcome: 'failed' });
         throw new AuthError('ERR_AUTH_INVALID_CREDENTIALS', 'wrong username or password');
       }
-      limiter.succeed(body.username, address);
+      await limiter.succeed(body.username, address);
       const user = creds.user;
       await regenerate(req);
       req.session.userId = user.id;
       req.session.csrfToken = randomToken(32);
-      ctx.db.prepare('UPDATE users SET last_login_at = ? WHERE id = ?').run(nowIso(), user.id);
-      logAction(ctx.db, { event: 'auth.login', actorId: user.id, subjectId: user.id, data: { method: 'password' } });
+      await recordLogin(ctx.database.sql, user.id);
+      await logAction(ctx.database.sql, { event: 'auth.login', actorId: user.id, subjectId: user.id, data: { method: 'password' } });
       req.log.info({ userId: user.id }, 'login');
       (ctx.services.metrics as Metrics | undefined)?.logins.inc({ outcome: 'ok' });
       res.json({ user: userView(user), csrf_token: req.session.csrfToken, next } satisfies LoginResponse);
@@ -102,7 +101,7 @@ export function authRoutes(ctx: WebContext): Router {
     asyncHandler(async (req, res) => {
       const userId = req.session.userId;
       await new Promise<void>((resolve, reject) => req.session.destroy((err) => (err ? reject(err) : resolve())));
-      if (userId) logAction(ctx.db, { event: 'auth.logout', actorId: userId, subjectId: userId });
+      if (userId) await logAction(ctx.database.sql, { event: 'auth.logout', actorId: userId, subjectId: userId });
       res.clearCookie(SESSION_COOKIE, { path: '/' });
       res.status(204).end();
     }),

@@ -1,7 +1,7 @@
 import type { Request, Response, NextFunction, RequestHandler } from 'express';
 import type { Config, Db, Logger, User } from '../core/index.js';
 import { AuthError, AppError } from '../core/index.js';
-import type { SqliteSessionStore } from './session-store.js';
+import type { DbSessionStore } from './session-store.js';
 import type { Database } from '../domain/db/index.js';
 
 declare module 'express-session' {
@@ -41,7 +41,7 @@ export interface WebContext {
   /** The SQLite connection for routes not yet on the data layer. */
   db: Db;
   log: Logger;
-  sessions: SqliteSessionStore;
+  sessions: DbSessionStore;
   services: WebServices;
 }
 

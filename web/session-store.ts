@@ -1,73 +1,74 @@
 import session from 'express-session';
 import type { Db } from '../core/index.js';
+import type { Sql } from '../domain/db/index.js';
+import { deleteUserWebSessions, deleteWebSession, pruneWebSessions, readWebSession, touchWebSession, writeWebSession } from '../domain/web-sessions.js';
 
 const DEFAULT_TTL_MS = 7 * 24 * 3600 * 1000;
 
 /**
- * express-session store in the same SQLite database, so web sessions survive a restart.
- * The user id is kept in its own column so a user's sessions can be ended at once.
+ * express-session store in Airlock's database (SQLite or PostgreSQL, domain/web-sessions.ts), so
+ * login sessions survive a restart and every node of a fleet sees them. The user id is kept in
+ * its own column so a user's sessions can be ended at once.
  */
-export class SqliteSessionStore extends session.Store {
-  readonly #db: Db;
-  constructor(db: Db) {
+export class DbSessionStore extends session.Store {
+  readonly #db: Sql;
+  constructor(db: Sql) {
     super();
     this.#db = db;
   }
 
   override get(sid: string, cb: (err: unknown, s?: session.SessionData | null) => void): void {
-    try {
-      const row = this.#db.prepare('SELECT data, expires_at FROM web_sessions WHERE sid = ?').get(sid) as
-        | { data: string; expires_at: number }
-        | undefined;
-      if (!row || row.expires_at <= Date.now()) return cb(null, null);
-      cb(null, JSON.parse(row.data) as session.SessionData);
-    } catch (err) {
-      cb(err);
-    }
+    readWebSession(this.#db, sid).then(
+      (data) => cb(null, data === undefined ? null : (JSON.parse(data) as session.SessionData)),
+      (err: unknown) => cb(err),
+    );
   }
 
   override set(sid: string, sess: session.SessionData, cb?: (err?: unknown) => void): void {
-    try {
-      const expires = expiry(sess);
-      const userId = (sess as { userId?: number }).userId ?? null;
-      this.#db
-        .prepare(
-          `INSERT INTO web_sessions (sid, user_id, data, expires_at) VALUES (?, ?, ?, ?)
-           ON CONFLICT(sid) DO UPDATE SET user_id = excluded.user_id, data = excluded.data, expires_at = excluded.expires_at`,
-        )
-        .run(sid, userId, JSON.stringify(sess), expires);
-      cb?.();
-    } catch (err) {
-      cb?.(err);
-    }
+    writeWebSession(this.#db, sid, { userId: sess.userId ?? null, data: JSON.stringify(sess), expiresAt: expiry(sess) }).then(
+      () => cb?.(),
+      (err: unknown) => cb?.(err),
+    );
   }
 
   override touch(sid: string, sess: session.SessionData, cb?: (err?: unknown) => void): void {
-    try {
-      this.#db.prepare('UPDATE web_sessions SET expires_at = ? WHERE sid = ?').run(expiry(sess), sid);
-      cb?.();
-    } catch (err) {
-      cb?.(err);
-    }
+    touchWebSession(this.#db, sid, expiry(sess)).then(
+      () => cb?.(),
+      (err: unknown) => cb?.(err),
+    );
   }
 
   override destroy(sid: string, cb?: (err?: unknown) => void): void {
-    try {
-      this.#db.prepare('DELETE FROM web_sessions WHERE sid = ?').run(sid);
-      cb?.();
-    } catch (err) {
-      cb?.(err);
-    }
+    deleteWebSession(this.#db, sid).then(
+      () => cb?.(),
+      (err: unknown) => cb?.(err),
+    );
   }
 
   /** End every web session of a user (deactivation, password change). Returns how many. */
-  destroyUserSessions(userId: number): number {
-    return this.#db.prepare('DELETE FROM web_sessions WHERE user_id = ?').run(userId).changes;
+  destroyUserSessions(userId: number): Promise<number> {
+    return deleteUserWebSessions(this.#db, userId);
   }
 
   /** Remove expired rows. */
-  prune(): number {
-    return this.#db.prepare('DELETE FROM web_sessions WHERE expires_at <= ?').run(Date.now()).changes;
+  prune(): Promise<number> {
+    return pruneWebSessions(this.#db);
+  }
+}
+
+/**
+ * Legacy: ends a user's sessions over the synchronous SQLite connection, for the directory-sync
+ * command until that area is on the data layer (then it takes deleteUserWebSessions in its
+ * transaction and this goes).
+ */
+export class SqliteSessionStore {
+  readonly #db: Db;
+  constructor(db: Db) {
+    this.#db = db;
+  }
+
+  destroyUserSessions(userId: number): number {
+    return this.#db.prepare('DELETE FROM web_sessions WHERE user_id = ?').run(userId).changes;
   }
 }
 

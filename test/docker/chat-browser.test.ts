@@ -10,7 +10,8 @@
  */
 import t from 'tap';
 import type { Page } from 'playwright-core';
-import { AccountStore, Encryptor, createLogger, createUser, hashPassword, loadOrCreateEncryptionKey, queryActionLog, WORKSPACE_SCOPES } from '../../core/index.js';
+import { Encryptor, createLogger, createUser, hashPassword, loadOrCreateEncryptionKey, queryActionLog, WORKSPACE_SCOPES } from '../../core/index.js';
+import { AccountStore } from '../../domain/accounts.js';
 import { serve } from '../../daemon/serve.js';
 import * as google from '../../emulator/google.js';
 import * as openaiModel from '../../emulator/model-openai.js';
@@ -304,7 +305,7 @@ else if (docker) {
       AIRLOCK_GOOGLE_DRIVE_BASE_URL: g.url,
     });
     const user = createUser(d.db, { username: 'frida', email: 'frida@example.test', passwordHash: await hashPassword('frida-password') });
-    new AccountStore(d.db, new Encryptor(loadOrCreateEncryptionKey(d.config.dataDir, d.config.encryptionKey))).connect(user.id, {
+    await new AccountStore(d.database.sql, new Encryptor(loadOrCreateEncryptionKey(d.config.dataDir, d.config.encryptionKey))).connect(user.id, {
       email: 'frida@example.test',
       scopes: [...WORKSPACE_SCOPES],
       accessToken: g.token,

@@ -5,7 +5,8 @@
  */
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
-import { createLogger, AccountStore, Encryptor, loadOrCreateEncryptionKey, createUser, hashPassword, WORKSPACE_SCOPES } from '../../core/index.js';
+import { createLogger, Encryptor, loadOrCreateEncryptionKey, createUser, hashPassword, WORKSPACE_SCOPES } from '../../core/index.js';
+import { AccountStore } from '../../domain/accounts.js';
 import { serve } from '../../daemon/serve.js';
 import { LABEL_USER } from '../../daemon/runtime/session-manager.js';
 import * as google from '../../emulator/google.js';
@@ -91,12 +92,12 @@ if (docker) {
       await d.runtime?.close({ removeContainers: true });
       await d.close();
     });
-    const accounts = new AccountStore(d.db, new Encryptor(loadOrCreateEncryptionKey(dir, config.encryptionKey)));
+    const accounts = new AccountStore(d.database.sql, new Encryptor(loadOrCreateEncryptionKey(dir, config.encryptionKey)));
     const ids: number[] = [];
     for (const u of users) {
       const user = createUser(d.db, { username: u.name, email: `${u.name}@example.test`, passwordHash: await hashPassword(`${u.name}-password`) });
       ids.push(user.id);
-      accounts.connect(user.id, { email: `${u.name}@example.test`, scopes: [...WORKSPACE_SCOPES], accessToken: u.token, expiresAt: Date.now() + 3600_000 });
+      await accounts.connect(user.id, { email: `${u.name}@example.test`, scopes: [...WORKSPACE_SCOPES], accessToken: u.token, expiresAt: Date.now() + 3600_000 });
     }
     const clients = await Promise.all(
       users.map(async (u) => {

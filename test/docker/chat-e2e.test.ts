@@ -4,7 +4,8 @@
  * → egress gateway → Google-shaped and OpenAI-shaped servers on 127.0.0.1.
  */
 import t from 'tap';
-import { createLogger, AccountStore, Encryptor, loadOrCreateEncryptionKey, createUser, hashPassword, WORKSPACE_SCOPES } from '../../core/index.js';
+import { createLogger, Encryptor, loadOrCreateEncryptionKey, createUser, hashPassword, WORKSPACE_SCOPES } from '../../core/index.js';
+import { AccountStore } from '../../domain/accounts.js';
 import { serve } from '../../daemon/serve.js';
 import * as google from '../../emulator/google.js';
 import * as googleOAuth from '../../emulator/google-oauth.js';
@@ -54,13 +55,13 @@ if (docker) {
     const user = createUser(d.db, { username: 'alice', email: 'alice@example.test', passwordHash: await hashPassword('alice-password') });
     // A completed "connect workspace account" (the OAuth flow itself is tested in account.test.ts).
     const connect = () =>
-      new AccountStore(d.db, new Encryptor(loadOrCreateEncryptionKey(dir, config.encryptionKey))).connect(user.id, {
+      new AccountStore(d.database.sql, new Encryptor(loadOrCreateEncryptionKey(dir, config.encryptionKey))).connect(user.id, {
         email: 'alice@example.test',
         scopes: [...WORKSPACE_SCOPES],
         accessToken: g.token,
         expiresAt: Date.now() + 3600_000,
       });
-    if (opts.connected !== false) connect();
+    if (opts.connected !== false) await connect();
     const c = new Client(d.web.url);
     const login = await c.login('alice', 'alice-password');
     if (login.status !== 200) throw new Error(`login failed: ${login.status}`);
@@ -358,7 +359,7 @@ if (docker) {
     t.match(mailTool(first)?.error, NOT_CONNECTED_MESSAGE, 'and tells the user to connect, then start a new chat session');
     const [warm] = d.runtime!.sessions.list().filter((s) => s.sessionId === sessionId);
 
-    connect();
+    await connect();
     const again = await streamTurn(c, { message: ask, session_id: sessionId });
     t.equal(again.events.at(-1).stop_reason, 'end_turn');
     t.equal(mailTool(again)?.ok, false, 'the warm session has no mail route (docs/rules.md#states: proxy not attached)');

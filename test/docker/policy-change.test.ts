@@ -7,13 +7,14 @@
  */
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
-import { AccountStore, createLogger, createUser, Encryptor, silentLogger } from '../../core/index.js';
+import { createLogger, createUser, Encryptor, silentLogger } from '../../core/index.js';
 import type { AgentEvent } from '../../core/sandbox-protocol.js';
 import { OverlayPreparer } from '../../daemon/overlay.js';
 import { SessionManager } from '../../daemon/runtime/session-manager.js';
 import { TokenService } from '../../daemon/tokens.js';
 import { dataDir, dockerOrSkip, ensureTestImage, execIn, runtimeConfig, sweep, uniqueOwner } from './helpers.js';
 import { openDatabase } from '../../domain/db/index.js';
+import { AccountStore } from '../../domain/accounts.js';
 
 const docker = await dockerOrSkip(t as unknown as Parameters<typeof dockerOrSkip>[0]);
 
@@ -24,10 +25,11 @@ if (docker) {
     const owner = uniqueOwner('policy');
     t.teardown(() => sweep(docker, owner));
     const config = runtimeConfig(dataDir(t), image, { AIRLOCK_POOL_SIZE: '0', AIRLOCK_MODEL_PROVIDER: 'demo', AIRLOCK_MODEL: 'demo' });
-    const db = (await openDatabase({ file: ':memory:' })).sqlite!;
+    const database = await openDatabase({ file: ':memory:' });
+    const db = database.sqlite!;
     t.teardown(() => db.close());
     const tokens = new TokenService({
-      store: new AccountStore(db, new Encryptor(randomBytes(32))),
+      store: new AccountStore(database.sql, new Encryptor(randomBytes(32))),
       refresh: async () => {
         throw new Error('no account in this test');
       },

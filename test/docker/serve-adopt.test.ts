@@ -10,7 +10,8 @@ import t from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AccountStore, createLogger, createUser, Encryptor, hashPassword, loadOrCreateEncryptionKey, mintAgentUserToken, WORKSPACE_SCOPES } from '../../core/index.js';
+import { createLogger, createUser, Encryptor, hashPassword, loadOrCreateEncryptionKey, mintAgentUserToken, WORKSPACE_SCOPES } from '../../core/index.js';
+import { AccountStore } from '../../domain/accounts.js';
 import { serve, type RunningDaemon } from '../../daemon/serve.js';
 import * as google from '../../emulator/google.js';
 import * as googleOAuth from '../../emulator/google-oauth.js';
@@ -86,8 +87,8 @@ if (docker) {
     const d1 = await serve(config, { log, runtime: { owner } });
     t.teardown(() => d1.close());
     const user = createUser(d1.db, { username: 'alice', email: 'alice@example.test', passwordHash: await hashPassword('alice-password') });
-    const accountsOf = (d: RunningDaemon) => new AccountStore(d.db, new Encryptor(loadOrCreateEncryptionKey(dir, config.encryptionKey)));
-    accountsOf(d1).connect(user.id, { email: 'alice@example.test', scopes: [...WORKSPACE_SCOPES], accessToken: grant.access_token, refreshToken: grant.refresh_token, expiresAt: Date.now() + 3600_000 });
+    const accountsOf = (d: RunningDaemon) => new AccountStore(d.database.sql, new Encryptor(loadOrCreateEncryptionKey(dir, config.encryptionKey)));
+    await accountsOf(d1).connect(user.id, { email: 'alice@example.test', scopes: [...WORKSPACE_SCOPES], accessToken: grant.access_token, refreshToken: grant.refresh_token, expiresAt: Date.now() + 3600_000 });
     const c1 = new Client(d1.web.url);
     t.equal((await c1.login('alice', 'alice-password')).status, 200);
     const first = await streamTurn(c1, { message: 'chart 1 2 3 and email the chart to x@example.test' });
@@ -118,7 +119,7 @@ if (docker) {
 
     // The access token nears its end: the rotation pass refreshes it and pushes it into the
     // adopted supervisor. From then on the provider accepts only the new token.
-    accountsOf(d2).saveAccess(user.id, grant.access_token, Date.now() + 60_000);
+    await accountsOf(d2).saveAccess(user.id, grant.access_token, Date.now() + 60_000);
     const refreshesBefore = oauth.requests.filter((r) => r.path === '/token' && r.params.grant_type === 'refresh_token').length;
     await d2.tokenService.rotateDue();
     t.equal(oauth.requests.filter((r) => r.path === '/token' && r.params.grant_type === 'refresh_token').length, refreshesBefore + 1, 'one refresh grant');

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { createLogger, createUser, hashPassword, loadConfig, type Config, type Db, type Logger, type User } from '../../core/index.js';
-import { SqliteSessionStore, startWebServer, type WebServer, type WebServices } from '../../web/index.js';
+import { DbSessionStore, startWebServer, type WebServer, type WebServices } from '../../web/index.js';
 import { Client } from './client.js';
 import { openDatabase, type Database } from '../../domain/db/index.js';
 import { createUser as createUserAsync } from '../../domain/users.js';
@@ -51,7 +51,7 @@ export interface TestApp {
   log: Logger;
   logs: LogSink;
   web: WebServer;
-  sessions: SqliteSessionStore;
+  sessions: DbSessionStore;
   client(): Client;
   close(): Promise<void>;
 }
@@ -65,17 +65,22 @@ export interface TestAppOptions {
   databaseUrl?: string;
 }
 
+/** PostgreSQL pass: the database each data folder got, so an app restarted on it finds its data. */
+const urlOfDir = new Map<string, string>();
+
 /** Start the real web app on 127.0.0.1:0 over a real SQLite file; registers teardown. */
 export async function startTestApp(t: { teardown(fn: () => unknown): void }, opts: TestAppOptions = {}): Promise<TestApp> {
   const dataDir = opts.dataDir ?? tempDir(t);
   // On the PostgreSQL pass of `npm test`, a new database on the test cluster (dropped at teardown).
-  const url = opts.databaseUrl ?? (await testDatabaseUrl(t));
+  // The same data folder is the same install: a restarted app finds its database again.
+  const url = opts.databaseUrl ?? urlOfDir.get(dataDir) ?? (await testDatabaseUrl(t));
+  if (url) urlOfDir.set(dataDir, url);
   const config = testConfig(dataDir, { ...(url ? { AIRLOCK_DATABASE_URL: url } : {}), ...opts.env });
   const database = await openDatabase({ url, file: join(dataDir, 'airlock.db') });
   const db = database.sqlite!;
   const logs = opts.logs ?? logSink();
   const log = createLogger({ level: 'debug', destination: logs.stream });
-  const sessions = new SqliteSessionStore(db);
+  const sessions = new DbSessionStore(database.sql);
   // Port 0 unless the test fixed one (SSO tests need the public origin before start).
   const web = await startWebServer({ config, database, db, log, sessions, services: opts.services ?? {} }, config.port, '127.0.0.1');
   let closed = false;

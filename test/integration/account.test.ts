@@ -1,5 +1,8 @@
 import t from 'tap';
-import { AccountStore, createLogger, Encryptor, loadOrCreateEncryptionKey, WORKSPACE_SCOPES } from '../../core/index.js';
+import { createLogger, Encryptor, loadOrCreateEncryptionKey, WORKSPACE_SCOPES } from '../../core/index.js';
+import { AccountStore } from '../../domain/accounts.js';
+import { queryActionLog } from '../../domain/action-log.js';
+import type { Database } from '../../domain/db/index.js';
 import { TokenService } from '../../daemon/tokens.js';
 import { start as startOAuth } from '../../emulator/google-oauth.js';
 import { addUser, startTestApp } from '../helpers/app.js';
@@ -60,15 +63,15 @@ t.test('connect through the provider (code + PKCE, offline), status, disconnect'
   t.same(st.body.scopes, [...WORKSPACE_SCOPES]);
 
   // At rest: ciphertext only; the store decrypts with the data-folder key.
-  const row = app.db.prepare('SELECT * FROM connected_accounts').get() as Record<string, string>;
+  const row = await app.database.sql.selectFrom('connected_accounts').selectAll().executeTakeFirstOrThrow();
   const dump = JSON.stringify(row);
   const [access] = oauth.issued.access;
   const [refresh] = oauth.issued.refresh;
   t.notOk(dump.includes(refresh), 'refresh token not stored in clear');
   t.notOk(dump.includes(access), 'access token not stored in clear');
   t.match(row.refresh_token_enc, /^v1\./);
-  const store = new AccountStore(app.db, new Encryptor(loadOrCreateEncryptionKey(app.config.dataDir, app.config.encryptionKey)));
-  t.equal(store.tokens(1)!.refreshToken, refresh);
+  const store = new AccountStore(app.database.sql, new Encryptor(loadOrCreateEncryptionKey(app.config.dataDir, app.config.encryptionKey)));
+  t.equal((await store.tokens(1))!.refreshToken, refresh);
   for (const secret of [access, refresh, tokenCall.params.code_verifier, tokenCall.params.code, oauth.options.clientSecret!]) {
     t.notOk(app.logs.text().includes(secret), 'no token, code or secret in logs');
     t.notOk(JSON.stringify(st.body).includes(secret), 'no token in the status');
@@ -86,14 +89,14 @@ t.test('connect through the provider (code + PKCE, offline), status, disconnect'
   const revokeCall = oauth.requests.find((r) => r.path === '/revoke')!;
   t.same(Object.keys(revokeCall.params), ['token'], 'Google\'s shape: form token=');
   t.same((await c.json('GET', '/api/account')).body, { connected: false });
-  t.equal((app.db.prepare('SELECT COUNT(*) AS n FROM connected_accounts').get() as { n: number }).n, 0);
+  t.equal(await accountRows(app.database), 0);
   const refreshAfter = await fetch(oauth.tokenUrl, {
     method: 'POST',
     body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refresh, client_id: oauth.options.clientId!, client_secret: oauth.options.clientSecret! }),
   });
   t.equal(refreshAfter.status, 400, 'the revoked refresh token no longer works at the provider');
-  const logged = app.db.prepare("SELECT severity, data FROM action_log WHERE event = 'account.disconnected'").get() as { severity: string; data: string };
-  t.same({ severity: logged.severity, data: JSON.parse(logged.data) }, { severity: 'info', data: { revoked_at_provider: true } });
+  const [logged] = await queryActionLog(app.database.sql, { event: 'account.disconnected' });
+  t.same({ severity: logged.severity, data: logged.data }, { severity: 'info', data: { revoked_at_provider: true } });
   for (const secret of [access, refresh]) t.notOk(app.logs.text().includes(secret), 'no token in the logs at disconnect');
   // A second disconnect: nothing to forget, nothing to revoke.
   t.same((await c.json('DELETE', '/api/account')).body, { connected: false, revoked_at_provider: null });
@@ -112,7 +115,7 @@ t.test('connecting again: the same account pushes its new token into warm sandbo
     rotate: (sid, toks) => void pushed.push([sid, toks]),
   });
   const { oauth, app, c } = await setup(t, { tokenService, sandboxes: { killForUser: (id: number, why?: string) => void killed.push([id, why]) } });
-  storeRef.store = new AccountStore(app.db, new Encryptor(loadOrCreateEncryptionKey(app.config.dataDir, app.config.encryptionKey)));
+  storeRef.store = new AccountStore(app.database.sql, new Encryptor(loadOrCreateEncryptionKey(app.config.dataDir, app.config.encryptionKey)));
   const connect = async () => {
     const start = await c.json('POST', '/api/account/connect', {});
     const consent = await fetch(start.body.authorization_url, { redirect: 'manual' });
@@ -148,9 +151,9 @@ t.test('disconnect when the provider cannot revoke: the record still goes, the a
   t.equal(del.status, 200);
   t.same(del.body, { connected: false, revoked_at_provider: false });
   t.same(oauth.revoked, []);
-  t.equal((app.db.prepare('SELECT COUNT(*) AS n FROM connected_accounts').get() as { n: number }).n, 0, 'Airlock forgot the tokens anyway');
-  const logged = app.db.prepare("SELECT severity, data FROM action_log WHERE event = 'account.disconnected'").get() as { severity: string; data: string };
-  t.same({ severity: logged.severity, data: JSON.parse(logged.data) }, { severity: 'warning', data: { revoked_at_provider: false, reason: 'backend_error' } });
+  t.equal(await accountRows(app.database), 0, 'Airlock forgot the tokens anyway');
+  const [logged] = await queryActionLog(app.database.sql, { event: 'account.disconnected' });
+  t.same({ severity: logged.severity, data: logged.data }, { severity: 'warning', data: { revoked_at_provider: false, reason: 'backend_error' } });
 });
 
 t.test('refusals: anonymous, forged state, another user\'s state, CSRF', async (t) => {
@@ -190,3 +193,8 @@ t.test('connect without a configured client → 503 ERR_ACCOUNT_NOT_CONFIGURED',
   t.equal(r.status, 503);
   t.equal(r.body.error.code, 'ERR_ACCOUNT_NOT_CONFIGURED');
 });
+
+async function accountRows(database: Database): Promise<number> {
+  const r = await database.sql.selectFrom('connected_accounts').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  return Number(r.n);
+}

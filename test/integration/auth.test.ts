@@ -73,7 +73,7 @@ t.test('CSRF: missing or wrong token is 403 on every unsafe method', async (t) =
 t.test('session survives a restart on the same database; logout ends it', async (t) => {
   const dataDir = tempDir(t);
   const app1 = await startTestApp(t, { dataDir });
-  await addUser(app1.db, 'dave', PASSWORD);
+  await addUser(app1.database, 'dave', PASSWORD);
   const c = app1.client();
   t.equal((await c.login('dave', PASSWORD)).status, 200);
   await app1.close();
@@ -133,7 +133,8 @@ t.test('no password hash or secret in any response or log line', async (t) => {
   const logs = logSink();
   const app = await startTestApp(t, { logs });
   await addUser(app.database, 'frank', PASSWORD);
-  const hash = (app.db.prepare('SELECT password_hash FROM users WHERE username = ?').get('frank') as { password_hash: string }).password_hash;
+  const { password_hash: hash } = await app.database.sql.selectFrom('users').select('password_hash').where('username', '=', 'frank').executeTakeFirstOrThrow();
+  if (!hash) throw new Error('frank has a password');
   const c = app.client();
   const bodies: string[] = [];
   const rec = async (p: Promise<{ body: unknown }>) => bodies.push(JSON.stringify((await p).body));

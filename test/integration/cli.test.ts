@@ -6,10 +6,12 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { getCredentials, verifyPassword } from '../../core/index.js';
+import { verifyPassword } from '../../core/index.js';
+import { getCredentials } from '../../domain/users.js';
 import { tempDir } from '../helpers/app.js';
 import { ROOT } from '../docker/helpers.js';
 import { openDatabase } from '../../domain/db/index.js';
+import { testDatabaseUrl } from '../helpers/db.js';
 
 const CLI = join(ROOT, 'dist', 'daemon', 'main.js');
 const SECRETS = { AGENT_USER_TOKEN_SECRET: 'cli-test-agent-user-token-secret', MCP_INTERNAL_SECRET: 'cli-test-mcp-internal-secret-012' };
@@ -62,19 +64,22 @@ t.test('serve with a bad and missing configuration exits 1 listing every problem
 t.test('create-superuser reads the password from stdin, never echoes it', async (t) => {
   const dir = tempDir(t);
   const password = 'cli-superuser-password-42';
-  const r = await cli(['create-superuser', '--username', 'root', '--email', 'root@example.test'], { AIRLOCK_DATA_DIR: dir }, { input: `${password}\n` });
+  // On the PostgreSQL pass the command writes to the test database the URL names.
+  const url = await testDatabaseUrl(t);
+  const env = { AIRLOCK_DATA_DIR: dir, ...(url ? { AIRLOCK_DATABASE_URL: url } : {}) };
+  const r = await cli(['create-superuser', '--username', 'root', '--email', 'root@example.test'], env, { input: `${password}\n` });
   t.equal(r.code, 0, r.stderr);
   t.match(r.stdout, /created superuser root/);
   t.notOk((r.stdout + r.stderr).includes(password), 'the password is not printed');
-  const db = (await openDatabase({ file: join(dir, 'airlock.db') })).sqlite!;
-  t.teardown(() => db.close());
-  const creds = getCredentials(db, 'root')!;
+  const database = await openDatabase({ url, file: join(dir, 'airlock.db') });
+  t.teardown(() => database.close());
+  const creds = (await getCredentials(database.sql, 'root'))!;
   t.equal(creds.user.is_superuser, true);
   t.ok(await verifyPassword(password, creds.passwordHash!), 'the stored hash verifies the password');
-  const again = await cli(['create-superuser', '--username', 'root', '--email', 'root@example.test'], { AIRLOCK_DATA_DIR: dir }, { input: `${password}\n` });
+  const again = await cli(['create-superuser', '--username', 'ROOT', '--email', 'root@example.test'], env, { input: `${password}\n` });
   t.equal(again.code, 1);
   t.match(again.stderr, /ERR_USER_EXISTS/);
-  const short = await cli(['create-superuser', '--username', 'x', '--email', 'x@example.test'], { AIRLOCK_DATA_DIR: dir }, { input: 'short\n' });
+  const short = await cli(['create-superuser', '--username', 'x', '--email', 'x@example.test'], env, { input: 'short\n' });
   t.equal(short.code, 1);
   t.match(short.stderr, /at least 8 characters/);
 });

@@ -177,7 +177,7 @@ t.test('finding 4: progressive delay per username + address; the state lives in 
   // Guesses in parallel do not share one delay: the pair is refused until its delay has passed.
   const burst = await Promise.all([0, 1, 2].map(() => c.json('POST', '/api/auth/login', { username: 'erin', password: 'bad-password' })));
   t.ok(burst.some((r) => r.status === 429), `parallel guesses are refused (${burst.map((r) => r.status).join(', ')})`);
-  const rows = (app.db.prepare('SELECT COUNT(*) AS n FROM login_failures').get() as { n: number }).n;
+  const rows = Number((await app.database.sql.selectFrom('login_failures').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
   t.ok(rows >= 5, `${rows} failures stored in the database`);
   await app.close();
   const again = await startTestApp(t, { dataDir, env: { AIRLOCK_LOGIN_MAX_FAILURES: '3' } });

@@ -1,7 +1,8 @@
 import t from 'tap';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { AccountStore, createLogger, Encryptor, Secret, tokenRequest, type Db, type ProfileRoute } from '../../core/index.js';
+import { createLogger, Encryptor, Secret, tokenRequest, type ProfileRoute } from '../../core/index.js';
+import { AccountStore } from '../../domain/accounts.js';
 import { buildProfile, OverlayPreparer, ROUTE_ENV, writeProfile } from '../../daemon/overlay.js';
 import { TokenService } from '../../daemon/tokens.js';
 import { start as startOAuth, type GoogleOAuth } from '../../emulator/google-oauth.js';
@@ -9,7 +10,7 @@ import { startCredentialProxy } from '../../proxy/index.js';
 import { EgressGatewayService } from '../../daemon/egress.js';
 import { start as startUpstream } from '../../emulator/fake-upstream.js';
 import { addUser, logSink, tempDir, testConfig } from '../helpers/app.js';
-import { openDatabase } from '../../domain/db/index.js';
+import { openTestDatabase } from '../helpers/db.js';
 
 const T0 = Date.UTC(2026, 10, 22, 12, 0, 0);
 
@@ -17,9 +18,9 @@ const T0 = Date.UTC(2026, 10, 22, 12, 0, 0);
 async function rig(t: { teardown(fn: () => unknown): void }, opts: { failRefresh?: boolean } = {}) {
   const oauth: GoogleOAuth = await startOAuth(opts);
   t.teardown(() => oauth.close());
-  const db: Db = (await openDatabase({ file: ':memory:' })).sqlite!;
-  t.teardown(() => db.close());
-  const user = await addUser(db, 'alice', 'pw-pw-pw-pw');
+  const database = await openTestDatabase(t, tempDir(t));
+  const db = database.sql;
+  const user = await addUser(database, 'alice', 'pw-pw-pw-pw');
   const store = new AccountStore(db, new Encryptor(Buffer.alloc(32, 7)));
   // Obtain a real grant from the emulator (authorize → code → token).
   const verifier = 'v'.repeat(50);
@@ -30,7 +31,7 @@ async function rig(t: { teardown(fn: () => unknown): void }, opts: { failRefresh
   const cfg = { tokenUrl: oauth.tokenUrl, clientId: oauth.options.clientId, clientSecret: new Secret(oauth.options.clientSecret!) };
   const grant = await tokenRequest(cfg, { grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: 'http://127.0.0.1/cb' });
   let now = T0;
-  store.connect(user.id, { scopes: ['a', 'b'], accessToken: grant.access_token, expiresAt: now + 3600_000, refreshToken: grant.refresh_token });
+  await store.connect(user.id, { scopes: ['a', 'b'], accessToken: grant.access_token, expiresAt: now + 3600_000, refreshToken: grant.refresh_token });
   const logs = logSink();
   const log = createLogger({ level: 'debug', destination: logs.stream });
   const tokens = new TokenService({
@@ -42,7 +43,7 @@ async function rig(t: { teardown(fn: () => unknown): void }, opts: { failRefresh
   const refreshCalls = () => oauth.requests.filter((r) => r.path === '/token' && r.params.grant_type === 'refresh_token').length;
   return {
     oauth, db, user, store, tokens, logs, grant, refreshCalls,
-    setExpiryIn: (s: number) => store.saveAccess(user.id, store.tokens(user.id)!.accessToken!, now + s * 1000),
+    setExpiryIn: async (s: number) => store.saveAccess(user.id, (await store.tokens(user.id))!.accessToken!, now + s * 1000),
     advance: (ms: number) => (now += ms),
     now: () => now,
   };
@@ -50,20 +51,20 @@ async function rig(t: { teardown(fn: () => unknown): void }, opts: { failRefresh
 
 t.test('refresh window: 59 s left → refreshed, 61 s left → reused, 60 s → refreshed', async (t) => {
   const r = await rig(t);
-  r.setExpiryIn(61);
+  await r.setExpiryIn(61);
   const reused = await r.tokens.getAccessToken(r.user.id);
   t.equal(reused!.accessToken, r.grant.access_token, 'cached token reused');
   t.equal(r.refreshCalls(), 0);
 
-  r.setExpiryIn(59);
+  await r.setExpiryIn(59);
   const fresh = await r.tokens.getAccessToken(r.user.id);
   t.not(fresh!.accessToken, r.grant.access_token, 'a new token');
   t.equal(fresh!.accessToken, r.oauth.issued.access.at(-1));
   t.equal(fresh!.expiresAt, r.now() + 3599_000, 'expiry from expires_in on the injected clock');
   t.equal(r.refreshCalls(), 1);
-  t.equal(r.store.tokens(r.user.id)!.accessToken, fresh!.accessToken, 'cached for the next session');
+  t.equal((await r.store.tokens(r.user.id))!.accessToken, fresh!.accessToken, 'cached for the next session');
 
-  r.setExpiryIn(60);
+  await r.setExpiryIn(60);
   await r.tokens.getAccessToken(r.user.id);
   t.equal(r.refreshCalls(), 2, 'exactly 60 s left counts as within the window');
   t.notOk(r.logs.text().includes(fresh!.accessToken), 'no token in logs');
@@ -72,7 +73,7 @@ t.test('refresh window: 59 s left → refreshed, 61 s left → reused, 60 s → 
 
 t.test('concurrent session starts cause one refresh', async (t) => {
   const r = await rig(t);
-  r.setExpiryIn(10);
+  await r.setExpiryIn(10);
   const got = await Promise.all(Array.from({ length: 12 }, () => r.tokens.getAccessToken(r.user.id)));
   t.equal(r.refreshCalls(), 1, 'one refresh grant at the provider');
   t.equal(new Set(got.map((g) => g!.accessToken)).size, 1, 'every caller got the same token');
@@ -81,13 +82,13 @@ t.test('concurrent session starts cause one refresh', async (t) => {
 t.test('no account → null; failed refresh → ERR_ACCOUNT_REFRESH', async (t) => {
   const r = await rig(t, { failRefresh: true });
   t.equal(await r.tokens.getAccessToken(9999), null);
-  r.setExpiryIn(5);
+  await r.setExpiryIn(5);
   await t.rejects(r.tokens.getAccessToken(r.user.id), { code: 'ERR_ACCOUNT_REFRESH' });
 });
 
 t.test('overlay: a failed refresh leaves the account routes out (tools then ask to connect)', async (t) => {
   const r = await rig(t, { failRefresh: true });
-  r.setExpiryIn(30);
+  await r.setExpiryIn(30);
   const preparer = new OverlayPreparer({ config: testConfig(tempDir(t)), tokens: r.tokens, log: createLogger({ level: 'silent' }) });
   const prep = await preparer.prepare({ userId: r.user.id, sessionId: 's-fail', proxyPort: 8700 });
   t.same(prep.routes, []);
@@ -158,7 +159,7 @@ t.test('a rotation pass whose refresh fails pushes nothing and tries again on th
   const pushed: Array<[string, Record<string, string>]> = [];
   r.tokens.setRotate((sid, toks) => void pushed.push([sid, toks]));
   r.tokens.track('warm-1', r.user.id, ['MAIL_ACCESS_TOKEN']);
-  const before = r.store.tokens(r.user.id)!.accessToken;
+  const before = (await r.store.tokens(r.user.id))!.accessToken;
 
   // The token is due, and the provider refuses the refresh (e.g. briefly down, or consent pulled).
   r.advance(58 * 60_000);
@@ -166,7 +167,7 @@ t.test('a rotation pass whose refresh fails pushes nothing and tries again on th
   await r.tokens.rotateDue();
   t.equal(r.refreshCalls(), 1, 'the pass tried');
   t.same(pushed, [], 'nothing pushed: the session keeps its old token (upstream 401s become tool errors)');
-  t.equal(r.store.tokens(r.user.id)!.accessToken, before, 'the cached token is unchanged');
+  t.equal((await r.store.tokens(r.user.id))!.accessToken, before, 'the cached token is unchanged');
   t.same(r.tokens.tracked(), ['warm-1'], 'the session is still rotated');
   t.match(r.logs.text(), /"code":"ERR_[A-Z_]+"[^\n]*"msg":"access token refresh failed"/, 'the failure is logged with its code');
   t.notOk(r.logs.text().includes(r.grant.refresh_token!), 'the refresh token is not logged');
@@ -178,7 +179,7 @@ t.test('a rotation pass whose refresh fails pushes nothing and tries again on th
   t.equal(r.refreshCalls(), 2);
   const fresh = r.oauth.issued.access.at(-1)!;
   t.same(pushed, [['warm-1', { MAIL_ACCESS_TOKEN: fresh }]], 'the next pass delivers the new token');
-  t.equal(r.store.tokens(r.user.id)!.accessToken, fresh);
+  t.equal((await r.store.tokens(r.user.id))!.accessToken, fresh);
 });
 
 t.test('a refresh at a new session start reaches the older warm sessions of the account', async (t) => {
@@ -244,7 +245,7 @@ t.test('overlay: profile.json holds no secret value and no route whose token is 
   t.not(again.placeholders.MAIL_API_KEY, full.placeholders.MAIL_API_KEY, 'placeholders are minted per session');
 
   // No connected account and the demo model: no mail/sheets/search/model routes and no such tokens.
-  r.store.disconnect(r.user.id);
+  await r.store.disconnect(r.user.id);
   const bare = await make({}).prepare({ userId: r.user.id, sessionId: 's-bare', proxyPort: 8700 });
   writeFor('s-bare', bare.routes);
   t.same(bare.routes.map((x) => x.name), ['host']);

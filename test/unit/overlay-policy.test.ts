@@ -1,17 +1,19 @@
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
-import { AccountStore, createUser, Encryptor, loadConfig, silentLogger } from '../../core/index.js';
+import { createUser, Encryptor, loadConfig, silentLogger } from '../../core/index.js';
 import { OverlayPreparer } from '../../daemon/overlay.js';
 import { TokenService } from '../../daemon/tokens.js';
 import { openDatabase } from '../../domain/db/index.js';
+import { AccountStore } from '../../domain/accounts.js';
 
 /** The session start applies the user's agent policy: tools not allowed are not loaded, a forbidden model is refused. */
 t.test('agent policy at session start', async (t) => {
-  const db = (await openDatabase({ file: ':memory:' })).sqlite!;
+  const database = await openDatabase({ file: ':memory:' });
+  const db = database.sqlite!;
   t.teardown(() => db.close());
   const config = loadConfig({ AIRLOCK_MODEL_PROVIDER: 'demo', AIRLOCK_MODEL: 'demo' });
   const tokens = new TokenService({
-    store: new AccountStore(db, new Encryptor(randomBytes(32))),
+    store: new AccountStore(database.sql, new Encryptor(randomBytes(32))),
     refresh: async () => {
       throw new Error('no refresh in this test');
     },
@@ -37,10 +39,11 @@ t.test('agent policy at session start', async (t) => {
 });
 
 t.test('MAIL_FROM: the connected account address, only when connected and only a plain address', async (t) => {
-  const db = (await openDatabase({ file: ':memory:' })).sqlite!;
+  const database = await openDatabase({ file: ':memory:' });
+  const db = database.sqlite!;
   t.teardown(() => db.close());
   const config = loadConfig({ AIRLOCK_MODEL_PROVIDER: 'demo', AIRLOCK_MODEL: 'demo' });
-  const store = new AccountStore(db, new Encryptor(randomBytes(32)));
+  const store = new AccountStore(database.sql, new Encryptor(randomBytes(32)));
   const tokens = new TokenService({ store, refresh: async () => Promise.reject(new Error('no refresh')), log: silentLogger() });
   t.teardown(() => tokens.close());
   const emails: Record<number, string> = {};
@@ -48,7 +51,7 @@ t.test('MAIL_FROM: the connected account address, only when connected and only a
   const a = createUser(db, { username: 'a', email: 'a@x.test' });
   const b = createUser(db, { username: 'b', email: 'b@x.test' });
   const c = createUser(db, { username: 'c', email: 'c@x.test' });
-  for (const u of [a, b]) store.connect(u.id, { email: null, scopes: [], accessToken: `tok-${u.id}`, expiresAt: Date.now() + 3600_000 });
+  for (const u of [a, b]) await store.connect(u.id, { email: null, scopes: [], accessToken: `tok-${u.id}`, expiresAt: Date.now() + 3600_000 });
   emails[a.id] = 'alice@example.test';
   emails[b.id] = 'Evil <x@y>\r\nBcc: all@example.test';
   emails[c.id] = 'carol@example.test';
