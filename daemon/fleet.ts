@@ -2,8 +2,9 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AppError, appErrorFromPeer, signNodeRequest, type Config, type Logger, type TurnRequest, type TurnResult, type TurnRunner } from '../core/index.js';
-import type { Database } from '../domain/db/index.js';
-import { heartbeat, leaveFleet, listNodes, markLostSandboxes, ownSandbox, registerNode, releaseSandbox, sandboxOf } from '../domain/fleet.js';
+import type { Database, Sql } from '../domain/db/index.js';
+import type { RefreshLease } from './tokens.js';
+import { acquireLease, heartbeat, leaveFleet, listNodes, releaseLease, markLostSandboxes, ownSandbox, registerNode, releaseSandbox, sandboxOf } from '../domain/fleet.js';
 import { LOST_NOTICE } from './runtime/session-manager.js';
 
 /** This program's version (package.json), as nodes report it in `airlock nodes ls`. */
@@ -147,4 +148,15 @@ export async function nodeRequest(config: Readonly<Config>, nodeUrl: string, met
     throw new AppError('ERR_NODE_UNREACHABLE', `node at ${nodeUrl} answered ${res.status}`, { status: 503 });
   }
   return parsed?.result;
+}
+
+/** How long a node may hold an account's refresh lease (a refresh grant takes well under this). */
+const REFRESH_LEASE_MS = 30_000;
+
+/** The token service's fleet-wide single flight: one node refreshes an account at a time. */
+export function refreshLease(db: Sql, nodeId: string): RefreshLease {
+  return {
+    acquire: (userId) => acquireLease(db, `token-refresh:${userId}`, nodeId, REFRESH_LEASE_MS),
+    release: (userId) => releaseLease(db, `token-refresh:${userId}`, nodeId),
+  };
 }

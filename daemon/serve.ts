@@ -9,7 +9,7 @@ import { startRuntime, type Runtime, type SessionHooks } from './runtime/index.j
 import { EgressGatewayService } from './egress.js';
 import { OverlayPreparer } from './overlay.js';
 import { TokenService } from './tokens.js';
-import { FleetMember, FleetSessions } from './fleet.js';
+import { FleetMember, FleetSessions, refreshLease } from './fleet.js';
 import { AccountStore, getUserById } from '../domain/index.js';
 
 export interface RunningDaemon extends DaemonBase {
@@ -67,6 +67,7 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
     refresh: (refreshToken) => tokenRequest({ tokenUrl: g.tokenUrl, clientId: g.clientId, clientSecret: g.clientSecret }, { grant_type: 'refresh_token', refresh_token: refreshToken }),
     log: base.log.child({ area: 'tokens' }),
     metrics,
+    lease: refreshLease(base.database.sql, config.node.id),
   });
   tokenService.start();
   const egressGateway = new EgressGatewayService({ log: base.log, metrics });

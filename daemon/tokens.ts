@@ -30,7 +30,21 @@ export interface TokenServiceOptions {
   rotate?: RotateFn;
   /** Counts refreshes by outcome (airlock_token_refreshes_total). */
   metrics?: Metrics;
+  /**
+   * Fleet-wide single flight (domain/fleet.ts leases): a refresh of an account is done by one
+   * node at a time; another node that needs it meanwhile waits for the token that node saves.
+   */
+  lease?: RefreshLease;
 }
+
+export interface RefreshLease {
+  /** Take the account's refresh lease; false while another node holds it. */
+  acquire(userId: number): Promise<boolean>;
+  release(userId: number): Promise<void>;
+}
+
+/** How long a node waits for another node's refresh of the same account before it tries itself. */
+const FOREIGN_REFRESH_WAIT_MS = 10_000;
 
 export interface AccessToken {
   accessToken: string;
@@ -84,29 +98,58 @@ export class TokenService {
     const running = this.#inflight.get(userId);
     if (running) return running;
     const p = (async () => {
-      const t = await this.#o.store.tokens(userId);
-      if (!t?.refreshToken) throw new AppError('ERR_ACCOUNT_NOT_CONNECTED', 'no connected account', { status: 409 });
-      this.refreshCount++;
-      let r: TokenResponse;
-      try {
-        r = await this.#o.refresh(t.refreshToken);
-      } catch (err) {
-        this.#o.log.warn({ userId, code: (err as AppError).code }, 'access token refresh failed');
-        this.#o.metrics?.tokenRefreshes.inc({ outcome: 'failed' });
-        throw new AppError('ERR_ACCOUNT_REFRESH', 'could not refresh the workspace access token', { status: 502, retryable: true, cause: err });
+      const lease = this.#o.lease;
+      if (!lease) return this.#refreshNow(userId);
+      const before = await this.#o.store.tokens(userId);
+      const until = this.#clock() + FOREIGN_REFRESH_WAIT_MS;
+      for (;;) {
+        if (await lease.acquire(userId)) {
+          try {
+            // Another node may have refreshed while this one waited: use its token.
+            const now = await this.#o.store.tokens(userId);
+            if (now?.accessToken && now.accessExpiresAt !== undefined && now.accessExpiresAt !== before?.accessExpiresAt && now.accessExpiresAt - this.#clock() > this.windowMs) {
+              await this.pushToUser(userId, now.accessToken);
+              return { accessToken: now.accessToken, expiresAt: now.accessExpiresAt };
+            }
+            return await this.#refreshNow(userId);
+          } finally {
+            await lease.release(userId).catch(() => undefined);
+          }
+        }
+        if (this.#clock() > until) return this.#refreshNow(userId);
+        await new Promise((r) => setTimeout(r, 200));
       }
-      const expiresAt = this.#clock() + r.expires_in * 1000;
-      await this.#o.store.saveAccess(userId, r.access_token, expiresAt, r.refresh_token);
-      this.#o.log.info({ userId, expiresInS: r.expires_in }, 'access token refreshed');
-      this.#o.metrics?.tokenRefreshes.inc({ outcome: 'ok' });
-      // Whoever asked (a rotation pass or a session start), every warm session of this account
-      // gets the new value: after a failed rotation pass, the next successful refresh, often a
-      // new session's start, repairs the older sessions too.
-      await this.pushToUser(userId, r.access_token);
-      return { accessToken: r.access_token, expiresAt };
     })().finally(() => this.#inflight.delete(userId));
     this.#inflight.set(userId, p);
     return p;
+  }
+
+  private get windowMs(): number {
+    return (this.#o.windowS ?? TOKEN_REFRESH_WINDOW_S) * 1000;
+  }
+
+  /** One refresh_token grant, saved and pushed to the account's warm sessions. */
+  async #refreshNow(userId: number): Promise<AccessToken> {
+    const t = await this.#o.store.tokens(userId);
+    if (!t?.refreshToken) throw new AppError('ERR_ACCOUNT_NOT_CONNECTED', 'no connected account', { status: 409 });
+    this.refreshCount++;
+    let r: TokenResponse;
+    try {
+      r = await this.#o.refresh(t.refreshToken);
+    } catch (err) {
+      this.#o.log.warn({ userId, code: (err as AppError).code }, 'access token refresh failed');
+      this.#o.metrics?.tokenRefreshes.inc({ outcome: 'failed' });
+      throw new AppError('ERR_ACCOUNT_REFRESH', 'could not refresh the workspace access token', { status: 502, retryable: true, cause: err });
+    }
+    const expiresAt = this.#clock() + r.expires_in * 1000;
+    await this.#o.store.saveAccess(userId, r.access_token, expiresAt, r.refresh_token);
+    this.#o.log.info({ userId, expiresInS: r.expires_in }, 'access token refreshed');
+    this.#o.metrics?.tokenRefreshes.inc({ outcome: 'ok' });
+    // Whoever asked (a rotation pass or a session start), every warm session of this account
+    // gets the new value: after a failed rotation pass, the next successful refresh, often a
+    // new session's start, repairs the older sessions too.
+    await this.pushToUser(userId, r.access_token);
+    return { accessToken: r.access_token, expiresAt };
   }
 
   /**

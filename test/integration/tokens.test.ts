@@ -5,6 +5,7 @@ import { createLogger, Encryptor, Secret, tokenRequest, type ProfileRoute } from
 import { AccountStore } from '../../domain/accounts.js';
 import { buildProfile, OverlayPreparer, ROUTE_ENV, writeProfile } from '../../daemon/overlay.js';
 import { TokenService } from '../../daemon/tokens.js';
+import { refreshLease } from '../../daemon/fleet.js';
 import { start as startOAuth, type GoogleOAuth } from '../../emulator/google-oauth.js';
 import { startCredentialProxy } from '../../proxy/index.js';
 import { EgressGatewayService } from '../../daemon/egress.js';
@@ -77,6 +78,26 @@ t.test('concurrent session starts cause one refresh', async (t) => {
   const got = await Promise.all(Array.from({ length: 12 }, () => r.tokens.getAccessToken(r.user.id)));
   t.equal(r.refreshCalls(), 1, 'one refresh grant at the provider');
   t.equal(new Set(got.map((g) => g!.accessToken)).size, 1, 'every caller got the same token');
+});
+
+t.test('two nodes of a fleet refreshing one account at once send one refresh grant (a lease in the database)', async (t) => {
+  const r = await rig(t);
+  await r.setExpiryIn(10);
+  const node = (id: string) =>
+    new TokenService({
+      store: r.store,
+      refresh: (rt) => tokenRequest({ tokenUrl: r.oauth.tokenUrl, clientId: r.oauth.options.clientId, clientSecret: new Secret(r.oauth.options.clientSecret!) }, { grant_type: 'refresh_token', refresh_token: rt }),
+      log: createLogger({ level: 'silent' }),
+      clock: r.now,
+      lease: refreshLease(r.db, id),
+    });
+  const [a, b] = [node('node-a'), node('node-b')];
+  const [ta, tb] = await Promise.all([a.getAccessToken(r.user.id), b.getAccessToken(r.user.id)]);
+  t.equal(r.refreshCalls(), 1, 'one grant for the fleet');
+  t.equal(ta!.accessToken, tb!.accessToken, 'both nodes use the one new token');
+  t.not(ta!.accessToken, r.grant.access_token);
+  const left = await r.db.selectFrom('leases').selectAll().execute();
+  t.same(left, [], 'the lease is released');
 });
 
 t.test('no account → null; failed refresh → ERR_ACCOUNT_REFRESH', async (t) => {
