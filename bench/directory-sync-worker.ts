@@ -60,9 +60,10 @@ async function work(task: WorkerTask): Promise<WorkerResult> {
     MCP_INTERNAL_SECRET: 'bench-secret-0123456789',
     AGENT_USER_TOKEN_SECRET: 'bench-secret-0123456789',
   });
-  const db = (await openDatabase({ file: join(task.dataDir, 'airlock.db') })).sqlite!;
+  const database = await openDatabase({ file: join(task.dataDir, 'airlock.db') });
+  const db = database.sql;
   try {
-    const { job } = createOrGetRunningJob(db, task.connectionId, 'manual', null);
+    const { job } = await createOrGetRunningJob(db, task.connectionId, 'manual', null);
     let peakFetch: number | undefined;
     const done = await runDirectorySync({ config, db, log: silentLogger() }, job.id, (phase) => {
       if (phase === 'apply' && peakFetch === undefined) peakFetch = maxRssMb();
@@ -77,7 +78,7 @@ async function work(task: WorkerTask): Promise<WorkerResult> {
       error: done.error ?? undefined,
     };
   } finally {
-    db.close();
+    await database.close();
   }
 }
 

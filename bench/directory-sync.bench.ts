@@ -46,12 +46,12 @@ export async function run(): Promise<BenchResult> {
     MCP_INTERNAL_SECRET: 'bench-secret-0123456789',
     AGENT_USER_TOKEN_SECRET: 'bench-secret-0123456789',
   });
-  const db = (await openDatabase({ file: join(dir, 'airlock.db') })).sqlite!;
-  const conn = saveConnection(db, identityEncryptor(config), {
+  const database = await openDatabase({ file: join(dir, 'airlock.db') });
+  const conn = await saveConnection(database.sql, identityEncryptor(config), {
     provider: 'google', issuer: 'https://accounts.google.com', client_id: 'bench',
     service_account_json: JSON.stringify(emu.serviceAccount), delegated_admin_email: `admin@${emu.domain}`,
   });
-  db.close();
+  await database.close();
   const task = (p: WorkerTask['phase']): WorkerTask => ({
     phase: p, dataDir: dir, directoryUrl: emu.url, tokenUrl: emu.tokenUrl,
     serviceAccount: emu.serviceAccount, adminEmail: `admin@${emu.domain}`, connectionId: conn.id,

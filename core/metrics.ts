@@ -6,8 +6,11 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
  */
 export function createMetrics(opts: { defaultMetrics?: boolean; node?: string } = {}) {
   const registry = new Registry();
-  // In a fleet every series says which node it comes from.
-  if (opts.node) registry.setDefaultLabels({ node: opts.node });
+  // Which node of the fleet this is: an info series (the scraper adds its own target labels to
+  // every series; a node label on each of ours would only duplicate that and break selectors).
+  if (opts.node) {
+    new Gauge({ name: 'airlock_node_info', help: 'This node of the fleet (value 1): its AIRLOCK_NODE_ID.', labelNames: ['node'] as const, registers: [registry] }).set({ node: opts.node }, 1);
+  }
   if (opts.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'airlock_process_' });
   const m = {
     registry,

@@ -341,8 +341,8 @@ export async function startDemo(opts: DemoOptions = {}): Promise<Demo> {
       is_active: true,
     };
     const enc = identityEncryptor(config);
-    const existing = getConnectionByProvider(daemon.db, 'google');
-    saveConnection(daemon.db, enc, existing ? conn : { provider: 'google', ...conn }, existing?.id);
+    const existing = await getConnectionByProvider(daemon.database.sql, 'google');
+    await saveConnection(daemon.database.sql, enc, existing ? conn : { provider: 'google', ...conn }, existing?.id);
 
     const url = config.publicOrigin;
     const mailboxUrl = `${google.url}/mailbox`;

@@ -11,8 +11,8 @@ import { agentSettings, isRouteName, ROUTE_ENV, type SandboxRouteEnv } from '../
 import { buildProfile } from './runtime/session-plan.js';
 import { writeProfile } from './runtime/slots.js';
 import { egressTarget } from './egress.js';
-import { effectiveAgentPolicy, policyAllows } from '../web/identity/agent-policy.js';
-import type { Db } from '../core/index.js';
+import { effectiveAgentPolicy, policyAllows } from '../domain/identity/agent-policy.js';
+import type { Sql } from '../domain/db/index.js';
 import type { TokenService } from './tokens.js';
 
 /** Env names of the sandbox routes (the registry in core/sandbox-env.ts). */
@@ -126,7 +126,7 @@ export function buildRoutes(i: RouteInputs): ProfileRoute[] {
 export interface OverlayOptions {
   config: Readonly<Config>;
   /** When set, the user's agent policy (identity area) limits the tools and model at session start. */
-  db?: Db;
+  db?: Sql;
   tokens: TokenService;
   log: Logger;
   /** The daemon's own web origin as the sandbox reaches it (host route); omitted → no host route. */
@@ -164,7 +164,7 @@ export class OverlayPreparer implements SessionPreparer {
     }
     // The user's agent policy (identity area): a forbidden model refuses the session start;
     // forbidden tools are not loaded (AGENT_TOOLS).
-    const policy = this.#o.db ? effectiveAgentPolicy(this.#o.db, req.userId) : undefined;
+    const policy = this.#o.db ? await effectiveAgentPolicy(this.#o.db, req.userId) : undefined;
     if (policy && !policyAllows(policy, 'model', config.model.model)) {
       throw new AppError('ERR_POLICY_MODEL_DENIED', `your organisation's agent policy does not allow the model ${config.model.model}; ask an administrator`, { status: 403 });
     }

@@ -49,13 +49,15 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   // Directory sync runs in the background of this process; jobs whose process is gone (a crashed
   // daemon or CLI) are failed first; a job a live `airlock sync-directory` runs is left alone.
   const directorySync = new DirectorySyncRunner({
-    ...base,
+    config,
+    db: base.database.sql,
+    log: base.log,
     metrics,
     get sandboxes() {
       return services.sandboxes as SandboxControl | undefined;
     },
   });
-  const interrupted = directorySync.recover();
+  const interrupted = await directorySync.recover();
   if (interrupted) base.log.warn({ jobs: interrupted }, 'directory-sync jobs whose process stopped marked failed');
   services.directorySync ??= directorySync;
 
@@ -134,7 +136,7 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   const agentSecret = config.agentUserTokenSecret;
   services.sessionPreparer ??= new OverlayPreparer({
     config,
-    db: base.db,
+    db: base.database.sql,
     tokens: tokenService,
     log: base.log.child({ area: 'overlay' }),
     hostOrigin,

@@ -56,22 +56,6 @@ export class DbSessionStore extends session.Store {
   }
 }
 
-/**
- * Legacy: ends a user's sessions over the synchronous SQLite connection, for the directory-sync
- * command until that area is on the data layer (then it takes deleteUserWebSessions in its
- * transaction and this goes).
- */
-export class SqliteSessionStore {
-  readonly #db: Db;
-  constructor(db: Db) {
-    this.#db = db;
-  }
-
-  destroyUserSessions(userId: number): number {
-    return this.#db.prepare('DELETE FROM web_sessions WHERE user_id = ?').run(userId).changes;
-  }
-}
-
 function expiry(sess: session.SessionData): number {
   const e = sess.cookie?.expires;
   return e ? new Date(e).getTime() : Date.now() + DEFAULT_TTL_MS;

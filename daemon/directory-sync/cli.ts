@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { AppError, isAppError, type Config } from '../../core/index.js';
-import { createOrGetRunningJob, jobView, syncConnection, type SandboxControl } from '../../web/index.js';
-import { SqliteSessionStore } from '../../web/index.js';
+import { createOrGetRunningJob, syncConnection, type SandboxControl } from '../../domain/identity/index.js';
+import { jobView } from '../../web/identity/views.js';
 import { openBase } from '../context.js';
 import { CONTROL_SOCKET_NAME, controlRequest, KillUserReplySchema } from '../runtime/control-api.js';
 import { recoverStaleJobs } from './job-owner.js';
@@ -72,11 +72,12 @@ export async function syncDirectoryCli(config: Readonly<Config>, opts: SyncDirec
   const base = await openBase(config);
   const out = opts.out ?? process.stderr;
   try {
-    const conn = syncConnection(base.db, opts.provider);
+    const db = base.database.sql;
+    const conn = await syncConnection(db, opts.provider);
     // A job whose process is gone (a crashed CLI or daemon) must not block this one.
-    const stale = recoverStaleJobs(base.db, conn.id);
+    const stale = await recoverStaleJobs(db, conn.id);
     if (stale) out.write(`airlock: marked ${stale} directory-sync job(s) failed whose process had stopped\n`);
-    const { job, created } = createOrGetRunningJob(base.db, conn.id, 'manual', null);
+    const { job, created } = await createOrGetRunningJob(db, conn.id, 'manual', null);
     if (!created) {
       const by = job.owner_pid != null ? `, pid ${job.owner_pid} on ${job.owner_host}` : '';
       if (opts.json) process.stdout.write(JSON.stringify({ job: jobView(job), created: false }) + '\n');
@@ -86,7 +87,7 @@ export async function syncDirectoryCli(config: Readonly<Config>, opts: SyncDirec
     // Deactivated users lose their web sessions (same database) and, through the running daemon,
     // their live sandboxes, as in `serve`.
     const sandboxes = daemonSandboxControl(config.dataDir, out);
-    const done = await runDirectorySync({ ...base, sessions: new SqliteSessionStore(base.db), sandboxes }, job.id, progressPrinter(out));
+    const done = await runDirectorySync({ config, db, log: base.log, sandboxes }, job.id, progressPrinter(out));
     const view = jobView(done);
     if (opts.json) process.stdout.write(JSON.stringify({ job: view, created: true }) + '\n');
     else if (done.status === 'succeeded') {

@@ -7,8 +7,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { nowIso, type Db } from '../../core/index.js';
-import type { SyncJobRow } from '../../web/index.js';
+import { nowIso, type Sql } from '../../domain/db/index.js';
+import type { SyncJobRow } from '../../domain/identity/index.js';
 
 /** How often a running job's owner writes `heartbeat_at`. */
 export const JOB_HEARTBEAT_MS = 5_000;
@@ -74,16 +74,10 @@ export function jobOwnerState(job: SyncJobRow, nowMs = Date.now()): OwnerVerdict
  * (same status, owner and heartbeat), so an owner that just finished or beat wins. Jobs a live
  * process runs, here or elsewhere, are left alone. Returns how many were failed.
  */
-export function recoverStaleJobs(db: Db, connectionId?: number): number {
-  const rows = (
-    connectionId === undefined
-      ? db.prepare("SELECT * FROM directory_sync_jobs WHERE status IN ('pending','running')").all()
-      : db.prepare("SELECT * FROM directory_sync_jobs WHERE status IN ('pending','running') AND connection_id = ?").all(connectionId)
-  ) as SyncJobRow[];
-  const fail = db.prepare(
-    `UPDATE directory_sync_jobs SET status = 'failed', error = ?, finished_at = ?
-     WHERE id = ? AND status = ? AND owner_id IS ? AND heartbeat_at IS ?`,
-  );
+export async function recoverStaleJobs(db: Sql, connectionId?: number): Promise<number> {
+  let q = db.selectFrom('directory_sync_jobs').selectAll().where('status', 'in', ['pending', 'running']);
+  if (connectionId !== undefined) q = q.where('connection_id', '=', connectionId);
+  const rows = await q.execute();
   const now = Date.now();
   let n = 0;
   for (const j of rows) {
@@ -94,7 +88,16 @@ export function recoverStaleJobs(db: Db, connectionId?: number): number {
       message: `the process running the job stopped (${v.reason})`,
       ...(j.owner_pid != null ? { owner_pid: j.owner_pid, owner_host: j.owner_host, last_heartbeat_at: j.heartbeat_at } : {}),
     };
-    n += fail.run(JSON.stringify(error), nowIso(), j.id, j.status, j.owner_id ?? null, j.heartbeat_at ?? null).changes;
+    // Failed only if unchanged since judged: same status, owner and heartbeat (IS: null-safe).
+    const r = await db
+      .updateTable('directory_sync_jobs')
+      .set({ status: 'failed', error: JSON.stringify(error), finished_at: nowIso() })
+      .where('id', '=', j.id)
+      .where('status', '=', j.status)
+      .where('owner_id', 'is not distinct from', j.owner_id)
+      .where('heartbeat_at', 'is not distinct from', j.heartbeat_at)
+      .executeTakeFirst();
+    n += Number(r.numUpdatedRows);
   }
   return n;
 }

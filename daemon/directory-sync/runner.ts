@@ -1,24 +1,25 @@
-import { AppError, logAction, nowIso, toAppError, type Config, type Db, type Logger, type Metrics } from '../../core/index.js';
+import { AppError, Encryptor, loadOrCreateEncryptionKey, toAppError, type Config, type Logger, type Metrics } from '../../core/index.js';
+import { logAction } from '../../domain/action-log.js';
+import { nowIso, type Sql } from '../../domain/db/index.js';
+import { inTransaction } from '../../domain/data-access/store.js';
 import {
   decryptServiceAccount,
   getConnection,
   getJob,
   hasGroupSync,
-  identityEncryptor,
   type DirectorySyncService,
   type SandboxControl,
   type SyncJobRow,
-} from '../../web/index.js';
+} from '../../domain/identity/index.js';
+import { deleteUserWebSessions } from '../../domain/web-sessions.js';
 import { DirectoryClient, type DirectoryClientOptions } from './google-client.js';
 import { JOB_HEARTBEAT_MS, newJobOwner, recoverStaleJobs } from './job-owner.js';
 import { applyLinkedTeams, applySnapshot, fetchDirectory, type Progress, type TeamsResult } from './sync.js';
 
 export interface SyncRunnerDeps {
   config: Readonly<Config>;
-  db: Db;
+  db: Sql;
   log: Logger;
-  /** Ends a user's web sessions (web's SqliteSessionStore). */
-  sessions?: { destroyUserSessions(userId: number): number };
   /**
    * Optional: stops a deactivated user's live sandboxes (in `serve` the session manager; in the
    * CLI the running daemon over its control socket); its optional policyChanged hook is called
@@ -41,31 +42,32 @@ export interface SyncRunnerDeps {
 export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, progress: Progress = () => {}): Promise<SyncJobRow> {
   const { db, log } = deps;
   const started = Date.now();
-  const job = getJob(db, jobId);
+  const job = await getJob(db, jobId);
   if (job.status !== 'pending') return job;
   // Claim the job for this run: owner id, pid and host, first heartbeat. Every later write to
   // the row requires it to be still 'running' by this owner, so a run whose job another process
   // failed as stale (see recoverStaleJobs) never overwrites that.
   const owner = newJobOwner();
-  const claimed = db
-    .prepare(
-      `UPDATE directory_sync_jobs SET status = 'running', started_at = ?, owner_id = ?, owner_pid = ?, owner_host = ?, heartbeat_at = ?
-       WHERE id = ? AND status = 'pending'`,
-    )
-    .run(nowIso(), owner.id, owner.pid, owner.host, nowIso(), jobId).changes;
-  if (!claimed) {
+  const claimed = await db
+    .updateTable('directory_sync_jobs')
+    .set({ status: 'running', started_at: nowIso(), owner_id: owner.id, owner_pid: owner.pid, owner_host: owner.host, heartbeat_at: nowIso() })
+    .where('id', '=', jobId)
+    .where('status', '=', 'pending')
+    .executeTakeFirst();
+  if (!Number(claimed.numUpdatedRows)) {
     owner.release();
     return getJob(db, jobId);
   }
-  const OWNED = "id = ? AND status = 'running' AND owner_id = ?";
-  const beat = db.prepare(`UPDATE directory_sync_jobs SET heartbeat_at = ? WHERE ${OWNED}`);
+  /** This run's job, as long as it still owns it (every later write requires that). */
+  const owned = (q: Sql) => q.updateTable('directory_sync_jobs').where('id', '=', jobId).where('status', '=', 'running').where('owner_id', '=', owner.id);
   const heartbeat = setInterval(() => {
-    try {
-      beat.run(nowIso(), jobId, owner.id);
-    } catch {
-      // The database was closed under a run (shutdown after the drain timeout): nothing to beat
-      // for; the next start judges the job by its owner's pid and heartbeat.
-    }
+    owned(db)
+      .set({ heartbeat_at: nowIso() })
+      .execute()
+      .catch(() => {
+        // The database was closed under a run (shutdown after the drain timeout) or is away:
+        // nothing to beat for; the next start judges the job by its owner's pid and heartbeat.
+      });
   }, JOB_HEARTBEAT_MS);
   heartbeat.unref();
   /** The run no longer needs the job: no more heartbeats; this process stops vouching for it. */
@@ -73,24 +75,27 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
     clearInterval(heartbeat);
     owner.release();
   };
-  const setProgress = db.prepare(`UPDATE directory_sync_jobs SET progress = ?, heartbeat_at = ? WHERE ${OWNED}`);
   let lastWrite = 0;
+  /** Progress goes to the job row at most twice a second (outside the apply transaction). */
   const report: Progress = (phase, done, total) => {
     progress(phase, done, total);
     const now = Date.now();
     if (now - lastWrite > 500 || done === total) {
       lastWrite = now;
-      setProgress.run(JSON.stringify({ phase, done, total: total ?? null }), nowIso(), jobId, owner.id);
+      owned(db)
+        .set({ progress: JSON.stringify({ phase, done, total: total ?? null }), heartbeat_at: nowIso() })
+        .execute()
+        .catch(() => undefined);
     }
   };
   const jlog = log.child({ jobId, connectionId: job.connection_id });
   let committed: { deactivatedUserIds: number[]; policyChangedUserIds: number[] } | undefined;
   try {
-    const conn = getConnection(db, job.connection_id);
-    db.prepare('UPDATE idp_connections SET last_sync_started_at = ? WHERE id = ?').run(nowIso(), conn.id);
+    const conn = await getConnection(db, job.connection_id);
+    await db.updateTable('idp_connections').set({ last_sync_started_at: nowIso() }).where('id', '=', conn.id).execute();
     if (!hasGroupSync(conn)) throw new AppError('ERR_SYNC_NOT_CONFIGURED', 'the connection has no service account or delegated admin e-mail', { status: 409 });
     const client = new DirectoryClient({
-      serviceAccount: decryptServiceAccount(identityEncryptor(deps.config), conn),
+      serviceAccount: decryptServiceAccount(new Encryptor(loadOrCreateEncryptionKey(deps.config.dataDir, deps.config.encryptionKey)), conn),
       delegatedAdminEmail: conn.delegated_admin_email!,
       baseUrl: deps.config.google.directoryBaseUrl,
       tokenUrl: deps.config.google.tokenUrl,
@@ -99,32 +104,32 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
     });
     const snap = await fetchDirectory(client, report);
     const fetchedAt = Date.now();
-    // ONE immediate transaction for steps (a)–(c), the linked-teams step, ending the deactivated
-    // users' web sessions and recording the job's success: a failure anywhere leaves directory
-    // data, teams, stored policies, web sessions and the job's 'running' state as they were.
-    const result = db.transaction(() => {
-      if (!db.prepare(`SELECT 1 FROM directory_sync_jobs WHERE ${OWNED}`).get(jobId, owner.id)) {
+    // ONE transaction for steps (a)–(c), the linked-teams step, ending the deactivated users'
+    // web sessions and recording the job's success: a failure anywhere leaves directory data,
+    // teams, stored policies, web sessions and the job's 'running' state as they were.
+    report('apply', 0, 1);
+    const result = await inTransaction(db, async (trx) => {
+      const mine = await trx.selectFrom('directory_sync_jobs').select('id').where('id', '=', jobId).where('status', '=', 'running').where('owner_id', '=', owner.id).executeTakeFirst();
+      if (!mine) {
         throw new AppError('ERR_SYNC_JOB_LOST', 'another process failed this job while it ran (its owner looked gone); nothing was applied', { status: 409 });
       }
-      report('apply', 0, 1);
-      const applied = applySnapshot(db, conn.id, snap);
-      report('teams', 0, 1);
+      const applied = await applySnapshot(trx, conn.id, snap);
       let teams: TeamsResult;
       try {
-        teams = applyLinkedTeams(db, conn.id, applied.orphanedTeams);
+        teams = await applyLinkedTeams(trx, conn.id, applied.orphanedTeams);
       } catch (err) {
         throw new AppError('ERR_SYNC_TEAMS_FAILED', 'the linked-teams step failed; no directory change was kept', { status: 500, cause: err });
       }
       // Deactivated users lose their web sessions in the same commit (beyond docs/rules.md#directory-sync-flow).
       let sessionsEnded = 0;
       for (const uid of applied.deactivatedUserIds) {
-        sessionsEnded += deps.sessions?.destroyUserSessions(uid) ?? db.prepare('DELETE FROM web_sessions WHERE user_id = ?').run(uid).changes;
-        logAction(db, { event: 'identity.user_deactivated', severity: 'warning', actorId: job.requested_by, subjectId: uid, data: { by: 'directory_sync', job_id: jobId } });
+        sessionsEnded += await deleteUserWebSessions(trx, uid);
+        await logAction(trx, { event: 'identity.user_deactivated', severity: 'warning', actorId: job.requested_by, subjectId: uid, data: { by: 'directory_sync', job_id: jobId } });
       }
       // A team whose linked group is gone was unlinked and emptied: an organisation manager
       // should know (warning in the result and the action log), e.g. to link it to another group.
       for (const u of teams.unlinked) {
-        logAction(db, {
+        await logAction(trx, {
           event: 'identity.team_unlinked',
           severity: 'warning',
           actorId: job.requested_by,
@@ -150,10 +155,11 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
         duration_ms: appliedAt - started,
       };
       const now = nowIso();
-      db.prepare(`UPDATE directory_sync_jobs SET status = 'succeeded', result = ?, finished_at = ?, progress = NULL WHERE ${OWNED}`).run(JSON.stringify(result), now, jobId, owner.id);
-      db.prepare('UPDATE idp_connections SET last_sync_finished_at = ?, last_sync_succeeded_at = ? WHERE id = ?').run(now, now, conn.id);
+      await owned(trx).set({ status: 'succeeded', result: JSON.stringify(result), finished_at: now, progress: null }).execute();
+      await trx.updateTable('idp_connections').set({ last_sync_finished_at: now, last_sync_succeeded_at: now }).where('id', '=', conn.id).execute();
       return result;
-    }).immediate();
+    });
+    report('done', 1, 1);
     letGo();
     for (const w of result.warnings ?? []) jlog.warn({ teamId: w.team_id, organisationId: w.organisation_id, groupId: w.group_id, membersRemoved: w.members_removed }, 'linked group gone: team unlinked and emptied');
     jlog.info({ rows: result.rows_written, ms: result.duration_ms }, 'directory sync succeeded');
@@ -163,11 +169,14 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
     const e = toAppError(err, 'ERR_SYNC_FAILED');
     const error = { code: e.code, message: e.code === 'ERR_INTERNAL' ? 'internal error during sync' : e.message, ...(e.details ?? {}) };
     const now = nowIso();
-    const recorded = db.transaction(() => {
-      const mine = db.prepare(`UPDATE directory_sync_jobs SET status = 'failed', error = ?, finished_at = ? WHERE ${OWNED}`).run(JSON.stringify(error), now, jobId, owner.id).changes;
-      if (mine) db.prepare('UPDATE idp_connections SET last_sync_finished_at = ? WHERE id = ?').run(now, job.connection_id);
+    const recorded = await inTransaction(db, async (trx) => {
+      const mine = Number((await owned(trx).set({ status: 'failed', error: JSON.stringify(error), finished_at: now }).executeTakeFirst()).numUpdatedRows);
+      if (mine) await trx.updateTable('idp_connections').set({ last_sync_finished_at: now }).where('id', '=', job.connection_id).execute();
       return mine > 0;
-    })();
+    }).catch((dbErr: unknown) => {
+      jlog.warn({ code: toAppError(dbErr).code }, 'could not record the failed directory sync; the next start fails it as interrupted');
+      return false;
+    });
     if (recorded) deps.metrics?.syncJobs.inc({ status: 'failed' });
     else jlog.warn({ code: e.code }, 'directory sync job no longer owned by this run; its status is left as another process set it');
     // Unexpected errors (and the cause of a failed teams step) are logged by name, code and
@@ -192,7 +201,11 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
     }
     // Recorded only when the sandbox runtime counted them (not when the daemon was unreachable).
     if (ended !== undefined) {
-      db.prepare("UPDATE directory_sync_jobs SET result = json_set(result, '$.sandboxes_ended', ?) WHERE id = ? AND owner_id = ?").run(ended, jobId, owner.id);
+      const row = await db.selectFrom('directory_sync_jobs').select('result').where('id', '=', jobId).where('owner_id', '=', owner.id).executeTakeFirst();
+      if (row?.result) {
+        const withSandboxes = JSON.stringify({ ...(JSON.parse(row.result) as Record<string, unknown>), sandboxes_ended: ended });
+        await db.updateTable('directory_sync_jobs').set({ result: withSandboxes }).where('id', '=', jobId).where('owner_id', '=', owner.id).execute();
+      }
     }
   }
   if (committed?.policyChangedUserIds.length) deps.sandboxes?.policyChanged?.(committed.policyChangedUserIds);
@@ -219,13 +232,13 @@ export class DirectorySyncRunner implements DirectorySyncService {
   }
 
   /** Fail every connection's jobs whose owner is gone or silent (at start). Returns how many. */
-  recover(): number {
+  recover(): Promise<number> {
     return recoverStaleJobs(this.#deps.db);
   }
 
   /** The same for one connection, before a new job is created for it. */
-  recoverStale(connectionId: number): number {
-    const n = recoverStaleJobs(this.#deps.db, connectionId);
+  async recoverStale(connectionId: number): Promise<number> {
+    const n = await recoverStaleJobs(this.#deps.db, connectionId);
     if (n) this.#deps.log.warn({ connectionId, jobs: n }, 'directory-sync jobs whose process stopped marked failed');
     return n;
   }

@@ -1,5 +1,7 @@
-import { AppError, nowIso, type Db } from '../../core/index.js';
-import { emptyTeam, followGroup, rewriteAgentPolicies, type TeamMembershipChange } from '../../web/index.js';
+import { sql } from 'kysely';
+import { AppError } from '../../core/index.js';
+import { nowIso, type Sql } from '../../domain/db/index.js';
+import { emptyTeam, followGroup, rewriteAgentPolicies, type TeamMembershipChange } from '../../domain/identity/index.js';
 import type { DirectoryClient, GoogleGroup, GoogleUser } from './google-client.js';
 
 /** Everything the directory said, fetched before anything is written. */
@@ -95,11 +97,11 @@ interface DirUserRow {
  * suspended/archived, never the last active superuser), (c) make each group's members match.
  * Rows are written only where something changed, so an unchanged directory writes nothing.
  */
-export function applySnapshot(db: Db, connectionId: number, snap: DirectorySnapshot): ApplyResult {
-  return db.transaction((): ApplyResult => {
+export async function applySnapshot(db: Sql, connectionId: number, snap: DirectorySnapshot): Promise<ApplyResult> {
+  {
     // An empty listing while users are known is far likelier a wrong customer id or a broken
     // delegation than a deleted organisation: refuse rather than deactivate everyone.
-    const known = (db.prepare('SELECT COUNT(*) AS n FROM directory_users WHERE connection_id = ? AND present = 1').get(connectionId) as { n: number }).n;
+    const known = Number((await db.selectFrom('directory_users').select((eb) => eb.fn.countAll<number>().as('n')).where('connection_id', '=', connectionId).where('present', '=', 1).executeTakeFirstOrThrow()).n);
     if (snap.users.length === 0 && known > 0) {
       throw new AppError('ERR_SYNC_EMPTY_DIRECTORY', `the directory listed no users (${known} known); nothing was changed`, { status: 502 });
     }
@@ -108,16 +110,14 @@ export function applySnapshot(db: Db, connectionId: number, snap: DirectorySnaps
       groups_created: 0, groups_updated: 0, groups_deleted: 0, users_created: 0, users_updated: 0, users_linked: 0,
       users_deactivated: 0, users_reactivated: 0, memberships_added: 0, memberships_removed: 0, rows_written: 0,
     };
-    const w = (info: { changes: number }) => (c.rows_written += info.changes);
+    /** Count what a statement wrote (UPDATE/DELETE/INSERT results of Kysely). */
+    const w = (r: { numUpdatedRows?: bigint; numDeletedRows?: bigint; numInsertedOrUpdatedRows?: bigint } | undefined) =>
+      (c.rows_written += Number(r?.numUpdatedRows ?? r?.numDeletedRows ?? r?.numInsertedOrUpdatedRows ?? 0));
 
     // (a) groups
     const existingGroups = new Map(
-      (db.prepare('SELECT id, directory_id, email, name, description FROM external_groups WHERE connection_id = ?').all(connectionId) as {
-        id: number; directory_id: string; email: string; name: string; description: string;
-      }[]).map((g) => [g.directory_id, g]),
+      (await db.selectFrom('external_groups').select(['id', 'directory_id', 'email', 'name', 'description']).where('connection_id', '=', connectionId).execute()).map((g) => [g.directory_id, g]),
     );
-    const insGroup = db.prepare('INSERT INTO external_groups (connection_id, directory_id, email, name, description, synced_at) VALUES (?, ?, ?, ?, ?, ?)');
-    const updGroup = db.prepare('UPDATE external_groups SET email = ?, name = ?, description = ?, synced_at = ? WHERE id = ?');
     const groupIdOf = new Map<string, number>();
     for (const g of snap.groups) {
       const email = g.email.toLowerCase();
@@ -125,59 +125,50 @@ export function applySnapshot(db: Db, connectionId: number, snap: DirectorySnaps
       const desc = g.description ?? '';
       const cur = existingGroups.get(g.id);
       if (!cur) {
-        const info = insGroup.run(connectionId, g.id, email, name, desc, now);
-        w(info);
+        const row = await db.insertInto('external_groups').values({ connection_id: connectionId, directory_id: g.id, email, name, description: desc, synced_at: now }).returning('id').executeTakeFirstOrThrow();
+        c.rows_written++;
         c.groups_created++;
-        groupIdOf.set(g.id, Number(info.lastInsertRowid));
+        groupIdOf.set(g.id, row.id);
       } else {
         groupIdOf.set(g.id, cur.id);
         existingGroups.delete(g.id);
         if (cur.email !== email || cur.name !== name || cur.description !== desc) {
-          w(updGroup.run(email, name, desc, now, cur.id));
+          w(await db.updateTable('external_groups').set({ email, name, description: desc, synced_at: now }).where('id', '=', cur.id).executeTakeFirst());
           c.groups_updated++;
         }
       }
     }
-    const delGroup = db.prepare('DELETE FROM external_groups WHERE id = ?');
-    const linkedTeams = db.prepare('SELECT id, organisation_id, name FROM teams WHERE external_group_id = ? ORDER BY id');
     const orphanedTeams: OrphanedTeam[] = [];
     for (const gone of existingGroups.values()) {
       // Members go with the group (ON DELETE CASCADE); count them as written rows too.
-      c.rows_written += (db.prepare('SELECT COUNT(*) AS n FROM external_group_members WHERE group_id = ?').get(gone.id) as { n: number }).n;
+      c.rows_written += Number((await db.selectFrom('external_group_members').select((eb) => eb.fn.countAll<number>().as('n')).where('group_id', '=', gone.id).executeTakeFirstOrThrow()).n);
       // Linked teams are unlinked by ON DELETE SET NULL (a written row each); remembered so the
       // teams step empties them instead of leaving them with the group's last members.
-      for (const tm of linkedTeams.all(gone.id) as { id: number; organisation_id: number; name: string }[]) {
+      for (const tm of await db.selectFrom('teams').select(['id', 'organisation_id', 'name']).where('external_group_id', '=', gone.id).orderBy('id').execute()) {
         orphanedTeams.push({ team_id: tm.id, organisation_id: tm.organisation_id, team: tm.name, group_id: gone.id, group_email: gone.email });
         c.rows_written++;
       }
-      w(delGroup.run(gone.id));
+      w(await db.deleteFrom('external_groups').where('id', '=', gone.id).executeTakeFirst());
       c.groups_deleted++;
     }
 
     // (b) users
-    const dirRows = new Map(
-      (db.prepare('SELECT directory_id, user_id, email, full_name, suspended, archived, present, deactivated_by_sync FROM directory_users WHERE connection_id = ?').all(connectionId) as DirUserRow[]).map(
-        (r) => [r.directory_id, r],
-      ),
+    const dirRows = new Map<string, DirUserRow>(
+      (
+        await db
+          .selectFrom('directory_users')
+          .select(['directory_id', 'user_id', 'email', 'full_name', 'suspended', 'archived', 'present', 'deactivated_by_sync'])
+          .where('connection_id', '=', connectionId)
+          .execute()
+      ).map((r) => [r.directory_id, r]),
     );
-    const users = new Map(
-      (db.prepare('SELECT id, email, display_name, is_active, is_superuser FROM users').all() as {
-        id: number; email: string | null; display_name: string | null; is_active: number; is_superuser: number;
-      }[]).map((u) => [u.id, u]),
+    const users = new Map<number, { id: number; email: string | null; display_name: string | null; is_active: number; is_superuser: number }>(
+      (await db.selectFrom('users').select(['id', 'email', 'display_name', 'is_active', 'is_superuser']).execute()).map((u) => [u.id, u]),
     );
     const userByEmail = new Map<string, number>();
     for (const u of users.values()) if (u.email) userByEmail.set(u.email.toLowerCase(), u.id);
-    const usernameTaken = db.prepare('SELECT 1 FROM users WHERE username = ?');
-    const insUser = db.prepare('INSERT INTO users (username, email, display_name, is_active) VALUES (?, ?, ?, ?)');
-    const updUser = db.prepare('UPDATE users SET email = ?, display_name = ?, updated_at = ? WHERE id = ?');
-    const insDir = db.prepare(
-      `INSERT INTO directory_users (connection_id, directory_id, user_id, email, full_name, suspended, archived, present, deactivated_by_sync, synced_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`,
-    );
-    const updDir = db.prepare(
-      'UPDATE directory_users SET email = ?, full_name = ?, suspended = ?, archived = ?, present = ?, deactivated_by_sync = ?, synced_at = ? WHERE connection_id = ? AND directory_id = ?',
-    );
-    const linkedUsers = new Set((db.prepare('SELECT user_id FROM directory_users WHERE connection_id = ?').all(connectionId) as { user_id: number }[]).map((r) => r.user_id));
+    const usernameTaken = async (name: string) => !!(await db.selectFrom('users').select('id').where(sql`lower(username)`, '=', name.toLowerCase()).executeTakeFirst());
+    const linkedUsers = new Set((await db.selectFrom('directory_users').select('user_id').where('connection_id', '=', connectionId).execute()).map((r) => r.user_id));
 
     /** Users to deactivate (user id → directory id), and to reactivate. */
     const toDeactivate = new Map<number, string>();
@@ -195,21 +186,29 @@ export function applySnapshot(db: Db, connectionId: number, snap: DirectorySnaps
         if (uid !== undefined && linkedUsers.has(uid)) uid = undefined; // already another directory user's account
         const created = uid === undefined;
         if (uid === undefined) {
-          const username = usernameTaken.get(email) ? `${email}#${d.id}` : email;
+          const username = (await usernameTaken(email)) ? `${email}#${d.id}` : email;
           // The address still belongs to another directory user's account (an address reused after a
           // deletion): the new account gets no e-mail rather than someone else's account.
           const ownEmail = userByEmail.has(email) ? null : email;
           if (!ownEmail) c.email_conflicts = (c.email_conflicts ?? 0) + 1;
-          const info = insUser.run(username, ownEmail, fullName, inactive ? 0 : 1);
-          w(info);
-          uid = Number(info.lastInsertRowid);
+          const created = await db
+            .insertInto('users')
+            .values({ username, email: ownEmail, display_name: fullName, is_active: inactive ? 0 : 1, password_hash: null, last_login_at: null })
+            .returning('id')
+            .executeTakeFirstOrThrow();
+          c.rows_written++;
+          uid = created.id;
           users.set(uid, { id: uid, email: ownEmail, display_name: fullName, is_active: inactive ? 0 : 1, is_superuser: 0 });
           if (ownEmail) userByEmail.set(email, uid);
           c.users_created++;
         } else c.users_linked++;
         // A new account created inactive counts as deactivated by sync, so it comes back when unsuspended.
         const createdInactive = created && inactive ? 1 : 0;
-        w(insDir.run(connectionId, d.id, uid, email, fullName, d.suspended ? 1 : 0, d.archived ? 1 : 0, createdInactive, now));
+        await db
+          .insertInto('directory_users')
+          .values({ connection_id: connectionId, directory_id: d.id, user_id: uid, email, full_name: fullName, suspended: d.suspended ? 1 : 0, archived: d.archived ? 1 : 0, present: 1, deactivated_by_sync: createdInactive, synced_at: now })
+          .execute();
+        c.rows_written++;
         linkedUsers.add(uid);
         row = { directory_id: d.id, user_id: uid, email, full_name: fullName, suspended: d.suspended ? 1 : 0, archived: d.archived ? 1 : 0, present: 1, deactivated_by_sync: createdInactive };
         dirState.set(d.id, { row, changed: false });
@@ -224,7 +223,7 @@ export function applySnapshot(db: Db, connectionId: number, snap: DirectorySnaps
         const emailFree = u.email?.toLowerCase() === email || !userByEmail.has(email);
         const newEmail = emailFree ? email : u.email;
         if ((newEmail ?? null) !== (u.email ?? null) || (fullName ?? null) !== (u.display_name ?? null)) {
-          w(updUser.run(newEmail, fullName, now, u.id));
+          w(await db.updateTable('users').set({ email: newEmail, display_name: fullName, updated_at: now }).where('id', '=', u.id).executeTakeFirst());
           if (u.email) userByEmail.delete(u.email.toLowerCase());
           if (newEmail) userByEmail.set(newEmail.toLowerCase(), u.id);
           u.email = newEmail;
@@ -251,9 +250,9 @@ export function applySnapshot(db: Db, connectionId: number, snap: DirectorySnaps
       toDeactivate.delete(keep);
       c.kept_last_superuser = keep;
     }
-    const setActive = db.prepare('UPDATE users SET is_active = ?, updated_at = ? WHERE id = ?');
+    const setActive = async (active: 0 | 1, uid: number) => db.updateTable('users').set({ is_active: active, updated_at: now }).where('id', '=', uid).executeTakeFirst();
     for (const [uid, dirId] of toDeactivate) {
-      w(setActive.run(0, now, uid));
+      w(await setActive(0, uid));
       users.get(uid)!.is_active = 0;
       const s = dirState.get(dirId)!;
       s.row.deactivated_by_sync = 1;
@@ -261,7 +260,7 @@ export function applySnapshot(db: Db, connectionId: number, snap: DirectorySnaps
       c.users_deactivated++;
     }
     for (const [uid, dirId] of toReactivate) {
-      w(setActive.run(1, now, uid));
+      w(await setActive(1, uid));
       users.get(uid)!.is_active = 1;
       const s = dirState.get(dirId)!;
       s.row.deactivated_by_sync = 0;
@@ -271,20 +270,28 @@ export function applySnapshot(db: Db, connectionId: number, snap: DirectorySnaps
     for (const [dirId, s] of dirState) {
       if (!s.changed) continue;
       const r = s.row;
-      w(updDir.run(r.email, r.full_name, r.suspended, r.archived, r.present, r.deactivated_by_sync, now, connectionId, dirId));
+      w(
+        await db
+          .updateTable('directory_users')
+          .set({ email: r.email, full_name: r.full_name, suspended: r.suspended, archived: r.archived, present: r.present, deactivated_by_sync: r.deactivated_by_sync, synced_at: now })
+          .where('connection_id', '=', connectionId)
+          .where('directory_id', '=', dirId)
+          .executeTakeFirst(),
+      );
     }
 
     // (c) memberships, from the cached member e-mails
     const current = new Map<number, Set<number>>();
-    for (const r of db
-      .prepare('SELECT m.group_id, m.user_id FROM external_group_members m JOIN external_groups g ON g.id = m.group_id WHERE g.connection_id = ?')
-      .all(connectionId) as { group_id: number; user_id: number }[]) {
+    for (const r of await db
+      .selectFrom('external_group_members as m')
+      .innerJoin('external_groups as g', 'g.id', 'm.group_id')
+      .select(['m.group_id', 'm.user_id'])
+      .where('g.connection_id', '=', connectionId)
+      .execute()) {
       let s = current.get(r.group_id);
       if (!s) current.set(r.group_id, (s = new Set()));
       s.add(r.user_id);
     }
-    const insMember = db.prepare('INSERT INTO external_group_members (group_id, user_id) VALUES (?, ?)');
-    const delMember = db.prepare('DELETE FROM external_group_members WHERE group_id = ? AND user_id = ?');
     for (const g of snap.groups) {
       const gid = groupIdOf.get(g.id)!;
       const want = new Set<number>();
@@ -294,11 +301,16 @@ export function applySnapshot(db: Db, connectionId: number, snap: DirectorySnaps
         if (uid !== undefined) want.add(uid);
       }
       const have = current.get(gid) ?? new Set<number>();
-      for (const uid of want) if (!have.has(uid)) (w(insMember.run(gid, uid)), c.memberships_added++);
-      for (const uid of have) if (!want.has(uid)) (w(delMember.run(gid, uid)), c.memberships_removed++);
+      const add = [...want].filter((uid) => !have.has(uid));
+      const remove = [...have].filter((uid) => !want.has(uid));
+      if (add.length) await db.insertInto('external_group_members').values(add.map((user_id) => ({ group_id: gid, user_id }))).execute();
+      if (remove.length) await db.deleteFrom('external_group_members').where('group_id', '=', gid).where('user_id', 'in', remove).execute();
+      c.memberships_added += add.length;
+      c.memberships_removed += remove.length;
+      c.rows_written += add.length + remove.length;
     }
     return { counts: c, deactivatedUserIds: [...toDeactivate.keys()], orphanedTeams };
-  })();
+  }
 }
 
 export interface TeamsResult {
@@ -323,15 +335,18 @@ export interface TeamsResult {
  * emptied, rather than keep the group's last members and, with them, the team's agent policies.
  * The sandbox policy is rewritten for users whose teams changed.
  */
-export function applyLinkedTeams(db: Db, connectionId: number, orphaned: OrphanedTeam[] = []): TeamsResult {
-  return db.transaction((): TeamsResult => {
+export async function applyLinkedTeams(db: Sql, connectionId: number, orphaned: OrphanedTeam[] = []): Promise<TeamsResult> {
+  {
     const r: TeamsResult = {
       teams_updated: 0, team_members_added: 0, team_members_removed: 0, teams_unlinked: 0, policies_rewritten: 0, rows_written: 0,
       policyChangedUserIds: [], unlinked: [],
     };
-    const teams = db
-      .prepare('SELECT t.id, t.external_group_id FROM teams t JOIN external_groups g ON g.id = t.external_group_id WHERE g.connection_id = ?')
-      .all(connectionId) as { id: number; external_group_id: number }[];
+    const teams = await db
+      .selectFrom('teams as t')
+      .innerJoin('external_groups as g', 'g.id', 't.external_group_id')
+      .select(['t.id', 'g.id as external_group_id'])
+      .where('g.connection_id', '=', connectionId)
+      .execute();
     const changedUsers = new Set<number>();
     const count = (ch: TeamMembershipChange): boolean => {
       for (const u of ch.added) changedUsers.add(u);
@@ -340,16 +355,16 @@ export function applyLinkedTeams(db: Db, connectionId: number, orphaned: Orphane
       r.team_members_removed += ch.removed.length;
       return ch.added.length + ch.removed.length > 0;
     };
-    for (const t of teams) if (count(followGroup(db, t.id, t.external_group_id))) r.teams_updated++;
+    for (const t of teams) if (count(await followGroup(db, t.id, t.external_group_id))) r.teams_updated++;
     for (const o of orphaned) {
-      const ch = emptyTeam(db, o.team_id);
+      const ch = await emptyTeam(db, o.team_id);
       if (count(ch)) r.teams_updated++;
       r.teams_unlinked++;
       r.unlinked.push({ ...o, members_removed: ch.removed.length });
     }
-    r.policyChangedUserIds = rewriteAgentPolicies(db, changedUsers);
+    r.policyChangedUserIds = await rewriteAgentPolicies(db, changedUsers);
     r.policies_rewritten = r.policyChangedUserIds.length;
     r.rows_written = r.team_members_added + r.team_members_removed + r.policies_rewritten;
     return r;
-  })();
+  }
 }

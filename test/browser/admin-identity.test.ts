@@ -42,7 +42,7 @@ else {
       users: [DIR_USER],
     });
     t.teardown(() => idp.close());
-    const runner = new DirectorySyncRunner({ config: app.config, db: app.db, log: app.log, sandboxes, client: { baseDelayMs: 5, maxDelayMs: 20, maxAttempts: 3 } });
+    const runner = new DirectorySyncRunner({ config: app.config, db: app.database.sql, log: app.log, sandboxes, client: { baseDelayMs: 5, maxDelayMs: 20, maxAttempts: 3 } });
     services.directorySync = runner;
     t.teardown(() => runner.idle());
     await addUser(app.database, 'root', ROOT_PW, { superuser: true, email: 'root@local.test' });

@@ -35,7 +35,7 @@ if (docker) {
       },
       log: silentLogger(),
     });
-    const preparer = new OverlayPreparer({ config, db, tokens, log: silentLogger() });
+    const preparer = new OverlayPreparer({ config, db: database.sql, tokens, log: silentLogger() });
     const ended: string[] = [];
     const m = new SessionManager({ config, docker, owner, preparer, log: createLogger({ level: 'warn', destination: process.stderr }), hooks: { onSessionEnded: (id, why) => ended.push(`${id} ${why}`) } });
     t.teardown(() => m.close({ removeContainers: true }));

@@ -29,9 +29,10 @@ if (docker) {
     const a = emu.addUser({ primaryEmail: `a@${emu.domain}` });
     const b = emu.addUser({ primaryEmail: `b@${emu.domain}` });
     const env = { AIRLOCK_DATA_DIR: dir, AIRLOCK_GOOGLE_DIRECTORY_BASE_URL: emu.url, AIRLOCK_GOOGLE_TOKEN_URL: emu.tokenUrl, AIRLOCK_LOG_LEVEL: 'warn' };
-    const db = (await openDatabase({ file: join(dir, 'airlock.db') })).sqlite!;
-    t.teardown(() => db.close());
-    saveConnection(db, identityEncryptor(loadConfig(env)), {
+    const database = await openDatabase({ file: join(dir, 'airlock.db') });
+    const db = database.sqlite!;
+    t.teardown(() => database.close());
+    await saveConnection(database.sql, identityEncryptor(loadConfig(env)), {
       provider: 'google', issuer: 'https://accounts.google.com', client_id: 'cid',
       service_account_json: JSON.stringify(emu.serviceAccount), delegated_admin_email: `admin@${emu.domain}`,
     });

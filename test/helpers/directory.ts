@@ -31,10 +31,10 @@ export async function startSync(
     services,
     env: { AIRLOCK_GOOGLE_DIRECTORY_BASE_URL: dir.url, AIRLOCK_GOOGLE_TOKEN_URL: dir.tokenUrl },
   });
-  const runner = new DirectorySyncRunner({ config: app.config, db: app.db, log: app.log, sandboxes, client: { baseDelayMs: 5, maxDelayMs: 20, maxAttempts: 3, ...opts.client } });
+  const runner = new DirectorySyncRunner({ config: app.config, db: app.database.sql, log: app.log, sandboxes, client: { baseDelayMs: 5, maxDelayMs: 20, maxAttempts: 3, ...opts.client } });
   services.directorySync = runner;
   t.teardown(() => runner.idle());
-  const connection = saveConnection(app.db, identityEncryptor(app.config), {
+  const connection = await saveConnection(app.database.sql, identityEncryptor(app.config), {
     provider: 'google',
     issuer: 'https://accounts.google.com',
     client_id: 'cid',

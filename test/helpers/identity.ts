@@ -22,7 +22,7 @@ export async function startSso(t: { teardown(fn: () => unknown): void }, users: 
     users,
   });
   t.teardown(() => idp.close());
-  const connection = saveConnection(app.db, identityEncryptor(app.config), {
+  const connection = await saveConnection(app.database.sql, identityEncryptor(app.config), {
     provider: 'google',
     display_name: 'Google',
     issuer: idp.url,

@@ -102,3 +102,10 @@ t.test('airlock serve with an unreachable database: one clear error naming host 
   t.notMatch(out, /hunter2/, 'never the password');
   t.equal(out.trim().split('\n').filter((l) => /ERR_DB_UNAVAILABLE/.test(l)).length, 1, 'one error line');
 });
+
+t.test('/metrics names the node', async (t) => {
+  const { createMetrics } = await import('../../core/index.js');
+  const m = createMetrics({ node: 'node-7' });
+  t.match(await m.registry.metrics(), /^airlock_node_info\{node="node-7"\} 1$/m);
+  t.notMatch(await createMetrics().registry.metrics(), /airlock_node_info/, 'only when a node id is given');
+});

@@ -19,7 +19,7 @@ t.test('agent policy at session start', async (t) => {
     },
     log: silentLogger(),
   });
-  const prep = new OverlayPreparer({ config, db, tokens, log: silentLogger() });
+  const prep = new OverlayPreparer({ config, db: database.sql, tokens, log: silentLogger() });
   const free = createUser(db, { username: 'free', email: 'free@x.test' });
   const limited = createUser(db, { username: 'limited', email: 'limited@x.test' });
   const barred = createUser(db, { username: 'barred', email: 'barred@x.test' });
@@ -47,7 +47,7 @@ t.test('MAIL_FROM: the connected account address, only when connected and only a
   const tokens = new TokenService({ store, refresh: async () => Promise.reject(new Error('no refresh')), log: silentLogger() });
   t.teardown(() => tokens.close());
   const emails: Record<number, string> = {};
-  const prep = new OverlayPreparer({ config, db, tokens, log: silentLogger(), accountEmail: (id) => emails[id] });
+  const prep = new OverlayPreparer({ config, db: database.sql, tokens, log: silentLogger(), accountEmail: (id) => emails[id] });
   const a = createUser(db, { username: 'a', email: 'a@x.test' });
   const b = createUser(db, { username: 'b', email: 'b@x.test' });
   const c = createUser(db, { username: 'c', email: 'c@x.test' });

@@ -2,14 +2,11 @@ import { Router } from 'express';
 import { Encryptor, loadOrCreateEncryptionKey } from '../../core/index.js';
 import type { WebContext } from '../context.js';
 import { identityAdminRoutes } from './admin-routes.js';
-import { createIdentitySignals, type IdentitySignals } from './events.js';
+import { createIdentitySignals, type IdentitySignals } from '../../domain/identity/index.js';
 import { ssoRoutes } from './sso-routes.js';
 
-export * from './agent-policy.js';
-export * from './events.js';
-export * from './services.js';
-export * from './store.js';
-export * from './teams.js';
+export * from '../../domain/identity/index.js';
+export * from './views.js';
 export { SSO_REDIRECT_PATH, callbackPath, checkCallbackUrl } from './sso-routes.js';
 
 /** The at-rest encryptor for IdP secrets (same key as every other encrypted column). */
@@ -23,6 +20,6 @@ export function identityEncryptor(config: WebContext['config']): Encryptor {
  */
 export function identityRouters(ctx: WebContext): { sso: Router; api: Router; signals: IdentitySignals } {
   const enc = identityEncryptor(ctx.config);
-  const signals = createIdentitySignals(ctx.db);
+  const signals = createIdentitySignals();
   return { sso: ssoRoutes(ctx, enc, signals), api: identityAdminRoutes(ctx, enc), signals };
 }

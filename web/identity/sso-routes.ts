@@ -1,22 +1,16 @@
 import { Router } from 'express';
 import * as oidc from 'openid-client';
-import {
-  AppError,
-  createUser,
-  Encryptor,
-  getUserByEmail,
-  logAction,
-  nowIso,
-  randomToken,
-  type Db,
-  type User,
-} from '../../core/index.js';
+import { sql } from 'kysely';
+import { AppError, Encryptor, randomToken } from '../../core/index.js';
+import { logAction } from '../../domain/action-log.js';
+import { nowIso, type Sql } from '../../domain/db/index.js';
+import { createUser, getUserByEmail, type User } from '../../domain/users.js';
 import type { SsoProviderList } from '../admin-api.js';
 import { regenerate } from '../auth-routes.js';
 import { resolveRedirect } from '../redirect.js';
 import { asyncHandler, type WebContext } from '../context.js';
-import { SOCIAL_ACCOUNT_ADDED, SOCIAL_ACCOUNT_UPDATED, type IdentitySignals } from './events.js';
-import { decryptClientSecret, getConnectionByProvider, type IdpConnectionRow } from './store.js';
+import { SOCIAL_ACCOUNT_ADDED, SOCIAL_ACCOUNT_UPDATED, upsertExternalIdentity, type IdentitySignals } from '../../domain/identity/events.js';
+import { decryptClientSecret, getConnectionByProvider, listConnections, type IdpConnectionRow } from '../../domain/identity/store.js';
 
 /** Path of the browser form post that starts an SSO login (docs/rules.md#versioning: under /_login/browser/v1/). */
 export const SSO_REDIRECT_PATH = '/_login/browser/v1/auth/provider/redirect';
@@ -108,8 +102,8 @@ export function checkCallbackUrl(raw: unknown, publicOrigin: string): string {
   return new URL(publicOrigin).origin + path;
 }
 
-function activeConnection(db: Db, provider: unknown): IdpConnectionRow {
-  const c = typeof provider === 'string' ? getConnectionByProvider(db, provider) : undefined;
+async function activeConnection(db: Sql, provider: unknown): Promise<IdpConnectionRow> {
+  const c = typeof provider === 'string' ? await getConnectionByProvider(db, provider) : undefined;
   if (!c || c.is_active !== 1) throw new AppError('ERR_SSO_PROVIDER', 'unknown or inactive identity provider', { status: 400 });
   return c;
 }
@@ -126,18 +120,21 @@ export function ssoRoutes(ctx: WebContext, enc: Encryptor, signals: IdentitySign
   const r = Router();
   const discovery = new DiscoveryCache(enc);
 
-  r.get('/api/auth/sso-providers', (_req, res) => {
-    const rows = ctx.db.prepare('SELECT * FROM idp_connections WHERE is_active = 1 ORDER BY id').all() as IdpConnectionRow[];
-    res.json({
-      providers: rows.map((c) => ({ id: c.provider, name: c.display_name, flows: ['provider_redirect'], redirect_url: SSO_REDIRECT_PATH })),
-    } satisfies SsoProviderList);
-  });
+  r.get(
+    '/api/auth/sso-providers',
+    asyncHandler(async (_req, res) => {
+      const rows = (await listConnections(ctx.database.sql)).filter((c) => c.is_active === 1);
+      res.json({
+        providers: rows.map((c) => ({ id: c.provider, name: c.display_name, flows: ['provider_redirect'], redirect_url: SSO_REDIRECT_PATH })),
+      } satisfies SsoProviderList);
+    }),
+  );
 
   r.post(
     SSO_REDIRECT_PATH,
     asyncHandler(async (req, res) => {
       const body = (req.body ?? {}) as Record<string, unknown>;
-      const c = activeConnection(ctx.db, body.provider);
+      const c = await activeConnection(ctx.database.sql, body.provider);
       if (body.process !== 'login') throw new AppError('ERR_SSO_PROCESS', 'process must be "login"', { status: 400 });
       const callbackUrl = checkCallbackUrl(body.callback_url, ctx.config.publicOrigin);
       const config = await discovery.get(c);
@@ -180,7 +177,7 @@ export function ssoRoutes(ctx: WebContext, enc: Encryptor, signals: IdentitySign
       if (typeof req.query.error === 'string') {
         throw new AppError('ERR_SSO_DENIED', 'the identity provider refused the login', { status: 400, details: { provider_error: req.query.error.slice(0, 64) } });
       }
-      const c = activeConnection(ctx.db, provider);
+      const c = await activeConnection(ctx.database.sql, provider);
       if (c.id !== pending.connectionId) throw new AppError('ERR_SSO_STATE', 'the connection changed during login', { status: 400 });
       const config = await discovery.get(c);
       const redirectUri = ctx.config.publicOrigin + callbackPath(provider);
@@ -206,22 +203,20 @@ export function ssoRoutes(ctx: WebContext, enc: Encryptor, signals: IdentitySign
         req.log.info({ provider, event: 'sso_refused_unverified' }, 'sso login refused');
         throw new AppError('ERR_SSO_EMAIL_UNVERIFIED', 'the identity provider did not confirm a verified e-mail address', { status: 403 });
       }
-      const user = matchOrCreateUser(ctx.db, email, typeof claims.name === 'string' ? claims.name : null);
+      const db = ctx.database.sql;
+      const user = await matchOrCreateUser(db, email, typeof claims.name === 'string' ? claims.name : null);
       if (!user.is_active) throw new AppError('ERR_AUTH_INACTIVE', 'this account is deactivated', { status: 403 });
 
       await regenerate(req);
       req.session.userId = user.id;
       req.session.csrfToken = randomToken(32);
-      ctx.db.prepare('UPDATE users SET last_login_at = ? WHERE id = ?').run(nowIso(), user.id);
-      logAction(ctx.db, { event: 'auth.login', actorId: user.id, subjectId: user.id, data: { method: 'sso', provider } });
-      const known = ctx.db.prepare('SELECT 1 FROM external_identities WHERE connection_id = ? AND sub = ?').get(c.id, claims.sub);
-      signals.emit(known ? SOCIAL_ACCOUNT_UPDATED : SOCIAL_ACCOUNT_ADDED, {
-        userId: user.id,
-        connectionId: c.id,
-        provider,
-        sub: claims.sub,
-        email,
-      });
+      await db.updateTable('users').set({ last_login_at: nowIso() }).where('id', '=', user.id).execute();
+      await logAction(db, { event: 'auth.login', actorId: user.id, subjectId: user.id, data: { method: 'sso', provider } });
+      const known = await db.selectFrom('external_identities').select('id').where('connection_id', '=', c.id).where('sub', '=', claims.sub).executeTakeFirst();
+      const event = { userId: user.id, connectionId: c.id, provider, sub: claims.sub, email };
+      // The ExternalIdentity exists before the browser goes on to callback_url.
+      await upsertExternalIdentity(db, event);
+      signals.emit(known ? SOCIAL_ACCOUNT_UPDATED : SOCIAL_ACCOUNT_ADDED, event);
       req.log.info({ userId: user.id, provider }, 'sso login');
       res.redirect(303, pending.callbackUrl);
     }),
@@ -231,10 +226,10 @@ export function ssoRoutes(ctx: WebContext, enc: Encryptor, signals: IdentitySign
 }
 
 /** Match by verified e-mail, else create a user (no password: SSO only). */
-function matchOrCreateUser(db: Db, email: string, name: string | null): User {
-  const found = getUserByEmail(db, email);
+async function matchOrCreateUser(db: Sql, email: string, name: string | null): Promise<User> {
+  const found = await getUserByEmail(db, email);
   if (found) return found;
-  const taken = db.prepare('SELECT 1 FROM users WHERE username = ?').get(email);
+  const taken = await db.selectFrom('users').select('id').where(sql`lower(username)`, '=', email.toLowerCase()).executeTakeFirst();
   return createUser(db, { username: taken ? `${email}-${randomToken(4)}` : email, email, displayName: name });
 }
 

@@ -1,4 +1,5 @@
 import t from 'tap';
+import { waitFor } from '../../helpers/chat.js';
 import { addUser } from '../../helpers/app.js';
 import { snapshot, startSync, syncAdmin, syncOnce, type SyncSetup } from '../../helpers/directory.js';
 import { spawn } from 'node:child_process';
@@ -511,7 +512,7 @@ t.test('recovery fails only jobs whose owner is gone or silent; a live foreign j
   t.teardown(() => void other.kill('SIGKILL'));
   await new Promise((r) => other.once('spawn', r));
   const live = put({ owner_id: 'foreign-run', owner_pid: other.pid, owner_host: hostname(), heartbeat_at: iso(1000) });
-  t.equal(s.runner.recover(), 0, 'daemon start leaves the live job alone');
+  t.equal(await s.runner.recover(), 0, 'daemon start leaves the live job alone');
   t.equal(job(live).status, 'running');
   const busy = await root.json('POST', '/api/identity/directory-sync', {});
   t.equal(busy.status, 200, 'a POST returns the live job instead of failing it');
@@ -519,39 +520,39 @@ t.test('recovery fails only jobs whose owner is gone or silent; a live foreign j
   // Its process dies: the job is failed at once (no need to wait for the heartbeat to age).
   other.kill('SIGKILL');
   await new Promise((r) => other.once('exit', r));
-  t.equal(s.runner.recover(), 1);
+  t.equal(await s.runner.recover(), 1);
   t.equal(job(live).status, 'failed');
   t.equal(JSON.parse(job(live).error!).code, 'ERR_SYNC_INTERRUPTED');
   t.match(reason(live), /owner process gone/);
 
   // A live pid whose heartbeat stopped long ago (a hung run, or the pid was reused).
   const hung = put({ owner_id: 'hung-run', owner_pid: process.ppid, owner_host: hostname(), heartbeat_at: iso(JOB_STALE_MS + 60_000) });
-  t.equal(s.runner.recover(), 1);
+  t.equal(await s.runner.recover(), 1);
   t.match(reason(hung), /no heartbeat/);
 
   // Another host: only the heartbeat tells. Fresh → alive; old → failed.
   const remote = put({ owner_id: 'remote-run', owner_pid: 4242, owner_host: 'some-other-host', heartbeat_at: iso(10_000) });
-  t.equal(s.runner.recover(), 0);
+  t.equal(await s.runner.recover(), 0);
   db.prepare('UPDATE directory_sync_jobs SET heartbeat_at = ? WHERE id = ?').run(iso(JOB_STALE_MS + 1000), remote);
-  t.equal(s.runner.recover(), 1);
+  t.equal(await s.runner.recover(), 1);
   t.match(reason(remote), /no heartbeat/);
 
   // Our own pid but not a run of this process: a restarted daemon that got the old pid (pid 1 in a container).
   const reused = put({ owner_id: 'previous-life', owner_pid: process.pid, owner_host: hostname(), heartbeat_at: iso(1000) });
-  t.equal(s.runner.recover(), 1);
+  t.equal(await s.runner.recover(), 1);
   t.match(reason(reused), /restarted/);
 
   // No owner recorded (rows from before owners were kept): nobody can finish it.
   const legacy = put({});
-  t.equal(s.runner.recover(), 1);
+  t.equal(await s.runner.recover(), 1);
   t.match(reason(legacy), /no owner/);
 
   // Pending: just created → about to be claimed, left alone; old → never started, failed.
   const fresh = put({ status: 'pending' });
-  t.equal(s.runner.recover(), 0);
+  t.equal(await s.runner.recover(), 0);
   clear(fresh);
   const orphan = put({ status: 'pending', created_at: iso(PENDING_STALE_MS + 1000) });
-  t.equal(s.runner.recover(), 1);
+  t.equal(await s.runner.recover(), 1);
   t.match(reason(orphan), /never started/);
 
   // A job left by a crashed process does not block a new one: the POST fails it and starts anew.
@@ -579,11 +580,13 @@ t.test('a run whose job another process failed meanwhile applies nothing and doe
   t.equal(r.status, 202);
   const id = r.body.job.id as number;
   const row = () => s.app.db.prepare('SELECT status, owner_id, owner_pid, owner_host, heartbeat_at, error, result FROM directory_sync_jobs WHERE id = ?').get(id) as Record<string, unknown>;
+  // The runner claims the job (pending → running) just after the POST answered.
+  await waitFor(() => row().status === 'running', 'the runner to claim the job', 10_000);
   t.equal(row().status, 'running');
   t.equal(row().owner_pid, process.pid, 'owner recorded');
   t.equal(row().owner_host, hostname());
   t.ok(row().owner_id && row().heartbeat_at);
-  t.equal(s.runner.recover(), 0, 'this process still runs it: not recovered');
+  t.equal(await s.runner.recover(), 0, 'this process still runs it: not recovered');
   // Another process decides the job is dead while it is still fetching.
   s.app.db.prepare("UPDATE directory_sync_jobs SET status = 'failed', error = ?, finished_at = ? WHERE id = ?").run(JSON.stringify({ code: 'ERR_SYNC_INTERRUPTED', message: 'taken by the test' }), new Date().toISOString(), id);
   await s.runner.idle();

@@ -47,7 +47,7 @@ async function setup(t: { teardown(fn: () => unknown): void }): Promise<OrgSetup
     if (r.status !== 200) throw new Error(`naming ${user}: ${r.status}`);
   }
   // Synced groups, as the directory sync writes them.
-  const conn = saveConnection(app.db, identityEncryptor(app.config), { provider: 'google', issuer: 'https://accounts.google.com', client_id: 'cid' });
+  const conn = await saveConnection(app.database.sql, identityEncryptor(app.config), { provider: 'google', issuer: 'https://accounts.google.com', client_id: 'cid' });
   const group = (dirId: string, email: string, members: number[]) => {
     const id = Number(
       app.db.prepare("INSERT INTO external_groups (connection_id, directory_id, email, name, synced_at) VALUES (?, ?, ?, ?, '2026-01-01T00:00:00Z')").run(conn.id, dirId, email, email).lastInsertRowid,

@@ -30,8 +30,9 @@ t.test('airlock sync-directory (and sync_directory) runs the sync inline with pr
   const dataDir = tempDir(t);
   const env = { AIRLOCK_DATA_DIR: dataDir, AIRLOCK_GOOGLE_DIRECTORY_BASE_URL: dir.url, AIRLOCK_GOOGLE_TOKEN_URL: dir.tokenUrl, AIRLOCK_LOG_LEVEL: 'silent' };
   const config = testConfig(dataDir, env);
-  const db = (await openDatabase({ file: join(dataDir, 'airlock.db') })).sqlite!;
-  const conn = saveConnection(db, identityEncryptor(config), {
+  const database = await openDatabase({ file: join(dataDir, 'airlock.db') });
+  const db = database.sqlite!;
+  const conn = await saveConnection(database.sql, identityEncryptor(config), {
     provider: 'google', issuer: 'https://accounts.google.com', client_id: 'cid',
     service_account_json: dir.serviceAccount as unknown as Record<string, unknown>, delegated_admin_email: `admin@${dir.domain}`,
   });
@@ -65,9 +66,9 @@ t.test('airlock sync-directory (and sync_directory) runs the sync inline with pr
   t.match(deact.stderr, /no daemon answers on .*control\.sock \(not running, or running without a sandbox runtime\): no live sandboxes of deactivated users were ended/);
 
   // A job already running for the connection (e.g. in `serve`): the command reports it, runs nothing.
-  const db2 = (await openDatabase({ file: join(dataDir, 'airlock.db') })).sqlite!;
+  const db2 = await openDatabase({ file: join(dataDir, 'airlock.db') });
   t.teardown(() => db2.close());
-  const { job } = createOrGetRunningJob(db2, conn.id, 'manual', null);
+  const { job } = await createOrGetRunningJob(db2.sql, conn.id, 'manual', null);
   const busy = await run(['sync-directory'], env);
   t.equal(busy.code, 1);
   t.match(busy.stderr, new RegExp(`already running .*job ${job.id}`));
@@ -81,9 +82,10 @@ async function slowDirectory(t: Parameters<typeof tempDir>[0] & { teardown(fn: (
   const dataDir = tempDir(t);
   const env = { AIRLOCK_DATA_DIR: dataDir, AIRLOCK_GOOGLE_DIRECTORY_BASE_URL: dir.url, AIRLOCK_GOOGLE_TOKEN_URL: dir.tokenUrl, AIRLOCK_LOG_LEVEL: 'silent' };
   const config = testConfig(dataDir, env);
-  const db = (await openDatabase({ file: join(dataDir, 'airlock.db') })).sqlite!;
-  t.teardown(() => db.close());
-  saveConnection(db, identityEncryptor(config), {
+  const database = await openDatabase({ file: join(dataDir, 'airlock.db') });
+  const db = database.sqlite!;
+  t.teardown(() => database.close());
+  await saveConnection(database.sql, identityEncryptor(config), {
     provider: 'google', issuer: 'https://accounts.google.com', client_id: 'cid',
     service_account_json: dir.serviceAccount as unknown as Record<string, unknown>, delegated_admin_email: `admin@${dir.domain}`,
   });

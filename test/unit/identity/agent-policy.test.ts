@@ -4,12 +4,14 @@ import { checkCallbackUrl, effectiveAgentPolicy, policyAllows, rewriteAgentPolic
 import { openDatabase } from '../../../domain/db/index.js';
 
 t.test('effectiveAgentPolicy: none, org-wide, team grants add up, deny wins', async (t) => {
-  const db = (await openDatabase({ file: ':memory:' })).sqlite!;
-  t.teardown(() => db.close());
+  const database = await openDatabase({ file: ':memory:' });
+  const db = database.sqlite!;
+  const sql = database.sql;
+  t.teardown(() => database.close());
   const a = createUser(db, { username: 'a', email: 'a@x.test' });
   const b = createUser(db, { username: 'b', email: 'b@x.test' });
   const c = createUser(db, { username: 'c', email: 'c@x.test' });
-  t.same(effectiveAgentPolicy(db, a.id), { tools: null, models: null, denied_tools: [], denied_models: [], policy_ids: [] }, 'no policy: unrestricted');
+  t.same(await effectiveAgentPolicy(sql, a.id), { tools: null, models: null, denied_tools: [], denied_models: [], policy_ids: [] }, 'no policy: unrestricted');
 
   const org = Number(db.prepare("INSERT INTO organisations (name) VALUES ('Acme')").run().lastInsertRowid);
   db.prepare('INSERT INTO organisation_members (organisation_id, user_id) VALUES (?, ?), (?, ?)').run(org, a.id, org, b.id);
@@ -21,20 +23,20 @@ t.test('effectiveAgentPolicy: none, org-wide, team grants add up, deny wins', as
     VALUES (?, 'data', 'teams', '["fetch_sheet","render_chart"]', NULL)`).run(org).lastInsertRowid);
   db.prepare('INSERT INTO agent_policy_teams (policy_id, team_id) VALUES (?, ?)').run(data, team);
 
-  const pa = effectiveAgentPolicy(db, a.id);
+  const pa = await effectiveAgentPolicy(sql, a.id);
   t.same(pa.tools, ['send_email']);
   t.same(pa.models, ['small']);
   t.same(pa.policy_ids, [base]);
-  const pb = effectiveAgentPolicy(db, b.id);
+  const pb = await effectiveAgentPolicy(sql, b.id);
   t.same(pb.tools, ['fetch_sheet', 'send_email'], 'team grant added; denied render_chart removed');
   t.equal(pb.models, null, 'a null list lifts the restriction');
   t.same(pb.policy_ids, [base, data]);
   t.notOk(policyAllows(pb, 'tool', 'render_chart'));
   t.ok(policyAllows(pb, 'model', 'anything'));
-  t.same(effectiveAgentPolicy(db, c.id).policy_ids, [], 'not a member: no policy');
+  t.same((await effectiveAgentPolicy(sql, c.id)).policy_ids, [], 'not a member: no policy');
 
-  t.same(rewriteAgentPolicies(db, [a.id, b.id]), [a.id, b.id]);
-  t.same(rewriteAgentPolicies(db, [a.id, b.id]), [], 'unchanged: nothing rewritten');
+  t.same(await rewriteAgentPolicies(sql, [a.id, b.id]), [a.id, b.id]);
+  t.same(await rewriteAgentPolicies(sql, [a.id, b.id]), [], 'unchanged: nothing rewritten');
 });
 
 t.test('checkCallbackUrl: only absolute URLs on the public origin', async (t) => {

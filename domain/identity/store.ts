@@ -1,5 +1,8 @@
-import { AppError, ConflictError, Encryptor, logAction, NotFoundError, nowIso, type Db } from '../../core/index.js';
-import type { ConnectionView, SyncJobView } from '../admin-api.js';
+import { sql } from 'kysely';
+import { AppError, ConflictError, Encryptor, NotFoundError } from '../../core/index.js';
+import { logAction } from '../action-log.js';
+import { nowIso, type Row, type Sql } from '../db/index.js';
+import { inTransaction, isUniqueViolation } from '../data-access/store.js';
 import { rewriteAgentPolicies } from './agent-policy.js';
 import { emptyTeam } from './teams.js';
 
@@ -7,24 +10,7 @@ import { emptyTeam } from './teams.js';
 export const GOOGLE_PROVIDER = 'google';
 
 /** An IdP connection as stored (secrets still encrypted). */
-export interface IdpConnectionRow {
-  id: number;
-  provider: string;
-  display_name: string;
-  issuer: string;
-  client_id: string;
-  client_secret_enc: string | null;
-  service_account_enc: string | null;
-  service_account_email: string | null;
-  delegated_admin_email: string | null;
-  customer: string;
-  is_active: number;
-  last_sync_started_at: string | null;
-  last_sync_finished_at: string | null;
-  last_sync_succeeded_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
+export type IdpConnectionRow = Row<'idp_connections'>;
 
 /** The service-account key file fields the directory client needs. */
 export interface ServiceAccountKey {
@@ -42,41 +28,18 @@ export function hasGroupSync(c: IdpConnectionRow): boolean {
   return !!c.service_account_enc && !!c.delegated_admin_email;
 }
 
-/** Public view of a connection: never a secret, only whether one is set. */
-export function connectionView(c: IdpConnectionRow): ConnectionView {
-  return {
-    id: c.id,
-    provider: c.provider,
-    display_name: c.display_name,
-    issuer: c.issuer,
-    client_id: c.client_id,
-    has_client_secret: !!c.client_secret_enc,
-    has_service_account: !!c.service_account_enc,
-    service_account_email: c.service_account_email,
-    delegated_admin_email: c.delegated_admin_email,
-    customer: c.customer,
-    is_active: c.is_active === 1,
-    has_group_sync: hasGroupSync(c),
-    last_sync_started_at: c.last_sync_started_at,
-    last_sync_finished_at: c.last_sync_finished_at,
-    last_sync_succeeded_at: c.last_sync_succeeded_at,
-    created_at: c.created_at,
-    updated_at: c.updated_at,
-  };
+export function listConnections(db: Sql): Promise<IdpConnectionRow[]> {
+  return db.selectFrom('idp_connections').selectAll().orderBy('id').execute();
 }
 
-export function listConnections(db: Db): IdpConnectionRow[] {
-  return db.prepare('SELECT * FROM idp_connections ORDER BY id').all() as IdpConnectionRow[];
-}
-
-export function getConnection(db: Db, id: number): IdpConnectionRow {
-  const c = db.prepare('SELECT * FROM idp_connections WHERE id = ?').get(id) as IdpConnectionRow | undefined;
+export async function getConnection(db: Sql, id: number): Promise<IdpConnectionRow> {
+  const c = await db.selectFrom('idp_connections').selectAll().where('id', '=', id).executeTakeFirst();
   if (!c) throw new NotFoundError('ERR_IDP_NOT_FOUND', 'no such IdP connection');
   return c;
 }
 
-export function getConnectionByProvider(db: Db, provider: string): IdpConnectionRow | undefined {
-  return db.prepare('SELECT * FROM idp_connections WHERE provider = ?').get(provider) as IdpConnectionRow | undefined;
+export function getConnectionByProvider(db: Sql, provider: string): Promise<IdpConnectionRow | undefined> {
+  return db.selectFrom('idp_connections').selectAll().where('provider', '=', provider).executeTakeFirst();
 }
 
 export interface ConnectionInput {
@@ -111,10 +74,10 @@ export function parseServiceAccount(v: string | Record<string, unknown>): Servic
 }
 
 /** Create or update a connection; secrets are encrypted with the at-rest key (AAD binds them to the provider). */
-export function saveConnection(db: Db, enc: Encryptor, input: ConnectionInput, id?: number): IdpConnectionRow {
-  const existing = id === undefined ? undefined : getConnection(db, id);
+export async function saveConnection(db: Sql, enc: Encryptor, input: ConnectionInput, id?: number): Promise<IdpConnectionRow> {
+  const existing = id === undefined ? undefined : await getConnection(db, id);
   const provider = existing?.provider ?? input.provider ?? GOOGLE_PROVIDER;
-  const row: Partial<IdpConnectionRow> = {};
+  const row: Partial<Omit<IdpConnectionRow, 'id' | 'provider' | 'created_at'>> = {};
   if (input.display_name !== undefined) row.display_name = input.display_name;
   if (input.issuer !== undefined) row.issuer = input.issuer.replace(/\/+$/, '');
   if (input.client_id !== undefined) row.client_id = input.client_id;
@@ -135,20 +98,19 @@ export function saveConnection(db: Db, enc: Encryptor, input: ConnectionInput, i
 
   if (!existing) {
     if (!row.issuer || !row.client_id) throw new AppError('ERR_VALIDATION', 'issuer and client_id are required', { status: 400 });
-    if (getConnectionByProvider(db, provider)) throw new ConflictError('ERR_IDP_EXISTS', `a connection for ${provider} exists`);
-    const cols = ['provider', 'display_name', ...Object.keys(row).filter((k) => k !== 'display_name')];
-    const vals = [provider, row.display_name ?? provider, ...Object.entries(row).filter(([k]) => k !== 'display_name').map(([, v]) => v)];
-    const info = db.prepare(`INSERT INTO idp_connections (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`).run(...vals);
-    return getConnection(db, Number(info.lastInsertRowid));
+    if (await getConnectionByProvider(db, provider)) throw new ConflictError('ERR_IDP_EXISTS', `a connection for ${provider} exists`);
+    try {
+      return await db
+        .insertInto('idp_connections')
+        .values({ client_secret_enc: null, service_account_enc: null, service_account_email: null, delegated_admin_email: null, last_sync_started_at: null, last_sync_finished_at: null, last_sync_succeeded_at: null, ...row, provider, display_name: row.display_name ?? provider, issuer: row.issuer, client_id: row.client_id })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new ConflictError('ERR_IDP_EXISTS', `a connection for ${provider} exists`);
+      throw err;
+    }
   }
-  const keys = Object.keys(row);
-  if (keys.length) {
-    db.prepare(`UPDATE idp_connections SET ${keys.map((k) => `${k} = ?`).join(', ')}, updated_at = ? WHERE id = ?`).run(
-      ...Object.values(row),
-      nowIso(),
-      existing.id,
-    );
-  }
+  if (Object.keys(row).length) await db.updateTable('idp_connections').set({ ...row, updated_at: nowIso() }).where('id', '=', existing.id).execute();
   return getConnection(db, existing.id);
 }
 
@@ -158,24 +120,25 @@ export function saveConnection(db: Db, enc: Encryptor, input: ConnectionInput, i
  * does not keep the group's last members and policies; each is logged as `identity.team_unlinked`
  * (warning, `reason: "connection_deleted"`). Returns the users whose stored policy changed.
  */
-export function deleteConnection(db: Db, id: number, actorId: number | null = null): number[] {
-  getConnection(db, id);
-  return db.transaction(() => {
-    const teams = db
-      .prepare(
-        `SELECT t.id AS team_id, t.organisation_id, t.name AS team, g.id AS group_id, g.email AS group_email
-         FROM teams t JOIN external_groups g ON g.id = t.external_group_id WHERE g.connection_id = ? ORDER BY t.id`,
-      )
-      .all(id) as { team_id: number; organisation_id: number; team: string; group_id: number; group_email: string }[];
+export async function deleteConnection(db: Sql, id: number, actorId: number | null = null): Promise<number[]> {
+  await getConnection(db, id);
+  return inTransaction(db, async (trx) => {
+    const teams = await trx
+      .selectFrom('teams as t')
+      .innerJoin('external_groups as g', 'g.id', 't.external_group_id')
+      .select(['t.id as team_id', 't.organisation_id', 't.name as team', 'g.id as group_id', 'g.email as group_email'])
+      .where('g.connection_id', '=', id)
+      .orderBy('t.id')
+      .execute();
     const changed = new Set<number>();
     for (const tm of teams) {
-      const { removed } = emptyTeam(db, tm.team_id);
+      const { removed } = await emptyTeam(trx, tm.team_id);
       for (const u of removed) changed.add(u);
-      logAction(db, { event: 'identity.team_unlinked', severity: 'warning', actorId, data: { reason: 'connection_deleted', connection_id: id, ...tm, members_removed: removed.length } });
+      await logAction(trx, { event: 'identity.team_unlinked', severity: 'warning', actorId, data: { reason: 'connection_deleted', connection_id: id, ...tm, members_removed: removed.length } });
     }
-    db.prepare('DELETE FROM idp_connections WHERE id = ?').run(id);
-    return rewriteAgentPolicies(db, changed);
-  })();
+    await trx.deleteFrom('idp_connections').where('id', '=', id).execute();
+    return rewriteAgentPolicies(trx, changed);
+  });
 }
 
 export function decryptClientSecret(enc: Encryptor, c: IdpConnectionRow): string | undefined {
@@ -193,51 +156,17 @@ export function decryptServiceAccount(enc: Encryptor, c: IdpConnectionRow): Serv
 export type JobStatus = 'pending' | 'running' | 'succeeded' | 'failed';
 export type JobTrigger = 'manual' | 'scheduled';
 
-export interface SyncJobRow {
-  id: number;
-  connection_id: number;
-  status: JobStatus;
-  trigger: JobTrigger;
-  requested_by: number | null;
-  result: string | null;
-  error: string | null;
-  progress: string | null;
-  created_at: string;
-  started_at: string | null;
-  finished_at: string | null;
-  /** The run that claimed the job (random per run), its process and host, its last heartbeat. */
-  owner_id?: string | null;
-  owner_pid?: number | null;
-  owner_host?: string | null;
-  heartbeat_at?: string | null;
-}
+/** A job row; owner_* name the run that claimed it (random per run), its process and host; heartbeat_at its last beat. */
+export type SyncJobRow = Row<'directory_sync_jobs'>;
 
-export function jobView(j: SyncJobRow): SyncJobView {
-  return {
-    id: j.id,
-    connection_id: j.connection_id,
-    status: j.status,
-    trigger: j.trigger,
-    requested_by: j.requested_by,
-    result: j.result ? JSON.parse(j.result) : null,
-    error: j.error ? JSON.parse(j.error) : null,
-    progress: j.progress ? JSON.parse(j.progress) : null,
-    created_at: j.created_at,
-    started_at: j.started_at,
-    finished_at: j.finished_at,
-  };
-}
-
-export function getJob(db: Db, id: number): SyncJobRow {
-  const j = db.prepare('SELECT * FROM directory_sync_jobs WHERE id = ?').get(id) as SyncJobRow | undefined;
+export async function getJob(db: Sql, id: number): Promise<SyncJobRow> {
+  const j = await db.selectFrom('directory_sync_jobs').selectAll().where('id', '=', id).executeTakeFirst();
   if (!j) throw new NotFoundError('ERR_SYNC_JOB_NOT_FOUND', 'no such directory-sync job');
   return j;
 }
 
-export function latestJob(db: Db, connectionId: number): SyncJobRow | undefined {
-  return db.prepare('SELECT * FROM directory_sync_jobs WHERE connection_id = ? ORDER BY id DESC LIMIT 1').get(connectionId) as
-    | SyncJobRow
-    | undefined;
+export function latestJob(db: Sql, connectionId: number): Promise<SyncJobRow | undefined> {
+  return db.selectFrom('directory_sync_jobs').selectAll().where('connection_id', '=', connectionId).orderBy('id', 'desc').limit(1).executeTakeFirst();
 }
 
 /**
@@ -245,30 +174,25 @@ export function latestJob(db: Db, connectionId: number): SyncJobRow | undefined 
  * returned (`created: false`). The partial unique index directory_sync_jobs_one_running makes
  * this hold across processes (web app and CLI), not only inside this one.
  */
-export function createOrGetRunningJob(
-  db: Db,
-  connectionId: number,
-  trigger: JobTrigger,
-  requestedBy: number | null,
-): { job: SyncJobRow; created: boolean } {
-  return db.transaction(() => {
-    const info = db
-      .prepare(
-        `INSERT INTO directory_sync_jobs (connection_id, trigger, requested_by) VALUES (?, ?, ?)
-         ON CONFLICT (connection_id) WHERE status IN ('pending','running') DO NOTHING`,
-      )
-      .run(connectionId, trigger, requestedBy);
-    if (info.changes === 1) return { job: getJob(db, Number(info.lastInsertRowid)), created: true };
-    const running = db
-      .prepare("SELECT * FROM directory_sync_jobs WHERE connection_id = ? AND status IN ('pending','running')")
-      .get(connectionId) as SyncJobRow;
-    return { job: running, created: false };
-  }).immediate();
+export async function createOrGetRunningJob(db: Sql, connectionId: number, trigger: JobTrigger, requestedBy: number | null): Promise<{ job: SyncJobRow; created: boolean }> {
+  // Across every process and node: the insert either wins or meets the unfinished job's row
+  // in the unique index, on both engines, without a lock of ours.
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const job = await sql<SyncJobRow>`
+      INSERT INTO directory_sync_jobs (connection_id, trigger, requested_by) VALUES (${connectionId}, ${trigger}, ${requestedBy})
+      ON CONFLICT (connection_id) WHERE status IN ('pending','running') DO NOTHING
+      RETURNING *`.execute(db);
+    if (job.rows[0]) return { job: job.rows[0], created: true };
+    const running = await db.selectFrom('directory_sync_jobs').selectAll().where('connection_id', '=', connectionId).where('status', 'in', ['pending', 'running']).executeTakeFirst();
+    if (running) return { job: running, created: false };
+    // It finished between the two statements: try again.
+  }
+  throw new AppError('ERR_INTERNAL', 'a directory sync of this connection kept starting and finishing; try again', { status: 500 });
 }
 
 /** The connection a sync runs for: the named provider's, else the only one. */
-export function syncConnection(db: Db, provider?: string): IdpConnectionRow {
-  const c = provider ? getConnectionByProvider(db, provider) : listConnections(db)[0];
+export async function syncConnection(db: Sql, provider?: string): Promise<IdpConnectionRow> {
+  const c = provider ? await getConnectionByProvider(db, provider) : (await listConnections(db))[0];
   if (!c) throw new NotFoundError('ERR_IDP_NOT_FOUND', 'no IdP connection is configured');
   if (!hasGroupSync(c)) {
     throw new ConflictError(
@@ -284,17 +208,21 @@ export function syncConnection(db: Db, provider?: string): IdpConnectionRow {
  * severity warning when it failed): its status, the result's counts and the error code, never
  * directory data. Idempotent: a job already logged is skipped. Returns whether it wrote a row.
  */
-export function logSyncFinished(db: Db, jobId: number): boolean {
-  const j = db.prepare('SELECT * FROM directory_sync_jobs WHERE id = ?').get(jobId) as SyncJobRow | undefined;
+export async function logSyncFinished(db: Sql, jobId: number): Promise<boolean> {
+  const j = await db.selectFrom('directory_sync_jobs').selectAll().where('id', '=', jobId).executeTakeFirst();
   if (!j || (j.status !== 'succeeded' && j.status !== 'failed')) return false;
-  const done = db
-    .prepare("SELECT 1 FROM action_log WHERE event = 'identity.directory_sync.finished' AND json_extract(data, '$.job_id') = ?")
-    .get(jobId);
+  // The entry's data starts with its job id (written below), so a prefix match finds it on both engines.
+  const done = await db
+    .selectFrom('action_log')
+    .select('id')
+    .where('event', '=', 'identity.directory_sync.finished')
+    .where('data', 'like', `{"job_id":${j.id},%`)
+    .executeTakeFirst();
   if (done) return false;
   const result = j.result ? (JSON.parse(j.result) as Record<string, unknown>) : {};
   const counts = Object.fromEntries(Object.entries(result).filter(([, v]) => typeof v === 'number'));
   const error = j.error ? (JSON.parse(j.error) as { code?: string }) : null;
-  logAction(db, {
+  await logAction(db, {
     event: 'identity.directory_sync.finished',
     severity: j.status === 'failed' ? 'warning' : 'info',
     actorId: j.requested_by,

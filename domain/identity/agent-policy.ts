@@ -1,4 +1,5 @@
-import { nowIso, type Db } from '../../core/index.js';
+import { sql } from 'kysely';
+import { nowIso, type Sql } from '../db/index.js';
 
 /**
  * What a user's agent may use, as the session start applies it.
@@ -29,20 +30,17 @@ interface PolicyRow {
 }
 
 /** The agent policy in force for a user (see EffectiveAgentPolicy for the shape and rules). */
-export function effectiveAgentPolicy(db: Db, userId: number): EffectiveAgentPolicy {
-  const rows = db
-    .prepare(
-      `SELECT p.id, p.allowed_tools, p.allowed_models, p.denied_tools, p.denied_models FROM agent_policies p
-       WHERE (p.applies_to = 'all' AND (
-                EXISTS (SELECT 1 FROM organisation_members m WHERE m.organisation_id = p.organisation_id AND m.user_id = ?)
-             OR EXISTS (SELECT 1 FROM team_members tm JOIN teams t ON t.id = tm.team_id
-                        WHERE t.organisation_id = p.organisation_id AND tm.user_id = ?)))
-          OR (p.applies_to = 'teams' AND EXISTS (
-                SELECT 1 FROM agent_policy_teams pt JOIN team_members tm ON tm.team_id = pt.team_id
-                WHERE pt.policy_id = p.id AND tm.user_id = ?))
-       ORDER BY p.id`,
-    )
-    .all(userId, userId, userId) as PolicyRow[];
+export async function effectiveAgentPolicy(db: Sql, userId: number): Promise<EffectiveAgentPolicy> {
+  const { rows } = await sql<PolicyRow>`
+    SELECT p.id, p.allowed_tools, p.allowed_models, p.denied_tools, p.denied_models FROM agent_policies p
+    WHERE (p.applies_to = 'all' AND (
+             EXISTS (SELECT 1 FROM organisation_members m WHERE m.organisation_id = p.organisation_id AND m.user_id = ${userId})
+          OR EXISTS (SELECT 1 FROM team_members tm JOIN teams t ON t.id = tm.team_id
+                     WHERE t.organisation_id = p.organisation_id AND tm.user_id = ${userId})))
+       OR (p.applies_to = 'teams' AND EXISTS (
+             SELECT 1 FROM agent_policy_teams pt JOIN team_members tm ON tm.team_id = pt.team_id
+             WHERE pt.policy_id = p.id AND tm.user_id = ${userId}))
+    ORDER BY p.id`.execute(db);
   const out: EffectiveAgentPolicy = { tools: null, models: null, denied_tools: [], denied_models: [], policy_ids: [] };
   if (!rows.length) return out;
   const merge = (lists: (string | null)[]): string[] | null => {
@@ -70,19 +68,18 @@ export function policyAllows(p: EffectiveAgentPolicy, kind: 'tool' | 'model', na
  * Rewrite the stored sandbox policy (user_agent_policies) of these users; writes a row only
  * when the policy changed. Returns the users whose stored policy changed.
  */
-export function rewriteAgentPolicies(db: Db, userIds: Iterable<number>): number[] {
-  const get = db.prepare('SELECT policy FROM user_agent_policies WHERE user_id = ?');
-  const put = db.prepare(
-    `INSERT INTO user_agent_policies (user_id, policy, updated_at) VALUES (?, ?, ?)
-     ON CONFLICT (user_id) DO UPDATE SET policy = excluded.policy, updated_at = excluded.updated_at`,
-  );
+export async function rewriteAgentPolicies(db: Sql, userIds: Iterable<number>): Promise<number[]> {
   const changed: number[] = [];
   const now = nowIso();
   for (const id of userIds) {
-    const policy = JSON.stringify(effectiveAgentPolicy(db, id));
-    const cur = get.get(id) as { policy: string } | undefined;
+    const policy = JSON.stringify(await effectiveAgentPolicy(db, id));
+    const cur = await db.selectFrom('user_agent_policies').select('policy').where('user_id', '=', id).executeTakeFirst();
     if (cur?.policy === policy) continue;
-    put.run(id, policy, now);
+    await db
+      .insertInto('user_agent_policies')
+      .values({ user_id: id, policy, updated_at: now })
+      .onConflict((oc) => oc.column('user_id').doUpdateSet({ policy, updated_at: now }))
+      .execute();
     changed.push(id);
   }
   return changed;

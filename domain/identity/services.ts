@@ -20,7 +20,7 @@ export interface DirectorySyncService {
   /** Start `run_directory_sync(jobId)` in the background; returns at once. */
   start(jobId: number): void;
   /** Fail the connection's unfinished jobs whose process is gone, so they do not block a new one. */
-  recoverStale?(connectionId: number): number;
+  recoverStale?(connectionId: number): Promise<number> | number;
 }
 
 export interface IdentityServices {

@@ -1,0 +1,41 @@
+import { EventEmitter } from 'node:events';
+import { nowIso, type Sql } from '../db/index.js';
+
+/** Payload of the social-account added / updated signals (fired after an SSO login). */
+export interface SocialAccountEvent {
+  userId: number;
+  connectionId: number;
+  provider: string;
+  /** The provider's `sub` claim. */
+  sub: string;
+  email: string;
+}
+
+export const SOCIAL_ACCOUNT_ADDED = 'social_account_added';
+export const SOCIAL_ACCOUNT_UPDATED = 'social_account_updated';
+
+/**
+ * In-process signals of the login flow. `added` fires the first time a (connection, sub)
+ * logs in, `updated` on later logins. The login flow writes the ExternalIdentity itself
+ * (upsertExternalIdentity, awaited before the browser is redirected to callback_url) and then
+ * fires the signal for other listeners.
+ */
+export class IdentitySignals extends EventEmitter<{
+  [SOCIAL_ACCOUNT_ADDED]: [SocialAccountEvent];
+  [SOCIAL_ACCOUNT_UPDATED]: [SocialAccountEvent];
+}> {}
+
+/** Upsert the ExternalIdentity for the user and the provider's connection (docs/rules.md#login-flow, step 6). */
+export async function upsertExternalIdentity(db: Sql, e: SocialAccountEvent): Promise<void> {
+  const now = nowIso();
+  await db
+    .insertInto('external_identities')
+    .values({ user_id: e.userId, connection_id: e.connectionId, sub: e.sub, email: e.email, last_login_at: now })
+    .onConflict((oc) => oc.columns(['connection_id', 'sub']).doUpdateSet({ user_id: e.userId, email: e.email, last_login_at: now, updated_at: now }))
+    .execute();
+}
+
+/** The login signals (the ExternalIdentity is written by the login flow before they fire). */
+export function createIdentitySignals(): IdentitySignals {
+  return new IdentitySignals();
+}

@@ -1,0 +1,5 @@
+export * from './agent-policy.js';
+export * from './events.js';
+export * from './services.js';
+export * from './store.js';
+export * from './teams.js';
