@@ -109,3 +109,27 @@ t.test('/metrics names the node', async (t) => {
   t.match(await m.registry.metrics(), /^airlock_node_info\{node="node-7"\} 1$/m);
   t.notMatch(await createMetrics().registry.metrics(), /airlock_node_info/, 'only when a node id is given');
 });
+
+t.test(`${TEST_ENGINE}: directory sync asked on two nodes at once yields one job`, async (t) => {
+  const { addUser, startTestApp } = await import('../helpers/app.js');
+  const { saveConnection } = await import('../../domain/identity/index.js');
+  const { Encryptor, loadOrCreateEncryptionKey } = await import('../../core/index.js');
+  const dir = tempDir(t);
+  const a = await startTestApp(t, { dataDir: dir, env: { AIRLOCK_NODE_ID: 'node-a' } });
+  const b = await startTestApp(t, { dataDir: dir, env: { AIRLOCK_NODE_ID: 'node-b' } });
+  await saveConnection(a.database.sql, new Encryptor(loadOrCreateEncryptionKey(dir, a.config.encryptionKey)), {
+    provider: 'google',
+    issuer: 'https://accounts.google.com',
+    client_id: 'cid',
+    service_account_json: { client_email: 'sync@x.iam.test', private_key: '-----BEGIN PRIVATE KEY-----\nMII\n-----END PRIVATE KEY-----\n' },
+    delegated_admin_email: 'admin@x.test',
+  });
+  await addUser(a.database, 'root', 'root-password-0123', { superuser: true });
+  const [ca, cb] = [a.client(), b.client()];
+  for (const c of [ca, cb]) t.equal((await c.login('root', 'root-password-0123')).status, 200);
+  const answers = await Promise.all([...Array(4)].flatMap(() => [ca.json('POST', '/api/identity/directory-sync', {}), cb.json('POST', '/api/identity/directory-sync', {})]));
+  t.same(answers.map((r) => r.status).sort(), [200, 200, 200, 200, 200, 200, 200, 202], 'one request created the job; the others were told it runs');
+  t.equal(new Set(answers.map((r) => r.body.job.id)).size, 1, 'all name the same job');
+  const jobs = await a.database.sql.selectFrom('directory_sync_jobs').select('id').execute();
+  t.equal(jobs.length, 1, 'one row in the database');
+});
