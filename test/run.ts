@@ -33,6 +33,11 @@ const BOTH_ENGINES = [
   'dist/test/integration/admin-users.test.js',
   'dist/test/integration/tokens.test.js',
   'dist/test/integration/cli.test.js',
+  // data access and identity over HTTP, every route's access matrix
+  'dist/test/integration/data-access-api.test.js',
+  'dist/test/integration/security-matrix.test.js',
+  'dist/test/integration/security-web.test.js',
+  'dist/test/integration/openapi.test.js',
 ];
 const ALL = ['dist/test/**/*.test.js'];
 
