@@ -55,6 +55,20 @@ export const NODE_RUNTIME: NodeRuntimePin = {
   integrity: 'sha512-3nULszZ5X0fciYpG0t6TrdApJzAn8+FlINP6OiMX7V8HrvpATPN936U1LlReOJriLRa4e8yEqQBYCnLyPNAs7Q==',
 };
 
+/**
+ * The headers native addons of the host are compiled against when it runs on NODE_RUNTIME
+ * (npm_config_nodedir in .ci/run; same ABI, NODE_MODULE_VERSION 137). Node 24.19 backported a
+ * change to node::ObjectWrap (inline header code, compiled into the addon) whose destructor can
+ * abort the process (`Assertion failed: (env) != nullptr` in RemoveEnvironmentCleanupHook) when a
+ * better-sqlite3 12 Statement is garbage collected; built against 24.18.1 headers the same addon
+ * runs cleanly on 24.21 (nodejs/node#65446; docs/runtime.md#node). better-sqlite3 13 avoids it
+ * but does not run on Node 20. Drop this pin once Node 24 ships the fix.
+ */
+export const NODE_ADDON_HEADERS: NodeRuntimePin = {
+  version: '24.18.1',
+  integrity: 'sha512-lrkq/M/O8giNdc8fSxYK0kuRZPVVFOMM+HRbUNoqZNs2+tdNI9Qjc0n/tWOd2wBsU0e8z/qQBpGrUBIse4vPgA==',
+};
+
 /** Node 20, for the runtime bench's Node 20 vs 24 comparison only (past end of life: never ship it). */
 export const NODE20_RUNTIME: NodeRuntimePin = {
   version: '20.20.2',

