@@ -50,6 +50,40 @@ export function defaultMcpServers(dist = distDir()): McpServerSpec[] {
   ];
 }
 
+/**
+ * The MCP servers the agent starts at boot (before any session): AGENT_MCP_SERVERS (a JSON list,
+ * tests and development) or the image's two. Problems are pushed onto `problems`.
+ */
+export function parseMcpServers(env: NodeJS.ProcessEnv, problems: string[]): McpServerSpec[] {
+  let mcpServers = defaultMcpServers();
+  if (env.AGENT_MCP_SERVERS) {
+    try {
+      const parsed = JSON.parse(env.AGENT_MCP_SERVERS) as unknown;
+      if (!Array.isArray(parsed)) throw new Error('not a list');
+      mcpServers = parsed.map((s: any, i) => {
+        if (!s || typeof s.name !== 'string' || typeof s.command !== 'string') throw new Error(`item ${i} needs name and command`);
+        const args = s.args ?? [];
+        if (!Array.isArray(args) || !args.every((a: unknown) => typeof a === 'string')) throw new Error(`item ${i}: args must be strings`);
+        if (s.env !== undefined && (typeof s.env !== 'object' || Object.values(s.env).some((v) => typeof v !== 'string')))
+          throw new Error(`item ${i}: env must map names to strings`);
+        return { name: s.name, command: s.command, args, ...(s.env ? { env: s.env } : {}) };
+      });
+    } catch (err) {
+      problems.push(`AGENT_MCP_SERVERS: ${(err as Error).message}`);
+    }
+  }
+  return mcpServers;
+}
+
+/** The part of an env the MCP servers get (TOOL_ENV_NAMES), and nothing else. */
+export function toolEnvOf(env: NodeJS.ProcessEnv): Record<string, string> {
+  const toolEnv: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) {
+    if (v !== undefined && TOOL_ENV_NAMES.has(k)) toolEnv[k] = v;
+  }
+  return toolEnv;
+}
+
 function int(env: NodeJS.ProcessEnv, name: string, def: number, min: number, max: number, problems: string[]): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return def;
@@ -75,23 +109,7 @@ export function readAgentSettings(env: NodeJS.ProcessEnv): AgentSettings {
       problems.push('AGENT_MODEL_BASE_URL: not a URL');
     }
   }
-  let mcpServers = defaultMcpServers();
-  if (env.AGENT_MCP_SERVERS) {
-    try {
-      const parsed = JSON.parse(env.AGENT_MCP_SERVERS) as unknown;
-      if (!Array.isArray(parsed)) throw new Error('not a list');
-      mcpServers = parsed.map((s: any, i) => {
-        if (!s || typeof s.name !== 'string' || typeof s.command !== 'string') throw new Error(`item ${i} needs name and command`);
-        const args = s.args ?? [];
-        if (!Array.isArray(args) || !args.every((a: unknown) => typeof a === 'string')) throw new Error(`item ${i}: args must be strings`);
-        if (s.env !== undefined && (typeof s.env !== 'object' || Object.values(s.env).some((v) => typeof v !== 'string')))
-          throw new Error(`item ${i}: env must map names to strings`);
-        return { name: s.name, command: s.command, args, ...(s.env ? { env: s.env } : {}) };
-      });
-    } catch (err) {
-      problems.push(`AGENT_MCP_SERVERS: ${(err as Error).message}`);
-    }
-  }
+  const mcpServers = parseMcpServers(env, problems);
   const toolsRaw = env.AGENT_TOOLS;
   const allowedTools =
     toolsRaw === undefined || toolsRaw.trim() === '*'
@@ -102,10 +120,7 @@ export function readAgentSettings(env: NodeJS.ProcessEnv): AgentSettings {
             .map((s) => s.trim())
             .filter(Boolean),
         );
-  const toolEnv: Record<string, string> = {};
-  for (const [k, v] of Object.entries(env)) {
-    if (v !== undefined && TOOL_ENV_NAMES.has(k)) toolEnv[k] = v;
-  }
+  const toolEnv = toolEnvOf(env);
   const settings: AgentSettings = {
     provider,
     model: env.AGENT_MODEL || (provider === 'demo' ? 'demo' : ''),
