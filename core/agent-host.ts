@@ -195,7 +195,7 @@ export class AgentProcess {
         try {
           this.send({ type: 'configure', env, ...(cwd !== undefined ? { cwd } : {}) });
         } catch (err) {
-          reject(err as Error);
+          reject(err instanceof Error ? err : new AppError('ERR_SANDBOX_CHILD_EXITED', 'agent is not running', { status: 502 }));
         }
       },
       (err: Error) => reject(err),
