@@ -134,6 +134,9 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'airlock-bench-rt-'));
   const owner = `airlock-bench-${randomUUID().slice(0, 8)}`;
   const signal = new AbortController().signal;
+  /** When each session became live (the manager's onSessionLive hook): claim or cold start → session ready. */
+  const liveAt = new Map<string, number>();
+  const hooks = { onSessionLive: (s: { sessionId: string }) => void liveAt.set(s.sessionId, nowMs()) };
   const turn = (m: SessionManager, sessionId: string) => m.runTurn({ userId: 1, sessionId, turnId: randomUUID(), prompt: 'ping', signal, onEvent: () => undefined });
   const samples = new Map<string, number[]>();
   const add = (v: Variant, what: string, ms: number): void => {
@@ -208,7 +211,7 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
     const cold = new Map<Variant, SessionManager>();
     for (const v of VARIANTS) {
       const cfg = loadConfig({ AIRLOCK_DATA_DIR: join(dir, `cold-${v.pin.version}`), AIRLOCK_IMAGE: v.tag, AIRLOCK_POOL_SIZE: '0', AIRLOCK_MAX_SESSIONS: '100' });
-      const m = new SessionManager({ config: cfg, docker, log: silentLogger(), owner });
+      const m = new SessionManager({ config: cfg, docker, log: silentLogger(), owner, hooks });
       managers.push(m);
       await m.start();
       cold.set(v, m);
@@ -220,6 +223,7 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
         const r = await turn(m, `cold-${i}`);
         if (r.stop_reason !== 'end_turn') throw new Error(`cold turn (${v.label}) ${r.stop_reason}`);
         add(v, 'cold', nowMs() - t0);
+        add(v, 'cold_ready', liveAt.get(`cold-${i}`)! - t0);
         await m.kill(`cold-${i}`);
       }
     }
@@ -229,7 +233,7 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
     const pools = new Map<Variant, SessionManager>();
     for (const v of VARIANTS) {
       const cfg = loadConfig({ AIRLOCK_DATA_DIR: join(dir, `pool-${v.pin.version}`), AIRLOCK_IMAGE: v.tag, AIRLOCK_POOL_SIZE: '1', AIRLOCK_MAX_SESSIONS: '100' });
-      const m = new SessionManager({ config: cfg, docker, log: silentLogger(), owner });
+      const m = new SessionManager({ config: cfg, docker, log: silentLogger(), owner, hooks });
       managers.push(m);
       await m.start();
       pools.set(v, m);
@@ -242,6 +246,7 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
         const r = await turn(m, `pool-${i}`);
         if (r.stop_reason !== 'end_turn') throw new Error(`pool turn (${v.label}) ${r.stop_reason}`);
         add(v, 'pool', nowMs() - t0);
+        add(v, 'pool_ready', liveAt.get(`pool-${i}`)! - t0);
         await m.kill(`pool-${i}`);
       }
     }
@@ -265,7 +270,9 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
       ['bare', 'bare docker run → "ready" (baseline)'],
       ['hardened', 'hardened docker run → "ready" (baseline)'],
       ...Object.entries(PROBE_ROWS),
+      ['cold_ready', 'cold session start → session ready'],
       ['cold', 'cold session start → first turn done'],
+      ['pool_ready', 'pool claim → session ready'],
       ['pool', 'pool claim → first turn done'],
       ['warm', 'warm prompt round trip (control socket)'],
     ];

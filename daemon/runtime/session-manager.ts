@@ -289,6 +289,7 @@ export class SessionManager extends SessionTable implements TurnRunner {
     const ws = this.slots.ensureWorkspace(userId);
     const release = await this.startGate.enter();
     let sb: Sandbox | undefined;
+    let claimed = false;
     try {
       if (this.closed) throw unavailable();
       // A ready pool member: its agent and MCP servers run already; the claim binds the
@@ -297,7 +298,7 @@ export class SessionManager extends SessionTable implements TurnRunner {
       for (let tries = 0; !sb && tries < CLAIM_TRIES; tries++) {
         const member = this.pool.claim();
         if (!member) break;
-        void this.fillPool();
+        claimed = true;
         try {
           member.boundWorkspace = this.slots.bindWorkspace(member.dir, ws);
           await this.startIn(member, sessionId, plan);
@@ -327,6 +328,8 @@ export class SessionManager extends SessionTable implements TurnRunner {
       }
     } finally {
       release();
+      // Refilled once the claim is done, so the new member's start does not slow the claim down.
+      if (claimed) void this.fillPool();
     }
     Object.assign(sb, { sessionId, userId, claimedAt: plan.claim.claimed_at, lastUsedAt: Date.now(), state: 'ready', agentEnvDigest: plan.agentEnvDigest });
     this.sessions.set(sessionId, sb);
