@@ -2,7 +2,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AppError } from '../core/errors.js';
 // Env names passed on to MCP servers: the tool routes' base URLs and placeholders, and the agent API.
-import { TOOL_ENV_NAMES } from '../core/sandbox-env.js';
+import { SANDBOX_NODE_FLAGS, TOOL_ENV_NAMES } from '../core/sandbox-env.js';
 
 /** One MCP stdio server the agent spawns. */
 export interface McpServerSpec {
@@ -45,8 +45,8 @@ export function distDir(): string {
 
 export function defaultMcpServers(dist = distDir()): McpServerSpec[] {
   return [
-    { name: 'workspace', command: process.execPath, args: [join(dist, 'tools', 'main.js')] },
-    { name: 'extensions', command: process.execPath, args: [join(dist, 'extensions', 'main.js')] },
+    { name: 'workspace', command: process.execPath, args: [...SANDBOX_NODE_FLAGS, join(dist, 'tools', 'main.js')] },
+    { name: 'extensions', command: process.execPath, args: [...SANDBOX_NODE_FLAGS, join(dist, 'extensions', 'main.js')] },
   ];
 }
 

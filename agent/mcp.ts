@@ -4,6 +4,7 @@ import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from '../core/logger.js';
 import { checkMessage, protocolLogFields } from '../core/ndjson.js';
 import { MCP_CONFIGURE_METHOD, McpToolResultSchema } from '../core/sandbox-protocol.js';
+import { COMPILE_CACHE_ENV } from '../core/sandbox-env.js';
 import { z } from 'zod';
 import type { McpServerSpec } from './env.js';
 import type { ToolDef } from './types.js';
@@ -56,7 +57,9 @@ export class ToolHost {
       servers.map(async (s) => {
         const client = new Client({ name: 'airlock-agent', version: '0.1.0' });
         try {
-          const transport = new StdioClientTransport({ command: s.command, args: s.args, env: { ...toolEnv, ...(s.env ?? {}) }, stderr: 'inherit' });
+          const cache = process.env[COMPILE_CACHE_ENV];
+          const env = { ...toolEnv, ...(cache ? { [COMPILE_CACHE_ENV]: cache } : {}), ...(s.env ?? {}) };
+          const transport = new StdioClientTransport({ command: s.command, args: s.args, env, stderr: 'inherit' });
           // Generous: on a loaded host several agents start their servers at once.
           await client.connect(transport, { timeout: MCP_START_TIMEOUT_MS });
           const listed = await client.listTools(undefined, { timeout: MCP_START_TIMEOUT_MS });

@@ -42,6 +42,7 @@ import {
 } from '../core/sandbox-protocol.js';
 import { checkMessage, protocolLogFields, readMessages, writeMessage, type LineReader } from '../core/ndjson.js';
 import { AgentProcess } from '../core/agent-host.js';
+import { COMPILE_CACHE_ENV, SANDBOX_NODE_FLAGS } from '../core/sandbox-env.js';
 
 export interface SupervisorOptions {
   controlSocket?: string;
@@ -94,7 +95,7 @@ export class Supervisor {
       egressSocket: opts.egressSocket ?? SANDBOX_EGRESS_SOCKET,
       childUid: opts.childUid ?? CHILD_UID,
       childGid: opts.childGid ?? CHILD_GID,
-      childCommand: opts.childCommand ?? [process.execPath, new URL('../agent/main.js', import.meta.url).pathname],
+      childCommand: opts.childCommand ?? [process.execPath, ...SANDBOX_NODE_FLAGS, new URL('../agent/main.js', import.meta.url).pathname],
       childCwd: opts.childCwd ?? SANDBOX_WORKSPACE,
       childIdleCwd: opts.childIdleCwd ?? '/',
       exitOnShutdown: opts.exitOnShutdown ?? true,
@@ -265,9 +266,10 @@ export class Supervisor {
     return r.msg;
   }
 
-  /** The child's environment at spawn: nothing of any user. */
+  /** The child's environment at spawn: nothing of any user (the image's compile cache folder, if set). */
   private baseEnv(): Record<string, string> {
-    return { HOME: '/home/agent', PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8' };
+    const cache = process.env[COMPILE_CACHE_ENV];
+    return { HOME: '/home/agent', PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8', ...(cache ? { [COMPILE_CACHE_ENV]: cache } : {}) };
   }
 
   /** The session's part of the child's environment (sent in `configure`): an allow-list, never the supervisor's own env. */

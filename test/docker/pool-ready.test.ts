@@ -60,7 +60,7 @@ function preparer(upstream: FakeUpstream): SessionPreparer {
 
 /** pid → entry file of every node process in the container (as root, which reads every cmdline). */
 async function nodeProcs(docker: Docker, id: string): Promise<Record<string, string>> {
-  const probe = `const fs=require('fs');const o={};for(const p of fs.readdirSync('/proc').filter((p)=>/^[0-9]+$/.test(p))){let a;try{a=fs.readFileSync('/proc/'+p+'/cmdline','utf8').split(String.fromCharCode(0))}catch{continue}if(a[0].endsWith('/node')&&a[1]&&a[1].startsWith('/opt/airlock/'))o[p]=a[1].split('/').slice(-2,-1)[0]}console.log(JSON.stringify(o))`;
+  const probe = `const fs=require('fs');const o={};for(const p of fs.readdirSync('/proc').filter((p)=>/^[0-9]+$/.test(p))){let a;try{a=fs.readFileSync('/proc/'+p+'/cmdline','utf8').split(String.fromCharCode(0))}catch{continue}const f=a.find((x)=>x.startsWith('/opt/airlock/'));if(a[0].endsWith('/node')&&f)o[p]=f.split('/').slice(-2,-1)[0]}console.log(JSON.stringify(o))`;
   const r = await execIn(docker, id, ['/usr/local/bin/node', '-e', probe], { user: '0' });
   return JSON.parse(r.stdout) as Record<string, string>;
 }
