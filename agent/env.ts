@@ -1,16 +1,14 @@
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { AppError } from '../core/errors.js';
 // Env names passed on to MCP servers: the tool routes' base URLs and placeholders, and the agent API.
-import { SANDBOX_NODE_FLAGS, TOOL_ENV_NAMES } from '../core/sandbox-env.js';
+import { TOOL_ENV_NAMES } from '../core/sandbox-env.js';
 
-/** One MCP stdio server the agent spawns. */
-export interface McpServerSpec {
-  name: string;
-  command: string;
-  args: string[];
-  env?: Record<string, string>;
-}
+/**
+ * One MCP server of the agent: a stdio server it spawns (AGENT_MCP_SERVERS: tests, development),
+ * or one of the sandbox's own two, hosted in the agent's process (agent/in-process.ts).
+ */
+export type McpServerSpec =
+  | { name: string; command: string; args: string[]; env?: Record<string, string> }
+  | { name: string; inProcess: 'workspace' | 'extensions' };
 
 /**
  * The agent child's own small settings, read from its environment (the supervisor builds it;
@@ -38,15 +36,15 @@ export const DEFAULT_SYSTEM_PROMPT =
   'To e-mail a chart, call rasterize_chart and pass the returned file name unchanged to send_email. Be brief.';
 
 
-/** `<dist>` of the running build: agent/ sits one level below it. */
-export function distDir(): string {
-  return dirname(dirname(fileURLToPath(import.meta.url)));
-}
-
-export function defaultMcpServers(dist = distDir()): McpServerSpec[] {
+/**
+ * The sandbox's two MCP servers (workspace suite, extensions), hosted in the agent's own process:
+ * as separate processes they bought no isolation (same uid, our own code) and cost an idle
+ * session two Node processes (docs/runtime.md#density).
+ */
+export function defaultMcpServers(): McpServerSpec[] {
   return [
-    { name: 'workspace', command: process.execPath, args: [...SANDBOX_NODE_FLAGS, join(dist, 'tools', 'main.js')] },
-    { name: 'extensions', command: process.execPath, args: [...SANDBOX_NODE_FLAGS, join(dist, 'extensions', 'main.js')] },
+    { name: 'workspace', inProcess: 'workspace' },
+    { name: 'extensions', inProcess: 'extensions' },
   ];
 }
 

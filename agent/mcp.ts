@@ -1,6 +1,8 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { IN_PROCESS_SERVERS } from './in-process.js';
 import type { Logger } from '../core/logger.js';
 import { checkMessage, protocolLogFields } from '../core/ndjson.js';
 import { MCP_CONFIGURE_METHOD, McpToolResultSchema } from '../core/sandbox-protocol.js';
@@ -57,11 +59,17 @@ export class ToolHost {
       servers.map(async (s) => {
         const client = new Client({ name: 'airlock-agent', version: '0.1.0' });
         try {
-          const cache = process.env[COMPILE_CACHE_ENV];
-          const env = { ...toolEnv, ...(cache ? { [COMPILE_CACHE_ENV]: cache } : {}), ...(s.env ?? {}) };
-          const transport = new StdioClientTransport({ command: s.command, args: s.args, env, stderr: 'inherit' });
-          // Generous: on a loaded host several agents start their servers at once.
-          await client.connect(transport, { timeout: MCP_START_TIMEOUT_MS });
+          if ('inProcess' in s) {
+            const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+            await IN_PROCESS_SERVERS[s.inProcess](log).connect(serverSide);
+            await client.connect(clientSide, { timeout: MCP_START_TIMEOUT_MS });
+          } else {
+            const cache = process.env[COMPILE_CACHE_ENV];
+            const env = { ...toolEnv, ...(cache ? { [COMPILE_CACHE_ENV]: cache } : {}), ...(s.env ?? {}) };
+            const transport = new StdioClientTransport({ command: s.command, args: s.args, env, stderr: 'inherit' });
+            // Generous: on a loaded host several agents start their servers at once.
+            await client.connect(transport, { timeout: MCP_START_TIMEOUT_MS });
+          }
           const listed = await client.listTools(undefined, { timeout: MCP_START_TIMEOUT_MS });
           return { s, client, tools: listed.tools };
         } catch (err) {

@@ -9,7 +9,6 @@ import { readFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SANDBOX_NODE_FLAGS } from '../../core/sandbox-env.js';
-import { defaultMcpServers } from '../../agent/env.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
@@ -26,7 +25,3 @@ for (const file of ['images/Dockerfile.app', 'images/Dockerfile']) {
     t.match(text, /^ENV .*NODE_COMPILE_CACHE=\/opt\/airlock\/compile-cache/m, 'the processes find the cache');
   });
 }
-
-t.test('the agent starts its MCP servers with the same flags', async (t) => {
-  for (const s of defaultMcpServers('/d')) t.same(s.args.slice(0, -1), SANDBOX_NODE_FLAGS, s.name);
-});
