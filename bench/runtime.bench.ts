@@ -40,26 +40,33 @@ const VARIANTS: Variant[] = [
 /**
  * Runs inside the container (CommonJS, `node -e PROBE K`): starts each process K times with a
  * minimal env and prints {name: [ms…]} as one JSON line. Each process is SIGKILLed once ready.
+ * The agent and both servers are timed under uid 1001 with the image's compile cache and the
+ * sandbox's Node flags, as a session runs them.
  */
 const PROBE = String.raw`
 const { spawn } = require('node:child_process');
 const { rmSync } = require('node:fs');
 const K = Number(process.argv[1] || 3);
-const env = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/tmp', LANG: 'C.UTF-8', NODE_ENV: 'production', AGENT_LOG_LEVEL: 'warn' };
+// As the sessions run them: the image's compile cache (ignored by Node 20) and the sandbox flags.
+const env = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/tmp', LANG: 'C.UTF-8', NODE_ENV: 'production', AGENT_LOG_LEVEL: 'warn', ...(process.env.NODE_COMPILE_CACHE ? { NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE } : {}) };
+const FLAGS = ['--max-semi-space-size=1'];
 const INIT = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '0' } } }) + '\n';
-function time(args, ready, input) {
+// uid: the agent and its servers run as 1001 (and their compile cache is 1001's), the supervisor as
+// root. Each process gets a group of its own, killed whole (the supervisor spawns the agent).
+function time(args, ready, input, uid = 1001) {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const p = spawn(process.execPath, args, { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const p = spawn(process.execPath, [...FLAGS, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'], uid, gid: uid, detached: true });
+    const kill = () => { try { process.kill(-p.pid, 'SIGKILL'); } catch {} };
     let out = '', err = '', done = false;
-    const timer = setTimeout(() => { p.kill('SIGKILL'); reject(new Error('timeout ' + args.join(' ') + ': ' + err.slice(-300))); }, 30000);
+    const timer = setTimeout(() => { kill(); reject(new Error('timeout ' + args.join(' ') + ': ' + err.slice(-300))); }, 30000);
     const check = () => {
       if (done || !ready || !ready(out, err)) return;
       done = true;
       const ms = performance.now() - t0;
       clearTimeout(timer);
       p.on('exit', () => resolve(ms));
-      p.kill('SIGKILL');
+      kill();
     };
     p.stdout.on('data', (d) => { out += d; check(); });
     p.stderr.on('data', (d) => { err += d; check(); });
@@ -75,9 +82,10 @@ function time(args, ready, input) {
 const D = '/opt/airlock/dist';
 const probes = {
   node_e0: () => time(['-e', '0']),
+  // (The agent hosts both MCP servers in its process; the servers' own entries are timed alone too.)
   supervisor: () => {
     for (const s of ['control.sock', 'egress.sock']) rmSync('/run/airlock/' + s, { force: true });
-    return time([D + '/supervisor/main.js'], (o, e) => e.includes('"msg":"ready"'));
+    return time([D + '/supervisor/main.js'], (o, e) => e.includes('"msg":"ready"'), undefined, 0);
   },
   tools_mcp: () => time([D + '/tools/main.js'], (o) => o.includes('"id":1'), INIT),
   extensions_mcp: () => time([D + '/extensions/main.js'], (o) => o.includes('"id":1'), INIT),
