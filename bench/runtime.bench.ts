@@ -52,12 +52,13 @@ const env = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/tmp', LANG: 'C.UTF-8
 const FLAGS = ['--max-semi-space-size=1'];
 const INIT = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '0' } } }) + '\n';
 // uid: the agent and its servers run as 1001 (and their compile cache is 1001's), the supervisor as
-// root. Each process gets a group of its own, killed whole (the supervisor spawns the agent).
+// root. Root here has no CAP_KILL over 1001's processes: those are ended by closing their stdin
+// (each exits then); the supervisor is SIGKILLed, and its agent exits with the closed pipe.
 function time(args, ready, input, uid = 1001) {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const p = spawn(process.execPath, [...FLAGS, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'], uid, gid: uid, detached: true });
-    const kill = () => { try { process.kill(-p.pid, 'SIGKILL'); } catch {} };
+    const p = spawn(process.execPath, [...FLAGS, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'], uid, gid: uid });
+    const kill = () => (uid === 0 ? p.kill('SIGKILL') : p.stdin.end());
     let out = '', err = '', done = false;
     const timer = setTimeout(() => { kill(); reject(new Error('timeout ' + args.join(' ') + ': ' + err.slice(-300))); }, 30000);
     const check = () => {

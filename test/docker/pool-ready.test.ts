@@ -19,6 +19,7 @@ import { EgressGatewayService, egressTarget } from '../../daemon/egress.js';
 import { buildRoutes } from '../../daemon/overlay.js';
 import { start as startUpstream, type FakeUpstream } from '../../emulator/fake-upstream.js';
 import { logSink } from '../helpers/app.js';
+import { waitFor } from '../helpers/chat.js';
 import { dataDir, dockerOrSkip, ensureTestImage, execIn, runtimeConfig, sweep, uniqueOwner } from './helpers.js';
 
 const docker = await dockerOrSkip(t as unknown as Parameters<typeof dockerOrSkip>[0]);
@@ -71,16 +72,6 @@ async function gone(docker: Docker, id: string): Promise<boolean> {
     .inspect()
     .then(() => false)
     .catch((err: { statusCode?: number }) => err.statusCode === 404);
-}
-
-async function until<T>(fn: () => Promise<T | undefined | false> | T | undefined | false, what: string, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 if (docker) {
@@ -161,8 +152,8 @@ if (docker) {
       // As the agent's uid (root in the sandbox holds no CAP_KILL over another uid's processes).
       const k = await execIn(docker, member.containerId, ['/bin/sh', '-c', `kill -9 ${pid}`]);
       t.equal(k.code, 0, `${victim} killed ${k.stderr}`);
-      await until(() => !members().some((s) => s.containerId === member.containerId), `the member with a dead ${victim} leaves the pool`);
-      t.ok(await until(() => gone(docker, member.containerId), 'its container to be removed'), `the member whose ${victim} died is removed`);
+      await waitFor(() => !members().some((s) => s.containerId === member.containerId), `the member with a dead ${victim} leaves the pool`);
+      t.ok(await waitFor(() => gone(docker, member.containerId), 'its container to be removed'), `the member whose ${victim} died is removed`);
       await m.poolReady(60_000);
       const r = await turn(m, `after-${victim}`, NO_ACCOUNT, 'chart 1 2 3');
       t.equal(r.stop_reason, 'end_turn', 'the next session works');
