@@ -51,6 +51,8 @@ async function main(): Promise<void> {
   /** The session's settings, handed over once (`configure`): model, tools, the servers' env. */
   const configure = async (env: Record<string, string>, cwd: string | undefined): Promise<void> => {
     const settings = readAgentSettings({ ...process.env, ...env });
+    // The log level is a session setting too (the idle agent logs at its start level until now).
+    if (env.AGENT_LOG_LEVEL && ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(env.AGENT_LOG_LEVEL)) log.level = env.AGENT_LOG_LEVEL;
     if (cwd !== undefined) process.chdir(cwd);
     await tools.configure(settings.allowedTools, settings.toolEnv, cwd);
     agent = new Agent({
