@@ -2,6 +2,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import type { JsonSchemaType, JsonSchemaValidator, jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation';
 import { IN_PROCESS_SERVERS } from './in-process.js';
 import type { Logger } from '../core/logger.js';
 import { checkMessage, protocolLogFields } from '../core/ndjson.js';
@@ -42,6 +44,18 @@ const MCP_START_TIMEOUT_MS = 90_000;
 const MCP_CONFIGURE_TIMEOUT_MS = 10_000;
 const ConfigureResultSchema = z.object({}).loose();
 
+/**
+ * The SDK's client compiles a validator for every tool's output schema when the tools are listed,
+ * that is at the agent's boot (cold start). This one compiles each on the tool's first call.
+ */
+class LazyOutputValidator implements jsonSchemaValidator {
+  private ajv?: AjvJsonSchemaValidator;
+  getValidator<T>(schema: JsonSchemaType): JsonSchemaValidator<T> {
+    let fn: JsonSchemaValidator<T> | undefined;
+    return (input) => (fn ??= (this.ajv ??= new AjvJsonSchemaValidator()).getValidator<T>(schema))(input);
+  }
+}
+
 export class ToolHost {
   private readonly tools = new Map<string, Loaded>();
   /** Every tool the servers list, before the allow-list. */
@@ -57,7 +71,7 @@ export class ToolHost {
     const host = new ToolHost(log);
     const results = await Promise.all(
       servers.map(async (s) => {
-        const client = new Client({ name: 'airlock-agent', version: '0.1.0' });
+        const client = new Client({ name: 'airlock-agent', version: '0.1.0' }, { jsonSchemaValidator: new LazyOutputValidator() });
         try {
           if ('inProcess' in s) {
             const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
