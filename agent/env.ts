@@ -1,16 +1,14 @@
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { AppError } from '../core/errors.js';
 // Env names passed on to MCP servers: the tool routes' base URLs and placeholders, and the agent API.
 import { TOOL_ENV_NAMES } from '../core/sandbox-env.js';
 
-/** One MCP stdio server the agent spawns. */
-export interface McpServerSpec {
-  name: string;
-  command: string;
-  args: string[];
-  env?: Record<string, string>;
-}
+/**
+ * One MCP server of the agent: a stdio server it spawns (AGENT_MCP_SERVERS: tests, development),
+ * or one of the sandbox's own two, hosted in the agent's process (agent/in-process.ts).
+ */
+export type McpServerSpec =
+  | { name: string; command: string; args: string[]; env?: Record<string, string> }
+  | { name: string; inProcess: 'workspace' | 'extensions' };
 
 /**
  * The agent child's own small settings, read from its environment (the supervisor builds it;
@@ -38,16 +36,50 @@ export const DEFAULT_SYSTEM_PROMPT =
   'To e-mail a chart, call rasterize_chart and pass the returned file name unchanged to send_email. Be brief.';
 
 
-/** `<dist>` of the running build: agent/ sits one level below it. */
-export function distDir(): string {
-  return dirname(dirname(fileURLToPath(import.meta.url)));
+/**
+ * The sandbox's two MCP servers (workspace suite, extensions), hosted in the agent's own process:
+ * as separate processes they bought no isolation (same uid, our own code) and cost an idle
+ * session two Node processes (docs/runtime.md#density).
+ */
+export function defaultMcpServers(): McpServerSpec[] {
+  return [
+    { name: 'workspace', inProcess: 'workspace' },
+    { name: 'extensions', inProcess: 'extensions' },
+  ];
 }
 
-export function defaultMcpServers(dist = distDir()): McpServerSpec[] {
-  return [
-    { name: 'workspace', command: process.execPath, args: [join(dist, 'tools', 'main.js')] },
-    { name: 'extensions', command: process.execPath, args: [join(dist, 'extensions', 'main.js')] },
-  ];
+/**
+ * The MCP servers the agent starts at boot (before any session): AGENT_MCP_SERVERS (a JSON list,
+ * tests and development) or the image's two. Problems are pushed onto `problems`.
+ */
+export function parseMcpServers(env: NodeJS.ProcessEnv, problems: string[]): McpServerSpec[] {
+  let mcpServers = defaultMcpServers();
+  if (env.AGENT_MCP_SERVERS) {
+    try {
+      const parsed = JSON.parse(env.AGENT_MCP_SERVERS) as unknown;
+      if (!Array.isArray(parsed)) throw new Error('not a list');
+      mcpServers = parsed.map((s: any, i) => {
+        if (!s || typeof s.name !== 'string' || typeof s.command !== 'string') throw new Error(`item ${i} needs name and command`);
+        const args = s.args ?? [];
+        if (!Array.isArray(args) || !args.every((a: unknown) => typeof a === 'string')) throw new Error(`item ${i}: args must be strings`);
+        if (s.env !== undefined && (typeof s.env !== 'object' || Object.values(s.env).some((v) => typeof v !== 'string')))
+          throw new Error(`item ${i}: env must map names to strings`);
+        return { name: s.name, command: s.command, args, ...(s.env ? { env: s.env } : {}) };
+      });
+    } catch (err) {
+      problems.push(`AGENT_MCP_SERVERS: ${(err as Error).message}`);
+    }
+  }
+  return mcpServers;
+}
+
+/** The part of an env the MCP servers get (TOOL_ENV_NAMES), and nothing else. */
+export function toolEnvOf(env: NodeJS.ProcessEnv): Record<string, string> {
+  const toolEnv: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) {
+    if (v !== undefined && TOOL_ENV_NAMES.has(k)) toolEnv[k] = v;
+  }
+  return toolEnv;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, def: number, min: number, max: number, problems: string[]): number {
@@ -75,23 +107,7 @@ export function readAgentSettings(env: NodeJS.ProcessEnv): AgentSettings {
       problems.push('AGENT_MODEL_BASE_URL: not a URL');
     }
   }
-  let mcpServers = defaultMcpServers();
-  if (env.AGENT_MCP_SERVERS) {
-    try {
-      const parsed = JSON.parse(env.AGENT_MCP_SERVERS) as unknown;
-      if (!Array.isArray(parsed)) throw new Error('not a list');
-      mcpServers = parsed.map((s: any, i) => {
-        if (!s || typeof s.name !== 'string' || typeof s.command !== 'string') throw new Error(`item ${i} needs name and command`);
-        const args = s.args ?? [];
-        if (!Array.isArray(args) || !args.every((a: unknown) => typeof a === 'string')) throw new Error(`item ${i}: args must be strings`);
-        if (s.env !== undefined && (typeof s.env !== 'object' || Object.values(s.env).some((v) => typeof v !== 'string')))
-          throw new Error(`item ${i}: env must map names to strings`);
-        return { name: s.name, command: s.command, args, ...(s.env ? { env: s.env } : {}) };
-      });
-    } catch (err) {
-      problems.push(`AGENT_MCP_SERVERS: ${(err as Error).message}`);
-    }
-  }
+  const mcpServers = parseMcpServers(env, problems);
   const toolsRaw = env.AGENT_TOOLS;
   const allowedTools =
     toolsRaw === undefined || toolsRaw.trim() === '*'
@@ -102,10 +118,7 @@ export function readAgentSettings(env: NodeJS.ProcessEnv): AgentSettings {
             .map((s) => s.trim())
             .filter(Boolean),
         );
-  const toolEnv: Record<string, string> = {};
-  for (const [k, v] of Object.entries(env)) {
-    if (v !== undefined && TOOL_ENV_NAMES.has(k)) toolEnv[k] = v;
-  }
+  const toolEnv = toolEnvOf(env);
   const settings: AgentSettings = {
     provider,
     model: env.AGENT_MODEL || (provider === 'demo' ? 'demo' : ''),

@@ -1,6 +1,8 @@
 /**
- * The agent child (runs as uid 1001 in the sandbox; the supervisor spawns it with the env
- * docs/chat.md lists). Speaks ChildInbound/ChildOutbound NDJSON on stdin/stdout; logs go to
+ * The agent child (runs as uid 1001 in the sandbox). It boots idle: starts its MCP servers,
+ * answers `ready`, and waits for `configure`, which carries the session's settings (the env
+ * docs/chat.md lists, allow-listed by the supervisor) — so a pool member's agent is up before a
+ * user claims it. Speaks ChildInbound/ChildOutbound NDJSON on stdin/stdout; logs go to
  * stderr. The conversation stays in this warm process across turns. One turn at a time: a
  * prompt while a turn runs is answered with turn_end error ERR_SESSION_BUSY. Each stdin line
  * is checked against ChildInboundSchema; a bad one is logged (code and failing fields, never
@@ -9,7 +11,8 @@
 import { ChildInboundSchema, type ChildOutbound } from '../core/sandbox-protocol.js';
 import { protocolLogFields, readMessages, writeMessage } from '../core/ndjson.js';
 import { createLogger } from '../core/logger.js';
-import { readAgentSettings } from './env.js';
+import { isAppError } from '../core/errors.js';
+import { parseMcpServers, readAgentSettings, toolEnvOf } from './env.js';
 import { Agent } from './loop.js';
 import { ToolHost } from './mcp.js';
 import { createModel } from './models/index.js';
@@ -21,29 +24,71 @@ function send(m: ChildOutbound): void {
   writeMessage<ChildOutbound>(process.stdout, m);
 }
 
+/** Exit code of an idle agent whose MCP server died: the supervisor then retires its sandbox. */
+const EXIT_IDLE_SERVER_GONE = 3;
+
 async function main(): Promise<void> {
-  let settings;
-  try {
-    settings = readAgentSettings(process.env);
-  } catch (err) {
-    log.fatal({ err: err instanceof Error ? err.message : String(err) }, 'bad agent settings');
+  // Boot: only what needs no user (the MCP servers, started with the env this process got).
+  const problems: string[] = [];
+  const servers = parseMcpServers(process.env, problems);
+  if (problems.length) {
+    log.fatal({ problems }, 'bad agent settings');
     process.exit(2);
   }
-  const tools = await ToolHost.connect(settings.mcpServers, settings.allowedTools, settings.toolEnv, log);
-  const agent = new Agent({
-    model: createModel(settings),
-    tools,
-    system: settings.systemPrompt,
-    maxSteps: settings.maxSteps,
-    toolTimeoutMs: settings.toolTimeoutMs,
+  const tools = await ToolHost.connect(servers, toolEnvOf(process.env), log);
+  let agent: Agent | undefined;
+  let configuring = false;
+  tools.onServerGone((server) => {
+    if (agent) {
+      log.error({ server }, 'mcp server exited; its tools fail from now on');
+      return;
+    }
+    // Idle (a pool member): it must not be handed out with a tool missing.
+    log.error({ server }, 'mcp server exited while idle; the agent stops');
+    process.exit(EXIT_IDLE_SERVER_GONE);
   });
+
+  /** The session's settings, handed over once (`configure`): model, tools, the servers' env. */
+  const configure = async (env: Record<string, string>, cwd: string | undefined): Promise<void> => {
+    const settings = readAgentSettings({ ...process.env, ...env });
+    // The log level is a session setting too (the idle agent logs at its start level until now).
+    if (env.AGENT_LOG_LEVEL && ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(env.AGENT_LOG_LEVEL)) log.level = env.AGENT_LOG_LEVEL;
+    if (cwd !== undefined) process.chdir(cwd);
+    await tools.configure(settings.allowedTools, settings.toolEnv, cwd);
+    agent = new Agent({
+      model: createModel(settings),
+      tools,
+      system: settings.systemPrompt,
+      maxSteps: settings.maxSteps,
+      toolTimeoutMs: settings.toolTimeoutMs,
+    });
+    log.info({ provider: settings.provider, model: settings.model, tools: tools.defs().length }, 'agent configured');
+  };
   let current: { turnId: string; ac: AbortController } | undefined;
 
   readMessages(process.stdin, {
     schema: ChildInboundSchema,
     onReject: (err) => log.warn(protocolLogFields(err, 'agent-stdin'), 'bad line from the supervisor ignored'),
     onMessage: (m) => {
-      if (m.type === 'prompt') {
+      if (m.type === 'configure') {
+        if (configuring) {
+          send({ type: 'configured', error: { code: 'ERR_SANDBOX_ALREADY_STARTED', message: 'the agent is already configured' } });
+          return;
+        }
+        configuring = true;
+        void configure(m.env, m.cwd).then(
+          () => send({ type: 'configured' }),
+          (err: unknown) => {
+            const code = isAppError(err) ? err.code : 'ERR_AGENT_INTERNAL';
+            log.error({ code }, 'agent could not be configured');
+            send({ type: 'configured', error: { code, message: isAppError(err) ? err.message : 'the agent could not be configured' } });
+          },
+        );
+      } else if (m.type === 'prompt') {
+        if (!agent) {
+          send({ type: 'turn_end', turn_id: m.turn_id, stop_reason: 'error', error: { code: 'ERR_SANDBOX_NOT_STARTED', message: 'the agent has no session yet' } });
+          return;
+        }
         if (current) {
           send({ type: 'turn_end', turn_id: m.turn_id, stop_reason: 'error', error: { code: 'ERR_SESSION_BUSY', message: 'a turn is already running' } });
           return;
@@ -71,7 +116,7 @@ async function main(): Promise<void> {
     void tools.close().finally(() => process.exit(0));
   });
   send({ type: 'ready' });
-  log.info({ provider: settings.provider, model: settings.model, tools: tools.defs().length }, 'agent ready');
+  log.info({ servers: servers.length }, 'agent ready (idle)');
 }
 
 void main().catch((err) => {

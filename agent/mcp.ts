@@ -1,8 +1,15 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import type { JsonSchemaType, JsonSchemaValidator, jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation';
+import { IN_PROCESS_SERVERS } from './in-process.js';
 import type { Logger } from '../core/logger.js';
 import { checkMessage, protocolLogFields } from '../core/ndjson.js';
-import { McpToolResultSchema } from '../core/sandbox-protocol.js';
+import { MCP_CONFIGURE_METHOD, McpToolResultSchema } from '../core/sandbox-protocol.js';
+import { COMPILE_CACHE_ENV } from '../core/sandbox-env.js';
+import { z } from 'zod';
 import type { McpServerSpec } from './env.js';
 import type { ToolDef } from './types.js';
 
@@ -24,29 +31,59 @@ interface Loaded {
 const MAX_TEXT_CHARS = 100_000;
 
 /**
- * MCP stdio clients to the tool servers. Only tools on the allow-list (the user's agent
- * policy) are loaded: a forbidden tool is never offered to the model nor callable.
+ * MCP stdio clients to the tool servers, started when the agent boots (before any session: a
+ * pool member's servers are up before a user claims it). configure() then loads only the tools on
+ * the allow-list (the user's agent policy: a forbidden tool is never offered to the model nor
+ * callable) and hands each server the session's tool env over `airlock/configure`.
  * Each server gets the tool-related env the child holds, and nothing else (the SDK adds
  * its small default set: HOME, LOGNAME, PATH, SHELL, TERM, USER).
  */
 /** How long one MCP server may take to start and list its tools before its tools are left out. */
 const MCP_START_TIMEOUT_MS = 90_000;
+/** How long a server may take to answer `airlock/configure`. */
+const MCP_CONFIGURE_TIMEOUT_MS = 10_000;
+const ConfigureResultSchema = z.object({}).loose();
+
+/**
+ * The SDK's client compiles a validator for every tool's output schema when the tools are listed,
+ * that is at the agent's boot (cold start). This one compiles each on the tool's first call.
+ */
+class LazyOutputValidator implements jsonSchemaValidator {
+  private ajv?: AjvJsonSchemaValidator;
+  getValidator<T>(schema: JsonSchemaType): JsonSchemaValidator<T> {
+    let fn: JsonSchemaValidator<T> | undefined;
+    return (input) => (fn ??= (this.ajv ??= new AjvJsonSchemaValidator()).getValidator<T>(schema))(input);
+  }
+}
 
 export class ToolHost {
   private readonly tools = new Map<string, Loaded>();
+  /** Every tool the servers list, before the allow-list. */
+  private readonly listed: Loaded[] = [];
   private readonly clients: Client[] = [];
+  private closing = false;
+  private goneHandler?: (server: string) => void;
 
   private constructor(private readonly log: Logger) {}
 
-  static async connect(servers: McpServerSpec[], allowed: Set<string> | null, toolEnv: Record<string, string>, log: Logger): Promise<ToolHost> {
+  /** Start every server and list its tools; a server that fails is left out (logged). */
+  static async connect(servers: McpServerSpec[], toolEnv: Record<string, string>, log: Logger): Promise<ToolHost> {
     const host = new ToolHost(log);
     const results = await Promise.all(
       servers.map(async (s) => {
-        const client = new Client({ name: 'airlock-agent', version: '0.1.0' });
+        const client = new Client({ name: 'airlock-agent', version: '0.1.0' }, { jsonSchemaValidator: new LazyOutputValidator() });
         try {
-          const transport = new StdioClientTransport({ command: s.command, args: s.args, env: { ...toolEnv, ...(s.env ?? {}) }, stderr: 'inherit' });
-          // Generous: on a loaded host several agents start their servers at once.
-          await client.connect(transport, { timeout: MCP_START_TIMEOUT_MS });
+          if ('inProcess' in s) {
+            const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+            await IN_PROCESS_SERVERS[s.inProcess](log).connect(serverSide);
+            await client.connect(clientSide, { timeout: MCP_START_TIMEOUT_MS });
+          } else {
+            const cache = process.env[COMPILE_CACHE_ENV];
+            const env = { ...toolEnv, ...(cache ? { [COMPILE_CACHE_ENV]: cache } : {}), ...(s.env ?? {}) };
+            const transport = new StdioClientTransport({ command: s.command, args: s.args, env, stderr: 'inherit' });
+            // Generous: on a loaded host several agents start their servers at once.
+            await client.connect(transport, { timeout: MCP_START_TIMEOUT_MS });
+          }
           const listed = await client.listTools(undefined, { timeout: MCP_START_TIMEOUT_MS });
           return { s, client, tools: listed.tools };
         } catch (err) {
@@ -59,21 +96,48 @@ export class ToolHost {
     for (const r of results) {
       if (!r) continue;
       host.clients.push(r.client);
+      r.client.onclose = () => {
+        if (!host.closing) host.goneHandler?.(r.s.name);
+      };
       for (const t of r.tools) {
-        if (allowed && !allowed.has(t.name)) continue;
-        if (host.tools.has(t.name)) {
-          log.warn({ tool: t.name, server: r.s.name }, 'duplicate tool name ignored');
-          continue;
-        }
-        host.tools.set(t.name, {
-          def: { name: t.name, description: t.description ?? '', inputSchema: { ...t.inputSchema } },
-          client: r.client,
-          server: r.s.name,
-        });
+        host.listed.push({ def: { name: t.name, description: t.description ?? '', inputSchema: { ...t.inputSchema } }, client: r.client, server: r.s.name });
       }
     }
-    log.info({ tools: [...host.tools.keys()] }, 'tools loaded');
     return host;
+  }
+
+  /** Called when a server's connection closes (it exited) other than through close(). */
+  onServerGone(fn: (server: string) => void): void {
+    this.goneHandler = fn;
+  }
+
+  /**
+   * Load the allowed tools (null: all) and hand every server the session's tool env and
+   * working folder. A server that does not take `airlock/configure` keeps its start env.
+   */
+  async configure(allowed: Set<string> | null, toolEnv: Record<string, string>, cwd: string | undefined): Promise<void> {
+    this.tools.clear();
+    for (const t of this.listed) {
+      if (allowed && !allowed.has(t.def.name)) continue;
+      if (this.tools.has(t.def.name)) {
+        this.log.warn({ tool: t.def.name, server: t.server }, 'duplicate tool name ignored');
+        continue;
+      }
+      this.tools.set(t.def.name, t);
+    }
+    const params = { env: toolEnv, ...(cwd !== undefined ? { cwd } : {}) };
+    await Promise.all(
+      this.clients.map(async (client) => {
+        try {
+          await client.request({ method: MCP_CONFIGURE_METHOD, params }, ConfigureResultSchema, { timeout: MCP_CONFIGURE_TIMEOUT_MS });
+        } catch (err) {
+          // "Method not found": a server that takes no configuration (a third-party one).
+          if (err instanceof McpError && err.code === ErrorCode.MethodNotFound) return;
+          throw err;
+        }
+      }),
+    );
+    this.log.info({ tools: [...this.tools.keys()] }, 'tools loaded');
   }
 
   defs(): ToolDef[] {
@@ -123,6 +187,7 @@ export class ToolHost {
   }
 
   async close(): Promise<void> {
+    this.closing = true;
     await Promise.all(this.clients.map((c) => c.close().catch(() => undefined)));
   }
 }

@@ -1,6 +1,7 @@
 /**
  * The agent child's host: spawns one agent process (`node agent/main.js`), waits for its
- * `ready` line, keeps the map of running turns, relays their events, cancels a turn with a
+ * `ready` line (the child is up and idle, its MCP servers started), hands it the session's
+ * settings (`configure`, answered by `configured`), keeps the map of running turns, relays their events, cancels a turn with a
  * grace period and then kills the process. The in-container supervisor and the daemon's
  * local (no-isolation, development) runner both drive the child through this one class, so
  * the child protocol (ChildInbound / ChildOutbound on stdin/stdout) has one implementation
@@ -21,8 +22,13 @@ export type AgentHostLog = (level: 'info' | 'warn' | 'error', msg: string, data?
 export interface AgentProcessOptions {
   command: string;
   args?: string[];
-  /** The child's whole environment (never the host's own). */
+  /** The child's whole environment at spawn (never the host's own). */
   env: Record<string, string>;
+  /**
+   * The session's settings, sent in `configure` as soon as the child is up; then `ready`
+   * resolves only once it is configured. Absent: the child stays idle until configure().
+   */
+  settings?: { env: Record<string, string>; cwd?: string };
   uid?: number;
   gid?: number;
   cwd?: string;
@@ -57,13 +63,22 @@ const STDOUT_DRAIN_MS = 200;
 /** One spawned agent child. Not restarted here: the owner decides (the supervisor does, with backoff). */
 export class AgentProcess {
   readonly proc: ChildProcess;
-  /** Resolves on the child's `ready` line; rejects when it exits, fails to spawn or times out first. */
+  /** Resolves on the child's `ready` line (up, idle); rejects when it exits, fails to spawn or times out first. */
+  readonly booted: Promise<void>;
+  /** Resolves once the child is up and configured (see `settings` and configure()); rejects like `booted` or when configuring fails. */
   readonly ready: Promise<void>;
+  /** The `ready` line arrived. */
+  isBooted = false;
+  /** `configured` arrived without error. */
+  isConfigured = false;
   exited = false;
   /** Set once kill() was called: the process is on its way out and takes no new turn. */
   killing = false;
   private readonly turns = new Map<string, RunningTurn>();
   private readonly exitHandlers = new Set<(code: number | null, signal: NodeJS.Signals | null) => void>();
+  private configuring?: { resolve: () => void; reject: (e: Error) => void; promise: Promise<void> };
+  private resolveReady!: () => void;
+  private rejectReady!: (e: Error) => void;
 
   constructor(private readonly o: AgentProcessOptions) {
     const proc = spawn(o.command, o.args ?? [], {
@@ -74,14 +89,24 @@ export class AgentProcess {
       ...(o.cwd !== undefined ? { cwd: o.cwd } : {}),
     });
     this.proc = proc;
-    let resolveReady!: () => void;
-    let rejectReady!: (e: Error) => void;
+    let resolveBooted!: () => void;
+    let rejectBooted!: (e: Error) => void;
+    this.booted = new Promise<void>((res, rej) => {
+      resolveBooted = res;
+      rejectBooted = rej;
+    });
+    this.booted.catch(() => undefined);
     this.ready = new Promise<void>((res, rej) => {
-      resolveReady = res;
-      rejectReady = rej;
+      this.resolveReady = res;
+      this.rejectReady = rej;
     });
     this.ready.catch(() => undefined);
-    const readyTimer = setTimeout(() => rejectReady(new AppError('ERR_SANDBOX_CHILD_TIMEOUT', 'the agent did not become ready in time')), o.readyTimeoutMs);
+    const rejectBoth = (e: Error) => {
+      rejectBooted(e);
+      this.rejectReady(e);
+      this.configuring?.reject(e);
+    };
+    const readyTimer = setTimeout(() => rejectBoth(new AppError('ERR_SANDBOX_CHILD_TIMEOUT', 'the agent did not become ready in time')), o.readyTimeoutMs);
     readyTimer.unref();
 
     proc.stdin!.on('error', () => {
@@ -92,7 +117,17 @@ export class AgentProcess {
       onMessage: (m) => {
         if (m.type === 'ready') {
           clearTimeout(readyTimer);
-          resolveReady();
+          this.isBooted = true;
+          resolveBooted();
+          if (o.settings) void this.configure(o.settings.env, o.settings.cwd).catch(() => undefined);
+        } else if (m.type === 'configured') {
+          const c = this.configuring;
+          if (!c) return;
+          if (m.error) c.reject(new AppError(m.error.code, m.error.message, { status: 502 }));
+          else {
+            this.isConfigured = true;
+            c.resolve();
+          }
         } else if (m.type === 'event') this.turns.get(m.turn_id)?.onEvent(m.event);
         else this.turns.get(m.turn_id)?.finish({ stop_reason: m.stop_reason, ...(m.error ? { error: m.error } : {}) });
       },
@@ -109,7 +144,7 @@ export class AgentProcess {
       if (this.exited) return;
       this.exited = true;
       clearTimeout(readyTimer);
-      rejectReady(new AppError(o.exitedError.code, `the agent exited before it was ready (${code ?? signal})`, { status: 502 }));
+      rejectBoth(new AppError(o.exitedError.code, `the agent exited before it was ready (${code ?? signal})`, { status: 502 }));
       for (const fn of [...this.exitHandlers]) fn(code, signal);
       // Let the lines it wrote before dying be read first (its MCP servers may hold stderr
       // open, so do not wait for the whole process to close).
@@ -130,10 +165,42 @@ export class AgentProcess {
       o.log('error', 'agent process error', { err: err.code ?? err.message });
       if (proc.pid === undefined) {
         // A failed spawn emits no 'exit': treat it as one.
-        rejectReady(new AppError('ERR_SANDBOX_CHILD_SPAWN', `agent could not be spawned: ${err.code ?? err.message}`, { status: 502 }));
+        rejectBoth(new AppError('ERR_SANDBOX_CHILD_SPAWN', `agent could not be spawned: ${err.code ?? err.message}`, { status: 502 }));
         onGone(null, null);
       }
     });
+  }
+
+  /**
+   * Hand the child its session's settings (once; a second call returns the first's promise).
+   * Waits for the child to be up; resolves on `configured`, rejects with the child's error code
+   * (ERR_AGENT_CONFIG for refused settings) or when the child exits or times out first.
+   */
+  configure(env: Record<string, string>, cwd?: string): Promise<void> {
+    if (this.configuring) return this.configuring.promise;
+    let resolve!: () => void;
+    let reject!: (e: Error) => void;
+    const promise = new Promise<void>((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    this.configuring = { resolve, reject, promise };
+    promise.then(this.resolveReady, this.rejectReady);
+    promise.catch(() => undefined);
+    const timer = setTimeout(() => reject(new AppError('ERR_SANDBOX_CHILD_TIMEOUT', 'the agent was not configured in time')), this.o.readyTimeoutMs);
+    timer.unref();
+    promise.finally(() => clearTimeout(timer)).catch(() => undefined);
+    this.booted.then(
+      () => {
+        try {
+          this.send({ type: 'configure', env, ...(cwd !== undefined ? { cwd } : {}) });
+        } catch (err) {
+          reject(err instanceof Error ? err : new AppError('ERR_SANDBOX_CHILD_EXITED', 'agent is not running', { status: 502 }));
+        }
+      },
+      (err: Error) => reject(err),
+    );
+    return promise;
   }
 
   /** Alive and not being killed: it may take a turn. */

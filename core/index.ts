@@ -14,3 +14,4 @@ export * from './node-auth.js';
 export * from './accounts.js';
 export * from './ndjson.js';
 export * from './agent-host.js';
+export * from './mcp-configure.js';

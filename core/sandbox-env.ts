@@ -100,3 +100,17 @@ export function agentSettings(config: Readonly<Pick<Config, 'model'>>, policy?: 
   }
   return env;
 }
+
+/**
+ * Node/V8 flags every sandbox process runs with, on its command line (whoever spawns it passes
+ * them: the image's ENTRYPOINT for the supervisor, the supervisor for the agent child, the agent
+ * for its MCP servers). A 1 MiB semi-space keeps an idle process's young generation small
+ * (docs/runtime.md#density); the image's compile cache is made under the same flags.
+ */
+export const SANDBOX_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1'];
+
+/**
+ * V8's compile cache of the sandbox processes in the image (NODE_COMPILE_CACHE, set by the image;
+ * made at image build, read-only at run time). Not a secret: passed on to the child processes.
+ */
+export const COMPILE_CACHE_ENV = 'NODE_COMPILE_CACHE';

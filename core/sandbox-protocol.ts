@@ -76,16 +76,25 @@ export const AgentEventSchema: z.ZodType<AgentEvent> = z.discriminatedUnion('typ
 
 // ---------------------------------------------------------------- supervisor ⇄ agent child (stdin/stdout)
 
+/**
+ * The child starts idle: its MCP servers are up, but it knows no user. `configure` hands it the
+ * session's settings (the supervisor's allow-listed env: agent settings, placeholders, base URLs)
+ * and the working folder; it answers `configured` (with `error` when the settings are refused).
+ * A prompt is taken only once configured.
+ */
 export type ChildInbound =
+  | { type: 'configure'; env: Record<string, string>; cwd?: string }
   | { type: 'prompt'; turn_id: string; prompt: string }
   | { type: 'cancel'; turn_id: string };
 
 export type ChildOutbound =
   | { type: 'ready' }
+  | { type: 'configured'; error?: { code: string; message: string } }
   | { type: 'event'; turn_id: string; event: AgentEvent }
   | { type: 'turn_end'; turn_id: string; stop_reason: StopReason; error?: { code: string; message: string } };
 
 export const ChildInboundSchema: z.ZodType<ChildInbound> = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('configure'), env: StringMapSchema, cwd: z.string().optional() }),
   z.object({ type: z.literal('prompt'), turn_id: z.string(), prompt: z.string() }),
   z.object({ type: z.literal('cancel'), turn_id: z.string() }),
 ]);
@@ -94,6 +103,7 @@ const TurnEndSchema = z.object({ type: z.literal('turn_end'), turn_id: z.string(
 
 export const ChildOutboundSchema: z.ZodType<ChildOutbound> = z.discriminatedUnion('type', [
   z.object({ type: z.literal('ready') }),
+  z.object({ type: z.literal('configured'), error: CodedErrorSchema.optional() }),
   z.object({ type: z.literal('event'), turn_id: z.string(), event: AgentEventSchema }),
   TurnEndSchema,
 ]);
@@ -114,8 +124,13 @@ export interface StartSpec {
   agent_env: Record<string, string>;
 }
 
+/**
+ * `warm` waits until the agent child and its MCP servers, started idle at boot, are ready, and
+ * answers with the status: a pool member is kept only after it (docs/runtime.md#pool).
+ */
 export type ControlRequest =
   | { id: string; type: 'ping' }
+  | { id: string; type: 'warm' }
   | { id: string; type: 'start'; spec: StartSpec }
   | { id: string; type: 'prompt'; turn_id: string; prompt: string }
   | { id: string; type: 'cancel'; turn_id: string }
@@ -134,6 +149,7 @@ export const StartSpecSchema: z.ZodType<StartSpec> = z.object({
 
 export const ControlRequestSchema: z.ZodType<ControlRequest> = z.discriminatedUnion('type', [
   z.object({ id: z.string(), type: z.literal('ping') }),
+  z.object({ id: z.string(), type: z.literal('warm') }),
   z.object({ id: z.string(), type: z.literal('start'), spec: StartSpecSchema }),
   z.object({ id: z.string(), type: z.literal('prompt'), turn_id: z.string(), prompt: z.string() }),
   z.object({ id: z.string(), type: z.literal('cancel'), turn_id: z.string() }),
@@ -161,6 +177,8 @@ export interface SupervisorStatus {
   turn_id: string | null;
   proxy_port: number | null;
   uptime_ms: number;
+  /** The agent child (and its MCP servers) answered `ready`; absent from supervisors older than the field. */
+  agent_ready?: boolean;
 }
 export const SupervisorStatusSchema: z.ZodType<SupervisorStatus> = z.object({
   state: z.enum(['hello', 'started']),
@@ -170,6 +188,7 @@ export const SupervisorStatusSchema: z.ZodType<SupervisorStatus> = z.object({
   turn_id: z.string().nullable(),
   proxy_port: z.number().nullable(),
   uptime_ms: z.number(),
+  agent_ready: z.boolean().optional(),
 });
 
 export const ControlMessageSchema: z.ZodType<ControlMessage> = z.union([
@@ -206,6 +225,21 @@ export const McpToolResultSchema: z.ZodType<McpToolResult> = z.object({
   content: z.array(z.looseObject({ type: z.string(), text: z.string().optional(), mimeType: z.string().optional(), data: z.string().optional() })).default([]),
   structuredContent: JsonObjectSchema.optional(),
   isError: z.boolean().optional(),
+});
+
+/**
+ * agent child → each of its MCP servers, once at claim: the tool env (TOOL_ENV_NAMES) and the
+ * working folder. A JSON-RPC request of our own beside MCP's; a server that does not know it
+ * answers "method not found" and keeps the env it was started with.
+ */
+export const MCP_CONFIGURE_METHOD = 'airlock/configure';
+export interface McpConfigureParams {
+  env: Record<string, string>;
+  cwd?: string;
+}
+export const McpConfigureRequestSchema = z.object({
+  method: z.literal(MCP_CONFIGURE_METHOD),
+  params: z.object({ env: StringMapSchema, cwd: z.string().optional() }),
 });
 
 // ---------------------------------------------------------------- session profile (/run/airlock/profile.json)

@@ -88,6 +88,8 @@ export class LocalTurnRunner implements TurnRunner {
       command: process.execPath,
       args: [this.agentMain],
       env,
+      // The same env again as the session's settings: here the child is started for its session.
+      settings: { env },
       readyTimeoutMs: this.opts.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS,
       cancelGraceMs: this.opts.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS,
       exitedError: { code: 'ERR_SANDBOX_CHILD_EXITED', message: 'the agent process exited during the turn' },

@@ -2,13 +2,11 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { pino } from 'pino';
 import { createLogger } from '../core/logger.js';
-import { ensureChartFonts } from './rasterize.js';
-import { createExtensionsServer, readExtensionsEnv } from './server.js';
+import { extensionsMcpServer } from './host.js';
 
 // stdout carries MCP: logs go to stderr only.
 const log = createLogger({ name: 'extensions', level: process.env.AGENT_LOG_LEVEL || 'info', destination: pino.destination(2) });
-// Fail at start, loudly, if the bundled font is missing: otherwise charts lose all text silently.
-ensureChartFonts();
-const server = createExtensionsServer(readExtensionsEnv(process.env), log);
+// Fails at start, loudly, if the bundled font is missing.
+const server = extensionsMcpServer(log);
 await server.connect(new StdioServerTransport());
 log.info({}, 'agent extensions ready');

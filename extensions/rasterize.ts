@@ -2,11 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, promises as fs } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createCanvas, GlobalFonts } from '@napi-rs/canvas';
-import { Chart, registerables, type ChartConfiguration, type Plugin } from 'chart.js';
+import type { ChartConfiguration, Plugin } from 'chart.js';
 import type { ChartSpec } from './chart-spec.js';
-
-Chart.register(...registerables);
 
 /** The family name charts are drawn in; registered from the bundled DejaVu Sans files. */
 export const CHART_FONT_FAMILY = 'Airlock Sans';
@@ -23,25 +20,49 @@ export function fontDirCandidates(): string[] {
   return [join(here, 'fonts'), join(here, '..', '..', 'extensions', 'fonts')];
 }
 
-let fontsReady = false;
+let fontDir: string | undefined;
 
 /**
- * Register the bundled font once. Without a font @napi-rs/canvas draws NO text and reports
- * no error, so a missing font file is a startup failure, not a silent one.
+ * Check that the bundled font is there (at start, so a missing file fails the server loudly:
+ * without a font @napi-rs/canvas draws NO text and reports no error). Registering it waits
+ * for the first chart, with the canvas itself (chartLibs).
  */
 export function ensureChartFonts(dir?: string): void {
-  if (fontsReady) return;
+  if (fontDir) return;
   const found = dir ? [dir] : fontDirCandidates().filter((d) => existsSync(join(d, 'DejaVuSans.ttf')));
   if (!found.length || !existsSync(join(found[0], 'DejaVuSans.ttf'))) {
     throw new Error(`chart font DejaVuSans.ttf not found (looked in ${fontDirCandidates().join(', ')})`);
   }
-  for (const file of ['DejaVuSans.ttf', 'DejaVuSans-Bold.ttf']) {
-    const p = join(found[0], file);
-    if (existsSync(p) && !GlobalFonts.registerFromPath(p, CHART_FONT_FAMILY)) throw new Error(`cannot register font ${p}`);
-  }
-  Chart.defaults.font.family = CHART_FONT_FAMILY;
-  Chart.defaults.color = '#333333';
-  fontsReady = true;
+  fontDir = found[0];
+}
+
+interface ChartLibs {
+  createCanvas: typeof import('@napi-rs/canvas').createCanvas;
+  Chart: typeof import('chart.js').Chart;
+}
+let libs: Promise<ChartLibs> | undefined;
+
+/**
+ * The canvas (a native library) and Chart.js, loaded on the first chart rather than at start:
+ * most sessions draw none, and an idle extensions server is then much smaller (docs/runtime.md#density).
+ */
+function chartLibs(): Promise<ChartLibs> {
+  libs ??= (async () => {
+    ensureChartFonts();
+    const [{ createCanvas, GlobalFonts }, { Chart, registerables }] = await Promise.all([import('@napi-rs/canvas'), import('chart.js')]);
+    Chart.register(...registerables);
+    for (const file of ['DejaVuSans.ttf', 'DejaVuSans-Bold.ttf']) {
+      const p = join(fontDir!, file);
+      if (existsSync(p) && !GlobalFonts.registerFromPath(p, CHART_FONT_FAMILY)) throw new Error(`cannot register font ${p}`);
+    }
+    Chart.defaults.font.family = CHART_FONT_FAMILY;
+    Chart.defaults.color = '#333333';
+    return { createCanvas, Chart };
+  })();
+  libs.catch(() => {
+    libs = undefined; // a failed load is tried again on the next chart
+  });
+  return libs;
 }
 
 const whiteBackground: Plugin = {
@@ -106,7 +127,7 @@ export function toChartJs(spec: ChartSpec): ChartConfiguration {
 
 /** Render a chart to PNG bytes. */
 export async function renderChartPng(spec: ChartSpec): Promise<Buffer> {
-  ensureChartFonts();
+  const { createCanvas, Chart } = await chartLibs();
   const canvas = createCanvas(spec.width, spec.height);
   const chart = new Chart(canvas as unknown as HTMLCanvasElement, toChartJs(spec));
   try {

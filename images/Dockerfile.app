@@ -11,9 +11,18 @@ COPY dist /opt/airlock/dist
 # empty when esbuild was not installed at build time). The modules they came from stay beside them.
 COPY bundle /opt/airlock/dist
 COPY extensions/fonts /opt/airlock/extensions/fonts
-ENV NODE_ENV=production LANG=C.UTF-8
+ENV NODE_ENV=production LANG=C.UTF-8 NODE_COMPILE_CACHE=/opt/airlock/compile-cache
+# V8's compile cache of the four entry points, made once here: at run time the root filesystem is
+# read-only and the processes only read it. Node keeps one folder per uid and V8 flags, so each
+# process runs here under its own uid (supervisor root; agent child and MCP servers 1001) with the
+# flags it runs with (SANDBOX_NODE_FLAGS in core/sandbox-env.ts; the agent passes them on). The
+# agent exits when its stdin ends, its servers with it; the supervisor on SIGTERM.
+RUN mkdir -p /opt/airlock/compile-cache /run/airlock && chown 1001:1001 /opt/airlock/compile-cache \
+ && HOME=/tmp setpriv --reuid=1001 --regid=1001 --clear-groups /usr/local/bin/node --max-semi-space-size=1 /opt/airlock/dist/agent/main.js </dev/null >/dev/null \
+ && { timeout -s TERM 3 /usr/local/bin/node --max-semi-space-size=1 /opt/airlock/dist/supervisor/main.js 2>/dev/null || true; } \
+ && rm -f /run/airlock/control.sock && chown -R 0:0 /opt/airlock/compile-cache && chmod -R a+rX,go-w /opt/airlock/compile-cache
 WORKDIR /workspace
 LABEL airlock.image="sandbox"
 # The supervisor runs as root with only SETUID/SETGID (set by the runtime) and drops the agent to 1001.
 USER 0:0
-ENTRYPOINT ["/usr/local/bin/node", "/opt/airlock/dist/supervisor/main.js"]
+ENTRYPOINT ["/usr/local/bin/node", "--max-semi-space-size=1", "/opt/airlock/dist/supervisor/main.js"]

@@ -22,5 +22,8 @@ process.on('uncaughtException', (err) => {
   process.exit(70);
 });
 await sup.listen();
+// The agent child and its MCP servers start now, in parallel with whatever the daemon does next
+// (claiming this container for a session, or keeping it in the pool).
+sup.prestart();
 // The daemon waits for this line (and for the socket) before it calls the container ready.
 log('info', 'ready');

@@ -1,8 +1,11 @@
 /**
  * The in-container supervisor (root, with only SETUID/SETGID). It:
  * - listens on /run/airlock/control.sock (root, 0600: the agent child cannot connect);
+ * - at boot spawns the agent child idle, as uid/gid 1001 with no user's env (it starts its MCP
+ *   servers), so a pool member is ready to answer before anyone claims it; an idle child that
+ *   dies retires the whole sandbox (the daemon replaces a pool member, never hands it out);
  * - on `start`, keeps the real tokens in its own process.env, reads profile.json, starts the
- *   credential-injection proxy and spawns the agent child as uid/gid 1001 with an allow-listed env;
+ *   credential-injection proxy and hands the child the session's allow-listed env (`configure`);
  * - relays prompts to the child and its events back; restarts the child if it dies;
  * - handles cancel, ping, rotate-token, shutdown and an operator shell.
  *
@@ -39,6 +42,7 @@ import {
 } from '../core/sandbox-protocol.js';
 import { checkMessage, protocolLogFields, readMessages, writeMessage, type LineReader } from '../core/ndjson.js';
 import { AgentProcess } from '../core/agent-host.js';
+import { COMPILE_CACHE_ENV, SANDBOX_NODE_FLAGS } from '../core/sandbox-env.js';
 
 export interface SupervisorOptions {
   controlSocket?: string;
@@ -50,6 +54,11 @@ export interface SupervisorOptions {
   /** argv of the agent child. */
   childCommand?: string[];
   childCwd?: string;
+  /**
+   * Where the idle child starts (before its session): not the workspace, whose folder a claim
+   * replaces by a bind mount (a process inside the old folder would keep seeing the empty one).
+   */
+  childIdleCwd?: string;
   /** Exit the process after `shutdown` (true in the container; false for in-process tests). */
   exitOnShutdown?: boolean;
   log?: (level: 'info' | 'warn' | 'error', msg: string, data?: Record<string, unknown>) => void;
@@ -75,6 +84,8 @@ export class Supervisor {
   private turn?: { id: string };
   private tokenNames = new Set<string>();
   private stopping = false;
+  /** The idle child died before any session: this sandbox takes none (it shuts down). */
+  private retired = false;
   private readonly startedAt = Date.now();
 
   constructor(opts: SupervisorOptions = {}) {
@@ -84,8 +95,9 @@ export class Supervisor {
       egressSocket: opts.egressSocket ?? SANDBOX_EGRESS_SOCKET,
       childUid: opts.childUid ?? CHILD_UID,
       childGid: opts.childGid ?? CHILD_GID,
-      childCommand: opts.childCommand ?? [process.execPath, new URL('../agent/main.js', import.meta.url).pathname],
+      childCommand: opts.childCommand ?? [process.execPath, ...SANDBOX_NODE_FLAGS, new URL('../agent/main.js', import.meta.url).pathname],
       childCwd: opts.childCwd ?? SANDBOX_WORKSPACE,
+      childIdleCwd: opts.childIdleCwd ?? '/',
       exitOnShutdown: opts.exitOnShutdown ?? true,
       log: opts.log,
     };
@@ -155,6 +167,9 @@ export class Supervisor {
       switch (m.type) {
         case 'ping':
           return this.reply(conn, id, { ...this.status() });
+        case 'warm':
+          await this.waitChild('booted');
+          return this.reply(conn, id, { ...this.status() });
         case 'start':
           await this.start(m.spec);
           return this.reply(conn, id, { ...this.status() });
@@ -189,7 +204,13 @@ export class Supervisor {
       turn_id: this.turn?.id ?? null,
       proxy_port: this.proxy?.port ?? null,
       uptime_ms: Date.now() - this.startedAt,
+      agent_ready: !!this.child?.usable && this.child.isBooted,
     };
+  }
+
+  /** Spawn the idle agent child (its MCP servers start with it) while no session is known. */
+  prestart(): void {
+    if (!this.child && !this.stopping && !this.retired) this.spawnChild();
   }
 
   private setTokens(tokens: Record<string, string>): void {
@@ -206,6 +227,7 @@ export class Supervisor {
       if (this.spec.session_id === spec.session_id) return; // idempotent (daemon re-sent after reconnect)
       throw coded('ERR_SANDBOX_ALREADY_STARTED', 'this sandbox already belongs to another session');
     }
+    if (this.retired || this.stopping) throw coded('ERR_SANDBOX_CHILD_EXITED', 'the agent of this sandbox stopped before its session');
     const profile = this.readProfile();
     if (profile.session_id !== spec.session_id) throw coded('ERR_SANDBOX_PROFILE', 'profile.json is for another session');
     this.setTokens(spec.tokens);
@@ -221,8 +243,10 @@ export class Supervisor {
       log: (level, msg, data) => this.log(level, msg, data),
       onDecision: (d) => this.broadcast({ type: 'proxy_decision', ...d }),
     });
-    this.spawnChild();
-    await this.waitChildReady();
+    // The child is usually up already (spawned idle at boot): only the session's parts go to it.
+    if (this.child) void this.child.configure(this.sessionEnv(), this.o.childCwd).catch(() => undefined);
+    else this.spawnChild();
+    await this.waitChild('ready');
     this.o.log?.('info', 'sandbox started', { session_id: spec.session_id, routes: profile.routes.length });
   }
 
@@ -242,8 +266,14 @@ export class Supervisor {
     return r.msg;
   }
 
-  /** The child's environment: an allow-list, never the supervisor's own env. */
-  childEnv(): Record<string, string> {
+  /** The child's environment at spawn: nothing of any user (the image's compile cache folder, if set). */
+  private baseEnv(): Record<string, string> {
+    const cache = process.env[COMPILE_CACHE_ENV];
+    return { HOME: '/home/agent', PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8', ...(cache ? { [COMPILE_CACHE_ENV]: cache } : {}) };
+  }
+
+  /** The session's part of the child's environment (sent in `configure`): an allow-list, never the supervisor's own env. */
+  private sessionEnv(): Record<string, string> {
     const spec = this.spec!;
     const secrets = new Set(Object.values(spec.tokens).filter((v) => v.length > 0));
     const env: Record<string, string> = {};
@@ -264,9 +294,7 @@ export class Supervisor {
     for (const r of this.profile?.routes ?? []) if (r.base_url_env) put(r.base_url_env, `http://127.0.0.1:${port}${r.prefix}`);
     if (spec.agent_user_token) put('AGENT_USER_TOKEN', spec.agent_user_token);
     put('AIRLOCK_SESSION_ID', spec.session_id);
-    env.HOME = '/home/agent';
-    env.PATH = '/usr/local/bin:/usr/bin:/bin';
-    env.LANG = 'C.UTF-8';
+    for (const k of Object.keys(this.baseEnv())) delete env[k];
     return env;
   }
 
@@ -277,8 +305,10 @@ export class Supervisor {
       args,
       uid: this.o.childUid,
       gid: this.o.childGid,
-      cwd: this.o.childCwd,
-      env: this.childEnv(),
+      cwd: this.o.childIdleCwd,
+      env: this.baseEnv(),
+      // A child (re)started for a running session is configured as soon as it is up.
+      ...(this.spec ? { settings: { env: this.sessionEnv(), cwd: this.o.childCwd } } : {}),
       readyTimeoutMs: CHILD_READY_TIMEOUT_MS,
       cancelGraceMs: CANCEL_GRACE_MS,
       exitedError: { code: 'ERR_SANDBOX_CHILD_EXITED', message: 'the agent process stopped during the turn; it has been restarted' },
@@ -291,6 +321,13 @@ export class Supervisor {
       if (this.child !== child) return;
       this.child = undefined; // prompts wait for the restarted child
       if (this.stopping) return;
+      if (!this.spec) {
+        // Idle (a pool member, or a cold start before its `start`): never hand it out half-ready.
+        this.retired = true;
+        this.log('warn', 'agent child exited while idle; the sandbox retires', { code, signal });
+        void this.shutdown();
+        return;
+      }
       this.log('warn', 'agent child exited', { code, signal });
       this.childRestarts++;
       const delay = Math.min(5000, 100 * 2 ** Math.min(this.childRestarts, 6));
@@ -300,18 +337,24 @@ export class Supervisor {
     });
   }
 
-  private async waitChildReady(): Promise<AgentProcess> {
+  /**
+   * Wait for the child to be up ('booted': idle, its MCP servers started) or up and configured
+   * for the session ('ready'). A child that dies meanwhile is waited for again once restarted
+   * (a session's child is); a refusal from a living child (settings refused, timeout) is thrown.
+   */
+  private async waitChild(what: 'booted' | 'ready'): Promise<AgentProcess> {
     const deadline = Date.now() + CHILD_READY_TIMEOUT_MS;
+    this.prestart();
     for (;;) {
+      if (this.retired || this.stopping) throw coded('ERR_SANDBOX_CHILD_EXITED', 'the agent of this sandbox stopped');
       const child = this.child;
       if (child) {
         const timer = new Promise<never>((_r, rej) => setTimeout(() => rej(coded('ERR_SANDBOX_CHILD_TIMEOUT', 'agent did not become ready')), Math.max(1, deadline - Date.now())).unref());
         try {
-          await Promise.race([child.ready, timer]);
+          await Promise.race([what === 'booted' ? child.booted : child.ready, timer]);
           if (child.usable) return child;
         } catch (err) {
-          const code = errorCode(err);
-          if (Date.now() >= deadline || code === 'ERR_SANDBOX_CHILD_TIMEOUT' || code === 'ERR_SANDBOX_CHILD_SPAWN') throw err;
+          if (Date.now() >= deadline || !child.exited) throw err;
         }
       }
       // The child died while starting: wait for the restart.
@@ -325,7 +368,7 @@ export class Supervisor {
     const turn = { id: turnId };
     this.turn = turn;
     try {
-      const child = await this.waitChildReady();
+      const child = await this.waitChild('ready');
       const ended = child.runTurn(turnId, prompt, (event) => {
         if (this.turn === turn) this.broadcast({ type: 'event', turn_id: turnId, event });
       });

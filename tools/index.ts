@@ -4,3 +4,4 @@ export * from './http.js';
 export * from './mime.js';
 export * from './result.js';
 export * from './server.js';
+export * from './host.js';

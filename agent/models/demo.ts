@@ -7,6 +7,7 @@ import type { Message, ModelAdapter, ModelReply, ModelRequest, ToolCall, ToolDef
  *    → rasterize_chart → send_email (with the returned file name), then a short text;
  *  - "chart 3 5 8 and email the chart to a@b.c": rasterize_chart → send_email, then text;
  *  - "chart 3 5 8": render_chart, then text;
+ *  - "what do you remember?": fetch_memory, then how many entries it read;
  *  - anything else: a helpful text that says it is the demo model.
  * A plan step whose tool is not loaded (agent policy) ends the turn with a text saying so.
  */
@@ -81,6 +82,11 @@ function plan(messages: readonly Message[], tools: readonly ToolDef[]): ModelRep
     if (!values.length) return text('Tell me which numbers to chart, for example "chart 3 5 8". (demo model)');
     if (step === 0) return call('render_chart', chartArgs('Chart', values.map((_, i) => `#${i + 1}`), values));
     return text(`Here is the chart of ${values.join(', ')}. (demo model)`);
+  }
+  if (/\bremember\b|\bmemor(?:y|ies)\b/.test(lower)) {
+    if (step === 0) return call('fetch_memory', {});
+    const n = (results[0].content.match(/"id"\s*:/g) ?? []).length;
+    return text(`I read ${n} saved memory entr${n === 1 ? 'y' : 'ies'}. (demo model)`);
   }
   // The count shows the conversation is kept in the warm process (operators and tests rely on it).
   const n = messages.filter((m) => m.role === 'user').length;

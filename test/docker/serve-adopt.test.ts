@@ -140,10 +140,12 @@ if (docker) {
 
     // ---- AGENT_USER_TOKEN is bound to the live session: the sandbox's own token works while the
     // sandbox lives and is refused once it ended.
+    // The child gets its token over stdin at claim (in no environ): the test mints one with the
+    // same binding (user, live session), as the preparer did for the sandbox.
+    const agentToken = mintAgentUserToken(config.agentUserTokenSecret!, { userId: user.id, sessionId });
     const sup = (await d2.runtime!.sessions.inspect(sessionId)).supervisor!;
     const env = await execIn(docker!, before.containerId, ['/bin/sh', '-c', `tr '\\0' '\\n' < /proc/${sup.child_pid}/environ`]);
-    const agentToken = /^AGENT_USER_TOKEN=(.+)$/m.exec(env.stdout)?.[1];
-    t.ok(agentToken, "the sandbox child's AGENT_USER_TOKEN");
+    t.notMatch(env.stdout, /AGENT_USER_TOKEN/, 'no token in the child environ');
     const memories = (token: string) => fetch(`${d2.web.url}/api/agent/memories`, { headers: { authorization: `Bearer ${token}` } });
     t.equal((await memories(agentToken!)).status, 200, 'accepted while the session is live');
     const otherSession = mintAgentUserToken(config.agentUserTokenSecret!, { userId: user.id, sessionId: 'no-such-live-session' });

@@ -147,13 +147,15 @@ if (docker) {
     const inspect = await cli(['sessions', 'inspect', sessionId]);
     t.equal(inspect.code, 0, 'sessions inspect', { stderr: inspect.stderr });
     const childPid = (JSON.parse(inspect.stdout) as { supervisor: { child_pid: number } }).supervisor.child_pid;
-    const viaHost = await execIn(docker!, before!.containerId, [
-      '/bin/sh',
-      '-c',
-      `env -i $(tr '\\0' '\\n' < /proc/${childPid}/environ | grep -E '^(AGENT_USER_TOKEN|AGENT_API_BASE_URL)=') ` +
-        `/usr/local/bin/node -e "fetch(process.env.AGENT_API_BASE_URL + '/api/agent/memories', { headers: { authorization: 'Bearer ' + process.env.AGENT_USER_TOKEN } }).then((r) => console.log(r.status), (e) => console.log('ERR', e.message))"`,
-    ]);
-    t.equal(viaHost.stdout.trim(), '200', `the agent API of the restarted daemon answers the adopted sandbox ${viaHost.stderr}`);
+    const environ = await execIn(docker!, before!.containerId, ['/bin/sh', '-c', `tr '\\0' '\\n' < /proc/${childPid}/environ`]);
+    t.notMatch(environ.stdout, /AGENT_USER_TOKEN|AGENT_API_BASE_URL/, 'the child holds its session settings in memory (handed over stdin), not in its environ');
+    // The agent's own fetch_memory call: host route, the sandbox's own AGENT_USER_TOKEN, the restarted daemon's agent API.
+    const recall = await streamTurn(c2, { message: 'what do you remember?', session_id: sessionId });
+    t.match(
+      recall.events.find((e) => e.type === 'tool_end'),
+      { tool: 'fetch_memory', ok: true },
+      'the agent API of the restarted daemon answers the adopted sandbox',
+    );
 
     // ---- clean up through the CLI, then stop the daemon: nothing of ours is left.
     const kill = await cli(['sessions', 'kill', sessionId]);

@@ -9,6 +9,7 @@ const send = (m: unknown) => process.stdout.write(JSON.stringify(m) + '\n');
 send({ type: 'ready' });
 createInterface({ input: process.stdin }).on('line', (line) => {
   const m = JSON.parse(line) as { type: string; turn_id: string };
+  if (m.type === 'configure') return send({ type: 'configured' });
   if (m.type !== 'prompt') return;
   const id = m.turn_id;
   send({ type: 'event', turn_id: id, event: { type: 'done', session_id: 'forged', turn_id: id, stop_reason: 'end_turn' } });

@@ -151,7 +151,7 @@ t.test('supervisor reading the agent child (core agent host): bad stdout lines d
     log: (level, msg, data) => logs.push({ level, msg, data }),
   });
   t.teardown(() => proc.stop());
-  await proc.ready;
+  await proc.booted;
   const events: AgentEvent[] = [];
   const r = await proc.runTurn('t1', 'go', (e) => events.push(e));
   t.same(r, { stop_reason: 'end_turn' }, 'the malformed turn_end is ignored, the good one ends the turn');
@@ -176,6 +176,8 @@ t.test('agent child reading the supervisor: bad stdin lines ignored with a log l
   proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
   proc.stderr.on('data', (d: Buffer) => (err += d.toString()));
   await waitFor(() => out.includes('"ready"'), 'the agent ready line', 60_000);
+  proc.stdin.write(`{"type":"configure","env":{}}\n`);
+  await waitFor(() => out.includes('"configured"'), 'the agent configured line', 30_000);
   proc.stdin.write(`not json ${PAYLOAD}\n`);
   proc.stdin.write(`{"type":"prompt","turn_id":"t1"}\n`);
   proc.stdin.write(`{"type":"prompt","turn_id":"t2","prompt":"hello"}\n`);

@@ -11,17 +11,23 @@ import { Supervisor } from '../../supervisor/supervisor.js';
 import { SandboxClient } from '../../daemon/runtime/sandbox-client.js';
 import type { AgentEvent, SessionProfile, StopReason } from '../../core/sandbox-protocol.js';
 
-// A child that reports its environment, can crash on request, and ignores "hang".
+// A child that reports its environment (spawn env plus the session's, from `configure`), can
+// crash on request, and ignores "hang".
 const CHILD = `
 const rl = require('readline').createInterface({ input: process.stdin });
 const send = (m) => process.stdout.write(JSON.stringify(m) + '\\n');
+let configured;
 send({ type: 'ready' });
 rl.on('line', (l) => {
   const m = JSON.parse(l);
+  if (m.type === 'configure') {
+    configured = { env: m.env, cwd: m.cwd, spawnEnv: Object.keys(process.env), spawnCwd: process.cwd() };
+    return send({ type: 'configured' });
+  }
   if (m.type !== 'prompt') return;
   if (m.prompt === 'die') process.exit(3);
   if (m.prompt === 'hang') return;
-  send({ type: 'event', turn_id: m.turn_id, event: { type: 'text_delta', text: JSON.stringify({ env: process.env, uid: process.getuid() }) } });
+  send({ type: 'event', turn_id: m.turn_id, event: { type: 'text_delta', text: JSON.stringify({ env: { ...process.env, ...configured.env }, configured, uid: process.getuid() }) } });
   send({ type: 'turn_end', turn_id: m.turn_id, stop_reason: 'end_turn' });
 });
 `;
@@ -52,6 +58,7 @@ function supervisorOptions(d: string, exitOnShutdown: boolean) {
 }
 const sup = new Supervisor(supervisorOptions(dir, false));
 await sup.listen();
+sup.prestart();
 t.teardown(() => sup.shutdown());
 const client = await SandboxClient.connect(join(dir, 'control.sock'));
 t.teardown(() => client.close());
@@ -66,6 +73,10 @@ function turn(turnId: string, prompt: string): Promise<{ stop: StopReason; error
 
 t.test('hello state, then start', async (t) => {
   t.match(await client.request({ type: 'ping' }), { state: 'hello', session_id: null });
+  const warm = await client.request({ type: 'warm' });
+  t.match(warm, { state: 'hello', agent_ready: true }, 'warm answers once the idle child is up');
+  const idlePid = warm.child_pid;
+  t.ok(idlePid, 'the child runs before any session');
   await t.rejects(client.request({ type: 'prompt', turn_id: 'x', prompt: 'p' }), { code: 'ERR_SANDBOX_NOT_STARTED' });
   const r = await client.request({
     type: 'start',
@@ -79,6 +90,7 @@ t.test('hello state, then start', async (t) => {
     },
   });
   t.match(r, { state: 'started', session_id: 's1' });
+  t.equal(r.child_pid, idlePid, 'start hands the session to the child already running (no new process)');
   t.equal(process.env.MAIL_ACCESS_TOKEN, SECRET, 'the real token lives in the supervisor env');
   await t.resolves(client.request({ type: 'start', spec: { session_id: 's1', user_id: 1, tokens: {}, placeholders: {}, agent_env: {} } }), 'same session again is a no-op');
   await t.rejects(client.request({ type: 'start', spec: { session_id: 's2', user_id: 1, tokens: {}, placeholders: {}, agent_env: {} } }), { code: 'ERR_SANDBOX_ALREADY_STARTED' });
@@ -96,6 +108,11 @@ t.test('child env is an allow-list', async (t) => {
   for (const k of ['MAIL_ACCESS_TOKEN', 'SNEAKY', 'MCP_INTERNAL_SECRET', 'AIRLOCK_MODEL', 'AGENT_MCP_SERVERS', 'SHEETS_API_KEY']) t.notOk(k in env, `${k} refused (not on the allow-list)`);
   t.not(env.NODE_OPTIONS, '--inspect', 'NODE_OPTIONS from the daemon refused');
   t.notOk(Object.values(env).includes(SECRET), 'no env value is the real token');
+  const { configured } = JSON.parse((r.events[0] as { text: string }).text) as { configured: { spawnEnv: string[]; spawnCwd: string; cwd: string } };
+  const spawnKeys = configured.spawnEnv.filter((k) => !k.startsWith('_TAPJS_') && k !== 'NODE_OPTIONS');
+  t.same(spawnKeys.sort(), ['HOME', 'LANG', 'PATH'], 'spawned (idle) with no session or user value in its env');
+  t.equal(configured.spawnCwd, '/', 'the idle child starts outside the workspace (a claim binds the workspace over that folder)');
+  t.equal(configured.cwd, dir, 'configure moves it into the workspace');
   // tap hooks child_process.spawn in this test process and adds its own NODE_OPTIONS/_TAPJS_* to
   // every child; the container has no such hook, so those are left out of the comparison.
   const keys = Object.keys(env).filter((k) => !k.startsWith('_TAPJS_') && !(k === 'NODE_OPTIONS' && env[k] === process.env.NODE_OPTIONS));
@@ -177,4 +194,23 @@ process.stdout.write('listening\\n');`;
   t.notOk(existsSync(opts.controlSocket), 'the control socket is removed');
   await new Promise<void>((r) => c.onClosed(r));
   t.ok(c.closed, 'the daemon side sees the connection closed');
+});
+
+t.test('an idle child that dies retires the sandbox: start is refused and the supervisor ends', async (t) => {
+  const d = mkdtempSync(join(tmpdir(), 'airlock-sup-idle-'));
+  t.teardown(() => rmSync(d, { recursive: true, force: true }));
+  writeFileSync(join(d, 'profile.json'), JSON.stringify({ version: 1, session_id: 's8', proxy: { host: '127.0.0.1', port: 0 }, routes: [] } satisfies SessionProfile));
+  const s = new Supervisor(supervisorOptions(d, false));
+  await s.listen();
+  t.teardown(() => s.shutdown());
+  s.prestart();
+  const c = await SandboxClient.connect(join(d, 'control.sock'));
+  t.teardown(() => c.close());
+  const pid = (await c.request({ type: 'warm' })).child_pid as number;
+  const closed = new Promise<void>((r) => c.onClosed(r));
+  process.kill(pid, 'SIGKILL');
+  await closed;
+  t.ok(c.closed, 'the control connection ends (in the container the supervisor exits: the daemon replaces the member)');
+  t.notOk(existsSync(join(d, 'control.sock')), 'the control socket is gone');
+  t.match(s.status(), { state: 'hello', session_id: null, agent_ready: false }, 'no session was ever bound');
 });

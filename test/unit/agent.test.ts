@@ -10,8 +10,7 @@ t.test('agent settings: defaults, allow-list, tool env, every problem listed', a
   t.equal(s.modelTimeoutMs, 60_000);
   t.equal(s.allowedTools, null);
   t.same(s.mcpServers.map((x) => x.name), ['workspace', 'extensions']);
-  t.match(s.mcpServers[0].args[0], /tools\/main\.js$/);
-  t.match(s.mcpServers[1].args[0], /extensions\/main\.js$/);
+  t.same(s.mcpServers, [{ name: 'workspace', inProcess: 'workspace' }, { name: 'extensions', inProcess: 'extensions' }], 'hosted in the agent process');
 
   const s2 = readAgentSettings({
     AGENT_MODEL_PROVIDER: 'openai',

@@ -18,7 +18,8 @@ const ALLOWED: Record<string, string[]> = {
   domain: ['domain', 'core'],
   proxy: ['proxy', 'core'],
   supervisor: ['supervisor', 'core', 'proxy', 'agent'],
-  agent: ['agent', 'core'],
+  // The agent child hosts the sandbox's two MCP servers in its own process (agent/in-process.ts).
+  agent: ['agent', 'core', 'tools', 'extensions'],
   tools: ['tools', 'core'],
   extensions: ['extensions', 'core'],
   web: ['web', 'domain', 'core'],

@@ -1,0 +1,27 @@
+/**
+ * The sandbox processes' Node flags are written in three places that must agree: SANDBOX_NODE_FLAGS
+ * (the supervisor and the agent pass them to the processes they spawn), the images' ENTRYPOINT (the
+ * supervisor) and the images' compile-cache step (Node keeps one cache folder per V8 flag set: a
+ * cache made under other flags would never be read).
+ */
+import t from 'tap';
+import { readFileSync } from 'node:fs';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { SANDBOX_NODE_FLAGS } from '../../core/sandbox-env.js';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+
+for (const file of ['images/Dockerfile.app', 'images/Dockerfile']) {
+  t.test(file, async (t) => {
+    const text = readFileSync(join(ROOT, file), 'utf8');
+    const entry = /^ENTRYPOINT (\[.*\])$/m.exec(text);
+    t.ok(entry, 'has an ENTRYPOINT');
+    const argv = JSON.parse(entry![1]) as string[];
+    t.same(argv.slice(1, -1), SANDBOX_NODE_FLAGS, 'the supervisor runs with SANDBOX_NODE_FLAGS');
+    const runs = [...text.matchAll(/\/usr\/local\/bin\/node ((?:--[^\s]+ )*)\/opt\/airlock\/dist\/(\w+)\/main\.js/g)];
+    t.same(runs.map((r) => r[2]).sort(), ['agent', 'supervisor'], 'the compile-cache step runs the agent (with its servers) and the supervisor');
+    for (const r of runs) t.same(r[1].trim().split(' '), SANDBOX_NODE_FLAGS, `${r[2]}: the cache is made under the same flags`);
+    t.match(text, /^ENV .*NODE_COMPILE_CACHE=\/opt\/airlock\/compile-cache/m, 'the processes find the cache');
+  });
+}
