@@ -3,7 +3,7 @@ import { dirname, join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { randomUUID } from 'node:crypto';
-import { hashPassword, loadConfig, silentLogger } from '../core/index.js';
+import { atRestEncryptor, hashPassword, loadConfig, silentLogger } from '../core/index.js';
 import { DbSessionStore, startWebServer } from '../web/index.js';
 import { LocalTurnRunner } from '../daemon/local-runner.js';
 import { serve } from '../daemon/serve.js';
@@ -128,7 +128,7 @@ async function local(model: ModelEmulator) {
     log: silentLogger(),
     readyTimeoutMs: 120_000,
   });
-  const web = await startWebServer({ config, database, db, log: silentLogger(), sessions: new DbSessionStore(database.sql), services: { chat: { runner } } }, 0, '127.0.0.1');
+  const web = await startWebServer({ config, database, db, log: silentLogger(), sessions: new DbSessionStore(database.sql), encryptor: atRestEncryptor(config), services: { chat: { runner } } }, 0, '127.0.0.1');
   try {
     return await measure('local runner', await chatClient(web.url, database.sql), directModel(model), true);
   } finally {

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { hashPassword, loadConfig, silentLogger, type TurnRequest, type TurnResult } from '../core/index.js';
+import { atRestEncryptor, hashPassword, loadConfig, silentLogger, type TurnRequest, type TurnResult } from '../core/index.js';
 import { openDatabase, type Database } from '../domain/db/index.js';
 import { ownSandbox, registerNode } from '../domain/fleet.js';
 import { createUser } from '../domain/users.js';
@@ -41,7 +41,7 @@ async function node(database: Database, id: string): Promise<{ web: WebServer; d
     MCP_INTERNAL_SECRET: 'bench-secret-0123456789',
     AGENT_USER_TOKEN_SECRET: 'bench-secret-0123456789',
   });
-  const web = await startWebServer({ config, database, db: database.sqlite!, log: silentLogger(), sessions: new DbSessionStore(database.sql), services: { chat: { runner: instant } } }, port, '127.0.0.1');
+  const web = await startWebServer({ config, database, db: database.sqlite!, log: silentLogger(), sessions: new DbSessionStore(database.sql), encryptor: atRestEncryptor(config), services: { chat: { runner: instant } } }, port, '127.0.0.1');
   await registerNode(database.sql, { id, url: web.url, version: 'bench', capacity: 32 });
   return { web, dir };
 }

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { Agent, request } from 'undici';
-import { createUser, hashPassword, loadConfig, silentLogger } from '../core/index.js';
+import { atRestEncryptor, createUser, hashPassword, loadConfig, silentLogger } from '../core/index.js';
 import { DbSessionStore, startWebServer } from '../web/index.js';
 import { measure, nowMs, stats, type BenchResult } from './lib.js';
 import { openDatabase } from '../domain/db/index.js';
@@ -22,7 +22,7 @@ export async function run(): Promise<BenchResult> {
   const database = await openDatabase({ file: join(dir, 'airlock.db') });
   const db = database.sqlite!;
   createUser(db, { username: 'bench', email: 'bench@example.test', passwordHash: await hashPassword('bench-password') });
-  const web = await startWebServer({ config, database, db, log: silentLogger(), sessions: new DbSessionStore(database.sql), services: {} }, 0, '127.0.0.1');
+  const web = await startWebServer({ config, database, db, log: silentLogger(), sessions: new DbSessionStore(database.sql), encryptor: atRestEncryptor(config), services: {} }, 0, '127.0.0.1');
   // A bare express app in the same process: one route, no middleware (the floor of any route).
   const bareApp = express();
   bareApp.get('/ok', (_req, res) => void res.json({ ok: true }));

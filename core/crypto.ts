@@ -87,6 +87,11 @@ export function loadOrCreateEncryptionKey(dataDir: string, configured?: Secret):
   return new Secret(readFileSync(file, 'utf8').trim());
 }
 
+/** The one at-rest encryptor of an install: AIRLOCK_ENCRYPTION_KEY, else the data folder's generated key. */
+export function atRestEncryptor(config: { dataDir: string; encryptionKey?: Secret }): Encryptor {
+  return new Encryptor(loadOrCreateEncryptionKey(config.dataDir, config.encryptionKey));
+}
+
 /** A random token of `bytes` bytes, base64url. */
 export function randomToken(bytes = 32): string {
   return randomBytes(bytes).toString('base64url');

@@ -6,10 +6,9 @@ import { join } from 'node:path';
 import {
   AppError,
   createLogger,
-  Encryptor,
   hashPassword,
   loadConfig,
-  loadOrCreateEncryptionKey,
+  atRestEncryptor,
   SERVE_REQUIRED,
   tokenRequest,
   WORKSPACE_SCOPES,
@@ -326,7 +325,7 @@ export async function startDemo(opts: DemoOptions = {}): Promise<Demo> {
 
     await ensureUser(daemon.database.sql, DEMO_ADMIN, secrets.adminPassword, true);
     const userId = await ensureUser(daemon.database.sql, DEMO_USER, secrets.userPassword, false);
-    const accounts = new AccountStore(daemon.database.sql, new Encryptor(loadOrCreateEncryptionKey(config.dataDir, config.encryptionKey)));
+    const accounts = new AccountStore(daemon.database.sql, atRestEncryptor(config));
     await connectWorkspace(config, accounts, userId, DEMO_USER.email);
 
     // "Sign in with Google (demo)": an active IdP connection for the OIDC emulator (its port changes every start).

@@ -1,6 +1,6 @@
 import { DbSessionStore, startWebServer, type WebServer, type WebServices } from '../web/index.js';
 import { openBase, type DaemonBase } from './context.js';
-import { AppError, createMetrics, Encryptor, isAppError, loadOrCreateEncryptionKey, mintAgentUserToken, tokenRequest, type Config, type Logger, type SessionPreparer } from '../core/index.js';
+import { AppError, atRestEncryptor, createMetrics, isAppError, mintAgentUserToken, tokenRequest, type Config, type Logger, type SessionPreparer } from '../core/index.js';
 import type { AgentSessionCheck, SandboxControl } from '../web/index.js';
 import type { OperatorPort } from '../web/fleet.js';
 import { DirectorySyncRunner } from './directory-sync/index.js';
@@ -44,6 +44,8 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   const base = await openBase(config, opts.log);
   base.log.info({ database: base.database.target, schemaVersion: base.database.schemaVersion, node: config.node.id }, 'database ready');
   const sessions = new DbSessionStore(base.database.sql);
+  // The one at-rest encryptor: accounts, IdP secrets, memories.
+  const encryptor = atRestEncryptor(config);
   const metrics = createMetrics({ defaultMetrics: true, node: config.node.id });
   const services: WebServices = { metrics, ...(opts.services ?? {}) };
   // Directory sync runs in the background of this process; jobs whose process is gone (a crashed
@@ -52,6 +54,7 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
     config,
     db: base.database.sql,
     log: base.log,
+    encryptor,
     metrics,
     get sandboxes() {
       return services.sandboxes as SandboxControl | undefined;
@@ -62,7 +65,7 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   services.directorySync ??= directorySync;
 
   // Connected accounts, token service (refresh + rotation), egress gateway, session overlay.
-  const accounts = new AccountStore(base.database.sql, new Encryptor(loadOrCreateEncryptionKey(config.dataDir, config.encryptionKey)));
+  const accounts = new AccountStore(base.database.sql, encryptor);
   const g = config.google;
   const tokenService = new TokenService({
     store: accounts,
@@ -75,7 +78,6 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   const egressGateway = new EgressGatewayService({ log: base.log, metrics });
   services.accounts ??= accounts;
   services.tokenService ??= tokenService;
-  services.egressGateway ??= egressGateway;
 
   // The preparer needs the web listener's port (host route), known only after listen; sessions
   // start on prompts, which come after that, so the runtime gets a late-bound preparer.
@@ -127,14 +129,14 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
       }
     });
   }
-  const web = await startWebServer({ ...base, sessions, services });
+  const web = await startWebServer({ ...base, sessions, services, encryptor });
   // Membership of the fleet (a single host is a fleet of one): registration, heartbeats, lost nodes.
   const fleet = new FleetMember({ ...base, liveSessions: () => runtime?.sessions.list().filter((s) => s.sessionId).length ?? 0 });
   await fleet.start();
   // The host route's upstream: this daemon's own listener, as the egress gateway reaches it.
   const hostOrigin = `http://${['0.0.0.0', '::'].includes(config.host) ? '127.0.0.1' : config.host.includes(':') ? `[${config.host}]` : config.host}:${web.port}`;
   const agentSecret = config.agentUserTokenSecret;
-  services.sessionPreparer ??= new OverlayPreparer({
+  const sessionPreparer: SessionPreparer = new OverlayPreparer({
     config,
     db: base.database.sql,
     tokens: tokenService,
@@ -144,7 +146,6 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
     // Read with the user's tokens a moment before (the overlay asks only when it got an access token).
     accountEmail: (userId) => accounts.emailSeen(userId),
   });
-  const sessionPreparer = services.sessionPreparer as SessionPreparer;
   preparer = sessionPreparer;
   base.log.info({ url: web.url, publicOrigin: config.publicOrigin }, 'airlock listening');
   const pruneTimer = setInterval(() => void sessions.prune().catch((err: Error) => base.log.warn({ err: err.message }, 'login session prune failed')), 3600_000);

@@ -77,8 +77,8 @@ function emailOf(idToken: string | undefined): string | null {
 export function accountRoutes(ctx: WebContext): Router {
   const r = Router();
   const g = ctx.config.google;
-  const services = ctx.services as AccountWebServices;
-  const store = services.accounts ?? new AccountStore(ctx.database.sql, new Encryptor(loadOrCreateEncryptionKey(ctx.config.dataDir, ctx.config.encryptionKey)));
+  const services = ctx.services;
+  const store = services.accounts ?? new AccountStore(ctx.database.sql, ctx.encryptor);
   const redirectUri = `${ctx.config.publicOrigin}/api/account/callback`;
 
   const pending = (req: Request): Record<string, unknown> => (req.session.oauth ??= {});

@@ -29,7 +29,7 @@ export interface SandboxAdmin {
 export function adminSessionRoutes(ctx: WebContext): Router {
   const r = Router();
   const admin = (): SandboxAdmin => {
-    const s = ctx.services.sandboxAdmin as SandboxAdmin | undefined;
+    const s = ctx.services.sandboxAdmin;
     if (!s) throw new AppError('ERR_RUNTIME_UNAVAILABLE', 'the sandbox runtime is not running on this server (no Docker engine)', { status: 503 });
     return s;
   };

@@ -146,7 +146,7 @@ export function createApp(ctx: WebContext): Express {
 
   // Prometheus metrics (no secrets or user data in them; restrict with the listen address
   // or a reverse proxy if the port is reachable by others).
-  const metrics = ctx.services.metrics as Metrics | undefined;
+  const metrics = ctx.services.metrics;
   if (metrics) {
     app.get('/metrics', async (_req, res, next) => {
       try {

@@ -65,7 +65,7 @@ export function authRoutes(ctx: WebContext): Router {
       const verdict = await limiter.begin(body.username, address);
       if (!verdict.ok) {
         res.setHeader('Retry-After', String(verdict.retryAfterS));
-        (ctx.services.metrics as Metrics | undefined)?.logins.inc({ outcome: 'rate_limited' });
+        ctx.services.metrics?.logins.inc({ outcome: 'rate_limited' });
         req.log.info({ event: 'login_rate_limited', reason: verdict.reason }, 'login rate limited');
         throw new AppError('ERR_AUTH_RATE_LIMITED', 'too many failed logins; try again later', {
           status: 429,
@@ -80,7 +80,7 @@ export function authRoutes(ctx: WebContext): Router {
         req.log.info({ event: 'login_failed' }, 'login failed');
         // The progressive delay: the failed answer itself waits, so one-at-a-time guessing slows down.
         await new Promise((resolve) => setTimeout(resolve, wait));
-        (ctx.services.metrics as Metrics | undefined)?.logins.inc({ outcome: 'failed' });
+        ctx.services.metrics?.logins.inc({ outcome: 'failed' });
         throw new AuthError('ERR_AUTH_INVALID_CREDENTIALS', 'wrong username or password');
       }
       await limiter.succeed(body.username, address);
@@ -91,7 +91,7 @@ export function authRoutes(ctx: WebContext): Router {
       await recordLogin(ctx.database.sql, user.id);
       await logAction(ctx.database.sql, { event: 'auth.login', actorId: user.id, subjectId: user.id, data: { method: 'password' } });
       req.log.info({ userId: user.id }, 'login');
-      (ctx.services.metrics as Metrics | undefined)?.logins.inc({ outcome: 'ok' });
+      ctx.services.metrics?.logins.inc({ outcome: 'ok' });
       res.json({ user: userView(user), csrf_token: req.session.csrfToken, next } satisfies LoginResponse);
     }),
   );

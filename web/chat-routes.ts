@@ -123,7 +123,7 @@ export function chatRoutes(ctx: WebContext): Router {
     '/messages',
     requireUser,
     asyncHandler(async (req, res) => {
-      const service = ctx.services.chat as ChatService | undefined;
+      const service = ctx.services.chat;
       if (!service) throw new AppError('ERR_CHAT_UNAVAILABLE', 'chat is not available on this server', { status: 503 });
       const body = validateBody<SendMessageRequest>(MESSAGE_SCHEMA, req.body);
       const user = req.user!;
@@ -232,7 +232,7 @@ export function chatRoutes(ctx: WebContext): Router {
     write('the end of a turn', () => store.endTurn(db, turnId, text, stopReason, error));
     await writes;
     log.info({ stopReason: result.stop_reason, code: result.error?.code, events: seq }, 'turn done');
-    (ctx.services.metrics as Metrics | undefined)?.turns.inc({ stop_reason: result.stop_reason });
+    ctx.services.metrics?.turns.inc({ stop_reason: result.stop_reason });
     // Exactly one done per turn, made here and nowhere else.
     turns.push(turn, {
       type: 'done',
@@ -339,7 +339,7 @@ export function chatRoutes(ctx: WebContext): Router {
       const s = await owned(req.user!.id, String(req.params.id));
       const live = turns.runningIn(s.id);
       if (live) turns.cancel(live.turnId, 'chat deleted');
-      const killer = ctx.services.sandboxAdmin as SandboxKiller | undefined;
+      const killer = ctx.services.sandboxAdmin;
       let sandboxEnded = false;
       if (killer) {
         try {

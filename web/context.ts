@@ -1,8 +1,14 @@
 import type { Request, Response, NextFunction, RequestHandler } from 'express';
-import type { Config, Db, Logger, User } from '../core/index.js';
+import type { Config, Db, Encryptor, Logger, Metrics, User } from '../core/index.js';
 import { AuthError, AppError } from '../core/index.js';
 import type { DbSessionStore } from './session-store.js';
 import type { Database } from '../domain/db/index.js';
+import type { AccountStore } from '../domain/accounts.js';
+import type { DirectorySyncService, SandboxControl } from '../domain/identity/services.js';
+import type { SandboxAdmin } from './admin-sessions-routes.js';
+import type { ChatService } from './chat-routes.js';
+import type { OperatorPort } from './fleet.js';
+import type { AgentSessionCheck } from './memory-routes.js';
 
 declare module 'express-session' {
   interface SessionData {
@@ -28,9 +34,32 @@ declare global {
   }
 }
 
-/** Services the daemon provides to the web app. Each area declares its own interface. */
+/**
+ * The ports the daemon hands the web app (daemon/serve.ts wires them; tests pass their own). Each
+ * area declares the interface it needs; every one is optional, and a route whose port is missing
+ * answers a coded 503 (e.g. no Docker engine: no chat).
+ */
 export interface WebServices {
-  [name: string]: unknown;
+  /** Prometheus metrics (/metrics, login and turn counters). */
+  metrics?: Metrics;
+  /** Runs chat turns (the session manager behind the fleet's view of it). */
+  chat?: ChatService;
+  /** Ends or marks a user's live sandboxes (identity, accounts). */
+  sandboxes?: SandboxControl & { killForUser(userId: number, why?: string): Promise<unknown> | unknown };
+  /** The live-sessions admin page (and ending a deleted chat's sandbox). */
+  sandboxAdmin?: SandboxAdmin;
+  /** Whether an AGENT_USER_TOKEN's session is live (the agent API). */
+  agentSessions?: AgentSessionCheck;
+  /** Runs directory-sync jobs in the background. */
+  directorySync?: DirectorySyncService;
+  /** Connected accounts (encrypted at rest). */
+  accounts?: AccountStore;
+  /** Pushes a new access token into the user's warm sandboxes. */
+  tokenService?: { pushToUser(userId: number, accessToken: string): Promise<void> };
+  /** The operator API for commands another node sends (inspect, restart, kill). */
+  operator?: OperatorPort;
+  /** Models the daemon can use beyond AIRLOCK_MODEL (agent policies may name them). */
+  agentModels?: () => string[];
 }
 
 /** What every router factory receives. */
@@ -43,6 +72,8 @@ export interface WebContext {
   log: Logger;
   sessions: DbSessionStore;
   services: WebServices;
+  /** The one at-rest encryptor (AIRLOCK_ENCRYPTION_KEY or the data folder's key): accounts, IdP secrets, memories. */
+  encryptor: Encryptor;
 }
 
 /** 401 ERR_AUTH_REQUIRED unless a logged-in, active user is on the request. */

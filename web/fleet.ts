@@ -152,7 +152,7 @@ export function fleetRoutes(ctx: WebContext, chat: RequestHandler): Router {
   const r = Router();
   // `airlock sessions inspect|restart|kill` run on another node for a session this node owns.
   r.post('/operator', (req, res, next) => {
-    const operator = ctx.services.operator as OperatorPort | undefined;
+    const operator = ctx.services.operator;
     if (!operator) return next(new AppError('ERR_SESSION_UNAVAILABLE', 'this node runs no sandboxes', { status: 503 }));
     req.log.info({ cmd: (req.body as { cmd?: unknown })?.cmd, fromNode: req.headers[NODE_HEADERS.node] }, 'operator command from another node');
     operator(req.body).then((result) => res.json({ result }), next);

@@ -29,7 +29,7 @@ const ADD_SCHEMA = {
 } as const;
 
 function storeFor(ctx: WebContext): MemoryStore {
-  return new MemoryStore(ctx.database.sql, new Encryptor(loadOrCreateEncryptionKey(ctx.config.dataDir, ctx.config.encryptionKey)));
+  return new MemoryStore(ctx.database.sql, ctx.encryptor);
 }
 
 /** /api/memories: a logged-in user adds, lists and deletes their own memory entries. */
@@ -79,7 +79,7 @@ async function agentUser(ctx: WebContext, req: Request): Promise<{ userId: numbe
   const claims = verifyAgentUserToken(secret, m[1]);
   const user = await getUserById(ctx.database.sql, claims.userId);
   if (!user || !user.is_active) throw new AuthError('ERR_AGENT_TOKEN_INVALID', 'invalid agent user token');
-  const sessions = ctx.services.agentSessions as AgentSessionCheck | undefined;
+  const sessions = ctx.services.agentSessions;
   if (sessions && !sessions.isLive(claims.sessionId, claims.userId)) {
     throw new AuthError('ERR_AGENT_TOKEN_INVALID', 'the chat session of this token has ended');
   }

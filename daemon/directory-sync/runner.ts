@@ -1,4 +1,4 @@
-import { AppError, Encryptor, loadOrCreateEncryptionKey, toAppError, type Config, type Logger, type Metrics } from '../../core/index.js';
+import { AppError, atRestEncryptor, toAppError, type Encryptor, type Config, type Logger, type Metrics } from '../../core/index.js';
 import { logAction } from '../../domain/action-log.js';
 import { nowIso, type Sql } from '../../domain/db/index.js';
 import { inTransaction } from '../../domain/data-access/store.js';
@@ -20,6 +20,8 @@ export interface SyncRunnerDeps {
   config: Readonly<Config>;
   db: Sql;
   log: Logger;
+  /** The install's at-rest encryptor (serve hands its one in; the CLI builds it from the config). */
+  encryptor?: Encryptor;
   /**
    * Optional: stops a deactivated user's live sandboxes (in `serve` the session manager; in the
    * CLI the running daemon over its control socket); its optional policyChanged hook is called
@@ -95,7 +97,7 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
     await db.updateTable('idp_connections').set({ last_sync_started_at: nowIso() }).where('id', '=', conn.id).execute();
     if (!hasGroupSync(conn)) throw new AppError('ERR_SYNC_NOT_CONFIGURED', 'the connection has no service account or delegated admin e-mail', { status: 409 });
     const client = new DirectoryClient({
-      serviceAccount: decryptServiceAccount(new Encryptor(loadOrCreateEncryptionKey(deps.config.dataDir, deps.config.encryptionKey)), conn),
+      serviceAccount: decryptServiceAccount(deps.encryptor ?? atRestEncryptor(deps.config), conn),
       delegatedAdminEmail: conn.delegated_admin_email!,
       baseUrl: deps.config.google.directoryBaseUrl,
       tokenUrl: deps.config.google.tokenUrl,

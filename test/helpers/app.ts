@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { createLogger, createUser, hashPassword, loadConfig, type Config, type Db, type Logger, type User } from '../../core/index.js';
+import { atRestEncryptor, createLogger, createUser, hashPassword, loadConfig, type Config, type Db, type Logger, type User } from '../../core/index.js';
 import { DbSessionStore, startWebServer, type WebServer, type WebServices } from '../../web/index.js';
 import { Client } from './client.js';
 import { openDatabase, type Database } from '../../domain/db/index.js';
@@ -82,7 +82,7 @@ export async function startTestApp(t: { teardown(fn: () => unknown): void }, opt
   const log = createLogger({ level: 'debug', destination: logs.stream });
   const sessions = new DbSessionStore(database.sql);
   // Port 0 unless the test fixed one (SSO tests need the public origin before start).
-  const web = await startWebServer({ config, database, db, log, sessions, services: opts.services ?? {} }, config.port, '127.0.0.1');
+  const web = await startWebServer({ config, database, db, log, sessions, encryptor: atRestEncryptor(config), services: opts.services ?? {} }, config.port, '127.0.0.1');
   let closed = false;
   const app: TestApp = {
     url: web.url,

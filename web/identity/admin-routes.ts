@@ -2,7 +2,6 @@ import { Router, type Request } from 'express';
 import { AppError, Encryptor, NotFoundError } from '../../core/index.js';
 import { logAction, type Severity } from '../../domain/action-log.js';
 import { effectiveAgentPolicy } from '../../domain/identity/agent-policy.js';
-import type { IdentityServices } from '../../domain/identity/services.js';
 import {
   createOrGetRunningJob,
   deleteConnection,
@@ -37,7 +36,7 @@ export type Audit = (req: Request, event: string, data: Record<string, unknown>,
 export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
   const r = Router();
   const db = ctx.database.sql;
-  const services = ctx.services as IdentityServices;
+  const services = ctx.services;
   const audit: Audit = (req, event, data, subjectId, severity) =>
     logAction(db, { event: `identity.${event}`, actorId: req.user!.id, subjectId: subjectId ?? null, severity, data });
   /**

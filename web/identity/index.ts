@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import { Encryptor, loadOrCreateEncryptionKey } from '../../core/index.js';
+import { atRestEncryptor, type Encryptor } from '../../core/index.js';
 import type { WebContext } from '../context.js';
 import { identityAdminRoutes } from './admin-routes.js';
 import { createIdentitySignals, type IdentitySignals } from '../../domain/identity/index.js';
@@ -11,7 +11,7 @@ export { SSO_REDIRECT_PATH, callbackPath, checkCallbackUrl } from './sso-routes.
 
 /** The at-rest encryptor for IdP secrets (same key as every other encrypted column). */
 export function identityEncryptor(config: WebContext['config']): Encryptor {
-  return new Encryptor(loadOrCreateEncryptionKey(config.dataDir, config.encryptionKey));
+  return atRestEncryptor(config);
 }
 
 /**
@@ -19,7 +19,7 @@ export function identityEncryptor(config: WebContext['config']): Encryptor {
  * /api/identity admin API. `signals` is exposed so other areas can listen to login signals.
  */
 export function identityRouters(ctx: WebContext): { sso: Router; api: Router; signals: IdentitySignals } {
-  const enc = identityEncryptor(ctx.config);
+  const enc = ctx.encryptor;
   const signals = createIdentitySignals();
   return { sso: ssoRoutes(ctx, enc, signals), api: identityAdminRoutes(ctx, enc), signals };
 }

@@ -4,7 +4,6 @@ import type { Sql } from '../../domain/db/index.js';
 import { inTransaction } from '../../domain/data-access/store.js';
 import { AGENT_TOOLS, rewriteAgentPolicies, unknownNames, type AgentCatalog } from '../../domain/identity/agent-policy.js';
 import * as orgs from '../../domain/identity/orgs.js';
-import type { IdentityServices } from '../../domain/identity/services.js';
 import { followGroup } from '../../domain/identity/teams.js';
 import type { AgentCatalogView, AgentPolicyList, AgentPolicyView, ExternalGroupList, Organisation, OrganisationList, TeamList, TeamView } from '../admin-api.js';
 import { asyncHandler, requireSuperuser, requireUser, type WebContext } from '../context.js';
@@ -61,7 +60,7 @@ async function checkGroup(db: Sql, groupId: number | null | undefined): Promise<
 export function organisationRoutes(ctx: WebContext): Router {
   const r = Router();
   const db = ctx.database.sql;
-  const services = ctx.services as IdentityServices;
+  const services = ctx.services;
   const notify = (changed: number[]) => {
     if (changed.length) services.sandboxes?.policyChanged?.(changed);
   };
@@ -69,7 +68,7 @@ export function organisationRoutes(ctx: WebContext): Router {
   const rewriteOrgPolicies = async (orgId: number) => notify(await rewriteAgentPolicies(db, await orgs.orgMemberIds(db, orgId)));
   /** Tools and models a policy may name: AGENT_TOOLS and the configured model (plus any the daemon offers). */
   const catalog = (): AgentCatalog => {
-    const extra = (ctx.services.agentModels as (() => string[]) | undefined)?.() ?? [];
+    const extra = ctx.services.agentModels?.() ?? [];
     return { tools: [...AGENT_TOOLS], models: [...new Set([ctx.config.model.model, ...extra])].filter(Boolean) };
   };
   const route = (fn: Parameters<typeof asyncHandler>[0]): RequestHandler => asyncHandler(fn);
