@@ -58,7 +58,7 @@ export class Agent {
     const t0 = performance.now();
     const ms = () => Math.round(performance.now() - t0);
     try {
-      const r = await this.opts.tools.call(call.name, call.input, signal, this.opts.toolTimeoutMs);
+      const r = await this.opts.tools.call(call.name, call.input, signal, this.opts.toolTimeoutMs, call.id);
       emit({ type: 'tool_end', call_id: call.id, tool: call.name, ok: r.ok, ...(r.ok ? { output: r.output } : { error: r.error }), duration_ms: ms() });
       this.history.push({ role: 'tool', callId: call.id, name: call.name, content: r.text, isError: !r.ok });
     } catch (err) {

@@ -7,7 +7,7 @@ import type { JsonSchemaType, JsonSchemaValidator, jsonSchemaValidator } from '@
 import { IN_PROCESS_SERVERS } from './in-process.js';
 import type { Logger } from '../core/logger.js';
 import { checkMessage, protocolLogFields } from '../core/ndjson.js';
-import { MCP_CONFIGURE_METHOD, McpToolResultSchema } from '../core/sandbox-protocol.js';
+import { CALL_ID_META, MCP_CONFIGURE_METHOD, McpToolResultSchema } from '../core/sandbox-protocol.js';
 import { COMPILE_CACHE_ENV } from '../core/sandbox-env.js';
 import { z } from 'zod';
 import type { McpServerSpec } from './env.js';
@@ -149,11 +149,11 @@ export class ToolHost {
   }
 
   /** Call a tool; rejects only when `signal` aborts. Tool failures resolve with ok: false. */
-  async call(name: string, input: Record<string, unknown>, signal: AbortSignal, timeoutMs: number): Promise<ToolOutcome> {
+  async call(name: string, input: Record<string, unknown>, signal: AbortSignal, timeoutMs: number, callId?: string): Promise<ToolOutcome> {
     const t = this.tools.get(name);
     if (!t) return { ok: false, error: `ERR_TOOL_UNKNOWN: no tool named ${name} is available`, text: `Error: no tool named ${name} is available in this session.` };
     try {
-      const checked = checkMessage(McpToolResultSchema, await t.client.callTool({ name, arguments: input }, undefined, { signal, timeout: timeoutMs }));
+      const checked = checkMessage(McpToolResultSchema, await t.client.callTool({ name, arguments: input, ...(callId ? { _meta: { [CALL_ID_META]: callId } } : {}) }, undefined, { signal, timeout: timeoutMs }));
       if (!checked.ok) {
         this.log.warn({ tool: name, server: t.server, ...protocolLogFields(checked.err, 'mcp') }, 'tool returned a malformed result');
         return { ok: false, error: `${checked.err.code}: the tool returned a malformed result`, text: 'Error: the tool returned a malformed result.' };

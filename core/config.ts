@@ -68,6 +68,12 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'AIRLOCK_GOOGLE_DRIVE_BASE_URL', kind: 'url', default: 'https://www.googleapis.com', doc: 'Drive API base URL.' },
   { env: 'AIRLOCK_GOOGLE_DIRECTORY_BASE_URL', kind: 'url', default: 'https://admin.googleapis.com', doc: 'Admin SDK Directory API base URL.' },
   { env: 'AIRLOCK_TRUST_PROXY', kind: 'string', default: 'none', doc: 'Reverse proxies whose X-Forwarded-For / X-Forwarded-Proto the web app believes: none (default: the headers are ignored), or a comma list of IP addresses, CIDR ranges and the names loopback, linklocal, uniquelocal.' },
+  { env: 'AIRLOCK_MAIL_OTHER', kind: 'enum', default: 'allow', values: ['allow', 'ask', 'block'], doc: 'Send policy default for a recipient in neither domain list: allow, ask (the user approves in the chat) or block. Agent policies may make it stricter.' },
+  { env: 'AIRLOCK_MAIL_ALLOW_DOMAINS', kind: 'string', default: '', doc: 'Recipient domains always allowed (comma list; a domain covers its subdomains), e.g. your organisation\'s own. Agent policies add to it.' },
+  { env: 'AIRLOCK_MAIL_BLOCK_DOMAINS', kind: 'string', default: '', doc: 'Recipient domains always refused (comma list; wins over allowed domains). Agent policies add to it.' },
+  { env: 'AIRLOCK_MAIL_MAX_RECIPIENTS', kind: 'int', default: '50', min: 1, max: 500, doc: 'Most recipients (To + Cc + Bcc) of one sent message.' },
+  { env: 'AIRLOCK_MAIL_MAX_PER_HOUR', kind: 'int', default: '60', min: 1, max: 100000, doc: 'Most messages one user\'s agents may send per hour (all sessions, all nodes).' },
+  { env: 'AIRLOCK_MAIL_APPROVAL_TIMEOUT_S', kind: 'int', default: '90', min: 5, max: 105, doc: 'How long a send held for the user\'s approval waits; then it is refused (at most 105: the agent\'s tool call waits 120 s).' },
 ] as const;
 
 export interface Config {
@@ -117,6 +123,8 @@ export interface Config {
   };
   /** Trusted reverse proxies (express `trust proxy` list); empty: none, X-Forwarded-* ignored. */
   trustProxy: string[];
+  /** The server's send policy (agent policies make it stricter per user): docs/proxy.md#send-policy. */
+  mail: { other: 'allow' | 'ask' | 'block'; allowDomains: string[]; blockDomains: string[]; maxRecipients: number; maxPerHour: number; approvalTimeoutS: number };
 }
 
 export interface LoadConfigOptions {
@@ -130,6 +138,9 @@ export interface LoadConfigOptions {
 export const SERVE_REQUIRED = ['AGENT_USER_TOKEN_SECRET', 'MCP_INTERNAL_SECRET'];
 
 type Raw = Record<string, string | undefined>;
+
+/** A domain name as a send policy lists it (lower case, no trailing dot). */
+export const MAIL_DOMAIN = /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 
 /**
  * Validate and freeze the configuration. Throws ConfigError listing every problem.
@@ -197,6 +208,13 @@ export function loadConfig(env: Raw, opts: LoadConfigOptions = {}): Readonly<Con
   if ((num('AIRLOCK_NODE_LOST_S') ?? 30) <= (num('AIRLOCK_NODE_HEARTBEAT_S') ?? 5)) problems.push('AIRLOCK_NODE_LOST_S: must be longer than AIRLOCK_NODE_HEARTBEAT_S');
   const trustProxy = parseTrustProxy(String(values.AIRLOCK_TRUST_PROXY ?? 'none'));
   if (!Array.isArray(trustProxy)) problems.push(`AIRLOCK_TRUST_PROXY: ${trustProxy.problem}`);
+  const domains = (k: string): string[] => {
+    const list = String(values[k] ?? '').split(',').map((d) => d.trim().toLowerCase().replace(/^@/, '').replace(/\.$/, '')).filter(Boolean);
+    for (const d of list) if (!MAIL_DOMAIN.test(d)) problems.push(`${k}: "${d.slice(0, 80)}" is not a domain name`);
+    return [...new Set(list)];
+  };
+  const allowDomains = domains('AIRLOCK_MAIL_ALLOW_DOMAINS');
+  const blockDomains = domains('AIRLOCK_MAIL_BLOCK_DOMAINS');
   if (problems.length > 0) throw new ConfigError(problems);
 
   const host = values.AIRLOCK_HOST as string;
@@ -253,6 +271,14 @@ export function loadConfig(env: Raw, opts: LoadConfigOptions = {}): Readonly<Con
       directoryBaseUrl: str('AIRLOCK_GOOGLE_DIRECTORY_BASE_URL'),
     },
     trustProxy: trustProxy as string[],
+    mail: {
+      other: str('AIRLOCK_MAIL_OTHER') as Config['mail']['other'],
+      allowDomains,
+      blockDomains,
+      maxRecipients: num('AIRLOCK_MAIL_MAX_RECIPIENTS'),
+      maxPerHour: num('AIRLOCK_MAIL_MAX_PER_HOUR'),
+      approvalTimeoutS: num('AIRLOCK_MAIL_APPROVAL_TIMEOUT_S'),
+    },
   };
   return deepFreeze(config);
 }

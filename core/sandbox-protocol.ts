@@ -47,7 +47,35 @@ export interface DoneEvent {
   stop_reason: StopReason;
   error?: { code: string; message: string };
 }
-export type ChatEvent = ToolStartEvent | ToolEndEvent | TextDeltaEvent | DoneEvent;
+/**
+ * A mail send held at the proxy until the user decides (docs/chat.md#approvals): who it goes to,
+ * its subject and attachment names — never its body. Made by the daemon, never by the agent.
+ */
+export interface ApprovalRequestEvent {
+  type: 'approval_request';
+  seq: number;
+  approval_id: string;
+  /** The send_email call that sent it; null when the child posted to the proxy itself. */
+  call_id: string | null;
+  recipients: string[];
+  /** The recipients the approval is about (outside the always-allowed domains). */
+  ask: string[];
+  subject: string;
+  attachments: { name: string; size: number }[];
+  /** When it is refused if nobody decides (ISO 8601). */
+  expires_at: string;
+}
+export interface ApprovalResultEvent {
+  type: 'approval_result';
+  seq: number;
+  approval_id: string;
+  decision: 'approved' | 'denied' | 'timed_out';
+  /** For `approved`: this send only, or every send to these recipients in this session. */
+  scope?: 'once' | 'recipient';
+}
+export type ChatEvent = ToolStartEvent | ToolEndEvent | TextDeltaEvent | ApprovalRequestEvent | ApprovalResultEvent | DoneEvent;
+/** Events the daemon itself puts into a turn (the agent cannot make them). */
+export type DaemonEvent = Omit<ApprovalRequestEvent, 'seq'> | Omit<ApprovalResultEvent, 'seq'>;
 
 export const StopReasonSchema: z.ZodType<StopReason> = z.enum(['end_turn', 'max_steps', 'error', 'cancelled']);
 export const CodedErrorSchema: z.ZodType<{ code: string; message: string }> = z.object({ code: z.string(), message: z.string() });
@@ -110,6 +138,55 @@ export const ChildOutboundSchema: z.ZodType<ChildOutbound> = z.discriminatedUnio
 
 // ---------------------------------------------------------------- daemon ⇄ supervisor (control socket)
 
+/**
+ * The user's effective send policy (agent policies and the server's defaults): the proxy applies
+ * it to every mail send (docs/proxy.md#send-policy). Not secret; the child never sees it.
+ */
+export interface MailPolicy {
+  /** Recipient domains always allowed (a domain covers its subdomains). */
+  allow_domains: string[];
+  /** Recipient domains refused (wins over allow_domains). */
+  block_domains: string[];
+  /** A recipient in neither list: send, ask the user in the chat first, or refuse. */
+  other: 'allow' | 'ask' | 'block';
+  /** Most recipients (To + Cc + Bcc) per message. */
+  max_recipients: number;
+  /** Most messages per hour per user (counted by the daemon over all the user's sessions). */
+  max_per_hour: number;
+  /** How long a held send waits for the user's decision before it is refused. */
+  approval_timeout_s: number;
+}
+export const MailPolicySchema: z.ZodType<MailPolicy> = z.object({
+  allow_domains: z.array(z.string()),
+  block_domains: z.array(z.string()),
+  other: z.enum(['allow', 'ask', 'block']),
+  max_recipients: z.number().int().min(1),
+  max_per_hour: z.number().int().min(1),
+  approval_timeout_s: z.number().int().min(1),
+});
+
+/** What the policy, the approval and the audit see of one sent message. Never its body. */
+export interface MailSummary {
+  /** Every recipient address (To, Cc, Bcc, Resent-*), lower-cased, each once. */
+  recipients: string[];
+  to: number;
+  cc: number;
+  bcc: number;
+  subject: string;
+  attachments: { name: string; size: number }[];
+  /** Size of the decoded message in bytes. */
+  bytes: number;
+}
+export const MailSummarySchema: z.ZodType<MailSummary> = z.object({
+  recipients: z.array(z.string()).max(1000),
+  to: z.number().int(),
+  cc: z.number().int(),
+  bcc: z.number().int(),
+  subject: z.string().max(1000),
+  attachments: z.array(z.object({ name: z.string().max(300), size: z.number().int() })).max(200),
+  bytes: z.number().int(),
+});
+
 /** Handed over at claim time. Real tokens travel only here, never in Config.Env or argv. */
 export interface StartSpec {
   session_id: string;
@@ -122,6 +199,8 @@ export interface StartSpec {
   agent_user_token?: string;
   /** Agent settings the child reads from its env (provider, model, max steps, allowed tools…). */
   agent_env: Record<string, string>;
+  /** The send policy the proxy applies to mail; absent: every send goes through (older daemons). */
+  mail_policy?: MailPolicy;
 }
 
 /**
@@ -136,7 +215,9 @@ export type ControlRequest =
   | { id: string; type: 'cancel'; turn_id: string }
   | { id: string; type: 'rotate-token'; tokens: Record<string, string> }
   | { id: string; type: 'shutdown' }
-  | { id: string; type: 'shell'; cols?: number; rows?: number };
+  | { id: string; type: 'shell'; cols?: number; rows?: number }
+  /** The daemon's answer to a `mail_hold`: release the held send upstream, or refuse it with a code. */
+  | { id: string; type: 'mail_release'; hold_id: string; allow: boolean; code?: string; message?: string };
 
 export const StartSpecSchema: z.ZodType<StartSpec> = z.object({
   session_id: z.string(),
@@ -145,6 +226,7 @@ export const StartSpecSchema: z.ZodType<StartSpec> = z.object({
   placeholders: StringMapSchema,
   agent_user_token: z.string().optional(),
   agent_env: StringMapSchema,
+  mail_policy: MailPolicySchema.optional(),
 });
 
 export const ControlRequestSchema: z.ZodType<ControlRequest> = z.discriminatedUnion('type', [
@@ -156,6 +238,7 @@ export const ControlRequestSchema: z.ZodType<ControlRequest> = z.discriminatedUn
   z.object({ id: z.string(), type: z.literal('rotate-token'), tokens: StringMapSchema }),
   z.object({ id: z.string(), type: z.literal('shutdown') }),
   z.object({ id: z.string(), type: z.literal('shell'), cols: z.number().optional(), rows: z.number().optional() }),
+  z.object({ id: z.string(), type: z.literal('mail_release'), hold_id: z.string().max(64), allow: z.boolean(), code: z.string().max(64).optional(), message: z.string().max(500).optional() }),
 ]);
 
 export type ControlMessage =
@@ -164,8 +247,38 @@ export type ControlMessage =
   | { type: 'event'; turn_id: string; event: AgentEvent }
   | { type: 'turn_end'; turn_id: string; stop_reason: StopReason; error?: { code: string; message: string } }
   | { type: 'log'; level: 'info' | 'warn' | 'error'; msg: string; data?: Record<string, unknown> }
-  /** One credential-proxy request's outcome (no path, query or token): the daemon counts them in /metrics. */
-  | { type: 'proxy_decision'; route: string | null; outcome: 'forwarded' | 'refused' | 'upstream_error'; status: number; code?: string };
+  /**
+   * One credential-proxy request's outcome (no path values, query, body or token): the daemon
+   * counts them in /metrics and records them in the audit trail.
+   */
+  | ({ type: 'proxy_decision' } & ProxyDecisionRecord)
+  /**
+   * A mail send the proxy holds until the daemon answers `mail_release` (the per-hour limit, and
+   * for `ask` the user's decision in the chat). Re-sent on every new control connection while held.
+   */
+  | { type: 'mail_hold'; hold_id: string; turn_id: string | null; call_id: string | null; verdict: 'allow' | 'ask'; ask: string[]; summary: MailSummary };
+
+/** What the audit trail keeps of one proxied request. */
+export interface ProxyDecisionRecord {
+  /** The route's name; null when no route matched. */
+  route: string | null;
+  outcome: 'forwarded' | 'refused' | 'upstream_error';
+  status: number;
+  code?: string;
+  method?: string;
+  /** The allow-list template the path matched (never the path's values). */
+  template?: string;
+  /** The turn the request belongs to (the supervisor's running turn), and the tool call that made it. */
+  turn_id?: string | null;
+  call_id?: string | null;
+  req_bytes?: number;
+  res_bytes?: number;
+  ms?: number;
+  /** Mail sends: how many recipients (To + Cc + Bcc). */
+  recipients?: number;
+  /** Request headers dropped because they are not on the route's allow-list. */
+  dropped_headers?: number;
+}
 
 /** The data of the supervisor's reply to `ping` and `start`. */
 export interface SupervisorStatus {
@@ -203,6 +316,24 @@ export const ControlMessageSchema: z.ZodType<ControlMessage> = z.union([
     outcome: z.enum(['forwarded', 'refused', 'upstream_error']),
     status: z.number(),
     code: z.string().optional(),
+    method: z.string().max(16).optional(),
+    template: z.string().max(300).optional(),
+    turn_id: z.string().max(64).nullable().optional(),
+    call_id: z.string().max(128).nullable().optional(),
+    req_bytes: z.number().optional(),
+    res_bytes: z.number().optional(),
+    ms: z.number().optional(),
+    recipients: z.number().optional(),
+    dropped_headers: z.number().optional(),
+  }),
+  z.object({
+    type: z.literal('mail_hold'),
+    hold_id: z.string().max(64),
+    turn_id: z.string().max(64).nullable(),
+    call_id: z.string().max(128).nullable(),
+    verdict: z.enum(['allow', 'ask']),
+    ask: z.array(z.string()).max(1000),
+    summary: MailSummarySchema,
   }),
 ]);
 
@@ -233,6 +364,13 @@ export const McpToolResultSchema: z.ZodType<McpToolResult> = z.object({
  * answers "method not found" and keeps the env it was started with.
  */
 export const MCP_CONFIGURE_METHOD = 'airlock/configure';
+/**
+ * agent child → MCP server, in a tools/call's `_meta`: the id of the model's tool call. A tool
+ * sends it on as the `X-Airlock-Call` header of its upstream requests, so the proxy's audit trail
+ * ties each request to its call (the proxy strips it before the upstream).
+ */
+export const CALL_ID_META = 'airlock/call_id';
+export const CALL_ID_HEADER = 'x-airlock-call';
 export interface McpConfigureParams {
   env: Record<string, string>;
   cwd?: string;
@@ -340,6 +478,11 @@ export interface TurnRequest {
   signal: AbortSignal;
   /** Called for each agent event as it happens (the caller numbers them). */
   onEvent(e: AgentEvent): void;
+  /**
+   * The daemon's own events of the turn (a send held for approval, its result), numbered with the
+   * agent's. Absent: nobody can be asked, so a send that needs approval is refused.
+   */
+  onDaemonEvent?(e: DaemonEvent): void;
 }
 
 export interface TurnResult {
@@ -366,10 +509,43 @@ export interface PreparedSession {
   agentEnv: Record<string, string>;
   /** host:port pairs the egress gateway lets this session reach. */
   egressAllow: string[];
+  /** The user's send policy, applied by the proxy to mail sends. */
+  mailPolicy?: MailPolicy;
 }
 
 export interface SessionPreparer {
   prepare(req: { userId: number; sessionId: string; proxyPort: number }): Promise<PreparedSession>;
+}
+
+/** A held mail send as the daemon receives it (the supervisor's `mail_hold`). */
+export type MailHold = Extract<ControlMessage, { type: 'mail_hold' }>;
+/** The daemon's answer to a held send. */
+export type MailHoldRelease = { allow: true } | { allow: false; code: string; message: string };
+
+/**
+ * The daemon's side of the proxy: the audit trail of every proxied request, and the decision on
+ * every held send (per-hour limit, the policy again, and for `ask` the user in the running turn).
+ */
+export interface SandboxAuditor {
+  proxied(s: { sessionId: string; userId: number }, d: ProxyDecisionRecord): void;
+  hold(s: { sessionId: string; userId: number; turn?: TurnRequest }, h: MailHold): Promise<MailHoldRelease>;
+  /** A session's sandbox ended: its pending approvals are refused, its per-session approvals forgotten. */
+  sessionEnded(sessionId: string): void;
+}
+
+/** The user's answer to an `approval_request` (POST /api/chat/sessions/:id/approvals/:approvalId). */
+export interface ApprovalDecision {
+  userId: number;
+  sessionId: string;
+  approvalId: string;
+  decision: 'approve' | 'deny';
+  /** `recipient`: also every later send to the same recipients in this session. */
+  scope: 'once' | 'recipient';
+}
+
+/** What the chat routes need: decide a pending approval (throws ERR_APPROVAL_NOT_FOUND / ERR_APPROVAL_DECIDED). */
+export interface ApprovalDecider {
+  decide(d: ApprovalDecision): Promise<{ decision: 'approved' | 'denied'; scope: 'once' | 'recipient' }>;
 }
 
 /** The daemon's egress gateway: one unix socket per session, CONNECT only to allowed host:port. */

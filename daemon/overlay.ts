@@ -12,6 +12,8 @@ import { buildProfile } from './runtime/session-plan.js';
 import { writeProfile } from './runtime/slots.js';
 import { egressTarget } from './egress.js';
 import { effectiveAgentPolicy, policyAllows } from '../domain/identity/agent-policy.js';
+import { mailPolicyFor } from '../domain/mail.js';
+import type { MailPolicy } from '../core/sandbox-protocol.js';
 import type { Sql } from '../domain/db/index.js';
 import type { TokenService } from './tokens.js';
 
@@ -21,6 +23,12 @@ export { agentSettings };
 export { buildProfile };
 /** Write profile.json atomically (0644): what the runtime writes into a slot's run/ folder. */
 export { writeProfile };
+
+/** The server's own send policy (AIRLOCK_MAIL_*), for a daemon without agent policies. */
+export function serverMailPolicy(config: Readonly<Config>): MailPolicy {
+  const m = config.mail;
+  return { allow_domains: [...m.allowDomains], block_domains: [...m.blockDomains], other: m.other, max_recipients: m.maxRecipients, max_per_hour: m.maxPerHour, approval_timeout_s: m.approvalTimeoutS };
+}
 
 /** Random bytes per placeholder (192 bits ≥ the 128 the issue asks). */
 export const PLACEHOLDER_BYTES = 24;
@@ -190,7 +198,9 @@ export class OverlayPreparer implements SessionPreparer {
     const from = access ? this.#o.accountEmail?.(req.userId) : undefined;
     if (from && MAIL_FROM_RE.test(from)) agentEnv.MAIL_FROM = from;
     const egressAllow = [...new Set(routes.map((r) => egressTarget(r.upstream)))];
+    // The send policy goes with the mail route (docs/proxy.md#send-policy).
+    const mailPolicy = routes.some((r) => r.name === 'mail') ? (this.#o.db ? await mailPolicyFor(this.#o.db, config.mail, req.userId) : serverMailPolicy(config)) : undefined;
     log.info({ userId: req.userId, sessionId: req.sessionId, routes: routes.map((r) => r.name) }, 'session overlay prepared');
-    return { routes, tokens, placeholders, agentUserToken, agentEnv, egressAllow };
+    return { routes, tokens, placeholders, agentUserToken, agentEnv, egressAllow, ...(mailPolicy ? { mailPolicy } : {}) };
   }
 }

@@ -10,6 +10,7 @@ import { EgressGatewayService } from './egress.js';
 import { OverlayPreparer } from './overlay.js';
 import { TokenService } from './tokens.js';
 import { FleetMember, FleetSessions, refreshLease } from './fleet.js';
+import { MailGate } from './mail-gate.js';
 import { AccountStore, getUserById } from '../domain/index.js';
 
 export interface RunningDaemon extends DaemonBase {
@@ -84,6 +85,9 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   let preparer: SessionPreparer | undefined;
   const latePreparer: SessionPreparer = { prepare: (req) => preparer!.prepare(req) };
   const fleetSessions = new FleetSessions(base);
+  // The send policy's daemon side and the proxy's audit trail (docs/audit.md).
+  const mailGate = new MailGate(base.database.sql, config, base.log.child({ area: 'mail' }));
+  services.approvals ??= mailGate;
   const hooks: SessionHooks = {
     // The one place a session registers for token rotation: when its sandbox took `start`, or was
     // adopted after a daemon restart (its token env names come from its claim.json). Rotation is
@@ -103,7 +107,7 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
     // and so does a session another node of the fleet took over meanwhile.
     mayAdopt: async ({ sessionId, userId }) => (await getUserById(base.database.sql, userId))?.is_active === true && (await fleetSessions.mayAdopt(sessionId)),
   };
-  const runtimeOpts = opts.runtime === false ? undefined : { preparer: latePreparer, egress: egressGateway as EgressGateway, hooks, ...(opts.runtime || {}) };
+  const runtimeOpts = opts.runtime === false ? undefined : { preparer: latePreparer, egress: egressGateway as EgressGateway, hooks, auditor: mailGate, ...(opts.runtime || {}) };
   const runtime = runtimeOpts ? await startRuntime({ ...base, metrics, ...runtimeOpts }) : undefined;
   if (runtimeOpts && !runtime) {
     // No engine: no sandbox is live, so no agent token is either.

@@ -14,6 +14,12 @@ const REFUSAL_CODES = [
   'ERR_PROXY_TOKEN_MISSING',
   'ERR_PROXY_BUSY',
   'ERR_PROXY_TIMEOUT',
+  'ERR_MAIL_UNPARSEABLE',
+  'ERR_MAIL_BLOCKED',
+  'ERR_MAIL_DENIED',
+  'ERR_MAIL_APPROVAL_TIMEOUT',
+  'ERR_MAIL_APPROVAL_UNAVAILABLE',
+  'ERR_MAIL_RATE_LIMITED',
 ] as const satisfies readonly (keyof typeof PROXY_AREA_ERRORS)[];
 
 export type ProxyErrorCode = (typeof REFUSAL_CODES)[number];

@@ -9,12 +9,19 @@ const DROP_RESPONSE = new Set(['connection', 'keep-alive', 'te', 'trailer', 'tra
 /** Also dropped when the proxy decoded the body: the child gets it plain. */
 const DROP_DECODED = new Set(['content-encoding', 'content-md5']);
 
+/** What the audit trail gets of a request besides its outcome (proxy/server.ts fills in the rest). */
+export interface DecisionInfo {
+  req_bytes?: number;
+  res_bytes?: number;
+  ms?: number;
+}
+
 /** What forwarding needs from the running proxy. */
 export interface ForwardContext {
   agent: Agent;
   timeoutMs: number;
   log: (level: 'info' | 'warn' | 'error', msg: string, data?: Record<string, unknown>) => void;
-  decide: (route: string | null, outcome: 'forwarded' | 'refused' | 'upstream_error', status: number, code?: string, dropped?: number) => void;
+  decide: (route: string | null, outcome: 'forwarded' | 'refused' | 'upstream_error', status: number, code?: string, dropped?: number, info?: DecisionInfo) => void;
 }
 
 /**
@@ -44,6 +51,7 @@ export function forward(
   const host = upstream.hostname.replace(/^\[|\]$/g, '');
   let resBytes = 0;
   let finished = false;
+  const info = (): DecisionInfo => ({ req_bytes: body.length, res_bytes: resBytes, ms: ms(started) });
   const finish = (status: number, extra: Record<string, unknown> = {}) => {
     if (finished) return;
     finished = true;
@@ -53,7 +61,7 @@ export function forward(
   const fail = (code: ProxyErrorCode, message: string, extra: Record<string, unknown> = {}) => {
     if (finished) return;
     const status = res.headersSent ? res.statusCode : PROXY_ERRORS[code];
-    ctx.decide(route.name, 'upstream_error', status, code, dropped.length);
+    ctx.decide(route.name, 'upstream_error', status, code, dropped.length, info());
     finish(status, { code, ...extra });
     errorResponse(res, code, message);
   };
@@ -105,13 +113,13 @@ export function forward(
       const tail = scrub.end();
       resBytes += tail.length;
       res.end(tail);
-      if (!finished) ctx.decide(route.name, 'forwarded', upRes.statusCode ?? 0, undefined, dropped.length);
+      if (!finished) ctx.decide(route.name, 'forwarded', upRes.statusCode ?? 0, undefined, dropped.length, info());
       finish(upRes.statusCode ?? 0, { ...(scrub.hits ? { scrubbed: scrub.hits } : {}), ...(codings.length ? { decoded: codings } : {}) });
     });
     plain.on('error', (err) => {
       // Headers are out: the child sees a cut-off response, never undecoded bytes.
       const code = err instanceof DecodeError ? 'ERR_PROXY_UPSTREAM_ENCODING' : 'ERR_PROXY_UPSTREAM';
-      if (!finished) ctx.decide(route.name, 'upstream_error', upRes.statusCode ?? 502, code, dropped.length);
+      if (!finished) ctx.decide(route.name, 'upstream_error', upRes.statusCode ?? 502, code, dropped.length, info());
       finish(upRes.statusCode ?? 0, { code });
       up.destroy();
       res.destroy();

@@ -29,7 +29,8 @@ export function allowedHeaders(route: ProfileRoute, extra: readonly string[] = [
 }
 
 /** Headers the proxy handles itself: neither forwarded from the child nor counted as dropped. */
-const OWN = new Set(['host', 'authorization', 'x-api-key', 'content-length', 'transfer-encoding', 'connection', 'accept-encoding', 'expect']);
+/** Also the tool call's trace header (TRACE_HEADER): read by the proxy for the audit trail, never forwarded. */
+const OWN = new Set(['host', 'authorization', 'x-api-key', 'content-length', 'transfer-encoding', 'connection', 'accept-encoding', 'expect', 'x-airlock-call']);
 
 /**
  * The headers of the upstream request: the allowed ones from the child (never a value holding

@@ -1,10 +1,11 @@
 import { Agent, createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { AddressInfo, Socket } from 'node:net';
-import type { SessionProfile } from '../core/sandbox-protocol.js';
+import { CALL_ID_HEADER, type MailPolicy, type MailSummary, type ProxyDecisionRecord, type SessionProfile } from '../core/sandbox-protocol.js';
 import { admit, compileRoutes, MAX_HEADER_BYTES, tokenEnvOf } from './admit.js';
 import { errorResponse, ProxyRefusal } from './errors.js';
-import { forward, ms, type ForwardContext } from './forward.js';
+import { forward, ms, type DecisionInfo, type ForwardContext } from './forward.js';
+import { judge, MailParseError, rawMessage, summarise } from '../core/mail-policy.js';
 import { HEADERS_TIMEOUT_MS, MAX_UPSTREAM_CONCURRENT, SessionLimits, type LimitOptions } from './limits.js';
 import { openTunnel } from './tunnel.js';
 
@@ -32,20 +33,40 @@ export interface ProxyOptions {
   extraRequestHeaders?: readonly string[];
   /** Structured log sink (no tokens, bodies or query values are ever passed). */
   log?: (level: 'info' | 'warn' | 'error', msg: string, data?: Record<string, unknown>) => void;
-  /** Every request's outcome, for the daemon's metrics (the supervisor relays it). */
+  /** Every request's outcome, for the daemon's metrics and audit trail (the supervisor relays it). */
   onDecision?: (d: ProxyDecision) => void;
+  /**
+   * The send policy applied to every request on the `mail` route (core/mail-policy.ts). Unset:
+   * sends are not parsed (a proxy without a daemon behind it, older daemons).
+   */
+  mailPolicy?: MailPolicy;
+  /**
+   * Hold a send the policy did not refuse until the daemon decides (the per-hour limit; for
+   * `ask`, the user in the chat). Unset: `allow` goes through and `ask` is refused.
+   */
+  holdMail?: (h: MailHoldRequest) => Promise<MailRelease>;
+  /** The turn now running (the supervisor's), recorded with every request. */
+  currentTurn?: () => string | null;
 }
 
-/** One request's outcome: forwarded (any upstream status), refused by the proxy, or the upstream failed. */
-export interface ProxyDecision {
-  /** The route's name; null when no route matched (or the request never got that far). */
-  route: string | null;
-  outcome: 'forwarded' | 'refused' | 'upstream_error';
-  status: number;
-  code?: string;
-  /** Request headers dropped because they are not on the route's allow-list (present when > 0). */
-  dropped_headers?: number;
+/** A send the proxy holds: its reading of the message and the tool call that sent it. */
+export interface MailHoldRequest {
+  verdict: 'allow' | 'ask';
+  /** The recipients an `ask` is about (outside the allowed domains). */
+  ask: string[];
+  summary: MailSummary;
+  call_id: string | null;
+  turn_id: string | null;
 }
+export type MailRelease = { allow: true } | { allow: false; code: MailRefusalCode; message: string };
+export type MailRefusalCode = 'ERR_MAIL_DENIED' | 'ERR_MAIL_APPROVAL_TIMEOUT' | 'ERR_MAIL_APPROVAL_UNAVAILABLE' | 'ERR_MAIL_RATE_LIMITED' | 'ERR_MAIL_BLOCKED';
+
+/** The request header a tool sets to name its call (`<call id>`); read for the audit trail, never forwarded. */
+export const TRACE_HEADER = CALL_ID_HEADER;
+const CALL_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
+
+/** One request's outcome: forwarded (any upstream status), refused by the proxy, or the upstream failed. */
+export type ProxyDecision = ProxyDecisionRecord;
 
 export interface RunningProxy {
   port: number;
@@ -71,25 +92,40 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
   let forwarded = 0;
   let refused = 0;
   let droppedHeaders = 0;
-  const decide: ForwardContext['decide'] = (route, outcome, status, code, dropped) => {
+  // `base` holds the audit fields of a request (method, template, call, recipients) as admission learns them.
+  const decideFor = (base: Record<string, unknown> | undefined): ForwardContext['decide'] => (route, outcome, status, code, dropped, info?: DecisionInfo) => {
     if (outcome === 'forwarded') forwarded++;
     else refused++;
     if (dropped) droppedHeaders += dropped;
     try {
-      opts.onDecision?.({ route: typeof route === 'string' ? route : null, outcome, status, ...(code ? { code } : {}), ...(dropped ? { dropped_headers: dropped } : {}) });
+      const b = base ?? {};
+      opts.onDecision?.({
+        route: typeof route === 'string' ? route : null,
+        outcome,
+        status,
+        ...(code ? { code } : {}),
+        ...(typeof b.method === 'string' ? { method: b.method.slice(0, 16) } : {}),
+        ...(typeof b.template === 'string' ? { template: b.template } : {}),
+        turn_id: opts.currentTurn?.() ?? null,
+        call_id: typeof b.call_id === 'string' ? b.call_id : null,
+        ...(typeof b.recipients === 'number' ? { recipients: b.recipients } : {}),
+        ...(info ?? {}),
+        ...(dropped ? { dropped_headers: dropped } : {}),
+      });
     } catch {
       // A metrics sink never breaks a request.
     }
   };
+  const decide = decideFor(undefined);
   // The tunnel pool is larger than the session's slot count, so a slot never waits for a socket.
   const agent = tunnelAgent(opts.egressSocket, Math.min(timeoutMs, 15_000), Math.max(limits.maxConcurrent, MAX_UPSTREAM_CONCURRENT) * 2, opts.tlsCa);
-  const fctx: ForwardContext = { agent, timeoutMs, log, decide };
+  const fctx = (base: Record<string, unknown>): ForwardContext => ({ agent, timeoutMs, log, decide: decideFor(base) });
 
   // Connections that got a refusal: nothing more is read from them, even requests the
   // parser already took off a pipeline (they would otherwise still be dispatched).
   const tainted = new WeakSet<object>();
   const refuse = (res: ServerResponse | Socket, err: ProxyRefusal, data: Record<string, unknown>) => {
-    decide(typeof data.route === 'string' ? data.route : null, 'refused', err.status, err.code);
+    decideFor(data)(typeof data.route === 'string' ? data.route : null, 'refused', err.status, err.code, undefined, typeof data.ms === 'number' ? { ms: data.ms } : undefined);
     const sock = 'writeHead' in res ? (res as ServerResponse).socket : res;
     if (sock) {
       tainted.add(sock);
@@ -111,11 +147,14 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
     const started = process.hrtime.bigint();
     const startedMs = Date.now();
     const base: Record<string, unknown> = { method: req.method };
+    const call = req.headers[TRACE_HEADER];
+    if (typeof call === 'string' && CALL_ID.test(call)) base.call_id = call;
     let release: (() => void) | undefined;
     try {
       const a = admit(req, routes, opts, base);
       if (String(req.headers.expect ?? '').toLowerCase() === '100-continue') res.writeContinue();
       const body = await limits.readBody(req, a.declaredLength, startedMs);
+      if (a.compiled.route.name === 'mail' && opts.mailPolicy) await checkMail(body, base);
       const gone = new AbortController();
       const onClose = () => gone.abort();
       res.once('close', onClose);
@@ -124,13 +163,36 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
       if (res.destroyed) throw new ProxyRefusal('ERR_PROXY_BUSY', 'client went away while waiting');
       const free = release;
       release = undefined;
-      forward(fctx, req, res, a, body, started, base, free);
+      forward(fctx(base), req, res, a, body, started, base, free);
     } catch (err) {
       release?.();
       if (err instanceof ProxyRefusal) return refuse(res, err, { ...base, ms: ms(started) });
       log('error', 'proxy failed', { ...base, err: (err as Error).message });
       errorResponse(res, 'ERR_PROXY_UPSTREAM', 'internal proxy error');
     }
+  }
+
+  /**
+   * The send policy on a mail send's message (docs/proxy.md#send-policy): a message it cannot
+   * read or refuses never goes upstream; one it lets through may still be held for the daemon.
+   */
+  async function checkMail(body: Buffer, base: Record<string, unknown>): Promise<void> {
+    let summary: MailSummary;
+    try {
+      summary = summarise(rawMessage(body));
+    } catch (err) {
+      if (err instanceof MailParseError) throw new ProxyRefusal('ERR_MAIL_UNPARSEABLE', err.message);
+      throw err;
+    }
+    base.recipients = summary.to + summary.cc + summary.bcc;
+    const v = judge(opts.mailPolicy!, summary);
+    if (v.verdict === 'block') throw new ProxyRefusal('ERR_MAIL_BLOCKED', v.reason);
+    if (!opts.holdMail) {
+      if (v.verdict === 'ask') throw new ProxyRefusal('ERR_MAIL_APPROVAL_UNAVAILABLE', 'this send needs the user\'s approval and nobody can be asked');
+      return;
+    }
+    const release = await opts.holdMail({ verdict: v.verdict, ask: v.ask, summary, call_id: typeof base.call_id === 'string' ? base.call_id : null, turn_id: opts.currentTurn?.() ?? null });
+    if (!release.allow) throw new ProxyRefusal(release.code, release.message);
   }
 
   const server: Server = createServer(

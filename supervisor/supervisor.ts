@@ -21,7 +21,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, readFileSync, unlinkSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
-import { startCredentialProxy, type RunningProxy } from '../proxy/index.js';
+import { randomUUID } from 'node:crypto';
+import { startCredentialProxy, type MailHoldRequest, type MailRefusalCode, type MailRelease, type RunningProxy } from '../proxy/index.js';
 import {
   CHILD_GID,
   CHILD_UID,
@@ -67,6 +68,9 @@ export interface SupervisorOptions {
 const ENV_NAME = /^[A-Z][A-Z0-9_]{0,63}$/;
 const CHILD_READY_TIMEOUT_MS = 15_000;
 const CANCEL_GRACE_MS = 5_000;
+/** A held send outlives the daemon's approval timeout by this much, so the daemon's answer (and its chat event) comes first. */
+const HOLD_MARGIN_S = 10;
+const RELEASE_CODES: readonly MailRefusalCode[] = ['ERR_MAIL_DENIED', 'ERR_MAIL_APPROVAL_TIMEOUT', 'ERR_MAIL_APPROVAL_UNAVAILABLE', 'ERR_MAIL_RATE_LIMITED', 'ERR_MAIL_BLOCKED'];
 /** Env names the child may never receive, whatever the daemon sends. */
 const FORBIDDEN_CHILD_ENV = new Set(['MCP_INTERNAL_SECRET', 'AGENT_USER_TOKEN_SECRET', 'NODE_OPTIONS', 'LD_PRELOAD', 'LD_LIBRARY_PATH']);
 
@@ -87,6 +91,8 @@ export class Supervisor {
   /** The idle child died before any session: this sandbox takes none (it shuts down). */
   private retired = false;
   private readonly startedAt = Date.now();
+  /** Mail sends the proxy holds until the daemon's `mail_release` (re-sent to every new connection). */
+  private holds = new Map<string, { msg: ControlMessage; done: (r: MailRelease) => void }>();
 
   constructor(opts: SupervisorOptions = {}) {
     this.o = {
@@ -133,6 +139,8 @@ export class Supervisor {
   private onConnection(socket: Socket): void {
     const conn: Conn = { socket };
     this.conns.add(conn);
+    // A daemon that (re)connects learns of the sends still waiting for it.
+    for (const h of this.holds.values()) writeMessage<ControlMessage>(socket, h.msg);
     socket.on('error', () => socket.destroy());
     socket.on('close', () => {
       this.conns.delete(conn);
@@ -188,6 +196,12 @@ export class Supervisor {
           return;
         case 'shell':
           return this.shell(conn, id);
+        case 'mail_release': {
+          const h = this.holds.get(m.hold_id);
+          const code = RELEASE_CODES.find((c) => c === m.code) ?? 'ERR_MAIL_DENIED';
+          h?.done(m.allow ? { allow: true } : { allow: false, code, message: (m.message ?? 'the send was refused').slice(0, 300) });
+          return this.reply(conn, id, { released: !!h });
+        }
       }
     } catch (err) {
       const code = errorCode(err);
@@ -242,12 +256,35 @@ export class Supervisor {
       port: profile.proxy.port,
       log: (level, msg, data) => this.log(level, msg, data),
       onDecision: (d) => this.broadcast({ type: 'proxy_decision', ...d }),
+      ...(spec.mail_policy ? { mailPolicy: spec.mail_policy, holdMail: (h: MailHoldRequest) => this.holdMail(h, spec.mail_policy!.approval_timeout_s) } : {}),
+      currentTurn: () => this.turn?.id ?? null,
     });
     // The child is usually up already (spawned idle at boot): only the session's parts go to it.
     if (this.child) void this.child.configure(this.sessionEnv(), this.o.childCwd).catch(() => undefined);
     else this.spawnChild();
     await this.waitChild('ready');
     this.o.log?.('info', 'sandbox started', { session_id: spec.session_id, routes: profile.routes.length });
+  }
+
+  /**
+   * Hold a send until the daemon answers `mail_release`: it applies the per-hour limit and, for
+   * `ask`, asks the user in the chat. No answer within the approval time (and a margin for the
+   * daemon's own timeout to win) refuses it.
+   */
+  private holdMail(h: MailHoldRequest, approvalTimeoutS: number): Promise<MailRelease> {
+    const holdId = randomUUID();
+    const msg: ControlMessage = { type: 'mail_hold', hold_id: holdId, turn_id: h.turn_id, call_id: h.call_id, verdict: h.verdict, ask: h.ask, summary: h.summary };
+    return new Promise<MailRelease>((resolve) => {
+      const timer = setTimeout(() => done({ allow: false, code: 'ERR_MAIL_APPROVAL_TIMEOUT', message: 'nobody decided on this send in time; it was not sent' }), (approvalTimeoutS + HOLD_MARGIN_S) * 1000);
+      timer.unref();
+      const done = (r: MailRelease) => {
+        if (!this.holds.delete(holdId)) return;
+        clearTimeout(timer);
+        resolve(r);
+      };
+      this.holds.set(holdId, { msg, done });
+      this.broadcast(msg);
+    });
   }
 
   /** profile.json, checked against its schema (the daemon writes it; the child may read it). */

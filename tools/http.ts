@@ -1,3 +1,4 @@
+import { CALL_ID_HEADER } from '../core/sandbox-protocol.js';
 import { ToolError } from './result.js';
 
 export interface UpstreamOptions {
@@ -9,6 +10,8 @@ export interface UpstreamOptions {
   what: string;
   /** Message for 401 (differs for the provider routes and the host route). */
   on401?: string;
+  /** The model's tool call id, sent as X-Airlock-Call for the proxy's audit trail (never forwarded upstream). */
+  callId?: string;
 }
 
 const MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
@@ -27,6 +30,7 @@ export async function callUpstream<T>(url: string, opts: UpstreamOptions): Promi
         authorization: `Bearer ${opts.bearer}`,
         accept: 'application/json',
         ...(opts.body !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...(opts.callId ? { [CALL_ID_HEADER]: opts.callId } : {}),
       },
       body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
       signal: AbortSignal.timeout(opts.timeoutMs),

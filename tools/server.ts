@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { readAttachment, ATTACHMENTS_PER_MESSAGE_MAX, ATTACHMENTS_TOTAL_MAX_BYTES } from './attachments.js';
 import type { ToolsEnv } from './env.js';
 import { callUpstream } from './http.js';
+import { CALL_ID_META } from '../core/sandbox-protocol.js';
 import { buildMessage, type InlinePng } from './mime.js';
 import { NOT_CONNECTED_MESSAGE, ToolError, runTool, toolOk } from './result.js';
 
@@ -36,6 +37,12 @@ const address = z.email().max(254);
  * Every tool is always listed; one whose route is not attached answers isError
  * ERR_TOOL_NOT_CONNECTED. The spreadsheet tools never use AGENT_USER_TOKEN.
  */
+/** The model's tool call id the agent passed in `_meta` (for the proxy's audit trail), when well-formed. */
+function callIdOf(meta: Record<string, unknown> | undefined): string | undefined {
+  const v = meta?.[CALL_ID_META];
+  return typeof v === 'string' && /^[A-Za-z0-9_.:-]{1,128}$/.test(v) ? v : undefined;
+}
+
 export function createToolsServer(env: ToolsEnv, log: Log): McpServer {
   const server = new McpServer({ name: TOOLS_SERVER_NAME, version: TOOLS_SERVER_VERSION });
 
@@ -51,12 +58,12 @@ export function createToolsServer(env: ToolsEnv, log: Log): McpServer {
       outputSchema: { range: z.string(), rows: z.array(z.array(z.string())), truncated: z.boolean() },
       annotations: { readOnlyHint: true, openWorldHint: true },
     },
-    (args) =>
+    (args, extra) =>
       runTool(log, 'fetch_sheet', async () => {
         const route = env.sheets;
         if (!route) throw notConnected();
         const url = `${route.baseUrl}/v4/spreadsheets/${encodeURIComponent(args.spreadsheet_id)}/values/${encodeURIComponent(args.range)}`;
-        const body = await callUpstream<{ range?: string; values?: unknown[][] }>(url, { bearer: route.apiKey, timeoutMs: env.timeoutMs, what: 'reading the sheet' });
+        const body = await callUpstream<{ range?: string; values?: unknown[][] }>(url, { bearer: route.apiKey, timeoutMs: env.timeoutMs, what: 'reading the sheet', callId: callIdOf(extra._meta) });
         const limit = args.max_rows ?? SHEET_ROWS_MAX;
         const values = Array.isArray(body.values) ? body.values : [];
         const rows = values.slice(0, limit).map((r) => (Array.isArray(r) ? r.map((c) => (c === null || c === undefined ? '' : String(c))) : []));
@@ -76,7 +83,7 @@ export function createToolsServer(env: ToolsEnv, log: Log): McpServer {
       outputSchema: { files: z.array(z.object({ id: z.string(), name: z.string(), modified_time: z.string() })) },
       annotations: { readOnlyHint: true, openWorldHint: true },
     },
-    (args) =>
+    (args, extra) =>
       runTool(log, 'search_spreadsheets', async () => {
         const route = env.search;
         if (!route) throw notConnected();
@@ -91,6 +98,7 @@ export function createToolsServer(env: ToolsEnv, log: Log): McpServer {
         const body = await callUpstream<{ files?: { id?: unknown; name?: unknown; modifiedTime?: unknown }[] }>(`${route.baseUrl}/drive/v3/files?${qs}`, {
           bearer: route.apiKey,
           timeoutMs: env.timeoutMs,
+          callId: callIdOf(extra._meta),
           what: 'searching spreadsheets',
         });
         const files = (Array.isArray(body.files) ? body.files : []).map((f) => ({ id: String(f.id ?? ''), name: String(f.name ?? ''), modified_time: String(f.modifiedTime ?? '') }));
@@ -116,7 +124,7 @@ export function createToolsServer(env: ToolsEnv, log: Log): McpServer {
       outputSchema: { id: z.string(), thread_id: z.string(), attachments: z.number().int() },
       annotations: { destructiveHint: false, openWorldHint: true },
     },
-    (args) =>
+    (args, extra) =>
       runTool(log, 'send_email', async () => {
         const route = env.mail;
         if (!route) throw notConnected();
@@ -141,6 +149,7 @@ export function createToolsServer(env: ToolsEnv, log: Log): McpServer {
           body: { raw: raw.toString('base64url') },
           timeoutMs: env.timeoutMs,
           what: 'sending the e-mail',
+          callId: callIdOf(extra._meta),
         });
         log.info({ tool: 'send_email', attachments: images.length, bytes: raw.length }, 'mail sent');
         return toolOk({ id: String(sent.id ?? ''), thread_id: String(sent.threadId ?? ''), attachments: images.length });
@@ -162,7 +171,7 @@ export function createToolsServer(env: ToolsEnv, log: Log): McpServer {
       },
       annotations: { readOnlyHint: true },
     },
-    (args) =>
+    (args, extra) =>
       runTool(log, 'fetch_memory', async () => {
         // Refused here first, so the request is never made (RBAC rule 7); the backend refuses too.
         if (args.source === REFUSED_MEMORY_SOURCE) {
@@ -178,6 +187,7 @@ export function createToolsServer(env: ToolsEnv, log: Log): McpServer {
           body = await callUpstream(`${route.baseUrl}/api/agent/memories?${qs}`, {
             bearer: route.token,
             timeoutMs: env.timeoutMs,
+          callId: callIdOf(extra._meta),
             what: 'reading memories',
             on401: 'the memory access of this chat session expired; start a new chat session',
           });

@@ -407,3 +407,50 @@ export interface LogPage {
   next_before: number | null;
   limit: number;
 }
+
+/** One request the in-sandbox proxy decided on (GET /api/admin/turns/:turnId). */
+export interface AuditedRequest {
+  id: number;
+  route: string | null;
+  method: string | null;
+  /** The allow-list template the path matched, never the path's values. */
+  template: string | null;
+  outcome: 'forwarded' | 'refused' | 'upstream_error';
+  status: number;
+  code: string | null;
+  req_bytes: number | null;
+  res_bytes: number | null;
+  ms: number | null;
+  recipients: number | null;
+  node_id: string;
+  at: string;
+}
+
+/** GET /api/admin/turns/:turnId: one turn, its tool calls with their upstream requests, and its held sends. */
+export interface TurnAudit {
+  turn_id: string;
+  session_id: string;
+  title: string;
+  user: { id: number; username: string | null };
+  prompt: string;
+  status: string;
+  stop_reason: string | null;
+  started_at: string;
+  ended_at: string | null;
+  tool_calls: { call_id: string; tool: string; status: string; duration_ms: number | null; requests: AuditedRequest[] }[];
+  /** Requests of no tool call: the model's, and those the child made itself. */
+  other_requests: AuditedRequest[];
+  mail_holds: {
+    id: string;
+    call_id: string | null;
+    recipients: string[];
+    asked: string[];
+    subject: string;
+    attachments: { name: string; size: number }[];
+    state: string;
+    scope: string | null;
+    code: string | null;
+    at: string;
+    decided_at: string | null;
+  }[];
+}

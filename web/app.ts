@@ -7,6 +7,7 @@ import { accountRoutes } from './account-routes.js';
 import { authRoutes, SESSION_COOKIE } from './auth-routes.js';
 import { adminUserRoutes } from './admin-users-routes.js';
 import { adminSessionRoutes } from './admin-sessions-routes.js';
+import { adminAuditRoutes } from './admin-audit-routes.js';
 import { biInternalRoutes, dataAuthorizationRoutes } from './data-access/index.js';
 import { chatRoutes } from './chat-routes.js';
 import type { WebContext } from './context.js';
@@ -124,6 +125,7 @@ export function createApp(ctx: WebContext): Express {
   app.use('/api/agent', agentApiRoutes(ctx));
   app.use('/api/account', accountRoutes(ctx));
   app.use('/api/admin/sessions', adminSessionRoutes(ctx));
+  app.use('/api/admin/turns', adminAuditRoutes(ctx));
   app.use('/api/admin/users', adminUserRoutes(ctx));
   const chat = chatRoutes(ctx);
   app.use('/api/chat', chat);

@@ -56,6 +56,19 @@ export interface CancelTurnResponse {
   cancelling: boolean;
 }
 
+/** POST /api/chat/sessions/:id/approvals/:approvalId body: the user's answer to an approval_request. */
+export interface ApprovalDecisionRequest {
+  decision: 'approve' | 'deny';
+  /** `recipient`: also later sends to the same recipients in this session (default `once`). */
+  scope?: 'once' | 'recipient';
+}
+
+export interface ApprovalDecisionResponse {
+  approval_id: string;
+  decision: 'approved' | 'denied';
+  scope: 'once' | 'recipient';
+}
+
 /** GET /api/chat/model. */
 export interface ChatModelInfo {
   provider: string;

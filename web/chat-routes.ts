@@ -10,12 +10,15 @@ import {
   isAppError,
   type AgentEvent,
   type ChatEvent,
+  type DaemonEvent,
   type Logger,
   type TurnResult,
   type Metrics,
   type TurnRunner,
 } from '../core/index.js';
 import type {
+  ApprovalDecisionRequest,
+  ApprovalDecisionResponse,
   CancelTurnResponse,
   ChatHistory,
   ChatModelInfo,
@@ -33,6 +36,7 @@ import { BeneathError, openBeneath } from './open-beneath.js';
 import { TurnRegistry, type LiveTurn } from './turns.js';
 import { fleetForwarding } from './fleet.js';
 import { validateBody } from './validate.js';
+import { daemonEvent, sanitize } from './chat-events.js';
 
 /**
  * What the chat area needs from the daemon (ctx.services.chat): something that runs a turn
@@ -56,6 +60,13 @@ const MESSAGE_SCHEMA = {
   },
 } as const;
 
+const APPROVAL_SCHEMA = {
+  type: 'object',
+  required: ['decision'],
+  additionalProperties: false,
+  properties: { decision: { type: 'string', enum: ['approve', 'deny'] }, scope: { type: 'string', enum: ['once', 'recipient'] } },
+} as const;
+
 const RENAME_SCHEMA = {
   type: 'object',
   required: ['title'],
@@ -66,8 +77,6 @@ const RENAME_SCHEMA = {
 const ATTACHMENT_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.png$/;
 const MAX_ATTACHMENT_BYTES = 5 * 1024 * 1024;
 
-/** Largest text_delta passed on; a sandbox is not trusted to keep lines small. */
-const MAX_DELTA_CHARS = 64 * 1024;
 
 /** Longest search query (GET /sessions?q=). */
 const MAX_QUERY_CHARS = 200;
@@ -182,6 +191,14 @@ export function chatRoutes(ctx: WebContext): Router {
       turns.forget(replaces);
       write('the drop of the replaced turn', () => store.dropTurn(db, replaces));
     };
+    // Approvals (a send held at the proxy): numbered with the agent's events, kept with the turn.
+    const onDaemonEvent = (raw: DaemonEvent) => {
+      if (turn.finished) return;
+      const e = daemonEvent(raw, seq + 1);
+      if (!e) return;
+      seq++;
+      turns.push(turn, e);
+    };
     const onEvent = (raw: AgentEvent) => {
       if (turn.finished) return;
       const e = sanitize(raw, seq + 1);
@@ -210,7 +227,7 @@ export function chatRoutes(ctx: WebContext): Router {
 
     let result: TurnResult;
     try {
-      result = await service.runner.runTurn({ userId, sessionId, turnId, prompt, signal: turn.controller.signal, onEvent });
+      result = await service.runner.runTurn({ userId, sessionId, turnId, prompt, signal: turn.controller.signal, onEvent, onDaemonEvent });
     } catch (err) {
       if (seq === 0 && isAppError(err) && (err.status === 409 || err.status === 429 || err.status === 503)) {
         // Refused before it began: a plain HTTP error for the request that started it, no record.
@@ -283,6 +300,25 @@ export function chatRoutes(ctx: WebContext): Router {
       if (cancelling) req.log.info({ sessionId: s.id, turnId }, 'turn stopped by the user');
       const out: CancelTurnResponse = { turn_id: turnId, cancelling };
       res.status(cancelling ? 202 : 200).json(out);
+    }),
+  );
+
+  // The user's decision on a mail send held for approval (docs/chat.md#approvals): only the
+  // session's own user, with the session cookie and CSRF check of every POST.
+  r.post(
+    '/sessions/:id/approvals/:approvalId',
+    requireUser,
+    asyncHandler(async (req, res) => {
+      const s = await owned(req.user!.id, String(req.params.id));
+      const approvalId = String(req.params.approvalId);
+      if (!/^[A-Za-z0-9-]{1,64}$/.test(approvalId)) throw new NotFoundError('ERR_APPROVAL_NOT_FOUND', 'no such pending approval in this chat session');
+      const body = validateBody<ApprovalDecisionRequest>(APPROVAL_SCHEMA, req.body);
+      const approvals = ctx.services.approvals;
+      if (!approvals) throw new NotFoundError('ERR_APPROVAL_NOT_FOUND', 'no such pending approval in this chat session');
+      const d = await approvals.decide({ userId: req.user!.id, sessionId: s.id, approvalId, decision: body.decision, scope: body.scope ?? 'once' });
+      req.log.info({ sessionId: s.id, approvalId, decision: d.decision, scope: d.scope }, 'mail send decided by the user');
+      const out: ApprovalDecisionResponse = { approval_id: approvalId, ...d };
+      res.json(out);
     }),
   );
 
@@ -441,28 +477,4 @@ async function logMailSent(db: Sql, userId: number, sessionId: string, turnId: s
   const count = (v: unknown) => (Array.isArray(v) ? v.length : typeof v === 'string' && v.trim() ? v.split(',').length : 0);
   const recipients = count(input?.to) + count(input?.cc) + count(input?.bcc);
   await logAction(db, { event: 'chat.mail_sent', actorId: userId, subjectId: userId, data: { session_id: sessionId, turn_id: turnId, recipients } });
-}
-
-/**
- * Rebuild an event from the sandbox field by field: the sandbox is not trusted, so it cannot
- * send a `done`, pick its own `seq` or add fields.
- */
-function sanitize(e: AgentEvent, seq: number): ChatEvent | undefined {
-  const x = e as unknown as Record<string, unknown>;
-  const str = (v: unknown) => (typeof v === 'string' ? v : '');
-  if (x.type === 'text_delta' && typeof x.text === 'string') return { type: 'text_delta', seq, text: x.text.slice(0, MAX_DELTA_CHARS) };
-  if (x.type === 'tool_start')
-    return { type: 'tool_start', seq, call_id: str(x.call_id), tool: str(x.tool), input: x.input && typeof x.input === 'object' ? (x.input as Record<string, unknown>) : {} };
-  if (x.type === 'tool_end')
-    return {
-      type: 'tool_end',
-      seq,
-      call_id: str(x.call_id),
-      tool: str(x.tool),
-      ok: x.ok === true,
-      ...(x.output !== undefined ? { output: x.output } : {}),
-      ...(typeof x.error === 'string' ? { error: x.error } : {}),
-      duration_ms: typeof x.duration_ms === 'number' && Number.isFinite(x.duration_ms) ? Math.max(0, Math.round(x.duration_ms)) : 0,
-    };
-  return undefined;
 }

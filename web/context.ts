@@ -9,6 +9,7 @@ import type { SandboxAdmin } from './admin-sessions-routes.js';
 import type { ChatService } from './chat-routes.js';
 import type { OperatorPort } from './fleet.js';
 import type { AgentSessionCheck } from './memory-routes.js';
+import type { ApprovalDecider } from '../core/sandbox-protocol.js';
 
 declare module 'express-session' {
   interface SessionData {
@@ -60,6 +61,8 @@ export interface WebServices {
   operator?: OperatorPort;
   /** Models the daemon can use beyond AIRLOCK_MODEL (agent policies may name them). */
   agentModels?: () => string[];
+  /** Decides mail sends held for the user's approval (daemon/mail-gate.ts). */
+  approvals?: ApprovalDecider;
 }
 
 /** What every router factory receives. */

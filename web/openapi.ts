@@ -88,13 +88,16 @@ export const OPERATIONS: readonly (readonly [string, string, string, Who, string
   ['get', '/api/fleet/chat/sessions/{id}/turns/{turnId}/events', 'fleet', 'node', 'Forwarded: follow a turn running on this node'],
   ['get', '/api/fleet/chat/attachments/{name}', 'fleet', 'node', "Forwarded: a chart from the user's workspace on this node"],
   ['post', '/api/fleet/chat/sessions/{id}/turns/{turnId}/cancel', 'fleet', 'node', 'Forwarded: cancel a turn running on this node'],
+  ['post', '/api/fleet/chat/sessions/{id}/approvals/{approvalId}', 'fleet', 'node', 'Forwarded: decide a mail send held in a session this node owns'],
   ['get', '/api/chat/sessions/{id}/turns/{turnId}/events', 'chat', 'user', 'Replay and follow a turn as NDJSON from the event after ?after=SEQ'],
   ['post', '/api/chat/sessions/{id}/turns/{turnId}/cancel', 'chat', 'user', 'Stop a running turn'],
+  ['post', '/api/chat/sessions/{id}/approvals/{approvalId}', 'chat', 'user', 'Approve or deny a mail send held at the proxy ({decision, scope?})'],
   ['get', '/api/chat/attachments/{name}', 'chat', 'user', 'A rasterized chart (<uuid>.png) from the own workspace'],
 
   ['get', '/api/admin/sessions', 'admin', 'superuser', 'Live sandboxes (503 without a Docker engine)'],
   ['post', '/api/admin/sessions/{id}/restart', 'admin', 'superuser', 'Restart a session with a fresh sandbox (204)'],
   ['post', '/api/admin/sessions/{id}/kill', 'admin', 'superuser', 'End a session\'s sandbox (204)'],
+  ['get', '/api/admin/turns/{turnId}', 'admin', 'superuser', 'A turn\'s audit: its tool calls with their upstream requests, and its held mail sends'],
   ['get', '/api/admin/users', 'admin', 'superuser', 'Accounts for user pickers: ?q= (part of username, e-mail or name), limit, offset'],
 ];
 

@@ -4,6 +4,8 @@ import type { ErrorArea } from './types.js';
 export const CHAT_ERRORS = {
   ERR_CHAT_UNAVAILABLE: { status: 503, surfaces: ['http'], description: 'No turn runner on this server (chat is not available).' },
   ERR_CHAT_SESSION_NOT_FOUND: { status: 404, surfaces: ['http'], description: 'No such chat session (or another user\'s).' },
+  ERR_APPROVAL_NOT_FOUND: { status: 404, surfaces: ['http'], description: 'No such pending approval in this chat session (never held here, or another user\'s).' },
+  ERR_APPROVAL_DECIDED: { status: 409, surfaces: ['http'], description: 'The held send was already decided (approved, denied or timed out).' },
   ERR_CHAT_TURN_NOT_FOUND: { status: 404, surfaces: ['http'], description: 'No such turn in this chat session.' },
   ERR_CHAT_REPLACE_NOT_LAST: { status: 409, surfaces: ['http'], description: 'Only the last turn of a chat can be regenerated or edited (replaces_turn_id).' },
   ERR_CHAT_TURN_LOST: { status: 503, surfaces: ['turn'], description: 'The server restarted while the turn ran; its stored record ends with this error.' },

@@ -12,5 +12,11 @@ export const PROXY_AREA_ERRORS = {
   ERR_PROXY_TOKEN_MISSING: { status: 503, surfaces: ['proxy', 'start'], description: 'The real token of a route is not set in the supervisor.' },
   ERR_PROXY_BUSY: { status: 503, surfaces: ['proxy'], description: 'The session already has the most upstream requests in flight; none freed up in time.' },
   ERR_PROXY_TIMEOUT: { status: 504, surfaces: ['proxy'], description: 'The upstream did not answer in time.' },
+  ERR_MAIL_UNPARSEABLE: { status: 400, surfaces: ['proxy', 'tool'], description: 'A mail send whose message the proxy cannot read (not JSON with a base64 raw message, a header line without a name, two subjects, a multipart without boundary): refused, never passed.' },
+  ERR_MAIL_BLOCKED: { status: 403, surfaces: ['proxy', 'tool'], description: 'The send policy refuses this message: a blocked recipient domain, a domain not allowed, no recipient or too many.' },
+  ERR_MAIL_DENIED: { status: 403, surfaces: ['proxy', 'tool'], description: 'The user denied the held send in the chat.' },
+  ERR_MAIL_APPROVAL_TIMEOUT: { status: 403, surfaces: ['proxy', 'tool'], description: 'Nobody decided on the held send in time (AIRLOCK_MAIL_APPROVAL_TIMEOUT_S): it was refused.' },
+  ERR_MAIL_APPROVAL_UNAVAILABLE: { status: 403, surfaces: ['proxy', 'tool'], description: 'The send needs the user\'s approval but no chat turn is running to ask in (or the daemon is not reachable).' },
+  ERR_MAIL_RATE_LIMITED: { status: 429, surfaces: ['proxy', 'tool'], description: 'The user has sent the most messages the send policy allows in the last hour.' },
   ERR_PROXY_PROFILE: { status: 500, surfaces: ['start'], description: 'The session profile has an invalid route (token_ref, prefix, opaque parameter, upstream).' },
 } as const satisfies ErrorArea;

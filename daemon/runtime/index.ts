@@ -1,5 +1,5 @@
 import type { Config, Logger, Metrics } from '../../core/index.js';
-import type { EgressGateway, SessionPreparer } from '../../core/sandbox-protocol.js';
+import type { EgressGateway, SandboxAuditor, SessionPreparer } from '../../core/sandbox-protocol.js';
 import { startControlApi, type ControlApiServer } from './control-api.js';
 import { createDocker } from './docker.js';
 import { SessionManager, type SessionHooks } from './session-manager.js';
@@ -31,6 +31,8 @@ export interface StartRuntimeOptions {
   metrics?: Metrics;
   /** Session lifecycle hooks (serve wires token rotation track/untrack). */
   hooks?: SessionHooks;
+  /** The audit trail and held mail sends (daemon/mail-gate.ts). */
+  auditor?: SandboxAuditor;
 }
 
 /**
@@ -46,7 +48,7 @@ export async function startRuntime(o: StartRuntimeOptions): Promise<Runtime | un
     o.log.error({ socket: o.config.docker.socketPath, err: (err as Error).message }, 'docker engine unreachable: sandbox runtime disabled');
     return undefined;
   }
-  const sessions = new SessionManager({ config: o.config, docker, log: o.log, preparer: o.preparer, egress: o.egress, owner: o.owner, childUid: o.childUid, metrics: o.metrics, hooks: o.hooks });
+  const sessions = new SessionManager({ config: o.config, docker, log: o.log, preparer: o.preparer, egress: o.egress, owner: o.owner, childUid: o.childUid, metrics: o.metrics, hooks: o.hooks, auditor: o.auditor });
   await sessions.start();
   const control = await startControlApi(o.config.dataDir, (req) => sessions.handleControl(req), o.log);
   let closing: Promise<void> | undefined;

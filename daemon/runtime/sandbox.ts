@@ -1,5 +1,5 @@
 /** One sandbox as the runtime tracks it, and what the operator sees of it. */
-import type { EgressHandle } from '../../core/sandbox-protocol.js';
+import type { EgressHandle, TurnRequest } from '../../core/sandbox-protocol.js';
 import type { SandboxClient } from './sandbox-client.js';
 
 export type SandboxState = 'starting' | 'pool' | 'ready' | 'busy' | 'dead' | 'stopping';
@@ -44,6 +44,8 @@ export interface Sandbox {
   agentEnvDigest?: string;
   /** Its user's agent policy changed since it started: checked before its next turn. */
   policyChanged?: boolean;
+  /** The turn it runs now (a held mail send is asked about in it). */
+  turn?: TurnRequest;
 }
 
 /** Connected to its supervisor (not lost, not closed). */

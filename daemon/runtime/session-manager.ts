@@ -17,7 +17,7 @@
 import { randomUUID } from 'node:crypto';
 import type Docker from 'dockerode';
 import { AppError, isAppError, type Config, type Logger, type Metrics } from '../../core/index.js';
-import { SANDBOX_PROXY_PORT, type AgentEvent, type EgressGateway, type PreparedSession, type SessionPreparer, type StopReason, type TurnRequest, type TurnResult, type TurnRunner } from '../../core/sandbox-protocol.js';
+import { SANDBOX_PROXY_PORT, type AgentEvent, type EgressGateway, type SandboxAuditor, type PreparedSession, type SessionPreparer, type StopReason, type TurnRequest, type TurnResult, type TurnRunner } from '../../core/sandbox-protocol.js';
 import { adoptOwned } from './adoption.js';
 import { ContainerFactory } from './containers.js';
 import { DockerDriver } from './docker-driver.js';
@@ -63,6 +63,11 @@ export interface SessionManagerOptions {
   metrics?: Metrics;
   /** Session lifecycle hooks (token rotation). */
   hooks?: SessionHooks;
+  /**
+   * The audit trail of proxied requests and the decision on held mail sends (daemon/mail-gate.ts).
+   * Absent: nothing is recorded, a send the policy lets through goes, one that needs approval is refused.
+   */
+  auditor?: SandboxAuditor;
 }
 
 /** Pool members a session start tries before it cold-starts a sandbox of its own. */
@@ -118,6 +123,7 @@ export class SessionManager extends SessionTable implements TurnRunner {
     );
     this.reapEvery = o.reapIntervalMs;
     this.egress = o.egress;
+    this.auditor = o.auditor;
   }
 
   // ------------------------------------------------------------------ lifecycle
@@ -235,12 +241,14 @@ export class SessionManager extends SessionTable implements TurnRunner {
   private turnIn(sb: Sandbox, req: TurnRequest): Promise<TurnResult> {
     const client = sb.client!;
     sb.state = 'busy';
+    sb.turn = req;
     sb.lastUsedAt = Date.now();
     return new Promise<TurnResult>((resolve) => {
       let finished = false;
       const finish = (stop: StopReason, error?: { code: string; message: string }) => {
         if (finished) return;
         finished = true;
+        if (sb.turn === req) sb.turn = undefined;
         unwatch();
         clearTimeout(deadline);
         req.signal.removeEventListener('abort', onAbort);
@@ -354,7 +362,11 @@ export class SessionManager extends SessionTable implements TurnRunner {
 
   private watch(sb: Sandbox): void {
     const client = sb.client!;
-    client.onProxyDecision((d) => this.proxyDecision(sb, d));
+    client.onProxyDecision((d) => {
+      this.proxyDecision(sb, d);
+      if (sb.sessionId && sb.userId !== undefined) this.auditor?.proxied({ sessionId: sb.sessionId, userId: sb.userId }, d);
+    });
+    client.onMailHold((h) => void this.mailHold(sb, client, h));
     client.onClosed(() => {
       if (sb.client !== client || sb.state === 'stopping') return;
       sb.state = 'dead';

@@ -54,6 +54,7 @@ export function planSession(s: { sessionId: string; userId: number; prepared: Pr
       placeholders: p.placeholders,
       ...(p.agentUserToken ? { agent_user_token: p.agentUserToken } : {}),
       agent_env: p.agentEnv,
+      ...(p.mailPolicy ? { mail_policy: p.mailPolicy } : {}),
     },
     tokenEnvs,
     egressAllow: p.egressAllow,

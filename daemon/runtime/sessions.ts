@@ -5,9 +5,9 @@
  */
 import { AppError, isAppError, type Config, type Logger, type Metrics } from '../../core/index.js';
 import type { InspectResult, OperatorTarget } from './operator.js';
-import type { TurnRequest, TurnResult } from '../../core/sandbox-protocol.js';
+import type { MailHoldRelease, SandboxAuditor, TurnRequest, TurnResult } from '../../core/sandbox-protocol.js';
 import type { SandboxDetails } from './sandbox-driver.js';
-import type { ProxyDecisionMessage } from './sandbox-client.js';
+import type { MailHoldMessage, ProxyDecisionMessage, SandboxClient } from './sandbox-client.js';
 import { connected, sandboxInfo, type Sandbox, type SandboxInfo } from './sandbox.js';
 
 /** Sessions whose sandbox died and was removed before their next prompt, remembered for the notice. */
@@ -49,6 +49,8 @@ export abstract class SessionTable implements OperatorTarget {
   /** Sessions whose dead sandbox was reaped before their next prompt (that prompt gets the notice). */
   protected readonly lost = new Map<string, number>();
   protected closed = false;
+  /** The audit trail and held mail sends (daemon/mail-gate.ts); set by the session manager. */
+  protected auditor?: SandboxAuditor;
 
   constructor(
     protected readonly config: Readonly<Config>,
@@ -96,6 +98,7 @@ export abstract class SessionTable implements OperatorTarget {
     if (why === 'dead' && sb.userId !== undefined) this.rememberLost(sb.sessionId, sb.userId);
     const sessionId = sb.sessionId;
     this.hook('onSessionEnded', () => this.hooks?.onSessionEnded?.(sessionId, why));
+    this.hook('auditor.sessionEnded', () => this.auditor?.sessionEnded(sessionId));
   }
 
   private rememberLost(sessionId: string, userId: number): void {
@@ -116,6 +119,22 @@ export abstract class SessionTable implements OperatorTarget {
     if (outcome === 'forwarded') return;
     const code = typeof d.code === 'string' && /^ERR_[A-Z_]{1,40}$/.test(d.code) ? d.code : undefined;
     this.log.warn({ sessionId: sb.sessionId, containerId: sb.containerId.slice(0, 12), route, outcome, status: Number(d.status) || 0, code }, 'sandbox proxy refused a request');
+  }
+
+  /** A mail send the proxy holds: decided by the auditor (daemon/mail-gate.ts), answered with `mail_release`. */
+  protected async mailHold(sb: Sandbox, client: SandboxClient, h: MailHoldMessage): Promise<void> {
+    let r: MailHoldRelease;
+    if (!sb.sessionId || sb.userId === undefined) r = { allow: false, code: 'ERR_MAIL_APPROVAL_UNAVAILABLE', message: 'this sandbox has no session' };
+    else if (!this.auditor) r = h.verdict === 'allow' ? { allow: true } : { allow: false, code: 'ERR_MAIL_APPROVAL_UNAVAILABLE', message: 'this server cannot ask for approvals' };
+    else {
+      try {
+        r = await this.auditor.hold({ sessionId: sb.sessionId, userId: sb.userId, turn: sb.turn }, h);
+      } catch (err) {
+        this.log.error({ sessionId: sb.sessionId, err: (err as Error).message }, 'a held mail send could not be decided');
+        r = { allow: false, code: 'ERR_MAIL_APPROVAL_UNAVAILABLE', message: 'the send could not be checked; try again' };
+      }
+    }
+    await client.request({ type: 'mail_release', hold_id: h.hold_id, ...r }).catch((err: Error) => this.log.warn({ sessionId: sb.sessionId, err: err.message }, 'mail_release not delivered'));
   }
 
   /**

@@ -195,6 +195,12 @@ export interface AgentPoliciesTable {
   allowed_models: string | null;
   denied_tools: Default<string>;
   denied_models: Default<string>;
+  /** Send policy (JSON lists; null: the server's default). */
+  mail_allow_domains: Default<string>;
+  mail_block_domains: Default<string>;
+  mail_other: 'allow' | 'ask' | 'block' | null;
+  mail_max_recipients: number | null;
+  mail_max_per_hour: number | null;
   created_at: Default<string>;
   updated_at: Default<string>;
 }
@@ -269,6 +275,50 @@ export interface MemoriesTable {
   created_at: Default<string>;
 }
 
+/** A mail send the proxy held for the daemon, and what became of it (docs/audit.md). */
+export interface MailHoldsTable {
+  id: string;
+  session_id: string;
+  user_id: number;
+  node_id: string;
+  turn_id: string | null;
+  call_id: string | null;
+  verdict: 'allow' | 'ask';
+  /** JSON list of every recipient; `asked`: the ones outside the allowed domains. */
+  recipients: string;
+  asked: string;
+  subject: string;
+  /** JSON list of { name, size }. */
+  attachments: string;
+  bytes: number;
+  state: 'pending' | 'sent' | 'approved' | 'denied' | 'timed_out' | 'refused';
+  scope: 'once' | 'recipient' | null;
+  code: string | null;
+  created_at: Default<string>;
+  decided_at: string | null;
+}
+
+/** One request the in-sandbox proxy decided on (docs/audit.md). */
+export interface ProxyRequestsTable {
+  id: Generated<number>;
+  session_id: string;
+  user_id: number;
+  node_id: string;
+  turn_id: string | null;
+  call_id: string | null;
+  route: string | null;
+  method: string | null;
+  template: string | null;
+  outcome: 'forwarded' | 'refused' | 'upstream_error';
+  status: number;
+  code: string | null;
+  req_bytes: number | null;
+  res_bytes: number | null;
+  ms: number | null;
+  recipients: number | null;
+  created_at: Default<string>;
+}
+
 /** One row per `airlock serve` process that ever joined the fleet (docs/deploy.md). */
 export interface NodesTable {
   id: string;
@@ -329,6 +379,8 @@ export interface Schema {
   nodes: NodesTable;
   sandboxes: SandboxesTable;
   leases: LeasesTable;
+  mail_holds: MailHoldsTable;
+  proxy_requests: ProxyRequestsTable;
 }
 
 /** What every store function takes: the database, or a transaction on it. */

@@ -92,3 +92,8 @@ export function rawExchange(target: { port: number; host: string } | { path: str
     sock.on('connect', () => sock.write(data));
   });
 }
+
+/** The outcome part of a decision (what /metrics counts), without its audit fields (bytes, time, template…). */
+export function outcomeOf(d: ProxyDecision): Pick<ProxyDecision, 'route' | 'outcome' | 'status' | 'code' | 'dropped_headers'> {
+  return { route: d.route, outcome: d.outcome, status: d.status, ...(d.code ? { code: d.code } : {}), ...(d.dropped_headers ? { dropped_headers: d.dropped_headers } : {}) };
+}

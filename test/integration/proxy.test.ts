@@ -9,7 +9,8 @@ import { EgressGatewayService, egressTarget } from '../../daemon/egress.js';
 import { createLogger } from '../../core/index.js';
 import { start as startFakeUpstream } from '../../emulator/fake-upstream.js';
 import { tempDir } from '../helpers/app.js';
-import { rawExchange, rawRequest, REAL_ACCESS, REAL_MODEL_KEY, startProxyRig } from '../helpers/proxy-rig.js';
+import { outcomeOf, rawExchange, rawRequest, REAL_ACCESS, REAL_MODEL_KEY, startProxyRig } from '../helpers/proxy-rig.js';
+import type { ProxyDecision } from '../../proxy/index.js';
 
 const MAIL = '/gmail/mail/v1/users/me/messages/send';
 const SHEET = '/sheets/v4/spreadsheets/sheet-1/values/Sheet1!A1:B3';
@@ -67,10 +68,17 @@ t.test('real token arrives upstream, the placeholder never does; logs hold no se
   t.equal(line.status, 200);
   t.ok(typeof line.res_bytes === 'number' && typeof line.ms === 'number');
   t.same(
-    rig.decisions,
+    rig.decisions.map(outcomeOf),
     ['mail', 'sheets', 'search', 'model'].map((route) => ({ route, outcome: 'forwarded', status: 200, ...(route === 'mail' ? { dropped_headers: 2 } : {}) })),
     'one decision per request, for /metrics (with the count of dropped headers)',
   );
+  const sheets = rig.decisions.find((d) => d.route === 'sheets')!;
+  t.same(
+    { method: sheets.method, template: sheets.template, turn_id: sheets.turn_id, call_id: sheets.call_id },
+    { method: 'GET', template: '/sheets/v4/spreadsheets/{spreadsheetId}/values/{range}', turn_id: null, call_id: null },
+    'the audit fields: method and path template (never the values), no turn or call outside a session',
+  );
+  t.ok(rig.decisions.every((d) => typeof d.req_bytes === 'number' && typeof d.res_bytes === 'number' && typeof d.ms === 'number'), 'bytes and time of each');
   t.equal(rig.proxy.stats().droppedHeaders, 2, 'x-keep and proxy-authorization counted');
 });
 
@@ -132,7 +140,7 @@ t.test('wrong, missing or another route\'s placeholder → 401 ERR_PROXY_PLACEHO
   t.equal(r.text.match(/HTTP\/1\.1 /g)?.length, 1, 'one answer only');
   await new Promise((res) => setTimeout(res, 100));
   t.equal(rig.upstream.requests.length, 0);
-  t.same(rig.decisions, Array(cases.length + 1).fill({ route: 'mail', outcome: 'refused', status: 401, code: 'ERR_PROXY_PLACEHOLDER' }), 'each refusal is one decision; the dropped pipelined send is none');
+  t.same(rig.decisions.map(outcomeOf), Array(cases.length + 1).fill({ route: 'mail', outcome: 'refused', status: 401, code: 'ERR_PROXY_PLACEHOLDER' }), 'each refusal is one decision; the dropped pipelined send is none');
 });
 
 t.test('hostile requests → 403/400 and the upstream records nothing', async (t) => {
@@ -434,7 +442,7 @@ t.test('upstream down → 502, upstream too slow → 504, both coded', async (t)
   t.equal(slow.status, 504);
   t.equal(slow.headers.get('x-airlock-error'), 'ERR_PROXY_TIMEOUT');
   t.notOk(JSON.stringify(await slow.json()).includes('real-token'), 'no token in the error body');
-  t.same(decisions, [
+  t.same((decisions as ProxyDecision[]).map(outcomeOf), [
     { route: 'down', outcome: 'upstream_error', status: 502, code: 'ERR_PROXY_UPSTREAM' },
     { route: 'slow', outcome: 'upstream_error', status: 504, code: 'ERR_PROXY_TIMEOUT' },
   ]);

@@ -9,6 +9,18 @@ import { renderMarkdown } from './markdown.js';
 /** One piece of an answer, in the order it came: text, or a tool call. */
 type Part =
   | { kind: 'text'; text: string }
+  | {
+      kind: 'approval';
+      approval_id: string;
+      call_id: string | null;
+      recipients: string[];
+      ask: string[];
+      subject: string;
+      attachments: { name: string; size: number }[];
+      expires_at: string;
+      state: 'pending' | 'approved' | 'denied' | 'timed_out';
+      scope?: 'once' | 'recipient';
+    }
   | { kind: 'tool'; call_id: string; tool: string; input: unknown; status: 'running' | 'ok' | 'failed' | 'cancelled' | 'interrupted'; output?: unknown; error?: string; duration_ms?: number };
 
 interface ViewTurn {
@@ -75,6 +87,12 @@ function applyEvent(t: ViewTurn, e: ChatEvent): ViewTurn {
     const upd: Part = { kind: 'tool', call_id: e.call_id, tool: e.tool, input: i >= 0 ? (parts[i] as { input: unknown }).input : {}, status, output: e.output, error: e.error, duration_ms: e.duration_ms };
     if (i >= 0) parts[i] = upd;
     else parts.push(upd);
+  } else if (e.type === 'approval_request') {
+    parts.push({ kind: 'approval', approval_id: e.approval_id, call_id: e.call_id, recipients: e.recipients, ask: e.ask, subject: e.subject, attachments: e.attachments, expires_at: e.expires_at, state: 'pending' });
+  } else if (e.type === 'approval_result') {
+    const i = parts.findIndex((p) => p.kind === 'approval' && p.approval_id === e.approval_id);
+    const p = parts[i];
+    if (p?.kind === 'approval') parts[i] = { ...p, state: e.decision, scope: e.scope };
   } else if (e.type === 'done') {
     next.running = false;
     next.id = e.turn_id;
@@ -84,6 +102,7 @@ function applyEvent(t: ViewTurn, e: ChatEvent): ViewTurn {
     for (let i = 0; i < parts.length; i++) {
       const p = parts[i];
       if (p.kind === 'tool' && p.status === 'running') parts[i] = { ...p, status: e.stop_reason === 'cancelled' ? 'cancelled' : 'interrupted' };
+      if (p.kind === 'approval' && p.state === 'pending') parts[i] = { ...p, state: 'denied' };
     }
   }
   return next;
@@ -207,7 +226,80 @@ function ToolRow({ p }: { p: Extract<Part, { kind: 'tool' }> }) {
   );
 }
 
-function Turn(props: { t: ViewTurn; last: boolean; busy: boolean; onRegenerate(): void; onEdit(): void }) {
+const APPROVAL_STATE = { pending: 'Waiting for your approval', approved: 'Approved', denied: 'Not sent', timed_out: 'Not sent: nobody approved in time' } as const;
+
+/**
+ * A mail send held at the proxy until the user decides: who it goes to, the subject and the
+ * attachment names (never the body), with Approve / Deny. It stays until the decision comes back
+ * in the stream (approval_result), so a reload shows a pending one again.
+ */
+function ApprovalCard({ p, onDecide }: { p: Extract<Part, { kind: 'approval' }>; onDecide(id: string, decision: 'approve' | 'deny', scope: 'once' | 'recipient'): Promise<void> }) {
+  const [sending, setSending] = useState(false);
+  const [problem, setProblem] = useState<string | null>(null);
+  const decide = (decision: 'approve' | 'deny', scope: 'once' | 'recipient' = 'once') => {
+    setSending(true);
+    setProblem(null);
+    onDecide(p.approval_id, decision, scope).then(
+      () => setSending(false),
+      (err: unknown) => {
+        setSending(false);
+        setProblem(err instanceof ApiError ? `${err.message} (${err.code})` : 'The decision could not be sent; try again.');
+      },
+    );
+  };
+  const pending = p.state === 'pending';
+  const kb = (n: number) => (n < 1024 ? `${n} B` : `${Math.round(n / 1024)} KB`);
+  return (
+    <section class={`approval ${p.state}`} data-approval={p.approval_id} data-state={p.state} aria-label="Send this e-mail?">
+      <h3>{pending ? 'Send this e-mail?' : 'E-mail'}</h3>
+      <dl>
+        <dt>To</dt>
+        <dd class="recipients">
+          {p.recipients.map((r) => (
+            <span key={r} class={p.ask.includes(r) ? 'asked' : undefined}>
+              {r}
+            </span>
+          ))}
+        </dd>
+        <dt>Subject</dt>
+        <dd class="subject">{p.subject || <span class="muted">(no subject)</span>}</dd>
+        {p.attachments.length > 0 && (
+          <>
+            <dt>Attachments</dt>
+            <dd class="attachments">{p.attachments.map((a) => `${a.name} (${kb(a.size)})`).join(', ')}</dd>
+          </>
+        )}
+      </dl>
+      {p.ask.length > 0 && pending && <p class="muted">Outside your organisation's allowed domains: {p.ask.join(', ')}</p>}
+      {pending ? (
+        <div class="approval-actions">
+          <button type="button" disabled={sending} onClick={() => decide('approve')}>
+            Approve
+          </button>
+          <button type="button" class="secondary" disabled={sending} onClick={() => decide('approve', 'recipient')}>
+            Approve for {p.ask.length === 1 ? 'this recipient' : 'these recipients'} in this chat
+          </button>
+          <button type="button" class="danger" disabled={sending} onClick={() => decide('deny')}>
+            Deny
+          </button>
+          <span class="muted">until {new Date(p.expires_at).toLocaleTimeString()}</span>
+        </div>
+      ) : (
+        <p class="approval-state" role="status">
+          {APPROVAL_STATE[p.state]}
+          {p.state === 'approved' && p.scope === 'recipient' ? ' for these recipients in this chat' : ''}
+        </p>
+      )}
+      {problem && (
+        <div class="banner error" role="alert">
+          {problem}
+        </div>
+      )}
+    </section>
+  );
+}
+
+function Turn(props: { t: ViewTurn; last: boolean; busy: boolean; onRegenerate(): void; onEdit(): void; onDecide(id: string, decision: 'approve' | 'deny', scope: 'once' | 'recipient'): Promise<void> }) {
   const { t } = props;
   const text = answerText(t);
   const copyRef = useRef<HTMLButtonElement>(null);
@@ -238,7 +330,9 @@ function Turn(props: { t: ViewTurn; last: boolean; busy: boolean; onRegenerate()
         </div>
       </div>
       <div class="msg assistant" data-done={ended ? (t.stopReason ?? 'end_turn') : undefined} aria-busy={t.running ? 'true' : undefined}>
-        {t.parts.map((p, i) => (p.kind === 'text' ? <Markdown key={`t${i}`} text={p.text} /> : <ToolRow key={p.call_id || `c${i}`} p={p} />))}
+        {t.parts.map((p, i) =>
+          p.kind === 'text' ? <Markdown key={`t${i}`} text={p.text} /> : p.kind === 'approval' ? <ApprovalCard key={p.approval_id} p={p} onDecide={props.onDecide} /> : <ToolRow key={p.call_id || `c${i}`} p={p} />,
+        )}
         {t.running && !t.parts.length && <p class="muted thinking">Working…</p>}
         {t.notice && (
           <div class="banner info" role="status">
@@ -758,6 +852,10 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
               last={t === last}
               busy={busy}
               onRegenerate={() => void send(t.prompt, t.id)}
+              onDecide={async (id, decision, scope) => {
+                if (!current) return;
+                await api('POST', `/api/chat/sessions/${encodeURIComponent(current)}/approvals/${encodeURIComponent(id)}`, { decision, scope });
+              }}
               onEdit={() => {
                 setEditing(t.id);
                 setDraft(t.prompt);

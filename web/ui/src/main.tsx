@@ -50,7 +50,7 @@ function ThemeToggle() {
 function Nav({ hash }: { hash: string }) {
   if (!me) return null;
   const links: [string, string][] = [['#/chat', 'Chat']];
-  if (me.is_superuser) for (const p of adminPages) links.push([`#/admin/${p.id}`, p.title]);
+  if (me.is_superuser) for (const p of adminPages) if (!p.hidden) links.push([`#/admin/${p.id}`, p.title]);
   return (
     <>
       {links.map(([href, text]) => (

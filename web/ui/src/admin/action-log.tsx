@@ -42,10 +42,17 @@ const LOG_COLS: Column<LogEntry>[] = [
     title: 'Details',
     render: (e) =>
       Object.keys(e.data).length ? (
-        <details>
-          <summary>data</summary>
-          <Json value={e.data} />
-        </details>
+        <>
+          {typeof e.data.turn_id === 'string' && /^[A-Za-z0-9-]{1,64}$/.test(e.data.turn_id) && (
+            <a class="turn-link" href={`#/admin/turn/${e.data.turn_id}`}>
+              Turn audit
+            </a>
+          )}
+          <details>
+            <summary>data</summary>
+            <Json value={e.data} />
+          </details>
+        </>
       ) : (
         ''
       ),

@@ -7,6 +7,8 @@ export interface AdminPage {
   id: string;
   title: string;
   load(): Promise<FunctionComponent>;
+  /** Reached by a link (e.g. from the action log), not listed in the header. */
+  hidden?: boolean;
 }
 
 export const adminPages: AdminPage[] = [
@@ -16,4 +18,5 @@ export const adminPages: AdminPage[] = [
   { id: 'data-assignments', title: 'Assignments', load: async () => (await import('./assignments.js')).AssignmentsPage },
   { id: 'action-log', title: 'Action log', load: async () => (await import('./action-log.js')).ActionLogPage },
   { id: 'sessions', title: 'Live sessions', load: async () => (await import('./sessions.js')).SessionsPage },
+  { id: 'turn', title: 'Turn audit', hidden: true, load: async () => (await import('./turn.js')).TurnPage },
 ];

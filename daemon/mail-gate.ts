@@ -1,0 +1,174 @@
+/**
+ * The daemon's side of the send policy and the audit trail (docs/proxy.md#send-policy).
+ *
+ * The in-sandbox proxy refuses what the policy blocks and holds every other send; the supervisor
+ * relays the hold here. For each hold this gate: re-reads the user's policy (a change applies at
+ * once, and a proxy with an older policy is checked again), applies the per-hour limit across
+ * the user's sessions and nodes, and for `ask` puts an `approval_request` into the running turn
+ * and waits for the user's decision (POST …/approvals/:id), the timeout, or the turn's end. Every
+ * hold and its decision is a row of `mail_holds` and an action-log entry; every proxied request is
+ * a row of `proxy_requests`. Bodies, tokens and placeholders never reach either.
+ */
+import { randomUUID } from 'node:crypto';
+import { AppError, NotFoundError, type Config, type Logger } from '../core/index.js';
+import type { ApprovalDecider, ApprovalDecision, DaemonEvent, MailHold, MailHoldRelease, ProxyDecisionRecord, SandboxAuditor, TurnRequest } from '../core/sandbox-protocol.js';
+import { judge } from '../core/mail-policy.js';
+import { logAction } from '../domain/action-log.js';
+import { decideHold, getHold, insertHold, mailPolicyFor, recordProxyRequest, sendsSince, type HoldState, type NewHold } from '../domain/mail.js';
+import type { Sql } from '../domain/db/index.js';
+
+interface Pending {
+  sessionId: string;
+  userId: number;
+  asked: string[];
+  settle: (decision: 'approved' | 'denied' | 'timed_out', scope: 'once' | 'recipient' | null) => void;
+}
+
+export class MailGate implements SandboxAuditor, ApprovalDecider {
+  private readonly pending = new Map<string, Pending>();
+  /** Recipients approved "for this session", per session. */
+  private readonly approvedFor = new Map<string, Set<string>>();
+  /** Audit rows are written one after another, off the request's path. */
+  private writes: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly db: Sql,
+    private readonly config: Readonly<Config>,
+    private readonly log: Logger,
+  ) {}
+
+  proxied(s: { sessionId: string; userId: number }, d: ProxyDecisionRecord): void {
+    this.writes = this.writes
+      .then(() => recordProxyRequest(this.db, { ...d, sessionId: s.sessionId, userId: s.userId, nodeId: this.config.node.id }))
+      .catch((err: unknown) => this.log.error({ err: (err as Error).message }, 'could not record a proxied request'));
+  }
+
+  /** Audit rows written so far are in the database (tests, shutdown). */
+  flushed(): Promise<void> {
+    return this.writes;
+  }
+
+  /** Holds being decided, by id: a hold the supervisor re-sends (a new connection) gets the same answer. */
+  private readonly waiting = new Map<string, Promise<MailHoldRelease>>();
+
+  hold(s: { sessionId: string; userId: number; turn?: TurnRequest }, h: MailHold): Promise<MailHoldRelease> {
+    const same = this.waiting.get(h.hold_id);
+    if (same) return same;
+    const p = this.judgeHold(s, h).finally(() => this.waiting.delete(h.hold_id));
+    this.waiting.set(h.hold_id, p);
+    return p;
+  }
+
+  private async judgeHold(s: { sessionId: string; userId: number; turn?: TurnRequest }, h: MailHold): Promise<MailHoldRelease> {
+    const base = { id: h.hold_id, sessionId: s.sessionId, userId: s.userId, nodeId: this.config.node.id, turnId: h.turn_id, callId: h.call_id, summary: h.summary };
+    const refuse = async (state: HoldState, code: string, message: string, asked: string[] = h.ask): Promise<MailHoldRelease> => {
+      await insertHold(this.db, { ...base, verdict: h.verdict, asked, state, code });
+      await this.audit(s, 'mail.refused', h, { code });
+      return { allow: false, code, message };
+    };
+    if (await getHold(this.db, h.hold_id)) {
+      // Re-sent by the supervisor after a daemon restart: its question died with that daemon.
+      return { allow: false, code: 'ERR_MAIL_APPROVAL_UNAVAILABLE', message: 'the server restarted while this send waited; send it again' };
+    }
+    const policy = await mailPolicyFor(this.db, this.config.mail, s.userId);
+    // The policy as it is now: stricter than the sandbox's copy wins.
+    const now = judge(policy, h.summary);
+    if (now.verdict === 'block') return refuse('refused', 'ERR_MAIL_BLOCKED', now.reason, []);
+    const sinceIso = new Date(Date.now() - 3600_000).toISOString();
+    if ((await sendsSince(this.db, s.userId, sinceIso)) >= policy.max_per_hour) {
+      return refuse('refused', 'ERR_MAIL_RATE_LIMITED', `at most ${policy.max_per_hour} messages per hour may be sent; try again later`);
+    }
+    const asked = [...new Set([...(h.verdict === 'ask' ? h.ask : []), ...(now.verdict === 'ask' ? now.ask : [])])];
+    const fine = this.approvedFor.get(s.sessionId);
+    const stillAsked = asked.filter((r) => !fine?.has(r));
+    if (stillAsked.length === 0) {
+      await insertHold(this.db, { ...base, verdict: h.verdict, asked, state: asked.length ? 'approved' : 'sent', scope: asked.length ? 'recipient' : null });
+      return { allow: true };
+    }
+    const turn = s.turn;
+    if (!turn?.onDaemonEvent || turn.turnId !== h.turn_id || turn.signal.aborted) {
+      return refuse('refused', 'ERR_MAIL_APPROVAL_UNAVAILABLE', 'this send needs the user\'s approval, and only a send made during a chat turn can be approved', stillAsked);
+    }
+    return this.ask(s, h, turn, stillAsked, base);
+  }
+
+  private async ask(s: { sessionId: string; userId: number }, h: MailHold, turn: TurnRequest, asked: string[], base: Omit<NewHold, 'verdict' | 'asked' | 'state'>): Promise<MailHoldRelease> {
+    const timeoutMs = this.config.mail.approvalTimeoutS * 1000;
+    const emit = (e: DaemonEvent) => {
+      try {
+        turn.onDaemonEvent!(e);
+      } catch (err) {
+        this.log.warn({ err: (err as Error).message }, 'approval event could not be delivered');
+      }
+    };
+    {
+      await insertHold(this.db, { ...base, verdict: 'ask', asked, state: 'pending' });
+      const outcome = await new Promise<{ decision: 'approved' | 'denied' | 'timed_out'; scope: 'once' | 'recipient' | null }>((resolve) => {
+        const settle = (decision: 'approved' | 'denied' | 'timed_out', scope: 'once' | 'recipient' | null) => {
+          if (!this.pending.delete(h.hold_id)) return;
+          clearTimeout(timer);
+          turn.signal.removeEventListener('abort', onAbort);
+          resolve({ decision, scope });
+        };
+        const timer = setTimeout(() => settle('timed_out', null), timeoutMs);
+        timer.unref();
+        // A stopped turn takes its question with it.
+        const onAbort = () => settle('denied', null);
+        turn.signal.addEventListener('abort', onAbort, { once: true });
+        this.pending.set(h.hold_id, { sessionId: s.sessionId, userId: s.userId, asked, settle });
+        emit({
+          type: 'approval_request',
+          approval_id: h.hold_id,
+          call_id: h.call_id,
+          recipients: h.summary.recipients,
+          ask: asked,
+          subject: h.summary.subject,
+          attachments: h.summary.attachments,
+          expires_at: new Date(Date.now() + timeoutMs).toISOString(),
+        });
+      });
+      const state = outcome.decision === 'approved' ? 'approved' : outcome.decision;
+      const code = outcome.decision === 'denied' ? 'ERR_MAIL_DENIED' : outcome.decision === 'timed_out' ? 'ERR_MAIL_APPROVAL_TIMEOUT' : null;
+      await decideHold(this.db, h.hold_id, state, outcome.scope, code);
+      if (outcome.decision === 'approved' && outcome.scope === 'recipient') {
+        const set = this.approvedFor.get(s.sessionId) ?? new Set<string>();
+        for (const r of asked) set.add(r);
+        this.approvedFor.set(s.sessionId, set);
+      }
+      await this.audit(s, outcome.decision === 'approved' ? 'mail.approved' : outcome.decision === 'denied' ? 'mail.denied' : 'mail.approval_timed_out', h, { scope: outcome.scope });
+      emit({ type: 'approval_result', approval_id: h.hold_id, decision: outcome.decision, ...(outcome.scope ? { scope: outcome.scope } : {}) });
+      if (outcome.decision === 'approved') return { allow: true };
+      return outcome.decision === 'denied'
+        ? { allow: false, code: 'ERR_MAIL_DENIED', message: 'the user did not approve this message; it was not sent' }
+        : { allow: false, code: 'ERR_MAIL_APPROVAL_TIMEOUT', message: 'nobody approved this message in time; it was not sent' };
+    }
+  }
+
+  async decide(d: ApprovalDecision): Promise<{ decision: 'approved' | 'denied'; scope: 'once' | 'recipient' }> {
+    const p = this.pending.get(d.approvalId);
+    if (!p || p.sessionId !== d.sessionId || p.userId !== d.userId) {
+      const row = await getHold(this.db, d.approvalId);
+      if (row && row.session_id === d.sessionId && row.user_id === d.userId && row.state !== 'pending') {
+        throw new AppError('ERR_APPROVAL_DECIDED', `this send was already decided (${row.state.replace('_', ' ')})`, { status: 409 });
+      }
+      throw new NotFoundError('ERR_APPROVAL_NOT_FOUND', 'no such pending approval in this chat session');
+    }
+    const decision = d.decision === 'approve' ? 'approved' : 'denied';
+    p.settle(decision, decision === 'approved' ? d.scope : null);
+    return { decision, scope: d.scope };
+  }
+
+  sessionEnded(sessionId: string): void {
+    this.approvedFor.delete(sessionId);
+    for (const p of this.pending.values()) if (p.sessionId === sessionId) p.settle('denied', null);
+  }
+
+  private async audit(s: { sessionId: string; userId: number }, event: string, h: MailHold, extra: Record<string, unknown>): Promise<void> {
+    await logAction(this.db, {
+      event,
+      actorId: s.userId,
+      subjectId: s.userId,
+      data: { session_id: s.sessionId, turn_id: h.turn_id, call_id: h.call_id, hold_id: h.hold_id, recipients: h.summary.recipients.length, attachments: h.summary.attachments.length, ...extra },
+    });
+  }
+}
