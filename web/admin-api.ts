@@ -234,6 +234,12 @@ export interface AgentPolicyView {
   allowed_models: string[] | null;
   denied_tools: string[];
   denied_models: string[];
+  /** Send policy: domains always allowed / refused, any other recipient (null: the server's default), limits (null: the server's). */
+  mail_allow_domains: string[];
+  mail_block_domains: string[];
+  mail_other: 'allow' | 'ask' | 'block' | null;
+  mail_max_recipients: number | null;
+  mail_max_per_hour: number | null;
 }
 
 export interface AgentPolicyList {
@@ -249,6 +255,11 @@ export interface AgentPolicyRequest {
   allowed_models?: string[] | null;
   denied_tools?: string[];
   denied_models?: string[];
+  mail_allow_domains?: string[];
+  mail_block_domains?: string[];
+  mail_other?: 'allow' | 'ask' | 'block' | null;
+  mail_max_recipients?: number | null;
+  mail_max_per_hour?: number | null;
 }
 
 /** GET /agent-catalog: the tools and models a policy may name. */
@@ -269,6 +280,15 @@ export interface EffectiveAgentPolicyView {
 export interface EffectiveAgentPolicyResponse {
   user_id: number;
   policy: EffectiveAgentPolicyView;
+  /** The send policy in force for the user: the server's combined with every agent policy that applies. */
+  mail: {
+    allow_domains: string[];
+    block_domains: string[];
+    other: 'allow' | 'ask' | 'block';
+    max_recipients: number;
+    max_per_hour: number;
+    approval_timeout_s: number;
+  };
 }
 
 // ------------------------------------------------------------------ data access (/api/data-authorization)

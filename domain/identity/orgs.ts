@@ -215,6 +215,11 @@ export interface AgentPolicyInput {
   denied_tools?: string[];
   denied_models?: string[];
   team_ids?: number[];
+  mail_allow_domains?: string[];
+  mail_block_domains?: string[];
+  mail_other?: 'allow' | 'ask' | 'block' | null;
+  mail_max_recipients?: number | null;
+  mail_max_per_hour?: number | null;
 }
 
 /** Create (no id) or update a policy and replace its teams when given; run it in a transaction. */
@@ -234,6 +239,11 @@ export async function saveAgentPolicy(db: Sql, orgId: number, body: AgentPolicyI
           allowed_models: body.allowed_models === undefined ? null : json(body.allowed_models),
           denied_tools: JSON.stringify(body.denied_tools ?? []),
           denied_models: JSON.stringify(body.denied_models ?? []),
+          mail_allow_domains: JSON.stringify(body.mail_allow_domains ?? []),
+          mail_block_domains: JSON.stringify(body.mail_block_domains ?? []),
+          mail_other: body.mail_other ?? null,
+          mail_max_recipients: body.mail_max_recipients ?? null,
+          mail_max_per_hour: body.mail_max_per_hour ?? null,
         })
         .returning('id')
         .executeTakeFirstOrThrow(),
@@ -249,6 +259,11 @@ export async function saveAgentPolicy(db: Sql, orgId: number, body: AgentPolicyI
     if (body.allowed_models !== undefined) set.allowed_models = json(body.allowed_models);
     if (body.denied_tools !== undefined) set.denied_tools = JSON.stringify(body.denied_tools);
     if (body.denied_models !== undefined) set.denied_models = JSON.stringify(body.denied_models);
+    if (body.mail_allow_domains !== undefined) set.mail_allow_domains = JSON.stringify(body.mail_allow_domains);
+    if (body.mail_block_domains !== undefined) set.mail_block_domains = JSON.stringify(body.mail_block_domains);
+    if (body.mail_other !== undefined) set.mail_other = body.mail_other;
+    if (body.mail_max_recipients !== undefined) set.mail_max_recipients = body.mail_max_recipients;
+    if (body.mail_max_per_hour !== undefined) set.mail_max_per_hour = body.mail_max_per_hour;
     if (Object.keys(set).length) await unique(db.updateTable('agent_policies').set({ ...set, updated_at: nowIso() }).where('id', '=', pid).execute(), 'ERR_POLICY_EXISTS', exists);
   }
   if (body.team_ids) {

@@ -2,6 +2,7 @@ import { Router, type Request } from 'express';
 import { AppError, Encryptor, NotFoundError } from '../../core/index.js';
 import { logAction, type Severity } from '../../domain/action-log.js';
 import { effectiveAgentPolicy } from '../../domain/identity/agent-policy.js';
+import { mailPolicyFor } from '../../domain/mail.js';
 import {
   createOrGetRunningJob,
   deleteConnection,
@@ -156,7 +157,7 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
         uid = Number(raw);
         if (uid !== req.user!.id && !req.user!.is_superuser) throw new AppError('ERR_AUTH_FORBIDDEN', "only a superuser may read another user's agent policy", { status: 403 });
       }
-      res.json({ user_id: uid, policy: await effectiveAgentPolicy(db, uid) } satisfies EffectiveAgentPolicyResponse);
+      res.json({ user_id: uid, policy: await effectiveAgentPolicy(db, uid), mail: await mailPolicyFor(db, ctx.config.mail, uid) } satisfies EffectiveAgentPolicyResponse);
     }),
   );
 

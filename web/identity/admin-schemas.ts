@@ -1,4 +1,6 @@
 /** JSON schemas of the /api/identity bodies (web/validate.ts turns failures into field messages). */
+import { MAIL_DOMAIN } from '../../core/config.js';
+
 export const nullableString = (max = 500) => ({ anyOf: [{ type: 'string', minLength: 1, maxLength: max }, { type: 'null' }] });
 export const nameList = { anyOf: [{ type: 'array', maxItems: 500, items: { type: 'string', minLength: 1, maxLength: 200 } }, { type: 'null' }] };
 
@@ -27,6 +29,13 @@ export const TEAM_PROPS = {
 } as const;
 export const TEAM_CREATE = { type: 'object', additionalProperties: false, required: ['name'], properties: TEAM_PROPS } as const;
 export const TEAM_PATCH = { type: 'object', additionalProperties: false, properties: TEAM_PROPS } as const;
+const MAIL_DOMAIN_ITEM = {
+  type: 'string',
+  minLength: 1,
+  maxLength: 253,
+  pattern: MAIL_DOMAIN.source,
+  description: 'a domain name in lower case, such as corp.example',
+} as const;
 export const POLICY_PROPS = {
   name: NAME,
   applies_to: { type: 'string', enum: ['all', 'teams'] },
@@ -35,6 +44,12 @@ export const POLICY_PROPS = {
   allowed_models: nameList,
   denied_tools: { type: 'array', maxItems: 500, items: { type: 'string', minLength: 1, maxLength: 200 } },
   denied_models: { type: 'array', maxItems: 500, items: { type: 'string', minLength: 1, maxLength: 200 } },
+  // The send policy (docs/proxy.md#send-policy): domains, lower case, no leading @.
+  mail_allow_domains: { type: 'array', maxItems: 500, items: MAIL_DOMAIN_ITEM },
+  mail_block_domains: { type: 'array', maxItems: 500, items: MAIL_DOMAIN_ITEM },
+  mail_other: { anyOf: [{ type: 'string', enum: ['allow', 'ask', 'block'] }, { type: 'null' }] },
+  mail_max_recipients: { anyOf: [{ type: 'integer', minimum: 1, maximum: 500 }, { type: 'null' }] },
+  mail_max_per_hour: { anyOf: [{ type: 'integer', minimum: 1, maximum: 100000 }, { type: 'null' }] },
 } as const;
 export const POLICY_CREATE = { type: 'object', additionalProperties: false, required: ['name', 'applies_to'], properties: POLICY_PROPS } as const;
 export const POLICY_PATCH = { type: 'object', additionalProperties: false, properties: POLICY_PROPS } as const;

@@ -49,6 +49,11 @@ async function policyView(db: Sql, p: orgs.AgentPolicyRow): Promise<AgentPolicyV
     allowed_models: p.allowed_models === null ? null : JSON.parse(p.allowed_models),
     denied_tools: JSON.parse(p.denied_tools),
     denied_models: JSON.parse(p.denied_models),
+    mail_allow_domains: JSON.parse(p.mail_allow_domains),
+    mail_block_domains: JSON.parse(p.mail_block_domains),
+    mail_other: p.mail_other,
+    mail_max_recipients: p.mail_max_recipients,
+    mail_max_per_hour: p.mail_max_per_hour,
   };
 }
 

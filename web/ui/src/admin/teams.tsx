@@ -183,7 +183,20 @@ interface PoliciesProps {
   changed(): Promise<void>;
 }
 
-const EMPTY_POLICY = { name: '', applies: 'all', tools: '', models: '', deniedTools: '', deniedModels: '' };
+const EMPTY_POLICY = { name: '', applies: 'all', tools: '', models: '', deniedTools: '', deniedModels: '', mailAllow: '', mailBlock: '', mailOther: '', mailMaxRecipients: '', mailMaxPerHour: '' };
+
+/** A number field: blank = the server's default (null). */
+const optInt = (v: string): number | null => (v.trim() === '' ? null : Number(v));
+
+function mailText(p: AgentPolicyView): string {
+  const parts: string[] = [];
+  if (p.mail_allow_domains.length) parts.push(`allowed ${p.mail_allow_domains.join(', ')}`);
+  if (p.mail_block_domains.length) parts.push(`blocked ${p.mail_block_domains.join(', ')}`);
+  if (p.mail_other) parts.push(`others: ${p.mail_other}`);
+  if (p.mail_max_recipients !== null) parts.push(`≤ ${p.mail_max_recipients} recipients`);
+  if (p.mail_max_per_hour !== null) parts.push(`≤ ${p.mail_max_per_hour}/hour`);
+  return parts.join('; ') || "server's default";
+}
 
 export function AgentPoliciesSection({ orgId, teams, policies, catalog, changed }: PoliciesProps) {
   const status = useActions();
@@ -201,6 +214,11 @@ export function AgentPoliciesSection({ orgId, teams, policies, catalog, changed 
         allowed_models: parseList(f.models, true),
         denied_tools: parseList(f.deniedTools),
         denied_models: parseList(f.deniedModels),
+        mail_allow_domains: parseList(f.mailAllow).map((d) => d.toLowerCase()),
+        mail_block_domains: parseList(f.mailBlock).map((d) => d.toLowerCase()),
+        mail_other: f.mailOther === 'allow' || f.mailOther === 'ask' || f.mailOther === 'block' ? f.mailOther : null,
+        mail_max_recipients: optInt(f.mailMaxRecipients),
+        mail_max_per_hour: optInt(f.mailMaxPerHour),
       };
       await api<AgentPolicyView>('POST', `/api/identity/organisations/${orgId}/agent-policies`, body);
       setF(EMPTY_POLICY);
@@ -227,6 +245,7 @@ export function AgentPoliciesSection({ orgId, teams, policies, catalog, changed 
           { title: 'Tools allowed', render: (p) => listText(p.allowed_tools) },
           { title: 'Models allowed', render: (p) => listText(p.allowed_models) },
           { title: 'Denied', render: (p) => [...p.denied_tools, ...p.denied_models].join(', ') || 'none' },
+          { title: 'Mail', render: (p) => mailText(p) },
           {
             title: 'Actions',
             render: (p) => (
@@ -294,6 +313,39 @@ export function AgentPoliciesSection({ orgId, teams, policies, catalog, changed 
             <input type="text" {...hinted('ap-denied-models')} value={f.deniedModels} onInput={set('deniedModels')} />
           </Field>
         </div>
+        <fieldset>
+          <legend>Sending mail</legend>
+          <div class="row">
+            <Field id="ap-mail-allow" label="Always allowed domains" hint="Comma-separated, e.g. your own domain; a domain covers its subdomains">
+              <input type="text" {...hinted('ap-mail-allow')} value={f.mailAllow} onInput={set('mailAllow')} />
+            </Field>
+            <Field id="ap-mail-block" label="Blocked domains" hint="Comma-separated; wins over allowed domains">
+              <input type="text" {...hinted('ap-mail-block')} value={f.mailBlock} onInput={set('mailBlock')} />
+            </Field>
+          </div>
+          <div class="row">
+            <Field id="ap-mail-other" label="Other recipients">
+              <Select
+                id="ap-mail-other"
+                value={f.mailOther}
+                onChange={(v) => setF({ ...f, mailOther: v })}
+                options={[
+                  ['', "The server's default"],
+                  ['allow', 'Send'],
+                  ['ask', 'Ask the user in the chat first'],
+                  ['block', 'Refuse'],
+                ]}
+              />
+            </Field>
+            <Field id="ap-mail-max-recipients" label="Most recipients per message" hint="Blank: the server's limit">
+              <input type="number" min={1} max={500} {...hinted('ap-mail-max-recipients')} value={f.mailMaxRecipients} onInput={set('mailMaxRecipients')} />
+            </Field>
+            <Field id="ap-mail-max-per-hour" label="Most messages per hour" hint="Per user; blank: the server's limit">
+              <input type="number" min={1} max={100000} {...hinted('ap-mail-max-per-hour')} value={f.mailMaxPerHour} onInput={set('mailMaxPerHour')} />
+            </Field>
+          </div>
+          <p class="muted">Policies only make sending stricter than the server's settings; blocked domains always win.</p>
+        </fieldset>
         <div class="actions">
           <button type="submit" id="ap-create" disabled={status.busy === 'create'}>
             Create policy
