@@ -17,7 +17,7 @@
 import { randomUUID } from 'node:crypto';
 import type Docker from 'dockerode';
 import { AppError, isAppError, type Config, type Logger, type Metrics } from '../../core/index.js';
-import { SANDBOX_PROXY_PORT, type AgentEvent, type EgressGateway, type SandboxAuditor, type PreparedSession, type SessionPreparer, type StopReason, type TurnRequest, type TurnResult, type TurnRunner } from '../../core/sandbox-protocol.js';
+import { SANDBOX_PROXY_PORT, type EgressGateway, type SandboxAuditor, type PreparedSession, type SessionPreparer, type TurnRequest, type TurnResult, type TurnRunner } from '../../core/sandbox-protocol.js';
 import { adoptOwned } from './adoption.js';
 import { ContainerFactory } from './containers.js';
 import { DockerDriver } from './docker-driver.js';
@@ -31,6 +31,7 @@ export { defaultPreparer } from './session-plan.js';
 import { SessionTable, type SessionHooks } from './sessions.js';
 import { ownerIdFor, SlotFolders, writeProfile } from './slots.js';
 import { StartGate } from './start-gate.js';
+import { turnIn } from './turn.js';
 
 export { LABEL_OWNER, LABEL_POOL, LABEL_SESSION, LABEL_SLOT, LABEL_USER } from './sandbox-driver.js';
 export { sandboxHostConfig } from './docker-driver.js';
@@ -232,55 +233,10 @@ export class SessionManager extends SessionTable implements TurnRunner {
           this.acquiring--;
         }
       }
-      return await this.turnIn(sb, req);
+      return await turnIn(sb, req, this.config, this.log);
     } finally {
       this.busy.delete(req.sessionId);
     }
-  }
-
-  private turnIn(sb: Sandbox, req: TurnRequest): Promise<TurnResult> {
-    const client = sb.client!;
-    sb.state = 'busy';
-    sb.turn = req;
-    sb.lastUsedAt = Date.now();
-    return new Promise<TurnResult>((resolve) => {
-      let finished = false;
-      const finish = (stop: StopReason, error?: { code: string; message: string }) => {
-        if (finished) return;
-        finished = true;
-        if (sb.turn === req) sb.turn = undefined;
-        unwatch();
-        clearTimeout(deadline);
-        req.signal.removeEventListener('abort', onAbort);
-        sb.turns++;
-        sb.lastUsedAt = Date.now();
-        if (sb.state === 'busy') sb.state = client.closed ? 'dead' : 'ready';
-        resolve({ stop_reason: stop, ...(error ? { error } : {}), containerId: sb.containerId });
-      };
-      const unwatch = client.watchTurn(req.turnId, {
-        onEvent: (e: AgentEvent) => {
-          try {
-            req.onEvent(e);
-          } catch (err) {
-            this.log.warn({ err: (err as Error).message }, 'onEvent threw');
-          }
-        },
-        onEnd: (stop, error) => finish(stop, error),
-      });
-      const onAbort = () => {
-        client.request({ type: 'cancel', turn_id: req.turnId }).catch(() => undefined);
-      };
-      // Backstop so a wedged agent cannot hold a turn forever: cancel after every model call could
-      // have timed out; the supervisor kills a child that ignores the cancel and ends the turn.
-      const m = this.config.model;
-      const deadline = setTimeout(onAbort, (m.timeoutS * (m.maxSteps + 1) + 60) * 1000);
-      deadline.unref();
-      if (req.signal.aborted) onAbort();
-      else req.signal.addEventListener('abort', onAbort, { once: true });
-      client.request({ type: 'prompt', turn_id: req.turnId, prompt: req.prompt }).catch((err: AppError) => {
-        finish('error', { code: err.code ?? 'ERR_SANDBOX_INTERNAL', message: err.code === 'ERR_SESSION_BUSY' ? 'a turn is already running in this session' : 'the sandbox refused the prompt' });
-      });
-    });
   }
 
   // ------------------------------------------------------------------ session start (its one owner)

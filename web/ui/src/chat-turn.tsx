@@ -1,0 +1,366 @@
+// One turn of the chat page: the user's message, and the answer as it streams in (text, tool
+// rows with their charts, mail sends held for approval), rebuilt from stream events or the
+// stored history. chat.tsx owns the page around it (sessions, composer, streaming).
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
+import type { ChatEvent, StoredTurn, StopReason } from '../../chat-api.js';
+import { ApiError } from './api.js';
+import { renderMarkdown } from './markdown.js';
+
+/** One piece of an answer, in the order it came: text, or a tool call. */
+export type Part =
+  | { kind: 'text'; text: string }
+  | {
+      kind: 'approval';
+      approval_id: string;
+      call_id: string | null;
+      recipients: string[];
+      ask: string[];
+      subject: string;
+      attachments: { name: string; size: number }[];
+      expires_at: string;
+      state: 'pending' | 'approved' | 'denied' | 'timed_out';
+      scope?: 'once' | 'recipient';
+    }
+  | { kind: 'tool'; call_id: string; tool: string; input: unknown; status: 'running' | 'ok' | 'failed' | 'cancelled' | 'interrupted'; output?: unknown; error?: string; duration_ms?: number };
+
+export interface ViewTurn {
+  /** Unknown until the server names it (a new turn, before its first byte). */
+  id: string | null;
+  prompt: string;
+  startedAt: string;
+  endedAt: string | null;
+  parts: Part[];
+  /** Last event seen (for reattaching with after=SEQ). */
+  seq: number;
+  running: boolean;
+  stopReason?: StopReason | 'interrupted';
+  error?: { code: string; message: string };
+  /** Shown while the page reconnects to a turn that runs on. */
+  notice?: string;
+}
+
+export const fmt = (s: string | null | undefined) => {
+  if (!s) return '';
+  const d = new Date(s);
+  return Number.isNaN(d.getTime()) ? s : d.toLocaleString();
+};
+
+export function fromStored(t: StoredTurn): ViewTurn {
+  const parts: Part[] = t.tool_calls.map((c) => ({
+    kind: 'tool',
+    call_id: c.call_id,
+    tool: c.tool,
+    input: c.input,
+    status: c.status === 'ok' ? 'ok' : c.status === 'running' ? 'running' : c.status === 'cancelled' ? 'cancelled' : 'failed',
+    output: c.output,
+    error: c.error,
+    duration_ms: c.duration_ms ?? undefined,
+  }));
+  if (t.text) parts.push({ kind: 'text', text: t.text });
+  return {
+    id: t.turn_id,
+    prompt: t.prompt,
+    startedAt: t.started_at,
+    endedAt: t.ended_at,
+    parts,
+    seq: 0,
+    running: t.status === 'running',
+    stopReason: t.stop_reason ?? undefined,
+    error: t.error,
+  };
+}
+
+/** Apply one stream event to a turn (a new object: Preact compares by identity). */
+export function applyEvent(t: ViewTurn, e: ChatEvent): ViewTurn {
+  if (e.seq <= t.seq) return t; // already seen (a replay overlapping what we have)
+  const parts = t.parts.slice();
+  const next: ViewTurn = { ...t, parts, seq: e.seq, notice: undefined };
+  if (e.type === 'text_delta') {
+    const last = parts[parts.length - 1];
+    if (last?.kind === 'text') parts[parts.length - 1] = { kind: 'text', text: last.text + e.text };
+    else parts.push({ kind: 'text', text: e.text });
+  } else if (e.type === 'tool_start') {
+    parts.push({ kind: 'tool', call_id: e.call_id, tool: e.tool, input: e.input, status: 'running' });
+  } else if (e.type === 'tool_end') {
+    const i = parts.findIndex((p) => p.kind === 'tool' && p.call_id === e.call_id);
+    const status = e.ok ? 'ok' : e.error === 'cancelled' ? 'cancelled' : 'failed';
+    const upd: Part = { kind: 'tool', call_id: e.call_id, tool: e.tool, input: i >= 0 ? (parts[i] as { input: unknown }).input : {}, status, output: e.output, error: e.error, duration_ms: e.duration_ms };
+    if (i >= 0) parts[i] = upd;
+    else parts.push(upd);
+  } else if (e.type === 'approval_request') {
+    parts.push({ kind: 'approval', approval_id: e.approval_id, call_id: e.call_id, recipients: e.recipients, ask: e.ask, subject: e.subject, attachments: e.attachments, expires_at: e.expires_at, state: 'pending' });
+  } else if (e.type === 'approval_result') {
+    const i = parts.findIndex((p) => p.kind === 'approval' && p.approval_id === e.approval_id);
+    const p = parts[i];
+    if (p?.kind === 'approval') parts[i] = { ...p, state: e.decision, scope: e.scope };
+  } else if (e.type === 'done') {
+    next.running = false;
+    next.id = e.turn_id;
+    next.stopReason = e.stop_reason;
+    next.error = e.error;
+    next.endedAt = new Date().toISOString();
+    for (let i = 0; i < parts.length; i++) {
+      const p = parts[i];
+      if (p.kind === 'tool' && p.status === 'running') parts[i] = { ...p, status: e.stop_reason === 'cancelled' ? 'cancelled' : 'interrupted' };
+      if (p.kind === 'approval' && p.state === 'pending') parts[i] = { ...p, state: 'denied' };
+    }
+  }
+  return next;
+}
+
+export function answerText(t: ViewTurn): string {
+  return t.parts.map((p) => (p.kind === 'text' ? p.text : '')).join('');
+}
+
+export async function copyText(text: string, button?: HTMLElement | null): Promise<void> {
+  try {
+    await navigator.clipboard.writeText(text);
+    if (button) {
+      const old = button.textContent;
+      button.textContent = 'Copied';
+      setTimeout(() => (button.textContent = old), 1500);
+    }
+  } catch {
+    // No clipboard permission: select nothing, say so.
+    if (button) button.textContent = 'Copy failed';
+  }
+}
+
+/* ---------- pieces of an answer ---------- */
+
+function Markdown({ text }: { text: string }) {
+  const ref = useRef<HTMLDivElement>(null);
+  useLayoutEffect(() => {
+    ref.current?.replaceChildren(renderMarkdown(text));
+  }, [text]);
+  const onClick = (ev: MouseEvent) => {
+    const b = (ev.target as HTMLElement).closest<HTMLElement>('button[data-copy]');
+    if (b) void copyText(b.dataset.copy ?? '', b);
+  };
+  return <div class="markdown" ref={ref} onClick={onClick} />;
+}
+
+interface ChartSpec {
+  type: string;
+  data: unknown;
+  options?: { plugins?: { title?: { text?: string } } } & Record<string, unknown>;
+}
+
+function findChartSpec(o: unknown): ChartSpec | null {
+  if (!o || typeof o !== 'object') return null;
+  const x = o as Record<string, unknown>;
+  if (x.chart && typeof x.chart === 'object') return findChartSpec(x.chart);
+  if (x.spec && typeof x.spec === 'object') return findChartSpec(x.spec);
+  if (typeof x.type === 'string' && x.data) return x as unknown as ChartSpec;
+  if (typeof x.type === 'string' && (x.labels || x.datasets))
+    return { type: x.type, data: { labels: x.labels, datasets: x.datasets }, options: { plugins: { title: { display: !!x.title, text: x.title } } } as ChartSpec['options'] };
+  return null;
+}
+
+function parseOutput(o: unknown): unknown {
+  if (typeof o === 'string') {
+    try {
+      return JSON.parse(o);
+    } catch {
+      return o;
+    }
+  }
+  return o;
+}
+
+declare global {
+  interface Window {
+    Chart?: new (canvas: HTMLCanvasElement, cfg: unknown) => { destroy(): void };
+  }
+}
+
+function ChartBox({ spec }: { spec: ChartSpec }) {
+  const ref = useRef<HTMLCanvasElement>(null);
+  useEffect(() => {
+    if (!ref.current || !window.Chart) return;
+    // chart.js writes defaults (colours) into the config it gets: hand it a copy, so the tool's
+    // output shown in the row stays what the tool returned.
+    const copy = JSON.parse(JSON.stringify(spec)) as ChartSpec;
+    const chart = new window.Chart(ref.current, { ...copy, options: { responsive: true, animation: false, ...(copy.options ?? {}) } });
+    return () => chart.destroy();
+  }, [spec]);
+  return (
+    <div class="chart-box" data-chart="render_chart">
+      <canvas ref={ref} role="img" aria-label={String(spec.options?.plugins?.title?.text ?? 'chart')} width={600} height={300} />
+    </div>
+  );
+}
+
+const STATUS_TEXT = { running: 'running…', ok: 'done', failed: 'failed', cancelled: 'cancelled', interrupted: 'interrupted' } as const;
+
+function ToolRow({ p }: { p: Extract<Part, { kind: 'tool' }> }) {
+  const out = useMemo(() => parseOutput(p.output), [p.output]);
+  const spec = useMemo(() => (p.status === 'ok' && p.tool.endsWith('render_chart') ? findChartSpec(out) : null), [out, p.status, p.tool]);
+  const att = out && typeof out === 'object' ? (out as Record<string, unknown>) : null;
+  const ca = att?.chart_attachment;
+  const file = typeof ca === 'string' ? ca : ca && typeof ca === 'object' ? (ca as { filename?: string }).filename : (att?.filename as string | undefined);
+  const img = p.status === 'ok' && typeof file === 'string' && /^[0-9a-f-]{36}\.png$/i.test(file) ? file : null;
+  const statusClass = p.status === 'ok' ? 'ok' : p.status === 'running' ? 'running' : 'failed';
+  return (
+    <div class="tool-wrap">
+      <details class="tool" data-call={p.call_id} data-tool={p.tool} data-status={p.status === 'running' ? undefined : p.status}>
+        <summary>
+          <code class="tool-name">{p.tool}</code>
+          <span class={`status ${statusClass}`}>{STATUS_TEXT[p.status]}</span>
+          <span class="muted">{p.duration_ms !== undefined && p.status !== 'running' ? `${p.duration_ms} ms` : ''}</span>
+        </summary>
+        <div class="body">
+          <div class="muted">Input</div>
+          <pre>{JSON.stringify(p.input, null, 2)}</pre>
+          {p.status !== 'running' && (
+            <>
+              <div class="muted">{p.error ? 'Error' : 'Output'}</div>
+              <pre>{p.error ?? (typeof out === 'string' ? out : JSON.stringify(out, null, 2))}</pre>
+            </>
+          )}
+        </div>
+      </details>
+      {spec && <ChartBox spec={spec} />}
+      {img && <img class="attachment" src={`/api/chat/attachments/${img}`} alt={`Chart attachment ${img}`} data-attachment={img} />}
+    </div>
+  );
+}
+
+const APPROVAL_STATE = { pending: 'Waiting for your approval', approved: 'Approved', denied: 'Not sent', timed_out: 'Not sent: nobody approved in time' } as const;
+
+/**
+ * A mail send held at the proxy until the user decides: who it goes to, the subject and the
+ * attachment names (never the body), with Approve / Deny. It stays until the decision comes back
+ * in the stream (approval_result), so a reload shows a pending one again.
+ */
+function ApprovalCard({ p, onDecide }: { p: Extract<Part, { kind: 'approval' }>; onDecide(id: string, decision: 'approve' | 'deny', scope: 'once' | 'recipient'): Promise<void> }) {
+  const [sending, setSending] = useState(false);
+  const [problem, setProblem] = useState<string | null>(null);
+  const decide = (decision: 'approve' | 'deny', scope: 'once' | 'recipient' = 'once') => {
+    setSending(true);
+    setProblem(null);
+    onDecide(p.approval_id, decision, scope).then(
+      () => setSending(false),
+      (err: unknown) => {
+        setSending(false);
+        setProblem(err instanceof ApiError ? `${err.message} (${err.code})` : 'The decision could not be sent; try again.');
+      },
+    );
+  };
+  const pending = p.state === 'pending';
+  const kb = (n: number) => (n < 1024 ? `${n} B` : `${Math.round(n / 1024)} KB`);
+  return (
+    <section class={`approval ${p.state}`} data-approval={p.approval_id} data-state={p.state} aria-label="Send this e-mail?">
+      <h3>{pending ? 'Send this e-mail?' : 'E-mail'}</h3>
+      <dl>
+        <dt>To</dt>
+        <dd class="recipients">
+          {p.recipients.map((r) => (
+            <span key={r} class={p.ask.includes(r) ? 'asked' : undefined}>
+              {r}
+            </span>
+          ))}
+        </dd>
+        <dt>Subject</dt>
+        <dd class="subject">{p.subject || <span class="muted">(no subject)</span>}</dd>
+        {p.attachments.length > 0 && (
+          <>
+            <dt>Attachments</dt>
+            <dd class="attachments">{p.attachments.map((a) => `${a.name} (${kb(a.size)})`).join(', ')}</dd>
+          </>
+        )}
+      </dl>
+      {p.ask.length > 0 && pending && <p class="muted">Outside your organisation's allowed domains: {p.ask.join(', ')}</p>}
+      {pending ? (
+        <div class="approval-actions">
+          <button type="button" disabled={sending} onClick={() => decide('approve')}>
+            Approve
+          </button>
+          <button type="button" class="secondary" disabled={sending} onClick={() => decide('approve', 'recipient')}>
+            Approve for {p.ask.length === 1 ? 'this recipient' : 'these recipients'} in this chat
+          </button>
+          <button type="button" class="danger" disabled={sending} onClick={() => decide('deny')}>
+            Deny
+          </button>
+          <span class="muted">until {new Date(p.expires_at).toLocaleTimeString()}</span>
+        </div>
+      ) : (
+        <p class="approval-state" role="status">
+          {APPROVAL_STATE[p.state]}
+          {p.state === 'approved' && p.scope === 'recipient' ? ' for these recipients in this chat' : ''}
+        </p>
+      )}
+      {problem && (
+        <div class="banner error" role="alert">
+          {problem}
+        </div>
+      )}
+    </section>
+  );
+}
+
+export function Turn(props: { t: ViewTurn; last: boolean; busy: boolean; onRegenerate(): void; onEdit(): void; onDecide(id: string, decision: 'approve' | 'deny', scope: 'once' | 'recipient'): Promise<void> }) {
+  const { t } = props;
+  const text = answerText(t);
+  const copyRef = useRef<HTMLButtonElement>(null);
+  const copyPromptRef = useRef<HTMLButtonElement>(null);
+  const ended = !t.running;
+  const problem =
+    t.stopReason && t.stopReason !== 'end_turn'
+      ? t.error
+        ? `${t.error.message} (${t.error.code})`
+        : t.stopReason === 'cancelled'
+          ? 'Stopped.'
+          : `Turn ended: ${t.stopReason}`
+      : null;
+  return (
+    <>
+      <div class="msg user" data-turn={t.id ?? ''}>
+        <div class="bubble">{t.prompt}</div>
+        <div class="msg-meta">
+          <time dateTime={t.startedAt}>{fmt(t.startedAt)}</time>
+          <button type="button" class="link" ref={copyPromptRef} onClick={() => void copyText(t.prompt, copyPromptRef.current)} aria-label="Copy your message">
+            Copy
+          </button>
+          {props.last && ended && !props.busy && t.id && (
+            <button type="button" class="link edit-last" onClick={props.onEdit} aria-label="Edit and resend your last message">
+              Edit
+            </button>
+          )}
+        </div>
+      </div>
+      <div class="msg assistant" data-done={ended ? (t.stopReason ?? 'end_turn') : undefined} aria-busy={t.running ? 'true' : undefined}>
+        {t.parts.map((p, i) =>
+          p.kind === 'text' ? <Markdown key={`t${i}`} text={p.text} /> : p.kind === 'approval' ? <ApprovalCard key={p.approval_id} p={p} onDecide={props.onDecide} /> : <ToolRow key={p.call_id || `c${i}`} p={p} />,
+        )}
+        {t.running && !t.parts.length && <p class="muted thinking">Working…</p>}
+        {t.notice && (
+          <div class="banner info" role="status">
+            {t.notice}
+          </div>
+        )}
+        {problem && (
+          <div class={`banner ${t.stopReason === 'cancelled' ? 'info' : 'error'}`} role={t.stopReason === 'cancelled' ? 'status' : 'alert'}>
+            {problem}
+          </div>
+        )}
+        {ended && (
+          <div class="msg-meta">
+            {t.endedAt && <time dateTime={t.endedAt}>{fmt(t.endedAt)}</time>}
+            {text && (
+              <button type="button" class="link copy-answer" ref={copyRef} onClick={() => void copyText(text, copyRef.current)} aria-label="Copy the answer">
+                Copy
+              </button>
+            )}
+            {props.last && !props.busy && t.id && (
+              <button type="button" class="link regenerate" onClick={props.onRegenerate} aria-label="Regenerate the last answer">
+                Regenerate
+              </button>
+            )}
+          </div>
+        )}
+      </div>
+    </>
+  );
+}
+
