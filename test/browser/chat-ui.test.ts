@@ -6,12 +6,10 @@
  * side of the interface); everything from the route to the DOM is the real code.
  */
 import t from 'tap';
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import type { Page } from 'playwright-core';
 import type { TurnRequest, TurnResult, TurnRunner } from '../../core/index.js';
 import { addUser, startTestApp } from '../helpers/app.js';
-import { browserUnavailable, launch, screenshot, settled } from '../helpers/browser.js';
+import { axeProblems, browserUnavailable, launch, screenshot, settled } from '../helpers/browser.js';
 
 const PASSWORD = 'erin-password-1';
 
@@ -101,19 +99,6 @@ async function promptInView(page: Page): Promise<{ top: number; bottom: number; 
     const r = el.getBoundingClientRect();
     return { top: Math.round(r.top), bottom: Math.round(r.bottom), vh: window.innerHeight };
   });
-}
-
-const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-
-/** axe-core's serious and critical violations on the page, as `id: target…`. */
-async function axeProblems(page: Page): Promise<string[]> {
-  // evaluate() runs outside the page's CSP, which forbids injected script tags.
-  await page.evaluate(axeSource);
-  const result = await page.evaluate(async () => {
-    const r = await (window as any).axe.run(document, { resultTypes: ['violations'] });
-    return r.violations.map((v: any) => ({ id: v.id, impact: v.impact, targets: v.nodes.slice(0, 3).map((n: any) => n.target.join(' ')) }));
-  });
-  return (result as { id: string; impact: string; targets: string[] }[]).filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.targets.join(', ')}`);
 }
 
 const why = browserUnavailable();

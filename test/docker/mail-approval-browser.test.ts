@@ -17,7 +17,7 @@ import * as google from '../../emulator/google.js';
 import * as openaiModel from '../../emulator/model-openai.js';
 import { Client } from '../helpers/client.js';
 import { waitFor } from '../helpers/chat.js';
-import { browserUnavailable, launch } from '../helpers/browser.js';
+import { axeProblems, browserUnavailable, launch, screenshot } from '../helpers/browser.js';
 import { dataDir, dockerOrSkip, ensureTestImage, runtimeConfig, sweep, uniqueOwner } from './helpers.js';
 
 const MODEL_KEY = 'sk-approval-model-key-0123456789abcdef';
@@ -91,6 +91,8 @@ else if (docker) {
     t.match(text, /Quarterly numbers/, 'and the subject');
     t.notMatch(text, /secret body text/, 'never the body');
     t.equal(g.mailbox.length, 0, 'nothing sent while it waits');
+    t.same(await axeProblems(page), [], 'axe: no serious or critical issue with the approval card');
+    await screenshot(page, 'chat-approval');
 
     // A reload shows the pending question again (the resumable stream).
     await page.reload();

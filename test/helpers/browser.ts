@@ -1,4 +1,5 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -167,4 +168,19 @@ export async function tabTo(page: Page, selector: string, max = 40): Promise<boo
     if (await page.evaluate((s) => !!document.activeElement?.matches(s), selector)) return true;
   }
   return false;
+}
+
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/** axe-core's serious and critical violations on the page, as `id: target…`. */
+export async function axeProblems(page: Page): Promise<string[]> {
+  // evaluate() runs outside the page's CSP, which forbids injected script tags.
+  await page.evaluate(axeSource);
+  const result = await page.evaluate(async () => {
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    const r = await (window as any).axe.run(document, { resultTypes: ['violations'] });
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    return r.violations.map((v: any) => ({ id: v.id, impact: v.impact, targets: v.nodes.slice(0, 3).map((n: any) => n.target.join(' ')) }));
+  });
+  return (result as { id: string; impact: string; targets: string[] }[]).filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.targets.join(', ')}`);
 }
