@@ -74,6 +74,9 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'AIRLOCK_MAIL_MAX_RECIPIENTS', kind: 'int', default: '50', min: 1, max: 500, doc: 'Most recipients (To + Cc + Bcc) of one sent message.' },
   { env: 'AIRLOCK_MAIL_MAX_PER_HOUR', kind: 'int', default: '60', min: 1, max: 100000, doc: 'Most messages one user\'s agents may send per hour (all sessions, all nodes).' },
   { env: 'AIRLOCK_MAIL_APPROVAL_TIMEOUT_S', kind: 'int', default: '90', min: 5, max: 105, doc: 'How long a send held for the user\'s approval waits; then it is refused (at most 105: the agent\'s tool call waits 120 s).' },
+  { env: 'OTEL_EXPORTER_OTLP_ENDPOINT', kind: 'url', doc: 'OpenTelemetry collector (OTLP/HTTP, JSON), e.g. http://127.0.0.1:4318: traces of each turn and the metrics are exported there. Unset: no telemetry (docs/audit.md).' },
+  { env: 'OTEL_SERVICE_NAME', kind: 'string', default: 'airlock', doc: 'The service name on exported traces and metrics.' },
+  { env: 'OTEL_METRIC_EXPORT_INTERVAL', kind: 'int', default: '60000', min: 100, max: 3600000, doc: 'Milliseconds between metric exports over OTLP.' },
 ] as const;
 
 export interface Config {
@@ -123,6 +126,8 @@ export interface Config {
   };
   /** Trusted reverse proxies (express `trust proxy` list); empty: none, X-Forwarded-* ignored. */
   trustProxy: string[];
+  /** OpenTelemetry export (docs/audit.md#opentelemetry); endpoint unset: off. */
+  telemetry: { endpoint?: string; serviceName: string; metricIntervalMs: number };
   /** The server's send policy (agent policies make it stricter per user): docs/proxy.md#send-policy. */
   mail: { other: 'allow' | 'ask' | 'block'; allowDomains: string[]; blockDomains: string[]; maxRecipients: number; maxPerHour: number; approvalTimeoutS: number };
 }
@@ -271,6 +276,7 @@ export function loadConfig(env: Raw, opts: LoadConfigOptions = {}): Readonly<Con
       directoryBaseUrl: str('AIRLOCK_GOOGLE_DIRECTORY_BASE_URL'),
     },
     trustProxy: trustProxy as string[],
+    telemetry: { endpoint: values.OTEL_EXPORTER_OTLP_ENDPOINT as string | undefined, serviceName: str('OTEL_SERVICE_NAME'), metricIntervalMs: num('OTEL_METRIC_EXPORT_INTERVAL') },
     mail: {
       other: str('AIRLOCK_MAIL_OTHER') as Config['mail']['other'],
       allowDomains,

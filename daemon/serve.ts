@@ -11,6 +11,7 @@ import { OverlayPreparer } from './overlay.js';
 import { TokenService } from './tokens.js';
 import { FleetMember, FleetSessions, refreshLease } from './fleet.js';
 import { MailGate } from './mail-gate.js';
+import { startTelemetry } from './telemetry.js';
 import { AccountStore, getUserById } from '../domain/index.js';
 
 export interface RunningDaemon extends DaemonBase {
@@ -88,6 +89,9 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   // The send policy's daemon side and the proxy's audit trail (docs/audit.md).
   const mailGate = new MailGate(base.database.sql, config, base.log.child({ area: 'mail' }));
   services.approvals ??= mailGate;
+  // OpenTelemetry, when OTEL_EXPORTER_OTLP_ENDPOINT is set: turns, tool calls and proxied requests.
+  const telemetry = startTelemetry(config, base.log, metrics.registry);
+  const auditor = telemetry ? telemetry.auditor(mailGate) : mailGate;
   const hooks: SessionHooks = {
     // The one place a session registers for token rotation: when its sandbox took `start`, or was
     // adopted after a daemon restart (its token env names come from its claim.json). Rotation is
@@ -107,7 +111,7 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
     // and so does a session another node of the fleet took over meanwhile.
     mayAdopt: async ({ sessionId, userId }) => (await getUserById(base.database.sql, userId))?.is_active === true && (await fleetSessions.mayAdopt(sessionId)),
   };
-  const runtimeOpts = opts.runtime === false ? undefined : { preparer: latePreparer, egress: egressGateway as EgressGateway, hooks, auditor: mailGate, ...(opts.runtime || {}) };
+  const runtimeOpts = opts.runtime === false ? undefined : { preparer: latePreparer, egress: egressGateway as EgressGateway, hooks, auditor, ...(opts.runtime || {}) };
   const runtime = runtimeOpts ? await startRuntime({ ...base, metrics, ...runtimeOpts }) : undefined;
   if (runtimeOpts && !runtime) {
     // No engine: no sandbox is live, so no agent token is either.
@@ -117,7 +121,7 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
     // ChatService (web/chat-routes.ts) is {runner}; the session manager is the TurnRunner.
     fleetSessions.runner = runtime.sessions;
     services.operator ??= ((request: unknown) => runtime.sessions.handleControl(request)) satisfies OperatorPort;
-    services.chat ??= { runner: fleetSessions };
+    services.chat ??= { runner: telemetry ? telemetry.runner(fleetSessions) : fleetSessions };
     services.sandboxes ??= runtime.sessions;
     services.sandboxAdmin ??= runtime.sessions;
     // AGENT_USER_TOKEN is bound to user and session: accepted only while that session has a live
@@ -171,6 +175,7 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
         await tokenService.close();
         await egressGateway.close();
         await fleet.stop();
+        await telemetry?.shutdown();
         await base.database.close();
       })();
       return closing;
