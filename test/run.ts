@@ -38,6 +38,13 @@ const BOTH_ENGINES = [
   'dist/test/integration/security-matrix.test.js',
   'dist/test/integration/security-web.test.js',
   'dist/test/integration/openapi.test.js',
+  // identity, organisations, SSO and the directory client; the send policy's admin API
+  'dist/test/integration/identity/admin-api.test.js',
+  'dist/test/integration/identity/admin-audit.test.js',
+  'dist/test/integration/identity/directory-client.test.js',
+  'dist/test/integration/identity/org-admin.test.js',
+  'dist/test/integration/identity/sso.test.js',
+  'dist/test/integration/mail-policy-api.test.js',
 ];
 const ALL = ['dist/test/**/*.test.js'];
 

@@ -15,6 +15,7 @@ import { logAction } from '../domain/action-log.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
 import { resolveRedirect } from './redirect.js';
 import { validateBody } from './validate.js';
+import { saveSession } from './auth-routes.js';
 
 /** How long a started connect handshake stays valid. */
 export const ACCOUNT_STATE_TTL_MS = 10 * 60 * 1000;
@@ -168,6 +169,7 @@ export function accountRoutes(ctx: WebContext): Router {
       req.log.info({ event: 'account_connected', missingScopes: missing }, 'account connected');
       const back = new URL(p.returnTo, ctx.config.publicOrigin);
       back.searchParams.set('account', missing.length ? 'partial' : 'connected');
+      await saveSession(req);
       res.redirect(302, back.pathname + back.search);
     }),
   );

@@ -120,3 +120,14 @@ export const SESSION_COOKIE = 'airlock.sid';
 export function regenerate(req: import('express').Request): Promise<void> {
   return new Promise((resolve, reject) => req.session.regenerate((err) => (err ? reject(err) : resolve())));
 }
+
+/**
+ * Store the session now, before answering with a redirect. express-session saves a changed
+ * session when the response ends, but it sends the headers (status, Location, Set-Cookie)
+ * before that write finishes; a browser follows a redirect on its headers alone, so its next
+ * request could read the session before it is stored (seen on PostgreSQL, where the write is
+ * truly asynchronous: a fresh SSO login answered 401 on the page it redirected to).
+ */
+export function saveSession(req: import('express').Request): Promise<void> {
+  return new Promise((resolve, reject) => req.session.save((err) => (err ? reject(err) : resolve())));
+}

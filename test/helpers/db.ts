@@ -1,5 +1,6 @@
 import { join } from 'node:path';
-import { openDatabase, type Database } from '../../domain/db/index.js';
+import { sql } from 'kysely';
+import { openDatabase, type Database, type Sql } from '../../domain/db/index.js';
 import { createPgDatabase } from './postgres.js';
 
 /**
@@ -45,4 +46,29 @@ export async function postgresForTest(t: Teardown & { pass: (...a: any[]) => unk
   const db = await createPgDatabase(admin);
   t.teardown(() => db.drop());
   return db.url;
+}
+
+/** Raw SQL with `?` placeholders as a Kysely query (so a test's checks run on either engine). */
+function rawQuery(text: string, params: unknown[]) {
+  const parts = text.split('?');
+  if (parts.length - 1 !== params.length) throw new Error(`${parts.length - 1} placeholders, ${params.length} values: ${text}`);
+  return sql(Object.assign([...parts], { raw: [...parts] }) as unknown as TemplateStringsArray, ...params);
+}
+
+/** The rows of a query with `?` placeholders, on the test's database (either engine). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function dbRows<T = any>(db: Sql, text: string, ...params: unknown[]): Promise<T[]> {
+  return (await rawQuery(text, params).execute(db)).rows as T[];
+}
+
+/** The first row of a query, or undefined. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function dbRow<T = any>(db: Sql, text: string, ...params: unknown[]): Promise<T | undefined> {
+  return (await dbRows<T>(db, text, ...params))[0];
+}
+
+/** Run a statement; the number of rows it changed. */
+export async function dbRun(db: Sql, text: string, ...params: unknown[]): Promise<number> {
+  const r = await rawQuery(text, params).execute(db);
+  return Number(r.numAffectedRows ?? 0n);
 }

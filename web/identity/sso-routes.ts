@@ -6,7 +6,7 @@ import { logAction } from '../../domain/action-log.js';
 import { nowIso, type Sql } from '../../domain/db/index.js';
 import { createUser, getUserByEmail, type User } from '../../domain/users.js';
 import type { SsoProviderList } from '../admin-api.js';
-import { regenerate } from '../auth-routes.js';
+import { regenerate, saveSession } from '../auth-routes.js';
 import { resolveRedirect } from '../redirect.js';
 import { asyncHandler, type WebContext } from '../context.js';
 import { SOCIAL_ACCOUNT_ADDED, SOCIAL_ACCOUNT_UPDATED, upsertExternalIdentity, type IdentitySignals } from '../../domain/identity/events.js';
@@ -155,6 +155,7 @@ export function ssoRoutes(ctx: WebContext, enc: Encryptor, signals: IdentitySign
         .slice(-(MAX_PENDING - 1));
       pending.push([state, { provider: c.provider, connectionId: c.id, codeVerifier, nonce, callbackUrl, createdAt: now }]);
       req.session.oauth = Object.fromEntries(pending);
+      await saveSession(req);
       res.redirect(303, url.href);
     }),
   );
@@ -218,6 +219,7 @@ export function ssoRoutes(ctx: WebContext, enc: Encryptor, signals: IdentitySign
       await upsertExternalIdentity(db, event);
       signals.emit(known ? SOCIAL_ACCOUNT_UPDATED : SOCIAL_ACCOUNT_ADDED, event);
       req.log.info({ userId: user.id, provider }, 'sso login');
+      await saveSession(req);
       res.redirect(303, pending.callbackUrl);
     }),
   );

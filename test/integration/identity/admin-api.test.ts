@@ -1,4 +1,5 @@
 import t from 'tap';
+import { dbRow } from '../../helpers/db.js';
 import { generateKeyPairSync } from 'node:crypto';
 import { addUser, startTestApp } from '../../helpers/app.js';
 
@@ -39,7 +40,7 @@ t.test('IdP connections: superuser CRUD, secrets write-only and encrypted, has_g
   const cleared = await root.json('PATCH', `/api/identity/connections/${c.body.id}`, { delegated_admin_email: null });
   t.equal(cleared.body.has_group_sync, false);
 
-  const row = app.db.prepare('SELECT client_secret_enc, service_account_enc FROM idp_connections').get() as Record<string, string>;
+  const row = (await dbRow(app.database.sql, 'SELECT client_secret_enc, service_account_enc FROM idp_connections')) as Record<string, string>;
   t.notOk(JSON.stringify(row).includes('GOCSPX'), 'client secret encrypted');
   t.notOk(JSON.stringify(row).includes('PRIVATE KEY'), 'service account encrypted');
   const everything = JSON.stringify([c.body, onlySa.body, both.body, (await root.json('GET', '/api/identity/connections')).body]) + app.logs.text();

@@ -1,5 +1,6 @@
 import t from 'tap';
-import { logAction } from '../../../core/index.js';
+import { dbRow } from '../../helpers/db.js';
+import { logAction } from '../../../domain/action-log.js';
 import { addUser, startTestApp } from '../../helpers/app.js';
 
 const PW = 'password-123456';
@@ -33,13 +34,13 @@ t.test('organisations: rename and delete (members, teams and policies go; stored
   t.same(view.members, [{ id: alice, username: 'alice', display_name: null }], 'the team lists its members by name');
   const pol = await c.json('POST', `/api/identity/organisations/${org.id}/agent-policies`, { name: 'no mail', applies_to: 'teams', team_ids: [team.id], denied_tools: ['send_email'] });
   t.equal(pol.status, 201);
-  const stored = () => JSON.parse((app.db.prepare('SELECT policy FROM user_agent_policies WHERE user_id = ?').get(alice) as { policy: string }).policy);
-  t.same(stored().denied_tools, ['send_email']);
+  const stored = async () => JSON.parse(((await dbRow(app.database.sql, 'SELECT policy FROM user_agent_policies WHERE user_id = ?', alice)) as { policy: string }).policy);
+  t.same((await stored()).denied_tools, ['send_email']);
 
   t.equal((await c.json('DELETE', `/api/identity/organisations/${org.id}`)).status, 204);
   t.equal((await c.json('GET', `/api/identity/organisations/${org.id}/teams`)).status, 404, 'gone');
-  t.equal((app.db.prepare('SELECT COUNT(*) AS n FROM teams WHERE organisation_id = ?').get(org.id) as { n: number }).n, 0, 'its teams went with it');
-  t.same(stored().denied_tools, [], 'alice\'s stored policy no longer denies mail');
+  t.equal(((await dbRow(app.database.sql, 'SELECT COUNT(*) AS n FROM teams WHERE organisation_id = ?', org.id)) as { n: number }).n, 0, 'its teams went with it');
+  t.same((await stored()).denied_tools, [], 'alice\'s stored policy no longer denies mail');
   t.equal((await c.json('DELETE', `/api/identity/organisations/${org.id}`)).status, 404);
 
   const log = await c.json('GET', '/api/data-authorization/audit?event=identity.*');
@@ -82,7 +83,7 @@ t.test('agent policies: only tools and models that exist; "chosen teams" needs a
   t.equal(noTeams.body.error.field, 'team_ids');
   const noTeams2 = await c.json('POST', `/api/identity/organisations/${org.id}/agent-policies`, { name: 'p', applies_to: 'teams' });
   t.equal(noTeams2.body.error.field, 'team_ids', 'also when team_ids is left out');
-  t.equal((app.db.prepare('SELECT COUNT(*) AS n FROM agent_policies').get() as { n: number }).n, 0, 'nothing stored');
+  t.equal(((await dbRow(app.database.sql, 'SELECT COUNT(*) AS n FROM agent_policies')) as { n: number }).n, 0, 'nothing stored');
 
   const ok = await c.json('POST', `/api/identity/organisations/${org.id}/agent-policies`, { name: 'p', applies_to: 'all', allowed_tools: ['send_email'], allowed_models: ['demo'] });
   t.equal(ok.status, 201);
@@ -141,7 +142,7 @@ t.test('action log: keyset paging without overlap, names, and a last page withou
   const app = await startTestApp(t);
   const root = (await addUser(app.database, 'root', PW, { superuser: true })).id;
   const bob = (await addUser(app.database, 'bob', PW)).id;
-  for (let i = 0; i < 60; i++) logAction(app.db, { event: 'test.paging', actorId: root, subjectId: bob, data: { i } });
+  for (let i = 0; i < 60; i++) await logAction(app.database.sql, { event: 'test.paging', actorId: root, subjectId: bob, data: { i } });
   const c = app.client();
   await c.login('root', PW);
   const first = await c.json('GET', '/api/data-authorization/audit?event=test.*&limit=50');

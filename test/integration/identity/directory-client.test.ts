@@ -1,4 +1,5 @@
 import t, { type Test } from 'tap';
+import { dbRow, dbRows } from '../../helpers/db.js';
 import { startSync, syncAdmin, syncOnce, type SyncSetup } from '../../helpers/directory.js';
 import { GROUPS_PAGE, MEMBERS_PAGE, USERS_PAGE } from '../../../daemon/directory-sync/index.js';
 
@@ -17,24 +18,24 @@ const membersLists = (s: SyncSetup, groupId?: string) =>
 function directoryPairs(s: SyncSetup): string[] {
   return s.dir.groups.flatMap((g) => (s.dir.members.get(g.id) ?? []).map((m) => `${g.email}|${m.email}`)).sort();
 }
-function dbPairs(s: SyncSetup): string[] {
-  return (s.app.db.prepare('SELECT g.email AS g, u.email AS u FROM external_group_members m JOIN external_groups g ON g.id = m.group_id JOIN users u ON u.id = m.user_id').all() as { g: string; u: string }[])
+async function dbPairs(s: SyncSetup): Promise<string[]> {
+  return ((await dbRows(s.app.database.sql, 'SELECT g.email AS g, u.email AS u FROM external_group_members m JOIN external_groups g ON g.id = m.group_id JOIN users u ON u.id = m.user_id')) as { g: string; u: string }[])
     .map((r) => `${r.g}|${r.u}`)
     .sort();
 }
 
 /** The directory's users and groups all landed in the database. */
-function assertComplete(t: Test, s: SyncSetup): void {
-  const dirUsers = (s.app.db.prepare('SELECT d.email, u.is_active FROM directory_users d JOIN users u ON u.id = d.user_id').all() as { email: string; is_active: number }[]);
+async function assertComplete(t: Test, s: SyncSetup): Promise<void> {
+  const dirUsers = ((await dbRows(s.app.database.sql, 'SELECT d.email, u.is_active FROM directory_users d JOIN users u ON u.id = d.user_id')) as { email: string; is_active: number }[]);
   t.same(dirUsers.map((r) => r.email).sort(), s.dir.users.map((u) => u.primaryEmail).sort(), 'every directory user synced');
   t.equal(dirUsers.filter((r) => r.is_active === 1).length, s.dir.users.length, 'all active');
-  const groups = s.app.db.prepare('SELECT directory_id, email, name FROM external_groups').all() as { directory_id: string; email: string; name: string }[];
+  const groups = (await dbRows(s.app.database.sql, 'SELECT directory_id, email, name FROM external_groups')) as { directory_id: string; email: string; name: string }[];
   t.same(
     groups.map((g) => `${g.directory_id}|${g.email}|${g.name}`).sort(),
     s.dir.groups.map((g) => `${g.id}|${g.email}|${g.name}`).sort(),
     'every group synced',
   );
-  t.same(dbPairs(s), directoryPairs(s), 'every membership synced');
+  t.same(await dbPairs(s), directoryPairs(s), 'every membership synced');
 }
 
 t.test('lists larger than a page: maxResults 500/200/200 and every nextPageToken followed', async (t) => {
@@ -78,7 +79,7 @@ t.test('lists larger than a page: maxResults 500/200/200 and every nextPageToken
   const perGroup = d.groups.reduce((n, g) => n + Math.max(1, Math.ceil((d.members.get(g.id)?.length ?? 0) / 200)), 0);
   t.equal(membersLists(s).length, perGroup, 'members.list: one request per page of every group');
   t.equal(j.result.requests, 1 + usersLists(s).length + groupsLists(s).length + membersLists(s).length, 'the client counts the same requests (+1 token)');
-  assertComplete(t, s);
+  await assertComplete(t, s);
 });
 
 t.test('transient 5xx answers mid-sync are retried; the job succeeds with complete data', async (t) => {
@@ -100,7 +101,7 @@ t.test('transient 5xx answers mid-sync are retried; the job succeeds with comple
   t.equal(j.result.retries, 4, 'one retry per failed answer');
   t.equal(j.result.users_created, 1200);
   t.equal(j.result.groups_created, 450);
-  assertComplete(t, s);
+  await assertComplete(t, s);
 
   // The emulator saw each failed request again, with the same query.
   const users = usersLists(s);
@@ -139,7 +140,7 @@ t.test('a 5xx that outlasts the attempts fails the job after exactly maxAttempts
   const users = usersLists(s);
   t.equal(users.length, 1 + 3, 'page 1, then page 2 three times (the helper client makes 3 attempts)');
   t.same(new Set(users.slice(1).map((r) => r.query)).size, 1, 'the same page each time');
-  t.equal((s.app.db.prepare('SELECT COUNT(*) AS n FROM directory_users').get() as { n: number }).n, 0, 'nothing written');
+  t.equal(((await dbRow(s.app.database.sql, 'SELECT COUNT(*) AS n FROM directory_users')) as { n: number }).n, 0, 'nothing written');
 });
 
 t.test("a 429 with Retry-After waits as long as the directory asks, not the client's own backoff", async (t) => {
@@ -157,5 +158,5 @@ t.test("a 429 with Retry-After waits as long as the directory asks, not the clie
   t.same(users[1].query, users[0].query, 'the same page');
   const waited = users[1].at - users[0].at;
   t.ok(waited >= 950, `the client waited the ${waited} ms the directory asked for (Retry-After: 1)`);
-  assertComplete(t, s);
+  await assertComplete(t, s);
 });

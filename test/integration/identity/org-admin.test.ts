@@ -1,4 +1,5 @@
 import t from 'tap';
+import { dbRow, dbRows, dbRun } from '../../helpers/db.js';
 import { addUser, startTestApp, type TestApp } from '../../helpers/app.js';
 import type { Client } from '../../helpers/client.js';
 import { identityEncryptor, saveConnection } from '../../../web/index.js';
@@ -38,7 +39,7 @@ async function setup(t: { teardown(fn: () => unknown): void }): Promise<OrgSetup
   for (const name of ['root', 'mgrA', 'mgrA2', 'mgrB', 'u1', 'u2', 'u3', 'gone1']) {
     ids[name] = (await addUser(app.database, name, PW, { superuser: name === 'root' })).id;
   }
-  app.db.prepare('UPDATE users SET is_active = 0 WHERE id = ?').run(ids.gone1);
+  (await dbRun(app.database.sql, 'UPDATE users SET is_active = 0 WHERE id = ?', ids.gone1));
   const root = await login(app, 'root');
   const orgA = (await root.json('POST', '/api/identity/organisations', { name: 'Org A' })).body.id as number;
   const orgB = (await root.json('POST', '/api/identity/organisations', { name: 'Org B' })).body.id as number;
@@ -48,25 +49,25 @@ async function setup(t: { teardown(fn: () => unknown): void }): Promise<OrgSetup
   }
   // Synced groups, as the directory sync writes them.
   const conn = await saveConnection(app.database.sql, identityEncryptor(app.config), { provider: 'google', issuer: 'https://accounts.google.com', client_id: 'cid' });
-  const group = (dirId: string, email: string, members: number[]) => {
+  const group = async (dirId: string, email: string, members: number[]) => {
     const id = Number(
-      app.db.prepare("INSERT INTO external_groups (connection_id, directory_id, email, name, synced_at) VALUES (?, ?, ?, ?, '2026-01-01T00:00:00Z')").run(conn.id, dirId, email, email).lastInsertRowid,
+      (await dbRow(app.database.sql, "INSERT INTO external_groups (connection_id, directory_id, email, name, synced_at) VALUES (?, ?, ?, ?, '2026-01-01T00:00:00Z') RETURNING id", conn.id, dirId, email, email)).id,
     );
-    for (const u of members) app.db.prepare('INSERT INTO external_group_members (group_id, user_id) VALUES (?, ?)').run(id, u);
+    for (const u of members) (await dbRun(app.database.sql, 'INSERT INTO external_group_members (group_id, user_id) VALUES (?, ?)', id, u));
     return id;
   };
-  const g1 = group('g1', 'eng@example.test', [ids.u1, ids.u2, ids.gone1]);
-  const g2 = group('g2', 'ops@example.test', [ids.u3]);
+  const g1 = await group('g1', 'eng@example.test', [ids.u1, ids.u2, ids.gone1]);
+  const g2 = await group('g2', 'ops@example.test', [ids.u3]);
   return { app, root, mA: await login(app, 'mgrA'), mB: await login(app, 'mgrB'), orgA, orgB, ids, g1, g2 };
 }
 
-const roleOf = (s: OrgSetup, org: number, user: number) =>
-  (s.app.db.prepare('SELECT role FROM organisation_members WHERE organisation_id = ? AND user_id = ?').get(org, user) as { role: string } | undefined)?.role;
-const teamMembers = (s: OrgSetup, team: number) =>
-  (s.app.db.prepare('SELECT user_id FROM team_members WHERE team_id = ? ORDER BY user_id').all(team) as { user_id: number }[]).map((r) => r.user_id);
+const roleOf = async (s: OrgSetup, org: number, user: number) =>
+  ((await dbRow(s.app.database.sql, 'SELECT role FROM organisation_members WHERE organisation_id = ? AND user_id = ?', org, user)) as { role: string } | undefined)?.role;
+const teamMembers = async (s: OrgSetup, team: number) =>
+  ((await dbRows(s.app.database.sql, 'SELECT user_id FROM team_members WHERE team_id = ? ORDER BY user_id', team)) as { user_id: number }[]).map((r) => r.user_id);
 const policyIds = async (s: OrgSetup, user: number) => (await s.root.json('GET', `/api/identity/agent-policy?user_id=${user}`)).body.policy.policy_ids as number[];
-const stored = (s: OrgSetup, user: number) =>
-  JSON.parse((s.app.db.prepare('SELECT policy FROM user_agent_policies WHERE user_id = ?').get(user) as { policy: string } | undefined)?.policy ?? 'null') as { policy_ids: number[] } | null;
+const stored = async (s: OrgSetup, user: number) =>
+  JSON.parse(((await dbRow(s.app.database.sql, 'SELECT policy FROM user_agent_policies WHERE user_id = ?', user)) as { policy: string } | undefined)?.policy ?? 'null') as { policy_ids: number[] } | null;
 
 t.test('organisation members: a manager adds, changes and removes plain members only; managers are a superuser\'s', async (t) => {
   const s = await setup(t);
@@ -86,7 +87,7 @@ t.test('organisation members: a manager adds, changes and removes plain members 
   t.same(added.body, { organisation_id: orgA, user_id: ids.u1, role: 'member' });
   t.equal((await mA.json('PUT', `${members}/${ids.u1}`, { role: 'member' })).status, 200);
   t.same(await policyIds(s, ids.u1), [all.body.id], 'a member is under the organisation\'s policies');
-  t.same(stored(s, ids.u1)?.policy_ids, [all.body.id], 'stored sandbox policy written');
+  t.same((await stored(s, ids.u1))?.policy_ids, [all.body.id], 'stored sandbox policy written');
   const listed = await mA.json('GET', members);
   t.same(listed.body.members, [
     { user_id: ids.mgrA, role: 'manager' },
@@ -94,16 +95,16 @@ t.test('organisation members: a manager adds, changes and removes plain members 
     { user_id: ids.u1, role: 'member' },
   ]);
   t.equal((await mA.json('DELETE', `${members}/${ids.u1}`)).status, 204);
-  t.equal(roleOf(s, orgA, ids.u1), undefined, 'removed');
+  t.equal(await roleOf(s, orgA, ids.u1), undefined, 'removed');
   t.same(await policyIds(s, ids.u1), [], 'no longer under the organisation\'s policies');
-  t.same(stored(s, ids.u1)?.policy_ids, [], 'stored sandbox policy rewritten');
+  t.same((await stored(s, ids.u1))?.policy_ids, [], 'stored sandbox policy rewritten');
 
   // Naming a manager.
   forbidden(await mA.json('PUT', `${members}/${ids.u2}`, { role: 'manager' }), 'manager names a new manager');
-  t.equal(roleOf(s, orgA, ids.u2), undefined);
+  t.equal(await roleOf(s, orgA, ids.u2), undefined);
   t.equal((await mA.json('PUT', `${members}/${ids.u2}`)).status, 200);
   forbidden(await mA.json('PUT', `${members}/${ids.u2}`, { role: 'manager' }), 'manager promotes a member');
-  t.equal(roleOf(s, orgA, ids.u2), 'member');
+  t.equal(await roleOf(s, orgA, ids.u2), 'member');
 
   // Touching another manager (or oneself): demote by an empty body, by role member, remove.
   forbidden(await mA.json('PUT', `${members}/${ids.mgrA2}`), 'PUT {} would demote a manager');
@@ -113,15 +114,15 @@ t.test('organisation members: a manager adds, changes and removes plain members 
   forbidden(await mA.json('DELETE', `${members}/${ids.mgrA2}`), 'remove a manager');
   forbidden(await mA.json('PUT', `${members}/${ids.mgrA}`, { role: 'member' }), 'demote oneself');
   forbidden(await mA.json('DELETE', `${members}/${ids.mgrA}`), 'remove oneself');
-  t.equal(roleOf(s, orgA, ids.mgrA2), 'manager', 'still a manager');
-  t.equal(roleOf(s, orgA, ids.mgrA), 'manager');
+  t.equal(await roleOf(s, orgA, ids.mgrA2), 'manager', 'still a manager');
+  t.equal(await roleOf(s, orgA, ids.mgrA), 'manager');
 
   // A manager of another organisation, a plain member, anonymous.
   forbidden(await mB.json('PUT', `${members}/${ids.u3}`), 'manager of B adds to A');
   forbidden(await mB.json('DELETE', `${members}/${ids.u2}`), 'manager of B removes from A');
   forbidden(await mB.json('GET', members), 'manager of B lists A');
-  t.equal(roleOf(s, orgA, ids.u2), 'member');
-  t.equal(roleOf(s, orgA, ids.u3), undefined);
+  t.equal(await roleOf(s, orgA, ids.u2), 'member');
+  t.equal(await roleOf(s, orgA, ids.u3), undefined);
   const u2 = await login(s.app, 'u2');
   forbidden(await u2.json('PUT', `${members}/${ids.u3}`), 'plain member adds');
   forbidden(await u2.json('DELETE', `${members}/${ids.mgrA}`), 'plain member removes a manager');
@@ -137,12 +138,12 @@ t.test('organisation members: a manager adds, changes and removes plain members 
   // The superuser manages managers.
   const demoted = await root.json('PUT', `${members}/${ids.mgrA2}`, { role: 'member' });
   t.equal(demoted.status, 200);
-  t.equal(roleOf(s, orgA, ids.mgrA2), 'member');
+  t.equal(await roleOf(s, orgA, ids.mgrA2), 'member');
   t.equal((await mA.json('DELETE', `${members}/${ids.mgrA2}`)).status, 204, 'now a plain member, a manager may remove them');
   t.equal((await root.json('PUT', `${members}/${ids.u2}`, { role: 'manager' })).status, 200);
-  t.equal(roleOf(s, orgA, ids.u2), 'manager');
+  t.equal(await roleOf(s, orgA, ids.u2), 'manager');
   t.equal((await root.json('DELETE', `${members}/${ids.u2}`)).status, 204);
-  t.equal(roleOf(s, orgA, ids.u2), undefined);
+  t.equal(await roleOf(s, orgA, ids.u2), undefined);
 });
 
 t.test('teams: PATCH (rename, link, re-link, unlink) and DELETE; other organisations\' managers refused', async (t) => {
@@ -177,8 +178,8 @@ t.test('teams: PATCH (rename, link, re-link, unlink) and DELETE; other organisat
   t.same(linked.body.member_ids, [ids.u1, ids.u2]);
   t.same(await policyIds(s, ids.u1), [policy.body.id]);
   t.same(await policyIds(s, ids.u3), [], 'the manual member left with the link');
-  t.same(stored(s, ids.u1)?.policy_ids, [policy.body.id], 'stored sandbox policies rewritten');
-  t.same(stored(s, ids.u3)?.policy_ids, []);
+  t.same((await stored(s, ids.u1))?.policy_ids, [policy.body.id], 'stored sandbox policies rewritten');
+  t.same((await stored(s, ids.u3))?.policy_ids, []);
   const locked = await mA.json('PUT', `/api/identity/teams/${team.id}/members/${ids.u3}`);
   t.equal(locked.status, 409);
   t.equal(locked.body.error.code, 'ERR_TEAM_LINKED');
@@ -227,9 +228,9 @@ t.test('teams: PATCH (rename, link, re-link, unlink) and DELETE; other organisat
 
   // Delete: members lose the team's policy; the policy no longer names the team.
   t.equal((await mA.json('DELETE', `/api/identity/teams/${team.id}`)).status, 204);
-  t.same(teamMembers(s, team.id), []);
+  t.same(await teamMembers(s, team.id), []);
   t.same(await policyIds(s, ids.u3), []);
-  t.same(stored(s, ids.u3)?.policy_ids, [], 'stored sandbox policy rewritten');
+  t.same((await stored(s, ids.u3))?.policy_ids, [], 'stored sandbox policy rewritten');
   const p = await mA.json('GET', `/api/identity/organisations/${orgA}/agent-policies`);
   t.same(p.body.policies.find((x: { id: number }) => x.id === policy.body.id).team_ids, []);
   const again = await mA.json('DELETE', `/api/identity/teams/${team.id}`);
@@ -261,7 +262,7 @@ t.test('agent policies: PATCH and DELETE; other organisations\' managers and tea
   const foreign = await mA.json('POST', `/api/identity/organisations/${orgA}/agent-policies`, { name: 'sneaky', applies_to: 'teams', team_ids: [teamB.id], denied_tools: ['send_email'] });
   t.equal(foreign.status, 400);
   t.equal(foreign.body.error.code, 'ERR_VALIDATION');
-  t.equal((s.app.db.prepare("SELECT COUNT(*) AS n FROM agent_policies WHERE name = 'sneaky'").get() as { n: number }).n, 0, 'not created');
+  t.equal(((await dbRow(s.app.database.sql, "SELECT COUNT(*) AS n FROM agent_policies WHERE name = 'sneaky'")) as { n: number }).n, 0, 'not created');
   const foreignPatch = await mA.json('PATCH', `/api/identity/agent-policies/${pid}`, { team_ids: [teamA.id, teamB.id], denied_tools: ['send_email'] });
   t.equal(foreignPatch.status, 400);
   t.equal(foreignPatch.body.error.code, 'ERR_VALIDATION');
@@ -281,8 +282,8 @@ t.test('agent policies: PATCH and DELETE; other organisations\' managers and tea
   t.same(await effective(ids.u1), { tools: null, models: null, denied_tools: [], denied_models: [], policy_ids: [] }, 'u1\'s team no longer named');
   t.same((await effective(ids.u2)).tools, ['fetch_sheet', 'send_email']);
   t.same((await effective(ids.u2)).models, [], 'the only allowed model is denied');
-  t.same(stored(s, ids.u1)?.policy_ids, []);
-  t.same(stored(s, ids.u2)?.policy_ids, [pid]);
+  t.same((await stored(s, ids.u1))?.policy_ids, []);
+  t.same((await stored(s, ids.u2))?.policy_ids, [pid]);
   const toAll = await mA.json('PATCH', `/api/identity/agent-policies/${pid}`, { applies_to: 'all', allowed_tools: null });
   t.equal(toAll.status, 200);
   t.equal(toAll.body.allowed_tools, null);
@@ -308,8 +309,8 @@ t.test('agent policies: PATCH and DELETE; other organisations\' managers and tea
   // DELETE: policy gone, every member's effective and stored policy rewritten.
   t.equal((await mA.json('DELETE', `/api/identity/agent-policies/${pid}`)).status, 204);
   for (const u of [ids.u1, ids.u2, ids.u3]) t.notOk((await effective(u)).policy_ids.includes(pid), 'no longer applies');
-  t.notOk(stored(s, ids.u2)?.policy_ids.includes(pid), 'stored policy rewritten');
-  t.equal((s.app.db.prepare('SELECT COUNT(*) AS n FROM agent_policy_teams WHERE policy_id = ?').get(pid) as { n: number }).n, 0);
+  t.notOk((await stored(s, ids.u2))?.policy_ids.includes(pid), 'stored policy rewritten');
+  t.equal(((await dbRow(s.app.database.sql, 'SELECT COUNT(*) AS n FROM agent_policy_teams WHERE policy_id = ?', pid)) as { n: number }).n, 0);
   const gone = await mA.json('DELETE', `/api/identity/agent-policies/${pid}`);
   t.equal(gone.status, 404);
   t.equal(gone.body.error.code, 'ERR_POLICY_NOT_FOUND');
@@ -324,16 +325,16 @@ t.test('deleting the IdP connection unlinks and empties the teams linked to its 
   await mA.json('PUT', `/api/identity/teams/${manual.id}/members/${ids.u3}`);
   const policy = (await mA.json('POST', `/api/identity/organisations/${orgA}/agent-policies`, { name: 'eng', applies_to: 'teams', team_ids: [team.id, manual.id] })).body;
   t.same(team.member_ids, [ids.u1, ids.u2]);
-  const conn = (s.app.db.prepare('SELECT id FROM idp_connections').get() as { id: number }).id;
+  const conn = ((await dbRow(s.app.database.sql, 'SELECT id FROM idp_connections')) as { id: number }).id;
   t.equal((await mA.json('DELETE', `/api/identity/connections/${conn}`)).status, 403, 'superuser only');
   t.equal((await root.json('DELETE', `/api/identity/connections/${conn}`)).status, 204);
   const after = (await mA.json('GET', `/api/identity/organisations/${orgA}/teams`)).body.teams as { id: number; external_group_id: number | null; member_ids: number[] }[];
   t.same(after.find((x) => x.id === team.id), { ...after.find((x) => x.id === team.id), external_group_id: null, member_ids: [] }, 'unlinked and emptied');
   t.same(after.find((x) => x.id === manual.id)!.member_ids, [ids.u3], 'a manual team is untouched');
   t.same(await policyIds(s, ids.u1), [], 'the group\'s former members lost the team\'s policy');
-  t.same(stored(s, ids.u1)?.policy_ids, []);
+  t.same((await stored(s, ids.u1))?.policy_ids, []);
   t.same(await policyIds(s, ids.u3), [policy.id]);
-  const logged = s.app.db.prepare("SELECT severity, actor_id, data FROM action_log WHERE event = 'identity.team_unlinked'").all() as { severity: string; actor_id: number; data: string }[];
+  const logged = (await dbRows(s.app.database.sql, "SELECT severity, actor_id, data FROM action_log WHERE event = 'identity.team_unlinked'")) as { severity: string; actor_id: number; data: string }[];
   t.equal(logged.length, 1);
   t.equal(logged[0].severity, 'warning');
   t.equal(logged[0].actor_id, ids.root);

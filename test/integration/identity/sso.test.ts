@@ -1,4 +1,5 @@
 import t from 'tap';
+import { dbRow, dbRows, dbRun } from '../../helpers/db.js';
 import { decodeJwt, decodeProtectedHeader, generateKeyPair, SignJWT } from 'jose';
 import { addUser } from '../../helpers/app.js';
 import { CLIENT_SECRET, form, FORM, ssoLogin, startSso, toCallback } from '../../helpers/identity.js';
@@ -7,8 +8,8 @@ const ALICE = { sub: 'alice-sub-1', email: 'alice@example.test', email_verified:
 const BOB = { sub: 'bob-sub-1', email: 'bob@example.test', email_verified: true, name: 'Bob B' };
 const EVE = { sub: 'eve-sub-1', email: 'eve@example.test', email_verified: false, name: 'Eve' };
 
-const identities = (db: import('../../../core/index.js').Db) =>
-  db.prepare('SELECT user_id, connection_id, sub, email FROM external_identities ORDER BY id').all() as { user_id: number; connection_id: number; sub: string; email: string }[];
+const identities = async (db: import('../../../domain/db/index.js').Sql) =>
+  (await dbRows(db, 'SELECT user_id, connection_id, sub, email FROM external_identities ORDER BY id')) as { user_id: number; connection_id: number; sub: string; email: string }[];
 
 t.test('sso-providers lists active connections only', async (t) => {
   const s = await startSso(t, []);
@@ -16,7 +17,7 @@ t.test('sso-providers lists active connections only', async (t) => {
   const r = await c.json('GET', '/api/auth/sso-providers');
   t.equal(r.status, 200);
   t.same(r.body.providers.map((p: { id: string }) => p.id), ['google']);
-  s.app.db.prepare('UPDATE idp_connections SET is_active = 0').run();
+  (await dbRun(s.app.database.sql, 'UPDATE idp_connections SET is_active = 0'));
   t.same((await c.json('GET', '/api/auth/sso-providers')).body.providers, []);
   const refused = await c.json('POST', '/_login/browser/v1/auth/provider/redirect', form({ provider: 'google', process: 'login', callback_url: `${s.origin}/` }), FORM);
   t.equal(refused.status, 400);
@@ -36,7 +37,7 @@ t.test('full login: new user created, ExternalIdentity upserted, /api/auth/me an
   t.equal(me.status, 200);
   t.equal(me.body.email, ALICE.email);
   t.equal(me.body.display_name, ALICE.name);
-  t.same(identities(s.app.db), [{ user_id: me.body.id, connection_id: s.connection.id, sub: ALICE.sub, email: ALICE.email }]);
+  t.same(await identities(s.app.database.sql), [{ user_id: me.body.id, connection_id: s.connection.id, sub: ALICE.sub, email: ALICE.email }]);
   // The session's CSRF token is fresh and works.
   await browser.fetchCsrf();
   t.equal((await browser.json('POST', '/api/auth/logout')).status, 204);
@@ -52,14 +53,14 @@ t.test('known e-mail is matched; a second login updates the same ExternalIdentit
   const me = await b1.json('GET', '/api/auth/me');
   t.equal(me.body.id, bob.id, 'matched the existing account by verified e-mail');
   t.equal(me.body.username, 'bob');
-  const first = s.app.db.prepare('SELECT last_login_at FROM external_identities').get() as { last_login_at: string };
+  const first = (await dbRow(s.app.database.sql, 'SELECT last_login_at FROM external_identities')) as { last_login_at: string };
   await new Promise((r) => setTimeout(r, 5));
   const b2 = s.app.client();
   t.equal((await ssoLogin(s, b2, BOB.sub)).status, 303);
-  t.equal(identities(s.app.db).length, 1, 'still one identity');
-  const second = s.app.db.prepare('SELECT last_login_at FROM external_identities').get() as { last_login_at: string };
+  t.equal((await identities(s.app.database.sql)).length, 1, 'still one identity');
+  const second = (await dbRow(s.app.database.sql, 'SELECT last_login_at FROM external_identities')) as { last_login_at: string };
   t.not(second.last_login_at, first.last_login_at, 'updated');
-  t.equal((s.app.db.prepare('SELECT COUNT(*) AS n FROM users').get() as { n: number }).n, 1, 'no new user');
+  t.equal(((await dbRow(s.app.database.sql, 'SELECT COUNT(*) AS n FROM users')) as { n: number }).n, 1, 'no new user');
 });
 
 t.test('refused: foreign or relative callback_url (no open redirect), bad process', async (t) => {
@@ -116,8 +117,8 @@ t.test('refused: nonce mismatch in the ID token', async (t) => {
   t.equal(r.status, 400);
   t.equal(((await r.json()) as { error: { code: string } }).error.code, 'ERR_SSO_ID_TOKEN');
   t.equal((await browser.json('GET', '/api/auth/me')).status, 401);
-  t.same(identities(s.app.db), []);
-  t.equal((s.app.db.prepare('SELECT COUNT(*) AS n FROM users').get() as { n: number }).n, 0, 'no user created');
+  t.same(await identities(s.app.database.sql), []);
+  t.equal(((await dbRow(s.app.database.sql, 'SELECT COUNT(*) AS n FROM users')) as { n: number }).n, 0, 'no user created');
 });
 
 const b64u = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
@@ -158,9 +159,9 @@ t.test('refused: ID token with a forged signature or a claim changed after signi
     t.equal(me.status, 401, `${name}: not logged in (neither as Alice nor as root)`);
   }
   t.equal(forged.length, 3, 'each forgery reached the relying party');
-  t.same(identities(s.app.db), [], 'no ExternalIdentity');
-  t.same((s.app.db.prepare('SELECT id FROM users').all() as { id: number }[]).map((u) => u.id), [root.id], 'no user created');
-  t.equal((s.app.db.prepare("SELECT COUNT(*) AS n FROM action_log WHERE event = 'auth.login'").get() as { n: number }).n, 0, 'no login logged');
+  t.same(await identities(s.app.database.sql), [], 'no ExternalIdentity');
+  t.same(((await dbRows(s.app.database.sql, 'SELECT id FROM users')) as { id: number }[]).map((u) => u.id), [root.id], 'no user created');
+  t.equal(((await dbRow(s.app.database.sql, "SELECT COUNT(*) AS n FROM action_log WHERE event = 'auth.login'")) as { n: number }).n, 0, 'no login logged');
   const logs = s.app.logs.text();
   for (const f of forged) t.notOk(logs.includes(f.split('.')[1]), 'the forged token is not logged');
   t.notOk(/[?&]code=/.test(logs), 'no authorization code in logs');
@@ -184,7 +185,7 @@ t.test('the IdP cannot serve its signing keys: 502 ERR_SSO_DISCOVERY, no login; 
   t.equal(r.status, 502);
   t.equal(((await r.json()) as { error: { code: string } }).error.code, 'ERR_SSO_DISCOVERY');
   t.equal((await browser.json('GET', '/api/auth/me')).status, 401);
-  t.same(identities(s.app.db), []);
+  t.same(await identities(s.app.database.sql), []);
   delete s.idp.tamper.jwksStatus;
   t.equal((await ssoLogin(s, browser, ALICE.sub)).status, 303);
   t.equal((await browser.json('GET', '/api/auth/me')).body.email, ALICE.email);
@@ -198,13 +199,13 @@ t.test('refused: unverified e-mail', async (t) => {
   t.equal(r.status, 403);
   t.equal(((await r.json()) as { error: { code: string } }).error.code, 'ERR_SSO_EMAIL_UNVERIFIED');
   t.equal((await browser.json('GET', '/api/auth/me')).status, 401, 'not logged into the account with that e-mail');
-  t.same(identities(s.app.db), []);
+  t.same(await identities(s.app.database.sql), []);
 });
 
 t.test('a deactivated account cannot log in by SSO', async (t) => {
   const s = await startSso(t, [BOB]);
   const bob = await addUser(s.app.database, 'bob', 'bob-password-123', { email: BOB.email });
-  s.app.db.prepare('UPDATE users SET is_active = 0 WHERE id = ?').run(bob.id);
+  (await dbRun(s.app.database.sql, 'UPDATE users SET is_active = 0 WHERE id = ?', bob.id));
   const r = await ssoLogin(s, s.app.client(), BOB.sub);
   t.equal(r.status, 403);
   t.equal(((await r.json()) as { error: { code: string } }).error.code, 'ERR_AUTH_INACTIVE');
@@ -212,7 +213,7 @@ t.test('a deactivated account cannot log in by SSO', async (t) => {
 
 t.test('client secret: encrypted at rest, never in responses or logs', async (t) => {
   const s = await startSso(t, [ALICE]);
-  const row = s.app.db.prepare('SELECT client_secret_enc FROM idp_connections').get() as { client_secret_enc: string };
+  const row = (await dbRow(s.app.database.sql, 'SELECT client_secret_enc FROM idp_connections')) as { client_secret_enc: string };
   t.match(row.client_secret_enc, /^v1\./);
   t.notOk(row.client_secret_enc.includes(CLIENT_SECRET));
   await addUser(s.app.database, 'root', 'root-password-123', { superuser: true });
