@@ -52,6 +52,7 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'AIRLOCK_SANDBOX_MEMORY_MB', kind: 'int', default: '512', min: 64, max: 65536, doc: 'Memory limit per sandbox.' },
   { env: 'AIRLOCK_SANDBOX_CPUS', kind: 'string', default: '1', doc: 'CPU limit per sandbox (cores, may be fractional).' },
   { env: 'AIRLOCK_SANDBOX_PIDS', kind: 'int', default: '128', min: 16, max: 65536, doc: 'Process limit per sandbox.' },
+  { env: 'AIRLOCK_WORKSPACE_QUOTA_MB', kind: 'int', default: '1024', min: 0, max: 1048576, doc: 'Disk quota of each user\'s workspace (an ext4 image loop-mounted by the root daemon; writes past it fail with ENOSPC). 0 turns quotas off.' },
   { env: 'AIRLOCK_MODEL_PROVIDER', kind: 'enum', default: 'demo', values: ['openai', 'anthropic', 'demo'], doc: 'Model provider: openai (any Chat Completions server), anthropic, or the offline demo model.' },
   { env: 'AIRLOCK_MODEL', kind: 'string', default: 'demo', doc: 'Model name sent to the provider.' },
   { env: 'AIRLOCK_MODEL_BASE_URL', kind: 'url', doc: 'Model API base URL (e.g. https://api.openai.com/v1).' },
@@ -95,6 +96,8 @@ export interface Config {
     memoryMb: number;
     cpus: number;
     pids: number;
+    /** Per-user workspace quota in MiB (0: none). */
+    workspaceQuotaMb: number;
   };
   model: {
     provider: 'openai' | 'anthropic' | 'demo';
@@ -232,6 +235,7 @@ export function loadConfig(env: Raw, opts: LoadConfigOptions = {}): Readonly<Con
       memoryMb: num('AIRLOCK_SANDBOX_MEMORY_MB'),
       cpus,
       pids: num('AIRLOCK_SANDBOX_PIDS'),
+      workspaceQuotaMb: num('AIRLOCK_WORKSPACE_QUOTA_MB'),
     },
     model: {
       provider,

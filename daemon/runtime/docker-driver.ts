@@ -5,12 +5,15 @@ import { CHILD_GID, CHILD_UID, SANDBOX_RUN_DIR, SANDBOX_WORKSPACE } from '../../
 import { LABEL_OWNER, type OwnedSandbox, type SandboxDetails, type SandboxDriver, type SandboxSpec, type ShellTerminal } from './sandbox-driver.js';
 
 const EXEC_EXIT_WAIT_MS = 5000;
+/** /dev/shm of a sandbox (private IPC): a tmpfs of this size. */
+export const SHM_BYTES = 16 * 1024 * 1024;
 
 /**
  * The hardening every sandbox container gets: no network, every capability dropped but
  * SETUID/SETGID (the supervisor's drop to the child's uid), no-new-privileges, read-only root
- * with tmpfs /tmp and /home/agent, the configured pids/memory/cpu limits, an init, private IPC
- * and bounded logs. Exported for the runtime bench's hardened `docker run` baseline.
+ * with size-limited tmpfs /tmp, /home/agent and /dev/shm (a sandbox cannot fill the host's disk
+ * through them; their pages count against the memory limit), the configured pids/memory/cpu
+ * limits, an init, private IPC and bounded logs. Exported for the runtime bench's hardened `docker run` baseline.
  */
 export function sandboxHostConfig(s: Readonly<Config['sandbox']>, mounts: Docker.MountSettings[]): Docker.HostConfig {
   return {
@@ -27,6 +30,7 @@ export function sandboxHostConfig(s: Readonly<Config['sandbox']>, mounts: Docker
       '/tmp': 'rw,noexec,nosuid,nodev,size=64m',
       '/home/agent': `rw,noexec,nosuid,nodev,size=16m,uid=${CHILD_UID},gid=${CHILD_GID},mode=0700`,
     },
+    ShmSize: SHM_BYTES,
     Init: true,
     IpcMode: 'private',
     LogConfig: { Type: 'json-file', Config: { 'max-size': '1m', 'max-file': '2' } },

@@ -14,6 +14,7 @@ import type Docker from 'dockerode';
 import { createLogger } from '../../core/index.js';
 import type { AgentEvent } from '../../core/sandbox-protocol.js';
 import { SessionManager } from '../../daemon/runtime/session-manager.js';
+import { mountsOf } from '../../daemon/runtime/workspaces.js';
 import { dataDir, dockerOrSkip, ensureTestImage, execIn, runtimeConfig, sweep, uniqueOwner } from './helpers.js';
 
 const log = createLogger({ level: 'warn', destination: process.stderr });
@@ -81,9 +82,14 @@ if (docker) {
       t.equal(await findsFile(docker, b1, pngs[0]), '', "nor alice's chart");
       const ls = await execIn(docker, b1, ['/bin/sh', '-c', 'ls -A /workspace /workspace/.agent-attachments']);
       t.notMatch(ls.stdout, new RegExp(`${marker}|\\.png`), "bob's /workspace lists nothing of alice's");
+      // Each workspace is its own loop-mounted ext4 (workspace-quota.test.ts); the sandbox sees its
+      // device, not the host path, so tell the two apart by device.
       const mounts = await execIn(docker, b1, ['cat', '/proc/self/mountinfo']);
-      t.match(mounts.stdout, new RegExp(`/workspaces/${BOB} /workspace `), "bob's own workspace is what is mounted at /workspace");
-      t.notMatch(mounts.stdout, new RegExp(`/workspaces/${ALICE}\\b`), "alice's workspace is not mounted in bob's container");
+      const devOf = (ws: string) => mountsOf(ws).at(-1)?.source ?? 'none';
+      const sources = mounts.stdout.split('\n').filter((l) => l.split(' ')[4] === '/workspace').map((l) => l.split(' - ')[1]?.split(' ')[1]);
+      t.equal(sources.at(-1), devOf(bobWs), "bob's own workspace is what is mounted at /workspace");
+      t.notOk(sources.includes(devOf(aliceWs)), "alice's workspace is not mounted in bob's container");
+      t.notMatch(mounts.stdout, dir, 'the host path of the data folder is not in the mountinfo');
       const peek = await execIn(docker, b1, ['/bin/sh', '-c', `cat /workspace/../workspaces/${ALICE}/${marker} /workspace/../${ALICE}/${marker}`]);
       t.not(peek.code, 0, 'a path out of /workspace does not lead to alice');
       t.notMatch(peek.stdout, secret);
