@@ -127,6 +127,13 @@ export class SessionManager extends SessionTable implements TurnRunner {
     this.slots.init();
     // The sandboxes folder becomes a shared tmpfs (pool propagation; no host path in the sandbox).
     if (!this.slots.prepareRoot() && this.pool.enabled) this.pool.disable();
+    if (this.pool.enabled && this.config.sandbox.runtime === 'runsc') {
+      // gVisor's gofer serves the mounts a sandbox was created with; a mount made on the host
+      // later (the workspace bound into a pool member at claim) does not show inside. So under
+      // runsc every session cold-starts with its workspace mounted from creation.
+      this.log.info('pool off under runsc: a workspace bound at claim would not appear inside a running gVisor sandbox; sessions cold-start');
+      this.pool.disable();
+    }
     const adopted = await adoptOwned({ driver: this.driver, slots: this.slots, owner: this.owner, poolEnabled: this.pool.enabled, log: this.log, mayAdopt: this.hooks?.mayAdopt?.bind(this.hooks) });
     for (let i = 0; i < adopted.userDeactivated; i++) this.metrics?.sessionsReaped.inc({ reason: 'user_deactivated' });
     for (const sb of adopted.pool) {
