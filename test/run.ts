@@ -54,6 +54,7 @@ const RUNSC_FILES = [
   'dist/test/docker/hostile-proxy.test.js',
   'dist/test/docker/workspace.test.js',
   'dist/test/docker/workspace-quota.test.js',
+  'dist/test/docker/runtime-select.test.js',
 ];
 
 /** The socket of an engine that can run runsc sandboxes, or why there is none. */
