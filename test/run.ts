@@ -44,7 +44,7 @@ const ALL = ['dist/test/**/*.test.js'];
 /**
  * Docker tests that run a second time with the sandboxes under gVisor (AIRLOCK_SANDBOX_RUNTIME=runsc):
  * the hardening and token isolation, chat end to end, the hostile table from inside, workspaces
- * and quotas. The engine: AIRLOCK_TEST_RUNSC_SOCKET (CI starts a second dockerd with runsc), else
+ * and quotas, runtime selection, adoption after a SIGKILL and the operator CLI. The engine: AIRLOCK_TEST_RUNSC_SOCKET (CI starts a second dockerd with runsc), else
  * the default engine when it has runsc registered as docs/security.md says. Without one the
  * pass is skipped with the reason, except under CI=true, where that is a failure.
  */
@@ -55,6 +55,7 @@ const RUNSC_FILES = [
   'dist/test/docker/workspace.test.js',
   'dist/test/docker/workspace-quota.test.js',
   'dist/test/docker/runtime-select.test.js',
+  'dist/test/docker/adopt-cli.test.js',
 ];
 
 /** The socket of an engine that can run runsc sandboxes, or why there is none. */

@@ -263,7 +263,7 @@ export function startRuntimeProc(dataDir: string, image: string, owner: string):
 /** Run `airlock <args>` (dist/daemon/main.js) with only PATH and `env`; exit code and output. */
 export async function runCli(env: Record<string, string>, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const r = await promisify(execFile)(process.execPath, [join(ROOT, 'dist', 'daemon', 'main.js'), ...args], { env: { PATH: process.env.PATH ?? '', ...env } });
+    const r = await promisify(execFile)(process.execPath, [join(ROOT, 'dist', 'daemon', 'main.js'), ...args], { env: { PATH: process.env.PATH ?? '', ...ENGINE_ENV, ...env } });
     return { code: 0, stdout: r.stdout, stderr: r.stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
