@@ -107,7 +107,7 @@ const PROBE_ROWS: Record<string, string> = {
   agent_with_mcp: 'agent child start (with both MCP servers) → ready',
 };
 
-function unmountUnder(dir: string): void {
+export function unmountUnder(dir: string): void {
   const mounts = readFileSync('/proc/self/mountinfo', 'utf8').split('\n').map((l) => l.split(' ')[4]).filter((m) => m && m.startsWith(dir + '/'));
   for (const m of mounts.sort((a, b) => b.length - a.length)) spawnSync('umount', ['-l', m]);
 }

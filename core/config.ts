@@ -52,6 +52,8 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'AIRLOCK_SANDBOX_MEMORY_MB', kind: 'int', default: '512', min: 64, max: 65536, doc: 'Memory limit per sandbox.' },
   { env: 'AIRLOCK_SANDBOX_CPUS', kind: 'string', default: '1', doc: 'CPU limit per sandbox (cores, may be fractional).' },
   { env: 'AIRLOCK_SANDBOX_PIDS', kind: 'int', default: '128', min: 16, max: 65536, doc: 'Process limit per sandbox.' },
+  { env: 'AIRLOCK_SANDBOX_RUNTIME', kind: 'enum', default: 'runc', values: ['runc', 'runsc'], doc: 'OCI runtime of the sandboxes: runc, or runsc (gVisor), which the engine must have registered with --network=none --host-uds=all.' },
+  { env: 'AIRLOCK_WORKSPACE_QUOTA_MB', kind: 'int', default: '1024', min: 0, max: 1048576, doc: 'Disk quota of each user\'s workspace (an ext4 image loop-mounted by the root daemon; writes past it fail with ENOSPC). 0 turns quotas off.' },
   { env: 'AIRLOCK_MODEL_PROVIDER', kind: 'enum', default: 'demo', values: ['openai', 'anthropic', 'demo'], doc: 'Model provider: openai (any Chat Completions server), anthropic, or the offline demo model.' },
   { env: 'AIRLOCK_MODEL', kind: 'string', default: 'demo', doc: 'Model name sent to the provider.' },
   { env: 'AIRLOCK_MODEL_BASE_URL', kind: 'url', doc: 'Model API base URL (e.g. https://api.openai.com/v1).' },
@@ -104,6 +106,10 @@ export interface Config {
     memoryMb: number;
     cpus: number;
     pids: number;
+    /** Per-user workspace quota in MiB (0: none). */
+    workspaceQuotaMb: number;
+    /** OCI runtime of the sandbox containers. */
+    runtime: 'runc' | 'runsc';
   };
   model: {
     provider: 'openai' | 'anthropic' | 'demo';
@@ -255,6 +261,8 @@ export function loadConfig(env: Raw, opts: LoadConfigOptions = {}): Readonly<Con
       memoryMb: num('AIRLOCK_SANDBOX_MEMORY_MB'),
       cpus,
       pids: num('AIRLOCK_SANDBOX_PIDS'),
+      workspaceQuotaMb: num('AIRLOCK_WORKSPACE_QUOTA_MB'),
+      runtime: str('AIRLOCK_SANDBOX_RUNTIME') as 'runc' | 'runsc',
     },
     model: {
       provider,

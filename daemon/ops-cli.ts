@@ -4,6 +4,7 @@ import { copyDatabase, openDatabase } from '../domain/db/index.js';
 import { listNodes } from '../domain/fleet.js';
 import { join } from 'node:path';
 import { airlockVersion } from './fleet.js';
+import { checkRuntime, type EngineRuntimes } from './runtime/sandbox-runtime.js';
 
 /** `airlock nodes ls`: every node of the fleet from the shared database. */
 export async function nodesLs(config: Readonly<Config>, opts: { json?: boolean }, out: (s: string) => void = (s) => process.stdout.write(s)): Promise<void> {
@@ -37,8 +38,11 @@ export async function doctor(config: Readonly<Config>, out: (s: string) => void 
   }
   try {
     const docker = new Docker({ socketPath: config.docker.socketPath });
-    const info = (await docker.info()) as { ServerVersion?: string; Runtimes?: Record<string, unknown> };
+    const info = (await docker.info()) as { ServerVersion?: string; Runtimes?: EngineRuntimes };
     lines.push(['docker', `${info.ServerVersion ?? '?'} at ${config.docker.socketPath} (runtimes: ${Object.keys(info.Runtimes ?? {}).join(', ')})`]);
+    const rt = checkRuntime(info.Runtimes, config.sandbox.runtime);
+    lines.push(['sandbox runtime', rt.ok ? rt.summary : `UNAVAILABLE: ${rt.problem}`]);
+    if (!rt.ok) ok = false;
     try {
       await docker.getImage(config.docker.image).inspect();
       lines.push(['sandbox image', config.docker.image]);

@@ -1,6 +1,6 @@
 /**
  * `npm test`: the whole suite on embedded SQLite, then the store and integration tests again on
- * PostgreSQL. A throwaway PostgreSQL cluster is started for the second pass from the machine's
+ * PostgreSQL, then the sandbox's Docker tests again under gVisor (runsc; pass 3, below). A throwaway PostgreSQL cluster is started for the second pass from the machine's
  * `postgresql` package (or AIRLOCK_TEST_POSTGRES_URL names an existing server to create test
  * databases on) and removed at the end. Without PostgreSQL the second pass is skipped with the
  * reason printed — except under CI=true, where that is a failure. Arguments (test files) narrow
@@ -47,6 +47,42 @@ const BOTH_ENGINES = [
   'dist/test/integration/mail-policy-api.test.js',
 ];
 const ALL = ['dist/test/**/*.test.js'];
+
+/**
+ * Docker tests that run a second time with the sandboxes under gVisor (AIRLOCK_SANDBOX_RUNTIME=runsc):
+ * the hardening and token isolation, chat end to end, the hostile table from inside, workspaces
+ * and quotas, runtime selection, adoption after a SIGKILL and the operator CLI. The engine: AIRLOCK_TEST_RUNSC_SOCKET (CI starts a second dockerd with runsc), else
+ * the default engine when it has runsc registered as docs/security.md says. Without one the
+ * pass is skipped with the reason, except under CI=true, where that is a failure.
+ */
+const RUNSC_FILES = [
+  'dist/test/docker/sandbox.test.js',
+  'dist/test/docker/chat-e2e.test.js',
+  'dist/test/docker/hostile-proxy.test.js',
+  'dist/test/docker/workspace.test.js',
+  'dist/test/docker/workspace-quota.test.js',
+  'dist/test/docker/runtime-select.test.js',
+  'dist/test/docker/adopt-cli.test.js',
+];
+
+/** The socket of an engine that can run runsc sandboxes, or why there is none. */
+async function runscEngine(): Promise<{ socket: string } | { why: string }> {
+  const { default: Docker } = await import('dockerode');
+  const { checkRuntime } = await import('../daemon/runtime/sandbox-runtime.js');
+  const candidates = [process.env.AIRLOCK_TEST_RUNSC_SOCKET, '/var/run/docker.sock'].filter((x): x is string => !!x);
+  const problems: string[] = [];
+  for (const socket of candidates) {
+    try {
+      const info = (await new Docker({ socketPath: socket }).info()) as { Runtimes?: Record<string, { path?: string; runtimeArgs?: string[] }> };
+      const c = checkRuntime(info.Runtimes, 'runsc');
+      if (c.ok) return { socket };
+      problems.push(`${socket}: ${c.problem}`);
+    } catch (err) {
+      problems.push(`${socket}: ${(err as Error).message}`);
+    }
+  }
+  return { why: problems.join('; ') };
+}
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -108,11 +144,22 @@ async function main(): Promise<number> {
     } else if (both.length) {
       second = await tap(both, { ...process.env, ...pgEnv, AIRLOCK_TEST_ENGINE: 'postgres' }, 'pass 2: PostgreSQL');
     }
-    const total = first.total + second.total;
-    const pass = first.pass + second.pass;
-    const fail = first.fail + second.fail;
-    process.stdout.write(`\n# both passes\n# { total: ${total}, pass: ${pass}, fail: ${fail} }\n`);
-    return first.code || second.code ? 1 : 0;
+    const runscFiles = args.length ? args.filter((a) => RUNSC_FILES.includes(a)) : RUNSC_FILES;
+    let third: Tally & { code: number } = { total: 0, pass: 0, fail: 0, code: 0 };
+    if (runscFiles.length) {
+      const engine = await runscEngine();
+      if ('why' in engine) {
+        process.stdout.write(`\n# pass 3 (runsc) skipped: no engine with runsc: ${engine.why}\n`);
+        if (process.env.CI === 'true') third = { total: 1, pass: 0, fail: 1, code: 1 };
+      } else {
+        third = await tap(runscFiles, { ...process.env, ...pgEnv, AIRLOCK_TEST_ENGINE: 'sqlite', AIRLOCK_TEST_DOCKER_SOCKET: engine.socket, AIRLOCK_SANDBOX_RUNTIME: 'runsc' }, `pass 3: sandboxes under gVisor (runsc, engine ${engine.socket})`);
+      }
+    }
+    const total = first.total + second.total + third.total;
+    const pass = first.pass + second.pass + third.pass;
+    const fail = first.fail + second.fail + third.fail;
+    process.stdout.write(`\n# all passes\n# { total: ${total}, pass: ${pass}, fail: ${fail} }\n`);
+    return first.code || second.code || third.code ? 1 : 0;
   } finally {
     cluster?.stop();
   }

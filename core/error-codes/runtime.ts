@@ -11,6 +11,8 @@ export const RUNTIME_ERRORS = {
   ERR_SANDBOX_LOST: { status: 503, surfaces: ['turn'], description: 'The sandbox went away (its control socket closed) during a request or a turn.' },
   ERR_SANDBOX_TIMEOUT: { status: 504, surfaces: ['control'], description: 'The sandbox did not answer a control request in time.' },
   ERR_SANDBOX_UNREACHABLE: { status: 503, surfaces: ['start'], description: 'The sandbox control socket did not come up.' },
+  ERR_SANDBOX_WORKSPACE: { status: 503, surfaces: ['turn', 'start'], description: 'The user\'s workspace (its quota image) could not be made or mounted.' },
+  ERR_SANDBOX_RUNTIME: { status: 503, surfaces: ['start'], description: 'The container engine lacks the configured sandbox runtime (AIRLOCK_SANDBOX_RUNTIME), or runsc is registered without the flags the sandbox needs.' },
   ERR_SANDBOX_POOL: { status: 500, surfaces: ['start'], description: 'The warm pool did not fill in time.' },
   ERR_SANDBOX_FAILED: { status: 500, surfaces: ['turn'], description: 'The sandbox failed to run the turn (the web app\'s catch-all in `done`).' },
   ERR_SANDBOX_INTERNAL: { status: 502, surfaces: ['turn', 'control'], description: 'The supervisor failed a control request without a code of its own.' },

@@ -5,21 +5,25 @@ import { CHILD_GID, CHILD_UID, SANDBOX_RUN_DIR, SANDBOX_WORKSPACE } from '../../
 import { LABEL_OWNER, type OwnedSandbox, type SandboxDetails, type SandboxDriver, type SandboxSpec, type ShellTerminal } from './sandbox-driver.js';
 
 const EXEC_EXIT_WAIT_MS = 5000;
+/** /dev/shm of a sandbox (private IPC): a tmpfs of this size. */
+export const SHM_BYTES = 16 * 1024 * 1024;
 
 /**
  * The hardening every sandbox container gets: no network, every capability dropped but
  * SETUID/SETGID (the supervisor's drop to the child's uid), no-new-privileges, read-only root
- * with tmpfs /tmp and /home/agent, the configured pids/memory/cpu limits, an init, private IPC
- * and bounded logs. Exported for the runtime bench's hardened `docker run` baseline.
+ * with size-limited tmpfs /tmp, /home/agent and /dev/shm (a sandbox cannot fill the host's disk
+ * through them; their pages count against the memory limit), the configured pids/memory/cpu
+ * limits, an init, private IPC and bounded logs. Exported for the runtime bench's hardened `docker run` baseline.
  */
 export function sandboxHostConfig(s: Readonly<Config['sandbox']>, mounts: Docker.MountSettings[]): Docker.HostConfig {
   return {
+    Runtime: s.runtime,
     NetworkMode: 'none',
     ReadonlyRootfs: true,
     CapDrop: ['ALL'],
     CapAdd: ['SETUID', 'SETGID'],
     SecurityOpt: ['no-new-privileges'],
-    PidsLimit: s.pids,
+    PidsLimit: hostPidsLimit(s),
     Memory: s.memoryMb * 1024 * 1024,
     MemorySwap: s.memoryMb * 1024 * 1024,
     NanoCpus: Math.round(s.cpus * 1e9),
@@ -27,12 +31,27 @@ export function sandboxHostConfig(s: Readonly<Config['sandbox']>, mounts: Docker
       '/tmp': 'rw,noexec,nosuid,nodev,size=64m',
       '/home/agent': `rw,noexec,nosuid,nodev,size=16m,uid=${CHILD_UID},gid=${CHILD_GID},mode=0700`,
     },
+    ShmSize: SHM_BYTES,
     Init: true,
     IpcMode: 'private',
     LogConfig: { Type: 'json-file', Config: { 'max-size': '1m', 'max-file': '2' } },
     Mounts: mounts,
   };
 }
+
+/**
+ * The container's pids cgroup limit. Under runc it counts the sandbox's own processes and
+ * threads: AIRLOCK_SANDBOX_PIDS. Under runsc it counts gVisor's tasks on the host: the sentry
+ * (~60 threads), the gofer and, on the ptrace platform, ~10 stub threads per guest process
+ * (measured: an idle session 87 host tasks, 30 more guest processes +300). A sentry that cannot
+ * make a thread dies (the sandbox is lost), so the host limit leaves room for AIRLOCK_SANDBOX_PIDS
+ * guest processes; this gVisor version has no pids limit of its own inside the sandbox.
+ */
+export function hostPidsLimit(s: Readonly<Config['sandbox']>): number {
+  return s.runtime === 'runsc' ? RUNSC_PIDS_BASE + RUNSC_PIDS_PER_PROCESS * s.pids : s.pids;
+}
+export const RUNSC_PIDS_BASE = 256;
+export const RUNSC_PIDS_PER_PROCESS = 12;
 
 function statusOf(err: unknown): number | undefined {
   return (err as { statusCode?: number })?.statusCode;
@@ -82,6 +101,7 @@ export class DockerDriver implements SandboxDriver {
           pidsLimit: c.HostConfig.PidsLimit,
           memory: c.HostConfig.Memory,
           nanoCpus: c.HostConfig.NanoCpus,
+          runtime: (c.HostConfig as { Runtime?: string }).Runtime,
         },
       };
     } catch (err) {

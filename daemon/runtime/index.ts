@@ -3,6 +3,7 @@ import type { EgressGateway, SandboxAuditor, SessionPreparer } from '../../core/
 import { startControlApi, type ControlApiServer } from './control-api.js';
 import { createDocker } from './docker.js';
 import { SessionManager, type SessionHooks } from './session-manager.js';
+import { requireRuntime, type EngineRuntimes } from './sandbox-runtime.js';
 
 export * from './session-manager.js';
 export * from './sandbox-driver.js';
@@ -13,6 +14,7 @@ export * from './sandbox-client.js';
 export * from './control-api.js';
 export * from './image.js';
 export * from './docker.js';
+export * from './sandbox-runtime.js';
 
 export interface Runtime {
   sessions: SessionManager;
@@ -48,6 +50,9 @@ export async function startRuntime(o: StartRuntimeOptions): Promise<Runtime | un
     o.log.error({ socket: o.config.docker.socketPath, err: (err as Error).message }, 'docker engine unreachable: sandbox runtime disabled');
     return undefined;
   }
+  // A configured runtime the engine lacks is a configuration error: refuse to start (ERR_SANDBOX_RUNTIME).
+  const info = (await docker.info()) as { Runtimes?: EngineRuntimes };
+  o.log.info({ runtime: requireRuntime(info.Runtimes, o.config.sandbox.runtime) }, 'sandbox runtime');
   const sessions = new SessionManager({ config: o.config, docker, log: o.log, preparer: o.preparer, egress: o.egress, owner: o.owner, childUid: o.childUid, metrics: o.metrics, hooks: o.hooks, auditor: o.auditor });
   await sessions.start();
   const control = await startControlApi(o.config.dataDir, (req) => sessions.handleControl(req), o.log);

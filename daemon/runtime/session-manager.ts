@@ -97,7 +97,7 @@ export class SessionManager extends SessionTable implements TurnRunner {
     this.driver = o.driver ?? new DockerDriver(o.docker!, o.config.sandbox);
     this.preparer = o.preparer ?? defaultPreparer(o.config);
     this.owner = o.owner ?? ownerIdFor(o.config.dataDir);
-    this.slots = new SlotFolders(o.config.dataDir, log);
+    this.slots = new SlotFolders(o.config.dataDir, log, o.config.sandbox.workspaceQuotaMb);
     this.containers = new ContainerFactory({ driver: this.driver, slots: this.slots, owner: this.owner, image: o.image ?? o.config.docker.image, childUid: o.childUid, log });
     this.startGate = new StartGate(o.config.sandbox.maxStarting, (g) => o.metrics?.sessionStartsWaiting.set(g.waiting));
     this.pool = new WarmPool(
@@ -132,7 +132,15 @@ export class SessionManager extends SessionTable implements TurnRunner {
   /** Adopt or remove existing containers, then fill the pool and start the reaper. */
   async start(): Promise<void> {
     this.slots.init();
-    if (this.pool.enabled && !this.slots.preparePropagation()) this.pool.disable();
+    // The sandboxes folder becomes a shared tmpfs (pool propagation; no host path in the sandbox).
+    if (!this.slots.prepareRoot() && this.pool.enabled) this.pool.disable();
+    if (this.pool.enabled && this.config.sandbox.runtime === 'runsc') {
+      // gVisor's gofer serves the mounts a sandbox was created with; a mount made on the host
+      // later (the workspace bound into a pool member at claim) does not show inside. So under
+      // runsc every session cold-starts with its workspace mounted from creation.
+      this.log.info('pool off under runsc: a workspace bound at claim would not appear inside a running gVisor sandbox; sessions cold-start');
+      this.pool.disable();
+    }
     const adopted = await adoptOwned({ driver: this.driver, slots: this.slots, owner: this.owner, poolEnabled: this.pool.enabled, log: this.log, mayAdopt: this.hooks?.mayAdopt?.bind(this.hooks) });
     for (let i = 0; i < adopted.userDeactivated; i++) this.metrics?.sessionsReaped.inc({ reason: 'user_deactivated' });
     for (const sb of adopted.pool) {
@@ -174,9 +182,10 @@ export class SessionManager extends SessionTable implements TurnRunner {
       }
     }
     this.sessions.clear();
-    // Our own shared bind of the sandboxes folder goes when nothing of ours runs on it any more
-    // (unmounting it under live pool-claimed sessions would propagate into their /workspace).
-    if (opts.removeContainers || sessions.length === 0) this.slots.releaseRootMount();
+    // Our own mount of the sandboxes folder and the workspace mounts go when nothing of ours runs
+    // on them any more (unmounting under live pool-claimed sessions would propagate into their
+    // /workspace); otherwise they stay for the next daemon, which adopts the sessions.
+    if (opts.removeContainers || sessions.length === 0) this.slots.releaseMounts();
   }
 
   // ------------------------------------------------------------------ turns

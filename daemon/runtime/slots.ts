@@ -5,19 +5,23 @@
  *   /run/airlock (profile.json, control.sock, egress.sock), `claim.json` (0600, root only, not
  *   mounted) records which session and user a container serves, and a pool container's
  *   `workspace/` is the empty folder its /workspace starts from.
- * - `<data dir>/workspaces/<user id>/` (owned by the child's uid, 0711) is the user's workspace.
+ * - `<data dir>/workspaces/<user id>/` (owned by the child's uid, 0711) is the user's workspace,
+ *   with its disk quota (workspaces.ts).
  *
- * Pool containers are created before their user is known, so their /workspace is the slot's
- * empty `workspace/` mounted with rslave propagation; at claim the user's workspace is
- * bind-mounted onto it on the host and the mount propagates into the running container. That
- * needs the sandboxes folder to be a shared mount and a root daemon (`preparePropagation`).
+ * With a root daemon the sandboxes folder is a tmpfs of its own (`prepareRoot`), mounted shared:
+ * a bind from it shows inside the container as `/<slot>/run` on `tmpfs airlock-slots`, never the
+ * host path of the data folder (`/proc/self/mountinfo` names the root of every mount inside its
+ * file system). Pool containers are created before their user is known, so their /workspace is
+ * the slot's empty `workspace/` mounted with rslave propagation; at claim the user's workspace is
+ * bind-mounted onto it on the host and the mount propagates into the running container.
  */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { AppError, type Logger } from '../../core/index.js';
-import { CHILD_GID, CHILD_UID, type SessionProfile } from '../../core/sandbox-protocol.js';
+import type { SessionProfile } from '../../core/sandbox-protocol.js';
+import { mountsOf, WorkspaceVolumes } from './workspaces.js';
 
 const SLOT_RE = /^[a-f0-9]{16}$/;
 const ENV_NAME = /^[A-Z][A-Z0-9_]{0,63}$/;
@@ -102,20 +106,26 @@ export interface Slot {
 
 export class SlotFolders {
   readonly root: string;
-  readonly workspacesRoot: string;
+  readonly workspaces: WorkspaceVolumes;
   private madeRootMount = false;
 
   constructor(
     dataDir: string,
     private readonly log: Logger,
+    workspaceQuotaMb = 0,
   ) {
     this.root = join(dataDir, 'sandboxes');
-    this.workspacesRoot = join(dataDir, 'workspaces');
+    this.workspaces = new WorkspaceVolumes(dataDir, workspaceQuotaMb, log);
   }
 
+  get workspacesRoot(): string {
+    return this.workspaces.root;
+  }
+
+  /** Make the folders; mount the existing workspace images (quota). */
   init(): void {
     mkdirSync(this.root, { recursive: true, mode: 0o700 });
-    mkdirSync(this.workspacesRoot, { recursive: true, mode: 0o711 });
+    this.workspaces.init();
   }
 
   /** The folder of a slot label value; undefined for a value that is not one of our slot names. */
@@ -137,17 +147,9 @@ export class SlotFolders {
     return { slot, dir, runDir };
   }
 
-  /** The user's workspace folder, made on first use. */
+  /** The user's workspace, made (and mounted, with its quota) on first use. */
   ensureWorkspace(userId: number): string {
-    const ws = join(this.workspacesRoot, String(userId));
-    if (!existsSync(ws)) {
-      mkdirSync(join(ws, '.agent-attachments'), { recursive: true, mode: 0o700 });
-      // The agent child (uid 1001) owns the user's workspace; other host users cannot enter it.
-      chownSync(ws, CHILD_UID, CHILD_GID);
-      chownSync(join(ws, '.agent-attachments'), CHILD_UID, CHILD_GID);
-      chmodSync(ws, 0o711); // root in the sandbox has no DAC override: it needs x to chdir there before dropping to 1001
-    }
-    return ws;
+    return this.workspaces.ensure(userId);
   }
 
   readClaim(dir: string): Claim | undefined {
@@ -162,19 +164,32 @@ export class SlotFolders {
     writeFileAtomic(join(dir, 'claim.json'), JSON.stringify(claim) + '\n', 0o600);
   }
 
-  /** Make the sandboxes folder a shared mount so workspace binds propagate into pool containers. */
-  preparePropagation(): boolean {
+  /**
+   * Make the sandboxes folder a shared tmpfs of its own: binds from it hide the data folder's
+   * host path from the sandbox, and workspace binds made at claim propagate into pool containers.
+   * An existing mount there is kept (a previous daemon's, still serving sandboxes). False without
+   * root or when the mount fails (then no pool, and the host path shows in the sandbox).
+   */
+  prepareRoot(): boolean {
     if (process.getuid?.() !== 0) {
-      this.log.warn('pool disabled: the daemon is not root, so it cannot bind workspaces into pool containers');
+      this.log.warn('pool disabled: the daemon is not root, so it cannot bind workspaces into pool containers (the sandbox also sees the host path of the data folder in /proc/self/mountinfo)');
       return false;
     }
-    if (!this.isMountPoint(this.root)) {
-      const r = spawnSync('mount', ['--bind', this.root, this.root]);
+    const existing = mountsOf(this.root).at(-1); // the top one of stacked mounts
+    if (!existing) {
+      // Slot folders of running sandboxes from a daemon that used a plain folder here: a tmpfs on
+      // top would hide them, so bind the folder onto itself (the host path stays visible to those
+      // sandboxes until a daemon starts with none running).
+      const leftovers = readdirSync(this.root).some((e) => SLOT_RE.test(e));
+      const r = leftovers ? spawnSync('mount', ['--bind', this.root, this.root]) : spawnSync('mount', ['-t', 'tmpfs', '-o', 'mode=0700,size=64m,nosuid,nodev,noexec', 'airlock-slots', this.root]);
       if (r.status !== 0) {
-        this.log.warn({ err: r.stderr?.toString().trim() }, 'pool disabled: cannot bind-mount the sandboxes folder');
+        this.log.warn({ err: r.stderr?.toString().trim() }, 'pool disabled: cannot mount the sandboxes folder');
         return false;
       }
+      if (leftovers) this.log.warn('sandboxes folder bound onto itself (slot folders from before): the sandboxes see the host path of the data folder until a daemon starts with none running');
       this.madeRootMount = true;
+    } else if (existing.fstype !== 'tmpfs') {
+      this.log.warn('the sandboxes folder is a bind mount from before: the sandboxes see the host path of the data folder until a daemon starts with none running');
     }
     const r = spawnSync('mount', ['--make-shared', this.root]);
     if (r.status !== 0) {
@@ -184,10 +199,15 @@ export class SlotFolders {
     return true;
   }
 
-  /** Undo preparePropagation's own bind (only when no sandbox of ours runs on it any more). */
-  releaseRootMount(): void {
+  /**
+   * Undo prepareRoot's own mount and unmount the workspaces (only when no sandbox of ours runs
+   * on them any more: unmounting under a live pool-claimed session would propagate into its
+   * /workspace).
+   */
+  releaseMounts(): void {
     if (this.madeRootMount) spawnSync('umount', ['-l', this.root]);
     this.madeRootMount = false;
+    this.workspaces.unmountAll();
   }
 
   /** Bind the user's workspace onto a pool slot's `workspace/`; returns the slot path bound. */
@@ -221,10 +241,6 @@ export class SlotFolders {
   }
 
   private isMountPoint(p: string): boolean {
-    try {
-      return readFileSync('/proc/self/mountinfo', 'utf8').split('\n').some((l) => l.split(' ')[4] === p);
-    } catch {
-      return false;
-    }
+    return mountsOf(p).length > 0;
   }
 }

@@ -16,7 +16,7 @@ import { LABEL_OWNER } from '../../daemon/runtime/session-manager.js';
 import { waitFor } from '../helpers/chat.js';
 import { browserUnavailable, launch, screenshot } from '../helpers/browser.js';
 import { Client } from '../helpers/client.js';
-import { dataDir, dockerOrSkip, ensureTestImage, ROOT, sweep } from './helpers.js';
+import { dataDir, dockerOrSkip, ensureTestImage, ROOT, sweep, ENGINE_ENV } from './helpers.js';
 
 const why = browserUnavailable();
 const docker = why ? null : await dockerOrSkip(t as unknown as Parameters<typeof dockerOrSkip>[0]);
@@ -30,7 +30,7 @@ else if (docker) {
     const image = `airlock/sandbox:demo-cli-${randomBytes(4).toString('hex')}`;
     t.teardown(() => docker.getImage(image).remove({ force: true }).catch(() => undefined));
     const child = spawn(process.execPath, [join(ROOT, 'dist', 'daemon', 'main.js'), 'demo'], {
-      env: { PATH: process.env.PATH ?? '', AIRLOCK_DATA_DIR: dir, AIRLOCK_PORT: '0', AIRLOCK_IMAGE: image },
+      env: { PATH: process.env.PATH ?? '', AIRLOCK_DATA_DIR: dir, AIRLOCK_PORT: '0', AIRLOCK_IMAGE: image, ...ENGINE_ENV },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';

@@ -17,7 +17,7 @@ import { streamTurn, waitFor } from '../helpers/chat.js';
 import { Client } from '../helpers/client.js';
 import { freePort } from '../helpers/app.js';
 import { postgresForTest } from '../helpers/db.js';
-import { dataDir, dockerOrSkip, ensureTestImage, ROOT, runCli, sweep, uniqueOwner } from './helpers.js';
+import { dataDir, dockerOrSkip, ensureTestImage, ROOT, runCli, sweep, uniqueOwner, ENGINE_ENV } from './helpers.js';
 
 const docker = await dockerOrSkip(t as unknown as Parameters<typeof dockerOrSkip>[0]);
 const CLI = join(ROOT, 'dist', 'daemon', 'main.js');
@@ -45,6 +45,7 @@ if (docker) {
       AGENT_USER_TOKEN_SECRET: 'fleet-agent-user-token-secret-0123',
       MCP_INTERNAL_SECRET: 'fleet-mcp-internal-secret-0123456789',
       AIRLOCK_IMAGE: image,
+      ...ENGINE_ENV,
       AIRLOCK_MODEL_PROVIDER: 'demo',
       AIRLOCK_POOL_SIZE: '0',
       AIRLOCK_NODE_HEARTBEAT_S: '1',

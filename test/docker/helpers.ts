@@ -16,7 +16,13 @@ import { ensureSandboxImage } from '../../daemon/runtime/image.js';
 import { LABEL_OWNER } from '../../daemon/runtime/session-manager.js';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
-export const DOCKER_SOCKET = '/var/run/docker.sock';
+/** The engine the Docker tests use; the runsc pass of `npm test` points it at an engine with gVisor. */
+const DEFAULT_DOCKER_SOCKET = '/var/run/docker.sock';
+export const DOCKER_SOCKET = process.env.AIRLOCK_TEST_DOCKER_SOCKET || DEFAULT_DOCKER_SOCKET;
+/** The sandbox runtime under test (AIRLOCK_SANDBOX_RUNTIME of the runsc pass), else the default. */
+export const SANDBOX_RUNTIME = process.env.AIRLOCK_SANDBOX_RUNTIME === 'runsc' ? 'runsc' : 'runc';
+/** The env every daemon a test starts gets: the engine and runtime under test. */
+export const ENGINE_ENV: Record<string, string> = { AIRLOCK_DOCKER_SOCKET: DOCKER_SOCKET, AIRLOCK_SANDBOX_RUNTIME: SANDBOX_RUNTIME };
 
 interface TapLike {
   plan(n: number, why?: string): void;
@@ -84,7 +90,10 @@ export async function ensureTestImage(docker: Docker, log: Logger = createLogger
       continue;
     }
     try {
+      // A second engine (the runsc pass): copy the image the default engine already built.
+      if (DOCKER_SOCKET !== DEFAULT_DOCKER_SOCKET && (await copyImageFromDefaultEngine(docker, tag))) return tag;
       await ensureSandboxImage({ docker, tag, root: ROOT, log });
+
       // Test images of older code versions are of no further use once they are a day old
       // (a younger one may belong to another checkout testing on the same engine).
       const dayAgo = Date.now() / 1000 - 86_400;
@@ -102,6 +111,37 @@ export async function ensureTestImage(docker: Docker, log: Logger = createLogger
   }
 }
 
+/** `docker save | docker load` from the default engine into `docker`; false when it has no such image. */
+async function copyImageFromDefaultEngine(docker: Docker, tag: string): Promise<boolean> {
+  const from = new Docker({ socketPath: DEFAULT_DOCKER_SOCKET });
+  try {
+    await from.getImage(tag).inspect();
+  } catch {
+    return false;
+  }
+  const stream = await from.getImage(tag).get();
+  const res = await docker.loadImage(stream);
+  await new Promise<void>((resolve, reject) => {
+    res.on('end', resolve).on('error', reject);
+    res.resume();
+  });
+  await docker.getImage(tag).inspect();
+  return true;
+}
+
+/** A file of a container's cgroup on the host (cgroup v1 or v2, the engine's default parent `docker`). */
+export function hostCgroup(containerId: string, controller: string, file: string): string {
+  const v2 = { 'memory.limit_in_bytes': 'memory.max', 'pids.max': 'pids.max' } as Record<string, string>;
+  for (const p of [`/sys/fs/cgroup/${controller}/docker/${containerId}/${file}`, `/sys/fs/cgroup/docker/${containerId}/${v2[file] ?? file}`, `/sys/fs/cgroup/system.slice/docker-${containerId}.scope/${v2[file] ?? file}`]) {
+    try {
+      return readFileSync(p, 'utf8').trim();
+    } catch {
+      // next layout
+    }
+  }
+  return '';
+}
+
 export function uniqueOwner(name: string): string {
   return `airlock-test-${name}-${randomBytes(4).toString('hex')}`;
 }
@@ -113,7 +153,7 @@ export async function sweep(docker: Docker, owner: string): Promise<void> {
 }
 
 export function runtimeConfig(dataDir: string, image: string, env: Record<string, string> = {}): Readonly<Config> {
-  return loadConfig({ AIRLOCK_DATA_DIR: dataDir, AIRLOCK_IMAGE: image, AIRLOCK_LOG_LEVEL: 'warn', AIRLOCK_POOL_SIZE: '1', ...env });
+  return loadConfig({ AIRLOCK_DATA_DIR: dataDir, AIRLOCK_IMAGE: image, AIRLOCK_LOG_LEVEL: 'warn', AIRLOCK_POOL_SIZE: '1', ...ENGINE_ENV, ...env });
 }
 
 /** Run a command in a container as `user`; returns exit code and output. */
@@ -223,7 +263,7 @@ export function startRuntimeProc(dataDir: string, image: string, owner: string):
 /** Run `airlock <args>` (dist/daemon/main.js) with only PATH and `env`; exit code and output. */
 export async function runCli(env: Record<string, string>, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const r = await promisify(execFile)(process.execPath, [join(ROOT, 'dist', 'daemon', 'main.js'), ...args], { env: { PATH: process.env.PATH ?? '', ...env } });
+    const r = await promisify(execFile)(process.execPath, [join(ROOT, 'dist', 'daemon', 'main.js'), ...args], { env: { PATH: process.env.PATH ?? '', ...ENGINE_ENV, ...env } });
     return { code: 0, stdout: r.stdout, stderr: r.stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };

@@ -16,7 +16,7 @@ import type Docker from 'dockerode';
 import { LABEL_OWNER } from '../../daemon/runtime/session-manager.js';
 import { streamTurn, waitFor } from '../helpers/chat.js';
 import { Client } from '../helpers/client.js';
-import { dataDir, dockerOrSkip, ensureTestImage, execIn, ROOT, runCli, sweep, uniqueOwner } from './helpers.js';
+import { dataDir, dockerOrSkip, ensureTestImage, execIn, ROOT, runCli, sweep, uniqueOwner, ENGINE_ENV } from './helpers.js';
 
 const docker = await dockerOrSkip(t as unknown as Parameters<typeof dockerOrSkip>[0]);
 const CLI = join(ROOT, 'dist', 'daemon', 'main.js');
@@ -53,6 +53,7 @@ if (docker) {
       AIRLOCK_DATA_DIR: dir,
       AIRLOCK_PORT: String(port),
       AIRLOCK_IMAGE: image,
+      ...ENGINE_ENV,
       AIRLOCK_MODEL_PROVIDER: 'demo',
       AIRLOCK_LOG_LEVEL: 'info',
       AGENT_USER_TOKEN_SECRET: 'serve-sigkill-agent-user-token-secret',
