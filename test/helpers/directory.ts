@@ -1,7 +1,8 @@
 import { start as startDirectory, type DirectoryEmulator } from '../../emulator/directory.js';
 import { DirectorySyncRunner } from '../../daemon/directory-sync/index.js';
 import { identityEncryptor, saveConnection, type IdpConnectionRow, type SandboxControl } from '../../web/index.js';
-import type { Db } from '../../core/index.js';
+import type { Sql } from '../../domain/db/index.js';
+import { dbRows } from './db.js';
 import { addUser, startTestApp, type TestApp } from './app.js';
 
 export interface SyncSetup {
@@ -47,8 +48,10 @@ export async function startSync(
 const DATA_TABLES = ['users', 'directory_users', 'external_groups', 'external_group_members', 'teams', 'team_members', 'user_agent_policies', 'organisation_members', 'external_identities'];
 
 /** Every row of the directory-data tables, for before/after comparisons. */
-export function snapshot(db: Db): Record<string, unknown[]> {
-  return Object.fromEntries(DATA_TABLES.map((tb) => [tb, db.prepare(`SELECT * FROM ${tb} ORDER BY 1, 2`).all()]));
+export async function snapshot(db: Sql): Promise<Record<string, unknown[]>> {
+  const out: Record<string, unknown[]> = {};
+  for (const tb of DATA_TABLES) out[tb] = await dbRows(db, `SELECT * FROM ${tb} ORDER BY 1, 2`);
+  return out;
 }
 
 const ROOT_PW = 'root-password-123';

@@ -42,7 +42,7 @@ t.test('/metrics: logins, egress decisions by outcome, process metrics; no secre
   const config = testConfig(dir, { AIRLOCK_LOG_LEVEL: 'warn' });
   const d = await serve(config, { runtime: false, log: createLogger({ level: 'warn', destination: logSink().stream }) });
   t.teardown(() => d.close());
-  await addUser(d.db, 'mia', 'mia-password-1');
+  await addUser(d.database, 'mia', 'mia-password-1');
   const scrape = async () => {
     const r = await fetch(`${d.web.url}/metrics`);
     t.equal(r.status, 200);

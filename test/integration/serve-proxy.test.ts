@@ -11,7 +11,7 @@ t.test('serve wires the account routes, token service, egress gateway and overla
   t.teardown(() => d.close());
   const anon = await fetch(`${d.web.url}/api/account`);
   t.equal(anon.status, 401, 'account status needs a login');
-  const user = await addUser(d.db, 'dave', 'pw-pw-pw-pw-pw');
+  const user = await addUser(d.database, 'dave', 'pw-pw-pw-pw-pw');
   // No connected account, demo model: the session gets no provider routes and no tokens.
   const prep = await d.sessionPreparer.prepare({ userId: user.id, sessionId: 'sess-serve', proxyPort: 8700 });
   t.same(prep.routes.filter((r) => r.name !== 'host'), []);

@@ -1,4 +1,5 @@
 import t from 'tap';
+import { dbRow, dbRows, dbRun, TEST_ENGINE } from '../../helpers/db.js';
 import { waitFor } from '../../helpers/chat.js';
 import { addUser } from '../../helpers/app.js';
 import { snapshot, startSync, syncAdmin, syncOnce, type SyncSetup } from '../../helpers/directory.js';
@@ -9,11 +10,9 @@ import { JOB_STALE_MS, PENDING_STALE_MS } from '../../../daemon/directory-sync/i
 
 const admin = syncAdmin;
 
-const userId = (s: SyncSetup, email: string) => (s.app.db.prepare('SELECT id FROM users WHERE email = ?').get(email) as { id: number } | undefined)?.id;
-const groupMembers = (s: SyncSetup, groupEmail: string) =>
-  (s.app.db
-    .prepare('SELECT u.email FROM external_group_members m JOIN external_groups g ON g.id = m.group_id JOIN users u ON u.id = m.user_id WHERE g.email = ? ORDER BY u.email')
-    .all(groupEmail) as { email: string }[]).map((r) => r.email);
+const userId = async (s: SyncSetup, email: string) => ((await dbRow(s.app.database.sql, 'SELECT id FROM users WHERE email = ?', email)) as { id: number } | undefined)?.id;
+const groupMembers = async (s: SyncSetup, groupEmail: string) =>
+  ((await dbRows(s.app.database.sql, 'SELECT u.email FROM external_group_members m JOIN external_groups g ON g.id = m.group_id JOIN users u ON u.id = m.user_id WHERE g.email = ? ORDER BY u.email', groupEmail)) as { email: string }[]).map((r) => r.email);
 
 t.test('directory-sync API: superuser only; has_group_sync false → 409', async (t) => {
   const s = await startSync(t, { groupSync: false });
@@ -47,9 +46,9 @@ t.test('ten concurrent POSTs create one job; the running job is returned', async
   t.equal(ids.size, 1, 'one job id in all answers');
   t.equal(answers.filter((a) => a.body.created).length, 1, 'one created');
   t.same(answers.map((a) => a.status).sort(), [200, 200, 200, 200, 200, 200, 200, 200, 200, 202]);
-  t.equal((s.app.db.prepare('SELECT COUNT(*) AS n FROM directory_sync_jobs').get() as { n: number }).n, 1);
+  t.equal(Number(((await dbRow(s.app.database.sql, 'SELECT COUNT(*) AS n FROM directory_sync_jobs')) as { n: number | string }).n), 1);
   // The database itself refuses a second unfinished job.
-  t.throws(() => s.app.db.prepare("INSERT INTO directory_sync_jobs (connection_id, trigger) VALUES (?, 'manual')").run(s.connection.id), /UNIQUE/);
+  await t.rejects(dbRun(s.app.database.sql, "INSERT INTO directory_sync_jobs (connection_id, trigger) VALUES (?, 'manual')", s.connection.id), /UNIQUE|duplicate key/);
   await s.runner.idle();
   const job = (await root.json('GET', '/api/identity/directory-sync')).body.job;
   t.equal(job.status, 'succeeded');
@@ -73,10 +72,10 @@ t.test('sync adds, updates, removes memberships, deactivates removed/suspended u
   t.equal(j1.status, 'succeeded', JSON.stringify(j1.error));
   t.equal(j1.result.users_created, 4);
   t.equal(j1.result.users_linked, 1, 'existing local account linked by e-mail');
-  t.equal(userId(s, u4.primaryEmail), local4.id);
+  t.equal((await userId(s, u4.primaryEmail)), local4.id);
   t.equal(j1.result.groups_created, 2);
   t.equal(j1.result.memberships_added, 3);
-  t.same(groupMembers(s, `eng@${dom}`), [u1.primaryEmail, u2.primaryEmail]);
+  t.same((await groupMembers(s, `eng@${dom}`)), [u1.primaryEmail, u2.primaryEmail]);
 
   // An organisation manager links a team to eng@.
   const mgr = await addUser(s.app.database, 'manager', 'manager-password-1');
@@ -90,7 +89,7 @@ t.test('sync adds, updates, removes memberships, deactivates removed/suspended u
   t.equal(groups.body.groups.length, 1);
   const team = await m.json('POST', `/api/identity/organisations/${org.body.id}/teams`, { name: 'Eng team', external_group_id: groups.body.groups[0].id });
   t.equal(team.status, 201);
-  t.same(team.body.member_ids, [userId(s, u1.primaryEmail), userId(s, u2.primaryEmail)].sort((a, b) => a! - b!), 'a team linked to a group takes its members at once');
+  t.same(team.body.member_ids, [(await userId(s, u1.primaryEmail)), (await userId(s, u2.primaryEmail))].sort((a, b) => a! - b!), 'a team linked to a group takes its members at once');
   const policy = await m.json('POST', `/api/identity/organisations/${org.body.id}/agent-policies`, {
     name: 'eng tools', applies_to: 'teams', team_ids: [team.body.id], allowed_tools: ['send_email', 'fetch_sheet'], allowed_models: ['demo'],
   });
@@ -102,20 +101,20 @@ t.test('sync adds, updates, removes memberships, deactivates removed/suspended u
   t.equal((await m.json('POST', '/api/identity/directory-sync', {})).status, 403, 'manager is not a superuser');
 
   // u2 logs in (has a web session) before being suspended.
-  s.app.db.prepare('UPDATE users SET password_hash = ? WHERE email = ?').run(await hashPassword('u2-password-123'), u2.primaryEmail);
+  (await dbRun(s.app.database.sql, 'UPDATE users SET password_hash = ? WHERE email = ?', await hashPassword('u2-password-123'), u2.primaryEmail));
   const u2browser = s.app.client();
   t.equal((await u2browser.login(u2.primaryEmail, 'u2-password-123')).status, 200);
 
   const j2 = await syncOnce(s, root);
   t.equal(j2.result.team_members_added, 0, 'team already filled when it was linked');
   t.same(
-    (s.app.db.prepare('SELECT u.email FROM team_members tm JOIN users u ON u.id = tm.user_id WHERE tm.team_id = ? ORDER BY u.email').all(team.body.id) as { email: string }[]).map((r) => r.email),
+    ((await dbRows(s.app.database.sql, 'SELECT u.email FROM team_members tm JOIN users u ON u.id = tm.user_id WHERE tm.team_id = ? ORDER BY u.email', team.body.id)) as { email: string }[]).map((r) => r.email),
     [u1.primaryEmail, u2.primaryEmail],
   );
-  const u1id = userId(s, u1.primaryEmail)!;
+  const u1id = (await userId(s, u1.primaryEmail))!;
   const pol = await root.json('GET', `/api/identity/agent-policy?user_id=${u1id}`);
   t.same(pol.body.policy.tools, ['fetch_sheet', 'send_email'], 'team member gets the team policy');
-  t.ok(s.app.db.prepare('SELECT 1 FROM user_agent_policies WHERE user_id = ?').get(u1id), 'sandbox policy rewritten');
+  t.ok((await dbRow(s.app.database.sql, 'SELECT 1 FROM user_agent_policies WHERE user_id = ?', u1id)), 'sandbox policy rewritten');
   t.ok(s.policyChanged.flat().includes(u1id), 'the optional policyChanged hook is called');
 
   // The directory changes.
@@ -134,35 +133,35 @@ t.test('sync adds, updates, removes memberships, deactivates removed/suspended u
   t.equal(j3.result.users_deactivated, 2, 'suspended u2 and removed u5');
   t.equal(j3.result.memberships_added, 2, 'u3 → eng, u6 → ops');
   t.equal(j3.result.memberships_removed, 1, 'u3 left ops');
-  t.same(groupMembers(s, `eng@${dom}`), [u1.primaryEmail, u2.primaryEmail, u3.primaryEmail], 'group rows mirror the directory');
-  t.same(groupMembers(s, `ops@${dom}`), [u6.primaryEmail]);
-  const active = (e: string) => (s.app.db.prepare('SELECT is_active FROM users WHERE email = ?').get(e) as { is_active: number }).is_active;
-  t.equal(active(u2.primaryEmail), 0);
-  t.equal(active(u5.primaryEmail), 0);
-  t.equal(active(u1.primaryEmail), 1);
-  t.equal((s.app.db.prepare('SELECT display_name FROM users WHERE id = ?').get(u1id) as { display_name: string }).display_name, 'User One Renamed');
+  t.same((await groupMembers(s, `eng@${dom}`)), [u1.primaryEmail, u2.primaryEmail, u3.primaryEmail], 'group rows mirror the directory');
+  t.same((await groupMembers(s, `ops@${dom}`)), [u6.primaryEmail]);
+  const active = async (e: string) => ((await dbRow(s.app.database.sql, 'SELECT is_active FROM users WHERE email = ?', e)) as { is_active: number }).is_active;
+  t.equal((await active(u2.primaryEmail)), 0);
+  t.equal((await active(u5.primaryEmail)), 0);
+  t.equal((await active(u1.primaryEmail)), 1);
+  t.equal(((await dbRow(s.app.database.sql, 'SELECT display_name FROM users WHERE id = ?', u1id)) as { display_name: string }).display_name, 'User One Renamed');
   t.equal((await u2browser.json('GET', '/api/auth/me')).status, 401, 'deactivated user lost the web session at once');
-  t.equal((s.app.db.prepare('SELECT COUNT(*) AS n FROM web_sessions WHERE user_id = ?').get(userId(s, u2.primaryEmail)) as { n: number }).n, 0);
-  t.same(s.killed.sort(), [userId(s, u2.primaryEmail), userId(s, u5.primaryEmail)].sort(), 'sandboxes killed');
+  t.equal(((await dbRow(s.app.database.sql, 'SELECT COUNT(*) AS n FROM web_sessions WHERE user_id = ?', (await userId(s, u2.primaryEmail)))) as { n: number }).n, 0);
+  t.same(s.killed.sort(), [(await userId(s, u2.primaryEmail)), (await userId(s, u5.primaryEmail))].sort(), 'sandboxes killed');
   // The linked team follows the group's ACTIVE members: u3 in, u2 (suspended) out.
   t.same(
-    (s.app.db.prepare('SELECT u.email FROM team_members tm JOIN users u ON u.id = tm.user_id WHERE tm.team_id = ? ORDER BY u.email').all(team.body.id) as { email: string }[]).map((r) => r.email),
+    ((await dbRows(s.app.database.sql, 'SELECT u.email FROM team_members tm JOIN users u ON u.id = tm.user_id WHERE tm.team_id = ? ORDER BY u.email', team.body.id)) as { email: string }[]).map((r) => r.email),
     [u1.primaryEmail, u3.primaryEmail],
   );
   t.equal((await m.json('PUT', `/api/identity/teams/${team.body.id}/members/${mgr.id}`)).body.error.code, 'ERR_TEAM_LINKED');
 
   // Immediate re-sync: nothing written.
-  const before = snapshot(s.app.db);
+  const before = await snapshot(s.app.database.sql);
   const j4 = await syncOnce(s, root);
   t.equal(j4.status, 'succeeded');
   t.equal(j4.result.rows_written, 0, 'no rows written');
-  t.same(snapshot(s.app.db), before, 'data tables unchanged');
+  t.same(await snapshot(s.app.database.sql), before, 'data tables unchanged');
 
   // Unsuspended: the account comes back.
   u2.suspended = false;
   const j5 = await syncOnce(s, root);
   t.equal(j5.result.users_reactivated, 1);
-  t.equal(active(u2.primaryEmail), 1);
+  t.equal((await active(u2.primaryEmail)), 1);
 });
 
 t.test('a group gone from the directory: its linked team is unlinked and emptied in the same sync (warning, action log)', async (t) => {
@@ -176,21 +175,21 @@ t.test('a group gone from the directory: its linked team is unlinked and emptied
   d.setMembers(ops.id, [u3.primaryEmail]);
   const root = await admin(s);
   t.equal((await syncOnce(s, root)).status, 'succeeded');
-  const [id1, id2, id3] = [u1, u2, u3].map((u) => userId(s, u.primaryEmail)!);
-  const gid = (email: string) => (s.app.db.prepare('SELECT id FROM external_groups WHERE email = ?').get(email) as { id: number }).id;
+  const [id1, id2, id3] = await Promise.all([u1, u2, u3].map(async (u) => (await userId(s, u.primaryEmail))!));
+  const gid = async (email: string) => ((await dbRow(s.app.database.sql, 'SELECT id FROM external_groups WHERE email = ?', email)) as { id: number }).id;
 
   // An organisation with two linked teams and a policy for the eng team.
   const org = (await root.json('POST', '/api/identity/organisations', { name: 'Acme' })).body.id;
-  const engTeam = (await root.json('POST', `/api/identity/organisations/${org}/teams`, { name: 'Eng', external_group_id: gid(eng.email) })).body;
-  const opsTeam = (await root.json('POST', `/api/identity/organisations/${org}/teams`, { name: 'Ops', external_group_id: gid(ops.email) })).body;
+  const engTeam = (await root.json('POST', `/api/identity/organisations/${org}/teams`, { name: 'Eng', external_group_id: (await gid(eng.email)) })).body;
+  const opsTeam = (await root.json('POST', `/api/identity/organisations/${org}/teams`, { name: 'Ops', external_group_id: (await gid(ops.email)) })).body;
   const policy = (await root.json('POST', `/api/identity/organisations/${org}/agent-policies`, {
     name: 'eng', applies_to: 'teams', team_ids: [engTeam.id], allowed_tools: ['fetch_sheet'],
   })).body;
   t.same(engTeam.member_ids, [id1, id2]);
   const policyIds = async (uid: number) => (await root.json('GET', `/api/identity/agent-policy?user_id=${uid}`)).body.policy.policy_ids;
   t.same(await policyIds(id1), [policy.id]);
-  const teamRow = (id: number) => s.app.db.prepare('SELECT external_group_id FROM teams WHERE id = ?').get(id) as { external_group_id: number | null };
-  const members = (id: number) => (s.app.db.prepare('SELECT user_id FROM team_members WHERE team_id = ? ORDER BY user_id').all(id) as { user_id: number }[]).map((r) => r.user_id);
+  const teamRow = async (id: number) => (await dbRow(s.app.database.sql, 'SELECT external_group_id FROM teams WHERE id = ?', id)) as { external_group_id: number | null };
+  const members = async (id: number) => ((await dbRows(s.app.database.sql, 'SELECT user_id FROM team_members WHERE team_id = ? ORDER BY user_id', id)) as { user_id: number }[]).map((r) => r.user_id);
   const changedBefore = s.policyChanged.length;
 
   // eng@ is deleted in the directory.
@@ -199,8 +198,8 @@ t.test('a group gone from the directory: its linked team is unlinked and emptied
   t.equal(j.status, 'succeeded', JSON.stringify(j.error));
   t.equal(j.result.groups_deleted, 1);
   t.equal(j.result.memberships_removed, 0, 'the group\'s member rows went with it (not counted as removals)');
-  t.equal(teamRow(engTeam.id).external_group_id, null, 'team unlinked');
-  t.same(members(engTeam.id), [], 'and emptied: the group\'s last members do not keep it');
+  t.equal((await teamRow(engTeam.id)).external_group_id, null, 'team unlinked');
+  t.same((await members(engTeam.id)), [], 'and emptied: the group\'s last members do not keep it');
   t.equal(j.result.teams_unlinked, 1);
   t.equal(j.result.team_members_removed, 2);
   t.equal(j.result.teams_updated, 1);
@@ -214,7 +213,7 @@ t.test('a group gone from the directory: its linked team is unlinked and emptied
     },
   ]);
   t.match(j.result.warnings[0].message, eng.email);
-  const logged = s.app.db.prepare("SELECT severity, data FROM action_log WHERE event = 'identity.team_unlinked'").all() as { severity: string; data: string }[];
+  const logged = (await dbRows(s.app.database.sql, "SELECT severity, data FROM action_log WHERE event = 'identity.team_unlinked'")) as { severity: string; data: string }[];
   t.equal(logged.length, 1, 'one action-log entry');
   t.equal(logged[0].severity, 'warning');
   t.match(JSON.parse(logged[0].data), { by: 'directory_sync', job_id: j.id, reason: 'group_deleted', team_id: engTeam.id, group_email: eng.email, members_removed: 2 });
@@ -222,12 +221,12 @@ t.test('a group gone from the directory: its linked team is unlinked and emptied
   // The team's policy no longer reaches the group's former members.
   t.same(await policyIds(id1), []);
   t.same(await policyIds(id2), []);
-  for (const uid of [id1, id2]) t.same(JSON.parse((s.app.db.prepare('SELECT policy FROM user_agent_policies WHERE user_id = ?').get(uid) as { policy: string }).policy).policy_ids, [], 'stored sandbox policy rewritten');
+  for (const uid of [id1, id2]) t.same(JSON.parse(((await dbRow(s.app.database.sql, 'SELECT policy FROM user_agent_policies WHERE user_id = ?', uid)) as { policy: string }).policy).policy_ids, [], 'stored sandbox policy rewritten');
   t.same(s.policyChanged.slice(changedBefore).flat().sort(), [id1, id2], 'policyChanged hook told');
   // Other teams and users are untouched; the users stay active.
-  t.equal(teamRow(opsTeam.id).external_group_id, gid(ops.email));
-  t.same(members(opsTeam.id), [id3]);
-  t.equal((s.app.db.prepare('SELECT COUNT(*) AS n FROM users WHERE is_active = 1 AND id IN (?, ?)').get(id1, id2) as { n: number }).n, 2);
+  t.equal((await teamRow(opsTeam.id)).external_group_id, (await gid(ops.email)));
+  t.same((await members(opsTeam.id)), [id3]);
+  t.equal(((await dbRow(s.app.database.sql, 'SELECT COUNT(*) AS n FROM users WHERE is_active = 1 AND id IN (?, ?)', id1, id2)) as { n: number }).n, 2);
 
   // A re-sync writes nothing and warns no more; the team is a manual team now.
   const again = await syncOnce(s, root);
@@ -247,13 +246,13 @@ t.test('a group renamed in the directory: the next sync updates the same Externa
   d.setMembers(eng.id, [u1.primaryEmail, u2.primaryEmail]);
   const root = await admin(s);
   t.equal((await syncOnce(s, root)).result.groups_created, 2);
-  const row = (directoryId: string) =>
-    s.app.db.prepare('SELECT id, email, name, description FROM external_groups WHERE directory_id = ?').get(directoryId) as { id: number; email: string; name: string; description: string };
-  const engRow = row(eng.id);
-  const opsRow = row(ops.id);
+  const row = async (directoryId: string) =>
+    (await dbRow(s.app.database.sql, 'SELECT id, email, name, description FROM external_groups WHERE directory_id = ?', directoryId)) as { id: number; email: string; name: string; description: string };
+  const engRow = (await row(eng.id));
+  const opsRow = (await row(ops.id));
   t.equal(engRow.name, 'Engineering');
-  const org = Number(s.app.db.prepare("INSERT INTO organisations (name) VALUES ('Acme')").run().lastInsertRowid);
-  const team = Number(s.app.db.prepare("INSERT INTO teams (organisation_id, name, external_group_id) VALUES (?, 'Eng', ?)").run(org, engRow.id).lastInsertRowid);
+  const org = Number((await dbRow(s.app.database.sql, "INSERT INTO organisations (name) VALUES ('Acme') RETURNING id")).id);
+  const team = Number((await dbRow(s.app.database.sql, "INSERT INTO teams (organisation_id, name, external_group_id) VALUES (?, 'Eng', ?) RETURNING id", org, engRow.id)).id);
   t.equal((await syncOnce(s, root)).result.team_members_added, 2, 'linked team filled');
 
   // Renamed in the directory (same group id).
@@ -266,10 +265,10 @@ t.test('a group renamed in the directory: the next sync updates the same Externa
   t.equal(j.result.memberships_added + j.result.memberships_removed, 0);
   t.equal(j.result.team_members_added + j.result.team_members_removed, 0);
   t.equal(j.result.rows_written, 1, 'only the group row');
-  t.same(row(eng.id), { ...engRow, name: 'Platform Engineering' }, 'same row, new name');
-  t.same(row(ops.id), opsRow, 'the other group untouched');
-  t.equal((s.app.db.prepare('SELECT external_group_id FROM teams WHERE id = ?').get(team) as { external_group_id: number }).external_group_id, engRow.id, 'team stays linked');
-  t.same(groupMembers(s, `eng@${dom}`), [u1.primaryEmail, u2.primaryEmail]);
+  t.same((await row(eng.id)), { ...engRow, name: 'Platform Engineering' }, 'same row, new name');
+  t.same((await row(ops.id)), opsRow, 'the other group untouched');
+  t.equal(((await dbRow(s.app.database.sql, 'SELECT external_group_id FROM teams WHERE id = ?', team)) as { external_group_id: number }).external_group_id, engRow.id, 'team stays linked');
+  t.same((await groupMembers(s, `eng@${dom}`)), [u1.primaryEmail, u2.primaryEmail]);
   const listed = await root.json('GET', '/api/identity/external-groups?q=platform');
   t.same(listed.body.groups.map((g: { id: number; name: string }) => [g.id, g.name]), [[engRow.id, 'Platform Engineering']], 'the API shows the new name');
 
@@ -278,8 +277,8 @@ t.test('a group renamed in the directory: the next sync updates the same Externa
   eng.description = '';
   const j2 = await syncOnce(s, root);
   t.equal(j2.result.groups_updated, 1);
-  t.same(row(eng.id), { id: engRow.id, email: `platform@${dom}`, name: 'Platform Engineering', description: '' });
-  t.same(groupMembers(s, `platform@${dom}`), [u1.primaryEmail, u2.primaryEmail]);
+  t.same((await row(eng.id)), { id: engRow.id, email: `platform@${dom}`, name: 'Platform Engineering', description: '' });
+  t.same((await groupMembers(s, `platform@${dom}`)), [u1.primaryEmail, u2.primaryEmail]);
   const j3 = await syncOnce(s, root);
   t.equal(j3.result.groups_updated, 0);
   t.equal(j3.result.rows_written, 0);
@@ -293,28 +292,28 @@ t.test('archived users are deactivated like suspended ones and come back when un
   const u2 = d.addUser({ primaryEmail: `u2@${dom}`, archived: true });
   const u3 = d.addUser({ primaryEmail: `u3@${dom}` });
   const root = await admin(s);
-  const active = (e: string) => (s.app.db.prepare('SELECT is_active FROM users WHERE email = ?').get(e) as { is_active: number }).is_active;
-  const dirRow = (e: string) => s.app.db.prepare('SELECT archived, suspended, deactivated_by_sync FROM directory_users WHERE email = ?').get(e) as Record<string, number>;
+  const active = async (e: string) => ((await dbRow(s.app.database.sql, 'SELECT is_active FROM users WHERE email = ?', e)) as { is_active: number }).is_active;
+  const dirRow = async (e: string) => (await dbRow(s.app.database.sql, 'SELECT archived, suspended, deactivated_by_sync FROM directory_users WHERE email = ?', e)) as Record<string, number>;
 
   // Archived from the start: the account is created inactive.
   const j1 = await syncOnce(s, root);
   t.equal(j1.status, 'succeeded', JSON.stringify(j1.error));
   t.equal(j1.result.users_created, 3);
-  t.equal(active(u2.primaryEmail), 0, 'archived new user created inactive');
-  t.same(dirRow(u2.primaryEmail), { archived: 1, suspended: 0, deactivated_by_sync: 1 });
+  t.equal((await active(u2.primaryEmail)), 0, 'archived new user created inactive');
+  t.same((await dirRow(u2.primaryEmail)), { archived: 1, suspended: 0, deactivated_by_sync: 1 });
 
   // An active user with a web session is archived: deactivated, session and sandboxes ended.
-  s.app.db.prepare('UPDATE users SET password_hash = ? WHERE email = ?').run(await hashPassword('u3-password-123'), u3.primaryEmail);
+  (await dbRun(s.app.database.sql, 'UPDATE users SET password_hash = ? WHERE email = ?', await hashPassword('u3-password-123'), u3.primaryEmail));
   const u3browser = s.app.client();
   t.equal((await u3browser.login(u3.primaryEmail, 'u3-password-123')).status, 200);
   u3.archived = true;
   const j2 = await syncOnce(s, root);
   t.equal(j2.result.users_deactivated, 1);
   t.equal(j2.result.sessions_ended, 1);
-  t.equal(active(u3.primaryEmail), 0);
-  t.same(dirRow(u3.primaryEmail), { archived: 1, suspended: 0, deactivated_by_sync: 1 });
+  t.equal((await active(u3.primaryEmail)), 0);
+  t.same((await dirRow(u3.primaryEmail)), { archived: 1, suspended: 0, deactivated_by_sync: 1 });
   t.equal((await u3browser.json('GET', '/api/auth/me')).status, 401, 'web session ended');
-  t.same(s.killed, [userId(s, u3.primaryEmail)], 'sandboxes ended');
+  t.same(s.killed, [(await userId(s, u3.primaryEmail))], 'sandboxes ended');
 
   // Archived and suspended: back only once neither holds.
   u1.archived = true;
@@ -323,8 +322,8 @@ t.test('archived users are deactivated like suspended ones and come back when un
   u1.archived = false;
   const j3 = await syncOnce(s, root);
   t.equal(j3.result.users_reactivated, 0, 'still suspended');
-  t.equal(active(u1.primaryEmail), 0);
-  t.same(dirRow(u1.primaryEmail), { archived: 0, suspended: 1, deactivated_by_sync: 1 });
+  t.equal((await active(u1.primaryEmail)), 0);
+  t.same((await dirRow(u1.primaryEmail)), { archived: 0, suspended: 1, deactivated_by_sync: 1 });
 
   // Unarchived (and unsuspended): the accounts the sync deactivated come back.
   u1.suspended = false;
@@ -332,16 +331,16 @@ t.test('archived users are deactivated like suspended ones and come back when un
   u3.archived = false;
   const j4 = await syncOnce(s, root);
   t.equal(j4.result.users_reactivated, 3);
-  for (const u of [u1, u2, u3]) t.equal(active(u.primaryEmail), 1, `${u.primaryEmail} active again`);
-  t.same(dirRow(u2.primaryEmail), { archived: 0, suspended: 0, deactivated_by_sync: 0 });
+  for (const u of [u1, u2, u3]) t.equal((await active(u.primaryEmail)), 1, `${u.primaryEmail} active again`);
+  t.same((await dirRow(u2.primaryEmail)), { archived: 0, suspended: 0, deactivated_by_sync: 0 });
 
   // An account an admin deactivated by hand is not brought back by an archive/unarchive cycle.
-  s.app.db.prepare('UPDATE users SET is_active = 0 WHERE email = ?').run(u3.primaryEmail);
+  (await dbRun(s.app.database.sql, 'UPDATE users SET is_active = 0 WHERE email = ?', u3.primaryEmail));
   u3.archived = true;
   t.equal((await syncOnce(s, root)).result.users_deactivated, 0);
   u3.archived = false;
   t.equal((await syncOnce(s, root)).result.users_reactivated, 0);
-  t.equal(active(u3.primaryEmail), 0);
+  t.equal((await active(u3.primaryEmail)), 0);
 });
 
 t.test('never deactivates the last active superuser', async (t) => {
@@ -351,7 +350,7 @@ t.test('never deactivates the last active superuser', async (t) => {
   s.dir.addUser({ primaryEmail: `x@${s.dir.domain}` });
   const j = await syncOnce(s, root);
   t.equal(j.status, 'succeeded');
-  t.equal(j.result.kept_last_superuser, userId(s, r.primaryEmail));
+  t.equal(j.result.kept_last_superuser, (await userId(s, r.primaryEmail)));
   t.equal((await root.json('GET', '/api/auth/me')).status, 200, 'still logged in');
 });
 
@@ -365,13 +364,13 @@ t.test('upstream failure mid-sync: job failed with the error, database as before
   s.dir.users.splice(5, 3);
   s.dir.setMembers(s.dir.groups[0].id, []);
   s.dir.fail({ pathIncludes: '/members', after: 2, status: 503 });
-  const before = snapshot(s.app.db);
+  const before = await snapshot(s.app.database.sql);
   const j = await syncOnce(s, root);
   t.equal(j.status, 'failed');
   t.equal(j.error.code, 'ERR_SYNC_UPSTREAM');
   t.equal(j.error.upstream_status, 503);
   t.ok(j.finished_at);
-  t.same(snapshot(s.app.db), before, 'nothing half-applied');
+  t.same(await snapshot(s.app.database.sql), before, 'nothing half-applied');
   t.same(s.killed, []);
   // Recovery: the next sync applies everything.
   s.dir.clearFailures();
@@ -390,22 +389,28 @@ t.test('linked-teams step fails: the whole sync is rolled back, the job failed w
   const root = await admin(s);
   t.equal((await syncOnce(s, root)).status, 'succeeded');
   // A team linked to eng@ (an organisation manager's act, written directly here).
-  const org = Number(s.app.db.prepare("INSERT INTO organisations (name) VALUES ('Acme')").run().lastInsertRowid);
-  const groupId = (s.app.db.prepare('SELECT id FROM external_groups WHERE email = ?').get(g.email) as { id: number }).id;
-  s.app.db.prepare("INSERT INTO teams (organisation_id, name, external_group_id) VALUES (?, 'Eng', ?)").run(org, groupId);
+  const org = Number((await dbRow(s.app.database.sql, "INSERT INTO organisations (name) VALUES ('Acme') RETURNING id")).id);
+  const groupId = ((await dbRow(s.app.database.sql, 'SELECT id FROM external_groups WHERE email = ?', g.email)) as { id: number }).id;
+  (await dbRun(s.app.database.sql, "INSERT INTO teams (organisation_id, name, external_group_id) VALUES (?, 'Eng', ?)", org, groupId));
   t.equal((await syncOnce(s, root)).result.team_members_added, 1, 'team filled once');
   // u3 has a web session; then the directory changes: u3 suspended, u2 joins eng@, u1 renamed.
-  s.app.db.prepare('UPDATE users SET password_hash = ? WHERE email = ?').run(await hashPassword('u3-password-123'), u3.primaryEmail);
+  (await dbRun(s.app.database.sql, 'UPDATE users SET password_hash = ? WHERE email = ?', await hashPassword('u3-password-123'), u3.primaryEmail));
   const u3browser = s.app.client();
   t.equal((await u3browser.login(u3.primaryEmail, 'u3-password-123')).status, 200);
   u3.suspended = true;
   u1.name.fullName = 'Renamed';
   d.setMembers(g.id, [u1.primaryEmail, u2.primaryEmail]);
   // The teams step cannot write: a trigger refuses every new team member.
-  s.app.db.exec("CREATE TRIGGER test_refuse_team_member BEFORE INSERT ON team_members BEGIN SELECT RAISE(ABORT, 'refused by test'); END");
-  const before = snapshot(s.app.db);
-  const count = (table: string) => (s.app.db.prepare(`SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n;
-  const [sessionsBefore, actionsBefore] = [count('web_sessions'), count('action_log')];
+  // A step of the apply fails half-way (a trigger refuses the team membership), on either engine.
+  if (TEST_ENGINE === 'postgres') {
+    await dbRun(s.app.database.sql, "CREATE FUNCTION test_refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused by test'; END $$");
+    await dbRun(s.app.database.sql, 'CREATE TRIGGER test_refuse_team_member BEFORE INSERT ON team_members FOR EACH ROW EXECUTE FUNCTION test_refuse()');
+  } else {
+    await dbRun(s.app.database.sql, "CREATE TRIGGER test_refuse_team_member BEFORE INSERT ON team_members BEGIN SELECT RAISE(ABORT, 'refused by test'); END");
+  }
+  const before = await snapshot(s.app.database.sql);
+  const count = async (table: string) => Number(((await dbRow(s.app.database.sql, `SELECT COUNT(*) AS n FROM ${table}`)) as { n: number | string }).n);
+  const [sessionsBefore, actionsBefore] = [(await count('web_sessions')), (await count('action_log'))];
   const killedBefore = s.killed.length;
   const policyBefore = s.policyChanged.length;
   const j = await syncOnce(s, root);
@@ -414,10 +419,10 @@ t.test('linked-teams step fails: the whole sync is rolled back, the job failed w
   t.notMatch(j.error.message, /refused by test|INSERT|team_members/, 'no SQL detail in the job error');
   t.equal(j.result, null, 'no result recorded');
   t.ok(j.finished_at);
-  t.same(snapshot(s.app.db), before, 'nothing half-applied: users, groups, memberships, teams, policies as before');
-  t.equal(count('web_sessions'), sessionsBefore, 'no web session ended');
+  t.same(await snapshot(s.app.database.sql), before, 'nothing half-applied: users, groups, memberships, teams, policies as before');
+  t.equal((await count('web_sessions')), sessionsBefore, 'no web session ended');
   // The request and the failed end of the sync are logged; nothing the rolled-back sync did is.
-  const newRows = (s.app.db.prepare('SELECT event, severity, data FROM action_log ORDER BY id DESC LIMIT ?').all(count('action_log') - actionsBefore) as { event: string; severity: string; data: string }[]).reverse();
+  const newRows = ((await dbRows(s.app.database.sql, 'SELECT event, severity, data FROM action_log ORDER BY id DESC LIMIT ?', (await count('action_log')) - actionsBefore)) as { event: string; severity: string; data: string }[]).reverse();
   t.same(newRows.map((r) => r.event), ['identity.directory_sync.requested', 'identity.directory_sync.finished'], 'no deactivation logged: only the sync\'s request and its end');
   const end = JSON.parse(newRows[1]?.data ?? '{}');
   t.match({ severity: newRows[1]?.severity, ...end }, { severity: 'warning', status: 'failed', error_code: 'ERR_SYNC_TEAMS_FAILED', job_id: j.id }, 'the failed end names its error code');
@@ -427,14 +432,14 @@ t.test('linked-teams step fails: the whole sync is rolled back, the job failed w
   t.match(s.app.logs.text(), /ERR_SYNC_TEAMS_FAILED/, 'the failure is logged');
 
   // Once the teams step can write again, the next sync applies everything.
-  s.app.db.exec('DROP TRIGGER test_refuse_team_member');
+  await dbRun(s.app.database.sql, TEST_ENGINE === 'postgres' ? 'DROP TRIGGER test_refuse_team_member ON team_members' : 'DROP TRIGGER test_refuse_team_member');
   const ok = await syncOnce(s, root);
   t.equal(ok.status, 'succeeded', JSON.stringify(ok.error));
   t.equal(ok.result.users_deactivated, 1);
   t.equal(ok.result.team_members_added, 1);
   t.equal(ok.result.sessions_ended, 1);
   t.equal((await u3browser.json('GET', '/api/auth/me')).status, 401);
-  t.same(s.killed.slice(killedBefore), [userId(s, u3.primaryEmail)]);
+  t.same(s.killed.slice(killedBefore), [(await userId(s, u3.primaryEmail))]);
 });
 
 t.test('rate limits are retried with backoff; a bad service-account key is refused by the token endpoint', async (t) => {
@@ -471,49 +476,58 @@ t.test('an address reused by a new directory user does not take over the old acc
   s.dir.addUser({ primaryEmail: `keep@${s.dir.domain}` });
   const root = await admin(s);
   t.equal((await syncOnce(s, root)).status, 'succeeded');
-  const oldId = userId(s, old.primaryEmail)!;
+  const oldId = (await userId(s, old.primaryEmail))!;
   s.dir.users.splice(s.dir.users.indexOf(old), 1);
   s.dir.addUser({ primaryEmail: old.primaryEmail });
   const j = await syncOnce(s, root);
   t.equal(j.status, 'succeeded', JSON.stringify(j.error));
   t.equal(j.result.email_conflicts, 1);
-  t.equal(userId(s, old.primaryEmail), oldId, 'the address stays with the old, now deactivated, account');
-  t.equal((s.app.db.prepare('SELECT is_active FROM users WHERE id = ?').get(oldId) as { is_active: number }).is_active, 0);
+  t.equal((await userId(s, old.primaryEmail)), oldId, 'the address stays with the old, now deactivated, account');
+  t.equal(((await dbRow(s.app.database.sql, 'SELECT is_active FROM users WHERE id = ?', oldId)) as { is_active: number }).is_active, 0);
 
-  const before = snapshot(s.app.db);
+  const before = await snapshot(s.app.database.sql);
   s.dir.users.length = 0;
   const empty = await syncOnce(s, root);
   t.equal(empty.status, 'failed');
   t.equal(empty.error.code, 'ERR_SYNC_EMPTY_DIRECTORY');
-  t.same(snapshot(s.app.db), before);
+  t.same(await snapshot(s.app.database.sql), before);
 });
 
 t.test('recovery fails only jobs whose owner is gone or silent; a live foreign job survives', async (t) => {
   const s = await startSync(t);
   s.dir.addUser({ primaryEmail: `a@${s.dir.domain}` });
   const root = await admin(s);
-  const db = s.app.db;
+  const db = s.app.database.sql;
   const iso = (msAgo: number) => new Date(Date.now() - msAgo).toISOString();
-  const put = (o: { status?: string; owner_id?: string | null; owner_pid?: number | null; owner_host?: string | null; heartbeat_at?: string | null; created_at?: string }) =>
+  const put = async (o: { status?: string; owner_id?: string | null; owner_pid?: number | null; owner_host?: string | null; heartbeat_at?: string | null; created_at?: string }) =>
     Number(
-      db
-        .prepare(
+      (
+        await dbRow(
+          db,
           `INSERT INTO directory_sync_jobs (connection_id, trigger, status, started_at, owner_id, owner_pid, owner_host, heartbeat_at, created_at)
-           VALUES (?, 'manual', ?, ?, ?, ?, ?, ?, ?)`,
+           VALUES (?, 'manual', ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+          s.connection.id,
+          o.status ?? 'running',
+          iso(0),
+          o.owner_id ?? null,
+          o.owner_pid ?? null,
+          o.owner_host ?? null,
+          o.heartbeat_at ?? null,
+          o.created_at ?? iso(0),
         )
-        .run(s.connection.id, o.status ?? 'running', iso(0), o.owner_id ?? null, o.owner_pid ?? null, o.owner_host ?? null, o.heartbeat_at ?? null, o.created_at ?? iso(0)).lastInsertRowid,
+      ).id,
     );
-  const job = (id: number) => db.prepare('SELECT status, error FROM directory_sync_jobs WHERE id = ?').get(id) as { status: string; error: string | null };
-  const reason = (id: number) => (JSON.parse(job(id).error ?? '{}') as { message?: string }).message;
-  const clear = (id: number) => db.prepare("UPDATE directory_sync_jobs SET status = 'failed' WHERE id = ?").run(id);
+  const job = async (id: number) => (await dbRow(db, 'SELECT status, error FROM directory_sync_jobs WHERE id = ?', id)) as { status: string; error: string | null };
+  const reason = async (id: number) => (JSON.parse((await job(id)).error ?? '{}') as { message?: string }).message;
+  const clear = (id: number) => dbRun(db, "UPDATE directory_sync_jobs SET status = 'failed' WHERE id = ?", id);
 
   // A live process on this host (standing in for `airlock sync-directory`) owns a running job.
   const other = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
   t.teardown(() => void other.kill('SIGKILL'));
   await new Promise((r) => other.once('spawn', r));
-  const live = put({ owner_id: 'foreign-run', owner_pid: other.pid, owner_host: hostname(), heartbeat_at: iso(1000) });
+  const live = await put({ owner_id: 'foreign-run', owner_pid: other.pid, owner_host: hostname(), heartbeat_at: iso(1000) });
   t.equal(await s.runner.recover(), 0, 'daemon start leaves the live job alone');
-  t.equal(job(live).status, 'running');
+  t.equal((await job(live)).status, 'running');
   const busy = await root.json('POST', '/api/identity/directory-sync', {});
   t.equal(busy.status, 200, 'a POST returns the live job instead of failing it');
   t.equal(busy.body.job.id, live);
@@ -521,46 +535,46 @@ t.test('recovery fails only jobs whose owner is gone or silent; a live foreign j
   other.kill('SIGKILL');
   await new Promise((r) => other.once('exit', r));
   t.equal(await s.runner.recover(), 1);
-  t.equal(job(live).status, 'failed');
-  t.equal(JSON.parse(job(live).error!).code, 'ERR_SYNC_INTERRUPTED');
-  t.match(reason(live), /owner process gone/);
+  t.equal((await job(live)).status, 'failed');
+  t.equal(JSON.parse((await job(live)).error!).code, 'ERR_SYNC_INTERRUPTED');
+  t.match(await reason(live), /owner process gone/);
 
   // A live pid whose heartbeat stopped long ago (a hung run, or the pid was reused).
-  const hung = put({ owner_id: 'hung-run', owner_pid: process.ppid, owner_host: hostname(), heartbeat_at: iso(JOB_STALE_MS + 60_000) });
+  const hung = await put({ owner_id: 'hung-run', owner_pid: process.ppid, owner_host: hostname(), heartbeat_at: iso(JOB_STALE_MS + 60_000) });
   t.equal(await s.runner.recover(), 1);
-  t.match(reason(hung), /no heartbeat/);
+  t.match(await reason(hung), /no heartbeat/);
 
   // Another host: only the heartbeat tells. Fresh → alive; old → failed.
-  const remote = put({ owner_id: 'remote-run', owner_pid: 4242, owner_host: 'some-other-host', heartbeat_at: iso(10_000) });
+  const remote = await put({ owner_id: 'remote-run', owner_pid: 4242, owner_host: 'some-other-host', heartbeat_at: iso(10_000) });
   t.equal(await s.runner.recover(), 0);
-  db.prepare('UPDATE directory_sync_jobs SET heartbeat_at = ? WHERE id = ?').run(iso(JOB_STALE_MS + 1000), remote);
+  (await dbRun(db, 'UPDATE directory_sync_jobs SET heartbeat_at = ? WHERE id = ?', iso(JOB_STALE_MS + 1000), remote));
   t.equal(await s.runner.recover(), 1);
-  t.match(reason(remote), /no heartbeat/);
+  t.match(await reason(remote), /no heartbeat/);
 
   // Our own pid but not a run of this process: a restarted daemon that got the old pid (pid 1 in a container).
-  const reused = put({ owner_id: 'previous-life', owner_pid: process.pid, owner_host: hostname(), heartbeat_at: iso(1000) });
+  const reused = await put({ owner_id: 'previous-life', owner_pid: process.pid, owner_host: hostname(), heartbeat_at: iso(1000) });
   t.equal(await s.runner.recover(), 1);
-  t.match(reason(reused), /restarted/);
+  t.match(await reason(reused), /restarted/);
 
   // No owner recorded (rows from before owners were kept): nobody can finish it.
-  const legacy = put({});
+  const legacy = await put({});
   t.equal(await s.runner.recover(), 1);
-  t.match(reason(legacy), /no owner/);
+  t.match(await reason(legacy), /no owner/);
 
   // Pending: just created → about to be claimed, left alone; old → never started, failed.
-  const fresh = put({ status: 'pending' });
+  const fresh = await put({ status: 'pending' });
   t.equal(await s.runner.recover(), 0);
-  clear(fresh);
-  const orphan = put({ status: 'pending', created_at: iso(PENDING_STALE_MS + 1000) });
+  await clear(fresh);
+  const orphan = await put({ status: 'pending', created_at: iso(PENDING_STALE_MS + 1000) });
   t.equal(await s.runner.recover(), 1);
-  t.match(reason(orphan), /never started/);
+  t.match(await reason(orphan), /never started/);
 
   // A job left by a crashed process does not block a new one: the POST fails it and starts anew.
-  const crashed = put({ owner_id: 'crashed', owner_pid: process.pid, owner_host: hostname(), heartbeat_at: iso(1000) });
+  const crashed = await put({ owner_id: 'crashed', owner_pid: process.pid, owner_host: hostname(), heartbeat_at: iso(1000) });
   const started = await root.json('POST', '/api/identity/directory-sync', {});
   t.equal(started.status, 202);
   t.not(started.body.job.id, crashed);
-  t.equal(job(crashed).status, 'failed');
+  t.equal((await job(crashed)).status, 'failed');
   await s.runner.idle();
   const j = (await root.json('GET', '/api/identity/directory-sync')).body.job;
   t.equal(j.status, 'succeeded');
@@ -574,27 +588,27 @@ t.test('a run whose job another process failed meanwhile applies nothing and doe
   t.equal((await syncOnce(s, root)).status, 'succeeded');
   s.dir.users[0].suspended = true;
   s.dir.users.splice(3, 2);
-  const before = snapshot(s.app.db);
+  const before = await snapshot(s.app.database.sql);
   s.dir.latencyMs = 150;
   const r = await root.json('POST', '/api/identity/directory-sync', {});
   t.equal(r.status, 202);
   const id = r.body.job.id as number;
-  const row = () => s.app.db.prepare('SELECT status, owner_id, owner_pid, owner_host, heartbeat_at, error, result FROM directory_sync_jobs WHERE id = ?').get(id) as Record<string, unknown>;
+  const row = async () => (await dbRow(s.app.database.sql, 'SELECT status, owner_id, owner_pid, owner_host, heartbeat_at, error, result FROM directory_sync_jobs WHERE id = ?', id)) as Record<string, unknown>;
   // The runner claims the job (pending → running) just after the POST answered.
-  await waitFor(() => row().status === 'running', 'the runner to claim the job', 10_000);
-  t.equal(row().status, 'running');
-  t.equal(row().owner_pid, process.pid, 'owner recorded');
-  t.equal(row().owner_host, hostname());
-  t.ok(row().owner_id && row().heartbeat_at);
+  await waitFor(async () => (await row()).status === 'running', 'the runner to claim the job', 10_000);
+  t.equal((await row()).status, 'running');
+  t.equal((await row()).owner_pid, process.pid, 'owner recorded');
+  t.equal((await row()).owner_host, hostname());
+  t.ok((await row()).owner_id && (await row()).heartbeat_at);
   t.equal(await s.runner.recover(), 0, 'this process still runs it: not recovered');
   // Another process decides the job is dead while it is still fetching.
-  s.app.db.prepare("UPDATE directory_sync_jobs SET status = 'failed', error = ?, finished_at = ? WHERE id = ?").run(JSON.stringify({ code: 'ERR_SYNC_INTERRUPTED', message: 'taken by the test' }), new Date().toISOString(), id);
+  (await dbRun(s.app.database.sql, "UPDATE directory_sync_jobs SET status = 'failed', error = ?, finished_at = ? WHERE id = ?", JSON.stringify({ code: 'ERR_SYNC_INTERRUPTED', message: 'taken by the test' }), new Date().toISOString(), id));
   await s.runner.idle();
-  const after = row();
+  const after = (await row());
   t.equal(after.status, 'failed', 'the failure stands');
   t.equal(JSON.parse(after.error as string).message, 'taken by the test', 'its error is not overwritten');
   t.equal(after.result, null);
-  t.same(snapshot(s.app.db), before, 'nothing applied');
+  t.same(await snapshot(s.app.database.sql), before, 'nothing applied');
   t.same(s.killed, []);
   t.match(s.app.logs.text(), /no longer owned by this run/);
 });
