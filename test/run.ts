@@ -43,6 +43,7 @@ const BOTH_ENGINES = [
   'dist/test/integration/identity/admin-audit.test.js',
   'dist/test/integration/identity/directory-client.test.js',
   'dist/test/integration/identity/directory-sync.test.js',
+  'dist/test/integration/identity/directory-sync-jobs.test.js',
   'dist/test/integration/identity/org-admin.test.js',
   'dist/test/integration/identity/sso.test.js',
   'dist/test/integration/mail-policy-api.test.js',

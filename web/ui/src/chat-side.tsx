@@ -1,0 +1,165 @@
+// The chat page's side panel: one entry of the sessions list (rename, delete) and the workspace
+// account box (connect / disconnect). chat.tsx owns the page and the list around them.
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import type { ChatSessionSummary } from '../../chat-api.js';
+import { api, ApiError } from './api.js';
+import { fmt } from './chat-turn.js';
+
+/* ---------- the sessions list ---------- */
+
+export function SessionItem(props: { s: ChatSessionSummary; current: boolean; onChanged(deleted: boolean): void }) {
+  const { s } = props;
+  const [editing, setEditing] = useState(false);
+  const [title, setTitle] = useState(s.title);
+  const [error, setError] = useState<string | null>(null);
+  const inputRef = useRef<HTMLInputElement>(null);
+  const renameRef = useRef<HTMLButtonElement>(null);
+  useEffect(() => {
+    if (editing) inputRef.current?.select();
+  }, [editing]);
+  const label = s.title || `Chat of ${fmt(s.created_at)}`;
+  const save = async (ev: Event) => {
+    ev.preventDefault();
+    try {
+      await api('PATCH', `/api/chat/sessions/${encodeURIComponent(s.id)}`, { title });
+      setEditing(false);
+      setError(null);
+      props.onChanged(false);
+      setTimeout(() => renameRef.current?.focus(), 0);
+    } catch (e) {
+      setError(e instanceof ApiError ? e.message : String(e));
+    }
+  };
+  const remove = async () => {
+    if (!confirm(`Delete the chat “${label}”? Its history is removed and its sandbox ends.`)) return;
+    try {
+      await api('DELETE', `/api/chat/sessions/${encodeURIComponent(s.id)}`);
+      props.onChanged(true);
+    } catch (e) {
+      setError(e instanceof ApiError ? e.message : String(e));
+    }
+  };
+  if (editing)
+    return (
+      <li>
+        <form class="rename" onSubmit={save}>
+          <label class="visually-hidden" for={`rename-${s.id}`}>
+            New title
+          </label>
+          <input
+            id={`rename-${s.id}`}
+            ref={inputRef}
+            value={title}
+            maxLength={120}
+            onInput={(e) => setTitle((e.target as HTMLInputElement).value)}
+            onKeyDown={(e) => {
+              if (e.key === 'Escape') {
+                setEditing(false);
+                setTitle(s.title);
+              }
+            }}
+          />
+          <button type="submit" class="small">
+            Save
+          </button>
+          <button type="button" class="secondary small" onClick={() => (setEditing(false), setTitle(s.title))}>
+            Cancel
+          </button>
+        </form>
+        {error && (
+          <div class="error small-text" role="alert">
+            {error}
+          </div>
+        )}
+      </li>
+    );
+  return (
+    <li class="session-item">
+      <a class="session-link" href={`#/chat/${encodeURIComponent(s.id)}`} aria-current={props.current ? 'true' : undefined} title={label}>
+        <span class="session-title">{label}</span>
+        <span class="session-date muted">
+          <time dateTime={s.updated_at}>{fmt(s.updated_at)}</time>
+          {s.running_turn_id ? ' · answering…' : ''}
+        </span>
+      </a>
+      <span class="session-actions">
+        <button type="button" class="link" ref={renameRef} onClick={() => setEditing(true)} aria-label={`Rename chat ${label}`}>
+          Rename
+        </button>
+        <button type="button" class="link danger-link" onClick={remove} aria-label={`Delete chat ${label}`}>
+          Delete
+        </button>
+      </span>
+      {error && (
+        <div class="error small-text" role="alert">
+          {error}
+        </div>
+      )}
+    </li>
+  );
+}
+
+/* ---------- the workspace account box (connect / disconnect) ---------- */
+
+interface AccountInfo {
+  connected: boolean;
+  email?: string | null;
+}
+
+export function AccountBox() {
+  const [acc, setAcc] = useState<AccountInfo | null | 'unavailable'>(null);
+  const [msg, setMsg] = useState<{ kind: 'error' | 'info'; text: string } | null>(null);
+  const load = useCallback(() => {
+    api<AccountInfo>('GET', '/api/account').then(setAcc, () => setAcc('unavailable'));
+  }, []);
+  useEffect(load, [load]);
+  const connect = async () => {
+    try {
+      const r = await api<{ authorization_url: string }>('POST', '/api/account/connect', { return_to: '/' });
+      location.href = r.authorization_url;
+    } catch (e) {
+      setMsg({ kind: 'error', text: e instanceof ApiError ? `${e.message} (${e.code})` : String(e) });
+    }
+  };
+  const disconnect = async () => {
+    if (!confirm("Disconnect your workspace account? Airlock forgets its tokens, asks Google to revoke them, and restarts your open chats' sandboxes.")) return;
+    try {
+      const r = await api<{ revoked_at_provider?: boolean | null }>('DELETE', '/api/account');
+      load();
+      setMsg(
+        r && r.revoked_at_provider === false
+          ? { kind: 'error', text: 'Disconnected from Airlock, but Google did not confirm the revocation. To be sure, remove Airlock at https://myaccount.google.com/permissions.' }
+          : { kind: 'info', text: r && r.revoked_at_provider ? "Disconnected. Google revoked Airlock's access." : 'Disconnected.' },
+      );
+    } catch (e) {
+      setMsg({ kind: 'error', text: e instanceof ApiError ? `${e.message} (${e.code})` : String(e) });
+    }
+  };
+  return (
+    <div id="account">
+      {acc === 'unavailable' && <p class="muted">Not available.</p>}
+      {acc && acc !== 'unavailable' && acc.connected && (
+        <>
+          <p class="ok">Connected{acc.email ? ` as ${acc.email}` : ''}.</p>
+          <button type="button" class="secondary" id="disconnect-account" onClick={disconnect}>
+            Disconnect
+          </button>
+        </>
+      )}
+      {acc && acc !== 'unavailable' && !acc.connected && (
+        <>
+          <p class="muted">Not connected: mail and spreadsheet tools need it. After connecting, start a new chat so the tools can use it.</p>
+          <button type="button" id="connect-account" onClick={connect}>
+            Connect workspace account
+          </button>
+        </>
+      )}
+      {msg && (
+        <div class={`banner ${msg.kind}`} role={msg.kind === 'error' ? 'alert' : 'status'}>
+          {msg.text}
+        </div>
+      )}
+    </div>
+  );
+}
+
