@@ -44,9 +44,13 @@ const BOTH_ENGINES = [
   'dist/test/integration/identity/directory-client.test.js',
   'dist/test/integration/identity/directory-sync.test.js',
   'dist/test/integration/identity/directory-sync-jobs.test.js',
+  'dist/test/integration/identity/sync-cli.test.js',
   'dist/test/integration/identity/org-admin.test.js',
   'dist/test/integration/identity/sso.test.js',
   'dist/test/integration/mail-policy-api.test.js',
+  // serve itself on the engine: /metrics and the proxy-trust settings
+  'dist/test/integration/metrics.test.js',
+  'dist/test/integration/serve-proxy.test.js',
 ];
 const ALL = ['dist/test/**/*.test.js'];
 

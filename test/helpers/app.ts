@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -40,6 +41,15 @@ export function tempDir(t: { teardown(fn: () => void): void }, prefix = 'airlock
 
 export function testConfig(dataDir: string, env: Record<string, string> = {}): Readonly<Config> {
   return loadConfig({ AIRLOCK_DATA_DIR: dataDir, AIRLOCK_PORT: '0', AIRLOCK_LOG_LEVEL: 'debug', ...TEST_SECRETS, ...env });
+}
+
+/**
+ * The settings `airlock serve` needs on this run's engine: none on SQLite; on the PostgreSQL pass
+ * a new database (dropped at teardown) with the node secret and encryption key serve requires there.
+ */
+export async function serveEngineEnv(t: { teardown(fn: () => unknown): void }): Promise<Record<string, string>> {
+  const url = await testDatabaseUrl(t);
+  return url ? { AIRLOCK_DATABASE_URL: url, AIRLOCK_NODE_SECRET: randomBytes(24).toString('hex'), AIRLOCK_ENCRYPTION_KEY: randomBytes(32).toString('hex') } : {};
 }
 
 export interface TestApp {

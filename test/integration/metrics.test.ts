@@ -3,7 +3,7 @@ import { connect, createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { createLogger } from '../../core/index.js';
 import { serve } from '../../daemon/serve.js';
-import { addUser, logSink, tempDir, testConfig } from '../helpers/app.js';
+import { addUser, logSink, serveEngineEnv, tempDir, testConfig } from '../helpers/app.js';
 import { Client } from '../helpers/client.js';
 
 /** GET /metrics in Prometheus text format; counters move where the events happen. */
@@ -39,7 +39,7 @@ function connectVia(sock: string, target: string): Promise<string> {
 
 t.test('/metrics: logins, egress decisions by outcome, process metrics; no secrets', async (t) => {
   const dir = tempDir(t, 'airlock-metrics-');
-  const config = testConfig(dir, { AIRLOCK_LOG_LEVEL: 'warn' });
+  const config = testConfig(dir, { AIRLOCK_LOG_LEVEL: 'warn', ...(await serveEngineEnv(t)) });
   const d = await serve(config, { runtime: false, log: createLogger({ level: 'warn', destination: logSink().stream }) });
   t.teardown(() => d.close());
   await addUser(d.database, 'mia', 'mia-password-1');

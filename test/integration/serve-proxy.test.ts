@@ -1,11 +1,11 @@
 import t from 'tap';
 import { serve } from '../../daemon/serve.js';
 import { createLogger } from '../../core/index.js';
-import { addUser, logSink, tempDir, testConfig } from '../helpers/app.js';
+import { addUser, logSink, serveEngineEnv, tempDir, testConfig } from '../helpers/app.js';
 
 t.test('serve wires the account routes, token service, egress gateway and overlay preparer', async (t) => {
   const dir = tempDir(t);
-  const config = testConfig(dir, { AIRLOCK_HOST: '127.0.0.1' });
+  const config = testConfig(dir, { AIRLOCK_HOST: '127.0.0.1', ...(await serveEngineEnv(t)) });
   const logs = logSink();
   const d = await serve(config, { log: createLogger({ level: 'debug', destination: logs.stream }), runtime: false });
   t.teardown(() => d.close());
