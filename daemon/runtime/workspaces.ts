@@ -134,6 +134,7 @@ export class WorkspaceVolumes {
       return ws;
     }
     const image = this.imageOf(userId);
+    let fresh = false;
     if (!existsSync(image)) {
       const legacy = existsSync(ws) && readdirSync(ws).some((e) => e !== '.agent-attachments' || !isEmptyDir(join(ws, e)));
       if (legacy) {
@@ -141,13 +142,19 @@ export class WorkspaceVolumes {
           this.unmigrated.add(userId);
           return this.plainFolder(ws);
         }
-      } else this.makeImage(image, this.quotaBytes);
+      } else {
+        this.makeImage(image, this.quotaBytes);
+        fresh = true;
+      }
     }
     this.grow(userId);
     mkdirSync(ws, { recursive: true, mode: 0o711 });
     const m = run('mount', ['-o', MOUNT_OPTS, image, ws]);
     if (!m.ok) throw new AppError('ERR_SANDBOX_WORKSPACE', `cannot mount the workspace image: ${m.err}`, { status: 503 });
     this.mounted.add(ws);
+    // ext4's lost+found is of no use to the agent; removed from a new image only (a folder of
+    // that name in a used workspace is the user's).
+    if (fresh) rmSync(join(ws, 'lost+found'), { recursive: true, force: true });
     this.prepareRoot(ws);
     return ws;
   }
@@ -162,7 +169,7 @@ export class WorkspaceVolumes {
   /**
    * The workspace's top folder: owned by the agent child (uid 1001), 0711 (root in the sandbox
    * has no DAC override: it needs x to chdir there before dropping to 1001; other host users
-   * cannot list it), with the attachments folder; ext4's lost+found is of no use to the agent.
+   * cannot list it), with the attachments folder.
    */
   private prepareRoot(ws: string): void {
     const att = join(ws, '.agent-attachments');
@@ -170,7 +177,6 @@ export class WorkspaceVolumes {
       mkdirSync(att, { mode: 0o700 });
       chownSync(att, CHILD_UID, CHILD_GID);
     }
-    rmSync(join(ws, 'lost+found'), { recursive: true, force: true });
     chownSync(ws, CHILD_UID, CHILD_GID);
     chmodSync(ws, 0o711);
   }

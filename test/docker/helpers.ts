@@ -91,8 +91,8 @@ export async function ensureTestImage(docker: Docker, log: Logger = createLogger
     }
     try {
       // A second engine (the runsc pass): copy the image the default engine already built.
-      if (DOCKER_SOCKET !== DEFAULT_DOCKER_SOCKET && (await copyImageFromDefaultEngine(docker, tag))) return tag;
-      await ensureSandboxImage({ docker, tag, root: ROOT, log });
+      const copied = DOCKER_SOCKET !== DEFAULT_DOCKER_SOCKET && (await copyImageFromDefaultEngine(docker, tag));
+      if (!copied) await ensureSandboxImage({ docker, tag, root: ROOT, log });
 
       // Test images of older code versions are of no further use once they are a day old
       // (a younger one may belong to another checkout testing on the same engine).
