@@ -109,10 +109,8 @@ interface AccountInfo {
 export function AccountBox() {
   const [acc, setAcc] = useState<AccountInfo | null | 'unavailable'>(null);
   const [msg, setMsg] = useState<{ kind: 'error' | 'info'; text: string } | null>(null);
-  const load = useCallback(() => {
-    api<AccountInfo>('GET', '/api/account').then(setAcc, () => setAcc('unavailable'));
-  }, []);
-  useEffect(load, [load]);
+  const load = useCallback(() => api<AccountInfo>('GET', '/api/account').then(setAcc, () => setAcc('unavailable')), []);
+  useEffect(() => void load(), [load]);
   const connect = async () => {
     try {
       const r = await api<{ authorization_url: string }>('POST', '/api/account/connect', { return_to: '/' });
@@ -125,7 +123,8 @@ export function AccountBox() {
     if (!confirm("Disconnect your workspace account? Airlock forgets its tokens, asks Google to revoke them, and restarts your open chats' sandboxes.")) return;
     try {
       const r = await api<{ revoked_at_provider?: boolean | null }>('DELETE', '/api/account');
-      load();
+      // The box shows the new state and the message together (never "Disconnected" beside Disconnect).
+      await load();
       setMsg(
         r && r.revoked_at_provider === false
           ? { kind: 'error', text: 'Disconnected from Airlock, but Google did not confirm the revocation. To be sure, remove Airlock at https://myaccount.google.com/permissions.' }
