@@ -63,6 +63,7 @@ const ALL = ['dist/test/**/*.test.js'];
  */
 const RUNSC_FILES = [
   'dist/test/docker/sandbox.test.js',
+  'dist/test/docker/sandbox-lifecycle.test.js',
   'dist/test/docker/chat-e2e.test.js',
   'dist/test/docker/hostile-proxy.test.js',
   'dist/test/docker/workspace.test.js',
