@@ -13,5 +13,6 @@ export * from './agent-token.js';
 export * from './node-auth.js';
 export * from './accounts.js';
 export * from './ndjson.js';
+export * from './attach-frames.js';
 export * from './agent-host.js';
 export * from './mcp-configure.js';

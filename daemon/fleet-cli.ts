@@ -1,13 +1,16 @@
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
-import { AppError, isAppError, type Config } from '../core/index.js';
+import { AppError, appErrorFromPeer, ATTACH_UPGRADE, AttachFrameReader, encodeAttachFrame, isAppError, signNodeRequest, type AttachFrame, type Config, type ShellTerminal } from '../core/index.js';
 import { openDatabase } from '../domain/db/index.js';
 import { listNodes, sandboxOf, type NodeInfo, type SandboxRow } from '../domain/fleet.js';
 import { nodeRequest } from './fleet.js';
 
 /**
  * `airlock sessions …` in a fleet: the local daemon answers for its own sessions; a session
- * another node owns is named with its owner, and inspect, restart and kill are sent to the
- * owner (signed like every request between nodes). A single host never gets here.
+ * another node owns is shown with its owner, and inspect, logs, restart and kill are sent to the
+ * owner (signed like every request between nodes), attach over a signed upgrade. A single host
+ * never gets here.
  */
 export function inFleet(config: Readonly<Config>): boolean {
   return !!config.databaseUrl && !!config.node.secret;
@@ -34,28 +37,97 @@ export async function remoteOwner(config: Readonly<Config>, sessionId: string): 
 }
 
 /**
+ * The live node that owns `sessionId`, when the local daemon answered `err` for it (it does not
+ * know the session, or no daemon runs here) and the fleet records another owner; otherwise `err`
+ * is thrown again. An owner that is lost is ERR_NODE_UNREACHABLE.
+ */
+export async function ownerElsewhere(config: Readonly<Config>, err: unknown, sessionId: string): Promise<NodeInfo> {
+  if (!isAppError(err, 'ERR_SESSION_NOT_FOUND') && !isAppError(err, 'ERR_DAEMON_NOT_RUNNING')) throw err;
+  const owner = await remoteOwner(config, sessionId);
+  if (!owner) throw err;
+  if (!owner.node?.alive) throw new AppError('ERR_NODE_UNREACHABLE', `session ${sessionId} was on node ${owner.row.node_id}, which is lost; its next prompt starts it on a live node`, { status: 503 });
+  return owner.node;
+}
+
+/**
  * Run an operator command here; when this node does not know the session and another node owns
  * it, run it there. Returns the result and the node that answered.
  */
-export async function operatorAnywhere(config: Readonly<Config>, local: () => Promise<unknown>, request: { cmd: 'inspect' | 'kill' | 'restart'; id: string }): Promise<{ result: unknown; node: string }> {
+export async function operatorAnywhere(config: Readonly<Config>, local: () => Promise<unknown>, request: { cmd: 'inspect' | 'kill' | 'restart' | 'logs'; id: string; tail?: number }): Promise<{ result: unknown; node: string }> {
   try {
     return { result: await local(), node: config.node.id };
   } catch (err) {
-    if (!isAppError(err, 'ERR_SESSION_NOT_FOUND') && !isAppError(err, 'ERR_DAEMON_NOT_RUNNING')) throw err;
-    const owner = await remoteOwner(config, request.id);
-    if (!owner) throw err;
-    if (!owner.node?.alive) throw new AppError('ERR_NODE_UNREACHABLE', `session ${request.id} was on node ${owner.row.node_id}, which is lost; its next prompt starts it on a live node`, { status: 503 });
-    return { result: await nodeRequest(config, owner.node.url, 'POST', '/api/fleet/operator', request), node: owner.node.id };
+    const node = await ownerElsewhere(config, err, request.id);
+    return { result: await nodeRequest(config, node.url, 'POST', '/api/fleet/operator', request), node: node.id };
   }
 }
 
-/** For logs and attach (they need the owner's container engine): name the owner. */
-export async function refuseRemote(config: Readonly<Config>, err: unknown, sessionId: string): Promise<never> {
-  if (isAppError(err, 'ERR_SESSION_NOT_FOUND') || isAppError(err, 'ERR_DAEMON_NOT_RUNNING')) {
-    const owner = await remoteOwner(config, sessionId);
-    if (owner) throw new AppError('ERR_SESSION_NOT_FOUND', `session ${sessionId} runs on node ${owner.row.node_id} (${owner.node?.url ?? 'unknown URL'}): run this command there`, { status: 404 });
+/** The error body of an owner that refused an attach, as an error here. */
+function refusal(body: Buffer, fallback: AppError): AppError {
+  try {
+    const e = (JSON.parse(body.toString()) as { error?: { code?: unknown; message?: unknown } }).error;
+    if (typeof e?.code === 'string' && typeof e.message === 'string') return appErrorFromPeer({ code: e.code, message: e.message });
+  } catch {
+    // not JSON: the fallback says what answered
   }
-  throw err;
+  return fallback;
+}
+
+/**
+ * `sessions attach` for a session `node` owns: a signed upgrade to the owner, then attach frames
+ * (core/attach-frames.ts) between this terminal and the shell there. Resolves with the shell's
+ * exit status.
+ */
+export function attachRemote(config: Readonly<Config>, node: NodeInfo, sessionId: string, o: { root: boolean; term: string }, tty: ShellTerminal): Promise<number> {
+  if (!config.node.secret) throw new AppError('ERR_CONFIG_INVALID', 'AIRLOCK_NODE_SECRET is not set: this node cannot talk to the others');
+  const query = new URLSearchParams({ root: o.root ? '1' : '0', term: o.term, rows: String(tty.stdout.rows ?? 0), cols: String(tty.stdout.columns ?? 0) });
+  const url = new URL(`/api/fleet/sessions/${encodeURIComponent(sessionId)}/attach?${query}`, node.url);
+  const signed = signNodeRequest(config.node.secret.reveal(), { method: 'GET', path: url.pathname + url.search, node: config.node.id, userId: null, body: '' });
+  const unreachable = (why: string) => new AppError('ERR_NODE_UNREACHABLE', `node ${node.id} at ${node.url}: ${why}`, { status: 503 });
+  return new Promise<number>((resolve, reject) => {
+    const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, { method: 'GET', headers: { ...signed, connection: 'Upgrade', upgrade: ATTACH_UPGRADE } });
+    req.on('error', (err) => reject(unreachable(`does not answer (${err.message})`)));
+    // Refused before any shell started: the owner's error body.
+    req.on('response', (res) => {
+      const parts: Buffer[] = [];
+      res.on('data', (c: Buffer) => parts.push(c));
+      res.on('end', () => reject(refusal(Buffer.concat(parts), unreachable(`answered ${res.statusCode}`))));
+    });
+    req.on('upgrade', (_res, socket, head) => {
+      const reader = new AttachFrameReader();
+      let exit: number | undefined;
+      const send = (f: AttachFrame) => socket.writable && socket.write(encodeAttachFrame(f));
+      const keys = (d: Buffer | string) => send({ type: 'data', data: Buffer.from(d) });
+      const eof = () => send({ type: 'eof' });
+      const resize = () => send({ type: 'resize', rows: tty.stdout.rows ?? 0, cols: tty.stdout.columns ?? 0 });
+      const screen = (chunk: Buffer) => {
+        try {
+          for (const f of reader.push(chunk)) {
+            if (f.type === 'data') tty.stdout.write(f.data);
+            else if (f.type === 'exit') exit = f.code;
+          }
+        } catch {
+          socket.destroy();
+        }
+      };
+      if (tty.stdin.isTTY) tty.stdin.setRawMode?.(true);
+      tty.stdin.on('data', keys);
+      tty.stdin.on('end', eof);
+      tty.stdout.on('resize', resize);
+      socket.on('data', screen);
+      socket.on('error', () => socket.destroy());
+      socket.on('close', () => {
+        if (tty.stdin.isTTY) tty.stdin.setRawMode?.(false);
+        tty.stdin.removeListener('data', keys);
+        tty.stdin.removeListener('end', eof);
+        tty.stdin.pause();
+        if (exit === undefined) process.stderr.write(`attach: the connection to node ${node.id} closed before the shell ended\n`);
+        resolve(exit ?? 1);
+      });
+      if (head.length) screen(head);
+    });
+    req.end();
+  });
 }
 
 /** Sessions other nodes own, for `sessions ls` (their details stay on their nodes). */

@@ -3,6 +3,7 @@ import { openBase, type DaemonBase } from './context.js';
 import { AppError, atRestEncryptor, createMetrics, isAppError, mintAgentUserToken, tokenRequest, type Config, type Logger, type SessionPreparer } from '../core/index.js';
 import type { AgentSessionCheck, SandboxControl } from '../web/index.js';
 import type { OperatorPort } from '../web/fleet.js';
+import type { AttachPort } from '../web/fleet-attach.js';
 import { DirectorySyncRunner } from './directory-sync/index.js';
 import type { EgressGateway } from '../core/sandbox-protocol.js';
 import { startRuntime, type Runtime, type SessionHooks } from './runtime/index.js';
@@ -121,6 +122,10 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
     // ChatService (web/chat-routes.ts) is {runner}; the session manager is the TurnRunner.
     fleetSessions.runner = runtime.sessions;
     services.operator ??= ((request: unknown) => runtime.sessions.handleControl(request)) satisfies OperatorPort;
+    services.attach ??= {
+      container: async (sessionId) => (await runtime.sessions.inspect(sessionId)).containerId,
+      shell: (containerId, o, tty) => runtime.driver.shell(containerId, o, tty),
+    } satisfies AttachPort;
     services.chat ??= { runner: telemetry ? telemetry.runner(fleetSessions) : fleetSessions };
     services.sandboxes ??= runtime.sessions;
     services.sandboxAdmin ??= runtime.sessions;

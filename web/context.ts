@@ -8,6 +8,7 @@ import type { DirectorySyncService, SandboxControl } from '../domain/identity/se
 import type { SandboxAdmin } from './admin-sessions-routes.js';
 import type { ChatService } from './chat-routes.js';
 import type { OperatorPort } from './fleet.js';
+import type { AttachPort } from './fleet-attach.js';
 import type { AgentSessionCheck } from './memory-routes.js';
 import type { ApprovalDecider } from '../core/sandbox-protocol.js';
 
@@ -59,6 +60,8 @@ export interface WebServices {
   tokenService?: { pushToUser(userId: number, accessToken: string): Promise<void> };
   /** The operator API for commands another node sends (inspect, restart, kill). */
   operator?: OperatorPort;
+  /** A shell in a session's container for `sessions attach` from another node. */
+  attach?: AttachPort;
   /** Models the daemon can use beyond AIRLOCK_MODEL (agent policies may name them). */
   agentModels?: () => string[];
   /** Decides mail sends held for the user's approval (daemon/mail-gate.ts). */

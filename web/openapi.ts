@@ -83,7 +83,7 @@ export const OPERATIONS: readonly (readonly [string, string, string, Who, string
   ['get', '/api/chat/sessions/{id}/messages', 'chat', 'user', 'Turns of an own chat session'],
   ['patch', '/api/chat/sessions/{id}', 'chat', 'user', 'Rename an own chat session'],
   ['delete', '/api/chat/sessions/{id}', 'chat', 'user', 'Delete an own chat session (stops its turn, ends its sandbox)'],
-  ['post', '/api/fleet/operator', 'fleet', 'node', 'An operator command (inspect, restart, kill; the control-socket request union) for a session this node owns'],
+  ['post', '/api/fleet/operator', 'fleet', 'node', 'An operator command (inspect, logs, restart, kill; the control-socket request union) for a session this node owns'],
   ['post', '/api/fleet/chat/messages', 'fleet', 'node', 'A chat turn another node forwards to the owner of the session (same body and NDJSON answer as POST /api/chat/messages)'],
   ['get', '/api/fleet/chat/sessions/{id}/turns/{turnId}/events', 'fleet', 'node', 'Forwarded: follow a turn running on this node'],
   ['get', '/api/fleet/chat/attachments/{name}', 'fleet', 'node', "Forwarded: a chart from the user's workspace on this node"],

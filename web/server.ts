@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
 import { createApp } from './app.js';
+import { fleetAttach } from './fleet-attach.js';
 import type { WebContext } from './context.js';
 
 export interface WebServer {
@@ -18,6 +19,9 @@ export async function startWebServer(ctx: WebContext, port = ctx.config.port, ho
   const app = createApp(ctx);
   const server = createServer(app);
   server.keepAliveTimeout = 5_000;
+  // The one upgrade served: `sessions attach` from another node of the fleet (web/fleet-attach.ts).
+  const attach = fleetAttach(ctx);
+  server.on('upgrade', attach.onUpgrade);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -37,6 +41,7 @@ export async function startWebServer(ctx: WebContext, port = ctx.config.port, ho
       closing ??= new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();
+        attach.close();
         setTimeout(() => server.closeAllConnections(), graceMs).unref();
       });
       return closing;

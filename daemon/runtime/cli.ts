@@ -1,7 +1,8 @@
 /**
  * Operator commands: `airlock image build` and `airlock sessions …`. The sessions commands talk
- * to the running daemon over its control socket (<data dir>/control.sock, mode 0600); logs and
- * attach then go to the engine, through the sandbox driver, for the container the daemon names.
+ * to the running daemon over its control socket (<data dir>/control.sock, mode 0600); attach then
+ * goes to the engine, through the sandbox driver, for the container the daemon names. In a fleet,
+ * a session another node owns is handled there (daemon/fleet-cli.ts).
  */
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,7 +14,8 @@ import type { SandboxDriver } from './sandbox-driver.js';
 import { buildSandboxImage } from './image.js';
 import { controlRequest } from './control-api.js';
 import type { SandboxInfo } from './session-manager.js';
-import { inFleet, operatorAnywhere, refuseRemote, remoteSessions } from '../fleet-cli.js';
+import { attachRemote, inFleet, operatorAnywhere, ownerElsewhere, remoteSessions } from '../fleet-cli.js';
+import { LOGS_TAIL_MAX } from './operator.js';
 
 /** The fields of a listed sandbox the CLI reads; others pass through untouched (`--json` prints them all). */
 type SandboxRow = Pick<SandboxInfo, 'containerId' | 'sessionId' | 'userId' | 'createdAt' | 'lastUsedAt' | 'turns' | 'stale'> & { state: string };
@@ -28,6 +30,7 @@ const SandboxRowSchema: z.ZodType<SandboxRow> = z.looseObject({
   stale: z.boolean(),
 });
 const SandboxRefSchema = z.looseObject({ containerId: z.string() });
+const LogsResultSchema = z.object({ chunks: z.array(z.object({ stream: z.enum(['stdout', 'stderr']), data: z.string() })) });
 const RestartStaleSchema = z.object({ restarted: z.array(z.string()) });
 
 /** Repository root (dist/daemon/runtime/cli.js → ../../..). */
@@ -83,13 +86,22 @@ function driverFor(config: Readonly<Config>): SandboxDriver {
 }
 
 export async function sessionsLogs(config: Readonly<Config>, id: string, opts: { tail: string }): Promise<void> {
-  const info = await controlRequest(config.dataDir, { cmd: 'inspect', id }, undefined, SandboxRefSchema).catch((err: unknown) => refuseRemote(config, err, id));
-  await driverFor(config).logs(info.containerId, Number(opts.tail) || 200, { stdout: (c) => process.stdout.write(c), stderr: (c) => process.stderr.write(c) });
+  const tail = opts.tail === undefined ? 200 : Number(opts.tail);
+  if (!Number.isSafeInteger(tail) || tail < 1 || tail > LOGS_TAIL_MAX) throw new AppError('ERR_CLI_USAGE', `--tail: a whole number from 1 to ${LOGS_TAIL_MAX}`, { status: 400 });
+  const request = { cmd: 'logs' as const, id, tail };
+  const { result } = await operatorAnywhere(config, () => controlRequest(config.dataDir, request), request);
+  for (const c of LogsResultSchema.parse(result).chunks) (c.stream === 'stderr' ? process.stderr : process.stdout).write(Buffer.from(c.data, 'base64'));
 }
 
 export async function sessionsAttach(config: Readonly<Config>, id: string, opts: { root?: boolean }): Promise<void> {
-  const info = await controlRequest(config.dataDir, { cmd: 'inspect', id }, undefined, SandboxRefSchema).catch((err: unknown) => refuseRemote(config, err, id));
-  const code = await driverFor(config).shell(info.containerId, { root: !!opts.root, term: process.env.TERM ?? 'xterm' }, { stdin: process.stdin, stdout: process.stdout });
+  const o = { root: !!opts.root, term: process.env.TERM ?? 'xterm' };
+  const tty = { stdin: process.stdin, stdout: process.stdout };
+  // Here, or on the node that owns the session (a signed upgrade: daemon/fleet-cli.ts).
+  const where = await controlRequest(config.dataDir, { cmd: 'inspect', id }, undefined, SandboxRefSchema).then(
+    (info) => ({ containerId: info.containerId }),
+    async (err: unknown) => ({ node: await ownerElsewhere(config, err, id) }),
+  );
+  const code = 'node' in where ? await attachRemote(config, where.node, id, o, tty) : await driverFor(config).shell(where.containerId, o, tty);
   // Exit as the remote shell did (`exit 3` in the sandbox → the CLI exits 3), as ssh does.
   process.exit(code);
 }

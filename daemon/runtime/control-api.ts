@@ -19,9 +19,11 @@ export const CONTROL_SOCKET_NAME = 'control.sock';
 const CLIENT_TIMEOUT_MS = 60_000;
 
 export interface ControlApiRequest {
-  cmd: 'ls' | 'inspect' | 'restart' | 'restart-stale' | 'kill' | 'kill-user';
-  /** Session or container id (inspect, restart, kill). */
+  cmd: 'ls' | 'inspect' | 'logs' | 'restart' | 'restart-stale' | 'kill' | 'kill-user';
+  /** Session or container id (inspect, logs, restart, kill). */
   id?: string;
+  /** Last lines of the log (logs). */
+  tail?: number;
   /** Local user id (kill-user). */
   userId?: number;
 }
@@ -31,8 +33,9 @@ export interface ControlApiRequest {
  * (it answers ERR_CLI_USAGE), so `userId` is any number here.
  */
 export const ControlApiRequestSchema: z.ZodType<ControlApiRequest> = z.object({
-  cmd: z.enum(['ls', 'inspect', 'restart', 'restart-stale', 'kill', 'kill-user']),
+  cmd: z.enum(['ls', 'inspect', 'logs', 'restart', 'restart-stale', 'kill', 'kill-user']),
   id: z.string().optional(),
+  tail: z.number().optional(),
   userId: z.number().optional(),
 });
 

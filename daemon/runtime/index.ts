@@ -3,6 +3,8 @@ import type { EgressGateway, SandboxAuditor, SessionPreparer } from '../../core/
 import { startControlApi, type ControlApiServer } from './control-api.js';
 import { createDocker } from './docker.js';
 import { SessionManager, type SessionHooks } from './session-manager.js';
+import { DockerDriver } from './docker-driver.js';
+import type { SandboxDriver } from './sandbox-driver.js';
 import { requireRuntime, type EngineRuntimes } from './sandbox-runtime.js';
 
 export * from './session-manager.js';
@@ -18,6 +20,8 @@ export * from './sandbox-runtime.js';
 
 export interface Runtime {
   sessions: SessionManager;
+  /** The engine the sessions run on (logs and attach go to it directly). */
+  driver: SandboxDriver;
   control: ControlApiServer;
   /** Stop sessions (containers keep running for adoption unless removeContainers), then the control socket. */
   close(opts?: { removeContainers?: boolean }): Promise<void>;
@@ -53,12 +57,14 @@ export async function startRuntime(o: StartRuntimeOptions): Promise<Runtime | un
   // A configured runtime the engine lacks is a configuration error: refuse to start (ERR_SANDBOX_RUNTIME).
   const info = (await docker.info()) as { Runtimes?: EngineRuntimes };
   o.log.info({ runtime: requireRuntime(info.Runtimes, o.config.sandbox.runtime) }, 'sandbox runtime');
-  const sessions = new SessionManager({ config: o.config, docker, log: o.log, preparer: o.preparer, egress: o.egress, owner: o.owner, childUid: o.childUid, metrics: o.metrics, hooks: o.hooks, auditor: o.auditor });
+  const driver = new DockerDriver(docker, o.config.sandbox);
+  const sessions = new SessionManager({ config: o.config, docker, driver, log: o.log, preparer: o.preparer, egress: o.egress, owner: o.owner, childUid: o.childUid, metrics: o.metrics, hooks: o.hooks, auditor: o.auditor });
   await sessions.start();
   const control = await startControlApi(o.config.dataDir, (req) => sessions.handleControl(req), o.log);
   let closing: Promise<void> | undefined;
   return {
     sessions,
+    driver,
     control,
     close: (opts) =>
       (closing ??= (async () => {

@@ -3,17 +3,26 @@
  * `airlock sync-directory`): one typed request union, checked field by field before anything runs.
  */
 import { AppError } from '../../core/index.js';
-import type { SandboxDetails } from './sandbox-driver.js';
+import type { SandboxDetails, SandboxDriver } from './sandbox-driver.js';
 import type { SandboxInfo } from './sandbox.js';
 
 export type OperatorRequest =
   | { cmd: 'ls' }
   | { cmd: 'inspect'; id: string }
+  | { cmd: 'logs'; id: string; tail: number }
   | { cmd: 'kill'; id: string }
   | { cmd: 'restart'; id: string }
   | { cmd: 'restart-stale' }
   | { cmd: 'kill-user'; userId: number }
   | { cmd: 'policy-changed'; userIds: number[] };
+
+/** `logs`: the container's log, its stdout and stderr chunks in order (base64: logs are bytes). */
+export interface LogsResult {
+  chunks: { stream: 'stdout' | 'stderr'; data: string }[];
+}
+
+/** Lines `logs` returns at most (the engine keeps a bounded log anyway). */
+export const LOGS_TAIL_MAX = 10_000;
 
 export type InspectResult = SandboxInfo & { container: SandboxDetails; supervisor: Record<string, unknown> | null };
 
@@ -21,6 +30,7 @@ export type InspectResult = SandboxInfo & { container: SandboxDetails; superviso
 export interface OperatorTarget {
   list(): SandboxInfo[];
   inspect(id: string): Promise<InspectResult>;
+  containerOf(id: string): string;
   kill(id: string): Promise<SandboxInfo>;
   restart(id: string): Promise<SandboxInfo>;
   restartStale(): Promise<{ restarted: string[]; skipped: string[] }>;
@@ -44,6 +54,11 @@ export function parseOperatorRequest(raw: unknown): OperatorRequest {
     case 'restart':
       // An absent id finds nothing (ERR_SESSION_NOT_FOUND), as before the request was typed.
       return { cmd: r.cmd, id: r.id === undefined || r.id === null ? '' : String(r.id) };
+    case 'logs': {
+      const tail = r.tail === undefined ? 200 : r.tail;
+      if (typeof tail !== 'number' || !Number.isSafeInteger(tail) || tail < 1 || tail > LOGS_TAIL_MAX) throw usage(`logs: tail is a whole number from 1 to ${LOGS_TAIL_MAX}`);
+      return { cmd: 'logs', id: r.id === undefined || r.id === null ? '' : String(r.id), tail };
+    }
     case 'kill-user':
       if (!isUserId(r.userId)) throw usage('kill-user needs a positive integer userId');
       return { cmd: 'kill-user', userId: r.userId };
@@ -55,13 +70,21 @@ export function parseOperatorRequest(raw: unknown): OperatorRequest {
   }
 }
 
-export async function handleOperatorRequest(target: OperatorTarget, raw: unknown): Promise<unknown> {
+export async function handleOperatorRequest(target: OperatorTarget, raw: unknown, engine: Pick<SandboxDriver, 'logs'>): Promise<unknown> {
   const req = parseOperatorRequest(raw);
   switch (req.cmd) {
     case 'ls':
       return target.list();
     case 'inspect':
       return target.inspect(req.id);
+    case 'logs': {
+      const chunks: LogsResult['chunks'] = [];
+      await engine.logs(target.containerOf(req.id), req.tail, {
+        stdout: (c) => chunks.push({ stream: 'stdout', data: c.toString('base64') }),
+        stderr: (c) => chunks.push({ stream: 'stderr', data: c.toString('base64') }),
+      });
+      return { chunks } satisfies LogsResult;
+    }
     case 'kill':
       return target.kill(req.id);
     case 'restart':

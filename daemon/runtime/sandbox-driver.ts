@@ -8,6 +8,8 @@
  * lists and removes hardened sandboxes with the labels it is given.
  */
 
+import type { ShellTerminal } from '../../core/attach-frames.js';
+
 /** Labels on every sandbox: which data dir's runtime owns it, its session, user and slot. */
 export const LABEL_OWNER = 'airlock.owner';
 export const LABEL_SESSION = 'airlock.session';
@@ -73,8 +75,5 @@ export interface SandboxDriver {
   shell(id: string, o: { root: boolean; term: string }, tty: ShellTerminal): Promise<number>;
 }
 
-/** The caller's terminal for `shell`. */
-export interface ShellTerminal {
-  stdin: NodeJS.ReadableStream & { isTTY?: boolean; setRawMode?(raw: boolean): unknown };
-  stdout: NodeJS.WritableStream & { rows?: number; columns?: number; on(ev: 'resize', fn: () => void): unknown };
-}
+/** The caller's terminal for `shell` (core/attach-frames.ts: also one carried between nodes). */
+export type { ShellTerminal } from '../../core/attach-frames.js';

@@ -384,7 +384,7 @@ export class SessionManager extends SessionTable implements TurnRunner {
 
   /** The operator control API handler (`<data dir>/control.sock`); the request is checked first. */
   handleControl(req: unknown): Promise<unknown> {
-    return handleOperatorRequest(this, req);
+    return handleOperatorRequest(this, req, this.driver);
   }
 
   /** A fresh turn id (for callers that have none). */

@@ -200,6 +200,11 @@ export abstract class SessionTable implements OperatorTarget {
     throw new AppError('ERR_SESSION_NOT_FOUND', `no live session or container ${id}`, { status: 404 });
   }
 
+  /** The container of a live session or pool member (session id, container id prefix or name). */
+  containerOf(id: string): string {
+    return this.find(id).containerId;
+  }
+
   async inspect(id: string): Promise<InspectResult> {
     const sb = this.find(id);
     const container = await this.details(sb);

@@ -7,10 +7,9 @@ import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
-import { spawn as ptySpawn } from 'node-pty';
 import { createLogger } from '../../core/index.js';
 import { startRuntime } from '../../daemon/runtime/index.js';
-import { dataDir, dockerOrSkip, ensureTestImage, ROOT, runCli, runtimeConfig, startRuntimeProc, sweep, uniqueOwner, ENGINE_ENV, SANDBOX_RUNTIME } from './helpers.js';
+import { attachOnPty, dataDir, dockerOrSkip, ensureTestImage, ROOT, runCli, runtimeConfig, startRuntimeProc, sweep, uniqueOwner, ENGINE_ENV, SANDBOX_RUNTIME } from './helpers.js';
 
 const docker = await dockerOrSkip(t as unknown as Parameters<typeof dockerOrSkip>[0]);
 const CLI = join(ROOT, 'dist', 'daemon', 'main.js');
@@ -23,25 +22,6 @@ async function until(fn: () => boolean | Promise<boolean>, what: string, ms = 30
   while (!(await fn())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-/**
- * `airlock sessions attach <id>` on a real pseudo-terminal (node-pty), as an operator types it:
- * the CLI sees a TTY on stdin (raw mode, window size). `session` drives it; the PTY is killed
- * after a generous hang guard.
- */
-async function attachOnPty(dir: string, id: string, session: (io: { write(s: string): void; out(): string }) => Promise<void>): Promise<{ code: number; out: string }> {
-  const pty = ptySpawn(process.execPath, [CLI, 'sessions', 'attach', id], { name: 'xterm', cols: 101, rows: 37, cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...ENGINE_ENV, AIRLOCK_DATA_DIR: dir, TERM: 'xterm' } });
-  let out = '';
-  pty.onData((d) => (out += d));
-  const exited = new Promise<number>((r) => pty.onExit(({ exitCode }) => r(exitCode)));
-  const guard = setTimeout(() => pty.kill('SIGKILL'), 90_000);
-  try {
-    await session({ write: (s) => pty.write(s), out: () => out });
-    return { code: await exited, out };
-  } finally {
-    clearTimeout(guard);
   }
 }
 
@@ -114,7 +94,7 @@ if (docker) {
 
     // The same through a real terminal. Markers (NAME=value) keep the terminal's echo of the
     // typed line from matching: the echo shows `$(…)`, only the output shows the value.
-    const pty = await attachOnPty(dir, 'sess-a', async (io) => {
+    const pty = await attachOnPty({ AIRLOCK_DATA_DIR: dir }, 'sess-a', async (io) => {
       await until(() => /\$ $/.test(io.out()), 'the shell prompt');
       // isatty, not tty(1): coreutils' statx fails under gVisor (docs/runtime.md, Sandbox runtimes).
       io.write('[ -t 0 ] && echo "TTY="yes\r');

@@ -4,7 +4,8 @@
  * second through node B run in the same container with the same history (B forwards to A, the
  * owner); A killed with SIGKILL: once its heartbeat is stale, the next prompt through B gets a
  * new sandbox on B, the history intact and the lost-sandbox notice shown; A started again
- * removes its orphaned container instead of adopting it.
+ * removes its orphaned container instead of adopting it. Operators on B inspect, read the logs of
+ * and attach to (piped and on a terminal) the session A owns.
  */
 import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -17,7 +18,7 @@ import { streamTurn, waitFor } from '../helpers/chat.js';
 import { Client } from '../helpers/client.js';
 import { freePort } from '../helpers/app.js';
 import { postgresForTest } from '../helpers/db.js';
-import { dataDir, dockerOrSkip, ensureTestImage, ROOT, runCli, sweep, uniqueOwner, ENGINE_ENV } from './helpers.js';
+import { attachOnPty, dataDir, dockerOrSkip, ensureTestImage, ROOT, runCli, sweep, uniqueOwner, ENGINE_ENV } from './helpers.js';
 
 const docker = await dockerOrSkip(t as unknown as Parameters<typeof dockerOrSkip>[0]);
 const CLI = join(ROOT, 'dist', 'daemon', 'main.js');
@@ -109,16 +110,41 @@ if (docker) {
     t.same(await ours(a), [containerA], 'still the one container on A');
     t.same(await ours(b), [], 'none on B');
 
-    // ---- operators on B see the session and its owner; inspect runs on A, logs name A.
+    // ---- operators on B see the session and its owner; inspect, logs and attach run on A.
     const lsB = JSON.parse((await runCli(b.env, ['sessions', 'ls', '--json'])).stdout) as { sessionId: string; node: string }[];
     t.same(lsB.filter((s) => s.sessionId === sessionId).map((s) => s.node), ['node-a'], 'sessions ls on B names the owner');
     const inspect = await runCli(b.env, ['sessions', 'inspect', sessionId]);
     t.equal(inspect.code, 0, 'sessions inspect on B', { stderr: inspect.stderr });
     const details = JSON.parse(inspect.stdout) as { node: string; containerId: string };
     t.same([details.node, details.containerId], ['node-a', containerA], 'answered by A, with its container');
-    const logs = await runCli(b.env, ['sessions', 'logs', sessionId]);
-    t.equal(logs.code, 1);
-    t.match(logs.stderr, /runs on node node-a/, 'logs name the node to run them on');
+    const logs = await runCli(b.env, ['sessions', 'logs', sessionId, '--tail', '50']);
+    t.equal(logs.code, 0, 'sessions logs on B', { stderr: logs.stderr });
+    t.match(logs.stdout + logs.stderr, /control socket listening/, "A's container log, through A");
+    // attach from B: a shell in A's container (its hostname is the container id's first 12).
+    const piped = spawn(process.execPath, [CLI, 'sessions', 'attach', sessionId], { env: { PATH: process.env.PATH ?? '', ...b.env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let pipedOut = '';
+    piped.stdout!.on('data', (d: Buffer) => (pipedOut += d.toString()));
+    piped.stderr!.on('data', (d: Buffer) => (pipedOut += d.toString()));
+    piped.stdin!.write('echo "uid=$(id -u) host=$(cat /etc/hostname)"; exit 3\n');
+    t.equal(await new Promise((r) => piped.once('exit', r)), 3, "attach on B exits with the shell's status on A", { output: pipedOut });
+    t.match(pipedOut, new RegExp(`uid=1001 host=${containerA.slice(0, 12)}`), "the agent user's shell in A's container");
+    const pty = await attachOnPty(b.env, sessionId, async (io) => {
+      await waitFor(() => /\$ $/.test(io.out()), 'the shell prompt', 30_000);
+      io.write('echo "SIZE=$(stty size)"\r');
+      await waitFor(() => /^SIZE=\d/m.test(io.out()), 'the size', 30_000);
+      io.resize(120, 40);
+      // The new size travels as a resize frame; the shell sees it once the engine applied it.
+      await waitFor(async () => {
+        io.write('echo "NOW=$(stty size)"\r');
+        await new Promise((r) => setTimeout(r, 300));
+        return /^NOW=40 120\r*$/m.test(io.out());
+      }, 'the resize', 30_000);
+      io.write('exit 4\r');
+    });
+    t.match(pty.out, /^SIZE=37 101\r*$/m, "the shell on A has the operator's window size");
+    t.match(pty.out, /^NOW=40 120\r*$/m, 'and follows a resize');
+    t.equal(pty.code, 4, 'a terminal attach exits with the shell status too');
+    t.match(a.out, /attach from another node/, 'A logs the attach');
 
     // ---- A dies without a word; B takes the session over once A is silent for AIRLOCK_NODE_LOST_S.
     a.proc!.kill('SIGKILL');

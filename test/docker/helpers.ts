@@ -270,3 +270,28 @@ export async function runCli(env: Record<string, string>, args: string[]): Promi
     return { code: e.code, stdout: e.stdout, stderr: e.stderr };
   }
 }
+
+/**
+ * `airlock sessions attach <id>` on a real pseudo-terminal (node-pty), as an operator types it:
+ * the CLI sees a TTY on stdin (raw mode, window size 101×37). `env` names the node (its data
+ * folder, and in a fleet its database and secret). `session` drives it; the PTY is killed after
+ * a generous hang guard.
+ */
+export async function attachOnPty(
+  env: Record<string, string>,
+  id: string,
+  session: (io: { write(s: string): void; out(): string; resize(cols: number, rows: number): void }) => Promise<void>,
+): Promise<{ code: number; out: string }> {
+  const { spawn: ptySpawn } = await import('node-pty');
+  const pty = ptySpawn(process.execPath, [join(ROOT, 'dist', 'daemon', 'main.js'), 'sessions', 'attach', id], { name: 'xterm', cols: 101, rows: 37, cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...ENGINE_ENV, ...env, TERM: 'xterm' } });
+  let out = '';
+  pty.onData((d) => (out += d));
+  const exited = new Promise<number>((r) => pty.onExit(({ exitCode }) => r(exitCode)));
+  const guard = setTimeout(() => pty.kill('SIGKILL'), 90_000);
+  try {
+    await session({ write: (s) => pty.write(s), out: () => out, resize: (cols, rows) => pty.resize(cols, rows) });
+    return { code: await exited, out };
+  } finally {
+    clearTimeout(guard);
+  }
+}

@@ -1,9 +1,11 @@
 /**
  * Requests between nodes: a request signed with the fleet's secret by a registered node runs as
  * the user it names; a forged one (wrong secret), one from a node the fleet does not know, an old
- * one and a replayed one are refused with 401 ERR_NODE_AUTH and logged without their body.
+ * one and a replayed one are refused with 401 ERR_NODE_AUTH and logged without their body. The
+ * same holds for the one upgrade a node serves, `sessions attach` from another node.
  */
 import t from 'tap';
+import { request as httpRequest } from 'node:http';
 import { signNodeRequest } from '../../core/index.js';
 import { registerNode } from '../../domain/fleet.js';
 import { addUser, startTestApp } from '../helpers/app.js';
@@ -45,5 +47,54 @@ t.test(`${TEST_ENGINE}: signed, forged, unknown, stale and replayed requests bet
   t.match(refusals.join('\n'), /"reason":"unknown_node"/);
   t.match(refusals.join('\n'), /"reason":"stale"/);
   t.notOk(app.logs.text().includes('secret-prompt-body-marker'), 'never with the body');
+  t.notOk(app.logs.text().includes(SECRET), 'never with the secret');
+});
+
+/** An upgrade request: the owner's HTTP answer when it refuses, or 101 when it switches. */
+function upgrade(url: string, headers: Record<string, string>): Promise<{ status: number; body: { error?: { code: string; message: string } } }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method: 'GET', headers: { connection: 'Upgrade', upgrade: 'airlock-attach', ...headers } });
+    req.on('error', reject);
+    req.on('upgrade', (res, socket) => {
+      socket.destroy();
+      resolve({ status: res.statusCode ?? 0, body: {} });
+    });
+    req.on('response', (res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => (text += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as { error?: { code: string; message: string } } }));
+    });
+    req.end();
+  });
+}
+
+t.test(`${TEST_ENGINE}: sessions attach between nodes is a signed upgrade, refused with an error body before any shell`, async (t) => {
+  const app = await startTestApp(t, { env: { AIRLOCK_NODE_SECRET: SECRET, AIRLOCK_NODE_ID: 'node-b' } });
+  await registerNode(app.database.sql, { id: 'node-a', url: 'http://127.0.0.1:9', version: 't', capacity: 4 });
+  const path = '/api/fleet/sessions/sess-1/attach?root=0&term=xterm&rows=24&cols=80';
+  const sign = (p = path, node = 'node-a', secret = SECRET) => signNodeRequest(secret, { method: 'GET', path: p, node, userId: null, body: '' });
+
+  const good = await upgrade(app.url + path, sign());
+  t.equal(good.status, 503, 'a signed upgrade from a known node passes the check');
+  t.equal(good.body.error?.code, 'ERR_SESSION_UNAVAILABLE', 'and reaches the attach (no runtime in this app)');
+
+  const cases: [string, string, Record<string, string>, number, string][] = [
+    ['unsigned', path, {}, 401, 'ERR_NODE_AUTH'],
+    ['forged', path, sign(path, 'node-a', 'not-the-fleet-secret-0123456789abcdef'), 401, 'ERR_NODE_AUTH'],
+    ['unknown node', path, sign(path, 'node-z'), 401, 'ERR_NODE_AUTH'],
+    ['from itself', path, sign(path, 'node-b'), 401, 'ERR_NODE_AUTH'],
+    ['another path signed', path.replace('sess-1', 'sess-2'), sign(), 401, 'ERR_NODE_AUTH'],
+    ['not an attach path', '/api/chat/messages', sign('/api/chat/messages'), 404, 'ERR_NOT_FOUND'],
+  ];
+  for (const [what, p, headers, status, code] of cases) {
+    const r = await upgrade(app.url + p, headers);
+    t.equal(r.status, status, `${what}: ${status}`);
+    t.equal(r.body.error?.code, code, `${what}: ${code}`);
+  }
+  const bad = '/api/fleet/sessions/sess-1/attach?term=x%0Ay';
+  const badTerm = await upgrade(app.url + bad, sign(bad));
+  t.equal(badTerm.status, 400, 'a term name with a newline: 400');
+  t.equal(badTerm.body.error?.code, 'ERR_VALIDATION');
+  t.equal(app.logs.lines.filter((l) => l.includes('node_auth_refused')).length, 5, 'each refused signature logged');
   t.notOk(app.logs.text().includes(SECRET), 'never with the secret');
 });
