@@ -6,6 +6,7 @@ import { dirname } from 'node:path';
 import { AppError, type Logger } from '../../core/index.js';
 export { nowIso } from '../../core/db.js';
 import { loadMigrations, migratePostgres, migrateSqlite } from './migrate.js';
+import { cachedStatements } from './statement-cache.js';
 import type { Schema, Sql } from './schema.js';
 
 export type Engine = 'sqlite' | 'postgres';
@@ -85,7 +86,7 @@ async function openSqlite(file: string): Promise<Database> {
     conn.close();
     throw err;
   }
-  const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: conn }) });
+  const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: cachedStatements(conn) }) });
   let closed = false;
   return {
     engine: 'sqlite',
