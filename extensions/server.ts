@@ -3,6 +3,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { chartArgs, normaliseChart } from './chart-spec.js';
 import { rasterizeChart } from './rasterize.js';
+import { noElicitationValidator } from '../core/mcp-configure.js';
 
 export const EXTENSIONS_SERVER_NAME = 'airlock-extensions';
 export const EXTENSIONS_SERVER_VERSION = '0.1.0';
@@ -27,7 +28,7 @@ function fail(code: string, message: string): CallToolResult {
 
 /** The agent extensions: rasterize_chart (PNG file for e-mail) and render_chart (chat UI only). */
 export function createExtensionsServer(env: ExtensionsEnv, log: Log): McpServer {
-  const server = new McpServer({ name: EXTENSIONS_SERVER_NAME, version: EXTENSIONS_SERVER_VERSION });
+  const server = new McpServer({ name: EXTENSIONS_SERVER_NAME, version: EXTENSIONS_SERVER_VERSION }, { jsonSchemaValidator: noElicitationValidator });
 
   server.registerTool(
     'rasterize_chart',

@@ -6,6 +6,7 @@ import { callUpstream } from './http.js';
 import { CALL_ID_META } from '../core/sandbox-protocol.js';
 import { buildMessage, type InlinePng } from './mime.js';
 import { NOT_CONNECTED_MESSAGE, ToolError, runTool, toolOk } from './result.js';
+import { noElicitationValidator } from '../core/mcp-configure.js';
 
 export const TOOLS_SERVER_NAME = 'airlock-workspace-core';
 export const TOOLS_SERVER_VERSION = '0.1.0';
@@ -44,7 +45,7 @@ function callIdOf(meta: Record<string, unknown> | undefined): string | undefined
 }
 
 export function createToolsServer(env: ToolsEnv, log: Log): McpServer {
-  const server = new McpServer({ name: TOOLS_SERVER_NAME, version: TOOLS_SERVER_VERSION });
+  const server = new McpServer({ name: TOOLS_SERVER_NAME, version: TOOLS_SERVER_VERSION }, { jsonSchemaValidator: noElicitationValidator });
 
   server.registerTool(
     'fetch_sheet',
