@@ -5,7 +5,6 @@ import { CALL_ID_HEADER, type MailPolicy, type MailSummary, type ProxyDecisionRe
 import { admit, compileRoutes, MAX_HEADER_BYTES, tokenEnvOf } from './admit.js';
 import { errorResponse, ProxyRefusal } from './errors.js';
 import { forward, ms, type DecisionInfo, type ForwardContext } from './forward.js';
-import { judge, MailParseError, rawMessage, summarise } from '../core/mail-policy.js';
 import { HEADERS_TIMEOUT_MS, MAX_UPSTREAM_CONCURRENT, SessionLimits, type LimitOptions } from './limits.js';
 import { openTunnel } from './tunnel.js';
 
@@ -64,6 +63,14 @@ export type MailRefusalCode = 'ERR_MAIL_DENIED' | 'ERR_MAIL_APPROVAL_TIMEOUT' | 
 /** The request header a tool sets to name its call (`<call id>`); read for the audit trail, never forwarded. */
 export const TRACE_HEADER = CALL_ID_HEADER;
 const CALL_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
+
+/**
+ * The mail reader (libmime, iconv-lite's tables, nodemailer's address parser) loads on the first
+ * mail send, not with the supervisor: it is half of the supervisor's bundle, and a session start
+ * should not pay for it (docs/runtime.md, "Cold start, step by step").
+ */
+let mailPolicyModule: Promise<typeof import('../core/mail-policy.js')> | undefined;
+const loadMailPolicy = (): Promise<typeof import('../core/mail-policy.js')> => (mailPolicyModule ??= import('../core/mail-policy.js'));
 
 /** One request's outcome: forwarded (any upstream status), refused by the proxy, or the upstream failed. */
 export type ProxyDecision = ProxyDecisionRecord;
@@ -177,6 +184,7 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
    * read or refuses never goes upstream; one it lets through may still be held for the daemon.
    */
   async function checkMail(body: Buffer, base: Record<string, unknown>): Promise<void> {
+    const { judge, MailParseError, rawMessage, summarise } = await loadMailPolicy();
     let summary: MailSummary;
     try {
       summary = summarise(rawMessage(body));

@@ -1,5 +1,14 @@
-import MailComposer from 'nodemailer/lib/mail-composer';
+import type MailComposerType from 'nodemailer/lib/mail-composer';
 import { ToolError } from './result.js';
+
+/**
+ * nodemailer loads on the first message, not at the tools server's start: its ESM build imports
+ * node:http, whose ESM facade loads Node's undici (~34 ms of CPU), which a session start should
+ * not pay (docs/runtime.md, "Cold start, step by step").
+ */
+let composerModule: Promise<typeof MailComposerType> | undefined;
+const loadComposer = (): Promise<typeof MailComposerType> =>
+  (composerModule ??= import('nodemailer/lib/mail-composer').then((m) => m.default));
 
 export interface EmailInput {
   to: string[];
@@ -37,6 +46,7 @@ export async function buildMessage(input: EmailInput, images: InlinePng[], from?
     const missing = images.filter((img) => !html!.includes(`cid:${img.filename}`));
     if (missing.length) html += missing.map((img) => `<p><img src="cid:${img.filename}" alt="chart"></p>`).join('');
   }
+  const MailComposer = await loadComposer();
   const composer = new MailComposer({
     ...(from ? { from } : {}),
     to: input.to,
@@ -56,7 +66,7 @@ export async function buildMessage(input: EmailInput, images: InlinePng[], from?
     keepBcc: true,
     disableFileAccess: true,
     disableUrlAccess: true,
-  } as ConstructorParameters<typeof MailComposer>[0]);
+  } as ConstructorParameters<typeof MailComposerType>[0]);
   const node = composer.compile();
   // keepBcc lives on the MimeNode in nodemailer.
   (node as unknown as { keepBcc: boolean }).keepBcc = true;
