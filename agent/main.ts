@@ -8,16 +8,19 @@
  * is checked against ChildInboundSchema; a bad one is logged (code and failing fields, never
  * its text) and ignored.
  */
+import { startupSnapshot } from 'node:v8';
 import { ChildInboundSchema, type ChildOutbound } from '../core/sandbox-protocol.js';
 import { protocolLogFields, readMessages, writeMessage } from '../core/ndjson.js';
 import { createLogger } from '../core/logger.js';
 import { isAppError } from '../core/errors.js';
+import { importFromSnapshotProcess } from '../core/runtime-import.js';
 import { parseMcpServers, readAgentSettings, toolEnvOf } from './env.js';
 import { Agent } from './loop.js';
 import { ToolHost } from './mcp.js';
 import { createModel } from './models/index.js';
 
-const log = createLogger({ level: process.env.AGENT_LOG_LEVEL ?? 'info', destination: process.stderr, name: 'agent' });
+/** Made at start, not at load: a startup snapshot loads this module when the image is built. */
+let log: ReturnType<typeof createLogger>;
 
 function send(m: ChildOutbound): void {
   // stdout is a pipe: writes are synchronous on Linux, so each line leaves at once.
@@ -28,6 +31,7 @@ function send(m: ChildOutbound): void {
 const EXIT_IDLE_SERVER_GONE = 3;
 
 async function main(): Promise<void> {
+  log = createLogger({ level: process.env.AGENT_LOG_LEVEL ?? 'info', destination: process.stderr, name: 'agent' });
   // Boot: only what needs no user (the MCP servers, started with the env this process got).
   const problems: string[] = [];
   const servers = parseMcpServers(process.env, problems);
@@ -119,7 +123,21 @@ async function main(): Promise<void> {
   log.info({ servers: servers.length }, 'agent ready (idle)');
 }
 
-void main().catch((err) => {
-  log.fatal({ err: err instanceof Error ? err.message : String(err) }, 'agent failed');
-  process.exit(1);
-});
+function start(): void {
+  main().catch((err: unknown) => {
+    if (log) log.fatal({ err: err instanceof Error ? err.message : String(err) }, 'agent failed');
+    else process.stderr.write(`agent failed: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  });
+}
+
+// In the image the agent starts from a V8 startup snapshot of its bundle, taken after every module
+// has loaded (docs/runtime.md, "Cold start, step by step"): there, this line runs at build time
+// and `start` runs in each process made from the snapshot. Anywhere else it starts at once.
+if (!startupSnapshot.isBuildingSnapshot()) start();
+else {
+  startupSnapshot.setDeserializeMainFunction(() => {
+    importFromSnapshotProcess();
+    start();
+  });
+}

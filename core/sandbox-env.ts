@@ -110,6 +110,15 @@ export function agentSettings(config: Readonly<Pick<Config, 'model'>>, policy?: 
 export const SANDBOX_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1'];
 
 /**
+ * The agent's V8 startup snapshot in the image, beside its entry point (dist/agent/): the image
+ * build makes it from AGENT_SNAPSHOT_SCRIPT (a CommonJS bundle of the agent) with the image's node
+ * and SANDBOX_NODE_FLAGS. When it is there, the supervisor starts the agent from it; when not (an
+ * image without esbuild at build time, a test running dist/ directly), from main.js.
+ */
+export const AGENT_SNAPSHOT_SCRIPT = 'snapshot.cjs';
+export const AGENT_SNAPSHOT_BLOB = 'snapshot.blob';
+
+/**
  * V8's compile cache of the sandbox processes in the image (NODE_COMPILE_CACHE, set by the image;
  * made at image build, read-only at run time). Not a secret: passed on to the child processes.
  */

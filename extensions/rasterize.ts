@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ChartConfiguration, Plugin } from 'chart.js';
 import type { ChartSpec } from './chart-spec.js';
+import { runtimeImport } from '../core/runtime-import.js';
 
 /** The family name charts are drawn in; registered from the bundled DejaVu Sans files. */
 export const CHART_FONT_FAMILY = 'Airlock Sans';
@@ -49,7 +50,7 @@ let libs: Promise<ChartLibs> | undefined;
 function chartLibs(): Promise<ChartLibs> {
   libs ??= (async () => {
     ensureChartFonts();
-    const [{ createCanvas, GlobalFonts }, { Chart, registerables }] = await Promise.all([import('@napi-rs/canvas'), import('chart.js')]);
+    const [{ createCanvas, GlobalFonts }, { Chart, registerables }] = await Promise.all([runtimeImport<typeof import('@napi-rs/canvas')>('@napi-rs/canvas'), import('chart.js')]);
     Chart.register(...registerables);
     for (const file of ['DejaVuSans.ttf', 'DejaVuSans-Bold.ttf']) {
       const p = join(fontDir!, file);

@@ -19,7 +19,7 @@
  * same uid can, under another uid it gets EACCES).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, readFileSync, unlinkSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, unlinkSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { startCredentialProxy, type MailHoldRequest, type MailRefusalCode, type MailRelease, type RunningProxy } from '../proxy/index.js';
@@ -43,7 +43,7 @@ import {
 } from '../core/sandbox-protocol.js';
 import { checkMessage, protocolLogFields, readMessages, writeMessage, type LineReader } from '../core/ndjson.js';
 import { AgentProcess } from '../core/agent-host.js';
-import { COMPILE_CACHE_ENV, SANDBOX_NODE_FLAGS } from '../core/sandbox-env.js';
+import { AGENT_SNAPSHOT_BLOB, COMPILE_CACHE_ENV, SANDBOX_NODE_FLAGS } from '../core/sandbox-env.js';
 
 export interface SupervisorOptions {
   controlSocket?: string;
@@ -68,6 +68,15 @@ export interface SupervisorOptions {
 const ENV_NAME = /^[A-Z][A-Z0-9_]{0,63}$/;
 const CHILD_READY_TIMEOUT_MS = 15_000;
 const CANCEL_GRACE_MS = 5_000;
+
+/** The agent child's command: from its startup snapshot when the image has one, else its entry. */
+function agentCommand(): string[] {
+  const blob = new URL(`../agent/${AGENT_SNAPSHOT_BLOB}`, import.meta.url).pathname;
+  // Its run-time import() of the SDKs is Node's experimental main-context loader (core/runtime-import.ts).
+  if (existsSync(blob)) return [process.execPath, ...SANDBOX_NODE_FLAGS, '--disable-warning=ExperimentalWarning', '--snapshot-blob', blob];
+  return [process.execPath, ...SANDBOX_NODE_FLAGS, new URL('../agent/main.js', import.meta.url).pathname];
+}
+
 /** A held send outlives the daemon's approval timeout by this much, so the daemon's answer (and its chat event) comes first. */
 const HOLD_MARGIN_S = 10;
 const RELEASE_CODES: readonly MailRefusalCode[] = ['ERR_MAIL_DENIED', 'ERR_MAIL_APPROVAL_TIMEOUT', 'ERR_MAIL_APPROVAL_UNAVAILABLE', 'ERR_MAIL_RATE_LIMITED', 'ERR_MAIL_BLOCKED'];
@@ -101,7 +110,7 @@ export class Supervisor {
       egressSocket: opts.egressSocket ?? SANDBOX_EGRESS_SOCKET,
       childUid: opts.childUid ?? CHILD_UID,
       childGid: opts.childGid ?? CHILD_GID,
-      childCommand: opts.childCommand ?? [process.execPath, ...SANDBOX_NODE_FLAGS, new URL('../agent/main.js', import.meta.url).pathname],
+      childCommand: opts.childCommand ?? agentCommand(),
       childCwd: opts.childCwd ?? SANDBOX_WORKSPACE,
       childIdleCwd: opts.childIdleCwd ?? '/',
       exitOnShutdown: opts.exitOnShutdown ?? true,

@@ -1,3 +1,4 @@
+import { runtimeImport } from '../../core/runtime-import.js';
 import { ModelError } from '../types.js';
 
 /**
@@ -8,8 +9,9 @@ import { ModelError } from '../types.js';
  */
 
 /**
- * Load a vendor SDK on first use, from node_modules. The name arrives as a parameter, not a string
- * literal, so esbuild leaves the import alone: the SDKs (openai ≈ 0.4 MB, @anthropic-ai/sdk with
+ * Load a vendor SDK on first use, from node_modules (core/runtime-import.ts, which also works in
+ * an agent started from its startup snapshot). The name is not a string literal `import()` sees,
+ * so esbuild leaves it alone: the SDKs (openai ≈ 0.4 MB, @anthropic-ai/sdk with
  * its dependencies ≈ 1.4 MB of bundled code) stay out of the sandbox's one-file agent bundle,
  * whose parse every agent start would pay (measured: ready 80 ms later with them inside). The
  * image ships them in its node_modules. `warm()` starts the load in the background once the
@@ -18,7 +20,7 @@ import { ModelError } from '../types.js';
 export function lazyModule<T>(name: string): { load(): Promise<T>; warm(): void } {
   let p: Promise<T> | undefined;
   const load = () =>
-    (p ??= (import(name) as Promise<T>).catch((err: unknown) => {
+    (p ??= runtimeImport<T>(name).catch((err: unknown) => {
       p = undefined; // a later call tries again
       throw new ModelError('ERR_MODEL_SDK', `the model client library ${name} could not be loaded`, err);
     }));

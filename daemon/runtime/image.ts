@@ -21,6 +21,7 @@ import { homedir, tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import type Docker from 'dockerode';
 import { AppError, type Logger } from '../../core/index.js';
+import { bundleSandboxEntries } from './bundle.js';
 
 /** Bump when the base recipe below changes. */
 const BASE_RECIPE = 'bookworm-minbase-v2-nosetid';
@@ -28,10 +29,6 @@ const BASE_PACKAGES = ['fonts-dejavu-core'];
 const DEBIAN_MIRROR = 'http://deb.debian.org/debian';
 /** dist folders that ship in the sandbox. */
 const SANDBOX_DIST = ['core', 'proxy', 'supervisor', 'agent', 'tools', 'extensions'];
-/** Sandbox processes whose dist/<name>/main.js is replaced by a one-file bundle in the image. */
-const SANDBOX_ENTRIES = ['supervisor', 'agent', 'tools', 'extensions'];
-/** Native packages stay out of the bundles: they load from the image's node_modules. */
-const BUNDLE_EXTERNAL = ['@napi-rs/canvas', 'better-sqlite3'];
 /**
  * Production dependencies only the host needs; everything else in `dependencies` ships.
  * better-sqlite3 is the host's database: no sandbox process loads it, and its addon is compiled
@@ -327,42 +324,6 @@ export function sandboxPackages(root: string, nodeModulesDir: string): string[] 
   }
   // Nested paths are inside their top-level package's folder already.
   return [...seen].filter((p) => p.split('node_modules/').length === 2).sort();
-}
-
-/**
- * Bundle each sandbox entry point (dist/<name>/main.js) into outDir/<name>/main.js with esbuild.
- * The bundles sit where the entries did, so their import.meta.url lookups (fonts, dist root) still
- * resolve. CommonJS packages inside an ESM bundle need `require`: the banner provides it. Without
- * esbuild (a production-only install) the image ships the unbundled entries, which behave the same
- * and start slower; returns the names bundled.
- */
-export async function bundleSandboxEntries(root: string, outDir: string, log: Logger): Promise<string[]> {
-  let esbuild: typeof import('esbuild');
-  try {
-    esbuild = await import('esbuild');
-  } catch {
-    log.warn('esbuild is not installed (npm ci installs it): the sandbox ships unbundled entry points, and sessions start slower');
-    return [];
-  }
-  const bundled: string[] = [];
-  for (const name of SANDBOX_ENTRIES) {
-    const entry = join(root, 'dist', name, 'main.js');
-    if (!existsSync(entry)) continue;
-    await esbuild.build({
-      entryPoints: [entry],
-      outfile: join(outDir, name, 'main.js'),
-      bundle: true,
-      platform: 'node',
-      format: 'esm',
-      target: 'node20',
-      external: BUNDLE_EXTERNAL,
-      banner: { js: "import { createRequire as __airlockCreateRequire } from 'node:module'; const require = __airlockCreateRequire(import.meta.url);" },
-      legalComments: 'none',
-      logLevel: 'silent',
-    });
-    bundled.push(name);
-  }
-  return bundled;
 }
 
 /** Build (or refresh) the sandbox image. */

@@ -61,7 +61,7 @@ export function testImageTag(): string {
   for (const d of ['core', 'proxy', 'supervisor', 'agent', 'tools', 'extensions']) hashTree(h, join(ROOT, 'dist', d));
   h.update(readFileSync(join(ROOT, 'images', 'Dockerfile.app')));
   // How the image is built (bundling included) changes the image too.
-  h.update(readFileSync(join(ROOT, 'dist', 'daemon', 'runtime', 'image.js')));
+  for (const f of ['image.js', 'bundle.js']) h.update(readFileSync(join(ROOT, 'dist', 'daemon', 'runtime', f)));
   return `airlock/sandbox:test-${h.digest('hex').slice(0, 12)}`;
 }
 

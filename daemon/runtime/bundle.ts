@@ -1,0 +1,110 @@
+/**
+ * The sandbox processes' one-file bundles, made by esbuild for the image (daemon/runtime/image.ts
+ * ships them over dist/<name>/main.js), and the agent's startup-snapshot script beside its bundle.
+ * docs/runtime.md ("The image", "Cold start, step by step") has the figures behind each choice.
+ */
+import { join } from 'node:path';
+import { existsSync } from 'node:fs';
+import type { Logger } from '../../core/index.js';
+import { AGENT_SNAPSHOT_SCRIPT } from '../../core/sandbox-env.js';
+
+/** Sandbox processes whose dist/<name>/main.js is replaced by a one-file bundle in the image. */
+const SANDBOX_ENTRIES = ['supervisor', 'agent', 'tools', 'extensions'];
+/** Native packages stay out of the bundles: they load from the image's node_modules. */
+const BUNDLE_EXTERNAL = ['@napi-rs/canvas', 'better-sqlite3'];
+/**
+ * Entries that also ship a V8 startup snapshot (docs/runtime.md, "Cold start, step by step"):
+ * a CommonJS bundle, SNAPSHOT_SCRIPT beside main.js, from which the image build makes
+ * AGENT_SNAPSHOT_BLOB with the image's own node (a blob fits only the binary that made it).
+ */
+const SNAPSHOT_ENTRIES = ['agent'];
+const SNAPSHOT_SCRIPT = AGENT_SNAPSHOT_SCRIPT;
+/**
+ * The snapshot script's first lines.
+ * - `import.meta.url` becomes this file's URL.
+ * - `require`: while the snapshot is built, Node's builder loads builtins only, which is all a
+ *   module top needs; in a process started from the snapshot, a package left outside the bundle
+ *   loads through a real `require` made for this file then.
+ * - `randomUUID` (node:crypto's and the global `crypto`'s): Node draws UUIDs from a cache of random
+ *   bytes it fills on first use. Filled while the snapshot is built, that cache would be in the
+ *   blob, and every agent would hand out the same UUIDs. So a UUID made while building skips the
+ *   cache, and the cache is first filled in each process.
+ */
+export const SNAPSHOT_BANNER = [
+  "var __airlockImportMetaUrl = require('node:url').pathToFileURL(__filename).href;",
+  'var __airlockBuilderRequire = require, __airlockRunRequire;',
+  "var __airlockBuilding = () => __airlockBuilderRequire('node:v8').startupSnapshot.isBuildingSnapshot();",
+  "require = function (id) { return __airlockBuilding() ? __airlockBuilderRequire(id) : (__airlockRunRequire ??= process.getBuiltinModule('node:module').createRequire(__filename))(id); };",
+  "var __airlockCrypto = __airlockBuilderRequire('node:crypto'), __airlockRandomUUID = __airlockCrypto.randomUUID, __airlockWebUUID = globalThis.crypto.randomUUID.bind(globalThis.crypto);",
+  '__airlockCrypto.randomUUID = function randomUUID(options) { return __airlockBuilding() ? __airlockRandomUUID({ disableEntropyCache: true }) : __airlockRandomUUID(options); };',
+  "Object.defineProperty(globalThis.crypto, 'randomUUID', { value: function randomUUID() { return __airlockBuilding() ? __airlockRandomUUID({ disableEntropyCache: true }) : __airlockWebUUID(); }, configurable: true, writable: true });",
+].join('\n');
+
+/**
+ * Builtins the bundles take through `require`, not `import`. Node's ESM facade of node:http
+ * evaluates every export, the lazy `WebSocket` getter among them, which loads Node's undici:
+ * ~25-35 ms of CPU at the start of every process that imports node:http or node:https (the
+ * supervisor's proxy does), for a module none of them needs until its first `fetch`.
+ */
+const BUILTINS_BY_REQUIRE = /^(node:)?https?$/;
+
+/** esbuild plugin: an `import` of a BUILTINS_BY_REQUIRE builtin becomes a CommonJS `require` of it. */
+const requireBuiltins = {
+  name: 'airlock-require-builtins',
+  setup(build: import('esbuild').PluginBuild): void {
+    build.onResolve({ filter: BUILTINS_BY_REQUIRE }, (a) => (a.namespace === 'airlock-builtin' ? { path: a.path, external: true } : { path: a.path.replace(/^node:/, ''), namespace: 'airlock-builtin' }));
+    build.onLoad({ filter: /.*/, namespace: 'airlock-builtin' }, (a) => ({ contents: `module.exports = require('node:${a.path}');`, loader: 'js' }));
+  },
+};
+
+/**
+ * Bundle each sandbox entry point (dist/<name>/main.js) into outDir/<name>/main.js with esbuild.
+ * The bundles sit where the entries did, so their import.meta.url lookups (fonts, dist root) still
+ * resolve. CommonJS packages inside an ESM bundle need `require`: the banner provides it. Without
+ * esbuild (a production-only install) the image ships the unbundled entries, which behave the same
+ * and start slower; returns the names bundled.
+ */
+export async function bundleSandboxEntries(root: string, outDir: string, log: Logger): Promise<string[]> {
+  let esbuild: typeof import('esbuild');
+  try {
+    esbuild = await import('esbuild');
+  } catch {
+    log.warn('esbuild is not installed (npm ci installs it): the sandbox ships unbundled entry points, and sessions start slower');
+    return [];
+  }
+  const bundled: string[] = [];
+  for (const name of SANDBOX_ENTRIES) {
+    const entry = join(root, 'dist', name, 'main.js');
+    if (!existsSync(entry)) continue;
+    await esbuild.build({
+      entryPoints: [entry],
+      outfile: join(outDir, name, 'main.js'),
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      target: 'node20',
+      external: BUNDLE_EXTERNAL,
+      plugins: [requireBuiltins],
+      banner: { js: "import { createRequire as __airlockCreateRequire } from 'node:module'; const require = __airlockCreateRequire(import.meta.url);" },
+      legalComments: 'none',
+      logLevel: 'silent',
+    });
+    bundled.push(name);
+    if (SNAPSHOT_ENTRIES.includes(name)) {
+      await esbuild.build({
+        entryPoints: [entry],
+        outfile: join(outDir, name, SNAPSHOT_SCRIPT),
+        bundle: true,
+        platform: 'node',
+        format: 'cjs',
+        target: 'node20',
+        external: BUNDLE_EXTERNAL,
+        define: { 'import.meta.url': '__airlockImportMetaUrl' },
+        banner: { js: SNAPSHOT_BANNER },
+        legalComments: 'none',
+        logLevel: 'silent',
+      });
+    }
+  }
+  return bundled;
+}
