@@ -192,7 +192,8 @@ if (docker) {
     t.equal(r.stop_reason, 'end_turn', 'a turn runs on the bundles');
     // Every node process in the live session, with the file it runs and whether that file is a
     // bundle: our banner first (after a shebang), and no import of a relative module (the sources
-    // are inlined).
+    // are inlined). The agent starts from its V8 startup snapshot: the file it runs is the blob,
+    // and the bundle checked is the one the blob was built from, beside it.
     const probe = `
       const fs = require('fs');
       const out = [];
@@ -201,19 +202,27 @@ if (docker) {
         try { argv = fs.readFileSync('/proc/' + pid + '/cmdline', 'utf8').split(String.fromCharCode(0)); } catch { continue; }
         const file = argv.find((a) => a.startsWith('/opt/airlock/'));
         if (!argv[0].endsWith('/node') || !file) continue;
-        const src = fs.readFileSync(file, 'utf8');
-        out.push({ file, banner: (src.startsWith('#!') ? src.slice(src.indexOf(String.fromCharCode(10)) + 1) : src).startsWith('import { createRequire as __airlockCreateRequire }'), relativeImports: src.includes('from "./') || src.includes('from "../') || src.includes("from './") || src.includes("from '../") });
+        const blob = file.endsWith('.blob');
+        const source = blob ? file.replace(/[.]blob$/, '.cjs') : file;
+        let src = fs.readFileSync(source, 'utf8');
+        if (src.startsWith('#!')) src = src.slice(src.indexOf(String.fromCharCode(10)) + 1);
+        out.push({
+          file,
+          snapshotFlag: argv.includes('--snapshot-blob'),
+          banner: blob ? src.startsWith('var __airlockImportMetaUrl') : src.startsWith('import { createRequire as __airlockCreateRequire }'),
+          relativeImports: /from ["'][.][.]?\\//.test(src) || /require[(]["'][.][.]?\\//.test(src),
+        });
       }
       console.log(JSON.stringify(out.sort((a, b) => a.file.localeCompare(b.file))));`;
     const res = await execIn(docker, r.containerId!, ['/usr/local/bin/node', '-e', probe], { user: '0' });
     t.equal(res.code, 0, 'probe ran', { stderr: res.stderr });
-    const procs = JSON.parse(res.stdout) as { file: string; banner: boolean; relativeImports: boolean }[];
+    const procs = JSON.parse(res.stdout) as { file: string; snapshotFlag: boolean; banner: boolean; relativeImports: boolean }[];
     t.same(
-      procs.map((p) => p.file),
-      ['agent', 'supervisor'].map((e) => `/opt/airlock/dist/${e}/main.js`),
-      'supervisor and agent child (hosting both MCP servers) are running',
+      procs.map((p) => [p.file, p.snapshotFlag]),
+      [['/opt/airlock/dist/agent/snapshot.blob', true], ['/opt/airlock/dist/supervisor/main.js', false]],
+      'supervisor and agent child (hosting both MCP servers, started from its snapshot) are running',
     );
-    for (const p of procs) t.same([p.banner, p.relativeImports], [true, false], `${p.file} is a bundle`);
+    for (const p of procs) t.same([p.banner, p.relativeImports], [true, false], `${p.file} is (built from) a bundle`);
   });
 
   t.test('a failed start is cleaned up and the turn resolves with an error', async (t) => {
