@@ -92,6 +92,10 @@ const probes = {
   extensions_mcp: () => time([D + '/extensions/main.js'], (o) => o.includes('"id":1'), INIT),
   agent_with_mcp: () => time([D + '/agent/main.js'], (o) => o.includes('"type":"ready"')),
 };
+// As the supervisor starts it when the image has the agent's startup snapshot.
+if (require('node:fs').existsSync(D + '/agent/snapshot.blob')) {
+  probes.agent_snapshot = () => time(['--disable-warning=ExperimentalWarning', '--snapshot-blob', D + '/agent/snapshot.blob'], (o) => o.includes('"type":"ready"'));
+}
 (async () => {
   const res = {};
   for (let i = 0; i < K; i++) for (const [k, f] of Object.entries(probes)) (res[k] ??= []).push(await f());
@@ -105,6 +109,7 @@ const PROBE_ROWS: Record<string, string> = {
   tools_mcp: 'tools MCP server start → initialize answered',
   extensions_mcp: 'extensions MCP server start → initialize answered',
   agent_with_mcp: 'agent child start (with both MCP servers) → ready',
+  agent_snapshot: 'agent child start from its startup snapshot → ready (as sessions start it)',
 };
 
 export function unmountUnder(dir: string): void {
@@ -296,6 +301,7 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
     const ratios: Record<string, number> = {
       cold_start_vs_bare_run_p50: st(v24, 'cold').p50 / st(v24, 'bare').p50,
       cold_start_vs_hardened_run_p50: st(v24, 'cold').p50 / st(v24, 'hardened').p50,
+      agent_snapshot_vs_bundle_p50: st(v24, 'agent_snapshot').p50 / st(v24, 'agent_with_mcp').p50,
       hardened_vs_bare_run_p50: st(v24, 'hardened').p50 / st(v24, 'bare').p50,
       pool_start_vs_bare_run_p50: st(v24, 'pool').p50 / st(v24, 'bare').p50,
       pool_vs_cold_p50: st(v24, 'pool').p50 / st(v24, 'cold').p50,
