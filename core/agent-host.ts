@@ -12,26 +12,25 @@
  * failing fields only) and dropped. What the process gets as env, uid and cwd is the caller's
  * decision: this class adds nothing to the env.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { launchAgent, type AgentLaunch, type LaunchedAgent } from './agent-launch.js';
 import { AppError } from './errors.js';
 import { protocolLogFields, readMessages, writeMessage } from './ndjson.js';
 import { ChildOutboundSchema, type AgentEvent, type ChildInbound, type StopReason } from './sandbox-protocol.js';
 
 export type AgentHostLog = (level: 'info' | 'warn' | 'error', msg: string, data?: Record<string, unknown>) => void;
 
-export interface AgentProcessOptions {
-  command: string;
-  args?: string[];
-  /** The child's whole environment at spawn (never the host's own). */
-  env: Record<string, string>;
+export interface AgentProcessOptions extends AgentLaunch {
+  /**
+   * The process, when the owner launched it already with these same options (launchAgent):
+   * it is taken over, with whatever it did meanwhile. Absent: the host spawns it.
+   */
+  launched?: LaunchedAgent;
   /**
    * The session's settings, sent in `configure` as soon as the child is up; then `ready`
    * resolves only once it is configured. Absent: the child stays idle until configure().
    */
   settings?: { env: Record<string, string>; cwd?: string };
-  uid?: number;
-  gid?: number;
-  cwd?: string;
   /** `ready` must arrive within this time, else `ready` rejects with ERR_SANDBOX_CHILD_TIMEOUT. */
   readyTimeoutMs: number;
   /** How long a cancelled turn may take to end before the turn is ended and the process killed. */
@@ -81,13 +80,10 @@ export class AgentProcess {
   private rejectReady!: (e: Error) => void;
 
   constructor(private readonly o: AgentProcessOptions) {
-    const proc = spawn(o.command, o.args ?? [], {
-      env: o.env,
-      stdio: ['pipe', 'pipe', 'pipe'],
-      ...(o.uid !== undefined ? { uid: o.uid } : {}),
-      ...(o.gid !== undefined ? { gid: o.gid } : {}),
-      ...(o.cwd !== undefined ? { cwd: o.cwd } : {}),
-    });
+    const launched = o.launched ?? launchAgent(o);
+    // What it did before this host existed (only a process launched earlier has a past).
+    const { error: earlyError, exit: earlyExit } = launched;
+    const proc = launched.proc;
     this.proc = proc;
     let resolveBooted!: () => void;
     let rejectBooted!: (e: Error) => void;
@@ -133,7 +129,7 @@ export class AgentProcess {
       },
       onReject: (err) => o.log('warn', 'agent child wrote a bad line', protocolLogFields(err, 'agent-stdout')),
     });
-    let stdoutDone = false;
+    let stdoutDone = proc.stdout!.closed;
     proc.stdout!.once('close', () => {
       stdoutDone = true;
     });
@@ -160,15 +156,24 @@ export class AgentProcess {
         });
       }
     };
-    proc.on('exit', onGone);
-    proc.on('error', (err: NodeJS.ErrnoException) => {
+    const onError = (err: NodeJS.ErrnoException) => {
       o.log('error', 'agent process error', { err: err.code ?? err.message });
       if (proc.pid === undefined) {
         // A failed spawn emits no 'exit': treat it as one.
         rejectBoth(new AppError('ERR_SANDBOX_CHILD_SPAWN', `agent could not be spawned: ${err.code ?? err.message}`, { status: 502 }));
         onGone(null, null);
       }
-    });
+    };
+    proc.on('exit', onGone);
+    proc.on('error', onError);
+    // Replayed on the next turn of the loop, as a spawn's own events come: whoever built this
+    // host registers its onExit() first.
+    if (earlyError || earlyExit) {
+      setImmediate(() => {
+        if (earlyError) onError(earlyError);
+        if (earlyExit) onGone(earlyExit.code, earlyExit.signal);
+      });
+    }
   }
 
   /**

@@ -444,24 +444,8 @@ export const SANDBOX_EGRESS_SOCKET = '/run/airlock/egress.sock';
 export const SANDBOX_WORKSPACE = '/workspace';
 export const SANDBOX_ATTACHMENTS = '/workspace/.agent-attachments';
 export const SANDBOX_PROXY_PORT = 8700;
-/**
- * The only `agent_env` names the supervisor hands the agent child (the agent's settings and the
- * account's From address). Placeholders pass only under their profile route's name; base URLs,
- * AGENT_USER_TOKEN, AIRLOCK_SESSION_ID, HOME, PATH and LANG are set by the supervisor itself.
- */
-export const AGENT_SETTING_ENVS: readonly string[] = [
-  'AGENT_MODEL_PROVIDER',
-  'AGENT_MODEL',
-  'AGENT_MAX_STEPS',
-  'AGENT_MODEL_TIMEOUT_S',
-  'AGENT_TOOL_TIMEOUT_S',
-  'AGENT_TOOLS',
-  'AGENT_SYSTEM_PROMPT',
-  'AGENT_LOG_LEVEL',
-  'MAIL_FROM',
-];
-export const CHILD_UID = 1001;
-export const CHILD_GID = 1001;
+// The agent's settings the supervisor passes on, and the child's ids, are sandbox names (core/sandbox-env.ts).
+export { AGENT_SETTING_ENVS, CHILD_UID, CHILD_GID } from './sandbox-env.js';
 
 // The daemon-internal seams (turn runner, preparer, auditor, egress) live in core/seams.ts.
 export * from './seams.js';

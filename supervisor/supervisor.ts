@@ -19,7 +19,7 @@
  * same uid can, under another uid it gets EACCES).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, readFileSync, unlinkSync } from 'node:fs';
+import { chmodSync, readFileSync, unlinkSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { startCredentialProxy, type MailHoldRequest, type MailRefusalCode, type MailRelease, type RunningProxy } from '../proxy/index.js';
@@ -43,7 +43,8 @@ import {
 } from '../core/sandbox-protocol.js';
 import { checkMessage, protocolLogFields, readMessages, writeMessage, type LineReader } from '../core/ndjson.js';
 import { AgentProcess } from '../core/agent-host.js';
-import { AGENT_SNAPSHOT_BLOB, COMPILE_CACHE_ENV, SANDBOX_NODE_FLAGS } from '../core/sandbox-env.js';
+import { sameLaunch, type AgentLaunch, type LaunchedAgent } from '../core/agent-launch.js';
+import { agentCommand, childBaseEnv, idleChildLaunch, IDLE_CHILD_CWD } from './idle-child.js';
 
 export interface SupervisorOptions {
   controlSocket?: string;
@@ -60,6 +61,11 @@ export interface SupervisorOptions {
    * replaces by a bind mount (a process inside the old folder would keep seeing the empty one).
    */
   childIdleCwd?: string;
+  /**
+   * The idle child, launched by the entry point before it loaded this module (idleChildLaunch
+   * with these options); taken over by the first spawn. One launched otherwise is ended.
+   */
+  prestarted?: LaunchedAgent;
   /** Exit the process after `shutdown` (true in the container; false for in-process tests). */
   exitOnShutdown?: boolean;
   log?: (level: 'info' | 'warn' | 'error', msg: string, data?: Record<string, unknown>) => void;
@@ -68,14 +74,6 @@ export interface SupervisorOptions {
 const ENV_NAME = /^[A-Z][A-Z0-9_]{0,63}$/;
 const CHILD_READY_TIMEOUT_MS = 15_000;
 const CANCEL_GRACE_MS = 5_000;
-
-/** The agent child's command: from its startup snapshot when the image has one, else its entry. */
-function agentCommand(): string[] {
-  const blob = new URL(`../agent/${AGENT_SNAPSHOT_BLOB}`, import.meta.url).pathname;
-  // Its run-time import() of the SDKs is Node's experimental main-context loader (core/runtime-import.ts).
-  if (existsSync(blob)) return [process.execPath, ...SANDBOX_NODE_FLAGS, '--disable-warning=ExperimentalWarning', '--snapshot-blob', blob];
-  return [process.execPath, ...SANDBOX_NODE_FLAGS, new URL('../agent/main.js', import.meta.url).pathname];
-}
 
 /** A held send outlives the daemon's approval timeout by this much, so the daemon's answer (and its chat event) comes first. */
 const HOLD_MARGIN_S = 10;
@@ -86,7 +84,8 @@ const FORBIDDEN_CHILD_ENV = new Set(['MCP_INTERNAL_SECRET', 'AGENT_USER_TOKEN_SE
 type Conn = { socket: Socket; reader?: LineReader; shell?: ChildProcess };
 
 export class Supervisor {
-  private readonly o: Required<Omit<SupervisorOptions, 'log'>> & Pick<SupervisorOptions, 'log'>;
+  private readonly o: Required<Omit<SupervisorOptions, 'log' | 'prestarted'>> & Pick<SupervisorOptions, 'log'>;
+  private prestarted?: LaunchedAgent;
   private server?: Server;
   private conns = new Set<Conn>();
   private spec?: StartSpec;
@@ -112,10 +111,11 @@ export class Supervisor {
       childGid: opts.childGid ?? CHILD_GID,
       childCommand: opts.childCommand ?? agentCommand(),
       childCwd: opts.childCwd ?? SANDBOX_WORKSPACE,
-      childIdleCwd: opts.childIdleCwd ?? '/',
+      childIdleCwd: opts.childIdleCwd ?? IDLE_CHILD_CWD,
       exitOnShutdown: opts.exitOnShutdown ?? true,
       log: opts.log,
     };
+    this.prestarted = opts.prestarted;
   }
 
   private log(level: 'info' | 'warn' | 'error', msg: string, data?: Record<string, unknown>): void {
@@ -312,12 +312,6 @@ export class Supervisor {
     return r.msg;
   }
 
-  /** The child's environment at spawn: nothing of any user (the image's compile cache folder, if set). */
-  private baseEnv(): Record<string, string> {
-    const cache = process.env[COMPILE_CACHE_ENV];
-    return { HOME: '/home/agent', PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8', ...(cache ? { [COMPILE_CACHE_ENV]: cache } : {}) };
-  }
-
   /** The session's part of the child's environment (sent in `configure`): an allow-list, never the supervisor's own env. */
   private sessionEnv(): Record<string, string> {
     const spec = this.spec!;
@@ -340,19 +334,30 @@ export class Supervisor {
     for (const r of this.profile?.routes ?? []) if (r.base_url_env) put(r.base_url_env, `http://127.0.0.1:${port}${r.prefix}`);
     if (spec.agent_user_token) put('AGENT_USER_TOKEN', spec.agent_user_token);
     put('AIRLOCK_SESSION_ID', spec.session_id);
-    for (const k of Object.keys(this.baseEnv())) delete env[k];
+    for (const k of Object.keys(childBaseEnv())) delete env[k];
     return env;
   }
 
+  /**
+   * The process the entry point launched, for the first spawn of an idle child with the same
+   * launch; any other use of it is refused and the process is ended (its stdin closed: the
+   * agent exits when its stdin ends).
+   */
+  private takePrestarted(launch: AgentLaunch): LaunchedAgent | undefined {
+    const p = this.prestarted;
+    this.prestarted = undefined;
+    if (!p || (!this.spec && sameLaunch(p.launch, launch))) return p;
+    this.log('warn', 'the agent launched at boot does not match this spawn; it is ended and spawned anew');
+    p.proc.stdin?.end();
+    return undefined;
+  }
+
   private spawnChild(): void {
-    const [cmd, ...args] = this.o.childCommand;
+    const launch = idleChildLaunch({ command: this.o.childCommand, uid: this.o.childUid, gid: this.o.childGid, cwd: this.o.childIdleCwd });
+    const launched = this.takePrestarted(launch);
     const child = new AgentProcess({
-      command: cmd,
-      args,
-      uid: this.o.childUid,
-      gid: this.o.childGid,
-      cwd: this.o.childIdleCwd,
-      env: this.baseEnv(),
+      ...launch,
+      ...(launched ? { launched } : {}),
       // A child (re)started for a running session is configured as soon as it is up.
       ...(this.spec ? { settings: { env: this.sessionEnv(), cwd: this.o.childCwd } } : {}),
       readyTimeoutMs: CHILD_READY_TIMEOUT_MS,

@@ -8,6 +8,8 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Supervisor } from '../../supervisor/supervisor.js';
+import { IDLE_CHILD_CWD, idleChildLaunch } from '../../supervisor/idle-child.js';
+import { launchAgent } from '../../core/agent-launch.js';
 import { SandboxClient } from '../../daemon/runtime/sandbox-client.js';
 import type { AgentEvent, SessionProfile, StopReason } from '../../core/sandbox-protocol.js';
 
@@ -213,4 +215,60 @@ t.test('an idle child that dies retires the sandbox: start is refused and the su
   t.ok(c.closed, 'the control connection ends (in the container the supervisor exits: the daemon replaces the member)');
   t.notOk(existsSync(join(d, 'control.sock')), 'the control socket is gone');
   t.match(s.status(), { state: 'hello', session_id: null, agent_ready: false }, 'no session was ever bound');
+});
+
+// The container's entry point launches the idle child before it loads the supervisor
+// (supervisor/main.ts); the supervisor takes that process over, whatever it did meanwhile.
+t.test('a child launched before the supervisor existed is taken over, not spawned again', async (t) => {
+  const d = mkdtempSync(join(tmpdir(), 'airlock-sup-early-'));
+  t.teardown(() => rmSync(d, { recursive: true, force: true }));
+  const o = supervisorOptions(d, false);
+  const prestarted = launchAgent(idleChildLaunch({ command: o.childCommand, uid: o.childUid, gid: o.childGid, cwd: IDLE_CHILD_CWD }));
+  // Its `ready` line is written before anyone reads it: it waits in the pipe.
+  await new Promise((r) => setTimeout(r, 300));
+  const s = new Supervisor({ ...o, prestarted });
+  await s.listen();
+  t.teardown(() => s.shutdown());
+  s.prestart();
+  const c = await SandboxClient.connect(join(d, 'control.sock'));
+  t.teardown(() => c.close());
+  const warm = await c.request({ type: 'warm' });
+  t.match(warm, { state: 'hello', agent_ready: true }, 'the launched child is up and idle');
+  t.equal(warm.child_pid, prestarted.proc.pid, 'it is the process launched before the supervisor');
+});
+
+t.test('a child launched early that does not match the spawn is ended, and the right one spawned', async (t) => {
+  const d = mkdtempSync(join(tmpdir(), 'airlock-sup-mismatch-'));
+  t.teardown(() => rmSync(d, { recursive: true, force: true }));
+  const o = supervisorOptions(d, false);
+  const prestarted = launchAgent(idleChildLaunch({ command: o.childCommand, uid: o.childUid, gid: o.childGid, cwd: tmpdir() }));
+  const ended = new Promise<number | null>((r) => prestarted.proc.once('exit', (code) => r(code)));
+  const warnings: string[] = [];
+  const s = new Supervisor({ ...o, prestarted, log: (level, msg) => void (level === 'warn' && warnings.push(msg)) });
+  await s.listen();
+  t.teardown(() => s.shutdown());
+  s.prestart();
+  const c = await SandboxClient.connect(join(d, 'control.sock'));
+  t.teardown(() => c.close());
+  const warm = await c.request({ type: 'warm' });
+  t.not(warm.child_pid, prestarted.proc.pid, 'another process serves (the launch had another cwd)');
+  t.equal(await ended, 0, 'the mismatched one exits (its stdin was closed)');
+  t.match(warnings, [/does not match/], 'and the supervisor says why');
+});
+
+t.test('a child launched early that died before the supervisor existed retires the sandbox', async (t) => {
+  const d = mkdtempSync(join(tmpdir(), 'airlock-sup-early-dead-'));
+  t.teardown(() => rmSync(d, { recursive: true, force: true }));
+  const o = { ...supervisorOptions(d, false), childCommand: [process.execPath, '-e', 'process.exit(3)'] };
+  const prestarted = launchAgent(idleChildLaunch({ command: o.childCommand, uid: o.childUid, gid: o.childGid, cwd: IDLE_CHILD_CWD }));
+  await new Promise((r) => prestarted.proc.once('exit', r));
+  const warnings: { msg: string; data?: Record<string, unknown> }[] = [];
+  const s = new Supervisor({ ...o, prestarted, log: (level, msg, data) => void (level === 'warn' && warnings.push({ msg, data })) });
+  await s.listen();
+  t.teardown(() => s.shutdown());
+  s.prestart();
+  await new Promise((r) => setTimeout(r, 100));
+  t.match(warnings, [{ msg: /exited while idle/, data: { code: 3 } }], 'its exit reaches the supervisor (replayed), with its code');
+  t.match(s.status(), { state: 'hello', session_id: null, agent_ready: false }, 'no session can be bound to it');
+  t.notOk(existsSync(join(d, 'control.sock')), 'the sandbox retires (control socket gone)');
 });
