@@ -8,7 +8,9 @@ COPY node_modules /opt/airlock/node_modules
 COPY package.json /opt/airlock/package.json
 COPY dist /opt/airlock/dist
 # One-file bundles of the sandbox processes' entry points over dist/<name>/main.js (faster start;
-# empty when esbuild was not installed at build time). The modules they came from stay beside them.
+# empty when esbuild was not installed at build time), and dist/supervisor/supervisor.js, which
+# the supervisor's small entry loads once it has launched the agent. The modules they came from
+# stay beside them.
 COPY bundle /opt/airlock/dist
 COPY extensions/fonts /opt/airlock/extensions/fonts
 ENV NODE_ENV=production LANG=C.UTF-8 NODE_COMPILE_CACHE=/opt/airlock/compile-cache

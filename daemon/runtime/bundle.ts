@@ -18,6 +18,14 @@ const BUNDLE_EXTERNAL = ['@napi-rs/canvas', 'better-sqlite3'];
  * AGENT_SNAPSHOT_BLOB with the image's own node (a blob fits only the binary that made it).
  */
 const SNAPSHOT_ENTRIES = ['agent'];
+/**
+ * Entries that do one thing before they load the rest (supervisor/main.ts launches the agent
+ * child first: docs/runtime.md, "Cold start, step by step"): their main.js bundle holds only
+ * that first part and import()s the named sibling module, itself bundled beside it. One bundle
+ * would delay the first act by the whole file's load: its parse and the builtins it imports
+ * (node:tls, node:zlib, worker_threads…), ~45 ms in a 1-CPU sandbox.
+ */
+const LOADS_LATER: Record<string, string> = { supervisor: 'supervisor.js' };
 const SNAPSHOT_SCRIPT = AGENT_SNAPSHOT_SCRIPT;
 /**
  * The snapshot script's first lines.
@@ -57,6 +65,12 @@ const requireBuiltins = {
   },
 };
 
+/** esbuild plugin: an import of `spec` (a sibling module, bundled on its own) stays an import. */
+function keepSibling(spec: string): import('esbuild').Plugin {
+  const filter = new RegExp(`^${spec.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}$`);
+  return { name: 'airlock-keep-sibling', setup: (build) => build.onResolve({ filter }, (a) => ({ path: a.path, external: true })) };
+}
+
 /**
  * Bundle each sandbox entry point (dist/<name>/main.js) into outDir/<name>/main.js with esbuild.
  * The bundles sit where the entries did, so their import.meta.url lookups (fonts, dist root) still
@@ -73,22 +87,28 @@ export async function bundleSandboxEntries(root: string, outDir: string, log: Lo
     return [];
   }
   const bundled: string[] = [];
-  for (const name of SANDBOX_ENTRIES) {
-    const entry = join(root, 'dist', name, 'main.js');
-    if (!existsSync(entry)) continue;
-    await esbuild.build({
+  const esm = (entry: string, outfile: string, plugins: import('esbuild').Plugin[] = []) =>
+    esbuild.build({
       entryPoints: [entry],
-      outfile: join(outDir, name, 'main.js'),
+      outfile,
       bundle: true,
       platform: 'node',
       format: 'esm',
       target: 'node20',
       external: BUNDLE_EXTERNAL,
-      plugins: [requireBuiltins],
+      plugins: [requireBuiltins, ...plugins],
       banner: { js: "import { createRequire as __airlockCreateRequire } from 'node:module'; const require = __airlockCreateRequire(import.meta.url);" },
       legalComments: 'none',
       logLevel: 'silent',
     });
+  for (const name of SANDBOX_ENTRIES) {
+    const entry = join(root, 'dist', name, 'main.js');
+    if (!existsSync(entry)) continue;
+    const later = LOADS_LATER[name];
+    if (later) {
+      await esm(join(root, 'dist', name, later), join(outDir, name, later));
+      await esm(entry, join(outDir, name, 'main.js'), [keepSibling(`./${later}`)]);
+    } else await esm(entry, join(outDir, name, 'main.js'));
     bundled.push(name);
     if (SNAPSHOT_ENTRIES.includes(name)) {
       await esbuild.build({

@@ -204,25 +204,34 @@ if (docker) {
         if (!argv[0].endsWith('/node') || !file) continue;
         const blob = file.endsWith('.blob');
         const source = blob ? file.replace(/[.]blob$/, '.cjs') : file;
-        let src = fs.readFileSync(source, 'utf8');
-        if (src.startsWith('#!')) src = src.slice(src.indexOf(String.fromCharCode(10)) + 1);
+        const read = (f) => { const s = fs.readFileSync(f, 'utf8'); return s.startsWith('#!') ? s.slice(s.indexOf(String.fromCharCode(10)) + 1) : s; };
+        const esmBundle = (s) => s.startsWith('import { createRequire as __airlockCreateRequire }');
+        const relative = (s) => /from ["'][.][.]?\\//.test(s) || /require[(]["'][.][.]?\\//.test(s);
+        const src = read(source);
+        // An entry that does its first act before loading the rest import()s one sibling bundle.
+        const later = /import[(]"[.]\\/([a-z-]+[.]js)"[)]/.exec(src)?.[1] ?? null;
+        const laterSrc = later ? read(source.replace(/[^/]+$/, later)) : '';
         out.push({
           file,
           snapshotFlag: argv.includes('--snapshot-blob'),
-          banner: blob ? src.startsWith('var __airlockImportMetaUrl') : src.startsWith('import { createRequire as __airlockCreateRequire }'),
-          relativeImports: /from ["'][.][.]?\\//.test(src) || /require[(]["'][.][.]?\\//.test(src),
+          banner: blob ? src.startsWith('var __airlockImportMetaUrl') : esmBundle(src),
+          relativeImports: relative(src) || (later !== null && (!esmBundle(laterSrc) || relative(laterSrc) || /import[(]"[.]/.test(laterSrc))),
+          later,
         });
       }
       console.log(JSON.stringify(out.sort((a, b) => a.file.localeCompare(b.file))));`;
     const res = await execIn(docker, r.containerId!, ['/usr/local/bin/node', '-e', probe], { user: '0' });
     t.equal(res.code, 0, 'probe ran', { stderr: res.stderr });
-    const procs = JSON.parse(res.stdout) as { file: string; snapshotFlag: boolean; banner: boolean; relativeImports: boolean }[];
+    const procs = JSON.parse(res.stdout) as { file: string; snapshotFlag: boolean; banner: boolean; relativeImports: boolean; later: string | null }[];
     t.same(
-      procs.map((p) => [p.file, p.snapshotFlag]),
-      [['/opt/airlock/dist/agent/snapshot.blob', true], ['/opt/airlock/dist/supervisor/main.js', false]],
-      'supervisor and agent child (hosting both MCP servers, started from its snapshot) are running',
+      procs.map((p) => [p.file, p.snapshotFlag, p.later]),
+      [
+        ['/opt/airlock/dist/agent/snapshot.blob', true, null],
+        ['/opt/airlock/dist/supervisor/main.js', false, 'supervisor.js'],
+      ],
+      'supervisor (its entry launches the agent, then loads supervisor.js) and agent child (hosting both MCP servers, started from its snapshot) are running',
     );
-    for (const p of procs) t.same([p.banner, p.relativeImports], [true, false], `${p.file} is (built from) a bundle`);
+    for (const p of procs) t.same([p.banner, p.relativeImports], [true, false], `${p.file} is (built from) a bundle, and so is what it loads later`);
   });
 
   t.test('a failed start is cleaned up and the turn resolves with an error', async (t) => {
