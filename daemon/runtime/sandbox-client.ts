@@ -20,6 +20,8 @@ import {
 import { checkMessage, protocolLogFields, readMessages, writeMessage } from '../../core/ndjson.js';
 
 const REQUEST_TIMEOUT_MS = 30_000;
+/** Pause between connect attempts while the supervisor starts. */
+const CONNECT_RETRY_MS = 3;
 
 let fallbackLog: Logger | undefined;
 /**
@@ -89,7 +91,9 @@ export class SandboxClient {
         return new SandboxClient(sock, log);
       } catch (err) {
         lastErr = err;
-        await new Promise((r) => setTimeout(r, 15));
+        // A refused connect to a unix socket costs microseconds; a long pause would only add
+        // itself to every cold start (the socket appears ~50 ms after the container starts).
+        await new Promise((r) => setTimeout(r, CONNECT_RETRY_MS));
       }
     }
     throw new AppError('ERR_SANDBOX_UNREACHABLE', 'the sandbox control socket did not come up', { status: 503, cause: lastErr });
