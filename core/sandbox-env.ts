@@ -57,23 +57,7 @@ export const AGENT_TOOLS = [
 
 export const AGENT_TOOL_NAMES: readonly string[] = AGENT_TOOLS.map((t) => t.name);
 
-/**
- * The only `agent_env` names the supervisor hands the agent child (the agent's settings and the
- * account's From address; core/sandbox-protocol.ts re-exports it beside the control protocol it
- * travels in). Placeholders pass only under their profile route's name; base URLs,
- * AGENT_USER_TOKEN, AIRLOCK_SESSION_ID, HOME, PATH and LANG are set by the supervisor itself.
- */
-export const AGENT_SETTING_ENVS: readonly string[] = [
-  'AGENT_MODEL_PROVIDER',
-  'AGENT_MODEL',
-  'AGENT_MAX_STEPS',
-  'AGENT_MODEL_TIMEOUT_S',
-  'AGENT_TOOL_TIMEOUT_S',
-  'AGENT_TOOLS',
-  'AGENT_SYSTEM_PROMPT',
-  'AGENT_LOG_LEVEL',
-  'MAIL_FROM',
-];
+export { AGENT_SETTING_ENVS } from './sandbox-ids.js';
 
 /**
  * The env the agent passes on to its MCP servers, and nothing else: the tool routes'
@@ -129,9 +113,7 @@ export const SANDBOX_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1']
 export const AGENT_SNAPSHOT_SCRIPT = 'snapshot.cjs';
 export const AGENT_SNAPSHOT_BLOB = 'snapshot.blob';
 
-/** The agent child's uid and gid in the sandbox (user `agent` of the image). */
-export const CHILD_UID = 1001;
-export const CHILD_GID = 1001;
+export { CHILD_UID, CHILD_GID } from './sandbox-ids.js';
 
 /**
  * V8's compile cache of the sandbox processes in the image (NODE_COMPILE_CACHE, set by the image;

@@ -444,8 +444,7 @@ export const SANDBOX_EGRESS_SOCKET = '/run/airlock/egress.sock';
 export const SANDBOX_WORKSPACE = '/workspace';
 export const SANDBOX_ATTACHMENTS = '/workspace/.agent-attachments';
 export const SANDBOX_PROXY_PORT = 8700;
-// The agent's settings the supervisor passes on, and the child's ids, are sandbox names (core/sandbox-env.ts).
-export { AGENT_SETTING_ENVS, CHILD_UID, CHILD_GID } from './sandbox-env.js';
+export { AGENT_SETTING_ENVS, CHILD_UID, CHILD_GID } from './sandbox-ids.js';
 
 // The daemon-internal seams (turn runner, preparer, auditor, egress) live in core/seams.ts.
 export * from './seams.js';
