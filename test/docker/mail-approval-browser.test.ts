@@ -6,7 +6,7 @@
  * second send is denied from the page and never arrives; a third is approved "for this recipient
  * in this chat" from the card, and a fourth to the same recipient arrives without a question. The API refuses another user's decision
  * and a second decision; the admin's turn audit page shows the tool call with its upstream
- * request and the held sends, linked from the action log.
+ * request and the held sends, linked from the action log, with no serious or critical axe-core issue.
  */
 import t from 'tap';
 import type { Page } from 'playwright-core';
@@ -175,5 +175,8 @@ else if (docker) {
     t.match(page2, /Tool call send_email/, 'the audit page shows the tool call');
     t.match(page2, /POST \/gmail\/mail\/v1\/users\/me\/messages\/send/, 'with its upstream request (the path template)');
     t.notMatch(page2, /secret body text/, 'and never the body');
+    t.same(await axeProblems(admin), [], 'axe: no serious or critical issue on the turn audit page (light)');
+    await admin.emulateMedia({ colorScheme: 'dark' });
+    t.same(await axeProblems(admin), [], 'axe: the turn audit page (dark)');
   });
 }
