@@ -23,7 +23,7 @@ import { MailGate } from '../../daemon/mail-gate.js';
 import { queryActionLog } from '../../domain/action-log.js';
 import { mailPolicyFor } from '../../domain/mail.js';
 import { start as startUpstream, type FakeUpstream } from '../../emulator/fake-upstream.js';
-import { startCredentialProxy, type MailRelease } from '../../proxy/index.js';
+import { startCredentialProxy, type MailRelease, type ProxyDecision } from '../../proxy/index.js';
 import type { WebServices } from '../../web/index.js';
 import { addUser, startTestApp, tempDir, type TestApp } from '../helpers/app.js';
 import { streamTurn } from '../helpers/chat.js';
@@ -56,6 +56,8 @@ interface Rig {
   placeholder: string;
   /** What each send of each turn got back from the proxy, by subject. */
   results: Map<string, SendResult>;
+  /** Every decision the proxy reported (what the supervisor relays to the gate). */
+  proxyDecisions: ProxyDecision[];
   login(name: string): Promise<Client>;
   /** Subjects of the sends that reached the upstream. */
   arrived(): string[];
@@ -69,6 +71,7 @@ async function startRig(t: Test, env: Record<string, string>): Promise<Rig> {
   const upstream = await startUpstream();
   t.teardown(() => upstream.close());
   const results = new Map<string, SendResult>();
+  const proxyDecisions: ProxyDecision[] = [];
   let current: TurnRequest | undefined;
   const holder: { proxyPort?: number } = {};
   const placeholder = `ph-mail-${randomUUID()}`;
@@ -115,7 +118,10 @@ async function startRig(t: Test, env: Record<string, string>): Promise<Rig> {
     mailPolicy: serverMailPolicy(app.config),
     // What the supervisor relays (mail_hold) and hands back (mail_release, its code one of the proxy's).
     holdMail: async (h) => (await gate.hold({ ...session(), turn: current }, { type: 'mail_hold', hold_id: randomUUID(), ...h })) as MailRelease,
-    onDecision: (d) => gate.proxied(session(), d),
+    onDecision: (d) => {
+      proxyDecisions.push(d);
+      gate.proxied(session(), d);
+    },
     currentTurn: () => current?.turnId ?? null,
   });
   t.teardown(() => proxy.close());
@@ -127,6 +133,7 @@ async function startRig(t: Test, env: Record<string, string>): Promise<Rig> {
     upstream,
     placeholder,
     results,
+    proxyDecisions,
     async login(name) {
       await addUser(app.database, name, `${name}-password`);
       const c = app.client();
@@ -239,6 +246,8 @@ t.test('approvals, denials, timeouts and refusals are in the action log; each re
     sent.every((x) => x.headers[CALL_ID_HEADER] === undefined && x.headers.authorization === `Bearer ${TOKEN}`),
     'the upstream saw the real token and no X-Airlock-Call',
   );
+  // The proxy's own header: read and removed, not dropped as a stranger (the count would say so).
+  t.same(rig.proxyDecisions.map((d) => d.dropped_headers ?? 0), [0, 0, 0, 0, 0], 'X-Airlock-Call is not counted as a dropped header');
 
   await rig.gate.flushed();
   const sql = rig.app.database.sql;
