@@ -1,13 +1,14 @@
 /**
  * Live sessions page against the real daemon and real sandboxes (Docker): the list refreshes on
- * its own, names the chat and its user, and Restart asks first. Skips with the reason when no
+ * its own, names the chat and its user, and Restart asks first; axe-core finds no serious or
+ * critical issue while it lists a session. Skips with the reason when no
  * Docker engine answers (never under CI=true).
  */
 import t from 'tap';
 import { createLogger, createUser, hashPassword } from '../../core/index.js';
 import { serve } from '../../daemon/serve.js';
 import { Client } from '../helpers/client.js';
-import { browserUnavailable, checkNarrow, launch, screenshot } from '../helpers/browser.js';
+import { axeProblems, browserUnavailable, checkNarrow, launch, screenshot } from '../helpers/browser.js';
 import { dataDir, dockerOrSkip, ensureTestImage, runtimeConfig, sweep, uniqueOwner } from '../docker/helpers.js';
 
 const why = browserUnavailable();
@@ -66,6 +67,11 @@ else {
       t.match(row, /carol/, 'the user by name');
       await screenshot(page, 'admin-sessions-live');
       await checkNarrow(t, page, 'admin-sessions-live');
+      // axe-core on the page while it lists a session (its buttons, ids and names), light and dark.
+      t.same(await axeProblems(page), [], 'axe: live sessions with a session listed (light)');
+      await page.emulateMedia({ colorScheme: 'dark' });
+      t.same(await axeProblems(page), [], 'axe: live sessions with a session listed (dark)');
+      await page.emulateMedia({ colorScheme: 'light' });
 
       const containerOf = () => d.runtime!.sessions.list().find((s) => s.sessionId === sid)?.containerId;
       const first = containerOf();

@@ -1,7 +1,7 @@
 /**
  * The chat page in a real browser against the real web app: markdown answers (and hostile ones),
  * Stop and Enter while a turn runs, conversations (rename, search, delete, timestamps, copy,
- * regenerate, edit), auto-scroll with "jump to latest", the input in view at 390 px, dark mode,
+ * regenerate, edit), auto-scroll with "jump to latest", the input in view at 390 and 360 px, dark mode,
  * keyboard-only use and an axe-core scan. The turn runner is a scripted TurnRunner (the daemon's
  * side of the interface); everything from the route to the DOM is the real code.
  */
@@ -303,10 +303,11 @@ else {
     t.ok((await gap()) < 48, 'a reopened chat starts at the newest message');
   });
 
-  for (const scheme of ['light', 'dark'] as const) {
-    t.test(`390 px (${scheme}): the input is in view on a new chat and a long one; the chats list is a drawer`, async (t) => {
+  // 390 px (a common phone) and 360 px (the narrowest the page promises), light and dark.
+  for (const [width, scheme] of [[390, 'light'], [390, 'dark'], [360, 'light'], [360, 'dark']] as const) {
+    t.test(`${width} px (${scheme}): the input is in view on a new chat and a long one; the chats list is a drawer`, async (t) => {
       const browser = await launch(t);
-      const page = await browser.newPage({ viewport: { width: 390, height: 800 }, colorScheme: scheme });
+      const page = await browser.newPage({ viewport: { width, height: 800 }, colorScheme: scheme });
       await login(page, url);
       await page.click('#new-session').catch(() => undefined);
       let v = await promptInView(page);
@@ -316,13 +317,13 @@ else {
       v = await promptInView(page);
       t.ok(v.top >= 0 && v.bottom <= v.vh, `long chat: input at ${v.top}–${v.bottom} of ${v.vh}`);
       const w = await page.evaluate(() => document.documentElement.scrollWidth);
-      t.ok(w <= 391, `no sideways scrolling (${w})`);
+      t.ok(w <= width + 1, `no sideways scrolling (${w})`);
       t.notOk(await page.isVisible('#session-list'), 'the list is folded away');
       await page.click('.list-toggle[aria-controls]');
       t.ok(await page.isVisible('#session-list'), 'Chats opens it');
-      t.same(await axeProblems(page), [], `axe at 390 px (${scheme})`);
+      t.same(await axeProblems(page), [], `axe at ${width} px (${scheme})`);
       await page.click('#chat-list-panel .list-toggle');
-      await screenshot(page, `chat-390-${scheme}`, { fullPage: false });
+      await screenshot(page, `chat-${width}-${scheme}`, { fullPage: false });
     });
   }
 

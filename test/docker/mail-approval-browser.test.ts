@@ -3,9 +3,10 @@
  * calls send_email to a recipient outside the allowed domains; the proxy holds the send; the chat
  * page shows the approval card (recipients, subject, attachment names, never the body), it is
  * still there after a reload, and Approve lets the mail arrive in the Google-shaped mailbox. A
- * second send is denied from the page and never arrives. The API refuses another user's decision
+ * second send is denied from the page and never arrives; a third is approved "for this recipient
+ * in this chat" from the card, and a fourth to the same recipient arrives without a question. The API refuses another user's decision
  * and a second decision; the admin's turn audit page shows the tool call with its upstream
- * request and the held sends, linked from the action log.
+ * request and the held sends, linked from the action log, with no serious or critical axe-core issue.
  */
 import t from 'tap';
 import type { Page } from 'playwright-core';
@@ -43,7 +44,16 @@ else if (docker) {
     const send = (to: string, subject: string) => ({ kind: 'reply' as const, tool_calls: [{ name: 'send_email', arguments: { to: [to], subject, text: BODY } }] });
     const model = await openaiModel.start({
       apiKey: MODEL_KEY,
-      script: [send('partner@partner.example', 'Quarterly numbers'), { kind: 'reply', text: 'Sent.' }, send('other@partner.example', 'Second try'), { kind: 'reply', text: 'Not sent.' }],
+      script: [
+        send('partner@partner.example', 'Quarterly numbers'),
+        { kind: 'reply', text: 'Sent.' },
+        send('other@partner.example', 'Second try'),
+        { kind: 'reply', text: 'Not sent.' },
+        send('other@partner.example', 'Third try'),
+        { kind: 'reply', text: 'Sent this time.' },
+        send('other@partner.example', 'Follow-up'),
+        { kind: 'reply', text: 'Sent without asking.' },
+      ],
     });
     t.teardown(() => model.close());
     const dir = dataDir(t);
@@ -137,6 +147,22 @@ else if (docker) {
     t.match((await page.textContent('.msg.assistant:last-of-type .tool[data-tool=send_email]')) ?? '', /ERR_MAIL_DENIED/, 'with the denial code');
     t.equal(g.mailbox.length, 1, 'the denied mail never arrived');
 
+    // "Approve for this recipient in this chat": the next send to the same recipient is not asked about.
+    await page.fill('#prompt', 'try other@partner.example again');
+    await page.click('#send');
+    await page.waitForSelector('.approval[data-state=pending]', { timeout: 120_000 });
+    await page.click('.approval[data-state=pending] button:has-text("Approve for this recipient in this chat")');
+    const forRecipient = await page.waitForSelector('.approval[data-state=approved]:has-text("Third try")', { timeout: 60_000 });
+    t.match((await forRecipient.textContent()) ?? '', /for these recipients in this chat/, 'the card says the approval holds for the recipient');
+    await page.waitForFunction(() => document.querySelectorAll('[data-done]').length === 3, undefined, { timeout: 120_000 });
+    await waitFor(() => g.mailbox.length === 2, 'the mail approved for the recipient arrives');
+    await page.fill('#prompt', 'and a follow-up to other@partner.example');
+    await page.click('#send');
+    await page.waitForFunction(() => document.querySelectorAll('[data-done]').length === 4, undefined, { timeout: 120_000 });
+    t.equal(await page.locator('.msg.assistant:last-of-type .approval').count(), 0, 'no approval card for the same recipient');
+    await waitFor(() => g.mailbox.length === 3, 'the follow-up arrives without a question');
+    t.same(g.mailbox[2].to, ['other@partner.example']);
+
     // The admin's turn audit, linked from the action log.
     const admin = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     await login(admin, d.web.url, 'root');
@@ -149,5 +175,8 @@ else if (docker) {
     t.match(page2, /Tool call send_email/, 'the audit page shows the tool call');
     t.match(page2, /POST \/gmail\/mail\/v1\/users\/me\/messages\/send/, 'with its upstream request (the path template)');
     t.notMatch(page2, /secret body text/, 'and never the body');
+    t.same(await axeProblems(admin), [], 'axe: no serious or critical issue on the turn audit page (light)');
+    await admin.emulateMedia({ colorScheme: 'dark' });
+    t.same(await axeProblems(admin), [], 'axe: the turn audit page (dark)');
   });
 }
