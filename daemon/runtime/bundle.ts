@@ -121,6 +121,10 @@ export async function bundleSandboxEntries(root: string, outDir: string, log: Lo
         external: BUNDLE_EXTERNAL,
         define: { 'import.meta.url': '__airlockImportMetaUrl' },
         banner: { js: SNAPSHOT_BANNER },
+        // The script's source lives on in the blob and in every agent's heap: without its
+        // whitespace the blob is 11.0 MiB, not 14.1 (names stay, for stack traces).
+        minifyWhitespace: true,
+        minifySyntax: true,
         legalComments: 'none',
         logLevel: 'silent',
       });
