@@ -207,12 +207,13 @@ export function ssoRoutes(ctx: WebContext, enc: Encryptor, signals: IdentitySign
       if (!user.is_active) throw new AppError('ERR_AUTH_INACTIVE', 'this account is deactivated', { status: 403 });
 
       await regenerate(req);
-      req.session.userId = user.id;
-      req.session.csrfToken = randomToken(32);
       const event = { userId: user.id, connectionId: c.id, provider, sub: claims.sub, email };
       // last_login_at, the action-log entry and the ExternalIdentity, in one transaction; the
-      // ExternalIdentity exists before the browser goes on to callback_url.
+      // ExternalIdentity exists before the browser goes on to callback_url. The session is the
+      // user's only once they are written: a failed write leaves the browser logged out.
       const { known } = await recordSsoLogin(db, event);
+      req.session.userId = user.id;
+      req.session.csrfToken = randomToken(32);
       signals.emit(known ? SOCIAL_ACCOUNT_UPDATED : SOCIAL_ACCOUNT_ADDED, event);
       req.log.info({ userId: user.id, provider }, 'sso login');
       await saveSession(req);
