@@ -109,6 +109,8 @@ const WIRE_READERS = [
   'daemon/runtime/control-api.ts',
   'daemon/runtime/cli.ts',
   'daemon/local-runner.ts',
+  // an owner node's refusal of an attach (its HTTP error body)
+  'daemon/fleet-cli.ts',
 ];
 
 t.test('no `as` cast in the files that read the sandbox protocol', async (t) => {
