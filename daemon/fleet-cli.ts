@@ -1,9 +1,10 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
-import { AppError, appErrorFromPeer, ATTACH_UPGRADE, AttachFrameReader, encodeAttachFrame, isAppError, signNodeRequest, type AttachFrame, type Config, type ShellTerminal } from '../core/index.js';
+import { z } from 'zod';
+import { AppError, appErrorFromPeer, ATTACH_UPGRADE, AttachFrameReader, CodedErrorSchema, encodeAttachFrame, isAppError, signNodeRequest, type AttachFrame, type Config, type ShellTerminal } from '../core/index.js';
 import { openDatabase } from '../domain/db/index.js';
-import { listNodes, sandboxOf, type NodeInfo, type SandboxRow } from '../domain/fleet.js';
+import { listNodes, sandboxesOfOtherNodes, sandboxOf, type NodeInfo, type SandboxRow } from '../domain/fleet.js';
 import { nodeRequest } from './fleet.js';
 
 /**
@@ -62,15 +63,19 @@ export async function operatorAnywhere(config: Readonly<Config>, local: () => Pr
   }
 }
 
+/** The HTTP error body of docs/api.md, as an owner sends it. */
+const ErrorBodySchema = z.object({ error: CodedErrorSchema });
+
 /** The error body of an owner that refused an attach, as an error here. */
 function refusal(body: Buffer, fallback: AppError): AppError {
+  let parsed: unknown;
   try {
-    const e = (JSON.parse(body.toString()) as { error?: { code?: unknown; message?: unknown } }).error;
-    if (typeof e?.code === 'string' && typeof e.message === 'string') return appErrorFromPeer({ code: e.code, message: e.message });
+    parsed = JSON.parse(body.toString());
   } catch {
-    // not JSON: the fallback says what answered
+    return fallback; // not JSON: the fallback says what answered
   }
-  return fallback;
+  const r = ErrorBodySchema.safeParse(parsed);
+  return r.success ? appErrorFromPeer(r.data.error) : fallback;
 }
 
 /**
@@ -135,7 +140,7 @@ export async function remoteSessions(config: Readonly<Config>): Promise<(Sandbox
   if (!inFleet(config)) return [];
   return withDb(config, async (db) => {
     const nodes = await listNodes(db.sql, config.node.lostS);
-    const rows = await db.sql.selectFrom('sandboxes').selectAll().where('node_id', '!=', config.node.id).orderBy('created_at').execute();
+    const rows = await sandboxesOfOtherNodes(db.sql, config.node.id);
     return rows.map((r) => ({ ...r, alive: !!nodes.find((n) => n.id === r.node_id)?.alive }));
   });
 }

@@ -1,4 +1,5 @@
-import { nowIso } from './db/index.js';
+import { logAction, type ActionEvent } from './action-log.js';
+import { inTransaction, nowIso } from './db/index.js';
 import type { Row, Sql } from './db/index.js';
 import type { AccountTokens, ConnectedAccount, Encryptor } from '../core/index.js';
 
@@ -50,10 +51,21 @@ export class AccountStore {
     return this.#emails.get(userId);
   }
 
-  /** Create or replace the user's connected account (a refresh token already stored is kept when none comes). */
-  async connect(userId: number, a: { email?: string | null; scopes: string[]; accessToken: string; expiresAt: number; refreshToken?: string }): Promise<void> {
+  /**
+   * Create or replace the user's connected account (a refresh token already stored is kept when
+   * none comes); `entry`, when given, goes to the action log in the same transaction.
+   */
+  async connect(userId: number, a: { email?: string | null; scopes: string[]; accessToken: string; expiresAt: number; refreshToken?: string }, entry?: ActionEvent): Promise<void> {
     const now = nowIso();
-    await this.#db
+    await inTransaction(this.#db, async (trx) => {
+      await this.#upsert(trx, userId, a, now);
+      if (entry) await logAction(trx, entry);
+    });
+    this.#emails.set(userId, a.email ?? null);
+  }
+
+  async #upsert(db: Sql, userId: number, a: { email?: string | null; scopes: string[]; accessToken: string; expiresAt: number; refreshToken?: string }, now: string): Promise<void> {
+    await db
       .insertInto('connected_accounts')
       .values({
         user_id: userId,
@@ -77,7 +89,6 @@ export class AccountStore {
         })),
       )
       .execute();
-    this.#emails.set(userId, a.email ?? null);
   }
 
   /** Cache a refreshed access token (and a rotated refresh token, when the provider sent one). */
@@ -94,10 +105,19 @@ export class AccountStore {
       .execute();
   }
 
-  async disconnect(userId: number): Promise<boolean> {
-    const r = await this.#db.deleteFrom('connected_accounts').where('user_id', '=', userId).executeTakeFirst();
+  /**
+   * Delete the user's connected account; `entry`, when given, goes to the action log in the
+   * same transaction if there was one. Returns whether there was.
+   */
+  async disconnect(userId: number, entry?: ActionEvent): Promise<boolean> {
+    const had = await inTransaction(this.#db, async (trx) => {
+      const r = await trx.deleteFrom('connected_accounts').where('user_id', '=', userId).executeTakeFirst();
+      const deleted = Number(r.numDeletedRows) > 0;
+      if (deleted && entry) await logAction(trx, entry);
+      return deleted;
+    });
     this.#emails.delete(userId);
-    return Number(r.numDeletedRows) > 0;
+    return had;
   }
 
   async #row(userId: number): Promise<Row<'connected_accounts'> | undefined> {

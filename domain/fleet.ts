@@ -98,6 +98,17 @@ export async function markLostSandboxes(db: Sql, lostS: number, now = new Date()
   return Number(r.numUpdatedRows);
 }
 
+/** The nodes other than `except` that ran a sandbox of the user, the most recent first (where the user's attachments may be). */
+export async function nodesOfUserSandboxes(db: Sql, userId: number, except: string): Promise<string[]> {
+  const rows = await db.selectFrom('sandboxes').select('node_id').where('user_id', '=', userId).where('node_id', '!=', except).orderBy('updated_at', 'desc').execute();
+  return rows.map((r) => r.node_id);
+}
+
+/** The sandboxes every node but `nodeId` owns, oldest first (`airlock sessions ls` in a fleet). */
+export async function sandboxesOfOtherNodes(db: Sql, nodeId: string): Promise<SandboxRow[]> {
+  return db.selectFrom('sandboxes').selectAll().where('node_id', '!=', nodeId).orderBy('created_at').execute();
+}
+
 /** Sessions a node owned when it went away (for its orphan cleanup when it comes back). */
 export async function sandboxesOfNode(db: Sql, nodeId: string): Promise<SandboxRow[]> {
   return db.selectFrom('sandboxes').selectAll().where('node_id', '=', nodeId).execute();

@@ -49,6 +49,11 @@ export async function getCredentials(db: Sql, username: string): Promise<{ user:
   return r && { user: toUser(r), passwordHash: r.password_hash };
 }
 
+/** Whether a user holds this username, whatever its case. */
+export async function usernameTaken(db: Sql, username: string): Promise<boolean> {
+  return !!(await db.selectFrom('users').select('id').where(sql`lower(username)`, '=', username.toLowerCase()).executeTakeFirst());
+}
+
 export interface NewUser {
   username: string;
   email?: string | null;

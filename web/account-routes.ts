@@ -11,7 +11,6 @@ import {
   type ConnectedAccount,
 } from '../core/index.js';
 import { AccountStore } from '../domain/accounts.js';
-import { logAction } from '../domain/action-log.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
 import { resolveRedirect } from './redirect.js';
 import { validateBody } from './validate.js';
@@ -157,15 +156,13 @@ export function accountRoutes(ctx: WebContext): Router {
       const missing = WORKSPACE_SCOPES.filter((s) => !granted.includes(s));
       const previous = await store.get(req.user!.id);
       const email = emailOf(tok.id_token);
-      await store.connect(req.user!.id, {
-        email,
-        scopes: granted,
-        accessToken: tok.access_token,
-        expiresAt: Date.now() + tok.expires_in * 1000,
-        refreshToken: tok.refresh_token,
-      });
+      // The record and its action-log entry, in one transaction.
+      await store.connect(
+        req.user!.id,
+        { email, scopes: granted, accessToken: tok.access_token, expiresAt: Date.now() + tok.expires_in * 1000, refreshToken: tok.refresh_token },
+        { event: 'account.connected', actorId: req.user!.id, subjectId: req.user!.id, data: { scopes: granted, offline: !!tok.refresh_token } },
+      );
       await refreshLiveSandboxes(req.user!.id, previous, email, tok.access_token);
-      await logAction(ctx.database.sql, { event: 'account.connected', actorId: req.user!.id, subjectId: req.user!.id, data: { scopes: granted, offline: !!tok.refresh_token } });
       req.log.info({ event: 'account_connected', missingScopes: missing }, 'account connected');
       const back = new URL(p.returnTo, ctx.config.publicOrigin);
       back.searchParams.set('account', missing.length ? 'partial' : 'connected');
@@ -187,14 +184,21 @@ export function accountRoutes(ctx: WebContext): Router {
         // Undecryptable (the data-folder key changed): the record goes anyway; nothing to revoke.
         req.log.warn({ err: (err as Error).message }, 'connected account tokens unreadable at disconnect');
       }
-      // The local record goes first: whatever the provider answers, Airlock holds no token after this.
-      const had = await store.disconnect(userId);
+      // Revoked at the provider first, so that the record's deletion and its action-log entry
+      // (which says what the provider answered) are one transaction; whatever the provider
+      // answers, the record then goes, and Airlock holds no token after this.
       const revocation = token ? await revokeToken(g.revokeUrl, token) : undefined;
+      const revoked = revocation?.revoked ?? null;
+      const had = await store.disconnect(userId, {
+        event: 'account.disconnected',
+        actorId: userId,
+        subjectId: userId,
+        severity: revoked === false ? 'warning' : 'info',
+        data: { revoked_at_provider: revoked, ...(revocation?.reason ? { reason: revocation.reason } : {}) },
+      });
       // No warm sandbox keeps the old token either: the user's sandboxes end, and the next
       // prompt starts a fresh one without an account.
       if (had) await services.sandboxes?.killForUser(userId, 'account disconnected');
-      const revoked = revocation?.revoked ?? null;
-      if (had) await logAction(ctx.database.sql, { event: 'account.disconnected', actorId: userId, subjectId: userId, severity: revoked === false ? 'warning' : 'info', data: { revoked_at_provider: revoked, ...(revocation?.reason ? { reason: revocation.reason } : {}) } });
       req.log.info({ event: 'account_disconnected', had, revoked, reason: revocation?.reason }, 'account disconnected');
       res.json({ connected: false, revoked_at_provider: revoked });
     }),

@@ -19,15 +19,7 @@ export function adminAuditRoutes(ctx: WebContext): Router {
     '/:turnId',
     asyncHandler(async (req, res) => {
       const turnId = String(req.params.turnId);
-      const row = /^[A-Za-z0-9-]{1,64}$/.test(turnId)
-        ? await db
-            .selectFrom('chat_turns as t')
-            .innerJoin('chat_sessions as s', 's.id', 't.session_id')
-            .leftJoin('users as u', 'u.id', 's.user_id')
-            .select(['t.session_id', 's.title', 's.user_id', 'u.username'])
-            .where('t.id', '=', turnId)
-            .executeTakeFirst()
-        : undefined;
+      const row = /^[A-Za-z0-9-]{1,64}$/.test(turnId) ? await store.turnOwner(db, turnId) : undefined;
       if (!row) throw new NotFoundError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn');
       const turn = (await store.storedTurn(db, row.session_id, turnId))!;
       const { requests, holds } = await turnAudit(db, turnId);

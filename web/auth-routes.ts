@@ -13,6 +13,7 @@ import { asyncHandler, requireUser, type WebContext } from './context.js';
 import { LoginLimiter } from '../domain/login-limits.js';
 import { getCredentials, recordLogin } from '../domain/users.js';
 import { logAction } from '../domain/action-log.js';
+import { inTransaction } from '../domain/db/index.js';
 import { resolveRedirect } from './redirect.js';
 import { validateBody } from './validate.js';
 
@@ -86,10 +87,14 @@ export function authRoutes(ctx: WebContext): Router {
       await limiter.succeed(body.username, address);
       const user = creds.user;
       await regenerate(req);
+      // last_login_at and the action-log entry in one transaction; the session is the user's
+      // only once both are written.
+      await inTransaction(ctx.database.sql, async (trx) => {
+        await recordLogin(trx, user.id);
+        await logAction(trx, { event: 'auth.login', actorId: user.id, subjectId: user.id, data: { method: 'password' } });
+      });
       req.session.userId = user.id;
       req.session.csrfToken = randomToken(32);
-      await recordLogin(ctx.database.sql, user.id);
-      await logAction(ctx.database.sql, { event: 'auth.login', actorId: user.id, subjectId: user.id, data: { method: 'password' } });
       req.log.info({ userId: user.id }, 'login');
       ctx.services.metrics?.logins.inc({ outcome: 'ok' });
       res.json({ user: userView(user), csrf_token: req.session.csrfToken, next } satisfies LoginResponse);

@@ -4,7 +4,7 @@ import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { AppError, NODE_HEADERS, NodeRequestVerifier, signNodeRequest } from '../core/index.js';
-import { listNodes, placeSandbox, sandboxOf, type NodeInfo } from '../domain/fleet.js';
+import { listNodes, nodesOfUserSandboxes, placeSandbox, sandboxOf, type NodeInfo } from '../domain/fleet.js';
 import { getUserById } from '../domain/users.js';
 import type { WebContext } from './context.js';
 
@@ -30,10 +30,10 @@ async function attachmentNode(ctx: WebContext, req: Request, name: string): Prom
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$/.test(name)) return undefined;
   const here = await lstat(join(ctx.config.dataDir, 'workspaces', String(req.user!.id), '.agent-attachments', name)).then(() => true, () => false);
   if (here) return undefined;
-  const rows = await ctx.database.sql.selectFrom('sandboxes').select('node_id').where('user_id', '=', req.user!.id).where('node_id', '!=', ctx.config.node.id).orderBy('updated_at', 'desc').execute();
+  const ran = await nodesOfUserSandboxes(ctx.database.sql, req.user!.id, ctx.config.node.id);
   const nodes = await listNodes(ctx.database.sql, ctx.config.node.lostS);
-  for (const r of rows) {
-    const n = nodes.find((x) => x.id === r.node_id && x.alive);
+  for (const id of ran) {
+    const n = nodes.find((x) => x.id === id && x.alive);
     if (n) return n;
   }
   return undefined;

@@ -7,8 +7,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { nowIso, type Sql } from '../../domain/db/index.js';
-import type { SyncJobRow } from '../../domain/identity/index.js';
+import type { Sql } from '../../domain/db/index.js';
+import { failJobIfUnchanged, unfinishedJobs, type SyncJobRow } from '../../domain/identity/index.js';
 
 /** How often a running job's owner writes `heartbeat_at`. */
 export const JOB_HEARTBEAT_MS = 5_000;
@@ -75,9 +75,7 @@ export function jobOwnerState(job: SyncJobRow, nowMs = Date.now()): OwnerVerdict
  * process runs, here or elsewhere, are left alone. Returns how many were failed.
  */
 export async function recoverStaleJobs(db: Sql, connectionId?: number): Promise<number> {
-  let q = db.selectFrom('directory_sync_jobs').selectAll().where('status', 'in', ['pending', 'running']);
-  if (connectionId !== undefined) q = q.where('connection_id', '=', connectionId);
-  const rows = await q.execute();
+  const rows = await unfinishedJobs(db, connectionId);
   const now = Date.now();
   let n = 0;
   for (const j of rows) {
@@ -88,16 +86,7 @@ export async function recoverStaleJobs(db: Sql, connectionId?: number): Promise<
       message: `the process running the job stopped (${v.reason})`,
       ...(j.owner_pid != null ? { owner_pid: j.owner_pid, owner_host: j.owner_host, last_heartbeat_at: j.heartbeat_at } : {}),
     };
-    // Failed only if unchanged since judged: same status, owner and heartbeat (IS: null-safe).
-    const r = await db
-      .updateTable('directory_sync_jobs')
-      .set({ status: 'failed', error: JSON.stringify(error), finished_at: nowIso() })
-      .where('id', '=', j.id)
-      .where('status', '=', j.status)
-      .where('owner_id', 'is not distinct from', j.owner_id)
-      .where('heartbeat_at', 'is not distinct from', j.heartbeat_at)
-      .executeTakeFirst();
-    n += Number(r.numUpdatedRows);
+    if (await failJobIfUnchanged(db, j, error)) n++;
   }
   return n;
 }

@@ -1,12 +1,18 @@
 import { AppError, atRestEncryptor, toAppError, type Encryptor, type Config, type Logger, type Metrics } from '../../core/index.js';
 import { logAction } from '../../domain/action-log.js';
-import { nowIso, type Sql } from '../../domain/db/index.js';
-import { inTransaction } from '../../domain/data-access/store.js';
+import { inTransaction, type Sql } from '../../domain/db/index.js';
 import {
+  addToJobResult,
+  beatJob,
+  claimJob,
   decryptServiceAccount,
   getConnection,
   getJob,
   hasGroupSync,
+  markJobFailed,
+  markJobSucceeded,
+  markSyncStarted,
+  ownsJob,
   type DirectorySyncService,
   type SandboxControl,
   type SyncJobRow,
@@ -50,22 +56,12 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
   // the row requires it to be still 'running' by this owner, so a run whose job another process
   // failed as stale (see recoverStaleJobs) never overwrites that.
   const owner = newJobOwner();
-  const claimed = await db
-    .updateTable('directory_sync_jobs')
-    .set({ status: 'running', started_at: nowIso(), owner_id: owner.id, owner_pid: owner.pid, owner_host: owner.host, heartbeat_at: nowIso() })
-    .where('id', '=', jobId)
-    .where('status', '=', 'pending')
-    .executeTakeFirst();
-  if (!Number(claimed.numUpdatedRows)) {
+  if (!(await claimJob(db, jobId, owner))) {
     owner.release();
     return getJob(db, jobId);
   }
-  /** This run's job, as long as it still owns it (every later write requires that). */
-  const owned = (q: Sql) => q.updateTable('directory_sync_jobs').where('id', '=', jobId).where('status', '=', 'running').where('owner_id', '=', owner.id);
   const heartbeat = setInterval(() => {
-    owned(db)
-      .set({ heartbeat_at: nowIso() })
-      .execute()
+    beatJob(db, jobId, owner.id)
       .catch(() => {
         // The database was closed under a run (shutdown after the drain timeout) or is away:
         // nothing to beat for; the next start judges the job by its owner's pid and heartbeat.
@@ -84,17 +80,14 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
     const now = Date.now();
     if (now - lastWrite > 500 || done === total) {
       lastWrite = now;
-      owned(db)
-        .set({ progress: JSON.stringify({ phase, done, total: total ?? null }), heartbeat_at: nowIso() })
-        .execute()
-        .catch(() => undefined);
+      beatJob(db, jobId, owner.id, JSON.stringify({ phase, done, total: total ?? null })).catch(() => undefined);
     }
   };
   const jlog = log.child({ jobId, connectionId: job.connection_id });
   let committed: { deactivatedUserIds: number[]; policyChangedUserIds: number[] } | undefined;
   try {
     const conn = await getConnection(db, job.connection_id);
-    await db.updateTable('idp_connections').set({ last_sync_started_at: nowIso() }).where('id', '=', conn.id).execute();
+    await markSyncStarted(db, conn.id);
     if (!hasGroupSync(conn)) throw new AppError('ERR_SYNC_NOT_CONFIGURED', 'the connection has no service account or delegated admin e-mail', { status: 409 });
     const client = new DirectoryClient({
       serviceAccount: decryptServiceAccount(deps.encryptor ?? atRestEncryptor(deps.config), conn),
@@ -111,8 +104,7 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
     // teams, stored policies, web sessions and the job's 'running' state as they were.
     report('apply', 0, 1);
     const result = await inTransaction(db, async (trx) => {
-      const mine = await trx.selectFrom('directory_sync_jobs').select('id').where('id', '=', jobId).where('status', '=', 'running').where('owner_id', '=', owner.id).executeTakeFirst();
-      if (!mine) {
+      if (!(await ownsJob(trx, jobId, owner.id))) {
         throw new AppError('ERR_SYNC_JOB_LOST', 'another process failed this job while it ran (its owner looked gone); nothing was applied', { status: 409 });
       }
       const applied = await applySnapshot(trx, conn.id, snap);
@@ -156,9 +148,7 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
         apply_ms: appliedAt - fetchedAt,
         duration_ms: appliedAt - started,
       };
-      const now = nowIso();
-      await owned(trx).set({ status: 'succeeded', result: JSON.stringify(result), finished_at: now, progress: null }).execute();
-      await trx.updateTable('idp_connections').set({ last_sync_finished_at: now, last_sync_succeeded_at: now }).where('id', '=', conn.id).execute();
+      await markJobSucceeded(trx, jobId, owner.id, conn.id, result);
       return result;
     });
     report('done', 1, 1);
@@ -170,12 +160,7 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
     letGo();
     const e = toAppError(err, 'ERR_SYNC_FAILED');
     const error = { code: e.code, message: e.code === 'ERR_INTERNAL' ? 'internal error during sync' : e.message, ...(e.details ?? {}) };
-    const now = nowIso();
-    const recorded = await inTransaction(db, async (trx) => {
-      const mine = Number((await owned(trx).set({ status: 'failed', error: JSON.stringify(error), finished_at: now }).executeTakeFirst()).numUpdatedRows);
-      if (mine) await trx.updateTable('idp_connections').set({ last_sync_finished_at: now }).where('id', '=', job.connection_id).execute();
-      return mine > 0;
-    }).catch((dbErr: unknown) => {
+    const recorded = await markJobFailed(db, jobId, owner.id, job.connection_id, error).catch((dbErr: unknown) => {
       jlog.warn({ code: toAppError(dbErr).code }, 'could not record the failed directory sync; the next start fails it as interrupted');
       return false;
     });
@@ -202,13 +187,7 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
       }
     }
     // Recorded only when the sandbox runtime counted them (not when the daemon was unreachable).
-    if (ended !== undefined) {
-      const row = await db.selectFrom('directory_sync_jobs').select('result').where('id', '=', jobId).where('owner_id', '=', owner.id).executeTakeFirst();
-      if (row?.result) {
-        const withSandboxes = JSON.stringify({ ...(JSON.parse(row.result) as Record<string, unknown>), sandboxes_ended: ended });
-        await db.updateTable('directory_sync_jobs').set({ result: withSandboxes }).where('id', '=', jobId).where('owner_id', '=', owner.id).execute();
-      }
-    }
+    if (ended !== undefined) await addToJobResult(db, jobId, owner.id, { sandboxes_ended: ended });
   }
   if (committed?.policyChangedUserIds.length) deps.sandboxes?.policyChanged?.(committed.policyChangedUserIds);
   return getJob(db, jobId);

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { StopReason } from '../../core/sandbox-protocol.js';
 import type { StoredToolCall, StoredTurn } from '../../core/chat-history.js';
-import { nowIso, type Row, type Sql } from '../db/index.js';
+import { inTransaction, nowIso, type Row, type Sql } from '../db/index.js';
 
 /**
  * Chat history (migration 002-chat): sessions owned by a user, turns, tool calls. Written by
@@ -26,10 +26,8 @@ const TITLE_CHARS = 80;
 /** Longest title a rename may set. */
 export const MAX_TITLE_CHARS = 120;
 
-/** Run `fn` in a transaction: the caller's when `db` is one, else a new one. */
-export function inTransaction<T>(db: Sql, fn: (trx: Sql) => Promise<T>): Promise<T> {
-  return db.isTransaction ? fn(db) : db.transaction().execute(fn);
-}
+/** Kept here for the modules that import it from this store (domain/db/transaction.ts). */
+export { inTransaction };
 
 /** A LIKE pattern matching `q` anywhere (lower-cased), with its wildcards escaped (ESCAPE '\\'). */
 function likeAnywhere(q: string): string {
@@ -245,4 +243,15 @@ export async function messages(db: Sql, sessionId: string, turnId?: string): Pro
 /** One stored turn of a session, in the shape of messages(). */
 export async function storedTurn(db: Sql, sessionId: string, turnId: string): Promise<StoredTurn | undefined> {
   return (await messages(db, sessionId, turnId))[0];
+}
+
+/** A turn's session and the user who owns it, for the admin audit page; undefined when no such turn. */
+export async function turnOwner(db: Sql, turnId: string): Promise<{ session_id: string; title: string; user_id: number; username: string | null } | undefined> {
+  return db
+    .selectFrom('chat_turns as t')
+    .innerJoin('chat_sessions as s', 's.id', 't.session_id')
+    .leftJoin('users as u', 'u.id', 's.user_id')
+    .select(['t.session_id', 's.title', 's.user_id', 'u.username'])
+    .where('t.id', '=', turnId)
+    .executeTakeFirst();
 }

@@ -1,6 +1,6 @@
 import { ConflictError, NotFoundError, nowIso } from '../../core/index.js';
 import { logAction } from '../action-log.js';
-import type { Row, Sql } from '../db/index.js';
+import { inTransaction, type Row, type Sql } from '../db/index.js';
 import { getUserById } from '../users.js';
 import type { RowFilter } from './predicate.js';
 
@@ -69,10 +69,8 @@ export function toPolicy(r: Row<'data_policies'>): DataPolicy {
 /** Code-unit order (= byte order for the ASCII names roles and tables have), the same on both engines. */
 const byText = <T>(key: (x: T) => string) => (a: T, b: T) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0);
 
-/** Run `fn` in a transaction: a new one, or the caller's when `db` already is one. */
-export function inTransaction<T>(db: Sql, fn: (trx: Sql) => Promise<T>): Promise<T> {
-  return db.isTransaction ? fn(db) : db.transaction().execute(fn);
-}
+/** Kept here for the modules that import it from this store (domain/db/transaction.ts). */
+export { inTransaction };
 
 /** A unique index refused the row (SQLite or PostgreSQL). */
 export function isUniqueViolation(err: unknown): boolean {

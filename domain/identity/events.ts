@@ -1,5 +1,7 @@
 import { EventEmitter } from 'node:events';
-import { nowIso, type Sql } from '../db/index.js';
+import { logAction } from '../action-log.js';
+import { inTransaction, nowIso, type Sql } from '../db/index.js';
+import { recordLogin } from '../users.js';
 
 /** Payload of the social-account added / updated signals (fired after an SSO login). */
 export interface SocialAccountEvent {
@@ -17,7 +19,7 @@ export const SOCIAL_ACCOUNT_UPDATED = 'social_account_updated';
 /**
  * In-process signals of the login flow. `added` fires the first time a (connection, sub)
  * logs in, `updated` on later logins. The login flow writes the ExternalIdentity itself
- * (upsertExternalIdentity, awaited before the browser is redirected to callback_url) and then
+ * (recordSsoLogin, awaited before the browser is redirected to callback_url) and then
  * fires the signal for other listeners.
  */
 export class IdentitySignals extends EventEmitter<{
@@ -33,6 +35,21 @@ export async function upsertExternalIdentity(db: Sql, e: SocialAccountEvent): Pr
     .values({ user_id: e.userId, connection_id: e.connectionId, sub: e.sub, email: e.email, last_login_at: now })
     .onConflict((oc) => oc.columns(['connection_id', 'sub']).doUpdateSet({ user_id: e.userId, email: e.email, last_login_at: now, updated_at: now }))
     .execute();
+}
+
+/**
+ * The writes of a successful SSO login, in one transaction: the user's last_login_at, the
+ * `auth.login` entry of the action log and the ExternalIdentity. Returns whether the provider's
+ * `sub` had logged in through this connection before (which signal to fire).
+ */
+export async function recordSsoLogin(db: Sql, e: SocialAccountEvent): Promise<{ known: boolean }> {
+  return inTransaction(db, async (trx) => {
+    await recordLogin(trx, e.userId);
+    await logAction(trx, { event: 'auth.login', actorId: e.userId, subjectId: e.userId, data: { method: 'sso', provider: e.provider } });
+    const known = await trx.selectFrom('external_identities').select('id').where('connection_id', '=', e.connectionId).where('sub', '=', e.sub).executeTakeFirst();
+    await upsertExternalIdentity(trx, e);
+    return { known: !!known };
+  });
 }
 
 /** The login signals (the ExternalIdentity is written by the login flow before they fire). */

@@ -1,4 +1,6 @@
 export * from './agent-policy.js';
+export * from './directory-apply.js';
+export * from './directory-sync-store.js';
 export * from './events.js';
 export * from './services.js';
 export * from './store.js';

@@ -1,8 +1,7 @@
-import { sql } from 'kysely';
 import { AppError, ConflictError, Encryptor, NotFoundError } from '../../core/index.js';
 import { logAction } from '../action-log.js';
-import { nowIso, type Row, type Sql } from '../db/index.js';
-import { inTransaction, isUniqueViolation } from '../data-access/store.js';
+import { inTransaction, nowIso, type Row, type Sql } from '../db/index.js';
+import { isUniqueViolation } from '../data-access/store.js';
 import { rewriteAgentPolicies } from './agent-policy.js';
 import { emptyTeam } from './teams.js';
 
@@ -150,46 +149,6 @@ export function decryptServiceAccount(enc: Encryptor, c: IdpConnectionRow): Serv
   return JSON.parse(enc.decrypt(c.service_account_enc, aad(c.provider, 'service_account'))) as ServiceAccountKey;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Directory-sync jobs
-
-export type JobStatus = 'pending' | 'running' | 'succeeded' | 'failed';
-export type JobTrigger = 'manual' | 'scheduled';
-
-/** A job row; owner_* name the run that claimed it (random per run), its process and host; heartbeat_at its last beat. */
-export type SyncJobRow = Row<'directory_sync_jobs'>;
-
-export async function getJob(db: Sql, id: number): Promise<SyncJobRow> {
-  const j = await db.selectFrom('directory_sync_jobs').selectAll().where('id', '=', id).executeTakeFirst();
-  if (!j) throw new NotFoundError('ERR_SYNC_JOB_NOT_FOUND', 'no such directory-sync job');
-  return j;
-}
-
-export function latestJob(db: Sql, connectionId: number): Promise<SyncJobRow | undefined> {
-  return db.selectFrom('directory_sync_jobs').selectAll().where('connection_id', '=', connectionId).orderBy('id', 'desc').limit(1).executeTakeFirst();
-}
-
-/**
- * Create a job for the connection unless one is pending or running, in which case that one is
- * returned (`created: false`). The partial unique index directory_sync_jobs_one_running makes
- * this hold across processes (web app and CLI), not only inside this one.
- */
-export async function createOrGetRunningJob(db: Sql, connectionId: number, trigger: JobTrigger, requestedBy: number | null): Promise<{ job: SyncJobRow; created: boolean }> {
-  // Across every process and node: the insert either wins or meets the unfinished job's row
-  // in the unique index, on both engines, without a lock of ours.
-  for (let attempt = 0; attempt < 5; attempt++) {
-    const job = await sql<SyncJobRow>`
-      INSERT INTO directory_sync_jobs (connection_id, trigger, requested_by) VALUES (${connectionId}, ${trigger}, ${requestedBy})
-      ON CONFLICT (connection_id) WHERE status IN ('pending','running') DO NOTHING
-      RETURNING *`.execute(db);
-    if (job.rows[0]) return { job: job.rows[0], created: true };
-    const running = await db.selectFrom('directory_sync_jobs').selectAll().where('connection_id', '=', connectionId).where('status', 'in', ['pending', 'running']).executeTakeFirst();
-    if (running) return { job: running, created: false };
-    // It finished between the two statements: try again.
-  }
-  throw new AppError('ERR_INTERNAL', 'a directory sync of this connection kept starting and finishing; try again', { status: 500 });
-}
-
 /** The connection a sync runs for: the named provider's, else the only one. */
 export async function syncConnection(db: Sql, provider?: string): Promise<IdpConnectionRow> {
   const c = provider ? await getConnectionByProvider(db, provider) : (await listConnections(db))[0];
@@ -201,32 +160,4 @@ export async function syncConnection(db: Sql, provider?: string): Promise<IdpCon
     );
   }
   return c;
-}
-
-/**
- * Write the end of a directory-sync job into the action log once (`identity.directory_sync.finished`,
- * severity warning when it failed): its status, the result's counts and the error code, never
- * directory data. Idempotent: a job already logged is skipped. Returns whether it wrote a row.
- */
-export async function logSyncFinished(db: Sql, jobId: number): Promise<boolean> {
-  const j = await db.selectFrom('directory_sync_jobs').selectAll().where('id', '=', jobId).executeTakeFirst();
-  if (!j || (j.status !== 'succeeded' && j.status !== 'failed')) return false;
-  // The entry's data starts with its job id (written below), so a prefix match finds it on both engines.
-  const done = await db
-    .selectFrom('action_log')
-    .select('id')
-    .where('event', '=', 'identity.directory_sync.finished')
-    .where('data', 'like', `{"job_id":${j.id},%`)
-    .executeTakeFirst();
-  if (done) return false;
-  const result = j.result ? (JSON.parse(j.result) as Record<string, unknown>) : {};
-  const counts = Object.fromEntries(Object.entries(result).filter(([, v]) => typeof v === 'number'));
-  const error = j.error ? (JSON.parse(j.error) as { code?: string }) : null;
-  await logAction(db, {
-    event: 'identity.directory_sync.finished',
-    severity: j.status === 'failed' ? 'warning' : 'info',
-    actorId: j.requested_by,
-    data: { job_id: j.id, connection_id: j.connection_id, trigger: j.trigger, status: j.status, ...counts, ...(error?.code ? { error_code: error.code } : {}) },
-  });
-  return true;
 }

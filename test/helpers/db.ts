@@ -72,3 +72,25 @@ export async function dbRun(db: Sql, text: string, ...params: unknown[]): Promis
   const r = await rawQuery(text, params).execute(db);
   return Number(r.numAffectedRows ?? 0n);
 }
+
+/**
+ * Make the database refuse to write an action-log entry of `event` (a trigger, per engine): the
+ * change that writes it must then leave nothing of itself behind. Dropped by `allowActionLog`.
+ */
+export async function failActionLog(database: Database, event: string): Promise<void> {
+  const db = database.sql;
+  const name = sql.raw(`fail_${event.replace(/\./g, '_')}`);
+  if (database.engine === 'sqlite') {
+    await sql`CREATE TRIGGER ${name} BEFORE INSERT ON action_log WHEN NEW.event = ${sql.lit(event)} BEGIN SELECT RAISE(ABORT, 'injected failure'); END`.execute(db);
+  } else {
+    await sql`CREATE OR REPLACE FUNCTION fail_log() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$`.execute(db);
+    await sql`CREATE TRIGGER ${name} BEFORE INSERT ON action_log FOR EACH ROW WHEN (NEW.event = ${sql.lit(event)}) EXECUTE FUNCTION fail_log()`.execute(db);
+  }
+}
+
+/** Undo failActionLog. */
+export async function allowActionLog(database: Database, event: string): Promise<void> {
+  const name = sql.raw(`fail_${event.replace(/\./g, '_')}`);
+  if (database.engine === 'sqlite') await sql`DROP TRIGGER ${name}`.execute(database.sql);
+  else await sql`DROP TRIGGER ${name} ON action_log`.execute(database.sql);
+}

@@ -6,6 +6,7 @@ import type { Database } from '../../domain/db/index.js';
 import { TokenService } from '../../daemon/tokens.js';
 import { start as startOAuth } from '../../emulator/google-oauth.js';
 import { addUser, startTestApp } from '../helpers/app.js';
+import { allowActionLog, failActionLog } from '../helpers/db.js';
 
 const PASSWORD = 'correct horse battery staple';
 
@@ -154,6 +155,31 @@ t.test('disconnect when the provider cannot revoke: the record still goes, the a
   t.equal(await accountRows(app.database), 0, 'Airlock forgot the tokens anyway');
   const [logged] = await queryActionLog(app.database.sql, { event: 'account.disconnected' });
   t.same({ severity: logged.severity, data: logged.data }, { severity: 'warning', data: { revoked_at_provider: false, reason: 'backend_error' } });
+});
+
+t.test('no half-written account: the record and its action-log entry are written together or not at all', async (t) => {
+  const { app, c } = await setup(t);
+  const connect = async () => {
+    const start = await c.json('POST', '/api/account/connect', {});
+    const consent = await fetch(start.body.authorization_url, { redirect: 'manual' });
+    const cb = new URL(consent.headers.get('location')!);
+    return c.request('GET', cb.pathname + cb.search);
+  };
+  await failActionLog(app.database, 'account.connected');
+  t.equal((await connect()).status, 500, 'the entry cannot be written: the connect fails');
+  t.equal(await accountRows(app.database), 0, 'and stores no tokens');
+  t.equal((await c.json('GET', '/api/account')).body.connected, false);
+  await allowActionLog(app.database, 'account.connected');
+  t.equal((await connect()).status, 302);
+  t.equal(await accountRows(app.database), 1);
+
+  await failActionLog(app.database, 'account.disconnected');
+  t.equal((await c.json('DELETE', '/api/account')).status, 500, 'the entry cannot be written: the disconnect fails');
+  t.equal(await accountRows(app.database), 1, 'and the record stays, never deleted unlogged');
+  await allowActionLog(app.database, 'account.disconnected');
+  t.equal((await c.json('DELETE', '/api/account')).status, 200);
+  t.equal(await accountRows(app.database), 0);
+  t.same((await queryActionLog(app.database.sql, {})).map((e) => e.event).filter((e) => e.startsWith('account.')), ['account.disconnected', 'account.connected'], 'one entry per change that happened');
 });
 
 t.test('refusals: anonymous, forged state, another user\'s state, CSRF', async (t) => {

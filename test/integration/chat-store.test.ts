@@ -24,6 +24,9 @@ t.test(`chat store on ${TEST_ENGINE}`, async (t) => {
   for (const [i, id] of ids.entries()) await chat.startTurn(db, s.id, id, `prompt ${i}`);
   t.same((await chat.messages(db, s.id)).map((m) => m.turn_id), ids, 'oldest first, in start order');
   t.equal((await chat.lastTurn(db, s.id))?.id, 't-b');
+  // The admin audit page finds a turn's session and owner by the turn id alone.
+  t.same(await chat.turnOwner(db, 't-a'), { session_id: s.id, title: s.title, user_id: ann.id, username: 'ann' });
+  t.equal(await chat.turnOwner(db, 'no-such-turn'), undefined);
 
   await chat.toolStarted(db, 't-b', 'c1', 'add', { a: 1 });
   await chat.toolStarted(db, 't-b', 'c1', 'add', { a: 99 }); // a repeated tool_start is ignored

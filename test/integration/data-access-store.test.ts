@@ -1,6 +1,5 @@
 import t from 'tap';
 import type { Test } from 'tap';
-import { sql } from 'kysely';
 import {
   assign,
   auditPage,
@@ -21,7 +20,7 @@ import {
 import type { Database, Sql } from '../../domain/db/index.js';
 import { createUser } from '../../domain/users.js';
 import { tempDir } from '../helpers/app.js';
-import { TEST_ENGINE, openTestDatabase } from '../helpers/db.js';
+import { failActionLog, TEST_ENGINE, openTestDatabase } from '../helpers/db.js';
 
 /** The store functions themselves, on this pass's engine (SQLite, then PostgreSQL). */
 
@@ -39,15 +38,7 @@ const events = async (db: Sql, since = 0) =>
 const lastLogId = async (db: Sql) => Number((await db.selectFrom('action_log').select((eb) => eb.fn.max('id').as('m')).executeTakeFirstOrThrow()).m ?? 0);
 
 /** Make the next action-log insert of `event` fail, as a crash between two writes would. */
-async function failOn(database: Database, event: string): Promise<void> {
-  const db = database.sql;
-  if (database.engine === 'sqlite') {
-    await sql`CREATE TRIGGER fail_${sql.raw(event.replace(/\./g, '_'))} BEFORE INSERT ON action_log WHEN NEW.event = ${sql.lit(event)} BEGIN SELECT RAISE(ABORT, 'injected failure'); END`.execute(db);
-  } else {
-    await sql`CREATE OR REPLACE FUNCTION fail_log() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$`.execute(db);
-    await sql`CREATE TRIGGER fail_${sql.raw(event.replace(/\./g, '_'))} BEFORE INSERT ON action_log FOR EACH ROW WHEN (NEW.event = ${sql.lit(event)}) EXECUTE FUNCTION fail_log()`.execute(db);
-  }
-}
+const failOn = failActionLog;
 
 t.test(`roles: names unique whatever their case, sorted case-insensitively, built-in fixed (${TEST_ENGINE})`, async (t) => {
   const { db, admin } = await setup(t);

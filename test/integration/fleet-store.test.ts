@@ -7,7 +7,7 @@ import t from 'tap';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { join } from 'node:path';
-import { acquireLease, heartbeat, listNodes, markLostSandboxes, ownSandbox, placeSandbox, registerNode, releaseLease, releaseSandbox, sandboxOf } from '../../domain/fleet.js';
+import { acquireLease, heartbeat, listNodes, markLostSandboxes, nodesOfUserSandboxes, ownSandbox, placeSandbox, registerNode, releaseLease, releaseSandbox, sandboxesOfOtherNodes, sandboxOf } from '../../domain/fleet.js';
 import { openDatabase } from '../../domain/db/index.js';
 import { tempDir, TEST_SECRETS } from '../helpers/app.js';
 import { openTestDatabase, testDatabaseUrl, TEST_ENGINE } from '../helpers/db.js';
@@ -28,6 +28,9 @@ t.test(`${TEST_ENGINE}: nodes register, beat, and are lost when silent; their sa
 
   await ownSandbox(db, { sessionId: 's1', userId: 1, nodeId: 'a', containerId: 'c1', state: 'live' });
   await ownSandbox(db, { sessionId: 's2', userId: 1, nodeId: 'b', containerId: 'c2', state: 'live' });
+  t.same(await nodesOfUserSandboxes(db, 1, 'a'), ['b'], "the other nodes that ran the user's sandboxes (attachments)");
+  t.same(await nodesOfUserSandboxes(db, 2, 'a'), [], 'none for a user without sandboxes');
+  t.same((await sandboxesOfOtherNodes(db, 'a')).map((r) => [r.session_id, r.node_id]), [['s2', 'b']], 'what the other nodes own (sessions ls)');
   t.equal(await markLostSandboxes(db, 30, at(40)), 1, "b's one sandbox is marked lost");
   t.equal(await markLostSandboxes(db, 30, at(40)), 0, 'idempotent');
   t.equal((await sandboxOf(db, 's2'))?.state, 'lost');

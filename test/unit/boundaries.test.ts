@@ -109,6 +109,8 @@ const WIRE_READERS = [
   'daemon/runtime/control-api.ts',
   'daemon/runtime/cli.ts',
   'daemon/local-runner.ts',
+  // an owner node's refusal of an attach (its HTTP error body)
+  'daemon/fleet-cli.ts',
 ];
 
 t.test('no `as` cast in the files that read the sandbox protocol', async (t) => {
@@ -133,4 +135,56 @@ t.test('no `as` cast in the files that read the sandbox protocol', async (t) => 
   }
   t.ok(files >= WIRE_READERS.length, 'the boundary files exist');
   t.same(casts, [], 'wire data is checked by a schema, never cast');
+});
+
+/**
+ * Every statement lives in a store module of domain/ (docs/architecture.md#the-data-layer): the
+ * routes of web/, and the jobs, the directory sync and the CLI of daemon/, call typed store
+ * functions and hold no SQL. A query-builder call, a raw `sql` template, a transaction begun by
+ * hand or a database driver imported there is refused. inTransaction (domain/db) may be called:
+ * it groups store calls, it writes no SQL itself.
+ */
+const NO_SQL = ['web', 'daemon'];
+const SQL_PATTERNS: [RegExp, string][] = [
+  [/\.\s*(selectFrom|selectNoFrom|insertInto|replaceInto|updateTable|deleteFrom|mergeInto)\s*\(/, 'query builder'],
+  [/\bsql\s*(<[^>]*>)?\s*`/, 'raw sql template'],
+  [/\bsql\s*\.\s*(raw|ref|lit|id|table|join|val)\s*\(/, 'raw sql fragment'],
+  [/\.\s*transaction\s*\(\s*\)/, 'transaction begun by hand'],
+  [/\bfrom\s+['"](kysely|better-sqlite3|pg)['"]|\bimport\s*\(\s*['"](kysely|better-sqlite3|pg)['"]\s*\)/, 'database library imported'],
+];
+
+/** The SQL a source text holds outside its comments, as `line: what: code`. */
+function sqlIn(src: string): string[] {
+  const code = src.replace(/\/\*[\s\S]*?\*\//g, (c) => c.replace(/[^\n]/g, ' ')).replace(/\/\/.*$/gm, '');
+  const found: string[] = [];
+  code.split('\n').forEach((line, i) => {
+    for (const [re, what] of SQL_PATTERNS) if (re.test(line)) found.push(`${i + 1}: ${what}: ${line.trim()}`);
+  });
+  return found;
+}
+
+t.test('the check finds SQL where it is (so a pass means something)', async (t) => {
+  t.equal(sqlIn("await db.selectFrom('users').select('id').execute();").length, 1);
+  t.equal(sqlIn("await db\n  .updateTable('users')\n  .set({ a: 1 })").length, 1);
+  t.equal(sqlIn('await sql`SELECT 1`.execute(db);').length, 1);
+  t.equal(sqlIn("const r = await sql<{ n: number }>`SELECT 1`.execute(db);").length, 1);
+  t.equal(sqlIn("x.where(sql.ref('a'), '=', 1)").length, 1);
+  t.equal(sqlIn('await db.transaction().execute(fn);').length, 1);
+  t.equal(sqlIn("import { sql } from 'kysely';").length, 1);
+  t.equal(sqlIn("import pg from 'pg';").length, 1);
+  t.same(sqlIn("// db.selectFrom('users') in a comment\n/* sql`x` */\nawait inTransaction(db, fn);\nconst m = /x/.exec(s);"), [], 'comments, inTransaction and regex exec are not SQL');
+});
+
+t.test('web/ and daemon/ hold no SQL: every statement is in a domain/ store module', async (t) => {
+  const root = repoRoot();
+  const found: string[] = [];
+  let files = 0;
+  for (const folder of NO_SQL) {
+    for (const file of tsFiles(join(root, folder))) {
+      files++;
+      for (const hit of sqlIn(readFileSync(file, 'utf8'))) found.push(`${relative(root, file)}:${hit}`);
+    }
+  }
+  t.ok(files > 50, 'the files were read');
+  t.same(found, [], 'no query builder, raw SQL, hand-begun transaction or database driver in web/ or daemon/');
 });

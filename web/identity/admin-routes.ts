@@ -1,16 +1,15 @@
 import { Router, type Request } from 'express';
 import { AppError, Encryptor, NotFoundError } from '../../core/index.js';
 import { logAction, type Severity } from '../../domain/action-log.js';
+import { inTransaction, type Sql } from '../../domain/db/index.js';
 import { effectiveAgentPolicy } from '../../domain/identity/agent-policy.js';
 import { mailPolicyFor } from '../../domain/mail.js';
+import { createOrGetRunningJob, jobExists, latestJob, logSyncFinished } from '../../domain/identity/directory-sync-store.js';
 import {
-  createOrGetRunningJob,
   deleteConnection,
   getConnection,
   getConnectionByProvider,
-  latestJob,
   listConnections,
-  logSyncFinished,
   saveConnection,
   syncConnection,
   type ConnectionInput,
@@ -30,16 +29,19 @@ export const intParam = (req: Request, name: string): number => {
   return v;
 };
 
-/** Every change on /api/identity goes to the action log as `identity.*`, by the signed-in admin. */
-export type Audit = (req: Request, event: string, data: Record<string, unknown>, subjectId?: number | null, severity?: Severity) => Promise<number>;
+/**
+ * Every change on /api/identity goes to the action log as `identity.*`, by the signed-in admin;
+ * `db` is the change's transaction, so the entry and the change are written together or not at all.
+ */
+export type Audit = (trx: Sql, req: Request, event: string, data: Record<string, unknown>, subjectId?: number | null, severity?: Severity) => Promise<number>;
 
 /** /api/identity/*: directory sync, IdP connections, organisations, teams, external groups, agent policies. */
 export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
   const r = Router();
   const db = ctx.database.sql;
   const services = ctx.services;
-  const audit: Audit = (req, event, data, subjectId, severity) =>
-    logAction(db, { event: `identity.${event}`, actorId: req.user!.id, subjectId: subjectId ?? null, severity, data });
+  const audit: Audit = (trx, req, event, data, subjectId, severity) =>
+    logAction(trx, { event: `identity.${event}`, actorId: req.user!.id, subjectId: subjectId ?? null, severity, data });
   /**
    * A sync job runs in the background; its end goes into the action log when this process sees
    * it finish (checked every second, at most an hour) or when the sync page reads it, once.
@@ -49,7 +51,7 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
     const timer = setInterval(() => {
       void (async () => {
         if ((await logSyncFinished(db, jobId)) || Date.now() > until) clearInterval(timer);
-        else if (!(await db.selectFrom('directory_sync_jobs').select('id').where('id', '=', jobId).executeTakeFirst())) clearInterval(timer);
+        else if (!(await jobExists(db, jobId))) clearInterval(timer);
       })().catch(() => {
         // The database closed (server shutting down): stop watching; the sync page logs it later.
         clearInterval(timer);
@@ -69,7 +71,7 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
       const { job, created } = await createOrGetRunningJob(db, c.id, 'manual', req.user!.id);
       if (created) {
         req.log.info({ jobId: job.id, connectionId: c.id }, 'directory sync requested');
-        await audit(req, 'directory_sync.requested', { job_id: job.id, connection_id: c.id, provider: c.provider });
+        await audit(db, req, 'directory_sync.requested', { job_id: job.id, connection_id: c.id, provider: c.provider });
         services.directorySync?.start(job.id);
         watchSync(job.id);
       }
@@ -103,9 +105,12 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
     requireSuperuser,
     asyncHandler(async (req, res) => {
       const body = validateBody<ConnectionInput>(CONNECTION_CREATE, req.body);
-      const saved = await saveConnection(db, enc, body);
-      // Field names only: the secret and the key never reach the log.
-      await audit(req, 'connection.created', { connection_id: saved.id, provider: saved.provider, fields: Object.keys(body).sort() });
+      const saved = await inTransaction(db, async (trx) => {
+        const c = await saveConnection(trx, enc, body);
+        // Field names only: the secret and the key never reach the log.
+        await audit(trx, req, 'connection.created', { connection_id: c.id, provider: c.provider, fields: Object.keys(body).sort() });
+        return c;
+      });
       res.status(201).json(connectionView(saved) satisfies ConnectionView);
     }),
   );
@@ -122,8 +127,12 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
     asyncHandler(async (req, res) => {
       const body = validateBody<ConnectionInput>(CONNECTION_PATCH, req.body);
       if (body.provider) throw new AppError('ERR_VALIDATION', 'Provider cannot change.', { status: 400, details: { field: 'provider' } });
-      const saved = await saveConnection(db, enc, body, intParam(req, 'id'));
-      await audit(req, 'connection.updated', { connection_id: saved.id, provider: saved.provider, fields: Object.keys(body).sort() });
+      const id = intParam(req, 'id');
+      const saved = await inTransaction(db, async (trx) => {
+        const c = await saveConnection(trx, enc, body, id);
+        await audit(trx, req, 'connection.updated', { connection_id: c.id, provider: c.provider, fields: Object.keys(body).sort() });
+        return c;
+      });
       res.json(connectionView(saved) satisfies ConnectionView);
     }),
   );
@@ -132,9 +141,12 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
     requireSuperuser,
     asyncHandler(async (req, res) => {
       const id = intParam(req, 'id');
-      const conn = await getConnection(db, id);
-      const changed = await deleteConnection(db, id, req.user!.id);
-      await audit(req, 'connection.deleted', { connection_id: id, provider: conn.provider }, null, 'warning');
+      const changed = await inTransaction(db, async (trx) => {
+        const conn = await getConnection(trx, id);
+        const users = await deleteConnection(trx, id, req.user!.id);
+        await audit(trx, req, 'connection.deleted', { connection_id: id, provider: conn.provider }, null, 'warning');
+        return users;
+      });
       if (changed.length) services.sandboxes?.policyChanged?.(changed);
       res.status(204).end();
     }),

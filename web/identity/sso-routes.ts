@@ -1,15 +1,13 @@
 import { Router } from 'express';
 import * as oidc from 'openid-client';
-import { sql } from 'kysely';
 import { AppError, Encryptor, randomToken } from '../../core/index.js';
-import { logAction } from '../../domain/action-log.js';
-import { nowIso, type Sql } from '../../domain/db/index.js';
-import { createUser, getUserByEmail, type User } from '../../domain/users.js';
+import type { Sql } from '../../domain/db/index.js';
+import { createUser, getUserByEmail, usernameTaken, type User } from '../../domain/users.js';
 import type { SsoProviderList } from '../admin-api.js';
 import { regenerate, saveSession } from '../auth-routes.js';
 import { resolveRedirect } from '../redirect.js';
 import { asyncHandler, type WebContext } from '../context.js';
-import { SOCIAL_ACCOUNT_ADDED, SOCIAL_ACCOUNT_UPDATED, upsertExternalIdentity, type IdentitySignals } from '../../domain/identity/events.js';
+import { recordSsoLogin, SOCIAL_ACCOUNT_ADDED, SOCIAL_ACCOUNT_UPDATED, type IdentitySignals } from '../../domain/identity/events.js';
 import { decryptClientSecret, getConnectionByProvider, listConnections, type IdpConnectionRow } from '../../domain/identity/store.js';
 
 /** Path of the browser form post that starts an SSO login (docs/rules.md#versioning: under /_login/browser/v1/). */
@@ -209,14 +207,13 @@ export function ssoRoutes(ctx: WebContext, enc: Encryptor, signals: IdentitySign
       if (!user.is_active) throw new AppError('ERR_AUTH_INACTIVE', 'this account is deactivated', { status: 403 });
 
       await regenerate(req);
+      const event = { userId: user.id, connectionId: c.id, provider, sub: claims.sub, email };
+      // last_login_at, the action-log entry and the ExternalIdentity, in one transaction; the
+      // ExternalIdentity exists before the browser goes on to callback_url. The session is the
+      // user's only once they are written: a failed write leaves the browser logged out.
+      const { known } = await recordSsoLogin(db, event);
       req.session.userId = user.id;
       req.session.csrfToken = randomToken(32);
-      await db.updateTable('users').set({ last_login_at: nowIso() }).where('id', '=', user.id).execute();
-      await logAction(db, { event: 'auth.login', actorId: user.id, subjectId: user.id, data: { method: 'sso', provider } });
-      const known = await db.selectFrom('external_identities').select('id').where('connection_id', '=', c.id).where('sub', '=', claims.sub).executeTakeFirst();
-      const event = { userId: user.id, connectionId: c.id, provider, sub: claims.sub, email };
-      // The ExternalIdentity exists before the browser goes on to callback_url.
-      await upsertExternalIdentity(db, event);
       signals.emit(known ? SOCIAL_ACCOUNT_UPDATED : SOCIAL_ACCOUNT_ADDED, event);
       req.log.info({ userId: user.id, provider }, 'sso login');
       await saveSession(req);
@@ -231,7 +228,7 @@ export function ssoRoutes(ctx: WebContext, enc: Encryptor, signals: IdentitySign
 async function matchOrCreateUser(db: Sql, email: string, name: string | null): Promise<User> {
   const found = await getUserByEmail(db, email);
   if (found) return found;
-  const taken = await db.selectFrom('users').select('id').where(sql`lower(username)`, '=', email.toLowerCase()).executeTakeFirst();
+  const taken = await usernameTaken(db, email);
   return createUser(db, { username: taken ? `${email}-${randomToken(4)}` : email, email, displayName: name });
 }
 

@@ -1,4 +1,5 @@
-import type { IdpConnectionRow, SyncJobRow } from '../../domain/identity/store.js';
+import type { SyncJobRow } from '../../domain/identity/directory-sync-store.js';
+import type { IdpConnectionRow } from '../../domain/identity/store.js';
 import { hasGroupSync } from '../../domain/identity/store.js';
 import type { ConnectionView, SyncJobView } from '../admin-api.js';
 

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { dbRow } from '../../helpers/db.js';
+import { allowActionLog, dbRow, dbRows, failActionLog } from '../../helpers/db.js';
 import { generateKeyPairSync } from 'node:crypto';
 import { addUser, startTestApp } from '../../helpers/app.js';
 
@@ -51,4 +51,34 @@ t.test('IdP connections: superuser CRUD, secrets write-only and encrypted, has_g
   t.same(providers.body.providers.map((p: { id: string }) => p.id), ['google']);
   t.equal((await root.json('DELETE', `/api/identity/connections/${c.body.id}`)).status, 204);
   t.equal((await root.json('GET', `/api/identity/connections/${c.body.id}`)).status, 404);
+});
+
+t.test('IdP connections: a change and its action-log entry are written together or not at all', async (t) => {
+  const app = await startTestApp(t);
+  await addUser(app.database, 'root', 'root-password-123', { superuser: true });
+  const root = app.client();
+  await root.login('root', 'root-password-123');
+  const rows = async () => (await dbRows(app.database.sql, 'SELECT id, client_id FROM idp_connections ORDER BY id')) as { id: number; client_id: string }[];
+  const create = () => root.json('POST', '/api/identity/connections', { issuer: 'https://accounts.google.com', client_id: 'cid-1' });
+
+  await failActionLog(app.database, 'identity.connection.created');
+  t.equal((await create()).status, 500, 'the entry cannot be written: the create fails');
+  t.same(await rows(), [], 'no connection was created');
+  await allowActionLog(app.database, 'identity.connection.created');
+  const c = await create();
+  t.equal(c.status, 201);
+
+  await failActionLog(app.database, 'identity.connection.updated');
+  t.equal((await root.json('PATCH', `/api/identity/connections/${c.body.id}`, { client_id: 'cid-2' })).status, 500);
+  t.same(await rows(), [{ id: c.body.id, client_id: 'cid-1' }], 'the update was not kept');
+  await allowActionLog(app.database, 'identity.connection.updated');
+
+  await failActionLog(app.database, 'identity.connection.deleted');
+  t.equal((await root.json('DELETE', `/api/identity/connections/${c.body.id}`)).status, 500);
+  t.same(await rows(), [{ id: c.body.id, client_id: 'cid-1' }], 'the connection is still there');
+  await allowActionLog(app.database, 'identity.connection.deleted');
+  t.equal((await root.json('DELETE', `/api/identity/connections/${c.body.id}`)).status, 204);
+  t.same(await rows(), []);
+  const events = (await dbRows(app.database.sql, "SELECT event FROM action_log WHERE event LIKE 'identity.connection.%' ORDER BY id")).map((r: { event: string }) => r.event);
+  t.same(events, ['identity.connection.created', 'identity.connection.deleted'], 'one entry per change that happened');
 });

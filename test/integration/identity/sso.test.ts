@@ -1,5 +1,5 @@
 import t from 'tap';
-import { dbRow, dbRows, dbRun } from '../../helpers/db.js';
+import { allowActionLog, dbRow, dbRows, dbRun, failActionLog } from '../../helpers/db.js';
 import { decodeJwt, decodeProtectedHeader, generateKeyPair, SignJWT } from 'jose';
 import { addUser } from '../../helpers/app.js';
 import { CLIENT_SECRET, form, FORM, ssoLogin, startSso, toCallback } from '../../helpers/identity.js';
@@ -61,6 +61,23 @@ t.test('known e-mail is matched; a second login updates the same ExternalIdentit
   const second = (await dbRow(s.app.database.sql, 'SELECT last_login_at FROM external_identities')) as { last_login_at: string };
   t.not(second.last_login_at, first.last_login_at, 'updated');
   t.equal(((await dbRow(s.app.database.sql, 'SELECT COUNT(*) AS n FROM users')) as { n: number }).n, 1, 'no new user');
+});
+
+t.test('no half-written login: last_login_at, the action-log entry and the ExternalIdentity together or not at all', async (t) => {
+  const s = await startSso(t, [BOB]);
+  const bob = await addUser(s.app.database, 'bob', 'bob-password-123', { email: 'bob@example.test' });
+  const lastLogin = async () => ((await dbRow(s.app.database.sql, 'SELECT last_login_at FROM users WHERE id = ?', bob.id)) as { last_login_at: string | null }).last_login_at;
+  await failActionLog(s.app.database, 'auth.login');
+  const browser = s.app.client();
+  t.equal((await ssoLogin(s, browser, BOB.sub)).status, 500, 'the entry cannot be written: the login fails');
+  t.equal(await lastLogin(), null, 'last_login_at not written');
+  t.same(await identities(s.app.database.sql), [], 'no ExternalIdentity');
+  t.equal((await browser.json('GET', '/api/auth/me')).status, 401, 'and the browser is not logged in');
+  await allowActionLog(s.app.database, 'auth.login');
+  t.equal((await ssoLogin(s, browser, BOB.sub)).status, 303);
+  t.ok(await lastLogin());
+  t.equal((await identities(s.app.database.sql)).length, 1);
+  t.equal((await browser.json('GET', '/api/auth/me')).body.id, bob.id);
 });
 
 t.test('refused: foreign or relative callback_url (no open redirect), bad process', async (t) => {

@@ -1,0 +1,361 @@
+import { AppError } from '../../core/index.js';
+import { nowIso, type Sql } from '../db/index.js';
+import { rewriteAgentPolicies } from './agent-policy.js';
+import { usernameTaken } from '../users.js';
+import { emptyTeam, followGroup, type TeamMembershipChange } from './teams.js';
+
+/**
+ * The writing half of a directory sync (docs/rules.md#directory-sync-flow, docs/identity.md): a
+ * snapshot the job fetched from the directory is applied to the identity tables. The caller
+ * (daemon/directory-sync/runner.ts) runs both steps in one transaction with the job's own row.
+ */
+
+/** A group as the directory lists it. */
+export interface DirectoryGroup {
+  id: string;
+  email: string;
+  name?: string;
+  description?: string;
+}
+
+/** A user as the directory lists it. */
+export interface DirectoryUser {
+  id: string;
+  primaryEmail: string;
+  name?: { fullName?: string };
+  suspended?: boolean;
+  archived?: boolean;
+}
+
+/** Everything the directory said, fetched before anything is written. */
+export interface DirectorySnapshot {
+  groups: DirectoryGroup[];
+  /** group directory id → member e-mails (lower case, type USER only; nested groups are not expanded) */
+  memberEmails: Map<string, string[]>;
+  users: DirectoryUser[];
+  memberships: number;
+}
+
+export interface SyncCounts {
+  groups_created: number;
+  groups_updated: number;
+  groups_deleted: number;
+  users_created: number;
+  users_updated: number;
+  users_linked: number;
+  users_deactivated: number;
+  users_reactivated: number;
+  memberships_added: number;
+  memberships_removed: number;
+  /** Data rows inserted, updated or deleted (bookkeeping of jobs and the connection excluded). */
+  rows_written: number;
+  /** New directory users whose e-mail another synced account still holds (created without e-mail). */
+  email_conflicts?: number;
+  /** A superuser the sync would have deactivated but kept: the last active one. */
+  kept_last_superuser?: number;
+}
+
+export interface ApplyResult {
+  counts: SyncCounts;
+  deactivatedUserIds: number[];
+  /** Teams whose linked group was deleted in step (a): now unlinked; the teams step empties them. */
+  orphanedTeams: OrphanedTeam[];
+}
+
+/** A team that was linked to a group the directory no longer lists. */
+export interface OrphanedTeam {
+  team_id: number;
+  organisation_id: number;
+  team: string;
+  group_id: number;
+  group_email: string;
+}
+
+interface DirUserRow {
+  directory_id: string;
+  user_id: number;
+  email: string;
+  full_name: string | null;
+  suspended: number;
+  archived: number;
+  present: number;
+  deactivated_by_sync: number;
+}
+
+/**
+ * Apply a fetched snapshot in ONE transaction (a savepoint inside the runner's transaction):
+ * (a) upsert ExternalGroup rows, (b) upsert
+ * users (create missing, link by e-mail, deactivate those gone from the directory or
+ * suspended/archived, never the last active superuser), (c) make each group's members match.
+ * Rows are written only where something changed, so an unchanged directory writes nothing.
+ */
+export async function applySnapshot(db: Sql, connectionId: number, snap: DirectorySnapshot): Promise<ApplyResult> {
+  {
+    // An empty listing while users are known is far likelier a wrong customer id or a broken
+    // delegation than a deleted organisation: refuse rather than deactivate everyone.
+    const known = Number((await db.selectFrom('directory_users').select((eb) => eb.fn.countAll<number>().as('n')).where('connection_id', '=', connectionId).where('present', '=', 1).executeTakeFirstOrThrow()).n);
+    if (snap.users.length === 0 && known > 0) {
+      throw new AppError('ERR_SYNC_EMPTY_DIRECTORY', `the directory listed no users (${known} known); nothing was changed`, { status: 502 });
+    }
+    const now = nowIso();
+    const c: SyncCounts = {
+      groups_created: 0, groups_updated: 0, groups_deleted: 0, users_created: 0, users_updated: 0, users_linked: 0,
+      users_deactivated: 0, users_reactivated: 0, memberships_added: 0, memberships_removed: 0, rows_written: 0,
+    };
+    /** Count what a statement wrote (UPDATE/DELETE/INSERT results of Kysely). */
+    const w = (r: { numUpdatedRows?: bigint; numDeletedRows?: bigint; numInsertedOrUpdatedRows?: bigint } | undefined) =>
+      (c.rows_written += Number(r?.numUpdatedRows ?? r?.numDeletedRows ?? r?.numInsertedOrUpdatedRows ?? 0));
+
+    // (a) groups
+    const existingGroups = new Map(
+      (await db.selectFrom('external_groups').select(['id', 'directory_id', 'email', 'name', 'description']).where('connection_id', '=', connectionId).execute()).map((g) => [g.directory_id, g]),
+    );
+    const groupIdOf = new Map<string, number>();
+    for (const g of snap.groups) {
+      const email = g.email.toLowerCase();
+      const name = g.name ?? email;
+      const desc = g.description ?? '';
+      const cur = existingGroups.get(g.id);
+      if (!cur) {
+        const row = await db.insertInto('external_groups').values({ connection_id: connectionId, directory_id: g.id, email, name, description: desc, synced_at: now }).returning('id').executeTakeFirstOrThrow();
+        c.rows_written++;
+        c.groups_created++;
+        groupIdOf.set(g.id, row.id);
+      } else {
+        groupIdOf.set(g.id, cur.id);
+        existingGroups.delete(g.id);
+        if (cur.email !== email || cur.name !== name || cur.description !== desc) {
+          w(await db.updateTable('external_groups').set({ email, name, description: desc, synced_at: now }).where('id', '=', cur.id).executeTakeFirst());
+          c.groups_updated++;
+        }
+      }
+    }
+    const orphanedTeams: OrphanedTeam[] = [];
+    for (const gone of existingGroups.values()) {
+      // Members go with the group (ON DELETE CASCADE); count them as written rows too.
+      c.rows_written += Number((await db.selectFrom('external_group_members').select((eb) => eb.fn.countAll<number>().as('n')).where('group_id', '=', gone.id).executeTakeFirstOrThrow()).n);
+      // Linked teams are unlinked by ON DELETE SET NULL (a written row each); remembered so the
+      // teams step empties them instead of leaving them with the group's last members.
+      for (const tm of await db.selectFrom('teams').select(['id', 'organisation_id', 'name']).where('external_group_id', '=', gone.id).orderBy('id').execute()) {
+        orphanedTeams.push({ team_id: tm.id, organisation_id: tm.organisation_id, team: tm.name, group_id: gone.id, group_email: gone.email });
+        c.rows_written++;
+      }
+      w(await db.deleteFrom('external_groups').where('id', '=', gone.id).executeTakeFirst());
+      c.groups_deleted++;
+    }
+
+    // (b) users
+    const dirRows = new Map<string, DirUserRow>(
+      (
+        await db
+          .selectFrom('directory_users')
+          .select(['directory_id', 'user_id', 'email', 'full_name', 'suspended', 'archived', 'present', 'deactivated_by_sync'])
+          .where('connection_id', '=', connectionId)
+          .execute()
+      ).map((r) => [r.directory_id, r]),
+    );
+    const users = new Map<number, { id: number; email: string | null; display_name: string | null; is_active: number; is_superuser: number }>(
+      (await db.selectFrom('users').select(['id', 'email', 'display_name', 'is_active', 'is_superuser']).execute()).map((u) => [u.id, u]),
+    );
+    const userByEmail = new Map<string, number>();
+    for (const u of users.values()) if (u.email) userByEmail.set(u.email.toLowerCase(), u.id);
+    const linkedUsers = new Set((await db.selectFrom('directory_users').select('user_id').where('connection_id', '=', connectionId).execute()).map((r) => r.user_id));
+
+    /** Users to deactivate (user id → directory id), and to reactivate. */
+    const toDeactivate = new Map<number, string>();
+    const toReactivate = new Map<number, string>();
+    const dirState = new Map<string, { row: DirUserRow; changed: boolean }>();
+    const emailToUser = new Map<string, number>();
+
+    for (const d of snap.users) {
+      const email = d.primaryEmail.toLowerCase();
+      const fullName = d.name?.fullName ?? null;
+      const inactive = !!(d.suspended || d.archived);
+      let row = dirRows.get(d.id);
+      if (!row) {
+        let uid = userByEmail.get(email);
+        if (uid !== undefined && linkedUsers.has(uid)) uid = undefined; // already another directory user's account
+        const created = uid === undefined;
+        if (uid === undefined) {
+          const username = (await usernameTaken(db, email)) ? `${email}#${d.id}` : email;
+          // The address still belongs to another directory user's account (an address reused after a
+          // deletion): the new account gets no e-mail rather than someone else's account.
+          const ownEmail = userByEmail.has(email) ? null : email;
+          if (!ownEmail) c.email_conflicts = (c.email_conflicts ?? 0) + 1;
+          const created = await db
+            .insertInto('users')
+            .values({ username, email: ownEmail, display_name: fullName, is_active: inactive ? 0 : 1, password_hash: null, last_login_at: null })
+            .returning('id')
+            .executeTakeFirstOrThrow();
+          c.rows_written++;
+          uid = created.id;
+          users.set(uid, { id: uid, email: ownEmail, display_name: fullName, is_active: inactive ? 0 : 1, is_superuser: 0 });
+          if (ownEmail) userByEmail.set(email, uid);
+          c.users_created++;
+        } else c.users_linked++;
+        // A new account created inactive counts as deactivated by sync, so it comes back when unsuspended.
+        const createdInactive = created && inactive ? 1 : 0;
+        await db
+          .insertInto('directory_users')
+          .values({ connection_id: connectionId, directory_id: d.id, user_id: uid, email, full_name: fullName, suspended: d.suspended ? 1 : 0, archived: d.archived ? 1 : 0, present: 1, deactivated_by_sync: createdInactive, synced_at: now })
+          .execute();
+        c.rows_written++;
+        linkedUsers.add(uid);
+        row = { directory_id: d.id, user_id: uid, email, full_name: fullName, suspended: d.suspended ? 1 : 0, archived: d.archived ? 1 : 0, present: 1, deactivated_by_sync: createdInactive };
+        dirState.set(d.id, { row, changed: false });
+      } else {
+        dirRows.delete(d.id);
+        const next = { ...row, email, full_name: fullName, suspended: d.suspended ? 1 : 0, archived: d.archived ? 1 : 0, present: 1 };
+        const changed = next.email !== row.email || next.full_name !== row.full_name || next.suspended !== row.suspended || next.archived !== row.archived || row.present !== 1;
+        dirState.set(d.id, { row: next, changed });
+        row = next;
+        const u = users.get(row.user_id)!;
+        // Keep the local account in step with the directory (e-mail only when free).
+        const emailFree = u.email?.toLowerCase() === email || !userByEmail.has(email);
+        const newEmail = emailFree ? email : u.email;
+        if ((newEmail ?? null) !== (u.email ?? null) || (fullName ?? null) !== (u.display_name ?? null)) {
+          w(await db.updateTable('users').set({ email: newEmail, display_name: fullName, updated_at: now }).where('id', '=', u.id).executeTakeFirst());
+          if (u.email) userByEmail.delete(u.email.toLowerCase());
+          if (newEmail) userByEmail.set(newEmail.toLowerCase(), u.id);
+          u.email = newEmail;
+          u.display_name = fullName;
+          c.users_updated++;
+        }
+      }
+      emailToUser.set(email, row.user_id);
+      const u = users.get(row.user_id)!;
+      if (inactive && u.is_active) toDeactivate.set(u.id, d.id);
+      else if (!inactive && !u.is_active && row.deactivated_by_sync) toReactivate.set(u.id, d.id);
+    }
+    // Directory users no longer listed: mark absent and deactivate.
+    for (const gone of dirRows.values()) {
+      const u = users.get(gone.user_id);
+      const next = { ...gone, present: 0 };
+      dirState.set(gone.directory_id, { row: next, changed: gone.present !== 0 });
+      if (u?.is_active) toDeactivate.set(u.id, gone.directory_id);
+    }
+    // Never deactivate the last active superuser.
+    const activeSupers = [...users.values()].filter((u) => u.is_active && u.is_superuser).map((u) => u.id);
+    if (activeSupers.length && activeSupers.every((id) => toDeactivate.has(id))) {
+      const keep = Math.min(...activeSupers);
+      toDeactivate.delete(keep);
+      c.kept_last_superuser = keep;
+    }
+    const setActive = async (active: 0 | 1, uid: number) => db.updateTable('users').set({ is_active: active, updated_at: now }).where('id', '=', uid).executeTakeFirst();
+    for (const [uid, dirId] of toDeactivate) {
+      w(await setActive(0, uid));
+      users.get(uid)!.is_active = 0;
+      const s = dirState.get(dirId)!;
+      s.row.deactivated_by_sync = 1;
+      s.changed = true;
+      c.users_deactivated++;
+    }
+    for (const [uid, dirId] of toReactivate) {
+      w(await setActive(1, uid));
+      users.get(uid)!.is_active = 1;
+      const s = dirState.get(dirId)!;
+      s.row.deactivated_by_sync = 0;
+      s.changed = true;
+      c.users_reactivated++;
+    }
+    for (const [dirId, s] of dirState) {
+      if (!s.changed) continue;
+      const r = s.row;
+      w(
+        await db
+          .updateTable('directory_users')
+          .set({ email: r.email, full_name: r.full_name, suspended: r.suspended, archived: r.archived, present: r.present, deactivated_by_sync: r.deactivated_by_sync, synced_at: now })
+          .where('connection_id', '=', connectionId)
+          .where('directory_id', '=', dirId)
+          .executeTakeFirst(),
+      );
+    }
+
+    // (c) memberships, from the cached member e-mails
+    const current = new Map<number, Set<number>>();
+    for (const r of await db
+      .selectFrom('external_group_members as m')
+      .innerJoin('external_groups as g', 'g.id', 'm.group_id')
+      .select(['m.group_id', 'm.user_id'])
+      .where('g.connection_id', '=', connectionId)
+      .execute()) {
+      let s = current.get(r.group_id);
+      if (!s) current.set(r.group_id, (s = new Set()));
+      s.add(r.user_id);
+    }
+    for (const g of snap.groups) {
+      const gid = groupIdOf.get(g.id)!;
+      const want = new Set<number>();
+      for (const e of snap.memberEmails.get(g.id) ?? []) {
+        // Members outside the synced user list (other domains) have no account here: skipped.
+        const uid = emailToUser.get(e);
+        if (uid !== undefined) want.add(uid);
+      }
+      const have = current.get(gid) ?? new Set<number>();
+      const add = [...want].filter((uid) => !have.has(uid));
+      const remove = [...have].filter((uid) => !want.has(uid));
+      if (add.length) await db.insertInto('external_group_members').values(add.map((user_id) => ({ group_id: gid, user_id }))).execute();
+      if (remove.length) await db.deleteFrom('external_group_members').where('group_id', '=', gid).where('user_id', 'in', remove).execute();
+      c.memberships_added += add.length;
+      c.memberships_removed += remove.length;
+      c.rows_written += add.length + remove.length;
+    }
+    return { counts: c, deactivatedUserIds: [...toDeactivate.keys()], orphanedTeams };
+  }
+}
+
+export interface TeamsResult {
+  teams_updated: number;
+  team_members_added: number;
+  team_members_removed: number;
+  /** Teams whose linked group is gone: unlinked and emptied in this run. */
+  teams_unlinked: number;
+  policies_rewritten: number;
+  rows_written: number;
+  /** Users whose stored sandbox policy changed. */
+  policyChangedUserIds: number[];
+  /** The teams unlinked and emptied, with the members each lost (for the job's warnings and the action log). */
+  unlinked: (OrphanedTeam & { members_removed: number })[];
+}
+
+/**
+ * The linked-teams step (after steps (a)–(c) succeeded; the runner runs it inside the same
+ * transaction, so a failure here rolls those back too): each team linked to one of the
+ * connection's groups gets exactly the group's active members; a team whose group the directory
+ * no longer lists (`orphaned`, unlinked by step (a)) has no group and so no members left: it is
+ * emptied, rather than keep the group's last members and, with them, the team's agent policies.
+ * The sandbox policy is rewritten for users whose teams changed.
+ */
+export async function applyLinkedTeams(db: Sql, connectionId: number, orphaned: OrphanedTeam[] = []): Promise<TeamsResult> {
+  {
+    const r: TeamsResult = {
+      teams_updated: 0, team_members_added: 0, team_members_removed: 0, teams_unlinked: 0, policies_rewritten: 0, rows_written: 0,
+      policyChangedUserIds: [], unlinked: [],
+    };
+    const teams = await db
+      .selectFrom('teams as t')
+      .innerJoin('external_groups as g', 'g.id', 't.external_group_id')
+      .select(['t.id', 'g.id as external_group_id'])
+      .where('g.connection_id', '=', connectionId)
+      .execute();
+    const changedUsers = new Set<number>();
+    const count = (ch: TeamMembershipChange): boolean => {
+      for (const u of ch.added) changedUsers.add(u);
+      for (const u of ch.removed) changedUsers.add(u);
+      r.team_members_added += ch.added.length;
+      r.team_members_removed += ch.removed.length;
+      return ch.added.length + ch.removed.length > 0;
+    };
+    for (const t of teams) if (count(await followGroup(db, t.id, t.external_group_id))) r.teams_updated++;
+    for (const o of orphaned) {
+      const ch = await emptyTeam(db, o.team_id);
+      if (count(ch)) r.teams_updated++;
+      r.teams_unlinked++;
+      r.unlinked.push({ ...o, members_removed: ch.removed.length });
+    }
+    r.policyChangedUserIds = await rewriteAgentPolicies(db, changedUsers);
+    r.policies_rewritten = r.policyChangedUserIds.length;
+    r.rows_written = r.team_members_added + r.team_members_removed + r.policies_rewritten;
+    return r;
+  }
+}
