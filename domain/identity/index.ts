@@ -1,5 +1,6 @@
 export * from './agent-policy.js';
 export * from './events.js';
+export * from './job-view.js';
 export * from './services.js';
 export * from './store.js';
 export * from './teams.js';

@@ -26,7 +26,10 @@ const ALLOWED: Record<string, string[]> = {
   emulator: ['emulator', 'core'],
 };
 
-/** Deny-lists for folders that may import anything else (daemon/ is the composition root). */
+/**
+ * Deny-lists for folders that may import anything else (daemon/ is the composition root; its
+ * imports of web/ are narrowed further below).
+ */
 const FORBIDDEN: Record<string, string[]> = {
   daemon: SANDBOX,
   web: SANDBOX,
@@ -80,6 +83,28 @@ t.test('folder import boundaries hold', async (t) => {
   const r = check(ALLOWED, (target, allowed) => !allowed.includes(target));
   t.ok(r.checked > 0, 'some imports were checked');
   t.same(r.violations, [], 'no forbidden imports');
+});
+
+/**
+ * daemon/ reaches web/ only at the composition root: daemon/serve.ts builds and serves the web
+ * app through web/'s public entry and implements the ports web/ declares. Every other daemon/
+ * file takes what it shares with web/ (identity, agent policy, data access) from domain/ or core/.
+ */
+const WEB_ROOT = 'daemon/serve.ts';
+const WEB_ENTRY = 'web/index.js';
+
+t.test('daemon/ imports web/ only in the composition root, and only its public entry', async (t) => {
+  const root = repoRoot();
+  const violations: string[] = [];
+  let rootImportsEntry = false;
+  for (const [file, spec, target] of importsOf(root, 'daemon')) {
+    if (target !== 'web') continue;
+    const path = relative(root, resolve(dirname(join(root, file)), spec));
+    if (file === WEB_ROOT && path === WEB_ENTRY) rootImportsEntry = true;
+    else violations.push(`${file} imports ${spec}`);
+  }
+  t.ok(rootImportsEntry, `${WEB_ROOT} wires the web app through ${WEB_ENTRY}`);
+  t.same(violations, [], `no daemon/ file but ${WEB_ROOT} imports web/, and it imports only ${WEB_ENTRY}`);
 });
 
 t.test('host code never imports sandbox code', async (t) => {
