@@ -113,6 +113,6 @@ export async function revokeToken(url: string, token: string, timeoutMs = 10_000
     const kind = oauthErrorKind(answer, res.status);
     return kind === 'invalid_token' ? { revoked: true, reason: 'already invalid' } : { revoked: false, reason: kind };
   } catch (err) {
-    return { revoked: false, reason: (err as Error).name === 'TimeoutError' ? 'timeout' : 'unreachable' };
+    return { revoked: false, reason: err instanceof Error && err.name === 'TimeoutError' ? 'timeout' : 'unreachable' };
   }
 }

@@ -9,12 +9,14 @@ import type { RefreshLease } from './tokens.js';
 import { acquireLease, heartbeat, leaveFleet, listNodes, releaseLease, markLostSandboxes, ownSandbox, registerNode, releaseSandbox, sandboxOf } from '../domain/fleet.js';
 import { LOST_NOTICE } from './runtime/session-manager.js';
 
+const PackageVersionSchema = z.object({ version: z.string() });
+
 /** This program's version (package.json), as nodes report it in `airlock nodes ls`. */
 export function airlockVersion(): string {
   let d = dirname(fileURLToPath(import.meta.url));
   for (let i = 0; i < 5; i++, d = dirname(d)) {
     try {
-      return (JSON.parse(readFileSync(join(d, 'package.json'), 'utf8')) as { version: string }).version;
+      return PackageVersionSchema.parse(JSON.parse(readFileSync(join(d, 'package.json'), 'utf8'))).version;
     } catch {
       // not here
     }
@@ -68,7 +70,7 @@ export class FleetMember {
         if (this.#failing) log.info('database answers again; heartbeats resumed');
         this.#failing = false;
       } catch (err) {
-        if (!this.#failing) log.warn({ err: (err as Error).message }, 'heartbeat failed; retrying');
+        if (!this.#failing) log.warn({ err: err instanceof Error ? err.message : String(err) }, 'heartbeat failed; retrying');
         this.#failing = true;
       } finally {
         this.#beat = undefined;
@@ -150,7 +152,7 @@ export async function nodeRequest(config: Readonly<Config>, nodeUrl: string, met
   try {
     res = await fetch(url, { method, headers, body: raw || undefined, signal: AbortSignal.timeout(30_000) });
   } catch (err) {
-    throw new AppError('ERR_NODE_UNREACHABLE', `node at ${nodeUrl} does not answer (${(err as Error).message})`, { status: 503 });
+    throw new AppError('ERR_NODE_UNREACHABLE', `node at ${nodeUrl} does not answer (${err instanceof Error ? err.message : String(err)})`, { status: 503 });
   }
   const answer: unknown = await res.json().catch(() => undefined);
   if (!res.ok) {

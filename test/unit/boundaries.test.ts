@@ -121,7 +121,8 @@ t.test('sandbox code never imports host code', async (t) => {
 
 /**
  * The files that read a sandbox boundary (control socket, child stdio, the CLI control socket,
- * MCP results) check what they read with a schema; none of them casts with `as`.
+ * MCP results), another node's answer, a token endpoint's or the container engine's, check what
+ * they read with a schema; none of them casts with `as`.
  */
 const WIRE_READERS = [
   'core/ndjson.ts',
@@ -134,9 +135,13 @@ const WIRE_READERS = [
   'daemon/runtime/control-api.ts',
   'daemon/runtime/cli.ts',
   'daemon/local-runner.ts',
+  // Readers of other HTTP peers and the container engine: another node, a token endpoint, dockerode.
+  'daemon/fleet.ts',
+  'core/accounts.ts',
+  'daemon/runtime/docker-driver.ts',
 ];
 
-t.test('no `as` cast in the files that read the sandbox protocol', async (t) => {
+t.test('no `as` cast in the files that read the sandbox protocol or a peer\'s answer', async (t) => {
   const root = repoRoot();
   const casts: string[] = [];
   let files = 0;
