@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { Agent, request } from 'undici';
-import { atRestEncryptor, createUser, hashPassword, loadConfig, silentLogger } from '../core/index.js';
+import { atRestEncryptor, hashPassword, loadConfig, silentLogger } from '../core/index.js';
+import { createUser } from '../domain/users.js';
 import { DbSessionStore, startWebServer } from '../web/index.js';
 import { measure, nowMs, stats, type BenchResult } from './lib.js';
 import { openDatabase } from '../domain/db/index.js';
@@ -21,7 +22,7 @@ export async function run(): Promise<BenchResult> {
   const config = loadConfig({ AIRLOCK_DATA_DIR: dir, AIRLOCK_LOGIN_MAX_FAILURES: '1000', MCP_INTERNAL_SECRET: 'bench-secret-0123456789', AGENT_USER_TOKEN_SECRET: 'bench-secret-0123456789' });
   const database = await openDatabase({ file: join(dir, 'airlock.db') });
   const db = database.sqlite!;
-  createUser(db, { username: 'bench', email: 'bench@example.test', passwordHash: await hashPassword('bench-password') });
+  await createUser(database.sql, { username: 'bench', email: 'bench@example.test', passwordHash: await hashPassword('bench-password') });
   const web = await startWebServer({ config, database, db, log: silentLogger(), sessions: new DbSessionStore(database.sql), encryptor: atRestEncryptor(config), services: {} }, 0, '127.0.0.1');
   // A bare express app in the same process: one route, no middleware (the floor of any route).
   const bareApp = express();

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { AppError } from './errors.js';
 import type { Secret } from './secret.js';
 
@@ -37,6 +38,28 @@ export interface TokenResponse {
   id_token?: string;
 }
 
+/**
+ * A token endpoint's success body, checked before any field is used. `expires_in` may come as a
+ * number or a numeric string (3600 when absent); `token_type` is Bearer when absent.
+ */
+const TokenResponseSchema: z.ZodType<TokenResponse> = z.object({
+  access_token: z.string().min(1),
+  expires_in: z.union([z.number(), z.string().regex(/^\d+$/).transform(Number)]).optional().transform((s) => s ?? 3600),
+  refresh_token: z.string().optional(),
+  scope: z.string().optional(),
+  token_type: z.string().default('Bearer'),
+  id_token: z.string().optional(),
+});
+
+/** An OAuth error body (RFC 6749 §5.2): `error` when it is a plain error name. */
+const OAuthErrorSchema = z.object({ error: z.string().regex(/^[a-z_]{1,40}$/) });
+
+/** What went wrong, safe to log and show: the provider's error name, else the HTTP status. */
+function oauthErrorKind(body: unknown, status: number): string {
+  const e = OAuthErrorSchema.safeParse(body);
+  return e.success ? e.data.error : `http_${status}`;
+}
+
 export interface OAuthClientConfig {
   tokenUrl: string;
   clientId?: string;
@@ -60,16 +83,16 @@ export async function tokenRequest(cfg: OAuthClientConfig, params: Record<string
   } catch (err) {
     throw new AppError('ERR_ACCOUNT_OAUTH', 'token endpoint unreachable', { status: 502, retryable: true, cause: err });
   }
-  const json = (await res.json().catch(() => ({}))) as Partial<TokenResponse> & { error?: string };
-  if (!res.ok || typeof json.access_token !== 'string') {
-    const kind = typeof json.error === 'string' && /^[a-z_]{1,40}$/.test(json.error) ? json.error : `http_${res.status}`;
-    throw new AppError('ERR_ACCOUNT_OAUTH', `token endpoint refused the grant (${kind})`, {
-      status: 502,
-      retryable: res.status >= 500,
-      details: { oauth_error: kind },
-    });
-  }
-  return { ...json, expires_in: Number(json.expires_in ?? 3600) } as TokenResponse;
+  const answer: unknown = await res.json().catch(() => undefined);
+  const grant = res.ok ? TokenResponseSchema.safeParse(answer) : undefined;
+  if (grant?.success) return grant.data;
+  // Refused, or a success body without a usable access token (malformed: nothing of it is used).
+  const kind = oauthErrorKind(answer, res.status);
+  throw new AppError('ERR_ACCOUNT_OAUTH', `token endpoint refused the grant (${kind})`, {
+    status: 502,
+    retryable: res.status >= 500,
+    details: { oauth_error: kind },
+  });
 }
 
 /**
@@ -85,11 +108,11 @@ export async function revokeToken(url: string, token: string, timeoutMs = 10_000
       body: new URLSearchParams({ token }),
       signal: AbortSignal.timeout(timeoutMs),
     });
-    const json = (await res.json().catch(() => ({}))) as { error?: unknown };
+    const answer: unknown = await res.json().catch(() => undefined);
     if (res.ok) return { revoked: true };
-    const kind = typeof json.error === 'string' && /^[a-z_]{1,40}$/.test(json.error) ? json.error : `http_${res.status}`;
+    const kind = oauthErrorKind(answer, res.status);
     return kind === 'invalid_token' ? { revoked: true, reason: 'already invalid' } : { revoked: false, reason: kind };
   } catch (err) {
-    return { revoked: false, reason: (err as Error).name === 'TimeoutError' ? 'timeout' : 'unreachable' };
+    return { revoked: false, reason: err instanceof Error && err.name === 'TimeoutError' ? 'timeout' : 'unreachable' };
   }
 }

@@ -5,8 +5,6 @@ export * from './secret.js';
 export * from './logger.js';
 export * from './db.js';
 export * from './crypto.js';
-export * from './users.js';
-export * from './action-log.js';
 export * from './sandbox-protocol.js';
 export * from './metrics.js';
 export * from './agent-token.js';

@@ -11,6 +11,7 @@
  */
 import type { Readable, Writable } from 'node:stream';
 import type { z } from 'zod';
+import type { ErrorCode } from './error-codes/index.js';
 import { AppError } from './errors.js';
 
 export const MAX_LINE_BYTES = 4 * 1024 * 1024;
@@ -48,6 +49,17 @@ export function checkMessage<T>(schema: z.ZodType<T>, value: unknown): { ok: tru
   if (r.success) return { ok: true, msg: r.data };
   const issues = r.error.issues.slice(0, 10).map((i) => `${i.path.map(String).join('.') || '(root)'}: ${i.code}`);
   return { ok: false, err: new ProtocolError('ERR_PROTOCOL_BAD_MESSAGE', 'message does not match the protocol', issues, requestIdOf(value)) };
+}
+
+/**
+ * Check data read from an HTTP body or an engine's API (not a line on a sandbox channel)
+ * against its schema; a mismatch throws an AppError with `code`, naming the failing fields and
+ * never their values.
+ */
+export function checkAnswer<T>(schema: z.ZodType<T>, value: unknown, code: ErrorCode, what: string): T {
+  const r = checkMessage(schema, value);
+  if (r.ok) return r.msg;
+  throw new AppError(code, `${what} has an unexpected shape (${r.err.issues.join(', ')})`);
 }
 
 /** Parse one line (already split) and check it. */

@@ -15,7 +15,7 @@ import {
   type Config,
   type Logger,
 } from '../core/index.js';
-import { getConnectionByProvider, identityEncryptor, saveConnection } from '../web/index.js';
+import { getConnectionByProvider, saveConnection } from '../domain/identity/index.js';
 import { AccountStore, createUser, getCredentials, setCredentials, type Sql } from '../domain/index.js';
 import { start as startGoogle, type GoogleEmulator, type SeedSheet } from '../emulator/google.js';
 import { start as startGoogleOAuth, type GoogleOAuth } from '../emulator/google-oauth.js';
@@ -339,7 +339,7 @@ export async function startDemo(opts: DemoOptions = {}): Promise<Demo> {
       delegated_admin_email: DEMO_ADMIN.email,
       is_active: true,
     };
-    const enc = identityEncryptor(config);
+    const enc = atRestEncryptor(config);
     const existing = await getConnectionByProvider(daemon.database.sql, 'google');
     await saveConnection(daemon.database.sql, enc, existing ? conn : { provider: 'google', ...conn }, existing?.id);
 

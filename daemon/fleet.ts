@@ -1,18 +1,22 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AppError, appErrorFromPeer, signNodeRequest, type Config, type Logger, type TurnRequest, type TurnResult, type TurnRunner } from '../core/index.js';
+import { z } from 'zod';
+import { AppError, appErrorFromPeer, checkAnswer, signNodeRequest, type Config, type Logger, type TurnRequest, type TurnResult, type TurnRunner } from '../core/index.js';
+import { CodedErrorSchema } from '../core/sandbox-protocol.js';
 import type { Database, Sql } from '../domain/db/index.js';
 import type { RefreshLease } from './tokens.js';
 import { acquireLease, heartbeat, leaveFleet, listNodes, releaseLease, markLostSandboxes, ownSandbox, registerNode, releaseSandbox, sandboxOf } from '../domain/fleet.js';
 import { LOST_NOTICE } from './runtime/session-manager.js';
+
+const PackageVersionSchema = z.object({ version: z.string() });
 
 /** This program's version (package.json), as nodes report it in `airlock nodes ls`. */
 export function airlockVersion(): string {
   let d = dirname(fileURLToPath(import.meta.url));
   for (let i = 0; i < 5; i++, d = dirname(d)) {
     try {
-      return (JSON.parse(readFileSync(join(d, 'package.json'), 'utf8')) as { version: string }).version;
+      return PackageVersionSchema.parse(JSON.parse(readFileSync(join(d, 'package.json'), 'utf8'))).version;
     } catch {
       // not here
     }
@@ -66,7 +70,7 @@ export class FleetMember {
         if (this.#failing) log.info('database answers again; heartbeats resumed');
         this.#failing = false;
       } catch (err) {
-        if (!this.#failing) log.warn({ err: (err as Error).message }, 'heartbeat failed; retrying');
+        if (!this.#failing) log.warn({ err: err instanceof Error ? err.message : String(err) }, 'heartbeat failed; retrying');
         this.#failing = true;
       } finally {
         this.#beat = undefined;
@@ -128,7 +132,16 @@ export class FleetSessions implements TurnRunner {
   }
 }
 
-/** One signed request from this node to another (CLI commands for sessions another node owns). */
+/** What a node answers another on success (web/fleet.ts): `{"result": …}`. */
+export const NodeResultSchema = z.object({ result: z.unknown().optional() });
+/** What it answers on failure: the HTTP error body (docs/architecture.md#http-error-body). */
+export const NodeErrorBodySchema = z.object({ error: CodedErrorSchema });
+
+/**
+ * One signed request from this node to another (CLI commands for sessions another node owns).
+ * The answer is checked: a coded error body becomes that error (status from the catalogue), any
+ * other failure ERR_NODE_UNREACHABLE, a success that is not `{"result"}` ERR_NODE_BAD_ANSWER.
+ */
 export async function nodeRequest(config: Readonly<Config>, nodeUrl: string, method: string, path: string, body?: unknown): Promise<unknown> {
   if (!config.node.secret) throw new AppError('ERR_CONFIG_INVALID', 'AIRLOCK_NODE_SECRET is not set: this node cannot talk to the others');
   const raw = body === undefined ? '' : JSON.stringify(body);
@@ -139,15 +152,15 @@ export async function nodeRequest(config: Readonly<Config>, nodeUrl: string, met
   try {
     res = await fetch(url, { method, headers, body: raw || undefined, signal: AbortSignal.timeout(30_000) });
   } catch (err) {
-    throw new AppError('ERR_NODE_UNREACHABLE', `node at ${nodeUrl} does not answer (${(err as Error).message})`, { status: 503 });
+    throw new AppError('ERR_NODE_UNREACHABLE', `node at ${nodeUrl} does not answer (${err instanceof Error ? err.message : String(err)})`, { status: 503 });
   }
-  const parsed = (await res.json().catch(() => null)) as { result?: unknown; error?: { code?: unknown; message?: unknown } } | null;
+  const answer: unknown = await res.json().catch(() => undefined);
   if (!res.ok) {
-    const e = parsed?.error;
-    if (typeof e?.code === 'string' && typeof e.message === 'string') throw appErrorFromPeer({ code: e.code, message: e.message });
+    const e = NodeErrorBodySchema.safeParse(answer);
+    if (e.success) throw appErrorFromPeer(e.data.error);
     throw new AppError('ERR_NODE_UNREACHABLE', `node at ${nodeUrl} answered ${res.status}`, { status: 503 });
   }
-  return parsed?.result;
+  return checkAnswer(NodeResultSchema, answer, 'ERR_NODE_BAD_ANSWER', `the answer of the node at ${nodeUrl}`).result;
 }
 
 /** How long a node may hold an account's refresh lease (a refresh grant takes well under this). */

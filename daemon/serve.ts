@@ -1,9 +1,7 @@
 import { DbSessionStore, startWebServer, type WebServer, type WebServices } from '../web/index.js';
 import { openBase, type DaemonBase } from './context.js';
 import { AppError, atRestEncryptor, createMetrics, isAppError, mintAgentUserToken, tokenRequest, type Config, type Logger, type SessionPreparer } from '../core/index.js';
-import type { AgentSessionCheck, SandboxControl } from '../web/index.js';
-import type { OperatorPort } from '../web/fleet.js';
-import type { AttachPort } from '../web/fleet-attach.js';
+import type { AgentSessionCheck, AttachPort, OperatorPort, SandboxControl } from '../web/index.js';
 import { DirectorySyncRunner } from './directory-sync/index.js';
 import type { EgressGateway } from '../core/sandbox-protocol.js';
 import { startRuntime, type Runtime, type SessionHooks } from './runtime/index.js';

@@ -3,20 +3,12 @@
  * docs/audit.md). Every row here is about a request, never its body: recipients and subject of a
  * held send, and route, method, path template, status, bytes and time of each proxied request.
  */
-import { sql } from 'kysely';
 import type { Config } from '../core/index.js';
 import type { MailPolicy, MailSummary, ProxyDecisionRecord } from '../core/sandbox-protocol.js';
 import { nowIso, type Row, type Sql } from './db/index.js';
+import { agentPoliciesApplyingTo } from './identity/agent-policy.js';
 
 const STRICTNESS = { allow: 0, ask: 1, block: 2 } as const;
-
-interface PolicyMailRow {
-  mail_allow_domains: string;
-  mail_block_domains: string;
-  mail_other: 'allow' | 'ask' | 'block' | null;
-  mail_max_recipients: number | null;
-  mail_max_per_hour: number | null;
-}
 
 /**
  * The send policy in force for a user: the server's (AIRLOCK_MAIL_*) combined with every agent
@@ -25,16 +17,7 @@ interface PolicyMailRow {
  * always wins over an allowed one (at check time).
  */
 export async function mailPolicyFor(db: Sql, defaults: Readonly<Config['mail']>, userId: number): Promise<MailPolicy> {
-  const { rows } = await sql<PolicyMailRow>`
-    SELECT p.mail_allow_domains, p.mail_block_domains, p.mail_other, p.mail_max_recipients, p.mail_max_per_hour FROM agent_policies p
-    WHERE (p.applies_to = 'all' AND (
-             EXISTS (SELECT 1 FROM organisation_members m WHERE m.organisation_id = p.organisation_id AND m.user_id = ${userId})
-          OR EXISTS (SELECT 1 FROM team_members tm JOIN teams t ON t.id = tm.team_id
-                     WHERE t.organisation_id = p.organisation_id AND tm.user_id = ${userId})))
-       OR (p.applies_to = 'teams' AND EXISTS (
-             SELECT 1 FROM agent_policy_teams pt JOIN team_members tm ON tm.team_id = pt.team_id
-             WHERE pt.policy_id = p.id AND tm.user_id = ${userId}))
-    ORDER BY p.id`.execute(db);
+  const rows = await agentPoliciesApplyingTo(db, userId);
   const allow = new Set(defaults.allowDomains);
   const block = new Set(defaults.blockDomains);
   let other = defaults.other;

@@ -6,12 +6,11 @@ import {
   randomToken,
   verifyPassword,
   type Metrics,
-  type User,
 } from '../core/index.js';
 import type { CsrfResponse, LoginResponse, UserView } from './admin-api.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
 import { LoginLimiter } from '../domain/login-limits.js';
-import { getCredentials, recordLogin } from '../domain/users.js';
+import { getCredentials, recordLogin, type User } from '../domain/users.js';
 import { logAction } from '../domain/action-log.js';
 import { inTransaction } from '../domain/db/index.js';
 import { resolveRedirect } from './redirect.js';

@@ -1,5 +1,6 @@
 import type { Request, Response, NextFunction, RequestHandler } from 'express';
-import type { Config, Db, Encryptor, Logger, Metrics, User } from '../core/index.js';
+import type { Config, Db, Encryptor, Logger, Metrics } from '../core/index.js';
+import type { User } from '../domain/users.js';
 import { AuthError, AppError } from '../core/index.js';
 import type { DbSessionStore } from './session-store.js';
 import type { Database } from '../domain/db/index.js';

@@ -10,3 +10,6 @@ export * from './memory-routes.js';
 export * from './account-routes.js';
 export * from './chat-routes.js';
 export * from './admin-sessions-routes.js';
+// The ports daemon/serve.ts (the composition root) implements for the fleet routes.
+export type { OperatorPort } from './fleet.js';
+export type { AttachPort } from './fleet-attach.js';

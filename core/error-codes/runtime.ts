@@ -23,6 +23,7 @@ export const RUNTIME_ERRORS = {
   ERR_SANDBOX_CHILD_SPAWN: { status: 502, surfaces: ['control'], description: 'The agent child could not be spawned.' },
   ERR_SANDBOX_CHILD_TIMEOUT: { status: 502, surfaces: ['control'], description: 'The agent child did not become ready in time.' },
   ERR_SANDBOX_CHILD_EXITED: { status: 502, surfaces: ['turn', 'control'], description: 'The agent child exited (during a turn it is restarted and the turn ends with this code).' },
+  ERR_RUNTIME_BAD_ANSWER: { status: 502, surfaces: ['control', 'start'], description: 'The container engine answered with data of an unexpected shape (a field missing or mistyped).' },
   ERR_RUNTIME_UNAVAILABLE: { status: 503, surfaces: ['http'], description: 'The sandbox runtime is not running on this server (no Docker engine).' },
   ERR_DAEMON_NOT_RUNNING: { status: 503, surfaces: ['control'], description: 'The CLI found no daemon on the control socket; start `airlock serve`.' },
   ERR_DAEMON_UNREACHABLE: { status: 503, surfaces: ['control'], description: 'The CLI cannot reach the daemon\'s control socket.' },

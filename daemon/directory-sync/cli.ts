@@ -1,7 +1,6 @@
 import { join } from 'node:path';
 import { AppError, isAppError, type Config } from '../../core/index.js';
-import { createOrGetRunningJob, syncConnection, type SandboxControl } from '../../domain/identity/index.js';
-import { jobView } from '../../web/identity/views.js';
+import { createOrGetRunningJob, syncConnection, syncJobSummary, type SandboxControl } from '../../domain/identity/index.js';
 import { openBase } from '../context.js';
 import { CONTROL_SOCKET_NAME, controlRequest, KillUserReplySchema } from '../runtime/control-api.js';
 import { recoverStaleJobs } from './job-owner.js';
@@ -80,7 +79,7 @@ export async function syncDirectoryCli(config: Readonly<Config>, opts: SyncDirec
     const { job, created } = await createOrGetRunningJob(db, conn.id, 'manual', null);
     if (!created) {
       const by = job.owner_pid != null ? `, pid ${job.owner_pid} on ${job.owner_host}` : '';
-      if (opts.json) process.stdout.write(JSON.stringify({ job: jobView(job), created: false }) + '\n');
+      if (opts.json) process.stdout.write(JSON.stringify({ job: syncJobSummary(job), created: false }) + '\n');
       else out.write(`airlock: a directory sync is already running for ${conn.provider} (job ${job.id}, ${job.status}${by})\n`);
       return 1;
     }
@@ -88,7 +87,7 @@ export async function syncDirectoryCli(config: Readonly<Config>, opts: SyncDirec
     // their live sandboxes, as in `serve`.
     const sandboxes = daemonSandboxControl(config.dataDir, out);
     const done = await runDirectorySync({ config, db, log: base.log, sandboxes }, job.id, progressPrinter(out));
-    const view = jobView(done);
+    const view = syncJobSummary(done);
     if (opts.json) process.stdout.write(JSON.stringify({ job: view, created: true }) + '\n');
     else if (done.status === 'succeeded') {
       const r = view.result as Record<string, number>;

@@ -1,6 +1,6 @@
 import { importPKCS8, SignJWT } from 'jose';
 import { AppError } from '../../core/index.js';
-import type { ServiceAccountKey } from '../../web/index.js';
+import type { ServiceAccountKey } from '../../domain/identity/index.js';
 
 /** Read-only directory scopes (domain-wide delegation must grant exactly these). */
 export const DIRECTORY_SCOPES = [

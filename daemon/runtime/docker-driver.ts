@@ -1,6 +1,7 @@
 /** The Docker implementation of SandboxDriver (dockerode over the engine's unix socket). */
 import type Docker from 'dockerode';
-import { AppError, type Config } from '../../core/index.js';
+import { z } from 'zod';
+import { AppError, checkAnswer, type Config } from '../../core/index.js';
 import { CHILD_GID, CHILD_UID, SANDBOX_RUN_DIR, SANDBOX_WORKSPACE } from '../../core/sandbox-protocol.js';
 import { LABEL_OWNER, type OwnedSandbox, type SandboxDetails, type SandboxDriver, type SandboxSpec, type ShellTerminal } from './sandbox-driver.js';
 
@@ -53,8 +54,72 @@ export function hostPidsLimit(s: Readonly<Config['sandbox']>): number {
 export const RUNSC_PIDS_BASE = 256;
 export const RUNSC_PIDS_PER_PROCESS = 12;
 
+/** The engine's HTTP status on a dockerode error (404 gone, 409 conflict), if it has one. */
 function statusOf(err: unknown): number | undefined {
-  return (err as { statusCode?: number })?.statusCode;
+  if (typeof err !== 'object' || err === null || !('statusCode' in err)) return undefined;
+  return typeof err.statusCode === 'number' ? err.statusCode : undefined;
+}
+
+const optionalList = z.array(z.string()).nullable().optional();
+/**
+ * The fields of the engine's container inspect answer the daemon reads (it has many more,
+ * dropped). The hardening fields are shown, not relied on, so they may be absent.
+ */
+const ContainerInspectSchema = z.object({
+  Name: z.string(),
+  Config: z.object({ Image: z.string(), Labels: z.record(z.string(), z.string()).nullable().optional() }),
+  State: z.object({ Status: z.string(), StartedAt: z.string() }),
+  HostConfig: z.object({
+    NetworkMode: z.string().optional(),
+    ReadonlyRootfs: z.boolean().optional(),
+    CapDrop: optionalList,
+    CapAdd: optionalList,
+    SecurityOpt: optionalList,
+    PidsLimit: z.number().nullable().optional(),
+    Memory: z.number().optional(),
+    NanoCpus: z.number().optional(),
+    Runtime: z.string().optional(),
+  }),
+});
+
+/** A container inspect answer as SandboxDetails; ERR_RUNTIME_BAD_ANSWER when it lacks a field the daemon reads. */
+export function sandboxDetailsOf(inspected: unknown): SandboxDetails {
+  const c = checkAnswer(ContainerInspectSchema, inspected, 'ERR_RUNTIME_BAD_ANSWER', "the engine's container inspect answer");
+  const h = c.HostConfig;
+  return {
+    name: c.Name.replace(/^\//, ''),
+    image: c.Config.Image,
+    status: c.State.Status,
+    startedAt: c.State.StartedAt,
+    labels: c.Config.Labels ?? {},
+    hostConfig: {
+      networkMode: h.NetworkMode,
+      readonlyRootfs: h.ReadonlyRootfs,
+      capDrop: h.CapDrop,
+      capAdd: h.CapAdd,
+      securityOpt: h.SecurityOpt,
+      pidsLimit: h.PidsLimit,
+      memory: h.Memory,
+      nanoCpus: h.NanoCpus,
+      runtime: h.Runtime,
+    },
+  };
+}
+
+/**
+ * Split the engine's multiplexed log answer (no TTY on sandbox containers: 8-byte frame headers,
+ * byte 0 the stream, bytes 4-7 the length) by stream. Anything but bytes is ERR_RUNTIME_BAD_ANSWER.
+ */
+export function demuxLogs(answer: unknown, out: { stdout(chunk: Buffer): void; stderr(chunk: Buffer): void }): void {
+  if (!Buffer.isBuffer(answer)) throw new AppError('ERR_RUNTIME_BAD_ANSWER', "the engine's log answer is not bytes");
+  let i = 0;
+  while (i + 8 <= answer.length) {
+    const len = answer.readUInt32BE(i + 4);
+    const chunk = answer.subarray(i + 8, i + 8 + len);
+    if (answer[i] === 2) out.stderr(chunk);
+    else out.stdout(chunk);
+    i += 8 + len;
+  }
 }
 
 export class DockerDriver implements SandboxDriver {
@@ -84,30 +149,14 @@ export class DockerDriver implements SandboxDriver {
   }
 
   async inspect(id: string): Promise<SandboxDetails> {
+    let inspected: unknown;
     try {
-      const c = await this.docker.getContainer(id).inspect();
-      return {
-        name: c.Name.replace(/^\//, ''),
-        image: c.Config.Image,
-        status: c.State.Status,
-        startedAt: c.State.StartedAt,
-        labels: c.Config.Labels,
-        hostConfig: {
-          networkMode: c.HostConfig.NetworkMode,
-          readonlyRootfs: c.HostConfig.ReadonlyRootfs,
-          capDrop: c.HostConfig.CapDrop,
-          capAdd: c.HostConfig.CapAdd,
-          securityOpt: c.HostConfig.SecurityOpt,
-          pidsLimit: c.HostConfig.PidsLimit,
-          memory: c.HostConfig.Memory,
-          nanoCpus: c.HostConfig.NanoCpus,
-          runtime: (c.HostConfig as { Runtime?: string }).Runtime,
-        },
-      };
+      inspected = await this.docker.getContainer(id).inspect();
     } catch (err) {
       if (statusOf(err) === 404) throw new AppError('ERR_SESSION_NOT_FOUND', 'the container is gone', { status: 404, cause: err });
       throw err;
     }
+    return sandboxDetailsOf(inspected);
   }
 
   async remove(id: string): Promise<void> {
@@ -136,16 +185,9 @@ export class DockerDriver implements SandboxDriver {
   }
 
   async logs(id: string, tail: number, out: { stdout(chunk: Buffer): void; stderr(chunk: Buffer): void }): Promise<void> {
-    const buf = (await this.docker.getContainer(id).logs({ stdout: true, stderr: true, tail, follow: false })) as unknown as Buffer;
-    // Demultiplex the engine's 8-byte frame headers (no TTY on sandbox containers).
-    let i = 0;
-    while (i + 8 <= buf.length) {
-      const len = buf.readUInt32BE(i + 4);
-      const chunk = buf.subarray(i + 8, i + 8 + len);
-      if (buf[i] === 2) out.stderr(chunk);
-      else out.stdout(chunk);
-      i += 8 + len;
-    }
+    // follow: false answers the whole log as one Buffer (dockerode's types say a stream).
+    const answer: unknown = await this.docker.getContainer(id).logs({ stdout: true, stderr: true, tail, follow: false });
+    demuxLogs(answer, out);
   }
 
   async shell(id: string, o: { root: boolean; term: string }, tty: ShellTerminal): Promise<number> {

@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createConnection, type Socket } from 'node:net';
-import { AppError, createLogger, type Logger } from '../../core/index.js';
+import { AppError, appErrorFromPeer, createLogger, type Logger } from '../../core/index.js';
 import {
   ControlMessageSchema,
   SupervisorStatusSchema,
@@ -134,7 +134,7 @@ export class SandboxClient {
       this.pending.delete(m.id);
       clearTimeout(p.timer);
       if (m.ok) p.resolve(m.data ?? {});
-      else p.reject(new AppError(m.error.code, m.error.message, { status: m.error.code === 'ERR_SESSION_BUSY' ? 409 : 502 }));
+      else p.reject(appErrorFromPeer(m.error));
     } else if (m.type === 'event') {
       this.turns.get(m.turn_id)?.onEvent(m.event);
     } else if (m.type === 'turn_end') {

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { nowIso, type Sql } from '../db/index.js';
+import { nowIso, type Row, type Sql } from '../db/index.js';
 
 /**
  * What a user's agent may use, as the session start applies it.
@@ -21,18 +21,14 @@ export interface EffectiveAgentPolicy {
   policy_ids: number[];
 }
 
-interface PolicyRow {
-  id: number;
-  allowed_tools: string | null;
-  allowed_models: string | null;
-  denied_tools: string;
-  denied_models: string;
-}
-
-/** The agent policy in force for a user (see EffectiveAgentPolicy for the shape and rules). */
-export async function effectiveAgentPolicy(db: Sql, userId: number): Promise<EffectiveAgentPolicy> {
-  const { rows } = await sql<PolicyRow>`
-    SELECT p.id, p.allowed_tools, p.allowed_models, p.denied_tools, p.denied_models FROM agent_policies p
+/**
+ * The agent policies that apply to a user, oldest first: those of an organisation the user is a
+ * member of (directly or through one of its teams) for `all` members, and those whose teams
+ * include the user. The one statement of that rule; the tool, model and send policies all read it.
+ */
+export async function agentPoliciesApplyingTo(db: Sql, userId: number): Promise<Row<'agent_policies'>[]> {
+  const { rows } = await sql<Row<'agent_policies'>>`
+    SELECT p.* FROM agent_policies p
     WHERE (p.applies_to = 'all' AND (
              EXISTS (SELECT 1 FROM organisation_members m WHERE m.organisation_id = p.organisation_id AND m.user_id = ${userId})
           OR EXISTS (SELECT 1 FROM team_members tm JOIN teams t ON t.id = tm.team_id
@@ -41,6 +37,12 @@ export async function effectiveAgentPolicy(db: Sql, userId: number): Promise<Eff
              SELECT 1 FROM agent_policy_teams pt JOIN team_members tm ON tm.team_id = pt.team_id
              WHERE pt.policy_id = p.id AND tm.user_id = ${userId}))
     ORDER BY p.id`.execute(db);
+  return rows;
+}
+
+/** The agent policy in force for a user (see EffectiveAgentPolicy for the shape and rules). */
+export async function effectiveAgentPolicy(db: Sql, userId: number): Promise<EffectiveAgentPolicy> {
+  const rows = await agentPoliciesApplyingTo(db, userId);
   const out: EffectiveAgentPolicy = { tools: null, models: null, denied_tools: [], denied_models: [], policy_ids: [] };
   if (!rows.length) return out;
   const merge = (lists: (string | null)[]): string[] | null => {

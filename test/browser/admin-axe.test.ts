@@ -2,7 +2,7 @@ import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Page } from 'playwright-core';
-import { logAction } from '../../core/index.js';
+import { logAction } from '../../domain/action-log.js';
 import { addUser, startTestApp } from '../helpers/app.js';
 import { browserUnavailable, launch, screenshot, settled } from '../helpers/browser.js';
 
@@ -47,8 +47,8 @@ else {
     const team = Number(app.db.prepare("INSERT INTO teams (organisation_id, name) VALUES (?, 'Ops')").run(org).lastInsertRowid);
     app.db.prepare('INSERT INTO team_members (team_id, user_id) VALUES (?, ?)').run(team, bob.id);
     app.db.prepare("INSERT INTO agent_policies (organisation_id, name, applies_to, denied_tools) VALUES (?, 'no mail', 'all', '[\"send_email\"]')").run(org);
-    logAction(app.db, { event: 'identity.team.created', actorId: root.id, data: { team_id: team } });
-    logAction(app.db, { event: 'bi.denied', severity: 'critical', subjectId: bob.id, data: { table: 'payroll' } });
+    await logAction(app.database.sql, { event: 'identity.team.created', actorId: root.id, data: { team_id: team } });
+    await logAction(app.database.sql, { event: 'bi.denied', severity: 'critical', subjectId: bob.id, data: { table: 'payroll' } });
 
     const browser = await launch(t);
     for (const [width, scheme] of [[1280, 'light'], [390, 'light'], [1280, 'dark'], [390, 'dark']] as const) {

@@ -4,7 +4,7 @@
  */
 import t from 'tap';
 import type { Page } from 'playwright-core';
-import { logAction } from '../../core/index.js';
+import { logAction } from '../../domain/action-log.js';
 import { adminRig, openAdmin, ROOT_PW } from '../helpers/admin-browser.js';
 import { browserUnavailable, checkNarrow, screenshot } from '../helpers/browser.js';
 
@@ -32,7 +32,7 @@ else {
 
   t.test('action log: "Older entries" pages on with a cursor in one table, hidden on the last page; names, not ids', async (t) => {
     const { app, page, root, bob } = await setup(t);
-    for (let i = 0; i < 60; i++) logAction(app.db, { event: 'test.paging', actorId: root, subjectId: bob, data: { i } });
+    for (let i = 0; i < 60; i++) await logAction(app.database.sql, { event: 'test.paging', actorId: root, subjectId: bob, data: { i } });
     await open(page, app.url, 'action-log', '#log-table');
     await page.fill('#log-event', 'test.*');
     await page.click('#log-apply');

@@ -6,7 +6,7 @@
  */
 import t from 'tap';
 import type { Page } from 'playwright-core';
-import { logAction } from '../../core/index.js';
+import { logAction } from '../../domain/action-log.js';
 import { adminRig, openAdmin } from '../helpers/admin-browser.js';
 import { browserUnavailable } from '../helpers/browser.js';
 
@@ -85,7 +85,7 @@ else {
 
   t.test('action log: "Older entries" pressed with the keyboard puts focus on the first new row', async (t) => {
     const { app, page, root, bob } = await adminRig(t);
-    for (let i = 0; i < 60; i++) logAction(app.db, { event: 'test.focus', actorId: root, subjectId: bob, data: { i } });
+    for (let i = 0; i < 60; i++) await logAction(app.database.sql, { event: 'test.focus', actorId: root, subjectId: bob, data: { i } });
     await openAdmin(page, app.url, 'action-log', '#log-table');
     await page.fill('#log-event', 'test.*');
     await page.press('#log-event', 'Enter');

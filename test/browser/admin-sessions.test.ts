@@ -5,7 +5,8 @@
  * Docker engine answers (never under CI=true).
  */
 import t from 'tap';
-import { createLogger, createUser, hashPassword } from '../../core/index.js';
+import { createLogger, hashPassword } from '../../core/index.js';
+import { createUser } from '../../domain/users.js';
 import { serve } from '../../daemon/serve.js';
 import { Client } from '../helpers/client.js';
 import { axeProblems, browserUnavailable, checkNarrow, launch, screenshot } from '../helpers/browser.js';
@@ -32,8 +33,8 @@ else {
         await d.runtime?.close({ removeContainers: true });
         await d.close();
       });
-      createUser(d.db, { username: 'carol', email: 'carol@example.test', displayName: 'Carol Jones', passwordHash: await hashPassword('carol-password') });
-      createUser(d.db, { username: 'root', email: 'root@example.test', passwordHash: await hashPassword('root-password'), isSuperuser: true });
+      await createUser(d.database.sql, { username: 'carol', email: 'carol@example.test', displayName: 'Carol Jones', passwordHash: await hashPassword('carol-password') });
+      await createUser(d.database.sql, { username: 'root', email: 'root@example.test', passwordHash: await hashPassword('root-password'), isSuperuser: true });
 
       const browser = await launch(t);
       const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });

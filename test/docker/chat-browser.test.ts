@@ -10,7 +10,9 @@
  */
 import t from 'tap';
 import type { Page } from 'playwright-core';
-import { Encryptor, createLogger, createUser, hashPassword, loadOrCreateEncryptionKey, queryActionLog, WORKSPACE_SCOPES } from '../../core/index.js';
+import { Encryptor, createLogger, hashPassword, loadOrCreateEncryptionKey, WORKSPACE_SCOPES } from '../../core/index.js';
+import { queryActionLog } from '../../domain/action-log.js';
+import { createUser } from '../../domain/users.js';
 import { AccountStore } from '../../domain/accounts.js';
 import { serve } from '../../daemon/serve.js';
 import * as google from '../../emulator/google.js';
@@ -104,7 +106,7 @@ else if (docker) {
       await d.runtime?.close({ removeContainers: true });
       await d.close();
     });
-    createUser(d.db, { username: 'carol', email: 'carol@example.test', passwordHash: await hashPassword('carol-password') });
+    await createUser(d.database.sql, { username: 'carol', email: 'carol@example.test', passwordHash: await hashPassword('carol-password') });
     return d;
   }
 
@@ -225,7 +227,7 @@ else if (docker) {
     await page.click('.tool[data-tool=send_email] summary');
 
     // Another user cannot read that attachment.
-    createUser(d.db, { username: 'eve', email: 'eve@example.test', passwordHash: await hashPassword('eve-password') });
+    await createUser(d.database.sql, { username: 'eve', email: 'eve@example.test', passwordHash: await hashPassword('eve-password') });
     const src = await page.getAttribute('img.attachment', 'src');
     const ctx2 = await browser.newContext();
     const p2 = await ctx2.newPage();
@@ -238,7 +240,7 @@ else if (docker) {
     await ctx2.close();
 
     // An admin sees the live session on the admin page, restarts it, then kills it.
-    createUser(d.db, { username: 'root', email: 'root@example.test', passwordHash: await hashPassword('root-password'), isSuperuser: true });
+    await createUser(d.database.sql, { username: 'root', email: 'root@example.test', passwordHash: await hashPassword('root-password'), isSuperuser: true });
     const ctx3 = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     const p3 = await ctx3.newPage();
     p3.on('dialog', (dlg) => void dlg.accept());
@@ -304,7 +306,7 @@ else if (docker) {
       AIRLOCK_GOOGLE_SHEETS_BASE_URL: g.url,
       AIRLOCK_GOOGLE_DRIVE_BASE_URL: g.url,
     });
-    const user = createUser(d.db, { username: 'frida', email: 'frida@example.test', passwordHash: await hashPassword('frida-password') });
+    const user = await createUser(d.database.sql, { username: 'frida', email: 'frida@example.test', passwordHash: await hashPassword('frida-password') });
     await new AccountStore(d.database.sql, new Encryptor(loadOrCreateEncryptionKey(d.config.dataDir, d.config.encryptionKey))).connect(user.id, {
       email: 'frida@example.test',
       scopes: [...WORKSPACE_SCOPES],
@@ -326,7 +328,7 @@ else if (docker) {
     t.equal(await page.getAttribute('.tool[data-tool=send_email]', 'data-status'), 'ok', 'send_email done on the page');
     t.match(await page.textContent('.msg.assistant'), /Sent the chart to bob@example\.test\./);
     t.equal(g.mailbox.length, 1, 'the mail arrived');
-    const log = queryActionLog(d.db, { event: 'chat.mail_sent' });
+    const log = await queryActionLog(d.database.sql, { event: 'chat.mail_sent' });
     t.equal(log.length, 1, 'the action log has the mail');
     t.same(log[0].data.recipients, 1, 'with its recipients count');
     t.notOk(JSON.stringify(log[0].data).includes('bob@'), 'never the addresses or the body');
@@ -339,6 +341,6 @@ else if (docker) {
     await page.click(`#session-list li:has(a[href="#/chat/${sid}"]) button:text("Delete")`);
     await page.waitForFunction(() => location.hash === '#/chat');
     t.same(d.runtime!.sessions.list().filter((s) => s.sessionId === sid), [], 'deleting the chat ended its sandbox');
-    t.equal(queryActionLog(d.db, { event: 'chat.deleted' })[0]?.data.sandbox_ended, true, 'logged with sandbox_ended');
+    t.equal((await queryActionLog(d.database.sql, { event: 'chat.deleted' }))[0]?.data.sandbox_ended, true, 'logged with sandbox_ended');
   });
 }

@@ -5,7 +5,8 @@
  */
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
-import { createLogger, Encryptor, loadOrCreateEncryptionKey, createUser, hashPassword, WORKSPACE_SCOPES } from '../../core/index.js';
+import { createLogger, Encryptor, loadOrCreateEncryptionKey, hashPassword, WORKSPACE_SCOPES } from '../../core/index.js';
+import { createUser } from '../../domain/users.js';
 import { AccountStore } from '../../domain/accounts.js';
 import { serve } from '../../daemon/serve.js';
 import { LABEL_USER } from '../../daemon/runtime/session-manager.js';
@@ -95,7 +96,7 @@ if (docker) {
     const accounts = new AccountStore(d.database.sql, new Encryptor(loadOrCreateEncryptionKey(dir, config.encryptionKey)));
     const ids: number[] = [];
     for (const u of users) {
-      const user = createUser(d.db, { username: u.name, email: `${u.name}@example.test`, passwordHash: await hashPassword(`${u.name}-password`) });
+      const user = await createUser(d.database.sql, { username: u.name, email: `${u.name}@example.test`, passwordHash: await hashPassword(`${u.name}-password`) });
       ids.push(user.id);
       await accounts.connect(user.id, { email: `${u.name}@example.test`, scopes: [...WORKSPACE_SCOPES], accessToken: u.token, expiresAt: Date.now() + 3600_000 });
     }

@@ -4,7 +4,8 @@
  * → egress gateway → Google-shaped and OpenAI-shaped servers on 127.0.0.1.
  */
 import t from 'tap';
-import { createLogger, Encryptor, loadOrCreateEncryptionKey, createUser, hashPassword, WORKSPACE_SCOPES } from '../../core/index.js';
+import { createLogger, Encryptor, loadOrCreateEncryptionKey, hashPassword, WORKSPACE_SCOPES } from '../../core/index.js';
+import { createUser } from '../../domain/users.js';
 import { AccountStore } from '../../domain/accounts.js';
 import { serve } from '../../daemon/serve.js';
 import * as google from '../../emulator/google.js';
@@ -52,7 +53,7 @@ if (docker) {
       await d.runtime?.close({ removeContainers: true });
       await d.close();
     });
-    const user = createUser(d.db, { username: 'alice', email: 'alice@example.test', passwordHash: await hashPassword('alice-password') });
+    const user = await createUser(d.database.sql, { username: 'alice', email: 'alice@example.test', passwordHash: await hashPassword('alice-password') });
     // A completed "connect workspace account" (the OAuth flow itself is tested in account.test.ts).
     const connect = () =>
       new AccountStore(d.database.sql, new Encryptor(loadOrCreateEncryptionKey(dir, config.encryptionKey))).connect(user.id, {

@@ -7,7 +7,8 @@
  */
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
-import { createLogger, createUser, Encryptor, silentLogger } from '../../core/index.js';
+import { createLogger, Encryptor, silentLogger } from '../../core/index.js';
+import { createUser } from '../../domain/users.js';
 import type { AgentEvent } from '../../core/sandbox-protocol.js';
 import { OverlayPreparer } from '../../daemon/overlay.js';
 import { SessionManager } from '../../daemon/runtime/session-manager.js';
@@ -41,8 +42,8 @@ if (docker) {
     t.teardown(() => m.close({ removeContainers: true }));
     await m.start();
 
-    const u = createUser(db, { username: 'u', email: 'u@x.test' });
-    const v = createUser(db, { username: 'v', email: 'v@x.test' });
+    const u = await createUser(database.sql, { username: 'u', email: 'u@x.test' });
+    const v = await createUser(database.sql, { username: 'v', email: 'v@x.test' });
     const org = Number(db.prepare("INSERT INTO organisations (name) VALUES ('Acme')").run().lastInsertRowid);
     db.prepare('INSERT INTO organisation_members (organisation_id, user_id) VALUES (?, ?), (?, ?)').run(org, u.id, org, v.id);
     const turn = async (sessionId: string, userId: number, prompt = 'hello') => {

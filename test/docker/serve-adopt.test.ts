@@ -10,7 +10,8 @@ import t from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createLogger, createUser, Encryptor, hashPassword, loadOrCreateEncryptionKey, mintAgentUserToken, WORKSPACE_SCOPES } from '../../core/index.js';
+import { createLogger, Encryptor, hashPassword, loadOrCreateEncryptionKey, mintAgentUserToken, WORKSPACE_SCOPES } from '../../core/index.js';
+import { createUser } from '../../domain/users.js';
 import { AccountStore } from '../../domain/accounts.js';
 import { serve, type RunningDaemon } from '../../daemon/serve.js';
 import * as google from '../../emulator/google.js';
@@ -86,7 +87,7 @@ if (docker) {
     // ---- the first daemon: a session with a connected account mails once.
     const d1 = await serve(config, { log, runtime: { owner } });
     t.teardown(() => d1.close());
-    const user = createUser(d1.db, { username: 'alice', email: 'alice@example.test', passwordHash: await hashPassword('alice-password') });
+    const user = await createUser(d1.database.sql, { username: 'alice', email: 'alice@example.test', passwordHash: await hashPassword('alice-password') });
     const accountsOf = (d: RunningDaemon) => new AccountStore(d.database.sql, new Encryptor(loadOrCreateEncryptionKey(dir, config.encryptionKey)));
     await accountsOf(d1).connect(user.id, { email: 'alice@example.test', scopes: [...WORKSPACE_SCOPES], accessToken: grant.access_token, refreshToken: grant.refresh_token, expiresAt: Date.now() + 3600_000 });
     const c1 = new Client(d1.web.url);
@@ -171,7 +172,7 @@ if (docker) {
     const log = createLogger({ level: 'info', destination: logs.stream });
     const d1 = await serve(config, { log, runtime: { owner } });
     t.teardown(() => d1.close());
-    for (const name of ['bob', 'carol']) createUser(d1.db, { username: name, email: `${name}@example.test`, passwordHash: await hashPassword(`${name}-password`) });
+    for (const name of ['bob', 'carol']) await createUser(d1.database.sql, { username: name, email: `${name}@example.test`, passwordHash: await hashPassword(`${name}-password`) });
     const sessionOf = async (name: string) => {
       const c = new Client(d1.web.url);
       t.equal((await c.login(name, `${name}-password`)).status, 200);

@@ -3,11 +3,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { atRestEncryptor, createLogger, createUser, hashPassword, loadConfig, type Config, type Db, type Logger, type User } from '../../core/index.js';
+import { atRestEncryptor, createLogger, hashPassword, loadConfig, type Config, type Db, type Logger } from '../../core/index.js';
 import { DbSessionStore, startWebServer, type WebServer, type WebServices } from '../../web/index.js';
 import { Client } from './client.js';
 import { openDatabase, type Database } from '../../domain/db/index.js';
-import { createUser as createUserAsync } from '../../domain/users.js';
+import { createUser, type User } from '../../domain/users.js';
 import { testDatabaseUrl } from './db.js';
 
 /** Secrets every test config uses; tests also scan logs and responses for them. */
@@ -115,9 +115,8 @@ export async function startTestApp(t: { teardown(fn: () => unknown): void }, opt
   return app;
 }
 
-export async function addUser(db: Db | Database, username: string, password: string, opts: { superuser?: boolean; email?: string } = {}): Promise<User> {
-  const u = { username, email: opts.email ?? `${username}@example.test`, passwordHash: await hashPassword(password), isSuperuser: opts.superuser };
-  return 'sql' in db ? createUserAsync(db.sql, u) : createUser(db, u);
+export async function addUser(database: Database, username: string, password: string, opts: { superuser?: boolean; email?: string } = {}): Promise<User> {
+  return createUser(database.sql, { username, email: opts.email ?? `${username}@example.test`, passwordHash: await hashPassword(password), isSuperuser: opts.superuser });
 }
 
 /** A free TCP port on 127.0.0.1 (for tests that must know the app's origin before it starts). */

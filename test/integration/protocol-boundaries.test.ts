@@ -92,6 +92,34 @@ t.test('daemon reading the supervisor: bad lines refused and logged, good replie
   t.match(rejections(sink.lines).pop(), { msg: 'sandbox sent a bad status', channel: 'sandbox-control' });
 });
 
+t.test('daemon reading the supervisor: an error reply takes its status from the catalogue', async (t) => {
+  const dir = tempDir(t, 'airlock-proto-');
+  const path = join(dir, 'control.sock');
+  // A stand-in supervisor that fails each `cancel` with the code its turn_id names.
+  const server = createServer((s) => {
+    let buf = '';
+    s.setEncoding('utf8');
+    s.on('data', (d: string) => {
+      buf += d;
+      let i: number;
+      while ((i = buf.indexOf('\n')) >= 0) {
+        const req = JSON.parse(buf.slice(0, i)) as { id: string; turn_id: string };
+        buf = buf.slice(i + 1);
+        s.write(JSON.stringify({ type: 'reply', id: req.id, ok: false, error: { code: req.turn_id, message: 'refused' } }) + '\n');
+      }
+    });
+  });
+  await new Promise<void>((r) => server.listen(path, r));
+  t.teardown(() => server.close());
+  const client = await SandboxClient.connect(path, 2000, createLogger({ level: 'warn', destination: logSink().stream }));
+  t.teardown(() => client.close());
+  const failWith = (code: string) => client.request({ type: 'cancel', turn_id: code });
+  await t.rejects(failWith('ERR_SESSION_BUSY'), { code: 'ERR_SESSION_BUSY', status: 409 });
+  await t.rejects(failWith('ERR_SESSION_NOT_FOUND'), { code: 'ERR_SESSION_NOT_FOUND', status: 404 });
+  await t.rejects(failWith('ERR_SANDBOX_TIMEOUT'), { code: 'ERR_SANDBOX_TIMEOUT', status: 504 });
+  await t.rejects(failWith('A_NEWER_SUPERVISORS_CODE'), { code: 'A_NEWER_SUPERVISORS_CODE', status: 502 }, 'a code the catalogue does not know: 502');
+});
+
 t.test('supervisor reading the daemon: coded error reply (when the id is readable) and a log line', async (t) => {
   const dir = tempDir(t, 'airlock-proto-');
   const logs: { level: string; msg: string; data?: Record<string, unknown> }[] = [];

@@ -26,7 +26,10 @@ const ALLOWED: Record<string, string[]> = {
   emulator: ['emulator', 'core'],
 };
 
-/** Deny-lists for folders that may import anything else (daemon/ is the composition root). */
+/**
+ * Deny-lists for folders that may import anything else (daemon/ is the composition root; its
+ * imports of web/ are narrowed further below).
+ */
 const FORBIDDEN: Record<string, string[]> = {
   daemon: SANDBOX,
   web: SANDBOX,
@@ -82,6 +85,28 @@ t.test('folder import boundaries hold', async (t) => {
   t.same(r.violations, [], 'no forbidden imports');
 });
 
+/**
+ * daemon/ reaches web/ only at the composition root: daemon/serve.ts builds and serves the web
+ * app through web/'s public entry and implements the ports web/ declares. Every other daemon/
+ * file takes what it shares with web/ (identity, agent policy, data access) from domain/ or core/.
+ */
+const WEB_ROOT = 'daemon/serve.ts';
+const WEB_ENTRY = 'web/index.js';
+
+t.test('daemon/ imports web/ only in the composition root, and only its public entry', async (t) => {
+  const root = repoRoot();
+  const violations: string[] = [];
+  let rootImportsEntry = false;
+  for (const [file, spec, target] of importsOf(root, 'daemon')) {
+    if (target !== 'web') continue;
+    const path = relative(root, resolve(dirname(join(root, file)), spec));
+    if (file === WEB_ROOT && path === WEB_ENTRY) rootImportsEntry = true;
+    else violations.push(`${file} imports ${spec}`);
+  }
+  t.ok(rootImportsEntry, `${WEB_ROOT} wires the web app through ${WEB_ENTRY}`);
+  t.same(violations, [], `no daemon/ file but ${WEB_ROOT} imports web/, and it imports only ${WEB_ENTRY}`);
+});
+
 t.test('host code never imports sandbox code', async (t) => {
   const r = check(FORBIDDEN, (target, denied) => denied.includes(target));
   t.ok(r.checked > 0, 'some imports were checked');
@@ -96,7 +121,8 @@ t.test('sandbox code never imports host code', async (t) => {
 
 /**
  * The files that read a sandbox boundary (control socket, child stdio, the CLI control socket,
- * MCP results) check what they read with a schema; none of them casts with `as`.
+ * MCP results), another node's answer, a token endpoint's or the container engine's, check what
+ * they read with a schema; none of them casts with `as`.
  */
 const WIRE_READERS = [
   'core/ndjson.ts',
@@ -109,11 +135,15 @@ const WIRE_READERS = [
   'daemon/runtime/control-api.ts',
   'daemon/runtime/cli.ts',
   'daemon/local-runner.ts',
-  // an owner node's refusal of an attach (its HTTP error body)
+  // Readers of other HTTP peers and the container engine: another node (its answers, an owner
+  // node's refusal of an attach), a token endpoint, dockerode.
+  'daemon/fleet.ts',
   'daemon/fleet-cli.ts',
+  'core/accounts.ts',
+  'daemon/runtime/docker-driver.ts',
 ];
 
-t.test('no `as` cast in the files that read the sandbox protocol', async (t) => {
+t.test('no `as` cast in the files that read the sandbox protocol or a peer\'s answer', async (t) => {
   const root = repoRoot();
   const casts: string[] = [];
   let files = 0;

@@ -8,7 +8,7 @@ import { mkdtempSync, readdirSync, rmSync, writeFileSync, mkdirSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { createUser } from '../../core/index.js';
+import { createUser } from '../../domain/users.js';
 import { loadMigrations, migrateSqlite as migrate, openDatabase, sqliteSchemaVersion as schemaVersion } from '../../domain/db/index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'airlock-db-'));
@@ -19,7 +19,8 @@ t.test('open: WAL, foreign keys, every migration recorded in order, schema versi
   const migrations = await loadMigrations();
   t.ok(migrations.length >= 7, 'the numbered migrations are found');
   t.same(migrations.map((m) => m.version), [...migrations.map((m) => m.version)].sort((a, b) => a - b), 'in number order');
-  const db = (await openDatabase({ file })).sqlite!;
+  const database = await openDatabase({ file });
+  const db = database.sqlite!;
   t.equal(db.pragma('journal_mode', { simple: true }), 'wal');
   t.equal(db.pragma('foreign_keys', { simple: true }), 1);
   const rows = db.prepare('SELECT version, name FROM schema_migrations ORDER BY version').all() as { version: number; name: string }[];
@@ -28,11 +29,11 @@ t.test('open: WAL, foreign keys, every migration recorded in order, schema versi
   t.equal(schemaVersion(db), last);
   t.equal(db.pragma('user_version', { simple: true }), last);
   t.throws(() => db.prepare("INSERT INTO chat_sessions (id, user_id) VALUES ('s1', 424242)").run(), { code: 'SQLITE_CONSTRAINT_FOREIGNKEY' }, 'a row pointing at no user is refused');
-  const u = createUser(db, { username: 'fk', passwordHash: null });
+  const u = await createUser(database.sql, { username: 'fk', passwordHash: null });
   db.prepare("INSERT INTO chat_sessions (id, user_id) VALUES ('s1', ?)").run(u.id);
   db.prepare('DELETE FROM users WHERE id = ?').run(u.id);
   t.equal((db.prepare('SELECT COUNT(*) AS n FROM chat_sessions').get() as { n: number }).n, 0, 'ON DELETE CASCADE acts');
-  db.close();
+  await database.close();
   t.ok(readdirSync(join(dir, 'data')).includes('airlock.db'));
 });
 
@@ -66,7 +67,8 @@ t.test('upgrading a SQLite install to AUTOINCREMENT ids keeps every row, index a
   const all = await loadMigrations();
   const at = all.findIndex((m) => m.version === 8);
   migrate(db, all.slice(0, at));
-  const u = createUser(db, { username: 'keep', passwordHash: null });
+  // A user row of the schema before migration 8 (the domain's createUser writes today's schema).
+  const u = { id: Number(db.prepare("INSERT INTO users (username, password_hash) VALUES ('keep', NULL)").run().lastInsertRowid) };
   db.prepare("INSERT INTO memories (user_id, content) VALUES (?, 'one'), (?, 'two')").run(u.id, u.id);
   db.prepare("INSERT INTO chat_sessions (id, user_id) VALUES ('s1', ?)").run(u.id);
   const last = db.prepare("SELECT MAX(id) AS id FROM memories").get() as { id: number };

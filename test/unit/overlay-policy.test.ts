@@ -1,6 +1,7 @@
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
-import { createUser, Encryptor, loadConfig, silentLogger } from '../../core/index.js';
+import { Encryptor, loadConfig, silentLogger } from '../../core/index.js';
+import { createUser } from '../../domain/users.js';
 import { OverlayPreparer } from '../../daemon/overlay.js';
 import { TokenService } from '../../daemon/tokens.js';
 import { openDatabase } from '../../domain/db/index.js';
@@ -20,9 +21,9 @@ t.test('agent policy at session start', async (t) => {
     log: silentLogger(),
   });
   const prep = new OverlayPreparer({ config, db: database.sql, tokens, log: silentLogger() });
-  const free = createUser(db, { username: 'free', email: 'free@x.test' });
-  const limited = createUser(db, { username: 'limited', email: 'limited@x.test' });
-  const barred = createUser(db, { username: 'barred', email: 'barred@x.test' });
+  const free = await createUser(database.sql, { username: 'free', email: 'free@x.test' });
+  const limited = await createUser(database.sql, { username: 'limited', email: 'limited@x.test' });
+  const barred = await createUser(database.sql, { username: 'barred', email: 'barred@x.test' });
   const org = Number(db.prepare("INSERT INTO organisations (name) VALUES ('Acme')").run().lastInsertRowid);
   const org2 = Number(db.prepare("INSERT INTO organisations (name) VALUES ('Other')").run().lastInsertRowid);
   db.prepare('INSERT INTO organisation_members (organisation_id, user_id) VALUES (?, ?), (?, ?)').run(org, limited.id, org2, barred.id);
@@ -48,9 +49,9 @@ t.test('MAIL_FROM: the connected account address, only when connected and only a
   t.teardown(() => tokens.close());
   const emails: Record<number, string> = {};
   const prep = new OverlayPreparer({ config, db: database.sql, tokens, log: silentLogger(), accountEmail: (id) => emails[id] });
-  const a = createUser(db, { username: 'a', email: 'a@x.test' });
-  const b = createUser(db, { username: 'b', email: 'b@x.test' });
-  const c = createUser(db, { username: 'c', email: 'c@x.test' });
+  const a = await createUser(database.sql, { username: 'a', email: 'a@x.test' });
+  const b = await createUser(database.sql, { username: 'b', email: 'b@x.test' });
+  const c = await createUser(database.sql, { username: 'c', email: 'c@x.test' });
   for (const u of [a, b]) await store.connect(u.id, { email: null, scopes: [], accessToken: `tok-${u.id}`, expiresAt: Date.now() + 3600_000 });
   emails[a.id] = 'alice@example.test';
   emails[b.id] = 'Evil <x@y>\r\nBcc: all@example.test';

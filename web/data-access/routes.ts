@@ -1,5 +1,6 @@
 import { Router, type Request } from 'express';
-import { AppError, type Severity } from '../../core/index.js';
+import { AppError } from '../../core/index.js';
+import type { Severity } from '../../domain/action-log.js';
 import {
   COLUMN_RE,
   FILTER_LIMITS,

@@ -1,6 +1,7 @@
 import type { SyncJobRow } from '../../domain/identity/directory-sync-store.js';
 import type { IdpConnectionRow } from '../../domain/identity/store.js';
 import { hasGroupSync } from '../../domain/identity/store.js';
+import { syncJobSummary } from '../../domain/identity/job-view.js';
 import type { ConnectionView, SyncJobView } from '../admin-api.js';
 
 /** Public view of a connection: never a secret, only whether one is set. */
@@ -27,19 +28,7 @@ export function connectionView(c: IdpConnectionRow): ConnectionView {
 }
 
 
+/** The admin API's view of a sync job: the domain's summary, checked against the API type. */
 export function jobView(j: SyncJobRow): SyncJobView {
-  return {
-    id: j.id,
-    connection_id: j.connection_id,
-    status: j.status,
-    trigger: j.trigger,
-    requested_by: j.requested_by,
-    result: j.result ? JSON.parse(j.result) : null,
-    error: j.error ? JSON.parse(j.error) : null,
-    progress: j.progress ? JSON.parse(j.progress) : null,
-    created_at: j.created_at,
-    started_at: j.started_at,
-    finished_at: j.finished_at,
-  };
+  return syncJobSummary(j) satisfies SyncJobView;
 }
-

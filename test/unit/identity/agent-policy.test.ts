@@ -1,5 +1,5 @@
 import t from 'tap';
-import { createUser } from '../../../core/index.js';
+import { createUser } from '../../../domain/users.js';
 import { checkCallbackUrl, effectiveAgentPolicy, policyAllows, rewriteAgentPolicies } from '../../../web/index.js';
 import { openDatabase } from '../../../domain/db/index.js';
 
@@ -8,9 +8,9 @@ t.test('effectiveAgentPolicy: none, org-wide, team grants add up, deny wins', as
   const db = database.sqlite!;
   const sql = database.sql;
   t.teardown(() => database.close());
-  const a = createUser(db, { username: 'a', email: 'a@x.test' });
-  const b = createUser(db, { username: 'b', email: 'b@x.test' });
-  const c = createUser(db, { username: 'c', email: 'c@x.test' });
+  const a = await createUser(database.sql, { username: 'a', email: 'a@x.test' });
+  const b = await createUser(database.sql, { username: 'b', email: 'b@x.test' });
+  const c = await createUser(database.sql, { username: 'c', email: 'c@x.test' });
   t.same(await effectiveAgentPolicy(sql, a.id), { tools: null, models: null, denied_tools: [], denied_models: [], policy_ids: [] }, 'no policy: unrestricted');
 
   const org = Number(db.prepare("INSERT INTO organisations (name) VALUES ('Acme')").run().lastInsertRowid);
