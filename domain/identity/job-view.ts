@@ -1,4 +1,4 @@
-import type { JobStatus, JobTrigger, SyncJobRow } from './store.js';
+import type { JobStatus, JobTrigger, SyncJobRow } from './directory-sync-store.js';
 
 /**
  * A directory-sync job as people see it: the admin API's answer (web/identity/views.ts checks it
