@@ -131,6 +131,26 @@ function start(): void {
   });
 }
 
+/**
+ * While the snapshot is built: one idle boot of the built-in MCP servers (connect, list tools),
+ * a configure and a text-only demo turn, then close; and one parse of each message kind. No env,
+ * no output, no file touched. What stays in the
+ * snapshot is what such a boot leaves in shared module state: zod's compiled fast paths of the
+ * MCP and sandbox protocol schemas and the tools' JSON schemas, which each agent would otherwise
+ * build again at its start. Nothing of a session exists yet to be frozen into the blob.
+ */
+async function warmUp(): Promise<void> {
+  const quiet = createLogger({ level: 'silent', destination: process.stderr, name: 'agent' });
+  const tools = await ToolHost.connect(parseMcpServers({}, []), {}, quiet);
+  // A configure and a text-only turn of the demo model (no tool runs, nothing touches a file).
+  const settings = readAgentSettings({ AGENT_MODEL_PROVIDER: 'demo' });
+  await tools.configure(settings.allowedTools, settings.toolEnv, undefined);
+  const agent = new Agent({ model: createModel(settings), tools, system: settings.systemPrompt, maxSteps: 1, toolTimeoutMs: settings.toolTimeoutMs });
+  await agent.runTurn('hello', () => undefined, new AbortController().signal);
+  await tools.close();
+  for (const m of [{ type: 'configure', env: {} }, { type: 'prompt', turn_id: 't', prompt: '' }, { type: 'cancel', turn_id: 't' }]) ChildInboundSchema.safeParse(m);
+}
+
 // In the image the agent starts from a V8 startup snapshot of its bundle, taken after every module
 // has loaded (docs/runtime.md, "Cold start, step by step"): there, this line runs at build time
 // and `start` runs in each process made from the snapshot. Anywhere else it starts at once.
@@ -140,4 +160,5 @@ else {
     importFromSnapshotProcess();
     start();
   });
+  void warmUp();
 }
