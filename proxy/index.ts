@@ -4,6 +4,7 @@
  */
 export { startCredentialProxy, tokenEnvOf, TUNNEL_IDLE_MS, MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_HEADER_COUNT, TRACE_HEADER, type MailHoldRequest, type MailRelease, type MailRefusalCode, type ProxyDecision, type ProxyOptions, type RunningProxy } from './server.js';
 export { COMMON_REQUEST_HEADERS, ROUTE_REQUEST_HEADERS } from './headers.js';
+export { loadTls } from './tunnel.js';
 export { SessionLimits, MAX_UPSTREAM_CONCURRENT, BODY_TIMEOUT_MS, HEADERS_TIMEOUT_MS, type LimitOptions } from './limits.js';
 export { errorResponse, PROXY_ERRORS, ProxyRefusal, type ProxyErrorCode } from './errors.js';
 export { parseTarget, matchTemplate } from './normalise.js';

@@ -1,8 +1,19 @@
 import { connect as netConnect, isIP, type Socket } from 'node:net';
-import { connect as tlsConnect, type TLSSocket } from 'node:tls';
+import type { TLSSocket } from 'node:tls';
 import { ProxyRefusal } from './errors.js';
 
 const MAX_HEAD_BYTES = 8192;
+
+let tls: Promise<typeof import('node:tls')> | undefined;
+/**
+ * node:tls, loaded on first use: it costs ~12 ms of CPU to load, on the path of every sandbox
+ * start, and only https upstreams need it. An idle pool member's supervisor loads it ahead
+ * (supervisor.ts); a cold-started session loads it at its first https request
+ * (docs/runtime.md, "Cold start, step by step").
+ */
+export function loadTls(): Promise<typeof import('node:tls')> {
+  return (tls ??= import('node:tls'));
+}
 
 /**
  * Open a tunnel to `host:port` through the daemon's egress gateway: HTTP CONNECT over the
@@ -60,6 +71,7 @@ export async function openTunnel(opts: {
     // socket can be handed to the HTTP client as it is.
     if (!opts.tls) return sock;
     // Certificate checks stay on (hostname against the route's upstream host).
+    const { connect: tlsConnect } = await loadTls();
     const secure = tlsConnect({
       socket: sock,
       host: opts.host,

@@ -22,7 +22,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, readFileSync, unlinkSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { startCredentialProxy, type MailHoldRequest, type MailRefusalCode, type MailRelease, type RunningProxy } from '../proxy/index.js';
+import { loadTls, startCredentialProxy, type MailHoldRequest, type MailRefusalCode, type MailRelease, type RunningProxy } from '../proxy/index.js';
 import {
   CHILD_GID,
   CHILD_UID,
@@ -74,6 +74,8 @@ export interface SupervisorOptions {
 const ENV_NAME = /^[A-Z][A-Z0-9_]{0,63}$/;
 const CHILD_READY_TIMEOUT_MS = 15_000;
 const CANCEL_GRACE_MS = 5_000;
+/** How long a booted idle child waits before the supervisor loads what only a session needs. */
+const IDLE_PRELOAD_MS = 250;
 
 /** A held send outlives the daemon's approval timeout by this much, so the daemon's answer (and its chat event) comes first. */
 const HOLD_MARGIN_S = 10;
@@ -234,6 +236,9 @@ export class Supervisor {
   /** Spawn the idle agent child (its MCP servers start with it) while no session is known. */
   prestart(): void {
     if (!this.child && !this.stopping && !this.retired) this.spawnChild();
+    // A pool member has time before its claim: node:tls (https upstreams) loads then, not at a
+    // session's first https request. A cold start's `start` comes first (within ~50 ms).
+    this.child?.booted.then(() => setTimeout(() => this.spec || void loadTls(), IDLE_PRELOAD_MS).unref(), () => undefined);
   }
 
   private setTokens(tokens: Record<string, string>): void {
@@ -338,11 +343,7 @@ export class Supervisor {
     return env;
   }
 
-  /**
-   * The process the entry point launched, for the first spawn of an idle child with the same
-   * launch; any other use of it is refused and the process is ended (its stdin closed: the
-   * agent exits when its stdin ends).
-   */
+  /** The entry point's launched child, for the first idle spawn of the same launch; else ended (stdin closed). */
   private takePrestarted(launch: AgentLaunch): LaunchedAgent | undefined {
     const p = this.prestarted;
     this.prestarted = undefined;
