@@ -21,7 +21,7 @@ import { loadConfig, silentLogger } from '../core/index.js';
 import { nowMs, round, stats, type BenchResult } from './lib.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const N_COLD = 8;
+const N_COLD = 16;
 const N_WARM = 300;
 /** Process probes: rounds (interleaved between images) × starts of each process per round. */
 const PROBE_ROUNDS = 4;
