@@ -87,18 +87,26 @@ t.test('create-superuser reads the password from stdin, never echoes it', async 
 t.test('serve starts (no Docker engine: runtime off), answers /healthz, and stops cleanly on SIGTERM', async (t) => {
   const dir = tempDir(t);
   let url: string | undefined;
-  let probed: Promise<number> | undefined;
+  let probed: Promise<{ status: number; body: unknown }> | undefined;
   const r = await cli(['serve'], { AIRLOCK_DATA_DIR: dir, AIRLOCK_PORT: '0', AIRLOCK_LOG_LEVEL: 'info', AIRLOCK_DOCKER_SOCKET: join(dir, 'no-docker.sock'), ...SECRETS }, {
     onOutput: (out, child) => {
       const m = /"url":"(http:\/\/[^"]+)"/.exec(out);
       if (m && !url) {
         url = m[1];
-        probed = fetch(`${url}/healthz`).then((res) => res.status).finally(() => child.kill('SIGTERM'));
+        probed = fetch(`${url}/healthz`)
+          .then(async (res) => ({ status: res.status, body: (await res.json()) as unknown }))
+          .finally(() => child.kill('SIGTERM'));
       }
     },
   });
   t.ok(url, 'logged its URL');
-  t.equal(await probed, 200, 'served while running');
+  const health = await probed;
+  t.equal(health?.status, 200, 'served while running');
+  // The schema version the node runs with is visible to a load balancer or an operator's probe.
+  const database = await openDatabase({ file: join(dir, 'airlock.db') });
+  t.teardown(() => database.close());
+  t.match(health?.body, { ok: true, database: 'sqlite', schema_version: database.schemaVersion, node: /\S/ }, '/healthz: ok, engine, schema version, node id');
+  t.ok(database.schemaVersion >= 9, `a real schema version (${database.schemaVersion})`);
   t.equal(r.code, 0, 'exit 0 after SIGTERM');
   t.match(r.stdout + r.stderr, /docker engine unreachable/, 'says the runtime is off');
   t.match(r.stdout, /shutting down/);
