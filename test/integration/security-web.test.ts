@@ -160,6 +160,22 @@ t.test('finding 4: a locked username still lets its owner in from an address wit
   t.equal((await other.json('POST', '/api/auth/login', { username: 'admin', password: PASSWORD }, oa)).status, 429);
 });
 
+t.test('finding 4: two nodes of a fleet count one set of failures (the limiter lives in the shared database)', async (t) => {
+  const dataDir = tempDir(t);
+  const env = { AIRLOCK_LOGIN_MAX_FAILURES: '3', AIRLOCK_TRUST_PROXY: 'loopback' };
+  const a = await startTestApp(t, { dataDir, env: { ...env, AIRLOCK_NODE_ID: 'node-a' } });
+  const b = await startTestApp(t, { dataDir, env: { ...env, AIRLOCK_NODE_ID: 'node-b' } });
+  await addUser(a.database, 'admin', PASSWORD);
+  const at = { 'x-forwarded-for': '203.0.113.8' };
+  const [ca, cb] = [a.client(), b.client()];
+  for (const c of [ca, cb]) await c.fetchCsrf();
+  // Three guesses spread over the two nodes: A, B, A.
+  for (const [i, c] of [ca, cb, ca].entries()) t.equal((await c.json('POST', '/api/auth/login', { username: 'admin', password: `guess-${i}` }, at)).status, 401, `guess ${i + 1} refused as wrong`);
+  const onB = await cb.json('POST', '/api/auth/login', { username: 'admin', password: PASSWORD }, at);
+  t.equal(onB.status, 429, 'the fourth try, on the node that saw only one failure, is refused: the count is the fleet\'s');
+  t.equal(onB.body.error.code, 'ERR_AUTH_RATE_LIMITED');
+});
+
 t.test('finding 4: progressive delay per username + address; the state lives in the database', async (t) => {
   const dataDir = tempDir(t);
   const app = await startTestApp(t, { dataDir, env: { AIRLOCK_LOGIN_MAX_FAILURES: '10' } });
