@@ -18,6 +18,9 @@ import { streamTurn, waitFor } from '../helpers/chat.js';
 import { Client } from '../helpers/client.js';
 import { freePort } from '../helpers/app.js';
 import { postgresForTest } from '../helpers/db.js';
+import { atRestEncryptor, loadConfig } from '../../core/index.js';
+import { openDatabase } from '../../domain/db/index.js';
+import { saveConnection } from '../../domain/identity/index.js';
 import { attachOnPty, dataDir, dockerOrSkip, ensureTestImage, ROOT, runCli, sweep, uniqueOwner, ENGINE_ENV } from './helpers.js';
 
 const docker = await dockerOrSkip(t as unknown as Parameters<typeof dockerOrSkip>[0]);
@@ -110,6 +113,21 @@ if (docker) {
     t.same(await ours(a), [containerA], 'still the one container on A');
     t.same(await ours(b), [], 'none on B');
 
+    // ---- directory sync asked on both nodes at once: one job (a database constraint, not a flag).
+    const db = await openDatabase({ url: dbUrl });
+    t.teardown(() => db.close());
+    await saveConnection(db.sql, atRestEncryptor(loadConfig(a.env)), {
+      provider: 'google',
+      issuer: 'https://accounts.google.com',
+      client_id: 'fleet-cid',
+      service_account_json: { client_email: 'sync@fleet.iam.test', private_key: '-----BEGIN PRIVATE KEY-----\nMII\n-----END PRIVATE KEY-----\n' },
+      delegated_admin_email: 'admin@fleet.test',
+    });
+    const asked = await Promise.all([...Array(4)].flatMap(() => [ca.json('POST', '/api/identity/directory-sync', {}), cb.json('POST', '/api/identity/directory-sync', {})]));
+    t.same(asked.map((r) => r.status).sort(), [200, 200, 200, 200, 200, 200, 200, 202], 'one of eight requests on two nodes created the job');
+    t.equal(new Set(asked.map((r) => r.body.job?.id)).size, 1, 'all name the same job');
+    t.equal((await db.sql.selectFrom('directory_sync_jobs').select('id').execute()).length, 1, 'one row');
+
     // ---- operators on B see the session and its owner; inspect, logs and attach run on A.
     const lsB = JSON.parse((await runCli(b.env, ['sessions', 'ls', '--json'])).stdout) as { sessionId: string; node: string }[];
     t.same(lsB.filter((s) => s.sessionId === sessionId).map((s) => s.node), ['node-a'], 'sessions ls on B names the owner');
@@ -172,6 +190,16 @@ if (docker) {
     const turn4 = await streamTurn(ca, { message: 'still here', session_id: sessionId });
     t.equal(turn4.headers.get('x-airlock-served-by'), 'node-b', 'a prompt through A now goes to B, the owner');
     t.equal(turn4.events.at(-1)?.stop_reason, 'end_turn');
+    // A restart asked on A for the session B owns: B replaces its sandbox.
+    const [containerB2] = await ours(b);
+    const restart = await runCli(a.env, ['sessions', 'restart', sessionId]);
+    t.equal(restart.code, 0, 'sessions restart on A for a session on B', { stderr: restart.stderr });
+    t.match(restart.stdout, /node-b/, 'it names the owner');
+    await waitFor(async () => {
+      const now = await ours(b);
+      return now.length === 1 && now[0] !== containerB2;
+    }, "B's new sandbox", 60_000);
+    t.pass('B runs a new sandbox for the session');
     const kill = await runCli(a.env, ['sessions', 'kill', sessionId]);
     t.equal(kill.code, 0, 'sessions kill on A for a session on B', { stderr: kill.stderr });
     t.match(kill.stdout, /on node node-b/);
