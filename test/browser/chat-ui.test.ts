@@ -157,7 +157,7 @@ else {
     });
   }
 
-  // The turn controls and the scrolling at desktop width in light and at phone width in dark.
+  // The turn controls at desktop width in light and at phone width in dark.
   for (const [width, scheme] of [[1280, 'light'], [390, 'dark']] as const) {
     t.test(`Enter while a turn runs keeps the prompt; Stop (keyboard) ends the turn; the kept prompt sends after (${width} px, ${scheme})`, async (t) => {
       const browser = await launch(t);
@@ -272,41 +272,39 @@ else {
     t.match(dialogs[0], /Greek letters.*sandbox/);
   });
 
-  for (const [width, scheme] of [[1280, 'light'], [390, 'dark']] as const) {
-    t.test(`auto-scroll follows the answer, stops when the reader scrolls up; jump to latest (${width} px, ${scheme})`, async (t) => {
-      const browser = await launch(t);
-      const page = await browser.newPage({ viewport: { width, height: 700 }, colorScheme: scheme });
-      await login(page, url);
-      await ask(page, 'long', 1);
-      await settled(page);
-      const gap = () => page.$eval('#transcript', (el) => el.scrollHeight - el.scrollTop - el.clientHeight);
-      t.ok((await gap()) < 48, 'scrolled to the newest content');
-      t.notOk(await page.$('#jump-latest'), 'no jump control at the bottom');
-      await page.focus('#prompt');
-      await page.keyboard.insertText('drip');
-      await page.keyboard.press('Enter');
-      await page.waitForFunction(() => document.querySelector('.msg.assistant:last-of-type')?.textContent?.includes('Line 3 '));
-      const box = (await page.$('#transcript'))!;
-      const b = (await box.boundingBox())!;
-      await page.mouse.move(b.x + b.width / 2, b.y + b.height / 2);
-      await page.mouse.wheel(0, -2000);
-      await page.waitForSelector('#jump-latest');
-      await page.waitForSelector('.msg.assistant:last-of-type[data-done]');
-      await settled(page);
-      t.ok((await gap()) > 200, 'the answer going on does not pull a reader who scrolled up');
-      await page.focus('#jump-latest');
-      await page.keyboard.press('Enter');
-      await settled(page);
-      t.ok((await gap()) < 48, 'jump to latest goes to the bottom');
-      const v = await promptInView(page);
-      t.ok(v.bottom <= v.vh && v.top >= 0, `the input stays in view (${v.top}–${v.bottom} of ${v.vh})`);
-      // A reopened chat opens at its end.
-      await page.reload();
-      await page.waitForSelector('.msg.assistant[data-done]');
-      await settled(page);
-      t.ok((await gap()) < 48, 'a reopened chat starts at the newest message');
-    });
-  }
+  t.test('auto-scroll follows the answer, stops when the reader scrolls up; jump to latest', async (t) => {
+    const browser = await launch(t);
+    const page = await browser.newPage({ viewport: { width: 1280, height: 700 } });
+    await login(page, url);
+    await ask(page, 'long', 1);
+    await settled(page);
+    const gap = () => page.$eval('#transcript', (el) => el.scrollHeight - el.scrollTop - el.clientHeight);
+    t.ok((await gap()) < 48, 'scrolled to the newest content');
+    t.notOk(await page.$('#jump-latest'), 'no jump control at the bottom');
+    await page.focus('#prompt');
+    await page.keyboard.insertText('drip');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => document.querySelector('.msg.assistant:last-of-type')?.textContent?.includes('Line 3 '));
+    const box = (await page.$('#transcript'))!;
+    const b = (await box.boundingBox())!;
+    await page.mouse.move(b.x + b.width / 2, b.y + b.height / 2);
+    await page.mouse.wheel(0, -2000);
+    await page.waitForSelector('#jump-latest');
+    await page.waitForSelector('.msg.assistant:last-of-type[data-done]');
+    await settled(page);
+    t.ok((await gap()) > 200, 'the answer going on does not pull a reader who scrolled up');
+    await page.focus('#jump-latest');
+    await page.keyboard.press('Enter');
+    await settled(page);
+    t.ok((await gap()) < 48, 'jump to latest goes to the bottom');
+    const v = await promptInView(page);
+    t.ok(v.bottom <= v.vh && v.top >= 0, `the input stays in view (${v.top}–${v.bottom} of ${v.vh})`);
+    // A reopened chat opens at its end.
+    await page.reload();
+    await page.waitForSelector('.msg.assistant[data-done]');
+    await settled(page);
+    t.ok((await gap()) < 48, 'a reopened chat starts at the newest message');
+  });
 
   // 390 px (a common phone) and 360 px (the narrowest the page promises), light and dark.
   for (const [width, scheme] of [[390, 'light'], [390, 'dark'], [360, 'light'], [360, 'dark']] as const) {
