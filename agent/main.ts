@@ -120,7 +120,7 @@ async function main(): Promise<void> {
     void tools.close().finally(() => process.exit(0));
   });
   send({ type: 'ready' });
-  log.info({ servers: servers.length }, 'agent ready (idle)');
+  log.info({ servers: servers.length, uptime_ms: Math.round(performance.now()) }, 'agent ready (idle)');
 }
 
 function start(): void {

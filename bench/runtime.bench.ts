@@ -23,6 +23,8 @@ import { nowMs, round, stats, type BenchResult } from './lib.js';
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const N_COLD = 16;
 const N_WARM = 300;
+/** Pause before each timed container start (see the cold-start loop). */
+const SETTLE_MS = 300;
 /** Process probes: rounds (interleaved between images) × starts of each process per round. */
 const PROBE_ROUNDS = 4;
 const PROBE_PER_ROUND = 3;
@@ -96,6 +98,13 @@ const probes = {
 if (require('node:fs').existsSync(D + '/agent/snapshot.blob')) {
   probes.agent_snapshot = () => time(['--disable-warning=ExperimentalWarning', '--snapshot-blob', D + '/agent/snapshot.blob'], (o) => o.includes('"type":"ready"'));
 }
+// As the image's ENTRYPOINT starts the supervisor when the image has its startup snapshot.
+if (require('node:fs').existsSync(D + '/supervisor/snapshot.blob')) {
+  probes.supervisor_snapshot = () => {
+    for (const s of ['control.sock', 'egress.sock']) rmSync('/run/airlock/' + s, { force: true });
+    return time(['--snapshot-blob', D + '/supervisor/snapshot.blob'], (o, e) => e.includes('"msg":"ready"'), undefined, 0);
+  };
+}
 (async () => {
   const res = {};
   for (let i = 0; i < K; i++) for (const [k, f] of Object.entries(probes)) (res[k] ??= []).push(await f());
@@ -105,7 +114,8 @@ if (require('node:fs').existsSync(D + '/agent/snapshot.blob')) {
 
 const PROBE_ROWS: Record<string, string> = {
   node_e0: '`node -e 0` in the container',
-  supervisor: 'supervisor start → "ready"',
+  supervisor: 'supervisor start from its entry module → "ready"',
+  supervisor_snapshot: 'supervisor start from its startup snapshot → "ready" (the image\'s ENTRYPOINT)',
   tools_mcp: 'tools MCP server start → initialize answered',
   extensions_mcp: 'extensions MCP server start → initialize answered',
   agent_with_mcp: 'agent child start (with both MCP servers) → ready',
@@ -193,12 +203,6 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
       await c.remove({ force: true });
       return ms;
     };
-    for (let i = 0; i < N_COLD; i++) {
-      for (const v of VARIANTS) {
-        add(v, 'bare', await dockerRun(v.tag, { NetworkMode: 'none', Init: true }));
-        add(v, 'hardened', await dockerRun(v.tag, hardened('baseline')));
-      }
-    }
 
     // Each process's start inside a hardened container of each image.
     const probeContainers = new Map<Variant, Docker.Container>();
@@ -230,14 +234,28 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
       await m.start();
       cold.set(v, m);
     }
+    // Each cold start right after its baselines (bare and hardened runs of the same image), so a
+    // drift of the machine's speed during the run falls on both sides of the ratio alike; and each
+    // timed start after a pause, so the engine's and the kernel's clean-up of the container removed
+    // before (cgroup release, namespaces: tens of ms of CPU after `remove` returns) falls on neither.
+    const pairRatios: number[] = [];
+    const settle = () => new Promise((r) => setTimeout(r, SETTLE_MS));
     for (let i = 0; i < N_COLD; i++) {
       for (const v of VARIANTS) {
+        await settle();
+        add(v, 'bare', await dockerRun(v.tag, { NetworkMode: 'none', Init: true }));
+        await settle();
+        const base = await dockerRun(v.tag, hardened('baseline'));
+        add(v, 'hardened', base);
         const m = cold.get(v)!;
+        await settle();
         const t0 = nowMs();
         const r = await turn(m, `cold-${i}`);
         if (r.stop_reason !== 'end_turn') throw new Error(`cold turn (${v.label}) ${r.stop_reason}`);
-        add(v, 'cold', nowMs() - t0);
+        const ms = nowMs() - t0;
+        add(v, 'cold', ms);
         add(v, 'cold_ready', liveAt.get(`cold-${i}`)! - t0);
+        if (v === VARIANTS[0]) pairRatios.push(ms / base);
         await m.kill(`cold-${i}`);
       }
     }
@@ -301,6 +319,8 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
     const ratios: Record<string, number> = {
       cold_start_vs_bare_run_p50: st(v24, 'cold').p50 / st(v24, 'bare').p50,
       cold_start_vs_hardened_run_p50: st(v24, 'cold').p50 / st(v24, 'hardened').p50,
+      /** The median of each cold start over the hardened run just before it. */
+      cold_start_vs_hardened_run_pairs_median: stats(pairRatios).p50,
       agent_snapshot_vs_bundle_p50: st(v24, 'agent_snapshot').p50 / st(v24, 'agent_with_mcp').p50,
       hardened_vs_bare_run_p50: st(v24, 'hardened').p50 / st(v24, 'bare').p50,
       pool_start_vs_bare_run_p50: st(v24, 'pool').p50 / st(v24, 'bare').p50,

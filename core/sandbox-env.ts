@@ -105,13 +105,14 @@ export function agentSettings(config: Readonly<Pick<Config, 'model'>>, policy?: 
 export const SANDBOX_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1'];
 
 /**
- * The agent's V8 startup snapshot in the image, beside its entry point (dist/agent/): the image
- * build makes it from AGENT_SNAPSHOT_SCRIPT (a CommonJS bundle of the agent) with the image's node
- * and SANDBOX_NODE_FLAGS. When it is there, the supervisor starts the agent from it; when not (an
- * image without esbuild at build time, a test running dist/ directly), from main.js.
+ * The V8 startup snapshots in the image, beside their entry points (dist/agent/, dist/supervisor/):
+ * the image build makes each blob from SNAPSHOT_SCRIPT (a CommonJS bundle of that process) with
+ * the image's node and SANDBOX_NODE_FLAGS. When the agent's is there, the supervisor starts the
+ * agent from it; the supervisor's own is the image's ENTRYPOINT. Without them (an image built
+ * without esbuild, a test running dist/ directly) each process starts from its main.js.
  */
-export const AGENT_SNAPSHOT_SCRIPT = 'snapshot.cjs';
-export const AGENT_SNAPSHOT_BLOB = 'snapshot.blob';
+export const SNAPSHOT_SCRIPT = 'snapshot.cjs';
+export const SNAPSHOT_BLOB = 'snapshot.blob';
 
 export { CHILD_UID, CHILD_GID } from './sandbox-ids.js';
 

@@ -23,13 +23,17 @@ RUN mkdir -p /opt/airlock/compile-cache /run/airlock && chown 1001:1001 /opt/air
  && HOME=/tmp setpriv --reuid=1001 --regid=1001 --clear-groups /usr/local/bin/node --max-semi-space-size=1 /opt/airlock/dist/agent/main.js </dev/null >/dev/null \
  && { timeout -s TERM 3 /usr/local/bin/node --max-semi-space-size=1 /opt/airlock/dist/supervisor/main.js 2>/dev/null || true; } \
  && rm -f /run/airlock/control.sock && chown -R 0:0 /opt/airlock/compile-cache && chmod -R a+rX,go-w /opt/airlock/compile-cache
-# The agent's V8 startup snapshot (core/sandbox-env.ts AGENT_SNAPSHOT_BLOB): its bundle's modules
-# loaded once here, so an agent starts from their heap instead of evaluating them (docs/runtime.md,
-# "Cold start, step by step"). Made with the image's node and the flags the agent runs with (a blob
-# fits only those); only when the context carried the CommonJS bundle it is made from.
-RUN if [ -f /opt/airlock/dist/agent/snapshot.cjs ]; then \
-      cd /opt/airlock/dist/agent && /usr/local/bin/node --no-warnings --max-semi-space-size=1 --snapshot-blob snapshot.blob --build-snapshot snapshot.cjs \
-      && chmod 0644 snapshot.blob; fi
+# The V8 startup snapshots of the agent and of the supervisor (core/sandbox-env.ts SNAPSHOT_BLOB):
+# each bundle's modules loaded once here, so a process starts from their heap instead of
+# evaluating them (docs/runtime.md, "Cold start, step by step"). Made with the image's node and
+# the flags the processes run with (a blob fits only those); only when the context carried the
+# CommonJS bundle a blob is made from. `airlock image build` points the ENTRYPOINT at the
+# supervisor's blob when it made one.
+RUN for d in agent supervisor; do \
+      if [ -f /opt/airlock/dist/$d/snapshot.cjs ]; then \
+        cd /opt/airlock/dist/$d && /usr/local/bin/node --no-warnings --max-semi-space-size=1 --snapshot-blob snapshot.blob --build-snapshot snapshot.cjs \
+        && chmod 0644 snapshot.blob || exit 1; \
+      fi; done
 WORKDIR /workspace
 LABEL airlock.image="sandbox"
 # The supervisor runs as root with only SETUID/SETGID (set by the runtime) and drops the agent to 1001.

@@ -12,7 +12,9 @@ let tls: Promise<typeof import('node:tls')> | undefined;
  * (docs/runtime.md, "Cold start, step by step").
  */
 export function loadTls(): Promise<typeof import('node:tls')> {
-  return (tls ??= import('node:tls'));
+  // Not `import()`: a supervisor started from its startup snapshot has no module loader behind
+  // `import()` in code compiled into the snapshot; a builtin is there all the same.
+  return (tls ??= Promise.resolve().then(() => process.getBuiltinModule('node:tls')));
 }
 
 /**

@@ -6,14 +6,14 @@
  */
 import { existsSync } from 'node:fs';
 import type { AgentLaunch } from '../core/agent-launch.js';
-import { AGENT_SNAPSHOT_BLOB, COMPILE_CACHE_ENV, SANDBOX_NODE_FLAGS } from '../core/sandbox-env.js';
+import { SNAPSHOT_BLOB, COMPILE_CACHE_ENV, SANDBOX_NODE_FLAGS } from '../core/sandbox-env.js';
 
 /** Where the idle child starts: not the workspace, whose folder a claim binds later. */
 export const IDLE_CHILD_CWD = '/';
 
 /** The agent child's command: from its startup snapshot when the image has one, else its entry. */
 export function agentCommand(): string[] {
-  const blob = new URL(`../agent/${AGENT_SNAPSHOT_BLOB}`, import.meta.url).pathname;
+  const blob = new URL(`../agent/${SNAPSHOT_BLOB}`, import.meta.url).pathname;
   // Its run-time import() of the SDKs is Node's experimental main-context loader (core/runtime-import.ts).
   if (existsSync(blob)) return [process.execPath, ...SANDBOX_NODE_FLAGS, '--disable-warning=ExperimentalWarning', '--snapshot-blob', blob];
   return [process.execPath, ...SANDBOX_NODE_FLAGS, new URL('../agent/main.js', import.meta.url).pathname];

@@ -3,10 +3,10 @@
  * ships them over dist/<name>/main.js), and the agent's startup-snapshot script beside its bundle.
  * docs/runtime.md ("The image", "Cold start, step by step") has the figures behind each choice.
  */
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { existsSync } from 'node:fs';
 import type { Logger } from '../../core/index.js';
-import { AGENT_SNAPSHOT_SCRIPT } from '../../core/sandbox-env.js';
+import { SNAPSHOT_SCRIPT } from '../../core/sandbox-env.js';
 
 /** Sandbox processes whose dist/<name>/main.js is replaced by a one-file bundle in the image. */
 const SANDBOX_ENTRIES = ['supervisor', 'agent', 'tools', 'extensions'];
@@ -14,10 +14,10 @@ const SANDBOX_ENTRIES = ['supervisor', 'agent', 'tools', 'extensions'];
 const BUNDLE_EXTERNAL = ['@napi-rs/canvas', 'better-sqlite3'];
 /**
  * Entries that also ship a V8 startup snapshot (docs/runtime.md, "Cold start, step by step"):
- * a CommonJS bundle, SNAPSHOT_SCRIPT beside main.js, from which the image build makes
- * AGENT_SNAPSHOT_BLOB with the image's own node (a blob fits only the binary that made it).
+ * a CommonJS bundle of the named module, SNAPSHOT_SCRIPT beside main.js, from which the image
+ * build makes SNAPSHOT_BLOB with the image's own node (a blob fits only the binary that made it).
  */
-const SNAPSHOT_ENTRIES = ['agent'];
+const SNAPSHOT_ENTRIES: Record<string, string> = { agent: 'main.js', supervisor: 'snapshot.js' };
 /**
  * Entries that do one thing before they load the rest (supervisor/main.ts launches the agent
  * child first: docs/runtime.md, "Cold start, step by step"): their main.js bundle holds only
@@ -26,7 +26,6 @@ const SNAPSHOT_ENTRIES = ['agent'];
  * (node:tls, node:zlib, worker_threads…), ~45 ms in a 1-CPU sandbox.
  */
 const LOADS_LATER: Record<string, string> = { supervisor: 'supervisor.js' };
-const SNAPSHOT_SCRIPT = AGENT_SNAPSHOT_SCRIPT;
 /**
  * The snapshot script's first lines.
  * - `import.meta.url` becomes this file's URL.
@@ -65,6 +64,42 @@ const requireBuiltins = {
   },
 };
 
+/**
+ * esbuild plugin: zod's `locales` namespace holds only English. zod's classic and core modules
+ * re-export every locale (`z.locales.de()` …) for `z.config()`, so a bundle carried all ~45 of them
+ * (358 KiB, a fifth of the supervisor's bundle and of the agent's snapshot script), while zod's
+ * own default messages import `en` directly and nothing here switches language. Without this a
+ * bundle behaves the same; it is only larger (more to read, hash and deserialize at each start).
+ */
+const zodEnglishOnly = {
+  name: 'airlock-zod-english-only',
+  setup(build: import('esbuild').PluginBuild): void {
+    build.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (a) => (/[\\/]zod[\\/]v4[\\/]/.test(a.importer) ? { path: join(dirname(a.importer), '..', 'locales', 'en.js'), namespace: 'airlock-zod-locales' } : undefined));
+    build.onLoad({ filter: /.*/, namespace: 'airlock-zod-locales' }, (a) => ({ contents: `export { default as en } from ${JSON.stringify(a.path)};`, loader: 'js', resolveDir: dirname(a.path) }));
+  },
+};
+
+/**
+ * esbuild plugin for snapshot scripts: node:http loads on first use of one of its exports, not
+ * when the bundle is evaluated. Node cannot serialize the HTTP parser binding node:http sets up
+ * at load, so a snapshot whose heap held it would not build; the supervisor's proxy only needs it
+ * at `start`. Its exports are read through getters, which is all an ESM import of it compiles to.
+ */
+const lazyHttp = {
+  name: 'airlock-lazy-http',
+  setup(build: import('esbuild').PluginBuild): void {
+    build.onResolve({ filter: /^(node:)?http$/ }, (a) => (a.namespace === 'airlock-lazy-http' ? { path: 'node:http', external: true } : { path: 'http', namespace: 'airlock-lazy-http' }));
+    build.onLoad({ filter: /.*/, namespace: 'airlock-lazy-http' }, () => ({
+      contents: [
+        'let http;',
+        `for (const k of ${JSON.stringify(Object.keys(process.getBuiltinModule('node:http')))})`,
+        "  Object.defineProperty(module.exports, k, { enumerable: true, get: () => (http ??= require('node:http'))[k] });",
+      ].join('\n'),
+      loader: 'js',
+    }));
+  },
+};
+
 /** esbuild plugin: an import of `spec` (a sibling module, bundled on its own) stays an import. */
 function keepSibling(spec: string): import('esbuild').Plugin {
   const filter = new RegExp(`^${spec.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}$`);
@@ -87,46 +122,42 @@ export async function bundleSandboxEntries(root: string, outDir: string, log: Lo
     return [];
   }
   const bundled: string[] = [];
-  const esm = (entry: string, outfile: string, plugins: import('esbuild').Plugin[] = []) =>
+  const common = { bundle: true, platform: 'node', target: 'node20', external: BUNDLE_EXTERNAL, legalComments: 'none', logLevel: 'silent' } as const;
+  const esm = (entry: string, out: { outfile: string } | { outdir: string }, plugins: import('esbuild').Plugin[] = []) =>
     esbuild.build({
+      ...common,
       entryPoints: [entry],
-      outfile,
-      bundle: true,
-      platform: 'node',
+      ...out,
+      // A module the bundle import()s (the proxy's mail policy: libmime, iconv-lite) becomes a
+      // chunk of its own beside it, loaded on first use, instead of text every start reads.
+      ...('outdir' in out ? { splitting: true, entryNames: '[name]', chunkNames: '[name]-[hash]' } : {}),
       format: 'esm',
-      target: 'node20',
-      external: BUNDLE_EXTERNAL,
-      plugins: [requireBuiltins, ...plugins],
+      plugins: [requireBuiltins, zodEnglishOnly, ...plugins],
       banner: { js: "import { createRequire as __airlockCreateRequire } from 'node:module'; const require = __airlockCreateRequire(import.meta.url);" },
-      legalComments: 'none',
-      logLevel: 'silent',
     });
   for (const name of SANDBOX_ENTRIES) {
     const entry = join(root, 'dist', name, 'main.js');
     if (!existsSync(entry)) continue;
     const later = LOADS_LATER[name];
     if (later) {
-      await esm(join(root, 'dist', name, later), join(outDir, name, later));
-      await esm(entry, join(outDir, name, 'main.js'), [keepSibling(`./${later}`)]);
-    } else await esm(entry, join(outDir, name, 'main.js'));
+      await esm(join(root, 'dist', name, later), { outdir: join(outDir, name) });
+      await esm(entry, { outfile: join(outDir, name, 'main.js') }, [keepSibling(`./${later}`)]);
+    } else await esm(entry, { outfile: join(outDir, name, 'main.js') });
     bundled.push(name);
-    if (SNAPSHOT_ENTRIES.includes(name)) {
+    const snapshotEntry = SNAPSHOT_ENTRIES[name];
+    if (snapshotEntry) {
       await esbuild.build({
-        entryPoints: [entry],
+        ...common,
+        entryPoints: [join(root, 'dist', name, snapshotEntry)],
         outfile: join(outDir, name, SNAPSHOT_SCRIPT),
-        bundle: true,
-        platform: 'node',
         format: 'cjs',
-        target: 'node20',
-        external: BUNDLE_EXTERNAL,
+        plugins: [lazyHttp, zodEnglishOnly],
         define: { 'import.meta.url': '__airlockImportMetaUrl' },
         banner: { js: SNAPSHOT_BANNER },
         // The script's source lives on in the blob and in every agent's heap: without its
         // whitespace the blob is 11.0 MiB, not 14.1 (names stay, for stack traces).
         minifyWhitespace: true,
         minifySyntax: true,
-        legalComments: 'none',
-        logLevel: 'silent',
       });
     }
   }

@@ -22,6 +22,7 @@ import { basename, dirname, join } from 'node:path';
 import type Docker from 'dockerode';
 import { AppError, type Logger } from '../../core/index.js';
 import { bundleSandboxEntries } from './bundle.js';
+import { SANDBOX_NODE_FLAGS, SNAPSHOT_BLOB, SNAPSHOT_SCRIPT } from '../../core/sandbox-env.js';
 
 /** Bump when the base recipe below changes. */
 const BASE_RECIPE = 'bookworm-minbase-v2-nosetid';
@@ -326,6 +327,15 @@ export function sandboxPackages(root: string, nodeModulesDir: string): string[] 
   return [...seen].filter((p) => p.split('node_modules/').length === 2).sort();
 }
 
+/**
+ * The image's ENTRYPOINT: the supervisor from its V8 startup snapshot when the build made one
+ * (Dockerfile.app builds the blob), else from its entry module, always with SANDBOX_NODE_FLAGS.
+ */
+export function supervisorEntrypoint(fromSnapshot: boolean): string[] {
+  const dir = '/opt/airlock/dist/supervisor';
+  return ['/usr/local/bin/node', ...SANDBOX_NODE_FLAGS, ...(fromSnapshot ? ['--snapshot-blob', `${dir}/${SNAPSHOT_BLOB}`] : [`${dir}/main.js`])];
+}
+
 /** Build (or refresh) the sandbox image. */
 export async function buildSandboxImage(opts: ImageBuildOptions): Promise<ImageBuildResult> {
   const { docker, root, log } = opts;
@@ -350,10 +360,12 @@ export async function buildSandboxImage(opts: ImageBuildOptions): Promise<ImageB
   const stage = mkdtempSync(join(tmpdir(), 'airlock-ctx-'));
   let bundled: string[] = [];
   try {
-    copyFileSync(join(root, 'images', 'Dockerfile.app'), join(stage, 'Dockerfile'));
     writeFileSync(join(stage, 'package.json'), JSON.stringify({ name: 'airlock-sandbox', private: true, type: 'module' }) + '\n');
     mkdirSync(join(stage, 'bundle'));
     bundled = await bundleSandboxEntries(root, join(stage, 'bundle'), log);
+    const dockerfile = readFileSync(join(root, 'images', 'Dockerfile.app'), 'utf8');
+    const entry = supervisorEntrypoint(existsSync(join(stage, 'bundle', 'supervisor', SNAPSHOT_SCRIPT)));
+    writeFileSync(join(stage, 'Dockerfile'), dockerfile.replace(/^ENTRYPOINT .*$/m, `ENTRYPOINT ${JSON.stringify(entry)}`));
     const dists = SANDBOX_DIST.filter((d) => existsSync(join(root, 'dist', d))).map((d) => `dist/${d}`);
     const args = [
       '-c', '--numeric-owner', '--owner=0', '--group=0',

@@ -227,9 +227,9 @@ if (docker) {
       procs.map((p) => [p.file, p.snapshotFlag, p.later]),
       [
         ['/opt/airlock/dist/agent/snapshot.blob', true, null],
-        ['/opt/airlock/dist/supervisor/main.js', false, 'supervisor.js'],
+        ['/opt/airlock/dist/supervisor/snapshot.blob', true, null],
       ],
-      'supervisor (its entry launches the agent, then loads supervisor.js) and agent child (hosting both MCP servers, started from its snapshot) are running',
+      'supervisor (the image ENTRYPOINT, from its startup snapshot) and agent child (hosting both MCP servers, started from its snapshot) are running',
     );
     for (const p of procs) t.same([p.banner, p.relativeImports], [true, false], `${p.file} is (built from) a bundle, and so is what it loads later`);
   });

@@ -13,7 +13,7 @@ import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { silentLogger } from '../../core/index.js';
-import { AGENT_SNAPSHOT_BLOB, AGENT_SNAPSHOT_SCRIPT, SANDBOX_NODE_FLAGS } from '../../core/sandbox-env.js';
+import { SNAPSHOT_BLOB, SNAPSHOT_SCRIPT, SANDBOX_NODE_FLAGS } from '../../core/sandbox-env.js';
 import { bundleSandboxEntries, SNAPSHOT_BANNER } from '../../daemon/runtime/bundle.js';
 import { start as startOpenAi } from '../../emulator/model-openai.js';
 
@@ -65,14 +65,14 @@ t.test('an agent started from its startup snapshot', async (t) => {
     return;
   }
   const dir = join(out, 'agent');
-  const built = spawnSync(process.execPath, ['--no-warnings', ...SANDBOX_NODE_FLAGS, '--snapshot-blob', AGENT_SNAPSHOT_BLOB, '--build-snapshot', AGENT_SNAPSHOT_SCRIPT], {
+  const built = spawnSync(process.execPath, ['--no-warnings', ...SANDBOX_NODE_FLAGS, '--snapshot-blob', SNAPSHOT_BLOB, '--build-snapshot', SNAPSHOT_SCRIPT], {
     cwd: dir,
     // Settings present while the snapshot is built must not be the ones an agent runs with.
     env: { PATH: process.env.PATH ?? '', AGENT_LOG_LEVEL: 'debug' },
     encoding: 'utf8',
   });
   t.equal(built.status, 0, `the snapshot builds (${built.stderr.slice(0, 400)})`);
-  const blob = join(dir, AGENT_SNAPSHOT_BLOB);
+  const blob = join(dir, SNAPSHOT_BLOB);
 
   await t.test('reads its settings at start, loads the chart canvas at run time, and makes its own UUIDs', async (t) => {
     const prompt = 'chart 3 5 8 and email the chart to someone@example.com';

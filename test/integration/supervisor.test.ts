@@ -218,7 +218,7 @@ t.test('an idle child that dies retires the sandbox: start is refused and the su
 });
 
 // The container's entry point launches the idle child before it loads the supervisor
-// (supervisor/main.ts); the supervisor takes that process over, whatever it did meanwhile.
+// (launchFirst in supervisor/boot.ts); the supervisor takes that process over, whatever it did meanwhile.
 t.test('a child launched before the supervisor existed is taken over, not spawned again', async (t) => {
   const d = mkdtempSync(join(tmpdir(), 'airlock-sup-early-'));
   t.teardown(() => rmSync(d, { recursive: true, force: true }));

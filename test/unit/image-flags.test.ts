@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SANDBOX_NODE_FLAGS } from '../../core/sandbox-env.js';
+import { supervisorEntrypoint } from '../../daemon/runtime/image.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
@@ -25,3 +26,16 @@ for (const file of ['images/Dockerfile.app', 'images/Dockerfile']) {
     t.match(text, /^ENV .*NODE_COMPILE_CACHE=\/opt\/airlock\/compile-cache/m, 'the processes find the cache');
   });
 }
+
+// The offline image starts the supervisor from its startup snapshot (a blob fits only the flags
+// that built it), and falls back to the entry module the Dockerfile names when the build made none.
+t.test('startup snapshots: built and run under SANDBOX_NODE_FLAGS', async (t) => {
+  const text = readFileSync(join(ROOT, 'images/Dockerfile.app'), 'utf8');
+  const build = /--no-warnings ((?:--[^\s]+ )*)--snapshot-blob snapshot\.blob --build-snapshot snapshot\.cjs/.exec(text);
+  t.ok(build, 'Dockerfile.app builds the blobs');
+  t.same(build![1].trim().split(' '), SANDBOX_NODE_FLAGS, 'each blob is built under the flags its process runs with');
+  const snap = supervisorEntrypoint(true);
+  t.same(snap, ['/usr/local/bin/node', ...SANDBOX_NODE_FLAGS, '--snapshot-blob', '/opt/airlock/dist/supervisor/snapshot.blob'], 'the ENTRYPOINT when the build made the supervisor blob');
+  const entry = JSON.parse(/^ENTRYPOINT (\[.*\])$/m.exec(text)![1]) as string[];
+  t.same(supervisorEntrypoint(false), entry, 'without a blob, the ENTRYPOINT Dockerfile.app names');
+});
