@@ -232,6 +232,13 @@ if (docker) {
       'supervisor (the image ENTRYPOINT, from its startup snapshot) and agent child (hosting both MCP servers, started from its snapshot) are running',
     );
     for (const p of procs) t.same([p.banner, p.relativeImports], [true, false], `${p.file} is (built from) a bundle, and so is what it loads later`);
+    // The start's figures in the container log (docs/runtime.md, step 10).
+    const log = (await docker.getContainer(r.containerId!).logs({ stdout: true, stderr: true, follow: false })).toString('latin1');
+    // (Each line comes behind the engine's 8-byte frame header, whose length bytes may be a '{'.)
+    const line = (msg: string) => log.split('\n').map((l) => l.slice(Math.max(0, l.search(/\{"[a-z_]+":/)))).map((l) => { try { return JSON.parse(l) as Record<string, unknown>; } catch { return {}; } }).find((o) => o.msg === msg);
+    const ready = line('ready');
+    t.ok(ready && Number(ready.agent_launched_ms) > 0 && Number(ready.uptime_ms) >= Number(ready.agent_launched_ms), 'the supervisor\'s ready line: ms to the agent\'s launch and to ready', { ready });
+    t.ok(Number(line('agent ready (idle)')?.uptime_ms) > 0, 'the agent\'s ready line: its uptime');
   });
 
   t.test('a failed start is cleaned up and the turn resolves with an error', async (t) => {
