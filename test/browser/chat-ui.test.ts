@@ -272,9 +272,9 @@ else {
     t.match(dialogs[0], /Greek letters.*sandbox/);
   });
 
-  t.test('auto-scroll follows the answer, stops when the reader scrolls up; jump to latest', async (t) => {
+  for (const [width, scheme] of [[1280, 'light'], [390, 'dark']] as const) t.test(`auto-scroll follows the answer, stops when the reader scrolls up; jump to latest (${width} px, ${scheme})`, async (t) => {
     const browser = await launch(t);
-    const page = await browser.newPage({ viewport: { width: 1280, height: 700 } });
+    const page = await browser.newPage({ viewport: { width, height: 700 }, colorScheme: scheme });
     await login(page, url);
     await ask(page, 'long', 1);
     await settled(page);

@@ -164,18 +164,36 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
 
   useEffect(() => () => reader.current?.abort(), []);
 
-  // Keep the newest content in view unless the reader scrolled up.
+  // Keep the newest content in view unless the reader scrolled up: when the turns change, and when
+  // what is shown grows or the transcript shrinks after it rendered (a font or chart image that
+  // loads late, a phone's viewport settling), which no render announces.
+  const grown = useRef<ResizeObserver | null>(null);
   useLayoutEffect(() => {
     const el = transcript.current;
-    if (el && stick.current) el.scrollTop = el.scrollHeight;
+    if (!el) return;
+    if (stick.current) el.scrollTop = el.scrollHeight;
+    if (!grown.current && typeof ResizeObserver !== 'undefined') {
+      grown.current = new ResizeObserver(() => {
+        if (stick.current) el.scrollTop = el.scrollHeight;
+      });
+      grown.current.observe(el);
+    }
+    for (const c of Array.from(el.children)) grown.current?.observe(c);
   }, [turns]);
+  useEffect(() => () => grown.current?.disconnect(), []);
 
+  const lastTop = useRef(0);
   const onScroll = () => {
     const el = transcript.current;
     if (!el) return;
     const bottom = el.scrollHeight - el.scrollTop - el.clientHeight < 48;
-    stick.current = bottom;
-    setAtBottom(bottom);
+    // Reaching the bottom follows again; only a move up leaves it (a scrollbar drag has no other
+    // sign than this). Content that grew below since this event was queued is no move: the
+    // newest stays pinned, and the observer above scrolls to it.
+    if (bottom) stick.current = true;
+    else if (el.scrollTop < lastTop.current) stick.current = false;
+    lastTop.current = el.scrollTop;
+    setAtBottom(bottom || stick.current);
   };
   /** The reader moves up (wheel, keys, touch): stop following at once, before any scroll event. */
   const leaveBottom = () => {
