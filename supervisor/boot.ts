@@ -22,14 +22,14 @@ export interface Boot {
   childUid: number;
   childCommand: string[];
   prestarted: LaunchedAgent;
+  /** ms from this process's start to the launch (logged with `ready`). */
+  launchedMs: number;
   log: Log;
 }
 
 function log(level: 'info' | 'warn' | 'error', msg: string, data?: Record<string, unknown>): void {
   process.stderr.write(JSON.stringify({ time: new Date().toISOString(), level, name: 'supervisor', msg, ...(data ?? {}) }) + '\n');
 }
-
-let launchedAt = 0;
 
 /** Reads AIRLOCK_SANDBOX_CHILD_UID (tests only; default 1001) and launches the idle agent child. */
 export function launchFirst(): Boot {
@@ -43,8 +43,7 @@ export function launchFirst(): Boot {
   if (childUid !== CHILD_UID) log('warn', 'agent child uid overridden (test only)', { childUid });
   const childCommand = agentCommand();
   const prestarted = launchAgent(idleChildLaunch({ command: childCommand, uid: childUid, gid: childUid, cwd: IDLE_CHILD_CWD }));
-  launchedAt = Math.round(performance.now());
-  return { childUid, childCommand, prestarted, log };
+  return { childUid, childCommand, prestarted, launchedMs: Math.round(performance.now()), log };
 }
 
 /** The Supervisor on the launched child: listen, take the child over, report ready. */
@@ -57,5 +56,5 @@ export async function serve(Supervisor: typeof SupervisorClass, boot: Boot): Pro
   // session then finds it booting or booted.
   sup.prestart();
   // The daemon waits for this line (and for the socket) before it calls the container ready.
-  boot.log('info', 'ready', { uptime_ms: Math.round(performance.now()), agent_launched_ms: launchedAt });
+  boot.log('info', 'ready', { uptime_ms: Math.round(performance.now()), agent_launched_ms: boot.launchedMs });
 }

@@ -7,7 +7,7 @@
  * docs/runtime.md, "Cold start, step by step", has why and the figures.
  *
  * node:http is not in the blob: Node cannot serialize its parser binding, so the snapshot bundle
- * loads it on first use (lazyBuiltins in daemon/runtime/bundle.ts): the credential proxy, at
+ * loads it on first use (lazyHttp in daemon/runtime/bundle.ts): the credential proxy, at
  * `start`. Outside `--build-snapshot` this file does nothing (it is no entry point then).
  */
 import { startupSnapshot } from 'node:v8';

@@ -1,6 +1,7 @@
 /**
  * The sandbox processes' one-file bundles, made by esbuild for the image (daemon/runtime/image.ts
- * ships them over dist/<name>/main.js), and the agent's startup-snapshot script beside its bundle.
+ * ships them over dist/<name>/main.js), and the startup-snapshot scripts of the agent and the
+ * supervisor beside their bundles.
  * docs/runtime.md ("The image", "Cold start, step by step") has the figures behind each choice.
  */
 import { dirname, join } from 'node:path';

@@ -172,13 +172,13 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
     const el = transcript.current;
     if (!el) return;
     if (stick.current) el.scrollTop = el.scrollHeight;
-    if (!grown.current && typeof ResizeObserver !== 'undefined') {
-      grown.current = new ResizeObserver(() => {
-        if (stick.current) el.scrollTop = el.scrollHeight;
-      });
-      grown.current.observe(el);
-    }
-    for (const c of Array.from(el.children)) grown.current?.observe(c);
+    if (typeof ResizeObserver === 'undefined') return;
+    grown.current ??= new ResizeObserver(() => {
+      if (stick.current) el.scrollTop = el.scrollHeight;
+    });
+    // What is shown now, not turns that left (another chat opened): observed anew each time.
+    grown.current.disconnect();
+    for (const c of [el, ...Array.from(el.children)]) grown.current.observe(c);
   }, [turns]);
   useEffect(() => () => grown.current?.disconnect(), []);
 
