@@ -10,7 +10,7 @@
  */
 import { startupSnapshot } from 'node:v8';
 import { ChildInboundSchema, type ChildOutbound } from '../core/sandbox-protocol.js';
-import { protocolLogFields, readMessages, writeMessage } from '../core/ndjson.js';
+import { LineWriter, protocolLogFields, readMessages } from '../core/ndjson.js';
 import { createLogger } from '../core/logger.js';
 import { isAppError } from '../core/errors.js';
 import { importFromSnapshotProcess } from '../core/runtime-import.js';
@@ -21,10 +21,11 @@ import { createModel } from './models/index.js';
 
 /** Made at start, not at load: a startup snapshot loads this module when the image is built. */
 let log: ReturnType<typeof createLogger>;
+/** stdout is a pipe (writes are synchronous on Linux); the lines of one tick leave in one write. */
+let out: LineWriter<ChildOutbound>;
 
 function send(m: ChildOutbound): void {
-  // stdout is a pipe: writes are synchronous on Linux, so each line leaves at once.
-  writeMessage<ChildOutbound>(process.stdout, m);
+  out.write(m);
 }
 
 /** Exit code of an idle agent whose MCP server died: the supervisor then retires its sandbox. */
@@ -32,6 +33,9 @@ const EXIT_IDLE_SERVER_GONE = 3;
 
 async function main(): Promise<void> {
   log = createLogger({ level: process.env.AGENT_LOG_LEVEL ?? 'info', destination: process.stderr, name: 'agent' });
+  out = new LineWriter<ChildOutbound>(process.stdout);
+  // A process.exit() in the tick of a send still sends it.
+  process.on('exit', () => out.flush());
   // Boot: only what needs no user (the MCP servers, started with the env this process got).
   const problems: string[] = [];
   const servers = parseMcpServers(process.env, problems);
@@ -104,8 +108,10 @@ async function main(): Promise<void> {
           .runTurn(m.prompt, (event) => send({ type: 'event', turn_id: turn.turnId, event }), turn.ac.signal)
           .then((r) => {
             current = undefined;
-            log.info({ turnId: turn.turnId, stopReason: r.stop_reason, code: r.error?.code, ms: Math.round(performance.now() - t0) }, 'turn ended');
+            const ms = Math.round(performance.now() - t0);
+            // The end goes out before its log line: the user waits for the one, not the other.
             send({ type: 'turn_end', turn_id: turn.turnId, stop_reason: r.stop_reason, ...(r.error ? { error: r.error } : {}) });
+            log.info({ turnId: turn.turnId, stopReason: r.stop_reason, code: r.error?.code, ms }, 'turn ended');
           });
       } else if (m.type === 'cancel') {
         if (current && current.turnId === m.turn_id) {

@@ -41,7 +41,7 @@ import {
   type StopReason,
   type SupervisorStatus,
 } from '../core/sandbox-protocol.js';
-import { checkMessage, protocolLogFields, readMessages, writeMessage, type LineReader } from '../core/ndjson.js';
+import { LineWriter, checkMessage, protocolLogFields, readMessages, type LineReader } from '../core/ndjson.js';
 import { AgentProcess } from '../core/agent-host.js';
 import { sameLaunch, type AgentLaunch, type LaunchedAgent } from '../core/agent-launch.js';
 import { agentCommand, childBaseEnv, idleChildLaunch, IDLE_CHILD_CWD } from './idle-child.js';
@@ -83,7 +83,7 @@ const RELEASE_CODES: readonly MailRefusalCode[] = ['ERR_MAIL_DENIED', 'ERR_MAIL_
 /** Env names the child may never receive, whatever the daemon sends. */
 const FORBIDDEN_CHILD_ENV = new Set(['MCP_INTERNAL_SECRET', 'AGENT_USER_TOKEN_SECRET', 'NODE_OPTIONS', 'LD_PRELOAD', 'LD_LIBRARY_PATH']);
 
-type Conn = { socket: Socket; reader?: LineReader; shell?: ChildProcess };
+type Conn = { socket: Socket; out: LineWriter<ControlMessage>; reader?: LineReader; shell?: ChildProcess };
 
 export class Supervisor {
   private readonly o: Required<Omit<SupervisorOptions, 'log' | 'prestarted'>> & Pick<SupervisorOptions, 'log'>;
@@ -144,14 +144,14 @@ export class Supervisor {
   }
 
   private broadcast(m: ControlMessage): void {
-    for (const c of this.conns) if (!c.shell) writeMessage<ControlMessage>(c.socket, m);
+    for (const c of this.conns) if (!c.shell) c.out.write(m);
   }
 
   private onConnection(socket: Socket): void {
-    const conn: Conn = { socket };
+    const conn: Conn = { socket, out: new LineWriter<ControlMessage>(socket) };
     this.conns.add(conn);
     // A daemon that (re)connects learns of the sends still waiting for it.
-    for (const h of this.holds.values()) writeMessage<ControlMessage>(socket, h.msg);
+    for (const h of this.holds.values()) conn.out.write(h.msg);
     socket.on('error', () => socket.destroy());
     socket.on('close', () => {
       this.conns.delete(conn);
@@ -173,11 +173,11 @@ export class Supervisor {
   }
 
   private reply(conn: Conn, id: string, data?: Record<string, unknown>): void {
-    writeMessage<ControlMessage>(conn.socket, { type: 'reply', id, ok: true, ...(data ? { data } : {}) });
+    conn.out.write({ type: 'reply', id, ok: true, ...(data ? { data } : {}) });
   }
 
   private replyError(conn: Conn, id: string, code: string, message: string): void {
-    writeMessage<ControlMessage>(conn.socket, { type: 'reply', id, ok: false, error: { code, message } });
+    conn.out.write({ type: 'reply', id, ok: false, error: { code, message } });
   }
 
   private async handle(conn: Conn, m: ControlRequest): Promise<void> {
@@ -460,6 +460,7 @@ export class Supervisor {
     // From here on the connection carries raw shell bytes, not protocol lines.
     conn.reader?.stop();
     this.reply(conn, id, { pid: sh.pid ?? null });
+    conn.out.flush(); // the reply before the first raw byte
     conn.socket.pipe(sh.stdin!);
     sh.stdout!.pipe(conn.socket, { end: false });
     sh.stderr!.pipe(conn.socket, { end: false });
@@ -472,7 +473,10 @@ export class Supervisor {
     this.stopping = true;
     await this.child?.stop();
     await this.proxy?.close();
-    for (const c of this.conns) c.socket.end();
+    for (const c of this.conns) {
+      c.out.flush();
+      c.socket.end();
+    }
     this.server?.close();
     try {
       unlinkSync(this.o.controlSocket);

@@ -57,7 +57,9 @@ export class AnthropicModel implements ModelAdapter {
         dog.progress();
         if (ev.type === 'content_block_delta' && ev.delta.type === 'text_delta' && ev.delta.text) onText(ev.delta.text);
       }
-      return stream.finalMessage();
+      const final = await stream.finalMessage();
+      dog.ended();
+      return final;
     });
     let text = '';
     const toolCalls: ToolCall[] = [];

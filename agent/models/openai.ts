@@ -64,6 +64,7 @@ export class OpenAiModel implements ModelAdapter {
       }
       // The SDK's stream ends quietly when its request is aborted (a stall, a cancel): say so.
       dog.signal.throwIfAborted();
+      dog.ended();
       return r;
     });
     return reply.result();

@@ -1,6 +1,6 @@
 /** The retry policy around the model SDKs (agent/models/sdk.ts), without I/O. */
 import t from 'tap';
-import { MAX_RETRIES, retryAfterMs, retryWait } from '../../agent/models/sdk.js';
+import { MAX_RETRIES, retryAfterMs, retryWait, withRetries } from '../../agent/models/sdk.js';
 import { ModelError } from '../../agent/types.js';
 
 function httpError(status: number, headers: Record<string, string> = {}): ModelError {
@@ -33,4 +33,23 @@ t.test('which failures are retried, and how long the wait is', async (t) => {
   t.not(retryWait(new ModelError('ERR_MODEL_UNREACHABLE', 'down'), 0), undefined, 'no connection is retried');
   t.equal(retryWait(new ModelError('ERR_MODEL_STREAM', 'bad'), 0), undefined, 'a broken stream is not');
   t.equal(MAX_RETRIES, 2);
+});
+
+t.test("the watchdog's signal: aborted when a call stops early or fails, not after a response read to its end", async (t) => {
+  const errors = { APIError: class extends Error {}, APIUserAbortError: class extends Error {}, APIConnectionError: class extends Error {} };
+  const cancel = new AbortController().signal;
+  let ended: AbortSignal | undefined;
+  t.equal(await withRetries(errors, cancel, 5_000, async (dog) => ((ended = dog.signal), dog.ended(), 'ok')), 'ok');
+  t.equal(ended!.aborted, false, 'read to its end: nothing to abort');
+  let early: AbortSignal | undefined;
+  await withRetries(errors, cancel, 5_000, async (dog) => ((early = dog.signal), 'stopped early'));
+  t.equal(early!.aborted, true, 'returned without reading to the end: what still runs is aborted');
+  let failed: AbortSignal | undefined;
+  await t.rejects(
+    withRetries(errors, cancel, 5_000, async (dog) => {
+      failed = dog.signal;
+      throw new Error('boom');
+    }),
+  );
+  t.equal(failed!.aborted, true, 'a failed call is aborted');
 });
