@@ -2,6 +2,7 @@ import type { default as Anthropic } from '@anthropic-ai/sdk';
 import type { MessageParam, Tool } from '@anthropic-ai/sdk/resources/messages';
 import type { ModelAdapter, ModelReply, ModelRequest, Message, ToolCall } from '../types.js';
 import { ModelError } from '../types.js';
+import { httpFetch } from './http-fetch.js';
 import { lazyModule, withRetries, type SdkErrors } from './sdk.js';
 
 const MAX_TOKENS = 4096;
@@ -39,6 +40,7 @@ export class AnthropicModel implements ModelAdapter {
         maxRetries: 0, // ours are bounded by the stall timeout (sdk.ts)
         timeout: this.opts.timeoutMs,
         logLevel: 'off',
+        fetch: httpFetch, // http-fetch.ts says why
       });
       this.errors = { APIError: m.APIError, APIUserAbortError: m.APIUserAbortError, APIConnectionError: m.APIConnectionError };
     }

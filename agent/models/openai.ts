@@ -2,6 +2,7 @@ import type { default as OpenAI } from 'openai';
 import type { ChatCompletionChunk, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { ModelAdapter, ModelReply, ModelRequest, Message, ToolCall } from '../types.js';
 import { ModelError } from '../types.js';
+import { httpFetch } from './http-fetch.js';
 import { lazyModule, parseArgs, withRetries, type SdkErrors } from './sdk.js';
 
 /** The SDK, loaded after the agent is ready (sdk.ts says why). */
@@ -37,6 +38,7 @@ export class OpenAiModel implements ModelAdapter {
         maxRetries: 0, // ours are bounded by the stall timeout (sdk.ts)
         timeout: this.opts.timeoutMs,
         logLevel: 'off', // its logger would print unparsable stream data (model output)
+        fetch: httpFetch, // http-fetch.ts says why
       });
       this.errors = { APIError: m.APIError, APIUserAbortError: m.APIUserAbortError, APIConnectionError: m.APIConnectionError };
     }
