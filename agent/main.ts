@@ -108,12 +108,11 @@ async function main(): Promise<void> {
           .runTurn(m.prompt, (event) => send({ type: 'event', turn_id: turn.turnId, event }), turn.ac.signal)
           .then((r) => {
             current = undefined;
-            const ms = Math.round(performance.now() - t0);
-            // The end goes out before its log line: the user waits for the one, not the other.
             send({ type: 'turn_end', turn_id: turn.turnId, stop_reason: r.stop_reason, ...(r.error ? { error: r.error } : {}) });
-            // Debug only: the daemon logs each turn's end ('turn done'); a line per turn here cost
-            // the agent, the supervisor (which relays it) and the engine's log ~0.3 ms of CPU.
-            log.debug({ turnId: turn.turnId, stopReason: r.stop_reason, code: r.error?.code, ms }, 'turn ended');
+            // Debug, and after the end: the daemon logs each turn's end ('turn done'), and a line
+            // per turn here cost the agent, the supervisor (which relays it) and the engine's log
+            // ~0.3 ms of CPU.
+            log.debug({ turnId: turn.turnId, stopReason: r.stop_reason, code: r.error?.code, ms: Math.round(performance.now() - t0) }, 'turn ended');
           });
       } else if (m.type === 'cancel') {
         if (current && current.turnId === m.turn_id) {
