@@ -111,17 +111,17 @@ export function chatRoutes(ctx: WebContext): Router {
     // A new turn answers at its first event (a refusal before it stays a plain HTTP error); a
     // reader reattaching gets its headers at once, even while a tool runs without events.
     let started = eager;
-    if (eager) beginNdjson(req, res, turn);
+    if (eager) beginNdjson(req, res, turn, true);
     for await (const e of turns.follow(turn, after, stop.signal)) {
       if (res.writableEnded || res.destroyed) break;
       if (!started) {
         started = true;
-        beginNdjson(req, res, turn);
+        beginNdjson(req, res, turn, false); // the headers leave with the first event, in one write
       }
       res.write(JSON.stringify(e) + '\n');
     }
     if (!started && turn.refused) throw turn.refused;
-    if (!started && !res.headersSent) beginNdjson(req, res, turn);
+    if (!started && !res.headersSent) beginNdjson(req, res, turn, false);
     res.end();
   }
 
@@ -246,7 +246,7 @@ export function chatRoutes(ctx: WebContext): Router {
     if (result.stop_reason === 'error' && !result.error) result.error = { code: 'ERR_SANDBOX_FAILED', message: 'the turn failed' };
     // The turn and its tool calls end in one transaction, after every write of its events.
     const { stop_reason: stopReason, error } = result;
-    write('the end of a turn', () => store.endTurn(db, turnId, text, stopReason, error));
+    write('the end of a turn', () => store.endTurn(db, turnId, text, stopReason, error, inputs.size > 0));
     await writes;
     log.info({ stopReason: result.stop_reason, code: result.error?.code, events: seq }, 'turn done');
     ctx.services.metrics?.turns.inc({ stop_reason: result.stop_reason });
@@ -430,7 +430,8 @@ export function chatRoutes(ctx: WebContext): Router {
   return r;
 }
 
-function beginNdjson(req: Request, res: Response, turn: LiveTurn): void {
+/** Set the NDJSON answer's headers; `flush` sends them now (a reader reattaching, before any event). */
+function beginNdjson(req: Request, res: Response, turn: LiveTurn, flush: boolean): void {
   res.status(200);
   res.setHeader('Content-Type', 'application/x-ndjson; charset=utf-8');
   res.setHeader('Cache-Control', 'no-store');
@@ -438,7 +439,7 @@ function beginNdjson(req: Request, res: Response, turn: LiveTurn): void {
   res.setHeader('X-Chat-Session-Id', turn.sessionId);
   res.setHeader('X-Chat-Turn-Id', turn.turnId);
   req.socket.setNoDelay(true);
-  res.flushHeaders();
+  if (flush) res.flushHeaders();
 }
 
 /** A stored turn as the events it emitted: each tool call, the whole text, then done. */

@@ -184,7 +184,15 @@ export async function toolEnded(
  * Finish a turn and its tool calls together. Nothing is written when the session is gone
  * (deleted while the turn ran); returns whether the turn was recorded.
  */
-export async function endTurn(db: Sql, turnId: string, text: string, stopReason: StopReason, error?: { code: string; message: string }): Promise<boolean> {
+export async function endTurn(
+  db: Sql,
+  turnId: string,
+  text: string,
+  stopReason: StopReason,
+  error?: { code: string; message: string },
+  /** False when the caller saw no tool start in this turn: no tool call can still be running. */
+  toolsStarted = true,
+): Promise<boolean> {
   return inTransaction(db, async (trx) => {
     const r = await trx
       .updateTable('chat_turns')
@@ -192,6 +200,7 @@ export async function endTurn(db: Sql, turnId: string, text: string, stopReason:
       .where('id', '=', turnId)
       .executeTakeFirst();
     if (Number(r.numUpdatedRows) === 0) return false;
+    if (!toolsStarted) return true;
     // A tool still "running" when the turn ended never finished.
     await trx
       .updateTable('chat_tool_calls')

@@ -45,8 +45,10 @@ t.test(`chat store on ${TEST_ENGINE}`, async (t) => {
     ],
     'the running tool ends with the turn',
   );
-  await chat.endTurn(db, 't-a', 'x', 'error', { code: 'ERR_SANDBOX_FAILED', message: 'went wrong' });
+  // The chat route says when the turn started no tool: the end skips the running-tools update.
+  t.equal(await chat.endTurn(db, 't-a', 'x', 'error', { code: 'ERR_SANDBOX_FAILED', message: 'went wrong' }, false), true);
   t.same((await chat.storedTurn(db, s.id, 't-a'))?.error, { code: 'ERR_SANDBOX_FAILED', message: 'went wrong' });
+  t.match(await chat.storedTurn(db, s.id, 't-a'), { text: 'x', status: 'done', stop_reason: 'error', tool_calls: [] });
   t.same(await chat.storedTurn(db, 'nope', 't-a'), undefined, 'a turn is found only in its own session');
 
   // Big outputs are capped, not refused.
