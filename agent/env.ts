@@ -23,6 +23,8 @@ export interface AgentSettings {
   maxSteps: number;
   modelTimeoutMs: number;
   toolTimeoutMs: number;
+  /** The context budget in tokens (AGENT_CONTEXT_TOKENS; core/transcript.ts counts them). */
+  contextTokens: number;
   /** null: every tool the servers offer; otherwise only these names are loaded. */
   allowedTools: Set<string> | null;
   mcpServers: McpServerSpec[];
@@ -127,6 +129,7 @@ export function readAgentSettings(env: NodeJS.ProcessEnv): AgentSettings {
     maxSteps: int(env, 'AGENT_MAX_STEPS', 12, 1, 200, problems),
     modelTimeoutMs: int(env, 'AGENT_MODEL_TIMEOUT_S', 60, 1, 3600, problems) * 1000,
     toolTimeoutMs: int(env, 'AGENT_TOOL_TIMEOUT_S', 120, 1, 3600, problems) * 1000,
+    contextTokens: int(env, 'AGENT_CONTEXT_TOKENS', 100_000, 1000, 10_000_000, problems),
     allowedTools,
     mcpServers,
     systemPrompt: env.AGENT_SYSTEM_PROMPT || DEFAULT_SYSTEM_PROMPT,

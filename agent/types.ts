@@ -1,17 +1,11 @@
 import { AppError } from '../core/errors.js';
+import type { TranscriptItem, TranscriptToolCall, TurnUsage } from '../core/transcript.js';
 
 /** A tool call the model asked for. */
-export interface ToolCall {
-  id: string;
-  name: string;
-  input: Record<string, unknown>;
-}
+export type ToolCall = TranscriptToolCall;
 
-/** The conversation, provider-neutral; adapters map it to their wire format. */
-export type Message =
-  | { role: 'user'; content: string }
-  | { role: 'assistant'; text: string; toolCalls: ToolCall[] }
-  | { role: 'tool'; callId: string; name: string; content: string; isError: boolean };
+/** The conversation, provider-neutral (core/transcript.ts); adapters map it to their wire format. */
+export type Message = TranscriptItem;
 
 /** A tool as offered to the model. */
 export interface ToolDef {
@@ -30,6 +24,8 @@ export interface ModelRequest {
 export interface ModelReply {
   text: string;
   toolCalls: ToolCall[];
+  /** Tokens the provider counted for this call, when it said. */
+  usage?: TurnUsage;
 }
 
 /** One model call: streams text through onText, resolves with the whole reply. */

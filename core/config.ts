@@ -59,6 +59,7 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'AIRLOCK_MODEL_BASE_URL', kind: 'url', doc: 'Model API base URL (e.g. https://api.openai.com/v1).' },
   { env: 'AIRLOCK_MODEL_API_KEY', kind: 'secret', doc: 'Model API key; injected by the sandbox proxy, never given to the agent.' },
   { env: 'AIRLOCK_MAX_STEPS', kind: 'int', default: '12', min: 1, max: 200, doc: 'Model calls per turn before the turn stops with max_steps.' },
+  { env: 'AIRLOCK_MODEL_CONTEXT_TOKENS', kind: 'int', default: '100000', min: 1000, max: 10000000, doc: 'Context budget of the model in tokens (counted as docs/chat.md says): past it the oldest whole turns of a chat are left out of the request, with a marker the model sees.' },
   { env: 'AIRLOCK_MODEL_TIMEOUT_S', kind: 'int', default: '60', min: 1, max: 3600, doc: 'Longest wait for the model (stall timeout) before the turn fails.' },
   { env: 'AIRLOCK_GOOGLE_CLIENT_ID', kind: 'string', doc: 'OAuth client id for connecting a user\'s workspace account (Gmail send, Sheets, Drive).' },
   { env: 'AIRLOCK_GOOGLE_CLIENT_SECRET', kind: 'secret', doc: 'OAuth client secret for connected accounts.' },
@@ -118,6 +119,7 @@ export interface Config {
     apiKey?: Secret;
     maxSteps: number;
     timeoutS: number;
+    contextTokens: number;
   };
   google: {
     clientId?: string;
@@ -271,6 +273,7 @@ export function loadConfig(env: Raw, opts: LoadConfigOptions = {}): Readonly<Con
       apiKey: sec('AIRLOCK_MODEL_API_KEY'),
       maxSteps: num('AIRLOCK_MAX_STEPS'),
       timeoutS: num('AIRLOCK_MODEL_TIMEOUT_S'),
+      contextTokens: num('AIRLOCK_MODEL_CONTEXT_TOKENS'),
     },
     google: {
       clientId: values.AIRLOCK_GOOGLE_CLIENT_ID as string | undefined,

@@ -88,6 +88,7 @@ export function agentSettings(config: Readonly<Pick<Config, 'model'>>, policy?: 
     AGENT_MODEL: config.model.model,
     AGENT_MAX_STEPS: String(config.model.maxSteps),
     AGENT_MODEL_TIMEOUT_S: String(config.model.timeoutS),
+    AGENT_CONTEXT_TOKENS: String(config.model.contextTokens),
   };
   if (policy) {
     const allowed = (policy.tools ?? AGENT_TOOL_NAMES).filter((t) => !policy.denied_tools.includes(t));

@@ -12,6 +12,7 @@
  *   proxy (in supervisor) ──(egress socket /run/airlock/egress.sock, daemon listens; HTTP CONNECT)──▶ upstreams
  */
 import { z } from 'zod';
+import { TranscriptSchema, TurnItemsSchema, TurnUsageSchema, type TranscriptItem, type TurnUsage } from './transcript.js';
 
 // ---------------------------------------------------------------- chat events
 
@@ -112,22 +113,49 @@ export const AgentEventSchema: z.ZodType<AgentEvent> = z.discriminatedUnion('typ
  */
 export type ChildInbound =
   | { type: 'configure'; env: Record<string, string>; cwd?: string }
-  | { type: 'prompt'; turn_id: string; prompt: string }
+  | ({ type: 'prompt'; turn_id: string; prompt: string } & PromptContext)
   | { type: 'cancel'; turn_id: string };
+
+/**
+ * The conversation a prompt continues (docs/chat.md "The conversation belongs to the service").
+ * `base` names the turn the agent must hold as its last (null: a new chat); `context` is the
+ * whole branch up to `base`, sent when the daemon does not know the agent holds it. A prompt with
+ * a `base` the agent does not hold and no `context` ends at once with ERR_AGENT_CONTEXT_STALE,
+ * and the daemon sends it again with the context. Absent `base`: the agent keeps what it has.
+ */
+export interface PromptContext {
+  base?: string | null;
+  context?: TranscriptItem[];
+}
+
+/** What a turn's end carries besides its outcome: the items it added to the transcript, and its token usage. */
+export interface TurnEndExtras {
+  items?: TranscriptItem[];
+  usage?: TurnUsage;
+}
 
 export type ChildOutbound =
   | { type: 'ready' }
   | { type: 'configured'; error?: { code: string; message: string } }
   | { type: 'event'; turn_id: string; event: AgentEvent }
-  | { type: 'turn_end'; turn_id: string; stop_reason: StopReason; error?: { code: string; message: string } };
+  | ({ type: 'turn_end'; turn_id: string; stop_reason: StopReason; error?: { code: string; message: string } } & TurnEndExtras);
+
+const PromptContextFields = { base: z.string().max(64).nullable().optional(), context: TranscriptSchema.optional() };
 
 export const ChildInboundSchema: z.ZodType<ChildInbound> = z.discriminatedUnion('type', [
   z.object({ type: z.literal('configure'), env: StringMapSchema, cwd: z.string().optional() }),
-  z.object({ type: z.literal('prompt'), turn_id: z.string(), prompt: z.string() }),
+  z.object({ type: z.literal('prompt'), turn_id: z.string(), prompt: z.string(), ...PromptContextFields }),
   z.object({ type: z.literal('cancel'), turn_id: z.string() }),
 ]);
 
-const TurnEndSchema = z.object({ type: z.literal('turn_end'), turn_id: z.string(), stop_reason: StopReasonSchema, error: CodedErrorSchema.optional() });
+const TurnEndSchema = z.object({
+  type: z.literal('turn_end'),
+  turn_id: z.string(),
+  stop_reason: StopReasonSchema,
+  error: CodedErrorSchema.optional(),
+  items: TurnItemsSchema.optional(),
+  usage: TurnUsageSchema.optional(),
+});
 
 export const ChildOutboundSchema: z.ZodType<ChildOutbound> = z.discriminatedUnion('type', [
   z.object({ type: z.literal('ready') }),
@@ -211,7 +239,7 @@ export type ControlRequest =
   | { id: string; type: 'ping' }
   | { id: string; type: 'warm' }
   | { id: string; type: 'start'; spec: StartSpec }
-  | { id: string; type: 'prompt'; turn_id: string; prompt: string }
+  | ({ id: string; type: 'prompt'; turn_id: string; prompt: string } & PromptContext)
   | { id: string; type: 'cancel'; turn_id: string }
   | { id: string; type: 'rotate-token'; tokens: Record<string, string> }
   | { id: string; type: 'shutdown' }
@@ -233,7 +261,7 @@ export const ControlRequestSchema: z.ZodType<ControlRequest> = z.discriminatedUn
   z.object({ id: z.string(), type: z.literal('ping') }),
   z.object({ id: z.string(), type: z.literal('warm') }),
   z.object({ id: z.string(), type: z.literal('start'), spec: StartSpecSchema }),
-  z.object({ id: z.string(), type: z.literal('prompt'), turn_id: z.string(), prompt: z.string() }),
+  z.object({ id: z.string(), type: z.literal('prompt'), turn_id: z.string(), prompt: z.string(), ...PromptContextFields }),
   z.object({ id: z.string(), type: z.literal('cancel'), turn_id: z.string() }),
   z.object({ id: z.string(), type: z.literal('rotate-token'), tokens: StringMapSchema }),
   z.object({ id: z.string(), type: z.literal('shutdown') }),
@@ -245,7 +273,7 @@ export type ControlMessage =
   | { type: 'reply'; id: string; ok: true; data?: Record<string, unknown> }
   | { type: 'reply'; id: string; ok: false; error: { code: string; message: string } }
   | { type: 'event'; turn_id: string; event: AgentEvent }
-  | { type: 'turn_end'; turn_id: string; stop_reason: StopReason; error?: { code: string; message: string } }
+  | ({ type: 'turn_end'; turn_id: string; stop_reason: StopReason; error?: { code: string; message: string } } & TurnEndExtras)
   | { type: 'log'; level: 'info' | 'warn' | 'error'; msg: string; data?: Record<string, unknown> }
   /**
    * One credential-proxy request's outcome (no path values, query, body or token): the daemon

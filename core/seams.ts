@@ -2,7 +2,8 @@
  * The daemon-internal seams: declared here so the runtime, the proxy/token area, the chat area
  * and the mail gate can be built apart and wired together in daemon/serve.ts. Types only.
  */
-import type { AgentEvent, DaemonEvent, StopReason, ProfileRoute, MailPolicy, ControlMessage, ProxyDecisionRecord } from './sandbox-protocol.js';
+import type { AgentEvent, DaemonEvent, StopReason, ProfileRoute, MailPolicy, ControlMessage, ProxyDecisionRecord, TurnEndExtras } from './sandbox-protocol.js';
+import type { TranscriptItem } from './transcript.js';
 
 /** One chat turn in a session's sandbox. Implemented by the daemon's session manager. */
 export interface TurnRequest {
@@ -11,6 +12,13 @@ export interface TurnRequest {
   sessionId: string;
   turnId: string;
   prompt: string;
+  /** The turn this one continues on the chat's branch (null: the first). Absent: the agent keeps what it holds. */
+  base?: string | null;
+  /**
+   * The stored branch up to `base`, model-facing (docs/chat.md): called only when the sandbox may
+   * not hold it (new, replaced, restarted, behind). Absent: the runner sends no context.
+   */
+  context?: () => Promise<TranscriptItem[]>;
   /** Aborted when the client disconnects: the turn is cancelled in the sandbox. */
   signal: AbortSignal;
   /** Called for each agent event as it happens (the caller numbers them). */
@@ -22,7 +30,7 @@ export interface TurnRequest {
   onDaemonEvent?(e: DaemonEvent): void;
 }
 
-export interface TurnResult {
+export interface TurnResult extends TurnEndExtras {
   stop_reason: StopReason;
   error?: { code: string; message: string };
   containerId?: string;

@@ -53,6 +53,8 @@ export interface ProviderShape {
   baseSuffix: string;
   authorized(req: IncomingMessage, apiKey: string): boolean;
   sendError(res: ServerResponse, status: number, type: string, message: string, headers?: Record<string, string>): void;
+  /** The API's rules for a conversation (emulator/model-wire.ts): the first problem, or undefined. */
+  wireProblem?(body: any): string | undefined;
   /** Write one scripted step as this provider's response. Resolves when the response is finished. */
   play(step: ModelStep, body: any, req: IncomingMessage, res: ServerResponse): Promise<void>;
 }
@@ -129,6 +131,12 @@ export async function startModelServer(shape: ProviderShape, opts: ModelServerOp
       return;
     }
     requests.push({ method: req.method, path, headers: { ...req.headers }, body, at: Date.now() });
+    // A request the real API would refuse is refused here too, before any script step is used.
+    const problem = shape.wireProblem?.(body);
+    if (problem) {
+      shape.sendError(res, 400, 'invalid_request_error', problem);
+      return;
+    }
     const step = script.shift() ?? (opts.respond ? opts.respond(body, n) : { kind: 'reply', text: 'ok' });
     n++;
     try {

@@ -39,6 +39,8 @@ import {
   type SessionProfile,
   type StartSpec,
   type StopReason,
+  type PromptContext,
+  type TurnEndExtras,
   type SupervisorStatus,
 } from '../core/sandbox-protocol.js';
 import { LineWriter, checkMessage, protocolLogFields, readMessages, type LineReader } from '../core/ndjson.js';
@@ -193,7 +195,7 @@ export class Supervisor {
           await this.start(m.spec);
           return this.reply(conn, id, { ...this.status() });
         case 'prompt':
-          await this.prompt(m.turn_id, m.prompt);
+          await this.prompt(m.turn_id, m.prompt, { ...(m.base !== undefined ? { base: m.base } : {}), ...(m.context ? { context: m.context } : {}) });
           return this.reply(conn, id);
         case 'cancel':
           this.cancel(m.turn_id);
@@ -414,18 +416,24 @@ export class Supervisor {
     }
   }
 
-  private async prompt(turnId: string, prompt: string): Promise<void> {
+  private async prompt(turnId: string, prompt: string, context: PromptContext): Promise<void> {
     if (!this.spec) throw coded('ERR_SANDBOX_NOT_STARTED', 'sandbox not started');
     if (this.turn) throw coded('ERR_SESSION_BUSY', 'a turn is already running');
     const turn = { id: turnId };
     this.turn = turn;
     try {
       const child = await this.waitChild('ready');
-      const ended = child.runTurn(turnId, prompt, (event) => {
-        if (this.turn === turn) this.broadcast({ type: 'event', turn_id: turnId, event });
-      });
+      const ended = child.runTurn(
+        turnId,
+        prompt,
+        (event) => {
+          if (this.turn === turn) this.broadcast({ type: 'event', turn_id: turnId, event });
+        },
+        undefined,
+        context,
+      );
       void ended.then((r) => {
-        if (this.turn === turn) this.endTurn(r.stop_reason, r.error);
+        if (this.turn === turn) this.endTurn(r.stop_reason, r.error, { ...(r.items ? { items: r.items } : {}), ...(r.usage ? { usage: r.usage } : {}) });
       });
     } catch (err) {
       this.turn = undefined;
@@ -440,11 +448,11 @@ export class Supervisor {
     this.child?.cancel(turnId);
   }
 
-  private endTurn(stop: StopReason, error?: { code: string; message: string }): void {
+  private endTurn(stop: StopReason, error?: { code: string; message: string }, extras: TurnEndExtras = {}): void {
     const t = this.turn;
     if (!t) return;
     this.turn = undefined;
-    this.broadcast({ type: 'turn_end', turn_id: t.id, stop_reason: stop, ...(error ? { error } : {}) });
+    this.broadcast({ type: 'turn_end', turn_id: t.id, stop_reason: stop, ...(error ? { error } : {}), ...extras });
   }
 
   /** Operator shell: after the reply the connection is a raw pipe to /bin/sh as the agent user. */

@@ -1,6 +1,7 @@
 import type { default as Anthropic } from '@anthropic-ai/sdk';
 import type { MessageParam, Tool } from '@anthropic-ai/sdk/resources/messages';
 import type { ModelAdapter, ModelReply, ModelRequest, Message, ToolCall } from '../types.js';
+import { interruptionNote } from '../../core/transcript.js';
 import { ModelError } from '../types.js';
 import { httpFetch } from './http-fetch.js';
 import { lazyModule, withRetries, type SdkErrors } from './sdk.js';
@@ -73,11 +74,20 @@ export class AnthropicModel implements ModelAdapter {
         toolCalls.push({ id: b.id, name: b.name, input: input as Record<string, unknown> });
       }
     }
-    return { text, toolCalls };
+    return { text, toolCalls, usage: { input_tokens: final.usage.input_tokens, output_tokens: final.usage.output_tokens } };
   }
 }
 
 type Block = Record<string, unknown>;
+
+/**
+ * A tool-call id as the Messages API takes it (^[a-zA-Z0-9_-]+$): ids another provider made (a
+ * chat may switch models) keep their letters, anything else becomes `_`, the same on both sides.
+ */
+export function anthropicToolId(id: string): string {
+  const s = id.replace(/[^a-zA-Z0-9_-]/g, '_');
+  return s || 'call';
+}
 
 /** Map the neutral conversation to alternating user/assistant messages (consecutive same-role turns merged). */
 function toWire(messages: readonly Message[]): MessageParam[] {
@@ -90,12 +100,15 @@ function toWire(messages: readonly Message[]): MessageParam[] {
   };
   for (const m of messages) {
     if (m.role === 'user') push('user', [{ type: 'text', text: m.content }]);
-    else if (m.role === 'tool') push('user', [{ type: 'tool_result', tool_use_id: m.callId, content: m.content, ...(m.isError ? { is_error: true } : {}) }]);
-    else
+    else if (m.role === 'tool') push('user', [{ type: 'tool_result', tool_use_id: anthropicToolId(m.callId), content: m.content, ...(m.isError ? { is_error: true } : {}) }]);
+    else {
+      // An empty or whitespace-only text block is refused by the API; a stopped answer says so.
+      const text = (m.interrupted ? `${m.text}${m.text ? '\n\n' : ''}${interruptionNote(m.interrupted)}` : m.text).trimEnd();
       push('assistant', [
-        ...(m.text ? [{ type: 'text', text: m.text }] : []),
-        ...m.toolCalls.map((c) => ({ type: 'tool_use', id: c.id, name: c.name, input: c.input })),
+        ...(text ? [{ type: 'text', text }] : []),
+        ...m.toolCalls.map((c) => ({ type: 'tool_use', id: anthropicToolId(c.id), name: c.name, input: c.input })),
       ]);
+    }
   }
   // tool_result blocks must come first in a user message.
   for (const m of out) {

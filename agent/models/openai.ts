@@ -1,6 +1,7 @@
 import type { default as OpenAI } from 'openai';
 import type { ChatCompletionChunk, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { ModelAdapter, ModelReply, ModelRequest, Message, ToolCall } from '../types.js';
+import { interruptionNote } from '../../core/transcript.js';
 import { ModelError } from '../types.js';
 import { httpFetch } from './http-fetch.js';
 import { lazyModule, parseArgs, withRetries, type SdkErrors } from './sdk.js';
@@ -54,7 +55,7 @@ export class OpenAiModel implements ModelAdapter {
     }));
     const reply = await withRetries(errors, req.signal, this.opts.timeoutMs, async (dog) => {
       const stream = await client.chat.completions.create(
-        { model: this.opts.model, messages, stream: true, ...(tools.length ? { tools } : {}) },
+        { model: this.opts.model, messages, stream: true, stream_options: { include_usage: true }, ...(tools.length ? { tools } : {}) },
         { signal: dog.signal },
       );
       dog.progress();
@@ -82,9 +83,12 @@ export class Reply {
   private readonly calls: { id: string; name: string; args: string }[] = [];
   private finish: string | null = null;
   private choices = 0;
+  private usage: ModelReply['usage'];
 
   /** Take one chunk; returns its text piece, if any. */
   add(chunk: ChatCompletionChunk): string {
+    // With stream_options.include_usage the last chunk carries the call's token counts.
+    if (chunk.usage) this.usage = { input_tokens: chunk.usage.prompt_tokens ?? 0, output_tokens: chunk.usage.completion_tokens ?? 0 };
     const choice = chunk.choices[0];
     if (!choice) return ''; // a usage-only chunk
     this.choices++;
@@ -110,16 +114,17 @@ export class Reply {
       if (!c.name) throw new ModelError('ERR_MODEL_STREAM', 'the model sent a tool call without a name');
       toolCalls.push({ id: c.id || `call_${i}`, name: c.name, input: parseArgs(c.args, c.name) });
     });
-    return { text: this.text, toolCalls };
+    return { text: this.text, toolCalls, ...(this.usage ? { usage: this.usage } : {}) };
   }
 }
 
 function toWire(m: Message): ChatCompletionMessageParam {
   if (m.role === 'user') return { role: 'user', content: m.content };
   if (m.role === 'tool') return { role: 'tool', tool_call_id: m.callId, content: m.content };
+  const text = m.interrupted ? `${m.text}${m.text ? '\n\n' : ''}${interruptionNote(m.interrupted)}` : m.text;
   return {
     role: 'assistant',
-    content: m.text || null,
+    content: text || null,
     ...(m.toolCalls.length
       ? { tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: JSON.stringify(c.input) } })) }
       : {}),

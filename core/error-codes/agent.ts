@@ -7,6 +7,7 @@ import type { ErrorArea } from './types.js';
 export const AGENT_ERRORS = {
   ERR_AGENT_CONFIG: { status: 500, surfaces: ['start'], description: 'The agent child\'s settings (its environment) are invalid.' },
   ERR_AGENT_INTERNAL: { status: 500, surfaces: ['turn'], description: 'The agent loop failed unexpectedly.' },
+  ERR_AGENT_CONTEXT_STALE: { status: 409, surfaces: ['control'], description: 'A prompt named a conversation the agent does not hold and brought none; the daemon sends it again with the stored transcript (never seen by a user).' },
   ERR_MODEL_HTTP: { status: 502, surfaces: ['turn'], description: 'The model endpoint answered an HTTP error.' },
   ERR_MODEL_AUTH: { status: 502, surfaces: ['turn'], description: 'The model endpoint refused the key (401/403).' },
   ERR_MODEL_STREAM: { status: 502, surfaces: ['turn'], description: 'The model\'s stream was malformed, reported an error, or ended early.' },

@@ -15,6 +15,7 @@ import {
   type ControlMessage,
   type ControlRequest,
   type StopReason,
+  type TurnEndExtras,
   type SupervisorStatus,
 } from '../../core/sandbox-protocol.js';
 import { checkMessage, protocolLogFields, readMessages, writeMessage } from '../../core/ndjson.js';
@@ -38,7 +39,7 @@ export type ControlRequestBody = DistributiveOmit<ControlRequest, 'id'>;
 
 export interface TurnListener {
   onEvent(e: AgentEvent): void;
-  onEnd(stop: StopReason, error?: { code: string; message: string }): void;
+  onEnd(stop: StopReason, error?: { code: string; message: string }, extras?: TurnEndExtras): void;
 }
 
 export type ProxyDecisionMessage = Extract<ControlMessage, { type: 'proxy_decision' }>;
@@ -140,7 +141,7 @@ export class SandboxClient {
     } else if (m.type === 'turn_end') {
       const t = this.turns.get(m.turn_id);
       this.turns.delete(m.turn_id);
-      t?.onEnd(m.stop_reason, m.error);
+      t?.onEnd(m.stop_reason, m.error, { ...(m.items ? { items: m.items } : {}), ...(m.usage ? { usage: m.usage } : {}) });
     } else if (m.type === 'proxy_decision') {
       this.decisionHandler?.(m);
     } else if (m.type === 'mail_hold') {

@@ -7,7 +7,7 @@
  *   lifecycle hook `onSessionLive` registers the session (token rotation): the one place it does.
  * - Later prompts reuse it (warm). One turn at a time per session (ERR_SESSION_BUSY 409). Live
  *   sessions are capped per host (ERR_SESSION_CAPACITY 503).
- * - A container that died is replaced on the next prompt, which first gets a text_delta notice;
+ * - A container that died is replaced on the next prompt, which brings the stored conversation;
  *   a turn in flight when it dies ends with ERR_SANDBOX_LOST. Every turn resolves.
  *
  * The parts: sandbox-driver.ts (the engine, docker-driver.ts), containers.ts (make/unmake one),
@@ -32,6 +32,7 @@ import { SessionTable, type SessionHooks } from './sessions.js';
 import { ownerIdFor, SlotFolders, writeProfile } from './slots.js';
 import { StartGate } from './start-gate.js';
 import { turnIn } from './turn.js';
+import { runWithContext } from './context-sync.js';
 
 export { LABEL_OWNER, LABEL_POOL, LABEL_SESSION, LABEL_SLOT, LABEL_USER } from './sandbox-driver.js';
 export { sandboxHostConfig } from './docker-driver.js';
@@ -39,8 +40,6 @@ export { sessionContainerName } from './containers.js';
 export type { SandboxInfo, SandboxState } from './sandbox.js';
 export type { SessionHooks, SessionLiveInfo } from './sessions.js';
 
-export const LOST_NOTICE = '[sandbox] The previous sandbox of this session stopped unexpectedly; a new one was started. Earlier context in the sandbox is gone.\n';
-const POLICY_NOTICE = "[sandbox] Your organisation's agent policy changed; this session continues in a new sandbox under it. Earlier context in the sandbox is gone.\n";
 
 export interface SessionManagerOptions {
   config: Readonly<Config>;
@@ -196,8 +195,6 @@ export class SessionManager extends SessionTable implements TurnRunner {
     let sb = this.sessions.get(req.sessionId);
     if (sb && sb.userId !== req.userId) throw new AppError('ERR_SESSION_NOT_FOUND', 'no such session', { status: 404 });
     const needsNew = !sb || sb.state === 'dead' || !connected(sb);
-    // Its dead sandbox was already reaped: the user is still told it was lost.
-    const wasLost = !sb && this.lost.get(req.sessionId) === req.userId;
     if (needsNew && !sb && this.liveSessionCount() + this.acquiring >= this.config.sandbox.maxSessions) {
       throw new AppError('ERR_SESSION_CAPACITY', 'this host runs as many sessions as it may; try again later', { status: 503, retryable: true });
     }
@@ -218,17 +215,14 @@ export class SessionManager extends SessionTable implements TurnRunner {
         sb!.policyChanged = false;
         if (agentEnvDigest(prepared.agentEnv) === sb!.agentEnvDigest) prepared = undefined;
         else {
-          req.onEvent({ type: 'text_delta', text: POLICY_NOTICE });
+          // No notice: the new sandbox gets the stored conversation (context-sync.ts).
           await this.remove(sb!, 'policy changed');
           sb = undefined;
         }
       }
       if (needsNew || !sb) {
-        if (needsNew && (sb || wasLost)) {
-          // The container went away behind our back (killed from outside, crashed, OOM).
-          req.onEvent({ type: 'text_delta', text: LOST_NOTICE });
-          this.lost.delete(req.sessionId);
-        }
+        // A sandbox lost behind our back (killed from outside, crashed, OOM) is replaced without a
+        // notice: the new one gets the stored conversation, so the model simply continues.
         if (sb) {
           this.log.warn({ sessionId: req.sessionId, containerId: sb.containerId }, 'sandbox lost; replacing');
           await this.remove(sb, 'lost');
@@ -242,7 +236,8 @@ export class SessionManager extends SessionTable implements TurnRunner {
           this.acquiring--;
         }
       }
-      return await turnIn(sb, req, this.config, this.log);
+      const live = sb;
+      return await runWithContext(live, req, (ctx) => turnIn(live, req, this.config, this.log, ctx));
     } finally {
       this.busy.delete(req.sessionId);
     }
@@ -306,7 +301,6 @@ export class SessionManager extends SessionTable implements TurnRunner {
     }
     Object.assign(sb, { sessionId, userId, claimedAt: plan.claim.claimed_at, lastUsedAt: Date.now(), state: 'ready', agentEnvDigest: plan.agentEnvDigest });
     this.sessions.set(sessionId, sb);
-    this.lost.delete(sessionId);
     this.log.info({ sessionId, userId, containerId: sb.containerId.slice(0, 12), fromPool: sb.fromPool }, 'session sandbox started');
     this.live({ sessionId, userId, tokenEnvs: plan.tokenEnvs, adopted: false });
     const kind = sb.fromPool ? 'pool' : 'cold';

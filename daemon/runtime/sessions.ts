@@ -10,8 +10,6 @@ import type { SandboxDetails } from './sandbox-driver.js';
 import type { MailHoldMessage, ProxyDecisionMessage, SandboxClient } from './sandbox-client.js';
 import { connected, sandboxInfo, type Sandbox, type SandboxInfo } from './sandbox.js';
 
-/** Sessions whose sandbox died and was removed before their next prompt, remembered for the notice. */
-const LOST_REMEMBERED_MAX = 1000;
 
 /** A session's sandbox became live: started on a first prompt, or adopted after a daemon restart. */
 export interface SessionLiveInfo {
@@ -46,8 +44,6 @@ export abstract class SessionTable implements OperatorTarget {
   protected readonly sessions = new Map<string, Sandbox>();
   /** Sessions whose sandbox is being acquired or which run a turn (synchronous busy guard). */
   protected readonly busy = new Set<string>();
-  /** Sessions whose dead sandbox was reaped before their next prompt (that prompt gets the notice). */
-  protected readonly lost = new Map<string, number>();
   protected closed = false;
   /** The audit trail and held mail sends (daemon/mail-gate.ts); set by the session manager. */
   protected auditor?: SandboxAuditor;
@@ -95,20 +91,9 @@ export abstract class SessionTable implements OperatorTarget {
   protected forget(sb: Sandbox, why: string): void {
     if (!sb.sessionId || this.sessions.get(sb.sessionId) !== sb) return;
     this.sessions.delete(sb.sessionId);
-    if (why === 'dead' && sb.userId !== undefined) this.rememberLost(sb.sessionId, sb.userId);
     const sessionId = sb.sessionId;
     this.hook('onSessionEnded', () => this.hooks?.onSessionEnded?.(sessionId, why));
     this.hook('auditor.sessionEnded', () => this.auditor?.sessionEnded(sessionId));
-  }
-
-  private rememberLost(sessionId: string, userId: number): void {
-    this.lost.delete(sessionId);
-    this.lost.set(sessionId, userId);
-    // Bounded: the oldest entries go first (a user who never comes back costs nothing for long).
-    for (const k of this.lost.keys()) {
-      if (this.lost.size <= LOST_REMEMBERED_MAX) break;
-      this.lost.delete(k);
-    }
   }
 
   /** The in-container proxy's decisions: counted in /metrics, refusals logged with the session. */

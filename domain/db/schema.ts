@@ -62,6 +62,8 @@ export interface ChatSessionsTable {
   title: Default<string>;
   created_at: Default<string>;
   updated_at: Default<string>;
+  /** The newest turn of the branch shown (migration 012). */
+  head_turn_id: string | null;
 }
 
 export interface ChatTurnsTable {
@@ -75,6 +77,12 @@ export interface ChatTurnsTable {
   error_message: string | null;
   started_at: Default<string>;
   ended_at: string | null;
+  /** The turn this one continues (null: the chat's first); siblings are edits and regenerates. */
+  parent_id: string | null;
+  /** Its model-facing items, JSON (core/transcript.ts); null while it runs or for turns from before 012. */
+  items: string | null;
+  input_tokens: number | null;
+  output_tokens: number | null;
 }
 
 export interface ChatToolCallsTable {
