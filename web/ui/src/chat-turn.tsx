@@ -37,6 +37,10 @@ export interface ViewTurn {
   error?: { code: string; message: string };
   /** Shown while the page reconnects to a turn that runs on. */
   notice?: string;
+  /** Its edits and regenerates (the turns with the same parent, itself included), oldest first. */
+  siblings?: string[];
+  /** Tokens its model calls used. */
+  usage?: { input_tokens: number; output_tokens: number };
 }
 
 export const fmt = (s: string | null | undefined) => {
@@ -67,8 +71,32 @@ export function fromStored(t: StoredTurn): ViewTurn {
     running: t.status === 'running',
     stopReason: t.stop_reason ?? undefined,
     error: t.error,
+    siblings: t.siblings,
+    usage: t.usage,
   };
 }
+
+/** "< 2/3 >": move between a turn's edits and regenerates (shown when it has more than one). */
+function BranchSwitch(props: { t: ViewTurn; busy: boolean; onSwitch(turnId: string): void }) {
+  const sib = props.t.siblings ?? [];
+  const i = props.t.id ? sib.indexOf(props.t.id) : -1;
+  if (sib.length < 2 || i < 0) return null;
+  return (
+    <span class="branch-switch" role="group" aria-label="Versions of this message">
+      <button type="button" class="link" disabled={props.busy || i === 0} onClick={() => props.onSwitch(sib[i - 1])} aria-label="Previous version">
+        ‹
+      </button>
+      <span class="branch-pos">
+        {i + 1}/{sib.length}
+      </span>
+      <button type="button" class="link" disabled={props.busy || i === sib.length - 1} onClick={() => props.onSwitch(sib[i + 1])} aria-label="Next version">
+        ›
+      </button>
+    </span>
+  );
+}
+
+const tokens = (n: number) => n.toLocaleString();
 
 /** Apply one stream event to a turn (a new object: Preact compares by identity). */
 export function applyEvent(t: ViewTurn, e: ChatEvent): ViewTurn {
@@ -299,7 +327,14 @@ function ApprovalCard({ p, onDecide }: { p: Extract<Part, { kind: 'approval' }>;
   );
 }
 
-export function Turn(props: { t: ViewTurn; last: boolean; busy: boolean; onRegenerate(): void; onEdit(): void; onDecide(id: string, decision: 'approve' | 'deny', scope: 'once' | 'recipient'): Promise<void> }) {
+export function Turn(props: {
+  t: ViewTurn;
+  last: boolean;
+  busy: boolean;
+  onRegenerate(): void;
+  onEdit(): void;
+  onSwitch(turnId: string): void;
+  onDecide(id: string, decision: 'approve' | 'deny', scope: 'once' | 'recipient'): Promise<void> }) {
   const { t } = props;
   const text = answerText(t);
   const copyRef = useRef<HTMLButtonElement>(null);
@@ -322,11 +357,12 @@ export function Turn(props: { t: ViewTurn; last: boolean; busy: boolean; onRegen
           <button type="button" class="link" ref={copyPromptRef} onClick={() => void copyText(t.prompt, copyPromptRef.current)} aria-label="Copy your message">
             Copy
           </button>
-          {props.last && ended && !props.busy && t.id && (
-            <button type="button" class="link edit-last" onClick={props.onEdit} aria-label="Edit and resend your last message">
+          {ended && !props.busy && t.id && (
+            <button type="button" class={`link ${props.last ? 'edit-last' : 'edit'}`} onClick={props.onEdit} aria-label="Edit this message and send it again">
               Edit
             </button>
           )}
+          <BranchSwitch t={t} busy={props.busy} onSwitch={props.onSwitch} />
         </div>
       </div>
       <div class="msg assistant" data-done={ended ? (t.stopReason ?? 'end_turn') : undefined} aria-busy={t.running ? 'true' : undefined}>
@@ -352,10 +388,15 @@ export function Turn(props: { t: ViewTurn; last: boolean; busy: boolean; onRegen
                 Copy
               </button>
             )}
-            {props.last && !props.busy && t.id && (
-              <button type="button" class="link regenerate" onClick={props.onRegenerate} aria-label="Regenerate the last answer">
+            {!props.busy && t.id && (
+              <button type="button" class="link regenerate" onClick={props.onRegenerate} aria-label="Regenerate this answer">
                 Regenerate
               </button>
+            )}
+            {t.usage && (
+              <span class="tokens" title="Tokens the model read and wrote for this answer">
+                {tokens(t.usage.input_tokens)} in · {tokens(t.usage.output_tokens)} out tokens
+              </span>
             )}
           </div>
         )}

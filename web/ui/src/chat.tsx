@@ -229,7 +229,11 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
     if (replaces) body.replaces_turn_id = replaces;
     const pending: ViewTurn = { id: null, prompt: text, startedAt: new Date().toISOString(), endedAt: null, parts: [], seq: 0, running: true };
     const restoreDraft = draft;
-    setTurns((list) => [...list.filter((t) => !replaces || t.id !== replaces), pending]);
+    // An edit or a regenerate starts a new branch at that turn: what came after it leaves the screen.
+    setTurns((list) => {
+      const at = replaces ? list.findIndex((t) => t.id === replaces) : -1;
+      return [...(at >= 0 ? list.slice(0, at) : list), pending];
+    });
     setDraft('');
     setEditing(null);
     stick.current = true;
@@ -257,6 +261,8 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
       void loadSessions('');
     }
     await follow(newSid ?? sid!, res, pending, ac.signal);
+    // A new branch: fetch the turn's versions for its "< n/n >".
+    if (replaces && !ac.signal.aborted) reloadHistory(newSid ?? sid!);
     if (!ac.signal.aborted) {
       void loadSessions(query.trim());
       input.current?.focus();
@@ -265,6 +271,17 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
 
   const reloadHistory = (sid: string) => {
     api<ChatHistory>('GET', `/api/chat/sessions/${encodeURIComponent(sid)}/messages`).then((h) => setTurns(h.turns.map(fromStored)), () => undefined);
+  };
+
+  /** Show another version of a turn (its branch), as the server now has it. */
+  const switchTo = async (turnId: string) => {
+    if (!current || busy) return;
+    try {
+      const h = await api<ChatHistory>('POST', `/api/chat/sessions/${encodeURIComponent(current)}/branch`, { turn_id: turnId });
+      setTurns(h.turns.map(fromStored));
+    } catch (e) {
+      setHint(e instanceof ApiError ? `${e.message} (${e.code})` : String(e));
+    }
   };
 
   const stop = async () => {
@@ -329,6 +346,17 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
           <h1 id="chat-heading" title={title || undefined}>
             {current ? title || 'Chat' : 'New chat'}
           </h1>
+          {current && (
+            <span class="export-links">
+              Export:{' '}
+              <a href={`/api/chat/sessions/${encodeURIComponent(current)}/export?format=markdown`} download id="export-md">
+                Markdown
+              </a>{' '}
+              <a href={`/api/chat/sessions/${encodeURIComponent(current)}/export?format=json`} download id="export-json">
+                JSON
+              </a>
+            </span>
+          )}
         </div>
         <p id="model" class="muted" data-demo={model?.demo ? 'true' : undefined}>
           {model?.demo ? (
@@ -355,6 +383,7 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
               last={t === last}
               busy={busy}
               onRegenerate={() => void send(t.prompt, t.id)}
+              onSwitch={(id) => void switchTo(id)}
               onDecide={async (id, decision, scope) => {
                 if (!current) return;
                 await api('POST', `/api/chat/sessions/${encodeURIComponent(current)}/approvals/${encodeURIComponent(id)}`, { decision, scope });
@@ -375,7 +404,7 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
         <form class="composer" aria-label="Send a message" onSubmit={onSubmit}>
           {editing && (
             <div class="editing muted" role="status">
-              Editing your last message: sending replaces it and its answer.{' '}
+              Editing a message: sending starts a new version from there; the old one stays (‹ ›).{' '}
               <button type="button" class="link" onClick={() => (setEditing(null), setDraft(''))}>
                 Cancel edit
               </button>
