@@ -3,8 +3,9 @@
  *
  * The in-sandbox proxy refuses what the policy blocks and holds every other send; the supervisor
  * relays the hold here. For each hold this gate: re-reads the user's policy (a change applies at
- * once, and a proxy with an older policy is checked again), applies the per-hour limit across
- * the user's sessions and nodes, and for `ask` puts an `approval_request` into the running turn
+ * once, and a proxy with an older policy is checked again), reserves one of the user's hourly
+ * slots atomically across sessions and nodes (domain/mail.ts reserveHold: a held send keeps its
+ * slot while it waits, a denied or timed-out one gives it back), and for `ask` puts an `approval_request` into the running turn
  * and waits for the user's decision (POST …/approvals/:id), the timeout, or the turn's end. Every
  * hold and its decision is a row of `mail_holds` and an action-log entry; every proxied request is
  * a row of `proxy_requests`. Bodies, tokens and placeholders never reach either.
