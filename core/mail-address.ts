@@ -60,8 +60,7 @@ export function splitStrictHead(buf: Buffer): { head: string; bodyStart: number 
   for (let i = buf.indexOf(0x0a); i >= 0 && i < end; i = buf.indexOf(0x0a, i + 1)) {
     if (i === 0 || buf[i - 1] !== 0x0d) throw ambiguous('a bare LF (not after CR) in the header block; only CRLF line endings are accepted');
   }
-  const nul = buf.indexOf(0);
-  if (nul >= 0 && nul < end) throw ambiguous('a NUL byte in the header block');
+  if (buf.subarray(0, end).indexOf(0) >= 0) throw ambiguous('a NUL byte in the header block');
   return { head: buf.toString('latin1', 0, end), bodyStart: at < 0 ? buf.length : at + 4 };
 }
 

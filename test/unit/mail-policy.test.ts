@@ -124,6 +124,7 @@ t.test('what the strict reading refuses as ambiguous (ERR_MAIL_AMBIGUOUS), with 
     ['two Reply-To', 'Reply-To: a@corp.example\r\nReply-To: b@corp.example\r\nTo: a@corp.example\r\n\r\nbody', /more than one Reply-To/],
     ['a quoted local part', 'To: <"a b"@corp.example>\r\n\r\nbody', /space|quoted/],
     ['a domain literal', 'To: a@[127.0.0.1]\r\n\r\nbody', /domain literals/],
+    ['a NUL in the header block', 'To: a@corp.example\r\nX-Note: a\0b\r\n\r\nbody', /NUL/],
     ['a backslash', 'To: "a\\"b" <a@corp.example>\r\n\r\nbody', /backslash/],
   ];
   for (const [what, raw, msg] of cases) {
