@@ -71,7 +71,7 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'AIRLOCK_GOOGLE_DRIVE_BASE_URL', kind: 'url', default: 'https://www.googleapis.com', doc: 'Drive API base URL.' },
   { env: 'AIRLOCK_GOOGLE_DIRECTORY_BASE_URL', kind: 'url', default: 'https://admin.googleapis.com', doc: 'Admin SDK Directory API base URL.' },
   { env: 'AIRLOCK_TRUST_PROXY', kind: 'string', default: 'none', doc: 'Reverse proxies whose X-Forwarded-For / X-Forwarded-Proto the web app believes: none (default: the headers are ignored), or a comma list of IP addresses, CIDR ranges and the names loopback, linklocal, uniquelocal.' },
-  { env: 'AIRLOCK_MAIL_OTHER', kind: 'enum', default: 'allow', values: ['allow', 'ask', 'block'], doc: 'Send policy default for a recipient in neither domain list: allow, ask (the user approves in the chat) or block. Agent policies may make it stricter.' },
+  { env: 'AIRLOCK_MAIL_OTHER', kind: 'enum', default: 'ask', values: ['allow', 'ask', 'block'], doc: 'Send policy default for a recipient in neither domain list: ask (the user approves in the chat; the default), allow or block. The first value of the server-wide send policy kept in the database; agent policies may make it stricter.' },
   { env: 'AIRLOCK_MAIL_ALLOW_DOMAINS', kind: 'string', default: '', doc: 'Recipient domains always allowed (comma list; a domain covers its subdomains), e.g. your organisation\'s own. Agent policies add to it.' },
   { env: 'AIRLOCK_MAIL_BLOCK_DOMAINS', kind: 'string', default: '', doc: 'Recipient domains always refused (comma list; wins over allowed domains). Agent policies add to it.' },
   { env: 'AIRLOCK_MAIL_MAX_RECIPIENTS', kind: 'int', default: '50', min: 1, max: 500, doc: 'Most recipients (To + Cc + Bcc) of one sent message.' },

@@ -189,7 +189,7 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
     try {
       summary = summarise(rawMessage(body));
     } catch (err) {
-      if (err instanceof MailParseError) throw new ProxyRefusal('ERR_MAIL_UNPARSEABLE', err.message);
+      if (err instanceof MailParseError) throw new ProxyRefusal(err.code, err.message);
       throw err;
     }
     base.recipients = summary.to + summary.cc + summary.bcc;

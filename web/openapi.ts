@@ -101,6 +101,8 @@ export const OPERATIONS: readonly (readonly [string, string, string, Who, string
   ['post', '/api/admin/sessions/{id}/kill', 'admin', 'superuser', 'End a session\'s sandbox (204)'],
   ['get', '/api/admin/turns/{turnId}', 'admin', 'superuser', 'A turn\'s audit: its tool calls with their upstream requests, and its held mail sends'],
   ['get', '/api/admin/users', 'admin', 'superuser', 'Accounts for user pickers: ?q= (part of username, e-mail or name), limit, offset'],
+  ['get', '/api/admin/mail-policy', 'admin', 'superuser', 'The server-wide send policy (first from AIRLOCK_MAIL_*)'],
+  ['put', '/api/admin/mail-policy', 'admin', 'superuser', 'Change the server-wide send policy ({allow_domains?, block_domains?, other?, max_recipients?, max_per_hour?, approval_timeout_s?})'],
 ];
 
 const SECURITY: Record<Who, Record<string, string[]>[]> = {

@@ -13,6 +13,7 @@ export const PROXY_AREA_ERRORS = {
   ERR_PROXY_BUSY: { status: 503, surfaces: ['proxy'], description: 'The session already has the most upstream requests in flight; none freed up in time.' },
   ERR_PROXY_TIMEOUT: { status: 504, surfaces: ['proxy'], description: 'The upstream did not answer in time.' },
   ERR_MAIL_UNPARSEABLE: { status: 400, surfaces: ['proxy', 'tool'], description: 'A mail send whose message the proxy cannot read (not JSON with a base64 raw message, a header line without a name, two subjects, a multipart without boundary): refused, never passed.' },
+  ERR_MAIL_AMBIGUOUS: { status: 400, surfaces: ['proxy', 'tool'], description: 'A mail send outside the strict reading of address headers (a comment, a group, an encoded word or a missing comma in an address field, a display name that looks like an address, two @, a bare CR or LF in the header block, an address header twice, a Resent-* header, a JSON key twice): mail readers could disagree on its recipients, so it is refused before anyone is asked.' },
   ERR_MAIL_BLOCKED: { status: 403, surfaces: ['proxy', 'tool'], description: 'The send policy refuses this message: a blocked recipient domain, a domain not allowed, no recipient or too many.' },
   ERR_MAIL_DENIED: { status: 403, surfaces: ['proxy', 'tool'], description: 'The user denied the held send in the chat.' },
   ERR_MAIL_APPROVAL_TIMEOUT: { status: 403, surfaces: ['proxy', 'tool'], description: 'Nobody decided on the held send in time (AIRLOCK_MAIL_APPROVAL_TIMEOUT_S): it was refused.' },

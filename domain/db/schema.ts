@@ -306,6 +306,26 @@ export interface MailHoldsTable {
   decided_at: string | null;
 }
 
+/** The server-wide send policy: one row, id 1 (docs/proxy.md#send-policy). */
+export interface MailServerPolicyTable {
+  id: number;
+  /** JSON lists of domains. */
+  allow_domains: string;
+  block_domains: string;
+  other: 'allow' | 'ask' | 'block';
+  max_recipients: number;
+  max_per_hour: number;
+  approval_timeout_s: number;
+  updated_by: number | null;
+  updated_at: Default<string>;
+}
+
+/** A user's lock row for reserving hourly mail slots (docs/proxy.md#send-policy). */
+export interface MailSendLocksTable {
+  user_id: number;
+  reserved_at: string;
+}
+
 /** One request the in-sandbox proxy decided on (docs/audit.md). */
 export interface ProxyRequestsTable {
   id: Generated<number>;
@@ -389,6 +409,8 @@ export interface Schema {
   leases: LeasesTable;
   mail_holds: MailHoldsTable;
   proxy_requests: ProxyRequestsTable;
+  mail_server_policy: MailServerPolicyTable;
+  mail_send_locks: MailSendLocksTable;
 }
 
 /** What every store function takes: the database, or a transaction on it. */

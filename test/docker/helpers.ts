@@ -14,6 +14,7 @@ import Docker from 'dockerode';
 import { createLogger, loadConfig, type Config, type Logger } from '../../core/index.js';
 import { ensureSandboxImage } from '../../daemon/runtime/image.js';
 import { LABEL_OWNER } from '../../daemon/runtime/session-manager.js';
+import { TEST_ORG_MAIL } from '../helpers/app.js';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 /** The engine the Docker tests use; the runsc pass of `npm test` points it at an engine with gVisor. */
@@ -153,7 +154,7 @@ export async function sweep(docker: Docker, owner: string): Promise<void> {
 }
 
 export function runtimeConfig(dataDir: string, image: string, env: Record<string, string> = {}): Readonly<Config> {
-  return loadConfig({ AIRLOCK_DATA_DIR: dataDir, AIRLOCK_IMAGE: image, AIRLOCK_LOG_LEVEL: 'warn', AIRLOCK_POOL_SIZE: '1', ...ENGINE_ENV, ...env });
+  return loadConfig({ AIRLOCK_DATA_DIR: dataDir, AIRLOCK_IMAGE: image, AIRLOCK_LOG_LEVEL: 'warn', AIRLOCK_POOL_SIZE: '1', ...TEST_ORG_MAIL, ...ENGINE_ENV, ...env });
 }
 
 /** Run a command in a container as `user`; returns exit code and output. */
