@@ -207,6 +207,8 @@ export function egressCases(socketPath: string, allowed: string): HostileEntry[]
   unix('egress-sheets-delete', head('DELETE', '/sheets/v4/spreadsheets/s1/values/A1'), 403, 'ERR_EGRESS_DENIED');
   unix('egress-sheets-batch', head('POST', '/sheets/v4/spreadsheets/s1:batchUpdate'), 403, 'ERR_EGRESS_DENIED');
   unix('egress-no-route', head('GET', '/admin/api/users'), 403, 'ERR_EGRESS_DENIED');
+  // The host route belongs to other sessions (those with an agent token), not this one.
+  unix('egress-other-session-route', head('GET', '/host/api/agent/memories'), 403, 'ERR_EGRESS_DENIED');
   unix('egress-walk', head('GET', '/search/drive/v3/files/..%2F..%2Fadmin'), 403, 'ERR_EGRESS_DENIED');
   unix('egress-dotdot', head('GET', '/search/drive/v3/../../admin'), 403, 'ERR_EGRESS_DENIED');
   unix('egress-override', head('POST', MAIL, 'X-HTTP-Method-Override: DELETE\r\n'), 403, 'ERR_EGRESS_DENIED');
