@@ -12,6 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { createLogger, createMetrics } from '../../core/index.js';
 import type { PreparedSession, SessionPreparer } from '../../core/sandbox-protocol.js';
 import { SessionManager } from '../../daemon/runtime/session-manager.js';
+import { EgressGatewayService } from '../../daemon/egress.js';
 import { dataDir, dockerOrSkip, ensureTestImage, execIn, hostCgroup, runtimeConfig, SANDBOX_RUNTIME, SECRET_SCAN, sweep, uniqueOwner } from './helpers.js';
 import { hostPidsLimit } from '../../daemon/runtime/docker-driver.js';
 import { airlockLabels, manager, textOf, turn } from './sandbox-kit.js';
@@ -335,7 +336,10 @@ if (docker) {
 
   t.test('token isolation: the canary is nowhere the child can look', async (t) => {
     for (const pool of ['1', '0']) {
-      const { m, dir } = await manager(t, docker, image, { AIRLOCK_POOL_SIZE: pool }, { preparer: canaryPreparer });
+      // The egress gateway (host) holds the canary and takes its rotation.
+      const egress = new EgressGatewayService({ log: createLogger({ level: 'silent' }) });
+      t.teardown(() => egress.close());
+      const { m, dir } = await manager(t, docker, image, { AIRLOCK_POOL_SIZE: pool }, { preparer: canaryPreparer, egress });
       await m.poolReady();
       const r = await turn(m, `canary-${pool}`, 'hi');
       t.equal(r.stop_reason, 'end_turn');
