@@ -215,19 +215,20 @@ export const MailSummarySchema: z.ZodType<MailSummary> = z.object({
   bytes: z.number().int(),
 });
 
-/** Handed over at claim time. Real tokens travel only here, never in Config.Env or argv. */
+/**
+ * Handed over at claim time. It carries no real token: the daemon's egress gateway holds them and
+ * injects them on the host (docs/proxy.md); the sandbox gets placeholders only.
+ */
 export interface StartSpec {
   session_id: string;
   user_id: number;
-  /** Real tokens by env name, e.g. { MAIL_ACCESS_TOKEN: '…' }; kept in the supervisor's own env. */
-  tokens: Record<string, string>;
   /** Placeholder values by env name, e.g. { MAIL_API_KEY: '…' }; given to the child. */
   placeholders: Record<string, string>;
   /** Short-lived HMAC token bound to user and session (host route). */
   agent_user_token?: string;
   /** Agent settings the child reads from its env (provider, model, max steps, allowed tools…). */
   agent_env: Record<string, string>;
-  /** The send policy the proxy applies to mail; absent: every send goes through (older daemons). */
+  /** The send policy the proxy reads mail against (its first wall; the gateway decides again on the host). */
   mail_policy?: MailPolicy;
 }
 
@@ -241,16 +242,12 @@ export type ControlRequest =
   | { id: string; type: 'start'; spec: StartSpec }
   | ({ id: string; type: 'prompt'; turn_id: string; prompt: string } & PromptContext)
   | { id: string; type: 'cancel'; turn_id: string }
-  | { id: string; type: 'rotate-token'; tokens: Record<string, string> }
   | { id: string; type: 'shutdown' }
-  | { id: string; type: 'shell'; cols?: number; rows?: number }
-  /** The daemon's answer to a `mail_hold`: release the held send upstream, or refuse it with a code. */
-  | { id: string; type: 'mail_release'; hold_id: string; allow: boolean; code?: string; message?: string };
+  | { id: string; type: 'shell'; cols?: number; rows?: number };
 
 export const StartSpecSchema: z.ZodType<StartSpec> = z.object({
   session_id: z.string(),
   user_id: z.number(),
-  tokens: StringMapSchema,
   placeholders: StringMapSchema,
   agent_user_token: z.string().optional(),
   agent_env: StringMapSchema,
@@ -263,10 +260,8 @@ export const ControlRequestSchema: z.ZodType<ControlRequest> = z.discriminatedUn
   z.object({ id: z.string(), type: z.literal('start'), spec: StartSpecSchema }),
   z.object({ id: z.string(), type: z.literal('prompt'), turn_id: z.string(), prompt: z.string(), ...PromptContextFields }),
   z.object({ id: z.string(), type: z.literal('cancel'), turn_id: z.string() }),
-  z.object({ id: z.string(), type: z.literal('rotate-token'), tokens: StringMapSchema }),
   z.object({ id: z.string(), type: z.literal('shutdown') }),
   z.object({ id: z.string(), type: z.literal('shell'), cols: z.number().optional(), rows: z.number().optional() }),
-  z.object({ id: z.string(), type: z.literal('mail_release'), hold_id: z.string().max(64), allow: z.boolean(), code: z.string().max(64).optional(), message: z.string().max(500).optional() }),
 ]);
 
 export type ControlMessage =
@@ -279,12 +274,7 @@ export type ControlMessage =
    * One credential-proxy request's outcome (no path values, query, body or token): the daemon
    * counts them in /metrics and records them in the audit trail.
    */
-  | ({ type: 'proxy_decision' } & ProxyDecisionRecord)
-  /**
-   * A mail send the proxy holds until the daemon answers `mail_release` (the per-hour limit, and
-   * for `ask` the user's decision in the chat). Re-sent on every new control connection while held.
-   */
-  | { type: 'mail_hold'; hold_id: string; turn_id: string | null; call_id: string | null; verdict: 'allow' | 'ask'; ask: string[]; summary: MailSummary };
+  | ({ type: 'proxy_decision' } & ProxyDecisionRecord);
 
 /** What the audit trail keeps of one proxied request. */
 export interface ProxyDecisionRecord {
@@ -353,15 +343,6 @@ export const ControlMessageSchema: z.ZodType<ControlMessage> = z.union([
     ms: z.number().optional(),
     recipients: z.number().optional(),
     dropped_headers: z.number().optional(),
-  }),
-  z.object({
-    type: z.literal('mail_hold'),
-    hold_id: z.string().max(64),
-    turn_id: z.string().max(64).nullable(),
-    call_id: z.string().max(128).nullable(),
-    verdict: z.enum(['allow', 'ask']),
-    ask: z.array(z.string()).max(1000),
-    summary: MailSummarySchema,
   }),
 ]);
 

@@ -9,7 +9,7 @@ export const PROXY_AREA_ERRORS = {
   ERR_PROXY_BODY_TOO_LARGE: { status: 413, surfaces: ['proxy'], description: 'The request body is larger than the proxy allows.' },
   ERR_PROXY_UPSTREAM: { status: 502, surfaces: ['proxy'], description: 'The upstream (or the tunnel to it through the egress socket) failed.' },
   ERR_PROXY_UPSTREAM_ENCODING: { status: 502, surfaces: ['proxy'], description: 'The upstream answered with a content-encoding the proxy cannot decode to scrub.' },
-  ERR_PROXY_TOKEN_MISSING: { status: 503, surfaces: ['proxy', 'start'], description: 'The real token of a route is not set in the supervisor.' },
+  ERR_PROXY_TOKEN_MISSING: { status: 503, surfaces: ['proxy', 'start'], description: 'The daemon holds no real token for the route (the egress gateway injects it).' },
   ERR_PROXY_BUSY: { status: 503, surfaces: ['proxy'], description: 'The session already has the most upstream requests in flight; none freed up in time.' },
   ERR_PROXY_TIMEOUT: { status: 504, surfaces: ['proxy'], description: 'The upstream did not answer in time.' },
   ERR_MAIL_UNPARSEABLE: { status: 400, surfaces: ['proxy', 'tool'], description: 'A mail send whose message the proxy cannot read (not JSON with a base64 raw message, a header line without a name, two subjects, a multipart without boundary): refused, never passed.' },

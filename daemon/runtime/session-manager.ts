@@ -3,7 +3,8 @@
  *
  * - First prompt of a session: the SessionPreparer says what the session gets (pure), a pool
  *   container is claimed (or one cold-started), the plan is written (profile.json, claim.json),
- *   the egress socket opened and the supervisor handed its tokens in `start`. Then the
+ *   the egress socket opened with the session's route table and real tokens (they stay on the
+ *   host: the gateway injects them), and the supervisor sent `start` (placeholders). Then the
  *   lifecycle hook `onSessionLive` registers the session (token rotation): the one place it does.
  * - Later prompts reuse it (warm). One turn at a time per session (ERR_SESSION_BUSY 409). Live
  *   sessions are capped per host (ERR_SESSION_CAPACITY 503).
@@ -17,7 +18,7 @@
 import { randomUUID } from 'node:crypto';
 import type Docker from 'dockerode';
 import { AppError, isAppError, type Config, type Logger, type Metrics } from '../../core/index.js';
-import { SANDBOX_PROXY_PORT, type EgressGateway, type SandboxAuditor, type PreparedSession, type SessionPreparer, type TurnRequest, type TurnResult, type TurnRunner } from '../../core/sandbox-protocol.js';
+import { SANDBOX_PROXY_PORT, type EgressGateway, type EgressHandle, type EgressSession, type MailPolicy, type SandboxAuditor, type PreparedSession, type SessionPreparer, type TurnRequest, type TurnResult, type TurnRunner } from '../../core/sandbox-protocol.js';
 import { adoptOwned } from './adoption.js';
 import { ContainerFactory } from './containers.js';
 import { DockerDriver } from './docker-driver.js';
@@ -29,7 +30,7 @@ import { agentEnvDigest, defaultPreparer, planSession, type SessionPlan } from '
 
 export { defaultPreparer } from './session-plan.js';
 import { SessionTable, type SessionHooks } from './sessions.js';
-import { ownerIdFor, SlotFolders, writeProfile } from './slots.js';
+import { ownerIdFor, SlotFolders, writeProfile, type Claim } from './slots.js';
 import { StartGate } from './start-gate.js';
 import { turnIn } from './turn.js';
 import { runWithContext } from './context-sync.js';
@@ -147,7 +148,7 @@ export class SessionManager extends SessionTable implements TurnRunner {
       this.watch(sb);
     }
     for (const { sb, claim } of adopted.sessions) {
-      if (this.egress) sb.egress = await this.egress.open(claim.session_id, `${sb.runDir}/egress.sock`, claim.egress_allow);
+      if (this.egress) sb.egress = await this.openAdopted(sb, claim);
       this.sessions.set(claim.session_id, sb);
       this.watch(sb);
       // Token rotation is in memory only: the restarted daemon registers the session again.
@@ -315,8 +316,27 @@ export class SessionManager extends SessionTable implements TurnRunner {
     // World-readable by design: routes and token *references* only, never values.
     writeProfile(sb.runDir, plan.profile);
     this.slots.writeClaim(sb.dir, plan.claim);
-    if (this.egress) sb.egress = await this.egress.open(sessionId, `${sb.runDir}/egress.sock`, plan.egressAllow);
+    if (this.egress) sb.egress = await this.egress.open(sessionId, `${sb.runDir}/egress.sock`, { userId: plan.claim.user_id, ...plan.egress, ...this.gatewayHooks(sb) });
     await sb.client!.request({ type: 'start', spec: plan.start });
+  }
+
+  /** What the gateway asks the session about: a held mail send, the running turn. */
+  private gatewayHooks(sb: Sandbox): Pick<EgressSession, 'hold' | 'currentTurn'> {
+    return { hold: (h) => this.mailHold(sb, h), currentTurn: () => sb.turn?.turnId ?? null };
+  }
+
+  /**
+   * An adopted session's gateway: its route table from claim.json (host only), its real tokens
+   * and send policy obtained again by the preparer (they lived in the old daemon's memory only).
+   */
+  private async openAdopted(sb: Sandbox, claim: Claim): Promise<EgressHandle> {
+    let creds: { tokens: Record<string, string>; mailPolicy?: MailPolicy } = { tokens: {} };
+    try {
+      creds = (await this.preparer.credentials?.({ userId: claim.user_id, sessionId: claim.session_id, tokenEnvs: claim.token_envs })) ?? creds;
+    } catch (err) {
+      this.log.warn({ sessionId: claim.session_id, code: (err as AppError).code }, 'adopted session: its tokens could not be obtained; its requests fail until rotation');
+    }
+    return this.egress!.open(claim.session_id, `${sb.runDir}/egress.sock`, { userId: claim.user_id, routes: claim.routes ?? [], ...creds, ...this.gatewayHooks(sb) });
   }
 
   private watch(sb: Sandbox): void {
@@ -325,7 +345,6 @@ export class SessionManager extends SessionTable implements TurnRunner {
       this.proxyDecision(sb, d);
       if (sb.sessionId && sb.userId !== undefined) this.auditor?.proxied({ sessionId: sb.sessionId, userId: sb.userId }, d);
     });
-    client.onMailHold((h) => void this.mailHold(sb, client, h));
     client.onClosed(() => {
       if (sb.client !== client || sb.state === 'stopping') return;
       sb.state = 'dead';

@@ -5,9 +5,9 @@
  */
 import { AppError, isAppError, type Config, type Logger, type Metrics } from '../../core/index.js';
 import type { InspectResult, OperatorTarget } from './operator.js';
-import type { MailHoldRelease, SandboxAuditor, TurnRequest, TurnResult } from '../../core/sandbox-protocol.js';
+import type { MailHold, MailHoldRelease, SandboxAuditor, TurnRequest, TurnResult } from '../../core/sandbox-protocol.js';
 import type { SandboxDetails } from './sandbox-driver.js';
-import type { MailHoldMessage, ProxyDecisionMessage, SandboxClient } from './sandbox-client.js';
+import type { ProxyDecisionMessage } from './sandbox-client.js';
 import { connected, sandboxInfo, type Sandbox, type SandboxInfo } from './sandbox.js';
 
 
@@ -15,7 +15,7 @@ import { connected, sandboxInfo, type Sandbox, type SandboxInfo } from './sandbo
 export interface SessionLiveInfo {
   sessionId: string;
   userId: number;
-  /** Env names of the real tokens its supervisor holds (names only). */
+  /** Env names of the real tokens its egress gateway holds on the host (names only). */
   tokenEnvs: string[];
   adopted: boolean;
 }
@@ -106,20 +106,16 @@ export abstract class SessionTable implements OperatorTarget {
     this.log.warn({ sessionId: sb.sessionId, containerId: sb.containerId.slice(0, 12), route, outcome, status: Number(d.status) || 0, code }, 'sandbox proxy refused a request');
   }
 
-  /** A mail send the proxy holds: decided by the auditor (daemon/mail-gate.ts), answered with `mail_release`. */
-  protected async mailHold(sb: Sandbox, client: SandboxClient, h: MailHoldMessage): Promise<void> {
-    let r: MailHoldRelease;
-    if (!sb.sessionId || sb.userId === undefined) r = { allow: false, code: 'ERR_MAIL_APPROVAL_UNAVAILABLE', message: 'this sandbox has no session' };
-    else if (!this.auditor) r = h.verdict === 'allow' ? { allow: true } : { allow: false, code: 'ERR_MAIL_APPROVAL_UNAVAILABLE', message: 'this server cannot ask for approvals' };
-    else {
-      try {
-        r = await this.auditor.hold({ sessionId: sb.sessionId, userId: sb.userId, turn: sb.turn }, h);
-      } catch (err) {
-        this.log.error({ sessionId: sb.sessionId, err: (err as Error).message }, 'a held mail send could not be decided');
-        r = { allow: false, code: 'ERR_MAIL_APPROVAL_UNAVAILABLE', message: 'the send could not be checked; try again' };
-      }
+  /** A mail send the egress gateway holds: decided by the auditor (daemon/mail-gate.ts). */
+  protected async mailHold(sb: Sandbox, h: MailHold): Promise<MailHoldRelease> {
+    if (!sb.sessionId || sb.userId === undefined) return { allow: false, code: 'ERR_MAIL_APPROVAL_UNAVAILABLE', message: 'this sandbox has no session' };
+    if (!this.auditor) return h.verdict === 'allow' ? { allow: true } : { allow: false, code: 'ERR_MAIL_APPROVAL_UNAVAILABLE', message: 'this server cannot ask for approvals' };
+    try {
+      return await this.auditor.hold({ sessionId: sb.sessionId, userId: sb.userId, turn: sb.turn }, h);
+    } catch (err) {
+      this.log.error({ sessionId: sb.sessionId, err: (err as Error).message }, 'a held mail send could not be decided');
+      return { allow: false, code: 'ERR_MAIL_APPROVAL_UNAVAILABLE', message: 'the send could not be checked; try again' };
     }
-    await client.request({ type: 'mail_release', hold_id: h.hold_id, ...r }).catch((err: Error) => this.log.warn({ sessionId: sb.sessionId, err: err.message }, 'mail_release not delivered'));
   }
 
   /**
@@ -241,11 +237,11 @@ export abstract class SessionTable implements OperatorTarget {
     return { restarted, skipped };
   }
 
-  /** Hand a session's supervisor fresh real tokens (token rotation). */
+  /** Hand a session's egress gateway fresh real tokens (token rotation); nothing goes into the sandbox. */
   async rotateTokens(sessionId: string, tokens: Record<string, string>): Promise<void> {
     const sb = this.sessions.get(sessionId);
-    if (!sb || !connected(sb)) throw new AppError('ERR_SESSION_NOT_FOUND', 'no live sandbox for this session', { status: 404 });
-    await sb.client!.request({ type: 'rotate-token', tokens });
+    if (!sb || !sb.egress) throw new AppError('ERR_SESSION_NOT_FOUND', 'no live sandbox for this session', { status: 404 });
+    sb.egress.setTokens(tokens);
   }
 
   /** Remove every sandbox of a user (deactivated users, a disconnected account). */

@@ -18,7 +18,6 @@ import { dbRows } from '../helpers/db.js';
 
 const summary = (to: string, subject: string): MailSummary => ({ recipients: [to], to: 1, cc: 0, bcc: 0, subject, attachments: [], bytes: 100 });
 const hold = (to: string, subject: string, verdict: 'allow' | 'ask' = 'allow', turnId: string | null = null): MailHold => ({
-  type: 'mail_hold',
   hold_id: randomUUID(),
   verdict,
   ask: verdict === 'ask' ? [to] : [],

@@ -8,11 +8,11 @@
  */
 import t from 'tap';
 import { join } from 'node:path';
-import type { MailPolicy } from '../../core/sandbox-protocol.js';
-import { EgressGatewayService, egressTarget } from '../../daemon/egress.js';
+import type { MailHold, MailPolicy } from '../../core/sandbox-protocol.js';
+import { EgressGatewayService } from '../../daemon/egress.js';
 import { buildProfile, buildRoutes } from '../../daemon/overlay.js';
 import { start as startUpstream } from '../../emulator/fake-upstream.js';
-import { startCredentialProxy, type MailHoldRequest } from '../../proxy/index.js';
+import { startCredentialProxy } from '../../proxy/index.js';
 import { callUpstream } from '../../tools/http.js';
 import { createLogger } from '../../core/index.js';
 import { tempDir } from '../helpers/app.js';
@@ -27,19 +27,24 @@ t.test('the strict reading through the real proxy', async (t) => {
   const routes = buildRoutes({ google: { mailBaseUrl: upstream.url, sheetsBaseUrl: upstream.url, driveBaseUrl: upstream.url }, model: { provider: 'openai', baseUrl: upstream.url }, hasAccountToken: true, hasModelKey: true });
   const socketPath = join(tempDir(t, 'airlock-strict-'), 'egress.sock');
   const egress = new EgressGatewayService({ log: createLogger({ level: 'silent' }) });
-  const handle = await egress.open('strict-test', socketPath, [...new Set(routes.map((r) => egressTarget(r.upstream)))]);
-  t.teardown(() => handle.close());
-  const holds: MailHoldRequest[] = [];
-  const proxy = await startCredentialProxy({
-    profile: buildProfile('strict-test', 0, routes),
-    getToken: () => 'ya29.real-strict-token',
-    getPlaceholder: (n) => (n === 'MAIL_API_KEY' ? PLACEHOLDER : undefined),
-    egressSocket: socketPath,
+  const holds: MailHold[] = [];
+  // The gateway on the host holds the token and decides each send on the bytes it forwards.
+  const handle = await egress.open('strict-test', socketPath, {
+    userId: 0,
+    routes,
+    tokens: { MAIL_ACCESS_TOKEN: 'ya29.real-strict-token' },
     mailPolicy: POLICY,
-    holdMail: async (h) => {
+    hold: async (h) => {
       holds.push(h);
       return { allow: true };
     },
+  });
+  t.teardown(() => handle.close());
+  const proxy = await startCredentialProxy({
+    profile: buildProfile('strict-test', 0, routes),
+    getPlaceholder: (n) => (n === 'MAIL_API_KEY' ? PLACEHOLDER : undefined),
+    egressSocket: socketPath,
+    mailPolicy: POLICY,
   });
   t.teardown(() => proxy.close());
   const url = `http://127.0.0.1:${proxy.port}/gmail/mail/v1/users/me/messages/send`;
