@@ -33,7 +33,7 @@ export class Agent {
       for (let step = 0; step < this.opts.maxSteps; step++) {
         if (signal.aborted) return { stop_reason: 'cancelled' };
         const reply = await this.opts.model.complete(
-          { system: this.opts.system, messages: this.history, tools, signal },
+          { system: this.opts.system, messages: this.history, tools, signal, onStatus: (s) => emit({ type: 'status', ...s }) },
           (text) => emit({ type: 'text_delta', text }),
         );
         this.history.push({ role: 'assistant', text: reply.text, toolCalls: reply.toolCalls });

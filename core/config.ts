@@ -59,7 +59,13 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'AIRLOCK_MODEL_BASE_URL', kind: 'url', doc: 'Model API base URL (e.g. https://api.openai.com/v1).' },
   { env: 'AIRLOCK_MODEL_API_KEY', kind: 'secret', doc: 'Model API key; injected by the sandbox proxy, never given to the agent.' },
   { env: 'AIRLOCK_MAX_STEPS', kind: 'int', default: '12', min: 1, max: 200, doc: 'Model calls per turn before the turn stops with max_steps.' },
-  { env: 'AIRLOCK_MODEL_TIMEOUT_S', kind: 'int', default: '60', min: 1, max: 3600, doc: 'Longest wait for the model (stall timeout) before the turn fails.' },
+  { env: 'AIRLOCK_MODEL_CONNECT_TIMEOUT_S', kind: 'int', default: '10', min: 1, max: 300, doc: 'Longest wait for a connection to the model (then retried as a refused one).' },
+  { env: 'AIRLOCK_MODEL_FIRST_BYTE_TIMEOUT_S', kind: 'int', default: '60', min: 1, max: 3600, doc: 'Longest wait from sending a model request to the first event of its answer (not retried).' },
+  { env: 'AIRLOCK_MODEL_TIMEOUT_S', kind: 'int', default: '30', min: 1, max: 3600, doc: 'Longest wait between two events of a streaming answer (stall timeout; not retried).' },
+  { env: 'AIRLOCK_MODEL_RETRIES', kind: 'int', default: '3', min: 0, max: 10, doc: 'Retries of a model call that failed before any of its text was shown (refused or reset connection, 408/409/429/5xx, overloaded).' },
+  { env: 'AIRLOCK_MODEL_RETRY_AFTER_MAX_S', kind: 'int', default: '30', min: 0, max: 600, doc: 'Longest Retry-After the agent waits out; a model asking for more ends the turn at once.' },
+  { env: 'AIRLOCK_TOOL_TIMEOUT_S', kind: 'int', default: '120', min: 10, max: 3600, doc: 'Longest wait for one tool call; then the tool fails with a timeout and the model carries on.' },
+  { env: 'AIRLOCK_TURN_TIMEOUT_S', kind: 'int', default: '600', min: 10, max: 86400, doc: 'Longest a turn may run in all (model calls, tools, retries); then it ends with ERR_TURN_TIMEOUT.' },
   { env: 'AIRLOCK_GOOGLE_CLIENT_ID', kind: 'string', doc: 'OAuth client id for connecting a user\'s workspace account (Gmail send, Sheets, Drive).' },
   { env: 'AIRLOCK_GOOGLE_CLIENT_SECRET', kind: 'secret', doc: 'OAuth client secret for connected accounts.' },
   { env: 'AIRLOCK_GOOGLE_AUTH_URL', kind: 'url', default: 'https://accounts.google.com/o/oauth2/v2/auth', doc: 'OAuth authorization endpoint for connected accounts.' },
@@ -117,7 +123,14 @@ export interface Config {
     baseUrl?: string;
     apiKey?: Secret;
     maxSteps: number;
+    /** Between two events of a streaming answer (stall). */
     timeoutS: number;
+    connectTimeoutS: number;
+    firstByteTimeoutS: number;
+    retries: number;
+    retryAfterMaxS: number;
+    toolTimeoutS: number;
+    turnTimeoutS: number;
   };
   google: {
     clientId?: string;
@@ -271,6 +284,12 @@ export function loadConfig(env: Raw, opts: LoadConfigOptions = {}): Readonly<Con
       apiKey: sec('AIRLOCK_MODEL_API_KEY'),
       maxSteps: num('AIRLOCK_MAX_STEPS'),
       timeoutS: num('AIRLOCK_MODEL_TIMEOUT_S'),
+      connectTimeoutS: num('AIRLOCK_MODEL_CONNECT_TIMEOUT_S'),
+      firstByteTimeoutS: num('AIRLOCK_MODEL_FIRST_BYTE_TIMEOUT_S'),
+      retries: num('AIRLOCK_MODEL_RETRIES'),
+      retryAfterMaxS: num('AIRLOCK_MODEL_RETRY_AFTER_MAX_S'),
+      toolTimeoutS: num('AIRLOCK_TOOL_TIMEOUT_S'),
+      turnTimeoutS: num('AIRLOCK_TURN_TIMEOUT_S'),
     },
     google: {
       clientId: values.AIRLOCK_GOOGLE_CLIENT_ID as string | undefined,
