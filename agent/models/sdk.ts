@@ -174,7 +174,7 @@ export async function withRetries<T>(
 /** The sentence the chat shows before retry `attempt` of `of`. */
 export function statusText(err: ModelError, attempt: number, of: number): string {
   const s = err.upstreamStatus;
-  const busy = s === 429 || s === 529 || overloaded.has(err);
+  const busy = s === 429 || s === 529 || /\((overloaded_error|rate_limit_error)\)/.test(err.message);
   return `${busy ? 'The model is busy' : 'The model is not answering'}, retrying (${attempt} of ${of})…`;
 }
 
