@@ -231,6 +231,14 @@ export function toModelError(errors: SdkErrors, e: unknown, dog: Watchdog, bound
       if (type && RETRYABLE_STREAM_ERRORS.has(type)) overloaded.add(err);
       return err;
     }
+    // The sandbox's credential proxy answers for an upstream it could not reach (x-airlock-error):
+    // that is an unreachable model, as it would be without the proxy (docs/chat.md, "Bounds").
+    const proxied = e.headers?.get('x-airlock-error');
+    if (proxied === 'ERR_PROXY_UPSTREAM' || proxied === 'ERR_PROXY_TIMEOUT') {
+      const err = new ModelError('ERR_MODEL_UNREACHABLE', 'the model endpoint could not be reached (through the sandbox proxy)', e);
+      err.upstreamStatus = e.status;
+      return err;
+    }
     const code = e.status === 401 || e.status === 403 ? 'ERR_MODEL_AUTH' : 'ERR_MODEL_HTTP';
     const err = new ModelError(code, `the model answered HTTP ${e.status}${type ? ` (${type})` : ''}`, e);
     err.upstreamStatus = e.status;
