@@ -81,7 +81,7 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'AIRLOCK_MAIL_BLOCK_DOMAINS', kind: 'string', default: '', doc: 'Recipient domains always refused (comma list; wins over allowed domains). Agent policies add to it.' },
   { env: 'AIRLOCK_MAIL_MAX_RECIPIENTS', kind: 'int', default: '50', min: 1, max: 500, doc: 'Most recipients (To + Cc + Bcc) of one sent message.' },
   { env: 'AIRLOCK_MAIL_MAX_PER_HOUR', kind: 'int', default: '60', min: 1, max: 100000, doc: 'Most messages one user\'s agents may send per hour (all sessions, all nodes).' },
-  { env: 'AIRLOCK_MAIL_APPROVAL_TIMEOUT_S', kind: 'int', default: '90', min: 5, max: 105, doc: 'How long a send held for the user\'s approval waits; then it is refused (at most 105: the agent\'s tool call waits 120 s).' },
+  { env: 'AIRLOCK_MAIL_APPROVAL_TIMEOUT_S', kind: 'int', default: '90', min: 5, max: 105, doc: 'How long a send held for the user\'s approval waits; then it is refused (at most 105, and at most AIRLOCK_TOOL_TIMEOUT_S − 15: the send waits inside its tool call).' },
   { env: 'OTEL_EXPORTER_OTLP_ENDPOINT', kind: 'url', doc: 'OpenTelemetry collector (OTLP/HTTP, JSON), e.g. http://127.0.0.1:4318: traces of each turn and the metrics are exported there. Unset: no telemetry (docs/audit.md).' },
   { env: 'OTEL_SERVICE_NAME', kind: 'string', default: 'airlock', doc: 'The service name on exported traces and metrics.' },
   { env: 'OTEL_METRIC_EXPORT_INTERVAL', kind: 'int', default: '60000', min: 100, max: 3600000, doc: 'Milliseconds between metric exports over OTLP.' },
@@ -219,6 +219,9 @@ export function loadConfig(env: Raw, opts: LoadConfigOptions = {}): Readonly<Con
   }
   const cpus = Number(values.AIRLOCK_SANDBOX_CPUS);
   if (!(cpus > 0 && cpus <= 256)) problems.push('AIRLOCK_SANDBOX_CPUS: must be a number between 0 and 256');
+  // A send held for approval waits inside send_email's tool call: the call must outlast the wait.
+  if (Number(values.AIRLOCK_MAIL_APPROVAL_TIMEOUT_S) + 15 > Number(values.AIRLOCK_TOOL_TIMEOUT_S))
+    problems.push('AIRLOCK_TOOL_TIMEOUT_S: must be at least AIRLOCK_MAIL_APPROVAL_TIMEOUT_S + 15 (a send held for approval waits inside its tool call)');
   const provider = values.AIRLOCK_MODEL_PROVIDER as Config['model']['provider'];
   if ((provider === 'openai' || provider === 'anthropic') && !values.AIRLOCK_MODEL_BASE_URL) {
     problems.push(`AIRLOCK_MODEL_BASE_URL: required when AIRLOCK_MODEL_PROVIDER is ${provider}`);
