@@ -72,3 +72,18 @@ t.test('a tool call that hangs ends at AGENT_TOOL_TIMEOUT_S with a sentence; the
   const toolMsg = h.model.requests[1].body.messages.find((m: any) => m.role === 'tool');
   t.equal(toolMsg?.content, 'Error: the tool slow did not answer within 1 s and was stopped.', 'the model was told in a sentence');
 });
+
+t.test('a turn past AGENT_TURN_TIMEOUT_S ends with ERR_TURN_TIMEOUT, its running tool stopped', async (t) => {
+  const h = await startChatHarness(t, {
+    childEnv: { ...FAULT_AGENT_ENV, AGENT_TURN_TIMEOUT_S: '2', AGENT_TOOL_TIMEOUT_S: '60' },
+    mcpServers: [{ name: 'fake', command: process.execPath, args: [FAKE_MCP] }],
+  });
+  const c = await h.login('tina');
+  h.model.push({ kind: 'reply', tool_calls: [{ name: 'slow', arguments: { ms: 60_000 } }] });
+  const r = await streamTurn(c, { message: 'run the slow tool for a minute' });
+  t.match(r.events.find((e) => e.type === 'tool_end'), { ok: false, error: 'cancelled' }, 'the running tool was stopped');
+  t.match(r.events.at(-1), { type: 'done', stop_reason: 'error', error: { code: 'ERR_TURN_TIMEOUT', message: 'the turn ran longer than 2 s and was stopped' } });
+  h.model.push({ kind: 'reply', text: 'still here' });
+  const next = await streamTurn(c, { message: 'and now?', session_id: r.sessionId });
+  t.match(next.events.at(-1), { type: 'done', stop_reason: 'end_turn' }, 'the next turn runs');
+});
