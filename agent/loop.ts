@@ -93,7 +93,7 @@ export class Agent {
     for (let step = 0; step < this.opts.maxSteps; step++) {
       if (signal.aborted) return { stop_reason: 'cancelled' };
       const messages = fitToBudget(this.history, this.opts.contextTokens, fixed).items;
-      const reply = await this.opts.model.complete({ system: this.opts.system, messages, tools, signal }, (text) => {
+      const reply = await this.opts.model.complete({ system: this.opts.system, messages, tools, signal, onStatus: (st) => emit({ type: 'status', ...st }) }, (text) => {
         onText(text);
         emit({ type: 'text_delta', text });
       });

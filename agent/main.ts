@@ -19,6 +19,7 @@ import { parseMcpServers, readAgentSettings, toolEnvOf } from './env.js';
 import { Agent } from './loop.js';
 import { ToolHost } from './mcp.js';
 import { createModel } from './models/index.js';
+import { turnDeadline } from './turn-deadline.js';
 
 /** Made at start, not at load: a startup snapshot loads this module when the image is built. */
 let log: ReturnType<typeof createLogger>;
@@ -46,6 +47,7 @@ async function main(): Promise<void> {
   }
   const tools = await ToolHost.connect(servers, toolEnvOf(process.env), log);
   let agent: Agent | undefined;
+  let turnTimeoutMs = 0;
   let configuring = false;
   tools.onServerGone((server) => {
     if (agent) {
@@ -72,6 +74,7 @@ async function main(): Promise<void> {
       toolTimeoutMs: settings.toolTimeoutMs,
       contextTokens: settings.contextTokens,
     });
+    turnTimeoutMs = settings.turnTimeoutMs;
     log.info({ provider: settings.provider, model: settings.model, tools: tools.defs().length }, 'agent configured');
   };
   let current: { turnId: string; ac: AbortController } | undefined;
@@ -111,8 +114,10 @@ async function main(): Promise<void> {
         const turn = { turnId: m.turn_id, ac: new AbortController() };
         current = turn;
         const t0 = performance.now();
+        const deadline = turnDeadline(turn.ac, turnTimeoutMs);
         void agent
           .runTurn(m.turn_id, m.prompt, (event) => send({ type: 'event', turn_id: turn.turnId, event }), turn.ac.signal)
+          .then(deadline.outcome)
           .then((r) => {
             current = undefined;
             send({

@@ -19,6 +19,8 @@ export interface ModelRequest {
   messages: readonly Message[];
   tools: readonly ToolDef[];
   signal: AbortSignal;
+  /** A retry the chat should show ("the model is not answering, retrying (1 of 3)…"; agent/models/sdk.ts). */
+  onStatus?: (s: { text: string; attempt: number; of: number }) => void;
 }
 
 export interface ModelReply {

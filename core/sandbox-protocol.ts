@@ -40,6 +40,18 @@ export interface TextDeltaEvent {
   seq: number;
   text: string;
 }
+/**
+ * What the turn is waiting on, while it waits: a model call being retried ("The model is not
+ * answering, retrying (2 of 3)…"). Shown while the turn runs; not kept in the stored history.
+ */
+export interface StatusEvent {
+  type: 'status';
+  seq: number;
+  text: string;
+  /** This retry (1-based) of `of`. */
+  attempt: number;
+  of: number;
+}
 export interface DoneEvent {
   type: 'done';
   seq: number;
@@ -74,7 +86,7 @@ export interface ApprovalResultEvent {
   /** For `approved`: this send only, or every send to these recipients in this session. */
   scope?: 'once' | 'recipient';
 }
-export type ChatEvent = ToolStartEvent | ToolEndEvent | TextDeltaEvent | ApprovalRequestEvent | ApprovalResultEvent | DoneEvent;
+export type ChatEvent = ToolStartEvent | ToolEndEvent | TextDeltaEvent | StatusEvent | ApprovalRequestEvent | ApprovalResultEvent | DoneEvent;
 /** Events the daemon itself puts into a turn (the agent cannot make them). */
 export type DaemonEvent = Omit<ApprovalRequestEvent, 'seq'> | Omit<ApprovalResultEvent, 'seq'>;
 
@@ -87,7 +99,8 @@ const StringMapSchema: z.ZodType<Record<string, string>> = z.record(z.string(), 
 export type AgentEvent =
   | Omit<ToolStartEvent, 'seq'>
   | Omit<ToolEndEvent, 'seq'>
-  | Omit<TextDeltaEvent, 'seq'>;
+  | Omit<TextDeltaEvent, 'seq'>
+  | Omit<StatusEvent, 'seq'>;
 
 export const AgentEventSchema: z.ZodType<AgentEvent> = z.discriminatedUnion('type', [
   z.object({ type: z.literal('tool_start'), call_id: z.string(), tool: z.string(), input: JsonObjectSchema }),
@@ -101,6 +114,7 @@ export const AgentEventSchema: z.ZodType<AgentEvent> = z.discriminatedUnion('typ
     duration_ms: z.number(),
   }),
   z.object({ type: z.literal('text_delta'), text: z.string() }),
+  z.object({ type: z.literal('status'), text: z.string().max(500), attempt: z.number().int().min(0).max(100), of: z.number().int().min(0).max(100) }),
 ]);
 
 // ---------------------------------------------------------------- supervisor ⇄ agent child (stdin/stdout)

@@ -68,7 +68,7 @@ const shape: ProviderShape = {
       return;
     }
     if (step.kind === 'stream_error') {
-      res.write(`event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: step.message ?? 'Overloaded' } })}\n\n`);
+      res.write(`event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: step.type ?? 'overloaded_error', message: step.message ?? 'Overloaded' } })}\n\n`);
       res.end();
       return;
     }

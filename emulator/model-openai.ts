@@ -63,8 +63,14 @@ const shape: ProviderShape = {
       res.end();
       return;
     }
-    if (step.kind === 'stall' || step.kind === 'stream_error') {
-      if (step.kind === 'stall' && step.text) res.write(chunk({ content: step.text }));
+    if (step.kind === 'stream_error') {
+      // As OpenAI-compatible servers report a failure after the headers: an `error` object as the data.
+      res.write(`data: ${JSON.stringify({ error: { message: step.message ?? 'The server is overloaded', type: step.type ?? 'server_error', param: null, code: null } })}\n\n`);
+      res.end();
+      return;
+    }
+    if (step.kind === 'stall') {
+      if (step.text) res.write(chunk({ content: step.text }));
       await untilClosed(req, res);
       return;
     }

@@ -3,8 +3,8 @@ import type { MessageParam, Tool } from '@anthropic-ai/sdk/resources/messages';
 import type { ModelAdapter, ModelReply, ModelRequest, Message, ToolCall } from '../types.js';
 import { interruptionNote } from '../../core/transcript.js';
 import { ModelError } from '../types.js';
-import { httpFetch } from './http-fetch.js';
-import { lazyModule, withRetries, type SdkErrors } from './sdk.js';
+import { httpFetchWith } from './http-fetch.js';
+import { lazyModule, withRetries, type ModelBounds, type SdkErrors } from './sdk.js';
 
 const MAX_TOKENS = 4096;
 
@@ -22,7 +22,7 @@ export class AnthropicModel implements ModelAdapter {
   readonly name: string;
   private client: Anthropic | undefined;
   private errors: SdkErrors | undefined;
-  constructor(private readonly opts: { baseUrl: string; model: string; apiKey?: string; timeoutMs: number }) {
+  constructor(private readonly opts: { baseUrl: string; model: string; apiKey?: string; bounds: ModelBounds }) {
     this.name = `anthropic:${opts.model}`;
     sdk.warm();
   }
@@ -38,10 +38,11 @@ export class AnthropicModel implements ModelAdapter {
         // The SDK (1.x) sends the key as `Authorization: Bearer`; the sandbox proxy's Anthropic
         // route checks and swaps `x-api-key` (which the API accepts too), so send that instead.
         defaultHeaders: { authorization: null, 'x-api-key': key },
-        maxRetries: 0, // ours are bounded by the stall timeout (sdk.ts)
-        timeout: this.opts.timeoutMs,
+        maxRetries: 0, // ours are bounded and shown in the chat (sdk.ts)
+        // The SDK's own timeout only backs ours up (it ends at the response headers).
+        timeout: this.opts.bounds.connectMs + this.opts.bounds.firstByteMs + 1000,
         logLevel: 'off',
-        fetch: httpFetch, // http-fetch.ts says why
+        fetch: httpFetchWith({ connectTimeoutMs: this.opts.bounds.connectMs }), // http-fetch.ts says why
       });
       this.errors = { APIError: m.APIError, APIUserAbortError: m.APIUserAbortError, APIConnectionError: m.APIConnectionError };
     }
@@ -51,19 +52,22 @@ export class AnthropicModel implements ModelAdapter {
   async complete(req: ModelRequest, onText: (t: string) => void): Promise<ModelReply> {
     const { client, errors } = await this.ready();
     const tools: Tool[] = req.tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.inputSchema as Tool.InputSchema }));
-    const final = await withRetries(errors, req.signal, this.opts.timeoutMs, async (dog) => {
+    const final = await withRetries(errors, req.signal, this.opts.bounds, async (dog) => {
       const stream = client.messages.stream(
         { model: this.opts.model, max_tokens: MAX_TOKENS, system: req.system, messages: toWire(req.messages), ...(tools.length ? { tools } : {}) },
         { signal: dog.signal },
       );
       for await (const ev of stream) {
         dog.progress();
-        if (ev.type === 'content_block_delta' && ev.delta.type === 'text_delta' && ev.delta.text) onText(ev.delta.text);
+        if (ev.type === 'content_block_delta' && ev.delta.type === 'text_delta' && ev.delta.text) {
+          dog.output();
+          onText(ev.delta.text);
+        }
       }
       const final = await stream.finalMessage();
       dog.ended();
       return final;
-    });
+    }, req.onStatus);
     let text = '';
     const toolCalls: ToolCall[] = [];
     for (const b of final.content) {

@@ -3,8 +3,8 @@ import type { ChatCompletionChunk, ChatCompletionMessageParam, ChatCompletionToo
 import type { ModelAdapter, ModelReply, ModelRequest, Message, ToolCall } from '../types.js';
 import { interruptionNote } from '../../core/transcript.js';
 import { ModelError } from '../types.js';
-import { httpFetch } from './http-fetch.js';
-import { lazyModule, parseArgs, withRetries, type SdkErrors } from './sdk.js';
+import { httpFetchWith } from './http-fetch.js';
+import { lazyModule, parseArgs, withRetries, type ModelBounds, type SdkErrors } from './sdk.js';
 
 /** The SDK, loaded after the agent is ready (sdk.ts says why). */
 type OpenAiModule = typeof import('openai');
@@ -24,7 +24,7 @@ export class OpenAiModel implements ModelAdapter {
   readonly name: string;
   private client: OpenAI | undefined;
   private errors: SdkErrors | undefined;
-  constructor(private readonly opts: { baseUrl: string; model: string; apiKey?: string; timeoutMs: number }) {
+  constructor(private readonly opts: { baseUrl: string; model: string; apiKey?: string; bounds: ModelBounds }) {
     this.name = `openai:${opts.model}`;
     sdk.warm();
   }
@@ -36,10 +36,11 @@ export class OpenAiModel implements ModelAdapter {
         baseURL: this.opts.baseUrl,
         // The SDK insists on a key; a keyless local server ignores the header.
         apiKey: this.opts.apiKey ?? 'none',
-        maxRetries: 0, // ours are bounded by the stall timeout (sdk.ts)
-        timeout: this.opts.timeoutMs,
+        maxRetries: 0, // ours are bounded and shown in the chat (sdk.ts)
+        // The SDK's own timeout only backs ours up (it ends at the response headers).
+        timeout: this.opts.bounds.connectMs + this.opts.bounds.firstByteMs + 1000,
         logLevel: 'off', // its logger would print unparsable stream data (model output)
-        fetch: httpFetch, // http-fetch.ts says why
+        fetch: httpFetchWith({ connectTimeoutMs: this.opts.bounds.connectMs }), // http-fetch.ts says why
       });
       this.errors = { APIError: m.APIError, APIUserAbortError: m.APIUserAbortError, APIConnectionError: m.APIConnectionError };
     }
@@ -53,23 +54,25 @@ export class OpenAiModel implements ModelAdapter {
       type: 'function',
       function: { name: t.name, description: t.description, parameters: t.inputSchema },
     }));
-    const reply = await withRetries(errors, req.signal, this.opts.timeoutMs, async (dog) => {
+    const reply = await withRetries(errors, req.signal, this.opts.bounds, async (dog) => {
       const stream = await client.chat.completions.create(
         { model: this.opts.model, messages, stream: true, stream_options: { include_usage: true }, ...(tools.length ? { tools } : {}) },
         { signal: dog.signal },
       );
-      dog.progress();
       const r = new Reply();
       for await (const chunk of stream) {
         dog.progress();
         const piece = r.add(chunk);
-        if (piece) onText(piece);
+        if (piece) {
+          dog.output();
+          onText(piece);
+        }
       }
       // The SDK's stream ends quietly when its request is aborted (a stall, a cancel): say so.
       dog.signal.throwIfAborted();
       dog.ended();
       return r;
-    });
+    }, req.onStatus);
     return reply.result();
   }
 }

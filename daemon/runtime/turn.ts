@@ -39,10 +39,10 @@ export function turnIn(sb: Sandbox, req: TurnRequest, config: Readonly<Config>, 
     const onAbort = () => {
       client.request({ type: 'cancel', turn_id: req.turnId }).catch(() => undefined);
     };
-    // Backstop so a wedged agent cannot hold a turn forever: cancel after every model call could
-    // have timed out; the supervisor kills a child that ignores the cancel and ends the turn.
-    const m = config.model;
-    const deadline = setTimeout(onAbort, (m.timeoutS * (m.maxSteps + 1) + 60) * 1000);
+    // Backstop so a wedged agent cannot hold a turn forever: the agent ends its own turn at
+    // AIRLOCK_TURN_TIMEOUT_S (ERR_TURN_TIMEOUT); 30 s later this cancels it, and the supervisor
+    // kills a child that ignores the cancel and ends the turn (docs/chat.md, "Bounds").
+    const deadline = setTimeout(onAbort, (config.model.turnTimeoutS + 30) * 1000);
     deadline.unref();
     if (req.signal.aborted) onAbort();
     else req.signal.addEventListener('abort', onAbort, { once: true });

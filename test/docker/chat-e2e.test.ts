@@ -167,7 +167,7 @@ if (docker) {
   t.test('model failures through the sandbox (500, malformed stream, stall) end the turn with a coded done; the container lives on', async (t) => {
     const model = await openaiModel.start({
       apiKey: MODEL_KEY,
-      script: [{ kind: 'error', status: 500, times: 3 }, { kind: 'malformed' }, { kind: 'stall', text: 'thinking…' }, { kind: 'reply', text: 'back again' }],
+      script: [{ kind: 'error', status: 500, times: 4 }, { kind: 'malformed' }, { kind: 'stall', text: 'thinking…' }, { kind: 'reply', text: 'back again' }],
     });
     t.teardown(() => model.close());
     const { d, c, logs } = await start(t, {

@@ -4,6 +4,7 @@ import { start as startAnthropic } from '../../emulator/model-anthropic.js';
 import { OpenAiModel } from '../../agent/models/openai.js';
 import { AnthropicModel } from '../../agent/models/anthropic.js';
 import type { Message } from '../../agent/types.js';
+import { DEFAULT_BOUNDS } from '../../agent/models/sdk.js';
 
 /**
  * One provider-neutral transcript, carried across providers (a chat whose model is switched):
@@ -17,8 +18,8 @@ t.test('OpenAI → Anthropic → OpenAI in one conversation with tool calls: eve
   t.teardown(() => oa.close());
   const an = await startAnthropic({ apiKey: 'k' });
   t.teardown(() => an.close());
-  const openai = new OpenAiModel({ baseUrl: oa.url, model: 'gpt-x', apiKey: 'k', timeoutMs: 10_000 });
-  const anthropic = new AnthropicModel({ baseUrl: an.url, model: 'claude-x', apiKey: 'k', timeoutMs: 10_000 });
+  const openai = new OpenAiModel({ baseUrl: oa.url, model: 'gpt-x', apiKey: 'k', bounds: DEFAULT_BOUNDS });
+  const anthropic = new AnthropicModel({ baseUrl: an.url, model: 'claude-x', apiKey: 'k', bounds: DEFAULT_BOUNDS });
   const signal = new AbortController().signal;
   const tools = [{ name: 'add', description: 'Add', inputSchema: { type: 'object', properties: { a: { type: 'number' } } } }];
   const history: Message[] = [{ role: 'user', content: 'add 1 and 2, then chart it' }];

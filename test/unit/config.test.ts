@@ -79,3 +79,11 @@ t.test('logged errors carry kind, code and message, never a stack', async (t) =>
   t.same(o.err, { type: 'Error', message: 'request failed badly', cause: { type: 'Error', message: 'disk full', code: 'ENOSPC' } });
   t.notMatch(lines[0], /at .*\.js:\d+/, 'no stack frame');
 });
+
+t.test('the tool timeout must outlast the mail approval wait', async (t) => {
+  t.throws(() => loadConfig({ AIRLOCK_TOOL_TIMEOUT_S: '60', AIRLOCK_MAIL_APPROVAL_TIMEOUT_S: '90' }), /AIRLOCK_TOOL_TIMEOUT_S: must be at least AIRLOCK_MAIL_APPROVAL_TIMEOUT_S \+ 15/);
+  const c = loadConfig({ AIRLOCK_TOOL_TIMEOUT_S: '60', AIRLOCK_MAIL_APPROVAL_TIMEOUT_S: '45', AIRLOCK_TURN_TIMEOUT_S: '300' });
+  t.equal(c.model.toolTimeoutS, 60);
+  t.equal(c.model.turnTimeoutS, 300);
+  t.same([c.model.connectTimeoutS, c.model.firstByteTimeoutS, c.model.timeoutS, c.model.retries, c.model.retryAfterMaxS], [10, 60, 30, 3, 30], 'the defaults');
+});

@@ -4,6 +4,7 @@
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { ChatEvent, StoredTurn, StopReason } from '../../chat-api.js';
 import { ApiError } from './api.js';
+import { shownOf, ShownText, toolErrorSentence, type Shown } from './error-text.js';
 import { renderMarkdown } from './markdown.js';
 
 /** One piece of an answer, in the order it came: text, or a tool call. */
@@ -41,6 +42,8 @@ export interface ViewTurn {
   siblings?: string[];
   /** Tokens its model calls used. */
   usage?: { input_tokens: number; output_tokens: number };
+  /** What the running turn waits on ("The model is not answering, retrying (1 of 3)…"), from `status` events. */
+  status?: string;
 }
 
 export const fmt = (s: string | null | undefined) => {
@@ -102,8 +105,10 @@ const tokens = (n: number) => n.toLocaleString();
 export function applyEvent(t: ViewTurn, e: ChatEvent): ViewTurn {
   if (e.seq <= t.seq) return t; // already seen (a replay overlapping what we have)
   const parts = t.parts.slice();
-  const next: ViewTurn = { ...t, parts, seq: e.seq, notice: undefined };
-  if (e.type === 'text_delta') {
+  const next: ViewTurn = { ...t, parts, seq: e.seq, notice: undefined, status: undefined };
+  if (e.type === 'status') {
+    next.status = e.text;
+  } else if (e.type === 'text_delta') {
     const last = parts[parts.length - 1];
     if (last?.kind === 'text') parts[parts.length - 1] = { kind: 'text', text: last.text + e.text };
     else parts.push({ kind: 'text', text: e.text });
@@ -248,6 +253,7 @@ function ToolRow({ p }: { p: Extract<Part, { kind: 'tool' }> }) {
           )}
         </div>
       </details>
+      {p.status === 'failed' && p.error && <p class="tool-error">{toolErrorSentence(p.error)}</p>}
       {spec && <ChartBox spec={spec} />}
       {img && <img class="attachment" src={`/api/chat/attachments/${img}`} alt={`Chart attachment ${img}`} data-attachment={img} />}
     </div>
@@ -263,7 +269,7 @@ const APPROVAL_STATE = { pending: 'Waiting for your approval', approved: 'Approv
  */
 function ApprovalCard({ p, onDecide }: { p: Extract<Part, { kind: 'approval' }>; onDecide(id: string, decision: 'approve' | 'deny', scope: 'once' | 'recipient'): Promise<void> }) {
   const [sending, setSending] = useState(false);
-  const [problem, setProblem] = useState<string | null>(null);
+  const [problem, setProblem] = useState<Shown | null>(null);
   const decide = (decision: 'approve' | 'deny', scope: 'once' | 'recipient' = 'once') => {
     setSending(true);
     setProblem(null);
@@ -271,7 +277,7 @@ function ApprovalCard({ p, onDecide }: { p: Extract<Part, { kind: 'approval' }>;
       () => setSending(false),
       (err: unknown) => {
         setSending(false);
-        setProblem(err instanceof ApiError ? `${err.message} (${err.code})` : 'The decision could not be sent; try again.');
+        setProblem(err instanceof ApiError ? shownOf(err) : 'The decision could not be sent; try again.');
       },
     );
   };
@@ -320,7 +326,7 @@ function ApprovalCard({ p, onDecide }: { p: Extract<Part, { kind: 'approval' }>;
       )}
       {problem && (
         <div class="banner error" role="alert">
-          {problem}
+          <ShownText s={problem} />
         </div>
       )}
     </section>
@@ -343,10 +349,12 @@ export function Turn(props: {
   const problem =
     t.stopReason && t.stopReason !== 'end_turn'
       ? t.error
-        ? `${t.error.message} (${t.error.code})`
+        ? t.error
         : t.stopReason === 'cancelled'
           ? 'Stopped.'
-          : `Turn ended: ${t.stopReason}`
+          : t.stopReason === 'max_steps'
+            ? 'The assistant took the most steps one answer may take, so it stopped here.'
+            : 'This answer ended early.'
       : null;
   return (
     <>
@@ -369,7 +377,12 @@ export function Turn(props: {
         {t.parts.map((p, i) =>
           p.kind === 'text' ? <Markdown key={`t${i}`} text={p.text} /> : p.kind === 'approval' ? <ApprovalCard key={p.approval_id} p={p} onDecide={props.onDecide} /> : <ToolRow key={p.call_id || `c${i}`} p={p} />,
         )}
-        {t.running && !t.parts.length && <p class="muted thinking">Working…</p>}
+        {t.running && !t.parts.length && !t.status && <p class="muted thinking">Working…</p>}
+        {t.running && t.status && (
+          <p class="muted turn-status" role="status">
+            {t.status}
+          </p>
+        )}
         {t.notice && (
           <div class="banner info" role="status">
             {t.notice}
@@ -377,7 +390,7 @@ export function Turn(props: {
         )}
         {problem && (
           <div class={`banner ${t.stopReason === 'cancelled' ? 'info' : 'error'}`} role={t.stopReason === 'cancelled' ? 'status' : 'alert'}>
-            {problem}
+            <ShownText s={problem} />
           </div>
         )}
         {ended && (

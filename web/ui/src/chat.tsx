@@ -6,6 +6,7 @@ import type { ChatEvent, ChatHistory, ChatModelInfo, ChatSessionList, ChatSessio
 import { api, ApiError, ndjson, openStream, StreamBroken } from './api.js';
 import { fromStored, applyEvent, Turn, type ViewTurn } from './chat-turn.js';
 import { AccountBox, SessionItem } from './chat-side.js';
+import { shownOf, ShownText, type Shown } from './error-text.js';
 
 /* ---------- the page ---------- */
 
@@ -16,12 +17,12 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
   const [current, setCurrent] = useState<string | null>(sessionId);
   const [turns, setTurns] = useState<ViewTurn[]>([]);
   const [title, setTitle] = useState<string>('');
-  const [loadError, setLoadError] = useState<string | null>(null);
+  const [loadError, setLoadError] = useState<Shown | null>(null);
   const [sessions, setSessions] = useState<ChatSessionSummary[] | null>(null);
   const [query, setQuery] = useState('');
   const [draft, setDraft] = useState('');
   const [editing, setEditing] = useState<string | null>(null);
-  const [hint, setHint] = useState<string | null>(null);
+  const [hint, setHint] = useState<Shown | null>(null);
   const [model, setModel] = useState<ChatModelInfo | null>(null);
   const [listOpen, setListOpen] = useState(false);
   const [atBottom, setAtBottom] = useState(true);
@@ -157,7 +158,7 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
           void follow(sessionId, null, fresh, ac.signal).then(() => void loadSessions(''));
         } else setTurns(view);
       })
-      .catch((e: unknown) => setLoadError(e instanceof ApiError ? `${e.message} (${e.code})` : String(e)));
+      .catch((e: unknown) => setLoadError(shownOf(e)));
     return undefined;
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [sessionId, nav]);
@@ -248,7 +249,7 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
       setTurns((list) => list.filter((t) => t !== pending));
       if (replaces && sid) reloadHistory(sid);
       setDraft(restoreDraft || text);
-      setHint(e instanceof ApiError ? (e.code === 'ERR_SESSION_BUSY' ? 'An answer is still running in this chat: your message is kept here.' : `${e.message} (${e.code})`) : 'Could not reach the server: your message is kept here.');
+      setHint(e instanceof ApiError ? (e.code === 'ERR_SESSION_BUSY' ? 'An answer is still running in this chat: your message is kept here.' : shownOf(e)) : 'Could not reach the server: your message is kept here.');
       return;
     }
     const newSid = res.headers.get('x-chat-session-id');
@@ -289,7 +290,7 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
     try {
       await api('POST', `/api/chat/sessions/${encodeURIComponent(current)}/turns/${encodeURIComponent(running.id)}/cancel`);
     } catch (e) {
-      setHint(e instanceof ApiError ? `${e.message} (${e.code})` : String(e));
+      setHint(shownOf(e));
     }
   };
 
@@ -372,7 +373,7 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
         <div class="transcript" id="transcript" ref={transcript} onScroll={onScroll} onWheel={onWheel} onKeyDown={onTranscriptKey} onTouchMove={leaveBottom} tabIndex={0} role="log" aria-label="Conversation" aria-live="polite">
           {loadError && (
             <div class="banner error" role="alert">
-              {loadError}
+              <ShownText s={loadError} />
             </div>
           )}
           {!current && !turns.length && <p class="muted">Start a conversation. The agent can read your spreadsheets, draw charts and send mail for you.</p>}
@@ -412,7 +413,7 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
           )}
           {hint && (
             <div class="banner info hint-busy" role="status" id="composer-hint">
-              {hint}
+              <ShownText s={hint} />
             </div>
           )}
           <div class="composer-row">
