@@ -26,6 +26,8 @@ const BOTH_ENGINES = [
   'dist/test/integration/chat-model.test.js',
   'dist/test/integration/chat-anthropic.test.js',
   'dist/test/integration/chat-sandbox-failure.test.js',
+  'dist/test/integration/chat-context.test.js',
+  'dist/test/integration/chat-budget.test.js',
   'dist/test/integration/memory.test.js',
   'dist/test/integration/error-body.test.js',
   // login, sessions, the login limiter, accounts, users
