@@ -471,6 +471,8 @@ export interface TurnAudit {
   stop_reason: string | null;
   started_at: string;
   ended_at: string | null;
+  /** Tokens the turn's model calls used, as the provider reported them (null: none reported). */
+  usage: { input_tokens: number; output_tokens: number } | null;
   tool_calls: { call_id: string; tool: string; status: string; duration_ms: number | null; requests: AuditedRequest[] }[];
   /** Requests of no tool call: the model's, and those the child made itself. */
   other_requests: AuditedRequest[];

@@ -49,6 +49,7 @@ export function adminAuditRoutes(ctx: WebContext): Router {
         stop_reason: turn.stop_reason,
         started_at: turn.started_at,
         ended_at: turn.ended_at,
+        usage: turn.usage ?? null,
         tool_calls: turn.tool_calls.map((c) => ({
           call_id: c.call_id,
           tool: c.tool,

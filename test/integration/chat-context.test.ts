@@ -1,5 +1,6 @@
 import t from 'tap';
 import { startChatHarness, streamTurn, waitFor, type ChatHarness } from '../helpers/chat.js';
+import { addUser } from '../helpers/app.js';
 import type { Client } from '../helpers/client.js';
 import { interruptionNote } from '../../core/transcript.js';
 
@@ -126,6 +127,13 @@ t.test('the model sees exactly the branch shown: lost agent, middle edit, regene
   const final = await history(c, sid);
   t.ok(final.turns.at(-1).usage.input_tokens > 0, 'the provider counted tokens');
   t.ok(final.usage.input_tokens >= final.turns.at(-1).usage.input_tokens);
+  // The admin's turn audit shows them, and /metrics counts them.
+  await addUser(h.app.database, 'audit-root', 'audit-root-password', { superuser: true });
+  const admin = h.app.client();
+  t.equal((await admin.login('audit-root', 'audit-root-password')).status, 200);
+  const audit = await admin.json('GET', `/api/admin/turns/${final.turns.at(-1).turn_id}`);
+  t.equal(audit.status, 200);
+  t.same(audit.body.usage, final.turns.at(-1).usage, 'the turn audit shows the tokens');
 
   // Off-branch and unknown turns are refused for edits.
   const off = await streamTurn(c, { message: 'x', session_id: sid, replaces_turn_id: e.done.turn_id });

@@ -51,7 +51,8 @@ export function TurnPage() {
       <Section title="Prompt">
         <p class="prompt">{audit.prompt}</p>
         <p class="muted">
-          {audit.stop_reason ? `Ended: ${audit.stop_reason}` : audit.status} · session <code>{audit.session_id}</code> · turn <code>{audit.turn_id}</code>
+          {audit.stop_reason ? `Ended: ${audit.stop_reason}` : audit.status}
+          {audit.usage ? ` · ${audit.usage.input_tokens.toLocaleString()} input and ${audit.usage.output_tokens.toLocaleString()} output tokens` : ''} · session <code>{audit.session_id}</code> · turn <code>{audit.turn_id}</code>
         </p>
       </Section>
       {audit.tool_calls.map((c) => (
