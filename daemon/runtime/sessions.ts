@@ -138,7 +138,8 @@ export abstract class SessionTable implements OperatorTarget {
   /**
    * Remove sandboxes idle longer than AIRLOCK_SESSION_IDLE_S and dead ones (container killed from
    * outside, crashed, OOM: its exited container and slot folder would otherwise stay until the
-   * session's next prompt). The next prompt of a session reaped dead still gets the notice.
+   * session's next prompt). The next prompt of a session reaped dead runs in a new one with the
+   * stored conversation.
    */
   async reap(): Promise<string[]> {
     const idleMs = this.config.sandbox.idleS * 1000;

@@ -358,6 +358,36 @@ if (docker) {
     t.not(now[0]?.containerId, killed, 'served by a new container');
     await t.rejects(docker!.getContainer(killed!).inspect(), { statusCode: 404 } as unknown as Error, 'the killed container was removed');
   });
+  t.test('the conversation outlives every sandbox: idle reap, pool claim, operator restart, docker kill', async (t) => {
+    // The demo model says how many user messages its request held ("message N of this conversation").
+    const { d, c } = await start(t, { AIRLOCK_MODEL_PROVIDER: 'demo', AIRLOCK_POOL_SIZE: '1', AIRLOCK_SESSION_IDLE_S: '1' });
+    const sessions = d.runtime!.sessions;
+    const said = (r: { events: any[] }) => r.events.filter((e) => e.type === 'text_delta').map((e) => e.text).join('');
+    const first = await streamTurn(c, { message: 'hello one' });
+    const sid = first.events.at(-1).session_id;
+    t.match(said(first), /message 1 of this conversation/);
+    t.match(said(await streamTurn(c, { message: 'hello two', session_id: sid })), /message 2 of this conversation/, 'warm');
+    const live = () => sessions.list().find((s) => s.sessionId === sid);
+    const before = live()!.containerId;
+    // Idle reap (AIRLOCK_SESSION_IDLE_S=1): the sandbox goes; the next prompt claims the pool member.
+    for (let i = 0; i < 400 && live(); i++) await new Promise((r) => setTimeout(r, 25));
+    t.notOk(live(), 'reaped when idle');
+    const afterReap = await streamTurn(c, { message: 'hello three', session_id: sid });
+    t.match(said(afterReap), /message 3 of this conversation/, 'after the idle reap, in a pool member: the whole conversation');
+    t.not(live()?.containerId, before);
+    t.equal(live()?.fromPool, true, 'a pool member claimed for an old chat');
+    // Operator restart.
+    const restarted = await sessions.restart(sid);
+    t.match(said(await streamTurn(c, { message: 'hello four', session_id: sid })), /message 4 of this conversation/, 'after an operator restart');
+    t.equal(live()?.containerId, restarted.containerId);
+    // Killed from outside.
+    await docker!.getContainer(restarted.containerId).kill();
+    for (let i = 0; i < 400 && live()?.state !== 'dead' && live(); i++) await new Promise((r) => setTimeout(r, 25));
+    const afterKill = await streamTurn(c, { message: 'hello five', session_id: sid });
+    t.match(said(afterKill), /message 5 of this conversation/, 'after a docker kill');
+    t.notMatch(said(afterKill), /stopped unexpectedly|context/, 'no notice');
+  });
+
   t.test('an account connected during a warm session: that session keeps asking to connect; a new session mails', async (t) => {
     const { d, g, c, connect } = await start(t, { AIRLOCK_MODEL_PROVIDER: 'demo' }, { connected: false });
     const ask = 'chart 1 2 3 and email the chart to x@example.test';
