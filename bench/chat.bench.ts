@@ -9,7 +9,7 @@ import { LocalTurnRunner } from '../daemon/local-runner.js';
 import { serve } from '../daemon/serve.js';
 import { buildSandboxImage, createDocker } from '../daemon/runtime/index.js';
 import { start as startModel, type ModelServer as ModelEmulator } from '../emulator/model-openai.js';
-import { nowMs, stats, type BenchResult } from './lib.js';
+import { benchLogin, benchServeEnv, nowMs, stats, type BenchResult } from './lib.js';
 import { openDatabase, type Sql } from '../domain/db/index.js';
 import { createUser } from '../domain/users.js';
 
@@ -28,16 +28,7 @@ type Turn = ((message: string) => Promise<{ total: number; first: number }>) & {
 /** A logged-in browser-like client of one web app: turn() streams one chat turn; newChat() makes the next turn start a new chat. */
 async function chatClient(url: string, db: Sql): Promise<Turn> {
   await createUser(db, { username: 'bench', email: 'bench@example.test', passwordHash: await hashPassword('bench-password') });
-  const csrf = await fetch(`${url}/api/auth/csrf`);
-  let cookie = csrf.headers.getSetCookie()[0].split(';')[0];
-  let token = ((await csrf.json()) as { csrf_token: string }).csrf_token;
-  const login = await fetch(`${url}/api/auth/login`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': token },
-    body: JSON.stringify({ username: 'bench', password: 'bench-password' }),
-  });
-  cookie = login.headers.getSetCookie()[0].split(';')[0];
-  token = ((await login.json()) as { csrf_token: string }).csrf_token;
+  const { cookie, token } = await benchLogin(url, 'bench', 'bench-password');
   let sessionId: string | undefined;
   const turn = async (message: string): Promise<{ total: number; first: number }> => {
     const t0 = nowMs();
@@ -176,19 +167,7 @@ async function sandbox(model: ModelEmulator): Promise<Awaited<ReturnType<typeof 
   }
   await buildSandboxImage({ docker, tag: TAG, root: ROOT, log: silentLogger() });
   const dir = mkdtempSync(join(tmpdir(), 'airlock-bench-chat-sb-'));
-  const config = loadConfig({
-    AIRLOCK_DATA_DIR: dir,
-    AIRLOCK_IMAGE: TAG,
-    AIRLOCK_PORT: '0',
-    AIRLOCK_POOL_SIZE: '0',
-    AIRLOCK_LOG_LEVEL: 'warn',
-    AGENT_USER_TOKEN_SECRET: 'bench-agent-user-token-secret-0123',
-    MCP_INTERNAL_SECRET: 'bench-mcp-internal-secret-0123456789',
-    AIRLOCK_MODEL_PROVIDER: 'openai',
-    AIRLOCK_MODEL: 'bench',
-    AIRLOCK_MODEL_BASE_URL: model.url,
-    AIRLOCK_MODEL_API_KEY: MODEL_KEY,
-  });
+  const config = loadConfig(benchServeEnv({ dataDir: dir, image: TAG, modelUrl: model.url, modelKey: MODEL_KEY, pool: 0 }));
   const d = await serve(config, { log: silentLogger(), runtime: { owner: `airlock-bench-${randomUUID().slice(0, 8)}` } });
   try {
     return await measure('sandbox', await chatClient(d.web.url, d.database.sql), directModel(model), false);

@@ -7,7 +7,7 @@ import { hashPassword, loadConfig, silentLogger } from '../core/index.js';
 import { serve } from '../daemon/serve.js';
 import { buildSandboxImage, createDocker } from '../daemon/runtime/index.js';
 import { start as startModel, type ModelServer } from '../emulator/model-openai.js';
-import { nowMs, stats, type BenchResult } from './lib.js';
+import { benchLogin, benchServeEnv, nowMs, stats, type BenchResult } from './lib.js';
 import { createUser } from '../domain/users.js';
 
 /**
@@ -32,16 +32,7 @@ interface Client {
 }
 
 async function client(url: string): Promise<Client> {
-  const csrf = await fetch(`${url}/api/auth/csrf`);
-  let cookie = csrf.headers.getSetCookie()[0].split(';')[0];
-  let token = ((await csrf.json()) as { csrf_token: string }).csrf_token;
-  const login = await fetch(`${url}/api/auth/login`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': token },
-    body: JSON.stringify({ username: 'bench', password: 'bench-password' }),
-  });
-  cookie = login.headers.getSetCookie()[0].split(';')[0];
-  token = ((await login.json()) as { csrf_token: string }).csrf_token;
+  const { cookie, token } = await benchLogin(url, 'bench', 'bench-password');
   return {
     async turn(message, sessionId) {
       const t0 = nowMs();
@@ -74,19 +65,7 @@ export async function run(): Promise<BenchResult> {
   await buildSandboxImage({ docker, tag: TAG, root: ROOT, log: silentLogger() });
   const model = await startModel({ apiKey: KEY, respond: () => ({ kind: 'reply', text: 'ok, noted: a short answer of a few words' }) });
   const dir = mkdtempSync(join(tmpdir(), 'airlock-bench-context-'));
-  const config = loadConfig({
-    AIRLOCK_DATA_DIR: dir,
-    AIRLOCK_IMAGE: TAG,
-    AIRLOCK_PORT: '0',
-    AIRLOCK_POOL_SIZE: '2',
-    AIRLOCK_LOG_LEVEL: 'warn',
-    AGENT_USER_TOKEN_SECRET: 'bench-agent-user-token-secret-0123',
-    MCP_INTERNAL_SECRET: 'bench-mcp-internal-secret-0123456789',
-    AIRLOCK_MODEL_PROVIDER: 'openai',
-    AIRLOCK_MODEL: 'bench',
-    AIRLOCK_MODEL_BASE_URL: model.url,
-    AIRLOCK_MODEL_API_KEY: KEY,
-  });
+  const config = loadConfig(benchServeEnv({ dataDir: dir, image: TAG, modelUrl: model.url, modelKey: KEY, pool: 2 }));
   const d = await serve(config, { log: silentLogger(), runtime: { owner: `airlock-bench-${randomUUID().slice(0, 8)}` } });
   try {
     await createUser(d.database.sql, { username: 'bench', email: 'bench@example.test', passwordHash: await hashPassword('bench-password') });

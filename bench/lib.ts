@@ -60,3 +60,38 @@ export async function measure(n: number, fn: () => Promise<void>, concurrency = 
   );
   return { samples, rps: (n / (nowMs() - t0)) * 1000 };
 }
+
+/**
+ * The settings of a bench's `serve` with real sandboxes and an OpenAI-shaped scripted model:
+ * its own data folder and image tag, pool and log level as given, fixed secrets (bench only).
+ */
+export function benchServeEnv(o: { dataDir: string; image: string; modelUrl: string; modelKey: string; pool: number }, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    AIRLOCK_DATA_DIR: o.dataDir,
+    AIRLOCK_IMAGE: o.image,
+    AIRLOCK_PORT: '0',
+    AIRLOCK_POOL_SIZE: String(o.pool),
+    AIRLOCK_LOG_LEVEL: 'warn',
+    AGENT_USER_TOKEN_SECRET: 'bench-agent-user-token-secret-0123',
+    MCP_INTERNAL_SECRET: 'bench-mcp-internal-secret-0123456789',
+    AIRLOCK_MODEL_PROVIDER: 'openai',
+    AIRLOCK_MODEL: 'bench',
+    AIRLOCK_MODEL_BASE_URL: o.modelUrl,
+    AIRLOCK_MODEL_API_KEY: o.modelKey,
+    ...extra,
+  };
+}
+
+/** Log in to a web app as a browser does (CSRF token, then the password): its cookie and CSRF token. */
+export async function benchLogin(url: string, username: string, password: string): Promise<{ cookie: string; token: string }> {
+  const csrf = await fetch(`${url}/api/auth/csrf`);
+  const first = csrf.headers.getSetCookie()[0].split(';')[0];
+  const pre = ((await csrf.json()) as { csrf_token: string }).csrf_token;
+  const login = await fetch(`${url}/api/auth/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', cookie: first, 'x-csrf-token': pre },
+    body: JSON.stringify({ username, password }),
+  });
+  if (login.status !== 200) throw new Error(`login ${username}: ${login.status}`);
+  return { cookie: login.headers.getSetCookie()[0].split(';')[0], token: ((await login.json()) as { csrf_token: string }).csrf_token };
+}

@@ -16,12 +16,13 @@ import { chmodSync, mkdirSync, rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import type { EgressGateway, EgressHandle, EgressSession, Logger, Metrics } from '../core/index.js';
-import { CALL_ID_HEADER, type MailSummary } from '../core/sandbox-protocol.js';
+import { CALL_ID_HEADER } from '../core/sandbox-protocol.js';
 import { allowedEntry, compileRouteTable, findRoute, upstreamPathOf, type CompiledRoute } from '../core/egress/routes.js';
 import { checkHeaders, hasBody, MAX_BODY_BYTES, MAX_HEADER_BYTES } from '../core/egress/framing.js';
 import { errorResponse, ProxyRefusal, type ProxyErrorCode } from '../core/egress/errors.js';
 import { upstreamHeaders } from '../core/egress/headers.js';
 import { parseTarget } from '../core/egress/normalise.js';
+import { judgeMail } from '../core/egress/mail.js';
 import { exchange, UpstreamAgents } from './egress-upstream.js';
 
 const HEADERS_TIMEOUT_MS = 10_000;
@@ -191,17 +192,7 @@ export class EgressGatewayService implements EgressGateway {
    * the daemon decides (per-hour limit, the user's approval for `ask`).
    */
   async #decideMail(st: SessionState, body: Buffer, callId: string | null, data: Record<string, unknown>): Promise<void> {
-    const { judge, MailParseError, rawMessage, summarise } = await import('../core/mail-policy.js');
-    let summary: MailSummary;
-    try {
-      summary = summarise(rawMessage(body));
-    } catch (err) {
-      if (err instanceof MailParseError) throw new ProxyRefusal(err.code, err.message);
-      throw err;
-    }
-    data.recipients = summary.to + summary.cc + summary.bcc;
-    const v = judge(st.spec.mailPolicy!, summary);
-    if (v.verdict === 'block') throw new ProxyRefusal('ERR_MAIL_BLOCKED', v.reason);
+    const { summary, verdict: v } = judgeMail(await import('../core/mail-policy.js'), body, st.spec.mailPolicy!, data);
     if (!st.spec.hold) {
       if (v.verdict === 'ask') throw new ProxyRefusal('ERR_MAIL_APPROVAL_UNAVAILABLE', "this send needs the user's approval and nobody can be asked");
       return;

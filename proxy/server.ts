@@ -1,8 +1,9 @@
 import { Agent, createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { CALL_ID_HEADER, type MailPolicy, type MailSummary, type ProxyDecisionRecord, type SessionProfile } from '../core/sandbox-protocol.js';
+import { CALL_ID_HEADER, type MailPolicy, type ProxyDecisionRecord, type SessionProfile } from '../core/sandbox-protocol.js';
 import { admit, compileRoutes, MAX_HEADER_BYTES, tokenEnvOf } from './admit.js';
 import { errorResponse, ProxyRefusal } from './errors.js';
+import { judgeMail } from '../core/egress/mail.js';
 import { forward, ms, type DecisionInfo, type ForwardContext } from './forward.js';
 import { HEADERS_TIMEOUT_MS, MAX_UPSTREAM_CONCURRENT, SessionLimits, type LimitOptions } from './limits.js';
 
@@ -167,17 +168,7 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
    * it cannot read or the policy blocks never leaves the sandbox; the rest is decided on the host.
    */
   async function checkMail(body: Buffer, base: Record<string, unknown>): Promise<void> {
-    const { judge, MailParseError, rawMessage, summarise } = await loadMailPolicy();
-    let summary: MailSummary;
-    try {
-      summary = summarise(rawMessage(body));
-    } catch (err) {
-      if (err instanceof MailParseError) throw new ProxyRefusal(err.code, err.message);
-      throw err;
-    }
-    base.recipients = summary.to + summary.cc + summary.bcc;
-    const v = judge(opts.mailPolicy!, summary);
-    if (v.verdict === 'block') throw new ProxyRefusal('ERR_MAIL_BLOCKED', v.reason);
+    judgeMail(await loadMailPolicy(), body, opts.mailPolicy!, base);
   }
 
   const server: Server = createServer(

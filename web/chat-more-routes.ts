@@ -5,6 +5,7 @@ import { ConflictError, NotFoundError, type Logger } from '../core/index.js';
 import type { ChatExport, ChatHistory, SwitchBranchRequest } from './chat-api.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
 import * as store from '../domain/chat/store.js';
+import type { Sql } from '../domain/db/index.js';
 import { branchTranscript, sumUsage } from '../domain/chat/transcript.js';
 import { attachmentNames, chatMarkdown } from '../domain/chat/export.js';
 import { BeneathError, openBeneath } from './open-beneath.js';
@@ -45,6 +46,12 @@ export async function readAttachment(dataDir: string, userId: number, name: stri
   }
 }
 
+/** The branch shown of a chat, as GET …/messages answers it. */
+export async function chatHistory(db: Sql, s: store.ChatSessionRow): Promise<ChatHistory> {
+  const shown = await store.messages(db, s.id);
+  return { session: { id: s.id, title: s.title, created_at: s.created_at, updated_at: s.updated_at }, turns: shown, usage: sumUsage(shown) };
+}
+
 /**
  * GET /attachments/:name (a chart), GET /sessions/:id/export?format=markdown|json (the branch
  * shown), POST /sessions/:id/branch (show another branch). `owned` answers 404 for another
@@ -76,9 +83,7 @@ export function chatMoreRoutes(ctx: WebContext, o: { owned: (userId: number, id:
       const body = validateBody<SwitchBranchRequest>(BRANCH_SCHEMA, req.body);
       if (o.busy(s.id)) throw new ConflictError('ERR_SESSION_BUSY', 'a turn is already running in this session');
       await store.switchBranch(db, s.id, body.turn_id);
-      const shown = await store.messages(db, s.id);
-      const out: ChatHistory = { session: { id: s.id, title: s.title, created_at: s.created_at, updated_at: s.updated_at }, turns: shown, usage: sumUsage(shown) };
-      res.json(out);
+      res.json(await chatHistory(db, s));
     }),
   );
 

@@ -18,7 +18,6 @@ import type {
   ApprovalDecisionRequest,
   ApprovalDecisionResponse,
   CancelTurnResponse,
-  ChatHistory,
   ChatModelInfo,
   ChatSessionInfo,
   ChatSessionList,
@@ -30,12 +29,12 @@ import { asyncHandler, requireUser, type WebContext } from './context.js';
 import * as store from '../domain/chat/store.js';
 import { logAction } from '../domain/action-log.js';
 import type { Sql } from '../domain/db/index.js';
-import { chatMoreRoutes } from './chat-more-routes.js';
+import { chatHistory, chatMoreRoutes } from './chat-more-routes.js';
 import { TurnRegistry, type LiveTurn } from './turns.js';
 import { fleetForwarding } from './fleet.js';
 import { validateBody } from './validate.js';
 import { daemonEvent, sanitize } from './chat-events.js';
-import { branchTranscript, sumUsage } from '../domain/chat/transcript.js';
+import { branchTranscript } from '../domain/chat/transcript.js';
 
 /**
  * What the chat area needs from the daemon (ctx.services.chat): something that runs a turn
@@ -336,9 +335,7 @@ export function chatRoutes(ctx: WebContext): Router {
     requireUser,
     asyncHandler(async (req, res) => {
       const s = await owned(req.user!.id, String(req.params.id));
-      const shown = await store.messages(db, s.id);
-      const out: ChatHistory = { session: { id: s.id, title: s.title, created_at: s.created_at, updated_at: s.updated_at }, turns: shown, usage: sumUsage(shown) };
-      res.json(out);
+      res.json(await chatHistory(db, s));
     }),
   );
 
