@@ -26,6 +26,8 @@ export interface ChatSessionSummary {
   created_at: string;
   updated_at: string;
   turn_count: number;
+  /** Pinned by the user: listed first. */
+  pinned: boolean;
   /** The turn running now (from this server), if any: the page reattaches to it. */
   running_turn_id: string | null;
 }
@@ -47,6 +49,11 @@ export interface ChatHistory {
   turns: StoredTurn[];
   /** Tokens of the turns shown, summed (turns whose provider reported none count 0). */
   usage: { input_tokens: number; output_tokens: number };
+}
+
+/** PUT /api/chat/sessions/:id/pin body (answers 204). */
+export interface PinSessionRequest {
+  pinned: boolean;
 }
 
 /** POST /api/chat/sessions/:id/branch body: show the branch through this turn (one of a turn's siblings). */

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { promises as fsp } from 'node:fs';
 import { Router } from 'express';
 import { ConflictError, NotFoundError, type Logger } from '../core/index.js';
-import type { ChatExport, ChatHistory, SwitchBranchRequest } from './chat-api.js';
+import type { ChatExport, ChatHistory, PinSessionRequest, SwitchBranchRequest } from './chat-api.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
 import * as store from '../domain/chat/store.js';
 import type { Sql } from '../domain/db/index.js';
@@ -14,6 +14,8 @@ import { ValidationError } from '../core/index.js';
 
 const ATTACHMENT_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.png$/;
 const MAX_ATTACHMENT_BYTES = 5 * 1024 * 1024;
+
+const PIN_SCHEMA = { type: 'object', required: ['pinned'], additionalProperties: false, properties: { pinned: { type: 'boolean' } } } as const;
 
 const BRANCH_SCHEMA = {
   type: 'object',
@@ -84,6 +86,18 @@ export function chatMoreRoutes(ctx: WebContext, o: { owned: (userId: number, id:
       if (o.busy(s.id)) throw new ConflictError('ERR_SESSION_BUSY', 'a turn is already running in this session');
       await store.switchBranch(db, s.id, body.turn_id);
       res.json(await chatHistory(db, s));
+    }),
+  );
+
+  // Pin a chat to the top of the list, or unpin it.
+  r.put(
+    '/sessions/:id/pin',
+    requireUser,
+    asyncHandler(async (req, res) => {
+      const s = await o.owned(req.user!.id, String(req.params.id));
+      const body = validateBody<PinSessionRequest>(PIN_SCHEMA, req.body);
+      await store.setPinned(db, s.id, body.pinned);
+      res.status(204).end();
     }),
   );
 

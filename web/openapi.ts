@@ -81,6 +81,7 @@ export const OPERATIONS: readonly (readonly [string, string, string, Who, string
   ['get', '/api/chat/model', 'chat', 'user', 'The model that answers: {provider, model, demo}'],
   ['get', '/api/chat/sessions', 'chat', 'user', 'Own chat sessions'],
   ['get', '/api/chat/sessions/{id}/messages', 'chat', 'user', 'The branch shown of an own chat session, with each turn\'s siblings and usage'],
+  ['put', '/api/chat/sessions/{id}/pin', 'chat', 'user', 'Pin an own chat to the top of the list, or unpin it ({pinned}) → 204'],
   ['post', '/api/chat/sessions/{id}/branch', 'chat', 'user', 'Show the branch through a turn (an edit or regenerate sibling) → the branch shown'],
   ['get', '/api/chat/sessions/{id}/export', 'chat', 'user', 'Export the branch shown: ?format=markdown (a file) or json (turns, transcript, charts)'],
   ['patch', '/api/chat/sessions/{id}', 'chat', 'user', 'Rename an own chat session'],

@@ -64,6 +64,8 @@ export interface ChatSessionsTable {
   updated_at: Default<string>;
   /** The newest turn of the branch shown (migration 012). */
   head_turn_id: string | null;
+  /** 1: pinned by its user, listed first (migration 016). */
+  pinned: Default<number>;
 }
 
 export interface ChatTurnsTable {

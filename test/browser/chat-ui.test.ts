@@ -198,6 +198,13 @@ else {
     t.ok(sid, 'the URL names the chat');
     t.equal(await page.$$eval('.msg time', (x) => x.filter((e) => (e as HTMLTimeElement).dateTime && e.textContent).length), 4, 'each message has its time');
     t.ok(await page.$eval('#session-list .session-date time', (e) => !!e.textContent), 'the list shows dates');
+    t.same(await page.$$eval('#session-list .session-group-name', (x) => x.map((e) => e.textContent)), ['Today'], 'grouped by day');
+    // Pin the chat: it moves to a "Pinned" group at the top; unpin puts it back.
+    await page.click(`#session-list li.session-item:has(a[href="#/chat/${sid}"]) button.pin`);
+    await page.waitForFunction(() => document.querySelector('#session-list .session-group-name')?.textContent === 'Pinned');
+    t.equal(await page.getAttribute(`#session-list li.session-item:has(a[href="#/chat/${sid}"]) button.pin`, 'aria-pressed'), 'true', 'pinned');
+    await page.click(`#session-list li.session-item:has(a[href="#/chat/${sid}"]) button.pin`);
+    await page.waitForFunction(() => document.querySelector('#session-list .session-group-name')?.textContent === 'Today');
 
     await page.click('.msg.assistant:last-of-type .copy-answer');
     t.match(await page.evaluate(() => navigator.clipboard.readText()), /^You said: beta question/, 'copy an answer');
@@ -248,7 +255,7 @@ else {
     await page.waitForFunction(() => Array.from(document.querySelectorAll('.msg.user .bubble')).map((e) => e.textContent).join('|') === 'alpha question|gamma question');
 
     // Rename with the keyboard.
-    await page.focus(`#session-list li:has(a[href="#/chat/${sid}"]) button:text("Rename")`);
+    await page.focus(`#session-list li.session-item:has(a[href="#/chat/${sid}"]) button:text("Rename")`);
     await page.keyboard.press('Enter');
     // The page focuses and selects the title field once it has rendered it: type only then.
     await page.waitForFunction(() => document.activeElement?.id.startsWith('rename-') === true);
@@ -283,7 +290,7 @@ else {
       dialogs.push(d.message());
       void (accept ? d.accept() : d.dismiss());
     });
-    const del = `#session-list li:has(a[href="#/chat/${sid}"]) button:text("Delete")`;
+    const del = `#session-list li.session-item:has(a[href="#/chat/${sid}"]) button:text("Delete")`;
     await page.focus(del);
     await page.keyboard.press('Enter');
     await settled(page);

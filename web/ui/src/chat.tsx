@@ -5,7 +5,7 @@ import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'preac
 import type { ChatEvent, ChatHistory, ChatModelInfo, ChatSessionList, ChatSessionSummary, SendMessageRequest } from '../../chat-api.js';
 import { api, ApiError, ndjson, openStream, StreamBroken } from './api.js';
 import { fromStored, applyEvent, Turn, type ViewTurn } from './chat-turn.js';
-import { AccountBox, SessionItem } from './chat-side.js';
+import { AccountBox, groupSessions, SessionItem } from './chat-side.js';
 import { shownOf, ShownText, type Shown } from './error-text.js';
 
 /* ---------- the page ---------- */
@@ -331,9 +331,18 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
         <input id="chat-search" type="search" placeholder="Search chats…" value={query} onInput={(e) => setQuery((e.target as HTMLInputElement).value)} />
         <ul class="sessions" id="session-list" aria-label="Chat sessions">
           {sessions === null ? null : sessions.length === 0 ? (
-            <li class="muted">{query ? 'No chat matches.' : 'No sessions yet.'}</li>
+            <li class="muted">{query ? 'No chat matches your search.' : 'No chats yet: your conversations will be listed here.'}</li>
           ) : (
-            sessions.map((s) => <SessionItem key={s.id} s={s} current={s.id === current} onChanged={sessionChanged(s.id)} />)
+            groupSessions(sessions).map((g) => (
+              <li key={g.name} class="session-group">
+                <h3 class="session-group-name">{g.name}</h3>
+                <ul class="sessions" aria-label={g.name}>
+                  {g.sessions.map((s) => (
+                    <SessionItem key={s.id} s={s} current={s.id === current} onChanged={sessionChanged(s.id)} />
+                  ))}
+                </ul>
+              </li>
+            ))
           )}
         </ul>
         <h2>Workspace account</h2>
