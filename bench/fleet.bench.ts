@@ -37,6 +37,7 @@ async function node(database: Database, id: string): Promise<{ web: WebServer; d
     AIRLOCK_PORT: String(port),
     AIRLOCK_NODE_ID: id,
     AIRLOCK_NODE_SECRET: SECRET,
+    AIRLOCK_FLEET_ALLOW_HTTP: 'true',
     AIRLOCK_LOG_LEVEL: 'silent',
     MCP_INTERNAL_SECRET: 'bench-secret-0123456789',
     AGENT_USER_TOKEN_SECRET: 'bench-secret-0123456789',

@@ -16,6 +16,7 @@ const BOTH_ENGINES = [
   'dist/test/integration/fleet-store.test.js',
   'dist/test/integration/fleet-auth.test.js',
   'dist/test/integration/fleet-forward.test.js',
+  'dist/test/integration/fleet-replay.test.js',
   'dist/test/integration/data-access-migration.test.js',
   'dist/test/integration/data-access-store.test.js',
   // chat and memories (domain/chat/store.ts, domain/memories.ts)

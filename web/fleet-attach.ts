@@ -1,8 +1,9 @@
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { PassThrough, Writable } from 'node:stream';
-import { AppError, ATTACH_UPGRADE, AttachFrameReader, encodeAttachFrame, isAppError, NODE_HEADERS, NodeRequestVerifier, protocolLogFields, type ProtocolError, type ShellTerminal } from '../core/index.js';
+import { AppError, ATTACH_UPGRADE, AttachFrameReader, encodeAttachFrame, isAppError, NODE_HEADERS, protocolLogFields, type ProtocolError, type ShellTerminal } from '../core/index.js';
 import { listNodes } from '../domain/fleet.js';
+import { nodeVerifier } from './fleet.js';
 import type { WebContext } from './context.js';
 
 /**
@@ -31,7 +32,7 @@ function refuse(socket: Duplex, err: AppError): void {
 
 /** The listener for the web server's `upgrade` event; `close()` ends every attach still open. */
 export function fleetAttach(ctx: WebContext): { onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void; close(): void } {
-  const verifier = ctx.config.node.secret ? new NodeRequestVerifier(ctx.config.node.secret.reveal()) : undefined;
+  const verifier = nodeVerifier(ctx);
   const open = new Set<Duplex>();
   const log = ctx.log.child({ area: 'fleet-attach' });
 
@@ -46,7 +47,7 @@ export function fleetAttach(ctx: WebContext): { onUpgrade(req: IncomingMessage, 
       return new AppError('ERR_NODE_AUTH', 'not a valid request from a node of this fleet', { status: 401 });
     };
     if (!verifier) throw authFailed('no_secret');
-    const v = verifier.verify(req.headers, { method: 'GET', path: req.url ?? '', body: '' });
+    const v = await verifier.verify(req.headers, { method: 'GET', path: req.url ?? '', body: '' });
     const claimed = typeof req.headers[NODE_HEADERS.node] === 'string' ? (req.headers[NODE_HEADERS.node] as string) : undefined;
     if (!v.ok) throw authFailed(v.reason, claimed);
     const nodes = await listNodes(ctx.database.sql, ctx.config.node.lostS);
