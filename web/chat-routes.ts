@@ -271,7 +271,7 @@ export function chatRoutes(ctx: WebContext): Router {
       const s = await owned(req.user!.id, String(req.params.id));
       const turnId = String(req.params.turnId);
       const afterRaw = req.query.after === undefined ? '0' : String(req.query.after);
-      if (!/^\d{1,9}$/.test(afterRaw)) throw new ValidationError('after must be a whole number ≥ 0 (the last seq you saw)');
+      if (!/^(0|[1-9]\d{0,8})$/.test(afterRaw)) throw new ValidationError('after must be a whole number ≥ 0 (the last seq you saw)');
       const after = Number(afterRaw);
       const live = turns.get(turnId);
       if (live && live.sessionId === s.id) return streamTo(req, res, live, after, true);

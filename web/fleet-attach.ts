@@ -4,6 +4,7 @@ import { PassThrough, Writable } from 'node:stream';
 import { AppError, ATTACH_UPGRADE, AttachFrameReader, encodeAttachFrame, isAppError, NODE_HEADERS, protocolLogFields, type ProtocolError, type ShellTerminal } from '../core/index.js';
 import { listNodes } from '../domain/fleet.js';
 import { nodeVerifier } from './fleet.js';
+import { strictInt } from './query-params.js';
 import type { WebContext } from './context.js';
 
 /**
@@ -54,11 +55,19 @@ export function fleetAttach(ctx: WebContext): { onUpgrade(req: IncomingMessage, 
     if (!nodes.some((n) => n.id === v.node && n.id !== ctx.config.node.id)) throw authFailed('unknown_node', v.node);
     const term = url.searchParams.get('term') ?? 'xterm';
     if (!TERM_RE.test(term)) throw new AppError('ERR_VALIDATION', 'term: letters, digits and ._+- only (1 to 64)', { status: 400 });
+    const size = (k: string) => {
+      const all = url.searchParams.getAll(k);
+      if (all.length === 0) return 0;
+      const n = all.length === 1 ? strictInt(all[0], 0, 0xffff) : undefined;
+      if (n === undefined) throw new AppError('ERR_VALIDATION', `${k}: one integer from 0 to 65535`, { status: 400 });
+      return n;
+    };
+    const rows = size('rows');
+    const cols = size('cols');
     const port = ctx.services.attach;
     if (!port) throw new AppError('ERR_SESSION_UNAVAILABLE', 'this node runs no sandboxes', { status: 503 });
-    const size = (k: string) => Math.min(Math.max(Number.parseInt(url.searchParams.get(k) ?? '', 10) || 0, 0), 0xffff);
     const sessionId = decodeURIComponent(m[1]);
-    return { containerId: await port.container(sessionId), sessionId, from: v.node, root: url.searchParams.get('root') === '1', term, rows: size('rows'), cols: size('cols') };
+    return { containerId: await port.container(sessionId), sessionId, from: v.node, root: url.searchParams.get('root') === '1', term, rows, cols };
   }
 
   function run(socket: Duplex, head: Buffer, a: Awaited<ReturnType<typeof admit>>): void {

@@ -96,6 +96,12 @@ t.test(`${TEST_ENGINE}: sessions attach between nodes is a signed upgrade, refus
   const badTerm = await upgrade(app.url + bad, sign(bad));
   t.equal(badTerm.status, 400, 'a term name with a newline: 400');
   t.equal(badTerm.body.error?.code, 'ERR_VALIDATION');
+  for (const q of ['rows=024&cols=80', 'rows=24&rows=25', 'rows=-1', 'cols=65536', 'cols=8e1']) {
+    const p = `/api/fleet/sessions/sess-1/attach?term=xterm&${q}`;
+    const r = await upgrade(app.url + p, sign(p));
+    t.equal(r.status, 400, `${q}: 400 (integers in the query are strict)`);
+    t.equal(r.body.error?.code, 'ERR_VALIDATION');
+  }
   t.equal(app.logs.lines.filter((l) => l.includes('node_auth_refused')).length, 5, 'each refused signature logged');
   t.notOk(app.logs.text().includes(SECRET), 'never with the secret');
 });

@@ -33,6 +33,7 @@ import type {
   LogPage,
 } from '../admin-api.js';
 import { asyncHandler, requireSuperuser, type WebContext } from '../context.js';
+import { intQueryParam } from '../query-params.js';
 import { compiled, pickProblems, problemsError, type Problem } from '../validate.js';
 
 const ROLE_NAME = {
@@ -118,12 +119,7 @@ export function parseTableName(raw: unknown): string {
 }
 
 function intQuery(req: Request, name: string, max = Number.MAX_SAFE_INTEGER): number | undefined {
-  const v = req.query[name];
-  if (v === undefined || v === '') return undefined;
-  if (typeof v !== 'string' || !/^[0-9]{1,15}$/.test(v) || Number(v) > max) {
-    throw new AppError('ERR_DATA_INVALID', `${name}: not a number in range`, { status: 400, details: { field: name } });
-  }
-  return Number(v);
+  return intQueryParam(req, name, { max, code: 'ERR_DATA_INVALID' });
 }
 
 const SEVERITIES: Severity[] = ['info', 'warning', 'critical'];
