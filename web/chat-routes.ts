@@ -316,7 +316,7 @@ export function chatRoutes(ctx: WebContext): Router {
       const approvals = ctx.services.approvals;
       if (!approvals) throw new NotFoundError('ERR_APPROVAL_NOT_FOUND', 'no such pending approval in this chat session');
       const d = await approvals.decide({ userId: req.user!.id, sessionId: s.id, approvalId, decision: body.decision, scope: body.scope ?? 'once' });
-      req.log.info({ sessionId: s.id, approvalId, decision: d.decision, scope: d.scope }, 'mail send decided by the user');
+      req.log.info({ sessionId: s.id, approvalId, ...d }, 'mail send decided by the user');
       const out: ApprovalDecisionResponse = { approval_id: approvalId, ...d };
       res.json(out);
     }),
