@@ -19,6 +19,7 @@ const BOTH_ENGINES = [
   'dist/test/integration/fleet-replay.test.js',
   'dist/test/integration/data-access-migration.test.js',
   'dist/test/integration/data-access-store.test.js',
+  'dist/test/integration/data-access-system-tables.test.js',
   // chat and memories (domain/chat/store.ts, domain/memories.ts)
   'dist/test/integration/chat-store.test.js',
   // the chat and memory routes over HTTP

@@ -17,6 +17,8 @@ import {
   listPolicies,
   listRoles,
   putPolicy,
+  isSystemCatalogue,
+  systemTableError,
   rowFilterProblems,
   unassign,
   updateRole,
@@ -181,6 +183,7 @@ export function dataAuthorizationRoutes(ctx: WebContext): Router {
     asyncHandler(async (req, res) => {
       const id = parseId(req.params.role_id, 'role_id');
       const table = parseTableName(req.params.table_name);
+      if (isSystemCatalogue(table)) throw systemTableError(table);
       const b = validateData<{ allowed_columns: string[]; row_filter?: RowFilter }>(POLICY_PUT_SCHEMA, req.body, policyProblems);
       if (b.allowed_columns.includes('*') && b.allowed_columns.length > 1) {
         throw new AppError('ERR_DATA_INVALID', 'allowed_columns: "*" stands alone', { status: 400, details: { field: 'allowed_columns' } });
