@@ -6,7 +6,8 @@
  *   the egress socket opened and the supervisor handed its tokens in `start`. Then the
  *   lifecycle hook `onSessionLive` registers the session (token rotation): the one place it does.
  * - Later prompts reuse it (warm). One turn at a time per session (ERR_SESSION_BUSY 409). Live
- *   sessions are capped per host (ERR_SESSION_CAPACITY 503).
+ *   sessions are capped per host (ERR_SESSION_CAPACITY 503) and per user (the oldest idle one
+ *   makes room, else ERR_SESSION_USER_LIMIT 429).
  * - A container that died is replaced on the next prompt, which first gets a text_delta notice;
  *   a turn in flight when it dies ends with ERR_SANDBOX_LOST. Every turn resolves.
  *
@@ -198,11 +199,17 @@ export class SessionManager extends SessionTable implements TurnRunner {
     const needsNew = !sb || sb.state === 'dead' || !connected(sb);
     // Its dead sandbox was already reaped: the user is still told it was lost.
     const wasLost = !sb && this.lost.get(req.sessionId) === req.userId;
-    if (needsNew && !sb && this.liveSessionCount() + this.acquiring >= this.config.sandbox.maxSessions) {
+    // A new sandbox: the user's cap first (its oldest idle sandbox may make room), then the host's.
+    const isNew = needsNew && !sb;
+    const victim = isNew ? this.makeRoomFor(req.userId) : undefined;
+    if (isNew && this.liveSessionCount() + this.acquiring - (victim ? 1 : 0) >= this.config.sandbox.maxSessions) {
+      if (victim) this.busy.delete(victim.sessionId!);
       throw new AppError('ERR_SESSION_CAPACITY', 'this host runs as many sessions as it may; try again later', { status: 503, retryable: true });
     }
     this.busy.add(req.sessionId);
+    let counted = isNew && (this.starting(req.userId, 1), true);
     try {
+      if (victim) await this.endToMakeRoom(victim, req.sessionId);
       let prepared: PreparedSession | undefined;
       if (!needsNew && sb!.policyChanged) {
         // The user's agent policy changed since this sandbox started: prepare again, and replace
@@ -240,11 +247,14 @@ export class SessionManager extends SessionTable implements TurnRunner {
           return this.startFailed(req, err);
         } finally {
           this.acquiring--;
+          if (counted) this.starting(req.userId, -1); // live now (or failed): the table counts it
+          counted = false;
         }
       }
       return await turnIn(sb, req, this.config, this.log);
     } finally {
       this.busy.delete(req.sessionId);
+      if (counted) this.starting(req.userId, -1);
     }
   }
 
