@@ -79,3 +79,20 @@ t.test('logged errors carry kind, code and message, never a stack', async (t) =>
   t.same(o.err, { type: 'Error', message: 'request failed badly', cause: { type: 'Error', message: 'disk full', code: 'ENOSPC' } });
   t.notMatch(lines[0], /at .*\.js:\d+/, 'no stack frame');
 });
+
+t.test('per-user sandbox cap: a quarter of the host cap by default, at least 1; settable', async (t) => {
+  t.equal(loadConfig({}).sandbox.maxPerUser, 8, 'default: 32 / 4');
+  t.equal(loadConfig({ AIRLOCK_MAX_SESSIONS: '1' }).sandbox.maxPerUser, 1, 'at least 1');
+  t.equal(loadConfig({ AIRLOCK_MAX_SESSIONS: '10' }).sandbox.maxPerUser, 3, 'rounded up');
+  t.equal(loadConfig({ AIRLOCK_MAX_SANDBOXES_PER_USER: '5' }).sandbox.maxPerUser, 5);
+  t.throws(() => loadConfig({ AIRLOCK_MAX_SANDBOXES_PER_USER: '0' }), /AIRLOCK_MAX_SANDBOXES_PER_USER/);
+});
+
+t.test('https between nodes: TLS files both or neither; the node URL follows', async (t) => {
+  t.throws(() => loadConfig({ AIRLOCK_TLS_CERT_FILE: '/x/cert.pem' }), /set both or neither/);
+  const c = loadConfig({ AIRLOCK_TLS_CERT_FILE: '/x/cert.pem', AIRLOCK_TLS_KEY_FILE: '/x/key.pem', AIRLOCK_PORT: '8443' });
+  t.same(c.tls, { certFile: '/x/cert.pem', keyFile: '/x/key.pem' });
+  t.equal(c.node.url, 'https://127.0.0.1:8443', 'the default node URL is https');
+  t.equal(loadConfig({}).node.allowHttp, false, 'plain http between nodes is off by default');
+  t.equal(loadConfig({ AIRLOCK_FLEET_ALLOW_HTTP: 'true' }).node.allowHttp, true);
+});
