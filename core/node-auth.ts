@@ -116,12 +116,20 @@ export class NodeRequestVerifier {
     return { ok: true, node, userId, nonce, time: Number(time) };
   }
 
-  /** check(), then the nonce is claimed fleet-wide for the rest of its window. */
+  /**
+   * Claim the nonce of a request check() passed, fleet-wide, for the rest of its window (plus a
+   * second of slack for clocks); false: it was used before (a replay).
+   */
+  claim(c: { node: string; nonce?: string; time?: number }): Promise<boolean> {
+    if (c.nonce === undefined || c.time === undefined) return Promise.resolve(false);
+    return this.#claim(c.nonce, c.node, c.time + NODE_AUTH_SKEW_MS + 1000);
+  }
+
+  /** check(), then claim(). */
   async verify(headers: Record<string, string | string[] | undefined>, p: Omit<NodeRequestParts, 'node' | 'userId' | 'to'>, now = Date.now()): Promise<NodeVerdict> {
     const c = this.check(headers, p, now);
     if (!c.ok) return c;
-    // Kept until the signature's time leaves the window (plus a second of slack for clocks).
-    if (!(await this.#claim(c.nonce!, c.node, c.time! + NODE_AUTH_SKEW_MS + 1000))) return { ok: false, reason: 'replayed' };
+    if (!(await this.claim(c))) return { ok: false, reason: 'replayed' };
     return { ok: true, node: c.node, userId: c.userId };
   }
 }

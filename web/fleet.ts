@@ -121,13 +121,18 @@ export function nodeAuth(ctx: WebContext): RequestHandler {
       next(new AppError('ERR_NODE_AUTH', 'not a valid request from a node of this fleet', { status: 401 }));
     };
     if (!verifier) return refuse('no_secret');
+    const v = verifier.check(req.headers, { method: req.method, path: req.originalUrl, body: req.rawBody ?? Buffer.alloc(0) });
+    if (!v.ok) return refuse(v.reason, typeof req.headers[NODE_HEADERS.node] === 'string' ? (req.headers[NODE_HEADERS.node] as string) : undefined);
     (async () => {
-      const v = await verifier.verify(req.headers, { method: req.method, path: req.originalUrl, body: req.rawBody ?? Buffer.alloc(0) });
-      if (!v.ok) return refuse(v.reason, typeof req.headers[NODE_HEADERS.node] === 'string' ? (req.headers[NODE_HEADERS.node] as string) : undefined);
-      const nodes = await listNodes(ctx.database.sql, ctx.config.node.lostS);
+      // The nonce claim and the two reads are independent: one round trip's wait, not three.
+      const [fresh, nodes, user] = await Promise.all([
+        verifier.claim(v),
+        listNodes(ctx.database.sql, ctx.config.node.lostS),
+        v.userId === null ? undefined : getUserById(ctx.database.sql, v.userId),
+      ]);
+      if (!fresh) return refuse('replayed', v.node);
       if (!nodes.some((n) => n.id === v.node && n.id !== ctx.config.node.id)) return refuse('unknown_node', v.node);
       if (v.userId !== null) {
-        const user = await getUserById(ctx.database.sql, v.userId);
         if (!user?.is_active) return refuse('inactive_user', v.node);
         req.user = user;
         req.log = req.log.child({ userId: user.id, fromNode: v.node });
