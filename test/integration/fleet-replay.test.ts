@@ -12,6 +12,7 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { ConfigError, loadConfig, NodeClient, signNodeRequest } from '../../core/index.js';
 import { claimNonce, purgeNonces, registerNode } from '../../domain/fleet.js';
+import { FleetMember } from '../../daemon/fleet.js';
 import { addUser, startTestApp, tempDir, testConfig } from '../helpers/app.js';
 import { TEST_ENGINE } from '../helpers/db.js';
 
@@ -75,6 +76,15 @@ t.test(`${TEST_ENGINE}: the nonce store: one winner of a race, expired rows purg
   t.equal(await purgeNonces(db, now), 1, 'the expired one is purged');
   t.notOk(await claimNonce(db, 'ab'.repeat(12), 'node-a', now + 31_000), 'the live one is kept');
   t.ok(await claimNonce(db, 'cd'.repeat(12), 'node-a', now + 31_000), 'a purged nonce is free again (its signature is stale by then)');
+
+  // Every node's heartbeat purges them.
+  const member = new FleetMember({ config: app.config, database: app.database, log: app.log, liveSessions: () => 0 });
+  await member.start();
+  t.teardown(() => member.stop());
+  t.ok(await claimNonce(db, 'ef'.repeat(12), 'node-a', Date.now() - 1), 'an expired nonce');
+  await member.beat();
+  const left = await db.selectFrom('node_nonces').select('nonce').orderBy('nonce').execute();
+  t.same(left.map((r) => r.nonce), ['ab'.repeat(12), 'cd'.repeat(12)], 'the heartbeat purged the expired one, kept the live ones');
 });
 
 /** A CA and a certificate for 127.0.0.1 signed by it, made with openssl in `dir`. */
