@@ -301,7 +301,10 @@ if (docker) {
       { 'airlock.owner': owner, 'airlock.slot': m.list()[0].slot, 'airlock.session': 'cap-1', 'airlock.user': '7' },
       'a cold-started container is labelled with its owner, slot, session and user (no pool label)',
     );
-    await t.rejects(turn(m, 'cap-2', 'y'), { code: 'ERR_SESSION_CAPACITY', status: 503 });
+    // Another user: the host's cap refuses (the same user's idle sandbox would make room under
+    // the per-user cap instead, test/docker/session-cap.test.ts).
+    await t.rejects(turn(m, 'cap-2', 'y', 8), { code: 'ERR_SESSION_CAPACITY', status: 503 });
+    t.same(m.list().map((s) => s.sessionId), ['cap-1'], "the first user's sandbox stays");
   });
 
   const CANARY = `canary-${randomBytes(16).toString('hex')}`;
