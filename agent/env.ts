@@ -21,8 +21,17 @@ export interface AgentSettings {
   baseUrl?: string;
   apiKey?: string;
   maxSteps: number;
+  /** Between two events of a streaming answer (AGENT_MODEL_TIMEOUT_S). */
   modelTimeoutMs: number;
+  modelConnectTimeoutMs: number;
+  modelFirstByteTimeoutMs: number;
+  modelRetries: number;
+  modelRetryAfterMaxMs: number;
   toolTimeoutMs: number;
+  /** The context budget in tokens (AGENT_CONTEXT_TOKENS; core/transcript.ts counts them). */
+  contextTokens: number;
+  /** The whole turn (AGENT_TURN_TIMEOUT_S): then it ends with ERR_TURN_TIMEOUT. */
+  turnTimeoutMs: number;
   /** null: every tool the servers offer; otherwise only these names are loaded. */
   allowedTools: Set<string> | null;
   mcpServers: McpServerSpec[];
@@ -125,8 +134,14 @@ export function readAgentSettings(env: NodeJS.ProcessEnv): AgentSettings {
     baseUrl,
     apiKey: env.AGENT_MODEL_API_KEY || undefined,
     maxSteps: int(env, 'AGENT_MAX_STEPS', 12, 1, 200, problems),
-    modelTimeoutMs: int(env, 'AGENT_MODEL_TIMEOUT_S', 60, 1, 3600, problems) * 1000,
+    modelTimeoutMs: int(env, 'AGENT_MODEL_TIMEOUT_S', 30, 1, 3600, problems) * 1000,
+    modelConnectTimeoutMs: int(env, 'AGENT_MODEL_CONNECT_TIMEOUT_S', 10, 1, 300, problems) * 1000,
+    modelFirstByteTimeoutMs: int(env, 'AGENT_MODEL_FIRST_BYTE_TIMEOUT_S', 60, 1, 3600, problems) * 1000,
+    modelRetries: int(env, 'AGENT_MODEL_RETRIES', 3, 0, 10, problems),
+    modelRetryAfterMaxMs: int(env, 'AGENT_MODEL_RETRY_AFTER_MAX_S', 30, 0, 600, problems) * 1000,
     toolTimeoutMs: int(env, 'AGENT_TOOL_TIMEOUT_S', 120, 1, 3600, problems) * 1000,
+    contextTokens: int(env, 'AGENT_CONTEXT_TOKENS', 100_000, 1000, 10_000_000, problems),
+    turnTimeoutMs: int(env, 'AGENT_TURN_TIMEOUT_S', 600, 1, 86400, problems) * 1000,
     allowedTools,
     mcpServers,
     systemPrompt: env.AGENT_SYSTEM_PROMPT || DEFAULT_SYSTEM_PROMPT,

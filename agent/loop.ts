@@ -1,11 +1,16 @@
-import type { AgentEvent, StopReason } from '../core/sandbox-protocol.js';
+import type { AgentEvent, PromptContext, StopReason } from '../core/sandbox-protocol.js';
 import { isAppError } from '../core/errors.js';
+import { boundToolResult, closeToolCalls, estimateTokens, fitToBudget, MAX_TURN_ITEMS, type TurnUsage } from '../core/transcript.js';
 import type { ToolHost } from './mcp.js';
 import type { Message, ModelAdapter, ToolCall } from './types.js';
 
 export interface TurnOutcome {
   stop_reason: StopReason;
   error?: { code: string; message: string };
+  /** What this turn added to the conversation (the user's prompt first), as the service stores it. */
+  items: Message[];
+  /** Tokens its model calls used, summed, when the provider said. */
+  usage?: TurnUsage;
 }
 
 export interface AgentOptions {
@@ -14,43 +19,94 @@ export interface AgentOptions {
   system: string;
   maxSteps: number;
   toolTimeoutMs: number;
+  /** The model's context budget in tokens (core/transcript.ts estimateTokens): older whole turns are left out past it. */
+  contextTokens: number;
 }
 
 /**
- * The agent loop. The conversation lives here for the life of the warm process, so later
- * prompts in the session see the earlier turns. One turn: call the model, run the tools it
- * asks for (one after another, tool_start before each runs, tool_end after), feed the
- * results back, until the model answers without tools or max_steps model calls were made.
+ * The agent loop. The conversation is the service's (docs/chat.md "The conversation belongs to
+ * the service"): a prompt may bring the stored transcript as `context`, which replaces whatever
+ * this process held; otherwise it continues from `head`, the turn it last ran. One turn: call the
+ * model with the conversation (cut to the context budget), run the tools it asks for (one after
+ * another, tool_start before each runs, tool_end after), feed the results back, until the model
+ * answers without tools or max_steps model calls were made. The turn's items go back to the
+ * service with its end.
  */
 export class Agent {
-  readonly history: Message[] = [];
+  history: Message[] = [];
+  /** The turn the history ends with; null before any. */
+  head: string | null = null;
   constructor(private readonly opts: AgentOptions) {}
 
-  async runTurn(prompt: string, emit: (e: AgentEvent) => void, signal: AbortSignal): Promise<TurnOutcome> {
-    this.history.push({ role: 'user', content: prompt });
-    const tools = this.opts.tools.defs();
-    try {
-      for (let step = 0; step < this.opts.maxSteps; step++) {
-        if (signal.aborted) return { stop_reason: 'cancelled' };
-        const reply = await this.opts.model.complete(
-          { system: this.opts.system, messages: this.history, tools, signal },
-          (text) => emit({ type: 'text_delta', text }),
-        );
-        this.history.push({ role: 'assistant', text: reply.text, toolCalls: reply.toolCalls });
-        if (!reply.toolCalls.length) return { stop_reason: 'end_turn' };
-        for (const call of reply.toolCalls) {
-          if (signal.aborted) return { stop_reason: 'cancelled' };
-          await this.runTool(call, emit, signal);
-        }
-      }
-      return { stop_reason: 'max_steps' };
-    } catch (err) {
-      if (signal.aborted) return { stop_reason: 'cancelled' };
-      if (isAppError(err)) return { stop_reason: 'error', error: { code: err.code, message: err.message } };
-      return { stop_reason: 'error', error: { code: 'ERR_AGENT_INTERNAL', message: 'the agent failed' } };
-    } finally {
-      this.closeOpenCalls(signal.aborted ? 'cancelled by the user' : 'not run: the turn ended');
+  /**
+   * Take the conversation a prompt continues: its `context` (the stored branch) replaces the
+   * history; without one, false when the agent does not hold the `base` it names.
+   */
+  adopt(ctx: PromptContext): boolean {
+    if (ctx.context) {
+      this.history = closeToolCalls(ctx.context);
+      this.head = ctx.base ?? null;
+      return true;
     }
+    return ctx.base === undefined || ctx.base === this.head;
+  }
+
+  async runTurn(turnId: string, prompt: string, emit: (e: AgentEvent) => void, signal: AbortSignal): Promise<TurnOutcome> {
+    const start = this.history.length;
+    this.history.push({ role: 'user', content: prompt });
+    const usage: TurnUsage = { input_tokens: 0, output_tokens: 0 };
+    let counted = false;
+    // The text streamed by the model call in progress: kept when the call is stopped or fails.
+    let partial = '';
+    let out: Omit<TurnOutcome, 'items'>;
+    try {
+      out = await this.steps(emit, signal, (t) => (partial += t), () => (partial = ''), (u) => {
+        counted = true;
+        usage.input_tokens += u.input_tokens;
+        usage.output_tokens += u.output_tokens;
+      });
+    } catch (err) {
+      if (signal.aborted) out = { stop_reason: 'cancelled' };
+      else if (isAppError(err)) out = { stop_reason: 'error', error: { code: err.code, message: err.message } };
+      else out = { stop_reason: 'error', error: { code: 'ERR_AGENT_INTERNAL', message: 'the agent failed' } };
+    }
+    if (out.stop_reason === 'cancelled' && !signal.aborted) out = { stop_reason: 'cancelled' };
+    this.closeOpenCalls(start, out.stop_reason === 'cancelled' ? 'cancelled by the user' : 'not run: the turn ended');
+    if (out.stop_reason === 'cancelled' || out.stop_reason === 'error') {
+      this.history.push({ role: 'assistant', text: partial, toolCalls: [], interrupted: out.stop_reason === 'cancelled' ? 'stopped' : 'error' });
+    }
+    this.head = turnId;
+    const items = this.history.slice(start, start + MAX_TURN_ITEMS);
+    return { ...out, items, ...(counted ? { usage } : {}) };
+  }
+
+  /** The model/tool steps of one turn; throws what ends it early. */
+  private async steps(
+    emit: (e: AgentEvent) => void,
+    signal: AbortSignal,
+    onText: (t: string) => void,
+    onReply: () => void,
+    onUsage: (u: TurnUsage) => void,
+  ): Promise<Omit<TurnOutcome, 'items'>> {
+    const tools = this.opts.tools.defs();
+    const fixed = estimateTokens([{ role: 'user', content: this.opts.system + JSON.stringify(tools) }]);
+    for (let step = 0; step < this.opts.maxSteps; step++) {
+      if (signal.aborted) return { stop_reason: 'cancelled' };
+      const messages = fitToBudget(this.history, this.opts.contextTokens, fixed).items;
+      const reply = await this.opts.model.complete({ system: this.opts.system, messages, tools, signal, onStatus: (st) => emit({ type: 'status', ...st }) }, (text) => {
+        onText(text);
+        emit({ type: 'text_delta', text });
+      });
+      onReply();
+      if (reply.usage) onUsage(reply.usage);
+      this.history.push({ role: 'assistant', text: reply.text, toolCalls: reply.toolCalls });
+      if (!reply.toolCalls.length) return { stop_reason: 'end_turn' };
+      for (const call of reply.toolCalls) {
+        if (signal.aborted) return { stop_reason: 'cancelled' };
+        await this.runTool(call, emit, signal);
+      }
+    }
+    return { stop_reason: 'max_steps' };
   }
 
   private async runTool(call: ToolCall, emit: (e: AgentEvent) => void, signal: AbortSignal): Promise<void> {
@@ -60,7 +116,7 @@ export class Agent {
     try {
       const r = await this.opts.tools.call(call.name, call.input, signal, this.opts.toolTimeoutMs, call.id);
       emit({ type: 'tool_end', call_id: call.id, tool: call.name, ok: r.ok, ...(r.ok ? { output: r.output } : { error: r.error }), duration_ms: ms() });
-      this.history.push({ role: 'tool', callId: call.id, name: call.name, content: r.text, isError: !r.ok });
+      this.history.push({ role: 'tool', callId: call.id, name: call.name, content: boundToolResult(r.text), isError: !r.ok });
     } catch (err) {
       // Only a cancel rejects: close the tool in the stream, then let the turn end.
       emit({ type: 'tool_end', call_id: call.id, tool: call.name, ok: false, error: 'cancelled', duration_ms: ms() });
@@ -69,17 +125,9 @@ export class Agent {
     }
   }
 
-  /** Every tool call in the history gets a result, so the next turn's request is well-formed. */
-  private closeOpenCalls(why: string): void {
-    for (let i = this.history.length - 1; i >= 0; i--) {
-      const m = this.history[i];
-      if (m.role === 'user') return;
-      if (m.role !== 'assistant') continue;
-      const answered = new Set(this.history.slice(i + 1).flatMap((x) => (x.role === 'tool' ? [x.callId] : [])));
-      for (const c of m.toolCalls) {
-        if (!answered.has(c.id)) this.history.push({ role: 'tool', callId: c.id, name: c.name, content: why, isError: true });
-      }
-      return;
-    }
+  /** Every tool call of this turn gets a result, so the next request is well-formed. */
+  private closeOpenCalls(start: number, why: string): void {
+    const closed = closeToolCalls(this.history.slice(start), why);
+    this.history.splice(start, this.history.length - start, ...closed);
   }
 }

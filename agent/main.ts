@@ -3,7 +3,8 @@
  * answers `ready`, and waits for `configure`, which carries the session's settings (the env
  * docs/chat.md lists, allow-listed by the supervisor) — so a pool member's agent is up before a
  * user claims it. Speaks ChildInbound/ChildOutbound NDJSON on stdin/stdout; logs go to
- * stderr. The conversation stays in this warm process across turns. One turn at a time: a
+ * stderr. The conversation is the service's: a prompt names the turn it continues and may bring
+ * the stored transcript (Agent.adopt); the turn's items go back with turn_end. One turn at a time: a
  * prompt while a turn runs is answered with turn_end error ERR_SESSION_BUSY. Each stdin line
  * is checked against ChildInboundSchema; a bad one is logged (code and failing fields, never
  * its text) and ignored.
@@ -18,6 +19,7 @@ import { parseMcpServers, readAgentSettings, toolEnvOf } from './env.js';
 import { Agent } from './loop.js';
 import { ToolHost } from './mcp.js';
 import { createModel } from './models/index.js';
+import { turnDeadline } from './turn-deadline.js';
 
 /** Made at start, not at load: a startup snapshot loads this module when the image is built. */
 let log: ReturnType<typeof createLogger>;
@@ -45,6 +47,7 @@ async function main(): Promise<void> {
   }
   const tools = await ToolHost.connect(servers, toolEnvOf(process.env), log);
   let agent: Agent | undefined;
+  let turnTimeoutMs = 0;
   let configuring = false;
   tools.onServerGone((server) => {
     if (agent) {
@@ -69,7 +72,9 @@ async function main(): Promise<void> {
       system: settings.systemPrompt,
       maxSteps: settings.maxSteps,
       toolTimeoutMs: settings.toolTimeoutMs,
+      contextTokens: settings.contextTokens,
     });
+    turnTimeoutMs = settings.turnTimeoutMs;
     log.info({ provider: settings.provider, model: settings.model, tools: tools.defs().length }, 'agent configured');
   };
   let current: { turnId: string; ac: AbortController } | undefined;
@@ -101,14 +106,28 @@ async function main(): Promise<void> {
           send({ type: 'turn_end', turn_id: m.turn_id, stop_reason: 'error', error: { code: 'ERR_SESSION_BUSY', message: 'a turn is already running' } });
           return;
         }
+        if (!agent.adopt(m)) {
+          // The daemon sends it again with the stored conversation (docs/chat.md).
+          send({ type: 'turn_end', turn_id: m.turn_id, stop_reason: 'error', error: { code: 'ERR_AGENT_CONTEXT_STALE', message: 'the agent does not hold this conversation' } });
+          return;
+        }
         const turn = { turnId: m.turn_id, ac: new AbortController() };
         current = turn;
         const t0 = performance.now();
+        const deadline = turnDeadline(turn.ac, turnTimeoutMs);
         void agent
-          .runTurn(m.prompt, (event) => send({ type: 'event', turn_id: turn.turnId, event }), turn.ac.signal)
+          .runTurn(m.turn_id, m.prompt, (event) => send({ type: 'event', turn_id: turn.turnId, event }), turn.ac.signal)
+          .then(deadline.outcome)
           .then((r) => {
             current = undefined;
-            send({ type: 'turn_end', turn_id: turn.turnId, stop_reason: r.stop_reason, ...(r.error ? { error: r.error } : {}) });
+            send({
+              type: 'turn_end',
+              turn_id: turn.turnId,
+              stop_reason: r.stop_reason,
+              ...(r.error ? { error: r.error } : {}),
+              items: r.items,
+              ...(r.usage ? { usage: r.usage } : {}),
+            });
             // Debug, and after the end: the daemon logs each turn's end ('turn done'), and a line
             // per turn here cost the agent, the supervisor (which relays it) and the engine's log
             // ~0.3 ms of CPU.
@@ -152,8 +171,8 @@ async function warmUp(): Promise<void> {
   // A configure and a text-only turn of the demo model (no tool runs, nothing touches a file).
   const settings = readAgentSettings({ AGENT_MODEL_PROVIDER: 'demo' });
   await tools.configure(settings.allowedTools, settings.toolEnv, undefined);
-  const agent = new Agent({ model: createModel(settings), tools, system: settings.systemPrompt, maxSteps: 1, toolTimeoutMs: settings.toolTimeoutMs });
-  await agent.runTurn('hello', () => undefined, new AbortController().signal);
+  const agent = new Agent({ model: createModel(settings), tools, system: settings.systemPrompt, maxSteps: 1, toolTimeoutMs: settings.toolTimeoutMs, contextTokens: settings.contextTokens });
+  await agent.runTurn('t', 'hello', () => undefined, new AbortController().signal);
   await tools.close();
   for (const m of [{ type: 'configure', env: {} }, { type: 'prompt', turn_id: 't', prompt: '' }, { type: 'cancel', turn_id: 't' }]) ChildInboundSchema.safeParse(m);
 }

@@ -180,6 +180,12 @@ export class ToolHost {
       return { ok: true, output, text };
     } catch (err) {
       if (signal.aborted) throw signal.reason ?? err;
+      if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
+        // The MCP client cancels the request at the server (notifications/cancelled); the model carries on.
+        const s = Math.round(timeoutMs / 1000);
+        this.log.warn({ tool: name, server: t.server, timeout_s: s }, 'tool call timed out');
+        return { ok: false, error: `ERR_TOOL_TIMEOUT: the tool ${name} did not answer within ${s} s`, text: `Error: the tool ${name} did not answer within ${s} s and was stopped.` };
+      }
       const msg = err instanceof Error ? err.message : String(err);
       this.log.warn({ tool: name, server: t.server, err: msg }, 'tool call failed');
       return { ok: false, error: `ERR_TOOL_FAILED: ${msg}`, text: `Error: the tool failed (${msg}).` };

@@ -1,17 +1,11 @@
 import { AppError } from '../core/errors.js';
+import type { TranscriptItem, TranscriptToolCall, TurnUsage } from '../core/transcript.js';
 
 /** A tool call the model asked for. */
-export interface ToolCall {
-  id: string;
-  name: string;
-  input: Record<string, unknown>;
-}
+export type ToolCall = TranscriptToolCall;
 
-/** The conversation, provider-neutral; adapters map it to their wire format. */
-export type Message =
-  | { role: 'user'; content: string }
-  | { role: 'assistant'; text: string; toolCalls: ToolCall[] }
-  | { role: 'tool'; callId: string; name: string; content: string; isError: boolean };
+/** The conversation, provider-neutral (core/transcript.ts); adapters map it to their wire format. */
+export type Message = TranscriptItem;
 
 /** A tool as offered to the model. */
 export interface ToolDef {
@@ -25,11 +19,15 @@ export interface ModelRequest {
   messages: readonly Message[];
   tools: readonly ToolDef[];
   signal: AbortSignal;
+  /** A retry the chat should show ("the model is not answering, retrying (1 of 3)…"; agent/models/sdk.ts). */
+  onStatus?: (s: { text: string; attempt: number; of: number }) => void;
 }
 
 export interface ModelReply {
   text: string;
   toolCalls: ToolCall[];
+  /** Tokens the provider counted for this call, when it said. */
+  usage?: TurnUsage;
 }
 
 /** One model call: streams text through onText, resolves with the whole reply. */

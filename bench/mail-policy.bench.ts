@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { Agent, request } from 'undici';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import { silentLogger } from '../core/index.js';
-import { EgressGatewayService, egressTarget } from '../daemon/egress.js';
+import { EgressGatewayService } from '../daemon/egress.js';
 import { buildProfile, buildRoutes } from '../daemon/overlay.js';
 import { start as startUpstream } from '../emulator/fake-upstream.js';
 import { startCredentialProxy } from '../proxy/index.js';
@@ -29,17 +29,19 @@ export async function run(): Promise<BenchResult> {
     hasModelKey: false,
   });
   const gw = new EgressGatewayService({ log: silentLogger() });
-  const sock = join(dir, 'egress.sock');
-  const handle = await gw.open('bench', sock, routes.map((r) => egressTarget(r.upstream)));
   const token = 'ya29.bench-real-token-0123456789abcdef';
   const placeholder = 'bench-placeholder-0123456789abcdefghij';
-  const common = { profile: buildProfile('bench', 0, routes), getToken: () => token, getPlaceholder: () => placeholder, egressSocket: sock };
-  const plain = await startCredentialProxy(common);
-  const policed = await startCredentialProxy({
-    ...common,
-    mailPolicy: { allow_domains: ['corp.example'], block_domains: ['evil.example'], other: 'ask', max_recipients: 50, max_per_hour: 1_000_000, approval_timeout_s: 60 },
-    holdMail: async () => ({ allow: true }),
-  });
+  const tokens = { MAIL_ACCESS_TOKEN: token, SHEETS_ACCESS_TOKEN: token, SEARCH_ACCESS_TOKEN: token };
+  const mailPolicy = { allow_domains: ['corp.example'], block_domains: ['evil.example'], other: 'ask' as const, max_recipients: 50, max_per_hour: 1_000_000, approval_timeout_s: 60 };
+  // Two sessions: one without the send policy, one with it on both walls (the proxy reads the
+  // message, the gateway on the host reads it again and holds it; the hold is answered at once).
+  const plainSock = join(dir, 'plain.sock');
+  const policedSock = join(dir, 'policed.sock');
+  const plainGw = await gw.open('bench-plain', plainSock, { userId: 1, routes, tokens });
+  const policedGw = await gw.open('bench-policed', policedSock, { userId: 1, routes, tokens, mailPolicy, hold: async () => ({ allow: true }) });
+  const common = { profile: buildProfile('bench', 0, routes), getPlaceholder: () => placeholder };
+  const plain = await startCredentialProxy({ ...common, egressSocket: plainSock });
+  const policed = await startCredentialProxy({ ...common, egressSocket: policedSock, mailPolicy });
   // Upstream requests are recorded by the fake; keep its memory flat over the run.
   const raw = await new MailComposer({
     from: 'me@corp.example',
@@ -103,7 +105,8 @@ export async function run(): Promise<BenchResult> {
     await dispatcher.close();
     await plain.close();
     await policed.close();
-    await handle.close();
+    await plainGw.close();
+    await policedGw.close();
     await upstream.close();
     rmSync(dir, { recursive: true, force: true });
   }

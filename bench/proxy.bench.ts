@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { Agent, request } from 'undici';
 import { silentLogger } from '../core/index.js';
-import { EgressGatewayService, egressTarget } from '../daemon/egress.js';
+import { EgressGatewayService } from '../daemon/egress.js';
 import { buildProfile, buildRoutes } from '../daemon/overlay.js';
 import { start as startUpstream } from '../emulator/fake-upstream.js';
 import { startCredentialProxy, TUNNEL_IDLE_MS } from '../proxy/index.js';
@@ -16,8 +16,9 @@ const PATH = '/v4/spreadsheets/sheet-1/values/Sheet1!A1:B3?majorDimension=ROWS';
 
 
 /**
- * Sheets values.get through proxy + egress gateway (placeholder check, normalisation, CONNECT
- * over the unix socket, token injection, response scrubbing) vs the same fake upstream directly.
+ * Sheets values.get through proxy + egress gateway (placeholder check and normalisation in the
+ * proxy, plain HTTP over the unix socket, the gateway's second admission, token injection and
+ * response scrubbing on the host) vs the same fake upstream directly.
  */
 export async function run(): Promise<BenchResult> {
   const dir = mkdtempSync(join(tmpdir(), 'airlock-bench-proxy-'));
@@ -30,12 +31,11 @@ export async function run(): Promise<BenchResult> {
   });
   const gw = new EgressGatewayService({ log: silentLogger() });
   const sock = join(dir, 'egress.sock');
-  const handle = await gw.open('bench', sock, routes.map((r) => egressTarget(r.upstream)));
   const token = 'ya29.bench-real-token-0123456789abcdef';
+  const handle = await gw.open('bench', sock, { userId: 1, routes, tokens: { MAIL_ACCESS_TOKEN: token, SHEETS_ACCESS_TOKEN: token, SEARCH_ACCESS_TOKEN: token } });
   const placeholder = 'bench-placeholder-0123456789abcdefghij';
   const proxy = await startCredentialProxy({
     profile: buildProfile('bench', 0, routes),
-    getToken: () => token,
     getPlaceholder: () => placeholder,
     egressSocket: sock,
   });
@@ -65,7 +65,7 @@ export async function run(): Promise<BenchResult> {
         { what: 'added latency', n: ps.n, rps: 0, p50_ms: round(ps.p50 - ds.p50), p99_ms: round(ps.p99 - ds.p99) },
       ],
       ratios: { proxy_p50_vs_direct: ps.p50 / ds.p50, proxy_p99_vs_direct: ps.p99 / ds.p99, direct_rps_vs_proxy_rps: d.rps / p.rps },
-      notes: `GET Sheets values at concurrency ${CONCURRENCY}; CONNECT tunnels through the egress unix socket are kept alive and reused (idle ${TUNNEL_IDLE_MS} ms); shared 2-core host, compare ratios not absolutes`,
+      notes: `GET Sheets values at concurrency ${CONCURRENCY}; connections to the egress unix socket are kept alive and reused (idle ${TUNNEL_IDLE_MS} ms); shared 2-core host, compare ratios not absolutes`,
     };
   } finally {
     await dispatcher.close();

@@ -16,7 +16,7 @@ import type { ChildProcess } from 'node:child_process';
 import { launchAgent, type AgentLaunch, type LaunchedAgent } from './agent-launch.js';
 import { AppError } from './errors.js';
 import { protocolLogFields, readMessages, writeMessage } from './ndjson.js';
-import { ChildOutboundSchema, type AgentEvent, type ChildInbound, type StopReason } from './sandbox-protocol.js';
+import { ChildOutboundSchema, type AgentEvent, type ChildInbound, type PromptContext, type StopReason, type TurnEndExtras } from './sandbox-protocol.js';
 
 export type AgentHostLog = (level: 'info' | 'warn' | 'error', msg: string, data?: Record<string, unknown>) => void;
 
@@ -44,7 +44,7 @@ export interface AgentProcessOptions extends AgentLaunch {
   onStderr?: (chunk: string) => void;
 }
 
-export interface TurnOutcome {
+export interface TurnOutcome extends TurnEndExtras {
   stop_reason: StopReason;
   error?: { code: string; message: string };
 }
@@ -125,7 +125,13 @@ export class AgentProcess {
             c.resolve();
           }
         } else if (m.type === 'event') this.turns.get(m.turn_id)?.onEvent(m.event);
-        else this.turns.get(m.turn_id)?.finish({ stop_reason: m.stop_reason, ...(m.error ? { error: m.error } : {}) });
+        else
+          this.turns.get(m.turn_id)?.finish({
+            stop_reason: m.stop_reason,
+            ...(m.error ? { error: m.error } : {}),
+            ...(m.items ? { items: m.items } : {}),
+            ...(m.usage ? { usage: m.usage } : {}),
+          });
       },
       onReject: (err) => o.log('warn', 'agent child wrote a bad line', protocolLogFields(err, 'agent-stdout')),
     });
@@ -232,8 +238,8 @@ export class AgentProcess {
    * or a cancel that was not honoured in time). Throws ERR_SANDBOX_CHILD_EXITED at once when
    * the process is gone. `signal` aborting cancels the turn.
    */
-  runTurn(turnId: string, prompt: string, onEvent: (e: AgentEvent) => void, signal?: AbortSignal): Promise<TurnOutcome> {
-    this.send({ type: 'prompt', turn_id: turnId, prompt });
+  runTurn(turnId: string, prompt: string, onEvent: (e: AgentEvent) => void, signal?: AbortSignal, context: PromptContext = {}): Promise<TurnOutcome> {
+    this.send({ type: 'prompt', turn_id: turnId, prompt, ...context });
     return new Promise<TurnOutcome>((resolve) => {
       const onAbort = () => this.cancel(turnId);
       const turn: RunningTurn = {

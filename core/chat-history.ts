@@ -1,4 +1,5 @@
 import type { StopReason } from './sandbox-protocol.js';
+import type { TurnUsage } from './transcript.js';
 
 /**
  * A chat's stored history as the store returns it and the chat API sends it
@@ -28,4 +29,13 @@ export interface StoredTurn {
   started_at: string;
   ended_at: string | null;
   tool_calls: StoredToolCall[];
+  /** The turn it continues (null: the chat's first). */
+  parent_id: string | null;
+  /**
+   * The turns that continue the same parent, oldest first, itself included: its edits and
+   * regenerates. The page shows "< i/n >" when there is more than one.
+   */
+  siblings: string[];
+  /** Tokens its model calls used, as the provider reported them. */
+  usage?: TurnUsage;
 }

@@ -64,7 +64,14 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'AIRLOCK_MODEL_BASE_URL', kind: 'url', doc: 'Model API base URL (e.g. https://api.openai.com/v1).' },
   { env: 'AIRLOCK_MODEL_API_KEY', kind: 'secret', doc: 'Model API key; injected by the sandbox proxy, never given to the agent.' },
   { env: 'AIRLOCK_MAX_STEPS', kind: 'int', default: '12', min: 1, max: 200, doc: 'Model calls per turn before the turn stops with max_steps.' },
-  { env: 'AIRLOCK_MODEL_TIMEOUT_S', kind: 'int', default: '60', min: 1, max: 3600, doc: 'Longest wait for the model (stall timeout) before the turn fails.' },
+  { env: 'AIRLOCK_MODEL_CONTEXT_TOKENS', kind: 'int', default: '100000', min: 1000, max: 10000000, doc: 'Context budget of the model in tokens (counted as docs/chat.md says): past it the oldest whole turns of a chat are left out of the request, with a marker the model sees.' },
+  { env: 'AIRLOCK_MODEL_CONNECT_TIMEOUT_S', kind: 'int', default: '10', min: 1, max: 300, doc: 'Longest wait for a connection to the model (then retried as a refused one).' },
+  { env: 'AIRLOCK_MODEL_FIRST_BYTE_TIMEOUT_S', kind: 'int', default: '60', min: 1, max: 3600, doc: 'Longest wait from sending a model request to the first event of its answer (not retried).' },
+  { env: 'AIRLOCK_MODEL_TIMEOUT_S', kind: 'int', default: '30', min: 1, max: 3600, doc: 'Longest wait between two events of a streaming answer (stall timeout; not retried).' },
+  { env: 'AIRLOCK_MODEL_RETRIES', kind: 'int', default: '3', min: 0, max: 10, doc: 'Retries of a model call that failed before any of its text was shown (refused or reset connection, 408/409/429/5xx, overloaded).' },
+  { env: 'AIRLOCK_MODEL_RETRY_AFTER_MAX_S', kind: 'int', default: '30', min: 0, max: 600, doc: 'Longest Retry-After the agent waits out; a model asking for more ends the turn at once.' },
+  { env: 'AIRLOCK_TOOL_TIMEOUT_S', kind: 'int', default: '120', min: 10, max: 3600, doc: 'Longest wait for one tool call; then the tool fails with a timeout and the model carries on.' },
+  { env: 'AIRLOCK_TURN_TIMEOUT_S', kind: 'int', default: '600', min: 10, max: 86400, doc: 'Longest a turn may run in all (model calls, tools, retries); then it ends with ERR_TURN_TIMEOUT.' },
   { env: 'AIRLOCK_GOOGLE_CLIENT_ID', kind: 'string', doc: 'OAuth client id for connecting a user\'s workspace account (Gmail send, Sheets, Drive).' },
   { env: 'AIRLOCK_GOOGLE_CLIENT_SECRET', kind: 'secret', doc: 'OAuth client secret for connected accounts.' },
   { env: 'AIRLOCK_GOOGLE_AUTH_URL', kind: 'url', default: 'https://accounts.google.com/o/oauth2/v2/auth', doc: 'OAuth authorization endpoint for connected accounts.' },
@@ -75,12 +82,12 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'AIRLOCK_GOOGLE_DRIVE_BASE_URL', kind: 'url', default: 'https://www.googleapis.com', doc: 'Drive API base URL.' },
   { env: 'AIRLOCK_GOOGLE_DIRECTORY_BASE_URL', kind: 'url', default: 'https://admin.googleapis.com', doc: 'Admin SDK Directory API base URL.' },
   { env: 'AIRLOCK_TRUST_PROXY', kind: 'string', default: 'none', doc: 'Reverse proxies whose X-Forwarded-For / X-Forwarded-Proto the web app believes: none (default: the headers are ignored), or a comma list of IP addresses, CIDR ranges and the names loopback, linklocal, uniquelocal.' },
-  { env: 'AIRLOCK_MAIL_OTHER', kind: 'enum', default: 'allow', values: ['allow', 'ask', 'block'], doc: 'Send policy default for a recipient in neither domain list: allow, ask (the user approves in the chat) or block. Agent policies may make it stricter.' },
+  { env: 'AIRLOCK_MAIL_OTHER', kind: 'enum', default: 'ask', values: ['allow', 'ask', 'block'], doc: 'Send policy default for a recipient in neither domain list: ask (the user approves in the chat; the default), allow or block. The first value of the server-wide send policy kept in the database; agent policies may make it stricter.' },
   { env: 'AIRLOCK_MAIL_ALLOW_DOMAINS', kind: 'string', default: '', doc: 'Recipient domains always allowed (comma list; a domain covers its subdomains), e.g. your organisation\'s own. Agent policies add to it.' },
   { env: 'AIRLOCK_MAIL_BLOCK_DOMAINS', kind: 'string', default: '', doc: 'Recipient domains always refused (comma list; wins over allowed domains). Agent policies add to it.' },
   { env: 'AIRLOCK_MAIL_MAX_RECIPIENTS', kind: 'int', default: '50', min: 1, max: 500, doc: 'Most recipients (To + Cc + Bcc) of one sent message.' },
   { env: 'AIRLOCK_MAIL_MAX_PER_HOUR', kind: 'int', default: '60', min: 1, max: 100000, doc: 'Most messages one user\'s agents may send per hour (all sessions, all nodes).' },
-  { env: 'AIRLOCK_MAIL_APPROVAL_TIMEOUT_S', kind: 'int', default: '90', min: 5, max: 105, doc: 'How long a send held for the user\'s approval waits; then it is refused (at most 105: the agent\'s tool call waits 120 s).' },
+  { env: 'AIRLOCK_MAIL_APPROVAL_TIMEOUT_S', kind: 'int', default: '90', min: 5, max: 105, doc: 'How long a send held for the user\'s approval waits; then it is refused (at most 105, and at most AIRLOCK_TOOL_TIMEOUT_S − 15: the send waits inside its tool call).' },
   { env: 'OTEL_EXPORTER_OTLP_ENDPOINT', kind: 'url', doc: 'OpenTelemetry collector (OTLP/HTTP, JSON), e.g. http://127.0.0.1:4318: traces of each turn and the metrics are exported there. Unset: no telemetry (docs/audit.md).' },
   { env: 'OTEL_SERVICE_NAME', kind: 'string', default: 'airlock', doc: 'The service name on exported traces and metrics.' },
   { env: 'OTEL_METRIC_EXPORT_INTERVAL', kind: 'int', default: '60000', min: 100, max: 3600000, doc: 'Milliseconds between metric exports over OTLP.' },
@@ -136,7 +143,15 @@ export interface Config {
     baseUrl?: string;
     apiKey?: Secret;
     maxSteps: number;
+    /** Between two events of a streaming answer (stall). */
     timeoutS: number;
+    contextTokens: number;
+    connectTimeoutS: number;
+    firstByteTimeoutS: number;
+    retries: number;
+    retryAfterMaxS: number;
+    toolTimeoutS: number;
+    turnTimeoutS: number;
   };
   google: {
     clientId?: string;
@@ -225,6 +240,9 @@ export function loadConfig(env: Raw, opts: LoadConfigOptions = {}): Readonly<Con
   }
   const cpus = Number(values.AIRLOCK_SANDBOX_CPUS);
   if (!(cpus > 0 && cpus <= 256)) problems.push('AIRLOCK_SANDBOX_CPUS: must be a number between 0 and 256');
+  // A send held for approval waits inside send_email's tool call: the call must outlast the wait.
+  if (Number(values.AIRLOCK_MAIL_APPROVAL_TIMEOUT_S) + 15 > Number(values.AIRLOCK_TOOL_TIMEOUT_S))
+    problems.push('AIRLOCK_TOOL_TIMEOUT_S: must be at least AIRLOCK_MAIL_APPROVAL_TIMEOUT_S + 15 (a send held for approval waits inside its tool call)');
   const provider = values.AIRLOCK_MODEL_PROVIDER as Config['model']['provider'];
   if ((provider === 'openai' || provider === 'anthropic') && !values.AIRLOCK_MODEL_BASE_URL) {
     problems.push(`AIRLOCK_MODEL_BASE_URL: required when AIRLOCK_MODEL_PROVIDER is ${provider}`);
@@ -299,6 +317,13 @@ export function loadConfig(env: Raw, opts: LoadConfigOptions = {}): Readonly<Con
       apiKey: sec('AIRLOCK_MODEL_API_KEY'),
       maxSteps: num('AIRLOCK_MAX_STEPS'),
       timeoutS: num('AIRLOCK_MODEL_TIMEOUT_S'),
+      contextTokens: num('AIRLOCK_MODEL_CONTEXT_TOKENS'),
+      connectTimeoutS: num('AIRLOCK_MODEL_CONNECT_TIMEOUT_S'),
+      firstByteTimeoutS: num('AIRLOCK_MODEL_FIRST_BYTE_TIMEOUT_S'),
+      retries: num('AIRLOCK_MODEL_RETRIES'),
+      retryAfterMaxS: num('AIRLOCK_MODEL_RETRY_AFTER_MAX_S'),
+      toolTimeoutS: num('AIRLOCK_TOOL_TIMEOUT_S'),
+      turnTimeoutS: num('AIRLOCK_TURN_TIMEOUT_S'),
     },
     google: {
       clientId: values.AIRLOCK_GOOGLE_CLIENT_ID as string | undefined,

@@ -15,3 +15,4 @@ export * from './ndjson.js';
 export * from './attach-frames.js';
 export * from './agent-host.js';
 export * from './mcp-configure.js';
+export * from './transcript.js';

@@ -2,18 +2,17 @@
  * The send policy the proxy enforces on every mail send, on the message itself.
  *
  * The child sends Gmail's `users.messages.send` with a JSON body `{ "raw": <base64url RFC 5322
- * message> }`. The proxy decodes `raw` and reads what a policy needs, the way a mail system
- * reads it: the header block (unfolded; every To, Cc, Bcc and Resent-To/-Cc/-Bcc line counts,
- * however often it appears), the addresses in them (groups, quoted names and comments through
- * nodemailer's address parser), the subject (RFC 2047 words decoded) and the MIME tree
- * (attachment names and decoded sizes). Nothing here keeps or logs the body.
+ * message> }` (no key twice). The proxy decodes `raw` and reads what a policy needs: the header
+ * block and its address headers in one strict subset of RFC 5322 (core/mail-address.ts: anything
+ * two mail readers could read differently is refused), the subject (RFC 2047 words decoded) and
+ * the MIME tree (attachment names and decoded sizes). Nothing here keeps or logs the body.
  *
  * A message that cannot be read this way is refused: a reader that gives up must never let a
  * message through that the upstream would read differently.
  */
-import addressparser from 'nodemailer/lib/addressparser';
 import type { MailPolicy, MailSummary } from './sandbox-protocol.js';
 import libmime from 'libmime';
+import { ambiguous, duplicateJsonKey, MailParseError, readAddressList, splitStrictHead, strictFields } from './mail-address.js';
 
 // libmime's functions are methods of its default export (they use `this`).
 const decodeWords = (s: string): string => libmime.decodeWords(s);
@@ -26,19 +25,9 @@ export type MailVerdict =
   | { verdict: 'allow' | 'ask'; summary: MailSummary; ask: string[] }
   | { verdict: 'block'; summary: MailSummary; reason: string };
 
-/** The message could not be read (the proxy answers 400 ERR_MAIL_UNPARSEABLE). */
-export class MailParseError extends Error {
-  override readonly name = 'MailParseError';
-}
+export { MailParseError };
 
-const RECIPIENT_HEADERS: Record<string, 'to' | 'cc' | 'bcc'> = {
-  to: 'to',
-  cc: 'cc',
-  bcc: 'bcc',
-  'resent-to': 'to',
-  'resent-cc': 'cc',
-  'resent-bcc': 'bcc',
-};
+const RECIPIENT_HEADERS = ['to', 'cc', 'bcc'] as const;
 const HEADER_LINE = /^([!-9;-~]+)[ \t]*:(.*)$/s;
 const MAX_DEPTH = 8;
 const MAX_PARTS = 200;
@@ -58,12 +47,16 @@ export function rawMessage(body: Buffer): Buffer {
     if (body.indexOf(0x22, FAST_HEAD.length) === end && body.indexOf(0x5c, FAST_HEAD.length) === -1) return decodeBase64Bytes(body, FAST_HEAD.length, end);
   }
   let v: unknown;
+  const text = body.toString('utf8');
   try {
-    v = JSON.parse(body.toString('utf8'));
+    v = JSON.parse(text);
   } catch {
     throw new MailParseError('the send request is not JSON');
   }
   if (!v || typeof v !== 'object' || Array.isArray(v)) throw new MailParseError('the send request is not a JSON object');
+  // JSON.parse keeps the last of two equal keys; another reader may keep the first.
+  const dup = duplicateJsonKey(text);
+  if (dup !== null) throw ambiguous(`the send request has the key "${dup.slice(0, 40)}" more than once`);
   const o = v as Record<string, unknown>;
   for (const k of Object.keys(o)) if (!BODY_KEYS.has(k)) throw new MailParseError(`the send request has a field the proxy does not read: ${k.slice(0, 40)}`);
   if (typeof o.raw !== 'string' || !o.raw) throw new MailParseError('the send request has no raw message');
@@ -136,20 +129,6 @@ function splitHead(buf: Buffer, from = 0, to = buf.length): { head: string; body
     if (buf[nl + 1] === 0x0d && buf[nl + 2] === 0x0a) return { head: buf.toString('latin1', from, nl), bodyStart: nl + 3 };
   }
   return { head: buf.toString('latin1', from, to), bodyStart: to };
-}
-
-function addresses(values: string[]): string[] {
-  const out: string[] = [];
-  for (const v of values) {
-    for (const a of addressparser(v, { flatten: true })) {
-      if ('address' in a && a.address) out.push(a.address.trim().toLowerCase());
-      else if ('address' in a && a.name && !('group' in a && a.group)) {
-        // A bare word where an address belongs: the upstream would try to deliver it somewhere.
-        throw new MailParseError('a recipient is not an e-mail address');
-      }
-    }
-  }
-  return out;
 }
 
 /** The domain of an address (lower case, no trailing dot), or null when it has none. */
@@ -255,18 +234,25 @@ function walk(buf: Buffer, start: number, end: number, depth: number, out: MailA
   }
 }
 
-/** Read a decoded RFC 5322 message into its summary. Throws MailParseError when it cannot. */
+/**
+ * Read a decoded RFC 5322 message into its summary, its header block strictly (core/mail-address.ts).
+ * Throws MailParseError when it cannot, or when the message could be read more than one way.
+ */
 export function summarise(raw: Buffer): MailSummary {
-  const { head, bodyStart } = splitHead(raw);
+  const { head, bodyStart } = splitStrictHead(raw);
   if (!head) throw new MailParseError('the message has no header');
-  const h = parseHeaderBlock(head);
+  const h: Headers = { all: strictFields(head) };
+  for (const name of ['from', 'reply-to', 'sender']) {
+    const v = h.all.get(name);
+    if (v) readAddressList(name, v[0]);
+  }
   const seen = new Set<string>();
   const recipients: string[] = [];
   const counts = { to: 0, cc: 0, bcc: 0 };
-  for (const [name, kind] of Object.entries(RECIPIENT_HEADERS)) {
-    const values = h.all.get(name);
+  for (const kind of RECIPIENT_HEADERS) {
+    const values = h.all.get(kind);
     if (!values) continue;
-    for (const a of addresses(values)) {
+    for (const a of readAddressList(kind, values[0])) {
       counts[kind]++;
       if (!seen.has(a)) {
         seen.add(a);

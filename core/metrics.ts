@@ -28,6 +28,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean; node?: string } 
     }),
     proxyDecisions: new Counter({ name: 'airlock_proxy_decisions_total', help: 'Credential-proxy and egress decisions, by route and outcome.', labelNames: ['route', 'outcome'] as const, registers: [registry] }),
     turns: new Counter({ name: 'airlock_turns_total', help: 'Chat turns, by stop reason.', labelNames: ['stop_reason'] as const, registers: [registry] }),
+    modelTokens: new Counter({ name: 'airlock_model_tokens_total', help: 'Model tokens of chat turns as the providers reported them, by kind (input, output).', labelNames: ['kind'] as const, registers: [registry] }),
     syncJobs: new Counter({ name: 'airlock_sync_jobs_total', help: 'Directory-sync jobs finished, by status.', labelNames: ['status'] as const, registers: [registry] }),
     logins: new Counter({ name: 'airlock_logins_total', help: 'Password logins, by outcome (ok, failed, rate_limited).', labelNames: ['outcome'] as const, registers: [registry] }),
     tokenRefreshes: new Counter({ name: 'airlock_token_refreshes_total', help: 'Access-token refreshes, by outcome.', labelNames: ['outcome'] as const, registers: [registry] }),

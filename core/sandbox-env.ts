@@ -88,7 +88,17 @@ export function agentSettings(config: Readonly<Pick<Config, 'model'>>, policy?: 
     AGENT_MODEL: config.model.model,
     AGENT_MAX_STEPS: String(config.model.maxSteps),
     AGENT_MODEL_TIMEOUT_S: String(config.model.timeoutS),
+    AGENT_CONTEXT_TOKENS: String(config.model.contextTokens),
   };
+  // The bounds of model and tool calls (docs/chat.md, "Bounds"); absent in an older config: the agent's defaults.
+  const m = config.model as Partial<Config['model']>;
+  const put = (name: string, v: number | undefined) => v !== undefined && (env[name] = String(v));
+  put('AGENT_MODEL_CONNECT_TIMEOUT_S', m.connectTimeoutS);
+  put('AGENT_MODEL_FIRST_BYTE_TIMEOUT_S', m.firstByteTimeoutS);
+  put('AGENT_MODEL_RETRIES', m.retries);
+  put('AGENT_MODEL_RETRY_AFTER_MAX_S', m.retryAfterMaxS);
+  put('AGENT_TOOL_TIMEOUT_S', m.toolTimeoutS);
+  put('AGENT_TURN_TIMEOUT_S', m.turnTimeoutS);
   if (policy) {
     const allowed = (policy.tools ?? AGENT_TOOL_NAMES).filter((t) => !policy.denied_tools.includes(t));
     if (policy.tools !== null || policy.denied_tools.length) env.AGENT_TOOLS = allowed.join(',');

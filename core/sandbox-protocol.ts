@@ -12,6 +12,7 @@
  *   proxy (in supervisor) ──(egress socket /run/airlock/egress.sock, daemon listens; HTTP CONNECT)──▶ upstreams
  */
 import { z } from 'zod';
+import { TranscriptSchema, TurnItemsSchema, TurnUsageSchema, type TranscriptItem, type TurnUsage } from './transcript.js';
 
 // ---------------------------------------------------------------- chat events
 
@@ -38,6 +39,18 @@ export interface TextDeltaEvent {
   type: 'text_delta';
   seq: number;
   text: string;
+}
+/**
+ * What the turn is waiting on, while it waits: a model call being retried ("The model is not
+ * answering, retrying (2 of 3)…"). Shown while the turn runs; not kept in the stored history.
+ */
+export interface StatusEvent {
+  type: 'status';
+  seq: number;
+  text: string;
+  /** This retry (1-based) of `of`. */
+  attempt: number;
+  of: number;
 }
 export interface DoneEvent {
   type: 'done';
@@ -73,7 +86,7 @@ export interface ApprovalResultEvent {
   /** For `approved`: this send only, or every send to these recipients in this session. */
   scope?: 'once' | 'recipient';
 }
-export type ChatEvent = ToolStartEvent | ToolEndEvent | TextDeltaEvent | ApprovalRequestEvent | ApprovalResultEvent | DoneEvent;
+export type ChatEvent = ToolStartEvent | ToolEndEvent | TextDeltaEvent | StatusEvent | ApprovalRequestEvent | ApprovalResultEvent | DoneEvent;
 /** Events the daemon itself puts into a turn (the agent cannot make them). */
 export type DaemonEvent = Omit<ApprovalRequestEvent, 'seq'> | Omit<ApprovalResultEvent, 'seq'>;
 
@@ -86,7 +99,8 @@ const StringMapSchema: z.ZodType<Record<string, string>> = z.record(z.string(), 
 export type AgentEvent =
   | Omit<ToolStartEvent, 'seq'>
   | Omit<ToolEndEvent, 'seq'>
-  | Omit<TextDeltaEvent, 'seq'>;
+  | Omit<TextDeltaEvent, 'seq'>
+  | Omit<StatusEvent, 'seq'>;
 
 export const AgentEventSchema: z.ZodType<AgentEvent> = z.discriminatedUnion('type', [
   z.object({ type: z.literal('tool_start'), call_id: z.string(), tool: z.string(), input: JsonObjectSchema }),
@@ -100,6 +114,7 @@ export const AgentEventSchema: z.ZodType<AgentEvent> = z.discriminatedUnion('typ
     duration_ms: z.number(),
   }),
   z.object({ type: z.literal('text_delta'), text: z.string() }),
+  z.object({ type: z.literal('status'), text: z.string().max(500), attempt: z.number().int().min(0).max(100), of: z.number().int().min(0).max(100) }),
 ]);
 
 // ---------------------------------------------------------------- supervisor ⇄ agent child (stdin/stdout)
@@ -112,22 +127,49 @@ export const AgentEventSchema: z.ZodType<AgentEvent> = z.discriminatedUnion('typ
  */
 export type ChildInbound =
   | { type: 'configure'; env: Record<string, string>; cwd?: string }
-  | { type: 'prompt'; turn_id: string; prompt: string }
+  | ({ type: 'prompt'; turn_id: string; prompt: string } & PromptContext)
   | { type: 'cancel'; turn_id: string };
+
+/**
+ * The conversation a prompt continues (docs/chat.md "The conversation belongs to the service").
+ * `base` names the turn the agent must hold as its last (null: a new chat); `context` is the
+ * whole branch up to `base`, sent when the daemon does not know the agent holds it. A prompt with
+ * a `base` the agent does not hold and no `context` ends at once with ERR_AGENT_CONTEXT_STALE,
+ * and the daemon sends it again with the context. Absent `base`: the agent keeps what it has.
+ */
+export interface PromptContext {
+  base?: string | null;
+  context?: TranscriptItem[];
+}
+
+/** What a turn's end carries besides its outcome: the items it added to the transcript, and its token usage. */
+export interface TurnEndExtras {
+  items?: TranscriptItem[];
+  usage?: TurnUsage;
+}
 
 export type ChildOutbound =
   | { type: 'ready' }
   | { type: 'configured'; error?: { code: string; message: string } }
   | { type: 'event'; turn_id: string; event: AgentEvent }
-  | { type: 'turn_end'; turn_id: string; stop_reason: StopReason; error?: { code: string; message: string } };
+  | ({ type: 'turn_end'; turn_id: string; stop_reason: StopReason; error?: { code: string; message: string } } & TurnEndExtras);
+
+const PromptContextFields = { base: z.string().max(64).nullable().optional(), context: TranscriptSchema.optional() };
 
 export const ChildInboundSchema: z.ZodType<ChildInbound> = z.discriminatedUnion('type', [
   z.object({ type: z.literal('configure'), env: StringMapSchema, cwd: z.string().optional() }),
-  z.object({ type: z.literal('prompt'), turn_id: z.string(), prompt: z.string() }),
+  z.object({ type: z.literal('prompt'), turn_id: z.string(), prompt: z.string(), ...PromptContextFields }),
   z.object({ type: z.literal('cancel'), turn_id: z.string() }),
 ]);
 
-const TurnEndSchema = z.object({ type: z.literal('turn_end'), turn_id: z.string(), stop_reason: StopReasonSchema, error: CodedErrorSchema.optional() });
+const TurnEndSchema = z.object({
+  type: z.literal('turn_end'),
+  turn_id: z.string(),
+  stop_reason: StopReasonSchema,
+  error: CodedErrorSchema.optional(),
+  items: TurnItemsSchema.optional(),
+  usage: TurnUsageSchema.optional(),
+});
 
 export const ChildOutboundSchema: z.ZodType<ChildOutbound> = z.discriminatedUnion('type', [
   z.object({ type: z.literal('ready') }),
@@ -187,19 +229,20 @@ export const MailSummarySchema: z.ZodType<MailSummary> = z.object({
   bytes: z.number().int(),
 });
 
-/** Handed over at claim time. Real tokens travel only here, never in Config.Env or argv. */
+/**
+ * Handed over at claim time. It carries no real token: the daemon's egress gateway holds them and
+ * injects them on the host (docs/proxy.md); the sandbox gets placeholders only.
+ */
 export interface StartSpec {
   session_id: string;
   user_id: number;
-  /** Real tokens by env name, e.g. { MAIL_ACCESS_TOKEN: '…' }; kept in the supervisor's own env. */
-  tokens: Record<string, string>;
   /** Placeholder values by env name, e.g. { MAIL_API_KEY: '…' }; given to the child. */
   placeholders: Record<string, string>;
   /** Short-lived HMAC token bound to user and session (host route). */
   agent_user_token?: string;
   /** Agent settings the child reads from its env (provider, model, max steps, allowed tools…). */
   agent_env: Record<string, string>;
-  /** The send policy the proxy applies to mail; absent: every send goes through (older daemons). */
+  /** The send policy the proxy reads mail against (its first wall; the gateway decides again on the host). */
   mail_policy?: MailPolicy;
 }
 
@@ -211,18 +254,14 @@ export type ControlRequest =
   | { id: string; type: 'ping' }
   | { id: string; type: 'warm' }
   | { id: string; type: 'start'; spec: StartSpec }
-  | { id: string; type: 'prompt'; turn_id: string; prompt: string }
+  | ({ id: string; type: 'prompt'; turn_id: string; prompt: string } & PromptContext)
   | { id: string; type: 'cancel'; turn_id: string }
-  | { id: string; type: 'rotate-token'; tokens: Record<string, string> }
   | { id: string; type: 'shutdown' }
-  | { id: string; type: 'shell'; cols?: number; rows?: number }
-  /** The daemon's answer to a `mail_hold`: release the held send upstream, or refuse it with a code. */
-  | { id: string; type: 'mail_release'; hold_id: string; allow: boolean; code?: string; message?: string };
+  | { id: string; type: 'shell'; cols?: number; rows?: number };
 
 export const StartSpecSchema: z.ZodType<StartSpec> = z.object({
   session_id: z.string(),
   user_id: z.number(),
-  tokens: StringMapSchema,
   placeholders: StringMapSchema,
   agent_user_token: z.string().optional(),
   agent_env: StringMapSchema,
@@ -233,30 +272,23 @@ export const ControlRequestSchema: z.ZodType<ControlRequest> = z.discriminatedUn
   z.object({ id: z.string(), type: z.literal('ping') }),
   z.object({ id: z.string(), type: z.literal('warm') }),
   z.object({ id: z.string(), type: z.literal('start'), spec: StartSpecSchema }),
-  z.object({ id: z.string(), type: z.literal('prompt'), turn_id: z.string(), prompt: z.string() }),
+  z.object({ id: z.string(), type: z.literal('prompt'), turn_id: z.string(), prompt: z.string(), ...PromptContextFields }),
   z.object({ id: z.string(), type: z.literal('cancel'), turn_id: z.string() }),
-  z.object({ id: z.string(), type: z.literal('rotate-token'), tokens: StringMapSchema }),
   z.object({ id: z.string(), type: z.literal('shutdown') }),
   z.object({ id: z.string(), type: z.literal('shell'), cols: z.number().optional(), rows: z.number().optional() }),
-  z.object({ id: z.string(), type: z.literal('mail_release'), hold_id: z.string().max(64), allow: z.boolean(), code: z.string().max(64).optional(), message: z.string().max(500).optional() }),
 ]);
 
 export type ControlMessage =
   | { type: 'reply'; id: string; ok: true; data?: Record<string, unknown> }
   | { type: 'reply'; id: string; ok: false; error: { code: string; message: string } }
   | { type: 'event'; turn_id: string; event: AgentEvent }
-  | { type: 'turn_end'; turn_id: string; stop_reason: StopReason; error?: { code: string; message: string } }
+  | ({ type: 'turn_end'; turn_id: string; stop_reason: StopReason; error?: { code: string; message: string } } & TurnEndExtras)
   | { type: 'log'; level: 'info' | 'warn' | 'error'; msg: string; data?: Record<string, unknown> }
   /**
    * One credential-proxy request's outcome (no path values, query, body or token): the daemon
    * counts them in /metrics and records them in the audit trail.
    */
-  | ({ type: 'proxy_decision' } & ProxyDecisionRecord)
-  /**
-   * A mail send the proxy holds until the daemon answers `mail_release` (the per-hour limit, and
-   * for `ask` the user's decision in the chat). Re-sent on every new control connection while held.
-   */
-  | { type: 'mail_hold'; hold_id: string; turn_id: string | null; call_id: string | null; verdict: 'allow' | 'ask'; ask: string[]; summary: MailSummary };
+  | ({ type: 'proxy_decision' } & ProxyDecisionRecord);
 
 /** What the audit trail keeps of one proxied request. */
 export interface ProxyDecisionRecord {
@@ -325,15 +357,6 @@ export const ControlMessageSchema: z.ZodType<ControlMessage> = z.union([
     ms: z.number().optional(),
     recipients: z.number().optional(),
     dropped_headers: z.number().optional(),
-  }),
-  z.object({
-    type: z.literal('mail_hold'),
-    hold_id: z.string().max(64),
-    turn_id: z.string().max(64).nullable(),
-    call_id: z.string().max(128).nullable(),
-    verdict: z.enum(['allow', 'ask']),
-    ask: z.array(z.string()).max(1000),
-    summary: MailSummarySchema,
   }),
 ]);
 

@@ -2,7 +2,8 @@
  * The daemon-internal seams: declared here so the runtime, the proxy/token area, the chat area
  * and the mail gate can be built apart and wired together in daemon/serve.ts. Types only.
  */
-import type { AgentEvent, DaemonEvent, StopReason, ProfileRoute, MailPolicy, ControlMessage, ProxyDecisionRecord } from './sandbox-protocol.js';
+import type { AgentEvent, DaemonEvent, StopReason, ProfileRoute, MailPolicy, MailSummary, ProxyDecisionRecord, TurnEndExtras } from './sandbox-protocol.js';
+import type { TranscriptItem } from './transcript.js';
 
 /** One chat turn in a session's sandbox. Implemented by the daemon's session manager. */
 export interface TurnRequest {
@@ -11,6 +12,13 @@ export interface TurnRequest {
   sessionId: string;
   turnId: string;
   prompt: string;
+  /** The turn this one continues on the chat's branch (null: the first). Absent: the agent keeps what it holds. */
+  base?: string | null;
+  /**
+   * The stored branch up to `base`, model-facing (docs/chat.md): called only when the sandbox may
+   * not hold it (new, replaced, restarted, behind). Absent: the runner sends no context.
+   */
+  context?: () => Promise<TranscriptItem[]>;
   /** Aborted when the client disconnects: the turn is cancelled in the sandbox. */
   signal: AbortSignal;
   /** Called for each agent event as it happens (the caller numbers them). */
@@ -22,7 +30,7 @@ export interface TurnRequest {
   onDaemonEvent?(e: DaemonEvent): void;
 }
 
-export interface TurnResult {
+export interface TurnResult extends TurnEndExtras {
   stop_reason: StopReason;
   error?: { code: string; message: string };
   containerId?: string;
@@ -40,6 +48,7 @@ export interface TurnRunner {
 /** What a session needs at start (issue: proxy, tokens, overlay). */
 export interface PreparedSession {
   routes: ProfileRoute[];
+  /** Real tokens by env name: held by the egress gateway on the host, never sent into the sandbox. */
   tokens: Record<string, string>;
   placeholders: Record<string, string>;
   agentUserToken?: string;
@@ -52,10 +61,22 @@ export interface PreparedSession {
 
 export interface SessionPreparer {
   prepare(req: { userId: number; sessionId: string; proxyPort: number }): Promise<PreparedSession>;
+  /**
+   * The real tokens (by env name) and send policy of a session that is already running: a sandbox
+   * adopted after a daemon restart, whose gateway must hold its tokens again. Absent: none.
+   */
+  credentials?(req: { userId: number; sessionId: string; tokenEnvs: readonly string[] }): Promise<{ tokens: Record<string, string>; mailPolicy?: MailPolicy }>;
 }
 
-/** A held mail send as the daemon receives it (the supervisor's `mail_hold`). */
-export type MailHold = Extract<ControlMessage, { type: 'mail_hold' }>;
+/** A mail send the egress gateway holds until the daemon decides (read on the host from the exact body it forwards). */
+export interface MailHold {
+  hold_id: string;
+  turn_id: string | null;
+  call_id: string | null;
+  verdict: 'allow' | 'ask';
+  ask: string[];
+  summary: MailSummary;
+}
 /** The daemon's answer to a held send. */
 export type MailHoldRelease = { allow: true } | { allow: false; code: string; message: string };
 
@@ -85,11 +106,32 @@ export interface ApprovalDecider {
   decide(d: ApprovalDecision): Promise<{ decision: 'approved'; scope: 'once' | 'recipient' } | { decision: 'denied' }>;
 }
 
-/** The daemon's egress gateway: one unix socket per session, CONNECT only to allowed host:port. */
+/**
+ * What the egress gateway knows of one session: the route table it admits against (method + path
+ * allow-lists, upstreams), the real tokens it injects, and the send policy it decides mail by.
+ */
+export interface EgressSession {
+  userId: number;
+  routes: ProfileRoute[];
+  /** Real tokens by env name (`MAIL_ACCESS_TOKEN`…), as the routes' `token_ref` name them. */
+  tokens: Record<string, string>;
+  mailPolicy?: MailPolicy;
+  /** Decide a mail send the policy did not block (per-hour limit, approval). Absent: `allow` goes, `ask` is refused. */
+  hold?(h: MailHold): Promise<MailHoldRelease>;
+  /** The turn now running in the session (recorded with a held send). */
+  currentTurn?(): string | null;
+}
+
+/**
+ * The daemon's egress gateway: one unix socket per session; the second wall. It admits each
+ * plain-HTTP request of the in-sandbox proxy again against the session's route table, injects
+ * the real credential, opens verified TLS to the upstream and scrubs the answer.
+ */
 export interface EgressGateway {
-  open(sessionId: string, socketPath: string, allow: string[]): Promise<EgressHandle>;
+  open(sessionId: string, socketPath: string, session: EgressSession): Promise<EgressHandle>;
 }
 export interface EgressHandle {
-  update(allow: string[]): void;
+  /** Replace real tokens by env name (rotation); names not given keep their value. */
+  setTokens(tokens: Record<string, string>): void;
   close(): Promise<void>;
 }

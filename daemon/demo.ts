@@ -398,6 +398,8 @@ function banner(url: string, mailboxUrl: string, users: Demo['users'], config: R
     '  or use "Sign in with Google (demo)" on the login page.',
     '',
     '  Then ask:     chart the sample spreadsheet and email it to someone@example.com',
+    '  Approve it:   the chat shows an approval card for the recipient (the send policy asks',
+    '                about every domain not allowed; AIRLOCK_MAIL_ALLOW_DOMAINS lists your own)',
     `  Read it at    ${mailboxUrl}   (the emulated Gmail's mailbox)`,
     '',
     `  Data folder   ${config.dataDir}   Model: ${config.model.provider}   Metrics: ${url}/metrics`,

@@ -1,127 +1,97 @@
-import { createServer, connect as netConnect, type Server, type Socket } from 'node:net';
+/**
+ * The daemon's egress gateway: the second wall, on the host (docs/proxy.md#egress-gateway).
+ *
+ * One unix socket per session (mode 0600, root only in the container). The in-sandbox proxy sends
+ * what it admitted as plain HTTP naming the proxy path (`POST /gmail/mail/v1/users/me/messages/send`);
+ * the gateway admits it again on its own, against the route table the daemon made for the session
+ * (framing, canonical target, route, method + path allow-list, query on GET only), reads the body
+ * in full, decides mail sends on the exact bytes it forwards (send policy, per-hour limit,
+ * approval), injects the real credential it holds, opens the upstream connection (verified TLS for
+ * https) and scrubs the token out of the answer. CONNECT, Upgrade, absolute-form targets and
+ * anything off the table are refused. No real token ever crosses into the sandbox.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { chmodSync, mkdirSync, rmSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type { EgressGateway, EgressHandle, Logger, Metrics } from '../core/index.js';
+import { randomUUID } from 'node:crypto';
+import type { EgressGateway, EgressHandle, EgressSession, Logger, Metrics } from '../core/index.js';
+import { CALL_ID_HEADER, type MailSummary } from '../core/sandbox-protocol.js';
+import { allowedEntry, compileRouteTable, findRoute, upstreamPathOf, type CompiledRoute } from '../core/egress/routes.js';
+import { checkHeaders, hasBody, MAX_BODY_BYTES, MAX_HEADER_BYTES } from '../core/egress/framing.js';
+import { errorResponse, ProxyRefusal, type ProxyErrorCode } from '../core/egress/errors.js';
+import { upstreamHeaders } from '../core/egress/headers.js';
+import { parseTarget } from '../core/egress/normalise.js';
+import { exchange, UpstreamAgents } from './egress-upstream.js';
 
-const MAX_HEAD_BYTES = 8192;
-const HEAD_TIMEOUT_MS = 10_000;
-const CONNECT_TIMEOUT_MS = 10_000;
+const HEADERS_TIMEOUT_MS = 10_000;
+const BODY_TIMEOUT_MS = 30_000;
+/** Upstream timeout (connect + whole answer), as the proxy's. */
+export const UPSTREAM_TIMEOUT_MS = 120_000;
+const CALL_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
+const RELEASE_CODES: readonly ProxyErrorCode[] = ['ERR_MAIL_DENIED', 'ERR_MAIL_APPROVAL_TIMEOUT', 'ERR_MAIL_APPROVAL_UNAVAILABLE', 'ERR_MAIL_RATE_LIMITED', 'ERR_MAIL_BLOCKED'];
 
-/** `https://sheets.googleapis.com/x` → `sheets.googleapis.com:443`; the form the allow-list uses. */
+/** `https://sheets.googleapis.com/x` → `sheets.googleapis.com:443` (where a route's upstream is). */
 export function egressTarget(url: string): string {
   const u = new URL(url);
   const port = u.port || (u.protocol === 'https:' ? '443' : '80');
   return `${u.hostname.toLowerCase()}:${port}`;
 }
 
-/** Parse `host:port` / `[v6]:port` into its parts, or undefined when malformed. */
-function parseAuthority(a: string): { host: string; port: number; key: string } | undefined {
-  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(a);
-  if (!m) return undefined;
-  const port = Number(m[3]);
-  if (port < 1 || port > 65535) return undefined;
-  const host = (m[1] ?? m[2]).toLowerCase();
-  return { host, port, key: `${m[1] ? `[${host}]` : host}:${port}` };
+export interface EgressGatewayOptions {
+  log: Logger;
+  metrics?: Metrics;
+  /** Extra CA certificates (PEM) trusted for https upstreams (tests, private upstreams). */
+  tlsCa?: string | Buffer;
+  /** Request headers forwarded on every route beyond the built-in allow-lists (tests: the fake upstream's `x-test-echo`). */
+  extraRequestHeaders?: readonly string[];
+  upstreamTimeoutMs?: number;
 }
 
-/**
- * The daemon's egress gateway: one unix socket per session (mode 0600, root only in the
- * container), accepting `CONNECT host:port` only to the host:port pairs of that session's
- * route upstreams; the daemon then opens the TCP connection itself and splices bytes.
- * Anything else (other methods, other targets, malformed heads) is refused with 403/400
- * and logged with the session id.
- */
+/** The walls' own refusals keep their codes; the proxy's codes for the same checks become the gateway's. */
+function gatewayRefusal(err: ProxyRefusal): ProxyRefusal {
+  if (err.code === 'ERR_PROXY_ROUTE_DENIED') return new ProxyRefusal('ERR_EGRESS_DENIED', err.message);
+  if (err.code === 'ERR_PROXY_BAD_REQUEST') return new ProxyRefusal('ERR_EGRESS_BAD_REQUEST', err.message);
+  return err;
+}
+
+/** One session's state in the gateway: its route table, its real tokens, its upstream connections. */
+interface SessionState {
+  id: string;
+  spec: EgressSession;
+  routes: CompiledRoute[];
+  tokens: Map<string, string>;
+  agents: UpstreamAgents;
+  log: Logger;
+}
+
+/** What the gateway admitted: the route, the upstream path, the credential. */
+interface Admitted {
+  c: CompiledRoute;
+  path: string;
+  template: string;
+  real: string | undefined;
+}
+
 export class EgressGatewayService implements EgressGateway {
-  readonly #log: Logger;
+  readonly #o: EgressGatewayOptions;
   readonly #handles = new Set<EgressHandle>();
 
-  readonly #metrics?: Metrics;
-
-  constructor(opts: { log: Logger; metrics?: Metrics }) {
-    this.#log = opts.log;
-    this.#metrics = opts.metrics;
+  constructor(opts: EgressGatewayOptions) {
+    this.#o = opts;
   }
 
-  async open(sessionId: string, socketPath: string, allow: string[]): Promise<EgressHandle> {
-    const log = this.#log.child({ sessionId, area: 'egress' });
-    let allowed = new Set(allow.map((a) => parseAuthority(a)?.key).filter((k): k is string => !!k));
-    const sockets = new Set<Socket>();
-    const server: Server = createServer((client) => {
-      sockets.add(client);
-      client.on('close', () => sockets.delete(client));
-      handle(client);
-    });
-
-    const refuse = (client: Socket, status: 400 | 403 | 502, code: string, target: string | undefined) => {
-      log.warn({ target, status, code }, 'egress refused');
-      this.#metrics?.proxyDecisions.inc({ route: 'egress', outcome: status === 502 ? 'upstream_error' : 'refused' });
-      const reason = status === 403 ? 'Forbidden' : status === 400 ? 'Bad Request' : 'Bad Gateway';
-      client.end(`HTTP/1.1 ${status} ${reason}\r\nx-airlock-error: ${code}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n`);
+  async open(sessionId: string, socketPath: string, session: EgressSession): Promise<EgressHandle> {
+    const log = this.#o.log.child({ sessionId, area: 'egress' });
+    const st: SessionState = {
+      id: sessionId,
+      spec: session,
+      routes: compileRouteTable(session.routes, this.#o.extraRequestHeaders),
+      tokens: new Map(Object.entries(session.tokens)),
+      agents: new UpstreamAgents(this.#o.tlsCa),
+      log,
     };
-
-    const handle = (client: Socket) => {
-      let head = Buffer.alloc(0);
-      client.on('error', () => client.destroy());
-      const timer = setTimeout(() => client.destroy(), HEAD_TIMEOUT_MS);
-      const onData = (d: Buffer) => {
-        head = Buffer.concat([head, d]);
-        const end = head.indexOf('\r\n\r\n');
-        if (end === -1) {
-          if (head.length > MAX_HEAD_BYTES) {
-            client.off('data', onData);
-            clearTimeout(timer);
-            refuse(client, 400, 'ERR_EGRESS_BAD_REQUEST', undefined);
-          }
-          return;
-        }
-        client.off('data', onData);
-        clearTimeout(timer);
-        client.pause();
-        const line = head.subarray(0, head.indexOf('\r\n')).toString('latin1');
-        const m = /^([A-Z]+) (\S+) HTTP\/1\.[01]$/.exec(line);
-        if (!m) return refuse(client, 400, 'ERR_EGRESS_BAD_REQUEST', undefined);
-        const target = m[2].slice(0, 300);
-        if (m[1] !== 'CONNECT') return refuse(client, 403, 'ERR_EGRESS_DENIED', target);
-        const a = parseAuthority(target);
-        if (!a || !allowed.has(a.key)) return refuse(client, 403, 'ERR_EGRESS_DENIED', target);
-        this.#metrics?.proxyDecisions.inc({ route: 'egress', outcome: 'allowed' });
-        // noDelay: a tunnel carries small request/response writes; Nagle + delayed ACK would add ~40 ms each.
-        const upstream = netConnect({ host: a.host, port: a.port, noDelay: true });
-        sockets.add(upstream);
-        const started = Date.now();
-        let up = 0;
-        let down = 0;
-        const ctimer = setTimeout(() => upstream.destroy(new Error('connect timeout')), CONNECT_TIMEOUT_MS);
-        let connected = false;
-        upstream.once('connect', () => {
-          connected = true;
-          clearTimeout(ctimer);
-          client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-          const rest = head.subarray(end + 4);
-          if (rest.length) upstream.write(rest);
-          client.on('data', (b: Buffer) => (up += b.length));
-          upstream.on('data', (b: Buffer) => (down += b.length));
-          client.pipe(upstream);
-          upstream.pipe(client);
-          client.resume();
-        });
-        upstream.on('error', (err: NodeJS.ErrnoException) => {
-          clearTimeout(ctimer);
-          if (!client.destroyed && !connected) {
-            refuse(client, 502, 'ERR_EGRESS_UPSTREAM', target);
-          } else client.destroy();
-          log.warn({ target, err: err.code ?? err.message }, 'egress upstream error');
-        });
-        client.on('close', () => upstream.destroy());
-        upstream.on('close', () => {
-          sockets.delete(upstream);
-          client.destroy();
-          log.info({ target, bytes_out: up, bytes_in: down, ms: Date.now() - started }, 'egress tunnel closed');
-        });
-      };
-      client.on('data', onData);
-    };
-
+    const server = this.#server(st);
     mkdirSync(dirname(socketPath), { recursive: true });
     rmSync(socketPath, { force: true });
     await new Promise<void>((resolve, reject) => {
@@ -133,22 +103,22 @@ export class EgressGatewayService implements EgressGateway {
     });
     // Root-only: the agent child (uid 1001) must not reach the outside even through here.
     chmodSync(socketPath, 0o600);
-    log.info({ allow: [...allowed] }, 'egress socket open');
-
+    log.info({ routes: st.routes.map((r) => r.route.name), upstreams: [...new Set(st.routes.map((r) => egressTarget(r.route.upstream)))] }, 'egress socket open');
     let closing: Promise<void> | undefined;
     const h: EgressHandle = {
-      update: (next: string[]) => {
-        allowed = new Set(next.map((x) => parseAuthority(x)?.key).filter((k): k is string => !!k));
-        log.info({ allow: [...allowed] }, 'egress allow-list updated');
+      setTokens: (tokens) => {
+        for (const [k, v] of Object.entries(tokens)) if (v) st.tokens.set(k, v);
+        log.info({ names: Object.keys(tokens) }, 'egress tokens replaced');
       },
       close: () =>
         (closing ??= new Promise<void>((resolve) => {
           this.#handles.delete(h);
-          for (const s of sockets) s.destroy();
           server.close(() => {
             rmSync(socketPath, { force: true });
             resolve();
           });
+          server.closeAllConnections();
+          st.agents.destroy();
         })),
     };
     this.#handles.add(h);
@@ -159,4 +129,130 @@ export class EgressGatewayService implements EgressGateway {
   async close(): Promise<void> {
     await Promise.all([...this.#handles].map((h) => h.close()));
   }
+
+  #server(st: SessionState): Server {
+    const tainted = new WeakSet<object>();
+    const refuse = (res: ServerResponse | Socket, err: ProxyRefusal, data: Record<string, unknown>) => {
+      st.log.warn({ ...data, status: err.status, code: err.code, reason: err.message }, 'egress refused');
+      this.#o.metrics?.proxyDecisions.inc({ route: 'egress', outcome: err.status >= 500 ? 'upstream_error' : 'refused' });
+      const sock = 'writeHead' in res ? res.socket : res;
+      if (sock) tainted.add(sock);
+      errorResponse(res, err.code, err.message);
+    };
+    const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, insecureHTTPParser: false, requireHostHeader: false, joinDuplicateHeaders: false }, (req, res) => {
+      if (tainted.has(req.socket)) return void res.destroy();
+      void this.#handle(st, req, res, refuse);
+    });
+    server.maxHeadersCount = 0;
+    server.headersTimeout = HEADERS_TIMEOUT_MS;
+    server.requestTimeout = this.#o.upstreamTimeoutMs ?? UPSTREAM_TIMEOUT_MS;
+    server.keepAliveTimeout = 5_000;
+    server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+      if (err.code === 'ECONNRESET' || !socket.writable) return socket.destroy();
+      refuse(socket, new ProxyRefusal('ERR_EGRESS_BAD_REQUEST', 'malformed request'), { parser: err.code });
+    });
+    // A tunnel would carry bytes the gateway cannot read: CONNECT and Upgrade are refused.
+    server.on('connect', (req: IncomingMessage, socket: Socket) => {
+      socket.on('error', () => socket.destroy());
+      refuse(socket, new ProxyRefusal('ERR_EGRESS_DENIED', 'CONNECT is not allowed'), { method: 'CONNECT', target: String(req.url).slice(0, 200) });
+    });
+    server.on('upgrade', (req: IncomingMessage, socket: Socket) => {
+      socket.on('error', () => socket.destroy());
+      refuse(socket, new ProxyRefusal('ERR_EGRESS_DENIED', 'protocol upgrade is not allowed'), { method: req.method });
+    });
+    return server;
+  }
+
+  async #handle(st: SessionState, req: IncomingMessage, res: ServerResponse, refuse: (res: ServerResponse, err: ProxyRefusal, data: Record<string, unknown>) => void): Promise<void> {
+    const started = process.hrtime.bigint();
+    const data: Record<string, unknown> = { method: String(req.method).slice(0, 16) };
+    const call = req.headers[CALL_ID_HEADER];
+    const callId = typeof call === 'string' && CALL_ID.test(call) ? call : null;
+    try {
+      const a = admitHere(st, req, data);
+      const body = await readBody(req);
+      if (a.c.route.name === 'mail' && st.spec.mailPolicy) await this.#decideMail(st, body, callId, data);
+      const { headers } = upstreamHeaders(req, a.c.route, a.c.headers, { host: a.c.upstream.host, bodyLength: body.length, real: a.real });
+      const r = await exchange({ agents: st.agents, timeoutMs: this.#o.upstreamTimeoutMs ?? UPSTREAM_TIMEOUT_MS }, a.c, { method: req.method!, path: a.path, headers, body }, a.real ?? '', res);
+      this.#o.metrics?.proxyDecisions.inc({ route: 'egress', outcome: r.code ? 'upstream_error' : 'allowed' });
+      const line = { ...data, template: a.template, status: r.status, req_bytes: body.length, res_bytes: r.resBytes, ms: Number(process.hrtime.bigint() - started) / 1e6, ...(r.code ? { code: r.code } : {}), ...(r.scrubbed ? { scrubbed: r.scrubbed } : {}), ...(r.decoded ? { decoded: r.decoded } : {}) };
+      if (r.code) st.log.warn(line, 'egress upstream error');
+      else st.log.debug(line, 'egress forwarded');
+    } catch (err) {
+      if (err instanceof ProxyRefusal) return refuse(res, gatewayRefusal(err), data);
+      st.log.error({ ...data, err: (err as Error).message }, 'egress failed');
+      errorResponse(res, 'ERR_EGRESS_UPSTREAM', 'internal gateway error');
+    }
+  }
+
+  /**
+   * The send policy, decided on the host on the exact bytes about to be forwarded: the message is
+   * read again (whatever the proxy concluded), a blocked one is refused, any other is held until
+   * the daemon decides (per-hour limit, the user's approval for `ask`).
+   */
+  async #decideMail(st: SessionState, body: Buffer, callId: string | null, data: Record<string, unknown>): Promise<void> {
+    const { judge, MailParseError, rawMessage, summarise } = await import('../core/mail-policy.js');
+    let summary: MailSummary;
+    try {
+      summary = summarise(rawMessage(body));
+    } catch (err) {
+      if (err instanceof MailParseError) throw new ProxyRefusal(err.code, err.message);
+      throw err;
+    }
+    data.recipients = summary.to + summary.cc + summary.bcc;
+    const v = judge(st.spec.mailPolicy!, summary);
+    if (v.verdict === 'block') throw new ProxyRefusal('ERR_MAIL_BLOCKED', v.reason);
+    if (!st.spec.hold) {
+      if (v.verdict === 'ask') throw new ProxyRefusal('ERR_MAIL_APPROVAL_UNAVAILABLE', "this send needs the user's approval and nobody can be asked");
+      return;
+    }
+    const r = await st.spec.hold({ hold_id: randomUUID(), turn_id: st.spec.currentTurn?.() ?? null, call_id: callId, verdict: v.verdict, ask: v.ask, summary });
+    if (!r.allow) throw new ProxyRefusal(RELEASE_CODES.find((c) => c === r.code) ?? 'ERR_MAIL_DENIED', r.message.slice(0, 300));
+  }
+}
+
+/** The second wall's admission, from the head alone: framing, canonical target, route, method + path, credential. */
+function admitHere(st: SessionState, req: IncomingMessage, data: Record<string, unknown>): Admitted {
+  checkHeaders(req);
+  const raw = req.url ?? '';
+  // Origin-form only: an absolute-form (`http://other/…`) or asterisk-form target names no route.
+  if (!raw.startsWith('/')) throw new ProxyRefusal('ERR_EGRESS_DENIED', 'origin-form targets only');
+  const target = parseTarget(raw);
+  const c = findRoute(st.routes, target.path);
+  if (!c) throw new ProxyRefusal('ERR_EGRESS_DENIED', "no route of this session for this path");
+  data.route = c.route.name;
+  const allowed = allowedEntry(c, req.method, target.path);
+  if (!allowed) throw new ProxyRefusal('ERR_EGRESS_DENIED', 'method and path not allowed on this route');
+  if (target.query && req.method !== 'GET') throw new ProxyRefusal('ERR_EGRESS_DENIED', 'query string allowed on GET only');
+  if (req.method === 'GET' && hasBody(req)) throw new ProxyRefusal('ERR_EGRESS_BAD_REQUEST', 'GET with a body');
+  let real: string | undefined;
+  if (c.tokenEnv) {
+    real = st.tokens.get(c.tokenEnv);
+    if (!real) throw new ProxyRefusal('ERR_PROXY_TOKEN_MISSING', `no ${c.tokenEnv} for this session`);
+  }
+  return { c, path: upstreamPathOf(c, target), template: allowed.path, real };
+}
+
+/** The whole request body, under the size limit and a deadline (the proxy already bounded it; this wall does not rely on that). */
+function readBody(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let n = 0;
+    const timer = setTimeout(() => fail(new ProxyRefusal('ERR_EGRESS_BAD_REQUEST', 'body not complete in time')), BODY_TIMEOUT_MS);
+    const fail = (e: Error) => {
+      clearTimeout(timer);
+      req.removeAllListeners('data');
+      reject(e);
+    };
+    req.on('data', (d: Buffer) => {
+      n += d.length;
+      if (n > MAX_BODY_BYTES) return fail(new ProxyRefusal('ERR_PROXY_BODY_TOO_LARGE', 'body over the limit'));
+      chunks.push(d);
+    });
+    req.on('end', () => {
+      clearTimeout(timer);
+      resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, n));
+    });
+    req.on('error', (e) => fail(e));
+  });
 }

@@ -6,7 +6,6 @@ import { NodeClient, type Config, type NodeTarget, type Logger, type TurnRequest
 import type { Database, Sql } from '../domain/db/index.js';
 import type { RefreshLease } from './tokens.js';
 import { acquireLease, heartbeat, purgeNonces, leaveFleet, listNodes, releaseLease, markLostSandboxes, ownSandbox, registerNode, releaseSandbox, sandboxOf } from '../domain/fleet.js';
-import { LOST_NOTICE } from './runtime/session-manager.js';
 
 const PackageVersionSchema = z.object({ version: z.string() });
 
@@ -92,7 +91,7 @@ export class FleetMember {
  * The session manager as the fleet sees it: the sandbox row records which node owns a session
  * (written when its sandbox goes live, removed when it ends here), and a turn this node runs for
  * a session another node owned (a lost node: web/fleet.ts only keeps what no live node owns)
- * starts with the same notice a single host gives after losing a sandbox.
+ * starts a sandbox here that gets the chat's stored conversation, as after a lost sandbox.
  */
 export class FleetSessions implements TurnRunner {
   /** The session manager (set once the runtime started; adoption asks mayAdopt before that). */
@@ -104,8 +103,8 @@ export class FleetSessions implements TurnRunner {
     if (!this.runner) throw new TypeError('FleetSessions: no runner');
     const row = await sandboxOf(this.o.database.sql, req.sessionId);
     if (row && row.node_id !== this.o.config.node.id && row.user_id === req.userId) {
+      // No notice: the sandbox started here gets the stored conversation (docs/chat.md).
       this.o.log.warn({ sessionId: req.sessionId, from: row.node_id }, 'taking over the session of a lost node');
-      req.onEvent({ type: 'text_delta', text: LOST_NOTICE });
     }
     return this.runner.runTurn(req);
   }

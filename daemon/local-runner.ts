@@ -14,6 +14,7 @@
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AgentProcess, ConflictError, type Logger, type TurnRequest, type TurnResult, type TurnRunner } from '../core/index.js';
+import { runWithContext } from './runtime/context-sync.js';
 
 export interface LocalRunnerOptions {
   /** The child's whole environment (AGENT_*, MAIL_* …). PATH is added when missing. */
@@ -30,6 +31,8 @@ export interface LocalRunnerOptions {
 
 interface LocalSession {
   userId: number;
+  /** The turn its agent's conversation ends with, as far as this runner knows (context-sync.ts). */
+  contextHead?: string | null;
   child: AgentProcess;
   busy: boolean;
 }
@@ -70,8 +73,7 @@ export class LocalTurnRunner implements TurnRunner {
         return { stop_reason: 'error', error: { code: 'ERR_SANDBOX_START', message: err instanceof Error ? err.message : 'the agent did not start' } };
       }
       if (req.signal.aborted) return { stop_reason: 'cancelled' };
-      const r = await session.child.runTurn(req.turnId, req.prompt, (e) => req.onEvent(e), req.signal);
-      return { stop_reason: r.stop_reason, ...(r.error ? { error: r.error } : {}) };
+      return await runWithContext(session, req, (ctx) => session.child.runTurn(req.turnId, req.prompt, (e) => req.onEvent(e), req.signal, ctx));
     } catch (err) {
       // The child went away between ready and the prompt.
       return { stop_reason: 'error', error: { code: 'ERR_SANDBOX_CHILD_EXITED', message: err instanceof Error ? err.message : 'the agent process exited' } };

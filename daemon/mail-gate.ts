@@ -3,8 +3,9 @@
  *
  * The in-sandbox proxy refuses what the policy blocks and holds every other send; the supervisor
  * relays the hold here. For each hold this gate: re-reads the user's policy (a change applies at
- * once, and a proxy with an older policy is checked again), applies the per-hour limit across
- * the user's sessions and nodes, and for `ask` puts an `approval_request` into the running turn
+ * once, and a proxy with an older policy is checked again), reserves one of the user's hourly
+ * slots atomically across sessions and nodes (domain/mail.ts reserveHold: a held send keeps its
+ * slot while it waits, a denied or timed-out one gives it back), and for `ask` puts an `approval_request` into the running turn
  * and waits for the user's decision (POST …/approvals/:id), the timeout, or the turn's end. Every
  * hold and its decision is a row of `mail_holds` and an action-log entry; every proxied request is
  * a row of `proxy_requests`. Bodies, tokens and placeholders never reach either.
@@ -14,7 +15,7 @@ import { AppError, NotFoundError, type Config, type Logger } from '../core/index
 import type { ApprovalDecider, ApprovalDecision, DaemonEvent, MailHold, MailHoldRelease, ProxyDecisionRecord, SandboxAuditor, TurnRequest } from '../core/sandbox-protocol.js';
 import { judge } from '../core/mail-policy.js';
 import { logAction } from '../domain/action-log.js';
-import { decideHold, getHold, insertHold, mailPolicyFor, recordProxyRequest, sendsSince, type HoldState, type NewHold } from '../domain/mail.js';
+import { decideHold, getHold, insertHold, mailPolicyFor, recordProxyRequest, reserveHold, type HoldState, type NewHold } from '../domain/mail.js';
 import type { Sql } from '../domain/db/index.js';
 
 interface Pending {
@@ -74,26 +75,32 @@ export class MailGate implements SandboxAuditor, ApprovalDecider {
     // The policy as it is now: stricter than the sandbox's copy wins.
     const now = judge(policy, h.summary);
     if (now.verdict === 'block') return refuse('refused', 'ERR_MAIL_BLOCKED', now.reason, []);
-    const sinceIso = new Date(Date.now() - 3600_000).toISOString();
-    if ((await sendsSince(this.db, s.userId, sinceIso)) >= policy.max_per_hour) {
-      return refuse('refused', 'ERR_MAIL_RATE_LIMITED', `at most ${policy.max_per_hour} messages per hour may be sent; try again later`);
-    }
     const asked = [...new Set([...(h.verdict === 'ask' ? h.ask : []), ...(now.verdict === 'ask' ? now.ask : [])])];
     const fine = this.approvedFor.get(s.sessionId);
     const stillAsked = asked.filter((r) => !fine?.has(r));
-    if (stillAsked.length === 0) {
-      await insertHold(this.db, { ...base, verdict: h.verdict, asked, state: asked.length ? 'approved' : 'sent', scope: asked.length ? 'recipient' : null });
-      return { allow: true };
+    // The hourly slot is reserved before anyone is asked (an approval cannot get past the limit);
+    // a held send keeps it while it waits, and gives it back when it is denied or times out.
+    const hold: NewHold =
+      stillAsked.length === 0
+        ? { ...base, verdict: h.verdict, asked, state: asked.length ? 'approved' : 'sent', scope: asked.length ? 'recipient' : null }
+        : { ...base, verdict: 'ask', asked: stillAsked, state: 'pending' };
+    const sinceIso = new Date(Date.now() - 3600_000).toISOString();
+    if (!(await reserveHold(this.db, hold, policy.max_per_hour, sinceIso))) {
+      return refuse('refused', 'ERR_MAIL_RATE_LIMITED', `at most ${policy.max_per_hour} messages per hour may be sent; try again later`);
     }
+    if (stillAsked.length === 0) return { allow: true };
     const turn = s.turn;
     if (!turn?.onDaemonEvent || turn.turnId !== h.turn_id || turn.signal.aborted) {
-      return refuse('refused', 'ERR_MAIL_APPROVAL_UNAVAILABLE', 'this send needs the user\'s approval, and only a send made during a chat turn can be approved', stillAsked);
+      await decideHold(this.db, h.hold_id, 'refused', null, 'ERR_MAIL_APPROVAL_UNAVAILABLE');
+      await this.audit(s, 'mail.refused', h, { code: 'ERR_MAIL_APPROVAL_UNAVAILABLE' });
+      return { allow: false, code: 'ERR_MAIL_APPROVAL_UNAVAILABLE', message: 'this send needs the user\'s approval, and only a send made during a chat turn can be approved' };
     }
-    return this.ask(s, h, turn, stillAsked, base);
+    return this.ask(s, h, turn, stillAsked, policy.approval_timeout_s);
   }
 
-  private async ask(s: { sessionId: string; userId: number }, h: MailHold, turn: TurnRequest, asked: string[], base: Omit<NewHold, 'verdict' | 'asked' | 'state'>): Promise<MailHoldRelease> {
-    const timeoutMs = this.config.mail.approvalTimeoutS * 1000;
+  /** Ask the user about a hold already recorded as `pending`, and record the decision. */
+  private async ask(s: { sessionId: string; userId: number }, h: MailHold, turn: TurnRequest, asked: string[], timeoutS: number): Promise<MailHoldRelease> {
+    const timeoutMs = timeoutS * 1000;
     const emit = (e: DaemonEvent) => {
       try {
         turn.onDaemonEvent!(e);
@@ -102,7 +109,6 @@ export class MailGate implements SandboxAuditor, ApprovalDecider {
       }
     };
     {
-      await insertHold(this.db, { ...base, verdict: 'ask', asked, state: 'pending' });
       const outcome = await new Promise<{ decision: 'approved' | 'denied' | 'timed_out'; scope: 'once' | 'recipient' | null }>((resolve) => {
         const settle = (decision: 'approved' | 'denied' | 'timed_out', scope: 'once' | 'recipient' | null) => {
           if (!this.pending.delete(h.hold_id)) return;

@@ -7,7 +7,7 @@ import {
   type ProfileRoute,
   type SessionPreparer,
 } from '../core/index.js';
-import { agentSettings, isRouteName, ROUTE_ENV, type SandboxRouteEnv } from '../core/sandbox-env.js';
+import { ACCOUNT_TOKEN_ENVS, agentSettings, isRouteName, ROUTE_ENV, type SandboxRouteEnv } from '../core/sandbox-env.js';
 import { buildProfile } from './runtime/session-plan.js';
 import { writeProfile } from './runtime/slots.js';
 import { egressTarget } from './egress.js';
@@ -202,5 +202,22 @@ export class OverlayPreparer implements SessionPreparer {
     const mailPolicy = routes.some((r) => r.name === 'mail') ? (this.#o.db ? await mailPolicyFor(this.#o.db, config.mail, req.userId) : serverMailPolicy(config)) : undefined;
     log.info({ userId: req.userId, sessionId: req.sessionId, routes: routes.map((r) => r.name) }, 'session overlay prepared');
     return { routes, tokens, placeholders, agentUserToken, agentEnv, egressAllow, ...(mailPolicy ? { mailPolicy } : {}) };
+  }
+
+  /**
+   * The real tokens (and send policy) of a running session, by the env names its claim recorded:
+   * for the egress gateway of a sandbox adopted after a daemon restart.
+   */
+  async credentials(req: { userId: number; sessionId: string; tokenEnvs: readonly string[] }): Promise<{ tokens: Record<string, string>; mailPolicy?: MailPolicy }> {
+    const { config } = this.#o;
+    const tokens: Record<string, string> = {};
+    const account = req.tokenEnvs.filter((e) => ACCOUNT_TOKEN_ENVS.includes(e));
+    const access = account.length ? (await this.#o.tokens.getAccessToken(req.userId))?.accessToken : undefined;
+    if (access) for (const e of account) tokens[e] = access;
+    const modelKey = config.model.apiKey?.reveal();
+    if (modelKey && req.tokenEnvs.includes(ROUTE_ENV.model.token!)) tokens[ROUTE_ENV.model.token!] = modelKey;
+    if (!req.tokenEnvs.includes(ROUTE_ENV.mail.token!)) return { tokens };
+    const mailPolicy = this.#o.db ? await mailPolicyFor(this.#o.db, config.mail, req.userId) : serverMailPolicy(config);
+    return { tokens, mailPolicy };
   }
 }

@@ -83,7 +83,10 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   // The preparer needs the web listener's port (host route), known only after listen; sessions
   // start on prompts, which come after that, so the runtime gets a late-bound preparer.
   let preparer: SessionPreparer | undefined;
-  const latePreparer: SessionPreparer = { prepare: (req) => preparer!.prepare(req) };
+  // A sandbox adopted at start gets its real tokens again for its egress gateway (they lived in
+  // the old daemon's memory only); that needs no host route, so it is there before the listener.
+  const credentials = new OverlayPreparer({ config, db: base.database.sql, tokens: tokenService, log: base.log.child({ area: 'overlay' }) });
+  const latePreparer: SessionPreparer = { prepare: (req) => preparer!.prepare(req), credentials: (req) => credentials.credentials(req) };
   const fleetSessions = new FleetSessions(base);
   // The send policy's daemon side and the proxy's audit trail (docs/audit.md).
   const mailGate = new MailGate(base.database.sql, config, base.log.child({ area: 'mail' }));
@@ -94,8 +97,8 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   const hooks: SessionHooks = {
     // The one place a session registers for token rotation: when its sandbox took `start`, or was
     // adopted after a daemon restart (its token env names come from its claim.json). Rotation is
-    // in memory, so an adopted session keeps getting rotate-token instead of failing with 401
-    // once its access token expires. track() keeps only the account tokens (the model key stays).
+    // in memory, so an adopted session keeps getting fresh tokens in its egress gateway instead of
+    // failing with 401 once its access token expires. track() keeps only the account tokens (the model key stays).
     // Only the node that owns a session refreshes and rotates its tokens. The fleet records the owner.
     onSessionLive: ({ sessionId, userId, tokenEnvs }) => {
       tokenService.track(sessionId, userId, tokenEnvs);

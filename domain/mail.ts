@@ -7,22 +7,25 @@ import type { Config } from '../core/index.js';
 import type { MailPolicy, MailSummary, ProxyDecisionRecord } from '../core/sandbox-protocol.js';
 import { nowIso, type Row, type Sql } from './db/index.js';
 import { agentPoliciesApplyingTo } from './identity/agent-policy.js';
+import { serverMailPolicy } from './mail-server-policy.js';
+import { inTransaction } from './db/index.js';
 
 const STRICTNESS = { allow: 0, ask: 1, block: 2 } as const;
 
 /**
- * The send policy in force for a user: the server's (AIRLOCK_MAIL_*) combined with every agent
- * policy that applies to the user (the same rule as the tools: organisation-wide or through a
- * team). Domain lists add up; `other` and the limits take the strictest value; a blocked domain
- * always wins over an allowed one (at check time).
+ * The send policy in force for a user: the server-wide one (kept in the database, first from
+ * AIRLOCK_MAIL_*: domain/mail-server-policy.ts) combined with every agent policy that applies to
+ * the user (the same rule as the tools: organisation-wide or through a team). Domain lists add up;
+ * `other` and the limits take the strictest value; a blocked domain always wins over an allowed
+ * one (at check time).
  */
 export async function mailPolicyFor(db: Sql, defaults: Readonly<Config['mail']>, userId: number): Promise<MailPolicy> {
-  const rows = await agentPoliciesApplyingTo(db, userId);
-  const allow = new Set(defaults.allowDomains);
-  const block = new Set(defaults.blockDomains);
-  let other = defaults.other;
-  let maxRecipients = defaults.maxRecipients;
-  let maxPerHour = defaults.maxPerHour;
+  const [server, rows] = await Promise.all([serverMailPolicy(db, defaults), agentPoliciesApplyingTo(db, userId)]);
+  const allow = new Set(server.allow_domains);
+  const block = new Set(server.block_domains);
+  let other = server.other;
+  let maxRecipients = server.max_recipients;
+  let maxPerHour = server.max_per_hour;
   for (const r of rows) {
     for (const d of JSON.parse(r.mail_allow_domains) as string[]) allow.add(d);
     for (const d of JSON.parse(r.mail_block_domains) as string[]) block.add(d);
@@ -36,7 +39,7 @@ export async function mailPolicyFor(db: Sql, defaults: Readonly<Config['mail']>,
     other,
     max_recipients: maxRecipients,
     max_per_hour: maxPerHour,
-    approval_timeout_s: defaults.approvalTimeoutS,
+    approval_timeout_s: server.approval_timeout_s,
   };
 }
 
@@ -97,16 +100,41 @@ export async function getHold(db: Sql, id: string): Promise<Row<'mail_holds'> | 
   return db.selectFrom('mail_holds').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-/** Sends of a user let through (sent at once or approved) since `sinceIso`, on every node. */
+/** States of a hold that take one of the user's hourly slots: let through, or waiting for the user. */
+export const SLOT_STATES = ['pending', 'sent', 'approved'] as const;
+
+/** Sends of a user that hold a slot (let through, or held for the user) since `sinceIso`, on every node. */
 export async function sendsSince(db: Sql, userId: number, sinceIso: string): Promise<number> {
   const r = await db
     .selectFrom('mail_holds')
     .select((eb) => eb.fn.countAll<number | string>().as('n'))
     .where('user_id', '=', userId)
-    .where('state', 'in', ['sent', 'approved'])
+    .where('state', 'in', [...SLOT_STATES])
     .where('created_at', '>=', sinceIso)
     .executeTakeFirst();
   return Number(r?.n ?? 0);
+}
+
+/**
+ * Reserve one of the user's hourly slots for a hold and record it (state `pending`, `sent` or
+ * `approved`), or return false when the user's last hour already holds `limit` of them. One
+ * transaction that first updates the user's row of `mail_send_locks`: on PostgreSQL that row
+ * lock makes concurrent reservations of one user (on any node) wait their turn, on SQLite the
+ * writer lock does; so the count cannot change between the check and the insert. A hold decided
+ * later as denied, timed out or refused gives its slot back (its state no longer counts).
+ */
+export async function reserveHold(db: Sql, h: NewHold, limit: number, sinceIso: string): Promise<boolean> {
+  return inTransaction(db, async (trx) => {
+    const at = nowIso();
+    await trx
+      .insertInto('mail_send_locks')
+      .values({ user_id: h.userId, reserved_at: at })
+      .onConflict((oc) => oc.column('user_id').doUpdateSet({ reserved_at: at }))
+      .execute();
+    if ((await sendsSince(trx, h.userId, sinceIso)) >= limit) return false;
+    await insertHold(trx, h);
+    return true;
+  });
 }
 
 export interface AuditedRequest extends ProxyDecisionRecord {

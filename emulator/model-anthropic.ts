@@ -9,6 +9,7 @@ import {
   type ModelServerOptions,
   type ProviderShape,
 } from './model-script.js';
+import { anthropicWireProblem } from './model-wire.js';
 
 export type { ModelServer, ModelServerOptions, ModelStep } from './model-script.js';
 
@@ -27,6 +28,7 @@ const shape: ProviderShape = {
     // The API takes the key as x-api-key or, as the SDK 1.x sends it, Authorization: Bearer.
     return req.headers['x-api-key'] === key || req.headers.authorization === `Bearer ${key}`;
   },
+  wireProblem: anthropicWireProblem,
   sendError(res, status, type, message, headers = {}) {
     res.writeHead(status, { 'content-type': 'application/json', ...headers });
     res.end(JSON.stringify({ type: 'error', error: { type, message } }));
@@ -56,7 +58,7 @@ const shape: ProviderShape = {
     const ev = (name: string, data: Record<string, unknown>) => res.write(`event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`);
     startSse(res);
     ev('message_start', {
-      message: { id: `msg_${randomUUID().replace(/-/g, '').slice(0, 24)}`, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 1, output_tokens: 1 } },
+      message: { id: `msg_${randomUUID().replace(/-/g, '').slice(0, 24)}`, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: Math.ceil(JSON.stringify(body.messages ?? []).length / 4), output_tokens: 1 } },
     });
     ev('ping', {});
     if (step.kind === 'malformed') {
@@ -66,7 +68,7 @@ const shape: ProviderShape = {
       return;
     }
     if (step.kind === 'stream_error') {
-      res.write(`event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: step.message ?? 'Overloaded' } })}\n\n`);
+      res.write(`event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: step.type ?? 'overloaded_error', message: step.message ?? 'Overloaded' } })}\n\n`);
       res.end();
       return;
     }

@@ -9,6 +9,7 @@ import {
   type ModelServerOptions,
   type ProviderShape,
 } from './model-script.js';
+import { openAiWireProblem } from './model-wire.js';
 
 export type { ModelServer, ModelServerOptions, ModelStep } from './model-script.js';
 
@@ -25,6 +26,7 @@ const shape: ProviderShape = {
   authorized(req, key) {
     return req.headers.authorization === `Bearer ${key}`;
   },
+  wireProblem: openAiWireProblem,
   sendError(res, status, type, message, headers = {}) {
     res.writeHead(status, { 'content-type': 'application/json', ...headers });
     res.end(JSON.stringify({ error: { message, type, param: null, code: null } }));
@@ -61,8 +63,14 @@ const shape: ProviderShape = {
       res.end();
       return;
     }
-    if (step.kind === 'stall' || step.kind === 'stream_error') {
-      if (step.kind === 'stall' && step.text) res.write(chunk({ content: step.text }));
+    if (step.kind === 'stream_error') {
+      // As OpenAI-compatible servers report a failure after the headers: an `error` object as the data.
+      res.write(`data: ${JSON.stringify({ error: { message: step.message ?? 'The server is overloaded', type: step.type ?? 'server_error', param: null, code: null } })}\n\n`);
+      res.end();
+      return;
+    }
+    if (step.kind === 'stall') {
+      if (step.text) res.write(chunk({ content: step.text }));
       await untilClosed(req, res);
       return;
     }
@@ -75,6 +83,12 @@ const shape: ProviderShape = {
       for (const p of jsonPieces(c.arguments)) res.write(chunk({ tool_calls: [{ index, function: { arguments: p } }] }));
     });
     res.write(chunk({}, calls.length ? 'tool_calls' : 'stop'));
+    // stream_options.include_usage: a last chunk with no choices and the call's token counts.
+    if (body.stream_options?.include_usage === true) {
+      const prompt = Math.ceil(JSON.stringify(body.messages ?? []).length / 4);
+      const completion = Math.ceil((chunksOf(step.text).join('').length + JSON.stringify(calls).length) / 4);
+      res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [], usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion } })}\n\n`);
+    }
     res.write('data: [DONE]\n\n');
     res.end();
   },

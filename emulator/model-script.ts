@@ -17,8 +17,15 @@ export type ModelStep =
   | { kind: 'malformed' }
   /** Start the stream (headers + optionally some text), then send nothing more until the client gives up. */
   | { kind: 'stall'; text?: string }
-  /** Anthropic only: an `error` event inside a 200 stream (e.g. overloaded_error). */
-  | { kind: 'stream_error'; message?: string };
+  /**
+   * An error inside a 200 stream before any text, `times` requests in a row: Anthropic's `error`
+   * event (`type` default overloaded_error), an OpenAI `data: {"error": …}` chunk.
+   */
+  | { kind: 'stream_error'; message?: string; type?: string; times?: number }
+  /** Accept the request and never answer (no status line, no headers) until the client gives up. */
+  | { kind: 'silent'; times?: number }
+  /** Reset the connection as soon as the request arrived (no answer), `times` requests in a row. */
+  | { kind: 'reset'; times?: number };
 
 export interface RecordedModelRequest {
   method: string;
@@ -53,6 +60,8 @@ export interface ProviderShape {
   baseSuffix: string;
   authorized(req: IncomingMessage, apiKey: string): boolean;
   sendError(res: ServerResponse, status: number, type: string, message: string, headers?: Record<string, string>): void;
+  /** The API's rules for a conversation (emulator/model-wire.ts): the first problem, or undefined. */
+  wireProblem?(body: any): string | undefined;
   /** Write one scripted step as this provider's response. Resolves when the response is finished. */
   play(step: ModelStep, body: any, req: IncomingMessage, res: ServerResponse): Promise<void>;
 }
@@ -129,11 +138,26 @@ export async function startModelServer(shape: ProviderShape, opts: ModelServerOp
       return;
     }
     requests.push({ method: req.method, path, headers: { ...req.headers }, body, at: Date.now() });
+    // A request the real API would refuse is refused here too, before any script step is used.
+    const problem = shape.wireProblem?.(body);
+    if (problem) {
+      shape.sendError(res, 400, 'invalid_request_error', problem);
+      return;
+    }
     const step = script.shift() ?? (opts.respond ? opts.respond(body, n) : { kind: 'reply', text: 'ok' });
     n++;
+    // A step with `times` plays that many requests in a row (clients retry these failures).
+    if ('times' in step && (step.times ?? 1) > 1) script.unshift({ ...step, times: step.times! - 1 } as ModelStep);
     try {
+      if (step.kind === 'silent') {
+        await untilClosed(req, res);
+        return;
+      }
+      if (step.kind === 'reset') {
+        req.socket.resetAndDestroy();
+        return;
+      }
       if (step.kind === 'error') {
-        if ((step.times ?? 1) > 1) script.unshift({ ...step, times: step.times! - 1 });
         const headers: Record<string, string> = step.retry_after !== undefined ? { 'retry-after': String(step.retry_after) } : {};
         shape.sendError(res, step.status, errorType(step.status), step.message ?? 'scripted failure', headers);
         return;
@@ -171,4 +195,16 @@ export function untilClosed(req: IncomingMessage, res: ServerResponse): Promise<
     res.on('close', () => resolve());
     req.socket.on('close', () => resolve());
   });
+}
+
+/**
+ * A base URL on 127.0.0.1 where nothing listens (a port just bound and closed again): connections
+ * are refused, as when the model server is down. `suffix` as the provider's base URL wants it.
+ */
+export async function closedPortUrl(suffix = ''): Promise<string> {
+  const s = createServer();
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+  const { port } = s.address() as AddressInfo;
+  await new Promise((r) => s.close(r));
+  return `http://127.0.0.1:${port}${suffix}`;
 }

@@ -1,8 +1,9 @@
 import type { IncomingMessage } from 'node:http';
 import { ProxyRefusal } from './errors.js';
 
-/** Largest request body forwarded (a mail with a chart attachment fits easily). */
-export const MAX_BODY_BYTES = 25 * 1024 * 1024;
+import { MAX_BODY_BYTES } from '../core/egress/framing.js';
+
+export { MAX_BODY_BYTES };
 /** Upstream exchanges one session may have in flight at once. */
 export const MAX_UPSTREAM_CONCURRENT = 16;
 /** How long a request waits for a free upstream slot before 503 ERR_PROXY_BUSY. */

@@ -1,12 +1,10 @@
 import { Agent, createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { Duplex } from 'node:stream';
 import type { AddressInfo, Socket } from 'node:net';
 import { CALL_ID_HEADER, type MailPolicy, type MailSummary, type ProxyDecisionRecord, type SessionProfile } from '../core/sandbox-protocol.js';
 import { admit, compileRoutes, MAX_HEADER_BYTES, tokenEnvOf } from './admit.js';
 import { errorResponse, ProxyRefusal } from './errors.js';
 import { forward, ms, type DecisionInfo, type ForwardContext } from './forward.js';
 import { HEADERS_TIMEOUT_MS, MAX_UPSTREAM_CONCURRENT, SessionLimits, type LimitOptions } from './limits.js';
-import { openTunnel } from './tunnel.js';
 
 export { MAX_HEADER_BYTES, MAX_HEADER_COUNT, tokenEnvOf } from './admit.js';
 export { MAX_BODY_BYTES } from './limits.js';
@@ -14,16 +12,15 @@ export const UPSTREAM_TIMEOUT_MS = 120_000;
 
 export interface ProxyOptions {
   profile: SessionProfile;
-  /** Resolve a token reference's env name (e.g. 'MAIL_ACCESS_TOKEN') to its current value; read per request so rotation applies. */
-  getToken(envName: string): string | undefined;
   /** Resolve a placeholder env name (e.g. 'MAIL_API_KEY') to this session's placeholder value. */
   getPlaceholder(envName: string): string | undefined;
-  /** Unix socket of the daemon's egress gateway (HTTP CONNECT). */
+  /**
+   * Unix socket of the daemon's egress gateway: admitted requests go there as plain HTTP naming
+   * the proxy path; the gateway admits them again, injects the real token and does TLS.
+   */
   egressSocket: string;
   host?: string;
   port?: number;
-  /** Extra CA certificates (PEM) trusted for https upstreams (tests, private upstreams). */
-  tlsCa?: string | Buffer;
   /** Upstream timeout (connect + whole response); default 120 s. */
   upstreamTimeoutMs?: number;
   /** Per-session limits (concurrent upstream requests, body deadline, memory); defaults in proxy/limits.ts. */
@@ -35,30 +32,15 @@ export interface ProxyOptions {
   /** Every request's outcome, for the daemon's metrics and audit trail (the supervisor relays it). */
   onDecision?: (d: ProxyDecision) => void;
   /**
-   * The send policy applied to every request on the `mail` route (core/mail-policy.ts). Unset:
-   * sends are not parsed (a proxy without a daemon behind it, older daemons).
+   * The send policy the proxy reads every `mail` send against (core/mail-policy.ts), its first
+   * wall: a message it cannot read or one the policy blocks never leaves the sandbox. Everything
+   * else goes on to the egress gateway, which reads the same bytes again and decides on the host
+   * (the per-hour limit, approval). Unset: sends are not parsed here.
    */
   mailPolicy?: MailPolicy;
-  /**
-   * Hold a send the policy did not refuse until the daemon decides (the per-hour limit; for
-   * `ask`, the user in the chat). Unset: `allow` goes through and `ask` is refused.
-   */
-  holdMail?: (h: MailHoldRequest) => Promise<MailRelease>;
   /** The turn now running (the supervisor's), recorded with every request. */
   currentTurn?: () => string | null;
 }
-
-/** A send the proxy holds: its reading of the message and the tool call that sent it. */
-export interface MailHoldRequest {
-  verdict: 'allow' | 'ask';
-  /** The recipients an `ask` is about (outside the allowed domains). */
-  ask: string[];
-  summary: MailSummary;
-  call_id: string | null;
-  turn_id: string | null;
-}
-export type MailRelease = { allow: true } | { allow: false; code: MailRefusalCode; message: string };
-export type MailRefusalCode = 'ERR_MAIL_DENIED' | 'ERR_MAIL_APPROVAL_TIMEOUT' | 'ERR_MAIL_APPROVAL_UNAVAILABLE' | 'ERR_MAIL_RATE_LIMITED' | 'ERR_MAIL_BLOCKED';
 
 /** The request header a tool sets to name its call (`<call id>`); read for the audit trail, never forwarded. */
 export const TRACE_HEADER = CALL_ID_HEADER;
@@ -83,8 +65,8 @@ export interface RunningProxy {
 }
 
 /**
- * Start the credential-injection reverse proxy. Fails (ERR_PROXY_TOKEN_MISSING) when a
- * route names a token that is not set. See docs/proxy.md for the security model.
+ * Start the in-sandbox proxy (the first wall). It holds no token: the daemon's egress gateway
+ * injects them. Fails (ERR_PROXY_PROFILE) on a route table it cannot use. See docs/proxy.md.
  *
  * Each request goes through two steps: `admit` (proxy/admit.ts) decides from the headers
  * alone whether it may go upstream at all; then the body is read in full under the session's
@@ -92,7 +74,7 @@ export interface RunningProxy {
  * the upstream exchange. Nothing reaches the egress socket before admission and the body are done.
  */
 export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningProxy> {
-  const routes = compileRoutes(opts.profile, opts.getToken, opts.extraRequestHeaders);
+  const routes = compileRoutes(opts.profile, opts.extraRequestHeaders);
   const log = opts.log ?? (() => {});
   const timeoutMs = opts.upstreamTimeoutMs ?? UPSTREAM_TIMEOUT_MS;
   const limits = new SessionLimits(opts.limits);
@@ -124,9 +106,10 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
     }
   };
   const decide = decideFor(undefined);
-  // The tunnel pool is larger than the session's slot count, so a slot never waits for a socket.
-  const agent = tunnelAgent(opts.egressSocket, Math.min(timeoutMs, 15_000), Math.max(limits.maxConcurrent, MAX_UPSTREAM_CONCURRENT) * 2, opts.tlsCa);
-  const fctx = (base: Record<string, unknown>): ForwardContext => ({ agent, timeoutMs, log, decide: decideFor(base) });
+  // Keep-alive connections to the egress socket; the pool is larger than the session's slot count,
+  // so a slot never waits for a socket.
+  const agent = new Agent({ keepAlive: true, maxSockets: Math.max(limits.maxConcurrent, MAX_UPSTREAM_CONCURRENT) * 2, maxFreeSockets: 8, timeout: TUNNEL_IDLE_MS });
+  const fctx = (base: Record<string, unknown>): ForwardContext => ({ agent, egressSocket: opts.egressSocket, timeoutMs, log, decide: decideFor(base) });
 
   // Connections that got a refusal: nothing more is read from them, even requests the
   // parser already took off a pipeline (they would otherwise still be dispatched).
@@ -180,8 +163,8 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
   }
 
   /**
-   * The send policy on a mail send's message (docs/proxy.md#send-policy): a message it cannot
-   * read or refuses never goes upstream; one it lets through may still be held for the daemon.
+   * The send policy on a mail send's message (docs/proxy.md#send-policy), first wall: a message
+   * it cannot read or the policy blocks never leaves the sandbox; the rest is decided on the host.
    */
   async function checkMail(body: Buffer, base: Record<string, unknown>): Promise<void> {
     const { judge, MailParseError, rawMessage, summarise } = await loadMailPolicy();
@@ -189,18 +172,12 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
     try {
       summary = summarise(rawMessage(body));
     } catch (err) {
-      if (err instanceof MailParseError) throw new ProxyRefusal('ERR_MAIL_UNPARSEABLE', err.message);
+      if (err instanceof MailParseError) throw new ProxyRefusal(err.code, err.message);
       throw err;
     }
     base.recipients = summary.to + summary.cc + summary.bcc;
     const v = judge(opts.mailPolicy!, summary);
     if (v.verdict === 'block') throw new ProxyRefusal('ERR_MAIL_BLOCKED', v.reason);
-    if (!opts.holdMail) {
-      if (v.verdict === 'ask') throw new ProxyRefusal('ERR_MAIL_APPROVAL_UNAVAILABLE', 'this send needs the user\'s approval and nobody can be asked');
-      return;
-    }
-    const release = await opts.holdMail({ verdict: v.verdict, ask: v.ask, summary, call_id: typeof base.call_id === 'string' ? base.call_id : null, turn_id: opts.currentTurn?.() ?? null });
-    if (!release.allow) throw new ProxyRefusal(release.code, release.message);
   }
 
   const server: Server = createServer(
@@ -254,27 +231,5 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
   };
 }
 
-/** Idle upstream tunnels are kept this long for reuse (below common upstream keep-alive limits). */
+/** Idle connections to the egress socket are kept this long for reuse. */
 export const TUNNEL_IDLE_MS = 4_000;
-
-/**
- * An http.Agent whose connections are CONNECT tunnels through the egress socket (TLS on top
- * for https upstreams), kept alive and reused per upstream host:port.
- */
-function tunnelAgent(egressSocket: string, connectTimeoutMs: number, maxSockets: number, ca?: string | Buffer): Agent {
-  const agent = new Agent({ keepAlive: true, maxSockets, maxFreeSockets: 8, timeout: TUNNEL_IDLE_MS });
-  (agent as unknown as { createConnection: unknown }).createConnection = (
-    o: { host: string; port: number | string; tls?: boolean },
-    cb: (err: Error | null, s?: Duplex) => void,
-  ) => {
-    openTunnel({ egressSocket, host: o.host, port: Number(o.port), tls: !!o.tls, timeoutMs: connectTimeoutMs, ca }).then(
-      (s) => cb(null, s),
-      (err: Error) => cb(err),
-    );
-    return undefined;
-  };
-  // TLS and plain tunnels to the same host:port must never share a pool entry.
-  const getName = agent.getName.bind(agent);
-  agent.getName = (o) => `${getName(o)}:${(o as { tls?: boolean }).tls ? 'tls' : 'plain'}`;
-  return agent;
-}

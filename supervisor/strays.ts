@@ -47,7 +47,8 @@ export function strayPids(procs: ProcInfo[], uid: number, keepUnder: number): nu
     }
     return true; // an ancestor ended while /proc was read: not judged this time
   };
-  return procs.filter((p) => p.state !== 'Z' && p.uids.includes(uid) && !kept(p)).map((p) => p.pid);
+  // Never init itself (gVisor, unlike Linux, lets a process inside kill it) nor the supervisor.
+  return procs.filter((p) => p.pid !== 1 && p.pid !== keepUnder && p.state !== 'Z' && p.uids.includes(uid) && !kept(p)).map((p) => p.pid);
 }
 
 /**
@@ -55,6 +56,8 @@ export function strayPids(procs: ProcInfo[], uid: number, keepUnder: number): nu
  * CAP_KILL, so the signal is sent by a shell running as that uid (same uid may signal).
  */
 export async function endStrays(uid: number, gid: number, keepUnder: number): Promise<number> {
+  // The child under the supervisor's own uid (a test-only override): nothing is a stray of it.
+  if (uid === process.getuid?.()) return 0;
   const pids = strayPids(readProcs(), uid, keepUnder);
   if (pids.length === 0) return 0;
   await new Promise<void>((resolve) => {

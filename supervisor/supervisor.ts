@@ -4,10 +4,11 @@
  * - at boot spawns the agent child idle, as uid/gid 1001 with no user's env (it starts its MCP
  *   servers), so a pool member is ready to answer before anyone claims it; an idle child that
  *   dies retires the whole sandbox (the daemon replaces a pool member, never hands it out);
- * - on `start`, keeps the real tokens in its own process.env, reads profile.json, starts the
- *   credential-injection proxy and hands the child the session's allow-listed env (`configure`);
+ * - on `start`, reads profile.json, starts the in-sandbox proxy (first wall; it holds no token:
+ *   the daemon's egress gateway injects them on the host) and hands the child the session's
+ *   allow-listed env (`configure`);
  * - relays prompts to the child and its events back; restarts the child if it dies;
- * - handles cancel, ping, rotate-token, shutdown and an operator shell;
+ * - handles cancel, ping, shutdown and an operator shell;
  * - when a turn ends, ends the processes of the child's uid the turn left behind (strays.ts).
  *
  * Every control line is checked against ControlRequestSchema and every child stdout line
@@ -15,15 +16,14 @@
  * with an ERR_PROTOCOL_* code and logged without its payload. The child itself is driven
  * through core/agent-host.ts, the same host the daemon's local runner uses.
  *
- * Security: tokens never go to argv, the child env, a file, or a log line. The child runs under
- * another uid, so it cannot read this process's /proc/<pid>/environ (measured: a child under the
- * same uid can, under another uid it gets EACCES).
+ * Security: no real token ever enters the sandbox (docs/security.md, "root in the container"): root
+ * here, a container escape or a checkpoint finds placeholders only. The child runs under another
+ * uid, so it cannot read this process's memory or /proc/<pid>/environ (its placeholders).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, readFileSync, unlinkSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
-import { randomUUID } from 'node:crypto';
-import { loadTls, startCredentialProxy, type MailHoldRequest, type MailRefusalCode, type MailRelease, type RunningProxy } from '../proxy/index.js';
+import { startCredentialProxy, type RunningProxy } from '../proxy/index.js';
 import {
   CHILD_GID,
   CHILD_UID,
@@ -40,6 +40,8 @@ import {
   type SessionProfile,
   type StartSpec,
   type StopReason,
+  type PromptContext,
+  type TurnEndExtras,
   type SupervisorStatus,
 } from '../core/sandbox-protocol.js';
 import { LineWriter, checkMessage, protocolLogFields, readMessages, type LineReader } from '../core/ndjson.js';
@@ -78,12 +80,6 @@ export interface SupervisorOptions {
 const ENV_NAME = /^[A-Z][A-Z0-9_]{0,63}$/;
 const CHILD_READY_TIMEOUT_MS = 15_000;
 const CANCEL_GRACE_MS = 5_000;
-/** How long a booted idle child waits before the supervisor loads what only a session needs. */
-const IDLE_PRELOAD_MS = 250;
-
-/** A held send outlives the daemon's approval timeout by this much, so the daemon's answer (and its chat event) comes first. */
-const HOLD_MARGIN_S = 10;
-const RELEASE_CODES: readonly MailRefusalCode[] = ['ERR_MAIL_DENIED', 'ERR_MAIL_APPROVAL_TIMEOUT', 'ERR_MAIL_APPROVAL_UNAVAILABLE', 'ERR_MAIL_RATE_LIMITED', 'ERR_MAIL_BLOCKED'];
 /** Env names the child may never receive, whatever the daemon sends. */
 const FORBIDDEN_CHILD_ENV = new Set(['MCP_INTERNAL_SECRET', 'AGENT_USER_TOKEN_SECRET', 'NODE_OPTIONS', 'LD_PRELOAD', 'LD_LIBRARY_PATH']);
 
@@ -100,13 +96,10 @@ export class Supervisor {
   private child?: AgentProcess;
   private childRestarts = 0;
   private turn?: { id: string };
-  private tokenNames = new Set<string>();
   private stopping = false;
   /** The idle child died before any session: this sandbox takes none (it shuts down). */
   private retired = false;
   private readonly startedAt = Date.now();
-  /** Mail sends the proxy holds until the daemon's `mail_release` (re-sent to every new connection). */
-  private holds = new Map<string, { msg: ControlMessage; done: (r: MailRelease) => void }>();
 
   constructor(opts: SupervisorOptions = {}) {
     this.o = {
@@ -155,8 +148,6 @@ export class Supervisor {
   private onConnection(socket: Socket): void {
     const conn: Conn = { socket, out: new LineWriter<ControlMessage>(socket) };
     this.conns.add(conn);
-    // A daemon that (re)connects learns of the sends still waiting for it.
-    for (const h of this.holds.values()) conn.out.write(h.msg);
     socket.on('error', () => socket.destroy());
     socket.on('close', () => {
       this.conns.delete(conn);
@@ -198,26 +189,17 @@ export class Supervisor {
           await this.start(m.spec);
           return this.reply(conn, id, { ...this.status() });
         case 'prompt':
-          await this.prompt(m.turn_id, m.prompt);
+          await this.prompt(m.turn_id, m.prompt, { ...(m.base !== undefined ? { base: m.base } : {}), ...(m.context ? { context: m.context } : {}) });
           return this.reply(conn, id);
         case 'cancel':
           this.cancel(m.turn_id);
           return this.reply(conn, id);
-        case 'rotate-token':
-          this.setTokens(m.tokens);
-          return this.reply(conn, id, { rotated: Object.keys(m.tokens).length });
         case 'shutdown':
           this.reply(conn, id);
           await this.shutdown();
           return;
         case 'shell':
           return this.shell(conn, id);
-        case 'mail_release': {
-          const h = this.holds.get(m.hold_id);
-          const code = RELEASE_CODES.find((c) => c === m.code) ?? 'ERR_MAIL_DENIED';
-          h?.done(m.allow ? { allow: true } : { allow: false, code, message: (m.message ?? 'the send was refused').slice(0, 300) });
-          return this.reply(conn, id, { released: !!h });
-        }
       }
     } catch (err) {
       const code = errorCode(err);
@@ -241,18 +223,6 @@ export class Supervisor {
   /** Spawn the idle agent child (its MCP servers start with it) while no session is known. */
   prestart(): void {
     if (!this.child && !this.stopping && !this.retired) this.spawnChild();
-    // A pool member has time before its claim: node:tls (https upstreams) loads then, not at a
-    // session's first https request. A cold start's `start` comes first (within ~50 ms).
-    this.child?.booted.then(() => setTimeout(() => this.spec || void loadTls(), IDLE_PRELOAD_MS).unref(), () => undefined);
-  }
-
-  private setTokens(tokens: Record<string, string>): void {
-    for (const [k, v] of Object.entries(tokens)) {
-      if (!ENV_NAME.test(k)) throw coded('ERR_SANDBOX_BAD_REQUEST', 'bad token name');
-      // The supervisor's own environment is where real tokens live (the proxy reads them per request).
-      process.env[k] = v;
-      this.tokenNames.add(k);
-    }
   }
 
   private async start(spec: StartSpec): Promise<void> {
@@ -263,19 +233,17 @@ export class Supervisor {
     if (this.retired || this.stopping) throw coded('ERR_SANDBOX_CHILD_EXITED', 'the agent of this sandbox stopped before its session');
     const profile = this.readProfile();
     if (profile.session_id !== spec.session_id) throw coded('ERR_SANDBOX_PROFILE', 'profile.json is for another session');
-    this.setTokens(spec.tokens);
     this.spec = spec;
     this.profile = profile;
     this.proxy = await startCredentialProxy({
       profile,
-      getToken: (name) => (this.tokenNames.has(name) ? process.env[name] : undefined),
       getPlaceholder: (name) => this.spec?.placeholders[name],
       egressSocket: this.o.egressSocket,
       host: '127.0.0.1',
       port: profile.proxy.port,
       log: (level, msg, data) => this.log(level, msg, data),
       onDecision: (d) => this.broadcast({ type: 'proxy_decision', ...d }),
-      ...(spec.mail_policy ? { mailPolicy: spec.mail_policy, holdMail: (h: MailHoldRequest) => this.holdMail(h, spec.mail_policy!.approval_timeout_s) } : {}),
+      ...(spec.mail_policy ? { mailPolicy: spec.mail_policy } : {}),
       currentTurn: () => this.turn?.id ?? null,
     });
     // The child is usually up already (spawned idle at boot): only the session's parts go to it.
@@ -283,27 +251,6 @@ export class Supervisor {
     else this.spawnChild();
     await this.waitChild('ready');
     this.o.log?.('info', 'sandbox started', { session_id: spec.session_id, routes: profile.routes.length });
-  }
-
-  /**
-   * Hold a send until the daemon answers `mail_release`: it applies the per-hour limit and, for
-   * `ask`, asks the user in the chat. No answer within the approval time (and a margin for the
-   * daemon's own timeout to win) refuses it.
-   */
-  private holdMail(h: MailHoldRequest, approvalTimeoutS: number): Promise<MailRelease> {
-    const holdId = randomUUID();
-    const msg: ControlMessage = { type: 'mail_hold', hold_id: holdId, turn_id: h.turn_id, call_id: h.call_id, verdict: h.verdict, ask: h.ask, summary: h.summary };
-    return new Promise<MailRelease>((resolve) => {
-      const timer = setTimeout(() => done({ allow: false, code: 'ERR_MAIL_APPROVAL_TIMEOUT', message: 'nobody decided on this send in time; it was not sent' }), (approvalTimeoutS + HOLD_MARGIN_S) * 1000);
-      timer.unref();
-      const done = (r: MailRelease) => {
-        if (!this.holds.delete(holdId)) return;
-        clearTimeout(timer);
-        resolve(r);
-      };
-      this.holds.set(holdId, { msg, done });
-      this.broadcast(msg);
-    });
   }
 
   /** profile.json, checked against its schema (the daemon writes it; the child may read it). */
@@ -325,11 +272,10 @@ export class Supervisor {
   /** The session's part of the child's environment (sent in `configure`): an allow-list, never the supervisor's own env. */
   private sessionEnv(): Record<string, string> {
     const spec = this.spec!;
-    const secrets = new Set(Object.values(spec.tokens).filter((v) => v.length > 0));
     const env: Record<string, string> = {};
     const put = (k: string, v: unknown) => {
       if (!ENV_NAME.test(k) || typeof v !== 'string') return;
-      if (this.tokenNames.has(k) || FORBIDDEN_CHILD_ENV.has(k) || secrets.has(v)) {
+      if (FORBIDDEN_CHILD_ENV.has(k)) {
         this.log('warn', 'refused child env entry', { name: k });
         return;
       }
@@ -419,18 +365,24 @@ export class Supervisor {
     }
   }
 
-  private async prompt(turnId: string, prompt: string): Promise<void> {
+  private async prompt(turnId: string, prompt: string, context: PromptContext): Promise<void> {
     if (!this.spec) throw coded('ERR_SANDBOX_NOT_STARTED', 'sandbox not started');
     if (this.turn) throw coded('ERR_SESSION_BUSY', 'a turn is already running');
     const turn = { id: turnId };
     this.turn = turn;
     try {
       const child = await this.waitChild('ready');
-      const ended = child.runTurn(turnId, prompt, (event) => {
-        if (this.turn === turn) this.broadcast({ type: 'event', turn_id: turnId, event });
-      });
+      const ended = child.runTurn(
+        turnId,
+        prompt,
+        (event) => {
+          if (this.turn === turn) this.broadcast({ type: 'event', turn_id: turnId, event });
+        },
+        undefined,
+        context,
+      );
       void ended.then((r) => {
-        if (this.turn === turn) this.endTurn(r.stop_reason, r.error);
+        if (this.turn === turn) this.endTurn(r.stop_reason, r.error, { ...(r.items ? { items: r.items } : {}), ...(r.usage ? { usage: r.usage } : {}) });
       });
     } catch (err) {
       this.turn = undefined;
@@ -445,11 +397,11 @@ export class Supervisor {
     this.child?.cancel(turnId);
   }
 
-  private endTurn(stop: StopReason, error?: { code: string; message: string }): void {
+  private endTurn(stop: StopReason, error?: { code: string; message: string }, extras: TurnEndExtras = {}): void {
     const t = this.turn;
     if (!t) return;
     this.turn = undefined;
-    const send = () => this.broadcast({ type: 'turn_end', turn_id: t.id, stop_reason: stop, ...(error ? { error } : {}) });
+    const send = () => this.broadcast({ type: 'turn_end', turn_id: t.id, stop_reason: stop, ...(error ? { error } : {}), ...extras });
     if (!this.o.endStrays) return send();
     // Before turn_end: the next turn never meets what this one left running.
     endStrays(this.o.childUid, this.o.childGid, process.pid)

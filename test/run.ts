@@ -52,6 +52,7 @@ const BOTH_ENGINES = [
   'dist/test/integration/identity/sso.test.js',
   'dist/test/integration/mail-policy-api.test.js',
   'dist/test/integration/mail-gate.test.js',
+  'dist/test/integration/mail-rate.test.js',
   // serve itself on the engine: /metrics and the proxy-trust settings
   'dist/test/integration/metrics.test.js',
   'dist/test/integration/serve-proxy.test.js',

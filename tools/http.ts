@@ -62,7 +62,7 @@ export async function callUpstream<T>(url: string, opts: UpstreamOptions): Promi
     case 404:
       throw new ToolError('ERR_TOOL_NOT_FOUND', `not found while ${opts.what}${reason ? `: ${reason}` : ''}`);
     case 400:
-      throw new ToolError('ERR_TOOL_BAD_REQUEST', `the workspace service refused the request while ${opts.what}${reason ? `: ${reason}` : ''}`);
+      throw new ToolError('ERR_TOOL_BAD_REQUEST', `the workspace service refused the request while ${opts.what}${proxyCode ? ` (${proxyCode})` : ''}${reason ? `: ${reason}` : ''}`);
     case 429:
       throw new ToolError('ERR_TOOL_RATE_LIMITED', `the workspace service is rate limiting; wait a moment and try again`);
     default:

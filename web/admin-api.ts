@@ -75,6 +75,20 @@ export interface AdminUserList {
   next_offset: number | null;
 }
 
+// ------------------------------------------------------------------ send policy (/api/admin/mail-policy)
+
+/** The server-wide send policy (GET and PUT /api/admin/mail-policy; PUT takes any of the first six fields). */
+export interface ServerMailPolicyView {
+  allow_domains: string[];
+  block_domains: string[];
+  other: 'allow' | 'ask' | 'block';
+  max_recipients: number;
+  max_per_hour: number;
+  approval_timeout_s: number;
+  updated_by: number | null;
+  updated_at: string;
+}
+
 // ------------------------------------------------------------------ live sessions (/api/admin/sessions)
 
 export interface LiveSession {

@@ -8,6 +8,7 @@ import { authRoutes, SESSION_COOKIE } from './auth-routes.js';
 import { adminUserRoutes } from './admin-users-routes.js';
 import { adminSessionRoutes } from './admin-sessions-routes.js';
 import { adminAuditRoutes } from './admin-audit-routes.js';
+import { adminMailPolicyRoutes } from './admin-mail-policy-routes.js';
 import { biInternalRoutes, dataAuthorizationRoutes } from './data-access/index.js';
 import { chatRoutes } from './chat-routes.js';
 import type { WebContext } from './context.js';
@@ -130,6 +131,7 @@ export function createApp(ctx: WebContext): Express {
   app.use('/api/admin/sessions', adminSessionRoutes(ctx));
   app.use('/api/admin/turns', adminAuditRoutes(ctx));
   app.use('/api/admin/users', adminUserRoutes(ctx));
+  app.use('/api/admin/mail-policy', adminMailPolicyRoutes(ctx));
   const chat = chatRoutes(ctx);
   app.use('/api/chat', chat);
   // The chat routes another node forwards to this one (the session's sandbox runs here), signed.

@@ -12,7 +12,10 @@ export type { ChatEvent, StopReason, StoredToolCall, StoredTurn, ToolCallStatus 
 export interface SendMessageRequest {
   message: string;
   session_id?: string;
-  /** Regenerate or edit: the session's last turn, replaced by this one once the new turn starts. */
+  /**
+   * Regenerate or edit: a turn of the branch shown. The new turn becomes its sibling (the same
+   * parent), the old one stays on its own branch, and the branch shown is the new one.
+   */
   replaces_turn_id?: string;
 }
 
@@ -38,10 +41,31 @@ export interface ChatSessionInfo {
   updated_at: string;
 }
 
-/** GET /api/chat/sessions/:id/messages. */
+/** GET /api/chat/sessions/:id/messages: the branch shown, oldest turn first. */
 export interface ChatHistory {
   session: ChatSessionInfo;
   turns: StoredTurn[];
+  /** Tokens of the turns shown, summed (turns whose provider reported none count 0). */
+  usage: { input_tokens: number; output_tokens: number };
+}
+
+/** POST /api/chat/sessions/:id/branch body: show the branch through this turn (one of a turn's siblings). */
+export interface SwitchBranchRequest {
+  turn_id: string;
+}
+
+/** The export of a chat (GET /api/chat/sessions/:id/export?format=json). */
+export interface ChatExport {
+  format: 'airlock-chat';
+  version: 1;
+  exported_at: string;
+  session: ChatSessionInfo;
+  /** The branch shown, as the page shows it. */
+  turns: StoredTurn[];
+  /** The same branch as the model sees it (provider-neutral items; docs/chat.md). */
+  transcript: unknown[];
+  /** Charts the turns refer to, from the user's workspace (PNG, base64). */
+  attachments: { name: string; content_type: 'image/png'; bytes: number; data_base64: string }[];
 }
 
 /** PATCH /api/chat/sessions/:id body. */

@@ -1,6 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { constants as fsc, promises as fsp } from 'node:fs';
-import { join } from 'node:path';
 import { Router, type Request, type Response } from 'express';
 import {
   AppError,
@@ -32,11 +30,12 @@ import { asyncHandler, requireUser, type WebContext } from './context.js';
 import * as store from '../domain/chat/store.js';
 import { logAction } from '../domain/action-log.js';
 import type { Sql } from '../domain/db/index.js';
-import { BeneathError, openBeneath } from './open-beneath.js';
+import { chatMoreRoutes } from './chat-more-routes.js';
 import { TurnRegistry, type LiveTurn } from './turns.js';
 import { fleetForwarding } from './fleet.js';
 import { validateBody } from './validate.js';
 import { daemonEvent, sanitize } from './chat-events.js';
+import { branchTranscript, sumUsage } from '../domain/chat/transcript.js';
 
 /**
  * What the chat area needs from the daemon (ctx.services.chat): something that runs a turn
@@ -74,8 +73,6 @@ const RENAME_SCHEMA = {
   properties: { title: { type: 'string', minLength: 1, maxLength: store.MAX_TITLE_CHARS, pattern: '\\S' } },
 } as const;
 
-const ATTACHMENT_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.png$/;
-const MAX_ATTACHMENT_BYTES = 5 * 1024 * 1024;
 
 
 /** Longest search query (GET /sessions?q=). */
@@ -141,11 +138,9 @@ export function chatRoutes(ctx: WebContext): Router {
         if (session && turns.runningIn(session.id)) throw new ConflictError('ERR_SESSION_BUSY', 'a turn is already running in this session');
       };
       busy();
-      if (body.replaces_turn_id) {
-        const last = session ? await store.lastTurn(db, session.id) : undefined;
-        if (!last || last.id !== body.replaces_turn_id)
-          throw new AppError('ERR_CHAT_REPLACE_NOT_LAST', 'only the last turn of this chat can be regenerated or edited', { status: 409 });
-      }
+      if (body.replaces_turn_id && !session) throw new NotFoundError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
+      // Where the turn goes: after the branch shown, or beside the turn it edits or regenerates.
+      const place = session ? await store.placeTurn(db, session.id, body.replaces_turn_id) : { parent: null, head: null };
       // Checked again with no await before start: another request may have started one meanwhile.
       busy();
       const sessionId = session?.id ?? randomUUID();
@@ -155,13 +150,13 @@ export function chatRoutes(ctx: WebContext): Router {
         // A new chat and its first turn are written together.
         await store.inTransaction(db, async (trx) => {
           if (!session) await store.createSession(trx, user.id, body.message, sessionId);
-          await store.startTurn(trx, sessionId, turnId, body.message);
+          await store.startTurn(trx, sessionId, turnId, body.message, place.parent);
         });
       } catch (err) {
         turns.refuse(turn, err);
         throw err;
       }
-      void runTurn(service, turn, body.message, body.replaces_turn_id, req.log.child({ sessionId, turnId }));
+      void runTurn(service, turn, body.message, place, req.log.child({ sessionId, turnId }));
       await streamTo(req, res, turn, 0, false);
     }),
   );
@@ -170,11 +165,10 @@ export function chatRoutes(ctx: WebContext): Router {
    * Run one turn to its end, whoever is reading: events go to the registry (and the store), and
    * exactly one `done` ends it. A refusal before it began (busy, host full) leaves no trace.
    */
-  async function runTurn(service: ChatService, turn: LiveTurn, prompt: string, replaces: string | undefined, log: Logger): Promise<void> {
+  async function runTurn(service: ChatService, turn: LiveTurn, prompt: string, place: { parent: string | null; head: string | null }, log: Logger): Promise<void> {
     const { turnId, sessionId, userId } = turn;
     let seq = 0;
     let text = '';
-    let replaced = false;
     const inputs = new Map<string, Record<string, unknown>>();
     // The turn's writes run one after another in the order of its events; the end waits for them.
     let writes: Promise<void> = Promise.resolve();
@@ -183,13 +177,6 @@ export function chatRoutes(ctx: WebContext): Router {
         () => undefined,
         (err: unknown) => log.error({ err }, `could not record ${what}`),
       );
-    };
-    const replaceOld = () => {
-      // The old turn goes once the new one has begun, so a refused regenerate loses nothing.
-      if (replaced || !replaces) return;
-      replaced = true;
-      turns.forget(replaces);
-      write('the drop of the replaced turn', () => store.dropTurn(db, replaces));
     };
     // Approvals (a send held at the proxy): numbered with the agent's events, kept with the turn.
     const onDaemonEvent = (raw: DaemonEvent) => {
@@ -207,7 +194,6 @@ export function chatRoutes(ctx: WebContext): Router {
         return;
       }
       seq++;
-      replaceOld();
       if (e.type === 'text_delta') text += e.text;
       else if (e.type === 'tool_start') {
         inputs.set(e.call_id, e.input);
@@ -227,11 +213,13 @@ export function chatRoutes(ctx: WebContext): Router {
 
     let result: TurnResult;
     try {
-      result = await service.runner.runTurn({ userId, sessionId, turnId, prompt, signal: turn.controller.signal, onEvent, onDaemonEvent });
+      // The model's context is the branch this turn continues, from the store (docs/chat.md).
+      const context = () => branchTranscript(db, sessionId, ctx.config.model.contextTokens, place.parent);
+      result = await service.runner.runTurn({ userId, sessionId, turnId, prompt, base: place.parent, context, signal: turn.controller.signal, onEvent, onDaemonEvent });
     } catch (err) {
       if (seq === 0 && isAppError(err) && (err.status === 409 || err.status === 429 || err.status === 503)) {
         // Refused before it began: a plain HTTP error for the request that started it, no record.
-        write('the drop of a refused turn', () => store.dropTurn(db, turnId));
+        write('the drop of a refused turn', () => store.dropTurn(db, turnId, place.head));
         await writes;
         turns.refuse(turn, err);
         return;
@@ -242,14 +230,16 @@ export function chatRoutes(ctx: WebContext): Router {
         error: isAppError(err) && err.status < 500 ? { code: err.code, message: err.message } : { code: 'ERR_SANDBOX_FAILED', message: 'the sandbox failed to run the turn' },
       };
     }
-    replaceOld();
     if (result.stop_reason === 'error' && !result.error) result.error = { code: 'ERR_SANDBOX_FAILED', message: 'the turn failed' };
     // The turn and its tool calls end in one transaction, after every write of its events.
     const { stop_reason: stopReason, error } = result;
-    write('the end of a turn', () => store.endTurn(db, turnId, text, stopReason, error, inputs.size > 0));
+    const extras = { ...(result.items ? { items: result.items } : {}), ...(result.usage ? { usage: result.usage } : {}) };
+    write('the end of a turn', () => store.endTurn(db, turnId, text, stopReason, error, inputs.size > 0, extras));
     await writes;
-    log.info({ stopReason: result.stop_reason, code: result.error?.code, events: seq }, 'turn done');
+    log.info({ stopReason: result.stop_reason, code: result.error?.code, events: seq, ...result.usage }, 'turn done');
     ctx.services.metrics?.turns.inc({ stop_reason: result.stop_reason });
+    if (result.usage) ctx.services.metrics?.modelTokens.inc({ kind: 'input' }, result.usage.input_tokens);
+    if (result.usage) ctx.services.metrics?.modelTokens.inc({ kind: 'output' }, result.usage.output_tokens);
     // Exactly one done per turn, made here and nowhere else.
     turns.push(turn, {
       type: 'done',
@@ -346,7 +336,8 @@ export function chatRoutes(ctx: WebContext): Router {
     requireUser,
     asyncHandler(async (req, res) => {
       const s = await owned(req.user!.id, String(req.params.id));
-      const out: ChatHistory = { session: { id: s.id, title: s.title, created_at: s.created_at, updated_at: s.updated_at }, turns: await store.messages(db, s.id) };
+      const shown = await store.messages(db, s.id);
+      const out: ChatHistory = { session: { id: s.id, title: s.title, created_at: s.created_at, updated_at: s.updated_at }, turns: shown, usage: sumUsage(shown) };
       res.json(out);
     }),
   );
@@ -396,36 +387,8 @@ export function chatRoutes(ctx: WebContext): Router {
     }),
   );
 
-  // A rasterized chart from the user's own workspace (what rasterize_chart wrote), for the chat
-  // page. Same name rule as send_email. The agent owns everything under its workspace, so every
-  // component below <data>/workspaces is opened without following links (openBeneath), and only
-  // a regular file owned by the workspace's owner (the sandbox user) and under the cap is served.
-  r.get(
-    '/attachments/:name',
-    requireUser,
-    asyncHandler(async (req, res) => {
-      const name = String(req.params.name);
-      if (!ATTACHMENT_RE.test(name)) throw new NotFoundError('ERR_CHAT_ATTACHMENT_NOT_FOUND', 'no such attachment');
-      const root = join(ctx.config.dataDir, 'workspaces');
-      const userDir = String(req.user!.id);
-      let fh: fsp.FileHandle | undefined;
-      try {
-        // The workspace folder's owner is the sandbox user (root-owned parent: the agent cannot swap it).
-        const owner = (await fsp.lstat(join(root, userDir))).uid;
-        ({ fh } = await openBeneath(root, [userDir, '.agent-attachments', name], { ownerUid: owner, maxBytes: MAX_ATTACHMENT_BYTES }));
-        const buf = await fh.readFile();
-        res.setHeader('Content-Type', 'image/png');
-        res.setHeader('Content-Security-Policy', "default-src 'none'; sandbox");
-        res.setHeader('Cache-Control', 'private, max-age=3600');
-        res.end(buf);
-      } catch (err) {
-        if (err instanceof BeneathError) req.log.warn({ event: 'attachment_refused', reason: err.reason }, 'attachment refused');
-        throw new NotFoundError('ERR_CHAT_ATTACHMENT_NOT_FOUND', 'no such attachment');
-      } finally {
-        await fh?.close();
-      }
-    }),
-  );
+  // Attachments, export and branch switching (web/chat-more-routes.ts).
+  r.use(chatMoreRoutes(ctx, { owned, busy: (id) => !!turns.runningIn(id) }));
 
   return r;
 }

@@ -80,7 +80,9 @@ export const OPERATIONS: readonly (readonly [string, string, string, Who, string
   ['post', '/api/chat/messages', 'chat', 'user', 'Send a prompt; answer an NDJSON event stream ending in one done'],
   ['get', '/api/chat/model', 'chat', 'user', 'The model that answers: {provider, model, demo}'],
   ['get', '/api/chat/sessions', 'chat', 'user', 'Own chat sessions'],
-  ['get', '/api/chat/sessions/{id}/messages', 'chat', 'user', 'Turns of an own chat session'],
+  ['get', '/api/chat/sessions/{id}/messages', 'chat', 'user', 'The branch shown of an own chat session, with each turn\'s siblings and usage'],
+  ['post', '/api/chat/sessions/{id}/branch', 'chat', 'user', 'Show the branch through a turn (an edit or regenerate sibling) → the branch shown'],
+  ['get', '/api/chat/sessions/{id}/export', 'chat', 'user', 'Export the branch shown: ?format=markdown (a file) or json (turns, transcript, charts)'],
   ['patch', '/api/chat/sessions/{id}', 'chat', 'user', 'Rename an own chat session'],
   ['delete', '/api/chat/sessions/{id}', 'chat', 'user', 'Delete an own chat session (stops its turn, ends its sandbox)'],
   ['post', '/api/fleet/operator', 'fleet', 'node', 'An operator command (inspect, logs, restart, kill; the control-socket request union) for a session this node owns'],
@@ -99,6 +101,8 @@ export const OPERATIONS: readonly (readonly [string, string, string, Who, string
   ['post', '/api/admin/sessions/{id}/kill', 'admin', 'superuser', 'End a session\'s sandbox (204)'],
   ['get', '/api/admin/turns/{turnId}', 'admin', 'superuser', 'A turn\'s audit: its tool calls with their upstream requests, and its held mail sends'],
   ['get', '/api/admin/users', 'admin', 'superuser', 'Accounts for user pickers: ?q= (part of username, e-mail or name), limit, offset'],
+  ['get', '/api/admin/mail-policy', 'admin', 'superuser', 'The server-wide send policy (first from AIRLOCK_MAIL_*)'],
+  ['put', '/api/admin/mail-policy', 'admin', 'superuser', 'Change the server-wide send policy ({allow_domains?, block_domains?, other?, max_recipients?, max_per_hour?, approval_timeout_s?})'],
 ];
 
 const SECURITY: Record<Who, Record<string, string[]>[]> = {

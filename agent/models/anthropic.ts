@@ -1,9 +1,10 @@
 import type { default as Anthropic } from '@anthropic-ai/sdk';
 import type { MessageParam, Tool } from '@anthropic-ai/sdk/resources/messages';
 import type { ModelAdapter, ModelReply, ModelRequest, Message, ToolCall } from '../types.js';
+import { interruptionNote } from '../../core/transcript.js';
 import { ModelError } from '../types.js';
-import { httpFetch } from './http-fetch.js';
-import { lazyModule, withRetries, type SdkErrors } from './sdk.js';
+import { httpFetchWith } from './http-fetch.js';
+import { lazyModule, withRetries, type ModelBounds, type SdkErrors } from './sdk.js';
 
 const MAX_TOKENS = 4096;
 
@@ -21,7 +22,7 @@ export class AnthropicModel implements ModelAdapter {
   readonly name: string;
   private client: Anthropic | undefined;
   private errors: SdkErrors | undefined;
-  constructor(private readonly opts: { baseUrl: string; model: string; apiKey?: string; timeoutMs: number }) {
+  constructor(private readonly opts: { baseUrl: string; model: string; apiKey?: string; bounds: ModelBounds }) {
     this.name = `anthropic:${opts.model}`;
     sdk.warm();
   }
@@ -37,10 +38,11 @@ export class AnthropicModel implements ModelAdapter {
         // The SDK (1.x) sends the key as `Authorization: Bearer`; the sandbox proxy's Anthropic
         // route checks and swaps `x-api-key` (which the API accepts too), so send that instead.
         defaultHeaders: { authorization: null, 'x-api-key': key },
-        maxRetries: 0, // ours are bounded by the stall timeout (sdk.ts)
-        timeout: this.opts.timeoutMs,
+        maxRetries: 0, // ours are bounded and shown in the chat (sdk.ts)
+        // The SDK's own timeout only backs ours up (it ends at the response headers).
+        timeout: this.opts.bounds.connectMs + this.opts.bounds.firstByteMs + 1000,
         logLevel: 'off',
-        fetch: httpFetch, // http-fetch.ts says why
+        fetch: httpFetchWith({ connectTimeoutMs: this.opts.bounds.connectMs }), // http-fetch.ts says why
       });
       this.errors = { APIError: m.APIError, APIUserAbortError: m.APIUserAbortError, APIConnectionError: m.APIConnectionError };
     }
@@ -50,19 +52,22 @@ export class AnthropicModel implements ModelAdapter {
   async complete(req: ModelRequest, onText: (t: string) => void): Promise<ModelReply> {
     const { client, errors } = await this.ready();
     const tools: Tool[] = req.tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.inputSchema as Tool.InputSchema }));
-    const final = await withRetries(errors, req.signal, this.opts.timeoutMs, async (dog) => {
+    const final = await withRetries(errors, req.signal, this.opts.bounds, async (dog) => {
       const stream = client.messages.stream(
         { model: this.opts.model, max_tokens: MAX_TOKENS, system: req.system, messages: toWire(req.messages), ...(tools.length ? { tools } : {}) },
         { signal: dog.signal },
       );
       for await (const ev of stream) {
         dog.progress();
-        if (ev.type === 'content_block_delta' && ev.delta.type === 'text_delta' && ev.delta.text) onText(ev.delta.text);
+        if (ev.type === 'content_block_delta' && ev.delta.type === 'text_delta' && ev.delta.text) {
+          dog.output();
+          onText(ev.delta.text);
+        }
       }
       const final = await stream.finalMessage();
       dog.ended();
       return final;
-    });
+    }, req.onStatus);
     let text = '';
     const toolCalls: ToolCall[] = [];
     for (const b of final.content) {
@@ -73,11 +78,20 @@ export class AnthropicModel implements ModelAdapter {
         toolCalls.push({ id: b.id, name: b.name, input: input as Record<string, unknown> });
       }
     }
-    return { text, toolCalls };
+    return { text, toolCalls, usage: { input_tokens: final.usage.input_tokens, output_tokens: final.usage.output_tokens } };
   }
 }
 
 type Block = Record<string, unknown>;
+
+/**
+ * A tool-call id as the Messages API takes it (^[a-zA-Z0-9_-]+$): ids another provider made (a
+ * chat may switch models) keep their letters, anything else becomes `_`, the same on both sides.
+ */
+export function anthropicToolId(id: string): string {
+  const s = id.replace(/[^a-zA-Z0-9_-]/g, '_');
+  return s || 'call';
+}
 
 /** Map the neutral conversation to alternating user/assistant messages (consecutive same-role turns merged). */
 function toWire(messages: readonly Message[]): MessageParam[] {
@@ -90,12 +104,15 @@ function toWire(messages: readonly Message[]): MessageParam[] {
   };
   for (const m of messages) {
     if (m.role === 'user') push('user', [{ type: 'text', text: m.content }]);
-    else if (m.role === 'tool') push('user', [{ type: 'tool_result', tool_use_id: m.callId, content: m.content, ...(m.isError ? { is_error: true } : {}) }]);
-    else
+    else if (m.role === 'tool') push('user', [{ type: 'tool_result', tool_use_id: anthropicToolId(m.callId), content: m.content, ...(m.isError ? { is_error: true } : {}) }]);
+    else {
+      // An empty or whitespace-only text block is refused by the API; a stopped answer says so.
+      const text = (m.interrupted ? `${m.text}${m.text ? '\n\n' : ''}${interruptionNote(m.interrupted)}` : m.text).trimEnd();
       push('assistant', [
-        ...(m.text ? [{ type: 'text', text: m.text }] : []),
-        ...m.toolCalls.map((c) => ({ type: 'tool_use', id: c.id, name: c.name, input: c.input })),
+        ...(text ? [{ type: 'text', text }] : []),
+        ...m.toolCalls.map((c) => ({ type: 'tool_use', id: anthropicToolId(c.id), name: c.name, input: c.input })),
       ]);
+    }
   }
   // tool_result blocks must come first in a user message.
   for (const m of out) {

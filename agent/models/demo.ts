@@ -44,7 +44,8 @@ function plan(messages: readonly Message[], tools: readonly ToolDef[]): ModelRep
   const schemaOf = (name: string) => tools.find((t) => t.name === name)?.inputSchema;
   const last = results[results.length - 1];
 
-  if (last?.isError) return text(`The tool ${last.name} failed: ${last.content.slice(0, 300)}`);
+  // In words: the codes a tool's error carries ("(ERR_MAIL_DENIED)") are for the tool row's details, not the answer.
+  if (last?.isError) return text(`The tool ${last.name} failed: ${last.content.replace(/\s*\(?\bERR_[A-Z0-9_]+\b\)?:?/g, '').replace(/^Error:\s*/, '').slice(0, 300)}`);
 
   const call = (name: string, input: Record<string, unknown>): ModelReply => {
     if (!have.has(name)) return text(`I would use the ${name} tool for this, but it is not available in this session.`);

@@ -1,4 +1,5 @@
-import type { Agent as HttpAgent, IncomingMessage, RequestOptions } from 'node:http';
+import type { Agent as HttpAgent, ClientRequest, IncomingMessage, RequestOptions } from 'node:http';
+import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 
 /**
@@ -18,7 +19,21 @@ import { Readable } from 'node:stream';
  * model API answers none; the SDK reports a 3xx as the HTTP error it is) and asks for no
  * compression (the credential proxy asks upstream for identity anyway).
  */
-export async function httpFetch(input: string | URL | Request, init: RequestInit = {}): Promise<Response> {
+export function httpFetch(input: string | URL | Request, init: RequestInit = {}): Promise<Response> {
+  return fetchOver(input, init, undefined);
+}
+
+/**
+ * The same, with a connect timeout: a connection not made within `connectTimeoutMs` fails the
+ * request with code ECONNECTTIMEOUT, which the SDK reports as a connection error and
+ * sdk.ts retries like a refused one (docs/chat.md, "Bounds"). A reused keep-alive socket has no
+ * connect phase.
+ */
+export function httpFetchWith(opts: { connectTimeoutMs: number }): typeof httpFetch {
+  return (input, init = {}) => fetchOver(input, init, opts.connectTimeoutMs);
+}
+
+async function fetchOver(input: string | URL | Request, init: RequestInit, connectTimeoutMs: number | undefined): Promise<Response> {
   const body = init.body;
   const plainBody = body === undefined || body === null || typeof body === 'string' || body instanceof Uint8Array || body instanceof ArrayBuffer;
   if (input instanceof Request || !plainBody) return fetch(input, init);
@@ -69,6 +84,7 @@ export async function httpFetch(input: string | URL | Request, init: RequestInit
       }
     });
     signal?.addEventListener('abort', onAbort, { once: true });
+    if (connectTimeoutMs !== undefined) req.once('socket', (sock) => connectTimer(req, sock, connectTimeoutMs));
     req.on('error', (err) => {
       if (!answer) signal?.removeEventListener('abort', onAbort);
       reject(err);
@@ -78,6 +94,18 @@ export async function httpFetch(input: string | URL | Request, init: RequestInit
 }
 
 const NULL_BODY_STATUS = new Set([101, 103, 204, 205, 304]);
+
+/** Fail `req` when its new socket is not connected within `ms` (a reused one is already connected). */
+function connectTimer(req: ClientRequest, sock: Socket, ms: number): void {
+  if (!sock.connecting) return;
+  const timer = setTimeout(() => {
+    const err = Object.assign(new Error(`no connection within ${Math.round(ms / 1000)} s`), { code: 'ECONNECTTIMEOUT' });
+    req.destroy(err);
+  }, ms);
+  const clear = () => clearTimeout(timer);
+  sock.once('connect', clear);
+  sock.once('close', clear);
+}
 
 type Transport = { request: typeof import('node:http').request; agent: HttpAgent };
 const transports = new Map<string, Transport>();

@@ -6,7 +6,14 @@ import { OpenAiModel } from './openai.js';
 
 export function createModel(s: AgentSettings): ModelAdapter {
   if (s.provider === 'demo') return new DemoModel();
-  const opts = { baseUrl: s.baseUrl!, model: s.model, apiKey: s.apiKey, timeoutMs: s.modelTimeoutMs };
+  const bounds = {
+    connectMs: s.modelConnectTimeoutMs,
+    firstByteMs: s.modelFirstByteTimeoutMs,
+    stallMs: s.modelTimeoutMs,
+    retries: s.modelRetries,
+    retryAfterMaxMs: s.modelRetryAfterMaxMs,
+  };
+  const opts = { baseUrl: s.baseUrl!, model: s.model, apiKey: s.apiKey, bounds };
   return s.provider === 'anthropic' ? new AnthropicModel(opts) : new OpenAiModel(opts);
 }
 

@@ -1,9 +1,10 @@
 import type { default as OpenAI } from 'openai';
 import type { ChatCompletionChunk, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { ModelAdapter, ModelReply, ModelRequest, Message, ToolCall } from '../types.js';
+import { interruptionNote } from '../../core/transcript.js';
 import { ModelError } from '../types.js';
-import { httpFetch } from './http-fetch.js';
-import { lazyModule, parseArgs, withRetries, type SdkErrors } from './sdk.js';
+import { httpFetchWith } from './http-fetch.js';
+import { lazyModule, parseArgs, withRetries, type ModelBounds, type SdkErrors } from './sdk.js';
 
 /** The SDK, loaded after the agent is ready (sdk.ts says why). */
 type OpenAiModule = typeof import('openai');
@@ -23,7 +24,7 @@ export class OpenAiModel implements ModelAdapter {
   readonly name: string;
   private client: OpenAI | undefined;
   private errors: SdkErrors | undefined;
-  constructor(private readonly opts: { baseUrl: string; model: string; apiKey?: string; timeoutMs: number }) {
+  constructor(private readonly opts: { baseUrl: string; model: string; apiKey?: string; bounds: ModelBounds }) {
     this.name = `openai:${opts.model}`;
     sdk.warm();
   }
@@ -35,10 +36,11 @@ export class OpenAiModel implements ModelAdapter {
         baseURL: this.opts.baseUrl,
         // The SDK insists on a key; a keyless local server ignores the header.
         apiKey: this.opts.apiKey ?? 'none',
-        maxRetries: 0, // ours are bounded by the stall timeout (sdk.ts)
-        timeout: this.opts.timeoutMs,
+        maxRetries: 0, // ours are bounded and shown in the chat (sdk.ts)
+        // The SDK's own timeout only backs ours up (it ends at the response headers).
+        timeout: this.opts.bounds.connectMs + this.opts.bounds.firstByteMs + 1000,
         logLevel: 'off', // its logger would print unparsable stream data (model output)
-        fetch: httpFetch, // http-fetch.ts says why
+        fetch: httpFetchWith({ connectTimeoutMs: this.opts.bounds.connectMs }), // http-fetch.ts says why
       });
       this.errors = { APIError: m.APIError, APIUserAbortError: m.APIUserAbortError, APIConnectionError: m.APIConnectionError };
     }
@@ -52,23 +54,25 @@ export class OpenAiModel implements ModelAdapter {
       type: 'function',
       function: { name: t.name, description: t.description, parameters: t.inputSchema },
     }));
-    const reply = await withRetries(errors, req.signal, this.opts.timeoutMs, async (dog) => {
+    const reply = await withRetries(errors, req.signal, this.opts.bounds, async (dog) => {
       const stream = await client.chat.completions.create(
-        { model: this.opts.model, messages, stream: true, ...(tools.length ? { tools } : {}) },
+        { model: this.opts.model, messages, stream: true, stream_options: { include_usage: true }, ...(tools.length ? { tools } : {}) },
         { signal: dog.signal },
       );
-      dog.progress();
       const r = new Reply();
       for await (const chunk of stream) {
         dog.progress();
         const piece = r.add(chunk);
-        if (piece) onText(piece);
+        if (piece) {
+          dog.output();
+          onText(piece);
+        }
       }
       // The SDK's stream ends quietly when its request is aborted (a stall, a cancel): say so.
       dog.signal.throwIfAborted();
       dog.ended();
       return r;
-    });
+    }, req.onStatus);
     return reply.result();
   }
 }
@@ -82,9 +86,12 @@ export class Reply {
   private readonly calls: { id: string; name: string; args: string }[] = [];
   private finish: string | null = null;
   private choices = 0;
+  private usage: ModelReply['usage'];
 
   /** Take one chunk; returns its text piece, if any. */
   add(chunk: ChatCompletionChunk): string {
+    // With stream_options.include_usage the last chunk carries the call's token counts.
+    if (chunk.usage) this.usage = { input_tokens: chunk.usage.prompt_tokens ?? 0, output_tokens: chunk.usage.completion_tokens ?? 0 };
     const choice = chunk.choices[0];
     if (!choice) return ''; // a usage-only chunk
     this.choices++;
@@ -110,16 +117,17 @@ export class Reply {
       if (!c.name) throw new ModelError('ERR_MODEL_STREAM', 'the model sent a tool call without a name');
       toolCalls.push({ id: c.id || `call_${i}`, name: c.name, input: parseArgs(c.args, c.name) });
     });
-    return { text: this.text, toolCalls };
+    return { text: this.text, toolCalls, ...(this.usage ? { usage: this.usage } : {}) };
   }
 }
 
 function toWire(m: Message): ChatCompletionMessageParam {
   if (m.role === 'user') return { role: 'user', content: m.content };
   if (m.role === 'tool') return { role: 'tool', tool_call_id: m.callId, content: m.content };
+  const text = m.interrupted ? `${m.text}${m.text ? '\n\n' : ''}${interruptionNote(m.interrupted)}` : m.text;
   return {
     role: 'assistant',
-    content: m.text || null,
+    content: text || null,
     ...(m.toolCalls.length
       ? { tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: JSON.stringify(c.input) } })) }
       : {}),

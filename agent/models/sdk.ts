@@ -33,8 +33,31 @@ export function lazyModule<T>(name: string): { load(): Promise<T>; warm(): void 
   };
 }
 
-/** Retries after the first attempt, for 408/409/429/5xx and connection failures (as the SDKs' defaults). */
-export const MAX_RETRIES = 2;
+/** How long a model call may take, phase by phase, and how often it is tried again (docs/chat.md, "Bounds"). */
+export interface ModelBounds {
+  /** TCP (and TLS) connect to the model endpoint, or to the sandbox proxy (http-fetch.ts). */
+  connectMs: number;
+  /** From the request to the first event of the answer (the response headers alone do not count). */
+  firstByteMs: number;
+  /** Between two events of the answer (stall). */
+  stallMs: number;
+  /** Retries after the first attempt, only while nothing of the call's text was shown. */
+  retries: number;
+  /** The longest Retry-After waited out; a longer ask ends the call at once. */
+  retryAfterMaxMs: number;
+}
+
+/** The defaults of agent/env.ts, for callers that set only some bounds. */
+export const DEFAULT_BOUNDS: ModelBounds = { connectMs: 10_000, firstByteMs: 60_000, stallMs: 30_000, retries: 3, retryAfterMaxMs: 30_000 };
+
+/** What the chat shows while a call is retried: `{type:"status"}` (core/sandbox-protocol.ts). */
+export interface ModelStatus {
+  text: string;
+  /** This retry (1-based) of `of`. */
+  attempt: number;
+  of: number;
+}
+
 const BACKOFF_BASE_MS = 500;
 const BACKOFF_MAX_MS = 8000;
 
@@ -46,42 +69,55 @@ export interface SdkErrors {
 }
 
 /**
- * A stall timeout: the wait for the response headers and for each next stream event. `kick()`
- * `progress()` re-arms it; past `timeoutMs` with no kick it aborts `signal` and marks `timedOut`. The turn's
- * cancel signal aborts it too.
+ * The timer of one attempt: first the wait for the answer's first event (`firstByteMs`), then
+ * for each next one (`stallMs`); past it the attempt is aborted and `timedOut` says in which
+ * phase. The turn's cancel signal aborts it too. `output()` notes that text of this call was
+ * shown: from then on no retry, lest text repeat.
  */
 export class Watchdog {
   private readonly ac = new AbortController();
   private timer: NodeJS.Timeout | undefined;
-  timedOut = false;
-  /** Set once the response started (headers or a stream event): from then on no retry, lest text repeat. */
+  timedOut: 'first_byte' | 'stall' | undefined;
+  /** The answer's first event came (the stall timeout applies from then on). */
   started = false;
+  /** Text of this call was passed on to the chat. */
+  shown = false;
   private finished = false;
   readonly signal = this.ac.signal;
   private readonly onCancel = () => this.ac.abort();
 
   constructor(
     private readonly cancel: AbortSignal,
-    private readonly timeoutMs: number,
+    private readonly firstByteMs: number,
+    private readonly stallMs: number = firstByteMs,
   ) {
     cancel.addEventListener('abort', this.onCancel, { once: true });
     if (cancel.aborted) this.ac.abort();
     this.kick();
   }
 
-  /** The response made progress: re-arm the stall timer. */
+  /** An event of the answer arrived: re-arm the stall timer. */
   progress(): void {
     this.started = true;
     this.kick();
   }
 
+  /** Text of this call is about to be shown (call before passing it on). */
+  output(): void {
+    this.shown = true;
+  }
+
   private kick(): void {
     clearTimeout(this.timer);
     if (this.ac.signal.aborted) return;
-    this.timer = setTimeout(() => {
-      this.timedOut = true;
-      this.ac.abort();
-    }, this.timeoutMs);
+    const phase = this.started ? 'stall' : 'first_byte';
+    this.timer = setTimeout(
+      () => {
+        this.timedOut = phase;
+        this.ac.abort();
+      },
+      this.started ? this.stallMs : this.firstByteMs,
+    );
   }
 
   /**
@@ -101,40 +137,56 @@ export class Watchdog {
 }
 
 /**
- * Run one model call (`attempt`, a fresh request each time) under a stall watchdog, retrying
- * 408/409/429/5xx answers and connection failures up to MAX_RETRIES times. The wait honours
- * `retry-after-ms` / `Retry-After` (seconds or an HTTP date), else backs off 0.5 s, 1 s…; a wait
- * longer than the stall timeout is not taken (the turn ends with the HTTP error at once rather
- * than hang past the time a stalled model would be given up on). Text may only stream on the
- * last attempt that got a 200, so a retry never repeats text.
+ * Run one model call (`attempt`, a fresh request each time) under its Watchdog, retrying what
+ * `retryWait` allows up to `bounds.retries` times, but only while none of the call's text was
+ * shown (so text never repeats). Before each retry `onStatus` gets the sentence the chat shows.
+ * Timeouts are not retried: a model that did not answer for the whole timeout ends the call.
  */
 export async function withRetries<T>(
   errors: SdkErrors,
   cancel: AbortSignal,
-  timeoutMs: number,
+  bounds: Pick<ModelBounds, 'firstByteMs' | 'stallMs' | 'retries' | 'retryAfterMaxMs'>,
   attempt: (dog: Watchdog) => Promise<T>,
+  onStatus?: (s: ModelStatus) => void,
 ): Promise<T> {
   for (let n = 0; ; n++) {
-    const dog = new Watchdog(cancel, timeoutMs);
+    const dog = new Watchdog(cancel, bounds.firstByteMs, bounds.stallMs);
     let err: ModelError;
     try {
       return await attempt(dog);
     } catch (e) {
       if (cancel.aborted) throw cancel.reason ?? e;
-      err = toModelError(errors, e, dog, timeoutMs);
+      err = toModelError(errors, e, dog, bounds);
     } finally {
       dog.close();
     }
-    const wait = n < MAX_RETRIES && !dog.started ? retryWait(err, n) : undefined;
-    if (wait === undefined || wait > timeoutMs) throw err;
+    const wait = n < bounds.retries && !dog.shown ? retryWait(err, n) : undefined;
+    if (wait === undefined) throw err;
+    if (wait > bounds.retryAfterMaxMs) {
+      err.message += `; it asked to wait ${Math.ceil(wait / 1000)} s, longer than the ${Math.round(bounds.retryAfterMaxMs / 1000)} s allowed`;
+      throw err;
+    }
+    onStatus?.({ text: statusText(err, n + 1, bounds.retries), attempt: n + 1, of: bounds.retries });
     await sleep(wait, cancel);
   }
 }
 
+/** The sentence the chat shows before retry `attempt` of `of`. */
+export function statusText(err: ModelError, attempt: number, of: number): string {
+  const s = err.upstreamStatus;
+  const busy = s === 429 || s === 529 || /\((overloaded_error|rate_limit_error)\)/.test(err.message);
+  return `${busy ? 'The model is busy' : 'The model is not answering'}, retrying (${attempt} of ${of})…`;
+}
+
+/** Errors reported inside a 200 stream that are worth a retry (Anthropic's overloaded_error, api_error). */
+const overloaded = new WeakSet<ModelError>();
+const RETRYABLE_STREAM_ERRORS = new Set(['overloaded_error', 'api_error', 'rate_limit_error', 'server_error']);
+
 /** Wait before retry `n` (0-based), or undefined when the failure is not retryable. */
 export function retryWait(err: ModelError, n: number): number | undefined {
   const status = err.upstreamStatus;
-  const retryable = err.code === 'ERR_MODEL_UNREACHABLE' || (status !== undefined && (status === 408 || status === 409 || status === 429 || status >= 500));
+  const retryable =
+    err.code === 'ERR_MODEL_UNREACHABLE' || overloaded.has(err) || (status !== undefined && (status === 408 || status === 409 || status === 429 || status >= 500));
   if (!retryable) return undefined;
   const asked = retryAfterMs(err.upstreamHeaders);
   if (asked !== undefined) return asked;
@@ -155,17 +207,37 @@ export function retryAfterMs(headers: Headers | undefined): number | undefined {
   return Number.isFinite(at) ? Math.max(0, at - Date.now()) : undefined;
 }
 
+/** Socket errors that mean the connection was refused, reset or never made (retried like a refusal). */
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ECONNABORTED', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ECONNECTTIMEOUT', 'UND_ERR_SOCKET']);
+
+function connectionLost(e: unknown): boolean {
+  for (let c: any = e, i = 0; c && i < 6; c = c.cause, i++) if (typeof c.code === 'string' && CONNECTION_CODES.has(c.code)) return true;
+  return false;
+}
+
 /** Map an SDK failure to our codes. Never copies the error body's message (it may echo input). */
-export function toModelError(errors: SdkErrors, e: unknown, dog: Watchdog, timeoutMs: number): ModelError {
+export function toModelError(errors: SdkErrors, e: unknown, dog: Watchdog, bounds: Pick<ModelBounds, 'firstByteMs' | 'stallMs'>): ModelError {
   if (e instanceof ModelError) return e;
-  if (dog.timedOut) return new ModelError('ERR_MODEL_TIMEOUT', `the model sent nothing for ${Math.round(timeoutMs / 1000)} s`, e);
+  if (dog.timedOut === 'first_byte') return new ModelError('ERR_MODEL_TIMEOUT', `the model did not start answering within ${Math.round(bounds.firstByteMs / 1000)} s`, e);
+  if (dog.timedOut) return new ModelError('ERR_MODEL_TIMEOUT', `the model stopped answering: nothing for ${Math.round(bounds.stallMs / 1000)} s`, e);
   if (e instanceof errors.APIUserAbortError) return new ModelError('ERR_MODEL_UNREACHABLE', 'the model request was aborted', e);
-  if (e instanceof errors.APIConnectionError) return new ModelError('ERR_MODEL_UNREACHABLE', 'the model endpoint could not be reached', e);
+  if (e instanceof errors.APIConnectionError || connectionLost(e))
+    return new ModelError('ERR_MODEL_UNREACHABLE', dog.started ? 'the connection to the model was lost mid-answer' : 'the model endpoint could not be reached', e);
   if (e instanceof errors.APIError) {
     const type = errorType(e.error);
     if (e.status === undefined) {
       // An error event inside a 200 stream (Anthropic's overloaded_error, an OpenAI `error` chunk).
-      return new ModelError('ERR_MODEL_STREAM', `the model reported an error mid-stream (${type ?? 'error'})`, e);
+      const err = new ModelError('ERR_MODEL_STREAM', `the model reported an error mid-stream (${type ?? 'error'})`, e);
+      if (type && RETRYABLE_STREAM_ERRORS.has(type)) overloaded.add(err);
+      return err;
+    }
+    // The sandbox's credential proxy answers for an upstream it could not reach (x-airlock-error):
+    // that is an unreachable model, as it would be without the proxy (docs/chat.md, "Bounds").
+    const proxied = e.headers?.get('x-airlock-error');
+    if (proxied === 'ERR_PROXY_UPSTREAM' || proxied === 'ERR_PROXY_TIMEOUT') {
+      const err = new ModelError('ERR_MODEL_UNREACHABLE', 'the model endpoint could not be reached (through the sandbox proxy)', e);
+      err.upstreamStatus = e.status;
+      return err;
     }
     const code = e.status === 401 || e.status === 403 ? 'ERR_MODEL_AUTH' : 'ERR_MODEL_HTTP';
     const err = new ModelError(code, `the model answered HTTP ${e.status}${type ? ` (${type})` : ''}`, e);

@@ -7,7 +7,7 @@ export const CHAT_ERRORS = {
   ERR_APPROVAL_NOT_FOUND: { status: 404, surfaces: ['http'], description: 'No such pending approval in this chat session (never held here, or another user\'s).' },
   ERR_APPROVAL_DECIDED: { status: 409, surfaces: ['http'], description: 'The held send was already decided (approved, denied or timed out).' },
   ERR_CHAT_TURN_NOT_FOUND: { status: 404, surfaces: ['http'], description: 'No such turn in this chat session.' },
-  ERR_CHAT_REPLACE_NOT_LAST: { status: 409, surfaces: ['http'], description: 'Only the last turn of a chat can be regenerated or edited (replaces_turn_id).' },
+  ERR_CHAT_REPLACE_OFF_BRANCH: { status: 409, surfaces: ['http'], description: 'The turn to edit or regenerate (replaces_turn_id) is not on the branch shown; switch to its branch first.' },
   ERR_CHAT_TURN_LOST: { status: 503, surfaces: ['turn'], description: 'The server restarted while the turn ran; its stored record ends with this error.' },
   ERR_CHAT_ATTACHMENT_NOT_FOUND: { status: 404, surfaces: ['http'], description: 'No such chart attachment in the caller\'s workspace.' },
   ERR_SESSION_BUSY: { status: 409, surfaces: ['http', 'turn', 'control'], description: 'A turn is already running in this session (or the operator acts on a busy session).' },

@@ -20,6 +20,7 @@ import type { ErrorArea, ErrorSpec } from './types.js';
 
 export type { ErrorArea, ErrorSpec, ErrorSurface } from './types.js';
 export { PROXY_AREA_ERRORS } from './proxy.js';
+export { RUNTIME_ERRORS } from './runtime.js';
 
 /** The areas in the order the docs list them. */
 export const ERROR_AREAS = [

@@ -15,6 +15,7 @@ import {
   type ControlMessage,
   type ControlRequest,
   type StopReason,
+  type TurnEndExtras,
   type SupervisorStatus,
 } from '../../core/sandbox-protocol.js';
 import { checkMessage, protocolLogFields, readMessages, writeMessage } from '../../core/ndjson.js';
@@ -38,18 +39,16 @@ export type ControlRequestBody = DistributiveOmit<ControlRequest, 'id'>;
 
 export interface TurnListener {
   onEvent(e: AgentEvent): void;
-  onEnd(stop: StopReason, error?: { code: string; message: string }): void;
+  onEnd(stop: StopReason, error?: { code: string; message: string }, extras?: TurnEndExtras): void;
 }
 
 export type ProxyDecisionMessage = Extract<ControlMessage, { type: 'proxy_decision' }>;
-export type MailHoldMessage = Extract<ControlMessage, { type: 'mail_hold' }>;
 
 export class SandboxClient {
   private pending = new Map<string, { resolve: (d: Record<string, unknown>) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
   private turns = new Map<string, TurnListener>();
   private closeHandlers: (() => void)[] = [];
   private decisionHandler?: (d: ProxyDecisionMessage) => void;
-  private holdHandler?: (h: MailHoldMessage) => void;
   closed = false;
 
   /** Lines the supervisor wrote that failed the protocol (tests and metrics read it). */
@@ -104,11 +103,6 @@ export class SandboxClient {
     this.decisionHandler = fn;
   }
 
-  /** Mail sends the in-container proxy holds for the daemon's `mail_release`. */
-  onMailHold(fn: (h: MailHoldMessage) => void): void {
-    this.holdHandler = fn;
-  }
-
   onClosed(fn: () => void): void {
     if (this.closed) fn();
     else this.closeHandlers.push(fn);
@@ -140,11 +134,9 @@ export class SandboxClient {
     } else if (m.type === 'turn_end') {
       const t = this.turns.get(m.turn_id);
       this.turns.delete(m.turn_id);
-      t?.onEnd(m.stop_reason, m.error);
+      t?.onEnd(m.stop_reason, m.error, { ...(m.items ? { items: m.items } : {}), ...(m.usage ? { usage: m.usage } : {}) });
     } else if (m.type === 'proxy_decision') {
       this.decisionHandler?.(m);
-    } else if (m.type === 'mail_hold') {
-      this.holdHandler?.(m);
     }
   }
 

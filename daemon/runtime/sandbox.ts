@@ -44,6 +44,8 @@ export interface Sandbox {
   agentEnvDigest?: string;
   /** Its user's agent policy changed since it started: checked before its next turn. */
   policyChanged?: boolean;
+  /** The turn its agent's conversation ends with, as far as the daemon knows (context-sync.ts). */
+  contextHead?: string | null;
   /** The turn it runs now (a held mail send is asked about in it). */
   turn?: TurnRequest;
 }

@@ -3,12 +3,13 @@
  *
  * - First prompt of a session: the SessionPreparer says what the session gets (pure), a pool
  *   container is claimed (or one cold-started), the plan is written (profile.json, claim.json),
- *   the egress socket opened and the supervisor handed its tokens in `start`. Then the
+ *   the egress socket opened with the session's route table and real tokens (they stay on the
+ *   host: the gateway injects them), and the supervisor sent `start` (placeholders). Then the
  *   lifecycle hook `onSessionLive` registers the session (token rotation): the one place it does.
  * - Later prompts reuse it (warm). One turn at a time per session (ERR_SESSION_BUSY 409). Live
  *   sessions are capped per host (ERR_SESSION_CAPACITY 503) and per user (the oldest idle one
  *   makes room, else ERR_SESSION_USER_LIMIT 429).
- * - A container that died is replaced on the next prompt, which first gets a text_delta notice;
+ * - A container that died is replaced on the next prompt, which brings the stored conversation;
  *   a turn in flight when it dies ends with ERR_SANDBOX_LOST. Every turn resolves.
  *
  * The parts: sandbox-driver.ts (the engine, docker-driver.ts), containers.ts (make/unmake one),
@@ -18,7 +19,7 @@
 import { randomUUID } from 'node:crypto';
 import type Docker from 'dockerode';
 import { AppError, isAppError, type Config, type Logger, type Metrics } from '../../core/index.js';
-import { SANDBOX_PROXY_PORT, type EgressGateway, type SandboxAuditor, type PreparedSession, type SessionPreparer, type TurnRequest, type TurnResult, type TurnRunner } from '../../core/sandbox-protocol.js';
+import { SANDBOX_PROXY_PORT, type EgressGateway, type EgressHandle, type EgressSession, type MailPolicy, type SandboxAuditor, type PreparedSession, type SessionPreparer, type TurnRequest, type TurnResult, type TurnRunner } from '../../core/sandbox-protocol.js';
 import { adoptOwned } from './adoption.js';
 import { ContainerFactory } from './containers.js';
 import { DockerDriver } from './docker-driver.js';
@@ -30,9 +31,10 @@ import { agentEnvDigest, defaultPreparer, planSession, type SessionPlan } from '
 
 export { defaultPreparer } from './session-plan.js';
 import { SessionTable, type SessionHooks } from './sessions.js';
-import { ownerIdFor, SlotFolders, writeProfile } from './slots.js';
+import { ownerIdFor, SlotFolders, writeProfile, type Claim } from './slots.js';
 import { StartGate } from './start-gate.js';
 import { turnIn } from './turn.js';
+import { runWithContext } from './context-sync.js';
 
 export { LABEL_OWNER, LABEL_POOL, LABEL_SESSION, LABEL_SLOT, LABEL_USER } from './sandbox-driver.js';
 export { sandboxHostConfig } from './docker-driver.js';
@@ -40,8 +42,6 @@ export { sessionContainerName } from './containers.js';
 export type { SandboxInfo, SandboxState } from './sandbox.js';
 export type { SessionHooks, SessionLiveInfo } from './sessions.js';
 
-export const LOST_NOTICE = '[sandbox] The previous sandbox of this session stopped unexpectedly; a new one was started. Earlier context in the sandbox is gone.\n';
-const POLICY_NOTICE = "[sandbox] Your organisation's agent policy changed; this session continues in a new sandbox under it. Earlier context in the sandbox is gone.\n";
 
 export interface SessionManagerOptions {
   config: Readonly<Config>;
@@ -149,7 +149,7 @@ export class SessionManager extends SessionTable implements TurnRunner {
       this.watch(sb);
     }
     for (const { sb, claim } of adopted.sessions) {
-      if (this.egress) sb.egress = await this.egress.open(claim.session_id, `${sb.runDir}/egress.sock`, claim.egress_allow);
+      if (this.egress) sb.egress = await this.openAdopted(sb, claim);
       this.sessions.set(claim.session_id, sb);
       this.watch(sb);
       // Token rotation is in memory only: the restarted daemon registers the session again.
@@ -197,8 +197,6 @@ export class SessionManager extends SessionTable implements TurnRunner {
     let sb = this.sessions.get(req.sessionId);
     if (sb && sb.userId !== req.userId) throw new AppError('ERR_SESSION_NOT_FOUND', 'no such session', { status: 404 });
     const needsNew = !sb || sb.state === 'dead' || !connected(sb);
-    // Its dead sandbox was already reaped: the user is still told it was lost.
-    const wasLost = !sb && this.lost.get(req.sessionId) === req.userId;
     // A new sandbox: the user's cap first (its oldest idle sandbox may make room), then the host's.
     const isNew = needsNew && !sb;
     const victim = isNew ? this.makeRoomFor(req.userId) : undefined;
@@ -225,17 +223,14 @@ export class SessionManager extends SessionTable implements TurnRunner {
         sb!.policyChanged = false;
         if (agentEnvDigest(prepared.agentEnv) === sb!.agentEnvDigest) prepared = undefined;
         else {
-          req.onEvent({ type: 'text_delta', text: POLICY_NOTICE });
+          // No notice: the new sandbox gets the stored conversation (context-sync.ts).
           await this.remove(sb!, 'policy changed');
           sb = undefined;
         }
       }
       if (needsNew || !sb) {
-        if (needsNew && (sb || wasLost)) {
-          // The container went away behind our back (killed from outside, crashed, OOM).
-          req.onEvent({ type: 'text_delta', text: LOST_NOTICE });
-          this.lost.delete(req.sessionId);
-        }
+        // A sandbox lost behind our back (killed from outside, crashed, OOM) is replaced without a
+        // notice: the new one gets the stored conversation, so the model simply continues.
         if (sb) {
           this.log.warn({ sessionId: req.sessionId, containerId: sb.containerId }, 'sandbox lost; replacing');
           await this.remove(sb, 'lost');
@@ -251,7 +246,8 @@ export class SessionManager extends SessionTable implements TurnRunner {
           counted = false;
         }
       }
-      return await turnIn(sb, req, this.config, this.log);
+      const live = sb;
+      return await runWithContext(live, req, (ctx) => turnIn(live, req, this.config, this.log, ctx));
     } finally {
       this.busy.delete(req.sessionId);
       if (counted) this.starting(req.userId, -1);
@@ -316,7 +312,6 @@ export class SessionManager extends SessionTable implements TurnRunner {
     }
     Object.assign(sb, { sessionId, userId, claimedAt: plan.claim.claimed_at, lastUsedAt: Date.now(), state: 'ready', agentEnvDigest: plan.agentEnvDigest });
     this.sessions.set(sessionId, sb);
-    this.lost.delete(sessionId);
     this.log.info({ sessionId, userId, containerId: sb.containerId.slice(0, 12), fromPool: sb.fromPool }, 'session sandbox started');
     this.live({ sessionId, userId, tokenEnvs: plan.tokenEnvs, adopted: false });
     const kind = sb.fromPool ? 'pool' : 'cold';
@@ -331,8 +326,27 @@ export class SessionManager extends SessionTable implements TurnRunner {
     // World-readable by design: routes and token *references* only, never values.
     writeProfile(sb.runDir, plan.profile);
     this.slots.writeClaim(sb.dir, plan.claim);
-    if (this.egress) sb.egress = await this.egress.open(sessionId, `${sb.runDir}/egress.sock`, plan.egressAllow);
+    if (this.egress) sb.egress = await this.egress.open(sessionId, `${sb.runDir}/egress.sock`, { userId: plan.claim.user_id, ...plan.egress, ...this.gatewayHooks(sb) });
     await sb.client!.request({ type: 'start', spec: plan.start });
+  }
+
+  /** What the gateway asks the session about: a held mail send, the running turn. */
+  private gatewayHooks(sb: Sandbox): Pick<EgressSession, 'hold' | 'currentTurn'> {
+    return { hold: (h) => this.mailHold(sb, h), currentTurn: () => sb.turn?.turnId ?? null };
+  }
+
+  /**
+   * An adopted session's gateway: its route table from claim.json (host only), its real tokens
+   * and send policy obtained again by the preparer (they lived in the old daemon's memory only).
+   */
+  private async openAdopted(sb: Sandbox, claim: Claim): Promise<EgressHandle> {
+    let creds: { tokens: Record<string, string>; mailPolicy?: MailPolicy } = { tokens: {} };
+    try {
+      creds = (await this.preparer.credentials?.({ userId: claim.user_id, sessionId: claim.session_id, tokenEnvs: claim.token_envs })) ?? creds;
+    } catch (err) {
+      this.log.warn({ sessionId: claim.session_id, code: (err as AppError).code }, 'adopted session: its tokens could not be obtained; its requests fail until rotation');
+    }
+    return this.egress!.open(claim.session_id, `${sb.runDir}/egress.sock`, { userId: claim.user_id, routes: claim.routes ?? [], ...creds, ...this.gatewayHooks(sb) });
   }
 
   private watch(sb: Sandbox): void {
@@ -341,7 +355,6 @@ export class SessionManager extends SessionTable implements TurnRunner {
       this.proxyDecision(sb, d);
       if (sb.sessionId && sb.userId !== undefined) this.auditor?.proxied({ sessionId: sb.sessionId, userId: sb.userId }, d);
     });
-    client.onMailHold((h) => void this.mailHold(sb, client, h));
     client.onClosed(() => {
       if (sb.client !== client || sb.state === 'stopping') return;
       sb.state = 'dead';

@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Config } from '../../core/index.js';
-import { SANDBOX_PROXY_PORT, type PreparedSession, type ProfileRoute, type SessionPreparer, type SessionProfile, type StartSpec } from '../../core/sandbox-protocol.js';
+import { SANDBOX_PROXY_PORT, type MailPolicy, type PreparedSession, type ProfileRoute, type SessionPreparer, type SessionProfile, type StartSpec } from '../../core/sandbox-protocol.js';
 import { agentSettings } from '../../core/sandbox-env.js';
 import type { Claim } from './slots.js';
 
@@ -14,11 +14,13 @@ const ENV_NAME = /^[A-Z][A-Z0-9_]{0,63}$/;
 export interface SessionPlan {
   /** profile.json (world-readable: routes and token references, never values). */
   profile: SessionProfile;
-  /** claim.json (root only): session, user, egress allow list, token env names. */
+  /** claim.json (host only, never mounted): session, user, route table, token env names. */
   claim: Claim;
-  /** The supervisor's `start`: the only place real token values go. */
+  /** The supervisor's `start`: placeholders and settings, never a real token. */
   start: StartSpec;
-  /** Env names of the real tokens the supervisor holds (names only). */
+  /** What the session's egress gateway holds on the host: its route table, the real tokens, the send policy. */
+  egress: { routes: ProfileRoute[]; tokens: Record<string, string>; mailPolicy?: MailPolicy };
+  /** Env names of the real tokens the gateway holds (names only). */
   tokenEnvs: string[];
   egressAllow: string[];
   agentEnvDigest: string;
@@ -41,21 +43,21 @@ export function agentEnvDigest(env: Record<string, string>): string {
 
 export function planSession(s: { sessionId: string; userId: number; prepared: PreparedSession; now: number }): SessionPlan {
   const p = s.prepared;
-  // Names only: the values go to the supervisor over the control socket and nowhere else.
+  // Names only: the values stay on the host, in the session's egress gateway.
   const tokenEnvs = Object.keys(p.tokens).filter((k) => ENV_NAME.test(k));
   const digest = agentEnvDigest(p.agentEnv);
   return {
     profile: buildProfile(s.sessionId, SANDBOX_PROXY_PORT, p.routes),
-    claim: { session_id: s.sessionId, user_id: s.userId, claimed_at: s.now, egress_allow: p.egressAllow, token_envs: tokenEnvs, agent_env_digest: digest },
+    claim: { session_id: s.sessionId, user_id: s.userId, claimed_at: s.now, egress_allow: p.egressAllow, token_envs: tokenEnvs, agent_env_digest: digest, routes: p.routes },
     start: {
       session_id: s.sessionId,
       user_id: s.userId,
-      tokens: p.tokens,
       placeholders: p.placeholders,
       ...(p.agentUserToken ? { agent_user_token: p.agentUserToken } : {}),
       agent_env: p.agentEnv,
       ...(p.mailPolicy ? { mail_policy: p.mailPolicy } : {}),
     },
+    egress: { routes: p.routes, tokens: p.tokens, ...(p.mailPolicy ? { mailPolicy: p.mailPolicy } : {}) },
     tokenEnvs,
     egressAllow: p.egressAllow,
     agentEnvDigest: digest,

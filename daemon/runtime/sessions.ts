@@ -5,19 +5,17 @@
  */
 import { AppError, isAppError, type Config, type Logger, type Metrics } from '../../core/index.js';
 import type { InspectResult, OperatorTarget } from './operator.js';
-import type { MailHoldRelease, SandboxAuditor, TurnRequest, TurnResult } from '../../core/sandbox-protocol.js';
+import type { MailHold, MailHoldRelease, SandboxAuditor, TurnRequest, TurnResult } from '../../core/sandbox-protocol.js';
 import type { SandboxDetails } from './sandbox-driver.js';
-import type { MailHoldMessage, ProxyDecisionMessage, SandboxClient } from './sandbox-client.js';
+import type { ProxyDecisionMessage } from './sandbox-client.js';
 import { connected, sandboxInfo, type Sandbox, type SandboxInfo } from './sandbox.js';
 
-/** Sessions whose sandbox died and was removed before their next prompt, remembered for the notice. */
-const LOST_REMEMBERED_MAX = 1000;
 
 /** A session's sandbox became live: started on a first prompt, or adopted after a daemon restart. */
 export interface SessionLiveInfo {
   sessionId: string;
   userId: number;
-  /** Env names of the real tokens its supervisor holds (names only). */
+  /** Env names of the real tokens its egress gateway holds on the host (names only). */
   tokenEnvs: string[];
   adopted: boolean;
 }
@@ -48,8 +46,6 @@ export abstract class SessionTable implements OperatorTarget {
   protected readonly busy = new Set<string>();
   /** Sandboxes being started, per user (they count against AIRLOCK_MAX_SANDBOXES_PER_USER). */
   protected readonly startingFor = new Map<number, number>();
-  /** Sessions whose dead sandbox was reaped before their next prompt (that prompt gets the notice). */
-  protected readonly lost = new Map<string, number>();
   protected closed = false;
   /** The audit trail and held mail sends (daemon/mail-gate.ts); set by the session manager. */
   protected auditor?: SandboxAuditor;
@@ -97,20 +93,9 @@ export abstract class SessionTable implements OperatorTarget {
   protected forget(sb: Sandbox, why: string): void {
     if (!sb.sessionId || this.sessions.get(sb.sessionId) !== sb) return;
     this.sessions.delete(sb.sessionId);
-    if (why === 'dead' && sb.userId !== undefined) this.rememberLost(sb.sessionId, sb.userId);
     const sessionId = sb.sessionId;
     this.hook('onSessionEnded', () => this.hooks?.onSessionEnded?.(sessionId, why));
     this.hook('auditor.sessionEnded', () => this.auditor?.sessionEnded(sessionId));
-  }
-
-  private rememberLost(sessionId: string, userId: number): void {
-    this.lost.delete(sessionId);
-    this.lost.set(sessionId, userId);
-    // Bounded: the oldest entries go first (a user who never comes back costs nothing for long).
-    for (const k of this.lost.keys()) {
-      if (this.lost.size <= LOST_REMEMBERED_MAX) break;
-      this.lost.delete(k);
-    }
   }
 
   /** The in-container proxy's decisions: counted in /metrics, refusals logged with the session. */
@@ -123,20 +108,16 @@ export abstract class SessionTable implements OperatorTarget {
     this.log.warn({ sessionId: sb.sessionId, containerId: sb.containerId.slice(0, 12), route, outcome, status: Number(d.status) || 0, code }, 'sandbox proxy refused a request');
   }
 
-  /** A mail send the proxy holds: decided by the auditor (daemon/mail-gate.ts), answered with `mail_release`. */
-  protected async mailHold(sb: Sandbox, client: SandboxClient, h: MailHoldMessage): Promise<void> {
-    let r: MailHoldRelease;
-    if (!sb.sessionId || sb.userId === undefined) r = { allow: false, code: 'ERR_MAIL_APPROVAL_UNAVAILABLE', message: 'this sandbox has no session' };
-    else if (!this.auditor) r = h.verdict === 'allow' ? { allow: true } : { allow: false, code: 'ERR_MAIL_APPROVAL_UNAVAILABLE', message: 'this server cannot ask for approvals' };
-    else {
-      try {
-        r = await this.auditor.hold({ sessionId: sb.sessionId, userId: sb.userId, turn: sb.turn }, h);
-      } catch (err) {
-        this.log.error({ sessionId: sb.sessionId, err: (err as Error).message }, 'a held mail send could not be decided');
-        r = { allow: false, code: 'ERR_MAIL_APPROVAL_UNAVAILABLE', message: 'the send could not be checked; try again' };
-      }
+  /** A mail send the egress gateway holds: decided by the auditor (daemon/mail-gate.ts). */
+  protected async mailHold(sb: Sandbox, h: MailHold): Promise<MailHoldRelease> {
+    if (!sb.sessionId || sb.userId === undefined) return { allow: false, code: 'ERR_MAIL_APPROVAL_UNAVAILABLE', message: 'this sandbox has no session' };
+    if (!this.auditor) return h.verdict === 'allow' ? { allow: true } : { allow: false, code: 'ERR_MAIL_APPROVAL_UNAVAILABLE', message: 'this server cannot ask for approvals' };
+    try {
+      return await this.auditor.hold({ sessionId: sb.sessionId, userId: sb.userId, turn: sb.turn }, h);
+    } catch (err) {
+      this.log.error({ sessionId: sb.sessionId, err: (err as Error).message }, 'a held mail send could not be decided');
+      return { allow: false, code: 'ERR_MAIL_APPROVAL_UNAVAILABLE', message: 'the send could not be checked; try again' };
     }
-    await client.request({ type: 'mail_release', hold_id: h.hold_id, ...r }).catch((err: Error) => this.log.warn({ sessionId: sb.sessionId, err: err.message }, 'mail_release not delivered'));
   }
 
   /**
@@ -300,11 +281,11 @@ export abstract class SessionTable implements OperatorTarget {
     return { restarted, skipped };
   }
 
-  /** Hand a session's supervisor fresh real tokens (token rotation). */
+  /** Hand a session's egress gateway fresh real tokens (token rotation); nothing goes into the sandbox. */
   async rotateTokens(sessionId: string, tokens: Record<string, string>): Promise<void> {
     const sb = this.sessions.get(sessionId);
-    if (!sb || !connected(sb)) throw new AppError('ERR_SESSION_NOT_FOUND', 'no live sandbox for this session', { status: 404 });
-    await sb.client!.request({ type: 'rotate-token', tokens });
+    if (!sb || !sb.egress) throw new AppError('ERR_SESSION_NOT_FOUND', 'no live sandbox for this session', { status: 404 });
+    sb.egress.setTokens(tokens);
   }
 
   /** Remove every sandbox of a user (deactivated users, a disconnected account). */

@@ -20,7 +20,7 @@ import { chmodSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, wr
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { AppError, type Logger } from '../../core/index.js';
-import type { SessionProfile } from '../../core/sandbox-protocol.js';
+import { ProfileRouteSchema, type ProfileRoute, type SessionProfile } from '../../core/sandbox-protocol.js';
 import { mountsOf, WorkspaceVolumes } from './workspaces.js';
 
 const SLOT_RE = /^[a-f0-9]{16}$/;
@@ -35,8 +35,13 @@ export interface Claim {
   user_id: number;
   claimed_at: number;
   egress_allow: string[];
-  /** Env names of the real tokens the supervisor holds (e.g. MAIL_ACCESS_TOKEN), for rotation. */
+  /** Env names of the real tokens the egress gateway holds (e.g. MAIL_ACCESS_TOKEN), for rotation and adoption. */
   token_envs: string[];
+  /**
+   * The session's route table as the daemon made it: a restarted daemon's egress gateway admits
+   * against this copy (never profile.json, which root in the container could rewrite).
+   */
+  routes?: ProfileRoute[];
   /** Digest of the agent env the session started with (its agent policy); see policyChanged. */
   agent_env_digest?: string;
 }
@@ -62,6 +67,7 @@ export function parseClaim(text: string): Claim | undefined {
     egress_allow: strings(o.egress_allow),
     token_envs: strings(o.token_envs).filter((k) => ENV_NAME.test(k)),
     ...(typeof o.agent_env_digest === 'string' ? { agent_env_digest: o.agent_env_digest } : {}),
+    ...(Array.isArray(o.routes) ? { routes: o.routes.flatMap((r) => { const c = ProfileRouteSchema.safeParse(r); return c.success ? [c.data] : []; }) } : {}),
   };
 }
 

@@ -4,17 +4,17 @@
  * signal aborts or a backstop deadline passes. The session manager owns which sandbox runs it.
  */
 import type { AppError, Config, Logger } from '../../core/index.js';
-import type { AgentEvent, StopReason, TurnRequest, TurnResult } from '../../core/sandbox-protocol.js';
+import type { AgentEvent, PromptContext, StopReason, TurnEndExtras, TurnRequest, TurnResult } from '../../core/sandbox-protocol.js';
 import type { Sandbox } from './sandbox.js';
 
-export function turnIn(sb: Sandbox, req: TurnRequest, config: Readonly<Config>, log: Logger): Promise<TurnResult> {
+export function turnIn(sb: Sandbox, req: TurnRequest, config: Readonly<Config>, log: Logger, context: PromptContext = {}): Promise<TurnResult> {
   const client = sb.client!;
   sb.state = 'busy';
   sb.turn = req;
   sb.lastUsedAt = Date.now();
   return new Promise<TurnResult>((resolve) => {
     let finished = false;
-    const finish = (stop: StopReason, error?: { code: string; message: string }) => {
+    const finish = (stop: StopReason, error?: { code: string; message: string }, extras: TurnEndExtras = {}) => {
       if (finished) return;
       finished = true;
       if (sb.turn === req) sb.turn = undefined;
@@ -24,7 +24,7 @@ export function turnIn(sb: Sandbox, req: TurnRequest, config: Readonly<Config>, 
       sb.turns++;
       sb.lastUsedAt = Date.now();
       if (sb.state === 'busy') sb.state = client.closed ? 'dead' : 'ready';
-      resolve({ stop_reason: stop, ...(error ? { error } : {}), containerId: sb.containerId });
+      resolve({ stop_reason: stop, ...(error ? { error } : {}), ...extras, containerId: sb.containerId });
     };
     const unwatch = client.watchTurn(req.turnId, {
       onEvent: (e: AgentEvent) => {
@@ -34,19 +34,19 @@ export function turnIn(sb: Sandbox, req: TurnRequest, config: Readonly<Config>, 
           log.warn({ err: (err as Error).message }, 'onEvent threw');
         }
       },
-      onEnd: (stop, error) => finish(stop, error),
+      onEnd: (stop, error, extras) => finish(stop, error, extras),
     });
     const onAbort = () => {
       client.request({ type: 'cancel', turn_id: req.turnId }).catch(() => undefined);
     };
-    // Backstop so a wedged agent cannot hold a turn forever: cancel after every model call could
-    // have timed out; the supervisor kills a child that ignores the cancel and ends the turn.
-    const m = config.model;
-    const deadline = setTimeout(onAbort, (m.timeoutS * (m.maxSteps + 1) + 60) * 1000);
+    // Backstop so a wedged agent cannot hold a turn forever: the agent ends its own turn at
+    // AIRLOCK_TURN_TIMEOUT_S (ERR_TURN_TIMEOUT); 30 s later this cancels it, and the supervisor
+    // kills a child that ignores the cancel and ends the turn (docs/chat.md, "Bounds").
+    const deadline = setTimeout(onAbort, (config.model.turnTimeoutS + 30) * 1000);
     deadline.unref();
     if (req.signal.aborted) onAbort();
     else req.signal.addEventListener('abort', onAbort, { once: true });
-    client.request({ type: 'prompt', turn_id: req.turnId, prompt: req.prompt }).catch((err: AppError) => {
+    client.request({ type: 'prompt', turn_id: req.turnId, prompt: req.prompt, ...context }).catch((err: AppError) => {
       finish('error', { code: err.code ?? 'ERR_SANDBOX_INTERNAL', message: err.code === 'ERR_SESSION_BUSY' ? 'a turn is already running in this session' : 'the sandbox refused the prompt' });
     });
   });

@@ -2,7 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { StopReason } from '../../core/sandbox-protocol.js';
 import type { StoredToolCall, StoredTurn } from '../../core/chat-history.js';
+import type { TranscriptItem, TurnUsage } from '../../core/transcript.js';
 import { inTransaction, nowIso, type Row, type Sql } from '../db/index.js';
+import { NotFoundError, ConflictError } from '../../core/errors.js';
+import { TranscriptSchema } from '../../core/transcript.js';
+import { headOf, newestLeaf, pathTo, setHead, siblingsAlong, turnNodes } from './branches.js';
 
 /**
  * Chat history (migration 002-chat): sessions owned by a user, turns, tool calls. Written by
@@ -115,24 +119,43 @@ export async function deleteSession(db: Sql, sessionId: string): Promise<void> {
   });
 }
 
-/** The session's newest turn (what regenerate and edit replace). */
-export async function lastTurn(db: Sql, sessionId: string): Promise<{ id: string; status: string } | undefined> {
-  return db
-    .selectFrom('chat_turns')
-    .select(['id', 'status'])
-    .where('session_id', '=', sessionId)
-    .orderBy('started_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(1)
-    .executeTakeFirst();
+/**
+ * Where a new turn goes on the chat's tree: after the head (a new message), or beside
+ * `replaces` (an edit or a regenerate: same parent, the old turn stays as a sibling). Returns the
+ * parent, and the head to restore if the turn is refused. `replaces` must be on the branch shown:
+ * ERR_CHAT_TURN_NOT_FOUND when it is no turn of this chat, ERR_CHAT_REPLACE_OFF_BRANCH when it
+ * is on another branch.
+ */
+export async function placeTurn(db: Sql, sessionId: string, replaces?: string): Promise<{ parent: string | null; head: string | null }> {
+  const head = await headOf(db, sessionId);
+  if (!replaces) return { parent: head, head };
+  const nodes = await turnNodes(db, sessionId);
+  const node = nodes.find((n) => n.id === replaces);
+  if (!node) throw new NotFoundError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
+  if (!pathTo(nodes, head).includes(replaces)) throw new ConflictError('ERR_CHAT_REPLACE_OFF_BRANCH', 'that turn is not on the branch shown; switch to its branch first');
+  return { parent: node.parent_id, head };
+}
+
+/** Show the branch through `turnId` (its newest continuation); returns the new head. */
+export async function switchBranch(db: Sql, sessionId: string, turnId: string): Promise<string> {
+  return inTransaction(db, async (trx) => {
+    const nodes = await turnNodes(trx, sessionId);
+    if (!nodes.some((n) => n.id === turnId)) throw new NotFoundError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
+    const head = newestLeaf(nodes, turnId);
+    await setHead(trx, sessionId, head);
+    return head;
+  });
 }
 
 /**
- * Record a new running turn and touch its session. A session's turns are ordered by started_at,
- * so a turn never starts at or before the one before it (two in one millisecond stay in order).
+ * Record a new running turn after `parent` (default: the chat's head), make it the chat's head,
+ * and touch the session. A
+ * session's turns are ordered by started_at, so a turn never starts at or before the one before it
+ * (two in one millisecond stay in order).
  */
-export async function startTurn(db: Sql, sessionId: string, turnId: string, prompt: string): Promise<void> {
+export async function startTurn(db: Sql, sessionId: string, turnId: string, prompt: string, parent?: string | null): Promise<void> {
   await inTransaction(db, async (trx) => {
+    if (parent === undefined) parent = await headOf(trx, sessionId);
     const prev = await trx
       .selectFrom('chat_turns')
       .select((eb) => eb.fn.max('started_at').as('at'))
@@ -140,16 +163,20 @@ export async function startTurn(db: Sql, sessionId: string, turnId: string, prom
       .executeTakeFirst();
     let at = nowIso();
     if (prev?.at && prev.at >= at) at = nowIso(new Date(Date.parse(prev.at) + 1));
-    await trx.insertInto('chat_turns').values({ id: turnId, session_id: sessionId, prompt, started_at: at }).execute();
-    await trx.updateTable('chat_sessions').set({ updated_at: at }).where('id', '=', sessionId).execute();
+    await trx.insertInto('chat_turns').values({ id: turnId, session_id: sessionId, prompt, started_at: at, parent_id: parent }).execute();
+    await trx.updateTable('chat_sessions').set({ updated_at: at, head_turn_id: turnId }).where('id', '=', sessionId).execute();
   });
 }
 
-/** A turn refused before it started (409/503), or replaced by a regenerated one: it leaves no trace. */
-export async function dropTurn(db: Sql, turnId: string): Promise<void> {
+/** A turn refused before it started (409/503): it leaves no trace, and the head it moved goes back to `head`. */
+export async function dropTurn(db: Sql, turnId: string, head?: string | null): Promise<void> {
   await inTransaction(db, async (trx) => {
+    const t = await trx.selectFrom('chat_turns').select(['session_id', 'parent_id']).where('id', '=', turnId).executeTakeFirst();
+    // Turns that continued it (none for a refused turn) continue its parent instead.
+    if (t) await trx.updateTable('chat_turns').set({ parent_id: t.parent_id }).where('session_id', '=', t.session_id).where('parent_id', '=', turnId).execute();
     await trx.deleteFrom('chat_tool_calls').where('turn_id', '=', turnId).execute();
     await trx.deleteFrom('chat_turns').where('id', '=', turnId).execute();
+    if (t && head !== undefined) await trx.updateTable('chat_sessions').set({ head_turn_id: head }).where('id', '=', t.session_id).where('head_turn_id', '=', turnId).execute();
   });
 }
 
@@ -192,11 +219,23 @@ export async function endTurn(
   error?: { code: string; message: string },
   /** False when the caller saw no tool start in this turn: no tool call can still be running. */
   toolsStarted = true,
+  /** The items its agent reported (absent: rebuilt from this record when read), and its token usage. */
+  extras: { items?: TranscriptItem[]; usage?: TurnUsage } = {},
 ): Promise<boolean> {
   return inTransaction(db, async (trx) => {
     const r = await trx
       .updateTable('chat_turns')
-      .set({ text, status: 'done', stop_reason: stopReason, error_code: error?.code ?? null, error_message: error?.message ?? null, ended_at: nowIso() })
+      .set({
+        text,
+        status: 'done',
+        stop_reason: stopReason,
+        error_code: error?.code ?? null,
+        error_message: error?.message ?? null,
+        ended_at: nowIso(),
+        items: extras.items ? JSON.stringify(extras.items) : null,
+        input_tokens: extras.usage?.input_tokens ?? null,
+        output_tokens: extras.usage?.output_tokens ?? null,
+      })
       .where('id', '=', turnId)
       .executeTakeFirst();
     if (Number(r.numUpdatedRows) === 0) return false;
@@ -212,15 +251,22 @@ export async function endTurn(
   });
 }
 
-/** Turns of a session (or only `turnId`), oldest first, each with its tool calls in order. */
+/** The branch shown (or only `turnId`), oldest first, each turn with its tool calls in order and its siblings. */
 export async function messages(db: Sql, sessionId: string, turnId?: string): Promise<StoredTurn[]> {
-  let tq = db.selectFrom('chat_turns').selectAll().where('session_id', '=', sessionId);
-  if (turnId !== undefined) tq = tq.where('id', '=', turnId);
-  const turns = await tq.orderBy('started_at').orderBy('id').execute();
-  if (!turns.length) return [];
-  let cq = db.selectFrom('chat_tool_calls as c').innerJoin('chat_turns as t', 't.id', 'c.turn_id').selectAll('c').where('t.session_id', '=', sessionId);
-  if (turnId !== undefined) cq = cq.where('c.turn_id', '=', turnId);
-  const calls = await cq.orderBy('c.id').execute();
+  const nodes = await turnNodes(db, sessionId);
+  const ids = turnId !== undefined ? (nodes.some((n) => n.id === turnId) ? [turnId] : []) : pathTo(nodes, await headOf(db, sessionId));
+  const siblings = siblingsAlong(nodes, ids);
+  const turns = await messagesOf(db, sessionId, ids);
+  return turns.map(({ items: _items, ...t }) => ({ ...t, siblings: siblings.get(t.turn_id) ?? [t.turn_id] }));
+}
+
+/** Turns `ids` of a session in that order, with their tool calls and stored items (internal: the transcript reads these). */
+export async function messagesOf(db: Sql, sessionId: string, ids: readonly string[]): Promise<(StoredTurn & { items?: TranscriptItem[] })[]> {
+  if (!ids.length) return [];
+  const rows = await db.selectFrom('chat_turns').selectAll().where('session_id', '=', sessionId).where('id', 'in', ids).execute();
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  const turns = ids.flatMap((id) => (byId.has(id) ? [byId.get(id)!] : []));
+  const calls = await db.selectFrom('chat_tool_calls').selectAll().where('turn_id', 'in', ids).orderBy('id').execute();
   const byTurn = new Map<string, StoredToolCall[]>();
   for (const c of calls) {
     const list = byTurn.get(c.turn_id) ?? [];
@@ -236,18 +282,26 @@ export async function messages(db: Sql, sessionId: string, turnId?: string): Pro
     });
     byTurn.set(c.turn_id, list);
   }
-  return turns.map((t) => ({
-    turn_id: t.id,
-    prompt: t.prompt,
-    text: t.text,
-    status: t.status,
-    stop_reason: t.stop_reason,
-    ...(t.error_code ? { error: { code: t.error_code, message: t.error_message ?? '' } } : {}),
-    started_at: t.started_at,
-    ended_at: t.ended_at,
-    tool_calls: byTurn.get(t.id) ?? [],
-  }));
+  return turns.map((t) => {
+    const items = parseItems(t.items);
+    return {
+      turn_id: t.id,
+      prompt: t.prompt,
+      text: t.text,
+      status: t.status,
+      stop_reason: t.stop_reason,
+      ...(t.error_code ? { error: { code: t.error_code, message: t.error_message ?? '' } } : {}),
+      started_at: t.started_at,
+      ended_at: t.ended_at,
+      tool_calls: byTurn.get(t.id) ?? [],
+      parent_id: t.parent_id,
+      siblings: [t.id],
+      ...(t.input_tokens !== null || t.output_tokens !== null ? { usage: { input_tokens: t.input_tokens ?? 0, output_tokens: t.output_tokens ?? 0 } } : {}),
+      ...(items ? { items } : {}),
+    };
+  });
 }
+
 
 /** One stored turn of a session, in the shape of messages(). */
 export async function storedTurn(db: Sql, sessionId: string, turnId: string): Promise<StoredTurn | undefined> {
@@ -263,4 +317,15 @@ export async function turnOwner(db: Sql, turnId: string): Promise<{ session_id: 
     .select(['t.session_id', 's.title', 's.user_id', 'u.username'])
     .where('t.id', '=', turnId)
     .executeTakeFirst();
+}
+
+/** Parse a turn's stored items (null when absent or unreadable: the turn is rebuilt instead). */
+export function parseItems(raw: string | null): TranscriptItem[] | undefined {
+  if (raw === null) return undefined;
+  try {
+    const r = TranscriptSchema.safeParse(JSON.parse(raw));
+    return r.success ? r.data : undefined;
+  } catch {
+    return undefined; // unreadable: rebuilt from the turn's record
+  }
 }

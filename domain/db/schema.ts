@@ -62,6 +62,8 @@ export interface ChatSessionsTable {
   title: Default<string>;
   created_at: Default<string>;
   updated_at: Default<string>;
+  /** The newest turn of the branch shown (migration 012). */
+  head_turn_id: string | null;
 }
 
 export interface ChatTurnsTable {
@@ -75,6 +77,12 @@ export interface ChatTurnsTable {
   error_message: string | null;
   started_at: Default<string>;
   ended_at: string | null;
+  /** The turn this one continues (null: the chat's first); siblings are edits and regenerates. */
+  parent_id: string | null;
+  /** Its model-facing items, JSON (core/transcript.ts); null while it runs or for turns from before 012. */
+  items: string | null;
+  input_tokens: number | null;
+  output_tokens: number | null;
 }
 
 export interface ChatToolCallsTable {
@@ -298,6 +306,26 @@ export interface MailHoldsTable {
   decided_at: string | null;
 }
 
+/** The server-wide send policy: one row, id 1 (docs/proxy.md#send-policy). */
+export interface MailServerPolicyTable {
+  id: number;
+  /** JSON lists of domains. */
+  allow_domains: string;
+  block_domains: string;
+  other: 'allow' | 'ask' | 'block';
+  max_recipients: number;
+  max_per_hour: number;
+  approval_timeout_s: number;
+  updated_by: number | null;
+  updated_at: Default<string>;
+}
+
+/** A user's lock row for reserving hourly mail slots (docs/proxy.md#send-policy). */
+export interface MailSendLocksTable {
+  user_id: number;
+  reserved_at: string;
+}
+
 /** One request the in-sandbox proxy decided on (docs/audit.md). */
 export interface ProxyRequestsTable {
   id: Generated<number>;
@@ -390,6 +418,8 @@ export interface Schema {
   node_nonces: NodeNoncesTable;
   mail_holds: MailHoldsTable;
   proxy_requests: ProxyRequestsTable;
+  mail_server_policy: MailServerPolicyTable;
+  mail_send_locks: MailSendLocksTable;
 }
 
 /** What every store function takes: the database, or a transaction on it. */

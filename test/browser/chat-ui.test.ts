@@ -203,11 +203,14 @@ else {
     t.match(await page.evaluate(() => navigator.clipboard.readText()), /^You said: beta question/, 'copy an answer');
 
     let n = runner.turns.length;
-    await page.focus('.regenerate');
+    await page.focus('.msg.assistant:last-of-type .regenerate');
     await page.keyboard.press('Enter');
     await page.waitForFunction((k) => document.querySelectorAll('.msg.assistant[data-done]').length === 2 && document.querySelector('.msg.assistant:last-of-type')!.textContent!.includes(`#${k}`), n + 1);
     t.equal(runner.turns.at(-1)!.prompt, 'beta question', 'regenerate asks again with the same prompt');
-    t.equal(await page.$$eval('.msg.user', (x) => x.length), 2, 'the old answer was replaced, not added to');
+    t.equal(await page.$$eval('.msg.user', (x) => x.length), 2, 'the old answer was replaced on screen, not added to');
+    const lastPos = () => page.evaluate(() => Array.from(document.querySelectorAll('.msg.user')).at(-1)?.querySelector('.branch-pos')?.textContent ?? null);
+    await page.waitForFunction(() => Array.from(document.querySelectorAll('.msg.user')).at(-1)?.querySelector('.branch-pos')?.textContent === '2/2');
+    t.pass('the regenerated answer shows 2/2 (the old one is kept)');
 
     n = runner.turns.length;
     await page.focus('.edit-last');
@@ -221,6 +224,28 @@ else {
     await page.reload();
     await page.waitForSelector('.msg.assistant[data-done]');
     t.same(await page.$$eval('.msg.user .bubble', (x) => x.map((e) => e.textContent)), ['alpha question', 'gamma question'], 'the edit is stored');
+    await page.waitForFunction(() => Array.from(document.querySelectorAll('.msg.user')).at(-1)?.querySelector('.branch-pos')?.textContent === '3/3');
+    t.equal(await lastPos(), '3/3', 'three versions of the second message');
+    // Back to an older version: the page shows that branch, and it is what the server keeps.
+    await page.locator('.msg.user').last().locator('button[aria-label="Previous version"]').click();
+    await page.waitForFunction(() => Array.from(document.querySelectorAll('.msg.user .bubble')).map((e) => e.textContent).join('|') === 'alpha question|beta question');
+    t.equal(await lastPos(), '2/3');
+    t.match(await page.textContent('.msg.assistant:last-of-type'), /You said: beta question \(#\d+\)/, 'the regenerated answer of that version');
+    t.same(await axeProblems(page), [], 'axe: the page with a version switcher');
+    await page.reload();
+    await page.waitForSelector('.msg.assistant[data-done]');
+    t.equal(await lastPos(), '2/3', 'the switch is stored');
+    // Edit a middle message: the later turns leave the screen; the edit starts a new version.
+    await page.locator('.msg.user').first().locator('.edit').click();
+    t.equal(await page.inputValue('#prompt'), 'alpha question', 'Edit works on any message');
+    await page.fill('#prompt', 'alpha, edited');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => Array.from(document.querySelectorAll('.msg.user .bubble')).map((e) => e.textContent).join('|') === 'alpha, edited');
+    await page.waitForFunction(() => document.querySelector('.msg.user .branch-pos')?.textContent === '2/2');
+    t.equal(runner.turns.at(-1)!.prompt, 'alpha, edited');
+    // Back to the first version of the first message: its branch comes back, at its newest continuation.
+    await page.locator('.msg.user').first().locator('button[aria-label="Previous version"]').click();
+    await page.waitForFunction(() => Array.from(document.querySelectorAll('.msg.user .bubble')).map((e) => e.textContent).join('|') === 'alpha question|gamma question');
 
     // Rename with the keyboard.
     await page.focus(`#session-list li:has(a[href="#/chat/${sid}"]) button:text("Rename")`);

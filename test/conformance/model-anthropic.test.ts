@@ -7,6 +7,7 @@
 import t from 'tap';
 import Anthropic from '@anthropic-ai/sdk';
 import { start } from '../../emulator/model-anthropic.js';
+import { closedPortUrl } from '../../emulator/model-script.js';
 
 const KEY = 'sk-ant-conformance-0123456789';
 
@@ -98,4 +99,19 @@ t.test('errors: HTTP statuses as typed errors, an error event mid-stream, a malf
   srv.push({ kind: 'malformed' });
   const bad2 = await client.messages.stream(ask).finalMessage().catch((e) => e);
   t.ok(bad2 instanceof Error, `malformed → ${bad2?.name}`);
+});
+
+/** The failures the bounded-call tests script, as the official client sees them (see model-openai.test.ts). */
+t.test('scripted faults: a reset, a silent server, a closed port, a chosen in-stream error type', async (t) => {
+  const { srv } = await setup(t);
+  const client = new Anthropic({ baseURL: srv.url, apiKey: KEY, maxRetries: 0, logLevel: 'off', timeout: 500 });
+  srv.push({ kind: 'reset' });
+  t.ok((await client.messages.stream(ask).finalMessage().catch((e) => e)) instanceof Anthropic.APIConnectionError, 'a reset is a connection error');
+  srv.push({ kind: 'silent' });
+  t.ok((await client.messages.stream(ask).finalMessage().catch((e) => e)) instanceof Anthropic.APIConnectionTimeoutError, 'a silent server times out');
+  srv.push({ kind: 'stream_error', type: 'api_error' });
+  const mid = await client.messages.stream(ask).finalMessage().catch((e) => e);
+  t.match(mid?.error, { type: 'error', error: { type: 'api_error' } });
+  const closed = new Anthropic({ baseURL: await closedPortUrl(), apiKey: KEY, maxRetries: 0, logLevel: 'off' });
+  t.ok((await closed.messages.stream(ask).finalMessage().catch((e) => e)) instanceof Anthropic.APIConnectionError, 'a closed port is a connection error');
 });

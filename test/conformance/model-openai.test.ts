@@ -7,6 +7,7 @@
 import t from 'tap';
 import OpenAI from 'openai';
 import { start } from '../../emulator/model-openai.js';
+import { closedPortUrl } from '../../emulator/model-script.js';
 
 const KEY = 'sk-conformance-0123456789';
 
@@ -118,4 +119,32 @@ t.test('a malformed stream event is a parse error, a stall honours abort', async
   stalled.on('content', () => ac.abort());
   const aborted = await stalled.finalChatCompletion().catch((e) => e);
   t.ok(aborted instanceof OpenAI.APIUserAbortError, 'abort ends the stalled stream');
+});
+
+/**
+ * The failures the bounded-call tests script (test/helpers/model-faults.ts), as the official client
+ * sees them: the same typed errors a real server's failures give, so agent/models/sdk.ts maps them
+ * as it would in production.
+ */
+t.test('scripted faults: an error chunk, a reset, a silent server, a closed port', async (t) => {
+  const { srv } = await setup(t);
+  const client = new OpenAI({ baseURL: srv.url, apiKey: KEY, maxRetries: 0, logLevel: 'off', timeout: 500 });
+  const ask = { model: 'm', messages: [{ role: 'user' as const, content: 'x' }], stream: true as const };
+  const drain = async () => {
+    for await (const _ of await client.chat.completions.create(ask));
+  };
+  srv.push({ kind: 'stream_error', type: 'server_error' });
+  const mid = await drain().catch((e) => e);
+  t.ok(mid instanceof OpenAI.APIError && mid.status === undefined, 'an error chunk is an APIError without a status');
+  t.match(mid.error, { type: 'server_error' });
+
+  srv.push({ kind: 'reset' });
+  t.ok((await drain().catch((e) => e)) instanceof OpenAI.APIConnectionError, 'a reset is a connection error');
+
+  srv.push({ kind: 'silent' });
+  t.ok((await drain().catch((e) => e)) instanceof OpenAI.APIConnectionTimeoutError, 'a silent server times out');
+
+  const closed = new OpenAI({ baseURL: await closedPortUrl('/v1'), apiKey: KEY, maxRetries: 0, logLevel: 'off' });
+  const refused = await closed.chat.completions.create(ask).catch((e) => e);
+  t.ok(refused instanceof OpenAI.APIConnectionError, 'a closed port is a connection error');
 });

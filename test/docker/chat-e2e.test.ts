@@ -167,7 +167,7 @@ if (docker) {
   t.test('model failures through the sandbox (500, malformed stream, stall) end the turn with a coded done; the container lives on', async (t) => {
     const model = await openaiModel.start({
       apiKey: MODEL_KEY,
-      script: [{ kind: 'error', status: 500, times: 3 }, { kind: 'malformed' }, { kind: 'stall', text: 'thinking…' }, { kind: 'reply', text: 'back again' }],
+      script: [{ kind: 'error', status: 500, times: 4 }, { kind: 'malformed' }, { kind: 'stall', text: 'thinking…' }, { kind: 'reply', text: 'back again' }],
     });
     t.teardown(() => model.close());
     const { d, c, logs } = await start(t, {
@@ -275,7 +275,7 @@ if (docker) {
   async function startStalling(t: { teardown(fn: () => unknown): void }, reply: string) {
     const model = await openaiModel.start({ apiKey: MODEL_KEY, script: [{ kind: 'stall', text: 'Thinking' }, { kind: 'reply', text: reply }] });
     t.teardown(() => model.close());
-    return start(t, {
+    const started = await start(t, {
       AIRLOCK_MODEL_PROVIDER: 'openai',
       AIRLOCK_MODEL: 'gpt-e2e',
       AIRLOCK_MODEL_BASE_URL: model.url,
@@ -283,10 +283,14 @@ if (docker) {
       // Only the stop API (or the kill) ends the stalled turn, never the model timeout.
       AIRLOCK_MODEL_TIMEOUT_S: '600',
     });
+    return { ...started, model };
   }
 
+  /** A recorded request's conversation as role:text lines (the system prompt left out). */
+  const said = (body: any): string[] => body.messages.filter((m: any) => m.role !== 'system').map((m: any) => `${m.role}:${m.content}`);
+
   t.test('a client disconnect leaves the turn running; the stop API cancels it inside the sandbox; the session stays usable', async (t) => {
-    const { d, c } = await startStalling(t, 'Back again.');
+    const { d, c, model } = await startStalling(t, 'Back again.');
     let sid: string | undefined;
     const cut = await streamTurn(c, { message: 'take your time' }, (e, _all, sessionId) => {
       sid = sessionId;
@@ -311,12 +315,14 @@ if (docker) {
     t.equal(next.status, 200, 'not busy: the sandbox ended the cancelled turn');
     t.equal(next.events.at(-1).stop_reason, 'end_turn');
     t.match(next.events.filter((e) => e.type === 'text_delta').map((e) => e.text).join(''), /Back again/);
+    // The model's next request holds the stopped answer as the user saw it, marked.
+    t.same(said(model.requests.at(-1)!.body), ['user:take your time', 'assistant:Thinking\n\n[The user stopped this answer here.]', 'user:are you there?']);
     t.equal(d.runtime!.sessions.list().filter((s) => s.sessionId === sid).length, 1, 'still one sandbox for the session');
   });
 
-  t.test('the container killed from outside mid-turn: the stream ends with one done ERR_SANDBOX_LOST; the next prompt gets a new container and a notice', async (t) => {
+  t.test('the container killed from outside mid-turn: the stream ends with one done ERR_SANDBOX_LOST; the next prompt gets a new container and the whole conversation', async (t) => {
     // The model starts answering and never finishes, so only the kill can end the turn.
-    const { d, c } = await startStalling(t, 'Fresh sandbox here.');
+    const { d, c, model } = await startStalling(t, 'Fresh sandbox here.');
     let killed: string | undefined;
     let guard: NodeJS.Timeout | undefined;
     const turn = streamTurn(c, { message: 'take your time' }, async (e, _all, sessionId) => {
@@ -343,7 +349,8 @@ if (docker) {
 
     const next = await streamTurn(c, { message: 'hello again', session_id: sid });
     t.equal(next.status, 200);
-    t.match(next.events[0], { type: 'text_delta', seq: 1, text: /stopped unexpectedly/ }, 'the user is told first');
+    t.notOk(next.events.some((e) => e.type === 'text_delta' && /stopped unexpectedly|context/.test(e.text)), 'no notice: the model simply continues');
+    t.same(said(model.requests.at(-1)!.body), ['user:take your time', 'assistant:Thinking\n\n[This answer ended early with an error.]', 'user:hello again'], "the new sandbox's first request holds the conversation");
     t.match(next.events.at(-1), { type: 'done', stop_reason: 'end_turn', session_id: sid });
     t.match(next.events.filter((e) => e.type === 'text_delta').map((e) => e.text).join(''), /Fresh sandbox here/);
     const now = d.runtime!.sessions.list().filter((s) => s.sessionId === sid);

@@ -1,7 +1,8 @@
 /**
  * `airlock demo` as a newcomer runs it (the CLI as a child process, default pool): the banner,
  * then in a browser: log in as the demo user, ask for a chart of the sample spreadsheet mailed to
- * someone, and read that mail with its inline chart at the mailbox the banner prints; then
+ * someone, approve it on the approval card (the default send policy asks about any domain not
+ * allowed), and read that mail with its inline chart at the mailbox the banner prints; then
  * Ctrl-C (SIGINT): exit 0 and no container of the demo left running (its emulators stop with it,
  * so nothing is kept for adoption). The image it is told to
  * use does not exist yet, as on a newcomer's first start: the demo builds it, with progress lines
@@ -68,6 +69,12 @@ else if (docker) {
     t.match(await page.textContent('#model'), /Demo model/, 'the page says the model is the offline demo');
     await page.fill('#prompt', 'chart the sample spreadsheet and email it to someone@example.com');
     await page.click('#send');
+    // The default send policy asks about someone@example.com: the approval card, approved once.
+    await page.waitForSelector('.approval[data-state=pending]', { timeout: 180_000 });
+    t.match(await page.textContent('.approval[data-state=pending]'), /someone@example\.com/, 'the approval card names the recipient');
+    await screenshot(page, 'demo-approval');
+    await page.click('.approval[data-state=pending] button:has-text("Approve")');
+    await page.waitForSelector('.approval[data-state=approved]', { timeout: 60_000 });
     await page.waitForSelector('[data-done]', { timeout: 180_000 });
     t.equal(await page.getAttribute('[data-done]', 'data-done'), 'end_turn');
     const rows = await page.$$eval('.tool', (els) => els.map((e) => [(e as HTMLElement).dataset.tool, (e as HTMLElement).dataset.status]));

@@ -14,6 +14,7 @@ import Docker from 'dockerode';
 import { createLogger, loadConfig, type Config, type Logger } from '../../core/index.js';
 import { ensureSandboxImage } from '../../daemon/runtime/image.js';
 import { LABEL_OWNER } from '../../daemon/runtime/session-manager.js';
+import { TEST_ORG_MAIL } from '../helpers/app.js';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 /** The engine the Docker tests use; the runsc pass of `npm test` points it at an engine with gVisor. */
@@ -153,7 +154,7 @@ export async function sweep(docker: Docker, owner: string): Promise<void> {
 }
 
 export function runtimeConfig(dataDir: string, image: string, env: Record<string, string> = {}): Readonly<Config> {
-  return loadConfig({ AIRLOCK_DATA_DIR: dataDir, AIRLOCK_IMAGE: image, AIRLOCK_LOG_LEVEL: 'warn', AIRLOCK_POOL_SIZE: '1', ...ENGINE_ENV, ...env });
+  return loadConfig({ AIRLOCK_DATA_DIR: dataDir, AIRLOCK_IMAGE: image, AIRLOCK_LOG_LEVEL: 'warn', AIRLOCK_POOL_SIZE: '1', ...TEST_ORG_MAIL, ...ENGINE_ENV, ...env });
 }
 
 /** Run a command in a container as `user`; returns exit code and output. */
@@ -175,8 +176,9 @@ export async function execIn(docker: Docker, containerId: string, cmd: string[],
 /**
  * A node script run inside the sandbox as a given uid: looks for a secret (passed hex-encoded
  * so the raw value is in no argv or env) in every /proc/<pid>/environ, /proc/<pid>/cmdline,
- * the writable memory of every process it may read (/proc/<pid>/mem, allowed for the same uid),
- * and every readable file under /run/airlock. Prints JSON {hits, checked}.
+ * the writable memory of every process it may read (/proc/<pid>/mem, allowed for the same uid;
+ * every readable region with SCAN_ALL=1), and every readable file under /run/airlock (or under
+ * SCAN_ROOT, /proc, /sys and /dev excluded). Prints JSON {hits, checked}.
  */
 export const SECRET_SCAN = `
 const fs = require('fs');
@@ -195,7 +197,7 @@ for (const pid of fs.readdirSync('/proc').filter((p) => /^\\d+$/.test(p))) {
     checked.mem++;
     let found = false;
     for (const line of maps) {
-      const m = /^([0-9a-f]+)-([0-9a-f]+) rw-p/.exec(line);
+      const m = (process.env.SCAN_ALL ? /^([0-9a-f]+)-([0-9a-f]+) r/ : /^([0-9a-f]+)-([0-9a-f]+) rw-p/).exec(line);
       if (!m || found) continue;
       const start = parseInt(m[1], 16), end = parseInt(m[2], 16);
       for (let at = start; at < end && !found; at += 1 << 22) {
@@ -210,11 +212,13 @@ for (const pid of fs.readdirSync('/proc').filter((p) => /^\\d+$/.test(p))) {
     if (found) hits.push(pid + '/mem');
   } catch { checked.denied++; }
 }
+const skip = new Set(['/proc', '/sys', '/dev']);
 const walk = (d) => { let es = []; try { es = fs.readdirSync(d, { withFileTypes: true }); } catch { checked.denied++; return; }
-  for (const e of es) { const p = d + '/' + e.name;
+  for (const e of es) { const p = (d === '/' ? '' : d) + '/' + e.name;
+    if (skip.has(p)) continue;
     if (e.isDirectory()) walk(p);
     else if (e.isFile()) { try { const b = fs.readFileSync(p); checked.files++; if (b.includes(needle)) hits.push(p); } catch { checked.denied++; } } } };
-walk('/run/airlock');
+walk(process.env.SCAN_ROOT || '/run/airlock');
 console.log(JSON.stringify({ hits, checked }));
 `;
 

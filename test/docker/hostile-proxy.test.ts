@@ -19,6 +19,9 @@ import { assertHostile, egressCases, proxyCases, type Placeholders } from '../he
 import { dataDir, dockerOrSkip, ensureTestImage, execIn, ROOT, runtimeConfig, sweep, uniqueOwner } from './helpers.js';
 
 const log = createLogger({ level: 'warn', destination: process.stderr });
+/** One allow-listed request written straight to the egress socket (root in the container). */
+const CONTROL = `const s = require('net').connect('/run/airlock/egress.sock'); let b = ''; s.on('data', (d) => (b += d)); s.on('close', () => process.stdout.write(b));
+s.write('GET /sheets/v4/spreadsheets/s1/values/A1 HTTP/1.1\\r\\nHost: x\\r\\nAccept: application/json\\r\\nConnection: close\\r\\n\\r\\n');`;
 const docker = await dockerOrSkip(t as unknown as Parameters<typeof dockerOrSkip>[0]);
 
 if (docker) {
@@ -90,5 +93,24 @@ if (docker) {
     // The sockets are root's (0600): the child cannot connect at all, whatever it would send.
     for (const s of socketResults) t.equal(s.error, 'EACCES', `${s.id}: EACCES`);
     t.equal(socketResults.filter((s) => s.status !== 0).length, 0, 'no answer came from either socket');
+
+    // A compromised supervisor: root in the container, on the egress socket itself, without the
+    // proxy in front. The gateway on the host (second wall) refuses every case off the session's
+    // route table (tunnels, absolute-form, other routes, methods and paths, a route of another
+    // session); the Google emulator sees nothing. Then the control: an allow-listed request passes.
+    upstream.requests.length = 0;
+    const asRoot = egressCases('/run/airlock/egress.sock', egressTarget(upstream.url)).map((e) => ({ ...e, c: { ...e.c, id: `root-${e.c.id}` } }));
+    writeFileSync(join(ws, 'root-cases.json'), JSON.stringify(asRoot.map((e) => e.c)));
+    chmodSync(join(ws, 'root-cases.json'), 0o644);
+    const rootRun = await execIn(docker, r.containerId!, ['/usr/local/bin/node', '/workspace/hostile-client.mjs', '/workspace/root-cases.json'], { user: '0', env: [`HOSTILE_PROXY_PORT=${proxyPort}`] });
+    t.equal(rootRun.code, 0, `root client ran (${rootRun.stderr.slice(0, 300)})`);
+    await new Promise((res) => setTimeout(res, 200));
+    assertHostile(t, asRoot, JSON.parse(rootRun.stdout) as HostileResult[], upstream.requests);
+    t.same(upstream.requests, [], 'the Google emulator saw nothing of the compromised supervisor');
+    const control = await execIn(docker, r.containerId!, ['/usr/local/bin/node', '-e', CONTROL], { user: '0' });
+    t.match(control.stdout, /^HTTP\/1\.1 200 /, 'an allow-listed request of its own session passes the gateway');
+    t.equal(upstream.requests.length, 1);
+    t.equal(upstream.requests[0].headers.authorization, 'Bearer ya29.real-hostile', 'the token was injected on the host');
+    t.notMatch(control.stdout, /ya29\.real-hostile/, 'and does not come back into the sandbox');
   });
 }

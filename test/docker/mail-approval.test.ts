@@ -5,8 +5,11 @@
  * upstream; "ask" sends wait for the user's decision, which comes as an approval_request in the
  * turn: approved arrives, denied and timed out never do; "for this recipient" lets the next send
  * to the same recipient through without asking. Every hold and proxied request is in the audit.
+ * The red team's ambiguous messages (test/helpers/mail-hostile.ts) are refused from inside the
+ * sandbox too (ERR_MAIL_AMBIGUOUS), with no question and nothing upstream.
  */
 import t from 'tap';
+import { HOSTILE_MAILS, hostileMessage, rawTwiceBody } from '../helpers/mail-hostile.js';
 import { copyFileSync, chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -114,6 +117,10 @@ if (docker) {
       { id: 'ask-timeout', raw: msg('To: bob@partner.example\r\nSubject: let it time out') },
       { id: 'ask-recipient', raw: msg('To: carol@partner.example\r\nSubject: approve for recipient') },
       { id: 'recipient-again', raw: msg('To: carol@partner.example\r\nSubject: carol again') },
+      // The red team's categories (test/helpers/mail-hostile.ts), posted by the child's uid: each
+      // refused as ambiguous before anyone is asked, nothing upstream.
+      ...HOSTILE_MAILS.map((h, i) => ({ id: `hostile-${i}`, raw: hostileMessage(h) })),
+      { id: 'raw-twice', body: rawTwiceBody() },
     ];
     const ws = join(dir, 'workspaces', String(user.id));
     writeFileSync(join(ws, 'mail-cases.json'), JSON.stringify(cases));
@@ -129,7 +136,7 @@ if (docker) {
       allowed: [200, null],
       blocked: [403, 'ERR_MAIL_BLOCKED'],
       'bcc-folded': [403, 'ERR_MAIL_BLOCKED'],
-      'group-quoted': [403, 'ERR_MAIL_BLOCKED'],
+      'group-quoted': [400, 'ERR_MAIL_AMBIGUOUS'],
       unparseable: [400, 'ERR_MAIL_UNPARSEABLE'],
       'extra-field': [400, 'ERR_MAIL_UNPARSEABLE'],
       'ask-approved': [200, null],
@@ -139,6 +146,8 @@ if (docker) {
       'recipient-again': [200, null],
     };
     for (const [id, [status, code]] of Object.entries(expect)) t.same([results[id]?.status, results[id]?.code], [status, code], id);
+    HOSTILE_MAILS.forEach((h, i) => t.same([results[`hostile-${i}`]?.status, results[`hostile-${i}`]?.code], [400, 'ERR_MAIL_AMBIGUOUS'], `from inside the sandbox: ${h.name}`));
+    t.same([results['raw-twice']?.status, results['raw-twice']?.code], [400, 'ERR_MAIL_AMBIGUOUS'], 'from inside the sandbox: "raw" twice');
 
     // Only what was allowed or approved reached the upstream, with the real token.
     const sent = upstream.requests.filter((r) => r.path === '/gmail/v1/users/me/messages/send');

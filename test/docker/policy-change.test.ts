@@ -76,7 +76,7 @@ if (docker) {
     const a3 = await turn('s-u', u.id);
     t.equal(a3.stop_reason, 'end_turn', a3.error?.message ?? 'turn');
     t.not(a3.containerId, a1.containerId, 'a new sandbox');
-    t.equal(a3.notices.length, 1, 'the user is told');
+    t.same(a3.notices, [], 'no notice: the new sandbox gets the stored conversation from the chat route');
     t.equal(await offersMail('s-u', u.id), false, 'the new agent runs under the new policy (no send_email)');
     await t.rejects(docker.getContainer(a1.containerId!).inspect(), { statusCode: 404 } as unknown as Error, 'the old sandbox is removed');
     t.ok(ended.includes('s-u policy changed'), 'the lifecycle heard why');

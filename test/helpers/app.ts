@@ -39,8 +39,15 @@ export function tempDir(t: { teardown(fn: () => void): void }, prefix = 'airlock
   return dir;
 }
 
+/**
+ * The test servers' organisation mails within its own domain, example.test, as a company allows
+ * its own domain (AIRLOCK_MAIL_ALLOW_DOMAINS, docs/proxy.md#send-policy); any other recipient is
+ * asked about under the default (`ask`). Tests of the send policy set their own.
+ */
+export const TEST_ORG_MAIL: Readonly<Record<string, string>> = { AIRLOCK_MAIL_ALLOW_DOMAINS: 'example.test' };
+
 export function testConfig(dataDir: string, env: Record<string, string> = {}): Readonly<Config> {
-  return loadConfig({ AIRLOCK_DATA_DIR: dataDir, AIRLOCK_PORT: '0', AIRLOCK_LOG_LEVEL: 'debug', ...TEST_SECRETS, ...env });
+  return loadConfig({ AIRLOCK_DATA_DIR: dataDir, AIRLOCK_PORT: '0', AIRLOCK_LOG_LEVEL: 'debug', ...TEST_SECRETS, ...TEST_ORG_MAIL, ...env });
 }
 
 /**

@@ -187,16 +187,36 @@ export function proxyCases(ph: Placeholders): HostileEntry[] {
 }
 
 /** Hostile heads against the daemon's egress socket (run as root on the host: the child cannot even connect). */
+/**
+ * What a compromised supervisor (root in the container) could send the egress gateway directly,
+ * without the proxy in front: tunnels, absolute-form targets, paths and methods off the session's
+ * route table, malformed heads. The gateway (second wall) refuses every one; nothing is forwarded.
+ */
 export function egressCases(socketPath: string, allowed: string): HostileEntry[] {
   const out: HostileEntry[] = [];
-  const unix = (id: string, data: string, status: number) => out.push({ c: { id, kind: 'unix', path: socketPath, data }, expect: { status, forwarded: false } });
-  for (const [i, target] of ['evil.example:443', '127.0.0.1:22', '169.254.169.254:80', '[::1]:80', 'localhost:80', `${allowed.split(':')[0]}:1`, '0:80', '127.1:80', '2130706433:80', `${allowed}@evil.example:80`].entries()) {
-    unix(`egress-deny-${i}`, `CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`, 403);
+  const unix = (id: string, data: string, status: number, code?: string) => out.push({ c: { id, kind: 'unix', path: socketPath, data }, expect: { status, forwarded: false, ...(code ? { code } : {}) } });
+  for (const [i, target] of ['evil.example:443', '127.0.0.1:22', '169.254.169.254:80', '[::1]:80', 'localhost:80', allowed, `${allowed.split(':')[0]}:1`, '0:80', '127.1:80', '2130706433:80', `${allowed}@evil.example:80`, 'gmail.googleapis.com:443'].entries()) {
+    unix(`egress-connect-${i}`, `CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`, 403, 'ERR_EGRESS_DENIED');
   }
-  unix('egress-get', `GET http://${allowed}/ HTTP/1.1\r\nHost: ${allowed}\r\n\r\n`, 403);
+  const head = (method: string, target: string, extra = '') => `${method} ${target} HTTP/1.1\r\nHost: x\r\nAccept: case=egress\r\n${extra}content-length: 0\r\n\r\n`;
+  unix('egress-absolute', head('GET', `http://${allowed}/drive/v3/files`), 403, 'ERR_EGRESS_DENIED');
+  unix('egress-absolute-route', head('GET', `http://${allowed}/search/drive/v3/files`), 403, 'ERR_EGRESS_DENIED');
+  unix('egress-asterisk', head('OPTIONS', '*'), 403, 'ERR_EGRESS_DENIED');
+  unix('egress-other-path', head('POST', '/gmail/gmail/v1/users/me/drafts'), 403, 'ERR_EGRESS_DENIED');
+  unix('egress-mail-get', head('GET', MAIL), 403, 'ERR_EGRESS_DENIED');
+  unix('egress-sheets-delete', head('DELETE', '/sheets/v4/spreadsheets/s1/values/A1'), 403, 'ERR_EGRESS_DENIED');
+  unix('egress-sheets-batch', head('POST', '/sheets/v4/spreadsheets/s1:batchUpdate'), 403, 'ERR_EGRESS_DENIED');
+  unix('egress-no-route', head('GET', '/admin/api/users'), 403, 'ERR_EGRESS_DENIED');
+  // The host route belongs to other sessions (those with an agent token), not this one.
+  unix('egress-other-session-route', head('GET', '/host/api/agent/memories'), 403, 'ERR_EGRESS_DENIED');
+  unix('egress-walk', head('GET', '/search/drive/v3/files/..%2F..%2Fadmin'), 403, 'ERR_EGRESS_DENIED');
+  unix('egress-dotdot', head('GET', '/search/drive/v3/../../admin'), 403, 'ERR_EGRESS_DENIED');
+  unix('egress-override', head('POST', MAIL, 'X-HTTP-Method-Override: DELETE\r\n'), 403, 'ERR_EGRESS_DENIED');
+  unix('egress-query-post', head('POST', `${MAIL}?uploadType=media`), 403, 'ERR_EGRESS_DENIED');
+  unix('egress-upgrade', `GET /search/drive/v3/files HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n`, 403, 'ERR_EGRESS_DENIED');
   unix('egress-garbage', 'hello\r\n\r\n', 400);
-  unix('egress-huge-head', `CONNECT ${allowed} HTTP/1.1\r\nX: ${'a'.repeat(9000)}`, 400);
-  unix('egress-lf-only', `CONNECT evil.example:443 HTTP/1.1\nHost: x\n\n`, 0);
+  unix('egress-huge-head', `GET /search/drive/v3/files HTTP/1.1\r\nX: ${'a'.repeat(17000)}`, 400);
+  unix('egress-lf-only', `CONNECT evil.example:443 HTTP/1.1\nHost: x\n\n`, -1);
   return out;
 }
 

@@ -1,7 +1,8 @@
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { createLogger, type Logger } from '../../core/index.js';
-import { EgressGatewayService, egressTarget } from '../../daemon/egress.js';
+import { EgressGatewayService } from '../../daemon/egress.js';
+import type { EgressHandle } from '../../core/index.js';
 import { buildProfile, buildRoutes, ROUTE_ENV } from '../../daemon/overlay.js';
 import { start as startUpstream, type FakeUpstream } from '../../emulator/fake-upstream.js';
 import { startCredentialProxy, type ProxyDecision, type RunningProxy } from '../../proxy/index.js';
@@ -12,8 +13,10 @@ export interface ProxyRig {
   proxy: RunningProxy;
   base: string;
   socketPath: string;
-  /** Real tokens by env name (mutable: rotation). */
+  /** Real tokens by env name, as the gateway got them at open (rotate with `gateway.setTokens`). */
   tokens: Record<string, string>;
+  /** The session's egress gateway (the second wall: it holds the tokens). */
+  gateway: EgressHandle;
   placeholders: Record<string, string>;
   logs: LogSink;
   proxyLogs: string[];
@@ -25,7 +28,7 @@ export interface ProxyRig {
 export const REAL_ACCESS = 'ya29.REAL-access-token-0123456789abcdefABCDEF';
 export const REAL_MODEL_KEY = 'sk-REAL-model-key-0123456789abcdef';
 
-/** Fake upstream + egress gateway on a temp unix socket + proxy on 127.0.0.1:0, torn down with t. */
+/** Fake upstream + egress gateway (holding the real tokens) on a temp unix socket + proxy on 127.0.0.1:0, torn down with t. */
 export async function startProxyRig(t: { teardown(fn: () => unknown): void }, opts: { provider?: 'openai' | 'anthropic' } = {}): Promise<ProxyRig> {
   const upstream = await startUpstream();
   t.teardown(() => upstream.close());
@@ -33,7 +36,8 @@ export async function startProxyRig(t: { teardown(fn: () => unknown): void }, op
   const socketPath = join(dir, 'egress.sock');
   const logs = logSink();
   const log = createLogger({ level: 'debug', destination: logs.stream });
-  const gateway = new EgressGatewayService({ log });
+  // The fake upstream echoes the credential it saw when asked by this header (scrubber tests).
+  const gateway = new EgressGatewayService({ log, extraRequestHeaders: ['x-test-echo'] });
   const provider = opts.provider ?? 'openai';
   const routes = buildRoutes({
     google: { mailBaseUrl: upstream.url, sheetsBaseUrl: upstream.url, driveBaseUrl: upstream.url },
@@ -41,30 +45,28 @@ export async function startProxyRig(t: { teardown(fn: () => unknown): void }, op
     hasAccountToken: true,
     hasModelKey: true,
   });
-  const handle = await gateway.open('sess-test-1', socketPath, [...new Set(routes.map((r) => egressTarget(r.upstream)))]);
-  t.teardown(() => handle.close());
   const tokens: Record<string, string> = {
     MAIL_ACCESS_TOKEN: REAL_ACCESS,
     SHEETS_ACCESS_TOKEN: REAL_ACCESS,
     SEARCH_ACCESS_TOKEN: REAL_ACCESS,
     MODEL_API_KEY_REAL: REAL_MODEL_KEY,
   };
+  const handle = await gateway.open('sess-test-1', socketPath, { userId: 1, routes, tokens });
+  t.teardown(() => handle.close());
   const placeholders: Record<string, string> = {};
   for (const r of routes) placeholders[r.placeholder_env] = `ph-${r.name}-` + Math.random().toString(36).slice(2) + Date.now().toString(36);
   const proxyLogs: string[] = [];
   const decisions: ProxyDecision[] = [];
   const proxy = await startCredentialProxy({
     profile: buildProfile('sess-test-1', 0, routes),
-    getToken: (n) => tokens[n],
     getPlaceholder: (n) => placeholders[n],
     egressSocket: socketPath,
-    // The fake upstream echoes the credential it saw when asked by this header (scrubber tests).
     extraRequestHeaders: ['x-test-echo'],
     log: (level, msg, data) => proxyLogs.push(JSON.stringify({ level, msg, ...data })),
     onDecision: (d) => decisions.push(d),
   });
   t.teardown(() => proxy.close());
-  return { upstream, proxy, base: `http://127.0.0.1:${proxy.port}`, socketPath, tokens, placeholders, logs, proxyLogs, decisions, log };
+  return { upstream, proxy, base: `http://127.0.0.1:${proxy.port}`, socketPath, tokens, gateway: handle, placeholders, logs, proxyLogs, decisions, log };
 }
 
 export { ROUTE_ENV };

@@ -151,6 +151,7 @@ t.test('cancel during a stalled model stream aborts the request: cancelled, not 
   t.same(events, [{ type: 'text_delta', text: 'thinking' }]);
   const next = await runner.runTurn({ userId: 1, sessionId: 's4', turnId: 't2', prompt: 'again', signal: new AbortController().signal, onEvent: () => undefined });
   t.equal(next.stop_reason, 'end_turn', 'the session goes on');
-  t.same(model.requests[1].body.messages.map((m: any) => m.role), ['user'], 'the cancelled prompt and the new one merge into one user message');
-  t.equal(model.requests[1].body.messages[0].content.length, 2);
+  // The stopped answer stays in the conversation, with what the user saw of it and a marker.
+  t.same(model.requests[1].body.messages.map((m: any) => m.role), ['user', 'assistant', 'user'], 'prompt, stopped answer, new prompt');
+  t.match(JSON.stringify(model.requests[1].body.messages[1].content), /thinking.*The user stopped this answer here/);
 });

@@ -43,9 +43,10 @@ t.test('anthropic: 500, malformed stream, in-stream error and stall each end wit
   const h = await startChatHarness(t, { provider: 'anthropic', childEnv: { AGENT_MODEL_TIMEOUT_S: '1' } });
   const c = await h.login('bob');
   const cases = [
-    { step: { kind: 'error' as const, status: 500, times: 3 }, code: 'ERR_MODEL_HTTP' },
+    { step: { kind: 'error' as const, status: 500, times: 4 }, code: 'ERR_MODEL_HTTP' },
     { step: { kind: 'malformed' as const }, code: 'ERR_MODEL_STREAM' },
-    { step: { kind: 'stream_error' as const }, code: 'ERR_MODEL_STREAM' },
+    // An in-stream overloaded_error is retried (3 retries): it persists for all 4 requests here.
+    { step: { kind: 'stream_error' as const, times: 4 }, code: 'ERR_MODEL_STREAM' },
     { step: { kind: 'stall' as const, text: 'hmm' }, code: 'ERR_MODEL_TIMEOUT' },
   ];
   let sid: string | undefined;

@@ -28,7 +28,7 @@ for (const [name, env, want] of cases) {
 /**
  * Retries through the SDK-based adapters, for both providers: a 429 with Retry-After: 1 on the
  * first model request is waited out and retried (it used to end the turn with ERR_MODEL_HTTP);
- * a Retry-After past the stall timeout is not waited for; a 5xx that persists ends the turn after
+ * a Retry-After past AGENT_MODEL_RETRY_AFTER_MAX_S (30 s) is not waited for; a 5xx that persists ends the turn after
  * the retries; a 400 is not retried.
  */
 for (const provider of ['openai', 'anthropic'] as const) {
@@ -53,14 +53,19 @@ for (const provider of ['openai', 'anthropic'] as const) {
     const n1 = h.model.requests.length;
     const late = await streamTurn(c, { message: 'a long Retry-After', session_id: sid });
     t.match(late.events[late.events.length - 1], { type: 'done', stop_reason: 'error', error: { code: 'ERR_MODEL_HTTP' } });
-    t.equal(h.model.requests.length - n1, 1, 'a wait past the stall timeout is not taken');
+    t.equal(h.model.requests.length - n1, 1, 'a wait past the cap is not taken');
     t.equal(h.model.clearScript(), 1);
 
-    h.model.push({ kind: 'error', status: 503, times: 3 }, { kind: 'reply', text: 'never asked' });
+    h.model.push({ kind: 'error', status: 503, times: 4 }, { kind: 'reply', text: 'never asked' });
     const n2 = h.model.requests.length;
     const down = await streamTurn(c, { message: 'the model is down', session_id: sid });
     t.match(down.events[down.events.length - 1], { type: 'done', stop_reason: 'error', error: { code: 'ERR_MODEL_HTTP' } });
-    t.equal(h.model.requests.length - n2, 3, 'the first request and two retries');
+    t.equal(h.model.requests.length - n2, 4, 'the first request and three retries');
+    t.same(
+      down.events.filter((e) => e.type === 'status').map((e) => [e.attempt, e.of]),
+      [[1, 3], [2, 3], [3, 3]],
+      'each retry was shown in the stream',
+    );
     t.equal(h.model.clearScript(), 1);
 
     h.model.push({ kind: 'error', status: 400 }, { kind: 'reply', text: 'never asked' });

@@ -23,7 +23,7 @@ t.test(`chat store on ${TEST_ENGINE}`, async (t) => {
   const ids = ['t-c', 't-a', 't-b'];
   for (const [i, id] of ids.entries()) await chat.startTurn(db, s.id, id, `prompt ${i}`);
   t.same((await chat.messages(db, s.id)).map((m) => m.turn_id), ids, 'oldest first, in start order');
-  t.equal((await chat.lastTurn(db, s.id))?.id, 't-b');
+  t.same(await chat.placeTurn(db, s.id), { parent: 't-b', head: 't-b' }, 'a new turn continues the head');
   // The admin audit page finds a turn's session and owner by the turn id alone.
   t.same(await chat.turnOwner(db, 't-a'), { session_id: s.id, title: s.title, user_id: ann.id, username: 'ann' });
   t.equal(await chat.turnOwner(db, 'no-such-turn'), undefined);

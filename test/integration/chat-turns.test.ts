@@ -118,7 +118,7 @@ t.test('deleting a chat stops its running turn', async (t) => {
   h.model.clearScript();
 });
 
-t.test('regenerate and edit replace only the last turn', async (t) => {
+t.test('regenerate and edit make a sibling branch; the old turn stays and can be shown again', async (t) => {
   const c = await h.login('xena');
   h.model.push({ kind: 'reply', text: 'one' }, { kind: 'reply', text: 'two' });
   const first = await streamTurn(c, { message: 'first' });
@@ -126,9 +126,6 @@ t.test('regenerate and edit replace only the last turn', async (t) => {
   const second = await streamTurn(c, { message: 'second', session_id: sid });
   const t1 = first.events.at(-1).turn_id;
   const t2 = second.events.at(-1).turn_id;
-  const notLast = await streamTurn(c, { message: 'first again', session_id: sid, replaces_turn_id: t1 });
-  t.equal(notLast.status, 409);
-  t.equal(notLast.error.error.code, 'ERR_CHAT_REPLACE_NOT_LAST');
   h.model.push({ kind: 'reply', text: 'two, edited' });
   const edited = await streamTurn(c, { message: 'second (edited)', session_id: sid, replaces_turn_id: t2 });
   t.match(edited.events.at(-1), { type: 'done', stop_reason: 'end_turn' });
@@ -140,7 +137,14 @@ t.test('regenerate and edit replace only the last turn', async (t) => {
       ['second (edited)', 'two, edited'],
     ],
   );
+  t.same(turns[1].siblings, [t2, edited.events.at(-1).turn_id], 'the edited turn is a sibling of the old one');
+  t.same(turns[0].siblings, [t1]);
   t.ok(turns.every((x: any) => typeof x.started_at === 'string' && typeof x.ended_at === 'string'), 'each message has its time');
-  // The replaced turn's events are gone too.
-  t.equal((await readEvents(c, sid, t2, 0)).status, 404);
+  // The replaced turn is kept: its events replay, and its branch can be shown again.
+  t.equal((await readEvents(c, sid, t2, 0)).status, 200);
+  const back = await c.json('POST', `/api/chat/sessions/${sid}/branch`, { turn_id: t2 });
+  t.same(back.body.turns.map((x: any) => x.text), ['one', 'two']);
+  const bad = await c.json('POST', `/api/chat/sessions/${sid}/branch`, { turn_id: 'nope' });
+  t.equal(bad.status, 404);
+  t.equal(bad.body.error.code, 'ERR_CHAT_TURN_NOT_FOUND');
 });

@@ -109,7 +109,7 @@ t.test('model failures end the turn with one done, stop_reason error and a coded
   const h = await startChatHarness(t, { childEnv: { AGENT_MODEL_TIMEOUT_S: '1' } });
   const c = await h.login('carol');
   const cases = [
-    { step: { kind: 'error' as const, status: 500, times: 3 }, code: 'ERR_MODEL_HTTP' },
+    { step: { kind: 'error' as const, status: 500, times: 4 }, code: 'ERR_MODEL_HTTP' },
     { step: { kind: 'malformed' as const }, code: 'ERR_MODEL_STREAM' },
     { step: { kind: 'stall' as const, text: 'thinking…' }, code: 'ERR_MODEL_TIMEOUT' },
   ];

@@ -12,7 +12,8 @@ import { ssoLogin, type SsoSetup } from '../helpers/identity.js';
 
 /**
  * The newcomer's path over HTTP, exactly: start the demo, log in as the demo user with the
- * printed password, ask for a chart of the sample spreadsheet emailed to someone, read that
+ * printed password, ask for a chart of the sample spreadsheet emailed to someone, approve the
+ * send on its approval card (the default send policy asks about any domain not allowed), read that
  * mail with its inline chart in the emulator's mailbox (JSON and the HTML page).
  */
 
@@ -59,8 +60,18 @@ t.test('airlock demo: log in, chart the sample spreadsheet, read the mail in the
   t.equal(account.status, 200);
   t.match(JSON.stringify(account.body), /demo@example\.com/, 'the workspace account is connected');
 
-  const turn = await streamTurn(c, { message: 'chart the sample spreadsheet and email it to someone@example.com' });
+  // The default send policy asks about every domain not allowed: the demo shows the approval card
+  // for someone@example.com once, and the user approves it for this recipient.
+  const asked: any[] = [];
+  const turn = await streamTurn(c, { message: 'chart the sample spreadsheet and email it to someone@example.com' }, async (e, _all, sid) => {
+    if (e.type !== 'approval_request') return;
+    asked.push(e);
+    const r = await c.json('POST', `/api/chat/sessions/${sid}/approvals/${e.approval_id}`, { decision: 'approve', scope: 'recipient' });
+    t.equal(r.status, 200, `approved: ${JSON.stringify(r.body)}`);
+  });
   t.equal(turn.status, 200, JSON.stringify(turn.error ?? ''));
+  t.same(asked.map((e) => e.ask), [['someone@example.com']], 'one approval card, for the outside recipient');
+  t.match(turn.events.find((e) => e.type === 'approval_result'), { decision: 'approved', scope: 'recipient' });
   const done = turn.events.at(-1);
   t.equal(done?.type, 'done');
   t.equal(done?.stop_reason, 'end_turn', JSON.stringify(done));

@@ -18,12 +18,12 @@ import { randomUUID } from 'node:crypto';
 import type { TurnRequest, TurnResult, TurnRunner } from '../../core/index.js';
 import { CALL_ID_HEADER, type SessionProfile } from '../../core/sandbox-protocol.js';
 import { buildRoutes, buildProfile, serverMailPolicy } from '../../daemon/overlay.js';
-import { EgressGatewayService, egressTarget } from '../../daemon/egress.js';
+import { EgressGatewayService } from '../../daemon/egress.js';
 import { MailGate } from '../../daemon/mail-gate.js';
 import { queryActionLog } from '../../domain/action-log.js';
 import { mailPolicyFor } from '../../domain/mail.js';
 import { start as startUpstream, type FakeUpstream } from '../../emulator/fake-upstream.js';
-import { startCredentialProxy, type MailRelease, type ProxyDecision } from '../../proxy/index.js';
+import { startCredentialProxy, type ProxyDecision } from '../../proxy/index.js';
 import type { WebServices } from '../../web/index.js';
 import { addUser, startTestApp, tempDir, type TestApp } from '../helpers/app.js';
 import { streamTurn } from '../helpers/chat.js';
@@ -105,19 +105,24 @@ async function startRig(t: Test, env: Record<string, string>): Promise<Rig> {
   const routes = buildRoutes({ google: { mailBaseUrl: upstream.url, sheetsBaseUrl: upstream.url, driveBaseUrl: upstream.url }, model: { provider: 'openai', baseUrl: upstream.url }, hasAccountToken: true, hasModelKey: true });
   const socketPath = join(tempDir(t, 'airlock-gate-'), 'egress.sock');
   const egress = new EgressGatewayService({ log: app.log });
-  const handle = await egress.open('gate-test', socketPath, [...new Set(routes.map((r) => egressTarget(r.upstream)))]);
+  const session = () => ({ sessionId: current!.sessionId, userId: current!.userId });
+  // The gateway holds the token and decides every send on the host, as the session manager wires it.
+  const handle = await egress.open('gate-test', socketPath, {
+    userId: 0,
+    routes,
+    tokens: { MAIL_ACCESS_TOKEN: TOKEN, SHEETS_ACCESS_TOKEN: TOKEN, SEARCH_ACCESS_TOKEN: TOKEN, MODEL_API_KEY_REAL: TOKEN },
+    mailPolicy: serverMailPolicy(app.config),
+    hold: (h) => gate.hold({ ...session(), turn: current }, h),
+    currentTurn: () => current?.turnId ?? null,
+  });
   t.teardown(() => handle.close());
   const profile: SessionProfile = buildProfile('gate-test', 0, routes);
-  const session = () => ({ sessionId: current!.sessionId, userId: current!.userId });
   const proxy = await startCredentialProxy({
     profile,
-    getToken: () => TOKEN,
     getPlaceholder: (n) => (n === 'MAIL_API_KEY' ? placeholder : undefined),
     egressSocket: socketPath,
-    // The policy the session start hands the proxy (the user's; every user here has the server's).
+    // The policy the session start hands the proxy (its first wall; every user here has the server's).
     mailPolicy: serverMailPolicy(app.config),
-    // What the supervisor relays (mail_hold) and hands back (mail_release, its code one of the proxy's).
-    holdMail: async (h) => (await gate.hold({ ...session(), turn: current }, { type: 'mail_hold', hold_id: randomUUID(), ...h })) as MailRelease,
     onDecision: (d) => {
       proxyDecisions.push(d);
       gate.proxied(session(), d);

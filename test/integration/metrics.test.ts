@@ -1,5 +1,6 @@
 import t from 'tap';
-import { connect, createServer, type AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
+import { createServer as createHttpServer } from 'node:http';
 import { join } from 'node:path';
 import { createLogger } from '../../core/index.js';
 import { serve } from '../../daemon/serve.js';
@@ -20,8 +21,8 @@ function value(text: string, name: string, labels: Record<string, string> = {}):
   return 0;
 }
 
-/** Send one CONNECT over the egress socket; resolve with the status line. */
-function connectVia(sock: string, target: string): Promise<string> {
+/** Send one request head over the egress socket; resolve with the status line. */
+function sendVia(sock: string, head: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const c = connect(sock);
     let buf = '';
@@ -33,7 +34,7 @@ function connectVia(sock: string, target: string): Promise<string> {
       }
     });
     c.on('error', reject);
-    c.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`);
+    c.write(head);
   });
 }
 
@@ -57,16 +58,17 @@ t.test('/metrics: logins, egress decisions by outcome, process metrics; no secre
   t.equal((await c.login('mia', 'wrong-password')).status, 401);
   t.equal((await c.login('mia', 'mia-password-1')).status, 200);
 
-  // An egress socket that allows one local target; another target is refused.
-  const upstream = createServer((s) => s.end());
+  // An egress socket with one route to a local upstream; a CONNECT is refused, the route's request passes.
+  const upstream = createHttpServer((_q, r) => r.end('{}'));
   await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
-  t.teardown(() => new Promise((r) => upstream.close(r)));
-  const allowed = `127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+  t.teardown(() => new Promise((r) => { upstream.closeAllConnections(); upstream.close(r); }));
+  const base = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
   const sock = join(dir, 'egress.sock');
-  const h = await d.egressGateway.open('sess-metrics', sock, [allowed]);
+  const route = { name: 'search', prefix: '/search', allow: [{ method: 'GET', path: '/search/drive/v3/files' }], upstream: base, rewrite: { from: '/search/', to: '/' }, placeholder_env: 'P', token_ref: '${T}', base_url_env: 'B' };
+  const h = await d.egressGateway.open('sess-metrics', sock, { userId: 1, routes: [route], tokens: { T: 'real-metrics-token-0123456789' } });
   t.teardown(() => h.close());
-  t.match(await connectVia(sock, 'evil.example:443'), / 403 /, 'not on the allow-list: refused');
-  t.match(await connectVia(sock, allowed), / 200 /, 'on the allow-list: tunnelled');
+  t.match(await sendVia(sock, 'CONNECT evil.example:443 HTTP/1.1\r\nHost: evil.example:443\r\n\r\n'), / 403 /, 'a tunnel: refused');
+  t.match(await sendVia(sock, 'GET /search/drive/v3/files HTTP/1.1\r\nHost: x\r\n\r\n'), / 200 /, 'on the route table: forwarded');
 
   const after = await scrape();
   t.equal(value(after, 'airlock_logins_total', { outcome: 'ok' }), 1, 'login ok counted');

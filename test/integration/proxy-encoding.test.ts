@@ -7,7 +7,7 @@ import { createLogger } from '../../core/index.js';
 import { EgressGatewayService } from '../../daemon/egress.js';
 import { buildProfile } from '../../daemon/overlay.js';
 import { SCRUBBED, startCredentialProxy, type ProxyDecision } from '../../proxy/index.js';
-import { tempDir } from '../helpers/app.js';
+import { logSink, tempDir } from '../helpers/app.js';
 import { outcomeOf, rawRequest } from '../helpers/proxy-rig.js';
 
 /**
@@ -35,7 +35,7 @@ async function dribble(res: ServerResponse, data: Buffer): Promise<void> {
   res.end();
 }
 
-async function start(t: Tap): Promise<{ base: string; up: Upstream; decisions: ProxyDecision[]; logs: string[] }> {
+async function start(t: Tap): Promise<{ base: string; up: Upstream; decisions: ProxyDecision[]; logs: { join(sep: string): string; gateway(): Record<string, unknown>[] } }> {
   let release: () => void = () => {};
   const released = () => new Promise<void>((r) => (release = r));
   const seen: IncomingMessage[] = [];
@@ -90,13 +90,10 @@ async function start(t: Tap): Promise<{ base: string; up: Upstream; decisions: P
   t.teardown(() => new Promise<void>((r) => { srv.closeAllConnections(); srv.close(() => r()); }));
   const port = (srv.address() as AddressInfo).port;
   const sock = join(tempDir(t, 'airlock-proxy-enc-'), 'egress.sock');
-  const gw = new EgressGatewayService({ log: createLogger({ level: 'silent' }) });
-  const h = await gw.open('enc', sock, [`127.0.0.1:${port}`]);
-  t.teardown(() => h.close());
-  const decisions: ProxyDecision[] = [];
-  const logs: string[] = [];
-  const proxy = await startCredentialProxy({
-    profile: buildProfile('enc', 0, [
+  // The gateway decodes and scrubs (it holds the token): its log lines are the ones read below.
+  const gwLogs = logSink();
+  const gw = new EgressGatewayService({ log: createLogger({ level: 'debug', destination: gwLogs.stream }) });
+  const routes = [
       {
         name: 'up',
         prefix: '/up',
@@ -107,15 +104,21 @@ async function start(t: Tap): Promise<{ base: string; up: Upstream; decisions: P
         token_ref: '${T}',
         base_url_env: 'B',
       },
-    ]),
-    getToken: () => REAL,
+    ];
+  // The gateway decodes and scrubs on the host (it holds the token).
+  const h = await gw.open('enc', sock, { userId: 1, routes, tokens: { T: REAL } });
+  t.teardown(() => h.close());
+  const decisions: ProxyDecision[] = [];
+  const logs: string[] = [];
+  const proxy = await startCredentialProxy({
+    profile: buildProfile('enc', 0, routes),
     getPlaceholder: () => PH,
     egressSocket: sock,
     onDecision: (d) => decisions.push(d),
     log: (level, msg, data) => logs.push(JSON.stringify({ level, msg, ...data })),
   });
   t.teardown(() => proxy.close());
-  return { base: `http://127.0.0.1:${proxy.port}`, up: { seen, release: () => release() }, decisions, logs };
+  return { base: `http://127.0.0.1:${proxy.port}`, up: { seen, release: () => release() }, decisions, logs: { join: (sep: string) => [...logs, ...gwLogs.lines].join(sep), gateway: () => gwLogs.lines.map((l) => JSON.parse(l) as Record<string, unknown>) } };
 }
 
 type Tap = { teardown(fn: () => unknown): void };
@@ -135,7 +138,7 @@ t.test('gzip, x-gzip, deflate, br and stacked codings: the child gets the decode
   }
   t.ok(up.seen.every((q) => q.headers['accept-encoding'] === 'identity' && q.headers.authorization === `Bearer ${REAL}`), 'identity asked for, real token injected');
   t.same(decisions.map((d) => d.outcome), Array(5).fill('forwarded'));
-  const lines = logs.map((l) => JSON.parse(l)).filter((l) => l.msg === 'proxy request');
+  const lines = logs.gateway().filter((l) => l.msg === 'egress forwarded');
   t.same(lines.map((l) => [l.decoded, l.scrubbed]), [[['gzip'], 1], [['x-gzip'], 1], [['deflate'], 1], [['br'], 1], [['deflate', 'gzip'], 1]], 'decoded codings and scrub counts logged');
   t.notOk(logs.join('\n').includes(REAL), 'no token in the logs');
 
@@ -165,8 +168,10 @@ t.test('a body that is not what its content-encoding says is cut off, never pass
   t.comment(`child received ${r.text.length} bytes`);
   t.notOk(r.text.includes(REAL), 'the raw token never reaches the child');
   t.notOk(r.text.includes('hello'), 'nor any undecoded byte');
-  t.notMatch(r.text, /\r\n0\r\n\r\n$/, 'no cleanly ended body: the child sees a broken response');
-  t.same(decisions.map(outcomeOf), [{ route: 'up', outcome: 'upstream_error', status: 200, code: 'ERR_PROXY_UPSTREAM_ENCODING' }]);
+  // The gateway decodes before it sends the headers: the child gets the coded refusal, nothing of the body.
+  t.equal(r.status, 502);
+  t.match(r.text, /ERR_PROXY_UPSTREAM_ENCODING/);
+  t.same(decisions.map(outcomeOf), [{ route: 'up', outcome: 'upstream_error', status: 502, code: 'ERR_PROXY_UPSTREAM_ENCODING' }]);
 });
 
 t.test('a compressed model stream that pauses is not held back by the decoder', async (t) => {

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { join } from 'node:path';
 import { createLogger } from '../../core/index.js';
-import { EgressGatewayService, egressTarget } from '../../daemon/egress.js';
+import { EgressGatewayService } from '../../daemon/egress.js';
 import { buildProfile, buildRoutes, ROUTE_ENV } from '../../daemon/overlay.js';
 import { SPREADSHEET_MIME, start as startGoogle } from '../../emulator/google.js';
 import { startCredentialProxy, type ProxyDecision } from '../../proxy/index.js';
@@ -35,14 +35,13 @@ t.test('tool-built URLs with % in the Drive query and / in the sheet name pass, 
   });
   const socketPath = join(tempDir(t, 'airlock-proxy-tools-'), 'egress.sock');
   const gateway = new EgressGatewayService({ log: createLogger({ level: 'silent' }) });
-  const egress = await gateway.open('sess-tools', socketPath, [...new Set(routes.map((r) => egressTarget(r.upstream)))]);
+  const egress = await gateway.open('sess-tools', socketPath, { userId: 1, routes, tokens: { MAIL_ACCESS_TOKEN: REAL, SHEETS_ACCESS_TOKEN: REAL, SEARCH_ACCESS_TOKEN: REAL } });
   t.teardown(() => egress.close());
   const placeholders: Record<string, string> = {};
   for (const r of routes) placeholders[r.placeholder_env] = `ph-${r.name}-${Math.random().toString(36).slice(2)}`;
   const decisions: ProxyDecision[] = [];
   const proxy = await startCredentialProxy({
     profile: buildProfile('sess-tools', 0, routes),
-    getToken: () => REAL,
     getPlaceholder: (n) => placeholders[n],
     egressSocket: socketPath,
     onDecision: (d) => decisions.push(d),

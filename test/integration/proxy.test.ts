@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { startCredentialProxy, SCRUBBED } from '../../proxy/index.js';
 import { join } from 'node:path';
 import { buildProfile, buildRoutes, ROUTE_ENV } from '../../daemon/overlay.js';
-import { EgressGatewayService, egressTarget } from '../../daemon/egress.js';
+import { EgressGatewayService } from '../../daemon/egress.js';
 import { createLogger } from '../../core/index.js';
 import { start as startFakeUpstream } from '../../emulator/fake-upstream.js';
 import { tempDir } from '../helpers/app.js';
@@ -155,7 +155,8 @@ t.test('an echoed real token is scrubbed from headers and body', async (t) => {
   t.notOk(body.includes(REAL_ACCESS), 'body scrubbed');
   t.equal(echoed, `Bearer ${SCRUBBED}`);
   t.equal((JSON.parse(body) as { echoed_authorization: string }).echoed_authorization, `Bearer ${SCRUBBED}`);
-  const line = rig.proxyLogs.map((l) => JSON.parse(l)).find((l) => l.msg === 'proxy request');
+  // The gateway holds the token, so it scrubs (on the host) and counts.
+  const line = rig.logs.lines.map((l) => JSON.parse(l)).find((l) => l.msg === 'egress forwarded');
   t.equal(line.scrubbed, 1);
 });
 
@@ -186,12 +187,13 @@ t.test('rotation: after a token change requests carry the new token', async (t) 
   const send = () =>
     fetch(rig.base + MAIL, { method: 'POST', headers: { authorization: `Bearer ${rig.placeholders.MAIL_API_KEY}`, 'content-type': 'application/json' }, body: '{"raw":"eA"}' });
   t.equal((await send()).status, 200);
-  rig.tokens.MAIL_ACCESS_TOKEN = 'ya29.ROTATED-token-after-refresh-xyz';
+  // Rotation replaces the token in the gateway, on the host: nothing goes to the proxy.
+  rig.gateway.setTokens({ MAIL_ACCESS_TOKEN: 'ya29.ROTATED-token-after-refresh-xyz' });
   t.equal((await send()).status, 200);
   t.same(rig.upstream.requests.map((r) => r.headers.authorization), [`Bearer ${REAL_ACCESS}`, 'Bearer ya29.ROTATED-token-after-refresh-xyz']);
 });
 
-t.test('egress socket: mode 0600, CONNECT only to the session\'s upstreams, refusals logged with the session id', async (t) => {
+t.test('egress socket (second wall): mode 0600; CONNECT, absolute-form, other routes, methods and paths refused on the host; refusals logged with the session id', async (t) => {
   const rig = await startProxyRig(t);
   t.equal(statSync(rig.socketPath).mode & 0o777, 0o600);
   // Another local server the session has no route to.
@@ -204,52 +206,52 @@ t.test('egress socket: mode 0600, CONNECT only to the session\'s upstreams, refu
   t.teardown(() => new Promise<void>((r) => other.close(() => r())));
   const otherPort = (other.address() as AddressInfo).port;
   const at = { path: rig.socketPath };
-  for (const target of [`127.0.0.1:${otherPort}`, 'evil.example:443', `localhost:${rig.upstream.port}`, `127.0.0.1:${rig.upstream.port + 0}0`, '[::1]:22', 'gmail.googleapis.com:443']) {
+  // A compromised proxy speaking to the gateway directly: no placeholder needed here, but only
+  // the session's own allow-list goes through.
+  for (const target of [`127.0.0.1:${otherPort}`, 'evil.example:443', `127.0.0.1:${rig.upstream.port}`, 'gmail.googleapis.com:443']) {
     const r = await rawExchange(at, `CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`);
     t.equal(r.status, 403, `CONNECT ${target} refused`);
+    t.match(r.text, /ERR_EGRESS_DENIED/);
   }
-  t.equal((await rawExchange(at, `GET http://127.0.0.1:${rig.upstream.port}/drive/v3/files HTTP/1.1\r\nHost: x\r\n\r\n`)).status, 403, 'plain proxying refused');
+  const get = (target: string, method = 'GET') => rawExchange(at, `${method} ${target} HTTP/1.1\r\nHost: x\r\ncontent-length: 0\r\n\r\n`);
+  t.equal((await get(`http://127.0.0.1:${otherPort}/drive/v3/files`)).status, 403, 'absolute-form refused');
+  t.equal((await get(`http://127.0.0.1:${rig.upstream.port}/search/drive/v3/files`)).status, 403, 'absolute-form to the allowed upstream refused too');
+  t.equal((await get('/gmail/gmail/v1/users/me/drafts', 'POST')).status, 403, 'a path off the mail route');
+  t.equal((await get(MAIL, 'GET')).status, 403, 'the mail path with another method');
+  t.equal((await get(SHEET, 'DELETE')).status, 403, 'DELETE on the sheets path');
+  t.equal((await get('/host/api/agent/memories')).status, 403, 'a route this session does not have');
+  t.equal((await get('/search/drive/v3/files/..%2F..%2Fadmin')).status, 403, 'a walk out of the route');
   t.equal((await rawExchange(at, 'garbage\r\n\r\n')).status, 400);
-  const ok = await rawExchange(at, `CONNECT 127.0.0.1:${rig.upstream.port} HTTP/1.1\r\nHost: x\r\n\r\n`, 300);
-  t.equal(ok.status, 200, 'the allowed upstream is reachable');
   t.same(hits, [], 'the other server saw nothing');
+  t.same(rig.upstream.requests, [], 'the upstream saw nothing');
+  const ok = await get(FILES + '?pageSize=1');
+  t.equal(ok.status, 200, 'an allow-listed request of the session goes through, with the token injected on the host');
+  t.equal(rig.upstream.requests[0].headers.authorization, `Bearer ${REAL_ACCESS}`);
   const refusals = rig.logs.lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'egress refused');
-  t.ok(refusals.length >= 7);
+  t.ok(refusals.length >= 11);
   t.ok(refusals.every((l) => l.sessionId === 'sess-test-1'), 'each refusal names the session');
-
-  // A proxy route whose upstream the gateway does not allow → 502, nothing reached.
-  const proxy = await startCredentialProxy({
-    profile: buildProfile('sess-test-1', 0, [
-      { name: 'sheets', prefix: '/sheets', allow: [{ method: 'GET', path: '/sheets/x' }], upstream: `http://127.0.0.1:${otherPort}`, placeholder_env: 'P', token_ref: '${T}', base_url_env: 'B' },
-    ]),
-    getToken: () => 'real-token-value-1234567890',
-    getPlaceholder: () => 'ph-value-abcdefabcdef',
-    egressSocket: rig.socketPath,
-  });
-  t.teardown(() => proxy.close());
-  const r = await fetch(`http://127.0.0.1:${proxy.port}/sheets/x`, { headers: { authorization: 'Bearer ph-value-abcdefabcdef' } });
-  t.equal(r.status, 502);
-  t.equal(r.headers.get('x-airlock-error'), 'ERR_PROXY_UPSTREAM');
-  t.same(hits, [], 'the other server still saw nothing');
 });
 
-t.test('a route naming an unset token makes the proxy fail at start', async (t) => {
-  await t.rejects(
-    startCredentialProxy({
-      profile: buildProfile('s', 0, [{ name: 'mail', prefix: '/gmail', allow: [], upstream: 'http://127.0.0.1:1', placeholder_env: 'MAIL_API_KEY', token_ref: '${MAIL_ACCESS_TOKEN}', base_url_env: 'MAIL_BASE_URL' }]),
-      getToken: () => undefined,
-      getPlaceholder: () => 'x',
-      egressSocket: '/nonexistent',
-    }),
-    { code: 'ERR_PROXY_TOKEN_MISSING' },
-  );
+t.test('the gateway holds no token for a route: 503 ERR_PROXY_TOKEN_MISSING, nothing upstream', async (t) => {
+  const up = await startFakeUpstream();
+  t.teardown(() => up.close());
+  const routes = buildRoutes({ google: { mailBaseUrl: up.url, sheetsBaseUrl: up.url, driveBaseUrl: up.url }, model: { provider: 'demo' }, hasAccountToken: true, hasModelKey: false });
+  const sock = join(tempDir(t), 'egress.sock');
+  const gw = new EgressGatewayService({ log: createLogger({ level: 'silent' }) });
+  const h = await gw.open('no-token', sock, { userId: 1, routes, tokens: {} });
+  t.teardown(() => h.close());
+  const proxy = await startCredentialProxy({ profile: buildProfile('no-token', 0, routes), getPlaceholder: () => 'ph-value-abcdefabcdef', egressSocket: sock });
+  t.teardown(() => proxy.close());
+  const r = await fetch(`http://127.0.0.1:${proxy.port}${FILES}`, { headers: { authorization: 'Bearer ph-value-abcdefabcdef' } });
+  t.equal(r.status, 503);
+  t.equal(r.headers.get('x-airlock-error'), 'ERR_PROXY_TOKEN_MISSING');
+  t.same(up.requests, []);
 });
 
 t.test('an opaque name that is no parameter of its template makes the proxy fail at start', async (t) => {
   await t.rejects(
     startCredentialProxy({
       profile: buildProfile('s', 0, [{ name: 'sheets', prefix: '/sheets', allow: [{ method: 'GET', path: '/sheets/v4/spreadsheets/{id}/values/A1', opaque: ['range'] }], upstream: 'http://127.0.0.1:1', placeholder_env: 'P', token_ref: '${T}', base_url_env: 'B' }]),
-      getToken: () => 'real-token-value-1234567890',
       getPlaceholder: () => 'x',
       egressSocket: '/nonexistent',
     }),
@@ -266,18 +268,17 @@ t.test('upstream down → 502, upstream too slow → 504, both coded', async (t)
   await new Promise<void>((r) => hang.listen(0, '127.0.0.1', r));
   t.teardown(() => new Promise<void>((r) => { hang.closeAllConnections(); hang.close(() => r()); }));
   const hangPort = (hang.address() as AddressInfo).port;
-  const gw = new EgressGatewayService({ log: createLogger({ level: 'silent' }) });
-  const sock = rig.socketPath + '.2';
-  const h = await gw.open('s2', sock, [`127.0.0.1:${hangPort}`, '127.0.0.1:1']);
-  t.teardown(() => h.close());
   const decisions: unknown[] = [];
   const route = (name: string, upstream: string) => ({ name, prefix: `/${name}`, allow: [{ method: 'GET', path: `/${name}/x` }], upstream, placeholder_env: 'P', token_ref: '${T}', base_url_env: 'B' });
+  const routes = [route('down', 'http://127.0.0.1:1'), route('slow', `http://127.0.0.1:${hangPort}`)];
+  const gw = new EgressGatewayService({ log: createLogger({ level: 'silent' }), upstreamTimeoutMs: 300 });
+  const sock = rig.socketPath + '.2';
+  const h = await gw.open('s2', sock, { userId: 1, routes, tokens: { T: 'real-token-value-1234567890' } });
+  t.teardown(() => h.close());
   const proxy = await startCredentialProxy({
-    profile: buildProfile('s2', 0, [route('down', 'http://127.0.0.1:1'), route('slow', `http://127.0.0.1:${hangPort}`)]),
-    getToken: () => 'real-token-value-1234567890',
+    profile: buildProfile('s2', 0, routes),
     getPlaceholder: () => 'ph-value-abcdefabcdef',
     egressSocket: sock,
-    upstreamTimeoutMs: 300,
     onDecision: (d) => decisions.push(d),
   });
   t.teardown(() => proxy.close());
@@ -295,7 +296,7 @@ t.test('upstream down → 502, upstream too slow → 504, both coded', async (t)
   ]);
 });
 
-t.test('https upstream: TLS over the egress tunnel, certificate verified, token injected', async (t) => {
+t.test('https upstream: TLS from the gateway on the host, certificate verified, token injected there', async (t) => {
   const { execFileSync } = await import('node:child_process');
   const { readFileSync } = await import('node:fs');
   const { createServer: createHttps } = await import('node:https');
@@ -320,21 +321,23 @@ t.test('https upstream: TLS over the egress tunnel, certificate verified, token 
   await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
   t.teardown(() => new Promise<void>((r) => { srv.closeAllConnections(); srv.close(() => r()); }));
   const port = (srv.address() as AddressInfo).port;
-  const gw = new EgressGatewayService({ log: createLogger({ level: 'silent' }) });
-  const sock = join(dir, 'egress.sock');
-  const h = await gw.open('tls', sock, [`127.0.0.1:${port}`]);
-  t.teardown(() => h.close());
   const route = { name: 'search', prefix: '/search', allow: [{ method: 'GET', path: '/search/drive/v3/files' }], upstream: `https://127.0.0.1:${port}`, rewrite: { from: '/search/', to: '/' }, placeholder_env: 'P', token_ref: '${T}', base_url_env: 'B' };
-  const start = (ca?: Buffer) =>
-    startCredentialProxy({ profile: buildProfile('tls', 0, [route]), getToken: () => 'real-tls-token-0123456789', getPlaceholder: () => 'ph-tls-abcdefabcdef', egressSocket: sock, tlsCa: ca });
-  const good = await start(cert);
+  // TLS is the gateway's (on the host): the proxy speaks plain HTTP over the egress socket.
+  const start = async (name: string, ca?: Buffer) => {
+    const gw = new EgressGatewayService({ log: createLogger({ level: 'silent' }), ...(ca ? { tlsCa: ca } : {}) });
+    const sock = join(dir, `${name}.sock`);
+    const h = await gw.open('tls', sock, { userId: 1, routes: [route], tokens: { T: 'real-tls-token-0123456789' } });
+    t.teardown(() => h.close());
+    return startCredentialProxy({ profile: buildProfile('tls', 0, [route]), getPlaceholder: () => 'ph-tls-abcdefabcdef', egressSocket: sock });
+  };
+  const good = await start('good', cert);
   t.teardown(() => good.close());
   const r = await fetch(`http://127.0.0.1:${good.port}/search/drive/v3/files`, { headers: { authorization: 'Bearer ph-tls-abcdefabcdef' } });
   t.equal(r.status, 200);
   t.same(seen, ['Bearer real-tls-token-0123456789']);
   t.notOk((await r.text()).includes('real-tls-token'), 'echo scrubbed over TLS too');
   // Without trusting the certificate the handshake fails: nothing is sent.
-  const untrusting = await start();
+  const untrusting = await start('untrusting');
   t.teardown(() => untrusting.close());
   const bad = await fetch(`http://127.0.0.1:${untrusting.port}/search/drive/v3/files`, { headers: { authorization: 'Bearer ph-tls-abcdefabcdef' } });
   t.equal(bad.status, 502);
@@ -348,15 +351,12 @@ t.test('host route: the child\'s AGENT_USER_TOKEN is checked and passed through,
   t.same(routes.map((r) => r.name), ['host']);
   const sock = join(tempDir(t), 'egress.sock');
   const gw = new EgressGatewayService({ log: createLogger({ level: 'silent' }) });
-  const h = await gw.open('host', sock, []);
+  const h = await gw.open('host', sock, { userId: 1, routes, tokens: {} });
   t.teardown(() => h.close());
   const agentToken = 'agent-user-token.signed.abcdef';
-  const proxy = await startCredentialProxy({ profile: buildProfile('host', 0, routes), getToken: () => undefined, getPlaceholder: (n) => (n === 'AGENT_USER_TOKEN' ? agentToken : undefined), egressSocket: sock });
+  const proxy = await startCredentialProxy({ profile: buildProfile('host', 0, routes), getPlaceholder: (n) => (n === 'AGENT_USER_TOKEN' ? agentToken : undefined), egressSocket: sock });
   t.teardown(() => proxy.close());
   const url = `http://127.0.0.1:${proxy.port}/host/api/agent/memories?limit=5`;
-  // Not yet in the egress allow-list → 502; after update() it passes.
-  t.equal((await fetch(url, { headers: { authorization: `Bearer ${agentToken}` } })).status, 502);
-  h.update(routes.map((r) => egressTarget(r.upstream)));
   const r = await fetch(url, { headers: { authorization: `Bearer ${agentToken}` } });
   t.equal(r.status, 404, 'the fake daemon answered (it has no memories API)');
   t.same(daemon.requests.map((q) => [q.method, q.path, q.headers.authorization]), [['GET', '/api/agent/memories?limit=5', `Bearer ${agentToken}`]]);
@@ -372,10 +372,10 @@ t.test('keyless model route (local model server): the placeholder is checked, no
   t.same(routes.map((r) => [r.name, r.token_ref, r.inject]), [['model', null, 'none']], 'a model route without a token reference');
   const sock = join(tempDir(t), 'egress.sock');
   const gw = new EgressGatewayService({ log: createLogger({ level: 'silent' }) });
-  const h = await gw.open('keyless', sock, routes.map((r) => egressTarget(r.upstream)));
+  const h = await gw.open('keyless', sock, { userId: 1, routes, tokens: {} });
   t.teardown(() => h.close());
   const ph = 'ph-model-keyless-0123456789abcdef';
-  const proxy = await startCredentialProxy({ profile: buildProfile('keyless', 0, routes), getToken: () => undefined, getPlaceholder: (n) => (n === ROUTE_ENV.model.placeholder ? ph : undefined), egressSocket: sock });
+  const proxy = await startCredentialProxy({ profile: buildProfile('keyless', 0, routes), getPlaceholder: (n) => (n === ROUTE_ENV.model.placeholder ? ph : undefined), egressSocket: sock });
   t.teardown(() => proxy.close());
   const url = `http://127.0.0.1:${proxy.port}/model/chat/completions`;
   const body = JSON.stringify({ model: 'llama', messages: [] });

@@ -85,7 +85,6 @@ t.test('hello state, then start', async (t) => {
     spec: {
       session_id: 's1',
       user_id: 1,
-      tokens: { MAIL_ACCESS_TOKEN: SECRET },
       placeholders: { MAIL_API_KEY: 'placeholder-1', SHEETS_API_KEY: 'no-such-route' },
       agent_user_token: 'aut-1',
       agent_env: { AGENT_MODEL: 'demo', AIRLOCK_MODEL: 'demo', AGENT_MCP_SERVERS: '[]', SNEAKY: SECRET, MCP_INTERNAL_SECRET: 'x', MAIL_ACCESS_TOKEN: 'y', NODE_OPTIONS: '--inspect' },
@@ -93,9 +92,9 @@ t.test('hello state, then start', async (t) => {
   });
   t.match(r, { state: 'started', session_id: 's1' });
   t.equal(r.child_pid, idlePid, 'start hands the session to the child already running (no new process)');
-  t.equal(process.env.MAIL_ACCESS_TOKEN, SECRET, 'the real token lives in the supervisor env');
-  await t.resolves(client.request({ type: 'start', spec: { session_id: 's1', user_id: 1, tokens: {}, placeholders: {}, agent_env: {} } }), 'same session again is a no-op');
-  await t.rejects(client.request({ type: 'start', spec: { session_id: 's2', user_id: 1, tokens: {}, placeholders: {}, agent_env: {} } }), { code: 'ERR_SANDBOX_ALREADY_STARTED' });
+  t.notOk(process.env.MAIL_ACCESS_TOKEN, 'no real token in the supervisor env: the gateway on the host holds it');
+  await t.resolves(client.request({ type: 'start', spec: { session_id: 's1', user_id: 1, placeholders: {}, agent_env: {} } }), 'same session again is a no-op');
+  await t.rejects(client.request({ type: 'start', spec: { session_id: 's2', user_id: 1, placeholders: {}, agent_env: {} } }), { code: 'ERR_SANDBOX_ALREADY_STARTED' });
 });
 
 t.test('child env is an allow-list', async (t) => {
@@ -138,11 +137,9 @@ t.test('a dying child ends the turn with an error and is restarted', async (t) =
   t.ok(((await client.request({ type: 'ping' })).child_restarts as number) >= 1);
 });
 
-t.test('rotate-token updates the supervisor env only', async (t) => {
-  await client.request({ type: 'rotate-token', tokens: { MAIL_ACCESS_TOKEN: 'rotated-value' } });
-  t.equal(process.env.MAIL_ACCESS_TOKEN, 'rotated-value');
-  await t.rejects(client.request({ type: 'rotate-token', tokens: { 'bad name': 'x' } }), { code: 'ERR_SANDBOX_BAD_REQUEST' });
-  delete process.env.MAIL_ACCESS_TOKEN;
+t.test('rotate-token is no request of the protocol any more (tokens never enter the sandbox)', async (t) => {
+  await t.rejects(client.request({ type: 'rotate-token', tokens: { MAIL_ACCESS_TOKEN: 'rotated-value' } } as never), { code: /^ERR_PROTOCOL_/ });
+  t.notOk(process.env.MAIL_ACCESS_TOKEN);
 });
 
 t.test('operator shell: the connection becomes a pipe to /bin/sh', async (t) => {
@@ -182,7 +179,7 @@ process.stdout.write('listening\\n');`;
   });
   const c = await SandboxClient.connect(opts.controlSocket);
   t.teardown(() => c.close());
-  await c.request({ type: 'start', spec: { session_id: 's9', user_id: 1, tokens: {}, placeholders: {}, agent_env: {} } });
+  await c.request({ type: 'start', spec: { session_id: 's9', user_id: 1, placeholders: {}, agent_env: {} } });
   const childPid = (await c.request({ type: 'ping' })).child_pid as number;
   t.type(childPid, 'number', 'the child runs');
   t.doesNotThrow(() => process.kill(childPid, 0), 'the child process exists before shutdown');

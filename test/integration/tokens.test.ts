@@ -131,19 +131,20 @@ t.test('rotation: a warm session keeps mailing across a token change', async (t)
   const prep = await preparer.prepare({ userId: r.user.id, sessionId: 'warm-1', proxyPort: 0 });
   // The sandbox took `start`: the lifecycle registers it (serve's onSessionLive hook does this).
   r.tokens.track('warm-1', r.user.id, Object.keys(prep.tokens));
-  // The supervisor's side: its env holds the tokens; rotate-token replaces them.
+  // The egress gateway (host) holds the tokens; rotation replaces them there (serve wires this
+  // through the session manager's rotateTokens).
   const env: Record<string, string> = { ...prep.tokens };
+  const gw = new EgressGatewayService({ log: createLogger({ level: 'silent' }) });
+  const sock = join(dir, 'egress.sock');
+  const h = await gw.open('warm-1', sock, { userId: r.user.id, routes: prep.routes, tokens: prep.tokens });
+  t.teardown(() => h.close());
   r.tokens.setRotate((sid, toks) => {
     t.equal(sid, 'warm-1');
     Object.assign(env, toks);
+    h.setTokens(toks);
   });
-  const gw = new EgressGatewayService({ log: createLogger({ level: 'silent' }) });
-  const sock = join(dir, 'egress.sock');
-  const h = await gw.open('warm-1', sock, prep.egressAllow);
-  t.teardown(() => h.close());
   const proxy = await startCredentialProxy({
     profile: { version: 1, session_id: 'warm-1', proxy: { host: '127.0.0.1', port: 0 }, routes: prep.routes },
-    getToken: (n) => env[n],
     getPlaceholder: (n) => prep.placeholders[n],
     egressSocket: sock,
   });

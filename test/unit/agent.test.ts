@@ -7,7 +7,7 @@ t.test('agent settings: defaults, allow-list, tool env, every problem listed', a
   const s = readAgentSettings({});
   t.equal(s.provider, 'demo');
   t.equal(s.maxSteps, 12);
-  t.equal(s.modelTimeoutMs, 60_000);
+  t.equal(s.modelTimeoutMs, 30_000);
   t.equal(s.allowedTools, null);
   t.same(s.mcpServers.map((x) => x.name), ['workspace', 'extensions']);
   t.same(s.mcpServers, [{ name: 'workspace', inProcess: 'workspace' }, { name: 'extensions', inProcess: 'extensions' }], 'hosted in the agent process');

@@ -96,3 +96,11 @@ t.test('https between nodes: TLS files both or neither; the node URL follows', a
   t.equal(loadConfig({}).node.allowHttp, false, 'plain http between nodes is off by default');
   t.equal(loadConfig({ AIRLOCK_FLEET_ALLOW_HTTP: 'true' }).node.allowHttp, true);
 });
+
+t.test('the tool timeout must outlast the mail approval wait', async (t) => {
+  t.throws(() => loadConfig({ AIRLOCK_TOOL_TIMEOUT_S: '60', AIRLOCK_MAIL_APPROVAL_TIMEOUT_S: '90' }), /AIRLOCK_TOOL_TIMEOUT_S: must be at least AIRLOCK_MAIL_APPROVAL_TIMEOUT_S \+ 15/);
+  const c = loadConfig({ AIRLOCK_TOOL_TIMEOUT_S: '60', AIRLOCK_MAIL_APPROVAL_TIMEOUT_S: '45', AIRLOCK_TURN_TIMEOUT_S: '300' });
+  t.equal(c.model.toolTimeoutS, 60);
+  t.equal(c.model.turnTimeoutS, 300);
+  t.same([c.model.connectTimeoutS, c.model.firstByteTimeoutS, c.model.timeoutS, c.model.retries, c.model.retryAfterMaxS], [10, 60, 30, 3, 30], 'the defaults');
+});

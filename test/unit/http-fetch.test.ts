@@ -2,7 +2,7 @@
 import t from 'tap';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { httpFetch } from '../../agent/models/http-fetch.js';
+import { httpFetch, httpFetchWith } from '../../agent/models/http-fetch.js';
 
 type Seen = { method?: string; url?: string; headers: IncomingMessage['headers']; body: string };
 
@@ -108,4 +108,25 @@ t.test('what it does not handle goes to the global fetch: a stream body', async 
   const res = await httpFetch(`${srv.url}/up`, { method: 'POST', body, duplex: 'half' } as RequestInit);
   t.equal(await res.text(), 'fine');
   t.equal(srv.seen[0].body, 'streamed');
+});
+
+/**
+ * The connect timeout (httpFetchWith): a listener whose process is stopped (SIGSTOP) accepts
+ * nothing; once its accept queue (backlog 1) is full the kernel drops new SYNs, so a connect
+ * hangs, as to a host that does not answer. The request fails with ECONNECTTIMEOUT, which
+ * agent/models/sdk.ts retries like a refused connection.
+ */
+t.test('a connection not made within connectTimeoutMs fails with ECONNECTTIMEOUT', async (t) => {
+  const { spawn } = await import('node:child_process');
+  const { connect } = await import('node:net');
+  const child = spawn(process.execPath, ['-e', "const s=require('net').createServer().listen({port:0,host:'127.0.0.1',backlog:1},()=>console.log(s.address().port))"], { stdio: ['ignore', 'pipe', 'inherit'] });
+  t.teardown(() => child.kill('SIGKILL'));
+  const port = await new Promise<number>((resolve) => child.stdout.once('data', (d: Buffer) => resolve(Number(String(d).trim()))));
+  process.kill(child.pid!, 'SIGSTOP');
+  // Fill the accept queue; these connections complete in the kernel and are never accepted.
+  const fillers = Array.from({ length: 4 }, () => connect({ port, host: '127.0.0.1' }).on('error', () => undefined));
+  t.teardown(() => fillers.forEach((s) => s.destroy()));
+  const fetchSlowConnect = httpFetchWith({ connectTimeoutMs: 300 });
+  const err = await fetchSlowConnect(`http://127.0.0.1:${port}/v1/chat/completions`, { method: 'POST', body: '{}' }).catch((e: unknown) => e);
+  t.match(err, { code: 'ECONNECTTIMEOUT', message: /no connection within/ });
 });

@@ -53,14 +53,14 @@ t.test('not JSON, wrong shape, unknown type and an overlong line are refused wit
 
 t.test('a rejection names fields, never the payload', async (t) => {
   const secret = 'ya29.secret-token-value';
-  const r = feed(ControlRequestSchema, [JSON.stringify({ id: 'r1', type: 'rotate-token', tokens: { MAIL_ACCESS_TOKEN: 42, OTHER: secret }, extra: secret }).replace('42', '{"v":"' + secret + '"}') + '\n']);
+  const r = feed(ControlRequestSchema, [JSON.stringify({ id: 'r1', type: 'start', spec: { session_id: 's', user_id: 1, placeholders: { MAIL_API_KEY: 42, OTHER: secret }, agent_env: {} }, extra: secret }).replace('42', '{"v":"' + secret + '"}') + '\n']);
   t.equal(r.errs.length, 1);
   const e = r.errs[0];
   t.equal(e.code, 'ERR_PROTOCOL_BAD_MESSAGE');
   t.equal(e.requestId, 'r1', 'the id is kept so the reply can be matched');
   const logged = JSON.stringify(protocolLogFields(e, 'control')) + e.message + e.issues.join();
   t.notMatch(logged, secret);
-  t.match(e.issues.join(), /tokens\.MAIL_ACCESS_TOKEN/);
+  t.match(e.issues.join(), /placeholders\.MAIL_API_KEY/);
 });
 
 t.test('stop() ignores the rest of the stream (the shell hand-over)', async (t) => {

@@ -28,7 +28,12 @@ t.test('a session plan: values only in start, names elsewhere', async (t) => {
     const text = JSON.stringify(part);
     t.notOk(text.includes(secret) || text.includes('sk-real') || text.includes('ph-1'), 'no token or placeholder value outside start');
   }
-  t.equal(plan.start.tokens.MAIL_ACCESS_TOKEN, secret, 'the supervisor gets the value');
+  const start = JSON.stringify(plan.start);
+  t.notOk(start.includes(secret) || start.includes('sk-real'), 'no real token goes into the sandbox: start carries placeholders only');
+  t.notOk('tokens' in plan.start, 'start has no tokens field');
+  t.equal(plan.egress.tokens.MAIL_ACCESS_TOKEN, secret, 'the egress gateway (host) gets the value');
+  t.same(plan.egress.routes, routes, 'and the route table it admits against');
+  t.same(plan.claim.routes, routes, 'claim.json (host only) keeps the route table for adoption');
   t.same(plan.start.agent_env, prepared.agentEnv);
   t.equal(plan.claim.agent_env_digest, plan.agentEnvDigest);
 });

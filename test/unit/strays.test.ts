@@ -12,7 +12,7 @@ const p = (pid: number, ppid: number, uid: number, state = 'S'): ProcInfo => ({ 
 t.test('strays are the agent-uid processes reparented to init', async (t) => {
   const SUP = 7;
   const procs = [
-    p(1, 0, 0), // docker-init
+    p(1, 0, 0), // docker-init (never a stray, even of its own uid)
     p(SUP, 1, 0), // supervisor (root)
     p(20, SUP, 1001), // agent child
     p(21, 20, 1001), // a stdio MCP server of the child
@@ -28,6 +28,7 @@ t.test('strays are the agent-uid processes reparented to init', async (t) => {
   ];
   t.same(strayPids(procs, 1001, SUP).sort((a, b) => a - b), [30, 31, 70]);
   t.same(strayPids(procs, 1002, SUP), [], 'another uid: nothing');
+  t.same(strayPids(procs, 0, SUP).sort((a, b) => a - b), [60, 70], "root's: never init, never the supervisor");
 });
 
 t.test('reads the real /proc', async (t) => {

@@ -4,6 +4,7 @@ import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import type { ChatSessionSummary } from '../../chat-api.js';
 import { api, ApiError } from './api.js';
 import { fmt } from './chat-turn.js';
+import { shownOf, ShownText, type Shown } from './error-text.js';
 
 /* ---------- the sessions list ---------- */
 
@@ -108,7 +109,7 @@ interface AccountInfo {
 
 export function AccountBox() {
   const [acc, setAcc] = useState<AccountInfo | null | 'unavailable'>(null);
-  const [msg, setMsg] = useState<{ kind: 'error' | 'info'; text: string } | null>(null);
+  const [msg, setMsg] = useState<{ kind: 'error' | 'info'; text: Shown } | null>(null);
   const load = useCallback(() => api<AccountInfo>('GET', '/api/account').then(setAcc, () => setAcc('unavailable')), []);
   useEffect(() => void load(), [load]);
   const connect = async () => {
@@ -116,7 +117,7 @@ export function AccountBox() {
       const r = await api<{ authorization_url: string }>('POST', '/api/account/connect', { return_to: '/' });
       location.href = r.authorization_url;
     } catch (e) {
-      setMsg({ kind: 'error', text: e instanceof ApiError ? `${e.message} (${e.code})` : String(e) });
+      setMsg({ kind: 'error', text: shownOf(e) });
     }
   };
   const disconnect = async () => {
@@ -131,7 +132,7 @@ export function AccountBox() {
           : { kind: 'info', text: r && r.revoked_at_provider ? "Disconnected. Google revoked Airlock's access." : 'Disconnected.' },
       );
     } catch (e) {
-      setMsg({ kind: 'error', text: e instanceof ApiError ? `${e.message} (${e.code})` : String(e) });
+      setMsg({ kind: 'error', text: shownOf(e) });
     }
   };
   return (
@@ -155,7 +156,7 @@ export function AccountBox() {
       )}
       {msg && (
         <div class={`banner ${msg.kind}`} role={msg.kind === 'error' ? 'alert' : 'status'}>
-          {msg.text}
+          <ShownText s={msg.text} />
         </div>
       )}
     </div>

@@ -4,6 +4,7 @@
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { ChatEvent, StoredTurn, StopReason } from '../../chat-api.js';
 import { ApiError } from './api.js';
+import { shownOf, ShownText, toolErrorSentence, type Shown } from './error-text.js';
 import { renderMarkdown } from './markdown.js';
 
 /** One piece of an answer, in the order it came: text, or a tool call. */
@@ -37,6 +38,12 @@ export interface ViewTurn {
   error?: { code: string; message: string };
   /** Shown while the page reconnects to a turn that runs on. */
   notice?: string;
+  /** Its edits and regenerates (the turns with the same parent, itself included), oldest first. */
+  siblings?: string[];
+  /** Tokens its model calls used. */
+  usage?: { input_tokens: number; output_tokens: number };
+  /** What the running turn waits on ("The model is not answering, retrying (1 of 3)…"), from `status` events. */
+  status?: string;
 }
 
 export const fmt = (s: string | null | undefined) => {
@@ -67,15 +74,41 @@ export function fromStored(t: StoredTurn): ViewTurn {
     running: t.status === 'running',
     stopReason: t.stop_reason ?? undefined,
     error: t.error,
+    siblings: t.siblings,
+    usage: t.usage,
   };
 }
+
+/** "< 2/3 >": move between a turn's edits and regenerates (shown when it has more than one). */
+function BranchSwitch(props: { t: ViewTurn; busy: boolean; onSwitch(turnId: string): void }) {
+  const sib = props.t.siblings ?? [];
+  const i = props.t.id ? sib.indexOf(props.t.id) : -1;
+  if (sib.length < 2 || i < 0) return null;
+  return (
+    <span class="branch-switch" role="group" aria-label="Versions of this message">
+      <button type="button" class="link" disabled={props.busy || i === 0} onClick={() => props.onSwitch(sib[i - 1])} aria-label="Previous version">
+        ‹
+      </button>
+      <span class="branch-pos">
+        {i + 1}/{sib.length}
+      </span>
+      <button type="button" class="link" disabled={props.busy || i === sib.length - 1} onClick={() => props.onSwitch(sib[i + 1])} aria-label="Next version">
+        ›
+      </button>
+    </span>
+  );
+}
+
+const tokens = (n: number) => n.toLocaleString();
 
 /** Apply one stream event to a turn (a new object: Preact compares by identity). */
 export function applyEvent(t: ViewTurn, e: ChatEvent): ViewTurn {
   if (e.seq <= t.seq) return t; // already seen (a replay overlapping what we have)
   const parts = t.parts.slice();
-  const next: ViewTurn = { ...t, parts, seq: e.seq, notice: undefined };
-  if (e.type === 'text_delta') {
+  const next: ViewTurn = { ...t, parts, seq: e.seq, notice: undefined, status: undefined };
+  if (e.type === 'status') {
+    next.status = e.text;
+  } else if (e.type === 'text_delta') {
     const last = parts[parts.length - 1];
     if (last?.kind === 'text') parts[parts.length - 1] = { kind: 'text', text: last.text + e.text };
     else parts.push({ kind: 'text', text: e.text });
@@ -220,6 +253,7 @@ function ToolRow({ p }: { p: Extract<Part, { kind: 'tool' }> }) {
           )}
         </div>
       </details>
+      {p.status === 'failed' && p.error && <p class="tool-error">{toolErrorSentence(p.error)}</p>}
       {spec && <ChartBox spec={spec} />}
       {img && <img class="attachment" src={`/api/chat/attachments/${img}`} alt={`Chart attachment ${img}`} data-attachment={img} />}
     </div>
@@ -235,7 +269,7 @@ const APPROVAL_STATE = { pending: 'Waiting for your approval', approved: 'Approv
  */
 function ApprovalCard({ p, onDecide }: { p: Extract<Part, { kind: 'approval' }>; onDecide(id: string, decision: 'approve' | 'deny', scope: 'once' | 'recipient'): Promise<void> }) {
   const [sending, setSending] = useState(false);
-  const [problem, setProblem] = useState<string | null>(null);
+  const [problem, setProblem] = useState<Shown | null>(null);
   const decide = (decision: 'approve' | 'deny', scope: 'once' | 'recipient' = 'once') => {
     setSending(true);
     setProblem(null);
@@ -243,7 +277,7 @@ function ApprovalCard({ p, onDecide }: { p: Extract<Part, { kind: 'approval' }>;
       () => setSending(false),
       (err: unknown) => {
         setSending(false);
-        setProblem(err instanceof ApiError ? `${err.message} (${err.code})` : 'The decision could not be sent; try again.');
+        setProblem(err instanceof ApiError ? shownOf(err) : 'The decision could not be sent; try again.');
       },
     );
   };
@@ -292,14 +326,21 @@ function ApprovalCard({ p, onDecide }: { p: Extract<Part, { kind: 'approval' }>;
       )}
       {problem && (
         <div class="banner error" role="alert">
-          {problem}
+          <ShownText s={problem} />
         </div>
       )}
     </section>
   );
 }
 
-export function Turn(props: { t: ViewTurn; last: boolean; busy: boolean; onRegenerate(): void; onEdit(): void; onDecide(id: string, decision: 'approve' | 'deny', scope: 'once' | 'recipient'): Promise<void> }) {
+export function Turn(props: {
+  t: ViewTurn;
+  last: boolean;
+  busy: boolean;
+  onRegenerate(): void;
+  onEdit(): void;
+  onSwitch(turnId: string): void;
+  onDecide(id: string, decision: 'approve' | 'deny', scope: 'once' | 'recipient'): Promise<void> }) {
   const { t } = props;
   const text = answerText(t);
   const copyRef = useRef<HTMLButtonElement>(null);
@@ -308,10 +349,12 @@ export function Turn(props: { t: ViewTurn; last: boolean; busy: boolean; onRegen
   const problem =
     t.stopReason && t.stopReason !== 'end_turn'
       ? t.error
-        ? `${t.error.message} (${t.error.code})`
+        ? t.error
         : t.stopReason === 'cancelled'
           ? 'Stopped.'
-          : `Turn ended: ${t.stopReason}`
+          : t.stopReason === 'max_steps'
+            ? 'The assistant took the most steps one answer may take, so it stopped here.'
+            : 'This answer ended early.'
       : null;
   return (
     <>
@@ -322,18 +365,24 @@ export function Turn(props: { t: ViewTurn; last: boolean; busy: boolean; onRegen
           <button type="button" class="link" ref={copyPromptRef} onClick={() => void copyText(t.prompt, copyPromptRef.current)} aria-label="Copy your message">
             Copy
           </button>
-          {props.last && ended && !props.busy && t.id && (
-            <button type="button" class="link edit-last" onClick={props.onEdit} aria-label="Edit and resend your last message">
+          {ended && !props.busy && t.id && (
+            <button type="button" class={`link ${props.last ? 'edit-last' : 'edit'}`} onClick={props.onEdit} aria-label="Edit this message and send it again">
               Edit
             </button>
           )}
+          <BranchSwitch t={t} busy={props.busy} onSwitch={props.onSwitch} />
         </div>
       </div>
       <div class="msg assistant" data-done={ended ? (t.stopReason ?? 'end_turn') : undefined} aria-busy={t.running ? 'true' : undefined}>
         {t.parts.map((p, i) =>
           p.kind === 'text' ? <Markdown key={`t${i}`} text={p.text} /> : p.kind === 'approval' ? <ApprovalCard key={p.approval_id} p={p} onDecide={props.onDecide} /> : <ToolRow key={p.call_id || `c${i}`} p={p} />,
         )}
-        {t.running && !t.parts.length && <p class="muted thinking">Working…</p>}
+        {t.running && !t.parts.length && !t.status && <p class="muted thinking">Working…</p>}
+        {t.running && t.status && (
+          <p class="muted turn-status" role="status">
+            {t.status}
+          </p>
+        )}
         {t.notice && (
           <div class="banner info" role="status">
             {t.notice}
@@ -341,7 +390,7 @@ export function Turn(props: { t: ViewTurn; last: boolean; busy: boolean; onRegen
         )}
         {problem && (
           <div class={`banner ${t.stopReason === 'cancelled' ? 'info' : 'error'}`} role={t.stopReason === 'cancelled' ? 'status' : 'alert'}>
-            {problem}
+            <ShownText s={problem} />
           </div>
         )}
         {ended && (
@@ -352,10 +401,15 @@ export function Turn(props: { t: ViewTurn; last: boolean; busy: boolean; onRegen
                 Copy
               </button>
             )}
-            {props.last && !props.busy && t.id && (
-              <button type="button" class="link regenerate" onClick={props.onRegenerate} aria-label="Regenerate the last answer">
+            {!props.busy && t.id && (
+              <button type="button" class="link regenerate" onClick={props.onRegenerate} aria-label="Regenerate this answer">
                 Regenerate
               </button>
+            )}
+            {t.usage && (
+              <span class="tokens" title="Tokens the model read and wrote for this answer">
+                {tokens(t.usage.input_tokens)} in · {tokens(t.usage.output_tokens)} out tokens
+              </span>
             )}
           </div>
         )}

@@ -6,6 +6,7 @@ import type { ChatEvent, ChatHistory, ChatModelInfo, ChatSessionList, ChatSessio
 import { api, ApiError, ndjson, openStream, StreamBroken } from './api.js';
 import { fromStored, applyEvent, Turn, type ViewTurn } from './chat-turn.js';
 import { AccountBox, SessionItem } from './chat-side.js';
+import { shownOf, ShownText, type Shown } from './error-text.js';
 
 /* ---------- the page ---------- */
 
@@ -16,12 +17,12 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
   const [current, setCurrent] = useState<string | null>(sessionId);
   const [turns, setTurns] = useState<ViewTurn[]>([]);
   const [title, setTitle] = useState<string>('');
-  const [loadError, setLoadError] = useState<string | null>(null);
+  const [loadError, setLoadError] = useState<Shown | null>(null);
   const [sessions, setSessions] = useState<ChatSessionSummary[] | null>(null);
   const [query, setQuery] = useState('');
   const [draft, setDraft] = useState('');
   const [editing, setEditing] = useState<string | null>(null);
-  const [hint, setHint] = useState<string | null>(null);
+  const [hint, setHint] = useState<Shown | null>(null);
   const [model, setModel] = useState<ChatModelInfo | null>(null);
   const [listOpen, setListOpen] = useState(false);
   const [atBottom, setAtBottom] = useState(true);
@@ -157,7 +158,7 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
           void follow(sessionId, null, fresh, ac.signal).then(() => void loadSessions(''));
         } else setTurns(view);
       })
-      .catch((e: unknown) => setLoadError(e instanceof ApiError ? `${e.message} (${e.code})` : String(e)));
+      .catch((e: unknown) => setLoadError(shownOf(e)));
     return undefined;
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [sessionId, nav]);
@@ -229,7 +230,11 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
     if (replaces) body.replaces_turn_id = replaces;
     const pending: ViewTurn = { id: null, prompt: text, startedAt: new Date().toISOString(), endedAt: null, parts: [], seq: 0, running: true };
     const restoreDraft = draft;
-    setTurns((list) => [...list.filter((t) => !replaces || t.id !== replaces), pending]);
+    // An edit or a regenerate starts a new branch at that turn: what came after it leaves the screen.
+    setTurns((list) => {
+      const at = replaces ? list.findIndex((t) => t.id === replaces) : -1;
+      return [...(at >= 0 ? list.slice(0, at) : list), pending];
+    });
     setDraft('');
     setEditing(null);
     stick.current = true;
@@ -244,7 +249,7 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
       setTurns((list) => list.filter((t) => t !== pending));
       if (replaces && sid) reloadHistory(sid);
       setDraft(restoreDraft || text);
-      setHint(e instanceof ApiError ? (e.code === 'ERR_SESSION_BUSY' ? 'An answer is still running in this chat: your message is kept here.' : `${e.message} (${e.code})`) : 'Could not reach the server: your message is kept here.');
+      setHint(e instanceof ApiError ? (e.code === 'ERR_SESSION_BUSY' ? 'An answer is still running in this chat: your message is kept here.' : shownOf(e)) : 'Could not reach the server: your message is kept here.');
       return;
     }
     const newSid = res.headers.get('x-chat-session-id');
@@ -257,6 +262,8 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
       void loadSessions('');
     }
     await follow(newSid ?? sid!, res, pending, ac.signal);
+    // A new branch: fetch the turn's versions for its "< n/n >".
+    if (replaces && !ac.signal.aborted) reloadHistory(newSid ?? sid!);
     if (!ac.signal.aborted) {
       void loadSessions(query.trim());
       input.current?.focus();
@@ -267,12 +274,23 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
     api<ChatHistory>('GET', `/api/chat/sessions/${encodeURIComponent(sid)}/messages`).then((h) => setTurns(h.turns.map(fromStored)), () => undefined);
   };
 
+  /** Show another version of a turn (its branch), as the server now has it. */
+  const switchTo = async (turnId: string) => {
+    if (!current || busy) return;
+    try {
+      const h = await api<ChatHistory>('POST', `/api/chat/sessions/${encodeURIComponent(current)}/branch`, { turn_id: turnId });
+      setTurns(h.turns.map(fromStored));
+    } catch (e) {
+      setHint(e instanceof ApiError ? `${e.message} (${e.code})` : String(e));
+    }
+  };
+
   const stop = async () => {
     if (!running?.id || !current) return;
     try {
       await api('POST', `/api/chat/sessions/${encodeURIComponent(current)}/turns/${encodeURIComponent(running.id)}/cancel`);
     } catch (e) {
-      setHint(e instanceof ApiError ? `${e.message} (${e.code})` : String(e));
+      setHint(shownOf(e));
     }
   };
 
@@ -329,6 +347,17 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
           <h1 id="chat-heading" title={title || undefined}>
             {current ? title || 'Chat' : 'New chat'}
           </h1>
+          {current && (
+            <span class="export-links">
+              Export:{' '}
+              <a href={`/api/chat/sessions/${encodeURIComponent(current)}/export?format=markdown`} download id="export-md">
+                Markdown
+              </a>{' '}
+              <a href={`/api/chat/sessions/${encodeURIComponent(current)}/export?format=json`} download id="export-json">
+                JSON
+              </a>
+            </span>
+          )}
         </div>
         <p id="model" class="muted" data-demo={model?.demo ? 'true' : undefined}>
           {model?.demo ? (
@@ -344,7 +373,7 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
         <div class="transcript" id="transcript" ref={transcript} onScroll={onScroll} onWheel={onWheel} onKeyDown={onTranscriptKey} onTouchMove={leaveBottom} tabIndex={0} role="log" aria-label="Conversation" aria-live="polite">
           {loadError && (
             <div class="banner error" role="alert">
-              {loadError}
+              <ShownText s={loadError} />
             </div>
           )}
           {!current && !turns.length && <p class="muted">Start a conversation. The agent can read your spreadsheets, draw charts and send mail for you.</p>}
@@ -355,6 +384,7 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
               last={t === last}
               busy={busy}
               onRegenerate={() => void send(t.prompt, t.id)}
+              onSwitch={(id) => void switchTo(id)}
               onDecide={async (id, decision, scope) => {
                 if (!current) return;
                 await api('POST', `/api/chat/sessions/${encodeURIComponent(current)}/approvals/${encodeURIComponent(id)}`, { decision, scope });
@@ -375,7 +405,7 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
         <form class="composer" aria-label="Send a message" onSubmit={onSubmit}>
           {editing && (
             <div class="editing muted" role="status">
-              Editing your last message: sending replaces it and its answer.{' '}
+              Editing a message: sending starts a new version from there; the old one stays (‹ ›).{' '}
               <button type="button" class="link" onClick={() => (setEditing(null), setDraft(''))}>
                 Cancel edit
               </button>
@@ -383,7 +413,7 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
           )}
           {hint && (
             <div class="banner info hint-busy" role="status" id="composer-hint">
-              {hint}
+              <ShownText s={hint} />
             </div>
           )}
           <div class="composer-row">

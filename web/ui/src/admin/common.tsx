@@ -4,6 +4,7 @@ import type { ComponentChildren, JSX } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import type { AdminUser, AdminUserList } from '../../../admin-api.js';
 import { api, ApiError } from '../api.js';
+import { ErrorText } from '../error-text.js';
 import { focusKey, focusLost, rendered, restoreFocus } from './focus.js';
 
 export function fmtTime(s: string | null | undefined): string {
@@ -144,8 +145,9 @@ export function ErrorBox({ error }: { error: unknown }) {
   const problems = Array.isArray(d.problems) && d.problems.length > 1 ? d.problems : [];
   return (
     <div class="banner error" role="alert">
-      <strong>{error.message}</strong> <code class="errcode">{error.code}</code>
-      {error.status ? <span class="muted"> (HTTP {error.status})</span> : null}
+      <strong>
+        <ErrorText code={error.code} message={error.message} extra={error.status ? <span class="muted"> (HTTP {error.status})</span> : null} />
+      </strong>
       {d.field ? (
         <div>
           Field: <code>{d.field}</code>
@@ -344,7 +346,11 @@ export function LoadFailed({ error, unavailable }: { error: unknown; unavailable
   if (unavailable && error instanceof ApiError && error.status === 404 && error.code === 'ERR_NOT_FOUND') {
     return (
       <div class="banner info" role="status">
-        {unavailable} (<code>{error.code}</code>).
+        {unavailable}.{' '}
+        <details class="error-details">
+          <summary>Details</summary>
+          <code>{error.code}</code>
+        </details>
       </div>
     );
   }

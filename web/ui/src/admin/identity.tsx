@@ -3,6 +3,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { ConnectionList, ConnectionRequest, ConnectionView, SyncJobStarted, SyncJobState, SyncJobView } from '../../../admin-api.js';
 import { api, ApiError } from '../api.js';
+import { ErrorText } from '../error-text.js';
 import { Checkbox, ErrorBox, Field, fmtTime, hintFor, Loading, PageTitle, Section, Status, Table, useActions, useLoad, type Actions } from './common.js';
 
 export function IdentityPage() {
@@ -232,8 +233,13 @@ function JobView({ job }: { job: SyncJobView }) {
       ) : null}
       {job.error ? (
         <div class="banner error" role="alert" id="sync-error">
-          <strong>{job.error.message || 'sync failed'}</strong> <code>{job.error.code ?? ''}</code>
-          {job.error.upstream_status ? ` (upstream HTTP ${job.error.upstream_status}${job.error.reason ? `, ${job.error.reason}` : ''})` : ''}
+          <strong>
+            <ErrorText
+              code={job.error.code ?? undefined}
+              message={job.error.message || 'the directory sync failed'}
+              extra={job.error.upstream_status ? ` (upstream HTTP ${job.error.upstream_status}${job.error.reason ? `, ${job.error.reason}` : ''})` : null}
+            />
+          </strong>
         </div>
       ) : null}
       {result ? (

@@ -10,7 +10,20 @@ const REQ_COLS: Column<AuditedRequest>[] = [
   { title: 'When', render: (q) => fmtTime(q.at) },
   { title: 'Route', render: (q) => q.route ?? '—' },
   { title: 'Request', render: (q) => <code>{`${q.method ?? '?'} ${q.template ?? '(no route)'}`}</code> },
-  { title: 'Outcome', render: (q) => <span class={`badge ${q.outcome === 'forwarded' ? 'info' : 'warning'}`}>{q.code ? `${q.outcome} ${q.code}` : q.outcome}</span> },
+  {
+    title: 'Outcome',
+    render: (q) => (
+      <>
+        <span class={`badge ${q.outcome === 'forwarded' ? 'info' : 'warning'}`}>{q.outcome}</span>
+        {q.code && (
+          <details class="error-details">
+            <summary>Code</summary>
+            <code>{q.code}</code>
+          </details>
+        )}
+      </>
+    ),
+  },
   { title: 'Status', render: (q) => String(q.status) },
   { title: 'Bytes', render: (q) => `${q.req_bytes ?? 0} → ${q.res_bytes ?? 0}` },
   { title: 'Time', render: (q) => (q.ms === null ? '' : `${q.ms} ms`) },

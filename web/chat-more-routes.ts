@@ -1,0 +1,114 @@
+import { join } from 'node:path';
+import { promises as fsp } from 'node:fs';
+import { Router } from 'express';
+import { ConflictError, NotFoundError, type Logger } from '../core/index.js';
+import type { ChatExport, ChatHistory, SwitchBranchRequest } from './chat-api.js';
+import { asyncHandler, requireUser, type WebContext } from './context.js';
+import * as store from '../domain/chat/store.js';
+import { branchTranscript, sumUsage } from '../domain/chat/transcript.js';
+import { attachmentNames, chatMarkdown } from '../domain/chat/export.js';
+import { BeneathError, openBeneath } from './open-beneath.js';
+import { validateBody } from './validate.js';
+import { ValidationError } from '../core/index.js';
+
+const ATTACHMENT_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.png$/;
+const MAX_ATTACHMENT_BYTES = 5 * 1024 * 1024;
+
+const BRANCH_SCHEMA = {
+  type: 'object',
+  required: ['turn_id'],
+  additionalProperties: false,
+  properties: { turn_id: { type: 'string', minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9-]+$' } },
+} as const;
+
+/**
+ * A rasterized chart from the user's own workspace (what rasterize_chart wrote). The agent owns
+ * everything under its workspace, so every component below <data>/workspaces is opened without
+ * following links (openBeneath), and only a regular file owned by the workspace's owner (the
+ * sandbox user) and under the cap is served. ERR_CHAT_ATTACHMENT_NOT_FOUND otherwise.
+ */
+export async function readAttachment(dataDir: string, userId: number, name: string, log: Logger): Promise<Buffer> {
+  if (!ATTACHMENT_RE.test(name)) throw new NotFoundError('ERR_CHAT_ATTACHMENT_NOT_FOUND', 'no such attachment');
+  const root = join(dataDir, 'workspaces');
+  const userDir = String(userId);
+  let fh: fsp.FileHandle | undefined;
+  try {
+    // The workspace folder's owner is the sandbox user (root-owned parent: the agent cannot swap it).
+    const owner = (await fsp.lstat(join(root, userDir))).uid;
+    ({ fh } = await openBeneath(root, [userDir, '.agent-attachments', name], { ownerUid: owner, maxBytes: MAX_ATTACHMENT_BYTES }));
+    return await fh.readFile();
+  } catch (err) {
+    if (err instanceof BeneathError) log.warn({ event: 'attachment_refused', reason: err.reason }, 'attachment refused');
+    throw new NotFoundError('ERR_CHAT_ATTACHMENT_NOT_FOUND', 'no such attachment');
+  } finally {
+    await fh?.close();
+  }
+}
+
+/**
+ * GET /attachments/:name (a chart), GET /sessions/:id/export?format=markdown|json (the branch
+ * shown), POST /sessions/:id/branch (show another branch). `owned` answers 404 for another
+ * user's chat; `busy` says whether a turn runs in it.
+ */
+export function chatMoreRoutes(ctx: WebContext, o: { owned: (userId: number, id: string) => Promise<store.ChatSessionRow>; busy: (sessionId: string) => boolean }): Router {
+  const r = Router();
+  const db = ctx.database.sql;
+
+  r.get(
+    '/attachments/:name',
+    requireUser,
+    asyncHandler(async (req, res) => {
+      const buf = await readAttachment(ctx.config.dataDir, req.user!.id, String(req.params.name), req.log);
+      res.setHeader('Content-Type', 'image/png');
+      res.setHeader('Content-Security-Policy', "default-src 'none'; sandbox");
+      res.setHeader('Cache-Control', 'private, max-age=3600');
+      res.end(buf);
+    }),
+  );
+
+  // Switch the branch shown (the "< 2/3 >" of a turn): the chat's head becomes the newest turn
+  // below the one named. Refused while a turn runs, like a new message.
+  r.post(
+    '/sessions/:id/branch',
+    requireUser,
+    asyncHandler(async (req, res) => {
+      const s = await o.owned(req.user!.id, String(req.params.id));
+      const body = validateBody<SwitchBranchRequest>(BRANCH_SCHEMA, req.body);
+      if (o.busy(s.id)) throw new ConflictError('ERR_SESSION_BUSY', 'a turn is already running in this session');
+      await store.switchBranch(db, s.id, body.turn_id);
+      const shown = await store.messages(db, s.id);
+      const out: ChatHistory = { session: { id: s.id, title: s.title, created_at: s.created_at, updated_at: s.updated_at }, turns: shown, usage: sumUsage(shown) };
+      res.json(out);
+    }),
+  );
+
+  r.get(
+    '/sessions/:id/export',
+    requireUser,
+    asyncHandler(async (req, res) => {
+      const s = await o.owned(req.user!.id, String(req.params.id));
+      const format = req.query.format === undefined ? 'markdown' : req.query.format;
+      if (format !== 'markdown' && format !== 'json') throw new ValidationError('format must be markdown or json');
+      const turns = await store.messages(db, s.id);
+      const at = new Date().toISOString();
+      const file = `chat-${s.id.slice(0, 8)}.${format === 'json' ? 'json' : 'md'}`;
+      res.setHeader('Content-Disposition', `attachment; filename="${file}"`);
+      res.setHeader('Cache-Control', 'no-store');
+      if (format === 'markdown') {
+        res.type('text/markdown; charset=utf-8').send(chatMarkdown(s, turns, at));
+        return;
+      }
+      const attachments: ChatExport['attachments'] = [];
+      for (const name of attachmentNames(turns)) {
+        // A chart the workspace no longer has is left out (its name stays in the turns).
+        const buf = await readAttachment(ctx.config.dataDir, req.user!.id, name, req.log).catch(() => undefined);
+        if (buf) attachments.push({ name, content_type: 'image/png', bytes: buf.length, data_base64: buf.toString('base64') });
+      }
+      const transcript = await branchTranscript(db, s.id, Number.MAX_SAFE_INTEGER, undefined, Infinity);
+      const out: ChatExport = { format: 'airlock-chat', version: 1, exported_at: at, session: { id: s.id, title: s.title, created_at: s.created_at, updated_at: s.updated_at }, turns, transcript, attachments };
+      res.json(out);
+    }),
+  );
+
+  return r;
+}
