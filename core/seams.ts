@@ -103,7 +103,7 @@ export interface ApprovalDecision {
 
 /** What the chat routes need: decide a pending approval (throws ERR_APPROVAL_NOT_FOUND / ERR_APPROVAL_DECIDED). */
 export interface ApprovalDecider {
-  decide(d: ApprovalDecision): Promise<{ decision: 'approved' | 'denied'; scope: 'once' | 'recipient' }>;
+  decide(d: ApprovalDecision): Promise<{ decision: 'approved'; scope: 'once' | 'recipient' } | { decision: 'denied' }>;
 }
 
 /**

@@ -150,7 +150,7 @@ export class MailGate implements SandboxAuditor, ApprovalDecider {
     }
   }
 
-  async decide(d: ApprovalDecision): Promise<{ decision: 'approved' | 'denied'; scope: 'once' | 'recipient' }> {
+  async decide(d: ApprovalDecision): Promise<{ decision: 'approved'; scope: 'once' | 'recipient' } | { decision: 'denied' }> {
     const p = this.pending.get(d.approvalId);
     if (!p || p.sessionId !== d.sessionId || p.userId !== d.userId) {
       const row = await getHold(this.db, d.approvalId);
@@ -161,7 +161,8 @@ export class MailGate implements SandboxAuditor, ApprovalDecider {
     }
     const decision = d.decision === 'approve' ? 'approved' : 'denied';
     p.settle(decision, decision === 'approved' ? d.scope : null);
-    return { decision, scope: d.scope };
+    // A deny answers as a deny: a scope belongs to an approval only.
+    return decision === 'approved' ? { decision, scope: d.scope } : { decision };
   }
 
   sessionEnded(sessionId: string): void {

@@ -19,6 +19,7 @@ import { uiRoutes } from './ui.js';
 import { identityRouters } from './identity/index.js';
 import { openApiDocument } from './openapi.js';
 import { fleetRoutes, nodeAuth } from './fleet.js';
+import { refuseQueryArrays } from './query-params.js';
 
 const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const SESSION_MAX_AGE_MS = 7 * 24 * 3600 * 1000;
@@ -115,6 +116,8 @@ export function createApp(ctx: WebContext): Express {
     next();
   });
 
+  // `?user_id[]=2` and the like: refused, never ignored (web/query-params.ts).
+  app.use('/api', refuseQueryArrays);
   app.use('/api/auth', authRoutes(ctx));
   // Identity: SSO redirect + callback (outside /api, see web/identity/sso-routes.ts on CSRF) and /api/identity.
   const identity = identityRouters(ctx);

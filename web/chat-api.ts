@@ -94,11 +94,8 @@ export interface ApprovalDecisionRequest {
   scope?: 'once' | 'recipient';
 }
 
-export interface ApprovalDecisionResponse {
-  approval_id: string;
-  decision: 'approved' | 'denied';
-  scope: 'once' | 'recipient';
-}
+/** A deny answers without `scope` (it belongs to an approval only). */
+export type ApprovalDecisionResponse = { approval_id: string } & ({ decision: 'approved'; scope: 'once' | 'recipient' } | { decision: 'denied' });
 
 /** GET /api/chat/model. */
 export interface ChatModelInfo {

@@ -11,6 +11,7 @@ export const CHAT_ERRORS = {
   ERR_CHAT_TURN_LOST: { status: 503, surfaces: ['turn'], description: 'The server restarted while the turn ran; its stored record ends with this error.' },
   ERR_CHAT_ATTACHMENT_NOT_FOUND: { status: 404, surfaces: ['http'], description: 'No such chart attachment in the caller\'s workspace.' },
   ERR_SESSION_BUSY: { status: 409, surfaces: ['http', 'turn', 'control'], description: 'A turn is already running in this session (or the operator acts on a busy session).' },
+  ERR_SESSION_USER_LIMIT: { status: 429, surfaces: ['http'], description: 'The user holds as many live sandboxes on this host as AIRLOCK_MAX_SANDBOXES_PER_USER allows and none is idle; finish or wait for one.' },
   ERR_SESSION_CAPACITY: { status: 503, surfaces: ['http'], description: 'This host runs as many sessions as it may; try again later.' },
   ERR_SESSION_NOT_FOUND: { status: 404, surfaces: ['http', 'control'], description: 'No live session or container with that id.' },
   ERR_SESSION_UNAVAILABLE: { status: 503, surfaces: ['http'], description: 'The daemon is shutting down; try again.' },

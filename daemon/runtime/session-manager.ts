@@ -7,7 +7,8 @@
  *   host: the gateway injects them), and the supervisor sent `start` (placeholders). Then the
  *   lifecycle hook `onSessionLive` registers the session (token rotation): the one place it does.
  * - Later prompts reuse it (warm). One turn at a time per session (ERR_SESSION_BUSY 409). Live
- *   sessions are capped per host (ERR_SESSION_CAPACITY 503).
+ *   sessions are capped per host (ERR_SESSION_CAPACITY 503) and per user (the oldest idle one
+ *   makes room, else ERR_SESSION_USER_LIMIT 429).
  * - A container that died is replaced on the next prompt, which brings the stored conversation;
  *   a turn in flight when it dies ends with ERR_SANDBOX_LOST. Every turn resolves.
  *
@@ -196,11 +197,17 @@ export class SessionManager extends SessionTable implements TurnRunner {
     let sb = this.sessions.get(req.sessionId);
     if (sb && sb.userId !== req.userId) throw new AppError('ERR_SESSION_NOT_FOUND', 'no such session', { status: 404 });
     const needsNew = !sb || sb.state === 'dead' || !connected(sb);
-    if (needsNew && !sb && this.liveSessionCount() + this.acquiring >= this.config.sandbox.maxSessions) {
+    // A new sandbox: the user's cap first (its oldest idle sandbox may make room), then the host's.
+    const isNew = needsNew && !sb;
+    const victim = isNew ? this.makeRoomFor(req.userId) : undefined;
+    if (isNew && this.liveSessionCount() + this.acquiring - (victim ? 1 : 0) >= this.config.sandbox.maxSessions) {
+      if (victim) this.busy.delete(victim.sessionId!);
       throw new AppError('ERR_SESSION_CAPACITY', 'this host runs as many sessions as it may; try again later', { status: 503, retryable: true });
     }
     this.busy.add(req.sessionId);
+    let counted = isNew && (this.starting(req.userId, 1), true);
     try {
+      if (victim) await this.endToMakeRoom(victim, req.sessionId);
       let prepared: PreparedSession | undefined;
       if (!needsNew && sb!.policyChanged) {
         // The user's agent policy changed since this sandbox started: prepare again, and replace
@@ -235,12 +242,15 @@ export class SessionManager extends SessionTable implements TurnRunner {
           return this.startFailed(req, err);
         } finally {
           this.acquiring--;
+          if (counted) this.starting(req.userId, -1); // live now (or failed): the table counts it
+          counted = false;
         }
       }
       const live = sb;
       return await runWithContext(live, req, (ctx) => turnIn(live, req, this.config, this.log, ctx));
     } finally {
       this.busy.delete(req.sessionId);
+      if (counted) this.starting(req.userId, -1);
     }
   }
 

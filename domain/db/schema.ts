@@ -378,6 +378,14 @@ export interface LeasesTable {
   expires_at: number;
 }
 
+/** A nonce of a signed request between nodes, kept until its window ends (migration 010). */
+export interface NodeNoncesTable {
+  nonce: string;
+  node_id: string;
+  /** unix ms */
+  expires_at: number;
+}
+
 export interface Schema {
   schema_migrations: SchemaMigrationsTable;
   users: UsersTable;
@@ -409,6 +417,7 @@ export interface Schema {
   nodes: NodesTable;
   sandboxes: SandboxesTable;
   leases: LeasesTable;
+  node_nonces: NodeNoncesTable;
   mail_holds: MailHoldsTable;
   proxy_requests: ProxyRequestsTable;
   mail_server_policy: MailServerPolicyTable;
