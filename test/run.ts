@@ -22,6 +22,8 @@ const BOTH_ENGINES = [
   'dist/test/integration/data-access-system-tables.test.js',
   // chat and memories (domain/chat/store.ts, domain/memories.ts)
   'dist/test/integration/chat-store.test.js',
+  'dist/test/integration/chat-models-store.test.js',
+  'dist/test/integration/chat-models-api.test.js',
   // the chat and memory routes over HTTP
   'dist/test/integration/chat.test.js',
   'dist/test/integration/chat-turns.test.js',

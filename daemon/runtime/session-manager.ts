@@ -209,22 +209,30 @@ export class SessionManager extends SessionTable implements TurnRunner {
     try {
       if (victim) await this.endToMakeRoom(victim, req.sessionId);
       let prepared: PreparedSession | undefined;
-      if (!needsNew && sb!.policyChanged) {
-        // The user's agent policy changed since this sandbox started: prepare again, and replace
-        // the sandbox only when what the agent runs under (model, tools) is different.
+      // The chat's model was switched (or its entry changed) since this sandbox was prepared.
+      const modelChanged = !needsNew && req.modelRevision !== undefined && sb!.modelRevision !== req.modelRevision;
+      if (!needsNew && (sb!.policyChanged || modelChanged)) {
+        // The user's agent policy or the chat's model changed since this sandbox started: prepare
+        // again, and replace the sandbox only when what the agent runs under (model, its upstream
+        // and key, tools) is different.
+        const why = modelChanged ? 'model changed' : 'policy changed';
         try {
           prepared = await this.preparer.prepare({ userId: req.userId, sessionId: req.sessionId, proxyPort: SANDBOX_PROXY_PORT });
         } catch (err) {
           // Refused under the new policy (a forbidden model): the sandbox goes. Any other failure
           // fails this turn closed but keeps the sandbox marked, to be checked again next turn.
-          if (isAppError(err) && err.status >= 400 && err.status < 500) await this.remove(sb!, 'policy changed');
+          if (isAppError(err) && err.status >= 400 && err.status < 500) await this.remove(sb!, why);
           return this.startFailed(req, err);
         }
         sb!.policyChanged = false;
-        if (agentEnvDigest(prepared.agentEnv) === sb!.agentEnvDigest) prepared = undefined;
-        else {
+        const sameModel = (prepared.modelRevision ?? req.modelRevision) === (sb!.modelRevision ?? req.modelRevision);
+        if (agentEnvDigest(prepared.agentEnv) === sb!.agentEnvDigest && sameModel) {
+          // A preparer that knows no chat models: remember the revision, so this is checked once.
+          sb!.modelRevision = prepared.modelRevision ?? req.modelRevision;
+          prepared = undefined;
+        } else {
           // No notice: the new sandbox gets the stored conversation (context-sync.ts).
-          await this.remove(sb!, 'policy changed');
+          await this.remove(sb!, why);
           sb = undefined;
         }
       }
@@ -310,7 +318,7 @@ export class SessionManager extends SessionTable implements TurnRunner {
       // Refilled once the claim is done, so the new member's start does not slow the claim down.
       if (claimed) void this.fillPool();
     }
-    Object.assign(sb, { sessionId, userId, claimedAt: plan.claim.claimed_at, lastUsedAt: Date.now(), state: 'ready', agentEnvDigest: plan.agentEnvDigest });
+    Object.assign(sb, { sessionId, userId, claimedAt: plan.claim.claimed_at, lastUsedAt: Date.now(), state: 'ready', agentEnvDigest: plan.agentEnvDigest, modelRevision: plan.modelRevision });
     this.sessions.set(sessionId, sb);
     this.log.info({ sessionId, userId, containerId: sb.containerId.slice(0, 12), fromPool: sb.fromPool }, 'session sandbox started');
     this.live({ sessionId, userId, tokenEnvs: plan.tokenEnvs, adopted: false });
@@ -342,7 +350,7 @@ export class SessionManager extends SessionTable implements TurnRunner {
   private async openAdopted(sb: Sandbox, claim: Claim): Promise<EgressHandle> {
     let creds: { tokens: Record<string, string>; mailPolicy?: MailPolicy } = { tokens: {} };
     try {
-      creds = (await this.preparer.credentials?.({ userId: claim.user_id, sessionId: claim.session_id, tokenEnvs: claim.token_envs })) ?? creds;
+      creds = (await this.preparer.credentials?.({ userId: claim.user_id, sessionId: claim.session_id, tokenEnvs: claim.token_envs, ...(claim.model_revision ? { modelRevision: claim.model_revision } : {}) })) ?? creds;
     } catch (err) {
       this.log.warn({ sessionId: claim.session_id, code: (err as AppError).code }, 'adopted session: its tokens could not be obtained; its requests fail until rotation');
     }
