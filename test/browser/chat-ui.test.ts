@@ -11,6 +11,9 @@ import type { TurnRequest, TurnResult, TurnRunner } from '../../core/index.js';
 import { addUser, startTestApp } from '../helpers/app.js';
 import { axeProblems, browserUnavailable, launch, screenshot, settled } from '../helpers/browser.js';
 
+// Many conversations in one real browser; on a busy 2-core machine it runs past the default 180 s.
+t.setTimeout(420_000);
+
 const PASSWORD = 'erin-password-1';
 
 export const MARKDOWN_ANSWER = [
