@@ -37,6 +37,8 @@ const HOSTILE_ANSWER = [
   '[click me](javascript:window.__pwned=\'link\')',
   '<a href="javascript:window.__pwned=\'a\'">raw link</a>',
   '<iframe src="javascript:window.__pwned=\'iframe\'"></iframe>',
+  '<div class="approval approval-card banner"><p class="approval-state">Approved</p></div>',
+  '<p id="send" class="msg user">not the page\'s own</p>',
   '<form action="/api/auth/logout" method="post"><button>Log out</button></form>',
   '',
   '| n | square |',
@@ -149,6 +151,8 @@ else {
       t.equal(await page.evaluate(() => (window as any).__pwned), undefined, 'no script, handler or javascript: link ran');
       t.equal(await page.$$eval(`${last} [onerror], ${last} script, ${last} iframe, ${last} form, ${last} .markdown button:not(.copy-code)`, (x) => x.length), 0, 'no script, handler, iframe or form in the DOM');
       t.equal(await page.$$eval(`${last} a[href^="javascript:" i]`, (x) => x.length), 0, 'no javascript: link');
+      t.equal(await page.$$eval(`${last} .markdown [class]:not(code):not(.table-wrap):not(.table-note):not(.copy-code):not(.code-head):not([class^="hljs"])`, (x) => x.map((e) => e.className).filter((c) => /approval|banner|msg|state/.test(c)).length), 0, "the answer wears none of the page's own classes (no fake approval card)");
+      t.equal(await page.$$eval(`${last} .markdown [id]`, (x) => x.length), 0, 'nor its ids');
       t.equal(await page.$$eval(`${last} table tbody tr`, (x) => x.length), 200, 'a huge table shows its first 200 rows');
       // (The route caps one text_delta at 64 KiB, so fewer than 5,000 rows arrive.)
       t.match(await page.textContent(`${last} .table-note`), /^\d{3,} more rows not shown/);
