@@ -95,6 +95,10 @@ export const OPERATIONS: readonly (readonly [string, string, string, Who, string
   ['post', '/api/chat/sessions/{id}/turns/{turnId}/cancel', 'chat', 'user', 'Stop a running turn'],
   ['post', '/api/chat/sessions/{id}/approvals/{approvalId}', 'chat', 'user', 'Approve or deny a mail send held at the proxy ({decision, scope?})'],
   ['get', '/api/chat/attachments/{name}', 'chat', 'user', 'A rasterized chart (<uuid>.png) from the own workspace'],
+  ['post', '/api/chat/sessions/{id}/files', 'chat', 'user', 'Upload a CSV, XLSX, PNG or JPEG into the workspace (raw body, X-File-Name; 201 {file, preview})'],
+  ['get', '/api/chat/sessions/{id}/files', 'chat', 'user', "The user's uploaded files ({files})"],
+  ['get', '/api/chat/sessions/{id}/files/{name}/preview', 'chat', 'user', 'An uploaded file\'s preview: the first rows of a table (?sheet=)'],
+  ['get', '/api/chat/sessions/{id}/files/{name}', 'chat', 'user', 'An uploaded file\'s bytes (images inline, tables as a download)'],
 
   ['get', '/api/admin/sessions', 'admin', 'superuser', 'Live sandboxes (503 without a Docker engine)'],
   ['post', '/api/admin/sessions/{id}/restart', 'admin', 'superuser', 'Restart a session with a fresh sandbox (204)'],
