@@ -140,7 +140,7 @@ export function uploadRoutes(ctx: WebContext, o: { owned: (userId: number, id: s
       const name = String(req.params.name);
       const { kind, data } = await readUpload(ctx.config.dataDir, req.user!.id, name, req.log);
       const image = kind === 'png' || kind === 'jpeg';
-      if (image && !sniff(kind, data)) throw new AppError('ERR_UPLOAD_NOT_FOUND', `no uploaded file ${name}`, { status: 404 });
+      if (image && !sniff(kind, data)) throw new AppError('ERR_UPLOAD_NOT_FOUND', `no uploaded file ${name}`);
       res.setHeader('Content-Type', image ? `image/${kind}` : 'application/octet-stream');
       if (!image) res.setHeader('Content-Disposition', `attachment; filename="${name}"`);
       res.setHeader('Content-Security-Policy', "default-src 'none'; sandbox");

@@ -96,7 +96,7 @@ export async function saveUpload(root: string, userDir: string, wanted: string, 
     }
     throw new AppError('ERR_UPLOAD_NAME', 'too many files of that name: rename the file');
   } catch (err) {
-    if (err instanceof BeneathError) throw new AppError('ERR_UPLOAD_NOT_FOUND', 'the workspace cannot be written (its uploads folder is not a folder)', { status: 409 });
+    if (err instanceof BeneathError) throw new AppError('ERR_UPLOAD_WORKSPACE', 'the workspace cannot be written: its uploads folder is not a folder (move what is there away)');
     throw err;
   } finally {
     await dir?.close();

@@ -12,6 +12,7 @@ export const UPLOAD_ERRORS = {
   ERR_UPLOAD_XLSX_INVALID: { status: 422, surfaces: ['http', 'tool'], description: 'The workbook cannot be read (not an XLSX, encrypted, ZIP64, a DOCTYPE, or a part missing).' },
   ERR_UPLOAD_ROW_TOO_LARGE: { status: 422, surfaces: ['http', 'tool'], description: 'A row of the table is longer than the cap (256 KiB of text).' },
   ERR_UPLOAD_NOT_FOUND: { status: 404, surfaces: ['http', 'tool'], description: 'No such uploaded file in the user\'s workspace (or another user\'s).' },
+  ERR_UPLOAD_WORKSPACE: { status: 409, surfaces: ['http'], description: 'The workspace\'s uploads folder is not a folder (a link or a file put there from inside the sandbox): nothing is written.' },
   ERR_UPLOAD_SHEET_NOT_FOUND: { status: 404, surfaces: ['http', 'tool'], description: 'The workbook has no sheet of that name.' },
   ERR_UPLOAD_RANGE: { status: 400, surfaces: ['http', 'tool'], description: 'The range is not an A1 range such as A1:D20 (or a sheet name before it).' },
   ERR_UPLOAD_BODY: { status: 400, surfaces: ['http'], description: 'The upload has no body, or its X-File-Name header is missing.' },
