@@ -180,7 +180,7 @@ function hasBody(req: Request): boolean {
  * ERR_HTTP_UNSUPPORTED_MEDIA_TYPE, and a body with a Content-Encoding other than identity is
  * 415 ERR_HTTP_UNSUPPORTED_ENCODING. Bodiless requests (GET, a POST with no body) pass.
  */
-const UPLOAD_PATH = /^\/chat\/sessions\/[^/]+\/files$/;
+const UPLOAD_PATH = /^\/chat\/(?:sessions\/[^/]+\/)?files$/;
 
 function requireJsonBody(req: Request, _res: Response, next: NextFunction): void {
   if (!hasBody(req)) return next();

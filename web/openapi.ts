@@ -99,6 +99,10 @@ export const OPERATIONS: readonly (readonly [string, string, string, Who, string
   ['get', '/api/chat/sessions/{id}/files', 'chat', 'user', "The user's uploaded files ({files})"],
   ['get', '/api/chat/sessions/{id}/files/{name}/preview', 'chat', 'user', 'An uploaded file\'s preview: the first rows of a table (?sheet=)'],
   ['get', '/api/chat/sessions/{id}/files/{name}', 'chat', 'user', 'An uploaded file\'s bytes (images inline, tables as a download)'],
+  ['post', '/api/chat/files', 'chat', 'user', 'Upload a file before a chat exists (as POST /api/chat/sessions/{id}/files)'],
+  ['get', '/api/chat/files', 'chat', 'user', "The user's uploaded files (as GET /api/chat/sessions/{id}/files)"],
+  ['get', '/api/chat/files/{name}/preview', 'chat', 'user', 'An uploaded file\'s preview (?sheet=)'],
+  ['get', '/api/chat/files/{name}', 'chat', 'user', 'An uploaded file\'s bytes'],
 
   ['get', '/api/admin/sessions', 'admin', 'superuser', 'Live sandboxes (503 without a Docker engine)'],
   ['post', '/api/admin/sessions/{id}/restart', 'admin', 'superuser', 'Restart a session with a fresh sandbox (204)'],

@@ -2,10 +2,11 @@ import { join } from 'node:path';
 import { Router, type Request } from 'express';
 import { z } from 'zod';
 import { AppError, type Logger } from '../core/index.js';
-import { decodeText, kindOfName, readTable, sniff, type Table } from '../core/tables/index.js';
+import { decodeText, kindOfName, readTable, sniff } from '../core/tables/index.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
 import type * as store from '../domain/chat/store.js';
-import { listUploads, readUpload, safeName, saveUpload, UPLOAD_MAX_BYTES, type UploadedFile } from './workspace-files.js';
+import { listUploads, readUpload, safeName, saveUpload, UPLOAD_MAX_BYTES } from './workspace-files.js';
+import type { FilePreview, UploadAnswer } from './chat-api.js';
 
 /** The first rows a preview shows. */
 export const PREVIEW_ROWS = 20;
@@ -15,17 +16,7 @@ export interface WorkspacePort {
   ensure(userId: number): string;
 }
 
-export interface UploadAnswer {
-  file: UploadedFile;
-  preview: Preview;
-}
-
-export interface Preview {
-  name: string;
-  kind: UploadedFile['kind'];
-  /** CSV and XLSX: the first rows as the agent's read_file_table reads them. */
-  table?: Pick<Table, 'rows' | 'truncated' | 'notes' | 'sheet' | 'sheets'>;
-}
+export type Preview = FilePreview;
 
 const PREVIEW_QUERY = z.object({ sheet: z.string().max(100).optional() }).strict();
 
@@ -82,19 +73,24 @@ function fileName(req: Request): string {
 /**
  * POST /sessions/:id/files (the body is the file, application/octet-stream, its name in
  * X-File-Name), GET /sessions/:id/files (the user's uploads), GET /sessions/:id/files/:name (the
- * bytes; images inline, tables as a download) and GET …/:name/preview. Only the chat's owner:
- * another user's chat is 404 like a missing one. Files live in the owner's workspace
+ * bytes; images inline, tables as a download) and GET …/:name/preview; the same under /files for
+ * a chat not made yet. Only the chat's owner: another user's chat is 404 like a missing one. Files live in the owner's workspace
  * (/workspace/uploads in the sandbox), shared by the user's chats.
  */
 export function uploadRoutes(ctx: WebContext, o: { owned: (userId: number, id: string) => Promise<store.ChatSessionRow>; workspaces?: WorkspacePort; log: Logger }): Router {
   const r = Router();
   const root = join(ctx.config.dataDir, 'workspaces');
 
+  // Only the chat's owner; /files (no chat yet: a new chat's composer) is the user's own workspace too.
+  const own = async (req: Request) => {
+    if (req.params.id !== undefined) await o.owned(req.user!.id, String(req.params.id));
+  };
+
   r.post(
-    '/sessions/:id/files',
+    ['/sessions/:id/files', '/files'],
     requireUser,
     asyncHandler(async (req, res) => {
-      await o.owned(req.user!.id, String(req.params.id));
+      await own(req);
       const name = fileName(req);
       const data = await readBody(req, UPLOAD_MAX_BYTES);
       if (!data.length) throw new AppError('ERR_UPLOAD_BODY', 'the file is empty');
@@ -110,20 +106,20 @@ export function uploadRoutes(ctx: WebContext, o: { owned: (userId: number, id: s
   );
 
   r.get(
-    '/sessions/:id/files',
+    ['/sessions/:id/files', '/files'],
     requireUser,
     asyncHandler(async (req, res) => {
-      await o.owned(req.user!.id, String(req.params.id));
+      await own(req);
       res.setHeader('Cache-Control', 'no-store');
       res.json({ files: await listUploads(root, String(req.user!.id)) });
     }),
   );
 
   r.get(
-    '/sessions/:id/files/:name/preview',
+    ['/sessions/:id/files/:name/preview', '/files/:name/preview'],
     requireUser,
     asyncHandler(async (req, res) => {
-      await o.owned(req.user!.id, String(req.params.id));
+      await own(req);
       const q = PREVIEW_QUERY.safeParse(req.query);
       if (!q.success) throw new AppError('ERR_VALIDATION', 'the only query parameter is sheet');
       const { data } = await readUpload(ctx.config.dataDir, req.user!.id, String(req.params.name), req.log);
@@ -133,10 +129,10 @@ export function uploadRoutes(ctx: WebContext, o: { owned: (userId: number, id: s
   );
 
   r.get(
-    '/sessions/:id/files/:name',
+    ['/sessions/:id/files/:name', '/files/:name'],
     requireUser,
     asyncHandler(async (req, res) => {
-      await o.owned(req.user!.id, String(req.params.id));
+      await own(req);
       const name = String(req.params.name);
       const { kind, data } = await readUpload(ctx.config.dataDir, req.user!.id, name, req.log);
       const image = kind === 'png' || kind === 'jpeg';

@@ -18,12 +18,8 @@ export const UPLOADS_DIR = 'uploads';
 export const UPLOAD_MAX_BYTES = 10 * 1024 * 1024;
 export const UPLOADS_LIST_MAX = 500;
 
-export interface UploadedFile {
-  name: string;
-  kind: FileKind;
-  bytes: number;
-  uploaded_at: string;
-}
+export type { UploadedFile } from './chat-api.js';
+import type { UploadedFile } from './chat-api.js';
 
 /**
  * A safe file name from what the browser sent: the last path part only (`/` and `\`), NFC,

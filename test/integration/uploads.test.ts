@@ -59,6 +59,7 @@ t.test('upload, list, preview and read back; owner only; hostile files refused',
 
   const list = await a.json('GET', `/api/chat/sessions/${chat.id}/files`);
   t.same(list.body.files.map((f: { name: string }) => f.name).sort(), ['passwd.csv', 'r_sum_1.png', 'sales-2.csv', 'sales.csv']);
+  t.match(list.body.files[0], { name: String, kind: String, bytes: Number, uploaded_at: String });
   const img = await a.request('GET', `/api/chat/sessions/${chat.id}/files/r_sum_1.png`);
   t.equal(img.headers.get('content-type'), 'image/png');
   t.same(Buffer.from(await img.arrayBuffer()), PNG_1PX);
@@ -77,6 +78,12 @@ t.test('upload, list, preview and read back; owner only; hostile files refused',
   t.equal(viaOwn.body.error.code, 'ERR_UPLOAD_NOT_FOUND', "alice's file is not reachable through bob's own chat");
   t.same((await b.json('GET', `/api/chat/sessions/${bobChat.id}/files`)).body.files, []);
   t.equal((await upload(a, chat.id, 'x.csv', csv, { 'x-csrf-token': 'wrong' })).status, 403, 'CSRF like every POST');
+  // Before a chat exists (a new chat's composer): /api/chat/files, the user's own workspace.
+  const first = await fetch(`${a.base}/api/chat/files`, { method: 'POST', headers: { cookie: a.cookieHeader(), 'x-csrf-token': a.csrf ?? '', 'content-type': 'application/octet-stream', 'x-file-name': 'early.csv' }, body: new Uint8Array(csv) });
+  t.equal(first.status, 201);
+  t.equal((await a.json('GET', '/api/chat/files/early.csv/preview')).body.table.rows[0][0], 'month');
+  t.equal((await b.json('GET', '/api/chat/files/early.csv/preview')).status, 404, "another user's /api/chat/files is their own workspace: 404");
+  t.equal((await b.json('GET', '/api/chat/files/early.csv')).status, 404);
 
   // Hostile files.
   const refused = async (name: string, data: Buffer, status: number, code: string, headers?: Record<string, string>) => {
@@ -94,7 +101,7 @@ t.test('upload, list, preview and read back; owner only; hostile files refused',
   await refused('.csv', csv, 400, 'ERR_UPLOAD_NAME');
   await refused('empty.csv', Buffer.alloc(0), 400, 'ERR_UPLOAD_BODY');
   await refused('nohdr.csv', csv, 400, 'ERR_UPLOAD_BODY', { 'x-file-name': '' });
-  t.same(readdirSync(join(dataDir, 'workspaces', String(alice.id), 'uploads')).sort(), ['book.xlsx', 'passwd.csv', 'r_sum_1.png', 'sales-2.csv', 'sales.csv'], 'nothing refused was written');
+  t.same(readdirSync(join(dataDir, 'workspaces', String(alice.id), 'uploads')).sort(), ['book.xlsx', 'early.csv', 'passwd.csv', 'r_sum_1.png', 'sales-2.csv', 'sales.csv'], 'nothing refused was written');
 
   // Links the agent made are never followed.
   const ws = join(dataDir, 'workspaces', String(alice.id));
