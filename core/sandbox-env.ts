@@ -51,6 +51,7 @@ export const AGENT_TOOLS = [
   { name: 'search_spreadsheets', server: 'workspace', route: 'search' },
   { name: 'send_email', server: 'workspace', route: 'mail' },
   { name: 'fetch_memory', server: 'workspace', route: 'host' },
+  { name: 'read_file_table', server: 'workspace', route: null },
   { name: 'rasterize_chart', server: 'extensions', route: null },
   { name: 'render_chart', server: 'extensions', route: null },
 ] as const satisfies readonly { name: string; server: 'workspace' | 'extensions'; route: RouteName | null }[];

@@ -127,6 +127,7 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
       container: async (sessionId) => (await runtime.sessions.inspect(sessionId)).containerId,
       shell: (containerId, o, tty) => runtime.driver.shell(containerId, o, tty),
     } satisfies AttachPort;
+    services.workspaces ??= { ensure: (userId) => runtime.sessions.ensureWorkspace(userId) };
     services.chat ??= { runner: telemetry ? telemetry.runner(fleetSessions) : fleetSessions };
     services.sandboxes ??= runtime.sessions;
     services.sandboxAdmin ??= runtime.sessions;

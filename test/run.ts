@@ -33,6 +33,8 @@ const BOTH_ENGINES = [
   'dist/test/integration/chat-context.test.js',
   'dist/test/integration/chat-budget.test.js',
   'dist/test/integration/memory.test.js',
+  // files uploaded into a chat (owner checks over the chat store)
+  'dist/test/integration/uploads.test.js',
   'dist/test/integration/error-body.test.js',
   // login, sessions, the login limiter, accounts, users
   'dist/test/integration/auth.test.js',

@@ -7,6 +7,7 @@ import { CALL_ID_META } from '../core/sandbox-protocol.js';
 import { buildMessage, type InlinePng } from './mime.js';
 import { NOT_CONNECTED_MESSAGE, ToolError, runTool, toolOk } from './result.js';
 import { noElicitationValidator } from '../core/mcp-configure.js';
+import { registerReadFileTable } from './read-file-table.js';
 
 export const TOOLS_SERVER_NAME = 'airlock-workspace-core';
 export const TOOLS_SERVER_VERSION = '0.1.0';
@@ -34,7 +35,8 @@ const oneLine = (max: number) => z.string().max(max).regex(/^[^\r\n]*$/, 'must b
 const address = z.email().max(254);
 
 /**
- * The workspace-suite core agent: fetch_sheet, search_spreadsheets, send_email, fetch_memory.
+ * The workspace-suite core agent: fetch_sheet, search_spreadsheets, send_email, fetch_memory,
+ * read_file_table.
  * Every tool is always listed; one whose route is not attached answers isError
  * ERR_TOOL_NOT_CONNECTED. The spreadsheet tools never use AGENT_USER_TOKEN.
  */
@@ -207,6 +209,9 @@ export function createToolsServer(env: ToolsEnv, log: Log): McpServer {
         return toolOk({ memories, withheld });
       }),
   );
+
+  // Tables of the files the user uploaded (tools/read-file-table.ts).
+  registerReadFileTable(server, env, log);
 
   return server;
 }

@@ -185,11 +185,15 @@ function hasBody(req: Request): boolean {
  * ERR_HTTP_UNSUPPORTED_MEDIA_TYPE, and a body with a Content-Encoding other than identity is
  * 415 ERR_HTTP_UNSUPPORTED_ENCODING. Bodiless requests (GET, a POST with no body) pass.
  */
+const UPLOAD_PATH = /^\/chat\/(?:sessions\/[^/]+\/)?files$/;
+
 function requireJsonBody(req: Request, _res: Response, next: NextFunction): void {
   if (!hasBody(req)) return next();
   const enc = String(req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
   if (enc !== 'identity') return next(new AppError('ERR_HTTP_UNSUPPORTED_ENCODING', 'compressed request bodies are not accepted', { status: 415 }));
   const type = String(req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+  // The one exception: a file uploaded into a chat is its raw bytes (web/upload-routes.ts).
+  if (type === 'application/octet-stream' && req.method === 'POST' && UPLOAD_PATH.test(req.path)) return next();
   if (type !== 'application/json') {
     return next(new AppError('ERR_HTTP_UNSUPPORTED_MEDIA_TYPE', 'request body must be application/json', { status: 415 }));
   }

@@ -136,3 +136,24 @@ export interface ChatModelList {
 export interface ApiErrorBody {
   error: { code: string; message: string };
 }
+
+/** A file the user uploaded into the workspace (web/upload-routes.ts). */
+export interface UploadedFile {
+  name: string;
+  kind: 'csv' | 'xlsx' | 'png' | 'jpeg';
+  bytes: number;
+  uploaded_at: string;
+}
+
+/** What a chat shows of an uploaded file: a table's first rows (CSV, XLSX), or nothing more for a picture. */
+export interface FilePreview {
+  name: string;
+  kind: UploadedFile['kind'];
+  table?: { rows: string[][]; truncated: boolean; notes: string[]; sheet: string; sheets?: string[] };
+}
+
+/** POST /api/chat/sessions/:id/files (201). */
+export interface UploadAnswer {
+  file: UploadedFile;
+  preview: FilePreview;
+}

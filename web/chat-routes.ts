@@ -30,6 +30,7 @@ import * as store from '../domain/chat/store.js';
 import { logAction } from '../domain/action-log.js';
 import type { Sql } from '../domain/db/index.js';
 import { chatHistory, chatMoreRoutes } from './chat-more-routes.js';
+import { uploadRoutes } from './upload-routes.js';
 import { TurnRegistry, type LiveTurn } from './turns.js';
 import { fleetForwarding } from './fleet.js';
 import { validateBody } from './validate.js';
@@ -397,6 +398,8 @@ export function chatRoutes(ctx: WebContext): Router {
 
   // Attachments, export and branch switching (web/chat-more-routes.ts).
   r.use(chatMoreRoutes(ctx, { owned, busy: (id) => !!turns.runningIn(id) }));
+  // Files the user uploads into the workspace (web/upload-routes.ts).
+  r.use(uploadRoutes(ctx, { owned, log: ctx.log }));
 
   return r;
 }

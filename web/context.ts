@@ -65,6 +65,8 @@ export interface WebServices {
   attach?: AttachPort;
   /** Models the daemon can use beyond AIRLOCK_MODEL (agent policies may name them). */
   agentModels?: () => string[];
+  /** The user's workspace, made and mounted with its quota (uploads: web/upload-routes.ts). */
+  workspaces?: { ensure(userId: number): string };
   /** Decides mail sends held for the user's approval (daemon/mail-gate.ts). */
   approvals?: ApprovalDecider;
 }

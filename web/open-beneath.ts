@@ -72,6 +72,37 @@ export async function openBeneath(root: string, parts: readonly string[], opts: 
   }
 }
 
+/**
+ * Open the folder `root/<parts…>` the same way (no link followed below `root`), making each
+ * missing folder with `mkdirMode` when given (made through the parent's descriptor: mkdir never
+ * follows a link in its last component). Each folder made is handed to `made` (to chown it by its
+ * descriptor). The caller closes the returned handle.
+ */
+export async function openDirBeneath(root: string, parts: readonly string[], mkdirMode?: number, made?: (fh: fsp.FileHandle) => Promise<void>): Promise<fsp.FileHandle> {
+  for (const p of parts) if (!COMPONENT.test(p)) throw new BeneathError('bad_name', 'invalid path component');
+  let dir = await openOrRefuse(root, fsc.O_RDONLY | fsc.O_DIRECTORY);
+  try {
+    for (const part of parts) {
+      const path = `/proc/self/fd/${dir.fd}/${part}`;
+      let fresh = false;
+      if (mkdirMode !== undefined) fresh = await fsp.mkdir(path, mkdirMode).then(() => true, (err: NodeJS.ErrnoException) => (err.code === 'EEXIST' ? false : Promise.reject(refusal(err))));
+      const before = await lstatOrRefuse(path);
+      if (before.isSymbolicLink()) throw new BeneathError('symlink', 'a path component is a symbolic link');
+      if (!before.isDirectory()) throw new BeneathError('not_directory', 'a path component is not a directory');
+      const next = await openOrRefuse(path, fsc.O_RDONLY | fsc.O_DIRECTORY | fsc.O_NOFOLLOW);
+      const after = await next.stat();
+      await dir.close();
+      dir = next;
+      if (after.dev !== before.dev || after.ino !== before.ino) throw new BeneathError('symlink', 'a path component changed while it was opened');
+      if (fresh && made) await made(dir);
+    }
+    return dir;
+  } catch (err) {
+    await dir.close();
+    throw err;
+  }
+}
+
 async function openOrRefuse(path: string, flags: number): Promise<fsp.FileHandle> {
   try {
     // Node opens every file with O_CLOEXEC already.

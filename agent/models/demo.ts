@@ -5,6 +5,8 @@ import type { Message, ModelAdapter, ModelReply, ModelRequest, ToolCall, ToolDef
  * the tool results since, and plays one of a few plans:
  *  - "chart the sample spreadsheet … and email it to x@y.z": search_spreadsheets → fetch_sheet
  *    → rasterize_chart → send_email (with the returned file name), then a short text;
+ *  - "chart my file sales.csv [and email it to x@y.z]" (a file uploaded into the chat):
+ *    read_file_table → rasterize_chart → send_email, or render_chart without a recipient;
  *  - "chart 3 5 8 and email the chart to a@b.c": rasterize_chart → send_email, then text;
  *  - "chart 3 5 8": render_chart, then text;
  *  - "what do you remember?": fetch_memory, then how many entries it read;
@@ -27,6 +29,8 @@ export class DemoModel implements ModelAdapter {
 }
 
 const EMAIL_RE = /[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+/;
+/** A file the user uploaded, named in the prompt (\"chart my file sales.csv …\"). */
+const FILE_RE = /(?:^|[\s"'(/])([A-Za-z0-9][A-Za-z0-9._-]{0,99}\.(?:csv|xlsx))\b/i;
 const PNG_RE = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.png/i;
 
 function plan(messages: readonly Message[], tools: readonly ToolDef[]): ModelReply {
@@ -52,6 +56,8 @@ function plan(messages: readonly Message[], tools: readonly ToolDef[]): ModelRep
     return { text: '', toolCalls: [{ id: `demo_${step + 1}_${name}`, name, input: pick(schemaOf(name), input) }] };
   };
 
+  const file = prompt.match(FILE_RE)?.[1];
+  if (wantsChart && file) return chartFile(call, results, file, wantsMail ? to : undefined);
   if (wantsChart && fromSheet && wantsMail) {
     const query = /sample/.test(lower) ? 'sample' : (prompt.match(/spreadsheet\s+"?([^"]+?)"?(\s+and|\s*$)/i)?.[1] ?? 'sample');
     if (step === 0) return call('search_spreadsheets', { query });
@@ -96,6 +102,19 @@ function plan(messages: readonly Message[], tools: readonly ToolDef[]): ModelRep
       '"chart 3 5 8 and email the chart to someone@example.com" or ' +
       '"chart the sample spreadsheet and email it to someone@example.com". Configure a real model provider for anything else.',
   );
+}
+
+/** Chart an uploaded file's table: read_file_table, then a PNG to mail (rasterize_chart) or a chart shown in the chat (render_chart). */
+function chartFile(call: (n: string, i: Record<string, unknown>) => ModelReply, results: readonly { content: string }[], file: string, to: string | undefined): ModelReply {
+  const step = results.length;
+  if (step === 0) return call('read_file_table', { name: file });
+  if (step === 1) {
+    const { labels, values, series } = seriesFromSheet(results[0]!.content);
+    if (!values.length) return text(`The file ${file} has no numbers I could chart.`);
+    return call(to ? 'rasterize_chart' : 'render_chart', { ...chartArgs(file, labels, values), datasets: [{ label: series ?? file, data: values }] });
+  }
+  if (to && step === 2) return mail(call, results[1]!.content, to, file);
+  return text(to ? `Done: I charted ${file} and e-mailed the chart to ${to}. (demo model)` : `Here is the chart of ${file}. (demo model)`);
 }
 
 function mail(call: (n: string, i: Record<string, unknown>) => ModelReply, rasterResult: string, to: string, about?: string): ModelReply {

@@ -16,6 +16,7 @@ import { GENERAL_ERRORS } from './general.js';
 import { IDENTITY_ERRORS } from './identity.js';
 import { PROXY_AREA_ERRORS } from './proxy.js';
 import { RUNTIME_ERRORS } from './runtime.js';
+import { UPLOAD_ERRORS } from './uploads.js';
 import type { ErrorArea, ErrorSpec } from './types.js';
 
 export type { ErrorArea, ErrorSpec, ErrorSurface } from './types.js';
@@ -29,6 +30,7 @@ export const ERROR_AREAS = [
   { title: 'Identity and directory sync', errors: IDENTITY_ERRORS },
   { title: 'Data access', errors: DATA_ACCESS_ERRORS },
   { title: 'Chat, sessions, memories, workspace account', errors: CHAT_ERRORS },
+  { title: 'Uploaded files', errors: UPLOAD_ERRORS },
   { title: 'Runtime, sandbox, control, egress', errors: RUNTIME_ERRORS },
   { title: 'Fleet (nodes)', errors: FLEET_ERRORS },
   { title: 'Credential proxy', errors: PROXY_AREA_ERRORS },

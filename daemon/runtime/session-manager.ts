@@ -388,6 +388,11 @@ export class SessionManager extends SessionTable implements TurnRunner {
   // ------------------------------------------------------------------ pool, operator API
 
   /** Top the pool up to AIRLOCK_POOL_SIZE hello containers (one fill at a time). */
+  /** The user's workspace on this host, made and mounted with its quota (the web app's uploads write there). */
+  ensureWorkspace(userId: number): string {
+    return this.slots.ensureWorkspace(userId);
+  }
+
   fillPool(): Promise<void> {
     return this.pool.fill();
   }

@@ -92,7 +92,7 @@ export async function rewriteAgentPolicies(db: Sql, userIds: Iterable<number>): 
  * tool and the chart extensions (extensions/). Agent policies may name only these; a new tool
  * is added here as well as in its MCP server.
  */
-export const AGENT_TOOLS = ['fetch_sheet', 'search_spreadsheets', 'send_email', 'fetch_memory', 'rasterize_chart', 'render_chart'] as const;
+export const AGENT_TOOLS = ['fetch_sheet', 'search_spreadsheets', 'send_email', 'fetch_memory', 'read_file_table', 'rasterize_chart', 'render_chart'] as const;
 
 /** What a policy may name: the tools above and the models this server can use. */
 export interface AgentCatalog {

@@ -14,7 +14,7 @@
 import t from 'tap';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { Ajv } from 'ajv';
@@ -41,6 +41,7 @@ function cases(file: () => string): Record<string, { valid: Record<string, unkno
     fetch_memory: { valid: { query: 'sales', limit: 5 }, invalid: [{ limit: 0 }, { source: 'NOT A SOURCE' }] },
     rasterize_chart: { valid: chart, invalid: [{}, { ...chart, type: 'no-such-type' }] },
     render_chart: { valid: chart, invalid: [{ type: 'bar' }, { ...chart, datasets: 'none' }] },
+    read_file_table: { valid: { name: 'sales.csv', range: 'A1:B3' }, invalid: [{}, { name: 'sales.csv', max_rows: 0 }] },
   };
 }
 
@@ -63,6 +64,9 @@ t.test('both MCP servers: schemas, valid calls, invalid calls as isError results
   t.teardown(() => new Promise<void>((r) => agentApi.close(() => r())));
   const dir = join(tempDir(t), 'attachments');
   mkdirSync(dir, { mode: 0o700 });
+  // An uploaded file beside the attachments (read_file_table).
+  mkdirSync(join(dir, '..', 'uploads'));
+  writeFileSync(join(dir, '..', 'uploads', 'sales.csv'), 'Month,Sales\nJan,10\nFeb,12\n');
   const env = {
     MAIL_BASE_URL: google.url,
     MAIL_API_KEY: google.token,

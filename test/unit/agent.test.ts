@@ -40,7 +40,7 @@ t.test('agent settings: defaults, allow-list, tool env, every problem listed', a
   t.throws(() => readAgentSettings({ AGENT_MODEL_PROVIDER: 'gemini' }), { code: 'ERR_AGENT_CONFIG' });
 });
 
-const TOOLS: ToolDef[] = ['rasterize_chart', 'send_email', 'render_chart', 'search_spreadsheets', 'fetch_sheet'].map((name) => ({
+const TOOLS: ToolDef[] = ['rasterize_chart', 'send_email', 'render_chart', 'search_spreadsheets', 'fetch_sheet', 'read_file_table'].map((name) => ({
   name,
   description: '',
   inputSchema: { type: 'object', properties: name === 'send_email' ? { to: { type: 'array' }, subject: {}, text: {}, html: {}, attachments: { type: 'array' } } : {} },
@@ -69,6 +69,21 @@ t.test('demo model: a spreadsheet chart and its mail are named after the spreads
   t.match(s4.toolCalls, [{ name: 'send_email', input: { to: ['someone@example.com'], subject: 'Chart: Sample sales 2026', attachments: [file] } }]);
   const s5 = await ask([prompt, tool('search_spreadsheets', found), tool('fetch_sheet', rows), tool('rasterize_chart', file), tool('send_email', '{}')]);
   t.match(s5.text, /"Sample sales 2026".*someone@example\.com/);
+});
+
+t.test('demo model: "chart my file sales.csv and email it" reads the uploaded file with read_file_table', async (t) => {
+  const prompt: Message = { role: 'user', content: 'chart my file sales.csv and email it to someone@example.com' };
+  const rows = JSON.stringify({ range: 'sales!A1:B3', rows: [['Month', 'Sales'], ['Jan', '120'], ['Feb', '135']], truncated: false, sheet: 'sales', notes: [] });
+  const file = '0f8fad5b-d9cb-469f-a165-70867728950e.png';
+  const tool = (name: string, content: string): Message => ({ role: 'tool', callId: name, name, content, isError: false });
+  t.match((await ask([prompt])).toolCalls, [{ name: 'read_file_table', input: { name: 'sales.csv' } }]);
+  const s2 = await ask([prompt, tool('read_file_table', rows)]);
+  t.match(s2.toolCalls, [{ name: 'rasterize_chart', input: { title: 'sales.csv', labels: ['Jan', 'Feb'], datasets: [{ label: 'Sales', data: [120, 135] }] } }]);
+  const s3 = await ask([prompt, tool('read_file_table', rows), tool('rasterize_chart', JSON.stringify({ filename: file }))]);
+  t.match(s3.toolCalls, [{ name: 'send_email', input: { to: ['someone@example.com'], subject: 'Chart: sales.csv', attachments: [file] } }]);
+  t.match((await ask([prompt, tool('read_file_table', rows), tool('rasterize_chart', file), tool('send_email', '{}')])).text, /charted sales\.csv .*someone@example\.com/);
+  const shown = { role: 'user', content: 'plot book.xlsx' } satisfies Message;
+  t.match((await ask([shown, tool('read_file_table', rows)])).toolCalls, [{ name: 'render_chart' }], 'no recipient: a chart in the chat');
 });
 
 t.test('demo model plans follow the conversation', async (t) => {

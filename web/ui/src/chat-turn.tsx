@@ -6,6 +6,7 @@ import type { ChatEvent, StoredTurn, StopReason } from '../../chat-api.js';
 import { ApiError } from './api.js';
 import { shownOf, ShownText, toolErrorSentence, type Shown } from './error-text.js';
 import { renderMarkdown } from './markdown.js';
+import { SentFiles } from './chat-files.js';
 
 /** One piece of an answer, in the order it came: text, or a tool call. */
 export type Part =
@@ -360,6 +361,7 @@ export function Turn(props: {
     <>
       <div class="msg user" data-turn={t.id ?? ''}>
         <div class="bubble">{t.prompt}</div>
+        <SentFiles prompt={t.prompt} />
         <div class="msg-meta">
           <time dateTime={t.startedAt}>{fmt(t.startedAt)}</time>
           <button type="button" class="link" ref={copyPromptRef} onClick={() => void copyText(t.prompt, copyPromptRef.current)} aria-label="Copy your message">

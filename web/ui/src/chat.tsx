@@ -2,10 +2,11 @@
 // from /api/chat, typed by web/chat-api.ts.
 import { render, type JSX } from 'preact';
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
-import type { ChatEvent, ChatHistory, ChatSessionList, ChatSessionSummary, SendMessageRequest } from '../../chat-api.js';
+import type { ChatEvent, ChatHistory, ChatSessionList, ChatSessionSummary, SendMessageRequest, UploadAnswer } from '../../chat-api.js';
 import { api, ApiError, ndjson, openStream, StreamBroken } from './api.js';
 import { fromStored, applyEvent, Turn, type ViewTurn } from './chat-turn.js';
 import { AccountBox, groupSessions, SessionItem } from './chat-side.js';
+import { AttachButton, attachedLine, FilePreview } from './chat-files.js';
 import { shownOf, ShownText, type Shown } from './error-text.js';
 import { ModelPicker } from './chat-model-picker.js';
 
@@ -28,6 +29,7 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
   const [modelId, setModelId] = useState<string | null>(null);
   const [listOpen, setListOpen] = useState(false);
   const [atBottom, setAtBottom] = useState(true);
+  const [attached, setAttached] = useState<UploadAnswer[]>([]);
   const transcript = useRef<HTMLDivElement>(null);
   const input = useRef<HTMLTextAreaElement>(null);
   const stick = useRef(true);
@@ -217,7 +219,7 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
   };
 
   const send = async (message: string, replaces?: string | null) => {
-    const text = message.trim();
+    const text = (message.trim() + attachedLine(attached.map((a) => a.file.name))).trim();
     if (!text) return;
     if (busy) {
       setHint('An answer is still running: your message is kept here. Send it when the answer ends, or stop the answer first.');
@@ -237,6 +239,7 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
       return [...(at >= 0 ? list.slice(0, at) : list), pending];
     });
     setDraft('');
+    setAttached([]);
     setEditing(null);
     stick.current = true;
     const ac = new AbortController();
@@ -416,7 +419,15 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
               <ShownText s={hint} />
             </div>
           )}
+          {attached.length > 0 && (
+            <div class="attached" aria-label="Attached files">
+              {attached.map((a) => (
+                <FilePreview key={a.file.name} preview={a.preview} sessionId={current} onRemove={() => setAttached((l) => l.filter((x) => x !== a))} />
+              ))}
+            </div>
+          )}
           <div class="composer-row">
+            <AttachButton sessionId={current} disabled={busy} onUploaded={(a) => setAttached((l) => [...l, a])} onError={(m) => setHint(m)} />
             <label for="prompt" class="visually-hidden">
               Message
             </label>
