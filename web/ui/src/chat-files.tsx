@@ -51,7 +51,7 @@ export function AttachButton(p: { sessionId: string | null; disabled?: boolean; 
   return (
     <>
       {/* Not in the page's tab order or accessibility tree: the button below opens it. */}
-      <input ref={input} id="attach-input" type="file" accept={ACCEPT} multiple hidden onChange={(e) => void pick(e)} />
+      <input ref={input} id="attach-input" type="file" accept={ACCEPT} multiple hidden aria-label="Files to attach" onChange={(e) => void pick(e)} />
       <button type="button" id="attach" class="secondary" disabled={p.disabled || uploading} onClick={() => input.current?.click()} title="Attach a CSV, XLSX, PNG or JPEG file (10 MB at most)">
         {uploading ? 'Uploading…' : 'Attach file'}
       </button>
