@@ -93,6 +93,22 @@ export interface ApprovalDecisionResponse {
   scope: 'once' | 'recipient';
 }
 
+/**
+ * GET /api/chat/sessions/:id/approvals/:approvalId/preview: a held send's message while it waits
+ * (never stored). An attachment with `thumbnail` is served at …/attachments/:n.
+ */
+export interface ApprovalPreview {
+  from: string[];
+  to: string[];
+  cc: string[];
+  bcc: string[];
+  subject: string;
+  text: string;
+  truncated: boolean;
+  text_from: 'plain' | 'html' | 'none';
+  attachments: { n: number; name: string; content_type: string; size: number; thumbnail: boolean }[];
+}
+
 /** GET /api/chat/model. */
 export interface ChatModelInfo {
   provider: string;

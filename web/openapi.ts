@@ -91,9 +91,13 @@ export const OPERATIONS: readonly (readonly [string, string, string, Who, string
   ['get', '/api/fleet/chat/attachments/{name}', 'fleet', 'node', "Forwarded: a chart from the user's workspace on this node"],
   ['post', '/api/fleet/chat/sessions/{id}/turns/{turnId}/cancel', 'fleet', 'node', 'Forwarded: cancel a turn running on this node'],
   ['post', '/api/fleet/chat/sessions/{id}/approvals/{approvalId}', 'fleet', 'node', 'Forwarded: decide a mail send held in a session this node owns'],
+  ['get', '/api/fleet/chat/sessions/{id}/approvals/{approvalId}/preview', 'fleet', 'node', 'Forwarded: the message of a send held in a session this node owns'],
+  ['get', '/api/fleet/chat/sessions/{id}/approvals/{approvalId}/attachments/{n}', 'fleet', 'node', 'Forwarded: an image attachment of a send held in a session this node owns'],
   ['get', '/api/chat/sessions/{id}/turns/{turnId}/events', 'chat', 'user', 'Replay and follow a turn as NDJSON from the event after ?after=SEQ'],
   ['post', '/api/chat/sessions/{id}/turns/{turnId}/cancel', 'chat', 'user', 'Stop a running turn'],
   ['post', '/api/chat/sessions/{id}/approvals/{approvalId}', 'chat', 'user', 'Approve or deny a mail send held at the proxy ({decision, scope?})'],
+  ['get', '/api/chat/sessions/{id}/approvals/{approvalId}/preview', 'chat', 'user', 'The message of a send held for approval while it waits: from, to, cc, bcc, subject, body text, attachments (410 once decided)'],
+  ['get', '/api/chat/sessions/{id}/approvals/{approvalId}/attachments/{n}', 'chat', 'user', 'An image attachment of a send held for approval, for its thumbnail (410 once decided)'],
   ['get', '/api/chat/attachments/{name}', 'chat', 'user', 'A rasterized chart (<uuid>.png) from the own workspace'],
 
   ['get', '/api/admin/sessions', 'admin', 'superuser', 'Live sandboxes (503 without a Docker engine)'],
