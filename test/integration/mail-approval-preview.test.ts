@@ -11,101 +11,16 @@
  * turn's replayed events still show the approval and its decision.
  */
 import t from 'tap';
-import type { Test } from 'tap';
 import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
-import type { TurnRequest, TurnResult, TurnRunner } from '../../core/index.js';
-import { CALL_ID_HEADER, type SessionProfile } from '../../core/sandbox-protocol.js';
-import { buildRoutes, buildProfile, serverMailPolicy } from '../../daemon/overlay.js';
-import { EgressGatewayService } from '../../daemon/egress.js';
-import { MailGate } from '../../daemon/mail-gate.js';
-import { start as startUpstream } from '../../emulator/fake-upstream.js';
-import { startCredentialProxy } from '../../proxy/index.js';
-import { buildMessage } from '../../tools/mime.js';
-import { chartFileName } from '../../tools/attachments.js';
-import type { WebServices } from '../../web/index.js';
-import { addUser, startTestApp, tempDir, type TestApp } from '../helpers/app.js';
+import { tempDir } from '../helpers/app.js';
 import { streamTurn } from '../helpers/chat.js';
-
-const TOKEN = 'ya29.real-preview-token-0123456789abcdef';
-const BODY = 'Quarterly numbers attached: the confidential body of the message.';
-// A 1×1 PNG.
-const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64');
-const CHART = `${randomUUID()}.png`;
-
-async function startRig(t: Test, dataDir: string) {
-  const upstream = await startUpstream();
-  t.teardown(() => upstream.close());
-  let current: TurnRequest | undefined;
-  const holder: { proxyPort?: number } = {};
-  const placeholder = `ph-mail-${randomUUID()}`;
-  const runner: TurnRunner = {
-    async runTurn(req): Promise<TurnResult> {
-      current = req;
-      try {
-        const subject = req.prompt;
-        const raw = await buildMessage(
-          { to: ['ext@partner.example'], cc: ['colleague@corp.example'], bcc: ['audit@corp.example'], subject, text: BODY },
-          [{ filename: CHART, name: chartFileName('Quarterly revenue (EUR) — 2026'), content: PNG }],
-          'me@corp.example',
-        );
-        req.onEvent({ type: 'tool_start', call_id: 'call-1', tool: 'send_email', input: { subject } });
-        const res = await fetch(`http://127.0.0.1:${holder.proxyPort}/gmail/mail/v1/users/me/messages/send`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${placeholder}`, 'content-type': 'application/json', [CALL_ID_HEADER]: 'call-1' },
-          body: JSON.stringify({ raw: raw.toString('base64url') }),
-        });
-        const out = await res.text();
-        req.onEvent({ type: 'tool_end', call_id: 'call-1', tool: 'send_email', ok: res.ok, ...(res.ok ? { output: out } : { error: out }), duration_ms: 1 });
-        return { stop_reason: 'end_turn' };
-      } finally {
-        current = undefined;
-      }
-    },
-  };
-  const services: WebServices = { chat: { runner } };
-  const app = await startTestApp(t, { dataDir, env: { AIRLOCK_MAIL_ALLOW_DOMAINS: 'corp.example', AIRLOCK_MAIL_OTHER: 'ask' }, services });
-  const gate = new MailGate(app.database.sql, app.config, app.log);
-  services.approvals = gate;
-  const routes = buildRoutes({ google: { mailBaseUrl: upstream.url, sheetsBaseUrl: upstream.url, driveBaseUrl: upstream.url }, model: { provider: 'openai', baseUrl: upstream.url }, hasAccountToken: true, hasModelKey: true });
-  const socketPath = join(tempDir(t, 'airlock-preview-'), 'egress.sock');
-  const egress = new EgressGatewayService({ log: app.log });
-  const session = () => ({ sessionId: current!.sessionId, userId: current!.userId });
-  const handle = await egress.open('preview-test', socketPath, {
-    userId: 0,
-    routes,
-    tokens: { MAIL_ACCESS_TOKEN: TOKEN, SHEETS_ACCESS_TOKEN: TOKEN, SEARCH_ACCESS_TOKEN: TOKEN, MODEL_API_KEY_REAL: TOKEN },
-    mailPolicy: serverMailPolicy(app.config),
-    hold: (h) => gate.hold({ ...session(), turn: current }, h),
-    currentTurn: () => current?.turnId ?? null,
-  });
-  t.teardown(() => handle.close());
-  const profile: SessionProfile = buildProfile('preview-test', 0, routes);
-  const proxy = await startCredentialProxy({
-    profile,
-    getPlaceholder: (n) => (n === 'MAIL_API_KEY' ? placeholder : undefined),
-    egressSocket: socketPath,
-    mailPolicy: serverMailPolicy(app.config),
-    onDecision: (d) => gate.proxied(session(), d),
-    currentTurn: () => current?.turnId ?? null,
-  });
-  t.teardown(() => proxy.close());
-  holder.proxyPort = proxy.port;
-  return { app, gate, upstream };
-}
-
-async function login(app: TestApp, name: string, create: boolean) {
-  if (create) await addUser(app.database, name, `${name}-password`);
-  const c = app.client();
-  if ((await c.login(name, `${name}-password`)).status !== 200) throw new Error('login failed');
-  return c;
-}
+import { BODY, loginAs, PNG, startMailRig } from '../helpers/mail-rig.js';
 
 t.test('the owner sees From, To, Cc, Bcc, Subject, the body and the chart while the send waits; nobody else; gone after the decision; the decision stays in the history', async (t) => {
   const dataDir = tempDir(t);
-  const rig = await startRig(t, dataDir);
-  const ann = await login(rig.app, 'ann', true);
-  const bob = await login(rig.app, 'bob', true);
+  const rig = await startMailRig(t, dataDir);
+  const ann = await loginAs(rig.app, 'ann', true);
+  const bob = await loginAs(rig.app, 'bob', true);
   const seen: Record<string, any> = {};
   const r = await streamTurn(ann, { message: 'Q3 revenue' }, async (e, _all, sid) => {
     if (e.type !== 'approval_request') return;
@@ -148,8 +63,8 @@ t.test('the owner sees From, To, Cc, Bcc, Subject, the body and the chart while 
   // A restart: the turn is no longer in memory; the history is rebuilt from the store.
   await rig.gate.flushed();
   await rig.app.close();
-  const again = await startRig(t, dataDir);
-  const ann2 = await login(again.app, 'ann', false);
+  const again = await startMailRig(t, dataDir);
+  const ann2 = await loginAs(again.app, 'ann', false);
   const h = await ann2.json('GET', `/api/chat/sessions/${sid}/messages`);
   t.equal(h.status, 200);
   const a = h.body.turns[0].approvals;
@@ -172,8 +87,8 @@ t.test('the owner sees From, To, Cc, Bcc, Subject, the body and the chart while 
 });
 
 t.test('a denied send: the history says so; the preview answered while it waited and not after', async (t) => {
-  const rig = await startRig(t, tempDir(t));
-  const ann = await login(rig.app, 'ann', true);
+  const rig = await startMailRig(t, tempDir(t));
+  const ann = await loginAs(rig.app, 'ann', true);
   let during = 0;
   let base = '';
   const r = await streamTurn(ann, { message: 'Denied one' }, async (e, _all, sid) => {
