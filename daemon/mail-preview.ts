@@ -143,7 +143,7 @@ export function mailPreview(raw: Buffer): MailPreview {
   const isAttachment = (p: Part) => p.disposition === 'attachment' || p.name !== undefined;
   const plain = parts.find((p) => p.type === 'text/plain' && !isAttachment(p));
   const html = plain ? undefined : parts.find((p) => p.type === 'text/html' && !isAttachment(p));
-  const full = plain ? asText(plain.body, plain.charset) : html ? htmlToText(asText(html.body, html.charset)) : '';
+  const full = (plain ? asText(plain.body, plain.charset) : html ? htmlToText(asText(html.body, html.charset)) : '').replace(/\r\n?/g, '\n');
   let imageBytes = 0;
   const attachments: PreviewAttachment[] = parts.filter(isAttachment).map((p) => {
     const a: PreviewAttachment = { name: p.name ?? '(unnamed)', content_type: p.type.slice(0, 100), size: p.body.length };

@@ -67,6 +67,11 @@ t.test('bounded: the text cut at the limit; an image over the limit listed witho
   t.equal(p.attachments[0].data, undefined, 'too large for a thumbnail');
 });
 
+t.test('CRLF line ends of a plain body read as line breaks', async (t) => {
+  const p = mailPreview(crlf(['From: me@corp.example', 'To: a@x.example', 'Subject: s', '', 'one', 'two', '']));
+  t.equal(p.text, 'one\ntwo\n');
+});
+
 t.test('htmlToText: numeric entities, line breaks', async (t) => {
   t.equal(htmlToText('a<br>b&#233;&#x263A;<div>c</div>d'), 'a\nbé☺c\nd');
 });
