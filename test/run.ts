@@ -28,6 +28,8 @@ const BOTH_ENGINES = [
   'dist/test/integration/chat-sandbox-failure.test.js',
   'dist/test/integration/chat-context.test.js',
   'dist/test/integration/chat-budget.test.js',
+  // a held send's preview and the approvals of stored turns (domain/chat/approvals.ts)
+  'dist/test/integration/mail-approval-preview.test.js',
   'dist/test/integration/memory.test.js',
   'dist/test/integration/error-body.test.js',
   // login, sessions, the login limiter, accounts, users
