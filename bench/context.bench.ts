@@ -9,6 +9,7 @@ import { buildSandboxImage, createDocker } from '../daemon/runtime/index.js';
 import { start as startModel, type ModelServer } from '../emulator/model-openai.js';
 import { benchLogin, benchServeEnv, nowMs, stats, type BenchResult } from './lib.js';
 import { createUser } from '../domain/users.js';
+import { branchTranscript } from '../domain/chat/transcript.js';
 
 /**
  * The conversation belongs to the service (docs/chat.md): what it costs.
@@ -25,7 +26,7 @@ const ROOT = join(DIST, '..');
 const TAG = 'airlock/sandbox:bench';
 const KEY = 'sk-bench-model-key-0123456789abcdef';
 const TURNS = 60;
-const LOST_ROUNDS = 6;
+const LOST_ROUNDS = 10;
 
 interface Client {
   turn(message: string, sessionId?: string): Promise<{ ms: number; sessionId: string }>;
@@ -83,6 +84,16 @@ export async function run(): Promise<BenchResult> {
       sid = r.sessionId;
       overhead.push(r.ms - (await replayLast(model)));
     }
+    // The daemon's own part of handing a lost sandbox the conversation: reading the branch.
+    const reads: number[] = [];
+    let bytes = 0;
+    for (let i = 0; i < 40; i++) {
+      const t0 = nowMs();
+      const items = await branchTranscript(d.database.sql, sid!, config.model.contextTokens);
+      reads.push(nowMs() - t0);
+      bytes = Buffer.byteLength(JSON.stringify(items));
+    }
+    const read = stats(reads);
     const early = stats(overhead.slice(1, 11));
     const late = stats(overhead.slice(TURNS - 10));
 
@@ -115,6 +126,7 @@ export async function run(): Promise<BenchResult> {
       rows: [
         { what: 'sandbox turn overhead beyond the model, turns 2-11 of a chat', n: early.n, p50_ms: early.p50, p99_ms: early.p99 },
         { what: `sandbox turn overhead beyond the model, turns ${TURNS - 9}-${TURNS} of the same chat`, n: late.n, p50_ms: late.p50, p99_ms: late.p99 },
+        { what: `reading a ${TURNS}-turn chat's branch from the store (${Math.round(bytes / 1024)} KiB of context)`, n: read.n, p50_ms: read.p50, p99_ms: read.p99 },
         { what: `first turn after a lost sandbox, ${TURNS}+-turn chat (pool claim + context)`, n: ll.n, p50_ms: ll.p50, p99_ms: ll.p99 },
         { what: 'first turn after a lost sandbox, 1-turn chat (pool claim)', n: ls.n, p50_ms: ls.p50, p99_ms: ls.p99 },
       ],

@@ -30,6 +30,10 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'AIRLOCK_NODE_ID', kind: 'string', doc: 'This node\'s id in the fleet (letters, digits, dot, dash, underscore). Defaults to the host name.' },
   { env: 'AIRLOCK_NODE_URL', kind: 'url', doc: 'Where the other nodes reach this node\'s web app (internal network). Defaults to http://HOST:PORT.' },
   { env: 'AIRLOCK_NODE_SECRET', kind: 'secret', doc: 'Shared by every node of a fleet: authenticates requests forwarded between nodes (at least 32 characters). Required with AIRLOCK_DATABASE_URL for serve.' },
+  { env: 'AIRLOCK_NODE_CA_FILE', kind: 'path', doc: 'PEM file of the CA (or CAs) that signed the nodes\' https certificates: requests between nodes trust only it. Unset: the system\'s CAs.' },
+  { env: 'AIRLOCK_FLEET_ALLOW_HTTP', kind: 'bool', default: 'false', doc: 'Allow plain http between the nodes of a fleet (AIRLOCK_NODE_URL http://…). Off: a fleet needs https node URLs; only for a private network you trust, or tests.' },
+  { env: 'AIRLOCK_TLS_CERT_FILE', kind: 'path', doc: 'PEM certificate chain: the web app serves https on AIRLOCK_PORT (with AIRLOCK_TLS_KEY_FILE), e.g. for AIRLOCK_NODE_URL=https://… between nodes.' },
+  { env: 'AIRLOCK_TLS_KEY_FILE', kind: 'path', doc: 'PEM private key of AIRLOCK_TLS_CERT_FILE.' },
   { env: 'AIRLOCK_NODE_HEARTBEAT_S', kind: 'int', default: '5', min: 1, max: 3600, doc: 'How often a node writes its heartbeat.' },
   { env: 'AIRLOCK_NODE_LOST_S', kind: 'int', default: '30', min: 2, max: 86400, doc: 'A node whose heartbeat is older than this is lost: its sessions move to live nodes on their next prompt.' },
   { env: 'AIRLOCK_HOST', kind: 'string', default: '127.0.0.1', doc: 'Listen address of the web app.' },
@@ -46,6 +50,7 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'AIRLOCK_IMAGE', kind: 'string', default: 'airlock/sandbox:latest', doc: 'Sandbox image.' },
   { env: 'AIRLOCK_POOL_SIZE', kind: 'int', default: '1', min: 0, max: 64, doc: 'Pre-started containers kept ready for new sessions (0 disables the pool).' },
   { env: 'AIRLOCK_MAX_SESSIONS', kind: 'int', default: '32', min: 1, max: 10000, doc: 'Live sandboxes allowed on this host; past it new sessions get 503.' },
+  { env: 'AIRLOCK_MAX_SANDBOXES_PER_USER', kind: 'int', min: 1, max: 10000, doc: 'Live sandboxes one user may hold on this host; at the cap the user\'s oldest idle one ends to make room, else 429. Default: a quarter of AIRLOCK_MAX_SESSIONS (at least 1).' },
   { env: 'AIRLOCK_MAX_STARTING', kind: 'int', default: '2', min: 1, max: 256, doc: 'Sandboxes started at the same time (cold starts and pool claims); further session starts wait their turn.' },
   { env: 'AIRLOCK_SESSION_IDLE_S', kind: 'int', default: '900', min: 1, max: 604800, doc: 'Idle time after which a sandbox is reaped.' },
   { env: 'AIRLOCK_SESSION_STALE_S', kind: 'int', default: '3600', min: 1, max: 604800, doc: 'Age after which a sandbox counts as stale (about the access-token lifetime).' },
@@ -92,7 +97,19 @@ export interface Config {
   dataDir: string;
   /** PostgreSQL URL (a secret: it may hold a password); unset = SQLite in dataDir. */
   databaseUrl?: Secret;
-  node: { id: string; url: string; secret?: Secret; heartbeatS: number; lostS: number };
+  node: {
+    id: string;
+    url: string;
+    secret?: Secret;
+    heartbeatS: number;
+    lostS: number;
+    /** PEM file of the CA requests between nodes trust (unset: the system's). */
+    caFile?: string;
+    /** Plain http between nodes allowed (AIRLOCK_FLEET_ALLOW_HTTP). */
+    allowHttp: boolean;
+  };
+  /** The web app serves https with these (both or neither). */
+  tls?: { certFile: string; keyFile: string };
   host: string;
   port: number;
   publicOrigin: string;
@@ -107,6 +124,8 @@ export interface Config {
   sandbox: {
     poolSize: number;
     maxSessions: number;
+    /** Live sandboxes one user may hold on this host (AIRLOCK_MAX_SANDBOXES_PER_USER). */
+    maxPerUser: number;
     maxStarting: number;
     idleS: number;
     staleS: number;
@@ -235,6 +254,13 @@ export function loadConfig(env: Raw, opts: LoadConfigOptions = {}): Readonly<Con
   const dbUrl = values.AIRLOCK_DATABASE_URL;
   if (dbUrl instanceof Secret && !/^postgres(ql)?:\/\/[^\s]+$/.test(dbUrl.reveal())) problems.push('AIRLOCK_DATABASE_URL: must be a postgres:// or postgresql:// URL');
   if ((num('AIRLOCK_NODE_LOST_S') ?? 30) <= (num('AIRLOCK_NODE_HEARTBEAT_S') ?? 5)) problems.push('AIRLOCK_NODE_LOST_S: must be longer than AIRLOCK_NODE_HEARTBEAT_S');
+  if (!values.AIRLOCK_TLS_CERT_FILE !== !values.AIRLOCK_TLS_KEY_FILE) problems.push('AIRLOCK_TLS_CERT_FILE and AIRLOCK_TLS_KEY_FILE: set both or neither');
+  const host = values.AIRLOCK_HOST as string;
+  const port = values.AIRLOCK_PORT as number;
+  const nodeUrl = ((values.AIRLOCK_NODE_URL as string | undefined) ?? `${values.AIRLOCK_TLS_CERT_FILE ? 'https' : 'http'}://${host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '[::1]' : host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
+  if (dbUrl instanceof Secret && nodeSecret instanceof Secret && values.AIRLOCK_FLEET_ALLOW_HTTP !== 'true' && !nodeUrl.startsWith('https:')) {
+    problems.push('AIRLOCK_NODE_URL: a fleet\'s nodes talk over https (an https:// URL, AIRLOCK_NODE_CA_FILE for your CA); set AIRLOCK_FLEET_ALLOW_HTTP=true to allow plain http between nodes');
+  }
   const trustProxy = parseTrustProxy(String(values.AIRLOCK_TRUST_PROXY ?? 'none'));
   if (!Array.isArray(trustProxy)) problems.push(`AIRLOCK_TRUST_PROXY: ${trustProxy.problem}`);
   const domains = (k: string): string[] => {
@@ -246,19 +272,20 @@ export function loadConfig(env: Raw, opts: LoadConfigOptions = {}): Readonly<Con
   const blockDomains = domains('AIRLOCK_MAIL_BLOCK_DOMAINS');
   if (problems.length > 0) throw new ConfigError(problems);
 
-  const host = values.AIRLOCK_HOST as string;
-  const port = values.AIRLOCK_PORT as number;
   const publicOrigin = ((values.AIRLOCK_PUBLIC_ORIGIN as string | undefined) ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
   const config: Config = {
     dataDir: str('AIRLOCK_DATA_DIR'),
     databaseUrl: sec('AIRLOCK_DATABASE_URL'),
     node: {
       id: nodeId,
-      url: ((values.AIRLOCK_NODE_URL as string | undefined) ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '[::1]' : host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, ''),
+      url: nodeUrl,
       secret: sec('AIRLOCK_NODE_SECRET'),
       heartbeatS: num('AIRLOCK_NODE_HEARTBEAT_S'),
       lostS: num('AIRLOCK_NODE_LOST_S'),
+      caFile: values.AIRLOCK_NODE_CA_FILE as string | undefined,
+      allowHttp: values.AIRLOCK_FLEET_ALLOW_HTTP === 'true',
     },
+    ...(values.AIRLOCK_TLS_CERT_FILE ? { tls: { certFile: str('AIRLOCK_TLS_CERT_FILE'), keyFile: str('AIRLOCK_TLS_KEY_FILE') } } : {}),
     host,
     port,
     publicOrigin,
@@ -273,6 +300,7 @@ export function loadConfig(env: Raw, opts: LoadConfigOptions = {}): Readonly<Con
     sandbox: {
       poolSize: num('AIRLOCK_POOL_SIZE'),
       maxSessions: num('AIRLOCK_MAX_SESSIONS'),
+      maxPerUser: num('AIRLOCK_MAX_SANDBOXES_PER_USER') ?? Math.max(1, Math.ceil(num('AIRLOCK_MAX_SESSIONS') / 4)),
       maxStarting: num('AIRLOCK_MAX_STARTING'),
       idleS: num('AIRLOCK_SESSION_IDLE_S'),
       staleS: num('AIRLOCK_SESSION_STALE_S'),

@@ -9,6 +9,7 @@ export * from './sandbox-protocol.js';
 export * from './metrics.js';
 export * from './agent-token.js';
 export * from './node-auth.js';
+export * from './node-client.js';
 export * from './accounts.js';
 export * from './ndjson.js';
 export * from './attach-frames.js';

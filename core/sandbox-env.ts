@@ -77,18 +77,25 @@ export interface AgentPolicyLimits {
   denied_models: string[];
 }
 
+/** The model a session's agent runs with: the chat's model (docs/chat.md "A model per chat"), else AIRLOCK_MODEL_*. */
+export interface AgentModelChoice {
+  provider: 'openai' | 'anthropic' | 'demo';
+  model: string;
+  contextTokens: number;
+}
+
 /**
- * The agent child's settings (env names the agent reads). The user's agent policy decides
- * which tools are loaded (AGENT_TOOLS, comma list; absent = all); a forbidden model is refused
- * earlier, when the session is prepared.
+ * The agent child's settings (env names the agent reads). `model` is the chat's model (default:
+ * the config's). The user's agent policy decides which tools are loaded (AGENT_TOOLS, comma list;
+ * absent = all); a forbidden model is refused earlier, when the session is prepared.
  */
-export function agentSettings(config: Readonly<Pick<Config, 'model'>>, policy?: AgentPolicyLimits): Record<string, string> {
+export function agentSettings(config: Readonly<Pick<Config, 'model'>>, policy?: AgentPolicyLimits, model: AgentModelChoice = config.model): Record<string, string> {
   const env: Record<string, string> = {
-    AGENT_MODEL_PROVIDER: config.model.provider,
-    AGENT_MODEL: config.model.model,
+    AGENT_MODEL_PROVIDER: model.provider,
+    AGENT_MODEL: model.model,
     AGENT_MAX_STEPS: String(config.model.maxSteps),
     AGENT_MODEL_TIMEOUT_S: String(config.model.timeoutS),
-    AGENT_CONTEXT_TOKENS: String(config.model.contextTokens),
+    AGENT_CONTEXT_TOKENS: String(model.contextTokens),
   };
   // The bounds of model and tool calls (docs/chat.md, "Bounds"); absent in an older config: the agent's defaults.
   const m = config.model as Partial<Config['model']>;

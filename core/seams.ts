@@ -19,6 +19,12 @@ export interface TurnRequest {
    * not hold it (new, replaced, restarted, behind). Absent: the runner sends no context.
    */
   context?: () => Promise<TranscriptItem[]>;
+  /**
+   * The chat's model as `<id>:<version>` (docs/chat.md "A model per chat"): a live sandbox
+   * prepared for another is replaced before this turn (and the new one gets the stored
+   * conversation). Absent: the sandbox keeps the model it has.
+   */
+  modelRevision?: string;
   /** Aborted when the client disconnects: the turn is cancelled in the sandbox. */
   signal: AbortSignal;
   /** Called for each agent event as it happens (the caller numbers them). */
@@ -57,6 +63,8 @@ export interface PreparedSession {
   egressAllow: string[];
   /** The user's send policy, applied by the proxy to mail sends. */
   mailPolicy?: MailPolicy;
+  /** The revision of the chat's model the session was prepared for (`<id>:<version>`); absent: the config's model. */
+  modelRevision?: string;
 }
 
 export interface SessionPreparer {
@@ -65,7 +73,7 @@ export interface SessionPreparer {
    * The real tokens (by env name) and send policy of a session that is already running: a sandbox
    * adopted after a daemon restart, whose gateway must hold its tokens again. Absent: none.
    */
-  credentials?(req: { userId: number; sessionId: string; tokenEnvs: readonly string[] }): Promise<{ tokens: Record<string, string>; mailPolicy?: MailPolicy }>;
+  credentials?(req: { userId: number; sessionId: string; tokenEnvs: readonly string[]; modelRevision?: string }): Promise<{ tokens: Record<string, string>; mailPolicy?: MailPolicy }>;
 }
 
 /** A mail send the egress gateway holds until the daemon decides (read on the host from the exact body it forwards). */
@@ -122,7 +130,7 @@ export interface ApprovalDecision {
 
 /** What the chat routes need: decide a pending approval (throws ERR_APPROVAL_NOT_FOUND / ERR_APPROVAL_DECIDED). */
 export interface ApprovalDecider {
-  decide(d: ApprovalDecision): Promise<{ decision: 'approved' | 'denied'; scope: 'once' | 'recipient' }>;
+  decide(d: ApprovalDecision): Promise<{ decision: 'approved'; scope: 'once' | 'recipient' } | { decision: 'denied' }>;
   /** The held send's message while it waits (docs/chat.md#approvals); 404 / 410 otherwise. */
   preview?(q: ApprovalLookup): Promise<MailPreview>;
 }

@@ -1,8 +1,6 @@
-import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { AppError, appErrorFromPeer, ATTACH_UPGRADE, AttachFrameReader, CodedErrorSchema, encodeAttachFrame, isAppError, signNodeRequest, type AttachFrame, type Config, type ShellTerminal } from '../core/index.js';
+import { AppError, appErrorFromPeer, ATTACH_UPGRADE, AttachFrameReader, CodedErrorSchema, encodeAttachFrame, isAppError, NodeClient, type AttachFrame, type Config, type ShellTerminal } from '../core/index.js';
 import { openDatabase } from '../domain/db/index.js';
 import { listNodes, sandboxesOfOtherNodes, sandboxOf, type NodeInfo, type SandboxRow } from '../domain/fleet.js';
 import { nodeRequest } from './fleet.js';
@@ -59,7 +57,7 @@ export async function operatorAnywhere(config: Readonly<Config>, local: () => Pr
     return { result: await local(), node: config.node.id };
   } catch (err) {
     const node = await ownerElsewhere(config, err, request.id);
-    return { result: await nodeRequest(config, node.url, 'POST', '/api/fleet/operator', request), node: node.id };
+    return { result: await nodeRequest(config, node, 'POST', '/api/fleet/operator', request), node: node.id };
   }
 }
 
@@ -84,13 +82,12 @@ function refusal(body: Buffer, fallback: AppError): AppError {
  * exit status.
  */
 export function attachRemote(config: Readonly<Config>, node: NodeInfo, sessionId: string, o: { root: boolean; term: string }, tty: ShellTerminal): Promise<number> {
-  if (!config.node.secret) throw new AppError('ERR_CONFIG_INVALID', 'AIRLOCK_NODE_SECRET is not set: this node cannot talk to the others');
+  const client = new NodeClient(config);
   const query = new URLSearchParams({ root: o.root ? '1' : '0', term: o.term, rows: String(tty.stdout.rows ?? 0), cols: String(tty.stdout.columns ?? 0) });
-  const url = new URL(`/api/fleet/sessions/${encodeURIComponent(sessionId)}/attach?${query}`, node.url);
-  const signed = signNodeRequest(config.node.secret.reveal(), { method: 'GET', path: url.pathname + url.search, node: config.node.id, userId: null, body: '' });
+  const path = `/api/fleet/sessions/${encodeURIComponent(sessionId)}/attach?${query}`;
   const unreachable = (why: string) => new AppError('ERR_NODE_UNREACHABLE', `node ${node.id} at ${node.url}: ${why}`, { status: 503 });
   return new Promise<number>((resolve, reject) => {
-    const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, { method: 'GET', headers: { ...signed, connection: 'Upgrade', upgrade: ATTACH_UPGRADE } });
+    const req = client.open(node, { method: 'GET', path, userId: null, keepAlive: false, headers: { connection: 'Upgrade', upgrade: ATTACH_UPGRADE } });
     req.on('error', (err) => reject(unreachable(`does not answer (${err.message})`)));
     // Refused before any shell started: the owner's error body.
     req.on('response', (res) => {
@@ -131,7 +128,6 @@ export function attachRemote(config: Readonly<Config>, node: NodeInfo, sessionId
       });
       if (head.length) screen(head);
     });
-    req.end();
   });
 }
 

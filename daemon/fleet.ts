@@ -2,11 +2,10 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { AppError, appErrorFromPeer, checkAnswer, signNodeRequest, type Config, type Logger, type TurnRequest, type TurnResult, type TurnRunner } from '../core/index.js';
-import { CodedErrorSchema } from '../core/sandbox-protocol.js';
+import { NodeClient, type Config, type NodeTarget, type Logger, type TurnRequest, type TurnResult, type TurnRunner } from '../core/index.js';
 import type { Database, Sql } from '../domain/db/index.js';
 import type { RefreshLease } from './tokens.js';
-import { acquireLease, heartbeat, leaveFleet, listNodes, releaseLease, markLostSandboxes, ownSandbox, registerNode, releaseSandbox, sandboxOf } from '../domain/fleet.js';
+import { acquireLease, heartbeat, purgeNonces, leaveFleet, listNodes, releaseLease, markLostSandboxes, ownSandbox, registerNode, releaseSandbox, sandboxOf } from '../domain/fleet.js';
 
 const PackageVersionSchema = z.object({ version: z.string() });
 
@@ -34,7 +33,8 @@ export interface FleetMemberOptions {
 /**
  * This node's membership of the fleet: it registers at start, writes a heartbeat every
  * AIRLOCK_NODE_HEARTBEAT_S with its session count, and on each beat marks the sandboxes of nodes
- * silent for AIRLOCK_NODE_LOST_S as lost (idempotent, so every node may do it). A database that
+ * silent for AIRLOCK_NODE_LOST_S as lost and purges expired nonces of signed requests
+ * (idempotent, so every node may do it). A database that
  * does not answer costs a warning per outage, never the node: sandboxes keep running.
  */
 export class FleetMember {
@@ -66,6 +66,8 @@ export class FleetMember {
         await heartbeat(database.sql, config.node.id, this.#o.liveSessions());
         const lost = await markLostSandboxes(database.sql, config.node.lostS);
         if (lost) log.warn({ sessions: lost }, 'sandboxes of silent nodes marked lost');
+        // Nonces of signed requests between nodes whose window ended (idempotent, like the sweep).
+        await purgeNonces(database.sql);
         if (this.#failing) log.info('database answers again; heartbeats resumed');
         this.#failing = false;
       } catch (err) {
@@ -131,35 +133,17 @@ export class FleetSessions implements TurnRunner {
   }
 }
 
-/** What a node answers another on success (web/fleet.ts): `{"result": …}`. */
-export const NodeResultSchema = z.object({ result: z.unknown().optional() });
-/** What it answers on failure: the HTTP error body (docs/architecture.md#http-error-body). */
-export const NodeErrorBodySchema = z.object({ error: CodedErrorSchema });
-
 /**
- * One signed request from this node to another (CLI commands for sessions another node owns).
- * The answer is checked: a coded error body becomes that error (status from the catalogue), any
- * other failure ERR_NODE_UNREACHABLE, a success that is not `{"result"}` ERR_NODE_BAD_ANSWER.
+ * One signed JSON request from this node to another (CLI commands for sessions another node
+ * owns), through the fleet's one node client (core/node-client.ts): the answer is checked there.
  */
-export async function nodeRequest(config: Readonly<Config>, nodeUrl: string, method: string, path: string, body?: unknown): Promise<unknown> {
-  if (!config.node.secret) throw new AppError('ERR_CONFIG_INVALID', 'AIRLOCK_NODE_SECRET is not set: this node cannot talk to the others');
-  const raw = body === undefined ? '' : JSON.stringify(body);
-  const url = new URL(path, nodeUrl);
-  const headers: Record<string, string> = signNodeRequest(config.node.secret.reveal(), { method, path: url.pathname + url.search, node: config.node.id, userId: null, body: raw });
-  if (raw) headers['content-type'] = 'application/json';
-  let res: Response;
+export async function nodeRequest(config: Readonly<Config>, node: NodeTarget, method: string, path: string, body?: unknown): Promise<unknown> {
+  const client = new NodeClient(config);
   try {
-    res = await fetch(url, { method, headers, body: raw || undefined, signal: AbortSignal.timeout(30_000) });
-  } catch (err) {
-    throw new AppError('ERR_NODE_UNREACHABLE', `node at ${nodeUrl} does not answer (${err instanceof Error ? err.message : String(err)})`, { status: 503 });
+    return await client.json(node, method, path, body);
+  } finally {
+    client.close();
   }
-  const answer: unknown = await res.json().catch(() => undefined);
-  if (!res.ok) {
-    const e = NodeErrorBodySchema.safeParse(answer);
-    if (e.success) throw appErrorFromPeer(e.data.error);
-    throw new AppError('ERR_NODE_UNREACHABLE', `node at ${nodeUrl} answered ${res.status}`, { status: 503 });
-  }
-  return checkAnswer(NodeResultSchema, answer, 'ERR_NODE_BAD_ANSWER', `the answer of the node at ${nodeUrl}`).result;
 }
 
 /** How long a node may hold an account's refresh lease (a refresh grant takes well under this). */

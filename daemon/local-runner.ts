@@ -13,14 +13,37 @@
  */
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AgentProcess, ConflictError, type Logger, type TurnRequest, type TurnResult, type TurnRunner } from '../core/index.js';
+import { AgentProcess, ConflictError, type Config, type Encryptor, type Logger, type TurnRequest, type TurnResult, type TurnRunner } from '../core/index.js';
+import { sessionModel } from '../domain/chat/models.js';
+import type { Sql } from '../domain/db/index.js';
 import { runWithContext } from './runtime/context-sync.js';
+
+/**
+ * `modelEnv` from the chat models store: the chat's model as the child's AGENT_MODEL_* settings.
+ * With no proxy here, the child holds the model's real key (a development runner: no isolation).
+ */
+export function chatModelEnv(db: Sql, enc: Encryptor, config: Readonly<Pick<Config, 'model'>>): NonNullable<LocalRunnerOptions['modelEnv']> {
+  return async ({ sessionId }) => {
+    const m = await sessionModel(db, enc, config.model, sessionId);
+    const env: Record<string, string> = { AGENT_MODEL_PROVIDER: m.provider, AGENT_MODEL: m.model, AGENT_CONTEXT_TOKENS: String(m.contextTokens) };
+    if (m.baseUrl) env.AGENT_MODEL_BASE_URL = m.baseUrl;
+    if (m.apiKey) env.AGENT_MODEL_API_KEY = m.apiKey;
+    return { revision: m.revision, env };
+  };
+}
 
 export interface LocalRunnerOptions {
   /** The child's whole environment (AGENT_*, MAIL_* …). PATH is added when missing. */
   env: Record<string, string>;
   /** Per-session additions (e.g. AGENT_USER_TOKEN). */
   envFor?: (req: { userId: number; sessionId: string }) => Record<string, string>;
+  /**
+   * The chat's model as child env (AGENT_MODEL_*; with no proxy here, its real key) and its
+   * revision (docs/chat.md "A model per chat"). Given: a prompt whose `modelRevision` differs from
+   * the one the session's child was started with replaces the child, and the new one gets the
+   * stored conversation. Absent: the child runs with `env`'s model whatever the chat's.
+   */
+  modelEnv?: (req: { userId: number; sessionId: string }) => Promise<{ revision: string; env: Record<string, string> }>;
   log: Logger;
   /** Defaults to <dist>/agent/main.js next to this build. */
   agentMain?: string;
@@ -35,6 +58,8 @@ interface LocalSession {
   contextHead?: string | null;
   child: AgentProcess;
   busy: boolean;
+  /** The revision of the chat's model its child was started with (modelEnv). */
+  modelRevision?: string;
 }
 
 const DEFAULT_READY_TIMEOUT_MS = 60_000;
@@ -42,6 +67,8 @@ const DEFAULT_CANCEL_GRACE_MS = 5_000;
 
 export class LocalTurnRunner implements TurnRunner {
   private readonly sessions = new Map<string, LocalSession>();
+  /** Sessions whose child is being (re)started: a prompt meanwhile is busy. */
+  private readonly starting = new Set<string>();
   private readonly agentMain: string;
   /** Processes spawned so far (tests check warm reuse). */
   spawned = 0;
@@ -58,12 +85,26 @@ export class LocalTurnRunner implements TurnRunner {
 
   async runTurn(req: TurnRequest): Promise<TurnResult> {
     let s = this.sessions.get(req.sessionId);
-    if (s?.busy) throw new ConflictError('ERR_SESSION_BUSY', 'a turn is already running in this session');
-    if (!s || !s.child.usable) {
-      s = this.spawnSession(req);
-      this.sessions.set(req.sessionId, s);
+    if (s?.busy || this.starting.has(req.sessionId)) throw new ConflictError('ERR_SESSION_BUSY', 'a turn is already running in this session');
+    const modelChanged = !!s && !!this.opts.modelEnv && req.modelRevision !== undefined && s.modelRevision !== req.modelRevision;
+    if (!s || !s.child.usable || modelChanged) {
+      this.starting.add(req.sessionId);
+      try {
+        if (s) {
+          // Another model: a new child (it gets the stored conversation, context-sync.ts).
+          this.sessions.delete(req.sessionId);
+          await s.child.stop();
+        }
+        const model = await this.opts.modelEnv?.(req);
+        s = this.spawnSession(req, model);
+        this.sessions.set(req.sessionId, s);
+      } catch (err) {
+        return { stop_reason: 'error', error: { code: 'ERR_SANDBOX_START', message: err instanceof Error ? err.message : 'the agent did not start' } };
+      } finally {
+        this.starting.delete(req.sessionId);
+      }
     }
-    // Marked before the first await so a concurrent prompt sees it.
+    // Marked before the next await so a concurrent prompt sees it.
     s.busy = true;
     const session = s;
     try {
@@ -82,8 +123,8 @@ export class LocalTurnRunner implements TurnRunner {
     }
   }
 
-  private spawnSession(req: { userId: number; sessionId: string }): LocalSession {
-    const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', ...this.opts.env, ...(this.opts.envFor?.(req) ?? {}) };
+  private spawnSession(req: { userId: number; sessionId: string }, model?: { revision: string; env: Record<string, string> }): LocalSession {
+    const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', ...this.opts.env, ...(model?.env ?? {}), ...(this.opts.envFor?.(req) ?? {}) };
     let log = this.opts.log.child({ sessionId: req.sessionId });
     let errTail = '';
     const child = new AgentProcess({
@@ -106,7 +147,7 @@ export class LocalTurnRunner implements TurnRunner {
     });
     this.spawned++;
     log = log.child({ pid: child.pid });
-    const s: LocalSession = { userId: req.userId, child, busy: false };
+    const s: LocalSession = { userId: req.userId, child, busy: false, ...(model ? { modelRevision: model.revision } : {}) };
     child.onExit((code, signal) => {
       if (this.sessions.get(req.sessionId) === s) this.sessions.delete(req.sessionId);
       log.info({ code, signal }, 'agent process exited');

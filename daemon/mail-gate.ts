@@ -179,7 +179,7 @@ export class MailGate implements SandboxAuditor, ApprovalDecider {
     throw new NotFoundError('ERR_APPROVAL_NOT_FOUND', 'no such pending approval in this chat session');
   }
 
-  async decide(d: ApprovalDecision): Promise<{ decision: 'approved' | 'denied'; scope: 'once' | 'recipient' }> {
+  async decide(d: ApprovalDecision): Promise<{ decision: 'approved'; scope: 'once' | 'recipient' } | { decision: 'denied' }> {
     const p = this.pending.get(d.approvalId);
     if (!p || p.sessionId !== d.sessionId || p.userId !== d.userId) {
       const row = await getHold(this.db, d.approvalId);
@@ -190,7 +190,8 @@ export class MailGate implements SandboxAuditor, ApprovalDecider {
     }
     const decision = d.decision === 'approve' ? 'approved' : 'denied';
     p.settle(decision, decision === 'approved' ? d.scope : null);
-    return { decision, scope: d.scope };
+    // A deny answers as a deny: a scope belongs to an approval only.
+    return decision === 'approved' ? { decision, scope: d.scope } : { decision };
   }
 
   sessionEnded(sessionId: string): void {

@@ -2,6 +2,7 @@ import {
   AppError,
   randomToken,
   type Config,
+  type Encryptor,
   type Logger,
   type PreparedSession,
   type ProfileRoute,
@@ -15,6 +16,7 @@ import { effectiveAgentPolicy, policyAllows } from '../domain/identity/agent-pol
 import { mailPolicyFor } from '../domain/mail.js';
 import type { MailPolicy } from '../core/sandbox-protocol.js';
 import type { Sql } from '../domain/db/index.js';
+import { modelAtRevision, sessionModel, type ResolvedModel } from '../domain/chat/models.js';
 import type { TokenService } from './tokens.js';
 
 /** Env names of the sandbox routes (the registry in core/sandbox-env.ts). */
@@ -135,6 +137,8 @@ export interface OverlayOptions {
   config: Readonly<Config>;
   /** When set, the user's agent policy (identity area) limits the tools and model at session start. */
   db?: Sql;
+  /** With `db`: the chat's own model (chat_models, its key decrypted here) instead of AIRLOCK_MODEL_*. */
+  encryptor?: Encryptor;
   tokens: TokenService;
   log: Logger;
   /** The daemon's own web origin as the sandbox reaches it (host route); omitted → no host route. */
@@ -173,14 +177,16 @@ export class OverlayPreparer implements SessionPreparer {
     // The user's agent policy (identity area): a forbidden model refuses the session start;
     // forbidden tools are not loaded (AGENT_TOOLS).
     const policy = this.#o.db ? await effectiveAgentPolicy(this.#o.db, req.userId) : undefined;
-    if (policy && !policyAllows(policy, 'model', config.model.model)) {
-      throw new AppError('ERR_POLICY_MODEL_DENIED', `your organisation's agent policy does not allow the model ${config.model.model}; ask an administrator`, { status: 403 });
+    // The chat's model (docs/chat.md "A model per chat"): its provider, upstream and key.
+    const model = await this.#model(req.sessionId);
+    if (policy && !policyAllows(policy, 'model', model.model)) {
+      throw new AppError('ERR_POLICY_MODEL_DENIED', `your organisation's agent policy does not allow the model ${model.model}; ask an administrator`, { status: 403 });
     }
-    const modelKey = config.model.apiKey?.reveal();
+    const modelKey = model.apiKey;
     const agentUserToken = this.#o.mintAgentUserToken?.(req.userId, req.sessionId);
     const routes = buildRoutes({
       google: config.google,
-      model: config.model,
+      model,
       hasAccountToken: !!access,
       hasModelKey: !!modelKey,
       hostOrigin: agentUserToken ? this.#o.hostOrigin : undefined,
@@ -194,27 +200,38 @@ export class OverlayPreparer implements SessionPreparer {
       placeholders[env.placeholder] = env.credential === 'agent-user-token' ? agentUserToken! : randomToken(PLACEHOLDER_BYTES);
       if (env.token && r.token_ref) tokens[env.token] = env.credential === 'model-key' ? modelKey! : access!;
     }
-    Object.assign(agentEnv, agentSettings(config, policy));
+    Object.assign(agentEnv, agentSettings(config, policy, model));
     const from = access ? this.#o.accountEmail?.(req.userId) : undefined;
     if (from && MAIL_FROM_RE.test(from)) agentEnv.MAIL_FROM = from;
     const egressAllow = [...new Set(routes.map((r) => egressTarget(r.upstream)))];
     // The send policy goes with the mail route (docs/proxy.md#send-policy).
     const mailPolicy = routes.some((r) => r.name === 'mail') ? (this.#o.db ? await mailPolicyFor(this.#o.db, config.mail, req.userId) : serverMailPolicy(config)) : undefined;
-    log.info({ userId: req.userId, sessionId: req.sessionId, routes: routes.map((r) => r.name) }, 'session overlay prepared');
-    return { routes, tokens, placeholders, agentUserToken, agentEnv, egressAllow, ...(mailPolicy ? { mailPolicy } : {}) };
+    log.info({ userId: req.userId, sessionId: req.sessionId, routes: routes.map((r) => r.name), model: model.revision }, 'session overlay prepared');
+    return { routes, tokens, placeholders, agentUserToken, agentEnv, egressAllow, ...(mailPolicy ? { mailPolicy } : {}), ...(model.revision ? { modelRevision: model.revision } : {}) };
+  }
+
+  /** The session's model: the chat's (chat_models) when the store is there, else AIRLOCK_MODEL_*. */
+  async #model(sessionId: string): Promise<Omit<ResolvedModel, 'revision' | 'id' | 'label'> & { revision?: string }> {
+    const { config, db, encryptor } = this.#o;
+    if (db && encryptor) return sessionModel(db, encryptor, config.model, sessionId);
+    return { ...config.model, apiKey: config.model.apiKey?.reveal() };
   }
 
   /**
    * The real tokens (and send policy) of a running session, by the env names its claim recorded:
    * for the egress gateway of a sandbox adopted after a daemon restart.
    */
-  async credentials(req: { userId: number; sessionId: string; tokenEnvs: readonly string[] }): Promise<{ tokens: Record<string, string>; mailPolicy?: MailPolicy }> {
+  async credentials(req: { userId: number; sessionId: string; tokenEnvs: readonly string[]; modelRevision?: string }): Promise<{ tokens: Record<string, string>; mailPolicy?: MailPolicy }> {
     const { config } = this.#o;
     const tokens: Record<string, string> = {};
     const account = req.tokenEnvs.filter((e) => ACCOUNT_TOKEN_ENVS.includes(e));
     const access = account.length ? (await this.#o.tokens.getAccessToken(req.userId))?.accessToken : undefined;
     if (access) for (const e of account) tokens[e] = access;
-    const modelKey = config.model.apiKey?.reveal();
+    // The key of the model the sandbox was prepared for, and only while that entry is unchanged: a
+    // key never goes to an upstream it was not configured with (a changed entry replaces the
+    // sandbox at its next turn). A claim from before chat models: AIRLOCK_MODEL_API_KEY.
+    const { db, encryptor } = this.#o;
+    const modelKey = req.modelRevision && db && encryptor ? (await modelAtRevision(db, encryptor, req.modelRevision))?.apiKey : req.modelRevision ? undefined : config.model.apiKey?.reveal();
     if (modelKey && req.tokenEnvs.includes(ROUTE_ENV.model.token!)) tokens[ROUTE_ENV.model.token!] = modelKey;
     if (!req.tokenEnvs.includes(ROUTE_ENV.mail.token!)) return { tokens };
     const mailPolicy = this.#o.db ? await mailPolicyFor(this.#o.db, config.mail, req.userId) : serverMailPolicy(config);

@@ -85,7 +85,7 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   let preparer: SessionPreparer | undefined;
   // A sandbox adopted at start gets its real tokens again for its egress gateway (they lived in
   // the old daemon's memory only); that needs no host route, so it is there before the listener.
-  const credentials = new OverlayPreparer({ config, db: base.database.sql, tokens: tokenService, log: base.log.child({ area: 'overlay' }) });
+  const credentials = new OverlayPreparer({ config, db: base.database.sql, encryptor, tokens: tokenService, log: base.log.child({ area: 'overlay' }) });
   const latePreparer: SessionPreparer = { prepare: (req) => preparer!.prepare(req), credentials: (req) => credentials.credentials(req) };
   const fleetSessions = new FleetSessions(base);
   // The send policy's daemon side and the proxy's audit trail (docs/audit.md).
@@ -153,6 +153,7 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   const sessionPreparer: SessionPreparer = new OverlayPreparer({
     config,
     db: base.database.sql,
+    encryptor,
     tokens: tokenService,
     log: base.log.child({ area: 'overlay' }),
     hostOrigin,

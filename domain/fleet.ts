@@ -138,3 +138,25 @@ export async function releaseLease(db: Sql, name: string, holder: string): Promi
   await db.deleteFrom('leases').where('name', '=', name).where('holder', '=', holder).execute();
 }
 
+
+// --- nonces of signed requests between nodes -------------------------------------------------
+
+/**
+ * Record the nonce of a signed request until `expiresAt` (unix ms); false when any node recorded
+ * it before (a replay). One INSERT … ON CONFLICT DO NOTHING on the primary key: of two nodes
+ * racing with the same nonce exactly one inserts, on either engine.
+ */
+export async function claimNonce(db: Sql, nonce: string, nodeId: string, expiresAt: number): Promise<boolean> {
+  const r = await db
+    .insertInto('node_nonces')
+    .values({ nonce, node_id: nodeId, expires_at: expiresAt })
+    .onConflict((oc) => oc.column('nonce').doNothing())
+    .executeTakeFirst();
+  return Number(r.numInsertedOrUpdatedRows ?? 0) === 1;
+}
+
+/** Forget nonces whose window has ended (a request that old is refused as stale anyway). */
+export async function purgeNonces(db: Sql, now = Date.now()): Promise<number> {
+  const r = await db.deleteFrom('node_nonces').where('expires_at', '<', now).executeTakeFirst();
+  return Number(r.numDeletedRows);
+}

@@ -48,7 +48,7 @@ export function launchFirst(): Boot {
 
 /** The Supervisor on the launched child: listen, take the child over, report ready. */
 export async function serve(Supervisor: typeof SupervisorClass, boot: Boot): Promise<void> {
-  const sup = new Supervisor({ childUid: boot.childUid, childGid: boot.childUid, childCommand: boot.childCommand, prestarted: boot.prestarted, log: boot.log });
+  const sup = new Supervisor({ childUid: boot.childUid, childGid: boot.childUid, childCommand: boot.childCommand, prestarted: boot.prestarted, log: boot.log, endStrays: true });
   process.on('SIGTERM', () => void sup.shutdown());
   process.on('SIGINT', () => void sup.shutdown());
   await sup.listen();

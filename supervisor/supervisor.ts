@@ -8,7 +8,8 @@
  *   the daemon's egress gateway injects them on the host) and hands the child the session's
  *   allow-listed env (`configure`);
  * - relays prompts to the child and its events back; restarts the child if it dies;
- * - handles cancel, ping, shutdown and an operator shell.
+ * - handles cancel, ping, shutdown and an operator shell;
+ * - when a turn ends, ends the processes of the child's uid the turn left behind (strays.ts).
  *
  * Every control line is checked against ControlRequestSchema and every child stdout line
  * against ChildOutboundSchema (core/ndjson.ts) before it is acted on; a bad line is refused
@@ -47,6 +48,7 @@ import { LineWriter, checkMessage, protocolLogFields, readMessages, type LineRea
 import { AgentProcess } from '../core/agent-host.js';
 import { sameLaunch, type AgentLaunch, type LaunchedAgent } from '../core/agent-launch.js';
 import { agentCommand, childBaseEnv, idleChildLaunch, IDLE_CHILD_CWD } from './idle-child.js';
+import { endStrays } from './strays.js';
 
 export interface SupervisorOptions {
   controlSocket?: string;
@@ -70,6 +72,8 @@ export interface SupervisorOptions {
   prestarted?: LaunchedAgent;
   /** Exit the process after `shutdown` (true in the container; false for in-process tests). */
   exitOnShutdown?: boolean;
+  /** End the processes of the child's uid a turn left behind (strays.ts); the container only. */
+  endStrays?: boolean;
   log?: (level: 'info' | 'warn' | 'error', msg: string, data?: Record<string, unknown>) => void;
 }
 
@@ -108,6 +112,7 @@ export class Supervisor {
       childCwd: opts.childCwd ?? SANDBOX_WORKSPACE,
       childIdleCwd: opts.childIdleCwd ?? IDLE_CHILD_CWD,
       exitOnShutdown: opts.exitOnShutdown ?? true,
+      endStrays: opts.endStrays ?? false,
       log: opts.log,
     };
     this.prestarted = opts.prestarted;
@@ -396,7 +401,15 @@ export class Supervisor {
     const t = this.turn;
     if (!t) return;
     this.turn = undefined;
-    this.broadcast({ type: 'turn_end', turn_id: t.id, stop_reason: stop, ...(error ? { error } : {}), ...extras });
+    const send = () => this.broadcast({ type: 'turn_end', turn_id: t.id, stop_reason: stop, ...(error ? { error } : {}), ...extras });
+    if (!this.o.endStrays) return send();
+    // Before turn_end: the next turn never meets what this one left running.
+    endStrays(this.o.childUid, this.o.childGid, process.pid)
+      .then(
+        (n) => n > 0 && this.log('warn', 'processes of the agent uid left by the turn were ended', { count: n }),
+        (err: unknown) => this.log('warn', 'could not end processes left by the turn', { err: err instanceof Error ? err.message : String(err) }),
+      )
+      .finally(send);
   }
 
   /** Operator shell: after the reply the connection is a raw pipe to /bin/sh as the agent user. */

@@ -16,10 +16,14 @@ const BOTH_ENGINES = [
   'dist/test/integration/fleet-store.test.js',
   'dist/test/integration/fleet-auth.test.js',
   'dist/test/integration/fleet-forward.test.js',
+  'dist/test/integration/fleet-replay.test.js',
   'dist/test/integration/data-access-migration.test.js',
   'dist/test/integration/data-access-store.test.js',
+  'dist/test/integration/data-access-system-tables.test.js',
   // chat and memories (domain/chat/store.ts, domain/memories.ts)
   'dist/test/integration/chat-store.test.js',
+  'dist/test/integration/chat-models-store.test.js',
+  'dist/test/integration/chat-models-api.test.js',
   // the chat and memory routes over HTTP
   'dist/test/integration/chat.test.js',
   'dist/test/integration/chat-turns.test.js',

@@ -89,6 +89,45 @@ export interface ServerMailPolicyView {
   updated_at: string;
 }
 
+// ------------------------------------------------------------------ chat models (/api/admin/chat-models)
+
+/** One model on offer for chats (the admin API; never the key, only whether there is one). */
+export interface ChatModelAdminView {
+  id: string;
+  label: string;
+  provider: 'openai' | 'anthropic' | 'demo';
+  model: string;
+  base_url: string | null;
+  has_key: boolean;
+  context_tokens: number;
+  enabled: boolean;
+  /** The server's default (id `default`, first written from AIRLOCK_MODEL_*): cannot be disabled or deleted. */
+  default: boolean;
+  /** True while it follows AIRLOCK_MODEL_* (no admin has changed it). */
+  env_managed: boolean;
+  version: number;
+  /** Chats that name this model. */
+  chats: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ChatModelAdminList {
+  models: ChatModelAdminView[];
+}
+
+/** POST /api/admin/chat-models body (PATCH takes any of these but `id`; `api_key` absent keeps the key, null removes it). */
+export interface ChatModelAdminInput {
+  id: string;
+  label: string;
+  provider: 'openai' | 'anthropic' | 'demo';
+  model: string;
+  base_url?: string | null;
+  api_key?: string | null;
+  context_tokens: number;
+  enabled?: boolean;
+}
+
 // ------------------------------------------------------------------ live sessions (/api/admin/sessions)
 
 export interface LiveSession {

@@ -3,17 +3,13 @@ import { AppError } from '../core/index.js';
 import { listUsers } from '../domain/users.js';
 import { asyncHandler, requireSuperuser, type WebContext } from './context.js';
 import type { AdminUserList } from './admin-api.js';
+import { intQueryParam } from './query-params.js';
 
 const MAX_LIMIT = 200;
 const MAX_Q = 100;
 
 function intParam(req: Request, name: string, dflt: number, max: number): number {
-  const v = req.query[name];
-  if (v === undefined || v === '') return dflt;
-  if (typeof v !== 'string' || !/^[0-9]{1,9}$/.test(v) || Number(v) > max || (name === 'limit' && Number(v) < 1)) {
-    throw new AppError('ERR_VALIDATION', `${name}: must be an integer from ${name === 'limit' ? 1 : 0} to ${max}`, { status: 400, details: { field: name } });
-  }
-  return Number(v);
+  return intQueryParam(req, name, { min: name === 'limit' ? 1 : 0, max }) ?? dflt;
 }
 
 /**

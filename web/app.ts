@@ -9,6 +9,7 @@ import { adminUserRoutes } from './admin-users-routes.js';
 import { adminSessionRoutes } from './admin-sessions-routes.js';
 import { adminAuditRoutes } from './admin-audit-routes.js';
 import { adminMailPolicyRoutes } from './admin-mail-policy-routes.js';
+import { adminChatModelRoutes } from './admin-chat-models-routes.js';
 import { biInternalRoutes, dataAuthorizationRoutes } from './data-access/index.js';
 import { chatRoutes } from './chat-routes.js';
 import type { WebContext } from './context.js';
@@ -19,6 +20,7 @@ import { uiRoutes } from './ui.js';
 import { identityRouters } from './identity/index.js';
 import { openApiDocument } from './openapi.js';
 import { fleetRoutes, nodeAuth } from './fleet.js';
+import { refuseQueryArrays } from './query-params.js';
 
 const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const SESSION_MAX_AGE_MS = 7 * 24 * 3600 * 1000;
@@ -115,6 +117,8 @@ export function createApp(ctx: WebContext): Express {
     next();
   });
 
+  // `?user_id[]=2` and the like: refused, never ignored (web/query-params.ts).
+  app.use('/api', refuseQueryArrays);
   app.use('/api/auth', authRoutes(ctx));
   // Identity: SSO redirect + callback (outside /api, see web/identity/sso-routes.ts on CSRF) and /api/identity.
   const identity = identityRouters(ctx);
@@ -129,6 +133,7 @@ export function createApp(ctx: WebContext): Express {
   app.use('/api/admin/turns', adminAuditRoutes(ctx));
   app.use('/api/admin/users', adminUserRoutes(ctx));
   app.use('/api/admin/mail-policy', adminMailPolicyRoutes(ctx));
+  app.use('/api/admin/chat-models', adminChatModelRoutes(ctx));
   const chat = chatRoutes(ctx);
   app.use('/api/chat', chat);
   // The chat routes another node forwards to this one (the session's sandbox runs here), signed.

@@ -17,6 +17,8 @@ export interface SendMessageRequest {
    * parent), the old one stays on its own branch, and the branch shown is the new one.
    */
   replaces_turn_id?: string;
+  /** The chat's model (an id of GET /api/chat/models): for a new chat, or a switch before this turn. */
+  model_id?: string;
 }
 
 /** One entry of GET /api/chat/sessions. */
@@ -26,6 +28,10 @@ export interface ChatSessionSummary {
   created_at: string;
   updated_at: string;
   turn_count: number;
+  /** Pinned by the user: listed first. */
+  pinned: boolean;
+  /** The model the chat runs with (its own while enabled, else the default's id). */
+  model_id: string;
   /** The turn running now (from this server), if any: the page reattaches to it. */
   running_turn_id: string | null;
 }
@@ -39,6 +45,8 @@ export interface ChatSessionInfo {
   title: string;
   created_at: string;
   updated_at: string;
+  /** The model the chat runs with (history and PATCH answers; the export leaves it out). */
+  model_id?: string;
 }
 
 /** GET /api/chat/sessions/:id/messages: the branch shown, oldest turn first. */
@@ -47,6 +55,11 @@ export interface ChatHistory {
   turns: StoredTurn[];
   /** Tokens of the turns shown, summed (turns whose provider reported none count 0). */
   usage: { input_tokens: number; output_tokens: number };
+}
+
+/** PUT /api/chat/sessions/:id/pin body (answers 204). */
+export interface PinSessionRequest {
+  pinned: boolean;
 }
 
 /** POST /api/chat/sessions/:id/branch body: show the branch through this turn (one of a turn's siblings). */
@@ -68,9 +81,11 @@ export interface ChatExport {
   attachments: { name: string; content_type: 'image/png'; bytes: number; data_base64: string }[];
 }
 
-/** PATCH /api/chat/sessions/:id body. */
+/** PATCH /api/chat/sessions/:id body: a new title, another model, or both. */
 export interface RenameSessionRequest {
-  title: string;
+  title?: string;
+  /** Switch the chat's model (refused while a turn runs); its next turn runs with it. */
+  model_id?: string;
 }
 
 /** POST /api/chat/sessions/:id/turns/:turnId/cancel answer. */
@@ -87,11 +102,8 @@ export interface ApprovalDecisionRequest {
   scope?: 'once' | 'recipient';
 }
 
-export interface ApprovalDecisionResponse {
-  approval_id: string;
-  decision: 'approved' | 'denied';
-  scope: 'once' | 'recipient';
-}
+/** A deny answers without `scope` (it belongs to an approval only). */
+export type ApprovalDecisionResponse = { approval_id: string } & ({ decision: 'approved'; scope: 'once' | 'recipient' } | { decision: 'denied' });
 
 /**
  * GET /api/chat/sessions/:id/approvals/:approvalId/preview: a held send's message while it waits
@@ -109,11 +121,31 @@ export interface ApprovalPreview {
   attachments: { n: number; name: string; content_type: string; size: number; thumbnail: boolean }[];
 }
 
-/** GET /api/chat/model. */
+/** GET /api/chat/model[?session_id=]: the model that answers (the chat's, else the default). */
 export interface ChatModelInfo {
+  id: string;
+  label: string;
   provider: string;
   model: string;
   demo: boolean;
+  context_tokens: number;
+}
+
+/** One model of the picker (GET /api/chat/models). */
+export interface ChatModelOption {
+  id: string;
+  label: string;
+  provider: 'openai' | 'anthropic' | 'demo';
+  model: string;
+  context_tokens: number;
+  /** The server's default (a chat without a model of its own runs with it). */
+  default: boolean;
+}
+
+/** GET /api/chat/models: the enabled models the user's agent policy allows, the default first. */
+export interface ChatModelList {
+  models: ChatModelOption[];
+  default_id: string;
 }
 
 /** The error body every route answers with on failure. */

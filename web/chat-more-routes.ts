@@ -2,10 +2,10 @@ import { join } from 'node:path';
 import { promises as fsp } from 'node:fs';
 import { Router } from 'express';
 import { ConflictError, NotFoundError, type Logger } from '../core/index.js';
-import type { ChatExport, ChatHistory, SwitchBranchRequest } from './chat-api.js';
+import type { ChatExport, ChatHistory, PinSessionRequest, SwitchBranchRequest } from './chat-api.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
 import * as store from '../domain/chat/store.js';
-import type { Sql } from '../domain/db/index.js';
+import { effectiveIds } from './chat-model-routes.js';
 import { branchTranscript, sumUsage } from '../domain/chat/transcript.js';
 import { attachmentNames, chatMarkdown } from '../domain/chat/export.js';
 import { BeneathError, openBeneath } from './open-beneath.js';
@@ -14,6 +14,8 @@ import { ValidationError } from '../core/index.js';
 
 const ATTACHMENT_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.png$/;
 const MAX_ATTACHMENT_BYTES = 5 * 1024 * 1024;
+
+const PIN_SCHEMA = { type: 'object', required: ['pinned'], additionalProperties: false, properties: { pinned: { type: 'boolean' } } } as const;
 
 const BRANCH_SCHEMA = {
   type: 'object',
@@ -46,10 +48,11 @@ export async function readAttachment(dataDir: string, userId: number, name: stri
   }
 }
 
-/** The branch shown of a chat, as GET …/messages answers it. */
-export async function chatHistory(db: Sql, s: store.ChatSessionRow): Promise<ChatHistory> {
-  const shown = await store.messages(db, s.id);
-  return { session: { id: s.id, title: s.title, created_at: s.created_at, updated_at: s.updated_at }, turns: shown, usage: sumUsage(shown) };
+/** The branch shown of a chat with the model it runs with, as GET …/messages answers it. */
+export async function chatHistory(ctx: WebContext, s: store.ChatSessionRow): Promise<ChatHistory> {
+  const shown = await store.messages(ctx.database.sql, s.id);
+  const model_id = (await effectiveIds(ctx))(s.model_id);
+  return { session: { id: s.id, title: s.title, created_at: s.created_at, updated_at: s.updated_at, model_id }, turns: shown, usage: sumUsage(shown) };
 }
 
 /**
@@ -83,7 +86,19 @@ export function chatMoreRoutes(ctx: WebContext, o: { owned: (userId: number, id:
       const body = validateBody<SwitchBranchRequest>(BRANCH_SCHEMA, req.body);
       if (o.busy(s.id)) throw new ConflictError('ERR_SESSION_BUSY', 'a turn is already running in this session');
       await store.switchBranch(db, s.id, body.turn_id);
-      res.json(await chatHistory(db, s));
+      res.json(await chatHistory(ctx, s));
+    }),
+  );
+
+  // Pin a chat to the top of the list, or unpin it.
+  r.put(
+    '/sessions/:id/pin',
+    requireUser,
+    asyncHandler(async (req, res) => {
+      const s = await o.owned(req.user!.id, String(req.params.id));
+      const body = validateBody<PinSessionRequest>(PIN_SCHEMA, req.body);
+      await store.setPinned(db, s.id, body.pinned);
+      res.status(204).end();
     }),
   );
 

@@ -36,6 +36,7 @@ import { fleetForwarding } from './fleet.js';
 import { validateBody } from './validate.js';
 import { daemonEvent, sanitize } from './chat-events.js';
 import { branchTranscript } from '../domain/chat/transcript.js';
+import { chatModel, chatModelRoutes, checkPick, effectiveIds, MODEL_ID_PATTERN, recordPick } from './chat-model-routes.js';
 
 /**
  * What the chat area needs from the daemon (ctx.services.chat): something that runs a turn
@@ -56,6 +57,7 @@ const MESSAGE_SCHEMA = {
     message: { type: 'string', minLength: 1, maxLength: 32000 },
     session_id: { type: 'string', minLength: 1, maxLength: 64, pattern: ID_PATTERN },
     replaces_turn_id: { type: 'string', minLength: 1, maxLength: 64, pattern: ID_PATTERN },
+    model_id: { type: 'string', pattern: MODEL_ID_PATTERN },
   },
 } as const;
 
@@ -68,9 +70,9 @@ const APPROVAL_SCHEMA = {
 
 const RENAME_SCHEMA = {
   type: 'object',
-  required: ['title'],
+  minProperties: 1,
   additionalProperties: false,
-  properties: { title: { type: 'string', minLength: 1, maxLength: store.MAX_TITLE_CHARS, pattern: '\\S' } },
+  properties: { title: { type: 'string', minLength: 1, maxLength: store.MAX_TITLE_CHARS, pattern: '\\S' }, model_id: { type: 'string', pattern: MODEL_ID_PATTERN } },
 } as const;
 
 
@@ -138,6 +140,8 @@ export function chatRoutes(ctx: WebContext): Router {
         if (session && turns.runningIn(session.id)) throw new ConflictError('ERR_SESSION_BUSY', 'a turn is already running in this session');
       };
       busy();
+      // The chat's model (docs/chat.md "A model per chat"): a new chat's, or a switch before this turn.
+      if (body.model_id) await checkPick(ctx, user.id, body.model_id);
       if (body.replaces_turn_id && !session) throw new NotFoundError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
       // Where the turn goes: after the branch shown, or beside the turn it edits or regenerates.
       const place = session ? await store.placeTurn(db, session.id, body.replaces_turn_id) : { parent: null, head: null };
@@ -150,6 +154,7 @@ export function chatRoutes(ctx: WebContext): Router {
         // A new chat and its first turn are written together.
         await store.inTransaction(db, async (trx) => {
           if (!session) await store.createSession(trx, user.id, body.message, sessionId);
+          if (body.model_id && body.model_id !== session?.model_id) await recordPick(trx, user.id, sessionId, body.model_id);
           await store.startTurn(trx, sessionId, turnId, body.message, place.parent);
         });
       } catch (err) {
@@ -213,9 +218,11 @@ export function chatRoutes(ctx: WebContext): Router {
 
     let result: TurnResult;
     try {
-      // The model's context is the branch this turn continues, from the store (docs/chat.md).
-      const context = () => branchTranscript(db, sessionId, ctx.config.model.contextTokens, place.parent);
-      result = await service.runner.runTurn({ userId, sessionId, turnId, prompt, base: place.parent, context, signal: turn.controller.signal, onEvent, onDaemonEvent });
+      // The model's context is the branch this turn continues, from the store, within the budget of
+      // the chat's model; a sandbox prepared for another model is replaced (docs/chat.md).
+      const model = await chatModel(ctx, sessionId);
+      const context = () => branchTranscript(db, sessionId, model.contextTokens, place.parent);
+      result = await service.runner.runTurn({ userId, sessionId, turnId, prompt, base: place.parent, context, modelRevision: model.revision, signal: turn.controller.signal, onEvent, onDaemonEvent });
     } catch (err) {
       if (seq === 0 && isAppError(err) && (err.status === 409 || err.status === 429 || err.status === 503)) {
         // Refused before it began: a plain HTTP error for the request that started it, no record.
@@ -261,7 +268,7 @@ export function chatRoutes(ctx: WebContext): Router {
       const s = await owned(req.user!.id, String(req.params.id));
       const turnId = String(req.params.turnId);
       const afterRaw = req.query.after === undefined ? '0' : String(req.query.after);
-      if (!/^\d{1,9}$/.test(afterRaw)) throw new ValidationError('after must be a whole number ≥ 0 (the last seq you saw)');
+      if (!/^(0|[1-9]\d{0,8})$/.test(afterRaw)) throw new ValidationError('after must be a whole number ≥ 0 (the last seq you saw)');
       const after = Number(afterRaw);
       const live = turns.get(turnId);
       if (live && live.sessionId === s.id) return streamTo(req, res, live, after, true);
@@ -306,18 +313,14 @@ export function chatRoutes(ctx: WebContext): Router {
       const approvals = ctx.services.approvals;
       if (!approvals) throw new NotFoundError('ERR_APPROVAL_NOT_FOUND', 'no such pending approval in this chat session');
       const d = await approvals.decide({ userId: req.user!.id, sessionId: s.id, approvalId, decision: body.decision, scope: body.scope ?? 'once' });
-      req.log.info({ sessionId: s.id, approvalId, decision: d.decision, scope: d.scope }, 'mail send decided by the user');
+      req.log.info({ sessionId: s.id, approvalId, ...d }, 'mail send decided by the user');
       const out: ApprovalDecisionResponse = { approval_id: approvalId, ...d };
       res.json(out);
     }),
   );
 
-  // Which model answers (the chat page names the offline demo model as such).
-  r.get('/model', requireUser, (_req, res) => {
-    const m = ctx.config.model;
-    const out: ChatModelInfo = { provider: m.provider, model: m.provider === 'demo' ? 'demo' : m.model, demo: m.provider === 'demo' };
-    res.json(out);
-  });
+  // The models on offer and the one that answers (web/chat-model-routes.ts).
+  r.use(chatModelRoutes(ctx));
 
   r.get(
     '/sessions',
@@ -326,7 +329,8 @@ export function chatRoutes(ctx: WebContext): Router {
       const q = req.query.q === undefined ? '' : String(req.query.q).trim();
       if (q.length > MAX_QUERY_CHARS) throw new ValidationError(`the search text is longer than ${MAX_QUERY_CHARS} characters`);
       const list = await store.listSessions(db, req.user!.id, q || undefined);
-      const out: ChatSessionList = { sessions: list.map((x) => ({ ...x, running_turn_id: turns.runningIn(x.id)?.turnId ?? null })) };
+      const modelOf = await effectiveIds(ctx);
+      const out: ChatSessionList = { sessions: list.map((x) => ({ ...x, model_id: modelOf(x.model_id), running_turn_id: turns.runningIn(x.id)?.turnId ?? null })) };
       res.json(out);
     }),
   );
@@ -336,7 +340,7 @@ export function chatRoutes(ctx: WebContext): Router {
     requireUser,
     asyncHandler(async (req, res) => {
       const s = await owned(req.user!.id, String(req.params.id));
-      res.json(await chatHistory(db, s));
+      res.json(await chatHistory(ctx, s));
     }),
   );
 
@@ -346,12 +350,19 @@ export function chatRoutes(ctx: WebContext): Router {
     asyncHandler(async (req, res) => {
       const s = await owned(req.user!.id, String(req.params.id));
       const body = validateBody<RenameSessionRequest>(RENAME_SCHEMA, req.body);
+      // Switching the model mid-chat: never under a running turn; its next turn runs with it.
+      if (body.model_id && turns.runningIn(s.id)) throw new ConflictError('ERR_SESSION_BUSY', 'a turn is running in this chat; switch the model when it ends');
+      if (body.model_id) await checkPick(ctx, req.user!.id, body.model_id);
       const after = await store.inTransaction(db, async (trx) => {
-        await store.renameSession(trx, s.id, body.title);
-        await logAction(trx, { event: 'chat.renamed', actorId: req.user!.id, subjectId: req.user!.id, data: { session_id: s.id } });
+        if (body.title !== undefined) {
+          await store.renameSession(trx, s.id, body.title);
+          await logAction(trx, { event: 'chat.renamed', actorId: req.user!.id, subjectId: req.user!.id, data: { session_id: s.id } });
+        }
+        if (body.model_id) await recordPick(trx, req.user!.id, s.id, body.model_id);
         return (await store.getOwnedSession(trx, req.user!.id, s.id))!;
       });
-      const out: ChatSessionInfo = { id: after.id, title: after.title, created_at: after.created_at, updated_at: after.updated_at };
+      const model_id = (await effectiveIds(ctx))(after.model_id);
+      const out: ChatSessionInfo = { id: after.id, title: after.title, created_at: after.created_at, updated_at: after.updated_at, model_id };
       res.json(out);
     }),
   );

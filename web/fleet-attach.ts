@@ -1,8 +1,10 @@
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { PassThrough, Writable } from 'node:stream';
-import { AppError, ATTACH_UPGRADE, AttachFrameReader, encodeAttachFrame, isAppError, NODE_HEADERS, NodeRequestVerifier, protocolLogFields, type ProtocolError, type ShellTerminal } from '../core/index.js';
+import { AppError, ATTACH_UPGRADE, AttachFrameReader, encodeAttachFrame, isAppError, NODE_HEADERS, protocolLogFields, type ProtocolError, type ShellTerminal } from '../core/index.js';
 import { listNodes } from '../domain/fleet.js';
+import { nodeVerifier } from './fleet.js';
+import { strictInt } from './query-params.js';
 import type { WebContext } from './context.js';
 
 /**
@@ -31,7 +33,7 @@ function refuse(socket: Duplex, err: AppError): void {
 
 /** The listener for the web server's `upgrade` event; `close()` ends every attach still open. */
 export function fleetAttach(ctx: WebContext): { onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void; close(): void } {
-  const verifier = ctx.config.node.secret ? new NodeRequestVerifier(ctx.config.node.secret.reveal()) : undefined;
+  const verifier = nodeVerifier(ctx);
   const open = new Set<Duplex>();
   const log = ctx.log.child({ area: 'fleet-attach' });
 
@@ -46,18 +48,26 @@ export function fleetAttach(ctx: WebContext): { onUpgrade(req: IncomingMessage, 
       return new AppError('ERR_NODE_AUTH', 'not a valid request from a node of this fleet', { status: 401 });
     };
     if (!verifier) throw authFailed('no_secret');
-    const v = verifier.verify(req.headers, { method: 'GET', path: req.url ?? '', body: '' });
+    const v = await verifier.verify(req.headers, { method: 'GET', path: req.url ?? '', body: '' });
     const claimed = typeof req.headers[NODE_HEADERS.node] === 'string' ? (req.headers[NODE_HEADERS.node] as string) : undefined;
     if (!v.ok) throw authFailed(v.reason, claimed);
     const nodes = await listNodes(ctx.database.sql, ctx.config.node.lostS);
     if (!nodes.some((n) => n.id === v.node && n.id !== ctx.config.node.id)) throw authFailed('unknown_node', v.node);
     const term = url.searchParams.get('term') ?? 'xterm';
     if (!TERM_RE.test(term)) throw new AppError('ERR_VALIDATION', 'term: letters, digits and ._+- only (1 to 64)', { status: 400 });
+    const size = (k: string) => {
+      const all = url.searchParams.getAll(k);
+      if (all.length === 0) return 0;
+      const n = all.length === 1 ? strictInt(all[0], 0, 0xffff) : undefined;
+      if (n === undefined) throw new AppError('ERR_VALIDATION', `${k}: one integer from 0 to 65535`, { status: 400 });
+      return n;
+    };
+    const rows = size('rows');
+    const cols = size('cols');
     const port = ctx.services.attach;
     if (!port) throw new AppError('ERR_SESSION_UNAVAILABLE', 'this node runs no sandboxes', { status: 503 });
-    const size = (k: string) => Math.min(Math.max(Number.parseInt(url.searchParams.get(k) ?? '', 10) || 0, 0), 0xffff);
     const sessionId = decodeURIComponent(m[1]);
-    return { containerId: await port.container(sessionId), sessionId, from: v.node, root: url.searchParams.get('root') === '1', term, rows: size('rows'), cols: size('cols') };
+    return { containerId: await port.container(sessionId), sessionId, from: v.node, root: url.searchParams.get('root') === '1', term, rows, cols };
   }
 
   function run(socket: Duplex, head: Buffer, a: Awaited<ReturnType<typeof admit>>): void {

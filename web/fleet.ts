@@ -1,10 +1,9 @@
-import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
-import { request as httpsRequest, Agent as HttpsAgent } from 'node:https';
+import type { IncomingMessage } from 'node:http';
 import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
-import { AppError, NODE_HEADERS, NodeRequestVerifier, signNodeRequest } from '../core/index.js';
-import { listNodes, nodesOfUserSandboxes, placeSandbox, sandboxOf, type NodeInfo } from '../domain/fleet.js';
+import { AppError, NODE_HEADERS, NodeClient, NodeRequestVerifier } from '../core/index.js';
+import { claimNonce, listNodes, nodesOfUserSandboxes, placeSandbox, sandboxOf, type NodeInfo } from '../domain/fleet.js';
 import { getUserById } from '../domain/users.js';
 import type { WebContext } from './context.js';
 
@@ -18,8 +17,6 @@ import type { WebContext } from './context.js';
 
 /** Response headers the owner's answer keeps on the way back. */
 const PASS_BACK = ['content-type', 'cache-control', 'content-security-policy', 'retry-after', 'x-accel-buffering', 'x-chat-session-id', 'x-chat-turn-id', 'content-length'];
-
-const agents = { http: new Agent({ keepAlive: true, maxSockets: 256 }), https: new HttpsAgent({ keepAlive: true, maxSockets: 256 }) };
 
 /**
  * An attachment (a chart the agent drew) lives in the user's workspace on the node that ran the
@@ -66,28 +63,25 @@ async function targetNode(ctx: WebContext, req: Request): Promise<NodeInfo | und
 
 /** In the chat router, before its routes: forward what belongs to another node. */
 export function fleetForwarding(ctx: WebContext): RequestHandler {
+  // The one node client of this app (core/node-client.ts): keep-alive sockets per node.
+  const client = ctx.config.node.secret ? new NodeClient(ctx.config) : undefined;
   return (req: Request, res: Response, next: NextFunction) => {
-    if (req.fleetForwarded || !req.user || !ctx.config.node.secret) return next();
-    targetNode(ctx, req).then(
-      (node) => (node ? forwardTo(ctx, req, res, node, `/api/fleet/chat${req.url}`) : next()),
-      next,
-    );
+    if (req.fleetForwarded || !req.user || !client) return next();
+    targetNode(ctx, req)
+      .then((node) => (node ? forwardTo(ctx, client, req, res, node, `/api/fleet/chat${req.url}`) : next()))
+      .catch(next);
   };
 }
 
 /** Send this request to `node` at `path` as the authenticated user; pipe the answer back. */
-export function forwardTo(ctx: WebContext, req: Request, res: Response, node: NodeInfo, path: string): void {
+function forwardTo(ctx: WebContext, client: NodeClient, req: Request, res: Response, node: NodeInfo, path: string): void {
   const body = req.rawBody ?? Buffer.alloc(0);
-  const url = new URL(path, node.url);
-  const signed = signNodeRequest(ctx.config.node.secret!.reveal(), { method: req.method, path: url.pathname + url.search, node: ctx.config.node.id, userId: req.user?.id ?? null, body });
-  const headers: Record<string, string> = { ...signed, 'x-request-id': req.id };
-  if (body.length) {
-    headers['content-type'] = 'application/json';
-    headers['content-length'] = String(body.length);
-  }
-  const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  const headers: Record<string, string> = { 'x-request-id': req.id };
+  if (body.length) headers['content-type'] = 'application/json';
   const started = process.hrtime.bigint();
-  const up = send(url, { method: req.method, headers, agent: url.protocol === 'https:' ? agents.https : agents.http }, (answer: IncomingMessage) => {
+  // Throws ERR_NODE_PLAIN_HTTP (to the caller's catch) for an http node unless allowed.
+  const up = client.open(node, { method: req.method, path, userId: req.user?.id ?? null, body, headers });
+  up.on('response', (answer: IncomingMessage) => {
     res.status(answer.statusCode ?? 502);
     for (const h of PASS_BACK) {
       const v = answer.headers[h];
@@ -99,14 +93,19 @@ export function forwardTo(ctx: WebContext, req: Request, res: Response, node: No
     answer.on('end', () => req.log.debug({ node: node.id, ms: Number(process.hrtime.bigint() - started) / 1e6 }, 'forwarded'));
   });
   up.on('error', (err) => {
-    req.log.warn({ node: node.id, url: node.url, err: (err as Error).message }, 'owner node unreachable');
+    req.log.warn({ node: node.id, url: node.url, err: err.message }, 'owner node unreachable');
     if (res.headersSent) return res.destroy();
     res.setHeader('Retry-After', String(Math.max(1, ctx.config.node.heartbeatS)));
     res.status(503).json({ error: { code: 'ERR_NODE_UNREACHABLE', message: `the node running this session (${node.id}) does not answer; try again shortly` } });
   });
   // The browser went away: so does the forwarded request (the owner keeps the turn running).
   res.on('close', () => up.destroy());
-  up.end(body);
+}
+
+/** The verifier of requests from other nodes: signed for this node, nonces claimed fleet-wide. */
+export function nodeVerifier(ctx: WebContext): NodeRequestVerifier | undefined {
+  const secret = ctx.config.node.secret;
+  return secret ? new NodeRequestVerifier(secret.reveal(), ctx.config.node.id, (nonce, node, expiresAt) => claimNonce(ctx.database.sql, nonce, node, expiresAt)) : undefined;
 }
 
 /**
@@ -114,7 +113,7 @@ export function forwardTo(ctx: WebContext, req: Request, res: Response, node: No
  * the sender is a node of the fleet; then the request runs as the named (active) user.
  */
 export function nodeAuth(ctx: WebContext): RequestHandler {
-  const verifier = ctx.config.node.secret ? new NodeRequestVerifier(ctx.config.node.secret.reveal()) : undefined;
+  const verifier = nodeVerifier(ctx);
   return (req: Request, _res: Response, next: NextFunction) => {
     const refuse = (reason: string, node?: string) => {
       // Logged without the body (it may be a prompt).
@@ -122,13 +121,18 @@ export function nodeAuth(ctx: WebContext): RequestHandler {
       next(new AppError('ERR_NODE_AUTH', 'not a valid request from a node of this fleet', { status: 401 }));
     };
     if (!verifier) return refuse('no_secret');
-    const v = verifier.verify(req.headers, { method: req.method, path: req.originalUrl, body: req.rawBody ?? Buffer.alloc(0) });
+    const v = verifier.check(req.headers, { method: req.method, path: req.originalUrl, body: req.rawBody ?? Buffer.alloc(0) });
     if (!v.ok) return refuse(v.reason, typeof req.headers[NODE_HEADERS.node] === 'string' ? (req.headers[NODE_HEADERS.node] as string) : undefined);
     (async () => {
-      const nodes = await listNodes(ctx.database.sql, ctx.config.node.lostS);
+      // The nonce claim and the two reads are independent: one round trip's wait, not three.
+      const [fresh, nodes, user] = await Promise.all([
+        verifier.claim(v),
+        listNodes(ctx.database.sql, ctx.config.node.lostS),
+        v.userId === null ? undefined : getUserById(ctx.database.sql, v.userId),
+      ]);
+      if (!fresh) return refuse('replayed', v.node);
       if (!nodes.some((n) => n.id === v.node && n.id !== ctx.config.node.id)) return refuse('unknown_node', v.node);
       if (v.userId !== null) {
-        const user = await getUserById(ctx.database.sql, v.userId);
         if (!user?.is_active) return refuse('inactive_user', v.node);
         req.user = user;
         req.log = req.log.child({ userId: user.id, fromNode: v.node });

@@ -2,6 +2,7 @@ import { Router, type Request } from 'express';
 import { AppError, AuthError, Encryptor, NotFoundError, loadOrCreateEncryptionKey, verifyAgentUserToken } from '../core/index.js';
 import { MEMORY_CONTENT_MAX, MemoryStore, REFUSED_MEMORY_SOURCE } from '../domain/memories.js';
 import { getUserById } from '../domain/users.js';
+import { intQueryParam } from './query-params.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
 import { validateBody } from './validate.js';
 
@@ -109,10 +110,7 @@ export function agentApiRoutes(ctx: WebContext): Router {
       const { userId } = await agentUser(ctx, req);
       const source = typeof req.query.source === 'string' ? req.query.source : undefined;
       if (source !== undefined && source.toLowerCase() === REFUSED_MEMORY_SOURCE) throw refused();
-      const rawLimit = typeof req.query.limit === 'string' ? Number(req.query.limit) : AGENT_LIST_DEFAULT;
-      if (!Number.isSafeInteger(rawLimit) || rawLimit < 1 || rawLimit > AGENT_LIST_MAX) {
-        throw new AppError('ERR_VALIDATION', `limit: must be an integer from 1 to ${AGENT_LIST_MAX}`, { status: 400 });
-      }
+      const rawLimit = intQueryParam(req, 'limit', { min: 1, max: AGENT_LIST_MAX }) ?? AGENT_LIST_DEFAULT;
       const q = typeof req.query.q === 'string' ? req.query.q.slice(0, 200).toLowerCase() : '';
       // Content is encrypted at rest, so the text filter runs here, after the SQL source filter.
       const memories = (await store.list(userId, { excludeSource: REFUSED_MEMORY_SOURCE, source }))

@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
 import { createApp } from './app.js';
@@ -14,10 +16,14 @@ export interface WebServer {
   close(graceMs?: number): Promise<void>;
 }
 
-/** Create the app and listen on config.host:config.port (0 = any free port). */
+/**
+ * Create the app and listen on config.host:config.port (0 = any free port): https when
+ * AIRLOCK_TLS_CERT_FILE and AIRLOCK_TLS_KEY_FILE are set (e.g. for https between nodes), else http.
+ */
 export async function startWebServer(ctx: WebContext, port = ctx.config.port, host = ctx.config.host): Promise<WebServer> {
   const app = createApp(ctx);
-  const server = createServer(app);
+  const tls = ctx.config.tls;
+  const server: Server = tls ? createHttpsServer({ cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) }, app) : createServer(app);
   server.keepAliveTimeout = 5_000;
   // The one upgrade served: `sessions attach` from another node of the fleet (web/fleet-attach.ts).
   const attach = fleetAttach(ctx);
@@ -33,7 +39,7 @@ export async function startWebServer(ctx: WebContext, port = ctx.config.port, ho
   const h = addr.address.includes(':') ? `[${addr.address}]` : addr.address;
   let closing: Promise<void> | undefined;
   return {
-    url: `http://${h}:${addr.port}`,
+    url: `${tls ? 'https' : 'http'}://${h}:${addr.port}`,
     port: addr.port,
     app,
     server,

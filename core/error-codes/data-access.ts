@@ -6,6 +6,7 @@ export const DATA_ACCESS_ERRORS = {
   ERR_DATA_FILTER: { status: 400, surfaces: ['http'], description: 'A row filter is malformed (empty group, unknown operator, empty list) or the policy allows no column.' },
   ERR_DATA_FILTER_TOO_LARGE: { status: 400, surfaces: ['http'], description: 'A row filter has more nodes than allowed.' },
   ERR_DATA_IDENTIFIER: { status: 400, surfaces: ['http'], description: 'A table or column name is not a valid identifier.' },
+  ERR_DATA_SYSTEM_TABLE: { status: 400, surfaces: ['http'], description: 'A policy may not grant a system catalogue (sqlite_*, pragma_*, pg_*, pg_catalog.*, information_schema.*).' },
   ERR_DATA_VALUE: { status: 400, surfaces: ['http'], description: 'A row-filter value is not a finite number, a string or a boolean.' },
   ERR_DATA_ROLE_NOT_FOUND: { status: 404, surfaces: ['http'], description: 'No such data role.' },
   ERR_DATA_ROLE_EXISTS: { status: 409, surfaces: ['http'], description: 'A data role with that name exists.' },

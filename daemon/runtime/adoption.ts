@@ -157,6 +157,7 @@ export async function adoptOwned(deps: AdoptionDeps): Promise<Adopted> {
       sb.userId = d.claim.user_id;
       sb.claimedAt = d.claim.claimed_at;
       sb.agentEnvDigest = d.claim.agent_env_digest;
+      sb.modelRevision = d.claim.model_revision;
       if (sb.fromPool) sb.boundWorkspace = `${sb.dir}/workspace`;
       out.sessions.push({ sb, claim: d.claim });
     }

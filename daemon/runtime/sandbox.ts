@@ -42,6 +42,8 @@ export interface Sandbox {
   boundWorkspace?: string;
   /** Digest of the agent env it started with; undefined when unknown (adopted from an older daemon). */
   agentEnvDigest?: string;
+  /** The revision of the chat's model it was prepared for (`<id>:<version>`); a turn for another replaces it. */
+  modelRevision?: string;
   /** Its user's agent policy changed since it started: checked before its next turn. */
   policyChanged?: boolean;
   /** The turn its agent's conversation ends with, as far as the daemon knows (context-sync.ts). */

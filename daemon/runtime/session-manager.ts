@@ -7,7 +7,8 @@
  *   host: the gateway injects them), and the supervisor sent `start` (placeholders). Then the
  *   lifecycle hook `onSessionLive` registers the session (token rotation): the one place it does.
  * - Later prompts reuse it (warm). One turn at a time per session (ERR_SESSION_BUSY 409). Live
- *   sessions are capped per host (ERR_SESSION_CAPACITY 503).
+ *   sessions are capped per host (ERR_SESSION_CAPACITY 503) and per user (the oldest idle one
+ *   makes room, else ERR_SESSION_USER_LIMIT 429).
  * - A container that died is replaced on the next prompt, which brings the stored conversation;
  *   a turn in flight when it dies ends with ERR_SANDBOX_LOST. Every turn resolves.
  *
@@ -196,28 +197,42 @@ export class SessionManager extends SessionTable implements TurnRunner {
     let sb = this.sessions.get(req.sessionId);
     if (sb && sb.userId !== req.userId) throw new AppError('ERR_SESSION_NOT_FOUND', 'no such session', { status: 404 });
     const needsNew = !sb || sb.state === 'dead' || !connected(sb);
-    if (needsNew && !sb && this.liveSessionCount() + this.acquiring >= this.config.sandbox.maxSessions) {
+    // A new sandbox: the user's cap first (its oldest idle sandbox may make room), then the host's.
+    const isNew = needsNew && !sb;
+    const victim = isNew ? this.makeRoomFor(req.userId) : undefined;
+    if (isNew && this.liveSessionCount() + this.acquiring - (victim ? 1 : 0) >= this.config.sandbox.maxSessions) {
+      if (victim) this.busy.delete(victim.sessionId!);
       throw new AppError('ERR_SESSION_CAPACITY', 'this host runs as many sessions as it may; try again later', { status: 503, retryable: true });
     }
     this.busy.add(req.sessionId);
+    let counted = isNew && (this.starting(req.userId, 1), true);
     try {
+      if (victim) await this.endToMakeRoom(victim, req.sessionId);
       let prepared: PreparedSession | undefined;
-      if (!needsNew && sb!.policyChanged) {
-        // The user's agent policy changed since this sandbox started: prepare again, and replace
-        // the sandbox only when what the agent runs under (model, tools) is different.
+      // The chat's model was switched (or its entry changed) since this sandbox was prepared.
+      const modelChanged = !needsNew && req.modelRevision !== undefined && sb!.modelRevision !== req.modelRevision;
+      if (!needsNew && (sb!.policyChanged || modelChanged)) {
+        // The user's agent policy or the chat's model changed since this sandbox started: prepare
+        // again, and replace the sandbox only when what the agent runs under (model, its upstream
+        // and key, tools) is different.
+        const why = modelChanged ? 'model changed' : 'policy changed';
         try {
           prepared = await this.preparer.prepare({ userId: req.userId, sessionId: req.sessionId, proxyPort: SANDBOX_PROXY_PORT });
         } catch (err) {
           // Refused under the new policy (a forbidden model): the sandbox goes. Any other failure
           // fails this turn closed but keeps the sandbox marked, to be checked again next turn.
-          if (isAppError(err) && err.status >= 400 && err.status < 500) await this.remove(sb!, 'policy changed');
+          if (isAppError(err) && err.status >= 400 && err.status < 500) await this.remove(sb!, why);
           return this.startFailed(req, err);
         }
         sb!.policyChanged = false;
-        if (agentEnvDigest(prepared.agentEnv) === sb!.agentEnvDigest) prepared = undefined;
-        else {
+        const sameModel = (prepared.modelRevision ?? req.modelRevision) === (sb!.modelRevision ?? req.modelRevision);
+        if (agentEnvDigest(prepared.agentEnv) === sb!.agentEnvDigest && sameModel) {
+          // A preparer that knows no chat models: remember the revision, so this is checked once.
+          sb!.modelRevision = prepared.modelRevision ?? req.modelRevision;
+          prepared = undefined;
+        } else {
           // No notice: the new sandbox gets the stored conversation (context-sync.ts).
-          await this.remove(sb!, 'policy changed');
+          await this.remove(sb!, why);
           sb = undefined;
         }
       }
@@ -235,12 +250,15 @@ export class SessionManager extends SessionTable implements TurnRunner {
           return this.startFailed(req, err);
         } finally {
           this.acquiring--;
+          if (counted) this.starting(req.userId, -1); // live now (or failed): the table counts it
+          counted = false;
         }
       }
       const live = sb;
       return await runWithContext(live, req, (ctx) => turnIn(live, req, this.config, this.log, ctx));
     } finally {
       this.busy.delete(req.sessionId);
+      if (counted) this.starting(req.userId, -1);
     }
   }
 
@@ -300,7 +318,7 @@ export class SessionManager extends SessionTable implements TurnRunner {
       // Refilled once the claim is done, so the new member's start does not slow the claim down.
       if (claimed) void this.fillPool();
     }
-    Object.assign(sb, { sessionId, userId, claimedAt: plan.claim.claimed_at, lastUsedAt: Date.now(), state: 'ready', agentEnvDigest: plan.agentEnvDigest });
+    Object.assign(sb, { sessionId, userId, claimedAt: plan.claim.claimed_at, lastUsedAt: Date.now(), state: 'ready', agentEnvDigest: plan.agentEnvDigest, modelRevision: plan.modelRevision });
     this.sessions.set(sessionId, sb);
     this.log.info({ sessionId, userId, containerId: sb.containerId.slice(0, 12), fromPool: sb.fromPool }, 'session sandbox started');
     this.live({ sessionId, userId, tokenEnvs: plan.tokenEnvs, adopted: false });
@@ -332,7 +350,7 @@ export class SessionManager extends SessionTable implements TurnRunner {
   private async openAdopted(sb: Sandbox, claim: Claim): Promise<EgressHandle> {
     let creds: { tokens: Record<string, string>; mailPolicy?: MailPolicy } = { tokens: {} };
     try {
-      creds = (await this.preparer.credentials?.({ userId: claim.user_id, sessionId: claim.session_id, tokenEnvs: claim.token_envs })) ?? creds;
+      creds = (await this.preparer.credentials?.({ userId: claim.user_id, sessionId: claim.session_id, tokenEnvs: claim.token_envs, ...(claim.model_revision ? { modelRevision: claim.model_revision } : {}) })) ?? creds;
     } catch (err) {
       this.log.warn({ sessionId: claim.session_id, code: (err as AppError).code }, 'adopted session: its tokens could not be obtained; its requests fail until rotation');
     }

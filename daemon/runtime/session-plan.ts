@@ -24,6 +24,7 @@ export interface SessionPlan {
   tokenEnvs: string[];
   egressAllow: string[];
   agentEnvDigest: string;
+  modelRevision?: string;
 }
 
 export function buildProfile(sessionId: string, proxyPort: number, routes: ProfileRoute[]): SessionProfile {
@@ -48,7 +49,7 @@ export function planSession(s: { sessionId: string; userId: number; prepared: Pr
   const digest = agentEnvDigest(p.agentEnv);
   return {
     profile: buildProfile(s.sessionId, SANDBOX_PROXY_PORT, p.routes),
-    claim: { session_id: s.sessionId, user_id: s.userId, claimed_at: s.now, egress_allow: p.egressAllow, token_envs: tokenEnvs, agent_env_digest: digest, routes: p.routes },
+    claim: { session_id: s.sessionId, user_id: s.userId, claimed_at: s.now, egress_allow: p.egressAllow, token_envs: tokenEnvs, agent_env_digest: digest, routes: p.routes, ...(p.modelRevision ? { model_revision: p.modelRevision } : {}) },
     start: {
       session_id: s.sessionId,
       user_id: s.userId,
@@ -61,6 +62,7 @@ export function planSession(s: { sessionId: string; userId: number; prepared: Pr
     tokenEnvs,
     egressAllow: p.egressAllow,
     agentEnvDigest: digest,
+    ...(p.modelRevision ? { modelRevision: p.modelRevision } : {}),
   };
 }
 

@@ -44,6 +44,8 @@ export abstract class SessionTable implements OperatorTarget {
   protected readonly sessions = new Map<string, Sandbox>();
   /** Sessions whose sandbox is being acquired or which run a turn (synchronous busy guard). */
   protected readonly busy = new Set<string>();
+  /** Sandboxes being started, per user (they count against AIRLOCK_MAX_SANDBOXES_PER_USER). */
+  protected readonly startingFor = new Map<number, number>();
   protected closed = false;
   /** The audit trail and held mail sends (daemon/mail-gate.ts); set by the session manager. */
   protected auditor?: SandboxAuditor;
@@ -129,6 +131,48 @@ export abstract class SessionTable implements OperatorTarget {
     }
     this.log.error({ sessionId: req.sessionId, err: { code: (err as AppError).code, message: (err as Error).message } }, 'sandbox start failed');
     return { stop_reason: 'error', error: { code: 'ERR_SANDBOX_START', message: 'the sandbox could not be started' } };
+  }
+
+  /**
+   * Room for one more sandbox of `userId` under AIRLOCK_MAX_SANDBOXES_PER_USER (docs/runtime.md,
+   * Per-user cap): undefined while the user is under it; at it, the user's oldest idle sandbox
+   * (ready, no turn) to end first, marked busy at once so no turn starts in it meanwhile; none idle,
+   * 429 ERR_SESSION_USER_LIMIT. Synchronous, like the caller's busy guard, so two prompts at once
+   * cannot both pass: sandboxes still starting count too.
+   */
+  protected makeRoomFor(userId: number): Sandbox | undefined {
+    let held = this.startingFor.get(userId) ?? 0;
+    let oldest: Sandbox | undefined;
+    for (const sb of this.sessions.values()) {
+      if (sb.userId !== userId || sb.state === 'dead') continue;
+      held++;
+      if (sb.state === 'ready' && !this.busy.has(sb.sessionId!) && (!oldest || sb.lastUsedAt < oldest.lastUsedAt)) oldest = sb;
+    }
+    const cap = this.config.sandbox.maxPerUser;
+    if (held < cap) return undefined;
+    if (!oldest) {
+      this.log.warn({ userId, held, cap }, 'per-user sandbox cap reached and none idle');
+      throw new AppError('ERR_SESSION_USER_LIMIT', `you already have ${held} live chats with a sandbox on this server, the most allowed, and each is working; wait for one to finish, then try again`, { status: 429 });
+    }
+    this.busy.add(oldest.sessionId!);
+    return oldest;
+  }
+
+  /** End the sandbox makeRoomFor chose, for a new sandbox of `forSession`; then it is no longer busy. */
+  protected async endToMakeRoom(victim: Sandbox, forSession: string): Promise<void> {
+    this.log.info({ userId: victim.userId, sessionId: victim.sessionId, for: forSession }, "per-user sandbox cap: the user's oldest idle sandbox ends to make room");
+    try {
+      await this.remove(victim, 'per-user cap');
+    } finally {
+      this.busy.delete(victim.sessionId!);
+    }
+  }
+
+  /** Count a sandbox of `userId` as starting (+1) or no longer (-1). */
+  protected starting(userId: number, d: 1 | -1): void {
+    const n = (this.startingFor.get(userId) ?? 0) + d;
+    if (n > 0) this.startingFor.set(userId, n);
+    else this.startingFor.delete(userId);
   }
 
   protected isStale(sb: Sandbox): boolean {

@@ -44,6 +44,8 @@ export interface Claim {
   routes?: ProfileRoute[];
   /** Digest of the agent env the session started with (its agent policy); see policyChanged. */
   agent_env_digest?: string;
+  /** The revision of the chat's model it was prepared for (`<id>:<version>`; docs/chat.md "A model per chat"). */
+  model_revision?: string;
 }
 
 /** A claim.json as read back: checked field by field; anything malformed is no claim. */
@@ -67,6 +69,7 @@ export function parseClaim(text: string): Claim | undefined {
     egress_allow: strings(o.egress_allow),
     token_envs: strings(o.token_envs).filter((k) => ENV_NAME.test(k)),
     ...(typeof o.agent_env_digest === 'string' ? { agent_env_digest: o.agent_env_digest } : {}),
+    ...(typeof o.model_revision === 'string' && o.model_revision.length <= 200 ? { model_revision: o.model_revision } : {}),
     ...(Array.isArray(o.routes) ? { routes: o.routes.flatMap((r) => { const c = ProfileRouteSchema.safeParse(r); return c.success ? [c.data] : []; }) } : {}),
   };
 }

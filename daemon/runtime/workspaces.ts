@@ -5,8 +5,9 @@
  * in a sparse image file `<data dir>/workspace-images/<user id>.ext4` (root only, 0600), made
  * with the size `AIRLOCK_WORKSPACE_QUOTA_MB` and loop-mounted by the (root) daemon. Writes past
  * the quota fail with ENOSPC inside the sandbox and take nothing from the host's other files:
- * the image never holds more than its size. Mounted `nosuid,nodev,discard` (a deleted file's
- * blocks go back to the host).
+ * the image never holds more than its size. Mounted `nosuid,nodev,noexec,discard` (a deleted
+ * file's blocks go back to the host): the sandbox's /workspace inherits the flags under runc, and
+ * under runsc gVisor's gofer cannot map a file of it for execution either (docs/security.md).
  *
  * Lifecycle: every existing image is mounted at daemon start (the web app serves chart
  * attachments from the workspace, also for users without a live session) and a new one on the
@@ -35,8 +36,10 @@ import { CHILD_GID, CHILD_UID } from '../../core/sandbox-protocol.js';
 
 const MB = 1024 * 1024;
 const IMAGE_RE = /^([1-9][0-9]{0,15})\.ext4$/;
-/** Mount options of a workspace file system (no setuid files or device nodes from a user's image). */
-const MOUNT_OPTS = 'loop,nosuid,nodev,discard';
+/** Mount options of a workspace file system (no setuid files, device nodes or programs from a user's image). */
+const MOUNT_OPTS = 'loop,nosuid,nodev,noexec,discard';
+/** The same flags on a mount found in place (an earlier daemon's, perhaps without noexec). */
+const REMOUNT_OPTS = 'remount,nosuid,nodev,noexec';
 
 function run(cmd: string, args: string[]): { ok: boolean; status: number | null; err: string } {
   const r = spawnSync(cmd, args, { encoding: 'utf8' });
@@ -129,6 +132,7 @@ export class WorkspaceVolumes {
     const ws = join(this.root, String(userId));
     if (this.mode === 'plain' || this.unmigrated.has(userId)) return this.plainFolder(ws);
     if (this.isMounted(ws)) {
+      run('mount', ['-o', REMOUNT_OPTS, ws]); // best effort: new sandboxes bind it with these flags
       this.mounted.add(ws);
       this.grow(userId, ws);
       return ws;

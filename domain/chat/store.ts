@@ -24,6 +24,9 @@ export interface ChatSessionListEntry {
   created_at: string;
   updated_at: string;
   turn_count: number;
+  pinned: boolean;
+  /** The chat's own model (null: the default; migration 013). */
+  model_id: string | null;
 }
 
 const MAX_OUTPUT_CHARS = 64 * 1024;
@@ -80,7 +83,7 @@ export async function listSessions(db: Sql, userId: number, q?: string): Promise
   let s = db
     .selectFrom('chat_sessions as s')
     .leftJoin('chat_turns as t', 't.session_id', 's.id')
-    .select(['s.id', 's.title', 's.created_at', 's.updated_at', (eb) => eb.fn.count<number>('t.id').as('turn_count')])
+    .select(['s.id', 's.title', 's.created_at', 's.updated_at', 's.pinned', 's.model_id', (eb) => eb.fn.count<number>('t.id').as('turn_count')])
     .where('s.user_id', '=', userId);
   if (q) {
     const pattern = likeAnywhere(q);
@@ -98,8 +101,13 @@ export async function listSessions(db: Sql, userId: number, q?: string): Promise
       ]),
     );
   }
-  const rows = await s.groupBy('s.id').orderBy('s.updated_at', 'desc').orderBy('s.created_at', 'desc').orderBy('s.id').execute();
-  return rows.map((r) => ({ ...r, turn_count: Number(r.turn_count) }));
+  const rows = await s.groupBy('s.id').orderBy('s.pinned', 'desc').orderBy('s.updated_at', 'desc').orderBy('s.created_at', 'desc').orderBy('s.id').execute();
+  return rows.map((r) => ({ ...r, turn_count: Number(r.turn_count), pinned: Number(r.pinned) === 1 }));
+}
+
+/** Pin a chat to the top of its user's list, or unpin it. */
+export async function setPinned(db: Sql, sessionId: string, pinned: boolean): Promise<void> {
+  await db.updateTable('chat_sessions').set({ pinned: pinned ? 1 : 0 }).where('id', '=', sessionId).execute();
 }
 
 export async function renameSession(db: Sql, sessionId: string, title: string): Promise<void> {

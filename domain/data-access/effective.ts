@@ -1,4 +1,4 @@
-import { isEmptyFilter, substitute, type FilterSubject, type Node, type RowFilter } from './predicate.js';
+import { isEmptyFilter, isSystemCatalogue, substitute, type FilterSubject, type Node, type RowFilter } from './predicate.js';
 import type { DataPolicy } from './store.js';
 
 /** One role's grant as it reaches a table, with the user's variables already substituted. */
@@ -140,6 +140,8 @@ export function resolveEffectivePolicy(user: PolicyUser, roles: RoleGrants[], bi
 
 /** The policy for one table, or null when the user has no grant that reaches it (docs/rules.md#data-access-rules, rule 2). */
 export function policyForTable(eff: EffectivePolicy, table: string): TablePolicy | null {
+  // A system catalogue is never data: no grant, not even "*", covers it (isSystemCatalogue).
+  if (isSystemCatalogue(table)) return null;
   const t = eff.tables.find((x) => x.table === table);
   if (t) return t;
   if (eff.any_table) return { ...eff.any_table, table };

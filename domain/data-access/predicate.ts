@@ -35,6 +35,21 @@ export const COLUMN_RE = new RegExp(`^${IDENT_SOURCE}$`);
 export const TABLE_RE = new RegExp(`^${IDENT_SOURCE}(?:\\.${IDENT_SOURCE})?$`);
 export const VARIABLES = ['$user_id', '$username'] as const;
 
+/**
+ * A table name that names a system catalogue of either engine, never a table of the data a
+ * policy governs: on SQLite `sqlite_*` (sqlite_master, sqlite_schema, sqlite_sequence,
+ * sqlite_temp_master, also as main./temp.) and the table-valued `pragma_*` functions; on
+ * PostgreSQL the `pg_catalog`, `information_schema` and other `pg_*` schemas (pg_toast,
+ * pg_temp_…), and unqualified `pg_*` names (pg_catalog is searched first). Compared without case.
+ */
+export function isSystemCatalogue(table: string): boolean {
+  const parts = table.toLowerCase().split('.');
+  const name = parts[parts.length - 1];
+  const schema = parts.length > 1 ? parts[0] : undefined;
+  if (schema !== undefined && (schema === 'information_schema' || schema.startsWith('pg_'))) return true;
+  return name.startsWith('sqlite_') || name.startsWith('pragma_') || name.startsWith('pg_');
+}
+
 const scalar = {
   oneOf: [
     { type: 'string', maxLength: FILTER_LIMITS.maxStringLength },

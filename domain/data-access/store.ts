@@ -1,8 +1,13 @@
-import { ConflictError, NotFoundError, nowIso } from '../../core/index.js';
+import { AppError, ConflictError, NotFoundError, nowIso } from '../../core/index.js';
 import { logAction } from '../action-log.js';
 import { inTransaction, type Row, type Sql } from '../db/index.js';
 import { getUserById } from '../users.js';
-import type { RowFilter } from './predicate.js';
+import { isSystemCatalogue, type RowFilter } from './predicate.js';
+
+/** A grant on a system catalogue is refused (isSystemCatalogue): it would expose the schema or the engine. */
+export function systemTableError(table: string): AppError {
+  return new AppError('ERR_DATA_SYSTEM_TABLE', `table_name: ${table} is a system catalogue of the database, not a table a policy may grant`, { status: 400, details: { field: 'table_name' } });
+}
 
 /** The built-in unrestricted role (docs/rules.md#data-access-rules, rule 1). */
 export const BI_ADMIN = 'bi_admin';
@@ -187,6 +192,7 @@ export async function putPolicy(
   columns: string[],
   rowFilter: RowFilter,
 ): Promise<{ policy: DataPolicy; created: boolean }> {
+  if (isSystemCatalogue(table)) throw systemTableError(table);
   return inTransaction(db, async (trx) => {
     const role = await getRole(trx, roleId);
     if (role.builtin) throw fixedGrants(role);

@@ -14,7 +14,8 @@ export interface CopyReport {
   tables: { table: string; rows: number }[];
 }
 
-const SKIP = new Set(['schema_migrations', 'sqlite_sequence']);
+// node_nonces: transient (a nonce lives 31 s), and a copy's target is a new install.
+const SKIP = new Set(['schema_migrations', 'sqlite_sequence', 'node_nonces']);
 const BATCH = 200;
 
 /** Tables of the source in an order where every table comes after the tables it references. */

@@ -64,6 +64,29 @@ export interface ChatSessionsTable {
   updated_at: Default<string>;
   /** The newest turn of the branch shown (migration 012). */
   head_turn_id: string | null;
+  /** 1: pinned by its user, listed first (migration 016). */
+  pinned: Default<number>;
+  /** The chat's model (chat_models.id; null: the server's default; migration 013). */
+  model_id: Default<string | null>;
+}
+
+/** The models on offer for chats (migration 013, docs/chat.md "A model per chat"). */
+export interface ChatModelsTable {
+  id: string;
+  label: string;
+  provider: 'openai' | 'anthropic' | 'demo';
+  model: string;
+  base_url: string | null;
+  /** The API key, encrypted at rest (Encryptor, AAD `chat_model:<id>:api_key`); null: none. */
+  api_key_enc: string | null;
+  context_tokens: number;
+  enabled: Default<number>;
+  /** 1 while the entry follows AIRLOCK_MODEL_* (the `default` entry until an admin changes it). */
+  env_managed: Default<number>;
+  /** Grows with every change: a sandbox prepared for an older version is replaced. */
+  version: Default<number>;
+  created_at: Default<string>;
+  updated_at: Default<string>;
 }
 
 export interface ChatTurnsTable {
@@ -376,6 +399,14 @@ export interface LeasesTable {
   expires_at: number;
 }
 
+/** A nonce of a signed request between nodes, kept until its window ends (migration 010). */
+export interface NodeNoncesTable {
+  nonce: string;
+  node_id: string;
+  /** unix ms */
+  expires_at: number;
+}
+
 export interface Schema {
   schema_migrations: SchemaMigrationsTable;
   users: UsersTable;
@@ -385,6 +416,7 @@ export interface Schema {
   chat_sessions: ChatSessionsTable;
   chat_turns: ChatTurnsTable;
   chat_tool_calls: ChatToolCallsTable;
+  chat_models: ChatModelsTable;
   connected_accounts: ConnectedAccountsTable;
   idp_connections: IdpConnectionsTable;
   external_identities: ExternalIdentitiesTable;
@@ -407,6 +439,7 @@ export interface Schema {
   nodes: NodesTable;
   sandboxes: SandboxesTable;
   leases: LeasesTable;
+  node_nonces: NodeNoncesTable;
   mail_holds: MailHoldsTable;
   proxy_requests: ProxyRequestsTable;
   mail_server_policy: MailServerPolicyTable;

@@ -11,6 +11,9 @@ import type { TurnRequest, TurnResult, TurnRunner } from '../../core/index.js';
 import { addUser, startTestApp } from '../helpers/app.js';
 import { axeProblems, browserUnavailable, launch, screenshot, settled } from '../helpers/browser.js';
 
+// Many conversations in one real browser; on a busy 2-core machine it runs past the default 180 s.
+t.setTimeout(420_000);
+
 const PASSWORD = 'erin-password-1';
 
 export const MARKDOWN_ANSWER = [
@@ -34,6 +37,8 @@ const HOSTILE_ANSWER = [
   '[click me](javascript:window.__pwned=\'link\')',
   '<a href="javascript:window.__pwned=\'a\'">raw link</a>',
   '<iframe src="javascript:window.__pwned=\'iframe\'"></iframe>',
+  '<div class="approval approval-card banner"><p class="approval-state">Approved</p></div>',
+  '<p id="send" class="msg user">not the page\'s own</p>',
   '<form action="/api/auth/logout" method="post"><button>Log out</button></form>',
   '',
   '| n | square |',
@@ -146,6 +151,8 @@ else {
       t.equal(await page.evaluate(() => (window as any).__pwned), undefined, 'no script, handler or javascript: link ran');
       t.equal(await page.$$eval(`${last} [onerror], ${last} script, ${last} iframe, ${last} form, ${last} .markdown button:not(.copy-code)`, (x) => x.length), 0, 'no script, handler, iframe or form in the DOM');
       t.equal(await page.$$eval(`${last} a[href^="javascript:" i]`, (x) => x.length), 0, 'no javascript: link');
+      t.equal(await page.$$eval(`${last} .markdown [class]:not(code):not(.table-wrap):not(.table-note):not(.copy-code):not(.code-head):not([class^="hljs"])`, (x) => x.map((e) => e.className).filter((c) => /approval|banner|msg|state/.test(c)).length), 0, "the answer wears none of the page's own classes (no fake approval card)");
+      t.equal(await page.$$eval(`${last} .markdown [id]`, (x) => x.length), 0, 'nor its ids');
       t.equal(await page.$$eval(`${last} table tbody tr`, (x) => x.length), 200, 'a huge table shows its first 200 rows');
       // (The route caps one text_delta at 64 KiB, so fewer than 5,000 rows arrive.)
       t.match(await page.textContent(`${last} .table-note`), /^\d{3,} more rows not shown/);
@@ -198,6 +205,13 @@ else {
     t.ok(sid, 'the URL names the chat');
     t.equal(await page.$$eval('.msg time', (x) => x.filter((e) => (e as HTMLTimeElement).dateTime && e.textContent).length), 4, 'each message has its time');
     t.ok(await page.$eval('#session-list .session-date time', (e) => !!e.textContent), 'the list shows dates');
+    t.same(await page.$$eval('#session-list .session-group-name', (x) => x.map((e) => e.textContent)), ['Today'], 'grouped by day');
+    // Pin the chat: it moves to a "Pinned" group at the top; unpin puts it back.
+    await page.click(`#session-list li.session-item:has(a[href="#/chat/${sid}"]) button.pin`);
+    await page.waitForFunction(() => document.querySelector('#session-list .session-group-name')?.textContent === 'Pinned');
+    t.equal(await page.getAttribute(`#session-list li.session-item:has(a[href="#/chat/${sid}"]) button.pin`, 'aria-pressed'), 'true', 'pinned');
+    await page.click(`#session-list li.session-item:has(a[href="#/chat/${sid}"]) button.pin`);
+    await page.waitForFunction(() => document.querySelector('#session-list .session-group-name')?.textContent === 'Today');
 
     await page.click('.msg.assistant:last-of-type .copy-answer');
     t.match(await page.evaluate(() => navigator.clipboard.readText()), /^You said: beta question/, 'copy an answer');
@@ -248,7 +262,7 @@ else {
     await page.waitForFunction(() => Array.from(document.querySelectorAll('.msg.user .bubble')).map((e) => e.textContent).join('|') === 'alpha question|gamma question');
 
     // Rename with the keyboard.
-    await page.focus(`#session-list li:has(a[href="#/chat/${sid}"]) button:text("Rename")`);
+    await page.focus(`#session-list li.session-item:has(a[href="#/chat/${sid}"]) button:text("Rename")`);
     await page.keyboard.press('Enter');
     // The page focuses and selects the title field once it has rendered it: type only then.
     await page.waitForFunction(() => document.activeElement?.id.startsWith('rename-') === true);
@@ -283,7 +297,7 @@ else {
       dialogs.push(d.message());
       void (accept ? d.accept() : d.dismiss());
     });
-    const del = `#session-list li:has(a[href="#/chat/${sid}"]) button:text("Delete")`;
+    const del = `#session-list li.session-item:has(a[href="#/chat/${sid}"]) button:text("Delete")`;
     await page.focus(del);
     await page.keyboard.press('Enter');
     await settled(page);

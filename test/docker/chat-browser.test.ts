@@ -338,7 +338,7 @@ else if (docker) {
     const sid = page.url().split('#/chat/')[1];
     t.equal(d.runtime!.sessions.list().filter((s) => s.sessionId === sid).length, 1, 'a live sandbox before the delete');
     page.on('dialog', (dlg) => void dlg.accept());
-    await page.click(`#session-list li:has(a[href="#/chat/${sid}"]) button:text("Delete")`);
+    await page.click(`#session-list li.session-item:has(a[href="#/chat/${sid}"]) button:text("Delete")`);
     await page.waitForFunction(() => location.hash === '#/chat');
     t.same(d.runtime!.sessions.list().filter((s) => s.sessionId === sid), [], 'deleting the chat ended its sandbox');
     t.equal((await queryActionLog(d.database.sql, { event: 'chat.deleted' }))[0]?.data.sandbox_ended, true, 'logged with sandbox_ended');

@@ -45,6 +45,7 @@ if (docker) {
     const shared = {
       AIRLOCK_DATABASE_URL: dbUrl,
       AIRLOCK_NODE_SECRET: randomBytes(24).toString('hex'),
+      AIRLOCK_FLEET_ALLOW_HTTP: 'true',
       AIRLOCK_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
       AGENT_USER_TOKEN_SECRET: 'fleet-agent-user-token-secret-0123',
       MCP_INTERNAL_SECRET: 'fleet-mcp-internal-secret-0123456789',

@@ -302,7 +302,10 @@ if (docker) {
       { 'airlock.owner': owner, 'airlock.slot': m.list()[0].slot, 'airlock.session': 'cap-1', 'airlock.user': '7' },
       'a cold-started container is labelled with its owner, slot, session and user (no pool label)',
     );
-    await t.rejects(turn(m, 'cap-2', 'y'), { code: 'ERR_SESSION_CAPACITY', status: 503 });
+    // Another user: the host's cap refuses (the same user's idle sandbox would make room under
+    // the per-user cap instead, test/docker/session-cap.test.ts).
+    await t.rejects(turn(m, 'cap-2', 'y', 8), { code: 'ERR_SESSION_CAPACITY', status: 503 });
+    t.same(m.list().map((s) => s.sessionId), ['cap-1'], "the first user's sandbox stays");
   });
 
   const CANARY = `canary-${randomBytes(16).toString('hex')}`;
@@ -402,5 +405,67 @@ if (docker) {
     const planted = JSON.parse(leak.stdout) as { hits: string[] };
     t.ok(planted.hits.some((h) => h.endsWith('/environ')), `the scan catches a canary in a process environment (${planted.hits.join(', ')})`);
   });
+
+  t.test('processes of the agent uid a turn left behind end with the turn; the agent child and an exec from outside stay', async (t) => {
+    const { m } = await manager(t, docker, image, { AIRLOCK_POOL_SIZE: '0' });
+    const first = await turn(m, 'strays', 'hello');
+    t.equal(first.stop_reason, 'end_turn');
+    const id = first.containerId!;
+    const childPid = (await m.inspect('strays')).supervisor!.child_pid;
+    // As a tool's shell would: a background process whose shell then exits (reparented to init).
+    const bg = await execIn(docker, id, ['/bin/sh', '-c', 'sleep 1000 >/dev/null 2>&1 & echo $!'], { user: '1001' });
+    const orphan = Number(bg.stdout.trim());
+    t.ok(orphan > 1, `a background process of uid 1001 (pid ${orphan})`);
+    // As an operator's attach shell: started from outside the container, still running.
+    const op = await docker.getContainer(id).exec({ Cmd: ['/bin/sleep', '1001'], User: '1001' });
+    await op.start({ Detach: true });
+    const procs = async () => (await execIn(docker, id, ['/bin/sh', '-c', 'for p in /proc/[0-9]*; do s=$(grep -E "^State:" $p/status 2>/dev/null | cut -f2 | cut -c1); echo "$(basename $p) $s $(cat $p/cmdline 2>/dev/null | tr "\\0" " ")"; done'], { user: '0' })).stdout;
+    const alive = (list: string, pid: number) => list.split('\n').some((l) => l.startsWith(`${pid} `) && !l.startsWith(`${pid} Z`));
+    const opPid = () => procs().then((l) => Number(l.split('\n').find((x) => /sleep 1001 $/.test(x))?.split(' ')[0] ?? 0));
+    t.ok(alive(await procs(), orphan), 'the background process runs before the next turn');
+    let kept = 0;
+    for (let i = 0; i < 100 && !kept; i++) kept = await opPid(); // the detached exec starts on its own time
+    
+    t.ok(kept > 0, 'and so does the exec from outside');
+
+    const second = await turn(m, 'strays', 'again');
+    t.equal(second.stop_reason, 'end_turn');
+    const after = await procs();
+    t.notOk(alive(after, orphan), 'the background process ended with the turn (gone before turn_end)');
+    t.ok(alive(after, kept), 'an exec from outside (an operator shell) is left alone');
+    t.equal((await m.inspect('strays')).supervisor!.child_pid, childPid, 'the agent child is the same process');
+    t.ok(alive(after, Number(childPid)), "and alive");
+  });
+
+
+  t.test('/workspace and /run/airlock: nothing written there runs, under runc and runsc', async (t) => {
+    const { m } = await manager(t, docker, image);
+    await m.poolReady();
+    const r = await turn(m, 'noexec', 'hello');
+    t.equal(r.stop_reason, 'end_turn');
+    const id = r.containerId!;
+    // A program copied into each mount: a system binary runs, the copy does not (runc: EACCES,
+    // 126; runsc: the gofer's host file cannot be mapped for execution, the exec fails too).
+    const tryRun = (dir: string, user: string) =>
+      execIn(docker, id, ['/bin/sh', '-c', `cp /bin/true ${dir}/airlock-x && chmod 755 ${dir}/airlock-x && { ${dir}/airlock-x; echo "copy=$?"; }; rm -f ${dir}/airlock-x; /bin/true; echo "bin=$?"`], { user });
+    for (const [dir, user] of [['/workspace', '1001'], ['/run/airlock', '0']] as const) {
+      const out = (await tryRun(dir, user)).stdout;
+      t.match(out, /bin=0/, `${dir}: a system binary runs (as uid ${user})`);
+      const code = Number(/copy=(\d+)/.exec(out)?.[1] ?? 0);
+      t.not(code, 0, `${dir}: a program written there does not run (exit ${code}, as uid ${user})`);
+    }
+    const mounts = (await execIn(docker, id, ['/bin/sh', '-c', 'grep -E " (/workspace|/run/airlock) " /proc/mounts'])).stdout.trim().split('\n');
+    if (RUNSC) {
+      // gVisor lists its gofer mounts without flags; the host mounts under them carry them.
+      t.comment(`runsc /proc/mounts: ${mounts.join(' | ')}`);
+    } else {
+      // The mount on top of each path (a pool member's /workspace has the slot below the user's).
+      for (const dir of ['/workspace', '/run/airlock']) {
+        const top = mounts.filter((l) => l.split(' ')[1] === dir).at(-1) ?? '';
+        for (const flag of ['noexec', 'nosuid', 'nodev']) t.match(top.split(' ')[3], new RegExp(`\\b${flag}\\b`), `${dir} mounted ${flag}`);
+      }
+    }
+  });
+
 }
 

@@ -52,11 +52,13 @@ export function testConfig(dataDir: string, env: Record<string, string> = {}): R
 
 /**
  * The settings `airlock serve` needs on this run's engine: none on SQLite; on the PostgreSQL pass
- * a new database (dropped at teardown) with the node secret and encryption key serve requires there.
+ * a new database (dropped at teardown) with the node secret and encryption key serve requires there
+ * (and plain http between nodes allowed).
  */
 export async function serveEngineEnv(t: { teardown(fn: () => unknown): void }): Promise<Record<string, string>> {
   const url = await testDatabaseUrl(t);
-  return url ? { AIRLOCK_DATABASE_URL: url, AIRLOCK_NODE_SECRET: randomBytes(24).toString('hex'), AIRLOCK_ENCRYPTION_KEY: randomBytes(32).toString('hex') } : {};
+  // A fleet of one on 127.0.0.1: plain http between nodes allowed (docs/deploy.md, https between nodes).
+  return url ? { AIRLOCK_DATABASE_URL: url, AIRLOCK_NODE_SECRET: randomBytes(24).toString('hex'), AIRLOCK_ENCRYPTION_KEY: randomBytes(32).toString('hex'), AIRLOCK_FLEET_ALLOW_HTTP: 'true' } : {};
 }
 
 export interface TestApp {

@@ -2,8 +2,8 @@ import { join } from 'node:path';
 import { readFileSync, existsSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Logger, TurnRunner } from '../../core/index.js';
-import { LocalTurnRunner } from '../../daemon/local-runner.js';
+import { atRestEncryptor, type Logger, type TurnRunner } from '../../core/index.js';
+import { chatModelEnv, LocalTurnRunner } from '../../daemon/local-runner.js';
 import * as openaiModel from '../../emulator/model-openai.js';
 import * as anthropicModel from '../../emulator/model-anthropic.js';
 import type { ModelServer, ModelServerOptions } from '../../emulator/model-script.js';
@@ -46,6 +46,12 @@ export interface ChatHarnessOptions extends ModelServerOptions {
   runnerFactory?: RunnerFactory;
   /** Options for the web app (e.g. its database). */
   app?: Omit<TestAppOptions, 'services'>;
+  /**
+   * A model per chat (docs/chat.md): the app's default model is the scripted server (AIRLOCK_MODEL_*),
+   * and the local runner starts each chat's child with the chat's model (chat_models), replacing it
+   * when the chat switches. Only with the default runner.
+   */
+  chatModels?: boolean;
 }
 
 export async function startChatHarness(t: { teardown(fn: () => unknown): void }, opts: ChatHarnessOptions = {}): Promise<ChatHarness> {
@@ -68,8 +74,12 @@ export async function startChatHarness(t: { teardown(fn: () => unknown): void },
   };
   // The web app runs first so the runner can log into its sink.
   const holder: { runner?: ClosableRunner } = {};
+  const modelEnv: Record<string, string> = opts.chatModels
+    ? { AIRLOCK_MODEL_PROVIDER: provider, AIRLOCK_MODEL: childEnv.AGENT_MODEL, AIRLOCK_MODEL_BASE_URL: model.url, AIRLOCK_MODEL_API_KEY: MODEL_PLACEHOLDER }
+    : {};
   const app = await startTestApp(t, {
     ...opts.app,
+    env: { ...modelEnv, ...opts.app?.env },
     services: {
       chat: {
         runner: {
@@ -78,7 +88,9 @@ export async function startChatHarness(t: { teardown(fn: () => unknown): void },
       },
     },
   });
-  const runner = await (opts.runnerFactory ?? localRunnerFactory)(childEnv, app.log.child({ area: 'runner' }));
+  const runner = opts.chatModels
+    ? new LocalTurnRunner({ env: childEnv, log: app.log.child({ area: 'runner' }), cancelGraceMs: 5000, readyTimeoutMs: 150_000, modelEnv: chatModelEnv(app.database.sql, atRestEncryptor(app.config), app.config) })
+    : await (opts.runnerFactory ?? localRunnerFactory)(childEnv, app.log.child({ area: 'runner' }));
   holder.runner = runner;
   t.teardown(() => runner.close());
   const users = new Set<string>();

@@ -7,8 +7,8 @@ import { addUser, startTestApp } from '../helpers/app.js';
 import { startChatHarness, streamTurn } from '../helpers/chat.js';
 
 const cases: Array<[string, Record<string, string>, unknown]> = [
-  ['the default demo model', {}, { provider: 'demo', model: 'demo', demo: true }],
-  ['an OpenAI-compatible model', { AIRLOCK_MODEL_PROVIDER: 'openai', AIRLOCK_MODEL: 'gpt-test-1', AIRLOCK_MODEL_BASE_URL: 'http://127.0.0.1:9/v1', AIRLOCK_MODEL_API_KEY: 'sk-never-shown-0123456789' }, { provider: 'openai', model: 'gpt-test-1', demo: false }],
+  ['the default demo model', {}, { id: 'default', label: 'Demo model', provider: 'demo', model: 'demo', demo: true, context_tokens: 100_000 }],
+  ['an OpenAI-compatible model', { AIRLOCK_MODEL_PROVIDER: 'openai', AIRLOCK_MODEL: 'gpt-test-1', AIRLOCK_MODEL_BASE_URL: 'http://127.0.0.1:9/v1', AIRLOCK_MODEL_API_KEY: 'sk-never-shown-0123456789' }, { id: 'default', label: 'gpt-test-1', provider: 'openai', model: 'gpt-test-1', demo: false, context_tokens: 100_000 }],
 ];
 
 for (const [name, env, want] of cases) {

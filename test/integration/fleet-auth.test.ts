@@ -12,9 +12,10 @@ import { addUser, startTestApp } from '../helpers/app.js';
 import { TEST_ENGINE } from '../helpers/db.js';
 
 const SECRET = 'fleet-auth-test-secret-0123456789abcdef';
+const NODE_B = { AIRLOCK_NODE_SECRET: SECRET, AIRLOCK_NODE_ID: 'node-b', AIRLOCK_FLEET_ALLOW_HTTP: 'true' };
 
 t.test(`${TEST_ENGINE}: signed, forged, unknown, stale and replayed requests between nodes`, async (t) => {
-  const app = await startTestApp(t, { env: { AIRLOCK_NODE_SECRET: SECRET, AIRLOCK_NODE_ID: 'node-b' } });
+  const app = await startTestApp(t, { env: NODE_B });
   await registerNode(app.database.sql, { id: 'node-a', url: 'http://127.0.0.1:9', version: 't', capacity: 4 });
   const alice = await addUser(app.database, 'alice', 'alice-password-0123');
   const path = '/api/fleet/operator';
@@ -22,17 +23,17 @@ t.test(`${TEST_ENGINE}: signed, forged, unknown, stale and replayed requests bet
   const send = (headers: Record<string, string>, b = body) =>
     fetch(app.url + path, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: b }).then(async (r) => ({ status: r.status, body: (await r.json()) as { error?: { code: string } } }));
 
-  const good = signNodeRequest(SECRET, { method: 'POST', path, node: 'node-a', userId: alice.id, body });
+  const good = signNodeRequest(SECRET, { method: 'POST', path, node: 'node-a', to: 'node-b', userId: alice.id, body });
   const ok = await send(good);
   t.not(ok.status, 401, `a signed request from a known node passes the check (${ok.status} ${ok.body.error?.code ?? ''})`);
   t.equal(ok.body.error?.code, 'ERR_SESSION_UNAVAILABLE', 'and reaches the operator route (no runtime in this app)');
 
   const cases: [string, Record<string, string>, string?][] = [
     ['replayed', good],
-    ['forged', signNodeRequest('not-the-fleet-secret-0123456789abcdef', { method: 'POST', path, node: 'node-a', userId: alice.id, body })],
-    ['unknown node', signNodeRequest(SECRET, { method: 'POST', path, node: 'node-z', userId: alice.id, body })],
-    ['stale', signNodeRequest(SECRET, { method: 'POST', path, node: 'node-a', userId: alice.id, body }, Date.now() - 60_000)],
-    ['body changed', signNodeRequest(SECRET, { method: 'POST', path, node: 'node-a', userId: alice.id, body }), JSON.stringify({ cmd: 'kill', id: 'x' })],
+    ['forged', signNodeRequest('not-the-fleet-secret-0123456789abcdef', { method: 'POST', path, node: 'node-a', to: 'node-b', userId: alice.id, body })],
+    ['unknown node', signNodeRequest(SECRET, { method: 'POST', path, node: 'node-z', to: 'node-b', userId: alice.id, body })],
+    ['stale', signNodeRequest(SECRET, { method: 'POST', path, node: 'node-a', to: 'node-b', userId: alice.id, body }, Date.now() - 60_000)],
+    ['body changed', signNodeRequest(SECRET, { method: 'POST', path, node: 'node-a', to: 'node-b', userId: alice.id, body }), JSON.stringify({ cmd: 'kill', id: 'x' })],
     ['unsigned', {}],
   ];
   for (const [what, headers, b] of cases) {
@@ -69,10 +70,10 @@ function upgrade(url: string, headers: Record<string, string>): Promise<{ status
 }
 
 t.test(`${TEST_ENGINE}: sessions attach between nodes is a signed upgrade, refused with an error body before any shell`, async (t) => {
-  const app = await startTestApp(t, { env: { AIRLOCK_NODE_SECRET: SECRET, AIRLOCK_NODE_ID: 'node-b' } });
+  const app = await startTestApp(t, { env: NODE_B });
   await registerNode(app.database.sql, { id: 'node-a', url: 'http://127.0.0.1:9', version: 't', capacity: 4 });
   const path = '/api/fleet/sessions/sess-1/attach?root=0&term=xterm&rows=24&cols=80';
-  const sign = (p = path, node = 'node-a', secret = SECRET) => signNodeRequest(secret, { method: 'GET', path: p, node, userId: null, body: '' });
+  const sign = (p = path, node = 'node-a', secret = SECRET) => signNodeRequest(secret, { method: 'GET', path: p, node, to: 'node-b', userId: null, body: '' });
 
   const good = await upgrade(app.url + path, sign());
   t.equal(good.status, 503, 'a signed upgrade from a known node passes the check');
@@ -95,6 +96,12 @@ t.test(`${TEST_ENGINE}: sessions attach between nodes is a signed upgrade, refus
   const badTerm = await upgrade(app.url + bad, sign(bad));
   t.equal(badTerm.status, 400, 'a term name with a newline: 400');
   t.equal(badTerm.body.error?.code, 'ERR_VALIDATION');
+  for (const q of ['rows=024&cols=80', 'rows=24&rows=25', 'rows=-1', 'cols=65536', 'cols=8e1']) {
+    const p = `/api/fleet/sessions/sess-1/attach?term=xterm&${q}`;
+    const r = await upgrade(app.url + p, sign(p));
+    t.equal(r.status, 400, `${q}: 400 (integers in the query are strict)`);
+    t.equal(r.body.error?.code, 'ERR_VALIDATION');
+  }
   t.equal(app.logs.lines.filter((l) => l.includes('node_auth_refused')).length, 5, 'each refused signature logged');
   t.notOk(app.logs.text().includes(SECRET), 'never with the secret');
 });

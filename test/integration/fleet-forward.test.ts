@@ -18,8 +18,8 @@ const SECRET = 'fleet-forward-test-secret-0123456789abcdef';
 
 t.test(`${TEST_ENGINE}: what belongs to another node is forwarded to it, signed, without the browser's cookie or CSRF token`, async (t) => {
   const dir = tempDir(t);
-  const a = await startTestApp(t, { dataDir: dir, env: { AIRLOCK_NODE_ID: 'node-a', AIRLOCK_NODE_SECRET: SECRET } });
-  const b = await startTestApp(t, { dataDir: dir, env: { AIRLOCK_NODE_ID: 'node-b', AIRLOCK_NODE_SECRET: SECRET } });
+  const a = await startTestApp(t, { dataDir: dir, env: { AIRLOCK_NODE_ID: 'node-a', AIRLOCK_NODE_SECRET: SECRET, AIRLOCK_FLEET_ALLOW_HTTP: 'true' } });
+  const b = await startTestApp(t, { dataDir: dir, env: { AIRLOCK_NODE_ID: 'node-b', AIRLOCK_NODE_SECRET: SECRET, AIRLOCK_FLEET_ALLOW_HTTP: 'true' } });
 
   // The owner behind a relay that records what reaches it and passes everything on unchanged.
   const seen: { method: string; url: string; headers: IncomingHttpHeaders }[] = [];

@@ -94,6 +94,7 @@ t.test('airlock serve with an unreachable database: one clear error naming host 
     AIRLOCK_PORT: '0',
     AIRLOCK_DATABASE_URL: 'postgres://airlock:hunter2-db-password@127.0.0.1:1/airlock_prod',
     AIRLOCK_NODE_SECRET: 'node-secret-0123456789abcdef0123456789',
+    AIRLOCK_FLEET_ALLOW_HTTP: 'true',
     AIRLOCK_ENCRYPTION_KEY: 'a'.repeat(64),
     AIRLOCK_DOCKER_SOCKET: join(dir, 'no-docker.sock'),
   };

@@ -156,7 +156,7 @@ async function startRig(t: Test, env: Record<string, string>): Promise<Rig> {
 async function turn(
   c: Client,
   sends: Send[],
-  opts: { sessionId?: string; decide?: (e: any) => { decision: 'approve' | 'deny'; scope?: 'once' | 'recipient' } | undefined } = {},
+  opts: { sessionId?: string; decide?: (e: any) => { decision: 'approve' | 'deny'; scope?: 'once' | 'recipient' } | undefined; answers?: Map<string, unknown> } = {},
 ): Promise<{ sessionId: string; events: any[] }> {
   const r = await streamTurn(c, { message: JSON.stringify(sends), ...(opts.sessionId ? { session_id: opts.sessionId } : {}) }, async (e, _all, sid) => {
     if (e.type !== 'approval_request') return;
@@ -164,6 +164,7 @@ async function turn(
     if (!d) return;
     const res = await c.json('POST', `/api/chat/sessions/${sid}/approvals/${e.approval_id}`, d);
     if (res.status !== 200) throw new Error(`decision refused: ${res.status} ${JSON.stringify(res.body)}`);
+    opts.answers?.set(e.subject, res.body);
   });
   if (r.status !== 200) throw new Error(`turn refused: ${r.status} ${JSON.stringify(r.error)}`);
   return { sessionId: r.sessionId!, events: r.events };
@@ -221,6 +222,7 @@ t.test('approvals, denials, timeouts and refusals are in the action log; each re
   const rig = await startRig(t, { AIRLOCK_MAIL_BLOCK_DOMAINS: 'evil.example', AIRLOCK_MAIL_APPROVAL_TIMEOUT_S: '5' });
   const cleo = await rig.login('cleo');
   const decisions: Record<string, 'approve' | 'deny'> = { approved: 'approve', denied: 'deny' };
+  const answers = new Map<string, unknown>();
   const r = await turn(
     cleo,
     [
@@ -230,8 +232,11 @@ t.test('approvals, denials, timeouts and refusals are in the action log; each re
       { to: 'p@partner.example', subject: 'timed out', call: 'call_ask-4' },
       { to: 'ok@corp.example', bcc: 'x@evil.example', subject: 'blocked', call: 'call_bad-5' },
     ],
-    { decide: (e) => (decisions[e.subject] ? { decision: decisions[e.subject] } : undefined) },
+    // The deny also names a scope: a deny still answers as a deny, without one.
+    { decide: (e) => (decisions[e.subject] === 'deny' ? { decision: 'deny', scope: 'recipient' } : decisions[e.subject] ? { decision: decisions[e.subject] } : undefined), answers },
   );
+  t.same(answers.get('denied'), { approval_id: r.events.find((e) => e.type === 'approval_request' && e.subject === 'denied').approval_id, decision: 'denied' }, 'a deny answers {approval_id, decision: denied}: no scope');
+  t.match(answers.get('approved'), { decision: 'approved', scope: 'once' }, 'an approval answers with its scope');
   t.same(
     ['four recipients', 'approved', 'denied', 'timed out', 'blocked'].map((s) => rig.results.get(s)),
     [

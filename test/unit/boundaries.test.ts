@@ -137,6 +137,7 @@ const WIRE_READERS = [
   'daemon/local-runner.ts',
   // Readers of other HTTP peers and the container engine: another node (its answers, an owner
   // node's refusal of an attach), a token endpoint, dockerode.
+  'core/node-client.ts',
   'daemon/fleet.ts',
   'daemon/fleet-cli.ts',
   'core/accounts.ts',

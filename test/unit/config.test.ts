@@ -80,6 +80,23 @@ t.test('logged errors carry kind, code and message, never a stack', async (t) =>
   t.notMatch(lines[0], /at .*\.js:\d+/, 'no stack frame');
 });
 
+t.test('per-user sandbox cap: a quarter of the host cap by default, at least 1; settable', async (t) => {
+  t.equal(loadConfig({}).sandbox.maxPerUser, 8, 'default: 32 / 4');
+  t.equal(loadConfig({ AIRLOCK_MAX_SESSIONS: '1' }).sandbox.maxPerUser, 1, 'at least 1');
+  t.equal(loadConfig({ AIRLOCK_MAX_SESSIONS: '10' }).sandbox.maxPerUser, 3, 'rounded up');
+  t.equal(loadConfig({ AIRLOCK_MAX_SANDBOXES_PER_USER: '5' }).sandbox.maxPerUser, 5);
+  t.throws(() => loadConfig({ AIRLOCK_MAX_SANDBOXES_PER_USER: '0' }), /AIRLOCK_MAX_SANDBOXES_PER_USER/);
+});
+
+t.test('https between nodes: TLS files both or neither; the node URL follows', async (t) => {
+  t.throws(() => loadConfig({ AIRLOCK_TLS_CERT_FILE: '/x/cert.pem' }), /set both or neither/);
+  const c = loadConfig({ AIRLOCK_TLS_CERT_FILE: '/x/cert.pem', AIRLOCK_TLS_KEY_FILE: '/x/key.pem', AIRLOCK_PORT: '8443' });
+  t.same(c.tls, { certFile: '/x/cert.pem', keyFile: '/x/key.pem' });
+  t.equal(c.node.url, 'https://127.0.0.1:8443', 'the default node URL is https');
+  t.equal(loadConfig({}).node.allowHttp, false, 'plain http between nodes is off by default');
+  t.equal(loadConfig({ AIRLOCK_FLEET_ALLOW_HTTP: 'true' }).node.allowHttp, true);
+});
+
 t.test('the tool timeout must outlast the mail approval wait', async (t) => {
   t.throws(() => loadConfig({ AIRLOCK_TOOL_TIMEOUT_S: '60', AIRLOCK_MAIL_APPROVAL_TIMEOUT_S: '90' }), /AIRLOCK_TOOL_TIMEOUT_S: must be at least AIRLOCK_MAIL_APPROVAL_TIMEOUT_S \+ 15/);
   const c = loadConfig({ AIRLOCK_TOOL_TIMEOUT_S: '60', AIRLOCK_MAIL_APPROVAL_TIMEOUT_S: '45', AIRLOCK_TURN_TIMEOUT_S: '300' });

@@ -1,6 +1,6 @@
 /**
  * Data read from HTTP bodies and the container engine's API is checked, not cast: another node's
- * answer (daemon/fleet.ts nodeRequest), a token endpoint's answer (core/accounts.ts), the
+ * answer (core/node-client.ts, through daemon/fleet.ts nodeRequest), a token endpoint's answer (core/accounts.ts), the
  * engine's container inspect and log answers (daemon/runtime/docker-driver.ts). A malformed
  * answer is refused with a catalogued code whose message names the failing field, never its
  * value. Real HTTP servers on 127.0.0.1; nothing of ours is stubbed.
@@ -29,7 +29,7 @@ async function answering(t: { teardown(fn: () => void): void }, answer: (req: In
 }
 
 t.test("another node's answer: result, coded error, anything else refused", async (t) => {
-  const config = loadConfig({ AIRLOCK_NODE_ID: 'node-a', AIRLOCK_NODE_SECRET: 'x'.repeat(40) });
+  const config = loadConfig({ AIRLOCK_NODE_ID: 'node-a', AIRLOCK_NODE_SECRET: 'x'.repeat(40), AIRLOCK_FLEET_ALLOW_HTTP: 'true' });
   const answers: Record<string, { status: number; body: string }> = {
     '/ok': { status: 200, body: JSON.stringify({ result: { state: 'live' } }) },
     '/coded': { status: 404, body: JSON.stringify({ error: { code: 'ERR_SESSION_NOT_FOUND', message: 'no such session' } }) },
@@ -37,7 +37,8 @@ t.test("another node's answer: result, coded error, anything else refused", asyn
     '/list': { status: 200, body: JSON.stringify([SECRET_VALUE]) },
     '/text': { status: 200, body: SECRET_VALUE },
   };
-  const url = await answering(t, (req) => answers[req.url ?? ''] ?? { status: 500, body: '' });
+  const base = await answering(t, (req) => answers[req.url ?? ''] ?? { status: 500, body: '' });
+  const url = { id: 'node-b', url: base };
   t.same(await nodeRequest(config, url, 'POST', '/ok', {}), { state: 'live' });
   await t.rejects(nodeRequest(config, url, 'POST', '/coded', {}), { code: 'ERR_SESSION_NOT_FOUND', status: 404 }, 'a coded error keeps its code; the status is the catalogue\'s');
   await t.rejects(nodeRequest(config, url, 'POST', '/uncoded', {}), { code: 'ERR_NODE_UNREACHABLE', status: 503 });

@@ -17,6 +17,8 @@ import {
   listPolicies,
   listRoles,
   putPolicy,
+  isSystemCatalogue,
+  systemTableError,
   rowFilterProblems,
   unassign,
   updateRole,
@@ -33,6 +35,7 @@ import type {
   LogPage,
 } from '../admin-api.js';
 import { asyncHandler, requireSuperuser, type WebContext } from '../context.js';
+import { intQueryParam } from '../query-params.js';
 import { compiled, pickProblems, problemsError, type Problem } from '../validate.js';
 
 const ROLE_NAME = {
@@ -118,12 +121,7 @@ export function parseTableName(raw: unknown): string {
 }
 
 function intQuery(req: Request, name: string, max = Number.MAX_SAFE_INTEGER): number | undefined {
-  const v = req.query[name];
-  if (v === undefined || v === '') return undefined;
-  if (typeof v !== 'string' || !/^[0-9]{1,15}$/.test(v) || Number(v) > max) {
-    throw new AppError('ERR_DATA_INVALID', `${name}: not a number in range`, { status: 400, details: { field: name } });
-  }
-  return Number(v);
+  return intQueryParam(req, name, { max, code: 'ERR_DATA_INVALID' });
 }
 
 const SEVERITIES: Severity[] = ['info', 'warning', 'critical'];
@@ -185,6 +183,7 @@ export function dataAuthorizationRoutes(ctx: WebContext): Router {
     asyncHandler(async (req, res) => {
       const id = parseId(req.params.role_id, 'role_id');
       const table = parseTableName(req.params.table_name);
+      if (isSystemCatalogue(table)) throw systemTableError(table);
       const b = validateData<{ allowed_columns: string[]; row_filter?: RowFilter }>(POLICY_PUT_SCHEMA, req.body, policyProblems);
       if (b.allowed_columns.includes('*') && b.allowed_columns.length > 1) {
         throw new AppError('ERR_DATA_INVALID', 'allowed_columns: "*" stands alone', { status: 400, details: { field: 'allowed_columns' } });

@@ -16,6 +16,7 @@ import {
 } from '../../domain/identity/store.js';
 import type { ConnectionList, ConnectionView, EffectiveAgentPolicyResponse, SyncJobStarted, SyncJobState } from '../admin-api.js';
 import { asyncHandler, requireSuperuser, requireUser, type WebContext } from '../context.js';
+import { intQueryParam } from '../query-params.js';
 import { validateBody } from '../validate.js';
 import { CONNECTION_CREATE, CONNECTION_PATCH, SYNC_BODY } from './admin-schemas.js';
 import { organisationRoutes } from './org-routes.js';
@@ -162,13 +163,10 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
     '/agent-policy',
     requireUser,
     asyncHandler(async (req, res) => {
-      const raw = req.query.user_id;
-      let uid = req.user!.id;
-      if (raw !== undefined) {
-        if (typeof raw !== 'string' || !/^[1-9][0-9]{0,15}$/.test(raw)) throw new AppError('ERR_VALIDATION', 'user_id must be a positive integer', { status: 400 });
-        uid = Number(raw);
-        if (uid !== req.user!.id && !req.user!.is_superuser) throw new AppError('ERR_AUTH_FORBIDDEN', "only a superuser may read another user's agent policy", { status: 403 });
-      }
+      const asked = req.query.user_id === undefined ? undefined : intQueryParam(req, 'user_id', { min: 1 });
+      if (req.query.user_id !== undefined && asked === undefined) throw new AppError('ERR_VALIDATION', 'user_id must be a positive integer', { status: 400 });
+      const uid = asked ?? req.user!.id;
+      if (uid !== req.user!.id && !req.user!.is_superuser) throw new AppError('ERR_AUTH_FORBIDDEN', "only a superuser may read another user's agent policy", { status: 403 });
       res.json({ user_id: uid, policy: await effectiveAgentPolicy(db, uid), mail: await mailPolicyFor(db, ctx.config.mail, uid) } satisfies EffectiveAgentPolicyResponse);
     }),
   );

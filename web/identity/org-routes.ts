@@ -4,6 +4,7 @@ import type { Sql } from '../../domain/db/index.js';
 import { inTransaction } from '../../domain/data-access/store.js';
 import { AGENT_TOOLS, rewriteAgentPolicies, unknownNames, type AgentCatalog } from '../../domain/identity/agent-policy.js';
 import * as orgs from '../../domain/identity/orgs.js';
+import { listChatModels } from '../../domain/chat/models.js';
 import { followGroup } from '../../domain/identity/teams.js';
 import type { AgentCatalogView, AgentPolicyList, AgentPolicyView, ExternalGroupList, Organisation, OrganisationList, TeamList, TeamView } from '../admin-api.js';
 import { asyncHandler, requireSuperuser, requireUser, type WebContext } from '../context.js';
@@ -71,10 +72,11 @@ export function organisationRoutes(ctx: WebContext): Router {
   };
   /** All organisation members affected by a policy change: rewrite their stored sandbox policy. */
   const rewriteOrgPolicies = async (orgId: number) => notify(await rewriteAgentPolicies(db, await orgs.orgMemberIds(db, orgId)));
-  /** Tools and models a policy may name: AGENT_TOOLS and the configured model (plus any the daemon offers). */
-  const catalog = (): AgentCatalog => {
+  /** Tools and models a policy may name: AGENT_TOOLS, the configured model and the chat models on offer (plus any the daemon offers). */
+  const catalog = async (): Promise<AgentCatalog> => {
     const extra = ctx.services.agentModels?.() ?? [];
-    return { tools: [...AGENT_TOOLS], models: [...new Set([ctx.config.model.model, ...extra])].filter(Boolean) };
+    const offered = (await listChatModels(db)).map((m) => m.model);
+    return { tools: [...AGENT_TOOLS], models: [...new Set([ctx.config.model.model, ...offered, ...extra])].filter(Boolean) };
   };
   const route = (fn: Parameters<typeof asyncHandler>[0]): RequestHandler => asyncHandler(fn);
 
@@ -247,16 +249,16 @@ export function organisationRoutes(ctx: WebContext): Router {
     const policies = await Promise.all((await orgs.listAgentPolicies(db, orgId)).map((p) => policyView(db, p)));
     res.json({ policies } satisfies AgentPolicyList);
   }));
-  r.get('/agent-catalog', requireUser, (_req, res) => {
-    res.json(catalog() satisfies AgentCatalogView);
-  });
+  r.get('/agent-catalog', requireUser, route(async (_req, res) => {
+    res.json((await catalog()) satisfies AgentCatalogView);
+  }));
   /**
    * Beyond the schema: names must exist (tools and models of this server), and a policy for
    * "the chosen teams" needs at least one team (it would apply to nobody). `current` is the
    * stored policy on a PATCH, so the check is on the policy as it will be.
    */
   const checkPolicy = async (orgId: number, body: orgs.AgentPolicyInput, current?: orgs.AgentPolicyRow) => {
-    const problems = unknownNames(body as Record<string, unknown>, catalog());
+    const problems = unknownNames(body as Record<string, unknown>, await catalog());
     const appliesTo = body.applies_to ?? current?.applies_to;
     const teamIds = body.team_ids ?? (current ? await orgs.policyTeamIds(db, current.id) : []);
     if (appliesTo === 'teams' && teamIds.length === 0) {

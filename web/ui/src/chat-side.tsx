@@ -8,6 +8,22 @@ import { shownOf, ShownText, type Shown } from './error-text.js';
 
 /* ---------- the sessions list ---------- */
 
+/** The list's groups, in order: pinned chats, then by the day of their last use. */
+const GROUPS = ['Pinned', 'Today', 'Yesterday', 'Previous 7 days', 'Previous 30 days', 'Older'] as const;
+
+/** Which group a chat belongs in, by its last use against `now` (local days). */
+export function groupOf(s: ChatSessionSummary, now = new Date()): (typeof GROUPS)[number] {
+  if (s.pinned) return 'Pinned';
+  const day = (d: Date) => new Date(d.getFullYear(), d.getMonth(), d.getDate()).getTime();
+  const days = Math.round((day(now) - day(new Date(s.updated_at))) / 86_400_000);
+  return days <= 0 ? 'Today' : days === 1 ? 'Yesterday' : days < 7 ? 'Previous 7 days' : days < 30 ? 'Previous 30 days' : 'Older';
+}
+
+/** The chats grouped for the list (GROUPS order; empty groups left out), each group keeping the server's order. */
+export function groupSessions(list: readonly ChatSessionSummary[], now = new Date()): { name: string; sessions: ChatSessionSummary[] }[] {
+  return GROUPS.map((name) => ({ name, sessions: list.filter((s) => groupOf(s, now) === name) })).filter((g) => g.sessions.length > 0);
+}
+
 export function SessionItem(props: { s: ChatSessionSummary; current: boolean; onChanged(deleted: boolean): void }) {
   const { s } = props;
   const [editing, setEditing] = useState(false);
@@ -27,6 +43,14 @@ export function SessionItem(props: { s: ChatSessionSummary; current: boolean; on
       setError(null);
       props.onChanged(false);
       setTimeout(() => renameRef.current?.focus(), 0);
+    } catch (e) {
+      setError(e instanceof ApiError ? e.message : String(e));
+    }
+  };
+  const pin = async () => {
+    try {
+      await api('PUT', `/api/chat/sessions/${encodeURIComponent(s.id)}/pin`, { pinned: !s.pinned });
+      props.onChanged(false);
     } catch (e) {
       setError(e instanceof ApiError ? e.message : String(e));
     }
@@ -84,6 +108,9 @@ export function SessionItem(props: { s: ChatSessionSummary; current: boolean; on
         </span>
       </a>
       <span class="session-actions">
+        <button type="button" class="link pin" onClick={pin} aria-pressed={s.pinned ? 'true' : 'false'} aria-label={`${s.pinned ? 'Unpin' : 'Pin'} chat ${label}`}>
+          {s.pinned ? 'Unpin' : 'Pin'}
+        </button>
         <button type="button" class="link" ref={renameRef} onClick={() => setEditing(true)} aria-label={`Rename chat ${label}`}>
           Rename
         </button>

@@ -2,11 +2,12 @@
 // from /api/chat, typed by web/chat-api.ts.
 import { render, type JSX } from 'preact';
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
-import type { ChatEvent, ChatHistory, ChatModelInfo, ChatSessionList, ChatSessionSummary, SendMessageRequest } from '../../chat-api.js';
+import type { ChatEvent, ChatHistory, ChatSessionList, ChatSessionSummary, SendMessageRequest } from '../../chat-api.js';
 import { api, ApiError, ndjson, openStream, StreamBroken } from './api.js';
 import { fromStored, applyEvent, Turn, type ViewTurn } from './chat-turn.js';
-import { AccountBox, SessionItem } from './chat-side.js';
+import { AccountBox, groupSessions, SessionItem } from './chat-side.js';
 import { shownOf, ShownText, type Shown } from './error-text.js';
+import { ModelPicker } from './chat-model-picker.js';
 
 /* ---------- the page ---------- */
 
@@ -23,7 +24,8 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
   const [draft, setDraft] = useState('');
   const [editing, setEditing] = useState<string | null>(null);
   const [hint, setHint] = useState<Shown | null>(null);
-  const [model, setModel] = useState<ChatModelInfo | null>(null);
+  /** The chat's model (its history says), or the one a new chat starts with (chat-model-picker.tsx). */
+  const [modelId, setModelId] = useState<string | null>(null);
   const [listOpen, setListOpen] = useState(false);
   const [atBottom, setAtBottom] = useState(true);
   const transcript = useRef<HTMLDivElement>(null);
@@ -50,10 +52,6 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
     const id = setTimeout(() => void loadSessions(query.trim()), query ? 250 : 0);
     return () => clearTimeout(id);
   }, [query, loadSessions]);
-
-  useEffect(() => {
-    api<ChatModelInfo>('GET', '/api/chat/model').then(setModel, () => undefined);
-  }, []);
 
   const update = useCallback((fn: (t: ViewTurn) => ViewTurn, match: (t: ViewTurn) => boolean) => {
     setTurns((list) => list.map((t) => (match(t) ? fn(t) : t)));
@@ -140,6 +138,7 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
     stick.current = true;
     if (!sessionId) {
       setTitle('');
+      setModelId(null);
       return;
     }
     const ac = new AbortController();
@@ -148,6 +147,7 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
       .then((h) => {
         if (ac.signal.aborted) return;
         setTitle(h.session.title);
+        setModelId(h.session.model_id ?? null);
         const view = h.turns.map(fromStored);
         const live = view.find((t) => t.running);
         if (live) {
@@ -228,6 +228,7 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
     const body: SendMessageRequest = { message: text };
     if (sid) body.session_id = sid;
     if (replaces) body.replaces_turn_id = replaces;
+    if (!sid && modelId) body.model_id = modelId;
     const pending: ViewTurn = { id: null, prompt: text, startedAt: new Date().toISOString(), endedAt: null, parts: [], seq: 0, running: true };
     const restoreDraft = draft;
     // An edit or a regenerate starts a new branch at that turn: what came after it leaves the screen.
@@ -331,9 +332,18 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
         <input id="chat-search" type="search" placeholder="Search chats…" value={query} onInput={(e) => setQuery((e.target as HTMLInputElement).value)} />
         <ul class="sessions" id="session-list" aria-label="Chat sessions">
           {sessions === null ? null : sessions.length === 0 ? (
-            <li class="muted">{query ? 'No chat matches.' : 'No sessions yet.'}</li>
+            <li class="muted">{query ? 'No chat matches your search.' : 'No chats yet: your conversations will be listed here.'}</li>
           ) : (
-            sessions.map((s) => <SessionItem key={s.id} s={s} current={s.id === current} onChanged={sessionChanged(s.id)} />)
+            groupSessions(sessions).map((g) => (
+              <li key={g.name} class="session-group">
+                <h3 class="session-group-name">{g.name}</h3>
+                <ul class="sessions" aria-label={g.name}>
+                  {g.sessions.map((s) => (
+                    <SessionItem key={s.id} s={s} current={s.id === current} onChanged={sessionChanged(s.id)} />
+                  ))}
+                </ul>
+              </li>
+            ))
           )}
         </ul>
         <h2>Workspace account</h2>
@@ -359,17 +369,7 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
             </span>
           )}
         </div>
-        <p id="model" class="muted" data-demo={model?.demo ? 'true' : undefined}>
-          {model?.demo ? (
-            <>
-              <span class="badge warning">Demo model</span> Offline and scripted, not a real AI model: try “chart the sample spreadsheet and email it to someone@example.com”.
-            </>
-          ) : model ? (
-            <>
-              Model: <strong>{model.model || model.provider}</strong>
-            </>
-          ) : null}
-        </p>
+        <ModelPicker sessionId={current} chosen={modelId} onChosen={setModelId} busy={busy} />
         <div class="transcript" id="transcript" ref={transcript} onScroll={onScroll} onWheel={onWheel} onKeyDown={onTranscriptKey} onTouchMove={leaveBottom} tabIndex={0} role="log" aria-label="Conversation" aria-live="polite">
           {loadError && (
             <div class="banner error" role="alert">

@@ -32,6 +32,13 @@ const marked = new Marked({ gfm: true, breaks: false, async: false });
 
 const purifier = DOMPurify();
 purifier.addHook('afterSanitizeAttributes', (node) => {
+  // Model content never wears the page's own classes (a fake "Approved" card, a fake banner): the
+  // only class kept is the one marked puts on a fenced block's <code> to name its language.
+  if (node.hasAttribute('class')) {
+    const lang = node.tagName === 'CODE' ? (node.getAttribute('class') ?? '').split(/\s+/).find((c) => /^language-[A-Za-z0-9_+#-]{1,40}$/.test(c)) : undefined;
+    if (lang) node.setAttribute('class', lang);
+    else node.removeAttribute('class');
+  }
   if (node.tagName === 'A') {
     const href = node.getAttribute('href') ?? '';
     // In-page anchors stay; everything else opens in a new tab without a handle on this page.

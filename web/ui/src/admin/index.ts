@@ -18,6 +18,7 @@ export const adminPages: AdminPage[] = [
   { id: 'data-assignments', title: 'Assignments', load: async () => (await import('./assignments.js')).AssignmentsPage },
   { id: 'mail-policy', title: 'Send policy', load: async () => (await import('./mail-policy.js')).MailPolicyPage },
   { id: 'action-log', title: 'Action log', load: async () => (await import('./action-log.js')).ActionLogPage },
+  { id: 'chat-models', title: 'Chat models', load: async () => (await import('./chat-models.js')).ChatModelsPage },
   { id: 'sessions', title: 'Live sessions', load: async () => (await import('./sessions.js')).SessionsPage },
   { id: 'turn', title: 'Turn audit', hidden: true, load: async () => (await import('./turn.js')).TurnPage },
 ];

@@ -1,0 +1,177 @@
+// The models on offer for chats (docs/chat.md "A model per chat"): /api/admin/chat-models. List,
+// add, edit (the key is write-only: the page never gets it, an empty field keeps it), disable and
+// delete (not the default; a deleted model's chats fall back to the default).
+import { useState } from 'preact/hooks';
+import type { ChatModelAdminInput, ChatModelAdminList, ChatModelAdminView } from '../../../admin-api.js';
+import { api } from '../api.js';
+import { Checkbox, Clip, Field, hintFor, LoadFailed, Loading, PageTitle, Section, Select, Status, Table, useActions, useLoad } from './common.js';
+
+const BASE = '/api/admin/chat-models';
+const PROVIDERS: [string, string][] = [
+  ['openai', 'OpenAI-compatible (Chat Completions)'],
+  ['anthropic', 'Anthropic (Messages)'],
+  ['demo', 'Offline demo model'],
+];
+
+interface Form {
+  id: string;
+  label: string;
+  provider: ChatModelAdminInput['provider'];
+  model: string;
+  base_url: string;
+  api_key: string;
+  remove_key: boolean;
+  context_tokens: string;
+}
+const EMPTY: Form = { id: '', label: '', provider: 'openai', model: '', base_url: '', api_key: '', remove_key: false, context_tokens: '100000' };
+
+/** The request body of the form: on an edit, an empty key field keeps the key. */
+function bodyOf(f: Form, editing: boolean): Partial<ChatModelAdminInput> {
+  const b: Partial<ChatModelAdminInput> = { label: f.label.trim(), provider: f.provider, model: f.provider === 'demo' ? 'demo' : f.model.trim(), base_url: f.base_url.trim() || null, context_tokens: Number(f.context_tokens) };
+  if (!editing) b.id = f.id.trim();
+  if (f.remove_key) b.api_key = null;
+  else if (f.api_key) b.api_key = f.api_key;
+  return b;
+}
+
+export function ChatModelsPage() {
+  const status = useActions();
+  const formStatus = useActions();
+  const [data, failed, reload] = useLoad(() => api<ChatModelAdminList>('GET', BASE));
+  const [form, setForm] = useState<Form>(EMPTY);
+  const [editing, setEditing] = useState<string | null>(null);
+  const set = (k: keyof Form) => (v: string | boolean) => setForm((f) => ({ ...f, [k]: v }));
+  const text = (k: keyof Form) => (e: Event) => set(k)((e.currentTarget as HTMLInputElement).value);
+
+  const intro = 'The models people can pick for a chat. The default comes from AIRLOCK_MODEL_* and follows it until you change it here. Keys are stored encrypted and never shown again.';
+  if (failed || !data) {
+    return (
+      <div class="admin chat-models">
+        <PageTitle title="Chat models" intro={intro} />
+        {failed ? <LoadFailed error={failed} /> : <Loading />}
+      </div>
+    );
+  }
+  const edit = (m: ChatModelAdminView) => {
+    setEditing(m.id);
+    setForm({ id: m.id, label: m.label, provider: m.provider, model: m.model, base_url: m.base_url ?? '', api_key: '', remove_key: false, context_tokens: String(m.context_tokens) });
+    formStatus.setNotice(null);
+    document.getElementById('cm-label')?.focus();
+  };
+  const save = () =>
+    formStatus.run('save', async () => {
+      const body = bodyOf(form, !!editing);
+      const m = editing ? await api<ChatModelAdminView>('PATCH', `${BASE}/${encodeURIComponent(editing)}`, body) : await api<ChatModelAdminView>('POST', BASE, body);
+      setForm(EMPTY);
+      setEditing(null);
+      await reload();
+      formStatus.ok(`${m.label} saved.`);
+    });
+  const toggle = (m: ChatModelAdminView) =>
+    status.run(`toggle-${m.id}`, async () => {
+      await api('PATCH', `${BASE}/${encodeURIComponent(m.id)}`, { enabled: !m.enabled });
+      await reload();
+      status.ok(`${m.label} ${m.enabled ? 'disabled: its chats run with the default model' : 'enabled'}.`);
+    });
+  const remove = (m: ChatModelAdminView) =>
+    status.run(`delete-${m.id}`, async () => {
+      if (!confirm(`Delete ${m.label}? ${m.chats} chat(s) use it; they go on with the default model.`)) return;
+      await api('DELETE', `${BASE}/${encodeURIComponent(m.id)}`);
+      await reload();
+      status.ok(`${m.label} deleted.`);
+    });
+  return (
+    <div class="admin chat-models">
+      <PageTitle title="Chat models" intro={intro} />
+      <Section title="Models on offer">
+        <Status id="cm-status" notice={status.notice} />
+        <Table
+          id="chat-models-table"
+          rows={data.models}
+          rowKey={(m) => m.id}
+          empty="No models."
+          cols={[
+            {
+              title: 'Model',
+              render: (m) => (
+                <div>
+                  <Clip text={m.label} cls="name" /> {m.default ? <span class="badge">default</span> : null} {m.enabled ? null : <span class="badge warning">disabled</span>}
+                  <div class="muted small">
+                    <code>{m.id}</code> · {m.provider} · <code>{m.model}</code>
+                  </div>
+                </div>
+              ),
+            },
+            { title: 'Base URL', render: (m) => <Clip text={m.base_url ?? '—'} /> },
+            { title: 'Key', render: (m) => (m.has_key ? 'set' : 'none') },
+            { title: 'Context (tokens)', render: (m) => m.context_tokens.toLocaleString() },
+            { title: 'Chats', render: (m) => String(m.chats) },
+            {
+              title: 'Actions',
+              render: (m) => (
+                <div class="row compact">
+                  <button type="button" class="secondary" aria-label={`Edit ${m.label}`} onClick={() => edit(m)}>
+                    Edit
+                  </button>
+                  {m.default ? null : (
+                    <>
+                      <button type="button" class="secondary" aria-label={`${m.enabled ? 'Disable' : 'Enable'} ${m.label}`} disabled={status.busy === `toggle-${m.id}`} onClick={() => void toggle(m)}>
+                        {m.enabled ? 'Disable' : 'Enable'}
+                      </button>
+                      <button type="button" class="danger" aria-label={`Delete ${m.label}`} disabled={status.busy === `delete-${m.id}`} onClick={() => void remove(m)}>
+                        Delete
+                      </button>
+                    </>
+                  )}
+                </div>
+              ),
+            },
+          ]}
+        />
+      </Section>
+      <Section title={editing ? `Edit ${editing}` : 'Add a model'} headingId="cm-form-heading">
+        <form
+          id="chat-model-form"
+          onSubmit={(e) => {
+            e.preventDefault();
+            void save();
+          }}
+        >
+          <Field id="cm-id" label="Id" hint="A short name: lower-case letters, digits and dashes. It cannot change.">
+            <input id="cm-id" value={form.id} onInput={text('id')} disabled={!!editing} required aria-describedby={hintFor('cm-id')} />
+          </Field>
+          <Field id="cm-label" label="Label (what people see in the picker)">
+            <input id="cm-label" value={form.label} onInput={text('label')} required />
+          </Field>
+          <Field id="cm-provider" label="Provider">
+            <Select id="cm-provider" options={PROVIDERS} value={form.provider} onChange={(v) => set('provider')(v)} />
+          </Field>
+          <Field id="cm-model" label="Model name" hint="As the provider names it, e.g. gpt-4o or claude-sonnet-4.">
+            <input id="cm-model" value={form.provider === 'demo' ? 'demo' : form.model} disabled={form.provider === 'demo'} onInput={text('model')} aria-describedby={hintFor('cm-model')} />
+          </Field>
+          <Field id="cm-base" label="Base URL" hint="OpenAI-compatible: the versioned base (…/v1). Anthropic: the API root. Not used by the demo model.">
+            <input id="cm-base" type="url" value={form.base_url} onInput={text('base_url')} aria-describedby={hintFor('cm-base')} />
+          </Field>
+          <Field id="cm-key" label="API key" hint={editing ? 'Write-only: leave empty to keep the stored key.' : 'Write-only: stored encrypted, never shown again. Leave empty for a server that needs none.'}>
+            <input id="cm-key" type="password" autocomplete="off" value={form.api_key} onInput={text('api_key')} disabled={form.remove_key} aria-describedby={hintFor('cm-key')} />
+          </Field>
+          {editing ? <Checkbox id="cm-remove-key" label="Remove the stored key" checked={form.remove_key} onChange={set('remove_key')} /> : null}
+          <Field id="cm-context" label="Context budget (tokens)" hint="Past it the oldest whole turns of a chat are left out of the request.">
+            <input id="cm-context" type="number" min={1000} max={10000000} value={form.context_tokens} onInput={text('context_tokens')} aria-describedby={hintFor('cm-context')} />
+          </Field>
+          <Status id="cm-form-status" notice={formStatus.notice} />
+          <div class="row compact">
+            <button type="submit" id="cm-save" disabled={formStatus.busy === 'save'}>
+              {editing ? 'Save changes' : 'Add model'}
+            </button>
+            {editing ? (
+              <button type="button" class="secondary" onClick={() => (setEditing(null), setForm(EMPTY))}>
+                Cancel
+              </button>
+            ) : null}
+          </div>
+        </form>
+      </Section>
+    </div>
+  );
+}

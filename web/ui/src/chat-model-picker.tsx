@@ -1,0 +1,100 @@
+// The chat's model (docs/chat.md "A model per chat"): a labelled <select> of the models on offer
+// (GET /api/chat/models, as the user's agent policy allows them) under the chat heading, and a line
+// naming the model that answers (the offline demo model badged as such). For a new chat the choice
+// goes with its first message; in a chat it is switched at once (PATCH), never while a turn runs.
+import { useEffect, useState } from 'preact/hooks';
+import type { ChatModelInfo, ChatModelList, ChatModelOption, ChatSessionInfo } from '../../chat-api.js';
+import { api } from './api.js';
+import { shownOf, ShownText, type Shown } from './error-text.js';
+
+export interface ModelPickerProps {
+  /** The chat shown (null: a new chat). */
+  sessionId: string | null;
+  /** The model chosen: the chat's (from its history), or the one a new chat will start with. */
+  chosen: string | null;
+  onChosen(id: string): void;
+  /** A turn runs: switching waits until it ends. */
+  busy: boolean;
+}
+
+export function ModelPicker({ sessionId, chosen, onChosen, busy }: ModelPickerProps) {
+  const [models, setModels] = useState<ChatModelOption[] | null>(null);
+  const [info, setInfo] = useState<ChatModelInfo | null>(null);
+  const [problem, setProblem] = useState<Shown | null>(null);
+  const [saving, setSaving] = useState(false);
+
+  useEffect(() => {
+    api<ChatModelList>('GET', '/api/chat/models').then((l) => setModels(l.models), () => setModels([]));
+  }, []);
+  // A new chat starts with the default (or the first model the user may use).
+  useEffect(() => {
+    if (!sessionId && !chosen && models?.length) onChosen((models.find((m) => m.default) ?? models[0]).id);
+  }, [sessionId, chosen, models]);
+  // What answers: the chat's model, else the one chosen for the new chat.
+  useEffect(() => {
+    const q = sessionId ? `?session_id=${encodeURIComponent(sessionId)}` : '';
+    const pick = !sessionId && chosen ? models?.find((m) => m.id === chosen) : undefined;
+    if (pick) setInfo({ id: pick.id, label: pick.label, provider: pick.provider, model: pick.model, demo: pick.provider === 'demo', context_tokens: pick.context_tokens });
+    else api<ChatModelInfo>('GET', `/api/chat/model${q}`).then(setInfo, () => undefined);
+  }, [sessionId, chosen, models]);
+
+  const change = async (id: string) => {
+    setProblem(null);
+    if (!sessionId) return onChosen(id);
+    setSaving(true);
+    try {
+      const s = await api<ChatSessionInfo>('PATCH', `/api/chat/sessions/${encodeURIComponent(sessionId)}`, { model_id: id });
+      onChosen(s.model_id ?? id);
+    } catch (e) {
+      setProblem(shownOf(e));
+    } finally {
+      setSaving(false);
+    }
+  };
+
+  const list = models ?? [];
+  // A chat on a model the user may no longer choose still shows it.
+  const shown = chosen && !list.some((m) => m.id === chosen) && info?.id === chosen ? [...list, { id: chosen, label: `${info.label} (not on offer)`, provider: info.provider as ChatModelOption['provider'], model: info.model, context_tokens: info.context_tokens, default: false }] : list;
+  return (
+    <div id="model" class="model-line muted" data-demo={info?.demo ? 'true' : undefined}>
+      {shown.length > 0 && (
+        <span class="model-picker">
+          <label for="model-picker">Model</label>{' '}
+          <select
+            id="model-picker"
+            value={chosen ?? ''}
+            disabled={busy || saving}
+            aria-describedby={busy ? 'model-busy' : undefined}
+            onChange={(e) => void change((e.target as HTMLSelectElement).value)}
+          >
+            {shown.map((m) => (
+              <option key={m.id} value={m.id}>
+                {m.label}
+                {m.default ? ' (default)' : ''}
+              </option>
+            ))}
+          </select>
+          {busy && (
+            <span id="model-busy" class="visually-hidden">
+              The model can be switched when the answer ends.
+            </span>
+          )}
+        </span>
+      )}{' '}
+      {info?.demo ? (
+        <>
+          <span class="badge warning">Demo model</span> Offline and scripted, not a real AI model: try “chart the sample spreadsheet and email it to someone@example.com”.
+        </>
+      ) : info ? (
+        <span class="model-name">
+          <strong>{info.model || info.provider}</strong> ({info.provider})
+        </span>
+      ) : null}
+      {problem && (
+        <div class="banner error" role="alert">
+          <ShownText s={problem} />
+        </div>
+      )}
+    </div>
+  );
+}
