@@ -19,6 +19,25 @@ export interface StoredToolCall {
   started_at: string;
 }
 
+/**
+ * A mail send of the turn held for the user's approval, and its decision (from `mail_holds`;
+ * docs/chat.md#approvals). Never its body: only the live preview route shows that, while it waits.
+ */
+export interface StoredApproval {
+  approval_id: string;
+  /** The send_email call that sent it (null: the child posted to the proxy itself). */
+  call_id: string | null;
+  recipients: string[];
+  ask: string[];
+  subject: string;
+  attachments: { name: string; size: number }[];
+  /** `pending` only while the turn runs. */
+  state: 'pending' | 'approved' | 'denied' | 'timed_out';
+  scope?: 'once' | 'recipient';
+  created_at: string;
+  decided_at: string | null;
+}
+
 export interface StoredTurn {
   turn_id: string;
   prompt: string;
@@ -38,4 +57,6 @@ export interface StoredTurn {
   siblings: string[];
   /** Tokens its model calls used, as the provider reported them. */
   usage?: TurnUsage;
+  /** Its mail sends held for approval, with their decisions, oldest first (absent: none). */
+  approvals?: StoredApproval[];
 }

@@ -84,6 +84,25 @@ export interface MailHold {
   verdict: 'allow' | 'ask';
   ask: string[];
   summary: MailSummary;
+  /**
+   * The message as the user sees it before deciding (daemon/mail-preview.ts), read only when the
+   * user is asked; in the daemon's memory only (docs/chat.md#approvals).
+   */
+  preview?(): MailPreview;
+}
+/** What the approval card shows of a held send: never stored, bounded (daemon/mail-preview.ts). */
+export interface MailPreview {
+  from: string[];
+  to: string[];
+  cc: string[];
+  bcc: string[];
+  subject: string;
+  /** The body as plain text (from text/plain, or from text/html when there is no plain part), cut at a limit. */
+  text: string;
+  truncated: boolean;
+  text_from: 'plain' | 'html' | 'none';
+  /** Each attachment; `data` only for images within the limits (the thumbnail's bytes). */
+  attachments: { name: string; content_type: string; size: number; data?: Uint8Array }[];
 }
 /** The daemon's answer to a held send. */
 export type MailHoldRelease = { allow: true } | { allow: false; code: string; message: string };
@@ -112,6 +131,14 @@ export interface ApprovalDecision {
 /** What the chat routes need: decide a pending approval (throws ERR_APPROVAL_NOT_FOUND / ERR_APPROVAL_DECIDED). */
 export interface ApprovalDecider {
   decide(d: ApprovalDecision): Promise<{ decision: 'approved'; scope: 'once' | 'recipient' } | { decision: 'denied' }>;
+  /** The held send's message while it waits (docs/chat.md#approvals); 404 / 410 otherwise. */
+  preview?(q: ApprovalLookup): Promise<MailPreview>;
+}
+/** One held send of one user's chat session. */
+export interface ApprovalLookup {
+  userId: number;
+  sessionId: string;
+  approvalId: string;
 }
 
 /**

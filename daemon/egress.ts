@@ -24,6 +24,7 @@ import { upstreamHeaders } from '../core/egress/headers.js';
 import { parseTarget } from '../core/egress/normalise.js';
 import { judgeMail } from '../core/egress/mail.js';
 import { exchange, UpstreamAgents } from './egress-upstream.js';
+import { mailPreview } from './mail-preview.js';
 
 const HEADERS_TIMEOUT_MS = 10_000;
 const BODY_TIMEOUT_MS = 30_000;
@@ -192,12 +193,13 @@ export class EgressGatewayService implements EgressGateway {
    * the daemon decides (per-hour limit, the user's approval for `ask`).
    */
   async #decideMail(st: SessionState, body: Buffer, callId: string | null, data: Record<string, unknown>): Promise<void> {
-    const { summary, verdict: v } = judgeMail(await import('../core/mail-policy.js'), body, st.spec.mailPolicy!, data);
+    const mp = await import('../core/mail-policy.js');
+    const { summary, verdict: v } = judgeMail(mp, body, st.spec.mailPolicy!, data);
     if (!st.spec.hold) {
       if (v.verdict === 'ask') throw new ProxyRefusal('ERR_MAIL_APPROVAL_UNAVAILABLE', "this send needs the user's approval and nobody can be asked");
       return;
     }
-    const r = await st.spec.hold({ hold_id: randomUUID(), turn_id: st.spec.currentTurn?.() ?? null, call_id: callId, verdict: v.verdict, ask: v.ask, summary });
+    const r = await st.spec.hold({ hold_id: randomUUID(), turn_id: st.spec.currentTurn?.() ?? null, call_id: callId, verdict: v.verdict, ask: v.ask, summary, preview: () => mailPreview(mp.rawMessage(body)) });
     if (!r.allow) throw new ProxyRefusal(RELEASE_CODES.find((c) => c === r.code) ?? 'ERR_MAIL_DENIED', r.message.slice(0, 300));
   }
 }

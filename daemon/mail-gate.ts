@@ -12,7 +12,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { AppError, NotFoundError, type Config, type Logger } from '../core/index.js';
-import type { ApprovalDecider, ApprovalDecision, DaemonEvent, MailHold, MailHoldRelease, ProxyDecisionRecord, SandboxAuditor, TurnRequest } from '../core/sandbox-protocol.js';
+import type { ApprovalDecider, ApprovalDecision, ApprovalLookup, DaemonEvent, MailHold, MailPreview, MailHoldRelease, ProxyDecisionRecord, SandboxAuditor, TurnRequest } from '../core/sandbox-protocol.js';
 import { judge } from '../core/mail-policy.js';
 import { logAction } from '../domain/action-log.js';
 import { decideHold, getHold, insertHold, mailPolicyFor, recordProxyRequest, reserveHold, type HoldState, type NewHold } from '../domain/mail.js';
@@ -22,6 +22,8 @@ interface Pending {
   sessionId: string;
   userId: number;
   asked: string[];
+  /** What the user sees before deciding (daemon/mail-preview.ts); in memory only, gone with the hold. */
+  preview: MailPreview | null;
   settle: (decision: 'approved' | 'denied' | 'timed_out', scope: 'once' | 'recipient' | null) => void;
 }
 
@@ -121,7 +123,7 @@ export class MailGate implements SandboxAuditor, ApprovalDecider {
         // A stopped turn takes its question with it.
         const onAbort = () => settle('denied', null);
         turn.signal.addEventListener('abort', onAbort, { once: true });
-        this.pending.set(h.hold_id, { sessionId: s.sessionId, userId: s.userId, asked, settle });
+        this.pending.set(h.hold_id, { sessionId: s.sessionId, userId: s.userId, asked, preview: this.readPreview(h), settle });
         emit({
           type: 'approval_request',
           approval_id: h.hold_id,
@@ -148,6 +150,33 @@ export class MailGate implements SandboxAuditor, ApprovalDecider {
         ? { allow: false, code: 'ERR_MAIL_DENIED', message: 'the user did not approve this message; it was not sent' }
         : { allow: false, code: 'ERR_MAIL_APPROVAL_TIMEOUT', message: 'nobody approved this message in time; it was not sent' };
     }
+  }
+
+  /** The message of a held send, read once when the user is asked; a message that cannot be read shows none. */
+  private readPreview(h: MailHold): MailPreview | null {
+    try {
+      return h.preview?.() ?? null;
+    } catch (err) {
+      this.log.warn({ holdId: h.hold_id, err: (err as Error).message }, 'the preview of a held send could not be read');
+      return null;
+    }
+  }
+
+  /**
+   * The preview of a send still held, for its own user and session only (GET …/approvals/:id/preview).
+   * Decided: 410 ERR_APPROVAL_PREVIEW_GONE; anyone else's or unknown: 404, as a missing one.
+   */
+  async preview(q: ApprovalLookup): Promise<MailPreview> {
+    const p = this.pending.get(q.approvalId);
+    if (p && p.sessionId === q.sessionId && p.userId === q.userId) {
+      if (!p.preview) throw new NotFoundError('ERR_APPROVAL_NOT_FOUND', 'this held send has no preview');
+      return p.preview;
+    }
+    const row = await getHold(this.db, q.approvalId);
+    if (row && row.session_id === q.sessionId && row.user_id === q.userId && row.state !== 'pending') {
+      throw new AppError('ERR_APPROVAL_PREVIEW_GONE', 'this send was already decided; its message is no longer kept', { status: 410 });
+    }
+    throw new NotFoundError('ERR_APPROVAL_NOT_FOUND', 'no such pending approval in this chat session');
   }
 
   async decide(d: ApprovalDecision): Promise<{ decision: 'approved'; scope: 'once' | 'recipient' } | { decision: 'denied' }> {

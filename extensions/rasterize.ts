@@ -148,12 +148,15 @@ export interface ChartAttachment {
 
 /**
  * Render and write `<uuid>.png` into the attachments folder (created 0700 if missing;
- * the file is created exclusively, 0600, so nothing existing is overwritten or followed).
+ * the file is created exclusively, 0600, so nothing existing is overwritten or followed), and
+ * the chart's title, if any, as `<uuid>.title` beside it.
  */
 export async function rasterizeChart(spec: ChartSpec, attachmentsDir: string): Promise<ChartAttachment> {
   const png = await renderChartPng(spec);
   await fs.mkdir(attachmentsDir, { recursive: true, mode: 0o700 });
   const filename = `${randomUUID()}.png`;
   await fs.writeFile(join(attachmentsDir, filename), png, { flag: 'wx', mode: 0o600 });
+  // The chart's title beside it: send_email names the attachment after it (tools/attachments.ts chartFileName).
+  if (spec.title) await fs.writeFile(join(attachmentsDir, filename.replace(/\.png$/, '.title')), spec.title.slice(0, 200), { flag: 'wx', mode: 0o600 });
   return { type: 'chart_attachment', filename, width: spec.width, height: spec.height };
 }

@@ -69,3 +69,50 @@ export async function readAttachment(dir: string, name: unknown): Promise<Buffer
     await fh.close();
   }
 }
+
+/**
+ * The file name a chart attachment gets in the message: its title, slugged (letters and digits
+ * of the title, lower case, accents dropped, anything else one hyphen, at most 60 characters),
+ * then `.png`; `chart.png` when it has no usable title. Never a path, never a quote or a newline.
+ */
+export function chartFileName(title: string | undefined): string {
+  const slug = (title ?? '')
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .slice(0, 60)
+    .replace(/^-+|-+$/g, '');
+  return `${slug || 'chart'}.png`;
+}
+
+/** The title rasterize_chart wrote beside a chart (`<uuid>.title`), or undefined (none, not a small regular file). */
+export async function readAttachmentTitle(dir: string, name: string): Promise<string | undefined> {
+  if (!isAttachmentName(name)) return undefined;
+  const path = join(dir, name.replace(/\.png$/, '.title'));
+  let fh: fs.FileHandle;
+  try {
+    fh = await fs.open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return undefined;
+  }
+  try {
+    const st = await fh.stat();
+    if (!st.isFile() || st.size > 1024) return undefined;
+    const buf = Buffer.alloc(1024);
+    const { bytesRead } = await fh.read(buf, 0, 1024, 0);
+    return buf.toString('utf8', 0, bytesRead);
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Chart file names for one message, each once (`sales.png`, `sales-2.png`). */
+export function uniqueNames(names: string[]): string[] {
+  const seen = new Map<string, number>();
+  return names.map((n) => {
+    const k = (seen.get(n) ?? 0) + 1;
+    seen.set(n, k);
+    return k === 1 ? n : n.replace(/\.png$/, `-${k}.png`);
+  });
+}

@@ -22,6 +22,8 @@ export interface EmailInput {
 export interface InlinePng {
   /** The attachment's file name (<uuid>.png); also its Content-ID, so HTML says cid:<name>. */
   filename: string;
+  /** The file name the message gives it (the chart's title, slugged); the UUID name when absent. */
+  name?: string;
   content: Buffer;
 }
 
@@ -56,7 +58,7 @@ export async function buildMessage(input: EmailInput, images: InlinePng[], from?
     text: input.text ?? (html !== undefined ? undefined : ''),
     html,
     attachments: images.map((img) => ({
-      filename: img.filename,
+      filename: img.name ?? img.filename,
       content: img.content,
       contentType: 'image/png',
       cid: img.filename,

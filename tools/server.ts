@@ -1,6 +1,6 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
-import { readAttachment, ATTACHMENTS_PER_MESSAGE_MAX, ATTACHMENTS_TOTAL_MAX_BYTES } from './attachments.js';
+import { readAttachment, readAttachmentTitle, chartFileName, uniqueNames, ATTACHMENTS_PER_MESSAGE_MAX, ATTACHMENTS_TOTAL_MAX_BYTES } from './attachments.js';
 import type { ToolsEnv } from './env.js';
 import { callUpstream } from './http.js';
 import { CALL_ID_META } from '../core/sandbox-protocol.js';
@@ -143,8 +143,10 @@ export function createToolsServer(env: ToolsEnv, log: Log): McpServer {
           if (total > ATTACHMENTS_TOTAL_MAX_BYTES) {
             throw new ToolError('ERR_TOOL_ATTACHMENT_TOO_LARGE', `the attachments together exceed ${ATTACHMENTS_TOTAL_MAX_BYTES / (1024 * 1024)} MB`);
           }
-          images.push({ filename: name, content });
+          images.push({ filename: name, name: chartFileName(await readAttachmentTitle(env.attachmentsDir, name)), content });
         }
+        // The message names each chart after its title (the UUID stays its Content-ID).
+        uniqueNames(images.map((i) => i.name!)).forEach((n, i) => (images[i].name = n));
         const raw = await buildMessage(args, images, route.from);
         const sent = await callUpstream<{ id?: unknown; threadId?: unknown }>(`${route.baseUrl}/mail/v1/users/me/messages/send`, {
           method: 'POST',

@@ -105,6 +105,22 @@ export interface ApprovalDecisionRequest {
 /** A deny answers without `scope` (it belongs to an approval only). */
 export type ApprovalDecisionResponse = { approval_id: string } & ({ decision: 'approved'; scope: 'once' | 'recipient' } | { decision: 'denied' });
 
+/**
+ * GET /api/chat/sessions/:id/approvals/:approvalId/preview: a held send's message while it waits
+ * (never stored). An attachment with `thumbnail` is served at …/attachments/:n.
+ */
+export interface ApprovalPreview {
+  from: string[];
+  to: string[];
+  cc: string[];
+  bcc: string[];
+  subject: string;
+  text: string;
+  truncated: boolean;
+  text_from: 'plain' | 'html' | 'none';
+  attachments: { n: number; name: string; content_type: string; size: number; thumbnail: boolean }[];
+}
+
 /** GET /api/chat/model[?session_id=]: the model that answers (the chat's, else the default). */
 export interface ChatModelInfo {
   id: string;

@@ -31,6 +31,7 @@ import { logAction } from '../domain/action-log.js';
 import type { Sql } from '../domain/db/index.js';
 import { chatHistory, chatMoreRoutes } from './chat-more-routes.js';
 import { uploadRoutes } from './upload-routes.js';
+import { approvalRoutes } from './approval-routes.js';
 import { TurnRegistry, type LiveTurn } from './turns.js';
 import { fleetForwarding } from './fleet.js';
 import { validateBody } from './validate.js';
@@ -396,6 +397,9 @@ export function chatRoutes(ctx: WebContext): Router {
     }),
   );
 
+  // A held send's message while it waits (web/approval-routes.ts).
+  r.use(approvalRoutes(ctx, owned));
+
   // Attachments, export and branch switching (web/chat-more-routes.ts).
   r.use(chatMoreRoutes(ctx, { owned, busy: (id) => !!turns.runningIn(id) }));
   // Files the user uploads into the workspace (web/upload-routes.ts).
@@ -416,11 +420,23 @@ function beginNdjson(req: Request, res: Response, turn: LiveTurn, flush: boolean
   if (flush) res.flushHeaders();
 }
 
-/** A stored turn as the events it emitted: each tool call, the whole text, then done. */
+/** A stored approval as the events it emitted: the request (without the body it never had) and its decision. */
+function approvalEvents(out: ChatEvent[], a: NonNullable<StoredTurn['approvals']>[number]): void {
+  out.push({ type: 'approval_request', seq: out.length + 1, approval_id: a.approval_id, call_id: a.call_id, recipients: a.recipients, ask: a.ask, subject: a.subject, attachments: a.attachments, expires_at: a.decided_at ?? a.created_at });
+  if (a.state !== 'pending') out.push({ type: 'approval_result', seq: out.length + 1, approval_id: a.approval_id, decision: a.state, ...(a.scope ? { scope: a.scope } : {}) });
+}
+
+/** A stored turn as the events it emitted: each tool call (with its approvals), the whole text, then done. */
 function storedEvents(sessionId: string, t: StoredTurn): ChatEvent[] {
   const out: ChatEvent[] = [];
+  const approvals = t.approvals ?? [];
+  const placed = new Set<string>();
   for (const c of t.tool_calls) {
     out.push({ type: 'tool_start', seq: out.length + 1, call_id: c.call_id, tool: c.tool, input: (c.input && typeof c.input === 'object' ? c.input : {}) as Record<string, unknown> });
+    for (const a of approvals) if (a.call_id === c.call_id && !placed.has(a.approval_id)) {
+      placed.add(a.approval_id);
+      approvalEvents(out, a);
+    }
     if (c.status !== 'running')
       out.push({
         type: 'tool_end',
@@ -433,6 +449,7 @@ function storedEvents(sessionId: string, t: StoredTurn): ChatEvent[] {
         duration_ms: c.duration_ms ?? 0,
       });
   }
+  for (const a of approvals) if (!placed.has(a.approval_id)) approvalEvents(out, a);
   if (t.text) out.push({ type: 'text_delta', seq: out.length + 1, text: t.text });
   // A turn still "running" in the store but not in this process was cut off by a restart.
   const lost = t.status === 'running';

@@ -41,7 +41,7 @@ async function targetNode(ctx: WebContext, req: Request): Promise<NodeInfo | und
   const self = ctx.config.node.id;
   const attachment = req.method === 'GET' ? /^\/attachments\/([^/]+)$/.exec(req.path) : null;
   if (attachment) return attachmentNode(ctx, req, decodeURIComponent(attachment[1]));
-  const m = /^\/sessions\/([^/]+)\/(?:turns\/[^/]+\/(?:events|cancel)|approvals\/[^/]+)$/.exec(req.path);
+  const m = /^\/sessions\/([^/]+)\/(?:turns\/[^/]+\/(?:events|cancel)|approvals\/[^/]+(?:\/preview|\/attachments\/\d+)?)$/.exec(req.path);
   const sessionId = m ? decodeURIComponent(m[1]) : req.method === 'POST' && req.path === '/messages' ? (req.body as { session_id?: unknown } | undefined)?.session_id : undefined;
   const isNewTurn = req.method === 'POST' && req.path === '/messages';
   if (!m && !isNewTurn) return undefined;
@@ -169,6 +169,8 @@ export function fleetRoutes(ctx: WebContext, chat: RequestHandler): Router {
   r.get('/chat/sessions/:id/turns/:turnId/events', viaChat);
   r.post('/chat/sessions/:id/turns/:turnId/cancel', viaChat);
   r.post('/chat/sessions/:id/approvals/:approvalId', viaChat);
+  r.get('/chat/sessions/:id/approvals/:approvalId/preview', viaChat);
+  r.get('/chat/sessions/:id/approvals/:approvalId/attachments/:n', viaChat);
   r.get('/chat/attachments/:name', viaChat);
   return r;
 }

@@ -6,6 +6,7 @@ export const CHAT_ERRORS = {
   ERR_CHAT_SESSION_NOT_FOUND: { status: 404, surfaces: ['http'], description: 'No such chat session (or another user\'s).' },
   ERR_APPROVAL_NOT_FOUND: { status: 404, surfaces: ['http'], description: 'No such pending approval in this chat session (never held here, or another user\'s).' },
   ERR_APPROVAL_DECIDED: { status: 409, surfaces: ['http'], description: 'The held send was already decided (approved, denied or timed out).' },
+  ERR_APPROVAL_PREVIEW_GONE: { status: 410, surfaces: ['http'], description: 'The held send was decided: its message (body, attachments) is no longer kept to be shown.' },
   ERR_CHAT_TURN_NOT_FOUND: { status: 404, surfaces: ['http'], description: 'No such turn in this chat session.' },
   ERR_CHAT_REPLACE_OFF_BRANCH: { status: 409, surfaces: ['http'], description: 'The turn to edit or regenerate (replaces_turn_id) is not on the branch shown; switch to its branch first.' },
   ERR_CHAT_TURN_LOST: { status: 503, surfaces: ['turn'], description: 'The server restarted while the turn ran; its stored record ends with this error.' },

@@ -6,6 +6,7 @@ import type { TranscriptItem, TurnUsage } from '../../core/transcript.js';
 import { inTransaction, nowIso, type Row, type Sql } from '../db/index.js';
 import { NotFoundError, ConflictError } from '../../core/errors.js';
 import { TranscriptSchema } from '../../core/transcript.js';
+import { turnApprovals } from './approvals.js';
 import { headOf, newestLeaf, pathTo, setHead, siblingsAlong, turnNodes } from './branches.js';
 
 /**
@@ -290,6 +291,7 @@ export async function messagesOf(db: Sql, sessionId: string, ids: readonly strin
     });
     byTurn.set(c.turn_id, list);
   }
+  const approvals = await turnApprovals(db, sessionId, ids);
   return turns.map((t) => {
     const items = parseItems(t.items);
     return {
@@ -306,6 +308,7 @@ export async function messagesOf(db: Sql, sessionId: string, ids: readonly strin
       siblings: [t.id],
       ...(t.input_tokens !== null || t.output_tokens !== null ? { usage: { input_tokens: t.input_tokens ?? 0, output_tokens: t.output_tokens ?? 0 } } : {}),
       ...(items ? { items } : {}),
+      ...(approvals.has(t.id) ? { approvals: approvals.get(t.id) } : {}),
     };
   });
 }

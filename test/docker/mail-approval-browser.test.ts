@@ -1,7 +1,8 @@
 /**
  * Mail approval in a real browser against the real daemon and a real sandbox: the scripted model
  * calls send_email to a recipient outside the allowed domains; the proxy holds the send; the chat
- * page shows the approval card (recipients, subject, attachment names, never the body), it is
+ * page shows the approval card (recipients, subject, attachment names; the body only from the
+ * preview route while the send waits, never in the stream or after the decision), it is
  * still there after a reload, and Approve lets the mail arrive in the Google-shaped mailbox. A
  * second send is denied from the page and never arrives; a third is approved "for this recipient
  * in this chat" from the card, and a fourth to the same recipient arrives without a question. The API refuses another user's decision
@@ -99,7 +100,9 @@ else if (docker) {
     const text = (await card.textContent()) ?? '';
     t.match(text, /partner@partner\.example/, 'the card names the recipient');
     t.match(text, /Quarterly numbers/, 'and the subject');
-    t.notMatch(text, /secret body text/, 'never the body');
+    // The body comes from the preview route, for the owner, while the send waits (docs/chat.md#approvals).
+    await page.waitForSelector('.approval[data-state=pending] .approval-body', { timeout: 30_000 });
+    t.match(await page.textContent('.approval-body'), /secret body text/, 'the body from the preview route while it waits');
     t.equal(g.mailbox.length, 0, 'nothing sent while it waits');
     t.same(await axeProblems(page), [], 'axe: no serious or critical issue with the approval card');
     await screenshot(page, 'chat-approval');
@@ -130,6 +133,7 @@ else if (docker) {
     await page.click('.approval[data-state=pending] button:has-text("Approve")');
     await page.waitForSelector('.approval[data-state=approved]', { timeout: 60_000 });
     await page.waitForSelector('[data-done]', { timeout: 120_000 });
+    t.equal(await page.locator('.approval-body').count(), 0, 'decided: the body is no longer shown');
     await waitFor(() => g.mailbox.length === 1, 'the approved mail arrives');
     t.same(g.mailbox[0].to, ['partner@partner.example'], 'to the approved recipient');
     t.equal(await page.getAttribute('.tool[data-tool=send_email]', 'data-status'), 'ok', 'send_email succeeded');

@@ -49,14 +49,18 @@ t.test('rasterize_chart over MCP writes a valid PNG of the requested size', asyn
     const view = new Uint32Array(p.data.buffer, p.data.byteOffset, p.data.length / 4);
     t.ok(view.some((v) => v !== view[0]), `${type}: pixels are not all one colour`);
   }
-  t.equal(readdirSync(dir).length, 5, 'one file per chart');
+  const pngs = readdirSync(dir).filter((f) => f.endsWith('.png'));
+  t.equal(pngs.length, 5, 'one PNG per chart');
+  // Its title beside it, for the name send_email gives the attachment (tools/attachments.ts chartFileName).
+  t.same(readdirSync(dir).filter((f) => !f.endsWith('.png')).sort(), pngs.map((f) => f.replace(/\.png$/, '.title')).sort(), 'and its title file');
+  t.same(pngs.map((f) => readFileSync(join(dir, f.replace(/\.png$/, '.title')), 'utf8')).sort(), ['A bar chart', 'A doughnut chart', 'A line chart', 'A pie chart', 'A scatter chart'], 'holding the title');
   t.equal(statSync(dir).mode & 0o777, 0o700, 'attachments folder is private');
   const tooBig = await ext.call('rasterize_chart', { ...BASE, width: 5000 });
   t.ok(tooBig.isError, 'width over the limit refused');
   const xyOnBar = await ext.call('render_chart', { ...BASE, datasets: [{ data: [{ x: 1, y: 1 }] }] });
   t.ok(xyOnBar.isError, 'render_chart validates too');
   t.equal(errorCode({ isError: false, content: [] }), undefined);
-  t.equal(readdirSync(dir).length, 5, 'refused calls write nothing; render_chart writes nothing');
+  t.equal(readdirSync(dir).length, 10, 'refused calls write nothing; render_chart writes nothing');
 });
 
 t.test('the title is drawn with the bundled font (compared with a render without it)', async (t) => {

@@ -48,6 +48,8 @@ t.test(`${TEST_ENGINE}: what belongs to another node is forwarded to it, signed,
     ['a cancel', 'POST', '/api/chat/sessions/sess-on-b/turns/turn-1/cancel', {}],
     ["a turn's events", 'GET', '/api/chat/sessions/sess-on-b/turns/turn-1/events?after=0'],
     ['an approval', 'POST', '/api/chat/sessions/sess-on-b/approvals/hold-1', { decision: 'deny' }],
+    ["a held send's preview", 'GET', '/api/chat/sessions/sess-on-b/approvals/hold-1/preview'],
+    ["a held send's image", 'GET', '/api/chat/sessions/sess-on-b/approvals/hold-1/attachments/0'],
     ['an attachment this node does not have', 'GET', '/api/chat/attachments/chart-on-b.png'],
   ];
   for (const [what, method, path, body] of calls) {

@@ -3,26 +3,15 @@
 // stored history. chat.tsx owns the page around it (sessions, composer, streaming).
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { ChatEvent, StoredTurn, StopReason } from '../../chat-api.js';
-import { ApiError } from './api.js';
-import { shownOf, ShownText, toolErrorSentence, type Shown } from './error-text.js';
+import { ShownText, toolErrorSentence } from './error-text.js';
 import { renderMarkdown } from './markdown.js';
 import { SentFiles } from './chat-files.js';
+import { ApprovalCard, type ApprovalPart } from './approval-card.js';
 
 /** One piece of an answer, in the order it came: text, or a tool call. */
 export type Part =
   | { kind: 'text'; text: string }
-  | {
-      kind: 'approval';
-      approval_id: string;
-      call_id: string | null;
-      recipients: string[];
-      ask: string[];
-      subject: string;
-      attachments: { name: string; size: number }[];
-      expires_at: string;
-      state: 'pending' | 'approved' | 'denied' | 'timed_out';
-      scope?: 'once' | 'recipient';
-    }
+  | ApprovalPart
   | { kind: 'tool'; call_id: string; tool: string; input: unknown; status: 'running' | 'ok' | 'failed' | 'cancelled' | 'interrupted'; output?: unknown; error?: string; duration_ms?: number };
 
 export interface ViewTurn {
@@ -64,6 +53,12 @@ export function fromStored(t: StoredTurn): ViewTurn {
     error: c.error,
     duration_ms: c.duration_ms ?? undefined,
   }));
+  // Each held send after the call that sent it (its body is never stored: docs/chat.md#approvals).
+  for (const a of t.approvals ?? []) {
+    const at = parts.findIndex((p) => p.kind === 'tool' && p.call_id === a.call_id);
+    const part: Part = { kind: 'approval', approval_id: a.approval_id, call_id: a.call_id, recipients: a.recipients, ask: a.ask, subject: a.subject, attachments: a.attachments, expires_at: a.decided_at ?? a.created_at, state: a.state, scope: a.scope };
+    parts.splice(at >= 0 ? at + 1 : parts.length, 0, part);
+  }
   if (t.text) parts.push({ kind: 'text', text: t.text });
   return {
     id: t.turn_id,
@@ -261,79 +256,6 @@ function ToolRow({ p }: { p: Extract<Part, { kind: 'tool' }> }) {
   );
 }
 
-const APPROVAL_STATE = { pending: 'Waiting for your approval', approved: 'Approved', denied: 'Not sent', timed_out: 'Not sent: nobody approved in time' } as const;
-
-/**
- * A mail send held at the proxy until the user decides: who it goes to, the subject and the
- * attachment names (never the body), with Approve / Deny. It stays until the decision comes back
- * in the stream (approval_result), so a reload shows a pending one again.
- */
-function ApprovalCard({ p, onDecide }: { p: Extract<Part, { kind: 'approval' }>; onDecide(id: string, decision: 'approve' | 'deny', scope: 'once' | 'recipient'): Promise<void> }) {
-  const [sending, setSending] = useState(false);
-  const [problem, setProblem] = useState<Shown | null>(null);
-  const decide = (decision: 'approve' | 'deny', scope: 'once' | 'recipient' = 'once') => {
-    setSending(true);
-    setProblem(null);
-    onDecide(p.approval_id, decision, scope).then(
-      () => setSending(false),
-      (err: unknown) => {
-        setSending(false);
-        setProblem(err instanceof ApiError ? shownOf(err) : 'The decision could not be sent; try again.');
-      },
-    );
-  };
-  const pending = p.state === 'pending';
-  const kb = (n: number) => (n < 1024 ? `${n} B` : `${Math.round(n / 1024)} KB`);
-  return (
-    <section class={`approval ${p.state}`} data-approval={p.approval_id} data-state={p.state} aria-label="Send this e-mail?">
-      <h3>{pending ? 'Send this e-mail?' : 'E-mail'}</h3>
-      <dl>
-        <dt>To</dt>
-        <dd class="recipients">
-          {p.recipients.map((r) => (
-            <span key={r} class={p.ask.includes(r) ? 'asked' : undefined}>
-              {r}
-            </span>
-          ))}
-        </dd>
-        <dt>Subject</dt>
-        <dd class="subject">{p.subject || <span class="muted">(no subject)</span>}</dd>
-        {p.attachments.length > 0 && (
-          <>
-            <dt>Attachments</dt>
-            <dd class="attachments">{p.attachments.map((a) => `${a.name} (${kb(a.size)})`).join(', ')}</dd>
-          </>
-        )}
-      </dl>
-      {p.ask.length > 0 && pending && <p class="muted">Outside your organisation's allowed domains: {p.ask.join(', ')}</p>}
-      {pending ? (
-        <div class="approval-actions">
-          <button type="button" disabled={sending} onClick={() => decide('approve')}>
-            Approve
-          </button>
-          <button type="button" class="secondary" disabled={sending} onClick={() => decide('approve', 'recipient')}>
-            Approve for {p.ask.length === 1 ? 'this recipient' : 'these recipients'} in this chat
-          </button>
-          <button type="button" class="danger" disabled={sending} onClick={() => decide('deny')}>
-            Deny
-          </button>
-          <span class="muted">until {new Date(p.expires_at).toLocaleTimeString()}</span>
-        </div>
-      ) : (
-        <p class="approval-state" role="status">
-          {APPROVAL_STATE[p.state]}
-          {p.state === 'approved' && p.scope === 'recipient' ? ' for these recipients in this chat' : ''}
-        </p>
-      )}
-      {problem && (
-        <div class="banner error" role="alert">
-          <ShownText s={problem} />
-        </div>
-      )}
-    </section>
-  );
-}
-
 export function Turn(props: {
   t: ViewTurn;
   last: boolean;
@@ -341,6 +263,8 @@ export function Turn(props: {
   onRegenerate(): void;
   onEdit(): void;
   onSwitch(turnId: string): void;
+  /** The chat the turn belongs to (the approval card fetches a held send's message with it). */
+  sessionId?: string | null;
   onDecide(id: string, decision: 'approve' | 'deny', scope: 'once' | 'recipient'): Promise<void> }) {
   const { t } = props;
   const text = answerText(t);
@@ -377,7 +301,7 @@ export function Turn(props: {
       </div>
       <div class="msg assistant" data-done={ended ? (t.stopReason ?? 'end_turn') : undefined} aria-busy={t.running ? 'true' : undefined}>
         {t.parts.map((p, i) =>
-          p.kind === 'text' ? <Markdown key={`t${i}`} text={p.text} /> : p.kind === 'approval' ? <ApprovalCard key={p.approval_id} p={p} onDecide={props.onDecide} /> : <ToolRow key={p.call_id || `c${i}`} p={p} />,
+          p.kind === 'text' ? <Markdown key={`t${i}`} text={p.text} /> : p.kind === 'approval' ? <ApprovalCard key={p.approval_id} p={p} sessionId={props.sessionId} onDecide={props.onDecide} /> : <ToolRow key={p.call_id || `c${i}`} p={p} />,
         )}
         {t.running && !t.parts.length && !t.status && <p class="muted thinking">Working…</p>}
         {t.running && t.status && (

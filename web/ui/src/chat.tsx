@@ -384,6 +384,7 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
             <Turn
               key={t.id ?? `pending${i}`}
               t={t}
+              sessionId={current}
               last={t === last}
               busy={busy}
               onRegenerate={() => void send(t.prompt, t.id)}

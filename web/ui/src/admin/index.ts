@@ -16,6 +16,7 @@ export const adminPages: AdminPage[] = [
   { id: 'organisations', title: 'Teams & agent policies', load: async () => (await import('./organisations.js')).OrganisationsPage },
   { id: 'data-roles', title: 'Data roles', load: async () => (await import('./roles.js')).RolesPage },
   { id: 'data-assignments', title: 'Assignments', load: async () => (await import('./assignments.js')).AssignmentsPage },
+  { id: 'mail-policy', title: 'Send policy', load: async () => (await import('./mail-policy.js')).MailPolicyPage },
   { id: 'action-log', title: 'Action log', load: async () => (await import('./action-log.js')).ActionLogPage },
   { id: 'chat-models', title: 'Chat models', load: async () => (await import('./chat-models.js')).ChatModelsPage },
   { id: 'sessions', title: 'Live sessions', load: async () => (await import('./sessions.js')).SessionsPage },

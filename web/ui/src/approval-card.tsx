@@ -1,0 +1,168 @@
+// A mail send held at the proxy until the user decides (docs/chat.md#approvals): From, To, Cc,
+// Bcc, Subject, the body as plain text and each attachment (images as thumbnails), with Approve /
+// Deny. The body and the images come from the preview route while the send waits; they are never
+// part of the stream or the stored history, so a decided card shows who and what, not the body.
+import { useEffect, useState } from 'preact/hooks';
+import type { ApprovalPreview } from '../../chat-api.js';
+import { api, ApiError } from './api.js';
+import { shownOf, ShownText, type Shown } from './error-text.js';
+
+export interface ApprovalPart {
+  kind: 'approval';
+  approval_id: string;
+  call_id: string | null;
+  recipients: string[];
+  ask: string[];
+  subject: string;
+  attachments: { name: string; size: number }[];
+  expires_at: string;
+  state: 'pending' | 'approved' | 'denied' | 'timed_out';
+  scope?: 'once' | 'recipient';
+}
+
+const APPROVAL_STATE = { pending: 'Waiting for your approval', approved: 'Approved', denied: 'Not sent', timed_out: 'Not sent: nobody approved in time' } as const;
+
+const size = (n: number) => (n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${Math.round(n / 1024)} KB` : `${(n / (1024 * 1024)).toFixed(1)} MB`);
+
+function Addresses({ list, ask }: { list: string[]; ask: string[] }) {
+  return (
+    <>
+      {list.map((r) => (
+        <span key={r} class={ask.includes(r) ? 'asked' : undefined}>
+          {r}
+        </span>
+      ))}
+    </>
+  );
+}
+
+/** The preview of a pending send: fetched once while it waits; a decided one has none (410). */
+function usePreview(sessionId: string | null | undefined, p: ApprovalPart): { preview: ApprovalPreview | null; gone: boolean } {
+  const [preview, setPreview] = useState<ApprovalPreview | null>(null);
+  const [gone, setGone] = useState(false);
+  const pending = p.state === 'pending';
+  useEffect(() => {
+    if (!pending || !sessionId) return;
+    let live = true;
+    api<ApprovalPreview>('GET', `${base(sessionId, p.approval_id)}/preview`).then(
+      (v) => live && setPreview(v),
+      () => live && setGone(true),
+    );
+    return () => {
+      live = false;
+    };
+  }, [pending, sessionId, p.approval_id]);
+  return { preview: pending ? preview : null, gone: gone || !pending };
+}
+
+const base = (sessionId: string, id: string) => `/api/chat/sessions/${encodeURIComponent(sessionId)}/approvals/${encodeURIComponent(id)}`;
+
+function Attachments({ p, preview, sessionId }: { p: ApprovalPart; preview: ApprovalPreview | null; sessionId?: string | null }) {
+  if (preview && preview.attachments.length)
+    return (
+      <ul class="approval-files">
+        {preview.attachments.map((a) => (
+          <li key={a.n} data-attachment-name={a.name}>
+            {a.thumbnail && sessionId ? <img src={`${base(sessionId, p.approval_id)}/attachments/${a.n}`} alt={`Attachment ${a.name}`} /> : null}
+            <span>
+              {a.name} <span class="muted">({size(a.size)})</span>
+            </span>
+          </li>
+        ))}
+      </ul>
+    );
+  return <>{p.attachments.map((a) => `${a.name} (${size(a.size)})`).join(', ')}</>;
+}
+
+function Fields({ p, preview, sessionId }: { p: ApprovalPart; preview: ApprovalPreview | null; sessionId?: string | null }) {
+  const rows: [string, string[]][] = preview
+    ? ([['From', preview.from], ['To', preview.to], ['Cc', preview.cc], ['Bcc', preview.bcc]] as [string, string[]][]).filter(([k, v]) => v.length || k === 'To')
+    : [['To', p.recipients]];
+  return (
+    <dl>
+      {rows.map(([k, v]) => (
+        <>
+          <dt key={`k${k}`}>{k}</dt>
+          <dd key={`v${k}`} class={`recipients ${k.toLowerCase()}`}>
+            <Addresses list={v} ask={p.ask} />
+          </dd>
+        </>
+      ))}
+      <dt>Subject</dt>
+      <dd class="subject">{p.subject || <span class="muted">(no subject)</span>}</dd>
+      {(preview?.attachments.length ?? p.attachments.length) > 0 && (
+        <>
+          <dt>Attachments</dt>
+          <dd class="attachments">
+            <Attachments p={p} preview={preview} sessionId={sessionId} />
+          </dd>
+        </>
+      )}
+    </dl>
+  );
+}
+
+function Body({ preview, pending, gone }: { preview: ApprovalPreview | null; pending: boolean; gone: boolean }) {
+  if (preview)
+    return (
+      <div class="approval-body-wrap">
+        <div class="muted">Message{preview.text_from === 'html' ? ' (shown as plain text)' : ''}</div>
+        <pre class="approval-body" tabIndex={0} aria-label="Message text">
+          {preview.text || '(no text)'}
+        </pre>
+        {preview.truncated && <p class="muted">The message is longer; only its beginning is shown.</p>}
+      </div>
+    );
+  if (pending && !gone) return <p class="muted">Loading the message…</p>;
+  return pending ? <p class="muted">The message could not be shown.</p> : null;
+}
+
+export function ApprovalCard({ p, sessionId, onDecide }: { p: ApprovalPart; sessionId?: string | null; onDecide(id: string, decision: 'approve' | 'deny', scope: 'once' | 'recipient'): Promise<void> }) {
+  const [sending, setSending] = useState(false);
+  const [problem, setProblem] = useState<Shown | null>(null);
+  const pending = p.state === 'pending';
+  const { preview, gone } = usePreview(sessionId, p);
+  const decide = (decision: 'approve' | 'deny', scope: 'once' | 'recipient' = 'once') => {
+    setSending(true);
+    setProblem(null);
+    onDecide(p.approval_id, decision, scope).then(
+      () => setSending(false),
+      (err: unknown) => {
+        setSending(false);
+        setProblem(err instanceof ApiError ? shownOf(err) : 'The decision could not be sent; try again.');
+      },
+    );
+  };
+  return (
+    <section class={`approval ${p.state}`} data-approval={p.approval_id} data-state={p.state} aria-label={pending ? 'Send this e-mail?' : 'E-mail held for approval'}>
+      <h3>{pending ? 'Send this e-mail?' : 'E-mail held for your approval'}</h3>
+      <Fields p={p} preview={preview} sessionId={sessionId} />
+      <Body preview={preview} pending={pending} gone={gone} />
+      {p.ask.length > 0 && pending && <p class="muted">Outside your organisation's allowed domains: {p.ask.join(', ')}</p>}
+      {pending ? (
+        <div class="approval-actions">
+          <button type="button" disabled={sending} onClick={() => decide('approve')}>
+            Approve
+          </button>
+          <button type="button" class="secondary" disabled={sending} onClick={() => decide('approve', 'recipient')}>
+            Approve for {p.ask.length === 1 ? 'this recipient' : 'these recipients'} in this chat
+          </button>
+          <button type="button" class="danger" disabled={sending} onClick={() => decide('deny')}>
+            Deny
+          </button>
+          <span class="muted">until {new Date(p.expires_at).toLocaleTimeString()}</span>
+        </div>
+      ) : (
+        <p class="approval-state" role="status">
+          {APPROVAL_STATE[p.state]}
+          {p.state === 'approved' && p.scope === 'recipient' ? ' for these recipients in this chat' : ''}
+        </p>
+      )}
+      {problem && (
+        <div class="banner error" role="alert">
+          <ShownText s={problem} />
+        </div>
+      )}
+    </section>
+  );
+}
