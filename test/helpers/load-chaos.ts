@@ -76,7 +76,8 @@ export function chaosCounts(rig: Rig, load: LoadUsers) {
     sent_twice: mail.sentTwice.length,
     mail_received_not_reported: mail.receivedNotReported.length,
     mail_reported_not_received: mail.reportedNotReceived.length,
+    mail_sent_but_model_told_failed: mail.sentButShownFailed.length,
     errors: s.errors,
-    details: { lost: load.findings.lost, contextGaps: load.findings.contextGaps, sentTwice: mail.sentTwice, receivedNotReported: mail.receivedNotReported, reportedNotReceived: mail.reportedNotReceived },
+    details: { lost: load.findings.lost, contextGaps: load.findings.contextGaps, sentTwice: mail.sentTwice, receivedNotReported: mail.receivedNotReported, reportedNotReceived: mail.reportedNotReceived, sentButShownFailed: mail.sentButShownFailed },
   };
 }

@@ -63,6 +63,8 @@ export interface Rig {
   users: { username: string; password: string }[];
   /** chat → turn → the earlier turns of that chat the model's last request for it held. */
   seen: Map<string, Map<number, Set<number>>>;
+  /** mail subject → the send_email result the model was last shown for it (its later requests). */
+  mailResults: Map<string, string>;
   /** Stop the nodes (SIGTERM), then count what they left (containers of their owners, mounts and loop devices under their data folders), then remove it all. */
   close(docker: Docker): Promise<Leftovers>;
 }
@@ -94,9 +96,29 @@ function textOf(m: any): string {
   return '';
 }
 
-function respond(seen: Rig['seen'], delay: number) {
+/** What the model was told of each send_email call in this request: subject → the tool result. */
+function noteMailResults(msgs: any[], into: Map<string, string>): void {
+  const subjects = new Map<string, string>();
+  for (const m of msgs) {
+    for (const c of m.role === 'assistant' ? (m.tool_calls ?? []) : []) {
+      if (c.function?.name !== 'send_email') continue;
+      const subject = (() => {
+        try {
+          return String(JSON.parse(c.function.arguments).subject);
+        } catch {
+          return '?';
+        }
+      })();
+      subjects.set(c.id, subject);
+    }
+    if (m.role === 'tool' && subjects.has(m.tool_call_id)) into.set(subjects.get(m.tool_call_id)!, textOf(m));
+  }
+}
+
+function respond(seen: Rig['seen'], mailResults: Rig['mailResults'], delay: number) {
   return (body: any): openaiModel.ModelStep => {
     const msgs: any[] = body.messages ?? [];
+    noteMailResults(msgs, mailResults);
     const last = msgs.at(-1);
     if (last?.role !== 'user') return { kind: 'reply', text: 'Done: the tool answered.', delay_ms: delay };
     const tag = PROMPT_TAG.exec(textOf(last));
@@ -158,7 +180,8 @@ function node(id: string, env: Record<string, string>, port: number): LoadNode {
 /** Users (each with the Google emulator as connected account), then the nodes, started. */
 export async function startRig(o: RigOptions): Promise<Rig> {
   const seen: Rig['seen'] = new Map();
-  const model = await openaiModel.start({ apiKey: MODEL_KEY, respond: respond(seen, o.modelDelayMs) });
+  const mailResults: Rig['mailResults'] = new Map();
+  const model = await openaiModel.start({ apiKey: MODEL_KEY, respond: respond(seen, mailResults, o.modelDelayMs) });
   const g = await google.start({ userEmail: 'user@example.test' });
   let pg: PgCluster | undefined;
   let dbUrl: string | undefined;
@@ -209,6 +232,7 @@ export async function startRig(o: RigOptions): Promise<Rig> {
     nodes,
     users,
     seen,
+    mailResults,
     async close(docker) {
       for (const n of nodes) await n.stop('SIGTERM').catch(() => undefined);
       const left: Leftovers = { containers: 0, mounts: [], loops: 0 };

@@ -265,7 +265,10 @@ export function summarize(records: TurnRecord[], from = -Infinity, to = Infinity
   const rs = records.filter((r) => r.start >= from && r.start < to);
   const sorted = (xs: number[]) => xs.sort((a, b) => a - b);
   const pct = (xs: number[], p: number) => (xs.length ? xs[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)] : NaN);
-  const first = sorted(rs.filter((r) => r.firstMs !== undefined).map((r) => r.firstMs!));
+  const firstOf = (keep: (r: TurnRecord) => boolean) => sorted(rs.filter((r) => r.firstMs !== undefined && keep(r)).map((r) => r.firstMs!));
+  const first = firstOf(() => true);
+  const firstNew = firstOf((r) => r.k === 1);
+  const firstLater = firstOf((r) => r.k > 1);
   const whole = sorted(rs.filter((r) => r.endMs !== undefined).map((r) => r.endMs!));
   const errors: Record<string, number> = {};
   for (const r of rs) if (r.code || r.outcome !== 'done' || r.stopReason !== 'end_turn') errors[r.code ?? r.stopReason ?? r.outcome] = (errors[r.code ?? r.stopReason ?? r.outcome] ?? 0) + 1;
@@ -278,6 +281,9 @@ export function summarize(records: TurnRecord[], from = -Infinity, to = Infinity
     turnsPerS: Math.round((rs.filter((r) => r.outcome === 'done').length / span) * 100) / 100,
     firstP50: Math.round(pct(first, 50)),
     firstP99: Math.round(pct(first, 99)),
+    /** A chat's first turn (a sandbox claimed from the pool, or started) and its later turns (a live sandbox). */
+    firstP99NewChat: Math.round(pct(firstNew, 99)),
+    firstP99Later: Math.round(pct(firstLater, 99)),
     wholeP50: Math.round(pct(whole, 50)),
     wholeP99: Math.round(pct(whole, 99)),
     errors,
@@ -295,6 +301,8 @@ export function mailCounts(rig: Rig, records: TurnRecord[]) {
     received: rig.google.mailbox.length,
     sentTwice: [...subjects].filter(([, n]) => n > 1).map(([s, n]) => `${s} ×${n}`),
     receivedNotReported: [...subjects.keys()].filter((s) => !reported.has(s)),
+    /** Mail that went out while the model was later told the send failed: a model that sends again would mail twice. */
+    sentButShownFailed: [...subjects.keys()].filter((s) => !reported.has(s) && rig.mailResults.has(s) && !/"id"|sent/i.test(rig.mailResults.get(s)!)).map((s) => `${s}: "${rig.mailResults.get(s)!.slice(0, 120)}"`),
     reportedNotReceived: [...reported].filter((s) => !subjects.has(s)),
   };
 }
