@@ -22,7 +22,7 @@ if (docker) {
 
   t.test('under load: sandboxes killed and the daemon SIGKILLed; no turn hangs, is lost or loses context; no mail twice', async (t) => {
     const rig = await startRig({ image, nodes: 1, users: 4, modelDelayMs: 100, env: { ...ENGINE_ENV, AIRLOCK_POOL_SIZE: '2' } });
-    const load = new LoadUsers(rig, { turnsPerChat: 4, thinkMs: [300, 1200], toolShare: 0.2, mailShare: 0.3, boundMs: 150_000 });
+    const load = new LoadUsers(rig, { turnsPerChat: 4, thinkMs: [300, 1200], toolShare: 0.2, mailShare: 0.3, boundMs: 90_000 });
     let closed = false;
     t.teardown(async () => {
       await load.stop();
