@@ -1,0 +1,99 @@
+import type Docker from 'dockerode';
+import { createDocker } from '../daemon/runtime/index.js';
+import { ensureTestImage } from '../test/docker/helpers.js';
+import { ownedContainers, procFigures, pssPerSession, startRig, type Rig } from '../test/helpers/load-rig.js';
+import { LoadUsers, summarize } from '../test/helpers/load-users.js';
+import { pgUnavailable } from '../test/helpers/postgres.js';
+import { nowMs, type BenchResult } from './lib.js';
+
+/**
+ * How many people can chat at once (docs/capacity.md): simulated users through the real web API
+ * of real `airlock serve` child processes with real sandboxes, a scripted model with a set latency,
+ * ramped in steps; per step turns/s, first event and whole turn p50/p99, errors by code, live
+ * sandboxes, each daemon's CPU and RSS, PSS per session sandbox. One node on SQLite, then two
+ * nodes on one PostgreSQL. The answer: the most users with p99 first event ≤ 1 s and no error.
+ * AIRLOCK_LOAD_LEVELS (default 2,4,6,8,12,16), AIRLOCK_LOAD_STEP_S (default 30),
+ * AIRLOCK_LOAD_MODEL_MS (default 300), AIRLOCK_LOAD_NODES (default 1,2).
+ */
+const LEVELS = (process.env.AIRLOCK_LOAD_LEVELS ?? '2,4,6,8,12,16').split(',').map(Number);
+const STEP_S = Number(process.env.AIRLOCK_LOAD_STEP_S ?? 30);
+const MODEL_MS = Number(process.env.AIRLOCK_LOAD_MODEL_MS ?? 300);
+const NODES = (process.env.AIRLOCK_LOAD_NODES ?? '1,2').split(',').map(Number) as (1 | 2)[];
+export const USER_OPTIONS = { turnsPerChat: 6, thinkMs: [1000, 3000] as [number, number], toolShare: 0.2, mailShare: 0.1, boundMs: 180_000 };
+
+export type StepRow = Record<string, string | number>;
+
+/** One step of the ramp: `users` active for `seconds`, then the figures of the turns sent meanwhile. */
+export async function step(docker: Docker, rig: Rig, load: LoadUsers, users: number, seconds: number, label: string): Promise<{ ok: boolean; okLater: boolean; firstP99Later: number; row: StepRow }> {
+  load.setActive(users);
+  const before = rig.nodes.map((n) => procFigures(n.pid()!));
+  const t0 = nowMs();
+  await new Promise((r) => setTimeout(r, seconds * 1000));
+  const t1 = nowMs();
+  const after = rig.nodes.map((n) => procFigures(n.pid()!));
+  const s = summarize(load.records, t0, t1);
+  const live = (await Promise.all(rig.nodes.map((n) => ownedContainers(docker, n.owner, true)))).flat().length;
+  const pss = await pssPerSession(docker, rig.nodes.map((n) => n.owner));
+  const clean = Object.keys(s.errors).length === 0 && s.hung === 0;
+  return {
+    ok: clean && s.firstP99 <= 1000,
+    okLater: clean && s.firstP99Later <= 1000,
+    firstP99Later: s.firstP99Later,
+    row: {
+    what: label,
+    users,
+    turns: s.turns,
+    turns_per_s: s.turnsPerS,
+    first_p50_ms: s.firstP50,
+    first_p99_ms: s.firstP99,
+    first_p99_new_chat_ms: s.firstP99NewChat,
+    first_p99_later_ms: s.firstP99Later,
+    turn_p50_ms: s.wholeP50,
+    turn_p99_ms: s.wholeP99,
+    errors: Object.entries(s.errors).map(([k, v]) => `${k}:${v}`).join(' ') || '0',
+    live_sandboxes: live,
+    daemon_cpu_pct: after.map((a, i) => Math.round(((a.cpuS - before[i].cpuS) / ((t1 - t0) / 1000)) * 100)).join('+'),
+    daemon_rss_mib: after.map((a) => Math.round(a.rss / 2 ** 20)).join('+'),
+    pss_per_session_mib: Math.round(pss.meanMiB * 10) / 10,
+    },
+  };
+}
+
+export async function run(): Promise<BenchResult | { skipped: string }> {
+  const docker = createDocker({ docker: { socketPath: '/var/run/docker.sock', image: 'unused' } }) as unknown as Docker;
+  await docker.ping();
+  const image = await ensureTestImage(docker);
+  const rows: StepRow[] = [];
+  const best: Record<string, number> = {};
+  for (const nodes of NODES) {
+    if (nodes === 2 && pgUnavailable()) continue;
+    const rig = await startRig({ image, nodes, users: Math.max(...LEVELS), modelDelayMs: MODEL_MS });
+    const load = new LoadUsers(rig, USER_OPTIONS);
+    try {
+      best[`node${nodes}`] = 0;
+      best[`later${nodes}`] = 0;
+      for (const users of LEVELS) {
+        const { ok, okLater, firstP99Later, row: shown } = await step(docker, rig, load, users, STEP_S, `${nodes} node${nodes > 1 ? 's' : ''}`);
+        rows.push(shown);
+        process.stderr.write(`load ${JSON.stringify(shown)}\n`);
+        if (ok) best[`node${nodes}`] = users;
+        if (okLater) best[`later${nodes}`] = users;
+        if (firstP99Later > 3000 || (!okLater && users > best[`later${nodes}`] + 4)) break;
+      }
+    } finally {
+      await load.stop();
+      await rig.close(docker);
+    }
+  }
+  return {
+    name: 'load',
+    rows,
+    ratios: {
+      most_users_one_node: best.node1 ?? 0,
+      most_users_two_nodes: best.node2 ?? 0,
+      most_users_one_node_later_turns: best.later1 ?? 0,
+      most_users_two_nodes_later_turns: best.later2 ?? 0,
+    },
+    notes: `each step ${STEP_S} s; model latency ${MODEL_MS} ms per call; ${USER_OPTIONS.turnsPerChat} turns a chat, think ${USER_OPTIONS.thinkMs.join('-')} ms, ${USER_OPTIONS.toolShare * 100}% tool, ${USER_OPTIONS.mailShare * 100}% mail; pool 4; "most users" = p99 first event ≤ 1 s, 0 errors (all turns; "later turns": a chat's turns after its first)`,
+  };
+}
