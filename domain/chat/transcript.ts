@@ -23,12 +23,25 @@ export function turnItems(t: StoredTurn & { items?: TranscriptItem[] }): Transcr
     const input = c.input && typeof c.input === 'object' && !Array.isArray(c.input) ? (c.input as Record<string, unknown>) : {};
     out.push({ role: 'assistant', text: '', toolCalls: [{ id: c.call_id, name: c.tool, input }] });
     const ok = c.status === 'ok';
-    const content = ok ? JSON.stringify(c.output ?? null) : (c.error ?? (c.status === 'cancelled' ? 'cancelled by the user' : 'the tool failed'));
+    const content = ok ? JSON.stringify(c.output ?? null) : (c.error ?? unfinishedResult(c));
     out.push({ role: 'tool', callId: c.call_id, name: c.tool, content: boundToolResult(content), isError: !ok });
   }
   const interrupted = t.status === 'running' || t.stop_reason === 'error' ? 'error' : t.stop_reason === 'cancelled' ? 'stopped' : undefined;
   if (t.text || interrupted) out.push({ role: 'assistant', text: t.text, toolCalls: [], ...(interrupted ? { interrupted } : {}) });
   return out;
+}
+
+/**
+ * What the model is told of a tool call that has no result in the store. A call still `running`
+ * when its turn was cut off (the sandbox or the server went away) may have taken effect — a mail
+ * may have left — so the model is told the outcome is unknown, never that it failed, lest it
+ * repeat the call.
+ */
+function unfinishedResult(c: StoredTurn['tool_calls'][number]): string {
+  if (c.status === 'cancelled') return 'cancelled by the user';
+  if (c.status === 'running')
+    return 'the outcome of this call is unknown: the turn was cut off while it ran, and it may have taken effect (a mail may have been sent); check before doing it again';
+  return 'the tool failed';
 }
 
 /**

@@ -94,4 +94,5 @@ t.test('a turn without reported items is rebuilt from its record, well-formed', 
   });
   t.ok(wellFormed(items));
   t.match(items.at(-1), { role: 'assistant', text: 'partial', interrupted: 'error' }, 'a turn cut off is marked');
+  t.match(items.find((i) => i.role === 'tool' && i.callId === 'c2'), { isError: true, content: /outcome of this call is unknown/ }, 'a call cut off is not said to have failed (it may have taken effect)');
 });
