@@ -22,7 +22,7 @@ export const MARKDOWN_ANSWER = [
   'Revenue grew **12 %**; see [the report](https://example.com/report) and [in-page](#top).',
   '',
   '| region | revenue |',
-  '| --- | --- |',
+  '| --- | ---: |',
   '| north | 120 |',
   '| south | 95 |',
   '',
@@ -131,6 +131,7 @@ else {
       const md = '.msg.assistant .markdown';
       t.equal(await page.textContent(`${md} h2`), 'Quarterly summary', 'heading');
       t.equal(await page.$$eval(`${md} table tbody tr`, (r) => r.length), 2, 'table');
+      t.equal(await page.$eval(`${md} tbody td:nth-child(2)`, (e) => getComputedStyle(e).textAlign), 'right', 'a column marked ---: is right-aligned');
       t.ok(await page.$(`${md} pre code.hljs span[class^=hljs-]`), 'the code block is highlighted');
       t.match(await page.getAttribute(`${md} a[href^="https:"]`, 'rel'), /noopener/, 'outside links open without a handle on the page');
       t.equal(await page.getAttribute(`${md} a[href^="https:"]`, 'target'), '_blank');

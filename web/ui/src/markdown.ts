@@ -39,6 +39,7 @@ purifier.addHook('afterSanitizeAttributes', (node) => {
     if (lang) node.setAttribute('class', lang);
     else node.removeAttribute('class');
   }
+  if (node.hasAttribute('align') && !((node.tagName === 'TH' || node.tagName === 'TD') && ['left', 'right', 'center'].includes(node.getAttribute('align') ?? ''))) node.removeAttribute('align');
   if (node.tagName === 'A') {
     const href = node.getAttribute('href') ?? '';
     // In-page anchors stay; everything else opens in a new tab without a handle on this page.
@@ -53,6 +54,9 @@ const PURIFY = {
   // No forms or controls that could pass for the page's own; no styles that could cover it.
   FORBID_TAGS: ['style', 'form', 'input', 'button', 'textarea', 'select', 'option', 'iframe', 'object', 'embed', 'svg', 'math'],
   FORBID_ATTR: ['style', 'id', 'name'],
+  // A table column's alignment (`---:`): not a URL, so its value skips the URL check; kept on table
+  // cells with left/right/center only (the hook above).
+  ADD_URI_SAFE_ATTR: ['align'],
   ALLOWED_URI_REGEXP: /^(?:https?:|mailto:|#)/i,
 };
 
