@@ -418,7 +418,9 @@ if (docker) {
     t.ok(orphan > 1, `a background process of uid 1001 (pid ${orphan})`);
     // As an operator's attach shell: started from outside the container, still running.
     const op = await docker.getContainer(id).exec({ Cmd: ['/bin/sleep', '1001'], User: '1001' });
-    await op.start({ Detach: true });
+    // A detached start still answers with a stream: close it, or its socket keeps this process alive.
+    const started = (await op.start({ Detach: true })) as unknown as { destroy?: () => void } | undefined;
+    started?.destroy?.();
     const procs = async () => (await execIn(docker, id, ['/bin/sh', '-c', 'for p in /proc/[0-9]*; do s=$(grep -E "^State:" $p/status 2>/dev/null | cut -f2 | cut -c1); echo "$(basename $p) $s $(cat $p/cmdline 2>/dev/null | tr "\\0" " ")"; done'], { user: '0' })).stdout;
     const alive = (list: string, pid: number) => list.split('\n').some((l) => l.startsWith(`${pid} `) && !l.startsWith(`${pid} Z`));
     const opPid = () => procs().then((l) => Number(l.split('\n').find((x) => /sleep 1001 $/.test(x))?.split(' ')[0] ?? 0));
