@@ -375,7 +375,8 @@ if (docker) {
     const afterReap = await streamTurn(c, { message: 'hello three', session_id: sid });
     t.match(said(afterReap), /message 3 of this conversation/, 'after the idle reap, in a pool member: the whole conversation');
     t.not(live()?.containerId, before);
-    t.equal(live()?.fromPool, true, 'a pool member claimed for an old chat');
+    // Under gVisor the pool is off (docs/runtime.md): there a new sandbox cold-starts.
+    if (SANDBOX_RUNTIME === 'runc') t.equal(live()?.fromPool, true, 'a pool member claimed for an old chat');
     // Operator restart.
     const restarted = await sessions.restart(sid);
     t.match(said(await streamTurn(c, { message: 'hello four', session_id: sid })), /message 4 of this conversation/, 'after an operator restart');
