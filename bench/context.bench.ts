@@ -26,7 +26,7 @@ const ROOT = join(DIST, '..');
 const TAG = 'airlock/sandbox:bench';
 const KEY = 'sk-bench-model-key-0123456789abcdef';
 const TURNS = 60;
-const LOST_ROUNDS = 10;
+const LOST_ROUNDS = 16;
 
 interface Client {
   turn(message: string, sessionId?: string): Promise<{ ms: number; sessionId: string }>;
@@ -102,7 +102,10 @@ export async function run(): Promise<BenchResult> {
       const sb = sessions.list().find((s) => s.sessionId === sessionId)!;
       await docker.getContainer(sb.containerId).kill();
       for (let i = 0; i < 400 && sessions.list().some((s) => s.sessionId === sessionId && s.state !== 'dead'); i++) await new Promise((r) => setTimeout(r, 10));
-      await new Promise((r) => setTimeout(r, 300)); // the engine's clean-up settles; the pool refills
+      // Both turns must claim a ready pool member (not wait for a refill's cold start), and the
+      // engine's clean-up of the killed container settles first.
+      await sessions.poolReady();
+      await new Promise((r) => setTimeout(r, 300));
     };
     const long = sid!;
     warm = await c.turn('a short chat');

@@ -77,6 +77,8 @@ export interface ApprovalRequestEvent {
   attachments: { name: string; size: number }[];
   /** When it is refused if nobody decides (ISO 8601). */
   expires_at: string;
+  /** The same message (recipients, subject, attachments) was sent from this chat at this time (ISO 8601): a possible repeat. */
+  repeat_of?: string;
 }
 export interface ApprovalResultEvent {
   type: 'approval_result';

@@ -31,6 +31,15 @@ const BODY_TIMEOUT_MS = 30_000;
 /** Upstream timeout (connect + whole answer), as the proxy's. */
 export const UPSTREAM_TIMEOUT_MS = 120_000;
 const CALL_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
+/**
+ * The gateway's own bounds, beside the proxy's (a compromised supervisor skips the proxy's): the
+ * requests one session may have in the gateway at once, the request bytes one session may hold,
+ * and the request bytes all sessions together may hold. Past any of them: 503 ERR_PROXY_BUSY at
+ * once (the proxy already queues a session's requests; the gateway does not wait).
+ */
+export const GATEWAY_MAX_IN_FLIGHT = 16;
+export const GATEWAY_MAX_SESSION_BYTES = 64 * 1024 * 1024;
+export const GATEWAY_MAX_TOTAL_BYTES = 512 * 1024 * 1024;
 const RELEASE_CODES: readonly ProxyErrorCode[] = ['ERR_MAIL_DENIED', 'ERR_MAIL_APPROVAL_TIMEOUT', 'ERR_MAIL_APPROVAL_UNAVAILABLE', 'ERR_MAIL_RATE_LIMITED', 'ERR_MAIL_BLOCKED'];
 
 /** `https://sheets.googleapis.com/x` → `sheets.googleapis.com:443` (where a route's upstream is). */
@@ -65,6 +74,14 @@ interface SessionState {
   tokens: Map<string, string>;
   agents: UpstreamAgents;
   log: Logger;
+  /** Requests of this session in the gateway now, and the request bytes they hold. */
+  inFlight: number;
+  buffered: number;
+}
+
+/** Request bytes held by every session's requests (GATEWAY_MAX_TOTAL_BYTES). */
+interface Budget {
+  total: number;
 }
 
 /** What the gateway admitted: the route, the upstream path, the credential. */
@@ -78,6 +95,7 @@ interface Admitted {
 export class EgressGatewayService implements EgressGateway {
   readonly #o: EgressGatewayOptions;
   readonly #handles = new Set<EgressHandle>();
+  readonly #budget: Budget = { total: 0 };
 
   constructor(opts: EgressGatewayOptions) {
     this.#o = opts;
@@ -92,6 +110,8 @@ export class EgressGatewayService implements EgressGateway {
       tokens: new Map(Object.entries(session.tokens)),
       agents: new UpstreamAgents(this.#o.tlsCa),
       log,
+      inFlight: 0,
+      buffered: 0,
     };
     const server = this.#server(st);
     mkdirSync(dirname(socketPath), { recursive: true });
@@ -170,9 +190,12 @@ export class EgressGatewayService implements EgressGateway {
     const data: Record<string, unknown> = { method: String(req.method).slice(0, 16) };
     const call = req.headers[CALL_ID_HEADER];
     const callId = typeof call === 'string' && CALL_ID.test(call) ? call : null;
+    const held = { bytes: 0 };
+    st.inFlight++;
     try {
+      if (st.inFlight > GATEWAY_MAX_IN_FLIGHT) throw new ProxyRefusal('ERR_PROXY_BUSY', `at most ${GATEWAY_MAX_IN_FLIGHT} requests of one session at once`);
       const a = admitHere(st, req, data);
-      const body = await readBody(req);
+      const body = await readBody(req, (n) => this.#hold(st, held, n));
       if (a.c.route.name === 'mail' && st.spec.mailPolicy) await this.#decideMail(st, body, callId, data);
       const { headers } = upstreamHeaders(req, a.c.route, a.c.headers, { host: a.c.upstream.host, bodyLength: body.length, real: a.real });
       const r = await exchange({ agents: st.agents, timeoutMs: this.#o.upstreamTimeoutMs ?? UPSTREAM_TIMEOUT_MS }, a.c, { method: req.method!, path: a.path, headers, body }, a.real ?? '', res);
@@ -184,7 +207,20 @@ export class EgressGatewayService implements EgressGateway {
       if (err instanceof ProxyRefusal) return refuse(res, gatewayRefusal(err), data);
       st.log.error({ ...data, err: (err as Error).message }, 'egress failed');
       errorResponse(res, 'ERR_EGRESS_UPSTREAM', 'internal gateway error');
+    } finally {
+      st.inFlight--;
+      st.buffered -= held.bytes;
+      this.#budget.total -= held.bytes;
     }
+  }
+
+  /** Count `n` more request bytes against the session's and the gateway's budgets, or refuse. */
+  #hold(st: SessionState, held: { bytes: number }, n: number): void {
+    if (st.buffered + n > GATEWAY_MAX_SESSION_BYTES) throw new ProxyRefusal('ERR_PROXY_BUSY', "this session's requests hold too many bytes at once");
+    if (this.#budget.total + n > GATEWAY_MAX_TOTAL_BYTES) throw new ProxyRefusal('ERR_PROXY_BUSY', 'the gateway holds too many bytes at once; try again');
+    st.buffered += n;
+    this.#budget.total += n;
+    held.bytes += n;
   }
 
   /**
@@ -227,7 +263,7 @@ function admitHere(st: SessionState, req: IncomingMessage, data: Record<string, 
 }
 
 /** The whole request body, under the size limit and a deadline (the proxy already bounded it; this wall does not rely on that). */
-function readBody(req: IncomingMessage): Promise<Buffer> {
+function readBody(req: IncomingMessage, account: (n: number) => void): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let n = 0;
@@ -240,6 +276,11 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
     req.on('data', (d: Buffer) => {
       n += d.length;
       if (n > MAX_BODY_BYTES) return fail(new ProxyRefusal('ERR_PROXY_BODY_TOO_LARGE', 'body over the limit'));
+      try {
+        account(d.length);
+      } catch (e) {
+        return fail(e as Error);
+      }
       chunks.push(d);
     });
     req.on('end', () => {

@@ -15,7 +15,7 @@ import { AppError, NotFoundError, type Config, type Logger } from '../core/index
 import type { ApprovalDecider, ApprovalDecision, ApprovalLookup, DaemonEvent, MailHold, MailPreview, MailHoldRelease, ProxyDecisionRecord, SandboxAuditor, TurnRequest } from '../core/sandbox-protocol.js';
 import { judge } from '../core/mail-policy.js';
 import { logAction } from '../domain/action-log.js';
-import { decideHold, getHold, insertHold, mailPolicyFor, recordProxyRequest, reserveHold, type HoldState, type NewHold } from '../domain/mail.js';
+import { decideHold, findRepeat, getHold, insertHold, mailPolicyFor, recordProxyRequest, reserveHold, type HoldState, type NewHold } from '../domain/mail.js';
 import type { Sql } from '../domain/db/index.js';
 
 interface Pending {
@@ -77,8 +77,12 @@ export class MailGate implements SandboxAuditor, ApprovalDecider {
     // The policy as it is now: stricter than the sandbox's copy wins.
     const now = judge(policy, h.summary);
     if (now.verdict === 'block') return refuse('refused', 'ERR_MAIL_BLOCKED', now.reason, []);
-    const asked = [...new Set([...(h.verdict === 'ask' ? h.ask : []), ...(now.verdict === 'ask' ? now.ask : [])])];
-    const fine = this.approvedFor.get(s.sessionId);
+    const sinceIso = new Date(Date.now() - 3600_000).toISOString();
+    // The same message sent from this chat within the hour (a model retrying a send whose outcome it
+    // never learnt, e.g. after a crash): sent again only when the user says so, whatever the policy.
+    const repeat = await findRepeat(this.db, s.sessionId, h.summary, sinceIso);
+    const asked = repeat ? h.summary.recipients : [...new Set([...(h.verdict === 'ask' ? h.ask : []), ...(now.verdict === 'ask' ? now.ask : [])])];
+    const fine = repeat ? undefined : this.approvedFor.get(s.sessionId);
     const stillAsked = asked.filter((r) => !fine?.has(r));
     // The hourly slot is reserved before anyone is asked (an approval cannot get past the limit);
     // a held send keeps it while it waits, and gives it back when it is denied or times out.
@@ -86,7 +90,6 @@ export class MailGate implements SandboxAuditor, ApprovalDecider {
       stillAsked.length === 0
         ? { ...base, verdict: h.verdict, asked, state: asked.length ? 'approved' : 'sent', scope: asked.length ? 'recipient' : null }
         : { ...base, verdict: 'ask', asked: stillAsked, state: 'pending' };
-    const sinceIso = new Date(Date.now() - 3600_000).toISOString();
     if (!(await reserveHold(this.db, hold, policy.max_per_hour, sinceIso))) {
       return refuse('refused', 'ERR_MAIL_RATE_LIMITED', `at most ${policy.max_per_hour} messages per hour may be sent; try again later`);
     }
@@ -95,13 +98,13 @@ export class MailGate implements SandboxAuditor, ApprovalDecider {
     if (!turn?.onDaemonEvent || turn.turnId !== h.turn_id || turn.signal.aborted) {
       await decideHold(this.db, h.hold_id, 'refused', null, 'ERR_MAIL_APPROVAL_UNAVAILABLE');
       await this.audit(s, 'mail.refused', h, { code: 'ERR_MAIL_APPROVAL_UNAVAILABLE' });
-      return { allow: false, code: 'ERR_MAIL_APPROVAL_UNAVAILABLE', message: 'this send needs the user\'s approval, and only a send made during a chat turn can be approved' };
+      return { allow: false, code: 'ERR_MAIL_APPROVAL_UNAVAILABLE', message: repeat ? `the same message (same recipients, subject and attachments) was already sent from this chat at ${repeat.created_at}; it is sent again only with the user's approval, during a chat turn` : 'this send needs the user\'s approval, and only a send made during a chat turn can be approved' };
     }
-    return this.ask(s, h, turn, stillAsked, policy.approval_timeout_s);
+    return this.ask(s, h, turn, stillAsked, policy.approval_timeout_s, repeat?.created_at);
   }
 
   /** Ask the user about a hold already recorded as `pending`, and record the decision. */
-  private async ask(s: { sessionId: string; userId: number }, h: MailHold, turn: TurnRequest, asked: string[], timeoutS: number): Promise<MailHoldRelease> {
+  private async ask(s: { sessionId: string; userId: number }, h: MailHold, turn: TurnRequest, asked: string[], timeoutS: number, repeatOf?: string): Promise<MailHoldRelease> {
     const timeoutMs = timeoutS * 1000;
     const emit = (e: DaemonEvent) => {
       try {
@@ -133,6 +136,7 @@ export class MailGate implements SandboxAuditor, ApprovalDecider {
           subject: h.summary.subject,
           attachments: h.summary.attachments,
           expires_at: new Date(Date.now() + timeoutMs).toISOString(),
+          ...(repeatOf ? { repeat_of: repeatOf } : {}),
         });
       });
       const state = outcome.decision === 'approved' ? 'approved' : outcome.decision;

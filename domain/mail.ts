@@ -116,6 +116,28 @@ export async function sendsSince(db: Sql, userId: number, sinceIso: string): Pro
 }
 
 /**
+ * An earlier send from the same chat that this one repeats: the same recipients, subject and
+ * attachments (names and sizes), sent or approved since `sinceIso` (docs/proxy.md#repeated-sends).
+ * The body is never stored, so two messages that differ only in their text count as a repeat: the
+ * user, asked, sees the body and decides.
+ */
+export async function findRepeat(db: Sql, sessionId: string, summary: MailSummary, sinceIso: string): Promise<{ id: string; created_at: string } | undefined> {
+  const rows = await db
+    .selectFrom('mail_holds')
+    .select(['id', 'recipients', 'attachments', 'created_at'])
+    .where('session_id', '=', sessionId)
+    .where('subject', '=', summary.subject)
+    .where('state', 'in', ['sent', 'approved'])
+    .where('created_at', '>=', sinceIso)
+    .orderBy('created_at', 'desc')
+    .limit(50)
+    .execute();
+  const same = (a: string[], b: string[]) => a.length === b.length && [...a].sort().join('\n') === [...b].sort().join('\n');
+  const files = (xs: { name: string; size: number }[]) => xs.map((x) => `${x.name}\u0000${x.size}`);
+  return rows.find((r) => same(JSON.parse(r.recipients) as string[], summary.recipients) && same(files(JSON.parse(r.attachments) as MailSummary['attachments']), files(summary.attachments)));
+}
+
+/**
  * Reserve one of the user's hourly slots for a hold and record it (state `pending`, `sent` or
  * `approved`), or return false when the user's last hour already holds `limit` of them. One
  * transaction that first updates the user's row of `mail_send_locks`: on PostgreSQL that row

@@ -34,6 +34,7 @@ const BOTH_ENGINES = [
   'dist/test/integration/chat-budget.test.js',
   // a held send's preview and the approvals of stored turns (domain/chat/approvals.ts)
   'dist/test/integration/mail-approval-preview.test.js',
+  'dist/test/integration/mail-repeat.test.js',
   'dist/test/integration/memory.test.js',
   // files uploaded into a chat (owner checks over the chat store)
   'dist/test/integration/uploads.test.js',

@@ -50,6 +50,7 @@ export function daemonEvent(e: DaemonEvent, seq: number): ChatEvent | undefined 
       subject: String(e.subject).slice(0, 998),
       attachments: e.attachments.slice(0, 200).map((a) => ({ name: String(a.name).slice(0, 255), size: Number(a.size) || 0 })),
       expires_at: e.expires_at,
+      ...(typeof e.repeat_of === 'string' ? { repeat_of: e.repeat_of.slice(0, 40) } : {}),
     };
   }
   if (e.type === 'approval_result') return { type: 'approval_result', seq, approval_id: e.approval_id, decision: e.decision, ...(e.scope ? { scope: e.scope } : {}) };

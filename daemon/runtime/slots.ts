@@ -197,6 +197,10 @@ export class SlotFolders {
       }
       if (leftovers) this.log.warn('sandboxes folder bound onto itself (slot folders from before): the sandboxes see the host path of the data folder until a daemon starts with none running');
       this.madeRootMount = true;
+    } else if (existing.fstype === 'tmpfs' && existing.source === 'airlock-slots') {
+      // Our tmpfs, left by a daemon that did not stop cleanly (SIGKILL, a lost host): this daemon
+      // adopts it with the sandboxes on it, and so releases it at its own clean stop.
+      this.madeRootMount = true;
     } else if (existing.fstype !== 'tmpfs') {
       this.log.warn('the sandboxes folder is a bind mount from before: the sandboxes see the host path of the data folder until a daemon starts with none running');
     }

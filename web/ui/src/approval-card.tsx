@@ -18,6 +18,8 @@ export interface ApprovalPart {
   expires_at: string;
   state: 'pending' | 'approved' | 'denied' | 'timed_out';
   scope?: 'once' | 'recipient';
+  /** The same message was already sent from this chat at this time (ISO 8601). */
+  repeat_of?: string;
 }
 
 const APPROVAL_STATE = { pending: 'Waiting for your approval', approved: 'Approved', denied: 'Not sent', timed_out: 'Not sent: nobody approved in time' } as const;
@@ -138,15 +140,23 @@ export function ApprovalCard({ p, sessionId, onDecide }: { p: ApprovalPart; sess
       <h3>{pending ? 'Send this e-mail?' : 'E-mail held for your approval'}</h3>
       <Fields p={p} preview={preview} sessionId={sessionId} />
       <Body preview={preview} pending={pending} gone={gone} />
-      {p.ask.length > 0 && pending && <p class="muted">Outside your organisation's allowed domains: {p.ask.join(', ')}</p>}
+      {p.repeat_of && pending ? (
+        <p class="banner info" role="note">
+          The same message (recipients, subject and attachments) was already sent from this chat at {new Date(p.repeat_of).toLocaleTimeString()}. Approve only if it should go again.
+        </p>
+      ) : (
+        p.ask.length > 0 && pending && <p class="muted">Outside your organisation's allowed domains: {p.ask.join(', ')}</p>
+      )}
       {pending ? (
         <div class="approval-actions">
           <button type="button" disabled={sending} onClick={() => decide('approve')}>
             Approve
           </button>
-          <button type="button" class="secondary" disabled={sending} onClick={() => decide('approve', 'recipient')}>
-            Approve for {p.ask.length === 1 ? 'this recipient' : 'these recipients'} in this chat
-          </button>
+          {!p.repeat_of && (
+            <button type="button" class="secondary" disabled={sending} onClick={() => decide('approve', 'recipient')}>
+              Approve for {p.ask.length === 1 ? 'this recipient' : 'these recipients'} in this chat
+            </button>
+          )}
           <button type="button" class="danger" disabled={sending} onClick={() => decide('deny')}>
             Deny
           </button>

@@ -117,7 +117,7 @@ export function applyEvent(t: ViewTurn, e: ChatEvent): ViewTurn {
     if (i >= 0) parts[i] = upd;
     else parts.push(upd);
   } else if (e.type === 'approval_request') {
-    parts.push({ kind: 'approval', approval_id: e.approval_id, call_id: e.call_id, recipients: e.recipients, ask: e.ask, subject: e.subject, attachments: e.attachments, expires_at: e.expires_at, state: 'pending' });
+    parts.push({ kind: 'approval', approval_id: e.approval_id, call_id: e.call_id, recipients: e.recipients, ask: e.ask, subject: e.subject, attachments: e.attachments, expires_at: e.expires_at, ...(e.repeat_of ? { repeat_of: e.repeat_of } : {}), state: 'pending' });
   } else if (e.type === 'approval_result') {
     const i = parts.findIndex((p) => p.kind === 'approval' && p.approval_id === e.approval_id);
     const p = parts[i];
