@@ -165,10 +165,11 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
 
   /**
    * The send policy on a mail send's message (docs/proxy.md#send-policy), first wall: a message
-   * it cannot read or the policy blocks never leaves the sandbox; the rest is decided on the host.
+   * whose header block it cannot read or the policy blocks never leaves the sandbox; the rest is
+   * decided on the host, which reads the whole message (its parts, its attachments) again.
    */
   async function checkMail(body: Buffer, base: Record<string, unknown>): Promise<void> {
-    judgeMail(await loadMailPolicy(), body, opts.mailPolicy!, base);
+    judgeMail(await loadMailPolicy(), body, opts.mailPolicy!, base, { headOnly: true });
   }
 
   const server: Server = createServer(

@@ -10,10 +10,18 @@ type MailPolicyModule = typeof import('../mail-policy.js');
  * of its own). A message that cannot be read strictly, or that the policy blocks, is refused;
  * `data` gets the recipient count for the audit record.
  */
-export function judgeMail(mp: MailPolicyModule, body: Buffer, policy: MailPolicy, data: Record<string, unknown>): { summary: MailSummary; verdict: Exclude<ReturnType<MailPolicyModule['judge']>, { verdict: 'block' }> } {
+export function judgeMail(
+  mp: MailPolicyModule,
+  body: Buffer,
+  policy: MailPolicy,
+  data: Record<string, unknown>,
+  o: { headOnly?: boolean } = {},
+): { summary: MailSummary; verdict: Exclude<ReturnType<MailPolicyModule['judge']>, { verdict: 'block' }> } {
   let summary: MailSummary;
   try {
-    summary = mp.summarise(mp.rawMessage(body));
+    // headOnly (the proxy): the header block alone decides recipients; the gateway reads all of it.
+    const head = o.headOnly ? mp.rawHead(body) : null;
+    summary = head ? mp.summarise(head, { headOnly: true }) : mp.summarise(mp.rawMessage(body));
   } catch (err) {
     if (err instanceof mp.MailParseError) throw new ProxyRefusal(err.code, err.message);
     throw err;

@@ -10,7 +10,7 @@
  */
 import t from 'tap';
 import fc from 'fast-check';
-import { summarise } from '../../core/mail-policy.js';
+import { rawHead, rawMessage, summarise } from '../../core/mail-policy.js';
 import { disagree, readAll, READERS } from '../helpers/mail-readers.js';
 import { AMBIGUOUS_MAILS, HOSTILE_MAILS, hostileMessage } from '../helpers/mail-hostile.js';
 
@@ -100,4 +100,41 @@ t.test('the red team\'s categories: readers disagree, and the strict reading ref
 
 t.test('further ambiguous shapes are refused too', async (t) => {
   for (const m of AMBIGUOUS_MAILS) t.match(strict(Buffer.from(hostileMessage(m), 'latin1')), { ok: false, code: 'ERR_MAIL_AMBIGUOUS', message: m.says }, m.name);
+});
+
+/**
+ * The proxy judges on the header block alone (rawHead + summarise headOnly); the gateway on the host
+ * reads the whole message. Over the generated messages, each in a send body with a body part large
+ * enough to span many decoding steps: wherever the whole reading accepts, the head reading sees the
+ * same recipients, counts and subject; wherever the head reading refuses, the whole reading refuses
+ * with the same code. So the proxy never refuses what the host would send, and what it lets through
+ * is read again in full on the host.
+ */
+t.test("the proxy's head-only reading agrees with the host's whole reading", async (t) => {
+  const raws = fc.sample(message, { numRuns: 400, seed: 3102 });
+  const filler = Buffer.from(`${'A'.repeat(76)}\r\n`.repeat(2000));
+  const failures: string[] = [];
+  const read = (f: () => unknown) => {
+    try {
+      return { ok: true as const, v: JSON.stringify({ ...(f() as object), attachments: undefined, bytes: undefined }) };
+    } catch (err) {
+      return { ok: false as const, code: (err as { code?: string }).code ?? 'none' };
+    }
+  };
+  let headsRead = 0;
+  for (const raw of raws) {
+    const msg = Buffer.concat([raw, filler]);
+    const body = Buffer.from(JSON.stringify({ raw: msg.toString('base64url') }));
+    const head = rawHead(body);
+    if (head) headsRead++;
+    const h = read(() => (head ? summarise(head, { headOnly: true }) : summarise(rawMessage(body))));
+    const w = read(() => summarise(rawMessage(body)));
+    if (w.ok && (!h.ok || h.v !== w.v)) failures.push(`whole accepts, head ${h.ok ? h.v : h.code}: ${JSON.stringify(raw.toString('latin1').slice(0, 200))}`);
+    if (!h.ok && (w.ok || w.code !== h.code)) failures.push(`head refuses ${h.code}, whole ${w.ok ? 'accepts' : w.code}`);
+  }
+  t.same(failures.slice(0, 10), [], 'the same reading wherever it matters');
+  t.ok(headsRead >= 300, `the head was read without the rest of the message (${headsRead} of ${raws.length})`);
+  const big = Buffer.from(JSON.stringify({ raw: Buffer.concat([Buffer.from('To: a@corp.example\r\nSubject: s\r\n\r\n'), Buffer.alloc(4 << 20, 0x41)]).toString('base64url') }));
+  t.equal(rawHead(big)?.toString(), 'To: a@corp.example\r\nSubject: s\r\n\r\n', 'a 4 MiB message: only its header block is decoded');
+  t.equal(rawHead(Buffer.from('{"raw":"x","threadId":"t"}')), null, 'another body shape: no head reading (the whole message is read)');
 });
