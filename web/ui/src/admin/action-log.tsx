@@ -1,10 +1,11 @@
 // The action log: GET /api/data-authorization/audit, newest first, with event, severity and subject
 // filters; 50 a page in one table, "Older entries" continues the same query with the server's cursor.
+import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { LogAccount, LogEntry, LogPage } from '../../../admin-api.js';
 import { api } from '../api.js';
 import { rendered } from './focus.js';
-import { Field, fmtTime, Json, LoadFailed, PageTitle, Section, Select, Status, Table, useActions, useUserPicker, type Column } from './common.js';
+import { Field, fmtTime, Json, LoadFailed, PageTitle, Section, Select, Status, Table, useActions, useUserPicker, type Actions, type Column } from './common.js';
 
 const BASE = '/api/data-authorization';
 export const PAGE_SIZE = 50;
@@ -122,42 +123,7 @@ export function ActionLogPage() {
         intro="Every audited action, newest first: sign-ins, data access, identity and directory changes, sessions and chats. Filter by event (a name, or a prefix like identity.*), severity and subject."
       />
       <Section title="Entries">
-        <form
-          id="log-form"
-          class="row"
-          onSubmit={(e) => {
-            e.preventDefault();
-            void status.run('apply', first);
-          }}
-        >
-          <Field id="log-event" label="Event">
-            <input type="text" id="log-event" list="log-events" placeholder="bi.denied or identity.*" value={event} onInput={(e) => setEvent(e.currentTarget.value)} />
-          </Field>
-          <datalist id="log-events">
-            {SUGGESTED_EVENTS.map((v) => (
-              <option key={v} value={v} />
-            ))}
-          </datalist>
-          <Field id="log-severity" label="Severity">
-            <Select
-              id="log-severity"
-              value={severity}
-              onChange={setSeverity}
-              options={[
-                ['', 'any'],
-                ['info', 'info'],
-                ['warning', 'warning'],
-                ['critical', 'critical'],
-              ]}
-            />
-          </Field>
-          <Field id="log-subject" label="Subject user">
-            {subject.field}
-          </Field>
-          <button type="submit" id="log-apply" disabled={status.busy === 'apply'}>
-            Apply filters
-          </button>
-        </form>
+        <LogFilters status={status} apply={first} event={event} setEvent={setEvent} severity={severity} setSeverity={setSeverity} subjectField={subject.field} />
         <Status id="log-status" notice={status.notice} />
         <p class="muted" id="log-count" aria-live="polite">
           {count ? `${count} entr${count === 1 ? 'y' : 'ies'} shown${before !== null ? '; older ones remain' : ''}.` : ''}
@@ -170,5 +136,46 @@ export function ActionLogPage() {
         </button>
       </Section>
     </div>
+  );
+}
+
+function LogFilters(p: { status: Actions; apply(): Promise<void>; event: string; setEvent(v: string): void; severity: string; setSeverity(v: string): void; subjectField: ComponentChildren }) {
+  return (
+    <form
+      id="log-form"
+      class="row"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void p.status.run('apply', p.apply);
+      }}
+    >
+      <Field id="log-event" label="Event">
+        <input type="text" id="log-event" list="log-events" placeholder="bi.denied or identity.*" value={p.event} onInput={(e) => p.setEvent(e.currentTarget.value)} />
+      </Field>
+      <datalist id="log-events">
+        {SUGGESTED_EVENTS.map((v) => (
+          <option key={v} value={v} />
+        ))}
+      </datalist>
+      <Field id="log-severity" label="Severity">
+        <Select
+          id="log-severity"
+          value={p.severity}
+          onChange={p.setSeverity}
+          options={[
+            ['', 'any'],
+            ['info', 'info'],
+            ['warning', 'warning'],
+            ['critical', 'critical'],
+          ]}
+        />
+      </Field>
+      <Field id="log-subject" label="Subject user">
+        {p.subjectField}
+      </Field>
+      <button type="submit" id="log-apply" disabled={p.status.busy === 'apply'}>
+        Apply filters
+      </button>
+    </form>
   );
 }

@@ -44,30 +44,7 @@ export function AssignmentsPage() {
     <div class="admin access">
       <PageTitle title={title} intro={intro} />
       <Section title="Assignments">
-        <Table
-          id="assignments-table"
-          rows={assignments}
-          rowKey={(a) => a.id}
-          empty="No assignments."
-          cols={[
-            { title: 'User', render: (a) => <Clip text={`${a.username} (id ${a.user_id})`} cls="name" /> },
-            { title: 'Role', render: (a) => a.role },
-            { title: 'Since', render: (a) => fmtTime(a.created_at) },
-            {
-              title: 'Actions',
-              render: (a) => (
-                <div class="row compact">
-                  <button type="button" class="secondary" aria-label={`Effective policy of ${a.username}`} onClick={() => void eff.show(String(a.user_id))}>
-                    Effective policy
-                  </button>
-                  <button type="button" class="danger" aria-label={`Remove ${a.role} from ${a.username}`} disabled={status.busy === `remove-${a.id}`} onClick={() => void remove(a)}>
-                    Remove
-                  </button>
-                </div>
-              ),
-            },
-          ]}
-        />
+        <AssignmentsTable assignments={assignments} busy={status.busy} onEffective={(a) => void eff.show(String(a.user_id))} onRemove={(a) => void remove(a)} />
         {total > assignments.length ? (
           <p class="muted">
             Showing {assignments.length} of {total}.
@@ -96,6 +73,35 @@ export function AssignmentsPage() {
       </Section>
       {eff.section}
     </div>
+  );
+}
+
+function AssignmentsTable(p: { assignments: AssignmentView[]; busy: string | null; onEffective(a: AssignmentView): void; onRemove(a: AssignmentView): void }) {
+  return (
+    <Table
+      id="assignments-table"
+      rows={p.assignments}
+      rowKey={(a) => a.id}
+      empty="No assignments."
+      cols={[
+        { title: 'User', render: (a) => <Clip text={`${a.username} (id ${a.user_id})`} cls="name" /> },
+        { title: 'Role', render: (a) => a.role },
+        { title: 'Since', render: (a) => fmtTime(a.created_at) },
+        {
+          title: 'Actions',
+          render: (a) => (
+            <div class="row compact">
+              <button type="button" class="secondary" aria-label={`Effective policy of ${a.username}`} onClick={() => p.onEffective(a)}>
+                Effective policy
+              </button>
+              <button type="button" class="danger" aria-label={`Remove ${a.role} from ${a.username}`} disabled={p.busy === `remove-${a.id}`} onClick={() => p.onRemove(a)}>
+                Remove
+              </button>
+            </div>
+          ),
+        },
+      ]}
+    />
   );
 }
 

@@ -4,7 +4,7 @@
 import { useState } from 'preact/hooks';
 import type { ChatModelAdminInput, ChatModelAdminList, ChatModelAdminView } from '../../../admin-api.js';
 import { api } from '../api.js';
-import { Checkbox, Clip, Field, hintFor, LoadFailed, Loading, PageTitle, Section, Select, Status, Table, useActions, useLoad } from './common.js';
+import { Checkbox, Clip, Field, hintFor, LoadFailed, Loading, PageTitle, Section, Select, Status, Table, useActions, useLoad, type Actions } from './common.js';
 
 const BASE = '/api/admin/chat-models';
 const PROVIDERS: [string, string][] = [
@@ -40,8 +40,6 @@ export function ChatModelsPage() {
   const [data, failed, reload] = useLoad(() => api<ChatModelAdminList>('GET', BASE));
   const [form, setForm] = useState<Form>(EMPTY);
   const [editing, setEditing] = useState<string | null>(null);
-  const set = (k: keyof Form) => (v: string | boolean) => setForm((f) => ({ ...f, [k]: v }));
-  const text = (k: keyof Form) => (e: Event) => set(k)((e.currentTarget as HTMLInputElement).value);
 
   const intro = 'The models people can pick for a chat. The default comes from AIRLOCK_MODEL_* and follows it until you change it here. Keys are stored encrypted and never shown again.';
   if (failed || !data) {
@@ -58,15 +56,6 @@ export function ChatModelsPage() {
     formStatus.setNotice(null);
     document.getElementById('cm-label')?.focus();
   };
-  const save = () =>
-    formStatus.run('save', async () => {
-      const body = bodyOf(form, !!editing);
-      const m = editing ? await api<ChatModelAdminView>('PATCH', `${BASE}/${encodeURIComponent(editing)}`, body) : await api<ChatModelAdminView>('POST', BASE, body);
-      setForm(EMPTY);
-      setEditing(null);
-      await reload();
-      formStatus.ok(`${m.label} saved.`);
-    });
   const toggle = (m: ChatModelAdminView) =>
     status.run(`toggle-${m.id}`, async () => {
       await api('PATCH', `${BASE}/${encodeURIComponent(m.id)}`, { enabled: !m.enabled });
@@ -80,98 +69,124 @@ export function ChatModelsPage() {
       await reload();
       status.ok(`${m.label} deleted.`);
     });
+  const done = () => {
+    setForm(EMPTY);
+    setEditing(null);
+  };
   return (
     <div class="admin chat-models">
       <PageTitle title="Chat models" intro={intro} />
       <Section title="Models on offer">
         <Status id="cm-status" notice={status.notice} />
-        <Table
-          id="chat-models-table"
-          rows={data.models}
-          rowKey={(m) => m.id}
-          empty="No models."
-          cols={[
-            {
-              title: 'Model',
-              render: (m) => (
-                <div>
-                  <Clip text={m.label} cls="name" /> {m.default ? <span class="badge">default</span> : null} {m.enabled ? null : <span class="badge warning">disabled</span>}
-                  <div class="muted small">
-                    <code>{m.id}</code> · {m.provider} · <code>{m.model}</code>
-                  </div>
-                </div>
-              ),
-            },
-            { title: 'Base URL', render: (m) => <Clip text={m.base_url ?? '—'} /> },
-            { title: 'Key', render: (m) => (m.has_key ? 'set' : 'none') },
-            { title: 'Context (tokens)', render: (m) => m.context_tokens.toLocaleString() },
-            { title: 'Chats', render: (m) => String(m.chats) },
-            {
-              title: 'Actions',
-              render: (m) => (
-                <div class="row compact">
-                  <button type="button" class="secondary" aria-label={`Edit ${m.label}`} onClick={() => edit(m)}>
-                    Edit
-                  </button>
-                  {m.default ? null : (
-                    <>
-                      <button type="button" class="secondary" aria-label={`${m.enabled ? 'Disable' : 'Enable'} ${m.label}`} disabled={status.busy === `toggle-${m.id}`} onClick={() => void toggle(m)}>
-                        {m.enabled ? 'Disable' : 'Enable'}
-                      </button>
-                      <button type="button" class="danger" aria-label={`Delete ${m.label}`} disabled={status.busy === `delete-${m.id}`} onClick={() => void remove(m)}>
-                        Delete
-                      </button>
-                    </>
-                  )}
-                </div>
-              ),
-            },
-          ]}
-        />
+        <ModelsTable models={data.models} busy={status.busy} onEdit={edit} onToggle={(m) => void toggle(m)} onDelete={(m) => void remove(m)} />
       </Section>
       <Section title={editing ? `Edit ${editing}` : 'Add a model'} headingId="cm-form-heading">
-        <form
-          id="chat-model-form"
-          onSubmit={(e) => {
-            e.preventDefault();
-            void save();
-          }}
-        >
-          <Field id="cm-id" label="Id" hint="A short name: lower-case letters, digits and dashes. It cannot change.">
-            <input id="cm-id" value={form.id} onInput={text('id')} disabled={!!editing} required aria-describedby={hintFor('cm-id')} />
-          </Field>
-          <Field id="cm-label" label="Label (what people see in the picker)">
-            <input id="cm-label" value={form.label} onInput={text('label')} required />
-          </Field>
-          <Field id="cm-provider" label="Provider">
-            <Select id="cm-provider" options={PROVIDERS} value={form.provider} onChange={(v) => set('provider')(v)} />
-          </Field>
-          <Field id="cm-model" label="Model name" hint="As the provider names it, e.g. gpt-4o or claude-sonnet-4.">
-            <input id="cm-model" value={form.provider === 'demo' ? 'demo' : form.model} disabled={form.provider === 'demo'} onInput={text('model')} aria-describedby={hintFor('cm-model')} />
-          </Field>
-          <Field id="cm-base" label="Base URL" hint="OpenAI-compatible: the versioned base (…/v1). Anthropic: the API root. Not used by the demo model.">
-            <input id="cm-base" type="url" value={form.base_url} onInput={text('base_url')} aria-describedby={hintFor('cm-base')} />
-          </Field>
-          <Field id="cm-key" label="API key" hint={editing ? 'Write-only: leave empty to keep the stored key.' : 'Write-only: stored encrypted, never shown again. Leave empty for a server that needs none.'}>
-            <input id="cm-key" type="password" autocomplete="off" value={form.api_key} onInput={text('api_key')} disabled={form.remove_key} aria-describedby={hintFor('cm-key')} />
-          </Field>
-          {editing ? <Checkbox id="cm-remove-key" label="Remove the stored key" checked={form.remove_key} onChange={set('remove_key')} /> : null}
-          <Field id="cm-context" label="Context budget (tokens)" hint="Past it the oldest whole turns of a chat are left out of the request.">
-            <input id="cm-context" type="number" min={1000} max={10000000} value={form.context_tokens} onInput={text('context_tokens')} aria-describedby={hintFor('cm-context')} />
-          </Field>
-          <Status id="cm-form-status" notice={formStatus.notice} />
-          <div class="row compact">
-            <button type="submit" id="cm-save" disabled={formStatus.busy === 'save'}>
-              {editing ? 'Save changes' : 'Add model'}
-            </button>
-            {editing ? (
-              <button type="button" class="secondary" onClick={() => (setEditing(null), setForm(EMPTY))}>
-                Cancel
-              </button>
-            ) : null}
-          </div>
-        </form>
+        <ModelForm form={form} setForm={setForm} editing={editing} status={formStatus} done={done} reload={reload} />
       </Section>
     </div>
+  );
+}
+
+function ModelsTable(p: { models: ChatModelAdminView[]; busy: string | null; onEdit(m: ChatModelAdminView): void; onToggle(m: ChatModelAdminView): void; onDelete(m: ChatModelAdminView): void }) {
+  return (
+    <Table
+      id="chat-models-table"
+      rows={p.models}
+      rowKey={(m) => m.id}
+      empty="No models."
+      cols={[
+        {
+          title: 'Model',
+          render: (m) => (
+            <div>
+              <Clip text={m.label} cls="name" /> {m.default ? <span class="badge">default</span> : null} {m.enabled ? null : <span class="badge warning">disabled</span>}
+              <div class="muted small">
+                <code>{m.id}</code> · {m.provider} · <code>{m.model}</code>
+              </div>
+            </div>
+          ),
+        },
+        { title: 'Base URL', render: (m) => <Clip text={m.base_url ?? '—'} /> },
+        { title: 'Key', render: (m) => (m.has_key ? 'set' : 'none') },
+        { title: 'Context (tokens)', render: (m) => m.context_tokens.toLocaleString() },
+        { title: 'Chats', render: (m) => String(m.chats) },
+        {
+          title: 'Actions',
+          render: (m) => (
+            <div class="row compact">
+              <button type="button" class="secondary" aria-label={`Edit ${m.label}`} onClick={() => p.onEdit(m)}>
+                Edit
+              </button>
+              {m.default ? null : (
+                <>
+                  <button type="button" class="secondary" aria-label={`${m.enabled ? 'Disable' : 'Enable'} ${m.label}`} disabled={p.busy === `toggle-${m.id}`} onClick={() => p.onToggle(m)}>
+                    {m.enabled ? 'Disable' : 'Enable'}
+                  </button>
+                  <button type="button" class="danger" aria-label={`Delete ${m.label}`} disabled={p.busy === `delete-${m.id}`} onClick={() => p.onDelete(m)}>
+                    Delete
+                  </button>
+                </>
+              )}
+            </div>
+          ),
+        },
+      ]}
+    />
+  );
+}
+
+function ModelForm({ form, setForm, editing, status, done, reload }: { form: Form; setForm(f: (f: Form) => Form): void; editing: string | null; status: Actions; done(): void; reload(): Promise<void> }) {
+  const set = (k: keyof Form) => (v: string | boolean) => setForm((f) => ({ ...f, [k]: v }));
+  const text = (k: keyof Form) => (e: Event) => set(k)((e.currentTarget as HTMLInputElement).value);
+  const save = () =>
+    status.run('save', async () => {
+      const body = bodyOf(form, !!editing);
+      const m = editing ? await api<ChatModelAdminView>('PATCH', `${BASE}/${encodeURIComponent(editing)}`, body) : await api<ChatModelAdminView>('POST', BASE, body);
+      done();
+      await reload();
+      status.ok(`${m.label} saved.`);
+    });
+  return (
+    <form
+      id="chat-model-form"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void save();
+      }}
+    >
+      <Field id="cm-id" label="Id" hint="A short name: lower-case letters, digits and dashes. It cannot change.">
+        <input id="cm-id" value={form.id} onInput={text('id')} disabled={!!editing} required aria-describedby={hintFor('cm-id')} />
+      </Field>
+      <Field id="cm-label" label="Label (what people see in the picker)">
+        <input id="cm-label" value={form.label} onInput={text('label')} required />
+      </Field>
+      <Field id="cm-provider" label="Provider">
+        <Select id="cm-provider" options={PROVIDERS} value={form.provider} onChange={(v) => set('provider')(v)} />
+      </Field>
+      <Field id="cm-model" label="Model name" hint="As the provider names it, e.g. gpt-4o or claude-sonnet-4.">
+        <input id="cm-model" value={form.provider === 'demo' ? 'demo' : form.model} disabled={form.provider === 'demo'} onInput={text('model')} aria-describedby={hintFor('cm-model')} />
+      </Field>
+      <Field id="cm-base" label="Base URL" hint="OpenAI-compatible: the versioned base (…/v1). Anthropic: the API root. Not used by the demo model.">
+        <input id="cm-base" type="url" value={form.base_url} onInput={text('base_url')} aria-describedby={hintFor('cm-base')} />
+      </Field>
+      <Field id="cm-key" label="API key" hint={editing ? 'Write-only: leave empty to keep the stored key.' : 'Write-only: stored encrypted, never shown again. Leave empty for a server that needs none.'}>
+        <input id="cm-key" type="password" autocomplete="off" value={form.api_key} onInput={text('api_key')} disabled={form.remove_key} aria-describedby={hintFor('cm-key')} />
+      </Field>
+      {editing ? <Checkbox id="cm-remove-key" label="Remove the stored key" checked={form.remove_key} onChange={set('remove_key')} /> : null}
+      <Field id="cm-context" label="Context budget (tokens)" hint="Past it the oldest whole turns of a chat are left out of the request.">
+        <input id="cm-context" type="number" min={1000} max={10000000} value={form.context_tokens} onInput={text('context_tokens')} aria-describedby={hintFor('cm-context')} />
+      </Field>
+      <Status id="cm-form-status" notice={status.notice} />
+      <div class="row compact">
+        <button type="submit" id="cm-save" disabled={status.busy === 'save'}>
+          {editing ? 'Save changes' : 'Add model'}
+        </button>
+        {editing ? (
+          <button type="button" class="secondary" onClick={done}>
+            Cancel
+          </button>
+        ) : null}
+      </div>
+    </form>
   );
 }
