@@ -377,6 +377,7 @@ if (docker) {
     clock.advance(601_000);
     await sessions.reap(); // (the daemon's own reaper may have got there first: either removes it)
     t.notOk(live(), 'reaped when idle');
+    await sessions.poolReady(); // the member the first prompt claimed has been replaced
     const afterReap = await streamTurn(c, { message: 'hello three', session_id: sid });
     t.match(said(afterReap), /message 3 of this conversation/, 'after the idle reap, in a pool member: the whole conversation');
     t.not(live()?.containerId, before);
