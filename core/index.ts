@@ -16,3 +16,4 @@ export * from './attach-frames.js';
 export * from './agent-host.js';
 export * from './mcp-configure.js';
 export * from './transcript.js';
+export * from './clock.js';

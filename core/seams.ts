@@ -2,7 +2,9 @@
  * The daemon-internal seams: declared here so the runtime, the proxy/token area, the chat area
  * and the mail gate can be built apart and wired together in daemon/serve.ts. Types only.
  */
-import type { AgentEvent, DaemonEvent, StopReason, ProfileRoute, MailPolicy, MailSummary, ProxyDecisionRecord, TurnEndExtras } from './sandbox-protocol.js';
+import type { AgentEvent, DaemonEvent, StopReason, TurnEndExtras } from './sandbox-events.js';
+import type { MailPolicy, MailSummary, ProxyDecisionRecord } from './sandbox-control.js';
+import type { ProfileRoute } from './sandbox-profile.js';
 import type { TranscriptItem } from './transcript.js';
 
 /** One chat turn in a session's sandbox. Implemented by the daemon's session manager. */

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { NodeClient, type Config, type NodeTarget, type Logger, type TurnRequest, type TurnResult, type TurnRunner } from '../core/index.js';
+import { NodeClient, systemClock, type Clock, type Config, type NodeTarget, type Logger, type TurnRequest, type TurnResult, type TurnRunner } from '../core/index.js';
 import type { Database, Sql } from '../domain/db/index.js';
 import type { RefreshLease } from './tokens.js';
 import { acquireLease, heartbeat, purgeNonces, leaveFleet, listNodes, releaseLease, markLostSandboxes, ownSandbox, registerNode, releaseSandbox, sandboxOf } from '../domain/fleet.js';
@@ -28,6 +28,8 @@ export interface FleetMemberOptions {
   log: Logger;
   /** Live sessions on this node now (not pool members). */
   liveSessions: () => number;
+  /** The clock heartbeats, lost nodes and nonce expiry are read on (core/clock.ts); the real one by default. */
+  clock?: Clock;
 }
 
 /**
@@ -53,7 +55,7 @@ export class FleetMember {
 
   async start(): Promise<void> {
     const { config, database } = this.#o;
-    await registerNode(database.sql, { id: config.node.id, url: config.node.url, version: airlockVersion(), capacity: config.sandbox.maxSessions });
+    await registerNode(database.sql, { id: config.node.id, url: config.node.url, version: airlockVersion(), capacity: config.sandbox.maxSessions }, new Date((this.#o.clock ?? systemClock).now()));
     this.#timer = setInterval(() => void this.beat(), config.node.heartbeatS * 1000);
     this.#timer.unref();
   }
@@ -62,12 +64,13 @@ export class FleetMember {
   beat(): Promise<void> {
     this.#beat ??= (async () => {
       const { config, database, log } = this.#o;
+      const now = (this.#o.clock ?? systemClock).now();
       try {
-        await heartbeat(database.sql, config.node.id, this.#o.liveSessions());
-        const lost = await markLostSandboxes(database.sql, config.node.lostS);
+        await heartbeat(database.sql, config.node.id, this.#o.liveSessions(), new Date(now));
+        const lost = await markLostSandboxes(database.sql, config.node.lostS, new Date(now));
         if (lost) log.warn({ sessions: lost }, 'sandboxes of silent nodes marked lost');
         // Nonces of signed requests between nodes whose window ended (idempotent, like the sweep).
-        await purgeNonces(database.sql);
+        await purgeNonces(database.sql, now);
         if (this.#failing) log.info('database answers again; heartbeats resumed');
         this.#failing = false;
       } catch (err) {
@@ -97,7 +100,7 @@ export class FleetSessions implements TurnRunner {
   /** The session manager (set once the runtime started; adoption asks mayAdopt before that). */
   runner?: TurnRunner;
 
-  constructor(private readonly o: { config: Readonly<Config>; database: Database; log: Logger }) {}
+  constructor(private readonly o: { config: Readonly<Config>; database: Database; log: Logger; clock?: Clock }) {}
 
   async runTurn(req: TurnRequest): Promise<TurnResult> {
     if (!this.runner) throw new TypeError('FleetSessions: no runner');
@@ -128,7 +131,7 @@ export class FleetSessions implements TurnRunner {
     const row = await sandboxOf(this.o.database.sql, sessionId);
     // No row: a single host upgraded from before the fleet keeps its sessions; in a fleet the
     // session was taken over and has ended elsewhere since.
-    if (!row) return (await listNodes(this.o.database.sql, this.o.config.node.lostS)).length <= 1;
+    if (!row) return (await listNodes(this.o.database.sql, this.o.config.node.lostS, new Date((this.o.clock ?? systemClock).now()))).length <= 1;
     return row.node_id === this.o.config.node.id && row.state !== 'lost';
   }
 }

@@ -1,6 +1,6 @@
 import { DbSessionStore, startWebServer, type WebServer, type WebServices } from '../web/index.js';
 import { openBase, type DaemonBase } from './context.js';
-import { AppError, atRestEncryptor, createMetrics, isAppError, mintAgentUserToken, tokenRequest, type Config, type Logger, type SessionPreparer } from '../core/index.js';
+import { AppError, atRestEncryptor, createMetrics, isAppError, mintAgentUserToken, tokenRequest, type Clock, type Config, type Logger, type SessionPreparer } from '../core/index.js';
 import type { AgentSessionCheck, AttachPort, OperatorPort, SandboxControl } from '../web/index.js';
 import { DirectorySyncRunner } from './directory-sync/index.js';
 import type { EgressGateway } from '../core/sandbox-protocol.js';
@@ -31,6 +31,8 @@ export interface ServeOptions {
   services?: WebServices;
   /** Sandbox runtime seams (other areas plug in here); false disables the runtime (web-only tests). */
   runtime?: { preparer?: SessionPreparer; egress?: EgressGateway; owner?: string } | false;
+  /** The clock sessions and the fleet membership read ages on (core/clock.ts); tests advance one. */
+  clock?: Clock;
 }
 
 /** Start the daemon: database, services, web app. */
@@ -87,7 +89,7 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   // the old daemon's memory only); that needs no host route, so it is there before the listener.
   const credentials = new OverlayPreparer({ config, db: base.database.sql, encryptor, tokens: tokenService, log: base.log.child({ area: 'overlay' }) });
   const latePreparer: SessionPreparer = { prepare: (req) => preparer!.prepare(req), credentials: (req) => credentials.credentials(req) };
-  const fleetSessions = new FleetSessions(base);
+  const fleetSessions = new FleetSessions({ ...base, clock: opts.clock });
   // The send policy's daemon side and the proxy's audit trail (docs/audit.md).
   const mailGate = new MailGate(base.database.sql, config, base.log.child({ area: 'mail' }));
   services.approvals ??= mailGate;
@@ -113,7 +115,7 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
     // and so does a session another node of the fleet took over meanwhile.
     mayAdopt: async ({ sessionId, userId }) => (await getUserById(base.database.sql, userId))?.is_active === true && (await fleetSessions.mayAdopt(sessionId)),
   };
-  const runtimeOpts = opts.runtime === false ? undefined : { preparer: latePreparer, egress: egressGateway as EgressGateway, hooks, auditor, ...(opts.runtime || {}) };
+  const runtimeOpts = opts.runtime === false ? undefined : { preparer: latePreparer, egress: egressGateway as EgressGateway, hooks, auditor, clock: opts.clock, ...(opts.runtime || {}) };
   const runtime = runtimeOpts ? await startRuntime({ ...base, metrics, ...runtimeOpts }) : undefined;
   if (runtimeOpts && !runtime) {
     // No engine: no sandbox is live, so no agent token is either.
@@ -146,7 +148,7 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   }
   const web = await startWebServer({ ...base, sessions, services, encryptor });
   // Membership of the fleet (a single host is a fleet of one): registration, heartbeats, lost nodes.
-  const fleet = new FleetMember({ ...base, liveSessions: () => runtime?.sessions.list().filter((s) => s.sessionId).length ?? 0 });
+  const fleet = new FleetMember({ ...base, clock: opts.clock, liveSessions: () => runtime?.sessions.list().filter((s) => s.sessionId).length ?? 0 });
   await fleet.start();
   // The host route's upstream: this daemon's own listener, as the egress gateway reaches it.
   const hostOrigin = `http://${['0.0.0.0', '::'].includes(config.host) ? '127.0.0.1' : config.host.includes(':') ? `[${config.host}]` : config.host}:${web.port}`;

@@ -20,8 +20,8 @@
  * here, a container escape or a checkpoint finds placeholders only. The child runs under another
  * uid, so it cannot read this process's memory or /proc/<pid>/environ (its placeholders).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, readFileSync, unlinkSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { chmodSync, unlinkSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { startCredentialProxy, type RunningProxy } from '../proxy/index.js';
 import {
@@ -31,10 +31,8 @@ import {
   SANDBOX_EGRESS_SOCKET,
   SANDBOX_PROFILE,
   SANDBOX_PROXY_PORT,
-  AGENT_SETTING_ENVS,
   SANDBOX_WORKSPACE,
   ControlRequestSchema,
-  SessionProfileSchema,
   type ControlMessage,
   type ControlRequest,
   type SessionProfile,
@@ -44,11 +42,13 @@ import {
   type TurnEndExtras,
   type SupervisorStatus,
 } from '../core/sandbox-protocol.js';
-import { LineWriter, checkMessage, protocolLogFields, readMessages, type LineReader } from '../core/ndjson.js';
+import { LineWriter, protocolLogFields, readMessages } from '../core/ndjson.js';
 import { AgentProcess } from '../core/agent-host.js';
 import { sameLaunch, type AgentLaunch, type LaunchedAgent } from '../core/agent-launch.js';
-import { agentCommand, childBaseEnv, idleChildLaunch, IDLE_CHILD_CWD } from './idle-child.js';
+import { agentCommand, idleChildLaunch, IDLE_CHILD_CWD } from './idle-child.js';
 import { endStrays } from './strays.js';
+import { coded, errorCode, readProfile, sessionEnv } from './session-env.js';
+import { operatorShell, type Conn } from './operator-shell.js';
 
 export interface SupervisorOptions {
   controlSocket?: string;
@@ -77,13 +77,9 @@ export interface SupervisorOptions {
   log?: (level: 'info' | 'warn' | 'error', msg: string, data?: Record<string, unknown>) => void;
 }
 
-const ENV_NAME = /^[A-Z][A-Z0-9_]{0,63}$/;
 const CHILD_READY_TIMEOUT_MS = 15_000;
 const CANCEL_GRACE_MS = 5_000;
-/** Env names the child may never receive, whatever the daemon sends. */
-const FORBIDDEN_CHILD_ENV = new Set(['MCP_INTERNAL_SECRET', 'AGENT_USER_TOKEN_SECRET', 'NODE_OPTIONS', 'LD_PRELOAD', 'LD_LIBRARY_PATH']);
 
-type Conn = { socket: Socket; out: LineWriter<ControlMessage>; reader?: LineReader; shell?: ChildProcess };
 
 export class Supervisor {
   private readonly o: Required<Omit<SupervisorOptions, 'log' | 'prestarted'>> & Pick<SupervisorOptions, 'log'>;
@@ -117,6 +113,8 @@ export class Supervisor {
     };
     this.prestarted = opts.prestarted;
   }
+
+  private readonly warn = (msg: string, data?: Record<string, unknown>): void => this.log('warn', msg, data);
 
   private log(level: 'info' | 'warn' | 'error', msg: string, data?: Record<string, unknown>): void {
     this.o.log?.(level, msg, data);
@@ -199,7 +197,7 @@ export class Supervisor {
           await this.shutdown();
           return;
         case 'shell':
-          return this.shell(conn, id);
+          return operatorShell(conn, { uid: this.o.childUid, gid: this.o.childGid, cwd: this.o.childCwd }, (data) => this.reply(conn, id, data));
       }
     } catch (err) {
       const code = errorCode(err);
@@ -231,7 +229,7 @@ export class Supervisor {
       throw coded('ERR_SANDBOX_ALREADY_STARTED', 'this sandbox already belongs to another session');
     }
     if (this.retired || this.stopping) throw coded('ERR_SANDBOX_CHILD_EXITED', 'the agent of this sandbox stopped before its session');
-    const profile = this.readProfile();
+    const profile = readProfile(this.o.profilePath, this.warn);
     if (profile.session_id !== spec.session_id) throw coded('ERR_SANDBOX_PROFILE', 'profile.json is for another session');
     this.spec = spec;
     this.profile = profile;
@@ -247,51 +245,10 @@ export class Supervisor {
       currentTurn: () => this.turn?.id ?? null,
     });
     // The child is usually up already (spawned idle at boot): only the session's parts go to it.
-    if (this.child) void this.child.configure(this.sessionEnv(), this.o.childCwd).catch(() => undefined);
+    if (this.child) void this.child.configure(sessionEnv(this.spec!, this.profile, this.proxy?.port ?? SANDBOX_PROXY_PORT, this.warn), this.o.childCwd).catch(() => undefined);
     else this.spawnChild();
     await this.waitChild('ready');
     this.o.log?.('info', 'sandbox started', { session_id: spec.session_id, routes: profile.routes.length });
-  }
-
-  /** profile.json, checked against its schema (the daemon writes it; the child may read it). */
-  private readProfile(): SessionProfile {
-    let raw: unknown;
-    try {
-      raw = JSON.parse(readFileSync(this.o.profilePath, 'utf8'));
-    } catch (err) {
-      throw coded('ERR_SANDBOX_PROFILE', `profile.json cannot be read (${errorCode(err) ?? 'not JSON'})`);
-    }
-    const r = checkMessage(SessionProfileSchema, raw);
-    if (!r.ok) {
-      this.log('warn', 'bad profile.json', protocolLogFields(r.err, 'profile'));
-      throw coded('ERR_SANDBOX_PROFILE', 'profile.json does not match the profile schema');
-    }
-    return r.msg;
-  }
-
-  /** The session's part of the child's environment (sent in `configure`): an allow-list, never the supervisor's own env. */
-  private sessionEnv(): Record<string, string> {
-    const spec = this.spec!;
-    const env: Record<string, string> = {};
-    const put = (k: string, v: unknown) => {
-      if (!ENV_NAME.test(k) || typeof v !== 'string') return;
-      if (FORBIDDEN_CHILD_ENV.has(k)) {
-        this.log('warn', 'refused child env entry', { name: k });
-        return;
-      }
-      env[k] = v;
-    };
-    const settings = new Set(AGENT_SETTING_ENVS);
-    const placeholderNames = new Set((this.profile?.routes ?? []).map((r) => r.placeholder_env));
-    const refuse = (k: string) => this.log('warn', 'refused child env entry', { name: ENV_NAME.test(k) ? k : '(malformed)' });
-    for (const [k, v] of Object.entries(spec.agent_env)) (settings.has(k) ? put(k, v) : refuse(k));
-    for (const [k, v] of Object.entries(spec.placeholders)) (placeholderNames.has(k) ? put(k, v) : refuse(k));
-    const port = this.proxy?.port ?? SANDBOX_PROXY_PORT;
-    for (const r of this.profile?.routes ?? []) if (r.base_url_env) put(r.base_url_env, `http://127.0.0.1:${port}${r.prefix}`);
-    if (spec.agent_user_token) put('AGENT_USER_TOKEN', spec.agent_user_token);
-    put('AIRLOCK_SESSION_ID', spec.session_id);
-    for (const k of Object.keys(childBaseEnv())) delete env[k];
-    return env;
   }
 
   /** The entry point's launched child, for the first idle spawn of the same launch; else ended (stdin closed). */
@@ -311,7 +268,7 @@ export class Supervisor {
       ...launch,
       ...(launched ? { launched } : {}),
       // A child (re)started for a running session is configured as soon as it is up.
-      ...(this.spec ? { settings: { env: this.sessionEnv(), cwd: this.o.childCwd } } : {}),
+      ...(this.spec ? { settings: { env: sessionEnv(this.spec!, this.profile, this.proxy?.port ?? SANDBOX_PROXY_PORT, this.warn), cwd: this.o.childCwd } } : {}),
       readyTimeoutMs: CHILD_READY_TIMEOUT_MS,
       cancelGraceMs: CANCEL_GRACE_MS,
       exitedError: { code: 'ERR_SANDBOX_CHILD_EXITED', message: 'the agent process stopped during the turn; it has been restarted' },
@@ -412,27 +369,6 @@ export class Supervisor {
       .finally(send);
   }
 
-  /** Operator shell: after the reply the connection is a raw pipe to /bin/sh as the agent user. */
-  private shell(conn: Conn, id: string): void {
-    const sh = spawn('/bin/sh', ['-i'], {
-      uid: this.o.childUid,
-      gid: this.o.childGid,
-      cwd: this.o.childCwd,
-      env: { HOME: '/home/agent', PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8', PS1: 'sandbox$ ' },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    conn.shell = sh;
-    // From here on the connection carries raw shell bytes, not protocol lines.
-    conn.reader?.stop();
-    this.reply(conn, id, { pid: sh.pid ?? null });
-    conn.out.flush(); // the reply before the first raw byte
-    conn.socket.pipe(sh.stdin!);
-    sh.stdout!.pipe(conn.socket, { end: false });
-    sh.stderr!.pipe(conn.socket, { end: false });
-    sh.stdin!.on('error', () => undefined);
-    sh.on('exit', () => conn.socket.end());
-  }
-
   async shutdown(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
@@ -450,16 +386,6 @@ export class Supervisor {
     }
     if (this.o.exitOnShutdown) setTimeout(() => process.exit(0), 50).unref();
   }
-}
-
-function coded(code: string, message: string): Error & { code: string } {
-  return Object.assign(new Error(message), { code });
-}
-
-/** The `code` of a thrown value (AppError, coded Error, errno error), if it has a string one. */
-function errorCode(err: unknown): string | undefined {
-  if (typeof err !== 'object' || err === null || !('code' in err)) return undefined;
-  return typeof err.code === 'string' ? err.code : undefined;
 }
 
 export type { ControlRequest };

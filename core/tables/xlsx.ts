@@ -1,6 +1,6 @@
 import { AppError } from '../errors.js';
 import { zipEntries, zipRead, type ZipEntry } from './zip.js';
-import { columnIndex, parseRange, ROW_MAX_CHARS, shape, TABLE_ROWS_MAX, type ReadOptions, type Table } from './index.js';
+import { columnIndex, parseRange, ROW_MAX_CHARS, shape, TABLE_ROWS_MAX, type ReadOptions, type Table } from './cells.js';
 
 /**
  * The cells of one sheet of an XLSX workbook, as text. Only the parts needed are inflated

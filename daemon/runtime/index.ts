@@ -1,4 +1,4 @@
-import type { Config, Logger, Metrics } from '../../core/index.js';
+import type { Clock, Config, Logger, Metrics } from '../../core/index.js';
 import type { EgressGateway, SandboxAuditor, SessionPreparer } from '../../core/sandbox-protocol.js';
 import { startControlApi, type ControlApiServer } from './control-api.js';
 import { createDocker } from './docker.js';
@@ -39,6 +39,8 @@ export interface StartRuntimeOptions {
   hooks?: SessionHooks;
   /** The audit trail and held mail sends (daemon/mail-gate.ts). */
   auditor?: SandboxAuditor;
+  /** The clock every session age is read on (core/clock.ts); the real one by default. */
+  clock?: Clock;
 }
 
 /**
@@ -58,7 +60,7 @@ export async function startRuntime(o: StartRuntimeOptions): Promise<Runtime | un
   const info = (await docker.info()) as { Runtimes?: EngineRuntimes };
   o.log.info({ runtime: requireRuntime(info.Runtimes, o.config.sandbox.runtime) }, 'sandbox runtime');
   const driver = new DockerDriver(docker, o.config.sandbox);
-  const sessions = new SessionManager({ config: o.config, docker, driver, log: o.log, preparer: o.preparer, egress: o.egress, owner: o.owner, childUid: o.childUid, metrics: o.metrics, hooks: o.hooks, auditor: o.auditor });
+  const sessions = new SessionManager({ config: o.config, docker, driver, log: o.log, preparer: o.preparer, egress: o.egress, owner: o.owner, childUid: o.childUid, metrics: o.metrics, hooks: o.hooks, auditor: o.auditor, clock: o.clock });
   await sessions.start();
   const control = await startControlApi(o.config.dataDir, (req) => sessions.handleControl(req), o.log);
   let closing: Promise<void> | undefined;

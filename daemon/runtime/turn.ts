@@ -3,15 +3,15 @@
  * on, end on the supervisor's `turn_end` (or the connection's loss), and cancel when the caller's
  * signal aborts or a backstop deadline passes. The session manager owns which sandbox runs it.
  */
-import type { AppError, Config, Logger } from '../../core/index.js';
+import { isAppError, type AppError, type Clock, type Config, type Logger } from '../../core/index.js';
 import type { AgentEvent, PromptContext, StopReason, TurnEndExtras, TurnRequest, TurnResult } from '../../core/sandbox-protocol.js';
 import type { Sandbox } from './sandbox.js';
 
-export function turnIn(sb: Sandbox, req: TurnRequest, config: Readonly<Config>, log: Logger, context: PromptContext = {}): Promise<TurnResult> {
+export function turnIn(sb: Sandbox, req: TurnRequest, config: Readonly<Config>, log: Logger, clock: Clock, context: PromptContext = {}): Promise<TurnResult> {
   const client = sb.client!;
   sb.state = 'busy';
   sb.turn = req;
-  sb.lastUsedAt = Date.now();
+  sb.lastUsedAt = clock.now();
   return new Promise<TurnResult>((resolve) => {
     let finished = false;
     const finish = (stop: StopReason, error?: { code: string; message: string }, extras: TurnEndExtras = {}) => {
@@ -22,7 +22,7 @@ export function turnIn(sb: Sandbox, req: TurnRequest, config: Readonly<Config>, 
       clearTimeout(deadline);
       req.signal.removeEventListener('abort', onAbort);
       sb.turns++;
-      sb.lastUsedAt = Date.now();
+      sb.lastUsedAt = clock.now();
       if (sb.state === 'busy') sb.state = client.closed ? 'dead' : 'ready';
       resolve({ stop_reason: stop, ...(error ? { error } : {}), ...extras, containerId: sb.containerId });
     };
@@ -50,4 +50,18 @@ export function turnIn(sb: Sandbox, req: TurnRequest, config: Readonly<Config>, 
       finish('error', { code: err.code ?? 'ERR_SANDBOX_INTERNAL', message: err.code === 'ERR_SESSION_BUSY' ? 'a turn is already running in this session' : 'the sandbox refused the prompt' });
     });
   });
+}
+
+/**
+ * A session start that failed, as the turn's result. A refusal meant for the user (4xx AppError,
+ * e.g. ERR_POLICY_MODEL_DENIED) keeps its code and message; anything else is an internal failure,
+ * said without details.
+ */
+export function startFailed(log: Logger, req: TurnRequest, err: unknown): TurnResult {
+  if (isAppError(err) && err.status >= 400 && err.status < 500) {
+    log.warn({ sessionId: req.sessionId, userId: req.userId, code: err.code }, 'session start refused');
+    return { stop_reason: 'error', error: { code: err.code, message: err.message } };
+  }
+  log.error({ sessionId: req.sessionId, err: { code: (err as AppError).code, message: (err as Error).message } }, 'sandbox start failed');
+  return { stop_reason: 'error', error: { code: 'ERR_SANDBOX_START', message: 'the sandbox could not be started' } };
 }

@@ -9,6 +9,7 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { createLogger } from '../../core/index.js';
 import { startRuntime } from '../../daemon/runtime/index.js';
+import { TestClock } from '../helpers/clock.js';
 import { attachOnPty, dataDir, dockerOrSkip, ensureTestImage, ROOT, runCli, runtimeConfig, startRuntimeProc, sweep, uniqueOwner, ENGINE_ENV, SANDBOX_RUNTIME } from './helpers.js';
 
 const docker = await dockerOrSkip(t as unknown as Parameters<typeof dockerOrSkip>[0]);
@@ -137,12 +138,14 @@ if (docker) {
   });
 
   t.test('restart --stale through the CLI replaces a stale session', async (t) => {
-    // The real runtime and control socket in this process, with a 1 s staleness threshold.
+    // The real runtime and control socket in this process, with a 1 h staleness threshold and a
+    // clock the test advances past it.
     const dir = dataDir(t);
     const owner = uniqueOwner('stale');
     t.teardown(() => sweep(docker, owner));
-    const config = runtimeConfig(dir, image, { AIRLOCK_POOL_SIZE: '0', AIRLOCK_SESSION_STALE_S: '1' });
-    const rt = await startRuntime({ config, log: createLogger({ level: 'warn', destination: process.stderr }), owner });
+    const config = runtimeConfig(dir, image, { AIRLOCK_POOL_SIZE: '0', AIRLOCK_SESSION_STALE_S: '3600' });
+    const clock = new TestClock();
+    const rt = await startRuntime({ config, log: createLogger({ level: 'warn', destination: process.stderr }), owner, clock });
     if (!rt) return t.fail('the runtime did not start');
     t.teardown(() => rt.close({ removeContainers: true }));
     const turn = (prompt: string) => rt.sessions.runTurn({ userId: 5, sessionId: 'stale-a', turnId: randomUUID(), prompt, signal: new AbortController().signal, onEvent: () => undefined });
@@ -150,7 +153,9 @@ if (docker) {
     t.equal(first.stop_reason, 'end_turn');
     type Row = { sessionId: string | null; containerId: string; stale: boolean };
     const ls = async () => JSON.parse((await cli(dir, ['sessions', 'ls', '--json'])).stdout) as Row[];
-    await until(async () => (await ls()).some((s) => s.sessionId === 'stale-a' && s.stale), '`sessions ls` to show it stale');
+    t.same((await ls()).map((s) => [s.sessionId, s.stale]), [['stale-a', false]], 'not stale yet');
+    clock.advance(3601_000);
+    t.same((await ls()).map((s) => [s.sessionId, s.stale]), [['stale-a', true]], '`sessions ls` shows it stale');
     const r = await cli(dir, ['sessions', 'restart', '--stale']);
     t.equal(r.code, 0, r.stderr);
     t.match(r.stdout, /^restarted 1 stale session\(s\): stale-a$/m, 'the CLI reports the one restart');

@@ -17,6 +17,7 @@ import { shape, streamTurn, waitFor } from '../helpers/chat.js';
 import { dataDir, dockerOrSkip, ensureTestImage, execIn, runtimeConfig, SANDBOX_RUNTIME, sweep, uniqueOwner } from './helpers.js';
 import { simpleParser } from 'mailparser';
 import { NOT_CONNECTED_MESSAGE } from '../../tools/result.js';
+import { TestClock } from '../helpers/clock.js';
 
 const MODEL_KEY = 'sk-real-model-key-e2e-0123456789abcdef';
 
@@ -24,7 +25,7 @@ const docker = await dockerOrSkip(t);
 if (docker) {
   const image = await ensureTestImage(docker);
 
-  async function start(t: { teardown(fn: () => unknown): void }, env: Record<string, string>, opts: { connected?: boolean } = {}) {
+  async function start(t: { teardown(fn: () => unknown): void }, env: Record<string, string>, opts: { connected?: boolean; clock?: TestClock } = {}) {
     const dir = dataDir(t);
     const owner = uniqueOwner('e2e');
     t.teardown(() => sweep(docker!, owner));
@@ -48,7 +49,7 @@ if (docker) {
       ...env,
     });
     const logs = logSink();
-    const d = await serve(config, { log: createLogger({ level: 'debug', destination: logs.stream }), runtime: { owner } });
+    const d = await serve(config, { log: createLogger({ level: 'debug', destination: logs.stream }), runtime: { owner }, clock: opts.clock });
     t.teardown(async () => {
       await d.runtime?.close({ removeContainers: true });
       await d.close();
@@ -360,7 +361,9 @@ if (docker) {
   });
   t.test('the conversation outlives every sandbox: idle reap, pool claim, operator restart, docker kill', async (t) => {
     // The demo model says how many user messages its request held ("message N of this conversation").
-    const { d, c } = await start(t, { AIRLOCK_MODEL_PROVIDER: 'demo', AIRLOCK_POOL_SIZE: '1', AIRLOCK_SESSION_IDLE_S: '1' });
+    // The daemon's clock is the test's: the session goes idle when the test advances it.
+    const clock = new TestClock();
+    const { d, c } = await start(t, { AIRLOCK_MODEL_PROVIDER: 'demo', AIRLOCK_POOL_SIZE: '1', AIRLOCK_SESSION_IDLE_S: '600' }, { clock });
     const sessions = d.runtime!.sessions;
     const said = (r: { events: any[] }) => r.events.filter((e) => e.type === 'text_delta').map((e) => e.text).join('');
     const first = await streamTurn(c, { message: 'hello one' });
@@ -369,9 +372,12 @@ if (docker) {
     t.match(said(await streamTurn(c, { message: 'hello two', session_id: sid })), /message 2 of this conversation/, 'warm');
     const live = () => sessions.list().find((s) => s.sessionId === sid);
     const before = live()!.containerId;
-    // Idle reap (AIRLOCK_SESSION_IDLE_S=1): the sandbox goes; the next prompt claims the pool member.
-    for (let i = 0; i < 400 && live(); i++) await new Promise((r) => setTimeout(r, 25));
+    // Idle reap (AIRLOCK_SESSION_IDLE_S=600, passed on the clock): the sandbox goes; the next prompt claims the pool member.
+    t.same(await sessions.reap(), [], 'not idle yet');
+    clock.advance(601_000);
+    await sessions.reap(); // (the daemon's own reaper may have got there first: either removes it)
     t.notOk(live(), 'reaped when idle');
+    await sessions.poolReady(); // the member the first prompt claimed has been replaced
     const afterReap = await streamTurn(c, { message: 'hello three', session_id: sid });
     t.match(said(afterReap), /message 3 of this conversation/, 'after the idle reap, in a pool member: the whole conversation');
     t.not(live()?.containerId, before);

@@ -14,6 +14,7 @@ import { agentSettings, buildRoutes } from '../../daemon/overlay.js';
 import * as openaiModel from '../../emulator/model-openai.js';
 import { dockerOrSkip, ensureTestImage } from './helpers.js';
 import { manager, recordHooks, textOf, turn, until } from './sandbox-kit.js';
+import { TestClock } from '../helpers/clock.js';
 
 const log = createLogger({ level: 'warn', destination: process.stderr });
 const docker = await dockerOrSkip(t as unknown as Parameters<typeof dockerOrSkip>[0]);
@@ -23,9 +24,13 @@ if (docker) {
 
   t.test('idle reap, kill, restart and restart --stale', async (t) => {
     const { calls, hooks } = recordHooks();
-    const { m } = await manager(t, docker, image, { AIRLOCK_SESSION_IDLE_S: '1', AIRLOCK_POOL_SIZE: '0' }, { reapIntervalMs: 60_000, hooks });
+    // The runtime's clock is the test's: idleness passes when the test advances it, not by sleeping.
+    const clock = new TestClock();
+    const { m } = await manager(t, docker, image, { AIRLOCK_SESSION_IDLE_S: '60', AIRLOCK_POOL_SIZE: '0' }, { reapIntervalMs: 60_000, hooks, clock });
     const a = await turn(m, 'reap', 'x');
-    await new Promise((r) => setTimeout(r, 1300));
+    clock.advance(59_000);
+    t.same(await m.reap(), [], 'not idle long enough yet');
+    clock.advance(2_000);
     t.same(await m.reap(), ['reap'], 'idle session reaped');
     await t.rejects(docker.getContainer(a.containerId!).inspect(), { statusCode: 404 } as unknown as Error, 'its container is gone');
     const a2 = await turn(m, 'reap', 'again');
@@ -84,10 +89,10 @@ if (docker) {
 
   t.test('restart --stale restarts only stale sessions', async (t) => {
     // An injected clock: 'old' is claimed, then an hour passes, then 'fresh' is claimed.
-    let skewMs = 0;
-    const { m } = await manager(t, docker, image, { AIRLOCK_SESSION_STALE_S: '3600', AIRLOCK_POOL_SIZE: '0' }, { now: () => Date.now() + skewMs });
+    const clock = new TestClock();
+    const { m } = await manager(t, docker, image, { AIRLOCK_SESSION_STALE_S: '3600', AIRLOCK_POOL_SIZE: '0' }, { clock });
     const old = await turn(m, 'old', 'x');
-    skewMs = 3601_000;
+    clock.advance(3601_000);
     const fresh = await turn(m, 'fresh', 'x');
     t.same(m.list().filter((s) => s.stale).map((s) => s.sessionId), ['old']);
     const r = await m.restartStale();

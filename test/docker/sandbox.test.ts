@@ -16,6 +16,7 @@ import { EgressGatewayService } from '../../daemon/egress.js';
 import { dataDir, dockerOrSkip, ensureTestImage, execIn, hostCgroup, runtimeConfig, SANDBOX_RUNTIME, SECRET_SCAN, sweep, uniqueOwner } from './helpers.js';
 import { hostPidsLimit } from '../../daemon/runtime/docker-driver.js';
 import { airlockLabels, manager, textOf, turn } from './sandbox-kit.js';
+import { TestClock } from '../helpers/clock.js';
 
 const RUNSC = SANDBOX_RUNTIME === 'runsc';
 
@@ -121,7 +122,8 @@ if (docker) {
   if (RUNSC) {
     t.test('runsc: the pool is off, a new session cold-starts; start and reap metrics', async (t) => {
       const metrics = createMetrics();
-      const { m } = await manager(t, docker, image, { AIRLOCK_POOL_SIZE: '1', AIRLOCK_SESSION_IDLE_S: '1' }, { metrics, reapIntervalMs: 60_000 });
+      const clock = new TestClock();
+      const { m } = await manager(t, docker, image, { AIRLOCK_POOL_SIZE: '1', AIRLOCK_SESSION_IDLE_S: '1' }, { metrics, reapIntervalMs: 60_000, clock });
       await m.poolReady();
       t.equal(m.poolActive, false, 'the pool is off under runsc (a workspace bound at claim would not reach a gVisor sandbox)');
       t.same(m.list(), [], 'no container waits');
@@ -129,12 +131,13 @@ if (docker) {
       t.equal((await m.inspect('cold')).fromPool, false, 'the session cold-started');
       const started = (await metrics.sessionsStarted.get()).values;
       t.same(started.map((v) => [v.labels.kind, v.value]), [['cold', 1]], 'counted as a cold start');
-      await new Promise((res) => setTimeout(res, 1300));
+      clock.advance(1001);
       t.same(await m.reap(), ['cold']);
     });
   } else t.test('a new session takes the pre-started pool container; start and reap metrics', async (t) => {
     const metrics = createMetrics();
-    const { m, dir, owner } = await manager(t, docker, image, { AIRLOCK_POOL_SIZE: '1', AIRLOCK_SESSION_IDLE_S: '1' }, { metrics, reapIntervalMs: 60_000 });
+    const clock = new TestClock();
+    const { m, dir, owner } = await manager(t, docker, image, { AIRLOCK_POOL_SIZE: '1', AIRLOCK_SESSION_IDLE_S: '1' }, { metrics, reapIntervalMs: 60_000, clock });
     await m.poolReady();
     const pooled = m.list().filter((s) => s.state === 'pool');
     t.equal(pooled.length, 1, 'one pool container waiting');
@@ -162,7 +165,7 @@ if (docker) {
     let text = await metrics.registry.metrics();
     t.match(text, /^airlock_session_start_seconds_count\{kind="pool"\} 1$/m, 'start time observed with kind="pool"');
     t.notMatch(text, /airlock_session_start_seconds_count\{kind="cold"\}/, 'no cold start observed');
-    await new Promise((res) => setTimeout(res, 1300));
+    clock.advance(1001);
     t.same(await m.reap(), ['pooled']);
     text = await metrics.registry.metrics();
     t.match(text, /^airlock_sessions_reaped_total\{reason="idle"\} 1$/m, 'the reap counted');

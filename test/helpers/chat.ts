@@ -8,7 +8,7 @@ import * as openaiModel from '../../emulator/model-openai.js';
 import * as anthropicModel from '../../emulator/model-anthropic.js';
 import type { ModelServer, ModelServerOptions } from '../../emulator/model-script.js';
 import { addUser, startTestApp, tempDir, type TestApp, type TestAppOptions } from './app.js';
-import type { Client } from './client.js';
+import { ndjsonObjects, type Client } from './client.js';
 
 /** dist/ of this build. */
 export const DIST = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
@@ -143,25 +143,12 @@ export async function streamTurn(
   const res = await fetch(c.base + '/api/chat/messages', { method: 'POST', headers, body: JSON.stringify(body), signal: ac.signal });
   if (res.status !== 200) return { status: res.status, headers: res.headers, events: [], error: await res.json() };
   const events: any[] = [];
-  const reader = res.body!.getReader();
-  const dec = new TextDecoder();
-  let buf = '';
   try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      buf += dec.decode(value, { stream: true });
-      let i: number;
-      while ((i = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, i);
-        buf = buf.slice(i + 1);
-        if (!line) continue;
-        const e = JSON.parse(line);
-        events.push(e);
-        if ((await onEvent?.(e, events, res.headers.get('x-chat-session-id') ?? undefined)) === 'abort') {
-          ac.abort();
-          return { status: 200, headers: res.headers, events, sessionId: res.headers.get('x-chat-session-id') ?? undefined };
-        }
+    for await (const e of ndjsonObjects(res.body!.getReader())) {
+      events.push(e);
+      if ((await onEvent?.(e, events, res.headers.get('x-chat-session-id') ?? undefined)) === 'abort') {
+        ac.abort();
+        return { status: 200, headers: res.headers, events, sessionId: res.headers.get('x-chat-session-id') ?? undefined };
       }
     }
   } catch (err) {

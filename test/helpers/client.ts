@@ -67,3 +67,23 @@ export class Client {
     return r;
   }
 }
+
+/**
+ * The JSON objects of an NDJSON body (the chat stream), one a line, as they arrive; empty lines
+ * are skipped. Ends with the body; a broken connection throws from the read.
+ */
+export async function* ndjsonObjects(reader: ReadableStreamDefaultReader<Uint8Array>): AsyncGenerator<any> {
+  const dec = new TextDecoder();
+  let buf = '';
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return;
+    buf += dec.decode(value, { stream: true });
+    let i: number;
+    while ((i = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      if (line) yield JSON.parse(line);
+    }
+  }
+}

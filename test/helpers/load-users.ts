@@ -6,7 +6,7 @@
  * own is gone) until its one `done`; a turn with no `done` within the bound is hung.
  */
 import { nowMs } from '../../bench/lib.js';
-import { Client } from './client.js';
+import { Client, ndjsonObjects } from './client.js';
 import { PROMPT_TAG, type Rig } from './load-rig.js';
 
 export interface TurnRecord {
@@ -234,21 +234,9 @@ async function alive(url: string): Promise<boolean> {
 /** Read an NDJSON response until it ends, breaks or the deadline passes. */
 async function readNdjson(res: Response, onEvent: (e: any) => void, deadline: number): Promise<void> {
   const reader = res.body!.getReader();
-  const dec = new TextDecoder();
-  let buf = '';
   const timer = setTimeout(() => void reader.cancel().catch(() => undefined), Math.max(0, deadline - nowMs()));
   try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      buf += dec.decode(value, { stream: true });
-      let i: number;
-      while ((i = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, i);
-        buf = buf.slice(i + 1);
-        if (line) onEvent(JSON.parse(line));
-      }
-    }
+    for await (const e of ndjsonObjects(reader)) onEvent(e);
   } catch {
     // the connection broke (a node died): the caller follows the turn again
   } finally {

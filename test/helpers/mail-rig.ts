@@ -1,6 +1,7 @@
 /**
- * A chat app whose turns send one message through the real mail path (test/integration/
- * mail-approval-preview.test.ts, test/browser/chat-approval.test.ts): the web app with its chat
+ * The real mail path without a container (startMailPath: test/integration/mail-gate.test.ts
+ * drives its own sends through it), and on it a chat app whose turns send one message
+ * (startMailRig: test/integration/mail-approval-preview.test.ts, test/browser/chat-approval.test.ts): the web app with its chat
  * routes, the MailGate, the credential proxy with the send policy, the egress gateway and the fake
  * Google upstream. Each turn's prompt is the subject; the message is the one the send_email tool
  * builds (tools/mime.ts): From, To, Cc, Bcc, the text, and a chart as an inline PNG named after
@@ -15,13 +16,14 @@ import { buildRoutes, buildProfile, serverMailPolicy } from '../../daemon/overla
 import { EgressGatewayService } from '../../daemon/egress.js';
 import { MailGate } from '../../daemon/mail-gate.js';
 import { start as startUpstream } from '../../emulator/fake-upstream.js';
-import { startCredentialProxy } from '../../proxy/index.js';
+import { startCredentialProxy, type ProxyDecision } from '../../proxy/index.js';
 import { buildMessage } from '../../tools/mime.js';
 import { chartFileName } from '../../tools/attachments.js';
 import type { WebServices } from '../../web/index.js';
 import { addUser, startTestApp, tempDir, type TestApp } from './app.js';
 
-const TOKEN = 'ya29.real-preview-token-0123456789abcdef';
+/** The real token the egress gateway holds (it must never show up anywhere but upstream). */
+export const MAIL_TOKEN = 'ya29.real-mail-rig-token-0123456789abcdef';
 export const BODY = 'Quarterly numbers attached: the confidential body of the message.';
 // A 1×1 PNG.
 export const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64');
@@ -36,65 +38,105 @@ export interface MailRigOptions {
   toolInput?: boolean;
 }
 
-export async function startMailRig(t: Test, dataDir: string, o: MailRigOptions = {}) {
+/** The real mail path for tests: where a turn posts its sends, and the token the gateway holds. */
+export interface MailPathTurn {
+  /** The credential proxy's base URL (the sandbox's 127.0.0.1:8700). */
+  proxyUrl: string;
+  /** The placeholder the agent holds instead of the token (Bearer on each send). */
+  placeholder: string;
+}
+
+export interface MailPathOptions {
+  dataDir?: string;
+  /** Extra settings over `corp.example` allowed and other domains asked about. */
+  env?: Record<string, string>;
+  /** One turn: what the agent's send_email tool would do, with the proxy and the placeholder. */
+  turn(req: TurnRequest, path: MailPathTurn): Promise<TurnResult>;
+  /** Each decision the proxy reports (after the gate got it). */
+  onDecision?(d: ProxyDecision): void;
+}
+
+/**
+ * The web app with its chat routes, the MailGate, the egress gateway holding MAIL_TOKEN, the
+ * credential proxy with the server's send policy and the fake Google upstream, wired as the
+ * session manager wires them. One proxy serves all sessions (turns run one at a time; the proxy
+ * asks about the turn now running, as the supervisor's does).
+ */
+export async function startMailPath(t: Test, o: MailPathOptions) {
   const upstream = await startUpstream();
   t.teardown(() => upstream.close());
   let current: TurnRequest | undefined;
-  const holder: { proxyPort?: number } = {};
-  const placeholder = `ph-mail-${randomUUID()}`;
+  const path: MailPathTurn = { proxyUrl: '', placeholder: `ph-mail-${randomUUID()}` };
   const runner: TurnRunner = {
     async runTurn(req): Promise<TurnResult> {
       current = req;
       try {
-        const subject = req.prompt;
-        const raw = await buildMessage(
-          { to: ['ext@partner.example'], cc: ['colleague@corp.example'], bcc: ['audit@corp.example'], subject, text: o.body ?? BODY },
-          [{ filename: CHART, name: chartFileName(o.chartTitle ?? 'Quarterly revenue (EUR) — 2026'), content: o.png ?? PNG }],
-          'me@corp.example',
-        );
-        const input = o.toolInput ? { to: ['ext@partner.example'], cc: ['colleague@corp.example'], bcc: ['audit@corp.example'], subject, attachments: [CHART] } : { subject };
-        req.onEvent({ type: 'tool_start', call_id: 'call-1', tool: 'send_email', input });
-        const res = await fetch(`http://127.0.0.1:${holder.proxyPort}/gmail/mail/v1/users/me/messages/send`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${placeholder}`, 'content-type': 'application/json', [CALL_ID_HEADER]: 'call-1' },
-          body: JSON.stringify({ raw: raw.toString('base64url') }),
-        });
-        const out = await res.text();
-        req.onEvent({ type: 'tool_end', call_id: 'call-1', tool: 'send_email', ok: res.ok, ...(res.ok ? { output: out } : { error: out }), duration_ms: 1 });
-        return { stop_reason: 'end_turn' };
+        return await o.turn(req, path);
       } finally {
         current = undefined;
       }
     },
   };
+  // The approval route reads services.approvals per request: the gate joins once the database is open.
   const services: WebServices = { chat: { runner } };
-  const app = await startTestApp(t, { dataDir, env: { AIRLOCK_MAIL_ALLOW_DOMAINS: 'corp.example', AIRLOCK_MAIL_OTHER: 'ask' }, services });
+  const app = await startTestApp(t, { dataDir: o.dataDir, env: { AIRLOCK_MAIL_ALLOW_DOMAINS: 'corp.example', AIRLOCK_MAIL_OTHER: 'ask', ...o.env }, services });
   const gate = new MailGate(app.database.sql, app.config, app.log);
   services.approvals = gate;
   const routes = buildRoutes({ google: { mailBaseUrl: upstream.url, sheetsBaseUrl: upstream.url, driveBaseUrl: upstream.url }, model: { provider: 'openai', baseUrl: upstream.url }, hasAccountToken: true, hasModelKey: true });
-  const socketPath = join(tempDir(t, 'airlock-preview-'), 'egress.sock');
+  const socketPath = join(tempDir(t, 'airlock-mail-rig-'), 'egress.sock');
   const egress = new EgressGatewayService({ log: app.log });
   const session = () => ({ sessionId: current!.sessionId, userId: current!.userId });
-  const handle = await egress.open('preview-test', socketPath, {
+  // The gateway holds the token and decides every send on the host, as the session manager wires it.
+  const handle = await egress.open('mail-rig', socketPath, {
     userId: 0,
     routes,
-    tokens: { MAIL_ACCESS_TOKEN: TOKEN, SHEETS_ACCESS_TOKEN: TOKEN, SEARCH_ACCESS_TOKEN: TOKEN, MODEL_API_KEY_REAL: TOKEN },
+    tokens: { MAIL_ACCESS_TOKEN: MAIL_TOKEN, SHEETS_ACCESS_TOKEN: MAIL_TOKEN, SEARCH_ACCESS_TOKEN: MAIL_TOKEN, MODEL_API_KEY_REAL: MAIL_TOKEN },
     mailPolicy: serverMailPolicy(app.config),
     hold: (h) => gate.hold({ ...session(), turn: current }, h),
     currentTurn: () => current?.turnId ?? null,
   });
   t.teardown(() => handle.close());
-  const profile: SessionProfile = buildProfile('preview-test', 0, routes);
+  const profile: SessionProfile = buildProfile('mail-rig', 0, routes);
   const proxy = await startCredentialProxy({
     profile,
-    getPlaceholder: (n) => (n === 'MAIL_API_KEY' ? placeholder : undefined),
+    getPlaceholder: (n) => (n === 'MAIL_API_KEY' ? path.placeholder : undefined),
     egressSocket: socketPath,
+    // The policy the session start hands the proxy (its first wall; every user here has the server's).
     mailPolicy: serverMailPolicy(app.config),
-    onDecision: (d) => gate.proxied(session(), d),
+    onDecision: (d) => {
+      gate.proxied(session(), d);
+      o.onDecision?.(d);
+    },
     currentTurn: () => current?.turnId ?? null,
   });
   t.teardown(() => proxy.close());
-  holder.proxyPort = proxy.port;
+  path.proxyUrl = `http://127.0.0.1:${proxy.port}`;
+  return { app, gate, upstream, placeholder: path.placeholder };
+}
+
+/** A chat app whose every turn sends the one message described in the file's comment (its subject: the prompt). */
+export async function startMailRig(t: Test, dataDir: string, o: MailRigOptions = {}) {
+  const { app, gate, upstream } = await startMailPath(t, {
+    dataDir,
+    async turn(req, path) {
+      const subject = req.prompt;
+      const raw = await buildMessage(
+        { to: ['ext@partner.example'], cc: ['colleague@corp.example'], bcc: ['audit@corp.example'], subject, text: o.body ?? BODY },
+        [{ filename: CHART, name: chartFileName(o.chartTitle ?? 'Quarterly revenue (EUR) — 2026'), content: o.png ?? PNG }],
+        'me@corp.example',
+      );
+      const input = o.toolInput ? { to: ['ext@partner.example'], cc: ['colleague@corp.example'], bcc: ['audit@corp.example'], subject, attachments: [CHART] } : { subject };
+      req.onEvent({ type: 'tool_start', call_id: 'call-1', tool: 'send_email', input });
+      const res = await fetch(`${path.proxyUrl}/gmail/mail/v1/users/me/messages/send`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${path.placeholder}`, 'content-type': 'application/json', [CALL_ID_HEADER]: 'call-1' },
+        body: JSON.stringify({ raw: raw.toString('base64url') }),
+      });
+      const out = await res.text();
+      req.onEvent({ type: 'tool_end', call_id: 'call-1', tool: 'send_email', ok: res.ok, ...(res.ok ? { output: out } : { error: out }), duration_ms: 1 });
+      return { stop_reason: 'end_turn' };
+    },
+  });
   return { app, gate, upstream };
 }
 

@@ -11,10 +11,11 @@ import t from 'tap';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { ConfigError, loadConfig, NodeClient, signNodeRequest } from '../../core/index.js';
-import { claimNonce, purgeNonces, registerNode } from '../../domain/fleet.js';
+import { claimNonce, ownSandbox, purgeNonces, registerNode, sandboxOf } from '../../domain/fleet.js';
 import { FleetMember } from '../../daemon/fleet.js';
 import { addUser, startTestApp, tempDir, testConfig } from '../helpers/app.js';
 import { TEST_ENGINE } from '../helpers/db.js';
+import { TestClock } from '../helpers/clock.js';
 
 const SECRET = 'fleet-replay-test-secret-0123456789abcdef';
 const node = (id: string, extra: Record<string, string> = {}) => ({ AIRLOCK_NODE_SECRET: SECRET, AIRLOCK_NODE_ID: id, AIRLOCK_FLEET_ALLOW_HTTP: 'true', ...extra });
@@ -85,6 +86,23 @@ t.test(`${TEST_ENGINE}: the nonce store: one winner of a race, expired rows purg
   await member.beat();
   const left = await db.selectFrom('node_nonces').select('nonce').orderBy('nonce').execute();
   t.same(left.map((r) => r.nonce), ['ab'.repeat(12), 'cd'.repeat(12)], 'the heartbeat purged the expired one, kept the live ones');
+});
+
+t.test(`${TEST_ENGINE}: a node's heartbeat decides which nodes are silent on its clock`, async (t) => {
+  const app = await startTestApp(t, { env: node('node-b', { AIRLOCK_NODE_LOST_S: '30' }) });
+  const db = app.database.sql;
+  await registerNode(db, { id: 'node-z', url: 'https://127.0.0.1:9', version: 't', capacity: 4 });
+  const zed = await addUser(app.database, 'zed', 'zed-password-0123456789');
+  await ownSandbox(db, { sessionId: 'sess-z', userId: zed.id, nodeId: 'node-z', state: 'live' });
+  const clock = new TestClock();
+  const member = new FleetMember({ config: app.config, database: app.database, log: app.log, liveSessions: () => 0, clock });
+  await member.start();
+  t.teardown(() => member.stop());
+  await member.beat();
+  t.equal((await sandboxOf(db, 'sess-z'))?.state, 'live', 'node-z beat just now: its sandbox is live');
+  clock.advance(31_000);
+  await member.beat();
+  t.equal((await sandboxOf(db, 'sess-z'))?.state, 'lost', 'silent for 31 s of a 30 s limit on the clock: marked lost, with no sleep');
 });
 
 /** A CA and a certificate for 127.0.0.1 signed by it, made with openssl in `dir`. */

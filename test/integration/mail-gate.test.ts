@@ -14,23 +14,18 @@
  */
 import t from 'tap';
 import type { Test } from 'tap';
-import { randomUUID } from 'node:crypto';
-import type { TurnRequest, TurnResult, TurnRunner } from '../../core/index.js';
-import { CALL_ID_HEADER, type SessionProfile } from '../../core/sandbox-protocol.js';
-import { buildRoutes, buildProfile, serverMailPolicy } from '../../daemon/overlay.js';
-import { EgressGatewayService } from '../../daemon/egress.js';
-import { MailGate } from '../../daemon/mail-gate.js';
+import { CALL_ID_HEADER } from '../../core/sandbox-protocol.js';
+import type { MailGate } from '../../daemon/mail-gate.js';
 import { queryActionLog } from '../../domain/action-log.js';
 import { mailPolicyFor } from '../../domain/mail.js';
-import { start as startUpstream, type FakeUpstream } from '../../emulator/fake-upstream.js';
-import { startCredentialProxy, type ProxyDecision } from '../../proxy/index.js';
-import type { WebServices } from '../../web/index.js';
-import { addUser, startTestApp, tempDir, type TestApp } from '../helpers/app.js';
+import type { FakeUpstream } from '../../emulator/fake-upstream.js';
+import type { ProxyDecision } from '../../proxy/index.js';
+import { addUser, type TestApp } from '../helpers/app.js';
 import { streamTurn } from '../helpers/chat.js';
 import type { Client } from '../helpers/client.js';
-import { join } from 'node:path';
+import { MAIL_TOKEN, startMailPath } from '../helpers/mail-rig.js';
 
-const TOKEN = 'ya29.real-gate-token-0123456789abcdef';
+const TOKEN = MAIL_TOKEN;
 const BODY = 'the confidential body of the message';
 
 /** One send the turn runner posts: the headers of the message and the tool call id it names. */
@@ -68,69 +63,26 @@ interface Rig {
  * proxy asks about the turn now running, as the supervisor's does).
  */
 async function startRig(t: Test, env: Record<string, string>): Promise<Rig> {
-  const upstream = await startUpstream();
-  t.teardown(() => upstream.close());
   const results = new Map<string, SendResult>();
   const proxyDecisions: ProxyDecision[] = [];
-  let current: TurnRequest | undefined;
-  const holder: { proxyPort?: number } = {};
-  const placeholder = `ph-mail-${randomUUID()}`;
-  const runner: TurnRunner = {
-    async runTurn(req): Promise<TurnResult> {
-      current = req;
-      try {
-        for (const s of JSON.parse(req.prompt) as Send[]) {
-          const res = await fetch(`http://127.0.0.1:${holder.proxyPort}/gmail/mail/v1/users/me/messages/send`, {
-            method: 'POST',
-            headers: { authorization: `Bearer ${placeholder}`, 'content-type': 'application/json', ...(s.call ? { [CALL_ID_HEADER]: s.call } : {}) },
-            body: JSON.stringify({ raw: Buffer.from(message(s)).toString('base64url') }),
-          });
-          await res.text();
-          const r = { status: res.status, code: res.headers.get('x-airlock-error') };
-          results.set(s.subject, r);
-          req.onEvent({ type: 'text_delta', text: `${s.subject}: ${r.status} ${r.code ?? ''}\n` });
-        }
-        return { stop_reason: 'end_turn' };
-      } finally {
-        current = undefined;
+  const { app, gate, upstream, placeholder } = await startMailPath(t, {
+    env,
+    async turn(req, path) {
+      for (const s of JSON.parse(req.prompt) as Send[]) {
+        const res = await fetch(`${path.proxyUrl}/gmail/mail/v1/users/me/messages/send`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${path.placeholder}`, 'content-type': 'application/json', ...(s.call ? { [CALL_ID_HEADER]: s.call } : {}) },
+          body: JSON.stringify({ raw: Buffer.from(message(s)).toString('base64url') }),
+        });
+        await res.text();
+        const r = { status: res.status, code: res.headers.get('x-airlock-error') };
+        results.set(s.subject, r);
+        req.onEvent({ type: 'text_delta', text: `${s.subject}: ${r.status} ${r.code ?? ''}\n` });
       }
+      return { stop_reason: 'end_turn' };
     },
-  };
-  // The approval route reads services.approvals per request: the gate joins once the database is open.
-  const services: WebServices = { chat: { runner } };
-  const app = await startTestApp(t, { env: { AIRLOCK_MAIL_ALLOW_DOMAINS: 'corp.example', AIRLOCK_MAIL_OTHER: 'ask', ...env }, services });
-  const gate = new MailGate(app.database.sql, app.config, app.log);
-  services.approvals = gate;
-
-  const routes = buildRoutes({ google: { mailBaseUrl: upstream.url, sheetsBaseUrl: upstream.url, driveBaseUrl: upstream.url }, model: { provider: 'openai', baseUrl: upstream.url }, hasAccountToken: true, hasModelKey: true });
-  const socketPath = join(tempDir(t, 'airlock-gate-'), 'egress.sock');
-  const egress = new EgressGatewayService({ log: app.log });
-  const session = () => ({ sessionId: current!.sessionId, userId: current!.userId });
-  // The gateway holds the token and decides every send on the host, as the session manager wires it.
-  const handle = await egress.open('gate-test', socketPath, {
-    userId: 0,
-    routes,
-    tokens: { MAIL_ACCESS_TOKEN: TOKEN, SHEETS_ACCESS_TOKEN: TOKEN, SEARCH_ACCESS_TOKEN: TOKEN, MODEL_API_KEY_REAL: TOKEN },
-    mailPolicy: serverMailPolicy(app.config),
-    hold: (h) => gate.hold({ ...session(), turn: current }, h),
-    currentTurn: () => current?.turnId ?? null,
+    onDecision: (d) => proxyDecisions.push(d),
   });
-  t.teardown(() => handle.close());
-  const profile: SessionProfile = buildProfile('gate-test', 0, routes);
-  const proxy = await startCredentialProxy({
-    profile,
-    getPlaceholder: (n) => (n === 'MAIL_API_KEY' ? placeholder : undefined),
-    egressSocket: socketPath,
-    // The policy the session start hands the proxy (its first wall; every user here has the server's).
-    mailPolicy: serverMailPolicy(app.config),
-    onDecision: (d) => {
-      proxyDecisions.push(d);
-      gate.proxied(session(), d);
-    },
-    currentTurn: () => current?.turnId ?? null,
-  });
-  t.teardown(() => proxy.close());
-  holder.proxyPort = proxy.port;
   t.equal((await mailPolicyFor(app.database.sql, app.config.mail, 0)).other, 'ask', 'the server policy asks for other domains');
   return {
     app,

@@ -128,6 +128,11 @@ const WIRE_READERS = [
   'core/ndjson.ts',
   'core/agent-host.ts',
   'core/sandbox-protocol.ts',
+  // Its leaves (re-exported by sandbox-protocol.ts): the schemas live there.
+  'core/sandbox-events.ts',
+  'core/sandbox-control.ts',
+  'core/sandbox-mcp.ts',
+  'core/sandbox-profile.ts',
   'supervisor',
   'agent/main.ts',
   'agent/mcp.ts',

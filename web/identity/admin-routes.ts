@@ -21,14 +21,9 @@ import { validateBody } from '../validate.js';
 import { CONNECTION_CREATE, CONNECTION_PATCH, SYNC_BODY } from './admin-schemas.js';
 import { organisationRoutes } from './org-routes.js';
 import { connectionView, jobView } from './views.js';
+import { intParam } from './params.js';
 
 export { NAME_MAX } from './admin-schemas.js';
-
-export const intParam = (req: Request, name: string): number => {
-  const v = Number(req.params[name]);
-  if (!Number.isSafeInteger(v) || v < 1) throw new AppError('ERR_VALIDATION', `${name} must be a positive integer`, { status: 400 });
-  return v;
-};
 
 /**
  * Every change on /api/identity goes to the action log as `identity.*`, by the signed-in admin;

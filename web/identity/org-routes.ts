@@ -9,7 +9,7 @@ import { followGroup } from '../../domain/identity/teams.js';
 import type { AgentCatalogView, AgentPolicyList, AgentPolicyView, ExternalGroupList, Organisation, OrganisationList, TeamList, TeamView } from '../admin-api.js';
 import { asyncHandler, requireSuperuser, requireUser, type WebContext } from '../context.js';
 import { problemsError, validateBody } from '../validate.js';
-import { intParam } from './admin-routes.js';
+import { intParam } from './params.js';
 import { logAction } from '../../domain/action-log.js';
 import { MEMBER_BODY, ORG_BODY, POLICY_CREATE, POLICY_PATCH, TEAM_CREATE, TEAM_PATCH } from './admin-schemas.js';
 
