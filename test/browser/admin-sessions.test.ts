@@ -11,6 +11,7 @@ import { serve } from '../../daemon/serve.js';
 import { Client } from '../helpers/client.js';
 import { axeProblems, browserUnavailable, checkNarrow, launch, screenshot } from '../helpers/browser.js';
 import { dataDir, dockerOrSkip, ensureTestImage, runtimeConfig, sweep, uniqueOwner } from '../docker/helpers.js';
+import { dbCount, dbRows } from '../helpers/db.js';
 
 const why = browserUnavailable();
 if (why) t.plan(0, why);
@@ -90,7 +91,7 @@ else {
         return ids.length === 1 && ids[0] !== old;
       }, first!.slice(0, 12), { timeout: 120_000 });
       t.not(containerOf(), first, 'restarted');
-      const logged = d.db.prepare("SELECT actor_id, subject_id, data FROM action_log WHERE event = 'session.restarted'").all() as { data: string }[];
+      const logged = (await dbRows(d.database.sql, "SELECT actor_id, subject_id, data FROM action_log WHERE event = 'session.restarted'")) as { data: string }[];
       t.equal(logged.length, 1, 'the restart is in the action log');
       t.match(JSON.parse(logged[0].data), { session_id: sid });
 
@@ -108,7 +109,7 @@ else {
       await page.waitForFunction(() => /No live sessions/.test(document.querySelector('#sessions-table')?.textContent ?? ''), undefined, { timeout: 60_000 });
       t.equal(containerOf(), undefined, 'killed');
       t.match(await page.textContent('#sess-status'), /killed/);
-      t.equal((d.db.prepare("SELECT COUNT(*) AS n FROM action_log WHERE event = 'session.killed'").get() as { n: number }).n, 1, 'the kill is in the action log');
+      t.equal((await dbCount(d.database.sql, "SELECT COUNT(*) AS n FROM action_log WHERE event = 'session.killed'")), 1, 'the kill is in the action log');
 
       // Leaving the page ends its refresh: no more reads of the list.
       const reads: number[] = [];

@@ -17,6 +17,7 @@ import { shape, streamTurn, waitFor } from '../helpers/chat.js';
 import { dataDir, dockerOrSkip, ensureTestImage, execIn, runtimeConfig, SANDBOX_RUNTIME, sweep, uniqueOwner } from './helpers.js';
 import { simpleParser } from 'mailparser';
 import { NOT_CONNECTED_MESSAGE } from '../../tools/result.js';
+import { dbInsertId, dbRun } from '../helpers/db.js';
 
 const MODEL_KEY = 'sk-real-model-key-e2e-0123456789abcdef';
 
@@ -254,9 +255,9 @@ if (docker) {
 
   t.test('an agent policy forbidding the model: the turn ends with ERR_POLICY_MODEL_DENIED and no container is used', async (t) => {
     const { d, c } = await start(t, { AIRLOCK_MODEL_PROVIDER: 'demo', AIRLOCK_POOL_SIZE: '1' });
-    const org = Number(d.db.prepare("INSERT INTO organisations (name) VALUES ('Acme')").run().lastInsertRowid);
-    d.db.prepare('INSERT INTO organisation_members (organisation_id, user_id) VALUES (?, 1)').run(org);
-    d.db.prepare(`INSERT INTO agent_policies (organisation_id, name, applies_to, allowed_models) VALUES (?, 'big model only', 'all', '["gpt-big"]')`).run(org);
+    const org = await dbInsertId(d.database.sql, "INSERT INTO organisations (name) VALUES ('Acme')");
+    await dbRun(d.database.sql, 'INSERT INTO organisation_members (organisation_id, user_id) VALUES (?, 1)', org);
+    await dbRun(d.database.sql, `INSERT INTO agent_policies (organisation_id, name, applies_to, allowed_models) VALUES (?, 'big model only', 'all', '["gpt-big"]')`, org);
     // Under runsc there is no pool (docs/runtime.md): then nothing at all may be started.
     const poolBefore = SANDBOX_RUNTIME === 'runsc' ? [] : await waitFor(() => {
       const ids = d.runtime!.sessions.list().filter((s) => !s.sessionId && s.state === 'pool').map((s) => s.containerId);
