@@ -12,6 +12,7 @@ import { Client } from '../helpers/client.js';
 import { axeProblems, browserUnavailable, checkNarrow, launch, screenshot } from '../helpers/browser.js';
 import { dataDir, dockerOrSkip, ensureTestImage, runtimeConfig, sweep, uniqueOwner } from '../docker/helpers.js';
 import { dbCount, dbRows } from '../helpers/db.js';
+import { waitFor } from '../helpers/wait.js';
 
 const why = browserUnavailable();
 if (why) t.plan(0, why);
@@ -45,6 +46,13 @@ else {
         dialogs.push(dlg.message());
         void (answer ? dlg.accept() : dlg.dismiss());
       });
+      // The restarts and kills the page asks the server for (a cancelled one asks for none).
+      const ops: string[] = [];
+      page.on('request', (r) => {
+        if (r.method() === 'POST' && /\/api\/admin\/sessions\/.+\/(restart|kill)$/.test(new URL(r.url()).pathname)) ops.push(new URL(r.url()).pathname.split('/').pop()!);
+      });
+      /** Run a script in the page: it runs after the click handler (and its confirm()) returned, so any request that handler made has been seen. */
+      const afterHandler = () => page.evaluate(() => fetch('/healthz').then((r) => r.status));
       await page.goto(d.web.url + '/#/login');
       await page.fill('#username', 'root');
       await page.fill('#password', 'root-password');
@@ -82,7 +90,8 @@ else {
       await page.click(`button[aria-label="Restart session ${sid}"]`);
       t.equal(dialogs.length, 1, 'Restart asks');
       t.match(dialogs[0], /Restart session "Quarterly numbers please" of carol/);
-      await new Promise((r) => setTimeout(r, 500));
+      await afterHandler();
+      t.same(ops, [], 'cancelled: no restart asked for');
       t.equal(containerOf(), first, 'cancelled: same sandbox');
       answer = true;
       await page.click(`button[aria-label="Restart session ${sid}"]`);
@@ -99,10 +108,11 @@ else {
       answer = false;
       const second = containerOf();
       await page.click(`button[aria-label="Kill session ${sid}"]`);
-      for (let i = 0; i < 40 && dialogs.length < 3; i++) await new Promise((r) => setTimeout(r, 50));
+      await waitFor(() => dialogs.length >= 3, 'the kill question');
       t.equal(dialogs.length, 3, 'Kill asks');
       t.match(dialogs[2], /Kill session "Quarterly numbers please" of carol\? Its sandbox ends now/);
-      await new Promise((r) => setTimeout(r, 500));
+      await afterHandler();
+      t.same(ops, ['restart'], 'cancelled: no kill asked for');
       t.equal(containerOf(), second, 'cancelled: the sandbox lives on');
       answer = true;
       await page.click(`button[aria-label="Kill session ${sid}"]`);
@@ -118,6 +128,7 @@ else {
       });
       await page.click('#nav a[href="#/admin/action-log"]');
       await page.waitForSelector('#log-table');
+      // Proving that nothing happens takes time: 6 s is more than the page's 5 s refresh (REFRESH_MS).
       await new Promise((r) => setTimeout(r, 6_000));
       t.same(reads, [], 'no refresh after the page was left');
     });

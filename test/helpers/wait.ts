@@ -1,4 +1,5 @@
 import { setTimeout as pause } from 'node:timers/promises';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 
 /**
  * Tests wait on events, never on fixed sleeps (docs/architecture.md, "Tests"). Where the thing a
@@ -16,4 +17,20 @@ export async function waitFor<T>(fn: () => T | Promise<T>, what: string, timeout
     if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await pause(everyMs);
   }
+}
+
+/**
+ * Resolves once `server` has seen the response to the next request for a path starting with
+ * `path` close, finished or cut off by the client: "the server saw the client leave". Call it
+ * before the request is made.
+ */
+export function responseClosed(server: Server, path: string): Promise<void> {
+  return new Promise((resolve) => {
+    const onRequest = (req: IncomingMessage, res: ServerResponse) => {
+      if (!req.url?.startsWith(path)) return;
+      server.off('request', onRequest);
+      res.once('close', () => resolve());
+    };
+    server.on('request', onRequest);
+  });
 }
