@@ -12,20 +12,21 @@ export const TEST_ENGINE: 'sqlite' | 'postgres' = process.env.AIRLOCK_TEST_ENGIN
 type Teardown = { teardown(fn: () => unknown): void };
 
 /**
- * test/run.ts runs every integration test on both engines except the files it lists as never
- * opening a database; it names them in AIRLOCK_TEST_NO_DATABASE. One of them opening a database
- * here is a mistake in that list: it would be missing from the PostgreSQL pass.
+ * test/run.ts runs every integration test on both engines except the files it lists in
+ * PASS_1_ONLY (no database, or an engine of their own); it names them in AIRLOCK_TEST_PASS_1_ONLY.
+ * One of them opening a database on the pass's engine here is a mistake in that list: it would be
+ * missing from the PostgreSQL pass.
  */
-function checkNotListedAsDatabaseFree(): void {
-  const listed = (process.env.AIRLOCK_TEST_NO_DATABASE ?? '').split(',').filter(Boolean);
+function checkNotListedAsPass1Only(): void {
+  const listed = (process.env.AIRLOCK_TEST_PASS_1_ONLY ?? '').split(',').filter(Boolean);
   const file = (process.argv[1] ?? '').split(sep).join('/');
   const hit = listed.find((f) => file.endsWith(f));
-  if (hit) throw new Error(`${hit} opens a database but test/run.ts lists it in NO_DATABASE: take it off the list so it runs on both engines`);
+  if (hit) throw new Error(`${hit} opens a database on the pass's engine but test/run.ts lists it in PASS_1_ONLY: take it off the list so it runs on both engines`);
 }
 
 /** On PostgreSQL: the URL of a new, empty database, dropped at teardown. On SQLite: undefined. */
 export async function testDatabaseUrl(t: Teardown): Promise<string | undefined> {
-  checkNotListedAsDatabaseFree();
+  checkNotListedAsPass1Only();
   if (TEST_ENGINE !== 'postgres') return undefined;
   const admin = process.env.AIRLOCK_TEST_POSTGRES_URL;
   if (!admin) throw new Error('AIRLOCK_TEST_ENGINE=postgres needs AIRLOCK_TEST_POSTGRES_URL (npm test starts a cluster)');
