@@ -150,3 +150,15 @@ t.test('the patterns catch what they are for (each rule can fail)', async (t) =>
   const guards = ["const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);", "Promise.race([p, new Promise<'hang'>((res) => setTimeout(() => res('hang'), 15_000))])"];
   for (const line of guards) t.notOk(SLEEP_PATTERNS.some((p) => p.test(line)), `a guard, not a wait: ${line}`);
 });
+
+t.test("test/run.ts: every PASS_1_ONLY entry names an integration test that exists, with a reason", async (t) => {
+  const src = readFileSync(join(ROOT, 'test', 'run.ts'), 'utf8');
+  const block = /const PASS_1_ONLY[^{]*\{([\s\S]*?)\n\};/.exec(src)?.[1] ?? '';
+  const entries = [...block.matchAll(/^\s*'([^']+)\.js':\s*(['"`])(.+)\2,?$/gm)].map((m) => ({ file: m[1], why: m[3] }));
+  t.ok(entries.length > 0, `${entries.length} entries`);
+  for (const e of entries) {
+    t.ok(existsSync(join(ROOT, 'test', 'integration', `${e.file}.ts`)), `${e.file}: exists`);
+    t.ok(e.why.length > 20, `${e.file}: says why`);
+  }
+  t.notMatch(src, /BOTH_ENGINES\s*=\s*\[/, 'no hand-made list of both-engine files');
+});
