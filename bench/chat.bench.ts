@@ -130,7 +130,6 @@ async function local(model: ModelEmulator) {
   const dir = mkdtempSync(join(tmpdir(), 'airlock-bench-chat-'));
   const config = loadConfig({ AIRLOCK_DATA_DIR: dir, MCP_INTERNAL_SECRET: 'bench-secret-0123456789', AGENT_USER_TOKEN_SECRET: 'bench-secret-0123456789' });
   const database = await openDatabase({ file: join(dir, 'airlock.db') });
-  const db = database.sqlite!;
   const runner = new LocalTurnRunner({
     env: {
       AGENT_MODEL_PROVIDER: 'openai',
@@ -143,7 +142,7 @@ async function local(model: ModelEmulator) {
     log: silentLogger(),
     readyTimeoutMs: 120_000,
   });
-  const web = await startWebServer({ config, database, db, log: silentLogger(), sessions: new DbSessionStore(database.sql), encryptor: atRestEncryptor(config), services: { chat: { runner } } }, 0, '127.0.0.1');
+  const web = await startWebServer({ config, database, log: silentLogger(), sessions: new DbSessionStore(database.sql), encryptor: atRestEncryptor(config), services: { chat: { runner } } }, 0, '127.0.0.1');
   try {
     return await measure('local runner', await chatClient(web.url, database.sql), directModel(model), true);
   } finally {

@@ -44,7 +44,7 @@ async function node(database: Database, id: string): Promise<{ web: WebServer; d
     MCP_INTERNAL_SECRET: 'bench-secret-0123456789',
     AGENT_USER_TOKEN_SECRET: 'bench-secret-0123456789',
   });
-  const web = await startWebServer({ config, database, db: database.sqlite!, log: silentLogger(), sessions: new DbSessionStore(database.sql), encryptor: atRestEncryptor(config), services: { chat: { runner: instant } } }, port, '127.0.0.1');
+  const web = await startWebServer({ config, database, log: silentLogger(), sessions: new DbSessionStore(database.sql), encryptor: atRestEncryptor(config), services: { chat: { runner: instant } } }, port, '127.0.0.1');
   await registerNode(database.sql, { id, url: web.url, version: 'bench', capacity: 32 });
   return { web, dir };
 }

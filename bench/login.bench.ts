@@ -21,9 +21,8 @@ export async function run(): Promise<BenchResult> {
   const dir = mkdtempSync(join(tmpdir(), 'airlock-bench-'));
   const config = loadConfig({ AIRLOCK_DATA_DIR: dir, AIRLOCK_LOGIN_MAX_FAILURES: '1000', MCP_INTERNAL_SECRET: 'bench-secret-0123456789', AGENT_USER_TOKEN_SECRET: 'bench-secret-0123456789' });
   const database = await openDatabase({ file: join(dir, 'airlock.db') });
-  const db = database.sqlite!;
   await createUser(database.sql, { username: 'bench', email: 'bench@example.test', passwordHash: await hashPassword('bench-password') });
-  const web = await startWebServer({ config, database, db, log: silentLogger(), sessions: new DbSessionStore(database.sql), encryptor: atRestEncryptor(config), services: {} }, 0, '127.0.0.1');
+  const web = await startWebServer({ config, database, log: silentLogger(), sessions: new DbSessionStore(database.sql), encryptor: atRestEncryptor(config), services: {} }, 0, '127.0.0.1');
   // A bare express app in the same process: one route, no middleware (the floor of any route).
   const bareApp = express();
   bareApp.get('/ok', (_req, res) => void res.json({ ok: true }));
@@ -98,7 +97,7 @@ export async function run(): Promise<BenchResult> {
     await dispatcher.close();
     await new Promise((r) => bare.close(r));
     await web.close(100);
-    db.close();
+    await database.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -1,5 +1,5 @@
 import type { Request, Response, NextFunction, RequestHandler } from 'express';
-import type { Config, Db, Encryptor, Logger, Metrics } from '../core/index.js';
+import type { Config, Encryptor, Logger, Metrics } from '../core/index.js';
 import type { User } from '../domain/users.js';
 import { AuthError, AppError } from '../core/index.js';
 import type { DbSessionStore } from './session-store.js';
@@ -76,8 +76,6 @@ export interface WebContext {
   config: Readonly<Config>;
   /** The database: store modules in domain/ take `database.sql`. */
   database: Database;
-  /** The SQLite connection for routes not yet on the data layer. */
-  db: Db;
   log: Logger;
   sessions: DbSessionStore;
   services: WebServices;

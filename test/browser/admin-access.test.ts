@@ -1,6 +1,7 @@
 import t from 'tap';
 import { addUser, startTestApp, TEST_SECRETS } from '../helpers/app.js';
 import { browserUnavailable, checkNarrow, FOCUS_RING, focusRing, launch, screenshot, tabTo, unlabelledControls } from '../helpers/browser.js';
+import { dbCount, dbRow } from '../helpers/db.js';
 
 const ROOT_PW = 'root-password-123';
 
@@ -43,7 +44,7 @@ else {
     t.match(err, /ERR_DATA_INVALID/, 'error code shown');
     t.match(err, /row_filter/, 'message names the row filter');
     t.equal(await page.getAttribute('#policy-filter', 'aria-invalid'), 'true', 'the filter box is marked invalid');
-    t.equal((app.db.prepare('SELECT COUNT(*) AS n FROM data_policies p JOIN data_roles r ON r.id = p.role_id WHERE r.name = ?').get('sales_eu') as { n: number }).n, 0, 'nothing stored');
+    t.equal((await dbCount(app.database.sql, 'SELECT COUNT(*) AS n FROM data_policies p JOIN data_roles r ON r.id = p.role_id WHERE r.name = ?', 'sales_eu')), 0, 'nothing stored');
     // Not even JSON: refused before sending, said plainly.
     await page.fill('#policy-filter', '{"column": ');
     await page.click('#policy-save');
@@ -66,7 +67,7 @@ else {
     await page.waitForFunction(() => /saved/.test(document.querySelector('#policy-status')?.textContent ?? ''));
     t.match(await page.textContent('#policies-table'), /sales/);
     t.match(await page.textContent('#policies-table'), /amount, region|region, amount/);
-    const stored = app.db.prepare('SELECT table_name, allowed_columns, row_filter FROM data_policies p JOIN data_roles r ON r.id = p.role_id WHERE r.name = ?').get('sales_eu') as Record<string, string>;
+    const stored = (await dbRow(app.database.sql, 'SELECT table_name, allowed_columns, row_filter FROM data_policies p JOIN data_roles r ON r.id = p.role_id WHERE r.name = ?', 'sales_eu')) as Record<string, string>;
     t.equal(stored.table_name, 'sales');
     t.same(JSON.parse(stored.row_filter).all.length, 2, 'filter stored');
     await screenshot(page, 'admin-data-roles');

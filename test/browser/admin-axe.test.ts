@@ -5,6 +5,7 @@ import type { Page } from 'playwright-core';
 import { logAction } from '../../domain/action-log.js';
 import { addUser, startTestApp } from '../helpers/app.js';
 import { browserUnavailable, launch, screenshot, settled } from '../helpers/browser.js';
+import { dbInsertId, dbRun } from '../helpers/db.js';
 
 const ROOT_PW = 'root-password-123';
 const require = createRequire(import.meta.url);
@@ -40,13 +41,13 @@ else {
     const root = await addUser(app.database, 'root', ROOT_PW, { superuser: true, email: 'root@local.test' });
     const bob = await addUser(app.database, 'bob', 'bob-password-123');
     // Content on every page: a role with a policy, an assignment, an organisation with a team and a policy, log entries.
-    const roleId = Number(app.db.prepare("INSERT INTO data_roles (name, description) VALUES ('sales_eu', 'EU sales rows')").run().lastInsertRowid);
-    app.db.prepare(`INSERT INTO data_policies (role_id, table_name, allowed_columns, row_filter) VALUES (?, 'sales', '["region"]', '{"column":"region","op":"eq","value":"EU"}')`).run(roleId);
-    app.db.prepare('INSERT INTO user_data_roles (user_id, role_id) VALUES (?, ?)').run(bob.id, roleId);
-    const org = Number(app.db.prepare("INSERT INTO organisations (name) VALUES ('Acme')").run().lastInsertRowid);
-    const team = Number(app.db.prepare("INSERT INTO teams (organisation_id, name) VALUES (?, 'Ops')").run(org).lastInsertRowid);
-    app.db.prepare('INSERT INTO team_members (team_id, user_id) VALUES (?, ?)').run(team, bob.id);
-    app.db.prepare("INSERT INTO agent_policies (organisation_id, name, applies_to, denied_tools) VALUES (?, 'no mail', 'all', '[\"send_email\"]')").run(org);
+    const roleId = await dbInsertId(app.database.sql, "INSERT INTO data_roles (name, description) VALUES ('sales_eu', 'EU sales rows')");
+    await dbRun(app.database.sql, `INSERT INTO data_policies (role_id, table_name, allowed_columns, row_filter) VALUES (?, 'sales', '["region"]', '{"column":"region","op":"eq","value":"EU"}')`, roleId);
+    await dbRun(app.database.sql, 'INSERT INTO user_data_roles (user_id, role_id) VALUES (?, ?)', bob.id, roleId);
+    const org = await dbInsertId(app.database.sql, "INSERT INTO organisations (name) VALUES ('Acme')");
+    const team = await dbInsertId(app.database.sql, "INSERT INTO teams (organisation_id, name) VALUES (?, 'Ops')", org);
+    await dbRun(app.database.sql, 'INSERT INTO team_members (team_id, user_id) VALUES (?, ?)', team, bob.id);
+    await dbRun(app.database.sql, "INSERT INTO agent_policies (organisation_id, name, applies_to, denied_tools) VALUES (?, 'no mail', 'all', '[\"send_email\"]')", org);
     await logAction(app.database.sql, { event: 'identity.team.created', actorId: root.id, data: { team_id: team } });
     await logAction(app.database.sql, { event: 'bi.denied', severity: 'critical', subjectId: bob.id, data: { table: 'payroll' } });
 

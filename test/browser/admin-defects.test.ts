@@ -7,6 +7,7 @@ import type { Page } from 'playwright-core';
 import { logAction } from '../../domain/action-log.js';
 import { adminRig, openAdmin, ROOT_PW } from '../helpers/admin-browser.js';
 import { browserUnavailable, checkNarrow, screenshot } from '../helpers/browser.js';
+import { dbCount, dbRow, dbRows } from '../helpers/db.js';
 
 const setup = adminRig;
 const open = openAdmin;
@@ -146,7 +147,7 @@ else {
     const err2 = await text(page, '#policy-status');
     t.match(err2, /"colour", "size" are not known fields of a condition/);
     t.equal((err2.match(/not known field/g) ?? []).length, 1, 'said once, not once per schema branch');
-    t.equal((app.db.prepare("SELECT COUNT(*) AS n FROM data_policies p JOIN data_roles r ON r.id = p.role_id WHERE r.name = 'sales_eu'").get() as { n: number }).n, 0, 'nothing stored');
+    t.equal((await dbCount(app.database.sql, "SELECT COUNT(*) AS n FROM data_policies p JOIN data_roles r ON r.id = p.role_id WHERE r.name = 'sales_eu'")), 0, 'nothing stored');
     await screenshot(page, 'admin-filter-errors');
   });
 
@@ -167,18 +168,18 @@ else {
       await page.fill('#team-name', 'Ops');
       await page.click('#team-create');
       await page.waitForFunction(() => /Ops/.test(document.querySelector('#teams-table')?.textContent ?? ''));
-      const teamId = (app.db.prepare("SELECT id FROM teams WHERE name = 'Ops'").get() as { id: number }).id;
+      const teamId = ((await dbRow(app.database.sql, "SELECT id FROM teams WHERE name = 'Ops'")) as { id: number }).id;
       t.equal(await page.locator(`#ap-team-${teamId}`).count(), 1, 'the agent-policy form lists the new team without a reload');
       await page.fill(`#team-${teamId}-add`, 'bob');
       await page.click(`button[aria-label="Add member to team Ops"]`);
       await page.waitForFunction((id) => /bob/.test(document.querySelector(`#team-${id}-members`)?.textContent ?? ''), teamId);
-      t.same(app.db.prepare('SELECT user_id FROM team_members WHERE team_id = ?').all(teamId).length, 1, 'stored');
+      t.same((await dbRows(app.database.sql, 'SELECT user_id FROM team_members WHERE team_id = ?', teamId)).length, 1, 'stored');
       await page.fill(`#team-${teamId}-add`, 'nobody-here');
       await page.click(`button[aria-label="Add member to team Ops"]`);
       await page.waitForFunction(() => /No user is named "nobody-here"/.test(document.querySelector('#team-status')?.textContent ?? ''));
       await page.click('button[aria-label="Remove bob from team Ops"]');
       await page.waitForFunction((id) => !document.querySelector(`#team-${id}-members`), teamId);
-      t.same(app.db.prepare('SELECT user_id FROM team_members WHERE team_id = ?').all(teamId).length, 0, 'removed');
+      t.same((await dbRows(app.database.sql, 'SELECT user_id FROM team_members WHERE team_id = ?', teamId)).length, 0, 'removed');
 
       // Agent policies: "chosen teams" with none, and an unknown model, are refused plainly.
       await page.fill('#ap-name', 'ops only');
@@ -189,7 +190,7 @@ else {
       await page.fill('#ap-models', 'gpt-9');
       await page.click('#ap-create');
       await page.waitForFunction(() => /"gpt-9" is not a model of this server/.test(document.querySelector('#ap-form ~ .status-area')?.textContent ?? ''));
-      t.equal((app.db.prepare('SELECT COUNT(*) AS n FROM agent_policies').get() as { n: number }).n, 0, 'nothing stored');
+      t.equal((await dbCount(app.database.sql, 'SELECT COUNT(*) AS n FROM agent_policies')), 0, 'nothing stored');
       await page.fill('#ap-models', 'demo');
       await page.click('#ap-create');
       await page.waitForFunction(() => /ops only/.test(document.querySelector('#agent-policies-table')?.textContent ?? ''));
@@ -198,7 +199,7 @@ else {
 
       await page.click('#org-delete');
       await page.waitForFunction(() => /No organisations yet/.test(document.querySelector('.admin.orgs')?.textContent ?? ''));
-      t.equal((app.db.prepare('SELECT COUNT(*) AS n FROM teams').get() as { n: number }).n, 0, 'its teams went with it');
+      t.equal((await dbCount(app.database.sql, 'SELECT COUNT(*) AS n FROM teams')), 0, 'its teams went with it');
 
       // All of it is in the action log under identity.*, by name.
       await open(page, app.url, 'action-log', '#log-table');

@@ -6,6 +6,7 @@ import { DirectorySyncRunner } from '../../daemon/directory-sync/index.js';
 import type { SandboxControl } from '../../web/index.js';
 import { addUser, startTestAppWithOrigin } from '../helpers/app.js';
 import { browserUnavailable, checkNarrow, launch, screenshot, unlabelledControls } from '../helpers/browser.js';
+import { dbRow, dbRows } from '../helpers/db.js';
 
 const CLIENT_ID = 'airlock-ui-client';
 const CLIENT_SECRET = 'ui-client-secret-never-shown-77';
@@ -70,7 +71,7 @@ else {
     const html = await page.content();
     t.notOk(html.includes(CLIENT_SECRET), 'the client secret is not on the page after saving');
     t.notOk(html.includes('PRIVATE KEY'), 'the service-account key is not on the page after saving');
-    const stored = app.db.prepare('SELECT issuer, client_id, is_active FROM idp_connections').all();
+    const stored = (await dbRows(app.database.sql, 'SELECT issuer, client_id, is_active FROM idp_connections'));
     t.same(stored, [{ issuer: idp.url, client_id: CLIENT_ID, is_active: 1 }], 'connection stored');
 
     // A bad edit shows the server's error plainly (message and code).
@@ -152,9 +153,9 @@ else {
     t.match(await sso.textContent('#who'), /User 1/, 'signed in as the synced account (its directory name)');
     const me = await sso.evaluate(async () => (await fetch('/api/auth/me')).json());
     t.equal(me.email, DIR_USER.email);
-    const linked = app.db.prepare('SELECT COUNT(*) AS n FROM external_identities WHERE sub = ?').get(DIR_USER.sub) as { n: number };
+    const linked = (await dbRow(app.database.sql, 'SELECT COUNT(*) AS n FROM external_identities WHERE sub = ?', DIR_USER.sub)) as { n: number };
     t.equal(linked.n, 1, 'external identity recorded');
-    const users = app.db.prepare('SELECT COUNT(*) AS n FROM users WHERE lower(email) = ?').get(DIR_USER.email) as { n: number };
+    const users = (await dbRow(app.database.sql, 'SELECT COUNT(*) AS n FROM users WHERE lower(email) = ?', DIR_USER.email)) as { n: number };
     t.equal(users.n, 1, 'the synced account was used, not a second one');
     await screenshot(sso, 'chat-after-sso');
     await ctx.close();

@@ -11,6 +11,8 @@ import { serve } from '../../daemon/serve.js';
 import { Client } from '../helpers/client.js';
 import { axeProblems, browserUnavailable, checkNarrow, launch, screenshot } from '../helpers/browser.js';
 import { dataDir, dockerOrSkip, ensureTestImage, runtimeConfig, sweep, uniqueOwner } from '../docker/helpers.js';
+import { dbCount, dbRows } from '../helpers/db.js';
+import { waitFor } from '../helpers/wait.js';
 
 const why = browserUnavailable();
 if (why) t.plan(0, why);
@@ -44,6 +46,13 @@ else {
         dialogs.push(dlg.message());
         void (answer ? dlg.accept() : dlg.dismiss());
       });
+      // The restarts and kills the page asks the server for (a cancelled one asks for none).
+      const ops: string[] = [];
+      page.on('request', (r) => {
+        if (r.method() === 'POST' && /\/api\/admin\/sessions\/.+\/(restart|kill)$/.test(new URL(r.url()).pathname)) ops.push(new URL(r.url()).pathname.split('/').pop()!);
+      });
+      /** Run a script in the page: it runs after the click handler (and its confirm()) returned, so any request that handler made has been seen. */
+      const afterHandler = () => page.evaluate(() => fetch('/healthz').then((r) => r.status));
       await page.goto(d.web.url + '/#/login');
       await page.fill('#username', 'root');
       await page.fill('#password', 'root-password');
@@ -81,7 +90,8 @@ else {
       await page.click(`button[aria-label="Restart session ${sid}"]`);
       t.equal(dialogs.length, 1, 'Restart asks');
       t.match(dialogs[0], /Restart session "Quarterly numbers please" of carol/);
-      await new Promise((r) => setTimeout(r, 500));
+      await afterHandler();
+      t.same(ops, [], 'cancelled: no restart asked for');
       t.equal(containerOf(), first, 'cancelled: same sandbox');
       answer = true;
       await page.click(`button[aria-label="Restart session ${sid}"]`);
@@ -90,7 +100,7 @@ else {
         return ids.length === 1 && ids[0] !== old;
       }, first!.slice(0, 12), { timeout: 120_000 });
       t.not(containerOf(), first, 'restarted');
-      const logged = d.db.prepare("SELECT actor_id, subject_id, data FROM action_log WHERE event = 'session.restarted'").all() as { data: string }[];
+      const logged = (await dbRows(d.database.sql, "SELECT actor_id, subject_id, data FROM action_log WHERE event = 'session.restarted'")) as { data: string }[];
       t.equal(logged.length, 1, 'the restart is in the action log');
       t.match(JSON.parse(logged[0].data), { session_id: sid });
 
@@ -98,17 +108,18 @@ else {
       answer = false;
       const second = containerOf();
       await page.click(`button[aria-label="Kill session ${sid}"]`);
-      for (let i = 0; i < 40 && dialogs.length < 3; i++) await new Promise((r) => setTimeout(r, 50));
+      await waitFor(() => dialogs.length >= 3, 'the kill question');
       t.equal(dialogs.length, 3, 'Kill asks');
       t.match(dialogs[2], /Kill session "Quarterly numbers please" of carol\? Its sandbox ends now/);
-      await new Promise((r) => setTimeout(r, 500));
+      await afterHandler();
+      t.same(ops, ['restart'], 'cancelled: no kill asked for');
       t.equal(containerOf(), second, 'cancelled: the sandbox lives on');
       answer = true;
       await page.click(`button[aria-label="Kill session ${sid}"]`);
       await page.waitForFunction(() => /No live sessions/.test(document.querySelector('#sessions-table')?.textContent ?? ''), undefined, { timeout: 60_000 });
       t.equal(containerOf(), undefined, 'killed');
       t.match(await page.textContent('#sess-status'), /killed/);
-      t.equal((d.db.prepare("SELECT COUNT(*) AS n FROM action_log WHERE event = 'session.killed'").get() as { n: number }).n, 1, 'the kill is in the action log');
+      t.equal((await dbCount(d.database.sql, "SELECT COUNT(*) AS n FROM action_log WHERE event = 'session.killed'")), 1, 'the kill is in the action log');
 
       // Leaving the page ends its refresh: no more reads of the list.
       const reads: number[] = [];
@@ -117,6 +128,7 @@ else {
       });
       await page.click('#nav a[href="#/admin/action-log"]');
       await page.waitForSelector('#log-table');
+      // Proving that nothing happens takes time: 6 s is more than the page's 5 s refresh (REFRESH_MS).
       await new Promise((r) => setTimeout(r, 6_000));
       t.same(reads, [], 'no refresh after the page was left');
     });

@@ -7,6 +7,7 @@ import t from 'tap';
 import { start as startOAuth } from '../../emulator/google-oauth.js';
 import { addUser, startTestAppWithOrigin } from '../helpers/app.js';
 import { browserUnavailable, launch, screenshot } from '../helpers/browser.js';
+import { dbCount, dbRow } from '../helpers/db.js';
 
 const PASSWORD = 'erin-password-1';
 
@@ -27,7 +28,7 @@ else {
       },
     });
     await addUser(app.database, 'erin', PASSWORD);
-    const accounts = () => (app.db.prepare('SELECT COUNT(*) AS n FROM connected_accounts').get() as { n: number }).n;
+    const accounts = () => dbCount(app.database.sql, 'SELECT COUNT(*) AS n FROM connected_accounts');
 
     const browser = await launch(t);
     const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
@@ -61,7 +62,7 @@ else {
     await connect();
     t.match(await page.textContent('#account'), /Connected as erin@example\.test\./, 'the page names the connected account');
     t.ok(oauth.requests.some((r) => r.path === '/token' && r.params.grant_type === 'authorization_code'), 'the code was exchanged at the provider');
-    t.equal(accounts(), 1, 'the account is stored');
+    t.equal(await accounts(), 1, 'the account is stored');
     const [refresh] = oauth.issued.refresh;
     t.ok(refresh, 'offline access: a refresh token was issued');
     await screenshot(page, 'chat-account-connected');
@@ -74,7 +75,7 @@ else {
     t.match(dialogs[0], /Disconnect your workspace account\?/);
     t.ok(await page.isVisible('#disconnect-account'), 'still connected after Cancel');
     t.notOk(oauth.requests.some((r) => r.path === '/revoke'), 'nothing revoked after Cancel');
-    t.equal(accounts(), 1);
+    t.equal(await accounts(), 1);
 
     answer = 'accept';
     await page.click('#disconnect-account');
@@ -82,12 +83,12 @@ else {
     t.equal(await page.textContent('#account [role=status]'), "Disconnected. Google revoked Airlock's access.");
     t.ok(await page.isVisible('#connect-account'), 'Connect is offered again');
     t.ok(oauth.revoked.includes(refresh), "the emulator revoked the grant's refresh token");
-    t.equal(accounts(), 0, 'Airlock forgot the tokens');
+    t.equal(await accounts(), 0, 'Airlock forgot the tokens');
     t.equal(await page.locator('#account [role=alert]').count(), 0, 'no alert when Google confirmed');
 
     // Google is down at disconnect: Airlock still forgets the tokens and says what to do.
     await connect();
-    t.equal(accounts(), 1, 'connected again');
+    t.equal(await accounts(), 1, 'connected again');
     const revokedBefore = oauth.revoked.length;
     oauth.options.failRevoke = true;
     await page.click('#disconnect-account');
@@ -97,7 +98,7 @@ else {
     t.match(alert, /myaccount\.google\.com\/permissions/, 'and where to remove Airlock by hand');
     t.equal(oauth.revoked.length, revokedBefore, 'nothing was revoked at the provider');
     t.ok(await page.isVisible('#connect-account'), 'the page shows the account as not connected');
-    t.equal(accounts(), 0, 'Airlock forgot the tokens anyway');
+    t.equal(await accounts(), 0, 'Airlock forgot the tokens anyway');
     t.equal(dialogs.length, 3, 'each disconnect asked first');
     await screenshot(page, 'chat-account-revoke-failed');
   });

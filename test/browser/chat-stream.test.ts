@@ -9,6 +9,7 @@ import type { Page } from 'playwright-core';
 import type { TurnRequest, TurnResult, TurnRunner } from '../../core/index.js';
 import { addUser, startTestApp } from '../helpers/app.js';
 import { browserUnavailable, launch, screenshot } from '../helpers/browser.js';
+import { waitFor } from '../helpers/wait.js';
 
 const PASSWORD = 'dana-password-1';
 
@@ -86,7 +87,7 @@ else {
     // The daemon's side of the connection goes away mid-turn: the page's reader.read() rejects.
     app.web.server.closeAllConnections();
     await page.waitForFunction(() => document.querySelector('.msg.assistant:last-child .banner.info') !== null || document.querySelector('.msg.assistant[data-done]') !== null);
-    for (let i = 0; i < 100 && !reads.length; i++) await new Promise((r) => setTimeout(r, 50));
+    await waitFor(() => reads.length, 'the page to read the events again');
     t.same(reads.slice(0, 1), ['?after=1'], 'the page reattached after the last event it saw');
     t.notOk(runner.turns[0].cancelled, 'the server did not cancel the turn');
     await page.waitForFunction(() => !document.querySelector('.msg.assistant:last-child .banner.info'));

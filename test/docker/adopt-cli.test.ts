@@ -6,11 +6,12 @@ import t from 'tap';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { statSync } from 'node:fs';
+import { waitFor } from '../helpers/wait.js';
 import { join } from 'node:path';
 import { createLogger } from '../../core/index.js';
 import { startRuntime } from '../../daemon/runtime/index.js';
 import { TestClock } from '../helpers/clock.js';
-import { attachOnPty, dataDir, dockerOrSkip, ensureTestImage, ROOT, runCli, runtimeConfig, startRuntimeProc, sweep, uniqueOwner, ENGINE_ENV, SANDBOX_RUNTIME } from './helpers.js';
+import { attachOnPty, dataDir, dockerOrSkip, ensureTestImage, execIn, ROOT, runCli, runtimeConfig, startRuntimeProc, sweep, uniqueOwner, ENGINE_ENV, SANDBOX_RUNTIME } from './helpers.js';
 
 const docker = await dockerOrSkip(t as unknown as Parameters<typeof dockerOrSkip>[0]);
 const CLI = join(ROOT, 'dist', 'daemon', 'main.js');
@@ -19,11 +20,7 @@ const cli = (dataDir: string, args: string[]) => runCli({ AIRLOCK_DATA_DIR: data
 const startProc = startRuntimeProc;
 
 async function until(fn: () => boolean | Promise<boolean>, what: string, ms = 30_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await fn())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await waitFor(fn, what, ms, 50);
 }
 
 if (docker) {
@@ -105,8 +102,9 @@ if (docker) {
       await until(() => /^SIZE=\d/m.test(io.out()), 'the probe output');
       // Ctrl-C must reach the remote foreground job (raw mode), not end the CLI.
       io.write('echo "SLEEP""ING"; sleep 300\r');
-      await until(() => /^SLEEPING\r*$/m.test(io.out()), 'the sleep to start');
-      await new Promise((r) => setTimeout(r, 300));
+      await until(() => /^SLEEPING\r*$/m.test(io.out()), 'the echo before the sleep');
+      // The shell prints before it starts `sleep`: wait for the sleep process itself (its argv in /proc).
+      await until(async () => /^sleep 300 $/m.test((await execIn(docker, info.containerId, ['/bin/sh', '-c', 'for p in /proc/[0-9]*; do tr "\\0" " " < $p/cmdline 2>/dev/null; echo; done'], { user: '0' })).stdout), 'the remote sleep to run');
       io.write('\x03');
       io.write('echo "AFTER=$((40+2))"\r');
       await until(() => /^AFTER=42/m.test(io.out()), 'the shell after Ctrl-C');

@@ -14,10 +14,12 @@ import * as openaiModel from '../../emulator/model-openai.js';
 import { Client } from '../helpers/client.js';
 import { logSink } from '../helpers/app.js';
 import { shape, streamTurn, waitFor } from '../helpers/chat.js';
+import { responseClosed } from '../helpers/wait.js';
 import { dataDir, dockerOrSkip, ensureTestImage, execIn, runtimeConfig, SANDBOX_RUNTIME, sweep, uniqueOwner } from './helpers.js';
 import { simpleParser } from 'mailparser';
 import { NOT_CONNECTED_MESSAGE } from '../../tools/result.js';
 import { TestClock } from '../helpers/clock.js';
+import { dbInsertId, dbRun } from '../helpers/db.js';
 
 const MODEL_KEY = 'sk-real-model-key-e2e-0123456789abcdef';
 
@@ -153,10 +155,10 @@ if (docker) {
     t.equal(probe.stdout.trim(), '401', 'a wrong placeholder from inside the sandbox is refused');
     const metricLine = (text: string, route: string, outcome: string) => Number(new RegExp(`^airlock_proxy_decisions_total\\{route="${route}",outcome="${outcome}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
     let metrics = '';
-    for (let i = 0; i < 100 && !metricLine(metrics, 'mail', 'refused'); i++) {
+    await waitFor(async () => {
       metrics = await (await fetch(`${d.web.url}/metrics`)).text();
-      if (!metricLine(metrics, 'mail', 'refused')) await new Promise((res) => setTimeout(res, 50));
-    }
+      return metricLine(metrics, 'mail', 'refused');
+    }, 'the refused probe in /metrics');
     t.equal(metricLine(metrics, 'mail', 'forwarded'), 1, 'the mail send counted');
     t.equal(metricLine(metrics, 'sheets', 'forwarded'), 1, 'the sheet read counted');
     t.equal(metricLine(metrics, 'search', 'forwarded'), 1, 'the Drive search counted');
@@ -255,9 +257,9 @@ if (docker) {
 
   t.test('an agent policy forbidding the model: the turn ends with ERR_POLICY_MODEL_DENIED and no container is used', async (t) => {
     const { d, c } = await start(t, { AIRLOCK_MODEL_PROVIDER: 'demo', AIRLOCK_POOL_SIZE: '1' });
-    const org = Number(d.db.prepare("INSERT INTO organisations (name) VALUES ('Acme')").run().lastInsertRowid);
-    d.db.prepare('INSERT INTO organisation_members (organisation_id, user_id) VALUES (?, 1)').run(org);
-    d.db.prepare(`INSERT INTO agent_policies (organisation_id, name, applies_to, allowed_models) VALUES (?, 'big model only', 'all', '["gpt-big"]')`).run(org);
+    const org = await dbInsertId(d.database.sql, "INSERT INTO organisations (name) VALUES ('Acme')");
+    await dbRun(d.database.sql, 'INSERT INTO organisation_members (organisation_id, user_id) VALUES (?, 1)', org);
+    await dbRun(d.database.sql, `INSERT INTO agent_policies (organisation_id, name, applies_to, allowed_models) VALUES (?, 'big model only', 'all', '["gpt-big"]')`, org);
     // Under runsc there is no pool (docs/runtime.md): then nothing at all may be started.
     const poolBefore = SANDBOX_RUNTIME === 'runsc' ? [] : await waitFor(() => {
       const ids = d.runtime!.sessions.list().filter((s) => !s.sessionId && s.state === 'pool').map((s) => s.containerId);
@@ -293,6 +295,7 @@ if (docker) {
   t.test('a client disconnect leaves the turn running; the stop API cancels it inside the sandbox; the session stays usable', async (t) => {
     const { d, c, model } = await startStalling(t, 'Back again.');
     let sid: string | undefined;
+    const left = responseClosed(d.web.server, '/api/chat/messages');
     const cut = await streamTurn(c, { message: 'take your time' }, (e, _all, sessionId) => {
       sid = sessionId;
       if (e.type === 'text_delta') return 'abort';
@@ -300,17 +303,16 @@ if (docker) {
     t.equal(cut.events.filter((e) => e.type === 'done').length, 0, 'the client left before done');
     t.ok(sid);
     const turnId = cut.headers.get('x-chat-turn-id');
-    await new Promise((r) => setTimeout(r, 500));
-    t.equal((await c.json('GET', `/api/chat/sessions/${sid}/messages`)).body.turns[0]?.status, 'running', 'still running after the client left');
+    await left;
+    t.equal((await c.json('GET', `/api/chat/sessions/${sid}/messages`)).body.turns[0]?.status, 'running', 'still running after the server saw the client leave');
     const stop = await c.json('POST', `/api/chat/sessions/${sid}/turns/${turnId}/cancel`);
     t.equal(stop.status, 202, 'the stop API accepted');
     // The daemon records the turn as cancelled once the sandbox confirms it.
     let turns: any[] = [];
-    for (let i = 0; i < 200; i++) {
+    await waitFor(async () => {
       turns = (await c.json('GET', `/api/chat/sessions/${sid}/messages`)).body.turns;
-      if (turns[0]?.stop_reason) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+      return turns[0]?.stop_reason;
+    }, 'the cancelled turn to be stored');
     t.equal(turns[0]?.stop_reason, 'cancelled', 'turn stored as cancelled');
     const next = await streamTurn(c, { message: 'are you there?', session_id: sid });
     t.equal(next.status, 200, 'not busy: the sandbox ended the cancelled turn');
@@ -389,7 +391,7 @@ if (docker) {
     t.equal(live()?.containerId, restarted.containerId);
     // Killed from outside.
     await docker!.getContainer(restarted.containerId).kill();
-    for (let i = 0; i < 400 && live()?.state !== 'dead' && live(); i++) await new Promise((r) => setTimeout(r, 25));
+    await waitFor(() => !live() || live()?.state === 'dead', 'the runtime to see the sandbox die');
     const afterKill = await streamTurn(c, { message: 'hello five', session_id: sid });
     t.match(said(afterKill), /message 5 of this conversation/, 'after a docker kill');
     t.notMatch(said(afterKill), /stopped unexpectedly|context/, 'no notice');

@@ -161,9 +161,11 @@ if (docker) {
       await waitFor(() => /^SIZE=\d/m.test(io.out()), 'the size', 30_000);
       io.resize(120, 40);
       // The new size travels as a resize frame; the shell sees it once the engine applied it.
+      const answers = () => (io.out().match(/^NOW=/gm) ?? []).length;
       await waitFor(async () => {
+        const asked = answers();
         io.write('echo "NOW=$(stty size)"\r');
-        await new Promise((r) => setTimeout(r, 300));
+        await waitFor(() => answers() > asked, 'the shell to answer', 30_000);
         return /^NOW=40 120\r*$/m.test(io.out());
       }, 'the resize', 30_000);
       io.write('exit 4\r');

@@ -15,6 +15,7 @@ import { createLogger, loadConfig, type Config, type Logger } from '../../core/i
 import { ensureSandboxImage } from '../../daemon/runtime/image.js';
 import { LABEL_OWNER } from '../../daemon/runtime/session-manager.js';
 import { TEST_ORG_MAIL } from '../helpers/app.js';
+import { waitFor } from '../helpers/wait.js';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 /** The engine the Docker tests use; the runsc pass of `npm test` points it at an engine with gVisor. */
@@ -87,7 +88,7 @@ export async function ensureTestImage(docker: Docker, log: Logger = createLogger
       } catch {
         // lock vanished meanwhile
       }
-      await new Promise((r) => setTimeout(r, 500));
+      await waitFor(() => !existsSync(lock) || Date.now() - statSync(lock).mtimeMs > 600_000, 'the image build another test process holds the lock for', 660_000, 500);
       continue;
     }
     try {

@@ -16,6 +16,7 @@ import { TokenService } from '../../daemon/tokens.js';
 import { dataDir, dockerOrSkip, ensureTestImage, runtimeConfig, sweep, uniqueOwner } from './helpers.js';
 import { openDatabase } from '../../domain/db/index.js';
 import { AccountStore } from '../../domain/accounts.js';
+import { dbInsertId, dbRun } from '../helpers/db.js';
 
 const docker = await dockerOrSkip(t as unknown as Parameters<typeof dockerOrSkip>[0]);
 
@@ -27,8 +28,8 @@ if (docker) {
     t.teardown(() => sweep(docker, owner));
     const config = runtimeConfig(dataDir(t), image, { AIRLOCK_POOL_SIZE: '0', AIRLOCK_MODEL_PROVIDER: 'demo', AIRLOCK_MODEL: 'demo' });
     const database = await openDatabase({ file: ':memory:' });
-    const db = database.sqlite!;
-    t.teardown(() => db.close());
+    const db = database.sql;
+    t.teardown(() => database.close());
     const tokens = new TokenService({
       store: new AccountStore(database.sql, new Encryptor(randomBytes(32))),
       refresh: async () => {
@@ -44,8 +45,8 @@ if (docker) {
 
     const u = await createUser(database.sql, { username: 'u', email: 'u@x.test' });
     const v = await createUser(database.sql, { username: 'v', email: 'v@x.test' });
-    const org = Number(db.prepare("INSERT INTO organisations (name) VALUES ('Acme')").run().lastInsertRowid);
-    db.prepare('INSERT INTO organisation_members (organisation_id, user_id) VALUES (?, ?), (?, ?)').run(org, u.id, org, v.id);
+    const org = await dbInsertId(db, "INSERT INTO organisations (name) VALUES ('Acme')");
+    await dbRun(db, 'INSERT INTO organisation_members (organisation_id, user_id) VALUES (?, ?), (?, ?)', org, u.id, org, v.id);
     const turn = async (sessionId: string, userId: number, prompt = 'hello') => {
       const events: AgentEvent[] = [];
       const r = await m.runTurn({ userId, sessionId, turnId: randomBytes(6).toString('hex'), prompt, signal: new AbortController().signal, onEvent: (e) => void events.push(e) });
@@ -71,7 +72,7 @@ if (docker) {
     t.same(a2.notices, [], 'no notice');
 
     // A policy that takes tools away: u's next turn runs in a new sandbox under it.
-    db.prepare(`INSERT INTO agent_policies (organisation_id, name, applies_to, allowed_tools) VALUES (?, 'charts only', 'all', '["rasterize_chart","render_chart"]')`).run(org);
+    await dbRun(db, `INSERT INTO agent_policies (organisation_id, name, applies_to, allowed_tools) VALUES (?, 'charts only', 'all', '["rasterize_chart","render_chart"]')`, org);
     m.policyChanged([u.id]);
     const a3 = await turn('s-u', u.id);
     t.equal(a3.stop_reason, 'end_turn', a3.error?.message ?? 'turn');
@@ -86,7 +87,7 @@ if (docker) {
     t.equal(await offersMail('s-v', v.id), true, "v's agent keeps every tool");
 
     // A policy that forbids the model: the turn is refused with the policy's code, the sandbox goes.
-    db.prepare(`INSERT INTO agent_policies (organisation_id, name, applies_to, denied_models) VALUES (?, 'no demo model', 'all', '["demo"]')`).run(org);
+    await dbRun(db, `INSERT INTO agent_policies (organisation_id, name, applies_to, denied_models) VALUES (?, 'no demo model', 'all', '["demo"]')`, org);
     m.policyChanged([u.id, v.id]);
     const a4 = await turn('s-u', u.id);
     t.equal(a4.stop_reason, 'error');

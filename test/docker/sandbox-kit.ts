@@ -8,6 +8,7 @@ import { createLogger } from '../../core/index.js';
 import type { AgentEvent } from '../../core/sandbox-protocol.js';
 import { SessionManager, type SessionHooks } from '../../daemon/runtime/session-manager.js';
 import { dataDir, runtimeConfig, sweep, uniqueOwner } from './helpers.js';
+import { waitFor } from '../helpers/wait.js';
 
 const log = createLogger({ level: 'warn', destination: process.stderr });
 
@@ -28,14 +29,9 @@ export function recordHooks() {
   return { calls, hooks };
 }
 
+/** test/helpers/wait.ts's waitFor with this file's 20 s default. */
 export async function until<T>(fn: () => T | undefined | false, what: string, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  return (await waitFor(fn, what, ms, 50)) as T;
 }
 
 export async function manager(tt: { teardown(fn: () => unknown): void }, docker: Docker, image: string, env: Record<string, string> = {}, extra: Partial<ConstructorParameters<typeof SessionManager>[0]> = {}) {

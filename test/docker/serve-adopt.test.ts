@@ -21,6 +21,7 @@ import { logSink } from '../helpers/app.js';
 import { streamTurn } from '../helpers/chat.js';
 import { dataDir, dockerOrSkip, ensureTestImage, execIn, runtimeConfig, sweep, uniqueOwner } from './helpers.js';
 import { openDatabase } from '../../domain/db/index.js';
+import { dbRun } from '../helpers/db.js';
 
 const CLIENT_ID = 'airlock-test-client';
 const CLIENT_SECRET = 'airlock-test-client-secret';
@@ -187,9 +188,9 @@ if (docker) {
 
     // While no daemon runs, bob is deactivated (as `airlock sync-directory` does when the daemon
     // is down: there is no one to end his sandbox then).
-    const db = (await openDatabase({ file: join(dir, 'airlock.db') })).sqlite!;
-    t.equal(db.prepare('UPDATE users SET is_active = 0 WHERE username = ?').run('bob').changes, 1);
-    db.close();
+    const offline = await openDatabase({ file: join(dir, 'airlock.db') });
+    t.equal(await dbRun(offline.sql, 'UPDATE users SET is_active = 0 WHERE username = ?', 'bob'), 1);
+    await offline.close();
 
     const d2 = await serve(config, { log, runtime: { owner } });
     t.teardown(async () => {

@@ -11,6 +11,7 @@ import { start as startDirectory } from '../../emulator/directory.js';
 import { identityEncryptor, saveConnection } from '../../web/index.js';
 import { dataDir, dockerOrSkip, ensureTestImage, runCli, startRuntimeProc, sweep, uniqueOwner } from './helpers.js';
 import { openDatabase } from '../../domain/db/index.js';
+import { dbRow } from '../helpers/db.js';
 
 const docker = await dockerOrSkip(t as unknown as Parameters<typeof dockerOrSkip>[0]);
 
@@ -30,7 +31,7 @@ if (docker) {
     const b = emu.addUser({ primaryEmail: `b@${emu.domain}` });
     const env = { AIRLOCK_DATA_DIR: dir, AIRLOCK_GOOGLE_DIRECTORY_BASE_URL: emu.url, AIRLOCK_GOOGLE_TOKEN_URL: emu.tokenUrl, AIRLOCK_LOG_LEVEL: 'warn' };
     const database = await openDatabase({ file: join(dir, 'airlock.db') });
-    const db = database.sqlite!;
+    const db = database.sql;
     t.teardown(() => database.close());
     await saveConnection(database.sql, identityEncryptor(loadConfig(env)), {
       provider: 'google', issuer: 'https://accounts.google.com', client_id: 'cid',
@@ -38,8 +39,8 @@ if (docker) {
     });
     const first = await cli(env, ['sync-directory']);
     t.equal(first.code, 0, first.stderr);
-    const idOf = (email: string) => (db.prepare('SELECT id FROM users WHERE email = ?').get(email) as { id: number }).id;
-    const [ua, ub] = [idOf(a.primaryEmail), idOf(b.primaryEmail)];
+    const idOf = async (email: string) => ((await dbRow(db, 'SELECT id FROM users WHERE email = ?', email)) as { id: number }).id;
+    const [ua, ub] = [await idOf(a.primaryEmail), await idOf(b.primaryEmail)];
 
     // The daemon runs a warm sandbox for each user.
     const p = startProc(dir, image, owner);
@@ -63,7 +64,7 @@ if (docker) {
     t.equal((await docker.getContainer(sb.containerId!).inspect()).State.Running, true, "b's sandbox keeps running");
     const list = (await controlRequest(dir, { cmd: 'ls' })) as { sessionId: string | null; userId?: number }[];
     t.same(list.filter((s) => s.sessionId).map((s) => s.sessionId), ['sess-b'], 'the daemon no longer lists a session of a');
-    const job = db.prepare('SELECT status, result FROM directory_sync_jobs ORDER BY id DESC LIMIT 1').get() as { status: string; result: string };
+    const job = (await dbRow(db, 'SELECT status, result FROM directory_sync_jobs ORDER BY id DESC LIMIT 1')) as { status: string; result: string };
     t.equal(job.status, 'succeeded');
     t.equal((JSON.parse(job.result) as { sandboxes_ended: number }).sandboxes_ended, 1, 'recorded in the job result');
   });

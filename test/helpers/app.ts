@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { atRestEncryptor, createLogger, hashPassword, loadConfig, type Config, type Db, type Logger } from '../../core/index.js';
+import { atRestEncryptor, createLogger, hashPassword, loadConfig, type Config, type Logger } from '../../core/index.js';
 import { DbSessionStore, startWebServer, type WebServer, type WebServices } from '../../web/index.js';
 import { Client } from './client.js';
 import { openDatabase, type Database } from '../../domain/db/index.js';
@@ -65,8 +65,6 @@ export interface TestApp {
   url: string;
   config: Readonly<Config>;
   database: Database;
-  /** The SQLite connection for tests of code not yet on the data layer (undefined on PostgreSQL). */
-  db: Db;
   log: Logger;
   logs: LogSink;
   web: WebServer;
@@ -96,18 +94,16 @@ export async function startTestApp(t: { teardown(fn: () => unknown): void }, opt
   if (url) urlOfDir.set(dataDir, url);
   const config = testConfig(dataDir, { ...(url ? { AIRLOCK_DATABASE_URL: url } : {}), ...opts.env });
   const database = await openDatabase({ url, file: join(dataDir, 'airlock.db') });
-  const db = database.sqlite!;
   const logs = opts.logs ?? logSink();
   const log = createLogger({ level: 'debug', destination: logs.stream });
   const sessions = new DbSessionStore(database.sql);
   // Port 0 unless the test fixed one (SSO tests need the public origin before start).
-  const web = await startWebServer({ config, database, db, log, sessions, encryptor: atRestEncryptor(config), services: opts.services ?? {} }, config.port, '127.0.0.1');
+  const web = await startWebServer({ config, database, log, sessions, encryptor: atRestEncryptor(config), services: opts.services ?? {} }, config.port, '127.0.0.1');
   let closed = false;
   const app: TestApp = {
     url: web.url,
     config,
     database,
-    db,
     log,
     logs,
     web,

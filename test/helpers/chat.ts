@@ -157,16 +157,8 @@ export async function streamTurn(
   return { status: 200, headers: res.headers, events, sessionId: res.headers.get('x-chat-session-id') ?? undefined };
 }
 
-/** Poll until fn returns a truthy value (tests never assert on timing; this only waits). */
-export async function waitFor<T>(fn: () => T | Promise<T>, what: string, timeoutMs = 60_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+/** The one poll-until-condition helper (test/helpers/wait.ts), here too for the chat tests that import it from here. */
+export { waitFor } from './wait.js';
 
 /** The event types in order, with text_delta runs collapsed to one. */
 export function shape(events: any[]): string[] {

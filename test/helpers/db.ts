@@ -1,4 +1,4 @@
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
 import { sql } from 'kysely';
 import { openDatabase, type Database, type Sql } from '../../domain/db/index.js';
 import { createPgDatabase } from './postgres.js';
@@ -11,8 +11,22 @@ export const TEST_ENGINE: 'sqlite' | 'postgres' = process.env.AIRLOCK_TEST_ENGIN
 
 type Teardown = { teardown(fn: () => unknown): void };
 
+/**
+ * test/run.ts runs every integration test on both engines except the files it lists in
+ * PASS_1_ONLY (no database, or an engine of their own); it names them in AIRLOCK_TEST_PASS_1_ONLY.
+ * One of them opening a database on the pass's engine here is a mistake in that list: it would be
+ * missing from the PostgreSQL pass.
+ */
+function checkNotListedAsPass1Only(): void {
+  const listed = (process.env.AIRLOCK_TEST_PASS_1_ONLY ?? '').split(',').filter(Boolean);
+  const file = (process.argv[1] ?? '').split(sep).join('/');
+  const hit = listed.find((f) => file.endsWith(f));
+  if (hit) throw new Error(`${hit} opens a database on the pass's engine but test/run.ts lists it in PASS_1_ONLY: take it off the list so it runs on both engines`);
+}
+
 /** On PostgreSQL: the URL of a new, empty database, dropped at teardown. On SQLite: undefined. */
 export async function testDatabaseUrl(t: Teardown): Promise<string | undefined> {
+  checkNotListedAsPass1Only();
   if (TEST_ENGINE !== 'postgres') return undefined;
   const admin = process.env.AIRLOCK_TEST_POSTGRES_URL;
   if (!admin) throw new Error('AIRLOCK_TEST_ENGINE=postgres needs AIRLOCK_TEST_POSTGRES_URL (npm test starts a cluster)');
@@ -93,4 +107,16 @@ export async function allowActionLog(database: Database, event: string): Promise
   const name = sql.raw(`fail_${event.replace(/\./g, '_')}`);
   if (database.engine === 'sqlite') await sql`DROP TRIGGER ${name}`.execute(database.sql);
   else await sql`DROP TRIGGER ${name} ON action_log`.execute(database.sql);
+}
+
+/** Run an INSERT (`?` placeholders) and return the new row's id (`RETURNING id`, either engine). */
+export async function dbInsertId(db: Sql, text: string, ...params: unknown[]): Promise<number> {
+  const row = await dbRow<{ id: number }>(db, `${text} RETURNING id`, ...params);
+  if (!row) throw new Error(`no id returned: ${text}`);
+  return Number(row.id);
+}
+
+/** The number a `SELECT COUNT(*) AS n …` query returns. */
+export async function dbCount(db: Sql, text: string, ...params: unknown[]): Promise<number> {
+  return Number((await dbRow<{ n: number }>(db, text, ...params))?.n ?? 0);
 }

@@ -6,6 +6,7 @@ import type Docker from 'dockerode';
 import { nowMs } from '../../bench/lib.js';
 import { ownedContainers, type LoadNode, type Rig } from './load-rig.js';
 import { mailCounts, summarize, type LoadUsers } from './load-users.js';
+import { waitFor } from './wait.js';
 
 export type Fault = { at_s: number; what: 'kill-sandbox' } | { at_s: number; what: 'sigkill-daemon'; node: number } | { at_s: number; what: 'restart-postgres'; down_s: number } | { at_s: number; what: 'lose-node'; node: number; down_s: number };
 
@@ -23,7 +24,8 @@ export async function killSandbox(docker: Docker, rig: Rig): Promise<string | nu
 /** SIGKILL the node while a turn runs (right after the model got a request), then start it again after `downMs`. */
 async function restartNode(rig: Rig, n: LoadNode, downMs: number): Promise<void> {
   const asked = rig.model.requests.length;
-  for (let i = 0; i < 1000 && rig.model.requests.length === asked; i++) await sleep(10);
+  // No model request within 10 s (no turn running): the kill goes ahead all the same.
+  await waitFor(() => rig.model.requests.length !== asked, 'a model request', 10_000, 10).catch(() => undefined);
   await n.stop('SIGKILL');
   await sleep(downMs);
   await n.start();

@@ -24,6 +24,7 @@ import * as openaiModel from '../../emulator/model-openai.js';
 import { LABEL_OWNER } from '../../daemon/runtime/session-manager.js';
 import { freePort } from './app.js';
 import { createPgDatabase, startPgCluster, type PgCluster } from './postgres.js';
+import { waitFor } from './wait.js';
 
 const DIST = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
 const CLI = join(DIST, 'daemon', 'main.js');
@@ -159,13 +160,10 @@ function node(id: string, env: Record<string, string>, port: number): LoadNode {
       const keep = (d: Buffer) => (n.out = (n.out + d.toString()).slice(-20_000));
       p.stdout!.on('data', keep);
       p.stderr!.on('data', keep);
-      const until = Date.now() + 120_000;
-      for (;;) {
+      await waitFor(async () => {
         if (!n.running()) throw new Error(`${id} exited: ${n.out.slice(-2000)}`);
-        if (await fetch(`${url}/healthz`).then((r) => r.ok, () => false)) return;
-        if (Date.now() > until) throw new Error(`${id} did not listen in 120 s`);
-        await new Promise((r) => setTimeout(r, 100));
-      }
+        return fetch(`${url}/healthz`).then((r) => r.ok, () => false);
+      }, `${id} to listen`, 120_000, 100);
     },
     async stop(signal) {
       if (!n.running()) return;

@@ -1,5 +1,6 @@
 import t from 'tap';
 import { addUser, startTestApp, tempDir, TEST_SECRETS, logSink } from '../helpers/app.js';
+import { waitFor } from '../helpers/wait.js';
 
 const PASSWORD = 'correct horse battery staple';
 
@@ -171,9 +172,8 @@ t.test('request id: fresh per request, returned in X-Request-Id, on every log li
   t.not(idA, 'client-chosen-id', 'the client cannot choose the id');
 
   // The request line is written when the response finishes: wait for both.
-  const deadline = Date.now() + 5000;
   const parsed = () => logs.lines.map((l) => JSON.parse(l) as Record<string, unknown>);
-  while (parsed().filter((l) => l.msg === 'request').length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  await waitFor(() => parsed().filter((l) => l.msg === 'request').length >= 2, 'both request lines');
   const ofA = parsed().filter((l) => l.reqId === idA);
   const ofB = parsed().filter((l) => l.reqId === idB);
   t.match(ofA.find((l) => l.msg === 'request'), { method: 'GET', path: '/api/auth/csrf', status: 200 }, 'the request line carries the id the client got, and the full path');

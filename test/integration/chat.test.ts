@@ -1,5 +1,6 @@
 import t from 'tap';
 import { shape, startChatHarness, streamTurn, waitFor, MODEL_PLACEHOLDER, type ChatHarness } from '../helpers/chat.js';
+import { responseClosed } from '../helpers/wait.js';
 
 /**
  * The chat stream end to end over HTTP: the real chat route, the real agent child (spawned
@@ -156,13 +157,14 @@ t.test('a client disconnect leaves the turn running; the stop API cancels it in 
   const c = await h.login('frank');
   h.model.push({ kind: 'reply', tool_calls: [{ name: 'slow', arguments: { ms: 120_000 } }] }, { kind: 'reply', text: 'never reached' });
   const before = h.model.requests.length;
+  const left = responseClosed(h.app.web.server, '/api/chat/messages');
   const r = await streamTurn(c, { message: 'take your time' }, (e) => (e.type === 'tool_start' ? 'abort' : undefined));
   t.equal(r.events[r.events.length - 1].type, 'tool_start');
   const sid = r.sessionId!;
   const turnId = r.headers.get('x-chat-turn-id')!;
   t.ok(sid && turnId);
-  // The reader left; the turn did not.
-  await new Promise((res) => setTimeout(res, 300));
+  // The reader left (the server saw its stream close); the turn did not.
+  await left;
   t.notOk(h.mcpEvents().some((x) => x.tool === 'slow' && x.ev === 'cancelled'), 'the tool still runs after the client left');
   const listed = (await c.json('GET', '/api/chat/sessions')).body.sessions.find((s: any) => s.id === sid);
   t.equal(listed.running_turn_id, turnId, 'the list names the running turn');

@@ -8,6 +8,7 @@ import { dockerOrSkip, ensureTestImage, sweep, uniqueOwner, unmountUnder } from 
 import { Client } from '../helpers/client.js';
 import { streamTurn } from '../helpers/chat.js';
 import { logSink } from '../helpers/app.js';
+import { waitFor } from '../helpers/wait.js';
 import { ssoLogin, type SsoSetup } from '../helpers/identity.js';
 
 /**
@@ -112,10 +113,10 @@ t.test('airlock demo: log in, chart the sample spreadsheet, read the mail in the
   t.equal((await admin.login(demo.users.admin.username, demo.users.admin.password)).status, 200, 'the admin logs in');
   t.equal((await admin.json('POST', '/api/identity/directory-sync', {})).status, 202, 'sync started');
   let job: any;
-  for (let i = 0; i < 200 && !['succeeded', 'failed'].includes(job?.status); i++) {
-    await new Promise((r) => setTimeout(r, 100));
+  await waitFor(async () => {
     job = (await admin.json('GET', '/api/identity/directory-sync')).body.job;
-  }
+    return ['succeeded', 'failed'].includes(job?.status);
+  }, 'the directory sync to end');
   t.equal(job?.status, 'succeeded', `directory sync ${JSON.stringify(job?.error ?? '')}`);
   t.equal(job?.result?.fetched?.users, 5, 'the sample directory has five users');
 

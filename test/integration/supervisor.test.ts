@@ -5,6 +5,7 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { waitFor } from '../helpers/wait.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Supervisor } from '../../supervisor/supervisor.js';
@@ -150,7 +151,7 @@ t.test('operator shell: the connection becomes a pipe to /bin/sh', async (t) => 
   sock.on('data', (d: Buffer) => (out += d.toString()));
   await new Promise((r) => sock.once('connect', r));
   sock.write(JSON.stringify({ id: 'sh1', type: 'shell' }) + '\n');
-  while (!out.includes('"sh1"')) await new Promise((r) => setTimeout(r, 20));
+  await waitFor(() => out.includes('"sh1"'), 'the answer to the shell request');
   t.match(out, /"ok":true/);
   sock.write('echo "shell-uid=$(id -u)"; exit\n');
   await new Promise((r) => sock.once('close', r));
@@ -221,8 +222,9 @@ t.test('a child launched before the supervisor existed is taken over, not spawne
   t.teardown(() => rmSync(d, { recursive: true, force: true }));
   const o = supervisorOptions(d, false);
   const prestarted = launchAgent(idleChildLaunch({ command: o.childCommand, uid: o.childUid, gid: o.childGid, cwd: IDLE_CHILD_CWD }));
-  // Its `ready` line is written before anyone reads it: it waits in the pipe.
-  await new Promise((r) => setTimeout(r, 300));
+  // Its `ready` line is written before anyone reads it: it waits, unread, in the stream's buffer
+  // ('readable' takes it off the pipe without consuming it; the supervisor reads it from there).
+  await new Promise((r) => prestarted.proc.stdout!.once('readable', r));
   const s = new Supervisor({ ...o, prestarted });
   await s.listen();
   t.teardown(() => s.shutdown());
@@ -264,7 +266,7 @@ t.test('a child launched early that died before the supervisor existed retires t
   await s.listen();
   t.teardown(() => s.shutdown());
   s.prestart();
-  await new Promise((r) => setTimeout(r, 100));
+  await waitFor(() => warnings.length > 0 && !existsSync(join(d, 'control.sock')), 'the supervisor to see the exit and retire');
   t.match(warnings, [{ msg: /exited while idle/, data: { code: 3 } }], 'its exit reaches the supervisor (replayed), with its code');
   t.match(s.status(), { state: 'hello', session_id: null, agent_ready: false }, 'no session can be bound to it');
   t.notOk(existsSync(join(d, 'control.sock')), 'the sandbox retires (control socket gone)');

@@ -8,8 +8,10 @@ import { mkdtempSync, readdirSync, rmSync, writeFileSync, mkdirSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { sql } from 'kysely';
 import { createUser } from '../../domain/users.js';
-import { loadMigrations, migrateSqlite as migrate, openDatabase, sqliteSchemaVersion as schemaVersion } from '../../domain/db/index.js';
+import { loadMigrations, migrateSqlite as migrate, openDatabase } from '../../domain/db/index.js';
+import { dbCount, dbRows, dbRun } from '../helpers/db.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'airlock-db-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -20,28 +22,29 @@ t.test('open: WAL, foreign keys, every migration recorded in order, schema versi
   t.ok(migrations.length >= 7, 'the numbered migrations are found');
   t.same(migrations.map((m) => m.version), [...migrations.map((m) => m.version)].sort((a, b) => a - b), 'in number order');
   const database = await openDatabase({ file });
-  const db = database.sqlite!;
-  t.equal(db.pragma('journal_mode', { simple: true }), 'wal');
-  t.equal(db.pragma('foreign_keys', { simple: true }), 1);
-  const rows = db.prepare('SELECT version, name FROM schema_migrations ORDER BY version').all() as { version: number; name: string }[];
+  const db = database.sql;
+  const pragma = async (name: string) => Object.values((await sql.raw(`PRAGMA ${name}`).execute(db)).rows[0] as object)[0];
+  t.equal(await pragma('journal_mode'), 'wal');
+  t.equal(await pragma('foreign_keys'), 1);
+  const rows = await dbRows<{ version: number; name: string }>(db, 'SELECT version, name FROM schema_migrations ORDER BY version');
   t.same(rows, migrations.map((m) => ({ version: m.version, name: m.name })), 'each applied migration recorded');
   const last = migrations.at(-1)!.version;
-  t.equal(schemaVersion(db), last);
-  t.equal(db.pragma('user_version', { simple: true }), last);
-  t.throws(() => db.prepare("INSERT INTO chat_sessions (id, user_id) VALUES ('s1', 424242)").run(), { code: 'SQLITE_CONSTRAINT_FOREIGNKEY' }, 'a row pointing at no user is refused');
+  t.equal(database.schemaVersion, last);
+  t.equal(await pragma('user_version'), last);
+  await t.rejects(dbRun(db, "INSERT INTO chat_sessions (id, user_id) VALUES ('s1', 424242)"), { code: 'SQLITE_CONSTRAINT_FOREIGNKEY' }, 'a row pointing at no user is refused');
   const u = await createUser(database.sql, { username: 'fk', passwordHash: null });
-  db.prepare("INSERT INTO chat_sessions (id, user_id) VALUES ('s1', ?)").run(u.id);
-  db.prepare('DELETE FROM users WHERE id = ?').run(u.id);
-  t.equal((db.prepare('SELECT COUNT(*) AS n FROM chat_sessions').get() as { n: number }).n, 0, 'ON DELETE CASCADE acts');
+  await dbRun(db, "INSERT INTO chat_sessions (id, user_id) VALUES ('s1', ?)", u.id);
+  await dbRun(db, 'DELETE FROM users WHERE id = ?', u.id);
+  t.equal(await dbCount(db, 'SELECT COUNT(*) AS n FROM chat_sessions'), 0, 'ON DELETE CASCADE acts');
   await database.close();
   t.ok(readdirSync(join(dir, 'data')).includes('airlock.db'));
 });
 
 t.test('reopen: nothing is applied twice', async (t) => {
   const before = new Database(file).prepare('SELECT version, applied_at FROM schema_migrations').all();
-  const db = (await openDatabase({ file })).sqlite!;
-  t.same(db.prepare('SELECT version, applied_at FROM schema_migrations').all(), before, 'same rows, same times');
-  db.close();
+  const database = await openDatabase({ file });
+  t.same(await dbRows(database.sql, 'SELECT version, applied_at FROM schema_migrations'), before, 'same rows, same times');
+  await database.close();
 });
 
 t.test('a failing migration rolls back its own step and is not recorded', async (t) => {

@@ -6,12 +6,13 @@ import { OverlayPreparer } from '../../daemon/overlay.js';
 import { TokenService } from '../../daemon/tokens.js';
 import { openDatabase } from '../../domain/db/index.js';
 import { AccountStore } from '../../domain/accounts.js';
+import { dbInsertId, dbRun } from '../helpers/db.js';
 
 /** The session start applies the user's agent policy: tools not allowed are not loaded, a forbidden model is refused. */
 t.test('agent policy at session start', async (t) => {
   const database = await openDatabase({ file: ':memory:' });
-  const db = database.sqlite!;
-  t.teardown(() => db.close());
+  const db = database.sql;
+  t.teardown(() => database.close());
   const config = loadConfig({ AIRLOCK_MODEL_PROVIDER: 'demo', AIRLOCK_MODEL: 'demo' });
   const tokens = new TokenService({
     store: new AccountStore(database.sql, new Encryptor(randomBytes(32))),
@@ -24,11 +25,11 @@ t.test('agent policy at session start', async (t) => {
   const free = await createUser(database.sql, { username: 'free', email: 'free@x.test' });
   const limited = await createUser(database.sql, { username: 'limited', email: 'limited@x.test' });
   const barred = await createUser(database.sql, { username: 'barred', email: 'barred@x.test' });
-  const org = Number(db.prepare("INSERT INTO organisations (name) VALUES ('Acme')").run().lastInsertRowid);
-  const org2 = Number(db.prepare("INSERT INTO organisations (name) VALUES ('Other')").run().lastInsertRowid);
-  db.prepare('INSERT INTO organisation_members (organisation_id, user_id) VALUES (?, ?), (?, ?)').run(org, limited.id, org2, barred.id);
-  db.prepare(`INSERT INTO agent_policies (organisation_id, name, applies_to, allowed_tools, denied_tools) VALUES (?, 'mail only', 'all', '["send_email","rasterize_chart"]', '["rasterize_chart"]')`).run(org);
-  db.prepare(`INSERT INTO agent_policies (organisation_id, name, applies_to, allowed_models) VALUES (?, 'big model only', 'all', '["gpt-big"]')`).run(org2);
+  const org = await dbInsertId(db, "INSERT INTO organisations (name) VALUES ('Acme')");
+  const org2 = await dbInsertId(db, "INSERT INTO organisations (name) VALUES ('Other')");
+  await dbRun(db, 'INSERT INTO organisation_members (organisation_id, user_id) VALUES (?, ?), (?, ?)', org, limited.id, org2, barred.id);
+  await dbRun(db, `INSERT INTO agent_policies (organisation_id, name, applies_to, allowed_tools, denied_tools) VALUES (?, 'mail only', 'all', '["send_email","rasterize_chart"]', '["rasterize_chart"]')`, org);
+  await dbRun(db, `INSERT INTO agent_policies (organisation_id, name, applies_to, allowed_models) VALUES (?, 'big model only', 'all', '["gpt-big"]')`, org2);
 
   const a = await prep.prepare({ userId: free.id, sessionId: 's-free', proxyPort: 8700 });
   t.notOk('AGENT_TOOLS' in a.agentEnv, 'no policy: every tool');
@@ -41,8 +42,7 @@ t.test('agent policy at session start', async (t) => {
 
 t.test('MAIL_FROM: the connected account address, only when connected and only a plain address', async (t) => {
   const database = await openDatabase({ file: ':memory:' });
-  const db = database.sqlite!;
-  t.teardown(() => db.close());
+  t.teardown(() => database.close());
   const config = loadConfig({ AIRLOCK_MODEL_PROVIDER: 'demo', AIRLOCK_MODEL: 'demo' });
   const store = new AccountStore(database.sql, new Encryptor(randomBytes(32)));
   const tokens = new TokenService({ store, refresh: async () => Promise.reject(new Error('no refresh')), log: silentLogger() });

@@ -2,6 +2,7 @@ import t from 'tap';
 import { allowActionLog, dbRow, dbRows, dbRun, failActionLog } from '../../helpers/db.js';
 import { decodeJwt, decodeProtectedHeader, generateKeyPair, SignJWT } from 'jose';
 import { addUser } from '../../helpers/app.js';
+import { waitFor } from '../../helpers/wait.js';
 import { CLIENT_SECRET, form, FORM, ssoLogin, startSso, toCallback } from '../../helpers/identity.js';
 
 const ALICE = { sub: 'alice-sub-1', email: 'alice@example.test', email_verified: true, name: 'Alice A' };
@@ -54,7 +55,8 @@ t.test('known e-mail is matched; a second login updates the same ExternalIdentit
   t.equal(me.body.id, bob.id, 'matched the existing account by verified e-mail');
   t.equal(me.body.username, 'bob');
   const first = (await dbRow(s.app.database.sql, 'SELECT last_login_at FROM external_identities')) as { last_login_at: string };
-  await new Promise((r) => setTimeout(r, 5));
+  // The second login must be stamped later: wait for the clock to pass the first one.
+  await waitFor(() => new Date().toISOString() > first.last_login_at, 'the clock to pass the first login', 5_000, 1);
   const b2 = s.app.client();
   t.equal((await ssoLogin(s, b2, BOB.sub)).status, 303);
   t.equal((await identities(s.app.database.sql)).length, 1, 'still one identity');

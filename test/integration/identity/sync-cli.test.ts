@@ -8,6 +8,7 @@ import { createLogger } from '../../../core/index.js';
 import { serve } from '../../../daemon/serve.js';
 import { logSink, serveEngineEnv, tempDir, testConfig } from '../../helpers/app.js';
 import { dbRow, dbRun } from '../../helpers/db.js';
+import { waitFor } from '../../helpers/wait.js';
 import { openDatabase } from '../../../domain/db/index.js';
 
 const MAIN = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'daemon', 'main.js');
@@ -103,7 +104,7 @@ t.test('a daemon starting while the CLI runs a sync leaves the live job alone; t
   let stdout = '';
   cli.stdout.on('data', (d: Buffer) => (stdout += d));
   const exited = new Promise<number | null>((r) => cli.on('close', r));
-  for (let i = 0; i < 200 && (await job())?.status !== 'running'; i++) await new Promise((r) => setTimeout(r, 25));
+  await waitFor(async () => (await job())?.status === 'running', 'the CLI to claim the job');
   t.equal((await job())?.status, 'running', 'the CLI claimed the job');
   t.equal((await job())?.owner_pid, cli.pid, 'owned by the CLI process');
 
@@ -127,7 +128,7 @@ t.test('a job left by a crashed CLI does not block the next run', async (t) => {
   dir.latencyMs = 2000;
   const crashing = spawn(process.execPath, [MAIN, 'sync-directory'], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: 'ignore' });
   const gone = new Promise((r) => crashing.on('close', r));
-  for (let i = 0; i < 200 && (await job())?.status !== 'running'; i++) await new Promise((r) => setTimeout(r, 25));
+  await waitFor(async () => (await job())?.status === 'running', 'the crashing CLI to claim the job');
   t.equal((await job())?.owner_pid, crashing.pid);
   const stuck = (await job())!.id;
   crashing.kill('SIGKILL');

@@ -2,10 +2,11 @@ import t from 'tap';
 import { createUser } from '../../../domain/users.js';
 import { checkCallbackUrl, effectiveAgentPolicy, policyAllows, rewriteAgentPolicies } from '../../../web/index.js';
 import { openDatabase } from '../../../domain/db/index.js';
+import { dbInsertId, dbRun } from '../../helpers/db.js';
 
 t.test('effectiveAgentPolicy: none, org-wide, team grants add up, deny wins', async (t) => {
   const database = await openDatabase({ file: ':memory:' });
-  const db = database.sqlite!;
+  const db = database.sql;
   const sql = database.sql;
   t.teardown(() => database.close());
   const a = await createUser(database.sql, { username: 'a', email: 'a@x.test' });
@@ -13,15 +14,15 @@ t.test('effectiveAgentPolicy: none, org-wide, team grants add up, deny wins', as
   const c = await createUser(database.sql, { username: 'c', email: 'c@x.test' });
   t.same(await effectiveAgentPolicy(sql, a.id), { tools: null, models: null, denied_tools: [], denied_models: [], policy_ids: [] }, 'no policy: unrestricted');
 
-  const org = Number(db.prepare("INSERT INTO organisations (name) VALUES ('Acme')").run().lastInsertRowid);
-  db.prepare('INSERT INTO organisation_members (organisation_id, user_id) VALUES (?, ?), (?, ?)').run(org, a.id, org, b.id);
-  const team = Number(db.prepare("INSERT INTO teams (organisation_id, name) VALUES (?, 'Data')").run(org).lastInsertRowid);
-  db.prepare('INSERT INTO team_members (team_id, user_id) VALUES (?, ?)').run(team, b.id);
-  const base = Number(db.prepare(`INSERT INTO agent_policies (organisation_id, name, applies_to, allowed_tools, allowed_models, denied_tools)
-    VALUES (?, 'base', 'all', '["send_email"]', '["small"]', '["render_chart"]')`).run(org).lastInsertRowid);
-  const data = Number(db.prepare(`INSERT INTO agent_policies (organisation_id, name, applies_to, allowed_tools, allowed_models)
-    VALUES (?, 'data', 'teams', '["fetch_sheet","render_chart"]', NULL)`).run(org).lastInsertRowid);
-  db.prepare('INSERT INTO agent_policy_teams (policy_id, team_id) VALUES (?, ?)').run(data, team);
+  const org = await dbInsertId(db, "INSERT INTO organisations (name) VALUES ('Acme')");
+  await dbRun(db, 'INSERT INTO organisation_members (organisation_id, user_id) VALUES (?, ?), (?, ?)', org, a.id, org, b.id);
+  const team = await dbInsertId(db, "INSERT INTO teams (organisation_id, name) VALUES (?, 'Data')", org);
+  await dbRun(db, 'INSERT INTO team_members (team_id, user_id) VALUES (?, ?)', team, b.id);
+  const base = await dbInsertId(db, `INSERT INTO agent_policies (organisation_id, name, applies_to, allowed_tools, allowed_models, denied_tools)
+    VALUES (?, 'base', 'all', '["send_email"]', '["small"]', '["render_chart"]')`, org);
+  const data = await dbInsertId(db, `INSERT INTO agent_policies (organisation_id, name, applies_to, allowed_tools, allowed_models)
+    VALUES (?, 'data', 'teams', '["fetch_sheet","render_chart"]', NULL)`, org);
+  await dbRun(db, 'INSERT INTO agent_policy_teams (policy_id, team_id) VALUES (?, ?)', data, team);
 
   const pa = await effectiveAgentPolicy(sql, a.id);
   t.same(pa.tools, ['send_email']);
