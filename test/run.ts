@@ -32,6 +32,8 @@ const BOTH_ENGINES = [
   'dist/test/integration/chat-sandbox-failure.test.js',
   'dist/test/integration/chat-context.test.js',
   'dist/test/integration/chat-budget.test.js',
+  // the chat turn without HTTP (domain/chat/turn-service.ts)
+  'dist/test/integration/turn-service.test.js',
   // a held send's preview and the approvals of stored turns (domain/chat/approvals.ts)
   'dist/test/integration/mail-approval-preview.test.js',
   'dist/test/integration/mail-repeat.test.js',
