@@ -5,7 +5,7 @@ import { asyncHandler, requireUser, type WebContext } from './context.js';
 import * as store from '../domain/chat/store.js';
 import { TurnService, type LiveTurn } from '../domain/chat/turn-service.js';
 import { chatMoreRoutes } from './chat-more-routes.js';
-import { chatSessionRoutes } from './chat-session-routes.js';
+import { chatSessionRoutes, type ChatSessionDeps } from './chat-session-routes.js';
 import { uploadRoutes } from './upload-routes.js';
 import { approvalRoutes } from './approval-routes.js';
 import { fleetForwarding } from './fleet.js';
@@ -41,7 +41,6 @@ export function chatRoutes(ctx: WebContext): Router {
   const db = ctx.database.sql;
   // The turn itself (domain/chat/turn-service.ts): these routes parse, authorise and stream.
   const turns = new TurnService({ sql: db, services: ctx.services, model: (sessionId) => chatModel(ctx, sessionId) });
-
   const owned = async (userId: number, id: string) => {
     const s = await store.getOwnedSession(db, userId, id);
     // Another user's session reads exactly like a missing one.
@@ -49,30 +48,23 @@ export function chatRoutes(ctx: WebContext): Router {
     return s;
   };
 
-  /** Write a turn's events (from `after`) to an NDJSON response until done; a client that leaves only stops the writing. */
-  async function streamTo(req: Request, res: Response, turn: LiveTurn, after: number, eager: boolean): Promise<void> {
-    const stop = new AbortController();
-    res.on('close', () => stop.abort());
-    // A new turn answers at its first event (a refusal before it stays a plain HTTP error); a
-    // reader reattaching gets its headers at once, even while a tool runs without events.
-    let started = eager;
-    if (eager) beginNdjson(req, res, turn, true);
-    for await (const e of turns.follow(turn, after, stop.signal)) {
-      if (res.writableEnded || res.destroyed) break;
-      if (!started) {
-        started = true;
-        beginNdjson(req, res, turn, false); // the headers leave with the first event, in one write
-      }
-      res.write(JSON.stringify(e) + '\n');
-    }
-    if (!started && turn.refused) throw turn.refused;
-    if (!started && !res.headersSent) beginNdjson(req, res, turn, false);
-    res.end();
-  }
-
   // A session whose sandbox another node of the fleet owns is served there (web/fleet.ts).
   r.use(fleetForwarding(ctx));
+  r.use(turnRoutes(ctx, { owned, turns }));
+  // Approvals, the models, the session list, rename and delete (web/chat-session-routes.ts).
+  r.use(chatSessionRoutes(ctx, { owned, turns }));
+  // A held send's message while it waits (web/approval-routes.ts).
+  r.use(approvalRoutes(ctx, owned));
+  // Attachments, export and branch switching (web/chat-more-routes.ts).
+  r.use(chatMoreRoutes(ctx, { owned, busy: (id) => !!turns.runningIn(id) }));
+  // Files the user uploads into the workspace (web/upload-routes.ts).
+  r.use(uploadRoutes(ctx, { owned, log: ctx.log }));
+  return r;
+}
 
+/** POST /messages, GET …/turns/:turnId/events, POST …/turns/:turnId/cancel. */
+function turnRoutes(ctx: WebContext, { owned, turns }: ChatSessionDeps): Router {
+  const r = Router();
   r.post(
     '/messages',
     requireUser,
@@ -85,7 +77,7 @@ export function chatRoutes(ctx: WebContext): Router {
       // The chat's model (docs/chat.md "A model per chat"): a new chat's, or a switch before this turn.
       if (body.model_id) await checkPick(ctx, user.id, body.model_id);
       const turn = await turns.start({ userId: user.id, message: body.message, session, replacesTurnId: body.replaces_turn_id, modelId: body.model_id, log: req.log });
-      await streamTo(req, res, turn, 0, false);
+      await streamTo(turns, req, res, turn, 0, false);
     }),
   );
 
@@ -102,7 +94,7 @@ export function chatRoutes(ctx: WebContext): Router {
       if (!/^(0|[1-9]\d{0,8})$/.test(afterRaw)) throw new ValidationError('after must be a whole number ≥ 0 (the last seq you saw)');
       const after = Number(afterRaw);
       const found = await turns.events(s.id, turnId);
-      if ('live' in found) return streamTo(req, res, found.live, after, true);
+      if ('live' in found) return streamTo(turns, req, res, found.live, after, true);
       res.status(200);
       res.setHeader('Content-Type', 'application/x-ndjson; charset=utf-8');
       res.setHeader('Cache-Control', 'no-store');
@@ -124,17 +116,28 @@ export function chatRoutes(ctx: WebContext): Router {
       res.status(cancelling ? 202 : 200).json(out);
     }),
   );
-
-  // Approvals, the models, the session list, rename and delete (web/chat-session-routes.ts).
-  r.use(chatSessionRoutes(ctx, { owned, turns }));
-  // A held send's message while it waits (web/approval-routes.ts).
-  r.use(approvalRoutes(ctx, owned));
-  // Attachments, export and branch switching (web/chat-more-routes.ts).
-  r.use(chatMoreRoutes(ctx, { owned, busy: (id) => !!turns.runningIn(id) }));
-  // Files the user uploads into the workspace (web/upload-routes.ts).
-  r.use(uploadRoutes(ctx, { owned, log: ctx.log }));
-
   return r;
+}
+
+/** Write a turn's events (from `after`) to an NDJSON response until done; a client that leaves only stops the writing. */
+async function streamTo(turns: TurnService, req: Request, res: Response, turn: LiveTurn, after: number, eager: boolean): Promise<void> {
+  const stop = new AbortController();
+  res.on('close', () => stop.abort());
+  // A new turn answers at its first event (a refusal before it stays a plain HTTP error); a
+  // reader reattaching gets its headers at once, even while a tool runs without events.
+  let started = eager;
+  if (eager) beginNdjson(req, res, turn, true);
+  for await (const e of turns.follow(turn, after, stop.signal)) {
+    if (res.writableEnded || res.destroyed) break;
+    if (!started) {
+      started = true;
+      beginNdjson(req, res, turn, false); // the headers leave with the first event, in one write
+    }
+    res.write(JSON.stringify(e) + '\n');
+  }
+  if (!started && turn.refused) throw turn.refused;
+  if (!started && !res.headersSent) beginNdjson(req, res, turn, false);
+  res.end();
 }
 
 /** Set the NDJSON answer's headers; `flush` sends them now (a reader reattaching, before any event). */

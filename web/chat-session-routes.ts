@@ -85,6 +85,14 @@ export function chatSessionRoutes(ctx: WebContext, { owned, turns }: ChatSession
     }),
   );
 
+  r.use(sessionChangeRoutes(ctx, { owned, turns }));
+  return r;
+}
+
+/** PATCH and DELETE /sessions/:id: rename or switch the model, and delete a conversation. */
+function sessionChangeRoutes(ctx: WebContext, { owned, turns }: ChatSessionDeps): Router {
+  const r = Router();
+  const db = ctx.database.sql;
   r.patch(
     '/sessions/:id',
     requireUser,
