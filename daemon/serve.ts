@@ -122,7 +122,7 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
     services.agentSessions ??= { isLive: () => false } satisfies AgentSessionCheck;
   }
   if (runtime) {
-    // ChatService (web/chat-routes.ts) is {runner}; the session manager is the TurnRunner.
+    // ChatService (domain/chat/turn-service.ts) is {runner}; the session manager is the TurnRunner.
     fleetSessions.runner = runtime.sessions;
     services.operator ??= ((request: unknown) => runtime.sessions.handleControl(request)) satisfies OperatorPort;
     services.attach ??= {

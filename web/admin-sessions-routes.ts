@@ -4,23 +4,10 @@ import { logAction } from '../domain/action-log.js';
 import { sessionLabels } from '../domain/session-labels.js';
 import { asyncHandler, requireSuperuser, type WebContext } from './context.js';
 import type { LiveSessionList } from './admin-api.js';
+import type { SandboxAdmin } from './ports.js';
 
-/** What the live-sessions admin page needs from the daemon's session manager (ctx.services.sandboxAdmin). */
-export interface SandboxAdmin {
-  list(): {
-    containerId: string;
-    sessionId: string | null;
-    userId: number | null;
-    state: string;
-    createdAt: number;
-    claimedAt: number | null;
-    lastUsedAt: number;
-    turns: number;
-    stale: boolean;
-  }[];
-  restart(id: string): Promise<unknown>;
-  kill(id: string): Promise<unknown>;
-}
+/** What the live-sessions admin page needs from the daemon's session manager (ctx.services.sandboxAdmin; web/ports.ts). */
+export type { SandboxAdmin } from './ports.js';
 
 /**
  * /api/admin/sessions (superuser, session + CSRF): the live sandboxes with restart and kill,

@@ -5,10 +5,8 @@
  */
 import { Router } from 'express';
 import { AppError, NotFoundError } from '../core/index.js';
-import { logAction } from '../domain/action-log.js';
-import { enabledModelIds, getChatModel, listChatModels, resolveModel, sessionModel, setSessionModel, DEFAULT_MODEL_ID, type ResolvedModel } from '../domain/chat/models.js';
+import { enabledModelIds, getChatModel, listChatModels, resolveModel, sessionModel, DEFAULT_MODEL_ID, type ResolvedModel } from '../domain/chat/models.js';
 import { getOwnedSession } from '../domain/chat/store.js';
-import type { Sql } from '../domain/db/index.js';
 import { effectiveAgentPolicy, policyAllows } from '../domain/identity/agent-policy.js';
 import type { ChatModelInfo, ChatModelList } from './chat-api.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
@@ -36,11 +34,8 @@ export async function checkPick(ctx: WebContext, userId: number, modelId: string
   }
 }
 
-/** Set a chat's model (checked by checkPick first) with its action-log entry, in the caller's transaction. */
-export async function recordPick(trx: Sql, userId: number, sessionId: string, modelId: string): Promise<void> {
-  await setSessionModel(trx, sessionId, modelId);
-  await logAction(trx, { event: 'chat.model_changed', actorId: userId, subjectId: userId, data: { session_id: sessionId, model_id: modelId } });
-}
+/** Set a chat's model (checked by checkPick first) with its action-log entry (domain/chat/models.ts). */
+export { recordPick } from '../domain/chat/models.js';
 
 /** The id a chat runs with as the API shows it: its own while enabled, else the default's. */
 export async function effectiveIds(ctx: WebContext): Promise<(stored: string | null) => string> {

@@ -6,11 +6,8 @@ import type { DbSessionStore } from './session-store.js';
 import type { Database } from '../domain/db/index.js';
 import type { AccountStore } from '../domain/accounts.js';
 import type { DirectorySyncService, SandboxControl } from '../domain/identity/services.js';
-import type { SandboxAdmin } from './admin-sessions-routes.js';
-import type { ChatService } from './chat-routes.js';
-import type { OperatorPort } from './fleet.js';
-import type { AttachPort } from './fleet-attach.js';
-import type { AgentSessionCheck } from './memory-routes.js';
+import type { ChatService } from '../domain/chat/turn-service.js';
+import type { AgentSessionCheck, AttachPort, OperatorPort, SandboxAdmin } from './ports.js';
 import type { ApprovalDecider } from '../core/sandbox-protocol.js';
 
 declare module 'express-session' {

@@ -1,7 +1,7 @@
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { PassThrough, Writable } from 'node:stream';
-import { AppError, ATTACH_UPGRADE, AttachFrameReader, encodeAttachFrame, isAppError, NODE_HEADERS, protocolLogFields, type ProtocolError, type ShellTerminal } from '../core/index.js';
+import { AppError, ATTACH_UPGRADE, AttachFrameReader, encodeAttachFrame, isAppError, NODE_HEADERS, protocolLogFields, type ProtocolError } from '../core/index.js';
 import { listNodes } from '../domain/fleet.js';
 import { nodeVerifier } from './fleet.js';
 import { strictInt } from './query-params.js';
@@ -17,11 +17,8 @@ import type { WebContext } from './context.js';
  * the usual error body, before any shell starts.
  */
 
-/** What the runtime gives the web app for attach: the session's container, and a shell in it. */
-export interface AttachPort {
-  container(sessionId: string): Promise<string>;
-  shell(containerId: string, o: { root: boolean; term: string }, tty: ShellTerminal): Promise<number>;
-}
+/** What the runtime gives the web app for attach: the session's container, and a shell in it (web/ports.ts). */
+export type { AttachPort } from './ports.js';
 
 const ATTACH_PATH = /^\/api\/fleet\/sessions\/([^/?]+)\/attach$/;
 const TERM_RE = /^[A-Za-z0-9._+-]{1,64}$/;

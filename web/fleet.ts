@@ -143,8 +143,8 @@ export function nodeAuth(ctx: WebContext): RequestHandler {
   };
 }
 
-/** The runtime's operator API (the same typed requests as the control socket). */
-export type OperatorPort = (request: unknown) => Promise<unknown>;
+/** The runtime's operator API (web/ports.ts). */
+export type { OperatorPort } from './ports.js';
 
 /**
  * What another node may send here: an operator command, and for chats a new turn, following a

@@ -13,11 +13,9 @@ const AGENT_LIST_MAX = 200;
 
 /**
  * Optional hook the daemon may provide in ctx.services.agentSessions: when present, an
- * agent token is accepted only while its chat session is live and owned by its user.
+ * agent token is accepted only while its chat session is live and owned by its user (web/ports.ts).
  */
-export interface AgentSessionCheck {
-  isLive(sessionId: string, userId: number): boolean;
-}
+export type { AgentSessionCheck } from './ports.js';
 
 const ADD_SCHEMA = {
   type: 'object',

@@ -9,6 +9,7 @@
  */
 import { AppError, type Config, type Encryptor } from '../../core/index.js';
 import { nowIso, type Row, type Sql } from '../db/index.js';
+import { logAction } from '../action-log.js';
 
 export type ModelProvider = 'openai' | 'anthropic' | 'demo';
 
@@ -240,4 +241,10 @@ export async function enabledModelIds(db: Sql): Promise<Set<string>> {
 /** Set a chat's model (null: the default). */
 export async function setSessionModel(db: Sql, sessionId: string, modelId: string | null): Promise<void> {
   await db.updateTable('chat_sessions').set({ model_id: modelId === DEFAULT_MODEL_ID ? null : modelId }).where('id', '=', sessionId).execute();
+}
+
+/** Set a chat's model (checked by the caller first) with its action-log entry, in the caller's transaction. */
+export async function recordPick(trx: Sql, userId: number, sessionId: string, modelId: string): Promise<void> {
+  await setSessionModel(trx, sessionId, modelId);
+  await logAction(trx, { event: 'chat.model_changed', actorId: userId, subjectId: userId, data: { session_id: sessionId, model_id: modelId } });
 }

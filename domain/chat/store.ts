@@ -11,7 +11,7 @@ import { headOf, newestLeaf, pathTo, setHead, siblingsAlong, turnNodes } from '.
 
 /**
  * Chat history (migration 002-chat): sessions owned by a user, turns, tool calls. Written by
- * web/chat-routes.ts as a turn streams. Every function takes the database or a transaction;
+ * domain/chat/turn-service.ts as a turn streams. Every function takes the database or a transaction;
  * the ones that change several rows run in one transaction (the caller's, when given one).
  */
 

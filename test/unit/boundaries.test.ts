@@ -224,3 +224,29 @@ t.test('web/ and daemon/ hold no SQL: every statement is in a domain/ store modu
   t.ok(files > 50, 'the files were read');
   t.same(found, [], 'no query builder, raw SQL, hand-begun transaction or database driver in web/ or daemon/');
 });
+
+/** The files `from` imports, directly or through others (relative imports only, .js → .ts). */
+function reachable(root: string, from: string): Set<string> {
+  const seen = new Set<string>();
+  const todo = [from];
+  while (todo.length) {
+    const file = todo.pop()!;
+    for (const m of readFileSync(join(root, file), 'utf8').matchAll(IMPORT_RE)) {
+      const spec = m[1] ?? m[2] ?? m[3];
+      if (!spec.startsWith('.')) continue;
+      const target = relative(root, resolve(dirname(join(root, file)), spec)).replace(/\.js$/, '.ts');
+      if (seen.has(target) || !existsSync(join(root, target))) continue;
+      seen.add(target);
+      todo.push(target);
+    }
+  }
+  return seen;
+}
+
+t.test('web/context.ts is in no import cycle: the route files import it, it imports no route file', async (t) => {
+  const root = repoRoot();
+  const reached = reachable(root, 'web/context.ts');
+  t.ok(reached.has('web/ports.ts') && reached.has('domain/chat/turn-service.ts'), 'its imports were followed');
+  t.notOk(reached.has('web/context.ts'), 'web/context.ts does not import itself through other files');
+  t.ok(reachable(root, 'web/chat-routes.ts').has('web/context.ts'), 'the check sees a route file reach it (so a pass means something)');
+});

@@ -1,9 +1,11 @@
 /**
  * Chat events as the turn stream carries them, rebuilt field by field from what the sandbox (or
  * the daemon's mail gate) handed over: the sandbox is not trusted, so it cannot send a `done`,
- * an approval, pick its own `seq` or add fields.
+ * an approval, pick its own `seq` or add fields. And a stored turn as the events it emitted (a
+ * turn read back after it left memory).
  */
-import type { AgentEvent, ChatEvent, DaemonEvent } from '../core/index.js';
+import type { AgentEvent, ChatEvent, DaemonEvent } from '../../core/index.js';
+import type { StoredApproval, StoredTurn } from '../../core/chat-history.js';
 
 /** Largest text_delta passed on; a sandbox is not trusted to keep lines small. */
 const MAX_DELTA_CHARS = 64 * 1024;
@@ -55,4 +57,48 @@ export function daemonEvent(e: DaemonEvent, seq: number): ChatEvent | undefined 
   }
   if (e.type === 'approval_result') return { type: 'approval_result', seq, approval_id: e.approval_id, decision: e.decision, ...(e.scope ? { scope: e.scope } : {}) };
   return undefined;
+}
+
+/** A stored approval as the events it emitted: the request (without the body it never had) and its decision. */
+function approvalEvents(out: ChatEvent[], a: StoredApproval): void {
+  out.push({ type: 'approval_request', seq: out.length + 1, approval_id: a.approval_id, call_id: a.call_id, recipients: a.recipients, ask: a.ask, subject: a.subject, attachments: a.attachments, expires_at: a.decided_at ?? a.created_at });
+  if (a.state !== 'pending') out.push({ type: 'approval_result', seq: out.length + 1, approval_id: a.approval_id, decision: a.state, ...(a.scope ? { scope: a.scope } : {}) });
+}
+
+/** A stored turn as the events it emitted: each tool call (with its approvals), the whole text, then done. */
+export function storedEvents(sessionId: string, t: StoredTurn): ChatEvent[] {
+  const out: ChatEvent[] = [];
+  const approvals = t.approvals ?? [];
+  const placed = new Set<string>();
+  for (const c of t.tool_calls) {
+    out.push({ type: 'tool_start', seq: out.length + 1, call_id: c.call_id, tool: c.tool, input: (c.input && typeof c.input === 'object' ? c.input : {}) as Record<string, unknown> });
+    for (const a of approvals) if (a.call_id === c.call_id && !placed.has(a.approval_id)) {
+      placed.add(a.approval_id);
+      approvalEvents(out, a);
+    }
+    if (c.status !== 'running')
+      out.push({
+        type: 'tool_end',
+        seq: out.length + 1,
+        call_id: c.call_id,
+        tool: c.tool,
+        ok: c.status === 'ok',
+        ...(c.output !== undefined ? { output: c.output } : {}),
+        ...(c.error !== undefined ? { error: c.error } : c.status === 'cancelled' ? { error: 'cancelled' } : {}),
+        duration_ms: c.duration_ms ?? 0,
+      });
+  }
+  for (const a of approvals) if (!placed.has(a.approval_id)) approvalEvents(out, a);
+  if (t.text) out.push({ type: 'text_delta', seq: out.length + 1, text: t.text });
+  // A turn still "running" in the store but not in this process was cut off by a restart.
+  const lost = t.status === 'running';
+  out.push({
+    type: 'done',
+    seq: out.length + 1,
+    session_id: sessionId,
+    turn_id: t.turn_id,
+    stop_reason: lost ? 'error' : (t.stop_reason ?? 'error'),
+    ...(lost ? { error: { code: 'ERR_CHAT_TURN_LOST', message: 'the server restarted while this turn ran' } } : t.error ? { error: t.error } : {}),
+  });
+  return out;
 }

@@ -1,4 +1,4 @@
-import type { ChatEvent } from '../core/index.js';
+import type { ChatEvent } from '../../core/index.js';
 
 /** How long a finished turn's events stay readable from memory (later reads come from the store). */
 export const FINISHED_TURN_RETAIN_MS = 10 * 60 * 1000;
