@@ -24,6 +24,9 @@ const BOTH_ENGINES = [
   'dist/test/integration/chat-store.test.js',
   'dist/test/integration/chat-models-store.test.js',
   'dist/test/integration/chat-models-api.test.js',
+  // read-only chat links and feedback on answers (web/share-routes.ts, web/feedback-routes.ts)
+  'dist/test/integration/chat-share.test.js',
+  'dist/test/integration/chat-feedback.test.js',
   // the chat and memory routes over HTTP
   'dist/test/integration/chat.test.js',
   'dist/test/integration/chat-turns.test.js',
