@@ -8,6 +8,7 @@ import { queryActionLog } from '../../domain/action-log.js';
 import { addUser, startTestApp, type TestApp } from '../helpers/app.js';
 import { TEST_ENGINE } from '../helpers/db.js';
 import type { Client } from '../helpers/client.js';
+import type { TurnRunner } from '../../core/index.js';
 
 /**
  * Read-only links to a chat over HTTP (web/share-routes.ts), on this pass's engine: the owner
@@ -39,7 +40,15 @@ async function turn(app: TestApp, sessionId: string, prompt: string, chart?: str
 }
 
 t.test(`chat share links on ${TEST_ENGINE}`, async (t) => {
-  const app = await startTestApp(t);
+  // A turn runner that only counts: nothing a viewer sends may reach it.
+  const ran: string[] = [];
+  const runner: TurnRunner = {
+    runTurn: async (req) => {
+      ran.push(req.sessionId);
+      return { stop_reason: 'end_turn' };
+    },
+  };
+  const app = await startTestApp(t, { services: { chat: { runner } } });
   const db = app.database.sql;
   const [ann, ben, cid, dan, eve] = await Promise.all(['ann', 'ben', 'cid', 'dan', 'eve'].map((n) => addUser(app.database, n, 'pw-123456789')));
   // ann and ben: organisation Acme (ben through a team); cid: organisation Other; dan and eve: none.
@@ -102,8 +111,9 @@ t.test(`chat share links on ${TEST_ENGINE}`, async (t) => {
     ['DELETE', `/api/share/${token}`, undefined],
     ['POST', `/api/share/${token}/messages`, { message: 'hi' }],
   ] as const)
-    t.match(await benC.json(m, path, body), { status: 404, body: { error: { code: 'ERR_SHARE_NOT_FOUND' } } }, `${m} ${path}: 404`);
+    t.match(await benC.json(m, path, body), { status: 404, body: { error: { code: 'ERR_SHARE_NOT_FOUND' } } }, `${m} ${path.replace(token, ':token')}: 404`);
   t.equal((await benC.json('POST', '/api/chat/messages', { message: 'hi', session_id: s.id })).status, 404, 'the viewer cannot send into the chat');
+  t.same(ran, [], 'no turn ran');
   t.equal((await benC.json('POST', `/api/chat/sessions/${s.id}/branch`, { turn_id: t1 })).status, 404, 'nor switch its branch');
   t.equal((await benC.json('PUT', `/api/chat/sessions/${s.id}/turns/${t1}/feedback`, { rating: 'down' })).status, 404, 'nor rate its answers');
   t.equal((await benC.json('DELETE', base)).status, 404, 'nor revoke the link');
