@@ -136,8 +136,7 @@ interface AccountInfo {
 
 /** Where the account connect comes back to: this page and the chat open in it (never a new chat). */
 export function returnHere(): string {
-  const hash = /^#\/chat\/[A-Za-z0-9-]{1,64}$/.test(location.hash) ? location.hash : '#/chat';
-  return `/${hash}`;
+  return /^#\/chat\/[A-Za-z0-9-]{1,64}$/.test(location.hash) ? `/${location.hash}` : '/';
 }
 
 export function AccountBox() {
