@@ -82,7 +82,6 @@ function PhoneMenu(p: { sessionId: string | null; onShare(): void; onHelp(): voi
   /** A header control (theme, log out) pressed for the user: the same code, the same behaviour. */
   const press = (id: string) => close(() => document.getElementById(id)?.click());
   const dark = document.getElementById('theme-toggle')?.getAttribute('aria-pressed') === 'true';
-  const sid = p.sessionId ? encodeURIComponent(p.sessionId) : null;
   return (
     <div class="phone-menu phone-only" onKeyDown={onKeyDown}>
       <button type="button" ref={button} class="secondary small" id="chat-menu-button" aria-expanded={open ? 'true' : 'false'} aria-controls="chat-menu" onClick={() => setOpen(!open)}>
@@ -90,56 +89,63 @@ function PhoneMenu(p: { sessionId: string | null; onShare(): void; onHelp(): voi
       </button>
       <div id="chat-menu" class="chat-menu" ref={panel} hidden={!open}>
         {open && (
-          <ul aria-label="Menu">
-            {headerLinks().map((l) => (
-              <li key={l.href}>
-                <a href={l.href} onClick={() => setOpen(false)}>
-                  {l.text}
-                </a>
-              </li>
-            ))}
-            <li>
-              <button type="button" class="link" id="menu-model" aria-pressed={model ? 'true' : 'false'} onClick={() => close(() => setModel(!model))}>
-                {model ? 'Hide the model' : 'Model'}
-              </button>
-            </li>
-            {sid && (
-              <>
-                <li>
-                  <button type="button" class="link" id="menu-share" onClick={() => close(p.onShare)}>
-                    Share…
-                  </button>
-                </li>
-                <li>
-                  <a href={`/api/chat/sessions/${sid}/export?format=markdown`} download>
-                    Export as Markdown
-                  </a>
-                </li>
-                <li>
-                  <a href={`/api/chat/sessions/${sid}/export?format=json`} download>
-                    Export as JSON
-                  </a>
-                </li>
-              </>
-            )}
-            <li>
-              <button type="button" class="link" id="menu-shortcuts" onClick={() => close(p.onHelp)}>
-                Keyboard shortcuts
-              </button>
-            </li>
-            <li>
-              <button type="button" class="link" id="menu-theme" aria-pressed={dark ? 'true' : 'false'} onClick={() => press('theme-toggle')}>
-                Dark mode
-              </button>
-            </li>
-            <li>
-              <button type="button" class="link" id="menu-logout" onClick={() => press('logout')}>
-                Log out
-              </button>
-            </li>
-          </ul>
+          <MenuItems sessionId={p.sessionId} model={model} dark={dark} onClose={close} onModel={() => setModel(!model)} onShare={p.onShare} onHelp={p.onHelp} onPress={press} />
         )}
       </div>
     </div>
+  );
+}
+
+function MenuItems(p: { sessionId: string | null; model: boolean; dark: boolean; onClose(then?: () => void): void; onModel(): void; onShare(): void; onHelp(): void; onPress(id: string): void }) {
+  const sid = p.sessionId ? encodeURIComponent(p.sessionId) : null;
+  return (
+    <ul aria-label="Menu">
+      {headerLinks().map((l) => (
+        <li key={l.href}>
+          <a href={l.href} onClick={() => p.onClose()}>
+            {l.text}
+          </a>
+        </li>
+      ))}
+      <li>
+        <button type="button" class="link" id="menu-model" aria-pressed={p.model ? 'true' : 'false'} onClick={() => p.onClose(p.onModel)}>
+          Model
+        </button>
+      </li>
+      {sid && (
+        <>
+          <li>
+            <button type="button" class="link" id="menu-share" onClick={() => p.onClose(p.onShare)}>
+              Share…
+            </button>
+          </li>
+          <li>
+            <a href={`/api/chat/sessions/${sid}/export?format=markdown`} download>
+              Export as Markdown
+            </a>
+          </li>
+          <li>
+            <a href={`/api/chat/sessions/${sid}/export?format=json`} download>
+              Export as JSON
+            </a>
+          </li>
+        </>
+      )}
+      <li>
+        <button type="button" class="link" id="menu-shortcuts" onClick={() => p.onClose(p.onHelp)}>
+          Keyboard shortcuts
+        </button>
+      </li>
+      <li>
+        <button type="button" class="link" id="menu-theme" aria-pressed={p.dark ? 'true' : 'false'} onClick={() => p.onPress('theme-toggle')}>
+          Dark mode
+        </button>
+      </li>
+      <li>
+        <button type="button" class="link" id="menu-logout" onClick={() => p.onPress('logout')}>
+          Log out
+        </button>
+      </li>
+    </ul>
   );
 }
