@@ -50,7 +50,7 @@ t.test(`chat share links on ${TEST_ENGINE}`, async (t) => {
   };
   const app = await startTestApp(t, { services: { chat: { runner } } });
   const db = app.database.sql;
-  const [ann, ben, cid, dan, eve] = await Promise.all(['ann', 'ben', 'cid', 'dan', 'eve'].map((n) => addUser(app.database, n, 'pw-123456789')));
+  const [ann, ben, cid, dan] = await Promise.all(['ann', 'ben', 'cid', 'dan', 'eve'].map((n) => addUser(app.database, n, 'pw-123456789')));
   // ann and ben: organisation Acme (ben through a team); cid: organisation Other; dan and eve: none.
   const acme = await createOrganisation(db, 'Acme');
   const other = await createOrganisation(db, 'Other');
