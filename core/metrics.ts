@@ -31,6 +31,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean; node?: string } 
     modelTokens: new Counter({ name: 'airlock_model_tokens_total', help: 'Model tokens of chat turns as the providers reported them, by kind (input, output).', labelNames: ['kind'] as const, registers: [registry] }),
     syncJobs: new Counter({ name: 'airlock_sync_jobs_total', help: 'Directory-sync jobs finished, by status.', labelNames: ['status'] as const, registers: [registry] }),
     logins: new Counter({ name: 'airlock_logins_total', help: 'Password logins, by outcome (ok, failed, rate_limited).', labelNames: ['outcome'] as const, registers: [registry] }),
+    chatFeedback: new Counter({ name: 'airlock_chat_feedback_total', help: 'Ratings given to chat answers (new or changed), by rating (up, down).', labelNames: ['rating'] as const, registers: [registry] }),
     tokenRefreshes: new Counter({ name: 'airlock_token_refreshes_total', help: 'Access-token refreshes, by outcome.', labelNames: ['outcome'] as const, registers: [registry] }),
   };
   return m;

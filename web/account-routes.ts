@@ -167,7 +167,8 @@ export function accountRoutes(ctx: WebContext): Router {
       const back = new URL(p.returnTo, ctx.config.publicOrigin);
       back.searchParams.set('account', missing.length ? 'partial' : 'connected');
       await saveSession(req);
-      res.redirect(302, back.pathname + back.search);
+      // The fragment too: the chat page's return_to is `/#/chat/<id>`, the chat the user was in.
+      res.redirect(302, back.pathname + back.search + back.hash);
     }),
   );
 

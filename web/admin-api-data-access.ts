@@ -185,4 +185,6 @@ export interface TurnAudit {
     at: string;
     decided_at: string | null;
   }[];
+  /** Feedback users gave the answer (docs/chat.md "Feedback on answers"), oldest change first. */
+  feedback: { user: { id: number; username: string | null }; rating: 'up' | 'down'; note: string | null; at: string }[];
 }

@@ -2,6 +2,7 @@ import { Router } from 'express';
 import { NotFoundError } from '../core/index.js';
 import * as store from '../domain/chat/store.js';
 import { turnAudit } from '../domain/mail.js';
+import { feedbackOnTurn } from '../domain/chat/feedback.js';
 import { asyncHandler, requireSuperuser, type WebContext } from './context.js';
 import type { TurnAudit } from './admin-api.js';
 
@@ -38,6 +39,7 @@ export function adminAuditRoutes(ctx: WebContext): Router {
         node_id: q.node_id,
         at: q.created_at,
       });
+      const feedback = await feedbackOnTurn(db, turnId);
       const calls = new Set(turn.tool_calls.map((c) => c.call_id));
       const out: TurnAudit = {
         turn_id: turnId,
@@ -71,6 +73,7 @@ export function adminAuditRoutes(ctx: WebContext): Router {
           at: h.created_at,
           decided_at: h.decided_at,
         })),
+        feedback: feedback.map((f) => ({ user: { id: f.user_id, username: f.username }, rating: f.rating, note: f.note, at: f.updated_at })),
       };
       res.json(out);
     }),

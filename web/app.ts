@@ -21,6 +21,8 @@ import { identityRouters } from './identity/index.js';
 import { openApiDocument } from './openapi.js';
 import { fleetRoutes, nodeAuth } from './fleet.js';
 import { refuseQueryArrays } from './query-params.js';
+import { loggedPath, shareRoutes } from './share-routes.js';
+import { feedbackRoutes } from './feedback-routes.js';
 
 const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const SESSION_MAX_AGE_MS = 7 * 24 * 3600 * 1000;
@@ -45,7 +47,7 @@ export function createApp(ctx: WebContext): Express {
     res.setHeader('Referrer-Policy', 'same-origin');
     const started = process.hrtime.bigint();
     // Taken now: by 'finish' a sub-router has cut req.path down to its own part.
-    const path = req.path;
+    const path = loggedPath(req.path);
     res.on('finish', () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       // Path only: query values may carry codes or tokens.
@@ -134,6 +136,9 @@ export function createApp(ctx: WebContext): Express {
   app.use('/api/admin/users', adminUserRoutes(ctx));
   app.use('/api/admin/mail-policy', adminMailPolicyRoutes(ctx));
   app.use('/api/admin/chat-models', adminChatModelRoutes(ctx));
+  // Read-only chat links and feedback on answers (web/share-routes.ts, web/feedback-routes.ts).
+  app.use('/api', shareRoutes(ctx));
+  app.use('/api/chat', feedbackRoutes(ctx));
   const chat = chatRoutes(ctx);
   app.use('/api/chat', chat);
   // The chat routes another node forwards to this one (the session's sandbox runs here), signed.

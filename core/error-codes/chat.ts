@@ -14,6 +14,8 @@ export const CHAT_ERRORS = {
   ERR_CHAT_MODEL_EXISTS: { status: 409, surfaces: ['http'], description: 'A chat model with that id exists already.' },
   ERR_CHAT_MODEL_DEFAULT: { status: 409, surfaces: ['http'], description: 'The default chat model (from AIRLOCK_MODEL_*) cannot be disabled or deleted.' },
   ERR_CHAT_ATTACHMENT_NOT_FOUND: { status: 404, surfaces: ['http'], description: 'No such chart attachment in the caller\'s workspace.' },
+  ERR_SHARE_NOT_FOUND: { status: 404, surfaces: ['http'], description: 'No such shared chat: the link is wrong or revoked, its chat is gone, or the caller may not open it (not of the owner\'s organisation).' },
+  ERR_FEEDBACK_TURN_RUNNING: { status: 409, surfaces: ['http'], description: 'The answer is still running: rate it when it ends.' },
   ERR_SESSION_BUSY: { status: 409, surfaces: ['http', 'turn', 'control'], description: 'A turn is already running in this session (or the operator acts on a busy session).' },
   ERR_SESSION_USER_LIMIT: { status: 429, surfaces: ['http'], description: 'The user holds as many live sandboxes on this host as AIRLOCK_MAX_SANDBOXES_PER_USER allows and none is idle; finish or wait for one.' },
   ERR_SESSION_CAPACITY: { status: 503, surfaces: ['http'], description: 'This host runs as many sessions as it may; try again later.' },

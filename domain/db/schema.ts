@@ -121,6 +121,28 @@ export interface ChatToolCallsTable {
   started_at: Default<string>;
 }
 
+/** A read-only link to a chat (migration 018, domain/chat/shares.ts): the token's SHA-256 only. */
+export interface ChatSharesTable {
+  id: Generated<number>;
+  session_id: string;
+  user_id: number;
+  token_hash: string;
+  /** The branch shown when the link was made (its newest turn; null: the chat had none). */
+  head_turn_id: string | null;
+  created_at: Default<string>;
+  revoked_at: string | null;
+}
+
+/** A thumbs up or down on an answer, one per user per turn (migration 019, domain/chat/feedback.ts). */
+export interface ChatFeedbackTable {
+  turn_id: string;
+  user_id: number;
+  rating: 'up' | 'down';
+  note: string | null;
+  created_at: Default<string>;
+  updated_at: Default<string>;
+}
+
 export interface ConnectedAccountsTable {
   user_id: number;
   provider: Default<string>;
@@ -417,6 +439,8 @@ export interface Schema {
   chat_turns: ChatTurnsTable;
   chat_tool_calls: ChatToolCallsTable;
   chat_models: ChatModelsTable;
+  chat_shares: ChatSharesTable;
+  chat_feedback: ChatFeedbackTable;
   connected_accounts: ConnectedAccountsTable;
   idp_connections: IdpConnectionsTable;
   external_identities: ExternalIdentitiesTable;

@@ -108,6 +108,9 @@ else {
     await phone.emulateMedia({ colorScheme: 'dark' });
     await phone.reload();
     await phone.waitForSelector('text=Answered by default:1.');
+    // On a phone the model row is in the Menu (docs/chat.md "On a phone").
+    await phone.click('#chat-menu-button');
+    await phone.click('#menu-model');
     await phone.waitForSelector('#model-picker');
     await settled(phone);
     const box = await phone.locator('#model-picker').boundingBox();

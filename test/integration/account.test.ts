@@ -224,3 +224,16 @@ async function accountRows(database: Database): Promise<number> {
   const r = await database.sql.selectFrom('connected_accounts').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
   return Number(r.n);
 }
+
+// Connecting (or reconnecting) from a chat comes back to that chat, not a new one: the chat
+// page's return_to is `/#/chat/<id>` and the fragment survives the callback's redirect.
+t.test('the connect comes back to the chat it started from', async (t) => {
+  const { c } = await setup(t);
+  const start = await c.json('POST', '/api/account/connect', { return_to: '/#/chat/0b5e2a4c-1d2e-4f00-9a6b-123456789abc' });
+  t.equal(start.status, 200);
+  const consent = await fetch(start.body.authorization_url, { redirect: 'manual' });
+  const cb = new URL(consent.headers.get('location')!);
+  const done = await c.request('GET', cb.pathname + cb.search);
+  t.equal(done.status, 302);
+  t.equal(done.headers.get('location'), '/?account=connected#/chat/0b5e2a4c-1d2e-4f00-9a6b-123456789abc');
+});

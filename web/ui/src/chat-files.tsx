@@ -1,6 +1,7 @@
 // Files the user attaches to a chat: the composer's "Attach file" button and the previews
 // (a small table for CSV/XLSX, the picture for PNG/JPEG). The route: web/upload-routes.ts.
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useContext, useEffect, useRef, useState } from 'preact/hooks';
+import { sentFileBase, ShareToken } from './share-token.js';
 import type { UploadAnswer, FilePreview as Preview } from '../../chat-api.js';
 import { ApiError, csrf } from './api.js';
 
@@ -62,6 +63,7 @@ export function AttachButton(p: { sessionId: string | null; disabled?: boolean; 
 /** One attached file: a table of its first rows, or its picture. */
 export function FilePreview(p: { preview: Preview; sessionId: string | null; onRemove?: () => void }) {
   const { preview } = p;
+  const share = useContext(ShareToken);
   const t = preview.table;
   return (
     <figure class="file-preview" data-file={preview.name}>
@@ -92,7 +94,7 @@ export function FilePreview(p: { preview: Preview; sessionId: string | null; onR
           ))}
         </div>
       ) : (
-        <img src={`${filesBase(p.sessionId)}/${encodeURIComponent(preview.name)}`} alt={`Uploaded picture ${preview.name}`} class="file-image" />
+        <img src={`${share ? sentFileBase(share) : filesBase(p.sessionId)}/${encodeURIComponent(preview.name)}`} alt={`Uploaded picture ${preview.name}`} class="file-image" />
       )}
     </figure>
   );
@@ -115,10 +117,11 @@ export function attachedIn(prompt: string): string[] {
 export function SentFiles(p: { prompt: string }) {
   const names = attachedIn(p.prompt);
   const [previews, setPreviews] = useState<Record<string, Preview | null>>({});
+  const share = useContext(ShareToken);
   useEffect(() => {
     for (const n of names) {
       if (n in previews) continue;
-      fetch(`/api/chat/files/${encodeURIComponent(n)}/preview`, { credentials: 'same-origin' })
+      fetch(`${sentFileBase(share)}/${encodeURIComponent(n)}/preview`, { credentials: 'same-origin' })
         .then((r) => (r.ok ? (r.json() as Promise<Preview>) : null))
         .then((pv) => setPreviews((o) => ({ ...o, [n]: pv })), () => setPreviews((o) => ({ ...o, [n]: null })));
     }

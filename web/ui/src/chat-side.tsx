@@ -134,6 +134,11 @@ interface AccountInfo {
   email?: string | null;
 }
 
+/** Where the account connect comes back to: this page and the chat open in it (never a new chat). */
+export function returnHere(): string {
+  return /^#\/chat\/[A-Za-z0-9-]{1,64}$/.test(location.hash) ? `/${location.hash}` : '/';
+}
+
 export function AccountBox() {
   const [acc, setAcc] = useState<AccountInfo | null | 'unavailable'>(null);
   const [msg, setMsg] = useState<{ kind: 'error' | 'info'; text: Shown } | null>(null);
@@ -141,7 +146,7 @@ export function AccountBox() {
   useEffect(() => void load(), [load]);
   const connect = async () => {
     try {
-      const r = await api<{ authorization_url: string }>('POST', '/api/account/connect', { return_to: '/' });
+      const r = await api<{ authorization_url: string }>('POST', '/api/account/connect', { return_to: returnHere() });
       location.href = r.authorization_url;
     } catch (e) {
       setMsg({ kind: 'error', text: shownOf(e) });

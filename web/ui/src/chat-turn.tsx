@@ -1,7 +1,9 @@
 // One turn of the chat page: the user's message, and the answer as it streams in (text, tool
 // rows with their charts, mail sends held for approval), rebuilt from stream events or the
 // stored history. chat.tsx owns the page around it (sessions, composer, streaming).
-import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
+import type { ComponentChildren } from 'preact';
+import { useContext, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { chartUrl, ShareToken } from './share-token.js';
 import type { ChatEvent, StoredTurn, StopReason } from '../../chat-api.js';
 import { ShownText, toolErrorSentence } from './error-text.js';
 import { renderMarkdown } from './markdown.js';
@@ -230,6 +232,7 @@ function ToolRow({ p }: { p: Extract<Part, { kind: 'tool' }> }) {
   const file = typeof ca === 'string' ? ca : ca && typeof ca === 'object' ? (ca as { filename?: string }).filename : (att?.filename as string | undefined);
   const img = p.status === 'ok' && typeof file === 'string' && /^[0-9a-f-]{36}\.png$/i.test(file) ? file : null;
   const statusClass = p.status === 'ok' ? 'ok' : p.status === 'running' ? 'running' : 'failed';
+  const share = useContext(ShareToken);
   return (
     <div class="tool-wrap">
       <details class="tool" data-call={p.call_id} data-tool={p.tool} data-status={p.status === 'running' ? undefined : p.status}>
@@ -251,7 +254,7 @@ function ToolRow({ p }: { p: Extract<Part, { kind: 'tool' }> }) {
       </details>
       {p.status === 'failed' && p.error && <p class="tool-error">{toolErrorSentence(p.error)}</p>}
       {spec && <ChartBox spec={spec} />}
-      {img && <img class="attachment" src={`/api/chat/attachments/${img}`} alt={`Chart attachment ${img}`} data-attachment={img} />}
+      {img && <img class="attachment" src={chartUrl(share, img)} alt={`Chart attachment ${img}`} data-attachment={img} />}
     </div>
   );
 }
@@ -265,6 +268,8 @@ export function Turn(props: {
   onSwitch(turnId: string): void;
   /** The chat the turn belongs to (the approval card fetches a held send's message with it). */
   sessionId?: string | null;
+  /** Shown at the end of a finished answer's line (the feedback buttons, chat-feedback.tsx). */
+  extra?: ComponentChildren;
   onDecide(id: string, decision: 'approve' | 'deny', scope: 'once' | 'recipient'): Promise<void> }) {
   const { t } = props;
   const text = answerText(t);
@@ -337,6 +342,7 @@ export function Turn(props: {
                 {tokens(t.usage.input_tokens)} in · {tokens(t.usage.output_tokens)} out tokens
               </span>
             )}
+            {props.extra}
           </div>
         )}
       </div>

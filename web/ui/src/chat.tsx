@@ -9,6 +9,8 @@ import { AccountBox, groupSessions, SessionItem } from './chat-side.js';
 import { AttachButton, attachedLine, FilePreview } from './chat-files.js';
 import { shownOf, ShownText, type Shown } from './error-text.js';
 import { ModelPicker } from './chat-model-picker.js';
+import { ChatTools } from './chat-menu.js';
+import { FeedbackButtons, useFeedback } from './chat-feedback.js';
 
 /* ---------- the page ---------- */
 
@@ -38,6 +40,7 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
   const currentRef = useRef(current);
   currentRef.current = current;
 
+  const feedback = useFeedback(current);
   const running = turns.find((t) => t.running);
   const busy = !!running;
 
@@ -371,6 +374,7 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
               </a>
             </span>
           )}
+          <ChatTools sessionId={current} onStop={() => void stop()} onOpenList={() => setListOpen(true)} />
         </div>
         <ModelPicker sessionId={current} chosen={modelId} onChosen={setModelId} busy={busy} />
         <div class="transcript" id="transcript" ref={transcript} onScroll={onScroll} onWheel={onWheel} onKeyDown={onTranscriptKey} onTouchMove={leaveBottom} tabIndex={0} role="log" aria-label="Conversation" aria-live="polite">
@@ -387,6 +391,7 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
               sessionId={current}
               last={t === last}
               busy={busy}
+              extra={current && t.id && !t.running ? <FeedbackButtons sessionId={current} turnId={t.id} given={feedback.of(t.id)} onChange={(e) => feedback.put(t.id!, e)} /> : null}
               onRegenerate={() => void send(t.prompt, t.id)}
               onSwitch={(id) => void switchTo(id)}
               onDecide={async (id, decision, scope) => {

@@ -6,6 +6,7 @@ import { useEffect, useState } from 'preact/hooks';
 import type { LoginResponse, SsoProviderList, UserView } from '../../admin-api.js';
 import { api, ApiError, setCsrf } from './api.js';
 import { chatPage } from './chat.js';
+import { sharePage } from './chat-share.js';
 import { adminPages } from './admin/index.js';
 
 let me: UserView | null | undefined;
@@ -132,7 +133,7 @@ function LoginPage() {
       const r = await api<LoginResponse>('POST', '/api/auth/login', { username, password });
       setCsrf(r.csrf_token);
       await loadMe();
-      location.hash = '#/chat';
+      location.hash = afterLogin() ?? '#/chat';
     } catch (e) {
       setError(e instanceof ApiError && e.status === 401 ? 'Wrong username or password.' : e instanceof Error ? e.message : String(e));
     }
@@ -160,6 +161,14 @@ function LoginPage() {
 
 const main = document.getElementById('main')!;
 
+const AFTER_LOGIN = 'airlock-after-login';
+/** The page a signed-out visitor asked for (a shared chat's link), once. */
+function afterLogin(): string | null {
+  const h = sessionStorage.getItem(AFTER_LOGIN);
+  sessionStorage.removeItem(AFTER_LOGIN);
+  return h && h.startsWith('#/share/') ? h : null;
+}
+
 async function route(): Promise<void> {
   const hash = location.hash || '#/chat';
   if (me === undefined) await loadMe().catch(() => {});
@@ -169,6 +178,8 @@ async function route(): Promise<void> {
   // The chat page fills the window (its input stays in view); other pages scroll as documents.
   document.body.dataset.page = hash.startsWith('#/chat') && me ? 'chat' : 'doc';
   if (!me && hash !== '#/login') {
+    // A shared chat's link opens after the sign-in (chat-share.tsx).
+    if (hash.startsWith('#/share/')) sessionStorage.setItem(AFTER_LOGIN, hash);
     location.hash = '#/login';
     return;
   }
@@ -186,6 +197,7 @@ async function route(): Promise<void> {
         main,
       );
     } else if (hash.startsWith('#/chat')) main.append(await chatPage(hash));
+    else if (hash.startsWith('#/share/')) main.append(sharePage(hash));
     else if (hash.startsWith('#/admin/')) {
       const id = hash.slice('#/admin/'.length).split('/')[0];
       const page = adminPages.find((p) => p.id === id);

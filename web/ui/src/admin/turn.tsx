@@ -40,6 +40,14 @@ const HOLD_COLS: Column<Hold>[] = [
   { title: 'Decided', render: (h) => fmtTime(h.decided_at) },
 ];
 
+type Given = TurnAudit['feedback'][number];
+const FEEDBACK_COLS: Column<Given>[] = [
+  { title: 'When', render: (f) => fmtTime(f.at) },
+  { title: 'User', render: (f) => f.user.username ?? `user ${f.user.id}` },
+  { title: 'Rating', render: (f) => <span class={`badge ${f.rating === 'up' ? 'info' : 'warning'}`}>{f.rating === 'up' ? 'Thumbs up' : 'Thumbs down'}</span> },
+  { title: 'Note', render: (f) => (f.note ? <Clip text={f.note} /> : '—') },
+];
+
 export function TurnPage() {
   const turnId = decodeURIComponent(location.hash.split('/')[3] ?? '');
   const [audit, failed] = useLoad(() => api<TurnAudit>('GET', `/api/admin/turns/${encodeURIComponent(turnId)}`), [turnId]);
@@ -65,6 +73,9 @@ export function TurnPage() {
       </Section>
       <Section title="Mail sends held for the send policy">
         <Table rows={audit.mail_holds} cols={HOLD_COLS} rowKey={(h) => h.id} empty="None." />
+      </Section>
+      <Section title="Feedback on the answer">
+        <Table rows={audit.feedback} cols={FEEDBACK_COLS} rowKey={(f) => f.user.id} empty="No feedback." />
       </Section>
     </>
   );

@@ -1,0 +1,78 @@
+import { Router, type Request } from 'express';
+import { z } from 'zod';
+import { AppError, NotFoundError, ValidationError } from '../core/index.js';
+import * as store from '../domain/chat/store.js';
+import { clearFeedback, feedbackInSession, MAX_NOTE_CHARS, setFeedback } from '../domain/chat/feedback.js';
+import { asyncHandler, requireUser, type WebContext } from './context.js';
+import type { FeedbackEntry, FeedbackList } from './share-api.js';
+
+const FEEDBACK_BODY = z
+  .object({
+    rating: z.enum(['up', 'down']),
+    note: z.string().max(MAX_NOTE_CHARS).optional(),
+  })
+  .strict();
+
+const ID_RE = /^[A-Za-z0-9-]{1,64}$/;
+
+/**
+ * Feedback on answers (docs/chat.md "Feedback on answers"), mounted at /api/chat: the chat's
+ * owner rates a finished turn's answer up or down with an optional note (≤ 2,000 characters).
+ * PUT …/turns/:turnId/feedback sets or changes it, DELETE takes it back, GET /sessions/:id/feedback
+ * lists the caller's. Another user's chat or turn is 404; /metrics counts ratings given
+ * (airlock_chat_feedback_total{rating}); the admin turn audit page shows them.
+ */
+export function feedbackRoutes(ctx: WebContext): Router {
+  const r = Router();
+  const db = ctx.database.sql;
+
+  const ownedTurn = async (req: Request) => {
+    const s = await store.getOwnedSession(db, req.user!.id, String(req.params.id));
+    if (!s) throw new NotFoundError('ERR_CHAT_SESSION_NOT_FOUND', 'no such chat session');
+    const turnId = String(req.params.turnId);
+    const t = ID_RE.test(turnId) ? await store.storedTurn(db, s.id, turnId) : undefined;
+    if (!t) throw new NotFoundError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
+    return t;
+  };
+
+  r.get(
+    '/sessions/:id/feedback',
+    requireUser,
+    asyncHandler(async (req, res) => {
+      const s = await store.getOwnedSession(db, req.user!.id, String(req.params.id));
+      if (!s) throw new NotFoundError('ERR_CHAT_SESSION_NOT_FOUND', 'no such chat session');
+      const rows = await feedbackInSession(db, s.id, req.user!.id);
+      const out: FeedbackList = { feedback: rows.map((f) => ({ turn_id: f.turn_id, rating: f.rating, note: f.note, updated_at: f.updated_at })) };
+      res.setHeader('Cache-Control', 'no-store');
+      res.json(out);
+    }),
+  );
+
+  r.put(
+    '/sessions/:id/turns/:turnId/feedback',
+    requireUser,
+    asyncHandler(async (req, res) => {
+      const t = await ownedTurn(req);
+      const body = FEEDBACK_BODY.safeParse(req.body);
+      if (!body.success) throw new ValidationError(`rating must be up or down; note at most ${MAX_NOTE_CHARS} characters; nothing else`);
+      if (t.status !== 'done') throw new AppError('ERR_FEEDBACK_TURN_RUNNING', 'the answer is still running: rate it when it ends');
+      const note = body.data.note?.trim() || null;
+      const { row, before } = await setFeedback(db, t.turn_id, req.user!.id, body.data.rating, note);
+      if (before !== row.rating) ctx.services.metrics?.chatFeedback.inc({ rating: row.rating });
+      const out: FeedbackEntry = { turn_id: row.turn_id, rating: row.rating, note: row.note, updated_at: row.updated_at };
+      res.json(out);
+    }),
+  );
+
+  r.delete(
+    '/sessions/:id/turns/:turnId/feedback',
+    requireUser,
+    asyncHandler(async (req, res) => {
+      const t = await ownedTurn(req);
+      await clearFeedback(db, t.turn_id, req.user!.id);
+      res.status(204).end();
+    }),
+  );
+
+  return r;
+}
