@@ -4,10 +4,35 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { LiveSession, LiveSessionList } from '../../../admin-api.js';
 import { api, ApiError } from '../api.js';
-import { Clip, ErrorBox, fmtTime, Loading, PageTitle, Section, Status, Table, useActions } from './common.js';
+import { Clip, ErrorBox, fmtTime, Loading, PageTitle, Section, Status, Table, useActions, type Actions } from './common.js';
 
 /** How often the list re-reads the server while the page is open. */
 export const REFRESH_MS = 5000;
+
+/**
+ * A session id as its first 8 characters on one line; the whole id is the tooltip, the copy
+ * button's name, and what it copies (a whole UUID wrapped over three lines in a narrow column).
+ */
+function ShortId({ id, status }: { id: string; status: Actions }) {
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(id);
+      status.ok(`Session id ${id} copied.`);
+    } catch {
+      status.ok(`Session id: ${id}`);
+    }
+  };
+  return (
+    <>
+      <code class="sid" title={id}>
+        {id.slice(0, 8)}
+      </code>{' '}
+      <button type="button" class="link small" aria-label={`Copy session id ${id}`} title="Copy the whole id" onClick={() => void copy()}>
+        copy id
+      </button>
+    </>
+  );
+}
 
 const nameOf = (s: LiveSession) => (s.title ? `"${s.title}"${s.username ? ` of ${s.username}` : ''}` : (s.id ?? ''));
 
@@ -91,8 +116,8 @@ export function SessionsPage() {
                 render: (s) => (
                   <div>
                     <Clip text={s.title || '(untitled chat)'} cls="name" />
-                    <div class="muted small">
-                      <code>{s.id}</code>
+                    <div class="muted small sid-line">
+                      <ShortId id={s.id ?? ''} status={status} />
                     </div>
                   </div>
                 ),
