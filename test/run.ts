@@ -57,6 +57,7 @@ const BOTH_ENGINES = [
   'dist/test/integration/identity/directory-sync-jobs.test.js',
   'dist/test/integration/identity/sync-cli.test.js',
   'dist/test/integration/identity/org-admin.test.js',
+  'dist/test/integration/identity/policy-edit.test.js',
   'dist/test/integration/identity/sso.test.js',
   'dist/test/integration/mail-policy-api.test.js',
   'dist/test/integration/mail-gate.test.js',
