@@ -34,6 +34,10 @@ export interface MailRigOptions {
   body?: string;
   /** Show send_email's input in the tool row as the agent gives it (default: the subject only). */
   toolInput?: boolean;
+  /** The message's subject (default: the turn's prompt). */
+  subject?: string;
+  /** Steps of the turn before the send (e.g. a chart tool's events). */
+  beforeSend?(req: TurnRequest): Promise<void>;
 }
 
 export async function startMailRig(t: Test, dataDir: string, o: MailRigOptions = {}) {
@@ -46,7 +50,8 @@ export async function startMailRig(t: Test, dataDir: string, o: MailRigOptions =
     async runTurn(req): Promise<TurnResult> {
       current = req;
       try {
-        const subject = req.prompt;
+        await o.beforeSend?.(req);
+        const subject = o.subject ?? req.prompt;
         const raw = await buildMessage(
           { to: ['ext@partner.example'], cc: ['colleague@corp.example'], bcc: ['audit@corp.example'], subject, text: o.body ?? BODY },
           [{ filename: CHART, name: chartFileName(o.chartTitle ?? 'Quarterly revenue (EUR) — 2026'), content: o.png ?? PNG }],
@@ -95,7 +100,7 @@ export async function startMailRig(t: Test, dataDir: string, o: MailRigOptions =
   });
   t.teardown(() => proxy.close());
   holder.proxyPort = proxy.port;
-  return { app, gate, upstream };
+  return { app, gate, upstream, services };
 }
 
 export async function loginAs(app: TestApp, name: string, create: boolean) {

@@ -209,7 +209,7 @@ function EffectivePolicy({ answer }: { answer: EffectiveAgentPolicyResponse }) {
               ))}
             </>
           ) : (
-            'No policy applies: every tool and model is allowed.'
+            'No policy applies: everything allowed.'
           )}
         </li>
       </ul>

@@ -27,8 +27,8 @@ function ShortId({ id, status }: { id: string; status: Actions }) {
       <code class="sid" title={id}>
         {id.slice(0, 8)}
       </code>{' '}
-      <button type="button" class="link small" aria-label={`Copy session id ${id}`} title="Copy the whole id" onClick={() => void copy()}>
-        copy id
+      <button type="button" class="link small" aria-label={`Copy id ${id}`} title="Copy the whole id" onClick={() => void copy()}>
+        Copy id
       </button>
     </>
   );
