@@ -333,6 +333,8 @@ export interface EffectiveAgentPolicyView {
 export interface EffectiveAgentPolicyResponse {
   user_id: number;
   policy: EffectiveAgentPolicyView;
+  /** The policies that apply (policy.policy_ids), by name with their organisation, in id order. */
+  policies: { id: number; name: string; organisation_id: number; organisation_name: string }[];
   /** The send policy in force for the user: the server's combined with every agent policy that applies. */
   mail: {
     allow_domains: string[];

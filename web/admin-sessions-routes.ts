@@ -32,7 +32,11 @@ export function adminSessionRoutes(ctx: WebContext): Router {
         live.map((s) => s.sessionId),
         [...new Set(live.flatMap((s) => (s.userId === null ? [] : [s.userId])))],
       );
-      const sessions = live
+      // A stable order: the chat's creation, then its id. The daemon lists a restarted sandbox
+      // last, which moved its row to the end of the page's list.
+      const key = (s: (typeof live)[number]) => `${labels.created.get(s.sessionId) ?? new Date(s.createdAt).toISOString()} ${s.sessionId}`;
+      const sessions = [...live]
+        .sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0))
         .map((s) => ({
           id: s.sessionId,
           title: labels.titles.get(s.sessionId) ?? null,
@@ -42,7 +46,8 @@ export function adminSessionRoutes(ctx: WebContext): Router {
           display_name: s.userId === null ? null : (labels.users.get(s.userId)?.display_name ?? null),
           status: s.stale ? `${s.state} (stale)` : s.state,
           stale: s.stale,
-          turns: s.turns,
+          // The chat's turns (kept across a restart); the sandbox's own count for a chat not stored.
+          turns: labels.turns.get(s.sessionId) ?? s.turns,
           started_at: new Date(s.claimedAt ?? s.createdAt).toISOString(),
           last_used_at: new Date(s.lastUsedAt).toISOString(),
         }));

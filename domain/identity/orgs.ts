@@ -203,6 +203,18 @@ export function listAgentPolicies(db: Sql, orgId: number): Promise<AgentPolicyRo
   return db.selectFrom('agent_policies').selectAll().where('organisation_id', '=', orgId).orderBy('id').execute();
 }
 
+/** These policies by name with their organisation's (the effective-policy view names them), in id order. */
+export function policyNames(db: Sql, ids: number[]): Promise<{ id: number; name: string; organisation_id: number; organisation_name: string }[]> {
+  if (!ids.length) return Promise.resolve([]);
+  return db
+    .selectFrom('agent_policies as p')
+    .innerJoin('organisations as o', 'o.id', 'p.organisation_id')
+    .select(['p.id', 'p.name', 'p.organisation_id', 'o.name as organisation_name'])
+    .where('p.id', 'in', ids)
+    .orderBy('p.id')
+    .execute();
+}
+
 export async function policyTeamIds(db: Sql, policyId: number): Promise<number[]> {
   return (await db.selectFrom('agent_policy_teams').select('team_id').where('policy_id', '=', policyId).orderBy('team_id').execute()).map((r) => r.team_id);
 }

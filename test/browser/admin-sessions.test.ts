@@ -70,7 +70,8 @@ else {
       const sid = lines.find((l) => l.type === 'done')?.session_id;
       t.ok(sid, 'the chat ran');
       const shownAt = Date.now();
-      await page.waitForFunction((id) => (document.querySelector('#sessions-table')?.textContent ?? '').includes(id), sid!, { timeout: 15_000 });
+      // The row shows the id's first 8 characters; the whole id is its tooltip.
+      await page.waitForFunction((id) => !!document.querySelector(`#sessions-table code.sid[title="${id}"]`), sid!, { timeout: 15_000 });
       t.ok(Date.now() - shownAt < 12_000, 'listed by the page\'s own refresh');
       const row = (await page.textContent('#sessions-table tbody tr')) ?? '';
       t.match(row, /Quarterly numbers please/, 'the chat title');

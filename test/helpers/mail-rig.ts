@@ -36,6 +36,10 @@ export interface MailRigOptions {
   body?: string;
   /** Show send_email's input in the tool row as the agent gives it (default: the subject only). */
   toolInput?: boolean;
+  /** The message's subject (default: the turn's prompt). */
+  subject?: string;
+  /** Steps of the turn before the send (e.g. a chart tool's events). */
+  beforeSend?(req: TurnRequest): Promise<void>;
 }
 
 /** The real mail path for tests: where a turn posts its sends, and the token the gateway holds. */
@@ -111,15 +115,16 @@ export async function startMailPath(t: Test, o: MailPathOptions) {
   });
   t.teardown(() => proxy.close());
   path.proxyUrl = `http://127.0.0.1:${proxy.port}`;
-  return { app, gate, upstream, placeholder: path.placeholder };
+  return { app, gate, upstream, services, placeholder: path.placeholder };
 }
 
 /** A chat app whose every turn sends the one message described in the file's comment (its subject: the prompt). */
 export async function startMailRig(t: Test, dataDir: string, o: MailRigOptions = {}) {
-  const { app, gate, upstream } = await startMailPath(t, {
+  const { app, gate, upstream, services } = await startMailPath(t, {
     dataDir,
     async turn(req, path) {
-      const subject = req.prompt;
+      await o.beforeSend?.(req);
+      const subject = o.subject ?? req.prompt;
       const raw = await buildMessage(
         { to: ['ext@partner.example'], cc: ['colleague@corp.example'], bcc: ['audit@corp.example'], subject, text: o.body ?? BODY },
         [{ filename: CHART, name: chartFileName(o.chartTitle ?? 'Quarterly revenue (EUR) — 2026'), content: o.png ?? PNG }],
@@ -137,7 +142,7 @@ export async function startMailRig(t: Test, dataDir: string, o: MailRigOptions =
       return { stop_reason: 'end_turn' };
     },
   });
-  return { app, gate, upstream };
+  return { app, gate, upstream, services };
 }
 
 export async function loginAs(app: TestApp, name: string, create: boolean) {

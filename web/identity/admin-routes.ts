@@ -3,6 +3,7 @@ import { AppError, Encryptor, NotFoundError } from '../../core/index.js';
 import { logAction, type Severity } from '../../domain/action-log.js';
 import { inTransaction, type Sql } from '../../domain/db/index.js';
 import { effectiveAgentPolicy } from '../../domain/identity/agent-policy.js';
+import { policyNames } from '../../domain/identity/orgs.js';
 import { mailPolicyFor } from '../../domain/mail.js';
 import { createOrGetRunningJob, jobExists, latestJob, logSyncFinished } from '../../domain/identity/directory-sync-store.js';
 import {
@@ -162,7 +163,9 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
       if (req.query.user_id !== undefined && asked === undefined) throw new AppError('ERR_VALIDATION', 'user_id must be a positive integer', { status: 400 });
       const uid = asked ?? req.user!.id;
       if (uid !== req.user!.id && !req.user!.is_superuser) throw new AppError('ERR_AUTH_FORBIDDEN', "only a superuser may read another user's agent policy", { status: 403 });
-      res.json({ user_id: uid, policy: await effectiveAgentPolicy(db, uid), mail: await mailPolicyFor(db, ctx.config.mail, uid) } satisfies EffectiveAgentPolicyResponse);
+      const policy = await effectiveAgentPolicy(db, uid);
+      const policies = await policyNames(db, policy.policy_ids);
+      res.json({ user_id: uid, policy, policies, mail: await mailPolicyFor(db, ctx.config.mail, uid) } satisfies EffectiveAgentPolicyResponse);
     }),
   );
 

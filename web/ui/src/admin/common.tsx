@@ -116,7 +116,9 @@ export function Table<T>({ id, rows, cols, empty = 'Nothing yet.', rowKey }: { i
           rows.map((r) => (
             <tr key={rowKey(r)}>
               {cols.map((c) => (
-                <td key={c.title}>{c.render(r)}</td>
+                <td key={c.title} data-label={c.title}>
+                  {c.render(r)}
+                </td>
               ))}
             </tr>
           ))

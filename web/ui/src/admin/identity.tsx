@@ -136,14 +136,27 @@ function ConnectionForm({ conn, reload, status }: { conn: ConnectionView | null;
   );
 }
 
-const RESULT_KEYS = [
+/** What a sync changed (the result's counts of changes); everything else in the result is how it went. */
+const CHANGE_KEYS = [
   'users_created', 'users_updated', 'users_linked', 'users_deactivated', 'users_reactivated', 'groups_created', 'groups_updated', 'groups_deleted',
-  'memberships_added', 'memberships_removed', 'teams_updated', 'team_members_added', 'team_members_removed', 'policies_rewritten', 'rows_written',
-  'sessions_ended', 'requests', 'retries', 'duration_ms',
+  'memberships_added', 'memberships_removed', 'teams_updated', 'team_members_added', 'team_members_removed', 'policies_rewritten', 'sessions_ended',
 ];
+
+/** The changes of a result that are not zero, as [what, count]. */
+export function changesOf(result: Record<string, unknown>): [string, number][] {
+  return CHANGE_KEYS.flatMap((k): [string, number][] => (typeof result[k] === 'number' && result[k] !== 0 ? [[k.replace(/_/g, ' '), result[k] as number]] : []));
+}
+
+/** One line for the status area once a job started from this page has ended. */
+function outcome(job: SyncJobView): string {
+  if (job.status !== 'succeeded') return `Sync job ${job.id} ${job.status}${job.error?.message ? `: ${job.error.message}` : '.'}`;
+  const changes = job.result ? changesOf(job.result) : [];
+  return changes.length ? `Sync job ${job.id} succeeded: ${changes.map(([k, v]) => `${v} ${k}`).join(', ')}.` : `Sync job ${job.id} succeeded: nothing changed.`;
+}
 
 const running = (job: SyncJobView | null) => job?.status === 'running' || job?.status === 'pending';
 const show = (v: unknown) => (typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v));
+const num = (v: unknown) => (typeof v === 'number' ? v : 0);
 
 /** Start a sync; while a job runs it is read every 0.7 s (only while the page is shown). */
 function SyncPanel({ conn }: { conn: ConnectionView | null }) {
@@ -151,6 +164,8 @@ function SyncPanel({ conn }: { conn: ConnectionView | null }) {
   const [job, setJob] = useState<SyncJobView | null>(null);
   const timer = useRef<ReturnType<typeof setTimeout>>();
   const live = useRef(true);
+  /** The job this page started, until its outcome is shown. */
+  const started = useRef<number | null>(null);
   const poll = async () => {
     timer.current = undefined;
     try {
@@ -158,6 +173,11 @@ function SyncPanel({ conn }: { conn: ConnectionView | null }) {
       if (!live.current) return;
       setJob(r.job);
       if (running(r.job)) timer.current = setTimeout(() => void poll(), 700);
+      else if (r.job && r.job.id === started.current) {
+        // "Sync job N started." would stay after the job ended: it becomes the outcome.
+        started.current = null;
+        status.ok(outcome(r.job));
+      }
     } catch (e) {
       if (!live.current) return;
       if (e instanceof ApiError && e.status === 404) setJob(null);
@@ -183,6 +203,7 @@ function SyncPanel({ conn }: { conn: ConnectionView | null }) {
     status.run('start', async () => {
       const r = await api<SyncJobStarted>('POST', '/api/identity/directory-sync', { provider: 'google' });
       status.ok(r.created ? `Sync job ${r.job.id} started.` : `A sync is already running (job ${r.job.id}).`);
+      started.current = r.job.id;
       setJob(r.job);
       clearTimeout(timer.current);
       timer.current = setTimeout(() => void poll(), 300);
@@ -205,13 +226,6 @@ function SyncPanel({ conn }: { conn: ConnectionView | null }) {
 
 function JobView({ job }: { job: SyncJobView }) {
   const s = job.status;
-  const result = job.result;
-  const rows: { k: string; v: string }[] = [];
-  if (result) {
-    if (result.fetched && typeof result.fetched === 'object') rows.push({ k: 'fetched', v: Object.entries(result.fetched).map(([k, v]) => `${show(v)} ${k}`).join(', ') });
-    for (const k of RESULT_KEYS) if (result[k] !== undefined) rows.push({ k: k.replace(/_/g, ' '), v: show(result[k]) });
-    if (result.kept_last_superuser) rows.push({ k: 'kept last superuser', v: 'yes' });
-  }
   return (
     <>
       <p>
@@ -242,20 +256,50 @@ function JobView({ job }: { job: SyncJobView }) {
           </strong>
         </div>
       ) : null}
-      {result ? (
-        <>
-          <h3>Last result</h3>
-          <Table
-            id="sync-result"
-            rows={rows}
-            rowKey={(r) => r.k}
-            cols={[
-              { title: 'What', render: (r) => r.k },
-              { title: 'Count', render: (r) => r.v },
-            ]}
-          />
-        </>
+      {job.result ? <SyncResult result={job.result} /> : null}
+    </>
+  );
+}
+
+/** The last result: only what changed (a table), or one line when nothing did; warnings; one line of how it went. */
+function SyncResult({ result }: { result: Record<string, unknown> }) {
+  const changes = changesOf(result);
+  const fetched = result.fetched && typeof result.fetched === 'object' ? (result.fetched as Record<string, unknown>) : null;
+  const warnings = Array.isArray(result.warnings) ? (result.warnings as { message?: string }[]) : [];
+  const how = [
+    fetched ? `read ${Object.entries(fetched).map(([k, v]) => `${show(v)} ${k}`).join(', ')}` : null,
+    `${num(result.requests)} requests`,
+    result.retries ? `${num(result.retries)} retries` : null,
+    `${num(result.rows_written)} rows written`,
+    `${num(result.duration_ms)} ms`,
+  ].filter(Boolean);
+  return (
+    <>
+      <h3>Last result</h3>
+      {changes.length ? (
+        <Table
+          id="sync-result"
+          rows={changes}
+          rowKey={(r) => r[0]}
+          cols={[
+            { title: 'What changed', render: (r) => r[0] },
+            { title: 'Count', render: (r) => String(r[1]) },
+          ]}
+        />
+      ) : (
+        <p id="sync-result">Nothing changed: Airlock already matched the directory.</p>
+      )}
+      {result.kept_last_superuser ? <p>The last superuser was kept active.</p> : null}
+      {warnings.length ? (
+        <ul id="sync-warnings">
+          {warnings.map((w, i) => (
+            <li key={i}>{w.message ?? show(w)}</li>
+          ))}
+        </ul>
       ) : null}
+      <p class="muted small" id="sync-stats">
+        {how.join(' · ')}
+      </p>
     </>
   );
 }

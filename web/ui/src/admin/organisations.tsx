@@ -1,15 +1,38 @@
 // Organisations (create, rename, delete), the chosen one's teams and agent policies, and any
-// user's effective agent policy: /api/identity (docs/identity.md).
-import { useState } from 'preact/hooks';
+// user's effective agent policy: /api/identity (docs/identity.md). #/admin/organisations/<org>/policy/<id>
+// opens an organisation with one of its policies marked (the effective policy links there).
+import { useEffect, useState } from 'preact/hooks';
 import type { AgentCatalogView, AgentPolicyList, EffectiveAgentPolicyResponse, ExternalGroupList, Organisation, OrganisationList, TeamList } from '../../../admin-api.js';
 import { api } from '../api.js';
-import { AgentPoliciesSection, listText, TeamsSection } from './teams.js';
+import { TeamsSection } from './teams.js';
+import { AgentPoliciesSection, listText, MailRules } from './agent-policies.js';
 import { ErrorBox, Field, hintFor, Loading, PageTitle, Section, Select, Status, useActions, useLoad, useUserPicker } from './common.js';
+
+/** The organisation and policy a link names (#/admin/organisations/<org>/policy/<id>), or nulls. */
+function hashTarget(): { org: number | null; policy: number | null } {
+  const m = /^#\/admin\/organisations\/(\d+)(?:\/policy\/(\d+))?/.exec(location.hash);
+  return { org: m ? Number(m[1]) : null, policy: m?.[2] ? Number(m[2]) : null };
+}
+
+/** hashTarget(), again whenever the address changes while the page is shown. */
+function useHashTarget() {
+  const [target, setTarget] = useState(hashTarget);
+  useEffect(() => {
+    const on = () => setTarget(hashTarget());
+    window.addEventListener('hashchange', on);
+    return () => window.removeEventListener('hashchange', on);
+  }, []);
+  return target;
+}
 
 export function OrganisationsPage() {
   const status = useActions();
   const [data, failed, reload] = useLoad(() => api<OrganisationList>('GET', '/api/identity/organisations'));
-  const [picked, setPicked] = useState<number | null>(null);
+  const target = useHashTarget();
+  const [picked, setPicked] = useState<number | null>(target.org);
+  useEffect(() => {
+    if (target.org !== null) setPicked(target.org);
+  }, [target.org, target.policy]);
   const [name, setName] = useState('');
   const [rename, setRename] = useState<{ org: number; text: string } | null>(null);
 
@@ -99,7 +122,7 @@ export function OrganisationsPage() {
               <p class="muted">No organisations yet.</p>
             )}
           </Section>
-          <div id="org-detail">{current ? <OrgDetail key={current.id} orgId={current.id} /> : null}</div>
+          <div id="org-detail">{current ? <OrgDetail key={current.id} orgId={current.id} target={current.id === target.org ? target.policy : null} /> : null}</div>
         </>
       )}
       <EffectiveAgentPolicySection />
@@ -108,7 +131,7 @@ export function OrganisationsPage() {
 }
 
 /** Teams and agent policies, read together: a team change shows at once in the policies' team list. */
-function OrgDetail({ orgId }: { orgId: number }) {
+function OrgDetail({ orgId, target }: { orgId: number; target: number | null }) {
   const [data, failed, reload] = useLoad(async () => {
     const [teams, groups, policies, catalog] = await Promise.all([
       api<TeamList>('GET', `/api/identity/organisations/${orgId}/teams`),
@@ -123,7 +146,7 @@ function OrgDetail({ orgId }: { orgId: number }) {
   return (
     <>
       <TeamsSection orgId={orgId} teams={data.teams} groups={data.groups} changed={reload} />
-      <AgentPoliciesSection orgId={orgId} teams={data.teams} policies={data.policies} catalog={data.catalog} changed={reload} />
+      <AgentPoliciesSection orgId={orgId} teams={data.teams} policies={data.policies} catalog={data.catalog} target={target} changed={reload} />
     </>
   );
 }
@@ -139,7 +162,6 @@ function EffectiveAgentPolicySection() {
       setAnswer(await api<EffectiveAgentPolicyResponse>('GET', `/api/identity/agent-policy?user_id=${await who.resolve()}`));
     });
   };
-  const p = answer?.policy;
   return (
     <Section title="Effective agent policy for a user">
       <form
@@ -159,15 +181,41 @@ function EffectiveAgentPolicySection() {
       </form>
       <Status id="eap-status" notice={status.notice} />
       <div id="eap-out" aria-live="polite">
-        {p ? (
-          <ul>
-            <li>Tools: {listText(p.tools)}</li>
-            <li>Models: {listText(p.models)}</li>
-            <li>Denied: {[...p.denied_tools, ...p.denied_models].join(', ') || 'none'}</li>
-            <li>{p.policy_ids.length ? `From policies ${p.policy_ids.join(', ')}` : 'No policy applies: everything allowed.'}</li>
-          </ul>
-        ) : null}
+        {answer ? <EffectivePolicy answer={answer} /> : null}
       </div>
     </Section>
+  );
+}
+
+/** A user's effective policy: tools, models, the mail rules in force and the policies it comes from, by name (links). */
+function EffectivePolicy({ answer }: { answer: EffectiveAgentPolicyResponse }) {
+  const p = answer.policy;
+  const m = answer.mail;
+  return (
+    <>
+      <ul>
+        <li>Tools: {listText(p.tools)}</li>
+        <li>Models: {listText(p.models)}</li>
+        <li>Denied: {[...p.denied_tools, ...p.denied_models].join(', ') || 'none'}</li>
+        <li id="eap-from">
+          {answer.policies.length ? (
+            <>
+              From {answer.policies.length === 1 ? 'the policy' : 'the policies'}{' '}
+              {answer.policies.map((x, i) => (
+                <span key={x.id}>
+                  {i ? ', ' : ''}
+                  <a href={`#/admin/organisations/${x.organisation_id}/policy/${x.id}`}>{x.name}</a> <span class="muted">({x.organisation_name})</span>
+                </span>
+              ))}
+            </>
+          ) : (
+            'No policy applies: everything allowed.'
+          )}
+        </li>
+      </ul>
+      <h3>Sending mail</h3>
+      <MailRules id="eap-mail" allow={m.allow_domains} block={m.block_domains} other={m.other} maxRecipients={m.max_recipients} maxPerHour={m.max_per_hour} />
+      <p class="muted small">The server's send policy combined with every policy above; a held message waits {m.approval_timeout_s} s for the user's answer.</p>
+    </>
   );
 }

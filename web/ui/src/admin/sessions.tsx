@@ -4,10 +4,35 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { LiveSession, LiveSessionList } from '../../../admin-api.js';
 import { api, ApiError } from '../api.js';
-import { Clip, ErrorBox, fmtTime, Loading, PageTitle, Section, Status, Table, useActions } from './common.js';
+import { Clip, ErrorBox, fmtTime, Loading, PageTitle, Section, Status, Table, useActions, type Actions, type Column } from './common.js';
 
 /** How often the list re-reads the server while the page is open. */
 export const REFRESH_MS = 5000;
+
+/**
+ * A session id as its first 8 characters on one line; the whole id is the tooltip, the copy
+ * button's name, and what it copies (a whole UUID wrapped over three lines in a narrow column).
+ */
+function ShortId({ id, status }: { id: string; status: Actions }) {
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(id);
+      status.ok(`Session id ${id} copied.`);
+    } catch {
+      status.ok(`Session id: ${id}`);
+    }
+  };
+  return (
+    <>
+      <code class="sid" title={id}>
+        {id.slice(0, 8)}
+      </code>{' '}
+      <button type="button" class="link small" aria-label={`Copy id ${id}`} title="Copy the whole id" onClick={() => void copy()}>
+        Copy id
+      </button>
+    </>
+  );
+}
 
 const nameOf = (s: LiveSession) => (s.title ? `"${s.title}"${s.username ? ` of ${s.username}` : ''}` : (s.id ?? ''));
 
@@ -85,45 +110,7 @@ export function SessionsPage() {
             rows={sessions}
             rowKey={(s) => s.id ?? s.container_id}
             empty="No live sessions."
-            cols={[
-              {
-                title: 'Chat',
-                render: (s) => (
-                  <div>
-                    <Clip text={s.title || '(untitled chat)'} cls="name" />
-                    <div class="muted small">
-                      <code>{s.id}</code>
-                    </div>
-                  </div>
-                ),
-              },
-              {
-                title: 'User',
-                render: (s) =>
-                  s.username ? (
-                    <Clip text={s.display_name ? `${s.display_name} (${s.username})` : s.username} cls="name" />
-                  ) : (
-                    <span class="muted">{s.user_id === null ? '—' : `#${s.user_id}`}</span>
-                  ),
-              },
-              { title: 'Container', render: (s) => <code class="container-id">{s.container_id}</code> },
-              { title: 'Status', render: (s) => s.status },
-              { title: 'Turns', render: (s) => String(s.turns) },
-              { title: 'Started', render: (s) => fmtTime(s.started_at) },
-              {
-                title: 'Actions',
-                render: (s) => (
-                  <div class="row compact">
-                    <button type="button" class="secondary" aria-label={`Restart session ${s.id}`} disabled={status.busy === `restart-${s.id}`} onClick={() => void op(s, 'restart')}>
-                      Restart
-                    </button>
-                    <button type="button" class="danger" aria-label={`Kill session ${s.id}`} disabled={status.busy === `kill-${s.id}`} onClick={() => void op(s, 'kill')}>
-                      Kill
-                    </button>
-                  </div>
-                ),
-              },
-            ]}
+            cols={sessionColumns(status, op)}
           />
         </div>
         <p class="muted small" id="sessions-updated">
@@ -137,4 +124,47 @@ export function SessionsPage() {
       {body}
     </div>
   );
+}
+
+/** The list's columns; `op` restarts or kills a session (asking first). */
+function sessionColumns(status: Actions, op: (s: LiveSession, what: 'restart' | 'kill') => Promise<boolean>): Column<LiveSession>[] {
+  return [
+    {
+      title: 'Chat',
+      render: (s) => (
+        <div>
+          <Clip text={s.title || '(untitled chat)'} cls="name" />
+          <div class="muted small sid-line">
+            <ShortId id={s.id ?? ''} status={status} />
+          </div>
+        </div>
+      ),
+    },
+    {
+      title: 'User',
+      render: (s) =>
+        s.username ? (
+          <Clip text={s.display_name ? `${s.display_name} (${s.username})` : s.username} cls="name" />
+        ) : (
+          <span class="muted">{s.user_id === null ? '—' : `#${s.user_id}`}</span>
+        ),
+    },
+    { title: 'Container', render: (s) => <code class="container-id">{s.container_id}</code> },
+    { title: 'Status', render: (s) => s.status },
+    { title: 'Turns', render: (s) => String(s.turns) },
+    { title: 'Started', render: (s) => fmtTime(s.started_at) },
+    {
+      title: 'Actions',
+      render: (s) => (
+        <div class="row compact">
+          <button type="button" class="secondary" aria-label={`Restart session ${s.id}`} disabled={status.busy === `restart-${s.id}`} onClick={() => void op(s, 'restart')}>
+            Restart
+          </button>
+          <button type="button" class="danger" aria-label={`Kill session ${s.id}`} disabled={status.busy === `kill-${s.id}`} onClick={() => void op(s, 'kill')}>
+            Kill
+          </button>
+        </div>
+      ),
+    },
+  ];
 }
