@@ -10,6 +10,7 @@ import { adminSessionRoutes } from './admin-sessions-routes.js';
 import { adminAuditRoutes } from './admin-audit-routes.js';
 import { adminMailPolicyRoutes } from './admin-mail-policy-routes.js';
 import { adminChatModelRoutes } from './admin-chat-models-routes.js';
+import { settingsRoutes } from './settings-routes.js';
 import { biInternalRoutes, dataAuthorizationRoutes } from './data-access/index.js';
 import { chatRoutes } from './chat-routes.js';
 import type { WebContext } from './context.js';
@@ -134,6 +135,7 @@ export function createApp(ctx: WebContext): Express {
   app.use('/api/admin/users', adminUserRoutes(ctx));
   app.use('/api/admin/mail-policy', adminMailPolicyRoutes(ctx));
   app.use('/api/admin/chat-models', adminChatModelRoutes(ctx));
+  app.use('/api/settings', settingsRoutes(ctx));
   const chat = chatRoutes(ctx);
   app.use('/api/chat', chat);
   // The chat routes another node forwards to this one (the session's sandbox runs here), signed.

@@ -146,6 +146,8 @@ export interface ChatModelOption {
 export interface ChatModelList {
   models: ChatModelOption[];
   default_id: string;
+  /** The user's own default for new chats (Settings), when it is on offer to them; else null. */
+  preferred_id: string | null;
 }
 
 /** The error body every route answers with on failure. */

@@ -38,6 +38,7 @@ import { validateBody } from './validate.js';
 import { daemonEvent, sanitize } from './chat-events.js';
 import { branchTranscript } from '../domain/chat/transcript.js';
 import { chatModel, chatModelRoutes, checkPick, effectiveIds, MODEL_ID_PATTERN, recordPick } from './chat-model-routes.js';
+import { titleAfterTurn } from '../domain/chat/titles.js';
 
 /**
  * What the chat area needs from the daemon (ctx.services.chat): something that runs a turn
@@ -257,6 +258,7 @@ export function chatRoutes(ctx: WebContext): Router {
       stop_reason: result.stop_reason,
       ...(result.error ? { error: { code: result.error.code, message: result.error.message } } : {}),
     });
+    void titleAfterTurn({ db, encryptor: ctx.encryptor, model: ctx.config.model, log }, sessionId, prompt, text); // never throws; docs/chat.md "Chat titles"
   }
 
   // Replay and follow a turn from the event after `after` (0: from the start). A running turn is
