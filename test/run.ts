@@ -42,6 +42,10 @@ const BOTH_ENGINES = [
   'dist/test/integration/auth.test.js',
   'dist/test/integration/account.test.js',
   'dist/test/integration/admin-users.test.js',
+  // settings, the users page's changes and chat titles (web/settings-routes.ts, domain/user-admin.ts, domain/chat/titles.ts)
+  'dist/test/integration/settings.test.js',
+  'dist/test/integration/admin-users-manage.test.js',
+  'dist/test/integration/chat-titles.test.js',
   'dist/test/integration/tokens.test.js',
   'dist/test/integration/cli.test.js',
   // data access and identity over HTTP, every route's access matrix

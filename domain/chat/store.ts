@@ -28,6 +28,8 @@ export interface ChatSessionListEntry {
   pinned: boolean;
   /** The chat's own model (null: the default; migration 013). */
   model_id: string | null;
+  /** Where the title came from (migration 017; 'message': provisional until the first turn ends). */
+  title_source: 'message' | 'model' | 'fallback' | 'user';
 }
 
 const MAX_OUTPUT_CHARS = 64 * 1024;
@@ -83,7 +85,7 @@ export async function listSessions(db: Sql, userId: number, q?: string): Promise
   let s = db
     .selectFrom('chat_sessions as s')
     .leftJoin('chat_turns as t', 't.session_id', 's.id')
-    .select(['s.id', 's.title', 's.created_at', 's.updated_at', 's.pinned', 's.model_id', (eb) => eb.fn.count<number>('t.id').as('turn_count')])
+    .select(['s.id', 's.title', 's.created_at', 's.updated_at', 's.pinned', 's.model_id', 's.title_source', (eb) => eb.fn.count<number>('t.id').as('turn_count')])
     .where('s.user_id', '=', userId);
   if (q) {
     const pattern = likeAnywhere(q);

@@ -3,6 +3,7 @@
 import { render, type JSX } from 'preact';
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import type { ChatEvent, ChatHistory, ChatSessionList, ChatSessionSummary, SendMessageRequest, UploadAnswer } from '../../chat-api.js';
+import { waitForTitle } from './chat-title.js';
 import { api, ApiError, ndjson, openStream, StreamBroken } from './api.js';
 import { fromStored, applyEvent, Turn, type ViewTurn } from './chat-turn.js';
 import { AccountBox, groupSessions, SessionItem } from './chat-side.js';
@@ -272,6 +273,13 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
       void loadSessions(query.trim());
       input.current?.focus();
     }
+    // A new chat's title is made from its first exchange once the turn ended (chat-title.ts).
+    if (!sid && newSid)
+      void waitForTitle(newSid).then((made) => {
+        if (!made) return;
+        void loadSessions('');
+        if (currentRef.current === newSid) setTitle(made.title);
+      });
   };
 
   const reloadHistory = (sid: string) => {
