@@ -14,14 +14,7 @@ import { changeOwnPassword, defaultModelOf, passwordHashOf, PASSWORD_MAX, PASSWO
 import { asyncHandler, requireUser, type WebContext } from './context.js';
 import { checkPick, MODEL_ID_PATTERN } from './chat-model-routes.js';
 import { problemsError } from './validate.js';
-
-export interface SettingsView {
-  default_model_id: string | null;
-  /** False: the account signs in by single sign-on only (no password to change). */
-  has_password: boolean;
-  password_min: number;
-  password_max: number;
-}
+import type { SettingsView } from './admin-api.js';
 
 const CHANGE = z.object({ default_model_id: z.string().regex(new RegExp(MODEL_ID_PATTERN), 'must be a model id').nullable() }).strict();
 const PASSWORD = z

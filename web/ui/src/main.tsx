@@ -68,7 +68,9 @@ function Who() {
       <ThemeToggle />
       {me ? (
         <>
-          <span>{me.display_name || me.username}</span>
+          <a href="#/settings" id="settings-link" title="Settings">
+            {me.display_name || me.username}
+          </a>
           <button class="secondary" type="button" id="logout" onClick={() => void logout()}>
             Log out
           </button>
@@ -186,6 +188,10 @@ async function route(): Promise<void> {
         main,
       );
     } else if (hash.startsWith('#/chat')) main.append(await chatPage(hash));
+    else if (hash === '#/settings') {
+      const { SettingsPage } = await import('./settings.js'); // its own chunk, like the admin pages
+      if ((location.hash || '#/chat') === hash) render(<SettingsPage />, main);
+    }
     else if (hash.startsWith('#/admin/')) {
       const id = hash.slice('#/admin/'.length).split('/')[0];
       const page = adminPages.find((p) => p.id === id);
