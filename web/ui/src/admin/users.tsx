@@ -115,7 +115,7 @@ function UserTable({ data, busy, change, reset }: TableProps) {
                 <button type="button" class="secondary" aria-label={`${u.is_superuser ? 'Demote' : 'Promote'} ${who}`} disabled={busy === `change-${u.id}`} onClick={() => void change(u, { is_superuser: !u.is_superuser }, u.is_superuser ? 'is no longer a superuser' : 'is a superuser now')}>
                   {u.is_superuser ? 'Demote' : 'Promote'}
                 </button>
-                <button type="button" class="secondary" aria-label={`Reset the password of ${who}`} disabled={busy === `reset-${u.id}`} onClick={() => void reset(u)}>
+                <button type="button" class="secondary" aria-label={`Reset password of ${who}`} disabled={busy === `reset-${u.id}`} onClick={() => void reset(u)}>
                   Reset password
                 </button>
               </div>
