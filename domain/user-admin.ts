@@ -44,8 +44,10 @@ export function generatedPassword(): string {
 /**
  * An admin sets a user's password (their own choice, or one generated here and shown once):
  * every web session of the user ends, so whoever held the old password is out. Returns how many.
+ * Not the admin's own (ERR_USER_SELF): that is Settings, with the current password.
  */
 export async function resetPassword(db: Sql, actorId: number, userId: number, password: string, generated: boolean): Promise<number> {
+  if (userId === actorId) throw new AppError('ERR_USER_SELF', 'change your own password under Settings (it needs your current one)');
   const hash = await hashPassword(password);
   return runSerializable(db, async (trx) => {
     await mustExist(trx, userId);

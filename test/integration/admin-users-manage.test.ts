@@ -93,7 +93,7 @@ t.test('the last active superuser is never demoted or deactivated', async (t) =>
 
 t.test('reset a password: chosen or generated (shown once); sessions end; audit without it', async (t) => {
   const app = await startTestApp(t);
-  await addUser(app.database, 'root', PW, { superuser: true });
+  const root = await addUser(app.database, 'root', PW, { superuser: true });
   const bob = await addUser(app.database, 'bob', PW);
   const admin = app.client();
   await admin.login('root', PW);
@@ -115,6 +115,9 @@ t.test('reset a password: chosen or generated (shown once); sessions end; audit 
   t.same(chosen.body, { sessions_ended: 1 }, 'a chosen password is not echoed');
   t.equal((await app.client().login('bob', 'chosen-by-admin-1')).status, 200);
   t.equal((await admin.json('POST', '/api/admin/users/999999/password', {})).body.error.code, 'ERR_USER_NOT_FOUND');
+  const self = await admin.json('POST', `/api/admin/users/${root.id}/password`, {});
+  t.equal(self.status, 409, 'not your own: that is Settings, with the current password');
+  t.equal(self.body.error.code, 'ERR_USER_SELF');
 
   const log = await app.database.sql.selectFrom('action_log').select(['data']).where('event', '=', 'auth.password_reset').orderBy('id').execute();
   t.same(log.map((e) => JSON.parse(e.data).generated), [true, false]);
