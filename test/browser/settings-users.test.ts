@@ -8,6 +8,8 @@ import type { Page } from 'playwright-core';
 import { adminRig, openAdmin, ROOT_PW } from '../helpers/admin-browser.js';
 import { axeProblems, browserUnavailable, checkNarrow, launch, screenshot } from '../helpers/browser.js';
 import { startChatHarness } from '../helpers/chat.js';
+import { atRestEncryptor } from '../../core/index.js';
+import { createChatModel } from '../../domain/chat/models.js';
 
 async function darkNarrow(t: Test, page: Page, name: string): Promise<void> {
   await page.emulateMedia({ colorScheme: 'dark' });
@@ -49,8 +51,20 @@ else {
     t.match(await page.textContent('#pw-status'), /Password changed/);
     t.equal((await app.client().login('root', 'a-new-root-password')).status, 200, 'the new password works');
     t.equal(await page.inputValue('#pw-current'), '', 'the fields are emptied');
+    // The model new chats start with: chosen here, preselected by the chat page's picker.
+    await createChatModel(app.database.sql, atRestEncryptor(app.config), { id: 'second', label: 'Second model', provider: 'demo', model: 'demo', context_tokens: 50_000 });
+    await page.reload();
+    await page.waitForSelector('#settings-model option[value="second"]', { state: 'attached' });
+    await page.selectOption('#settings-model', 'second');
+    await page.waitForSelector('#settings-model-status [role=status]');
+    t.equal((await app.database.sql.selectFrom('users').select('default_model_id').where('username', '=', 'root').executeTakeFirstOrThrow()).default_model_id, 'second', 'stored for the user');
     t.same(await axeProblems(page), [], 'axe: settings, 1280 px light');
     await screenshot(page, 'settings');
+    await page.goto(`${app.url}/#/chat`);
+    await page.waitForFunction(() => (document.querySelector('#model-picker') as HTMLSelectElement | null)?.value === 'second');
+    t.pass('the chat page preselects it for a new chat');
+    await page.goto(`${app.url}/#/settings`);
+    await page.waitForSelector('#password-form');
     await darkNarrow(t, page, 'settings-dark');
   });
 
