@@ -28,6 +28,7 @@ else {
     t.ok(await page.isChecked('#theme-system'), 'system by default');
     await page.check('#theme-dark');
     t.equal(await page.evaluate(() => document.documentElement.dataset.theme), 'dark');
+    t.equal(await page.getAttribute('#theme-toggle', 'aria-pressed'), 'true', "the header's switch follows");
     await page.reload();
     await page.waitForSelector('#password-form');
     t.equal(await page.evaluate(() => document.documentElement.dataset.theme), 'dark', 'kept across a reload (applied by theme.ts)');

@@ -30,6 +30,12 @@ function effectiveTheme(): 'light' | 'dark' {
 /** Switches between light and dark and remembers the choice; follows the system until then. */
 function ThemeToggle() {
   const [dark, setDark] = useState(effectiveTheme() === 'dark');
+  // The settings page changed the scheme (settings.tsx applyTheme): show it.
+  useEffect(() => {
+    const on = () => setDark(effectiveTheme() === 'dark');
+    window.addEventListener('airlock-theme', on);
+    return () => window.removeEventListener('airlock-theme', on);
+  }, []);
   const flip = () => {
     const next = effectiveTheme() === 'dark' ? 'light' : 'dark';
     document.documentElement.dataset.theme = next;

@@ -29,6 +29,7 @@ export function applyTheme(choice: ThemeChoice): void {
   } catch {
     // Storage blocked: the choice lasts for this page only.
   }
+  window.dispatchEvent(new Event('airlock-theme')); // the header's switch follows
 }
 
 function ThemeSection() {
