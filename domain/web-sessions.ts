@@ -36,6 +36,12 @@ export async function deleteUserWebSessions(db: Sql, userId: number): Promise<nu
   return Number(r.numDeletedRows);
 }
 
+/** End every login session of a user but one (their own password change keeps the session that made it). */
+export async function deleteOtherWebSessions(db: Sql, userId: number, keepSid: string): Promise<number> {
+  const r = await db.deleteFrom('web_sessions').where('user_id', '=', userId).where('sid', '<>', keepSid).executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
+
 /** Remove the sessions expired at `now`; returns how many. */
 export async function pruneWebSessions(db: Sql, now = Date.now()): Promise<number> {
   const r = await db.deleteFrom('web_sessions').where('expires_at', '<=', now).executeTakeFirst();

@@ -41,11 +41,19 @@ export interface ModelServerOptions {
   script?: ModelStep[];
   /** Called when the script is empty; defaults to a short text reply. */
   respond?: (body: any, n: number) => ModelStep;
+  /**
+   * Answers a chat-title request (header `x-airlock-purpose: chat-title`, domain/chat/titles.ts)
+   * apart from the script: such requests never take a step and are recorded in `titleRequests`,
+   * not `requests`. Unset: 404, so the chat keeps its fallback title.
+   */
+  title?: (body: any) => ModelStep;
 }
 
 export interface ModelServer {
   url: string;
   requests: RecordedModelRequest[];
+  /** The chat-title requests (see ModelServerOptions.title). */
+  titleRequests: RecordedModelRequest[];
   /** Append steps to the script. */
   push(...steps: ModelStep[]): void;
   /** Drop the steps not played yet; returns how many there were. */
@@ -106,6 +114,7 @@ export function startSse(res: ServerResponse): void {
 export async function startModelServer(shape: ProviderShape, opts: ModelServerOptions = {}): Promise<ModelServer> {
   const script = [...(opts.script ?? [])];
   const requests: RecordedModelRequest[] = [];
+  const titleRequests: RecordedModelRequest[] = [];
   const sockets = new Set<Socket>();
   let n = 0;
   const server: Server = createServer((req, res) => {
@@ -137,6 +146,10 @@ export async function startModelServer(shape: ProviderShape, opts: ModelServerOp
       shape.sendError(res, 400, 'invalid_request_error', 'body is not JSON');
       return;
     }
+    if (req.headers['x-airlock-purpose'] === 'chat-title') {
+      titleRequests.push({ method: req.method, path, headers: { ...req.headers }, body, at: Date.now() });
+      return play(opts.title?.(body) ?? { kind: 'error', status: 404, message: 'no chat title scripted' }, body, req, res);
+    }
     requests.push({ method: req.method, path, headers: { ...req.headers }, body, at: Date.now() });
     // A request the real API would refuse is refused here too, before any script step is used.
     const problem = shape.wireProblem?.(body);
@@ -148,6 +161,10 @@ export async function startModelServer(shape: ProviderShape, opts: ModelServerOp
     n++;
     // A step with `times` plays that many requests in a row (clients retry these failures).
     if ('times' in step && (step.times ?? 1) > 1) script.unshift({ ...step, times: step.times! - 1 } as ModelStep);
+    await play(step, body, req, res);
+  }
+
+  async function play(step: ModelStep, body: any, req: IncomingMessage, res: ServerResponse): Promise<void> {
     try {
       if (step.kind === 'silent') {
         await untilClosed(req, res);
@@ -176,6 +193,7 @@ export async function startModelServer(shape: ProviderShape, opts: ModelServerOp
   return {
     url: `http://127.0.0.1:${port}${shape.baseSuffix}`,
     requests,
+    titleRequests,
     push: (...steps) => void script.push(...steps),
     clearScript: () => script.splice(0).length,
     close() {

@@ -348,3 +348,15 @@ export interface EffectiveAgentPolicyResponse {
 
 // The data-access admin API's shapes (/api/data-authorization) live in their own file.
 export * from './admin-api-data-access.js';
+
+// ------------------------------------------------------------------ a user's own settings (/api/settings)
+
+/** GET and PATCH /api/settings (docs/chat.md "Settings"). */
+export interface SettingsView {
+  /** The model a new chat starts with (null: the server's default). */
+  default_model_id: string | null;
+  /** False: the account signs in by single sign-on only (no password to change). */
+  has_password: boolean;
+  password_min: number;
+  password_max: number;
+}

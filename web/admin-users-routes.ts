@@ -1,6 +1,9 @@
 import { Router, type Request } from 'express';
+import { z } from 'zod';
 import { AppError } from '../core/index.js';
 import { listUsers } from '../domain/users.js';
+import { changeUser, generatedPassword, PASSWORD_MAX, PASSWORD_MIN, resetPassword } from '../domain/user-admin.js';
+import { parseBody } from './settings-routes.js';
 import { asyncHandler, requireSuperuser, type WebContext } from './context.js';
 import type { AdminUserList } from './admin-api.js';
 import { intQueryParam } from './query-params.js';
@@ -33,5 +36,59 @@ export function adminUserRoutes(ctx: WebContext): Router {
       res.json({ users, total, limit, offset, next_offset: offset + users.length < total ? offset + users.length : null } satisfies AdminUserList);
     }),
   );
+  userChangeRoutes(ctx, r);
   return r;
+}
+
+const CHANGE = z.object({ is_active: z.boolean(), is_superuser: z.boolean() }).partial().strict().refine((b) => b.is_active !== undefined || b.is_superuser !== undefined, 'name is_active or is_superuser');
+const RESET = z.object({ password: z.string().min(PASSWORD_MIN, `must be at least ${PASSWORD_MIN} characters`).max(PASSWORD_MAX) }).partial().strict();
+
+function userId(req: Request): number {
+  const raw = String(req.params.id);
+  if (!/^[1-9]\d{0,9}$/.test(raw)) throw new AppError('ERR_USER_NOT_FOUND', 'no such user');
+  return Number(raw);
+}
+
+/**
+ * PATCH /api/admin/users/:id {is_active?, is_superuser?}: deactivate (web sessions and live
+ * sandboxes end), reactivate, promote, demote; never the admin's own account (409 ERR_USER_SELF)
+ * nor the last active superuser (409 ERR_USER_LAST_SUPERUSER).
+ * POST /api/admin/users/:id/password {password?}: set a password, or with no body a generated one
+ * returned once; the user's web sessions end. Each change is in the action log.
+ */
+function userChangeRoutes(ctx: WebContext, r: Router): void {
+  r.patch(
+    '/:id',
+    asyncHandler(async (req, res) => {
+      const id = userId(req);
+      const body = parseBody(CHANGE, req.body);
+      const out = await changeUser(ctx.database.sql, req.user!.id, id, body);
+      let sandboxesEnded: number | null = null;
+      if (out.deactivated && ctx.services.sandboxes) {
+        // After the commit: the account is inactive and its web sessions gone already, so a failure here is logged, not fatal.
+        try {
+          const n = await ctx.services.sandboxes.killForUser(id, 'user deactivated');
+          sandboxesEnded = typeof n === 'number' ? n : null;
+        } catch (err) {
+          req.log.warn({ userId: id, err }, 'could not stop the sandboxes of a deactivated user');
+        }
+      }
+      req.log.info({ subjectId: id, ...body }, 'user changed by an admin');
+      res.json({ user: out.user, sessions_ended: out.sessionsEnded, sandboxes_ended: sandboxesEnded });
+    }),
+  );
+
+  r.post(
+    '/:id/password',
+    asyncHandler(async (req, res) => {
+      const id = userId(req);
+      const body = parseBody(RESET, req.body ?? {});
+      const generated = body.password === undefined;
+      const password = body.password ?? generatedPassword();
+      const ended = await resetPassword(ctx.database.sql, req.user!.id, id, password, generated);
+      req.log.info({ subjectId: id, generated }, 'password reset by an admin');
+      res.setHeader('Cache-Control', 'no-store');
+      res.json({ sessions_ended: ended, ...(generated ? { password } : {}) });
+    }),
+  );
 }

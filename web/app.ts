@@ -10,6 +10,7 @@ import { adminSessionRoutes } from './admin-sessions-routes.js';
 import { adminAuditRoutes } from './admin-audit-routes.js';
 import { adminMailPolicyRoutes } from './admin-mail-policy-routes.js';
 import { adminChatModelRoutes } from './admin-chat-models-routes.js';
+import { settingsRoutes } from './settings-routes.js';
 import { biInternalRoutes, dataAuthorizationRoutes } from './data-access/index.js';
 import { chatRoutes } from './chat-routes.js';
 import type { WebContext } from './context.js';
@@ -139,6 +140,7 @@ export function createApp(ctx: WebContext): Express {
   // Read-only chat links and feedback on answers (web/share-routes.ts, web/feedback-routes.ts).
   app.use('/api', shareRoutes(ctx));
   app.use('/api/chat', feedbackRoutes(ctx));
+  app.use('/api/settings', settingsRoutes(ctx));
   const chat = chatRoutes(ctx);
   app.use('/api/chat', chat);
   // The chat routes another node forwards to this one (the session's sandbox runs here), signed.

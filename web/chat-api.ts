@@ -34,6 +34,8 @@ export interface ChatSessionSummary {
   model_id: string;
   /** The turn running now (from this server), if any: the page reattaches to it. */
   running_turn_id: string | null;
+  /** Where the title came from: 'message' (the first message, until the first turn ends), 'model', 'fallback', 'user' (renamed). */
+  title_source: 'message' | 'model' | 'fallback' | 'user';
 }
 
 export interface ChatSessionList {
@@ -146,6 +148,8 @@ export interface ChatModelOption {
 export interface ChatModelList {
   models: ChatModelOption[];
   default_id: string;
+  /** The user's own default for new chats (Settings), when it is on offer to them; else null. */
+  preferred_id: string | null;
 }
 
 /** The error body every route answers with on failure. */

@@ -7,6 +7,8 @@ import { Router } from 'express';
 import { AppError, NotFoundError } from '../core/index.js';
 import { enabledModelIds, getChatModel, listChatModels, resolveModel, sessionModel, DEFAULT_MODEL_ID, type ResolvedModel } from '../domain/chat/models.js';
 import { getOwnedSession } from '../domain/chat/store.js';
+import { defaultModelOf } from '../domain/user-admin.js';
+import type { Sql } from '../domain/db/index.js';
 import { effectiveAgentPolicy, policyAllows } from '../domain/identity/agent-policy.js';
 import type { ChatModelInfo, ChatModelList } from './chat-api.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
@@ -59,7 +61,9 @@ export function chatModelRoutes(ctx: WebContext): Router {
       const models = all
         .filter((m) => m.enabled && policyAllows(policy, 'model', m.model))
         .map((m) => ({ id: m.id, label: m.label, provider: m.provider, model: m.model, context_tokens: m.context_tokens, default: m.default }));
-      res.json({ models, default_id: DEFAULT_MODEL_ID } satisfies ChatModelList);
+      // The user's own default (Settings), while it is on offer to them: a new chat starts with it.
+      const own = await defaultModelOf(db, req.user!.id);
+      res.json({ models, default_id: DEFAULT_MODEL_ID, preferred_id: models.some((m) => m.id === own) ? own : null } satisfies ChatModelList);
     }),
   );
 

@@ -11,6 +11,7 @@ import { approvalRoutes } from './approval-routes.js';
 import { fleetForwarding } from './fleet.js';
 import { validateBody } from './validate.js';
 import { chatModel, checkPick, MODEL_ID_PATTERN } from './chat-model-routes.js';
+import { titleAfterTurn } from '../domain/chat/titles.js';
 
 /** The chat area's port (ctx.services.chat): the turn runner (domain/chat/turn-service.ts). */
 export type { ChatService } from '../domain/chat/turn-service.js';
@@ -40,7 +41,13 @@ export function chatRoutes(ctx: WebContext): Router {
   const r = Router();
   const db = ctx.database.sql;
   // The turn itself (domain/chat/turn-service.ts): these routes parse, authorise and stream.
-  const turns = new TurnService({ sql: db, services: ctx.services, model: (sessionId) => chatModel(ctx, sessionId) });
+  const turns = new TurnService({
+    sql: db,
+    services: ctx.services,
+    model: (sessionId) => chatModel(ctx, sessionId),
+    // A new chat's title from its first exchange (never throws; docs/chat.md "Chat titles").
+    onTurnEnd: (turn, _result, said) => void titleAfterTurn({ db, encryptor: ctx.encryptor, model: ctx.config.model, log: ctx.log }, turn.sessionId, said.prompt, said.answer),
+  });
   const owned = async (userId: number, id: string) => {
     const s = await store.getOwnedSession(db, userId, id);
     // Another user's session reads exactly like a missing one.

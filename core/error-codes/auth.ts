@@ -7,6 +7,8 @@ export const AUTH_ERRORS = {
   ERR_AUTH_CSRF: { status: 403, surfaces: ['http'], description: 'A write under /api/ without the session\'s X-CSRF-Token.' },
   ERR_AUTH_INACTIVE: { status: 403, surfaces: ['http'], description: 'The account is deactivated (single sign-on login).' },
   ERR_AUTH_INVALID_CREDENTIALS: { status: 401, surfaces: ['http'], description: 'Wrong username or password, or an inactive account (password login).' },
+  ERR_AUTH_WRONG_PASSWORD: { status: 403, surfaces: ['http'], description: 'Changing your password: the current password is wrong.' },
+  ERR_AUTH_NO_PASSWORD: { status: 409, surfaces: ['http'], description: 'Changing your password: the account signs in by single sign-on only and has no password.' },
   ERR_AUTH_RATE_LIMITED: { status: 429, surfaces: ['http'], description: 'Too many failed logins for this name or address; Retry-After says when to try again.' },
   ERR_AUTH_SECRET_REQUIRED: { status: 401, surfaces: ['http'], description: '/api/internal/* without `Authorization: Bearer <MCP_INTERNAL_SECRET>`.' },
   ERR_AUTH_SECRET_INVALID: { status: 403, surfaces: ['http'], description: '/api/internal/* with a wrong secret (or none is configured).' },

@@ -4,6 +4,8 @@ import type { ErrorArea } from './types.js';
 export const IDENTITY_ERRORS = {
   ERR_USER_NOT_FOUND: { status: 404, surfaces: ['http'], description: 'No such user.' },
   ERR_USER_EXISTS: { status: 409, surfaces: ['control'], description: '`airlock create-superuser`: a user with that name exists.' },
+  ERR_USER_SELF: { status: 409, surfaces: ['http'], description: 'An admin tried to deactivate, demote or reset the password of their own account (their own password is changed under Settings).' },
+  ERR_USER_LAST_SUPERUSER: { status: 409, surfaces: ['http'], description: 'The change would leave no active superuser.' },
   ERR_ORG_NOT_FOUND: { status: 404, surfaces: ['http'], description: 'No such organisation.' },
   ERR_ORG_EXISTS: { status: 409, surfaces: ['http'], description: 'An organisation with that name exists.' },
   ERR_TEAM_NOT_FOUND: { status: 404, surfaces: ['http'], description: 'No such team.' },

@@ -8,6 +8,7 @@ import { NotFoundError, ConflictError } from '../../core/errors.js';
 import { TranscriptSchema } from '../../core/transcript.js';
 import { turnApprovals } from './approvals.js';
 import { headOf, newestLeaf, pathTo, setHead, siblingsAlong, turnNodes } from './branches.js';
+import { fallbackTitle } from './titles.js';
 
 /**
  * Chat history (migration 002-chat): sessions owned by a user, turns, tool calls. Written by
@@ -27,10 +28,11 @@ export interface ChatSessionListEntry {
   pinned: boolean;
   /** The chat's own model (null: the default; migration 013). */
   model_id: string | null;
+  /** Where the title came from (migration 017; 'message': provisional until the first turn ends). */
+  title_source: 'message' | 'model' | 'fallback' | 'user';
 }
 
 const MAX_OUTPUT_CHARS = 64 * 1024;
-const TITLE_CHARS = 80;
 /** Longest title a rename may set. */
 export const MAX_TITLE_CHARS = 120;
 
@@ -71,7 +73,7 @@ export async function sessionTitle(db: Sql, sessionId: string): Promise<string |
 
 /** A new session titled after its first message; `id` may be chosen by the caller. */
 export async function createSession(db: Sql, userId: number, firstMessage: string, id: string = randomUUID()): Promise<ChatSessionRow> {
-  const title = firstMessage.replace(/\s+/g, ' ').trim().slice(0, TITLE_CHARS);
+  const title = fallbackTitle(firstMessage);
   return db.insertInto('chat_sessions').values({ id, user_id: userId, title }).returningAll().executeTakeFirstOrThrow();
 }
 
@@ -83,7 +85,7 @@ export async function listSessions(db: Sql, userId: number, q?: string): Promise
   let s = db
     .selectFrom('chat_sessions as s')
     .leftJoin('chat_turns as t', 't.session_id', 's.id')
-    .select(['s.id', 's.title', 's.created_at', 's.updated_at', 's.pinned', 's.model_id', (eb) => eb.fn.count<number>('t.id').as('turn_count')])
+    .select(['s.id', 's.title', 's.created_at', 's.updated_at', 's.pinned', 's.model_id', 's.title_source', (eb) => eb.fn.count<number>('t.id').as('turn_count')])
     .where('s.user_id', '=', userId);
   if (q) {
     const pattern = likeAnywhere(q);
@@ -113,7 +115,7 @@ export async function setPinned(db: Sql, sessionId: string, pinned: boolean): Pr
 export async function renameSession(db: Sql, sessionId: string, title: string): Promise<void> {
   await db
     .updateTable('chat_sessions')
-    .set({ title: title.replace(/\s+/g, ' ').trim().slice(0, MAX_TITLE_CHARS) })
+    .set({ title: title.replace(/\s+/g, ' ').trim().slice(0, MAX_TITLE_CHARS), title_source: 'user' })
     .where('id', '=', sessionId)
     .execute();
 }

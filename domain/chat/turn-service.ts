@@ -36,8 +36,8 @@ export interface TurnServiceDeps {
   services: { chat?: ChatService; metrics?: Metrics };
   /** The chat's model: the context budget of its turns and the revision its sandbox must run. */
   model(sessionId: string): Promise<Pick<ResolvedModel, 'contextTokens' | 'revision'>>;
-  /** Called once per turn that ran, after its `done` is out (e.g. a title made by the model). Must not throw. */
-  onTurnEnd?(turn: LiveTurn, result: TurnResult): void;
+  /** Called once per turn that ran, after its `done` is out (e.g. a title made by the model), with its prompt and answer text. Must not throw. */
+  onTurnEnd?(turn: LiveTurn, result: TurnResult, said: { prompt: string; answer: string }): void;
   /** How long a finished turn stays readable from memory (default: live-turns.ts). */
   retainMs?: number;
 }
@@ -182,6 +182,7 @@ export class TurnService {
       result = { stop_reason: 'error', error: isAppError(err) && err.status < 500 ? { code: err.code, message: err.message } : { code: 'ERR_SANDBOX_FAILED', message: 'the sandbox failed to run the turn' } };
     }
     await this.finish(rec, turn, result, log);
+    this.deps.onTurnEnd?.(turn, result, { prompt, answer: rec.text });
   }
 
   /** The turn's end: stored after every write of its events, logged, counted, then its one `done`. */
@@ -206,6 +207,5 @@ export class TurnService {
       stop_reason: stopReason,
       ...(result.error ? { error: { code: result.error.code, message: result.error.message } } : {}),
     });
-    this.deps.onTurnEnd?.(turn, result);
   }
 }

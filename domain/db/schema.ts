@@ -30,6 +30,8 @@ export interface UsersTable {
   created_at: Default<string>;
   updated_at: Default<string>;
   last_login_at: string | null;
+  /** The model a new chat of this user starts with (chat_models.id; null: the server's default; migration 017). */
+  default_model_id: Default<string | null>;
 }
 
 export interface WebSessionsTable {
@@ -68,6 +70,8 @@ export interface ChatSessionsTable {
   pinned: Default<number>;
   /** The chat's model (chat_models.id; null: the server's default; migration 013). */
   model_id: Default<string | null>;
+  /** Where the title came from (migration 017): 'message' (provisional), 'model', 'fallback', 'user' (renamed). */
+  title_source: Default<'message' | 'model' | 'fallback' | 'user'>;
 }
 
 /** The models on offer for chats (migration 013, docs/chat.md "A model per chat"). */

@@ -1,7 +1,7 @@
 import t from 'tap';
 import type { Test } from 'tap';
 import { join } from 'node:path';
-import { createLogger, createMetrics, isAppError, type ChatEvent, type TurnResult } from '../../core/index.js';
+import { createLogger, createMetrics, isAppError, type ChatEvent, type TurnResult, type TurnRunner } from '../../core/index.js';
 import { LocalTurnRunner } from '../../daemon/local-runner.js';
 import * as store from '../../domain/chat/store.js';
 import { TurnService, type LiveTurn, type NewTurn, type TurnServiceDeps } from '../../domain/chat/turn-service.js';
@@ -25,7 +25,9 @@ const log = createLogger({ level: 'silent' });
 interface Rig {
   sql: Sql;
   model: ModelServer;
-  service(opts?: { agentMain?: string; onTurnEnd?: TurnServiceDeps['onTurnEnd']; runner?: LocalTurnRunner | null }): { service: TurnService; runner?: LocalTurnRunner; metrics: ReturnType<typeof createMetrics> };
+  service(opts?: { agentMain?: string; onTurnEnd?: TurnServiceDeps['onTurnEnd']; runner?: TurnRunner | null }): { service: TurnService; runner?: TurnRunner; metrics: ReturnType<typeof createMetrics> };
+  /** A new local runner (closed at teardown). */
+  local(): LocalTurnRunner;
   userId: number;
 }
 
@@ -51,8 +53,12 @@ async function rig(t: Test): Promise<Rig> {
     model,
     userId: user.id,
     service(opts = {}) {
-      const runner = opts.runner === null ? undefined : (opts.runner ?? new LocalTurnRunner({ env, log, agentMain: opts.agentMain, cancelGraceMs: 5000, readyTimeoutMs: 150_000 }));
-      if (runner && runner !== opts.runner) t.teardown(() => runner.close());
+      let runner: TurnRunner | undefined = opts.runner ?? undefined;
+      if (opts.runner === undefined) {
+        const local = new LocalTurnRunner({ env, log, agentMain: opts.agentMain, cancelGraceMs: 5000, readyTimeoutMs: 150_000 });
+        t.teardown(() => local.close());
+        runner = local;
+      }
       const metrics = createMetrics();
       const service = new TurnService({
         sql,
@@ -62,6 +68,11 @@ async function rig(t: Test): Promise<Rig> {
       });
       t.teardown(() => service.close());
       return { service, runner, metrics };
+    },
+    local() {
+      const local = new LocalTurnRunner({ env, log, cancelGraceMs: 5000, readyTimeoutMs: 150_000 });
+      t.teardown(() => local.close());
+      return local;
     },
   };
 }
@@ -81,15 +92,44 @@ const start = (s: TurnService, r: Rig, x: Partial<NewTurn> & { message: string }
 t.test(`numbering and storage order (${TEST_ENGINE})`, async (t) => {
   const r = await rig(t);
   const ended: [string, TurnResult['stop_reason']][] = [];
-  const { service, metrics } = r.service({ onTurnEnd: (turn, result) => ended.push([turn.turnId, result.stop_reason]) });
+  // The local runner; it hands back its result once the test holds the turn's row (below), and says so.
+  const local = r.local();
+  let holding!: () => void;
+  const rowHeld = new Promise<void>((resolve) => (holding = resolve));
+  let returned!: () => void;
+  const runnerReturned = new Promise<void>((resolve) => (returned = resolve));
+  const runner: TurnRunner = {
+    runTurn: async (req) => {
+      const result = await local.runTurn(req);
+      await rowHeld;
+      returned();
+      return result;
+    },
+  };
+  const { service, metrics } = r.service({ runner, onTurnEnd: (turn, result) => ended.push([turn.turnId, result.stop_reason]) });
   r.model.push({ kind: 'reply', text: 'Adding. ', tool_calls: [{ name: 'add', arguments: { a: 2, b: 3 } }] }, { kind: 'reply', text: 'It is 5.' });
   const turn = await start(service, r, { message: 'what is 2 + 3?' });
   t.equal(service.runningIn(turn.sessionId), turn, 'the session has a running turn');
   let storedAtDone: StoredTurn | undefined;
+  let doneWhileHeld: boolean | undefined;
   const events = await readAll(service, turn, async (e) => {
+    if (e.type === 'tool_end') {
+      // Hold the turn's row (a transaction that wrote it) until the runner has returned: the end's
+      // write waits for it, and so must done.
+      const hold = store.inTransaction(r.sql, async (trx) => {
+        await trx.updateTable('chat_turns').set({ prompt: 'what is 2 + 3?' }).where('id', '=', turn.turnId).execute();
+        holding();
+        await runnerReturned;
+        await new Promise((resolve) => setImmediate(resolve));
+        doneWhileHeld = turn.events.some((x) => x.type === 'done');
+      });
+      await rowHeld;
+      void hold.catch((err: unknown) => t.fail(String(err))); // ends by itself once the runner returned
+    }
     // When done is out, the store already holds the whole turn: its writes came first.
     if (e.type === 'done') storedAtDone = await store.storedTurn(r.sql, turn.sessionId, turn.turnId);
   });
+  t.equal(doneWhileHeld, false, 'no done while the end of the turn could not be stored');
   t.same(
     events.map((e) => e.seq),
     events.map((_, i) => i + 1),
@@ -201,7 +241,7 @@ t.test(`runner failures (${TEST_ENGINE})`, async (t) => {
   await t.test('a refusal before the turn began (the runner is busy with another process’s turn) leaves no trace', async (t) => {
     // Two services over one runner: two web processes of one node; only the runner knows both.
     const a = r.service();
-    const b = r.service({ runner: a.runner });
+    const b = r.service({ runner: a.runner ?? null });
     r.model.push({ kind: 'reply', text: 'Slow. ', tool_calls: [{ name: 'slow', arguments: { ms: 60_000 } }] });
     const first = await start(a.service, r, { message: 'first' });
     const session = (await store.getOwnedSession(r.sql, r.userId, first.sessionId))!;

@@ -19,16 +19,23 @@ export interface ModelPickerProps {
 
 export function ModelPicker({ sessionId, chosen, onChosen, busy }: ModelPickerProps) {
   const [models, setModels] = useState<ChatModelOption[] | null>(null);
+  const [preferred, setPreferred] = useState<string | null>(null);
   const [info, setInfo] = useState<ChatModelInfo | null>(null);
   const [problem, setProblem] = useState<Shown | null>(null);
   const [saving, setSaving] = useState(false);
 
   useEffect(() => {
-    api<ChatModelList>('GET', '/api/chat/models').then((l) => setModels(l.models), () => setModels([]));
+    api<ChatModelList>('GET', '/api/chat/models').then(
+      (l) => {
+        setPreferred(l.preferred_id);
+        setModels(l.models);
+      },
+      () => setModels([]),
+    );
   }, []);
-  // A new chat starts with the default (or the first model the user may use).
+  // A new chat starts with the user's own default (Settings), else the server's (or the first model the user may use).
   useEffect(() => {
-    if (!sessionId && !chosen && models?.length) onChosen((models.find((m) => m.default) ?? models[0]).id);
+    if (!sessionId && !chosen && models?.length) onChosen((models.find((m) => m.id === preferred) ?? models.find((m) => m.default) ?? models[0]).id);
   }, [sessionId, chosen, models]);
   // What answers: the chat's model, else the one chosen for the new chat.
   useEffect(() => {

@@ -5,6 +5,7 @@ import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import type { ChatHistory, ChatSessionList, ChatSessionSummary, SendMessageRequest, UploadAnswer } from '../../chat-api.js';
 import { api, ApiError, openStream } from './api.js';
 import { attachedLine } from './chat-files.js';
+import { waitForTitle } from './chat-title.js';
 import { followTurn } from './chat-follow.js';
 import type { StickyScroll } from './chat-scroll.js';
 import { fromStored, type ViewTurn } from './chat-turn.js';
@@ -149,7 +150,16 @@ export function useSend(st: ChatState, scroll: StickyScroll, sessions: Sessions)
       sessions.reload();
       st.input.current?.focus();
     }
+    // A new chat's title is made from its first exchange once the turn ended (chat-title.ts).
+    if (!sid && newSid) void titled(st, sessions, newSid);
   };
+}
+
+async function titled(st: ChatState, sessions: Sessions, sid: string): Promise<void> {
+  const made = await waitForTitle(sid);
+  if (!made) return;
+  void sessions.loadSessions('');
+  if (st.currentRef.current === sid) st.setTitle(made.title);
 }
 
 /** The chat exists from the first byte: name it in the URL without reloading the page. */

@@ -31,6 +31,12 @@ function effectiveTheme(): 'light' | 'dark' {
 /** Switches between light and dark and remembers the choice; follows the system until then. */
 function ThemeToggle() {
   const [dark, setDark] = useState(effectiveTheme() === 'dark');
+  // The settings page changed the scheme (settings.tsx applyTheme): show it.
+  useEffect(() => {
+    const on = () => setDark(effectiveTheme() === 'dark');
+    window.addEventListener('airlock-theme', on);
+    return () => window.removeEventListener('airlock-theme', on);
+  }, []);
   const flip = () => {
     const next = effectiveTheme() === 'dark' ? 'light' : 'dark';
     document.documentElement.dataset.theme = next;
@@ -69,7 +75,9 @@ function Who() {
       <ThemeToggle />
       {me ? (
         <>
-          <span>{me.display_name || me.username}</span>
+          <a href="#/settings" id="settings-link" title="Settings">
+            {me.display_name || me.username}
+          </a>
           <button class="secondary" type="button" id="logout" onClick={() => void logout()}>
             Log out
           </button>
@@ -198,6 +206,10 @@ async function route(): Promise<void> {
       );
     } else if (hash.startsWith('#/chat')) main.append(await chatPage(hash));
     else if (hash.startsWith('#/share/')) main.append(sharePage(hash));
+    else if (hash === '#/settings') {
+      const { SettingsPage } = await import('./settings.js'); // its own chunk, like the admin pages
+      if ((location.hash || '#/chat') === hash) render(<SettingsPage />, main);
+    }
     else if (hash.startsWith('#/admin/')) {
       const id = hash.slice('#/admin/'.length).split('/')[0];
       const page = adminPages.find((p) => p.id === id);

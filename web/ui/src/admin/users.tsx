@@ -1,0 +1,128 @@
+// The users page (docs/ui-admin.md "Users"): /api/admin/users with search and paging; deactivate
+// or reactivate, promote or demote, reset a password (a generated one is shown once, here only).
+// Never your own account nor the last active superuser: the server says so with its own code.
+import { useState } from 'preact/hooks';
+import type { AdminUser, AdminUserList } from '../../../admin-api.js';
+import { api } from '../api.js';
+import { Clip, Field, fmtTime, LoadFailed, Loading, PageTitle, Section, Status, Table, useActions, useLoad } from './common.js';
+
+const BASE = '/api/admin/users';
+const PAGE = 25;
+
+export function UsersPage() {
+  const status = useActions();
+  const [q, setQ] = useState('');
+  const [query, setQuery] = useState('');
+  const [offset, setOffset] = useState(0);
+  const [shown, setShown] = useState<{ user: string; password: string } | null>(null);
+  const [data, failed, reload] = useLoad(() => api<AdminUserList>('GET', `${BASE}?limit=${PAGE}&offset=${offset}${query ? `&q=${encodeURIComponent(query)}` : ''}`), [query, offset]);
+  const name = (u: AdminUser) => u.display_name || u.username;
+  const change = (u: AdminUser, body: Record<string, boolean>, done: string) =>
+    status.run(`change-${u.id}`, async () => {
+      await api('PATCH', `${BASE}/${u.id}`, body);
+      await reload();
+      status.ok(`${name(u)} ${done}.`);
+    });
+  const reset = (u: AdminUser) =>
+    status.run(`reset-${u.id}`, async () => {
+      if (!confirm(`Reset the password of ${name(u)}? Their sessions end; you will see a new password once.`)) return;
+      const r = await api<{ password?: string }>('POST', `${BASE}/${u.id}/password`, {});
+      setShown({ user: name(u), password: r.password ?? '' });
+      status.ok(`${name(u)} has a new password; their sessions ended.`);
+    });
+  const search = (ev: Event) => {
+    ev.preventDefault();
+    setOffset(0);
+    setQuery(q.trim());
+  };
+  const intro = 'Everyone with an account. Deactivating someone ends their sessions and their running chats at once. You cannot change your own account here, and there is always at least one active superuser.';
+  return (
+    <div class="admin users">
+      <PageTitle title="Users" intro={intro} />
+      <form class="row" role="search" onSubmit={search}>
+        <Field id="users-q" label="Search by name or e-mail">
+          <input id="users-q" type="search" value={q} onInput={(e) => setQ(e.currentTarget.value)} />
+        </Field>
+        <button type="submit" class="secondary">
+          Search
+        </button>
+      </form>
+      {shown ? (
+        <div class="banner info" role="alert" id="users-new-password">
+          New password for {shown.user}: <code>{shown.password}</code>. It is shown only now: hand it over safely; they can change it under Settings.{' '}
+          <button type="button" class="secondary small" onClick={() => setShown(null)}>
+            Done
+          </button>
+        </div>
+      ) : null}
+      <Section title="Accounts">
+        <Status id="users-status" notice={status.notice} />
+        {failed ? <LoadFailed error={failed} /> : !data ? <Loading /> : <UserTable data={data} busy={status.busy} change={change} reset={reset} />}
+        {data ? (
+          <nav class="row compact" aria-label="Pages">
+            <span class="muted" id="users-count">
+              {data.total === 0 ? 'No users' : `${data.offset + 1}–${data.offset + data.users.length} of ${data.total}`}
+            </span>
+            <button type="button" class="secondary" disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - PAGE))}>
+              Previous
+            </button>
+            <button type="button" class="secondary" id="users-next" disabled={data.next_offset === null} onClick={() => setOffset(data.next_offset ?? offset)}>
+              Next
+            </button>
+          </nav>
+        ) : null}
+      </Section>
+    </div>
+  );
+}
+
+interface TableProps {
+  data: AdminUserList;
+  busy: string | null;
+  change(u: AdminUser, body: Record<string, boolean>, done: string): Promise<boolean>;
+  reset(u: AdminUser): Promise<boolean>;
+}
+
+function UserTable({ data, busy, change, reset }: TableProps) {
+  return (
+    <Table
+      id="users-table"
+      rows={data.users}
+      rowKey={(u) => u.id}
+      empty="No user matches."
+      cols={[
+        {
+          title: 'User',
+          render: (u) => (
+            <div>
+              <Clip text={u.display_name || u.username} cls="name" /> {u.is_superuser ? <span class="badge">superuser</span> : null} {u.is_active ? null : <span class="badge warning">deactivated</span>}
+              <div class="muted small">
+                {u.username} · {u.email ?? 'no e-mail'}
+              </div>
+            </div>
+          ),
+        },
+        { title: 'Last sign-in', render: (u) => fmtTime(u.last_login_at) },
+        {
+          title: 'Actions',
+          render: (u) => {
+            const who = u.display_name || u.username;
+            return (
+              <div class="row compact">
+                <button type="button" class="secondary" aria-label={`${u.is_active ? 'Deactivate' : 'Reactivate'} ${who}`} disabled={busy === `change-${u.id}`} onClick={() => void change(u, { is_active: !u.is_active }, u.is_active ? 'is deactivated' : 'is active again')}>
+                  {u.is_active ? 'Deactivate' : 'Reactivate'}
+                </button>
+                <button type="button" class="secondary" aria-label={`${u.is_superuser ? 'Demote' : 'Promote'} ${who}`} disabled={busy === `change-${u.id}`} onClick={() => void change(u, { is_superuser: !u.is_superuser }, u.is_superuser ? 'is no longer a superuser' : 'is a superuser now')}>
+                  {u.is_superuser ? 'Demote' : 'Promote'}
+                </button>
+                <button type="button" class="secondary" aria-label={`Reset password of ${who}`} disabled={busy === `reset-${u.id}`} onClick={() => void reset(u)}>
+                  Reset password
+                </button>
+              </div>
+            );
+          },
+        },
+      ]}
+    />
+  );
+}
