@@ -2,9 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { Router, type Request, type Response } from 'express';
 import {
   AppError,
-  ConflictError,
-  NotFoundError,
-  ValidationError,
   isAppError,
   type AgentEvent,
   type ChatEvent,
@@ -100,7 +97,7 @@ export function chatRoutes(ctx: WebContext): Router {
   const owned = async (userId: number, id: string) => {
     const s = await store.getOwnedSession(db, userId, id);
     // Another user's session reads exactly like a missing one.
-    if (!s) throw new NotFoundError('ERR_CHAT_SESSION_NOT_FOUND', 'no such chat session');
+    if (!s) throw new AppError('ERR_CHAT_SESSION_NOT_FOUND', 'no such chat session');
     return s;
   };
 
@@ -133,17 +130,17 @@ export function chatRoutes(ctx: WebContext): Router {
     requireUser,
     asyncHandler(async (req, res) => {
       const service = ctx.services.chat;
-      if (!service) throw new AppError('ERR_CHAT_UNAVAILABLE', 'chat is not available on this server', { status: 503 });
+      if (!service) throw new AppError('ERR_CHAT_UNAVAILABLE', 'chat is not available on this server');
       const body = validateBody<SendMessageRequest>(MESSAGE_SCHEMA, req.body);
       const user = req.user!;
       const session = body.session_id ? await owned(user.id, body.session_id) : undefined;
       const busy = () => {
-        if (session && turns.runningIn(session.id)) throw new ConflictError('ERR_SESSION_BUSY', 'a turn is already running in this session');
+        if (session && turns.runningIn(session.id)) throw new AppError('ERR_SESSION_BUSY', 'a turn is already running in this session');
       };
       busy();
       // The chat's model (docs/chat.md "A model per chat"): a new chat's, or a switch before this turn.
       if (body.model_id) await checkPick(ctx, user.id, body.model_id);
-      if (body.replaces_turn_id && !session) throw new NotFoundError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
+      if (body.replaces_turn_id && !session) throw new AppError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
       // Where the turn goes: after the branch shown, or beside the turn it edits or regenerates.
       const place = session ? await store.placeTurn(db, session.id, body.replaces_turn_id) : { parent: null, head: null };
       // Checked again with no await before start: another request may have started one meanwhile.
@@ -269,12 +266,12 @@ export function chatRoutes(ctx: WebContext): Router {
       const s = await owned(req.user!.id, String(req.params.id));
       const turnId = String(req.params.turnId);
       const afterRaw = req.query.after === undefined ? '0' : String(req.query.after);
-      if (!/^(0|[1-9]\d{0,8})$/.test(afterRaw)) throw new ValidationError('after must be a whole number ≥ 0 (the last seq you saw)');
+      if (!/^(0|[1-9]\d{0,8})$/.test(afterRaw)) throw new AppError('ERR_VALIDATION', 'after must be a whole number ≥ 0 (the last seq you saw)');
       const after = Number(afterRaw);
       const live = turns.get(turnId);
       if (live && live.sessionId === s.id) return streamTo(req, res, live, after, true);
       const stored = await store.storedTurn(db, s.id, turnId);
-      if (!stored) throw new NotFoundError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
+      if (!stored) throw new AppError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
       const events = storedEvents(s.id, stored);
       res.status(200);
       res.setHeader('Content-Type', 'application/x-ndjson; charset=utf-8');
@@ -293,7 +290,7 @@ export function chatRoutes(ctx: WebContext): Router {
       const turnId = String(req.params.turnId);
       const live = turns.get(turnId);
       if (!(live && live.sessionId === s.id) && !(await store.storedTurn(db, s.id, turnId)))
-        throw new NotFoundError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
+        throw new AppError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
       const cancelling = live?.sessionId === s.id && turns.cancel(turnId);
       if (cancelling) req.log.info({ sessionId: s.id, turnId }, 'turn stopped by the user');
       const out: CancelTurnResponse = { turn_id: turnId, cancelling };
@@ -309,10 +306,10 @@ export function chatRoutes(ctx: WebContext): Router {
     asyncHandler(async (req, res) => {
       const s = await owned(req.user!.id, String(req.params.id));
       const approvalId = String(req.params.approvalId);
-      if (!/^[A-Za-z0-9-]{1,64}$/.test(approvalId)) throw new NotFoundError('ERR_APPROVAL_NOT_FOUND', 'no such pending approval in this chat session');
+      if (!/^[A-Za-z0-9-]{1,64}$/.test(approvalId)) throw new AppError('ERR_APPROVAL_NOT_FOUND', 'no such pending approval in this chat session');
       const body = validateBody<ApprovalDecisionRequest>(APPROVAL_SCHEMA, req.body);
       const approvals = ctx.services.approvals;
-      if (!approvals) throw new NotFoundError('ERR_APPROVAL_NOT_FOUND', 'no such pending approval in this chat session');
+      if (!approvals) throw new AppError('ERR_APPROVAL_NOT_FOUND', 'no such pending approval in this chat session');
       const d = await approvals.decide({ userId: req.user!.id, sessionId: s.id, approvalId, decision: body.decision, scope: body.scope ?? 'once' });
       req.log.info({ sessionId: s.id, approvalId, ...d }, 'mail send decided by the user');
       const out: ApprovalDecisionResponse = { approval_id: approvalId, ...d };
@@ -328,7 +325,7 @@ export function chatRoutes(ctx: WebContext): Router {
     requireUser,
     asyncHandler(async (req, res) => {
       const q = req.query.q === undefined ? '' : String(req.query.q).trim();
-      if (q.length > MAX_QUERY_CHARS) throw new ValidationError(`the search text is longer than ${MAX_QUERY_CHARS} characters`);
+      if (q.length > MAX_QUERY_CHARS) throw new AppError('ERR_VALIDATION', `the search text is longer than ${MAX_QUERY_CHARS} characters`);
       const list = await store.listSessions(db, req.user!.id, q || undefined);
       const modelOf = await effectiveIds(ctx);
       const out: ChatSessionList = { sessions: list.map((x) => ({ ...x, model_id: modelOf(x.model_id), running_turn_id: turns.runningIn(x.id)?.turnId ?? null })) };
@@ -352,7 +349,7 @@ export function chatRoutes(ctx: WebContext): Router {
       const s = await owned(req.user!.id, String(req.params.id));
       const body = validateBody<RenameSessionRequest>(RENAME_SCHEMA, req.body);
       // Switching the model mid-chat: never under a running turn; its next turn runs with it.
-      if (body.model_id && turns.runningIn(s.id)) throw new ConflictError('ERR_SESSION_BUSY', 'a turn is running in this chat; switch the model when it ends');
+      if (body.model_id && turns.runningIn(s.id)) throw new AppError('ERR_SESSION_BUSY', 'a turn is running in this chat; switch the model when it ends');
       if (body.model_id) await checkPick(ctx, req.user!.id, body.model_id);
       const after = await store.inTransaction(db, async (trx) => {
         if (body.title !== undefined) {

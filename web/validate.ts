@@ -1,6 +1,6 @@
 import { Ajv, type ValidateFunction, type ErrorObject } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import { ValidationError } from '../core/index.js';
+import { AppError } from '../core/index.js';
 
 // ajv-formats ships CJS; under NodeNext its default export is the module object.
 const addFormats = (addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ?? addFormatsModule;
@@ -39,20 +39,20 @@ export function validateBody<T>(schema: object, data: unknown): T {
 }
 
 /**
- * ajv's errors as a ValidationError for people: `details.problems` lists each bad field once
+ * ajv's errors as an ERR_VALIDATION AppError for people: `details.problems` lists each bad field once
  * with a plain reason ("Name must not be empty.", "\"colour\" is not a known field of the row
  * filter."), and the message is the first of them (plus how many more). Errors of the branches
  * of anyOf/oneOf that the value plainly did not take are dropped (see `pickProblems`).
  */
-export function validationError(errors: ErrorObject[]): ValidationError {
+export function validationError(errors: ErrorObject[]): AppError {
   return problemsError(pickProblems(errors));
 }
 
-/** A ValidationError from a list of people-readable problems. */
-export function problemsError(problems: Problem[]): ValidationError {
+/** An ERR_VALIDATION AppError from a list of people-readable problems. */
+export function problemsError(problems: Problem[]): AppError {
   const list = problems.length ? problems : [{ field: '', message: 'The request body is not valid.' }];
   const more = list.length > 1 ? ` (and ${list.length - 1} more problem${list.length > 2 ? 's' : ''})` : '';
-  return new ValidationError(`${list[0].message}${more}`, { field: list[0].field, problems: list.slice(0, 10) });
+  return new AppError('ERR_VALIDATION', `${list[0].message}${more}`, { details: { field: list[0].field, problems: list.slice(0, 10) } });
 }
 
 /** "display_name" → "Display name"; "row_filter.all.1.column" → "Row filter, condition 2: column". */

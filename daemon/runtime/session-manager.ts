@@ -75,7 +75,7 @@ export interface SessionManagerOptions {
 /** Pool members a session start tries before it cold-starts a sandbox of its own. */
 const CLAIM_TRIES = 2;
 
-const unavailable = () => new AppError('ERR_SESSION_UNAVAILABLE', 'the daemon is shutting down', { status: 503, retryable: true });
+const unavailable = () => new AppError('ERR_SESSION_UNAVAILABLE', 'the daemon is shutting down', { retryable: true });
 
 export class SessionManager extends SessionTable implements TurnRunner {
   readonly owner: string;
@@ -193,16 +193,16 @@ export class SessionManager extends SessionTable implements TurnRunner {
 
   async runTurn(req: TurnRequest): Promise<TurnResult> {
     if (this.closed) throw unavailable();
-    if (this.busy.has(req.sessionId)) throw new AppError('ERR_SESSION_BUSY', 'a turn is already running in this session', { status: 409 });
+    if (this.busy.has(req.sessionId)) throw new AppError('ERR_SESSION_BUSY', 'a turn is already running in this session');
     let sb = this.sessions.get(req.sessionId);
-    if (sb && sb.userId !== req.userId) throw new AppError('ERR_SESSION_NOT_FOUND', 'no such session', { status: 404 });
+    if (sb && sb.userId !== req.userId) throw new AppError('ERR_SESSION_NOT_FOUND', 'no such session');
     const needsNew = !sb || sb.state === 'dead' || !connected(sb);
     // A new sandbox: the user's cap first (its oldest idle sandbox may make room), then the host's.
     const isNew = needsNew && !sb;
     const victim = isNew ? this.makeRoomFor(req.userId) : undefined;
     if (isNew && this.liveSessionCount() + this.acquiring - (victim ? 1 : 0) >= this.config.sandbox.maxSessions) {
       if (victim) this.busy.delete(victim.sessionId!);
-      throw new AppError('ERR_SESSION_CAPACITY', 'this host runs as many sessions as it may; try again later', { status: 503, retryable: true });
+      throw new AppError('ERR_SESSION_CAPACITY', 'this host runs as many sessions as it may; try again later', { retryable: true });
     }
     this.busy.add(req.sessionId);
     let counted = isNew && (this.starting(req.userId, 1), true);

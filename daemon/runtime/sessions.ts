@@ -152,7 +152,7 @@ export abstract class SessionTable implements OperatorTarget {
     if (held < cap) return undefined;
     if (!oldest) {
       this.log.warn({ userId, held, cap }, 'per-user sandbox cap reached and none idle');
-      throw new AppError('ERR_SESSION_USER_LIMIT', `you already have ${held} live chats with a sandbox on this server, the most allowed, and each is working; wait for one to finish, then try again`, { status: 429 });
+      throw new AppError('ERR_SESSION_USER_LIMIT', `you already have ${held} live chats with a sandbox on this server, the most allowed, and each is working; wait for one to finish, then try again`);
     }
     this.busy.add(oldest.sessionId!);
     return oldest;
@@ -223,7 +223,7 @@ export abstract class SessionTable implements OperatorTarget {
       const hit = [...this.sessions.values(), ...this.poolMembers()].filter((s) => s.containerId.startsWith(id) || s.containerName === id);
       if (hit.length === 1) return hit[0];
     }
-    throw new AppError('ERR_SESSION_NOT_FOUND', `no live session or container ${id}`, { status: 404 });
+    throw new AppError('ERR_SESSION_NOT_FOUND', `no live session or container ${id}`);
   }
 
   /** The container of a live session or pool member (session id, container id prefix or name). */
@@ -256,7 +256,7 @@ export abstract class SessionTable implements OperatorTarget {
       return this.info(sb);
     }
     const { sessionId, userId } = sb;
-    if (this.busy.has(sessionId)) throw new AppError('ERR_SESSION_BUSY', 'a turn is running in this session', { status: 409 });
+    if (this.busy.has(sessionId)) throw new AppError('ERR_SESSION_BUSY', 'a turn is running in this session');
     this.busy.add(sessionId);
     try {
       await this.remove(sb, 'restart');
@@ -285,7 +285,7 @@ export abstract class SessionTable implements OperatorTarget {
   /** Hand a session's egress gateway fresh real tokens (token rotation); nothing goes into the sandbox. */
   async rotateTokens(sessionId: string, tokens: Record<string, string>): Promise<void> {
     const sb = this.sessions.get(sessionId);
-    if (!sb || !sb.egress) throw new AppError('ERR_SESSION_NOT_FOUND', 'no live sandbox for this session', { status: 404 });
+    if (!sb || !sb.egress) throw new AppError('ERR_SESSION_NOT_FOUND', 'no live sandbox for this session');
     sb.egress.setTokens(tokens);
   }
 

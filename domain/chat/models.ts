@@ -150,10 +150,10 @@ export async function getChatModel(db: Sql, id: string): Promise<ChatModelView |
   return r && view(r);
 }
 
-const notFound = () => new AppError('ERR_CHAT_MODEL_NOT_FOUND', 'no such model', { status: 404 });
+const notFound = () => new AppError('ERR_CHAT_MODEL_NOT_FOUND', 'no such model');
 
 export async function createChatModel(db: Sql, enc: Encryptor, m: ChatModelInput): Promise<ChatModelView> {
-  if (await getChatModel(db, m.id)) throw new AppError('ERR_CHAT_MODEL_EXISTS', `a model with the id "${m.id}" exists already`, { status: 409 });
+  if (await getChatModel(db, m.id)) throw new AppError('ERR_CHAT_MODEL_EXISTS', `a model with the id "${m.id}" exists already`);
   const r = await db
     .insertInto('chat_models')
     .values({
@@ -179,7 +179,7 @@ export async function createChatModel(db: Sql, enc: Encryptor, m: ChatModelInput
 export async function updateChatModel(db: Sql, enc: Encryptor, id: string, c: ChatModelChange): Promise<ChatModelView> {
   const row = await db.selectFrom('chat_models').selectAll().where('id', '=', id).executeTakeFirst();
   if (!row) throw notFound();
-  if (id === DEFAULT_MODEL_ID && c.enabled === false) throw new AppError('ERR_CHAT_MODEL_DEFAULT', 'the default model cannot be disabled or deleted', { status: 409 });
+  if (id === DEFAULT_MODEL_ID && c.enabled === false) throw new AppError('ERR_CHAT_MODEL_DEFAULT', 'the default model cannot be disabled or deleted');
   const set: Record<string, unknown> = { env_managed: 0, version: row.version + 1, updated_at: nowIso() };
   for (const k of ['label', 'provider', 'model', 'context_tokens'] as const) if (c[k] !== undefined) set[k] = c[k];
   if (c.base_url !== undefined) set.base_url = c.base_url;
@@ -192,7 +192,7 @@ export async function updateChatModel(db: Sql, enc: Encryptor, id: string, c: Ch
 
 /** Delete an entry (not the default); its chats fall back to the default (their model_id set null here, in the caller's transaction). Returns how many chats fell back. */
 export async function deleteChatModel(db: Sql, id: string): Promise<number> {
-  if (id === DEFAULT_MODEL_ID) throw new AppError('ERR_CHAT_MODEL_DEFAULT', 'the default model cannot be disabled or deleted', { status: 409 });
+  if (id === DEFAULT_MODEL_ID) throw new AppError('ERR_CHAT_MODEL_DEFAULT', 'the default model cannot be disabled or deleted');
   if (!(await getChatModel(db, id))) throw notFound();
   const moved = await db.updateTable('chat_sessions').set({ model_id: null }).where('model_id', '=', id).executeTakeFirst();
   await db.deleteFrom('chat_models').where('id', '=', id).execute();

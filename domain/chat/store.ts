@@ -4,7 +4,7 @@ import type { StopReason } from '../../core/sandbox-protocol.js';
 import type { StoredToolCall, StoredTurn } from '../../core/chat-history.js';
 import type { TranscriptItem, TurnUsage } from '../../core/transcript.js';
 import { inTransaction, nowIso, type Row, type Sql } from '../db/index.js';
-import { NotFoundError, ConflictError } from '../../core/errors.js';
+import { AppError } from '../../core/errors.js';
 import { TranscriptSchema } from '../../core/transcript.js';
 import { turnApprovals } from './approvals.js';
 import { headOf, newestLeaf, pathTo, setHead, siblingsAlong, turnNodes } from './branches.js';
@@ -140,8 +140,8 @@ export async function placeTurn(db: Sql, sessionId: string, replaces?: string): 
   if (!replaces) return { parent: head, head };
   const nodes = await turnNodes(db, sessionId);
   const node = nodes.find((n) => n.id === replaces);
-  if (!node) throw new NotFoundError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
-  if (!pathTo(nodes, head).includes(replaces)) throw new ConflictError('ERR_CHAT_REPLACE_OFF_BRANCH', 'that turn is not on the branch shown; switch to its branch first');
+  if (!node) throw new AppError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
+  if (!pathTo(nodes, head).includes(replaces)) throw new AppError('ERR_CHAT_REPLACE_OFF_BRANCH', 'that turn is not on the branch shown; switch to its branch first');
   return { parent: node.parent_id, head };
 }
 
@@ -149,7 +149,7 @@ export async function placeTurn(db: Sql, sessionId: string, replaces?: string): 
 export async function switchBranch(db: Sql, sessionId: string, turnId: string): Promise<string> {
   return inTransaction(db, async (trx) => {
     const nodes = await turnNodes(trx, sessionId);
-    if (!nodes.some((n) => n.id === turnId)) throw new NotFoundError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
+    if (!nodes.some((n) => n.id === turnId)) throw new AppError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
     const head = newestLeaf(nodes, turnId);
     await setHead(trx, sessionId, head);
     return head;

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { ConflictError, NotFoundError } from '../../core/index.js';
+import { AppError } from '../../core/index.js';
 import { nowIso, type Row, type Sql } from '../db/index.js';
 import { isUniqueViolation } from '../data-access/store.js';
 
@@ -19,7 +19,7 @@ export async function unique<T>(p: Promise<T>, code: string, message: string): P
   try {
     return await p;
   } catch (err) {
-    if (isUniqueViolation(err)) throw new ConflictError(code, message);
+    if (isUniqueViolation(err)) throw new AppError(code, message);
     throw err;
   }
 }
@@ -39,7 +39,7 @@ export function listOrganisations(db: Sql, memberId?: number): Promise<Organisat
 
 export async function getOrganisation(db: Sql, id: number): Promise<OrganisationRow> {
   const o = await db.selectFrom('organisations').selectAll().where('id', '=', id).executeTakeFirst();
-  if (!o) throw new NotFoundError('ERR_ORG_NOT_FOUND', 'no such organisation');
+  if (!o) throw new AppError('ERR_ORG_NOT_FOUND', 'no such organisation');
   return o;
 }
 
@@ -133,7 +133,7 @@ export async function groupExists(db: Sql, groupId: number): Promise<boolean> {
 
 export async function getTeam(db: Sql, id: number): Promise<TeamRow> {
   const t = await db.selectFrom('teams').selectAll().where('id', '=', id).executeTakeFirst();
-  if (!t) throw new NotFoundError('ERR_TEAM_NOT_FOUND', 'no such team');
+  if (!t) throw new AppError('ERR_TEAM_NOT_FOUND', 'no such team');
   return t;
 }
 
@@ -195,7 +195,7 @@ export async function editTeamMember(db: Sql, teamId: number, userId: number, ad
 
 export async function getAgentPolicy(db: Sql, id: number): Promise<AgentPolicyRow> {
   const p = await db.selectFrom('agent_policies').selectAll().where('id', '=', id).executeTakeFirst();
-  if (!p) throw new NotFoundError('ERR_POLICY_NOT_FOUND', 'no such agent policy');
+  if (!p) throw new AppError('ERR_POLICY_NOT_FOUND', 'no such agent policy');
   return p;
 }
 

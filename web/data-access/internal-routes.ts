@@ -1,5 +1,5 @@
 import { Router, type RequestHandler } from 'express';
-import { AppError, AuthError, NotFoundError, type Config } from '../../core/index.js';
+import { AppError, type Config } from '../../core/index.js';
 import { logAction } from '../../domain/action-log.js';
 import { COLUMN_RE, FILTER_LIMITS, TABLE_RE, compilePolicy, effectivePolicyOf, tableAccess } from '../../domain/data-access/index.js';
 import { getUserById } from '../../domain/users.js';
@@ -15,9 +15,9 @@ export function requireInternalSecret(config: Readonly<Config>): RequestHandler 
   return (req, _res, next) => {
     const h = req.get('authorization');
     const m = h ? /^Bearer[ ]+(\S+)\s*$/i.exec(h) : null;
-    if (!m) return next(new AuthError('ERR_AUTH_SECRET_REQUIRED', 'internal endpoint: Authorization: Bearer <MCP_INTERNAL_SECRET> required'));
+    if (!m) return next(new AppError('ERR_AUTH_SECRET_REQUIRED', 'internal endpoint: Authorization: Bearer <MCP_INTERNAL_SECRET> required'));
     const secret = config.mcpInternalSecret;
-    if (!secret || !secret.equals(m[1])) return next(new AppError('ERR_AUTH_SECRET_INVALID', 'internal endpoint: wrong secret', { status: 403 }));
+    if (!secret || !secret.equals(m[1])) return next(new AppError('ERR_AUTH_SECRET_INVALID', 'internal endpoint: wrong secret'));
     next();
   };
 }
@@ -80,7 +80,7 @@ export function biInternalRoutes(ctx: WebContext): Router {
       const picked: Record<string, unknown> = {};
       for (const k of AUDIT_FIELDS) if (Object.hasOwn(raw, k)) picked[k] = raw[k];
       const b = validateData<AuditBody>(BI_AUDIT_SCHEMA, picked);
-      if (!(await getUserById(db, b.user_id))) throw new NotFoundError('ERR_DATA_USER_NOT_FOUND', `no user ${b.user_id}`);
+      if (!(await getUserById(db, b.user_id))) throw new AppError('ERR_DATA_USER_NOT_FOUND', `no user ${b.user_id}`);
       // Names that are not identifiers are not stored verbatim: they could carry query text.
       const tableOk = b.table === '*' || TABLE_RE.test(b.table);
       const cols = b.columns?.filter((c) => c === '*' || COLUMN_RE.test(c));

@@ -94,7 +94,7 @@ export function validateData<T>(schema: object, data: unknown, extra?: (data: T)
   if (extra && data !== null && typeof data === 'object' && !Array.isArray(data)) problems.push(...extra(data as T));
   if (problems.length) {
     const err = problemsError(problems);
-    throw new AppError('ERR_DATA_INVALID', err.message, { status: 400, details: err.details });
+    throw new AppError('ERR_DATA_INVALID', err.message, { details: err.details });
   }
   return data as T;
 }
@@ -107,7 +107,7 @@ function policyProblems(b: { row_filter?: unknown }): Problem[] {
 /** Parse a positive integer path id; 400 otherwise. */
 export function parseId(raw: unknown, what: string): number {
   const s = String(raw ?? '');
-  if (!/^[1-9][0-9]{0,15}$/.test(s)) throw new AppError('ERR_DATA_INVALID', `${what}: not an id`, { status: 400, details: { field: what } });
+  if (!/^[1-9][0-9]{0,15}$/.test(s)) throw new AppError('ERR_DATA_INVALID', `${what}: not an id`, { details: { field: what } });
   return Number(s);
 }
 
@@ -115,7 +115,7 @@ export function parseId(raw: unknown, what: string): number {
 export function parseTableName(raw: unknown): string {
   const s = String(raw ?? '');
   if (s !== '*' && !TABLE_RE.test(s)) {
-    throw new AppError('ERR_DATA_INVALID', 'table_name: must be an identifier or "*"', { status: 400, details: { field: 'table_name' } });
+    throw new AppError('ERR_DATA_INVALID', 'table_name: must be an identifier or "*"', { details: { field: 'table_name' } });
   }
   return s;
 }
@@ -186,7 +186,7 @@ export function dataAuthorizationRoutes(ctx: WebContext): Router {
       if (isSystemCatalogue(table)) throw systemTableError(table);
       const b = validateData<{ allowed_columns: string[]; row_filter?: RowFilter }>(POLICY_PUT_SCHEMA, req.body, policyProblems);
       if (b.allowed_columns.includes('*') && b.allowed_columns.length > 1) {
-        throw new AppError('ERR_DATA_INVALID', 'allowed_columns: "*" stands alone', { status: 400, details: { field: 'allowed_columns' } });
+        throw new AppError('ERR_DATA_INVALID', 'allowed_columns: "*" stands alone', { details: { field: 'allowed_columns' } });
       }
       const filter = b.row_filter ?? {};
       checkFilterSize(filter);
@@ -243,12 +243,12 @@ export function dataAuthorizationRoutes(ctx: WebContext): Router {
     asyncHandler(async (req, res) => {
       const event = req.query.event;
       if (event !== undefined && event !== '' && (typeof event !== 'string' || !EVENT_RE.test(event))) {
-        throw new AppError('ERR_DATA_INVALID', 'event: an event name, or a prefix ending in .*', { status: 400, details: { field: 'event' } });
+        throw new AppError('ERR_DATA_INVALID', 'event: an event name, or a prefix ending in .*', { details: { field: 'event' } });
       }
       const raw = req.query.severity;
       const severity = SEVERITIES.find((x) => x === raw);
       if (raw !== undefined && raw !== '' && !severity) {
-        throw new AppError('ERR_DATA_INVALID', 'severity: info, warning or critical', { status: 400, details: { field: 'severity' } });
+        throw new AppError('ERR_DATA_INVALID', 'severity: info, warning or critical', { details: { field: 'severity' } });
       }
       const subjectId = intQuery(req, 'subject_id');
       const actorId = intQuery(req, 'actor_id');
