@@ -14,6 +14,7 @@ import { AccountStore } from '../domain/accounts.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
 import { resolveRedirect } from './redirect.js';
 import { validateBody } from './validate.js';
+import { ConnectAccountSchema } from '../core/api-requests.js';
 import { saveSession } from './auth-routes.js';
 
 /** How long a started connect handshake stays valid. */
@@ -28,12 +29,6 @@ export interface AccountWebServices {
   /** Ends a user's sandboxes (the session manager). */
   sandboxes?: { killForUser(userId: number, why?: string): Promise<unknown> | unknown };
 }
-
-const CONNECT_SCHEMA = {
-  type: 'object',
-  additionalProperties: false,
-  properties: { return_to: { type: 'string', maxLength: 512 } },
-} as const;
 
 interface PendingConnect {
   verifier: string;
@@ -105,7 +100,7 @@ export function accountRoutes(ctx: WebContext): Router {
   );
 
   r.post('/connect', requireUser, (req, res) => {
-    const body = validateBody<{ return_to?: string }>(CONNECT_SCHEMA, req.body ?? {});
+    const body = validateBody(ConnectAccountSchema, req.body ?? {});
     // Checked after resolution (dot segments removed), path only: see web/redirect.ts.
     const returnTo = body.return_to === undefined ? '/' : resolveRedirect(body.return_to, ctx.config.publicOrigin);
     if (returnTo === null) throw new AppError('ERR_ACCOUNT_RETURN_TO', 'return_to must be a path on this service');

@@ -42,12 +42,8 @@ export interface CsrfResponse {
   csrf_token: string;
 }
 
-/** POST /api/auth/login body and answer. */
-export interface LoginRequest {
-  username: string;
-  password: string;
-  next?: string;
-}
+/** POST /api/auth/login body (from its zod schema) and answer. */
+export type { LoginRequest } from '../core/api-requests.js';
 export interface LoginResponse {
   user: UserView;
   csrf_token: string;

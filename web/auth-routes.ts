@@ -14,17 +14,7 @@ import { logAction } from '../domain/action-log.js';
 import { inTransaction } from '../domain/db/index.js';
 import { resolveRedirect } from './redirect.js';
 import { validateBody } from './validate.js';
-
-const LOGIN_SCHEMA = {
-  type: 'object',
-  required: ['username', 'password'],
-  additionalProperties: false,
-  properties: {
-    username: { type: 'string', minLength: 1, maxLength: 150 },
-    password: { type: 'string', minLength: 1, maxLength: 1024 },
-    next: { type: 'string', minLength: 1, maxLength: 2048 },
-  },
-} as const;
+import { LoginSchema } from '../core/api-requests.js';
 
 /** The public view of a user, as /api/auth/me and login answer. */
 export function userView(u: User): UserView {
@@ -55,7 +45,7 @@ export function authRoutes(ctx: WebContext): Router {
   r.post(
     '/login',
     asyncHandler(async (req, res) => {
-      const body = validateBody<{ username: string; password: string; next?: string }>(LOGIN_SCHEMA, req.body);
+      const body = validateBody(LoginSchema, req.body);
       // `next` (where the page goes after login) is checked after resolution, path only.
       const next = body.next === undefined ? '/' : resolveRedirect(body.next, ctx.config.publicOrigin);
       if (next === null) throw new AppError('ERR_VALIDATION', 'next must be a path on this service', { details: { field: 'next' } });

@@ -14,7 +14,7 @@ import type { ChatModelInfo, ChatModelList } from './chat-api.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
 
 /** What a model id in a request may look like (the admin API's ids). */
-export const MODEL_ID_PATTERN = '^[a-z0-9][a-z0-9-]{0,31}$';
+export { MODEL_ID_PATTERN } from '../core/api-requests.js';
 
 /** The model a chat runs with (its own, else the default); for a turn's budget and its sandbox. */
 export function chatModel(ctx: WebContext, sessionId: string): Promise<ResolvedModel> {

@@ -10,19 +10,11 @@ import { branchTranscript, sumUsage } from '../domain/chat/transcript.js';
 import { attachmentNames, chatMarkdown } from '../domain/chat/export.js';
 import { BeneathError, openBeneath } from './open-beneath.js';
 import { validateBody } from './validate.js';
+import { PinSessionSchema, SwitchBranchSchema } from '../core/api-requests.js';
 import {  } from '../core/index.js';
 
 const ATTACHMENT_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.png$/;
 const MAX_ATTACHMENT_BYTES = 5 * 1024 * 1024;
-
-const PIN_SCHEMA = { type: 'object', required: ['pinned'], additionalProperties: false, properties: { pinned: { type: 'boolean' } } } as const;
-
-const BRANCH_SCHEMA = {
-  type: 'object',
-  required: ['turn_id'],
-  additionalProperties: false,
-  properties: { turn_id: { type: 'string', minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9-]+$' } },
-} as const;
 
 /**
  * A rasterized chart from the user's own workspace (what rasterize_chart wrote). The agent owns
@@ -83,7 +75,7 @@ export function chatMoreRoutes(ctx: WebContext, o: { owned: (userId: number, id:
     requireUser,
     asyncHandler(async (req, res) => {
       const s = await o.owned(req.user!.id, String(req.params.id));
-      const body = validateBody<SwitchBranchRequest>(BRANCH_SCHEMA, req.body);
+      const body = validateBody(SwitchBranchSchema, req.body);
       if (o.busy(s.id)) throw new AppError('ERR_SESSION_BUSY', 'a turn is already running in this session');
       await store.switchBranch(db, s.id, body.turn_id);
       res.json(await chatHistory(ctx, s));
@@ -96,7 +88,7 @@ export function chatMoreRoutes(ctx: WebContext, o: { owned: (userId: number, id:
     requireUser,
     asyncHandler(async (req, res) => {
       const s = await o.owned(req.user!.id, String(req.params.id));
-      const body = validateBody<PinSessionRequest>(PIN_SCHEMA, req.body);
+      const body = validateBody(PinSessionSchema, req.body);
       await store.setPinned(db, s.id, body.pinned);
       res.status(204).end();
     }),

@@ -32,9 +32,10 @@ import { approvalRoutes } from './approval-routes.js';
 import { TurnRegistry, type LiveTurn } from './turns.js';
 import { fleetForwarding } from './fleet.js';
 import { validateBody } from './validate.js';
+import { ApprovalDecisionSchema, RenameSessionSchema, SendMessageSchema } from '../core/api-requests.js';
 import { daemonEvent, sanitize } from './chat-events.js';
 import { branchTranscript } from '../domain/chat/transcript.js';
-import { chatModel, chatModelRoutes, checkPick, effectiveIds, MODEL_ID_PATTERN, recordPick } from './chat-model-routes.js';
+import { chatModel, chatModelRoutes, checkPick, effectiveIds, recordPick } from './chat-model-routes.js';
 
 /**
  * What the chat area needs from the daemon (ctx.services.chat): something that runs a turn
@@ -44,36 +45,6 @@ import { chatModel, chatModelRoutes, checkPick, effectiveIds, MODEL_ID_PATTERN, 
 export interface ChatService {
   runner: TurnRunner;
 }
-
-const ID_PATTERN = '^[A-Za-z0-9-]+$';
-
-const MESSAGE_SCHEMA = {
-  type: 'object',
-  required: ['message'],
-  additionalProperties: false,
-  properties: {
-    message: { type: 'string', minLength: 1, maxLength: 32000 },
-    session_id: { type: 'string', minLength: 1, maxLength: 64, pattern: ID_PATTERN },
-    replaces_turn_id: { type: 'string', minLength: 1, maxLength: 64, pattern: ID_PATTERN },
-    model_id: { type: 'string', pattern: MODEL_ID_PATTERN },
-  },
-} as const;
-
-const APPROVAL_SCHEMA = {
-  type: 'object',
-  required: ['decision'],
-  additionalProperties: false,
-  properties: { decision: { type: 'string', enum: ['approve', 'deny'] }, scope: { type: 'string', enum: ['once', 'recipient'] } },
-} as const;
-
-const RENAME_SCHEMA = {
-  type: 'object',
-  minProperties: 1,
-  additionalProperties: false,
-  properties: { title: { type: 'string', minLength: 1, maxLength: store.MAX_TITLE_CHARS, pattern: '\\S' }, model_id: { type: 'string', pattern: MODEL_ID_PATTERN } },
-} as const;
-
-
 
 /** Longest search query (GET /sessions?q=). */
 const MAX_QUERY_CHARS = 200;
@@ -131,7 +102,7 @@ export function chatRoutes(ctx: WebContext): Router {
     asyncHandler(async (req, res) => {
       const service = ctx.services.chat;
       if (!service) throw new AppError('ERR_CHAT_UNAVAILABLE', 'chat is not available on this server');
-      const body = validateBody<SendMessageRequest>(MESSAGE_SCHEMA, req.body);
+      const body = validateBody(SendMessageSchema, req.body);
       const user = req.user!;
       const session = body.session_id ? await owned(user.id, body.session_id) : undefined;
       const busy = () => {
@@ -307,7 +278,7 @@ export function chatRoutes(ctx: WebContext): Router {
       const s = await owned(req.user!.id, String(req.params.id));
       const approvalId = String(req.params.approvalId);
       if (!/^[A-Za-z0-9-]{1,64}$/.test(approvalId)) throw new AppError('ERR_APPROVAL_NOT_FOUND', 'no such pending approval in this chat session');
-      const body = validateBody<ApprovalDecisionRequest>(APPROVAL_SCHEMA, req.body);
+      const body = validateBody(ApprovalDecisionSchema, req.body);
       const approvals = ctx.services.approvals;
       if (!approvals) throw new AppError('ERR_APPROVAL_NOT_FOUND', 'no such pending approval in this chat session');
       const d = await approvals.decide({ userId: req.user!.id, sessionId: s.id, approvalId, decision: body.decision, scope: body.scope ?? 'once' });
@@ -347,7 +318,7 @@ export function chatRoutes(ctx: WebContext): Router {
     requireUser,
     asyncHandler(async (req, res) => {
       const s = await owned(req.user!.id, String(req.params.id));
-      const body = validateBody<RenameSessionRequest>(RENAME_SCHEMA, req.body);
+      const body = validateBody(RenameSessionSchema, req.body);
       // Switching the model mid-chat: never under a running turn; its next turn runs with it.
       if (body.model_id && turns.runningIn(s.id)) throw new AppError('ERR_SESSION_BUSY', 'a turn is running in this chat; switch the model when it ends');
       if (body.model_id) await checkPick(ctx, req.user!.id, body.model_id);

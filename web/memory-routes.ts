@@ -5,6 +5,7 @@ import { getUserById } from '../domain/users.js';
 import { intQueryParam } from './query-params.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
 import { validateBody } from './validate.js';
+import { z } from 'zod';
 
 export { MEMORIES_PER_USER_MAX, MEMORY_CONTENT_MAX, MemoryStore, REFUSED_MEMORY_SOURCE, type MemoryEntry } from '../domain/memories.js';
 
@@ -19,15 +20,13 @@ export interface AgentSessionCheck {
   isLive(sessionId: string, userId: number): boolean;
 }
 
-const ADD_SCHEMA = {
-  type: 'object',
-  required: ['content'],
-  additionalProperties: false,
-  properties: {
-    content: { type: 'string', minLength: 1, maxLength: MEMORY_CONTENT_MAX },
-    source: { type: 'string', pattern: '^[a-z][a-z0-9_.-]{0,31}$', default: 'user' },
-  },
-} as const;
+const ADD_SCHEMA = z.strictObject({
+  content: z.string().min(1).max(MEMORY_CONTENT_MAX),
+  source: z
+    .string()
+    .regex(/^[a-z][a-z0-9_.-]{0,31}$/)
+    .default('user'),
+});
 
 function storeFor(ctx: WebContext): MemoryStore {
   return new MemoryStore(ctx.database.sql, ctx.encryptor);
@@ -49,7 +48,7 @@ export function memoryRoutes(ctx: WebContext): Router {
   r.post(
     '/',
     asyncHandler(async (req, res) => {
-      const body = validateBody<{ content: string; source: string }>(ADD_SCHEMA, req.body);
+      const body = validateBody(ADD_SCHEMA, req.body);
       const entry = await store.add(req.user!.id, body.content, body.source);
       req.log.info({ memoryId: entry.id, source: entry.source }, 'memory added');
       res.status(201).json(entry);

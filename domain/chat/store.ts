@@ -8,6 +8,7 @@ import { AppError } from '../../core/errors.js';
 import { TranscriptSchema } from '../../core/transcript.js';
 import { turnApprovals } from './approvals.js';
 import { headOf, newestLeaf, pathTo, setHead, siblingsAlong, turnNodes } from './branches.js';
+import { MAX_TITLE_CHARS } from '../../core/api-requests.js';
 
 /**
  * Chat history (migration 002-chat): sessions owned by a user, turns, tool calls. Written by
@@ -32,7 +33,7 @@ export interface ChatSessionListEntry {
 const MAX_OUTPUT_CHARS = 64 * 1024;
 const TITLE_CHARS = 80;
 /** Longest title a rename may set. */
-export const MAX_TITLE_CHARS = 120;
+export { MAX_TITLE_CHARS };
 
 /** Kept here for the modules that import it from this store (domain/db/transaction.ts). */
 export { inTransaction };

@@ -66,7 +66,7 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
     '/directory-sync',
     requireSuperuser,
     asyncHandler(async (req, res) => {
-      const body = validateBody<{ provider?: string }>(SYNC_BODY, req.body ?? {});
+      const body = validateBody(SYNC_BODY, req.body ?? {});
       const c = await syncConnection(db, body.provider);
       await services.directorySync?.recoverStale?.(c.id);
       const { job, created } = await createOrGetRunningJob(db, c.id, 'manual', req.user!.id);
@@ -105,7 +105,7 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
     '/connections',
     requireSuperuser,
     asyncHandler(async (req, res) => {
-      const body = validateBody<ConnectionInput>(CONNECTION_CREATE, req.body);
+      const body = validateBody(CONNECTION_CREATE, req.body);
       const saved = await inTransaction(db, async (trx) => {
         const c = await saveConnection(trx, enc, body);
         // Field names only: the secret and the key never reach the log.
@@ -126,7 +126,7 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
     '/connections/:id',
     requireSuperuser,
     asyncHandler(async (req, res) => {
-      const body = validateBody<ConnectionInput>(CONNECTION_PATCH, req.body);
+      const body = validateBody(CONNECTION_PATCH, req.body);
       if (body.provider) throw new AppError('ERR_VALIDATION', 'Provider cannot change.', { details: { field: 'provider' } });
       const id = intParam(req, 'id');
       const saved = await inTransaction(db, async (trx) => {

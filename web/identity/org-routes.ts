@@ -86,7 +86,7 @@ export function organisationRoutes(ctx: WebContext): Router {
     res.json({ organisations: rows } satisfies OrganisationList);
   }));
   r.post('/organisations', requireSuperuser, route(async (req, res) => {
-    const name = validateBody<{ name: string }>(ORG_BODY, req.body).name.trim();
+    const name = validateBody(ORG_BODY, req.body).name.trim();
     const org = await inTransaction(db, async (trx) => {
       const o = await orgs.createOrganisation(trx, name);
       await logAsPart(trx, req, 'organisation.created', { organisation_id: o.id, name });
@@ -97,7 +97,7 @@ export function organisationRoutes(ctx: WebContext): Router {
   // Rename (superuser): the name is all an organisation has of its own.
   r.patch('/organisations/:id', requireSuperuser, route(async (req, res) => {
     const orgId = intParam(req, 'id');
-    const name = validateBody<{ name: string }>(ORG_BODY, req.body).name.trim();
+    const name = validateBody(ORG_BODY, req.body).name.trim();
     const org = await orgs.getOrganisation(db, orgId);
     await orgs.renameOrganisation(db, orgId, name);
     if (org.name !== name) await logAsPart(db, req, 'organisation.renamed', { organisation_id: orgId, from: org.name, name });
@@ -128,7 +128,7 @@ export function organisationRoutes(ctx: WebContext): Router {
   r.put('/organisations/:id/members/:userId', requireUser, route(async (req, res) => {
     const orgId = intParam(req, 'id');
     const userId = intParam(req, 'userId');
-    const body = validateBody<{ role: orgs.OrgRole }>(MEMBER_BODY, req.body ?? {});
+    const body = validateBody(MEMBER_BODY, req.body ?? {});
     await requireManager(db, req, orgId);
     if (!(await orgs.userExists(db, userId))) throw new AppError('ERR_USER_NOT_FOUND', 'no such user');
     // `role` defaults to member, so without this a manager's PUT {} would demote another manager.
@@ -180,7 +180,7 @@ export function organisationRoutes(ctx: WebContext): Router {
   r.post('/organisations/:id/teams', requireUser, route(async (req, res) => {
     const orgId = intParam(req, 'id');
     await requireManager(db, req, orgId);
-    const body = validateBody<{ name: string; external_group_id?: number | null }>(TEAM_CREATE, req.body);
+    const body = validateBody(TEAM_CREATE, req.body);
     await checkGroup(db, body.external_group_id);
     const { team, changed } = await inTransaction(db, async (trx) => {
       const t = await orgs.createTeam(trx, orgId, body.name, body.external_group_id ?? null);
@@ -193,7 +193,7 @@ export function organisationRoutes(ctx: WebContext): Router {
   r.patch('/teams/:id', requireUser, route(async (req, res) => {
     const team = await orgs.getTeam(db, intParam(req, 'id'));
     await requireManager(db, req, team.organisation_id);
-    const body = validateBody<{ name?: string; external_group_id?: number | null }>(TEAM_PATCH, req.body);
+    const body = validateBody(TEAM_PATCH, req.body);
     await checkGroup(db, body.external_group_id);
     const changed = await inTransaction(db, async (trx) => {
       await orgs.updateTeam(trx, team.id, { name: body.name, groupId: body.external_group_id });
@@ -275,7 +275,7 @@ export function organisationRoutes(ctx: WebContext): Router {
   r.post('/organisations/:id/agent-policies', requireUser, route(async (req, res) => {
     const orgId = intParam(req, 'id');
     await requireManager(db, req, orgId);
-    const body = validateBody<orgs.AgentPolicyInput>(POLICY_CREATE, req.body);
+    const body = validateBody(POLICY_CREATE, req.body);
     await checkPolicy(orgId, body);
     const id = await inTransaction(db, async (trx) => {
       const pid = await orgs.saveAgentPolicy(trx, orgId, body);
@@ -288,7 +288,7 @@ export function organisationRoutes(ctx: WebContext): Router {
   r.patch('/agent-policies/:id', requireUser, route(async (req, res) => {
     const p = await orgs.getAgentPolicy(db, intParam(req, 'id'));
     await requireManager(db, req, p.organisation_id);
-    const body = validateBody<orgs.AgentPolicyInput>(POLICY_PATCH, req.body);
+    const body = validateBody(POLICY_PATCH, req.body);
     await checkPolicy(p.organisation_id, body, p);
     await inTransaction(db, async (trx) => {
       await orgs.saveAgentPolicy(trx, p.organisation_id, body, p.id);
