@@ -5,6 +5,7 @@
  */
 import type { ChatEvent, StopReason } from '../core/sandbox-protocol.js';
 import type { StoredToolCall, StoredTurn, ToolCallStatus } from '../core/chat-history.js';
+import type { MailPreviewText } from '../core/api-types.js';
 
 export type { ChatEvent, StopReason, StoredToolCall, StoredTurn, ToolCallStatus };
 /** The request bodies: derived from the zod schemas the routes check them with. */
@@ -74,15 +75,7 @@ export type ApprovalDecisionResponse = { approval_id: string } & ({ decision: 'a
  * GET /api/chat/sessions/:id/approvals/:approvalId/preview: a held send's message while it waits
  * (never stored). An attachment with `thumbnail` is served at …/attachments/:n.
  */
-export interface ApprovalPreview {
-  from: string[];
-  to: string[];
-  cc: string[];
-  bcc: string[];
-  subject: string;
-  text: string;
-  truncated: boolean;
-  text_from: 'plain' | 'html' | 'none';
+export interface ApprovalPreview extends MailPreviewText {
   attachments: { n: number; name: string; content_type: string; size: number; thumbnail: boolean }[];
 }
 

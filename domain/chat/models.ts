@@ -9,29 +9,16 @@
  */
 import { AppError, type Config, type Encryptor } from '../../core/index.js';
 import { nowIso, type Row, type Sql } from '../db/index.js';
+import type { ChatModelView, ModelProvider } from '../../core/api-types.js';
+import type { ChatModelChange, ChatModelInput } from '../../core/api-requests.js';
 
-export type ModelProvider = 'openai' | 'anthropic' | 'demo';
+export type { ModelProvider };
 
 /** The id of the server's default model (from AIRLOCK_MODEL_*). */
 export const DEFAULT_MODEL_ID = 'default';
 
-/** An entry as the admin API shows it: never the key, only whether there is one. */
-export interface ChatModelView {
-  id: string;
-  label: string;
-  provider: ModelProvider;
-  model: string;
-  base_url: string | null;
-  has_key: boolean;
-  context_tokens: number;
-  enabled: boolean;
-  default: boolean;
-  /** True while the entry follows AIRLOCK_MODEL_* (the default, until an admin changes it). */
-  env_managed: boolean;
-  version: number;
-  created_at: string;
-  updated_at: string;
-}
+/** An entry as the admin API shows it: never the key, only whether there is one (core/api-types.ts). */
+export type { ChatModelView };
 
 /** What a chat's turn runs with: the model, its upstream and (host only) its key. */
 export interface ResolvedModel {
@@ -47,17 +34,8 @@ export interface ResolvedModel {
   revision: string;
 }
 
-export interface ChatModelInput {
-  id: string;
-  label: string;
-  provider: ModelProvider;
-  model: string;
-  base_url?: string | null;
-  api_key?: string | null;
-  context_tokens: number;
-  enabled?: boolean;
-}
-export type ChatModelChange = Partial<Omit<ChatModelInput, 'id'>>;
+/** What an admin may set (core/api-requests.ts: the zod schemas the admin API checks them with). */
+export type { ChatModelChange, ChatModelInput };
 
 const aad = (id: string) => `chat_model:${id}:api_key`;
 
