@@ -53,3 +53,34 @@ export interface MailPreviewText {
   truncated: boolean;
   text_from: 'plain' | 'html' | 'none';
 }
+
+/** A synced directory group (the team picker; domain/identity/orgs.ts lists them). */
+export interface ExternalGroup {
+  id: number;
+  connection_id: number;
+  email: string;
+  name: string;
+  description: string;
+  member_count: number;
+}
+
+export type SyncJobStatus = 'pending' | 'running' | 'succeeded' | 'failed';
+export type SyncJobTrigger = 'manual' | 'scheduled';
+
+/**
+ * A directory-sync job as people see it: the admin API's answer and `airlock sync-directory
+ * --json` (domain/identity/job-view.ts). Its JSON columns are read; the run's owner fields stay inside.
+ */
+export interface SyncJobView {
+  id: number;
+  connection_id: number;
+  status: SyncJobStatus;
+  trigger: SyncJobTrigger;
+  requested_by: number | null;
+  result: Record<string, unknown> | null;
+  error: ({ code?: string; message?: string; upstream_status?: number; reason?: string } & Record<string, unknown>) | null;
+  progress: Record<string, unknown> | null;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+}

@@ -7,9 +7,10 @@
  * build (`tsc` of both sides), not the page.
  */
 
-import type { ChatModelView, ModelProvider, UserView } from '../core/api-types.js';
+import type { ChatModelView, ExternalGroup, ModelProvider, SyncJobView, UserView } from '../core/api-types.js';
 
-export type { ChatModelView, ModelProvider };
+export type { ChatModelView, ExternalGroup, ModelProvider, SyncJobView };
+export type { SyncJobStatus, SyncJobTrigger } from '../core/api-types.js';
 
 // ------------------------------------------------------------------ errors
 
@@ -162,24 +163,7 @@ export interface ConnectionRequest {
   is_active?: boolean;
 }
 
-export type SyncJobStatus = 'pending' | 'running' | 'succeeded' | 'failed';
-
-/** A directory-sync job. `result` holds counts (users_created, …, fetched: {users, groups, …}). */
-export interface SyncJobView {
-  id: number;
-  connection_id: number;
-  status: SyncJobStatus;
-  trigger: 'manual' | 'scheduled';
-  requested_by: number | null;
-  result: Record<string, unknown> | null;
-  error: ({ code?: string; message?: string; upstream_status?: number; reason?: string } & Record<string, unknown>) | null;
-  progress: Record<string, unknown> | null;
-  created_at: string;
-  started_at: string | null;
-  finished_at: string | null;
-}
-
-/** GET /directory-sync. */
+/** GET /directory-sync (a job's `result` holds counts: users_created, …, fetched: {users, groups, …}). */
 export interface SyncJobState {
   job: SyncJobView | null;
 }
@@ -203,15 +187,6 @@ export interface OrganisationList {
 /** Name of an organisation (create and rename), of a team or a policy: 1–100 characters. */
 export interface NameRequest {
   name: string;
-}
-
-export interface ExternalGroup {
-  id: number;
-  connection_id: number;
-  email: string;
-  name: string;
-  description: string;
-  member_count: number;
 }
 
 export interface ExternalGroupList {

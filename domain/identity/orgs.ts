@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { AppError } from '../../core/index.js';
 import { nowIso, type Row, type Sql } from '../db/index.js';
 import { isUniqueViolation } from '../data-access/store.js';
+import type { ExternalGroup } from '../../core/api-types.js';
 
 /**
  * Organisations, their members, teams and agent policies as stored (docs/identity.md). Route
@@ -104,14 +105,8 @@ export async function userExists(db: Sql, userId: number): Promise<boolean> {
 
 // ---- external groups ------------------------------------------------------------------------
 
-export interface GroupSummary {
-  id: number;
-  connection_id: number;
-  email: string;
-  name: string;
-  description: string;
-  member_count: number;
-}
+/** A synced group as the team picker shows it (core/api-types.ts). */
+export type GroupSummary = ExternalGroup;
 
 /** Synced groups whose e-mail or name contains `q` (case-insensitive; `%` and `_` literal), at most 200. */
 export async function searchGroups(db: Sql, q?: string): Promise<GroupSummary[]> {
