@@ -1,4 +1,5 @@
 import { AppError } from '../core/errors.js';
+import type { ErrorCode } from '../core/error-codes/index.js';
 import type { TranscriptItem, TranscriptToolCall, TurnUsage } from '../core/transcript.js';
 
 /** A tool call the model asked for. */
@@ -36,13 +37,18 @@ export interface ModelAdapter {
   complete(req: ModelRequest, onText: (text: string) => void): Promise<ModelReply>;
 }
 
-/** Coded model failures: ERR_MODEL_HTTP, ERR_MODEL_AUTH, ERR_MODEL_STREAM, ERR_MODEL_TIMEOUT, ERR_MODEL_UNREACHABLE, ERR_MODEL_SDK. */
+/**
+ * Coded model failures: ERR_MODEL_HTTP, ERR_MODEL_AUTH, ERR_MODEL_STREAM, ERR_MODEL_TIMEOUT, ERR_MODEL_UNREACHABLE, ERR_MODEL_SDK.
+ * The one AppError subclass that stays: it carries the provider's answer status and headers
+ * for the retry policy (agent/models/), which must not go into `details` (details are
+ * shown to callers); its status, like every AppError's, is the code's catalogue entry.
+ */
 export class ModelError extends AppError {
   /** The provider's HTTP status and headers, when it answered with an error status (for retries). */
   upstreamStatus?: number;
   upstreamHeaders?: Headers;
-  constructor(code: string, message: string, cause?: unknown) {
-    super(code, message, { status: 502, cause });
+  constructor(code: ErrorCode, message: string, cause?: unknown) {
+    super(code, message, { cause });
     this.name = 'ModelError';
   }
 }

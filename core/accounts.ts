@@ -69,7 +69,7 @@ export interface OAuthClientConfig {
 
 /** POST to the token endpoint; errors become ERR_ACCOUNT_OAUTH (never echoing the answer body). */
 export async function tokenRequest(cfg: OAuthClientConfig, params: Record<string, string>): Promise<TokenResponse> {
-  if (!cfg.clientId) throw new AppError('ERR_ACCOUNT_NOT_CONFIGURED', 'AIRLOCK_GOOGLE_CLIENT_ID is not set', { status: 503 });
+  if (!cfg.clientId) throw new AppError('ERR_ACCOUNT_NOT_CONFIGURED', 'AIRLOCK_GOOGLE_CLIENT_ID is not set');
   const body = new URLSearchParams({ ...params, client_id: cfg.clientId });
   if (cfg.clientSecret) body.set('client_secret', cfg.clientSecret.reveal());
   let res: Response;
@@ -81,7 +81,7 @@ export async function tokenRequest(cfg: OAuthClientConfig, params: Record<string
       signal: AbortSignal.timeout(cfg.timeoutMs ?? 15_000),
     });
   } catch (err) {
-    throw new AppError('ERR_ACCOUNT_OAUTH', 'token endpoint unreachable', { status: 502, retryable: true, cause: err });
+    throw new AppError('ERR_ACCOUNT_OAUTH', 'token endpoint unreachable', { retryable: true, cause: err });
   }
   const answer: unknown = await res.json().catch(() => undefined);
   const grant = res.ok ? TokenResponseSchema.safeParse(answer) : undefined;
@@ -89,7 +89,6 @@ export async function tokenRequest(cfg: OAuthClientConfig, params: Record<string
   // Refused, or a success body without a usable access token (malformed: nothing of it is used).
   const kind = oauthErrorKind(answer, res.status);
   throw new AppError('ERR_ACCOUNT_OAUTH', `token endpoint refused the grant (${kind})`, {
-    status: 502,
     retryable: res.status >= 500,
     details: { oauth_error: kind },
   });

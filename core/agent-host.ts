@@ -14,7 +14,8 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { launchAgent, type AgentLaunch, type LaunchedAgent } from './agent-launch.js';
-import { AppError } from './errors.js';
+import { AppError, appErrorFromPeer } from './errors.js';
+import type { ErrorCode } from './error-codes/index.js';
 import { protocolLogFields, readMessages, writeMessage } from './ndjson.js';
 import { ChildOutboundSchema, type AgentEvent, type ChildInbound, type PromptContext, type StopReason, type TurnEndExtras } from './sandbox-protocol.js';
 
@@ -38,7 +39,7 @@ export interface AgentProcessOptions extends AgentLaunch {
   /** SIGTERM → SIGKILL delay when killing. */
   killAfterMs?: number;
   /** What a turn still running when the process exits resolves with. */
-  exitedError: { code: string; message: string };
+  exitedError: { code: ErrorCode; message: string };
   log: AgentHostLog;
   /** The child's stderr (its log), chunk by chunk. Ignored when absent. */
   onStderr?: (chunk: string) => void;
@@ -119,7 +120,7 @@ export class AgentProcess {
         } else if (m.type === 'configured') {
           const c = this.configuring;
           if (!c) return;
-          if (m.error) c.reject(new AppError(m.error.code, m.error.message, { status: 502 }));
+          if (m.error) c.reject(appErrorFromPeer(m.error));
           else {
             this.isConfigured = true;
             c.resolve();
@@ -146,7 +147,7 @@ export class AgentProcess {
       if (this.exited) return;
       this.exited = true;
       clearTimeout(readyTimer);
-      rejectBoth(new AppError(o.exitedError.code, `the agent exited before it was ready (${code ?? signal})`, { status: 502 }));
+      rejectBoth(new AppError(o.exitedError.code, `the agent exited before it was ready (${code ?? signal})`));
       for (const fn of [...this.exitHandlers]) fn(code, signal);
       // Let the lines it wrote before dying be read first (its MCP servers may hold stderr
       // open, so do not wait for the whole process to close).
@@ -166,7 +167,7 @@ export class AgentProcess {
       o.log('error', 'agent process error', { err: err.code ?? err.message });
       if (proc.pid === undefined) {
         // A failed spawn emits no 'exit': treat it as one.
-        rejectBoth(new AppError('ERR_SANDBOX_CHILD_SPAWN', `agent could not be spawned: ${err.code ?? err.message}`, { status: 502 }));
+        rejectBoth(new AppError('ERR_SANDBOX_CHILD_SPAWN', `agent could not be spawned: ${err.code ?? err.message}`));
         onGone(null, null);
       }
     };
@@ -206,7 +207,7 @@ export class AgentProcess {
         try {
           this.send({ type: 'configure', env, ...(cwd !== undefined ? { cwd } : {}) });
         } catch (err) {
-          reject(err instanceof Error ? err : new AppError('ERR_SANDBOX_CHILD_EXITED', 'agent is not running', { status: 502 }));
+          reject(err instanceof Error ? err : new AppError('ERR_SANDBOX_CHILD_EXITED', 'agent is not running'));
         }
       },
       (err: Error) => reject(err),
@@ -277,7 +278,7 @@ export class AgentProcess {
 
   private send(m: ChildInbound): void {
     const stdin = this.proc.stdin;
-    if (!this.usable || !stdin || !writeMessage<ChildInbound>(stdin, m)) throw new AppError('ERR_SANDBOX_CHILD_EXITED', 'agent is not running', { status: 502 });
+    if (!this.usable || !stdin || !writeMessage<ChildInbound>(stdin, m)) throw new AppError('ERR_SANDBOX_CHILD_EXITED', 'agent is not running');
   }
 
   /** End stdin, SIGTERM, SIGKILL after `killAfterMs`. Idempotent. */

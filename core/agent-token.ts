@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { AuthError } from './errors.js';
+import { AppError } from './errors.js';
 import { Secret } from './secret.js';
 
 /**
@@ -65,11 +65,11 @@ export interface VerifyAgentUserTokenOptions {
 }
 
 /**
- * Verify signature (constant time), shape and expiry. Throws AuthError
+ * Verify signature (constant time), shape and expiry. Throws AppError
  * ERR_AGENT_TOKEN_INVALID (401) or ERR_AGENT_TOKEN_EXPIRED (401). Never echoes the token.
  */
 export function verifyAgentUserToken(secret: Secret | string, token: string | undefined | null, opts: VerifyAgentUserTokenOptions = {}): AgentUserTokenClaims {
-  const invalid = () => new AuthError('ERR_AGENT_TOKEN_INVALID', 'invalid agent user token');
+  const invalid = () => new AppError('ERR_AGENT_TOKEN_INVALID', 'invalid agent user token');
   if (typeof token !== 'string' || token.length > 2048) throw invalid();
   const parts = token.split('.');
   if (parts.length !== 3 || parts[0] !== AGENT_USER_TOKEN_PREFIX) throw invalid();
@@ -89,7 +89,7 @@ export function verifyAgentUserToken(secret: Secret | string, token: string | un
   }
   const nowS = Math.floor((opts.now ?? Date.now()) / 1000);
   if ((iat as number) > nowS + CLOCK_SKEW_S) throw invalid();
-  if ((exp as number) <= nowS) throw new AuthError('ERR_AGENT_TOKEN_EXPIRED', 'agent user token expired; start a new chat session');
+  if ((exp as number) <= nowS) throw new AppError('ERR_AGENT_TOKEN_EXPIRED', 'agent user token expired; start a new chat session');
   if (opts.sessionId !== undefined && opts.sessionId !== s) throw invalid();
   return { userId: u as number, sessionId: s, iat: iat as number, exp: exp as number };
 }

@@ -1,4 +1,4 @@
-import { ProtocolError } from './ndjson.js';
+import { protocolError } from './ndjson.js';
 
 /**
  * `airlock sessions attach` for a session another node of the fleet owns: after a signed HTTP
@@ -64,7 +64,7 @@ function clampSize(n: number): number {
 
 /**
  * Splits a byte stream into frames, whatever the chunking. `push` returns the whole frames the
- * bytes completed and throws a ProtocolError (ERR_PROTOCOL_BAD_MESSAGE) on an unknown type or a
+ * bytes completed and throws a protocol rejection (ERR_PROTOCOL_BAD_MESSAGE) on an unknown type or a
  * payload of the wrong size, ERR_PROTOCOL_LINE_TOO_LONG on one over MAX_ATTACH_FRAME; after a
  * throw the reader is done (the connection is to be closed).
  */
@@ -77,7 +77,7 @@ export class AttachFrameReader {
     while (this.#buf.length >= 5) {
       const type = this.#buf[0];
       const len = this.#buf.readUInt32BE(1);
-      if (len > MAX_ATTACH_FRAME) throw new ProtocolError('ERR_PROTOCOL_LINE_TOO_LONG', `attach frame of ${len} bytes (at most ${MAX_ATTACH_FRAME})`);
+      if (len > MAX_ATTACH_FRAME) throw protocolError('ERR_PROTOCOL_LINE_TOO_LONG', `attach frame of ${len} bytes (at most ${MAX_ATTACH_FRAME})`);
       if (this.#buf.length < 5 + len) break;
       const payload = this.#buf.subarray(5, 5 + len);
       this.#buf = this.#buf.subarray(5 + len);
@@ -88,7 +88,7 @@ export class AttachFrameReader {
 }
 
 function decode(type: number, p: Buffer): AttachFrame {
-  const bad = (what: string) => new ProtocolError('ERR_PROTOCOL_BAD_MESSAGE', `attach frame: ${what}`, [what]);
+  const bad = (what: string) => protocolError('ERR_PROTOCOL_BAD_MESSAGE', `attach frame: ${what}`, [what]);
   switch (type) {
     case TYPE_BYTE.data:
       return { type: 'data', data: Buffer.from(p) };

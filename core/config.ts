@@ -1,7 +1,8 @@
 import { hostname } from 'node:os';
 import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
-import { ConfigError } from './errors.js';
+import { resolve, isAbsolute } from 'node:path';
+import { configError } from './errors.js';
+import { isIP } from 'node:net';
 import { Secret } from './secret.js';
 import { deepFreeze, parseSetting, parseTrustProxy, type Setting } from './config-parse.js';
 
@@ -178,7 +179,7 @@ type Raw = Record<string, string | undefined>;
 export const MAIL_DOMAIN = /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 
 /**
- * Validate and freeze the configuration. Throws ConfigError listing every problem.
+ * Validate and freeze the configuration. Throws ERR_CONFIG_INVALID (configError) listing every problem.
  * `env` is the only place the process environment enters the program.
  */
 export function loadConfig(env: Raw, opts: LoadConfigOptions = {}): Readonly<Config> {
@@ -260,7 +261,7 @@ export function loadConfig(env: Raw, opts: LoadConfigOptions = {}): Readonly<Con
   };
   const allowDomains = domains('AIRLOCK_MAIL_ALLOW_DOMAINS');
   const blockDomains = domains('AIRLOCK_MAIL_BLOCK_DOMAINS');
-  if (problems.length > 0) throw new ConfigError(problems);
+  if (problems.length > 0) throw configError(problems);
 
   const publicOrigin = ((values.AIRLOCK_PUBLIC_ORIGIN as string | undefined) ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
   const config: Config = {

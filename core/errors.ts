@@ -7,16 +7,22 @@ import { errorStatus, type ErrorCode } from './error-codes/index.js';
  */
 export interface AppErrorOptions {
   /**
-   * @deprecated The status comes from the error catalogue (core/error-codes/). Still honoured
-   * so older call sites compile; the catalogue test fails when one disagrees with the catalogue.
+   * Only for a code read from another process's message (`appErrorFromPeer`): the status when
+   * the catalogue does not know the code (a newer peer). A catalogued code always answers with
+   * its catalogue status; there is no way to pass a status of one's own (a unit test checks).
    */
-  status?: number;
+  unknownCodeStatus?: number;
   retryable?: boolean;
   cause?: unknown;
-  /** Extra fields safe to show to the caller (never secrets). */
+  /** Extra fields safe to show to the caller (never secrets), e.g. `{ field }` of ERR_VALIDATION. */
   details?: Record<string, unknown>;
 }
 
+/**
+ * The one error class. What used to be ValidationError, NotFoundError, AuthError and
+ * ConflictError is `new AppError(code, message)`: the code says what went wrong, the catalogue
+ * says its status (ERR_VALIDATION 400, ERR_*_NOT_FOUND 404, …).
+ */
 export class AppError extends Error {
   readonly code: string;
   readonly status: number;
@@ -25,13 +31,13 @@ export class AppError extends Error {
 
   /**
    * `code` is an `ErrorCode`; any string is accepted for codes read from a peer's message
-   * (a code the catalogue does not know answers 500).
+   * (a code the catalogue does not know answers `unknownCodeStatus`, else 500).
    */
   constructor(code: ErrorCode | (string & {}), message: string, opts: AppErrorOptions = {}) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = 'AppError';
     this.code = code;
-    this.status = opts.status ?? errorStatus(code);
+    this.status = errorStatus(code, opts.unknownCodeStatus ?? 500);
     this.retryable = opts.retryable ?? false;
     if (opts.details) this.details = opts.details;
   }
@@ -42,44 +48,15 @@ export class AppError extends Error {
   }
 }
 
-export class ValidationError extends AppError {
-  constructor(message: string, details?: Record<string, unknown>) {
-    super('ERR_VALIDATION', message, { details });
-    this.name = 'ValidationError';
-  }
+/** An invalid configuration (ERR_CONFIG_INVALID): the message and `details.problems` list every problem. */
+export function configError(problems: string[]): AppError {
+  return new AppError('ERR_CONFIG_INVALID', `invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`, { details: { problems } });
 }
 
-/** A missing thing: the catalogue's status of `code` (404 for a code it does not know). */
-export class NotFoundError extends AppError {
-  constructor(code: ErrorCode | (string & {}), message: string) {
-    super(code, message, { status: errorStatus(code, 404) });
-    this.name = 'NotFoundError';
-  }
-}
-
-/** Not authenticated: the catalogue's status of `code` (401 for a code it does not know). */
-export class AuthError extends AppError {
-  constructor(code: ErrorCode | (string & {}), message: string, status = errorStatus(code, 401)) {
-    super(code, message, { status });
-    this.name = 'AuthError';
-  }
-}
-
-/** A conflict with the current state: the catalogue's status of `code` (409 for a code it does not know). */
-export class ConflictError extends AppError {
-  constructor(code: ErrorCode | (string & {}), message: string, details?: Record<string, unknown>) {
-    super(code, message, { status: errorStatus(code, 409), details });
-    this.name = 'ConflictError';
-  }
-}
-
-export class ConfigError extends AppError {
-  readonly problems: string[];
-  constructor(problems: string[]) {
-    super('ERR_CONFIG_INVALID', `invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
-    this.name = 'ConfigError';
-    this.problems = problems;
-  }
+/** The problems of an ERR_CONFIG_INVALID error (none for another error). */
+export function configProblems(err: AppError): string[] {
+  const problems = err.details?.problems;
+  return Array.isArray(problems) ? problems.filter((p): p is string => typeof p === 'string') : [];
 }
 
 /** Wrap anything thrown into an AppError, keeping the original as `cause`. */
@@ -94,7 +71,7 @@ export function toAppError(err: unknown, fallbackCode: ErrorCode | (string & {})
  * instead of guessing a status from the code.
  */
 export function appErrorFromPeer(error: { code: string; message: string }, fallbackStatus = 502): AppError {
-  return new AppError(error.code, error.message, { status: errorStatus(error.code, fallbackStatus) });
+  return new AppError(error.code, error.message, { unknownCodeStatus: fallbackStatus });
 }
 
 export function isAppError(err: unknown, code?: string): err is AppError {

@@ -20,7 +20,11 @@
 
 export type MailReadCode = 'ERR_MAIL_UNPARSEABLE' | 'ERR_MAIL_AMBIGUOUS';
 
-/** The message could not be read (ERR_MAIL_UNPARSEABLE) or could be read more than one way (ERR_MAIL_AMBIGUOUS). */
+/**
+ * The message could not be read (ERR_MAIL_UNPARSEABLE) or could be read more than one way (ERR_MAIL_AMBIGUOUS).
+ * A plain Error, not an AppError: the parser is shared with the sandbox's proxy bundle, and its
+ * one reader (core/egress/mail.ts) turns it into a ProxyRefusal with the same code at once.
+ */
 export class MailParseError extends Error {
   override readonly name = 'MailParseError';
   constructor(

@@ -3,7 +3,7 @@
  * zod schema of the messages it accepts and checks each line against it before any code sees
  * it, so data read from a socket or a child's stdout is never cast. A line that is not JSON,
  * does not match the schema, or grows past MAX_LINE_BYTES is rejected with a coded
- * ProtocolError (its payload is never put in the error or a log line).
+ * AppError (ERR_PROTOCOL_*; its payload is never put in the error or a log line).
  *
  * Used on every sandbox boundary: daemon ⇄ supervisor (control socket), supervisor ⇄ agent
  * child (stdin/stdout), and the CLI ⇄ daemon operator control socket. No I/O besides the
@@ -19,36 +19,43 @@ export const MAX_LINE_BYTES = 4 * 1024 * 1024;
 export type ProtocolErrorCode = 'ERR_PROTOCOL_BAD_JSON' | 'ERR_PROTOCOL_BAD_MESSAGE' | 'ERR_PROTOCOL_LINE_TOO_LONG';
 
 /**
- * A rejected line. `issues` names the failing fields and what was expected (zod paths and
- * messages), never the received values, so it is safe to log.
+ * A rejected line is an AppError with an ERR_PROTOCOL_* code (status 400 from the catalogue).
+ * `details.issues` names the failing fields and what was expected (zod paths and messages),
+ * never the received values, so it is safe to log; `details.request_id` is the `id` of a
+ * rejected request when it had a string one (so a reply can still be matched).
  */
-export class ProtocolError extends AppError {
-  readonly issues: string[];
-  /** The `id` of a rejected request when it had a string one (so a reply can still be matched). */
-  readonly requestId?: string;
-  constructor(code: ProtocolErrorCode, message: string, issues: string[] = [], requestId?: string) {
-    super(code, message, { status: 400 });
-    this.name = 'ProtocolError';
-    this.issues = issues;
-    if (requestId !== undefined) this.requestId = requestId;
-  }
+export function protocolError(code: ProtocolErrorCode, message: string, issues: string[] = [], requestId?: string): AppError {
+  return new AppError(code, message, { details: { issues, ...(requestId !== undefined ? { request_id: requestId } : {}) } });
+}
+
+/** The failing fields of a protocol rejection (none for another error). */
+export function protocolIssues(err: AppError): string[] {
+  const issues = err.details?.issues;
+  return Array.isArray(issues) ? issues.filter((i): i is string => typeof i === 'string') : [];
+}
+
+/** The `id` of the request a protocol rejection was about, when it could be read. */
+export function rejectedRequestId(err: AppError): string | undefined {
+  const id = err.details?.request_id;
+  return typeof id === 'string' ? id : undefined;
 }
 
 /** Fields of a rejection that may go into a log line: code, channel, the failing paths. */
-export function protocolLogFields(err: ProtocolError, channel: string): Record<string, unknown> {
-  return { channel, code: err.code, ...(err.issues.length ? { issues: err.issues.slice(0, 5) } : {}) };
+export function protocolLogFields(err: AppError, channel: string): Record<string, unknown> {
+  const issues = protocolIssues(err);
+  return { channel, code: err.code, ...(issues.length ? { issues: issues.slice(0, 5) } : {}) };
 }
 
 /**
- * Check one parsed value against a schema. Returns the typed message or a ProtocolError;
+ * Check one parsed value against a schema. Returns the typed message or a protocol rejection;
  * never throws. Issue texts carry paths and expectations only (zod's messages name the
  * expected and received types, not the values).
  */
-export function checkMessage<T>(schema: z.ZodType<T>, value: unknown): { ok: true; msg: T } | { ok: false; err: ProtocolError } {
+export function checkMessage<T>(schema: z.ZodType<T>, value: unknown): { ok: true; msg: T } | { ok: false; err: AppError } {
   const r = schema.safeParse(value);
   if (r.success) return { ok: true, msg: r.data };
   const issues = r.error.issues.slice(0, 10).map((i) => `${i.path.map(String).join('.') || '(root)'}: ${i.code}`);
-  return { ok: false, err: new ProtocolError('ERR_PROTOCOL_BAD_MESSAGE', 'message does not match the protocol', issues, requestIdOf(value)) };
+  return { ok: false, err: protocolError('ERR_PROTOCOL_BAD_MESSAGE', 'message does not match the protocol', issues, requestIdOf(value)) };
 }
 
 /**
@@ -59,16 +66,16 @@ export function checkMessage<T>(schema: z.ZodType<T>, value: unknown): { ok: tru
 export function checkAnswer<T>(schema: z.ZodType<T>, value: unknown, code: ErrorCode, what: string): T {
   const r = checkMessage(schema, value);
   if (r.ok) return r.msg;
-  throw new AppError(code, `${what} has an unexpected shape (${r.err.issues.join(', ')})`);
+  throw new AppError(code, `${what} has an unexpected shape (${protocolIssues(r.err).join(', ')})`);
 }
 
 /** Parse one line (already split) and check it. */
-export function parseLine<T>(schema: z.ZodType<T>, line: string): { ok: true; msg: T } | { ok: false; err: ProtocolError } {
+export function parseLine<T>(schema: z.ZodType<T>, line: string): { ok: true; msg: T } | { ok: false; err: AppError } {
   let value: unknown;
   try {
     value = JSON.parse(line);
   } catch {
-    return { ok: false, err: new ProtocolError('ERR_PROTOCOL_BAD_JSON', 'line is not JSON') };
+    return { ok: false, err: protocolError('ERR_PROTOCOL_BAD_JSON', 'line is not JSON') };
   }
   return checkMessage(schema, value);
 }
@@ -87,7 +94,7 @@ export interface ReadMessagesOptions<T> {
   schema: z.ZodType<T>;
   onMessage(msg: T): void;
   /** Called for each rejected line. Required: a rejection is always seen (and should be logged). */
-  onReject(err: ProtocolError): void;
+  onReject(err: AppError): void;
 }
 
 /** Read `input` as NDJSON; every line is checked against `schema` before `onMessage` sees it. */
@@ -109,7 +116,7 @@ export function readMessages<T>(input: Readable, opts: ReadMessagesOptions<T>): 
     }
     if (buf.length > MAX_LINE_BYTES) {
       buf = '';
-      opts.onReject(new ProtocolError('ERR_PROTOCOL_LINE_TOO_LONG', `line longer than ${MAX_LINE_BYTES} bytes`));
+      opts.onReject(protocolError('ERR_PROTOCOL_LINE_TOO_LONG', `line longer than ${MAX_LINE_BYTES} bytes`));
     }
   };
   input.on('data', onData);

@@ -69,7 +69,7 @@ export class NodeClient {
     const url = new URL(path, to.url);
     if (url.protocol === 'https:') return url;
     if (url.protocol === 'http:' && this.#allowHttp) return url;
-    throw new AppError('ERR_NODE_PLAIN_HTTP', `node ${to.id} is at ${url.protocol}//${url.host}: requests between nodes go over https (AIRLOCK_FLEET_ALLOW_HTTP=true allows plain http)`, { status: 503 });
+    throw new AppError('ERR_NODE_PLAIN_HTTP', `node ${to.id} is at ${url.protocol}//${url.host}: requests between nodes go over https (AIRLOCK_FLEET_ALLOW_HTTP=true allows plain http)`);
   }
 
   /**
@@ -97,7 +97,7 @@ export class NodeClient {
    */
   async json(to: NodeTarget, method: string, path: string, body?: unknown): Promise<unknown> {
     const raw = body === undefined ? '' : JSON.stringify(body);
-    const unreachable = (why: string) => new AppError('ERR_NODE_UNREACHABLE', `node at ${to.url} ${why}`, { status: 503 });
+    const unreachable = (why: string) => new AppError('ERR_NODE_UNREACHABLE', `node at ${to.url} ${why}`);
     const { status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
       const req = this.open(to, { method, path, userId: null, body: raw, headers: raw ? { 'content-type': 'application/json' } : {} });
       req.setTimeout(JSON_TIMEOUT_MS, () => req.destroy(new Error(`no answer in ${JSON_TIMEOUT_MS / 1000} s`)));

@@ -6,6 +6,7 @@ import type { AgentEvent, DaemonEvent, StopReason, TurnEndExtras } from './sandb
 import type { MailPolicy, MailSummary, ProxyDecisionRecord } from './sandbox-control.js';
 import type { ProfileRoute } from './sandbox-profile.js';
 import type { TranscriptItem } from './transcript.js';
+import type { MailPreviewText } from './api-types.js';
 
 /** One chat turn in a session's sandbox. Implemented by the daemon's session manager. */
 export interface TurnRequest {
@@ -93,16 +94,7 @@ export interface MailHold {
   preview?(): MailPreview;
 }
 /** What the approval card shows of a held send: never stored, bounded (daemon/mail-preview.ts). */
-export interface MailPreview {
-  from: string[];
-  to: string[];
-  cc: string[];
-  bcc: string[];
-  subject: string;
-  /** The body as plain text (from text/plain, or from text/html when there is no plain part), cut at a limit. */
-  text: string;
-  truncated: boolean;
-  text_from: 'plain' | 'html' | 'none';
+export interface MailPreview extends MailPreviewText {
   /** Each attachment; `data` only for images within the limits (the thumbnail's bytes). */
   attachments: { name: string; content_type: string; size: number; data?: Uint8Array }[];
 }

@@ -16,9 +16,9 @@ export async function createSuperuser(db: Sql, input: SuperuserInput): Promise<U
   if (!USERNAME_RE.test(input.username)) problems.push('username: letters, digits and . _ @ - only (1-150)');
   if (!EMAIL_RE.test(input.email)) problems.push('email: not an e-mail address');
   if (input.password.length < 8) problems.push('password: at least 8 characters');
-  if (problems.length) throw new AppError('ERR_VALIDATION', problems.join('; '), { status: 400 });
+  if (problems.length) throw new AppError('ERR_VALIDATION', problems.join('; '));
   if (await getCredentials(db, input.username)) {
-    throw new AppError('ERR_USER_EXISTS', `user ${input.username} already exists`, { status: 409 });
+    throw new AppError('ERR_USER_EXISTS', `user ${input.username} already exists`);
   }
   const passwordHash = await hashPassword(input.password);
   return createUser(db, { username: input.username, email: input.email, passwordHash, isSuperuser: true });

@@ -219,7 +219,7 @@ export async function startDemo(opts: DemoOptions = {}): Promise<Demo> {
   try {
     await docker.ping();
   } catch (err) {
-    throw new AppError('ERR_DEMO_DOCKER', dockerHelp(base.docker.socketPath, (err as Error).message), { status: 503 });
+    throw new AppError('ERR_DEMO_DOCKER', dockerHelp(base.docker.socketPath, (err as Error).message));
   }
   await ensureImage(base, print, log);
 
@@ -270,7 +270,7 @@ export async function startDemo(opts: DemoOptions = {}): Promise<Demo> {
 
     const daemon = await serve(config, { log, runtime: opts.owner ? { owner: opts.owner } : {} });
     cleanups.push(() => daemon.close());
-    if (!daemon.runtime) throw new AppError('ERR_DEMO_DOCKER', dockerHelp(config.docker.socketPath, 'the runtime did not start'), { status: 503 });
+    if (!daemon.runtime) throw new AppError('ERR_DEMO_DOCKER', dockerHelp(config.docker.socketPath, 'the runtime did not start'));
 
     await ensureUser(daemon.database.sql, DEMO_ADMIN, secrets.adminPassword, true);
     const userId = await ensureUser(daemon.database.sql, DEMO_USER, secrets.userPassword, false);

@@ -44,7 +44,7 @@ export async function ownerElsewhere(config: Readonly<Config>, err: unknown, ses
   if (!isAppError(err, 'ERR_SESSION_NOT_FOUND') && !isAppError(err, 'ERR_DAEMON_NOT_RUNNING')) throw err;
   const owner = await remoteOwner(config, sessionId);
   if (!owner) throw err;
-  if (!owner.node?.alive) throw new AppError('ERR_NODE_UNREACHABLE', `session ${sessionId} was on node ${owner.row.node_id}, which is lost; its next prompt starts it on a live node`, { status: 503 });
+  if (!owner.node?.alive) throw new AppError('ERR_NODE_UNREACHABLE', `session ${sessionId} was on node ${owner.row.node_id}, which is lost; its next prompt starts it on a live node`);
   return owner.node;
 }
 
@@ -85,7 +85,7 @@ export function attachRemote(config: Readonly<Config>, node: NodeInfo, sessionId
   const client = new NodeClient(config);
   const query = new URLSearchParams({ root: o.root ? '1' : '0', term: o.term, rows: String(tty.stdout.rows ?? 0), cols: String(tty.stdout.columns ?? 0) });
   const path = `/api/fleet/sessions/${encodeURIComponent(sessionId)}/attach?${query}`;
-  const unreachable = (why: string) => new AppError('ERR_NODE_UNREACHABLE', `node ${node.id} at ${node.url}: ${why}`, { status: 503 });
+  const unreachable = (why: string) => new AppError('ERR_NODE_UNREACHABLE', `node ${node.id} at ${node.url}: ${why}`);
   return new Promise<number>((resolve, reject) => {
     const req = client.open(node, { method: 'GET', path, userId: null, keepAlive: false, headers: { connection: 'Upgrade', upgrade: ATTACH_UPGRADE } });
     req.on('error', (err) => reject(unreachable(`does not answer (${err.message})`)));

@@ -13,7 +13,7 @@
  */
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AgentProcess, ConflictError, type Config, type Encryptor, type Logger, type TurnRequest, type TurnResult, type TurnRunner } from '../core/index.js';
+import { AgentProcess, type Config, type Encryptor, type Logger, type TurnRequest, type TurnResult, type TurnRunner, AppError } from '../core/index.js';
 import { sessionModel } from '../domain/chat/models.js';
 import type { Sql } from '../domain/db/index.js';
 import { runWithContext } from './runtime/context-sync.js';
@@ -85,7 +85,7 @@ export class LocalTurnRunner implements TurnRunner {
 
   async runTurn(req: TurnRequest): Promise<TurnResult> {
     let s = this.sessions.get(req.sessionId);
-    if (s?.busy || this.starting.has(req.sessionId)) throw new ConflictError('ERR_SESSION_BUSY', 'a turn is already running in this session');
+    if (s?.busy || this.starting.has(req.sessionId)) throw new AppError('ERR_SESSION_BUSY', 'a turn is already running in this session');
     const modelChanged = !!s && !!this.opts.modelEnv && req.modelRevision !== undefined && s.modelRevision !== req.modelRevision;
     if (!s || !s.child.usable || modelChanged) {
       this.starting.add(req.sessionId);

@@ -11,7 +11,7 @@
  * a row of `proxy_requests`. Bodies, tokens and placeholders never reach either.
  */
 import { randomUUID } from 'node:crypto';
-import { AppError, NotFoundError, type Config, type Logger } from '../core/index.js';
+import { AppError, type Config, type Logger } from '../core/index.js';
 import type { ApprovalDecider, ApprovalDecision, ApprovalLookup, DaemonEvent, MailHold, MailPreview, MailHoldRelease, ProxyDecisionRecord, SandboxAuditor, TurnRequest } from '../core/sandbox-protocol.js';
 import { judge } from '../core/mail-policy.js';
 import { logAction } from '../domain/action-log.js';
@@ -173,14 +173,14 @@ export class MailGate implements SandboxAuditor, ApprovalDecider {
   async preview(q: ApprovalLookup): Promise<MailPreview> {
     const p = this.pending.get(q.approvalId);
     if (p && p.sessionId === q.sessionId && p.userId === q.userId) {
-      if (!p.preview) throw new NotFoundError('ERR_APPROVAL_NOT_FOUND', 'this held send has no preview');
+      if (!p.preview) throw new AppError('ERR_APPROVAL_NOT_FOUND', 'this held send has no preview');
       return p.preview;
     }
     const row = await getHold(this.db, q.approvalId);
     if (row && row.session_id === q.sessionId && row.user_id === q.userId && row.state !== 'pending') {
-      throw new AppError('ERR_APPROVAL_PREVIEW_GONE', 'this send was already decided; its message is no longer kept', { status: 410 });
+      throw new AppError('ERR_APPROVAL_PREVIEW_GONE', 'this send was already decided; its message is no longer kept');
     }
-    throw new NotFoundError('ERR_APPROVAL_NOT_FOUND', 'no such pending approval in this chat session');
+    throw new AppError('ERR_APPROVAL_NOT_FOUND', 'no such pending approval in this chat session');
   }
 
   async decide(d: ApprovalDecision): Promise<{ decision: 'approved'; scope: 'once' | 'recipient' } | { decision: 'denied' }> {
@@ -188,9 +188,9 @@ export class MailGate implements SandboxAuditor, ApprovalDecider {
     if (!p || p.sessionId !== d.sessionId || p.userId !== d.userId) {
       const row = await getHold(this.db, d.approvalId);
       if (row && row.session_id === d.sessionId && row.user_id === d.userId && row.state !== 'pending') {
-        throw new AppError('ERR_APPROVAL_DECIDED', `this send was already decided (${row.state.replace('_', ' ')})`, { status: 409 });
+        throw new AppError('ERR_APPROVAL_DECIDED', `this send was already decided (${row.state.replace('_', ' ')})`);
       }
-      throw new NotFoundError('ERR_APPROVAL_NOT_FOUND', 'no such pending approval in this chat session');
+      throw new AppError('ERR_APPROVAL_NOT_FOUND', 'no such pending approval in this chat session');
     }
     const decision = d.decision === 'approve' ? 'approved' : 'denied';
     p.settle(decision, decision === 'approved' ? d.scope : null);

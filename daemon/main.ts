@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { Command } from 'commander';
-import { ConfigError, isAppError, loadConfig, SERVE_REQUIRED, type Config } from '../core/index.js';
+import { configProblems, isAppError, loadConfig, SERVE_REQUIRED, type Config } from '../core/index.js';
 import { serve } from './serve.js';
 import { openBase } from './context.js';
 import { createSuperuser } from './create-superuser.js';
@@ -12,8 +12,8 @@ export function configOrExit(require: string[] = []): Readonly<Config> {
   try {
     return loadConfig(process.env, { require });
   } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`airlock: invalid configuration\n${err.problems.map((p) => `  - ${p}`).join('\n')}\n`);
+    if (isAppError(err, 'ERR_CONFIG_INVALID')) {
+      process.stderr.write(`airlock: invalid configuration\n${configProblems(err).map((p) => `  - ${p}`).join('\n')}\n`);
       process.exit(1);
     }
     throw err;
@@ -63,8 +63,8 @@ export function buildProgram(): Command {
       const { startDemo } = await import('./demo.js');
       // The demo builds its own settings over these (emulator URLs, generated secrets) and loads them with loadConfig.
       const demo = await startDemo({ env: { ...process.env } }).catch((err: unknown) => {
-        if (err instanceof ConfigError) {
-          process.stderr.write(`airlock: invalid configuration\n${err.problems.map((p) => `  - ${p}`).join('\n')}\n`);
+        if (isAppError(err, 'ERR_CONFIG_INVALID')) {
+          process.stderr.write(`airlock: invalid configuration\n${configProblems(err).map((p) => `  - ${p}`).join('\n')}\n`);
           process.exit(1);
         }
         if (isAppError(err, 'ERR_DEMO_DOCKER')) {

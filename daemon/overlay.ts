@@ -180,7 +180,7 @@ export class OverlayPreparer implements SessionPreparer {
     // The chat's model (docs/chat.md "A model per chat"): its provider, upstream and key.
     const model = await this.#model(req.sessionId);
     if (policy && !policyAllows(policy, 'model', model.model)) {
-      throw new AppError('ERR_POLICY_MODEL_DENIED', `your organisation's agent policy does not allow the model ${model.model}; ask an administrator`, { status: 403 });
+      throw new AppError('ERR_POLICY_MODEL_DENIED', `your organisation's agent policy does not allow the model ${model.model}; ask an administrator`);
     }
     const modelKey = model.apiKey;
     const agentUserToken = this.#o.mintAgentUserToken?.(req.userId, req.sessionId);

@@ -131,7 +131,7 @@ export class TokenService {
   /** One refresh_token grant, saved and pushed to the account's warm sessions. */
   async #refreshNow(userId: number): Promise<AccessToken> {
     const t = await this.#o.store.tokens(userId);
-    if (!t?.refreshToken) throw new AppError('ERR_ACCOUNT_NOT_CONNECTED', 'no connected account', { status: 409 });
+    if (!t?.refreshToken) throw new AppError('ERR_ACCOUNT_NOT_CONNECTED', 'no connected account');
     this.refreshCount++;
     let r: TokenResponse;
     try {
@@ -139,7 +139,7 @@ export class TokenService {
     } catch (err) {
       this.#o.log.warn({ userId, code: (err as AppError).code }, 'access token refresh failed');
       this.#o.metrics?.tokenRefreshes.inc({ outcome: 'failed' });
-      throw new AppError('ERR_ACCOUNT_REFRESH', 'could not refresh the workspace access token', { status: 502, retryable: true, cause: err });
+      throw new AppError('ERR_ACCOUNT_REFRESH', 'could not refresh the workspace access token', { retryable: true, cause: err });
     }
     const expiresAt = this.#clock() + r.expires_in * 1000;
     await this.#o.store.saveAccess(userId, r.access_token, expiresAt, r.refresh_token);

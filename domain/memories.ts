@@ -40,7 +40,7 @@ export class MemoryStore {
         .where('user_id', '=', userId)
         .executeTakeFirstOrThrow();
       if (Number(n) >= MEMORIES_PER_USER_MAX) {
-        throw new AppError('ERR_MEMORY_LIMIT', `at most ${MEMORIES_PER_USER_MAX} memory entries per user`, { status: 409 });
+        throw new AppError('ERR_MEMORY_LIMIT', `at most ${MEMORIES_PER_USER_MAX} memory entries per user`);
       }
       return trx
         .insertInto('memories')

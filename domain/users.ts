@@ -1,14 +1,9 @@
 import { sql } from 'kysely';
 import { nowIso, type Row, type Sql } from './db/index.js';
+import type { UserView } from '../core/api-types.js';
 
 /** A user row as the rest of the program sees it (never the password hash). */
-export interface User {
-  id: number;
-  username: string;
-  email: string | null;
-  display_name: string | null;
-  is_superuser: boolean;
-  is_active: boolean;
+export interface User extends UserView {
   created_at: string;
   last_login_at: string | null;
 }

@@ -42,7 +42,7 @@ import {
   type TurnEndExtras,
   type SupervisorStatus,
 } from '../core/sandbox-protocol.js';
-import { LineWriter, protocolLogFields, readMessages } from '../core/ndjson.js';
+import { LineWriter, protocolLogFields, readMessages, checkMessage, rejectedRequestId, type LineReader } from '../core/ndjson.js';
 import { AgentProcess } from '../core/agent-host.js';
 import { sameLaunch, type AgentLaunch, type LaunchedAgent } from '../core/agent-launch.js';
 import { agentCommand, idleChildLaunch, IDLE_CHILD_CWD } from './idle-child.js';
@@ -161,7 +161,8 @@ export class Supervisor {
         if (conn.shell) return;
         this.log('warn', 'bad control line', protocolLogFields(err, 'control'));
         // A request whose id could be read still gets its (error) reply, so the caller does not hang.
-        if (err.requestId !== undefined) this.replyError(conn, err.requestId, err.code, err.message);
+        const id = rejectedRequestId(err);
+        if (id !== undefined) this.replyError(conn, id, err.code, err.message);
       },
     });
   }

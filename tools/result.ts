@@ -2,7 +2,8 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 
 /**
  * An expected tool failure: the tool answers `isError: true` with a message the model and
- * the user can act on, and the stable code in `_meta.error_code` (tests assert on it).
+ * the user can act on, and the stable code in `_meta.error_code` (tests assert on it). A plain
+ * Error, not an AppError: it is a tool result the model reads (surface `tool`), never an HTTP answer.
  */
 export class ToolError extends Error {
   readonly code: string;

@@ -14,6 +14,7 @@ import { AccountStore } from '../domain/accounts.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
 import { resolveRedirect } from './redirect.js';
 import { validateBody } from './validate.js';
+import { ConnectAccountSchema } from '../core/api-requests.js';
 import { saveSession } from './auth-routes.js';
 
 /** How long a started connect handshake stays valid. */
@@ -28,12 +29,6 @@ export interface AccountWebServices {
   /** Ends a user's sandboxes (the session manager). */
   sandboxes?: { killForUser(userId: number, why?: string): Promise<unknown> | unknown };
 }
-
-const CONNECT_SCHEMA = {
-  type: 'object',
-  additionalProperties: false,
-  properties: { return_to: { type: 'string', maxLength: 512 } },
-} as const;
 
 interface PendingConnect {
   verifier: string;
@@ -105,11 +100,11 @@ export function accountRoutes(ctx: WebContext): Router {
   );
 
   r.post('/connect', requireUser, (req, res) => {
-    const body = validateBody<{ return_to?: string }>(CONNECT_SCHEMA, req.body ?? {});
+    const body = validateBody(ConnectAccountSchema, req.body ?? {});
     // Checked after resolution (dot segments removed), path only: see web/redirect.ts.
     const returnTo = body.return_to === undefined ? '/' : resolveRedirect(body.return_to, ctx.config.publicOrigin);
-    if (returnTo === null) throw new AppError('ERR_ACCOUNT_RETURN_TO', 'return_to must be a path on this service', { status: 400 });
-    if (!g.clientId) throw new AppError('ERR_ACCOUNT_NOT_CONFIGURED', 'workspace account connection is not configured (AIRLOCK_GOOGLE_CLIENT_ID)', { status: 503 });
+    if (returnTo === null) throw new AppError('ERR_ACCOUNT_RETURN_TO', 'return_to must be a path on this service');
+    if (!g.clientId) throw new AppError('ERR_ACCOUNT_NOT_CONFIGURED', 'workspace account connection is not configured (AIRLOCK_GOOGLE_CLIENT_ID)');
     const state = randomToken(24);
     const verifier = randomToken(48);
     const bag = pending(req);
@@ -140,14 +135,14 @@ export function accountRoutes(ctx: WebContext): Router {
       const p = bag[STATE_KEY + state] as PendingConnect | undefined;
       delete bag[STATE_KEY + state];
       if (!state || !p || p.userId !== req.user!.id || Date.now() - p.at > ACCOUNT_STATE_TTL_MS) {
-        throw new AppError('ERR_ACCOUNT_STATE', 'unknown or expired connect attempt; start again', { status: 400 });
+        throw new AppError('ERR_ACCOUNT_STATE', 'unknown or expired connect attempt; start again');
       }
       if (typeof req.query.error === 'string') {
         const kind = /^[a-z_]{1,40}$/.test(req.query.error) ? req.query.error : 'error';
-        throw new AppError('ERR_ACCOUNT_DENIED', `the provider did not grant access (${kind})`, { status: 400 });
+        throw new AppError('ERR_ACCOUNT_DENIED', `the provider did not grant access (${kind})`);
       }
       const code = typeof req.query.code === 'string' ? req.query.code : '';
-      if (!code) throw new AppError('ERR_VALIDATION', 'code: missing', { status: 400 });
+      if (!code) throw new AppError('ERR_VALIDATION', 'code: missing');
       const tok = await tokenRequest(
         { tokenUrl: g.tokenUrl, clientId: g.clientId, clientSecret: g.clientSecret },
         { grant_type: 'authorization_code', code, code_verifier: p.verifier, redirect_uri: redirectUri },

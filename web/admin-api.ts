@@ -1,10 +1,16 @@
 /**
  * The response (and request) shapes of the sign-in and admin APIs, shared by the server routes
  * (web/auth-routes.ts, web/admin-*-routes.ts, web/identity/, web/data-access/) and the admin pages
- * (web/ui/src/). Types only, importing nothing: the page bundle takes nothing from here at run
+ * (web/ui/src/). Types only, importing only the node-free core/api-types.ts and core/api-requests.ts
+ * (the shapes domain/ defines for itself are defined there once): the page bundle takes nothing from here at run
  * time, and the routes check what they send with `satisfies`, so a changed response breaks the
  * build (`tsc` of both sides), not the page.
  */
+
+import type { ChatModelView, ExternalGroup, ModelProvider, SyncJobView, UserView } from '../core/api-types.js';
+
+export type { ChatModelView, ExternalGroup, ModelProvider, SyncJobView };
+export type { SyncJobStatus, SyncJobTrigger } from '../core/api-types.js';
 
 // ------------------------------------------------------------------ errors
 
@@ -28,26 +34,15 @@ export interface ApiErrorDetail {
 // ------------------------------------------------------------------ sign-in (/api/auth)
 
 /** The public view of a user: GET /api/auth/me, and `user` of the login answer. */
-export interface UserView {
-  id: number;
-  username: string;
-  email: string | null;
-  display_name: string | null;
-  is_superuser: boolean;
-  is_active: boolean;
-}
+export type { UserView };
 
 /** GET /api/auth/csrf. */
 export interface CsrfResponse {
   csrf_token: string;
 }
 
-/** POST /api/auth/login body and answer. */
-export interface LoginRequest {
-  username: string;
-  password: string;
-  next?: string;
-}
+/** POST /api/auth/login body (from its zod schema) and answer. */
+export type { LoginRequest } from '../core/api-requests.js';
 export interface LoginResponse {
   user: UserView;
   csrf_token: string;
@@ -92,24 +87,9 @@ export interface ServerMailPolicyView {
 // ------------------------------------------------------------------ chat models (/api/admin/chat-models)
 
 /** One model on offer for chats (the admin API; never the key, only whether there is one). */
-export interface ChatModelAdminView {
-  id: string;
-  label: string;
-  provider: 'openai' | 'anthropic' | 'demo';
-  model: string;
-  base_url: string | null;
-  has_key: boolean;
-  context_tokens: number;
-  enabled: boolean;
-  /** The server's default (id `default`, first written from AIRLOCK_MODEL_*): cannot be disabled or deleted. */
-  default: boolean;
-  /** True while it follows AIRLOCK_MODEL_* (no admin has changed it). */
-  env_managed: boolean;
-  version: number;
+export interface ChatModelAdminView extends ChatModelView {
   /** Chats that name this model. */
   chats: number;
-  created_at: string;
-  updated_at: string;
 }
 
 export interface ChatModelAdminList {
@@ -117,16 +97,7 @@ export interface ChatModelAdminList {
 }
 
 /** POST /api/admin/chat-models body (PATCH takes any of these but `id`; `api_key` absent keeps the key, null removes it). */
-export interface ChatModelAdminInput {
-  id: string;
-  label: string;
-  provider: 'openai' | 'anthropic' | 'demo';
-  model: string;
-  base_url?: string | null;
-  api_key?: string | null;
-  context_tokens: number;
-  enabled?: boolean;
-}
+export type { ChatModelInput as ChatModelAdminInput } from '../core/api-requests.js';
 
 // ------------------------------------------------------------------ live sessions (/api/admin/sessions)
 
@@ -192,24 +163,7 @@ export interface ConnectionRequest {
   is_active?: boolean;
 }
 
-export type SyncJobStatus = 'pending' | 'running' | 'succeeded' | 'failed';
-
-/** A directory-sync job. `result` holds counts (users_created, …, fetched: {users, groups, …}). */
-export interface SyncJobView {
-  id: number;
-  connection_id: number;
-  status: SyncJobStatus;
-  trigger: 'manual' | 'scheduled';
-  requested_by: number | null;
-  result: Record<string, unknown> | null;
-  error: ({ code?: string; message?: string; upstream_status?: number; reason?: string } & Record<string, unknown>) | null;
-  progress: Record<string, unknown> | null;
-  created_at: string;
-  started_at: string | null;
-  finished_at: string | null;
-}
-
-/** GET /directory-sync. */
+/** GET /directory-sync (a job's `result` holds counts: users_created, …, fetched: {users, groups, …}). */
 export interface SyncJobState {
   job: SyncJobView | null;
 }
@@ -233,15 +187,6 @@ export interface OrganisationList {
 /** Name of an organisation (create and rename), of a team or a policy: 1–100 characters. */
 export interface NameRequest {
   name: string;
-}
-
-export interface ExternalGroup {
-  id: number;
-  connection_id: number;
-  email: string;
-  name: string;
-  description: string;
-  member_count: number;
 }
 
 export interface ExternalGroupList {

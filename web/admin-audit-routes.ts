@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import { NotFoundError } from '../core/index.js';
+import { AppError } from '../core/index.js';
 import * as store from '../domain/chat/store.js';
 import { turnAudit } from '../domain/mail.js';
 import { feedbackOnTurn } from '../domain/chat/feedback.js';
@@ -21,7 +21,7 @@ export function adminAuditRoutes(ctx: WebContext): Router {
     asyncHandler(async (req, res) => {
       const turnId = String(req.params.turnId);
       const row = /^[A-Za-z0-9-]{1,64}$/.test(turnId) ? await store.turnOwner(db, turnId) : undefined;
-      if (!row) throw new NotFoundError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn');
+      if (!row) throw new AppError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn');
       const turn = (await store.storedTurn(db, row.session_id, turnId))!;
       const { requests, holds } = await turnAudit(db, turnId);
       const request = (q: (typeof requests)[number]) => ({

@@ -5,33 +5,11 @@ import { chatsUsing, createChatModel, deleteChatModel, getChatModel, listChatMod
 import { inTransaction, type Sql } from '../domain/db/index.js';
 import type { ChatModelAdminList, ChatModelAdminView } from './admin-api.js';
 import { asyncHandler, requireSuperuser, type WebContext } from './context.js';
-import { MODEL_ID_PATTERN } from './chat-model-routes.js';
+import { ChatModelChangeSchema, ChatModelCreateSchema } from '../core/api-requests.js';
 import { problemsError } from './validate.js';
 
-const url = z
-  .string()
-  .max(2000)
-  .refine((u) => {
-    try {
-      const p = new URL(u);
-      return (p.protocol === 'https:' || p.protocol === 'http:') && !p.username && !p.password && !p.hash;
-    } catch {
-      return false;
-    }
-  }, 'must be an http(s) URL without credentials or fragment (e.g. https://api.openai.com/v1)');
-
-const FIELDS = {
-  label: z.string().trim().min(1).max(80),
-  provider: z.enum(['openai', 'anthropic', 'demo']),
-  model: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$/, 'must be a model name such as gpt-4o or claude-sonnet-4 (letters, digits, . _ : / @ + -)'),
-  base_url: url.nullable(),
-  // Printable, no spaces: a key with a line break could start a header of its own.
-  api_key: z.string().min(1).max(4096).regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces').nullable(),
-  context_tokens: z.number().int().min(1000).max(10_000_000),
-  enabled: z.boolean(),
-};
-const CREATE = z.object({ id: z.string().regex(new RegExp(MODEL_ID_PATTERN), 'must be 1–32 lower-case letters, digits or dashes, starting with a letter or digit'), ...FIELDS }).partial({ base_url: true, api_key: true, enabled: true }).strict();
-const CHANGE = z.object(FIELDS).partial().strict();
+const CREATE = ChatModelCreateSchema;
+const CHANGE = ChatModelChangeSchema;
 
 function parse<T>(schema: z.ZodType<T>, body: unknown): T {
   const r = schema.safeParse(body);

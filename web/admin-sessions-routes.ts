@@ -17,7 +17,7 @@ export function adminSessionRoutes(ctx: WebContext): Router {
   const r = Router();
   const admin = (): SandboxAdmin => {
     const s = ctx.services.sandboxAdmin;
-    if (!s) throw new AppError('ERR_RUNTIME_UNAVAILABLE', 'the sandbox runtime is not running on this server (no Docker engine)', { status: 503 });
+    if (!s) throw new AppError('ERR_RUNTIME_UNAVAILABLE', 'the sandbox runtime is not running on this server (no Docker engine)');
     return s;
   };
   r.use(requireSuperuser);

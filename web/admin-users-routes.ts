@@ -28,7 +28,7 @@ export function adminUserRoutes(ctx: WebContext): Router {
     asyncHandler(async (req, res) => {
       const q = req.query.q;
       if (q !== undefined && (typeof q !== 'string' || q.length > MAX_Q)) {
-        throw new AppError('ERR_VALIDATION', `q: must be one text of at most ${MAX_Q} characters`, { status: 400, details: { field: 'q' } });
+        throw new AppError('ERR_VALIDATION', `q: must be one text of at most ${MAX_Q} characters`, { details: { field: 'q' } });
       }
       const limit = intParam(req, 'limit', 50, MAX_LIMIT);
       const offset = intParam(req, 'offset', 0, 1e9);

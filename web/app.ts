@@ -115,7 +115,7 @@ export function createApp(ctx: WebContext): Express {
     const expected = req.session.csrfToken;
     const got = req.get('x-csrf-token');
     if (!expected || !got || !safeEqual(expected, got)) {
-      return next(new AppError('ERR_AUTH_CSRF', 'missing or wrong CSRF token (GET /api/auth/csrf)', { status: 403 }));
+      return next(new AppError('ERR_AUTH_CSRF', 'missing or wrong CSRF token (GET /api/auth/csrf)'));
     }
     next();
   });
@@ -197,12 +197,12 @@ const UPLOAD_PATH = /^\/chat\/(?:sessions\/[^/]+\/)?files$/;
 function requireJsonBody(req: Request, _res: Response, next: NextFunction): void {
   if (!hasBody(req)) return next();
   const enc = String(req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
-  if (enc !== 'identity') return next(new AppError('ERR_HTTP_UNSUPPORTED_ENCODING', 'compressed request bodies are not accepted', { status: 415 }));
+  if (enc !== 'identity') return next(new AppError('ERR_HTTP_UNSUPPORTED_ENCODING', 'compressed request bodies are not accepted'));
   const type = String(req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
   // The one exception: a file uploaded into a chat is its raw bytes (web/upload-routes.ts).
   if (type === 'application/octet-stream' && req.method === 'POST' && UPLOAD_PATH.test(req.path)) return next();
   if (type !== 'application/json') {
-    return next(new AppError('ERR_HTTP_UNSUPPORTED_MEDIA_TYPE', 'request body must be application/json', { status: 415 }));
+    return next(new AppError('ERR_HTTP_UNSUPPORTED_MEDIA_TYPE', 'request body must be application/json'));
   }
   next();
 }

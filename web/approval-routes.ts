@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import { NotFoundError } from '../core/index.js';
+import { AppError } from '../core/index.js';
 import type { ApprovalPreview } from './chat-api.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
 import type * as store from '../domain/chat/store.js';
@@ -18,7 +18,7 @@ export function approvalRoutes(ctx: WebContext, owned: (userId: number, id: stri
   const lookup = async (userId: number, sessionId: string, approvalId: string) => {
     const s = await owned(userId, sessionId);
     const approvals = ctx.services.approvals;
-    if (!APPROVAL_ID.test(approvalId) || !approvals?.preview) throw new NotFoundError('ERR_APPROVAL_NOT_FOUND', 'no such pending approval in this chat session');
+    if (!APPROVAL_ID.test(approvalId) || !approvals?.preview) throw new AppError('ERR_APPROVAL_NOT_FOUND', 'no such pending approval in this chat session');
     return approvals.preview({ userId, sessionId: s.id, approvalId });
   };
 
@@ -43,7 +43,7 @@ export function approvalRoutes(ctx: WebContext, owned: (userId: number, id: stri
       const p = await lookup(req.user!.id, String(req.params.id), String(req.params.approvalId));
       const n = /^\d{1,3}$/.test(String(req.params.n)) ? Number(req.params.n) : -1;
       const a = p.attachments[n];
-      if (!a?.data) throw new NotFoundError('ERR_APPROVAL_NOT_FOUND', 'no such image attachment in this held send');
+      if (!a?.data) throw new AppError('ERR_APPROVAL_NOT_FOUND', 'no such image attachment in this held send');
       res.setHeader('Content-Type', a.content_type);
       res.setHeader('Content-Security-Policy', "default-src 'none'; sandbox");
       res.setHeader('X-Content-Type-Options', 'nosniff');

@@ -1,7 +1,6 @@
 import { Router } from 'express';
 import {
   AppError,
-  AuthError,
   dummyPasswordHash,
   randomToken,
   verifyPassword,
@@ -15,17 +14,7 @@ import { logAction } from '../domain/action-log.js';
 import { inTransaction } from '../domain/db/index.js';
 import { resolveRedirect } from './redirect.js';
 import { validateBody } from './validate.js';
-
-const LOGIN_SCHEMA = {
-  type: 'object',
-  required: ['username', 'password'],
-  additionalProperties: false,
-  properties: {
-    username: { type: 'string', minLength: 1, maxLength: 150 },
-    password: { type: 'string', minLength: 1, maxLength: 1024 },
-    next: { type: 'string', minLength: 1, maxLength: 2048 },
-  },
-} as const;
+import { LoginSchema } from '../core/api-requests.js';
 
 /** The public view of a user, as /api/auth/me and login answer. */
 export function userView(u: User): UserView {
@@ -56,10 +45,10 @@ export function authRoutes(ctx: WebContext): Router {
   r.post(
     '/login',
     asyncHandler(async (req, res) => {
-      const body = validateBody<{ username: string; password: string; next?: string }>(LOGIN_SCHEMA, req.body);
+      const body = validateBody(LoginSchema, req.body);
       // `next` (where the page goes after login) is checked after resolution, path only.
       const next = body.next === undefined ? '/' : resolveRedirect(body.next, ctx.config.publicOrigin);
-      if (next === null) throw new AppError('ERR_VALIDATION', 'next must be a path on this service', { status: 400, details: { field: 'next' } });
+      if (next === null) throw new AppError('ERR_VALIDATION', 'next must be a path on this service', { details: { field: 'next' } });
       // req.ip honours X-Forwarded-For only from the proxies AIRLOCK_TRUST_PROXY names.
       const address = req.ip ?? 'unknown';
       const verdict = await limiter.begin(body.username, address);
@@ -68,7 +57,6 @@ export function authRoutes(ctx: WebContext): Router {
         ctx.services.metrics?.logins.inc({ outcome: 'rate_limited' });
         req.log.info({ event: 'login_rate_limited', reason: verdict.reason }, 'login rate limited');
         throw new AppError('ERR_AUTH_RATE_LIMITED', 'too many failed logins; try again later', {
-          status: 429,
           details: { retry_after_s: verdict.retryAfterS },
         });
       }
@@ -81,7 +69,7 @@ export function authRoutes(ctx: WebContext): Router {
         // The progressive delay: the failed answer itself waits, so one-at-a-time guessing slows down.
         await new Promise((resolve) => setTimeout(resolve, wait));
         ctx.services.metrics?.logins.inc({ outcome: 'failed' });
-        throw new AuthError('ERR_AUTH_INVALID_CREDENTIALS', 'wrong username or password');
+        throw new AppError('ERR_AUTH_INVALID_CREDENTIALS', 'wrong username or password');
       }
       await limiter.succeed(body.username, address);
       const user = creds.user;

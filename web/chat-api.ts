@@ -5,21 +5,11 @@
  */
 import type { ChatEvent, StopReason } from '../core/sandbox-protocol.js';
 import type { StoredToolCall, StoredTurn, ToolCallStatus } from '../core/chat-history.js';
+import type { MailPreviewText } from '../core/api-types.js';
 
 export type { ChatEvent, StopReason, StoredToolCall, StoredTurn, ToolCallStatus };
-
-/** POST /api/chat/messages body. */
-export interface SendMessageRequest {
-  message: string;
-  session_id?: string;
-  /**
-   * Regenerate or edit: a turn of the branch shown. The new turn becomes its sibling (the same
-   * parent), the old one stays on its own branch, and the branch shown is the new one.
-   */
-  replaces_turn_id?: string;
-  /** The chat's model (an id of GET /api/chat/models): for a new chat, or a switch before this turn. */
-  model_id?: string;
-}
+/** The request bodies: derived from the zod schemas the routes check them with. */
+export type { ApprovalDecisionRequest, PinSessionRequest, RenameSessionRequest, SendMessageRequest, SwitchBranchRequest } from '../core/api-requests.js';
 
 /** One entry of GET /api/chat/sessions. */
 export interface ChatSessionSummary {
@@ -59,16 +49,6 @@ export interface ChatHistory {
   usage: { input_tokens: number; output_tokens: number };
 }
 
-/** PUT /api/chat/sessions/:id/pin body (answers 204). */
-export interface PinSessionRequest {
-  pinned: boolean;
-}
-
-/** POST /api/chat/sessions/:id/branch body: show the branch through this turn (one of a turn's siblings). */
-export interface SwitchBranchRequest {
-  turn_id: string;
-}
-
 /** The export of a chat (GET /api/chat/sessions/:id/export?format=json). */
 export interface ChatExport {
   format: 'airlock-chat';
@@ -83,25 +63,11 @@ export interface ChatExport {
   attachments: { name: string; content_type: 'image/png'; bytes: number; data_base64: string }[];
 }
 
-/** PATCH /api/chat/sessions/:id body: a new title, another model, or both. */
-export interface RenameSessionRequest {
-  title?: string;
-  /** Switch the chat's model (refused while a turn runs); its next turn runs with it. */
-  model_id?: string;
-}
-
 /** POST /api/chat/sessions/:id/turns/:turnId/cancel answer. */
 export interface CancelTurnResponse {
   turn_id: string;
   /** true: the turn was running and is being stopped; false: it had already ended. */
   cancelling: boolean;
-}
-
-/** POST /api/chat/sessions/:id/approvals/:approvalId body: the user's answer to an approval_request. */
-export interface ApprovalDecisionRequest {
-  decision: 'approve' | 'deny';
-  /** `recipient`: also later sends to the same recipients in this session (default `once`). */
-  scope?: 'once' | 'recipient';
 }
 
 /** A deny answers without `scope` (it belongs to an approval only). */
@@ -111,15 +77,7 @@ export type ApprovalDecisionResponse = { approval_id: string } & ({ decision: 'a
  * GET /api/chat/sessions/:id/approvals/:approvalId/preview: a held send's message while it waits
  * (never stored). An attachment with `thumbnail` is served at …/attachments/:n.
  */
-export interface ApprovalPreview {
-  from: string[];
-  to: string[];
-  cc: string[];
-  bcc: string[];
-  subject: string;
-  text: string;
-  truncated: boolean;
-  text_from: 'plain' | 'html' | 'none';
+export interface ApprovalPreview extends MailPreviewText {
   attachments: { n: number; name: string; content_type: string; size: number; thumbnail: boolean }[];
 }
 

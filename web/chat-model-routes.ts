@@ -4,8 +4,9 @@
  * PATCH /sessions/:id, both in web/chat-routes.ts, which call in here).
  */
 import { Router } from 'express';
-import { AppError, NotFoundError } from '../core/index.js';
-import { enabledModelIds, getChatModel, listChatModels, resolveModel, sessionModel, DEFAULT_MODEL_ID, type ResolvedModel } from '../domain/chat/models.js';
+import { AppError } from '../core/index.js';
+import { enabledModelIds, getChatModel, listChatModels, resolveModel, sessionModel, DEFAULT_MODEL_ID, type ResolvedModel, setSessionModel } from '../domain/chat/models.js';
+import { logAction } from '../domain/action-log.js';
 import { getOwnedSession } from '../domain/chat/store.js';
 import { defaultModelOf } from '../domain/user-admin.js';
 import type { Sql } from '../domain/db/index.js';
@@ -14,7 +15,7 @@ import type { ChatModelInfo, ChatModelList } from './chat-api.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
 
 /** What a model id in a request may look like (the admin API's ids). */
-export const MODEL_ID_PATTERN = '^[a-z0-9][a-z0-9-]{0,31}$';
+export { MODEL_ID_PATTERN } from '../core/api-requests.js';
 
 /** The model a chat runs with (its own, else the default); for a turn's budget and its sandbox. */
 export function chatModel(ctx: WebContext, sessionId: string): Promise<ResolvedModel> {
@@ -30,9 +31,9 @@ export async function checkPick(ctx: WebContext, userId: number, modelId: string
   const db = ctx.database.sql;
   await resolveModel(db, ctx.encryptor, ctx.config.model, null); // the default exists
   const m = await getChatModel(db, modelId);
-  if (!m || !m.enabled) throw new NotFoundError('ERR_CHAT_MODEL_NOT_FOUND', `no model "${modelId}" is on offer`);
+  if (!m || !m.enabled) throw new AppError('ERR_CHAT_MODEL_NOT_FOUND', `no model "${modelId}" is on offer`);
   if (!policyAllows(await effectiveAgentPolicy(db, userId), 'model', m.model)) {
-    throw new AppError('ERR_POLICY_MODEL_DENIED', `your organisation's agent policy does not allow the model ${m.model}; choose another`, { status: 403 });
+    throw new AppError('ERR_POLICY_MODEL_DENIED', `your organisation's agent policy does not allow the model ${m.model}; choose another`);
   }
 }
 
@@ -75,7 +76,7 @@ export function chatModelRoutes(ctx: WebContext): Router {
       const sid = req.query.session_id === undefined ? undefined : String(req.query.session_id);
       let m: ResolvedModel;
       if (sid) {
-        if (!(await getOwnedSession(db, req.user!.id, sid))) throw new NotFoundError('ERR_CHAT_SESSION_NOT_FOUND', 'no such chat session');
+        if (!(await getOwnedSession(db, req.user!.id, sid))) throw new AppError('ERR_CHAT_SESSION_NOT_FOUND', 'no such chat session');
         m = await chatModel(ctx, sid);
       } else m = await resolveModel(db, ctx.encryptor, ctx.config.model, null);
       const out: ChatModelInfo = { id: m.id, label: m.label, provider: m.provider, model: m.model, demo: m.provider === 'demo', context_tokens: m.contextTokens };

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { promises as fsp } from 'node:fs';
 import { Router } from 'express';
-import { ConflictError, NotFoundError, type Logger } from '../core/index.js';
+import { type Logger, AppError } from '../core/index.js';
 import type { ChatExport, ChatHistory, PinSessionRequest, SwitchBranchRequest } from './chat-api.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
 import * as store from '../domain/chat/store.js';
@@ -10,19 +10,11 @@ import { branchTranscript, sumUsage } from '../domain/chat/transcript.js';
 import { attachmentNames, chatMarkdown } from '../domain/chat/export.js';
 import { BeneathError, openBeneath } from './open-beneath.js';
 import { validateBody } from './validate.js';
-import { ValidationError } from '../core/index.js';
+import { PinSessionSchema, SwitchBranchSchema } from '../core/api-requests.js';
+import {  } from '../core/index.js';
 
 const ATTACHMENT_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.png$/;
 const MAX_ATTACHMENT_BYTES = 5 * 1024 * 1024;
-
-const PIN_SCHEMA = { type: 'object', required: ['pinned'], additionalProperties: false, properties: { pinned: { type: 'boolean' } } } as const;
-
-const BRANCH_SCHEMA = {
-  type: 'object',
-  required: ['turn_id'],
-  additionalProperties: false,
-  properties: { turn_id: { type: 'string', minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9-]+$' } },
-} as const;
 
 /**
  * A rasterized chart from the user's own workspace (what rasterize_chart wrote). The agent owns
@@ -31,7 +23,7 @@ const BRANCH_SCHEMA = {
  * sandbox user) and under the cap is served. ERR_CHAT_ATTACHMENT_NOT_FOUND otherwise.
  */
 export async function readAttachment(dataDir: string, userId: number, name: string, log: Logger): Promise<Buffer> {
-  if (!ATTACHMENT_RE.test(name)) throw new NotFoundError('ERR_CHAT_ATTACHMENT_NOT_FOUND', 'no such attachment');
+  if (!ATTACHMENT_RE.test(name)) throw new AppError('ERR_CHAT_ATTACHMENT_NOT_FOUND', 'no such attachment');
   const root = join(dataDir, 'workspaces');
   const userDir = String(userId);
   let fh: fsp.FileHandle | undefined;
@@ -42,7 +34,7 @@ export async function readAttachment(dataDir: string, userId: number, name: stri
     return await fh.readFile();
   } catch (err) {
     if (err instanceof BeneathError) log.warn({ event: 'attachment_refused', reason: err.reason }, 'attachment refused');
-    throw new NotFoundError('ERR_CHAT_ATTACHMENT_NOT_FOUND', 'no such attachment');
+    throw new AppError('ERR_CHAT_ATTACHMENT_NOT_FOUND', 'no such attachment');
   } finally {
     await fh?.close();
   }
@@ -83,8 +75,8 @@ export function chatMoreRoutes(ctx: WebContext, o: { owned: (userId: number, id:
     requireUser,
     asyncHandler(async (req, res) => {
       const s = await o.owned(req.user!.id, String(req.params.id));
-      const body = validateBody<SwitchBranchRequest>(BRANCH_SCHEMA, req.body);
-      if (o.busy(s.id)) throw new ConflictError('ERR_SESSION_BUSY', 'a turn is already running in this session');
+      const body = validateBody(SwitchBranchSchema, req.body);
+      if (o.busy(s.id)) throw new AppError('ERR_SESSION_BUSY', 'a turn is already running in this session');
       await store.switchBranch(db, s.id, body.turn_id);
       res.json(await chatHistory(ctx, s));
     }),
@@ -96,7 +88,7 @@ export function chatMoreRoutes(ctx: WebContext, o: { owned: (userId: number, id:
     requireUser,
     asyncHandler(async (req, res) => {
       const s = await o.owned(req.user!.id, String(req.params.id));
-      const body = validateBody<PinSessionRequest>(PIN_SCHEMA, req.body);
+      const body = validateBody(PinSessionSchema, req.body);
       await store.setPinned(db, s.id, body.pinned);
       res.status(204).end();
     }),
@@ -108,7 +100,7 @@ export function chatMoreRoutes(ctx: WebContext, o: { owned: (userId: number, id:
     asyncHandler(async (req, res) => {
       const s = await o.owned(req.user!.id, String(req.params.id));
       const format = req.query.format === undefined ? 'markdown' : req.query.format;
-      if (format !== 'markdown' && format !== 'json') throw new ValidationError('format must be markdown or json');
+      if (format !== 'markdown' && format !== 'json') throw new AppError('ERR_VALIDATION', 'format must be markdown or json');
       const turns = await store.messages(db, s.id);
       const at = new Date().toISOString();
       const file = `chat-${s.id.slice(0, 8)}.${format === 'json' ? 'json' : 'md'}`;

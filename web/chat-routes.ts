@@ -1,5 +1,5 @@
 import { Router, type Request, type Response } from 'express';
-import { AppError, NotFoundError, ValidationError } from '../core/index.js';
+import { AppError } from '../core/index.js';
 import type { CancelTurnResponse, SendMessageRequest } from './chat-api.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
 import * as store from '../domain/chat/store.js';
@@ -10,25 +10,13 @@ import { uploadRoutes } from './upload-routes.js';
 import { approvalRoutes } from './approval-routes.js';
 import { fleetForwarding } from './fleet.js';
 import { validateBody } from './validate.js';
-import { chatModel, checkPick, MODEL_ID_PATTERN } from './chat-model-routes.js';
+import { chatModel, checkPick } from './chat-model-routes.js';
+import { SendMessageSchema } from '../core/api-requests.js';
 import { titleAfterTurn } from '../domain/chat/titles.js';
 
 /** The chat area's port (ctx.services.chat): the turn runner (domain/chat/turn-service.ts). */
 export type { ChatService } from '../domain/chat/turn-service.js';
 
-const ID_PATTERN = '^[A-Za-z0-9-]+$';
-
-const MESSAGE_SCHEMA = {
-  type: 'object',
-  required: ['message'],
-  additionalProperties: false,
-  properties: {
-    message: { type: 'string', minLength: 1, maxLength: 32000 },
-    session_id: { type: 'string', minLength: 1, maxLength: 64, pattern: ID_PATTERN },
-    replaces_turn_id: { type: 'string', minLength: 1, maxLength: 64, pattern: ID_PATTERN },
-    model_id: { type: 'string', pattern: MODEL_ID_PATTERN },
-  },
-} as const;
 
 /**
  * /api/chat: POST /messages starts a turn and streams it as NDJSON (docs/chat.md "Chat stream");
@@ -51,7 +39,7 @@ export function chatRoutes(ctx: WebContext): Router {
   const owned = async (userId: number, id: string) => {
     const s = await store.getOwnedSession(db, userId, id);
     // Another user's session reads exactly like a missing one.
-    if (!s) throw new NotFoundError('ERR_CHAT_SESSION_NOT_FOUND', 'no such chat session');
+    if (!s) throw new AppError('ERR_CHAT_SESSION_NOT_FOUND', 'no such chat session');
     return s;
   };
 
@@ -77,7 +65,7 @@ function turnRoutes(ctx: WebContext, { owned, turns }: ChatSessionDeps): Router 
     requireUser,
     asyncHandler(async (req, res) => {
       if (!ctx.services.chat) throw new AppError('ERR_CHAT_UNAVAILABLE', 'chat is not available on this server');
-      const body = validateBody<SendMessageRequest>(MESSAGE_SCHEMA, req.body);
+      const body = validateBody(SendMessageSchema, req.body);
       const user = req.user!;
       const session = body.session_id ? await owned(user.id, body.session_id) : undefined;
       turns.assertIdle(session?.id);
@@ -98,7 +86,7 @@ function turnRoutes(ctx: WebContext, { owned, turns }: ChatSessionDeps): Router 
       const s = await owned(req.user!.id, String(req.params.id));
       const turnId = String(req.params.turnId);
       const afterRaw = req.query.after === undefined ? '0' : String(req.query.after);
-      if (!/^(0|[1-9]\d{0,8})$/.test(afterRaw)) throw new ValidationError('after must be a whole number ≥ 0 (the last seq you saw)');
+      if (!/^(0|[1-9]\d{0,8})$/.test(afterRaw)) throw new AppError('ERR_VALIDATION', 'after must be a whole number ≥ 0 (the last seq you saw)');
       const after = Number(afterRaw);
       const found = await turns.events(s.id, turnId);
       if ('live' in found) return streamTo(turns, req, res, found.live, after, true);

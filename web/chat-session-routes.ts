@@ -4,7 +4,7 @@
  * search and each chat's running turn), a chat's history, rename / model switch, and delete.
  */
 import { Router } from 'express';
-import { ConflictError, NotFoundError, ValidationError, isAppError } from '../core/index.js';
+import { AppError, isAppError } from '../core/index.js';
 import { logAction } from '../domain/action-log.js';
 import * as store from '../domain/chat/store.js';
 import type { TurnService } from '../domain/chat/turn-service.js';
@@ -13,20 +13,8 @@ import { chatModelRoutes, checkPick, effectiveIds, MODEL_ID_PATTERN, recordPick 
 import { chatHistory } from './chat-more-routes.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
 import { validateBody } from './validate.js';
+import { ApprovalDecisionSchema, RenameSessionSchema } from '../core/api-requests.js';
 
-const APPROVAL_SCHEMA = {
-  type: 'object',
-  required: ['decision'],
-  additionalProperties: false,
-  properties: { decision: { type: 'string', enum: ['approve', 'deny'] }, scope: { type: 'string', enum: ['once', 'recipient'] } },
-} as const;
-
-const RENAME_SCHEMA = {
-  type: 'object',
-  minProperties: 1,
-  additionalProperties: false,
-  properties: { title: { type: 'string', minLength: 1, maxLength: store.MAX_TITLE_CHARS, pattern: '\\S' }, model_id: { type: 'string', pattern: MODEL_ID_PATTERN } },
-} as const;
 
 /** Longest search query (GET /sessions?q=). */
 const MAX_QUERY_CHARS = 200;
@@ -49,10 +37,10 @@ export function chatSessionRoutes(ctx: WebContext, { owned, turns }: ChatSession
     asyncHandler(async (req, res) => {
       const s = await owned(req.user!.id, String(req.params.id));
       const approvalId = String(req.params.approvalId);
-      if (!/^[A-Za-z0-9-]{1,64}$/.test(approvalId)) throw new NotFoundError('ERR_APPROVAL_NOT_FOUND', 'no such pending approval in this chat session');
-      const body = validateBody<ApprovalDecisionRequest>(APPROVAL_SCHEMA, req.body);
+      if (!/^[A-Za-z0-9-]{1,64}$/.test(approvalId)) throw new AppError('ERR_APPROVAL_NOT_FOUND', 'no such pending approval in this chat session');
+      const body = validateBody(ApprovalDecisionSchema, req.body);
       const approvals = ctx.services.approvals;
-      if (!approvals) throw new NotFoundError('ERR_APPROVAL_NOT_FOUND', 'no such pending approval in this chat session');
+      if (!approvals) throw new AppError('ERR_APPROVAL_NOT_FOUND', 'no such pending approval in this chat session');
       const d = await approvals.decide({ userId: req.user!.id, sessionId: s.id, approvalId, decision: body.decision, scope: body.scope ?? 'once' });
       req.log.info({ sessionId: s.id, approvalId, ...d }, 'mail send decided by the user');
       const out: ApprovalDecisionResponse = { approval_id: approvalId, ...d };
@@ -68,7 +56,7 @@ export function chatSessionRoutes(ctx: WebContext, { owned, turns }: ChatSession
     requireUser,
     asyncHandler(async (req, res) => {
       const q = req.query.q === undefined ? '' : String(req.query.q).trim();
-      if (q.length > MAX_QUERY_CHARS) throw new ValidationError(`the search text is longer than ${MAX_QUERY_CHARS} characters`);
+      if (q.length > MAX_QUERY_CHARS) throw new AppError('ERR_VALIDATION', `the search text is longer than ${MAX_QUERY_CHARS} characters`);
       const list = await store.listSessions(db, req.user!.id, q || undefined);
       const modelOf = await effectiveIds(ctx);
       const out: ChatSessionList = { sessions: list.map((x) => ({ ...x, model_id: modelOf(x.model_id), running_turn_id: turns.runningIn(x.id)?.turnId ?? null })) };
@@ -98,9 +86,9 @@ function sessionChangeRoutes(ctx: WebContext, { owned, turns }: ChatSessionDeps)
     requireUser,
     asyncHandler(async (req, res) => {
       const s = await owned(req.user!.id, String(req.params.id));
-      const body = validateBody<RenameSessionRequest>(RENAME_SCHEMA, req.body);
+      const body = validateBody(RenameSessionSchema, req.body);
       // Switching the model mid-chat: never under a running turn; its next turn runs with it.
-      if (body.model_id && turns.runningIn(s.id)) throw new ConflictError('ERR_SESSION_BUSY', 'a turn is running in this chat; switch the model when it ends');
+      if (body.model_id && turns.runningIn(s.id)) throw new AppError('ERR_SESSION_BUSY', 'a turn is running in this chat; switch the model when it ends');
       if (body.model_id) await checkPick(ctx, req.user!.id, body.model_id);
       const after = await store.inTransaction(db, async (trx) => {
         if (body.title !== undefined) {

@@ -1,7 +1,7 @@
 import type { Request, Response, NextFunction, RequestHandler } from 'express';
 import type { Config, Encryptor, Logger, Metrics } from '../core/index.js';
 import type { User } from '../domain/users.js';
-import { AuthError, AppError } from '../core/index.js';
+import { AppError } from '../core/index.js';
 import type { DbSessionStore } from './session-store.js';
 import type { Database } from '../domain/db/index.js';
 import type { AccountStore } from '../domain/accounts.js';
@@ -82,14 +82,14 @@ export interface WebContext {
 
 /** 401 ERR_AUTH_REQUIRED unless a logged-in, active user is on the request. */
 export const requireUser: RequestHandler = (req: Request, _res: Response, next: NextFunction) => {
-  if (!req.user) return next(new AuthError('ERR_AUTH_REQUIRED', 'log in first'));
+  if (!req.user) return next(new AppError('ERR_AUTH_REQUIRED', 'log in first'));
   next();
 };
 
 /** 401 when anonymous, 403 ERR_AUTH_FORBIDDEN when not a superuser. */
 export const requireSuperuser: RequestHandler = (req: Request, _res: Response, next: NextFunction) => {
-  if (!req.user) return next(new AuthError('ERR_AUTH_REQUIRED', 'log in first'));
-  if (!req.user.is_superuser) return next(new AppError('ERR_AUTH_FORBIDDEN', 'superuser only', { status: 403 }));
+  if (!req.user) return next(new AppError('ERR_AUTH_REQUIRED', 'log in first'));
+  if (!req.user.is_superuser) return next(new AppError('ERR_AUTH_FORBIDDEN', 'superuser only'));
   next();
 };
 

@@ -35,6 +35,6 @@ function normalise(err: unknown): AppError {
   if (type === 'encoding.unsupported' || type === 'charset.unsupported') return new AppError('ERR_BODY_ENCODING', 'unsupported body encoding');
   // The database went away (PostgreSQL restarting, network): retryable, nothing was half-written
   // (every multi-row change runs in one transaction). The service resumes when it answers again.
-  if (isConnectionError(err)) return new AppError('ERR_DB_UNAVAILABLE', 'the database does not answer; try again shortly', { status: 503, retryable: true });
+  if (isConnectionError(err)) return new AppError('ERR_DB_UNAVAILABLE', 'the database does not answer; try again shortly', { retryable: true });
   return new AppError('ERR_INTERNAL', 'internal error', { cause: err });
 }

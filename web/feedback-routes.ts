@@ -1,6 +1,6 @@
 import { Router, type Request } from 'express';
 import { z } from 'zod';
-import { AppError, NotFoundError, ValidationError } from '../core/index.js';
+import { AppError } from '../core/index.js';
 import * as store from '../domain/chat/store.js';
 import { clearFeedback, feedbackInSession, MAX_NOTE_CHARS, setFeedback } from '../domain/chat/feedback.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
@@ -28,10 +28,10 @@ export function feedbackRoutes(ctx: WebContext): Router {
 
   const ownedTurn = async (req: Request) => {
     const s = await store.getOwnedSession(db, req.user!.id, String(req.params.id));
-    if (!s) throw new NotFoundError('ERR_CHAT_SESSION_NOT_FOUND', 'no such chat session');
+    if (!s) throw new AppError('ERR_CHAT_SESSION_NOT_FOUND', 'no such chat session');
     const turnId = String(req.params.turnId);
     const t = ID_RE.test(turnId) ? await store.storedTurn(db, s.id, turnId) : undefined;
-    if (!t) throw new NotFoundError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
+    if (!t) throw new AppError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
     return t;
   };
 
@@ -40,7 +40,7 @@ export function feedbackRoutes(ctx: WebContext): Router {
     requireUser,
     asyncHandler(async (req, res) => {
       const s = await store.getOwnedSession(db, req.user!.id, String(req.params.id));
-      if (!s) throw new NotFoundError('ERR_CHAT_SESSION_NOT_FOUND', 'no such chat session');
+      if (!s) throw new AppError('ERR_CHAT_SESSION_NOT_FOUND', 'no such chat session');
       const rows = await feedbackInSession(db, s.id, req.user!.id);
       const out: FeedbackList = { feedback: rows.map((f) => ({ turn_id: f.turn_id, rating: f.rating, note: f.note, updated_at: f.updated_at })) };
       res.setHeader('Cache-Control', 'no-store');
@@ -54,7 +54,7 @@ export function feedbackRoutes(ctx: WebContext): Router {
     asyncHandler(async (req, res) => {
       const t = await ownedTurn(req);
       const body = FEEDBACK_BODY.safeParse(req.body);
-      if (!body.success) throw new ValidationError(`rating must be up or down; note at most ${MAX_NOTE_CHARS} characters; nothing else`);
+      if (!body.success) throw new AppError('ERR_VALIDATION', `rating must be up or down; note at most ${MAX_NOTE_CHARS} characters; nothing else`);
       if (t.status !== 'done') throw new AppError('ERR_FEEDBACK_TURN_RUNNING', 'the answer is still running: rate it when it ends');
       const note = body.data.note?.trim() || null;
       const { row, before } = await setFeedback(db, t.turn_id, req.user!.id, body.data.rating, note);

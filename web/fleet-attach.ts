@@ -1,7 +1,7 @@
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { PassThrough, Writable } from 'node:stream';
-import { AppError, ATTACH_UPGRADE, AttachFrameReader, encodeAttachFrame, isAppError, NODE_HEADERS, protocolLogFields, type ProtocolError } from '../core/index.js';
+import { AppError, ATTACH_UPGRADE, AttachFrameReader, encodeAttachFrame, isAppError, NODE_HEADERS, protocolLogFields, type ShellTerminal } from '../core/index.js';
 import { listNodes } from '../domain/fleet.js';
 import { nodeVerifier } from './fleet.js';
 import { strictInt } from './query-params.js';
@@ -38,11 +38,11 @@ export function fleetAttach(ctx: WebContext): { onUpgrade(req: IncomingMessage, 
     const url = new URL(req.url ?? '/', 'http://node');
     const m = ATTACH_PATH.exec(url.pathname);
     if (!m || req.method !== 'GET' || String(req.headers.upgrade).toLowerCase() !== ATTACH_UPGRADE) {
-      throw new AppError('ERR_NOT_FOUND', 'no upgrade is served here but a signed airlock-attach from another node', { status: 404 });
+      throw new AppError('ERR_NOT_FOUND', 'no upgrade is served here but a signed airlock-attach from another node');
     }
     const authFailed = (reason: string, node?: string) => {
       log.warn({ event: 'node_auth_refused', reason, node, method: req.method, path: url.pathname }, 'inter-node request refused');
-      return new AppError('ERR_NODE_AUTH', 'not a valid request from a node of this fleet', { status: 401 });
+      return new AppError('ERR_NODE_AUTH', 'not a valid request from a node of this fleet');
     };
     if (!verifier) throw authFailed('no_secret');
     const v = await verifier.verify(req.headers, { method: 'GET', path: req.url ?? '', body: '' });
@@ -51,18 +51,18 @@ export function fleetAttach(ctx: WebContext): { onUpgrade(req: IncomingMessage, 
     const nodes = await listNodes(ctx.database.sql, ctx.config.node.lostS);
     if (!nodes.some((n) => n.id === v.node && n.id !== ctx.config.node.id)) throw authFailed('unknown_node', v.node);
     const term = url.searchParams.get('term') ?? 'xterm';
-    if (!TERM_RE.test(term)) throw new AppError('ERR_VALIDATION', 'term: letters, digits and ._+- only (1 to 64)', { status: 400 });
+    if (!TERM_RE.test(term)) throw new AppError('ERR_VALIDATION', 'term: letters, digits and ._+- only (1 to 64)');
     const size = (k: string) => {
       const all = url.searchParams.getAll(k);
       if (all.length === 0) return 0;
       const n = all.length === 1 ? strictInt(all[0], 0, 0xffff) : undefined;
-      if (n === undefined) throw new AppError('ERR_VALIDATION', `${k}: one integer from 0 to 65535`, { status: 400 });
+      if (n === undefined) throw new AppError('ERR_VALIDATION', `${k}: one integer from 0 to 65535`);
       return n;
     };
     const rows = size('rows');
     const cols = size('cols');
     const port = ctx.services.attach;
-    if (!port) throw new AppError('ERR_SESSION_UNAVAILABLE', 'this node runs no sandboxes', { status: 503 });
+    if (!port) throw new AppError('ERR_SESSION_UNAVAILABLE', 'this node runs no sandboxes');
     const sessionId = decodeURIComponent(m[1]);
     return { containerId: await port.container(sessionId), sessionId, from: v.node, root: url.searchParams.get('root') === '1', term, rows, cols };
   }
@@ -89,7 +89,7 @@ export function fleetAttach(ctx: WebContext): { onUpgrade(req: IncomingMessage, 
       try {
         frames = reader.push(chunk);
       } catch (err) {
-        log.warn(protocolLogFields(err as ProtocolError, 'fleet-attach'), 'bad attach frame: connection closed');
+        log.warn(isAppError(err) ? protocolLogFields(err, 'fleet-attach') : { channel: 'fleet-attach' }, 'bad attach frame: connection closed');
         socket.destroy();
         return;
       }
@@ -128,7 +128,7 @@ export function fleetAttach(ctx: WebContext): { onUpgrade(req: IncomingMessage, 
       socket.on('error', () => socket.destroy());
       admit(req).then(
         (a) => run(socket, head, a),
-        (err: unknown) => refuse(socket, isAppError(err) ? err : (log.error({ err }, 'attach failed'), new AppError('ERR_INTERNAL', 'internal error', { status: 500 }))),
+        (err: unknown) => refuse(socket, isAppError(err) ? err : (log.error({ err }, 'attach failed'), new AppError('ERR_INTERNAL', 'internal error'))),
       );
     },
     close() {

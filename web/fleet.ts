@@ -118,7 +118,7 @@ export function nodeAuth(ctx: WebContext): RequestHandler {
     const refuse = (reason: string, node?: string) => {
       // Logged without the body (it may be a prompt).
       req.log.warn({ event: 'node_auth_refused', reason, node, method: req.method, path: req.originalUrl.split('?')[0] }, 'inter-node request refused');
-      next(new AppError('ERR_NODE_AUTH', 'not a valid request from a node of this fleet', { status: 401 }));
+      next(new AppError('ERR_NODE_AUTH', 'not a valid request from a node of this fleet'));
     };
     if (!verifier) return refuse('no_secret');
     const v = verifier.check(req.headers, { method: req.method, path: req.originalUrl, body: req.rawBody ?? Buffer.alloc(0) });
@@ -157,7 +157,7 @@ export function fleetRoutes(ctx: WebContext, chat: RequestHandler): Router {
   // `airlock sessions inspect|restart|kill` run on another node for a session this node owns.
   r.post('/operator', (req, res, next) => {
     const operator = ctx.services.operator;
-    if (!operator) return next(new AppError('ERR_SESSION_UNAVAILABLE', 'this node runs no sandboxes', { status: 503 }));
+    if (!operator) return next(new AppError('ERR_SESSION_UNAVAILABLE', 'this node runs no sandboxes'));
     req.log.info({ cmd: (req.body as { cmd?: unknown })?.cmd, fromNode: req.headers[NODE_HEADERS.node] }, 'operator command from another node');
     operator(req.body).then((result) => res.json({ result }), next);
   });

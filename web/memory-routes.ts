@@ -1,10 +1,11 @@
 import { Router, type Request } from 'express';
-import { AppError, AuthError, Encryptor, NotFoundError, loadOrCreateEncryptionKey, verifyAgentUserToken } from '../core/index.js';
+import { AppError, Encryptor, loadOrCreateEncryptionKey, verifyAgentUserToken } from '../core/index.js';
 import { MEMORY_CONTENT_MAX, MemoryStore, REFUSED_MEMORY_SOURCE } from '../domain/memories.js';
 import { getUserById } from '../domain/users.js';
 import { intQueryParam } from './query-params.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
 import { validateBody } from './validate.js';
+import { z } from 'zod';
 
 export { MEMORIES_PER_USER_MAX, MEMORY_CONTENT_MAX, MemoryStore, REFUSED_MEMORY_SOURCE, type MemoryEntry } from '../domain/memories.js';
 
@@ -17,15 +18,13 @@ const AGENT_LIST_MAX = 200;
  */
 export type { AgentSessionCheck } from './ports.js';
 
-const ADD_SCHEMA = {
-  type: 'object',
-  required: ['content'],
-  additionalProperties: false,
-  properties: {
-    content: { type: 'string', minLength: 1, maxLength: MEMORY_CONTENT_MAX },
-    source: { type: 'string', pattern: '^[a-z][a-z0-9_.-]{0,31}$', default: 'user' },
-  },
-} as const;
+const ADD_SCHEMA = z.strictObject({
+  content: z.string().min(1).max(MEMORY_CONTENT_MAX),
+  source: z
+    .string()
+    .regex(/^[a-z][a-z0-9_.-]{0,31}$/)
+    .default('user'),
+});
 
 function storeFor(ctx: WebContext): MemoryStore {
   return new MemoryStore(ctx.database.sql, ctx.encryptor);
@@ -47,7 +46,7 @@ export function memoryRoutes(ctx: WebContext): Router {
   r.post(
     '/',
     asyncHandler(async (req, res) => {
-      const body = validateBody<{ content: string; source: string }>(ADD_SCHEMA, req.body);
+      const body = validateBody(ADD_SCHEMA, req.body);
       const entry = await store.add(req.user!.id, body.content, body.source);
       req.log.info({ memoryId: entry.id, source: entry.source }, 'memory added');
       res.status(201).json(entry);
@@ -60,7 +59,7 @@ export function memoryRoutes(ctx: WebContext): Router {
       const id = Number(req.params.id);
       // Another user's entry answers the same 404 as a missing one: ids tell nothing.
       if (!(Number.isSafeInteger(id) && id > 0 && (await store.delete(req.user!.id, id)))) {
-        throw new NotFoundError('ERR_MEMORY_NOT_FOUND', 'no such memory entry');
+        throw new AppError('ERR_MEMORY_NOT_FOUND', 'no such memory entry');
       }
       res.status(204).end();
     }),
@@ -72,21 +71,21 @@ export function memoryRoutes(ctx: WebContext): Router {
 /** Resolve the agent token on a request to an active user id (401 otherwise). */
 async function agentUser(ctx: WebContext, req: Request): Promise<{ userId: number; sessionId: string }> {
   const secret = ctx.config.agentUserTokenSecret;
-  if (!secret) throw new AppError('ERR_AGENT_TOKEN_UNCONFIGURED', 'agent API is not configured', { status: 503 });
+  if (!secret) throw new AppError('ERR_AGENT_TOKEN_UNCONFIGURED', 'agent API is not configured');
   const m = /^Bearer ([A-Za-z0-9._-]{1,2048})$/.exec(req.get('authorization') ?? '');
-  if (!m) throw new AuthError('ERR_AGENT_TOKEN_INVALID', 'missing or malformed agent user token');
+  if (!m) throw new AppError('ERR_AGENT_TOKEN_INVALID', 'missing or malformed agent user token');
   const claims = verifyAgentUserToken(secret, m[1]);
   const user = await getUserById(ctx.database.sql, claims.userId);
-  if (!user || !user.is_active) throw new AuthError('ERR_AGENT_TOKEN_INVALID', 'invalid agent user token');
+  if (!user || !user.is_active) throw new AppError('ERR_AGENT_TOKEN_INVALID', 'invalid agent user token');
   const sessions = ctx.services.agentSessions;
   if (sessions && !sessions.isLive(claims.sessionId, claims.userId)) {
-    throw new AuthError('ERR_AGENT_TOKEN_INVALID', 'the chat session of this token has ended');
+    throw new AppError('ERR_AGENT_TOKEN_INVALID', 'the chat session of this token has ended');
   }
   return { userId: claims.userId, sessionId: claims.sessionId };
 }
 
 function refused(): AppError {
-  return new AppError('ERR_MEMORY_SOURCE_REFUSED', `memory entries with source "${REFUSED_MEMORY_SOURCE}" are not available to the agent`, { status: 403 });
+  return new AppError('ERR_MEMORY_SOURCE_REFUSED', `memory entries with source "${REFUSED_MEMORY_SOURCE}" are not available to the agent`);
 }
 
 /**
@@ -126,7 +125,7 @@ export function agentApiRoutes(ctx: WebContext): Router {
       const { userId } = await agentUser(ctx, req);
       const id = Number(req.params.id);
       const row = Number.isSafeInteger(id) && id > 0 ? await store.get(userId, id) : undefined;
-      if (!row) throw new NotFoundError('ERR_MEMORY_NOT_FOUND', 'no such memory entry');
+      if (!row) throw new AppError('ERR_MEMORY_NOT_FOUND', 'no such memory entry');
       if (row.source === REFUSED_MEMORY_SOURCE) throw refused();
       res.json(row);
     }),

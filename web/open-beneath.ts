@@ -3,6 +3,10 @@ import { constants as fsc, promises as fsp, type Stats } from 'node:fs';
 /** Why a file under a root was not opened (the caller maps every reason to one 404). */
 export type BeneathRefusal = 'bad_name' | 'not_found' | 'symlink' | 'not_directory' | 'not_regular' | 'wrong_owner' | 'hard_linked' | 'too_large';
 
+/**
+ * A plain Error, not an AppError: it never reaches a caller as is; every reader maps it to a
+ * catalogued code (ERR_UPLOAD_*, a 404) and logs `reason`.
+ */
 export class BeneathError extends Error {
   readonly reason: BeneathRefusal;
   constructor(reason: BeneathRefusal, message: string) {

@@ -1,5 +1,5 @@
 import { Router, type Request } from 'express';
-import { NotFoundError } from '../core/index.js';
+import { AppError } from '../core/index.js';
 import type { StoredTurn } from '../core/chat-history.js';
 import { logAction } from '../domain/action-log.js';
 import * as store from '../domain/chat/store.js';
@@ -27,7 +27,7 @@ export function shareRoutes(ctx: WebContext): Router {
 
   const owned = async (req: Request) => {
     const s = await store.getOwnedSession(db, req.user!.id, String(req.params.id));
-    if (!s) throw new NotFoundError('ERR_CHAT_SESSION_NOT_FOUND', 'no such chat session');
+    if (!s) throw new AppError('ERR_CHAT_SESSION_NOT_FOUND', 'no such chat session');
     return s;
   };
 
@@ -76,7 +76,7 @@ export function shareRoutes(ctx: WebContext): Router {
   return r;
 }
 
-const gone = () => new NotFoundError('ERR_SHARE_NOT_FOUND', 'no such shared chat');
+const gone = () => new AppError('ERR_SHARE_NOT_FOUND', 'no such shared chat');
 
 /** A prompt's "Attached: uploads/a.csv, uploads/b.png" line (the chat page adds it; web/ui/src/chat-files.tsx). */
 const ATTACHED_RE = /\n\nAttached: ((?:uploads\/[A-Za-z0-9._-]+(?:, )?)+)$/;

@@ -1,29 +1,16 @@
-import { Ajv, type ValidateFunction, type ErrorObject } from 'ajv';
-import addFormatsModule from 'ajv-formats';
-import { ValidationError } from '../core/index.js';
-
-// ajv-formats ships CJS; under NodeNext its default export is the module object.
-const addFormats = (addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ?? addFormatsModule;
+import { z } from 'zod';
+import { AppError, type ErrorCode } from '../core/index.js';
 
 /**
- * One ajv instance for request bodies: unknown keys removed only where a schema says so.
- * `verbose` keeps each error's schema, so a `pattern` error can say what the field takes
- * (its `description`) instead of printing the regular expression.
+ * Request bodies are checked with zod at the HTTP edge (docs/architecture.md#validation): each
+ * route has a zod schema, `validateBody(schema, body)` answers its parsed output (the request
+ * type is `z.output<typeof schema>`, never a cast), and a body that does not fit answers 400
+ * ERR_VALIDATION with `field` and `problems: [{field, message}]`, each message written for
+ * people ("Name must not be empty.", "\"colour\" is not a known field of the row filter.").
+ *
+ * Conventions the messages rely on: a `.regex(re, hint)` gives its hint ("Name: letters, digits,
+ * _ . and - only."); a refinement's message is a whole sentence.
  */
-export const ajv = new Ajv({ allErrors: true, strict: true, coerceTypes: false, useDefaults: true, verbose: true });
-(addFormats as unknown as (a: Ajv) => void)(ajv);
-
-const cache = new WeakMap<object, ValidateFunction>();
-
-/** The schema's compiled validator (compiled once per schema object). */
-export function compiled(schema: object): ValidateFunction {
-  let fn = cache.get(schema);
-  if (!fn) {
-    fn = ajv.compile(schema);
-    cache.set(schema, fn);
-  }
-  return fn;
-}
 
 /** One problem of a request body: `field` is a dotted path (`row_filter.all.1.column`), `message` is for people. */
 export interface Problem {
@@ -31,28 +18,18 @@ export interface Problem {
   message: string;
 }
 
-/** Validate `data` against a JSON schema; throws 400 ERR_VALIDATION naming the field and the reason. */
-export function validateBody<T>(schema: object, data: unknown): T {
-  const fn = compiled(schema);
-  if (!fn(data)) throw validationError(fn.errors ?? []);
-  return data as T;
+/** Parse `data` with `schema`; throws 400 ERR_VALIDATION (or `code`) naming the field and the reason. */
+export function validateBody<S extends z.ZodType>(schema: S, data: unknown, code: ErrorCode = 'ERR_VALIDATION'): z.output<S> {
+  const r = schema.safeParse(data);
+  if (r.success) return r.data;
+  throw problemsError(zodProblems(r.error.issues, data), code);
 }
 
-/**
- * ajv's errors as a ValidationError for people: `details.problems` lists each bad field once
- * with a plain reason ("Name must not be empty.", "\"colour\" is not a known field of the row
- * filter."), and the message is the first of them (plus how many more). Errors of the branches
- * of anyOf/oneOf that the value plainly did not take are dropped (see `pickProblems`).
- */
-export function validationError(errors: ErrorObject[]): ValidationError {
-  return problemsError(pickProblems(errors));
-}
-
-/** A ValidationError from a list of people-readable problems. */
-export function problemsError(problems: Problem[]): ValidationError {
+/** An ERR_VALIDATION AppError (or `code`) from a list of people-readable problems. */
+export function problemsError(problems: Problem[], code: ErrorCode = 'ERR_VALIDATION'): AppError {
   const list = problems.length ? problems : [{ field: '', message: 'The request body is not valid.' }];
   const more = list.length > 1 ? ` (and ${list.length - 1} more problem${list.length > 2 ? 's' : ''})` : '';
-  return new ValidationError(`${list[0].message}${more}`, { field: list[0].field, problems: list.slice(0, 10) });
+  return new AppError(code, `${list[0].message}${more}`, { details: { field: list[0].field, problems: list.slice(0, 10) } });
 }
 
 /** "display_name" → "Display name"; "row_filter.all.1.column" → "Row filter, condition 2: column". */
@@ -75,94 +52,104 @@ export function fieldLabel(field: string): string {
 const TYPE_WORDS: Record<string, string> = {
   string: 'a text',
   number: 'a number',
-  integer: 'a whole number',
+  int: 'a whole number',
   boolean: 'true or false',
   array: 'a list',
   object: 'an object',
+  record: 'an object',
   null: 'null',
 };
-const FORMAT_WORDS: Record<string, string> = { email: 'an e-mail address', uri: 'a URL (https://…)', 'date-time': 'a date and time' };
+const FORMAT_WORDS: Record<string, string> = { email: 'an e-mail address', url: 'a URL (https://…)', datetime: 'a date and time' };
 
-function pathOf(e: ErrorObject): string {
-  return e.instancePath.replace(/^\//, '').replace(/\//g, '.');
+type Issue = z.core.$ZodIssue;
+
+function pathOf(path: readonly PropertyKey[]): string {
+  return path.map(String).join('.');
 }
 
-function problemOf(e: ErrorObject): Problem {
-  const base = pathOf(e);
-  const p = e.params as Record<string, unknown>;
-  const label = fieldLabel(base);
-  const n = (k: string) => Number(p[k]);
-  switch (e.keyword) {
-    case 'required': {
-      const field = [base, String(p.missingProperty)].filter(Boolean).join('.');
-      return { field, message: `${fieldLabel(field)} is required.` };
-    }
-    case 'additionalProperties': {
-      const field = [base, String(p.additionalProperty)].filter(Boolean).join('.');
-      return { field, message: `"${String(p.additionalProperty)}" is not a known field${base ? ` of ${label.toLowerCase()}` : ''}.` };
-    }
-    case 'minLength':
-      return { field: base, message: n('limit') <= 1 ? `${label} must not be empty.` : `${label} is too short: at least ${n('limit')} characters.` };
-    case 'maxLength':
-      return { field: base, message: `${label} is too long: at most ${n('limit')} characters.` };
-    case 'pattern': {
-      const hint = (e.parentSchema as { description?: string } | undefined)?.description;
-      return { field: base, message: hint ? `${label}: ${hint}.` : `${label} has characters that are not allowed.` };
-    }
-    case 'type':
-      return { field: base, message: `${label} must be ${String(p.type).split(',').map((t) => TYPE_WORDS[t] ?? t).join(' or ')}.` };
-    case 'enum':
-      return { field: base, message: `${label} must be one of: ${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}.` };
-    case 'const':
-      return { field: base, message: `${label} must be ${JSON.stringify(p.allowedValue)}.` };
-    case 'format':
-      return { field: base, message: `${label} must be ${FORMAT_WORDS[String(p.format)] ?? `in ${String(p.format)} format`}.` };
-    case 'minItems':
-      return { field: base, message: `${label} needs at least ${n('limit')} item${n('limit') === 1 ? '' : 's'}.` };
-    case 'maxItems':
-      return { field: base, message: `${label} has too many items: at most ${n('limit')}.` };
-    case 'uniqueItems':
-      return { field: base, message: `${label} lists the same item twice.` };
-    case 'minimum':
-      return { field: base, message: `${label} must be at least ${n('limit')}.` };
-    case 'maximum':
-      return { field: base, message: `${label} must be at most ${n('limit')}.` };
-    case 'minProperties':
-      return { field: base, message: base ? `${label} must not be empty.` : 'Nothing to change: send at least one field.' };
-    case 'maxProperties':
-      return { field: base, message: `${label} has too many fields.` };
+/** The value at `path` in `data` (undefined when a step is missing). */
+function valueAt(data: unknown, path: readonly PropertyKey[]): unknown {
+  let v: unknown = data;
+  for (const k of path) {
+    if (v === null || typeof v !== 'object') return undefined;
+    v = (v as Record<PropertyKey, unknown>)[k];
+  }
+  return v;
+}
+
+function sizeProblem(i: Issue & { code: 'too_small' | 'too_big' }, field: string, label: string): Problem {
+  const n = Number(i.code === 'too_small' ? i.minimum : i.maximum);
+  if (i.code === 'too_small') {
+    if (i.origin === 'string') return { field, message: n <= 1 ? `${label} must not be empty.` : `${label} is too short: at least ${n} characters.` };
+    if (i.origin === 'array') return { field, message: `${label} needs at least ${n} item${n === 1 ? '' : 's'}.` };
+    return { field, message: `${label} must be at least ${n}.` };
+  }
+  if (i.origin === 'string') return { field, message: `${label} is too long: at most ${n} characters.` };
+  if (i.origin === 'array') return { field, message: `${label} has too many items: at most ${n}.` };
+  return { field, message: `${label} must be at most ${n}.` };
+}
+
+/** One issue as problems for people (an unknown-keys issue gives one per key). */
+function problemsOf(i: Issue, data: unknown, prefix: readonly PropertyKey[] = []): Problem[] {
+  const path = [...prefix, ...i.path];
+  const field = pathOf(path);
+  const label = fieldLabel(field);
+  switch (i.code) {
+    case 'invalid_type':
+      if (path.length && valueAt(data, path) === undefined) return [{ field, message: `${label} is required.` }];
+      return [{ field, message: `${label} must be ${TYPE_WORDS[i.expected] ?? i.expected}.` }];
+    case 'unrecognized_keys':
+      return i.keys.map((k) => ({ field: [field, k].filter(Boolean).join('.'), message: `"${k}" is not a known field${field ? ` of ${label.toLowerCase()}` : ''}.` }));
+    case 'too_small':
+    case 'too_big':
+      return [sizeProblem(i, field, label)];
+    case 'invalid_format':
+      if (i.format === 'regex') return [{ field, message: i.message.startsWith('Invalid') ? `${label} has characters that are not allowed.` : `${label}: ${i.message}.` }];
+      return [{ field, message: `${label} must be ${FORMAT_WORDS[i.format] ?? `in ${i.format} format`}.` }];
+    case 'invalid_value':
+      return [{ field, message: i.values.length === 1 ? `${label} must be ${JSON.stringify(i.values[0])}.` : `${label} must be one of: ${i.values.map((v) => JSON.stringify(v)).join(', ')}.` }];
+    case 'invalid_union':
+      return unionProblems(i, data, path);
+    case 'custom':
+      return [{ field, message: i.message }];
     default:
-      return { field: base, message: `${label} is not valid.` };
+      return [{ field, message: `${label} is not valid.` }];
   }
 }
 
 /**
- * The errors worth showing. ajv reports every branch of an anyOf/oneOf: for `{ anyOf: [text,
- * null] }` and "" it says "must NOT have fewer than 1 characters", "must be null" and "must
- * match a schema in anyOf". Kept: errors that are not about the union itself, and of the type
- * errors only those whose field has no other error (the value had a type some branch takes).
+ * A value no branch of a union took. When every branch failed on the type ("" for a number or
+ * null), say every type the field may have, once; otherwise the value had a type some branch
+ * takes, and that branch's problems are the ones worth showing ("Name must not be empty.").
  */
-export function pickProblems(errors: ErrorObject[]): Problem[] {
-  const specific = errors.filter((e) => e.keyword !== 'anyOf' && e.keyword !== 'oneOf' && e.keyword !== 'if');
-  const byPath = new Map<string, ErrorObject[]>();
-  for (const e of specific) byPath.set(pathOf(e), [...(byPath.get(pathOf(e)) ?? []), e]);
-  const kept: ErrorObject[] = [];
-  for (const [, list] of byPath) {
-    const other = list.filter((e) => e.keyword !== 'type');
-    if (other.length) kept.push(...other);
-    else {
-      // Several type errors for one field (one per branch): say every type it may have, once.
-      const types = [...new Set(list.flatMap((e) => String((e.params as { type: string }).type).split(',')))];
-      kept.push({ ...list[0], params: { type: types.join(',') } });
-    }
-  }
-  // An error under a union's branch leaves no error at the union's own path; fall back to it.
-  const out = (kept.length ? kept : errors).map(problemOf);
-  // One reason per field: "" breaks minLength and the pattern; "must not be empty" says it.
+function unionProblems(i: Issue & { code: 'invalid_union' }, data: unknown, path: readonly PropertyKey[]): Problem[] {
+  const field = pathOf(path);
+  const typeOnly = (branch: Issue[]) => branch.every((b) => b.code === 'invalid_type' && b.path.length === 0);
+  const taken = i.errors.find((branch) => branch.length && !typeOnly(branch));
+  if (taken) return taken.flatMap((b) => problemsOf(b, data, path));
+  const types = [...new Set(i.errors.flatMap((branch) => branch.map((b) => (b.code === 'invalid_type' ? (TYPE_WORDS[b.expected] ?? b.expected) : 'valid'))))];
+  if (!types.length) return [{ field, message: `${fieldLabel(field)} is not valid.` }];
+  return [{ field, message: `${fieldLabel(field)} must be ${types.join(' or ')}.` }];
+}
+
+/** zod's issues as problems for people: each field once, with its first reason. */
+export function zodProblems(issues: readonly Issue[], data: unknown): Problem[] {
   const seen = new Set<string>();
-  return out.filter((p) => {
-    if (seen.has(p.field)) return false;
-    seen.add(p.field);
-    return true;
-  });
+  return issues
+    .flatMap((i) => problemsOf(i, data))
+    .filter((p) => {
+      if (seen.has(p.field)) return false;
+      seen.add(p.field);
+      return true;
+    });
+}
+
+/** A non-empty object: a PATCH that changes nothing is refused ("Nothing to change: send at least one field."). */
+export function atLeastOneField<S extends z.ZodType<Record<string, unknown>>>(schema: S): S {
+  return schema.refine((v) => Object.keys(v).length > 0, { message: 'Nothing to change: send at least one field.' });
+}
+
+/** A list without repeats (JSON Schema's uniqueItems). */
+export function uniqueList<S extends z.ZodType<unknown[]>>(schema: S, label: string): S {
+  return schema.refine((v) => new Set(v.map((x) => JSON.stringify(x))).size === v.length, { message: `${label} lists the same item twice.` });
 }

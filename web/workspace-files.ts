@@ -1,6 +1,6 @@
 import { constants as fsc, promises as fsp } from 'node:fs';
 import { join } from 'node:path';
-import { AppError, NotFoundError, type Logger } from '../core/index.js';
+import { AppError, type Logger } from '../core/index.js';
 import { CHILD_GID, CHILD_UID } from '../core/sandbox-ids.js';
 import { kindOfName, type FileKind } from '../core/tables/index.js';
 import { BeneathError, openBeneath, openDirBeneath } from './open-beneath.js';
@@ -125,7 +125,7 @@ export async function listUploads(root: string, userDir: string): Promise<Upload
 /** One uploaded file's bytes, read the way chart attachments are (no link, one link, owner, cap). */
 export async function readUpload(dataDir: string, userId: number, name: string, log: Logger): Promise<{ kind: FileKind; data: Buffer }> {
   const kind = kindOfName(name);
-  const missing = () => new NotFoundError('ERR_UPLOAD_NOT_FOUND', `no uploaded file ${name.slice(0, 100)}`);
+  const missing = () => new AppError('ERR_UPLOAD_NOT_FOUND', `no uploaded file ${name.slice(0, 100)}`);
   if (!kind || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(name)) throw missing();
   const root = join(dataDir, 'workspaces');
   let fh: fsp.FileHandle | undefined;

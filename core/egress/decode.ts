@@ -4,7 +4,11 @@ import { constants as zlib, createBrotliDecompress, createGunzip, createInflate 
 /** Response content codings the proxy can undo before scrubbing (RFC 9110 §8.4.1). */
 export const DECODABLE_CODINGS: readonly string[] = ['gzip', 'x-gzip', 'deflate', 'br'];
 
-/** Marks a body that did not decode as its Content-Encoding said. */
+/**
+ * Marks a body that did not decode as its Content-Encoding said. A plain Error, not an AppError:
+ * it never leaves the stream pipeline; its reader (daemon/egress-upstream.ts, the proxy) answers
+ * ERR_PROXY_UPSTREAM_ENCODING.
+ */
 export class DecodeError extends Error {
   constructor(cause: unknown) {
     super('upstream body does not match its content-encoding', { cause });

@@ -36,7 +36,12 @@ export const PROXY_ERRORS: Readonly<Record<ProxyErrorCode, number>> = Object.fre
   Object.fromEntries(REFUSAL_CODES.map((c) => [c, CATALOGUE[c].status])) as Record<ProxyErrorCode, number>,
 );
 
-/** A refusal decided before anything was forwarded. */
+/**
+ * A refusal decided before anything was forwarded. A plain Error, not an AppError: its code is
+ * one of REFUSAL_CODES with the catalogue's status (PROXY_ERRORS), and it is answered only by
+ * `refuse()` below (with X-Airlock-Error), in the sandbox's proxy or the egress gateway, never by
+ * the web app's error middleware.
+ */
 export class ProxyRefusal extends Error {
   readonly code: ProxyErrorCode;
   readonly status: number;

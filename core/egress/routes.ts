@@ -17,7 +17,10 @@ export interface CompiledRoute {
   headers: ReadonlySet<string>;
 }
 
-/** A route table that cannot be used (bad prefix, opaque name, upstream, token_ref). */
+/**
+ * A route table that cannot be used (bad prefix, opaque name, upstream, token_ref). A plain Error,
+ * not an AppError: its one reader (proxy/admit.ts) turns it into ERR_PROXY_PROFILE.
+ */
 export class RouteTableError extends Error {}
 
 /** `"${MAIL_ACCESS_TOKEN}"` → `MAIL_ACCESS_TOKEN`; a reference name only, never a value. */

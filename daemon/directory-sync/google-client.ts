@@ -92,7 +92,6 @@ export class DirectoryClient {
     const json = (await res.json().catch(() => ({}))) as { access_token?: string; expires_in?: number; error?: string };
     if (!res.ok || !json.access_token) {
       throw new AppError('ERR_SYNC_AUTH', `the token endpoint refused the service account (${json.error ?? res.status})`, {
-        status: 502,
         details: { upstream_status: res.status, upstream_error: json.error },
       });
     }
@@ -122,7 +121,7 @@ export class DirectoryClient {
       if (!retry) return res!;
       if (attempt >= this.#o.maxAttempts) {
         if (res) return res;
-        throw new AppError('ERR_SYNC_UPSTREAM', 'the directory API cannot be reached', { status: 502, cause: netErr });
+        throw new AppError('ERR_SYNC_UPSTREAM', 'the directory API cannot be reached', { cause: netErr });
       }
       this.retries++;
       const ra = Number(res?.headers.get('retry-after'));
@@ -141,7 +140,6 @@ export class DirectoryClient {
     if (!res.ok) {
       const reason = json.error?.errors?.[0]?.reason ?? 'unknown';
       throw new AppError('ERR_SYNC_UPSTREAM', `directory API ${path.split('/')[1]} failed: ${res.status} ${reason}`, {
-        status: 502,
         details: { upstream_status: res.status, reason },
       });
     }

@@ -88,7 +88,7 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
   try {
     const conn = await getConnection(db, job.connection_id);
     await markSyncStarted(db, conn.id);
-    if (!hasGroupSync(conn)) throw new AppError('ERR_SYNC_NOT_CONFIGURED', 'the connection has no service account or delegated admin e-mail', { status: 409 });
+    if (!hasGroupSync(conn)) throw new AppError('ERR_SYNC_NOT_CONFIGURED', 'the connection has no service account or delegated admin e-mail');
     const client = new DirectoryClient({
       serviceAccount: decryptServiceAccount(deps.encryptor ?? atRestEncryptor(deps.config), conn),
       delegatedAdminEmail: conn.delegated_admin_email!,
@@ -105,14 +105,14 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
     report('apply', 0, 1);
     const result = await inTransaction(db, async (trx) => {
       if (!(await ownsJob(trx, jobId, owner.id))) {
-        throw new AppError('ERR_SYNC_JOB_LOST', 'another process failed this job while it ran (its owner looked gone); nothing was applied', { status: 409 });
+        throw new AppError('ERR_SYNC_JOB_LOST', 'another process failed this job while it ran (its owner looked gone); nothing was applied');
       }
       const applied = await applySnapshot(trx, conn.id, snap);
       let teams: TeamsResult;
       try {
         teams = await applyLinkedTeams(trx, conn.id, applied.orphanedTeams);
       } catch (err) {
-        throw new AppError('ERR_SYNC_TEAMS_FAILED', 'the linked-teams step failed; no directory change was kept', { status: 500, cause: err });
+        throw new AppError('ERR_SYNC_TEAMS_FAILED', 'the linked-teams step failed; no directory change was kept', { cause: err });
       }
       // Deactivated users lose their web sessions in the same commit (beyond docs/rules.md#directory-sync-flow).
       let sessionsEnded = 0;

@@ -87,7 +87,7 @@ function driverFor(config: Readonly<Config>): SandboxDriver {
 
 export async function sessionsLogs(config: Readonly<Config>, id: string, opts: { tail: string }): Promise<void> {
   const tail = opts.tail === undefined ? 200 : Number(opts.tail);
-  if (!Number.isSafeInteger(tail) || tail < 1 || tail > LOGS_TAIL_MAX) throw new AppError('ERR_CLI_USAGE', `--tail: a whole number from 1 to ${LOGS_TAIL_MAX}`, { status: 400 });
+  if (!Number.isSafeInteger(tail) || tail < 1 || tail > LOGS_TAIL_MAX) throw new AppError('ERR_CLI_USAGE', `--tail: a whole number from 1 to ${LOGS_TAIL_MAX}`);
   const request = { cmd: 'logs' as const, id, tail };
   const { result } = await operatorAnywhere(config, () => controlRequest(config.dataDir, request), request);
   for (const c of LogsResultSchema.parse(result).chunks) (c.stream === 'stderr' ? process.stderr : process.stdout).write(Buffer.from(c.data, 'base64'));
@@ -112,7 +112,7 @@ export async function sessionsRestart(config: Readonly<Config>, id: string | und
     process.stdout.write(`restarted ${r.restarted.length} stale session(s)${r.restarted.length ? ': ' + r.restarted.join(', ') : ''}\n`);
     return;
   }
-  if (!id) throw new AppError('ERR_CLI_USAGE', 'give a session id or --stale', { status: 400 });
+  if (!id) throw new AppError('ERR_CLI_USAGE', 'give a session id or --stale');
   const { node } = await operatorAnywhere(config, () => controlRequest(config.dataDir, { cmd: 'restart', id }), { cmd: 'restart', id });
   process.stdout.write(`restarted ${id}${node !== config.node.id ? ` on node ${node}` : ''}\n`);
 }

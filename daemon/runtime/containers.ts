@@ -69,7 +69,7 @@ export class ContainerFactory {
       // A failed start is cleaned up: the engine does not remove such a container by itself.
       if (id) await this.d.driver.remove(id).catch(() => undefined);
       this.d.slots.remove(dir);
-      throw new AppError('ERR_SANDBOX_START', 'the sandbox container could not be started', { status: 503, cause: err });
+      throw new AppError('ERR_SANDBOX_START', 'the sandbox container could not be started', { cause: err });
     }
   }
 

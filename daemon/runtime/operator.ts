@@ -38,7 +38,7 @@ export interface OperatorTarget {
   policyChanged(userIds: number[]): void;
 }
 
-const usage = (message: string) => new AppError('ERR_CLI_USAGE', message, { status: 400 });
+const usage = (message: string) => new AppError('ERR_CLI_USAGE', message);
 const isUserId = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v > 0;
 
 /** Check a request read from the socket; ERR_CLI_USAGE (400) names what is wrong. */

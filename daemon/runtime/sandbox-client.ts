@@ -95,7 +95,7 @@ export class SandboxClient {
         await new Promise((r) => setTimeout(r, CONNECT_RETRY_MS));
       }
     }
-    throw new AppError('ERR_SANDBOX_UNREACHABLE', 'the sandbox control socket did not come up', { status: 503, cause: lastErr });
+    throw new AppError('ERR_SANDBOX_UNREACHABLE', 'the sandbox control socket did not come up', { cause: lastErr });
   }
 
   /** The in-container proxy's per-request outcomes (the supervisor relays them). */
@@ -113,7 +113,7 @@ export class SandboxClient {
     this.closed = true;
     for (const p of this.pending.values()) {
       clearTimeout(p.timer);
-      p.reject(new AppError('ERR_SANDBOX_LOST', 'the sandbox went away', { status: 503 }));
+      p.reject(new AppError('ERR_SANDBOX_LOST', 'the sandbox went away'));
     }
     this.pending.clear();
     for (const t of this.turns.values()) t.onEnd('error', { code: 'ERR_SANDBOX_LOST', message: 'the sandbox stopped during the turn' });
@@ -141,12 +141,12 @@ export class SandboxClient {
   }
 
   request(body: ControlRequestBody, timeoutMs = REQUEST_TIMEOUT_MS): Promise<Record<string, unknown>> {
-    if (this.closed) return Promise.reject(new AppError('ERR_SANDBOX_LOST', 'the sandbox went away', { status: 503 }));
+    if (this.closed) return Promise.reject(new AppError('ERR_SANDBOX_LOST', 'the sandbox went away'));
     const id = randomUUID();
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
-        reject(new AppError('ERR_SANDBOX_TIMEOUT', `the sandbox did not answer ${body.type}`, { status: 504 }));
+        reject(new AppError('ERR_SANDBOX_TIMEOUT', `the sandbox did not answer ${body.type}`));
       }, timeoutMs);
       timer.unref();
       this.pending.set(id, { resolve, reject, timer });

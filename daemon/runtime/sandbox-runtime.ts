@@ -71,6 +71,6 @@ export function checkRuntime(runtimes: EngineRuntimes | undefined, runtime: Sand
 /** Throws ERR_SANDBOX_RUNTIME when the engine cannot run the configured runtime. */
 export function requireRuntime(runtimes: EngineRuntimes | undefined, runtime: SandboxRuntimeName): string {
   const c = checkRuntime(runtimes, runtime);
-  if (!c.ok) throw new AppError('ERR_SANDBOX_RUNTIME', c.problem ?? 'the sandbox runtime is not available', { status: 503 });
+  if (!c.ok) throw new AppError('ERR_SANDBOX_RUNTIME', c.problem ?? 'the sandbox runtime is not available');
   return c.summary;
 }

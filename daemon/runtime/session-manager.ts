@@ -218,16 +218,16 @@ export class SessionManager implements TurnRunner, OperatorTarget {
   async runTurn(req: TurnRequest): Promise<TurnResult> {
     if (this.closed) throw unavailable();
     const { table } = this;
-    if (table.isBusy(req.sessionId)) throw new AppError('ERR_SESSION_BUSY', 'a turn is already running in this session', { status: 409 });
+    if (table.isBusy(req.sessionId)) throw new AppError('ERR_SESSION_BUSY', 'a turn is already running in this session');
     let sb = table.get(req.sessionId);
-    if (sb && sb.userId !== req.userId) throw new AppError('ERR_SESSION_NOT_FOUND', 'no such session', { status: 404 });
+    if (sb && sb.userId !== req.userId) throw new AppError('ERR_SESSION_NOT_FOUND', 'no such session');
     const needsNew = !sb || sb.state === 'dead' || !connected(sb);
     // A new sandbox: the user's cap first (its oldest idle sandbox may make room), then the host's.
     const isNew = needsNew && !sb;
     const victim = isNew ? table.makeRoomFor(req.userId) : undefined;
     if (isNew && table.liveCount() + this.acquiring - (victim ? 1 : 0) >= this.config.sandbox.maxSessions) {
       if (victim) table.release(victim.sessionId!);
-      throw new AppError('ERR_SESSION_CAPACITY', 'this host runs as many sessions as it may; try again later', { status: 503, retryable: true });
+      throw new AppError('ERR_SESSION_CAPACITY', 'this host runs as many sessions as it may; try again later', { retryable: true });
     }
     table.hold(req.sessionId);
     let counted = isNew && (table.starting(req.userId, 1), true);

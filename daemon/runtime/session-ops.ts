@@ -84,7 +84,7 @@ export class SessionOperations implements OperatorTarget {
       const hit = [...this.table.all(), ...this.sandboxes.poolMembers()].filter((s) => s.containerId.startsWith(id) || s.containerName === id);
       if (hit.length === 1) return hit[0];
     }
-    throw new AppError('ERR_SESSION_NOT_FOUND', `no live session or container ${id}`, { status: 404 });
+    throw new AppError('ERR_SESSION_NOT_FOUND', `no live session or container ${id}`);
   }
 
   /** The container of a live session or pool member (session id, container id prefix or name). */
@@ -117,7 +117,7 @@ export class SessionOperations implements OperatorTarget {
       return this.info(sb);
     }
     const { sessionId, userId } = sb;
-    if (this.table.isBusy(sessionId)) throw new AppError('ERR_SESSION_BUSY', 'a turn is running in this session', { status: 409 });
+    if (this.table.isBusy(sessionId)) throw new AppError('ERR_SESSION_BUSY', 'a turn is running in this session');
     this.table.hold(sessionId);
     try {
       await this.sandboxes.remove(sb, 'restart');
@@ -146,7 +146,7 @@ export class SessionOperations implements OperatorTarget {
   /** Hand a session's egress gateway fresh real tokens (token rotation); nothing goes into the sandbox. */
   async rotateTokens(sessionId: string, tokens: Record<string, string>): Promise<void> {
     const sb = this.table.get(sessionId);
-    if (!sb || !sb.egress) throw new AppError('ERR_SESSION_NOT_FOUND', 'no live sandbox for this session', { status: 404 });
+    if (!sb || !sb.egress) throw new AppError('ERR_SESSION_NOT_FOUND', 'no live sandbox for this session');
     sb.egress.setTokens(tokens);
   }
 

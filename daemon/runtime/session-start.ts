@@ -19,7 +19,7 @@ import type { StartGate } from './start-gate.js';
 /** Pool members a session start tries before it cold-starts a sandbox of its own. */
 const CLAIM_TRIES = 2;
 
-export const unavailable = () => new AppError('ERR_SESSION_UNAVAILABLE', 'the daemon is shutting down', { status: 503, retryable: true });
+export const unavailable = () => new AppError('ERR_SESSION_UNAVAILABLE', 'the daemon is shutting down', { retryable: true });
 
 /** The session manager's parts a start uses, and what it does on the manager's behalf. */
 export interface SessionStarterDeps {

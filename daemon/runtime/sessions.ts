@@ -130,7 +130,7 @@ export class SessionTable {
     if (held < cap) return undefined;
     if (!oldest) {
       this.o.log.warn({ userId, held, cap }, 'per-user sandbox cap reached and none idle');
-      throw new AppError('ERR_SESSION_USER_LIMIT', `you already have ${held} live chats with a sandbox on this server, the most allowed, and each is working; wait for one to finish, then try again`, { status: 429 });
+      throw new AppError('ERR_SESSION_USER_LIMIT', `you already have ${held} live chats with a sandbox on this server, the most allowed, and each is working; wait for one to finish, then try again`);
     }
     this.#busy.add(oldest.sessionId!);
     return oldest;

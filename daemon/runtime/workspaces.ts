@@ -154,7 +154,7 @@ export class WorkspaceVolumes {
     this.grow(userId);
     mkdirSync(ws, { recursive: true, mode: 0o711 });
     const m = run('mount', ['-o', MOUNT_OPTS, image, ws]);
-    if (!m.ok) throw new AppError('ERR_SANDBOX_WORKSPACE', `cannot mount the workspace image: ${m.err}`, { status: 503 });
+    if (!m.ok) throw new AppError('ERR_SANDBOX_WORKSPACE', `cannot mount the workspace image: ${m.err}`);
     this.mounted.add(ws);
     // ext4's lost+found is of no use to the agent; removed from a new image only (a folder of
     // that name in a used workspace is the user's).
@@ -198,7 +198,7 @@ export class WorkspaceVolumes {
     const r = run('mkfs.ext4', ['-q', '-F', '-m', '0', '-E', `root_owner=${CHILD_UID}:${CHILD_GID},lazy_itable_init=1,lazy_journal_init=1,nodiscard`, tmp]);
     if (!r.ok) {
       rmSync(tmp, { force: true });
-      throw new AppError('ERR_SANDBOX_WORKSPACE', `cannot make the workspace image: ${r.err}`, { status: 503 });
+      throw new AppError('ERR_SANDBOX_WORKSPACE', `cannot make the workspace image: ${r.err}`);
     }
     renameSync(tmp, image);
   }
@@ -214,7 +214,7 @@ export class WorkspaceVolumes {
     const m = run('mount', ['-o', MOUNT_OPTS, staging, mnt]);
     if (!m.ok) {
       rmSync(staging, { force: true });
-      throw new AppError('ERR_SANDBOX_WORKSPACE', `cannot mount the workspace image: ${m.err}`, { status: 503 });
+      throw new AppError('ERR_SANDBOX_WORKSPACE', `cannot mount the workspace image: ${m.err}`);
     }
     rmSync(join(mnt, 'lost+found'), { recursive: true, force: true });
     const cp = run('cp', ['-a', `${ws}/.`, `${mnt}/`]);

@@ -10,29 +10,16 @@
 import { AppError, type Config, type Encryptor } from '../../core/index.js';
 import { nowIso, type Row, type Sql } from '../db/index.js';
 import { logAction } from '../action-log.js';
+import type { ChatModelView, ModelProvider } from '../../core/api-types.js';
+import type { ChatModelChange, ChatModelInput } from '../../core/api-requests.js';
 
-export type ModelProvider = 'openai' | 'anthropic' | 'demo';
+export type { ModelProvider };
 
 /** The id of the server's default model (from AIRLOCK_MODEL_*). */
 export const DEFAULT_MODEL_ID = 'default';
 
-/** An entry as the admin API shows it: never the key, only whether there is one. */
-export interface ChatModelView {
-  id: string;
-  label: string;
-  provider: ModelProvider;
-  model: string;
-  base_url: string | null;
-  has_key: boolean;
-  context_tokens: number;
-  enabled: boolean;
-  default: boolean;
-  /** True while the entry follows AIRLOCK_MODEL_* (the default, until an admin changes it). */
-  env_managed: boolean;
-  version: number;
-  created_at: string;
-  updated_at: string;
-}
+/** An entry as the admin API shows it: never the key, only whether there is one (core/api-types.ts). */
+export type { ChatModelView };
 
 /** What a chat's turn runs with: the model, its upstream and (host only) its key. */
 export interface ResolvedModel {
@@ -48,17 +35,8 @@ export interface ResolvedModel {
   revision: string;
 }
 
-export interface ChatModelInput {
-  id: string;
-  label: string;
-  provider: ModelProvider;
-  model: string;
-  base_url?: string | null;
-  api_key?: string | null;
-  context_tokens: number;
-  enabled?: boolean;
-}
-export type ChatModelChange = Partial<Omit<ChatModelInput, 'id'>>;
+/** What an admin may set (core/api-requests.ts: the zod schemas the admin API checks them with). */
+export type { ChatModelChange, ChatModelInput };
 
 const aad = (id: string) => `chat_model:${id}:api_key`;
 
@@ -151,10 +129,10 @@ export async function getChatModel(db: Sql, id: string): Promise<ChatModelView |
   return r && view(r);
 }
 
-const notFound = () => new AppError('ERR_CHAT_MODEL_NOT_FOUND', 'no such model', { status: 404 });
+const notFound = () => new AppError('ERR_CHAT_MODEL_NOT_FOUND', 'no such model');
 
 export async function createChatModel(db: Sql, enc: Encryptor, m: ChatModelInput): Promise<ChatModelView> {
-  if (await getChatModel(db, m.id)) throw new AppError('ERR_CHAT_MODEL_EXISTS', `a model with the id "${m.id}" exists already`, { status: 409 });
+  if (await getChatModel(db, m.id)) throw new AppError('ERR_CHAT_MODEL_EXISTS', `a model with the id "${m.id}" exists already`);
   const r = await db
     .insertInto('chat_models')
     .values({
@@ -180,7 +158,7 @@ export async function createChatModel(db: Sql, enc: Encryptor, m: ChatModelInput
 export async function updateChatModel(db: Sql, enc: Encryptor, id: string, c: ChatModelChange): Promise<ChatModelView> {
   const row = await db.selectFrom('chat_models').selectAll().where('id', '=', id).executeTakeFirst();
   if (!row) throw notFound();
-  if (id === DEFAULT_MODEL_ID && c.enabled === false) throw new AppError('ERR_CHAT_MODEL_DEFAULT', 'the default model cannot be disabled or deleted', { status: 409 });
+  if (id === DEFAULT_MODEL_ID && c.enabled === false) throw new AppError('ERR_CHAT_MODEL_DEFAULT', 'the default model cannot be disabled or deleted');
   const set: Record<string, unknown> = { env_managed: 0, version: row.version + 1, updated_at: nowIso() };
   for (const k of ['label', 'provider', 'model', 'context_tokens'] as const) if (c[k] !== undefined) set[k] = c[k];
   if (c.base_url !== undefined) set.base_url = c.base_url;
@@ -193,7 +171,7 @@ export async function updateChatModel(db: Sql, enc: Encryptor, id: string, c: Ch
 
 /** Delete an entry (not the default); its chats fall back to the default (their model_id set null here, in the caller's transaction). Returns how many chats fell back. */
 export async function deleteChatModel(db: Sql, id: string): Promise<number> {
-  if (id === DEFAULT_MODEL_ID) throw new AppError('ERR_CHAT_MODEL_DEFAULT', 'the default model cannot be disabled or deleted', { status: 409 });
+  if (id === DEFAULT_MODEL_ID) throw new AppError('ERR_CHAT_MODEL_DEFAULT', 'the default model cannot be disabled or deleted');
   if (!(await getChatModel(db, id))) throw notFound();
   const moved = await db.updateTable('chat_sessions').set({ model_id: null }).where('model_id', '=', id).executeTakeFirst();
   await db.deleteFrom('chat_models').where('id', '=', id).execute();

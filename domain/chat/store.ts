@@ -4,11 +4,12 @@ import type { StopReason } from '../../core/sandbox-protocol.js';
 import type { StoredToolCall, StoredTurn } from '../../core/chat-history.js';
 import type { TranscriptItem, TurnUsage } from '../../core/transcript.js';
 import { inTransaction, nowIso, type Row, type Sql } from '../db/index.js';
-import { NotFoundError, ConflictError } from '../../core/errors.js';
+import { AppError } from '../../core/errors.js';
 import { TranscriptSchema } from '../../core/transcript.js';
 import { turnApprovals } from './approvals.js';
 import { headOf, newestLeaf, pathTo, setHead, siblingsAlong, turnNodes } from './branches.js';
 import { fallbackTitle } from './titles.js';
+import { MAX_TITLE_CHARS } from '../../core/api-requests.js';
 
 /**
  * Chat history (migration 002-chat): sessions owned by a user, turns, tool calls. Written by
@@ -34,7 +35,7 @@ export interface ChatSessionListEntry {
 
 const MAX_OUTPUT_CHARS = 64 * 1024;
 /** Longest title a rename may set. */
-export const MAX_TITLE_CHARS = 120;
+export { MAX_TITLE_CHARS };
 
 /** Kept here for the modules that import it from this store (domain/db/transaction.ts). */
 export { inTransaction };
@@ -142,8 +143,8 @@ export async function placeTurn(db: Sql, sessionId: string, replaces?: string): 
   if (!replaces) return { parent: head, head };
   const nodes = await turnNodes(db, sessionId);
   const node = nodes.find((n) => n.id === replaces);
-  if (!node) throw new NotFoundError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
-  if (!pathTo(nodes, head).includes(replaces)) throw new ConflictError('ERR_CHAT_REPLACE_OFF_BRANCH', 'that turn is not on the branch shown; switch to its branch first');
+  if (!node) throw new AppError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
+  if (!pathTo(nodes, head).includes(replaces)) throw new AppError('ERR_CHAT_REPLACE_OFF_BRANCH', 'that turn is not on the branch shown; switch to its branch first');
   return { parent: node.parent_id, head };
 }
 
@@ -151,7 +152,7 @@ export async function placeTurn(db: Sql, sessionId: string, replaces?: string): 
 export async function switchBranch(db: Sql, sessionId: string, turnId: string): Promise<string> {
   return inTransaction(db, async (trx) => {
     const nodes = await turnNodes(trx, sessionId);
-    if (!nodes.some((n) => n.id === turnId)) throw new NotFoundError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
+    if (!nodes.some((n) => n.id === turnId)) throw new AppError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
     const head = newestLeaf(nodes, turnId);
     await setHead(trx, sessionId, head);
     return head;

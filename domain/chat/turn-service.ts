@@ -9,7 +9,7 @@
  * web/chat-routes.ts parses, authorises and streams.
  */
 import { randomUUID } from 'node:crypto';
-import { AppError, ConflictError, NotFoundError, isAppError, type ChatEvent, type Logger, type Metrics, type TurnResult, type TurnRunner } from '../../core/index.js';
+import { AppError, isAppError, type ChatEvent, type Logger, type Metrics, type TurnResult, type TurnRunner } from '../../core/index.js';
 import type { Sql } from '../db/index.js';
 import { storedEvents } from './events.js';
 import { TurnRegistry, type LiveTurn } from './live-turns.js';
@@ -79,7 +79,7 @@ export class TurnService {
 
   /** 409 ERR_SESSION_BUSY while the session has a running turn. */
   assertIdle(sessionId: string | undefined, message = 'a turn is already running in this session'): void {
-    if (sessionId && this.live.runningIn(sessionId)) throw new ConflictError('ERR_SESSION_BUSY', message);
+    if (sessionId && this.live.runningIn(sessionId)) throw new AppError('ERR_SESSION_BUSY', message);
   }
 
   /**
@@ -90,7 +90,7 @@ export class TurnService {
     const runner = this.deps.services.chat?.runner;
     if (!runner) throw new AppError('ERR_CHAT_UNAVAILABLE', 'chat is not available on this server');
     const { session, userId } = t;
-    if (t.replacesTurnId && !session) throw new NotFoundError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
+    if (t.replacesTurnId && !session) throw new AppError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
     // Where the turn goes: after the branch shown, or beside the turn it edits or regenerates.
     const place = session ? await store.placeTurn(this.deps.sql, session.id, t.replacesTurnId) : { parent: null, head: null };
     // Checked again with no await before the registry's start: another request may have started one meanwhile.
@@ -126,7 +126,7 @@ export class TurnService {
     const live = this.live.get(turnId);
     if (live && live.sessionId === sessionId) return { live };
     const stored = await store.storedTurn(this.deps.sql, sessionId, turnId);
-    if (!stored) throw new NotFoundError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
+    if (!stored) throw new AppError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
     return { stored: storedEvents(sessionId, stored) };
   }
 
@@ -134,7 +134,7 @@ export class TurnService {
   async cancel(sessionId: string, turnId: string): Promise<boolean> {
     const live = this.live.get(turnId);
     const here = live?.sessionId === sessionId;
-    if (!here && !(await store.storedTurn(this.deps.sql, sessionId, turnId))) throw new NotFoundError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
+    if (!here && !(await store.storedTurn(this.deps.sql, sessionId, turnId))) throw new AppError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
     return here && this.live.cancel(turnId);
   }
 

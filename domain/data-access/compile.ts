@@ -17,7 +17,7 @@ export interface CompiledQuery {
 }
 
 function badIdent(what: string): AppError {
-  return new AppError('ERR_DATA_IDENTIFIER', `${what} is not a valid identifier`, { status: 400 });
+  return new AppError('ERR_DATA_IDENTIFIER', `${what} is not a valid identifier`);
 }
 
 /**
@@ -42,9 +42,9 @@ class Params {
   readonly values: (string | number | boolean)[] = [];
   constructor(readonly dialect: Dialect) {}
   add(v: Scalar): string {
-    if (typeof v === 'number' && !Number.isFinite(v)) throw new AppError('ERR_DATA_VALUE', 'row_filter value is not a finite number', { status: 400 });
+    if (typeof v === 'number' && !Number.isFinite(v)) throw new AppError('ERR_DATA_VALUE', 'row_filter value is not a finite number');
     if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean') {
-      throw new AppError('ERR_DATA_VALUE', 'row_filter value must be a string, number or boolean', { status: 400 });
+      throw new AppError('ERR_DATA_VALUE', 'row_filter value must be a string, number or boolean');
     }
     // better-sqlite3 binds no booleans; SQLite stores them as 1/0 anyway.
     this.values.push(this.dialect === 'sqlite' && typeof v === 'boolean' ? (v ? 1 : 0) : v);
@@ -57,7 +57,7 @@ const CMP: Record<string, string> = { eq: '=', neq: '<>', lt: '<', lte: '<=', gt
 function compileNode(n: Node, p: Params): string {
   if ('all' in n || 'any' in n) {
     const kids = 'all' in n ? n.all : n.any;
-    if (!Array.isArray(kids) || kids.length === 0) throw new AppError('ERR_DATA_FILTER', 'empty all/any group', { status: 400 });
+    if (!Array.isArray(kids) || kids.length === 0) throw new AppError('ERR_DATA_FILTER', 'empty all/any group');
     return `(${kids.map((k) => compileNode(k, p)).join('all' in n ? ' AND ' : ' OR ')})`;
   }
   const col = quoteIdent(n.column);
@@ -71,13 +71,13 @@ function compileNode(n: Node, p: Params): string {
       return `${col} ${CMP[n.op]} ${p.add(n.value)}`;
     case 'in':
     case 'not_in': {
-      if (!Array.isArray(n.value) || n.value.length === 0) throw new AppError('ERR_DATA_FILTER', `${n.op} needs a non-empty list`, { status: 400 });
+      if (!Array.isArray(n.value) || n.value.length === 0) throw new AppError('ERR_DATA_FILTER', `${n.op} needs a non-empty list`);
       return `${col} ${n.op === 'in' ? 'IN' : 'NOT IN'} (${n.value.map((v) => p.add(v)).join(', ')})`;
     }
     case 'is_null':
       return `${col} IS ${n.value === true ? '' : 'NOT '}NULL`;
     default:
-      throw new AppError('ERR_DATA_FILTER', 'unknown row_filter operator', { status: 400 });
+      throw new AppError('ERR_DATA_FILTER', 'unknown row_filter operator');
   }
 }
 
@@ -95,7 +95,7 @@ export function compileFilter(filter: RowFilter, dialect: Dialect): { where: str
 export function compileTablePolicy(policy: TablePolicy, dialect: Dialect, table = policy.table): CompiledQuery {
   const qt = quoteTable(table);
   const columns = policy.columns.includes('*') ? '*' : policy.columns.map(quoteIdent).join(', ');
-  if (!columns) throw new AppError('ERR_DATA_FILTER', 'policy allows no column', { status: 400 });
+  if (!columns) throw new AppError('ERR_DATA_FILTER', 'policy allows no column');
   const { where, params } = compileFilter(policy.all_rows ? {} : policy.row_filter, dialect);
   return { dialect, table, columns, where, sql: `SELECT ${columns} FROM ${qt}${where ? ` WHERE ${where}` : ''}`, params };
 }

@@ -137,9 +137,7 @@ export function countNodes(f: RowFilter): number {
 export function checkFilterSize(f: RowFilter): void {
   const n = countNodes(f);
   if (n > FILTER_LIMITS.maxNodes) {
-    throw new AppError('ERR_DATA_FILTER_TOO_LARGE', `row_filter has ${n} nodes; at most ${FILTER_LIMITS.maxNodes}`, {
-      status: 400,
-    });
+    throw new AppError('ERR_DATA_FILTER_TOO_LARGE', `row_filter has ${n} nodes; at most ${FILTER_LIMITS.maxNodes}`);
   }
 }
 

@@ -1,4 +1,4 @@
-import { NotFoundError } from '../../core/index.js';
+import { AppError } from '../../core/index.js';
 import type { Sql } from '../db/index.js';
 import { getUserById } from '../users.js';
 import { compileFilter, compileTablePolicy, type CompiledQuery, type Dialect } from './compile.js';
@@ -8,7 +8,7 @@ import { grantsOf, hasEntitlement } from './store.js';
 /** The effective policy of a user, read from the database. 404 ERR_DATA_USER_NOT_FOUND. */
 export async function effectivePolicyOf(db: Sql, userId: number): Promise<EffectivePolicy> {
   const u = await getUserById(db, userId);
-  if (!u) throw new NotFoundError('ERR_DATA_USER_NOT_FOUND', `no user ${userId}`);
+  if (!u) throw new AppError('ERR_DATA_USER_NOT_FOUND', `no user ${userId}`);
   const [grants, bi] = await Promise.all([grantsOf(db, userId), hasEntitlement(db, userId)]);
   return resolveEffectivePolicy({ id: u.id, username: u.username, is_active: u.is_active }, grants, bi);
 }

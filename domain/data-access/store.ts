@@ -1,4 +1,4 @@
-import { AppError, ConflictError, NotFoundError, nowIso } from '../../core/index.js';
+import { AppError, nowIso } from '../../core/index.js';
 import { logAction } from '../action-log.js';
 import { inTransaction, type Row, type Sql } from '../db/index.js';
 import { getUserById } from '../users.js';
@@ -6,7 +6,7 @@ import { isSystemCatalogue, type RowFilter } from './predicate.js';
 
 /** A grant on a system catalogue is refused (isSystemCatalogue): it would expose the schema or the engine. */
 export function systemTableError(table: string): AppError {
-  return new AppError('ERR_DATA_SYSTEM_TABLE', `table_name: ${table} is a system catalogue of the database, not a table a policy may grant`, { status: 400, details: { field: 'table_name' } });
+  return new AppError('ERR_DATA_SYSTEM_TABLE', `table_name: ${table} is a system catalogue of the database, not a table a policy may grant`, { details: { field: 'table_name' } });
 }
 
 /** The built-in unrestricted role (docs/rules.md#data-access-rules, rule 1). */
@@ -83,9 +83,9 @@ export function isUniqueViolation(err: unknown): boolean {
   return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === '23505';
 }
 
-const roleNotFound = (id: number) => new NotFoundError('ERR_DATA_ROLE_NOT_FOUND', `no data role ${id}`);
-const roleExists = (name: string) => new ConflictError('ERR_DATA_ROLE_EXISTS', `a data role named ${name} exists`);
-const fixedGrants = (role: DataRole) => new ConflictError('ERR_DATA_ROLE_BUILTIN', `the grants of ${role.name} are fixed`);
+const roleNotFound = (id: number) => new AppError('ERR_DATA_ROLE_NOT_FOUND', `no data role ${id}`);
+const roleExists = (name: string) => new AppError('ERR_DATA_ROLE_EXISTS', `a data role named ${name} exists`);
+const fixedGrants = (role: DataRole) => new AppError('ERR_DATA_ROLE_BUILTIN', `the grants of ${role.name} are fixed`);
 
 /** Every role with its number of grants and assignments, by name (case-insensitive). */
 export async function listRoles(db: Sql): Promise<DataRoleSummary[]> {
@@ -135,7 +135,7 @@ export async function updateRole(db: Sql, actorId: number | null, id: number, pa
     return await inTransaction(db, async (trx) => {
       const role = await getRole(trx, id);
       if (patch.name !== undefined && patch.name !== role.name) {
-        if (role.builtin) throw new ConflictError('ERR_DATA_ROLE_BUILTIN', `${role.name} is built in and cannot be renamed`);
+        if (role.builtin) throw new AppError('ERR_DATA_ROLE_BUILTIN', `${role.name} is built in and cannot be renamed`);
         const other = await getRoleByName(trx, patch.name);
         if (other && other.id !== id) throw roleExists(patch.name);
       }
@@ -167,7 +167,7 @@ export async function updateRole(db: Sql, actorId: number | null, id: number, pa
 export async function deleteRole(db: Sql, actorId: number | null, id: number): Promise<void> {
   await inTransaction(db, async (trx) => {
     const role = await getRole(trx, id);
-    if (role.builtin) throw new ConflictError('ERR_DATA_ROLE_BUILTIN', `${role.name} is built in and cannot be deleted`);
+    if (role.builtin) throw new AppError('ERR_DATA_ROLE_BUILTIN', `${role.name} is built in and cannot be deleted`);
     const users = (await trx.selectFrom('user_data_roles').select('user_id').where('role_id', '=', id).orderBy('user_id').execute()).map((r) => r.user_id);
     // The grants and assignments go with it (ON DELETE CASCADE).
     await trx.deleteFrom('data_roles').where('id', '=', id).execute();
@@ -228,7 +228,7 @@ export async function deletePolicy(db: Sql, actorId: number | null, roleId: numb
     const role = await getRole(trx, roleId);
     if (role.builtin) throw fixedGrants(role);
     const r = await trx.deleteFrom('data_policies').where('role_id', '=', roleId).where('table_name', '=', table).executeTakeFirst();
-    if (Number(r.numDeletedRows) === 0) throw new NotFoundError('ERR_DATA_POLICY_NOT_FOUND', `role ${roleId} has no grant on ${table}`);
+    if (Number(r.numDeletedRows) === 0) throw new AppError('ERR_DATA_POLICY_NOT_FOUND', `role ${roleId} has no grant on ${table}`);
     await logAction(trx, { event: 'data.policy.deleted', actorId, data: { role_id: roleId, role: role.name, table } });
   });
 }
@@ -260,14 +260,14 @@ export async function listAssignments(
 
 export async function getAssignment(db: Sql, id: number): Promise<Assignment> {
   const a = await assignments(db).where('a.id', '=', id).executeTakeFirst();
-  if (!a) throw new NotFoundError('ERR_DATA_ASSIGNMENT_NOT_FOUND', `no assignment ${id}`);
+  if (!a) throw new AppError('ERR_DATA_ASSIGNMENT_NOT_FOUND', `no assignment ${id}`);
   return a;
 }
 
 /** Assign a role to a user (409 when they have it); the user gets the `bi` bit in the same transaction. */
 export async function assign(db: Sql, actorId: number | null, userId: number, roleId: number): Promise<Assignment> {
   return inTransaction(db, async (trx) => {
-    if (!(await getUserById(trx, userId))) throw new NotFoundError('ERR_DATA_USER_NOT_FOUND', `no user ${userId}`);
+    if (!(await getUserById(trx, userId))) throw new AppError('ERR_DATA_USER_NOT_FOUND', `no user ${userId}`);
     const role = await getRole(trx, roleId);
     const row = await trx
       .insertInto('user_data_roles')
@@ -277,7 +277,7 @@ export async function assign(db: Sql, actorId: number | null, userId: number, ro
       .executeTakeFirst();
     if (!row) {
       const dup = await trx.selectFrom('user_data_roles').select('id').where('user_id', '=', userId).where('role_id', '=', roleId).executeTakeFirst();
-      throw new ConflictError('ERR_DATA_ASSIGNMENT_EXISTS', `user ${userId} already has ${role.name}`, { assignment_id: dup?.id });
+      throw new AppError('ERR_DATA_ASSIGNMENT_EXISTS', `user ${userId} already has ${role.name}`, { details: { assignment_id: dup?.id } });
     }
     await logAction(trx, { event: 'data.assignment.created', actorId, subjectId: userId, data: { assignment_id: row.id, role_id: roleId, role: role.name } });
     await syncEntitlement(trx, actorId, userId);
@@ -290,7 +290,7 @@ export async function unassign(db: Sql, actorId: number | null, assignmentId: nu
   await inTransaction(db, async (trx) => {
     const a = await getAssignment(trx, assignmentId);
     const r = await trx.deleteFrom('user_data_roles').where('id', '=', assignmentId).executeTakeFirst();
-    if (Number(r.numDeletedRows) === 0) throw new NotFoundError('ERR_DATA_ASSIGNMENT_NOT_FOUND', `no assignment ${assignmentId}`);
+    if (Number(r.numDeletedRows) === 0) throw new AppError('ERR_DATA_ASSIGNMENT_NOT_FOUND', `no assignment ${assignmentId}`);
     await logAction(trx, {
       event: 'data.assignment.deleted',
       actorId,

@@ -67,7 +67,7 @@ export async function copyDatabase(src: Database, dst: Database): Promise<CopyRe
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   const s = src.sql as any;
   const users = await dst.sql.selectFrom('users').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-  if (Number(users.n) > 0) throw new AppError('ERR_VALIDATION', `the target ${dst.target} already has users: copy only into a new, empty database`, { status: 400 });
+  if (Number(users.n) > 0) throw new AppError('ERR_VALIDATION', `the target ${dst.target} already has users: copy only into a new, empty database`);
   const tables = await tablesInOrder(src);
   const seqs = sqliteSequences(src);
   const report: CopyReport = { tables: [] };

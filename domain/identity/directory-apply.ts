@@ -95,7 +95,7 @@ export async function applySnapshot(db: Sql, connectionId: number, snap: Directo
     // delegation than a deleted organisation: refuse rather than deactivate everyone.
     const known = Number((await db.selectFrom('directory_users').select((eb) => eb.fn.countAll<number>().as('n')).where('connection_id', '=', connectionId).where('present', '=', 1).executeTakeFirstOrThrow()).n);
     if (snap.users.length === 0 && known > 0) {
-      throw new AppError('ERR_SYNC_EMPTY_DIRECTORY', `the directory listed no users (${known} known); nothing was changed`, { status: 502 });
+      throw new AppError('ERR_SYNC_EMPTY_DIRECTORY', `the directory listed no users (${known} known); nothing was changed`);
     }
     const now = nowIso();
     const c: SyncCounts = {

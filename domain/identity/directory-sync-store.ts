@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { AppError, NotFoundError } from '../../core/index.js';
+import { AppError } from '../../core/index.js';
 import { logAction } from '../action-log.js';
 import { inTransaction, nowIso, type Row, type Sql } from '../db/index.js';
 
@@ -17,7 +17,7 @@ export type SyncJobRow = Row<'directory_sync_jobs'>;
 
 export async function getJob(db: Sql, id: number): Promise<SyncJobRow> {
   const j = await db.selectFrom('directory_sync_jobs').selectAll().where('id', '=', id).executeTakeFirst();
-  if (!j) throw new NotFoundError('ERR_SYNC_JOB_NOT_FOUND', 'no such directory-sync job');
+  if (!j) throw new AppError('ERR_SYNC_JOB_NOT_FOUND', 'no such directory-sync job');
   return j;
 }
 
@@ -43,7 +43,7 @@ export async function createOrGetRunningJob(db: Sql, connectionId: number, trigg
     if (running) return { job: running, created: false };
     // It finished between the two statements: try again.
   }
-  throw new AppError('ERR_INTERNAL', 'a directory sync of this connection kept starting and finishing; try again', { status: 500 });
+  throw new AppError('ERR_INTERNAL', 'a directory sync of this connection kept starting and finishing; try again');
 }
 
 /**

@@ -1,23 +1,12 @@
-import type { JobStatus, JobTrigger, SyncJobRow } from './directory-sync-store.js';
+import type { SyncJobRow } from './directory-sync-store.js';
+import type { SyncJobView } from '../../core/api-types.js';
 
 /**
- * A directory-sync job as people see it: the admin API's answer (web/identity/views.ts checks it
- * against the API's `SyncJobView`) and `airlock sync-directory --json`. Its JSON columns are
+ * A directory-sync job as people see it: the admin API's answer (its shape is the API's `SyncJobView`,
+ * core/api-types.ts) and `airlock sync-directory --json`. Its JSON columns are
  * read; the run's owner fields (claim id, process, host, heartbeat) stay inside.
  */
-export interface SyncJobSummary {
-  id: number;
-  connection_id: number;
-  status: JobStatus;
-  trigger: JobTrigger;
-  requested_by: number | null;
-  result: Record<string, unknown> | null;
-  error: ({ code?: string; message?: string; upstream_status?: number; reason?: string } & Record<string, unknown>) | null;
-  progress: Record<string, unknown> | null;
-  created_at: string;
-  started_at: string | null;
-  finished_at: string | null;
-}
+export type SyncJobSummary = SyncJobView;
 
 export function syncJobSummary(j: SyncJobRow): SyncJobSummary {
   return {

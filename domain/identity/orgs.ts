@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
-import { ConflictError, NotFoundError } from '../../core/index.js';
+import { AppError } from '../../core/index.js';
 import { nowIso, type Row, type Sql } from '../db/index.js';
 import { isUniqueViolation } from '../data-access/store.js';
+import type { ExternalGroup } from '../../core/api-types.js';
 
 /**
  * Organisations, their members, teams and agent policies as stored (docs/identity.md). Route
@@ -19,7 +20,7 @@ export async function unique<T>(p: Promise<T>, code: string, message: string): P
   try {
     return await p;
   } catch (err) {
-    if (isUniqueViolation(err)) throw new ConflictError(code, message);
+    if (isUniqueViolation(err)) throw new AppError(code, message);
     throw err;
   }
 }
@@ -39,7 +40,7 @@ export function listOrganisations(db: Sql, memberId?: number): Promise<Organisat
 
 export async function getOrganisation(db: Sql, id: number): Promise<OrganisationRow> {
   const o = await db.selectFrom('organisations').selectAll().where('id', '=', id).executeTakeFirst();
-  if (!o) throw new NotFoundError('ERR_ORG_NOT_FOUND', 'no such organisation');
+  if (!o) throw new AppError('ERR_ORG_NOT_FOUND', 'no such organisation');
   return o;
 }
 
@@ -104,14 +105,8 @@ export async function userExists(db: Sql, userId: number): Promise<boolean> {
 
 // ---- external groups ------------------------------------------------------------------------
 
-export interface GroupSummary {
-  id: number;
-  connection_id: number;
-  email: string;
-  name: string;
-  description: string;
-  member_count: number;
-}
+/** A synced group as the team picker shows it (core/api-types.ts). */
+export type GroupSummary = ExternalGroup;
 
 /** Synced groups whose e-mail or name contains `q` (case-insensitive; `%` and `_` literal), at most 200. */
 export async function searchGroups(db: Sql, q?: string): Promise<GroupSummary[]> {
@@ -133,7 +128,7 @@ export async function groupExists(db: Sql, groupId: number): Promise<boolean> {
 
 export async function getTeam(db: Sql, id: number): Promise<TeamRow> {
   const t = await db.selectFrom('teams').selectAll().where('id', '=', id).executeTakeFirst();
-  if (!t) throw new NotFoundError('ERR_TEAM_NOT_FOUND', 'no such team');
+  if (!t) throw new AppError('ERR_TEAM_NOT_FOUND', 'no such team');
   return t;
 }
 
@@ -195,7 +190,7 @@ export async function editTeamMember(db: Sql, teamId: number, userId: number, ad
 
 export async function getAgentPolicy(db: Sql, id: number): Promise<AgentPolicyRow> {
   const p = await db.selectFrom('agent_policies').selectAll().where('id', '=', id).executeTakeFirst();
-  if (!p) throw new NotFoundError('ERR_POLICY_NOT_FOUND', 'no such agent policy');
+  if (!p) throw new AppError('ERR_POLICY_NOT_FOUND', 'no such agent policy');
   return p;
 }
 

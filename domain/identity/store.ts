@@ -1,4 +1,4 @@
-import { AppError, ConflictError, Encryptor, NotFoundError } from '../../core/index.js';
+import { AppError, Encryptor } from '../../core/index.js';
 import { logAction } from '../action-log.js';
 import { inTransaction, nowIso, type Row, type Sql } from '../db/index.js';
 import { isUniqueViolation } from '../data-access/store.js';
@@ -33,7 +33,7 @@ export function listConnections(db: Sql): Promise<IdpConnectionRow[]> {
 
 export async function getConnection(db: Sql, id: number): Promise<IdpConnectionRow> {
   const c = await db.selectFrom('idp_connections').selectAll().where('id', '=', id).executeTakeFirst();
-  if (!c) throw new NotFoundError('ERR_IDP_NOT_FOUND', 'no such IdP connection');
+  if (!c) throw new AppError('ERR_IDP_NOT_FOUND', 'no such IdP connection');
   return c;
 }
 
@@ -62,12 +62,12 @@ export function parseServiceAccount(v: string | Record<string, unknown>): Servic
       o = JSON.parse(v);
     } catch {
       // The message below is the answer; the parse error text could echo key material.
-      throw new AppError('ERR_IDP_SERVICE_ACCOUNT', 'service_account_json is not valid JSON', { status: 400 });
+      throw new AppError('ERR_IDP_SERVICE_ACCOUNT', 'service_account_json is not valid JSON');
     }
   }
   const sa = o as Partial<ServiceAccountKey>;
   if (!sa || typeof sa !== 'object' || typeof sa.client_email !== 'string' || typeof sa.private_key !== 'string' || !sa.private_key.includes('PRIVATE KEY')) {
-    throw new AppError('ERR_IDP_SERVICE_ACCOUNT', 'service_account_json needs client_email and a PEM private_key', { status: 400 });
+    throw new AppError('ERR_IDP_SERVICE_ACCOUNT', 'service_account_json needs client_email and a PEM private_key');
   }
   return sa as ServiceAccountKey;
 }
@@ -96,8 +96,8 @@ export async function saveConnection(db: Sql, enc: Encryptor, input: ConnectionI
   if (input.is_active !== undefined) row.is_active = input.is_active ? 1 : 0;
 
   if (!existing) {
-    if (!row.issuer || !row.client_id) throw new AppError('ERR_VALIDATION', 'issuer and client_id are required', { status: 400 });
-    if (await getConnectionByProvider(db, provider)) throw new ConflictError('ERR_IDP_EXISTS', `a connection for ${provider} exists`);
+    if (!row.issuer || !row.client_id) throw new AppError('ERR_VALIDATION', 'issuer and client_id are required');
+    if (await getConnectionByProvider(db, provider)) throw new AppError('ERR_IDP_EXISTS', `a connection for ${provider} exists`);
     try {
       return await db
         .insertInto('idp_connections')
@@ -105,7 +105,7 @@ export async function saveConnection(db: Sql, enc: Encryptor, input: ConnectionI
         .returningAll()
         .executeTakeFirstOrThrow();
     } catch (err) {
-      if (isUniqueViolation(err)) throw new ConflictError('ERR_IDP_EXISTS', `a connection for ${provider} exists`);
+      if (isUniqueViolation(err)) throw new AppError('ERR_IDP_EXISTS', `a connection for ${provider} exists`);
       throw err;
     }
   }
@@ -145,19 +145,16 @@ export function decryptClientSecret(enc: Encryptor, c: IdpConnectionRow): string
 }
 
 export function decryptServiceAccount(enc: Encryptor, c: IdpConnectionRow): ServiceAccountKey {
-  if (!c.service_account_enc) throw new ConflictError('ERR_SYNC_NOT_CONFIGURED', 'the connection has no service account');
+  if (!c.service_account_enc) throw new AppError('ERR_SYNC_NOT_CONFIGURED', 'the connection has no service account');
   return JSON.parse(enc.decrypt(c.service_account_enc, aad(c.provider, 'service_account'))) as ServiceAccountKey;
 }
 
 /** The connection a sync runs for: the named provider's, else the only one. */
 export async function syncConnection(db: Sql, provider?: string): Promise<IdpConnectionRow> {
   const c = provider ? await getConnectionByProvider(db, provider) : (await listConnections(db))[0];
-  if (!c) throw new NotFoundError('ERR_IDP_NOT_FOUND', 'no IdP connection is configured');
+  if (!c) throw new AppError('ERR_IDP_NOT_FOUND', 'no IdP connection is configured');
   if (!hasGroupSync(c)) {
-    throw new ConflictError(
-      'ERR_SYNC_NOT_CONFIGURED',
-      'directory sync needs the service-account JSON and the delegated admin e-mail on the connection',
-    );
+    throw new AppError('ERR_SYNC_NOT_CONFIGURED', 'directory sync needs the service-account JSON and the delegated admin e-mail on the connection');
   }
   return c;
 }

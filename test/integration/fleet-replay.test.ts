@@ -10,7 +10,7 @@
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { ConfigError, loadConfig, NodeClient, signNodeRequest } from '../../core/index.js';
+import { loadConfig, NodeClient, signNodeRequest } from '../../core/index.js';
 import { claimNonce, ownSandbox, purgeNonces, registerNode, sandboxOf } from '../../domain/fleet.js';
 import { FleetMember } from '../../daemon/fleet.js';
 import { addUser, startTestApp, tempDir, testConfig } from '../helpers/app.js';
@@ -148,7 +148,7 @@ t.test(`${TEST_ENGINE}: https between nodes with the fleet's own CA; plain http 
   await t.rejects(allowed.json({ id: 'node-p', url: plain.url }, 'POST', '/api/fleet/operator', {}), { code: 'ERR_NODE_AUTH' }, 'allowed: sent (and refused there: node-a is not registered in that database)');
   allowed.close();
   const fleetEnv = { AIRLOCK_DATABASE_URL: 'postgres://a:b@127.0.0.1:1/x', AIRLOCK_NODE_SECRET: SECRET, AGENT_USER_TOKEN_SECRET: 'x'.repeat(20), MCP_INTERNAL_SECRET: 'y'.repeat(20) };
-  t.throws(() => loadConfig({ ...fleetEnv, AIRLOCK_NODE_URL: 'http://10.0.0.11:8080' }), ConfigError, 'a fleet node with an http URL does not start');
+  t.throws(() => loadConfig({ ...fleetEnv, AIRLOCK_NODE_URL: 'http://10.0.0.11:8080' }), { code: 'ERR_CONFIG_INVALID' }, 'a fleet node with an http URL does not start');
   t.match(String((() => { try { loadConfig({ ...fleetEnv, AIRLOCK_NODE_URL: 'http://10.0.0.11:8080' }); } catch (e) { return e; } })()), /AIRLOCK_FLEET_ALLOW_HTTP/, 'and says how to allow it');
   t.doesNotThrow(() => loadConfig({ ...fleetEnv, AIRLOCK_NODE_URL: 'https://10.0.0.11:8443' }), 'https: starts');
   t.doesNotThrow(() => loadConfig({ ...fleetEnv, AIRLOCK_NODE_URL: 'http://10.0.0.11:8080', AIRLOCK_FLEET_ALLOW_HTTP: 'true' }), 'http explicitly allowed: starts');

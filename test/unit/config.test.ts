@@ -3,7 +3,7 @@ import { writeFileSync, mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { inspect } from 'node:util';
-import { ConfigError, loadConfig, SERVE_REQUIRED } from '../../core/index.js';
+import { configProblems, isAppError, loadConfig, SERVE_REQUIRED } from '../../core/index.js';
 
 t.test('defaults', async (t) => {
   const c = loadConfig({}, { cwd: '/srv' });
@@ -20,12 +20,12 @@ t.test('every problem is listed at once', async (t) => {
     loadConfig({ AIRLOCK_PORT: 'x', AIRLOCK_SESSION_IDLE_S: '-4', AIRLOCK_PUBLIC_ORIGIN: 'nope', AIRLOCK_MODEL_PROVIDER: 'openai', MCP_INTERNAL_SECRET: 'short' }, { require: SERVE_REQUIRED });
     t.fail('should throw');
   } catch (err) {
-    t.ok(err instanceof ConfigError);
-    const p = (err as ConfigError).problems.join('\n');
+    t.ok(isAppError(err, 'ERR_CONFIG_INVALID'));
+    const p = isAppError(err) ? configProblems(err).join('\n') : '';
     for (const name of ['AIRLOCK_PORT', 'AIRLOCK_SESSION_IDLE_S', 'AIRLOCK_PUBLIC_ORIGIN', 'AGENT_USER_TOKEN_SECRET', 'MCP_INTERNAL_SECRET', 'AIRLOCK_MODEL_BASE_URL']) {
       t.match(p, name, `names ${name}`);
     }
-    t.equal((err as ConfigError).code, 'ERR_CONFIG_INVALID');
+    t.equal(isAppError(err) && err.status, 500);
   }
 });
 
@@ -61,7 +61,7 @@ t.test('AIRLOCK_ENCRYPTION_KEY is checked at start: 32 bytes, hex or base64', as
       loadConfig({ AIRLOCK_ENCRYPTION_KEY: bad, AIRLOCK_PORT: 'x' });
       t.fail(`accepted ${bad}`);
     } catch (err) {
-      const problems = (err as { problems: string[] }).problems;
+      const problems = isAppError(err) ? configProblems(err) : [];
       t.ok(problems.some((p) => p.startsWith('AIRLOCK_ENCRYPTION_KEY: must be 32 bytes')), `refused ${bad.slice(0, 12)}…`);
       t.ok(problems.some((p) => p.startsWith('AIRLOCK_PORT')), 'listed with the other problems');
       t.notOk(problems.join(' ').includes(bad), 'the key itself is not echoed');

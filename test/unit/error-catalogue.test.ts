@@ -1,8 +1,10 @@
 /**
  * The error catalogue (core/error-codes/) is the one list of error codes:
  * - every `ERR_*` code written anywhere in the repository (source, browser UI, tests, docs) is in it;
- * - no call site passes an HTTP status that disagrees with it (an explicit `status` option, a
- *   status argument next to the code, or a subclass that implies one);
+ * - no call site gives AppError a status of its own (the `status` option is gone; a test below
+ *   fails if one comes back) and no helper passes a status argument that disagrees with it;
+ * - AppError is the one error class: no other class extends it but ModelError (which carries
+ *   the provider's answer for its retry policy);
  * - docs/api.md's error table is the one `errorTableMarkdown()` renders
  *   (AIRLOCK_UPDATE_DOCS=1 rewrites it);
  * - AppError and the proxy take their statuses from it.
@@ -15,13 +17,11 @@ import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   AppError,
-  AuthError,
-  ConflictError,
   ERROR_AREAS,
   ERROR_CATALOGUE,
-  NotFoundError,
-  ValidationError,
   appErrorFromPeer,
+  configError,
+  configProblems,
   errorStatus,
   errorTableMarkdown,
   isErrorCode,
@@ -114,9 +114,6 @@ t.test('every ERR_* code written in the repository is in the catalogue', async (
   t.same(unused, [], 'every catalogued code is still produced or documented');
 });
 
-/** Subclasses (and helpers) whose status is implied by their name when they take a code. */
-const IMPLIED_STATUS: Record<string, number> = { NotFoundError: 404, ConflictError: 409, AuthError: 401, ModelError: 502, wrapUnique: 409 };
-
 interface StatusSite {
   at: string;
   code: string;
@@ -124,7 +121,7 @@ interface StatusSite {
   how: string;
 }
 
-/** Every call or `new` that names exactly one code and a literal status (or implies one). */
+/** Every call or `new` that names exactly one code and a literal status argument (`refuse(sock, 403, 'ERR_…')`). */
 function statusSites(file: string): StatusSite[] {
   const src = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
   const sites: StatusSite[] = [];
@@ -132,24 +129,9 @@ function statusSites(file: string): StatusSite[] {
     if (ts.isNewExpression(n) || ts.isCallExpression(n)) {
       const args = n.arguments ?? [];
       const codes = args.filter((a): a is ts.StringLiteralLike => ts.isStringLiteralLike(a) && /^ERR_[A-Z0-9_]+$/.test(a.text));
-      if (codes.length === 1) {
-        const code = (codes[0] as ts.StringLiteralLike).text;
-        const at = `${relative(ROOT, file)}:${src.getLineAndCharacterOfPosition(n.getStart()).line + 1}`;
-        let explicit: StatusSite | undefined;
-        for (const a of args) {
-          if (ts.isNumericLiteral(a) && /^[1-5]\d\d$/.test(a.text)) explicit = { at, code, status: Number(a.text), how: 'status argument' };
-          if (ts.isObjectLiteralExpression(a)) {
-            for (const p of a.properties) {
-              if (ts.isPropertyAssignment(p) && p.name.getText(src) === 'status' && ts.isNumericLiteral(p.initializer)) {
-                explicit = { at, code, status: Number(p.initializer.text), how: 'status option' };
-              }
-            }
-          }
-        }
-        const callee = n.expression.getText(src).replace(/^this\./, '');
-        if (explicit) sites.push(explicit);
-        else if (IMPLIED_STATUS[callee] !== undefined) sites.push({ at, code, status: IMPLIED_STATUS[callee], how: callee });
-      }
+      const at = `${relative(ROOT, file)}:${src.getLineAndCharacterOfPosition(n.getStart()).line + 1}`;
+      const status = args.find((a) => ts.isNumericLiteral(a) && /^[1-5]\d\d$/.test(a.text));
+      if (codes.length === 1 && status) sites.push({ at, code: (codes[0] as ts.StringLiteralLike).text, status: Number(status.getText(src)), how: 'status argument' });
     }
     ts.forEachChild(n, visit);
   };
@@ -157,7 +139,75 @@ function statusSites(file: string): StatusSite[] {
   return sites;
 }
 
-t.test('no call site passes a status that disagrees with the catalogue', async (t) => {
+/** AppErrors given a `status` option, and classes that extend AppError (other than `allowed`). */
+function appErrorMisuse(file: string, allowed: readonly string[] = ['ModelError']): string[] {
+  const src = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+  const out: string[] = [];
+  const at = (n: ts.Node) => `${relative(ROOT, file)}:${src.getLineAndCharacterOfPosition(n.getStart()).line + 1}`;
+  const subclasses = new Set<string>(['AppError']);
+  const visit = (n: ts.Node, inSubclass: boolean): void => {
+    let inside = inSubclass;
+    if (ts.isClassDeclaration(n) && n.name) {
+      const base = n.heritageClauses?.flatMap((h) => h.types.map((x) => x.expression.getText(src)))[0];
+      if (base && subclasses.has(base)) {
+        subclasses.add(n.name.text);
+        inside = true;
+        if (!allowed.includes(n.name.text)) out.push(`${at(n)} class ${n.name.text} extends ${base}: use new AppError(code, …)`);
+      }
+    }
+    const isAppErrorCall =
+      (ts.isNewExpression(n) && subclasses.has(n.expression.getText(src))) || (inside && ts.isCallExpression(n) && n.expression.kind === ts.SyntaxKind.SuperKeyword);
+    if (isAppErrorCall) {
+      for (const a of (n as ts.NewExpression | ts.CallExpression).arguments ?? []) {
+        if (!ts.isObjectLiteralExpression(a)) continue;
+        for (const p of a.properties) {
+          if (p.name?.getText(src) === 'status') out.push(`${at(n)} passes status to ${(n as ts.NewExpression).expression.getText(src)}: the catalogue gives it`);
+        }
+      }
+    }
+    ts.forEachChild(n, (c) => visit(c, inside));
+  };
+  visit(src, false);
+  return out;
+}
+
+t.test('no AppError is given a status, and AppError is the one error class', async (t) => {
+  const misuse: string[] = [];
+  let files = 0;
+  for (const d of SOURCE_DIRS) {
+    for (const f of walk(join(ROOT, d), /\.tsx?$/)) {
+      files++;
+      misuse.push(...appErrorMisuse(f));
+    }
+  }
+  t.ok(files > 200, `source files were scanned (${files})`);
+  t.same(misuse, [], 'the status comes from the catalogue (core/error-codes/); no subclass of AppError but ModelError');
+});
+
+t.test('the AppError scanner sees a status and a subclass', async (t) => {
+  // The check above must be able to fail: run it on a file that does both on purpose.
+  const dir = mkdtempSync(join(tmpdir(), 'airlock-catalogue-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'misuse.ts');
+  writeFileSync(
+    file,
+    "throw new AppError('ERR_SESSION_BUSY', 'x', { status: 503 });\n" +
+      "class NotFoundError extends AppError {\n  constructor(code: string, m: string) {\n    super(code, m, { status: 404 });\n  }\n}\n" +
+      "throw new NotFoundError('ERR_TEAM_NOT_FOUND', 'x', { status: 404 });\n" +
+      "throw new AppError('ERR_SESSION_BUSY', 'x', { retryable: true });\n",
+  );
+  t.same(
+    appErrorMisuse(file).map((m) => m.replace(/^.*?:(\d+) /, '$1 ')),
+    [
+      '1 passes status to AppError: the catalogue gives it',
+      '2 class NotFoundError extends AppError: use new AppError(code, …)',
+      '4 passes status to super: the catalogue gives it',
+      '7 passes status to NotFoundError: the catalogue gives it',
+    ],
+  );
+});
+
+t.test('no helper passes a status argument that disagrees with the catalogue', async (t) => {
   const disagreements: string[] = [];
   let checked = 0;
   for (const d of SOURCE_DIRS) {
@@ -169,29 +219,16 @@ t.test('no call site passes a status that disagrees with the catalogue', async (
       }
     }
   }
-  t.ok(checked > 50, `status sites were checked (${checked})`);
-  t.same(disagreements, [], 'every explicit or implied status matches the catalogue');
-});
-
-t.test('the scanner sees a disagreeing status', async (t) => {
-  // The check above must be able to fail: run it on a file that disagrees on purpose.
+  t.comment(`status arguments checked: ${checked}`);
+  t.same(disagreements, [], 'every literal status argument matches the catalogue');
   const dir = mkdtempSync(join(tmpdir(), 'airlock-catalogue-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const file = join(dir, 'disagrees.ts');
-  writeFileSync(
-    file,
-    "throw new AppError('ERR_SESSION_BUSY', 'x', { status: 503 });\n" +
-      "throw new NotFoundError('ERR_SESSION_CAPACITY', 'x');\n" +
-      "refuse(sock, 400, 'ERR_EGRESS_DENIED');\n",
-  );
-  const sites = statusSites(file);
+  writeFileSync(file, "refuse(sock, 400, 'ERR_EGRESS_DENIED');\n");
   t.same(
-    sites.map((s) => [s.code, s.status, errorStatus(s.code)]),
-    [
-      ['ERR_SESSION_BUSY', 503, 409],
-      ['ERR_SESSION_CAPACITY', 404, 503],
-      ['ERR_EGRESS_DENIED', 400, 403],
-    ],
+    statusSites(file).map((s) => [s.code, s.status, errorStatus(s.code)]),
+    [['ERR_EGRESS_DENIED', 400, 403]],
+    'the scanner sees a disagreeing status argument',
   );
 });
 
@@ -216,17 +253,18 @@ t.test('docs/api.md carries the table the catalogue renders', async (t) => {
   for (const code of Object.keys(ERROR_CATALOGUE)) t.ok(have.includes(`\`${code}\``), `${code} is in the table`);
 });
 
-t.test('AppError and its subclasses take the status from the catalogue', async (t) => {
+t.test('AppError takes the status from the catalogue', async (t) => {
   t.equal(new AppError('ERR_SESSION_BUSY', 'busy').status, 409);
   t.equal(new AppError('ERR_SESSION_CAPACITY', 'full').status, 503);
   t.equal(new AppError('ERR_BODY_ENCODING', 'enc').status, 415);
   t.equal(new AppError('ERR_FROM_A_PEER_UNKNOWN', 'x').status, 500, 'a code the catalogue does not know answers 500');
-  t.equal(new AppError('ERR_SESSION_BUSY', 'x', { status: 418 }).status, 418, 'an explicit status is still honoured');
-  t.equal(new ValidationError('bad').status, 400);
-  t.equal(new NotFoundError('ERR_TEAM_NOT_FOUND', 'x').status, 404);
-  t.equal(new NotFoundError('ERR_SOMETHING_UNKNOWN', 'x').status, 404, 'NotFoundError defaults to 404');
-  t.equal(new ConflictError('ERR_TEAM_LINKED', 'x').status, 409);
-  t.equal(new AuthError('ERR_AGENT_TOKEN_EXPIRED', 'x').status, 401);
+  t.equal(new AppError('ERR_SESSION_BUSY', 'x', { unknownCodeStatus: 418 }).status, 409, 'a catalogued code ignores unknownCodeStatus');
+  t.equal(new AppError('ERR_VALIDATION', 'bad').status, 400);
+  t.equal(new AppError('ERR_TEAM_NOT_FOUND', 'x').status, 404);
+  t.equal(new AppError('ERR_TEAM_LINKED', 'x').status, 409);
+  t.equal(new AppError('ERR_AGENT_TOKEN_EXPIRED', 'x').status, 401);
+  t.same(configProblems(configError(['a', 'b'])), ['a', 'b']);
+  t.equal(configError(['a']).status, 500);
   t.equal(toAppError(new Error('boom')).status, 500);
   t.equal(toAppError(new Error('boom'), 'ERR_SYNC_FAILED').code, 'ERR_SYNC_FAILED');
   t.same(new AppError('ERR_SESSION_BUSY', 'busy').toBody(), { error: { code: 'ERR_SESSION_BUSY', message: 'busy' } });

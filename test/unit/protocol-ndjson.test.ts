@@ -8,7 +8,9 @@ import {
   ControlRequestSchema,
   McpToolResultSchema,
   MAX_LINE_BYTES,
-  ProtocolError,
+  AppError,
+  protocolIssues,
+  rejectedRequestId,
   SessionProfileSchema,
   checkMessage,
   protocolLogFields,
@@ -18,10 +20,10 @@ import {
 } from '../../core/index.js';
 
 /** Feed `chunks` through readMessages(schema) and collect what comes out. */
-function feed<T>(schema: Parameters<typeof readMessages<T>>[1]['schema'], chunks: string[]): { msgs: T[]; errs: ProtocolError[] } {
+function feed<T>(schema: Parameters<typeof readMessages<T>>[1]['schema'], chunks: string[]): { msgs: T[]; errs: AppError[] } {
   const s = new PassThrough();
   const msgs: T[] = [];
-  const errs: ProtocolError[] = [];
+  const errs: AppError[] = [];
   readMessages(s, { schema, onMessage: (m) => msgs.push(m), onReject: (e) => errs.push(e) });
   for (const c of chunks) s.write(c);
   return { msgs, errs };
@@ -43,7 +45,7 @@ t.test('not JSON, wrong shape, unknown type and an overlong line are refused wit
     r.errs.map((e) => e.code),
     ['ERR_PROTOCOL_BAD_JSON', 'ERR_PROTOCOL_BAD_MESSAGE', 'ERR_PROTOCOL_BAD_MESSAGE', 'ERR_PROTOCOL_BAD_MESSAGE', 'ERR_PROTOCOL_BAD_MESSAGE'],
   );
-  t.ok(r.errs.every((e) => e instanceof ProtocolError && e.status === 400));
+  t.ok(r.errs.every((e) => e instanceof AppError && e.code.startsWith('ERR_PROTOCOL_') && e.status === 400));
   const long = feed(ChildInboundSchema, ['x'.repeat(MAX_LINE_BYTES + 1)]);
   t.same(
     long.errs.map((e) => e.code),
@@ -57,10 +59,10 @@ t.test('a rejection names fields, never the payload', async (t) => {
   t.equal(r.errs.length, 1);
   const e = r.errs[0];
   t.equal(e.code, 'ERR_PROTOCOL_BAD_MESSAGE');
-  t.equal(e.requestId, 'r1', 'the id is kept so the reply can be matched');
-  const logged = JSON.stringify(protocolLogFields(e, 'control')) + e.message + e.issues.join();
+  t.equal(rejectedRequestId(e), 'r1', 'the id is kept so the reply can be matched');
+  const logged = JSON.stringify(protocolLogFields(e, 'control')) + e.message + protocolIssues(e).join();
   t.notMatch(logged, secret);
-  t.match(e.issues.join(), /placeholders\.MAIL_API_KEY/);
+  t.match(protocolIssues(e).join(), /placeholders\.MAIL_API_KEY/);
 });
 
 t.test('stop() ignores the rest of the stream (the shell hand-over)', async (t) => {

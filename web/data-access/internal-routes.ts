@@ -1,5 +1,6 @@
 import { Router, type RequestHandler } from 'express';
-import { AppError, AuthError, NotFoundError, type Config } from '../../core/index.js';
+import { z } from 'zod';
+import { AppError, type Config } from '../../core/index.js';
 import { logAction } from '../../domain/action-log.js';
 import { COLUMN_RE, FILTER_LIMITS, TABLE_RE, compilePolicy, effectivePolicyOf, tableAccess } from '../../domain/data-access/index.js';
 import { getUserById } from '../../domain/users.js';
@@ -15,9 +16,9 @@ export function requireInternalSecret(config: Readonly<Config>): RequestHandler 
   return (req, _res, next) => {
     const h = req.get('authorization');
     const m = h ? /^Bearer[ ]+(\S+)\s*$/i.exec(h) : null;
-    if (!m) return next(new AuthError('ERR_AUTH_SECRET_REQUIRED', 'internal endpoint: Authorization: Bearer <MCP_INTERNAL_SECRET> required'));
+    if (!m) return next(new AppError('ERR_AUTH_SECRET_REQUIRED', 'internal endpoint: Authorization: Bearer <MCP_INTERNAL_SECRET> required'));
     const secret = config.mcpInternalSecret;
-    if (!secret || !secret.equals(m[1])) return next(new AppError('ERR_AUTH_SECRET_INVALID', 'internal endpoint: wrong secret', { status: 403 }));
+    if (!secret || !secret.equals(m[1])) return next(new AppError('ERR_AUTH_SECRET_INVALID', 'internal endpoint: wrong secret'));
     next();
   };
 }
@@ -26,26 +27,13 @@ export function requireInternalSecret(config: Readonly<Config>): RequestHandler 
 const AUDIT_FIELDS = ['user_id', 'table', 'decision', 'columns', 'reason'] as const;
 const REASON_MAX = 500;
 
-export const BI_AUDIT_SCHEMA = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['user_id', 'table', 'decision'],
-  properties: {
-    user_id: { type: 'integer', minimum: 1 },
-    table: { type: 'string', minLength: 1, maxLength: 256 },
-    decision: { enum: ['allowed', 'denied'] },
-    columns: { type: 'array', maxItems: FILTER_LIMITS.maxColumns, items: { type: 'string', maxLength: 256 } },
-    reason: { type: 'string', maxLength: 4000 },
-  },
-} as const;
-
-interface AuditBody {
-  user_id: number;
-  table: string;
-  decision: 'allowed' | 'denied';
-  columns?: string[];
-  reason?: string;
-}
+export const BI_AUDIT_SCHEMA = z.strictObject({
+  user_id: z.int().min(1),
+  table: z.string().min(1).max(256),
+  decision: z.enum(['allowed', 'denied']),
+  columns: z.array(z.string().max(256)).max(FILTER_LIMITS.maxColumns).optional(),
+  reason: z.string().max(4000).optional(),
+});
 
 /** /api/internal/bi-policy/{user_id} and /api/internal/bi-audit (mounted at /api/internal). */
 export function biInternalRoutes(ctx: WebContext): Router {
@@ -79,8 +67,8 @@ export function biInternalRoutes(ctx: WebContext): Router {
       const raw = (req.body && typeof req.body === 'object' && !Array.isArray(req.body) ? req.body : {}) as Record<string, unknown>;
       const picked: Record<string, unknown> = {};
       for (const k of AUDIT_FIELDS) if (Object.hasOwn(raw, k)) picked[k] = raw[k];
-      const b = validateData<AuditBody>(BI_AUDIT_SCHEMA, picked);
-      if (!(await getUserById(db, b.user_id))) throw new NotFoundError('ERR_DATA_USER_NOT_FOUND', `no user ${b.user_id}`);
+      const b = validateData(BI_AUDIT_SCHEMA, picked);
+      if (!(await getUserById(db, b.user_id))) throw new AppError('ERR_DATA_USER_NOT_FOUND', `no user ${b.user_id}`);
       // Names that are not identifiers are not stored verbatim: they could carry query text.
       const tableOk = b.table === '*' || TABLE_RE.test(b.table);
       const cols = b.columns?.filter((c) => c === '*' || COLUMN_RE.test(c));

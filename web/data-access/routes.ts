@@ -36,78 +36,50 @@ import type {
 } from '../admin-api.js';
 import { asyncHandler, requireSuperuser, type WebContext } from '../context.js';
 import { intQueryParam } from '../query-params.js';
-import { compiled, pickProblems, problemsError, type Problem } from '../validate.js';
+import { z } from 'zod';
+import { atLeastOneField, uniqueList, validateBody } from '../validate.js';
 
-const ROLE_NAME = {
-  type: 'string',
-  minLength: 1,
-  maxLength: 64,
-  pattern: '^[A-Za-z][A-Za-z0-9_.-]*$',
-  description: 'letters, digits, _ . and - only, starting with a letter',
-};
+const ROLE_NAME = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(/^[A-Za-z][A-Za-z0-9_.-]*$/, 'letters, digits, _ . and - only, starting with a letter');
 /** Longest role description; the admin page clamps long ones to three lines with the full text as a tooltip. */
 export const DESCRIPTION_MAX = 500;
-const DESCRIPTION = { type: 'string', maxLength: DESCRIPTION_MAX };
+const DESCRIPTION = z.string().max(DESCRIPTION_MAX);
 
-export const ROLE_CREATE_SCHEMA = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['name'],
-  properties: { name: ROLE_NAME, description: DESCRIPTION },
-} as const;
+export const ROLE_CREATE_SCHEMA = z.strictObject({ name: ROLE_NAME, description: DESCRIPTION.optional() });
 
-export const ROLE_PATCH_SCHEMA = {
-  type: 'object',
-  additionalProperties: false,
-  minProperties: 1,
-  properties: { name: ROLE_NAME, description: DESCRIPTION },
-} as const;
+export const ROLE_PATCH_SCHEMA = atLeastOneField(z.strictObject({ name: ROLE_NAME.optional(), description: DESCRIPTION.optional() }));
 
 /** The body of a policy PUT; the row filter is checked by rowFilterProblems (its messages name the condition). */
-export const POLICY_PUT_SCHEMA = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['allowed_columns'],
-  properties: {
-    allowed_columns: {
-      type: 'array',
-      minItems: 1,
-      maxItems: FILTER_LIMITS.maxColumns,
-      uniqueItems: true,
-      items: { type: 'string', pattern: `(^\\*$)|(${COLUMN_RE.source})`, description: 'each column must be a column name (letters, digits and _) or "*"' },
-    },
-    row_filter: {},
-  },
-};
+export const POLICY_PUT_SCHEMA = z.strictObject({
+  allowed_columns: uniqueList(
+    z
+      .array(z.string().regex(new RegExp(`(^\\*$)|(${COLUMN_RE.source})`), 'each column must be a column name (letters, digits and _) or "*"'))
+      .min(1)
+      .max(FILTER_LIMITS.maxColumns),
+    'Allowed columns',
+  ),
+  row_filter: z
+    .custom<RowFilter>()
+    .superRefine((v, ctx) => {
+      for (const p of rowFilterProblems(v)) ctx.addIssue({ code: 'custom', message: p.message, path: p.field.split('.').slice(1) });
+    })
+    .optional(),
+});
 
-export const ASSIGN_SCHEMA = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['user_id', 'role_id'],
-  properties: { user_id: { type: 'integer', minimum: 1 }, role_id: { type: 'integer', minimum: 1 } },
-} as const;
+export const ASSIGN_SCHEMA = z.strictObject({ user_id: z.int().min(1), role_id: z.int().min(1) });
 
-/** Validate with ajv, answering 400 ERR_DATA_INVALID (details as ERR_VALIDATION: field, problems). */
-export function validateData<T>(schema: object, data: unknown, extra?: (data: T) => Problem[]): T {
-  const fn = compiled(schema);
-  const problems: Problem[] = fn(data) ? [] : pickProblems(fn.errors ?? []);
-  if (extra && data !== null && typeof data === 'object' && !Array.isArray(data)) problems.push(...extra(data as T));
-  if (problems.length) {
-    const err = problemsError(problems);
-    throw new AppError('ERR_DATA_INVALID', err.message, { status: 400, details: err.details });
-  }
-  return data as T;
-}
-
-/** The row filter's problems of a policy body (none when there is no filter). */
-function policyProblems(b: { row_filter?: unknown }): Problem[] {
-  return b.row_filter === undefined ? [] : rowFilterProblems(b.row_filter);
+/** Parse with zod, answering 400 ERR_DATA_INVALID (details as ERR_VALIDATION: field, problems). */
+export function validateData<S extends z.ZodType>(schema: S, data: unknown): z.output<S> {
+  return validateBody(schema, data, 'ERR_DATA_INVALID');
 }
 
 /** Parse a positive integer path id; 400 otherwise. */
 export function parseId(raw: unknown, what: string): number {
   const s = String(raw ?? '');
-  if (!/^[1-9][0-9]{0,15}$/.test(s)) throw new AppError('ERR_DATA_INVALID', `${what}: not an id`, { status: 400, details: { field: what } });
+  if (!/^[1-9][0-9]{0,15}$/.test(s)) throw new AppError('ERR_DATA_INVALID', `${what}: not an id`, { details: { field: what } });
   return Number(s);
 }
 
@@ -115,7 +87,7 @@ export function parseId(raw: unknown, what: string): number {
 export function parseTableName(raw: unknown): string {
   const s = String(raw ?? '');
   if (s !== '*' && !TABLE_RE.test(s)) {
-    throw new AppError('ERR_DATA_INVALID', 'table_name: must be an identifier or "*"', { status: 400, details: { field: 'table_name' } });
+    throw new AppError('ERR_DATA_INVALID', 'table_name: must be an identifier or "*"', { details: { field: 'table_name' } });
   }
   return s;
 }
@@ -147,7 +119,7 @@ export function dataAuthorizationRoutes(ctx: WebContext): Router {
   r.post(
     '/roles',
     asyncHandler(async (req, res) => {
-      const b = validateData<{ name: string; description?: string }>(ROLE_CREATE_SCHEMA, req.body);
+      const b = validateData(ROLE_CREATE_SCHEMA, req.body);
       res.status(201).json((await createRole(db, actor(req), b.name, b.description ?? '')) satisfies DataRoleView);
     }),
   );
@@ -156,7 +128,7 @@ export function dataAuthorizationRoutes(ctx: WebContext): Router {
     '/roles/:role_id',
     asyncHandler(async (req, res) => {
       const id = parseId(req.params.role_id, 'role_id');
-      const b = validateData<{ name?: string; description?: string }>(ROLE_PATCH_SCHEMA, req.body);
+      const b = validateData(ROLE_PATCH_SCHEMA, req.body);
       res.json((await updateRole(db, actor(req), id, b)) satisfies DataRoleView);
     }),
   );
@@ -184,9 +156,9 @@ export function dataAuthorizationRoutes(ctx: WebContext): Router {
       const id = parseId(req.params.role_id, 'role_id');
       const table = parseTableName(req.params.table_name);
       if (isSystemCatalogue(table)) throw systemTableError(table);
-      const b = validateData<{ allowed_columns: string[]; row_filter?: RowFilter }>(POLICY_PUT_SCHEMA, req.body, policyProblems);
+      const b = validateData(POLICY_PUT_SCHEMA, req.body);
       if (b.allowed_columns.includes('*') && b.allowed_columns.length > 1) {
-        throw new AppError('ERR_DATA_INVALID', 'allowed_columns: "*" stands alone', { status: 400, details: { field: 'allowed_columns' } });
+        throw new AppError('ERR_DATA_INVALID', 'allowed_columns: "*" stands alone', { details: { field: 'allowed_columns' } });
       }
       const filter = b.row_filter ?? {};
       checkFilterSize(filter);
@@ -216,7 +188,7 @@ export function dataAuthorizationRoutes(ctx: WebContext): Router {
   r.post(
     '/assignments',
     asyncHandler(async (req, res) => {
-      const b = validateData<{ user_id: number; role_id: number }>(ASSIGN_SCHEMA, req.body);
+      const b = validateData(ASSIGN_SCHEMA, req.body);
       res.status(201).json((await assign(db, actor(req), b.user_id, b.role_id)) satisfies AssignmentView);
     }),
   );
@@ -243,12 +215,12 @@ export function dataAuthorizationRoutes(ctx: WebContext): Router {
     asyncHandler(async (req, res) => {
       const event = req.query.event;
       if (event !== undefined && event !== '' && (typeof event !== 'string' || !EVENT_RE.test(event))) {
-        throw new AppError('ERR_DATA_INVALID', 'event: an event name, or a prefix ending in .*', { status: 400, details: { field: 'event' } });
+        throw new AppError('ERR_DATA_INVALID', 'event: an event name, or a prefix ending in .*', { details: { field: 'event' } });
       }
       const raw = req.query.severity;
       const severity = SEVERITIES.find((x) => x === raw);
       if (raw !== undefined && raw !== '' && !severity) {
-        throw new AppError('ERR_DATA_INVALID', 'severity: info, warning or critical', { status: 400, details: { field: 'severity' } });
+        throw new AppError('ERR_DATA_INVALID', 'severity: info, warning or critical', { details: { field: 'severity' } });
       }
       const subjectId = intQuery(req, 'subject_id');
       const actorId = intQuery(req, 'actor_id');

@@ -1,5 +1,5 @@
 import { Router, type Request } from 'express';
-import { AppError, Encryptor, NotFoundError } from '../../core/index.js';
+import { AppError, Encryptor } from '../../core/index.js';
 import { logAction, type Severity } from '../../domain/action-log.js';
 import { inTransaction, type Sql } from '../../domain/db/index.js';
 import { effectiveAgentPolicy } from '../../domain/identity/agent-policy.js';
@@ -62,7 +62,7 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
     '/directory-sync',
     requireSuperuser,
     asyncHandler(async (req, res) => {
-      const body = validateBody<{ provider?: string }>(SYNC_BODY, req.body ?? {});
+      const body = validateBody(SYNC_BODY, req.body ?? {});
       const c = await syncConnection(db, body.provider);
       await services.directorySync?.recoverStale?.(c.id);
       const { job, created } = await createOrGetRunningJob(db, c.id, 'manual', req.user!.id);
@@ -82,7 +82,7 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
     asyncHandler(async (req, res) => {
       const provider = typeof req.query.provider === 'string' ? req.query.provider : undefined;
       const c = provider ? await getConnectionByProvider(db, provider) : (await listConnections(db))[0];
-      if (!c) throw new NotFoundError('ERR_IDP_NOT_FOUND', 'no IdP connection is configured');
+      if (!c) throw new AppError('ERR_IDP_NOT_FOUND', 'no IdP connection is configured');
       const job = await latestJob(db, c.id);
       if (job) await logSyncFinished(db, job.id);
       res.json({ job: job ? jobView(job) : null } satisfies SyncJobState);
@@ -101,7 +101,7 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
     '/connections',
     requireSuperuser,
     asyncHandler(async (req, res) => {
-      const body = validateBody<ConnectionInput>(CONNECTION_CREATE, req.body);
+      const body = validateBody(CONNECTION_CREATE, req.body);
       const saved = await inTransaction(db, async (trx) => {
         const c = await saveConnection(trx, enc, body);
         // Field names only: the secret and the key never reach the log.
@@ -122,8 +122,8 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
     '/connections/:id',
     requireSuperuser,
     asyncHandler(async (req, res) => {
-      const body = validateBody<ConnectionInput>(CONNECTION_PATCH, req.body);
-      if (body.provider) throw new AppError('ERR_VALIDATION', 'Provider cannot change.', { status: 400, details: { field: 'provider' } });
+      const body = validateBody(CONNECTION_PATCH, req.body);
+      if (body.provider) throw new AppError('ERR_VALIDATION', 'Provider cannot change.', { details: { field: 'provider' } });
       const id = intParam(req, 'id');
       const saved = await inTransaction(db, async (trx) => {
         const c = await saveConnection(trx, enc, body, id);
@@ -160,9 +160,9 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
     requireUser,
     asyncHandler(async (req, res) => {
       const asked = req.query.user_id === undefined ? undefined : intQueryParam(req, 'user_id', { min: 1 });
-      if (req.query.user_id !== undefined && asked === undefined) throw new AppError('ERR_VALIDATION', 'user_id must be a positive integer', { status: 400 });
+      if (req.query.user_id !== undefined && asked === undefined) throw new AppError('ERR_VALIDATION', 'user_id must be a positive integer');
       const uid = asked ?? req.user!.id;
-      if (uid !== req.user!.id && !req.user!.is_superuser) throw new AppError('ERR_AUTH_FORBIDDEN', "only a superuser may read another user's agent policy", { status: 403 });
+      if (uid !== req.user!.id && !req.user!.is_superuser) throw new AppError('ERR_AUTH_FORBIDDEN', "only a superuser may read another user's agent policy");
       const policy = await effectiveAgentPolicy(db, uid);
       const policies = await policyNames(db, policy.policy_ids);
       res.json({ user_id: uid, policy, policies, mail: await mailPolicyFor(db, ctx.config.mail, uid) } satisfies EffectiveAgentPolicyResponse);

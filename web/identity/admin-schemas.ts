@@ -1,56 +1,56 @@
-/** JSON schemas of the /api/identity bodies (web/validate.ts turns failures into field messages). */
+/** zod schemas of the /api/identity bodies (web/validate.ts turns failures into field messages). */
+import { z } from 'zod';
 import { MAIL_DOMAIN } from '../../core/config.js';
 
-export const nullableString = (max = 500) => ({ anyOf: [{ type: 'string', minLength: 1, maxLength: max }, { type: 'null' }] });
-export const nameList = { anyOf: [{ type: 'array', maxItems: 500, items: { type: 'string', minLength: 1, maxLength: 200 } }, { type: 'null' }] };
+export const nullableString = (max = 500) => z.string().min(1).max(max).nullable();
+export const nameList = z.array(z.string().min(1).max(200)).max(500).nullable();
 
 export const CONNECTION_PROPS = {
-  provider: { type: 'string', enum: ['google'] },
-  display_name: { type: 'string', minLength: 1, maxLength: 100 },
-  issuer: { type: 'string', format: 'uri', maxLength: 500 },
-  client_id: { type: 'string', minLength: 1, maxLength: 500 },
+  provider: z.enum(['google']),
+  display_name: z.string().min(1).max(100),
+  issuer: z.url().max(500),
+  client_id: z.string().min(1).max(500),
   client_secret: nullableString(2000),
-  service_account_json: { anyOf: [{ type: 'string', maxLength: 20000 }, { type: 'object' }, { type: 'null' }] },
-  delegated_admin_email: { anyOf: [{ type: 'string', format: 'email', maxLength: 320 }, { type: 'null' }] },
-  customer: { type: 'string', minLength: 1, maxLength: 100 },
-  is_active: { type: 'boolean' },
-} as const;
-export const CONNECTION_CREATE = { type: 'object', additionalProperties: false, required: ['issuer', 'client_id'], properties: CONNECTION_PROPS } as const;
-export const CONNECTION_PATCH = { type: 'object', additionalProperties: false, properties: CONNECTION_PROPS } as const;
-export const SYNC_BODY = { type: 'object', additionalProperties: false, properties: { provider: { type: 'string', maxLength: 50 } } } as const;
+  service_account_json: z.union([z.string().max(20000), z.record(z.string(), z.unknown()), z.null()]),
+  delegated_admin_email: z.email().max(320).nullable(),
+  customer: z.string().min(1).max(100),
+  is_active: z.boolean(),
+};
+export const CONNECTION_CREATE = z.strictObject(CONNECTION_PROPS).partial().required({ issuer: true, client_id: true });
+export const CONNECTION_PATCH = z.strictObject(CONNECTION_PROPS).partial();
+export const SYNC_BODY = z.strictObject({ provider: z.string().max(50).optional() });
 /** Names of organisations, teams and policies: 1–100 characters with at least one that is not a space. */
 export const NAME_MAX = 100;
-export const NAME = { type: 'string', minLength: 1, maxLength: NAME_MAX, pattern: '\\S', description: 'must not be only spaces' } as const;
-export const ORG_BODY = { type: 'object', additionalProperties: false, required: ['name'], properties: { name: NAME } } as const;
-export const MEMBER_BODY = { type: 'object', additionalProperties: false, properties: { role: { type: 'string', enum: ['member', 'manager'], default: 'member' } } } as const;
+export const NAME = z.string().min(1).max(NAME_MAX).regex(/\S/, 'must not be only spaces');
+export const ORG_BODY = z.strictObject({ name: NAME });
+export const MEMBER_BODY = z.strictObject({ role: z.enum(['member', 'manager']).default('member') });
 export const TEAM_PROPS = {
   name: NAME,
-  external_group_id: { anyOf: [{ type: 'integer', minimum: 1 }, { type: 'null' }] },
-} as const;
-export const TEAM_CREATE = { type: 'object', additionalProperties: false, required: ['name'], properties: TEAM_PROPS } as const;
-export const TEAM_PATCH = { type: 'object', additionalProperties: false, properties: TEAM_PROPS } as const;
-const MAIL_DOMAIN_ITEM = {
-  type: 'string',
-  minLength: 1,
-  maxLength: 253,
-  pattern: MAIL_DOMAIN.source,
-  description: 'a domain name in lower case, such as corp.example',
-} as const;
+  external_group_id: z.int().min(1).nullable(),
+};
+export const TEAM_CREATE = z.strictObject(TEAM_PROPS).partial().required({ name: true });
+export const TEAM_PATCH = z.strictObject(TEAM_PROPS).partial();
+const MAIL_DOMAIN_ITEM = z.string().min(1).max(253).regex(MAIL_DOMAIN, 'a domain name in lower case, such as corp.example');
+const NAMES = z.array(z.string().min(1).max(200)).max(500);
 export const POLICY_PROPS = {
   name: NAME,
-  applies_to: { type: 'string', enum: ['all', 'teams'] },
-  team_ids: { type: 'array', maxItems: 500, items: { type: 'integer', minimum: 1 } },
+  applies_to: z.enum(['all', 'teams']),
+  team_ids: z.array(z.int().min(1)).max(500),
   allowed_tools: nameList,
   allowed_models: nameList,
-  denied_tools: { type: 'array', maxItems: 500, items: { type: 'string', minLength: 1, maxLength: 200 } },
-  denied_models: { type: 'array', maxItems: 500, items: { type: 'string', minLength: 1, maxLength: 200 } },
+  denied_tools: NAMES,
+  denied_models: NAMES,
   // The send policy (docs/proxy.md#send-policy): domains, lower case, no leading @.
-  mail_allow_domains: { type: 'array', maxItems: 500, items: MAIL_DOMAIN_ITEM },
-  mail_block_domains: { type: 'array', maxItems: 500, items: MAIL_DOMAIN_ITEM },
-  mail_other: { anyOf: [{ type: 'string', enum: ['allow', 'ask', 'block'] }, { type: 'null' }] },
-  mail_max_recipients: { anyOf: [{ type: 'integer', minimum: 1, maximum: 500 }, { type: 'null' }] },
-  mail_max_per_hour: { anyOf: [{ type: 'integer', minimum: 1, maximum: 100000 }, { type: 'null' }] },
-} as const;
-export const POLICY_CREATE = { type: 'object', additionalProperties: false, required: ['name', 'applies_to'], properties: POLICY_PROPS } as const;
-export const POLICY_PATCH = { type: 'object', additionalProperties: false, properties: POLICY_PROPS } as const;
+  mail_allow_domains: z.array(MAIL_DOMAIN_ITEM).max(500),
+  mail_block_domains: z.array(MAIL_DOMAIN_ITEM).max(500),
+  mail_other: z.enum(['allow', 'ask', 'block']).nullable(),
+  mail_max_recipients: z.int().min(1).max(500).nullable(),
+  mail_max_per_hour: z.int().min(1).max(100000).nullable(),
+};
+export const POLICY_CREATE = z.strictObject(POLICY_PROPS).partial().required({ name: true, applies_to: true });
+export const POLICY_PATCH = z.strictObject(POLICY_PROPS).partial();
 
+export type ConnectionCreate = z.output<typeof CONNECTION_CREATE>;
+export type ConnectionPatch = z.output<typeof CONNECTION_PATCH>;
+export type PolicyCreate = z.output<typeof POLICY_CREATE>;
+export type PolicyPatch = z.output<typeof POLICY_PATCH>;

@@ -1,5 +1,5 @@
 import { Router, type Request, type RequestHandler } from 'express';
-import { AppError, ConflictError, NotFoundError } from '../../core/index.js';
+import { AppError } from '../../core/index.js';
 import type { Sql } from '../../domain/db/index.js';
 import { inTransaction } from '../../domain/data-access/store.js';
 import { AGENT_TOOLS, rewriteAgentPolicies, unknownNames, type AgentCatalog } from '../../domain/identity/agent-policy.js';
@@ -17,7 +17,7 @@ import { MEMBER_BODY, ORG_BODY, POLICY_CREATE, POLICY_PATCH, TEAM_CREATE, TEAM_P
 async function requireManager(db: Sql, req: Request, orgId: number): Promise<void> {
   await orgs.getOrganisation(db, orgId);
   if (req.user!.is_superuser) return;
-  if ((await orgs.memberRole(db, orgId, req.user!.id)) !== 'manager') throw new AppError('ERR_AUTH_FORBIDDEN', 'organisation managers only', { status: 403 });
+  if ((await orgs.memberRole(db, orgId, req.user!.id)) !== 'manager') throw new AppError('ERR_AUTH_FORBIDDEN', 'organisation managers only');
 }
 
 /**
@@ -30,7 +30,7 @@ async function requireMayManageMember(db: Sql, req: Request, orgId: number, user
   if (req.user!.is_superuser) return;
   const current = await orgs.memberRole(db, orgId, userId);
   if (newRole === 'manager' || current === 'manager') {
-    throw new AppError('ERR_AUTH_FORBIDDEN', 'only a superuser may name, demote or remove an organisation manager', { status: 403 });
+    throw new AppError('ERR_AUTH_FORBIDDEN', 'only a superuser may name, demote or remove an organisation manager');
   }
 }
 
@@ -59,7 +59,7 @@ async function policyView(db: Sql, p: orgs.AgentPolicyRow): Promise<AgentPolicyV
 }
 
 async function checkGroup(db: Sql, groupId: number | null | undefined): Promise<void> {
-  if (groupId && !(await orgs.groupExists(db, groupId))) throw new NotFoundError('ERR_GROUP_NOT_FOUND', 'no such external group');
+  if (groupId && !(await orgs.groupExists(db, groupId))) throw new AppError('ERR_GROUP_NOT_FOUND', 'no such external group');
 }
 
 /** Organisations, their members, external groups (the team picker), teams and agent policies. */
@@ -86,7 +86,7 @@ export function organisationRoutes(ctx: WebContext): Router {
     res.json({ organisations: rows } satisfies OrganisationList);
   }));
   r.post('/organisations', requireSuperuser, route(async (req, res) => {
-    const name = validateBody<{ name: string }>(ORG_BODY, req.body).name.trim();
+    const name = validateBody(ORG_BODY, req.body).name.trim();
     const org = await inTransaction(db, async (trx) => {
       const o = await orgs.createOrganisation(trx, name);
       await logAsPart(trx, req, 'organisation.created', { organisation_id: o.id, name });
@@ -97,7 +97,7 @@ export function organisationRoutes(ctx: WebContext): Router {
   // Rename (superuser): the name is all an organisation has of its own.
   r.patch('/organisations/:id', requireSuperuser, route(async (req, res) => {
     const orgId = intParam(req, 'id');
-    const name = validateBody<{ name: string }>(ORG_BODY, req.body).name.trim();
+    const name = validateBody(ORG_BODY, req.body).name.trim();
     const org = await orgs.getOrganisation(db, orgId);
     await orgs.renameOrganisation(db, orgId, name);
     if (org.name !== name) await logAsPart(db, req, 'organisation.renamed', { organisation_id: orgId, from: org.name, name });
@@ -128,9 +128,9 @@ export function organisationRoutes(ctx: WebContext): Router {
   r.put('/organisations/:id/members/:userId', requireUser, route(async (req, res) => {
     const orgId = intParam(req, 'id');
     const userId = intParam(req, 'userId');
-    const body = validateBody<{ role: orgs.OrgRole }>(MEMBER_BODY, req.body ?? {});
+    const body = validateBody(MEMBER_BODY, req.body ?? {});
     await requireManager(db, req, orgId);
-    if (!(await orgs.userExists(db, userId))) throw new NotFoundError('ERR_USER_NOT_FOUND', 'no such user');
+    if (!(await orgs.userExists(db, userId))) throw new AppError('ERR_USER_NOT_FOUND', 'no such user');
     // `role` defaults to member, so without this a manager's PUT {} would demote another manager.
     await requireMayManageMember(db, req, orgId, userId, body.role);
     const changed = await inTransaction(db, async (trx) => {
@@ -156,7 +156,7 @@ export function organisationRoutes(ctx: WebContext): Router {
 
   // ---- external groups: the team picker lists every synced group ----
   r.get('/external-groups', requireUser, route(async (req, res) => {
-    if (!req.user!.is_superuser && !(await orgs.managesAny(db, req.user!.id))) throw new AppError('ERR_AUTH_FORBIDDEN', 'organisation managers only', { status: 403 });
+    if (!req.user!.is_superuser && !(await orgs.managesAny(db, req.user!.id))) throw new AppError('ERR_AUTH_FORBIDDEN', 'organisation managers only');
     const groups = await orgs.searchGroups(db, typeof req.query.q === 'string' ? req.query.q : undefined);
     res.json({ groups } satisfies ExternalGroupList);
   }));
@@ -180,7 +180,7 @@ export function organisationRoutes(ctx: WebContext): Router {
   r.post('/organisations/:id/teams', requireUser, route(async (req, res) => {
     const orgId = intParam(req, 'id');
     await requireManager(db, req, orgId);
-    const body = validateBody<{ name: string; external_group_id?: number | null }>(TEAM_CREATE, req.body);
+    const body = validateBody(TEAM_CREATE, req.body);
     await checkGroup(db, body.external_group_id);
     const { team, changed } = await inTransaction(db, async (trx) => {
       const t = await orgs.createTeam(trx, orgId, body.name, body.external_group_id ?? null);
@@ -193,7 +193,7 @@ export function organisationRoutes(ctx: WebContext): Router {
   r.patch('/teams/:id', requireUser, route(async (req, res) => {
     const team = await orgs.getTeam(db, intParam(req, 'id'));
     await requireManager(db, req, team.organisation_id);
-    const body = validateBody<{ name?: string; external_group_id?: number | null }>(TEAM_PATCH, req.body);
+    const body = validateBody(TEAM_PATCH, req.body);
     await checkGroup(db, body.external_group_id);
     const changed = await inTransaction(db, async (trx) => {
       await orgs.updateTeam(trx, team.id, { name: body.name, groupId: body.external_group_id });
@@ -227,9 +227,9 @@ export function organisationRoutes(ctx: WebContext): Router {
       const team = await orgs.getTeam(db, intParam(req, 'id'));
       await requireManager(db, req, team.organisation_id);
       // A linked team follows its group: manual edits would be undone by the next sync.
-      if (team.external_group_id) throw new ConflictError('ERR_TEAM_LINKED', 'this team follows an external group; change the group in the directory');
+      if (team.external_group_id) throw new AppError('ERR_TEAM_LINKED', 'this team follows an external group; change the group in the directory');
       const userId = intParam(req, 'userId');
-      if (!(await orgs.userExists(db, userId))) throw new NotFoundError('ERR_USER_NOT_FOUND', 'no such user');
+      if (!(await orgs.userExists(db, userId))) throw new AppError('ERR_USER_NOT_FOUND', 'no such user');
       const changed = await inTransaction(db, async (trx) => {
         if (await orgs.editTeamMember(trx, team.id, userId, add)) {
           await logAsPart(trx, req, add ? 'team.member_added' : 'team.member_removed', { organisation_id: team.organisation_id, team_id: team.id, team: team.name }, userId);
@@ -266,16 +266,16 @@ export function organisationRoutes(ctx: WebContext): Router {
     }
     if (problems.length) {
       const err = problemsError(problems);
-      throw new AppError('ERR_POLICY_INVALID', err.message, { status: 400, details: err.details });
+      throw new AppError('ERR_POLICY_INVALID', err.message, { details: err.details });
     }
     for (const t of body.team_ids ?? []) {
-      if ((await orgs.getTeam(db, t)).organisation_id !== orgId) throw new AppError('ERR_VALIDATION', 'Teams: every team must belong to this organisation.', { status: 400, details: { field: 'team_ids' } });
+      if ((await orgs.getTeam(db, t)).organisation_id !== orgId) throw new AppError('ERR_VALIDATION', 'Teams: every team must belong to this organisation.', { details: { field: 'team_ids' } });
     }
   };
   r.post('/organisations/:id/agent-policies', requireUser, route(async (req, res) => {
     const orgId = intParam(req, 'id');
     await requireManager(db, req, orgId);
-    const body = validateBody<orgs.AgentPolicyInput>(POLICY_CREATE, req.body);
+    const body = validateBody(POLICY_CREATE, req.body);
     await checkPolicy(orgId, body);
     const id = await inTransaction(db, async (trx) => {
       const pid = await orgs.saveAgentPolicy(trx, orgId, body);
@@ -288,7 +288,7 @@ export function organisationRoutes(ctx: WebContext): Router {
   r.patch('/agent-policies/:id', requireUser, route(async (req, res) => {
     const p = await orgs.getAgentPolicy(db, intParam(req, 'id'));
     await requireManager(db, req, p.organisation_id);
-    const body = validateBody<orgs.AgentPolicyInput>(POLICY_PATCH, req.body);
+    const body = validateBody(POLICY_PATCH, req.body);
     await checkPolicy(p.organisation_id, body, p);
     await inTransaction(db, async (trx) => {
       await orgs.saveAgentPolicy(trx, p.organisation_id, body, p.id);

@@ -65,16 +65,16 @@ class DiscoveryCache {
           try {
             res = await fetch(url, init);
           } catch (err) {
-            throw new AppError('ERR_SSO_DISCOVERY', 'the identity provider\'s signing keys cannot be fetched', { status: 502, cause: err });
+            throw new AppError('ERR_SSO_DISCOVERY', 'the identity provider\'s signing keys cannot be fetched', { cause: err });
           }
-          if (!res.ok) throw new AppError('ERR_SSO_DISCOVERY', 'the identity provider\'s signing keys cannot be fetched', { status: 502, details: { upstream_status: res.status } });
+          if (!res.ok) throw new AppError('ERR_SSO_DISCOVERY', 'the identity provider\'s signing keys cannot be fetched', { details: { upstream_status: res.status } });
           return res;
         };
         return config;
       })
       .catch((err: unknown) => {
         this.#cache.delete(c.id);
-        throw new AppError('ERR_SSO_DISCOVERY', 'the identity provider cannot be reached', { status: 502, cause: err });
+        throw new AppError('ERR_SSO_DISCOVERY', 'the identity provider cannot be reached', { cause: err });
       });
     this.#cache.set(c.id, { key, config });
     return config;
@@ -83,26 +83,26 @@ class DiscoveryCache {
 
 /** `callback_url` must be absolute and on the configured public origin: no open redirect. */
 export function checkCallbackUrl(raw: unknown, publicOrigin: string): string {
-  if (typeof raw !== 'string' || raw.length > 2048) throw new AppError('ERR_SSO_CALLBACK_URL', 'callback_url is required', { status: 400 });
+  if (typeof raw !== 'string' || raw.length > 2048) throw new AppError('ERR_SSO_CALLBACK_URL', 'callback_url is required');
   let u: URL;
   try {
     u = new URL(raw);
   } catch {
     // Not absolute (or not a URL at all): refused below with the same code.
-    throw new AppError('ERR_SSO_CALLBACK_URL', 'callback_url must be an absolute URL', { status: 400 });
+    throw new AppError('ERR_SSO_CALLBACK_URL', 'callback_url must be an absolute URL');
   }
   // Checked after resolution (dot segments removed), then rebuilt from the public origin and
   // the resolved path only: `http://origin/.//evil.example/x` is refused, see web/redirect.ts.
   const path = u.protocol === 'http:' || u.protocol === 'https:' ? resolveRedirect(raw, publicOrigin, { allowAbsolute: true }) : null;
   if (path === null) {
-    throw new AppError('ERR_SSO_CALLBACK_URL', 'callback_url must be on this service\'s own origin', { status: 400 });
+    throw new AppError('ERR_SSO_CALLBACK_URL', 'callback_url must be on this service\'s own origin');
   }
   return new URL(publicOrigin).origin + path;
 }
 
 async function activeConnection(db: Sql, provider: unknown): Promise<IdpConnectionRow> {
   const c = typeof provider === 'string' ? await getConnectionByProvider(db, provider) : undefined;
-  if (!c || c.is_active !== 1) throw new AppError('ERR_SSO_PROVIDER', 'unknown or inactive identity provider', { status: 400 });
+  if (!c || c.is_active !== 1) throw new AppError('ERR_SSO_PROVIDER', 'unknown or inactive identity provider');
   return c;
 }
 
@@ -133,7 +133,7 @@ export function ssoRoutes(ctx: WebContext, enc: Encryptor, signals: IdentitySign
     asyncHandler(async (req, res) => {
       const body = (req.body ?? {}) as Record<string, unknown>;
       const c = await activeConnection(ctx.database.sql, body.provider);
-      if (body.process !== 'login') throw new AppError('ERR_SSO_PROCESS', 'process must be "login"', { status: 400 });
+      if (body.process !== 'login') throw new AppError('ERR_SSO_PROCESS', 'process must be "login"');
       const callbackUrl = checkCallbackUrl(body.callback_url, ctx.config.publicOrigin);
       const config = await discovery.get(c);
       const codeVerifier = oidc.randomPKCECodeVerifier();
@@ -171,13 +171,13 @@ export function ssoRoutes(ctx: WebContext, enc: Encryptor, signals: IdentitySign
         req.session.oauth = all;
       }
       if (!pending || pending.provider !== provider || Date.now() - pending.createdAt > PENDING_TTL_MS) {
-        throw new AppError('ERR_SSO_STATE', 'unknown, used or expired login state; start the login again', { status: 400 });
+        throw new AppError('ERR_SSO_STATE', 'unknown, used or expired login state; start the login again');
       }
       if (typeof req.query.error === 'string') {
-        throw new AppError('ERR_SSO_DENIED', 'the identity provider refused the login', { status: 400, details: { provider_error: req.query.error.slice(0, 64) } });
+        throw new AppError('ERR_SSO_DENIED', 'the identity provider refused the login', { details: { provider_error: req.query.error.slice(0, 64) } });
       }
       const c = await activeConnection(ctx.database.sql, provider);
-      if (c.id !== pending.connectionId) throw new AppError('ERR_SSO_STATE', 'the connection changed during login', { status: 400 });
+      if (c.id !== pending.connectionId) throw new AppError('ERR_SSO_STATE', 'the connection changed during login');
       const config = await discovery.get(c);
       const redirectUri = ctx.config.publicOrigin + callbackPath(provider);
       const currentUrl = new URL(req.originalUrl, ctx.config.publicOrigin);
@@ -200,11 +200,11 @@ export function ssoRoutes(ctx: WebContext, enc: Encryptor, signals: IdentitySign
       const verified = claims.email_verified === true || claims.email_verified === 'true';
       if (!email || !verified) {
         req.log.info({ provider, event: 'sso_refused_unverified' }, 'sso login refused');
-        throw new AppError('ERR_SSO_EMAIL_UNVERIFIED', 'the identity provider did not confirm a verified e-mail address', { status: 403 });
+        throw new AppError('ERR_SSO_EMAIL_UNVERIFIED', 'the identity provider did not confirm a verified e-mail address');
       }
       const db = ctx.database.sql;
       const user = await matchOrCreateUser(db, email, typeof claims.name === 'string' ? claims.name : null);
-      if (!user.is_active) throw new AppError('ERR_AUTH_INACTIVE', 'this account is deactivated', { status: 403 });
+      if (!user.is_active) throw new AppError('ERR_AUTH_INACTIVE', 'this account is deactivated');
 
       await regenerate(req);
       const event = { userId: user.id, connectionId: c.id, provider, sub: claims.sub, email };
@@ -253,9 +253,9 @@ function ssoError(err: unknown): AppError {
   if ((err as { cause?: unknown }).cause instanceof AppError) return (err as { cause: AppError }).cause;
   const e = err as { code?: string; error?: string; cause?: { claim?: string } };
   if (ID_TOKEN_FAILURES.has(e.code ?? '')) {
-    return new AppError('ERR_SSO_ID_TOKEN', 'the ID token failed validation', { status: 400, cause: err });
+    return new AppError('ERR_SSO_ID_TOKEN', 'the ID token failed validation', { cause: err });
   }
-  if (e.error) return new AppError('ERR_SSO_CODE_EXCHANGE', 'the identity provider refused the authorization code', { status: 400, cause: err });
-  return new AppError('ERR_SSO_CODE_EXCHANGE', 'the code exchange failed', { status: 400, cause: err });
+  if (e.error) return new AppError('ERR_SSO_CODE_EXCHANGE', 'the identity provider refused the authorization code', { cause: err });
+  return new AppError('ERR_SSO_CODE_EXCHANGE', 'the code exchange failed', { cause: err });
 }
 
