@@ -82,7 +82,7 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
 
   // The preparer needs the web listener's port (host route), known only after listen; sessions
   // start on prompts, which come after that, so the runtime gets a late-bound preparer.
-  let preparer: SessionPreparer | undefined;
+  let preparer: SessionPreparer | undefined = undefined;
   // A sandbox adopted at start gets its real tokens again for its egress gateway (they lived in
   // the old daemon's memory only); that needs no host route, so it is there before the listener.
   const credentials = new OverlayPreparer({ config, db: base.database.sql, encryptor, tokens: tokenService, log: base.log.child({ area: 'overlay' }) });

@@ -1,5 +1,4 @@
 import session from 'express-session';
-import type { Db } from '../core/index.js';
 import type { Sql } from '../domain/db/index.js';
 import { deleteUserWebSessions, deleteWebSession, pruneWebSessions, readWebSession, touchWebSession, writeWebSession } from '../domain/web-sessions.js';
 

@@ -1,7 +1,7 @@
 // One turn of the chat page: the user's message, and the answer as it streams in (text, tool
 // rows with their charts, mail sends held for approval), rebuilt from stream events or the
 // stored history. chat.tsx owns the page around it (sessions, composer, streaming).
-import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useMemo, useRef } from 'preact/hooks';
 import type { ChatEvent, StoredTurn, StopReason } from '../../chat-api.js';
 import { ShownText, toolErrorSentence } from './error-text.js';
 import { renderMarkdown } from './markdown.js';
