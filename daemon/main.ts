@@ -80,6 +80,23 @@ async function runDemo(): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
 }
 
+/** `airlock sessions …`: the operator commands that talk to the running daemon. */
+function sessionCommands(program: Command): void {
+  const sessions = program.command('sessions').description('live sandbox sessions (talks to the running daemon)');
+  sessions.command('ls').description('list live sessions and pool containers').option('--json', 'JSON output')
+    .action(async (opts: { json?: boolean }) => (await import('./runtime/cli.js')).sessionsLs(configOrExit(), opts).catch(fail));
+  sessions.command('inspect <id>').description('details of one session (session id or container id)')
+    .action(async (id: string) => (await import('./runtime/cli.js')).sessionsInspect(configOrExit(), id).catch(fail));
+  sessions.command('logs <id>').description('the sandbox container log').option('--tail <n>', 'last n lines', '200')
+    .action(async (id: string, opts: { tail: string }) => (await import('./runtime/cli.js')).sessionsLogs(configOrExit(), id, opts).catch(fail));
+  sessions.command('attach <id>').description('interactive shell in the session container (as the agent user, through a TTY)').option('--root', 'shell as root (still without capabilities)')
+    .action(async (id: string, opts: { root?: boolean }) => (await import('./runtime/cli.js')).sessionsAttach(configOrExit(), id, opts).catch(fail));
+  sessions.command('restart [id]').description('restart a session sandbox (the next prompt gets a fresh one)').option('--stale', 'restart every stale session')
+    .action(async (id: string | undefined, opts: { stale?: boolean }) => (await import('./runtime/cli.js')).sessionsRestart(configOrExit(), id, opts).catch(fail));
+  sessions.command('kill <id>').description('stop and remove a session sandbox')
+    .action(async (id: string) => (await import('./runtime/cli.js')).sessionsKill(configOrExit(), id).catch(fail));
+}
+
 export function buildProgram(): Command {
   const program = new Command();
   program
@@ -139,19 +156,7 @@ export function buildProgram(): Command {
       await imageBuildCommand(config, opts).catch(fail);
     });
 
-  const sessions = program.command('sessions').description('live sandbox sessions (talks to the running daemon)');
-  sessions.command('ls').description('list live sessions and pool containers').option('--json', 'JSON output')
-    .action(async (opts: { json?: boolean }) => (await import('./runtime/cli.js')).sessionsLs(configOrExit(), opts).catch(fail));
-  sessions.command('inspect <id>').description('details of one session (session id or container id)')
-    .action(async (id: string) => (await import('./runtime/cli.js')).sessionsInspect(configOrExit(), id).catch(fail));
-  sessions.command('logs <id>').description('the sandbox container log').option('--tail <n>', 'last n lines', '200')
-    .action(async (id: string, opts: { tail: string }) => (await import('./runtime/cli.js')).sessionsLogs(configOrExit(), id, opts).catch(fail));
-  sessions.command('attach <id>').description('interactive shell in the session container (as the agent user, through a TTY)').option('--root', 'shell as root (still without capabilities)')
-    .action(async (id: string, opts: { root?: boolean }) => (await import('./runtime/cli.js')).sessionsAttach(configOrExit(), id, opts).catch(fail));
-  sessions.command('restart [id]').description('restart a session sandbox (the next prompt gets a fresh one)').option('--stale', 'restart every stale session')
-    .action(async (id: string | undefined, opts: { stale?: boolean }) => (await import('./runtime/cli.js')).sessionsRestart(configOrExit(), id, opts).catch(fail));
-  sessions.command('kill <id>').description('stop and remove a session sandbox')
-    .action(async (id: string) => (await import('./runtime/cli.js')).sessionsKill(configOrExit(), id).catch(fail));
+  sessionCommands(program);
 
   program
     .command('doctor')

@@ -53,6 +53,33 @@ export interface OidcEmulator {
   close(): Promise<void>;
 }
 
+/** GET /interaction/<uid>: sign in the user named by `?login=` (or list them), then grant consent. */
+async function interaction(provider: Provider, users: Map<string, OidcUser>, req: IncomingMessage, res: ServerResponse, u: URL): Promise<void> {
+  const details = await provider.interactionDetails(req, res);
+  const login = u.searchParams.get('login');
+  if (details.prompt.name === 'login') {
+    if (!login) {
+      res.setHeader('content-type', 'text/html; charset=utf-8');
+      res.end(
+        `<!doctype html><title>Emulated IdP</title><h1>Sign in</h1><ul>${[...users.values()]
+          .map((x) => `<li><a href="?login=${encodeURIComponent(x.sub)}">${escapeHtml(x.email)}</a></li>`)
+          .join('')}</ul>`,
+      );
+      return;
+    }
+    if (!users.has(login)) throw new Error('unknown user');
+    await provider.interactionFinished(req, res, { login: { accountId: login } }, { mergeWithLastSubmission: false });
+    return;
+  }
+  // Consent: grant what was asked (an IdP's "allow" button).
+  const { accountId } = details.session!;
+  const grant = details.grantId ? (await provider.Grant.find(details.grantId))! : new provider.Grant({ accountId, clientId: details.params.client_id as string });
+  if (details.prompt.details.missingOIDCScope) grant.addOIDCScope((details.prompt.details.missingOIDCScope as string[]).join(' '));
+  if (details.prompt.details.missingOIDCClaims) grant.addOIDCClaims(details.prompt.details.missingOIDCClaims as string[]);
+  const grantId = await grant.save();
+  await provider.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });
+}
+
 /** oidc-provider's adapter over one in-memory map (the emulator's store). */
 function memoryAdapter(store: Map<string, { payload: Record<string, unknown>; exp?: number }>) {
   return class Adapter {
@@ -177,7 +204,7 @@ export async function start(opts: OidcEmulatorOptions = {}): Promise<OidcEmulato
     }
     const m = /^\/interaction\/([^/]+)$/.exec(u.pathname);
     if (m && req.method === 'GET') {
-      interaction(req, res, u).catch((err: Error) => {
+      interaction(provider, users, req, res, u).catch((err: Error) => {
         res.statusCode = 400;
         res.setHeader('content-type', 'application/json');
         res.end(JSON.stringify({ error: 'interaction_failed', error_description: err.message }));
@@ -187,31 +214,6 @@ export async function start(opts: OidcEmulatorOptions = {}): Promise<OidcEmulato
     callback(req, res);
   });
 
-  async function interaction(req: IncomingMessage, res: ServerResponse, u: URL): Promise<void> {
-    const details = await provider.interactionDetails(req, res);
-    const login = u.searchParams.get('login');
-    if (details.prompt.name === 'login') {
-      if (!login) {
-        res.setHeader('content-type', 'text/html; charset=utf-8');
-        res.end(
-          `<!doctype html><title>Emulated IdP</title><h1>Sign in</h1><ul>${[...users.values()]
-            .map((x) => `<li><a href="?login=${encodeURIComponent(x.sub)}">${escapeHtml(x.email)}</a></li>`)
-            .join('')}</ul>`,
-        );
-        return;
-      }
-      if (!users.has(login)) throw new Error('unknown user');
-      await provider.interactionFinished(req, res, { login: { accountId: login } }, { mergeWithLastSubmission: false });
-      return;
-    }
-    // Consent: grant what was asked (an IdP's "allow" button).
-    const { accountId } = details.session!;
-    const grant = details.grantId ? (await provider.Grant.find(details.grantId))! : new provider.Grant({ accountId, clientId: details.params.client_id as string });
-    if (details.prompt.details.missingOIDCScope) grant.addOIDCScope((details.prompt.details.missingOIDCScope as string[]).join(' '));
-    if (details.prompt.details.missingOIDCClaims) grant.addOIDCClaims(details.prompt.details.missingOIDCClaims as string[]);
-    const grantId = await grant.save();
-    await provider.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });
-  }
 
   let closed = false;
   return {

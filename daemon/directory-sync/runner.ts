@@ -112,19 +112,7 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
     deps.metrics?.syncJobs.inc({ status: 'succeeded' });
   } catch (err) {
     letGo();
-    const e = toAppError(err, 'ERR_SYNC_FAILED');
-    const error = { code: e.code, message: e.code === 'ERR_INTERNAL' ? 'internal error during sync' : e.message, ...(e.details ?? {}) };
-    const recorded = await markJobFailed(db, jobId, owner.id, job.connection_id, error).catch((dbErr: unknown) => {
-      jlog.warn({ code: toAppError(dbErr).code }, 'could not record the failed directory sync; the next start fails it as interrupted');
-      return false;
-    });
-    if (recorded) deps.metrics?.syncJobs.inc({ status: 'failed' });
-    else jlog.warn({ code: e.code }, 'directory sync job no longer owned by this run; its status is left as another process set it');
-    // Unexpected errors (and the cause of a failed teams step) are logged by name, code and
-    // message: enough to act on, without a stack trace or SQL text.
-    const cause = err instanceof AppError ? err.cause : err;
-    if (cause !== undefined) jlog.error({ code: e.code, cause: describeCause(cause) }, 'directory sync failed');
-    else jlog.warn({ code: e.code }, 'directory sync failed');
+    await recordFailure(deps, jobId, owner.id, job.connection_id, jlog, err);
     return getJob(db, jobId);
   }
   // After the commit: live sandboxes of deactivated users end (beyond docs/rules.md#directory-sync-flow). Their accounts
@@ -253,4 +241,21 @@ async function applyAndRecord(trx: Sql, { jobId, job, ownerId, connectionId, sna
   };
   await markJobSucceeded(trx, jobId, ownerId, connectionId, result);
   return { result, committed: { deactivatedUserIds: applied.deactivatedUserIds, policyChangedUserIds } };
+}
+
+/** A failed run: the job marked failed with the error (if this run still owns it), logged without stack or SQL. */
+async function recordFailure(deps: SyncRunnerDeps, jobId: number, ownerId: string, connectionId: number, jlog: Logger, err: unknown): Promise<void> {
+  const e = toAppError(err, 'ERR_SYNC_FAILED');
+  const error = { code: e.code, message: e.code === 'ERR_INTERNAL' ? 'internal error during sync' : e.message, ...(e.details ?? {}) };
+  const recorded = await markJobFailed(deps.db, jobId, ownerId, connectionId, error).catch((dbErr: unknown) => {
+    jlog.warn({ code: toAppError(dbErr).code }, 'could not record the failed directory sync; the next start fails it as interrupted');
+    return false;
+  });
+  if (recorded) deps.metrics?.syncJobs.inc({ status: 'failed' });
+  else jlog.warn({ code: e.code }, 'directory sync job no longer owned by this run; its status is left as another process set it');
+  // Unexpected errors (and the cause of a failed teams step) are logged by name, code and
+  // message: enough to act on, without a stack trace or SQL text.
+  const cause = err instanceof AppError ? err.cause : err;
+  if (cause !== undefined) jlog.error({ code: e.code, cause: describeCause(cause) }, 'directory sync failed');
+  else jlog.warn({ code: e.code }, 'directory sync failed');
 }
