@@ -61,19 +61,22 @@ export function defaultMcpServers(): McpServerSpec[] {
  * The MCP servers the agent starts at boot (before any session): AGENT_MCP_SERVERS (a JSON list,
  * tests and development) or the image's two. Problems are pushed onto `problems`.
  */
+/** One AGENT_MCP_SERVERS item as it came in: every field still to be checked. */
+type McpServerItem = { name?: unknown; command?: unknown; args?: unknown; env?: Record<string, unknown> };
+
 export function parseMcpServers(env: NodeJS.ProcessEnv, problems: string[]): McpServerSpec[] {
   let mcpServers = defaultMcpServers();
   if (env.AGENT_MCP_SERVERS) {
     try {
       const parsed = JSON.parse(env.AGENT_MCP_SERVERS) as unknown;
       if (!Array.isArray(parsed)) throw new Error('not a list');
-      mcpServers = parsed.map((s: any, i) => {
+      mcpServers = parsed.map((s: McpServerItem | null, i) => {
         if (!s || typeof s.name !== 'string' || typeof s.command !== 'string') throw new Error(`item ${i} needs name and command`);
         const args = s.args ?? [];
         if (!Array.isArray(args) || !args.every((a: unknown) => typeof a === 'string')) throw new Error(`item ${i}: args must be strings`);
         if (s.env !== undefined && (typeof s.env !== 'object' || Object.values(s.env).some((v) => typeof v !== 'string')))
           throw new Error(`item ${i}: env must map names to strings`);
-        return { name: s.name, command: s.command, args, ...(s.env ? { env: s.env } : {}) };
+        return { name: s.name, command: s.command, args, ...(s.env ? { env: s.env as Record<string, string> } : {}) };
       });
     } catch (err) {
       problems.push(`AGENT_MCP_SERVERS: ${(err as Error).message}`);

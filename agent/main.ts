@@ -10,7 +10,7 @@
  * its text) and ignored.
  */
 import { startupSnapshot } from 'node:v8';
-import { ChildInboundSchema, type ChildOutbound } from '../core/sandbox-protocol.js';
+import { ChildInboundSchema, type ChildInbound, type ChildOutbound } from '../core/sandbox-protocol.js';
 import { LineWriter, protocolLogFields, readMessages } from '../core/ndjson.js';
 import { createLogger } from '../core/logger.js';
 import { isAppError } from '../core/errors.js';
@@ -33,6 +33,54 @@ function send(m: ChildOutbound): void {
 /** Exit code of an idle agent whose MCP server died: the supervisor then retires its sandbox. */
 const EXIT_IDLE_SERVER_GONE = 3;
 
+/** The agent's state across messages: the configured agent and the running turn. */
+interface AgentState {
+  agent?: Agent;
+  turnTimeoutMs: number;
+  configuring: boolean;
+  current?: { turnId: string; ac: AbortController };
+}
+
+/** A `prompt`: run the turn (one at a time) and send its events and its end. */
+function startTurn(st: AgentState, m: Extract<ChildInbound, { type: 'prompt' }>): void {
+  const agent = st.agent;
+  if (!agent) {
+    send({ type: 'turn_end', turn_id: m.turn_id, stop_reason: 'error', error: { code: 'ERR_SANDBOX_NOT_STARTED', message: 'the agent has no session yet' } });
+    return;
+  }
+  if (st.current) {
+    send({ type: 'turn_end', turn_id: m.turn_id, stop_reason: 'error', error: { code: 'ERR_SESSION_BUSY', message: 'a turn is already running' } });
+    return;
+  }
+  if (!agent.adopt(m)) {
+    // The daemon sends it again with the stored conversation (docs/chat.md).
+    send({ type: 'turn_end', turn_id: m.turn_id, stop_reason: 'error', error: { code: 'ERR_AGENT_CONTEXT_STALE', message: 'the agent does not hold this conversation' } });
+    return;
+  }
+  const turn = { turnId: m.turn_id, ac: new AbortController() };
+  st.current = turn;
+  const t0 = performance.now();
+  const deadline = turnDeadline(turn.ac, st.turnTimeoutMs);
+  void agent
+    .runTurn(m.turn_id, m.prompt, (event) => send({ type: 'event', turn_id: turn.turnId, event }), turn.ac.signal)
+    .then(deadline.outcome)
+    .then((r) => {
+      st.current = undefined;
+      send({
+        type: 'turn_end',
+        turn_id: turn.turnId,
+        stop_reason: r.stop_reason,
+        ...(r.error ? { error: r.error } : {}),
+        items: r.items,
+        ...(r.usage ? { usage: r.usage } : {}),
+      });
+      // Debug, and after the end: the daemon logs each turn's end ('turn done'), and a line
+      // per turn here cost the agent, the supervisor (which relays it) and the engine's log
+      // ~0.3 ms of CPU.
+      log.debug({ turnId: turn.turnId, stopReason: r.stop_reason, code: r.error?.code, ms: Math.round(performance.now() - t0) }, 'turn ended');
+    });
+}
+
 async function main(): Promise<void> {
   log = createLogger({ level: process.env.AGENT_LOG_LEVEL ?? 'info', destination: process.stderr, name: 'agent' });
   out = new LineWriter<ChildOutbound>(process.stdout);
@@ -46,11 +94,9 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const tools = await ToolHost.connect(servers, toolEnvOf(process.env), log);
-  let agent: Agent | undefined;
-  let turnTimeoutMs = 0;
-  let configuring = false;
+  const st: AgentState = { turnTimeoutMs: 0, configuring: false };
   tools.onServerGone((server) => {
-    if (agent) {
+    if (st.agent) {
       log.error({ server }, 'mcp server exited; its tools fail from now on');
       return;
     }
@@ -66,7 +112,7 @@ async function main(): Promise<void> {
     if (env.AGENT_LOG_LEVEL && ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(env.AGENT_LOG_LEVEL)) log.level = env.AGENT_LOG_LEVEL;
     if (cwd !== undefined) process.chdir(cwd);
     await tools.configure(settings.allowedTools, settings.toolEnv, cwd);
-    agent = new Agent({
+    st.agent = new Agent({
       model: createModel(settings),
       tools,
       system: settings.systemPrompt,
@@ -74,21 +120,20 @@ async function main(): Promise<void> {
       toolTimeoutMs: settings.toolTimeoutMs,
       contextTokens: settings.contextTokens,
     });
-    turnTimeoutMs = settings.turnTimeoutMs;
+    st.turnTimeoutMs = settings.turnTimeoutMs;
     log.info({ provider: settings.provider, model: settings.model, tools: tools.defs().length }, 'agent configured');
   };
-  let current: { turnId: string; ac: AbortController } | undefined;
 
   readMessages(process.stdin, {
     schema: ChildInboundSchema,
     onReject: (err) => log.warn(protocolLogFields(err, 'agent-stdin'), 'bad line from the supervisor ignored'),
     onMessage: (m) => {
       if (m.type === 'configure') {
-        if (configuring) {
+        if (st.configuring) {
           send({ type: 'configured', error: { code: 'ERR_SANDBOX_ALREADY_STARTED', message: 'the agent is already configured' } });
           return;
         }
-        configuring = true;
+        st.configuring = true;
         void configure(m.env, m.cwd).then(
           () => send({ type: 'configured' }),
           (err: unknown) => {
@@ -98,51 +143,17 @@ async function main(): Promise<void> {
           },
         );
       } else if (m.type === 'prompt') {
-        if (!agent) {
-          send({ type: 'turn_end', turn_id: m.turn_id, stop_reason: 'error', error: { code: 'ERR_SANDBOX_NOT_STARTED', message: 'the agent has no session yet' } });
-          return;
-        }
-        if (current) {
-          send({ type: 'turn_end', turn_id: m.turn_id, stop_reason: 'error', error: { code: 'ERR_SESSION_BUSY', message: 'a turn is already running' } });
-          return;
-        }
-        if (!agent.adopt(m)) {
-          // The daemon sends it again with the stored conversation (docs/chat.md).
-          send({ type: 'turn_end', turn_id: m.turn_id, stop_reason: 'error', error: { code: 'ERR_AGENT_CONTEXT_STALE', message: 'the agent does not hold this conversation' } });
-          return;
-        }
-        const turn = { turnId: m.turn_id, ac: new AbortController() };
-        current = turn;
-        const t0 = performance.now();
-        const deadline = turnDeadline(turn.ac, turnTimeoutMs);
-        void agent
-          .runTurn(m.turn_id, m.prompt, (event) => send({ type: 'event', turn_id: turn.turnId, event }), turn.ac.signal)
-          .then(deadline.outcome)
-          .then((r) => {
-            current = undefined;
-            send({
-              type: 'turn_end',
-              turn_id: turn.turnId,
-              stop_reason: r.stop_reason,
-              ...(r.error ? { error: r.error } : {}),
-              items: r.items,
-              ...(r.usage ? { usage: r.usage } : {}),
-            });
-            // Debug, and after the end: the daemon logs each turn's end ('turn done'), and a line
-            // per turn here cost the agent, the supervisor (which relays it) and the engine's log
-            // ~0.3 ms of CPU.
-            log.debug({ turnId: turn.turnId, stopReason: r.stop_reason, code: r.error?.code, ms: Math.round(performance.now() - t0) }, 'turn ended');
-          });
+        startTurn(st, m);
       } else if (m.type === 'cancel') {
-        if (current && current.turnId === m.turn_id) {
+        if (st.current && st.current.turnId === m.turn_id) {
           log.info({ turnId: m.turn_id }, 'turn cancel requested');
-          current.ac.abort(new Error('cancelled'));
+          st.current.ac.abort(new Error('cancelled'));
         }
       }
     },
   });
   process.stdin.on('end', () => {
-    current?.ac.abort(new Error('stdin closed'));
+    st.current?.ac.abort(new Error('stdin closed'));
     void tools.close().finally(() => process.exit(0));
   });
   send({ type: 'ready' });

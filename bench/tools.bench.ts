@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { createCanvas } from '@napi-rs/canvas';
 import { ensureChartFonts, normaliseChart, rasterizeChart, renderChartPng } from '../extensions/index.js';
 import { buildMessage } from '../tools/index.js';
-import { nowMs, report, stats, type BenchResult } from './lib.js';
+import { nowMs, stats, type BenchResult } from './lib.js';
 
 const N = 60;
 const WARMUP = 5;

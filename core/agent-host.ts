@@ -17,7 +17,7 @@ import { launchAgent, type AgentLaunch, type LaunchedAgent } from './agent-launc
 import { AppError, appErrorFromPeer } from './errors.js';
 import type { ErrorCode } from './error-codes/index.js';
 import { protocolLogFields, readMessages, writeMessage } from './ndjson.js';
-import { ChildOutboundSchema, type AgentEvent, type ChildInbound, type PromptContext, type StopReason, type TurnEndExtras } from './sandbox-protocol.js';
+import { ChildOutboundSchema, type AgentEvent, type ChildInbound, type ChildOutbound, type PromptContext, type StopReason, type TurnEndExtras } from './sandbox-protocol.js';
 
 export type AgentHostLog = (level: 'info' | 'warn' | 'error', msg: string, data?: Record<string, unknown>) => void;
 
@@ -111,29 +111,12 @@ export class AgentProcess {
     });
     readMessages(proc.stdout!, {
       schema: ChildOutboundSchema,
-      onMessage: (m) => {
-        if (m.type === 'ready') {
+      onMessage: (m) =>
+        this.onChildMessage(m, () => {
           clearTimeout(readyTimer);
           this.isBooted = true;
           resolveBooted();
-          if (o.settings) void this.configure(o.settings.env, o.settings.cwd).catch(() => undefined);
-        } else if (m.type === 'configured') {
-          const c = this.configuring;
-          if (!c) return;
-          if (m.error) c.reject(appErrorFromPeer(m.error));
-          else {
-            this.isConfigured = true;
-            c.resolve();
-          }
-        } else if (m.type === 'event') this.turns.get(m.turn_id)?.onEvent(m.event);
-        else
-          this.turns.get(m.turn_id)?.finish({
-            stop_reason: m.stop_reason,
-            ...(m.error ? { error: m.error } : {}),
-            ...(m.items ? { items: m.items } : {}),
-            ...(m.usage ? { usage: m.usage } : {}),
-          });
-      },
+        }),
       onReject: (err) => o.log('warn', 'agent child wrote a bad line', protocolLogFields(err, 'agent-stdout')),
     });
     let stdoutDone = proc.stdout!.closed;
@@ -181,6 +164,29 @@ export class AgentProcess {
         if (earlyExit) onGone(earlyExit.code, earlyExit.signal);
       });
     }
+  }
+
+  /** A line from the agent child: ready, configured, a turn's event or its end. */
+  private onChildMessage(m: ChildOutbound, booted: () => void): void {
+    if (m.type === 'ready') {
+      booted();
+      if (this.o.settings) void this.configure(this.o.settings.env, this.o.settings.cwd).catch(() => undefined);
+    } else if (m.type === 'configured') {
+      const c = this.configuring;
+      if (!c) return;
+      if (m.error) c.reject(appErrorFromPeer(m.error));
+      else {
+        this.isConfigured = true;
+        c.resolve();
+      }
+    } else if (m.type === 'event') this.turns.get(m.turn_id)?.onEvent(m.event);
+    else
+      this.turns.get(m.turn_id)?.finish({
+        stop_reason: m.stop_reason,
+        ...(m.error ? { error: m.error } : {}),
+        ...(m.items ? { items: m.items } : {}),
+        ...(m.usage ? { usage: m.usage } : {}),
+      });
   }
 
   /**

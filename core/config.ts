@@ -185,9 +185,18 @@ export const MAIL_DOMAIN = /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])
 export function loadConfig(env: Raw, opts: LoadConfigOptions = {}): Readonly<Config> {
   const problems: string[] = [];
   const cwd = opts.cwd ?? process.cwd();
-  const str = (k: string) => values[k] as string;
-  const num = (k: string) => values[k] as number;
-  const sec = (k: string) => values[k] as Secret | undefined;
+  const merged = mergedSettings(env, cwd, problems);
+  const values = parseSettings(merged, opts, cwd, problems);
+  checkSettings(values, problems);
+  const derived = derivedSettings(values, problems);
+  if (problems.length > 0) throw configError(problems);
+  return deepFreeze(buildConfig(values, derived));
+}
+
+type Values = Record<string, string | number | Secret | undefined>;
+
+/** AIRLOCK_CONFIG's JSON file, then the environment over it (a problem per bad entry). */
+function mergedSettings(env: Raw, cwd: string, problems: string[]): Raw {
   const merged: Raw = {};
   const known = new Set(SETTINGS.map((s) => s.env));
 
@@ -208,7 +217,12 @@ export function loadConfig(env: Raw, opts: LoadConfigOptions = {}): Readonly<Con
     if (env[s.env] !== undefined && env[s.env] !== '') merged[s.env] = env[s.env];
   }
 
-  const values: Record<string, string | number | Secret | undefined> = {};
+  return merged;
+}
+
+/** Each setting parsed (or its default); a problem per bad or missing required value. */
+function parseSettings(merged: Raw, opts: LoadConfigOptions, cwd: string, problems: string[]): Values {
+  const values: Values = {};
   for (const s of SETTINGS) {
     const raw = merged[s.env] ?? s.default;
     if (raw === undefined) {
@@ -219,6 +233,12 @@ export function loadConfig(env: Raw, opts: LoadConfigOptions = {}): Readonly<Con
     if (typeof v === 'object' && v !== null && 'problem' in v) problems.push(`${s.env}: ${v.problem}`);
     else values[s.env] = v;
   }
+  return values;
+}
+
+/** The checks across settings (lengths, formats, one setting against another). */
+function checkSettings(values: Values, problems: string[]): void {
+  const num = (k: string) => values[k] as number;
   for (const name of ['AGENT_USER_TOKEN_SECRET', 'MCP_INTERNAL_SECRET']) {
     const v = values[name];
     if (v instanceof Secret && v.reveal().length < 16) problems.push(`${name}: must be at least 16 characters`);
@@ -246,10 +266,15 @@ export function loadConfig(env: Raw, opts: LoadConfigOptions = {}): Readonly<Con
   if (dbUrl instanceof Secret && !/^postgres(ql)?:\/\/[^\s]+$/.test(dbUrl.reveal())) problems.push('AIRLOCK_DATABASE_URL: must be a postgres:// or postgresql:// URL');
   if ((num('AIRLOCK_NODE_LOST_S') ?? 30) <= (num('AIRLOCK_NODE_HEARTBEAT_S') ?? 5)) problems.push('AIRLOCK_NODE_LOST_S: must be longer than AIRLOCK_NODE_HEARTBEAT_S');
   if (!values.AIRLOCK_TLS_CERT_FILE !== !values.AIRLOCK_TLS_KEY_FILE) problems.push('AIRLOCK_TLS_CERT_FILE and AIRLOCK_TLS_KEY_FILE: set both or neither');
+}
+
+/** The settings computed from others: node id and URL, proxy trust, the mail domain lists. */
+function derivedSettings(values: Values, problems: string[]) {
   const host = values.AIRLOCK_HOST as string;
   const port = values.AIRLOCK_PORT as number;
+  const nodeId = (values.AIRLOCK_NODE_ID as string | undefined) ?? hostname().slice(0, 63);
   const nodeUrl = ((values.AIRLOCK_NODE_URL as string | undefined) ?? `${values.AIRLOCK_TLS_CERT_FILE ? 'https' : 'http'}://${host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '[::1]' : host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
-  if (dbUrl instanceof Secret && nodeSecret instanceof Secret && values.AIRLOCK_FLEET_ALLOW_HTTP !== 'true' && !nodeUrl.startsWith('https:')) {
+  if (values.AIRLOCK_DATABASE_URL instanceof Secret && values.AIRLOCK_NODE_SECRET instanceof Secret && values.AIRLOCK_FLEET_ALLOW_HTTP !== 'true' && !nodeUrl.startsWith('https:')) {
     problems.push('AIRLOCK_NODE_URL: a fleet\'s nodes talk over https (an https:// URL, AIRLOCK_NODE_CA_FILE for your CA); set AIRLOCK_FLEET_ALLOW_HTTP=true to allow plain http between nodes');
   }
   const trustProxy = parseTrustProxy(String(values.AIRLOCK_TRUST_PROXY ?? 'none'));
@@ -261,8 +286,17 @@ export function loadConfig(env: Raw, opts: LoadConfigOptions = {}): Readonly<Con
   };
   const allowDomains = domains('AIRLOCK_MAIL_ALLOW_DOMAINS');
   const blockDomains = domains('AIRLOCK_MAIL_BLOCK_DOMAINS');
-  if (problems.length > 0) throw configError(problems);
+  return { host, port, nodeId, nodeUrl, trustProxy, allowDomains, blockDomains };
+}
 
+/** The frozen Config's shape from parsed and derived settings (all problems already reported). */
+function buildConfig(values: Values, d: ReturnType<typeof derivedSettings>): Config {
+  const str = (k: string) => values[k] as string;
+  const num = (k: string) => values[k] as number;
+  const sec = (k: string) => values[k] as Secret | undefined;
+  const { host, port, nodeId, nodeUrl, trustProxy, allowDomains, blockDomains } = d;
+  const provider = values.AIRLOCK_MODEL_PROVIDER as Config['model']['provider'];
+  const cpus = Number(values.AIRLOCK_SANDBOX_CPUS);
   const publicOrigin = ((values.AIRLOCK_PUBLIC_ORIGIN as string | undefined) ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
   const config: Config = {
     dataDir: str('AIRLOCK_DATA_DIR'),
@@ -316,17 +350,7 @@ export function loadConfig(env: Raw, opts: LoadConfigOptions = {}): Readonly<Con
       toolTimeoutS: num('AIRLOCK_TOOL_TIMEOUT_S'),
       turnTimeoutS: num('AIRLOCK_TURN_TIMEOUT_S'),
     },
-    google: {
-      clientId: values.AIRLOCK_GOOGLE_CLIENT_ID as string | undefined,
-      clientSecret: sec('AIRLOCK_GOOGLE_CLIENT_SECRET'),
-      authUrl: str('AIRLOCK_GOOGLE_AUTH_URL'),
-      tokenUrl: str('AIRLOCK_GOOGLE_TOKEN_URL'),
-      revokeUrl: str('AIRLOCK_GOOGLE_REVOKE_URL'),
-      mailBaseUrl: str('AIRLOCK_GOOGLE_MAIL_BASE_URL'),
-      sheetsBaseUrl: str('AIRLOCK_GOOGLE_SHEETS_BASE_URL'),
-      driveBaseUrl: str('AIRLOCK_GOOGLE_DRIVE_BASE_URL'),
-      directoryBaseUrl: str('AIRLOCK_GOOGLE_DIRECTORY_BASE_URL'),
-    },
+    google: googleConfig(values),
     trustProxy: trustProxy as string[],
     telemetry: { endpoint: values.OTEL_EXPORTER_OTLP_ENDPOINT as string | undefined, serviceName: str('OTEL_SERVICE_NAME'), metricIntervalMs: num('OTEL_METRIC_EXPORT_INTERVAL') },
     mail: {
@@ -338,5 +362,22 @@ export function loadConfig(env: Raw, opts: LoadConfigOptions = {}): Readonly<Con
       approvalTimeoutS: num('AIRLOCK_MAIL_APPROVAL_TIMEOUT_S'),
     },
   };
-  return deepFreeze(config);
+  return config;
+}
+
+/** The Google endpoints and OAuth client (the emulator's in tests and the demo). */
+function googleConfig(values: Values): Config['google'] {
+  const str = (k: string) => values[k] as string;
+  const sec = (k: string) => values[k] as Secret | undefined;
+  return {
+    clientId: values.AIRLOCK_GOOGLE_CLIENT_ID as string | undefined,
+    clientSecret: sec('AIRLOCK_GOOGLE_CLIENT_SECRET'),
+    authUrl: str('AIRLOCK_GOOGLE_AUTH_URL'),
+    tokenUrl: str('AIRLOCK_GOOGLE_TOKEN_URL'),
+    revokeUrl: str('AIRLOCK_GOOGLE_REVOKE_URL'),
+    mailBaseUrl: str('AIRLOCK_GOOGLE_MAIL_BASE_URL'),
+    sheetsBaseUrl: str('AIRLOCK_GOOGLE_SHEETS_BASE_URL'),
+    driveBaseUrl: str('AIRLOCK_GOOGLE_DRIVE_BASE_URL'),
+    directoryBaseUrl: str('AIRLOCK_GOOGLE_DIRECTORY_BASE_URL'),
+  };
 }

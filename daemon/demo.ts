@@ -207,6 +207,60 @@ async function connectWorkspace(config: Readonly<Config>, accounts: AccountStore
   });
 }
 
+/** The Docker engine must answer before anything starts (its absence explained, not a stack). */
+async function checkDocker(base: Readonly<Config>): Promise<void> {
+  const docker = createDocker(base);
+  try {
+    await docker.ping();
+  } catch (err) {
+    throw new AppError('ERR_DEMO_DOCKER', dockerHelp(base.docker.socketPath, (err as Error).message));
+  }
+}
+
+/** The demo's settings over the caller's: the emulators' URLs, the generated secrets. */
+function demoEnvOf(
+  env: Record<string, string | undefined>,
+  port: number,
+  secrets: ReturnType<typeof loadOrCreateDemoSecrets>,
+  e: { clientId: string; clientSecret: string; oauth: { authorizeUrl: string; revokeUrl: string }; router: { tokenUrl: string }; google: { url: string }; directory: { url: string } },
+): Record<string, string | undefined> {
+  const { clientId, clientSecret, oauth, router, google, directory } = e;
+  return {
+    ...env,
+    AIRLOCK_PORT: String(port),
+    AIRLOCK_MODEL_PROVIDER: env.AIRLOCK_MODEL_PROVIDER || 'demo',
+    AIRLOCK_LOG_LEVEL: env.AIRLOCK_LOG_LEVEL || 'warn',
+    AGENT_USER_TOKEN_SECRET: env.AGENT_USER_TOKEN_SECRET || secrets.agentUserTokenSecret,
+    MCP_INTERNAL_SECRET: env.MCP_INTERNAL_SECRET || secrets.mcpInternalSecret,
+    AIRLOCK_GOOGLE_CLIENT_ID: clientId,
+    AIRLOCK_GOOGLE_CLIENT_SECRET: clientSecret,
+    AIRLOCK_GOOGLE_AUTH_URL: oauth.authorizeUrl,
+    AIRLOCK_GOOGLE_TOKEN_URL: router.tokenUrl,
+    AIRLOCK_GOOGLE_REVOKE_URL: oauth.revokeUrl,
+    AIRLOCK_GOOGLE_MAIL_BASE_URL: google.url,
+    AIRLOCK_GOOGLE_SHEETS_BASE_URL: google.url,
+    AIRLOCK_GOOGLE_DRIVE_BASE_URL: google.url,
+    AIRLOCK_GOOGLE_DIRECTORY_BASE_URL: directory.url,
+  };
+}
+
+/** "Sign in with Google (demo)": an active IdP connection for the OIDC emulator (its port changes every start). */
+async function connectDemoIdp(db: Sql, config: Readonly<Config>, oidc: OidcEmulator, directory: DirectoryEmulator): Promise<void> {
+  const idpClient = { client_id: 'airlock-demo-login', client_secret: randomBytes(16).toString('hex') };
+  oidc.addClient({ ...idpClient, redirect_uris: [`${config.publicOrigin}/accounts/google/login/callback/`] });
+  const conn = {
+    display_name: 'Google (demo)',
+    issuer: oidc.url,
+    ...idpClient,
+    service_account_json: JSON.stringify(directory.serviceAccount),
+    delegated_admin_email: DEMO_ADMIN.email,
+    is_active: true,
+  };
+  const enc = atRestEncryptor(config);
+  const existing = await getConnectionByProvider(db, 'google');
+  await saveConnection(db, enc, existing ? conn : { provider: 'google', ...conn }, existing?.id);
+}
+
 /** Start the emulators and the daemon; print how to use them. */
 export async function startDemo(opts: DemoOptions = {}): Promise<Demo> {
   const print = opts.print ?? ((l: string) => process.stdout.write(l + '\n'));
@@ -215,12 +269,7 @@ export async function startDemo(opts: DemoOptions = {}): Promise<Demo> {
   const base = loadConfig(env);
   const log = opts.log ?? createLogger({ level: env.AIRLOCK_LOG_LEVEL || 'warn', destination: process.stderr });
 
-  const docker = createDocker(base);
-  try {
-    await docker.ping();
-  } catch (err) {
-    throw new AppError('ERR_DEMO_DOCKER', dockerHelp(base.docker.socketPath, (err as Error).message));
-  }
+  await checkDocker(base);
   await ensureImage(base, print, log);
 
   const secrets = loadOrCreateDemoSecrets(base.dataDir);
@@ -248,23 +297,7 @@ export async function startDemo(opts: DemoOptions = {}): Promise<Demo> {
 
     const host = base.host;
     const port = base.port === 0 ? await freePort(host) : base.port;
-    const demoEnv: Record<string, string | undefined> = {
-      ...env,
-      AIRLOCK_PORT: String(port),
-      AIRLOCK_MODEL_PROVIDER: env.AIRLOCK_MODEL_PROVIDER || 'demo',
-      AIRLOCK_LOG_LEVEL: env.AIRLOCK_LOG_LEVEL || 'warn',
-      AGENT_USER_TOKEN_SECRET: env.AGENT_USER_TOKEN_SECRET || secrets.agentUserTokenSecret,
-      MCP_INTERNAL_SECRET: env.MCP_INTERNAL_SECRET || secrets.mcpInternalSecret,
-      AIRLOCK_GOOGLE_CLIENT_ID: clientId,
-      AIRLOCK_GOOGLE_CLIENT_SECRET: clientSecret,
-      AIRLOCK_GOOGLE_AUTH_URL: oauth.authorizeUrl,
-      AIRLOCK_GOOGLE_TOKEN_URL: router.tokenUrl,
-      AIRLOCK_GOOGLE_REVOKE_URL: oauth.revokeUrl,
-      AIRLOCK_GOOGLE_MAIL_BASE_URL: google.url,
-      AIRLOCK_GOOGLE_SHEETS_BASE_URL: google.url,
-      AIRLOCK_GOOGLE_DRIVE_BASE_URL: google.url,
-      AIRLOCK_GOOGLE_DIRECTORY_BASE_URL: directory.url,
-    };
+    const demoEnv = demoEnvOf(env, port, secrets, { clientId, clientSecret, oauth, router, google, directory });
     if (base.port === 0 && !env.AIRLOCK_PUBLIC_ORIGIN) demoEnv.AIRLOCK_PUBLIC_ORIGIN = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
     const config = loadConfig(demoEnv, { require: SERVE_REQUIRED });
 
@@ -277,20 +310,7 @@ export async function startDemo(opts: DemoOptions = {}): Promise<Demo> {
     const accounts = new AccountStore(daemon.database.sql, atRestEncryptor(config));
     await connectWorkspace(config, accounts, userId, DEMO_USER.email);
 
-    // "Sign in with Google (demo)": an active IdP connection for the OIDC emulator (its port changes every start).
-    const idpClient = { client_id: 'airlock-demo-login', client_secret: randomBytes(16).toString('hex') };
-    oidc.addClient({ ...idpClient, redirect_uris: [`${config.publicOrigin}/accounts/google/login/callback/`] });
-    const conn = {
-      display_name: 'Google (demo)',
-      issuer: oidc.url,
-      ...idpClient,
-      service_account_json: JSON.stringify(directory.serviceAccount),
-      delegated_admin_email: DEMO_ADMIN.email,
-      is_active: true,
-    };
-    const enc = atRestEncryptor(config);
-    const existing = await getConnectionByProvider(daemon.database.sql, 'google');
-    await saveConnection(daemon.database.sql, enc, existing ? conn : { provider: 'google', ...conn }, existing?.id);
+    await connectDemoIdp(daemon.database.sql, config, oidc, directory);
 
     const url = config.publicOrigin;
     const mailboxUrl = `${google.url}/mailbox`;

@@ -10,7 +10,6 @@
  * hold and its decision is a row of `mail_holds` and an action-log entry; every proxied request is
  * a row of `proxy_requests`. Bodies, tokens and placeholders never reach either.
  */
-import { randomUUID } from 'node:crypto';
 import { AppError, type Config, type Logger } from '../core/index.js';
 import type { ApprovalDecider, ApprovalDecision, ApprovalLookup, DaemonEvent, MailHold, MailPreview, MailHoldRelease, ProxyDecisionRecord, SandboxAuditor, TurnRequest } from '../core/sandbox-protocol.js';
 import { judge } from '../core/mail-policy.js';

@@ -27,6 +27,76 @@ export function fail(err: unknown): never {
   process.exit(1);
 }
 
+/** `airlock serve`: the daemon until SIGTERM or SIGINT (then a graceful close, forced after 20 s). */
+async function runServe(): Promise<void> {
+  const config = configOrExit(SERVE_REQUIRED);
+  const d = await serve(config).catch(fail);
+  let stopping = false;
+  const stop = (sig: string) => {
+    if (stopping) return;
+    stopping = true;
+    d.log.info({ signal: sig }, 'shutting down');
+    const force = setTimeout(() => process.exit(1), 20_000);
+    force.unref();
+    d.close().then(
+      () => process.exit(0),
+      (err) => fail(err),
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+/** `airlock demo`: the whole product on one machine until SIGTERM or SIGINT. */
+async function runDemo(): Promise<void> {
+  const { startDemo } = await import('./demo.js');
+  // The demo builds its own settings over these (emulator URLs, generated secrets) and loads them with loadConfig.
+  const demo = await startDemo({ env: { ...process.env } }).catch((err: unknown) => {
+    if (isAppError(err, 'ERR_CONFIG_INVALID')) {
+      process.stderr.write(`airlock: invalid configuration\n${configProblems(err).map((p) => `  - ${p}`).join('\n')}\n`);
+      process.exit(1);
+    }
+    if (isAppError(err, 'ERR_DEMO_DOCKER')) {
+      process.stderr.write(`airlock demo: ${err.message}\n`);
+      process.exit(1);
+    }
+    return fail(err);
+  });
+  let stopping = false;
+  const stop = (sig: string) => {
+    if (stopping) return;
+    stopping = true;
+    process.stdout.write(`\n${sig}: stopping the demo (sandboxes, daemon, then emulators)…\n`);
+    const force = setTimeout(() => process.exit(1), 20_000);
+    force.unref();
+    // Unlike serve, the demo removes its session sandboxes: their emulators (on ephemeral
+    // ports) stop with it, so an adopted sandbox would point at nothing.
+    demo.close({ removeContainers: true }).then(
+      () => process.exit(0),
+      (err) => fail(err),
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+/** `airlock sessions …`: the operator commands that talk to the running daemon. */
+function sessionCommands(program: Command): void {
+  const sessions = program.command('sessions').description('live sandbox sessions (talks to the running daemon)');
+  sessions.command('ls').description('list live sessions and pool containers').option('--json', 'JSON output')
+    .action(async (opts: { json?: boolean }) => (await import('./runtime/cli.js')).sessionsLs(configOrExit(), opts).catch(fail));
+  sessions.command('inspect <id>').description('details of one session (session id or container id)')
+    .action(async (id: string) => (await import('./runtime/cli.js')).sessionsInspect(configOrExit(), id).catch(fail));
+  sessions.command('logs <id>').description('the sandbox container log').option('--tail <n>', 'last n lines', '200')
+    .action(async (id: string, opts: { tail: string }) => (await import('./runtime/cli.js')).sessionsLogs(configOrExit(), id, opts).catch(fail));
+  sessions.command('attach <id>').description('interactive shell in the session container (as the agent user, through a TTY)').option('--root', 'shell as root (still without capabilities)')
+    .action(async (id: string, opts: { root?: boolean }) => (await import('./runtime/cli.js')).sessionsAttach(configOrExit(), id, opts).catch(fail));
+  sessions.command('restart [id]').description('restart a session sandbox (the next prompt gets a fresh one)').option('--stale', 'restart every stale session')
+    .action(async (id: string | undefined, opts: { stale?: boolean }) => (await import('./runtime/cli.js')).sessionsRestart(configOrExit(), id, opts).catch(fail));
+  sessions.command('kill <id>').description('stop and remove a session sandbox')
+    .action(async (id: string) => (await import('./runtime/cli.js')).sessionsKill(configOrExit(), id).catch(fail));
+}
+
 export function buildProgram(): Command {
   const program = new Command();
   program
@@ -37,59 +107,12 @@ export function buildProgram(): Command {
   program
     .command('serve')
     .description('run the daemon and its web app (needs AGENT_USER_TOKEN_SECRET and MCP_INTERNAL_SECRET)')
-    .action(async () => {
-      const config = configOrExit(SERVE_REQUIRED);
-      const d = await serve(config).catch(fail);
-      let stopping = false;
-      const stop = (sig: string) => {
-        if (stopping) return;
-        stopping = true;
-        d.log.info({ signal: sig }, 'shutting down');
-        const force = setTimeout(() => process.exit(1), 20_000);
-        force.unref();
-        d.close().then(
-          () => process.exit(0),
-          (err) => fail(err),
-        );
-      };
-      process.on('SIGTERM', () => stop('SIGTERM'));
-      process.on('SIGINT', () => stop('SIGINT'));
-    });
+    .action(runServe);
 
   program
     .command('demo')
     .description('the whole product on one machine: emulated Google, IdP and directory, the demo model, a demo admin and user')
-    .action(async () => {
-      const { startDemo } = await import('./demo.js');
-      // The demo builds its own settings over these (emulator URLs, generated secrets) and loads them with loadConfig.
-      const demo = await startDemo({ env: { ...process.env } }).catch((err: unknown) => {
-        if (isAppError(err, 'ERR_CONFIG_INVALID')) {
-          process.stderr.write(`airlock: invalid configuration\n${configProblems(err).map((p) => `  - ${p}`).join('\n')}\n`);
-          process.exit(1);
-        }
-        if (isAppError(err, 'ERR_DEMO_DOCKER')) {
-          process.stderr.write(`airlock demo: ${err.message}\n`);
-          process.exit(1);
-        }
-        return fail(err);
-      });
-      let stopping = false;
-      const stop = (sig: string) => {
-        if (stopping) return;
-        stopping = true;
-        process.stdout.write(`\n${sig}: stopping the demo (sandboxes, daemon, then emulators)…\n`);
-        const force = setTimeout(() => process.exit(1), 20_000);
-        force.unref();
-        // Unlike serve, the demo removes its session sandboxes: their emulators (on ephemeral
-        // ports) stop with it, so an adopted sandbox would point at nothing.
-        demo.close({ removeContainers: true }).then(
-          () => process.exit(0),
-          (err) => fail(err),
-        );
-      };
-      process.on('SIGTERM', () => stop('SIGTERM'));
-      process.on('SIGINT', () => stop('SIGINT'));
-    });
+    .action(runDemo);
 
   program
     .command('create-superuser')
@@ -133,19 +156,7 @@ export function buildProgram(): Command {
       await imageBuildCommand(config, opts).catch(fail);
     });
 
-  const sessions = program.command('sessions').description('live sandbox sessions (talks to the running daemon)');
-  sessions.command('ls').description('list live sessions and pool containers').option('--json', 'JSON output')
-    .action(async (opts: { json?: boolean }) => (await import('./runtime/cli.js')).sessionsLs(configOrExit(), opts).catch(fail));
-  sessions.command('inspect <id>').description('details of one session (session id or container id)')
-    .action(async (id: string) => (await import('./runtime/cli.js')).sessionsInspect(configOrExit(), id).catch(fail));
-  sessions.command('logs <id>').description('the sandbox container log').option('--tail <n>', 'last n lines', '200')
-    .action(async (id: string, opts: { tail: string }) => (await import('./runtime/cli.js')).sessionsLogs(configOrExit(), id, opts).catch(fail));
-  sessions.command('attach <id>').description('interactive shell in the session container (as the agent user, through a TTY)').option('--root', 'shell as root (still without capabilities)')
-    .action(async (id: string, opts: { root?: boolean }) => (await import('./runtime/cli.js')).sessionsAttach(configOrExit(), id, opts).catch(fail));
-  sessions.command('restart [id]').description('restart a session sandbox (the next prompt gets a fresh one)').option('--stale', 'restart every stale session')
-    .action(async (id: string | undefined, opts: { stale?: boolean }) => (await import('./runtime/cli.js')).sessionsRestart(configOrExit(), id, opts).catch(fail));
-  sessions.command('kill <id>').description('stop and remove a session sandbox')
-    .action(async (id: string) => (await import('./runtime/cli.js')).sessionsKill(configOrExit(), id).catch(fail));
+  sessionCommands(program);
 
   program
     .command('doctor')

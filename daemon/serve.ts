@@ -1,6 +1,6 @@
 import { DbSessionStore, startWebServer, type WebServer, type WebServices } from '../web/index.js';
 import { openBase, type DaemonBase } from './context.js';
-import { AppError, atRestEncryptor, createMetrics, isAppError, mintAgentUserToken, tokenRequest, type Clock, type Config, type Logger, type SessionPreparer } from '../core/index.js';
+import { AppError, atRestEncryptor, createMetrics, isAppError, mintAgentUserToken, tokenRequest, type Clock, type Config, type Encryptor, type Logger, type SessionPreparer } from '../core/index.js';
 import type { AgentSessionCheck, AttachPort, OperatorPort, SandboxControl } from '../web/index.js';
 import { DirectorySyncRunner } from './directory-sync/index.js';
 import type { EgressGateway } from '../core/sandbox-protocol.js';
@@ -37,13 +37,7 @@ export interface ServeOptions {
 
 /** Start the daemon: database, services, web app. */
 export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): Promise<RunningDaemon> {
-  if (config.databaseUrl && !config.node.secret) {
-    throw new AppError('ERR_CONFIG_INVALID', 'AIRLOCK_NODE_SECRET: required with AIRLOCK_DATABASE_URL (the nodes of a fleet authenticate each other with it)');
-  }
-  if (config.databaseUrl && !config.encryptionKey) {
-    // A key generated into one node's data folder would leave the others unable to read what it wrote.
-    throw new AppError('ERR_CONFIG_INVALID', 'AIRLOCK_ENCRYPTION_KEY: required with AIRLOCK_DATABASE_URL (every node must read what the others encrypt)');
-  }
+  checkFleetConfig(config);
   const base = await openBase(config, opts.log);
   base.log.info({ database: base.database.target, schemaVersion: base.database.schemaVersion, node: config.node.id }, 'database ready');
   const sessions = new DbSessionStore(base.database.sql);
@@ -51,21 +45,7 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   const encryptor = atRestEncryptor(config);
   const metrics = createMetrics({ defaultMetrics: true, node: config.node.id });
   const services: WebServices = { metrics, ...(opts.services ?? {}) };
-  // Directory sync runs in the background of this process; jobs whose process is gone (a crashed
-  // daemon or CLI) are failed first; a job a live `airlock sync-directory` runs is left alone.
-  const directorySync = new DirectorySyncRunner({
-    config,
-    db: base.database.sql,
-    log: base.log,
-    encryptor,
-    metrics,
-    get sandboxes() {
-      return services.sandboxes as SandboxControl | undefined;
-    },
-  });
-  const interrupted = await directorySync.recover();
-  if (interrupted) base.log.warn({ jobs: interrupted }, 'directory-sync jobs whose process stopped marked failed');
-  services.directorySync ??= directorySync;
+  const directorySync = await startDirectorySync(config, base, encryptor, metrics, services);
 
   // Connected accounts, token service (refresh + rotation), egress gateway, session overlay.
   const accounts = new AccountStore(base.database.sql, encryptor);
@@ -84,7 +64,7 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
 
   // The preparer needs the web listener's port (host route), known only after listen; sessions
   // start on prompts, which come after that, so the runtime gets a late-bound preparer.
-  let preparer: SessionPreparer | undefined;
+  let preparer: SessionPreparer | undefined = undefined;
   // A sandbox adopted at start gets its real tokens again for its egress gateway (they lived in
   // the old daemon's memory only); that needs no host route, so it is there before the listener.
   const credentials = new OverlayPreparer({ config, db: base.database.sql, encryptor, tokens: tokenService, log: base.log.child({ area: 'overlay' }) });
@@ -96,56 +76,14 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   // OpenTelemetry, when OTEL_EXPORTER_OTLP_ENDPOINT is set: turns, tool calls and proxied requests.
   const telemetry = startTelemetry(config, base.log, metrics.registry);
   const auditor = telemetry ? telemetry.auditor(mailGate) : mailGate;
-  const hooks: SessionHooks = {
-    // The one place a session registers for token rotation: when its sandbox took `start`, or was
-    // adopted after a daemon restart (its token env names come from its claim.json). Rotation is
-    // in memory, so an adopted session keeps getting fresh tokens in its egress gateway instead of
-    // failing with 401 once its access token expires. track() keeps only the account tokens (the model key stays).
-    // Only the node that owns a session refreshes and rotates its tokens. The fleet records the owner.
-    onSessionLive: ({ sessionId, userId, tokenEnvs }) => {
-      tokenService.track(sessionId, userId, tokenEnvs);
-      fleetSessions.live(sessionId, userId);
-    },
-    // Every end of a live sandbox (reap, kill, restart, disconnect, lost, policy change) stops rotation into it.
-    onSessionEnded: (sessionId) => {
-      tokenService.untrack(sessionId);
-      fleetSessions.ended(sessionId);
-    },
-    // A user deactivated (CLI sync, admin) or removed while no daemon ran loses the sandbox at start,
-    // and so does a session another node of the fleet took over meanwhile.
-    mayAdopt: async ({ sessionId, userId }) => (await getUserById(base.database.sql, userId))?.is_active === true && (await fleetSessions.mayAdopt(sessionId)),
-  };
+  const hooks = sessionHooks(base, tokenService, fleetSessions);
   const runtimeOpts = opts.runtime === false ? undefined : { preparer: latePreparer, egress: egressGateway as EgressGateway, hooks, auditor, clock: opts.clock, ...(opts.runtime || {}) };
   const runtime = runtimeOpts ? await startRuntime({ ...base, metrics, ...runtimeOpts }) : undefined;
   if (runtimeOpts && !runtime) {
     // No engine: no sandbox is live, so no agent token is either.
     services.agentSessions ??= { isLive: () => false } satisfies AgentSessionCheck;
   }
-  if (runtime) {
-    // ChatService (domain/chat/turn-service.ts) is {runner}; the session manager is the TurnRunner.
-    fleetSessions.runner = runtime.sessions;
-    services.operator ??= ((request: unknown) => runtime.sessions.handleControl(request)) satisfies OperatorPort;
-    services.attach ??= {
-      container: async (sessionId) => (await runtime.sessions.inspect(sessionId)).containerId,
-      shell: (containerId, o, tty) => runtime.driver.shell(containerId, o, tty),
-    } satisfies AttachPort;
-    services.workspaces ??= { ensure: (userId) => runtime.sessions.ensureWorkspace(userId) };
-    services.chat ??= { runner: telemetry ? telemetry.runner(fleetSessions) : fleetSessions };
-    services.sandboxes ??= runtime.sessions;
-    services.sandboxAdmin ??= runtime.sessions;
-    // AGENT_USER_TOKEN is bound to user and session: accepted only while that session has a live
-    // sandbox of that user (docs/api.md).
-    services.agentSessions ??= { isLive: (sessionId: string, userId: number) => runtime.sessions.isLive(sessionId, userId) } satisfies AgentSessionCheck;
-    tokenService.setRotate(async (sessionId, tokens) => {
-      try {
-        await runtime.sessions.rotateTokens(sessionId, tokens);
-      } catch (err) {
-        // The sandbox is gone: stop rotating into it.
-        if (isAppError(err, 'ERR_SESSION_NOT_FOUND')) tokenService.untrack(sessionId);
-        throw err;
-      }
-    });
-  }
+  if (runtime) wireRuntime(services, runtime, fleetSessions, telemetry, tokenService);
   const web = await startWebServer({ ...base, sessions, services, encryptor });
   // Membership of the fleet (a single host is a fleet of one): registration, heartbeats, lost nodes.
   const fleet = new FleetMember({ ...base, clock: opts.clock, liveSessions: () => runtime?.sessions.list().filter((s) => s.sessionId).length ?? 0 });
@@ -191,4 +129,92 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
       return closing;
     },
   };
+}
+
+/** A fleet (AIRLOCK_DATABASE_URL) needs the node secret and a shared encryption key. */
+function checkFleetConfig(config: Readonly<Config>): void {
+  if (config.databaseUrl && !config.node.secret) {
+    throw new AppError('ERR_CONFIG_INVALID', 'AIRLOCK_NODE_SECRET: required with AIRLOCK_DATABASE_URL (the nodes of a fleet authenticate each other with it)');
+  }
+  if (config.databaseUrl && !config.encryptionKey) {
+    // A key generated into one node's data folder would leave the others unable to read what it wrote.
+    throw new AppError('ERR_CONFIG_INVALID', 'AIRLOCK_ENCRYPTION_KEY: required with AIRLOCK_DATABASE_URL (every node must read what the others encrypt)');
+  }
+}
+
+/**
+ * Directory sync runs in the background of this process; jobs whose process is gone (a crashed
+ * daemon or CLI) are failed first; a job a live `airlock sync-directory` runs is left alone.
+ */
+async function startDirectorySync(config: Readonly<Config>, base: DaemonBase, encryptor: Encryptor, metrics: ReturnType<typeof createMetrics>, services: WebServices): Promise<DirectorySyncRunner> {
+  const directorySync = new DirectorySyncRunner({
+    config,
+    db: base.database.sql,
+    log: base.log,
+    encryptor,
+    metrics,
+    get sandboxes() {
+      return services.sandboxes as SandboxControl | undefined;
+    },
+  });
+  const interrupted = await directorySync.recover();
+  if (interrupted) base.log.warn({ jobs: interrupted }, 'directory-sync jobs whose process stopped marked failed');
+  services.directorySync ??= directorySync;
+  return directorySync;
+}
+
+/** The runtime's session hooks: token rotation and fleet ownership follow each live sandbox. */
+function sessionHooks(base: DaemonBase, tokenService: TokenService, fleetSessions: FleetSessions): SessionHooks {
+  return {
+    // The one place a session registers for token rotation: when its sandbox took `start`, or was
+    // adopted after a daemon restart (its token env names come from its claim.json). Rotation is
+    // in memory, so an adopted session keeps getting fresh tokens in its egress gateway instead of
+    // failing with 401 once its access token expires. track() keeps only the account tokens (the model key stays).
+    // Only the node that owns a session refreshes and rotates its tokens. The fleet records the owner.
+    onSessionLive: ({ sessionId, userId, tokenEnvs }) => {
+      tokenService.track(sessionId, userId, tokenEnvs);
+      fleetSessions.live(sessionId, userId);
+    },
+    // Every end of a live sandbox (reap, kill, restart, disconnect, lost, policy change) stops rotation into it.
+    onSessionEnded: (sessionId) => {
+      tokenService.untrack(sessionId);
+      fleetSessions.ended(sessionId);
+    },
+    // A user deactivated (CLI sync, admin) or removed while no daemon ran loses the sandbox at start,
+    // and so does a session another node of the fleet took over meanwhile.
+    mayAdopt: async ({ sessionId, userId }) => (await getUserById(base.database.sql, userId))?.is_active === true && (await fleetSessions.mayAdopt(sessionId)),
+  };
+}
+
+/** The web services the sandbox runtime provides (chat runner, operator, attach, workspaces, tokens). */
+function wireRuntime(
+  services: WebServices,
+  runtime: Runtime,
+  fleetSessions: FleetSessions,
+  telemetry: ReturnType<typeof startTelemetry>,
+  tokenService: TokenService,
+): void {
+  // ChatService (domain/chat/turn-service.ts) is {runner}; the session manager is the TurnRunner.
+  fleetSessions.runner = runtime.sessions;
+  services.operator ??= ((request: unknown) => runtime.sessions.handleControl(request)) satisfies OperatorPort;
+  services.attach ??= {
+    container: async (sessionId) => (await runtime.sessions.inspect(sessionId)).containerId,
+    shell: (containerId, o, tty) => runtime.driver.shell(containerId, o, tty),
+  } satisfies AttachPort;
+  services.workspaces ??= { ensure: (userId) => runtime.sessions.ensureWorkspace(userId) };
+  services.chat ??= { runner: telemetry ? telemetry.runner(fleetSessions) : fleetSessions };
+  services.sandboxes ??= runtime.sessions;
+  services.sandboxAdmin ??= runtime.sessions;
+  // AGENT_USER_TOKEN is bound to user and session: accepted only while that session has a live
+  // sandbox of that user (docs/api.md).
+  services.agentSessions ??= { isLive: (sessionId: string, userId: number) => runtime.sessions.isLive(sessionId, userId) } satisfies AgentSessionCheck;
+  tokenService.setRotate(async (sessionId, tokens) => {
+    try {
+      await runtime.sessions.rotateTokens(sessionId, tokens);
+    } catch (err) {
+      // The sandbox is gone: stop rotating into it.
+      if (isAppError(err, 'ERR_SESSION_NOT_FOUND')) tokenService.untrack(sessionId);
+      throw err;
+    }
+  });
 }

@@ -14,7 +14,7 @@
  * templates, statuses, codes, sizes and times — never a prompt, body, token or placeholder.
  * The existing Prometheus metrics are exported over OTLP as well, read from their registry.
  */
-import { context, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
+import { context, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
@@ -65,6 +65,82 @@ interface LiveTurn {
   tools: Map<string, { span: Span; ctx: Context }>;
 }
 
+/** A tool call's span: started at tool_start under its turn, ended at tool_end. */
+function toolEvent(tracer: Tracer, turn: LiveTurn, e: AgentEvent): void {
+  if (e.type === 'tool_start') {
+    const span = tracer.startSpan(`tool ${e.tool}`, { attributes: { 'airlock.tool': e.tool, 'airlock.call_id': e.call_id } }, turn.ctx);
+    turn.tools.set(e.call_id, { span, ctx: trace.setSpan(turn.ctx, span) });
+  } else if (e.type === 'tool_end') {
+    const t = turn.tools.get(e.call_id);
+    if (!t) return;
+    const code = e.ok ? undefined : (codeIn(e.error) ?? (e.error === 'cancelled' ? 'cancelled' : 'failed'));
+    t.span.setAttributes({ 'airlock.ok': e.ok, ...(code ? { 'airlock.error_code': code } : {}) });
+    if (!e.ok) t.span.setStatus({ code: 2 });
+    t.span.end();
+  }
+}
+
+/** The attributes of a proxied request's span (never a URL, header or body). */
+function proxyAttributes(d: ProxyDecisionRecord): Attributes {
+  return {
+    'airlock.route': d.route ?? 'none',
+    'airlock.outcome': d.outcome,
+    'http.response.status_code': d.status,
+    ...(d.method ? { 'http.request.method': d.method } : {}),
+    ...(d.template ? { 'url.template': d.template } : {}),
+    ...(d.code ? { 'airlock.error_code': d.code } : {}),
+    ...(d.call_id ? { 'airlock.call_id': d.call_id } : {}),
+    ...(typeof d.req_bytes === 'number' ? { 'http.request.body.size': d.req_bytes } : {}),
+    ...(typeof d.res_bytes === 'number' ? { 'http.response.body.size': d.res_bytes } : {}),
+    ...(typeof d.recipients === 'number' ? { 'airlock.mail.recipients': d.recipients } : {}),
+  };
+}
+
+/** What a traced runner needs from startTelemetry. */
+interface TraceKit {
+  tracer: Tracer;
+  ids: TurnTraceIds;
+  live: Map<string, LiveTurn>;
+  nodeId: string;
+}
+
+/** A turn runner that traces each turn (the turn id is the trace id) and its tool calls. */
+function tracedRunner({ tracer, ids, live, nodeId }: TraceKit, inner: TurnRunner): TurnRunner {
+  return {
+    async runTurn(req: TurnRequest): Promise<TurnResult> {
+      ids.next = traceIdOf(req.turnId);
+      const span = tracer.startSpan('chat.turn', {
+        root: true,
+        attributes: { 'airlock.session_id': req.sessionId, 'airlock.turn_id': req.turnId, 'enduser.id': String(req.userId), 'airlock.node_id': nodeId },
+      });
+      const turn: LiveTurn = { span, ctx: trace.setSpan(context.active(), span), tools: new Map() };
+      live.set(req.turnId, turn);
+      const onEvent = (e: AgentEvent) => {
+        try {
+          toolEvent(tracer, turn, e);
+        } catch {
+          // Telemetry never breaks a turn.
+        }
+        req.onEvent(e);
+      };
+      try {
+        const r = await inner.runTurn({ ...req, onEvent });
+        span.setAttributes({ 'airlock.stop_reason': r.stop_reason, ...(r.error ? { 'airlock.error_code': r.error.code } : {}) });
+        if (r.stop_reason === 'error') span.setStatus({ code: 2 });
+        return r;
+      } catch (err) {
+        span.setAttributes({ 'airlock.error_code': codeIn(String((err as { code?: unknown }).code ?? '')) ?? 'failed' });
+        span.setStatus({ code: 2 });
+        throw err;
+      } finally {
+        for (const t of turn.tools.values()) if (t.span.isRecording()) t.span.end();
+        span.end();
+        setTimeout(() => live.delete(req.turnId), LATE_RECORDS_MS).unref();
+      }
+    },
+  };
+}
+
 export function startTelemetry(config: Readonly<Config>, log: Logger, registry?: Registry): Telemetry | undefined {
   const endpoint = config.telemetry.endpoint;
   if (!endpoint) return undefined;
@@ -91,56 +167,8 @@ export function startTelemetry(config: Readonly<Config>, log: Logger, registry?:
 
   const live = new Map<string, LiveTurn>();
 
-  const toolEvent = (turn: LiveTurn, e: AgentEvent) => {
-    if (e.type === 'tool_start') {
-      const span = tracer.startSpan(`tool ${e.tool}`, { attributes: { 'airlock.tool': e.tool, 'airlock.call_id': e.call_id } }, turn.ctx);
-      turn.tools.set(e.call_id, { span, ctx: trace.setSpan(turn.ctx, span) });
-    } else if (e.type === 'tool_end') {
-      const t = turn.tools.get(e.call_id);
-      if (!t) return;
-      const code = e.ok ? undefined : (codeIn(e.error) ?? (e.error === 'cancelled' ? 'cancelled' : 'failed'));
-      t.span.setAttributes({ 'airlock.ok': e.ok, ...(code ? { 'airlock.error_code': code } : {}) });
-      if (!e.ok) t.span.setStatus({ code: 2 });
-      t.span.end();
-    }
-  };
-
   return {
-    runner(inner: TurnRunner): TurnRunner {
-      return {
-        async runTurn(req: TurnRequest): Promise<TurnResult> {
-          ids.next = traceIdOf(req.turnId);
-          const span = tracer.startSpan('chat.turn', {
-            root: true,
-            attributes: { 'airlock.session_id': req.sessionId, 'airlock.turn_id': req.turnId, 'enduser.id': String(req.userId), 'airlock.node_id': config.node.id },
-          });
-          const turn: LiveTurn = { span, ctx: trace.setSpan(context.active(), span), tools: new Map() };
-          live.set(req.turnId, turn);
-          const onEvent = (e: AgentEvent) => {
-            try {
-              toolEvent(turn, e);
-            } catch {
-              // Telemetry never breaks a turn.
-            }
-            req.onEvent(e);
-          };
-          try {
-            const r = await inner.runTurn({ ...req, onEvent });
-            span.setAttributes({ 'airlock.stop_reason': r.stop_reason, ...(r.error ? { 'airlock.error_code': r.error.code } : {}) });
-            if (r.stop_reason === 'error') span.setStatus({ code: 2 });
-            return r;
-          } catch (err) {
-            span.setAttributes({ 'airlock.error_code': codeIn(String((err as { code?: unknown }).code ?? '')) ?? 'failed' });
-            span.setStatus({ code: 2 });
-            throw err;
-          } finally {
-            for (const t of turn.tools.values()) if (t.span.isRecording()) t.span.end();
-            span.end();
-            setTimeout(() => live.delete(req.turnId), LATE_RECORDS_MS).unref();
-          }
-        },
-      };
-    },
+    runner: (inner: TurnRunner): TurnRunner => tracedRunner({ tracer, ids, live, nodeId: config.node.id }, inner),
 
     auditor(inner: SandboxAuditor): SandboxAuditor {
       return {
@@ -151,18 +179,7 @@ export function startTelemetry(config: Readonly<Config>, log: Logger, registry?:
             if (!turn) return;
             const parent = (d.call_id && turn.tools.get(d.call_id)?.ctx) || turn.ctx;
             const end = Date.now();
-            const attributes: Attributes = {
-              'airlock.route': d.route ?? 'none',
-              'airlock.outcome': d.outcome,
-              'http.response.status_code': d.status,
-              ...(d.method ? { 'http.request.method': d.method } : {}),
-              ...(d.template ? { 'url.template': d.template } : {}),
-              ...(d.code ? { 'airlock.error_code': d.code } : {}),
-              ...(d.call_id ? { 'airlock.call_id': d.call_id } : {}),
-              ...(typeof d.req_bytes === 'number' ? { 'http.request.body.size': d.req_bytes } : {}),
-              ...(typeof d.res_bytes === 'number' ? { 'http.response.body.size': d.res_bytes } : {}),
-              ...(typeof d.recipients === 'number' ? { 'airlock.mail.recipients': d.recipients } : {}),
-            };
+            const attributes = proxyAttributes(d);
             const span = tracer.startSpan(d.route === 'model' ? 'model call' : `proxy ${d.route ?? 'none'}`, { startTime: end - (d.ms ?? 0), attributes }, parent);
             if (d.outcome !== 'forwarded') span.setStatus({ code: 2 });
             span.end(end);

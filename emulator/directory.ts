@@ -108,7 +108,7 @@ const MAX: Record<string, number> = { users: 500, groups: 200, members: 200 };
 export async function start(opts: { domain?: string; audience?: string } = {}): Promise<DirectoryEmulator> {
   const domain = opts.domain ?? 'example.test';
   const requests: DirectoryEmulator['requests'] = [];
-  const tokens = new Map<string, { scopes: Set<string>; exp: number }>();
+  const tokens: Tokens = new Map();
   const rules: (FailRule & { seen: number; failed: number })[] = [];
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
@@ -145,62 +145,11 @@ export async function start(opts: { domain?: string; audience?: string } = {}): 
     clearFailures() {
       rules.length = 0;
     },
-    addUser(u) {
-      const user: DirUser = {
-        id: u.id ?? String(100000000 + emu.users.length + Math.floor(Math.random() * 1e6) * 1000),
-        primaryEmail: u.primaryEmail,
-        name: u.name ?? { fullName: u.primaryEmail.split('@')[0] },
-        suspended: u.suspended ?? false,
-        archived: u.archived ?? false,
-        isAdmin: u.isAdmin ?? false,
-      };
-      emu.users.push(user);
-      return user;
-    },
-    addGroup(g) {
-      const group: DirGroup = { id: g.id ?? randomUUID().replace(/-/g, '').slice(0, 17), email: g.email, name: g.name ?? g.email.split('@')[0], description: g.description ?? '' };
-      emu.groups.push(group);
-      emu.members.set(group.id, []);
-      return group;
-    },
-    setMembers(groupId, emails) {
-      emu.members.set(
-        groupId,
-        emails.map((e) => {
-          const u = emu.users.find((x) => x.primaryEmail === e);
-          return { id: u?.id ?? randomBytes(8).toString('hex'), email: e, role: 'MEMBER', type: 'USER', status: 'ACTIVE' };
-        }),
-      );
-    },
+    addUser: (u) => addUser(emu, u),
+    addGroup: (g) => addGroup(emu, g),
+    setMembers: (groupId, emails) => setMembers(emu, groupId, emails),
     seed(s) {
-      emu.users = [];
-      emu.groups = [];
-      emu.members = new Map();
-      for (let i = 0; i < s.users; i++) {
-        emu.users.push({
-          id: String(110000000000 + i),
-          primaryEmail: `user${i}@${domain}`,
-          name: { fullName: `User ${i}`, givenName: 'User', familyName: String(i) },
-          suspended: s.suspended ? i % Math.round(1 / s.suspended) === 0 : false,
-          archived: false,
-          isAdmin: false,
-        });
-      }
-      for (let g = 0; g < s.groups; g++) {
-        const id = `grp${String(g).padStart(6, '0')}`;
-        emu.groups.push({ id, email: `group${g}@${domain}`, name: `Group ${g}`, description: '' });
-        emu.members.set(id, []);
-      }
-      // Deterministic spread: membership k puts user (k * 7919) mod N into group k mod G.
-      const seen = new Set<string>();
-      for (let k = 0; k < s.memberships && s.groups && s.users; k++) {
-        const g = k % s.groups;
-        let u = (k * 7919) % s.users;
-        while (seen.has(`${g}:${u}`)) u = (u + 1) % s.users;
-        seen.add(`${g}:${u}`);
-        const user = emu.users[u];
-        emu.members.get(emu.groups[g].id)!.push({ id: user.id, email: user.primaryEmail, role: 'MEMBER', type: 'USER', status: 'ACTIVE' });
-      }
+      seedDirectory(emu, domain, s);
     },
     close() {
       return new Promise<void>((resolve) => {
@@ -210,81 +159,15 @@ export async function start(opts: { domain?: string; audience?: string } = {}): 
     },
   };
 
-  const send = (res: ServerResponse, status: number, body: unknown) => {
-    res.statusCode = status;
-    res.setHeader('content-type', 'application/json; charset=UTF-8');
-    res.end(JSON.stringify(body));
-  };
-  const apiError = (res: ServerResponse, status: number, reason: string, message: string) =>
-    send(res, status, { error: { code: status, message, errors: [{ domain: 'global', reason, message }] } });
 
-  async function handleToken(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const form = new URLSearchParams(await readBody(req));
-    if (form.get('grant_type') !== 'urn:ietf:params:oauth:grant-type:jwt-bearer') {
-      return send(res, 400, { error: 'unsupported_grant_type', error_description: 'Invalid grant_type' });
-    }
-    try {
-      const { payload, protectedHeader } = await jwtVerify(form.get('assertion') ?? '', spki, { audience: opts.audience ?? tokenUrl, issuer: emu.serviceAccount.client_email, algorithms: ['RS256'] });
-      if (protectedHeader.kid && protectedHeader.kid !== keyId) throw new Error('unknown key id');
-      if (typeof payload.sub !== 'string' || !emu.admins.has(payload.sub)) {
-        return send(res, 401, { error: 'unauthorized_client', error_description: 'Client is unauthorized to retrieve access tokens using this method, or client not authorized for any of the scopes requested.' });
-      }
-      const scopes = new Set(String(payload.scope ?? '').split(' ').filter(Boolean));
-      const token = `ya29.emu-${randomBytes(24).toString('base64url')}`;
-      tokens.set(token, { scopes, exp: Date.now() + 3600_000 });
-      send(res, 200, { access_token: token, token_type: 'Bearer', expires_in: 3599 });
-    } catch {
-      // Any verification failure is Google's invalid_grant; details stay server-side.
-      send(res, 400, { error: 'invalid_grant', error_description: 'Invalid JWT Signature.' });
-    }
-  }
 
-  function page<T>(items: T[], u: URL, kind: string): { slice: T[]; next?: string } {
-    const max = Math.min(Number(u.searchParams.get('maxResults') ?? MAX[kind]) || MAX[kind], MAX[kind]);
-    const start = u.searchParams.get('pageToken') ? Number(Buffer.from(u.searchParams.get('pageToken')!, 'base64url').toString()) : 0;
-    const slice = items.slice(start, start + max);
-    const next = start + max < items.length ? Buffer.from(String(start + max)).toString('base64url') : undefined;
-    return { slice, next };
-  }
 
-  async function handleApi(req: IncomingMessage, res: ServerResponse, u: URL): Promise<void> {
-    const auth = req.headers.authorization ?? '';
-    const tok = tokens.get(auth.replace(/^Bearer /, ''));
-    if (!tok || tok.exp < Date.now()) return apiError(res, 401, 'authError', 'Invalid Credentials');
-    const p = u.pathname.replace(/^\/admin\/directory\/v1/, '');
-    let m: RegExpExecArray | null;
-    if (p === '/users') {
-      if (!tok.scopes.has(SCOPES_NEEDED.users)) return apiError(res, 403, 'insufficientPermissions', 'Insufficient Permission');
-      if (!u.searchParams.get('customer') && !u.searchParams.get('domain')) return apiError(res, 400, 'badRequest', 'Bad Request');
-      const { slice, next } = page(emu.users, u, 'users');
-      return send(res, 200, { kind: 'admin#directory#users', etag: '"e"', users: slice.map((x) => ({ kind: 'admin#directory#user', ...x })), nextPageToken: next });
-    }
-    if (p === '/groups') {
-      if (!tok.scopes.has(SCOPES_NEEDED.groups)) return apiError(res, 403, 'insufficientPermissions', 'Insufficient Permission');
-      const { slice, next } = page(emu.groups, u, 'groups');
-      return send(res, 200, {
-        kind: 'admin#directory#groups',
-        etag: '"e"',
-        groups: slice.map((g) => ({ kind: 'admin#directory#group', ...g, directMembersCount: String(emu.members.get(g.id)?.length ?? 0) })),
-        nextPageToken: next,
-      });
-    }
-    if ((m = /^\/groups\/([^/]+)\/members$/.exec(p))) {
-      if (!tok.scopes.has(SCOPES_NEEDED.members)) return apiError(res, 403, 'insufficientPermissions', 'Insufficient Permission');
-      const key = decodeURIComponent(m[1]);
-      const g = emu.groups.find((x) => x.id === key || x.email === key);
-      if (!g) return apiError(res, 404, 'notFound', 'Resource Not Found: groupKey');
-      const { slice, next } = page(emu.members.get(g.id) ?? [], u, 'members');
-      return send(res, 200, { kind: 'admin#directory#members', etag: '"e"', members: slice.map((x) => ({ kind: 'admin#directory#member', ...x })), nextPageToken: next });
-    }
-    apiError(res, 404, 'notFound', 'Not Found');
-  }
-
+  const tk: TokenKit = { emu, tokens, spki, keyId, audience: opts.audience ?? tokenUrl };
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     const u = new URL(req.url ?? '/', url);
     requests.push({ method: req.method ?? 'GET', path: u.pathname, query: u.search, at: Date.now() });
     const go = async () => {
-      if (u.pathname === '/token' && req.method === 'POST') return handleToken(req, res);
+      if (u.pathname === '/token' && req.method === 'POST') return handleToken(tk, req, res);
       if (emu.latencyMs) await new Promise((r) => setTimeout(r, emu.latencyMs));
       for (const r of rules) {
         if (!u.pathname.includes(r.pathIncludes)) continue;
@@ -296,13 +179,158 @@ export async function start(opts: { domain?: string; audience?: string } = {}): 
           return apiError(res, r.status, reason, `emulated failure: ${reason}`);
         }
       }
-      if (req.method === 'GET' && u.pathname.startsWith('/admin/directory/v1/')) return handleApi(req, res, u);
+      if (req.method === 'GET' && u.pathname.startsWith('/admin/directory/v1/')) return handleApi(emu, tokens, req, res, u);
       apiError(res, 404, 'notFound', 'Not Found');
     };
     go().catch(() => apiError(res, 500, 'backendError', 'Backend Error'));
   });
 
   return emu;
+}
+
+type Tokens = Map<string, { scopes: Set<string>; exp: number }>;
+
+/** What the token endpoint checks an assertion against. */
+interface TokenKit {
+  emu: DirectoryEmulator;
+  tokens: Tokens;
+  spki: Awaited<ReturnType<typeof importSPKI>>;
+  keyId: string;
+  audience: string;
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  res.statusCode = status;
+  res.setHeader('content-type', 'application/json; charset=UTF-8');
+  res.end(JSON.stringify(body));
+}
+
+function apiError(res: ServerResponse, status: number, reason: string, message: string): void {
+  send(res, status, { error: { code: status, message, errors: [{ domain: 'global', reason, message }] } });
+}
+
+function page<T>(items: T[], u: URL, kind: string): { slice: T[]; next?: string } {
+  const max = Math.min(Number(u.searchParams.get('maxResults') ?? MAX[kind]) || MAX[kind], MAX[kind]);
+  const start = u.searchParams.get('pageToken') ? Number(Buffer.from(u.searchParams.get('pageToken')!, 'base64url').toString()) : 0;
+  const slice = items.slice(start, start + max);
+  const next = start + max < items.length ? Buffer.from(String(start + max)).toString('base64url') : undefined;
+  return { slice, next };
+}
+
+async function handleToken({ emu, tokens, spki, keyId, audience }: TokenKit, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const form = new URLSearchParams(await readBody(req));
+  if (form.get('grant_type') !== 'urn:ietf:params:oauth:grant-type:jwt-bearer') {
+    return send(res, 400, { error: 'unsupported_grant_type', error_description: 'Invalid grant_type' });
+  }
+  try {
+    const { payload, protectedHeader } = await jwtVerify(form.get('assertion') ?? '', spki, { audience, issuer: emu.serviceAccount.client_email, algorithms: ['RS256'] });
+    if (protectedHeader.kid && protectedHeader.kid !== keyId) throw new Error('unknown key id');
+    if (typeof payload.sub !== 'string' || !emu.admins.has(payload.sub)) {
+      return send(res, 401, { error: 'unauthorized_client', error_description: 'Client is unauthorized to retrieve access tokens using this method, or client not authorized for any of the scopes requested.' });
+    }
+    const scopes = new Set(String(payload.scope ?? '').split(' ').filter(Boolean));
+    const token = `ya29.emu-${randomBytes(24).toString('base64url')}`;
+    tokens.set(token, { scopes, exp: Date.now() + 3600_000 });
+    send(res, 200, { access_token: token, token_type: 'Bearer', expires_in: 3599 });
+  } catch {
+    // Any verification failure is Google's invalid_grant; details stay server-side.
+    send(res, 400, { error: 'invalid_grant', error_description: 'Invalid JWT Signature.' });
+  }
+}
+
+async function handleApi(emu: DirectoryEmulator, tokens: Tokens, req: IncomingMessage, res: ServerResponse, u: URL): Promise<void> {
+  const auth = req.headers.authorization ?? '';
+  const tok = tokens.get(auth.replace(/^Bearer /, ''));
+  if (!tok || tok.exp < Date.now()) return apiError(res, 401, 'authError', 'Invalid Credentials');
+  const p = u.pathname.replace(/^\/admin\/directory\/v1/, '');
+  let m: RegExpExecArray | null;
+  if (p === '/users') {
+    if (!tok.scopes.has(SCOPES_NEEDED.users)) return apiError(res, 403, 'insufficientPermissions', 'Insufficient Permission');
+    if (!u.searchParams.get('customer') && !u.searchParams.get('domain')) return apiError(res, 400, 'badRequest', 'Bad Request');
+    const { slice, next } = page(emu.users, u, 'users');
+    return send(res, 200, { kind: 'admin#directory#users', etag: '"e"', users: slice.map((x) => ({ kind: 'admin#directory#user', ...x })), nextPageToken: next });
+  }
+  if (p === '/groups') {
+    if (!tok.scopes.has(SCOPES_NEEDED.groups)) return apiError(res, 403, 'insufficientPermissions', 'Insufficient Permission');
+    const { slice, next } = page(emu.groups, u, 'groups');
+    return send(res, 200, {
+      kind: 'admin#directory#groups',
+      etag: '"e"',
+      groups: slice.map((g) => ({ kind: 'admin#directory#group', ...g, directMembersCount: String(emu.members.get(g.id)?.length ?? 0) })),
+      nextPageToken: next,
+    });
+  }
+  if ((m = /^\/groups\/([^/]+)\/members$/.exec(p))) {
+    if (!tok.scopes.has(SCOPES_NEEDED.members)) return apiError(res, 403, 'insufficientPermissions', 'Insufficient Permission');
+    const key = decodeURIComponent(m[1]);
+    const g = emu.groups.find((x) => x.id === key || x.email === key);
+    if (!g) return apiError(res, 404, 'notFound', 'Resource Not Found: groupKey');
+    const { slice, next } = page(emu.members.get(g.id) ?? [], u, 'members');
+    return send(res, 200, { kind: 'admin#directory#members', etag: '"e"', members: slice.map((x) => ({ kind: 'admin#directory#member', ...x })), nextPageToken: next });
+  }
+  apiError(res, 404, 'notFound', 'Not Found');
+}
+
+function addUser(emu: DirectoryEmulator, u: Partial<DirUser> & { primaryEmail: string }): DirUser {
+  const user: DirUser = {
+    id: u.id ?? String(100000000 + emu.users.length + Math.floor(Math.random() * 1e6) * 1000),
+    primaryEmail: u.primaryEmail,
+    name: u.name ?? { fullName: u.primaryEmail.split('@')[0] },
+    suspended: u.suspended ?? false,
+    archived: u.archived ?? false,
+    isAdmin: u.isAdmin ?? false,
+  };
+  emu.users.push(user);
+  return user;
+}
+
+function addGroup(emu: DirectoryEmulator, g: Partial<DirGroup> & { email: string }): DirGroup {
+  const group: DirGroup = { id: g.id ?? randomUUID().replace(/-/g, '').slice(0, 17), email: g.email, name: g.name ?? g.email.split('@')[0], description: g.description ?? '' };
+  emu.groups.push(group);
+  emu.members.set(group.id, []);
+  return group;
+}
+
+function setMembers(emu: DirectoryEmulator, groupId: string, emails: string[]): void {
+  emu.members.set(
+    groupId,
+    emails.map((e) => {
+      const u = emu.users.find((x) => x.primaryEmail === e);
+      return { id: u?.id ?? randomBytes(8).toString('hex'), email: e, role: 'MEMBER', type: 'USER', status: 'ACTIVE' };
+    }),
+  );
+}
+
+/** A synthetic directory of the given size (deterministic, for benchmarks and load tests). */
+function seedDirectory(emu: DirectoryEmulator, domain: string, s: SeedOptions): void {
+  emu.users = [];
+  emu.groups = [];
+  emu.members = new Map();
+  for (let i = 0; i < s.users; i++) {
+    emu.users.push({
+      id: String(110000000000 + i),
+      primaryEmail: `user${i}@${domain}`,
+      name: { fullName: `User ${i}`, givenName: 'User', familyName: String(i) },
+      suspended: s.suspended ? i % Math.round(1 / s.suspended) === 0 : false,
+      archived: false,
+      isAdmin: false,
+    });
+  }
+  for (let g = 0; g < s.groups; g++) {
+    const id = `grp${String(g).padStart(6, '0')}`;
+    emu.groups.push({ id, email: `group${g}@${domain}`, name: `Group ${g}`, description: '' });
+    emu.members.set(id, []);
+  }
+  // Deterministic spread: membership k puts user (k * 7919) mod N into group k mod G.
+  const seen = new Set<string>();
+  for (let k = 0; k < s.memberships && s.groups && s.users; k++) {
+    const g = k % s.groups;
+    let u = (k * 7919) % s.users;
+    while (seen.has(`${g}:${u}`)) u = (u + 1) % s.users;
+    seen.add(`${g}:${u}`);
+    const user = emu.users[u];
+    emu.members.get(emu.groups[g].id)!.push({ id: user.id, email: user.primaryEmail, role: 'MEMBER', type: 'USER', status: 'ACTIVE' });
+  }
 }
 
 function readBody(req: IncomingMessage): Promise<string> {

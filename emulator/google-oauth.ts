@@ -46,6 +46,73 @@ interface PendingCode {
   expiresAt: number;
 }
 
+/** The emulator's state, shared by its endpoints. */
+interface OAuthState {
+  o: GoogleOAuthOptions;
+  codes: Map<string, PendingCode>;
+  refresh: Map<string, { clientId: string; scope: string; access: string[] }>;
+  issued: { access: string[]; refresh: string[] };
+  json: (res: ServerResponse, status: number, body: unknown) => void;
+  access: (scope: string) => { access_token: string; expires_in: number | undefined; scope: string; token_type: string };
+}
+
+/** GET /o/oauth2/v2/auth: a code for the client (PKCE S256 required), straight back to redirect_uri. */
+function authorize({ o, codes, json }: OAuthState, u: URL, res: ServerResponse): void {
+  const p = u.searchParams;
+  const redirect = p.get('redirect_uri');
+  if (p.get('client_id') !== o.clientId || !redirect) return json(res, 400, { error: 'invalid_client' });
+  if (p.get('response_type') !== 'code') return json(res, 400, { error: 'unsupported_response_type' });
+  if (!p.get('code_challenge') || p.get('code_challenge_method') !== 'S256') return json(res, 400, { error: 'invalid_request', error_description: 'PKCE S256 required' });
+  const code = `4/emu-${randomBytes(16).toString('base64url')}`;
+  codes.set(code, {
+    clientId: o.clientId!,
+    redirectUri: redirect,
+    scope: p.get('scope') ?? '',
+    challenge: p.get('code_challenge')!,
+    method: 'S256',
+    offline: p.get('access_type') === 'offline',
+    expiresAt: Date.now() + 60_000,
+  });
+  const back = new URL(redirect);
+  back.searchParams.set('code', code);
+  if (p.get('state')) back.searchParams.set('state', p.get('state')!);
+  back.searchParams.set('scope', p.get('scope') ?? '');
+  res.writeHead(302, { location: back.toString() });
+  res.end();
+}
+
+/** POST /token: the authorization_code and refresh_token grants. */
+function token({ o, codes, refresh, issued, json, access }: OAuthState, form: Record<string, string>, res: ServerResponse): void {
+  if (form.client_id !== o.clientId || (o.clientSecret && form.client_secret !== o.clientSecret)) return json(res, 401, { error: 'invalid_client' });
+  if (form.grant_type === 'authorization_code') {
+    const c = codes.get(form.code ?? '');
+    codes.delete(form.code ?? ''); // single use
+    if (!c || c.expiresAt < Date.now() || c.redirectUri !== form.redirect_uri) return json(res, 400, { error: 'invalid_grant' });
+    const verifier = form.code_verifier ?? '';
+    if (createHash('sha256').update(verifier).digest('base64url') !== c.challenge) {
+      return json(res, 400, { error: 'invalid_grant', error_description: 'code_verifier mismatch' });
+    }
+    const out = access(c.scope) as Record<string, unknown>;
+    if (c.offline) {
+      const r = `1//emu-${randomBytes(24).toString('base64url')}`;
+      refresh.set(r, { clientId: c.clientId, scope: c.scope, access: [out.access_token as string] });
+      issued.refresh.push(r);
+      out.refresh_token = r;
+    }
+    const idPayload = Buffer.from(JSON.stringify({ iss: 'emulator', sub: 'emu-user', email: o.email, aud: o.clientId })).toString('base64url');
+    out.id_token = `e30.${idPayload}.sig`;
+    return json(res, 200, out);
+  }
+  if (form.grant_type === 'refresh_token') {
+    const r = refresh.get(form.refresh_token ?? '');
+    if (!r || o.failRefresh) return json(res, 400, { error: 'invalid_grant', error_description: 'Token has been expired or revoked.' });
+    const a = access(r.scope);
+    r.access.push(a.access_token);
+    return json(res, 200, a);
+  }
+  return json(res, 400, { error: 'unsupported_grant_type' });
+}
+
 /**
  * A Google-shaped OAuth 2.0 server: `GET /o/oauth2/v2/auth` (consents at once and redirects
  * back with `code` and `state`), `POST /token` (authorization_code with PKCE S256 check,
@@ -71,6 +138,7 @@ export async function start(opts: GoogleOAuthOptions = {}): Promise<GoogleOAuth>
     return { access_token: a, expires_in: o.expiresIn, scope, token_type: 'Bearer' };
   };
 
+  const st: OAuthState = { o, codes, refresh, issued, json, access };
   const server = createServer((req: IncomingMessage, res) => {
     const u = new URL(req.url ?? '/', 'http://x');
     const chunks: Buffer[] = [];
@@ -80,59 +148,8 @@ export async function start(opts: GoogleOAuthOptions = {}): Promise<GoogleOAuth>
       const params = req.method === 'GET' ? Object.fromEntries(u.searchParams) : form;
       requests.push({ method: req.method ?? '', path: u.pathname, params: req.method === 'POST' ? { ...Object.fromEntries(u.searchParams), ...form } : params });
 
-      if (req.method === 'GET' && u.pathname === '/o/oauth2/v2/auth') {
-        const p = u.searchParams;
-        const redirect = p.get('redirect_uri');
-        if (p.get('client_id') !== o.clientId || !redirect) return json(res, 400, { error: 'invalid_client' });
-        if (p.get('response_type') !== 'code') return json(res, 400, { error: 'unsupported_response_type' });
-        if (!p.get('code_challenge') || p.get('code_challenge_method') !== 'S256') return json(res, 400, { error: 'invalid_request', error_description: 'PKCE S256 required' });
-        const code = `4/emu-${randomBytes(16).toString('base64url')}`;
-        codes.set(code, {
-          clientId: o.clientId!,
-          redirectUri: redirect,
-          scope: p.get('scope') ?? '',
-          challenge: p.get('code_challenge')!,
-          method: 'S256',
-          offline: p.get('access_type') === 'offline',
-          expiresAt: Date.now() + 60_000,
-        });
-        const back = new URL(redirect);
-        back.searchParams.set('code', code);
-        if (p.get('state')) back.searchParams.set('state', p.get('state')!);
-        back.searchParams.set('scope', p.get('scope') ?? '');
-        res.writeHead(302, { location: back.toString() });
-        return res.end();
-      }
-      if (req.method === 'POST' && u.pathname === '/token') {
-        if (form.client_id !== o.clientId || (o.clientSecret && form.client_secret !== o.clientSecret)) return json(res, 401, { error: 'invalid_client' });
-        if (form.grant_type === 'authorization_code') {
-          const c = codes.get(form.code ?? '');
-          codes.delete(form.code ?? ''); // single use
-          if (!c || c.expiresAt < Date.now() || c.redirectUri !== form.redirect_uri) return json(res, 400, { error: 'invalid_grant' });
-          const verifier = form.code_verifier ?? '';
-          if (createHash('sha256').update(verifier).digest('base64url') !== c.challenge) {
-            return json(res, 400, { error: 'invalid_grant', error_description: 'code_verifier mismatch' });
-          }
-          const out = access(c.scope) as Record<string, unknown>;
-          if (c.offline) {
-            const r = `1//emu-${randomBytes(24).toString('base64url')}`;
-            refresh.set(r, { clientId: c.clientId, scope: c.scope, access: [out.access_token as string] });
-            issued.refresh.push(r);
-            out.refresh_token = r;
-          }
-          const idPayload = Buffer.from(JSON.stringify({ iss: 'emulator', sub: 'emu-user', email: o.email, aud: o.clientId })).toString('base64url');
-          out.id_token = `e30.${idPayload}.sig`;
-          return json(res, 200, out);
-        }
-        if (form.grant_type === 'refresh_token') {
-          const r = refresh.get(form.refresh_token ?? '');
-          if (!r || o.failRefresh) return json(res, 400, { error: 'invalid_grant', error_description: 'Token has been expired or revoked.' });
-          const a = access(r.scope);
-          r.access.push(a.access_token);
-          return json(res, 200, a);
-        }
-        return json(res, 400, { error: 'unsupported_grant_type' });
-      }
+      if (req.method === 'GET' && u.pathname === '/o/oauth2/v2/auth') return authorize(st, u, res);
+      if (req.method === 'POST' && u.pathname === '/token') return token(st, form, res);
       if (req.method === 'POST' && u.pathname === '/revoke') {
         // Google: `token=` (access or refresh) in the form or, as google-auth-library sends it, in the
         // query; 200 {} when revoked, 400 invalid_token otherwise.

@@ -53,29 +53,36 @@ export interface OidcEmulator {
   close(): Promise<void>;
 }
 
-/**
- * An OpenID Connect provider built on `oidc-provider` (the same library openid-client tests
- * against), on 127.0.0.1:0. Login is programmatic: the provider sends the browser to
- * `/interaction/<uid>`; a GET there with `?login=<sub>` signs that user in and grants the
- * requested scopes (no consent page), so a test with a cookie jar can follow the real
- * redirect chain. Without `login`, the page lists the users as links (for `airlock demo`).
- * ID tokens carry `email` and `email_verified`, as Google's do.
- */
-export async function start(opts: OidcEmulatorOptions = {}): Promise<OidcEmulator> {
-  const users = new Map<string, OidcUser>((opts.users ?? []).map((u) => [u.sub, u]));
-  const clients: OidcClient[] = [...(opts.clients ?? [])];
-  const requests: RecordedRequest[] = [];
-  const tamper: OidcTamper = {};
-  const { privateKey } = await generateKeyPair('RS256', { extractable: true });
-  const jwk: JWK = { ...(await exportJWK(privateKey)), kid: 'emu-1', alg: 'RS256', use: 'sig' };
+/** GET /interaction/<uid>: sign in the user named by `?login=` (or list them), then grant consent. */
+async function interaction(provider: Provider, users: Map<string, OidcUser>, req: IncomingMessage, res: ServerResponse, u: URL): Promise<void> {
+  const details = await provider.interactionDetails(req, res);
+  const login = u.searchParams.get('login');
+  if (details.prompt.name === 'login') {
+    if (!login) {
+      res.setHeader('content-type', 'text/html; charset=utf-8');
+      res.end(
+        `<!doctype html><title>Emulated IdP</title><h1>Sign in</h1><ul>${[...users.values()]
+          .map((x) => `<li><a href="?login=${encodeURIComponent(x.sub)}">${escapeHtml(x.email)}</a></li>`)
+          .join('')}</ul>`,
+      );
+      return;
+    }
+    if (!users.has(login)) throw new Error('unknown user');
+    await provider.interactionFinished(req, res, { login: { accountId: login } }, { mergeWithLastSubmission: false });
+    return;
+  }
+  // Consent: grant what was asked (an IdP's "allow" button).
+  const { accountId } = details.session!;
+  const grant = details.grantId ? (await provider.Grant.find(details.grantId))! : new provider.Grant({ accountId, clientId: details.params.client_id as string });
+  if (details.prompt.details.missingOIDCScope) grant.addOIDCScope((details.prompt.details.missingOIDCScope as string[]).join(' '));
+  if (details.prompt.details.missingOIDCClaims) grant.addOIDCClaims(details.prompt.details.missingOIDCClaims as string[]);
+  const grantId = await grant.save();
+  await provider.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });
+}
 
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-
-  // The emulator's own in-memory store (one per emulator, kept across client changes).
-  const store = new Map<string, { payload: Record<string, unknown>; exp?: number }>();
-  class Adapter {
+/** oidc-provider's adapter over one in-memory map (the emulator's store). */
+function memoryAdapter(store: Map<string, { payload: Record<string, unknown>; exp?: number }>) {
+  return class Adapter {
     constructor(private readonly model: string) {}
     #k(id: string) {
       return `${this.model}:${id}`;
@@ -106,38 +113,68 @@ export async function start(opts: OidcEmulatorOptions = {}): Promise<OidcEmulato
     async revokeByGrantId(grantId: string) {
       for (const [k, e] of store) if (e.payload.grantId === grantId) store.delete(k);
     }
-  }
+  };
+}
+
+/** The provider's settings: code flow with PKCE, the emulator's users and clients, no dev pages. */
+function providerOptions(clients: OidcClient[], users: Map<string, OidcUser>, jwk: JWK, adapter: ReturnType<typeof memoryAdapter>): ConstructorParameters<typeof Provider>[1] {
+  return {
+    clients: clients.map((c) => ({
+      ...c,
+      grant_types: ['authorization_code'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'client_secret_post',
+    })),
+    adapter,
+    jwks: { keys: [jwk] },
+    cookies: { keys: [randomBytes(16).toString('hex')] },
+    claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
+    conformIdTokenClaims: false,
+    pkce: { required: () => true },
+    features: { devInteractions: { enabled: false } },
+    interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
+    findAccount: async (_ctx, id) => {
+      const u = users.get(id);
+      if (!u) return undefined;
+      return {
+        accountId: id,
+        claims: async () => ({ sub: id, email: u.email, email_verified: u.email_verified, name: u.name ?? u.email }),
+      };
+    },
+    renderError: async (ctx, out) => {
+      ctx.type = 'application/json';
+      ctx.body = out;
+    },
+  };
+}
+
+/**
+ * An OpenID Connect provider built on `oidc-provider` (the same library openid-client tests
+ * against), on 127.0.0.1:0. Login is programmatic: the provider sends the browser to
+ * `/interaction/<uid>`; a GET there with `?login=<sub>` signs that user in and grants the
+ * requested scopes (no consent page), so a test with a cookie jar can follow the real
+ * redirect chain. Without `login`, the page lists the users as links (for `airlock demo`).
+ * ID tokens carry `email` and `email_verified`, as Google's do.
+ */
+export async function start(opts: OidcEmulatorOptions = {}): Promise<OidcEmulator> {
+  const users = new Map<string, OidcUser>((opts.users ?? []).map((u) => [u.sub, u]));
+  const clients: OidcClient[] = [...(opts.clients ?? [])];
+  const requests: RecordedRequest[] = [];
+  const tamper: OidcTamper = {};
+  const { privateKey } = await generateKeyPair('RS256', { extractable: true });
+  const jwk: JWK = { ...(await exportJWK(privateKey)), kid: 'emu-1', alg: 'RS256', use: 'sig' };
+
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  // The emulator's own in-memory store (one per emulator, kept across client changes).
+  const store = new Map<string, { payload: Record<string, unknown>; exp?: number }>();
+  const Adapter = memoryAdapter(store);
 
   let provider: Provider;
   const build = () => {
-    provider = new Provider(url, {
-      clients: clients.map((c) => ({
-        ...c,
-        grant_types: ['authorization_code'],
-        response_types: ['code'],
-        token_endpoint_auth_method: 'client_secret_post',
-      })),
-      adapter: Adapter,
-      jwks: { keys: [jwk] },
-      cookies: { keys: [randomBytes(16).toString('hex')] },
-      claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
-      conformIdTokenClaims: false,
-      pkce: { required: () => true },
-      features: { devInteractions: { enabled: false } },
-      interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
-      findAccount: async (_ctx, id) => {
-        const u = users.get(id);
-        if (!u) return undefined;
-        return {
-          accountId: id,
-          claims: async () => ({ sub: id, email: u.email, email_verified: u.email_verified, name: u.name ?? u.email }),
-        };
-      },
-      renderError: async (ctx, out) => {
-        ctx.type = 'application/json';
-        ctx.body = out;
-      },
-    });
+    provider = new Provider(url, providerOptions(clients, users, jwk, Adapter));
     // Tampering hooks on the token response's ID token (see OidcTamper).
     provider.use(async (ctx, next) => {
       await next();
@@ -167,7 +204,7 @@ export async function start(opts: OidcEmulatorOptions = {}): Promise<OidcEmulato
     }
     const m = /^\/interaction\/([^/]+)$/.exec(u.pathname);
     if (m && req.method === 'GET') {
-      interaction(req, res, u).catch((err: Error) => {
+      interaction(provider, users, req, res, u).catch((err: Error) => {
         res.statusCode = 400;
         res.setHeader('content-type', 'application/json');
         res.end(JSON.stringify({ error: 'interaction_failed', error_description: err.message }));
@@ -177,31 +214,6 @@ export async function start(opts: OidcEmulatorOptions = {}): Promise<OidcEmulato
     callback(req, res);
   });
 
-  async function interaction(req: IncomingMessage, res: ServerResponse, u: URL): Promise<void> {
-    const details = await provider.interactionDetails(req, res);
-    const login = u.searchParams.get('login');
-    if (details.prompt.name === 'login') {
-      if (!login) {
-        res.setHeader('content-type', 'text/html; charset=utf-8');
-        res.end(
-          `<!doctype html><title>Emulated IdP</title><h1>Sign in</h1><ul>${[...users.values()]
-            .map((x) => `<li><a href="?login=${encodeURIComponent(x.sub)}">${escapeHtml(x.email)}</a></li>`)
-            .join('')}</ul>`,
-        );
-        return;
-      }
-      if (!users.has(login)) throw new Error('unknown user');
-      await provider.interactionFinished(req, res, { login: { accountId: login } }, { mergeWithLastSubmission: false });
-      return;
-    }
-    // Consent: grant what was asked (an IdP's "allow" button).
-    const { accountId } = details.session!;
-    const grant = details.grantId ? (await provider.Grant.find(details.grantId))! : new provider.Grant({ accountId, clientId: details.params.client_id as string });
-    if (details.prompt.details.missingOIDCScope) grant.addOIDCScope((details.prompt.details.missingOIDCScope as string[]).join(' '));
-    if (details.prompt.details.missingOIDCClaims) grant.addOIDCClaims(details.prompt.details.missingOIDCClaims as string[]);
-    const grantId = await grant.save();
-    await provider.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });
-  }
 
   let closed = false;
   return {

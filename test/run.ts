@@ -4,7 +4,8 @@
  * `postgresql` package (or AIRLOCK_TEST_POSTGRES_URL names an existing server to create test
  * databases on) and removed at the end. Without PostgreSQL the second pass is skipped with the
  * reason printed — except under CI=true, where that is a failure. Arguments (test files) narrow
- * both passes. The last line is tap's summary format with both passes added up.
+ * both passes. The whole-suite run (no arguments) starts with `npm run lint`, counted as one check.
+ * The last line is tap's summary format with every pass (and the lint check) added up.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
@@ -138,8 +139,26 @@ function tap(files: string[], env: NodeJS.ProcessEnv, label: string): Promise<Ta
   });
 }
 
+/**
+ * `npm run lint` (ESLint + Prettier's check, docs/architecture.md "Lint and format") as one check of
+ * the whole-suite run: it counts as 1 test in the tally, and a finding fails the run.
+ */
+function lint(): Promise<Tally & { code: number }> {
+  process.stdout.write('\n# lint: npm run lint\n');
+  return new Promise((resolve) => {
+    const child = spawn('npm', ['run', 'lint'], { stdio: ['ignore', 'inherit', 'inherit'] });
+    child.on('close', (code) => {
+      const ok = code === 0;
+      process.stdout.write(`${ok ? 'ok' : 'not ok'} 1 - npm run lint\n`);
+      resolve({ total: 1, pass: ok ? 1 : 0, fail: ok ? 0 : 1, code: ok ? 0 : 1 });
+    });
+  });
+}
+
 async function main(): Promise<number> {
   const args = process.argv.slice(2);
+  // The whole suite starts with the lint check (a run narrowed to files does not lint).
+  const linted = args.length ? { total: 0, pass: 0, fail: 0, code: 0 } : await lint();
   // One throwaway cluster for both passes: pass 1 needs it too (the fleet and fault tests).
   let cluster: PgCluster | undefined;
   let url = process.env.AIRLOCK_TEST_POSTGRES_URL;
@@ -172,11 +191,11 @@ async function main(): Promise<number> {
         third = await tap(runscFiles, { ...process.env, ...pgEnv, AIRLOCK_TEST_ENGINE: 'sqlite', AIRLOCK_TEST_DOCKER_SOCKET: engine.socket, AIRLOCK_SANDBOX_RUNTIME: 'runsc' }, `pass 3: sandboxes under gVisor (runsc, engine ${engine.socket})`);
       }
     }
-    const total = first.total + second.total + third.total;
-    const pass = first.pass + second.pass + third.pass;
-    const fail = first.fail + second.fail + third.fail;
+    const total = linted.total + first.total + second.total + third.total;
+    const pass = linted.pass + first.pass + second.pass + third.pass;
+    const fail = linted.fail + first.fail + second.fail + third.fail;
     process.stdout.write(`\n# all passes\n# { total: ${total}, pass: ${pass}, fail: ${fail} }\n`);
-    return first.code || second.code || third.code ? 1 : 0;
+    return linted.code || first.code || second.code || third.code ? 1 : 0;
   } finally {
     cluster?.stop();
   }

@@ -2,8 +2,6 @@ import { createHash } from 'node:crypto';
 import { Router, type Request } from 'express';
 import {
   AppError,
-  Encryptor,
-  loadOrCreateEncryptionKey,
   randomToken,
   revokeToken,
   tokenRequest,

@@ -1,7 +1,7 @@
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import session from 'express-session';
 import { randomUUID } from 'node:crypto';
-import { AppError, safeEqual, type Metrics } from '../core/index.js';
+import { AppError, safeEqual } from '../core/index.js';
 import { getUserById } from '../domain/users.js';
 import { accountRoutes } from './account-routes.js';
 import { authRoutes, SESSION_COOKIE } from './auth-routes.js';

@@ -4,7 +4,6 @@ import {
   dummyPasswordHash,
   randomToken,
   verifyPassword,
-  type Metrics,
 } from '../core/index.js';
 import type { CsrfResponse, LoginResponse, UserView } from './admin-api.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';

@@ -1,5 +1,5 @@
 import { Router, type Request } from 'express';
-import { AppError, Encryptor, loadOrCreateEncryptionKey, verifyAgentUserToken } from '../core/index.js';
+import { AppError, verifyAgentUserToken } from '../core/index.js';
 import { MEMORY_CONTENT_MAX, MemoryStore, REFUSED_MEMORY_SOURCE } from '../domain/memories.js';
 import { getUserById } from '../domain/users.js';
 import { intQueryParam } from './query-params.js';

@@ -10,6 +10,7 @@
 export function resolveRedirect(raw: unknown, publicOrigin: string, opts: { allowAbsolute?: boolean } = {}): string | null {
   if (typeof raw !== 'string' || raw.length === 0 || raw.length > 2048) return null;
   // Control characters and whitespace are stripped by URL parsers in ways browsers may not share.
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point here
   if (/[\x00-\x20\x7f]/.test(raw)) return null;
   // A relative target must be an absolute path; absolute URLs only where the caller allows them.
   if (!raw.startsWith('/') && !opts.allowAbsolute) return null;

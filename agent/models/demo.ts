@@ -197,7 +197,7 @@ function findId(content: string): string | undefined {
 
 /** The `name` of the first file a search returned (Drive's files[].name), if any. */
 function findName(content: string): string | undefined {
-  const j = parsed(content) as any;
+  const j = parsed(content) as { files?: unknown } | null;
   const files: unknown[] | undefined = Array.isArray(j?.files) ? j.files : Array.isArray(j) ? j : undefined;
   const name = (files?.[0] as { name?: unknown } | undefined)?.name;
   return typeof name === 'string' && name.trim() ? name.trim().slice(0, 100) : undefined;
@@ -208,7 +208,7 @@ function findName(content: string): string | undefined {
  * the header, and names the series (e.g. "Sales").
  */
 function seriesFromSheet(content: string): { labels: string[]; values: number[]; series?: string } {
-  const j = parsed(content) as any;
+  const j = parsed(content) as { values?: unknown; rows?: unknown } | null;
   const rows: unknown[][] | undefined = Array.isArray(j?.values) ? j.values : Array.isArray(j) ? j : Array.isArray(j?.rows) ? j.rows : undefined;
   if (!rows) return { labels: [], values: numbersIn(content) };
   const labels: string[] = [];

@@ -63,9 +63,9 @@ const BACKOFF_MAX_MS = 8000;
 
 /** The error classes of one SDK, so the mapping uses instanceof (bundlers may rename classes). */
 export interface SdkErrors {
-  APIError: abstract new (...args: any[]) => Error & { status?: number; headers?: Headers; error?: unknown };
-  APIUserAbortError: abstract new (...args: any[]) => Error;
-  APIConnectionError: abstract new (...args: any[]) => Error;
+  APIError: abstract new (...args: never[]) => Error & { status?: number; headers?: Headers; error?: unknown };
+  APIUserAbortError: abstract new (...args: never[]) => Error;
+  APIConnectionError: abstract new (...args: never[]) => Error;
 }
 
 /**
@@ -211,7 +211,8 @@ export function retryAfterMs(headers: Headers | undefined): number | undefined {
 const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ECONNABORTED', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ECONNECTTIMEOUT', 'UND_ERR_SOCKET']);
 
 function connectionLost(e: unknown): boolean {
-  for (let c: any = e, i = 0; c && i < 6; c = c.cause, i++) if (typeof c.code === 'string' && CONNECTION_CODES.has(c.code)) return true;
+  let c = e as { code?: unknown; cause?: unknown } | undefined;
+  for (let i = 0; c && i < 6; c = c.cause as typeof c, i++) if (typeof c.code === 'string' && CONNECTION_CODES.has(c.code)) return true;
   return false;
 }
 

@@ -100,11 +100,17 @@ export function parseCsv(text: string, maxRows: number): { rows: string[][]; mor
     const c = text[i]!;
     if (++chars > ROW_MAX_CHARS) throw new AppError('ERR_UPLOAD_ROW_TOO_LARGE', `row ${rows.length + 1} is longer than ${ROW_MAX_CHARS / 1024} KiB of text`);
     if (quoted) {
-      if (c === '"' && text[i + 1] === '"') (cell += '"'), i++;
+      if (c === '"' && text[i + 1] === '"') {
+        cell += '"';
+        i++;
+      }
       else if (c === '"') quoted = false;
       else cell += c;
     } else if (c === '"' && cell === '') quoted = true;
-    else if (c === d) (row.push(cell), (cell = ''));
+    else if (c === d) {
+      row.push(cell);
+      cell = '';
+    }
     else if (c === '\n' || c === '\r') {
       if (c === '\r' && text[i + 1] === '\n') i++;
       endRow();

@@ -111,11 +111,10 @@ export class DirectoryClient {
         netErr = err;
       }
       let retry = !!netErr;
-      let reason = '';
       if (res && (res.status === 429 || res.status >= 500)) retry = true;
       if (res && res.status === 403) {
         const body = (await res.clone().json().catch(() => ({}))) as { error?: { errors?: { reason?: string }[] } };
-        reason = body.error?.errors?.[0]?.reason ?? '';
+        const reason = body.error?.errors?.[0]?.reason ?? '';
         retry = RATE_LIMIT_REASONS.has(reason);
       }
       if (!retry) return res!;

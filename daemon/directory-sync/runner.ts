@@ -103,54 +103,8 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
     // web sessions and recording the job's success: a failure anywhere leaves directory data,
     // teams, stored policies, web sessions and the job's 'running' state as they were.
     report('apply', 0, 1);
-    const result = await inTransaction(db, async (trx) => {
-      if (!(await ownsJob(trx, jobId, owner.id))) {
-        throw new AppError('ERR_SYNC_JOB_LOST', 'another process failed this job while it ran (its owner looked gone); nothing was applied');
-      }
-      const applied = await applySnapshot(trx, conn.id, snap);
-      let teams: TeamsResult;
-      try {
-        teams = await applyLinkedTeams(trx, conn.id, applied.orphanedTeams);
-      } catch (err) {
-        throw new AppError('ERR_SYNC_TEAMS_FAILED', 'the linked-teams step failed; no directory change was kept', { cause: err });
-      }
-      // Deactivated users lose their web sessions in the same commit (beyond docs/rules.md#directory-sync-flow).
-      let sessionsEnded = 0;
-      for (const uid of applied.deactivatedUserIds) {
-        sessionsEnded += await deleteUserWebSessions(trx, uid);
-        await logAction(trx, { event: 'identity.user_deactivated', severity: 'warning', actorId: job.requested_by, subjectId: uid, data: { by: 'directory_sync', job_id: jobId } });
-      }
-      // A team whose linked group is gone was unlinked and emptied: an organisation manager
-      // should know (warning in the result and the action log), e.g. to link it to another group.
-      for (const u of teams.unlinked) {
-        await logAction(trx, {
-          event: 'identity.team_unlinked',
-          severity: 'warning',
-          actorId: job.requested_by,
-          data: { by: 'directory_sync', job_id: jobId, reason: 'group_deleted', ...u },
-        });
-      }
-      const appliedAt = Date.now();
-      const { policyChangedUserIds, rows_written: teamRows, unlinked, ...teamCounts } = teams;
-      committed = { deactivatedUserIds: applied.deactivatedUserIds, policyChangedUserIds };
-      const result = {
-        ...applied.counts,
-        ...teamCounts,
-        rows_written: applied.counts.rows_written + teamRows,
-        ...(unlinked.length
-          ? { warnings: unlinked.map((u) => ({ code: 'WARN_SYNC_TEAM_GROUP_DELETED', message: `the group ${u.group_email} is gone from the directory: team "${u.team}" was unlinked and emptied`, ...u })) }
-          : {}),
-        sessions_ended: sessionsEnded,
-        fetched: { groups: snap.groups.length, users: snap.users.length, memberships: snap.memberships },
-        requests: client.requests,
-        retries: client.retries,
-        fetch_ms: fetchedAt - started,
-        apply_ms: appliedAt - fetchedAt,
-        duration_ms: appliedAt - started,
-      };
-      await markJobSucceeded(trx, jobId, owner.id, conn.id, result);
-      return result;
-    });
+    const { result, committed: done } = await inTransaction(db, (trx) => applyAndRecord(trx, { jobId, job, ownerId: owner.id, connectionId: conn.id, snap, client, started, fetchedAt }));
+    committed = done;
     report('done', 1, 1);
     letGo();
     for (const w of result.warnings ?? []) jlog.warn({ teamId: w.team_id, organisationId: w.organisation_id, groupId: w.group_id, membersRemoved: w.members_removed }, 'linked group gone: team unlinked and emptied');
@@ -158,19 +112,7 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
     deps.metrics?.syncJobs.inc({ status: 'succeeded' });
   } catch (err) {
     letGo();
-    const e = toAppError(err, 'ERR_SYNC_FAILED');
-    const error = { code: e.code, message: e.code === 'ERR_INTERNAL' ? 'internal error during sync' : e.message, ...(e.details ?? {}) };
-    const recorded = await markJobFailed(db, jobId, owner.id, job.connection_id, error).catch((dbErr: unknown) => {
-      jlog.warn({ code: toAppError(dbErr).code }, 'could not record the failed directory sync; the next start fails it as interrupted');
-      return false;
-    });
-    if (recorded) deps.metrics?.syncJobs.inc({ status: 'failed' });
-    else jlog.warn({ code: e.code }, 'directory sync job no longer owned by this run; its status is left as another process set it');
-    // Unexpected errors (and the cause of a failed teams step) are logged by name, code and
-    // message: enough to act on, without a stack trace or SQL text.
-    const cause = err instanceof AppError ? err.cause : err;
-    if (cause !== undefined) jlog.error({ code: e.code, cause: describeCause(cause) }, 'directory sync failed');
-    else jlog.warn({ code: e.code }, 'directory sync failed');
+    await recordFailure(deps, jobId, owner.id, job.connection_id, jlog, err);
     return getJob(db, jobId);
   }
   // After the commit: live sandboxes of deactivated users end (beyond docs/rules.md#directory-sync-flow). Their accounts
@@ -235,4 +177,85 @@ export class DirectorySyncRunner implements DirectorySyncService {
   async idle(): Promise<void> {
     while (this.#running.size) await Promise.allSettled([...this.#running]);
   }
+}
+
+/** What the apply transaction of one run needs. */
+interface ApplyInput {
+  jobId: number;
+  job: SyncJobRow;
+  ownerId: string;
+  connectionId: number;
+  snap: Awaited<ReturnType<typeof fetchDirectory>>;
+  client: DirectoryClient;
+  started: number;
+  fetchedAt: number;
+}
+
+/**
+ * Inside the run's ONE transaction: steps (a)–(c), the linked-teams step, the deactivated users'
+ * web sessions and action-log entries, and the job marked succeeded with its result.
+ */
+async function applyAndRecord(trx: Sql, { jobId, job, ownerId, connectionId, snap, client, started, fetchedAt }: ApplyInput) {
+  if (!(await ownsJob(trx, jobId, ownerId))) {
+    throw new AppError('ERR_SYNC_JOB_LOST', 'another process failed this job while it ran (its owner looked gone); nothing was applied');
+  }
+  const applied = await applySnapshot(trx, connectionId, snap);
+  let teams: TeamsResult;
+  try {
+    teams = await applyLinkedTeams(trx, connectionId, applied.orphanedTeams);
+  } catch (err) {
+    throw new AppError('ERR_SYNC_TEAMS_FAILED', 'the linked-teams step failed; no directory change was kept', { cause: err });
+  }
+  // Deactivated users lose their web sessions in the same commit (beyond docs/rules.md#directory-sync-flow).
+  let sessionsEnded = 0;
+  for (const uid of applied.deactivatedUserIds) {
+    sessionsEnded += await deleteUserWebSessions(trx, uid);
+    await logAction(trx, { event: 'identity.user_deactivated', severity: 'warning', actorId: job.requested_by, subjectId: uid, data: { by: 'directory_sync', job_id: jobId } });
+  }
+  // A team whose linked group is gone was unlinked and emptied: an organisation manager
+  // should know (warning in the result and the action log), e.g. to link it to another group.
+  for (const u of teams.unlinked) {
+    await logAction(trx, {
+      event: 'identity.team_unlinked',
+      severity: 'warning',
+      actorId: job.requested_by,
+      data: { by: 'directory_sync', job_id: jobId, reason: 'group_deleted', ...u },
+    });
+  }
+  const appliedAt = Date.now();
+  const { policyChangedUserIds, rows_written: teamRows, unlinked, ...teamCounts } = teams;
+  const result = {
+    ...applied.counts,
+    ...teamCounts,
+    rows_written: applied.counts.rows_written + teamRows,
+    ...(unlinked.length
+      ? { warnings: unlinked.map((u) => ({ code: 'WARN_SYNC_TEAM_GROUP_DELETED', message: `the group ${u.group_email} is gone from the directory: team "${u.team}" was unlinked and emptied`, ...u })) }
+      : {}),
+    sessions_ended: sessionsEnded,
+    fetched: { groups: snap.groups.length, users: snap.users.length, memberships: snap.memberships },
+    requests: client.requests,
+    retries: client.retries,
+    fetch_ms: fetchedAt - started,
+    apply_ms: appliedAt - fetchedAt,
+    duration_ms: appliedAt - started,
+  };
+  await markJobSucceeded(trx, jobId, ownerId, connectionId, result);
+  return { result, committed: { deactivatedUserIds: applied.deactivatedUserIds, policyChangedUserIds } };
+}
+
+/** A failed run: the job marked failed with the error (if this run still owns it), logged without stack or SQL. */
+async function recordFailure(deps: SyncRunnerDeps, jobId: number, ownerId: string, connectionId: number, jlog: Logger, err: unknown): Promise<void> {
+  const e = toAppError(err, 'ERR_SYNC_FAILED');
+  const error = { code: e.code, message: e.code === 'ERR_INTERNAL' ? 'internal error during sync' : e.message, ...(e.details ?? {}) };
+  const recorded = await markJobFailed(deps.db, jobId, ownerId, connectionId, error).catch((dbErr: unknown) => {
+    jlog.warn({ code: toAppError(dbErr).code }, 'could not record the failed directory sync; the next start fails it as interrupted');
+    return false;
+  });
+  if (recorded) deps.metrics?.syncJobs.inc({ status: 'failed' });
+  else jlog.warn({ code: e.code }, 'directory sync job no longer owned by this run; its status is left as another process set it');
+  // Unexpected errors (and the cause of a failed teams step) are logged by name, code and
+  // message: enough to act on, without a stack trace or SQL text.
+  const cause = err instanceof AppError ? err.cause : err;
+  if (cause !== undefined) jlog.error({ code: e.code, cause: describeCause(cause) }, 'directory sync failed');
+  else jlog.warn({ code: e.code }, 'directory sync failed');
 }

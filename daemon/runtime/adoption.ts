@@ -94,7 +94,7 @@ async function survey(deps: AdoptionDeps, c: OwnedSandbox): Promise<Survey> {
   } catch {
     return { c, facts: base };
   }
-  let ping: PingAnswer | null = null;
+  let ping: PingAnswer | null;
   try {
     const r = await client.request({ type: 'ping' }, 3000);
     ping = { state: String(r.state), ...(typeof r.session_id === 'string' ? { session_id: r.session_id } : {}) };

@@ -244,7 +244,7 @@ async function buildBase(docker: Docker, baseTag: string, nodeBinary: string, lo
 
 /** debootstrap mounts /proc and /sys in the target; never rm -rf through a live mount. */
 async function unmountUnder(dir: string): Promise<void> {
-  let lines: string[] = [];
+  let lines: string[];
   try {
     lines = readFileSync('/proc/self/mountinfo', 'utf8').split('\n');
   } catch {
@@ -285,7 +285,7 @@ export async function buildSandboxImage(opts: ImageBuildOptions): Promise<ImageB
   if (basename(nm) !== 'node_modules') throw new AppError('ERR_IMAGE_BUILD', `unexpected node_modules path ${nm}`);
   const pkgs = sandboxPackages(root, nm);
   const stage = mkdtempSync(join(tmpdir(), 'airlock-ctx-'));
-  let bundled: string[] = [];
+  let bundled: string[];
   try {
     writeFileSync(join(stage, 'package.json'), JSON.stringify({ name: 'airlock-sandbox', private: true, type: 'module' }) + '\n');
     mkdirSync(join(stage, 'bundle'));

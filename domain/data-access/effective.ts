@@ -73,7 +73,10 @@ export function mergeGrants(table: string, grants: GrantSource[]): TablePolicy {
     else if (!allRows) {
       // The same filter from two roles is ORed once.
       const key = g.filter_key ?? JSON.stringify(g.row_filter);
-      if (!seen.has(key)) (seen.add(key), filters.push(g.row_filter as Node));
+      if (!seen.has(key)) {
+        seen.add(key);
+        filters.push(g.row_filter as Node);
+      }
     }
   }
   const columns = star ? ['*'] : [...cols].sort();

@@ -247,8 +247,14 @@ export async function listAssignments(
 ): Promise<{ items: Assignment[]; total: number }> {
   let count = db.selectFrom('user_data_roles as a').select((eb) => eb.fn.countAll<number>().as('n'));
   let page = assignments(db);
-  if (q.userId !== undefined) (count = count.where('a.user_id', '=', q.userId)), (page = page.where('a.user_id', '=', q.userId));
-  if (q.roleId !== undefined) (count = count.where('a.role_id', '=', q.roleId)), (page = page.where('a.role_id', '=', q.roleId));
+  if (q.userId !== undefined) {
+    count = count.where('a.user_id', '=', q.userId);
+    page = page.where('a.user_id', '=', q.userId);
+  }
+  if (q.roleId !== undefined) {
+    count = count.where('a.role_id', '=', q.roleId);
+    page = page.where('a.role_id', '=', q.roleId);
+  }
   const total = Number((await count.executeTakeFirstOrThrow()).n);
   const items = await page
     .orderBy('a.id')

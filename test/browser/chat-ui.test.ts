@@ -79,8 +79,6 @@ async function login(page: Page, url: string): Promise<void> {
   await page.waitForSelector('#prompt');
 }
 
-const doneCount = (page: Page) => page.evaluate(() => document.querySelectorAll('.msg.assistant[data-done]').length);
-
 /** Type a prompt and press Enter (keyboard only); wait for the n-th finished answer. */
 async function ask(page: Page, text: string, n: number): Promise<void> {
   await page.focus('#prompt');
@@ -217,7 +215,7 @@ else {
     await page.click('.msg.assistant:last-of-type .copy-answer');
     t.match(await page.evaluate(() => navigator.clipboard.readText()), /^You said: beta question/, 'copy an answer');
 
-    let n = runner.turns.length;
+    const n = runner.turns.length;
     await page.focus('.msg.assistant:last-of-type .regenerate');
     await page.keyboard.press('Enter');
     await page.waitForFunction((k) => document.querySelectorAll('.msg.assistant[data-done]').length === 2 && document.querySelector('.msg.assistant:last-of-type')!.textContent!.includes(`#${k}`), n + 1);
@@ -227,7 +225,6 @@ else {
     await page.waitForFunction(() => Array.from(document.querySelectorAll('.msg.user')).at(-1)?.querySelector('.branch-pos')?.textContent === '2/2');
     t.pass('the regenerated answer shows 2/2 (the old one is kept)');
 
-    n = runner.turns.length;
     await page.focus('.edit-last');
     await page.keyboard.press('Enter');
     t.equal(await page.inputValue('#prompt'), 'beta question', 'Edit puts the last prompt in the box');

@@ -35,7 +35,6 @@ if (docker) {
     const AN_KEY_2 = 'sk-ant-rotated-key-0123456789';
     const oa = await openaiModel.start({ apiKey: OA_KEY });
     t.teardown(() => oa.close());
-    let anKey = AN_KEY;
     const an = await anthropicModel.start({});
     t.teardown(() => an.close());
 
@@ -96,8 +95,7 @@ if (docker) {
     t.notOk(oa.requests.some((r) => JSON.stringify(r.headers).includes(AN_KEY)), 'the Anthropic key never went to the OpenAI server');
 
     // An admin gives Claude a new key: the entry's version grows, the sandbox is replaced again.
-    anKey = AN_KEY_2;
-    await models.updateChatModel(db, enc, 'claude', { api_key: anKey });
+    await models.updateChatModel(db, enc, 'claude', { api_key: AN_KEY_2 });
     an.push({ kind: 'reply', text: 'Claude with a new key.' });
     const t4 = await turn('fourth question');
     t.equal(t4.stop_reason, 'end_turn', t4.error?.message ?? '');

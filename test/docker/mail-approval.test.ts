@@ -13,7 +13,7 @@ import { HOSTILE_MAILS, hostileMessage, rawTwiceBody } from '../helpers/mail-hos
 import { copyFileSync, chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { createLogger, loadConfig } from '../../core/index.js';
+import { createLogger } from '../../core/index.js';
 import type { DaemonEvent, PreparedSession, SessionPreparer } from '../../core/sandbox-protocol.js';
 import { SessionManager } from '../../daemon/runtime/session-manager.js';
 import { EgressGatewayService, egressTarget } from '../../daemon/egress.js';

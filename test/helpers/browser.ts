@@ -177,9 +177,7 @@ export async function axeProblems(page: Page): Promise<string[]> {
   // evaluate() runs outside the page's CSP, which forbids injected script tags.
   await page.evaluate(axeSource);
   const result = await page.evaluate(async () => {
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
     const r = await (window as any).axe.run(document, { resultTypes: ['violations'] });
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
     return r.violations.map((v: any) => ({ id: v.id, impact: v.impact, targets: v.nodes.slice(0, 3).map((n: any) => n.target.join(' ')) }));
   });
   return (result as { id: string; impact: string; targets: string[] }[]).filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.targets.join(', ')}`);

@@ -48,7 +48,6 @@ export async function openTestDatabase(t: Teardown, dataDir: string): Promise<Da
  * fault tests): on the test cluster `npm test` started. Without one the test skips with the
  * reason, except under CI=true, where it fails.
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export async function postgresForTest(t: Teardown & { pass: (...a: any[]) => unknown; fail: (...a: any[]) => unknown }): Promise<string | null> {
   const admin = process.env.AIRLOCK_TEST_POSTGRES_URL;
   if (!admin) {
@@ -70,13 +69,11 @@ function rawQuery(text: string, params: unknown[]) {
 }
 
 /** The rows of a query with `?` placeholders, on the test's database (either engine). */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export async function dbRows<T = any>(db: Sql, text: string, ...params: unknown[]): Promise<T[]> {
   return (await rawQuery(text, params).execute(db)).rows as T[];
 }
 
 /** The first row of a query, or undefined. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export async function dbRow<T = any>(db: Sql, text: string, ...params: unknown[]): Promise<T | undefined> {
   return (await dbRows<T>(db, text, ...params))[0];
 }

@@ -220,7 +220,6 @@ export function egressCases(socketPath: string, allowed: string): HostileEntry[]
   return out;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type TapAssert = Record<'equal' | 'ok' | 'notOk' | 'same', (...args: any[]) => unknown>;
 
 /**

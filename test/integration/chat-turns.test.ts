@@ -1,6 +1,6 @@
 import t from 'tap';
 import { queryActionLog } from '../../domain/action-log.js';
-import { shape, startChatHarness, streamTurn, waitFor, type ChatHarness } from '../helpers/chat.js';
+import { startChatHarness, streamTurn, waitFor, type ChatHarness } from '../helpers/chat.js';
 import type { Client } from '../helpers/client.js';
 
 /**

@@ -179,7 +179,7 @@ t.test('hostile identifiers are refused, hostile values are bound and never reac
           q = compileTablePolicy(tp, dialect);
         } catch (err) {
           if (!isAppError(err, 'ERR_DATA_IDENTIFIER')) throw err;
-          if (COLUMN_RE.test(col)) throw new Error(`valid identifier ${col} refused`);
+          if (COLUMN_RE.test(col)) throw new Error(`valid identifier ${col} refused`, { cause: err });
           refused++;
           return true;
         }

@@ -17,7 +17,7 @@ import {
   unassign,
   updateRole,
 } from '../../domain/data-access/index.js';
-import type { Database, Sql } from '../../domain/db/index.js';
+import type { Sql } from '../../domain/db/index.js';
 import { createUser } from '../../domain/users.js';
 import { tempDir } from '../helpers/app.js';
 import { failActionLog, TEST_ENGINE, openTestDatabase } from '../helpers/db.js';

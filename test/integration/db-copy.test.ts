@@ -16,7 +16,6 @@ const MAIN = join(process.cwd(), 'dist', 'daemon', 'main.js');
 
 async function everything(db: Database): Promise<Record<string, unknown[]>> {
   const out: Record<string, unknown[]> = {};
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   const s = db.sql as any;
   for (const table of ['users', 'chat_sessions', 'chat_turns', 'chat_tool_calls', 'memories', 'data_roles', 'data_policies', 'user_data_roles', 'action_log', 'organisations', 'teams', 'team_members']) {
     const rows = (await s.selectFrom(table).selectAll().execute()) as Record<string, unknown>[];

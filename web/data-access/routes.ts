@@ -1,6 +1,7 @@
 import { Router, type Request } from 'express';
 import { AppError } from '../../core/index.js';
 import type { Severity } from '../../domain/action-log.js';
+import type { Sql } from '../../domain/db/index.js';
 import {
   COLUMN_RE,
   FILTER_LIMITS,
@@ -99,6 +100,14 @@ function intQuery(req: Request, name: string, max = Number.MAX_SAFE_INTEGER): nu
 const SEVERITIES: Severity[] = ['info', 'warning', 'critical'];
 const EVENT_RE = /^[a-z0-9_.-]{1,100}(\.\*)?$/;
 
+/** What the data-authorization route groups share. */
+interface DataAccessKit {
+  r: Router;
+  db: Sql;
+  /** The signed-in admin's user id. */
+  actor: (req: Request) => number;
+}
+
 /**
  * /api/data-authorization/* — session + CSRF (app-wide), superuser only.
  * Also serves the action log to the admin pages: GET /audit.
@@ -108,7 +117,15 @@ export function dataAuthorizationRoutes(ctx: WebContext): Router {
   const db = ctx.database.sql;
   r.use(requireSuperuser);
   const actor = (req: Request) => req.user!.id;
+  const kit: DataAccessKit = { r, db, actor };
+  roleRoutes(kit);
+  assignmentRoutes(kit);
 
+  return r;
+}
+
+/** Roles and their table policies. */
+function roleRoutes({ r, db, actor }: DataAccessKit): void {
   r.get(
     '/roles',
     asyncHandler(async (_req, res) => {
@@ -174,7 +191,10 @@ export function dataAuthorizationRoutes(ctx: WebContext): Router {
       res.status(204).end();
     }),
   );
+}
 
+/** Who holds which role, a user's effective policy, and the action log. */
+function assignmentRoutes({ r, db, actor }: DataAccessKit): void {
   r.get(
     '/assignments',
     asyncHandler(async (req, res) => {
@@ -231,6 +251,4 @@ export function dataAuthorizationRoutes(ctx: WebContext): Router {
       res.json({ ...page, limit } satisfies LogPage);
     }),
   );
-
-  return r;
 }

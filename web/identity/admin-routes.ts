@@ -32,6 +32,17 @@ export { NAME_MAX } from './admin-schemas.js';
  */
 export type Audit = (trx: Sql, req: Request, event: string, data: Record<string, unknown>, subjectId?: number | null, severity?: Severity) => Promise<number>;
 
+/** What the identity admin route groups share. */
+interface IdentityKit {
+  r: Router;
+  ctx: WebContext;
+  db: Sql;
+  services: WebContext['services'];
+  enc: Encryptor;
+  audit: Audit;
+  watchSync: (jobId: number) => void;
+}
+
 /** /api/identity/*: directory sync, IdP connections, organisations, teams, external groups, agent policies. */
 export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
   const r = Router();
@@ -56,7 +67,16 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
     }, 1000);
     timer.unref();
   };
+  const kit: IdentityKit = { r, ctx, db, services, enc, audit, watchSync };
+  directorySyncRoutes(kit);
+  connectionRoutes(kit);
+  organisationAndPolicyRoutes(kit);
 
+  return r;
+}
+
+/** Directory sync: start a job, read its state. */
+function directorySyncRoutes({ r, db, services, audit, watchSync }: IdentityKit): void {
   // ---- directory sync (superuser only) ----
   r.post(
     '/directory-sync',
@@ -88,7 +108,10 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
       res.json({ job: job ? jobView(job) : null } satisfies SyncJobState);
     }),
   );
+}
 
+/** IdP connections: list, create, read, change, delete. */
+function connectionRoutes({ r, db, services, enc, audit }: IdentityKit): void {
   // ---- IdP connections (superuser only) ----
   r.get(
     '/connections',
@@ -148,7 +171,10 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
       res.status(204).end();
     }),
   );
+}
 
+/** Organisations (org-routes.ts) and a user's effective agent policy. */
+function organisationAndPolicyRoutes({ r, ctx, db }: IdentityKit): void {
   // ---- organisations, members, external groups, teams, agent policies ----
   r.use(organisationRoutes(ctx));
 
@@ -168,6 +194,4 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
       res.json({ user_id: uid, policy, policies, mail: await mailPolicyFor(db, ctx.config.mail, uid) } satisfies EffectiveAgentPolicyResponse);
     }),
   );
-
-  return r;
 }

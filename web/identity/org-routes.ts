@@ -62,6 +62,17 @@ async function checkGroup(db: Sql, groupId: number | null | undefined): Promise<
   if (groupId && !(await orgs.groupExists(db, groupId))) throw new AppError('ERR_GROUP_NOT_FOUND', 'no such external group');
 }
 
+/** What the organisation route groups share. */
+interface OrgKit {
+  r: Router;
+  db: Sql;
+  /** Tell the running sandboxes of these users that their agent policy changed. */
+  notify: (changed: number[]) => void;
+  rewriteOrgPolicies: (orgId: number) => Promise<void>;
+  catalog: () => Promise<AgentCatalog>;
+  route: (fn: Parameters<typeof asyncHandler>[0]) => RequestHandler;
+}
+
 /** Organisations, their members, external groups (the team picker), teams and agent policies. */
 export function organisationRoutes(ctx: WebContext): Router {
   const r = Router();
@@ -79,7 +90,17 @@ export function organisationRoutes(ctx: WebContext): Router {
     return { tools: [...AGENT_TOOLS], models: [...new Set([ctx.config.model.model, ...offered, ...extra])].filter(Boolean) };
   };
   const route = (fn: Parameters<typeof asyncHandler>[0]): RequestHandler => asyncHandler(fn);
+  const kit: OrgKit = { r, db, notify, rewriteOrgPolicies, catalog, route };
+  organisationCrudRoutes(kit);
+  memberRoutes(kit);
+  teamRoutes(kit);
+  agentPolicyRoutes(kit);
 
+  return r;
+}
+
+/** Organisations themselves: list, create, rename, delete. */
+function organisationCrudRoutes({ r, db, notify, route }: OrgKit): void {
   // ---- organisations (superuser creates them and names managers) ----
   r.get('/organisations', requireUser, route(async (req, res) => {
     const rows = await orgs.listOrganisations(db, req.user!.is_superuser ? undefined : req.user!.id);
@@ -120,6 +141,10 @@ export function organisationRoutes(ctx: WebContext): Router {
     notify(changed);
     res.status(204).end();
   }));
+}
+
+/** An organisation's members, and the external groups the team picker lists. */
+function memberRoutes({ r, db, notify, route }: OrgKit): void {
   r.get('/organisations/:id/members', requireUser, route(async (req, res) => {
     const orgId = intParam(req, 'id');
     await requireManager(db, req, orgId);
@@ -160,7 +185,10 @@ export function organisationRoutes(ctx: WebContext): Router {
     const groups = await orgs.searchGroups(db, typeof req.query.q === 'string' ? req.query.q : undefined);
     res.json({ groups } satisfies ExternalGroupList);
   }));
+}
 
+/** An organisation's teams and their members. */
+function teamRoutes({ r, db, notify, route }: OrgKit): void {
   // ---- teams (organisation managers) ----
   /**
    * A team linked to a group has the group's active members (as of the last sync) at once:
@@ -241,7 +269,10 @@ export function organisationRoutes(ctx: WebContext): Router {
     });
   r.put('/teams/:id/members/:userId', requireUser, editMembers(true));
   r.delete('/teams/:id/members/:userId', requireUser, editMembers(false));
+}
 
+/** An organisation's agent policies and the catalogue they name tools and models from. */
+function agentPolicyRoutes({ r, db, route, catalog, rewriteOrgPolicies }: OrgKit): void {
   // ---- agent policies (organisation managers) ----
   r.get('/organisations/:id/agent-policies', requireUser, route(async (req, res) => {
     const orgId = intParam(req, 'id');
@@ -307,8 +338,6 @@ export function organisationRoutes(ctx: WebContext): Router {
     await rewriteOrgPolicies(p.organisation_id);
     res.status(204).end();
   }));
-
-  return r;
 }
 
 /** The action-log entry of a change, written in the change's own transaction. */

@@ -106,6 +106,14 @@ async function activeConnection(db: Sql, provider: unknown): Promise<IdpConnecti
   return c;
 }
 
+/** What the SSO routes share. */
+interface SsoKit {
+  r: Router;
+  ctx: WebContext;
+  discovery: DiscoveryCache;
+  signals: IdentitySignals;
+}
+
 /**
  * Single sign-on: GET /api/auth/sso-providers, the redirect form post and the callback.
  *
@@ -127,7 +135,15 @@ export function ssoRoutes(ctx: WebContext, enc: Encryptor, signals: IdentitySign
       } satisfies SsoProviderList);
     }),
   );
+  const kit: SsoKit = { r, ctx, discovery, signals };
+  ssoRedirectRoute(kit);
+  ssoCallbackRoute(kit);
 
+  return r;
+}
+
+/** The redirect form post: start the handshake (PKCE, state, nonce kept in the session). */
+function ssoRedirectRoute({ r, ctx, discovery }: SsoKit): void {
   r.post(
     SSO_REDIRECT_PATH,
     asyncHandler(async (req, res) => {
@@ -157,7 +173,10 @@ export function ssoRoutes(ctx: WebContext, enc: Encryptor, signals: IdentitySign
       res.redirect(303, url.href);
     }),
   );
+}
 
+/** The IdP's callback: check the handshake, validate the ID token, sign the user in. */
+function ssoCallbackRoute({ r, ctx, discovery, signals }: SsoKit): void {
   r.get(
     '/accounts/:provider/login/callback/',
     asyncHandler(async (req, res) => {
@@ -220,8 +239,6 @@ export function ssoRoutes(ctx: WebContext, enc: Encryptor, signals: IdentitySign
       res.redirect(303, pending.callbackUrl);
     }),
   );
-
-  return r;
 }
 
 /** Match by verified e-mail, else create a user (no password: SSO only). */

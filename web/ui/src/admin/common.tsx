@@ -247,7 +247,6 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[] = []): [T | n
     return () => {
       live = false;
     };
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, deps);
   return [data, error, reload, setData];
 }

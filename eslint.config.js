@@ -1,0 +1,57 @@
+// ESLint for the whole tree (docs/architecture.md, "Lint and format"): the recommended sets of
+// ESLint and typescript-eslint, plus the type-aware promise rules, which see each file with the types
+// of the tsconfig that owns it (projectService: the root one, or web/ui/tsconfig.json for the UI).
+import js from '@eslint/js';
+import { defineConfig } from 'eslint/config';
+import tseslint from 'typescript-eslint';
+
+export default defineConfig(
+  {
+    ignores: ['dist/', 'node_modules/', 'bench/results/', 'web/ui/public/', 'test-artifacts/', '.airlock/', '.tap/'],
+  },
+  { linterOptions: { reportUnusedDisableDirectives: 'error' } },
+  js.configs.recommended,
+  tseslint.configs.recommended,
+  {
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+  },
+  {
+    rules: {
+      // Type-aware rules: a promise is awaited, returned, or `void`-ed with a reason; tap's
+      // t.test() promise is tracked by tap itself.
+      '@typescript-eslint/no-floating-promises': [
+        'error',
+        { allowForKnownSafePromises: [{ from: 'package', name: 'PromiseWithSubtest', package: '@tapjs/core' }] },
+      ],
+      '@typescript-eslint/await-thenable': 'error',
+      '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: { arguments: false, attributes: false } }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none', ignoreRestSiblings: true },
+      ],
+    },
+  },
+  {
+    // Product code: functions stay short (tests and benchmarks may read as one story).
+    files: ['**/*.ts', '**/*.tsx'],
+    ignores: ['test/**', 'bench/**'],
+    rules: {
+      'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true }],
+    },
+  },
+  {
+    // Tests and benchmarks read JSON answers and fixtures as `any` and assert on them: the
+    // assertion is the check, so `any` is allowed there.
+    // The emulator (a stand-in for upstream services) likewise reads request bodies as sent.
+    files: ['test/**', 'bench/**', 'emulator/**'],
+    rules: { '@typescript-eslint/no-explicit-any': 'off' },
+  },
+  {
+    // Plain JavaScript (this file, the UI's build script) is not in a tsconfig: no type information.
+    files: ['**/*.js', '**/*.mjs'],
+    extends: [tseslint.configs.disableTypeChecked],
+    languageOptions: { globals: { console: 'readonly', process: 'readonly' } },
+  },
+);
