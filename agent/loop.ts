@@ -60,11 +60,17 @@ export class Agent {
     let partial = '';
     let out: Omit<TurnOutcome, 'items'>;
     try {
-      out = await this.steps(emit, signal, (t) => (partial += t), () => (partial = ''), (u) => {
-        counted = true;
-        usage.input_tokens += u.input_tokens;
-        usage.output_tokens += u.output_tokens;
-      });
+      out = await this.steps(
+        emit,
+        signal,
+        (t) => (partial += t),
+        () => (partial = ''),
+        (u) => {
+          counted = true;
+          usage.input_tokens += u.input_tokens;
+          usage.output_tokens += u.output_tokens;
+        },
+      );
     } catch (err) {
       if (signal.aborted) out = { stop_reason: 'cancelled' };
       else if (isAppError(err)) out = { stop_reason: 'error', error: { code: err.code, message: err.message } };
@@ -81,13 +87,7 @@ export class Agent {
   }
 
   /** The model/tool steps of one turn; throws what ends it early. */
-  private async steps(
-    emit: (e: AgentEvent) => void,
-    signal: AbortSignal,
-    onText: (t: string) => void,
-    onReply: () => void,
-    onUsage: (u: TurnUsage) => void,
-  ): Promise<Omit<TurnOutcome, 'items'>> {
+  private async steps(emit: (e: AgentEvent) => void, signal: AbortSignal, onText: (t: string) => void, onReply: () => void, onUsage: (u: TurnUsage) => void): Promise<Omit<TurnOutcome, 'items'>> {
     const tools = this.opts.tools.defs();
     const fixed = estimateTokens([{ role: 'user', content: this.opts.system + JSON.stringify(tools) }]);
     for (let step = 0; step < this.opts.maxSteps; step++) {

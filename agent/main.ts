@@ -185,7 +185,12 @@ async function warmUp(): Promise<void> {
   const agent = new Agent({ model: createModel(settings), tools, system: settings.systemPrompt, maxSteps: 1, toolTimeoutMs: settings.toolTimeoutMs, contextTokens: settings.contextTokens });
   await agent.runTurn('t', 'hello', () => undefined, new AbortController().signal);
   await tools.close();
-  for (const m of [{ type: 'configure', env: {} }, { type: 'prompt', turn_id: 't', prompt: '' }, { type: 'cancel', turn_id: 't' }]) ChildInboundSchema.safeParse(m);
+  for (const m of [
+    { type: 'configure', env: {} },
+    { type: 'prompt', turn_id: 't', prompt: '' },
+    { type: 'cancel', turn_id: 't' },
+  ])
+    ChildInboundSchema.safeParse(m);
 }
 
 // In the image the agent starts from a V8 startup snapshot of its bundle, taken after every module

@@ -47,7 +47,16 @@ export async function run(): Promise<BenchResult> {
       const log = await playFaults(docker, rig, faults(nodes), SECONDS);
       await load.stop();
       const { errors, details, ...counts } = chaosCounts(rig, load);
-      rows.push({ what: nodes === 1 ? '1 node (SQLite)' : '2 nodes (PostgreSQL)', users: USERS, seconds: SECONDS, ...counts, errors: Object.entries(errors).map(([k, v]) => `${k}:${v}`).join(' ') || '0' });
+      rows.push({
+        what: nodes === 1 ? '1 node (SQLite)' : '2 nodes (PostgreSQL)',
+        users: USERS,
+        seconds: SECONDS,
+        ...counts,
+        errors:
+          Object.entries(errors)
+            .map(([k, v]) => `${k}:${v}`)
+            .join(' ') || '0',
+      });
       notes.push(`${nodes} node(s): ${log.join('; ')}; ${JSON.stringify(details)}`);
       process.stderr.write(`chaos ${JSON.stringify(rows.at(-1))}\n${notes.at(-1)}\n`);
     } finally {

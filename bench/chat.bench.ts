@@ -48,7 +48,10 @@ async function chatClient(url: string, db: Sql): Promise<Turn> {
       if (!first) first = nowMs() - t0;
       buf += dec.decode(value, { stream: true });
     }
-    const lines = buf.trim().split('\n').map((l) => JSON.parse(l));
+    const lines = buf
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     const done = lines[lines.length - 1];
     if (done.type !== 'done' || done.stop_reason !== 'end_turn') throw new Error(`turn ended ${JSON.stringify(done)}`);
     sessionId = done.session_id;

@@ -1,15 +1,4 @@
-import {
-  assign,
-  compilePolicy,
-  compileTablePolicy,
-  createRole,
-  effectivePolicyOf,
-  grantsOf,
-  putPolicy,
-  policyForTable,
-  resolveEffectivePolicy,
-  type RowFilter,
-} from '../domain/data-access/index.js';
+import { assign, compilePolicy, compileTablePolicy, createRole, effectivePolicyOf, grantsOf, putPolicy, policyForTable, resolveEffectivePolicy, type RowFilter } from '../domain/data-access/index.js';
 import { nowMs, stats, type BenchResult } from './lib.js';
 import { openDatabase } from '../domain/db/index.js';
 import { createUser, getUserById } from '../domain/users.js';

@@ -68,7 +68,10 @@ function kind(pid: number): string {
 }
 
 function unmountUnderSandboxes(dir: string): void {
-  const mounts = readFileSync('/proc/self/mountinfo', 'utf8').split('\n').map((l) => l.split(' ')[4]).filter((m) => m && m.startsWith(dir + '/'));
+  const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((l) => l.split(' ')[4])
+    .filter((m) => m && m.startsWith(dir + '/'));
   for (const m of mounts.sort((a, b) => b.length - a.length)) spawnSync('umount', ['-l', m]);
 }
 
@@ -144,7 +147,14 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
   } finally {
     await m.close({ removeContainers: true }).catch(() => undefined);
     const left = await docker.listContainers({ all: true, filters: { label: [`airlock.owner=${owner}`] } });
-    await Promise.all(left.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
+    await Promise.all(
+      left.map((c) =>
+        docker
+          .getContainer(c.Id)
+          .remove({ force: true })
+          .catch(() => undefined),
+      ),
+    );
     unmountUnderSandboxes(dir);
     rmSync(dir, { recursive: true, force: true });
   }

@@ -48,13 +48,21 @@ export async function run(): Promise<BenchResult> {
   });
   const database = await openDatabase({ file: join(dir, 'airlock.db') });
   const conn = await saveConnection(database.sql, identityEncryptor(config), {
-    provider: 'google', issuer: 'https://accounts.google.com', client_id: 'bench',
-    service_account_json: JSON.stringify(emu.serviceAccount), delegated_admin_email: `admin@${emu.domain}`,
+    provider: 'google',
+    issuer: 'https://accounts.google.com',
+    client_id: 'bench',
+    service_account_json: JSON.stringify(emu.serviceAccount),
+    delegated_admin_email: `admin@${emu.domain}`,
   });
   await database.close();
   const task = (p: WorkerTask['phase']): WorkerTask => ({
-    phase: p, dataDir: dir, directoryUrl: emu.url, tokenUrl: emu.tokenUrl,
-    serviceAccount: emu.serviceAccount, adminEmail: `admin@${emu.domain}`, connectionId: conn.id,
+    phase: p,
+    dataDir: dir,
+    directoryUrl: emu.url,
+    tokenUrl: emu.tokenUrl,
+    serviceAccount: emu.serviceAccount,
+    adminEmail: `admin@${emu.domain}`,
+    connectionId: conn.id,
   });
   try {
     // Untimed: warms the emulator (JIT, its response paths), which runs in this process.
@@ -83,8 +91,14 @@ export async function run(): Promise<BenchResult> {
       rows: [
         {
           what: `baseline: fetch only (${f.users} users, ${f.groups} groups, ${f.memberships} memberships)`,
-          seconds: round(base.seconds, 2), fetch_s: round(base.seconds, 2), apply_s: 0, rows_written: 0, http_requests: f.requests,
-          start_rss_mb: round(base.start_rss_mb, 1), peak_rss_fetch_mb: round(base.peak_rss_mb, 1), peak_rss_mb: round(base.peak_rss_mb, 1),
+          seconds: round(base.seconds, 2),
+          fetch_s: round(base.seconds, 2),
+          apply_s: 0,
+          rows_written: 0,
+          http_requests: f.requests,
+          start_rss_mb: round(base.start_rss_mb, 1),
+          peak_rss_fetch_mb: round(base.peak_rss_mb, 1),
+          peak_rss_mb: round(base.peak_rss_mb, 1),
         },
         full,
         again,
@@ -96,10 +110,10 @@ export async function run(): Promise<BenchResult> {
       },
       notes:
         'each row runs in a fresh child process; the emulator runs in the parent and is not counted. ' +
-        'peak_rss_mb = the child\'s maxRSS (getrusage ru_maxrss, the kernel\'s high-water mark, so the synchronous apply ' +
+        "peak_rss_mb = the child's maxRSS (getrusage ru_maxrss, the kernel's high-water mark, so the synchronous apply " +
         'transaction is included) = Node + the loaded modules (start_rss_mb) + HTTP/JSON buffers + the fetched snapshot + ' +
-        'SQLite\'s page cache and the apply\'s maps; peak_rss_fetch_mb = maxRSS when the apply transaction starts (the fetch ' +
-        'phase\'s peak). An untimed fetch warms the emulator first.',
+        "SQLite's page cache and the apply's maps; peak_rss_fetch_mb = maxRSS when the apply transaction starts (the fetch " +
+        "phase's peak). An untimed fetch warms the emulator first.",
     };
   } finally {
     await emu.close();

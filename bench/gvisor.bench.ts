@@ -181,7 +181,14 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
     for (const m of managers) await m.close({ removeContainers: true }).catch(() => undefined);
     for (const rt of RTS) {
       const left = await engines[rt].docker.listContainers({ all: true, filters: { label: [`airlock.owner=${owner}`] } }).catch(() => []);
-      await Promise.all(left.map((c) => engines[rt].docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
+      await Promise.all(
+        left.map((c) =>
+          engines[rt].docker
+            .getContainer(c.Id)
+            .remove({ force: true })
+            .catch(() => undefined),
+        ),
+      );
     }
     unmountUnder(dir);
     rmSync(dir, { recursive: true, force: true });

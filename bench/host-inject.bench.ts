@@ -57,8 +57,22 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
   const fresh = await startCredentialProxy({ profile, getPlaceholder: () => placeholder, egressSocket: newSock, mailPolicy });
   const oldSock = join(dir, 'old.sock');
   const oldGw = await new old.egress.EgressGatewayService({ log: silentLogger() }).open('bench-old', oldSock, [...new Set(routes.map((r) => egressTarget(r.upstream)))]);
-  const before = await old.proxy.startCredentialProxy({ profile, getToken: (n: string) => (tokens as Record<string, string>)[n], getPlaceholder: () => placeholder, egressSocket: oldSock, mailPolicy, holdMail: async () => ({ allow: true }) });
-  const raw = await new MailComposer({ from: 'me@corp.example', to: ['ann@corp.example', 'bob@corp.example'], cc: 'carol@eu.corp.example', subject: 'Quarterly chart', text: 'See the chart.', attachments: [{ filename: 'chart.png', content: Buffer.alloc(760 * 1024, 0x5a) }] })
+  const before = await old.proxy.startCredentialProxy({
+    profile,
+    getToken: (n: string) => (tokens as Record<string, string>)[n],
+    getPlaceholder: () => placeholder,
+    egressSocket: oldSock,
+    mailPolicy,
+    holdMail: async () => ({ allow: true }),
+  });
+  const raw = await new MailComposer({
+    from: 'me@corp.example',
+    to: ['ann@corp.example', 'bob@corp.example'],
+    cc: 'carol@eu.corp.example',
+    subject: 'Quarterly chart',
+    text: 'See the chart.',
+    attachments: [{ filename: 'chart.png', content: Buffer.alloc(760 * 1024, 0x5a) }],
+  })
     .compile()
     .build();
   const body = JSON.stringify({ raw: raw.toString('base64url') });

@@ -33,28 +33,34 @@ export async function step(docker: Docker, rig: Rig, load: LoadUsers, users: num
   const after = rig.nodes.map((n) => procFigures(n.pid()!));
   const s = summarize(load.records, t0, t1);
   const live = (await Promise.all(rig.nodes.map((n) => ownedContainers(docker, n.owner, true)))).flat().length;
-  const pss = await pssPerSession(docker, rig.nodes.map((n) => n.owner));
+  const pss = await pssPerSession(
+    docker,
+    rig.nodes.map((n) => n.owner),
+  );
   const clean = Object.keys(s.errors).length === 0 && s.hung === 0;
   return {
     ok: clean && s.firstP99 <= 1000,
     okLater: clean && s.firstP99Later <= 1000,
     firstP99Later: s.firstP99Later,
     row: {
-    what: label,
-    users,
-    turns: s.turns,
-    turns_per_s: s.turnsPerS,
-    first_p50_ms: s.firstP50,
-    first_p99_ms: s.firstP99,
-    first_p99_new_chat_ms: s.firstP99NewChat,
-    first_p99_later_ms: s.firstP99Later,
-    turn_p50_ms: s.wholeP50,
-    turn_p99_ms: s.wholeP99,
-    errors: Object.entries(s.errors).map(([k, v]) => `${k}:${v}`).join(' ') || '0',
-    live_sandboxes: live,
-    daemon_cpu_pct: after.map((a, i) => Math.round(((a.cpuS - before[i].cpuS) / ((t1 - t0) / 1000)) * 100)).join('+'),
-    daemon_rss_mib: after.map((a) => Math.round(a.rss / 2 ** 20)).join('+'),
-    pss_per_session_mib: Math.round(pss.meanMiB * 10) / 10,
+      what: label,
+      users,
+      turns: s.turns,
+      turns_per_s: s.turnsPerS,
+      first_p50_ms: s.firstP50,
+      first_p99_ms: s.firstP99,
+      first_p99_new_chat_ms: s.firstP99NewChat,
+      first_p99_later_ms: s.firstP99Later,
+      turn_p50_ms: s.wholeP50,
+      turn_p99_ms: s.wholeP99,
+      errors:
+        Object.entries(s.errors)
+          .map(([k, v]) => `${k}:${v}`)
+          .join(' ') || '0',
+      live_sandboxes: live,
+      daemon_cpu_pct: after.map((a, i) => Math.round(((a.cpuS - before[i].cpuS) / ((t1 - t0) / 1000)) * 100)).join('+'),
+      daemon_rss_mib: after.map((a) => Math.round(a.rss / 2 ** 20)).join('+'),
+      pss_per_session_mib: Math.round(pss.meanMiB * 10) / 10,
     },
   };
 }

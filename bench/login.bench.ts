@@ -15,7 +15,6 @@ const CONCURRENCY = 8; // connections in the pool
 // Logins run one at a time: each one replaces the session the next one presents.
 const LOGIN_CONCURRENCY = 1;
 
-
 /** Login endpoint (scrypt + session write) vs a bare express route in the same process. */
 export async function run(): Promise<BenchResult> {
   const dir = mkdtempSync(join(tmpdir(), 'airlock-bench-'));
@@ -31,30 +30,42 @@ export async function run(): Promise<BenchResult> {
   const bareUrl = `http://127.0.0.1:${(bare.address() as AddressInfo).port}`;
   const dispatcher = new Agent({ connections: CONCURRENCY });
   try {
-    const bareExpress = await measure(N, async () => {
-      const r = await request(`${bareUrl}/ok`, { dispatcher });
-      await r.body.dump();
-    }, LOGIN_CONCURRENCY);
+    const bareExpress = await measure(
+      N,
+      async () => {
+        const r = await request(`${bareUrl}/ok`, { dispatcher });
+        await r.body.dump();
+      },
+      LOGIN_CONCURRENCY,
+    );
     // The baseline runs at the same (sequential) concurrency as the logins, so the ratio compares like with like.
-    const baseline = await measure(N, async () => {
-      const r = await request(`${web.url}/healthz`, { dispatcher });
-      await r.body.dump();
-    }, LOGIN_CONCURRENCY);
+    const baseline = await measure(
+      N,
+      async () => {
+        const r = await request(`${web.url}/healthz`, { dispatcher });
+        await r.body.dump();
+      },
+      LOGIN_CONCURRENCY,
+    );
     // Login regenerates the session: each worker follows its own cookie and CSRF token.
     const csrf = await request(`${web.url}/api/auth/csrf`, { dispatcher });
     let cookie = (csrf.headers['set-cookie'] as string).split(';')[0];
     let token = ((await csrf.body.json()) as { csrf_token: string }).csrf_token;
-    const login = await measure(N, async () => {
-      const r = await request(`${web.url}/api/auth/login`, {
-        method: 'POST',
-        dispatcher,
-        headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': token },
-        body: JSON.stringify({ username: 'bench', password: 'bench-password' }),
-      });
-      if (r.statusCode !== 200) throw new Error(`login ${r.statusCode}`);
-      cookie = String(r.headers['set-cookie']).split(';')[0];
-      token = ((await r.body.json()) as { csrf_token: string }).csrf_token;
-    }, LOGIN_CONCURRENCY);
+    const login = await measure(
+      N,
+      async () => {
+        const r = await request(`${web.url}/api/auth/login`, {
+          method: 'POST',
+          dispatcher,
+          headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': token },
+          body: JSON.stringify({ username: 'bench', password: 'bench-password' }),
+        });
+        if (r.statusCode !== 200) throw new Error(`login ${r.statusCode}`);
+        cookie = String(r.headers['set-cookie']).split(';')[0];
+        token = ((await r.body.json()) as { csrf_token: string }).csrf_token;
+      },
+      LOGIN_CONCURRENCY,
+    );
     // Failed logins (same session and CSRF token, the failure budget is raised): a wrong password
     // for a real user vs an unknown user must cost about the same (no user enumeration by time).
     // Interleaved one by one, so machine load drifts the same way for both.
@@ -90,7 +101,13 @@ export async function run(): Promise<BenchResult> {
         { what: 'login, wrong password', n: wrong.n, p50_ms: wrong.p50, p99_ms: wrong.p99 },
         { what: 'login, unknown user', n: unknown.n, p50_ms: unknown.p50, p99_ms: unknown.p99 },
       ],
-      ratios: { login_p50_vs_bare_express: l.p50 / e.p50, healthz_p50_vs_bare_express: b.p50 / e.p50, login_p50_vs_bare: l.p50 / b.p50, bare_rps_vs_login_rps: baseline.rps / login.rps, unknown_user_p50_vs_wrong_password_p50: unknown.p50 / wrong.p50 },
+      ratios: {
+        login_p50_vs_bare_express: l.p50 / e.p50,
+        healthz_p50_vs_bare_express: b.p50 / e.p50,
+        login_p50_vs_bare: l.p50 / b.p50,
+        bare_rps_vs_login_rps: baseline.rps / login.rps,
+        unknown_user_p50_vs_wrong_password_p50: unknown.p50 / wrong.p50,
+      },
       notes: 'everything sequential (one request at a time); login cost is dominated by scrypt (N=16384) by design; unknown users verify against a hash made at start',
     };
   } finally {

@@ -14,7 +14,6 @@ const WARMUP = 50;
 const CONCURRENCY = 8;
 const PATH = '/v4/spreadsheets/sheet-1/values/Sheet1!A1:B3?majorDimension=ROWS';
 
-
 /**
  * Sheets values.get through proxy + egress gateway (placeholder check and normalisation in the
  * proxy, plain HTTP over the unix socket, the gateway's second admission, token injection and

@@ -123,7 +123,10 @@ const PROBE_ROWS: Record<string, string> = {
 };
 
 export function unmountUnder(dir: string): void {
-  const mounts = readFileSync('/proc/self/mountinfo', 'utf8').split('\n').map((l) => l.split(' ')[4]).filter((m) => m && m.startsWith(dir + '/'));
+  const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((l) => l.split(' ')[4])
+    .filter((m) => m && m.startsWith(dir + '/'));
   for (const m of mounts.sort((a, b) => b.length - a.length)) spawnSync('umount', ['-l', m]);
 }
 
@@ -338,7 +341,14 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
   } finally {
     for (const m of managers) await m.close({ removeContainers: true }).catch(() => undefined);
     const left = await docker.listContainers({ all: true, filters: { label: [`airlock.owner=${owner}`] } });
-    await Promise.all(left.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
+    await Promise.all(
+      left.map((c) =>
+        docker
+          .getContainer(c.Id)
+          .remove({ force: true })
+          .catch(() => undefined),
+      ),
+    );
     unmountUnder(dir);
     for (const v of VARIANTS) spawnSync('umount', ['-l', join(dir, `pool-${v.pin.version}`, 'sandboxes')]);
     rmSync(dir, { recursive: true, force: true });

@@ -79,7 +79,14 @@ export async function run(): Promise<BenchResult> {
       await new Promise((r) => setTimeout(r, SAMPLE_S * 1000));
       const pid = n.pid()!;
       const f = procFigures(pid);
-      samples.push({ t_s: Math.round((nowMs() - t0) / 1000), rss_mib: Math.round((f.rss / 2 ** 20) * 10) / 10, fds: f.fds, sockets: sockets(pid), live_sandboxes: (await ownedContainers(docker, n.owner, true)).length, turns: load.records.length });
+      samples.push({
+        t_s: Math.round((nowMs() - t0) / 1000),
+        rss_mib: Math.round((f.rss / 2 ** 20) * 10) / 10,
+        fds: f.fds,
+        sockets: sockets(pid),
+        live_sandboxes: (await ownedContainers(docker, n.owner, true)).length,
+        turns: load.records.length,
+      });
     }
     await load.stop();
     await new Promise((r) => setTimeout(r, 5000)); // the deleted chats' sandboxes go

@@ -52,10 +52,9 @@ export async function run(): Promise<BenchResult> {
     const plain = await sample(N, async () => (await buildMessage({ to: ['bob@example.test'], subject: 'Report', text: 'Numbers attached.' }, [])).toString('base64url'));
     const withPng = await sample(N, async () =>
       (
-        await buildMessage(
-          { to: ['bob@example.test'], subject: 'Report', text: 'Numbers attached.', html: '<p>Numbers:</p><img src="cid:0b9e0a3e-4c1f-4b7e-9a51-0f3b5a8d2c11.png">' },
-          [{ filename: '0b9e0a3e-4c1f-4b7e-9a51-0f3b5a8d2c11.png', content: png }],
-        )
+        await buildMessage({ to: ['bob@example.test'], subject: 'Report', text: 'Numbers attached.', html: '<p>Numbers:</p><img src="cid:0b9e0a3e-4c1f-4b7e-9a51-0f3b5a8d2c11.png">' }, [
+          { filename: '0b9e0a3e-4c1f-4b7e-9a51-0f3b5a8d2c11.png', content: png },
+        ])
       ).toString('base64url'),
     );
     const b = stats(blank);

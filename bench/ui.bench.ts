@@ -104,12 +104,10 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
 
       const p3 = await ctx.newPage();
       await p3.goto(`${app.url}/#/chat/${session.id}`);
-      await p3.waitForFunction(
-        ([turns, charts]) =>
-          document.querySelectorAll('.msg.assistant[data-done] .markdown table').length === turns && document.querySelectorAll('.chart-box canvas').length === charts,
-        [TURNS, CHARTS] as const,
-        { timeout: 60_000, polling: 'raf' },
-      );
+      await p3.waitForFunction(([turns, charts]) => document.querySelectorAll('.msg.assistant[data-done] .markdown table').length === turns && document.querySelectorAll('.chart-box canvas').length === charts, [TURNS, CHARTS] as const, {
+        timeout: 60_000,
+        polling: 'raf',
+      });
       convReady.push(await p3.evaluate(() => new Promise<number>((res) => requestAnimationFrame(() => res(performance.now())))));
       await p3.close();
     }

@@ -3,11 +3,7 @@ import { AppError } from './errors.js';
 import type { Secret } from './secret.js';
 
 /** Scopes of the connected workspace account: mail is send-only. */
-export const WORKSPACE_SCOPES = [
-  'https://www.googleapis.com/auth/gmail.send',
-  'https://www.googleapis.com/auth/spreadsheets.readonly',
-  'https://www.googleapis.com/auth/drive.metadata.readonly',
-] as const;
+export const WORKSPACE_SCOPES = ['https://www.googleapis.com/auth/gmail.send', 'https://www.googleapis.com/auth/spreadsheets.readonly', 'https://www.googleapis.com/auth/drive.metadata.readonly'] as const;
 
 /** What may be shown about a connected account (no token material). */
 export interface ConnectedAccount {
@@ -44,7 +40,10 @@ export interface TokenResponse {
  */
 const TokenResponseSchema: z.ZodType<TokenResponse> = z.object({
   access_token: z.string().min(1),
-  expires_in: z.union([z.number(), z.string().regex(/^\d+$/).transform(Number)]).optional().transform((s) => s ?? 3600),
+  expires_in: z
+    .union([z.number(), z.string().regex(/^\d+$/).transform(Number)])
+    .optional()
+    .transform((s) => s ?? 3600),
   refresh_token: z.string().optional(),
   scope: z.string().optional(),
   token_type: z.string().default('Bearer'),

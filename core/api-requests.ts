@@ -89,12 +89,20 @@ const CHAT_MODEL_FIELDS = {
   model: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$/, 'must be a model name such as gpt-4o or claude-sonnet-4 (letters, digits, . _ : / @ + -)'),
   base_url: url.nullable(),
   // Printable, no spaces: a key with a line break could start a header of its own.
-  api_key: z.string().min(1).max(4096).regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces').nullable(),
+  api_key: z
+    .string()
+    .min(1)
+    .max(4096)
+    .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces')
+    .nullable(),
   context_tokens: z.number().int().min(1000).max(10_000_000),
   enabled: z.boolean(),
 };
 /** POST /api/admin/chat-models body (`api_key` absent: no key). */
-export const ChatModelCreateSchema = z.object({ id: z.string().regex(new RegExp(MODEL_ID_PATTERN), 'must be 1–32 lower-case letters, digits or dashes, starting with a letter or digit'), ...CHAT_MODEL_FIELDS }).partial({ base_url: true, api_key: true, enabled: true }).strict();
+export const ChatModelCreateSchema = z
+  .object({ id: z.string().regex(new RegExp(MODEL_ID_PATTERN), 'must be 1–32 lower-case letters, digits or dashes, starting with a letter or digit'), ...CHAT_MODEL_FIELDS })
+  .partial({ base_url: true, api_key: true, enabled: true })
+  .strict();
 /** PATCH /api/admin/chat-models/:id body: any field but the id; `api_key` absent keeps the key, null removes it. */
 export const ChatModelChangeSchema = z.object(CHAT_MODEL_FIELDS).partial().strict();
 export type ChatModelInput = z.infer<typeof ChatModelCreateSchema>;

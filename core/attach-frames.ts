@@ -25,11 +25,7 @@ export interface ShellTerminal {
   stdout: NodeJS.WritableStream & { rows?: number; columns?: number; on(ev: 'resize', fn: () => void): unknown };
 }
 
-export type AttachFrame =
-  | { type: 'data'; data: Buffer }
-  | { type: 'resize'; rows: number; cols: number }
-  | { type: 'eof' }
-  | { type: 'exit'; code: number };
+export type AttachFrame = { type: 'data'; data: Buffer } | { type: 'resize'; rows: number; cols: number } | { type: 'eof' } | { type: 'exit'; code: number };
 
 const TYPE_BYTE = { data: 0x64, resize: 0x72, eof: 0x7a, exit: 0x78 } as const;
 

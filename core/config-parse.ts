@@ -68,7 +68,10 @@ export function parseTrustProxy(raw: string): string[] | { problem: string } {
   const v = raw.trim().toLowerCase();
   if (v === '' || v === 'none') return [];
   const out: string[] = [];
-  for (const part of v.split(',').map((p) => p.trim()).filter(Boolean)) {
+  for (const part of v
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     if (['loopback', 'linklocal', 'uniquelocal'].includes(part)) {
       out.push(part);
       continue;

@@ -18,10 +18,10 @@ export { parseTrustProxy } from './config-parse.js';
 export const SETTINGS: readonly Setting[] = [
   { env: 'AIRLOCK_DATA_DIR', kind: 'path', default: './.airlock', doc: 'Data folder: SQLite database, per-session folders, workspaces, generated keys.' },
   { env: 'AIRLOCK_DATABASE_URL', kind: 'secret', doc: 'PostgreSQL URL (postgres://user:password@host:5432/airlock) shared by every node of a fleet. Unset: embedded SQLite in the data folder.' },
-  { env: 'AIRLOCK_NODE_ID', kind: 'string', doc: 'This node\'s id in the fleet (letters, digits, dot, dash, underscore). Defaults to the host name.' },
-  { env: 'AIRLOCK_NODE_URL', kind: 'url', doc: 'Where the other nodes reach this node\'s web app (internal network). Defaults to http://HOST:PORT.' },
+  { env: 'AIRLOCK_NODE_ID', kind: 'string', doc: "This node's id in the fleet (letters, digits, dot, dash, underscore). Defaults to the host name." },
+  { env: 'AIRLOCK_NODE_URL', kind: 'url', doc: "Where the other nodes reach this node's web app (internal network). Defaults to http://HOST:PORT." },
   { env: 'AIRLOCK_NODE_SECRET', kind: 'secret', doc: 'Shared by every node of a fleet: authenticates requests forwarded between nodes (at least 32 characters). Required with AIRLOCK_DATABASE_URL for serve.' },
-  { env: 'AIRLOCK_NODE_CA_FILE', kind: 'path', doc: 'PEM file of the CA (or CAs) that signed the nodes\' https certificates: requests between nodes trust only it. Unset: the system\'s CAs.' },
+  { env: 'AIRLOCK_NODE_CA_FILE', kind: 'path', doc: "PEM file of the CA (or CAs) that signed the nodes' https certificates: requests between nodes trust only it. Unset: the system's CAs." },
   { env: 'AIRLOCK_FLEET_ALLOW_HTTP', kind: 'bool', default: 'false', doc: 'Allow plain http between the nodes of a fleet (AIRLOCK_NODE_URL http://…). Off: a fleet needs https node URLs; only for a private network you trust, or tests.' },
   { env: 'AIRLOCK_TLS_CERT_FILE', kind: 'path', doc: 'PEM certificate chain: the web app serves https on AIRLOCK_PORT (with AIRLOCK_TLS_KEY_FILE), e.g. for AIRLOCK_NODE_URL=https://… between nodes.' },
   { env: 'AIRLOCK_TLS_KEY_FILE', kind: 'path', doc: 'PEM private key of AIRLOCK_TLS_CERT_FILE.' },
@@ -41,7 +41,13 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'AIRLOCK_IMAGE', kind: 'string', default: 'airlock/sandbox:latest', doc: 'Sandbox image.' },
   { env: 'AIRLOCK_POOL_SIZE', kind: 'int', default: '1', min: 0, max: 64, doc: 'Pre-started containers kept ready for new sessions (0 disables the pool).' },
   { env: 'AIRLOCK_MAX_SESSIONS', kind: 'int', default: '32', min: 1, max: 10000, doc: 'Live sandboxes allowed on this host; past it new sessions get 503.' },
-  { env: 'AIRLOCK_MAX_SANDBOXES_PER_USER', kind: 'int', min: 1, max: 10000, doc: 'Live sandboxes one user may hold on this host; at the cap the user\'s oldest idle one ends to make room, else 429. Default: a quarter of AIRLOCK_MAX_SESSIONS (at least 1).' },
+  {
+    env: 'AIRLOCK_MAX_SANDBOXES_PER_USER',
+    kind: 'int',
+    min: 1,
+    max: 10000,
+    doc: "Live sandboxes one user may hold on this host; at the cap the user's oldest idle one ends to make room, else 429. Default: a quarter of AIRLOCK_MAX_SESSIONS (at least 1).",
+  },
   { env: 'AIRLOCK_MAX_STARTING', kind: 'int', default: '2', min: 1, max: 256, doc: 'Sandboxes started at the same time (cold starts and pool claims); further session starts wait their turn.' },
   { env: 'AIRLOCK_SESSION_IDLE_S', kind: 'int', default: '900', min: 1, max: 604800, doc: 'Idle time after which a sandbox is reaped.' },
   { env: 'AIRLOCK_SESSION_STALE_S', kind: 'int', default: '3600', min: 1, max: 604800, doc: 'Age after which a sandbox counts as stale (about the access-token lifetime).' },
@@ -49,13 +55,20 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'AIRLOCK_SANDBOX_CPUS', kind: 'string', default: '1', doc: 'CPU limit per sandbox (cores, may be fractional).' },
   { env: 'AIRLOCK_SANDBOX_PIDS', kind: 'int', default: '128', min: 16, max: 65536, doc: 'Process limit per sandbox.' },
   { env: 'AIRLOCK_SANDBOX_RUNTIME', kind: 'enum', default: 'runc', values: ['runc', 'runsc'], doc: 'OCI runtime of the sandboxes: runc, or runsc (gVisor), which the engine must have registered with --network=none --host-uds=all.' },
-  { env: 'AIRLOCK_WORKSPACE_QUOTA_MB', kind: 'int', default: '1024', min: 0, max: 1048576, doc: 'Disk quota of each user\'s workspace (an ext4 image loop-mounted by the root daemon; writes past it fail with ENOSPC). 0 turns quotas off.' },
+  { env: 'AIRLOCK_WORKSPACE_QUOTA_MB', kind: 'int', default: '1024', min: 0, max: 1048576, doc: "Disk quota of each user's workspace (an ext4 image loop-mounted by the root daemon; writes past it fail with ENOSPC). 0 turns quotas off." },
   { env: 'AIRLOCK_MODEL_PROVIDER', kind: 'enum', default: 'demo', values: ['openai', 'anthropic', 'demo'], doc: 'Model provider: openai (any Chat Completions server), anthropic, or the offline demo model.' },
   { env: 'AIRLOCK_MODEL', kind: 'string', default: 'demo', doc: 'Model name sent to the provider.' },
   { env: 'AIRLOCK_MODEL_BASE_URL', kind: 'url', doc: 'Model API base URL (e.g. https://api.openai.com/v1).' },
   { env: 'AIRLOCK_MODEL_API_KEY', kind: 'secret', doc: 'Model API key; injected by the sandbox proxy, never given to the agent.' },
   { env: 'AIRLOCK_MAX_STEPS', kind: 'int', default: '12', min: 1, max: 200, doc: 'Model calls per turn before the turn stops with max_steps.' },
-  { env: 'AIRLOCK_MODEL_CONTEXT_TOKENS', kind: 'int', default: '100000', min: 1000, max: 10000000, doc: 'Context budget of the model in tokens (counted as docs/chat.md says): past it the oldest whole turns of a chat are left out of the request, with a marker the model sees.' },
+  {
+    env: 'AIRLOCK_MODEL_CONTEXT_TOKENS',
+    kind: 'int',
+    default: '100000',
+    min: 1000,
+    max: 10000000,
+    doc: 'Context budget of the model in tokens (counted as docs/chat.md says): past it the oldest whole turns of a chat are left out of the request, with a marker the model sees.',
+  },
   { env: 'AIRLOCK_MODEL_CONNECT_TIMEOUT_S', kind: 'int', default: '10', min: 1, max: 300, doc: 'Longest wait for a connection to the model (then retried as a refused one).' },
   { env: 'AIRLOCK_MODEL_FIRST_BYTE_TIMEOUT_S', kind: 'int', default: '60', min: 1, max: 3600, doc: 'Longest wait from sending a model request to the first event of its answer (not retried).' },
   { env: 'AIRLOCK_MODEL_TIMEOUT_S', kind: 'int', default: '30', min: 1, max: 3600, doc: 'Longest wait between two events of a streaming answer (stall timeout; not retried).' },
@@ -63,7 +76,7 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'AIRLOCK_MODEL_RETRY_AFTER_MAX_S', kind: 'int', default: '30', min: 0, max: 600, doc: 'Longest Retry-After the agent waits out; a model asking for more ends the turn at once.' },
   { env: 'AIRLOCK_TOOL_TIMEOUT_S', kind: 'int', default: '120', min: 10, max: 3600, doc: 'Longest wait for one tool call; then the tool fails with a timeout and the model carries on.' },
   { env: 'AIRLOCK_TURN_TIMEOUT_S', kind: 'int', default: '600', min: 10, max: 86400, doc: 'Longest a turn may run in all (model calls, tools, retries); then it ends with ERR_TURN_TIMEOUT.' },
-  { env: 'AIRLOCK_GOOGLE_CLIENT_ID', kind: 'string', doc: 'OAuth client id for connecting a user\'s workspace account (Gmail send, Sheets, Drive).' },
+  { env: 'AIRLOCK_GOOGLE_CLIENT_ID', kind: 'string', doc: "OAuth client id for connecting a user's workspace account (Gmail send, Sheets, Drive)." },
   { env: 'AIRLOCK_GOOGLE_CLIENT_SECRET', kind: 'secret', doc: 'OAuth client secret for connected accounts.' },
   { env: 'AIRLOCK_GOOGLE_AUTH_URL', kind: 'url', default: 'https://accounts.google.com/o/oauth2/v2/auth', doc: 'OAuth authorization endpoint for connected accounts.' },
   { env: 'AIRLOCK_GOOGLE_TOKEN_URL', kind: 'url', default: 'https://oauth2.googleapis.com/token', doc: 'OAuth token endpoint (connected accounts and service-account assertions).' },
@@ -72,13 +85,31 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'AIRLOCK_GOOGLE_SHEETS_BASE_URL', kind: 'url', default: 'https://sheets.googleapis.com', doc: 'Sheets API base URL.' },
   { env: 'AIRLOCK_GOOGLE_DRIVE_BASE_URL', kind: 'url', default: 'https://www.googleapis.com', doc: 'Drive API base URL.' },
   { env: 'AIRLOCK_GOOGLE_DIRECTORY_BASE_URL', kind: 'url', default: 'https://admin.googleapis.com', doc: 'Admin SDK Directory API base URL.' },
-  { env: 'AIRLOCK_TRUST_PROXY', kind: 'string', default: 'none', doc: 'Reverse proxies whose X-Forwarded-For / X-Forwarded-Proto the web app believes: none (default: the headers are ignored), or a comma list of IP addresses, CIDR ranges and the names loopback, linklocal, uniquelocal.' },
-  { env: 'AIRLOCK_MAIL_OTHER', kind: 'enum', default: 'ask', values: ['allow', 'ask', 'block'], doc: 'Send policy default for a recipient in neither domain list: ask (the user approves in the chat; the default), allow or block. The first value of the server-wide send policy kept in the database; agent policies may make it stricter.' },
-  { env: 'AIRLOCK_MAIL_ALLOW_DOMAINS', kind: 'string', default: '', doc: 'Recipient domains always allowed (comma list; a domain covers its subdomains), e.g. your organisation\'s own. Agent policies add to it.' },
+  {
+    env: 'AIRLOCK_TRUST_PROXY',
+    kind: 'string',
+    default: 'none',
+    doc: 'Reverse proxies whose X-Forwarded-For / X-Forwarded-Proto the web app believes: none (default: the headers are ignored), or a comma list of IP addresses, CIDR ranges and the names loopback, linklocal, uniquelocal.',
+  },
+  {
+    env: 'AIRLOCK_MAIL_OTHER',
+    kind: 'enum',
+    default: 'ask',
+    values: ['allow', 'ask', 'block'],
+    doc: 'Send policy default for a recipient in neither domain list: ask (the user approves in the chat; the default), allow or block. The first value of the server-wide send policy kept in the database; agent policies may make it stricter.',
+  },
+  { env: 'AIRLOCK_MAIL_ALLOW_DOMAINS', kind: 'string', default: '', doc: "Recipient domains always allowed (comma list; a domain covers its subdomains), e.g. your organisation's own. Agent policies add to it." },
   { env: 'AIRLOCK_MAIL_BLOCK_DOMAINS', kind: 'string', default: '', doc: 'Recipient domains always refused (comma list; wins over allowed domains). Agent policies add to it.' },
   { env: 'AIRLOCK_MAIL_MAX_RECIPIENTS', kind: 'int', default: '50', min: 1, max: 500, doc: 'Most recipients (To + Cc + Bcc) of one sent message.' },
-  { env: 'AIRLOCK_MAIL_MAX_PER_HOUR', kind: 'int', default: '60', min: 1, max: 100000, doc: 'Most messages one user\'s agents may send per hour (all sessions, all nodes).' },
-  { env: 'AIRLOCK_MAIL_APPROVAL_TIMEOUT_S', kind: 'int', default: '90', min: 5, max: 105, doc: 'How long a send held for the user\'s approval waits; then it is refused (at most 105, and at most AIRLOCK_TOOL_TIMEOUT_S − 15: the send waits inside its tool call).' },
+  { env: 'AIRLOCK_MAIL_MAX_PER_HOUR', kind: 'int', default: '60', min: 1, max: 100000, doc: "Most messages one user's agents may send per hour (all sessions, all nodes)." },
+  {
+    env: 'AIRLOCK_MAIL_APPROVAL_TIMEOUT_S',
+    kind: 'int',
+    default: '90',
+    min: 5,
+    max: 105,
+    doc: "How long a send held for the user's approval waits; then it is refused (at most 105, and at most AIRLOCK_TOOL_TIMEOUT_S − 15: the send waits inside its tool call).",
+  },
   { env: 'OTEL_EXPORTER_OTLP_ENDPOINT', kind: 'url', doc: 'OpenTelemetry collector (OTLP/HTTP, JSON), e.g. http://127.0.0.1:4318: traces of each turn and the metrics are exported there. Unset: no telemetry (docs/audit.md).' },
   { env: 'OTEL_SERVICE_NAME', kind: 'string', default: 'airlock', doc: 'The service name on exported traces and metrics.' },
   { env: 'OTEL_METRIC_EXPORT_INTERVAL', kind: 'int', default: '60000', min: 100, max: 3600000, doc: 'Milliseconds between metric exports over OTLP.' },
@@ -273,14 +304,19 @@ function derivedSettings(values: Values, problems: string[]) {
   const host = values.AIRLOCK_HOST as string;
   const port = values.AIRLOCK_PORT as number;
   const nodeId = (values.AIRLOCK_NODE_ID as string | undefined) ?? hostname().slice(0, 63);
-  const nodeUrl = ((values.AIRLOCK_NODE_URL as string | undefined) ?? `${values.AIRLOCK_TLS_CERT_FILE ? 'https' : 'http'}://${host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '[::1]' : host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
+  const nodeUrl = (
+    (values.AIRLOCK_NODE_URL as string | undefined) ?? `${values.AIRLOCK_TLS_CERT_FILE ? 'https' : 'http'}://${host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '[::1]' : host.includes(':') ? `[${host}]` : host}:${port}`
+  ).replace(/\/+$/, '');
   if (values.AIRLOCK_DATABASE_URL instanceof Secret && values.AIRLOCK_NODE_SECRET instanceof Secret && values.AIRLOCK_FLEET_ALLOW_HTTP !== 'true' && !nodeUrl.startsWith('https:')) {
-    problems.push('AIRLOCK_NODE_URL: a fleet\'s nodes talk over https (an https:// URL, AIRLOCK_NODE_CA_FILE for your CA); set AIRLOCK_FLEET_ALLOW_HTTP=true to allow plain http between nodes');
+    problems.push("AIRLOCK_NODE_URL: a fleet's nodes talk over https (an https:// URL, AIRLOCK_NODE_CA_FILE for your CA); set AIRLOCK_FLEET_ALLOW_HTTP=true to allow plain http between nodes");
   }
   const trustProxy = parseTrustProxy(String(values.AIRLOCK_TRUST_PROXY ?? 'none'));
   if (!Array.isArray(trustProxy)) problems.push(`AIRLOCK_TRUST_PROXY: ${trustProxy.problem}`);
   const domains = (k: string): string[] => {
-    const list = String(values[k] ?? '').split(',').map((d) => d.trim().toLowerCase().replace(/^@/, '').replace(/\.$/, '')).filter(Boolean);
+    const list = String(values[k] ?? '')
+      .split(',')
+      .map((d) => d.trim().toLowerCase().replace(/^@/, '').replace(/\.$/, ''))
+      .filter(Boolean);
     for (const d of list) if (!MAIL_DOMAIN.test(d)) problems.push(`${k}: "${d.slice(0, 80)}" is not a domain name`);
     return [...new Set(list)];
   };

@@ -98,5 +98,7 @@ export function randomToken(bytes = 32): string {
 }
 
 export function hmacSha256(key: Secret | string, data: string): string {
-  return createHmac('sha256', key instanceof Secret ? key.reveal() : key).update(data).digest('base64url');
+  return createHmac('sha256', key instanceof Secret ? key.reveal() : key)
+    .update(data)
+    .digest('base64url');
 }

@@ -21,9 +21,7 @@ const parseHeaderValue = (s: string) => libmime.parseHeaderValue(s);
 export type { MailPolicy, MailSummary };
 export type MailAttachment = MailSummary['attachments'][number];
 
-export type MailVerdict =
-  | { verdict: 'allow' | 'ask'; summary: MailSummary; ask: string[] }
-  | { verdict: 'block'; summary: MailSummary; reason: string };
+export type MailVerdict = { verdict: 'allow' | 'ask'; summary: MailSummary; ask: string[] } | { verdict: 'block'; summary: MailSummary; reason: string };
 
 export { MailParseError };
 
@@ -163,7 +161,10 @@ function splitHead(buf: Buffer, from = 0, to = buf.length): { head: string; body
 export function domainOf(address: string): string | null {
   const at = address.lastIndexOf('@');
   if (at <= 0) return null;
-  const d = address.slice(at + 1).replace(/\.$/, '').toLowerCase();
+  const d = address
+    .slice(at + 1)
+    .replace(/\.$/, '')
+    .toLowerCase();
   return DOMAIN.test(d) ? d : null;
 }
 
@@ -257,7 +258,9 @@ function walk(buf: Buffer, start: number, end: number, depth: number, out: MailA
   const filename = disp?.params.filename ?? ct.params.name;
   const isAttachment = String(disp?.value ?? '').toLowerCase() === 'attachment' || filename !== undefined;
   if (type === 'message/rfc822' || isAttachment) {
-    const enc = String(h.all.get('content-transfer-encoding')?.[0] ?? '').trim().toLowerCase();
+    const enc = String(h.all.get('content-transfer-encoding')?.[0] ?? '')
+      .trim()
+      .toLowerCase();
     out.push({ name: filename ? decodeWords(String(filename)).slice(0, 255) : '(unnamed)', size: decodedSize(buf, bodyStart, end, enc) });
   }
 }
@@ -290,7 +293,11 @@ export function summarise(raw: Buffer, o: { headOnly?: boolean } = {}): MailSumm
   }
   const subjects = h.all.get('subject') ?? [];
   if (subjects.length > 1) throw new MailParseError('the message has more than one Subject');
-  const subject = subjects.length ? decodeWords(subjects[0]).replace(/[\r\n\t]+/g, ' ').slice(0, 998) : '';
+  const subject = subjects.length
+    ? decodeWords(subjects[0])
+        .replace(/[\r\n\t]+/g, ' ')
+        .slice(0, 998)
+    : '';
   const attachments: MailAttachment[] = [];
   if (!o.headOnly) walk(raw, bodyStart, raw.length, 0, attachments, { parts: 0 }, h);
   return { recipients, ...counts, subject, attachments, bytes: raw.length };
@@ -316,4 +323,3 @@ export function judge(policy: MailPolicy, summary: MailSummary): MailVerdict {
   }
   return { verdict: ask.length ? 'ask' : 'allow', summary, ask };
 }
-

@@ -59,7 +59,9 @@ function canonical(p: NodeRequestParts, time: string, nonce: string): string {
 export function signNodeRequest(secret: string, p: NodeRequestParts, now = Date.now()): Record<string, string> {
   const time = String(now);
   const nonce = randomBytes(12).toString('hex');
-  const mac = createHmac('sha256', secret).update(canonical(p, time, nonce)).digest('hex');
+  const mac = createHmac('sha256', secret)
+    .update(canonical(p, time, nonce))
+    .digest('hex');
   const h: Record<string, string> = { [NODE_HEADERS.node]: p.node, [NODE_HEADERS.to]: p.to, [NODE_HEADERS.time]: time, [NODE_HEADERS.nonce]: nonce, [NODE_HEADERS.signature]: `v2=${mac}` };
   if (p.userId !== null) h[NODE_HEADERS.user] = String(p.userId);
   return h;
@@ -110,7 +112,9 @@ export class NodeRequestVerifier {
     }
     if (to !== this.#self) return { ok: false, reason: 'wrong_receiver' };
     const userId = user === undefined ? null : Number(user);
-    const expected = `v2=${createHmac('sha256', this.#secret).update(canonical({ ...p, node, to: this.#self, userId }, time, nonce)).digest('hex')}`;
+    const expected = `v2=${createHmac('sha256', this.#secret)
+      .update(canonical({ ...p, node, to: this.#self, userId }, time, nonce))
+      .digest('hex')}`;
     if (!safeEqual(expected, sig)) return { ok: false, reason: 'bad_signature' };
     if (Math.abs(now - Number(time)) > NODE_AUTH_SKEW_MS) return { ok: false, reason: 'stale' };
     return { ok: true, node, userId, nonce, time: Number(time) };

@@ -64,11 +64,7 @@ export { AGENT_SETTING_ENVS } from './sandbox-ids.js';
  * The env the agent passes on to its MCP servers, and nothing else: the tool routes'
  * placeholders and base URLs, the From address for send_email, and where attachments live.
  */
-export const TOOL_ENV_NAMES: ReadonlySet<string> = new Set([
-  ...(Object.values(ROUTE_ENV) as SandboxRouteEnv[]).filter((r) => r.tools).flatMap((r) => [r.placeholder, r.baseUrl]),
-  'MAIL_FROM',
-  'AGENT_ATTACHMENTS_DIR',
-]);
+export const TOOL_ENV_NAMES: ReadonlySet<string> = new Set([...(Object.values(ROUTE_ENV) as SandboxRouteEnv[]).filter((r) => r.tools).flatMap((r) => [r.placeholder, r.baseUrl]), 'MAIL_FROM', 'AGENT_ATTACHMENTS_DIR']);
 
 /** The parts of a user's agent policy that decide the agent's settings. */
 export interface AgentPolicyLimits {

@@ -91,11 +91,7 @@ export const JsonObjectSchema: z.ZodType<Record<string, unknown>> = z.record(z.s
 export const StringMapSchema: z.ZodType<Record<string, string>> = z.record(z.string(), z.string());
 
 /** An event as the agent emits it: the daemon assigns `seq` (per turn) and writes `done` itself. */
-export type AgentEvent =
-  | Omit<ToolStartEvent, 'seq'>
-  | Omit<ToolEndEvent, 'seq'>
-  | Omit<TextDeltaEvent, 'seq'>
-  | Omit<StatusEvent, 'seq'>;
+export type AgentEvent = Omit<ToolStartEvent, 'seq'> | Omit<ToolEndEvent, 'seq'> | Omit<TextDeltaEvent, 'seq'> | Omit<StatusEvent, 'seq'>;
 
 export const AgentEventSchema: z.ZodType<AgentEvent> = z.discriminatedUnion('type', [
   z.object({ type: z.literal('tool_start'), call_id: z.string(), tool: z.string(), input: JsonObjectSchema }),
@@ -120,10 +116,7 @@ export const AgentEventSchema: z.ZodType<AgentEvent> = z.discriminatedUnion('typ
  * and the working folder; it answers `configured` (with `error` when the settings are refused).
  * A prompt is taken only once configured.
  */
-export type ChildInbound =
-  | { type: 'configure'; env: Record<string, string>; cwd?: string }
-  | ({ type: 'prompt'; turn_id: string; prompt: string } & PromptContext)
-  | { type: 'cancel'; turn_id: string };
+export type ChildInbound = { type: 'configure'; env: Record<string, string>; cwd?: string } | ({ type: 'prompt'; turn_id: string; prompt: string } & PromptContext) | { type: 'cancel'; turn_id: string };
 
 /**
  * The conversation a prompt continues (docs/chat.md "The conversation belongs to the service").

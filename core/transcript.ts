@@ -20,9 +20,7 @@ export interface TranscriptToolCall {
 export type Interruption = 'stopped' | 'error';
 
 export type TranscriptItem =
-  | { role: 'user'; content: string }
-  | { role: 'assistant'; text: string; toolCalls: TranscriptToolCall[]; interrupted?: Interruption }
-  | { role: 'tool'; callId: string; name: string; content: string; isError: boolean };
+  { role: 'user'; content: string } | { role: 'assistant'; text: string; toolCalls: TranscriptToolCall[]; interrupted?: Interruption } | { role: 'tool'; callId: string; name: string; content: string; isError: boolean };
 
 /** Token counts one turn's model calls used, as the provider reported them. */
 export interface TurnUsage {

@@ -1,18 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  AppError,
-  createLogger,
-  hashPassword,
-  loadConfig,
-  atRestEncryptor,
-  SERVE_REQUIRED,
-  tokenRequest,
-  WORKSPACE_SCOPES,
-  type Config,
-  type Logger,
-} from '../core/index.js';
+import { AppError, createLogger, hashPassword, loadConfig, atRestEncryptor, SERVE_REQUIRED, tokenRequest, WORKSPACE_SCOPES, type Config, type Logger } from '../core/index.js';
 import { getConnectionByProvider, saveConnection } from '../domain/identity/index.js';
 import { AccountStore, createUser, getCredentials, setCredentials, type Sql } from '../domain/index.js';
 import { start as startGoogle, type GoogleEmulator, type SeedSheet } from '../emulator/google.js';
@@ -53,7 +42,17 @@ export const SAMPLE_SHEET: SeedSheet = {
     ],
   },
 };
-const OTHER_SHEET: SeedSheet = { id: 'sheet-team-budget', name: 'Team budget', sheets: { Budget: [['Item', 'Amount'], ['Laptops', 4200], ['Travel', 1800]] } };
+const OTHER_SHEET: SeedSheet = {
+  id: 'sheet-team-budget',
+  name: 'Team budget',
+  sheets: {
+    Budget: [
+      ['Item', 'Amount'],
+      ['Laptops', 4200],
+      ['Travel', 1800],
+    ],
+  },
+};
 
 export interface DemoOptions {
   /** The raw settings (process.env in main.ts); the demo adds its own over them. */
@@ -127,7 +126,10 @@ async function ensureImage(config: Readonly<Config>, print: (l: string) => void,
   const exists = await docker
     .getImage(config.docker.image)
     .inspect()
-    .then(() => true, () => false);
+    .then(
+      () => true,
+      () => false,
+    );
   if (exists) return;
   print(`Building the sandbox image ${config.docker.image} (first start only; a few minutes)…`);
   const started = Date.now();
@@ -144,14 +146,19 @@ async function ensureImage(config: Readonly<Config>, print: (l: string) => void,
   );
   timer.unref();
   // The build logs its stages (base rootfs, app layer) at info; show them as progress lines.
-  const stages = createLogger({ level: 'info', destination: { write: (line: string) => {
-    try {
-      const o = JSON.parse(line) as { msg?: string; level?: number };
-      if (o.msg && (o.level ?? 30) >= 30) print(`${tty ? '\r' : ''}  · ${o.msg}`);
-    } catch {
-      // not JSON: ignore
-    }
-  } } as unknown as NodeJS.WritableStream });
+  const stages = createLogger({
+    level: 'info',
+    destination: {
+      write: (line: string) => {
+        try {
+          const o = JSON.parse(line) as { msg?: string; level?: number };
+          if (o.msg && (o.level ?? 30) >= 30) print(`${tty ? '\r' : ''}  · ${o.msg}`);
+        } catch {
+          // not JSON: ignore
+        }
+      },
+    } as unknown as NodeJS.WritableStream,
+  });
   try {
     await ensureSandboxImage({ docker, tag: config.docker.image, root: repoRoot(), log: stages });
   } catch (err) {
@@ -342,13 +349,7 @@ export async function startDemo(opts: DemoOptions = {}): Promise<Demo> {
 }
 
 function seedDirectory(d: DirectoryEmulator): void {
-  const people = [
-    DEMO_ADMIN,
-    DEMO_USER,
-    { email: `ana.lima@${DEMO_DOMAIN}`, name: 'Ana Lima' },
-    { email: `ben.okafor@${DEMO_DOMAIN}`, name: 'Ben Okafor' },
-    { email: `chen.wei@${DEMO_DOMAIN}`, name: 'Chen Wei' },
-  ];
+  const people = [DEMO_ADMIN, DEMO_USER, { email: `ana.lima@${DEMO_DOMAIN}`, name: 'Ana Lima' }, { email: `ben.okafor@${DEMO_DOMAIN}`, name: 'Ben Okafor' }, { email: `chen.wei@${DEMO_DOMAIN}`, name: 'Chen Wei' }];
   for (const p of people) d.addUser({ primaryEmail: p.email, name: { fullName: p.name }, isAdmin: p.email === DEMO_ADMIN.email });
   const sales = d.addGroup({ email: `sales@${DEMO_DOMAIN}`, name: 'Sales', description: 'Sales team' });
   const eng = d.addGroup({ email: `engineering@${DEMO_DOMAIN}`, name: 'Engineering', description: 'Engineering team' });

@@ -44,13 +44,7 @@ export interface ExchangeResult {
  * Make the upstream request and stream its answer to `res` through the decoder and the scrubber.
  * Resolves when the exchange is over in any way (never rejects).
  */
-export function exchange(
-  o: { agents: UpstreamAgents; timeoutMs: number },
-  c: CompiledRoute,
-  req: { method: string; path: string; headers: OutgoingHttpHeaders; body: Buffer },
-  secret: string,
-  res: ServerResponse,
-): Promise<ExchangeResult> {
+export function exchange(o: { agents: UpstreamAgents; timeoutMs: number }, c: CompiledRoute, req: { method: string; path: string; headers: OutgoingHttpHeaders; body: Buffer }, secret: string, res: ServerResponse): Promise<ExchangeResult> {
   const tls = c.upstream.protocol === 'https:';
   const host = c.upstream.hostname.replace(/^\[|\]$/g, '');
   const port = Number(c.upstream.port || (tls ? 443 : 80));
@@ -91,13 +85,7 @@ export function exchange(
 }
 
 /** Pass an upstream answer on: headers and body scrubbed of the real token, compressed bodies decoded first. */
-function answer(
-  upRes: IncomingMessage,
-  secret: string,
-  res: ServerResponse,
-  up: { destroy(): void },
-  count: (n: number) => void,
-): { refused: true } | { refused: false; done: Promise<Omit<ExchangeResult, 'resBytes'>> } {
+function answer(upRes: IncomingMessage, secret: string, res: ServerResponse, up: { destroy(): void }, count: (n: number) => void): { refused: true } | { refused: false; done: Promise<Omit<ExchangeResult, 'resBytes'>> } {
   // The scrubber only sees plain bytes: a coding the gateway cannot undo is refused, since its
   // bytes could carry the token past the scrubber.
   const codings = contentCodings(upRes.headers['content-encoding']);

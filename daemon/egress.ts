@@ -200,7 +200,17 @@ export class EgressGatewayService implements EgressGateway {
       const { headers } = upstreamHeaders(req, a.c.route, a.c.headers, { host: a.c.upstream.host, bodyLength: body.length, real: a.real });
       const r = await exchange({ agents: st.agents, timeoutMs: this.#o.upstreamTimeoutMs ?? UPSTREAM_TIMEOUT_MS }, a.c, { method: req.method!, path: a.path, headers, body }, a.real ?? '', res);
       this.#o.metrics?.proxyDecisions.inc({ route: 'egress', outcome: r.code ? 'upstream_error' : 'allowed' });
-      const line = { ...data, template: a.template, status: r.status, req_bytes: body.length, res_bytes: r.resBytes, ms: Number(process.hrtime.bigint() - started) / 1e6, ...(r.code ? { code: r.code } : {}), ...(r.scrubbed ? { scrubbed: r.scrubbed } : {}), ...(r.decoded ? { decoded: r.decoded } : {}) };
+      const line = {
+        ...data,
+        template: a.template,
+        status: r.status,
+        req_bytes: body.length,
+        res_bytes: r.resBytes,
+        ms: Number(process.hrtime.bigint() - started) / 1e6,
+        ...(r.code ? { code: r.code } : {}),
+        ...(r.scrubbed ? { scrubbed: r.scrubbed } : {}),
+        ...(r.decoded ? { decoded: r.decoded } : {}),
+      };
       if (r.code) st.log.warn(line, 'egress upstream error');
       else st.log.debug(line, 'egress forwarded');
     } catch (err) {
@@ -248,7 +258,7 @@ function admitHere(st: SessionState, req: IncomingMessage, data: Record<string, 
   if (!raw.startsWith('/')) throw new ProxyRefusal('ERR_EGRESS_DENIED', 'origin-form targets only');
   const target = parseTarget(raw);
   const c = findRoute(st.routes, target.path);
-  if (!c) throw new ProxyRefusal('ERR_EGRESS_DENIED', "no route of this session for this path");
+  if (!c) throw new ProxyRefusal('ERR_EGRESS_DENIED', 'no route of this session for this path');
   data.route = c.route.name;
   const allowed = allowedEntry(c, req.method, target.path);
   if (!allowed) throw new ProxyRefusal('ERR_EGRESS_DENIED', 'method and path not allowed on this route');

@@ -114,16 +114,12 @@ export class FleetSessions implements TurnRunner {
 
   /** Session hook: this node owns the session's live sandbox now. */
   live(sessionId: string, userId: number): void {
-    ownSandbox(this.o.database.sql, { sessionId, userId, nodeId: this.o.config.node.id, state: 'live' }).catch((err: Error) =>
-      this.o.log.warn({ sessionId, err: err.message }, 'could not record the sandbox owner'),
-    );
+    ownSandbox(this.o.database.sql, { sessionId, userId, nodeId: this.o.config.node.id, state: 'live' }).catch((err: Error) => this.o.log.warn({ sessionId, err: err.message }, 'could not record the sandbox owner'));
   }
 
   /** Session hook: the sandbox ended here. */
   ended(sessionId: string): void {
-    releaseSandbox(this.o.database.sql, sessionId, this.o.config.node.id).catch((err: Error) =>
-      this.o.log.warn({ sessionId, err: err.message }, 'could not clear the sandbox owner'),
-    );
+    releaseSandbox(this.o.database.sql, sessionId, this.o.config.node.id).catch((err: Error) => this.o.log.warn({ sessionId, err: err.message }, 'could not clear the sandbox owner'));
   }
 
   /** Adopt a container at start only when the fleet still says this node owns its session. */

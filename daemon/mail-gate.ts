@@ -86,9 +86,7 @@ export class MailGate implements SandboxAuditor, ApprovalDecider {
     // The hourly slot is reserved before anyone is asked (an approval cannot get past the limit);
     // a held send keeps it while it waits, and gives it back when it is denied or times out.
     const hold: NewHold =
-      stillAsked.length === 0
-        ? { ...base, verdict: h.verdict, asked, state: asked.length ? 'approved' : 'sent', scope: asked.length ? 'recipient' : null }
-        : { ...base, verdict: 'ask', asked: stillAsked, state: 'pending' };
+      stillAsked.length === 0 ? { ...base, verdict: h.verdict, asked, state: asked.length ? 'approved' : 'sent', scope: asked.length ? 'recipient' : null } : { ...base, verdict: 'ask', asked: stillAsked, state: 'pending' };
     if (!(await reserveHold(this.db, hold, policy.max_per_hour, sinceIso))) {
       return refuse('refused', 'ERR_MAIL_RATE_LIMITED', `at most ${policy.max_per_hour} messages per hour may be sent; try again later`);
     }
@@ -97,7 +95,13 @@ export class MailGate implements SandboxAuditor, ApprovalDecider {
     if (!turn?.onDaemonEvent || turn.turnId !== h.turn_id || turn.signal.aborted) {
       await decideHold(this.db, h.hold_id, 'refused', null, 'ERR_MAIL_APPROVAL_UNAVAILABLE');
       await this.audit(s, 'mail.refused', h, { code: 'ERR_MAIL_APPROVAL_UNAVAILABLE' });
-      return { allow: false, code: 'ERR_MAIL_APPROVAL_UNAVAILABLE', message: repeat ? `the same message (same recipients, subject and attachments) was already sent from this chat at ${repeat.created_at}; it is sent again only with the user's approval, during a chat turn` : 'this send needs the user\'s approval, and only a send made during a chat turn can be approved' };
+      return {
+        allow: false,
+        code: 'ERR_MAIL_APPROVAL_UNAVAILABLE',
+        message: repeat
+          ? `the same message (same recipients, subject and attachments) was already sent from this chat at ${repeat.created_at}; it is sent again only with the user's approval, during a chat turn`
+          : "this send needs the user's approval, and only a send made during a chat turn can be approved",
+      };
     }
     return this.ask(s, h, turn, stillAsked, policy.approval_timeout_s, repeat?.created_at);
   }

@@ -99,7 +99,9 @@ function leaves(buf: Buffer, depth: number, out: Part[]): void {
   const cd = h.get('content-disposition');
   const disp = cd ? parseHeaderValue(cd) : undefined;
   const rawName = disp?.params.filename ?? ct.params.name;
-  const enc = String(h.get('content-transfer-encoding') ?? '').trim().toLowerCase();
+  const enc = String(h.get('content-transfer-encoding') ?? '')
+    .trim()
+    .toLowerCase();
   out.push({
     type,
     charset: String(ct.params.charset ?? 'utf-8'),
@@ -159,7 +161,11 @@ export function mailPreview(raw: Buffer): MailPreview {
     to: addresses(fields, 'to'),
     cc: addresses(fields, 'cc'),
     bcc: addresses(fields, 'bcc'),
-    subject: subject ? decodeWords(subject).replace(/[\r\n\t]+/g, ' ').slice(0, 998) : '',
+    subject: subject
+      ? decodeWords(subject)
+          .replace(/[\r\n\t]+/g, ' ')
+          .slice(0, 998)
+      : '',
     text: full.slice(0, PREVIEW_TEXT_CHARS),
     truncated: full.length > PREVIEW_TEXT_CHARS,
     text_from: plain ? 'plain' : html ? 'html' : 'none',

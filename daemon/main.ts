@@ -13,7 +13,11 @@ export function configOrExit(require: string[] = []): Readonly<Config> {
     return loadConfig(process.env, { require });
   } catch (err) {
     if (isAppError(err, 'ERR_CONFIG_INVALID')) {
-      process.stderr.write(`airlock: invalid configuration\n${configProblems(err).map((p) => `  - ${p}`).join('\n')}\n`);
+      process.stderr.write(
+        `airlock: invalid configuration\n${configProblems(err)
+          .map((p) => `  - ${p}`)
+          .join('\n')}\n`,
+      );
       process.exit(1);
     }
     throw err;
@@ -53,7 +57,11 @@ async function runDemo(): Promise<void> {
   // The demo builds its own settings over these (emulator URLs, generated secrets) and loads them with loadConfig.
   const demo = await startDemo({ env: { ...process.env } }).catch((err: unknown) => {
     if (isAppError(err, 'ERR_CONFIG_INVALID')) {
-      process.stderr.write(`airlock: invalid configuration\n${configProblems(err).map((p) => `  - ${p}`).join('\n')}\n`);
+      process.stderr.write(
+        `airlock: invalid configuration\n${configProblems(err)
+          .map((p) => `  - ${p}`)
+          .join('\n')}\n`,
+      );
       process.exit(1);
     }
     if (isAppError(err, 'ERR_DEMO_DOCKER')) {
@@ -83,36 +91,43 @@ async function runDemo(): Promise<void> {
 /** `airlock sessions …`: the operator commands that talk to the running daemon. */
 function sessionCommands(program: Command): void {
   const sessions = program.command('sessions').description('live sandbox sessions (talks to the running daemon)');
-  sessions.command('ls').description('list live sessions and pool containers').option('--json', 'JSON output')
+  sessions
+    .command('ls')
+    .description('list live sessions and pool containers')
+    .option('--json', 'JSON output')
     .action(async (opts: { json?: boolean }) => (await import('./runtime/cli.js')).sessionsLs(configOrExit(), opts).catch(fail));
-  sessions.command('inspect <id>').description('details of one session (session id or container id)')
+  sessions
+    .command('inspect <id>')
+    .description('details of one session (session id or container id)')
     .action(async (id: string) => (await import('./runtime/cli.js')).sessionsInspect(configOrExit(), id).catch(fail));
-  sessions.command('logs <id>').description('the sandbox container log').option('--tail <n>', 'last n lines', '200')
+  sessions
+    .command('logs <id>')
+    .description('the sandbox container log')
+    .option('--tail <n>', 'last n lines', '200')
     .action(async (id: string, opts: { tail: string }) => (await import('./runtime/cli.js')).sessionsLogs(configOrExit(), id, opts).catch(fail));
-  sessions.command('attach <id>').description('interactive shell in the session container (as the agent user, through a TTY)').option('--root', 'shell as root (still without capabilities)')
+  sessions
+    .command('attach <id>')
+    .description('interactive shell in the session container (as the agent user, through a TTY)')
+    .option('--root', 'shell as root (still without capabilities)')
     .action(async (id: string, opts: { root?: boolean }) => (await import('./runtime/cli.js')).sessionsAttach(configOrExit(), id, opts).catch(fail));
-  sessions.command('restart [id]').description('restart a session sandbox (the next prompt gets a fresh one)').option('--stale', 'restart every stale session')
+  sessions
+    .command('restart [id]')
+    .description('restart a session sandbox (the next prompt gets a fresh one)')
+    .option('--stale', 'restart every stale session')
     .action(async (id: string | undefined, opts: { stale?: boolean }) => (await import('./runtime/cli.js')).sessionsRestart(configOrExit(), id, opts).catch(fail));
-  sessions.command('kill <id>').description('stop and remove a session sandbox')
+  sessions
+    .command('kill <id>')
+    .description('stop and remove a session sandbox')
     .action(async (id: string) => (await import('./runtime/cli.js')).sessionsKill(configOrExit(), id).catch(fail));
 }
 
 export function buildProgram(): Command {
   const program = new Command();
-  program
-    .name('airlock')
-    .description('Airlock: one warm, locked-down sandbox per chat session, with a credential-injection proxy.')
-    .showHelpAfterError();
+  program.name('airlock').description('Airlock: one warm, locked-down sandbox per chat session, with a credential-injection proxy.').showHelpAfterError();
 
-  program
-    .command('serve')
-    .description('run the daemon and its web app (needs AGENT_USER_TOKEN_SECRET and MCP_INTERNAL_SECRET)')
-    .action(runServe);
+  program.command('serve').description('run the daemon and its web app (needs AGENT_USER_TOKEN_SECRET and MCP_INTERNAL_SECRET)').action(runServe);
 
-  program
-    .command('demo')
-    .description('the whole product on one machine: emulated Google, IdP and directory, the demo model, a demo admin and user')
-    .action(runDemo);
+  program.command('demo').description('the whole product on one machine: emulated Google, IdP and directory, the demo model, a demo admin and user').action(runDemo);
 
   program
     .command('create-superuser')
@@ -167,14 +182,17 @@ export function buildProgram(): Command {
 
   const db = program.command('db').description('the database');
   db.command('copy')
-    .description('copy every row of this install\'s database (AIRLOCK_DATABASE_URL, or SQLite in the data folder) into a new, empty one')
+    .description("copy every row of this install's database (AIRLOCK_DATABASE_URL, or SQLite in the data folder) into a new, empty one")
     .requiredOption('--to <url>', 'the target, e.g. postgres://airlock:…@db:5432/airlock (migrated first; must hold no users)')
     .action(async (opts: { to: string }) => {
       process.exitCode = await (await import('./ops-cli.js')).dbCopy(configOrExit(), opts.to).catch(fail);
     });
 
   const nodes = program.command('nodes').description('the nodes of the fleet (from the shared database)');
-  nodes.command('ls').description('every node: id, state, URL, last heartbeat, sessions, capacity, version').option('--json', 'JSON output')
+  nodes
+    .command('ls')
+    .description('every node: id, state, URL, last heartbeat, sessions, capacity, version')
+    .option('--json', 'JSON output')
     .action(async (opts: { json?: boolean }) => (await import('./ops-cli.js')).nodesLs(configOrExit(), opts).catch(fail));
 
   return program;

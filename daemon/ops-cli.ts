@@ -26,7 +26,10 @@ export async function nodesLs(config: Readonly<Config>, opts: { json?: boolean }
  * database or the engine cannot be reached.
  */
 export async function doctor(config: Readonly<Config>, out: (s: string) => void = (s) => process.stdout.write(s)): Promise<number> {
-  const lines: [string, string][] = [['airlock', airlockVersion()], ['node', `${config.node.id} (${config.node.url})`]];
+  const lines: [string, string][] = [
+    ['airlock', airlockVersion()],
+    ['node', `${config.node.id} (${config.node.url})`],
+  ];
   let ok = true;
   try {
     const database = await openDatabase({ url: config.databaseUrl?.reveal(), file: join(config.dataDir, 'airlock.db') });
@@ -60,7 +63,16 @@ export async function doctor(config: Readonly<Config>, out: (s: string) => void 
 
 function table(rows: string[][]): string {
   const w = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
-  return rows.map((r) => r.map((c, i) => c.padEnd(w[i])).join('  ').trimEnd()).join('\n') + '\n';
+  return (
+    rows
+      .map((r) =>
+        r
+          .map((c, i) => c.padEnd(w[i]))
+          .join('  ')
+          .trimEnd(),
+      )
+      .join('\n') + '\n'
+  );
 }
 
 /** `airlock db copy --to URL`: this install's data into a new database (docs/deploy.md). */

@@ -1,13 +1,4 @@
-import {
-  AppError,
-  randomToken,
-  type Config,
-  type Encryptor,
-  type Logger,
-  type PreparedSession,
-  type ProfileRoute,
-  type SessionPreparer,
-} from '../core/index.js';
+import { AppError, randomToken, type Config, type Encryptor, type Logger, type PreparedSession, type ProfileRoute, type SessionPreparer } from '../core/index.js';
 import { ACCOUNT_TOKEN_ENVS, agentSettings, isRouteName, ROUTE_ENV, type SandboxRouteEnv } from '../core/sandbox-env.js';
 import { buildProfile } from './runtime/session-plan.js';
 import { writeProfile } from './runtime/slots.js';
@@ -131,7 +122,6 @@ export function buildRoutes(i: RouteInputs): ProfileRoute[] {
   }
   return routes;
 }
-
 
 export interface OverlayOptions {
   config: Readonly<Config>;

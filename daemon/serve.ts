@@ -187,13 +187,7 @@ function sessionHooks(base: DaemonBase, tokenService: TokenService, fleetSession
 }
 
 /** The web services the sandbox runtime provides (chat runner, operator, attach, workspaces, tokens). */
-function wireRuntime(
-  services: WebServices,
-  runtime: Runtime,
-  fleetSessions: FleetSessions,
-  telemetry: ReturnType<typeof startTelemetry>,
-  tokenService: TokenService,
-): void {
+function wireRuntime(services: WebServices, runtime: Runtime, fleetSessions: FleetSessions, telemetry: ReturnType<typeof startTelemetry>, tokenService: TokenService): void {
   // ChatService (domain/chat/turn-service.ts) is {runner}; the session manager is the TurnRunner.
   fleetSessions.runner = runtime.sessions;
   services.operator ??= ((request: unknown) => runtime.sessions.handleControl(request)) satisfies OperatorPort;

@@ -46,6 +46,9 @@ export async function queryActionLog(db: Sql, q: ActionLogQuery = {}): Promise<A
   if (q.severity) s = s.where('severity', '=', q.severity);
   if (q.subjectId !== undefined) s = s.where('subject_id', '=', q.subjectId);
   if (q.before !== undefined) s = s.where('id', '<', q.before);
-  const rows = await s.orderBy('id', 'desc').limit(Math.min(Math.max(q.limit ?? 50, 1), 500)).execute();
+  const rows = await s
+    .orderBy('id', 'desc')
+    .limit(Math.min(Math.max(q.limit ?? 50, 1), 500))
+    .execute();
   return rows.map((r) => ({ ...r, data: JSON.parse(r.data) as Record<string, unknown> }));
 }

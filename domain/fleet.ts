@@ -31,12 +31,20 @@ export async function registerNode(db: Sql, n: { id: string; url: string; versio
 
 /** I am alive, with this many live sessions. */
 export async function heartbeat(db: Sql, id: string, sessions: number, now = new Date()): Promise<void> {
-  await db.updateTable('nodes').set({ heartbeat_at: nowIso(now), sessions }).where('id', '=', id).execute();
+  await db
+    .updateTable('nodes')
+    .set({ heartbeat_at: nowIso(now), sessions })
+    .where('id', '=', id)
+    .execute();
 }
 
 /** Leave the fleet on a clean shutdown (a crashed node is found by its silence instead). */
 export async function leaveFleet(db: Sql, id: string): Promise<void> {
-  await db.updateTable('nodes').set({ heartbeat_at: nowIso(new Date(0)), sessions: 0 }).where('id', '=', id).execute();
+  await db
+    .updateTable('nodes')
+    .set({ heartbeat_at: nowIso(new Date(0)), sessions: 0 })
+    .where('id', '=', id)
+    .execute();
 }
 
 export async function listNodes(db: Sql, lostS: number, now = new Date()): Promise<NodeInfo[]> {
@@ -137,7 +145,6 @@ export async function acquireLease(db: Sql, name: string, holder: string, ttlMs:
 export async function releaseLease(db: Sql, name: string, holder: string): Promise<void> {
   await db.deleteFrom('leases').where('name', '=', name).where('holder', '=', holder).execute();
 }
-
 
 // --- nonces of signed requests between nodes -------------------------------------------------
 

@@ -127,7 +127,10 @@ export class LoginLimiter {
   async #prune(now: number): Promise<void> {
     if (now - this.#lastPrune < 60_000) return;
     this.#lastPrune = now;
-    await this.#db.deleteFrom('login_failures').where('at_ms', '<=', now - this.#windowMs).execute();
+    await this.#db
+      .deleteFrom('login_failures')
+      .where('at_ms', '<=', now - this.#windowMs)
+      .execute();
   }
 }
 

@@ -45,7 +45,11 @@ export async function serverMailPolicy(db: Sql, defaults: Readonly<Config['mail'
   const row = await db.selectFrom('mail_server_policy').selectAll().where('id', '=', 1).executeTakeFirst();
   if (row) return view(row);
   // Two nodes reading first at once: one insert wins, both read the same row.
-  await db.insertInto('mail_server_policy').values(seed(defaults)).onConflict((oc) => oc.column('id').doNothing()).execute();
+  await db
+    .insertInto('mail_server_policy')
+    .values(seed(defaults))
+    .onConflict((oc) => oc.column('id').doNothing())
+    .execute();
   return view(await db.selectFrom('mail_server_policy').selectAll().where('id', '=', 1).executeTakeFirstOrThrow());
 }
 

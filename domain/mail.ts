@@ -87,12 +87,7 @@ export async function insertHold(db: Sql, h: NewHold): Promise<void> {
 
 /** Decide a pending hold; false when it was no longer pending (decided elsewhere meanwhile). */
 export async function decideHold(db: Sql, id: string, state: Exclude<HoldState, 'pending'>, scope: 'once' | 'recipient' | null, code: string | null): Promise<boolean> {
-  const r = await db
-    .updateTable('mail_holds')
-    .set({ state, scope, code, decided_at: nowIso() })
-    .where('id', '=', id)
-    .where('state', '=', 'pending')
-    .executeTakeFirst();
+  const r = await db.updateTable('mail_holds').set({ state, scope, code, decided_at: nowIso() }).where('id', '=', id).where('state', '=', 'pending').executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
 }
 

@@ -30,7 +30,11 @@ export async function getUserById(db: Sql, id: number): Promise<User | undefined
 
 /** By e-mail, whatever its case. */
 export async function getUserByEmail(db: Sql, email: string): Promise<User | undefined> {
-  const r = await db.selectFrom('users').select(PUBLIC).where(sql`lower(email)`, '=', email.toLowerCase()).executeTakeFirst();
+  const r = await db
+    .selectFrom('users')
+    .select(PUBLIC)
+    .where(sql`lower(email)`, '=', email.toLowerCase())
+    .executeTakeFirst();
   return r && toUser(r);
 }
 
@@ -46,7 +50,11 @@ export async function getCredentials(db: Sql, username: string): Promise<{ user:
 
 /** Whether a user holds this username, whatever its case. */
 export async function usernameTaken(db: Sql, username: string): Promise<boolean> {
-  return !!(await db.selectFrom('users').select('id').where(sql`lower(username)`, '=', username.toLowerCase()).executeTakeFirst());
+  return !!(await db
+    .selectFrom('users')
+    .select('id')
+    .where(sql`lower(username)`, '=', username.toLowerCase())
+    .executeTakeFirst());
 }
 
 export interface NewUser {

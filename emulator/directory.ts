@@ -159,9 +159,6 @@ export async function start(opts: { domain?: string; audience?: string } = {}): 
     },
   };
 
-
-
-
   const tk: TokenKit = { emu, tokens, spki, keyId, audience: opts.audience ?? tokenUrl };
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     const u = new URL(req.url ?? '/', url);
@@ -228,7 +225,11 @@ async function handleToken({ emu, tokens, spki, keyId, audience }: TokenKit, req
     if (typeof payload.sub !== 'string' || !emu.admins.has(payload.sub)) {
       return send(res, 401, { error: 'unauthorized_client', error_description: 'Client is unauthorized to retrieve access tokens using this method, or client not authorized for any of the scopes requested.' });
     }
-    const scopes = new Set(String(payload.scope ?? '').split(' ').filter(Boolean));
+    const scopes = new Set(
+      String(payload.scope ?? '')
+        .split(' ')
+        .filter(Boolean),
+    );
     const token = `ya29.emu-${randomBytes(24).toString('base64url')}`;
     tokens.set(token, { scopes, exp: Date.now() + 3600_000 });
     send(res, 200, { access_token: token, token_type: 'Bearer', expires_in: 3599 });

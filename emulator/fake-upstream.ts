@@ -41,7 +41,15 @@ export async function start(): Promise<FakeUpstream> {
         out = { id: `msg-${requests.length}`, threadId: `thr-${requests.length}`, labelIds: ['SENT'] };
       } else if (req.method === 'GET' && /^\/v4\/spreadsheets\/[^/]+\/values\/[^/]+$/.test(path)) {
         const range = decodeURIComponent(path.split('/').pop()!);
-        out = { range, majorDimension: 'ROWS', values: [['region', 'sales'], ['north', '10'], ['south', '20']] };
+        out = {
+          range,
+          majorDimension: 'ROWS',
+          values: [
+            ['region', 'sales'],
+            ['north', '10'],
+            ['south', '20'],
+          ],
+        };
       } else if (req.method === 'GET' && path === '/drive/v3/files') {
         out = { kind: 'drive#fileList', files: [{ id: 'sheet-1', name: 'Sales', mimeType: 'application/vnd.google-apps.spreadsheet' }] };
       } else if (req.method === 'POST' && /\/chat\/completions$/.test(path)) {

@@ -41,7 +41,6 @@ function matches(file: { name: string; mimeType: string }, t: Term): boolean {
   return actual !== t.value;
 }
 
-
 /** The files.list handler over the seeded files. */
 export function driveService(files: readonly DriveFile[]): ServiceHandler {
   return (req: IncomingMessage, res: ServerResponse, url: URL): boolean => {

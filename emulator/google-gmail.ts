@@ -40,7 +40,6 @@ function addresses(a: AddressObject | AddressObject[] | undefined): string[] {
   return (Array.isArray(a) ? a : [a]).flatMap((x) => x.value.map((v) => v.address ?? '')).filter(Boolean);
 }
 
-
 /** The messages.send handler; `userEmail` is the From of a message without one, as Gmail does. */
 export function gmailService(mailbox: MailboxMessage[], userEmail: string): ServiceHandler {
   return async (req: IncomingMessage, res: ServerResponse, url: URL, body: Buffer): Promise<boolean> => {
@@ -91,4 +90,3 @@ export function gmailService(mailbox: MailboxMessage[], userEmail: string): Serv
     return false;
   };
 }
-

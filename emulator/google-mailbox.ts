@@ -34,16 +34,22 @@ function listPage(box: readonly MailboxMessage[]): string {
     .reverse()
     .map((m) => `<tr><td>${esc(m.receivedAt)}</td><td>${esc(m.from)}</td><td>${esc(m.to.join(', '))}</td><td><a href="/mailbox/${esc(m.id)}">${esc(m.subject || '(no subject)')}</a></td><td>${m.attachments.length}</td></tr>`)
     .join('');
-  return page('Mailbox', `<h1>Mailbox</h1><p class="meta">${box.length} message(s) sent through the emulated Gmail API.</p>
-<table><thead><tr><th>Received</th><th>From</th><th>To</th><th>Subject</th><th>Parts</th></tr></thead><tbody>${rows}</tbody></table>`);
+  return page(
+    'Mailbox',
+    `<h1>Mailbox</h1><p class="meta">${box.length} message(s) sent through the emulated Gmail API.</p>
+<table><thead><tr><th>Received</th><th>From</th><th>To</th><th>Subject</th><th>Parts</th></tr></thead><tbody>${rows}</tbody></table>`,
+  );
 }
 
 function messagePage(m: MailboxMessage): string {
   // The agent wrote this HTML: show it in a sandboxed iframe (no scripts, no same-origin).
   const body = m.html !== undefined ? resolveCids(m.html, m.attachments) : `<pre>${esc(m.text ?? '')}</pre>`;
-  return page(m.subject, `<p><a href="/mailbox">← Mailbox</a></p><h1>${esc(m.subject || '(no subject)')}</h1>
+  return page(
+    m.subject,
+    `<p><a href="/mailbox">← Mailbox</a></p><h1>${esc(m.subject || '(no subject)')}</h1>
 <p class="meta">From ${esc(m.from)} · To ${esc(m.to.join(', '))}${m.cc.length ? ` · Cc ${esc(m.cc.join(', '))}` : ''} · ${esc(m.receivedAt)}</p>
-<iframe sandbox="" referrerpolicy="no-referrer" srcdoc="${esc(body)}"></iframe>`);
+<iframe sandbox="" referrerpolicy="no-referrer" srcdoc="${esc(body)}"></iframe>`,
+  );
 }
 
 export function mailboxPages(mailbox: readonly MailboxMessage[]): ServiceHandler {

@@ -64,7 +64,6 @@ export function parseA1(range: string, tabs: string[]): { tab: string; r0: numbe
   return { tab, r0: ca.row ?? 0, r1: cb.row ?? INF, c0: ca.col ?? 0, c1: cb.col ?? INF };
 }
 
-
 /** The values.get handler over the seeded spreadsheets. */
 export function sheetsService(sheets: ReadonlyMap<string, SeedSheet>): ServiceHandler {
   return (req: IncomingMessage, res: ServerResponse, url: URL): boolean => {
@@ -80,9 +79,7 @@ export function sheetsService(sheets: ReadonlyMap<string, SeedSheet>): ServiceHa
       const box = parseA1(range, Object.keys(s.sheets));
       if (!box) return failed(res, 400, 'INVALID_ARGUMENT', `Unable to parse range: ${range}`);
       const grid = s.sheets[box.tab];
-      const rows = grid.slice(box.r0, box.r1 === Number.MAX_SAFE_INTEGER ? undefined : box.r1 + 1).map((r) =>
-        r.slice(box.c0, box.c1 === Number.MAX_SAFE_INTEGER ? undefined : box.c1 + 1).map((v) => (v === null ? '' : String(v))),
-      );
+      const rows = grid.slice(box.r0, box.r1 === Number.MAX_SAFE_INTEGER ? undefined : box.r1 + 1).map((r) => r.slice(box.c0, box.c1 === Number.MAX_SAFE_INTEGER ? undefined : box.c1 + 1).map((v) => (v === null ? '' : String(v))));
       // Google trims trailing empty rows and cells.
       const trimmed = rows.map((r) => {
         let n = r.length;
@@ -101,4 +98,3 @@ export function sheetsService(sheets: ReadonlyMap<string, SeedSheet>): ServiceHa
     return false;
   };
 }
-

@@ -1,14 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import {
-  chunksOf,
-  jsonPieces,
-  startModelServer,
-  startSse,
-  untilClosed,
-  type ModelServer,
-  type ModelServerOptions,
-  type ProviderShape,
-} from './model-script.js';
+import { chunksOf, jsonPieces, startModelServer, startSse, untilClosed, type ModelServer, type ModelServerOptions, type ProviderShape } from './model-script.js';
 import { anthropicWireProblem } from './model-wire.js';
 
 export type { ModelServer, ModelServerOptions, ModelStep } from './model-script.js';
@@ -58,7 +49,16 @@ const shape: ProviderShape = {
     const ev = (name: string, data: Record<string, unknown>) => res.write(`event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`);
     startSse(res);
     ev('message_start', {
-      message: { id: `msg_${randomUUID().replace(/-/g, '').slice(0, 24)}`, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: Math.ceil(JSON.stringify(body.messages ?? []).length / 4), output_tokens: 1 } },
+      message: {
+        id: `msg_${randomUUID().replace(/-/g, '').slice(0, 24)}`,
+        type: 'message',
+        role: 'assistant',
+        model,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { input_tokens: Math.ceil(JSON.stringify(body.messages ?? []).length / 4), output_tokens: 1 },
+      },
     });
     ev('ping', {});
     if (step.kind === 'malformed') {

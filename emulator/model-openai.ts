@@ -1,14 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import {
-  chunksOf,
-  jsonPieces,
-  startModelServer,
-  startSse,
-  untilClosed,
-  type ModelServer,
-  type ModelServerOptions,
-  type ProviderShape,
-} from './model-script.js';
+import { chunksOf, jsonPieces, startModelServer, startSse, untilClosed, type ModelServer, type ModelServerOptions, type ProviderShape } from './model-script.js';
 import { openAiWireProblem } from './model-wire.js';
 
 export type { ModelServer, ModelServerOptions, ModelStep } from './model-script.js';
@@ -98,4 +89,3 @@ const shape: ProviderShape = {
 export function start(opts: ModelServerOptions = {}): Promise<ModelServer> {
   return startModelServer(shape, opts);
 }
-

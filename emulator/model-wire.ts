@@ -78,13 +78,15 @@ export function anthropicWireProblem(body: Obj): string | undefined {
       } else if (b.type === 'tool_result') {
         if (m.role !== 'user') return `messages.${i}: tool_result blocks are only allowed in user messages`;
         if (seenOther) return `messages.${i}: tool_result blocks must come first in the content`;
-        if (!prevUses.has(b.tool_use_id)) return `messages.${i}: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${b.tool_use_id}. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`;
+        if (!prevUses.has(b.tool_use_id))
+          return `messages.${i}: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${b.tool_use_id}. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`;
         answered.add(b.tool_use_id);
       } else return `messages.${i}: unknown content block type`;
     }
     if (m.role === 'user') {
       const missing = [...prevUses].filter((id) => !answered.has(id));
-      if (missing.length) return `messages.${i}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${missing.join(', ')}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`;
+      if (missing.length)
+        return `messages.${i}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${missing.join(', ')}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`;
     }
     prevUses = m.role === 'assistant' ? uses : new Set();
   }

@@ -19,11 +19,14 @@ declare module 'oidc-provider' {
     find(id: string): Promise<GrantInstance | undefined>;
   }
   export default class Provider {
-    constructor(issuer: string, config: Record<string, unknown> & {
-      interactions?: { url: (ctx: Ctx, interaction: Interaction) => string };
-      findAccount?: (ctx: Ctx, id: string) => Promise<{ accountId: string; claims: () => Promise<Record<string, unknown>> } | undefined>;
-      renderError?: (ctx: Ctx, out: Record<string, unknown>) => Promise<void>;
-    });
+    constructor(
+      issuer: string,
+      config: Record<string, unknown> & {
+        interactions?: { url: (ctx: Ctx, interaction: Interaction) => string };
+        findAccount?: (ctx: Ctx, id: string) => Promise<{ accountId: string; claims: () => Promise<Record<string, unknown>> } | undefined>;
+        renderError?: (ctx: Ctx, out: Record<string, unknown>) => Promise<void>;
+      },
+    );
     use(fn: (ctx: Ctx, next: () => Promise<void>) => Promise<void>): this;
     callback(): (req: IncomingMessage, res: ServerResponse) => void;
     interactionDetails(req: IncomingMessage, res: ServerResponse): Promise<Interaction>;

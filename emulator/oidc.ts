@@ -60,11 +60,7 @@ async function interaction(provider: Provider, users: Map<string, OidcUser>, req
   if (details.prompt.name === 'login') {
     if (!login) {
       res.setHeader('content-type', 'text/html; charset=utf-8');
-      res.end(
-        `<!doctype html><title>Emulated IdP</title><h1>Sign in</h1><ul>${[...users.values()]
-          .map((x) => `<li><a href="?login=${encodeURIComponent(x.sub)}">${escapeHtml(x.email)}</a></li>`)
-          .join('')}</ul>`,
-      );
+      res.end(`<!doctype html><title>Emulated IdP</title><h1>Sign in</h1><ul>${[...users.values()].map((x) => `<li><a href="?login=${encodeURIComponent(x.sub)}">${escapeHtml(x.email)}</a></li>`).join('')}</ul>`);
       return;
     }
     if (!users.has(login)) throw new Error('unknown user');
@@ -183,9 +179,7 @@ export async function start(opts: OidcEmulatorOptions = {}): Promise<OidcEmulato
       if (tamper.nonce) {
         const claims = decodeJwt(body.id_token);
         const header = decodeProtectedHeader(body.id_token);
-        body.id_token = await new SignJWT({ ...claims, nonce: tamper.nonce })
-          .setProtectedHeader({ alg: header.alg!, kid: header.kid, typ: header.typ })
-          .sign(await importJWK(jwk, 'RS256'));
+        body.id_token = await new SignJWT({ ...claims, nonce: tamper.nonce }).setProtectedHeader({ alg: header.alg!, kid: header.kid, typ: header.typ }).sign(await importJWK(jwk, 'RS256'));
       }
       if (tamper.idToken) body.id_token = await tamper.idToken(body.id_token);
     });
@@ -213,7 +207,6 @@ export async function start(opts: OidcEmulatorOptions = {}): Promise<OidcEmulato
     }
     callback(req, res);
   });
-
 
   let closed = false;
   return {

@@ -22,7 +22,10 @@ const point = z.object({ x: z.number().finite(), y: z.number().finite() });
 const dataset = z.object({
   label: z.string().max(200).optional(),
   data: z.union([z.array(z.number().finite().nullable()).max(CHART_MAX_POINTS), z.array(point).max(CHART_MAX_POINTS)]),
-  color: z.union([colour, z.array(colour).max(CHART_MAX_POINTS)]).optional().describe('fill colour, or one per point (pie/doughnut)'),
+  color: z
+    .union([colour, z.array(colour).max(CHART_MAX_POINTS)])
+    .optional()
+    .describe('fill colour, or one per point (pie/doughnut)'),
   border_color: colour.optional(),
 });
 

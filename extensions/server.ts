@@ -33,8 +33,7 @@ export function createExtensionsServer(env: ExtensionsEnv, log: Log): McpServer 
   server.registerTool(
     'rasterize_chart',
     {
-      description:
-        'Draw a chart as a PNG file for e-mail. Returns a chart_attachment with a filename; pass that filename unchanged in send_email attachments (the image itself is never shown to you).',
+      description: 'Draw a chart as a PNG file for e-mail. Returns a chart_attachment with a filename; pass that filename unchanged in send_email attachments (the image itself is never shown to you).',
       inputSchema: chartArgs,
       outputSchema: { type: z.literal('chart_attachment'), filename: z.string(), width: z.number().int(), height: z.number().int() },
       annotations: { readOnlyHint: false, openWorldHint: false },

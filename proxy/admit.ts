@@ -54,12 +54,7 @@ function presented(req: IncomingMessage, route: ProfileRoute): string | undefine
  * and placeholder, in that order (the gateway admits it again on the host and injects the token). Throws ProxyRefusal for every refusal; fills `log`
  * with what it learnt (route, template, query keys) as it goes, so a refusal is logged with it.
  */
-export function admit(
-  req: IncomingMessage,
-  routes: CompiledRoute[],
-  opts: { getPlaceholder(env: string): string | undefined },
-  log: Record<string, unknown>,
-): Admission {
+export function admit(req: IncomingMessage, routes: CompiledRoute[], opts: { getPlaceholder(env: string): string | undefined }, log: Record<string, unknown>): Admission {
   const declaredLength = checkHeaders(req);
   const target = parseTarget(req.url ?? '');
   log.query_keys = target.queryKeys;

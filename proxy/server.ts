@@ -83,29 +83,31 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
   let refused = 0;
   let droppedHeaders = 0;
   // `base` holds the audit fields of a request (method, template, call, recipients) as admission learns them.
-  const decideFor = (base: Record<string, unknown> | undefined): ForwardContext['decide'] => (route, outcome, status, code, dropped, info?: DecisionInfo) => {
-    if (outcome === 'forwarded') forwarded++;
-    else refused++;
-    if (dropped) droppedHeaders += dropped;
-    try {
-      const b = base ?? {};
-      opts.onDecision?.({
-        route: typeof route === 'string' ? route : null,
-        outcome,
-        status,
-        ...(code ? { code } : {}),
-        ...(typeof b.method === 'string' ? { method: b.method.slice(0, 16) } : {}),
-        ...(typeof b.template === 'string' ? { template: b.template } : {}),
-        turn_id: opts.currentTurn?.() ?? null,
-        call_id: typeof b.call_id === 'string' ? b.call_id : null,
-        ...(typeof b.recipients === 'number' ? { recipients: b.recipients } : {}),
-        ...(info ?? {}),
-        ...(dropped ? { dropped_headers: dropped } : {}),
-      });
-    } catch {
-      // A metrics sink never breaks a request.
-    }
-  };
+  const decideFor =
+    (base: Record<string, unknown> | undefined): ForwardContext['decide'] =>
+    (route, outcome, status, code, dropped, info?: DecisionInfo) => {
+      if (outcome === 'forwarded') forwarded++;
+      else refused++;
+      if (dropped) droppedHeaders += dropped;
+      try {
+        const b = base ?? {};
+        opts.onDecision?.({
+          route: typeof route === 'string' ? route : null,
+          outcome,
+          status,
+          ...(code ? { code } : {}),
+          ...(typeof b.method === 'string' ? { method: b.method.slice(0, 16) } : {}),
+          ...(typeof b.template === 'string' ? { template: b.template } : {}),
+          turn_id: opts.currentTurn?.() ?? null,
+          call_id: typeof b.call_id === 'string' ? b.call_id : null,
+          ...(typeof b.recipients === 'number' ? { recipients: b.recipients } : {}),
+          ...(info ?? {}),
+          ...(dropped ? { dropped_headers: dropped } : {}),
+        });
+      } catch {
+        // A metrics sink never breaks a request.
+      }
+    };
   const decide = decideFor(undefined);
   // Keep-alive connections to the egress socket; the pool is larger than the session's slot count,
   // so a slot never waits for a socket.
@@ -172,10 +174,7 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
     judgeMail(await loadMailPolicy(), body, opts.mailPolicy!, base, { headOnly: true });
   }
 
-  const server: Server = createServer(
-    { maxHeaderSize: MAX_HEADER_BYTES, insecureHTTPParser: false, requireHostHeader: false /* checked in admit, so the refusal is coded */, joinDuplicateHeaders: false },
-    handler,
-  );
+  const server: Server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, insecureHTTPParser: false, requireHostHeader: false /* checked in admit, so the refusal is coded */, joinDuplicateHeaders: false }, handler);
   // Expect: 100-continue goes through the same checks; "continue" is sent only once the
   // request is allowed (Node would otherwise say 100 before any check ran).
   server.on('checkContinue', handler);

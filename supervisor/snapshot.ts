@@ -19,7 +19,12 @@ if (startupSnapshot.isBuildingSnapshot()) {
   // A warm-up: the schemas a session's start and first turn check each parse a sample, so zod's
   // compiled fast paths are in the blob. No env is read; no file, socket or process is touched.
   const spec = { session_id: 's', user_id: 1, placeholders: {}, agent_env: {} };
-  for (const m of [{ type: 'warm', id: '1' }, { type: 'start', id: '2', spec }, { type: 'prompt', id: '3', turn_id: 't', prompt: '' }]) ControlRequestSchema.safeParse(m);
+  for (const m of [
+    { type: 'warm', id: '1' },
+    { type: 'start', id: '2', spec },
+    { type: 'prompt', id: '3', turn_id: 't', prompt: '' },
+  ])
+    ControlRequestSchema.safeParse(m);
   for (const m of [{ type: 'ready' }, { type: 'configured' }, { type: 'turn_end', turn_id: 't', stop_reason: 'end_turn' }]) ChildOutboundSchema.safeParse(m);
   SessionProfileSchema.safeParse({ version: 1, session_id: 's', proxy: { host: '127.0.0.1', port: 8700 }, routes: [] });
   startupSnapshot.setDeserializeMainFunction(() => void serve(Supervisor, launchFirst()));

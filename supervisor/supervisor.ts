@@ -80,7 +80,6 @@ export interface SupervisorOptions {
 const CHILD_READY_TIMEOUT_MS = 15_000;
 const CANCEL_GRACE_MS = 5_000;
 
-
 export class Supervisor {
   private readonly o: Required<Omit<SupervisorOptions, 'log' | 'prestarted'>> & Pick<SupervisorOptions, 'log'>;
   private prestarted?: LaunchedAgent;

@@ -32,7 +32,7 @@ const PASS_1_ONLY: Readonly<Record<string, string>> = {
   'data-access-property.test.js': "the compiler's SQLite dialect against an in-memory SQLite data source, not Airlock's database",
   'db-copy.test.js': 'copies a SQLite install into a PostgreSQL database of its own on either pass: pass 2 would repeat pass 1',
   'db-fault.test.js': 'stops and restarts a PostgreSQL cluster of its own on either pass: pass 2 would repeat pass 1',
-  'demo.test.js': "`airlock demo` in its own data folder with no database URL: its SQLite is not the engine under test",
+  'demo.test.js': '`airlock demo` in its own data folder with no database URL: its SQLite is not the engine under test',
   'file-table-tool.test.js': 'the file and table tools over MCP: no database',
   'google-emulator.test.js': 'the Google API emulator on its own: no database',
   'mailbox-page.test.js': "the emulator's mailbox page in a browser: no database",
@@ -170,7 +170,9 @@ async function main(): Promise<number> {
   }
   try {
     const pgEnv = url ? { AIRLOCK_TEST_POSTGRES_URL: url } : {};
-    const pass1Only = Object.keys(PASS_1_ONLY).map((f) => BOTH_ENGINES_DIR + f).join(',');
+    const pass1Only = Object.keys(PASS_1_ONLY)
+      .map((f) => BOTH_ENGINES_DIR + f)
+      .join(',');
     const first = await tap(args.length ? args : ALL, { ...process.env, ...pgEnv, AIRLOCK_TEST_ENGINE: 'sqlite', AIRLOCK_TEST_PASS_1_ONLY: pass1Only }, 'pass 1: embedded SQLite');
     const both = args.length ? args.filter(onBothEngines) : bothEngineFiles();
     let second: Tally & { code: number } = { total: 0, pass: 0, fail: 0, code: 0 };
@@ -188,7 +190,11 @@ async function main(): Promise<number> {
         process.stdout.write(`\n# pass 3 (runsc) skipped: no engine with runsc: ${engine.why}\n`);
         if (process.env.CI === 'true') third = { total: 1, pass: 0, fail: 1, code: 1 };
       } else {
-        third = await tap(runscFiles, { ...process.env, ...pgEnv, AIRLOCK_TEST_ENGINE: 'sqlite', AIRLOCK_TEST_DOCKER_SOCKET: engine.socket, AIRLOCK_SANDBOX_RUNTIME: 'runsc' }, `pass 3: sandboxes under gVisor (runsc, engine ${engine.socket})`);
+        third = await tap(
+          runscFiles,
+          { ...process.env, ...pgEnv, AIRLOCK_TEST_ENGINE: 'sqlite', AIRLOCK_TEST_DOCKER_SOCKET: engine.socket, AIRLOCK_SANDBOX_RUNTIME: 'runsc' },
+          `pass 3: sandboxes under gVisor (runsc, engine ${engine.socket})`,
+        );
       }
     }
     const total = linted.total + first.total + second.total + third.total;

@@ -7,8 +7,7 @@ import { ToolError } from './result.js';
  * not pay (docs/runtime.md, "Cold start, step by step").
  */
 let composerModule: Promise<typeof MailComposerType> | undefined;
-const loadComposer = (): Promise<typeof MailComposerType> =>
-  (composerModule ??= import('nodemailer/lib/mail-composer').then((m) => m.default));
+const loadComposer = (): Promise<typeof MailComposerType> => (composerModule ??= import('nodemailer/lib/mail-composer').then((m) => m.default));
 
 export interface EmailInput {
   to: string[];

@@ -18,7 +18,10 @@ const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 
 async function names(dir: string): Promise<string[]> {
   const list = await fs.readdir(dir).catch(() => [] as string[]);
-  return list.filter((n) => /\.(csv|xlsx)$/i.test(n)).sort().slice(0, 50);
+  return list
+    .filter((n) => /\.(csv|xlsx)$/i.test(n))
+    .sort()
+    .slice(0, 50);
 }
 
 /** The file's bytes: no link followed (the folder is lstat'ed, the file opened O_NOFOLLOW), a regular file under the cap. */
@@ -60,7 +63,11 @@ export function registerReadFileTable(server: McpServer, env: ToolsEnv, log: { i
         'Read rows of a CSV or XLSX file the user uploaded into this chat (give its name, e.g. "sales.csv"; optionally a sheet of a workbook and an A1 range such as "A1:D20"). Returns rows like fetch_sheet, ready for rasterize_chart. Cells that look like formulas come back prefixed with \'.',
       inputSchema: {
         name: z.string().min(1).max(200),
-        sheet: z.string().max(100).regex(/^[^\r\n]*$/).optional(),
+        sheet: z
+          .string()
+          .max(100)
+          .regex(/^[^\r\n]*$/)
+          .optional(),
         range: z.string().max(40).optional(),
         max_rows: z.number().int().min(1).max(TABLE_ROWS_MAX).optional(),
       },

@@ -31,7 +31,11 @@ function driveLiteral(s: string): string {
 }
 
 // A header-safe single line (CR/LF would let a value smuggle headers).
-const oneLine = (max: number) => z.string().max(max).regex(/^[^\r\n]*$/, 'must be a single line');
+const oneLine = (max: number) =>
+  z
+    .string()
+    .max(max)
+    .regex(/^[^\r\n]*$/, 'must be a single line');
 const address = z.email().max(254);
 
 /**
@@ -78,9 +82,12 @@ export function createToolsServer(env: ToolsEnv, log: Log): McpServer {
   server.registerTool(
     'search_spreadsheets',
     {
-      description: 'Find spreadsheets in the user\'s workspace account whose name contains the query (empty query: most recent). Returns id, name and modified time.',
+      description: "Find spreadsheets in the user's workspace account whose name contains the query (empty query: most recent). Returns id, name and modified time.",
       inputSchema: {
-        query: z.string().max(200).regex(/^[^\r\n]*$/, 'must be a single line'),
+        query: z
+          .string()
+          .max(200)
+          .regex(/^[^\r\n]*$/, 'must be a single line'),
         max_results: z.number().int().min(1).max(100).optional(),
       },
       outputSchema: { files: z.array(z.object({ id: z.string(), name: z.string(), modified_time: z.string() })) },
@@ -164,10 +171,13 @@ export function createToolsServer(env: ToolsEnv, log: Log): McpServer {
   server.registerTool(
     'fetch_memory',
     {
-      description: 'Read the user\'s saved memory entries (newest first), optionally only those containing a text or from one source. Entries from the BI source are never available.',
+      description: "Read the user's saved memory entries (newest first), optionally only those containing a text or from one source. Entries from the BI source are never available.",
       inputSchema: {
         query: z.string().max(200).optional(),
-        source: z.string().regex(/^[a-z][a-z0-9_.-]{0,31}$/).optional(),
+        source: z
+          .string()
+          .regex(/^[a-z][a-z0-9_.-]{0,31}$/)
+          .optional(),
         limit: z.number().int().min(1).max(200).optional(),
       },
       outputSchema: {
@@ -192,7 +202,7 @@ export function createToolsServer(env: ToolsEnv, log: Log): McpServer {
           body = await callUpstream(`${route.baseUrl}/api/agent/memories?${qs}`, {
             bearer: route.token,
             timeoutMs: env.timeoutMs,
-          callId: callIdOf(extra._meta),
+            callId: callIdOf(extra._meta),
             what: 'reading memories',
             on401: 'the memory access of this chat session expired; start a new chat session',
           });
@@ -203,9 +213,7 @@ export function createToolsServer(env: ToolsEnv, log: Log): McpServer {
         }
         const all = Array.isArray(body.memories) ? body.memories : [];
         // Defence in depth: never pass a `bi` entry on, even if the backend sent one.
-        const memories = all
-          .filter((m) => m && m.source !== REFUSED_MEMORY_SOURCE)
-          .map((m) => ({ id: Number(m.id), content: String(m.content), source: String(m.source), created_at: String(m.created_at) }));
+        const memories = all.filter((m) => m && m.source !== REFUSED_MEMORY_SOURCE).map((m) => ({ id: Number(m.id), content: String(m.content), source: String(m.source), created_at: String(m.created_at) }));
         const withheld = Number(body.withheld?.[REFUSED_MEMORY_SOURCE] ?? 0) + (all.length - memories.length);
         log.info({ tool: 'fetch_memory', count: memories.length, withheld }, 'memories read');
         return toolOk({ memories, withheld });

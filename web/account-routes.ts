@@ -1,13 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Router, type Request } from 'express';
-import {
-  AppError,
-  randomToken,
-  revokeToken,
-  tokenRequest,
-  WORKSPACE_SCOPES,
-  type ConnectedAccount,
-} from '../core/index.js';
+import { AppError, randomToken, revokeToken, tokenRequest, WORKSPACE_SCOPES, type ConnectedAccount } from '../core/index.js';
 import { AccountStore } from '../domain/accounts.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
 import { resolveRedirect } from './redirect.js';
@@ -141,10 +134,7 @@ export function accountRoutes(ctx: WebContext): Router {
       }
       const code = typeof req.query.code === 'string' ? req.query.code : '';
       if (!code) throw new AppError('ERR_VALIDATION', 'code: missing');
-      const tok = await tokenRequest(
-        { tokenUrl: g.tokenUrl, clientId: g.clientId, clientSecret: g.clientSecret },
-        { grant_type: 'authorization_code', code, code_verifier: p.verifier, redirect_uri: redirectUri },
-      );
+      const tok = await tokenRequest({ tokenUrl: g.tokenUrl, clientId: g.clientId, clientSecret: g.clientSecret }, { grant_type: 'authorization_code', code, code_verifier: p.verifier, redirect_uri: redirectUri });
       const granted = (tok.scope ?? WORKSPACE_SCOPES.join(' ')).split(' ').filter(Boolean);
       const missing = WORKSPACE_SCOPES.filter((s) => !granted.includes(s));
       const previous = await store.get(req.user!.id);

@@ -4,10 +4,7 @@
  * re-exports them.
  */
 export type FilterScalar = string | number | boolean;
-export type FilterLeaf =
-  | { column: string; op: 'eq' | 'neq' | 'lt' | 'lte' | 'gt' | 'gte'; value: FilterScalar }
-  | { column: string; op: 'in' | 'not_in'; value: FilterScalar[] }
-  | { column: string; op: 'is_null'; value: boolean };
+export type FilterLeaf = { column: string; op: 'eq' | 'neq' | 'lt' | 'lte' | 'gt' | 'gte'; value: FilterScalar } | { column: string; op: 'in' | 'not_in'; value: FilterScalar[] } | { column: string; op: 'is_null'; value: boolean };
 export type FilterNode = FilterLeaf | { all: FilterNode[] } | { any: FilterNode[] };
 /** `{}` (all rows) or one node. */
 export type RowFilterView = Record<string, never> | FilterNode;

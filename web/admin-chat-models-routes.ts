@@ -63,7 +63,12 @@ export function adminChatModelRoutes(ctx: WebContext): Router {
       await ensureDefault();
       const out = await inTransaction(db, async (trx) => {
         const m = await createChatModel(trx, enc, body);
-        await logAction(trx, { event: 'chat_model.created', actorId: req.user!.id, subjectId: null, data: { id: m.id, provider: m.provider, model: m.model, base_url: m.base_url, has_key: m.has_key, context_tokens: m.context_tokens, enabled: m.enabled } });
+        await logAction(trx, {
+          event: 'chat_model.created',
+          actorId: req.user!.id,
+          subjectId: null,
+          data: { id: m.id, provider: m.provider, model: m.model, base_url: m.base_url, has_key: m.has_key, context_tokens: m.context_tokens, enabled: m.enabled },
+        });
         return adminView(trx, m);
       });
       res.status(201).json(out satisfies ChatModelAdminView);

@@ -59,7 +59,10 @@ export function adminSessionRoutes(ctx: WebContext): Router {
       `/:id/${op}`,
       asyncHandler(async (req, res) => {
         const id = String(req.params.id);
-        const owner = admin().list().find((s) => s.sessionId === id)?.userId ?? null;
+        const owner =
+          admin()
+            .list()
+            .find((s) => s.sessionId === id)?.userId ?? null;
         await admin()[op](id);
         req.log.info({ sessionId: id, op }, 'session operation by admin');
         await logAction(ctx.database.sql, {

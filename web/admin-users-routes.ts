@@ -40,8 +40,15 @@ export function adminUserRoutes(ctx: WebContext): Router {
   return r;
 }
 
-const CHANGE = z.object({ is_active: z.boolean(), is_superuser: z.boolean() }).partial().strict().refine((b) => b.is_active !== undefined || b.is_superuser !== undefined, 'name is_active or is_superuser');
-const RESET = z.object({ password: z.string().min(PASSWORD_MIN, `must be at least ${PASSWORD_MIN} characters`).max(PASSWORD_MAX) }).partial().strict();
+const CHANGE = z
+  .object({ is_active: z.boolean(), is_superuser: z.boolean() })
+  .partial()
+  .strict()
+  .refine((b) => b.is_active !== undefined || b.is_superuser !== undefined, 'name is_active or is_superuser');
+const RESET = z
+  .object({ password: z.string().min(PASSWORD_MIN, `must be at least ${PASSWORD_MIN} characters`).max(PASSWORD_MAX) })
+  .partial()
+  .strict();
 
 function userId(req: Request): number {
   const raw = String(req.params.id);

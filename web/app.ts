@@ -196,9 +196,14 @@ const UPLOAD_PATH = /^\/chat\/(?:sessions\/[^/]+\/)?files$/;
 
 function requireJsonBody(req: Request, _res: Response, next: NextFunction): void {
   if (!hasBody(req)) return next();
-  const enc = String(req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
+  const enc = String(req.headers['content-encoding'] ?? 'identity')
+    .trim()
+    .toLowerCase();
   if (enc !== 'identity') return next(new AppError('ERR_HTTP_UNSUPPORTED_ENCODING', 'compressed request bodies are not accepted'));
-  const type = String(req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+  const type = String(req.headers['content-type'] ?? '')
+    .split(';')[0]
+    .trim()
+    .toLowerCase();
   // The one exception: a file uploaded into a chat is its raw bytes (web/upload-routes.ts).
   if (type === 'application/octet-stream' && req.method === 'POST' && UPLOAD_PATH.test(req.path)) return next();
   if (type !== 'application/json') {

@@ -1,10 +1,5 @@
 import { Router } from 'express';
-import {
-  AppError,
-  dummyPasswordHash,
-  randomToken,
-  verifyPassword,
-} from '../core/index.js';
+import { AppError, dummyPasswordHash, randomToken, verifyPassword } from '../core/index.js';
 import type { CsrfResponse, LoginResponse, UserView } from './admin-api.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
 import { LoginLimiter } from '../domain/login-limits.js';

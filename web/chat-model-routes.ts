@@ -59,9 +59,7 @@ export function chatModelRoutes(ctx: WebContext): Router {
       await resolveModel(db, ctx.encryptor, ctx.config.model, null);
       const policy = await effectiveAgentPolicy(db, req.user!.id);
       const all = await listChatModels(db);
-      const models = all
-        .filter((m) => m.enabled && policyAllows(policy, 'model', m.model))
-        .map((m) => ({ id: m.id, label: m.label, provider: m.provider, model: m.model, context_tokens: m.context_tokens, default: m.default }));
+      const models = all.filter((m) => m.enabled && policyAllows(policy, 'model', m.model)).map((m) => ({ id: m.id, label: m.label, provider: m.provider, model: m.model, context_tokens: m.context_tokens, default: m.default }));
       // The user's own default (Settings), while it is on offer to them: a new chat starts with it.
       const own = await defaultModelOf(db, req.user!.id);
       res.json({ models, default_id: DEFAULT_MODEL_ID, preferred_id: models.some((m) => m.id === own) ? own : null } satisfies ChatModelList);

@@ -11,7 +11,7 @@ import { attachmentNames, chatMarkdown } from '../domain/chat/export.js';
 import { BeneathError, openBeneath } from './open-beneath.js';
 import { validateBody } from './validate.js';
 import { PinSessionSchema, SwitchBranchSchema } from '../core/api-requests.js';
-import {  } from '../core/index.js';
+import {} from '../core/index.js';
 
 const ATTACHMENT_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.png$/;
 const MAX_ATTACHMENT_BYTES = 5 * 1024 * 1024;

@@ -17,7 +17,6 @@ import { titleAfterTurn } from '../domain/chat/titles.js';
 /** The chat area's port (ctx.services.chat): the turn runner (domain/chat/turn-service.ts). */
 export type { ChatService } from '../domain/chat/turn-service.js';
 
-
 /**
  * /api/chat: POST /messages starts a turn and streams it as NDJSON (docs/chat.md "Chat stream");
  * the turn runs on in this process when the client goes away, and
@@ -95,7 +94,12 @@ function turnRoutes(ctx: WebContext, { owned, turns }: ChatSessionDeps): Router 
       res.setHeader('Cache-Control', 'no-store');
       res.setHeader('X-Chat-Session-Id', s.id);
       res.setHeader('X-Chat-Turn-Id', turnId);
-      res.end(found.stored.slice(after).map((e) => JSON.stringify(e) + '\n').join(''));
+      res.end(
+        found.stored
+          .slice(after)
+          .map((e) => JSON.stringify(e) + '\n')
+          .join(''),
+      );
     }),
   );
 

@@ -15,7 +15,6 @@ import { asyncHandler, requireUser, type WebContext } from './context.js';
 import { validateBody } from './validate.js';
 import { ApprovalDecisionSchema, RenameSessionSchema } from '../core/api-requests.js';
 
-
 /** Longest search query (GET /sessions?q=). */
 const MAX_QUERY_CHARS = 200;
 

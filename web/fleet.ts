@@ -25,7 +25,10 @@ const PASS_BACK = ['content-type', 'cache-control', 'content-security-policy', '
 async function attachmentNode(ctx: WebContext, req: Request, name: string): Promise<NodeInfo | undefined> {
   // A name the route would refuse anyway is refused here, before it touches a path.
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$/.test(name)) return undefined;
-  const here = await lstat(join(ctx.config.dataDir, 'workspaces', String(req.user!.id), '.agent-attachments', name)).then(() => true, () => false);
+  const here = await lstat(join(ctx.config.dataDir, 'workspaces', String(req.user!.id), '.agent-attachments', name)).then(
+    () => true,
+    () => false,
+  );
   if (here) return undefined;
   const ran = await nodesOfUserSandboxes(ctx.database.sql, req.user!.id, ctx.config.node.id);
   const nodes = await listNodes(ctx.database.sql, ctx.config.node.lostS);
@@ -125,11 +128,7 @@ export function nodeAuth(ctx: WebContext): RequestHandler {
     if (!v.ok) return refuse(v.reason, typeof req.headers[NODE_HEADERS.node] === 'string' ? (req.headers[NODE_HEADERS.node] as string) : undefined);
     (async () => {
       // The nonce claim and the two reads are independent: one round trip's wait, not three.
-      const [fresh, nodes, user] = await Promise.all([
-        verifier.claim(v),
-        listNodes(ctx.database.sql, ctx.config.node.lostS),
-        v.userId === null ? undefined : getUserById(ctx.database.sql, v.userId),
-      ]);
+      const [fresh, nodes, user] = await Promise.all([verifier.claim(v), listNodes(ctx.database.sql, ctx.config.node.lostS), v.userId === null ? undefined : getUserById(ctx.database.sql, v.userId)]);
       if (!fresh) return refuse('replayed', v.node);
       if (!nodes.some((n) => n.id === v.node && n.id !== ctx.config.node.id)) return refuse('unknown_node', v.node);
       if (v.userId !== null) {

@@ -110,9 +110,7 @@ export function agentApiRoutes(ctx: WebContext): Router {
       const rawLimit = intQueryParam(req, 'limit', { min: 1, max: AGENT_LIST_MAX }) ?? AGENT_LIST_DEFAULT;
       const q = typeof req.query.q === 'string' ? req.query.q.slice(0, 200).toLowerCase() : '';
       // Content is encrypted at rest, so the text filter runs here, after the SQL source filter.
-      const memories = (await store.list(userId, { excludeSource: REFUSED_MEMORY_SOURCE, source }))
-        .filter((m) => !q || m.content.toLowerCase().includes(q))
-        .slice(0, rawLimit);
+      const memories = (await store.list(userId, { excludeSource: REFUSED_MEMORY_SOURCE, source })).filter((m) => !q || m.content.toLowerCase().includes(q)).slice(0, rawLimit);
       const n = await store.count(userId, REFUSED_MEMORY_SOURCE);
       req.log.info({ count: memories.length, withheld: n }, 'agent memories read');
       res.json({ memories, withheld: { [REFUSED_MEMORY_SOURCE]: n } });

@@ -89,7 +89,11 @@ export async function openDirBeneath(root: string, parts: readonly string[], mkd
     for (const part of parts) {
       const path = `/proc/self/fd/${dir.fd}/${part}`;
       let fresh = false;
-      if (mkdirMode !== undefined) fresh = await fsp.mkdir(path, mkdirMode).then(() => true, (err: NodeJS.ErrnoException) => (err.code === 'EEXIST' ? false : Promise.reject(refusal(err))));
+      if (mkdirMode !== undefined)
+        fresh = await fsp.mkdir(path, mkdirMode).then(
+          () => true,
+          (err: NodeJS.ErrnoException) => (err.code === 'EEXIST' ? false : Promise.reject(refusal(err))),
+        );
       const before = await lstatOrRefuse(path);
       if (before.isSymbolicLink()) throw new BeneathError('symlink', 'a path component is a symbolic link');
       if (!before.isDirectory()) throw new BeneathError('not_directory', 'a path component is not a directory');

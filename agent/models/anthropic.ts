@@ -52,22 +52,25 @@ export class AnthropicModel implements ModelAdapter {
   async complete(req: ModelRequest, onText: (t: string) => void): Promise<ModelReply> {
     const { client, errors } = await this.ready();
     const tools: Tool[] = req.tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.inputSchema as Tool.InputSchema }));
-    const final = await withRetries(errors, req.signal, this.opts.bounds, async (dog) => {
-      const stream = client.messages.stream(
-        { model: this.opts.model, max_tokens: MAX_TOKENS, system: req.system, messages: toWire(req.messages), ...(tools.length ? { tools } : {}) },
-        { signal: dog.signal },
-      );
-      for await (const ev of stream) {
-        dog.progress();
-        if (ev.type === 'content_block_delta' && ev.delta.type === 'text_delta' && ev.delta.text) {
-          dog.output();
-          onText(ev.delta.text);
+    const final = await withRetries(
+      errors,
+      req.signal,
+      this.opts.bounds,
+      async (dog) => {
+        const stream = client.messages.stream({ model: this.opts.model, max_tokens: MAX_TOKENS, system: req.system, messages: toWire(req.messages), ...(tools.length ? { tools } : {}) }, { signal: dog.signal });
+        for await (const ev of stream) {
+          dog.progress();
+          if (ev.type === 'content_block_delta' && ev.delta.type === 'text_delta' && ev.delta.text) {
+            dog.output();
+            onText(ev.delta.text);
+          }
         }
-      }
-      const final = await stream.finalMessage();
-      dog.ended();
-      return final;
-    }, req.onStatus);
+        const final = await stream.finalMessage();
+        dog.ended();
+        return final;
+      },
+      req.onStatus,
+    );
     let text = '';
     const toolCalls: ToolCall[] = [];
     for (const b of final.content) {
@@ -108,10 +111,7 @@ function toWire(messages: readonly Message[]): MessageParam[] {
     else {
       // An empty or whitespace-only text block is refused by the API; a stopped answer says so.
       const text = (m.interrupted ? `${m.text}${m.text ? '\n\n' : ''}${interruptionNote(m.interrupted)}` : m.text).trimEnd();
-      push('assistant', [
-        ...(text ? [{ type: 'text', text }] : []),
-        ...m.toolCalls.map((c) => ({ type: 'tool_use', id: anthropicToolId(c.id), name: c.name, input: c.input })),
-      ]);
+      push('assistant', [...(text ? [{ type: 'text', text }] : []), ...m.toolCalls.map((c) => ({ type: 'tool_use', id: anthropicToolId(c.id), name: c.name, input: c.input }))]);
     }
   }
   // tool_result blocks must come first in a user message.

@@ -49,7 +49,13 @@ function plan(messages: readonly Message[], tools: readonly ToolDef[]): ModelRep
   const last = results[results.length - 1];
 
   // In words: the codes a tool's error carries ("(ERR_MAIL_DENIED)") are for the tool row's details, not the answer.
-  if (last?.isError) return text(`The tool ${last.name} failed: ${last.content.replace(/\s*\(?\bERR_[A-Z0-9_]+\b\)?:?/g, '').replace(/^Error:\s*/, '').slice(0, 300)}`);
+  if (last?.isError)
+    return text(
+      `The tool ${last.name} failed: ${last.content
+        .replace(/\s*\(?\bERR_[A-Z0-9_]+\b\)?:?/g, '')
+        .replace(/^Error:\s*/, '')
+        .slice(0, 300)}`,
+    );
 
   const call = (name: string, input: Record<string, unknown>): ModelReply => {
     if (!have.has(name)) return text(`I would use the ${name} tool for this, but it is not available in this session.`);
@@ -80,14 +86,30 @@ function plan(messages: readonly Message[], tools: readonly ToolDef[]): ModelRep
   if (wantsChart && wantsMail) {
     const values = numbersIn(prompt.replace(EMAIL_RE, ''));
     if (!values.length) return text('Tell me which numbers to chart, for example "chart 3 5 8 and email the chart to a@b.c". (demo model)');
-    if (step === 0) return call('rasterize_chart', chartArgs('Chart', values.map((_, i) => `#${i + 1}`), values));
+    if (step === 0)
+      return call(
+        'rasterize_chart',
+        chartArgs(
+          'Chart',
+          values.map((_, i) => `#${i + 1}`),
+          values,
+        ),
+      );
     if (step === 1) return mail(call, results[0].content, to!);
     return text(`Done: I drew the chart of ${values.join(', ')} and e-mailed it to ${to}. (demo model)`);
   }
   if (wantsChart) {
     const values = numbersIn(prompt);
     if (!values.length) return text('Tell me which numbers to chart, for example "chart 3 5 8". (demo model)');
-    if (step === 0) return call('render_chart', chartArgs('Chart', values.map((_, i) => `#${i + 1}`), values));
+    if (step === 0)
+      return call(
+        'render_chart',
+        chartArgs(
+          'Chart',
+          values.map((_, i) => `#${i + 1}`),
+          values,
+        ),
+      );
     return text(`Here is the chart of ${values.join(', ')}. (demo model)`);
   }
   if (/\bremember\b|\bmemor(?:y|ies)\b/.test(lower)) {
@@ -134,7 +156,10 @@ function text(t: string): ModelReply {
 }
 
 function numbersIn(s: string): number[] {
-  return (s.match(/-?\d+(?:\.\d+)?/g) ?? []).map(Number).filter((n) => Number.isFinite(n)).slice(0, 50);
+  return (s.match(/-?\d+(?:\.\d+)?/g) ?? [])
+    .map(Number)
+    .filter((n) => Number.isFinite(n))
+    .slice(0, 50);
 }
 
 function chartArgs(title: string, labels: string[], values: number[]): Record<string, unknown> {

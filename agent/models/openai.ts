@@ -54,25 +54,28 @@ export class OpenAiModel implements ModelAdapter {
       type: 'function',
       function: { name: t.name, description: t.description, parameters: t.inputSchema },
     }));
-    const reply = await withRetries(errors, req.signal, this.opts.bounds, async (dog) => {
-      const stream = await client.chat.completions.create(
-        { model: this.opts.model, messages, stream: true, stream_options: { include_usage: true }, ...(tools.length ? { tools } : {}) },
-        { signal: dog.signal },
-      );
-      const r = new Reply();
-      for await (const chunk of stream) {
-        dog.progress();
-        const piece = r.add(chunk);
-        if (piece) {
-          dog.output();
-          onText(piece);
+    const reply = await withRetries(
+      errors,
+      req.signal,
+      this.opts.bounds,
+      async (dog) => {
+        const stream = await client.chat.completions.create({ model: this.opts.model, messages, stream: true, stream_options: { include_usage: true }, ...(tools.length ? { tools } : {}) }, { signal: dog.signal });
+        const r = new Reply();
+        for await (const chunk of stream) {
+          dog.progress();
+          const piece = r.add(chunk);
+          if (piece) {
+            dog.output();
+            onText(piece);
+          }
         }
-      }
-      // The SDK's stream ends quietly when its request is aborted (a stall, a cancel): say so.
-      dog.signal.throwIfAborted();
-      dog.ended();
-      return r;
-    }, req.onStatus);
+        // The SDK's stream ends quietly when its request is aborted (a stall, a cancel): say so.
+        dog.signal.throwIfAborted();
+        dog.ended();
+        return r;
+      },
+      req.onStatus,
+    );
     return reply.result();
   }
 }
@@ -128,8 +131,6 @@ function toWire(m: Message): ChatCompletionMessageParam {
   return {
     role: 'assistant',
     content: text || null,
-    ...(m.toolCalls.length
-      ? { tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: JSON.stringify(c.input) } })) }
-      : {}),
+    ...(m.toolCalls.length ? { tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: JSON.stringify(c.input) } })) } : {}),
   };
 }

@@ -185,8 +185,7 @@ const RETRYABLE_STREAM_ERRORS = new Set(['overloaded_error', 'api_error', 'rate_
 /** Wait before retry `n` (0-based), or undefined when the failure is not retryable. */
 export function retryWait(err: ModelError, n: number): number | undefined {
   const status = err.upstreamStatus;
-  const retryable =
-    err.code === 'ERR_MODEL_UNREACHABLE' || overloaded.has(err) || (status !== undefined && (status === 408 || status === 409 || status === 429 || status >= 500));
+  const retryable = err.code === 'ERR_MODEL_UNREACHABLE' || overloaded.has(err) || (status !== undefined && (status === 408 || status === 409 || status === 429 || status >= 500));
   if (!retryable) return undefined;
   const asked = retryAfterMs(err.upstreamHeaders);
   if (asked !== undefined) return asked;
@@ -222,8 +221,7 @@ export function toModelError(errors: SdkErrors, e: unknown, dog: Watchdog, bound
   if (dog.timedOut === 'first_byte') return new ModelError('ERR_MODEL_TIMEOUT', `the model did not start answering within ${Math.round(bounds.firstByteMs / 1000)} s`, e);
   if (dog.timedOut) return new ModelError('ERR_MODEL_TIMEOUT', `the model stopped answering: nothing for ${Math.round(bounds.stallMs / 1000)} s`, e);
   if (e instanceof errors.APIUserAbortError) return new ModelError('ERR_MODEL_UNREACHABLE', 'the model request was aborted', e);
-  if (e instanceof errors.APIConnectionError || connectionLost(e))
-    return new ModelError('ERR_MODEL_UNREACHABLE', dog.started ? 'the connection to the model was lost mid-answer' : 'the model endpoint could not be reached', e);
+  if (e instanceof errors.APIConnectionError || connectionLost(e)) return new ModelError('ERR_MODEL_UNREACHABLE', dog.started ? 'the connection to the model was lost mid-answer' : 'the model endpoint could not be reached', e);
   if (e instanceof errors.APIError) {
     const type = errorType(e.error);
     if (e.status === undefined) {

@@ -22,7 +22,10 @@ export class DecodeError extends Error {
  */
 export function contentCodings(header: string | string[] | undefined): string[] {
   const list = Array.isArray(header) ? header.join(',') : (header ?? '');
-  return list.split(',').map((c) => c.trim().toLowerCase()).filter((c) => c !== '' && c !== 'identity');
+  return list
+    .split(',')
+    .map((c) => c.trim().toLowerCase())
+    .filter((c) => c !== '' && c !== 'identity');
 }
 
 // Sync flush: every input chunk yields all the output it can at once, so a compressed event
@@ -58,7 +61,10 @@ export function decodeBody(source: Readable, codings: readonly string[]): Readab
       // Undo the last-applied coding first.
       const chain = [...codings].reverse().map(decoderFor);
       for (const s of chain) s.on('error', (err) => out.destroy(new DecodeError(err)));
-      chain.slice(1).reduce<Readable>((from, to) => from.pipe(to), chain[0]).pipe(out);
+      chain
+        .slice(1)
+        .reduce<Readable>((from, to) => from.pipe(to), chain[0])
+        .pipe(out);
       first = chain[0];
     }
     if (!first.write(d)) {

@@ -56,4 +56,3 @@ export function checkHeaders(req: IncomingMessage): number | null {
 export function hasBody(req: IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 }
-

@@ -8,14 +8,7 @@ import type { ProfileRoute } from '../sandbox-protocol.js';
  * may give such a header a meaning the proxy never checked. The proxy sets Host,
  * Accept-Encoding, Content-Length / Transfer-Encoding and the credential itself.
  */
-export const COMMON_REQUEST_HEADERS: readonly string[] = [
-  'accept',
-  'accept-language',
-  'content-type',
-  'user-agent',
-  'if-match',
-  'if-none-match',
-];
+export const COMMON_REQUEST_HEADERS: readonly string[] = ['accept', 'accept-language', 'content-type', 'user-agent', 'if-match', 'if-none-match'];
 
 /** Extra headers per route name (the profile's route names; see daemon/overlay.ts). */
 export const ROUTE_REQUEST_HEADERS: Readonly<Record<string, readonly string[]>> = {
@@ -37,12 +30,7 @@ const OWN = new Set(['host', 'authorization', 'x-api-key', 'content-length', 'tr
  * the placeholder), then what the proxy sets. Returns the names it dropped (for the count and
  * the log; names only, never values).
  */
-export function upstreamHeaders(
-  req: IncomingMessage,
-  route: ProfileRoute,
-  allowed: ReadonlySet<string>,
-  opts: { host: string; bodyLength: number; real?: string; placeholder?: string },
-): { headers: OutgoingHttpHeaders; dropped: string[] } {
+export function upstreamHeaders(req: IncomingMessage, route: ProfileRoute, allowed: ReadonlySet<string>, opts: { host: string; bodyLength: number; real?: string; placeholder?: string }): { headers: OutgoingHttpHeaders; dropped: string[] } {
   const headers: OutgoingHttpHeaders = {};
   const dropped: string[] = [];
   for (let i = 0; i < req.rawHeaders.length; i += 2) {

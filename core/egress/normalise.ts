@@ -56,7 +56,12 @@ export function parseTarget(raw: string): Target {
     if (seg === '.' || seg === '..') throw new ProxyRefusal('ERR_PROXY_ROUTE_DENIED', 'dot segment in path');
     // An upstream that decodes %2F or %5C before routing must not see a traversal either:
     // decoded on its own, such a segment may not hold a `.` or `..` part.
-    if (ENCODED_SEPARATOR.test(seg) && decodeURIComponent(seg).split(/[/\\]/).some((p) => p === '.' || p === '..')) {
+    if (
+      ENCODED_SEPARATOR.test(seg) &&
+      decodeURIComponent(seg)
+        .split(/[/\\]/)
+        .some((p) => p === '.' || p === '..')
+    ) {
       throw new ProxyRefusal('ERR_PROXY_ROUTE_DENIED', 'dot segment inside an encoded path segment');
     }
   }

@@ -5,12 +5,12 @@ import type { ErrorArea } from './types.js';
  * status (a tool answers `isError: true`); their status says what the failure is like.
  */
 export const AGENT_ERRORS = {
-  ERR_AGENT_CONFIG: { status: 500, surfaces: ['start'], description: 'The agent child\'s settings (its environment) are invalid.' },
+  ERR_AGENT_CONFIG: { status: 500, surfaces: ['start'], description: "The agent child's settings (its environment) are invalid." },
   ERR_AGENT_INTERNAL: { status: 500, surfaces: ['turn'], description: 'The agent loop failed unexpectedly.' },
   ERR_AGENT_CONTEXT_STALE: { status: 409, surfaces: ['control'], description: 'A prompt named a conversation the agent does not hold and brought none; the daemon sends it again with the stored transcript (never seen by a user).' },
   ERR_MODEL_HTTP: { status: 502, surfaces: ['turn'], description: 'The model endpoint answered an HTTP error.' },
   ERR_MODEL_AUTH: { status: 502, surfaces: ['turn'], description: 'The model endpoint refused the key (401/403).' },
-  ERR_MODEL_STREAM: { status: 502, surfaces: ['turn'], description: 'The model\'s stream was malformed, reported an error, or ended early.' },
+  ERR_MODEL_STREAM: { status: 502, surfaces: ['turn'], description: "The model's stream was malformed, reported an error, or ended early." },
   ERR_MODEL_SDK: { status: 502, surfaces: ['turn'], description: 'The official model client library (openai, @anthropic-ai/sdk) could not be loaded in the sandbox.' },
   ERR_MODEL_TIMEOUT: { status: 502, surfaces: ['turn'], description: 'The model did not start answering within AIRLOCK_MODEL_FIRST_BYTE_TIMEOUT_S, or stopped for AIRLOCK_MODEL_TIMEOUT_S mid-answer.' },
   ERR_MODEL_UNREACHABLE: { status: 502, surfaces: ['turn'], description: 'The model endpoint could not be reached (refused, reset or no connection in time), after the retries.' },
@@ -19,7 +19,7 @@ export const AGENT_ERRORS = {
   ERR_TOOL_FAILED: { status: 502, surfaces: ['tool'], description: 'An MCP tool call failed at the protocol level.' },
   ERR_TOOL_TIMEOUT: { status: 504, surfaces: ['tool'], description: 'A tool call did not answer within AIRLOCK_TOOL_TIMEOUT_S; the model carries on with the error.' },
   ERR_TOOL_INTERNAL: { status: 500, surfaces: ['tool'], description: 'A tool failed unexpectedly (details only in its stderr log).' },
-  ERR_TOOL_INVALID_INPUT: { status: 400, surfaces: ['tool'], description: 'The tool\'s arguments are inconsistent (no body, an attachment twice).' },
+  ERR_TOOL_INVALID_INPUT: { status: 400, surfaces: ['tool'], description: "The tool's arguments are inconsistent (no body, an attachment twice)." },
   ERR_TOOL_NOT_CONNECTED: { status: 409, surfaces: ['tool'], description: 'The user has no connected workspace account in this session.' },
   ERR_TOOL_TOKEN_EXPIRED: { status: 401, surfaces: ['tool'], description: 'The access token expired in this session; a new chat session gets a fresh one.' },
   ERR_TOOL_FORBIDDEN: { status: 403, surfaces: ['tool'], description: 'The workspace service or the proxy refused the call.' },
@@ -39,5 +39,5 @@ export const AGENT_ERRORS = {
   ERR_TOOL_ATTACHMENTS_DIR: { status: 500, surfaces: ['tool'], description: 'The attachments folder cannot be written.' },
   ERR_TOOL_DISK_FULL: { status: 507, surfaces: ['tool'], description: 'The workspace is full; the chart could not be saved.' },
   ERR_TOOL_MEMORY_UNAVAILABLE: { status: 503, surfaces: ['tool'], description: 'Memory is not available in this chat session (no host route, or the token expired).' },
-  ERR_TOOL_MEMORY_REFUSED: { status: 403, surfaces: ['tool'], description: 'The memory entry\'s source is withheld from the assistant.' },
+  ERR_TOOL_MEMORY_REFUSED: { status: 403, surfaces: ['tool'], description: "The memory entry's source is withheld from the assistant." },
 } as const satisfies ErrorArea;

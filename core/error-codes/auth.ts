@@ -4,7 +4,7 @@ import type { ErrorArea } from './types.js';
 export const AUTH_ERRORS = {
   ERR_AUTH_REQUIRED: { status: 401, surfaces: ['http'], description: 'Not logged in (no session, or the user was deactivated).' },
   ERR_AUTH_FORBIDDEN: { status: 403, surfaces: ['http'], description: 'Logged in but not allowed (superuser or organisation manager only).' },
-  ERR_AUTH_CSRF: { status: 403, surfaces: ['http'], description: 'A write under /api/ without the session\'s X-CSRF-Token.' },
+  ERR_AUTH_CSRF: { status: 403, surfaces: ['http'], description: "A write under /api/ without the session's X-CSRF-Token." },
   ERR_AUTH_INACTIVE: { status: 403, surfaces: ['http'], description: 'The account is deactivated (single sign-on login).' },
   ERR_AUTH_INVALID_CREDENTIALS: { status: 401, surfaces: ['http'], description: 'Wrong username or password, or an inactive account (password login).' },
   ERR_AUTH_WRONG_PASSWORD: { status: 403, surfaces: ['http'], description: 'Changing your password: the current password is wrong.' },
@@ -23,7 +23,7 @@ export const AUTH_ERRORS = {
   ERR_SSO_CODE_EXCHANGE: { status: 400, surfaces: ['http'], description: 'The identity provider refused the authorization code, or the exchange failed.' },
   ERR_SSO_ID_TOKEN: { status: 400, surfaces: ['http'], description: 'The ID token failed validation (signature, issuer, audience, nonce, expiry).' },
   ERR_SSO_EMAIL_UNVERIFIED: { status: 403, surfaces: ['http'], description: 'The identity provider did not confirm a verified e-mail address.' },
-  ERR_SSO_DISCOVERY: { status: 502, surfaces: ['http'], description: 'The identity provider\'s discovery document or signing keys cannot be fetched.' },
+  ERR_SSO_DISCOVERY: { status: 502, surfaces: ['http'], description: "The identity provider's discovery document or signing keys cannot be fetched." },
   ERR_IDP_NOT_FOUND: { status: 404, surfaces: ['http'], description: 'No such IdP connection (or none is configured).' },
   ERR_IDP_EXISTS: { status: 409, surfaces: ['http'], description: 'A connection for this provider exists already.' },
   ERR_IDP_SERVICE_ACCOUNT: { status: 400, surfaces: ['http'], description: '`service_account_json` is not JSON, or lacks client_email and a PEM private_key.' },

@@ -15,7 +15,7 @@ export const IDENTITY_ERRORS = {
   ERR_POLICY_NOT_FOUND: { status: 404, surfaces: ['http'], description: 'No such agent policy.' },
   ERR_POLICY_EXISTS: { status: 409, surfaces: ['http'], description: 'An agent policy with that name exists in the organisation.' },
   ERR_POLICY_INVALID: { status: 400, surfaces: ['http'], description: 'The agent policy names a tool or model that does not exist, or applies to chosen teams with none chosen.' },
-  ERR_POLICY_MODEL_DENIED: { status: 403, surfaces: ['http', 'turn'], description: 'The user\'s agent policy does not allow the chat\'s model: it cannot be chosen, and a chat on it does not start.' },
+  ERR_POLICY_MODEL_DENIED: { status: 403, surfaces: ['http', 'turn'], description: "The user's agent policy does not allow the chat's model: it cannot be chosen, and a chat on it does not start." },
   ERR_SYNC_NOT_CONFIGURED: { status: 409, surfaces: ['http'], description: 'The IdP connection has no service account or delegated admin e-mail for directory sync.' },
   ERR_SYNC_JOB_NOT_FOUND: { status: 404, surfaces: ['http'], description: 'No such directory-sync job.' },
   ERR_SYNC_JOB_LOST: { status: 409, surfaces: ['job'], description: 'Another process failed this job while it ran (its owner looked gone); nothing was applied.' },

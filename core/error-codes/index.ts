@@ -44,9 +44,7 @@ type KeysOfUnion<T> = T extends unknown ? keyof T : never;
 export type ErrorCode = KeysOfUnion<AreaErrors>;
 
 /** The whole catalogue, code → spec. */
-export const ERROR_CATALOGUE: Readonly<Record<ErrorCode, ErrorSpec>> = Object.freeze(
-  Object.assign({}, ...ERROR_AREAS.map((a) => a.errors)) as Record<ErrorCode, ErrorSpec>,
-);
+export const ERROR_CATALOGUE: Readonly<Record<ErrorCode, ErrorSpec>> = Object.freeze(Object.assign({}, ...ERROR_AREAS.map((a) => a.errors)) as Record<ErrorCode, ErrorSpec>);
 
 export function isErrorCode(code: unknown): code is ErrorCode {
   return typeof code === 'string' && Object.prototype.hasOwnProperty.call(ERROR_CATALOGUE, code);

@@ -103,15 +103,13 @@ export function parseCsv(text: string, maxRows: number): { rows: string[][]; mor
       if (c === '"' && text[i + 1] === '"') {
         cell += '"';
         i++;
-      }
-      else if (c === '"') quoted = false;
+      } else if (c === '"') quoted = false;
       else cell += c;
     } else if (c === '"' && cell === '') quoted = true;
     else if (c === d) {
       row.push(cell);
       cell = '';
-    }
-    else if (c === '\n' || c === '\r') {
+    } else if (c === '\n' || c === '\r') {
       if (c === '\r' && text[i + 1] === '\n') i++;
       endRow();
       if (rows.length > maxRows) return { rows: rows.slice(0, maxRows), more: true };

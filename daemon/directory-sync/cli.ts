@@ -48,10 +48,7 @@ export function daemonSandboxControl(dataDir: string, out: NodeJS.WritableStream
       } catch (err) {
         if (isAppError(err, 'ERR_DAEMON_NOT_RUNNING')) {
           unreachable = true;
-          out.write(
-            `airlock: no daemon answers on ${join(dataDir, CONTROL_SOCKET_NAME)} (not running, or running without a sandbox runtime): ` +
-              'no live sandboxes of deactivated users were ended\n',
-          );
+          out.write(`airlock: no daemon answers on ${join(dataDir, CONTROL_SOCKET_NAME)} (not running, or running without a sandbox runtime): ` + 'no live sandboxes of deactivated users were ended\n');
           return undefined;
         }
         out.write(`airlock: could not end the live sandboxes of deactivated user ${userId}: ${(err as Error).message}${isAppError(err) ? ` (${err.code})` : ''}\n`);

@@ -3,11 +3,7 @@ import { AppError } from '../../core/index.js';
 import type { ServiceAccountKey } from '../../domain/identity/index.js';
 
 /** Read-only directory scopes (domain-wide delegation must grant exactly these). */
-export const DIRECTORY_SCOPES = [
-  'https://www.googleapis.com/auth/admin.directory.user.readonly',
-  'https://www.googleapis.com/auth/admin.directory.group.readonly',
-  'https://www.googleapis.com/auth/admin.directory.group.member.readonly',
-];
+export const DIRECTORY_SCOPES = ['https://www.googleapis.com/auth/admin.directory.user.readonly', 'https://www.googleapis.com/auth/admin.directory.group.readonly', 'https://www.googleapis.com/auth/admin.directory.group.member.readonly'];
 
 export const USERS_PAGE = 500;
 export const GROUPS_PAGE = 200;
@@ -113,7 +109,10 @@ export class DirectoryClient {
       let retry = !!netErr;
       if (res && (res.status === 429 || res.status >= 500)) retry = true;
       if (res && res.status === 403) {
-        const body = (await res.clone().json().catch(() => ({}))) as { error?: { errors?: { reason?: string }[] } };
+        const body = (await res
+          .clone()
+          .json()
+          .catch(() => ({}))) as { error?: { errors?: { reason?: string }[] } };
         const reason = body.error?.errors?.[0]?.reason ?? '';
         retry = RATE_LIMIT_REASONS.has(reason);
       }

@@ -61,11 +61,10 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
     return getJob(db, jobId);
   }
   const heartbeat = setInterval(() => {
-    beatJob(db, jobId, owner.id)
-      .catch(() => {
-        // The database was closed under a run (shutdown after the drain timeout) or is away:
-        // nothing to beat for; the next start judges the job by its owner's pid and heartbeat.
-      });
+    beatJob(db, jobId, owner.id).catch(() => {
+      // The database was closed under a run (shutdown after the drain timeout) or is away:
+      // nothing to beat for; the next start judges the job by its owner's pid and heartbeat.
+    });
   }, JOB_HEARTBEAT_MS);
   heartbeat.unref();
   /** The run no longer needs the job: no more heartbeats; this process stops vouching for it. */
@@ -228,9 +227,7 @@ async function applyAndRecord(trx: Sql, { jobId, job, ownerId, connectionId, sna
     ...applied.counts,
     ...teamCounts,
     rows_written: applied.counts.rows_written + teamRows,
-    ...(unlinked.length
-      ? { warnings: unlinked.map((u) => ({ code: 'WARN_SYNC_TEAM_GROUP_DELETED', message: `the group ${u.group_email} is gone from the directory: team "${u.team}" was unlinked and emptied`, ...u })) }
-      : {}),
+    ...(unlinked.length ? { warnings: unlinked.map((u) => ({ code: 'WARN_SYNC_TEAM_GROUP_DELETED', message: `the group ${u.group_email} is gone from the directory: team "${u.team}" was unlinked and emptied`, ...u })) } : {}),
     sessions_ended: sessionsEnded,
     fetched: { groups: snap.groups.length, users: snap.users.length, memberships: snap.memberships },
     requests: client.requests,

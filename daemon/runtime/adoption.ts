@@ -39,10 +39,7 @@ export interface AdoptionFacts {
   userMayAdopt: boolean;
 }
 
-export type AdoptionDecision =
-  | { action: 'adopt'; claim: Claim }
-  | { action: 'pool' }
-  | { action: 'drop'; why: string; userDeactivated?: true };
+export type AdoptionDecision = { action: 'adopt'; claim: Claim } | { action: 'pool' } | { action: 'drop'; why: string; userDeactivated?: true };
 
 export function decideAdoption(f: AdoptionFacts): AdoptionDecision {
   if (!f.running || !f.hasSlotFolder) return { action: 'drop', why: 'not running or no folder' };

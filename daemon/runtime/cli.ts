@@ -57,22 +57,39 @@ export async function sessionsLs(config: Readonly<Config>, opts: { json?: boolea
   const fleet = inFleet(config);
   const remote = fleet ? await remoteSessions(config) : [];
   if (opts.json) {
-    const all = fleet
-      ? [...list.map((s) => ({ ...s, node: config.node.id })), ...remote.map((r) => ({ sessionId: r.session_id, userId: r.user_id, node: r.node_id, state: r.alive ? r.state : 'lost', containerId: r.container_id }))]
-      : list;
+    const all = fleet ? [...list.map((s) => ({ ...s, node: config.node.id })), ...remote.map((r) => ({ sessionId: r.session_id, userId: r.user_id, node: r.node_id, state: r.alive ? r.state : 'lost', containerId: r.container_id }))] : list;
     process.stdout.write(JSON.stringify(all, null, 2) + '\n');
     return;
   }
   const rows = [[...(fleet ? ['NODE'] : []), 'SESSION', 'USER', 'CONTAINER', 'STATE', 'AGE', 'IDLE', 'TURNS', 'STALE']];
   const now = Date.now();
   for (const s of list) {
-    rows.push([...(fleet ? [config.node.id] : []), s.sessionId ?? '(pool)', s.userId == null ? '-' : String(s.userId), s.containerId.slice(0, 12), s.state, age(now - s.createdAt), age(now - s.lastUsedAt), String(s.turns), s.stale ? 'yes' : 'no']);
+    rows.push([
+      ...(fleet ? [config.node.id] : []),
+      s.sessionId ?? '(pool)',
+      s.userId == null ? '-' : String(s.userId),
+      s.containerId.slice(0, 12),
+      s.state,
+      age(now - s.createdAt),
+      age(now - s.lastUsedAt),
+      String(s.turns),
+      s.stale ? 'yes' : 'no',
+    ]);
   }
   for (const r of remote) {
     rows.push([r.node_id, r.session_id, String(r.user_id), (r.container_id ?? '-').slice(0, 12), r.alive ? r.state : 'lost', age(now - Date.parse(r.created_at)), '-', '-', '-']);
   }
   const w = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
-  process.stdout.write(rows.map((r) => r.map((c, i) => c.padEnd(w[i])).join('  ').trimEnd()).join('\n') + '\n');
+  process.stdout.write(
+    rows
+      .map((r) =>
+        r
+          .map((c, i) => c.padEnd(w[i]))
+          .join('  ')
+          .trimEnd(),
+      )
+      .join('\n') + '\n',
+  );
 }
 
 export async function sessionsInspect(config: Readonly<Config>, id: string): Promise<void> {

@@ -108,8 +108,12 @@ function run(cmd: string, args: string[], opts: { cwd?: string; env?: NodeJS.Pro
     const p = spawn(cmd, args, { cwd: opts.cwd, env: opts.env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
-    p.stdout.on('data', (d: Buffer) => { if (out.length < 65536) out += d.toString(); });
-    p.stderr.on('data', (d: Buffer) => { err = (err + d.toString()).slice(-8192); });
+    p.stdout.on('data', (d: Buffer) => {
+      if (out.length < 65536) out += d.toString();
+    });
+    p.stderr.on('data', (d: Buffer) => {
+      err = (err + d.toString()).slice(-8192);
+    });
     p.on('error', reject);
     p.on('close', (code) => (code === 0 ? resolve(out) : reject(new AppError('ERR_IMAGE_BUILD', `${cmd} exited ${code}: ${err.trim().split('\n').slice(-5).join(' | ')}`))));
   });
@@ -119,7 +123,10 @@ function run(cmd: string, args: string[], opts: { cwd?: string; env?: NodeJS.Pro
 export function fileIntegrity(path: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const h = createHash('sha512');
-    createReadStream(path).on('data', (d) => h.update(d)).on('end', () => resolve(`sha512-${h.digest('base64')}`)).on('error', reject);
+    createReadStream(path)
+      .on('data', (d) => h.update(d))
+      .on('end', () => resolve(`sha512-${h.digest('base64')}`))
+      .on('error', reject);
   });
 }
 
@@ -295,25 +302,45 @@ export async function buildSandboxImage(opts: ImageBuildOptions): Promise<ImageB
     writeFileSync(join(stage, 'Dockerfile'), dockerfile.replace(/^ENTRYPOINT .*$/m, `ENTRYPOINT ${JSON.stringify(entry)}`));
     const dists = SANDBOX_DIST.filter((d) => existsSync(join(root, 'dist', d))).map((d) => `dist/${d}`);
     const args = [
-      '-c', '--numeric-owner', '--owner=0', '--group=0',
+      '-c',
+      '--numeric-owner',
+      '--owner=0',
+      '--group=0',
       // Build leftovers of native packages are not needed at run time.
-      '--exclude=node_modules/better-sqlite3/deps', '--exclude=node_modules/better-sqlite3/src',
-      '--exclude=node_modules/better-sqlite3/build/Release/obj.target', '--exclude=node_modules/better-sqlite3/build/Release/.deps',
-      '--exclude=node_modules/better-sqlite3/build/deps', '--exclude=node_modules/better-sqlite3/build/Release/test_extension.node',
-      '--exclude=node_modules/@napi-rs/canvas-linux-arm64-gnu', '--exclude=*.d.ts', '--exclude=.bin',
-      '-C', stage, 'Dockerfile', 'package.json', 'bundle',
+      '--exclude=node_modules/better-sqlite3/deps',
+      '--exclude=node_modules/better-sqlite3/src',
+      '--exclude=node_modules/better-sqlite3/build/Release/obj.target',
+      '--exclude=node_modules/better-sqlite3/build/Release/.deps',
+      '--exclude=node_modules/better-sqlite3/build/deps',
+      '--exclude=node_modules/better-sqlite3/build/Release/test_extension.node',
+      '--exclude=node_modules/@napi-rs/canvas-linux-arm64-gnu',
+      '--exclude=*.d.ts',
+      '--exclude=.bin',
+      '-C',
+      stage,
+      'Dockerfile',
+      'package.json',
+      'bundle',
       // The chart extension's bundled font (without it charts render with no text).
-      '-C', root, ...dists, 'extensions/fonts',
-      '-C', dirname(nm), ...pkgs,
+      '-C',
+      root,
+      ...dists,
+      'extensions/fonts',
+      '-C',
+      dirname(nm),
+      ...pkgs,
     ];
     const tar = spawn('tar', args, { stdio: ['ignore', 'pipe', 'inherit'] });
-    const stream = await docker.buildImage(tar.stdout as unknown as NodeJS.ReadableStream, {
-      t: opts.tag,
-      buildargs: { BASE: baseTag },
-      networkmode: 'none',
-      rm: true,
-      forcerm: true,
-    } as Docker.ImageBuildOptions);
+    const stream = await docker.buildImage(
+      tar.stdout as unknown as NodeJS.ReadableStream,
+      {
+        t: opts.tag,
+        buildargs: { BASE: baseTag },
+        networkmode: 'none',
+        rm: true,
+        forcerm: true,
+      } as Docker.ImageBuildOptions,
+    );
     await followProgress(docker, stream);
   } finally {
     rmSync(stage, { recursive: true, force: true });

@@ -8,16 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { createConnection, type Socket } from 'node:net';
 import { AppError, appErrorFromPeer, createLogger, type Logger } from '../../core/index.js';
-import {
-  ControlMessageSchema,
-  SupervisorStatusSchema,
-  type AgentEvent,
-  type ControlMessage,
-  type ControlRequest,
-  type StopReason,
-  type TurnEndExtras,
-  type SupervisorStatus,
-} from '../../core/sandbox-protocol.js';
+import { ControlMessageSchema, SupervisorStatusSchema, type AgentEvent, type ControlMessage, type ControlRequest, type StopReason, type TurnEndExtras, type SupervisorStatus } from '../../core/sandbox-protocol.js';
 import { checkMessage, protocolLogFields, readMessages, writeMessage } from '../../core/ndjson.js';
 
 const REQUEST_TIMEOUT_MS = 30_000;

@@ -51,7 +51,11 @@ export function checkRuntime(runtimes: EngineRuntimes | undefined, runtime: Sand
   const entry = runtimes?.[runtime];
   if (!entry) {
     const hint = runtime === 'runsc' ? ` Install gVisor (apt-get install runsc) and register it in the engine's daemon.json: ${RUNSC_DAEMON_JSON}, then reload the engine.` : '';
-    return { ok: false, summary: `${runtime} (not registered with the engine; it has ${have.join(', ') || 'none'})`, problem: `the container engine has no runtime "${runtime}" (AIRLOCK_SANDBOX_RUNTIME); it has: ${have.join(', ') || 'none'}.${hint}` };
+    return {
+      ok: false,
+      summary: `${runtime} (not registered with the engine; it has ${have.join(', ') || 'none'})`,
+      problem: `the container engine has no runtime "${runtime}" (AIRLOCK_SANDBOX_RUNTIME); it has: ${have.join(', ') || 'none'}.${hint}`,
+    };
   }
   const args = entry.runtimeArgs ?? [];
   if (runtime === 'runsc') {

@@ -83,7 +83,6 @@ export interface SessionManagerOptions {
   auditor?: SandboxAuditor;
 }
 
-
 export class SessionManager implements TurnRunner, OperatorTarget {
   readonly owner: string;
   private readonly config: Readonly<Config>;

@@ -70,7 +70,14 @@ export function parseClaim(text: string): Claim | undefined {
     token_envs: strings(o.token_envs).filter((k) => ENV_NAME.test(k)),
     ...(typeof o.agent_env_digest === 'string' ? { agent_env_digest: o.agent_env_digest } : {}),
     ...(typeof o.model_revision === 'string' && o.model_revision.length <= 200 ? { model_revision: o.model_revision } : {}),
-    ...(Array.isArray(o.routes) ? { routes: o.routes.flatMap((r) => { const c = ProfileRouteSchema.safeParse(r); return c.success ? [c.data] : []; }) } : {}),
+    ...(Array.isArray(o.routes)
+      ? {
+          routes: o.routes.flatMap((r) => {
+            const c = ProfileRouteSchema.safeParse(r);
+            return c.success ? [c.data] : [];
+          }),
+        }
+      : {}),
   };
 }
 

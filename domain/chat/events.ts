@@ -22,8 +22,7 @@ export function sanitize(e: AgentEvent, seq: number): ChatEvent | undefined {
     const n = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 100 ? v : 0);
     return { type: 'status', seq, text: x.text.slice(0, 200), attempt: n(x.attempt), of: n(x.of) };
   }
-  if (x.type === 'tool_start')
-    return { type: 'tool_start', seq, call_id: str(x.call_id), tool: str(x.tool), input: x.input && typeof x.input === 'object' ? (x.input as Record<string, unknown>) : {} };
+  if (x.type === 'tool_start') return { type: 'tool_start', seq, call_id: str(x.call_id), tool: str(x.tool), input: x.input && typeof x.input === 'object' ? (x.input as Record<string, unknown>) : {} };
   if (x.type === 'tool_end')
     return {
       type: 'tool_end',
@@ -72,10 +71,11 @@ export function storedEvents(sessionId: string, t: StoredTurn): ChatEvent[] {
   const placed = new Set<string>();
   for (const c of t.tool_calls) {
     out.push({ type: 'tool_start', seq: out.length + 1, call_id: c.call_id, tool: c.tool, input: (c.input && typeof c.input === 'object' ? c.input : {}) as Record<string, unknown> });
-    for (const a of approvals) if (a.call_id === c.call_id && !placed.has(a.approval_id)) {
-      placed.add(a.approval_id);
-      approvalEvents(out, a);
-    }
+    for (const a of approvals)
+      if (a.call_id === c.call_id && !placed.has(a.approval_id)) {
+        placed.add(a.approval_id);
+        approvalEvents(out, a);
+      }
     if (c.status !== 'running')
       out.push({
         type: 'tool_end',

@@ -48,6 +48,16 @@ function turnMarkdown(t: StoredTurn, i: number): string {
 
 /** The branch shown as Markdown: the title, then each turn's prompt, tool calls, answer and how it ended. */
 export function chatMarkdown(session: { title: string; created_at: string }, turns: readonly StoredTurn[], exportedAt: string): string {
-  const head = [`# ${session.title || 'Chat'}`, '', `_Exported from Airlock on ${exportedAt}; started ${session.created_at}; ${turns.length} turn${turns.length === 1 ? '' : 's'} of the branch shown. Charts are named as files under attachments/ (the JSON export carries them)._`, ''];
-  return [...head, ...turns.map(turnMarkdown)].join('\n').replace(/\n{3,}/g, '\n\n').trimEnd() + '\n';
+  const head = [
+    `# ${session.title || 'Chat'}`,
+    '',
+    `_Exported from Airlock on ${exportedAt}; started ${session.created_at}; ${turns.length} turn${turns.length === 1 ? '' : 's'} of the branch shown. Charts are named as files under attachments/ (the JSON export carries them)._`,
+    '',
+  ];
+  return (
+    [...head, ...turns.map(turnMarkdown)]
+      .join('\n')
+      .replace(/\n{3,}/g, '\n\n')
+      .trimEnd() + '\n'
+  );
 }

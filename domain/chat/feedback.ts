@@ -34,31 +34,21 @@ export async function clearFeedback(db: Sql, turnId: string, userId: number): Pr
 
 /** The user's feedback on the turns of a chat. */
 export async function feedbackInSession(db: Sql, sessionId: string, userId: number): Promise<FeedbackRow[]> {
-  return db
-    .selectFrom('chat_feedback as f')
-    .innerJoin('chat_turns as t', 't.id', 'f.turn_id')
-    .selectAll('f')
-    .where('t.session_id', '=', sessionId)
-    .where('f.user_id', '=', userId)
-    .orderBy('f.turn_id')
-    .execute();
+  return db.selectFrom('chat_feedback as f').innerJoin('chat_turns as t', 't.id', 'f.turn_id').selectAll('f').where('t.session_id', '=', sessionId).where('f.user_id', '=', userId).orderBy('f.turn_id').execute();
 }
 
 /** Everything a turn got, with who gave it (the admin turn audit page). */
 export async function feedbackOnTurn(db: Sql, turnId: string): Promise<(FeedbackRow & { username: string | null })[]> {
-  return db
-    .selectFrom('chat_feedback as f')
-    .leftJoin('users as u', 'u.id', 'f.user_id')
-    .selectAll('f')
-    .select('u.username')
-    .where('f.turn_id', '=', turnId)
-    .orderBy('f.updated_at')
-    .execute();
+  return db.selectFrom('chat_feedback as f').leftJoin('users as u', 'u.id', 'f.user_id').selectAll('f').select('u.username').where('f.turn_id', '=', turnId).orderBy('f.updated_at').execute();
 }
 
 /** How many answers got each rating (the admin count; /metrics counts the changes). */
 export async function feedbackCounts(db: Sql): Promise<Record<Rating, number>> {
-  const rows = await db.selectFrom('chat_feedback').select(['rating', (eb) => eb.fn.countAll<number>().as('n')]).groupBy('rating').execute();
+  const rows = await db
+    .selectFrom('chat_feedback')
+    .select(['rating', (eb) => eb.fn.countAll<number>().as('n')])
+    .groupBy('rating')
+    .execute();
   const out: Record<Rating, number> = { up: 0, down: 0 };
   for (const r of rows) out[r.rating] = Number(r.n);
   return out;

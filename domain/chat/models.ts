@@ -180,7 +180,11 @@ export async function deleteChatModel(db: Sql, id: string): Promise<number> {
 
 /** How many chats name this model. */
 export async function chatsUsing(db: Sql, id: string): Promise<number> {
-  const r = await db.selectFrom('chat_sessions').select((eb) => eb.fn.countAll<number>().as('n')).where('model_id', '=', id).executeTakeFirstOrThrow();
+  const r = await db
+    .selectFrom('chat_sessions')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('model_id', '=', id)
+    .executeTakeFirstOrThrow();
   return Number(r.n);
 }
 
@@ -218,7 +222,11 @@ export async function enabledModelIds(db: Sql): Promise<Set<string>> {
 
 /** Set a chat's model (null: the default). */
 export async function setSessionModel(db: Sql, sessionId: string, modelId: string | null): Promise<void> {
-  await db.updateTable('chat_sessions').set({ model_id: modelId === DEFAULT_MODEL_ID ? null : modelId }).where('id', '=', sessionId).execute();
+  await db
+    .updateTable('chat_sessions')
+    .set({ model_id: modelId === DEFAULT_MODEL_ID ? null : modelId })
+    .where('id', '=', sessionId)
+    .execute();
 }
 
 /** Set a chat's model (checked by the caller first) with its action-log entry, in the caller's transaction. */

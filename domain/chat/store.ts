@@ -110,7 +110,11 @@ export async function listSessions(db: Sql, userId: number, q?: string): Promise
 
 /** Pin a chat to the top of its user's list, or unpin it. */
 export async function setPinned(db: Sql, sessionId: string, pinned: boolean): Promise<void> {
-  await db.updateTable('chat_sessions').set({ pinned: pinned ? 1 : 0 }).where('id', '=', sessionId).execute();
+  await db
+    .updateTable('chat_sessions')
+    .set({ pinned: pinned ? 1 : 0 })
+    .where('id', '=', sessionId)
+    .execute();
 }
 
 export async function renameSession(db: Sql, sessionId: string, title: string): Promise<void> {
@@ -200,22 +204,17 @@ export async function toolStarted(db: Sql, turnId: string, callId: string, tool:
     .execute();
 }
 
-export async function toolEnded(
-  db: Sql,
-  turnId: string,
-  callId: string,
-  tool: string,
-  ok: boolean,
-  output: unknown,
-  error: string | undefined,
-  durationMs: number,
-): Promise<void> {
+export async function toolEnded(db: Sql, turnId: string, callId: string, tool: string, ok: boolean, output: unknown, error: string | undefined, durationMs: number): Promise<void> {
   const status = ok ? 'ok' : error === 'cancelled' ? 'cancelled' : 'error';
   const values = { status, output: capJson(output), error: error ?? null, duration_ms: Math.round(durationMs) } as const;
   await inTransaction(db, async (trx) => {
     const r = await trx.updateTable('chat_tool_calls').set(values).where('turn_id', '=', turnId).where('call_id', '=', callId).executeTakeFirst();
     // tool_end without tool_start (should not happen): keep the record anyway.
-    if (Number(r.numUpdatedRows) === 0) await trx.insertInto('chat_tool_calls').values({ turn_id: turnId, call_id: callId, tool, ...values }).execute();
+    if (Number(r.numUpdatedRows) === 0)
+      await trx
+        .insertInto('chat_tool_calls')
+        .values({ turn_id: turnId, call_id: callId, tool, ...values })
+        .execute();
   });
 }
 
@@ -315,7 +314,6 @@ export async function messagesOf(db: Sql, sessionId: string, ids: readonly strin
     };
   });
 }
-
 
 /** One stored turn of a session, in the shape of messages(). */
 export async function storedTurn(db: Sql, sessionId: string, turnId: string): Promise<StoredTurn | undefined> {

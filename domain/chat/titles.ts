@@ -20,8 +20,7 @@ const EXCERPT_CHARS = 2000;
 /** Sent with the title request: the provider ignores it; a scripted test server answers it apart from its script. */
 export const TITLE_PURPOSE_HEADER = 'x-airlock-purpose';
 
-const INSTRUCTION =
-  'Write a short title (at most 6 words) for the conversation below, in the language of the user. Answer with the title only: no quotes, no full stop, no prefix.';
+const INSTRUCTION = 'Write a short title (at most 6 words) for the conversation below, in the language of the user. Answer with the title only: no quotes, no full stop, no prefix.';
 
 /** A message as a title: markdown markers and spaces folded, cut at a word boundary (… when cut). */
 export function fallbackTitle(message: string, max = AUTO_TITLE_CHARS): string {
@@ -66,12 +65,26 @@ export async function askModelForTitle(m: ResolvedModel, prompt: string, answer:
   } else {
     url = `${(m.baseUrl ?? 'https://api.openai.com/v1').replace(/\/+$/, '')}/chat/completions`;
     if (m.apiKey) headers.authorization = `Bearer ${m.apiKey}`;
-    body = { model: m.model, max_tokens: 30, stream: false, messages: [{ role: 'system', content: INSTRUCTION }, { role: 'user', content: exchange }] };
+    body = {
+      model: m.model,
+      max_tokens: 30,
+      stream: false,
+      messages: [
+        { role: 'system', content: INSTRUCTION },
+        { role: 'user', content: exchange },
+      ],
+    };
   }
   const res = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body), signal, redirect: 'error' });
   if (!res.ok) throw new Error(`the model answered HTTP ${res.status}`);
   const json = (await res.json()) as { content?: { type?: string; text?: string }[]; choices?: { message?: { content?: string | null } }[] };
-  const text = m.provider === 'anthropic' ? (json.content ?? []).filter((c) => c.type === 'text').map((c) => c.text ?? '').join('') : (json.choices?.[0]?.message?.content ?? '');
+  const text =
+    m.provider === 'anthropic'
+      ? (json.content ?? [])
+          .filter((c) => c.type === 'text')
+          .map((c) => c.text ?? '')
+          .join('')
+      : (json.choices?.[0]?.message?.content ?? '');
   return cleanModelTitle(text);
 }
 

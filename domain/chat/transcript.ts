@@ -39,8 +39,7 @@ export function turnItems(t: StoredTurn & { items?: TranscriptItem[] }): Transcr
  */
 function unfinishedResult(c: StoredTurn['tool_calls'][number]): string {
   if (c.status === 'cancelled') return 'cancelled by the user';
-  if (c.status === 'running')
-    return 'the outcome of this call is unknown: the turn was cut off while it ran, and it may have taken effect (a mail may have been sent); check before doing it again';
+  if (c.status === 'running') return 'the outcome of this call is unknown: the turn was cut off while it ran, and it may have taken effect (a mail may have been sent); check before doing it again';
   return 'the tool failed';
 }
 
@@ -56,7 +55,7 @@ export async function branchTranscript(db: Sql, sessionId: string, budget: numbe
   const items = closeToolCalls(turns.flatMap((t) => turnItems(t)));
   let fitted = fitToBudget(items, budget).items;
   // A budget set very high could still make a prompt line past the protocol's cap: cut further.
-  for (let b = budget; b > 1000 && Buffer.byteLength(JSON.stringify(fitted)) > maxBytes; ) {
+  for (let b = budget; b > 1000 && Buffer.byteLength(JSON.stringify(fitted)) > maxBytes;) {
     b = Math.floor(b * 0.8);
     fitted = fitToBudget(items, b).items;
   }

@@ -61,7 +61,10 @@ export async function auditPage(db: Sql, f: AuditFilter): Promise<{ events: Audi
   if (f.subjectId !== undefined) q = q.where('l.subject_id', '=', f.subjectId);
   if (f.actorId !== undefined) q = q.where('l.actor_id', '=', f.actorId);
   if (f.before !== undefined) q = q.where('l.id', '<', f.before);
-  const rows = await q.orderBy('l.id', 'desc').limit(f.limit + 1).execute();
+  const rows = await q
+    .orderBy('l.id', 'desc')
+    .limit(f.limit + 1)
+    .execute();
   const who = (id: number | null, username: string | null, display: string | null): Who => (id === null ? null : { id, username, display_name: display });
   const events = rows.slice(0, f.limit).map(({ actor_username, actor_display_name, subject_username, subject_display_name, ...x }) => ({
     ...x,

@@ -10,10 +10,7 @@ export type Op = CompareOp | ListOp | 'is_null';
 /** A literal a leaf may compare with, or the variables `$user_id` / `$username`. */
 export type Scalar = string | number | boolean;
 
-export type Leaf =
-  | { column: string; op: CompareOp; value: Scalar }
-  | { column: string; op: ListOp; value: Scalar[] }
-  | { column: string; op: 'is_null'; value: boolean };
+export type Leaf = { column: string; op: CompareOp; value: Scalar } | { column: string; op: ListOp; value: Scalar[] } | { column: string; op: 'is_null'; value: boolean };
 export type Node = Leaf | { all: Node[] } | { any: Node[] };
 /** `{}` (all rows) or one node. */
 export type RowFilter = Record<string, never> | Node;
@@ -51,11 +48,7 @@ export function isSystemCatalogue(table: string): boolean {
 }
 
 const scalar = {
-  oneOf: [
-    { type: 'string', maxLength: FILTER_LIMITS.maxStringLength },
-    { type: 'number' },
-    { type: 'boolean' },
-  ],
+  oneOf: [{ type: 'string', maxLength: FILTER_LIMITS.maxStringLength }, { type: 'number' }, { type: 'boolean' }],
 };
 
 const column = { type: 'string', pattern: COLUMN_RE.source };
@@ -223,7 +216,14 @@ export function rowFilterProblems(f: unknown, field = 'row_filter', depth = 0, o
   }
   const group = keys.find((k) => k === 'all' || k === 'any');
   if (group) {
-    if (keys.length > 1) out.push({ field, message: `${at}: a group has only "${group}", not also ${keys.filter((k) => k !== group).map((k) => `"${k}"`).join(', ')}.` });
+    if (keys.length > 1)
+      out.push({
+        field,
+        message: `${at}: a group has only "${group}", not also ${keys
+          .filter((k) => k !== group)
+          .map((k) => `"${k}"`)
+          .join(', ')}.`,
+      });
     if (depth >= FILTER_LIMITS.maxDepth) {
       out.push({ field: `${field}.${group}`, message: `${at}: groups nest at most ${FILTER_LIMITS.maxDepth} deep.` });
       return out;
@@ -239,7 +239,10 @@ export function rowFilterProblems(f: unknown, field = 'row_filter', depth = 0, o
   }
   const unknown = keys.filter((k) => !LEAF_KEYS.includes(k));
   if (unknown.length) {
-    out.push({ field: `${field}.${unknown[0]}`, message: `${at}: ${unknown.map((k) => `"${k}"`).join(', ')} ${unknown.length > 1 ? 'are not known fields' : 'is not a known field'} of a condition (it takes column, op and value; groups take all or any).` });
+    out.push({
+      field: `${field}.${unknown[0]}`,
+      message: `${at}: ${unknown.map((k) => `"${k}"`).join(', ')} ${unknown.length > 1 ? 'are not known fields' : 'is not a known field'} of a condition (it takes column, op and value; groups take all or any).`,
+    });
   }
   const col = o.column;
   if (col === undefined) out.push({ field: `${field}.column`, message: `${at}: the column is missing.` });

@@ -72,7 +72,10 @@ export function toPolicy(r: Row<'data_policies'>): DataPolicy {
 }
 
 /** Code-unit order (= byte order for the ASCII names roles and tables have), the same on both engines. */
-const byText = <T>(key: (x: T) => string) => (a: T, b: T) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0);
+const byText =
+  <T>(key: (x: T) => string) =>
+  (a: T, b: T) =>
+    key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0;
 
 /** Kept here for the modules that import it from this store (domain/db/transaction.ts). */
 export { inTransaction };
@@ -93,13 +96,19 @@ export async function listRoles(db: Sql): Promise<DataRoleSummary[]> {
     .selectFrom('data_roles as r')
     .selectAll('r')
     .select((eb) => [
-      eb.selectFrom('data_policies as p').whereRef('p.role_id', '=', 'r.id').select((e) => e.fn.countAll<number>().as('n')).as('policy_count'),
-      eb.selectFrom('user_data_roles as a').whereRef('a.role_id', '=', 'r.id').select((e) => e.fn.countAll<number>().as('n')).as('assignment_count'),
+      eb
+        .selectFrom('data_policies as p')
+        .whereRef('p.role_id', '=', 'r.id')
+        .select((e) => e.fn.countAll<number>().as('n'))
+        .as('policy_count'),
+      eb
+        .selectFrom('user_data_roles as a')
+        .whereRef('a.role_id', '=', 'r.id')
+        .select((e) => e.fn.countAll<number>().as('n'))
+        .as('assignment_count'),
     ])
     .execute();
-  return rows
-    .map((r) => ({ ...toRole(r), policy_count: Number(r.policy_count ?? 0), assignment_count: Number(r.assignment_count ?? 0) }))
-    .sort(byText((r) => r.name.toLowerCase()));
+  return rows.map((r) => ({ ...toRole(r), policy_count: Number(r.policy_count ?? 0), assignment_count: Number(r.assignment_count ?? 0) })).sort(byText((r) => r.name.toLowerCase()));
 }
 
 export async function getRole(db: Sql, id: number): Promise<DataRole> {
@@ -110,7 +119,11 @@ export async function getRole(db: Sql, id: number): Promise<DataRole> {
 
 /** By name, whatever its case (names are unique regardless of case). */
 export async function getRoleByName(db: Sql, name: string): Promise<DataRole | undefined> {
-  const r = await db.selectFrom('data_roles').selectAll().where((eb) => eb(eb.fn('lower', ['name']), '=', name.toLowerCase())).executeTakeFirst();
+  const r = await db
+    .selectFrom('data_roles')
+    .selectAll()
+    .where((eb) => eb(eb.fn('lower', ['name']), '=', name.toLowerCase()))
+    .executeTakeFirst();
   return r && toRole(r);
 }
 
@@ -184,14 +197,7 @@ export async function listPolicies(db: Sql, roleId: number): Promise<DataPolicy[
 }
 
 /** Create or replace the role's grant on one table; returns it and whether it is new. */
-export async function putPolicy(
-  db: Sql,
-  actorId: number | null,
-  roleId: number,
-  table: string,
-  columns: string[],
-  rowFilter: RowFilter,
-): Promise<{ policy: DataPolicy; created: boolean }> {
+export async function putPolicy(db: Sql, actorId: number | null, roleId: number, table: string, columns: string[], rowFilter: RowFilter): Promise<{ policy: DataPolicy; created: boolean }> {
   if (isSystemCatalogue(table)) throw systemTableError(table);
   return inTransaction(db, async (trx) => {
     const role = await getRole(trx, roleId);
@@ -205,14 +211,7 @@ export async function putPolicy(
       .returningAll()
       .executeTakeFirst();
     const row =
-      inserted ??
-      (await trx
-        .updateTable('data_policies')
-        .set({ allowed_columns: cols, row_filter: filter, updated_at: nowIso() })
-        .where('role_id', '=', roleId)
-        .where('table_name', '=', table)
-        .returningAll()
-        .executeTakeFirstOrThrow());
+      inserted ?? (await trx.updateTable('data_policies').set({ allowed_columns: cols, row_filter: filter, updated_at: nowIso() }).where('role_id', '=', roleId).where('table_name', '=', table).returningAll().executeTakeFirstOrThrow());
     // The grant itself is configuration, not query data: it is logged in full for the audit trail.
     await logAction(trx, {
       event: inserted ? 'data.policy.created' : 'data.policy.updated',
@@ -241,10 +240,7 @@ function assignments(db: Sql) {
     .select(['a.id', 'a.user_id', 'u.username', 'a.role_id', 'r.name as role', 'a.assigned_by', 'a.created_at']);
 }
 
-export async function listAssignments(
-  db: Sql,
-  q: { userId?: number; roleId?: number; limit?: number; offset?: number } = {},
-): Promise<{ items: Assignment[]; total: number }> {
+export async function listAssignments(db: Sql, q: { userId?: number; roleId?: number; limit?: number; offset?: number } = {}): Promise<{ items: Assignment[]; total: number }> {
   let count = db.selectFrom('user_data_roles as a').select((eb) => eb.fn.countAll<number>().as('n'));
   let page = assignments(db);
   if (q.userId !== undefined) {

@@ -56,7 +56,7 @@ async function tablesInOrder(src: Database): Promise<string[]> {
 /** The highest id each AUTOINCREMENT table ever handed out (SQLite keeps it in sqlite_sequence). */
 function sqliteSequences(src: Database): Map<string, number> {
   if (src.engine !== 'sqlite') return new Map();
-  const rows = src.sqlite!.prepare("SELECT name, seq FROM sqlite_sequence").all() as { name: string; seq: number }[];
+  const rows = src.sqlite!.prepare('SELECT name, seq FROM sqlite_sequence').all() as { name: string; seq: number }[];
   return new Map(rows.map((r) => [r.name, r.seq]));
 }
 
@@ -66,7 +66,10 @@ export async function copyDatabase(src: Database, dst: Database): Promise<CopyRe
   }
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   const s = src.sql as any;
-  const users = await dst.sql.selectFrom('users').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  const users = await dst.sql
+    .selectFrom('users')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
   if (Number(users.n) > 0) throw new AppError('ERR_VALIDATION', `the target ${dst.target} already has users: copy only into a new, empty database`);
   const tables = await tablesInOrder(src);
   const seqs = sqliteSequences(src);
@@ -78,7 +81,11 @@ export async function copyDatabase(src: Database, dst: Database): Promise<CopyRe
     for (const table of [...tables].reverse()) await t.deleteFrom(table).execute();
     for (const table of tables) {
       const rows = (await s.selectFrom(table).selectAll().execute()) as Record<string, unknown>[];
-      for (let i = 0; i < rows.length; i += BATCH) await t.insertInto(table).values(rows.slice(i, i + BATCH)).execute();
+      for (let i = 0; i < rows.length; i += BATCH)
+        await t
+          .insertInto(table)
+          .values(rows.slice(i, i + BATCH))
+          .execute();
       report.tables.push({ table, rows: rows.length });
       if (dst.engine === 'postgres') {
         // (Checked first: a failing statement would abort the whole transaction.)

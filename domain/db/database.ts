@@ -160,4 +160,3 @@ function redact(message: string, url: string): string {
     return message;
   }
 }
-

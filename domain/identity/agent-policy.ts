@@ -120,7 +120,10 @@ export function unknownNames(body: Record<string, unknown>, catalog: AgentCatalo
     if (bad.length) {
       out.push({
         field: key,
-        message: `${label}: ${bad.slice(0, 5).map((b) => `"${b.slice(0, 60)}"`).join(', ')} ${bad.length > 1 ? `are not ${kind}s` : `is not a ${kind}`} of this server; choose from ${known.join(', ') || 'none'}.`,
+        message: `${label}: ${bad
+          .slice(0, 5)
+          .map((b) => `"${b.slice(0, 60)}"`)
+          .join(', ')} ${bad.length > 1 ? `are not ${kind}s` : `is not a ${kind}`} of this server; choose from ${known.join(', ') || 'none'}.`,
       });
     }
   };

@@ -92,13 +92,31 @@ interface DirUserRow {
 export async function applySnapshot(db: Sql, connectionId: number, snap: DirectorySnapshot): Promise<ApplyResult> {
   // An empty listing while users are known is far likelier a wrong customer id or a broken
   // delegation than a deleted organisation: refuse rather than deactivate everyone.
-  const known = Number((await db.selectFrom('directory_users').select((eb) => eb.fn.countAll<number>().as('n')).where('connection_id', '=', connectionId).where('present', '=', 1).executeTakeFirstOrThrow()).n);
+  const known = Number(
+    (
+      await db
+        .selectFrom('directory_users')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('connection_id', '=', connectionId)
+        .where('present', '=', 1)
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
   if (snap.users.length === 0 && known > 0) {
     throw new AppError('ERR_SYNC_EMPTY_DIRECTORY', `the directory listed no users (${known} known); nothing was changed`);
   }
   const c: SyncCounts = {
-    groups_created: 0, groups_updated: 0, groups_deleted: 0, users_created: 0, users_updated: 0, users_linked: 0,
-    users_deactivated: 0, users_reactivated: 0, memberships_added: 0, memberships_removed: 0, rows_written: 0,
+    groups_created: 0,
+    groups_updated: 0,
+    groups_deleted: 0,
+    users_created: 0,
+    users_updated: 0,
+    users_linked: 0,
+    users_deactivated: 0,
+    users_reactivated: 0,
+    memberships_added: 0,
+    memberships_removed: 0,
+    rows_written: 0,
   };
   const run: ApplyRun = {
     db,
@@ -128,9 +146,7 @@ interface ApplyRun {
 
 /** (a) Upsert the ExternalGroup rows; delete those gone (their linked teams are remembered). */
 async function applyGroups({ db, connectionId, snap, now, c, w }: ApplyRun): Promise<{ groupIdOf: Map<string, number>; orphanedTeams: OrphanedTeam[] }> {
-  const existingGroups = new Map(
-    (await db.selectFrom('external_groups').select(['id', 'directory_id', 'email', 'name', 'description']).where('connection_id', '=', connectionId).execute()).map((g) => [g.directory_id, g]),
-  );
+  const existingGroups = new Map((await db.selectFrom('external_groups').select(['id', 'directory_id', 'email', 'name', 'description']).where('connection_id', '=', connectionId).execute()).map((g) => [g.directory_id, g]));
   const groupIdOf = new Map<string, number>();
   for (const g of snap.groups) {
     const email = g.email.toLowerCase();
@@ -154,7 +170,15 @@ async function applyGroups({ db, connectionId, snap, now, c, w }: ApplyRun): Pro
   const orphanedTeams: OrphanedTeam[] = [];
   for (const gone of existingGroups.values()) {
     // Members go with the group (ON DELETE CASCADE); count them as written rows too.
-    c.rows_written += Number((await db.selectFrom('external_group_members').select((eb) => eb.fn.countAll<number>().as('n')).where('group_id', '=', gone.id).executeTakeFirstOrThrow()).n);
+    c.rows_written += Number(
+      (
+        await db
+          .selectFrom('external_group_members')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('group_id', '=', gone.id)
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
     // Linked teams are unlinked by ON DELETE SET NULL (a written row each); remembered so the
     // teams step empties them instead of leaving them with the group's last members.
     for (const tm of await db.selectFrom('teams').select(['id', 'organisation_id', 'name']).where('external_group_id', '=', gone.id).orderBy('id').execute()) {
@@ -187,13 +211,10 @@ interface UserState {
 async function applyUsers(run: ApplyRun): Promise<UserState> {
   const { db, connectionId, snap, c } = run;
   const dirRows = new Map<string, DirUserRow>(
-    (
-      await db
-        .selectFrom('directory_users')
-        .select(['directory_id', 'user_id', 'email', 'full_name', 'suspended', 'archived', 'present', 'deactivated_by_sync'])
-        .where('connection_id', '=', connectionId)
-        .execute()
-    ).map((r) => [r.directory_id, r]),
+    (await db.selectFrom('directory_users').select(['directory_id', 'user_id', 'email', 'full_name', 'suspended', 'archived', 'present', 'deactivated_by_sync']).where('connection_id', '=', connectionId).execute()).map((r) => [
+      r.directory_id,
+      r,
+    ]),
   );
   const users = new Map<number, { id: number; email: string | null; display_name: string | null; is_active: number; is_superuser: number }>(
     (await db.selectFrom('users').select(['id', 'email', 'display_name', 'is_active', 'is_superuser']).execute()).map((u) => [u.id, u]),
@@ -328,12 +349,7 @@ async function writeUserStates({ db, connectionId, now, c, w }: ApplyRun, st: Us
 /** (c) Make each group's members match the cached member e-mails. */
 async function applyMemberships({ db, connectionId, snap, c }: ApplyRun, groupIdOf: Map<string, number>, emailToUser: Map<string, number>): Promise<void> {
   const current = new Map<number, Set<number>>();
-  for (const r of await db
-    .selectFrom('external_group_members as m')
-    .innerJoin('external_groups as g', 'g.id', 'm.group_id')
-    .select(['m.group_id', 'm.user_id'])
-    .where('g.connection_id', '=', connectionId)
-    .execute()) {
+  for (const r of await db.selectFrom('external_group_members as m').innerJoin('external_groups as g', 'g.id', 'm.group_id').select(['m.group_id', 'm.user_id']).where('g.connection_id', '=', connectionId).execute()) {
     let s = current.get(r.group_id);
     if (!s) current.set(r.group_id, (s = new Set()));
     s.add(r.user_id);
@@ -349,7 +365,11 @@ async function applyMemberships({ db, connectionId, snap, c }: ApplyRun, groupId
     const have = current.get(gid) ?? new Set<number>();
     const add = [...want].filter((uid) => !have.has(uid));
     const remove = [...have].filter((uid) => !want.has(uid));
-    if (add.length) await db.insertInto('external_group_members').values(add.map((user_id) => ({ group_id: gid, user_id }))).execute();
+    if (add.length)
+      await db
+        .insertInto('external_group_members')
+        .values(add.map((user_id) => ({ group_id: gid, user_id })))
+        .execute();
     if (remove.length) await db.deleteFrom('external_group_members').where('group_id', '=', gid).where('user_id', 'in', remove).execute();
     c.memberships_added += add.length;
     c.memberships_removed += remove.length;
@@ -382,15 +402,16 @@ export interface TeamsResult {
 export async function applyLinkedTeams(db: Sql, connectionId: number, orphaned: OrphanedTeam[] = []): Promise<TeamsResult> {
   {
     const r: TeamsResult = {
-      teams_updated: 0, team_members_added: 0, team_members_removed: 0, teams_unlinked: 0, policies_rewritten: 0, rows_written: 0,
-      policyChangedUserIds: [], unlinked: [],
+      teams_updated: 0,
+      team_members_added: 0,
+      team_members_removed: 0,
+      teams_unlinked: 0,
+      policies_rewritten: 0,
+      rows_written: 0,
+      policyChangedUserIds: [],
+      unlinked: [],
     };
-    const teams = await db
-      .selectFrom('teams as t')
-      .innerJoin('external_groups as g', 'g.id', 't.external_group_id')
-      .select(['t.id', 'g.id as external_group_id'])
-      .where('g.connection_id', '=', connectionId)
-      .execute();
+    const teams = await db.selectFrom('teams as t').innerJoin('external_groups as g', 'g.id', 't.external_group_id').select(['t.id', 'g.id as external_group_id']).where('g.connection_id', '=', connectionId).execute();
     const changedUsers = new Set<number>();
     const count = (ch: TeamMembershipChange): boolean => {
       for (const u of ch.added) changedUsers.add(u);

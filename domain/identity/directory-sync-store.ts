@@ -55,12 +55,7 @@ export async function logSyncFinished(db: Sql, jobId: number): Promise<boolean> 
   const j = await db.selectFrom('directory_sync_jobs').selectAll().where('id', '=', jobId).executeTakeFirst();
   if (!j || (j.status !== 'succeeded' && j.status !== 'failed')) return false;
   // The entry's data starts with its job id (written below), so a prefix match finds it on both engines.
-  const done = await db
-    .selectFrom('action_log')
-    .select('id')
-    .where('event', '=', 'identity.directory_sync.finished')
-    .where('data', 'like', `{"job_id":${j.id},%`)
-    .executeTakeFirst();
+  const done = await db.selectFrom('action_log').select('id').where('event', '=', 'identity.directory_sync.finished').where('data', 'like', `{"job_id":${j.id},%`).executeTakeFirst();
   if (done) return false;
   const result = j.result ? (JSON.parse(j.result) as Record<string, unknown>) : {};
   const counts = Object.fromEntries(Object.entries(result).filter(([, v]) => typeof v === 'number'));
@@ -102,8 +97,7 @@ export async function claimJob(db: Sql, jobId: number, owner: JobRunOwner): Prom
  * The job's row as long as it is still running for this owner: every write after the claim
  * requires that, so a run whose job another process failed as stale never overwrites it.
  */
-const owned = (db: Sql, jobId: number, ownerId: string) =>
-  db.updateTable('directory_sync_jobs').where('id', '=', jobId).where('status', '=', 'running').where('owner_id', '=', ownerId);
+const owned = (db: Sql, jobId: number, ownerId: string) => db.updateTable('directory_sync_jobs').where('id', '=', jobId).where('status', '=', 'running').where('owner_id', '=', ownerId);
 
 /** The run is alive: a heartbeat, with the progress when given (JSON text). */
 export async function beatJob(db: Sql, jobId: number, ownerId: string, progress?: string): Promise<void> {
@@ -129,7 +123,9 @@ export async function markSyncStarted(db: Sql, connectionId: number): Promise<vo
 export async function markJobSucceeded(db: Sql, jobId: number, ownerId: string, connectionId: number, result: Record<string, unknown>): Promise<void> {
   await inTransaction(db, async (trx) => {
     const now = nowIso();
-    await owned(trx, jobId, ownerId).set({ status: 'succeeded', result: JSON.stringify(result), finished_at: now, progress: null }).execute();
+    await owned(trx, jobId, ownerId)
+      .set({ status: 'succeeded', result: JSON.stringify(result), finished_at: now, progress: null })
+      .execute();
     await trx.updateTable('idp_connections').set({ last_sync_finished_at: now, last_sync_succeeded_at: now }).where('id', '=', connectionId).execute();
   });
 }
@@ -141,7 +137,13 @@ export async function markJobSucceeded(db: Sql, jobId: number, ownerId: string, 
 export async function markJobFailed(db: Sql, jobId: number, ownerId: string, connectionId: number, error: Record<string, unknown>): Promise<boolean> {
   return inTransaction(db, async (trx) => {
     const now = nowIso();
-    const mine = Number((await owned(trx, jobId, ownerId).set({ status: 'failed', error: JSON.stringify(error), finished_at: now }).executeTakeFirst()).numUpdatedRows);
+    const mine = Number(
+      (
+        await owned(trx, jobId, ownerId)
+          .set({ status: 'failed', error: JSON.stringify(error), finished_at: now })
+          .executeTakeFirst()
+      ).numUpdatedRows,
+    );
     if (mine) await trx.updateTable('idp_connections').set({ last_sync_finished_at: now }).where('id', '=', connectionId).execute();
     return mine > 0;
   });

@@ -29,13 +29,7 @@ export async function unique<T>(p: Promise<T>, code: string, message: string): P
 
 export function listOrganisations(db: Sql, memberId?: number): Promise<OrganisationRow[]> {
   if (memberId === undefined) return db.selectFrom('organisations').selectAll().orderBy('id').execute();
-  return db
-    .selectFrom('organisations as o')
-    .innerJoin('organisation_members as m', 'm.organisation_id', 'o.id')
-    .selectAll('o')
-    .where('m.user_id', '=', memberId)
-    .orderBy('o.id')
-    .execute();
+  return db.selectFrom('organisations as o').innerJoin('organisation_members as m', 'm.organisation_id', 'o.id').selectAll('o').where('m.user_id', '=', memberId).orderBy('o.id').execute();
 }
 
 export async function getOrganisation(db: Sql, id: number): Promise<OrganisationRow> {
@@ -58,8 +52,16 @@ export async function deleteOrganisation(db: Sql, id: number): Promise<void> {
 }
 
 export async function countOrganisationParts(db: Sql, id: number): Promise<{ teams: number; agent_policies: number }> {
-  const teams = await db.selectFrom('teams').select((eb) => eb.fn.countAll<number>().as('n')).where('organisation_id', '=', id).executeTakeFirstOrThrow();
-  const policies = await db.selectFrom('agent_policies').select((eb) => eb.fn.countAll<number>().as('n')).where('organisation_id', '=', id).executeTakeFirstOrThrow();
+  const teams = await db
+    .selectFrom('teams')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('organisation_id', '=', id)
+    .executeTakeFirstOrThrow();
+  const policies = await db
+    .selectFrom('agent_policies')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('organisation_id', '=', id)
+    .executeTakeFirstOrThrow();
   return { teams: Number(teams.n), agent_policies: Number(policies.n) };
 }
 
@@ -137,21 +139,11 @@ export function listTeams(db: Sql, orgId: number): Promise<TeamRow[]> {
 }
 
 export function teamMembers(db: Sql, teamId: number): Promise<{ id: number; username: string; display_name: string | null }[]> {
-  return db
-    .selectFrom('team_members as m')
-    .innerJoin('users as u', 'u.id', 'm.user_id')
-    .select(['u.id', 'u.username', 'u.display_name'])
-    .where('m.team_id', '=', teamId)
-    .orderBy('u.username')
-    .execute();
+  return db.selectFrom('team_members as m').innerJoin('users as u', 'u.id', 'm.user_id').select(['u.id', 'u.username', 'u.display_name']).where('m.team_id', '=', teamId).orderBy('u.username').execute();
 }
 
 export function createTeam(db: Sql, orgId: number, name: string, groupId: number | null): Promise<TeamRow> {
-  return unique(
-    db.insertInto('teams').values({ organisation_id: orgId, name, external_group_id: groupId }).returningAll().executeTakeFirstOrThrow(),
-    'ERR_TEAM_EXISTS',
-    'a team with that name exists in the organisation',
-  );
+  return unique(db.insertInto('teams').values({ organisation_id: orgId, name, external_group_id: groupId }).returningAll().executeTakeFirstOrThrow(), 'ERR_TEAM_EXISTS', 'a team with that name exists in the organisation');
 }
 
 /** `groupId` undefined leaves the link as it is; null unlinks. */
@@ -181,9 +173,13 @@ export async function deleteTeam(db: Sql, id: number): Promise<number[]> {
 /** Add or remove one member; whether anything changed. */
 export async function editTeamMember(db: Sql, teamId: number, userId: number, add: boolean): Promise<boolean> {
   const r = add
-    ? await db.insertInto('team_members').values({ team_id: teamId, user_id: userId }).onConflict((oc) => oc.doNothing()).executeTakeFirst()
+    ? await db
+        .insertInto('team_members')
+        .values({ team_id: teamId, user_id: userId })
+        .onConflict((oc) => oc.doNothing())
+        .executeTakeFirst()
     : await db.deleteFrom('team_members').where('team_id', '=', teamId).where('user_id', '=', userId).executeTakeFirst();
-  return Number('numInsertedOrUpdatedRows' in r ? r.numInsertedOrUpdatedRows ?? 0 : r.numDeletedRows) > 0;
+  return Number('numInsertedOrUpdatedRows' in r ? (r.numInsertedOrUpdatedRows ?? 0) : r.numDeletedRows) > 0;
 }
 
 // ---- agent policies -------------------------------------------------------------------------
@@ -201,13 +197,7 @@ export function listAgentPolicies(db: Sql, orgId: number): Promise<AgentPolicyRo
 /** These policies by name with their organisation's (the effective-policy view names them), in id order. */
 export function policyNames(db: Sql, ids: number[]): Promise<{ id: number; name: string; organisation_id: number; organisation_name: string }[]> {
   if (!ids.length) return Promise.resolve([]);
-  return db
-    .selectFrom('agent_policies as p')
-    .innerJoin('organisations as o', 'o.id', 'p.organisation_id')
-    .select(['p.id', 'p.name', 'p.organisation_id', 'o.name as organisation_name'])
-    .where('p.id', 'in', ids)
-    .orderBy('p.id')
-    .execute();
+  return db.selectFrom('agent_policies as p').innerJoin('organisations as o', 'o.id', 'p.organisation_id').select(['p.id', 'p.name', 'p.organisation_id', 'o.name as organisation_name']).where('p.id', 'in', ids).orderBy('p.id').execute();
 }
 
 export async function policyTeamIds(db: Sql, policyId: number): Promise<number[]> {
@@ -271,12 +261,25 @@ export async function saveAgentPolicy(db: Sql, orgId: number, body: AgentPolicyI
     if (body.mail_other !== undefined) set.mail_other = body.mail_other;
     if (body.mail_max_recipients !== undefined) set.mail_max_recipients = body.mail_max_recipients;
     if (body.mail_max_per_hour !== undefined) set.mail_max_per_hour = body.mail_max_per_hour;
-    if (Object.keys(set).length) await unique(db.updateTable('agent_policies').set({ ...set, updated_at: nowIso() }).where('id', '=', pid).execute(), 'ERR_POLICY_EXISTS', exists);
+    if (Object.keys(set).length)
+      await unique(
+        db
+          .updateTable('agent_policies')
+          .set({ ...set, updated_at: nowIso() })
+          .where('id', '=', pid)
+          .execute(),
+        'ERR_POLICY_EXISTS',
+        exists,
+      );
   }
   if (body.team_ids) {
     await db.deleteFrom('agent_policy_teams').where('policy_id', '=', pid).execute();
     const teams = [...new Set(body.team_ids)];
-    if (teams.length) await db.insertInto('agent_policy_teams').values(teams.map((team_id) => ({ policy_id: pid!, team_id }))).execute();
+    if (teams.length)
+      await db
+        .insertInto('agent_policy_teams')
+        .values(teams.map((team_id) => ({ policy_id: pid!, team_id })))
+        .execute();
   }
   return pid;
 }

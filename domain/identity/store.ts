@@ -101,7 +101,20 @@ export async function saveConnection(db: Sql, enc: Encryptor, input: ConnectionI
     try {
       return await db
         .insertInto('idp_connections')
-        .values({ client_secret_enc: null, service_account_enc: null, service_account_email: null, delegated_admin_email: null, last_sync_started_at: null, last_sync_finished_at: null, last_sync_succeeded_at: null, ...row, provider, display_name: row.display_name ?? provider, issuer: row.issuer, client_id: row.client_id })
+        .values({
+          client_secret_enc: null,
+          service_account_enc: null,
+          service_account_email: null,
+          delegated_admin_email: null,
+          last_sync_started_at: null,
+          last_sync_finished_at: null,
+          last_sync_succeeded_at: null,
+          ...row,
+          provider,
+          display_name: row.display_name ?? provider,
+          issuer: row.issuer,
+          client_id: row.client_id,
+        })
         .returningAll()
         .executeTakeFirstOrThrow();
     } catch (err) {
@@ -109,7 +122,12 @@ export async function saveConnection(db: Sql, enc: Encryptor, input: ConnectionI
       throw err;
     }
   }
-  if (Object.keys(row).length) await db.updateTable('idp_connections').set({ ...row, updated_at: nowIso() }).where('id', '=', existing.id).execute();
+  if (Object.keys(row).length)
+    await db
+      .updateTable('idp_connections')
+      .set({ ...row, updated_at: nowIso() })
+      .where('id', '=', existing.id)
+      .execute();
   return getConnection(db, existing.id);
 }
 

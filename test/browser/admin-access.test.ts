@@ -44,7 +44,7 @@ else {
     t.match(err, /ERR_DATA_INVALID/, 'error code shown');
     t.match(err, /row_filter/, 'message names the row filter');
     t.equal(await page.getAttribute('#policy-filter', 'aria-invalid'), 'true', 'the filter box is marked invalid');
-    t.equal((await dbCount(app.database.sql, 'SELECT COUNT(*) AS n FROM data_policies p JOIN data_roles r ON r.id = p.role_id WHERE r.name = ?', 'sales_eu')), 0, 'nothing stored');
+    t.equal(await dbCount(app.database.sql, 'SELECT COUNT(*) AS n FROM data_policies p JOIN data_roles r ON r.id = p.role_id WHERE r.name = ?', 'sales_eu'), 0, 'nothing stored');
     // Not even JSON: refused before sending, said plainly.
     await page.fill('#policy-filter', '{"column": ');
     await page.click('#policy-save');
@@ -60,9 +60,16 @@ else {
     await page.fill('#leaf-column', 'owner_id');
     await page.fill('#leaf-value', '$user_id');
     await page.click('#leaf-add');
-    t.same(JSON.parse(await page.inputValue('#policy-filter')), {
-      all: [{ column: 'region', op: 'eq', value: 'EU' }, { column: 'owner_id', op: 'eq', value: '$user_id' }],
-    }, 'the builder writes the JSON filter');
+    t.same(
+      JSON.parse(await page.inputValue('#policy-filter')),
+      {
+        all: [
+          { column: 'region', op: 'eq', value: 'EU' },
+          { column: 'owner_id', op: 'eq', value: '$user_id' },
+        ],
+      },
+      'the builder writes the JSON filter',
+    );
     await page.click('#policy-save');
     await page.waitForFunction(() => /saved/.test(document.querySelector('#policy-status')?.textContent ?? ''));
     t.match(await page.textContent('#policies-table'), /sales/);
@@ -106,7 +113,7 @@ else {
     t.match(eff, /sales/);
     t.match(eff, /amount, region/);
     t.match(eff, /"EU"/, 'row filter shown');
-    t.match(eff, new RegExp(`"value": ${bob.id}`), '$user_id substituted with bob\'s id');
+    t.match(eff, new RegExp(`"value": ${bob.id}`), "$user_id substituted with bob's id");
     t.match(eff, /sales_eu on sales/, 'explains which grant gives it');
     t.ok((await page.textContent('#eff-explanation'))?.length, 'top-level explanation shown');
     await screenshot(page, 'admin-effective-policy');

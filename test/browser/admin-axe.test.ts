@@ -30,7 +30,13 @@ async function seriousIssues(page: Page): Promise<string[]> {
   })) as Violation[];
   return violations
     .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.slice(0, 5).map((n) => n.target.join(' ')).join(', ')}`);
+    .map(
+      (v) =>
+        `${v.id} (${v.impact}): ${v.help} — ${v.nodes
+          .slice(0, 5)
+          .map((n) => n.target.join(' '))
+          .join(', ')}`,
+    );
 }
 
 const why = browserUnavailable();
@@ -52,7 +58,12 @@ else {
     await logAction(app.database.sql, { event: 'bi.denied', severity: 'critical', subjectId: bob.id, data: { table: 'payroll' } });
 
     const browser = await launch(t);
-    for (const [width, scheme] of [[1280, 'light'], [390, 'light'], [1280, 'dark'], [390, 'dark']] as const) {
+    for (const [width, scheme] of [
+      [1280, 'light'],
+      [390, 'light'],
+      [1280, 'dark'],
+      [390, 'dark'],
+    ] as const) {
       const page = await browser.newPage({ viewport: { width, height: 900 }, colorScheme: scheme });
       const at = `${width}px, ${scheme}`;
       await page.goto(app.url + '/#/login');

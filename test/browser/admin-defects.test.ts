@@ -26,7 +26,7 @@ else {
     await page.fill('#password', ROOT_PW);
     await page.keyboard.press('Enter');
     await page.waitForFunction(() => !!document.querySelector('#nav a') || /\S/.test(document.querySelector('#login-error')?.textContent ?? ''));
-    t.equal(await page.locator('#login-error').count() ? (await text(page, '#login-error')) : '', '', 'no error on the second sign-in');
+    t.equal((await page.locator('#login-error').count()) ? await text(page, '#login-error') : '', '', 'no error on the second sign-in');
     t.ok(await page.locator('#nav a[href="#/admin/data-roles"]').count(), 'signed in again');
     void app;
   });
@@ -46,7 +46,11 @@ else {
     await page.waitForFunction(() => document.querySelectorAll('#log-rows tbody tr').length >= 60);
     t.equal(await page.locator('#log-rows table').count(), 1, 'one table, not one per click');
     const is = await page.$$eval('#log-table tbody tr details pre', (els) => els.map((e) => JSON.parse(e.textContent ?? '{}').i as number));
-    t.same(is, Array.from({ length: 60 }, (_, k) => 59 - k), 'each entry once, newest first');
+    t.same(
+      is,
+      Array.from({ length: 60 }, (_, k) => 59 - k),
+      'each entry once, newest first',
+    );
     t.notOk(await page.isVisible('#log-more'), 'the last page: no button');
     t.notOk(await page.isVisible('#log-more'), 'and it stays hidden');
     // Fewer than a page: never shown.
@@ -68,7 +72,11 @@ else {
     const offscreen = () =>
       page.$$eval('.admin table button', (els) => els.filter((b) => b.getBoundingClientRect().right > window.innerWidth + 1).map((b) => `${b.getAttribute('aria-label') ?? b.textContent} @${Math.round(b.getBoundingClientRect().right)}`));
     t.same(await offscreen(), [], 'data roles: no button right of the viewport at 1280 px');
-    t.equal(await page.getAttribute('#roles-table .clip[title]', 'title').then(() => page.$$eval('#roles-table .clip', (els) => els.map((e) => e.getAttribute('title')).find((x) => (x ?? '').length === 500) ?? null)), longWord, 'the whole description is the tooltip');
+    t.equal(
+      await page.getAttribute('#roles-table .clip[title]', 'title').then(() => page.$$eval('#roles-table .clip', (els) => els.map((e) => e.getAttribute('title')).find((x) => (x ?? '').length === 500) ?? null)),
+      longWord,
+      'the whole description is the tooltip',
+    );
     const clipped = await page.$$eval('#roles-table .clip', (els) => els.some((e) => e.scrollHeight > e.clientHeight + 1));
     t.ok(clipped, 'the description is clamped to a few lines');
     await checkNarrow(t, page, 'admin-long-role');
@@ -83,10 +91,17 @@ else {
     await page.click('#team-create');
     await page.waitForFunction((n) => (document.querySelector('#teams-table')?.textContent ?? '').includes(n), longTeam);
     t.same(await offscreen(), [], 'teams: no button right of the viewport at 1280 px');
-    const wide = await page.$$eval('.admin section', (els) => els.filter((e) => e.scrollWidth > e.clientWidth + 1).map((e) => {
-      const inner = Array.from(e.querySelectorAll('*')).filter((x) => x.getBoundingClientRect().right > e.getBoundingClientRect().right + 1 && !x.closest('table')).slice(0, 4).map((x) => `${x.tagName}#${x.id}.${x.className}`);
-      return `${e.querySelector('h2')?.textContent}: ${inner.join(', ')}`;
-    }));
+    const wide = await page.$$eval('.admin section', (els) =>
+      els
+        .filter((e) => e.scrollWidth > e.clientWidth + 1)
+        .map((e) => {
+          const inner = Array.from(e.querySelectorAll('*'))
+            .filter((x) => x.getBoundingClientRect().right > e.getBoundingClientRect().right + 1 && !x.closest('table'))
+            .slice(0, 4)
+            .map((x) => `${x.tagName}#${x.id}.${x.className}`);
+          return `${e.querySelector('h2')?.textContent}: ${inner.join(', ')}`;
+        }),
+    );
     t.same(wide, [], 'no section is wider than its box');
     await screenshot(page, 'admin-long-names');
     await checkNarrow(t, page, 'admin-long-names');
@@ -101,7 +116,7 @@ else {
     await page.fill('#eff-user', 'nobody-here');
     await page.click('#eff-show');
     await page.waitForSelector('#eff-status [role=alert]');
-    t.equal(await page.locator('#eff-out *').count(), 0, 'bob\'s effective policy is gone under the error');
+    t.equal(await page.locator('#eff-out *').count(), 0, "bob's effective policy is gone under the error");
 
     await open(page, app.url, 'organisations', '#eap-form');
     await page.fill('#eap-user', 'bob');
@@ -135,7 +150,15 @@ else {
     t.equal(await page.getAttribute('#leaf-column', 'aria-invalid'), 'true');
     // The server: an empty column in the second condition, and unknown keys.
     await page.fill('#policy-table', 'sales');
-    await page.fill('#policy-filter', JSON.stringify({ all: [{ column: 'region', op: 'eq', value: 'EU' }, { column: '', op: 'eq', value: 1 }] }));
+    await page.fill(
+      '#policy-filter',
+      JSON.stringify({
+        all: [
+          { column: 'region', op: 'eq', value: 'EU' },
+          { column: '', op: 'eq', value: 1 },
+        ],
+      }),
+    );
     await page.click('#policy-save');
     await page.waitForSelector('#policy-status [role=alert]');
     const err = await text(page, '#policy-status');
@@ -147,7 +170,7 @@ else {
     const err2 = await text(page, '#policy-status');
     t.match(err2, /"colour", "size" are not known fields of a condition/);
     t.equal((err2.match(/not known field/g) ?? []).length, 1, 'said once, not once per schema branch');
-    t.equal((await dbCount(app.database.sql, "SELECT COUNT(*) AS n FROM data_policies p JOIN data_roles r ON r.id = p.role_id WHERE r.name = 'sales_eu'")), 0, 'nothing stored');
+    t.equal(await dbCount(app.database.sql, "SELECT COUNT(*) AS n FROM data_policies p JOIN data_roles r ON r.id = p.role_id WHERE r.name = 'sales_eu'"), 0, 'nothing stored');
     await screenshot(page, 'admin-filter-errors');
   });
 
@@ -198,7 +221,7 @@ else {
 
       await page.click('#org-delete');
       await page.waitForFunction(() => /No organisations yet/.test(document.querySelector('.admin.orgs')?.textContent ?? ''));
-      t.equal((await dbCount(app.database.sql, 'SELECT COUNT(*) AS n FROM teams')), 0, 'its teams went with it');
+      t.equal(await dbCount(app.database.sql, 'SELECT COUNT(*) AS n FROM teams'), 0, 'its teams went with it');
 
       // All of it is in the action log under identity.*, by name.
       await open(page, app.url, 'action-log', '#log-table');
@@ -252,12 +275,15 @@ else {
     const res = await fetch(`${app.url}/favicon.ico`);
     t.equal(res.status, 200);
     t.match(res.headers.get('content-type') ?? '', /icon/);
-    const size = await page.evaluate(() => new Promise<number>((resolve) => {
-      const img = new Image();
-      img.onload = () => resolve(img.naturalWidth);
-      img.onerror = () => resolve(-1);
-      img.src = '/favicon.ico';
-    }));
+    const size = await page.evaluate(
+      () =>
+        new Promise<number>((resolve) => {
+          const img = new Image();
+          img.onload = () => resolve(img.naturalWidth);
+          img.onerror = () => resolve(-1);
+          img.src = '/favicon.ico';
+        }),
+    );
     t.ok(size > 0, `the browser decodes it (${size} px)`);
   });
 }

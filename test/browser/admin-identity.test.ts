@@ -71,7 +71,7 @@ else {
     const html = await page.content();
     t.notOk(html.includes(CLIENT_SECRET), 'the client secret is not on the page after saving');
     t.notOk(html.includes('PRIVATE KEY'), 'the service-account key is not on the page after saving');
-    const stored = (await dbRows(app.database.sql, 'SELECT issuer, client_id, is_active FROM idp_connections'));
+    const stored = await dbRows(app.database.sql, 'SELECT issuer, client_id, is_active FROM idp_connections');
     t.same(stored, [{ issuer: idp.url, client_id: CLIENT_ID, is_active: 1 }], 'connection stored');
 
     // A bad edit shows the server's error plainly (message and code).
@@ -109,7 +109,10 @@ else {
     await page.click('#org-form button[type=submit]');
     await page.waitForSelector('#team-form');
     const options = await page.locator('#team-group option').allTextContents();
-    t.ok(options.some((o) => o.includes(`group0@${dir.domain}`)), 'team picker lists synced groups');
+    t.ok(
+      options.some((o) => o.includes(`group0@${dir.domain}`)),
+      'team picker lists synced groups',
+    );
     await page.fill('#team-name', 'Group zero team');
     await page.selectOption('#team-group', { label: options.find((o) => o.includes(`group0@${dir.domain}`))! });
     await page.click('#team-form button[type=submit]');

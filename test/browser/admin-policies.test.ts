@@ -16,7 +16,10 @@ const text = async (page: Page, sel: string) => ((await page.textContent(sel)) ?
 const why = browserUnavailable();
 if (why) t.plan(0, why);
 else {
-  for (const [width, scheme] of [[1280, 'light'], [390, 'dark']] as const) {
+  for (const [width, scheme] of [
+    [1280, 'light'],
+    [390, 'dark'],
+  ] as const) {
     t.test(`edit an agent policy with checkboxes; the effective policy by name with its mail rules (${width} px, ${scheme})`, async (t) => {
       const { app, page, bob } = await adminRig(t, width);
       await page.emulateMedia({ colorScheme: scheme });
@@ -51,7 +54,19 @@ else {
       await page.waitForFunction(() => /Policy sheets and mail saved/.test(document.querySelector('#policy-status')?.textContent ?? ''));
       t.equal(await text(page, '#ap-form-title'), 'New agent policy', 'back to a new policy');
       const stored = (await api.json('GET', `/api/identity/organisations/${org}/agent-policies`)).body.policies;
-      t.match(stored, [{ id: pid, name: 'sheets and mail', allowed_tools: ['fetch_sheet', 'send_email'], allowed_models: null, denied_models: ['demo'], mail_block_domains: ['rival.example'], mail_other: 'ask', mail_max_recipients: 5, mail_max_per_hour: null }]);
+      t.match(stored, [
+        {
+          id: pid,
+          name: 'sheets and mail',
+          allowed_tools: ['fetch_sheet', 'send_email'],
+          allowed_models: null,
+          denied_models: ['demo'],
+          mail_block_domains: ['rival.example'],
+          mail_other: 'ask',
+          mail_max_recipients: 5,
+          mail_max_per_hour: null,
+        },
+      ]);
       t.equal(stored.length, 1, 'edited, not added');
       const log = await app.database.sql.selectFrom('action_log').select('data').where('event', '=', 'identity.agent_policy.updated').execute();
       t.equal(log.length, 1, 'one identity.agent_policy.updated entry');
@@ -75,7 +90,7 @@ else {
       t.match(mail, /Blocked: rival\.example/);
       t.match(mail, /Other recipients: the user is asked in the chat first/);
       t.match(mail, /Most recipients per message: 5/);
-      t.match(mail, /Most messages per hour: \d+/, 'the server\'s limit as a number');
+      t.match(mail, /Most messages per hour: \d+/, "the server's limit as a number");
       t.same(await axeProblems(page), [], `axe: the effective policy (${width} px, ${scheme})`);
       await screenshot(page, `admin-effective-policy-${width}-${scheme}`);
 

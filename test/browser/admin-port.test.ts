@@ -44,7 +44,11 @@ else {
     await page.click('#policy-save');
     await page.waitForFunction(() => /saved/.test(document.querySelector('#policy-status')?.textContent ?? ''));
     const policies = () => count(app, "SELECT COUNT(*) AS n FROM data_policies WHERE table_name = 'sales'");
-    const q1 = await confirmTwice('button[aria-label="Delete policy on sales"]', async () => (await policies()) === 1, async () => (await policies()) === 0 && /No policies/.test(await text(page, '#policies-table')));
+    const q1 = await confirmTwice(
+      'button[aria-label="Delete policy on sales"]',
+      async () => (await policies()) === 1,
+      async () => (await policies()) === 0 && /No policies/.test(await text(page, '#policies-table')),
+    );
     t.match(q1, /Delete the policy on sales from role gone_soon/);
 
     await openAdmin(page, app.url, 'data-assignments', '#assign-form');
@@ -53,12 +57,20 @@ else {
     await page.click('#assign-create');
     await page.waitForFunction(() => /gone_soon/.test(document.querySelector('#assignments-table')?.textContent ?? ''));
     const assigned = () => count(app, 'SELECT COUNT(*) AS n FROM user_data_roles');
-    const q2 = await confirmTwice('button[aria-label="Remove gone_soon from bob"]', async () => (await assigned()) === 1, async () => (await assigned()) === 0 && /No assignments/.test(await text(page, '#assignments-table')));
+    const q2 = await confirmTwice(
+      'button[aria-label="Remove gone_soon from bob"]',
+      async () => (await assigned()) === 1,
+      async () => (await assigned()) === 0 && /No assignments/.test(await text(page, '#assignments-table')),
+    );
     t.match(q2, /Remove role gone_soon from bob/);
 
     await openAdmin(page, app.url, 'data-roles', '#roles-table');
     const roles = () => count(app, "SELECT COUNT(*) AS n FROM data_roles WHERE name = 'gone_soon'");
-    const q3 = await confirmTwice('button[aria-label="Delete role gone_soon"]', async () => (await roles()) === 1, async () => (await roles()) === 0 && !/gone_soon/.test(await text(page, '#roles-table')));
+    const q3 = await confirmTwice(
+      'button[aria-label="Delete role gone_soon"]',
+      async () => (await roles()) === 1,
+      async () => (await roles()) === 0 && !/gone_soon/.test(await text(page, '#roles-table')),
+    );
     t.match(q3, /Delete role gone_soon\? Its policies and assignments go too/);
 
     // An organisation with a team and an agent policy.
@@ -73,13 +85,25 @@ else {
     await page.click('#ap-create');
     await page.waitForFunction(() => /quiet/.test(document.querySelector('#agent-policies-table')?.textContent ?? ''));
     const aps = () => count(app, 'SELECT COUNT(*) AS n FROM agent_policies');
-    const q4 = await confirmTwice('button[aria-label="Delete policy quiet"]', async () => (await aps()) === 1, async () => (await aps()) === 0 && /No agent policies/.test(await text(page, '#agent-policies-table')));
+    const q4 = await confirmTwice(
+      'button[aria-label="Delete policy quiet"]',
+      async () => (await aps()) === 1,
+      async () => (await aps()) === 0 && /No agent policies/.test(await text(page, '#agent-policies-table')),
+    );
     t.match(q4, /Delete agent policy quiet/);
     const teams = () => count(app, 'SELECT COUNT(*) AS n FROM teams');
-    const q5 = await confirmTwice('button[aria-label="Delete team Crew"]', async () => (await teams()) === 1, async () => (await teams()) === 0 && /No teams yet/.test(await text(page, '#teams-table')));
+    const q5 = await confirmTwice(
+      'button[aria-label="Delete team Crew"]',
+      async () => (await teams()) === 1,
+      async () => (await teams()) === 0 && /No teams yet/.test(await text(page, '#teams-table')),
+    );
     t.match(q5, /Delete team Crew/);
     const orgs = () => count(app, 'SELECT COUNT(*) AS n FROM organisations');
-    const q6 = await confirmTwice('#org-delete', async () => (await orgs()) === 1, async () => (await orgs()) === 0 && /No organisations yet/.test(await text(page, '.admin.orgs')));
+    const q6 = await confirmTwice(
+      '#org-delete',
+      async () => (await orgs()) === 1,
+      async () => (await orgs()) === 0 && /No organisations yet/.test(await text(page, '.admin.orgs')),
+    );
     t.match(q6, /Delete organisation Doomed\? Its teams and agent policies are deleted too/);
     t.match(await text(page, '#org-status'), /Organisation Doomed deleted/);
   });
@@ -106,7 +130,7 @@ else {
     t.match(await text(page, '#log-count'), /^60 entries shown\.$/);
   });
 
-  t.test("an existing team is linked to a directory group from its row, then unlinked (members managed here again)", async (t) => {
+  t.test('an existing team is linked to a directory group from its row, then unlinked (members managed here again)', async (t) => {
     const { app, page, bob } = await adminRig(t);
     const db = app.database.sql;
     const conn = await dbInsertId(db, "INSERT INTO idp_connections (provider, display_name, issuer, client_id) VALUES ('google', 'Google', 'https://idp.example.test', 'cid')");

@@ -16,12 +16,10 @@ import { axeProblems, browserUnavailable, checkNarrow, launch, screenshot } from
 import { dataDir, dockerOrSkip, ensureTestImage, runtimeConfig, sweep, uniqueOwner } from '../docker/helpers.js';
 
 /** The rows as [short id, turns] in the order shown. */
-const rowsOf = (page: Page) =>
-  page.$$eval('#sessions-table tbody tr', (trs) => trs.map((tr) => [tr.querySelector('code.sid')?.getAttribute('title') ?? '', (tr.querySelector('td[data-label="Turns"]')?.textContent ?? '').trim()]));
+const rowsOf = (page: Page) => page.$$eval('#sessions-table tbody tr', (trs) => trs.map((tr) => [tr.querySelector('code.sid')?.getAttribute('title') ?? '', (tr.querySelector('td[data-label="Turns"]')?.textContent ?? '').trim()]));
 
 /** Restart and Kill of every row: on screen (not clipped off to the right) at this width. */
-const buttonsOnScreen = (page: Page) =>
-  page.$$eval('#sessions-table button:not(.link)', (bs) => bs.length > 0 && bs.map((b) => b.getBoundingClientRect()).every((r) => r.width > 0 && r.left >= 0 && r.right <= window.innerWidth + 1));
+const buttonsOnScreen = (page: Page) => page.$$eval('#sessions-table button:not(.link)', (bs) => bs.length > 0 && bs.map((b) => b.getBoundingClientRect()).every((r) => r.width > 0 && r.left >= 0 && r.right <= window.innerWidth + 1));
 
 const why = browserUnavailable();
 if (why) t.plan(0, why);
@@ -52,7 +50,10 @@ else {
       t.equal((await carol.login('carol', 'carol-password')).status, 200);
       const chat = async (message: string, session_id?: string) => {
         const res = await carol.request('POST', '/api/chat/messages', { message, ...(session_id ? { session_id } : {}) });
-        const lines = (await res.text()).trim().split('\n').map((l) => JSON.parse(l) as { type: string; session_id?: string });
+        const lines = (await res.text())
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l) as { type: string; session_id?: string });
         const sid = lines.find((l) => l.type === 'done')?.session_id;
         if (!sid) throw new Error(`the chat did not finish: ${JSON.stringify(lines.slice(-2))}`);
         return sid;
@@ -71,7 +72,14 @@ else {
       await page.waitForSelector('#nav a[href="#/admin/sessions"]', { state: 'attached' });
       await page.goto(d.web.url + '/#/admin/sessions');
       await page.waitForFunction(() => document.querySelectorAll('#sessions-table code.sid').length === 2);
-      t.same(await rowsOf(page), [[first, '2'], [second, '1']], 'in the chats\' order, with their turns');
+      t.same(
+        await rowsOf(page),
+        [
+          [first, '2'],
+          [second, '1'],
+        ],
+        "in the chats' order, with their turns",
+      );
 
       // A short id on one line; the whole id on hover and in the copy button's name.
       // An inline element that wraps has one box per line.
@@ -89,11 +97,25 @@ else {
       await page.click(`button[aria-label="Restart session ${first}"]`);
       await page.waitForFunction(() => /restarted/.test(document.querySelector('#sess-status')?.textContent ?? ''), undefined, { timeout: 120_000 });
       t.not(containerOf(first), before, 'a new sandbox');
-      t.same(await rowsOf(page), [[first, '2'], [second, '1']], 'same place, same turn count after the restart');
+      t.same(
+        await rowsOf(page),
+        [
+          [first, '2'],
+          [second, '1'],
+        ],
+        'same place, same turn count after the restart',
+      );
       // And on the page's own refresh too.
       const shown = (await page.textContent('#sessions-updated')) ?? '';
       await page.waitForFunction((old) => (document.querySelector('#sessions-updated')?.textContent ?? '') !== old, shown, { timeout: 15_000 });
-      t.same(await rowsOf(page), [[first, '2'], [second, '1']], 'after a refresh as well');
+      t.same(
+        await rowsOf(page),
+        [
+          [first, '2'],
+          [second, '1'],
+        ],
+        'after a refresh as well',
+      );
 
       // 390 px, dark: each session a card, Restart and Kill on screen.
       await page.emulateMedia({ colorScheme: 'dark' });

@@ -66,13 +66,16 @@ else {
       const carol = new Client(d.web.url);
       t.equal((await carol.login('carol', 'carol-password')).status, 200);
       const res = await carol.request('POST', '/api/chat/messages', { message: 'Quarterly numbers please' });
-      const lines = (await res.text()).trim().split('\n').map((l) => JSON.parse(l) as { type: string; session_id?: string });
+      const lines = (await res.text())
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { type: string; session_id?: string });
       const sid = lines.find((l) => l.type === 'done')?.session_id;
       t.ok(sid, 'the chat ran');
       const shownAt = Date.now();
       // The row shows the id's first 8 characters; the whole id is its tooltip.
       await page.waitForFunction((id) => !!document.querySelector(`#sessions-table code.sid[title="${id}"]`), sid!, { timeout: 15_000 });
-      t.ok(Date.now() - shownAt < 12_000, 'listed by the page\'s own refresh');
+      t.ok(Date.now() - shownAt < 12_000, "listed by the page's own refresh");
       const row = (await page.textContent('#sessions-table tbody tr')) ?? '';
       t.match(row, /Quarterly numbers please/, 'the chat title');
       t.match(row, /carol/, 'the user by name');
@@ -96,10 +99,14 @@ else {
       t.equal(containerOf(), first, 'cancelled: same sandbox');
       answer = true;
       await page.click(`button[aria-label="Restart session ${sid}"]`);
-      await page.waitForFunction((old) => {
-        const ids = Array.from(document.querySelectorAll('#sessions-table code.container-id'), (e) => e.textContent);
-        return ids.length === 1 && ids[0] !== old;
-      }, first!.slice(0, 12), { timeout: 120_000 });
+      await page.waitForFunction(
+        (old) => {
+          const ids = Array.from(document.querySelectorAll('#sessions-table code.container-id'), (e) => e.textContent);
+          return ids.length === 1 && ids[0] !== old;
+        },
+        first!.slice(0, 12),
+        { timeout: 120_000 },
+      );
       t.not(containerOf(), first, 'restarted');
       const logged = (await dbRows(d.database.sql, "SELECT actor_id, subject_id, data FROM action_log WHERE event = 'session.restarted'")) as { data: string }[];
       t.equal(logged.length, 1, 'the restart is in the action log');
@@ -120,7 +127,7 @@ else {
       await page.waitForFunction(() => /No live sessions/.test(document.querySelector('#sessions-table')?.textContent ?? ''), undefined, { timeout: 60_000 });
       t.equal(containerOf(), undefined, 'killed');
       t.match(await page.textContent('#sess-status'), /killed/);
-      t.equal((await dbCount(d.database.sql, "SELECT COUNT(*) AS n FROM action_log WHERE event = 'session.killed'")), 1, 'the kill is in the action log');
+      t.equal(await dbCount(d.database.sql, "SELECT COUNT(*) AS n FROM action_log WHERE event = 'session.killed'"), 1, 'the kill is in the action log');
 
       // Leaving the page ends its refresh: no more reads of the list.
       const reads: number[] = [];

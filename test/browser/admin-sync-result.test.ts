@@ -25,7 +25,10 @@ async function runSync(page: Page): Promise<string> {
 const why = browserUnavailable();
 if (why) t.plan(0, why);
 else {
-  for (const [width, scheme] of [[1280, 'light'], [390, 'dark']] as const) {
+  for (const [width, scheme] of [
+    [1280, 'light'],
+    [390, 'dark'],
+  ] as const) {
     t.test(`sync result: only what changed, "nothing changed" in one line, the outcome replaces "started" (${width} px, ${scheme})`, async (t) => {
       const dir = await startDirectory();
       t.teardown(() => dir.close());
@@ -41,8 +44,12 @@ else {
       const api = app.client();
       t.equal((await api.login('root', ROOT_PW)).status, 200);
       const conn = await api.json('POST', '/api/identity/connections', {
-        provider: 'google', issuer: 'https://accounts.google.com', client_id: 'sync-ui-client', client_secret: 'sync-ui-secret-000',
-        service_account_json: JSON.stringify(dir.serviceAccount), delegated_admin_email: `admin@${dir.domain}`,
+        provider: 'google',
+        issuer: 'https://accounts.google.com',
+        client_id: 'sync-ui-client',
+        client_secret: 'sync-ui-secret-000',
+        service_account_json: JSON.stringify(dir.serviceAccount),
+        delegated_admin_email: `admin@${dir.domain}`,
       });
       t.equal(conn.status, 201, 'connection');
 
@@ -57,7 +64,10 @@ else {
       t.notMatch(first, /started/, '"started" is gone');
       const rows = await page.$$eval('#sync-result tbody tr', (trs) => trs.map((r) => Array.from(r.children, (c) => (c.textContent ?? '').trim())));
       t.ok(rows.length > 0 && rows.length < 10, `a short table (${rows.length} rows)`);
-      t.ok(rows.every(([, n]) => Number(n) !== 0), 'no row of zeros');
+      t.ok(
+        rows.every(([, n]) => Number(n) !== 0),
+        'no row of zeros',
+      );
       t.match(rows, [['users created', '4']]);
       t.match(await text(page, '#sync-stats'), /read .*4 users.*requests.*ms/, 'how it went, in one line');
       t.same(await axeProblems(page), [], `axe: the first result (${width} px, ${scheme})`);

@@ -61,7 +61,10 @@ else {
     };
     await connect();
     t.match(await page.textContent('#account'), /Connected as erin@example\.test\./, 'the page names the connected account');
-    t.ok(oauth.requests.some((r) => r.path === '/token' && r.params.grant_type === 'authorization_code'), 'the code was exchanged at the provider');
+    t.ok(
+      oauth.requests.some((r) => r.path === '/token' && r.params.grant_type === 'authorization_code'),
+      'the code was exchanged at the provider',
+    );
     t.equal(await accounts(), 1, 'the account is stored');
     const [refresh] = oauth.issued.refresh;
     t.ok(refresh, 'offline access: a refresh token was issued');
@@ -74,7 +77,10 @@ else {
     t.equal(dialogs.length, 1, 'Disconnect asks first');
     t.match(dialogs[0], /Disconnect your workspace account\?/);
     t.ok(await page.isVisible('#disconnect-account'), 'still connected after Cancel');
-    t.notOk(oauth.requests.some((r) => r.path === '/revoke'), 'nothing revoked after Cancel');
+    t.notOk(
+      oauth.requests.some((r) => r.path === '/revoke'),
+      'nothing revoked after Cancel',
+    );
     t.equal(await accounts(), 1);
 
     answer = 'accept';

@@ -26,14 +26,21 @@ const text = async (page: Page, sel: string) => ((await page.textContent(sel)) ?
 
 /** The CSV's columns as a bar chart spec: labels from the first column, one dataset from the second. */
 function chartOf(csv: string) {
-  const rows = csv.trim().split('\n').slice(1).map((l) => l.split(','));
+  const rows = csv
+    .trim()
+    .split('\n')
+    .slice(1)
+    .map((l) => l.split(','));
   return { type: 'bar' as const, title: TITLE, labels: rows.map((r) => r[0]), datasets: [{ label: 'revenue', data: rows.map((r) => Number(r[1])) }] };
 }
 
 const why = browserUnavailable();
 if (why) t.plan(0, why);
 else {
-  for (const [width, scheme] of [[1280, 'light'], [390, 'dark']] as const) {
+  for (const [width, scheme] of [
+    [1280, 'light'],
+    [390, 'dark'],
+  ] as const) {
     t.test(`a CSV uploaded, charted and mailed: preview, chart and approval card (${width} px, ${scheme})`, async (t) => {
       const dataDir = tempDir(t);
       const volumes = new WorkspaceVolumes(dataDir, 0, createLogger({ level: 'error' }));
@@ -79,7 +86,14 @@ else {
       await page.waitForSelector('.approval[data-state=pending] .approval-body');
       await page.waitForFunction(() => Array.from(document.querySelectorAll<HTMLImageElement>('.approval-files img')).every((i) => i.complete && i.naturalWidth > 0) && document.querySelectorAll('.approval-files img').length === 1);
       t.same(readFromWorkspace, [CSV], 'the turn read the uploaded file from the workspace');
-      t.same(await page.$$eval('.msg.user .file-preview[data-file="sales.csv"] tr', (rows) => rows.map((r) => Array.from(r.children, (c) => c.textContent))).then((r) => r.slice(0, 2)), [['month', 'revenue'], ['Jan', '112']], 'the upload preview in the message');
+      t.same(
+        await page.$$eval('.msg.user .file-preview[data-file="sales.csv"] tr', (rows) => rows.map((r) => Array.from(r.children, (c) => c.textContent))).then((r) => r.slice(0, 2)),
+        [
+          ['month', 'revenue'],
+          ['Jan', '112'],
+        ],
+        'the upload preview in the message',
+      );
       t.equal(await page.getAttribute('.chart-box canvas', 'aria-label'), TITLE, 'the chart, named by its title');
       t.equal(await text(page, '.approval dd.to'), 'ext@partner.example', 'To');
       t.equal(await text(page, '.approval dd.subject'), 'Revenue by month', 'Subject');

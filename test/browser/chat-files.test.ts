@@ -37,7 +37,10 @@ else {
     url = app.url;
   });
 
-  for (const [width, scheme] of [[1280, 'light'], [390, 'dark']] as const) {
+  for (const [width, scheme] of [
+    [1280, 'light'],
+    [390, 'dark'],
+  ] as const) {
     t.test(`attach a CSV and a PNG, previews, send (${width} px, ${scheme})`, async (t) => {
       const browser = await launch(t);
       const page = await browser.newPage({ viewport: { width, height: 900 }, colorScheme: scheme });
@@ -56,7 +59,15 @@ else {
       ]);
       const table = `.composer .file-preview[data-file="sales-${scheme}.csv"] table`;
       await page.waitForSelector(table);
-      t.same(await page.$$eval(`${table} tr`, (rows) => rows.map((r) => Array.from(r.children, (c) => c.textContent))), [['month', 'sales', 'note'], ['Jan', '120', '\'=HYPERLINK("x")'], ['Feb', '135', 'ok']], 'the first rows, a formula shown as text');
+      t.same(
+        await page.$$eval(`${table} tr`, (rows) => rows.map((r) => Array.from(r.children, (c) => c.textContent))),
+        [
+          ['month', 'sales', 'note'],
+          ['Jan', '120', '\'=HYPERLINK("x")'],
+          ['Feb', '135', 'ok'],
+        ],
+        'the first rows, a formula shown as text',
+      );
       const img = `.composer .file-preview[data-file="logo-${scheme}.png"] img`;
       await page.waitForFunction((sel) => (document.querySelector(sel) as HTMLImageElement | null)?.naturalWidth === 1, img);
       t.ok(true, 'the picture is shown from the workspace');

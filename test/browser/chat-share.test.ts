@@ -104,8 +104,7 @@ else {
       await signIn(page, 'ben', '#shared-heading');
       t.match(await page.textContent('#shared-note'), /Shared by ann/, `${width}: the colleague lands on the shared chat after signing in`);
       t.match(await page.textContent('.shared-transcript'), /You said: hello share/);
-      for (const sel of ['#prompt', '.composer', '.regenerate', '.edit', '.edit-last', '.feedback', '.approval-actions button'])
-        t.equal(await page.locator(sel).count(), 0, `${width}: read-only: no ${sel}`);
+      for (const sel of ['#prompt', '.composer', '.regenerate', '.edit', '.edit-last', '.feedback', '.approval-actions button']) t.equal(await page.locator(sel).count(), 0, `${width}: read-only: no ${sel}`);
       t.same(await axeProblems(page), [], `axe: the shared page, ${width} ${scheme}`);
       if (width === 390) await checkNarrow(t, page, 'chat-shared-390-dark');
       await screenshot(page, `chat-shared-${width}-${scheme}`, { fullPage: false });
@@ -210,8 +209,7 @@ else {
     const top = await page.$eval('#transcript', (el) => Math.round(el.getBoundingClientRect().top));
     t.ok(top <= 64, `the conversation starts ${top} px from the top at 390 px`);
     await page.click('#chat-menu-button');
-    for (const sel of ['a[href="#/chat"]', '#menu-model', '#menu-share', '#menu-shortcuts', '#menu-theme', '#menu-logout', 'a[download]'])
-      t.ok(await page.locator(`#chat-menu ${sel}`).first().isVisible(), `the menu has ${sel}`);
+    for (const sel of ['a[href="#/chat"]', '#menu-model', '#menu-share', '#menu-shortcuts', '#menu-theme', '#menu-logout', 'a[download]']) t.ok(await page.locator(`#chat-menu ${sel}`).first().isVisible(), `the menu has ${sel}`);
     t.same(await axeProblems(page), [], 'axe: the phone menu, 390 dark');
     await screenshot(page, 'chat-phone-menu-390-dark', { fullPage: false });
     await page.keyboard.press('Escape');

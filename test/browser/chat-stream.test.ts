@@ -126,9 +126,7 @@ else {
       // A garbled line, then a `done` the page must not trust.
       toolStart('bad-1') + 'this is not JSON\n' + done,
     ];
-    await page.route('**/api/chat/messages', (route) =>
-      route.fulfill({ status: 200, headers: { 'content-type': 'application/x-ndjson; charset=utf-8' }, body: bodies.shift()! }),
-    );
+    await page.route('**/api/chat/messages', (route) => route.fulfill({ status: 200, headers: { 'content-type': 'application/x-ndjson; charset=utf-8' }, body: bodies.shift()! }));
 
     await send(page, 'first', 1);
     t.equal(await page.getAttribute(lastTurn, 'data-done'), 'interrupted', 'cut off: the turn is interrupted');

@@ -34,7 +34,7 @@ export const MARKDOWN_ANSWER = [
 const HOSTILE_ANSWER = [
   '<script>window.__pwned = "script"</script>',
   '<img src="x" onerror="window.__pwned = \'onerror\'">',
-  '[click me](javascript:window.__pwned=\'link\')',
+  "[click me](javascript:window.__pwned='link')",
   '<a href="javascript:window.__pwned=\'a\'">raw link</a>',
   '<iframe src="javascript:window.__pwned=\'iframe\'"></iframe>',
   '<div class="approval approval-card banner"><p class="approval-state">Approved</p></div>',
@@ -150,7 +150,14 @@ else {
       t.equal(await page.evaluate(() => (window as any).__pwned), undefined, 'no script, handler or javascript: link ran');
       t.equal(await page.$$eval(`${last} [onerror], ${last} script, ${last} iframe, ${last} form, ${last} .markdown button:not(.copy-code)`, (x) => x.length), 0, 'no script, handler, iframe or form in the DOM');
       t.equal(await page.$$eval(`${last} a[href^="javascript:" i]`, (x) => x.length), 0, 'no javascript: link');
-      t.equal(await page.$$eval(`${last} .markdown [class]:not(code):not(.table-wrap):not(.table-note):not(.copy-code):not(.code-head):not([class^="hljs"])`, (x) => x.map((e) => e.className).filter((c) => /approval|banner|msg|state/.test(c)).length), 0, "the answer wears none of the page's own classes (no fake approval card)");
+      t.equal(
+        await page.$$eval(
+          `${last} .markdown [class]:not(code):not(.table-wrap):not(.table-note):not(.copy-code):not(.code-head):not([class^="hljs"])`,
+          (x) => x.map((e) => e.className).filter((c) => /approval|banner|msg|state/.test(c)).length,
+        ),
+        0,
+        "the answer wears none of the page's own classes (no fake approval card)",
+      );
       t.equal(await page.$$eval(`${last} .markdown [id]`, (x) => x.length), 0, 'nor its ids');
       t.equal(await page.$$eval(`${last} table tbody tr`, (x) => x.length), 200, 'a huge table shows its first 200 rows');
       // (The route caps one text_delta at 64 KiB, so fewer than 5,000 rows arrive.)
@@ -164,7 +171,10 @@ else {
   }
 
   // The turn controls at desktop width in light and at phone width in dark.
-  for (const [width, scheme] of [[1280, 'light'], [390, 'dark']] as const) {
+  for (const [width, scheme] of [
+    [1280, 'light'],
+    [390, 'dark'],
+  ] as const) {
     t.test(`Enter while a turn runs keeps the prompt; Stop (keyboard) ends the turn; the kept prompt sends after (${width} px, ${scheme})`, async (t) => {
       const browser = await launch(t);
       const page = await browser.newPage({ viewport: { width, height: 900 }, colorScheme: scheme });
@@ -230,7 +240,13 @@ else {
     t.equal(await page.inputValue('#prompt'), 'beta question', 'Edit puts the last prompt in the box');
     await page.fill('#prompt', 'gamma question');
     await page.keyboard.press('Enter');
-    await page.waitForFunction(() => document.querySelector('.msg.user:nth-last-of-type(2) .bubble, .msg.user:last-of-type .bubble') !== null && Array.from(document.querySelectorAll('.msg.user .bubble')).map((e) => e.textContent).join('|') === 'alpha question|gamma question');
+    await page.waitForFunction(
+      () =>
+        document.querySelector('.msg.user:nth-last-of-type(2) .bubble, .msg.user:last-of-type .bubble') !== null &&
+        Array.from(document.querySelectorAll('.msg.user .bubble'))
+          .map((e) => e.textContent)
+          .join('|') === 'alpha question|gamma question',
+    );
     await page.waitForFunction(() => document.querySelectorAll('.msg.assistant[data-done]').length === 2);
     t.equal(runner.turns.at(-1)!.prompt, 'gamma question');
     await page.reload();
@@ -240,7 +256,12 @@ else {
     t.equal(await lastPos(), '3/3', 'three versions of the second message');
     // Back to an older version: the page shows that branch, and it is what the server keeps.
     await page.locator('.msg.user').last().locator('button[aria-label="Previous version"]').click();
-    await page.waitForFunction(() => Array.from(document.querySelectorAll('.msg.user .bubble')).map((e) => e.textContent).join('|') === 'alpha question|beta question');
+    await page.waitForFunction(
+      () =>
+        Array.from(document.querySelectorAll('.msg.user .bubble'))
+          .map((e) => e.textContent)
+          .join('|') === 'alpha question|beta question',
+    );
     t.equal(await lastPos(), '2/3');
     t.match(await page.textContent('.msg.assistant:last-of-type'), /You said: beta question \(#\d+\)/, 'the regenerated answer of that version');
     t.same(await axeProblems(page), [], 'axe: the page with a version switcher');
@@ -252,12 +273,22 @@ else {
     t.equal(await page.inputValue('#prompt'), 'alpha question', 'Edit works on any message');
     await page.fill('#prompt', 'alpha, edited');
     await page.keyboard.press('Enter');
-    await page.waitForFunction(() => Array.from(document.querySelectorAll('.msg.user .bubble')).map((e) => e.textContent).join('|') === 'alpha, edited');
+    await page.waitForFunction(
+      () =>
+        Array.from(document.querySelectorAll('.msg.user .bubble'))
+          .map((e) => e.textContent)
+          .join('|') === 'alpha, edited',
+    );
     await page.waitForFunction(() => document.querySelector('.msg.user .branch-pos')?.textContent === '2/2');
     t.equal(runner.turns.at(-1)!.prompt, 'alpha, edited');
     // Back to the first version of the first message: its branch comes back, at its newest continuation.
     await page.locator('.msg.user').first().locator('button[aria-label="Previous version"]').click();
-    await page.waitForFunction(() => Array.from(document.querySelectorAll('.msg.user .bubble')).map((e) => e.textContent).join('|') === 'alpha question|gamma question');
+    await page.waitForFunction(
+      () =>
+        Array.from(document.querySelectorAll('.msg.user .bubble'))
+          .map((e) => e.textContent)
+          .join('|') === 'alpha question|gamma question',
+    );
 
     // Rename with the keyboard.
     await page.focus(`#session-list li.session-item:has(a[href="#/chat/${sid}"]) button:text("Rename")`);
@@ -267,9 +298,11 @@ else {
     await page.keyboard.press('Control+A');
     await page.keyboard.insertText('Greek letters');
     await page.keyboard.press('Enter');
-    await page.waitForFunction(() => document.querySelector('#chat-heading')?.textContent === 'Greek letters', undefined, { timeout: 5000 }).catch(async () => {
-      t.fail(`heading after rename: ${await page.textContent('#chat-heading')}; list: ${await page.textContent('#session-list')}`);
-    });
+    await page
+      .waitForFunction(() => document.querySelector('#chat-heading')?.textContent === 'Greek letters', undefined, { timeout: 5000 })
+      .catch(async () => {
+        t.fail(`heading after rename: ${await page.textContent('#chat-heading')}; list: ${await page.textContent('#session-list')}`);
+      });
     t.equal(await page.evaluate(() => document.activeElement?.textContent), 'Rename', 'focus returns to the Rename button');
 
     // A second chat, then search by title and by content.
@@ -309,42 +342,51 @@ else {
     t.match(dialogs[0], /Greek letters.*sandbox/);
   });
 
-  for (const [width, scheme] of [[1280, 'light'], [390, 'dark']] as const) t.test(`auto-scroll follows the answer, stops when the reader scrolls up; jump to latest (${width} px, ${scheme})`, async (t) => {
-    const browser = await launch(t);
-    const page = await browser.newPage({ viewport: { width, height: 700 }, colorScheme: scheme });
-    await login(page, url);
-    await ask(page, 'long', 1);
-    await settled(page);
-    const gap = () => page.$eval('#transcript', (el) => el.scrollHeight - el.scrollTop - el.clientHeight);
-    t.ok((await gap()) < 48, 'scrolled to the newest content');
-    t.notOk(await page.$('#jump-latest'), 'no jump control at the bottom');
-    await page.focus('#prompt');
-    await page.keyboard.insertText('drip');
-    await page.keyboard.press('Enter');
-    await page.waitForFunction(() => document.querySelector('.msg.assistant:last-of-type')?.textContent?.includes('Line 3 '));
-    const box = (await page.$('#transcript'))!;
-    const b = (await box.boundingBox())!;
-    await page.mouse.move(b.x + b.width / 2, b.y + b.height / 2);
-    await page.mouse.wheel(0, -2000);
-    await page.waitForSelector('#jump-latest');
-    await page.waitForSelector('.msg.assistant:last-of-type[data-done]');
-    await settled(page);
-    t.ok((await gap()) > 200, 'the answer going on does not pull a reader who scrolled up');
-    await page.focus('#jump-latest');
-    await page.keyboard.press('Enter');
-    await settled(page);
-    t.ok((await gap()) < 48, 'jump to latest goes to the bottom');
-    const v = await promptInView(page);
-    t.ok(v.bottom <= v.vh && v.top >= 0, `the input stays in view (${v.top}–${v.bottom} of ${v.vh})`);
-    // A reopened chat opens at its end.
-    await page.reload();
-    await page.waitForSelector('.msg.assistant[data-done]');
-    await settled(page);
-    t.ok((await gap()) < 48, 'a reopened chat starts at the newest message');
-  });
+  for (const [width, scheme] of [
+    [1280, 'light'],
+    [390, 'dark'],
+  ] as const)
+    t.test(`auto-scroll follows the answer, stops when the reader scrolls up; jump to latest (${width} px, ${scheme})`, async (t) => {
+      const browser = await launch(t);
+      const page = await browser.newPage({ viewport: { width, height: 700 }, colorScheme: scheme });
+      await login(page, url);
+      await ask(page, 'long', 1);
+      await settled(page);
+      const gap = () => page.$eval('#transcript', (el) => el.scrollHeight - el.scrollTop - el.clientHeight);
+      t.ok((await gap()) < 48, 'scrolled to the newest content');
+      t.notOk(await page.$('#jump-latest'), 'no jump control at the bottom');
+      await page.focus('#prompt');
+      await page.keyboard.insertText('drip');
+      await page.keyboard.press('Enter');
+      await page.waitForFunction(() => document.querySelector('.msg.assistant:last-of-type')?.textContent?.includes('Line 3 '));
+      const box = (await page.$('#transcript'))!;
+      const b = (await box.boundingBox())!;
+      await page.mouse.move(b.x + b.width / 2, b.y + b.height / 2);
+      await page.mouse.wheel(0, -2000);
+      await page.waitForSelector('#jump-latest');
+      await page.waitForSelector('.msg.assistant:last-of-type[data-done]');
+      await settled(page);
+      t.ok((await gap()) > 200, 'the answer going on does not pull a reader who scrolled up');
+      await page.focus('#jump-latest');
+      await page.keyboard.press('Enter');
+      await settled(page);
+      t.ok((await gap()) < 48, 'jump to latest goes to the bottom');
+      const v = await promptInView(page);
+      t.ok(v.bottom <= v.vh && v.top >= 0, `the input stays in view (${v.top}–${v.bottom} of ${v.vh})`);
+      // A reopened chat opens at its end.
+      await page.reload();
+      await page.waitForSelector('.msg.assistant[data-done]');
+      await settled(page);
+      t.ok((await gap()) < 48, 'a reopened chat starts at the newest message');
+    });
 
   // 390 px (a common phone) and 360 px (the narrowest the page promises), light and dark.
-  for (const [width, scheme] of [[390, 'light'], [390, 'dark'], [360, 'light'], [360, 'dark']] as const) {
+  for (const [width, scheme] of [
+    [390, 'light'],
+    [390, 'dark'],
+    [360, 'light'],
+    [360, 'dark'],
+  ] as const) {
     t.test(`${width} px (${scheme}): the input is in view on a new chat and a long one; the chats list is a drawer`, async (t) => {
       const browser = await launch(t);
       const page = await browser.newPage({ viewport: { width, height: 800 }, colorScheme: scheme });

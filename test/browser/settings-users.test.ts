@@ -106,7 +106,10 @@ else {
     await page.waitForSelector('#users-status .banner.error');
     t.match(await page.textContent('#users-status'), /your own account/, 'self-demotion refused, said so');
     const log = await app.database.sql.selectFrom('action_log').select('event').where('subject_id', '=', bob).where('actor_id', '=', root).execute();
-    t.ok(['identity.user_deactivated', 'identity.user_reactivated', 'identity.user_promoted', 'auth.password_reset'].every((e) => log.some((l) => l.event === e)), 'every change in the action log');
+    t.ok(
+      ['identity.user_deactivated', 'identity.user_reactivated', 'identity.user_promoted', 'auth.password_reset'].every((e) => log.some((l) => l.event === e)),
+      'every change in the action log',
+    );
     await darkNarrow(t, page, 'admin-users-dark');
   });
 

@@ -23,7 +23,19 @@ async function workspace(t: { teardown(fn: () => unknown): void }) {
     acceptTokens: ['ya29.conformance'],
     seed: {
       spreadsheets: [
-        { id: 'sheet-1', name: 'Sample sales 2026', modifiedTime: '2026-01-02T00:00:00.000Z', sheets: { 'Sales Q1': [['Month', 'Sales'], ['Jan', 10], ['Feb', 12]], Other: [['x']] } },
+        {
+          id: 'sheet-1',
+          name: 'Sample sales 2026',
+          modifiedTime: '2026-01-02T00:00:00.000Z',
+          sheets: {
+            'Sales Q1': [
+              ['Month', 'Sales'],
+              ['Jan', 10],
+              ['Feb', 12],
+            ],
+            Other: [['x']],
+          },
+        },
         { id: 'sheet-2', name: 'Older sample', modifiedTime: '2025-01-02T00:00:00.000Z', sheets: { S: [['1']] } },
       ],
       files: [{ id: 'doc-1', name: 'sample notes', mimeType: 'application/vnd.google-apps.document' }],
@@ -55,7 +67,9 @@ t.test('gmail users.messages.send with raw', async (t) => {
   t.match(bad.response?.data?.error, { code: 400, status: 'INVALID_ARGUMENT', errors: [{ reason: 'invalidArgument', domain: 'global' }] });
   const expired = new gauth.OAuth2();
   expired.setCredentials({ access_token: 'ya29.expired' });
-  const e401 = await gmail({ version: 'v1', auth: expired, rootUrl }).users.messages.send({ userId: 'me', requestBody: { raw: 'eA' } }).catch((e) => e);
+  const e401 = await gmail({ version: 'v1', auth: expired, rootUrl })
+    .users.messages.send({ userId: 'me', requestBody: { raw: 'eA' } })
+    .catch((e) => e);
   t.equal(e401.status, 401);
   t.match(e401.response?.data?.error, { status: 'UNAUTHENTICATED', errors: [{ reason: 'authError' }] });
 });
@@ -64,7 +78,15 @@ t.test('sheets spreadsheets.values.get with an A1 range naming a tab', async (t)
   const { client, rootUrl } = await workspace(t);
   const api = sheets({ version: 'v4', auth: client, rootUrl });
   const r = await api.spreadsheets.values.get({ spreadsheetId: 'sheet-1', range: "'Sales Q1'!A1:B3" });
-  t.same(r.data, { range: "'Sales Q1'!A1:B3", majorDimension: 'ROWS', values: [['Month', 'Sales'], ['Jan', '10'], ['Feb', '12']] });
+  t.same(r.data, {
+    range: "'Sales Q1'!A1:B3",
+    majorDimension: 'ROWS',
+    values: [
+      ['Month', 'Sales'],
+      ['Jan', '10'],
+      ['Feb', '12'],
+    ],
+  });
   const first = await api.spreadsheets.values.get({ spreadsheetId: 'sheet-1', range: 'A1:Z200' });
   t.equal(first.data.values?.length, 3, 'a range without a tab reads the first tab');
   const missing = await api.spreadsheets.values.get({ spreadsheetId: 'nope', range: 'A1' }).catch((e) => e);
@@ -102,11 +124,7 @@ t.test('admin directory users, groups and members with paging, through the servi
     key: sa.private_key,
     keyId: sa.private_key_id,
     subject: `admin@${dir.domain}`,
-    scopes: [
-      'https://www.googleapis.com/auth/admin.directory.user.readonly',
-      'https://www.googleapis.com/auth/admin.directory.group.readonly',
-      'https://www.googleapis.com/auth/admin.directory.group.member.readonly',
-    ],
+    scopes: ['https://www.googleapis.com/auth/admin.directory.user.readonly', 'https://www.googleapis.com/auth/admin.directory.group.readonly', 'https://www.googleapis.com/auth/admin.directory.group.member.readonly'],
   });
   // The JWT flow posts to Google's fixed token URL: send it to the emulator instead.
   jwt.transporter.interceptors.request.add({
@@ -146,7 +164,10 @@ t.test('admin directory users, groups and members with paging, through the servi
   t.equal(members, 7);
   const none = await api.members.list({ groupKey: 'no-such-group' }).catch((e) => e);
   t.equal(none.status, 404);
-  t.ok(dir.requests.some((r) => r.path === '/token'), 'the token came from the emulator');
+  t.ok(
+    dir.requests.some((r) => r.path === '/token'),
+    'the token came from the emulator',
+  );
 });
 
 t.test('OAuth: authorization code with PKCE, refresh, revoke (google-auth-library OAuth2Client)', async (t) => {

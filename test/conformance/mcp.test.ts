@@ -36,7 +36,10 @@ function cases(file: () => string): Record<string, { valid: Record<string, unkno
       get valid() {
         return { to: ['ana@example.test'], subject: 'Chart', text: 'Here it is', attachments: [file()] };
       },
-      invalid: [{ to: 'not an address', subject: 'x', text: 'y' }, { to: ['ana@example.test'], subject: 'line\r\nBcc: evil@example.test', text: 'y' }],
+      invalid: [
+        { to: 'not an address', subject: 'x', text: 'y' },
+        { to: ['ana@example.test'], subject: 'line\r\nBcc: evil@example.test', text: 'y' },
+      ],
     },
     fetch_memory: { valid: { query: 'sales', limit: 5 }, invalid: [{ limit: 0 }, { source: 'NOT A SOURCE' }] },
     rasterize_chart: { valid: chart, invalid: [{}, { ...chart, type: 'no-such-type' }] },
@@ -51,7 +54,21 @@ async function listAll(client: Client) {
 
 t.test('both MCP servers: schemas, valid calls, invalid calls as isError results', async (t) => {
   const google = await startGoogle({
-    seed: { spreadsheets: [{ id: 'sheet-1', name: 'Sample sales', sheets: { S: [['Month', 'Sales'], ['Jan', 10], ['Feb', 12]] } }] },
+    seed: {
+      spreadsheets: [
+        {
+          id: 'sheet-1',
+          name: 'Sample sales',
+          sheets: {
+            S: [
+              ['Month', 'Sales'],
+              ['Jan', 10],
+              ['Feb', 12],
+            ],
+          },
+        },
+      ],
+    },
   });
   t.teardown(() => google.close());
   // The daemon's agent API, as fetch_memory reads it (GET /api/agent/memories with the agent token).
@@ -88,7 +105,10 @@ t.test('both MCP servers: schemas, valid calls, invalid calls as isError results
   const seen: string[] = [];
 
   // extensions first: send_email attaches the chart rasterize_chart wrote.
-  for (const [server, handle] of [['extensions', ext], ['tools', tools]] as const) {
+  for (const [server, handle] of [
+    ['extensions', ext],
+    ['tools', tools],
+  ] as const) {
     const listed = await listAll(handle.client);
     t.ok(listed.length >= 2, `${server} lists its tools`);
     for (const tool of listed) {
@@ -123,12 +143,21 @@ t.test('both MCP servers: schemas, valid calls, invalid calls as isError results
         }
         t.notOk(protocolError, `${tool.name}: invalid arguments are not a protocol error (${(protocolError as Error | undefined)?.message ?? 'ok'})`);
         t.equal(res?.isError, true, `${tool.name}: invalid arguments → isError result`);
-        t.ok(res?.content?.some((x) => x.type === 'text' && x.text.length > 0), `${tool.name}: with a message the model can read`);
+        t.ok(
+          res?.content?.some((x) => x.type === 'text' && x.text.length > 0),
+          `${tool.name}: with a message the model can read`,
+        );
       }
     }
   }
   t.same(seen.sort(), Object.keys(table).sort(), 'every tool was called');
   t.equal(google.mailbox.length, 1, 'the valid send_email sent one mail');
-  t.ok(google.mailbox[0].attachments.some((a) => a.contentType === 'image/png'), 'with the chart');
-  t.ok(google.requests.some((r) => r.path === '/drive/v3/files' && String(r.query.q).includes(SPREADSHEET_MIME)), 'search went to Drive');
+  t.ok(
+    google.mailbox[0].attachments.some((a) => a.contentType === 'image/png'),
+    'with the chart',
+  );
+  t.ok(
+    google.requests.some((r) => r.path === '/drive/v3/files' && String(r.query.q).includes(SPREADSHEET_MIME)),
+    'search went to Drive',
+  );
 });

@@ -92,12 +92,18 @@ t.test('errors: HTTP statuses as typed errors, an error event mid-stream, a malf
   t.ok(srv.requests[n + 1].at - srv.requests[n].at >= 950, 'after Retry-After');
 
   srv.push({ kind: 'stream_error', message: 'Overloaded' });
-  const mid = await client.messages.stream(ask).finalMessage().catch((e) => e);
+  const mid = await client.messages
+    .stream(ask)
+    .finalMessage()
+    .catch((e) => e);
   t.ok(mid instanceof Anthropic.APIError, 'an error event inside the stream is an APIError');
   t.match(mid.error, { type: 'error', error: { type: 'overloaded_error' } });
 
   srv.push({ kind: 'malformed' });
-  const bad2 = await client.messages.stream(ask).finalMessage().catch((e) => e);
+  const bad2 = await client.messages
+    .stream(ask)
+    .finalMessage()
+    .catch((e) => e);
   t.ok(bad2 instanceof Error, `malformed → ${bad2?.name}`);
 });
 
@@ -106,12 +112,33 @@ t.test('scripted faults: a reset, a silent server, a closed port, a chosen in-st
   const { srv } = await setup(t);
   const client = new Anthropic({ baseURL: srv.url, apiKey: KEY, maxRetries: 0, logLevel: 'off', timeout: 500 });
   srv.push({ kind: 'reset' });
-  t.ok((await client.messages.stream(ask).finalMessage().catch((e) => e)) instanceof Anthropic.APIConnectionError, 'a reset is a connection error');
+  t.ok(
+    (await client.messages
+      .stream(ask)
+      .finalMessage()
+      .catch((e) => e)) instanceof Anthropic.APIConnectionError,
+    'a reset is a connection error',
+  );
   srv.push({ kind: 'silent' });
-  t.ok((await client.messages.stream(ask).finalMessage().catch((e) => e)) instanceof Anthropic.APIConnectionTimeoutError, 'a silent server times out');
+  t.ok(
+    (await client.messages
+      .stream(ask)
+      .finalMessage()
+      .catch((e) => e)) instanceof Anthropic.APIConnectionTimeoutError,
+    'a silent server times out',
+  );
   srv.push({ kind: 'stream_error', type: 'api_error' });
-  const mid = await client.messages.stream(ask).finalMessage().catch((e) => e);
+  const mid = await client.messages
+    .stream(ask)
+    .finalMessage()
+    .catch((e) => e);
   t.match(mid?.error, { type: 'error', error: { type: 'api_error' } });
   const closed = new Anthropic({ baseURL: await closedPortUrl(), apiKey: KEY, maxRetries: 0, logLevel: 'off' });
-  t.ok((await closed.messages.stream(ask).finalMessage().catch((e) => e)) instanceof Anthropic.APIConnectionError, 'a closed port is a connection error');
+  t.ok(
+    (await closed.messages
+      .stream(ask)
+      .finalMessage()
+      .catch((e) => e)) instanceof Anthropic.APIConnectionError,
+    'a closed port is a connection error',
+  );
 });

@@ -39,7 +39,9 @@ if (docker) {
     t.teardown(() => sweep(docker, owner));
 
     let p = startProc(dir, image, owner);
-    t.teardown(() => { p.child.kill('SIGKILL'); });
+    t.teardown(() => {
+      p.child.kill('SIGKILL');
+    });
     await p.ready;
     const a = await p.prompt('sess-a', 'first');
     t.equal(a.stop_reason, 'end_turn');
@@ -52,7 +54,13 @@ if (docker) {
     const ls = await cli(dir, ['sessions', 'ls', '--json']);
     t.equal(ls.code, 0, ls.stderr);
     const list = JSON.parse(ls.stdout) as { sessionId: string | null; containerId: string }[];
-    t.same(list.filter((s) => s.sessionId).map((s) => s.sessionId).sort(), ['sess-a', 'sess-b']);
+    t.same(
+      list
+        .filter((s) => s.sessionId)
+        .map((s) => s.sessionId)
+        .sort(),
+      ['sess-a', 'sess-b'],
+    );
     t.equal(list.filter((s) => !s.sessionId).length, SANDBOX_RUNTIME === 'runc' ? 1 : 0, SANDBOX_RUNTIME === 'runc' ? 'one pool container' : 'runsc: no pool');
     const table = await cli(dir, ['sessions', 'ls']);
     t.match(table.stdout, /SESSION\s+USER\s+CONTAINER/);
@@ -63,12 +71,22 @@ if (docker) {
     await new Promise((r) => p.child.once('exit', r));
     p = startProc(dir, image, owner);
     const ready = await p.ready;
-    const adopted = ready.list.filter((s) => s.sessionId).map((s) => s.sessionId).sort();
+    const adopted = ready.list
+      .filter((s) => s.sessionId)
+      .map((s) => s.sessionId)
+      .sort();
     t.same(adopted, ['sess-a', 'sess-b'], 'both live sessions adopted');
     t.equal(ready.list.filter((s) => !s.sessionId).length, SANDBOX_RUNTIME === 'runc' ? 1 : 0, SANDBOX_RUNTIME === 'runc' ? 'pool adopted, not doubled' : 'runsc: no pool');
     const a2 = await p.prompt('sess-a', 'second');
     t.equal(a2.containerId, a.containerId, 'next prompt reuses the adopted container');
-    t.match((a2.events ?? []).filter((e: { type: string }) => e.type === 'text_delta').map((e: { text?: string }) => e.text).join(''), /message 2 of this conversation/, 'the agent kept its state across the daemon restart');
+    t.match(
+      (a2.events ?? [])
+        .filter((e: { type: string }) => e.type === 'text_delta')
+        .map((e: { text?: string }) => e.text)
+        .join(''),
+      /message 2 of this conversation/,
+      'the agent kept its state across the daemon restart',
+    );
 
     const ins = await cli(dir, ['sessions', 'inspect', 'sess-a']);
     t.equal(ins.code, 0, ins.stderr);
@@ -97,14 +115,17 @@ if (docker) {
       // isatty, not tty(1): coreutils' statx fails under gVisor (docs/runtime.md, Sandbox runtimes).
       io.write('[ -t 0 ] && echo "TTY="yes\r');
       io.write('echo "UID=$(id -u)"\r');
-      io.write('echo "NET=[$(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d \' \' | tr \'\\n\' \' \')]"\r');
+      io.write("echo \"NET=[$(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | tr '\\n' ' ')]\"\r");
       io.write('echo "SIZE=$(stty size)"\r');
       await until(() => /^SIZE=\d/m.test(io.out()), 'the probe output');
       // Ctrl-C must reach the remote foreground job (raw mode), not end the CLI.
       io.write('echo "SLEEP""ING"; sleep 300\r');
       await until(() => /^SLEEPING\r*$/m.test(io.out()), 'the echo before the sleep');
       // The shell prints before it starts `sleep`: wait for the sleep process itself (its argv in /proc).
-      await until(async () => /^sleep 300 $/m.test((await execIn(docker, info.containerId, ['/bin/sh', '-c', 'for p in /proc/[0-9]*; do tr "\\0" " " < $p/cmdline 2>/dev/null; echo; done'], { user: '0' })).stdout), 'the remote sleep to run');
+      await until(
+        async () => /^sleep 300 $/m.test((await execIn(docker, info.containerId, ['/bin/sh', '-c', 'for p in /proc/[0-9]*; do tr "\\0" " " < $p/cmdline 2>/dev/null; echo; done'], { user: '0' })).stdout),
+        'the remote sleep to run',
+      );
       io.write('\x03');
       io.write('echo "AFTER=$((40+2))"\r');
       await until(() => /^AFTER=42/m.test(io.out()), 'the shell after Ctrl-C');
@@ -151,14 +172,26 @@ if (docker) {
     t.equal(first.stop_reason, 'end_turn');
     type Row = { sessionId: string | null; containerId: string; stale: boolean };
     const ls = async () => JSON.parse((await cli(dir, ['sessions', 'ls', '--json'])).stdout) as Row[];
-    t.same((await ls()).map((s) => [s.sessionId, s.stale]), [['stale-a', false]], 'not stale yet');
+    t.same(
+      (await ls()).map((s) => [s.sessionId, s.stale]),
+      [['stale-a', false]],
+      'not stale yet',
+    );
     clock.advance(3601_000);
-    t.same((await ls()).map((s) => [s.sessionId, s.stale]), [['stale-a', true]], '`sessions ls` shows it stale');
+    t.same(
+      (await ls()).map((s) => [s.sessionId, s.stale]),
+      [['stale-a', true]],
+      '`sessions ls` shows it stale',
+    );
     const r = await cli(dir, ['sessions', 'restart', '--stale']);
     t.equal(r.code, 0, r.stderr);
     t.match(r.stdout, /^restarted 1 stale session\(s\): stale-a$/m, 'the CLI reports the one restart');
     const after = await ls();
-    t.same(after.map((s) => s.sessionId), ['stale-a'], 'still one session');
+    t.same(
+      after.map((s) => s.sessionId),
+      ['stale-a'],
+      'still one session',
+    );
     t.not(after[0].containerId, first.containerId, 'in a new container');
     await t.rejects(docker.getContainer(first.containerId!).inspect(), { statusCode: 404 } as unknown as Error, 'the stale container is removed');
     const next = await turn('two');

@@ -44,7 +44,10 @@ if (docker) {
     const c = chaosCounts(rig, load);
     t.comment(log.join('\n'));
     t.comment(JSON.stringify({ ...c, details: undefined }));
-    t.ok(log.some((l) => /SIGKILL node-a, back/.test(l)), 'the daemon was SIGKILLed and came back');
+    t.ok(
+      log.some((l) => /SIGKILL node-a, back/.test(l)),
+      'the daemon was SIGKILLed and came back',
+    );
     t.ok(c.ended_with_done >= 10, `turns ran to their done (${c.ended_with_done} of ${c.turns})`);
     t.equal(c.hung, 0, 'no turn hung: each got its done within the bound');
     t.equal(c.more_than_one_done, 0, 'no turn got two done events');

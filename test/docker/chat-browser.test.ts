@@ -193,7 +193,7 @@ else if (docker) {
     await page.click(`${row} summary`);
     t.equal(await page.getAttribute(row, 'open'), '', 'clicking the row opens it');
     t.same(await page.$$eval(`${row} .body > div`, (els) => els.map((e) => e.textContent)), ['Input', 'Output'], 'headed Input and Output');
-    const pres = await page.$$eval(`${row} .body pre`, (els) => els.map((e) => ((e as HTMLElement).checkVisibility() ? e.textContent ?? '' : null)));
+    const pres = await page.$$eval(`${row} .body pre`, (els) => els.map((e) => ((e as HTMLElement).checkVisibility() ? (e.textContent ?? '') : null)));
     t.equal(pres.length, 2, 'two <pre> blocks, both visible');
     t.same(JSON.parse(pres[0] ?? 'null'), { type: 'bar', title: 'Chart', labels: ['#1', '#2', '#3'], datasets: [{ label: 'Chart', data: [3, 5, 8] }] }, 'Input: the arguments the model gave the tool');
     t.same(JSON.parse(pres[1] ?? 'null'), call.output, 'Output: what the tool returned (as stored)');
@@ -213,7 +213,14 @@ else if (docker) {
     t.ok(seen2.runningFrames >= 1, `the browser drew frames (${seen2.runningFrames}) showing a tool running before the turn ended`);
     t.ok(seen2.runningTools.includes('rasterize_chart'), `among them rasterize_chart (${seen2.runningTools.join(', ')})`);
     const rows = await page.$$eval('.tool', (els) => els.map((e) => [(e as HTMLElement).dataset.tool, (e as HTMLElement).dataset.status]));
-    t.same(rows.slice(1), [['rasterize_chart', 'ok'], ['send_email', 'failed']], 'no workspace account: send_email fails plainly');
+    t.same(
+      rows.slice(1),
+      [
+        ['rasterize_chart', 'ok'],
+        ['send_email', 'failed'],
+      ],
+      'no workspace account: send_email fails plainly',
+    );
     await page.waitForFunction(() => {
       const img = document.querySelector('img.attachment') as HTMLImageElement | null;
       return !!img && img.complete && img.naturalWidth > 0;
@@ -280,7 +287,11 @@ else if (docker) {
 
     await p3.click(`button[aria-label="Kill session ${sid}"]`);
     await p3.waitForFunction(() => /No live sessions/.test(document.querySelector('#sessions-table')?.textContent ?? ''));
-    t.same(d.runtime!.sessions.list().filter((s) => s.sessionId), [], 'killed');
+    t.same(
+      d.runtime!.sessions.list().filter((s) => s.sessionId),
+      [],
+      'killed',
+    );
     await ctx3.close();
   });
 
@@ -340,7 +351,11 @@ else if (docker) {
     page.on('dialog', (dlg) => void dlg.accept());
     await page.click(`#session-list li.session-item:has(a[href="#/chat/${sid}"]) button:text("Delete")`);
     await page.waitForFunction(() => location.hash === '#/chat');
-    t.same(d.runtime!.sessions.list().filter((s) => s.sessionId === sid), [], 'deleting the chat ended its sandbox');
+    t.same(
+      d.runtime!.sessions.list().filter((s) => s.sessionId === sid),
+      [],
+      'deleting the chat ended its sandbox',
+    );
     t.equal((await queryActionLog(d.database.sql, { event: 'chat.deleted' }))[0]?.data.sandbox_ended, true, 'logged with sandbox_ended');
   });
 }

@@ -139,7 +139,11 @@ if (docker) {
       const u = users[i];
       t.equal(r.status, 200, `${u.name}: 200`);
       const ev = r.events;
-      t.same(ev.map((e) => e.seq), ev.map((_, k) => k + 1), `${u.name}: seq increases by one from 1`);
+      t.same(
+        ev.map((e) => e.seq),
+        ev.map((_, k) => k + 1),
+        `${u.name}: seq increases by one from 1`,
+      );
       t.equal(ev.filter((e) => e.type === 'done').length, 1, `${u.name}: exactly one done`);
       const done = ev.at(-1);
       t.match(done, { type: 'done', stop_reason: 'end_turn' }, `${u.name}: done last, end_turn ${JSON.stringify(done)}`);
@@ -147,7 +151,10 @@ if (docker) {
       t.same(ev[0]?.input, { query: u.marker }, `${u.name}: the tool input is its own`);
       t.equal(ev[1]?.ok, true, `${u.name}: tool ok ${JSON.stringify(ev[1])}`);
       t.match(JSON.stringify(ev[1]?.output), `Budget ${u.marker}`, `${u.name}: the tool output is its own sheet`);
-      const text = ev.filter((e) => e.type === 'text_delta').map((e) => e.text).join('');
+      const text = ev
+        .filter((e) => e.type === 'text_delta')
+        .map((e) => e.text)
+        .join('');
       t.equal(text, `For ${u.marker}: ${u.marker}`, `${u.name}: the answer names only its own sheet`);
       t.same(markersIn(JSON.stringify(ev)), [u.marker], `${u.name}: no other user's marker anywhere in its stream`);
       t.equal(done.session_id, sessionOf[i], `${u.name}: its own chat session`);

@@ -33,7 +33,22 @@ if (docker) {
     t.teardown(() => sweep(docker!, owner));
     const g = await google.start({
       userEmail: 'alice@example.test',
-      seed: { spreadsheets: [{ id: 'sheet-sample-1', name: 'Sample sales 2026', sheets: { Sales: [['Month', 'Sales'], ['Jan', 3], ['Feb', 5], ['Mar', 8]] } }] },
+      seed: {
+        spreadsheets: [
+          {
+            id: 'sheet-sample-1',
+            name: 'Sample sales 2026',
+            sheets: {
+              Sales: [
+                ['Month', 'Sales'],
+                ['Jan', 3],
+                ['Feb', 5],
+                ['Mar', 8],
+              ],
+            },
+          },
+        ],
+      },
     });
     t.teardown(() => g.close());
     const oauth = await googleOAuth.start();
@@ -94,9 +109,19 @@ if (docker) {
     t.equal(first.status, 200);
     const ev = first.events;
     t.same(shape(ev), ['text_delta', 'tool_start', 'tool_end', 'tool_start', 'tool_end', 'text_delta', 'done']);
-    t.same(ev.map((e) => e.seq), ev.map((_, i) => i + 1), 'seq increases by one');
+    t.same(
+      ev.map((e) => e.seq),
+      ev.map((_, i) => i + 1),
+      'seq increases by one',
+    );
     const ends = ev.filter((e) => e.type === 'tool_end');
-    t.same(ends.map((e) => [e.tool, e.ok]), [['search_spreadsheets', true], ['render_chart', true]]);
+    t.same(
+      ends.map((e) => [e.tool, e.ok]),
+      [
+        ['search_spreadsheets', true],
+        ['render_chart', true],
+      ],
+    );
     t.match(JSON.stringify(ends[0].output), /Sample sales 2026/, 'the Drive listing came back through proxy and egress');
     const done = ev[ev.length - 1];
     t.equal(done.stop_reason, 'end_turn');
@@ -117,7 +142,10 @@ if (docker) {
     const [sb2] = d.runtime!.sessions.list().filter((s) => s.sessionId === sessionId);
     t.equal(sb2.containerId, sb.containerId, 'the second prompt reuses the container');
     const last = model.requests.at(-1)!.body.messages as { role: string; content: unknown }[];
-    t.ok(last.some((m) => m.role === 'user' && m.content === 'chart my sample sales'), 'the model sees the earlier turn');
+    t.ok(
+      last.some((m) => m.role === 'user' && m.content === 'chart my sample sales'),
+      'the model sees the earlier turn',
+    );
 
     const all = logs.text() + JSON.stringify(first.events) + JSON.stringify(second.events);
     t.notOk(all.includes(MODEL_KEY), 'model key in no log or event');
@@ -129,13 +157,26 @@ if (docker) {
     const r = await streamTurn(c, { message: 'chart the sample spreadsheet and email it to bob@example.test' });
     t.equal(r.status, 200);
     const ends = r.events.filter((e) => e.type === 'tool_end');
-    t.same(ends.map((e) => [e.tool, e.ok]), [['search_spreadsheets', true], ['fetch_sheet', true], ['rasterize_chart', true], ['send_email', true]], JSON.stringify(ends.filter((e) => !e.ok)));
+    t.same(
+      ends.map((e) => [e.tool, e.ok]),
+      [
+        ['search_spreadsheets', true],
+        ['fetch_sheet', true],
+        ['rasterize_chart', true],
+        ['send_email', true],
+      ],
+      JSON.stringify(ends.filter((e) => !e.ok)),
+    );
     t.equal(r.events.at(-1).stop_reason, 'end_turn');
     t.equal(g.mailbox.length, 1, 'one mail sent');
     const m = g.mailbox[0];
     t.same(m.to, ['bob@example.test']);
     const parsed = await simpleParser(m.raw, { keepCidLinks: true });
-    t.same(parsed.from?.value.map((a) => a.address), ['alice@example.test'], 'From is the connected account');
+    t.same(
+      parsed.from?.value.map((a) => a.address),
+      ['alice@example.test'],
+      'From is the connected account',
+    );
     t.equal(parsed.subject !== undefined && parsed.subject.length > 0, true, 'a subject');
     const png = parsed.attachments.find((a) => a.contentType === 'image/png');
     t.ok(png, 'an inline PNG');
@@ -149,7 +190,8 @@ if (docker) {
     const sessionId = r.events.at(-1).session_id;
     const [sb] = d.runtime!.sessions.list().filter((s) => s.sessionId === sessionId);
     const probe = await execIn(docker!, sb.containerId, [
-      '/usr/local/bin/node', '-e',
+      '/usr/local/bin/node',
+      '-e',
       "fetch('http://127.0.0.1:8700/gmail/mail/v1/users/me/messages/send',{method:'POST',headers:{authorization:'Bearer not-the-placeholder'},body:'{}'}).then(r=>console.log(r.status))",
     ]);
     t.equal(probe.stdout.trim(), '401', 'a wrong placeholder from inside the sandbox is refused');
@@ -196,7 +238,12 @@ if (docker) {
     }
     t.same(
       outcomes,
-      [['error', 'ERR_MODEL_HTTP'], ['error', 'ERR_MODEL_STREAM'], ['error', 'ERR_MODEL_TIMEOUT'], ['end_turn', undefined]],
+      [
+        ['error', 'ERR_MODEL_HTTP'],
+        ['error', 'ERR_MODEL_STREAM'],
+        ['error', 'ERR_MODEL_TIMEOUT'],
+        ['end_turn', undefined],
+      ],
       'each failure ends with stop_reason error and its code, then a normal turn without an error',
     );
     t.equal(containers.size, 1, 'one warm container throughout');
@@ -207,7 +254,10 @@ if (docker) {
   t.test('token rotation: an expired token gives a clear tool error; after rotation the warm session mails again', async (t) => {
     const { d, g, c } = await start(t, { AIRLOCK_MODEL_PROVIDER: 'demo' });
     const first = await streamTurn(c, { message: 'chart 1 2 3 and email the chart to x@example.test' });
-    t.same(first.events.filter((e) => e.type === 'tool_end').map((e) => e.ok), [true, true]);
+    t.same(
+      first.events.filter((e) => e.type === 'tool_end').map((e) => e.ok),
+      [true, true],
+    );
     const sessionId = first.events.at(-1).session_id;
     const [before] = d.runtime!.sessions.list().filter((s) => s.sessionId === sessionId);
 
@@ -222,7 +272,13 @@ if (docker) {
     // The token service pushes the refreshed token into the warm supervisor (rotate-token).
     await d.tokenService.pushToUser(before.userId!, fresh);
     const after = await streamTurn(c, { message: 'chart 6 7 and email the chart to x@example.test', session_id: sessionId });
-    t.same(after.events.filter((e) => e.type === 'tool_end').map((e) => [e.tool, e.ok]), [['rasterize_chart', true], ['send_email', true]]);
+    t.same(
+      after.events.filter((e) => e.type === 'tool_end').map((e) => [e.tool, e.ok]),
+      [
+        ['rasterize_chart', true],
+        ['send_email', true],
+      ],
+    );
     const [now] = d.runtime!.sessions.list().filter((s) => s.sessionId === sessionId);
     t.equal(now.containerId, before.containerId, 'same warm container, not recreated');
     t.equal(g.mailbox.length, 2, 'mail before and after the rotation');
@@ -233,7 +289,10 @@ if (docker) {
   t.test('disconnecting the account revokes it at the provider and ends the warm sandbox; the next turn has no account', async (t) => {
     const { d, g, c, oauth } = await start(t, { AIRLOCK_MODEL_PROVIDER: 'demo' });
     const first = await streamTurn(c, { message: 'chart 1 2 3 and email the chart to x@example.test' });
-    t.same(first.events.filter((e) => e.type === 'tool_end').map((e) => e.ok), [true, true]);
+    t.same(
+      first.events.filter((e) => e.type === 'tool_end').map((e) => e.ok),
+      [true, true],
+    );
     const sessionId = first.events.at(-1).session_id;
     const [before] = d.runtime!.sessions.list().filter((s) => s.sessionId === sessionId);
     t.ok(before, 'a warm sandbox holds the token');
@@ -242,8 +301,16 @@ if (docker) {
     const del = await c.json('DELETE', '/api/account');
     t.equal(del.status, 200);
     t.equal(del.body.connected, false);
-    t.same(oauth.requests.filter((r) => r.path === '/revoke').map((r) => r.params.token), [g.token], 'the provider was asked to revoke the token');
-    t.same(d.runtime!.sessions.list().filter((s) => s.sessionId === sessionId), [], 'no sandbox keeps the old token');
+    t.same(
+      oauth.requests.filter((r) => r.path === '/revoke').map((r) => r.params.token),
+      [g.token],
+      'the provider was asked to revoke the token',
+    );
+    t.same(
+      d.runtime!.sessions.list().filter((s) => s.sessionId === sessionId),
+      [],
+      'no sandbox keeps the old token',
+    );
     t.notOk(d.tokenService.tracked().includes(sessionId), 'the ended sandbox is no longer tracked for token rotation');
     await t.rejects(docker!.getContainer(before.containerId).inspect(), { statusCode: 404 } as unknown as Error, 'its container is gone');
 
@@ -261,22 +328,45 @@ if (docker) {
     await dbRun(d.database.sql, 'INSERT INTO organisation_members (organisation_id, user_id) VALUES (?, 1)', org);
     await dbRun(d.database.sql, `INSERT INTO agent_policies (organisation_id, name, applies_to, allowed_models) VALUES (?, 'big model only', 'all', '["gpt-big"]')`, org);
     // Under runsc there is no pool (docs/runtime.md): then nothing at all may be started.
-    const poolBefore = SANDBOX_RUNTIME === 'runsc' ? [] : await waitFor(() => {
-      const ids = d.runtime!.sessions.list().filter((s) => !s.sessionId && s.state === 'pool').map((s) => s.containerId);
-      return ids.length ? ids : undefined;
-    }, 'the pool container');
+    const poolBefore =
+      SANDBOX_RUNTIME === 'runsc'
+        ? []
+        : await waitFor(() => {
+            const ids = d
+              .runtime!.sessions.list()
+              .filter((s) => !s.sessionId && s.state === 'pool')
+              .map((s) => s.containerId);
+            return ids.length ? ids : undefined;
+          }, 'the pool container');
     const r = await streamTurn(c, { message: 'chart 1 2 3' });
     t.equal(r.status, 200);
     const done = r.events.at(-1);
     t.match(done, { type: 'done', stop_reason: 'error', error: { code: 'ERR_POLICY_MODEL_DENIED' } });
     t.match(done.error.message, /agent policy does not allow the model demo/, 'the user is told why');
-    t.same(d.runtime!.sessions.list().filter((s) => s.sessionId), [], 'no sandbox was claimed');
-    t.same(d.runtime!.sessions.list().filter((s) => !s.sessionId).map((s) => s.containerId), poolBefore, 'the pool container was not spent');
+    t.same(
+      d.runtime!.sessions.list().filter((s) => s.sessionId),
+      [],
+      'no sandbox was claimed',
+    );
+    t.same(
+      d
+        .runtime!.sessions.list()
+        .filter((s) => !s.sessionId)
+        .map((s) => s.containerId),
+      poolBefore,
+      'the pool container was not spent',
+    );
   });
 
   /** The daemon with an OpenAI-shaped model that says "Thinking" and then never finishes its first answer; `reply` is its second. */
   async function startStalling(t: { teardown(fn: () => unknown): void }, reply: string) {
-    const model = await openaiModel.start({ apiKey: MODEL_KEY, script: [{ kind: 'stall', text: 'Thinking' }, { kind: 'reply', text: reply }] });
+    const model = await openaiModel.start({
+      apiKey: MODEL_KEY,
+      script: [
+        { kind: 'stall', text: 'Thinking' },
+        { kind: 'reply', text: reply },
+      ],
+    });
     t.teardown(() => model.close());
     const started = await start(t, {
       AIRLOCK_MODEL_PROVIDER: 'openai',
@@ -317,7 +407,13 @@ if (docker) {
     const next = await streamTurn(c, { message: 'are you there?', session_id: sid });
     t.equal(next.status, 200, 'not busy: the sandbox ended the cancelled turn');
     t.equal(next.events.at(-1).stop_reason, 'end_turn');
-    t.match(next.events.filter((e) => e.type === 'text_delta').map((e) => e.text).join(''), /Back again/);
+    t.match(
+      next.events
+        .filter((e) => e.type === 'text_delta')
+        .map((e) => e.text)
+        .join(''),
+      /Back again/,
+    );
     // The model's next request holds the stopped answer as the user saw it, marked.
     t.same(said(model.requests.at(-1)!.body), ['user:take your time', 'assistant:Thinking\n\n[The user stopped this answer here.]', 'user:are you there?']);
     t.equal(d.runtime!.sessions.list().filter((s) => s.sessionId === sid).length, 1, 'still one sandbox for the session');
@@ -341,21 +437,41 @@ if (docker) {
     if (r === 'hang') return;
     t.ok(killed, 'the container was killed mid-turn');
     t.equal(r.status, 200);
-    t.same(r.events.map((e) => e.seq), r.events.map((_, i) => i + 1), 'seq increases by one');
+    t.same(
+      r.events.map((e) => e.seq),
+      r.events.map((_, i) => i + 1),
+      'seq increases by one',
+    );
     t.equal(r.events.filter((e) => e.type === 'done').length, 1, 'exactly one done');
     const done = r.events.at(-1);
     t.match(done, { type: 'done', stop_reason: 'error', error: { code: 'ERR_SANDBOX_LOST' } }, 'the turn ends naming the lost sandbox');
-    t.equal(r.events.filter((e) => e.type === 'text_delta').map((e) => e.text).join(''), 'Thinking', 'the words before the kill were delivered');
+    t.equal(
+      r.events
+        .filter((e) => e.type === 'text_delta')
+        .map((e) => e.text)
+        .join(''),
+      'Thinking',
+      'the words before the kill were delivered',
+    );
     const sid = done.session_id;
     const stored = (await c.json('GET', `/api/chat/sessions/${sid}/messages`)).body.turns;
     t.match(stored[0], { stop_reason: 'error', error: { code: 'ERR_SANDBOX_LOST' } }, 'stored with the same outcome');
 
     const next = await streamTurn(c, { message: 'hello again', session_id: sid });
     t.equal(next.status, 200);
-    t.notOk(next.events.some((e) => e.type === 'text_delta' && /stopped unexpectedly|context/.test(e.text)), 'no notice: the model simply continues');
+    t.notOk(
+      next.events.some((e) => e.type === 'text_delta' && /stopped unexpectedly|context/.test(e.text)),
+      'no notice: the model simply continues',
+    );
     t.same(said(model.requests.at(-1)!.body), ['user:take your time', 'assistant:Thinking\n\n[This answer ended early with an error.]', 'user:hello again'], "the new sandbox's first request holds the conversation");
     t.match(next.events.at(-1), { type: 'done', stop_reason: 'end_turn', session_id: sid });
-    t.match(next.events.filter((e) => e.type === 'text_delta').map((e) => e.text).join(''), /Fresh sandbox here/);
+    t.match(
+      next.events
+        .filter((e) => e.type === 'text_delta')
+        .map((e) => e.text)
+        .join(''),
+      /Fresh sandbox here/,
+    );
     const now = d.runtime!.sessions.list().filter((s) => s.sessionId === sid);
     t.equal(now.length, 1, 'one sandbox for the session');
     t.not(now[0]?.containerId, killed, 'served by a new container');
@@ -367,7 +483,11 @@ if (docker) {
     const clock = new TestClock();
     const { d, c } = await start(t, { AIRLOCK_MODEL_PROVIDER: 'demo', AIRLOCK_POOL_SIZE: '1', AIRLOCK_SESSION_IDLE_S: '600' }, { clock });
     const sessions = d.runtime!.sessions;
-    const said = (r: { events: any[] }) => r.events.filter((e) => e.type === 'text_delta').map((e) => e.text).join('');
+    const said = (r: { events: any[] }) =>
+      r.events
+        .filter((e) => e.type === 'text_delta')
+        .map((e) => e.text)
+        .join('');
     const first = await streamTurn(c, { message: 'hello one' });
     const sid = first.events.at(-1).session_id;
     t.match(said(first), /message 1 of this conversation/);
@@ -421,6 +541,6 @@ if (docker) {
     t.equal(mailTool(fresh)?.ok, true, `the new session mails ${JSON.stringify(mailTool(fresh))}`);
     t.equal(g.mailbox.length, 1, 'the mail arrived');
     const sends = g.requests.filter((q) => q.method === 'POST' && q.path.startsWith('/gmail/'));
-    t.equal(sends.at(-1)!.headers.authorization, `Bearer ${g.token}`, 'with the connected account\'s token');
+    t.equal(sends.at(-1)!.headers.authorization, `Bearer ${g.token}`, "with the connected account's token");
   });
 }

@@ -92,7 +92,10 @@ if (docker) {
     t.equal(req.body.model, 'claude-real');
     const wire = JSON.stringify(req.body.messages);
     for (const part of ['first question', 'OpenAI says hi.', 'second question', 'Still OpenAI.', 'third question']) t.match(wire, part, `the new sandbox's request holds "${part}"`);
-    t.notOk(oa.requests.some((r) => JSON.stringify(r.headers).includes(AN_KEY)), 'the Anthropic key never went to the OpenAI server');
+    t.notOk(
+      oa.requests.some((r) => JSON.stringify(r.headers).includes(AN_KEY)),
+      'the Anthropic key never went to the OpenAI server',
+    );
 
     // An admin gives Claude a new key: the entry's version grows, the sandbox is replaced again.
     await models.updateChatModel(db, enc, 'claude', { api_key: AN_KEY_2 });

@@ -29,7 +29,12 @@ else if (docker) {
   t.test('airlock demo through the CLI: banner, a mailed chart read in the printed mailbox, Ctrl-C removes its sandboxes', async (t) => {
     const dir = dataDir(t);
     const image = `airlock/sandbox:demo-cli-${randomBytes(4).toString('hex')}`;
-    t.teardown(() => docker.getImage(image).remove({ force: true }).catch(() => undefined));
+    t.teardown(() =>
+      docker
+        .getImage(image)
+        .remove({ force: true })
+        .catch(() => undefined),
+    );
     const child = spawn(process.execPath, [join(ROOT, 'dist', 'daemon', 'main.js'), 'demo'], {
       env: { PATH: process.env.PATH ?? '', AIRLOCK_DATA_DIR: dir, AIRLOCK_PORT: '0', AIRLOCK_IMAGE: image, ...ENGINE_ENV },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -45,7 +50,16 @@ else if (docker) {
     t.equal(child.exitCode, null, `the demo runs (${out.slice(-300)})`);
     t.match(out, `Building the sandbox image ${image}`, 'the missing image is built on first start');
     t.match(out, /✓ image built in \d+s/, 'with progress to its end');
-    t.ok(await docker.getImage(image).inspect().then(() => true, () => false), 'the image now exists');
+    t.ok(
+      await docker
+        .getImage(image)
+        .inspect()
+        .then(
+          () => true,
+          () => false,
+        ),
+      'the image now exists',
+    );
     const url = /Open {2,}(http:\/\/\S+)\//.exec(out)?.[1];
     const login = /Log in as {2,}(\S+) \/ (\S+)/.exec(out);
     const mailboxUrl = /Read it at {2,}(http:\/\/\S+)/.exec(out)?.[1];
@@ -78,7 +92,16 @@ else if (docker) {
     await page.waitForSelector('[data-done]', { timeout: 180_000 });
     t.equal(await page.getAttribute('[data-done]', 'data-done'), 'end_turn');
     const rows = await page.$$eval('.tool', (els) => els.map((e) => [(e as HTMLElement).dataset.tool, (e as HTMLElement).dataset.status]));
-    t.same(rows, [['search_spreadsheets', 'ok'], ['fetch_sheet', 'ok'], ['rasterize_chart', 'ok'], ['send_email', 'ok']], 'search, fetch, chart, mail');
+    t.same(
+      rows,
+      [
+        ['search_spreadsheets', 'ok'],
+        ['fetch_sheet', 'ok'],
+        ['rasterize_chart', 'ok'],
+        ['send_email', 'ok'],
+      ],
+      'search, fetch, chart, mail',
+    );
     await page.waitForFunction(() => {
       const img = document.querySelector('img.attachment') as HTMLImageElement | null;
       return !!img && img.complete && img.naturalWidth > 0;

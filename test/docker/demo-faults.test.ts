@@ -62,8 +62,19 @@ if (docker) {
           const took = Date.now() - t0;
           t.equal(r.events.filter((e) => e.type === 'done').length, 1, 'one done');
           t.match(r.events.at(-1), { type: 'done', stop_reason: k.stop_reason, ...(k.code ? { error: { code: k.code } } : {}) }, JSON.stringify(r.events.at(-1)));
-          t.same(r.events.filter((e) => e.type === 'status').map((e) => e.text), k.statuses, 'the retries shown');
-          t.equal(r.events.filter((e) => e.type === 'text_delta').map((e) => e.text).join(''), k.text ?? '', 'the text shown, once');
+          t.same(
+            r.events.filter((e) => e.type === 'status').map((e) => e.text),
+            k.statuses,
+            'the retries shown',
+          );
+          t.equal(
+            r.events
+              .filter((e) => e.type === 'text_delta')
+              .map((e) => e.text)
+              .join(''),
+            k.text ?? '',
+            'the text shown, once',
+          );
           t.equal(model.requests.length - n0, k.requests, 'model requests');
           t.equal(model.clearScript(), 0, 'every scripted step was played');
           if (k.atLeastMs) t.ok(took >= k.atLeastMs, `waited for Retry-After (${took} ms)`);
@@ -79,7 +90,11 @@ if (docker) {
     const t0 = Date.now();
     const r = await streamTurn(c, { message: 'anyone there?' });
     t.match(r.events.at(-1), { type: 'done', stop_reason: 'error', error: { code: REFUSED_CASE.code } }, JSON.stringify(r.events.at(-1)));
-    t.same(r.events.filter((e) => e.type === 'status').map((e) => e.text), REFUSED_CASE.statuses, 'the retries shown');
+    t.same(
+      r.events.filter((e) => e.type === 'status').map((e) => e.text),
+      REFUSED_CASE.statuses,
+      'the retries shown',
+    );
     t.comment(`refused port: ended in ${Date.now() - t0} ms`);
   });
 }

@@ -25,7 +25,11 @@ import { attachOnPty, dataDir, dockerOrSkip, ensureTestImage, ROOT, runCli, swee
 
 const docker = await dockerOrSkip(t as unknown as Parameters<typeof dockerOrSkip>[0]);
 const CLI = join(ROOT, 'dist', 'daemon', 'main.js');
-const said = (events: { type: string; text?: string }[]) => events.filter((e) => e.type === 'text_delta').map((e) => e.text).join('');
+const said = (events: { type: string; text?: string }[]) =>
+  events
+    .filter((e) => e.type === 'text_delta')
+    .map((e) => e.text)
+    .join('');
 
 interface Node {
   id: string;
@@ -77,7 +81,16 @@ if (docker) {
       n.proc = p;
       p.stdout!.on('data', (d: Buffer) => (n.out += d.toString()));
       p.stderr!.on('data', (d: Buffer) => (n.out += d.toString()));
-      await waitFor(async () => p.exitCode !== null || (await fetch(`${n.url}/healthz`).then((r) => r.ok, () => false)), `${n.id} to listen`, 120_000);
+      await waitFor(
+        async () =>
+          p.exitCode !== null ||
+          (await fetch(`${n.url}/healthz`).then(
+            (r) => r.ok,
+            () => false,
+          )),
+        `${n.id} to listen`,
+        120_000,
+      );
       t.equal(p.exitCode, null, `${n.id} runs`, { output: n.out.slice(-2000) });
     };
     const ours = async (n: Node) => (await docker!.listContainers({ all: true, filters: { label: [`${LABEL_OWNER}=${n.owner}`] } })).map((c) => c.Id);
@@ -92,7 +105,14 @@ if (docker) {
     await start(a);
     await start(b);
     const listed = await runCli(b.env, ['nodes', 'ls', '--json']);
-    t.same((JSON.parse(listed.stdout) as { id: string; alive: boolean }[]).map((n) => [n.id, n.alive]), [['node-a', true], ['node-b', true]], 'both nodes registered');
+    t.same(
+      (JSON.parse(listed.stdout) as { id: string; alive: boolean }[]).map((n) => [n.id, n.alive]),
+      [
+        ['node-a', true],
+        ['node-b', true],
+      ],
+      'both nodes registered',
+    );
 
     // ---- first prompt through A: A runs the sandbox.
     const ca = new Client(a.url);
@@ -128,7 +148,10 @@ if (docker) {
     });
     const asked = await Promise.all([...Array(4)].flatMap(() => [ca.json('POST', '/api/identity/directory-sync', {}), cb.json('POST', '/api/identity/directory-sync', {})]));
     const created = asked.filter((r) => r.status === 202).length;
-    t.ok(asked.every((r) => (r.status === 200 || r.status === 202) && typeof r.body.job?.id === 'number'), 'every request is answered with a job');
+    t.ok(
+      asked.every((r) => (r.status === 200 || r.status === 202) && typeof r.body.job?.id === 'number'),
+      'every request is answered with a job',
+    );
     const jobs = await db.sql.selectFrom('directory_sync_jobs').select(['id', 'created_at', 'finished_at']).orderBy('id').execute();
     t.ok(created >= 1 && jobs.length === created, `a row for each request that started a job (${created} of 8), none more`);
     t.equal(new Set(asked.map((r) => r.body.job?.id)).size, jobs.length, 'the others named the job then running');
@@ -139,7 +162,11 @@ if (docker) {
 
     // ---- operators on B see the session and its owner; inspect, logs and attach run on A.
     const lsB = JSON.parse((await runCli(b.env, ['sessions', 'ls', '--json'])).stdout) as { sessionId: string; node: string }[];
-    t.same(lsB.filter((s) => s.sessionId === sessionId).map((s) => s.node), ['node-a'], 'sessions ls on B names the owner');
+    t.same(
+      lsB.filter((s) => s.sessionId === sessionId).map((s) => s.node),
+      ['node-a'],
+      'sessions ls on B names the owner',
+    );
     const inspect = await runCli(b.env, ['sessions', 'inspect', sessionId]);
     t.equal(inspect.code, 0, 'sessions inspect on B', { stderr: inspect.stderr });
     const details = JSON.parse(inspect.stdout) as { node: string; containerId: string };
@@ -162,12 +189,16 @@ if (docker) {
       io.resize(120, 40);
       // The new size travels as a resize frame; the shell sees it once the engine applied it.
       const answers = () => (io.out().match(/^NOW=/gm) ?? []).length;
-      await waitFor(async () => {
-        const asked = answers();
-        io.write('echo "NOW=$(stty size)"\r');
-        await waitFor(() => answers() > asked, 'the shell to answer', 30_000);
-        return /^NOW=40 120\r*$/m.test(io.out());
-      }, 'the resize', 30_000);
+      await waitFor(
+        async () => {
+          const asked = answers();
+          io.write('echo "NOW=$(stty size)"\r');
+          await waitFor(() => answers() > asked, 'the shell to answer', 30_000);
+          return /^NOW=40 120\r*$/m.test(io.out());
+        },
+        'the resize',
+        30_000,
+      );
       io.write('exit 4\r');
     });
     t.match(pty.out, /^SIZE=37 101\r*$/m, "the shell on A has the operator's window size");
@@ -178,10 +209,14 @@ if (docker) {
     // ---- A dies without a word; B takes the session over once A is silent for AIRLOCK_NODE_LOST_S.
     a.proc!.kill('SIGKILL');
     await new Promise((r) => a.proc!.once('close', r));
-    await waitFor(async () => {
-      const r = await runCli(b.env, ['nodes', 'ls', '--json']);
-      return (JSON.parse(r.stdout) as { id: string; alive: boolean }[]).some((n) => n.id === 'node-a' && !n.alive);
-    }, 'node-a to count as lost', 60_000);
+    await waitFor(
+      async () => {
+        const r = await runCli(b.env, ['nodes', 'ls', '--json']);
+        return (JSON.parse(r.stdout) as { id: string; alive: boolean }[]).some((n) => n.id === 'node-a' && !n.alive);
+      },
+      'node-a to count as lost',
+      60_000,
+    );
     const turn3 = await streamTurn(cb, { message: 'are you there', session_id: sessionId });
     const done3 = turn3.events.at(-1);
     t.equal(done3?.stop_reason, 'end_turn', 'turn 3 through B after A died', { done: done3, error: turn3.error });
@@ -197,7 +232,7 @@ if (docker) {
     // ---- A comes back: its container of the session B took over is an orphan, removed at start.
     t.ok((await ours(a)).includes(containerA), "A's old container outlived it");
     await start(a);
-    await waitFor(async () => !(await ours(a)).includes(containerA), "A to remove its orphan", 60_000);
+    await waitFor(async () => !(await ours(a)).includes(containerA), 'A to remove its orphan', 60_000);
     t.pass('the orphan is gone');
     const turn4 = await streamTurn(ca, { message: 'still here', session_id: sessionId });
     t.equal(turn4.headers.get('x-airlock-served-by'), 'node-b', 'a prompt through A now goes to B, the owner');
@@ -207,10 +242,14 @@ if (docker) {
     const restart = await runCli(a.env, ['sessions', 'restart', sessionId]);
     t.equal(restart.code, 0, 'sessions restart on A for a session on B', { stderr: restart.stderr });
     t.match(restart.stdout, /node-b/, 'it names the owner');
-    await waitFor(async () => {
-      const now = await ours(b);
-      return now.length === 1 && now[0] !== containerB2;
-    }, "B's new sandbox", 60_000);
+    await waitFor(
+      async () => {
+        const now = await ours(b);
+        return now.length === 1 && now[0] !== containerB2;
+      },
+      "B's new sandbox",
+      60_000,
+    );
     t.pass('B runs a new sandbox for the session');
     const kill = await runCli(a.env, ['sessions', 'kill', sessionId]);
     t.equal(kill.code, 0, 'sessions kill on A for a session on B', { stderr: kill.stderr });

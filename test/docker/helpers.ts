@@ -102,7 +102,11 @@ export async function ensureTestImage(docker: Docker, log: Logger = createLogger
       for (const img of await docker.listImages()) {
         if (img.Created > dayAgo) continue;
         for (const old of img.RepoTags ?? []) {
-          if (old.startsWith('airlock/sandbox:test-') && old !== tag) await docker.getImage(old).remove().catch(() => undefined);
+          if (old.startsWith('airlock/sandbox:test-') && old !== tag)
+            await docker
+              .getImage(old)
+              .remove()
+              .catch(() => undefined);
         }
       }
       return tag;
@@ -151,7 +155,14 @@ export function uniqueOwner(name: string): string {
 /** Remove every container carrying this owner label. */
 export async function sweep(docker: Docker, owner: string): Promise<void> {
   const list = await docker.listContainers({ all: true, filters: { label: [`${LABEL_OWNER}=${owner}`] } });
-  await Promise.all(list.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
+  await Promise.all(
+    list.map((c) =>
+      docker
+        .getContainer(c.Id)
+        .remove({ force: true })
+        .catch(() => undefined),
+    ),
+  );
 }
 
 export function runtimeConfig(dataDir: string, image: string, env: Record<string, string> = {}): Readonly<Config> {
@@ -225,7 +236,10 @@ console.log(JSON.stringify({ hits, checked }));
 
 /** Unmount anything mounted under dir (the runtime's workspace binds), deepest first. */
 export function unmountUnder(dir: string): void {
-  const mounts = readFileSync('/proc/self/mountinfo', 'utf8').split('\n').map((l) => l.split(' ')[4]).filter((m) => m && (m === dir || m.startsWith(dir + '/')));
+  const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((l) => l.split(' ')[4])
+    .filter((m) => m && (m === dir || m.startsWith(dir + '/')));
   for (const m of mounts.sort((a, b) => b.length - a.length)) spawnSync('umount', ['-l', m]);
 }
 
@@ -282,11 +296,7 @@ export async function runCli(env: Record<string, string>, args: string[]): Promi
  * folder, and in a fleet its database and secret). `session` drives it; the PTY is killed after
  * a generous hang guard.
  */
-export async function attachOnPty(
-  env: Record<string, string>,
-  id: string,
-  session: (io: { write(s: string): void; out(): string; resize(cols: number, rows: number): void }) => Promise<void>,
-): Promise<{ code: number; out: string }> {
+export async function attachOnPty(env: Record<string, string>, id: string, session: (io: { write(s: string): void; out(): string; resize(cols: number, rows: number): void }) => Promise<void>): Promise<{ code: number; out: string }> {
   const { spawn: ptySpawn } = await import('node-pty');
   const pty = ptySpawn(process.execPath, [join(ROOT, 'dist', 'daemon', 'main.js'), 'sessions', 'attach', id], { name: 'xterm', cols: 101, rows: 37, cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...ENGINE_ENV, ...env, TERM: 'xterm' } });
   let out = '';

@@ -55,7 +55,16 @@ if (docker) {
       t.equal(r.stop_reason, 'end_turn');
       const id = r.containerId!;
       // The token is used (and echoed back by the upstream, scrubbed by the gateway) before the scan.
-      const use = await execIn(docker, id, ['/usr/local/bin/node', '-e', `const s = require('net').connect('/run/airlock/egress.sock'); let b = ''; s.on('data', (d) => (b += d)); s.on('close', () => process.stdout.write(b)); s.write('GET /sheets/v4/spreadsheets/s1/values/A1 HTTP/1.1\\r\\nHost: x\\r\\nx-test-echo: 1\\r\\nConnection: close\\r\\n\\r\\n');`], { user: '0' });
+      const use = await execIn(
+        docker,
+        id,
+        [
+          '/usr/local/bin/node',
+          '-e',
+          `const s = require('net').connect('/run/airlock/egress.sock'); let b = ''; s.on('data', (d) => (b += d)); s.on('close', () => process.stdout.write(b)); s.write('GET /sheets/v4/spreadsheets/s1/values/A1 HTTP/1.1\\r\\nHost: x\\r\\nx-test-echo: 1\\r\\nConnection: close\\r\\n\\r\\n');`,
+        ],
+        { user: '0' },
+      );
       t.match(use.stdout, /^HTTP\/1\.1 200 /, 'a request through the gateway');
       t.equal(upstream.requests.at(-1)?.headers.authorization, `Bearer ${CANARY}`, 'the upstream got the real token, injected on the host');
       t.notMatch(use.stdout, new RegExp(CANARY), 'its echo came back scrubbed');
@@ -66,16 +75,24 @@ if (docker) {
       t.same(s.hits, [], `no real token anywhere root can look (pool=${pool}): ${JSON.stringify(s.checked)}`);
       // Root here has no CAP_SYS_PTRACE: the agent child's memory (uid 1001) is closed to it; the
       // supervisor's (root), where the token used to live, and docker-init's are read.
-      t.ok(s.checked.mem >= 2 && s.checked.environ >= 2 && s.checked.files > 1000, 'the scan read the root processes\' memory and environ and the whole file system');
+      t.ok(s.checked.mem >= 2 && s.checked.environ >= 2 && s.checked.files > 1000, "the scan read the root processes' memory and environ and the whole file system");
 
       // Control: the same scan, as root, finds a canary planted in a root process's environment and memory.
       const planted = await execIn(docker, id, ['/bin/sh', '-c', `NEEDLE_LEAK=${CANARY} sleep 30 & sleep 0.5; /usr/local/bin/node -e "$SCAN"`], { user: '0', env: [...needle, 'SCAN_ALL=1', `SCAN=${SECRET_SCAN}`] });
-      t.ok((JSON.parse(planted.stdout) as { hits: string[] }).hits.some((h) => h.endsWith('/environ')), 'control: a planted canary is found');
+      t.ok(
+        (JSON.parse(planted.stdout) as { hits: string[] }).hits.some((h) => h.endsWith('/environ')),
+        'control: a planted canary is found',
+      );
 
       // A checkpoint of the live sandbox: docker commit, exported, holds no token.
       const committed = await docker.getContainer(id).commit({ repo: 'airlock-test-commit', tag: `${pool}-${randomBytes(4).toString('hex')}` });
       const imageId = (committed as { Id: string }).Id;
-      t.teardown(() => docker.getImage(imageId).remove({ force: true }).catch(() => undefined));
+      t.teardown(() =>
+        docker
+          .getImage(imageId)
+          .remove({ force: true })
+          .catch(() => undefined),
+      );
       const c = await docker.createContainer({ Image: imageId, Entrypoint: ['/bin/true'], Labels: {} });
       t.teardown(() => c.remove({ force: true }).catch(() => undefined));
       const exported = await countIn((await c.export()) as unknown as Readable, CANARY);

@@ -70,9 +70,7 @@ if (docker) {
     // The client and its cases go into the user's workspace (bind-mounted at /workspace).
     const ws = join(dir, 'workspaces', '41');
     const entries = proxyCases(ph);
-    const sockets = egressCases('/run/airlock/egress.sock', egressTarget(upstream.url)).concat(
-      egressCases('/run/airlock/control.sock', egressTarget(upstream.url)).map((e) => ({ ...e, c: { ...e.c, id: `control-${e.c.id}` } })),
-    );
+    const sockets = egressCases('/run/airlock/egress.sock', egressTarget(upstream.url)).concat(egressCases('/run/airlock/control.sock', egressTarget(upstream.url)).map((e) => ({ ...e, c: { ...e.c, id: `control-${e.c.id}` } })));
     writeFileSync(join(ws, 'hostile-cases.json'), JSON.stringify([...entries, ...sockets].map((e) => e.c)));
     copyFileSync(join(ROOT, 'dist', 'test', 'fakes', 'hostile-client.js'), join(ws, 'hostile-client.mjs'));
     for (const f of ['hostile-cases.json', 'hostile-client.mjs']) chmodSync(join(ws, f), 0o644);

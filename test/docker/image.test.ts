@@ -29,7 +29,7 @@ if (docker) {
       const raw = (await c.logs({ stdout: true, stderr: false })) as Buffer;
       // Docker's multiplexed log frames: 8-byte header, then the payload.
       let out = '';
-      for (let i = 0; i + 8 <= raw.length; ) {
+      for (let i = 0; i + 8 <= raw.length;) {
         const n = raw.readUInt32BE(i + 4);
         out += raw.subarray(i + 8, i + 8 + n).toString();
         i += 8 + n;

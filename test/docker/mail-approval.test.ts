@@ -153,12 +153,22 @@ if (docker) {
     const sent = upstream.requests.filter((r) => r.path === '/gmail/v1/users/me/messages/send');
     const subjects = sent.map((r) => /Subject: ([^\r\n]*)/.exec(Buffer.from(JSON.parse(r.body).raw, 'base64url').toString())?.[1]).sort();
     t.same(subjects, ['approve for recipient', 'approve me', 'carol again', 'fine'], 'exactly the allowed and approved sends arrived');
-    t.ok(sent.every((r) => r.headers.authorization === 'Bearer ya29.real-mail' && r.headers['x-airlock-call'] === undefined), 'real token upstream, no trace header');
+    t.ok(
+      sent.every((r) => r.headers.authorization === 'Bearer ya29.real-mail' && r.headers['x-airlock-call'] === undefined),
+      'real token upstream, no trace header',
+    );
 
     // The turn was asked four times, each question answered in the stream.
     const asked = daemonEvents.filter((e) => e.type === 'approval_request');
-    t.same(asked.map((e) => (e as { subject: string }).subject), ['approve me', 'deny me', 'let it time out', 'approve for recipient'], 'approval_request per ask send (none for the recipient approved for the session)');
-    t.ok(asked.every((e) => e.type === 'approval_request' && e.call_id === null && e.ask.length === 1 && !JSON.stringify(e).includes('hello')), 'no call id for a direct post, never the body');
+    t.same(
+      asked.map((e) => (e as { subject: string }).subject),
+      ['approve me', 'deny me', 'let it time out', 'approve for recipient'],
+      'approval_request per ask send (none for the recipient approved for the session)',
+    );
+    t.ok(
+      asked.every((e) => e.type === 'approval_request' && e.call_id === null && e.ask.length === 1 && !JSON.stringify(e).includes('hello')),
+      'no call id for a direct post, never the body',
+    );
     const results2 = daemonEvents.filter((e) => e.type === 'approval_result').map((e) => (e as { decision: string }).decision);
     t.same(results2, ['approved', 'denied', 'timed_out', 'approved']);
 
@@ -181,10 +191,16 @@ if (docker) {
       ],
       'mail_holds: one row per held send and its outcome',
     );
-    t.ok(holds.every((h) => h.turn_id === 'turn-mail-1'), 'each hold names its turn');
+    t.ok(
+      holds.every((h) => h.turn_id === 'turn-mail-1'),
+      'each hold names its turn',
+    );
     const reqs = await database.sql.selectFrom('proxy_requests').selectAll().where('route', '=', 'mail').orderBy('id').execute();
     t.equal(reqs.length, cases.length, 'every mail request is in the audit trail');
-    t.ok(reqs.every((r) => r.turn_id === 'turn-mail-1' && r.user_id === user.id && r.session_id === 'mail-session' && r.template === '/gmail/mail/v1/users/me/messages/send'), 'with its session, user, turn and path template');
+    t.ok(
+      reqs.every((r) => r.turn_id === 'turn-mail-1' && r.user_id === user.id && r.session_id === 'mail-session' && r.template === '/gmail/mail/v1/users/me/messages/send'),
+      'with its session, user, turn and path template',
+    );
     t.same(reqs.filter((r) => r.outcome === 'forwarded').length, 4, 'four forwarded');
     const audit = JSON.stringify(reqs) + JSON.stringify(holds);
     for (const secret of ['ya29.real-mail', placeholder, 'hello']) t.notOk(audit.includes(secret), `no ${secret.slice(0, 8)}… in the audit rows`);

@@ -86,11 +86,23 @@ if (docker) {
     t.equal(r.status, 200);
     const done = r.events.at(-1);
     t.match(done, { type: 'done', stop_reason: 'end_turn' }, 'the turn ends normally');
-    t.same(r.events.filter((e) => e.type === 'approval_request'), [], 'nobody was asked: the agent policy decided both');
+    t.same(
+      r.events.filter((e) => e.type === 'approval_request'),
+      [],
+      'nobody was asked: the agent policy decided both',
+    );
     const ends = r.events.filter((e) => e.type === 'tool_end' && e.tool === 'send_email');
-    t.same(ends.map((e) => e.ok), [true, false], 'the partner send succeeded, the rival send failed');
+    t.same(
+      ends.map((e) => e.ok),
+      [true, false],
+      'the partner send succeeded, the rival send failed',
+    );
     t.match(String(ends[1].error), /ERR_MAIL_BLOCKED/, 'refused as blocked');
-    t.same(g.mailbox.map((m) => m.to), [['ann@partner.example']], 'only the allowed mail arrived');
+    t.same(
+      g.mailbox.map((m) => m.to),
+      [['ann@partner.example']],
+      'only the allowed mail arrived',
+    );
 
     // The proxy refused it before any hold: the policy it got at session start was the agent policy's.
     const sql = d.database.sql;
@@ -98,7 +110,11 @@ if (docker) {
     const mailRows = () => sql.selectFrom('proxy_requests').select(['outcome', 'status', 'code', 'recipients', 'call_id']).where('route', '=', 'mail').orderBy('id').execute();
     await waitFor(async () => (await mailRows()).length >= 2, 'both mail requests in the audit trail');
     const holds = await sql.selectFrom('mail_holds').select(['subject', 'state']).execute();
-    t.same(holds.map((h) => [h.subject, h.state]), [['To the partner', 'sent']], 'no hold for the blocked send');
+    t.same(
+      holds.map((h) => [h.subject, h.state]),
+      [['To the partner', 'sent']],
+      'no hold for the blocked send',
+    );
     const reqs = await mailRows();
     t.same(
       reqs.map((x) => [x.outcome, x.status, x.code, x.recipients]),
@@ -108,6 +124,9 @@ if (docker) {
       ],
       'the proxy forwarded one and refused the other',
     );
-    t.ok(reqs.every((x) => typeof x.call_id === 'string' && x.call_id.length > 0), 'each with the tool call that made it');
+    t.ok(
+      reqs.every((x) => typeof x.call_id === 'string' && x.call_id.length > 0),
+      'each with the tool call that made it',
+    );
   });
 }

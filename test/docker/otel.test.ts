@@ -46,9 +46,7 @@ async function receiver(t: { teardown(fn: () => unknown): void }) {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   t.teardown(() => new Promise<void>((r) => server.close(() => r())));
   const spans = (): OtlpSpan[] =>
-    bodies
-      .filter((b) => b.path === '/v1/traces')
-      .flatMap((b) => (JSON.parse(b.text) as { resourceSpans: { scopeSpans: { spans: OtlpSpan[] }[] }[] }).resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans)));
+    bodies.filter((b) => b.path === '/v1/traces').flatMap((b) => (JSON.parse(b.text) as { resourceSpans: { scopeSpans: { spans: OtlpSpan[] }[] }[] }).resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans)));
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, bodies, spans };
 }
 
@@ -70,7 +68,20 @@ if (docker) {
     const otlp = await receiver(t);
     const g = await google.start({
       userEmail: 'olive@example.test',
-      seed: { spreadsheets: [{ id: 'sheet-sample-1', name: 'Sample sales 2026', sheets: { Sales: [['Month', 'Sales'], ['Jan', 3]] } }] },
+      seed: {
+        spreadsheets: [
+          {
+            id: 'sheet-sample-1',
+            name: 'Sample sales 2026',
+            sheets: {
+              Sales: [
+                ['Month', 'Sales'],
+                ['Jan', 3],
+              ],
+            },
+          },
+        ],
+      },
     });
     t.teardown(() => g.close());
     const model = await openaiModel.start({
@@ -145,7 +156,10 @@ if (docker) {
     t.equal(attr(search!, 'http.response.status_code'), 200);
     const modelCalls1 = t1.filter((s) => s.name === 'model call');
     t.equal(modelCalls1.length, 2, 'two model calls in the tool turn');
-    t.ok(modelCalls1.every((s) => s.parentSpanId === root1.spanId), 'under the turn');
+    t.ok(
+      modelCalls1.every((s) => s.parentSpanId === root1.spanId),
+      'under the turn',
+    );
     t.same(t2.map((s) => s.name).sort(), ['chat.turn', 'model call'], 'the text turn: the turn and one model call');
 
     const exported = otlp.bodies.map((b) => b.text).join('\n');

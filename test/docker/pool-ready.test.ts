@@ -31,9 +31,7 @@ const MAIL_PROMPT = 'chart 3 5 8 and email the chart to ann@example.test';
 
 function turn(m: SessionManager, sessionId: string, userId: number, prompt = 'hello') {
   const events: AgentEvent[] = [];
-  return m
-    .runTurn({ userId, sessionId, turnId: randomBytes(6).toString('hex'), prompt, signal: new AbortController().signal, onEvent: (e) => events.push(e) })
-    .then((r) => ({ ...r, events }));
+  return m.runTurn({ userId, sessionId, turnId: randomBytes(6).toString('hex'), prompt, signal: new AbortController().signal, onEvent: (e) => events.push(e) }).then((r) => ({ ...r, events }));
 }
 
 /** Routes only for the user who has an account token (as the overlay does). */
@@ -120,7 +118,10 @@ if (docker) {
 
     // The claimed member is no pool member any more; the pool refilled with another container.
     await m.poolReady(60_000);
-    t.notOk(members().some((s) => s.containerId === member.containerId), 'the claimed member is not in the pool');
+    t.notOk(
+      members().some((s) => s.containerId === member.containerId),
+      'the claimed member is not in the pool',
+    );
 
     // A user without an account: no route, and the tools say so.
     const upstreamBefore = upstream.requests.length;
@@ -137,7 +138,10 @@ if (docker) {
     await m.kill('acct');
     t.ok(await gone(docker, member.containerId), 'the ended session container is removed');
     await m.poolReady(60_000);
-    t.notOk(members().some((s) => s.containerId === member.containerId || s.containerId === next.containerId), 'no claimed container in the pool');
+    t.notOk(
+      members().some((s) => s.containerId === member.containerId || s.containerId === next.containerId),
+      'no claimed container in the pool',
+    );
   });
 
   // (An MCP server hosted in the agent dies with it; one started as a process of its own makes the
@@ -158,7 +162,11 @@ if (docker) {
       const r = await turn(m, `after-${victim}`, NO_ACCOUNT, 'chart 1 2 3');
       t.equal(r.stop_reason, 'end_turn', 'the next session works');
       t.not(r.containerId, member.containerId, 'in another container');
-      t.match(r.events.find((e) => e.type === 'tool_end'), { tool: 'render_chart', ok: true }, 'with its tools');
+      t.match(
+        r.events.find((e) => e.type === 'tool_end'),
+        { tool: 'render_chart', ok: true },
+        'with its tools',
+      );
       await m.poolReady(60_000);
     }
   });
@@ -169,7 +177,9 @@ if (docker) {
       const [broken] = members();
       // A real fault: the member's workspace mount point is gone, so binding the user's workspace fails.
       rmdirSync(join(dir, 'sandboxes', broken.slot, 'workspace'));
-      const others = members().slice(1).map((s) => s.containerId);
+      const others = members()
+        .slice(1)
+        .map((s) => s.containerId);
       const r = await turn(m, `half-${poolSize}`, WITH_ACCOUNT, 'hello');
       t.equal(r.stop_reason, 'end_turn', `pool ${poolSize}: the user gets a working session`);
       t.not(r.containerId, broken.containerId, 'not in the broken member');
@@ -183,7 +193,10 @@ if (docker) {
       t.notOk(existsSync(join(dir, 'sandboxes', broken.slot)), 'its slot folder (and any claim.json) is gone');
       const mounts = readFileSync('/proc/self/mountinfo', 'utf8');
       t.notOk(mounts.includes(broken.slot), 'nothing is mounted under its slot');
-      t.notOk(m.list().some((s) => s.containerId === broken.containerId), 'it is neither a session nor a member');
+      t.notOk(
+        m.list().some((s) => s.containerId === broken.containerId),
+        'it is neither a session nor a member',
+      );
     }
   });
 }

@@ -14,9 +14,7 @@ const log = createLogger({ level: 'warn', destination: process.stderr });
 
 export function turn(m: SessionManager, sessionId: string, prompt: string, userId = 7, onEvent?: (e: AgentEvent) => void) {
   const events: AgentEvent[] = [];
-  return m
-    .runTurn({ userId, sessionId, turnId: randomBytes(6).toString('hex'), prompt, signal: new AbortController().signal, onEvent: (e) => (events.push(e), onEvent?.(e)) })
-    .then((r) => ({ ...r, events }));
+  return m.runTurn({ userId, sessionId, turnId: randomBytes(6).toString('hex'), prompt, signal: new AbortController().signal, onEvent: (e) => (events.push(e), onEvent?.(e)) }).then((r) => ({ ...r, events }));
 }
 
 /** Records every hook call, in order. */
@@ -45,12 +43,14 @@ export async function manager(tt: { teardown(fn: () => unknown): void }, docker:
   return { m, dir, owner, config };
 }
 
-
 /** The airlock.* labels the runtime set on a container (not the image's own airlock.image). */
 export function airlockLabels(labels: unknown): Record<string, string> {
   return Object.fromEntries(Object.entries((labels ?? {}) as Record<string, string>).filter(([k]) => k.startsWith('airlock.') && k !== 'airlock.image'));
 }
 
 export function textOf(events: unknown[]): string {
-  return (events as { type: string; text?: string }[]).filter((e) => e.type === 'text_delta').map((e) => e.text).join('');
+  return (events as { type: string; text?: string }[])
+    .filter((e) => e.type === 'text_delta')
+    .map((e) => e.text)
+    .join('');
 }

@@ -55,12 +55,7 @@ if (docker) {
     await t.rejects(docker.getContainer(u.containerId!).inspect(), { statusCode: 404 } as unknown as Error, 'killForUser removes the container');
 
     // Every end of a sandbox is reported (serve untracks the session from token rotation).
-    t.same(calls, [
-      'live reap', 'ended reap idle', 'live reap',
-      'live killme', 'ended killme killed by operator',
-      'live restartme', 'ended restartme restart', 'live restartme',
-      'live user-9', 'ended user-9 user deactivated',
-    ]);
+    t.same(calls, ['live reap', 'ended reap idle', 'live reap', 'live killme', 'ended killme killed by operator', 'live restartme', 'ended restartme restart', 'live restartme', 'live user-9', 'ended user-9 user deactivated']);
   });
 
   t.test('a container killed from outside is reaped (container and folder gone); the next prompt runs in a new one without a notice', async (t) => {
@@ -81,7 +76,10 @@ if (docker) {
     t.match(await metrics.registry.metrics(), /^airlock_sessions_reaped_total\{reason="dead"\} 1$/m, 'counted as reason="dead"');
     const b = await turn(m, 'dies', 'after');
     t.equal(b.stop_reason, 'end_turn');
-    t.notOk(b.events.some((e) => e.type === 'text_delta' && /stopped unexpectedly/.test(e.text)), 'no notice (the chat route hands the new sandbox the conversation)');
+    t.notOk(
+      b.events.some((e) => e.type === 'text_delta' && /stopped unexpectedly/.test(e.text)),
+      'no notice (the chat route hands the new sandbox the conversation)',
+    );
     const c = await turn(m, 'dies', 'again');
     t.equal(c.stop_reason, 'end_turn');
     t.same(calls, ['live dies', 'ended dies dead', 'live dies']);
@@ -94,7 +92,13 @@ if (docker) {
     const old = await turn(m, 'old', 'x');
     clock.advance(3601_000);
     const fresh = await turn(m, 'fresh', 'x');
-    t.same(m.list().filter((s) => s.stale).map((s) => s.sessionId), ['old']);
+    t.same(
+      m
+        .list()
+        .filter((s) => s.stale)
+        .map((s) => s.sessionId),
+      ['old'],
+    );
     const r = await m.restartStale();
     t.same(r.restarted, ['old']);
     const after = await turn(m, 'old', 'y');
@@ -110,15 +114,23 @@ if (docker) {
     const b = await turn(m, 'outside', 'after');
     t.equal(b.stop_reason, 'end_turn');
     t.not(b.containerId, a.containerId, 'a new container');
-    t.notOk(b.events.some((e) => e.type === 'text_delta' && /stopped unexpectedly/.test(e.text)), 'no notice');
+    t.notOk(
+      b.events.some((e) => e.type === 'text_delta' && /stopped unexpectedly/.test(e.text)),
+      'no notice',
+    );
     t.match(textOf(b.events), /message 1 of this conversation/, 'a fresh agent answers (this turn brought no context)');
-
   });
 
   t.test('a container killed during a turn: the turn ends at once with ERR_SANDBOX_LOST', async (t) => {
     // A model that starts answering and then never finishes: the turn cannot end on its own.
     const KEY = 'sk-stall-model-key-0123456789';
-    const model = await openaiModel.start({ apiKey: KEY, script: [{ kind: 'stall', text: 'Thinking' }, { kind: 'reply', text: 'fresh sandbox here' }] });
+    const model = await openaiModel.start({
+      apiKey: KEY,
+      script: [
+        { kind: 'stall', text: 'Thinking' },
+        { kind: 'reply', text: 'fresh sandbox here' },
+      ],
+    });
     t.teardown(() => model.close());
     const egress = new EgressGatewayService({ log });
     t.teardown(() => egress.close());

@@ -66,7 +66,11 @@ if (docker) {
     const asRoot = await execIn(docker, id, ['/bin/sh', '-c', 'touch /usr/x 2>&1 || true'], { user: '0' });
     t.match(asRoot.stdout, /Read-only file system/, 'even root cannot write the root filesystem');
 
-    const ctl = await execIn(docker, id, ['/bin/sh', '-c', 'find /run/airlock/control.sock /run/airlock/profile.json -printf "%m %U\\n"; node -e "require(\'net\').connect(\'/run/airlock/control.sock\').on(\'error\',e=>{console.log(e.code);process.exit(0)}).on(\'connect\',()=>{console.log(\'CONNECTED\');process.exit(0)})"']);
+    const ctl = await execIn(docker, id, [
+      '/bin/sh',
+      '-c',
+      "find /run/airlock/control.sock /run/airlock/profile.json -printf \"%m %U\\n\"; node -e \"require('net').connect('/run/airlock/control.sock').on('error',e=>{console.log(e.code);process.exit(0)}).on('connect',()=>{console.log('CONNECTED');process.exit(0)})\"",
+    ]);
     t.match(ctl.stdout, /^600 0$/m, 'control socket is root-only 0600');
     t.match(ctl.stdout, /^644 0$/m, 'profile.json is world-readable 0644');
     t.match(ctl.stdout, /EACCES/, 'the agent user cannot connect to the control socket');
@@ -77,7 +81,8 @@ if (docker) {
 
     // /tmp is noexec: the agent's uid can write an executable there but not run it.
     const noexec = await execIn(docker, id, [
-      '/usr/local/bin/node', '-e',
+      '/usr/local/bin/node',
+      '-e',
       "const fs=require('fs'),cp=require('child_process');fs.copyFileSync('/bin/true','/tmp/exe');fs.chmodSync('/tmp/exe',0o755);" +
         "const run=(p)=>{try{cp.execFileSync(p);return 'RAN'}catch(e){return e.code}};console.log(JSON.stringify({tmp:run('/tmp/exe'),bin:run('/bin/true')}))",
     ]);
@@ -92,7 +97,8 @@ if (docker) {
     const cg = RUNSC
       ? { stdout: `${hostCgroup(id, 'memory', 'memory.limit_in_bytes')}|${hostCgroup(id, 'pids', 'pids.max')}|${hostCgroup(id, 'cpu', 'cpu.cfs_quota_us')} ${hostCgroup(id, 'cpu', 'cpu.cfs_period_us')}` }
       : await execIn(docker, id, [
-          '/bin/sh', '-c',
+          '/bin/sh',
+          '-c',
           'm=$(cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes); ' +
             'p=$(cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max); ' +
             'c=$(cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo "$(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us) $(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us)"); ' +
@@ -130,46 +136,55 @@ if (docker) {
       t.equal((await turn(m, 'cold', 'hi')).stop_reason, 'end_turn');
       t.equal((await m.inspect('cold')).fromPool, false, 'the session cold-started');
       const started = (await metrics.sessionsStarted.get()).values;
-      t.same(started.map((v) => [v.labels.kind, v.value]), [['cold', 1]], 'counted as a cold start');
+      t.same(
+        started.map((v) => [v.labels.kind, v.value]),
+        [['cold', 1]],
+        'counted as a cold start',
+      );
       clock.advance(1001);
       t.same(await m.reap(), ['cold']);
     });
-  } else t.test('a new session takes the pre-started pool container; start and reap metrics', async (t) => {
-    const metrics = createMetrics();
-    const clock = new TestClock();
-    const { m, dir, owner } = await manager(t, docker, image, { AIRLOCK_POOL_SIZE: '1', AIRLOCK_SESSION_IDLE_S: '1' }, { metrics, reapIntervalMs: 60_000, clock });
-    await m.poolReady();
-    const pooled = m.list().filter((s) => s.state === 'pool');
-    t.equal(pooled.length, 1, 'one pool container waiting');
-    const r = await turn(m, 'pooled', 'hi');
-    t.equal(r.stop_reason, 'end_turn');
-    t.equal(r.containerId, pooled[0].containerId, 'the session runs in the pool container');
-    const info = await m.inspect('pooled');
-    t.equal(info.fromPool, true);
-    t.equal(info.container.labels && (info.container.labels as Record<string, string>)['airlock.pool'], '1', 'it was created as a pool container');
-    t.match(pooled[0].containerName, /^airlock-pool-[a-f0-9]{16}$/, 'a waiting pool container is named as such');
-    t.equal(info.container.name, `airlock-session-pooled-${pooled[0].slot}`, 'renamed after its session at claim (labels cannot change)');
-    t.equal(m.list().find((s) => s.sessionId === 'pooled')?.containerName, info.container.name);
-    // Labels are fixed at create, before the session is known: owner, slot and pool only. The
-    // claim (session and user) is in the name and in the slot's claim.json, which adoption reads.
-    t.same(
-      airlockLabels(info.container.labels),
-      { 'airlock.owner': owner, 'airlock.slot': pooled[0].slot, 'airlock.pool': '1', 'airlock.session': '', 'airlock.user': '' },
-      'a claimed pool container keeps its create-time labels: owner and slot, empty session and user',
-    );
-    const claimPath = join(dir, 'sandboxes', pooled[0].slot, 'claim.json');
-    t.match(JSON.parse(readFileSync(claimPath, 'utf8')), { session_id: 'pooled', user_id: 7 }, 'claim.json records the session and user');
-    t.equal(statSync(claimPath).mode & 0o777, 0o600, 'claim.json is root-only');
-    const started = (await metrics.sessionsStarted.get()).values;
-    t.same(started.map((v) => [v.labels.kind, v.value]), [['pool', 1]], 'counted as a pool start, no cold start');
-    let text = await metrics.registry.metrics();
-    t.match(text, /^airlock_session_start_seconds_count\{kind="pool"\} 1$/m, 'start time observed with kind="pool"');
-    t.notMatch(text, /airlock_session_start_seconds_count\{kind="cold"\}/, 'no cold start observed');
-    clock.advance(1001);
-    t.same(await m.reap(), ['pooled']);
-    text = await metrics.registry.metrics();
-    t.match(text, /^airlock_sessions_reaped_total\{reason="idle"\} 1$/m, 'the reap counted');
-  });
+  } else
+    t.test('a new session takes the pre-started pool container; start and reap metrics', async (t) => {
+      const metrics = createMetrics();
+      const clock = new TestClock();
+      const { m, dir, owner } = await manager(t, docker, image, { AIRLOCK_POOL_SIZE: '1', AIRLOCK_SESSION_IDLE_S: '1' }, { metrics, reapIntervalMs: 60_000, clock });
+      await m.poolReady();
+      const pooled = m.list().filter((s) => s.state === 'pool');
+      t.equal(pooled.length, 1, 'one pool container waiting');
+      const r = await turn(m, 'pooled', 'hi');
+      t.equal(r.stop_reason, 'end_turn');
+      t.equal(r.containerId, pooled[0].containerId, 'the session runs in the pool container');
+      const info = await m.inspect('pooled');
+      t.equal(info.fromPool, true);
+      t.equal(info.container.labels && (info.container.labels as Record<string, string>)['airlock.pool'], '1', 'it was created as a pool container');
+      t.match(pooled[0].containerName, /^airlock-pool-[a-f0-9]{16}$/, 'a waiting pool container is named as such');
+      t.equal(info.container.name, `airlock-session-pooled-${pooled[0].slot}`, 'renamed after its session at claim (labels cannot change)');
+      t.equal(m.list().find((s) => s.sessionId === 'pooled')?.containerName, info.container.name);
+      // Labels are fixed at create, before the session is known: owner, slot and pool only. The
+      // claim (session and user) is in the name and in the slot's claim.json, which adoption reads.
+      t.same(
+        airlockLabels(info.container.labels),
+        { 'airlock.owner': owner, 'airlock.slot': pooled[0].slot, 'airlock.pool': '1', 'airlock.session': '', 'airlock.user': '' },
+        'a claimed pool container keeps its create-time labels: owner and slot, empty session and user',
+      );
+      const claimPath = join(dir, 'sandboxes', pooled[0].slot, 'claim.json');
+      t.match(JSON.parse(readFileSync(claimPath, 'utf8')), { session_id: 'pooled', user_id: 7 }, 'claim.json records the session and user');
+      t.equal(statSync(claimPath).mode & 0o777, 0o600, 'claim.json is root-only');
+      const started = (await metrics.sessionsStarted.get()).values;
+      t.same(
+        started.map((v) => [v.labels.kind, v.value]),
+        [['pool', 1]],
+        'counted as a pool start, no cold start',
+      );
+      let text = await metrics.registry.metrics();
+      t.match(text, /^airlock_session_start_seconds_count\{kind="pool"\} 1$/m, 'start time observed with kind="pool"');
+      t.notMatch(text, /airlock_session_start_seconds_count\{kind="cold"\}/, 'no cold start observed');
+      clock.advance(1001);
+      t.same(await m.reap(), ['pooled']);
+      text = await metrics.registry.metrics();
+      t.match(text, /^airlock_sessions_reaped_total\{reason="idle"\} 1$/m, 'the reap counted');
+    });
 
   t.test('warm reuse: same container for one session, another for a new session', async (t) => {
     const { m } = await manager(t, docker, image);
@@ -239,10 +254,21 @@ if (docker) {
     // The start's figures in the container log (docs/runtime.md, step 10).
     const log = (await docker.getContainer(r.containerId!).logs({ stdout: true, stderr: true, follow: false })).toString('latin1');
     // (Each line comes behind the engine's 8-byte frame header, whose length bytes may be a '{'.)
-    const line = (msg: string) => log.split('\n').map((l) => l.slice(Math.max(0, l.search(/\{"[a-z_]+":/)))).map((l) => { try { return JSON.parse(l) as Record<string, unknown>; } catch { return {}; } }).find((o) => o.msg === msg);
+    const line = (msg: string) =>
+      log
+        .split('\n')
+        .map((l) => l.slice(Math.max(0, l.search(/\{"[a-z_]+":/))))
+        .map((l) => {
+          try {
+            return JSON.parse(l) as Record<string, unknown>;
+          } catch {
+            return {};
+          }
+        })
+        .find((o) => o.msg === msg);
     const ready = line('ready');
-    t.ok(ready && Number(ready.agent_launched_ms) > 0 && Number(ready.uptime_ms) >= Number(ready.agent_launched_ms), 'the supervisor\'s ready line: ms to the agent\'s launch and to ready', { ready });
-    t.ok(Number(line('agent ready (idle)')?.uptime_ms) > 0, 'the agent\'s ready line: its uptime');
+    t.ok(ready && Number(ready.agent_launched_ms) > 0 && Number(ready.uptime_ms) >= Number(ready.agent_launched_ms), "the supervisor's ready line: ms to the agent's launch and to ready", { ready });
+    t.ok(Number(line('agent ready (idle)')?.uptime_ms) > 0, "the agent's ready line: its uptime");
   });
 
   t.test('a failed start is cleaned up and the turn resolves with an error', async (t) => {
@@ -267,8 +293,7 @@ if (docker) {
     const dir = dataDir(t);
     t.teardown(() => sweep(docker, owner));
     t.teardown(() => sweep(docker, other));
-    const make = (labels: Record<string, string>, cmd: string[]) =>
-      docker.createContainer({ Image: image, Labels: labels, Entrypoint: cmd, NetworkDisabled: true, HostConfig: { NetworkMode: 'none', Init: true } });
+    const make = (labels: Record<string, string>, cmd: string[]) => docker.createContainer({ Image: image, Labels: labels, Entrypoint: cmd, NetworkDisabled: true, HostConfig: { NetworkMode: 'none', Init: true } });
     // Ours, stopped, no session: never started.
     const stopped = await make({ 'airlock.owner': owner }, ['/bin/true']);
     // Ours, running, with a slot and its folder, but no supervisor answering (no control socket).
@@ -287,7 +312,7 @@ if (docker) {
     await m.start();
     await t.rejects(stopped.inspect(), { statusCode: 404 } as unknown as Error, 'the stopped orphan is removed');
     await t.rejects(running.inspect(), { statusCode: 404 } as unknown as Error, 'the running container without a live supervisor is removed');
-    t.notOk(existsSync(join(dir, 'sandboxes', slot)), "its slot folder is removed");
+    t.notOk(existsSync(join(dir, 'sandboxes', slot)), 'its slot folder is removed');
     t.notOk(existsSync(join(dir, 'sandboxes', stray)), 'a slot folder without a container is removed');
     t.same(readdirSync(join(dir, 'sandboxes')), [], 'nothing left in the sandboxes folder');
     t.equal((await foreign.inspect()).Config.Labels['airlock.owner'], other, "another owner's container is left alone");
@@ -308,7 +333,11 @@ if (docker) {
     // Another user: the host's cap refuses (the same user's idle sandbox would make room under
     // the per-user cap instead, test/docker/session-cap.test.ts).
     await t.rejects(turn(m, 'cap-2', 'y', 8), { code: 'ERR_SESSION_CAPACITY', status: 503 });
-    t.same(m.list().map((s) => s.sessionId), ['cap-1'], "the first user's sandbox stays");
+    t.same(
+      m.list().map((s) => s.sessionId),
+      ['cap-1'],
+      "the first user's sandbox stays",
+    );
   });
 
   const CANARY = `canary-${randomBytes(16).toString('hex')}`;
@@ -357,7 +386,15 @@ if (docker) {
       // The child's own environment: spawned before its session (idle), it holds nothing of any
       // user; placeholder and base URL reach it over stdin (`configure`), the real token never.
       const env = await execIn(docker, id, ['/bin/sh', '-c', `tr '\\0' '\\n' < /proc/${sup.child_pid}/environ`], { user: childUid });
-      t.same(env.stdout.split('\n').filter(Boolean).map((l) => l.split('=')[0]).sort(), ['HOME', 'LANG', 'NODE_COMPILE_CACHE', 'PATH'], 'child env: HOME, LANG, PATH and the image compile cache folder only');
+      t.same(
+        env.stdout
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => l.split('=')[0])
+          .sort(),
+        ['HOME', 'LANG', 'NODE_COMPILE_CACHE', 'PATH'],
+        'child env: HOME, LANG, PATH and the image compile cache folder only',
+      );
       t.notMatch(env.stdout, /MAIL_ACCESS_TOKEN/, 'child env does not name the real token');
       t.notMatch(env.stdout, new RegExp(CANARY), 'child env does not hold the canary');
       // Everything the child's uid can read.
@@ -369,11 +406,21 @@ if (docker) {
       } else t.ok(s.checked.environ > 0 && s.checked.cmdline > 0 && s.checked.files > 0 && s.checked.mem > 0, 'the scan looked at environ, cmdline, memory and files');
       // The profile on the host and in the sandbox holds only the reference.
       const runDir = readdirSync(join(dir, 'sandboxes')).map((d) => join(dir, 'sandboxes', d, 'run', 'profile.json'));
-      const profile = runDir.map((p) => { try { return readFileSync(p, 'utf8'); } catch { return ''; } }).join('');
+      const profile = runDir
+        .map((p) => {
+          try {
+            return readFileSync(p, 'utf8');
+          } catch {
+            return '';
+          }
+        })
+        .join('');
       t.match(profile, /\$\{MAIL_ACCESS_TOKEN\}/, 'profile names the token by reference');
       t.notMatch(profile, new RegExp(CANARY), 'profile.json does not hold the canary');
       // claim.json (what a restarted daemon adopts from): token names for rotation, no value, root only.
-      const claimFile = readdirSync(join(dir, 'sandboxes')).map((d) => join(dir, 'sandboxes', d, 'claim.json')).find((p) => existsSync(p))!;
+      const claimFile = readdirSync(join(dir, 'sandboxes'))
+        .map((d) => join(dir, 'sandboxes', d, 'claim.json'))
+        .find((p) => existsSync(p))!;
       t.equal(statSync(claimFile).mode & 0o777, 0o600, 'claim.json is 0600');
       const claim = readFileSync(claimFile, 'utf8');
       t.same(JSON.parse(claim).token_envs, ['MAIL_ACCESS_TOKEN'], 'claim.json names the token env');
@@ -406,7 +453,10 @@ if (docker) {
       env: [`NEEDLE_HEX=${Buffer.from(CANARY).toString('hex')}`, `SCAN=${SECRET_SCAN}`],
     });
     const planted = JSON.parse(leak.stdout) as { hits: string[] };
-    t.ok(planted.hits.some((h) => h.endsWith('/environ')), `the scan catches a canary in a process environment (${planted.hits.join(', ')})`);
+    t.ok(
+      planted.hits.some((h) => h.endsWith('/environ')),
+      `the scan catches a canary in a process environment (${planted.hits.join(', ')})`,
+    );
   });
 
   t.test('processes of the agent uid a turn left behind end with the turn; the agent child and an exec from outside stay', async (t) => {
@@ -424,13 +474,23 @@ if (docker) {
     // A detached start still answers with a stream: close it, or its socket keeps this process alive.
     const started = (await op.start({ Detach: true })) as unknown as { destroy?: () => void } | undefined;
     started?.destroy?.();
-    const procs = async () => (await execIn(docker, id, ['/bin/sh', '-c', 'for p in /proc/[0-9]*; do s=$(grep -E "^State:" $p/status 2>/dev/null | cut -f2 | cut -c1); echo "$(basename $p) $s $(cat $p/cmdline 2>/dev/null | tr "\\0" " ")"; done'], { user: '0' })).stdout;
+    const procs = async () =>
+      (await execIn(docker, id, ['/bin/sh', '-c', 'for p in /proc/[0-9]*; do s=$(grep -E "^State:" $p/status 2>/dev/null | cut -f2 | cut -c1); echo "$(basename $p) $s $(cat $p/cmdline 2>/dev/null | tr "\\0" " ")"; done'], { user: '0' }))
+        .stdout;
     const alive = (list: string, pid: number) => list.split('\n').some((l) => l.startsWith(`${pid} `) && !l.startsWith(`${pid} Z`));
-    const opPid = () => procs().then((l) => Number(l.split('\n').find((x) => /sleep 1001 $/.test(x))?.split(' ')[0] ?? 0));
+    const opPid = () =>
+      procs().then((l) =>
+        Number(
+          l
+            .split('\n')
+            .find((x) => /sleep 1001 $/.test(x))
+            ?.split(' ')[0] ?? 0,
+        ),
+      );
     t.ok(alive(await procs(), orphan), 'the background process runs before the next turn');
     let kept = 0;
     for (let i = 0; i < 100 && !kept; i++) kept = await opPid(); // the detached exec starts on its own time
-    
+
     t.ok(kept > 0, 'and so does the exec from outside');
 
     const second = await turn(m, 'strays', 'again');
@@ -439,9 +499,8 @@ if (docker) {
     t.notOk(alive(after, orphan), 'the background process ended with the turn (gone before turn_end)');
     t.ok(alive(after, kept), 'an exec from outside (an operator shell) is left alone');
     t.equal((await m.inspect('strays')).supervisor!.child_pid, childPid, 'the agent child is the same process');
-    t.ok(alive(after, Number(childPid)), "and alive");
+    t.ok(alive(after, Number(childPid)), 'and alive');
   });
-
 
   t.test('/workspace and /run/airlock: nothing written there runs, under runc and runsc', async (t) => {
     const { m } = await manager(t, docker, image);
@@ -453,7 +512,10 @@ if (docker) {
     // 126; runsc: the gofer's host file cannot be mapped for execution, the exec fails too).
     const tryRun = (dir: string, user: string) =>
       execIn(docker, id, ['/bin/sh', '-c', `cp /bin/true ${dir}/airlock-x && chmod 755 ${dir}/airlock-x && { ${dir}/airlock-x; echo "copy=$?"; }; rm -f ${dir}/airlock-x; /bin/true; echo "bin=$?"`], { user });
-    for (const [dir, user] of [['/workspace', '1001'], ['/run/airlock', '0']] as const) {
+    for (const [dir, user] of [
+      ['/workspace', '1001'],
+      ['/run/airlock', '0'],
+    ] as const) {
       const out = (await tryRun(dir, user)).stdout;
       t.match(out, /bin=0/, `${dir}: a system binary runs (as uid ${user})`);
       const code = Number(/copy=(\d+)/.exec(out)?.[1] ?? 0);
@@ -471,6 +533,4 @@ if (docker) {
       }
     }
   });
-
 }
-

@@ -94,7 +94,13 @@ if (docker) {
     const c1 = new Client(d1.web.url);
     t.equal((await c1.login('alice', 'alice-password')).status, 200);
     const first = await streamTurn(c1, { message: 'chart 1 2 3 and email the chart to x@example.test' });
-    t.same(first.events.filter((e) => e.type === 'tool_end').map((e) => [e.tool, e.ok]), [['rasterize_chart', true], ['send_email', true]]);
+    t.same(
+      first.events.filter((e) => e.type === 'tool_end').map((e) => [e.tool, e.ok]),
+      [
+        ['rasterize_chart', true],
+        ['send_email', true],
+      ],
+    );
     const sessionId: string = first.events.at(-1).session_id;
     const [before] = d1.runtime!.sessions.list().filter((s) => s.sessionId === sessionId);
     t.ok(before, 'a warm sandbox');
@@ -128,12 +134,23 @@ if (docker) {
     const fresh = oauth.issued.access.at(-1)!;
     t.not(fresh, grant.access_token, 'a new access token was issued');
     g.acceptTokens([fresh]);
-    t.match(logs.lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'token rotated into session'), [{ sessionId }], 'rotated into the adopted session');
+    t.match(
+      logs.lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'token rotated into session'),
+      [{ sessionId }],
+      'rotated into the adopted session',
+    );
 
     const c2 = new Client(d2.web.url);
     t.equal((await c2.login('alice', 'alice-password')).status, 200);
     const after = await streamTurn(c2, { message: 'chart 4 5 and email the chart to x@example.test', session_id: sessionId });
-    t.same(after.events.filter((e) => e.type === 'tool_end').map((e) => [e.tool, e.ok]), [['rasterize_chart', true], ['send_email', true]], `the adopted session mails after the rotation ${JSON.stringify(after.events.filter((e) => e.type === 'tool_end' && !e.ok))}`);
+    t.same(
+      after.events.filter((e) => e.type === 'tool_end').map((e) => [e.tool, e.ok]),
+      [
+        ['rasterize_chart', true],
+        ['send_email', true],
+      ],
+      `the adopted session mails after the rotation ${JSON.stringify(after.events.filter((e) => e.type === 'tool_end' && !e.ok))}`,
+    );
     t.equal(d2.runtime!.sessions.list().find((s) => s.sessionId === sessionId)?.containerId, before.containerId, 'still the adopted container');
     t.equal(g.mailbox.length, 2, 'mail before the restart and after the rotation');
     const sends = g.requests.filter((q) => q.method === 'POST' && q.path.startsWith('/gmail/'));
@@ -199,10 +216,19 @@ if (docker) {
     });
     const live = d2.runtime!.sessions.list().map((s) => s.sessionId);
     t.same(live, [carol.sessionId], "only the active user's session is adopted");
-    const gone = await docker!.getContainer(bob.containerId).inspect().then(() => 200, (err: { statusCode?: number }) => err.statusCode);
+    const gone = await docker!
+      .getContainer(bob.containerId)
+      .inspect()
+      .then(
+        () => 200,
+        (err: { statusCode?: number }) => err.statusCode,
+      );
     t.equal(gone, 404, "the deactivated user's container is gone");
     t.equal((await docker!.getContainer(carol.containerId).inspect()).State.Running, true);
-    t.match(logs.lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'removed container at start'), [{ why: 'its user is no longer active' }]);
+    t.match(
+      logs.lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'removed container at start'),
+      [{ why: 'its user is no longer active' }],
+    );
     t.match(await (await fetch(`${d2.web.url}/metrics`)).text(), /airlock_sessions_reaped_total\{reason="user_deactivated"\} 1/);
   });
 }

@@ -83,7 +83,13 @@ if (docker) {
       p.stderr!.on('data', (d: Buffer) => (out += d.toString()));
       const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => p.on('close', (code, signal) => r({ code, signal })));
       await waitFor(
-        async () => p.exitCode !== null || (out.includes('airlock listening') && (await fetch(`${url}/healthz`).then((r) => r.ok, () => false))),
+        async () =>
+          p.exitCode !== null ||
+          (out.includes('airlock listening') &&
+            (await fetch(`${url}/healthz`).then(
+              (r) => r.ok,
+              () => false,
+            ))),
         'airlock serve to listen',
         120_000,
       );
@@ -95,7 +101,11 @@ if (docker) {
       if (r.code !== 0) throw new Error(`sessions ls --json: ${r.stderr}`);
       return JSON.parse(r.stdout) as Listed[];
     };
-    const said = (events: { type: string; text?: string }[]) => events.filter((e) => e.type === 'text_delta').map((e) => e.text).join('');
+    const said = (events: { type: string; text?: string }[]) =>
+      events
+        .filter((e) => e.type === 'text_delta')
+        .map((e) => e.text)
+        .join('');
     const ours = async () => (await docker!.listContainers({ all: true, filters: { label: [`${LABEL_OWNER}=${owner}`] } })).map((c) => c.Id);
 
     // ---- the first daemon: once its pool has filled, one turn in a new session (claimed from the pool).

@@ -16,7 +16,12 @@ if (docker) {
   t.test('a cap of 2 per user: the oldest idle sandbox makes room; none idle, 429', async (t) => {
     const { calls, hooks } = recordHooks();
     const { m } = await manager(t, docker, image, { AIRLOCK_MAX_SESSIONS: '6', AIRLOCK_MAX_SANDBOXES_PER_USER: '2', AIRLOCK_POOL_SIZE: '0' }, { hooks });
-    const live = (userId: number) => m.list().filter((s) => s.userId === userId).map((s) => s.sessionId).sort();
+    const live = (userId: number) =>
+      m
+        .list()
+        .filter((s) => s.userId === userId)
+        .map((s) => s.sessionId)
+        .sort();
     t.equal((await turn(m, 'u7-a', 'one')).stop_reason, 'end_turn');
     t.equal((await turn(m, 'u7-b', 'two')).stop_reason, 'end_turn');
     t.same(live(7), ['u7-a', 'u7-b'], 'two sandboxes of user 7');
@@ -39,7 +44,10 @@ if (docker) {
     await t.rejects(turn(m, 'u7-d', 'four'), { code: 'ERR_SESSION_USER_LIMIT', status: 429, message: /wait for one to finish/ }, 'none idle: 429 ERR_SESSION_USER_LIMIT');
     t.equal(m.list().length, before, 'no container started for it');
     for (const r of await Promise.all(running)) t.equal(r.stop_reason, 'end_turn', 'the running turns finish');
-    t.notOk(calls.some((c) => c.startsWith('ended u7-b') || c.startsWith('ended u7-c')), 'a sandbox running a turn is never ended for room');
+    t.notOk(
+      calls.some((c) => c.startsWith('ended u7-b') || c.startsWith('ended u7-c')),
+      'a sandbox running a turn is never ended for room',
+    );
 
     // Idle again: the next chat makes room as before.
     t.equal((await turn(m, 'u7-d', 'four')).stop_reason, 'end_turn', 'once idle, the next chat makes room');

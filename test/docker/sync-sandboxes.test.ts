@@ -34,8 +34,11 @@ if (docker) {
     const db = database.sql;
     t.teardown(() => database.close());
     await saveConnection(database.sql, identityEncryptor(loadConfig(env)), {
-      provider: 'google', issuer: 'https://accounts.google.com', client_id: 'cid',
-      service_account_json: JSON.stringify(emu.serviceAccount), delegated_admin_email: `admin@${emu.domain}`,
+      provider: 'google',
+      issuer: 'https://accounts.google.com',
+      client_id: 'cid',
+      service_account_json: JSON.stringify(emu.serviceAccount),
+      delegated_admin_email: `admin@${emu.domain}`,
     });
     const first = await cli(env, ['sync-directory']);
     t.equal(first.code, 0, first.stderr);
@@ -63,7 +66,11 @@ if (docker) {
     await t.rejects(docker.getContainer(sa.containerId!).inspect(), { statusCode: 404 } as unknown as Error, "a's container is gone");
     t.equal((await docker.getContainer(sb.containerId!).inspect()).State.Running, true, "b's sandbox keeps running");
     const list = (await controlRequest(dir, { cmd: 'ls' })) as { sessionId: string | null; userId?: number }[];
-    t.same(list.filter((s) => s.sessionId).map((s) => s.sessionId), ['sess-b'], 'the daemon no longer lists a session of a');
+    t.same(
+      list.filter((s) => s.sessionId).map((s) => s.sessionId),
+      ['sess-b'],
+      'the daemon no longer lists a session of a',
+    );
     const job = (await dbRow(db, 'SELECT status, result FROM directory_sync_jobs ORDER BY id DESC LIMIT 1')) as { status: string; result: string };
     t.equal(job.status, 'succeeded');
     t.equal((JSON.parse(job.result) as { sandboxes_ended: number }).sandboxes_ended, 1, 'recorded in the job result');

@@ -48,13 +48,26 @@ if (docker) {
 
     const r = await streamTurn(c, { message: 'chart my file sales.csv' });
     const ends = r.events.filter((e) => e.type === 'tool_end');
-    t.same(ends.map((e) => [e.tool, e.ok]), [['read_file_table', true], ['render_chart', true]], JSON.stringify(ends).slice(0, 600));
+    t.same(
+      ends.map((e) => [e.tool, e.ok]),
+      [
+        ['read_file_table', true],
+        ['render_chart', true],
+      ],
+      JSON.stringify(ends).slice(0, 600),
+    );
     const table = ends[0]?.output as { rows?: string[][] } | undefined;
     t.match(JSON.stringify(table), /\[\\?"Jan\\?",\\?"3\\?"\]/, 'the rows came from the file inside the sandbox');
     t.match(JSON.stringify(table), /'=HYPERLINK/, 'the formula cell came back as text');
     const done = r.events.at(-1);
     t.equal(done.stop_reason, 'end_turn');
-    t.match(r.events.filter((e) => e.type === 'text_delta').map((e) => e.text).join(''), /chart of sales\.csv/);
+    t.match(
+      r.events
+        .filter((e) => e.type === 'text_delta')
+        .map((e) => e.text)
+        .join(''),
+      /chart of sales\.csv/,
+    );
 
     const sb = d.runtime!.sessions.list().find((s) => s.sessionId === done.session_id);
     t.ok(sb?.containerId, 'a live sandbox');

@@ -161,7 +161,11 @@ if (docker && process.getuid?.() !== 0) {
     if (RUNC) t.not(bmi.line('/workspace').source, hostMount?.source, "bob's /workspace is not alice's device");
 
     // ---- size-limited tmpfs: /tmp, /home/agent, /dev/shm.
-    for (const [path, maxMb] of [['/tmp', 64], ['/home/agent', 16], ['/dev/shm', 16]] as const) {
+    for (const [path, maxMb] of [
+      ['/tmp', 64],
+      ['/home/agent', 16],
+      ['/dev/shm', 16],
+    ] as const) {
       const w = await execIn(docker, a1, ['/bin/sh', '-c', `dd if=/dev/zero of=${path}/fill bs=1M count=200 2>&1; df -k ${path} | tail -1 | awk '{print $2}'; rm -f ${path}/fill`]);
       t.match(w.stdout, /No space left on device/, `${path}: writing 200 MiB stops at ENOSPC`);
       const size = Number(w.stdout.trim().split('\n').at(-1));

@@ -25,9 +25,7 @@ const BOB = 12;
 
 function turn(m: SessionManager, sessionId: string, userId: number, prompt = 'hello') {
   const events: AgentEvent[] = [];
-  return m
-    .runTurn({ userId, sessionId, turnId: randomBytes(6).toString('hex'), prompt, signal: new AbortController().signal, onEvent: (e) => events.push(e) })
-    .then((r) => ({ ...r, events }));
+  return m.runTurn({ userId, sessionId, turnId: randomBytes(6).toString('hex'), prompt, signal: new AbortController().signal, onEvent: (e) => events.push(e) }).then((r) => ({ ...r, events }));
 }
 
 /** Whether a uid-1001 process in the container finds a file of this name anywhere (proc and sys aside). */
@@ -88,7 +86,10 @@ if (docker) {
       // device, not the host path, so tell the two apart by device.
       const mounts = await execIn(docker, b1, ['cat', '/proc/self/mountinfo']);
       const devOf = (ws: string) => mountsOf(ws).at(-1)?.source ?? 'none';
-      const sources = mounts.stdout.split('\n').filter((l) => l.split(' ')[4] === '/workspace').map((l) => l.split(' - ')[1]?.split(' ')[1]);
+      const sources = mounts.stdout
+        .split('\n')
+        .filter((l) => l.split(' ')[4] === '/workspace')
+        .map((l) => l.split(' - ')[1]?.split(' ')[1]);
       if (SANDBOX_RUNTIME === 'runc') {
         t.equal(sources.at(-1), devOf(bobWs), "bob's own workspace is what is mounted at /workspace");
         t.notOk(sources.includes(devOf(aliceWs)), "alice's workspace is not mounted in bob's container");

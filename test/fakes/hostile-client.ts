@@ -77,14 +77,16 @@ export async function runCase(port: number, c: HostileCase): Promise<HostileResu
   }
   // Stall: open `count` connections that never finish their body, then send the legit request.
   const held = await Promise.all(
-    Array.from({ length: c.count }, () =>
-      new Promise<import('node:net').Socket>((resolve) => {
-        const s = connect(port, '127.0.0.1', () => {
-          s.write(Buffer.from(c.stalled, 'latin1'));
-          resolve(s);
-        });
-        s.on('error', () => resolve(s));
-      }),
+    Array.from(
+      { length: c.count },
+      () =>
+        new Promise<import('node:net').Socket>((resolve) => {
+          const s = connect(port, '127.0.0.1', () => {
+            s.write(Buffer.from(c.stalled, 'latin1'));
+            resolve(s);
+          });
+          s.on('error', () => resolve(s));
+        }),
     ),
   );
   // Let the proxy see every stalled head before the legit request goes.

@@ -20,7 +20,14 @@ server.setRequestHandler(ListToolsRequestSchema, async () => ({
   tools: [
     { name: 'search_spreadsheets', description: 'Find spreadsheets', inputSchema: { type: 'object', properties: { query: { type: 'string' } } } },
     { name: 'fetch_sheet', description: 'Read a sheet', inputSchema: { type: 'object', properties: { spreadsheet_id: { type: 'string' }, range: { type: 'string' } } } },
-    { name: 'send_email', description: 'Send mail', inputSchema: { type: 'object', properties: { to: { type: 'array', items: { type: 'string' } }, subject: { type: 'string' }, text: { type: 'string' }, html: { type: 'string' }, attachments: { type: 'array', items: { type: 'string' } } } } },
+    {
+      name: 'send_email',
+      description: 'Send mail',
+      inputSchema: {
+        type: 'object',
+        properties: { to: { type: 'array', items: { type: 'string' } }, subject: { type: 'string' }, text: { type: 'string' }, html: { type: 'string' }, attachments: { type: 'array', items: { type: 'string' } } },
+      },
+    },
     { name: 'rasterize_chart', description: 'Chart to PNG', inputSchema: chart },
     { name: 'render_chart', description: 'Chart in the chat', inputSchema: chart },
   ],
@@ -34,7 +41,14 @@ server.setRequestHandler(CallToolRequestSchema, async (req) => {
     case 'search_spreadsheets':
       return ok({ files: [{ id: 'sheet-sample-1', name: 'Sample sales' }] });
     case 'fetch_sheet':
-      return ok({ values: [['Month', 'Sales'], ['Jan', '3'], ['Feb', '5'], ['Mar', '8']] });
+      return ok({
+        values: [
+          ['Month', 'Sales'],
+          ['Jan', '3'],
+          ['Feb', '5'],
+          ['Mar', '8'],
+        ],
+      });
     case 'rasterize_chart':
       return ok({ chart_attachment: `${randomUUID()}.png` });
     case 'render_chart':

@@ -18,16 +18,7 @@ export async function launch(t: { teardown(fn: () => unknown): void }): Promise<
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--disable-dev-shm-usage',
-    ],
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
   });
   t.teardown(() => browser.close());
   return browser;
@@ -124,7 +115,10 @@ export async function unlabelledControls(page: Page): Promise<string[]> {
       if (el instanceof HTMLInputElement && el.type === 'hidden') continue;
       const byLabel = Array.from(el.labels ?? []).some((l) => text(l) !== '');
       const byAria = (el.getAttribute('aria-label') ?? '').trim() !== '';
-      const byRef = (el.getAttribute('aria-labelledby') ?? '').split(/\s+/).filter(Boolean).some((id) => text(document.getElementById(id)) !== '');
+      const byRef = (el.getAttribute('aria-labelledby') ?? '')
+        .split(/\s+/)
+        .filter(Boolean)
+        .some((id) => text(document.getElementById(id)) !== '');
       if (!byLabel && !byAria && !byRef) out.push(`${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ''}${el.name ? `[name=${el.name}]` : ''}`);
     }
     return out;

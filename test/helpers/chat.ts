@@ -74,9 +74,7 @@ export async function startChatHarness(t: { teardown(fn: () => unknown): void },
   };
   // The web app runs first so the runner can log into its sink.
   const holder: { runner?: ClosableRunner } = {};
-  const modelEnv: Record<string, string> = opts.chatModels
-    ? { AIRLOCK_MODEL_PROVIDER: provider, AIRLOCK_MODEL: childEnv.AGENT_MODEL, AIRLOCK_MODEL_BASE_URL: model.url, AIRLOCK_MODEL_API_KEY: MODEL_PLACEHOLDER }
-    : {};
+  const modelEnv: Record<string, string> = opts.chatModels ? { AIRLOCK_MODEL_PROVIDER: provider, AIRLOCK_MODEL: childEnv.AGENT_MODEL, AIRLOCK_MODEL_BASE_URL: model.url, AIRLOCK_MODEL_API_KEY: MODEL_PLACEHOLDER } : {};
   const app = await startTestApp(t, {
     ...opts.app,
     env: { ...modelEnv, ...opts.app?.env },
@@ -132,11 +130,7 @@ export interface StreamedTurn {
  * POST /api/chat/messages and read the NDJSON stream line by line. `onEvent` sees each event
  * as it arrives; returning 'abort' drops the connection (a client going away).
  */
-export async function streamTurn(
-  c: Client,
-  body: Record<string, unknown>,
-  onEvent?: (e: any, all: any[], sessionId: string | undefined) => 'abort' | void | Promise<'abort' | void>,
-): Promise<StreamedTurn> {
+export async function streamTurn(c: Client, body: Record<string, unknown>, onEvent?: (e: any, all: any[], sessionId: string | undefined) => 'abort' | void | Promise<'abort' | void>): Promise<StreamedTurn> {
   const ac = new AbortController();
   const headers: Record<string, string> = { 'content-type': 'application/json', cookie: c.cookieHeader() };
   if (c.csrf) headers['x-csrf-token'] = c.csrf;

@@ -15,10 +15,7 @@ export interface SyncSetup {
 }
 
 /** The app with the directory emulator behind a google connection and the real sync runner wired. */
-export async function startSync(
-  t: { teardown(fn: () => unknown): void },
-  opts: { groupSync?: boolean; client?: { baseDelayMs?: number; maxDelayMs?: number; maxAttempts?: number } } = {},
-): Promise<SyncSetup> {
+export async function startSync(t: { teardown(fn: () => unknown): void }, opts: { groupSync?: boolean; client?: { baseDelayMs?: number; maxDelayMs?: number; maxAttempts?: number } } = {}): Promise<SyncSetup> {
   const dir = await startDirectory();
   t.teardown(() => dir.close());
   const killed: number[] = [];

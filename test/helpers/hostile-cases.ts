@@ -74,14 +74,46 @@ export function proxyCases(ph: Placeholders): HostileEntry[] {
 
   // 2. Headers off the allow-list: the request goes on, the header does not (finding 5).
   const hostileHeaders = [
-    'Cookie: SID=stolen', 'X-Original-URL: /gmail/v1/users/me/settings/forwardingAddresses', 'X-Rewrite-URL: /admin', 'X-Forwarded-Host: evil.example',
-    'X-Forwarded-For: 10.0.0.1', 'X-Forwarded-Proto: http', 'X-Forwarded-Prefix: /admin', 'Forwarded: for=10.0.0.1;host=evil.example', 'X-Real-IP: 10.0.0.1',
-    'X-Client-IP: 10.0.0.1', 'True-Client-IP: 10.0.0.1', 'X-Host: evil.example', 'X-Forwarded-Server: evil.example', 'X-Original-Host: evil.example',
-    'X-Goog-User-Project: attacker-billing', 'X-Goog-Api-Key: AIzaAttacker', 'X-Goog-AuthUser: 1', 'X-Goog-Request-Params: x', 'X-Server-Timeout: 1',
-    'X-Upload-Content-Length: 1', 'Origin: https://evil.example', 'Referer: https://evil.example/', 'Range: bytes=0-1', 'If-Range: x', 'Via: 1.1 evil',
-    'X-Request-Id: forged', 'Traceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', 'X-Cloud-Trace-Context: 1/1', 'X-Envoy-Original-Path: /admin',
-    'X-Middleware-Subrequest: middleware', 'X-Amz-Date: 20260101T000000Z', 'Proxy-Authorization: Basic eDp4', 'Proxy-Connection: keep-alive',
-    'X-Csrf-Token: x', 'X-Api-Version: 99', 'Upgrade-Insecure-Requests: 1', 'Content-Language: de', 'X-Custom-Smuggle: a\tb', 'DNT: 1', 'Priority: u=0',
+    'Cookie: SID=stolen',
+    'X-Original-URL: /gmail/v1/users/me/settings/forwardingAddresses',
+    'X-Rewrite-URL: /admin',
+    'X-Forwarded-Host: evil.example',
+    'X-Forwarded-For: 10.0.0.1',
+    'X-Forwarded-Proto: http',
+    'X-Forwarded-Prefix: /admin',
+    'Forwarded: for=10.0.0.1;host=evil.example',
+    'X-Real-IP: 10.0.0.1',
+    'X-Client-IP: 10.0.0.1',
+    'True-Client-IP: 10.0.0.1',
+    'X-Host: evil.example',
+    'X-Forwarded-Server: evil.example',
+    'X-Original-Host: evil.example',
+    'X-Goog-User-Project: attacker-billing',
+    'X-Goog-Api-Key: AIzaAttacker',
+    'X-Goog-AuthUser: 1',
+    'X-Goog-Request-Params: x',
+    'X-Server-Timeout: 1',
+    'X-Upload-Content-Length: 1',
+    'Origin: https://evil.example',
+    'Referer: https://evil.example/',
+    'Range: bytes=0-1',
+    'If-Range: x',
+    'Via: 1.1 evil',
+    'X-Request-Id: forged',
+    'Traceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+    'X-Cloud-Trace-Context: 1/1',
+    'X-Envoy-Original-Path: /admin',
+    'X-Middleware-Subrequest: middleware',
+    'X-Amz-Date: 20260101T000000Z',
+    'Proxy-Authorization: Basic eDp4',
+    'Proxy-Connection: keep-alive',
+    'X-Csrf-Token: x',
+    'X-Api-Version: 99',
+    'Upgrade-Insecure-Requests: 1',
+    'Content-Language: de',
+    'X-Custom-Smuggle: a\tb',
+    'DNT: 1',
+    'Priority: u=0',
   ];
   hostileHeaders.forEach((h, i) => {
     const id = `hdr-${i}`;
@@ -100,7 +132,15 @@ export function proxyCases(ph: Placeholders): HostileEntry[] {
   raw('cl-limit+1', req({ id: 'cl-limit+1', auth: bearer, cl: String(25 * 1024 * 1024 + 1) }), { status: 413, code: 'ERR_PROXY_BODY_TOO_LARGE', forwarded: false });
   raw('cl-leading-zero', req({ id: 'cl-leading-zero', auth: bearer, cl: `0${BODY.length}` }), bad);
   raw('cl-zeros', req({ id: 'cl-zeros', auth: bearer, cl: `000${BODY.length}` }), bad);
-  for (const [name, v] of [['plus', `+${BODY.length}`], ['minus', '-1'], ['hex', '0x0d'], ['exp', '1e1'], ['list', `${BODY.length}, ${BODY.length}`], ['alpha', 'abc'], ['decimal', `${BODY.length}.0`]]) {
+  for (const [name, v] of [
+    ['plus', `+${BODY.length}`],
+    ['minus', '-1'],
+    ['hex', '0x0d'],
+    ['exp', '1e1'],
+    ['list', `${BODY.length}, ${BODY.length}`],
+    ['alpha', 'abc'],
+    ['decimal', `${BODY.length}.0`],
+  ]) {
     raw(`cl-${name}`, req({ id: `cl-${name}`, auth: bearer, cl: v }), { status: 400, forwarded: false });
   }
   raw('cl-twice', req({ id: 'cl-twice', auth: bearer, head: [`Content-Length: ${BODY.length}`] }), { status: 400, forwarded: false });
@@ -114,15 +154,42 @@ export function proxyCases(ph: Placeholders): HostileEntry[] {
 
   // 4. Targets the allow-list does not name (path confusion, traversal, encodings).
   const paths = [
-    '/gmail/mail/v1/users/me/messages/send/..', '/gmail/mail/v1/users/me/messages/send/', '/gmail/mail/v1/users/me/messages/./send', '/gmail/mail/v1/users/me/messages//send',
-    '/gmail//mail/v1/users/me/messages/send', '/gmail/mail/v1/users/me/messages/%73end', '/gmail/mail/v1/users/me/messages/send%2f..%2f..%2fsettings',
-    '/gmail/mail/v1/users/me/messages/send%00', '/gmail/mail/v1/users/me/messages/send;x=1', '/gmail/mail/v1/users/other/messages/send', '/gmail/mail/v1/users/me/messages/import',
-    '/gmail/mail/v1/users/me/settings/forwardingAddresses', '/gmail/mail/v1/users/me/drafts/send', '/GMAIL/mail/v1/users/me/messages/send', '/gmail/mail/v1/users/me/messages/SEND',
-    '/gmail/mail/v1/users/me/messages/send/%2e%2e', '/gmail/mail/v1/users/me/messages/%2e%2e/messages/send', '/gmail/mail/v1/users/me/messages/send%252f', '/gmail/mail/v1/users/me/../me/messages/send',
-    '/gmail/mail/v1/users/me/messages/send\\..\\', '/gmail/mail/v2/users/me/messages/send', '/gmail', '/', '/admin', '/host/api/agent/memories/../../admin',
-    '/sheets/v4/spreadsheets/sheet-1/values/Sheet1!A1:B3/../../../drive', '/sheets/v4/spreadsheets/sheet-1:batchUpdate', '/sheets/v4/spreadsheets/sheet-1/values/A1%2f..%2f..',
-    '/search/drive/v3/files/abc', '/search/drive/v3/files/abc/permissions', '/search/drive/v2/files', '/model/models', '/model/chat/completions/../../files',
-    '/gmail/mail/v1/users/me/messages/send%20', '/gmail/mail/v1/users/me/messages/send%09', '/gmail/mail/v1/users/me/messages/send%0d%0aX-Injected:%201',
+    '/gmail/mail/v1/users/me/messages/send/..',
+    '/gmail/mail/v1/users/me/messages/send/',
+    '/gmail/mail/v1/users/me/messages/./send',
+    '/gmail/mail/v1/users/me/messages//send',
+    '/gmail//mail/v1/users/me/messages/send',
+    '/gmail/mail/v1/users/me/messages/%73end',
+    '/gmail/mail/v1/users/me/messages/send%2f..%2f..%2fsettings',
+    '/gmail/mail/v1/users/me/messages/send%00',
+    '/gmail/mail/v1/users/me/messages/send;x=1',
+    '/gmail/mail/v1/users/other/messages/send',
+    '/gmail/mail/v1/users/me/messages/import',
+    '/gmail/mail/v1/users/me/settings/forwardingAddresses',
+    '/gmail/mail/v1/users/me/drafts/send',
+    '/GMAIL/mail/v1/users/me/messages/send',
+    '/gmail/mail/v1/users/me/messages/SEND',
+    '/gmail/mail/v1/users/me/messages/send/%2e%2e',
+    '/gmail/mail/v1/users/me/messages/%2e%2e/messages/send',
+    '/gmail/mail/v1/users/me/messages/send%252f',
+    '/gmail/mail/v1/users/me/../me/messages/send',
+    '/gmail/mail/v1/users/me/messages/send\\..\\',
+    '/gmail/mail/v2/users/me/messages/send',
+    '/gmail',
+    '/',
+    '/admin',
+    '/host/api/agent/memories/../../admin',
+    '/sheets/v4/spreadsheets/sheet-1/values/Sheet1!A1:B3/../../../drive',
+    '/sheets/v4/spreadsheets/sheet-1:batchUpdate',
+    '/sheets/v4/spreadsheets/sheet-1/values/A1%2f..%2f..',
+    '/search/drive/v3/files/abc',
+    '/search/drive/v3/files/abc/permissions',
+    '/search/drive/v2/files',
+    '/model/models',
+    '/model/chat/completions/../../files',
+    '/gmail/mail/v1/users/me/messages/send%20',
+    '/gmail/mail/v1/users/me/messages/send%09',
+    '/gmail/mail/v1/users/me/messages/send%0d%0aX-Injected:%201',
   ];
   paths.forEach((p, i) => {
     const id = `path-${i}`;
@@ -144,9 +211,18 @@ export function proxyCases(ph: Placeholders): HostileEntry[] {
 
   // 6. The placeholder: missing, wrong, another route's, other schemes.
   const placeholderCases: Array<[string, string | null, string[]?]> = [
-    ['none', null], ['wrong', 'Bearer wrong'], ['suffix', `${bearer}x`], ['prefix', `Bearer x${ph.MAIL_API_KEY}`], ['sheets-key', `Bearer ${ph.SHEETS_API_KEY}`],
-    ['model-key', `Bearer ${ph.AGENT_MODEL_API_KEY}`], ['basic', `Basic ${ph.MAIL_API_KEY}`], ['lower-scheme', `bearer ${ph.MAIL_API_KEY}`], ['two-spaces', `Bearer  ${ph.MAIL_API_KEY}`],
-    ['empty', 'Bearer '], ['x-api-key', null, [`X-Api-Key: ${ph.MAIL_API_KEY}`]], ['in-query', null],
+    ['none', null],
+    ['wrong', 'Bearer wrong'],
+    ['suffix', `${bearer}x`],
+    ['prefix', `Bearer x${ph.MAIL_API_KEY}`],
+    ['sheets-key', `Bearer ${ph.SHEETS_API_KEY}`],
+    ['model-key', `Bearer ${ph.AGENT_MODEL_API_KEY}`],
+    ['basic', `Basic ${ph.MAIL_API_KEY}`],
+    ['lower-scheme', `bearer ${ph.MAIL_API_KEY}`],
+    ['two-spaces', `Bearer  ${ph.MAIL_API_KEY}`],
+    ['empty', 'Bearer '],
+    ['x-api-key', null, [`X-Api-Key: ${ph.MAIL_API_KEY}`]],
+    ['in-query', null],
   ];
   for (const [name, auth, head] of placeholderCases) {
     const id = `placeholder-${name}`;
@@ -174,7 +250,11 @@ export function proxyCases(ph: Placeholders): HostileEntry[] {
   raw('smuggle-huge-header', req({ id: 'smuggle-huge-header', auth: bearer, head: [`X-Big: ${'a'.repeat(17 * 1024)}`] }), { status: -1, forwarded: false });
   raw('smuggle-connect', `CONNECT evil.example:443 HTTP/1.1\r\nHost: evil.example:443\r\nAuthorization: ${bearer}\r\n\r\n`, denied());
   raw('smuggle-connect-upstream', `CONNECT 127.0.0.1:80 HTTP/1.1\r\nHost: 127.0.0.1:80\r\n\r\n`, denied());
-  raw('smuggle-upgrade', req({ id: 'smuggle-upgrade', method: 'GET', path: SHEET, auth: `Bearer ${ph.SHEETS_API_KEY}`, head: ['Upgrade: websocket', 'Connection: Upgrade', 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==', 'Sec-WebSocket-Version: 13'] }), denied());
+  raw(
+    'smuggle-upgrade',
+    req({ id: 'smuggle-upgrade', method: 'GET', path: SHEET, auth: `Bearer ${ph.SHEETS_API_KEY}`, head: ['Upgrade: websocket', 'Connection: Upgrade', 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==', 'Sec-WebSocket-Version: 13'] }),
+    denied(),
+  );
   raw('smuggle-h2c', req({ id: 'smuggle-h2c', method: 'GET', path: SHEET, auth: `Bearer ${ph.SHEETS_API_KEY}`, head: ['Upgrade: h2c', 'HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA', 'Connection: Upgrade, HTTP2-Settings'] }), denied());
   // A refused request followed by a pipelined allowed one on the same connection: the second is never read.
   raw('smuggle-pipeline', req({ id: 'smuggle-pipeline', method: 'DELETE', auth: bearer }).replace('Connection: close\r\n', '') + req({ id: 'smuggle-pipeline-2', auth: bearer }), denied());
@@ -195,7 +275,20 @@ export function proxyCases(ph: Placeholders): HostileEntry[] {
 export function egressCases(socketPath: string, allowed: string): HostileEntry[] {
   const out: HostileEntry[] = [];
   const unix = (id: string, data: string, status: number, code?: string) => out.push({ c: { id, kind: 'unix', path: socketPath, data }, expect: { status, forwarded: false, ...(code ? { code } : {}) } });
-  for (const [i, target] of ['evil.example:443', '127.0.0.1:22', '169.254.169.254:80', '[::1]:80', 'localhost:80', allowed, `${allowed.split(':')[0]}:1`, '0:80', '127.1:80', '2130706433:80', `${allowed}@evil.example:80`, 'gmail.googleapis.com:443'].entries()) {
+  for (const [i, target] of [
+    'evil.example:443',
+    '127.0.0.1:22',
+    '169.254.169.254:80',
+    '[::1]:80',
+    'localhost:80',
+    allowed,
+    `${allowed.split(':')[0]}:1`,
+    '0:80',
+    '127.1:80',
+    '2130706433:80',
+    `${allowed}@evil.example:80`,
+    'gmail.googleapis.com:443',
+  ].entries()) {
     unix(`egress-connect-${i}`, `CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`, 403, 'ERR_EGRESS_DENIED');
   }
   const head = (method: string, target: string, extra = '') => `${method} ${target} HTTP/1.1\r\nHost: x\r\nAccept: case=egress\r\n${extra}content-length: 0\r\n\r\n`;
@@ -246,7 +339,10 @@ export function assertHostile(
     if (expect.code) t.equal(r.code, expect.code, `${c.id}: ${expect.code}`);
   }
   const seen = upstream.map((u) => caseOf(u.headers));
-  const want = entries.filter((e) => e.expect.forwarded).map((e) => e.c.id).sort();
+  const want = entries
+    .filter((e) => e.expect.forwarded)
+    .map((e) => e.c.id)
+    .sort();
   t.same([...seen].sort(), want, 'the upstream saw exactly the allowed calls, each once, and nothing else');
   for (const { c, expect } of entries) {
     if (!expect.absent) continue;

@@ -8,7 +8,8 @@ import { ownedContainers, type LoadNode, type Rig } from './load-rig.js';
 import { mailCounts, summarize, type LoadUsers } from './load-users.js';
 import { waitFor } from './wait.js';
 
-export type Fault = { at_s: number; what: 'kill-sandbox' } | { at_s: number; what: 'sigkill-daemon'; node: number } | { at_s: number; what: 'restart-postgres'; down_s: number } | { at_s: number; what: 'lose-node'; node: number; down_s: number };
+export type Fault =
+  { at_s: number; what: 'kill-sandbox' } | { at_s: number; what: 'sigkill-daemon'; node: number } | { at_s: number; what: 'restart-postgres'; down_s: number } | { at_s: number; what: 'lose-node'; node: number; down_s: number };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -17,7 +18,10 @@ export async function killSandbox(docker: Docker, rig: Rig): Promise<string | nu
   const live = (await Promise.all(rig.nodes.map((n) => ownedContainers(docker, n.owner, true)))).flat();
   const victim = live[Math.floor(Math.random() * live.length)];
   if (!victim) return null;
-  await docker.getContainer(victim.Id).kill().catch(() => undefined);
+  await docker
+    .getContainer(victim.Id)
+    .kill()
+    .catch(() => undefined);
   return victim.Id.slice(0, 12);
 }
 
@@ -80,6 +84,13 @@ export function chaosCounts(rig: Rig, load: LoadUsers) {
     mail_reported_not_received: mail.reportedNotReceived.length,
     mail_sent_but_model_told_failed: mail.sentButShownFailed.length,
     errors: s.errors,
-    details: { lost: load.findings.lost, contextGaps: load.findings.contextGaps, sentTwice: mail.sentTwice, receivedNotReported: mail.receivedNotReported, reportedNotReceived: mail.reportedNotReceived, sentButShownFailed: mail.sentButShownFailed },
+    details: {
+      lost: load.findings.lost,
+      contextGaps: load.findings.contextGaps,
+      sentTwice: mail.sentTwice,
+      receivedNotReported: mail.receivedNotReported,
+      reportedNotReceived: mail.reportedNotReceived,
+      sentButShownFailed: mail.sentButShownFailed,
+    },
   };
 }

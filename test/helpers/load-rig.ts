@@ -84,7 +84,9 @@ export function leftoversUnder(dir: string): { mounts: string[]; loops: number }
     .filter((m) => m && (m === dir || m.startsWith(dir + '/')));
   let loops = 0;
   try {
-    loops = execFileSync('losetup', ['-a'], { encoding: 'utf8' }).split('\n').filter((l) => l.includes(dir)).length;
+    loops = execFileSync('losetup', ['-a'], { encoding: 'utf8' })
+      .split('\n')
+      .filter((l) => l.includes(dir)).length;
   } catch {
     // no losetup here: counted as none
   }
@@ -133,8 +135,7 @@ function respond(seen: Rig['seen'], mailResults: Rig['mailResults'], delay: numb
       seen.get(tag[1])!.set(Number(tag[2]), held);
     }
     const text = textOf(last);
-    if (text.includes('#mail') && tag)
-      return { kind: 'reply', delay_ms: delay, tool_calls: [{ name: 'send_email', arguments: { to: ['rcpt@example.test'], subject: `${tag[1]}/${tag[2]}`, text: 'a load test mail' } }] };
+    if (text.includes('#mail') && tag) return { kind: 'reply', delay_ms: delay, tool_calls: [{ name: 'send_email', arguments: { to: ['rcpt@example.test'], subject: `${tag[1]}/${tag[2]}`, text: 'a load test mail' } }] };
     if (text.includes('#tool')) return { kind: 'reply', delay_ms: delay, tool_calls: [{ name: 'fetch_memory', arguments: { query: 'load' } }] };
     return { kind: 'reply', text: ['ok, ', 'noted: a short answer ', 'of a few words.'], delay_ms: delay };
   };
@@ -160,10 +161,18 @@ function node(id: string, env: Record<string, string>, port: number): LoadNode {
       const keep = (d: Buffer) => (n.out = (n.out + d.toString()).slice(-20_000));
       p.stdout!.on('data', keep);
       p.stderr!.on('data', keep);
-      await waitFor(async () => {
-        if (!n.running()) throw new Error(`${id} exited: ${n.out.slice(-2000)}`);
-        return fetch(`${url}/healthz`).then((r) => r.ok, () => false);
-      }, `${id} to listen`, 120_000, 100);
+      await waitFor(
+        async () => {
+          if (!n.running()) throw new Error(`${id} exited: ${n.out.slice(-2000)}`);
+          return fetch(`${url}/healthz`).then(
+            (r) => r.ok,
+            () => false,
+          );
+        },
+        `${id} to listen`,
+        120_000,
+        100,
+      );
     },
     async stop(signal) {
       if (!n.running()) return;
@@ -258,7 +267,14 @@ export async function ownedContainers(docker: Docker, owner: string, running = f
 
 export async function removeOwned(docker: Docker, owner: string): Promise<void> {
   const list = await ownedContainers(docker, owner);
-  await Promise.all(list.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
+  await Promise.all(
+    list.map((c) =>
+      docker
+        .getContainer(c.Id)
+        .remove({ force: true })
+        .catch(() => undefined),
+    ),
+  );
 }
 
 /** CPU seconds (user + system), RSS bytes and open fds of one process, from /proc. */
@@ -278,8 +294,7 @@ export function treePss(pid: number): number {
   for (let i = 0; i < out.length; i++) {
     try {
       sum += Number(/^Pss:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${out[i]}/smaps_rollup`, 'utf8'))?.[1] ?? 0) * 1024;
-      for (const t of readdirSync(`/proc/${out[i]}/task`))
-        for (const c of readFileSync(`/proc/${out[i]}/task/${t}/children`, 'utf8').split(/\s+/).filter(Boolean)) out.push(Number(c));
+      for (const t of readdirSync(`/proc/${out[i]}/task`)) for (const c of readFileSync(`/proc/${out[i]}/task/${t}/children`, 'utf8').split(/\s+/).filter(Boolean)) out.push(Number(c));
     } catch {
       // gone meanwhile
     }
@@ -292,7 +307,12 @@ export async function pssPerSession(docker: Docker, owners: string[]): Promise<{
   const sizes: number[] = [];
   for (const owner of owners)
     for (const c of await ownedContainers(docker, owner, true)) {
-      const pid = (await docker.getContainer(c.Id).inspect().catch(() => null))?.State.Pid;
+      const pid = (
+        await docker
+          .getContainer(c.Id)
+          .inspect()
+          .catch(() => null)
+      )?.State.Pid;
       if (pid) sizes.push(treePss(pid));
     }
   return { n: sizes.length, meanMiB: sizes.length ? sizes.reduce((a, b) => a + b, 0) / sizes.length / 2 ** 20 : 0 };

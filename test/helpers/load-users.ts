@@ -104,7 +104,15 @@ export class LoadUsers {
       for (let k = 1; k <= this.o.turnsPerChat && !this.stopped; k++) {
         const r = Math.random();
         const kind = r < this.o.mailShare ? '#mail' : r < this.o.mailShare + this.o.toolShare ? '#tool' : '';
-        const out = await this.turn(i, () => c, (x) => (c = x), chat, k, kind, sessionId);
+        const out = await this.turn(
+          i,
+          () => c,
+          (x) => (c = x),
+          chat,
+          k,
+          kind,
+          sessionId,
+        );
         sessionId ??= out.sessionId;
         mine.push(out.rec);
         this.records.push(out.rec);
@@ -228,7 +236,10 @@ export class LoadUsers {
 }
 
 async function alive(url: string): Promise<boolean> {
-  return fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2000) }).then((r) => r.ok, () => false);
+  return fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2000) }).then(
+    (r) => r.ok,
+    () => false,
+  );
 }
 
 /** Read an NDJSON response until it ends, breaks or the deadline passes. */

@@ -151,4 +151,3 @@ export async function loginAs(app: TestApp, name: string, create: boolean) {
   if ((await c.login(name, `${name}-password`)).status !== 200) throw new Error('login failed');
   return c;
 }
-

@@ -48,7 +48,10 @@ export function faultCases(provider: 'openai' | 'anthropic'): FaultCase[] {
     { name: 'one chunk, then silence', steps: [{ kind: 'stall', text: 'one chunk' }], requests: 1, statuses: [], stop_reason: 'error', code: 'ERR_MODEL_TIMEOUT', text: 'one chunk' },
     {
       name: '429 with Retry-After: 1, then an answer',
-      steps: [{ kind: 'error', status: 429, retry_after: 1 }, { kind: 'reply', text: 'after the wait' }],
+      steps: [
+        { kind: 'error', status: 429, retry_after: 1 },
+        { kind: 'reply', text: 'after the wait' },
+      ],
       requests: 2,
       statuses: busy(1),
       stop_reason: 'end_turn',
@@ -56,7 +59,17 @@ export function faultCases(provider: 'openai' | 'anthropic'): FaultCase[] {
       atLeastMs: 950,
     },
     { name: '429 with a Retry-After past the cap', steps: [{ kind: 'error', status: 429, retry_after: 60 }], requests: 1, statuses: [], stop_reason: 'error', code: 'ERR_MODEL_HTTP' },
-    { name: '503 once, then an answer', steps: [{ kind: 'error', status: 503 }, { kind: 'reply', text: 'back' }], requests: 2, statuses: silent(1), stop_reason: 'end_turn', text: 'back' },
+    {
+      name: '503 once, then an answer',
+      steps: [
+        { kind: 'error', status: 503 },
+        { kind: 'reply', text: 'back' },
+      ],
+      requests: 2,
+      statuses: silent(1),
+      stop_reason: 'end_turn',
+      text: 'back',
+    },
     { name: '503 that persists', steps: [{ kind: 'error', status: 503, times: 4 }], requests: 4, statuses: silent(3), stop_reason: 'error', code: 'ERR_MODEL_HTTP' },
     { name: 'reset before any answer, then an answer', steps: [{ kind: 'reset' }, { kind: 'reply', text: 'reconnected' }], requests: 2, statuses: silent(1), stop_reason: 'end_turn', text: 'reconnected' },
     {

@@ -63,8 +63,7 @@ export function startPgCluster(port: number): PgCluster {
       : execFileSync(file, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   const data = join(dir, 'data');
   as(join(bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8', '--locale', 'C']);
-  const start = () =>
-    as(join(bin, 'pg_ctl'), ['-D', data, '-o', `-k ${dir} -c listen_addresses=127.0.0.1 -p ${port} -F -c max_connections=300`, '-w', '-l', join(dir, 'log'), 'start']);
+  const start = () => as(join(bin, 'pg_ctl'), ['-D', data, '-o', `-k ${dir} -c listen_addresses=127.0.0.1 -p ${port} -F -c max_connections=300`, '-w', '-l', join(dir, 'log'), 'start']);
   const pause = () => {
     try {
       as(join(bin, 'pg_ctl'), ['-D', data, '-m', 'fast', '-w', 'stop']);

@@ -29,7 +29,6 @@ async function setup(t: { teardown(fn: () => unknown): void; equal(a: unknown, b
   return { oauth, app, c };
 }
 
-
 t.test('connect through the provider (code + PKCE, offline), status, disconnect', async (t) => {
   const { oauth, app, c } = await setup(t);
   t.same((await c.json('GET', '/api/account')).body, { connected: false });
@@ -88,7 +87,7 @@ t.test('connect through the provider (code + PKCE, offline), status, disconnect'
   t.same(del.body, { connected: false, revoked_at_provider: true });
   t.same(oauth.revoked, [refresh, access], 'the grant (refresh token and its access token) was revoked at the provider');
   const revokeCall = oauth.requests.find((r) => r.path === '/revoke')!;
-  t.same(Object.keys(revokeCall.params), ['token'], 'Google\'s shape: form token=');
+  t.same(Object.keys(revokeCall.params), ['token'], "Google's shape: form token=");
   t.same((await c.json('GET', '/api/account')).body, { connected: false });
   t.equal(await accountRows(app.database), 0);
   const refreshAfter = await fetch(oauth.tokenUrl, {
@@ -179,10 +178,14 @@ t.test('no half-written account: the record and its action-log entry are written
   await allowActionLog(app.database, 'account.disconnected');
   t.equal((await c.json('DELETE', '/api/account')).status, 200);
   t.equal(await accountRows(app.database), 0);
-  t.same((await queryActionLog(app.database.sql, {})).map((e) => e.event).filter((e) => e.startsWith('account.')), ['account.disconnected', 'account.connected'], 'one entry per change that happened');
+  t.same(
+    (await queryActionLog(app.database.sql, {})).map((e) => e.event).filter((e) => e.startsWith('account.')),
+    ['account.disconnected', 'account.connected'],
+    'one entry per change that happened',
+  );
 });
 
-t.test('refusals: anonymous, forged state, another user\'s state, CSRF', async (t) => {
+t.test("refusals: anonymous, forged state, another user's state, CSRF", async (t) => {
   const { app, c } = await setup(t);
   const anon = app.client();
   t.equal((await anon.json('GET', '/api/account')).status, 401);
@@ -221,7 +224,10 @@ t.test('connect without a configured client → 503 ERR_ACCOUNT_NOT_CONFIGURED',
 });
 
 async function accountRows(database: Database): Promise<number> {
-  const r = await database.sql.selectFrom('connected_accounts').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  const r = await database.sql
+    .selectFrom('connected_accounts')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
   return Number(r.n);
 }
 

@@ -120,6 +120,9 @@ t.test('reset a password: chosen or generated (shown once); sessions end; audit 
   t.equal(self.body.error.code, 'ERR_USER_SELF');
 
   const log = await app.database.sql.selectFrom('action_log').select(['data']).where('event', '=', 'auth.password_reset').orderBy('id').execute();
-  t.same(log.map((e) => JSON.parse(e.data).generated), [true, false]);
+  t.same(
+    log.map((e) => JSON.parse(e.data).generated),
+    [true, false],
+  );
   t.notMatch(JSON.stringify(log) + app.logs.text(), new RegExp(`${gen.body.password}|chosen-by-admin-1`), 'no password in the audit or the log');
 });

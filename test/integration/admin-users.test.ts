@@ -25,26 +25,47 @@ t.test('GET /api/admin/users: superuser only, search by part of name or e-mail, 
   await root.login('root', PW);
   const all = await root.json('GET', '/api/admin/users');
   t.equal(all.status, 200);
-  t.same(all.body.users.map((u: { username: string }) => u.username), ['root', 'alice', 'bob', 'under_score', 'underXscore']);
+  t.same(
+    all.body.users.map((u: { username: string }) => u.username),
+    ['root', 'alice', 'bob', 'under_score', 'underXscore'],
+  );
   t.equal(all.body.total, 5);
   t.equal(all.body.next_offset, null);
   t.notMatch(JSON.stringify(all.body), /password|\$argon|\$scrypt|hash/i, 'no password material');
 
   const byEmail = await root.json('GET', '/api/admin/users?q=ALICE@example');
-  t.same(byEmail.body.users.map((u: { id: number }) => u.id), [alice.id], 'e-mail, case-insensitive');
+  t.same(
+    byEmail.body.users.map((u: { id: number }) => u.id),
+    [alice.id],
+    'e-mail, case-insensitive',
+  );
   const byName = await root.json('GET', '/api/admin/users?q=builder');
-  t.same(byName.body.users.map((u: { id: number }) => u.id), [bob.id], 'display name');
+  t.same(
+    byName.body.users.map((u: { id: number }) => u.id),
+    [bob.id],
+    'display name',
+  );
   const literal = await root.json('GET', '/api/admin/users?q=under_');
-  t.same(literal.body.users.map((u: { username: string }) => u.username), ['under_score'], '_ is literal, not a wildcard');
+  t.same(
+    literal.body.users.map((u: { username: string }) => u.username),
+    ['under_score'],
+    '_ is literal, not a wildcard',
+  );
   const percent = await root.json('GET', '/api/admin/users?q=%25');
   t.same(percent.body.users, [], '% is literal');
   t.equal(percent.body.total, 0);
 
   const p1 = await root.json('GET', '/api/admin/users?limit=2');
-  t.same(p1.body.users.map((u: { username: string }) => u.username), ['root', 'alice']);
+  t.same(
+    p1.body.users.map((u: { username: string }) => u.username),
+    ['root', 'alice'],
+  );
   t.equal(p1.body.next_offset, 2);
   const p3 = await root.json('GET', `/api/admin/users?limit=2&offset=${p1.body.next_offset + 2}`);
-  t.same(p3.body.users.map((u: { username: string }) => u.username), ['underXscore']);
+  t.same(
+    p3.body.users.map((u: { username: string }) => u.username),
+    ['underXscore'],
+  );
   t.equal(p3.body.next_offset, null);
 
   for (const bad of ['limit=0', 'limit=201', 'limit=x', 'offset=-1', `q=${'a'.repeat(101)}`, 'q=a&q=b']) {

@@ -26,7 +26,13 @@ function harness(t: any, env: Record<string, string>) {
     readyTimeoutMs: 150_000,
   });
   t.teardown(() => runner.close());
-  const calls = () => (existsSync(logFile) ? readFileSync(logFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)) : []);
+  const calls = () =>
+    existsSync(logFile)
+      ? readFileSync(logFile, 'utf8')
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l))
+      : [];
   const turn = async (sessionId: string, prompt: string, signal = new AbortController().signal) => {
     const events: AgentEvent[] = [];
     const result = await runner.runTurn({ userId: 1, sessionId, turnId: randomUUID(), prompt, signal, onEvent: (e) => events.push(e) });
@@ -62,7 +68,10 @@ t.test('demo model: chart numbers and email the chart, spreadsheet plan, render_
   t.match(c4[3].args.attachments[0], /\.png$/);
 
   const c = await h.turn('s1', 'chart 1 2 3');
-  t.same(c.events.filter((e) => e.type === 'tool_start').map((e: any) => e.tool), ['render_chart']);
+  t.same(
+    c.events.filter((e) => e.type === 'tool_start').map((e: any) => e.tool),
+    ['render_chart'],
+  );
 
   const d = await h.turn('s1', 'what is the weather?');
   t.equal(d.events.filter((e) => e.type === 'tool_start').length, 0);
@@ -73,8 +82,14 @@ t.test('demo model: chart numbers and email the chart, spreadsheet plan, render_
 t.test('tools outside AGENT_TOOLS are not loaded', async (t) => {
   const h = harness(t, { AGENT_TOOLS: 'rasterize_chart,render_chart' });
   const a = await h.turn('s2', 'chart 3 5 8 and email the chart to a@b.c');
-  t.same(a.events.filter((e) => e.type === 'tool_start').map((e: any) => e.tool), ['rasterize_chart']);
-  t.notOk(h.calls().some((c) => c.tool === 'send_email'), 'send_email never ran');
+  t.same(
+    a.events.filter((e) => e.type === 'tool_start').map((e: any) => e.tool),
+    ['rasterize_chart'],
+  );
+  t.notOk(
+    h.calls().some((c) => c.tool === 'send_email'),
+    'send_email never ran',
+  );
   t.match(a.text, /send_email tool .* not available/);
 });
 
@@ -126,7 +141,12 @@ t.test('cancel stops waiting for the tool and ends the turn cancelled', async (t
 
 t.test('cancel during a stalled model stream aborts the request: cancelled, not a timeout', async (t) => {
   const { start } = await import('../../emulator/model-anthropic.js');
-  const model = await start({ script: [{ kind: 'stall', text: 'thinking' }, { kind: 'reply', text: 'after' }] });
+  const model = await start({
+    script: [
+      { kind: 'stall', text: 'thinking' },
+      { kind: 'reply', text: 'after' },
+    ],
+  });
   t.teardown(() => model.close());
   const runner = new LocalTurnRunner({
     env: { AGENT_MODEL_PROVIDER: 'anthropic', AGENT_MODEL: 'm', AGENT_MODEL_BASE_URL: model.url, AGENT_MODEL_TIMEOUT_S: '120', AGENT_MCP_SERVERS: '[]' },
@@ -152,6 +172,10 @@ t.test('cancel during a stalled model stream aborts the request: cancelled, not 
   const next = await runner.runTurn({ userId: 1, sessionId: 's4', turnId: 't2', prompt: 'again', signal: new AbortController().signal, onEvent: () => undefined });
   t.equal(next.stop_reason, 'end_turn', 'the session goes on');
   // The stopped answer stays in the conversation, with what the user saw of it and a marker.
-  t.same(model.requests[1].body.messages.map((m: any) => m.role), ['user', 'assistant', 'user'], 'prompt, stopped answer, new prompt');
+  t.same(
+    model.requests[1].body.messages.map((m: any) => m.role),
+    ['user', 'assistant', 'user'],
+    'prompt, stopped answer, new prompt',
+  );
   t.match(JSON.stringify(model.requests[1].body.messages[1].content), /thinking.*The user stopped this answer here/);
 });

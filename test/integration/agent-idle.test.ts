@@ -16,12 +16,7 @@ const FAKE = join(DIST, 'test', 'fakes', 'mcp-server.js');
 
 /** The pids of a process's children. */
 function children(pid: number): number[] {
-  return readdirSync(`/proc/${pid}/task`).flatMap((tid) =>
-    readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8')
-      .split(/\s+/)
-      .filter(Boolean)
-      .map(Number),
-  );
+  return readdirSync(`/proc/${pid}/task`).flatMap((tid) => readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').split(/\s+/).filter(Boolean).map(Number));
 }
 
 function agent(t: { teardown(fn: () => unknown): void }, servers: unknown[] | null) {

@@ -79,8 +79,12 @@ t.test('an agent started from its startup snapshot', async (t) => {
     const [a, b] = await Promise.all([0, 1].map(() => runAgent(blob, { AGENT_LOG_LEVEL: 'warn' }, { AGENT_MODEL_PROVIDER: 'demo' }, prompt)));
     for (const r of [a, b]) {
       t.equal(r.code, 0, 'the agent exits 0 when its stdin ends');
-      t.same(r.stdout.map((m) => m.type).filter((x) => x !== 'event'), ['ready', 'configured', 'turn_end'], 'ready, configured, one turn');
-      t.notMatch(r.stderr, /agent ready \(idle\)|"level":20/, 'logs at the level it started with (warn), not the build\'s (debug)');
+      t.same(
+        r.stdout.map((m) => m.type).filter((x) => x !== 'event'),
+        ['ready', 'configured', 'turn_end'],
+        'ready, configured, one turn',
+      );
+      t.notMatch(r.stderr, /agent ready \(idle\)|"level":20/, "logs at the level it started with (warn), not the build's (debug)");
       t.notMatch(r.stderr, /ExperimentalWarning|dynamic import callback/i, 'no loader warning, no missing import callback');
     }
     const chart = (r: Run) => events(r).find((e) => e.type === 'tool_end' && e.tool === 'rasterize_chart') as { ok: boolean; output?: { filename: string } } | undefined;
@@ -94,7 +98,10 @@ t.test('an agent started from its startup snapshot', async (t) => {
     const openai = await startOpenAi({ respond: () => ({ kind: 'reply', text: 'hi from the model' }) });
     t.teardown(() => openai.close());
     const r = await runAgent(blob, { AGENT_LOG_LEVEL: 'warn' }, { AGENT_MODEL_PROVIDER: 'openai', AGENT_MODEL: 'm', AGENT_MODEL_BASE_URL: openai.url, AGENT_MODEL_API_KEY: 'k' }, 'hello');
-    const text = events(r).filter((e) => e.type === 'text_delta').map((e) => e.text).join('');
+    const text = events(r)
+      .filter((e) => e.type === 'text_delta')
+      .map((e) => e.text)
+      .join('');
     t.equal(text, 'hi from the model');
     t.equal(r.stdout.at(-1)?.stop_reason, 'end_turn');
   });
@@ -103,14 +110,17 @@ t.test('an agent started from its startup snapshot', async (t) => {
 t.test('the snapshot banner: a UUID made while the snapshot is built does not freeze the cache', async (t) => {
   const dir = mkdtempSync(join(ROOT, '.test-snapshot-banner-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  writeFileSync(join(dir, 'probe.cjs'), [
-    SNAPSHOT_BANNER,
-    "const c = require('node:crypto');",
-    'const atBuild = [c.randomUUID(), crypto.randomUUID()];',
-    'function main() { process.stdout.write(JSON.stringify({ atBuild, node: c.randomUUID(), web: crypto.randomUUID() })); }',
-    "const v8 = require('node:v8');",
-    'if (v8.startupSnapshot.isBuildingSnapshot()) v8.startupSnapshot.setDeserializeMainFunction(main); else main();',
-  ].join('\n'));
+  writeFileSync(
+    join(dir, 'probe.cjs'),
+    [
+      SNAPSHOT_BANNER,
+      "const c = require('node:crypto');",
+      'const atBuild = [c.randomUUID(), crypto.randomUUID()];',
+      'function main() { process.stdout.write(JSON.stringify({ atBuild, node: c.randomUUID(), web: crypto.randomUUID() })); }',
+      "const v8 = require('node:v8');",
+      'if (v8.startupSnapshot.isBuildingSnapshot()) v8.startupSnapshot.setDeserializeMainFunction(main); else main();',
+    ].join('\n'),
+  );
   const built = spawnSync(process.execPath, ['--no-warnings', '--snapshot-blob', 'probe.blob', '--build-snapshot', 'probe.cjs'], { cwd: dir, encoding: 'utf8' });
   t.equal(built.status, 0, `the probe snapshot builds (${built.stderr.slice(0, 300)})`);
   const runs = [0, 1].map(() => {

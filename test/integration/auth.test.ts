@@ -176,9 +176,20 @@ t.test('request id: fresh per request, returned in X-Request-Id, on every log li
   await waitFor(() => parsed().filter((l) => l.msg === 'request').length >= 2, 'both request lines');
   const ofA = parsed().filter((l) => l.reqId === idA);
   const ofB = parsed().filter((l) => l.reqId === idB);
-  t.match(ofA.find((l) => l.msg === 'request'), { method: 'GET', path: '/api/auth/csrf', status: 200 }, 'the request line carries the id the client got, and the full path');
-  t.match(ofB.find((l) => l.msg === 'request'), { method: 'GET', path: '/api/auth/me', status: 401 });
-  t.match(ofB.find((l) => l.msg === 'request refused'), { code: 'ERR_AUTH_REQUIRED', status: 401 }, "the error middleware's line carries the same id");
+  t.match(
+    ofA.find((l) => l.msg === 'request'),
+    { method: 'GET', path: '/api/auth/csrf', status: 200 },
+    'the request line carries the id the client got, and the full path',
+  );
+  t.match(
+    ofB.find((l) => l.msg === 'request'),
+    { method: 'GET', path: '/api/auth/me', status: 401 },
+  );
+  t.match(
+    ofB.find((l) => l.msg === 'request refused'),
+    { code: 'ERR_AUTH_REQUIRED', status: 401 },
+    "the error middleware's line carries the same id",
+  );
   t.equal(parsed().filter((l) => l.msg === 'request').length, 2, 'exactly one request line per request');
   t.notOk(logs.text().includes('client-chosen-id'), 'the client-sent id is not logged');
   t.notOk(logs.text().includes('reqid-test-bearer'), 'the Authorization header is not logged');

@@ -36,7 +36,21 @@ t.test('rasterize_chart over MCP writes a valid PNG of the requested size', asyn
     ['line', {}],
     ['pie', {}],
     ['doughnut', {}],
-    ['scatter', { labels: undefined, datasets: [{ label: 'pts', data: [{ x: 1, y: 2 }, { x: 3, y: 1 }] }] }],
+    [
+      'scatter',
+      {
+        labels: undefined,
+        datasets: [
+          {
+            label: 'pts',
+            data: [
+              { x: 1, y: 2 },
+              { x: 3, y: 1 },
+            ],
+          },
+        ],
+      },
+    ],
   ] as const) {
     const r = await ext.call('rasterize_chart', { ...BASE, type, title: `A ${type} chart`, width: 640, height: 360, ...extra });
     t.notOk(r.isError, `${type}: ${JSON.stringify(r.content)}`);
@@ -47,12 +61,21 @@ t.test('rasterize_chart over MCP writes a valid PNG of the requested size', asyn
     t.equal(png.readUInt32BE(20), 360, `${type}: IHDR height`);
     const p = await pixels(png);
     const view = new Uint32Array(p.data.buffer, p.data.byteOffset, p.data.length / 4);
-    t.ok(view.some((v) => v !== view[0]), `${type}: pixels are not all one colour`);
+    t.ok(
+      view.some((v) => v !== view[0]),
+      `${type}: pixels are not all one colour`,
+    );
   }
   const pngs = readdirSync(dir).filter((f) => f.endsWith('.png'));
   t.equal(pngs.length, 5, 'one PNG per chart');
   // Its title beside it, for the name send_email gives the attachment (tools/attachments.ts chartFileName).
-  t.same(readdirSync(dir).filter((f) => !f.endsWith('.png')).sort(), pngs.map((f) => f.replace(/\.png$/, '.title')).sort(), 'and its title file');
+  t.same(
+    readdirSync(dir)
+      .filter((f) => !f.endsWith('.png'))
+      .sort(),
+    pngs.map((f) => f.replace(/\.png$/, '.title')).sort(),
+    'and its title file',
+  );
   t.same(pngs.map((f) => readFileSync(join(dir, f.replace(/\.png$/, '.title')), 'utf8')).sort(), ['A bar chart', 'A doughnut chart', 'A line chart', 'A pie chart', 'A scatter chart'], 'holding the title');
   t.equal(statSync(dir).mode & 0o777, 0o700, 'attachments folder is private');
   const tooBig = await ext.call('rasterize_chart', { ...BASE, width: 5000 });

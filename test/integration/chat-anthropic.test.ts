@@ -7,25 +7,50 @@ t.test('anthropic: two tool calls stream in order, the warm session remembers, x
   const h = await startChatHarness(t, { provider: 'anthropic' });
   const c = await h.login('alice');
   h.model.push(
-    { kind: 'reply', text: 'Working on it. ', tool_calls: [{ name: 'add', arguments: { a: 1, b: 2 } }, { name: 'add', arguments: { a: 3, b: 4 } }] },
+    {
+      kind: 'reply',
+      text: 'Working on it. ',
+      tool_calls: [
+        { name: 'add', arguments: { a: 1, b: 2 } },
+        { name: 'add', arguments: { a: 3, b: 4 } },
+      ],
+    },
     { kind: 'reply', text: 'Results: 3 and 7.' },
   );
   const r = await streamTurn(c, { message: 'add 1+2 and 3+4' });
   t.same(shape(r.events), ['text_delta', 'tool_start', 'tool_end', 'tool_start', 'tool_end', 'text_delta', 'done']);
-  t.same(r.events.map((e) => e.seq), r.events.map((_, i) => i + 1));
-  t.same(r.events.filter((e) => e.type === 'tool_end').map((e) => e.output), [3, 7]);
+  t.same(
+    r.events.map((e) => e.seq),
+    r.events.map((_, i) => i + 1),
+  );
+  t.same(
+    r.events.filter((e) => e.type === 'tool_end').map((e) => e.output),
+    [3, 7],
+  );
   t.match(r.events[r.events.length - 1], { type: 'done', stop_reason: 'end_turn' });
   const req0 = h.model.requests[0];
   t.equal(req0.headers['x-api-key'], MODEL_PLACEHOLDER);
   t.match(req0.headers['anthropic-version'], /^\d{4}-\d{2}-\d{2}$/, 'the SDK names its API version');
   t.equal(req0.body.stream, true);
-  t.ok(req0.body.tools.every((x: any) => x.input_schema), 'tools carry input_schema');
+  t.ok(
+    req0.body.tools.every((x: any) => x.input_schema),
+    'tools carry input_schema',
+  );
   // Tool results went back as one user message of tool_result blocks.
   const req1 = h.model.requests[1].body.messages;
   const last = req1[req1.length - 1];
   t.equal(last.role, 'user');
-  t.same(last.content.map((b: any) => [b.type, b.content]), [['tool_result', '3'], ['tool_result', '7']]);
-  t.same(req1[req1.length - 2].content.map((b: any) => b.type), ['text', 'tool_use', 'tool_use']);
+  t.same(
+    last.content.map((b: any) => [b.type, b.content]),
+    [
+      ['tool_result', '3'],
+      ['tool_result', '7'],
+    ],
+  );
+  t.same(
+    req1[req1.length - 2].content.map((b: any) => b.type),
+    ['text', 'tool_use', 'tool_use'],
+  );
 
   const sid = r.sessionId!;
   const pid = h.runner.pidOf!(sid);
@@ -35,8 +60,15 @@ t.test('anthropic: two tool calls stream in order, the warm session remembers, x
   t.equal(h.runner.pidOf!(sid), pid, 'same warm process');
   const seen = h.model.requests[h.model.requests.length - 1].body.messages;
   t.equal(seen[0].content[0].text, 'add 1+2 and 3+4', 'the model saw the earlier prompt');
-  t.ok(seen.some((m: any) => m.role === 'assistant' && m.content.some((b: any) => b.text === 'Results: 3 and 7.')), 'and the earlier answer');
-  t.same(seen.map((m: any) => m.role), ['user', 'assistant', 'user', 'assistant', 'user'], 'roles alternate');
+  t.ok(
+    seen.some((m: any) => m.role === 'assistant' && m.content.some((b: any) => b.text === 'Results: 3 and 7.')),
+    'and the earlier answer',
+  );
+  t.same(
+    seen.map((m: any) => m.role),
+    ['user', 'assistant', 'user', 'assistant', 'user'],
+    'roles alternate',
+  );
 });
 
 t.test('anthropic: 500, malformed stream, in-stream error and stall each end with one coded done', async (t) => {

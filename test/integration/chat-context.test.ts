@@ -37,7 +37,10 @@ function fromRequest(body: any): string[] {
     else if (m.role === 'tool') out.push(`result:${names.get(m.tool_call_id)}`);
     else if (m.role === 'assistant') {
       let text: string = m.content ?? '';
-      for (const [mark, note] of [[' [stopped]', interruptionNote('stopped')], [' [error]', interruptionNote('error')]] as const) {
+      for (const [mark, note] of [
+        [' [stopped]', interruptionNote('stopped')],
+        [' [error]', interruptionNote('error')],
+      ] as const) {
         if (text.endsWith(note)) text = text.slice(0, -note.length).replace(/\n\n$/, '') + mark;
       }
       if (text) out.push(`text:${text}`);
@@ -90,7 +93,11 @@ t.test('the model sees exactly the branch shown: lost agent, middle edit, regene
   const e = await turn(c, { message: 'second, edited', session_id: sid, replaces_turn_id: ids[1] });
   t.same(fromRequest(e.request), [...fromHistory(shown3.slice(0, 1)), 'user:second, edited']);
   let shown = (await history(c, sid)).turns;
-  t.same(shown.map((x: any) => x.prompt), ['first', 'second, edited'], 'the page shows the new branch');
+  t.same(
+    shown.map((x: any) => x.prompt),
+    ['first', 'second, edited'],
+    'the page shows the new branch',
+  );
   t.same(shown[1].siblings, [ids[1], e.done.turn_id], 'the old message stays as a sibling');
 
   // Regenerate the edited answer: the question once, no replaced answer.
@@ -104,7 +111,10 @@ t.test('the model sees exactly the branch shown: lost agent, middle edit, regene
   // Back to the first branch (its newest turn), then continue it.
   const sw = await c.json('POST', `/api/chat/sessions/${sid}/branch`, { turn_id: ids[1] });
   t.equal(sw.status, 200);
-  t.same(sw.body.turns.map((x: any) => x.prompt), ['first', 'second', 'third', 'fourth']);
+  t.same(
+    sw.body.turns.map((x: any) => x.prompt),
+    ['first', 'second', 'third', 'fourth'],
+  );
   h.model.push({ kind: 'reply', text: 'fifth answer' });
   const t5 = await turn(c, { message: 'fifth', session_id: sid });
   t.same(fromRequest(t5.request), [...fromHistory(sw.body.turns), 'user:fifth'], 'the switched-to branch, though the agent last ran another');
@@ -159,7 +169,10 @@ t.test('export: Markdown and JSON of the branch shown', async (t) => {
   const js = await c.json('GET', `/api/chat/sessions/${r.sid}/export?format=json`);
   t.equal(js.status, 200);
   t.match(js.body, { format: 'airlock-chat', version: 1, session: { id: r.sid } });
-  t.same(js.body.transcript.map((i: any) => i.role), ['user', 'assistant', 'tool', 'assistant']);
+  t.same(
+    js.body.transcript.map((i: any) => i.role),
+    ['user', 'assistant', 'tool', 'assistant'],
+  );
   t.equal(js.body.turns.length, 1);
   const bad = await c.json('GET', `/api/chat/sessions/${r.sid}/export?format=pdf`);
   t.equal(bad.status, 400);

@@ -21,7 +21,14 @@ function check(t: Test, r: { events: any[] }, k: Omit<FaultCase, 'steps'>, took:
     k.statuses,
     'the retries shown',
   );
-  t.equal(r.events.filter((e) => e.type === 'text_delta').map((e) => e.text).join(''), k.text ?? '', 'the text shown, once');
+  t.equal(
+    r.events
+      .filter((e) => e.type === 'text_delta')
+      .map((e) => e.text)
+      .join(''),
+    k.text ?? '',
+    'the text shown, once',
+  );
   if (k.atLeastMs) t.ok(took >= k.atLeastMs, `waited for Retry-After (${took} ms)`);
   t.comment(`${k.name}: ended in ${took} ms`);
 }
@@ -81,7 +88,11 @@ t.test('a turn past AGENT_TURN_TIMEOUT_S ends with ERR_TURN_TIMEOUT, its running
   const c = await h.login('tina');
   h.model.push({ kind: 'reply', tool_calls: [{ name: 'slow', arguments: { ms: 60_000 } }] });
   const r = await streamTurn(c, { message: 'run the slow tool for a minute' });
-  t.match(r.events.find((e) => e.type === 'tool_end'), { ok: false, error: 'cancelled' }, 'the running tool was stopped');
+  t.match(
+    r.events.find((e) => e.type === 'tool_end'),
+    { ok: false, error: 'cancelled' },
+    'the running tool was stopped',
+  );
   t.match(r.events.at(-1), { type: 'done', stop_reason: 'error', error: { code: 'ERR_TURN_TIMEOUT', message: 'the turn ran longer than 2 s and was stopped' } });
   h.model.push({ kind: 'reply', text: 'still here' });
   const next = await streamTurn(c, { message: 'and now?', session_id: r.sessionId });

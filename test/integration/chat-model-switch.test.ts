@@ -25,7 +25,14 @@ t.test('one chat: OpenAI → Anthropic → OpenAI with tool calls; every request
 
   const c = await h.login('alice');
   const picker = (await c.json('GET', '/api/chat/models')).body;
-  t.same(picker.models.map((m: any) => [m.id, m.provider, m.default]), [['default', 'openai', true], ['claude', 'anthropic', false]], 'the picker offers both');
+  t.same(
+    picker.models.map((m: any) => [m.id, m.provider, m.default]),
+    [
+      ['default', 'openai', true],
+      ['claude', 'anthropic', false],
+    ],
+    'the picker offers both',
+  );
 
   // Turn 1, OpenAI (the default): a tool call and its result, then an answer.
   h.model.push({ kind: 'reply', text: 'Adding.', tool_calls: [{ name: 'add', arguments: { a: 1, b: 2 }, id: 'call_first' }] }, { kind: 'reply', text: 'It is 3.' });
@@ -47,7 +54,10 @@ t.test('one chat: OpenAI → Anthropic → OpenAI with tool calls; every request
   t.equal(an.requests[0].body.model, 'claude-scripted');
   const antWire = JSON.stringify(an.requests[0].body.messages);
   for (const part of ['add 1 and 2', 'tool_use', 'tool_result', 'It is 3.', 'now add 3 and 4']) t.match(antWire, part, `Anthropic's first request holds ${part}`);
-  t.ok(an.requests[0].body.messages.every((m: any, i: number, all: any[]) => i === 0 || m.role !== all[i - 1].role), 'roles alternate');
+  t.ok(
+    an.requests[0].body.messages.every((m: any, i: number, all: any[]) => i === 0 || m.role !== all[i - 1].role),
+    'roles alternate',
+  );
   t.equal((await c.json('GET', `/api/chat/model?session_id=${sid}`)).body.id, 'claude');
 
   // A switch is refused while a turn runs.
@@ -79,8 +89,14 @@ t.test('one chat: OpenAI → Anthropic → OpenAI with tool calls; every request
   const calls = req.messages.flatMap((m: any) => m.tool_calls ?? []);
   const claudeCall = calls.find((x: any) => JSON.parse(x.function.arguments).a === 3);
   t.ok(claudeCall, "Claude's tool call is in OpenAI's request");
-  t.ok(req.messages.some((m: any) => m.role === 'tool' && m.tool_call_id === claudeCall.id), "answered under Claude's id");
-  t.ok(req.messages.some((m: any) => m.role === 'tool' && m.tool_call_id === 'call_first'), 'the first call answered too');
+  t.ok(
+    req.messages.some((m: any) => m.role === 'tool' && m.tool_call_id === claudeCall.id),
+    "answered under Claude's id",
+  );
+  t.ok(
+    req.messages.some((m: any) => m.role === 'tool' && m.tool_call_id === 'call_first'),
+    'the first call answered too',
+  );
   t.match(JSON.stringify(req.messages), /It is 7\./);
   t.equal(h.runner.spawned, spawned + 2, 'switched back: another new process');
 });

@@ -8,7 +8,11 @@ import { startChatHarness, streamTurn } from '../helpers/chat.js';
 
 const cases: Array<[string, Record<string, string>, unknown]> = [
   ['the default demo model', {}, { id: 'default', label: 'Demo model', provider: 'demo', model: 'demo', demo: true, context_tokens: 100_000 }],
-  ['an OpenAI-compatible model', { AIRLOCK_MODEL_PROVIDER: 'openai', AIRLOCK_MODEL: 'gpt-test-1', AIRLOCK_MODEL_BASE_URL: 'http://127.0.0.1:9/v1', AIRLOCK_MODEL_API_KEY: 'sk-never-shown-0123456789' }, { id: 'default', label: 'gpt-test-1', provider: 'openai', model: 'gpt-test-1', demo: false, context_tokens: 100_000 }],
+  [
+    'an OpenAI-compatible model',
+    { AIRLOCK_MODEL_PROVIDER: 'openai', AIRLOCK_MODEL: 'gpt-test-1', AIRLOCK_MODEL_BASE_URL: 'http://127.0.0.1:9/v1', AIRLOCK_MODEL_API_KEY: 'sk-never-shown-0123456789' },
+    { id: 'default', label: 'gpt-test-1', provider: 'openai', model: 'gpt-test-1', demo: false, context_tokens: 100_000 },
+  ],
 ];
 
 for (const [name, env, want] of cases) {
@@ -42,7 +46,14 @@ for (const provider of ['openai', 'anthropic'] as const) {
     const r = await streamTurn(c, { message: 'first request is rate limited' });
     const took = Date.now() - t0;
     t.match(r.events[r.events.length - 1], { type: 'done', stop_reason: 'end_turn' });
-    t.same(r.events.filter((e) => e.type === 'text_delta').map((e) => e.text).join(''), 'after the wait', 'the text streamed once');
+    t.same(
+      r.events
+        .filter((e) => e.type === 'text_delta')
+        .map((e) => e.text)
+        .join(''),
+      'after the wait',
+      'the text streamed once',
+    );
     t.equal(h.model.requests.length - n0, 2, 'one retry');
     const gap = h.model.requests[n0 + 1].at - h.model.requests[n0].at;
     t.ok(gap >= 950, `the retry waited for Retry-After (${gap} ms)`);
@@ -63,7 +74,11 @@ for (const provider of ['openai', 'anthropic'] as const) {
     t.equal(h.model.requests.length - n2, 4, 'the first request and three retries');
     t.same(
       down.events.filter((e) => e.type === 'status').map((e) => [e.attempt, e.of]),
-      [[1, 3], [2, 3], [3, 3]],
+      [
+        [1, 3],
+        [2, 3],
+        [3, 3],
+      ],
       'each retry was shown in the stream',
     );
     t.equal(h.model.clearScript(), 1);

@@ -27,7 +27,12 @@ t.test(`chat models: admin API, picker, choice and fallback (${TEST_ENGINE})`, a
 
   // Access: a plain user gets 403 on every admin route, an anonymous caller 401.
   const body = { id: 'x', label: 'X', provider: 'demo', model: 'demo', context_tokens: 1000 };
-  for (const [m, p] of [['GET', '/api/admin/chat-models'], ['POST', '/api/admin/chat-models'], ['PATCH', '/api/admin/chat-models/default'], ['DELETE', '/api/admin/chat-models/default']] as const) {
+  for (const [m, p] of [
+    ['GET', '/api/admin/chat-models'],
+    ['POST', '/api/admin/chat-models'],
+    ['PATCH', '/api/admin/chat-models/default'],
+    ['DELETE', '/api/admin/chat-models/default'],
+  ] as const) {
     const u = await bob.json(m, p, m === 'GET' || m === 'DELETE' ? undefined : body);
     t.equal(u.status, 403, `${m} ${p} as a user`);
     t.equal(u.body.error.code, 'ERR_AUTH_FORBIDDEN');
@@ -52,7 +57,7 @@ t.test(`chat models: admin API, picker, choice and fallback (${TEST_ENGINE})`, a
     const r = await admin.json('POST', '/api/admin/chat-models', b);
     t.equal(r.status, 400, `refused: ${field}`);
     t.equal(r.body.error.code, 'ERR_VALIDATION');
-    t.equal(r.body.error.field, field, "the field is named");
+    t.equal(r.body.error.field, field, 'the field is named');
   }
   const claude = { id: 'claude', label: 'Claude', provider: 'anthropic', model: 'claude-scripted', base_url: an.url, api_key: KEY, context_tokens: 40_000 };
   const made = await admin.json('POST', '/api/admin/chat-models', claude);
@@ -77,8 +82,16 @@ t.test(`chat models: admin API, picker, choice and fallback (${TEST_ENGINE})`, a
   t.equal((await admin.json('PUT', `/api/identity/organisations/${org.id}/members/${aliceId}`, {})).status, 200);
   const pol = await admin.json('POST', `/api/identity/organisations/${org.id}/agent-policies`, { name: 'gpt only', applies_to: 'all', allowed_models: ['gpt-scripted'] });
   t.equal(pol.status, 201, JSON.stringify(pol.body));
-  t.same((await alice.json('GET', '/api/chat/models')).body.models.map((m: any) => m.id), ['default'], 'alice: only what her policy allows');
-  t.same((await bob.json('GET', '/api/chat/models')).body.models.map((m: any) => m.id), ['default', 'claude', 'gpt-mini'], 'bob: everything enabled');
+  t.same(
+    (await alice.json('GET', '/api/chat/models')).body.models.map((m: any) => m.id),
+    ['default'],
+    'alice: only what her policy allows',
+  );
+  t.same(
+    (await bob.json('GET', '/api/chat/models')).body.models.map((m: any) => m.id),
+    ['default', 'claude', 'gpt-mini'],
+    'bob: everything enabled',
+  );
   const denied = await streamTurn(alice, { message: 'hi', model_id: 'claude' });
   t.equal(denied.status, 403);
   t.equal(denied.error.error.code, 'ERR_POLICY_MODEL_DENIED');
@@ -119,7 +132,10 @@ t.test(`chat models: admin API, picker, choice and fallback (${TEST_ENGINE})`, a
 
   // The action log has each change, and no key anywhere: not in the log entries, not in the server's log.
   const log = await dbRows(h.app.database.sql, "SELECT event, data FROM action_log WHERE event LIKE 'chat_model.%' OR event = 'chat.model_changed' ORDER BY id");
-  t.same(log.map((r: any) => r.event), ['chat_model.created', 'chat_model.created', 'chat_model.updated', 'chat_model.updated', 'chat_model.updated', 'chat.model_changed', 'chat_model.updated', 'chat_model.updated', 'chat_model.deleted']);
+  t.same(
+    log.map((r: any) => r.event),
+    ['chat_model.created', 'chat_model.created', 'chat_model.updated', 'chat_model.updated', 'chat_model.updated', 'chat.model_changed', 'chat_model.updated', 'chat_model.updated', 'chat_model.deleted'],
+  );
   t.match(JSON.parse(log[3].data), { id: 'claude', key_changed: true, has_key: true });
   t.match(JSON.parse(log.at(-1).data), { id: 'claude', chats_moved_to_default: 1 });
   const everything = JSON.stringify(log) + h.app.logs.text();

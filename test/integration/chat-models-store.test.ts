@@ -9,8 +9,7 @@ import { TEST_ENGINE, dbRow, openTestDatabase } from '../helpers/db.js';
 
 /** The chat models store (domain/chat/models.ts) on this pass's engine (run on SQLite and PostgreSQL). */
 
-const envModel = (): Config['model'] =>
-  ({ provider: 'openai', model: 'gpt-env', baseUrl: 'http://127.0.0.1:9/v1', apiKey: new Secret('sk-env-key-0001'), contextTokens: 50_000, maxSteps: 6, timeoutS: 5 }) as unknown as Config['model'];
+const envModel = (): Config['model'] => ({ provider: 'openai', model: 'gpt-env', baseUrl: 'http://127.0.0.1:9/v1', apiKey: new Secret('sk-env-key-0001'), contextTokens: 50_000, maxSteps: 6, timeoutS: 5 }) as unknown as Config['model'];
 
 t.test(`chat models on ${TEST_ENGINE}`, async (t) => {
   const db = (await openTestDatabase(t, tempDir(t))).sql;

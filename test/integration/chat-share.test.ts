@@ -92,13 +92,25 @@ t.test(`chat share links on ${TEST_ENGINE}`, async (t) => {
   const view = await benC.json('GET', `/api/share/${token}`);
   t.equal(view.status, 200, 'a user of the same organisation (through a team) opens it');
   t.match(view.body, { title: 'Sales chart', owner: 'ann', usage: { input_tokens: 20, output_tokens: 6 } });
-  t.same(view.body.turns.map((x: any) => x.turn_id), [t1, t2], 'the branch shown when the link was made; later turns and edits are not');
+  t.same(
+    view.body.turns.map((x: any) => x.turn_id),
+    [t1, t2],
+    'the branch shown when the link was made; later turns and edits are not',
+  );
   t.same(view.body.turns[1].siblings, [t2], 'other versions are not named');
   const img = await benC.request('GET', `/api/share/${token}/attachments/${chart}`);
   t.equal(img.status, 200);
   t.equal(img.headers.get('content-type'), 'image/png');
-  t.same(Buffer.from(await img.arrayBuffer()), PNG, 'the chart comes from the owner\'s workspace');
-  t.match((await benC.json('GET', `/api/share/${token}/files/sales.csv/preview`)).body, { name: 'sales.csv', table: { rows: [['week', 'total'], ['1', '10']] } });
+  t.same(Buffer.from(await img.arrayBuffer()), PNG, "the chart comes from the owner's workspace");
+  t.match((await benC.json('GET', `/api/share/${token}/files/sales.csv/preview`)).body, {
+    name: 'sales.csv',
+    table: {
+      rows: [
+        ['week', 'total'],
+        ['1', '10'],
+      ],
+    },
+  });
   t.equal((await benC.request('GET', `/api/share/${token}/files/sales.csv`)).status, 200);
   for (const path of [`/attachments/${randomUUID()}.png`, '/files/private.csv', '/files/private.csv/preview'])
     t.match(await benC.json('GET', `/api/share/${token}${path}`), { status: 404, body: { error: { code: 'ERR_SHARE_NOT_FOUND' } } }, `${path}: only what the shared turns name`);
@@ -137,7 +149,7 @@ t.test(`chat share links on ${TEST_ENGINE}`, async (t) => {
   const danToken = (await danC.json('POST', `/api/chat/sessions/${d.id}/share`)).body.token as string;
   const eveC = await signIn(app, 'eve');
   t.equal((await eveC.json('GET', `/api/share/${danToken}`)).status, 200, 'no organisation to no organisation: opens');
-  t.match(await benC.json('GET', `/api/share/${danToken}`), notFound, 'an organisation member does not open an org-less user\'s link');
+  t.match(await benC.json('GET', `/api/share/${danToken}`), notFound, "an organisation member does not open an org-less user's link");
 
   // A new link replaces the old; revoking ends it; both are audited.
   const again = (await annC.json('POST', base)).body.token as string;

@@ -22,7 +22,11 @@ t.test(`chat store on ${TEST_ENGINE}`, async (t) => {
   // Turns started in the same millisecond keep their order.
   const ids = ['t-c', 't-a', 't-b'];
   for (const [i, id] of ids.entries()) await chat.startTurn(db, s.id, id, `prompt ${i}`);
-  t.same((await chat.messages(db, s.id)).map((m) => m.turn_id), ids, 'oldest first, in start order');
+  t.same(
+    (await chat.messages(db, s.id)).map((m) => m.turn_id),
+    ids,
+    'oldest first, in start order',
+  );
   t.same(await chat.placeTurn(db, s.id), { parent: 't-b', head: 't-b' }, 'a new turn continues the head');
   // The admin audit page finds a turn's session and owner by the turn id alone.
   t.same(await chat.turnOwner(db, 't-a'), { session_id: s.id, title: s.title, user_id: ann.id, username: 'ann' });
@@ -75,8 +79,22 @@ t.test(`chat store on ${TEST_ENGINE}`, async (t) => {
   t.equal(await chat.sessionTitle(db, s.id), 'New title');
 
   await chat.dropTurn(db, 't-b');
-  t.same((await chat.messages(db, s.id)).map((m) => m.turn_id), ['t-c', 't-a', 't-big']);
-  t.equal(Number((await db.selectFrom('chat_tool_calls').select((eb) => eb.fn.countAll().as('n')).where('turn_id', '=', 't-b').executeTakeFirstOrThrow()).n), 0);
+  t.same(
+    (await chat.messages(db, s.id)).map((m) => m.turn_id),
+    ['t-c', 't-a', 't-big'],
+  );
+  t.equal(
+    Number(
+      (
+        await db
+          .selectFrom('chat_tool_calls')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .where('turn_id', '=', 't-b')
+          .executeTakeFirstOrThrow()
+      ).n,
+    ),
+    0,
+  );
 
   await chat.deleteSession(db, s.id);
   t.same(await chat.getOwnedSession(db, ann.id, s.id), undefined);
@@ -113,9 +131,19 @@ t.test(`memory store on ${TEST_ENGINE}`, async (t) => {
   const a2 = await store.add(ann.id, 'payroll 1.2M', 'bi');
   const b1 = await store.add(ben.id, 'ben note', 'user');
   t.ok(b1.id > a2.id && a2.id > a1.id);
-  t.same((await store.list(ann.id)).map((m) => m.content), ['payroll 1.2M', 'likes bars'], 'newest first, decrypted');
-  t.same((await store.list(ann.id, { excludeSource: 'bi' })).map((m) => m.id), [a1.id]);
-  t.same((await store.list(ann.id, { source: 'bi' })).map((m) => m.id), [a2.id]);
+  t.same(
+    (await store.list(ann.id)).map((m) => m.content),
+    ['payroll 1.2M', 'likes bars'],
+    'newest first, decrypted',
+  );
+  t.same(
+    (await store.list(ann.id, { excludeSource: 'bi' })).map((m) => m.id),
+    [a1.id],
+  );
+  t.same(
+    (await store.list(ann.id, { source: 'bi' })).map((m) => m.id),
+    [a2.id],
+  );
   t.equal(await store.count(ann.id, 'bi'), 1);
   t.equal(await store.get(ben.id, a1.id), undefined, "another user's entry reads as missing");
   t.equal((await store.get(ann.id, a1.id))?.content, 'likes bars');

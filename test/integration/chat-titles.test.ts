@@ -53,7 +53,7 @@ t.test('fallback when the model fails, is slow, or is the demo model; a rename w
   const enc = atRestEncryptor(app.config);
   const log = createLogger({ level: 'silent', destination: logSink().stream });
   const message = 'please write a detailed summary of every quarterly sales figure for the northern region';
-  const srcOf = async (id: string) => (await db.selectFrom('chat_sessions').select(['title', 'title_source']).where('id', '=', id).executeTakeFirstOrThrow());
+  const srcOf = async (id: string) => await db.selectFrom('chat_sessions').select(['title', 'title_source']).where('id', '=', id).executeTakeFirstOrThrow();
 
   // The demo model: nothing to ask.
   const demo = await createSession(db, user.id, message);
@@ -64,7 +64,10 @@ t.test('fallback when the model fails, is slow, or is the demo model; a rename w
   const failing = await openaiModel.start({ title: () => ({ kind: 'error', status: 500 }) });
   const silent = await openaiModel.start({ title: () => ({ kind: 'silent' }) });
   t.teardown(() => Promise.all([failing.close(), silent.close()]));
-  for (const [name, server] of [['failing', failing], ['silent', silent]] as const) {
+  for (const [name, server] of [
+    ['failing', failing],
+    ['silent', silent],
+  ] as const) {
     await createChatModel(db, enc, { id: name, label: name, provider: 'openai', model: 'gpt-x', base_url: server.url, context_tokens: 10_000 });
     const s = await createSession(db, user.id, message);
     await setSessionModel(db, s.id, name);

@@ -19,15 +19,18 @@ async function readEvents(c: Client, sid: string, turnId: string, after?: number
   const res = await fetch(`${c.base}/api/chat/sessions/${sid}/turns/${turnId}/events${q}`, { headers: { cookie: c.cookieHeader() } });
   const text = await res.text();
   if (res.status !== 200) return { status: res.status, events: [], body: JSON.parse(text) };
-  return { status: 200, events: text.split('\n').filter(Boolean).map((l) => JSON.parse(l)) };
+  return {
+    status: 200,
+    events: text
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l)),
+  };
 }
 
 t.test('a reader that leaves mid-turn reattaches with after=SEQ and gets exactly the rest', async (t) => {
   const c = await h.login('rita');
-  h.model.push(
-    { kind: 'reply', text: 'Working. ', tool_calls: [{ name: 'slow', arguments: { ms: 1500 } }] },
-    { kind: 'reply', text: 'Finished after the wait.' },
-  );
+  h.model.push({ kind: 'reply', text: 'Working. ', tool_calls: [{ name: 'slow', arguments: { ms: 1500 } }] }, { kind: 'reply', text: 'Finished after the wait.' });
   const first = await streamTurn(c, { message: 'wait a bit' }, (e) => (e.type === 'tool_start' ? 'abort' : undefined));
   const sid = first.sessionId!;
   const turnId = first.headers.get('x-chat-turn-id')!;
@@ -37,7 +40,10 @@ t.test('a reader that leaves mid-turn reattaches with after=SEQ and gets exactly
   const rest = await readEvents(c, sid, turnId, seen);
   t.equal(rest.status, 200);
   t.equal(rest.events[0].type, 'tool_end');
-  t.ok(rest.events.slice(1, -1).every((e) => e.type === 'text_delta'), 'then the answer text');
+  t.ok(
+    rest.events.slice(1, -1).every((e) => e.type === 'text_delta'),
+    'then the answer text',
+  );
   t.same(
     rest.events.map((e) => e.seq),
     rest.events.map((_, i) => seen + 1 + i),
@@ -139,11 +145,17 @@ t.test('regenerate and edit make a sibling branch; the old turn stays and can be
   );
   t.same(turns[1].siblings, [t2, edited.events.at(-1).turn_id], 'the edited turn is a sibling of the old one');
   t.same(turns[0].siblings, [t1]);
-  t.ok(turns.every((x: any) => typeof x.started_at === 'string' && typeof x.ended_at === 'string'), 'each message has its time');
+  t.ok(
+    turns.every((x: any) => typeof x.started_at === 'string' && typeof x.ended_at === 'string'),
+    'each message has its time',
+  );
   // The replaced turn is kept: its events replay, and its branch can be shown again.
   t.equal((await readEvents(c, sid, t2, 0)).status, 200);
   const back = await c.json('POST', `/api/chat/sessions/${sid}/branch`, { turn_id: t2 });
-  t.same(back.body.turns.map((x: any) => x.text), ['one', 'two']);
+  t.same(
+    back.body.turns.map((x: any) => x.text),
+    ['one', 'two'],
+  );
   const bad = await c.json('POST', `/api/chat/sessions/${sid}/branch`, { turn_id: 'nope' });
   t.equal(bad.status, 404);
   t.equal(bad.body.error.code, 'ERR_CHAT_TURN_NOT_FOUND');

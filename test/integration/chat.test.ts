@@ -28,7 +28,14 @@ t.before(async () => {
 t.test('a turn with two tool calls streams in order; the next prompt reuses the warm child and the model sees the earlier turn', async (t) => {
   const alice = await h.login('alice');
   h.model.push(
-    { kind: 'reply', text: 'Let me compute. ', tool_calls: [{ name: 'slow', arguments: { ms: 400 } }, { name: 'add', arguments: { a: 2, b: 3 } }] },
+    {
+      kind: 'reply',
+      text: 'Let me compute. ',
+      tool_calls: [
+        { name: 'slow', arguments: { ms: 400 } },
+        { name: 'add', arguments: { a: 2, b: 3 } },
+      ],
+    },
     { kind: 'reply', text: 'The sum of 2 and 3 is 5.' },
   );
   let slowRunningAtStart: boolean | undefined;
@@ -66,7 +73,10 @@ t.test('a turn with two tool calls streams in order; the next prompt reuses the 
   // The model got the tool results back in the second request of the turn.
   const second = h.model.requests[h.model.requests.length - 1].body;
   const toolMsgs = second.messages.filter((m: any) => m.role === 'tool');
-  t.same(toolMsgs.map((m: any) => m.content), ['slept 400', '5']);
+  t.same(
+    toolMsgs.map((m: any) => m.content),
+    ['slept 400', '5'],
+  );
   t.equal(h.model.requests[0].headers.authorization, `Bearer ${MODEL_PLACEHOLDER}`);
   t.same(h.model.requests[0].body.tools.map((x: any) => x.function.name).sort(), ['add', 'env_names', 'fail', 'slow']);
 
@@ -78,8 +88,14 @@ t.test('a turn with two tool calls streams in order; the next prompt reuses the 
   t.equal(h.runner.pidOf!(sid), pid, 'same warm process');
   t.equal(h.runner.spawned, spawnedBefore, 'no new process');
   const seen = h.model.requests[h.model.requests.length - 1].body.messages;
-  t.ok(seen.some((m: any) => m.role === 'user' && m.content === 'please add 2 and 3'), 'model saw the earlier prompt');
-  t.ok(seen.some((m: any) => m.role === 'assistant' && m.content === 'The sum of 2 and 3 is 5.'), 'model saw the earlier answer');
+  t.ok(
+    seen.some((m: any) => m.role === 'user' && m.content === 'please add 2 and 3'),
+    'model saw the earlier prompt',
+  );
+  t.ok(
+    seen.some((m: any) => m.role === 'assistant' && m.content === 'The sum of 2 and 3 is 5.'),
+    'model saw the earlier answer',
+  );
 
   // History for the UI.
   const list = await alice.json('GET', '/api/chat/sessions');
@@ -165,7 +181,10 @@ t.test('a client disconnect leaves the turn running; the stop API cancels it in 
   t.ok(sid && turnId);
   // The reader left (the server saw its stream close); the turn did not.
   await left;
-  t.notOk(h.mcpEvents().some((x) => x.tool === 'slow' && x.ev === 'cancelled'), 'the tool still runs after the client left');
+  t.notOk(
+    h.mcpEvents().some((x) => x.tool === 'slow' && x.ev === 'cancelled'),
+    'the tool still runs after the client left',
+  );
   const listed = (await c.json('GET', '/api/chat/sessions')).body.sessions.find((s: any) => s.id === sid);
   t.equal(listed.running_turn_id, turnId, 'the list names the running turn');
   const stop = await c.json('POST', `/api/chat/sessions/${sid}/turns/${turnId}/cancel`);
@@ -213,7 +232,10 @@ t.test('10 concurrent users each get only their own events', async (t) => {
     t.same(shape(r.events), ['tool_start', 'tool_end', 'text_delta', 'done'], `user${i} shape ${JSON.stringify(r.events[r.events.length - 1])}`);
     t.same(r.events[0].input, { a: i, b: 1000 }, `user${i} tool input is its own`);
     t.equal(r.events[1].output, 1000 + i, `user${i} tool output is its own ${JSON.stringify(r.events[1])}`);
-    const text = r.events.filter((e) => e.type === 'text_delta').map((e) => e.text).join('');
+    const text = r.events
+      .filter((e) => e.type === 'text_delta')
+      .map((e) => e.text)
+      .join('');
     t.equal(text, `user${i} gets ${1000 + i}`);
     sessions.add(r.events[r.events.length - 1].session_id);
   });

@@ -88,17 +88,21 @@ t.test('serve starts (no Docker engine: runtime off), answers /healthz, and stop
   const dir = tempDir(t);
   let url: string | undefined;
   let probed: Promise<{ status: number; body: unknown }> | undefined;
-  const r = await cli(['serve'], { AIRLOCK_DATA_DIR: dir, AIRLOCK_PORT: '0', AIRLOCK_LOG_LEVEL: 'info', AIRLOCK_DOCKER_SOCKET: join(dir, 'no-docker.sock'), ...SECRETS }, {
-    onOutput: (out, child) => {
-      const m = /"url":"(http:\/\/[^"]+)"/.exec(out);
-      if (m && !url) {
-        url = m[1];
-        probed = fetch(`${url}/healthz`)
-          .then(async (res) => ({ status: res.status, body: (await res.json()) as unknown }))
-          .finally(() => child.kill('SIGTERM'));
-      }
+  const r = await cli(
+    ['serve'],
+    { AIRLOCK_DATA_DIR: dir, AIRLOCK_PORT: '0', AIRLOCK_LOG_LEVEL: 'info', AIRLOCK_DOCKER_SOCKET: join(dir, 'no-docker.sock'), ...SECRETS },
+    {
+      onOutput: (out, child) => {
+        const m = /"url":"(http:\/\/[^"]+)"/.exec(out);
+        if (m && !url) {
+          url = m[1];
+          probed = fetch(`${url}/healthz`)
+            .then(async (res) => ({ status: res.status, body: (await res.json()) as unknown }))
+            .finally(() => child.kill('SIGTERM'));
+        }
+      },
     },
-  });
+  );
   t.ok(url, 'logged its URL');
   const health = await probed;
   t.equal(health?.status, 200, 'served while running');

@@ -3,7 +3,6 @@ import type { Test } from 'tap';
 import { addUser, startTestApp, TEST_SECRETS, type TestApp } from '../helpers/app.js';
 import type { Client } from '../helpers/client.js';
 
-
 const PW = 'correct horse battery staple';
 const BASE = '/api/data-authorization';
 
@@ -158,7 +157,14 @@ t.test('roles, policies, assignments, effective policy, bi bit', async (t) => {
   let deep: unknown = { column: 'a', op: 'eq', value: 1 };
   for (let i = 0; i < 6; i++) deep = { all: [deep] };
   t.equal((await admin.json('PUT', `${BASE}/roles/${sid}/policies/orders`, { allowed_columns: ['id'], row_filter: deep })).status, 400, 'too deep');
-  const wide = { any: Array.from({ length: 50 }, () => ({ all: [{ column: 'a', op: 'eq', value: 1 }, { column: 'b', op: 'eq', value: 2 }] })) };
+  const wide = {
+    any: Array.from({ length: 50 }, () => ({
+      all: [
+        { column: 'a', op: 'eq', value: 1 },
+        { column: 'b', op: 'eq', value: 2 },
+      ],
+    })),
+  };
   const big = await admin.json('PUT', `${BASE}/roles/${sid}/policies/orders`, { allowed_columns: ['id'], row_filter: wide });
   t.equal(big.body.error.code, 'ERR_DATA_FILTER_TOO_LARGE', 'too many nodes');
   t.equal((await admin.json('PUT', `${BASE}/roles/${sid}/policies/${encodeURIComponent('x"; drop')}`, { allowed_columns: ['id'] })).status, 400, 'hostile table name');
@@ -168,7 +174,10 @@ t.test('roles, policies, assignments, effective policy, bi bit', async (t) => {
   t.equal((await admin.json('PUT', `${BASE}/roles/${sid}/policies/public.invoices`, { allowed_columns: ['*'] })).status, 201, 'schema-qualified table');
   t.equal((await admin.json('DELETE', `${BASE}/roles/${sid}/policies/public.invoices`)).status, 204);
   const pol = await admin.json('GET', `${BASE}/roles/${sid}/policies`);
-  t.same(pol.body.policies.map((p: { table: string }) => p.table), ['*', 'orders']);
+  t.same(
+    pol.body.policies.map((p: { table: string }) => p.table),
+    ['*', 'orders'],
+  );
   const counted = (await admin.json('GET', `${BASE}/roles`)).body.roles.find((r: { id: number }) => r.id === sid);
   t.equal(counted.policy_count, 2);
 
@@ -188,8 +197,16 @@ t.test('roles, policies, assignments, effective policy, bi bit', async (t) => {
   t.equal(eff.body.bi, true, 'bi bit set with the first role');
   const orders = eff.body.tables.find((x: { table: string }) => x.table === 'orders');
   t.same(orders.columns, ['amount', 'id', 'region']);
-  t.same(orders.row_filter, { any: [{ column: 'owner', op: 'eq', value: 'ursula' }, { column: 'region', op: 'eq', value: 'eu' }] });
-  t.ok(eff.body.explanation.some((l: string) => l.includes('sales')), 'explanation names the role');
+  t.same(orders.row_filter, {
+    any: [
+      { column: 'owner', op: 'eq', value: 'ursula' },
+      { column: 'region', op: 'eq', value: 'eu' },
+    ],
+  });
+  t.ok(
+    eff.body.explanation.some((l: string) => l.includes('sales')),
+    'explanation names the role',
+  );
 
   const list = await admin.json('GET', `${BASE}/assignments?user_id=${userId}`);
   t.equal(list.body.total, 1);
@@ -206,7 +223,10 @@ t.test('roles, policies, assignments, effective policy, bi bit', async (t) => {
   t.equal((await admin.json('DELETE', `${BASE}/assignments/${asg.body.id}`)).body.error.code, 'ERR_DATA_ASSIGNMENT_NOT_FOUND');
   t.equal((await admin.json('GET', `${BASE}/users/${userId}/effective-policy`)).body.bi, false);
   const bits = await admin.json('GET', `${BASE}/audit?event=bi.entitlement.*&subject_id=${userId}`);
-  t.same(bits.body.events.map((e: { event: string }) => e.event), ['bi.entitlement.revoked', 'bi.entitlement.granted']);
+  t.same(
+    bits.body.events.map((e: { event: string }) => e.event),
+    ['bi.entitlement.revoked', 'bi.entitlement.granted'],
+  );
   t.equal(bits.body.events[0].actor_id, adminId);
 
   // Deleting a role clears the bit of users who held only it.
@@ -270,7 +290,10 @@ t.test('rule 1: logging in and organisation membership, even as a manager, grant
   t.equal((await user.json('GET', `${BASE}/users/${userId}/effective-policy`)).status, 403);
   await nothing('after trying');
   // The colleague's grant is untouched: access comes from the data role only.
-  t.same((await admin.json('GET', `${BASE}/users/${carl.id}/effective-policy`)).body.roles.map((r: { name: string }) => r.name), ['payroll']);
+  t.same(
+    (await admin.json('GET', `${BASE}/users/${carl.id}/effective-policy`)).body.roles.map((r: { name: string }) => r.name),
+    ['payroll'],
+  );
   const bits = await admin.json('GET', `${BASE}/audit?event=bi.entitlement.*&subject_id=${userId}`);
   t.same(bits.body.events, [], 'no bi entitlement ever granted to Ursula');
 });
@@ -312,20 +335,38 @@ t.test('bi-audit keeps only known fields; bi.denied is critical', async (t) => {
     t.notOk(app.logs.text().includes(s), `logs hold no ${s}`);
   }
   const crit = await admin.json('GET', `${BASE}/audit?severity=critical`);
-  t.same(crit.body.events.map((e: { event: string }) => e.event), ['bi.denied']);
+  t.same(
+    crit.body.events.map((e: { event: string }) => e.event),
+    ['bi.denied'],
+  );
 
-  const allowed = await app.client().json('POST', '/api/internal/bi-audit', { user_id: userId, table: 'orders', decision: 'allowed' }, {
-    authorization: `Bearer ${TEST_SECRETS.MCP_INTERNAL_SECRET}`,
-  });
+  const allowed = await app.client().json(
+    'POST',
+    '/api/internal/bi-audit',
+    { user_id: userId, table: 'orders', decision: 'allowed' },
+    {
+      authorization: `Bearer ${TEST_SECRETS.MCP_INTERNAL_SECRET}`,
+    },
+  );
   t.equal(allowed.body.severity, 'info');
-  const bad = await app.client().json('POST', '/api/internal/bi-audit', { user_id: userId, table: 'orders', decision: 'maybe', sql: SQL }, {
-    authorization: `Bearer ${TEST_SECRETS.MCP_INTERNAL_SECRET}`,
-  });
+  const bad = await app.client().json(
+    'POST',
+    '/api/internal/bi-audit',
+    { user_id: userId, table: 'orders', decision: 'maybe', sql: SQL },
+    {
+      authorization: `Bearer ${TEST_SECRETS.MCP_INTERNAL_SECRET}`,
+    },
+  );
   t.equal(bad.status, 400);
   t.notOk(JSON.stringify(bad.body).includes(SQL), 'the error does not echo dropped fields');
-  const ghost = await app.client().json('POST', '/api/internal/bi-audit', { user_id: 99999, table: 'orders', decision: 'denied' }, {
-    authorization: `Bearer ${TEST_SECRETS.MCP_INTERNAL_SECRET}`,
-  });
+  const ghost = await app.client().json(
+    'POST',
+    '/api/internal/bi-audit',
+    { user_id: 99999, table: 'orders', decision: 'denied' },
+    {
+      authorization: `Bearer ${TEST_SECRETS.MCP_INTERNAL_SECRET}`,
+    },
+  );
   t.equal(ghost.body.error.code, 'ERR_DATA_USER_NOT_FOUND');
   t.notOk(app.logs.text().includes(SQL), 'logs still clean');
 });
@@ -336,7 +377,12 @@ t.test('hostile values are stored and compiled as bound parameters; hostile name
   const HOSTILE = ["x' OR '1'='1", 'a; DROP TABLE users; --', '/* c */', 'zoë 😀', '"quoted"'];
   const put = await admin.json('PUT', `${BASE}/roles/${role}/policies/orders`, {
     allowed_columns: ['id'],
-    row_filter: { any: [{ column: 'note', op: 'in', value: HOSTILE }, { column: 'owner', op: 'eq', value: HOSTILE[1] }] },
+    row_filter: {
+      any: [
+        { column: 'note', op: 'in', value: HOSTILE },
+        { column: 'owner', op: 'eq', value: HOSTILE[1] },
+      ],
+    },
   });
   t.equal(put.status, 201);
   await admin.json('POST', `${BASE}/assignments`, { user_id: userId, role_id: role });
@@ -373,7 +419,11 @@ t.test('audit listing pages newest first and filters', async (t) => {
     if (!before) break;
   }
   t.equal(seen.length, 7);
-  t.same(seen, [...seen].sort((a, b) => b - a), 'newest first');
+  t.same(
+    seen,
+    [...seen].sort((a, b) => b - a),
+    'newest first',
+  );
   t.equal((await admin.json('GET', `${BASE}/audit?severity=loud`)).status, 400);
   t.equal((await admin.json('GET', `${BASE}/audit?limit=100000`)).status, 400);
   t.equal((await admin.json('GET', `${BASE}/audit?event=${encodeURIComponent("x' OR 1=1")}`)).status, 400);

@@ -3,16 +3,7 @@ import fc from 'fast-check';
 import { execFileSync } from 'node:child_process';
 import { chownSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  applyPolicy,
-  compileTablePolicy,
-  policyForTable,
-  resolveEffectivePolicy,
-  type Node,
-  type RoleGrants,
-  type RowFilter,
-  type Scalar,
-} from '../../domain/data-access/index.js';
+import { applyPolicy, compileTablePolicy, policyForTable, resolveEffectivePolicy, type Node, type RoleGrants, type RowFilter, type Scalar } from '../../domain/data-access/index.js';
 import { tempDir } from '../helpers/app.js';
 
 /**
@@ -51,7 +42,10 @@ const DOUBLES = [-1.5, 0, 2.25, 1e10, 3.14159];
 type Col = 'n' | 's' | 'b' | 'x';
 const valueFor: Record<Col, fc.Arbitrary<Scalar>> = {
   n: fc.oneof(fc.constantFrom<Scalar>(...INTS, '$user_id'), fc.integer({ min: -50, max: 50 })),
-  s: fc.oneof(fc.constantFrom<Scalar>(...STRINGS, '$username'), fc.string({ unit: 'grapheme', maxLength: 5 }).filter((s) => !s.includes('\u0000'))),
+  s: fc.oneof(
+    fc.constantFrom<Scalar>(...STRINGS, '$username'),
+    fc.string({ unit: 'grapheme', maxLength: 5 }).filter((s) => !s.includes('\u0000')),
+  ),
   b: fc.boolean(),
   x: fc.constantFrom<Scalar>(...DOUBLES),
 };
@@ -63,19 +57,12 @@ const leafFor = (c: Col): fc.Arbitrary<Node> =>
   );
 const leaf = fc.constantFrom<Col>('n', 's', 'b', 'x').chain(leafFor);
 const node: fc.Arbitrary<Node> = fc.letrec<{ node: Node }>((tie) => ({
-  node: fc.oneof(
-    { depthSize: 'small' },
-    leaf,
-    fc.record({ all: fc.array(tie('node'), { minLength: 1, maxLength: 3 }) }),
-    fc.record({ any: fc.array(tie('node'), { minLength: 1, maxLength: 3 }) }),
-  ),
+  node: fc.oneof({ depthSize: 'small' }, leaf, fc.record({ all: fc.array(tie('node'), { minLength: 1, maxLength: 3 }) }), fc.record({ any: fc.array(tie('node'), { minLength: 1, maxLength: 3 }) })),
 })).node;
 const filter: fc.Arbitrary<RowFilter> = fc.oneof({ weight: 1, arbitrary: fc.constant({}) }, { weight: 4, arbitrary: node });
 const columns = fc.oneof(fc.constant<string[]>(['*']), fc.uniqueArray(fc.constantFrom('id', 'n', 's', 'b', 'x'), { minLength: 1, maxLength: 4 }));
 const policy = fc.record({ table: fc.constantFrom('t', '*', 'other'), allowed_columns: columns, row_filter: filter });
-const roles: fc.Arbitrary<RoleGrants[]> = fc
-  .array(fc.uniqueArray(policy, { maxLength: 2, selector: (p) => p.table }), { minLength: 1, maxLength: 3 })
-  .map((rs) => rs.map((policies, i) => ({ role_id: i + 1, role: `r${i + 1}`, policies })));
+const roles: fc.Arbitrary<RoleGrants[]> = fc.array(fc.uniqueArray(policy, { maxLength: 2, selector: (p) => p.table }), { minLength: 1, maxLength: 3 }).map((rs) => rs.map((policies, i) => ({ role_id: i + 1, role: `r${i + 1}`, policies })));
 const user = fc.record({ id: fc.integer({ min: 1, max: 5 }), username: fc.constantFrom(...USERNAMES), is_active: fc.constant(true) });
 const row = fc.record({
   n: fc.option(fc.constantFrom(...INTS), { freq: 5 }),
@@ -91,15 +78,21 @@ function literal(v: string | number | boolean): string {
 }
 
 function canon(rows: Record<string, unknown>[]): string[] {
-  return rows.map((r) => JSON.stringify(Object.keys(r).sort().map((k) => [k, r[k]]))).sort();
+  return rows
+    .map((r) =>
+      JSON.stringify(
+        Object.keys(r)
+          .sort()
+          .map((k) => [k, r[k]]),
+      ),
+    )
+    .sort();
 }
 
 t.test('compiled PostgreSQL SQL on a real server returns exactly what the reference evaluator allows', { skip }, async (t) => {
   const dir = tempDir(t, 'airlock-pg-');
   const asPg = (file: string, args: string[]) =>
-    isRoot
-      ? execFileSync('su', ['postgres', '-s', '/bin/sh', '-c', [file, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ')], { encoding: 'utf8' })
-      : execFileSync(file, args, { encoding: 'utf8' });
+    isRoot ? execFileSync('su', ['postgres', '-s', '/bin/sh', '-c', [file, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ')], { encoding: 'utf8' }) : execFileSync(file, args, { encoding: 'utf8' });
   if (isRoot) chownSync(dir, pgUid!, pgUid!);
   const data = join(dir, 'data');
   asPg(join(bin!, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8', '--locale', 'C']);
@@ -111,8 +104,7 @@ t.test('compiled PostgreSQL SQL on a real server returns exactly what the refere
       // Already stopped: nothing to do.
     }
   });
-  const psql = (file: string) =>
-    execFileSync(join(bin!, 'psql'), ['-X', '-A', '-t', '-q', '-v', 'ON_ERROR_STOP=1', '-h', dir, '-U', 'postgres', '-f', file], { encoding: 'utf8', maxBuffer: 64 << 20 });
+  const psql = (file: string) => execFileSync(join(bin!, 'psql'), ['-X', '-A', '-t', '-q', '-v', 'ON_ERROR_STOP=1', '-h', dir, '-U', 'postgres', '-f', file], { encoding: 'utf8', maxBuffer: 64 << 20 });
 
   const seed = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
   const rows = fc.sample(row, { numRuns: 40, seed }).map((r, i) => ({ id: i + 1, ...r }));
@@ -136,7 +128,9 @@ t.test('compiled PostgreSQL SQL on a real server returns exactly what the refere
   script.push("SELECT count(*) FROM pg_tables WHERE tablename = 'sentinel';");
   const file = join(dir, 'script.sql');
   writeFileSync(file, script.join('\n'));
-  const out = psql(file).split('\n').filter((l) => l !== '');
+  const out = psql(file)
+    .split('\n')
+    .filter((l) => l !== '');
   t.equal(out.length, expected.length + 1, 'one answer per query');
   let mismatches = 0;
   let nonEmpty = 0;

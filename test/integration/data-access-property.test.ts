@@ -1,17 +1,7 @@
 import t, { type Test } from 'tap';
 import fc from 'fast-check';
 import Database from 'better-sqlite3';
-import {
-  applyPolicy,
-  compileTablePolicy,
-  COLUMN_RE,
-  policyForTable,
-  resolveEffectivePolicy,
-  type Node,
-  type RoleGrants,
-  type RowFilter,
-  type Scalar,
-} from '../../domain/data-access/index.js';
+import { applyPolicy, compileTablePolicy, COLUMN_RE, policyForTable, resolveEffectivePolicy, type Node, type RoleGrants, type RowFilter, type Scalar } from '../../domain/data-access/index.js';
 import { isAppError } from '../../core/index.js';
 
 /**
@@ -46,22 +36,12 @@ const leaf: fc.Arbitrary<Node> = fc.oneof(
 /** Roles with grants on t, '*' or another table, whose row filters nest the given leaves. */
 function rolesOf(leafArb: fc.Arbitrary<Node>, cols: readonly string[]): fc.Arbitrary<RoleGrants[]> {
   const node: fc.Arbitrary<Node> = fc.letrec<{ node: Node }>((tie) => ({
-    node: fc.oneof(
-      { depthSize: 'small', withCrossShrink: true },
-      leafArb,
-      fc.record({ all: fc.array(tie('node'), { minLength: 1, maxLength: 3 }) }),
-      fc.record({ any: fc.array(tie('node'), { minLength: 1, maxLength: 3 }) }),
-    ),
+    node: fc.oneof({ depthSize: 'small', withCrossShrink: true }, leafArb, fc.record({ all: fc.array(tie('node'), { minLength: 1, maxLength: 3 }) }), fc.record({ any: fc.array(tie('node'), { minLength: 1, maxLength: 3 }) })),
   })).node;
   const filter: fc.Arbitrary<RowFilter> = fc.oneof({ weight: 1, arbitrary: fc.constant({}) }, { weight: 4, arbitrary: node });
-  const columns = fc.oneof(
-    { weight: 1, arbitrary: fc.constant<string[]>(['*']) },
-    { weight: 3, arbitrary: fc.uniqueArray(fc.constantFrom('id', ...cols), { minLength: 1, maxLength: 4 }) },
-  );
+  const columns = fc.oneof({ weight: 1, arbitrary: fc.constant<string[]>(['*']) }, { weight: 3, arbitrary: fc.uniqueArray(fc.constantFrom('id', ...cols), { minLength: 1, maxLength: 4 }) });
   const policy = fc.record({ table: fc.constantFrom('t', '*', 'other'), allowed_columns: columns, row_filter: filter });
-  return fc
-    .array(fc.uniqueArray(policy, { maxLength: 3, selector: (p) => p.table }), { maxLength: 4 })
-    .map((rs) => rs.map((policies, i) => ({ role_id: i + 1, role: `r${i + 1}`, policies })));
+  return fc.array(fc.uniqueArray(policy, { maxLength: 3, selector: (p) => p.table }), { maxLength: 4 }).map((rs) => rs.map((policies, i) => ({ role_id: i + 1, role: `r${i + 1}`, policies })));
 }
 const roles = rolesOf(leaf, COLS);
 const user = fc.record({ id: fc.integer({ min: 1, max: 5 }), username: fc.constantFrom(...USERNAMES), is_active: fc.constant(true) });
@@ -127,7 +107,7 @@ t.test('compiled SQL on SQLite returns exactly what the reference evaluator allo
   t.ok(db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'sentinel'").get(), 'nothing was dropped');
 });
 
-t.test('typed columns (INTEGER, TEXT, REAL), filters with values of each column\'s type: the same equivalence', async (t) => {
+t.test("typed columns (INTEGER, TEXT, REAL), filters with values of each column's type: the same equivalence", async (t) => {
   // docs/data-access.md: "write filters with values of the column's type". Under that contract the
   // property holds on typed tables too, where SQLite's affinity would otherwise coerce ('1' = 1).
   const db = new Database(':memory:');
@@ -145,11 +125,7 @@ t.test('typed columns (INTEGER, TEXT, REAL), filters with values of each column\
   const cols = ['owner', 'region', 'amount'];
   const typedRoles = rolesOf(fc.oneof(typedLeaf('owner', int), typedLeaf('region', text), typedLeaf('amount', real)), cols);
   const orNull = <T>(a: fc.Arbitrary<T>) => fc.oneof({ weight: 1, arbitrary: fc.constant(null) }, { weight: 4, arbitrary: a });
-  const row = fc.tuple(
-    orNull(fc.integer({ min: -3, max: 6 })),
-    orNull(fc.constantFrom<Scalar>('EU', 'US', 'eu', '', "o'brien", ...USERNAMES)),
-    orNull(fc.constantFrom<Scalar>(-1.5, 0, 2, 2.5, 10, 99.25)),
-  );
+  const row = fc.tuple(orNull(fc.integer({ min: -3, max: 6 })), orNull(fc.constantFrom<Scalar>('EU', 'US', 'eu', '', "o'brien", ...USERNAMES)), orNull(fc.constantFrom<Scalar>(-1.5, 0, 2, 2.5, 10, 99.25)));
   equivalence(t, db, cols, typedRoles, row);
 });
 
@@ -170,7 +146,12 @@ t.test('hostile identifiers are refused, hostile values are bound and never reac
           table: 't',
           columns: [col],
           all_rows: false,
-          row_filter: { any: [{ column: col, op: 'eq', value }, { column: 'c0', op: 'in', value: [value, 1] }] } as RowFilter,
+          row_filter: {
+            any: [
+              { column: col, op: 'eq', value },
+              { column: 'c0', op: 'in', value: [value, 1] },
+            ],
+          } as RowFilter,
           grants: [],
           explanation: '',
         };

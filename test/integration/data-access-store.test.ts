@@ -33,9 +33,16 @@ async function setup(t: Test) {
   return { database, db, admin, ann, bob };
 }
 
-const events = async (db: Sql, since = 0) =>
-  (await db.selectFrom('action_log').select(['id', 'event', 'subject_id']).where('id', '>', since).orderBy('id').execute()).map((r) => [r.event, r.subject_id]);
-const lastLogId = async (db: Sql) => Number((await db.selectFrom('action_log').select((eb) => eb.fn.max('id').as('m')).executeTakeFirstOrThrow()).m ?? 0);
+const events = async (db: Sql, since = 0) => (await db.selectFrom('action_log').select(['id', 'event', 'subject_id']).where('id', '>', since).orderBy('id').execute()).map((r) => [r.event, r.subject_id]);
+const lastLogId = async (db: Sql) =>
+  Number(
+    (
+      await db
+        .selectFrom('action_log')
+        .select((eb) => eb.fn.max('id').as('m'))
+        .executeTakeFirstOrThrow()
+    ).m ?? 0,
+  );
 
 /** Make the next action-log insert of `event` fail, as a crash between two writes would. */
 const failOn = failActionLog;
@@ -46,7 +53,10 @@ t.test(`roles: names unique whatever their case, sorted case-insensitively, buil
   await createRole(db, admin.id, 'audit');
   await t.rejects(createRole(db, admin.id, 'SALES'), { code: 'ERR_DATA_ROLE_EXISTS' });
   t.equal((await getRoleByName(db, 'sales'))?.id, sales.id, 'found by name in another case');
-  t.same((await listRoles(db)).map((r) => r.name), ['audit', 'bi_admin', 'Sales']);
+  t.same(
+    (await listRoles(db)).map((r) => r.name),
+    ['audit', 'bi_admin', 'Sales'],
+  );
   await t.rejects(updateRole(db, admin.id, sales.id, { name: 'AUDIT' }), { code: 'ERR_DATA_ROLE_EXISTS' });
   const renamed = await updateRole(db, admin.id, sales.id, { name: 'sales2' });
   t.equal(renamed.name, 'sales2');
@@ -72,7 +82,11 @@ t.test(`grants: create then replace, listed by table, counted per role (${TEST_E
   t.same(b.policy.row_filter, {});
   await putPolicy(db, admin.id, role.id, 'Accounts', ['*'], {});
   await putPolicy(db, admin.id, role.id, '*', ['id'], {});
-  t.same((await listPolicies(db, role.id)).map((p) => p.table), ['*', 'Accounts', 'orders'], 'byte order');
+  t.same(
+    (await listPolicies(db, role.id)).map((p) => p.table),
+    ['*', 'Accounts', 'orders'],
+    'byte order',
+  );
   t.equal((await listRoles(db)).find((r) => r.id === role.id)?.policy_count, 3);
   await deletePolicy(db, admin.id, role.id, 'Accounts');
   await t.rejects(deletePolicy(db, admin.id, role.id, 'Accounts'), { code: 'ERR_DATA_POLICY_NOT_FOUND' });
@@ -94,19 +108,32 @@ t.test(`assignments and the bi bit: set with the first role, cleared with the la
   await t.rejects(assign(db, admin.id, ann.id, r2.id), { code: 'ERR_DATA_ASSIGNMENT_EXISTS', details: { assignment_id: a2.id } });
   await t.rejects(assign(db, admin.id, 99999, r2.id), { code: 'ERR_DATA_USER_NOT_FOUND' });
   t.equal(await hasEntitlement(db, ann.id), true);
-  t.same(await events(db, since), [
-    ['data.assignment.created', ann.id],
-    ['bi.entitlement.granted', ann.id],
-    ['data.assignment.created', ann.id],
-  ], 'the bit is granted once');
-  t.same((await grantsOf(db, ann.id)).map((g) => [g.role, g.policies.map((p) => p.table)]), [['r1', ['orders']], ['r2', ['orders']]]);
+  t.same(
+    await events(db, since),
+    [
+      ['data.assignment.created', ann.id],
+      ['bi.entitlement.granted', ann.id],
+      ['data.assignment.created', ann.id],
+    ],
+    'the bit is granted once',
+  );
+  t.same(
+    (await grantsOf(db, ann.id)).map((g) => [g.role, g.policies.map((p) => p.table)]),
+    [
+      ['r1', ['orders']],
+      ['r2', ['orders']],
+    ],
+  );
   const eff = await effectivePolicyOf(db, ann.id);
   t.same(eff.tables[0].columns, ['id', 'total']);
   t.equal(eff.tables[0].all_rows, true, 'the empty filter dominates');
   await assign(db, admin.id, bob.id, r1.id);
   const page = await listAssignments(db, { roleId: r1.id, limit: 1 });
   t.equal(page.total, 2);
-  t.same(page.items.map((a) => a.username), ['ann']);
+  t.same(
+    page.items.map((a) => a.username),
+    ['ann'],
+  );
   t.equal((await listAssignments(db, { userId: ann.id })).total, 2);
 
   await unassign(db, admin.id, a1.id);
@@ -114,7 +141,10 @@ t.test(`assignments and the bi bit: set with the first role, cleared with the la
   await unassign(db, admin.id, a2.id);
   t.equal(await hasEntitlement(db, ann.id), false, 'no role left: no bit');
   await t.rejects(unassign(db, admin.id, a2.id), { code: 'ERR_DATA_ASSIGNMENT_NOT_FOUND' });
-  t.same((await events(db)).filter((e) => e[0] === 'bi.entitlement.revoked'), [['bi.entitlement.revoked', ann.id]]);
+  t.same(
+    (await events(db)).filter((e) => e[0] === 'bi.entitlement.revoked'),
+    [['bi.entitlement.revoked', ann.id]],
+  );
 });
 
 t.test(`deleting a role takes its grants and assignments, and the bit of users left without a role (${TEST_ENGINE})`, async (t) => {
@@ -127,11 +157,29 @@ t.test(`deleting a role takes its grants and assignments, and the bit of users l
   await assign(db, admin.id, bob.id, r2.id);
   const since = await lastLogId(db);
   await deleteRole(db, admin.id, r1.id);
-  t.same(await events(db, since), [['data.role.deleted', null], ['bi.entitlement.revoked', ann.id]]);
+  t.same(await events(db, since), [
+    ['data.role.deleted', null],
+    ['bi.entitlement.revoked', ann.id],
+  ]);
   t.equal(await hasEntitlement(db, ann.id), false);
   t.equal(await hasEntitlement(db, bob.id), true, 'bob keeps r2');
-  t.equal(Number((await db.selectFrom('data_policies').select((eb) => eb.fn.countAll().as('n')).where('role_id', '=', r1.id).executeTakeFirstOrThrow()).n), 0);
-  t.same((await listAssignments(db)).items.map((a) => [a.username, a.role]), [['bob', 'r2']], 'only the other role\'s assignment is left');
+  t.equal(
+    Number(
+      (
+        await db
+          .selectFrom('data_policies')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .where('role_id', '=', r1.id)
+          .executeTakeFirstOrThrow()
+      ).n,
+    ),
+    0,
+  );
+  t.same(
+    (await listAssignments(db)).items.map((a) => [a.username, a.role]),
+    [['bob', 'r2']],
+    "only the other role's assignment is left",
+  );
 });
 
 t.test(`a failure half-way leaves nothing half-written (${TEST_ENGINE})`, async (t) => {
@@ -173,7 +221,10 @@ t.test(`audit page: filters, prefix, keyset paging, names of actor and subject (
   await assign(db, admin.id, ann.id, role.id);
   for (let i = 0; i < 5; i++) await createRole(db, admin.id, `p${i}`);
   const bi = await auditPage(db, { event: 'bi.*', limit: 10 });
-  t.same(bi.events.map((e) => e.event), ['bi.entitlement.granted']);
+  t.same(
+    bi.events.map((e) => e.event),
+    ['bi.entitlement.granted'],
+  );
   t.same(bi.events[0].subject, { id: ann.id, username: 'ann', display_name: null });
   t.same(bi.events[0].actor, { id: admin.id, username: 'root', display_name: null });
   t.equal(bi.next_before, null);
@@ -185,7 +236,11 @@ t.test(`audit page: filters, prefix, keyset paging, names of actor and subject (
   t.equal(p2.events.length, 2);
   t.equal(p2.next_before, null);
   const ids = [...p1.events, ...p2.events].map((e) => e.id);
-  t.same(ids, [...ids].sort((x, y) => y - x), 'newest first');
+  t.same(
+    ids,
+    [...ids].sort((x, y) => y - x),
+    'newest first',
+  );
   t.equal((await auditPage(db, { subjectId: ann.id, actorId: admin.id, severity: 'info', limit: 50 })).events.length, 2);
   t.equal((await auditPage(db, { severity: 'critical', limit: 50 })).events.length, 0);
 });

@@ -11,7 +11,24 @@ import { TEST_ENGINE } from '../helpers/db.js';
 
 const BASE = '/api/data-authorization';
 const PW = 'system-tables-password-01';
-const SYSTEM = ['sqlite_master', 'sqlite_schema', 'SQLITE_MASTER', 'sqlite_sequence', 'sqlite_temp_master', 'main.sqlite_master', 'temp.sqlite_schema', 'pragma_table_info', 'pg_catalog.pg_authid', 'PG_CATALOG.pg_user', 'pg_authid', 'pg_shadow', 'information_schema.tables', 'information_schema.columns', 'pg_toast.pg_toast_2619', 'pg_temp_1.x'];
+const SYSTEM = [
+  'sqlite_master',
+  'sqlite_schema',
+  'SQLITE_MASTER',
+  'sqlite_sequence',
+  'sqlite_temp_master',
+  'main.sqlite_master',
+  'temp.sqlite_schema',
+  'pragma_table_info',
+  'pg_catalog.pg_authid',
+  'PG_CATALOG.pg_user',
+  'pg_authid',
+  'pg_shadow',
+  'information_schema.tables',
+  'information_schema.columns',
+  'pg_toast.pg_toast_2619',
+  'pg_temp_1.x',
+];
 const DATA = ['orders', 'public.orders', 'sales.pg_like_name_ok', 'sqlitemaster', 'information', 'catalog.pgx'];
 
 t.test('which names are system catalogues', async (t) => {
@@ -36,7 +53,11 @@ t.test(`${TEST_ENGINE}: grants on system catalogues are refused; "*" does not co
   t.equal((await admin.json('PUT', `${BASE}/roles/${role.body.id}/policies/orders`, { allowed_columns: ['id'] })).status, 201, 'a data table: granted');
   t.equal((await admin.json('PUT', `${BASE}/roles/${role.body.id}/policies/*`, { allowed_columns: ['*'] })).status, 201, '"*": granted');
   const listed = await admin.json('GET', `${BASE}/roles/${role.body.id}/policies`);
-  t.same(listed.body.policies.map((p: { table: string }) => p.table), ['*', 'orders'], 'no catalogue was stored');
+  t.same(
+    listed.body.policies.map((p: { table: string }) => p.table),
+    ['*', 'orders'],
+    'no catalogue was stored',
+  );
 
   // The store refuses on its own (a caller other than the route).
   const db = app.database.sql;

@@ -16,7 +16,10 @@ t.test(`${TEST_ENGINE}: every migration applied once and recorded; schema versio
   t.equal(database.engine, TEST_ENGINE);
   const ms = await loadMigrations();
   const rows = await database.sql.selectFrom('schema_migrations').select(['version', 'name']).orderBy('version').execute();
-  t.same(rows, ms.map((m) => ({ version: m.version, name: m.name })));
+  t.same(
+    rows,
+    ms.map((m) => ({ version: m.version, name: m.name })),
+  );
   t.equal(database.schemaVersion, ms.at(-1)!.version);
   t.ok(await database.ping(), 'ping answers');
   t.notMatch(database.target, /:[^@/]*@/, 'the target names no password');
@@ -29,8 +32,16 @@ t.test(`${TEST_ENGINE}: ids are never reused after the last row is deleted`, asy
   for (const table of ['memories', 'data_roles'] as const) {
     const insert = (n: number) =>
       table === 'memories'
-        ? db.insertInto('memories').values({ user_id: u.id, content: `m${n}` }).returning('id').executeTakeFirstOrThrow()
-        : db.insertInto('data_roles').values({ name: `role-${n}` }).returning('id').executeTakeFirstOrThrow();
+        ? db
+            .insertInto('memories')
+            .values({ user_id: u.id, content: `m${n}` })
+            .returning('id')
+            .executeTakeFirstOrThrow()
+        : db
+            .insertInto('data_roles')
+            .values({ name: `role-${n}` })
+            .returning('id')
+            .executeTakeFirstOrThrow();
     await insert(1);
     const second = await insert(2);
     await db.deleteFrom(table).where('id', '=', second.id).execute();
@@ -47,7 +58,10 @@ t.test(`${TEST_ENGINE}: usernames are unique whatever their case; foreign keys c
   await t.rejects(db.insertInto('chat_sessions').values({ id: 's-orphan', user_id: 424242 }).execute(), 'a row pointing at no user is refused');
   await db.insertInto('chat_sessions').values({ id: 's1', user_id: u.id }).execute();
   await db.deleteFrom('users').where('id', '=', u.id).execute();
-  const n = await db.selectFrom('chat_sessions').select(sql<number>`count(*)`.as('n')).executeTakeFirstOrThrow();
+  const n = await db
+    .selectFrom('chat_sessions')
+    .select(sql<number>`count(*)`.as('n'))
+    .executeTakeFirstOrThrow();
   t.equal(Number(n.n), 0, 'ON DELETE CASCADE acts');
 });
 

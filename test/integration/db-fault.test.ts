@@ -30,7 +30,14 @@ t.test('the database goes away and comes back', { skip: why ?? false }, async (t
   const sessionId = turn1.events.at(-1).session_id as string;
   t.equal((await admin.json('POST', '/api/data-authorization/roles', { name: 'before', description: '' })).status, 201, 'an admin change before');
   const counts = async () => ({
-    sessions: Number((await sql.selectFrom('chat_sessions').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n),
+    sessions: Number(
+      (
+        await sql
+          .selectFrom('chat_sessions')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    ),
     turns: await sql.selectFrom('chat_turns').select(['id', 'status', 'stop_reason']).orderBy('started_at').execute(),
     roles: (await sql.selectFrom('data_roles').select('name').orderBy('id').execute()).map((r) => r.name),
     log: (await sql.selectFrom('action_log').select('event').orderBy('id').execute()).map((r) => r.event),
@@ -42,11 +49,7 @@ t.test('the database goes away and comes back', { skip: why ?? false }, async (t
   const health = await fetch(`${h.app.url}/healthz`);
   t.equal(health.status, 503, '/healthz says the database is down');
   t.equal(((await health.json()) as { error: { code: string } }).error.code, 'ERR_DB_UNAVAILABLE');
-  const down = [
-    await alice.json('GET', '/api/chat/sessions'),
-    await admin.json('POST', '/api/data-authorization/roles', { name: 'during', description: '' }),
-    await alice.json('POST', '/api/memories', { content: 'remember me' }),
-  ];
+  const down = [await alice.json('GET', '/api/chat/sessions'), await admin.json('POST', '/api/data-authorization/roles', { name: 'during', description: '' }), await alice.json('POST', '/api/memories', { content: 'remember me' })];
   for (const r of down) {
     t.equal(r.status, 503, `503 while down (${r.body?.error?.code})`);
     t.equal(r.body?.error?.code, 'ERR_DB_UNAVAILABLE');
@@ -69,9 +72,15 @@ t.test('the database goes away and comes back', { skip: why ?? false }, async (t
   t.equal(after.sessions, before.sessions, 'no chat session was created by the refused requests');
   t.same(after.turns.slice(0, before.turns.length), before.turns, 'earlier turns untouched');
   t.equal(after.turns.length, before.turns.length + 1, 'exactly one new turn (the one after the outage)');
-  t.notOk(after.turns.some((x) => x.status === 'running'), 'no turn left half-written');
-  t.same(after.roles, [...before.roles, 'after'], "the role asked for during the outage does not exist");
+  t.notOk(
+    after.turns.some((x) => x.status === 'running'),
+    'no turn left half-written',
+  );
+  t.same(after.roles, [...before.roles, 'after'], 'the role asked for during the outage does not exist');
   t.same(after.log.slice(0, before.log.length), before.log, 'the action log kept everything before');
-  t.notOk(after.log.slice(before.log.length).some((e) => e.includes('during')), 'and has nothing of the refused change');
+  t.notOk(
+    after.log.slice(before.log.length).some((e) => e.includes('during')),
+    'and has nothing of the refused change',
+  );
   await db.drop().catch(() => undefined);
 });

@@ -71,13 +71,23 @@ t.test('airlock demo: log in, chart the sample spreadsheet, read the mail in the
     t.equal(r.status, 200, `approved: ${JSON.stringify(r.body)}`);
   });
   t.equal(turn.status, 200, JSON.stringify(turn.error ?? ''));
-  t.same(asked.map((e) => e.ask), [['someone@example.com']], 'one approval card, for the outside recipient');
-  t.match(turn.events.find((e) => e.type === 'approval_result'), { decision: 'approved', scope: 'recipient' });
+  t.same(
+    asked.map((e) => e.ask),
+    [['someone@example.com']],
+    'one approval card, for the outside recipient',
+  );
+  t.match(
+    turn.events.find((e) => e.type === 'approval_result'),
+    { decision: 'approved', scope: 'recipient' },
+  );
   const done = turn.events.at(-1);
   t.equal(done?.type, 'done');
   t.equal(done?.stop_reason, 'end_turn', JSON.stringify(done));
   const ends = turn.events.filter((e) => e.type === 'tool_end');
-  t.same(ends.map((e) => e.tool), ['search_spreadsheets', 'fetch_sheet', 'rasterize_chart', 'send_email']);
+  t.same(
+    ends.map((e) => e.tool),
+    ['search_spreadsheets', 'fetch_sheet', 'rasterize_chart', 'send_email'],
+  );
   for (const e of ends) t.equal(e.ok, true, `${e.tool} ok ${e.ok ? '' : JSON.stringify(e.error)}`);
 
   // The recipient's view: the emulator's mailbox.

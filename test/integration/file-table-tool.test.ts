@@ -17,7 +17,20 @@ t.test('read_file_table reads uploaded CSV and XLSX, and rasterize_chart charts 
   const uploads = join(ws, 'uploads');
   mkdirSync(uploads);
   writeFileSync(join(uploads, 'sales.csv'), '\ufeffmonth,sales\nJan,120\nFeb,95\nMar,=HYPERLINK("x")\n');
-  writeFileSync(join(uploads, 'book.xlsx'), makeXlsx({ Q1: [['m', 'v'], ['Jan', 5]], Q2: [['m', 'v'], ['Apr', 7], ['May', 9]] }));
+  writeFileSync(
+    join(uploads, 'book.xlsx'),
+    makeXlsx({
+      Q1: [
+        ['m', 'v'],
+        ['Jan', 5],
+      ],
+      Q2: [
+        ['m', 'v'],
+        ['Apr', 7],
+        ['May', 9],
+      ],
+    }),
+  );
   const zeros = Buffer.alloc(40 * 1024 * 1024);
   writeFileSync(join(uploads, 'bomb.xlsx'), makeZip([...xlsxParts({ S: [['a']] }), { name: 'a', data: zeros }, { name: 'b', data: zeros }]));
   writeFileSync(join(ws, 'secret.csv'), 'top,secret\n');
@@ -27,13 +40,39 @@ t.test('read_file_table reads uploaded CSV and XLSX, and rasterize_chart charts 
   const r = await tools.call('read_file_table', { name: 'sales.csv' });
   t.equal(errorCode(r), undefined, JSON.stringify(r.content));
   const out = r.structuredContent as { range: string; rows: string[][]; truncated: boolean; notes: string[] };
-  t.same(out.rows, [['month', 'sales'], ['Jan', '120'], ['Feb', '95'], ['Mar', '\'=HYPERLINK("x")']], 'fetch_sheet rows; the formula came back as text');
+  t.same(
+    out.rows,
+    [
+      ['month', 'sales'],
+      ['Jan', '120'],
+      ['Feb', '95'],
+      ['Mar', '\'=HYPERLINK("x")'],
+    ],
+    'fetch_sheet rows; the formula came back as text',
+  );
   t.equal(out.range, 'sales!A1:B4');
   t.equal(out.truncated, false);
   t.match(out.notes.join(' '), /formula/);
-  t.same((await tools.call('read_file_table', { name: 'uploads/sales.csv', range: 'A2:B3' })).structuredContent, { range: 'sales!A2:B3', rows: [['Jan', '120'], ['Feb', '95']], truncated: false, sheet: 'sales', notes: [] }, 'a range, and the uploads/ prefix is accepted');
+  t.same(
+    (await tools.call('read_file_table', { name: 'uploads/sales.csv', range: 'A2:B3' })).structuredContent,
+    {
+      range: 'sales!A2:B3',
+      rows: [
+        ['Jan', '120'],
+        ['Feb', '95'],
+      ],
+      truncated: false,
+      sheet: 'sales',
+      notes: [],
+    },
+    'a range, and the uploads/ prefix is accepted',
+  );
   const x = (await tools.call('read_file_table', { name: 'book.xlsx', sheet: 'Q2' })).structuredContent as { rows: string[][]; sheets: string[] };
-  t.same(x.rows, [['m', 'v'], ['Apr', '7'], ['May', '9']]);
+  t.same(x.rows, [
+    ['m', 'v'],
+    ['Apr', '7'],
+    ['May', '9'],
+  ]);
   t.same(x.sheets, ['Q1', 'Q2']);
 
   const data = out.rows.slice(1, 3);

@@ -73,5 +73,5 @@ t.test(`${TEST_ENGINE}: what belongs to another node is forwarded to it, signed,
   await ownSandbox(a.database.sql, { sessionId: 'sess-on-a', userId: alice.id, nodeId: 'node-a', containerId: 'c-a', state: 'live' });
   const before = seen.length;
   await c.json('POST', '/api/chat/sessions/sess-on-a/turns/turn-1/cancel', {});
-  t.equal(seen.length, before, "a session this node owns is not forwarded");
+  t.equal(seen.length, before, 'a session this node owns is not forwarded');
 });

@@ -85,7 +85,11 @@ t.test(`${TEST_ENGINE}: the nonce store: one winner of a race, expired rows purg
   t.ok(await claimNonce(db, 'ef'.repeat(12), 'node-a', Date.now() - 1), 'an expired nonce');
   await member.beat();
   const left = await db.selectFrom('node_nonces').select('nonce').orderBy('nonce').execute();
-  t.same(left.map((r) => r.nonce), ['ab'.repeat(12), 'cd'.repeat(12)], 'the heartbeat purged the expired one, kept the live ones');
+  t.same(
+    left.map((r) => r.nonce),
+    ['ab'.repeat(12), 'cd'.repeat(12)],
+    'the heartbeat purged the expired one, kept the live ones',
+  );
 });
 
 t.test(`${TEST_ENGINE}: a node's heartbeat decides which nodes are silent on its clock`, async (t) => {
@@ -149,7 +153,19 @@ t.test(`${TEST_ENGINE}: https between nodes with the fleet's own CA; plain http 
   allowed.close();
   const fleetEnv = { AIRLOCK_DATABASE_URL: 'postgres://a:b@127.0.0.1:1/x', AIRLOCK_NODE_SECRET: SECRET, AGENT_USER_TOKEN_SECRET: 'x'.repeat(20), MCP_INTERNAL_SECRET: 'y'.repeat(20) };
   t.throws(() => loadConfig({ ...fleetEnv, AIRLOCK_NODE_URL: 'http://10.0.0.11:8080' }), { code: 'ERR_CONFIG_INVALID' }, 'a fleet node with an http URL does not start');
-  t.match(String((() => { try { loadConfig({ ...fleetEnv, AIRLOCK_NODE_URL: 'http://10.0.0.11:8080' }); } catch (e) { return e; } })()), /AIRLOCK_FLEET_ALLOW_HTTP/, 'and says how to allow it');
+  t.match(
+    String(
+      (() => {
+        try {
+          loadConfig({ ...fleetEnv, AIRLOCK_NODE_URL: 'http://10.0.0.11:8080' });
+        } catch (e) {
+          return e;
+        }
+      })(),
+    ),
+    /AIRLOCK_FLEET_ALLOW_HTTP/,
+    'and says how to allow it',
+  );
   t.doesNotThrow(() => loadConfig({ ...fleetEnv, AIRLOCK_NODE_URL: 'https://10.0.0.11:8443' }), 'https: starts');
   t.doesNotThrow(() => loadConfig({ ...fleetEnv, AIRLOCK_NODE_URL: 'http://10.0.0.11:8080', AIRLOCK_FLEET_ALLOW_HTTP: 'true' }), 'http explicitly allowed: starts');
 });

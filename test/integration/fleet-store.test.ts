@@ -24,13 +24,24 @@ t.test(`${TEST_ENGINE}: nodes register, beat, and are lost when silent; their sa
   await heartbeat(db, 'a', 2, at(20));
   await heartbeat(db, 'b', 1, at(5));
   const nodes = await listNodes(db, 30, at(40));
-  t.same(nodes.map((n) => [n.id, n.alive, n.sessions]), [['a', true, 2], ['b', false, 1]], 'b silent for 35 s of a 30 s limit');
+  t.same(
+    nodes.map((n) => [n.id, n.alive, n.sessions]),
+    [
+      ['a', true, 2],
+      ['b', false, 1],
+    ],
+    'b silent for 35 s of a 30 s limit',
+  );
 
   await ownSandbox(db, { sessionId: 's1', userId: 1, nodeId: 'a', containerId: 'c1', state: 'live' });
   await ownSandbox(db, { sessionId: 's2', userId: 1, nodeId: 'b', containerId: 'c2', state: 'live' });
   t.same(await nodesOfUserSandboxes(db, 1, 'a'), ['b'], "the other nodes that ran the user's sandboxes (attachments)");
   t.same(await nodesOfUserSandboxes(db, 2, 'a'), [], 'none for a user without sandboxes');
-  t.same((await sandboxesOfOtherNodes(db, 'a')).map((r) => [r.session_id, r.node_id]), [['s2', 'b']], 'what the other nodes own (sessions ls)');
+  t.same(
+    (await sandboxesOfOtherNodes(db, 'a')).map((r) => [r.session_id, r.node_id]),
+    [['s2', 'b']],
+    'what the other nodes own (sessions ls)',
+  );
   t.equal(await markLostSandboxes(db, 30, at(40)), 1, "b's one sandbox is marked lost");
   t.equal(await markLostSandboxes(db, 30, at(40)), 0, 'idempotent');
   t.equal((await sandboxOf(db, 's2'))?.state, 'lost');
@@ -82,7 +93,10 @@ t.test(`${TEST_ENGINE}: airlock doctor and airlock nodes ls`, async (t) => {
   t.match(ls.stdout, /^NODE\s+STATE\s+URL\s+LAST HEARTBEAT\s+SESSIONS\s+CAPACITY\s+VERSION$/m);
   t.match(ls.stdout, /^node-a\s+alive\s+http:\/\/10\.1\.1\.1:8080\s+\S+\s+0\s+32\s+9\.9\.9$/m);
   const json = JSON.parse((await run(process.execPath, [MAIN, 'nodes', 'ls', '--json'], { env })).stdout) as { id: string }[];
-  t.same(json.map((n) => n.id), ['node-a']);
+  t.same(
+    json.map((n) => n.id),
+    ['node-a'],
+  );
 });
 
 t.test('airlock serve with an unreachable database: one clear error naming host and database, exit 1', async (t) => {
@@ -104,7 +118,14 @@ t.test('airlock serve with an unreachable database: one clear error naming host 
   t.match(out, /ERR_DB_UNAVAILABLE/);
   t.match(out, /127\.0\.0\.1:1\/airlock_prod/, 'names host, port and database');
   t.notMatch(out, /hunter2/, 'never the password');
-  t.equal(out.trim().split('\n').filter((l) => /ERR_DB_UNAVAILABLE/.test(l)).length, 1, 'one error line');
+  t.equal(
+    out
+      .trim()
+      .split('\n')
+      .filter((l) => /ERR_DB_UNAVAILABLE/.test(l)).length,
+    1,
+    'one error line',
+  );
 });
 
 t.test('/metrics names the node', async (t) => {

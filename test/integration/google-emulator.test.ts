@@ -30,7 +30,11 @@ t.test('the emulator checks the bearer token, serves values and records requests
   t.equal((await get('/v4/spreadsheets/s1/values/Zed!A1')).status, 400);
   const send = await fetch(`${g.url}/gmail/v1/users/me/messages/send`, { method: 'POST', headers: { authorization: 'Bearer good', 'content-type': 'application/json' }, body: '{}' });
   t.equal(send.status, 400);
-  t.same(g.requests.map((x) => x.status), [401, 200, 400, 400], 'every API call recorded with its status');
+  t.same(
+    g.requests.map((x) => x.status),
+    [401, 200, 400, 400],
+    'every API call recorded with its status',
+  );
   t.equal((await fetch(`${g.url}/mailbox`)).status, 200, 'mailbox page needs no token');
 });
 

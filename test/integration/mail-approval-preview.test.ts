@@ -69,11 +69,22 @@ t.test('the owner sees From, To, Cc, Bcc, Subject, the body and the chart while 
   t.equal(h.status, 200);
   const a = h.body.turns[0].approvals;
   t.equal(a.length, 1, 'the stored turn has its approval');
-  t.match(a[0], { approval_id: seen.request.approval_id, call_id: 'call-1', recipients: ['ext@partner.example', 'colleague@corp.example', 'audit@corp.example'], ask: ['ext@partner.example'], subject: 'Q3 revenue', state: 'approved', scope: 'once' });
+  t.match(a[0], {
+    approval_id: seen.request.approval_id,
+    call_id: 'call-1',
+    recipients: ['ext@partner.example', 'colleague@corp.example', 'audit@corp.example'],
+    ask: ['ext@partner.example'],
+    subject: 'Q3 revenue',
+    state: 'approved',
+    scope: 'once',
+  });
   t.same(a[0].attachments, [{ name: 'quarterly-revenue-eur-2026.png', size: PNG.length }]);
   t.notOk(JSON.stringify(h.body).includes(BODY), 'never the body');
   const ev = await ann2.request('GET', `/api/chat/sessions/${sid}/turns/${h.body.turns[0].turn_id}/events`);
-  const events = (await ev.text()).trim().split('\n').map((l) => JSON.parse(l));
+  const events = (await ev.text())
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   t.same(
     events.map((e) => e.type),
     ['tool_start', 'approval_request', 'approval_result', 'tool_end', 'done'],

@@ -97,10 +97,7 @@ async function startRig(t: Test, env: Record<string, string>): Promise<Rig> {
       t.equal((await c.login(name, `${name}-password`)).status, 200);
       return c;
     },
-    arrived: () =>
-      upstream.requests
-        .filter((r) => r.path === '/gmail/v1/users/me/messages/send')
-        .map((r) => /Subject: ([^\r\n]*)/.exec(Buffer.from(JSON.parse(r.body).raw, 'base64url').toString())?.[1] ?? ''),
+    arrived: () => upstream.requests.filter((r) => r.path === '/gmail/v1/users/me/messages/send').map((r) => /Subject: ([^\r\n]*)/.exec(Buffer.from(JSON.parse(r.body).raw, 'base64url').toString())?.[1] ?? ''),
   };
 }
 
@@ -153,7 +150,10 @@ t.test('the per-hour limit: a user past it is refused with 429 and nothing upstr
   const annId = (await rig.app.database.sql.selectFrom('users').select('id').where('username', '=', 'ann').executeTakeFirstOrThrow()).id;
   const refused = (await queryActionLog(rig.app.database.sql, { event: 'mail.refused' })).filter((r) => r.subject_id === annId);
   t.same(refused.map((r) => r.data.code).sort(), ['ERR_MAIL_RATE_LIMITED', 'ERR_MAIL_RATE_LIMITED'], 'each refusal is in the action log with its code');
-  t.ok(refused.every((r) => r.data.recipients === 1 && typeof r.data.turn_id === 'string'), 'with the recipients count and the turn');
+  t.ok(
+    refused.every((r) => r.data.recipients === 1 && typeof r.data.turn_id === 'string'),
+    'with the recipients count and the turn',
+  );
   t.notOk(JSON.stringify(refused).includes(BODY) || JSON.stringify(refused).includes(rig.placeholder), 'never the body or the placeholder');
   const holds = await rig.app.database.sql.selectFrom('mail_holds').select(['subject', 'state', 'code']).where('user_id', '=', annId).orderBy('created_at').execute();
   t.same(
@@ -209,7 +209,11 @@ t.test('approvals, denials, timeouts and refusals are in the action log; each re
     'the upstream saw the real token and no X-Airlock-Call',
   );
   // The proxy's own header: read and removed, not dropped as a stranger (the count would say so).
-  t.same(rig.proxyDecisions.map((d) => d.dropped_headers ?? 0), [0, 0, 0, 0, 0], 'X-Airlock-Call is not counted as a dropped header');
+  t.same(
+    rig.proxyDecisions.map((d) => d.dropped_headers ?? 0),
+    [0, 0, 0, 0, 0],
+    'X-Airlock-Call is not counted as a dropped header',
+  );
 
   await rig.gate.flushed();
   const sql = rig.app.database.sql;
@@ -239,8 +243,15 @@ t.test('approvals, denials, timeouts and refusals are in the action log; each re
     ],
     'one action-log entry per decision, with the call and the recipients count',
   );
-  t.ok(log.every((e) => e.data.session_id === r.sessionId && e.data.turn_id === turnId && typeof e.data.hold_id === 'string'), 'each names its session, turn and hold');
-  t.same(log.map((e) => e.data.scope), ['once', null, null], 'the approval says its scope');
+  t.ok(
+    log.every((e) => e.data.session_id === r.sessionId && e.data.turn_id === turnId && typeof e.data.hold_id === 'string'),
+    'each names its session, turn and hold',
+  );
+  t.same(
+    log.map((e) => e.data.scope),
+    ['once', null, null],
+    'the approval says its scope',
+  );
   // The proxy refuses a blocked send itself: the gate never sees it, so its refusal is only in
   // proxy_requests. A refusal the gate makes (limit, policy changed since the session start) is
   // a mail.refused entry (the per-hour test above).

@@ -30,11 +30,7 @@ t.test('agent policies carry a send policy; the effective one is the strictest c
     mail_max_per_hour: 100,
   });
   t.equal(all.status, 201, JSON.stringify(all.body));
-  t.same(
-    [all.body.mail_block_domains, all.body.mail_other, all.body.mail_max_per_hour, all.body.mail_allow_domains, all.body.mail_max_recipients],
-    [['evil.example'], 'ask', 100, [], null],
-    'stored and shown',
-  );
+  t.same([all.body.mail_block_domains, all.body.mail_other, all.body.mail_max_per_hour, all.body.mail_allow_domains, all.body.mail_max_recipients], [['evil.example'], 'ask', 100, [], null], 'stored and shown');
   const sales = await c.json('POST', `/api/identity/organisations/${org.id}/agent-policies`, {
     name: 'sales',
     applies_to: 'teams',
@@ -48,11 +44,11 @@ t.test('agent policies carry a send policy; the effective one is the strictest c
 
   const eff = async (uid: number) => (await c.json('GET', `/api/identity/agent-policy?user_id=${uid}`)).body.mail;
   t.same(await eff(alice), { allow_domains: ['corp.example', 'partner.example'], block_domains: ['evil.example'], other: 'block', max_recipients: 5, max_per_hour: 20, approval_timeout_s: 90 }, 'alice: both policies, the strictest wins');
-  t.same(await eff(bob), { allow_domains: ['corp.example'], block_domains: ['evil.example'], other: 'ask', max_recipients: 50, max_per_hour: 60, approval_timeout_s: 90 }, 'bob: a looser per-hour limit than the server\'s does not loosen it');
+  t.same(await eff(bob), { allow_domains: ['corp.example'], block_domains: ['evil.example'], other: 'ask', max_recipients: 50, max_per_hour: 60, approval_timeout_s: 90 }, "bob: a looser per-hour limit than the server's does not loosen it");
 
   const patched = await c.json('PATCH', `/api/identity/agent-policies/${all.body.id}`, { mail_other: null, mail_block_domains: [] });
   t.equal(patched.status, 200);
-  t.same((await eff(bob)).other, 'allow', 'null: back to the server\'s default');
+  t.same((await eff(bob)).other, 'allow', "null: back to the server's default");
 
   for (const [body, field] of [
     [{ mail_allow_domains: ['@corp.example'] }, 'mail_allow_domains'],

@@ -42,9 +42,19 @@ t.test('a burst of 25 sends with a limit of 20, over two nodes, sends exactly 20
   t.equal(answers.filter((a) => a.allow).length, 20, 'exactly 20 let through');
   const refused = answers.filter((a) => !a.allow);
   t.equal(refused.length, 5);
-  t.ok(refused.every((a) => !a.allow && a.code === 'ERR_MAIL_RATE_LIMITED'), 'the rest refused as rate limited');
+  t.ok(
+    refused.every((a) => !a.allow && a.code === 'ERR_MAIL_RATE_LIMITED'),
+    'the rest refused as rate limited',
+  );
   const rows = await dbRows<{ state: string; n: number | string }>(app.database.sql, 'SELECT state, COUNT(*) AS n FROM mail_holds WHERE user_id = ? GROUP BY state ORDER BY state', user.id);
-  t.same(rows.map((r) => [r.state, Number(r.n)]), [['refused', 5], ['sent', 20]], 'the database agrees');
+  t.same(
+    rows.map((r) => [r.state, Number(r.n)]),
+    [
+      ['refused', 5],
+      ['sent', 20],
+    ],
+    'the database agrees',
+  );
 });
 
 t.test('a held send takes a slot while it waits; denied, it gives it back', async (t) => {

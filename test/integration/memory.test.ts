@@ -29,7 +29,10 @@ t.test('users add, list and delete only their own memories', async (t) => {
   t.equal(noCsrf.status, 403);
   await b.json('POST', '/api/memories', { content: 'bob secret' });
   const listA = await a.json('GET', '/api/memories');
-  t.same(listA.body.memories.map((m: { content: string }) => m.content), ['Prefers charts as bars']);
+  t.same(
+    listA.body.memories.map((m: { content: string }) => m.content),
+    ['Prefers charts as bars'],
+  );
   const delOther = await b.json('DELETE', `/api/memories/${m1.body.id}`);
   t.equal(delOther.status, 404, "bob cannot delete alice's entry");
   t.equal(delOther.body.error.code, 'ERR_MEMORY_NOT_FOUND');
@@ -52,14 +55,21 @@ t.test('fetch_memory: bi refused, others returned, other users invisible', async
   const all = await tools.call('fetch_memory', {});
   t.notOk(all.isError, JSON.stringify(all.content));
   const got = all.structuredContent as { memories: { content: string; source: string }[]; withheld: number };
-  t.same(got.memories.map((m) => m.content), ['Prefers bar charts', 'Team meets on Mondays'], "alice's non-bi entries, newest first");
+  t.same(
+    got.memories.map((m) => m.content),
+    ['Prefers bar charts', 'Team meets on Mondays'],
+    "alice's non-bi entries, newest first",
+  );
   t.equal(got.withheld, 1, 'one bi entry withheld');
   t.notMatch(JSON.stringify(all), /Payroll|Bob/, 'no bi content and nothing of bob');
 
   const refused = await tools.call('fetch_memory', { source: 'bi' });
   t.equal(errorCode(refused), 'ERR_TOOL_MEMORY_REFUSED');
   const filtered = await tools.call('fetch_memory', { query: 'monday' });
-  t.same((filtered.structuredContent as typeof got).memories.map((m) => m.content), ['Team meets on Mondays']);
+  t.same(
+    (filtered.structuredContent as typeof got).memories.map((m) => m.content),
+    ['Team meets on Mondays'],
+  );
   const payroll = await tools.call('fetch_memory', { query: 'payroll' });
   t.same((payroll.structuredContent as typeof got).memories, [], 'search never reaches bi entries');
 
@@ -77,7 +87,10 @@ t.test('fetch_memory: bi refused, others returned, other users invisible', async
   t.equal((await api.json('GET', '/api/agent/memories', undefined, { authorization: `Bearer ${token}x` })).status, 401);
   const bobToken = mintAgentUserToken(TEST_SECRETS.AGENT_USER_TOKEN_SECRET, { userId: bob.id, sessionId: 'sess-b' });
   const asBob = await api.json('GET', '/api/agent/memories', undefined, { authorization: `Bearer ${bobToken}` });
-  t.same(asBob.body.memories.map((m: { content: string }) => m.content), ['Bob private note']);
+  t.same(
+    asBob.body.memories.map((m: { content: string }) => m.content),
+    ['Bob private note'],
+  );
 
   // An expired token: the tool says to start a new session.
   const old = mintAgentUserToken(TEST_SECRETS.AGENT_USER_TOKEN_SECRET, { userId: alice.id, sessionId: 'sess-a', ttlS: 1, now: Date.now() - 10_000 });
@@ -89,7 +102,10 @@ t.test('fetch_memory: bi refused, others returned, other users invisible', async
   t.notOk(app.logs.text().includes(token), 'the token never reaches the log');
   t.notOk(app.logs.text().includes('Payroll'), 'memory content never reaches the log');
   const stored = await app.database.sql.selectFrom('memories').select(['user_id', 'content']).execute();
-  t.ok(stored.every((r) => r.content.startsWith('v1.') && !/Payroll|Monday|Bob/.test(r.content)), 'content encrypted at rest');
+  t.ok(
+    stored.every((r) => r.content.startsWith('v1.') && !/Payroll|Monday|Bob/.test(r.content)),
+    'content encrypted at rest',
+  );
   // A row moved to another user no longer decrypts (owner id is the associated data).
   await app.database.sql.updateTable('memories').set({ user_id: alice.id }).where('id', '=', bobs.body.id).execute();
   const moved = await api.json('GET', `/api/agent/memories/${bobs.body.id}`, undefined, auth);

@@ -61,7 +61,13 @@ t.test('/metrics: logins, egress decisions by outcome, process metrics; no secre
   // An egress socket with one route to a local upstream; a CONNECT is refused, the route's request passes.
   const upstream = createHttpServer((_q, r) => r.end('{}'));
   await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
-  t.teardown(() => new Promise((r) => { upstream.closeAllConnections(); upstream.close(r); }));
+  t.teardown(
+    () =>
+      new Promise((r) => {
+        upstream.closeAllConnections();
+        upstream.close(r);
+      }),
+  );
   const base = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
   const sock = join(dir, 'egress.sock');
   const route = { name: 'search', prefix: '/search', allow: [{ method: 'GET', path: '/search/drive/v3/files' }], upstream: base, rewrite: { from: '/search/', to: '/' }, placeholder_env: 'P', token_ref: '${T}', base_url_env: 'B' };
@@ -75,7 +81,17 @@ t.test('/metrics: logins, egress decisions by outcome, process metrics; no secre
   t.equal(value(after, 'airlock_logins_total', { outcome: 'failed' }), 1, 'failed login counted');
   t.equal(value(after, 'airlock_proxy_decisions_total', { route: 'egress', outcome: 'refused' }), 1, 'refused egress counted');
   t.equal(value(after, 'airlock_proxy_decisions_total', { route: 'egress', outcome: 'allowed' }), 1, 'allowed egress counted');
-  for (const name of ['airlock_sessions_live', 'airlock_session_starts_waiting', 'airlock_sessions_started_total', 'airlock_sessions_reaped_total', 'airlock_session_start_seconds', 'airlock_turns_total', 'airlock_model_tokens_total', 'airlock_sync_jobs_total', 'airlock_token_refreshes_total']) {
+  for (const name of [
+    'airlock_sessions_live',
+    'airlock_session_starts_waiting',
+    'airlock_sessions_started_total',
+    'airlock_sessions_reaped_total',
+    'airlock_session_start_seconds',
+    'airlock_turns_total',
+    'airlock_model_tokens_total',
+    'airlock_sync_jobs_total',
+    'airlock_token_refreshes_total',
+  ]) {
     t.match(after, new RegExp(`# TYPE ${name} `), `${name} is exported`);
   }
   t.notOk(after.includes('mia-password-1') || after.includes('evil.example'), 'no passwords or targets in metrics');

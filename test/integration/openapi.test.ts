@@ -25,7 +25,7 @@ interface RouterLayer {
 function routerOperations(app: { router: { stack: RouterLayer[] } }): string[] {
   const out: string[] = [];
   // A router mounted at '/' adds nothing; a route at '/' of a mounted router is the mount path itself.
-  const join = (prefix: string, p: string) => ((prefix === '/' ? '' : prefix) + (p === '/' ? '' : p) || '/');
+  const join = (prefix: string, p: string) => (prefix === '/' ? '' : prefix) + (p === '/' ? '' : p) || '/';
   const walk = (stack: RouterLayer[], prefix: string) => {
     for (const layer of stack) {
       if (layer.route) {

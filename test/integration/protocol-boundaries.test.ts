@@ -145,7 +145,10 @@ t.test('supervisor reading the daemon: coded error reply (when the id is readabl
   );
   t.match(bad[0].data?.issues, [/turn_id/]);
   t.notMatch(JSON.stringify(logs) + c.lines.join(), PAYLOAD, 'the payload is neither logged nor echoed');
-  t.ok(msgs.some((m) => m.type === 'log' && m.msg === 'bad control line'), 'operators see the warning on the socket too');
+  t.ok(
+    msgs.some((m) => m.type === 'log' && m.msg === 'bad control line'),
+    'operators see the warning on the socket too',
+  );
   const daemon = await SandboxClient.connect(join(dir, 'control.sock'), 2000);
   t.teardown(() => daemon.close());
   t.match(await daemon.ping(), { state: 'hello', session_id: null, child_restarts: 0 }, "the real supervisor's status passes the daemon's check");
@@ -210,7 +213,10 @@ t.test('agent child reading the supervisor: bad stdin lines ignored with a log l
   proc.stdin.write(`{"type":"prompt","turn_id":"t1"}\n`);
   proc.stdin.write(`{"type":"prompt","turn_id":"t2","prompt":"hello"}\n`);
   await waitFor(() => out.includes('"turn_end"'), 'the turn end', 30_000);
-  const lines = out.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, any>);
+  const lines = out
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Record<string, any>);
   const ends = lines.filter((m) => m.type === 'turn_end');
   t.same(
     ends.map((m) => m.turn_id),

@@ -87,24 +87,30 @@ async function start(t: Tap): Promise<{ base: string; up: Upstream; decisions: P
     res.writeHead(404).end();
   });
   await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  t.teardown(() => new Promise<void>((r) => { srv.closeAllConnections(); srv.close(() => r()); }));
+  t.teardown(
+    () =>
+      new Promise<void>((r) => {
+        srv.closeAllConnections();
+        srv.close(() => r());
+      }),
+  );
   const port = (srv.address() as AddressInfo).port;
   const sock = join(tempDir(t, 'airlock-proxy-enc-'), 'egress.sock');
   // The gateway decodes and scrubs (it holds the token): its log lines are the ones read below.
   const gwLogs = logSink();
   const gw = new EgressGatewayService({ log: createLogger({ level: 'debug', destination: gwLogs.stream }) });
   const routes = [
-      {
-        name: 'up',
-        prefix: '/up',
-        allow: ['body', 'empty', 'stream'].map((k) => ({ method: 'GET', path: `/up/${k}/{coding}` })),
-        upstream: `http://127.0.0.1:${port}`,
-        rewrite: { from: '/up/', to: '/' },
-        placeholder_env: 'P',
-        token_ref: '${T}',
-        base_url_env: 'B',
-      },
-    ];
+    {
+      name: 'up',
+      prefix: '/up',
+      allow: ['body', 'empty', 'stream'].map((k) => ({ method: 'GET', path: `/up/${k}/{coding}` })),
+      upstream: `http://127.0.0.1:${port}`,
+      rewrite: { from: '/up/', to: '/' },
+      placeholder_env: 'P',
+      token_ref: '${T}',
+      base_url_env: 'B',
+    },
+  ];
   // The gateway decodes and scrubs on the host (it holds the token).
   const h = await gw.open('enc', sock, { userId: 1, routes, tokens: { T: REAL } });
   t.teardown(() => h.close());
@@ -118,7 +124,12 @@ async function start(t: Tap): Promise<{ base: string; up: Upstream; decisions: P
     log: (level, msg, data) => logs.push(JSON.stringify({ level, msg, ...data })),
   });
   t.teardown(() => proxy.close());
-  return { base: `http://127.0.0.1:${proxy.port}`, up: { seen, release: () => release() }, decisions, logs: { join: (sep: string) => [...logs, ...gwLogs.lines].join(sep), gateway: () => gwLogs.lines.map((l) => JSON.parse(l) as Record<string, unknown>) } };
+  return {
+    base: `http://127.0.0.1:${proxy.port}`,
+    up: { seen, release: () => release() },
+    decisions,
+    logs: { join: (sep: string) => [...logs, ...gwLogs.lines].join(sep), gateway: () => gwLogs.lines.map((l) => JSON.parse(l) as Record<string, unknown>) },
+  };
 }
 
 type Tap = { teardown(fn: () => unknown): void };
@@ -136,10 +147,26 @@ t.test('gzip, x-gzip, deflate, br and stacked codings: the child gets the decode
     t.notOk(text.includes(REAL), `${coding}: no token in the body`);
     t.same(JSON.parse(text), JSON.parse(body(`Bearer ${SCRUBBED}`)), `${coding}: decoded, token replaced, nothing else changed`);
   }
-  t.ok(up.seen.every((q) => q.headers['accept-encoding'] === 'identity' && q.headers.authorization === `Bearer ${REAL}`), 'identity asked for, real token injected');
-  t.same(decisions.map((d) => d.outcome), Array(5).fill('forwarded'));
+  t.ok(
+    up.seen.every((q) => q.headers['accept-encoding'] === 'identity' && q.headers.authorization === `Bearer ${REAL}`),
+    'identity asked for, real token injected',
+  );
+  t.same(
+    decisions.map((d) => d.outcome),
+    Array(5).fill('forwarded'),
+  );
   const lines = logs.gateway().filter((l) => l.msg === 'egress forwarded');
-  t.same(lines.map((l) => [l.decoded, l.scrubbed]), [[['gzip'], 1], [['x-gzip'], 1], [['deflate'], 1], [['br'], 1], [['deflate', 'gzip'], 1]], 'decoded codings and scrub counts logged');
+  t.same(
+    lines.map((l) => [l.decoded, l.scrubbed]),
+    [
+      [['gzip'], 1],
+      [['x-gzip'], 1],
+      [['deflate'], 1],
+      [['br'], 1],
+      [['deflate', 'gzip'], 1],
+    ],
+    'decoded codings and scrub counts logged',
+  );
   t.notOk(logs.join('\n').includes(REAL), 'no token in the logs');
 
   const ident = await fetch(`${base}/up/body/identity`, { headers: auth });

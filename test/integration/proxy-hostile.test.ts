@@ -158,7 +158,10 @@ t.test('hostile requests → 403/400 and the upstream records nothing', async (t
   t.same(rig.upstream.requests, [], 'the upstream recorded nothing');
   t.equal(rig.proxy.stats().forwarded, 0);
   t.ok(rig.decisions.length >= table.length, 'every hostile request is a decision');
-  t.same(rig.decisions.filter((d) => d.outcome !== 'refused'), [], 'all of them refusals');
+  t.same(
+    rig.decisions.filter((d) => d.outcome !== 'refused'),
+    [],
+    'all of them refusals',
+  );
   t.same([...new Set(rig.decisions.map((d) => d.code))].sort(), ['ERR_PROXY_BAD_REQUEST', 'ERR_PROXY_ROUTE_DENIED'], 'coded');
 });
-

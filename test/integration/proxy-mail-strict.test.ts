@@ -84,7 +84,7 @@ t.test('the strict reading through the real proxy', async (t) => {
     t.equal(upstream.requests.length, before, 'nothing went upstream');
   });
 
-  t.test('the agent\'s tool sees the refusal as an error naming the code and what was wrong', async (t) => {
+  t.test("the agent's tool sees the refusal as an error naming the code and what was wrong", async (t) => {
     const raw = Buffer.from(hostileMessage(HOSTILE_MAILS[0]), 'latin1').toString('base64url');
     await t.rejects(callUpstream(url, { method: 'POST', bearer: PLACEHOLDER, body: { raw }, timeoutMs: 5000, what: 'sending the e-mail' }), {
       code: 'ERR_TOOL_BAD_REQUEST',

@@ -21,7 +21,19 @@ t.test('tool-built URLs with % in the Drive query and / in the sheet name pass, 
     acceptTokens: [REAL],
     seed: {
       spreadsheets: [
-        { id: 'sheet-growth', name: 'Growth 50% plan', modifiedTime: '2026-11-02T10:00:00.000Z', sheets: { 'a/b': [['Region', 'Share'], ['North', '50%'], ['South', '25%']], 'x\\y': [['k', 'v']] } },
+        {
+          id: 'sheet-growth',
+          name: 'Growth 50% plan',
+          modifiedTime: '2026-11-02T10:00:00.000Z',
+          sheets: {
+            'a/b': [
+              ['Region', 'Share'],
+              ['North', '50%'],
+              ['South', '25%'],
+            ],
+            'x\\y': [['k', 'v']],
+          },
+        },
         { id: 'sheet-other', name: 'Growth 5 plan', modifiedTime: '2026-11-01T10:00:00.000Z', sheets: { Sheet1: [['a']] } },
       ],
     },
@@ -59,7 +71,18 @@ t.test('tool-built URLs with % in the Drive query and / in the sheet name pass, 
 
   const sheet = await tools.call('fetch_sheet', { spreadsheet_id: 'sheet-growth', range: 'a/b!A1:B2' });
   t.notOk(sheet.isError, JSON.stringify(sheet.content));
-  t.same(sheet.structuredContent, { range: "'a/b'!A1:B2", rows: [['Region', 'Share'], ['North', '50%']], truncated: false }, 'Google quotes the title in its answer');
+  t.same(
+    sheet.structuredContent,
+    {
+      range: "'a/b'!A1:B2",
+      rows: [
+        ['Region', 'Share'],
+        ['North', '50%'],
+      ],
+      truncated: false,
+    },
+    'Google quotes the title in its answer',
+  );
   const quoted = await tools.call('fetch_sheet', { spreadsheet_id: 'sheet-growth', range: "'a/b'!B2:B3" });
   t.same(quoted.structuredContent, { range: "'a/b'!B2:B3", rows: [['50%'], ['25%']], truncated: false }, 'a quoted title works the same');
   const backslash = await tools.call('fetch_sheet', { spreadsheet_id: 'sheet-growth', range: 'x\\y!A1:B1' });
@@ -73,17 +96,28 @@ t.test('tool-built URLs with % in the Drive query and / in the sheet name pass, 
     fields: 'files(id,name,modifiedTime)',
   }).toString();
   t.match(q, /50%25/, 'the tools send %25 in the query');
-  t.same(google.requests.map((r) => r.target), [
-    `/drive/v3/files?${q}`,
-    `/v4/spreadsheets/sheet-growth/values/${encodeURIComponent('a/b!A1:B2')}`,
-    `/v4/spreadsheets/sheet-growth/values/${encodeURIComponent("'a/b'!B2:B3")}`,
-    `/v4/spreadsheets/sheet-growth/values/${encodeURIComponent('x\\y!A1:B1')}`,
-  ]);
+  t.same(
+    google.requests.map((r) => r.target),
+    [
+      `/drive/v3/files?${q}`,
+      `/v4/spreadsheets/sheet-growth/values/${encodeURIComponent('a/b!A1:B2')}`,
+      `/v4/spreadsheets/sheet-growth/values/${encodeURIComponent("'a/b'!B2:B3")}`,
+      `/v4/spreadsheets/sheet-growth/values/${encodeURIComponent('x\\y!A1:B1')}`,
+    ],
+  );
   t.match(google.requests[1].target, /\/values\/a%2Fb!A1%3AB2$/, 'the encoded slash stays encoded');
   for (const r of google.requests) t.equal(r.headers.authorization, `Bearer ${REAL}`, `${r.path}: the real token, injected by the proxy`);
   const seen = JSON.stringify(google.requests);
   for (const p of Object.values(placeholders)) t.notOk(seen.includes(p), 'no placeholder reached Google');
-  t.same(decisions.map((d) => [d.route, d.outcome, d.status]), [['search', 'forwarded', 200], ['sheets', 'forwarded', 200], ['sheets', 'forwarded', 200], ['sheets', 'forwarded', 200]]);
+  t.same(
+    decisions.map((d) => [d.route, d.outcome, d.status]),
+    [
+      ['search', 'forwarded', 200],
+      ['sheets', 'forwarded', 200],
+      ['sheets', 'forwarded', 200],
+      ['sheets', 'forwarded', 200],
+    ],
+  );
 
   // The same opening cannot be turned into a way out of the range segment.
   const n = google.requests.length;

@@ -40,12 +40,10 @@ t.test('real token arrives upstream, the placeholder never does; logs hold no se
   t.equal(model.status, 200);
 
   const reqs = rig.upstream.requests;
-  t.same(reqs.map((r) => `${r.method} ${r.path.split('?')[0]}`), [
-    'POST /gmail/v1/users/me/messages/send',
-    'GET /v4/spreadsheets/sheet-1/values/Sheet1!A1:B3',
-    'GET /drive/v3/files',
-    'POST /v1/chat/completions',
-  ]);
+  t.same(
+    reqs.map((r) => `${r.method} ${r.path.split('?')[0]}`),
+    ['POST /gmail/v1/users/me/messages/send', 'GET /v4/spreadsheets/sheet-1/values/Sheet1!A1:B3', 'GET /drive/v3/files', 'POST /v1/chat/completions'],
+  );
   t.equal(reqs[0].headers.authorization, `Bearer ${REAL_ACCESS}`);
   t.equal(reqs[1].headers.authorization, `Bearer ${REAL_ACCESS}`);
   t.equal(reqs[2].headers.authorization, `Bearer ${REAL_ACCESS}`);
@@ -78,7 +76,10 @@ t.test('real token arrives upstream, the placeholder never does; logs hold no se
     { method: 'GET', template: '/sheets/v4/spreadsheets/{spreadsheetId}/values/{range}', turn_id: null, call_id: null },
     'the audit fields: method and path template (never the values), no turn or call outside a session',
   );
-  t.ok(rig.decisions.every((d) => typeof d.req_bytes === 'number' && typeof d.res_bytes === 'number' && typeof d.ms === 'number'), 'bytes and time of each');
+  t.ok(
+    rig.decisions.every((d) => typeof d.req_bytes === 'number' && typeof d.res_bytes === 'number' && typeof d.ms === 'number'),
+    'bytes and time of each',
+  );
   t.equal(rig.proxy.stats().droppedHeaders, 2, 'x-keep and proxy-authorization counted');
 });
 
@@ -97,7 +98,7 @@ t.test('hop-by-hop headers, and any header the child names in Connection, never 
   t.equal(rig.upstream.requests.length, 1);
   const seen = rig.upstream.requests[0].headers;
   for (const h of ['x-listed-hop', 'keep-alive', 'te', 'trailer', 'via', 'x-forwarded-for', 'forwarded']) t.notOk(seen[h], `${h} stripped`);
-  t.notMatch(String(seen.connection ?? ''), /x-listed-hop/i, 'the child\'s Connection list is not passed on');
+  t.notMatch(String(seen.connection ?? ''), /x-listed-hop/i, "the child's Connection list is not passed on");
   t.notOk(seen['x-keep'], 'a header off the allow-list is dropped too');
   t.equal(seen['content-type'], 'application/json', 'an allowed header passes');
   t.same(JSON.parse(rig.upstream.requests[0].body), { raw }, 'body forwarded unchanged');
@@ -115,7 +116,7 @@ t.test('anthropic model route injects x-api-key', async (t) => {
   t.notOk(rig.upstream.requests[0].headers.authorization);
 });
 
-t.test('wrong, missing or another route\'s placeholder → 401 ERR_PROXY_PLACEHOLDER, nothing forwarded', async (t) => {
+t.test("wrong, missing or another route's placeholder → 401 ERR_PROXY_PLACEHOLDER, nothing forwarded", async (t) => {
   const rig = await startProxyRig(t);
   const cases: Record<string, string>[] = [
     {},
@@ -184,13 +185,15 @@ t.test('Expect: 100-continue on an allowed send: continue, then forwarded', asyn
 
 t.test('rotation: after a token change requests carry the new token', async (t) => {
   const rig = await startProxyRig(t);
-  const send = () =>
-    fetch(rig.base + MAIL, { method: 'POST', headers: { authorization: `Bearer ${rig.placeholders.MAIL_API_KEY}`, 'content-type': 'application/json' }, body: '{"raw":"eA"}' });
+  const send = () => fetch(rig.base + MAIL, { method: 'POST', headers: { authorization: `Bearer ${rig.placeholders.MAIL_API_KEY}`, 'content-type': 'application/json' }, body: '{"raw":"eA"}' });
   t.equal((await send()).status, 200);
   // Rotation replaces the token in the gateway, on the host: nothing goes to the proxy.
   rig.gateway.setTokens({ MAIL_ACCESS_TOKEN: 'ya29.ROTATED-token-after-refresh-xyz' });
   t.equal((await send()).status, 200);
-  t.same(rig.upstream.requests.map((r) => r.headers.authorization), [`Bearer ${REAL_ACCESS}`, 'Bearer ya29.ROTATED-token-after-refresh-xyz']);
+  t.same(
+    rig.upstream.requests.map((r) => r.headers.authorization),
+    [`Bearer ${REAL_ACCESS}`, 'Bearer ya29.ROTATED-token-after-refresh-xyz'],
+  );
 });
 
 t.test('egress socket (second wall): mode 0600; CONNECT, absolute-form, other routes, methods and paths refused on the host; refusals logged with the session id', async (t) => {
@@ -229,7 +232,10 @@ t.test('egress socket (second wall): mode 0600; CONNECT, absolute-form, other ro
   t.equal(rig.upstream.requests[0].headers.authorization, `Bearer ${REAL_ACCESS}`);
   const refusals = rig.logs.lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'egress refused');
   t.ok(refusals.length >= 11);
-  t.ok(refusals.every((l) => l.sessionId === 'sess-test-1'), 'each refusal names the session');
+  t.ok(
+    refusals.every((l) => l.sessionId === 'sess-test-1'),
+    'each refusal names the session',
+  );
 });
 
 t.test('the gateway holds no token for a route: 503 ERR_PROXY_TOKEN_MISSING, nothing upstream', async (t) => {
@@ -251,7 +257,9 @@ t.test('the gateway holds no token for a route: 503 ERR_PROXY_TOKEN_MISSING, not
 t.test('an opaque name that is no parameter of its template makes the proxy fail at start', async (t) => {
   await t.rejects(
     startCredentialProxy({
-      profile: buildProfile('s', 0, [{ name: 'sheets', prefix: '/sheets', allow: [{ method: 'GET', path: '/sheets/v4/spreadsheets/{id}/values/A1', opaque: ['range'] }], upstream: 'http://127.0.0.1:1', placeholder_env: 'P', token_ref: '${T}', base_url_env: 'B' }]),
+      profile: buildProfile('s', 0, [
+        { name: 'sheets', prefix: '/sheets', allow: [{ method: 'GET', path: '/sheets/v4/spreadsheets/{id}/values/A1', opaque: ['range'] }], upstream: 'http://127.0.0.1:1', placeholder_env: 'P', token_ref: '${T}', base_url_env: 'B' },
+      ]),
       getPlaceholder: () => 'x',
       egressSocket: '/nonexistent',
     }),
@@ -266,7 +274,13 @@ t.test('upstream down → 502, upstream too slow → 504, both coded', async (t)
   // A server that accepts and never answers.
   const hang = createServer(() => {});
   await new Promise<void>((r) => hang.listen(0, '127.0.0.1', r));
-  t.teardown(() => new Promise<void>((r) => { hang.closeAllConnections(); hang.close(() => r()); }));
+  t.teardown(
+    () =>
+      new Promise<void>((r) => {
+        hang.closeAllConnections();
+        hang.close(() => r());
+      }),
+  );
   const hangPort = (hang.address() as AddressInfo).port;
   const decisions: unknown[] = [];
   const route = (name: string, upstream: string) => ({ name, prefix: `/${name}`, allow: [{ method: 'GET', path: `/${name}/x` }], upstream, placeholder_env: 'P', token_ref: '${T}', base_url_env: 'B' });
@@ -306,7 +320,9 @@ t.test('https upstream: TLS from the gateway on the host, certificate verified, 
   const { createLogger } = await import('../../core/index.js');
   const dir = tempDir(t);
   try {
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { stdio: 'ignore' });
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], {
+      stdio: 'ignore',
+    });
   } catch {
     t.comment('skipped: openssl is not available to make a test certificate');
     return;
@@ -319,9 +335,24 @@ t.test('https upstream: TLS from the gateway on the host, certificate verified, 
     res.end(JSON.stringify({ files: [], echoed: req.headers.authorization }));
   });
   await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  t.teardown(() => new Promise<void>((r) => { srv.closeAllConnections(); srv.close(() => r()); }));
+  t.teardown(
+    () =>
+      new Promise<void>((r) => {
+        srv.closeAllConnections();
+        srv.close(() => r());
+      }),
+  );
   const port = (srv.address() as AddressInfo).port;
-  const route = { name: 'search', prefix: '/search', allow: [{ method: 'GET', path: '/search/drive/v3/files' }], upstream: `https://127.0.0.1:${port}`, rewrite: { from: '/search/', to: '/' }, placeholder_env: 'P', token_ref: '${T}', base_url_env: 'B' };
+  const route = {
+    name: 'search',
+    prefix: '/search',
+    allow: [{ method: 'GET', path: '/search/drive/v3/files' }],
+    upstream: `https://127.0.0.1:${port}`,
+    rewrite: { from: '/search/', to: '/' },
+    placeholder_env: 'P',
+    token_ref: '${T}',
+    base_url_env: 'B',
+  };
   // TLS is the gateway's (on the host): the proxy speaks plain HTTP over the egress socket.
   const start = async (name: string, ca?: Buffer) => {
     const gw = new EgressGatewayService({ log: createLogger({ level: 'silent' }), ...(ca ? { tlsCa: ca } : {}) });
@@ -344,11 +375,14 @@ t.test('https upstream: TLS from the gateway on the host, certificate verified, 
   t.equal(seen.length, 1, 'the untrusted upstream received no request');
 });
 
-t.test('host route: the child\'s AGENT_USER_TOKEN is checked and passed through, no injection', async (t) => {
+t.test("host route: the child's AGENT_USER_TOKEN is checked and passed through, no injection", async (t) => {
   const daemon = await startFakeUpstream();
   t.teardown(() => daemon.close());
   const routes = buildRoutes({ google: { mailBaseUrl: 'https://x', sheetsBaseUrl: 'https://x', driveBaseUrl: 'https://x' }, model: { provider: 'demo' }, hasAccountToken: false, hasModelKey: false, hostOrigin: daemon.url });
-  t.same(routes.map((r) => r.name), ['host']);
+  t.same(
+    routes.map((r) => r.name),
+    ['host'],
+  );
   const sock = join(tempDir(t), 'egress.sock');
   const gw = new EgressGatewayService({ log: createLogger({ level: 'silent' }) });
   const h = await gw.open('host', sock, { userId: 1, routes, tokens: {} });
@@ -359,7 +393,10 @@ t.test('host route: the child\'s AGENT_USER_TOKEN is checked and passed through,
   const url = `http://127.0.0.1:${proxy.port}/host/api/agent/memories?limit=5`;
   const r = await fetch(url, { headers: { authorization: `Bearer ${agentToken}` } });
   t.equal(r.status, 404, 'the fake daemon answered (it has no memories API)');
-  t.same(daemon.requests.map((q) => [q.method, q.path, q.headers.authorization]), [['GET', '/api/agent/memories?limit=5', `Bearer ${agentToken}`]]);
+  t.same(
+    daemon.requests.map((q) => [q.method, q.path, q.headers.authorization]),
+    [['GET', '/api/agent/memories?limit=5', `Bearer ${agentToken}`]],
+  );
   t.equal((await fetch(url, { headers: { authorization: 'Bearer forged' } })).status, 401);
   t.equal((await fetch(`http://127.0.0.1:${proxy.port}/host/admin`, { headers: { authorization: `Bearer ${agentToken}` } })).status, 403);
   t.equal(daemon.requests.length, 1);
@@ -369,7 +406,11 @@ t.test('keyless model route (local model server): the placeholder is checked, no
   const model = await startFakeUpstream();
   t.teardown(() => model.close());
   const routes = buildRoutes({ google: { mailBaseUrl: 'https://x', sheetsBaseUrl: 'https://x', driveBaseUrl: 'https://x' }, model: { provider: 'openai', baseUrl: `${model.url}/v1` }, hasAccountToken: false, hasModelKey: false });
-  t.same(routes.map((r) => [r.name, r.token_ref, r.inject]), [['model', null, 'none']], 'a model route without a token reference');
+  t.same(
+    routes.map((r) => [r.name, r.token_ref, r.inject]),
+    [['model', null, 'none']],
+    'a model route without a token reference',
+  );
   const sock = join(tempDir(t), 'egress.sock');
   const gw = new EgressGatewayService({ log: createLogger({ level: 'silent' }) });
   const h = await gw.open('keyless', sock, { userId: 1, routes, tokens: {} });

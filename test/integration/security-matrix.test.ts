@@ -45,7 +45,11 @@ t.test('route matrix: anon / user / superuser / no CSRF / wrong content type', a
   t.equal((await user.login('plain', PASSWORD)).status, 200);
   const sup = app.client();
   t.equal((await sup.login('root', PASSWORD)).status, 200);
-  const principals: Array<[string, Client]> = [['anon', anon], ['user', user], ['superuser', sup]];
+  const principals: Array<[string, Client]> = [
+    ['anon', anon],
+    ['user', user],
+    ['superuser', sup],
+  ];
 
   let cases = 0;
   for (const [method, path, , who] of OPERATIONS) {
@@ -93,7 +97,11 @@ t.test('route matrix: anon / user / superuser / no CSRF / wrong content type', a
     }
     if (!api || !unsafe) continue;
     // A form body (what a cross-site form can send) and a text body: 415 on every JSON route.
-    for (const [type, payload] of [['application/x-www-form-urlencoded', 'a=1'], ['text/plain', '{}'], ['multipart/form-data; boundary=x', '--x--']]) {
+    for (const [type, payload] of [
+      ['application/x-www-form-urlencoded', 'a=1'],
+      ['text/plain', '{}'],
+      ['multipart/form-data; boundary=x', '--x--'],
+    ]) {
       const r = await sup.json(M, url, payload, { 'content-type': type });
       cases++;
       t.equal(r.status, 415, `${M} ${path} with ${type}: 415`);
@@ -101,5 +109,9 @@ t.test('route matrix: anon / user / superuser / no CSRF / wrong content type', a
     }
   }
   t.ok(cases >= 200, `${cases} cases`);
-  t.same(upstream.requests.map((r) => `${r.method} ${r.path}`), [], 'nothing reached an upstream');
+  t.same(
+    upstream.requests.map((r) => `${r.method} ${r.path}`),
+    [],
+    'nothing reached an upstream',
+  );
 });

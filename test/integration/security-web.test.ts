@@ -19,7 +19,22 @@ const PNG = Buffer.concat([Buffer.from('89504e470d0a1a0a', 'hex'), Buffer.alloc(
 const name = (n: number) => `0000000${n}-0000-4000-8000-000000000000.png`;
 
 /** The payloads of finding 3, and their relatives. */
-const OPEN_REDIRECTS = ['/.//evil.example/x', '/..//evil.example/x', '/%2e//evil.example/x', '/./\\evil.example', '//evil.example', '/\\evil.example', '\\\\evil.example', 'https://evil.example/', '/%2f%2fevil.example', '/%5cevil.example', ' /x', '/\t/evil.example', 'javascript:alert(1)', '/./%2fevil.example'];
+const OPEN_REDIRECTS = [
+  '/.//evil.example/x',
+  '/..//evil.example/x',
+  '/%2e//evil.example/x',
+  '/./\\evil.example',
+  '//evil.example',
+  '/\\evil.example',
+  '\\\\evil.example',
+  'https://evil.example/',
+  '/%2f%2fevil.example',
+  '/%5cevil.example',
+  ' /x',
+  '/\t/evil.example',
+  'javascript:alert(1)',
+  '/./%2fevil.example',
+];
 
 t.test('finding 2: attachments are opened beneath the workspace without following any link', async (t) => {
   const dataDir = tempDir(t);
@@ -36,7 +51,7 @@ t.test('finding 2: attachments are opened beneath the workspace without followin
   await c.login('alice', PASSWORD);
   const viaDirLink = await c.request('GET', `/api/chat/attachments/${name(1)}`);
   t.equal(viaDirLink.status, 404, 'a symlinked folder is not followed');
-  t.notOk((await viaDirLink.text()).includes('BOB-SECRET'), 'nothing of Bob\'s chart');
+  t.notOk((await viaDirLink.text()).includes('BOB-SECRET'), "nothing of Bob's chart");
 
   // Now a real folder, with every kind of file that must not be served, and one good file.
   execFileSync('rm', [join(ws(alice.id), '.agent-attachments')]);
@@ -53,7 +68,15 @@ t.test('finding 2: attachments are opened beneath the workspace without followin
   const ok = await c.request('GET', `/api/chat/attachments/${name(2)}`);
   t.equal(ok.status, 200, 'a regular file of the workspace owner is served');
   t.same(Buffer.from(await ok.arrayBuffer()), PNG);
-  for (const [n, why] of [[3, 'symlinked file'], [4, 'hard link to another user\'s file'], [5, 'FIFO'], [6, 'over the size cap'], [7, 'file of another owner'], [8, 'directory'], [9, 'missing']] as const) {
+  for (const [n, why] of [
+    [3, 'symlinked file'],
+    [4, "hard link to another user's file"],
+    [5, 'FIFO'],
+    [6, 'over the size cap'],
+    [7, 'file of another owner'],
+    [8, 'directory'],
+    [9, 'missing'],
+  ] as const) {
     const r = await c.json('GET', `/api/chat/attachments/${name(n)}`);
     t.equal(r.status, 404, `${why}: 404`);
     t.equal(r.body.error.code, 'ERR_CHAT_ATTACHMENT_NOT_FOUND');
@@ -172,7 +195,7 @@ t.test('finding 4: two nodes of a fleet count one set of failures (the limiter l
   // Three guesses spread over the two nodes: A, B, A.
   for (const [i, c] of [ca, cb, ca].entries()) t.equal((await c.json('POST', '/api/auth/login', { username: 'admin', password: `guess-${i}` }, at)).status, 401, `guess ${i + 1} refused as wrong`);
   const onB = await cb.json('POST', '/api/auth/login', { username: 'admin', password: PASSWORD }, at);
-  t.equal(onB.status, 429, 'the fourth try, on the node that saw only one failure, is refused: the count is the fleet\'s');
+  t.equal(onB.status, 429, "the fourth try, on the node that saw only one failure, is refused: the count is the fleet's");
   t.equal(onB.body.error.code, 'ERR_AUTH_RATE_LIMITED');
 });
 
@@ -192,8 +215,18 @@ t.test('finding 4: progressive delay per username + address; the state lives in 
   t.ok(times[3] > times[0] * 3, `delays grow: ${times.join(', ')} ms`);
   // Guesses in parallel do not share one delay: the pair is refused until its delay has passed.
   const burst = await Promise.all([0, 1, 2].map(() => c.json('POST', '/api/auth/login', { username: 'erin', password: 'bad-password' })));
-  t.ok(burst.some((r) => r.status === 429), `parallel guesses are refused (${burst.map((r) => r.status).join(', ')})`);
-  const rows = Number((await app.database.sql.selectFrom('login_failures').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+  t.ok(
+    burst.some((r) => r.status === 429),
+    `parallel guesses are refused (${burst.map((r) => r.status).join(', ')})`,
+  );
+  const rows = Number(
+    (
+      await app.database.sql
+        .selectFrom('login_failures')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
   t.ok(rows >= 5, `${rows} failures stored in the database`);
   await app.close();
   const again = await startTestApp(t, { dataDir, env: { AIRLOCK_LOGIN_MAX_FAILURES: '3' } });

@@ -14,7 +14,10 @@ t.test('serve wires the account routes, token service, egress gateway and overla
   const user = await addUser(d.database, 'dave', 'pw-pw-pw-pw-pw');
   // No connected account, demo model: the session gets no provider routes and no tokens.
   const prep = await d.sessionPreparer.prepare({ userId: user.id, sessionId: 'sess-serve', proxyPort: 8700 });
-  t.same(prep.routes.filter((r) => r.name !== 'host'), []);
+  t.same(
+    prep.routes.filter((r) => r.name !== 'host'),
+    [],
+  );
   t.same(prep.tokens, {});
   t.same(d.tokenService.tracked(), []);
 });

@@ -42,7 +42,9 @@ const profile: SessionProfile = {
   version: 1,
   session_id: 's1',
   proxy: { host: '127.0.0.1', port: 0 },
-  routes: [{ name: 'mail', prefix: '/mail', allow: [{ method: 'POST', path: '/mail/v1/users/me/messages/send' }], upstream: 'http://127.0.0.1:9', placeholder_env: 'MAIL_API_KEY', token_ref: '${MAIL_ACCESS_TOKEN}', base_url_env: 'MAIL_BASE_URL' }],
+  routes: [
+    { name: 'mail', prefix: '/mail', allow: [{ method: 'POST', path: '/mail/v1/users/me/messages/send' }], upstream: 'http://127.0.0.1:9', placeholder_env: 'MAIL_API_KEY', token_ref: '${MAIL_ACCESS_TOKEN}', base_url_env: 'MAIL_BASE_URL' },
+  ],
 };
 writeFileSync(join(dir, 'profile.json'), JSON.stringify(profile));
 const uid = process.getuid!();

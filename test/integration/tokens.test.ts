@@ -27,7 +27,17 @@ async function rig(t: { teardown(fn: () => unknown): void }, opts: { failRefresh
   const verifier = 'v'.repeat(50);
   const { createHash } = await import('node:crypto');
   const u = new URL(oauth.authorizeUrl);
-  for (const [k, v] of Object.entries({ client_id: oauth.options.clientId!, redirect_uri: 'http://127.0.0.1/cb', response_type: 'code', scope: 'a b', access_type: 'offline', state: 's', code_challenge: createHash('sha256').update(verifier).digest('base64url'), code_challenge_method: 'S256' })) u.searchParams.set(k, v);
+  for (const [k, v] of Object.entries({
+    client_id: oauth.options.clientId!,
+    redirect_uri: 'http://127.0.0.1/cb',
+    response_type: 'code',
+    scope: 'a b',
+    access_type: 'offline',
+    state: 's',
+    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+    code_challenge_method: 'S256',
+  }))
+    u.searchParams.set(k, v);
   const code = new URL((await fetch(u, { redirect: 'manual' })).headers.get('location')!).searchParams.get('code')!;
   const cfg = { tokenUrl: oauth.tokenUrl, clientId: oauth.options.clientId, clientSecret: new Secret(oauth.options.clientSecret!) };
   const grant = await tokenRequest(cfg, { grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: 'http://127.0.0.1/cb' });
@@ -43,7 +53,14 @@ async function rig(t: { teardown(fn: () => unknown): void }, opts: { failRefresh
   });
   const refreshCalls = () => oauth.requests.filter((r) => r.path === '/token' && r.params.grant_type === 'refresh_token').length;
   return {
-    oauth, db, user, store, tokens, logs, grant, refreshCalls,
+    oauth,
+    db,
+    user,
+    store,
+    tokens,
+    logs,
+    grant,
+    refreshCalls,
     setExpiryIn: async (s: number) => store.saveAccess(user.id, (await store.tokens(user.id))!.accessToken!, now + s * 1000),
     advance: (ms: number) => (now += ms),
     now: () => now,
@@ -168,7 +185,10 @@ t.test('rotation: a warm session keeps mailing across a token change', async (t)
   t.equal(env.MAIL_ACCESS_TOKEN, rotated);
   t.equal(env.SHEETS_ACCESS_TOKEN, rotated);
   t.equal((await send()).status, 200);
-  t.same(upstream.requests.map((q) => q.headers.authorization), [`Bearer ${r.grant.access_token}`, `Bearer ${rotated}`]);
+  t.same(
+    upstream.requests.map((q) => q.headers.authorization),
+    [`Bearer ${r.grant.access_token}`, `Bearer ${rotated}`],
+  );
 
   r.tokens.untrack('warm-1');
   r.advance(58 * 60_000);
@@ -246,7 +266,10 @@ t.test('overlay: profile.json holds no secret value and no route whose token is 
   const text = readFileSync(file, 'utf8');
   t.equal(statSync(file).mode & 0o777, 0o644, 'world-readable by design');
   const profile = JSON.parse(text);
-  t.same(profile.routes.map((x: { name: string }) => x.name), ['mail', 'sheets', 'search', 'model', 'host']);
+  t.same(
+    profile.routes.map((x: { name: string }) => x.name),
+    ['mail', 'sheets', 'search', 'model', 'host'],
+  );
   const secrets = [...Object.values(full.tokens), r.grant.access_token, r.grant.refresh_token!, MODEL_KEY, ...Object.values(full.placeholders), 'agent-token-'];
   for (const s of secrets) t.notOk(text.includes(s), 'profile.json holds no secret value');
   for (const route of profile.routes) {
@@ -270,9 +293,15 @@ t.test('overlay: profile.json holds no secret value and no route whose token is 
   await r.store.disconnect(r.user.id);
   const bare = await make({}).prepare({ userId: r.user.id, sessionId: 's-bare', proxyPort: 8700 });
   writeFor('s-bare', bare.routes);
-  t.same(bare.routes.map((x) => x.name), ['host']);
+  t.same(
+    bare.routes.map((x) => x.name),
+    ['host'],
+  );
   t.same(bare.tokens, {});
   const bareProfile = JSON.parse(readFileSync(join(dir, 'sessions', 's-bare', 'profile.json'), 'utf8'));
-  t.same(bareProfile.routes.map((x: { name: string }) => x.name), ['host']);
+  t.same(
+    bareProfile.routes.map((x: { name: string }) => x.name),
+    ['host'],
+  );
   t.notOk(JSON.stringify(bareProfile).includes(ROUTE_ENV.mail.token), 'no route names the absent mail token');
 });

@@ -63,7 +63,10 @@ t.test('OpenAI → Anthropic → OpenAI in one conversation with tool calls: eve
   t.equal(r5.text, 'OpenAI again.');
   t.equal(oa.requests.length, 3, 'every OpenAI request accepted');
   const last = oa.requests[2].body.messages;
-  t.ok(last.some((m: any) => m.role === 'tool' && m.tool_call_id === r3.toolCalls[0].id), "Claude's call answered under its own id");
+  t.ok(
+    last.some((m: any) => m.role === 'tool' && m.tool_call_id === r3.toolCalls[0].id),
+    "Claude's call answered under its own id",
+  );
   t.ok(r5.usage && r5.usage.input_tokens > 0, 'usage from the stream');
 });
 
@@ -73,19 +76,40 @@ t.test('the scripted servers refuse what the real APIs refuse', async (t) => {
   const an = await startAnthropic({});
   t.teardown(() => an.close());
   const post = (url: string, body: unknown) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': 'k' }, body: JSON.stringify(body) });
-  const orphan = await post(`${oa.url}/chat/completions`, { model: 'm', messages: [{ role: 'user', content: 'x' }, { role: 'tool', tool_call_id: 'c', content: 'r' }] });
+  const orphan = await post(`${oa.url}/chat/completions`, {
+    model: 'm',
+    messages: [
+      { role: 'user', content: 'x' },
+      { role: 'tool', tool_call_id: 'c', content: 'r' },
+    ],
+  });
   t.equal(orphan.status, 400, 'OpenAI: a tool message with no call before it');
   const unanswered = await post(`${oa.url}/chat/completions`, {
     model: 'm',
-    messages: [{ role: 'user', content: 'x' }, { role: 'assistant', content: null, tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }] }, { role: 'user', content: 'y' }],
+    messages: [
+      { role: 'user', content: 'x' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+      { role: 'user', content: 'y' },
+    ],
   });
   t.equal(unanswered.status, 400, 'OpenAI: a call with no result');
-  const twoUsers = await post(`${an.url}/v1/messages`, { model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'a' }, { role: 'user', content: 'b' }] });
+  const twoUsers = await post(`${an.url}/v1/messages`, {
+    model: 'm',
+    max_tokens: 10,
+    messages: [
+      { role: 'user', content: 'a' },
+      { role: 'user', content: 'b' },
+    ],
+  });
   t.equal(twoUsers.status, 400, 'Anthropic: roles must alternate');
   const noResult = await post(`${an.url}/v1/messages`, {
     model: 'm',
     max_tokens: 10,
-    messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: [{ type: 'tool_use', id: 'x', name: 'f', input: {} }] }, { role: 'user', content: 'b' }],
+    messages: [
+      { role: 'user', content: 'a' },
+      { role: 'assistant', content: [{ type: 'tool_use', id: 'x', name: 'f', input: {} }] },
+      { role: 'user', content: 'b' },
+    ],
   });
   t.equal(noResult.status, 400, 'Anthropic: a tool_use with no tool_result');
   const empty = await post(`${an.url}/v1/messages`, { model: 'm', max_tokens: 10, messages: [{ role: 'user', content: [{ type: 'text', text: '' }] }] });

@@ -44,7 +44,15 @@ t.test('upload, list, preview and read back; owner only; hostile files refused',
   const up = await upload(a, chat.id, 'sales.csv', csv);
   t.equal(up.status, 201, JSON.stringify(up.body));
   t.equal(up.body.file.name, 'sales.csv');
-  t.same(up.body.preview.table.rows, [['month', 'sales'], ['Jan', '120'], ['Feb', "'=1+1"]], 'the preview is the first rows, a formula neutralised');
+  t.same(
+    up.body.preview.table.rows,
+    [
+      ['month', 'sales'],
+      ['Jan', '120'],
+      ['Feb', "'=1+1"],
+    ],
+    'the preview is the first rows, a formula neutralised',
+  );
   const onDisk = join(dataDir, 'workspaces', String(alice.id), 'uploads', 'sales.csv');
   t.same(readFileSync(onDisk), csv, 'stored in the workspace under uploads/');
   const st = lstatSync(onDisk);
@@ -65,9 +73,26 @@ t.test('upload, list, preview and read back; owner only; hostile files refused',
   t.same(Buffer.from(await img.arrayBuffer()), PNG_1PX);
   const pv = await a.json('GET', `/api/chat/sessions/${chat.id}/files/sales.csv/preview`);
   t.equal(pv.body.table.rows.length, 3);
-  const xl = await upload(a, chat.id, 'book.xlsx', makeXlsx({ Q1: [['m', 'v'], ['Jan', 5]], Q2: [['m', 'v'], ['Apr', 7]] }));
+  const xl = await upload(
+    a,
+    chat.id,
+    'book.xlsx',
+    makeXlsx({
+      Q1: [
+        ['m', 'v'],
+        ['Jan', 5],
+      ],
+      Q2: [
+        ['m', 'v'],
+        ['Apr', 7],
+      ],
+    }),
+  );
   t.same(xl.body.preview.table.sheets, ['Q1', 'Q2']);
-  t.same((await a.json('GET', `/api/chat/sessions/${chat.id}/files/book.xlsx/preview?sheet=Q2`)).body.table.rows, [['m', 'v'], ['Apr', '7']]);
+  t.same((await a.json('GET', `/api/chat/sessions/${chat.id}/files/book.xlsx/preview?sheet=Q2`)).body.table.rows, [
+    ['m', 'v'],
+    ['Apr', '7'],
+  ]);
 
   // Owner only: another user's chat reads as missing, and the file is not in their workspace.
   t.equal((await upload(b, chat.id, 'x.csv', csv)).status, 404, "bob cannot upload into alice's chat");
@@ -79,7 +104,11 @@ t.test('upload, list, preview and read back; owner only; hostile files refused',
   t.same((await b.json('GET', `/api/chat/sessions/${bobChat.id}/files`)).body.files, []);
   t.equal((await upload(a, chat.id, 'x.csv', csv, { 'x-csrf-token': 'wrong' })).status, 403, 'CSRF like every POST');
   // Before a chat exists (a new chat's composer): /api/chat/files, the user's own workspace.
-  const first = await fetch(`${a.base}/api/chat/files`, { method: 'POST', headers: { cookie: a.cookieHeader(), 'x-csrf-token': a.csrf ?? '', 'content-type': 'application/octet-stream', 'x-file-name': 'early.csv' }, body: new Uint8Array(csv) });
+  const first = await fetch(`${a.base}/api/chat/files`, {
+    method: 'POST',
+    headers: { cookie: a.cookieHeader(), 'x-csrf-token': a.csrf ?? '', 'content-type': 'application/octet-stream', 'x-file-name': 'early.csv' },
+    body: new Uint8Array(csv),
+  });
   t.equal(first.status, 201);
   t.equal((await a.json('GET', '/api/chat/files/early.csv/preview')).body.table.rows[0][0], 'month');
   t.equal((await b.json('GET', '/api/chat/files/early.csv/preview')).status, 404, "another user's /api/chat/files is their own workspace: 404");
@@ -110,7 +139,10 @@ t.test('upload, list, preview and read back; owner only; hostile files refused',
   writeFileSync(join(outside, 'secret.csv'), 'top,secret\n');
   symlinkSync(join(outside, 'secret.csv'), join(ws, 'uploads', 'linked.csv'));
   t.equal((await a.json('GET', `/api/chat/sessions/${chat.id}/files/linked.csv/preview`)).status, 404, 'a symlinked file is not read');
-  t.notOk((await a.json('GET', `/api/chat/sessions/${chat.id}/files`)).body.files.some((f: { name: string }) => f.name === 'linked.csv'), 'nor listed');
+  t.notOk(
+    (await a.json('GET', `/api/chat/sessions/${chat.id}/files`)).body.files.some((f: { name: string }) => f.name === 'linked.csv'),
+    'nor listed',
+  );
   const bobWs = volumes.ensure(Number(bobUser.user?.id ?? bobUser.id));
   symlinkSync(outside, join(bobWs, 'uploads'));
   t.equal((await upload(b, bobChat.id, 'planted.csv', csv)).status, 409, 'an uploads folder that is a link is refused');

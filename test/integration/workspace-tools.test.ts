@@ -12,8 +12,30 @@ import { errorCode, startMcp } from '../helpers/mcp.js';
 
 const SEED: GoogleSeed = {
   spreadsheets: [
-    { id: 'sheet-sales-2026', name: 'Sales 2026', modifiedTime: '2026-11-01T10:00:00.000Z', sheets: { Q4: [['Region', 'Revenue'], ['North', 120], ['South', 95], ['East', 143]] } },
-    { id: 'sheet-budget', name: 'Budget plan', modifiedTime: '2026-10-01T10:00:00.000Z', sheets: { Sheet1: [['Item', 'Cost'], ['Laptops', 9000]] } },
+    {
+      id: 'sheet-sales-2026',
+      name: 'Sales 2026',
+      modifiedTime: '2026-11-01T10:00:00.000Z',
+      sheets: {
+        Q4: [
+          ['Region', 'Revenue'],
+          ['North', 120],
+          ['South', 95],
+          ['East', 143],
+        ],
+      },
+    },
+    {
+      id: 'sheet-budget',
+      name: 'Budget plan',
+      modifiedTime: '2026-10-01T10:00:00.000Z',
+      sheets: {
+        Sheet1: [
+          ['Item', 'Cost'],
+          ['Laptops', 9000],
+        ],
+      },
+    },
   ],
   files: [{ id: 'doc-sales', name: 'Sales notes', mimeType: 'application/vnd.google-apps.document' }],
 };
@@ -66,7 +88,10 @@ t.test('both MCP servers list their tools with input schemas', async (t) => {
   t.equal(send.inputSchema.type, 'object');
   t.same([...(send.inputSchema.required as string[])].sort(), ['subject', 'to']);
   t.ok((send.inputSchema.properties as Record<string, unknown>).attachments, 'attachments in schema');
-  t.ok(a.every((x) => x.description && x.outputSchema), 'descriptions and output schemas');
+  t.ok(
+    a.every((x) => x.description && x.outputSchema),
+    'descriptions and output schemas',
+  );
   const b = (await ext.client.listTools()).tools;
   t.same(b.map((x) => x.name).sort(), ['rasterize_chart', 'render_chart']);
   for (const x of b) {
@@ -80,7 +105,15 @@ t.test('fetch_sheet and search_spreadsheets talk Sheets/Drive and never send AGE
   const { tools, google } = await setup(t);
   const sheet = await tools.call('fetch_sheet', { spreadsheet_id: 'sheet-sales-2026', range: 'Q4!A1:B3' });
   t.notOk(sheet.isError, JSON.stringify(sheet.content));
-  t.same(sheet.structuredContent, { range: 'Q4!A1:B3', rows: [['Region', 'Revenue'], ['North', '120'], ['South', '95']], truncated: false });
+  t.same(sheet.structuredContent, {
+    range: 'Q4!A1:B3',
+    rows: [
+      ['Region', 'Revenue'],
+      ['North', '120'],
+      ['South', '95'],
+    ],
+    truncated: false,
+  });
   const capped = await tools.call('fetch_sheet', { spreadsheet_id: 'sheet-sales-2026', range: 'Q4', max_rows: 2 });
   t.equal((capped.structuredContent as { truncated: boolean }).truncated, true);
   const missing = await tools.call('fetch_sheet', { spreadsheet_id: 'nope', range: 'A1:B2' });
@@ -90,7 +123,11 @@ t.test('fetch_sheet and search_spreadsheets talk Sheets/Drive and never send AGE
   t.notOk(found.isError);
   t.same(found.structuredContent, { files: [{ id: 'sheet-sales-2026', name: 'Sales 2026', modified_time: '2026-11-01T10:00:00.000Z' }] }, 'only spreadsheets, by name');
   const all = await tools.call('search_spreadsheets', { query: '' });
-  t.same((all.structuredContent as { files: { id: string }[] }).files.map((f) => f.id), ['sheet-sales-2026', 'sheet-budget'], 'newest first');
+  t.same(
+    (all.structuredContent as { files: { id: string }[] }).files.map((f) => f.id),
+    ['sheet-sales-2026', 'sheet-budget'],
+    'newest first',
+  );
   const quote = await tools.call('search_spreadsheets', { query: "O'Brien \\ x" });
   t.notOk(quote.isError, 'quotes and backslashes are escaped in q');
 
@@ -140,8 +177,14 @@ t.test('rasterize_chart → send_email: the raw message parses with mailparser, 
   t.match(body.raw, /^[A-Za-z0-9_-]+$/, 'base64url without padding');
   const parsed = await simpleParser(Buffer.from(body.raw, 'base64url'), { keepCidLinks: true });
   t.equal(parsed.from?.value[0].address, 'alice@example.test');
-  t.same((Array.isArray(parsed.to) ? parsed.to : [parsed.to!]).flatMap((a) => a.value.map((v) => v.address)), ['bob@example.test']);
-  t.same((Array.isArray(parsed.cc) ? parsed.cc : [parsed.cc!]).flatMap((a) => a.value.map((v) => v.address)), ['carol@example.test']);
+  t.same(
+    (Array.isArray(parsed.to) ? parsed.to : [parsed.to!]).flatMap((a) => a.value.map((v) => v.address)),
+    ['bob@example.test'],
+  );
+  t.same(
+    (Array.isArray(parsed.cc) ? parsed.cc : [parsed.cc!]).flatMap((a) => a.value.map((v) => v.address)),
+    ['carol@example.test'],
+  );
   t.equal(parsed.subject, 'Revenue by region');
   t.equal(parsed.text?.trim(), 'See the chart.');
   t.match(String(parsed.html), `cid:${att.filename}`);

@@ -9,8 +9,18 @@ t.test('agent settings: defaults, allow-list, tool env, every problem listed', a
   t.equal(s.maxSteps, 12);
   t.equal(s.modelTimeoutMs, 30_000);
   t.equal(s.allowedTools, null);
-  t.same(s.mcpServers.map((x) => x.name), ['workspace', 'extensions']);
-  t.same(s.mcpServers, [{ name: 'workspace', inProcess: 'workspace' }, { name: 'extensions', inProcess: 'extensions' }], 'hosted in the agent process');
+  t.same(
+    s.mcpServers.map((x) => x.name),
+    ['workspace', 'extensions'],
+  );
+  t.same(
+    s.mcpServers,
+    [
+      { name: 'workspace', inProcess: 'workspace' },
+      { name: 'extensions', inProcess: 'extensions' },
+    ],
+    'hosted in the agent process',
+  );
 
   const s2 = readAgentSettings({
     AGENT_MODEL_PROVIDER: 'openai',
@@ -56,7 +66,14 @@ async function ask(messages: Message[], tools = TOOLS) {
 t.test('demo model: a spreadsheet chart and its mail are named after the spreadsheet and its column', async (t) => {
   const prompt: Message = { role: 'user', content: 'chart the sample spreadsheet and email it to someone@example.com' };
   const found = JSON.stringify({ files: [{ id: 'sheet-sample-1', name: 'Sample sales 2026', modified_time: '2026-01-01T00:00:00Z' }] });
-  const rows = JSON.stringify({ range: 'Sales!A1:Z200', values: [['Month', 'Sales'], ['Jan', '120'], ['Feb', '135']] });
+  const rows = JSON.stringify({
+    range: 'Sales!A1:Z200',
+    values: [
+      ['Month', 'Sales'],
+      ['Jan', '120'],
+      ['Feb', '135'],
+    ],
+  });
   const file = '0f8fad5b-d9cb-469f-a165-70867728950e.png';
   const tool = (name: string, content: string): Message => ({ role: 'tool', callId: name, name, content, isError: false });
   const s1 = await ask([prompt]);
@@ -73,7 +90,17 @@ t.test('demo model: a spreadsheet chart and its mail are named after the spreads
 
 t.test('demo model: "chart my file sales.csv and email it" reads the uploaded file with read_file_table', async (t) => {
   const prompt: Message = { role: 'user', content: 'chart my file sales.csv and email it to someone@example.com' };
-  const rows = JSON.stringify({ range: 'sales!A1:B3', rows: [['Month', 'Sales'], ['Jan', '120'], ['Feb', '135']], truncated: false, sheet: 'sales', notes: [] });
+  const rows = JSON.stringify({
+    range: 'sales!A1:B3',
+    rows: [
+      ['Month', 'Sales'],
+      ['Jan', '120'],
+      ['Feb', '135'],
+    ],
+    truncated: false,
+    sheet: 'sales',
+    notes: [],
+  });
   const file = '0f8fad5b-d9cb-469f-a165-70867728950e.png';
   const tool = (name: string, content: string): Message => ({ role: 'tool', callId: name, name, content, isError: false });
   t.match((await ask([prompt])).toolCalls, [{ name: 'read_file_table', input: { name: 'sales.csv' } }]);
@@ -91,11 +118,7 @@ t.test('demo model plans follow the conversation', async (t) => {
   const s1 = await ask([prompt]);
   t.match(s1.toolCalls, [{ name: 'rasterize_chart', input: { type: 'bar', datasets: [{ data: [3, 5, 8] }] } }]);
   const file = '0f8fad5b-d9cb-469f-a165-70867728950e.png';
-  const s2 = await ask([
-    prompt,
-    { role: 'assistant', text: '', toolCalls: s1.toolCalls },
-    { role: 'tool', callId: s1.toolCalls[0].id, name: 'rasterize_chart', content: JSON.stringify({ chart_attachment: file }), isError: false },
-  ]);
+  const s2 = await ask([prompt, { role: 'assistant', text: '', toolCalls: s1.toolCalls }, { role: 'tool', callId: s1.toolCalls[0].id, name: 'rasterize_chart', content: JSON.stringify({ chart_attachment: file }), isError: false }]);
   t.match(s2.toolCalls, [{ name: 'send_email', input: { to: ['a@b.c'], attachments: [file] } }], 'the file name passes unchanged');
   t.match((s2.toolCalls[0].input as { html: string }).html, `cid:${file}`, 'the HTML shows the chart inline');
   const s3 = await ask([
@@ -116,7 +139,10 @@ t.test('demo model plans follow the conversation', async (t) => {
   t.same(fallback.toolCalls, []);
   t.match(fallback.text, /demo model/);
 
-  const noMail = await ask([prompt], TOOLS.filter((x) => x.name !== 'rasterize_chart'));
+  const noMail = await ask(
+    [prompt],
+    TOOLS.filter((x) => x.name !== 'rasterize_chart'),
+  );
   t.same(noMail.toolCalls, []);
   t.match(noMail.text, /rasterize_chart tool.*not available/);
 });

@@ -149,7 +149,7 @@ const WIRE_READERS = [
   'daemon/runtime/docker-driver.ts',
 ];
 
-t.test('no `as` cast in the files that read the sandbox protocol or a peer\'s answer', async (t) => {
+t.test("no `as` cast in the files that read the sandbox protocol or a peer's answer", async (t) => {
   const root = repoRoot();
   const casts: string[] = [];
   let files = 0;
@@ -203,7 +203,7 @@ t.test('the check finds SQL where it is (so a pass means something)', async (t) 
   t.equal(sqlIn("await db.selectFrom('users').select('id').execute();").length, 1);
   t.equal(sqlIn("await db\n  .updateTable('users')\n  .set({ a: 1 })").length, 1);
   t.equal(sqlIn('await sql`SELECT 1`.execute(db);').length, 1);
-  t.equal(sqlIn("const r = await sql<{ n: number }>`SELECT 1`.execute(db);").length, 1);
+  t.equal(sqlIn('const r = await sql<{ n: number }>`SELECT 1`.execute(db);').length, 1);
   t.equal(sqlIn("x.where(sql.ref('a'), '=', 1)").length, 1);
   t.equal(sqlIn('await db.transaction().execute(fn);').length, 1);
   t.equal(sqlIn("import { sql } from 'kysely';").length, 1);

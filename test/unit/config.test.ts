@@ -62,8 +62,14 @@ t.test('AIRLOCK_ENCRYPTION_KEY is checked at start: 32 bytes, hex or base64', as
       t.fail(`accepted ${bad}`);
     } catch (err) {
       const problems = isAppError(err) ? configProblems(err) : [];
-      t.ok(problems.some((p) => p.startsWith('AIRLOCK_ENCRYPTION_KEY: must be 32 bytes')), `refused ${bad.slice(0, 12)}…`);
-      t.ok(problems.some((p) => p.startsWith('AIRLOCK_PORT')), 'listed with the other problems');
+      t.ok(
+        problems.some((p) => p.startsWith('AIRLOCK_ENCRYPTION_KEY: must be 32 bytes')),
+        `refused ${bad.slice(0, 12)}…`,
+      );
+      t.ok(
+        problems.some((p) => p.startsWith('AIRLOCK_PORT')),
+        'listed with the other problems',
+      );
       t.notOk(problems.join(' ').includes(bad), 'the key itself is not echoed');
     }
   }

@@ -1,12 +1,5 @@
 import t from 'tap';
-import {
-  applyPolicy,
-  compileTablePolicy,
-  policyForTable,
-  resolveEffectivePolicy,
-  type RoleGrants,
-  type RowFilter,
-} from '../../domain/data-access/index.js';
+import { applyPolicy, compileTablePolicy, policyForTable, resolveEffectivePolicy, type RoleGrants, type RowFilter } from '../../domain/data-access/index.js';
 
 const user = { id: 7, username: 'alice', is_active: true };
 const grant = (table: string, allowed_columns: string[], row_filter: RowFilter = {}) => ({ table, allowed_columns, row_filter });
@@ -109,8 +102,15 @@ t.test('union semantics', async (t) => {
       t.same(p!.columns, c.expect.columns, 'columns');
       t.equal(p!.all_rows, c.expect.all_rows, 'all_rows');
       t.same(p!.row_filter, c.expect.row_filter, 'row filter');
-      t.same(p!.grants.map((g) => g.role), c.expect.from, 'explanation names the roles');
-      t.ok(p!.grants.every((g) => typeof g.gives === 'string' && g.gives.includes(g.role)), 'each grant says what it gives');
+      t.same(
+        p!.grants.map((g) => g.role),
+        c.expect.from,
+        'explanation names the roles',
+      );
+      t.ok(
+        p!.grants.every((g) => typeof g.gives === 'string' && g.gives.includes(g.role)),
+        'each grant says what it gives',
+      );
     });
   }
 });
@@ -145,7 +145,19 @@ t.test('compiled forms for both dialects', async (t) => {
   t.equal(pg.sql, 'SELECT "amount", "id", "region" FROM "orders" WHERE ("owner_id" = $1 OR "region" = $2)');
   t.same(pg.params, [7, 'eu']);
   const all = compileTablePolicy(
-    { table: 'x', columns: ['a'], all_rows: false, grants: [], explanation: '', row_filter: { all: [{ column: 'a', op: 'not_in', value: [true, 'z'] }, { column: 'b', op: 'is_null', value: false }] } },
+    {
+      table: 'x',
+      columns: ['a'],
+      all_rows: false,
+      grants: [],
+      explanation: '',
+      row_filter: {
+        all: [
+          { column: 'a', op: 'not_in', value: [true, 'z'] },
+          { column: 'b', op: 'is_null', value: false },
+        ],
+      },
+    },
     'sqlite',
   );
   t.equal(all.sql, 'SELECT "a" FROM "x" WHERE ("a" NOT IN (?, ?) AND "b" IS NOT NULL)');

@@ -27,9 +27,7 @@ const SOURCE_DIRS = ['agent', 'bench', 'core', 'daemon', 'domain', 'emulator', '
 
 function tsFiles(dir: string): string[] {
   if (!existsSync(dir)) return [];
-  return (readdirSync(dir, { recursive: true }) as string[])
-    .filter((f) => f.endsWith('.ts') && !f.split(/[\\/]/).includes('node_modules'))
-    .map((f) => relative(ROOT, join(dir, f)).split('\\').join('/'));
+  return (readdirSync(dir, { recursive: true }) as string[]).filter((f) => f.endsWith('.ts') && !f.split(/[\\/]/).includes('node_modules')).map((f) => relative(ROOT, join(dir, f)).split('\\').join('/'));
 }
 
 /** Source text without comments (so a comment may name what the code may not do). */
@@ -127,28 +125,38 @@ check(
 );
 
 t.test('the patterns catch what they are for (each rule can fail)', async (t) => {
-  const bad = [
-    "import type { Db } from '../core/index.js';",
-    'const db = database.sqlite!;',
-    "const db = (await openDatabase({ file })).sqlite;",
-    "app.db.prepare('SELECT 1').get();",
-    'db.prepare(`INSERT INTO t VALUES (?)`).run(1);',
-  ];
-  for (const line of bad) t.ok(DATA_LAYER_PATTERNS.some((p) => p.test(line)), `caught: ${line}`);
+  const bad = ["import type { Db } from '../core/index.js';", 'const db = database.sqlite!;', 'const db = (await openDatabase({ file })).sqlite;', "app.db.prepare('SELECT 1').get();", 'db.prepare(`INSERT INTO t VALUES (?)`).run(1);'];
+  for (const line of bad)
+    t.ok(
+      DATA_LAYER_PATTERNS.some((p) => p.test(line)),
+      `caught: ${line}`,
+    );
   const fine = ['new DbSessionStore(database.sql)', 'await preparer.prepare({ userId: 1 })', 't.same(body.compiled.sqlite, {})', 'const db: Sql = database.sql;'];
-  for (const line of fine) t.notOk(DATA_LAYER_PATTERNS.some((p) => p.test(line)), `not caught: ${line}`);
+  for (const line of fine)
+    t.notOk(
+      DATA_LAYER_PATTERNS.some((p) => p.test(line)),
+      `not caught: ${line}`,
+    );
   const sleeps = [
     'await new Promise((r) => setTimeout(r, 500));',
     'await new Promise((res) => setTimeout(res, 1300));',
     'const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));',
     "import { setTimeout as pause } from 'node:timers/promises';",
   ];
-  for (const line of sleeps) t.ok(SLEEP_PATTERNS.some((p) => p.test(line)), `caught: ${line}`);
+  for (const line of sleeps)
+    t.ok(
+      SLEEP_PATTERNS.some((p) => p.test(line)),
+      `caught: ${line}`,
+    );
   const guards = ["const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);", "Promise.race([p, new Promise<'hang'>((res) => setTimeout(() => res('hang'), 15_000))])"];
-  for (const line of guards) t.notOk(SLEEP_PATTERNS.some((p) => p.test(line)), `a guard, not a wait: ${line}`);
+  for (const line of guards)
+    t.notOk(
+      SLEEP_PATTERNS.some((p) => p.test(line)),
+      `a guard, not a wait: ${line}`,
+    );
 });
 
-t.test("test/run.ts: every PASS_1_ONLY entry names an integration test that exists, with a reason", async (t) => {
+t.test('test/run.ts: every PASS_1_ONLY entry names an integration test that exists, with a reason', async (t) => {
   const src = readFileSync(join(ROOT, 'test', 'run.ts'), 'utf8');
   const block = /const PASS_1_ONLY[^{]*\{([\s\S]*?)\n\};/.exec(src)?.[1] ?? '';
   const entries = [...block.matchAll(/^\s*'([^']+)\.js':\s*(['"`])(.+)\2,?$/gm)].map((m) => ({ file: m[1], why: m[3] }));

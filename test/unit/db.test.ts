@@ -20,14 +20,22 @@ const file = join(dir, 'data', 'airlock.db');
 t.test('open: WAL, foreign keys, every migration recorded in order, schema version', async (t) => {
   const migrations = await loadMigrations();
   t.ok(migrations.length >= 7, 'the numbered migrations are found');
-  t.same(migrations.map((m) => m.version), [...migrations.map((m) => m.version)].sort((a, b) => a - b), 'in number order');
+  t.same(
+    migrations.map((m) => m.version),
+    [...migrations.map((m) => m.version)].sort((a, b) => a - b),
+    'in number order',
+  );
   const database = await openDatabase({ file });
   const db = database.sql;
   const pragma = async (name: string) => Object.values((await sql.raw(`PRAGMA ${name}`).execute(db)).rows[0] as object)[0];
   t.equal(await pragma('journal_mode'), 'wal');
   t.equal(await pragma('foreign_keys'), 1);
   const rows = await dbRows<{ version: number; name: string }>(db, 'SELECT version, name FROM schema_migrations ORDER BY version');
-  t.same(rows, migrations.map((m) => ({ version: m.version, name: m.name })), 'each applied migration recorded');
+  t.same(
+    rows,
+    migrations.map((m) => ({ version: m.version, name: m.name })),
+    'each applied migration recorded',
+  );
   const last = migrations.at(-1)!.version;
   t.equal(database.schemaVersion, last);
   t.equal(await pragma('user_version'), last);
@@ -56,7 +64,10 @@ t.test('a failing migration rolls back its own step and is not recorded', async 
   writeFileSync(join(mdir, '002-bad.js'), "export const sqlite = 'CREATE TABLE b (x INTEGER); INSERT INTO nowhere VALUES (1);'; export const postgres = sqlite;\n");
   const db = new Database(':memory:');
   const ms = await loadMigrations(mdir);
-  t.same(ms.map((m) => m.name), ['001-ok', '002-bad']);
+  t.same(
+    ms.map((m) => m.name),
+    ['001-ok', '002-bad'],
+  );
   t.throws(() => migrate(db, ms), /no such table: nowhere/);
   t.same(db.prepare('SELECT version FROM schema_migrations').all(), [{ version: 1 }], 'only the good one recorded');
   t.equal((db.prepare("SELECT COUNT(*) AS n FROM sqlite_master WHERE name = 'b'").get() as { n: number }).n, 0, "the bad step's table is gone");
@@ -74,13 +85,20 @@ t.test('upgrading a SQLite install to AUTOINCREMENT ids keeps every row, index a
   const u = { id: Number(db.prepare("INSERT INTO users (username, password_hash) VALUES ('keep', NULL)").run().lastInsertRowid) };
   db.prepare("INSERT INTO memories (user_id, content) VALUES (?, 'one'), (?, 'two')").run(u.id, u.id);
   db.prepare("INSERT INTO chat_sessions (id, user_id) VALUES ('s1', ?)").run(u.id);
-  const last = db.prepare("SELECT MAX(id) AS id FROM memories").get() as { id: number };
+  const last = db.prepare('SELECT MAX(id) AS id FROM memories').get() as { id: number };
   db.prepare('DELETE FROM memories WHERE id = ?').run(last.id);
   const indexesBefore = db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name").all();
   migrate(db, all);
   t.equal(db.pragma('foreign_keys', { simple: true }), 1, 'foreign keys are on again');
-  t.same(db.prepare("SELECT content FROM memories ORDER BY id").all(), [{ content: 'one' }], 'rows kept');
-  t.same(db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL AND name IN (SELECT name FROM sqlite_master) ORDER BY name").all().filter((r) => (indexesBefore as { name: string }[]).some((b) => b.name === (r as { name: string }).name)), indexesBefore, 'indexes kept');
+  t.same(db.prepare('SELECT content FROM memories ORDER BY id').all(), [{ content: 'one' }], 'rows kept');
+  t.same(
+    db
+      .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL AND name IN (SELECT name FROM sqlite_master) ORDER BY name")
+      .all()
+      .filter((r) => (indexesBefore as { name: string }[]).some((b) => b.name === (r as { name: string }).name)),
+    indexesBefore,
+    'indexes kept',
+  );
   t.match(String((db.prepare("SELECT sql FROM sqlite_master WHERE name = 'memories'").get() as { sql: string }).sql), /AUTOINCREMENT/);
   // (An id deleted before the upgrade left no trace, so the upgrade cannot hold it back.)
   const three = Number(db.prepare("INSERT INTO memories (user_id, content) VALUES (?, 'three')").run(u.id).lastInsertRowid);

@@ -15,19 +15,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, w
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import {
-  AppError,
-  ERROR_AREAS,
-  ERROR_CATALOGUE,
-  appErrorFromPeer,
-  configError,
-  configProblems,
-  errorStatus,
-  errorTableMarkdown,
-  isErrorCode,
-  toAppError,
-  type ErrorSpec,
-} from '../../core/index.js';
+import { AppError, ERROR_AREAS, ERROR_CATALOGUE, appErrorFromPeer, configError, configProblems, errorStatus, errorTableMarkdown, isErrorCode, toAppError, type ErrorSpec } from '../../core/index.js';
 import { PROXY_ERRORS, ProxyRefusal } from '../../proxy/index.js';
 
 function repoRoot(): string {
@@ -91,12 +79,9 @@ function errorSpecOf(code: string): ErrorSpec | undefined {
 }
 
 t.test('every ERR_* code written in the repository is in the catalogue', async (t) => {
-  const files = [
-    ...SOURCE_DIRS.flatMap((d) => [...walk(join(ROOT, d), /\.(ts|js|mjs|sh|html)$/)]),
-    ...walk(join(ROOT, 'test'), /\.(ts|js)$/),
-    ...walk(join(ROOT, 'docs'), /\.md$/),
-    join(ROOT, 'README.md'),
-  ].filter((f) => relative(ROOT, f) !== SELF);
+  const files = [...SOURCE_DIRS.flatMap((d) => [...walk(join(ROOT, d), /\.(ts|js|mjs|sh|html)$/)]), ...walk(join(ROOT, 'test'), /\.(ts|js)$/), ...walk(join(ROOT, 'docs'), /\.md$/), join(ROOT, 'README.md')].filter(
+    (f) => relative(ROOT, f) !== SELF,
+  );
   const missing: string[] = [];
   const used = new Set<string>();
   let found = 0;
@@ -155,8 +140,7 @@ function appErrorMisuse(file: string, allowed: readonly string[] = ['ModelError'
         if (!allowed.includes(n.name.text)) out.push(`${at(n)} class ${n.name.text} extends ${base}: use new AppError(code, …)`);
       }
     }
-    const isAppErrorCall =
-      (ts.isNewExpression(n) && subclasses.has(n.expression.getText(src))) || (inside && ts.isCallExpression(n) && n.expression.kind === ts.SyntaxKind.SuperKeyword);
+    const isAppErrorCall = (ts.isNewExpression(n) && subclasses.has(n.expression.getText(src))) || (inside && ts.isCallExpression(n) && n.expression.kind === ts.SyntaxKind.SuperKeyword);
     if (isAppErrorCall) {
       for (const a of (n as ts.NewExpression | ts.CallExpression).arguments ?? []) {
         if (!ts.isObjectLiteralExpression(a)) continue;
@@ -192,7 +176,7 @@ t.test('the AppError scanner sees a status and a subclass', async (t) => {
   writeFileSync(
     file,
     "throw new AppError('ERR_SESSION_BUSY', 'x', { status: 503 });\n" +
-      "class NotFoundError extends AppError {\n  constructor(code: string, m: string) {\n    super(code, m, { status: 404 });\n  }\n}\n" +
+      'class NotFoundError extends AppError {\n  constructor(code: string, m: string) {\n    super(code, m, { status: 404 });\n  }\n}\n' +
       "throw new NotFoundError('ERR_TEAM_NOT_FOUND', 'x', { status: 404 });\n" +
       "throw new AppError('ERR_SESSION_BUSY', 'x', { retryable: true });\n",
   );

@@ -27,7 +27,7 @@ t.test('the base tag depends on the pin only', async (t) => {
   t.not(baseTagFor({ ...NODE_RUNTIME, integrity: NODE20_RUNTIME.integrity }), baseTagFor(), 'same version, other bytes: another base');
 });
 
-t.test('fileIntegrity is npm\'s sha512-<base64>', async (t) => {
+t.test("fileIntegrity is npm's sha512-<base64>", async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'airlock-int-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const f = join(dir, 'x.tgz');
@@ -48,7 +48,10 @@ t.test('.ci/run fetches the same Node as the image ships', async (t) => {
   t.match(ci, /daemon\/runtime\/image\.ts/, 'reading the pin from image.ts');
   // The same sed .ci/run uses reads the same values as the module exports.
   const src = readFileSync(join(ROOT, 'daemon', 'runtime', 'image.ts'), 'utf8');
-  for (const [name, pin] of [['NODE_RUNTIME', NODE_RUNTIME], ['NODE_ADDON_HEADERS', NODE_ADDON_HEADERS]] as const) {
+  for (const [name, pin] of [
+    ['NODE_RUNTIME', NODE_RUNTIME],
+    ['NODE_ADDON_HEADERS', NODE_ADDON_HEADERS],
+  ] as const) {
     t.match(ci, new RegExp(`fetch_node ${name}\\b`), `.ci/run fetches ${name}`);
     const block = src.slice(src.indexOf(`export const ${name}:`), src.indexOf('};', src.indexOf(`export const ${name}:`)));
     t.match(block, `version: '${pin.version}'`);

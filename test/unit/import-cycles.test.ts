@@ -96,15 +96,37 @@ function cycles(graph: Map<string, string[]>): string[][] {
 }
 
 t.test('the cycle finder finds a cycle and passes a chain', async (t) => {
-  t.same(cycles(new Map([['a', ['b']], ['b', ['c']], ['c', ['a']], ['d', ['a']]])), [['a', 'b', 'c']]);
+  t.same(
+    cycles(
+      new Map([
+        ['a', ['b']],
+        ['b', ['c']],
+        ['c', ['a']],
+        ['d', ['a']],
+      ]),
+    ),
+    [['a', 'b', 'c']],
+  );
   t.same(cycles(new Map([['a', ['a']]])), [['a']], 'a file importing itself');
-  t.same(cycles(new Map([['a', ['b']], ['b', ['c']], ['c', []]])), []);
+  t.same(
+    cycles(
+      new Map([
+        ['a', ['b']],
+        ['b', ['c']],
+        ['c', []],
+      ]),
+    ),
+    [],
+  );
 });
 
 t.test('product code has no import cycles', async (t) => {
   const graph = importGraph(repoRoot());
   t.ok(graph.size > 100, `the graph holds the product files (${graph.size})`);
-  t.ok([...graph.values()].some((targets) => targets.length > 0), 'and their imports');
+  t.ok(
+    [...graph.values()].some((targets) => targets.length > 0),
+    'and their imports',
+  );
   for (const file of ALLOWED_FROM) {
     t.ok(graph.has(file), `${file} is still there (an allow-list entry for a file that went is dropped)`);
     graph.set(file, []);

@@ -101,7 +101,7 @@ t.test('no retry once text of the call was shown; a retry before that is taken',
   t.equal(ok, 'second', 'reset before any text: retried');
 });
 
-t.test("an in-stream overloaded_error is retried and announced as busy; another stream error is not", async (t) => {
+t.test('an in-stream overloaded_error is retried and announced as busy; another stream error is not', async (t) => {
   class APIError extends Error {
     status: number | undefined = undefined;
     error: unknown;

@@ -27,7 +27,7 @@ function rng(seed: number): () => number {
 
 function split(text: string, rand: () => number): string[] {
   const out: string[] = [];
-  for (let i = 0; i < text.length; ) {
+  for (let i = 0; i < text.length;) {
     const n = 1 + Math.floor(rand() * 6);
     out.push(text.slice(i, i + n));
     i += n;
@@ -44,10 +44,7 @@ function randomStream(seed: number): ChatCompletionChunk[] {
   const calls = Math.floor(rand() * 4);
   const queues = Array.from({ length: calls }, (_, i) => {
     const args = JSON.stringify({ to: `user${i}@example.test`, n: Math.floor(rand() * 1000), note: 'ünïcödé "quoted"' });
-    return [
-      { index: i, id: `call_${seed}_${i}`, type: 'function' as const, function: { name: `tool_${i}`, arguments: '' } },
-      ...split(args, rand).map((a) => ({ index: i, function: { arguments: a } })),
-    ];
+    return [{ index: i, id: `call_${seed}_${i}`, type: 'function' as const, function: { name: `tool_${i}`, arguments: '' } }, ...split(args, rand).map((a) => ({ index: i, function: { arguments: a } }))];
   });
   while (queues.some((q) => q.length)) {
     const open = queues.filter((q) => q.length);

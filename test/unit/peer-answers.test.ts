@@ -40,7 +40,7 @@ t.test("another node's answer: result, coded error, anything else refused", asyn
   const base = await answering(t, (req) => answers[req.url ?? ''] ?? { status: 500, body: '' });
   const url = { id: 'node-b', url: base };
   t.same(await nodeRequest(config, url, 'POST', '/ok', {}), { state: 'live' });
-  await t.rejects(nodeRequest(config, url, 'POST', '/coded', {}), { code: 'ERR_SESSION_NOT_FOUND', status: 404 }, 'a coded error keeps its code; the status is the catalogue\'s');
+  await t.rejects(nodeRequest(config, url, 'POST', '/coded', {}), { code: 'ERR_SESSION_NOT_FOUND', status: 404 }, "a coded error keeps its code; the status is the catalogue's");
   await t.rejects(nodeRequest(config, url, 'POST', '/uncoded', {}), { code: 'ERR_NODE_UNREACHABLE', status: 503 });
   for (const path of ['/list', '/text']) {
     const err = await nodeRequest(config, url, 'POST', path, {}).then(

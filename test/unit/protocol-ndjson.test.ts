@@ -55,7 +55,9 @@ t.test('not JSON, wrong shape, unknown type and an overlong line are refused wit
 
 t.test('a rejection names fields, never the payload', async (t) => {
   const secret = 'ya29.secret-token-value';
-  const r = feed(ControlRequestSchema, [JSON.stringify({ id: 'r1', type: 'start', spec: { session_id: 's', user_id: 1, placeholders: { MAIL_API_KEY: 42, OTHER: secret }, agent_env: {} }, extra: secret }).replace('42', '{"v":"' + secret + '"}') + '\n']);
+  const r = feed(ControlRequestSchema, [
+    JSON.stringify({ id: 'r1', type: 'start', spec: { session_id: 's', user_id: 1, placeholders: { MAIL_API_KEY: 42, OTHER: secret }, agent_env: {} }, extra: secret }).replace('42', '{"v":"' + secret + '"}') + '\n',
+  ]);
   t.equal(r.errs.length, 1);
   const e = r.errs[0];
   t.equal(e.code, 'ERR_PROTOCOL_BAD_MESSAGE');

@@ -21,13 +21,42 @@ t.test('parseTarget accepts canonical targets and reports query keys only', asyn
 
 t.test('parseTarget refusals carry the right code', async (t) => {
   const denied = [
-    'http://x/a', '*', '/a//b', '/a/../b', '/a/./b', '/a/..', '/%2e%2e/a', '/a%2E', '/a%252f', '/a%25', '/a%00', '/a%0a', '/a?x=%00', '/a?x=%7F', '/' + 'a'.repeat(5000),
+    'http://x/a',
+    '*',
+    '/a//b',
+    '/a/../b',
+    '/a/./b',
+    '/a/..',
+    '/%2e%2e/a',
+    '/a%2E',
+    '/a%252f',
+    '/a%25',
+    '/a%00',
+    '/a%0a',
+    '/a?x=%00',
+    '/a?x=%7F',
+    '/' + 'a'.repeat(5000),
     // an encoded separator whose decoded segment holds a dot segment
-    '/a/..%2Fb', '/a/x%2F..', '/a/.%2Fb', '/a/..%5Cb', '/a/x%5c..%5cy', '/a/%2F..%2F',
+    '/a/..%2Fb',
+    '/a/x%2F..',
+    '/a/.%2Fb',
+    '/a/..%5Cb',
+    '/a/x%5c..%5cy',
+    '/a/%2F..%2F',
   ];
-  for (const d of denied) t.equal(code(() => parseTarget(d)), 'ERR_PROXY_ROUTE_DENIED', d.slice(0, 40));
+  for (const d of denied)
+    t.equal(
+      code(() => parseTarget(d)),
+      'ERR_PROXY_ROUTE_DENIED',
+      d.slice(0, 40),
+    );
   const bad = ['/%aa', '/%c3', '/a b', '/a\\b', '/a;b', '/a#b', '/a%zz', '/a%2', '/é', '/a?b c', '/a"b', '/a<b>', '/a?x=%zz', '/a?x=%2'];
-  for (const d of bad) t.equal(code(() => parseTarget(d)), 'ERR_PROXY_BAD_REQUEST', d);
+  for (const d of bad)
+    t.equal(
+      code(() => parseTarget(d)),
+      'ERR_PROXY_BAD_REQUEST',
+      d,
+    );
 });
 
 t.test('the query is not matched: %25 passes there, as URLSearchParams writes it', async (t) => {
@@ -51,8 +80,16 @@ t.test('an encoded slash or backslash fills only an opaque parameter', async (t)
   t.notOk(matchTemplate('/host/api/agent/memories/{id}', '/host/api/agent/memories/1%2F2'), 'nor in a plain {id}');
   t.notOk(matchTemplate(tpl, '/sheets/v4%2Fspreadsheets/abc/values/A1', ['range']), 'nor in a literal');
   t.notOk(matchTemplate('/search/drive/v3/files', '/search/drive%2Fv3/files', ['range']), 'an encoded slash never joins two literals');
-  t.equal(code(() => parseTarget(range('../../../search/drive/v3/files'))), 'ERR_PROXY_ROUTE_DENIED', 'a traversal hidden in the range is refused');
-  t.equal(code(() => parseTarget(range('50%!A1'))), 'ERR_PROXY_ROUTE_DENIED', '%25 stays refused in the path, opaque or not');
+  t.equal(
+    code(() => parseTarget(range('../../../search/drive/v3/files'))),
+    'ERR_PROXY_ROUTE_DENIED',
+    'a traversal hidden in the range is refused',
+  );
+  t.equal(
+    code(() => parseTarget(range('50%!A1'))),
+    'ERR_PROXY_ROUTE_DENIED',
+    '%25 stays refused in the path, opaque or not',
+  );
 });
 
 t.test('property: an accepted path never decodes to a traversal', async (t) => {
@@ -95,7 +132,15 @@ t.test('property: a matched path holds encoded separators only in the opaque seg
       }
       if (!matchTemplate(tpl, path, ['range'])) return true;
       const segs = path.split('/');
-      return segs.length === 5 && segs[1] === 'r' && segs[3] === 'v' && !/%(2f|5c)/i.test(segs[2]) && decodeURIComponent(segs[4]).split(/[/\\]/).every((p) => p !== '.' && p !== '..');
+      return (
+        segs.length === 5 &&
+        segs[1] === 'r' &&
+        segs[3] === 'v' &&
+        !/%(2f|5c)/i.test(segs[2]) &&
+        decodeURIComponent(segs[4])
+          .split(/[/\\]/)
+          .every((p) => p !== '.' && p !== '..')
+      );
     }),
     { numRuns: 3000 },
   );

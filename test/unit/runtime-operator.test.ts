@@ -9,7 +9,21 @@ t.test('operator requests are checked before anything runs', async (t) => {
   t.same(parseOperatorRequest({ cmd: 'policy-changed', userIds: [1, 2] }), { cmd: 'policy-changed', userIds: [1, 2] });
   t.same(parseOperatorRequest({ cmd: 'logs', id: 'abc' }), { cmd: 'logs', id: 'abc', tail: 200 }, 'logs: the last 200 lines unless told');
   t.same(parseOperatorRequest({ cmd: 'logs', id: 'abc', tail: 10_000 }), { cmd: 'logs', id: 'abc', tail: 10_000 });
-  for (const bad of [null, 'ls', [], { cmd: 'rm -rf' }, { cmd: 'kill-user', userId: '4' }, { cmd: 'kill-user', userId: 0 }, { cmd: 'kill-user', userId: 1.5 }, { cmd: 'policy-changed', userIds: [1, -2] }, { cmd: 'policy-changed' }, { cmd: 'logs', id: 'a', tail: 0 }, { cmd: 'logs', id: 'a', tail: 10_001 }, { cmd: 'logs', id: 'a', tail: '5' }, { cmd: 'logs', id: 'a', tail: 2.5 }]) {
+  for (const bad of [
+    null,
+    'ls',
+    [],
+    { cmd: 'rm -rf' },
+    { cmd: 'kill-user', userId: '4' },
+    { cmd: 'kill-user', userId: 0 },
+    { cmd: 'kill-user', userId: 1.5 },
+    { cmd: 'policy-changed', userIds: [1, -2] },
+    { cmd: 'policy-changed' },
+    { cmd: 'logs', id: 'a', tail: 0 },
+    { cmd: 'logs', id: 'a', tail: 10_001 },
+    { cmd: 'logs', id: 'a', tail: '5' },
+    { cmd: 'logs', id: 'a', tail: 2.5 },
+  ]) {
     t.throws(() => parseOperatorRequest(bad), { code: 'ERR_CLI_USAGE', status: 400 }, JSON.stringify(bad));
   }
 });
@@ -42,12 +56,16 @@ t.test('each request reaches its operation', async (t) => {
   await handleOperatorRequest(target, { cmd: 'restart', id: 'z' }, engine);
   await handleOperatorRequest(target, { cmd: 'restart-stale' }, engine);
   t.same(await handleOperatorRequest(target, { cmd: 'policy-changed', userIds: [3] }, engine), { userIds: [3] });
-  t.same(await handleOperatorRequest(target, { cmd: 'logs', id: 'w', tail: 7 }, engine), {
-    chunks: [
-      { stream: 'stdout', data: Buffer.from('ready\n').toString('base64') },
-      { stream: 'stderr', data: Buffer.from([0xff, 0x00, 0x0a]).toString('base64') },
-    ],
-  }, 'logs: every chunk, bytes kept');
+  t.same(
+    await handleOperatorRequest(target, { cmd: 'logs', id: 'w', tail: 7 }, engine),
+    {
+      chunks: [
+        { stream: 'stdout', data: Buffer.from('ready\n').toString('base64') },
+        { stream: 'stderr', data: Buffer.from([0xff, 0x00, 0x0a]).toString('base64') },
+      ],
+    },
+    'logs: every chunk, bytes kept',
+  );
   await t.rejects(handleOperatorRequest(target, { cmd: 'nope' }, engine), { code: 'ERR_CLI_USAGE' });
   t.same(calls, ['kill-user 9', 'list', 'inspect x', 'kill y', 'restart z', 'restart-stale', 'policy 3', 'container w', 'logs container-of-w 7']);
 });

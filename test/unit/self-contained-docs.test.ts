@@ -28,7 +28,11 @@ const NOT_YET_REWRITTEN: Record<string, { lines: number; cite: string[] }> = {};
 
 /** GitHub's heading anchor. */
 function slug(heading: string): string {
-  return heading.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+    .replace(/\s/g, '-');
 }
 
 function anchorsOf(file: string): string[] {
@@ -95,7 +99,12 @@ t.test('the anchors that replace outside references exist', async (t) => {
 });
 
 t.test('links between the docs resolve (files and headings)', async (t) => {
-  const files = [join(ROOT, 'README.md'), ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => join(ROOT, 'docs', f))];
+  const files = [
+    join(ROOT, 'README.md'),
+    ...readdirSync(join(ROOT, 'docs'))
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => join(ROOT, 'docs', f)),
+  ];
   const broken: string[] = [];
   let links = 0;
   for (const f of files) {

@@ -26,9 +26,16 @@ t.test('strays are the agent-uid processes reparented to init', async (t) => {
     { pid: 70, ppid: 1, uids: [0, 1001, 0, 0], state: 'S' }, // effective uid 1001 counts
     p(80, 999, 1001), // parent vanished while /proc was read: not judged
   ];
-  t.same(strayPids(procs, 1001, SUP).sort((a, b) => a - b), [30, 31, 70]);
+  t.same(
+    strayPids(procs, 1001, SUP).sort((a, b) => a - b),
+    [30, 31, 70],
+  );
   t.same(strayPids(procs, 1002, SUP), [], 'another uid: nothing');
-  t.same(strayPids(procs, 0, SUP).sort((a, b) => a - b), [60, 70], "root's: never init, never the supervisor");
+  t.same(
+    strayPids(procs, 0, SUP).sort((a, b) => a - b),
+    [60, 70],
+    "root's: never init, never the supervisor",
+  );
 });
 
 t.test('reads the real /proc', async (t) => {

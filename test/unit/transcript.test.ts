@@ -53,14 +53,24 @@ t.test('fitToBudget leaves out whole old turns with a marker, never half a tool 
 t.test('closeToolCalls answers open calls and drops stray results', async (t) => {
   const items: TranscriptItem[] = [
     { role: 'user', content: 'x' },
-    { role: 'assistant', text: '', toolCalls: [{ id: 'a', name: 'add', input: {} }, { id: 'b', name: 'add', input: {} }] },
+    {
+      role: 'assistant',
+      text: '',
+      toolCalls: [
+        { id: 'a', name: 'add', input: {} },
+        { id: 'b', name: 'add', input: {} },
+      ],
+    },
     { role: 'tool', callId: 'a', name: 'add', content: '1', isError: false },
     { role: 'tool', callId: 'zzz', name: 'add', content: 'stray', isError: false },
     { role: 'user', content: 'y' },
   ];
   const out = closeToolCalls(items, 'not run');
   t.ok(wellFormed(out));
-  t.same(out.map((i) => (i.role === 'tool' ? `${i.callId}:${i.content}` : i.role)), ['user', 'assistant', 'a:1', 'b:not run', 'user']);
+  t.same(
+    out.map((i) => (i.role === 'tool' ? `${i.callId}:${i.content}` : i.role)),
+    ['user', 'assistant', 'a:1', 'b:not run', 'user'],
+  );
   t.match(boundToolResult('x'.repeat(20), 10), /^x{10}\n\[… the result was cut here: 10 more characters/);
 });
 
@@ -94,5 +104,9 @@ t.test('a turn without reported items is rebuilt from its record, well-formed', 
   });
   t.ok(wellFormed(items));
   t.match(items.at(-1), { role: 'assistant', text: 'partial', interrupted: 'error' }, 'a turn cut off is marked');
-  t.match(items.find((i) => i.role === 'tool' && i.callId === 'c2'), { isError: true, content: /outcome of this call is unknown/ }, 'a call cut off is not said to have failed (it may have taken effect)');
+  t.match(
+    items.find((i) => i.role === 'tool' && i.callId === 'c2'),
+    { isError: true, content: /outcome of this call is unknown/ },
+    'a call cut off is not said to have failed (it may have taken effect)',
+  );
 });

@@ -120,7 +120,10 @@ t.test('a refused body names the field and the reason, in words', async (t) => {
 t.test('every problem once; the first is the message; the row filter says which condition', async (t) => {
   const r = refusal(POLICY_PUT_SCHEMA, { allowed_columns: [], row_filter: { any: [{ op: 'eq', value: 1 }] } }, 'ERR_DATA_INVALID');
   t.equal(r?.code, 'ERR_DATA_INVALID');
-  t.same((r?.problems as { field: string }[]).map((p) => p.field), ['allowed_columns', 'row_filter.any.0.column']);
+  t.same(
+    (r?.problems as { field: string }[]).map((p) => p.field),
+    ['allowed_columns', 'row_filter.any.0.column'],
+  );
   t.match(r?.message, /^Allowed columns needs at least 1 item\. \(and 1 more problem\)$/);
   const op = refusal(POLICY_PUT_SCHEMA, { allowed_columns: ['*'], row_filter: { column: 'region', op: 'like', value: 'EU%' } });
   t.equal(op?.field, 'row_filter.op');

@@ -25,16 +25,7 @@ import {
   updateRole,
   type RowFilter,
 } from '../../domain/data-access/index.js';
-import type {
-  AssignmentList,
-  AssignmentView,
-  DataPolicyList,
-  DataPolicyView,
-  DataRoleList,
-  DataRoleView,
-  EffectivePolicyView,
-  LogPage,
-} from '../admin-api.js';
+import type { AssignmentList, AssignmentView, DataPolicyList, DataPolicyView, DataRoleList, DataRoleView, EffectivePolicyView, LogPage } from '../admin-api.js';
 import { asyncHandler, requireSuperuser, type WebContext } from '../context.js';
 import { intQueryParam } from '../query-params.js';
 import { z } from 'zod';

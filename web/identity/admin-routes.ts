@@ -6,15 +6,7 @@ import { effectiveAgentPolicy } from '../../domain/identity/agent-policy.js';
 import { policyNames } from '../../domain/identity/orgs.js';
 import { mailPolicyFor } from '../../domain/mail.js';
 import { createOrGetRunningJob, jobExists, latestJob, logSyncFinished } from '../../domain/identity/directory-sync-store.js';
-import {
-  deleteConnection,
-  getConnection,
-  getConnectionByProvider,
-  listConnections,
-  saveConnection,
-  syncConnection,
-  type ConnectionInput,
-} from '../../domain/identity/store.js';
+import { deleteConnection, getConnection, getConnectionByProvider, listConnections, saveConnection, syncConnection, type ConnectionInput } from '../../domain/identity/store.js';
 import type { ConnectionList, ConnectionView, EffectiveAgentPolicyResponse, SyncJobStarted, SyncJobState } from '../admin-api.js';
 import { asyncHandler, requireSuperuser, requireUser, type WebContext } from '../context.js';
 import { intQueryParam } from '../query-params.js';
@@ -48,8 +40,7 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
   const r = Router();
   const db = ctx.database.sql;
   const services = ctx.services;
-  const audit: Audit = (trx, req, event, data, subjectId, severity) =>
-    logAction(trx, { event: `identity.${event}`, actorId: req.user!.id, subjectId: subjectId ?? null, severity, data });
+  const audit: Audit = (trx, req, event, data, subjectId, severity) => logAction(trx, { event: `identity.${event}`, actorId: req.user!.id, subjectId: subjectId ?? null, severity, data });
   /**
    * A sync job runs in the background; its end goes into the action log when this process sees
    * it finish (checked every second, at most an hour) or when the sync page reads it, once.

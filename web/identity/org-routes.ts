@@ -102,89 +102,121 @@ export function organisationRoutes(ctx: WebContext): Router {
 /** Organisations themselves: list, create, rename, delete. */
 function organisationCrudRoutes({ r, db, notify, route }: OrgKit): void {
   // ---- organisations (superuser creates them and names managers) ----
-  r.get('/organisations', requireUser, route(async (req, res) => {
-    const rows = await orgs.listOrganisations(db, req.user!.is_superuser ? undefined : req.user!.id);
-    res.json({ organisations: rows } satisfies OrganisationList);
-  }));
-  r.post('/organisations', requireSuperuser, route(async (req, res) => {
-    const name = validateBody(ORG_BODY, req.body).name.trim();
-    const org = await inTransaction(db, async (trx) => {
-      const o = await orgs.createOrganisation(trx, name);
-      await logAsPart(trx, req, 'organisation.created', { organisation_id: o.id, name });
-      return o;
-    });
-    res.status(201).json(org satisfies Organisation);
-  }));
+  r.get(
+    '/organisations',
+    requireUser,
+    route(async (req, res) => {
+      const rows = await orgs.listOrganisations(db, req.user!.is_superuser ? undefined : req.user!.id);
+      res.json({ organisations: rows } satisfies OrganisationList);
+    }),
+  );
+  r.post(
+    '/organisations',
+    requireSuperuser,
+    route(async (req, res) => {
+      const name = validateBody(ORG_BODY, req.body).name.trim();
+      const org = await inTransaction(db, async (trx) => {
+        const o = await orgs.createOrganisation(trx, name);
+        await logAsPart(trx, req, 'organisation.created', { organisation_id: o.id, name });
+        return o;
+      });
+      res.status(201).json(org satisfies Organisation);
+    }),
+  );
   // Rename (superuser): the name is all an organisation has of its own.
-  r.patch('/organisations/:id', requireSuperuser, route(async (req, res) => {
-    const orgId = intParam(req, 'id');
-    const name = validateBody(ORG_BODY, req.body).name.trim();
-    const org = await orgs.getOrganisation(db, orgId);
-    await orgs.renameOrganisation(db, orgId, name);
-    if (org.name !== name) await logAsPart(db, req, 'organisation.renamed', { organisation_id: orgId, from: org.name, name });
-    res.json((await orgs.getOrganisation(db, orgId)) satisfies Organisation);
-  }));
+  r.patch(
+    '/organisations/:id',
+    requireSuperuser,
+    route(async (req, res) => {
+      const orgId = intParam(req, 'id');
+      const name = validateBody(ORG_BODY, req.body).name.trim();
+      const org = await orgs.getOrganisation(db, orgId);
+      await orgs.renameOrganisation(db, orgId, name);
+      if (org.name !== name) await logAsPart(db, req, 'organisation.renamed', { organisation_id: orgId, from: org.name, name });
+      res.json((await orgs.getOrganisation(db, orgId)) satisfies Organisation);
+    }),
+  );
   /**
    * Delete (superuser): its members, teams and agent policies go with it (foreign keys cascade);
    * the users it covered get their stored agent policy recomputed at once.
    */
-  r.delete('/organisations/:id', requireSuperuser, route(async (req, res) => {
-    const orgId = intParam(req, 'id');
-    const org = await orgs.getOrganisation(db, orgId);
-    const changed = await inTransaction(db, async (trx) => {
-      const ids = await orgs.orgMemberIds(trx, orgId);
-      const counts = { ...(await orgs.countOrganisationParts(trx, orgId)), users_affected: ids.length };
-      await orgs.deleteOrganisation(trx, orgId);
-      await logAsPart(trx, req, 'organisation.deleted', { organisation_id: orgId, name: org.name, ...counts }, null, 'warning');
-      return rewriteAgentPolicies(trx, ids);
-    });
-    notify(changed);
-    res.status(204).end();
-  }));
+  r.delete(
+    '/organisations/:id',
+    requireSuperuser,
+    route(async (req, res) => {
+      const orgId = intParam(req, 'id');
+      const org = await orgs.getOrganisation(db, orgId);
+      const changed = await inTransaction(db, async (trx) => {
+        const ids = await orgs.orgMemberIds(trx, orgId);
+        const counts = { ...(await orgs.countOrganisationParts(trx, orgId)), users_affected: ids.length };
+        await orgs.deleteOrganisation(trx, orgId);
+        await logAsPart(trx, req, 'organisation.deleted', { organisation_id: orgId, name: org.name, ...counts }, null, 'warning');
+        return rewriteAgentPolicies(trx, ids);
+      });
+      notify(changed);
+      res.status(204).end();
+    }),
+  );
 }
 
 /** An organisation's members, and the external groups the team picker lists. */
 function memberRoutes({ r, db, notify, route }: OrgKit): void {
-  r.get('/organisations/:id/members', requireUser, route(async (req, res) => {
-    const orgId = intParam(req, 'id');
-    await requireManager(db, req, orgId);
-    res.json({ members: await orgs.listMembers(db, orgId) });
-  }));
-  r.put('/organisations/:id/members/:userId', requireUser, route(async (req, res) => {
-    const orgId = intParam(req, 'id');
-    const userId = intParam(req, 'userId');
-    const body = validateBody(MEMBER_BODY, req.body ?? {});
-    await requireManager(db, req, orgId);
-    if (!(await orgs.userExists(db, userId))) throw new AppError('ERR_USER_NOT_FOUND', 'no such user');
-    // `role` defaults to member, so without this a manager's PUT {} would demote another manager.
-    await requireMayManageMember(db, req, orgId, userId, body.role);
-    const changed = await inTransaction(db, async (trx) => {
-      await orgs.setMember(trx, orgId, userId, body.role);
-      await logAsPart(trx, req, 'organisation.member_set', { organisation_id: orgId, role: body.role }, userId);
-      return rewriteAgentPolicies(trx, [userId]);
-    });
-    notify(changed);
-    res.json({ organisation_id: orgId, user_id: userId, role: body.role });
-  }));
-  r.delete('/organisations/:id/members/:userId', requireUser, route(async (req, res) => {
-    const orgId = intParam(req, 'id');
-    const userId = intParam(req, 'userId');
-    await requireManager(db, req, orgId);
-    await requireMayManageMember(db, req, orgId, userId);
-    const changed = await inTransaction(db, async (trx) => {
-      if (await orgs.removeMember(trx, orgId, userId)) await logAsPart(trx, req, 'organisation.member_removed', { organisation_id: orgId }, userId);
-      return rewriteAgentPolicies(trx, [userId]);
-    });
-    notify(changed);
-    res.status(204).end();
-  }));
+  r.get(
+    '/organisations/:id/members',
+    requireUser,
+    route(async (req, res) => {
+      const orgId = intParam(req, 'id');
+      await requireManager(db, req, orgId);
+      res.json({ members: await orgs.listMembers(db, orgId) });
+    }),
+  );
+  r.put(
+    '/organisations/:id/members/:userId',
+    requireUser,
+    route(async (req, res) => {
+      const orgId = intParam(req, 'id');
+      const userId = intParam(req, 'userId');
+      const body = validateBody(MEMBER_BODY, req.body ?? {});
+      await requireManager(db, req, orgId);
+      if (!(await orgs.userExists(db, userId))) throw new AppError('ERR_USER_NOT_FOUND', 'no such user');
+      // `role` defaults to member, so without this a manager's PUT {} would demote another manager.
+      await requireMayManageMember(db, req, orgId, userId, body.role);
+      const changed = await inTransaction(db, async (trx) => {
+        await orgs.setMember(trx, orgId, userId, body.role);
+        await logAsPart(trx, req, 'organisation.member_set', { organisation_id: orgId, role: body.role }, userId);
+        return rewriteAgentPolicies(trx, [userId]);
+      });
+      notify(changed);
+      res.json({ organisation_id: orgId, user_id: userId, role: body.role });
+    }),
+  );
+  r.delete(
+    '/organisations/:id/members/:userId',
+    requireUser,
+    route(async (req, res) => {
+      const orgId = intParam(req, 'id');
+      const userId = intParam(req, 'userId');
+      await requireManager(db, req, orgId);
+      await requireMayManageMember(db, req, orgId, userId);
+      const changed = await inTransaction(db, async (trx) => {
+        if (await orgs.removeMember(trx, orgId, userId)) await logAsPart(trx, req, 'organisation.member_removed', { organisation_id: orgId }, userId);
+        return rewriteAgentPolicies(trx, [userId]);
+      });
+      notify(changed);
+      res.status(204).end();
+    }),
+  );
 
   // ---- external groups: the team picker lists every synced group ----
-  r.get('/external-groups', requireUser, route(async (req, res) => {
-    if (!req.user!.is_superuser && !(await orgs.managesAny(db, req.user!.id))) throw new AppError('ERR_AUTH_FORBIDDEN', 'organisation managers only');
-    const groups = await orgs.searchGroups(db, typeof req.query.q === 'string' ? req.query.q : undefined);
-    res.json({ groups } satisfies ExternalGroupList);
-  }));
+  r.get(
+    '/external-groups',
+    requireUser,
+    route(async (req, res) => {
+      if (!req.user!.is_superuser && !(await orgs.managesAny(db, req.user!.id))) throw new AppError('ERR_AUTH_FORBIDDEN', 'organisation managers only');
+      const groups = await orgs.searchGroups(db, typeof req.query.q === 'string' ? req.query.q : undefined);
+      res.json({ groups } satisfies ExternalGroupList);
+    }),
+  );
 }
 
 /** An organisation's teams and their members. */
@@ -199,57 +231,73 @@ function teamRoutes({ r, db, notify, route }: OrgKit): void {
     const { added, removed } = await followGroup(trx, teamId, groupId);
     return rewriteAgentPolicies(trx, [...added, ...removed]);
   };
-  r.get('/organisations/:id/teams', requireUser, route(async (req, res) => {
-    const orgId = intParam(req, 'id');
-    await requireManager(db, req, orgId);
-    const teams = await Promise.all((await orgs.listTeams(db, orgId)).map((t) => teamView(db, t)));
-    res.json({ teams } satisfies TeamList);
-  }));
-  r.post('/organisations/:id/teams', requireUser, route(async (req, res) => {
-    const orgId = intParam(req, 'id');
-    await requireManager(db, req, orgId);
-    const body = validateBody(TEAM_CREATE, req.body);
-    await checkGroup(db, body.external_group_id);
-    const { team, changed } = await inTransaction(db, async (trx) => {
-      const t = await orgs.createTeam(trx, orgId, body.name, body.external_group_id ?? null);
-      await logAsPart(trx, req, 'team.created', { organisation_id: orgId, team_id: t.id, name: body.name, external_group_id: body.external_group_id ?? null });
-      return { team: t, changed: body.external_group_id ? await linkTeam(trx, t.id, body.external_group_id) : [] };
-    });
-    notify(changed);
-    res.status(201).json(await teamView(db, team));
-  }));
-  r.patch('/teams/:id', requireUser, route(async (req, res) => {
-    const team = await orgs.getTeam(db, intParam(req, 'id'));
-    await requireManager(db, req, team.organisation_id);
-    const body = validateBody(TEAM_PATCH, req.body);
-    await checkGroup(db, body.external_group_id);
-    const changed = await inTransaction(db, async (trx) => {
-      await orgs.updateTeam(trx, team.id, { name: body.name, groupId: body.external_group_id });
-      await logAsPart(trx, req, 'team.updated', {
-        organisation_id: team.organisation_id,
-        team_id: team.id,
-        name: body.name ?? team.name,
-        ...(body.name !== undefined && body.name !== team.name ? { from: team.name } : {}),
-        ...(body.external_group_id !== undefined ? { external_group_id: body.external_group_id } : {}),
+  r.get(
+    '/organisations/:id/teams',
+    requireUser,
+    route(async (req, res) => {
+      const orgId = intParam(req, 'id');
+      await requireManager(db, req, orgId);
+      const teams = await Promise.all((await orgs.listTeams(db, orgId)).map((t) => teamView(db, t)));
+      res.json({ teams } satisfies TeamList);
+    }),
+  );
+  r.post(
+    '/organisations/:id/teams',
+    requireUser,
+    route(async (req, res) => {
+      const orgId = intParam(req, 'id');
+      await requireManager(db, req, orgId);
+      const body = validateBody(TEAM_CREATE, req.body);
+      await checkGroup(db, body.external_group_id);
+      const { team, changed } = await inTransaction(db, async (trx) => {
+        const t = await orgs.createTeam(trx, orgId, body.name, body.external_group_id ?? null);
+        await logAsPart(trx, req, 'team.created', { organisation_id: orgId, team_id: t.id, name: body.name, external_group_id: body.external_group_id ?? null });
+        return { team: t, changed: body.external_group_id ? await linkTeam(trx, t.id, body.external_group_id) : [] };
       });
-      // Linked (or re-linked): the team takes the group's members now, not at the next sync.
-      // Unlinked (null): it keeps its members and becomes a manual team.
-      return body.external_group_id ? linkTeam(trx, team.id, body.external_group_id) : [];
-    });
-    notify(changed);
-    res.json(await teamView(db, await orgs.getTeam(db, team.id)));
-  }));
-  r.delete('/teams/:id', requireUser, route(async (req, res) => {
-    const team = await orgs.getTeam(db, intParam(req, 'id'));
-    await requireManager(db, req, team.organisation_id);
-    const changed = await inTransaction(db, async (trx) => {
-      const members = await orgs.deleteTeam(trx, team.id);
-      await logAsPart(trx, req, 'team.deleted', { organisation_id: team.organisation_id, team_id: team.id, name: team.name, members: members.length }, null, 'warning');
-      return rewriteAgentPolicies(trx, members);
-    });
-    notify(changed);
-    res.status(204).end();
-  }));
+      notify(changed);
+      res.status(201).json(await teamView(db, team));
+    }),
+  );
+  r.patch(
+    '/teams/:id',
+    requireUser,
+    route(async (req, res) => {
+      const team = await orgs.getTeam(db, intParam(req, 'id'));
+      await requireManager(db, req, team.organisation_id);
+      const body = validateBody(TEAM_PATCH, req.body);
+      await checkGroup(db, body.external_group_id);
+      const changed = await inTransaction(db, async (trx) => {
+        await orgs.updateTeam(trx, team.id, { name: body.name, groupId: body.external_group_id });
+        await logAsPart(trx, req, 'team.updated', {
+          organisation_id: team.organisation_id,
+          team_id: team.id,
+          name: body.name ?? team.name,
+          ...(body.name !== undefined && body.name !== team.name ? { from: team.name } : {}),
+          ...(body.external_group_id !== undefined ? { external_group_id: body.external_group_id } : {}),
+        });
+        // Linked (or re-linked): the team takes the group's members now, not at the next sync.
+        // Unlinked (null): it keeps its members and becomes a manual team.
+        return body.external_group_id ? linkTeam(trx, team.id, body.external_group_id) : [];
+      });
+      notify(changed);
+      res.json(await teamView(db, await orgs.getTeam(db, team.id)));
+    }),
+  );
+  r.delete(
+    '/teams/:id',
+    requireUser,
+    route(async (req, res) => {
+      const team = await orgs.getTeam(db, intParam(req, 'id'));
+      await requireManager(db, req, team.organisation_id);
+      const changed = await inTransaction(db, async (trx) => {
+        const members = await orgs.deleteTeam(trx, team.id);
+        await logAsPart(trx, req, 'team.deleted', { organisation_id: team.organisation_id, team_id: team.id, name: team.name, members: members.length }, null, 'warning');
+        return rewriteAgentPolicies(trx, members);
+      });
+      notify(changed);
+      res.status(204).end();
+    }),
+  );
   const editMembers = (add: boolean) =>
     route(async (req, res) => {
       const team = await orgs.getTeam(db, intParam(req, 'id'));
@@ -274,15 +322,23 @@ function teamRoutes({ r, db, notify, route }: OrgKit): void {
 /** An organisation's agent policies and the catalogue they name tools and models from. */
 function agentPolicyRoutes({ r, db, route, catalog, rewriteOrgPolicies }: OrgKit): void {
   // ---- agent policies (organisation managers) ----
-  r.get('/organisations/:id/agent-policies', requireUser, route(async (req, res) => {
-    const orgId = intParam(req, 'id');
-    await requireManager(db, req, orgId);
-    const policies = await Promise.all((await orgs.listAgentPolicies(db, orgId)).map((p) => policyView(db, p)));
-    res.json({ policies } satisfies AgentPolicyList);
-  }));
-  r.get('/agent-catalog', requireUser, route(async (_req, res) => {
-    res.json((await catalog()) satisfies AgentCatalogView);
-  }));
+  r.get(
+    '/organisations/:id/agent-policies',
+    requireUser,
+    route(async (req, res) => {
+      const orgId = intParam(req, 'id');
+      await requireManager(db, req, orgId);
+      const policies = await Promise.all((await orgs.listAgentPolicies(db, orgId)).map((p) => policyView(db, p)));
+      res.json({ policies } satisfies AgentPolicyList);
+    }),
+  );
+  r.get(
+    '/agent-catalog',
+    requireUser,
+    route(async (_req, res) => {
+      res.json((await catalog()) satisfies AgentCatalogView);
+    }),
+  );
   /**
    * Beyond the schema: names must exist (tools and models of this server), and a policy for
    * "the chosen teams" needs at least one team (it would apply to nobody). `current` is the
@@ -303,41 +359,53 @@ function agentPolicyRoutes({ r, db, route, catalog, rewriteOrgPolicies }: OrgKit
       if ((await orgs.getTeam(db, t)).organisation_id !== orgId) throw new AppError('ERR_VALIDATION', 'Teams: every team must belong to this organisation.', { details: { field: 'team_ids' } });
     }
   };
-  r.post('/organisations/:id/agent-policies', requireUser, route(async (req, res) => {
-    const orgId = intParam(req, 'id');
-    await requireManager(db, req, orgId);
-    const body = validateBody(POLICY_CREATE, req.body);
-    await checkPolicy(orgId, body);
-    const id = await inTransaction(db, async (trx) => {
-      const pid = await orgs.saveAgentPolicy(trx, orgId, body);
-      await logAsPart(trx, req, 'agent_policy.created', { organisation_id: orgId, policy_id: pid, name: body.name, applies_to: body.applies_to });
-      return pid;
-    });
-    await rewriteOrgPolicies(orgId);
-    res.status(201).json(await policyView(db, await orgs.getAgentPolicy(db, id)));
-  }));
-  r.patch('/agent-policies/:id', requireUser, route(async (req, res) => {
-    const p = await orgs.getAgentPolicy(db, intParam(req, 'id'));
-    await requireManager(db, req, p.organisation_id);
-    const body = validateBody(POLICY_PATCH, req.body);
-    await checkPolicy(p.organisation_id, body, p);
-    await inTransaction(db, async (trx) => {
-      await orgs.saveAgentPolicy(trx, p.organisation_id, body, p.id);
-      await logAsPart(trx, req, 'agent_policy.updated', { organisation_id: p.organisation_id, policy_id: p.id, name: body.name ?? p.name, fields: Object.keys(body).sort() });
-    });
-    await rewriteOrgPolicies(p.organisation_id);
-    res.json(await policyView(db, await orgs.getAgentPolicy(db, p.id)));
-  }));
-  r.delete('/agent-policies/:id', requireUser, route(async (req, res) => {
-    const p = await orgs.getAgentPolicy(db, intParam(req, 'id'));
-    await requireManager(db, req, p.organisation_id);
-    await inTransaction(db, async (trx) => {
-      await orgs.deleteAgentPolicy(trx, p.id);
-      await logAsPart(trx, req, 'agent_policy.deleted', { organisation_id: p.organisation_id, policy_id: p.id, name: p.name }, null, 'warning');
-    });
-    await rewriteOrgPolicies(p.organisation_id);
-    res.status(204).end();
-  }));
+  r.post(
+    '/organisations/:id/agent-policies',
+    requireUser,
+    route(async (req, res) => {
+      const orgId = intParam(req, 'id');
+      await requireManager(db, req, orgId);
+      const body = validateBody(POLICY_CREATE, req.body);
+      await checkPolicy(orgId, body);
+      const id = await inTransaction(db, async (trx) => {
+        const pid = await orgs.saveAgentPolicy(trx, orgId, body);
+        await logAsPart(trx, req, 'agent_policy.created', { organisation_id: orgId, policy_id: pid, name: body.name, applies_to: body.applies_to });
+        return pid;
+      });
+      await rewriteOrgPolicies(orgId);
+      res.status(201).json(await policyView(db, await orgs.getAgentPolicy(db, id)));
+    }),
+  );
+  r.patch(
+    '/agent-policies/:id',
+    requireUser,
+    route(async (req, res) => {
+      const p = await orgs.getAgentPolicy(db, intParam(req, 'id'));
+      await requireManager(db, req, p.organisation_id);
+      const body = validateBody(POLICY_PATCH, req.body);
+      await checkPolicy(p.organisation_id, body, p);
+      await inTransaction(db, async (trx) => {
+        await orgs.saveAgentPolicy(trx, p.organisation_id, body, p.id);
+        await logAsPart(trx, req, 'agent_policy.updated', { organisation_id: p.organisation_id, policy_id: p.id, name: body.name ?? p.name, fields: Object.keys(body).sort() });
+      });
+      await rewriteOrgPolicies(p.organisation_id);
+      res.json(await policyView(db, await orgs.getAgentPolicy(db, p.id)));
+    }),
+  );
+  r.delete(
+    '/agent-policies/:id',
+    requireUser,
+    route(async (req, res) => {
+      const p = await orgs.getAgentPolicy(db, intParam(req, 'id'));
+      await requireManager(db, req, p.organisation_id);
+      await inTransaction(db, async (trx) => {
+        await orgs.deleteAgentPolicy(trx, p.id);
+        await logAsPart(trx, req, 'agent_policy.deleted', { organisation_id: p.organisation_id, policy_id: p.id, name: p.name }, null, 'warning');
+      });
+      await rewriteOrgPolicies(p.organisation_id);
+      res.status(204).end();
+    }),
+  );
 }
 
 /** The action-log entry of a change, written in the change's own transaction. */

@@ -65,9 +65,9 @@ class DiscoveryCache {
           try {
             res = await fetch(url, init);
           } catch (err) {
-            throw new AppError('ERR_SSO_DISCOVERY', 'the identity provider\'s signing keys cannot be fetched', { cause: err });
+            throw new AppError('ERR_SSO_DISCOVERY', "the identity provider's signing keys cannot be fetched", { cause: err });
           }
-          if (!res.ok) throw new AppError('ERR_SSO_DISCOVERY', 'the identity provider\'s signing keys cannot be fetched', { details: { upstream_status: res.status } });
+          if (!res.ok) throw new AppError('ERR_SSO_DISCOVERY', "the identity provider's signing keys cannot be fetched", { details: { upstream_status: res.status } });
           return res;
         };
         return config;
@@ -95,7 +95,7 @@ export function checkCallbackUrl(raw: unknown, publicOrigin: string): string {
   // the resolved path only: `http://origin/.//evil.example/x` is refused, see web/redirect.ts.
   const path = u.protocol === 'http:' || u.protocol === 'https:' ? resolveRedirect(raw, publicOrigin, { allowAbsolute: true }) : null;
   if (path === null) {
-    throw new AppError('ERR_SSO_CALLBACK_URL', 'callback_url must be on this service\'s own origin');
+    throw new AppError('ERR_SSO_CALLBACK_URL', "callback_url must be on this service's own origin");
   }
   return new URL(publicOrigin).origin + path;
 }
@@ -202,12 +202,7 @@ function ssoCallbackRoute({ r, ctx, discovery, signals }: SsoKit): void {
       const currentUrl = new URL(req.originalUrl, ctx.config.publicOrigin);
       let claims: oidc.IDToken;
       try {
-        const tokens = await oidc.authorizationCodeGrant(
-          config,
-          currentUrl,
-          { pkceCodeVerifier: pending.codeVerifier, expectedState: state, expectedNonce: pending.nonce, idTokenExpected: true },
-          { redirect_uri: redirectUri },
-        );
+        const tokens = await oidc.authorizationCodeGrant(config, currentUrl, { pkceCodeVerifier: pending.codeVerifier, expectedState: state, expectedNonce: pending.nonce, idTokenExpected: true }, { redirect_uri: redirectUri });
         claims = tokens.claims()!;
       } catch (err) {
         const e = ssoError(err);
@@ -255,13 +250,7 @@ async function matchOrCreateUser(db: Sql, email: string, name: string | null): P
  * (`OAUTH_INVALID_RESPONSE`), no IdP key matches its `kid`/`alg` (`OAUTH_KEY_SELECTION_FAILED`),
  * or it uses an algorithm we do not accept, such as HS256 or none (`OAUTH_UNSUPPORTED_OPERATION`).
  */
-const ID_TOKEN_FAILURES = new Set([
-  'OAUTH_JWT_CLAIM_COMPARISON_FAILED',
-  'OAUTH_JWT_TIMESTAMP_CHECK_FAILED',
-  'OAUTH_INVALID_RESPONSE',
-  'OAUTH_KEY_SELECTION_FAILED',
-  'OAUTH_UNSUPPORTED_OPERATION',
-]);
+const ID_TOKEN_FAILURES = new Set(['OAUTH_JWT_CLAIM_COMPARISON_FAILED', 'OAUTH_JWT_TIMESTAMP_CHECK_FAILED', 'OAUTH_INVALID_RESPONSE', 'OAUTH_KEY_SELECTION_FAILED', 'OAUTH_UNSUPPORTED_OPERATION']);
 
 /** openid-client failures become coded 400s; nothing of the provider's answer is echoed. */
 function ssoError(err: unknown): AppError {
@@ -275,4 +264,3 @@ function ssoError(err: unknown): AppError {
   if (e.error) return new AppError('ERR_SSO_CODE_EXCHANGE', 'the identity provider refused the authorization code', { cause: err });
   return new AppError('ERR_SSO_CODE_EXCHANGE', 'the code exchange failed', { cause: err });
 }
-

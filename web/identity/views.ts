@@ -27,7 +27,6 @@ export function connectionView(c: IdpConnectionRow): ConnectionView {
   };
 }
 
-
 /** The admin API's view of a sync job: the domain's summary, checked against the API type. */
 export function jobView(j: SyncJobRow): SyncJobView {
   return syncJobSummary(j) satisfies SyncJobView;

@@ -22,7 +22,10 @@ t.test('IdP connections: superuser CRUD, secrets write-only and encrypted, has_g
   t.equal(bad.status, 400);
   t.equal(bad.body.error.code, 'ERR_VALIDATION');
   const c = await root.json('POST', '/api/identity/connections', {
-    provider: 'google', issuer: 'https://accounts.google.com/', client_id: 'cid.apps.googleusercontent.com', client_secret: 'GOCSPX-top-secret-value',
+    provider: 'google',
+    issuer: 'https://accounts.google.com/',
+    client_id: 'cid.apps.googleusercontent.com',
+    client_secret: 'GOCSPX-top-secret-value',
   });
   t.equal(c.status, 201);
   t.equal(c.body.issuer, 'https://accounts.google.com');
@@ -48,7 +51,10 @@ t.test('IdP connections: superuser CRUD, secrets write-only and encrypted, has_g
   t.notOk(everything.includes('PRIVATE KEY'));
 
   const providers = await app.client().json('GET', '/api/auth/sso-providers');
-  t.same(providers.body.providers.map((p: { id: string }) => p.id), ['google']);
+  t.same(
+    providers.body.providers.map((p: { id: string }) => p.id),
+    ['google'],
+  );
   t.equal((await root.json('DELETE', `/api/identity/connections/${c.body.id}`)).status, 204);
   t.equal((await root.json('GET', `/api/identity/connections/${c.body.id}`)).status, 404);
 });

@@ -40,22 +40,21 @@ t.test('organisations: rename and delete (members, teams and policies go; stored
   t.equal((await c.json('DELETE', `/api/identity/organisations/${org.id}`)).status, 204);
   t.equal((await c.json('GET', `/api/identity/organisations/${org.id}/teams`)).status, 404, 'gone');
   t.equal(((await dbRow(app.database.sql, 'SELECT COUNT(*) AS n FROM teams WHERE organisation_id = ?', org.id)) as { n: number }).n, 0, 'its teams went with it');
-  t.same((await stored()).denied_tools, [], 'alice\'s stored policy no longer denies mail');
+  t.same((await stored()).denied_tools, [], "alice's stored policy no longer denies mail");
   t.equal((await c.json('DELETE', `/api/identity/organisations/${org.id}`)).status, 404);
 
   const log = await c.json('GET', '/api/data-authorization/audit?event=identity.*');
   t.equal(log.status, 200);
-  const events = (log.body.events as { event: string; actor: { username: string } | null; subject: { username: string } | null; data: Record<string, unknown> }[]);
-  t.same(events.map((e) => e.event).reverse(), [
-    'identity.organisation.created',
-    'identity.organisation.renamed',
-    'identity.organisation.created',
-    'identity.team.created',
-    'identity.team.member_added',
-    'identity.agent_policy.created',
-    'identity.organisation.deleted',
-  ], 'every identity change is logged, failed ones are not');
-  t.ok(events.every((e) => e.actor?.username === 'root'), 'the actor by name');
+  const events = log.body.events as { event: string; actor: { username: string } | null; subject: { username: string } | null; data: Record<string, unknown> }[];
+  t.same(
+    events.map((e) => e.event).reverse(),
+    ['identity.organisation.created', 'identity.organisation.renamed', 'identity.organisation.created', 'identity.team.created', 'identity.team.member_added', 'identity.agent_policy.created', 'identity.organisation.deleted'],
+    'every identity change is logged, failed ones are not',
+  );
+  t.ok(
+    events.every((e) => e.actor?.username === 'root'),
+    'the actor by name',
+  );
   t.equal(events.find((e) => e.event === 'identity.team.member_added')?.subject?.username, 'alice', 'the subject by name');
   t.match(events.find((e) => e.event === 'identity.organisation.deleted')?.data, { name: 'Acme Europe', teams: 1, agent_policies: 1, users_affected: 1 });
   void root;
@@ -69,12 +68,16 @@ t.test('agent policies: only tools and models that exist; "chosen teams" needs a
   const org = (await c.json('POST', '/api/identity/organisations', { name: 'Acme' })).body;
   const cat = await c.json('GET', '/api/identity/agent-catalog');
   t.same(cat.body.models, ['demo'], 'the configured model');
-  t.ok(cat.body.tools.includes('send_email') && cat.body.tools.includes('rasterize_chart'), 'the agent\'s tools');
+  t.ok(cat.body.tools.includes('send_email') && cat.body.tools.includes('rasterize_chart'), "the agent's tools");
 
   const bad = await c.json('POST', `/api/identity/organisations/${org.id}/agent-policies`, { name: 'p', applies_to: 'all', allowed_tools: ['send_email', 'sned_email'], allowed_models: ['gpt-9'] });
   t.equal(bad.status, 400);
   t.equal(bad.body.error.code, 'ERR_POLICY_INVALID');
-  t.same(bad.body.error.problems.map((p: { field: string }) => p.field), ['allowed_tools', 'allowed_models'], 'both lists named');
+  t.same(
+    bad.body.error.problems.map((p: { field: string }) => p.field),
+    ['allowed_tools', 'allowed_models'],
+    'both lists named',
+  );
   t.match(bad.body.error.problems[0].message, /"sned_email" is not a tool/);
   const badDeny = await c.json('POST', `/api/identity/organisations/${org.id}/agent-policies`, { name: 'p', applies_to: 'all', denied_models: ['nope'] });
   t.equal(badDeny.body.error.field, 'denied_models', 'deny lists are checked too');
@@ -115,7 +118,15 @@ t.test('validation messages name the field and the reason (no schema paths); row
   t.match(unknownOp.body.error.message, /^Row filter: "like" is not an operator; use one of eq, neq/);
   t.equal(unknownOp.body.error.field, 'row_filter.op');
 
-  const emptyColumn = await put({ allowed_columns: ['*'], row_filter: { all: [{ column: 'region', op: 'eq', value: 'EU' }, { column: '', op: 'eq', value: 1 }] } });
+  const emptyColumn = await put({
+    allowed_columns: ['*'],
+    row_filter: {
+      all: [
+        { column: 'region', op: 'eq', value: 'EU' },
+        { column: '', op: 'eq', value: 1 },
+      ],
+    },
+  });
   t.equal(emptyColumn.status, 400, 'an empty column is refused');
   t.equal(emptyColumn.body.error.message, 'Row filter, condition 2: the column is empty.');
   t.equal(emptyColumn.body.error.field, 'row_filter.all.1.column');
@@ -128,7 +139,11 @@ t.test('validation messages name the field and the reason (no schema paths); row
   const badCols = await put({ allowed_columns: ['a b'] });
   t.match(badCols.body.error.message, /^Allowed columns, item 1: each column must be a column name/);
   const several = await put({ allowed_columns: [], row_filter: { any: [{ op: 'eq', value: 1 }] } });
-  t.same(several.body.error.problems.map((p: { field: string }) => p.field), ['allowed_columns', 'row_filter.any.0.column'], 'every problem listed once');
+  t.same(
+    several.body.error.problems.map((p: { field: string }) => p.field),
+    ['allowed_columns', 'row_filter.any.0.column'],
+    'every problem listed once',
+  );
   t.match(several.body.error.message, /\(and 1 more problem\)$/);
   const good = await put({ allowed_columns: ['region'], row_filter: { column: 'owner', op: 'eq', value: '$user_id' } });
   t.equal(good.status, 201, 'a good filter still saves');
@@ -152,7 +167,11 @@ t.test('action log: keyset paging without overlap, names, and a last page withou
   t.equal(second.body.events.length, 10);
   t.equal(second.body.next_before, null, 'the last page has no cursor');
   const ids = [...first.body.events, ...second.body.events].map((e: { data: { i: number } }) => e.data.i);
-  t.same(ids, Array.from({ length: 60 }, (_, i) => 59 - i), 'every entry once, newest first');
+  t.same(
+    ids,
+    Array.from({ length: 60 }, (_, i) => 59 - i),
+    'every entry once, newest first',
+  );
   t.same(first.body.events[0].subject, { id: bob, username: 'bob', display_name: null });
   const few = await c.json('GET', '/api/data-authorization/audit?event=auth.*&limit=50');
   t.equal(few.body.next_before, null, 'fewer than a page: no cursor');

@@ -11,8 +11,7 @@ const API = '/admin/directory/v1';
 const params = (r: Recorded) => new URLSearchParams(r.query);
 const usersLists = (s: SyncSetup) => s.dir.requests.filter((r) => r.path === `${API}/users`);
 const groupsLists = (s: SyncSetup) => s.dir.requests.filter((r) => r.path === `${API}/groups`);
-const membersLists = (s: SyncSetup, groupId?: string) =>
-  s.dir.requests.filter((r) => (groupId ? r.path === `${API}/groups/${groupId}/members` : /\/groups\/[^/]+\/members$/.test(r.path)));
+const membersLists = (s: SyncSetup, groupId?: string) => s.dir.requests.filter((r) => (groupId ? r.path === `${API}/groups/${groupId}/members` : /\/groups\/[^/]+\/members$/.test(r.path)));
 
 /** Every (group e-mail, member e-mail) pair, from the emulator or from the database. */
 function directoryPairs(s: SyncSetup): string[] {
@@ -26,15 +25,11 @@ async function dbPairs(s: SyncSetup): Promise<string[]> {
 
 /** The directory's users and groups all landed in the database. */
 async function assertComplete(t: Test, s: SyncSetup): Promise<void> {
-  const dirUsers = ((await dbRows(s.app.database.sql, 'SELECT d.email, u.is_active FROM directory_users d JOIN users u ON u.id = d.user_id')) as { email: string; is_active: number }[]);
+  const dirUsers = (await dbRows(s.app.database.sql, 'SELECT d.email, u.is_active FROM directory_users d JOIN users u ON u.id = d.user_id')) as { email: string; is_active: number }[];
   t.same(dirUsers.map((r) => r.email).sort(), s.dir.users.map((u) => u.primaryEmail).sort(), 'every directory user synced');
   t.equal(dirUsers.filter((r) => r.is_active === 1).length, s.dir.users.length, 'all active');
   const groups = (await dbRows(s.app.database.sql, 'SELECT directory_id, email, name FROM external_groups')) as { directory_id: string; email: string; name: string }[];
-  t.same(
-    groups.map((g) => `${g.directory_id}|${g.email}|${g.name}`).sort(),
-    s.dir.groups.map((g) => `${g.id}|${g.email}|${g.name}`).sort(),
-    'every group synced',
-  );
+  t.same(groups.map((g) => `${g.directory_id}|${g.email}|${g.name}`).sort(), s.dir.groups.map((g) => `${g.id}|${g.email}|${g.name}`).sort(), 'every group synced');
   t.same(await dbPairs(s), directoryPairs(s), 'every membership synced');
 }
 
@@ -47,9 +42,18 @@ t.test('lists larger than a page: maxResults 500/200/200 and every nextPageToken
   d.seed({ users: 1200, groups: 450, memberships: 1800 });
   // Member lists on either side of a page boundary: 450 → 3 pages, 200 → 1 (no token), 201 → 2.
   const [big, exact, over] = [d.groups[0], d.groups[1], d.groups[2]];
-  d.setMembers(big.id, d.users.slice(0, 450).map((u) => u.primaryEmail));
-  d.setMembers(exact.id, d.users.slice(500, 700).map((u) => u.primaryEmail));
-  d.setMembers(over.id, d.users.slice(700, 901).map((u) => u.primaryEmail));
+  d.setMembers(
+    big.id,
+    d.users.slice(0, 450).map((u) => u.primaryEmail),
+  );
+  d.setMembers(
+    exact.id,
+    d.users.slice(500, 700).map((u) => u.primaryEmail),
+  );
+  d.setMembers(
+    over.id,
+    d.users.slice(700, 901).map((u) => u.primaryEmail),
+  );
   const memberships = [...d.members.values()].reduce((n, m) => n + m.length, 0);
   const root = await syncAdmin(s);
   d.requests.length = 0;
@@ -64,14 +68,21 @@ t.test('lists larger than a page: maxResults 500/200/200 and every nextPageToken
 
   const checkPaging = (name: string, reqs: Recorded[], max: number, pages: number) => {
     t.equal(reqs.length, pages, `${name}: ${pages} request(s)`);
-    t.same(reqs.map((r) => params(r).get('maxResults')), Array(reqs.length).fill(String(max)), `${name}: maxResults=${max}`);
+    t.same(
+      reqs.map((r) => params(r).get('maxResults')),
+      Array(reqs.length).fill(String(max)),
+      `${name}: maxResults=${max}`,
+    );
     t.notOk(params(reqs[0]).has('pageToken'), `${name}: the first request has no pageToken`);
     const tokens = reqs.slice(1).map((r) => params(r).get('pageToken'));
     t.ok(tokens.every(Boolean), `${name}: every later request carries a pageToken`);
     t.equal(new Set(tokens).size, tokens.length, `${name}: each page asked once`);
   };
   checkPaging('users.list', usersLists(s), 500, Math.ceil(1200 / 500));
-  t.ok(usersLists(s).every((r) => params(r).get('customer') === 'my_customer' && params(r).get('projection') === 'basic'), 'users.list: customer and projection on every page');
+  t.ok(
+    usersLists(s).every((r) => params(r).get('customer') === 'my_customer' && params(r).get('projection') === 'basic'),
+    'users.list: customer and projection on every page',
+  );
   checkPaging('groups.list', groupsLists(s), 200, Math.ceil(450 / 200));
   checkPaging('members.list (450)', membersLists(s, big.id), 200, 3);
   checkPaging('members.list (200)', membersLists(s, exact.id), 200, 1);
@@ -86,7 +97,10 @@ t.test('transient 5xx answers mid-sync are retried; the job succeeds with comple
   const s = await startSync(t);
   const d = s.dir;
   d.seed({ users: 1200, groups: 450, memberships: 1800 });
-  d.setMembers(d.groups[7].id, d.users.slice(0, 450).map((u) => u.primaryEmail));
+  d.setMembers(
+    d.groups[7].id,
+    d.users.slice(0, 450).map((u) => u.primaryEmail),
+  );
   const root = await syncAdmin(s);
   // Groups and users are listed one page after the other, so `after` picks the page:
   // groups.list page 2 answers 500 once; users.list page 2 answers 503 twice (the helper's client
@@ -106,18 +120,29 @@ t.test('transient 5xx answers mid-sync are retried; the job succeeds with comple
   // The emulator saw each failed request again, with the same query.
   const users = usersLists(s);
   t.equal(users.length, 3 + 2, 'users.list: 3 pages + 2 retries');
-  t.same(users.map((r) => r.query), [users[0].query, users[1].query, users[1].query, users[1].query, users[4].query], 'page 2 asked three times');
+  t.same(
+    users.map((r) => r.query),
+    [users[0].query, users[1].query, users[1].query, users[1].query, users[4].query],
+    'page 2 asked three times',
+  );
   t.ok(params(users[1]).get('pageToken'), 'the retried request is page 2, with its pageToken');
   t.not(users[4].query, users[1].query, 'then page 3');
   const groups = groupsLists(s);
   t.equal(groups.length, 3 + 1, 'groups.list: 3 pages + 1 retry');
-  t.same(groups.map((r) => r.query), [groups[0].query, groups[1].query, groups[1].query, groups[3].query]);
+  t.same(
+    groups.map((r) => r.query),
+    [groups[0].query, groups[1].query, groups[1].query, groups[3].query],
+  );
   const members = membersLists(s);
   const expected = d.groups.reduce((n, g) => n + Math.max(1, Math.ceil((d.members.get(g.id)?.length ?? 0) / 200)), 0);
   t.equal(members.length, expected + 1, 'members.list: one request asked twice');
   const asked = new Map<string, number>();
   for (const r of members) asked.set(r.path + r.query, (asked.get(r.path + r.query) ?? 0) + 1);
-  t.same([...asked.values()].filter((n) => n > 1), [2], 'exactly one members request repeated, once');
+  t.same(
+    [...asked.values()].filter((n) => n > 1),
+    [2],
+    'exactly one members request repeated, once',
+  );
 
   // A re-sync against the recovered directory finds nothing to do.
   d.clearFailures();

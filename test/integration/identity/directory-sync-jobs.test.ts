@@ -67,7 +67,7 @@ t.test('recovery fails only jobs whose owner is gone or silent; a live foreign j
   // Another host: only the heartbeat tells. Fresh → alive; old → failed.
   const remote = await put({ owner_id: 'remote-run', owner_pid: 4242, owner_host: 'some-other-host', heartbeat_at: iso(10_000) });
   t.equal(await s.runner.recover(), 0);
-  (await dbRun(db, 'UPDATE directory_sync_jobs SET heartbeat_at = ? WHERE id = ?', iso(JOB_STALE_MS + 1000), remote));
+  await dbRun(db, 'UPDATE directory_sync_jobs SET heartbeat_at = ? WHERE id = ?', iso(JOB_STALE_MS + 1000), remote);
   t.equal(await s.runner.recover(), 1);
   t.match(await reason(remote), /no heartbeat/);
 
@@ -122,9 +122,9 @@ t.test('a run whose job another process failed meanwhile applies nothing and doe
   t.ok((await row()).owner_id && (await row()).heartbeat_at);
   t.equal(await s.runner.recover(), 0, 'this process still runs it: not recovered');
   // Another process decides the job is dead while it is still fetching.
-  (await dbRun(s.app.database.sql, "UPDATE directory_sync_jobs SET status = 'failed', error = ?, finished_at = ? WHERE id = ?", JSON.stringify({ code: 'ERR_SYNC_INTERRUPTED', message: 'taken by the test' }), new Date().toISOString(), id));
+  await dbRun(s.app.database.sql, "UPDATE directory_sync_jobs SET status = 'failed', error = ?, finished_at = ? WHERE id = ?", JSON.stringify({ code: 'ERR_SYNC_INTERRUPTED', message: 'taken by the test' }), new Date().toISOString(), id);
   await s.runner.idle();
-  const after = (await row());
+  const after = await row();
   t.equal(after.status, 'failed', 'the failure stands');
   t.equal(JSON.parse(after.error as string).message, 'taken by the test', 'its error is not overwritten');
   t.equal(after.result, null);

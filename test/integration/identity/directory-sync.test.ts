@@ -8,7 +8,9 @@ const admin = syncAdmin;
 
 const userId = async (s: SyncSetup, email: string) => ((await dbRow(s.app.database.sql, 'SELECT id FROM users WHERE email = ?', email)) as { id: number } | undefined)?.id;
 const groupMembers = async (s: SyncSetup, groupEmail: string) =>
-  ((await dbRows(s.app.database.sql, 'SELECT u.email FROM external_group_members m JOIN external_groups g ON g.id = m.group_id JOIN users u ON u.id = m.user_id WHERE g.email = ? ORDER BY u.email', groupEmail)) as { email: string }[]).map((r) => r.email);
+  ((await dbRows(s.app.database.sql, 'SELECT u.email FROM external_group_members m JOIN external_groups g ON g.id = m.group_id JOIN users u ON u.id = m.user_id WHERE g.email = ? ORDER BY u.email', groupEmail)) as { email: string }[]).map(
+    (r) => r.email,
+  );
 
 t.test('directory-sync API: superuser only; has_group_sync false → 409', async (t) => {
   const s = await startSync(t, { groupSync: false });
@@ -68,10 +70,10 @@ t.test('sync adds, updates, removes memberships, deactivates removed/suspended u
   t.equal(j1.status, 'succeeded', JSON.stringify(j1.error));
   t.equal(j1.result.users_created, 4);
   t.equal(j1.result.users_linked, 1, 'existing local account linked by e-mail');
-  t.equal((await userId(s, u4.primaryEmail)), local4.id);
+  t.equal(await userId(s, u4.primaryEmail), local4.id);
   t.equal(j1.result.groups_created, 2);
   t.equal(j1.result.memberships_added, 3);
-  t.same((await groupMembers(s, `eng@${dom}`)), [u1.primaryEmail, u2.primaryEmail]);
+  t.same(await groupMembers(s, `eng@${dom}`), [u1.primaryEmail, u2.primaryEmail]);
 
   // An organisation manager links a team to eng@.
   const mgr = await addUser(s.app.database, 'manager', 'manager-password-1');
@@ -85,9 +87,17 @@ t.test('sync adds, updates, removes memberships, deactivates removed/suspended u
   t.equal(groups.body.groups.length, 1);
   const team = await m.json('POST', `/api/identity/organisations/${org.body.id}/teams`, { name: 'Eng team', external_group_id: groups.body.groups[0].id });
   t.equal(team.status, 201);
-  t.same(team.body.member_ids, [(await userId(s, u1.primaryEmail)), (await userId(s, u2.primaryEmail))].sort((a, b) => a! - b!), 'a team linked to a group takes its members at once');
+  t.same(
+    team.body.member_ids,
+    [await userId(s, u1.primaryEmail), await userId(s, u2.primaryEmail)].sort((a, b) => a! - b!),
+    'a team linked to a group takes its members at once',
+  );
   const policy = await m.json('POST', `/api/identity/organisations/${org.body.id}/agent-policies`, {
-    name: 'eng tools', applies_to: 'teams', team_ids: [team.body.id], allowed_tools: ['send_email', 'fetch_sheet'], allowed_models: ['demo'],
+    name: 'eng tools',
+    applies_to: 'teams',
+    team_ids: [team.body.id],
+    allowed_tools: ['send_email', 'fetch_sheet'],
+    allowed_models: ['demo'],
   });
   t.equal(policy.status, 201);
   const outsider = s.app.client();
@@ -97,7 +107,7 @@ t.test('sync adds, updates, removes memberships, deactivates removed/suspended u
   t.equal((await m.json('POST', '/api/identity/directory-sync', {})).status, 403, 'manager is not a superuser');
 
   // u2 logs in (has a web session) before being suspended.
-  (await dbRun(s.app.database.sql, 'UPDATE users SET password_hash = ? WHERE email = ?', await hashPassword('u2-password-123'), u2.primaryEmail));
+  await dbRun(s.app.database.sql, 'UPDATE users SET password_hash = ? WHERE email = ?', await hashPassword('u2-password-123'), u2.primaryEmail);
   const u2browser = s.app.client();
   t.equal((await u2browser.login(u2.primaryEmail, 'u2-password-123')).status, 200);
 
@@ -110,7 +120,7 @@ t.test('sync adds, updates, removes memberships, deactivates removed/suspended u
   const u1id = (await userId(s, u1.primaryEmail))!;
   const pol = await root.json('GET', `/api/identity/agent-policy?user_id=${u1id}`);
   t.same(pol.body.policy.tools, ['fetch_sheet', 'send_email'], 'team member gets the team policy');
-  t.ok((await dbRow(s.app.database.sql, 'SELECT 1 FROM user_agent_policies WHERE user_id = ?', u1id)), 'sandbox policy rewritten');
+  t.ok(await dbRow(s.app.database.sql, 'SELECT 1 FROM user_agent_policies WHERE user_id = ?', u1id), 'sandbox policy rewritten');
   t.ok(s.policyChanged.flat().includes(u1id), 'the optional policyChanged hook is called');
 
   // The directory changes.
@@ -129,16 +139,16 @@ t.test('sync adds, updates, removes memberships, deactivates removed/suspended u
   t.equal(j3.result.users_deactivated, 2, 'suspended u2 and removed u5');
   t.equal(j3.result.memberships_added, 2, 'u3 → eng, u6 → ops');
   t.equal(j3.result.memberships_removed, 1, 'u3 left ops');
-  t.same((await groupMembers(s, `eng@${dom}`)), [u1.primaryEmail, u2.primaryEmail, u3.primaryEmail], 'group rows mirror the directory');
-  t.same((await groupMembers(s, `ops@${dom}`)), [u6.primaryEmail]);
+  t.same(await groupMembers(s, `eng@${dom}`), [u1.primaryEmail, u2.primaryEmail, u3.primaryEmail], 'group rows mirror the directory');
+  t.same(await groupMembers(s, `ops@${dom}`), [u6.primaryEmail]);
   const active = async (e: string) => ((await dbRow(s.app.database.sql, 'SELECT is_active FROM users WHERE email = ?', e)) as { is_active: number }).is_active;
-  t.equal((await active(u2.primaryEmail)), 0);
-  t.equal((await active(u5.primaryEmail)), 0);
-  t.equal((await active(u1.primaryEmail)), 1);
+  t.equal(await active(u2.primaryEmail), 0);
+  t.equal(await active(u5.primaryEmail), 0);
+  t.equal(await active(u1.primaryEmail), 1);
   t.equal(((await dbRow(s.app.database.sql, 'SELECT display_name FROM users WHERE id = ?', u1id)) as { display_name: string }).display_name, 'User One Renamed');
   t.equal((await u2browser.json('GET', '/api/auth/me')).status, 401, 'deactivated user lost the web session at once');
-  t.equal(((await dbRow(s.app.database.sql, 'SELECT COUNT(*) AS n FROM web_sessions WHERE user_id = ?', (await userId(s, u2.primaryEmail)))) as { n: number }).n, 0);
-  t.same(s.killed.sort(), [(await userId(s, u2.primaryEmail)), (await userId(s, u5.primaryEmail))].sort(), 'sandboxes killed');
+  t.equal(((await dbRow(s.app.database.sql, 'SELECT COUNT(*) AS n FROM web_sessions WHERE user_id = ?', await userId(s, u2.primaryEmail))) as { n: number }).n, 0);
+  t.same(s.killed.sort(), [await userId(s, u2.primaryEmail), await userId(s, u5.primaryEmail)].sort(), 'sandboxes killed');
   // The linked team follows the group's ACTIVE members: u3 in, u2 (suspended) out.
   t.same(
     ((await dbRows(s.app.database.sql, 'SELECT u.email FROM team_members tm JOIN users u ON u.id = tm.user_id WHERE tm.team_id = ? ORDER BY u.email', team.body.id)) as { email: string }[]).map((r) => r.email),
@@ -157,7 +167,7 @@ t.test('sync adds, updates, removes memberships, deactivates removed/suspended u
   u2.suspended = false;
   const j5 = await syncOnce(s, root);
   t.equal(j5.result.users_reactivated, 1);
-  t.equal((await active(u2.primaryEmail)), 1);
+  t.equal(await active(u2.primaryEmail), 1);
 });
 
 t.test('a group gone from the directory: its linked team is unlinked and emptied in the same sync (warning, action log)', async (t) => {
@@ -176,11 +186,16 @@ t.test('a group gone from the directory: its linked team is unlinked and emptied
 
   // An organisation with two linked teams and a policy for the eng team.
   const org = (await root.json('POST', '/api/identity/organisations', { name: 'Acme' })).body.id;
-  const engTeam = (await root.json('POST', `/api/identity/organisations/${org}/teams`, { name: 'Eng', external_group_id: (await gid(eng.email)) })).body;
-  const opsTeam = (await root.json('POST', `/api/identity/organisations/${org}/teams`, { name: 'Ops', external_group_id: (await gid(ops.email)) })).body;
-  const policy = (await root.json('POST', `/api/identity/organisations/${org}/agent-policies`, {
-    name: 'eng', applies_to: 'teams', team_ids: [engTeam.id], allowed_tools: ['fetch_sheet'],
-  })).body;
+  const engTeam = (await root.json('POST', `/api/identity/organisations/${org}/teams`, { name: 'Eng', external_group_id: await gid(eng.email) })).body;
+  const opsTeam = (await root.json('POST', `/api/identity/organisations/${org}/teams`, { name: 'Ops', external_group_id: await gid(ops.email) })).body;
+  const policy = (
+    await root.json('POST', `/api/identity/organisations/${org}/agent-policies`, {
+      name: 'eng',
+      applies_to: 'teams',
+      team_ids: [engTeam.id],
+      allowed_tools: ['fetch_sheet'],
+    })
+  ).body;
   t.same(engTeam.member_ids, [id1, id2]);
   const policyIds = async (uid: number) => (await root.json('GET', `/api/identity/agent-policy?user_id=${uid}`)).body.policy.policy_ids;
   t.same(await policyIds(id1), [policy.id]);
@@ -193,9 +208,9 @@ t.test('a group gone from the directory: its linked team is unlinked and emptied
   const j = await syncOnce(s, root);
   t.equal(j.status, 'succeeded', JSON.stringify(j.error));
   t.equal(j.result.groups_deleted, 1);
-  t.equal(j.result.memberships_removed, 0, 'the group\'s member rows went with it (not counted as removals)');
+  t.equal(j.result.memberships_removed, 0, "the group's member rows went with it (not counted as removals)");
   t.equal((await teamRow(engTeam.id)).external_group_id, null, 'team unlinked');
-  t.same((await members(engTeam.id)), [], 'and emptied: the group\'s last members do not keep it');
+  t.same(await members(engTeam.id), [], "and emptied: the group's last members do not keep it");
   t.equal(j.result.teams_unlinked, 1);
   t.equal(j.result.team_members_removed, 2);
   t.equal(j.result.teams_updated, 1);
@@ -204,8 +219,14 @@ t.test('a group gone from the directory: its linked team is unlinked and emptied
   t.equal(j.result.rows_written, 8);
   t.same(j.result.warnings, [
     {
-      code: 'WARN_SYNC_TEAM_GROUP_DELETED', message: j.result.warnings[0].message,
-      team_id: engTeam.id, organisation_id: org, team: 'Eng', group_id: engTeam.external_group_id, group_email: eng.email, members_removed: 2,
+      code: 'WARN_SYNC_TEAM_GROUP_DELETED',
+      message: j.result.warnings[0].message,
+      team_id: engTeam.id,
+      organisation_id: org,
+      team: 'Eng',
+      group_id: engTeam.external_group_id,
+      group_email: eng.email,
+      members_removed: 2,
     },
   ]);
   t.match(j.result.warnings[0].message, eng.email);
@@ -220,8 +241,8 @@ t.test('a group gone from the directory: its linked team is unlinked and emptied
   for (const uid of [id1, id2]) t.same(JSON.parse(((await dbRow(s.app.database.sql, 'SELECT policy FROM user_agent_policies WHERE user_id = ?', uid)) as { policy: string }).policy).policy_ids, [], 'stored sandbox policy rewritten');
   t.same(s.policyChanged.slice(changedBefore).flat().sort(), [id1, id2], 'policyChanged hook told');
   // Other teams and users are untouched; the users stay active.
-  t.equal((await teamRow(opsTeam.id)).external_group_id, (await gid(ops.email)));
-  t.same((await members(opsTeam.id)), [id3]);
+  t.equal((await teamRow(opsTeam.id)).external_group_id, await gid(ops.email));
+  t.same(await members(opsTeam.id), [id3]);
   t.equal(((await dbRow(s.app.database.sql, 'SELECT COUNT(*) AS n FROM users WHERE is_active = 1 AND id IN (?, ?)', id1, id2)) as { n: number }).n, 2);
 
   // A re-sync writes nothing and warns no more; the team is a manual team now.
@@ -244,8 +265,8 @@ t.test('a group renamed in the directory: the next sync updates the same Externa
   t.equal((await syncOnce(s, root)).result.groups_created, 2);
   const row = async (directoryId: string) =>
     (await dbRow(s.app.database.sql, 'SELECT id, email, name, description FROM external_groups WHERE directory_id = ?', directoryId)) as { id: number; email: string; name: string; description: string };
-  const engRow = (await row(eng.id));
-  const opsRow = (await row(ops.id));
+  const engRow = await row(eng.id);
+  const opsRow = await row(ops.id);
   t.equal(engRow.name, 'Engineering');
   const org = Number((await dbRow(s.app.database.sql, "INSERT INTO organisations (name) VALUES ('Acme') RETURNING id")).id);
   const team = Number((await dbRow(s.app.database.sql, "INSERT INTO teams (organisation_id, name, external_group_id) VALUES (?, 'Eng', ?) RETURNING id", org, engRow.id)).id);
@@ -261,20 +282,24 @@ t.test('a group renamed in the directory: the next sync updates the same Externa
   t.equal(j.result.memberships_added + j.result.memberships_removed, 0);
   t.equal(j.result.team_members_added + j.result.team_members_removed, 0);
   t.equal(j.result.rows_written, 1, 'only the group row');
-  t.same((await row(eng.id)), { ...engRow, name: 'Platform Engineering' }, 'same row, new name');
-  t.same((await row(ops.id)), opsRow, 'the other group untouched');
+  t.same(await row(eng.id), { ...engRow, name: 'Platform Engineering' }, 'same row, new name');
+  t.same(await row(ops.id), opsRow, 'the other group untouched');
   t.equal(((await dbRow(s.app.database.sql, 'SELECT external_group_id FROM teams WHERE id = ?', team)) as { external_group_id: number }).external_group_id, engRow.id, 'team stays linked');
-  t.same((await groupMembers(s, `eng@${dom}`)), [u1.primaryEmail, u2.primaryEmail]);
+  t.same(await groupMembers(s, `eng@${dom}`), [u1.primaryEmail, u2.primaryEmail]);
   const listed = await root.json('GET', '/api/identity/external-groups?q=platform');
-  t.same(listed.body.groups.map((g: { id: number; name: string }) => [g.id, g.name]), [[engRow.id, 'Platform Engineering']], 'the API shows the new name');
+  t.same(
+    listed.body.groups.map((g: { id: number; name: string }) => [g.id, g.name]),
+    [[engRow.id, 'Platform Engineering']],
+    'the API shows the new name',
+  );
 
   // A new address and description: also an update of the same row; then nothing to do.
   eng.email = `platform@${dom}`;
   eng.description = '';
   const j2 = await syncOnce(s, root);
   t.equal(j2.result.groups_updated, 1);
-  t.same((await row(eng.id)), { id: engRow.id, email: `platform@${dom}`, name: 'Platform Engineering', description: '' });
-  t.same((await groupMembers(s, `platform@${dom}`)), [u1.primaryEmail, u2.primaryEmail]);
+  t.same(await row(eng.id), { id: engRow.id, email: `platform@${dom}`, name: 'Platform Engineering', description: '' });
+  t.same(await groupMembers(s, `platform@${dom}`), [u1.primaryEmail, u2.primaryEmail]);
   const j3 = await syncOnce(s, root);
   t.equal(j3.result.groups_updated, 0);
   t.equal(j3.result.rows_written, 0);
@@ -295,21 +320,21 @@ t.test('archived users are deactivated like suspended ones and come back when un
   const j1 = await syncOnce(s, root);
   t.equal(j1.status, 'succeeded', JSON.stringify(j1.error));
   t.equal(j1.result.users_created, 3);
-  t.equal((await active(u2.primaryEmail)), 0, 'archived new user created inactive');
-  t.same((await dirRow(u2.primaryEmail)), { archived: 1, suspended: 0, deactivated_by_sync: 1 });
+  t.equal(await active(u2.primaryEmail), 0, 'archived new user created inactive');
+  t.same(await dirRow(u2.primaryEmail), { archived: 1, suspended: 0, deactivated_by_sync: 1 });
 
   // An active user with a web session is archived: deactivated, session and sandboxes ended.
-  (await dbRun(s.app.database.sql, 'UPDATE users SET password_hash = ? WHERE email = ?', await hashPassword('u3-password-123'), u3.primaryEmail));
+  await dbRun(s.app.database.sql, 'UPDATE users SET password_hash = ? WHERE email = ?', await hashPassword('u3-password-123'), u3.primaryEmail);
   const u3browser = s.app.client();
   t.equal((await u3browser.login(u3.primaryEmail, 'u3-password-123')).status, 200);
   u3.archived = true;
   const j2 = await syncOnce(s, root);
   t.equal(j2.result.users_deactivated, 1);
   t.equal(j2.result.sessions_ended, 1);
-  t.equal((await active(u3.primaryEmail)), 0);
-  t.same((await dirRow(u3.primaryEmail)), { archived: 1, suspended: 0, deactivated_by_sync: 1 });
+  t.equal(await active(u3.primaryEmail), 0);
+  t.same(await dirRow(u3.primaryEmail), { archived: 1, suspended: 0, deactivated_by_sync: 1 });
   t.equal((await u3browser.json('GET', '/api/auth/me')).status, 401, 'web session ended');
-  t.same(s.killed, [(await userId(s, u3.primaryEmail))], 'sandboxes ended');
+  t.same(s.killed, [await userId(s, u3.primaryEmail)], 'sandboxes ended');
 
   // Archived and suspended: back only once neither holds.
   u1.archived = true;
@@ -318,8 +343,8 @@ t.test('archived users are deactivated like suspended ones and come back when un
   u1.archived = false;
   const j3 = await syncOnce(s, root);
   t.equal(j3.result.users_reactivated, 0, 'still suspended');
-  t.equal((await active(u1.primaryEmail)), 0);
-  t.same((await dirRow(u1.primaryEmail)), { archived: 0, suspended: 1, deactivated_by_sync: 1 });
+  t.equal(await active(u1.primaryEmail), 0);
+  t.same(await dirRow(u1.primaryEmail), { archived: 0, suspended: 1, deactivated_by_sync: 1 });
 
   // Unarchived (and unsuspended): the accounts the sync deactivated come back.
   u1.suspended = false;
@@ -327,16 +352,16 @@ t.test('archived users are deactivated like suspended ones and come back when un
   u3.archived = false;
   const j4 = await syncOnce(s, root);
   t.equal(j4.result.users_reactivated, 3);
-  for (const u of [u1, u2, u3]) t.equal((await active(u.primaryEmail)), 1, `${u.primaryEmail} active again`);
-  t.same((await dirRow(u2.primaryEmail)), { archived: 0, suspended: 0, deactivated_by_sync: 0 });
+  for (const u of [u1, u2, u3]) t.equal(await active(u.primaryEmail), 1, `${u.primaryEmail} active again`);
+  t.same(await dirRow(u2.primaryEmail), { archived: 0, suspended: 0, deactivated_by_sync: 0 });
 
   // An account an admin deactivated by hand is not brought back by an archive/unarchive cycle.
-  (await dbRun(s.app.database.sql, 'UPDATE users SET is_active = 0 WHERE email = ?', u3.primaryEmail));
+  await dbRun(s.app.database.sql, 'UPDATE users SET is_active = 0 WHERE email = ?', u3.primaryEmail);
   u3.archived = true;
   t.equal((await syncOnce(s, root)).result.users_deactivated, 0);
   u3.archived = false;
   t.equal((await syncOnce(s, root)).result.users_reactivated, 0);
-  t.equal((await active(u3.primaryEmail)), 0);
+  t.equal(await active(u3.primaryEmail), 0);
 });
 
 t.test('never deactivates the last active superuser', async (t) => {
@@ -346,7 +371,7 @@ t.test('never deactivates the last active superuser', async (t) => {
   s.dir.addUser({ primaryEmail: `x@${s.dir.domain}` });
   const j = await syncOnce(s, root);
   t.equal(j.status, 'succeeded');
-  t.equal(j.result.kept_last_superuser, (await userId(s, r.primaryEmail)));
+  t.equal(j.result.kept_last_superuser, await userId(s, r.primaryEmail));
   t.equal((await root.json('GET', '/api/auth/me')).status, 200, 'still logged in');
 });
 
@@ -387,10 +412,10 @@ t.test('linked-teams step fails: the whole sync is rolled back, the job failed w
   // A team linked to eng@ (an organisation manager's act, written directly here).
   const org = Number((await dbRow(s.app.database.sql, "INSERT INTO organisations (name) VALUES ('Acme') RETURNING id")).id);
   const groupId = ((await dbRow(s.app.database.sql, 'SELECT id FROM external_groups WHERE email = ?', g.email)) as { id: number }).id;
-  (await dbRun(s.app.database.sql, "INSERT INTO teams (organisation_id, name, external_group_id) VALUES (?, 'Eng', ?)", org, groupId));
+  await dbRun(s.app.database.sql, "INSERT INTO teams (organisation_id, name, external_group_id) VALUES (?, 'Eng', ?)", org, groupId);
   t.equal((await syncOnce(s, root)).result.team_members_added, 1, 'team filled once');
   // u3 has a web session; then the directory changes: u3 suspended, u2 joins eng@, u1 renamed.
-  (await dbRun(s.app.database.sql, 'UPDATE users SET password_hash = ? WHERE email = ?', await hashPassword('u3-password-123'), u3.primaryEmail));
+  await dbRun(s.app.database.sql, 'UPDATE users SET password_hash = ? WHERE email = ?', await hashPassword('u3-password-123'), u3.primaryEmail);
   const u3browser = s.app.client();
   t.equal((await u3browser.login(u3.primaryEmail, 'u3-password-123')).status, 200);
   u3.suspended = true;
@@ -406,7 +431,7 @@ t.test('linked-teams step fails: the whole sync is rolled back, the job failed w
   }
   const before = await snapshot(s.app.database.sql);
   const count = async (table: string) => Number(((await dbRow(s.app.database.sql, `SELECT COUNT(*) AS n FROM ${table}`)) as { n: number | string }).n);
-  const [sessionsBefore, actionsBefore] = [(await count('web_sessions')), (await count('action_log'))];
+  const [sessionsBefore, actionsBefore] = [await count('web_sessions'), await count('action_log')];
   const killedBefore = s.killed.length;
   const policyBefore = s.policyChanged.length;
   const j = await syncOnce(s, root);
@@ -416,10 +441,14 @@ t.test('linked-teams step fails: the whole sync is rolled back, the job failed w
   t.equal(j.result, null, 'no result recorded');
   t.ok(j.finished_at);
   t.same(await snapshot(s.app.database.sql), before, 'nothing half-applied: users, groups, memberships, teams, policies as before');
-  t.equal((await count('web_sessions')), sessionsBefore, 'no web session ended');
+  t.equal(await count('web_sessions'), sessionsBefore, 'no web session ended');
   // The request and the failed end of the sync are logged; nothing the rolled-back sync did is.
   const newRows = ((await dbRows(s.app.database.sql, 'SELECT event, severity, data FROM action_log ORDER BY id DESC LIMIT ?', (await count('action_log')) - actionsBefore)) as { event: string; severity: string; data: string }[]).reverse();
-  t.same(newRows.map((r) => r.event), ['identity.directory_sync.requested', 'identity.directory_sync.finished'], 'no deactivation logged: only the sync\'s request and its end');
+  t.same(
+    newRows.map((r) => r.event),
+    ['identity.directory_sync.requested', 'identity.directory_sync.finished'],
+    "no deactivation logged: only the sync's request and its end",
+  );
   const end = JSON.parse(newRows[1]?.data ?? '{}');
   t.match({ severity: newRows[1]?.severity, ...end }, { severity: 'warning', status: 'failed', error_code: 'ERR_SYNC_TEAMS_FAILED', job_id: j.id }, 'the failed end names its error code');
   t.equal((await u3browser.json('GET', '/api/auth/me')).status, 200, 'u3 is still active and logged in');
@@ -435,7 +464,7 @@ t.test('linked-teams step fails: the whole sync is rolled back, the job failed w
   t.equal(ok.result.team_members_added, 1);
   t.equal(ok.result.sessions_ended, 1);
   t.equal((await u3browser.json('GET', '/api/auth/me')).status, 401);
-  t.same(s.killed.slice(killedBefore), [(await userId(s, u3.primaryEmail))]);
+  t.same(s.killed.slice(killedBefore), [await userId(s, u3.primaryEmail)]);
 });
 
 t.test('rate limits are retried with backoff; a bad service-account key is refused by the token endpoint', async (t) => {
@@ -478,7 +507,7 @@ t.test('an address reused by a new directory user does not take over the old acc
   const j = await syncOnce(s, root);
   t.equal(j.status, 'succeeded', JSON.stringify(j.error));
   t.equal(j.result.email_conflicts, 1);
-  t.equal((await userId(s, old.primaryEmail)), oldId, 'the address stays with the old, now deactivated, account');
+  t.equal(await userId(s, old.primaryEmail), oldId, 'the address stays with the old, now deactivated, account');
   t.equal(((await dbRow(s.app.database.sql, 'SELECT is_active FROM users WHERE id = ?', oldId)) as { is_active: number }).is_active, 0);
 
   const before = await snapshot(s.app.database.sql);

@@ -39,21 +39,23 @@ async function setup(t: { teardown(fn: () => unknown): void }): Promise<OrgSetup
   for (const name of ['root', 'mgrA', 'mgrA2', 'mgrB', 'u1', 'u2', 'u3', 'gone1']) {
     ids[name] = (await addUser(app.database, name, PW, { superuser: name === 'root' })).id;
   }
-  (await dbRun(app.database.sql, 'UPDATE users SET is_active = 0 WHERE id = ?', ids.gone1));
+  await dbRun(app.database.sql, 'UPDATE users SET is_active = 0 WHERE id = ?', ids.gone1);
   const root = await login(app, 'root');
   const orgA = (await root.json('POST', '/api/identity/organisations', { name: 'Org A' })).body.id as number;
   const orgB = (await root.json('POST', '/api/identity/organisations', { name: 'Org B' })).body.id as number;
-  for (const [org, user] of [[orgA, 'mgrA'], [orgA, 'mgrA2'], [orgB, 'mgrB']] as const) {
+  for (const [org, user] of [
+    [orgA, 'mgrA'],
+    [orgA, 'mgrA2'],
+    [orgB, 'mgrB'],
+  ] as const) {
     const r = await root.json('PUT', `/api/identity/organisations/${org}/members/${ids[user]}`, { role: 'manager' });
     if (r.status !== 200) throw new Error(`naming ${user}: ${r.status}`);
   }
   // Synced groups, as the directory sync writes them.
   const conn = await saveConnection(app.database.sql, identityEncryptor(app.config), { provider: 'google', issuer: 'https://accounts.google.com', client_id: 'cid' });
   const group = async (dirId: string, email: string, members: number[]) => {
-    const id = Number(
-      (await dbRow(app.database.sql, "INSERT INTO external_groups (connection_id, directory_id, email, name, synced_at) VALUES (?, ?, ?, ?, '2026-01-01T00:00:00Z') RETURNING id", conn.id, dirId, email, email)).id,
-    );
-    for (const u of members) (await dbRun(app.database.sql, 'INSERT INTO external_group_members (group_id, user_id) VALUES (?, ?)', id, u));
+    const id = Number((await dbRow(app.database.sql, "INSERT INTO external_groups (connection_id, directory_id, email, name, synced_at) VALUES (?, ?, ?, ?, '2026-01-01T00:00:00Z') RETURNING id", conn.id, dirId, email, email)).id);
+    for (const u of members) await dbRun(app.database.sql, 'INSERT INTO external_group_members (group_id, user_id) VALUES (?, ?)', id, u);
     return id;
   };
   const g1 = await group('g1', 'eng@example.test', [ids.u1, ids.u2, ids.gone1]);
@@ -61,15 +63,13 @@ async function setup(t: { teardown(fn: () => unknown): void }): Promise<OrgSetup
   return { app, root, mA: await login(app, 'mgrA'), mB: await login(app, 'mgrB'), orgA, orgB, ids, g1, g2 };
 }
 
-const roleOf = async (s: OrgSetup, org: number, user: number) =>
-  ((await dbRow(s.app.database.sql, 'SELECT role FROM organisation_members WHERE organisation_id = ? AND user_id = ?', org, user)) as { role: string } | undefined)?.role;
-const teamMembers = async (s: OrgSetup, team: number) =>
-  ((await dbRows(s.app.database.sql, 'SELECT user_id FROM team_members WHERE team_id = ? ORDER BY user_id', team)) as { user_id: number }[]).map((r) => r.user_id);
+const roleOf = async (s: OrgSetup, org: number, user: number) => ((await dbRow(s.app.database.sql, 'SELECT role FROM organisation_members WHERE organisation_id = ? AND user_id = ?', org, user)) as { role: string } | undefined)?.role;
+const teamMembers = async (s: OrgSetup, team: number) => ((await dbRows(s.app.database.sql, 'SELECT user_id FROM team_members WHERE team_id = ? ORDER BY user_id', team)) as { user_id: number }[]).map((r) => r.user_id);
 const policyIds = async (s: OrgSetup, user: number) => (await s.root.json('GET', `/api/identity/agent-policy?user_id=${user}`)).body.policy.policy_ids as number[];
 const stored = async (s: OrgSetup, user: number) =>
   JSON.parse(((await dbRow(s.app.database.sql, 'SELECT policy FROM user_agent_policies WHERE user_id = ?', user)) as { policy: string } | undefined)?.policy ?? 'null') as { policy_ids: number[] } | null;
 
-t.test('organisation members: a manager adds, changes and removes plain members only; managers are a superuser\'s', async (t) => {
+t.test("organisation members: a manager adds, changes and removes plain members only; managers are a superuser's", async (t) => {
   const s = await setup(t);
   const { mA, mB, root, orgA, ids } = s;
   const members = `/api/identity/organisations/${orgA}/members`;
@@ -86,7 +86,7 @@ t.test('organisation members: a manager adds, changes and removes plain members 
   t.equal(added.status, 200);
   t.same(added.body, { organisation_id: orgA, user_id: ids.u1, role: 'member' });
   t.equal((await mA.json('PUT', `${members}/${ids.u1}`, { role: 'member' })).status, 200);
-  t.same(await policyIds(s, ids.u1), [all.body.id], 'a member is under the organisation\'s policies');
+  t.same(await policyIds(s, ids.u1), [all.body.id], "a member is under the organisation's policies");
   t.same((await stored(s, ids.u1))?.policy_ids, [all.body.id], 'stored sandbox policy written');
   const listed = await mA.json('GET', members);
   t.same(listed.body.members, [
@@ -96,7 +96,7 @@ t.test('organisation members: a manager adds, changes and removes plain members 
   ]);
   t.equal((await mA.json('DELETE', `${members}/${ids.u1}`)).status, 204);
   t.equal(await roleOf(s, orgA, ids.u1), undefined, 'removed');
-  t.same(await policyIds(s, ids.u1), [], 'no longer under the organisation\'s policies');
+  t.same(await policyIds(s, ids.u1), [], "no longer under the organisation's policies");
   t.same((await stored(s, ids.u1))?.policy_ids, [], 'stored sandbox policy rewritten');
 
   // Naming a manager.
@@ -146,7 +146,7 @@ t.test('organisation members: a manager adds, changes and removes plain members 
   t.equal(await roleOf(s, orgA, ids.u2), undefined);
 });
 
-t.test('teams: PATCH (rename, link, re-link, unlink) and DELETE; other organisations\' managers refused', async (t) => {
+t.test("teams: PATCH (rename, link, re-link, unlink) and DELETE; other organisations' managers refused", async (t) => {
   const s = await setup(t);
   const { mA, mB, orgA, orgB, ids, g1, g2 } = s;
   const team = (await mA.json('POST', `/api/identity/organisations/${orgA}/teams`, { name: 'Core' })).body;
@@ -155,10 +155,13 @@ t.test('teams: PATCH (rename, link, re-link, unlink) and DELETE; other organisat
   t.equal(other.status, 201);
   t.equal((await mA.json('PUT', `/api/identity/teams/${team.id}/members/${ids.u3}`)).status, 200, 'manual member');
   const policy = await mA.json('POST', `/api/identity/organisations/${orgA}/agent-policies`, {
-    name: 'core only', applies_to: 'teams', team_ids: [team.id], allowed_tools: ['fetch_sheet'],
+    name: 'core only',
+    applies_to: 'teams',
+    team_ids: [team.id],
+    allowed_tools: ['fetch_sheet'],
   });
   t.equal(policy.status, 201);
-  t.same(await policyIds(s, ids.u3), [policy.body.id], 'a team member is under the team\'s policy');
+  t.same(await policyIds(s, ids.u3), [policy.body.id], "a team member is under the team's policy");
 
   // Rename; a name taken in the organisation is a conflict (the same name in B is fine).
   const renamed = await mA.json('PATCH', `/api/identity/teams/${team.id}`, { name: 'Core team' });
@@ -188,7 +191,7 @@ t.test('teams: PATCH (rename, link, re-link, unlink) and DELETE; other organisat
   const relinked = await mA.json('PATCH', `/api/identity/teams/${team.id}`, { external_group_id: g2 });
   t.equal(relinked.status, 200);
   t.same(relinked.body.member_ids, [ids.u3]);
-  t.same(await policyIds(s, ids.u1), [], 'the old group\'s members lost the team\'s policy');
+  t.same(await policyIds(s, ids.u1), [], "the old group's members lost the team's policy");
   t.same(await policyIds(s, ids.u3), [policy.body.id]);
 
   // Unlink: the team keeps its members and is a manual team again.
@@ -224,7 +227,7 @@ t.test('teams: PATCH (rename, link, re-link, unlink) and DELETE; other organisat
     t.equal(r.status, 403, `${method} ${path}`);
     t.equal(r.body.error.code, 'ERR_AUTH_FORBIDDEN');
   }
-  t.same((await mA.json('GET', `/api/identity/organisations/${orgA}/teams`)).body, before, 'A\'s teams unchanged');
+  t.same((await mA.json('GET', `/api/identity/organisations/${orgA}/teams`)).body, before, "A's teams unchanged");
 
   // Delete: members lose the team's policy; the policy no longer names the team.
   t.equal((await mA.json('DELETE', `/api/identity/teams/${team.id}`)).status, 204);
@@ -239,7 +242,7 @@ t.test('teams: PATCH (rename, link, re-link, unlink) and DELETE; other organisat
   t.equal((await mA.json('PATCH', `/api/identity/teams/${team.id}`, { name: 'x' })).status, 404);
 });
 
-t.test('agent policies: PATCH and DELETE; other organisations\' managers and teams refused', async (t) => {
+t.test("agent policies: PATCH and DELETE; other organisations' managers and teams refused", async (t) => {
   const s = await setup(t);
   const { mA, mB, root, orgA, orgB, ids } = s;
   const teamA = (await mA.json('POST', `/api/identity/organisations/${orgA}/teams`, { name: 'A team' })).body;
@@ -251,7 +254,11 @@ t.test('agent policies: PATCH and DELETE; other organisations\' managers and tea
   await mB.json('PUT', `/api/identity/teams/${teamB.id}/members/${ids.u2}`);
 
   const created = await mA.json('POST', `/api/identity/organisations/${orgA}/agent-policies`, {
-    name: 'sheets', applies_to: 'teams', team_ids: [teamA.id], allowed_tools: ['fetch_sheet'], allowed_models: ['demo'],
+    name: 'sheets',
+    applies_to: 'teams',
+    team_ids: [teamA.id],
+    allowed_tools: ['fetch_sheet'],
+    allowed_models: ['demo'],
   });
   t.equal(created.status, 201);
   const pid = created.body.id as number;
@@ -272,14 +279,14 @@ t.test('agent policies: PATCH and DELETE; other organisations\' managers and tea
   const unchanged = (await mA.json('GET', `/api/identity/organisations/${orgA}/agent-policies`)).body.policies[0];
   t.same(unchanged.team_ids, [teamA.id], 'a refused change changes nothing');
   t.same(unchanged.denied_tools, []);
-  t.same(await effective(ids.u2), { tools: null, models: null, denied_tools: [], denied_models: [], policy_ids: [] }, 'B\'s team member untouched');
+  t.same(await effective(ids.u2), { tools: null, models: null, denied_tools: [], denied_models: [], policy_ids: [] }, "B's team member untouched");
 
   // PATCH: lists, teams, applies_to; effective and stored policies follow.
   const patched = await mA.json('PATCH', `/api/identity/agent-policies/${pid}`, { allowed_tools: ['fetch_sheet', 'send_email'], denied_models: ['demo'], team_ids: [teamA2.id] });
   t.equal(patched.status, 200);
   t.same(patched.body.team_ids, [teamA2.id]);
   t.same(patched.body.allowed_tools, ['fetch_sheet', 'send_email']);
-  t.same(await effective(ids.u1), { tools: null, models: null, denied_tools: [], denied_models: [], policy_ids: [] }, 'u1\'s team no longer named');
+  t.same(await effective(ids.u1), { tools: null, models: null, denied_tools: [], denied_models: [], policy_ids: [] }, "u1's team no longer named");
   t.same((await effective(ids.u2)).tools, ['fetch_sheet', 'send_email']);
   t.same((await effective(ids.u2)).models, [], 'the only allowed model is denied');
   t.same((await stored(s, ids.u1))?.policy_ids, []);
@@ -288,7 +295,7 @@ t.test('agent policies: PATCH and DELETE; other organisations\' managers and tea
   t.equal(toAll.status, 200);
   t.equal(toAll.body.allowed_tools, null);
   for (const u of [ids.u1, ids.u2, ids.u3, ids.mgrA]) t.same((await effective(u)).policy_ids, [pid], 'every member of A, by membership or team');
-  t.same((await effective(ids.mgrB)).policy_ids, [], 'not B\'s manager');
+  t.same((await effective(ids.mgrB)).policy_ids, [], "not B's manager");
   await mA.json('POST', `/api/identity/organisations/${orgA}/agent-policies`, { name: 'second', applies_to: 'all' });
   const dup = await mA.json('PATCH', `/api/identity/agent-policies/${pid}`, { name: 'second' });
   t.equal(dup.status, 409);
@@ -297,7 +304,11 @@ t.test('agent policies: PATCH and DELETE; other organisations\' managers and tea
   t.equal((await mA.json('PATCH', `/api/identity/agent-policies/${pid}`, { organisation_id: orgB })).status, 400, 'a policy cannot move organisation');
 
   // The manager of B can neither change nor delete A's policy.
-  for (const [method, body] of [['PATCH', { denied_tools: ['fetch_sheet'] }], ['PATCH', { team_ids: [teamB.id] }], ['DELETE', undefined]] as const) {
+  for (const [method, body] of [
+    ['PATCH', { denied_tools: ['fetch_sheet'] }],
+    ['PATCH', { team_ids: [teamB.id] }],
+    ['DELETE', undefined],
+  ] as const) {
     const r = await mB.json(method, `/api/identity/agent-policies/${pid}`, body);
     t.equal(r.status, 403, method);
     t.equal(r.body.error.code, 'ERR_AUTH_FORBIDDEN');
@@ -329,9 +340,13 @@ t.test('deleting the IdP connection unlinks and empties the teams linked to its 
   t.equal((await mA.json('DELETE', `/api/identity/connections/${conn}`)).status, 403, 'superuser only');
   t.equal((await root.json('DELETE', `/api/identity/connections/${conn}`)).status, 204);
   const after = (await mA.json('GET', `/api/identity/organisations/${orgA}/teams`)).body.teams as { id: number; external_group_id: number | null; member_ids: number[] }[];
-  t.same(after.find((x) => x.id === team.id), { ...after.find((x) => x.id === team.id), external_group_id: null, member_ids: [] }, 'unlinked and emptied');
+  t.same(
+    after.find((x) => x.id === team.id),
+    { ...after.find((x) => x.id === team.id), external_group_id: null, member_ids: [] },
+    'unlinked and emptied',
+  );
   t.same(after.find((x) => x.id === manual.id)!.member_ids, [ids.u3], 'a manual team is untouched');
-  t.same(await policyIds(s, ids.u1), [], 'the group\'s former members lost the team\'s policy');
+  t.same(await policyIds(s, ids.u1), [], "the group's former members lost the team's policy");
   t.same((await stored(s, ids.u1))?.policy_ids, []);
   t.same(await policyIds(s, ids.u3), [policy.id]);
   const logged = (await dbRows(s.app.database.sql, "SELECT severity, actor_id, data FROM action_log WHERE event = 'identity.team_unlinked'")) as { severity: string; actor_id: number; data: string }[];

@@ -66,7 +66,11 @@ t.test('PATCH an agent policy whole; bad input refused and nothing changed; the 
     t.equal(r.body.error?.code, code, `${JSON.stringify(body)}: ${code}`);
   }
   t.same(await db.selectFrom('agent_policies').selectAll().where('id', '=', pid).executeTakeFirstOrThrow(), before, 'unchanged');
-  const entries = await db.selectFrom('action_log').select(sql<number>`count(*)`.as('n')).where('event', '=', 'identity.agent_policy.updated').executeTakeFirstOrThrow();
+  const entries = await db
+    .selectFrom('action_log')
+    .select(sql<number>`count(*)`.as('n'))
+    .where('event', '=', 'identity.agent_policy.updated')
+    .executeTakeFirstOrThrow();
   t.equal(Number(entries.n), 1, 'no entry for a refusal');
   t.equal((await root.json('PATCH', '/api/identity/agent-policies/999999', { name: 'x' })).status, 404, 'no such policy');
   t.equal((await root.json('PATCH', '/api/identity/agent-policies/abc', { name: 'x' })).status, 400, 'a bad id');
@@ -82,7 +86,7 @@ t.test('PATCH an agent policy whole; bad input refused and nothing changed; the 
   // Allowed lists combine as a union ("no demo" restricts no tool); denials add up.
   t.match(eff.body.policy, { tools: null, denied_tools: ['render_chart'], denied_models: ['demo'] });
   t.match(eff.body.mail, { other: 'ask', max_recipients: 5, max_per_hour: 20 });
-  t.ok(eff.body.mail.allow_domains.includes('corp.example') && eff.body.mail.block_domains.includes('rival.example'), 'the policy\'s domains are in force');
+  t.ok(eff.body.mail.allow_domains.includes('corp.example') && eff.body.mail.block_domains.includes('rival.example'), "the policy's domains are in force");
   const none = await root.json('GET', `/api/identity/agent-policy?user_id=${bob.id}`);
   t.same(none.body.policies, [], 'not a member: no policy');
   for (const q of ['abc', '0', '-1']) t.equal((await root.json('GET', `/api/identity/agent-policy?user_id=${q}`)).body.error?.code, 'ERR_VALIDATION', `user_id=${q}`);

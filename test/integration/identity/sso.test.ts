@@ -17,8 +17,11 @@ t.test('sso-providers lists active connections only', async (t) => {
   const c = s.app.client();
   const r = await c.json('GET', '/api/auth/sso-providers');
   t.equal(r.status, 200);
-  t.same(r.body.providers.map((p: { id: string }) => p.id), ['google']);
-  (await dbRun(s.app.database.sql, 'UPDATE idp_connections SET is_active = 0'));
+  t.same(
+    r.body.providers.map((p: { id: string }) => p.id),
+    ['google'],
+  );
+  await dbRun(s.app.database.sql, 'UPDATE idp_connections SET is_active = 0');
   t.same((await c.json('GET', '/api/auth/sso-providers')).body.providers, []);
   const refused = await c.json('POST', '/_login/browser/v1/auth/provider/redirect', form({ provider: 'google', process: 'login', callback_url: `${s.origin}/` }), FORM);
   t.equal(refused.status, 400);
@@ -42,8 +45,14 @@ t.test('full login: new user created, ExternalIdentity upserted, /api/auth/me an
   // The session's CSRF token is fresh and works.
   await browser.fetchCsrf();
   t.equal((await browser.json('POST', '/api/auth/logout')).status, 204);
-  t.ok(s.idp.requests.some((r) => r.path === '/token'), 'code exchanged at the IdP');
-  t.ok(s.idp.requests.some((r) => r.path === '/jwks'), "ID token signature checked against the IdP's JWKS");
+  t.ok(
+    s.idp.requests.some((r) => r.path === '/token'),
+    'code exchanged at the IdP',
+  );
+  t.ok(
+    s.idp.requests.some((r) => r.path === '/jwks'),
+    "ID token signature checked against the IdP's JWKS",
+  );
 });
 
 t.test('known e-mail is matched; a second login updates the same ExternalIdentity', async (t) => {
@@ -148,9 +157,7 @@ t.test('refused: ID token with a forged signature or a claim changed after signi
   const forgers: Record<string, (idToken: string) => Promise<string> | string> = {
     're-signed with another key of the same kid': async (idToken) => {
       const header = decodeProtectedHeader(idToken);
-      return new SignJWT({ ...decodeJwt(idToken), email: 'root@example.test' })
-        .setProtectedHeader({ alg: 'RS256', kid: header.kid, typ: header.typ })
-        .sign(privateKey);
+      return new SignJWT({ ...decodeJwt(idToken), email: 'root@example.test' }).setProtectedHeader({ alg: 'RS256', kid: header.kid, typ: header.typ }).sign(privateKey);
     },
     'e-mail claim changed, original signature kept': (idToken) => {
       const [h, , sig] = idToken.split('.');
@@ -179,7 +186,11 @@ t.test('refused: ID token with a forged signature or a claim changed after signi
   }
   t.equal(forged.length, 3, 'each forgery reached the relying party');
   t.same(await identities(s.app.database.sql), [], 'no ExternalIdentity');
-  t.same(((await dbRows(s.app.database.sql, 'SELECT id FROM users')) as { id: number }[]).map((u) => u.id), [root.id], 'no user created');
+  t.same(
+    ((await dbRows(s.app.database.sql, 'SELECT id FROM users')) as { id: number }[]).map((u) => u.id),
+    [root.id],
+    'no user created',
+  );
   t.equal(((await dbRow(s.app.database.sql, "SELECT COUNT(*) AS n FROM action_log WHERE event = 'auth.login'")) as { n: number }).n, 0, 'no login logged');
   const logs = s.app.logs.text();
   for (const f of forged) t.notOk(logs.includes(f.split('.')[1]), 'the forged token is not logged');
@@ -187,7 +198,10 @@ t.test('refused: ID token with a forged signature or a claim changed after signi
   t.notOk(logs.includes(CLIENT_SECRET), 'no client secret in logs');
   const warned = s.app.logs.lines.map((l) => JSON.parse(l) as { level: number; msg: string; code?: string }).filter((l) => l.msg === 'sso id token refused');
   t.equal(warned.length, 3, 'each refusal is a warning');
-  t.ok(warned.every((l) => l.level === 40 && l.code === 'ERR_SSO_ID_TOKEN'), 'by code only');
+  t.ok(
+    warned.every((l) => l.level === 40 && l.code === 'ERR_SSO_ID_TOKEN'),
+    'by code only',
+  );
 
   // The refusals poisoned nothing: an honest token still logs Alice in.
   delete s.idp.tamper.idToken;
@@ -224,7 +238,7 @@ t.test('refused: unverified e-mail', async (t) => {
 t.test('a deactivated account cannot log in by SSO', async (t) => {
   const s = await startSso(t, [BOB]);
   const bob = await addUser(s.app.database, 'bob', 'bob-password-123', { email: BOB.email });
-  (await dbRun(s.app.database.sql, 'UPDATE users SET is_active = 0 WHERE id = ?', bob.id));
+  await dbRun(s.app.database.sql, 'UPDATE users SET is_active = 0 WHERE id = ?', bob.id);
   const r = await ssoLogin(s, s.app.client(), BOB.sub);
   t.equal(r.status, 403);
   t.equal(((await r.json()) as { error: { code: string } }).error.code, 'ERR_AUTH_INACTIVE');

@@ -35,8 +35,11 @@ t.test('airlock sync-directory (and sync_directory) runs the sync inline with pr
   const open = () => openDatabase({ url: engine.AIRLOCK_DATABASE_URL, file: join(dataDir, 'airlock.db') });
   const database = await open();
   const conn = await saveConnection(database.sql, identityEncryptor(config), {
-    provider: 'google', issuer: 'https://accounts.google.com', client_id: 'cid',
-    service_account_json: dir.serviceAccount as unknown as Record<string, unknown>, delegated_admin_email: `admin@${dir.domain}`,
+    provider: 'google',
+    issuer: 'https://accounts.google.com',
+    client_id: 'cid',
+    service_account_json: dir.serviceAccount as unknown as Record<string, unknown>,
+    delegated_admin_email: `admin@${dir.domain}`,
   });
   await database.close();
 
@@ -89,8 +92,11 @@ async function slowDirectory(t: Parameters<typeof tempDir>[0] & { teardown(fn: (
   const db = database.sql;
   t.teardown(() => database.close());
   await saveConnection(database.sql, identityEncryptor(config), {
-    provider: 'google', issuer: 'https://accounts.google.com', client_id: 'cid',
-    service_account_json: dir.serviceAccount as unknown as Record<string, unknown>, delegated_admin_email: `admin@${dir.domain}`,
+    provider: 'google',
+    issuer: 'https://accounts.google.com',
+    client_id: 'cid',
+    service_account_json: dir.serviceAccount as unknown as Record<string, unknown>,
+    delegated_admin_email: `admin@${dir.domain}`,
   });
   const job = async () => (await dbRow(db, 'SELECT id, status, owner_pid, error FROM directory_sync_jobs ORDER BY id DESC LIMIT 1')) as { id: number; status: string; owner_pid: number; error: string | null } | undefined;
   return { dir, env, config, db, job };

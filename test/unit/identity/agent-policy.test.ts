@@ -18,10 +18,18 @@ t.test('effectiveAgentPolicy: none, org-wide, team grants add up, deny wins', as
   await dbRun(db, 'INSERT INTO organisation_members (organisation_id, user_id) VALUES (?, ?), (?, ?)', org, a.id, org, b.id);
   const team = await dbInsertId(db, "INSERT INTO teams (organisation_id, name) VALUES (?, 'Data')", org);
   await dbRun(db, 'INSERT INTO team_members (team_id, user_id) VALUES (?, ?)', team, b.id);
-  const base = await dbInsertId(db, `INSERT INTO agent_policies (organisation_id, name, applies_to, allowed_tools, allowed_models, denied_tools)
-    VALUES (?, 'base', 'all', '["send_email"]', '["small"]', '["render_chart"]')`, org);
-  const data = await dbInsertId(db, `INSERT INTO agent_policies (organisation_id, name, applies_to, allowed_tools, allowed_models)
-    VALUES (?, 'data', 'teams', '["fetch_sheet","render_chart"]', NULL)`, org);
+  const base = await dbInsertId(
+    db,
+    `INSERT INTO agent_policies (organisation_id, name, applies_to, allowed_tools, allowed_models, denied_tools)
+    VALUES (?, 'base', 'all', '["send_email"]', '["small"]', '["render_chart"]')`,
+    org,
+  );
+  const data = await dbInsertId(
+    db,
+    `INSERT INTO agent_policies (organisation_id, name, applies_to, allowed_tools, allowed_models)
+    VALUES (?, 'data', 'teams', '["fetch_sheet","render_chart"]', NULL)`,
+    org,
+  );
   await dbRun(db, 'INSERT INTO agent_policy_teams (policy_id, team_id) VALUES (?, ?)', data, team);
 
   const pa = await effectiveAgentPolicy(sql, a.id);
@@ -43,8 +51,18 @@ t.test('effectiveAgentPolicy: none, org-wide, team grants add up, deny wins', as
 t.test('checkCallbackUrl: only absolute URLs on the public origin', async (t) => {
   const origin = 'https://chat.example.test';
   t.equal(checkCallbackUrl('https://chat.example.test/after?x=1#y', origin), 'https://chat.example.test/after?x=1#y');
-  for (const bad of ['/relative', '//evil.test/x', 'https://evil.test/', 'http://chat.example.test/', 'https://chat.example.test:444/',
-    'https://user:pw@chat.example.test/', 'javascript:alert(1)', 'https://chat.example.test.evil.test/', '', 42]) {
+  for (const bad of [
+    '/relative',
+    '//evil.test/x',
+    'https://evil.test/',
+    'http://chat.example.test/',
+    'https://chat.example.test:444/',
+    'https://user:pw@chat.example.test/',
+    'javascript:alert(1)',
+    'https://chat.example.test.evil.test/',
+    '',
+    42,
+  ]) {
     t.throws(() => checkCallbackUrl(bad, origin), { code: 'ERR_SSO_CALLBACK_URL' }, String(bad));
   }
 });

@@ -78,7 +78,14 @@ function Attachments({ p, preview, sessionId }: { p: ApprovalPart; preview: Appr
 
 function Fields({ p, preview, sessionId }: { p: ApprovalPart; preview: ApprovalPreview | null; sessionId?: string | null }) {
   const rows: [string, string[]][] = preview
-    ? ([['From', preview.from], ['To', preview.to], ['Cc', preview.cc], ['Bcc', preview.bcc]] as [string, string[]][]).filter(([k, v]) => v.length || k === 'To')
+    ? (
+        [
+          ['From', preview.from],
+          ['To', preview.to],
+          ['Cc', preview.cc],
+          ['Bcc', preview.bcc],
+        ] as [string, string[]][]
+      ).filter(([k, v]) => v.length || k === 'To')
     : [['To', p.recipients]];
   return (
     <dl>

@@ -69,7 +69,13 @@ export function FilePreview(p: { preview: Preview; sessionId: string | null; onR
     <figure class="file-preview" data-file={preview.name}>
       <figcaption>
         <span class="file-name">{preview.name}</span>
-        {t && <span class="muted"> · {t.sheet}{t.truncated || t.rows.length > SHOW_ROWS ? ` · first ${Math.min(SHOW_ROWS, t.rows.length)} rows` : ''}</span>}
+        {t && (
+          <span class="muted">
+            {' '}
+            · {t.sheet}
+            {t.truncated || t.rows.length > SHOW_ROWS ? ` · first ${Math.min(SHOW_ROWS, t.rows.length)} rows` : ''}
+          </span>
+        )}
         {p.onRemove && (
           <button type="button" class="link small" aria-label={`Remove ${preview.name} from this message`} onClick={p.onRemove}>
             Remove
@@ -82,7 +88,15 @@ export function FilePreview(p: { preview: Preview; sessionId: string | null; onR
             <tbody>
               {t.rows.slice(0, SHOW_ROWS).map((r, i) => (
                 <tr key={i}>
-                  {r.slice(0, SHOW_COLUMNS).map((c, j) => (i === 0 ? <th key={j} scope="col">{c}</th> : <td key={j}>{c}</td>))}
+                  {r.slice(0, SHOW_COLUMNS).map((c, j) =>
+                    i === 0 ? (
+                      <th key={j} scope="col">
+                        {c}
+                      </th>
+                    ) : (
+                      <td key={j}>{c}</td>
+                    ),
+                  )}
                 </tr>
               ))}
             </tbody>
@@ -123,7 +137,10 @@ export function SentFiles(p: { prompt: string }) {
       if (n in previews) continue;
       fetch(`${sentFileBase(share)}/${encodeURIComponent(n)}/preview`, { credentials: 'same-origin' })
         .then((r) => (r.ok ? (r.json() as Promise<Preview>) : null))
-        .then((pv) => setPreviews((o) => ({ ...o, [n]: pv })), () => setPreviews((o) => ({ ...o, [n]: null })));
+        .then(
+          (pv) => setPreviews((o) => ({ ...o, [n]: pv })),
+          () => setPreviews((o) => ({ ...o, [n]: null })),
+        );
     }
   }, [p.prompt]);
   if (!names.length) return null;
@@ -131,7 +148,13 @@ export function SentFiles(p: { prompt: string }) {
     <div class="attached sent" aria-label="Files sent with this message">
       {names.map((n) => {
         const pv = previews[n];
-        return pv ? <FilePreview key={n} preview={pv} sessionId={null} /> : <span key={n} class="file-name muted">{n}</span>;
+        return pv ? (
+          <FilePreview key={n} preview={pv} sessionId={null} />
+        ) : (
+          <span key={n} class="file-name muted">
+            {n}
+          </span>
+        );
       })}
     </div>
   );

@@ -74,7 +74,7 @@ function giveUp(f: Followed, sid: string): void {
 export async function followTurn(setTurns: SetTurns, sid: string, first: Response | null, turnKey: ViewTurn, signal: AbortSignal): Promise<void> {
   const f = followed(setTurns, turnKey);
   let res = first;
-  for (let attempt = 0; !f.ended && !signal.aborted; ) {
+  for (let attempt = 0; !f.ended && !signal.aborted;) {
     const seqBefore = f.seq;
     try {
       await readStream(f, sid, res, signal);

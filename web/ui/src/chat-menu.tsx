@@ -88,9 +88,7 @@ function PhoneMenu(p: { sessionId: string | null; onShare(): void; onHelp(): voi
         Menu
       </button>
       <div id="chat-menu" class="chat-menu" ref={panel} hidden={!open}>
-        {open && (
-          <MenuItems sessionId={p.sessionId} model={model} dark={dark} onClose={close} onModel={() => setModel(!model)} onShare={p.onShare} onHelp={p.onHelp} onPress={press} />
-        )}
+        {open && <MenuItems sessionId={p.sessionId} model={model} dark={dark} onClose={close} onModel={() => setModel(!model)} onShare={p.onShare} onHelp={p.onHelp} onPress={press} />}
       </div>
     </div>
   );

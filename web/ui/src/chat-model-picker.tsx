@@ -61,19 +61,16 @@ export function ModelPicker({ sessionId, chosen, onChosen, busy }: ModelPickerPr
 
   const list = models ?? [];
   // A chat on a model the user may no longer choose still shows it.
-  const shown = chosen && !list.some((m) => m.id === chosen) && info?.id === chosen ? [...list, { id: chosen, label: `${info.label} (not on offer)`, provider: info.provider as ChatModelOption['provider'], model: info.model, context_tokens: info.context_tokens, default: false }] : list;
+  const shown =
+    chosen && !list.some((m) => m.id === chosen) && info?.id === chosen
+      ? [...list, { id: chosen, label: `${info.label} (not on offer)`, provider: info.provider as ChatModelOption['provider'], model: info.model, context_tokens: info.context_tokens, default: false }]
+      : list;
   return (
     <div id="model" class="model-line muted" data-demo={info?.demo ? 'true' : undefined}>
       {shown.length > 0 && (
         <span class="model-picker">
           <label for="model-picker">Model</label>{' '}
-          <select
-            id="model-picker"
-            value={chosen ?? ''}
-            disabled={busy || saving}
-            aria-describedby={busy ? 'model-busy' : undefined}
-            onChange={(e) => void change((e.target as HTMLSelectElement).value)}
-          >
+          <select id="model-picker" value={chosen ?? ''} disabled={busy || saving} aria-describedby={busy ? 'model-busy' : undefined} onChange={(e) => void change((e.target as HTMLSelectElement).value)}>
             {shown.map((m) => (
               <option key={m.id} value={m.id}>
                 {m.label}

@@ -52,9 +52,7 @@ export function ShareDialog(p: { sessionId: string; open: boolean; onClose(): vo
     });
   return (
     <Dialog id="share-dialog" title="Share this chat" open={p.open} onClose={p.onClose}>
-      <p class="muted">
-        People of your organisation who sign in can read the chat as it is now, with its charts and files. Messages you send later are not shared. They cannot write in it.
-      </p>
+      <p class="muted">People of your organisation who sign in can read the chat as it is now, with its charts and files. Messages you send later are not shared. They cannot write in it.</p>
       <p id="share-status" role="status">
         {state === null ? 'Loading…' : state.shared ? `Shared since ${fmt(state.created_at!)}.` : 'Not shared.'}
       </p>

@@ -105,7 +105,10 @@ function refusal(e: unknown): Shown {
 
 /** The chat's history again (after an edit or a regenerate: the turn's versions). */
 export function reloadHistory(st: ChatState, sid: string): void {
-  api<ChatHistory>('GET', `/api/chat/sessions/${encodeURIComponent(sid)}/messages`).then((h) => st.setTurns(h.turns.map(fromStored)), () => undefined);
+  api<ChatHistory>('GET', `/api/chat/sessions/${encodeURIComponent(sid)}/messages`).then(
+    (h) => st.setTurns(h.turns.map(fromStored)),
+    () => undefined,
+  );
 }
 
 /** Send a message; `replaces`: the turn an edit or a regenerate starts a new version at. */
@@ -196,4 +199,3 @@ export function turnActions(st: ChatState) {
   };
   return { switchTo, stop, decide };
 }
-

@@ -12,9 +12,7 @@ import { ApprovalCard, type ApprovalPart } from './approval-card.js';
 
 /** One piece of an answer, in the order it came: text, or a tool call. */
 export type Part =
-  | { kind: 'text'; text: string }
-  | ApprovalPart
-  | { kind: 'tool'; call_id: string; tool: string; input: unknown; status: 'running' | 'ok' | 'failed' | 'cancelled' | 'interrupted'; output?: unknown; error?: string; duration_ms?: number };
+  { kind: 'text'; text: string } | ApprovalPart | { kind: 'tool'; call_id: string; tool: string; input: unknown; status: 'running' | 'ok' | 'failed' | 'cancelled' | 'interrupted'; output?: unknown; error?: string; duration_ms?: number };
 
 export interface ViewTurn {
   /** Unknown until the server names it (a new turn, before its first byte). */
@@ -58,7 +56,18 @@ export function fromStored(t: StoredTurn): ViewTurn {
   // Each held send after the call that sent it (its body is never stored: docs/chat.md#approvals).
   for (const a of t.approvals ?? []) {
     const at = parts.findIndex((p) => p.kind === 'tool' && p.call_id === a.call_id);
-    const part: Part = { kind: 'approval', approval_id: a.approval_id, call_id: a.call_id, recipients: a.recipients, ask: a.ask, subject: a.subject, attachments: a.attachments, expires_at: a.decided_at ?? a.created_at, state: a.state, scope: a.scope };
+    const part: Part = {
+      kind: 'approval',
+      approval_id: a.approval_id,
+      call_id: a.call_id,
+      recipients: a.recipients,
+      ask: a.ask,
+      subject: a.subject,
+      attachments: a.attachments,
+      expires_at: a.decided_at ?? a.created_at,
+      state: a.state,
+      scope: a.scope,
+    };
     parts.splice(at >= 0 ? at + 1 : parts.length, 0, part);
   }
   if (t.text) parts.push({ kind: 'text', text: t.text });
@@ -119,7 +128,18 @@ export function applyEvent(t: ViewTurn, e: ChatEvent): ViewTurn {
     if (i >= 0) parts[i] = upd;
     else parts.push(upd);
   } else if (e.type === 'approval_request') {
-    parts.push({ kind: 'approval', approval_id: e.approval_id, call_id: e.call_id, recipients: e.recipients, ask: e.ask, subject: e.subject, attachments: e.attachments, expires_at: e.expires_at, ...(e.repeat_of ? { repeat_of: e.repeat_of } : {}), state: 'pending' });
+    parts.push({
+      kind: 'approval',
+      approval_id: e.approval_id,
+      call_id: e.call_id,
+      recipients: e.recipients,
+      ask: e.ask,
+      subject: e.subject,
+      attachments: e.attachments,
+      expires_at: e.expires_at,
+      ...(e.repeat_of ? { repeat_of: e.repeat_of } : {}),
+      state: 'pending',
+    });
   } else if (e.type === 'approval_result') {
     const i = parts.findIndex((p) => p.kind === 'approval' && p.approval_id === e.approval_id);
     const p = parts[i];
@@ -183,8 +203,7 @@ function findChartSpec(o: unknown): ChartSpec | null {
   if (x.chart && typeof x.chart === 'object') return findChartSpec(x.chart);
   if (x.spec && typeof x.spec === 'object') return findChartSpec(x.spec);
   if (typeof x.type === 'string' && x.data) return x as unknown as ChartSpec;
-  if (typeof x.type === 'string' && (x.labels || x.datasets))
-    return { type: x.type, data: { labels: x.labels, datasets: x.datasets }, options: { plugins: { title: { display: !!x.title, text: x.title } } } as ChartSpec['options'] };
+  if (typeof x.type === 'string' && (x.labels || x.datasets)) return { type: x.type, data: { labels: x.labels, datasets: x.datasets }, options: { plugins: { title: { display: !!x.title, text: x.title } } } as ChartSpec['options'] };
   return null;
 }
 
@@ -270,7 +289,8 @@ export function Turn(props: {
   sessionId?: string | null;
   /** Shown at the end of a finished answer's line (the feedback buttons, chat-feedback.tsx). */
   extra?: ComponentChildren;
-  onDecide(id: string, decision: 'approve' | 'deny', scope: 'once' | 'recipient'): Promise<void> }) {
+  onDecide(id: string, decision: 'approve' | 'deny', scope: 'once' | 'recipient'): Promise<void>;
+}) {
   const { t } = props;
   const text = answerText(t);
   const copyRef = useRef<HTMLButtonElement>(null);
@@ -306,7 +326,13 @@ export function Turn(props: {
       </div>
       <div class="msg assistant" data-done={ended ? (t.stopReason ?? 'end_turn') : undefined} aria-busy={t.running ? 'true' : undefined}>
         {t.parts.map((p, i) =>
-          p.kind === 'text' ? <Markdown key={`t${i}`} text={p.text} /> : p.kind === 'approval' ? <ApprovalCard key={p.approval_id} p={p} sessionId={props.sessionId} onDecide={props.onDecide} /> : <ToolRow key={p.call_id || `c${i}`} p={p} />,
+          p.kind === 'text' ? (
+            <Markdown key={`t${i}`} text={p.text} />
+          ) : p.kind === 'approval' ? (
+            <ApprovalCard key={p.approval_id} p={p} sessionId={props.sessionId} onDecide={props.onDecide} />
+          ) : (
+            <ToolRow key={p.call_id || `c${i}`} p={p} />
+          ),
         )}
         {t.running && !t.parts.length && !t.status && <p class="muted thinking">Working…</p>}
         {t.running && t.status && (
@@ -349,4 +375,3 @@ export function Turn(props: {
     </>
   );
 }
-

@@ -25,7 +25,11 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
   const sessionChanged = (id: string) => (deleted: boolean) => {
     sessions.reload();
     if (deleted && id === st.currentRef.current) location.hash = '#/chat';
-    else if (!deleted && id === st.currentRef.current) api<ChatHistory>('GET', `/api/chat/sessions/${encodeURIComponent(id)}/messages`).then((h) => st.setTitle(h.session.title), () => undefined);
+    else if (!deleted && id === st.currentRef.current)
+      api<ChatHistory>('GET', `/api/chat/sessions/${encodeURIComponent(id)}/messages`).then(
+        (h) => st.setTitle(h.session.title),
+        () => undefined,
+      );
   };
   return (
     <div class={`chat${st.listOpen ? ' list-open' : ''}`}>
@@ -115,7 +119,19 @@ function Transcript({ st, scroll, send, acts }: { st: ChatState; scroll: StickyS
   const { current, turns } = st;
   const last = turns[turns.length - 1];
   return (
-    <div class="transcript" id="transcript" ref={scroll.transcript} onScroll={scroll.onScroll} onWheel={scroll.onWheel} onKeyDown={scroll.onKey} onTouchMove={scroll.leaveBottom} tabIndex={0} role="log" aria-label="Conversation" aria-live="polite">
+    <div
+      class="transcript"
+      id="transcript"
+      ref={scroll.transcript}
+      onScroll={scroll.onScroll}
+      onWheel={scroll.onWheel}
+      onKeyDown={scroll.onKey}
+      onTouchMove={scroll.leaveBottom}
+      tabIndex={0}
+      role="log"
+      aria-label="Conversation"
+      aria-live="polite"
+    >
       {st.loadError && (
         <div class="banner error" role="alert">
           <ShownText s={st.loadError} />

@@ -209,15 +209,13 @@ async function route(): Promise<void> {
     else if (hash === '#/settings') {
       const { SettingsPage } = await import('./settings.js'); // its own chunk, like the admin pages
       if ((location.hash || '#/chat') === hash) render(<SettingsPage />, main);
-    }
-    else if (hash.startsWith('#/admin/')) {
+    } else if (hash.startsWith('#/admin/')) {
       const id = hash.slice('#/admin/'.length).split('/')[0];
       const page = adminPages.find((p) => p.id === id);
       const Page = page ? await page.load() : null;
       if ((location.hash || '#/chat') !== hash) return; // left while the page's code loaded
       render(Page ? <Page /> : <p>No such page.</p>, main);
-    }
-    else
+    } else
       render(
         <p>
           Not found. <a href="#/chat">Go to chat</a>

@@ -134,7 +134,11 @@ export function SettingsPage() {
     <div class="admin settings">
       <PageTitle title="Settings" intro="Your own settings: how Airlock looks, the model new chats start with, and your password." />
       <ThemeSection />
-      {failed ? <LoadFailed error={failed} /> : !settings ? <Loading /> : (
+      {failed ? (
+        <LoadFailed error={failed} />
+      ) : !settings ? (
+        <Loading />
+      ) : (
         <>
           <ModelSection settings={settings} onSaved={setSettings} />
           <PasswordSection settings={settings} />

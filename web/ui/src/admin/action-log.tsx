@@ -11,9 +11,24 @@ const BASE = '/api/data-authorization';
 export const PAGE_SIZE = 50;
 
 const SUGGESTED_EVENTS = [
-  'identity.*', 'identity.directory_sync.finished', 'identity.organisation.created', 'identity.team.created', 'identity.agent_policy.created',
-  'data.*', 'data.role.created', 'data.policy.created', 'data.assignment.created', 'bi.*', 'bi.denied', 'bi.allowed', 'bi.entitlement.granted',
-  'bi.entitlement.revoked', 'auth.*', 'account.*', 'session.*', 'chat.*',
+  'identity.*',
+  'identity.directory_sync.finished',
+  'identity.organisation.created',
+  'identity.team.created',
+  'identity.agent_policy.created',
+  'data.*',
+  'data.role.created',
+  'data.policy.created',
+  'data.assignment.created',
+  'bi.*',
+  'bi.denied',
+  'bi.allowed',
+  'bi.entitlement.granted',
+  'bi.entitlement.revoked',
+  'auth.*',
+  'account.*',
+  'session.*',
+  'chat.*',
 ];
 
 /** An account in the log: its username (display name and id as a tooltip), or the bare id when it is gone. */
@@ -118,10 +133,7 @@ export function ActionLogPage() {
   const count = entries?.length ?? 0;
   return (
     <div class="admin access">
-      <PageTitle
-        title="Action log"
-        intro="Every audited action, newest first: sign-ins, data access, identity and directory changes, sessions and chats. Filter by event (a name, or a prefix like identity.*), severity and subject."
-      />
+      <PageTitle title="Action log" intro="Every audited action, newest first: sign-ins, data access, identity and directory changes, sessions and chats. Filter by event (a name, or a prefix like identity.*), severity and subject." />
       <Section title="Entries">
         <LogFilters status={status} apply={first} event={event} setEvent={setEvent} severity={severity} setSeverity={setSeverity} subjectField={subject.field} />
         <Status id="log-status" notice={status.notice} />

@@ -271,9 +271,7 @@ function PolicyWho({ f, put, teams }: Part & { teams: TeamView[] }) {
       <fieldset>
         <legend>Teams</legend>
         {teams.length ? (
-          teams.map((t) => (
-            <Checkbox key={t.id} id={`ap-team-${t.id}`} label={t.name} value={String(t.id)} checked={f.teams.includes(t.id)} onChange={(on) => put({ teams: on ? [...f.teams, t.id] : f.teams.filter((x) => x !== t.id) })} />
-          ))
+          teams.map((t) => <Checkbox key={t.id} id={`ap-team-${t.id}`} label={t.name} value={String(t.id)} checked={f.teams.includes(t.id)} onChange={(on) => put({ teams: on ? [...f.teams, t.id] : f.teams.filter((x) => x !== t.id) })} />)
         ) : (
           <p class="muted">No teams.</p>
         )}

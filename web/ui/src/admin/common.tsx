@@ -17,7 +17,10 @@ export function fmtTime(s: string | null | undefined): string {
 export function parseList(text: string, nullable: true): string[] | null;
 export function parseList(text: string, nullable?: false): string[];
 export function parseList(text: string, nullable = false): string[] | null {
-  const items = text.split(/[,\n]/).map((s) => s.trim()).filter(Boolean);
+  const items = text
+    .split(/[,\n]/)
+    .map((s) => s.trim())
+    .filter(Boolean);
   return items.length ? items : nullable ? null : [];
 }
 

@@ -52,9 +52,7 @@ function ConnectionForm({ conn, reload, status }: { conn: ConnectionView | null;
       };
       if (f.client_secret) body.client_secret = f.client_secret;
       if (f.service_account_json.trim()) body.service_account_json = f.service_account_json.trim();
-      const saved = conn
-        ? await api<ConnectionView>('PATCH', `/api/identity/connections/${conn.id}`, body)
-        : await api<ConnectionView>('POST', '/api/identity/connections', { provider: 'google', ...body });
+      const saved = conn ? await api<ConnectionView>('PATCH', `/api/identity/connections/${conn.id}`, body) : await api<ConnectionView>('POST', '/api/identity/connections', { provider: 'google', ...body });
       setF({ ...f, client_secret: '', service_account_json: '' });
       status.ok(`Connection ${conn ? 'saved' : 'created'} (id ${saved.id}).`);
       await reload();
@@ -92,14 +90,7 @@ function ConnectionForm({ conn, reload, status }: { conn: ConnectionView | null;
           <input type="text" id="conn-client-id" required autocomplete="off" value={f.client_id} onInput={set('client_id')} />
         </Field>
         <Field id="conn-client-secret" label="Client secret (write-only)" hint="Never shown again once saved.">
-          <input
-            type="password"
-            {...hinted('conn-client-secret')}
-            autocomplete="new-password"
-            placeholder={conn?.has_client_secret ? 'stored; leave blank to keep' : ''}
-            value={f.client_secret}
-            onInput={set('client_secret')}
-          />
+          <input type="password" {...hinted('conn-client-secret')} autocomplete="new-password" placeholder={conn?.has_client_secret ? 'stored; leave blank to keep' : ''} value={f.client_secret} onInput={set('client_secret')} />
         </Field>
         <Field id="conn-service-account" label="Service-account key JSON (write-only)" hint="Needed for directory sync.">
           <textarea
@@ -138,8 +129,21 @@ function ConnectionForm({ conn, reload, status }: { conn: ConnectionView | null;
 
 /** What a sync changed (the result's counts of changes); everything else in the result is how it went. */
 const CHANGE_KEYS = [
-  'users_created', 'users_updated', 'users_linked', 'users_deactivated', 'users_reactivated', 'groups_created', 'groups_updated', 'groups_deleted',
-  'memberships_added', 'memberships_removed', 'teams_updated', 'team_members_added', 'team_members_removed', 'policies_rewritten', 'sessions_ended',
+  'users_created',
+  'users_updated',
+  'users_linked',
+  'users_deactivated',
+  'users_reactivated',
+  'groups_created',
+  'groups_updated',
+  'groups_deleted',
+  'memberships_added',
+  'memberships_removed',
+  'teams_updated',
+  'team_members_added',
+  'team_members_removed',
+  'policies_rewritten',
+  'sessions_ended',
 ];
 
 /** The changes of a result that are not zero, as [what, count]. */
@@ -267,7 +271,11 @@ function SyncResult({ result }: { result: Record<string, unknown> }) {
   const fetched = result.fetched && typeof result.fetched === 'object' ? (result.fetched as Record<string, unknown>) : null;
   const warnings = Array.isArray(result.warnings) ? (result.warnings as { message?: string }[]) : [];
   const how = [
-    fetched ? `read ${Object.entries(fetched).map(([k, v]) => `${show(v)} ${k}`).join(', ')}` : null,
+    fetched
+      ? `read ${Object.entries(fetched)
+          .map(([k, v]) => `${show(v)} ${k}`)
+          .join(', ')}`
+      : null,
     `${num(result.requests)} requests`,
     result.retries ? `${num(result.retries)} retries` : null,
     `${num(result.rows_written)} rows written`,

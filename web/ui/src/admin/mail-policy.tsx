@@ -29,7 +29,11 @@ interface Draft {
   limits: Record<Limit, string>;
 }
 
-const domainsOf = (text: string) => text.split(/[\s,]+/).map((s) => s.trim()).filter(Boolean);
+const domainsOf = (text: string) =>
+  text
+    .split(/[\s,]+/)
+    .map((s) => s.trim())
+    .filter(Boolean);
 
 function draftOf(p: ServerMailPolicyView): Draft {
   return { allow: p.allow_domains.join('\n'), block: p.block_domains.join('\n'), other: p.other, limits: { max_recipients: String(p.max_recipients), max_per_hour: String(p.max_per_hour), approval_timeout_s: String(p.approval_timeout_s) } };
@@ -38,7 +42,10 @@ function draftOf(p: ServerMailPolicyView): Draft {
 /** The problems of a draft, as sentences (empty: it can be sent). */
 export function draftProblems(d: Draft): string[] {
   const out: string[] = [];
-  for (const [field, text] of [['allow_domains', d.allow], ['block_domains', d.block]] as const) {
+  for (const [field, text] of [
+    ['allow_domains', d.allow],
+    ['block_domains', d.block],
+  ] as const) {
     for (const x of domainsOf(text)) {
       if (x.includes('@')) out.push(`${LABEL[field]}: "${x}" is an address; write only its domain (what comes after the @).`);
       else if (!DOMAIN.test(x)) out.push(`${LABEL[field]}: "${x}" is not a domain name; write it in lower case, like corp.example.`);
@@ -60,7 +67,9 @@ function serverProblems(e: unknown): string[] | null {
   return (e.detail.problems as { field?: string; message?: string }[]).map((p) => {
     const [name, index] = String(p.field ?? '').split('.');
     const where = LABEL[name] ? `${LABEL[name]}${index !== undefined ? `, entry ${Number(index) + 1}` : ''}` : 'The policy';
-    const why = String(p.message ?? '').replace(/^[\w.]+: /, '').replace(/\.?$/, '.');
+    const why = String(p.message ?? '')
+      .replace(/^[\w.]+: /, '')
+      .replace(/\.?$/, '.');
     return `${where}: ${why}`;
   });
 }

@@ -65,10 +65,7 @@ export function OrganisationsPage() {
 
   return (
     <div class="admin orgs">
-      <PageTitle
-        title="Organisations, teams and agent policies"
-        intro="Teams can follow a directory group: the sync then owns their members. Agent policies limit the tools and models of an organisation's members."
-      />
+      <PageTitle title="Organisations, teams and agent policies" intro="Teams can follow a directory group: the sync then owns their members. Agent policies limit the tools and models of an organisation's members." />
       {failed ? (
         <ErrorBox error={failed} />
       ) : !data ? (

@@ -10,9 +10,7 @@ import { Clip, Field, hintFor, LoadFailed, Loading, PageTitle, parseList, Sectio
 export const BASE = '/api/data-authorization';
 export const UNAVAILABLE = 'Data-access control is not available on this server';
 
-const FILTER_HELP =
-  'JSON: {} for all rows; a leaf {"column":"region","op":"eq","value":"EU"}; or {"all":[…]} / {"any":[…]}. ' +
-  'Operators: eq neq lt lte gt gte in not_in is_null. Values "$user_id" and "$username" stand for the user.';
+const FILTER_HELP = 'JSON: {} for all rows; a leaf {"column":"region","op":"eq","value":"EU"}; or {"all":[…]} / {"any":[…]}. ' + 'Operators: eq neq lt lte gt gte in not_in is_null. Values "$user_id" and "$username" stand for the user.';
 
 export function RolesPage() {
   const status = useActions();
@@ -125,16 +123,7 @@ function NewRoleForm({ status, created }: { status: Actions; created(role: DataR
       <h3>New role</h3>
       <div class="row">
         <Field id="role-name" label="Role name" hint="Letters, digits, _ . -; starts with a letter">
-          <input
-            type="text"
-            id="role-name"
-            required
-            maxLength={64}
-            pattern="[A-Za-z][A-Za-z0-9_.\-]{0,63}"
-            aria-describedby={hintFor('role-name')}
-            value={name}
-            onInput={(e) => setName(e.currentTarget.value)}
-          />
+          <input type="text" id="role-name" required maxLength={64} pattern="[A-Za-z][A-Za-z0-9_.\-]{0,63}" aria-describedby={hintFor('role-name')} value={name} onInput={(e) => setName(e.currentTarget.value)} />
         </Field>
         <Field id="role-description" label="Description">
           <input type="text" id="role-description" maxLength={500} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
@@ -259,32 +248,14 @@ function PolicyForm({ role, status, draft, saved }: { role: DataRoleView; status
       <h3>{role.builtin ? 'Built-in role: its grant cannot change' : 'Add or replace a table policy'}</h3>
       <div class="row">
         <Field id="policy-table" label="Table" hint="An identifier, schema.table, or * for every table">
-          <input
-            type="text"
-            id="policy-table"
-            required
-            maxLength={130}
-            placeholder="sales or schema.sales or *"
-            aria-describedby={hintFor('policy-table')}
-            value={table}
-            onInput={(e) => setTable(e.currentTarget.value)}
-          />
+          <input type="text" id="policy-table" required maxLength={130} placeholder="sales or schema.sales or *" aria-describedby={hintFor('policy-table')} value={table} onInput={(e) => setTable(e.currentTarget.value)} />
         </Field>
         <Field id="policy-columns" label="Allowed columns" hint="* or a comma-separated list">
           <input type="text" id="policy-columns" required placeholder="* or region, amount" aria-describedby={hintFor('policy-columns')} value={columns} onInput={(e) => setColumns(e.currentTarget.value)} />
         </Field>
       </div>
       <Field id="policy-filter" label="Row filter (JSON)" hint={FILTER_HELP}>
-        <textarea
-          id="policy-filter"
-          rows={6}
-          spellcheck={false}
-          class="code"
-          aria-describedby={hintFor('policy-filter')}
-          aria-invalid={filterInvalid ? 'true' : undefined}
-          value={filter}
-          onInput={(e) => setFilter(e.currentTarget.value)}
-        />
+        <textarea id="policy-filter" rows={6} spellcheck={false} class="code" aria-describedby={hintFor('policy-filter')} aria-invalid={filterInvalid ? 'true' : undefined} value={filter} onInput={(e) => setFilter(e.currentTarget.value)} />
       </Field>
       <LeafBuilder key={draft.generation} status={status} filter={filter} setFilter={setFilter} />
       <div class="actions">

@@ -67,7 +67,15 @@ function scalar(s: string): FilterScalar {
 
 /** The builder's condition: a list for in / not_in, a yes/no for is_null, else one value. */
 export function leafOf(column: string, op: Operator, text: string): FilterLeaf {
-  if (op === 'in' || op === 'not_in') return { column, op, value: text.split(',').map(scalar).filter((v) => v !== '') };
+  if (op === 'in' || op === 'not_in')
+    return {
+      column,
+      op,
+      value: text
+        .split(',')
+        .map(scalar)
+        .filter((v) => v !== ''),
+    };
   if (op === 'is_null') return { column, op, value: text.trim() !== 'false' };
   return { column, op, value: scalar(text) };
 }

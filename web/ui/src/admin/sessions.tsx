@@ -75,9 +75,7 @@ export function SessionsPage() {
     status.run(`${what}-${s.id}`, async () => {
       const name = nameOf(s);
       const question =
-        what === 'kill'
-          ? `Kill session ${name}? Its sandbox ends now; the chat stays and starts a new sandbox on the next message.`
-          : `Restart session ${name}? A turn that is running is cut off; the chat goes on in a fresh sandbox.`;
+        what === 'kill' ? `Kill session ${name}? Its sandbox ends now; the chat stays and starts a new sandbox on the next message.` : `Restart session ${name}? A turn that is running is cut off; the chat goes on in a fresh sandbox.`;
       if (!confirm(question)) return;
       busy.current = true;
       try {
@@ -105,13 +103,7 @@ export function SessionsPage() {
       <Section title="Sessions">
         <Status id="sess-status" notice={status.notice} />
         <div id="sessions-holder">
-          <Table
-            id="sessions-table"
-            rows={sessions}
-            rowKey={(s) => s.id ?? s.container_id}
-            empty="No live sessions."
-            cols={sessionColumns(status, op)}
-          />
+          <Table id="sessions-table" rows={sessions} rowKey={(s) => s.id ?? s.container_id} empty="No live sessions." cols={sessionColumns(status, op)} />
         </div>
         <p class="muted small" id="sessions-updated">
           {updated}
@@ -142,12 +134,7 @@ function sessionColumns(status: Actions, op: (s: LiveSession, what: 'restart' | 
     },
     {
       title: 'User',
-      render: (s) =>
-        s.username ? (
-          <Clip text={s.display_name ? `${s.display_name} (${s.username})` : s.username} cls="name" />
-        ) : (
-          <span class="muted">{s.user_id === null ? '—' : `#${s.user_id}`}</span>
-        ),
+      render: (s) => (s.username ? <Clip text={s.display_name ? `${s.display_name} (${s.username})` : s.username} cls="name" /> : <span class="muted">{s.user_id === null ? '—' : `#${s.user_id}`}</span>),
     },
     { title: 'Container', render: (s) => <code class="container-id">{s.container_id}</code> },
     { title: 'Status', render: (s) => s.status },

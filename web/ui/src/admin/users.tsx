@@ -109,10 +109,22 @@ function UserTable({ data, busy, change, reset }: TableProps) {
             const who = u.display_name || u.username;
             return (
               <div class="row compact">
-                <button type="button" class="secondary" aria-label={`${u.is_active ? 'Deactivate' : 'Reactivate'} ${who}`} disabled={busy === `change-${u.id}`} onClick={() => void change(u, { is_active: !u.is_active }, u.is_active ? 'is deactivated' : 'is active again')}>
+                <button
+                  type="button"
+                  class="secondary"
+                  aria-label={`${u.is_active ? 'Deactivate' : 'Reactivate'} ${who}`}
+                  disabled={busy === `change-${u.id}`}
+                  onClick={() => void change(u, { is_active: !u.is_active }, u.is_active ? 'is deactivated' : 'is active again')}
+                >
                   {u.is_active ? 'Deactivate' : 'Reactivate'}
                 </button>
-                <button type="button" class="secondary" aria-label={`${u.is_superuser ? 'Demote' : 'Promote'} ${who}`} disabled={busy === `change-${u.id}`} onClick={() => void change(u, { is_superuser: !u.is_superuser }, u.is_superuser ? 'is no longer a superuser' : 'is a superuser now')}>
+                <button
+                  type="button"
+                  class="secondary"
+                  aria-label={`${u.is_superuser ? 'Demote' : 'Promote'} ${who}`}
+                  disabled={busy === `change-${u.id}`}
+                  onClick={() => void change(u, { is_superuser: !u.is_superuser }, u.is_superuser ? 'is no longer a superuser' : 'is a superuser now')}
+                >
                   {u.is_superuser ? 'Demote' : 'Promote'}
                 </button>
                 <button type="button" class="secondary" aria-label={`Reset password of ${who}`} disabled={busy === `reset-${u.id}`} onClick={() => void reset(u)}>
