@@ -1,8 +1,7 @@
 import { hostname } from 'node:os';
 import { readFileSync } from 'node:fs';
-import { resolve, isAbsolute } from 'node:path';
+import { resolve } from 'node:path';
 import { configError } from './errors.js';
-import { isIP } from 'node:net';
 import { Secret } from './secret.js';
 import { deepFreeze, parseSetting, parseTrustProxy, type Setting } from './config-parse.js';
 

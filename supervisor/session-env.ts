@@ -58,8 +58,14 @@ export function sessionEnv(spec: StartSpec, profile: SessionProfile | undefined,
   const settings = new Set(AGENT_SETTING_ENVS);
   const placeholderNames = new Set((profile?.routes ?? []).map((r) => r.placeholder_env));
   const refuse = (k: string) => warn('refused child env entry', { name: ENV_NAME.test(k) ? k : '(malformed)' });
-  for (const [k, v] of Object.entries(spec.agent_env)) settings.has(k) ? put(k, v) : refuse(k);
-  for (const [k, v] of Object.entries(spec.placeholders)) placeholderNames.has(k) ? put(k, v) : refuse(k);
+  for (const [k, v] of Object.entries(spec.agent_env)) {
+    if (settings.has(k)) put(k, v);
+    else refuse(k);
+  }
+  for (const [k, v] of Object.entries(spec.placeholders)) {
+    if (placeholderNames.has(k)) put(k, v);
+    else refuse(k);
+  }
   for (const r of profile?.routes ?? []) if (r.base_url_env) put(r.base_url_env, `http://127.0.0.1:${proxyPort}${r.prefix}`);
   if (spec.agent_user_token) put('AGENT_USER_TOKEN', spec.agent_user_token);
   put('AIRLOCK_SESSION_ID', spec.session_id);

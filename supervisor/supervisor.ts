@@ -20,7 +20,6 @@
  * here, a container escape or a checkpoint finds placeholders only. The child runs under another
  * uid, so it cannot read this process's memory or /proc/<pid>/environ (its placeholders).
  */
-import { spawn } from 'node:child_process';
 import { chmodSync, unlinkSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { startCredentialProxy, type RunningProxy } from '../proxy/index.js';
@@ -42,7 +41,7 @@ import {
   type TurnEndExtras,
   type SupervisorStatus,
 } from '../core/sandbox-protocol.js';
-import { LineWriter, protocolLogFields, readMessages, checkMessage, rejectedRequestId, type LineReader } from '../core/ndjson.js';
+import { LineWriter, protocolLogFields, readMessages, rejectedRequestId } from '../core/ndjson.js';
 import { AgentProcess } from '../core/agent-host.js';
 import { sameLaunch, type AgentLaunch, type LaunchedAgent } from '../core/agent-launch.js';
 import { agentCommand, idleChildLaunch, IDLE_CHILD_CWD } from './idle-child.js';

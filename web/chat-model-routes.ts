@@ -5,11 +5,9 @@
  */
 import { Router } from 'express';
 import { AppError } from '../core/index.js';
-import { enabledModelIds, getChatModel, listChatModels, resolveModel, sessionModel, DEFAULT_MODEL_ID, type ResolvedModel, setSessionModel } from '../domain/chat/models.js';
-import { logAction } from '../domain/action-log.js';
+import { enabledModelIds, getChatModel, listChatModels, resolveModel, sessionModel, DEFAULT_MODEL_ID, type ResolvedModel } from '../domain/chat/models.js';
 import { getOwnedSession } from '../domain/chat/store.js';
 import { defaultModelOf } from '../domain/user-admin.js';
-import type { Sql } from '../domain/db/index.js';
 import { effectiveAgentPolicy, policyAllows } from '../domain/identity/agent-policy.js';
 import type { ChatModelInfo, ChatModelList } from './chat-api.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';

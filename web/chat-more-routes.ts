@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { promises as fsp } from 'node:fs';
 import { Router } from 'express';
 import { type Logger, AppError } from '../core/index.js';
-import type { ChatExport, ChatHistory, PinSessionRequest, SwitchBranchRequest } from './chat-api.js';
+import type { ChatExport, ChatHistory } from './chat-api.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
 import * as store from '../domain/chat/store.js';
 import { effectiveIds } from './chat-model-routes.js';

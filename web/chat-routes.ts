@@ -1,6 +1,6 @@
 import { Router, type Request, type Response } from 'express';
 import { AppError } from '../core/index.js';
-import type { CancelTurnResponse, SendMessageRequest } from './chat-api.js';
+import type { CancelTurnResponse } from './chat-api.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
 import * as store from '../domain/chat/store.js';
 import { TurnService, type LiveTurn } from '../domain/chat/turn-service.js';

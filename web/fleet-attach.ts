@@ -1,7 +1,7 @@
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { PassThrough, Writable } from 'node:stream';
-import { AppError, ATTACH_UPGRADE, AttachFrameReader, encodeAttachFrame, isAppError, NODE_HEADERS, protocolLogFields, type ShellTerminal } from '../core/index.js';
+import { AppError, ATTACH_UPGRADE, AttachFrameReader, encodeAttachFrame, isAppError, NODE_HEADERS, protocolLogFields } from '../core/index.js';
 import { listNodes } from '../domain/fleet.js';
 import { nodeVerifier } from './fleet.js';
 import { strictInt } from './query-params.js';

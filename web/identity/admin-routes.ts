@@ -6,7 +6,7 @@ import { effectiveAgentPolicy } from '../../domain/identity/agent-policy.js';
 import { policyNames } from '../../domain/identity/orgs.js';
 import { mailPolicyFor } from '../../domain/mail.js';
 import { createOrGetRunningJob, jobExists, latestJob, logSyncFinished } from '../../domain/identity/directory-sync-store.js';
-import { deleteConnection, getConnection, getConnectionByProvider, listConnections, saveConnection, syncConnection, type ConnectionInput } from '../../domain/identity/store.js';
+import { deleteConnection, getConnection, getConnectionByProvider, listConnections, saveConnection, syncConnection } from '../../domain/identity/store.js';
 import type { ConnectionList, ConnectionView, EffectiveAgentPolicyResponse, SyncJobStarted, SyncJobState } from '../admin-api.js';
 import { asyncHandler, requireSuperuser, requireUser, type WebContext } from '../context.js';
 import { intQueryParam } from '../query-params.js';

@@ -2,7 +2,7 @@
 // rows with their charts, mail sends held for approval), rebuilt from stream events or the
 // stored history. chat.tsx owns the page around it (sessions, composer, streaming).
 import type { ComponentChildren } from 'preact';
-import { useContext, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { useContext, useEffect, useLayoutEffect, useMemo, useRef } from 'preact/hooks';
 import { chartUrl, ShareToken } from './share-token.js';
 import type { ChatEvent, StoredTurn, StopReason } from '../../chat-api.js';
 import { ShownText, toolErrorSentence } from './error-text.js';
