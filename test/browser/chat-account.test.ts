@@ -7,7 +7,7 @@ import t from 'tap';
 import { start as startOAuth } from '../../emulator/google-oauth.js';
 import { addUser, startTestAppWithOrigin } from '../helpers/app.js';
 import { browserUnavailable, launch, screenshot } from '../helpers/browser.js';
-import { dbCount, dbRow } from '../helpers/db.js';
+import { dbCount } from '../helpers/db.js';
 
 const PASSWORD = 'erin-password-1';
 
