@@ -295,6 +295,13 @@ else {
     await page.keyboard.press('Enter');
     // The page focuses and selects the title field once it has rendered it: type only then.
     await page.waitForFunction(() => document.activeElement?.id.startsWith('rename-') === true);
+    const box = await page.evaluate(() => {
+      const input = document.activeElement as HTMLInputElement;
+      const buttons = Array.from(input.form!.querySelectorAll('button')).map((b) => ({ text: b.textContent, cut: b.scrollWidth > b.clientWidth }));
+      return { width: input.getBoundingClientRect().width, side: document.querySelector('#chat-list-panel')!.getBoundingClientRect().width, buttons };
+    });
+    t.ok(box.width >= box.side * 0.7, `the title field takes the panel's width (${Math.round(box.width)} of ${Math.round(box.side)} px)`);
+    t.same(box.buttons, [{ text: 'Save', cut: false }, { text: 'Cancel', cut: false }], 'Save and Cancel whole, not cut');
     await page.keyboard.press('Control+A');
     await page.keyboard.insertText('Greek letters');
     await page.keyboard.press('Enter');
