@@ -29,11 +29,7 @@ export function SessionItem(props: { s: ChatSessionSummary; current: boolean; on
   const [editing, setEditing] = useState(false);
   const [title, setTitle] = useState(s.title);
   const [error, setError] = useState<string | null>(null);
-  const inputRef = useRef<HTMLInputElement>(null);
   const renameRef = useRef<HTMLButtonElement>(null);
-  useEffect(() => {
-    if (editing) inputRef.current?.select();
-  }, [editing]);
   const label = s.title || `Chat of ${fmt(s.created_at)}`;
   const save = async (ev: Event) => {
     ev.preventDefault();
@@ -64,40 +60,11 @@ export function SessionItem(props: { s: ChatSessionSummary; current: boolean; on
       setError(e instanceof ApiError ? e.message : String(e));
     }
   };
-  if (editing)
-    return (
-      <li>
-        <form class="rename" onSubmit={save}>
-          <label class="visually-hidden" for={`rename-${s.id}`}>
-            New title
-          </label>
-          <input
-            id={`rename-${s.id}`}
-            ref={inputRef}
-            value={title}
-            maxLength={120}
-            onInput={(e) => setTitle((e.target as HTMLInputElement).value)}
-            onKeyDown={(e) => {
-              if (e.key === 'Escape') {
-                setEditing(false);
-                setTitle(s.title);
-              }
-            }}
-          />
-          <button type="submit" class="small">
-            Save
-          </button>
-          <button type="button" class="secondary small" onClick={() => (setEditing(false), setTitle(s.title))}>
-            Cancel
-          </button>
-        </form>
-        {error && (
-          <div class="error small-text" role="alert">
-            {error}
-          </div>
-        )}
-      </li>
-    );
+  const cancel = () => {
+    setEditing(false);
+    setTitle(s.title);
+  };
+  if (editing) return <RenameForm id={s.id} title={title} setTitle={setTitle} save={save} cancel={cancel} error={error} />;
   return (
     <li class="session-item">
       <a class="session-link" href={`#/chat/${encodeURIComponent(s.id)}`} aria-current={props.current ? 'true' : undefined} title={label}>
@@ -118,11 +85,50 @@ export function SessionItem(props: { s: ChatSessionSummary; current: boolean; on
           Delete
         </button>
       </span>
-      {error && (
-        <div class="error small-text" role="alert">
-          {error}
-        </div>
-      )}
+      <ItemError error={error} />
+    </li>
+  );
+}
+
+/** An error under a chat's entry (rename, pin, delete failed). */
+function ItemError({ error }: { error: string | null }) {
+  return error ? (
+    <div class="error small-text" role="alert">
+      {error}
+    </div>
+  ) : null;
+}
+
+/** A chat's entry while it is renamed: the title field (selected when it opens; Escape cancels), Save and Cancel. */
+function RenameForm(props: { id: string; title: string; setTitle(t: string): void; save(ev: Event): Promise<void>; cancel(): void; error: string | null }) {
+  const inputRef = useRef<HTMLInputElement>(null);
+  useEffect(() => {
+    inputRef.current?.select();
+  }, []);
+  return (
+    <li>
+      <form class="rename" onSubmit={props.save}>
+        <label class="visually-hidden" for={`rename-${props.id}`}>
+          New title
+        </label>
+        <input
+          id={`rename-${props.id}`}
+          ref={inputRef}
+          value={props.title}
+          maxLength={120}
+          onInput={(e) => props.setTitle((e.target as HTMLInputElement).value)}
+          onKeyDown={(e) => {
+            if (e.key === 'Escape') props.cancel();
+          }}
+        />
+        <button type="submit" class="small">
+          Save
+        </button>
+        <button type="button" class="secondary small" onClick={props.cancel}>
+          Cancel
+        </button>
+      </form>
+      <ItemError error={props.error} />
     </li>
   );
 }

@@ -278,7 +278,7 @@ function ToolRow({ p }: { p: Extract<Part, { kind: 'tool' }> }) {
   );
 }
 
-export function Turn(props: {
+interface TurnProps {
   t: ViewTurn;
   last: boolean;
   busy: boolean;
@@ -290,40 +290,79 @@ export function Turn(props: {
   /** Shown at the end of a finished answer's line (the feedback buttons, chat-feedback.tsx). */
   extra?: ComponentChildren;
   onDecide(id: string, decision: 'approve' | 'deny', scope: 'once' | 'recipient'): Promise<void>;
-}) {
-  const { t } = props;
-  const text = answerText(t);
-  const copyRef = useRef<HTMLButtonElement>(null);
+}
+
+/** Why an ended answer stopped short (its error, or a sentence for the stop reason), or null when it ended normally. */
+function problemOf(t: ViewTurn) {
+  return t.stopReason && t.stopReason !== 'end_turn'
+    ? t.error
+      ? t.error
+      : t.stopReason === 'cancelled'
+        ? 'Stopped.'
+        : t.stopReason === 'max_steps'
+          ? 'The assistant took the most steps one answer may take, so it stopped here.'
+          : 'This answer ended early.'
+    : null;
+}
+
+/** The user's message of a turn: the prompt, its files, time, Copy, Edit and the branch switch. */
+function UserMessage({ t, last, busy, onEdit, onSwitch }: Pick<TurnProps, 't' | 'last' | 'busy' | 'onEdit' | 'onSwitch'>) {
   const copyPromptRef = useRef<HTMLButtonElement>(null);
   const ended = !t.running;
-  const problem =
-    t.stopReason && t.stopReason !== 'end_turn'
-      ? t.error
-        ? t.error
-        : t.stopReason === 'cancelled'
-          ? 'Stopped.'
-          : t.stopReason === 'max_steps'
-            ? 'The assistant took the most steps one answer may take, so it stopped here.'
-            : 'This answer ended early.'
-      : null;
+  return (
+    <div class="msg user" data-turn={t.id ?? ''}>
+      <div class="bubble">{t.prompt}</div>
+      <SentFiles prompt={t.prompt} />
+      <div class="msg-meta">
+        <time dateTime={t.startedAt}>{fmt(t.startedAt)}</time>
+        <button type="button" class="link" ref={copyPromptRef} onClick={() => void copyText(t.prompt, copyPromptRef.current)} aria-label="Copy your message">
+          Copy
+        </button>
+        {ended && !busy && t.id && (
+          <button type="button" class={`link ${last ? 'edit-last' : 'edit'}`} onClick={onEdit} aria-label="Edit this message and send it again">
+            Edit
+          </button>
+        )}
+        <BranchSwitch t={t} busy={busy} onSwitch={onSwitch} />
+      </div>
+    </div>
+  );
+}
+
+/** The line under an ended answer: time, Copy, Regenerate, the tokens and `extra`. */
+function AnswerMeta({ t, busy, onRegenerate, extra }: Pick<TurnProps, 't' | 'busy' | 'onRegenerate' | 'extra'>) {
+  const text = answerText(t);
+  const copyRef = useRef<HTMLButtonElement>(null);
+  return (
+    <div class="msg-meta">
+      {t.endedAt && <time dateTime={t.endedAt}>{fmt(t.endedAt)}</time>}
+      {text && (
+        <button type="button" class="link copy-answer" ref={copyRef} onClick={() => void copyText(text, copyRef.current)} aria-label="Copy the answer">
+          Copy
+        </button>
+      )}
+      {!busy && t.id && (
+        <button type="button" class="link regenerate" onClick={onRegenerate} aria-label="Regenerate this answer">
+          Regenerate
+        </button>
+      )}
+      {t.usage && (
+        <span class="tokens" title="Tokens the model read and wrote for this answer">
+          {tokens(t.usage.input_tokens)} in · {tokens(t.usage.output_tokens)} out tokens
+        </span>
+      )}
+      {extra}
+    </div>
+  );
+}
+
+export function Turn(props: TurnProps) {
+  const { t } = props;
+  const ended = !t.running;
+  const problem = problemOf(t);
   return (
     <>
-      <div class="msg user" data-turn={t.id ?? ''}>
-        <div class="bubble">{t.prompt}</div>
-        <SentFiles prompt={t.prompt} />
-        <div class="msg-meta">
-          <time dateTime={t.startedAt}>{fmt(t.startedAt)}</time>
-          <button type="button" class="link" ref={copyPromptRef} onClick={() => void copyText(t.prompt, copyPromptRef.current)} aria-label="Copy your message">
-            Copy
-          </button>
-          {ended && !props.busy && t.id && (
-            <button type="button" class={`link ${props.last ? 'edit-last' : 'edit'}`} onClick={props.onEdit} aria-label="Edit this message and send it again">
-              Edit
-            </button>
-          )}
-          <BranchSwitch t={t} busy={props.busy} onSwitch={props.onSwitch} />
-        </div>
-      </div>
+      <UserMessage t={t} last={props.last} busy={props.busy} onEdit={props.onEdit} onSwitch={props.onSwitch} />
       <div class="msg assistant" data-done={ended ? (t.stopReason ?? 'end_turn') : undefined} aria-busy={t.running ? 'true' : undefined}>
         {t.parts.map((p, i) =>
           p.kind === 'text' ? (
@@ -350,27 +389,7 @@ export function Turn(props: {
             <ShownText s={problem} />
           </div>
         )}
-        {ended && (
-          <div class="msg-meta">
-            {t.endedAt && <time dateTime={t.endedAt}>{fmt(t.endedAt)}</time>}
-            {text && (
-              <button type="button" class="link copy-answer" ref={copyRef} onClick={() => void copyText(text, copyRef.current)} aria-label="Copy the answer">
-                Copy
-              </button>
-            )}
-            {!props.busy && t.id && (
-              <button type="button" class="link regenerate" onClick={props.onRegenerate} aria-label="Regenerate this answer">
-                Regenerate
-              </button>
-            )}
-            {t.usage && (
-              <span class="tokens" title="Tokens the model read and wrote for this answer">
-                {tokens(t.usage.input_tokens)} in · {tokens(t.usage.output_tokens)} out tokens
-              </span>
-            )}
-            {props.extra}
-          </div>
-        )}
+        {ended && <AnswerMeta t={t} busy={props.busy} onRegenerate={props.onRegenerate} extra={props.extra} />}
       </div>
     </>
   );

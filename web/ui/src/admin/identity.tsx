@@ -28,8 +28,20 @@ export function IdentityPage() {
   );
 }
 
-function ConnectionForm({ conn, reload, status }: { conn: ConnectionView | null; reload(): Promise<void>; status: Actions }) {
-  const [f, setF] = useState({
+/** The form's values; the secrets are blank unless typed (a blank one is kept). */
+interface ConnectionFormState {
+  display_name: string;
+  issuer: string;
+  client_id: string;
+  client_secret: string;
+  service_account_json: string;
+  delegated_admin_email: string;
+  customer: string;
+  is_active: boolean;
+}
+
+function initialForm(conn: ConnectionView | null): ConnectionFormState {
+  return {
     display_name: conn?.display_name ?? 'Google',
     issuer: conn?.issuer ?? 'https://accounts.google.com',
     client_id: conn?.client_id ?? '',
@@ -38,8 +50,50 @@ function ConnectionForm({ conn, reload, status }: { conn: ConnectionView | null;
     delegated_admin_email: conn?.delegated_admin_email ?? '',
     customer: conn?.customer ?? 'my_customer',
     is_active: conn?.is_active ?? true,
-  });
+  };
+}
+
+/** The connection's fields; secrets are write-only (the stored state shows as a placeholder). */
+function ConnectionFields({ conn, f, setF }: { conn: ConnectionView | null; f: ConnectionFormState; setF(f: ConnectionFormState): void }) {
   const set = (k: keyof typeof f) => (e: { currentTarget: { value: string } }) => setF({ ...f, [k]: e.currentTarget.value });
+  const hinted = (id: string) => ({ id, 'aria-describedby': hintFor(id) });
+  return (
+    <>
+      <Field id="conn-display-name" label="Display name">
+        <input type="text" id="conn-display-name" maxLength={100} value={f.display_name} onInput={set('display_name')} />
+      </Field>
+      <Field id="conn-issuer" label="Issuer URL" hint="OIDC discovery base, e.g. https://accounts.google.com">
+        <input type="url" {...hinted('conn-issuer')} required value={f.issuer} onInput={set('issuer')} />
+      </Field>
+      <Field id="conn-client-id" label="Client ID">
+        <input type="text" id="conn-client-id" required autocomplete="off" value={f.client_id} onInput={set('client_id')} />
+      </Field>
+      <Field id="conn-client-secret" label="Client secret (write-only)" hint="Never shown again once saved.">
+        <input type="password" {...hinted('conn-client-secret')} autocomplete="new-password" placeholder={conn?.has_client_secret ? 'stored; leave blank to keep' : ''} value={f.client_secret} onInput={set('client_secret')} />
+      </Field>
+      <Field id="conn-service-account" label="Service-account key JSON (write-only)" hint="Needed for directory sync.">
+        <textarea
+          {...hinted('conn-service-account')}
+          rows={4}
+          spellcheck={false}
+          placeholder={conn?.has_service_account ? 'stored; leave blank to keep' : '{"type":"service_account", …}'}
+          value={f.service_account_json}
+          onInput={set('service_account_json')}
+        />
+      </Field>
+      <Field id="conn-admin-email" label="Delegated admin e-mail" hint="A Workspace admin the service account acts as.">
+        <input type="email" {...hinted('conn-admin-email')} autocomplete="off" value={f.delegated_admin_email} onInput={set('delegated_admin_email')} />
+      </Field>
+      <Field id="conn-customer" label="Customer">
+        <input type="text" id="conn-customer" value={f.customer} onInput={set('customer')} />
+      </Field>
+      <Checkbox id="conn-active" label='Active (offer "Sign in with …" on the login page)' checked={f.is_active} onChange={(v) => setF({ ...f, is_active: v })} />
+    </>
+  );
+}
+
+function ConnectionForm({ conn, reload, status }: { conn: ConnectionView | null; reload(): Promise<void>; status: Actions }) {
+  const [f, setF] = useState<ConnectionFormState>(() => initialForm(conn));
   const save = () =>
     status.run('save', async () => {
       const body: ConnectionRequest = {
@@ -66,7 +120,6 @@ function ConnectionForm({ conn, reload, status }: { conn: ConnectionView | null;
   const summary = conn
     ? `Client secret: ${conn.has_client_secret ? 'stored' : 'not set'} · Service account: ${conn.has_service_account ? `stored (${conn.service_account_email || 'unknown'})` : 'not set'} · Group sync: ${conn.has_group_sync ? 'configured' : 'not configured'}`
     : 'No connection yet.';
-  const hinted = (id: string) => ({ id, 'aria-describedby': hintFor(id) });
   return (
     <Section title="SSO connection (Google)">
       <p class="muted" id="conn-summary">
@@ -80,35 +133,7 @@ function ConnectionForm({ conn, reload, status }: { conn: ConnectionView | null;
           void save();
         }}
       >
-        <Field id="conn-display-name" label="Display name">
-          <input type="text" id="conn-display-name" maxLength={100} value={f.display_name} onInput={set('display_name')} />
-        </Field>
-        <Field id="conn-issuer" label="Issuer URL" hint="OIDC discovery base, e.g. https://accounts.google.com">
-          <input type="url" {...hinted('conn-issuer')} required value={f.issuer} onInput={set('issuer')} />
-        </Field>
-        <Field id="conn-client-id" label="Client ID">
-          <input type="text" id="conn-client-id" required autocomplete="off" value={f.client_id} onInput={set('client_id')} />
-        </Field>
-        <Field id="conn-client-secret" label="Client secret (write-only)" hint="Never shown again once saved.">
-          <input type="password" {...hinted('conn-client-secret')} autocomplete="new-password" placeholder={conn?.has_client_secret ? 'stored; leave blank to keep' : ''} value={f.client_secret} onInput={set('client_secret')} />
-        </Field>
-        <Field id="conn-service-account" label="Service-account key JSON (write-only)" hint="Needed for directory sync.">
-          <textarea
-            {...hinted('conn-service-account')}
-            rows={4}
-            spellcheck={false}
-            placeholder={conn?.has_service_account ? 'stored; leave blank to keep' : '{"type":"service_account", …}'}
-            value={f.service_account_json}
-            onInput={set('service_account_json')}
-          />
-        </Field>
-        <Field id="conn-admin-email" label="Delegated admin e-mail" hint="A Workspace admin the service account acts as.">
-          <input type="email" {...hinted('conn-admin-email')} autocomplete="off" value={f.delegated_admin_email} onInput={set('delegated_admin_email')} />
-        </Field>
-        <Field id="conn-customer" label="Customer">
-          <input type="text" id="conn-customer" value={f.customer} onInput={set('customer')} />
-        </Field>
-        <Checkbox id="conn-active" label='Active (offer "Sign in with …" on the login page)' checked={f.is_active} onChange={(v) => setF({ ...f, is_active: v })} />
+        <ConnectionFields conn={conn} f={f} setF={setF} />
         <div class="actions">
           <button type="submit" id="conn-save" disabled={status.busy === 'save'}>
             {conn ? 'Save connection' : 'Create connection'}

@@ -6,7 +6,7 @@ import type { AgentCatalogView, AgentPolicyList, EffectiveAgentPolicyResponse, E
 import { api } from '../api.js';
 import { TeamsSection } from './teams.js';
 import { AgentPoliciesSection, listText, MailRules } from './agent-policies.js';
-import { ErrorBox, Field, hintFor, Loading, PageTitle, Section, Select, Status, useActions, useLoad, useUserPicker } from './common.js';
+import { ErrorBox, Field, hintFor, Loading, PageTitle, Section, Select, Status, useActions, useLoad, useUserPicker, type Actions } from './common.js';
 
 /** The organisation and policy a link names (#/admin/organisations/<org>/policy/<id>), or nulls. */
 function hashTarget(): { org: number | null; policy: number | null } {
@@ -34,11 +34,9 @@ export function OrganisationsPage() {
     if (target.org !== null) setPicked(target.org);
   }, [target.org, target.policy]);
   const [name, setName] = useState('');
-  const [rename, setRename] = useState<{ org: number; text: string } | null>(null);
 
   const orgs = data?.organisations ?? [];
   const current = orgs.find((o) => o.id === picked) ?? orgs[0] ?? null;
-  const renameText = rename && rename.org === current?.id ? rename.text : (current?.name ?? '');
   const create = () =>
     status.run('create', async () => {
       const o = await api<Organisation>('POST', '/api/identity/organisations', { name: name.trim() });
@@ -46,21 +44,6 @@ export function OrganisationsPage() {
       await reload();
       setPicked(o.id);
       status.ok(`Organisation ${o.name} created.`);
-    });
-  const doRename = (o: Organisation) =>
-    status.run('rename', async () => {
-      const r = await api<Organisation>('PATCH', `/api/identity/organisations/${o.id}`, { name: renameText.trim() });
-      setRename(null);
-      await reload();
-      status.ok(`Renamed to ${r.name}.`);
-    });
-  const remove = (o: Organisation) =>
-    status.run('delete', async () => {
-      if (!confirm(`Delete organisation ${o.name}? Its teams and agent policies are deleted too, and its members lose those policies.`)) return;
-      await api('DELETE', `/api/identity/organisations/${o.id}`);
-      setPicked(null);
-      await reload();
-      status.ok(`Organisation ${o.name} deleted.`);
     });
 
   return (
@@ -89,41 +72,69 @@ export function OrganisationsPage() {
               </button>
             </form>
             <Status id="org-status" notice={status.notice} />
-            {current ? (
-              <>
-                <Field id="org-pick" label="Organisation">
-                  <Select id="org-pick" value={String(current.id)} onChange={(v) => setPicked(Number(v))} options={orgs.map((o) => [String(o.id), o.name])} />
-                </Field>
-                <form
-                  class="row"
-                  id="org-rename-form"
-                  onSubmit={(e) => {
-                    e.preventDefault();
-                    void doRename(current);
-                  }}
-                >
-                  <Field id="org-rename" label="Rename the organisation">
-                    <input type="text" id="org-rename" required maxLength={100} value={renameText} onInput={(e) => setRename({ org: current.id, text: e.currentTarget.value })} />
-                  </Field>
-                  <button type="submit" id="org-rename-save" class="secondary" disabled={status.busy === 'rename'}>
-                    Rename
-                  </button>
-                </form>
-                <div class="actions">
-                  <button type="button" class="danger" id="org-delete" disabled={status.busy === 'delete'} onClick={() => void remove(current)}>
-                    Delete organisation
-                  </button>
-                </div>
-              </>
-            ) : (
-              <p class="muted">No organisations yet.</p>
-            )}
+            {current ? <CurrentOrganisation current={current} orgs={orgs} setPicked={setPicked} status={status} reload={reload} /> : <p class="muted">No organisations yet.</p>}
           </Section>
           <div id="org-detail">{current ? <OrgDetail key={current.id} orgId={current.id} target={current.id === target.org ? target.policy : null} /> : null}</div>
         </>
       )}
       <EffectiveAgentPolicySection />
     </div>
+  );
+}
+
+interface CurrentProps {
+  current: Organisation;
+  orgs: Organisation[];
+  setPicked(id: number | null): void;
+  status: Actions;
+  reload(): Promise<void>;
+}
+
+/** The chosen organisation: pick another, rename it, delete it. */
+function CurrentOrganisation({ current, orgs, setPicked, status, reload }: CurrentProps) {
+  const [rename, setRename] = useState<{ org: number; text: string } | null>(null);
+  const renameText = rename && rename.org === current.id ? rename.text : current.name;
+  const doRename = (o: Organisation) =>
+    status.run('rename', async () => {
+      const r = await api<Organisation>('PATCH', `/api/identity/organisations/${o.id}`, { name: renameText.trim() });
+      setRename(null);
+      await reload();
+      status.ok(`Renamed to ${r.name}.`);
+    });
+  const remove = (o: Organisation) =>
+    status.run('delete', async () => {
+      if (!confirm(`Delete organisation ${o.name}? Its teams and agent policies are deleted too, and its members lose those policies.`)) return;
+      await api('DELETE', `/api/identity/organisations/${o.id}`);
+      setPicked(null);
+      await reload();
+      status.ok(`Organisation ${o.name} deleted.`);
+    });
+  return (
+    <>
+      <Field id="org-pick" label="Organisation">
+        <Select id="org-pick" value={String(current.id)} onChange={(v) => setPicked(Number(v))} options={orgs.map((o) => [String(o.id), o.name])} />
+      </Field>
+      <form
+        class="row"
+        id="org-rename-form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void doRename(current);
+        }}
+      >
+        <Field id="org-rename" label="Rename the organisation">
+          <input type="text" id="org-rename" required maxLength={100} value={renameText} onInput={(e) => setRename({ org: current.id, text: e.currentTarget.value })} />
+        </Field>
+        <button type="submit" id="org-rename-save" class="secondary" disabled={status.busy === 'rename'}>
+          Rename
+        </button>
+      </form>
+      <div class="actions">
+        <button type="button" class="danger" id="org-delete" disabled={status.busy === 'delete'} onClick={() => void remove(current)}>
+          Delete organisation
+        </button>
+      </div>
+    </>
   );
 }
 

@@ -21,10 +21,6 @@ export function TeamsSection({ orgId, teams, groups, changed }: TeamsProps) {
   const [search, setSearch] = useState('');
   const [found, setFound] = useState<ExternalGroup[] | null>(null);
   const [group, setGroup] = useState('');
-  const groupName = (id: number) => {
-    const g = groups.find((x) => x.id === id);
-    return g ? `${g.name || g.email} <${g.email}>` : `group ${id}`;
-  };
   const searchGroups = async (q: string) => {
     setSearch(q);
     try {
@@ -42,32 +38,7 @@ export function TeamsSection({ orgId, teams, groups, changed }: TeamsProps) {
     });
   return (
     <Section title="Teams">
-      <Table
-        id="teams-table"
-        rows={teams}
-        rowKey={(t) => t.id}
-        empty="No teams yet."
-        cols={[
-          { title: 'Team', render: (t) => <Clip text={t.name} cls="name" /> },
-          {
-            title: 'Linked group',
-            render: (t) => (t.external_group_id ? <Clip text={groupName(t.external_group_id)} cls="name" /> : <span class="muted">none (members managed here)</span>),
-          },
-          {
-            title: 'Members',
-            render: (t) =>
-              t.external_group_id ? (
-                <span>
-                  {String(t.member_ids.length)}
-                  <span class="muted"> (from the directory)</span>
-                </span>
-              ) : (
-                <TeamMembers team={t} status={status} changed={changed} />
-              ),
-          },
-          { title: 'Actions', render: (t) => <TeamActions team={t} groups={groups} status={status} changed={changed} /> },
-        ]}
-      />
+      <TeamsTable teams={teams} groups={groups} status={status} changed={changed} />
       <h3>New team</h3>
       <form
         id="team-form"
@@ -95,6 +66,42 @@ export function TeamsSection({ orgId, teams, groups, changed }: TeamsProps) {
       </form>
       <Status id="team-status" notice={status.notice} />
     </Section>
+  );
+}
+
+/** The teams: name, linked group, members (from the directory, or managed here) and actions. */
+function TeamsTable({ teams, groups, status, changed }: { teams: TeamView[]; groups: ExternalGroup[]; status: Actions; changed(): Promise<void> }) {
+  const groupName = (id: number) => {
+    const g = groups.find((x) => x.id === id);
+    return g ? `${g.name || g.email} <${g.email}>` : `group ${id}`;
+  };
+  return (
+    <Table
+      id="teams-table"
+      rows={teams}
+      rowKey={(t) => t.id}
+      empty="No teams yet."
+      cols={[
+        { title: 'Team', render: (t) => <Clip text={t.name} cls="name" /> },
+        {
+          title: 'Linked group',
+          render: (t) => (t.external_group_id ? <Clip text={groupName(t.external_group_id)} cls="name" /> : <span class="muted">none (members managed here)</span>),
+        },
+        {
+          title: 'Members',
+          render: (t) =>
+            t.external_group_id ? (
+              <span>
+                {String(t.member_ids.length)}
+                <span class="muted"> (from the directory)</span>
+              </span>
+            ) : (
+              <TeamMembers team={t} status={status} changed={changed} />
+            ),
+        },
+        { title: 'Actions', render: (t) => <TeamActions team={t} groups={groups} status={status} changed={changed} /> },
+      ]}
+    />
   );
 }
 
