@@ -50,7 +50,6 @@ function callIdOf(meta: Record<string, unknown> | undefined): string | undefined
  * Every tool is always listed; one whose route is not attached answers isError
  * ERR_TOOL_NOT_CONNECTED. The spreadsheet tools never use AGENT_USER_TOKEN.
  */
-
 export function createToolsServer(env: ToolsEnv, log: Log): McpServer {
   const server = new McpServer({ name: TOOLS_SERVER_NAME, version: TOOLS_SERVER_VERSION }, { jsonSchemaValidator: noElicitationValidator });
   registerFetchSheet(server, env, log);
