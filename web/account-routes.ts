@@ -77,10 +77,10 @@ async function refreshLiveSandboxes(services: AccountWebServices, userId: number
 }
 
 /** The provider's authorization URL for a connect (authorization code + PKCE S256, offline, consent). */
-function authorizationUrl(d: AccountDeps, state: string, verifier: string): URL {
+function authorizationUrl(d: AccountDeps, clientId: string, state: string, verifier: string): URL {
   const { g, redirectUri } = d;
   const u = new URL(g.authUrl);
-  u.searchParams.set('client_id', g.clientId);
+  u.searchParams.set('client_id', clientId);
   u.searchParams.set('redirect_uri', redirectUri);
   u.searchParams.set('response_type', 'code');
   u.searchParams.set('scope', WORKSPACE_SCOPES.join(' '));
@@ -196,7 +196,7 @@ export function accountRoutes(ctx: WebContext): Router {
     // Drop stale handshakes so the session does not grow.
     for (const [k, v] of Object.entries(bag)) if (k.startsWith(STATE_KEY) && Date.now() - (v as PendingConnect).at > ACCOUNT_STATE_TTL_MS) delete bag[k];
     bag[STATE_KEY + state] = { verifier, userId: req.user!.id, returnTo, at: Date.now() } satisfies PendingConnect;
-    const u = authorizationUrl(d, state, verifier);
+    const u = authorizationUrl(d, g.clientId, state, verifier);
     req.log.info({ event: 'account_connect_started' }, 'account connect started');
     res.json({ authorization_url: u.toString() });
   });
