@@ -164,28 +164,7 @@ export async function startModelServer(shape: ProviderShape, opts: ModelServerOp
     await play(step, body, req, res);
   }
 
-  async function play(step: ModelStep, body: any, req: IncomingMessage, res: ServerResponse): Promise<void> {
-    try {
-      if (step.kind === 'silent') {
-        await untilClosed(req, res);
-        return;
-      }
-      if (step.kind === 'reset') {
-        req.socket.resetAndDestroy();
-        return;
-      }
-      if (step.kind === 'error') {
-        const headers: Record<string, string> = step.retry_after !== undefined ? { 'retry-after': String(step.retry_after) } : {};
-        shape.sendError(res, step.status, errorType(step.status), step.message ?? 'scripted failure', headers);
-        return;
-      }
-      if (step.kind === 'reply' && step.delay_ms) await sleep(step.delay_ms);
-      await shape.play(step, body, req, res);
-    } catch {
-      // The client went away mid-stream; nothing to do.
-      res.destroy();
-    }
-  }
+  const play = (step: ModelStep, body: any, req: IncomingMessage, res: ServerResponse) => playStep(shape, step, body, req, res);
 
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -204,6 +183,30 @@ export async function startModelServer(shape: ProviderShape, opts: ModelServerOp
       return closing;
     },
   };
+}
+
+/** Play one step: the failures every provider shares here (silent, reset, error status), the rest in the provider's shape. */
+async function playStep(shape: ProviderShape, step: ModelStep, body: any, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  try {
+    if (step.kind === 'silent') {
+      await untilClosed(req, res);
+      return;
+    }
+    if (step.kind === 'reset') {
+      req.socket.resetAndDestroy();
+      return;
+    }
+    if (step.kind === 'error') {
+      const headers: Record<string, string> = step.retry_after !== undefined ? { 'retry-after': String(step.retry_after) } : {};
+      shape.sendError(res, step.status, errorType(step.status), step.message ?? 'scripted failure', headers);
+      return;
+    }
+    if (step.kind === 'reply' && step.delay_ms) await sleep(step.delay_ms);
+    await shape.play(step, body, req, res);
+  } catch {
+    // The client went away mid-stream; nothing to do.
+    res.destroy();
+  }
 }
 
 /** Resolve when the client closes the connection (used by `stall`). */

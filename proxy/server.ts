@@ -79,35 +79,8 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
   const log = opts.log ?? (() => {});
   const timeoutMs = opts.upstreamTimeoutMs ?? UPSTREAM_TIMEOUT_MS;
   const limits = new SessionLimits(opts.limits);
-  let forwarded = 0;
-  let refused = 0;
-  let droppedHeaders = 0;
-  // `base` holds the audit fields of a request (method, template, call, recipients) as admission learns them.
-  const decideFor =
-    (base: Record<string, unknown> | undefined): ForwardContext['decide'] =>
-    (route, outcome, status, code, dropped, info?: DecisionInfo) => {
-      if (outcome === 'forwarded') forwarded++;
-      else refused++;
-      if (dropped) droppedHeaders += dropped;
-      try {
-        const b = base ?? {};
-        opts.onDecision?.({
-          route: typeof route === 'string' ? route : null,
-          outcome,
-          status,
-          ...(code ? { code } : {}),
-          ...(typeof b.method === 'string' ? { method: b.method.slice(0, 16) } : {}),
-          ...(typeof b.template === 'string' ? { template: b.template } : {}),
-          turn_id: opts.currentTurn?.() ?? null,
-          call_id: typeof b.call_id === 'string' ? b.call_id : null,
-          ...(typeof b.recipients === 'number' ? { recipients: b.recipients } : {}),
-          ...(info ?? {}),
-          ...(dropped ? { dropped_headers: dropped } : {}),
-        });
-      } catch {
-        // A metrics sink never breaks a request.
-      }
-    };
+  const counts: ProxyCounts = { forwarded: 0, refused: 0, droppedHeaders: 0 };
+  const decideFor = decisionRecorder(opts, counts);
   const decide = decideFor(undefined);
   // Keep-alive connections to the egress socket; the pool is larger than the session's slot count,
   // so a slot never waits for a socket.
@@ -117,7 +90,7 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
   // Connections that got a refusal: nothing more is read from them, even requests the
   // parser already took off a pipeline (they would otherwise still be dispatched).
   const tainted = new WeakSet<object>();
-  const refuse = (res: ServerResponse | Socket, err: ProxyRefusal, data: Record<string, unknown>) => {
+  const refuse: Refuse = (res, err, data) => {
     decideFor(data)(typeof data.route === 'string' ? data.route : null, 'refused', err.status, err.code, undefined, typeof data.ms === 'number' ? { ms: data.ms } : undefined);
     const sock = 'writeHead' in res ? (res as ServerResponse).socket : res;
     if (sock) {
@@ -174,6 +147,65 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
     judgeMail(await loadMailPolicy(), body, opts.mailPolicy!, base, { headOnly: true });
   }
 
+  const server = proxyServer(handler, timeoutMs);
+  refuseNonRequests(server, decide, refuse, log);
+  await listen(server, opts);
+  log('info', 'proxy listening', { port: (server.address() as AddressInfo).port, routes: routes.map((r) => r.route.name) });
+  let closing: Promise<void> | undefined;
+  return {
+    port: (server.address() as AddressInfo).port,
+    stats: () => ({ ...counts }),
+    close: () =>
+      (closing ??= new Promise((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+        agent.destroy();
+      })),
+  };
+}
+
+/** Requests forwarded and refused, and request headers dropped, since start. */
+interface ProxyCounts {
+  forwarded: number;
+  refused: number;
+  droppedHeaders: number;
+}
+
+type ProxyLog = NonNullable<ProxyOptions['log']>;
+type Refuse = (res: ServerResponse | Socket, err: ProxyRefusal, data: Record<string, unknown>) => void;
+
+/**
+ * The `decide` of a request: counts the outcome and hands the decision record to `onDecision`.
+ * `base` holds the audit fields of a request (method, template, call, recipients) as admission learns them.
+ */
+function decisionRecorder(opts: ProxyOptions, counts: ProxyCounts): (base: Record<string, unknown> | undefined) => ForwardContext['decide'] {
+  return (base) => (route, outcome, status, code, dropped, info?: DecisionInfo) => {
+    if (outcome === 'forwarded') counts.forwarded++;
+    else counts.refused++;
+    if (dropped) counts.droppedHeaders += dropped;
+    try {
+      const b = base ?? {};
+      opts.onDecision?.({
+        route: typeof route === 'string' ? route : null,
+        outcome,
+        status,
+        ...(code ? { code } : {}),
+        ...(typeof b.method === 'string' ? { method: b.method.slice(0, 16) } : {}),
+        ...(typeof b.template === 'string' ? { template: b.template } : {}),
+        turn_id: opts.currentTurn?.() ?? null,
+        call_id: typeof b.call_id === 'string' ? b.call_id : null,
+        ...(typeof b.recipients === 'number' ? { recipients: b.recipients } : {}),
+        ...(info ?? {}),
+        ...(dropped ? { dropped_headers: dropped } : {}),
+      });
+    } catch {
+      // A metrics sink never breaks a request.
+    }
+  };
+}
+
+/** The proxy's HTTP server: strict parser, header count and time limits, `handler` for requests and 100-continue. */
+function proxyServer(handler: (req: IncomingMessage, res: ServerResponse) => void, timeoutMs: number): Server {
   const server: Server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, insecureHTTPParser: false, requireHostHeader: false /* checked in admit, so the refusal is coded */, joinDuplicateHeaders: false }, handler);
   // Expect: 100-continue goes through the same checks; "continue" is sent only once the
   // request is allowed (Node would otherwise say 100 before any check ran).
@@ -183,7 +215,11 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
   server.headersTimeout = HEADERS_TIMEOUT_MS;
   server.requestTimeout = timeoutMs;
   server.keepAliveTimeout = 5_000;
+  return server;
+}
 
+/** What never reaches a route: parser-level errors, CONNECT and protocol upgrades. */
+function refuseNonRequests(server: Server, decide: ForwardContext['decide'], refuse: Refuse, log: ProxyLog): void {
   // Parser-level refusals: CL+TE conflicts, bad chunking, oversize headers, bad syntax.
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
     if (err.code === 'ECONNRESET' || !socket.writable) return socket.destroy();
@@ -200,26 +236,16 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
     socket.on('error', () => socket.destroy());
     refuse(socket, new ProxyRefusal('ERR_PROXY_ROUTE_DENIED', 'protocol upgrade is not allowed'), { method: req.method });
   });
+}
 
-  await new Promise<void>((resolve, reject) => {
+function listen(server: Server, opts: ProxyOptions): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', () => {
       server.off('error', reject);
       resolve();
     });
   });
-  log('info', 'proxy listening', { port: (server.address() as AddressInfo).port, routes: routes.map((r) => r.route.name) });
-  let closing: Promise<void> | undefined;
-  return {
-    port: (server.address() as AddressInfo).port,
-    stats: () => ({ forwarded, refused, droppedHeaders }),
-    close: () =>
-      (closing ??= new Promise((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-        agent.destroy();
-      })),
-  };
 }
 
 /** Idle connections to the egress socket are kept this long for reuse. */

@@ -38,21 +38,32 @@ const oneLine = (max: number) =>
     .regex(/^[^\r\n]*$/, 'must be a single line');
 const address = z.email().max(254);
 
-/**
- * The workspace-suite core agent: fetch_sheet, search_spreadsheets, send_email, fetch_memory,
- * read_file_table.
- * Every tool is always listed; one whose route is not attached answers isError
- * ERR_TOOL_NOT_CONNECTED. The spreadsheet tools never use AGENT_USER_TOKEN.
- */
 /** The model's tool call id the agent passed in `_meta` (for the proxy's audit trail), when well-formed. */
 function callIdOf(meta: Record<string, unknown> | undefined): string | undefined {
   const v = meta?.[CALL_ID_META];
   return typeof v === 'string' && /^[A-Za-z0-9_.:-]{1,128}$/.test(v) ? v : undefined;
 }
 
+/**
+ * The workspace-suite core agent: fetch_sheet, search_spreadsheets, send_email, fetch_memory,
+ * read_file_table.
+ * Every tool is always listed; one whose route is not attached answers isError
+ * ERR_TOOL_NOT_CONNECTED. The spreadsheet tools never use AGENT_USER_TOKEN.
+ */
 export function createToolsServer(env: ToolsEnv, log: Log): McpServer {
   const server = new McpServer({ name: TOOLS_SERVER_NAME, version: TOOLS_SERVER_VERSION }, { jsonSchemaValidator: noElicitationValidator });
+  registerFetchSheet(server, env, log);
+  registerSearchSpreadsheets(server, env, log);
+  registerSendEmail(server, env, log);
+  registerFetchMemory(server, env, log);
 
+  // Tables of the files the user uploaded (tools/read-file-table.ts).
+  registerReadFileTable(server, env, log);
+
+  return server;
+}
+
+function registerFetchSheet(server: McpServer, env: ToolsEnv, log: Log): void {
   server.registerTool(
     'fetch_sheet',
     {
@@ -78,7 +89,9 @@ export function createToolsServer(env: ToolsEnv, log: Log): McpServer {
         return toolOk({ range: typeof body.range === 'string' ? body.range : args.range, rows, truncated: values.length > limit });
       }),
   );
+}
 
+function registerSearchSpreadsheets(server: McpServer, env: ToolsEnv, log: Log): void {
   server.registerTool(
     'search_spreadsheets',
     {
@@ -116,7 +129,9 @@ export function createToolsServer(env: ToolsEnv, log: Log): McpServer {
         return toolOk({ files });
       }),
   );
+}
 
+function registerSendEmail(server: McpServer, env: ToolsEnv, log: Log): void {
   server.registerTool(
     'send_email',
     {
@@ -167,7 +182,9 @@ export function createToolsServer(env: ToolsEnv, log: Log): McpServer {
         return toolOk({ id: String(sent.id ?? ''), thread_id: String(sent.threadId ?? ''), attachments: images.length });
       }),
   );
+}
 
+function registerFetchMemory(server: McpServer, env: ToolsEnv, log: Log): void {
   server.registerTool(
     'fetch_memory',
     {
@@ -219,9 +236,4 @@ export function createToolsServer(env: ToolsEnv, log: Log): McpServer {
         return toolOk({ memories, withheld });
       }),
   );
-
-  // Tables of the files the user uploaded (tools/read-file-table.ts).
-  registerReadFileTable(server, env, log);
-
-  return server;
 }

@@ -39,7 +39,45 @@ export function createApp(ctx: WebContext): Express {
   // otherwise any local client could pick its own address and dodge the login limits.
   app.set('trust proxy', ctx.config.trustProxy.length ? ctx.config.trustProxy : false);
   app.set('etag', false);
+  useRequestBasics(app, ctx);
+  useSessionUserAndCsrf(app, ctx);
 
+  // `?user_id[]=2` and the like: refused, never ignored (web/query-params.ts).
+  app.use('/api', refuseQueryArrays);
+  app.use('/api/auth', authRoutes(ctx));
+  // Identity: SSO redirect + callback (outside /api, see web/identity/sso-routes.ts on CSRF) and /api/identity.
+  const identity = identityRouters(ctx);
+  app.use(identity.sso);
+  app.use('/api/identity', identity.api);
+  app.use('/api/data-authorization', dataAuthorizationRoutes(ctx));
+  app.use('/api/internal', biInternalRoutes(ctx));
+  app.use('/api/memories', memoryRoutes(ctx));
+  app.use('/api/agent', agentApiRoutes(ctx));
+  app.use('/api/account', accountRoutes(ctx));
+  app.use('/api/admin/sessions', adminSessionRoutes(ctx));
+  app.use('/api/admin/turns', adminAuditRoutes(ctx));
+  app.use('/api/admin/users', adminUserRoutes(ctx));
+  app.use('/api/admin/mail-policy', adminMailPolicyRoutes(ctx));
+  app.use('/api/admin/chat-models', adminChatModelRoutes(ctx));
+  // Read-only chat links and feedback on answers (web/share-routes.ts, web/feedback-routes.ts).
+  app.use('/api', shareRoutes(ctx));
+  app.use('/api/chat', feedbackRoutes(ctx));
+  app.use('/api/settings', settingsRoutes(ctx));
+  const chat = chatRoutes(ctx);
+  app.use('/api/chat', chat);
+  // The chat routes another node forwards to this one (the session's sandbox runs here), signed.
+  app.use('/api/fleet', nodeAuth(ctx), fleetRoutes(ctx, chat));
+
+  mountProbes(app, ctx);
+
+  app.use('/api', notFound);
+  app.use(uiRoutes());
+  app.use(errorMiddleware);
+  return app;
+}
+
+/** Request id and log line per request, the JSON-only rule and the body parsers. */
+function useRequestBasics(app: Express, ctx: WebContext): void {
   app.use((req, res, next) => {
     req.id = randomUUID();
     req.log = ctx.log.child({ reqId: req.id });
@@ -72,7 +110,10 @@ export function createApp(ctx: WebContext): Express {
     }),
   );
   app.use(express.urlencoded({ extended: false, limit: `${ctx.config.bodyLimitKb}kb`, inflate: false }));
+}
 
+/** The login session cookie, the logged-in user (re-read per request) and the CSRF check on /api. */
+function useSessionUserAndCsrf(app: Express, ctx: WebContext): void {
   app.use(
     session({
       name: SESSION_COOKIE,
@@ -119,33 +160,10 @@ export function createApp(ctx: WebContext): Express {
     }
     next();
   });
+}
 
-  // `?user_id[]=2` and the like: refused, never ignored (web/query-params.ts).
-  app.use('/api', refuseQueryArrays);
-  app.use('/api/auth', authRoutes(ctx));
-  // Identity: SSO redirect + callback (outside /api, see web/identity/sso-routes.ts on CSRF) and /api/identity.
-  const identity = identityRouters(ctx);
-  app.use(identity.sso);
-  app.use('/api/identity', identity.api);
-  app.use('/api/data-authorization', dataAuthorizationRoutes(ctx));
-  app.use('/api/internal', biInternalRoutes(ctx));
-  app.use('/api/memories', memoryRoutes(ctx));
-  app.use('/api/agent', agentApiRoutes(ctx));
-  app.use('/api/account', accountRoutes(ctx));
-  app.use('/api/admin/sessions', adminSessionRoutes(ctx));
-  app.use('/api/admin/turns', adminAuditRoutes(ctx));
-  app.use('/api/admin/users', adminUserRoutes(ctx));
-  app.use('/api/admin/mail-policy', adminMailPolicyRoutes(ctx));
-  app.use('/api/admin/chat-models', adminChatModelRoutes(ctx));
-  // Read-only chat links and feedback on answers (web/share-routes.ts, web/feedback-routes.ts).
-  app.use('/api', shareRoutes(ctx));
-  app.use('/api/chat', feedbackRoutes(ctx));
-  app.use('/api/settings', settingsRoutes(ctx));
-  const chat = chatRoutes(ctx);
-  app.use('/api/chat', chat);
-  // The chat routes another node forwards to this one (the session's sandbox runs here), signed.
-  app.use('/api/fleet', nodeAuth(ctx), fleetRoutes(ctx, chat));
-
+/** /api/openapi.json, /healthz and (when the daemon has metrics) /metrics. */
+function mountProbes(app: Express, ctx: WebContext): void {
   app.get('/api/openapi.json', (_req, res) => {
     res.json(openApiDocument(ctx.config.publicOrigin));
   });
@@ -173,11 +191,6 @@ export function createApp(ctx: WebContext): Express {
       }
     });
   }
-
-  app.use('/api', notFound);
-  app.use(uiRoutes());
-  app.use(errorMiddleware);
-  return app;
 }
 
 /** A request that carries a body (a declared length above 0, or chunked). */

@@ -32,6 +32,8 @@ const EMAIL_RE = /[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+/;
 /** A file the user uploaded, named in the prompt (\"chart my file sales.csv …\"). */
 const FILE_RE = /(?:^|[\s"'(/])([A-Za-z0-9][A-Za-z0-9._-]{0,99}\.(?:csv|xlsx))\b/i;
 const PNG_RE = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.png/i;
+/** A plan step: the tool call, or a text when the tool is not loaded. */
+type Call = (name: string, input: Record<string, unknown>) => ModelReply;
 
 function plan(messages: readonly Message[], tools: readonly ToolDef[]): ModelReply {
   let u = messages.length - 1;
@@ -64,40 +66,8 @@ function plan(messages: readonly Message[], tools: readonly ToolDef[]): ModelRep
 
   const file = prompt.match(FILE_RE)?.[1];
   if (wantsChart && file) return chartFile(call, results, file, wantsMail ? to : undefined);
-  if (wantsChart && fromSheet && wantsMail) {
-    const query = /sample/.test(lower) ? 'sample' : (prompt.match(/spreadsheet\s+"?([^"]+?)"?(\s+and|\s*$)/i)?.[1] ?? 'sample');
-    if (step === 0) return call('search_spreadsheets', { query });
-    if (step === 1) {
-      const id = findId(results[0].content);
-      if (!id) return text('I searched your spreadsheets but found none matching that.');
-      // A range without a tab name reads the first tab (Sheets v4 semantics).
-      return call('fetch_sheet', { spreadsheet_id: id, range: 'A1:Z200' });
-    }
-    // The chart and the mail are named after the spreadsheet the search found.
-    const sheetName = findName(results[0]?.content ?? '') ?? 'Spreadsheet';
-    if (step === 2) {
-      const { labels, values, series } = seriesFromSheet(results[1].content);
-      if (!values.length) return text('The spreadsheet has no numbers I could chart.');
-      return call('rasterize_chart', { ...chartArgs(sheetName, labels, values), datasets: [{ label: series ?? sheetName, data: values }] });
-    }
-    if (step === 3) return mail(call, results[2].content, to!, sheetName);
-    return text(`Done: I charted "${sheetName}" and e-mailed the chart to ${to}. (demo model)`);
-  }
-  if (wantsChart && wantsMail) {
-    const values = numbersIn(prompt.replace(EMAIL_RE, ''));
-    if (!values.length) return text('Tell me which numbers to chart, for example "chart 3 5 8 and email the chart to a@b.c". (demo model)');
-    if (step === 0)
-      return call(
-        'rasterize_chart',
-        chartArgs(
-          'Chart',
-          values.map((_, i) => `#${i + 1}`),
-          values,
-        ),
-      );
-    if (step === 1) return mail(call, results[0].content, to!);
-    return text(`Done: I drew the chart of ${values.join(', ')} and e-mailed it to ${to}. (demo model)`);
-  }
+  if (wantsChart && fromSheet && wantsMail) return chartSheetAndMail(call, results, prompt, to!);
+  if (wantsChart && wantsMail) return chartNumbersAndMail(call, results, prompt, to!);
   if (wantsChart) {
     const values = numbersIn(prompt);
     if (!values.length) return text('Tell me which numbers to chart, for example "chart 3 5 8". (demo model)');
@@ -124,6 +94,47 @@ function plan(messages: readonly Message[], tools: readonly ToolDef[]): ModelRep
       '"chart 3 5 8 and email the chart to someone@example.com" or ' +
       '"chart the sample spreadsheet and email it to someone@example.com". Configure a real model provider for anything else.',
   );
+}
+
+/** "chart the sample spreadsheet … and email it to x@y.z": search_spreadsheets → fetch_sheet → rasterize_chart → send_email. */
+function chartSheetAndMail(call: Call, results: readonly { content: string }[], prompt: string, to: string): ModelReply {
+  const step = results.length;
+  const lower = prompt.toLowerCase();
+  const query = /sample/.test(lower) ? 'sample' : (prompt.match(/spreadsheet\s+"?([^"]+?)"?(\s+and|\s*$)/i)?.[1] ?? 'sample');
+  if (step === 0) return call('search_spreadsheets', { query });
+  if (step === 1) {
+    const id = findId(results[0].content);
+    if (!id) return text('I searched your spreadsheets but found none matching that.');
+    // A range without a tab name reads the first tab (Sheets v4 semantics).
+    return call('fetch_sheet', { spreadsheet_id: id, range: 'A1:Z200' });
+  }
+  // The chart and the mail are named after the spreadsheet the search found.
+  const sheetName = findName(results[0]?.content ?? '') ?? 'Spreadsheet';
+  if (step === 2) {
+    const { labels, values, series } = seriesFromSheet(results[1].content);
+    if (!values.length) return text('The spreadsheet has no numbers I could chart.');
+    return call('rasterize_chart', { ...chartArgs(sheetName, labels, values), datasets: [{ label: series ?? sheetName, data: values }] });
+  }
+  if (step === 3) return mail(call, results[2].content, to, sheetName);
+  return text(`Done: I charted "${sheetName}" and e-mailed the chart to ${to}. (demo model)`);
+}
+
+/** "chart 3 5 8 and email the chart to a@b.c": rasterize_chart → send_email. */
+function chartNumbersAndMail(call: Call, results: readonly { content: string }[], prompt: string, to: string): ModelReply {
+  const step = results.length;
+  const values = numbersIn(prompt.replace(EMAIL_RE, ''));
+  if (!values.length) return text('Tell me which numbers to chart, for example "chart 3 5 8 and email the chart to a@b.c". (demo model)');
+  if (step === 0)
+    return call(
+      'rasterize_chart',
+      chartArgs(
+        'Chart',
+        values.map((_, i) => `#${i + 1}`),
+        values,
+      ),
+    );
+  if (step === 1) return mail(call, results[0].content, to);
+  return text(`Done: I drew the chart of ${values.join(', ')} and e-mailed it to ${to}. (demo model)`);
 }
 
 /** Chart an uploaded file's table: read_file_table, then a PNG to mail (rasterize_chart) or a chart shown in the chat (render_chart). */

@@ -222,15 +222,6 @@ function memberRoutes({ r, db, notify, route }: OrgKit): void {
 /** An organisation's teams and their members. */
 function teamRoutes({ r, db, notify, route }: OrgKit): void {
   // ---- teams (organisation managers) ----
-  /**
-   * A team linked to a group has the group's active members (as of the last sync) at once:
-   * otherwise a re-linked team would keep the previous group's members, and with them the
-   * team's agent policies, until the next sync.
-   */
-  const linkTeam = async (trx: Sql, teamId: number, groupId: number): Promise<number[]> => {
-    const { added, removed } = await followGroup(trx, teamId, groupId);
-    return rewriteAgentPolicies(trx, [...added, ...removed]);
-  };
   r.get(
     '/organisations/:id/teams',
     requireUser,
@@ -298,23 +289,7 @@ function teamRoutes({ r, db, notify, route }: OrgKit): void {
       res.status(204).end();
     }),
   );
-  const editMembers = (add: boolean) =>
-    route(async (req, res) => {
-      const team = await orgs.getTeam(db, intParam(req, 'id'));
-      await requireManager(db, req, team.organisation_id);
-      // A linked team follows its group: manual edits would be undone by the next sync.
-      if (team.external_group_id) throw new AppError('ERR_TEAM_LINKED', 'this team follows an external group; change the group in the directory');
-      const userId = intParam(req, 'userId');
-      if (!(await orgs.userExists(db, userId))) throw new AppError('ERR_USER_NOT_FOUND', 'no such user');
-      const changed = await inTransaction(db, async (trx) => {
-        if (await orgs.editTeamMember(trx, team.id, userId, add)) {
-          await logAsPart(trx, req, add ? 'team.member_added' : 'team.member_removed', { organisation_id: team.organisation_id, team_id: team.id, team: team.name }, userId);
-        }
-        return rewriteAgentPolicies(trx, [userId]);
-      });
-      notify(changed);
-      res.json(await teamView(db, await orgs.getTeam(db, team.id)));
-    });
+  const editMembers = (add: boolean) => teamMemberEditor({ db, notify, route }, add);
   r.put('/teams/:id/members/:userId', requireUser, editMembers(true));
   r.delete('/teams/:id/members/:userId', requireUser, editMembers(false));
 }
@@ -339,26 +314,7 @@ function agentPolicyRoutes({ r, db, route, catalog, rewriteOrgPolicies }: OrgKit
       res.json((await catalog()) satisfies AgentCatalogView);
     }),
   );
-  /**
-   * Beyond the schema: names must exist (tools and models of this server), and a policy for
-   * "the chosen teams" needs at least one team (it would apply to nobody). `current` is the
-   * stored policy on a PATCH, so the check is on the policy as it will be.
-   */
-  const checkPolicy = async (orgId: number, body: orgs.AgentPolicyInput, current?: orgs.AgentPolicyRow) => {
-    const problems = unknownNames(body as Record<string, unknown>, await catalog());
-    const appliesTo = body.applies_to ?? current?.applies_to;
-    const teamIds = body.team_ids ?? (current ? await orgs.policyTeamIds(db, current.id) : []);
-    if (appliesTo === 'teams' && teamIds.length === 0) {
-      problems.push({ field: 'team_ids', message: 'Teams: choose at least one team, or apply the policy to every member of the organisation.' });
-    }
-    if (problems.length) {
-      const err = problemsError(problems);
-      throw new AppError('ERR_POLICY_INVALID', err.message, { details: err.details });
-    }
-    for (const t of body.team_ids ?? []) {
-      if ((await orgs.getTeam(db, t)).organisation_id !== orgId) throw new AppError('ERR_VALIDATION', 'Teams: every team must belong to this organisation.', { details: { field: 'team_ids' } });
-    }
-  };
+  const checkPolicy = (orgId: number, body: orgs.AgentPolicyInput, current?: orgs.AgentPolicyRow) => checkAgentPolicy(db, catalog, orgId, body, current);
   r.post(
     '/organisations/:id/agent-policies',
     requireUser,
@@ -406,6 +362,57 @@ function agentPolicyRoutes({ r, db, route, catalog, rewriteOrgPolicies }: OrgKit
       res.status(204).end();
     }),
   );
+}
+
+/** PUT / DELETE /teams/:id/members/:userId: a manual team's members (a linked team follows its group). */
+function teamMemberEditor({ db, notify, route }: Pick<OrgKit, 'db' | 'notify' | 'route'>, add: boolean): RequestHandler {
+  return route(async (req, res) => {
+    const team = await orgs.getTeam(db, intParam(req, 'id'));
+    await requireManager(db, req, team.organisation_id);
+    // A linked team follows its group: manual edits would be undone by the next sync.
+    if (team.external_group_id) throw new AppError('ERR_TEAM_LINKED', 'this team follows an external group; change the group in the directory');
+    const userId = intParam(req, 'userId');
+    if (!(await orgs.userExists(db, userId))) throw new AppError('ERR_USER_NOT_FOUND', 'no such user');
+    const changed = await inTransaction(db, async (trx) => {
+      if (await orgs.editTeamMember(trx, team.id, userId, add)) {
+        await logAsPart(trx, req, add ? 'team.member_added' : 'team.member_removed', { organisation_id: team.organisation_id, team_id: team.id, team: team.name }, userId);
+      }
+      return rewriteAgentPolicies(trx, [userId]);
+    });
+    notify(changed);
+    res.json(await teamView(db, await orgs.getTeam(db, team.id)));
+  });
+}
+
+/**
+ * A team linked to a group has the group's active members (as of the last sync) at once:
+ * otherwise a re-linked team would keep the previous group's members, and with them the
+ * team's agent policies, until the next sync.
+ */
+async function linkTeam(trx: Sql, teamId: number, groupId: number): Promise<number[]> {
+  const { added, removed } = await followGroup(trx, teamId, groupId);
+  return rewriteAgentPolicies(trx, [...added, ...removed]);
+}
+
+/**
+ * Beyond the schema: names must exist (tools and models of this server), and a policy for
+ * "the chosen teams" needs at least one team (it would apply to nobody). `current` is the
+ * stored policy on a PATCH, so the check is on the policy as it will be.
+ */
+async function checkAgentPolicy(db: Sql, catalog: OrgKit['catalog'], orgId: number, body: orgs.AgentPolicyInput, current?: orgs.AgentPolicyRow): Promise<void> {
+  const problems = unknownNames(body as Record<string, unknown>, await catalog());
+  const appliesTo = body.applies_to ?? current?.applies_to;
+  const teamIds = body.team_ids ?? (current ? await orgs.policyTeamIds(db, current.id) : []);
+  if (appliesTo === 'teams' && teamIds.length === 0) {
+    problems.push({ field: 'team_ids', message: 'Teams: choose at least one team, or apply the policy to every member of the organisation.' });
+  }
+  if (problems.length) {
+    const err = problemsError(problems);
+    throw new AppError('ERR_POLICY_INVALID', err.message, { details: err.details });
+  }
+  for (const t of body.team_ids ?? []) {
+    if ((await orgs.getTeam(db, t)).organisation_id !== orgId) throw new AppError('ERR_VALIDATION', 'Teams: every team must belong to this organisation.', { details: { field: 'team_ids' } });
+  }
 }
 
 /** The action-log entry of a change, written in the change's own transaction. */
