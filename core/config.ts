@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { configError } from './errors.js';
 import { Secret } from './secret.js';
-import { deepFreeze, parseSetting, parseTrustProxy, type Setting } from './config-parse.js';
+import { deepFreeze, parseSetting, parseTrustProxy } from './config-parse.js';
 
 export { parseTrustProxy } from './config-parse.js';
 

@@ -1,10 +1,29 @@
 import type { ColumnType, Generated, Insertable, Kysely, Selectable, Transaction } from 'kysely';
-import type { ConnectedAccountsTable, IdpConnectionsTable, ExternalIdentitiesTable, DirectoryUsersTable, ExternalGroupsTable, ExternalGroupMembersTable, OrganisationsTable, OrganisationMembersTable, TeamsTable, TeamMembersTable, AgentPoliciesTable, AgentPolicyTeamsTable, UserAgentPoliciesTable, DirectorySyncJobsTable, DataRolesTable, DataPoliciesTable, UserDataRolesTable, UserEntitlementsTable, MemoriesTable } from './schema-identity.js';
+import type {
+  ConnectedAccountsTable,
+  IdpConnectionsTable,
+  ExternalIdentitiesTable,
+  DirectoryUsersTable,
+  ExternalGroupsTable,
+  ExternalGroupMembersTable,
+  OrganisationsTable,
+  OrganisationMembersTable,
+  TeamsTable,
+  TeamMembersTable,
+  AgentPoliciesTable,
+  AgentPolicyTeamsTable,
+  UserAgentPoliciesTable,
+  DirectorySyncJobsTable,
+  DataRolesTable,
+  DataPoliciesTable,
+  UserDataRolesTable,
+  UserEntitlementsTable,
+  MemoriesTable,
+} from './schema-identity.js';
 import type { MailHoldsTable, MailServerPolicyTable, MailSendLocksTable, ProxyRequestsTable, NodesTable, SandboxesTable, LeasesTable, NodeNoncesTable } from './schema-egress.js';
 
 export type * from './schema-identity.js';
 export type * from './schema-egress.js';
-
 
 /**
  * The tables of Airlock's database, as Kysely sees them. The same schema exists on both engines

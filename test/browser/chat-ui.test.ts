@@ -301,7 +301,14 @@ else {
       return { width: input.getBoundingClientRect().width, side: document.querySelector('#chat-list-panel')!.getBoundingClientRect().width, buttons };
     });
     t.ok(box.width >= box.side * 0.7, `the title field takes the panel's width (${Math.round(box.width)} of ${Math.round(box.side)} px)`);
-    t.same(box.buttons, [{ text: 'Save', cut: false }, { text: 'Cancel', cut: false }], 'Save and Cancel whole, not cut');
+    t.same(
+      box.buttons,
+      [
+        { text: 'Save', cut: false },
+        { text: 'Cancel', cut: false },
+      ],
+      'Save and Cancel whole, not cut',
+    );
     await page.keyboard.press('Control+A');
     await page.keyboard.insertText('Greek letters');
     await page.keyboard.press('Enter');

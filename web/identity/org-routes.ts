@@ -1,43 +1,17 @@
-import { Router, type Request, type RequestHandler } from 'express';
+import { Router, type RequestHandler } from 'express';
 import { AppError } from '../../core/index.js';
 import type { Sql } from '../../domain/db/index.js';
 import { inTransaction } from '../../domain/data-access/store.js';
 import { AGENT_TOOLS, rewriteAgentPolicies, unknownNames, type AgentCatalog } from '../../domain/identity/agent-policy.js';
 import * as orgs from '../../domain/identity/orgs.js';
 import { listChatModels } from '../../domain/chat/models.js';
-import { followGroup } from '../../domain/identity/teams.js';
-import type { AgentCatalogView, AgentPolicyList, AgentPolicyView, ExternalGroupList, Organisation, OrganisationList, TeamList, TeamView } from '../admin-api.js';
+import type { AgentCatalogView, AgentPolicyList, AgentPolicyView, ExternalGroupList, Organisation, OrganisationList } from '../admin-api.js';
 import { asyncHandler, requireSuperuser, requireUser, type WebContext } from '../context.js';
 import { problemsError, validateBody } from '../validate.js';
 import { intParam } from './params.js';
-import { logAction } from '../../domain/action-log.js';
-import { MEMBER_BODY, ORG_BODY, POLICY_CREATE, POLICY_PATCH, TEAM_CREATE, TEAM_PATCH } from './admin-schemas.js';
-
-/** Organisation managers manage their organisation's teams and policies; superusers manage all. */
-async function requireManager(db: Sql, req: Request, orgId: number): Promise<void> {
-  await orgs.getOrganisation(db, orgId);
-  if (req.user!.is_superuser) return;
-  if ((await orgs.memberRole(db, orgId, req.user!.id)) !== 'manager') throw new AppError('ERR_AUTH_FORBIDDEN', 'organisation managers only');
-}
-
-/**
- * Managers are named by superusers only. So a manager (who is not a superuser) may add, remove
- * and keep plain members, but not make anyone a manager, nor demote or remove a manager
- * (themselves included): each of those is 403 ERR_AUTH_FORBIDDEN. `newRole` is undefined for a
- * removal.
- */
-async function requireMayManageMember(db: Sql, req: Request, orgId: number, userId: number, newRole?: orgs.OrgRole): Promise<void> {
-  if (req.user!.is_superuser) return;
-  const current = await orgs.memberRole(db, orgId, userId);
-  if (newRole === 'manager' || current === 'manager') {
-    throw new AppError('ERR_AUTH_FORBIDDEN', 'only a superuser may name, demote or remove an organisation manager');
-  }
-}
-
-async function teamView(db: Sql, t: orgs.TeamRow): Promise<TeamView> {
-  const members = await orgs.teamMembers(db, t.id);
-  return { ...t, member_ids: members.map((m) => m.id).sort((a, b) => a - b), members };
-}
+import { MEMBER_BODY, ORG_BODY, POLICY_CREATE, POLICY_PATCH } from './admin-schemas.js';
+import { logAsPart, requireManager, requireMayManageMember, type OrgKit } from './org-kit.js';
+import { teamRoutes } from './team-routes.js';
 
 async function policyView(db: Sql, p: orgs.AgentPolicyRow): Promise<AgentPolicyView> {
   return {
@@ -56,21 +30,6 @@ async function policyView(db: Sql, p: orgs.AgentPolicyRow): Promise<AgentPolicyV
     mail_max_recipients: p.mail_max_recipients,
     mail_max_per_hour: p.mail_max_per_hour,
   };
-}
-
-async function checkGroup(db: Sql, groupId: number | null | undefined): Promise<void> {
-  if (groupId && !(await orgs.groupExists(db, groupId))) throw new AppError('ERR_GROUP_NOT_FOUND', 'no such external group');
-}
-
-/** What the organisation route groups share. */
-interface OrgKit {
-  r: Router;
-  db: Sql;
-  /** Tell the running sandboxes of these users that their agent policy changed. */
-  notify: (changed: number[]) => void;
-  rewriteOrgPolicies: (orgId: number) => Promise<void>;
-  catalog: () => Promise<AgentCatalog>;
-  route: (fn: Parameters<typeof asyncHandler>[0]) => RequestHandler;
 }
 
 /** Organisations, their members, external groups (the team picker), teams and agent policies. */
@@ -219,81 +178,6 @@ function memberRoutes({ r, db, notify, route }: OrgKit): void {
   );
 }
 
-/** An organisation's teams and their members. */
-function teamRoutes({ r, db, notify, route }: OrgKit): void {
-  // ---- teams (organisation managers) ----
-  r.get(
-    '/organisations/:id/teams',
-    requireUser,
-    route(async (req, res) => {
-      const orgId = intParam(req, 'id');
-      await requireManager(db, req, orgId);
-      const teams = await Promise.all((await orgs.listTeams(db, orgId)).map((t) => teamView(db, t)));
-      res.json({ teams } satisfies TeamList);
-    }),
-  );
-  r.post(
-    '/organisations/:id/teams',
-    requireUser,
-    route(async (req, res) => {
-      const orgId = intParam(req, 'id');
-      await requireManager(db, req, orgId);
-      const body = validateBody(TEAM_CREATE, req.body);
-      await checkGroup(db, body.external_group_id);
-      const { team, changed } = await inTransaction(db, async (trx) => {
-        const t = await orgs.createTeam(trx, orgId, body.name, body.external_group_id ?? null);
-        await logAsPart(trx, req, 'team.created', { organisation_id: orgId, team_id: t.id, name: body.name, external_group_id: body.external_group_id ?? null });
-        return { team: t, changed: body.external_group_id ? await linkTeam(trx, t.id, body.external_group_id) : [] };
-      });
-      notify(changed);
-      res.status(201).json(await teamView(db, team));
-    }),
-  );
-  r.patch(
-    '/teams/:id',
-    requireUser,
-    route(async (req, res) => {
-      const team = await orgs.getTeam(db, intParam(req, 'id'));
-      await requireManager(db, req, team.organisation_id);
-      const body = validateBody(TEAM_PATCH, req.body);
-      await checkGroup(db, body.external_group_id);
-      const changed = await inTransaction(db, async (trx) => {
-        await orgs.updateTeam(trx, team.id, { name: body.name, groupId: body.external_group_id });
-        await logAsPart(trx, req, 'team.updated', {
-          organisation_id: team.organisation_id,
-          team_id: team.id,
-          name: body.name ?? team.name,
-          ...(body.name !== undefined && body.name !== team.name ? { from: team.name } : {}),
-          ...(body.external_group_id !== undefined ? { external_group_id: body.external_group_id } : {}),
-        });
-        // Linked (or re-linked): the team takes the group's members now, not at the next sync.
-        // Unlinked (null): it keeps its members and becomes a manual team.
-        return body.external_group_id ? linkTeam(trx, team.id, body.external_group_id) : [];
-      });
-      notify(changed);
-      res.json(await teamView(db, await orgs.getTeam(db, team.id)));
-    }),
-  );
-  r.delete(
-    '/teams/:id',
-    requireUser,
-    route(async (req, res) => {
-      const team = await orgs.getTeam(db, intParam(req, 'id'));
-      await requireManager(db, req, team.organisation_id);
-      const changed = await inTransaction(db, async (trx) => {
-        const members = await orgs.deleteTeam(trx, team.id);
-        await logAsPart(trx, req, 'team.deleted', { organisation_id: team.organisation_id, team_id: team.id, name: team.name, members: members.length }, null, 'warning');
-        return rewriteAgentPolicies(trx, members);
-      });
-      notify(changed);
-      res.status(204).end();
-    }),
-  );
-  const editMembers = (add: boolean) => teamMemberEditor({ db, notify, route }, add);
-  r.put('/teams/:id/members/:userId', requireUser, editMembers(true));
-  r.delete('/teams/:id/members/:userId', requireUser, editMembers(false));
-}
-
 /** An organisation's agent policies and the catalogue they name tools and models from. */
 function agentPolicyRoutes({ r, db, route, catalog, rewriteOrgPolicies }: OrgKit): void {
   // ---- agent policies (organisation managers) ----
@@ -364,36 +248,6 @@ function agentPolicyRoutes({ r, db, route, catalog, rewriteOrgPolicies }: OrgKit
   );
 }
 
-/** PUT / DELETE /teams/:id/members/:userId: a manual team's members (a linked team follows its group). */
-function teamMemberEditor({ db, notify, route }: Pick<OrgKit, 'db' | 'notify' | 'route'>, add: boolean): RequestHandler {
-  return route(async (req, res) => {
-    const team = await orgs.getTeam(db, intParam(req, 'id'));
-    await requireManager(db, req, team.organisation_id);
-    // A linked team follows its group: manual edits would be undone by the next sync.
-    if (team.external_group_id) throw new AppError('ERR_TEAM_LINKED', 'this team follows an external group; change the group in the directory');
-    const userId = intParam(req, 'userId');
-    if (!(await orgs.userExists(db, userId))) throw new AppError('ERR_USER_NOT_FOUND', 'no such user');
-    const changed = await inTransaction(db, async (trx) => {
-      if (await orgs.editTeamMember(trx, team.id, userId, add)) {
-        await logAsPart(trx, req, add ? 'team.member_added' : 'team.member_removed', { organisation_id: team.organisation_id, team_id: team.id, team: team.name }, userId);
-      }
-      return rewriteAgentPolicies(trx, [userId]);
-    });
-    notify(changed);
-    res.json(await teamView(db, await orgs.getTeam(db, team.id)));
-  });
-}
-
-/**
- * A team linked to a group has the group's active members (as of the last sync) at once:
- * otherwise a re-linked team would keep the previous group's members, and with them the
- * team's agent policies, until the next sync.
- */
-async function linkTeam(trx: Sql, teamId: number, groupId: number): Promise<number[]> {
-  const { added, removed } = await followGroup(trx, teamId, groupId);
-  return rewriteAgentPolicies(trx, [...added, ...removed]);
-}
-
 /**
  * Beyond the schema: names must exist (tools and models of this server), and a policy for
  * "the chosen teams" needs at least one team (it would apply to nobody). `current` is the
@@ -413,9 +267,4 @@ async function checkAgentPolicy(db: Sql, catalog: OrgKit['catalog'], orgId: numb
   for (const t of body.team_ids ?? []) {
     if ((await orgs.getTeam(db, t)).organisation_id !== orgId) throw new AppError('ERR_VALIDATION', 'Teams: every team must belong to this organisation.', { details: { field: 'team_ids' } });
   }
-}
-
-/** The action-log entry of a change, written in the change's own transaction. */
-async function logAsPart(trx: Sql, req: Request, event: string, data: Record<string, unknown>, subjectId?: number | null, severity?: 'info' | 'warning' | 'critical'): Promise<void> {
-  await logAction(trx, { event: `identity.${event}`, actorId: req.user!.id, subjectId: subjectId ?? null, severity, data });
 }

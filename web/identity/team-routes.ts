@@ -1,0 +1,124 @@
+// Teams of an organisation: list, create, change, link to a directory group, members (docs/identity.md).
+import { type RequestHandler } from 'express';
+import { AppError } from '../../core/index.js';
+import type { Sql } from '../../domain/db/index.js';
+import { inTransaction } from '../../domain/data-access/store.js';
+import { rewriteAgentPolicies } from '../../domain/identity/agent-policy.js';
+import * as orgs from '../../domain/identity/orgs.js';
+import { followGroup } from '../../domain/identity/teams.js';
+import type { TeamList, TeamView } from '../admin-api.js';
+import { requireUser } from '../context.js';
+import { validateBody } from '../validate.js';
+import { intParam } from './params.js';
+import { TEAM_CREATE, TEAM_PATCH } from './admin-schemas.js';
+import { checkGroup, logAsPart, requireManager, type OrgKit } from './org-kit.js';
+
+async function teamView(db: Sql, t: orgs.TeamRow): Promise<TeamView> {
+  const members = await orgs.teamMembers(db, t.id);
+  return { ...t, member_ids: members.map((m) => m.id).sort((a, b) => a - b), members };
+}
+
+/** An organisation's teams and their members. */
+export function teamRoutes({ r, db, notify, route }: OrgKit): void {
+  // ---- teams (organisation managers) ----
+  r.get(
+    '/organisations/:id/teams',
+    requireUser,
+    route(async (req, res) => {
+      const orgId = intParam(req, 'id');
+      await requireManager(db, req, orgId);
+      const teams = await Promise.all((await orgs.listTeams(db, orgId)).map((t) => teamView(db, t)));
+      res.json({ teams } satisfies TeamList);
+    }),
+  );
+  r.post(
+    '/organisations/:id/teams',
+    requireUser,
+    route(async (req, res) => {
+      const orgId = intParam(req, 'id');
+      await requireManager(db, req, orgId);
+      const body = validateBody(TEAM_CREATE, req.body);
+      await checkGroup(db, body.external_group_id);
+      const { team, changed } = await inTransaction(db, async (trx) => {
+        const t = await orgs.createTeam(trx, orgId, body.name, body.external_group_id ?? null);
+        await logAsPart(trx, req, 'team.created', { organisation_id: orgId, team_id: t.id, name: body.name, external_group_id: body.external_group_id ?? null });
+        return { team: t, changed: body.external_group_id ? await linkTeam(trx, t.id, body.external_group_id) : [] };
+      });
+      notify(changed);
+      res.status(201).json(await teamView(db, team));
+    }),
+  );
+  r.patch(
+    '/teams/:id',
+    requireUser,
+    route(async (req, res) => {
+      const team = await orgs.getTeam(db, intParam(req, 'id'));
+      await requireManager(db, req, team.organisation_id);
+      const body = validateBody(TEAM_PATCH, req.body);
+      await checkGroup(db, body.external_group_id);
+      const changed = await inTransaction(db, async (trx) => {
+        await orgs.updateTeam(trx, team.id, { name: body.name, groupId: body.external_group_id });
+        await logAsPart(trx, req, 'team.updated', {
+          organisation_id: team.organisation_id,
+          team_id: team.id,
+          name: body.name ?? team.name,
+          ...(body.name !== undefined && body.name !== team.name ? { from: team.name } : {}),
+          ...(body.external_group_id !== undefined ? { external_group_id: body.external_group_id } : {}),
+        });
+        // Linked (or re-linked): the team takes the group's members now, not at the next sync.
+        // Unlinked (null): it keeps its members and becomes a manual team.
+        return body.external_group_id ? linkTeam(trx, team.id, body.external_group_id) : [];
+      });
+      notify(changed);
+      res.json(await teamView(db, await orgs.getTeam(db, team.id)));
+    }),
+  );
+  r.delete(
+    '/teams/:id',
+    requireUser,
+    route(async (req, res) => {
+      const team = await orgs.getTeam(db, intParam(req, 'id'));
+      await requireManager(db, req, team.organisation_id);
+      const changed = await inTransaction(db, async (trx) => {
+        const members = await orgs.deleteTeam(trx, team.id);
+        await logAsPart(trx, req, 'team.deleted', { organisation_id: team.organisation_id, team_id: team.id, name: team.name, members: members.length }, null, 'warning');
+        return rewriteAgentPolicies(trx, members);
+      });
+      notify(changed);
+      res.status(204).end();
+    }),
+  );
+  const editMembers = (add: boolean) => teamMemberEditor({ db, notify, route }, add);
+  r.put('/teams/:id/members/:userId', requireUser, editMembers(true));
+  r.delete('/teams/:id/members/:userId', requireUser, editMembers(false));
+}
+
+/** PUT / DELETE /teams/:id/members/:userId: a manual team's members (a linked team follows its group). */
+function teamMemberEditor({ db, notify, route }: Pick<OrgKit, 'db' | 'notify' | 'route'>, add: boolean): RequestHandler {
+  return route(async (req, res) => {
+    const team = await orgs.getTeam(db, intParam(req, 'id'));
+    await requireManager(db, req, team.organisation_id);
+    // A linked team follows its group: manual edits would be undone by the next sync.
+    if (team.external_group_id) throw new AppError('ERR_TEAM_LINKED', 'this team follows an external group; change the group in the directory');
+    const userId = intParam(req, 'userId');
+    if (!(await orgs.userExists(db, userId))) throw new AppError('ERR_USER_NOT_FOUND', 'no such user');
+    const changed = await inTransaction(db, async (trx) => {
+      if (await orgs.editTeamMember(trx, team.id, userId, add)) {
+        await logAsPart(trx, req, add ? 'team.member_added' : 'team.member_removed', { organisation_id: team.organisation_id, team_id: team.id, team: team.name }, userId);
+      }
+      return rewriteAgentPolicies(trx, [userId]);
+    });
+    notify(changed);
+    res.json(await teamView(db, await orgs.getTeam(db, team.id)));
+  });
+}
+
+/**
+ * A team linked to a group has the group's active members (as of the last sync) at once:
+ * otherwise a re-linked team would keep the previous group's members, and with them the
+ * team's agent policies, until the next sync.
+ */
+async function linkTeam(trx: Sql, teamId: number, groupId: number): Promise<number[]> {
+  const { added, removed } = await followGroup(trx, teamId, groupId);
+  return rewriteAgentPolicies(trx, [...added, ...removed]);
+}
