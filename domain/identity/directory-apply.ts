@@ -1,5 +1,6 @@
 import { AppError } from '../../core/index.js';
 import { nowIso, type Sql } from '../db/index.js';
+import type { OrphanedTeam } from './directory-teams.js';
 import { usernameTaken } from '../users.js';
 
 /**
@@ -58,15 +59,6 @@ export interface ApplyResult {
   deactivatedUserIds: number[];
   /** Teams whose linked group was deleted in step (a): now unlinked; the teams step empties them. */
   orphanedTeams: OrphanedTeam[];
-}
-
-/** A team that was linked to a group the directory no longer lists. */
-export interface OrphanedTeam {
-  team_id: number;
-  organisation_id: number;
-  team: string;
-  group_id: number;
-  group_email: string;
 }
 
 interface DirUserRow {
@@ -375,4 +367,4 @@ async function applyMemberships({ db, connectionId, snap, c }: ApplyRun, groupId
   }
 }
 
-export { applyLinkedTeams, type TeamsResult } from './directory-teams.js';
+export { applyLinkedTeams, type OrphanedTeam, type TeamsResult } from './directory-teams.js';

@@ -1,8 +1,16 @@
 // The directory sync's linked-teams step (docs/identity.md): teams follow their directory groups.
 import type { Sql } from '../db/index.js';
 import { rewriteAgentPolicies } from './agent-policy.js';
-import type { OrphanedTeam } from './directory-apply.js';
 import { emptyTeam, followGroup, type TeamMembershipChange } from './teams.js';
+
+/** A team that was linked to a group the directory no longer lists. */
+export interface OrphanedTeam {
+  team_id: number;
+  organisation_id: number;
+  team: string;
+  group_id: number;
+  group_email: string;
+}
 
 export interface TeamsResult {
   teams_updated: number;
