@@ -7,21 +7,40 @@ import { createSuperuser } from './create-superuser.js';
 import { readPassword } from './prompt.js';
 import { syncDirectoryCli } from './directory-sync/index.js';
 
+/** An invalid configuration: list every problem and exit 1. Anything else returns. */
+function exitOnConfigProblem(err: unknown): void {
+  if (!isAppError(err, 'ERR_CONFIG_INVALID')) return;
+  const lines = configProblems(err).map((p) => `  - ${p}`);
+  process.stderr.write(`airlock: invalid configuration\n${lines.join('\n')}\n`);
+  process.exit(1);
+}
+
 /** Load config or exit 1 listing every problem. The only place process.env is read. */
 export function configOrExit(require: string[] = []): Readonly<Config> {
   try {
     return loadConfig(process.env, { require });
   } catch (err) {
-    if (isAppError(err, 'ERR_CONFIG_INVALID')) {
-      process.stderr.write(
-        `airlock: invalid configuration\n${configProblems(err)
-          .map((p) => `  - ${p}`)
-          .join('\n')}\n`,
-      );
-      process.exit(1);
-    }
+    exitOnConfigProblem(err);
     throw err;
   }
+}
+
+/** On SIGTERM or SIGINT, once: announce, then close; exit 0 when closed, 1 when it fails or takes over 20 s. */
+function onStopSignal(announce: (signal: string) => void, close: () => Promise<void>): void {
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    announce(signal);
+    const force = setTimeout(() => process.exit(1), 20_000);
+    force.unref();
+    close().then(
+      () => process.exit(0),
+      (err) => fail(err),
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
 }
 
 /** Print a coded error plainly and exit. */
@@ -35,20 +54,10 @@ export function fail(err: unknown): never {
 async function runServe(): Promise<void> {
   const config = configOrExit(SERVE_REQUIRED);
   const d = await serve(config).catch(fail);
-  let stopping = false;
-  const stop = (sig: string) => {
-    if (stopping) return;
-    stopping = true;
-    d.log.info({ signal: sig }, 'shutting down');
-    const force = setTimeout(() => process.exit(1), 20_000);
-    force.unref();
-    d.close().then(
-      () => process.exit(0),
-      (err) => fail(err),
-    );
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  onStopSignal(
+    (signal) => d.log.info({ signal }, 'shutting down'),
+    () => d.close(),
+  );
 }
 
 /** `airlock demo`: the whole product on one machine until SIGTERM or SIGINT. */
@@ -56,36 +65,19 @@ async function runDemo(): Promise<void> {
   const { startDemo } = await import('./demo.js');
   // The demo builds its own settings over these (emulator URLs, generated secrets) and loads them with loadConfig.
   const demo = await startDemo({ env: { ...process.env } }).catch((err: unknown) => {
-    if (isAppError(err, 'ERR_CONFIG_INVALID')) {
-      process.stderr.write(
-        `airlock: invalid configuration\n${configProblems(err)
-          .map((p) => `  - ${p}`)
-          .join('\n')}\n`,
-      );
-      process.exit(1);
-    }
+    exitOnConfigProblem(err);
     if (isAppError(err, 'ERR_DEMO_DOCKER')) {
       process.stderr.write(`airlock demo: ${err.message}\n`);
       process.exit(1);
     }
     return fail(err);
   });
-  let stopping = false;
-  const stop = (sig: string) => {
-    if (stopping) return;
-    stopping = true;
-    process.stdout.write(`\n${sig}: stopping the demo (sandboxes, daemon, then emulators)…\n`);
-    const force = setTimeout(() => process.exit(1), 20_000);
-    force.unref();
-    // Unlike serve, the demo removes its session sandboxes: their emulators (on ephemeral
-    // ports) stop with it, so an adopted sandbox would point at nothing.
-    demo.close({ removeContainers: true }).then(
-      () => process.exit(0),
-      (err) => fail(err),
-    );
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  // Unlike serve, the demo removes its session sandboxes: their emulators (on ephemeral
+  // ports) stop with it, so an adopted sandbox would point at nothing.
+  onStopSignal(
+    (signal) => process.stdout.write(`\n${signal}: stopping the demo (sandboxes, daemon, then emulators)…\n`),
+    () => demo.close({ removeContainers: true }),
+  );
 }
 
 /** `airlock sessions …`: the operator commands that talk to the running daemon. */

@@ -39,6 +39,12 @@ export interface RouteInputs {
 
 const ref = (env: string) => `\${${env}}`;
 
+/** A workspace (Google) route: one allowed request, the user's token as a bearer; its prefix is the allowed path's first segment. */
+function googleRoute(name: 'mail' | 'sheets' | 'search', allow: ProfileRoute['allow'][number], upstream: string, rewrite: ProfileRoute['rewrite']): ProfileRoute {
+  const env = ROUTE_ENV[name];
+  return { name, prefix: `/${allow.path.split('/')[1]}`, allow: [allow], upstream, rewrite, placeholder_env: env.placeholder, token_ref: ref(env.token), inject: 'bearer', base_url_env: env.baseUrl };
+}
+
 /**
  * The route table of a session. The child calls `<BASE_URL><path>` where the supervisor sets
  * BASE_URL = `http://127.0.0.1:<port><prefix>`; `allow` lists full proxy paths; `rewrite`
@@ -48,43 +54,13 @@ export function buildRoutes(i: RouteInputs): ProfileRoute[] {
   const routes: ProfileRoute[] = [];
   if (i.hasAccountToken) {
     routes.push(
-      {
-        name: 'mail',
-        prefix: '/gmail',
-        // The child calls {MAIL_BASE_URL}/mail/v1/users/me/messages/send: one method and one path only (docs/rules.md#token-injection).
-        allow: [{ method: 'POST', path: '/gmail/mail/v1/users/me/messages/send' }],
-        upstream: i.google.mailBaseUrl,
-        rewrite: { from: '/gmail/mail/v1/', to: '/gmail/v1/' },
-        placeholder_env: ROUTE_ENV.mail.placeholder,
-        token_ref: ref(ROUTE_ENV.mail.token),
-        inject: 'bearer',
-        base_url_env: ROUTE_ENV.mail.baseUrl,
-      },
-      {
-        name: 'sheets',
-        prefix: '/sheets',
-        // fetch_sheet: Sheets v4 spreadsheets.values.get. The A1 range is one opaque value
-        // (encodeURIComponent): a sheet title may hold '/', sent as %2F inside that segment.
-        allow: [{ method: 'GET', path: '/sheets/v4/spreadsheets/{spreadsheetId}/values/{range}', opaque: ['range'] }],
-        upstream: i.google.sheetsBaseUrl,
-        rewrite: { from: '/sheets/', to: '/' },
-        placeholder_env: ROUTE_ENV.sheets.placeholder,
-        token_ref: ref(ROUTE_ENV.sheets.token),
-        inject: 'bearer',
-        base_url_env: ROUTE_ENV.sheets.baseUrl,
-      },
-      {
-        name: 'search',
-        prefix: '/search',
-        // search_spreadsheets: Drive v3 files.list.
-        allow: [{ method: 'GET', path: '/search/drive/v3/files' }],
-        upstream: i.google.driveBaseUrl,
-        rewrite: { from: '/search/', to: '/' },
-        placeholder_env: ROUTE_ENV.search.placeholder,
-        token_ref: ref(ROUTE_ENV.search.token),
-        inject: 'bearer',
-        base_url_env: ROUTE_ENV.search.baseUrl,
-      },
+      // The child calls {MAIL_BASE_URL}/mail/v1/users/me/messages/send: one method and one path only (docs/rules.md#token-injection).
+      googleRoute('mail', { method: 'POST', path: '/gmail/mail/v1/users/me/messages/send' }, i.google.mailBaseUrl, { from: '/gmail/mail/v1/', to: '/gmail/v1/' }),
+      // fetch_sheet: Sheets v4 spreadsheets.values.get. The A1 range is one opaque value
+      // (encodeURIComponent): a sheet title may hold '/', sent as %2F inside that segment.
+      googleRoute('sheets', { method: 'GET', path: '/sheets/v4/spreadsheets/{spreadsheetId}/values/{range}', opaque: ['range'] }, i.google.sheetsBaseUrl, { from: '/sheets/', to: '/' }),
+      // search_spreadsheets: Drive v3 files.list.
+      googleRoute('search', { method: 'GET', path: '/search/drive/v3/files' }, i.google.driveBaseUrl, { from: '/search/', to: '/' }),
     );
   }
   if (i.model.baseUrl && (i.model.provider === 'openai' || i.model.provider === 'anthropic')) {

@@ -1,4 +1,4 @@
-import express, { type Express, type NextFunction, type Request, type Response } from 'express';
+import express, { type Express, type NextFunction, type Request, type Response, type Router } from 'express';
 import session from 'express-session';
 import { randomUUID } from 'node:crypto';
 import { AppError, safeEqual } from '../core/index.js';
@@ -49,20 +49,23 @@ export function createApp(ctx: WebContext): Express {
   const identity = identityRouters(ctx);
   app.use(identity.sso);
   app.use('/api/identity', identity.api);
-  app.use('/api/data-authorization', dataAuthorizationRoutes(ctx));
-  app.use('/api/internal', biInternalRoutes(ctx));
-  app.use('/api/memories', memoryRoutes(ctx));
-  app.use('/api/agent', agentApiRoutes(ctx));
-  app.use('/api/account', accountRoutes(ctx));
-  app.use('/api/admin/sessions', adminSessionRoutes(ctx));
-  app.use('/api/admin/turns', adminAuditRoutes(ctx));
-  app.use('/api/admin/users', adminUserRoutes(ctx));
-  app.use('/api/admin/mail-policy', adminMailPolicyRoutes(ctx));
-  app.use('/api/admin/chat-models', adminChatModelRoutes(ctx));
-  // Read-only chat links and feedback on answers (web/share-routes.ts, web/feedback-routes.ts).
-  app.use('/api', shareRoutes(ctx));
-  app.use('/api/chat', feedbackRoutes(ctx));
-  app.use('/api/settings', settingsRoutes(ctx));
+  // Each area's router under its path, in this order (read-only chat links: web/share-routes.ts).
+  const areas: [string, (ctx: WebContext) => Router][] = [
+    ['/api/data-authorization', dataAuthorizationRoutes],
+    ['/api/internal', biInternalRoutes],
+    ['/api/memories', memoryRoutes],
+    ['/api/agent', agentApiRoutes],
+    ['/api/account', accountRoutes],
+    ['/api/admin/sessions', adminSessionRoutes],
+    ['/api/admin/turns', adminAuditRoutes],
+    ['/api/admin/users', adminUserRoutes],
+    ['/api/admin/mail-policy', adminMailPolicyRoutes],
+    ['/api/admin/chat-models', adminChatModelRoutes],
+    ['/api', shareRoutes],
+    ['/api/chat', feedbackRoutes],
+    ['/api/settings', settingsRoutes],
+  ];
+  for (const [path, routes] of areas) app.use(path, routes(ctx));
   const chat = chatRoutes(ctx);
   app.use('/api/chat', chat);
   // The chat routes another node forwards to this one (the session's sandbox runs here), signed.

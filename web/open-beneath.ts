@@ -46,15 +46,9 @@ export async function openBeneath(root: string, parts: readonly string[], opts: 
   let dir = await openOrRefuse(root, fsc.O_RDONLY | fsc.O_DIRECTORY);
   try {
     for (let i = 0; i < parts.length - 1; i++) {
-      const path = `/proc/self/fd/${dir.fd}/${parts[i]}`;
-      const before = await lstatOrRefuse(path);
-      if (before.isSymbolicLink()) throw new BeneathError('symlink', 'a path component is a symbolic link');
-      if (!before.isDirectory()) throw new BeneathError('not_directory', 'a path component is not a directory');
-      const next = await openOrRefuse(path, fsc.O_RDONLY | fsc.O_DIRECTORY | fsc.O_NOFOLLOW);
-      const after = await next.stat();
+      const next = await descend(dir, parts[i]);
       await dir.close();
       dir = next;
-      if (after.dev !== before.dev || after.ino !== before.ino) throw new BeneathError('symlink', 'a path component changed while it was opened');
     }
     const path = `/proc/self/fd/${dir.fd}/${parts[parts.length - 1]}`;
     // O_NONBLOCK: a FIFO planted under the name must not hang the open.
@@ -77,6 +71,27 @@ export async function openBeneath(root: string, parts: readonly string[], opts: 
 }
 
 /**
+ * Open the folder `part` of the open folder `dir` without following a link: it must be a folder
+ * before the open, and the same one (device and inode) after it. The caller owns both handles.
+ */
+async function descend(dir: fsp.FileHandle, part: string): Promise<fsp.FileHandle> {
+  const path = `/proc/self/fd/${dir.fd}/${part}`;
+  const before = await lstatOrRefuse(path);
+  if (before.isSymbolicLink()) throw new BeneathError('symlink', 'a path component is a symbolic link');
+  if (!before.isDirectory()) throw new BeneathError('not_directory', 'a path component is not a directory');
+  const next = await openOrRefuse(path, fsc.O_RDONLY | fsc.O_DIRECTORY | fsc.O_NOFOLLOW);
+  const after = await next.stat().catch(async (err: unknown) => {
+    await next.close();
+    throw err;
+  });
+  if (after.dev !== before.dev || after.ino !== before.ino) {
+    await next.close();
+    throw new BeneathError('symlink', 'a path component changed while it was opened');
+  }
+  return next;
+}
+
+/**
  * Open the folder `root/<parts…>` the same way (no link followed below `root`), making each
  * missing folder with `mkdirMode` when given (made through the parent's descriptor: mkdir never
  * follows a link in its last component). Each folder made is handed to `made` (to chown it by its
@@ -94,14 +109,9 @@ export async function openDirBeneath(root: string, parts: readonly string[], mkd
           () => true,
           (err: NodeJS.ErrnoException) => (err.code === 'EEXIST' ? false : Promise.reject(refusal(err))),
         );
-      const before = await lstatOrRefuse(path);
-      if (before.isSymbolicLink()) throw new BeneathError('symlink', 'a path component is a symbolic link');
-      if (!before.isDirectory()) throw new BeneathError('not_directory', 'a path component is not a directory');
-      const next = await openOrRefuse(path, fsc.O_RDONLY | fsc.O_DIRECTORY | fsc.O_NOFOLLOW);
-      const after = await next.stat();
+      const next = await descend(dir, part);
       await dir.close();
       dir = next;
-      if (after.dev !== before.dev || after.ino !== before.ino) throw new BeneathError('symlink', 'a path component changed while it was opened');
       if (fresh && made) await made(dir);
     }
     return dir;

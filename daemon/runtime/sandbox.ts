@@ -58,19 +58,6 @@ export function connected(sb: Sandbox): boolean {
 }
 
 export function sandboxInfo(sb: Sandbox, stale: boolean): SandboxInfo {
-  return {
-    slot: sb.slot,
-    containerId: sb.containerId,
-    containerName: sb.containerName,
-    sessionId: sb.sessionId ?? null,
-    userId: sb.userId ?? null,
-    state: sb.state,
-    createdAt: sb.createdAt,
-    claimedAt: sb.claimedAt ?? null,
-    lastUsedAt: sb.lastUsedAt,
-    turns: sb.turns,
-    stale,
-    adopted: sb.adopted,
-    fromPool: sb.fromPool,
-  };
+  const { slot, containerId, containerName, state, createdAt, lastUsedAt, turns, adopted, fromPool } = sb;
+  return { slot, containerId, containerName, sessionId: sb.sessionId ?? null, userId: sb.userId ?? null, state, createdAt, claimedAt: sb.claimedAt ?? null, lastUsedAt, turns, stale, adopted, fromPool };
 }
