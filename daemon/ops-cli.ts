@@ -1,3 +1,4 @@
+import { textTable } from '../core/text-table.js';
 import Docker from 'dockerode';
 import type { Config } from '../core/index.js';
 import { copyDatabase, openDatabase } from '../domain/db/index.js';
@@ -14,7 +15,7 @@ export async function nodesLs(config: Readonly<Config>, opts: { json?: boolean }
     if (opts.json) return out(JSON.stringify(nodes, null, 2) + '\n');
     const rows = [['NODE', 'STATE', 'URL', 'LAST HEARTBEAT', 'SESSIONS', 'CAPACITY', 'VERSION']];
     for (const n of nodes) rows.push([n.id, n.alive ? 'alive' : 'lost', n.url, n.heartbeat_at, String(n.sessions), String(n.capacity), n.version]);
-    out(table(rows));
+    out(textTable(rows));
   } finally {
     await database.close();
   }
@@ -59,20 +60,6 @@ export async function doctor(config: Readonly<Config>, out: (s: string) => void 
   const w = Math.max(...lines.map(([k]) => k.length));
   out(lines.map(([k, v]) => `${k.padEnd(w)}  ${v}`).join('\n') + '\n');
   return ok ? 0 : 1;
-}
-
-function table(rows: string[][]): string {
-  const w = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
-  return (
-    rows
-      .map((r) =>
-        r
-          .map((c, i) => c.padEnd(w[i]))
-          .join('  ')
-          .trimEnd(),
-      )
-      .join('\n') + '\n'
-  );
 }
 
 /** `airlock db copy --to URL`: this install's data into a new database (docs/deploy.md). */

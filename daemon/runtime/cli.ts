@@ -1,3 +1,4 @@
+import { textTable } from '../../core/text-table.js';
 /**
  * Operator commands: `airlock image build` and `airlock sessions …`. The sessions commands talk
  * to the running daemon over its control socket (<data dir>/control.sock, mode 0600); attach then
@@ -79,17 +80,7 @@ export async function sessionsLs(config: Readonly<Config>, opts: { json?: boolea
   for (const r of remote) {
     rows.push([r.node_id, r.session_id, String(r.user_id), (r.container_id ?? '-').slice(0, 12), r.alive ? r.state : 'lost', age(now - Date.parse(r.created_at)), '-', '-', '-']);
   }
-  const w = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
-  process.stdout.write(
-    rows
-      .map((r) =>
-        r
-          .map((c, i) => c.padEnd(w[i]))
-          .join('  ')
-          .trimEnd(),
-      )
-      .join('\n') + '\n',
-  );
+  process.stdout.write(textTable(rows));
 }
 
 export async function sessionsInspect(config: Readonly<Config>, id: string): Promise<void> {
