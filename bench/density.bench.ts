@@ -17,6 +17,7 @@ import { randomUUID } from 'node:crypto';
 import { createDocker, buildSandboxImage, SessionManager, NODE_RUNTIME } from '../daemon/runtime/index.js';
 import { loadConfig, silentLogger } from '../core/index.js';
 import { nowMs, round, stats, type BenchResult } from './lib.js';
+import { removeOwned } from './rig.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const TAG = 'airlock/sandbox:bench';
@@ -146,15 +147,7 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
     };
   } finally {
     await m.close({ removeContainers: true }).catch(() => undefined);
-    const left = await docker.listContainers({ all: true, filters: { label: [`airlock.owner=${owner}`] } });
-    await Promise.all(
-      left.map((c) =>
-        docker
-          .getContainer(c.Id)
-          .remove({ force: true })
-          .catch(() => undefined),
-      ),
-    );
+    await removeOwned(docker, owner);
     unmountUnderSandboxes(dir);
     rmSync(dir, { recursive: true, force: true });
   }

@@ -19,6 +19,7 @@ import Docker from 'dockerode';
 import { checkRuntime, sandboxHostConfig, SessionManager, type EngineRuntimes } from '../daemon/runtime/index.js';
 import { loadConfig, silentLogger } from '../core/index.js';
 import { nowMs, round, stats, type BenchResult } from './lib.js';
+import { startUntilReady } from './rig.js';
 import { unmountUnder } from './runtime.bench.js';
 
 const N_COLD = 8;
@@ -87,16 +88,7 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
           NetworkDisabled: true,
           HostConfig: sandboxHostConfig(config(rt, 'cfg', '0').sandbox, [{ Type: 'bind', Source: d, Target: '/run/airlock', ReadOnly: false }]),
         });
-        const stream = await c.attach({ stream: true, stdout: true, stderr: true });
-        const ready = new Promise<void>((resolve) => {
-          let buf = '';
-          stream.on('data', (b: Buffer) => {
-            buf += b.toString();
-            if (buf.includes('ready')) resolve();
-          });
-        });
-        await c.start();
-        await ready;
+        await startUntilReady(c);
         add(rt, 'hardened', nowMs() - t0);
         await c.remove({ force: true });
       }

@@ -3,14 +3,14 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { Agent, request } from 'undici';
-import MailComposer from 'nodemailer/lib/mail-composer';
 import { silentLogger } from '../core/index.js';
 import type { MailPolicy, ProfileRoute } from '../core/sandbox-protocol.js';
 import { EgressGatewayService, egressTarget } from '../daemon/egress.js';
-import { buildProfile, buildRoutes } from '../daemon/overlay.js';
+import { buildProfile } from '../daemon/overlay.js';
 import { start as startUpstream } from '../emulator/fake-upstream.js';
 import { startCredentialProxy } from '../proxy/index.js';
 import { round, stats, type BenchResult } from './lib.js';
+import { googleRoutesTo, megabyteMailBody } from './rig.js';
 
 const N = 400;
 const WARMUP = 30;
@@ -46,7 +46,7 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
   if (!old) return { skipped: `no build of the old design at ${OLD_DIST} (set AIRLOCK_BENCH_OLD_DIST)` };
   const dir = mkdtempSync(join(tmpdir(), 'airlock-bench-inject-'));
   const upstream = await startUpstream();
-  const routes: ProfileRoute[] = buildRoutes({ google: { mailBaseUrl: upstream.url, sheetsBaseUrl: upstream.url, driveBaseUrl: upstream.url }, model: { provider: 'demo' }, hasAccountToken: true, hasModelKey: false });
+  const routes: ProfileRoute[] = googleRoutesTo(upstream.url);
   const token = 'ya29.bench-real-token-0123456789abcdef';
   const tokens = { MAIL_ACCESS_TOKEN: token, SHEETS_ACCESS_TOKEN: token, SEARCH_ACCESS_TOKEN: token };
   const placeholder = 'bench-placeholder-0123456789abcdefghij';
@@ -65,17 +65,7 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
     mailPolicy,
     holdMail: async () => ({ allow: true }),
   });
-  const raw = await new MailComposer({
-    from: 'me@corp.example',
-    to: ['ann@corp.example', 'bob@corp.example'],
-    cc: 'carol@eu.corp.example',
-    subject: 'Quarterly chart',
-    text: 'See the chart.',
-    attachments: [{ filename: 'chart.png', content: Buffer.alloc(760 * 1024, 0x5a) }],
-  })
-    .compile()
-    .build();
-  const body = JSON.stringify({ raw: raw.toString('base64url') });
+  const { body, rawBytes } = await megabyteMailBody();
   const dispatcher = new Agent({ connections: 4 });
   const call = async (port: number, kind: 'sheet' | 'mail') => {
     const t0 = process.hrtime.bigint();
@@ -121,7 +111,7 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
       name: 'host-inject',
       rows: [...rows('Sheets GET', sheet), ...rows('1 MiB mail send', mail)],
       ratios: { sheet_added_paired_p50_ms: sheet.paired.p50, mail_added_paired_p50_ms: mail.paired.p50 },
-      notes: `old path from ${OLD_DIST}; message ${raw.length} bytes (${body.length} as JSON), send policy on both (the hold answered at once); interleaved pairs, alternating order, sequential`,
+      notes: `old path from ${OLD_DIST}; message ${rawBytes} bytes (${body.length} as JSON), send policy on both (the hold answered at once); interleaved pairs, alternating order, sequential`,
     };
   } finally {
     await dispatcher.close();

@@ -2,13 +2,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { Agent, request } from 'undici';
-import MailComposer from 'nodemailer/lib/mail-composer';
 import { silentLogger } from '../core/index.js';
 import { EgressGatewayService } from '../daemon/egress.js';
-import { buildProfile, buildRoutes } from '../daemon/overlay.js';
+import { buildProfile } from '../daemon/overlay.js';
 import { start as startUpstream } from '../emulator/fake-upstream.js';
 import { startCredentialProxy } from '../proxy/index.js';
 import { round, stats, type BenchResult } from './lib.js';
+import { googleRoutesTo, megabyteMailBody } from './rig.js';
 
 const N = 600;
 const WARMUP = 30;
@@ -22,12 +22,7 @@ const WARMUP = 30;
 export async function run(): Promise<BenchResult> {
   const dir = mkdtempSync(join(tmpdir(), 'airlock-bench-mail-'));
   const upstream = await startUpstream();
-  const routes = buildRoutes({
-    google: { mailBaseUrl: upstream.url, sheetsBaseUrl: upstream.url, driveBaseUrl: upstream.url },
-    model: { provider: 'demo' },
-    hasAccountToken: true,
-    hasModelKey: false,
-  });
+  const routes = googleRoutesTo(upstream.url);
   const gw = new EgressGatewayService({ log: silentLogger() });
   const token = 'ya29.bench-real-token-0123456789abcdef';
   const placeholder = 'bench-placeholder-0123456789abcdefghij';
@@ -43,17 +38,7 @@ export async function run(): Promise<BenchResult> {
   const plain = await startCredentialProxy({ ...common, egressSocket: plainSock });
   const policed = await startCredentialProxy({ ...common, egressSocket: policedSock, mailPolicy });
   // Upstream requests are recorded by the fake; keep its memory flat over the run.
-  const raw = await new MailComposer({
-    from: 'me@corp.example',
-    to: ['ann@corp.example', 'bob@corp.example'],
-    cc: 'carol@eu.corp.example',
-    subject: 'Quarterly chart',
-    text: 'See the chart.',
-    attachments: [{ filename: 'chart.png', content: Buffer.alloc(760 * 1024, 0x5a) }],
-  })
-    .compile()
-    .build();
-  const body = JSON.stringify({ raw: raw.toString('base64url') });
+  const { body, rawBytes } = await megabyteMailBody();
   const dispatcher = new Agent({ connections: 4 });
   const send = async (port: number) => {
     const t0 = process.hrtime.bigint();
@@ -99,7 +84,7 @@ export async function run(): Promise<BenchResult> {
         { what: 'added by the policy (paired)', n: paired.n, rps: 0, p50_ms: paired.p50, p99_ms: paired.p99 },
       ],
       ratios: { policy_p50_vs_plain: sb.p50 / sa.p50, policy_added_p50_ms: round(sb.p50 - sa.p50), policy_added_paired_p50_ms: paired.p50 },
-      notes: `message ${raw.length} bytes (${body.length} as JSON); interleaved pairs, alternating order; the hold is answered at once (the daemon's per-hour check is a database read, measured in the store bench)`,
+      notes: `message ${rawBytes} bytes (${body.length} as JSON); interleaved pairs, alternating order; the hold is answered at once (the daemon's per-hour check is a database read, measured in the store bench)`,
     };
   } finally {
     await dispatcher.close();

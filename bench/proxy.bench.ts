@@ -4,10 +4,11 @@ import { tmpdir } from 'node:os';
 import { Agent, request } from 'undici';
 import { silentLogger } from '../core/index.js';
 import { EgressGatewayService } from '../daemon/egress.js';
-import { buildProfile, buildRoutes } from '../daemon/overlay.js';
+import { buildProfile } from '../daemon/overlay.js';
 import { start as startUpstream } from '../emulator/fake-upstream.js';
 import { startCredentialProxy, TUNNEL_IDLE_MS } from '../proxy/index.js';
 import { measure, round, stats, type BenchResult } from './lib.js';
+import { googleRoutesTo } from './rig.js';
 
 const N = 1000;
 const WARMUP = 50;
@@ -22,12 +23,7 @@ const PATH = '/v4/spreadsheets/sheet-1/values/Sheet1!A1:B3?majorDimension=ROWS';
 export async function run(): Promise<BenchResult> {
   const dir = mkdtempSync(join(tmpdir(), 'airlock-bench-proxy-'));
   const upstream = await startUpstream();
-  const routes = buildRoutes({
-    google: { mailBaseUrl: upstream.url, sheetsBaseUrl: upstream.url, driveBaseUrl: upstream.url },
-    model: { provider: 'demo' },
-    hasAccountToken: true,
-    hasModelKey: false,
-  });
+  const routes = googleRoutesTo(upstream.url);
   const gw = new EgressGatewayService({ log: silentLogger() });
   const sock = join(dir, 'egress.sock');
   const token = 'ya29.bench-real-token-0123456789abcdef';

@@ -19,6 +19,7 @@ import type Docker from 'dockerode';
 import { createDocker, buildSandboxImage, sandboxHostConfig, SessionManager, NODE_RUNTIME, NODE20_RUNTIME, type NodeRuntimePin } from '../daemon/runtime/index.js';
 import { loadConfig, silentLogger } from '../core/index.js';
 import { nowMs, round, stats, type BenchResult } from './lib.js';
+import { removeOwned, startUntilReady } from './rig.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const N_COLD = 16;
@@ -192,16 +193,7 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
         NetworkDisabled: true,
         HostConfig,
       });
-      const stream = await c.attach({ stream: true, stdout: true, stderr: true });
-      const ready = new Promise<void>((resolve) => {
-        let buf = '';
-        stream.on('data', (d: Buffer) => {
-          buf += d.toString();
-          if (buf.includes('ready')) resolve();
-        });
-      });
-      await c.start();
-      await ready;
+      await startUntilReady(c);
       const ms = nowMs() - t0;
       await c.remove({ force: true });
       return ms;
@@ -340,15 +332,7 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
     };
   } finally {
     for (const m of managers) await m.close({ removeContainers: true }).catch(() => undefined);
-    const left = await docker.listContainers({ all: true, filters: { label: [`airlock.owner=${owner}`] } });
-    await Promise.all(
-      left.map((c) =>
-        docker
-          .getContainer(c.Id)
-          .remove({ force: true })
-          .catch(() => undefined),
-      ),
-    );
+    await removeOwned(docker, owner);
     unmountUnder(dir);
     for (const v of VARIANTS) spawnSync('umount', ['-l', join(dir, `pool-${v.pin.version}`, 'sandboxes')]);
     rmSync(dir, { recursive: true, force: true });
