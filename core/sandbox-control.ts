@@ -4,28 +4,13 @@
  * core/sandbox-protocol.ts, which re-exports it.
  */
 import { z } from 'zod';
+import type { MailPolicy } from './api-types-admin.js';
 import { CodedErrorSchema, AgentEventSchema, JsonObjectSchema, PromptContextFields, StringMapSchema, TurnEndSchema, type StopReason, type AgentEvent, type PromptContext, type TurnEndExtras } from './sandbox-events.js';
 
 // ---------------------------------------------------------------- daemon ⇄ supervisor (control socket)
 
-/**
- * The user's effective send policy (agent policies and the server's defaults): the proxy applies
- * it to every mail send (docs/proxy.md#send-policy). Not secret; the child never sees it.
- */
-export interface MailPolicy {
-  /** Recipient domains always allowed (a domain covers its subdomains). */
-  allow_domains: string[];
-  /** Recipient domains refused (wins over allow_domains). */
-  block_domains: string[];
-  /** A recipient in neither list: send, ask the user in the chat first, or refuse. */
-  other: 'allow' | 'ask' | 'block';
-  /** Most recipients (To + Cc + Bcc) per message. */
-  max_recipients: number;
-  /** Most messages per hour per user (counted by the daemon over all the user's sessions). */
-  max_per_hour: number;
-  /** How long a held send waits for the user's decision before it is refused. */
-  approval_timeout_s: number;
-}
+/** The user's effective send policy (core/api-types-admin.ts, shared with the admin API): the proxy applies it to every mail send. */
+export type { MailPolicy };
 export const MailPolicySchema: z.ZodType<MailPolicy> = z.object({
   allow_domains: z.array(z.string()),
   block_domains: z.array(z.string()),

@@ -1,6 +1,7 @@
+import type { LogRecord, LogSeverity } from '../core/api-types-data-access.js';
 import type { Sql } from './db/index.js';
 
-export type Severity = 'info' | 'warning' | 'critical';
+export type Severity = LogSeverity;
 
 export interface ActionEvent {
   event: string;
@@ -11,15 +12,8 @@ export interface ActionEvent {
   data?: Record<string, unknown>;
 }
 
-export interface ActionLogRow {
-  id: number;
-  event: string;
-  severity: Severity;
-  actor_id: number | null;
-  subject_id: number | null;
-  data: Record<string, unknown>;
-  created_at: string;
-}
+/** One row of the action log, its `data` parsed (the audit API's shape, core/api-types-data-access.ts). */
+export type ActionLogRow = LogRecord;
 
 /** Append one event to the action log (the service's audit trail); pass the transaction when there is one. */
 export async function logAction(db: Sql, e: ActionEvent): Promise<number> {

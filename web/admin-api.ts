@@ -1,16 +1,18 @@
 /**
  * The response (and request) shapes of the sign-in and admin APIs, shared by the server routes
  * (web/auth-routes.ts, web/admin-*-routes.ts, web/identity/, web/data-access/) and the admin pages
- * (web/ui/src/). Types only, importing only the node-free core/api-types.ts and core/api-requests.ts
- * (the shapes domain/ defines for itself are defined there once): the page bundle takes nothing from here at run
+ * (web/ui/src/). Types only, importing only the node-free core/api-types*.ts and core/api-requests.ts
+ * (the shapes domain/ names too are defined there once): the page bundle takes nothing from here at run
  * time, and the routes check what they send with `satisfies`, so a changed response breaks the
  * build (`tsc` of both sides), not the page.
  */
 
 import type { ChatModelView, ExternalGroup, ModelProvider, SyncJobView, UserView } from '../core/api-types.js';
+import type { EffectiveAgentPolicyView, MailPolicy } from '../core/api-types-admin.js';
 
 export type { ChatModelView, ExternalGroup, ModelProvider, SyncJobView };
 export type { SyncJobStatus, SyncJobTrigger } from '../core/api-types.js';
+export type { MailPolicy, EffectiveAgentPolicyView };
 
 // ------------------------------------------------------------------ errors
 
@@ -73,13 +75,7 @@ export interface AdminUserList {
 // ------------------------------------------------------------------ send policy (/api/admin/mail-policy)
 
 /** The server-wide send policy (GET and PUT /api/admin/mail-policy; PUT takes any of the first six fields). */
-export interface ServerMailPolicyView {
-  allow_domains: string[];
-  block_domains: string[];
-  other: 'allow' | 'ask' | 'block';
-  max_recipients: number;
-  max_per_hour: number;
-  approval_timeout_s: number;
+export interface ServerMailPolicyView extends MailPolicy {
   updated_by: number | null;
   updated_at: string;
 }
@@ -151,17 +147,7 @@ export interface ConnectionList {
 }
 
 /** POST /connections (provider, issuer and client_id required) and PATCH /connections/:id body. */
-export interface ConnectionRequest {
-  provider?: 'google';
-  display_name?: string;
-  issuer?: string;
-  client_id?: string;
-  client_secret?: string | null;
-  service_account_json?: string | Record<string, unknown> | null;
-  delegated_admin_email?: string | null;
-  customer?: string;
-  is_active?: boolean;
-}
+export type { ConnectionRequest } from '../core/api-types-admin.js';
 
 /** GET /directory-sync (a job's `result` holds counts: users_created, …, fetched: {users, groups, …}). */
 export interface SyncJobState {
@@ -245,33 +231,12 @@ export interface AgentPolicyList {
 }
 
 /** POST /organisations/:id/agent-policies (name and applies_to required) and PATCH body. */
-export interface AgentPolicyRequest {
-  name?: string;
-  applies_to?: 'all' | 'teams';
-  team_ids?: number[];
-  allowed_tools?: string[] | null;
-  allowed_models?: string[] | null;
-  denied_tools?: string[];
-  denied_models?: string[];
-  mail_allow_domains?: string[];
-  mail_block_domains?: string[];
-  mail_other?: 'allow' | 'ask' | 'block' | null;
-  mail_max_recipients?: number | null;
-  mail_max_per_hour?: number | null;
-}
+export type { AgentPolicyRequest } from '../core/api-types-admin.js';
 
 /** GET /agent-catalog: the tools and models a policy may name. */
 export interface AgentCatalogView {
   tools: string[];
   models: string[];
-}
-
-export interface EffectiveAgentPolicyView {
-  tools: string[] | null;
-  models: string[] | null;
-  denied_tools: string[];
-  denied_models: string[];
-  policy_ids: number[];
 }
 
 /** GET /agent-policy?user_id=. */
@@ -281,18 +246,11 @@ export interface EffectiveAgentPolicyResponse {
   /** The policies that apply (policy.policy_ids), by name with their organisation, in id order. */
   policies: { id: number; name: string; organisation_id: number; organisation_name: string }[];
   /** The send policy in force for the user: the server's combined with every agent policy that applies. */
-  mail: {
-    allow_domains: string[];
-    block_domains: string[];
-    other: 'allow' | 'ask' | 'block';
-    max_recipients: number;
-    max_per_hour: number;
-    approval_timeout_s: number;
-  };
+  mail: MailPolicy;
 }
 
-// The data-access admin API's shapes (/api/data-authorization) live in their own file.
-export * from './admin-api-data-access.js';
+// The data-access admin API's and the audit's shapes (domain/ names them too) are in core/api-types-data-access.ts.
+export type * from '../core/api-types-data-access.js';
 
 // ------------------------------------------------------------------ a user's own settings (/api/settings)
 

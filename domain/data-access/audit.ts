@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import type { LogAccount, LogEntry } from '../../core/api-types-data-access.js';
 import type { Severity } from '../action-log.js';
 import type { Sql } from '../db/index.js';
 
@@ -13,20 +14,10 @@ export interface AuditFilter {
   limit: number;
 }
 
-type Who = { id: number; username: string | null; display_name: string | null } | null;
+type Who = LogAccount | null;
 
-export interface AuditEntry {
-  id: number;
-  event: string;
-  severity: Severity;
-  actor_id: number | null;
-  subject_id: number | null;
-  data: Record<string, unknown>;
-  created_at: string;
-  /** The accounts by name (null when there is none; the id stays in actor_id / subject_id). */
-  actor: Who;
-  subject: Who;
-}
+/** An action-log entry with the accounts by name (core/api-types-data-access.ts). */
+export type AuditEntry = LogEntry;
 
 /**
  * One page of the action log, newest first, with the actor's and subject's names.

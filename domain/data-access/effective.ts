@@ -1,44 +1,9 @@
+import type { EffectivePolicyView as EffectivePolicy, GrantView as GrantSource, TablePolicyView as TablePolicy } from '../../core/api-types-data-access.js';
 import { isEmptyFilter, isSystemCatalogue, substitute, type FilterSubject, type Node, type RowFilter } from './predicate.js';
 import type { DataPolicy } from './store.js';
 
-/** One role's grant as it reaches a table, with the user's variables already substituted. */
-export interface GrantSource {
-  role_id: number;
-  role: string;
-  /** The grant's own table: the name, or "*" when it came from a wildcard grant. */
-  granted_on: string;
-  allowed_columns: string[];
-  row_filter: RowFilter;
-  /** Human-readable: what this grant gives on this table. */
-  gives: string;
-  /** Identity of the stored filter, for de-duplication (not part of the API answer). */
-  filter_key?: string;
-}
-
-/** What a user may read from one table (or, for table "*", from any table not named). */
-export interface TablePolicy {
-  table: string;
-  /** ["*"] for every column, else the sorted union of the grants' columns. */
-  columns: string[];
-  /** True when some grant has an empty row filter (it dominates, docs/rules.md#data-access-rules, rule 3). */
-  all_rows: boolean;
-  /** `{}` when all_rows; otherwise one grant's filter or `{"any":[…]}` of them (OR). */
-  row_filter: RowFilter;
-  grants: GrantSource[];
-  explanation: string;
-}
-
-export interface EffectivePolicy {
-  user: { id: number; username: string; is_active: boolean };
-  /** The `bi` entitlement bit (docs/rules.md#data-access-rules, rule 6). */
-  bi: boolean;
-  roles: { id: number; name: string }[];
-  /** Named tables; each already includes what wildcard grants add. */
-  tables: TablePolicy[];
-  /** From grants on "*": applies to every table not in `tables`. Null when no wildcard grant. */
-  any_table: TablePolicy | null;
-  explanation: string[];
-}
+/** A grant as it reaches a table, what a user may read from one table, and a user's whole policy: the API's shapes (core/api-types-data-access.ts). */
+export type { EffectivePolicy, GrantSource, TablePolicy };
 
 export interface RoleGrants {
   role_id: number;

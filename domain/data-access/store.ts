@@ -1,4 +1,5 @@
 import { AppError, nowIso } from '../../core/index.js';
+import type { AssignmentView as Assignment, DataPolicyView as DataPolicy, DataRoleSummaryView as DataRoleSummary, DataRoleView as DataRole } from '../../core/api-types-data-access.js';
 import { logAction } from '../action-log.js';
 import { inTransaction, type Row, type Sql } from '../db/index.js';
 import { getUserById } from '../users.js';
@@ -14,45 +15,14 @@ export const BI_ADMIN = 'bi_admin';
 /** The entitlement bit a user holds while they have any data role. */
 export const BI_ENTITLEMENT = 'bi';
 
-export interface DataRole {
-  id: number;
-  name: string;
-  description: string;
-  builtin: boolean;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface DataRoleSummary extends DataRole {
-  policy_count: number;
-  assignment_count: number;
-}
-
-export interface DataPolicy {
-  id: number;
-  role_id: number;
-  table: string;
-  allowed_columns: string[];
-  row_filter: RowFilter;
-  created_at: string;
-  updated_at: string;
-}
+/** A data role, a role with its counts, a role's grant on one table, a user's role: the admin API's shapes (core/api-types-data-access.ts). */
+export type { Assignment, DataPolicy, DataRole, DataRoleSummary };
 
 /** One role of a user with its grants (the input of effective-policy resolution). */
 export interface GrantRole {
   role_id: number;
   role: string;
   policies: { table: string; allowed_columns: string[]; row_filter: RowFilter; filter_key: string }[];
-}
-
-export interface Assignment {
-  id: number;
-  user_id: number;
-  username: string;
-  role_id: number;
-  role: string;
-  assigned_by: number | null;
-  created_at: string;
 }
 
 function toRole(r: Row<'data_roles'>): DataRole {

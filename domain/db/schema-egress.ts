@@ -1,6 +1,7 @@
 // The tables of the mail gate and the proxy audit, and of the fleet (nodes, sandboxes, leases,
 // nonces): part of `Schema` (schema.ts).
 import type { ColumnType, Generated } from 'kysely';
+import type { ProxyRequestFields } from '../../core/api-types-data-access.js';
 
 /** A column the database fills in when the insert leaves it out. */
 type Default<T> = ColumnType<T, T | undefined, T>;
@@ -48,24 +49,13 @@ export interface MailSendLocksTable {
   reserved_at: string;
 }
 
-/** One request the in-sandbox proxy decided on (docs/audit.md). */
-export interface ProxyRequestsTable {
+/** One request the in-sandbox proxy decided on (docs/audit.md); the recorded fields are the audit API's (core/api-types-data-access.ts). */
+export interface ProxyRequestsTable extends ProxyRequestFields {
   id: Generated<number>;
   session_id: string;
   user_id: number;
-  node_id: string;
   turn_id: string | null;
   call_id: string | null;
-  route: string | null;
-  method: string | null;
-  template: string | null;
-  outcome: 'forwarded' | 'refused' | 'upstream_error';
-  status: number;
-  code: string | null;
-  req_bytes: number | null;
-  res_bytes: number | null;
-  ms: number | null;
-  recipients: number | null;
   created_at: Default<string>;
 }
 

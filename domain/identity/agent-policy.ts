@@ -1,25 +1,9 @@
 import { sql } from 'kysely';
+import type { EffectiveAgentPolicyView } from '../../core/api-types-admin.js';
 import { nowIso, type Row, type Sql } from '../db/index.js';
 
-/**
- * What a user's agent may use, as the session start applies it.
- *
- * - `tools` / `models`: the allowed names, or `null` for "no restriction".
- * - `denied_tools` / `denied_models`: names removed even when allowed (deny wins).
- * - `policy_ids`: the AgentPolicy rows that applied (empty: no policy applies, everything allowed).
- *
- * Combination rule: a policy applies to a user when the user is a member of its organisation
- * and the policy is for `all` members, or when the user is in one of the policy's teams.
- * Allow lists are grants and add up (union); a policy with a null list lifts that restriction;
- * deny lists add up and win. A user under no policy is unrestricted.
- */
-export interface EffectiveAgentPolicy {
-  tools: string[] | null;
-  models: string[] | null;
-  denied_tools: string[];
-  denied_models: string[];
-  policy_ids: number[];
-}
+/** What a user's agent may use, as the session start applies it (shape and combination rule: core/api-types-admin.ts). */
+export type EffectiveAgentPolicy = EffectiveAgentPolicyView;
 
 /**
  * The agent policies that apply to a user, oldest first: those of an organisation the user is a

@@ -1,8 +1,9 @@
 import { sql } from 'kysely';
-import { AppError } from '../../core/index.js';
+import { AppError, type ErrorCode } from '../../core/index.js';
 import { nowIso, type Row, type Sql } from '../db/index.js';
 import { isUniqueViolation } from '../data-access/store.js';
 import type { ExternalGroup } from '../../core/api-types.js';
+import type { AgentPolicyRequest } from '../../core/api-types-admin.js';
 
 /**
  * Organisations, their members, teams and agent policies as stored (docs/identity.md). Route
@@ -25,6 +26,27 @@ export async function unique<T>(p: Promise<T>, code: string, message: string): P
   }
 }
 
+/** The row with this id, or the caller's coded "not found". */
+async function rowById<T extends 'organisations' | 'teams' | 'agent_policies'>(db: Sql, table: T, id: number, code: ErrorCode, message: string): Promise<Row<T>> {
+  const r = await db
+    .selectFrom(table as 'organisations' | 'teams' | 'agent_policies')
+    .selectAll()
+    .where('id', '=', id)
+    .executeTakeFirst();
+  if (!r) throw new AppError(code, message);
+  return r as Row<T>;
+}
+
+/** An organisation's teams or agent policies, in id order. */
+function rowsOfOrg<T extends 'teams' | 'agent_policies'>(db: Sql, table: T, orgId: number): Promise<Row<T>[]> {
+  return db
+    .selectFrom(table as 'teams' | 'agent_policies')
+    .selectAll()
+    .where('organisation_id', '=', orgId)
+    .orderBy('id')
+    .execute() as Promise<Row<T>[]>;
+}
+
 // ---- organisations ------------------------------------------------------------------------
 
 export function listOrganisations(db: Sql, memberId?: number): Promise<OrganisationRow[]> {
@@ -32,10 +54,8 @@ export function listOrganisations(db: Sql, memberId?: number): Promise<Organisat
   return db.selectFrom('organisations as o').innerJoin('organisation_members as m', 'm.organisation_id', 'o.id').selectAll('o').where('m.user_id', '=', memberId).orderBy('o.id').execute();
 }
 
-export async function getOrganisation(db: Sql, id: number): Promise<OrganisationRow> {
-  const o = await db.selectFrom('organisations').selectAll().where('id', '=', id).executeTakeFirst();
-  if (!o) throw new AppError('ERR_ORG_NOT_FOUND', 'no such organisation');
-  return o;
+export function getOrganisation(db: Sql, id: number): Promise<OrganisationRow> {
+  return rowById(db, 'organisations', id, 'ERR_ORG_NOT_FOUND', 'no such organisation');
 }
 
 export function createOrganisation(db: Sql, name: string): Promise<OrganisationRow> {
@@ -128,14 +148,12 @@ export async function groupExists(db: Sql, groupId: number): Promise<boolean> {
 
 // ---- teams ----------------------------------------------------------------------------------
 
-export async function getTeam(db: Sql, id: number): Promise<TeamRow> {
-  const t = await db.selectFrom('teams').selectAll().where('id', '=', id).executeTakeFirst();
-  if (!t) throw new AppError('ERR_TEAM_NOT_FOUND', 'no such team');
-  return t;
+export function getTeam(db: Sql, id: number): Promise<TeamRow> {
+  return rowById(db, 'teams', id, 'ERR_TEAM_NOT_FOUND', 'no such team');
 }
 
 export function listTeams(db: Sql, orgId: number): Promise<TeamRow[]> {
-  return db.selectFrom('teams').selectAll().where('organisation_id', '=', orgId).orderBy('id').execute();
+  return rowsOfOrg(db, 'teams', orgId);
 }
 
 export function teamMembers(db: Sql, teamId: number): Promise<{ id: number; username: string; display_name: string | null }[]> {
@@ -184,14 +202,12 @@ export async function editTeamMember(db: Sql, teamId: number, userId: number, ad
 
 // ---- agent policies -------------------------------------------------------------------------
 
-export async function getAgentPolicy(db: Sql, id: number): Promise<AgentPolicyRow> {
-  const p = await db.selectFrom('agent_policies').selectAll().where('id', '=', id).executeTakeFirst();
-  if (!p) throw new AppError('ERR_POLICY_NOT_FOUND', 'no such agent policy');
-  return p;
+export function getAgentPolicy(db: Sql, id: number): Promise<AgentPolicyRow> {
+  return rowById(db, 'agent_policies', id, 'ERR_POLICY_NOT_FOUND', 'no such agent policy');
 }
 
 export function listAgentPolicies(db: Sql, orgId: number): Promise<AgentPolicyRow[]> {
-  return db.selectFrom('agent_policies').selectAll().where('organisation_id', '=', orgId).orderBy('id').execute();
+  return rowsOfOrg(db, 'agent_policies', orgId);
 }
 
 /** These policies by name with their organisation's (the effective-policy view names them), in id order. */
@@ -204,20 +220,8 @@ export async function policyTeamIds(db: Sql, policyId: number): Promise<number[]
   return (await db.selectFrom('agent_policy_teams').select('team_id').where('policy_id', '=', policyId).orderBy('team_id').execute()).map((r) => r.team_id);
 }
 
-export interface AgentPolicyInput {
-  name?: string;
-  applies_to?: 'all' | 'teams';
-  allowed_tools?: string[] | null;
-  allowed_models?: string[] | null;
-  denied_tools?: string[];
-  denied_models?: string[];
-  team_ids?: number[];
-  mail_allow_domains?: string[];
-  mail_block_domains?: string[];
-  mail_other?: 'allow' | 'ask' | 'block' | null;
-  mail_max_recipients?: number | null;
-  mail_max_per_hour?: number | null;
-}
+/** What an agent-policy create or update writes (the API's request body, core/api-types-admin.ts). */
+export type AgentPolicyInput = AgentPolicyRequest;
 
 /** Create (no id) or update a policy and replace its teams when given; run it in a transaction. */
 export async function saveAgentPolicy(db: Sql, orgId: number, body: AgentPolicyInput, id?: number): Promise<number> {

@@ -1,4 +1,5 @@
 import { AppError, Encryptor } from '../../core/index.js';
+import type { ConnectionRequest } from '../../core/api-types-admin.js';
 import { logAction } from '../action-log.js';
 import { inTransaction, nowIso, type Row, type Sql } from '../db/index.js';
 import { isUniqueViolation } from '../data-access/store.js';
@@ -41,17 +42,9 @@ export function getConnectionByProvider(db: Sql, provider: string): Promise<IdpC
   return db.selectFrom('idp_connections').selectAll().where('provider', '=', provider).executeTakeFirst();
 }
 
-export interface ConnectionInput {
+/** What a connection create or update writes: the API's request body (core/api-types-admin.ts), any provider id. */
+export interface ConnectionInput extends Omit<ConnectionRequest, 'provider'> {
   provider?: string;
-  display_name?: string;
-  issuer?: string;
-  client_id?: string;
-  client_secret?: string | null;
-  /** The service-account key file, as JSON text or the parsed object. */
-  service_account_json?: string | Record<string, unknown> | null;
-  delegated_admin_email?: string | null;
-  customer?: string;
-  is_active?: boolean;
 }
 
 /** Parse and check a service-account key file. Throws 400 ERR_IDP_SERVICE_ACCOUNT when unusable. */

@@ -1,7 +1,9 @@
 /**
  * The data-access admin API's shapes (/api/data-authorization): roles, policies, row filters,
- * assignments and the audit. Types only, importing nothing, like web/admin-api.ts, which
- * re-exports them.
+ * assignments, a user's effective policy and the audit (the action log, a turn's requests).
+ * Defined once: domain/data-access/, domain/action-log.ts and domain/db/schema-egress.ts alias or
+ * extend them, web/admin-api.ts re-exports them to the pages. Types only, importing nothing (no
+ * node types: the page bundle's `tsc` reads this file).
  */
 export type FilterScalar = string | number | boolean;
 export type FilterLeaf = { column: string; op: 'eq' | 'neq' | 'lt' | 'lte' | 'gt' | 'gte'; value: FilterScalar } | { column: string; op: 'in' | 'not_in'; value: FilterScalar[] } | { column: string; op: 'is_null'; value: boolean };
@@ -78,31 +80,42 @@ export interface AssignmentRequest {
   role_id: number;
 }
 
+/** One role's grant as it reaches a table, with the user's variables already substituted. */
 export interface GrantView {
   role_id: number;
   role: string;
+  /** The grant's own table: the name, or "*" when it came from a wildcard grant. */
   granted_on: string;
   allowed_columns: string[];
   row_filter: RowFilterView;
+  /** Human-readable: what this grant gives on this table. */
   gives: string;
+  /** Identity of the stored filter, for de-duplication. */
   filter_key?: string;
 }
 
+/** What a user may read from one table (or, for table "*", from any table not named). */
 export interface TablePolicyView {
   table: string;
+  /** ["*"] for every column, else the sorted union of the grants' columns. */
   columns: string[];
+  /** True when some grant has an empty row filter (it dominates, docs/rules.md#data-access-rules, rule 3). */
   all_rows: boolean;
+  /** `{}` when all_rows; otherwise one grant's filter or `{"any":[…]}` of them (OR). */
   row_filter: RowFilterView;
   grants: GrantView[];
   explanation: string;
 }
 
-/** GET /users/:id/effective-policy. */
+/** GET /users/:id/effective-policy (domain/data-access/effective.ts resolves it). */
 export interface EffectivePolicyView {
   user: { id: number; username: string; is_active: boolean };
+  /** The `bi` entitlement bit (docs/rules.md#data-access-rules, rule 6). */
   bi: boolean;
   roles: { id: number; name: string }[];
+  /** Named tables; each already includes what wildcard grants add. */
   tables: TablePolicyView[];
+  /** From grants on "*": applies to every table not in `tables`. Null when no wildcard grant. */
   any_table: TablePolicyView | null;
   explanation: string[];
 }
@@ -116,16 +129,22 @@ export interface LogAccount {
   display_name: string | null;
 }
 
-export interface LogEntry {
+/** One row of the action log (domain/action-log.ts), its `data` parsed. */
+export interface LogRecord {
   id: number;
   event: string;
   severity: LogSeverity;
   actor_id: number | null;
   subject_id: number | null;
-  actor: LogAccount | null;
-  subject: LogAccount | null;
+  /** Structured details; never secrets, SQL or result values. */
   data: Record<string, unknown>;
   created_at: string;
+}
+
+/** An action-log entry with its accounts by name (null when there is none; the id stays in actor_id / subject_id). */
+export interface LogEntry extends LogRecord {
+  actor: LogAccount | null;
+  subject: LogAccount | null;
 }
 
 /** GET /audit: newest first; `next_before` is the cursor of the next (older) page, null on the last. */
@@ -135,9 +154,8 @@ export interface LogPage {
   limit: number;
 }
 
-/** One request the in-sandbox proxy decided on (GET /api/admin/turns/:turnId). */
-export interface AuditedRequest {
-  id: number;
+/** What is recorded of one request the in-sandbox proxy decided on (the proxy_requests row, domain/db/schema-egress.ts). */
+export interface ProxyRequestFields {
   route: string | null;
   method: string | null;
   /** The allow-list template the path matched, never the path's values. */
@@ -150,6 +168,11 @@ export interface AuditedRequest {
   ms: number | null;
   recipients: number | null;
   node_id: string;
+}
+
+/** One request the in-sandbox proxy decided on (GET /api/admin/turns/:turnId). */
+export interface AuditedRequest extends ProxyRequestFields {
+  id: number;
   at: string;
 }
 
