@@ -1,9 +1,10 @@
-import { Router } from 'express';
+import type { Router } from 'express';
 import { AppError } from '../core/index.js';
 import * as store from '../domain/chat/store.js';
 import { turnAudit } from '../domain/mail.js';
 import { feedbackOnTurn } from '../domain/chat/feedback.js';
-import { asyncHandler, requireSuperuser, type WebContext } from './context.js';
+import { asyncHandler, type WebContext } from './context.js';
+import { superuserRouter } from './route-kit.js';
 import type { TurnAudit } from './admin-api.js';
 
 /**
@@ -13,9 +14,7 @@ import type { TurnAudit } from './admin-api.js';
  * outcome. Never a body, token or placeholder: none of them is stored.
  */
 export function adminAuditRoutes(ctx: WebContext): Router {
-  const r = Router();
-  const db = ctx.database.sql;
-  r.use(requireSuperuser);
+  const { r, db } = superuserRouter(ctx);
   r.get(
     '/:turnId',
     asyncHandler(async (req, res) => {

@@ -1,26 +1,15 @@
-import { Router } from 'express';
-import { z } from 'zod';
+import type { Router } from 'express';
 import { logAction } from '../domain/action-log.js';
 import { chatsUsing, createChatModel, deleteChatModel, getChatModel, listChatModels, resolveModel, updateChatModel, type ChatModelView } from '../domain/chat/models.js';
 import { inTransaction, type Sql } from '../domain/db/index.js';
 import type { ChatModelAdminList, ChatModelAdminView } from './admin-api.js';
-import { asyncHandler, requireSuperuser, type WebContext } from './context.js';
+import { asyncHandler, type WebContext } from './context.js';
 import { ChatModelChangeSchema, ChatModelCreateSchema } from '../core/api-requests.js';
 import { problemsError } from './validate.js';
+import { parseFields, superuserRouter } from './route-kit.js';
 
 const CREATE = ChatModelCreateSchema;
 const CHANGE = ChatModelChangeSchema;
-
-function parse<T>(schema: z.ZodType<T>, body: unknown): T {
-  const r = schema.safeParse(body);
-  if (r.success) return r.data;
-  throw problemsError(
-    r.error.issues.map((i) => {
-      const field = i.path.length ? i.path.join('.') : i.code === 'unrecognized_keys' ? String(i.keys[0]) : '';
-      return { field, message: i.code === 'unrecognized_keys' ? `"${i.keys[0]}" is not a field of a chat model.` : `${field || 'The body'}: ${i.message}.` };
-    }),
-  );
-}
 
 /** openai and anthropic need their API's base URL (like AIRLOCK_MODEL_BASE_URL); demo needs none. */
 function checkUpstream(m: { provider: string; base_url?: string | null }): void {
@@ -40,10 +29,8 @@ async function adminView(db: Sql, m: ChatModelView): Promise<ChatModelAdminView>
  * `has_key`, and `key_changed` in the log.
  */
 export function adminChatModelRoutes(ctx: WebContext): Router {
-  const r = Router();
-  const db = ctx.database.sql;
+  const { r, db } = superuserRouter(ctx);
   const enc = ctx.encryptor;
-  r.use(requireSuperuser);
   const ensureDefault = () => resolveModel(db, enc, ctx.config.model, null);
 
   r.get(
@@ -58,7 +45,7 @@ export function adminChatModelRoutes(ctx: WebContext): Router {
   r.post(
     '/',
     asyncHandler(async (req, res) => {
-      const body = parse(CREATE, req.body);
+      const body = parseFields(CREATE, req.body, 'a chat model');
       checkUpstream(body);
       await ensureDefault();
       const out = await inTransaction(db, async (trx) => {
@@ -79,7 +66,7 @@ export function adminChatModelRoutes(ctx: WebContext): Router {
     '/:id',
     asyncHandler(async (req, res) => {
       const id = String(req.params.id);
-      const change = parse(CHANGE, req.body);
+      const change = parseFields(CHANGE, req.body, 'a chat model');
       await ensureDefault();
       const out = await inTransaction(db, async (trx) => {
         const before = await getChatModel(trx, id);

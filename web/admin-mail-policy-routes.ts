@@ -1,12 +1,12 @@
-import { Router } from 'express';
+import type { Router } from 'express';
 import { z } from 'zod';
 import { MAIL_DOMAIN } from '../core/config.js';
 import { logAction } from '../domain/action-log.js';
 import { inTransaction } from '../domain/db/index.js';
 import { serverMailPolicy, updateServerMailPolicy } from '../domain/mail-server-policy.js';
 import type { ServerMailPolicyView } from './admin-api.js';
-import { asyncHandler, requireSuperuser, type WebContext } from './context.js';
-import { problemsError } from './validate.js';
+import { asyncHandler, type WebContext } from './context.js';
+import { parseFields, superuserRouter } from './route-kit.js';
 
 const domains = z.array(z.string().max(253).regex(MAIL_DOMAIN, 'must be a domain name in lower case, without @ (e.g. corp.example)')).max(500);
 
@@ -23,17 +23,6 @@ const CHANGE = z
   .partial()
   .strict();
 
-function parseChange(body: unknown): z.infer<typeof CHANGE> {
-  const r = CHANGE.safeParse(body);
-  if (r.success) return r.data;
-  throw problemsError(
-    r.error.issues.map((i) => {
-      const field = i.path.length ? i.path.join('.') : i.code === 'unrecognized_keys' ? String(i.keys[0]) : '';
-      return { field, message: i.code === 'unrecognized_keys' ? `"${i.keys[0]}" is not a field of the send policy.` : `${field || 'The body'}: ${i.message}.` };
-    }),
-  );
-}
-
 /**
  * /api/admin/mail-policy (superuser, session + CSRF): the server-wide send policy kept in the
  * database (docs/proxy.md#send-policy). GET reads it (seeded from AIRLOCK_MAIL_* on first use);
@@ -42,9 +31,7 @@ function parseChange(body: unknown): z.infer<typeof CHANGE> {
  * send and session start.
  */
 export function adminMailPolicyRoutes(ctx: WebContext): Router {
-  const r = Router();
-  const db = ctx.database.sql;
-  r.use(requireSuperuser);
+  const { r, db } = superuserRouter(ctx);
   r.get(
     '/',
     asyncHandler(async (_req, res) => {
@@ -54,7 +41,7 @@ export function adminMailPolicyRoutes(ctx: WebContext): Router {
   r.put(
     '/',
     asyncHandler(async (req, res) => {
-      const change = parseChange(req.body);
+      const change = parseFields(CHANGE, req.body, 'the send policy');
       const actor = req.user!.id;
       const out = await inTransaction(db, async (trx) => {
         const before = await serverMailPolicy(trx, ctx.config.mail);

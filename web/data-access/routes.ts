@@ -26,7 +26,8 @@ import {
   type RowFilter,
 } from '../../domain/data-access/index.js';
 import type { AssignmentList, AssignmentView, DataPolicyList, DataPolicyView, DataRoleList, DataRoleView, EffectivePolicyView, LogPage } from '../admin-api.js';
-import { asyncHandler, requireSuperuser, type WebContext } from '../context.js';
+import { asyncHandler, type WebContext } from '../context.js';
+import { noContent, superuserRouter } from '../route-kit.js';
 import { intQueryParam } from '../query-params.js';
 import { z } from 'zod';
 import { atLeastOneField, uniqueList, validateBody } from '../validate.js';
@@ -99,14 +100,20 @@ interface DataAccessKit {
   actor: (req: Request) => number;
 }
 
+/** DELETE `path`, whose `param` is a positive id: `remove` it as the signed-in admin, then 204. */
+function deleteById({ r, db, actor }: DataAccessKit, path: string, param: string, remove: (db: Sql, actor: number, id: number) => Promise<unknown>): void {
+  r.delete(
+    path,
+    noContent((req) => remove(db, actor(req), parseId(req.params[param], param))),
+  );
+}
+
 /**
  * /api/data-authorization/* — session + CSRF (app-wide), superuser only.
  * Also serves the action log to the admin pages: GET /audit.
  */
 export function dataAuthorizationRoutes(ctx: WebContext): Router {
-  const r = Router();
-  const db = ctx.database.sql;
-  r.use(requireSuperuser);
+  const { r, db } = superuserRouter(ctx);
   const actor = (req: Request) => req.user!.id;
   const kit: DataAccessKit = { r, db, actor };
   roleRoutes(kit);
@@ -116,7 +123,8 @@ export function dataAuthorizationRoutes(ctx: WebContext): Router {
 }
 
 /** Roles and their table policies. */
-function roleRoutes({ r, db, actor }: DataAccessKit): void {
+function roleRoutes(kit: DataAccessKit): void {
+  const { r, db, actor } = kit;
   r.get(
     '/roles',
     asyncHandler(async (_req, res) => {
@@ -141,13 +149,7 @@ function roleRoutes({ r, db, actor }: DataAccessKit): void {
     }),
   );
 
-  r.delete(
-    '/roles/:role_id',
-    asyncHandler(async (req, res) => {
-      await deleteRole(db, actor(req), parseId(req.params.role_id, 'role_id'));
-      res.status(204).end();
-    }),
-  );
+  deleteById(kit, '/roles/:role_id', 'role_id', deleteRole);
 
   r.get(
     '/roles/:role_id/policies',
@@ -177,15 +179,13 @@ function roleRoutes({ r, db, actor }: DataAccessKit): void {
 
   r.delete(
     '/roles/:role_id/policies/:table_name',
-    asyncHandler(async (req, res) => {
-      await deletePolicy(db, actor(req), parseId(req.params.role_id, 'role_id'), parseTableName(req.params.table_name));
-      res.status(204).end();
-    }),
+    noContent((req) => deletePolicy(db, actor(req), parseId(req.params.role_id, 'role_id'), parseTableName(req.params.table_name))),
   );
 }
 
 /** Who holds which role, a user's effective policy, and the action log. */
-function assignmentRoutes({ r, db, actor }: DataAccessKit): void {
+function assignmentRoutes(kit: DataAccessKit): void {
+  const { r, db, actor } = kit;
   r.get(
     '/assignments',
     asyncHandler(async (req, res) => {
@@ -204,13 +204,7 @@ function assignmentRoutes({ r, db, actor }: DataAccessKit): void {
     }),
   );
 
-  r.delete(
-    '/assignments/:assignment_id',
-    asyncHandler(async (req, res) => {
-      await unassign(db, actor(req), parseId(req.params.assignment_id, 'assignment_id'));
-      res.status(204).end();
-    }),
-  );
+  deleteById(kit, '/assignments/:assignment_id', 'assignment_id', unassign);
 
   r.get(
     '/users/:user_id/effective-policy',

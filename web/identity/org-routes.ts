@@ -10,7 +10,7 @@ import { asyncHandler, requireSuperuser, requireUser, type WebContext } from '..
 import { problemsError, validateBody } from '../validate.js';
 import { intParam } from './params.js';
 import { MEMBER_BODY, ORG_BODY, POLICY_CREATE, POLICY_PATCH } from './admin-schemas.js';
-import { logAsPart, requireManager, requireMayManageMember, type OrgKit } from './org-kit.js';
+import { logAsPart, managedOrg, managedRoutes, requireManager, requireMayManageMember, type ManagedResource, type OrgKit } from './org-kit.js';
 import { teamRoutes } from './team-routes.js';
 
 async function policyView(db: Sql, p: orgs.AgentPolicyRow): Promise<AgentPolicyView> {
@@ -124,47 +124,12 @@ function memberRoutes({ r, db, notify, route }: OrgKit): void {
     '/organisations/:id/members',
     requireUser,
     route(async (req, res) => {
-      const orgId = intParam(req, 'id');
-      await requireManager(db, req, orgId);
-      res.json({ members: await orgs.listMembers(db, orgId) });
+      res.json({ members: await orgs.listMembers(db, await managedOrg(db, req)) });
     }),
   );
-  r.put(
-    '/organisations/:id/members/:userId',
-    requireUser,
-    route(async (req, res) => {
-      const orgId = intParam(req, 'id');
-      const userId = intParam(req, 'userId');
-      const body = validateBody(MEMBER_BODY, req.body ?? {});
-      await requireManager(db, req, orgId);
-      if (!(await orgs.userExists(db, userId))) throw new AppError('ERR_USER_NOT_FOUND', 'no such user');
-      // `role` defaults to member, so without this a manager's PUT {} would demote another manager.
-      await requireMayManageMember(db, req, orgId, userId, body.role);
-      const changed = await inTransaction(db, async (trx) => {
-        await orgs.setMember(trx, orgId, userId, body.role);
-        await logAsPart(trx, req, 'organisation.member_set', { organisation_id: orgId, role: body.role }, userId);
-        return rewriteAgentPolicies(trx, [userId]);
-      });
-      notify(changed);
-      res.json({ organisation_id: orgId, user_id: userId, role: body.role });
-    }),
-  );
-  r.delete(
-    '/organisations/:id/members/:userId',
-    requireUser,
-    route(async (req, res) => {
-      const orgId = intParam(req, 'id');
-      const userId = intParam(req, 'userId');
-      await requireManager(db, req, orgId);
-      await requireMayManageMember(db, req, orgId, userId);
-      const changed = await inTransaction(db, async (trx) => {
-        if (await orgs.removeMember(trx, orgId, userId)) await logAsPart(trx, req, 'organisation.member_removed', { organisation_id: orgId }, userId);
-        return rewriteAgentPolicies(trx, [userId]);
-      });
-      notify(changed);
-      res.status(204).end();
-    }),
-  );
+  const editMembers = (set: boolean) => memberEditor({ db, notify, route }, set);
+  r.put('/organisations/:id/members/:userId', requireUser, editMembers(true));
+  r.delete('/organisations/:id/members/:userId', requireUser, editMembers(false));
 
   // ---- external groups: the team picker lists every synced group ----
   r.get(
@@ -178,19 +143,36 @@ function memberRoutes({ r, db, notify, route }: OrgKit): void {
   );
 }
 
+/**
+ * PUT / DELETE /organisations/:id/members/:userId: name a member with a role (the body's, member
+ * by default) and answer the membership, or remove one and answer 204.
+ */
+function memberEditor({ db, notify, route }: Pick<OrgKit, 'db' | 'notify' | 'route'>, set: boolean): RequestHandler {
+  return route(async (req, res) => {
+    const orgId = intParam(req, 'id');
+    const userId = intParam(req, 'userId');
+    const role = set ? validateBody(MEMBER_BODY, req.body ?? {}).role : undefined;
+    await requireManager(db, req, orgId);
+    if (role && !(await orgs.userExists(db, userId))) throw new AppError('ERR_USER_NOT_FOUND', 'no such user');
+    // `role` defaults to member, so without this a manager's PUT {} would demote another manager.
+    await requireMayManageMember(db, req, orgId, userId, role);
+    const changed = await inTransaction(db, async (trx) => {
+      if (role) {
+        await orgs.setMember(trx, orgId, userId, role);
+        await logAsPart(trx, req, 'organisation.member_set', { organisation_id: orgId, role }, userId);
+      } else if (await orgs.removeMember(trx, orgId, userId)) await logAsPart(trx, req, 'organisation.member_removed', { organisation_id: orgId }, userId);
+      return rewriteAgentPolicies(trx, [userId]);
+    });
+    notify(changed);
+    if (role) res.json({ organisation_id: orgId, user_id: userId, role });
+    else res.status(204).end();
+  });
+}
+
 /** An organisation's agent policies and the catalogue they name tools and models from. */
-function agentPolicyRoutes({ r, db, route, catalog, rewriteOrgPolicies }: OrgKit): void {
+function agentPolicyRoutes(kit: OrgKit): void {
+  const { r, db, route, catalog, rewriteOrgPolicies } = kit;
   // ---- agent policies (organisation managers) ----
-  r.get(
-    '/organisations/:id/agent-policies',
-    requireUser,
-    route(async (req, res) => {
-      const orgId = intParam(req, 'id');
-      await requireManager(db, req, orgId);
-      const policies = await Promise.all((await orgs.listAgentPolicies(db, orgId)).map((p) => policyView(db, p)));
-      res.json({ policies } satisfies AgentPolicyList);
-    }),
-  );
   r.get(
     '/agent-catalog',
     requireUser,
@@ -198,54 +180,33 @@ function agentPolicyRoutes({ r, db, route, catalog, rewriteOrgPolicies }: OrgKit
       res.json((await catalog()) satisfies AgentCatalogView);
     }),
   );
-  const checkPolicy = (orgId: number, body: orgs.AgentPolicyInput, current?: orgs.AgentPolicyRow) => checkAgentPolicy(db, catalog, orgId, body, current);
-  r.post(
-    '/organisations/:id/agent-policies',
-    requireUser,
-    route(async (req, res) => {
-      const orgId = intParam(req, 'id');
-      await requireManager(db, req, orgId);
-      const body = validateBody(POLICY_CREATE, req.body);
-      await checkPolicy(orgId, body);
-      const id = await inTransaction(db, async (trx) => {
-        const pid = await orgs.saveAgentPolicy(trx, orgId, body);
-        await logAsPart(trx, req, 'agent_policy.created', { organisation_id: orgId, policy_id: pid, name: body.name, applies_to: body.applies_to });
-        return pid;
-      });
-      await rewriteOrgPolicies(orgId);
-      res.status(201).json(await policyView(db, await orgs.getAgentPolicy(db, id)));
-    }),
-  );
-  r.patch(
-    '/agent-policies/:id',
-    requireUser,
-    route(async (req, res) => {
-      const p = await orgs.getAgentPolicy(db, intParam(req, 'id'));
-      await requireManager(db, req, p.organisation_id);
-      const body = validateBody(POLICY_PATCH, req.body);
-      await checkPolicy(p.organisation_id, body, p);
-      await inTransaction(db, async (trx) => {
-        await orgs.saveAgentPolicy(trx, p.organisation_id, body, p.id);
-        await logAsPart(trx, req, 'agent_policy.updated', { organisation_id: p.organisation_id, policy_id: p.id, name: body.name ?? p.name, fields: Object.keys(body).sort() });
-      });
-      await rewriteOrgPolicies(p.organisation_id);
-      res.json(await policyView(db, await orgs.getAgentPolicy(db, p.id)));
-    }),
-  );
-  r.delete(
-    '/agent-policies/:id',
-    requireUser,
-    route(async (req, res) => {
-      const p = await orgs.getAgentPolicy(db, intParam(req, 'id'));
-      await requireManager(db, req, p.organisation_id);
-      await inTransaction(db, async (trx) => {
-        await orgs.deleteAgentPolicy(trx, p.id);
-        await logAsPart(trx, req, 'agent_policy.deleted', { organisation_id: p.organisation_id, policy_id: p.id, name: p.name }, null, 'warning');
-      });
-      await rewriteOrgPolicies(p.organisation_id);
-      res.status(204).end();
-    }),
-  );
+  managedRoutes(kit, {
+    path: 'agent-policies',
+    listKey: 'policies' satisfies keyof AgentPolicyList,
+    get: orgs.getAgentPolicy,
+    list: orgs.listAgentPolicies,
+    view: policyView,
+    createBody: POLICY_CREATE,
+    patchBody: POLICY_PATCH,
+    check: (orgId, body, current) => checkAgentPolicy(db, catalog, orgId, body, current),
+    create: async (trx, req, orgId, body) => {
+      const pid = await orgs.saveAgentPolicy(trx, orgId, body);
+      await logAsPart(trx, req, 'agent_policy.created', { organisation_id: orgId, policy_id: pid, name: body.name, applies_to: body.applies_to });
+      return { id: pid, changed: [] };
+    },
+    update: async (trx, req, p, body) => {
+      await orgs.saveAgentPolicy(trx, p.organisation_id, body, p.id);
+      await logAsPart(trx, req, 'agent_policy.updated', { organisation_id: p.organisation_id, policy_id: p.id, name: body.name ?? p.name, fields: Object.keys(body).sort() });
+      return [];
+    },
+    remove: async (trx, req, p) => {
+      await orgs.deleteAgentPolicy(trx, p.id);
+      await logAsPart(trx, req, 'agent_policy.deleted', { organisation_id: p.organisation_id, policy_id: p.id, name: p.name }, null, 'warning');
+      return [];
+    },
+    // A policy's change reaches every member of its organisation: their stored policies are rewritten.
+    settle: (orgId) => rewriteOrgPolicies(orgId),
+  } satisfies ManagedResource<orgs.AgentPolicyRow, AgentPolicyView, typeof POLICY_CREATE, typeof POLICY_PATCH>);
 }
 
 /**

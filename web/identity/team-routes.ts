@@ -8,10 +8,9 @@ import * as orgs from '../../domain/identity/orgs.js';
 import { followGroup } from '../../domain/identity/teams.js';
 import type { TeamList, TeamView } from '../admin-api.js';
 import { requireUser } from '../context.js';
-import { validateBody } from '../validate.js';
 import { intParam } from './params.js';
 import { TEAM_CREATE, TEAM_PATCH } from './admin-schemas.js';
-import { checkGroup, logAsPart, requireManager, type OrgKit } from './org-kit.js';
+import { checkGroup, logAsPart, managedRoutes, managedRow, type ManagedResource, type OrgKit } from './org-kit.js';
 
 async function teamView(db: Sql, t: orgs.TeamRow): Promise<TeamView> {
   const members = await orgs.teamMembers(db, t.id);
@@ -19,76 +18,44 @@ async function teamView(db: Sql, t: orgs.TeamRow): Promise<TeamView> {
 }
 
 /** An organisation's teams and their members. */
-export function teamRoutes({ r, db, notify, route }: OrgKit): void {
+export function teamRoutes(kit: OrgKit): void {
+  const { r, db, notify } = kit;
   // ---- teams (organisation managers) ----
-  r.get(
-    '/organisations/:id/teams',
-    requireUser,
-    route(async (req, res) => {
-      const orgId = intParam(req, 'id');
-      await requireManager(db, req, orgId);
-      const teams = await Promise.all((await orgs.listTeams(db, orgId)).map((t) => teamView(db, t)));
-      res.json({ teams } satisfies TeamList);
-    }),
-  );
-  r.post(
-    '/organisations/:id/teams',
-    requireUser,
-    route(async (req, res) => {
-      const orgId = intParam(req, 'id');
-      await requireManager(db, req, orgId);
-      const body = validateBody(TEAM_CREATE, req.body);
-      await checkGroup(db, body.external_group_id);
-      const { team, changed } = await inTransaction(db, async (trx) => {
-        const t = await orgs.createTeam(trx, orgId, body.name, body.external_group_id ?? null);
-        await logAsPart(trx, req, 'team.created', { organisation_id: orgId, team_id: t.id, name: body.name, external_group_id: body.external_group_id ?? null });
-        return { team: t, changed: body.external_group_id ? await linkTeam(trx, t.id, body.external_group_id) : [] };
+  managedRoutes(kit, {
+    path: 'teams',
+    listKey: 'teams' satisfies keyof TeamList,
+    get: orgs.getTeam,
+    list: orgs.listTeams,
+    view: teamView,
+    createBody: TEAM_CREATE,
+    patchBody: TEAM_PATCH,
+    check: (_orgId, body) => checkGroup(db, body.external_group_id),
+    create: async (trx, req, orgId, body) => {
+      const t = await orgs.createTeam(trx, orgId, body.name, body.external_group_id ?? null);
+      await logAsPart(trx, req, 'team.created', { organisation_id: orgId, team_id: t.id, name: body.name, external_group_id: body.external_group_id ?? null });
+      return { id: t.id, changed: body.external_group_id ? await linkTeam(trx, t.id, body.external_group_id) : [] };
+    },
+    update: async (trx, req, team, body) => {
+      await orgs.updateTeam(trx, team.id, { name: body.name, groupId: body.external_group_id });
+      await logAsPart(trx, req, 'team.updated', {
+        organisation_id: team.organisation_id,
+        team_id: team.id,
+        name: body.name ?? team.name,
+        ...(body.name !== undefined && body.name !== team.name ? { from: team.name } : {}),
+        ...(body.external_group_id !== undefined ? { external_group_id: body.external_group_id } : {}),
       });
-      notify(changed);
-      res.status(201).json(await teamView(db, team));
-    }),
-  );
-  r.patch(
-    '/teams/:id',
-    requireUser,
-    route(async (req, res) => {
-      const team = await orgs.getTeam(db, intParam(req, 'id'));
-      await requireManager(db, req, team.organisation_id);
-      const body = validateBody(TEAM_PATCH, req.body);
-      await checkGroup(db, body.external_group_id);
-      const changed = await inTransaction(db, async (trx) => {
-        await orgs.updateTeam(trx, team.id, { name: body.name, groupId: body.external_group_id });
-        await logAsPart(trx, req, 'team.updated', {
-          organisation_id: team.organisation_id,
-          team_id: team.id,
-          name: body.name ?? team.name,
-          ...(body.name !== undefined && body.name !== team.name ? { from: team.name } : {}),
-          ...(body.external_group_id !== undefined ? { external_group_id: body.external_group_id } : {}),
-        });
-        // Linked (or re-linked): the team takes the group's members now, not at the next sync.
-        // Unlinked (null): it keeps its members and becomes a manual team.
-        return body.external_group_id ? linkTeam(trx, team.id, body.external_group_id) : [];
-      });
-      notify(changed);
-      res.json(await teamView(db, await orgs.getTeam(db, team.id)));
-    }),
-  );
-  r.delete(
-    '/teams/:id',
-    requireUser,
-    route(async (req, res) => {
-      const team = await orgs.getTeam(db, intParam(req, 'id'));
-      await requireManager(db, req, team.organisation_id);
-      const changed = await inTransaction(db, async (trx) => {
-        const members = await orgs.deleteTeam(trx, team.id);
-        await logAsPart(trx, req, 'team.deleted', { organisation_id: team.organisation_id, team_id: team.id, name: team.name, members: members.length }, null, 'warning');
-        return rewriteAgentPolicies(trx, members);
-      });
-      notify(changed);
-      res.status(204).end();
-    }),
-  );
-  const editMembers = (add: boolean) => teamMemberEditor({ db, notify, route }, add);
+      // Linked (or re-linked): the team takes the group's members now, not at the next sync.
+      // Unlinked (null): it keeps its members and becomes a manual team.
+      return body.external_group_id ? linkTeam(trx, team.id, body.external_group_id) : [];
+    },
+    remove: async (trx, req, team) => {
+      const members = await orgs.deleteTeam(trx, team.id);
+      await logAsPart(trx, req, 'team.deleted', { organisation_id: team.organisation_id, team_id: team.id, name: team.name, members: members.length }, null, 'warning');
+      return rewriteAgentPolicies(trx, members);
+    },
+    settle: (_orgId, changed) => notify(changed),
+  } satisfies ManagedResource<orgs.TeamRow, TeamView, typeof TEAM_CREATE, typeof TEAM_PATCH>);
+  const editMembers = (add: boolean) => teamMemberEditor(kit, add);
   r.put('/teams/:id/members/:userId', requireUser, editMembers(true));
   r.delete('/teams/:id/members/:userId', requireUser, editMembers(false));
 }
@@ -96,8 +63,7 @@ export function teamRoutes({ r, db, notify, route }: OrgKit): void {
 /** PUT / DELETE /teams/:id/members/:userId: a manual team's members (a linked team follows its group). */
 function teamMemberEditor({ db, notify, route }: Pick<OrgKit, 'db' | 'notify' | 'route'>, add: boolean): RequestHandler {
   return route(async (req, res) => {
-    const team = await orgs.getTeam(db, intParam(req, 'id'));
-    await requireManager(db, req, team.organisation_id);
+    const team = await managedRow(db, req, orgs.getTeam);
     // A linked team follows its group: manual edits would be undone by the next sync.
     if (team.external_group_id) throw new AppError('ERR_TEAM_LINKED', 'this team follows an external group; change the group in the directory');
     const userId = intParam(req, 'userId');
