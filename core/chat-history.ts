@@ -1,10 +1,28 @@
 import type { StopReason } from './sandbox-protocol.js';
 import type { TurnUsage } from './transcript.js';
+import type { ApprovalRequest, ApprovalScope, ApprovalState } from './approval-request.js';
 
 /**
  * A chat's stored history as the store returns it and the chat API sends it
- * (GET /api/chat/sessions/:id/messages). Types only: the chat page's build reads them too.
+ * (GET /api/chat/sessions/:id/messages), and a chat's entry of the session list
+ * (GET /api/chat/sessions). Types only: the chat page's build reads them too.
  */
+
+/**
+ * One chat of the user's list, as domain/chat/store.ts reads it and web/chat-api.ts sends it
+ * (each adds its own `model_id`; the API adds the running turn).
+ */
+export interface ChatSessionEntry {
+  id: string;
+  title: string;
+  created_at: string;
+  updated_at: string;
+  turn_count: number;
+  /** Pinned by the user: listed first. */
+  pinned: boolean;
+  /** Where the title came from (migration 017): 'message' (the first message, until the first turn ends), 'model', 'fallback', 'user' (renamed). */
+  title_source: 'message' | 'model' | 'fallback' | 'user';
+}
 
 export type ToolCallStatus = 'running' | 'ok' | 'error' | 'cancelled';
 
@@ -23,17 +41,9 @@ export interface StoredToolCall {
  * A mail send of the turn held for the user's approval, and its decision (from `mail_holds`;
  * docs/chat.md#approvals). Never its body: only the live preview route shows that, while it waits.
  */
-export interface StoredApproval {
-  approval_id: string;
-  /** The send_email call that sent it (null: the child posted to the proxy itself). */
-  call_id: string | null;
-  recipients: string[];
-  ask: string[];
-  subject: string;
-  attachments: { name: string; size: number }[];
-  /** `pending` only while the turn runs. */
-  state: 'pending' | 'approved' | 'denied' | 'timed_out';
-  scope?: 'once' | 'recipient';
+export interface StoredApproval extends ApprovalRequest {
+  state: ApprovalState;
+  scope?: ApprovalScope;
   created_at: string;
   decided_at: string | null;
 }

@@ -4,6 +4,7 @@
  * (core/seams.ts imports it without a cycle).
  */
 import { z } from 'zod';
+import type { ApprovalRequest, ApprovalScope, ApprovalState } from './approval-request.js';
 import { TranscriptSchema, TurnItemsSchema, TurnUsageSchema, type TranscriptItem, type TurnUsage } from './transcript.js';
 
 // ---------------------------------------------------------------- chat events
@@ -56,17 +57,9 @@ export interface DoneEvent {
  * A mail send held at the proxy until the user decides (docs/chat.md#approvals): who it goes to,
  * its subject and attachment names — never its body. Made by the daemon, never by the agent.
  */
-export interface ApprovalRequestEvent {
+export interface ApprovalRequestEvent extends ApprovalRequest {
   type: 'approval_request';
   seq: number;
-  approval_id: string;
-  /** The send_email call that sent it; null when the child posted to the proxy itself. */
-  call_id: string | null;
-  recipients: string[];
-  /** The recipients the approval is about (outside the always-allowed domains). */
-  ask: string[];
-  subject: string;
-  attachments: { name: string; size: number }[];
   /** When it is refused if nobody decides (ISO 8601). */
   expires_at: string;
   /** The same message (recipients, subject, attachments) was sent from this chat at this time (ISO 8601): a possible repeat. */
@@ -76,9 +69,9 @@ export interface ApprovalResultEvent {
   type: 'approval_result';
   seq: number;
   approval_id: string;
-  decision: 'approved' | 'denied' | 'timed_out';
+  decision: Exclude<ApprovalState, 'pending'>;
   /** For `approved`: this send only, or every send to these recipients in this session. */
-  scope?: 'once' | 'recipient';
+  scope?: ApprovalScope;
 }
 export type ChatEvent = ToolStartEvent | ToolEndEvent | TextDeltaEvent | StatusEvent | ApprovalRequestEvent | ApprovalResultEvent | DoneEvent;
 /** Events the daemon itself puts into a turn (the agent cannot make them). */

@@ -3,29 +3,21 @@
  * and the chat page (web/ui/src/). Types only: the page's bundle imports nothing at run time from
  * here, so a changed response breaks the build (`tsc` of both sides), not the page.
  */
-import type { ChatEvent, StopReason } from '../core/sandbox-protocol.js';
-import type { StoredToolCall, StoredTurn, ToolCallStatus } from '../core/chat-history.js';
+import type { ApprovalRequestEvent, ChatEvent, StopReason } from '../core/sandbox-protocol.js';
+import type { ChatSessionEntry, StoredToolCall, StoredTurn, ToolCallStatus } from '../core/chat-history.js';
+import type { ApprovalScope, ApprovalState } from '../core/approval-request.js';
 import type { MailPreviewText } from '../core/api-types.js';
 
-export type { ChatEvent, StopReason, StoredToolCall, StoredTurn, ToolCallStatus };
+export type { ApprovalRequestEvent, ApprovalScope, ApprovalState, ChatEvent, StopReason, StoredToolCall, StoredTurn, ToolCallStatus };
 /** The request bodies: derived from the zod schemas the routes check them with. */
 export type { ApprovalDecisionRequest, PinSessionRequest, RenameSessionRequest, SendMessageRequest, SwitchBranchRequest } from '../core/api-requests.js';
 
 /** One entry of GET /api/chat/sessions. */
-export interface ChatSessionSummary {
-  id: string;
-  title: string;
-  created_at: string;
-  updated_at: string;
-  turn_count: number;
-  /** Pinned by the user: listed first. */
-  pinned: boolean;
+export interface ChatSessionSummary extends ChatSessionEntry {
   /** The model the chat runs with (its own while enabled, else the default's id). */
   model_id: string;
   /** The turn running now (from this server), if any: the page reattaches to it. */
   running_turn_id: string | null;
-  /** Where the title came from: 'message' (the first message, until the first turn ends), 'model', 'fallback', 'user' (renamed). */
-  title_source: 'message' | 'model' | 'fallback' | 'user';
 }
 
 export interface ChatSessionList {

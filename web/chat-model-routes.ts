@@ -6,11 +6,11 @@
 import { Router } from 'express';
 import { AppError } from '../core/index.js';
 import { enabledModelIds, getChatModel, listChatModels, resolveModel, sessionModel, DEFAULT_MODEL_ID, type ResolvedModel } from '../domain/chat/models.js';
-import { getOwnedSession } from '../domain/chat/store.js';
 import { defaultModelOf } from '../domain/user-admin.js';
 import { effectiveAgentPolicy, policyAllows } from '../domain/identity/agent-policy.js';
 import type { ChatModelInfo, ChatModelList } from './chat-api.js';
-import { asyncHandler, requireUser, type WebContext } from './context.js';
+import type { WebContext } from './context.js';
+import { ownedSessions, signedIn } from './chat-route-kit.js';
 
 /** What a model id in a request may look like (the admin API's ids). */
 export { MODEL_ID_PATTERN } from '../core/api-requests.js';
@@ -52,8 +52,7 @@ export function chatModelRoutes(ctx: WebContext): Router {
   // The picker: the enabled models the user's agent policy allows, the default first.
   r.get(
     '/models',
-    requireUser,
-    asyncHandler(async (req, res) => {
+    ...signedIn(async (req, res) => {
       await resolveModel(db, ctx.encryptor, ctx.config.model, null);
       const policy = await effectiveAgentPolicy(db, req.user!.id);
       const all = await listChatModels(db);
@@ -67,12 +66,11 @@ export function chatModelRoutes(ctx: WebContext): Router {
   // Which model answers: a chat's (?session_id=) or the default (the page names the offline demo model as such).
   r.get(
     '/model',
-    requireUser,
-    asyncHandler(async (req, res) => {
+    ...signedIn(async (req, res) => {
       const sid = req.query.session_id === undefined ? undefined : String(req.query.session_id);
       let m: ResolvedModel;
       if (sid) {
-        if (!(await getOwnedSession(db, req.user!.id, sid))) throw new AppError('ERR_CHAT_SESSION_NOT_FOUND', 'no such chat session');
+        await ownedSessions(db)(req.user!.id, sid);
         m = await chatModel(ctx, sid);
       } else m = await resolveModel(db, ctx.encryptor, ctx.config.model, null);
       const out: ChatModelInfo = { id: m.id, label: m.label, provider: m.provider, model: m.model, demo: m.provider === 'demo', context_tokens: m.contextTokens };

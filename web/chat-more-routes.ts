@@ -3,7 +3,8 @@ import { promises as fsp } from 'node:fs';
 import { Router } from 'express';
 import { type Logger, AppError } from '../core/index.js';
 import type { ChatExport, ChatHistory } from './chat-api.js';
-import { asyncHandler, requireUser, type WebContext } from './context.js';
+import type { WebContext } from './context.js';
+import { onOwnedChat, signedIn, type OwnedSession } from './chat-route-kit.js';
 import * as store from '../domain/chat/store.js';
 import { effectiveIds } from './chat-model-routes.js';
 import { branchTranscript, sumUsage } from '../domain/chat/transcript.js';
@@ -11,7 +12,6 @@ import { attachmentNames, chatMarkdown } from '../domain/chat/export.js';
 import { BeneathError, openBeneath } from './open-beneath.js';
 import { validateBody } from './validate.js';
 import { PinSessionSchema, SwitchBranchSchema } from '../core/api-requests.js';
-import {} from '../core/index.js';
 
 const ATTACHMENT_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.png$/;
 const MAX_ATTACHMENT_BYTES = 5 * 1024 * 1024;
@@ -52,14 +52,13 @@ export async function chatHistory(ctx: WebContext, s: store.ChatSessionRow): Pro
  * shown), POST /sessions/:id/branch (show another branch). `owned` answers 404 for another
  * user's chat; `busy` says whether a turn runs in it.
  */
-export function chatMoreRoutes(ctx: WebContext, o: { owned: (userId: number, id: string) => Promise<store.ChatSessionRow>; busy: (sessionId: string) => boolean }): Router {
+export function chatMoreRoutes(ctx: WebContext, o: { owned: OwnedSession; busy: (sessionId: string) => boolean }): Router {
   const r = Router();
   const db = ctx.database.sql;
 
   r.get(
     '/attachments/:name',
-    requireUser,
-    asyncHandler(async (req, res) => {
+    ...signedIn(async (req, res) => {
       const buf = await readAttachment(ctx.config.dataDir, req.user!.id, String(req.params.name), req.log);
       res.setHeader('Content-Type', 'image/png');
       res.setHeader('Content-Security-Policy', "default-src 'none'; sandbox");
@@ -72,9 +71,7 @@ export function chatMoreRoutes(ctx: WebContext, o: { owned: (userId: number, id:
   // below the one named. Refused while a turn runs, like a new message.
   r.post(
     '/sessions/:id/branch',
-    requireUser,
-    asyncHandler(async (req, res) => {
-      const s = await o.owned(req.user!.id, String(req.params.id));
+    ...onOwnedChat(o.owned, async (req, res, s) => {
       const body = validateBody(SwitchBranchSchema, req.body);
       if (o.busy(s.id)) throw new AppError('ERR_SESSION_BUSY', 'a turn is already running in this session');
       await store.switchBranch(db, s.id, body.turn_id);
@@ -85,9 +82,7 @@ export function chatMoreRoutes(ctx: WebContext, o: { owned: (userId: number, id:
   // Pin a chat to the top of the list, or unpin it.
   r.put(
     '/sessions/:id/pin',
-    requireUser,
-    asyncHandler(async (req, res) => {
-      const s = await o.owned(req.user!.id, String(req.params.id));
+    ...onOwnedChat(o.owned, async (req, res, s) => {
       const body = validateBody(PinSessionSchema, req.body);
       await store.setPinned(db, s.id, body.pinned);
       res.status(204).end();
@@ -96,9 +91,7 @@ export function chatMoreRoutes(ctx: WebContext, o: { owned: (userId: number, id:
 
   r.get(
     '/sessions/:id/export',
-    requireUser,
-    asyncHandler(async (req, res) => {
-      const s = await o.owned(req.user!.id, String(req.params.id));
+    ...onOwnedChat(o.owned, async (req, res, s) => {
       const format = req.query.format === undefined ? 'markdown' : req.query.format;
       if (format !== 'markdown' && format !== 'json') throw new AppError('ERR_VALIDATION', 'format must be markdown or json');
       const turns = await store.messages(db, s.id);

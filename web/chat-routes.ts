@@ -2,7 +2,7 @@ import { Router, type Request, type Response } from 'express';
 import { AppError } from '../core/index.js';
 import type { CancelTurnResponse } from './chat-api.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
-import * as store from '../domain/chat/store.js';
+import { onOwnedChat, ownedSessions } from './chat-route-kit.js';
 import { TurnService, type LiveTurn } from '../domain/chat/turn-service.js';
 import { chatMoreRoutes } from './chat-more-routes.js';
 import { chatSessionRoutes, type ChatSessionDeps } from './chat-session-routes.js';
@@ -35,12 +35,8 @@ export function chatRoutes(ctx: WebContext): Router {
     // A new chat's title from its first exchange (never throws; docs/chat.md "Chat titles").
     onTurnEnd: (turn, _result, said) => void titleAfterTurn({ db, encryptor: ctx.encryptor, model: ctx.config.model, log: ctx.log }, turn.sessionId, said.prompt, said.answer),
   });
-  const owned = async (userId: number, id: string) => {
-    const s = await store.getOwnedSession(db, userId, id);
-    // Another user's session reads exactly like a missing one.
-    if (!s) throw new AppError('ERR_CHAT_SESSION_NOT_FOUND', 'no such chat session');
-    return s;
-  };
+  // Another user's session reads exactly like a missing one (web/chat-route-kit.ts).
+  const owned = ownedSessions(db);
 
   // A session whose sandbox another node of the fleet owns is served there (web/fleet.ts).
   r.use(fleetForwarding(ctx));
@@ -80,9 +76,7 @@ function turnRoutes(ctx: WebContext, { owned, turns }: ChatSessionDeps): Router 
   // left memory (then seq counts the stored events: tool calls, the whole text, done).
   r.get(
     '/sessions/:id/turns/:turnId/events',
-    requireUser,
-    asyncHandler(async (req, res) => {
-      const s = await owned(req.user!.id, String(req.params.id));
+    ...onOwnedChat(owned, async (req, res, s) => {
       const turnId = String(req.params.turnId);
       const afterRaw = req.query.after === undefined ? '0' : String(req.query.after);
       if (!/^(0|[1-9]\d{0,8})$/.test(afterRaw)) throw new AppError('ERR_VALIDATION', 'after must be a whole number ≥ 0 (the last seq you saw)');
@@ -105,9 +99,7 @@ function turnRoutes(ctx: WebContext, { owned, turns }: ChatSessionDeps): Router 
 
   r.post(
     '/sessions/:id/turns/:turnId/cancel',
-    requireUser,
-    asyncHandler(async (req, res) => {
-      const s = await owned(req.user!.id, String(req.params.id));
+    ...onOwnedChat(owned, async (req, res, s) => {
       const turnId = String(req.params.turnId);
       const cancelling = await turns.cancel(s.id, turnId);
       if (cancelling) req.log.info({ sessionId: s.id, turnId }, 'turn stopped by the user');

@@ -13,6 +13,7 @@ import { chatModelRoutes, checkPick, effectiveIds, recordPick } from './chat-mod
 import { chatHistory } from './chat-more-routes.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
 import { validateBody } from './validate.js';
+import { onOwnedChat, type OwnedSession } from './chat-route-kit.js';
 import { ApprovalDecisionSchema, RenameSessionSchema } from '../core/api-requests.js';
 
 /** Longest search query (GET /sessions?q=). */
@@ -20,7 +21,7 @@ const MAX_QUERY_CHARS = 200;
 
 export interface ChatSessionDeps {
   /** The user's own session, else 404 ERR_CHAT_SESSION_NOT_FOUND. */
-  owned(userId: number, id: string): Promise<store.ChatSessionRow>;
+  owned: OwnedSession;
   turns: TurnService;
 }
 
@@ -32,9 +33,7 @@ export function chatSessionRoutes(ctx: WebContext, { owned, turns }: ChatSession
   // session's own user, with the session cookie and CSRF check of every POST.
   r.post(
     '/sessions/:id/approvals/:approvalId',
-    requireUser,
-    asyncHandler(async (req, res) => {
-      const s = await owned(req.user!.id, String(req.params.id));
+    ...onOwnedChat(owned, async (req, res, s) => {
       const approvalId = String(req.params.approvalId);
       if (!/^[A-Za-z0-9-]{1,64}$/.test(approvalId)) throw new AppError('ERR_APPROVAL_NOT_FOUND', 'no such pending approval in this chat session');
       const body = validateBody(ApprovalDecisionSchema, req.body);
@@ -65,9 +64,7 @@ export function chatSessionRoutes(ctx: WebContext, { owned, turns }: ChatSession
 
   r.get(
     '/sessions/:id/messages',
-    requireUser,
-    asyncHandler(async (req, res) => {
-      const s = await owned(req.user!.id, String(req.params.id));
+    ...onOwnedChat(owned, async (req, res, s) => {
       res.json(await chatHistory(ctx, s));
     }),
   );
@@ -82,9 +79,7 @@ function sessionChangeRoutes(ctx: WebContext, { owned, turns }: ChatSessionDeps)
   const db = ctx.database.sql;
   r.patch(
     '/sessions/:id',
-    requireUser,
-    asyncHandler(async (req, res) => {
-      const s = await owned(req.user!.id, String(req.params.id));
+    ...onOwnedChat(owned, async (req, res, s) => {
       const body = validateBody(RenameSessionSchema, req.body);
       // Switching the model mid-chat: never under a running turn; its next turn runs with it.
       if (body.model_id && turns.runningIn(s.id)) throw new AppError('ERR_SESSION_BUSY', 'a turn is running in this chat; switch the model when it ends');
@@ -106,9 +101,7 @@ function sessionChangeRoutes(ctx: WebContext, { owned, turns }: ChatSessionDeps)
   // Delete a conversation: its running turn is stopped, its sandbox ended, its history removed.
   r.delete(
     '/sessions/:id',
-    requireUser,
-    asyncHandler(async (req, res) => {
-      const s = await owned(req.user!.id, String(req.params.id));
+    ...onOwnedChat(owned, async (req, res, s) => {
       const stopped = turns.stopSession(s.id);
       const killer = ctx.services.sandboxAdmin;
       let sandboxEnded = false;

@@ -3,7 +3,8 @@ import { z } from 'zod';
 import { AppError } from '../core/index.js';
 import * as store from '../domain/chat/store.js';
 import { clearFeedback, feedbackInSession, MAX_NOTE_CHARS, setFeedback } from '../domain/chat/feedback.js';
-import { asyncHandler, requireUser, type WebContext } from './context.js';
+import type { WebContext } from './context.js';
+import { onOwnedChat, ownedSessions } from './chat-route-kit.js';
 import type { FeedbackEntry, FeedbackList } from './share-api.js';
 
 const FEEDBACK_BODY = z
@@ -26,9 +27,9 @@ export function feedbackRoutes(ctx: WebContext): Router {
   const r = Router();
   const db = ctx.database.sql;
 
-  const ownedTurn = async (req: Request) => {
-    const s = await store.getOwnedSession(db, req.user!.id, String(req.params.id));
-    if (!s) throw new AppError('ERR_CHAT_SESSION_NOT_FOUND', 'no such chat session');
+  const owned = ownedSessions(db);
+  // The turn `:turnId` of the caller's own chat `s` (checked first: web/chat-route-kit.ts).
+  const turnOf = async (req: Request, s: store.ChatSessionRow) => {
     const turnId = String(req.params.turnId);
     const t = ID_RE.test(turnId) ? await store.storedTurn(db, s.id, turnId) : undefined;
     if (!t) throw new AppError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
@@ -37,10 +38,7 @@ export function feedbackRoutes(ctx: WebContext): Router {
 
   r.get(
     '/sessions/:id/feedback',
-    requireUser,
-    asyncHandler(async (req, res) => {
-      const s = await store.getOwnedSession(db, req.user!.id, String(req.params.id));
-      if (!s) throw new AppError('ERR_CHAT_SESSION_NOT_FOUND', 'no such chat session');
+    ...onOwnedChat(owned, async (req, res, s) => {
       const rows = await feedbackInSession(db, s.id, req.user!.id);
       const out: FeedbackList = { feedback: rows.map((f) => ({ turn_id: f.turn_id, rating: f.rating, note: f.note, updated_at: f.updated_at })) };
       res.setHeader('Cache-Control', 'no-store');
@@ -50,9 +48,8 @@ export function feedbackRoutes(ctx: WebContext): Router {
 
   r.put(
     '/sessions/:id/turns/:turnId/feedback',
-    requireUser,
-    asyncHandler(async (req, res) => {
-      const t = await ownedTurn(req);
+    ...onOwnedChat(owned, async (req, res, s) => {
+      const t = await turnOf(req, s);
       const body = FEEDBACK_BODY.safeParse(req.body);
       if (!body.success) throw new AppError('ERR_VALIDATION', `rating must be up or down; note at most ${MAX_NOTE_CHARS} characters; nothing else`);
       if (t.status !== 'done') throw new AppError('ERR_FEEDBACK_TURN_RUNNING', 'the answer is still running: rate it when it ends');
@@ -66,9 +63,8 @@ export function feedbackRoutes(ctx: WebContext): Router {
 
   r.delete(
     '/sessions/:id/turns/:turnId/feedback',
-    requireUser,
-    asyncHandler(async (req, res) => {
-      const t = await ownedTurn(req);
+    ...onOwnedChat(owned, async (req, res, s) => {
+      const t = await turnOf(req, s);
       await clearFeedback(db, t.turn_id, req.user!.id);
       res.status(204).end();
     }),

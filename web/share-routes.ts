@@ -1,12 +1,13 @@
 import { Router, type Request } from 'express';
-import { AppError } from '../core/index.js';
+import { AppError, type Logger } from '../core/index.js';
 import type { StoredTurn } from '../core/chat-history.js';
 import { logAction } from '../domain/action-log.js';
 import * as store from '../domain/chat/store.js';
 import { createShare, liveShare, mayOpen, revokeShares, sharedTurns, type OpenShare } from '../domain/chat/shares.js';
 import { attachmentNames } from '../domain/chat/export.js';
 import { sumUsage } from '../domain/chat/transcript.js';
-import { asyncHandler, requireUser, type WebContext } from './context.js';
+import type { WebContext } from './context.js';
+import { onOwnedChat, ownedSessions, signedIn } from './chat-route-kit.js';
 import { readAttachment } from './chat-more-routes.js';
 import { previewOf } from './upload-routes.js';
 import { readUpload } from './workspace-files.js';
@@ -25,17 +26,11 @@ export function shareRoutes(ctx: WebContext): Router {
   const r = Router();
   const db = ctx.database.sql;
 
-  const owned = async (req: Request) => {
-    const s = await store.getOwnedSession(db, req.user!.id, String(req.params.id));
-    if (!s) throw new AppError('ERR_CHAT_SESSION_NOT_FOUND', 'no such chat session');
-    return s;
-  };
+  const owned = ownedSessions(db);
 
   r.get(
     '/chat/sessions/:id/share',
-    requireUser,
-    asyncHandler(async (req, res) => {
-      const s = await owned(req);
+    ...onOwnedChat(owned, async (req, res, s) => {
       const live = await liveShare(db, s.id);
       const out: ShareState = { shared: !!live, created_at: live?.created_at ?? null };
       res.setHeader('Cache-Control', 'no-store');
@@ -45,9 +40,7 @@ export function shareRoutes(ctx: WebContext): Router {
 
   r.post(
     '/chat/sessions/:id/share',
-    requireUser,
-    asyncHandler(async (req, res) => {
-      const s = await owned(req);
+    ...onOwnedChat(owned, async (req, res, s) => {
       const made = await store.inTransaction(db, async (trx) => {
         const m = await createShare(trx, s);
         await logAction(trx, { event: 'chat.shared', actorId: req.user!.id, subjectId: req.user!.id, data: { session_id: s.id, share_id: m.share.id, replaced: m.revoked } });
@@ -61,9 +54,7 @@ export function shareRoutes(ctx: WebContext): Router {
 
   r.delete(
     '/chat/sessions/:id/share',
-    requireUser,
-    asyncHandler(async (req, res) => {
-      const s = await owned(req);
+    ...onOwnedChat(owned, async (req, res, s) => {
       await store.inTransaction(db, async (trx) => {
         const n = await revokeShares(trx, s.id);
         if (n) await logAction(trx, { event: 'chat.share_revoked', actorId: req.user!.id, subjectId: req.user!.id, data: { session_id: s.id, revoked: n } });
@@ -98,12 +89,21 @@ function viewerRoutes(r: Router, ctx: WebContext): void {
     if (!o) throw gone();
     return { o, turns: await sharedTurns(db, o.share) };
   };
+  /** The shared chat's file `:name`, read from its owner's workspace: only one its turns name (else 404, like a wrong link). */
+  const namedFile = async <T>(req: Request, named: (turns: StoredTurn[]) => Iterable<string>, read: (dataDir: string, userId: number, name: string, log: Logger) => Promise<T>) => {
+    const { o, turns } = await open(req);
+    const name = String(req.params.name);
+    if (!new Set(named(turns)).has(name)) throw gone();
+    const data = await read(ctx.config.dataDir, o.owner.id, name, req.log).catch(() => {
+      throw gone();
+    });
+    return { name, data };
+  };
   const noStore = { 'Cache-Control': 'private, no-store' };
 
   r.get(
     '/share/:token',
-    requireUser,
-    asyncHandler(async (req, res) => {
+    ...signedIn(async (req, res) => {
       const { o, turns } = await open(req);
       const out: SharedChat = { title: o.session.title, owner: o.owner.name, shared_at: o.share.created_at, turns, usage: sumUsage(turns) };
       res.set(noStore).json(out);
@@ -112,28 +112,16 @@ function viewerRoutes(r: Router, ctx: WebContext): void {
 
   r.get(
     '/share/:token/attachments/:name',
-    requireUser,
-    asyncHandler(async (req, res) => {
-      const { o, turns } = await open(req);
-      const name = String(req.params.name);
-      if (!attachmentNames(turns).includes(name)) throw gone();
-      const buf = await readAttachment(ctx.config.dataDir, o.owner.id, name, req.log).catch(() => {
-        throw gone();
-      });
+    ...signedIn(async (req, res) => {
+      const { data: buf } = await namedFile(req, attachmentNames, readAttachment);
       res.set({ ...noStore, 'Content-Type': 'image/png', 'Content-Security-Policy': "default-src 'none'; sandbox" }).end(buf);
     }),
   );
 
   r.get(
     ['/share/:token/files/:name', '/share/:token/files/:name/preview'],
-    requireUser,
-    asyncHandler(async (req, res) => {
-      const { o, turns } = await open(req);
-      const name = String(req.params.name);
-      if (!filesNamed(turns).has(name)) throw gone();
-      const file = await readUpload(ctx.config.dataDir, o.owner.id, name, req.log).catch(() => {
-        throw gone();
-      });
+    ...signedIn(async (req, res) => {
+      const { name, data: file } = await namedFile(req, filesNamed, readUpload);
       res.set(noStore);
       if (req.path.endsWith('/preview')) return void res.json(previewOf(name, file.data));
       const image = file.kind === 'png' || file.kind === 'jpeg';

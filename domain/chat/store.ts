@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { StopReason } from '../../core/sandbox-protocol.js';
-import type { StoredToolCall, StoredTurn } from '../../core/chat-history.js';
+import type { ChatSessionEntry, StoredToolCall, StoredTurn } from '../../core/chat-history.js';
 import type { TranscriptItem, TurnUsage } from '../../core/transcript.js';
 import { inTransaction, nowIso, type Row, type Sql } from '../db/index.js';
 import { AppError } from '../../core/errors.js';
@@ -20,17 +20,9 @@ import { MAX_TITLE_CHARS } from '../../core/api-requests.js';
 export type ChatSessionRow = Row<'chat_sessions'>;
 
 /** One entry of a user's session list (the chat API adds the running turn). */
-export interface ChatSessionListEntry {
-  id: string;
-  title: string;
-  created_at: string;
-  updated_at: string;
-  turn_count: number;
-  pinned: boolean;
+export interface ChatSessionListEntry extends ChatSessionEntry {
   /** The chat's own model (null: the default; migration 013). */
   model_id: string | null;
-  /** Where the title came from (migration 017; 'message': provisional until the first turn ends). */
-  title_source: 'message' | 'model' | 'fallback' | 'user';
 }
 
 const MAX_OUTPUT_CHARS = 64 * 1024;

@@ -3,23 +3,15 @@
 // Deny. The body and the images come from the preview route while the send waits; they are never
 // part of the stream or the stored history, so a decided card shows who and what, not the body.
 import { useEffect, useState } from 'preact/hooks';
-import type { ApprovalPreview } from '../../chat-api.js';
+import type { ApprovalPreview, ApprovalRequestEvent, ApprovalScope, ApprovalState } from '../../chat-api.js';
 import { api, ApiError } from './api.js';
 import { shownOf, ShownText, type Shown } from './error-text.js';
 
-export interface ApprovalPart {
+/** A held send as the card shows it: the stream's request (core/approval-request.ts), with where it stands. */
+export interface ApprovalPart extends Omit<ApprovalRequestEvent, 'type' | 'seq'> {
   kind: 'approval';
-  approval_id: string;
-  call_id: string | null;
-  recipients: string[];
-  ask: string[];
-  subject: string;
-  attachments: { name: string; size: number }[];
-  expires_at: string;
-  state: 'pending' | 'approved' | 'denied' | 'timed_out';
-  scope?: 'once' | 'recipient';
-  /** The same message was already sent from this chat at this time (ISO 8601). */
-  repeat_of?: string;
+  state: ApprovalState;
+  scope?: ApprovalScope;
 }
 
 const APPROVAL_STATE = { pending: 'Waiting for your approval', approved: 'Approved', denied: 'Not sent', timed_out: 'Not sent: nobody approved in time' } as const;
