@@ -85,7 +85,7 @@ interface TableProps {
 }
 
 function UserTable({ data, busy, change, reset }: TableProps) {
-  /** A button that flips one flag of the user: `on`/`off` the text while the flag is off/on, `done` the status text afterwards. */
+  /** A button that flips one flag of the user: `text` is what it says while the flag is off, then on; `done` the status afterwards, likewise. */
   const flip = (u: AdminUser, flag: 'is_active' | 'is_superuser', text: [string, string], done: [string, string]) => {
     const v = u[flag];
     const shown = v ? text[1] : text[0];
