@@ -4,7 +4,8 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import type { FeedbackEntry, FeedbackList, FeedbackRating } from '../../share-api.js';
 import { api } from './api.js';
-import { shownOf, ShownText, type Shown } from './error-text.js';
+import { shownOf, type Shown } from './error-text.js';
+import { ProblemAlert } from './problem-alert.js';
 
 export const MAX_NOTE_CHARS = 2000;
 
@@ -92,11 +93,7 @@ export function FeedbackButtons(p: { sessionId: string; turnId: string; given: F
           </button>
         </form>
       )}
-      {problem && (
-        <span class="error" role="alert">
-          <ShownText s={problem} />
-        </span>
-      )}
+      <ProblemAlert problem={problem} inline />
     </span>
   );
 }

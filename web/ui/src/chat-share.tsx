@@ -9,6 +9,7 @@ import { api } from './api.js';
 import { copyText, fromStored, Turn } from './chat-turn.js';
 import { Dialog } from './dialog.js';
 import { shownOf, ShownText, type Shown } from './error-text.js';
+import { ProblemAlert } from './problem-alert.js';
 import { ShareToken } from './share-token.js';
 
 const fmt = (iso: string) => new Date(iso).toLocaleString();
@@ -65,11 +66,7 @@ export function ShareDialog(p: { sessionId: string; open: boolean; onClose(): vo
           </button>
         </div>
       )}
-      {problem && (
-        <div class="banner error" role="alert">
-          <ShownText s={problem} />
-        </div>
-      )}
+      <ProblemAlert problem={problem} />
       <div class="dialog-actions">
         <button type="button" id="share-create" disabled={working || state === null} onClick={() => void create()}>
           {state?.shared ? 'Make a new link (the old one stops working)' : 'Make a link'}

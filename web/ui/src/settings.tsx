@@ -6,7 +6,8 @@ import { useState } from 'preact/hooks';
 import type { ChatModelList } from '../../chat-api.js';
 import type { SettingsView } from '../../admin-api.js';
 import { api } from './api.js';
-import { Field, LoadFailed, Loading, PageTitle, Section, Select, Status, useActions, useLoad } from './admin/common.js';
+import { Field, Loading, Section, Select, Status, useActions, useLoad } from './admin/common.js';
+import { Form, Loaded, Page, Submit } from './admin/forms.js';
 
 export type ThemeChoice = 'system' | 'light' | 'dark';
 const THEME_KEY = 'airlock-theme';
@@ -91,8 +92,7 @@ function PasswordSection({ settings }: { settings: SettingsView }) {
       </Section>
     );
   }
-  const submit = (ev: Event) => {
-    ev.preventDefault();
+  const submit = () => {
     const p = next.length < settings.password_min ? `The new password needs at least ${settings.password_min} characters.` : next !== again ? 'The two new passwords differ.' : '';
     setProblem(p);
     if (p) return;
@@ -106,7 +106,7 @@ function PasswordSection({ settings }: { settings: SettingsView }) {
   };
   return (
     <Section title="Password">
-      <form id="password-form" onSubmit={submit}>
+      <Form id="password-form" onSubmit={submit}>
         <Field id="pw-current" label="Current password">
           <input id="pw-current" type="password" autocomplete="current-password" required value={current} onInput={(e) => setCurrent(e.currentTarget.value)} />
         </Field>
@@ -119,10 +119,8 @@ function PasswordSection({ settings }: { settings: SettingsView }) {
         <div role="alert" class="error" id="pw-problem">
           {problem}
         </div>
-        <button type="submit" id="pw-save" disabled={status.busy === 'password'}>
-          Change password
-        </button>
-      </form>
+        <Submit id="pw-save" text="Change password" disabled={status.busy === 'password'} />
+      </Form>
       <Status id="pw-status" notice={status.notice} />
     </Section>
   );
@@ -131,19 +129,12 @@ function PasswordSection({ settings }: { settings: SettingsView }) {
 export function SettingsPage() {
   const [settings, failed, , setSettings] = useLoad(() => api<SettingsView>('GET', '/api/settings'));
   return (
-    <div class="admin settings">
-      <PageTitle title="Settings" intro="Your own settings: how Airlock looks, the model new chats start with, and your password." />
+    <Page cls="admin settings" title="Settings" intro="Your own settings: how Airlock looks, the model new chats start with, and your password.">
       <ThemeSection />
-      {failed ? (
-        <LoadFailed error={failed} />
-      ) : !settings ? (
-        <Loading />
-      ) : (
-        <>
-          <ModelSection settings={settings} onSaved={setSettings} />
-          <PasswordSection settings={settings} />
-        </>
-      )}
-    </div>
+      <Loaded failed={failed} loading={!settings}>
+        {settings && <ModelSection settings={settings} onSaved={setSettings} />}
+        {settings && <PasswordSection settings={settings} />}
+      </Loaded>
+    </Page>
   );
 }

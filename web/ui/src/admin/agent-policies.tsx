@@ -5,7 +5,8 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { AgentCatalogView, AgentPolicyRequest, AgentPolicyView, TeamView } from '../../../admin-api.js';
 import { api } from '../api.js';
-import { Checkbox, Clip, Field, hintFor, parseList, Section, Select, Status, Table, useActions, type Actions } from './common.js';
+import { Checkbox, Clip, Field, hintFor, parseList, Section, Select, Status, Table, useActions, type Actions, type Column } from './common.js';
+import { Form, RowActions, RowButton, Submit } from './forms.js';
 
 /** An allow list as text: null is no restriction. */
 export const listText = (v: string[] | null) => (v === null ? 'any' : v.length ? v.join(', ') : 'none');
@@ -60,42 +61,33 @@ export function AgentPoliciesSection({ orgId, teams, policies, catalog, target, 
       document.getElementById('ap-name')?.focus({ preventScroll: true });
     });
   };
+  const cols: Column<AgentPolicyView>[] = [
+    {
+      title: 'Policy',
+      render: (p) => (
+        <span id={`policy-${p.id}`} class={p.id === target ? 'target' : undefined} aria-current={p.id === target ? 'true' : undefined}>
+          <Clip text={p.name} cls="name" />
+        </span>
+      ),
+    },
+    { title: 'Applies to', render: (p) => (p.applies_to === 'all' ? 'every member' : p.team_ids.map(teamName).join(', ') || 'no teams') },
+    { title: 'Tools allowed', render: (p) => listText(p.allowed_tools) },
+    { title: 'Models allowed', render: (p) => listText(p.allowed_models) },
+    { title: 'Denied', render: (p) => [...p.denied_tools, ...p.denied_models].join(', ') || 'none' },
+    { title: 'Mail', render: (p) => <MailRules {...policyMail(p)} /> },
+    {
+      title: 'Actions',
+      render: (p) => (
+        <RowActions>
+          <RowButton text="Edit" label={`Edit policy ${p.name}`} onClick={() => edit(p)} />
+          <RowButton text="Delete" cls="danger" label={`Delete policy ${p.name}`} disabled={status.busy === `delete-${p.id}`} onClick={() => void remove(p)} />
+        </RowActions>
+      ),
+    },
+  ];
   return (
     <Section title="Agent policies">
-      <Table
-        id="agent-policies-table"
-        rows={policies}
-        rowKey={(p) => p.id}
-        empty="No agent policies: members may use every tool and model."
-        cols={[
-          {
-            title: 'Policy',
-            render: (p) => (
-              <span id={`policy-${p.id}`} class={p.id === target ? 'target' : undefined} aria-current={p.id === target ? 'true' : undefined}>
-                <Clip text={p.name} cls="name" />
-              </span>
-            ),
-          },
-          { title: 'Applies to', render: (p) => (p.applies_to === 'all' ? 'every member' : p.team_ids.map(teamName).join(', ') || 'no teams') },
-          { title: 'Tools allowed', render: (p) => listText(p.allowed_tools) },
-          { title: 'Models allowed', render: (p) => listText(p.allowed_models) },
-          { title: 'Denied', render: (p) => [...p.denied_tools, ...p.denied_models].join(', ') || 'none' },
-          { title: 'Mail', render: (p) => <MailRules {...policyMail(p)} /> },
-          {
-            title: 'Actions',
-            render: (p) => (
-              <div class="row compact">
-                <button type="button" class="secondary" aria-label={`Edit policy ${p.name}`} onClick={() => edit(p)}>
-                  Edit
-                </button>
-                <button type="button" class="danger" aria-label={`Delete policy ${p.name}`} disabled={status.busy === `delete-${p.id}`} onClick={() => void remove(p)}>
-                  Delete
-                </button>
-              </div>
-            ),
-          },
-        ]}
-      />
+      <Table id="agent-policies-table" rows={policies} rowKey={(p) => p.id} empty="No agent policies: members may use every tool and model." cols={cols} />
       <PolicyForm key={editing?.id ?? 'new'} orgId={orgId} teams={teams} catalog={catalog} editing={editing} status={status} done={() => setEditing(null)} changed={changed} />
       <Status id="policy-status" notice={status.notice} />
     </Section>
@@ -221,33 +213,35 @@ function PolicyForm({ orgId, teams, catalog, editing, status, done, changed }: F
   return (
     <>
       <h3 id="ap-form-title">{editing ? `Edit agent policy ${editing.name}` : 'New agent policy'}</h3>
-      <form
-        id="ap-form"
-        aria-labelledby="ap-form-title"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void save();
-        }}
-      >
+      <Form id="ap-form" aria-labelledby="ap-form-title" onSubmit={save}>
         <PolicyWho f={f} put={put} teams={teams} />
         <PolicyTools f={f} put={put} catalog={catalog} />
         <PolicyMail f={f} put={put} />
         <div class="actions">
-          <button type="submit" id={editing ? 'ap-save' : 'ap-create'} disabled={status.busy === 'save'}>
-            {editing ? 'Save policy' : 'Create policy'}
-          </button>
+          <Submit id={editing ? 'ap-save' : 'ap-create'} text={editing ? 'Save policy' : 'Create policy'} disabled={status.busy === 'save'} />
           {editing ? (
             <button type="button" class="secondary" id="ap-cancel" onClick={done}>
               Cancel editing
             </button>
           ) : null}
         </div>
-      </form>
+      </Form>
     </>
   );
 }
 
 type Part = { f: Draft; put(p: Partial<Draft>): void };
+
+const APPLIES: [string, string][] = [
+  ['all', 'Every member of the organisation'],
+  ['teams', 'Only the chosen teams'],
+];
+const MAIL_OTHER: [string, string][] = [
+  ['', "The server's default"],
+  ['allow', 'Send'],
+  ['ask', 'Ask the user in the chat first'],
+  ['block', 'Refuse'],
+];
 
 function PolicyWho({ f, put, teams }: Part & { teams: TeamView[] }) {
   return (
@@ -257,15 +251,7 @@ function PolicyWho({ f, put, teams }: Part & { teams: TeamView[] }) {
           <input type="text" id="ap-name" required maxLength={100} value={f.name} onInput={(e) => put({ name: e.currentTarget.value })} />
         </Field>
         <Field id="ap-applies" label="Applies to">
-          <Select
-            id="ap-applies"
-            value={f.applies}
-            onChange={(v) => put({ applies: v })}
-            options={[
-              ['all', 'Every member of the organisation'],
-              ['teams', 'Only the chosen teams'],
-            ]}
-          />
+          <Select id="ap-applies" value={f.applies} onChange={(v) => put({ applies: v })} options={APPLIES} />
         </Field>
       </div>
       <fieldset>
@@ -312,17 +298,7 @@ function PolicyMail({ f, put }: Part) {
       </div>
       <div class="row">
         <Field id="ap-mail-other" label="Other recipients">
-          <Select
-            id="ap-mail-other"
-            value={f.mailOther}
-            onChange={(v) => put({ mailOther: v })}
-            options={[
-              ['', "The server's default"],
-              ['allow', 'Send'],
-              ['ask', 'Ask the user in the chat first'],
-              ['block', 'Refuse'],
-            ]}
-          />
+          <Select id="ap-mail-other" value={f.mailOther} onChange={(v) => put({ mailOther: v })} options={MAIL_OTHER} />
         </Field>
         <Field id="ap-mail-max-recipients" label="Most recipients per message" hint="Blank: the server's limit">
           <input type="number" min={1} max={500} {...hinted('ap-mail-max-recipients')} value={f.mailMaxRecipients} onInput={(e) => put({ mailMaxRecipients: e.currentTarget.value })} />

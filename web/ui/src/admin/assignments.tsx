@@ -5,7 +5,8 @@ import type { AssignmentList, AssignmentView, DataRoleList, EffectivePolicyView 
 import { api } from '../api.js';
 import { FilterView } from './row-filter.js';
 import { BASE, UNAVAILABLE } from './roles.js';
-import { Clip, Field, fmtTime, LoadFailed, Loading, PageTitle, Section, Select, Status, Table, useActions, useLoad, useUserPicker } from './common.js';
+import { Clip, Field, fmtTime, Section, Select, Status, Table, useActions, useLoad, useUserPicker, type Column } from './common.js';
+import { Form, Page, PageLoading, RowActions, RowButton, Submit, UserQuery } from './forms.js';
 
 export function AssignmentsPage() {
   const status = useActions();
@@ -17,16 +18,8 @@ export function AssignmentsPage() {
   const [roleId, setRoleId] = useState('');
   const eff = useEffective();
 
-  const title = 'Assignments and effective policy';
-  const intro = 'Who holds which data role, and what a user may read as a result.';
-  if (failed || !data) {
-    return (
-      <div class="admin access">
-        <PageTitle title={title} intro={intro} />
-        {failed ? <LoadFailed error={failed} unavailable={UNAVAILABLE} /> : <Loading />}
-      </div>
-    );
-  }
+  const page = { cls: 'admin access', title: 'Assignments and effective policy', intro: 'Who holds which data role, and what a user may read as a result.' };
+  if (failed || !data) return <PageLoading {...page} failed={failed} unavailable={UNAVAILABLE} />;
   const chosenRole = roleId || String(data.roles[0]?.id ?? '');
   const assign = () =>
     status.run('assign', async () => {
@@ -41,8 +34,7 @@ export function AssignmentsPage() {
     });
   const { assignments, total } = data.list;
   return (
-    <div class="admin access">
-      <PageTitle title={title} intro={intro} />
+    <Page {...page}>
       <Section title="Assignments">
         <AssignmentsTable assignments={assignments} busy={status.busy} onEffective={(a) => void eff.show(String(a.user_id))} onRemove={(a) => void remove(a)} />
         {total > assignments.length ? (
@@ -51,58 +43,38 @@ export function AssignmentsPage() {
           </p>
         ) : null}
         <h3>New assignment</h3>
-        <form
-          id="assign-form"
-          class="row"
-          onSubmit={(e) => {
-            e.preventDefault();
-            void assign();
-          }}
-        >
+        <Form id="assign-form" class="row" onSubmit={assign}>
           <Field id="assign-user" label="User">
             {who.field}
           </Field>
           <Field id="assign-role" label="Role">
             <Select id="assign-role" value={chosenRole} onChange={setRoleId} options={data.roles.map((r) => [String(r.id), r.name])} />
           </Field>
-          <button type="submit" id="assign-create" disabled={status.busy === 'assign'}>
-            Assign
-          </button>
-        </form>
+          <Submit id="assign-create" text="Assign" disabled={status.busy === 'assign'} />
+        </Form>
         <Status id="assign-status" notice={status.notice} />
       </Section>
       {eff.section}
-    </div>
+    </Page>
   );
 }
 
 function AssignmentsTable(p: { assignments: AssignmentView[]; busy: string | null; onEffective(a: AssignmentView): void; onRemove(a: AssignmentView): void }) {
-  return (
-    <Table
-      id="assignments-table"
-      rows={p.assignments}
-      rowKey={(a) => a.id}
-      empty="No assignments."
-      cols={[
-        { title: 'User', render: (a) => <Clip text={`${a.username} (id ${a.user_id})`} cls="name" /> },
-        { title: 'Role', render: (a) => a.role },
-        { title: 'Since', render: (a) => fmtTime(a.created_at) },
-        {
-          title: 'Actions',
-          render: (a) => (
-            <div class="row compact">
-              <button type="button" class="secondary" aria-label={`Effective policy of ${a.username}`} onClick={() => p.onEffective(a)}>
-                Effective policy
-              </button>
-              <button type="button" class="danger" aria-label={`Remove ${a.role} from ${a.username}`} disabled={p.busy === `remove-${a.id}`} onClick={() => p.onRemove(a)}>
-                Remove
-              </button>
-            </div>
-          ),
-        },
-      ]}
-    />
-  );
+  const cols: Column<AssignmentView>[] = [
+    { title: 'User', render: (a) => <Clip text={`${a.username} (id ${a.user_id})`} cls="name" /> },
+    { title: 'Role', render: (a) => a.role },
+    { title: 'Since', render: (a) => fmtTime(a.created_at) },
+    {
+      title: 'Actions',
+      render: (a) => (
+        <RowActions>
+          <RowButton text="Effective policy" label={`Effective policy of ${a.username}`} onClick={() => p.onEffective(a)} />
+          <RowButton text="Remove" cls="danger" label={`Remove ${a.role} from ${a.username}`} disabled={p.busy === `remove-${a.id}`} onClick={() => p.onRemove(a)} />
+        </RowActions>
+      ),
+    },
+  ];
+  return <Table id="assignments-table" rows={p.assignments} rowKey={(a) => a.id} empty="No assignments." cols={cols} />;
 }
 
 /** The "Effective policy" section; show(text) asks for a user (a row's button fills the field). */
@@ -120,25 +92,9 @@ function useEffective() {
   };
   const section = (
     <Section title="Effective policy">
-      <form
-        id="eff-form"
-        class="row"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void show();
-        }}
-      >
-        <Field id="eff-user" label="User">
-          {picker.field}
-        </Field>
-        <button type="submit" id="eff-show" disabled={status.busy === 'show'}>
-          Show effective policy
-        </button>
-      </form>
-      <Status id="eff-status" notice={status.notice} />
-      <div id="eff-out" aria-live="polite">
+      <UserQuery id="eff" picker={picker} button="Show effective policy" status={status} show={() => show()}>
         {policy ? <EffectiveView p={policy} /> : null}
-      </div>
+      </UserQuery>
     </Section>
   );
   return { show, section };
@@ -146,6 +102,26 @@ function useEffective() {
 
 function EffectiveView({ p }: { p: EffectivePolicyView }) {
   const tables = [...p.tables, ...(p.any_table ? [{ ...p.any_table, table: '* (any other table)' }] : [])];
+  const cols: Column<(typeof tables)[number]>[] = [
+    { title: 'Table', render: (t) => <code>{t.table}</code> },
+    { title: 'Columns', render: (t) => t.columns.join(', ') },
+    { title: 'Rows', render: (t) => (t.all_rows ? 'all rows' : <FilterView filter={t.row_filter} />) },
+    {
+      title: 'Why',
+      render: (t) => (
+        <div>
+          {t.explanation}
+          <ul>
+            {t.grants.map((g, i) => (
+              <li key={i}>
+                {g.role} on {g.granted_on}: {g.gives}
+              </li>
+            ))}
+          </ul>
+        </div>
+      ),
+    },
+  ];
   return (
     <div class="effective">
       <p>
@@ -157,32 +133,7 @@ function EffectiveView({ p }: { p: EffectivePolicyView }) {
           <li key={i}>{x}</li>
         ))}
       </ul>
-      <Table
-        id="eff-tables"
-        rows={tables}
-        rowKey={(t) => t.table}
-        empty="No table: this user reads nothing."
-        cols={[
-          { title: 'Table', render: (t) => <code>{t.table}</code> },
-          { title: 'Columns', render: (t) => t.columns.join(', ') },
-          { title: 'Rows', render: (t) => (t.all_rows ? 'all rows' : <FilterView filter={t.row_filter} />) },
-          {
-            title: 'Why',
-            render: (t) => (
-              <div>
-                {t.explanation}
-                <ul>
-                  {t.grants.map((g, i) => (
-                    <li key={i}>
-                      {g.role} on {g.granted_on}: {g.gives}
-                    </li>
-                  ))}
-                </ul>
-              </div>
-            ),
-          },
-        ]}
-      />
+      <Table id="eff-tables" rows={tables} rowKey={(t) => t.table} empty="No table: this user reads nothing." cols={cols} />
     </div>
   );
 }

@@ -4,7 +4,8 @@
 import { useState } from 'preact/hooks';
 import type { ChatModelAdminInput, ChatModelAdminList, ChatModelAdminView } from '../../../admin-api.js';
 import { api } from '../api.js';
-import { Checkbox, Clip, Field, hintFor, LoadFailed, Loading, PageTitle, Section, Select, Status, Table, useActions, useLoad, type Actions } from './common.js';
+import { Checkbox, Clip, Field, hintFor, Section, Select, Status, Table, useActions, useLoad, type Actions, type Column } from './common.js';
+import { Form, NameCell, Page, PageLoading, RowActions, RowButton, Submit } from './forms.js';
 
 const BASE = '/api/admin/chat-models';
 const PROVIDERS: [string, string][] = [
@@ -41,15 +42,12 @@ export function ChatModelsPage() {
   const [form, setForm] = useState<Form>(EMPTY);
   const [editing, setEditing] = useState<string | null>(null);
 
-  const intro = 'The models people can pick for a chat. The default comes from AIRLOCK_MODEL_* and follows it until you change it here. Keys are stored encrypted and never shown again.';
-  if (failed || !data) {
-    return (
-      <div class="admin chat-models">
-        <PageTitle title="Chat models" intro={intro} />
-        {failed ? <LoadFailed error={failed} /> : <Loading />}
-      </div>
-    );
-  }
+  const page = {
+    cls: 'admin chat-models',
+    title: 'Chat models',
+    intro: 'The models people can pick for a chat. The default comes from AIRLOCK_MODEL_* and follows it until you change it here. Keys are stored encrypted and never shown again.',
+  };
+  if (failed || !data) return <PageLoading {...page} failed={failed} />;
   const edit = (m: ChatModelAdminView) => {
     setEditing(m.id);
     setForm({ id: m.id, label: m.label, provider: m.provider, model: m.model, base_url: m.base_url ?? '', api_key: '', remove_key: false, context_tokens: String(m.context_tokens) });
@@ -74,8 +72,7 @@ export function ChatModelsPage() {
     setEditing(null);
   };
   return (
-    <div class="admin chat-models">
-      <PageTitle title="Chat models" intro={intro} />
+    <Page {...page}>
       <Section title="Models on offer">
         <Status id="cm-status" notice={status.notice} />
         <ModelsTable models={data.models} busy={status.busy} onEdit={edit} onToggle={(m) => void toggle(m)} onDelete={(m) => void remove(m)} />
@@ -83,56 +80,40 @@ export function ChatModelsPage() {
       <Section title={editing ? `Edit ${editing}` : 'Add a model'} headingId="cm-form-heading">
         <ModelForm form={form} setForm={setForm} editing={editing} status={formStatus} done={done} reload={reload} />
       </Section>
-    </div>
+    </Page>
   );
 }
 
 function ModelsTable(p: { models: ChatModelAdminView[]; busy: string | null; onEdit(m: ChatModelAdminView): void; onToggle(m: ChatModelAdminView): void; onDelete(m: ChatModelAdminView): void }) {
-  return (
-    <Table
-      id="chat-models-table"
-      rows={p.models}
-      rowKey={(m) => m.id}
-      empty="No models."
-      cols={[
-        {
-          title: 'Model',
-          render: (m) => (
-            <div>
-              <Clip text={m.label} cls="name" /> {m.default ? <span class="badge">default</span> : null} {m.enabled ? null : <span class="badge warning">disabled</span>}
-              <div class="muted small">
-                <code>{m.id}</code> · {m.provider} · <code>{m.model}</code>
-              </div>
-            </div>
-          ),
-        },
-        { title: 'Base URL', render: (m) => <Clip text={m.base_url ?? '—'} /> },
-        { title: 'Key', render: (m) => (m.has_key ? 'set' : 'none') },
-        { title: 'Context (tokens)', render: (m) => m.context_tokens.toLocaleString() },
-        { title: 'Chats', render: (m) => String(m.chats) },
-        {
-          title: 'Actions',
-          render: (m) => (
-            <div class="row compact">
-              <button type="button" class="secondary" aria-label={`Edit ${m.label}`} onClick={() => p.onEdit(m)}>
-                Edit
-              </button>
-              {m.default ? null : (
-                <>
-                  <button type="button" class="secondary" aria-label={`${m.enabled ? 'Disable' : 'Enable'} ${m.label}`} disabled={p.busy === `toggle-${m.id}`} onClick={() => p.onToggle(m)}>
-                    {m.enabled ? 'Disable' : 'Enable'}
-                  </button>
-                  <button type="button" class="danger" aria-label={`Delete ${m.label}`} disabled={p.busy === `delete-${m.id}`} onClick={() => p.onDelete(m)}>
-                    Delete
-                  </button>
-                </>
-              )}
-            </div>
-          ),
-        },
-      ]}
-    />
-  );
+  const cols: Column<ChatModelAdminView>[] = [
+    {
+      title: 'Model',
+      render: (m) => (
+        <NameCell name={m.label} badge={m.default && 'default'} warning={!m.enabled && 'disabled'}>
+          <code>{m.id}</code> · {m.provider} · <code>{m.model}</code>
+        </NameCell>
+      ),
+    },
+    { title: 'Base URL', render: (m) => <Clip text={m.base_url ?? '—'} /> },
+    { title: 'Key', render: (m) => (m.has_key ? 'set' : 'none') },
+    { title: 'Context (tokens)', render: (m) => m.context_tokens.toLocaleString() },
+    { title: 'Chats', render: (m) => String(m.chats) },
+    {
+      title: 'Actions',
+      render: (m) => (
+        <RowActions>
+          <RowButton text="Edit" label={`Edit ${m.label}`} onClick={() => p.onEdit(m)} />
+          {m.default ? null : (
+            <>
+              <RowButton text={m.enabled ? 'Disable' : 'Enable'} label={`${m.enabled ? 'Disable' : 'Enable'} ${m.label}`} disabled={p.busy === `toggle-${m.id}`} onClick={() => p.onToggle(m)} />
+              <RowButton text="Delete" cls="danger" label={`Delete ${m.label}`} disabled={p.busy === `delete-${m.id}`} onClick={() => p.onDelete(m)} />
+            </>
+          )}
+        </RowActions>
+      ),
+    },
+  ];
+  return <Table id="chat-models-table" rows={p.models} rowKey={(m) => m.id} empty="No models." cols={cols} />;
 }
 
 function ModelForm({ form, setForm, editing, status, done, reload }: { form: Form; setForm(f: (f: Form) => Form): void; editing: string | null; status: Actions; done(): void; reload(): Promise<void> }) {
@@ -147,13 +128,7 @@ function ModelForm({ form, setForm, editing, status, done, reload }: { form: For
       status.ok(`${m.label} saved.`);
     });
   return (
-    <form
-      id="chat-model-form"
-      onSubmit={(e) => {
-        e.preventDefault();
-        void save();
-      }}
-    >
+    <Form id="chat-model-form" onSubmit={save}>
       <Field id="cm-id" label="Id" hint="A short name: lower-case letters, digits and dashes. It cannot change.">
         <input id="cm-id" value={form.id} onInput={text('id')} disabled={!!editing} required aria-describedby={hintFor('cm-id')} />
       </Field>
@@ -178,15 +153,13 @@ function ModelForm({ form, setForm, editing, status, done, reload }: { form: For
       </Field>
       <Status id="cm-form-status" notice={status.notice} />
       <div class="row compact">
-        <button type="submit" id="cm-save" disabled={status.busy === 'save'}>
-          {editing ? 'Save changes' : 'Add model'}
-        </button>
+        <Submit id="cm-save" text={editing ? 'Save changes' : 'Add model'} disabled={status.busy === 'save'} />
         {editing ? (
           <button type="button" class="secondary" onClick={done}>
             Cancel
           </button>
         ) : null}
       </div>
-    </form>
+    </Form>
   );
 }

@@ -4,7 +4,8 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import type { ConnectionList, ConnectionRequest, ConnectionView, SyncJobStarted, SyncJobState, SyncJobView } from '../../../admin-api.js';
 import { api, ApiError } from '../api.js';
 import { ErrorText } from '../error-text.js';
-import { Checkbox, ErrorBox, Field, fmtTime, hintFor, Loading, PageTitle, Section, Status, Table, useActions, useLoad, type Actions } from './common.js';
+import { Checkbox, Field, fmtTime, hintFor, Section, Status, Table, useActions, useLoad, type Actions } from './common.js';
+import { Form, Loaded, Page, Submit } from './forms.js';
 
 export function IdentityPage() {
   const [data, failed, reload] = useLoad(() => api<ConnectionList>('GET', '/api/identity/connections'));
@@ -12,19 +13,12 @@ export function IdentityPage() {
   // The form's status outlives the form: created, it is built again for the stored connection.
   const status = useActions();
   return (
-    <div class="admin identity">
-      <PageTitle title="Single sign-on and directory sync" intro='The Google connection used for "Sign in with Google" and for reading users and groups from the directory.' />
-      {failed ? (
-        <ErrorBox error={failed} />
-      ) : !data ? (
-        <Loading />
-      ) : (
-        <>
-          <ConnectionForm key={conn?.id ?? 'new'} conn={conn} reload={reload} status={status} />
-          <SyncPanel conn={conn} />
-        </>
-      )}
-    </div>
+    <Page cls="admin identity" title="Single sign-on and directory sync" intro='The Google connection used for "Sign in with Google" and for reading users and groups from the directory.'>
+      <Loaded failed={failed} loading={!data}>
+        <ConnectionForm key={conn?.id ?? 'new'} conn={conn} reload={reload} status={status} />
+        <SyncPanel conn={conn} />
+      </Loaded>
+    </Page>
   );
 }
 
@@ -125,21 +119,12 @@ function ConnectionForm({ conn, reload, status }: { conn: ConnectionView | null;
       <p class="muted" id="conn-summary">
         {summary}
       </p>
-      <form
-        id="conn-form"
-        class="grid2"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void save();
-        }}
-      >
+      <Form id="conn-form" class="grid2" onSubmit={save}>
         <ConnectionFields conn={conn} f={f} setF={setF} />
         <div class="actions">
-          <button type="submit" id="conn-save" disabled={status.busy === 'save'}>
-            {conn ? 'Save connection' : 'Create connection'}
-          </button>
+          <Submit id="conn-save" text={conn ? 'Save connection' : 'Create connection'} disabled={status.busy === 'save'} />
         </div>
-      </form>
+      </Form>
       <Status id="conn-status" notice={status.notice} />
       {conn ? (
         <div class="actions">

@@ -5,7 +5,8 @@
 import { useState } from 'preact/hooks';
 import type { ServerMailPolicyView } from '../../../admin-api.js';
 import { api, ApiError } from '../api.js';
-import { Field, fmtTime, hintFor, Loading, LoadFailed, PageTitle, Section, Select, Status, useActions, useLoad } from './common.js';
+import { Field, fmtTime, hintFor, PageTitle, Section, Select, Status, useActions, useLoad } from './common.js';
+import { Form, Loaded, Submit } from './forms.js';
 
 const DOMAIN = /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 const OTHER: [string, string][] = [
@@ -74,12 +75,34 @@ function serverProblems(e: unknown): string[] | null {
   });
 }
 
+export function MailPolicyPage() {
+  const [policy, failed, , setPolicy] = useLoad(() => api<ServerMailPolicyView>('GET', '/api/admin/mail-policy'));
+  return (
+    <Loaded failed={failed} loading={!policy}>
+      {policy && <PolicyPage policy={policy} onSaved={setPolicy} />}
+    </Loaded>
+  );
+}
+
+function PolicyPage({ policy, onSaved }: { policy: ServerMailPolicyView; onSaved(p: ServerMailPolicyView): void }) {
+  return (
+    <>
+      <PageTitle title="Send policy" intro="Who the agents may send mail to, for every user of this server. Agent policies can add domains and make the limits stricter for their teams." />
+      <Section title="Server-wide send policy" headingId="mail-policy-heading">
+        <PolicyForm policy={policy} onSaved={onSaved} />
+        <p class="muted" id="mail-policy-updated">
+          {policy.updated_by === null ? 'From the server settings (AIRLOCK_MAIL_*); not changed here yet.' : `Last changed ${fmtTime(policy.updated_at)}.`}
+        </p>
+      </Section>
+    </>
+  );
+}
+
 function PolicyForm({ policy, onSaved }: { policy: ServerMailPolicyView; onSaved(p: ServerMailPolicyView): void }) {
   const [d, setD] = useState<Draft>(() => draftOf(policy));
   const [problems, setProblems] = useState<string[]>([]);
   const status = useActions();
-  const save = (ev: Event) => {
-    ev.preventDefault();
+  const save = () => {
     const found = draftProblems(d);
     setProblems(found);
     if (found.length) return;
@@ -99,7 +122,7 @@ function PolicyForm({ policy, onSaved }: { policy: ServerMailPolicyView; onSaved
   };
   const setLimit = (k: Limit, v: string) => setD({ ...d, limits: { ...d.limits, [k]: v } });
   return (
-    <form id="mail-policy-form" onSubmit={save} noValidate>
+    <Form id="mail-policy-form" onSubmit={save} noValidate>
       <div class="mail-policy-grid">
         <Field id="mp-allow" label={LABEL.allow_domains} hint="One domain a line (or separated by commas); subdomains are included: corp.example also allows eu.corp.example.">
           <textarea id="mp-allow" rows={5} aria-describedby={hintFor('mp-allow')} value={d.allow} onInput={(e) => setD({ ...d, allow: e.currentTarget.value })} />
@@ -129,28 +152,9 @@ function PolicyForm({ policy, onSaved }: { policy: ServerMailPolicyView; onSaved
         </div>
       )}
       <div class="actions">
-        <button type="submit" id="mail-policy-save" disabled={status.busy === 'save'}>
-          Save send policy
-        </button>
+        <Submit id="mail-policy-save" text="Save send policy" disabled={status.busy === 'save'} />
       </div>
       <Status id="mail-policy-status" notice={status.notice} />
-    </form>
-  );
-}
-
-export function MailPolicyPage() {
-  const [policy, failed, , setPolicy] = useLoad(() => api<ServerMailPolicyView>('GET', '/api/admin/mail-policy'));
-  if (failed) return <LoadFailed error={failed} />;
-  if (!policy) return <Loading />;
-  return (
-    <>
-      <PageTitle title="Send policy" intro="Who the agents may send mail to, for every user of this server. Agent policies can add domains and make the limits stricter for their teams." />
-      <Section title="Server-wide send policy" headingId="mail-policy-heading">
-        <PolicyForm policy={policy} onSaved={setPolicy} />
-        <p class="muted" id="mail-policy-updated">
-          {policy.updated_by === null ? 'From the server settings (AIRLOCK_MAIL_*); not changed here yet.' : `Last changed ${fmtTime(policy.updated_at)}.`}
-        </p>
-      </Section>
-    </>
+    </Form>
   );
 }

@@ -6,7 +6,8 @@ import type { AgentCatalogView, AgentPolicyList, EffectiveAgentPolicyResponse, E
 import { api } from '../api.js';
 import { TeamsSection } from './teams.js';
 import { AgentPoliciesSection, listText, MailRules } from './agent-policies.js';
-import { ErrorBox, Field, hintFor, Loading, PageTitle, Section, Select, Status, useActions, useLoad, useUserPicker, type Actions } from './common.js';
+import { ErrorBox, Field, hintFor, Loading, Section, Select, Status, useActions, useLoad, useUserPicker, type Actions } from './common.js';
+import { Form, Loaded, Page, Submit, UserQuery } from './forms.js';
 
 /** The organisation and policy a link names (#/admin/organisations/<org>/policy/<id>), or nulls. */
 function hashTarget(): { org: number | null; policy: number | null } {
@@ -47,38 +48,22 @@ export function OrganisationsPage() {
     });
 
   return (
-    <div class="admin orgs">
-      <PageTitle title="Organisations, teams and agent policies" intro="Teams can follow a directory group: the sync then owns their members. Agent policies limit the tools and models of an organisation's members." />
-      {failed ? (
-        <ErrorBox error={failed} />
-      ) : !data ? (
-        <Loading />
-      ) : (
-        <>
-          <Section title="Organisations">
-            <form
-              class="row"
-              id="org-form"
-              onSubmit={(e) => {
-                e.preventDefault();
-                void create();
-              }}
-            >
-              <Field id="org-name" label="New organisation name" hint="At most 100 characters">
-                <input type="text" id="org-name" required maxLength={100} aria-describedby={hintFor('org-name')} value={name} onInput={(e) => setName(e.currentTarget.value)} />
-              </Field>
-              <button type="submit" id="org-create" disabled={status.busy === 'create'}>
-                Create organisation
-              </button>
-            </form>
-            <Status id="org-status" notice={status.notice} />
-            {current ? <CurrentOrganisation current={current} orgs={orgs} setPicked={setPicked} status={status} reload={reload} /> : <p class="muted">No organisations yet.</p>}
-          </Section>
-          <div id="org-detail">{current ? <OrgDetail key={current.id} orgId={current.id} target={current.id === target.org ? target.policy : null} /> : null}</div>
-        </>
-      )}
+    <Page cls="admin orgs" title="Organisations, teams and agent policies" intro="Teams can follow a directory group: the sync then owns their members. Agent policies limit the tools and models of an organisation's members.">
+      <Loaded failed={failed} loading={!data}>
+        <Section title="Organisations">
+          <Form class="row" id="org-form" onSubmit={create}>
+            <Field id="org-name" label="New organisation name" hint="At most 100 characters">
+              <input type="text" id="org-name" required maxLength={100} aria-describedby={hintFor('org-name')} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+            </Field>
+            <Submit id="org-create" text="Create organisation" disabled={status.busy === 'create'} />
+          </Form>
+          <Status id="org-status" notice={status.notice} />
+          {current ? <CurrentOrganisation current={current} orgs={orgs} setPicked={setPicked} status={status} reload={reload} /> : <p class="muted">No organisations yet.</p>}
+        </Section>
+        <div id="org-detail">{current ? <OrgDetail key={current.id} orgId={current.id} target={current.id === target.org ? target.policy : null} /> : null}</div>
+      </Loaded>
       <EffectiveAgentPolicySection />
-    </div>
+    </Page>
   );
 }
 
@@ -114,21 +99,12 @@ function CurrentOrganisation({ current, orgs, setPicked, status, reload }: Curre
       <Field id="org-pick" label="Organisation">
         <Select id="org-pick" value={String(current.id)} onChange={(v) => setPicked(Number(v))} options={orgs.map((o) => [String(o.id), o.name])} />
       </Field>
-      <form
-        class="row"
-        id="org-rename-form"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void doRename(current);
-        }}
-      >
+      <Form class="row" id="org-rename-form" onSubmit={() => doRename(current)}>
         <Field id="org-rename" label="Rename the organisation">
           <input type="text" id="org-rename" required maxLength={100} value={renameText} onInput={(e) => setRename({ org: current.id, text: e.currentTarget.value })} />
         </Field>
-        <button type="submit" id="org-rename-save" class="secondary" disabled={status.busy === 'rename'}>
-          Rename
-        </button>
-      </form>
+        <Submit id="org-rename-save" cls="secondary" text="Rename" disabled={status.busy === 'rename'} />
+      </Form>
       <div class="actions">
         <button type="button" class="danger" id="org-delete" disabled={status.busy === 'delete'} onClick={() => void remove(current)}>
           Delete organisation
@@ -172,25 +148,9 @@ function EffectiveAgentPolicySection() {
   };
   return (
     <Section title="Effective agent policy for a user">
-      <form
-        class="row"
-        id="eap-form"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void show();
-        }}
-      >
-        <Field id="eap-user" label="User">
-          {who.field}
-        </Field>
-        <button type="submit" id="eap-show" disabled={status.busy === 'show'}>
-          Show
-        </button>
-      </form>
-      <Status id="eap-status" notice={status.notice} />
-      <div id="eap-out" aria-live="polite">
+      <UserQuery id="eap" picker={who} button="Show" status={status} show={show}>
         {answer ? <EffectivePolicy answer={answer} /> : null}
-      </div>
+      </UserQuery>
     </Section>
   );
 }

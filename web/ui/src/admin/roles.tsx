@@ -5,7 +5,8 @@ import type { DataPolicyList, DataPolicyView, DataRoleList, DataRoleSummaryView,
 import { api } from '../api.js';
 import { rendered } from './focus.js';
 import { andLeaf, FilterView, leafOf, OPERATORS, parseFilter, type Operator } from './row-filter.js';
-import { Clip, Field, hintFor, LoadFailed, Loading, PageTitle, parseList, Section, Select, Status, Table, useActions, useLoad, type Actions } from './common.js';
+import { Clip, Field, hintFor, parseList, Section, Select, Status, Table, useActions, useLoad, type Actions, type Column } from './common.js';
+import { Form, Loaded, Page, PageLoading, RowActions, RowButton, Submit } from './forms.js';
 
 export const BASE = '/api/data-authorization';
 export const UNAVAILABLE = 'Data-access control is not available on this server';
@@ -18,15 +19,8 @@ export function RolesPage() {
   const [data, failed, reload] = useLoad(() => api<DataRoleList>('GET', `${BASE}/roles`));
   const [openId, setOpenId] = useState<number | null>(null);
 
-  const intro = 'A user reads a table only through a data role that grants it. Policies are per table: allowed columns and a row filter.';
-  if (failed || !data) {
-    return (
-      <div class="admin access">
-        <PageTitle title="Data roles and policies" intro={intro} />
-        {failed ? <LoadFailed error={failed} unavailable={UNAVAILABLE} /> : <Loading />}
-      </div>
-    );
-  }
+  const page = { cls: 'admin access', title: 'Data roles and policies', intro: 'A user reads a table only through a data role that grants it. Policies are per table: allowed columns and a row filter.' };
+  if (failed || !data) return <PageLoading {...page} failed={failed} unavailable={UNAVAILABLE} />;
   const open = data.roles.find((r) => r.id === openId) ?? null;
   const remove = (r: DataRoleSummaryView) =>
     status.run(`delete-${r.id}`, async () => {
@@ -47,59 +41,47 @@ export function RolesPage() {
     policyStatus.ok(`Role ${role.name} created.`);
   };
   return (
-    <div class="admin access">
-      <PageTitle title="Data roles and policies" intro={intro} />
+    <Page {...page}>
       <Section title="Roles">
         <RolesTable roles={data.roles} busy={status.busy} onPolicies={(r) => void showPolicies(r)} onDelete={(r) => void remove(r)} />
         <NewRoleForm status={status} created={created} />
         <Status id="role-status" notice={status.notice} />
       </Section>
       <div id="role-detail">{open ? <PoliciesSection key={open.id} role={open} status={policyStatus} changed={reload} /> : null}</div>
-    </div>
+    </Page>
   );
 }
 
 function RolesTable({ roles, busy, onPolicies, onDelete }: { roles: DataRoleSummaryView[]; busy: string | null; onPolicies(r: DataRoleSummaryView): void; onDelete(r: DataRoleSummaryView): void }) {
-  return (
-    <Table
-      id="roles-table"
-      rows={roles}
-      rowKey={(r) => r.id}
-      empty="No roles."
-      cols={[
-        {
-          title: 'Role',
-          render: (r) => (
+  const cols: Column<DataRoleSummaryView>[] = [
+    {
+      title: 'Role',
+      render: (r) => (
+        <>
+          <Clip text={r.name} cls="name" />
+          {r.builtin ? (
             <>
-              <Clip text={r.name} cls="name" />
-              {r.builtin ? (
-                <>
-                  {' '}
-                  <span class="badge">built-in</span>
-                </>
-              ) : null}
+              {' '}
+              <span class="badge">built-in</span>
             </>
-          ),
-        },
-        { title: 'Description', render: (r) => <Clip text={r.description} /> },
-        { title: 'Policies', render: (r) => String(r.policy_count) },
-        { title: 'Assigned', render: (r) => String(r.assignment_count) },
-        {
-          title: 'Actions',
-          render: (r) => (
-            <div class="row compact">
-              <button type="button" class="secondary" data-role-policies={String(r.id)} aria-label={`Policies of ${r.name}`} onClick={() => onPolicies(r)}>
-                Policies
-              </button>
-              <button type="button" class="danger" disabled={r.builtin || busy === `delete-${r.id}`} aria-label={`Delete role ${r.name}`} onClick={() => onDelete(r)}>
-                Delete
-              </button>
-            </div>
-          ),
-        },
-      ]}
-    />
-  );
+          ) : null}
+        </>
+      ),
+    },
+    { title: 'Description', render: (r) => <Clip text={r.description} /> },
+    { title: 'Policies', render: (r) => String(r.policy_count) },
+    { title: 'Assigned', render: (r) => String(r.assignment_count) },
+    {
+      title: 'Actions',
+      render: (r) => (
+        <RowActions>
+          <RowButton text="Policies" data-role-policies={String(r.id)} label={`Policies of ${r.name}`} onClick={() => onPolicies(r)} />
+          <RowButton text="Delete" cls="danger" disabled={r.builtin || busy === `delete-${r.id}`} label={`Delete role ${r.name}`} onClick={() => onDelete(r)} />
+        </RowActions>
+      ),
+    },
+  ];
+  return <Table id="roles-table" rows={roles} rowKey={(r) => r.id} empty="No roles." cols={cols} />;
 }
 
 function NewRoleForm({ status, created }: { status: Actions; created(role: DataRoleView): Promise<void> }) {
@@ -113,13 +95,7 @@ function NewRoleForm({ status, created }: { status: Actions; created(role: DataR
       await created(role);
     });
   return (
-    <form
-      id="role-form"
-      onSubmit={(e) => {
-        e.preventDefault();
-        void create();
-      }}
-    >
+    <Form id="role-form" onSubmit={create}>
       <h3>New role</h3>
       <div class="row">
         <Field id="role-name" label="Role name" hint="Letters, digits, _ . -; starts with a letter">
@@ -128,11 +104,9 @@ function NewRoleForm({ status, created }: { status: Actions; created(role: DataR
         <Field id="role-description" label="Description">
           <input type="text" id="role-description" maxLength={500} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
         </Field>
-        <button type="submit" id="role-create" disabled={status.busy === 'create'}>
-          Create role
-        </button>
+        <Submit id="role-create" text="Create role" disabled={status.busy === 'create'} />
       </div>
-    </form>
+    </Form>
   );
 }
 
@@ -155,7 +129,9 @@ function PoliciesSection({ role, status, changed }: { role: DataRoleView; status
       <h2 id="policies-title" tabIndex={-1}>
         Policies of {role.name}
       </h2>
-      {failed ? <LoadFailed error={failed} /> : !data ? <Loading /> : <PoliciesTable role={role} policies={data.policies} busy={status.busy} onEdit={draft.edit} onDelete={(p) => void remove(p)} />}
+      <Loaded failed={failed} loading={!data}>
+        {data && <PoliciesTable role={role} policies={data.policies} busy={status.busy} onEdit={draft.edit} onDelete={(p) => void remove(p)} />}
+      </Loaded>
       <PolicyForm role={role} status={status} draft={draft} saved={afterChange} />
       <Status id="policy-status" notice={status.notice} />
     </section>
@@ -163,32 +139,21 @@ function PoliciesSection({ role, status, changed }: { role: DataRoleView; status
 }
 
 function PoliciesTable({ role, policies, busy, onEdit, onDelete }: { role: DataRoleView; policies: DataPolicyView[]; busy: string | null; onEdit(p: DataPolicyView): void; onDelete(p: DataPolicyView): void }) {
-  return (
-    <Table
-      id="policies-table"
-      rows={policies}
-      rowKey={(p) => p.table}
-      empty="No policies: this role grants nothing yet."
-      cols={[
-        { title: 'Table', render: (p) => <code>{p.table}</code> },
-        { title: 'Columns', render: (p) => p.allowed_columns.join(', ') },
-        { title: 'Row filter', render: (p) => <FilterView filter={p.row_filter} /> },
-        {
-          title: 'Actions',
-          render: (p) => (
-            <div class="row compact">
-              <button type="button" class="secondary" aria-label={`Edit policy on ${p.table}`} onClick={() => onEdit(p)}>
-                Edit
-              </button>
-              <button type="button" class="danger" disabled={role.builtin || busy === `delete-${p.table}`} aria-label={`Delete policy on ${p.table}`} onClick={() => onDelete(p)}>
-                Delete
-              </button>
-            </div>
-          ),
-        },
-      ]}
-    />
-  );
+  const cols: Column<DataPolicyView>[] = [
+    { title: 'Table', render: (p) => <code>{p.table}</code> },
+    { title: 'Columns', render: (p) => p.allowed_columns.join(', ') },
+    { title: 'Row filter', render: (p) => <FilterView filter={p.row_filter} /> },
+    {
+      title: 'Actions',
+      render: (p) => (
+        <RowActions>
+          <RowButton text="Edit" label={`Edit policy on ${p.table}`} onClick={() => onEdit(p)} />
+          <RowButton text="Delete" cls="danger" disabled={role.builtin || busy === `delete-${p.table}`} label={`Delete policy on ${p.table}`} onClick={() => onDelete(p)} />
+        </RowActions>
+      ),
+    },
+  ];
+  return <Table id="policies-table" rows={policies} rowKey={(p) => p.table} empty="No policies: this role grants nothing yet." cols={cols} />;
 }
 
 /** The policy form's fields, filled by a table row's Edit. */
@@ -238,13 +203,7 @@ function PolicyForm({ role, status, draft, saved }: { role: DataRoleView; status
     if (!done) setFilterInvalid(true);
   };
   return (
-    <form
-      id="policy-form"
-      onSubmit={(e) => {
-        e.preventDefault();
-        void save();
-      }}
-    >
+    <Form id="policy-form" onSubmit={save}>
       <h3>{role.builtin ? 'Built-in role: its grant cannot change' : 'Add or replace a table policy'}</h3>
       <div class="row">
         <Field id="policy-table" label="Table" hint="An identifier, schema.table, or * for every table">
@@ -259,11 +218,9 @@ function PolicyForm({ role, status, draft, saved }: { role: DataRoleView; status
       </Field>
       <LeafBuilder key={draft.generation} status={status} filter={filter} setFilter={setFilter} />
       <div class="actions">
-        <button type="submit" id="policy-save" disabled={role.builtin || status.busy === 'save'}>
-          Save policy
-        </button>
+        <Submit id="policy-save" text="Save policy" disabled={role.builtin || status.busy === 'save'} />
       </div>
-    </form>
+    </Form>
   );
 }
 

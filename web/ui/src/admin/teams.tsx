@@ -3,7 +3,8 @@
 import { useState } from 'preact/hooks';
 import type { ExternalGroup, ExternalGroupList, TeamView } from '../../../admin-api.js';
 import { api } from '../api.js';
-import { Clip, Field, hintFor, Section, Select, Status, Table, useActions, useUserPicker, type Actions } from './common.js';
+import { Clip, Field, hintFor, Section, Select, Status, Table, useActions, useUserPicker, type Actions, type Column } from './common.js';
+import { Form, RowActions, RowButton, Submit } from './forms.js';
 
 const groupLabel = (g: ExternalGroup) => `${g.name || g.email} (${g.email}, ${g.member_count} members)`;
 const groupOptions = (groups: ExternalGroup[]): [string, string][] => [['', '— not linked —'], ...groups.map((g): [string, string] => [String(g.id), groupLabel(g)])];
@@ -40,13 +41,7 @@ export function TeamsSection({ orgId, teams, groups, changed }: TeamsProps) {
     <Section title="Teams">
       <TeamsTable teams={teams} groups={groups} status={status} changed={changed} />
       <h3>New team</h3>
-      <form
-        id="team-form"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void create();
-        }}
-      >
+      <Form id="team-form" onSubmit={create}>
         <div class="row">
           <Field id="team-name" label="Team name">
             <input type="text" id="team-name" required maxLength={100} value={name} onInput={(e) => setName(e.currentTarget.value)} />
@@ -59,11 +54,9 @@ export function TeamsSection({ orgId, teams, groups, changed }: TeamsProps) {
           </Field>
         </div>
         <div class="actions">
-          <button type="submit" id="team-create" disabled={status.busy === 'create'}>
-            Create team
-          </button>
+          <Submit id="team-create" text="Create team" disabled={status.busy === 'create'} />
         </div>
-      </form>
+      </Form>
       <Status id="team-status" notice={status.notice} />
     </Section>
   );
@@ -75,34 +68,27 @@ function TeamsTable({ teams, groups, status, changed }: { teams: TeamView[]; gro
     const g = groups.find((x) => x.id === id);
     return g ? `${g.name || g.email} <${g.email}>` : `group ${id}`;
   };
-  return (
-    <Table
-      id="teams-table"
-      rows={teams}
-      rowKey={(t) => t.id}
-      empty="No teams yet."
-      cols={[
-        { title: 'Team', render: (t) => <Clip text={t.name} cls="name" /> },
-        {
-          title: 'Linked group',
-          render: (t) => (t.external_group_id ? <Clip text={groupName(t.external_group_id)} cls="name" /> : <span class="muted">none (members managed here)</span>),
-        },
-        {
-          title: 'Members',
-          render: (t) =>
-            t.external_group_id ? (
-              <span>
-                {String(t.member_ids.length)}
-                <span class="muted"> (from the directory)</span>
-              </span>
-            ) : (
-              <TeamMembers team={t} status={status} changed={changed} />
-            ),
-        },
-        { title: 'Actions', render: (t) => <TeamActions team={t} groups={groups} status={status} changed={changed} /> },
-      ]}
-    />
-  );
+  const cols: Column<TeamView>[] = [
+    { title: 'Team', render: (t) => <Clip text={t.name} cls="name" /> },
+    {
+      title: 'Linked group',
+      render: (t) => (t.external_group_id ? <Clip text={groupName(t.external_group_id)} cls="name" /> : <span class="muted">none (members managed here)</span>),
+    },
+    {
+      title: 'Members',
+      render: (t) =>
+        t.external_group_id ? (
+          <span>
+            {String(t.member_ids.length)}
+            <span class="muted"> (from the directory)</span>
+          </span>
+        ) : (
+          <TeamMembers team={t} status={status} changed={changed} />
+        ),
+    },
+    { title: 'Actions', render: (t) => <TeamActions team={t} groups={groups} status={status} changed={changed} /> },
+  ];
+  return <Table id="teams-table" rows={teams} rowKey={(t) => t.id} empty="No teams yet." cols={cols} />;
 }
 
 /** Members of a team not linked to a group: by name, each removable, and a user field to add one. */
@@ -137,18 +123,12 @@ function TeamMembers({ team, status, changed }: { team: TeamView; status: Action
       ) : (
         <p class="muted">No members yet.</p>
       )}
-      <form
-        class="row compact add-member"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void add();
-        }}
-      >
+      <Form class="row compact add-member" onSubmit={add}>
         {who.field}
         <button type="submit" class="secondary" aria-label={`Add member to team ${team.name}`} disabled={status.busy === `add-${team.id}`}>
           Add
         </button>
-      </form>
+      </Form>
     </div>
   );
 }
@@ -167,14 +147,10 @@ function TeamActions({ team, groups, status, changed }: { team: TeamView; groups
       await changed();
     });
   return (
-    <div class="row compact">
+    <RowActions>
       <Select id={`team-${team.id}-group`} aria-label={`Linked group for ${team.name}`} value={group} onChange={setGroup} options={groupOptions(groups)} />
-      <button type="button" class="secondary" aria-label={`Link ${team.name} to the chosen group`} disabled={status.busy === `link-${team.id}`} onClick={() => void link()}>
-        Link
-      </button>
-      <button type="button" class="danger" aria-label={`Delete team ${team.name}`} disabled={status.busy === `delete-${team.id}`} onClick={() => void remove()}>
-        Delete
-      </button>
-    </div>
+      <RowButton text="Link" label={`Link ${team.name} to the chosen group`} disabled={status.busy === `link-${team.id}`} onClick={() => void link()} />
+      <RowButton text="Delete" cls="danger" label={`Delete team ${team.name}`} disabled={status.busy === `delete-${team.id}`} onClick={() => void remove()} />
+    </RowActions>
   );
 }

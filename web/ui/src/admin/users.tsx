@@ -4,7 +4,8 @@
 import { useState } from 'preact/hooks';
 import type { AdminUser, AdminUserList } from '../../../admin-api.js';
 import { api } from '../api.js';
-import { Clip, Field, fmtTime, LoadFailed, Loading, PageTitle, Section, Status, Table, useActions, useLoad } from './common.js';
+import { Field, fmtTime, Section, Status, Table, useActions, useLoad, type Column } from './common.js';
+import { Form, Loaded, NameCell, Page, RowActions, RowButton } from './forms.js';
 
 const BASE = '/api/admin/users';
 const PAGE = 25;
@@ -30,23 +31,21 @@ export function UsersPage() {
       setShown({ user: name(u), password: r.password ?? '' });
       status.ok(`${name(u)} has a new password; their sessions ended.`);
     });
-  const search = (ev: Event) => {
-    ev.preventDefault();
+  const search = () => {
     setOffset(0);
     setQuery(q.trim());
   };
   const intro = 'Everyone with an account. Deactivating someone ends their sessions and their running chats at once. You cannot change your own account here, and there is always at least one active superuser.';
   return (
-    <div class="admin users">
-      <PageTitle title="Users" intro={intro} />
-      <form class="row" role="search" onSubmit={search}>
+    <Page cls="admin users" title="Users" intro={intro}>
+      <Form class="row" role="search" onSubmit={search}>
         <Field id="users-q" label="Search by name or e-mail">
           <input id="users-q" type="search" value={q} onInput={(e) => setQ(e.currentTarget.value)} />
         </Field>
         <button type="submit" class="secondary">
           Search
         </button>
-      </form>
+      </Form>
       {shown ? (
         <div class="banner info" role="alert" id="users-new-password">
           New password for {shown.user}: <code>{shown.password}</code>. It is shown only now: hand it over safely; they can change it under Settings.{' '}
@@ -57,7 +56,9 @@ export function UsersPage() {
       ) : null}
       <Section title="Accounts">
         <Status id="users-status" notice={status.notice} />
-        {failed ? <LoadFailed error={failed} /> : !data ? <Loading /> : <UserTable data={data} busy={status.busy} change={change} reset={reset} />}
+        <Loaded failed={failed} loading={!data}>
+          {data && <UserTable data={data} busy={status.busy} change={change} reset={reset} />}
+        </Loaded>
         {data ? (
           <nav class="row compact" aria-label="Pages">
             <span class="muted" id="users-count">
@@ -72,7 +73,7 @@ export function UsersPage() {
           </nav>
         ) : null}
       </Section>
-    </div>
+    </Page>
   );
 }
 
@@ -84,57 +85,32 @@ interface TableProps {
 }
 
 function UserTable({ data, busy, change, reset }: TableProps) {
-  return (
-    <Table
-      id="users-table"
-      rows={data.users}
-      rowKey={(u) => u.id}
-      empty="No user matches."
-      cols={[
-        {
-          title: 'User',
-          render: (u) => (
-            <div>
-              <Clip text={u.display_name || u.username} cls="name" /> {u.is_superuser ? <span class="badge">superuser</span> : null} {u.is_active ? null : <span class="badge warning">deactivated</span>}
-              <div class="muted small">
-                {u.username} · {u.email ?? 'no e-mail'}
-              </div>
-            </div>
-          ),
-        },
-        { title: 'Last sign-in', render: (u) => fmtTime(u.last_login_at) },
-        {
-          title: 'Actions',
-          render: (u) => {
-            const who = u.display_name || u.username;
-            return (
-              <div class="row compact">
-                <button
-                  type="button"
-                  class="secondary"
-                  aria-label={`${u.is_active ? 'Deactivate' : 'Reactivate'} ${who}`}
-                  disabled={busy === `change-${u.id}`}
-                  onClick={() => void change(u, { is_active: !u.is_active }, u.is_active ? 'is deactivated' : 'is active again')}
-                >
-                  {u.is_active ? 'Deactivate' : 'Reactivate'}
-                </button>
-                <button
-                  type="button"
-                  class="secondary"
-                  aria-label={`${u.is_superuser ? 'Demote' : 'Promote'} ${who}`}
-                  disabled={busy === `change-${u.id}`}
-                  onClick={() => void change(u, { is_superuser: !u.is_superuser }, u.is_superuser ? 'is no longer a superuser' : 'is a superuser now')}
-                >
-                  {u.is_superuser ? 'Demote' : 'Promote'}
-                </button>
-                <button type="button" class="secondary" aria-label={`Reset password of ${who}`} disabled={busy === `reset-${u.id}`} onClick={() => void reset(u)}>
-                  Reset password
-                </button>
-              </div>
-            );
-          },
-        },
-      ]}
-    />
-  );
+  /** A button that flips one flag of the user: `text` is what it says while the flag is off, then on; `done` the status afterwards, likewise. */
+  const flip = (u: AdminUser, flag: 'is_active' | 'is_superuser', text: [string, string], done: [string, string]) => {
+    const v = u[flag];
+    const shown = v ? text[1] : text[0];
+    return <RowButton text={shown} label={`${shown} ${u.display_name || u.username}`} disabled={busy === `change-${u.id}`} onClick={() => void change(u, { [flag]: !v }, v ? done[1] : done[0])} />;
+  };
+  const cols: Column<AdminUser>[] = [
+    {
+      title: 'User',
+      render: (u) => (
+        <NameCell name={u.display_name || u.username} badge={u.is_superuser && 'superuser'} warning={!u.is_active && 'deactivated'}>
+          {u.username} · {u.email ?? 'no e-mail'}
+        </NameCell>
+      ),
+    },
+    { title: 'Last sign-in', render: (u) => fmtTime(u.last_login_at) },
+    {
+      title: 'Actions',
+      render: (u) => (
+        <RowActions>
+          {flip(u, 'is_active', ['Reactivate', 'Deactivate'], ['is active again', 'is deactivated'])}
+          {flip(u, 'is_superuser', ['Promote', 'Demote'], ['is a superuser now', 'is no longer a superuser'])}
+          <RowButton text="Reset password" label={`Reset password of ${u.display_name || u.username}`} disabled={busy === `reset-${u.id}`} onClick={() => void reset(u)} />
+        </RowActions>
+      ),
+    },
+  ];
+  return <Table id="users-table" rows={data.users} rowKey={(u) => u.id} empty="No user matches." cols={cols} />;
 }
