@@ -8,12 +8,9 @@
  */
 import t from 'tap';
 import type { Page } from 'playwright-core';
-import { createLogger, hashPassword } from '../../core/index.js';
-import { createUser } from '../../domain/users.js';
-import { serve } from '../../daemon/serve.js';
-import { Client } from '../helpers/client.js';
 import { axeProblems, browserUnavailable, checkNarrow, launch, screenshot } from '../helpers/browser.js';
-import { dataDir, dockerOrSkip, ensureTestImage, runtimeConfig, sweep, uniqueOwner } from '../docker/helpers.js';
+import { dockerOrSkip, ensureTestImage } from '../docker/helpers.js';
+import { openLiveSessions, startLiveSessions } from '../helpers/live-sessions.js';
 
 /** The rows as [short id, turns] in the order shown. */
 const rowsOf = (page: Page) => page.$$eval('#sessions-table tbody tr', (trs) => trs.map((tr) => [tr.querySelector('code.sid')?.getAttribute('title') ?? '', (tr.querySelector('td[data-label="Turns"]')?.textContent ?? '').trim()]));
@@ -28,36 +25,10 @@ else {
   if (docker) {
     const image = await ensureTestImage(docker);
     t.test('live sessions: a restart keeps the row in place with its turn count; short ids; Restart and Kill reachable at 390 px', async (t) => {
-      const dir = dataDir(t);
-      const owner = uniqueOwner('stb');
-      t.teardown(() => sweep(docker, owner));
-      const config = runtimeConfig(dir, image, {
-        AIRLOCK_PORT: '0',
-        AIRLOCK_POOL_SIZE: '0',
-        AGENT_USER_TOKEN_SECRET: 'stb-agent-user-token-secret-0123',
-        MCP_INTERNAL_SECRET: 'stb-mcp-internal-secret-0123456789',
-      });
-      const d = await serve(config, { log: createLogger({ level: 'silent' }), runtime: { owner } });
-      t.teardown(async () => {
-        await d.runtime?.close({ removeContainers: true });
-        await d.close();
-      });
-      await createUser(d.database.sql, { username: 'carol', email: 'carol@example.test', displayName: 'Carol Jones', passwordHash: await hashPassword('carol-password') });
-      await createUser(d.database.sql, { username: 'root', email: 'root@example.test', passwordHash: await hashPassword('root-password'), isSuperuser: true });
+      const { d, carolSignIn, chat, containerOf } = await startLiveSessions(t, docker, image, 'stb');
 
       // Two chats of carol's, the first with two turns.
-      const carol = new Client(d.web.url);
-      t.equal((await carol.login('carol', 'carol-password')).status, 200);
-      const chat = async (message: string, session_id?: string) => {
-        const res = await carol.request('POST', '/api/chat/messages', { message, ...(session_id ? { session_id } : {}) });
-        const lines = (await res.text())
-          .trim()
-          .split('\n')
-          .map((l) => JSON.parse(l) as { type: string; session_id?: string });
-        const sid = lines.find((l) => l.type === 'done')?.session_id;
-        if (!sid) throw new Error(`the chat did not finish: ${JSON.stringify(lines.slice(-2))}`);
-        return sid;
-      };
+      t.equal(carolSignIn, 200);
       const first = await chat('First chat');
       await chat('And again', first);
       const second = await chat('Second chat');
@@ -65,12 +36,7 @@ else {
       const browser = await launch(t);
       const page = await browser.newPage({ viewport: { width: 1280, height: 900 }, colorScheme: 'light' });
       page.on('dialog', (dlg) => void dlg.accept());
-      await page.goto(d.web.url + '/#/login');
-      await page.fill('#username', 'root');
-      await page.fill('#password', 'root-password');
-      await page.keyboard.press('Enter');
-      await page.waitForSelector('#nav a[href="#/admin/sessions"]', { state: 'attached' });
-      await page.goto(d.web.url + '/#/admin/sessions');
+      await openLiveSessions(page, d.web.url);
       await page.waitForFunction(() => document.querySelectorAll('#sessions-table code.sid').length === 2);
       t.same(
         await rowsOf(page),
@@ -92,7 +58,6 @@ else {
       await screenshot(page, 'admin-sessions-stable');
 
       // Restart the first: a new sandbox, the row stays first with its 2 turns.
-      const containerOf = (id: string) => d.runtime!.sessions.list().find((s) => s.sessionId === id)?.containerId;
       const before = containerOf(first)!;
       await page.click(`button[aria-label="Restart session ${first}"]`);
       await page.waitForFunction(() => /restarted/.test(document.querySelector('#sess-status')?.textContent ?? ''), undefined, { timeout: 120_000 });

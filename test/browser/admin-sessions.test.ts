@@ -5,12 +5,9 @@
  * Docker engine answers (never under CI=true).
  */
 import t from 'tap';
-import { createLogger, hashPassword } from '../../core/index.js';
-import { createUser } from '../../domain/users.js';
-import { serve } from '../../daemon/serve.js';
-import { Client } from '../helpers/client.js';
 import { axeProblems, browserUnavailable, checkNarrow, launch, screenshot } from '../helpers/browser.js';
-import { dataDir, dockerOrSkip, ensureTestImage, runtimeConfig, sweep, uniqueOwner } from '../docker/helpers.js';
+import { dockerOrSkip, ensureTestImage } from '../docker/helpers.js';
+import { openLiveSessions, startLiveSessions } from '../helpers/live-sessions.js';
 import { dbCount, dbRows } from '../helpers/db.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -21,22 +18,7 @@ else {
   if (docker) {
     const image = await ensureTestImage(docker);
     t.test('live sessions: refreshes on its own with the chat title and the user name; Restart asks first; logged', async (t) => {
-      const dir = dataDir(t);
-      const owner = uniqueOwner('adm');
-      t.teardown(() => sweep(docker, owner));
-      const config = runtimeConfig(dir, image, {
-        AIRLOCK_PORT: '0',
-        AIRLOCK_POOL_SIZE: '0',
-        AGENT_USER_TOKEN_SECRET: 'adm-agent-user-token-secret-0123',
-        MCP_INTERNAL_SECRET: 'adm-mcp-internal-secret-0123456789',
-      });
-      const d = await serve(config, { log: createLogger({ level: 'silent' }), runtime: { owner } });
-      t.teardown(async () => {
-        await d.runtime?.close({ removeContainers: true });
-        await d.close();
-      });
-      await createUser(d.database.sql, { username: 'carol', email: 'carol@example.test', displayName: 'Carol Jones', passwordHash: await hashPassword('carol-password') });
-      await createUser(d.database.sql, { username: 'root', email: 'root@example.test', passwordHash: await hashPassword('root-password'), isSuperuser: true });
+      const { d, carolSignIn, chat, containerOf: containerOfSession } = await startLiveSessions(t, docker, image, 'adm');
 
       const browser = await launch(t);
       const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
@@ -53,24 +35,13 @@ else {
       });
       /** Run a script in the page: it runs after the click handler (and its confirm()) returned, so any request that handler made has been seen. */
       const afterHandler = () => page.evaluate(() => fetch('/healthz').then((r) => r.status));
-      await page.goto(d.web.url + '/#/login');
-      await page.fill('#username', 'root');
-      await page.fill('#password', 'root-password');
-      await page.keyboard.press('Enter');
-      await page.waitForSelector('#nav a[href="#/admin/sessions"]', { state: 'attached' });
-      await page.goto(d.web.url + '/#/admin/sessions');
+      await openLiveSessions(page, d.web.url);
       await page.waitForSelector('#sessions-table');
       t.match(await page.textContent('#sessions-table'), /No live sessions/);
 
       // carol chats (through the API) while the page is open: the page shows it without a reload.
-      const carol = new Client(d.web.url);
-      t.equal((await carol.login('carol', 'carol-password')).status, 200);
-      const res = await carol.request('POST', '/api/chat/messages', { message: 'Quarterly numbers please' });
-      const lines = (await res.text())
-        .trim()
-        .split('\n')
-        .map((l) => JSON.parse(l) as { type: string; session_id?: string });
-      const sid = lines.find((l) => l.type === 'done')?.session_id;
+      t.equal(carolSignIn, 200);
+      const sid = await chat('Quarterly numbers please');
       t.ok(sid, 'the chat ran');
       const shownAt = Date.now();
       // The row shows the id's first 8 characters; the whole id is its tooltip.
@@ -87,7 +58,7 @@ else {
       t.same(await axeProblems(page), [], 'axe: live sessions with a session listed (dark)');
       await page.emulateMedia({ colorScheme: 'light' });
 
-      const containerOf = () => d.runtime!.sessions.list().find((s) => s.sessionId === sid)?.containerId;
+      const containerOf = () => containerOfSession(sid);
       const first = containerOf();
       t.ok(first);
       // Restart asks first; "Cancel" changes nothing.

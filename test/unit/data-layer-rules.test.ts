@@ -84,7 +84,6 @@ const SLEEP_ALLOWED: Record<string, { max: number; why: string }> = {
   'test/browser/admin-port.test.ts': { max: 1, why: "proves a page left stops polling: nothing happening has no event; 2 s is almost three of the page's 0.7 s intervals" },
   'test/browser/admin-sessions.test.ts': { max: 1, why: "proves a page left stops refreshing: nothing happening has no event; 6 s is more than the page's 5 s REFRESH_MS" },
   'test/browser/chat-ui.test.ts': { max: 1, why: 'the fake model drips an answer over ~2.4 s: the pacing is the thing under test (the page following a streaming answer), not a wait' },
-  'test/integration/proxy.test.ts': { max: 1, why: 'proves a pipelined send behind a 401 is never forwarded: nothing reaching the upstream has no event' },
   'test/integration/proxy-hostile.test.ts': { max: 1, why: 'proves no hostile request is forwarded late: nothing reaching the upstream has no event' },
   'test/integration/security-proxy.test.ts': { max: 2, why: 'proves no hostile request is forwarded late (proxy, then egress gateway): nothing reaching the upstream has no event' },
   'test/docker/hostile-proxy.test.ts': { max: 2, why: 'the same proof from inside a sandbox (agent user, then root): nothing reaching the upstream has no event' },
