@@ -9,7 +9,19 @@ import { createUser } from '../../domain/users.js';
 import { serve } from '../../daemon/serve.js';
 import { Client } from './client.js';
 import { loginAsRoot, ROOT_PW } from './admin-browser.js';
-import { dataDir, runtimeConfig, sweep, uniqueOwner } from '../docker/helpers.js';
+import { browserUnavailable } from './browser.js';
+import { dataDir, dockerOrSkip, ensureTestImage, runtimeConfig, sweep, uniqueOwner } from '../docker/helpers.js';
+
+/** The Docker engine and the test image; null once the file is skipped with the reason (no browser, or no engine: never under CI=true). */
+export async function liveSessionsEngine(t: Parameters<typeof dockerOrSkip>[0]): Promise<{ docker: Docker; image: string } | null> {
+  const why = browserUnavailable();
+  if (why) {
+    t.plan(0, why);
+    return null;
+  }
+  const docker = await dockerOrSkip(t);
+  return docker && { docker, image: await ensureTestImage(docker) };
+}
 
 /** The daemon (no pool) with carol and root, and carol signed in (`carolSignIn`: her login's status); `tag` names its containers and secrets. Torn down with t. */
 export async function startLiveSessions(t: { teardown(fn: () => unknown): void }, docker: Docker, image: string, tag: string) {
