@@ -103,6 +103,8 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
 
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
     if (tainted.has(req.socket)) {
+      // Logged: a send pipelined or smuggled behind a refusal is worth seeing in the audit trail.
+      log('warn', 'proxy dropped a request behind a refusal', { method: req.method });
       res.destroy();
       return;
     }

@@ -73,8 +73,10 @@ const ALL = ['dist/test/**/*.test.js'];
  */
 const RUNSC_FILES = [
   'dist/test/docker/sandbox.test.js',
+  'dist/test/docker/sandbox-isolation.test.js',
   'dist/test/docker/sandbox-lifecycle.test.js',
   'dist/test/docker/chat-e2e.test.js',
+  'dist/test/docker/chat-e2e-sandbox-lost.test.js',
   'dist/test/docker/hostile-proxy.test.js',
   'dist/test/docker/workspace.test.js',
   'dist/test/docker/workspace-quota.test.js',

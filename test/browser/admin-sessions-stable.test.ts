@@ -8,12 +8,8 @@
  */
 import t from 'tap';
 import type { Page } from 'playwright-core';
-import { createLogger, hashPassword } from '../../core/index.js';
-import { createUser } from '../../domain/users.js';
-import { serve } from '../../daemon/serve.js';
-import { Client } from '../helpers/client.js';
-import { axeProblems, browserUnavailable, checkNarrow, launch, screenshot } from '../helpers/browser.js';
-import { dataDir, dockerOrSkip, ensureTestImage, runtimeConfig, sweep, uniqueOwner } from '../docker/helpers.js';
+import { axeProblems, checkNarrow, launch, screenshot } from '../helpers/browser.js';
+import { liveSessionsEngine, openLiveSessions, startLiveSessions } from '../helpers/live-sessions.js';
 
 /** The rows as [short id, turns] in the order shown. */
 const rowsOf = (page: Page) => page.$$eval('#sessions-table tbody tr', (trs) => trs.map((tr) => [tr.querySelector('code.sid')?.getAttribute('title') ?? '', (tr.querySelector('td[data-label="Turns"]')?.textContent ?? '').trim()]));
@@ -21,112 +17,76 @@ const rowsOf = (page: Page) => page.$$eval('#sessions-table tbody tr', (trs) => 
 /** Restart and Kill of every row: on screen (not clipped off to the right) at this width. */
 const buttonsOnScreen = (page: Page) => page.$$eval('#sessions-table button:not(.link)', (bs) => bs.length > 0 && bs.map((b) => b.getBoundingClientRect()).every((r) => r.width > 0 && r.left >= 0 && r.right <= window.innerWidth + 1));
 
-const why = browserUnavailable();
-if (why) t.plan(0, why);
-else {
-  const docker = await dockerOrSkip(t);
-  if (docker) {
-    const image = await ensureTestImage(docker);
-    t.test('live sessions: a restart keeps the row in place with its turn count; short ids; Restart and Kill reachable at 390 px', async (t) => {
-      const dir = dataDir(t);
-      const owner = uniqueOwner('stb');
-      t.teardown(() => sweep(docker, owner));
-      const config = runtimeConfig(dir, image, {
-        AIRLOCK_PORT: '0',
-        AIRLOCK_POOL_SIZE: '0',
-        AGENT_USER_TOKEN_SECRET: 'stb-agent-user-token-secret-0123',
-        MCP_INTERNAL_SECRET: 'stb-mcp-internal-secret-0123456789',
-      });
-      const d = await serve(config, { log: createLogger({ level: 'silent' }), runtime: { owner } });
-      t.teardown(async () => {
-        await d.runtime?.close({ removeContainers: true });
-        await d.close();
-      });
-      await createUser(d.database.sql, { username: 'carol', email: 'carol@example.test', displayName: 'Carol Jones', passwordHash: await hashPassword('carol-password') });
-      await createUser(d.database.sql, { username: 'root', email: 'root@example.test', passwordHash: await hashPassword('root-password'), isSuperuser: true });
+const engine = await liveSessionsEngine(t);
+if (engine) {
+  const { docker, image } = engine;
+  t.test('live sessions: a restart keeps the row in place with its turn count; short ids; Restart and Kill reachable at 390 px', async (t) => {
+    const { d, carolSignIn, chat, containerOf } = await startLiveSessions(t, docker, image, 'stb');
 
-      // Two chats of carol's, the first with two turns.
-      const carol = new Client(d.web.url);
-      t.equal((await carol.login('carol', 'carol-password')).status, 200);
-      const chat = async (message: string, session_id?: string) => {
-        const res = await carol.request('POST', '/api/chat/messages', { message, ...(session_id ? { session_id } : {}) });
-        const lines = (await res.text())
-          .trim()
-          .split('\n')
-          .map((l) => JSON.parse(l) as { type: string; session_id?: string });
-        const sid = lines.find((l) => l.type === 'done')?.session_id;
-        if (!sid) throw new Error(`the chat did not finish: ${JSON.stringify(lines.slice(-2))}`);
-        return sid;
-      };
-      const first = await chat('First chat');
-      await chat('And again', first);
-      const second = await chat('Second chat');
+    // Two chats of carol's, the first with two turns.
+    t.equal(carolSignIn, 200);
+    const first = await chat('First chat');
+    await chat('And again', first);
+    const second = await chat('Second chat');
 
-      const browser = await launch(t);
-      const page = await browser.newPage({ viewport: { width: 1280, height: 900 }, colorScheme: 'light' });
-      page.on('dialog', (dlg) => void dlg.accept());
-      await page.goto(d.web.url + '/#/login');
-      await page.fill('#username', 'root');
-      await page.fill('#password', 'root-password');
-      await page.keyboard.press('Enter');
-      await page.waitForSelector('#nav a[href="#/admin/sessions"]', { state: 'attached' });
-      await page.goto(d.web.url + '/#/admin/sessions');
-      await page.waitForFunction(() => document.querySelectorAll('#sessions-table code.sid').length === 2);
-      t.same(
-        await rowsOf(page),
-        [
-          [first, '2'],
-          [second, '1'],
-        ],
-        "in the chats' order, with their turns",
-      );
+    const browser = await launch(t);
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 }, colorScheme: 'light' });
+    page.on('dialog', (dlg) => void dlg.accept());
+    await openLiveSessions(page, d.web.url);
+    await page.waitForFunction(() => document.querySelectorAll('#sessions-table code.sid').length === 2);
+    t.same(
+      await rowsOf(page),
+      [
+        [first, '2'],
+        [second, '1'],
+      ],
+      "in the chats' order, with their turns",
+    );
 
-      // A short id on one line; the whole id on hover and in the copy button's name.
-      // An inline element that wraps has one box per line.
-      const sid = await page.$eval('#sessions-table code.sid', (c) => ({ text: c.textContent, title: c.getAttribute('title'), lines: c.getClientRects().length }));
-      t.equal(sid.text, first.slice(0, 8), 'the first 8 characters');
-      t.equal(sid.title, first, 'the whole id on hover');
-      t.equal(sid.lines, 1, 'one line');
-      t.equal(await page.locator(`button[aria-label="Copy id ${first}"]`).count(), 1, 'copy the whole id');
-      t.same(await axeProblems(page), [], 'axe: two sessions (1280 px, light)');
-      await screenshot(page, 'admin-sessions-stable');
+    // A short id on one line; the whole id on hover and in the copy button's name.
+    // An inline element that wraps has one box per line.
+    const sid = await page.$eval('#sessions-table code.sid', (c) => ({ text: c.textContent, title: c.getAttribute('title'), lines: c.getClientRects().length }));
+    t.equal(sid.text, first.slice(0, 8), 'the first 8 characters');
+    t.equal(sid.title, first, 'the whole id on hover');
+    t.equal(sid.lines, 1, 'one line');
+    t.equal(await page.locator(`button[aria-label="Copy id ${first}"]`).count(), 1, 'copy the whole id');
+    t.same(await axeProblems(page), [], 'axe: two sessions (1280 px, light)');
+    await screenshot(page, 'admin-sessions-stable');
 
-      // Restart the first: a new sandbox, the row stays first with its 2 turns.
-      const containerOf = (id: string) => d.runtime!.sessions.list().find((s) => s.sessionId === id)?.containerId;
-      const before = containerOf(first)!;
-      await page.click(`button[aria-label="Restart session ${first}"]`);
-      await page.waitForFunction(() => /restarted/.test(document.querySelector('#sess-status')?.textContent ?? ''), undefined, { timeout: 120_000 });
-      t.not(containerOf(first), before, 'a new sandbox');
-      t.same(
-        await rowsOf(page),
-        [
-          [first, '2'],
-          [second, '1'],
-        ],
-        'same place, same turn count after the restart',
-      );
-      // And on the page's own refresh too.
-      const shown = (await page.textContent('#sessions-updated')) ?? '';
-      await page.waitForFunction((old) => (document.querySelector('#sessions-updated')?.textContent ?? '') !== old, shown, { timeout: 15_000 });
-      t.same(
-        await rowsOf(page),
-        [
-          [first, '2'],
-          [second, '1'],
-        ],
-        'after a refresh as well',
-      );
+    // Restart the first: a new sandbox, the row stays first with its 2 turns.
+    const before = containerOf(first)!;
+    await page.click(`button[aria-label="Restart session ${first}"]`);
+    await page.waitForFunction(() => /restarted/.test(document.querySelector('#sess-status')?.textContent ?? ''), undefined, { timeout: 120_000 });
+    t.not(containerOf(first), before, 'a new sandbox');
+    t.same(
+      await rowsOf(page),
+      [
+        [first, '2'],
+        [second, '1'],
+      ],
+      'same place, same turn count after the restart',
+    );
+    // And on the page's own refresh too.
+    const shown = (await page.textContent('#sessions-updated')) ?? '';
+    await page.waitForFunction((old) => (document.querySelector('#sessions-updated')?.textContent ?? '') !== old, shown, { timeout: 15_000 });
+    t.same(
+      await rowsOf(page),
+      [
+        [first, '2'],
+        [second, '1'],
+      ],
+      'after a refresh as well',
+    );
 
-      // 390 px, dark: each session a card, Restart and Kill on screen.
-      await page.emulateMedia({ colorScheme: 'dark' });
-      await page.setViewportSize({ width: 390, height: 900 });
-      t.ok(await buttonsOnScreen(page), 'Restart and Kill on screen at 390 px');
-      t.same(await page.$$eval('#sessions-table code.sid', (cs) => cs.map((c) => c.getClientRects().length)), [1, 1], 'ids on one line at 390 px');
-      t.same(await axeProblems(page), [], 'axe: two sessions (390 px, dark)');
-      await checkNarrow(t, page, 'admin-sessions-dark');
-      await page.click(`button[aria-label="Kill session ${second}"]`);
-      await page.waitForFunction(() => document.querySelectorAll('#sessions-table code.sid').length === 1, undefined, { timeout: 60_000 });
-      t.same(await rowsOf(page), [[first, '2']], 'killed: the other stays');
-    });
-  }
+    // 390 px, dark: each session a card, Restart and Kill on screen.
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await page.setViewportSize({ width: 390, height: 900 });
+    t.ok(await buttonsOnScreen(page), 'Restart and Kill on screen at 390 px');
+    t.same(await page.$$eval('#sessions-table code.sid', (cs) => cs.map((c) => c.getClientRects().length)), [1, 1], 'ids on one line at 390 px');
+    t.same(await axeProblems(page), [], 'axe: two sessions (390 px, dark)');
+    await checkNarrow(t, page, 'admin-sessions-dark');
+    await page.click(`button[aria-label="Kill session ${second}"]`);
+    await page.waitForFunction(() => document.querySelectorAll('#sessions-table code.sid').length === 1, undefined, { timeout: 60_000 });
+    t.same(await rowsOf(page), [[first, '2']], 'killed: the other stays');
+  });
 }

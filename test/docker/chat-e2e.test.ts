@@ -1,91 +1,23 @@
 /**
  * The whole path with real parts: browser-like client → web app → session manager → a real
  * hardened container (supervisor, credential-injection proxy, agent child, MCP tool servers)
- * → egress gateway → Google-shaped and OpenAI-shaped servers on 127.0.0.1.
+ * → egress gateway → Google-shaped and OpenAI-shaped servers on 127.0.0.1. The conversation
+ * outliving its sandbox is in chat-e2e-sandbox-lost.test.ts.
  */
 import t from 'tap';
-import { createLogger, Encryptor, loadOrCreateEncryptionKey, hashPassword, WORKSPACE_SCOPES } from '../../core/index.js';
-import { createUser } from '../../domain/users.js';
-import { AccountStore } from '../../domain/accounts.js';
-import { serve } from '../../daemon/serve.js';
-import * as google from '../../emulator/google.js';
-import * as googleOAuth from '../../emulator/google-oauth.js';
 import * as openaiModel from '../../emulator/model-openai.js';
-import { Client } from '../helpers/client.js';
-import { logSink } from '../helpers/app.js';
 import { shape, streamTurn, waitFor } from '../helpers/chat.js';
 import { responseClosed } from '../helpers/wait.js';
-import { dataDir, dockerOrSkip, ensureTestImage, execIn, runtimeConfig, SANDBOX_RUNTIME, sweep, uniqueOwner } from './helpers.js';
+import { dockerOrSkip, ensureTestImage, execIn, SANDBOX_RUNTIME } from './helpers.js';
 import { simpleParser } from 'mailparser';
 import { NOT_CONNECTED_MESSAGE } from '../../tools/result.js';
-import { TestClock } from '../helpers/clock.js';
 import { dbInsertId, dbRun } from '../helpers/db.js';
-
-const MODEL_KEY = 'sk-real-model-key-e2e-0123456789abcdef';
+import { chatRig, MODEL_KEY, said } from './chat-e2e-rig.js';
 
 const docker = await dockerOrSkip(t);
 if (docker) {
   const image = await ensureTestImage(docker);
-
-  async function start(t: { teardown(fn: () => unknown): void }, env: Record<string, string>, opts: { connected?: boolean; clock?: TestClock } = {}) {
-    const dir = dataDir(t);
-    const owner = uniqueOwner('e2e');
-    t.teardown(() => sweep(docker!, owner));
-    const g = await google.start({
-      userEmail: 'alice@example.test',
-      seed: {
-        spreadsheets: [
-          {
-            id: 'sheet-sample-1',
-            name: 'Sample sales 2026',
-            sheets: {
-              Sales: [
-                ['Month', 'Sales'],
-                ['Jan', 3],
-                ['Feb', 5],
-                ['Mar', 8],
-              ],
-            },
-          },
-        ],
-      },
-    });
-    t.teardown(() => g.close());
-    const oauth = await googleOAuth.start();
-    t.teardown(() => oauth.close());
-    const config = runtimeConfig(dir, image, {
-      AIRLOCK_PORT: '0',
-      AIRLOCK_POOL_SIZE: '0',
-      AIRLOCK_LOG_LEVEL: 'debug',
-      AGENT_USER_TOKEN_SECRET: 'e2e-agent-user-token-secret-0123',
-      MCP_INTERNAL_SECRET: 'e2e-mcp-internal-secret-0123456789',
-      AIRLOCK_GOOGLE_MAIL_BASE_URL: g.url,
-      AIRLOCK_GOOGLE_SHEETS_BASE_URL: g.url,
-      AIRLOCK_GOOGLE_DRIVE_BASE_URL: g.url,
-      AIRLOCK_GOOGLE_REVOKE_URL: oauth.revokeUrl,
-      ...env,
-    });
-    const logs = logSink();
-    const d = await serve(config, { log: createLogger({ level: 'debug', destination: logs.stream }), runtime: { owner }, clock: opts.clock });
-    t.teardown(async () => {
-      await d.runtime?.close({ removeContainers: true });
-      await d.close();
-    });
-    const user = await createUser(d.database.sql, { username: 'alice', email: 'alice@example.test', passwordHash: await hashPassword('alice-password') });
-    // A completed "connect workspace account" (the OAuth flow itself is tested in account.test.ts).
-    const connect = () =>
-      new AccountStore(d.database.sql, new Encryptor(loadOrCreateEncryptionKey(dir, config.encryptionKey))).connect(user.id, {
-        email: 'alice@example.test',
-        scopes: [...WORKSPACE_SCOPES],
-        accessToken: g.token,
-        expiresAt: Date.now() + 3600_000,
-      });
-    if (opts.connected !== false) await connect();
-    const c = new Client(d.web.url);
-    const login = await c.login('alice', 'alice-password');
-    if (login.status !== 200) throw new Error(`login failed: ${login.status}`);
-    return { d, g, c, logs, oauth, connect };
-  }
+  const { start, startStalling } = chatRig(docker, image);
 
   t.test('OpenAI-shaped model through the proxy: two tool calls stream in order; warm reuse; the model sees the earlier turn', async (t) => {
     const model = await openaiModel.start({
@@ -358,30 +290,6 @@ if (docker) {
     );
   });
 
-  /** The daemon with an OpenAI-shaped model that says "Thinking" and then never finishes its first answer; `reply` is its second. */
-  async function startStalling(t: { teardown(fn: () => unknown): void }, reply: string) {
-    const model = await openaiModel.start({
-      apiKey: MODEL_KEY,
-      script: [
-        { kind: 'stall', text: 'Thinking' },
-        { kind: 'reply', text: reply },
-      ],
-    });
-    t.teardown(() => model.close());
-    const started = await start(t, {
-      AIRLOCK_MODEL_PROVIDER: 'openai',
-      AIRLOCK_MODEL: 'gpt-e2e',
-      AIRLOCK_MODEL_BASE_URL: model.url,
-      AIRLOCK_MODEL_API_KEY: MODEL_KEY,
-      // Only the stop API (or the kill) ends the stalled turn, never the model timeout.
-      AIRLOCK_MODEL_TIMEOUT_S: '600',
-    });
-    return { ...started, model };
-  }
-
-  /** A recorded request's conversation as role:text lines (the system prompt left out). */
-  const said = (body: any): string[] => body.messages.filter((m: any) => m.role !== 'system').map((m: any) => `${m.role}:${m.content}`);
-
   t.test('a client disconnect leaves the turn running; the stop API cancels it inside the sandbox; the session stays usable', async (t) => {
     const { d, c, model } = await startStalling(t, 'Back again.');
     let sid: string | undefined;
@@ -417,104 +325,6 @@ if (docker) {
     // The model's next request holds the stopped answer as the user saw it, marked.
     t.same(said(model.requests.at(-1)!.body), ['user:take your time', 'assistant:Thinking\n\n[The user stopped this answer here.]', 'user:are you there?']);
     t.equal(d.runtime!.sessions.list().filter((s) => s.sessionId === sid).length, 1, 'still one sandbox for the session');
-  });
-
-  t.test('the container killed from outside mid-turn: the stream ends with one done ERR_SANDBOX_LOST; the next prompt gets a new container and the whole conversation', async (t) => {
-    // The model starts answering and never finishes, so only the kill can end the turn.
-    const { d, c, model } = await startStalling(t, 'Fresh sandbox here.');
-    let killed: string | undefined;
-    let guard: NodeJS.Timeout | undefined;
-    const turn = streamTurn(c, { message: 'take your time' }, async (e, _all, sessionId) => {
-      if (e.type !== 'text_delta' || killed) return;
-      // The model's first words arrived: the turn is under way inside the container.
-      const sb = d.runtime!.sessions.list().find((s) => s.sessionId === sessionId);
-      killed = sb!.containerId;
-      await docker!.getContainer(killed).kill();
-    });
-    const r = await Promise.race([turn, new Promise<'hang'>((res) => (guard = setTimeout(() => res('hang'), 60_000)))]);
-    clearTimeout(guard);
-    t.not(r, 'hang', 'the stream ended (hang guard)');
-    if (r === 'hang') return;
-    t.ok(killed, 'the container was killed mid-turn');
-    t.equal(r.status, 200);
-    t.same(
-      r.events.map((e) => e.seq),
-      r.events.map((_, i) => i + 1),
-      'seq increases by one',
-    );
-    t.equal(r.events.filter((e) => e.type === 'done').length, 1, 'exactly one done');
-    const done = r.events.at(-1);
-    t.match(done, { type: 'done', stop_reason: 'error', error: { code: 'ERR_SANDBOX_LOST' } }, 'the turn ends naming the lost sandbox');
-    t.equal(
-      r.events
-        .filter((e) => e.type === 'text_delta')
-        .map((e) => e.text)
-        .join(''),
-      'Thinking',
-      'the words before the kill were delivered',
-    );
-    const sid = done.session_id;
-    const stored = (await c.json('GET', `/api/chat/sessions/${sid}/messages`)).body.turns;
-    t.match(stored[0], { stop_reason: 'error', error: { code: 'ERR_SANDBOX_LOST' } }, 'stored with the same outcome');
-
-    const next = await streamTurn(c, { message: 'hello again', session_id: sid });
-    t.equal(next.status, 200);
-    t.notOk(
-      next.events.some((e) => e.type === 'text_delta' && /stopped unexpectedly|context/.test(e.text)),
-      'no notice: the model simply continues',
-    );
-    t.same(said(model.requests.at(-1)!.body), ['user:take your time', 'assistant:Thinking\n\n[This answer ended early with an error.]', 'user:hello again'], "the new sandbox's first request holds the conversation");
-    t.match(next.events.at(-1), { type: 'done', stop_reason: 'end_turn', session_id: sid });
-    t.match(
-      next.events
-        .filter((e) => e.type === 'text_delta')
-        .map((e) => e.text)
-        .join(''),
-      /Fresh sandbox here/,
-    );
-    const now = d.runtime!.sessions.list().filter((s) => s.sessionId === sid);
-    t.equal(now.length, 1, 'one sandbox for the session');
-    t.not(now[0]?.containerId, killed, 'served by a new container');
-    await t.rejects(docker!.getContainer(killed!).inspect(), { statusCode: 404 } as unknown as Error, 'the killed container was removed');
-  });
-  t.test('the conversation outlives every sandbox: idle reap, pool claim, operator restart, docker kill', async (t) => {
-    // The demo model says how many user messages its request held ("message N of this conversation").
-    // The daemon's clock is the test's: the session goes idle when the test advances it.
-    const clock = new TestClock();
-    const { d, c } = await start(t, { AIRLOCK_MODEL_PROVIDER: 'demo', AIRLOCK_POOL_SIZE: '1', AIRLOCK_SESSION_IDLE_S: '600' }, { clock });
-    const sessions = d.runtime!.sessions;
-    const said = (r: { events: any[] }) =>
-      r.events
-        .filter((e) => e.type === 'text_delta')
-        .map((e) => e.text)
-        .join('');
-    const first = await streamTurn(c, { message: 'hello one' });
-    const sid = first.events.at(-1).session_id;
-    t.match(said(first), /message 1 of this conversation/);
-    t.match(said(await streamTurn(c, { message: 'hello two', session_id: sid })), /message 2 of this conversation/, 'warm');
-    const live = () => sessions.list().find((s) => s.sessionId === sid);
-    const before = live()!.containerId;
-    // Idle reap (AIRLOCK_SESSION_IDLE_S=600, passed on the clock): the sandbox goes; the next prompt claims the pool member.
-    t.same(await sessions.reap(), [], 'not idle yet');
-    clock.advance(601_000);
-    await sessions.reap(); // (the daemon's own reaper may have got there first: either removes it)
-    t.notOk(live(), 'reaped when idle');
-    await sessions.poolReady(); // the member the first prompt claimed has been replaced
-    const afterReap = await streamTurn(c, { message: 'hello three', session_id: sid });
-    t.match(said(afterReap), /message 3 of this conversation/, 'after the idle reap, in a pool member: the whole conversation');
-    t.not(live()?.containerId, before);
-    // Under gVisor the pool is off (docs/runtime.md): there a new sandbox cold-starts.
-    if (SANDBOX_RUNTIME === 'runc') t.equal(live()?.fromPool, true, 'a pool member claimed for an old chat');
-    // Operator restart.
-    const restarted = await sessions.restart(sid);
-    t.match(said(await streamTurn(c, { message: 'hello four', session_id: sid })), /message 4 of this conversation/, 'after an operator restart');
-    t.equal(live()?.containerId, restarted.containerId);
-    // Killed from outside.
-    await docker!.getContainer(restarted.containerId).kill();
-    await waitFor(() => !live() || live()?.state === 'dead', 'the runtime to see the sandbox die');
-    const afterKill = await streamTurn(c, { message: 'hello five', session_id: sid });
-    t.match(said(afterKill), /message 5 of this conversation/, 'after a docker kill');
-    t.notMatch(said(afterKill), /stopped unexpectedly|context/, 'no notice');
   });
 
   t.test('an account connected during a warm session: that session keeps asking to connect; a new session mails', async (t) => {

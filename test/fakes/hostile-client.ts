@@ -4,7 +4,7 @@
  * uid): `node hostile-client.mjs <cases.json>` prints one JSON result per case, in order.
  * Tests on the host import `runCase` directly.
  */
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { readFileSync } from 'node:fs';
 
 export type HostileCase =
@@ -12,7 +12,7 @@ export type HostileCase =
   | { id: string; kind: 'raw'; data: string; timeoutMs?: number }
   /** Raw bytes to a unix socket (the egress or control socket). */
   | { id: string; kind: 'unix'; path: string; data: string; timeoutMs?: number }
-  /** `count` requests that send their head and part of the body, then stall; while they hang, `data` must be answered. */
+  /** `count` requests that send their head (asking `Expect: 100-continue`) and part of the body, then stall; while they hang, `data` must be answered. */
   | { id: string; kind: 'stall'; count: number; stalled: string; data: string; timeoutMs?: number };
 
 export interface HostileResult {
@@ -76,25 +76,32 @@ export async function runCase(port: number, c: HostileCase): Promise<HostileResu
     return result(c.id, r.text, r.error, started);
   }
   // Stall: open `count` connections that never finish their body, then send the legit request.
-  const held = await Promise.all(
-    Array.from(
-      { length: c.count },
-      () =>
-        new Promise<import('node:net').Socket>((resolve) => {
-          const s = connect(port, '127.0.0.1', () => {
-            s.write(Buffer.from(c.stalled, 'latin1'));
-            resolve(s);
-          });
-          s.on('error', () => resolve(s));
-        }),
-    ),
-  );
-  // Let the proxy see every stalled head before the legit request goes.
-  await new Promise((r) => setTimeout(r, 300));
+  const held = await Promise.all(Array.from({ length: c.count }, () => stall(port, c.stalled, timeoutMs)));
+  // Every stalled head was answered "100 Continue": the proxy admitted it and is reading its body.
+  const unread = held.filter((h) => !h.continued).length;
   const legitStarted = Date.now();
-  const r = await exchange({ port, host: '127.0.0.1' }, c.data, timeoutMs);
-  for (const s of held) s.destroy();
+  const r = unread ? { text: '', error: `${unread} stalled heads got no 100 Continue` } : await exchange({ port, host: '127.0.0.1' }, c.data, timeoutMs);
+  for (const h of held) h.sock.destroy();
   return result(c.id, r.text, r.error, legitStarted);
+}
+
+/**
+ * One stalled request (its head asks `Expect: 100-continue`, its body stops short): resolves once
+ * the proxy answered "100 Continue" (it sends that only after admitting the head), or with
+ * `continued: false` on an error, a close or at `timeoutMs`.
+ */
+function stall(port: number, stalled: string, timeoutMs: number): Promise<{ sock: Socket; continued: boolean }> {
+  return new Promise((resolve) => {
+    const sock = connect(port, '127.0.0.1', () => sock.write(Buffer.from(stalled, 'latin1')));
+    const settle = (continued: boolean) => {
+      clearTimeout(timer);
+      resolve({ sock, continued });
+    };
+    const timer = setTimeout(settle, timeoutMs, false);
+    sock.once('data', (d: Buffer) => settle(/^HTTP\/1\.1 100 /.test(d.toString('latin1'))));
+    sock.on('error', () => settle(false));
+    sock.on('close', () => settle(false));
+  });
 }
 
 // Run as a script: cases from the file named on the command line, port from HOSTILE_PROXY_PORT.

@@ -2,7 +2,7 @@ import { start as startDirectory, type DirectoryEmulator } from '../../emulator/
 import { DirectorySyncRunner } from '../../daemon/directory-sync/index.js';
 import { identityEncryptor, saveConnection, type IdpConnectionRow, type SandboxControl } from '../../web/index.js';
 import type { Sql } from '../../domain/db/index.js';
-import { dbRows } from './db.js';
+import { dbRow, dbRows } from './db.js';
 import { addUser, startTestApp, type TestApp } from './app.js';
 
 export interface SyncSetup {
@@ -69,3 +69,12 @@ export async function syncOnce(s: SyncSetup, c: Awaited<ReturnType<typeof syncAd
   const latest = await c.json('GET', '/api/identity/directory-sync');
   return latest.body.job;
 }
+
+/** The id of the user with `email`, or undefined. */
+export const userId = async (s: SyncSetup, email: string) => ((await dbRow(s.app.database.sql, 'SELECT id FROM users WHERE email = ?', email)) as { id: number } | undefined)?.id;
+
+/** The emails of the members of the external group `groupEmail`, sorted. */
+export const groupMembers = async (s: SyncSetup, groupEmail: string) =>
+  ((await dbRows(s.app.database.sql, 'SELECT u.email FROM external_group_members m JOIN external_groups g ON g.id = m.group_id JOIN users u ON u.id = m.user_id WHERE g.email = ? ORDER BY u.email', groupEmail)) as { email: string }[]).map(
+    (r) => r.email,
+  );

@@ -260,8 +260,9 @@ export function proxyCases(ph: Placeholders): HostileEntry[] {
   raw('smuggle-pipeline', req({ id: 'smuggle-pipeline', method: 'DELETE', auth: bearer }).replace('Connection: close\r\n', '') + req({ id: 'smuggle-pipeline-2', auth: bearer }), denied());
 
   // 8. Stalled requests (finding 5): 40 sends that stop mid-body hold no upstream connection,
-  // and the session's legitimate send still goes through at once.
-  const stalledHead = `POST ${MAIL} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${bearer}\r\nAccept: ${marker('stalled')}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"raw":"`;
+  // and the session's legitimate send still goes through at once. They ask for 100 Continue, so
+  // the client knows the proxy admitted each head before it sends the legitimate one.
+  const stalledHead = `POST ${MAIL} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${bearer}\r\nAccept: ${marker('stalled')}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\nExpect: 100-continue\r\n\r\n{"raw":"`;
   add({ id: 'stall-40', kind: 'stall', count: 40, stalled: stalledHead, data: req({ id: 'stall-40', auth: bearer }), timeoutMs: 8000 }, { status: 200, forwarded: true });
   return out;
 }

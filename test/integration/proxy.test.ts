@@ -9,6 +9,7 @@ import { EgressGatewayService } from '../../daemon/egress.js';
 import { createLogger } from '../../core/index.js';
 import { start as startFakeUpstream } from '../../emulator/fake-upstream.js';
 import { tempDir } from '../helpers/app.js';
+import { waitFor } from '../helpers/wait.js';
 import { outcomeOf, rawExchange, rawRequest, REAL_ACCESS, REAL_MODEL_KEY, startProxyRig } from '../helpers/proxy-rig.js';
 import type { ProxyDecision } from '../../proxy/index.js';
 
@@ -139,7 +140,8 @@ t.test("wrong, missing or another route's placeholder → 401 ERR_PROXY_PLACEHOL
   const r = await rawRequest(rig.proxy.port, wrong + valid);
   t.equal(r.status, 401);
   t.equal(r.text.match(/HTTP\/1\.1 /g)?.length, 1, 'one answer only');
-  await new Promise((res) => setTimeout(res, 100));
+  // The proxy's own word that it took the send off the pipe and dropped it: its last say on it.
+  await waitFor(() => rig.proxyLogs.some((l) => JSON.parse(l).msg === 'proxy dropped a request behind a refusal'), 'the pipelined send to be dropped');
   t.equal(rig.upstream.requests.length, 0);
   t.same(rig.decisions.map(outcomeOf), Array(cases.length + 1).fill({ route: 'mail', outcome: 'refused', status: 401, code: 'ERR_PROXY_PLACEHOLDER' }), 'each refusal is one decision; the dropped pipelined send is none');
 });

@@ -84,11 +84,9 @@ const SLEEP_ALLOWED: Record<string, { max: number; why: string }> = {
   'test/browser/admin-port.test.ts': { max: 1, why: "proves a page left stops polling: nothing happening has no event; 2 s is almost three of the page's 0.7 s intervals" },
   'test/browser/admin-sessions.test.ts': { max: 1, why: "proves a page left stops refreshing: nothing happening has no event; 6 s is more than the page's 5 s REFRESH_MS" },
   'test/browser/chat-ui.test.ts': { max: 1, why: 'the fake model drips an answer over ~2.4 s: the pacing is the thing under test (the page following a streaming answer), not a wait' },
-  'test/integration/proxy.test.ts': { max: 1, why: 'proves a pipelined send behind a 401 is never forwarded: nothing reaching the upstream has no event' },
   'test/integration/proxy-hostile.test.ts': { max: 1, why: 'proves no hostile request is forwarded late: nothing reaching the upstream has no event' },
   'test/integration/security-proxy.test.ts': { max: 2, why: 'proves no hostile request is forwarded late (proxy, then egress gateway): nothing reaching the upstream has no event' },
   'test/docker/hostile-proxy.test.ts': { max: 2, why: 'the same proof from inside a sandbox (agent user, then root): nothing reaching the upstream has no event' },
-  'test/fakes/hostile-client.ts': { max: 1, why: 'runs inside the sandbox and cannot see the proxy: it gives the proxy 0.3 s to read 40 stalled heads before the legit send (the claim holds either way)' },
   'test/helpers/load-users.ts': { max: 1, why: "the load generator's simulated users (its sleep helper): think time and retry back-off are the workload itself (benchmarks, not timed tests)" },
   'test/helpers/load-chaos.ts': { max: 1, why: "the load rig's fault schedule (its sleep helper): an outage lasts its configured time by design (benchmarks, not timed tests)" },
 };
