@@ -80,14 +80,19 @@ async function runDemo(): Promise<void> {
   );
 }
 
+/** An `ls` subcommand of `parent`, with `--json`. */
+function lsCommand(parent: Command, description: string, run: (config: Readonly<Config>, opts: { json?: boolean }) => Promise<void>): void {
+  parent
+    .command('ls')
+    .description(description)
+    .option('--json', 'JSON output')
+    .action(async (opts: { json?: boolean }) => run(configOrExit(), opts).catch(fail));
+}
+
 /** `airlock sessions …`: the operator commands that talk to the running daemon. */
 function sessionCommands(program: Command): void {
   const sessions = program.command('sessions').description('live sandbox sessions (talks to the running daemon)');
-  sessions
-    .command('ls')
-    .description('list live sessions and pool containers')
-    .option('--json', 'JSON output')
-    .action(async (opts: { json?: boolean }) => (await import('./runtime/cli.js')).sessionsLs(configOrExit(), opts).catch(fail));
+  lsCommand(sessions, 'list live sessions and pool containers', async (config, opts) => (await import('./runtime/cli.js')).sessionsLs(config, opts));
   sessions
     .command('inspect <id>')
     .description('details of one session (session id or container id)')
@@ -147,8 +152,7 @@ export function buildProgram(): Command {
     .option('--provider <id>', 'IdP connection provider (default: the only one)')
     .option('--json', 'print the finished job as JSON')
     .action(async (opts: { provider?: string; json?: boolean }) => {
-      const config = configOrExit();
-      process.exitCode = await syncDirectoryCli(config, opts).catch(fail);
+      process.exitCode = await syncDirectoryCli(configOrExit(), opts).catch(fail);
     });
 
   const image = program.command('image').description('the sandbox image');
@@ -157,11 +161,7 @@ export function buildProgram(): Command {
     .description('build the sandbox image offline (debootstrap base, cached) and tag it AIRLOCK_IMAGE')
     .option('--tag <tag>', 'image tag (default AIRLOCK_IMAGE)')
     .option('--rebuild-base', 'rebuild the cached base rootfs too')
-    .action(async (opts: { tag?: string; rebuildBase?: boolean }) => {
-      const config = configOrExit();
-      const { imageBuildCommand } = await import('./runtime/cli.js');
-      await imageBuildCommand(config, opts).catch(fail);
-    });
+    .action(async (opts: { tag?: string; rebuildBase?: boolean }) => (await import('./runtime/cli.js')).imageBuildCommand(configOrExit(), opts).catch(fail));
 
   sessionCommands(program);
 
@@ -181,11 +181,7 @@ export function buildProgram(): Command {
     });
 
   const nodes = program.command('nodes').description('the nodes of the fleet (from the shared database)');
-  nodes
-    .command('ls')
-    .description('every node: id, state, URL, last heartbeat, sessions, capacity, version')
-    .option('--json', 'JSON output')
-    .action(async (opts: { json?: boolean }) => (await import('./ops-cli.js')).nodesLs(configOrExit(), opts).catch(fail));
+  lsCommand(nodes, 'every node: id, state, URL, last heartbeat, sessions, capacity, version', async (config, opts) => (await import('./ops-cli.js')).nodesLs(config, opts));
 
   return program;
 }

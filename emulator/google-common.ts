@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { readCappedBody } from '../core/read-body.js';
 
 /** What the Google API emulators share: the error shape, JSON answers, bodies, recorded requests. */
 
@@ -35,21 +36,7 @@ export function send(res: ServerResponse, code: number, body: Json): void {
 }
 
 export function readBody(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > MAX_BODY_BYTES) {
-        reject(Object.assign(new Error('body too large'), { status: 413 }));
-        req.destroy();
-        return;
-      }
-      chunks.push(c);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
-  });
+  return readCappedBody(req, MAX_BODY_BYTES, () => Object.assign(new Error('body too large'), { status: 413 }));
 }
 
 /** One service's handler: true when it answered the request, false when the path is not its own. */

@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { readCappedBody } from '../core/read-body.js';
 import { Router, type Request } from 'express';
 import { z } from 'zod';
 import { AppError, type Logger } from '../core/index.js';
@@ -19,26 +20,6 @@ export interface WorkspacePort {
 export type Preview = FilePreview;
 
 const PREVIEW_QUERY = z.object({ sheet: z.string().max(100).optional() }).strict();
-
-/** The body, at most `max` bytes (413 as soon as it is over: nothing past the cap is held). */
-function readBody(req: Request, max: number): Promise<Buffer> {
-  const declared = Number(req.headers['content-length'] ?? NaN);
-  if (declared > max) return Promise.reject(tooLarge());
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let n = 0;
-    req.on('data', (c: Buffer) => {
-      n += c.length;
-      if (n > max) {
-        req.removeAllListeners('data');
-        req.resume();
-        reject(tooLarge());
-      } else chunks.push(c);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
-  });
-}
 
 const tooLarge = () => new AppError('ERR_UPLOAD_TOO_LARGE', `the file is larger than ${UPLOAD_MAX_BYTES / (1024 * 1024)} MB`);
 
@@ -92,7 +73,7 @@ export function uploadRoutes(ctx: WebContext, o: { owned: (userId: number, id: s
     asyncHandler(async (req, res) => {
       await own(req);
       const name = fileName(req);
-      const data = await readBody(req, UPLOAD_MAX_BYTES);
+      const data = await readCappedBody(req, UPLOAD_MAX_BYTES, tooLarge);
       if (!data.length) throw new AppError('ERR_UPLOAD_BODY', 'the file is empty');
       const preview = checkUpload(name, data);
       const port = o.workspaces ?? ctx.services.workspaces;

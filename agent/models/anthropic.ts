@@ -3,8 +3,7 @@ import type { MessageParam, Tool } from '@anthropic-ai/sdk/resources/messages';
 import type { ModelAdapter, ModelReply, ModelRequest, Message, ToolCall } from '../types.js';
 import { interruptionNote } from '../../core/transcript.js';
 import { ModelError } from '../types.js';
-import { httpFetchWith } from './http-fetch.js';
-import { lazyModule, withRetries, type ModelBounds, type SdkErrors } from './sdk.js';
+import { clientBounds, lazyClient, lazyModule, withRetries, type ModelBounds, type SdkErrors } from './sdk.js';
 
 const MAX_TOKENS = 4096;
 
@@ -20,33 +19,22 @@ const sdk = lazyModule<AnthropicModule>('@anthropic-ai/sdk');
  */
 export class AnthropicModel implements ModelAdapter {
   readonly name: string;
-  private client: Anthropic | undefined;
-  private errors: SdkErrors | undefined;
+  private readonly ready: () => Promise<{ client: Anthropic; errors: SdkErrors }>;
   constructor(private readonly opts: { baseUrl: string; model: string; apiKey?: string; bounds: ModelBounds }) {
     this.name = `anthropic:${opts.model}`;
-    sdk.warm();
-  }
-
-  private async ready(): Promise<{ client: Anthropic; errors: SdkErrors }> {
-    if (!this.client) {
-      const m = await sdk.load();
-      const key = this.opts.apiKey ?? 'none';
-      this.client = new m.Anthropic({
-        baseURL: this.opts.baseUrl,
+    const key = opts.apiKey ?? 'none';
+    this.ready = lazyClient(sdk, (m) => {
+      return new m.Anthropic({
+        baseURL: opts.baseUrl,
         // Explicit, so the SDK never looks for credentials in the environment or config files.
         apiKey: key,
         // The SDK (1.x) sends the key as `Authorization: Bearer`; the sandbox proxy's Anthropic
         // route checks and swaps `x-api-key` (which the API accepts too), so send that instead.
         defaultHeaders: { authorization: null, 'x-api-key': key },
-        maxRetries: 0, // ours are bounded and shown in the chat (sdk.ts)
-        // The SDK's own timeout only backs ours up (it ends at the response headers).
-        timeout: this.opts.bounds.connectMs + this.opts.bounds.firstByteMs + 1000,
-        logLevel: 'off',
-        fetch: httpFetchWith({ connectTimeoutMs: this.opts.bounds.connectMs }), // http-fetch.ts says why
+        ...clientBounds(opts.bounds),
       });
-      this.errors = { APIError: m.APIError, APIUserAbortError: m.APIUserAbortError, APIConnectionError: m.APIConnectionError };
-    }
-    return { client: this.client, errors: this.errors! };
+    });
+    sdk.warm();
   }
 
   async complete(req: ModelRequest, onText: (t: string) => void): Promise<ModelReply> {

@@ -71,15 +71,7 @@ function plan(messages: readonly Message[], tools: readonly ToolDef[]): ModelRep
   if (wantsChart) {
     const values = numbersIn(prompt);
     if (!values.length) return text('Tell me which numbers to chart, for example "chart 3 5 8". (demo model)');
-    if (step === 0)
-      return call(
-        'render_chart',
-        chartArgs(
-          'Chart',
-          values.map((_, i) => `#${i + 1}`),
-          values,
-        ),
-      );
+    if (step === 0) return call('render_chart', numberedChart(values));
     return text(`Here is the chart of ${values.join(', ')}. (demo model)`);
   }
   if (/\bremember\b|\bmemor(?:y|ies)\b/.test(lower)) {
@@ -119,20 +111,21 @@ function chartSheetAndMail(call: Call, results: readonly { content: string }[], 
   return text(`Done: I charted "${sheetName}" and e-mailed the chart to ${to}. (demo model)`);
 }
 
+/** A chart of bare numbers: labelled #1, #2, … */
+function numberedChart(values: number[]): ReturnType<typeof chartArgs> {
+  return chartArgs(
+    'Chart',
+    values.map((_, i) => `#${i + 1}`),
+    values,
+  );
+}
+
 /** "chart 3 5 8 and email the chart to a@b.c": rasterize_chart → send_email. */
 function chartNumbersAndMail(call: Call, results: readonly { content: string }[], prompt: string, to: string): ModelReply {
   const step = results.length;
   const values = numbersIn(prompt.replace(EMAIL_RE, ''));
   if (!values.length) return text('Tell me which numbers to chart, for example "chart 3 5 8 and email the chart to a@b.c". (demo model)');
-  if (step === 0)
-    return call(
-      'rasterize_chart',
-      chartArgs(
-        'Chart',
-        values.map((_, i) => `#${i + 1}`),
-        values,
-      ),
-    );
+  if (step === 0) return call('rasterize_chart', numberedChart(values));
   if (step === 1) return mail(call, results[0].content, to);
   return text(`Done: I drew the chart of ${values.join(', ')} and e-mailed it to ${to}. (demo model)`);
 }

@@ -3,8 +3,7 @@ import type { ChatCompletionChunk, ChatCompletionMessageParam, ChatCompletionToo
 import type { ModelAdapter, ModelReply, ModelRequest, Message, ToolCall } from '../types.js';
 import { interruptionNote } from '../../core/transcript.js';
 import { ModelError } from '../types.js';
-import { httpFetchWith } from './http-fetch.js';
-import { lazyModule, parseArgs, withRetries, type ModelBounds, type SdkErrors } from './sdk.js';
+import { clientBounds, lazyClient, lazyModule, parseArgs, withRetries, type ModelBounds, type SdkErrors } from './sdk.js';
 
 /** The SDK, loaded after the agent is ready (sdk.ts says why). */
 type OpenAiModule = typeof import('openai');
@@ -22,29 +21,12 @@ const sdk = lazyModule<OpenAiModule>('openai');
  */
 export class OpenAiModel implements ModelAdapter {
   readonly name: string;
-  private client: OpenAI | undefined;
-  private errors: SdkErrors | undefined;
+  private readonly ready: () => Promise<{ client: OpenAI; errors: SdkErrors }>;
   constructor(private readonly opts: { baseUrl: string; model: string; apiKey?: string; bounds: ModelBounds }) {
     this.name = `openai:${opts.model}`;
+    // The SDK insists on a key; a keyless local server ignores the header.
+    this.ready = lazyClient(sdk, (m) => new m.OpenAI({ baseURL: opts.baseUrl, apiKey: opts.apiKey ?? 'none', ...clientBounds(opts.bounds) }));
     sdk.warm();
-  }
-
-  private async ready(): Promise<{ client: OpenAI; errors: SdkErrors }> {
-    if (!this.client) {
-      const m = await sdk.load();
-      this.client = new m.OpenAI({
-        baseURL: this.opts.baseUrl,
-        // The SDK insists on a key; a keyless local server ignores the header.
-        apiKey: this.opts.apiKey ?? 'none',
-        maxRetries: 0, // ours are bounded and shown in the chat (sdk.ts)
-        // The SDK's own timeout only backs ours up (it ends at the response headers).
-        timeout: this.opts.bounds.connectMs + this.opts.bounds.firstByteMs + 1000,
-        logLevel: 'off', // its logger would print unparsable stream data (model output)
-        fetch: httpFetchWith({ connectTimeoutMs: this.opts.bounds.connectMs }), // http-fetch.ts says why
-      });
-      this.errors = { APIError: m.APIError, APIUserAbortError: m.APIUserAbortError, APIConnectionError: m.APIConnectionError };
-    }
-    return { client: this.client, errors: this.errors! };
   }
 
   async complete(req: ModelRequest, onText: (t: string) => void): Promise<ModelReply> {

@@ -1,5 +1,6 @@
 import { runtimeImport } from '../../core/runtime-import.js';
 import { ModelError } from '../types.js';
+import { httpFetchWith } from './http-fetch.js';
 
 /**
  * What the two vendor SDKs (openai, @anthropic-ai/sdk) share, and how their failures become our
@@ -282,4 +283,27 @@ export function parseArgs(raw: string, tool: string): Record<string, unknown> {
   }
   if (!v || typeof v !== 'object' || Array.isArray(v)) throw new ModelError('ERR_MODEL_STREAM', `the model sent non-object arguments for ${tool}`);
   return v as Record<string, unknown>;
+}
+
+/** The client options both SDKs take alike: our bounds decide (withRetries), the SDK's only back them up. */
+export function clientBounds(bounds: ModelBounds) {
+  return {
+    maxRetries: 0, // ours are bounded and shown in the chat
+    // The SDK's own timeout only backs ours up (it ends at the response headers).
+    timeout: bounds.connectMs + bounds.firstByteMs + 1000,
+    logLevel: 'off' as const, // its logger would print unparsable stream data (model output)
+    fetch: httpFetchWith({ connectTimeoutMs: bounds.connectMs }), // http-fetch.ts says why
+  };
+}
+
+/** An SDK client made on the first model call (from the module `sdk` loads), with the SDK's error classes. */
+export function lazyClient<M extends SdkErrors, C>(sdk: { load(): Promise<M> }, make: (m: M) => C): () => Promise<{ client: C; errors: SdkErrors }> {
+  let made: { client: C; errors: SdkErrors } | undefined;
+  return async () => {
+    if (!made) {
+      const m = await sdk.load();
+      made = { client: make(m), errors: { APIError: m.APIError, APIUserAbortError: m.APIUserAbortError, APIConnectionError: m.APIConnectionError } };
+    }
+    return made;
+  };
 }

@@ -306,21 +306,16 @@ async function applyDirectoryUser({ db, connectionId, now, c, w }: ApplyRun, st:
 async function writeUserStates({ db, connectionId, now, c, w }: ApplyRun, st: UserState): Promise<void> {
   const { users, toDeactivate, toReactivate, dirState } = st;
   const setActive = async (active: 0 | 1, uid: number) => db.updateTable('users').set({ is_active: active, updated_at: now }).where('id', '=', uid).executeTakeFirst();
-  for (const [uid, dirId] of toDeactivate) {
-    w(await setActive(0, uid));
-    users.get(uid)!.is_active = 0;
-    const s = dirState.get(dirId)!;
-    s.row.deactivated_by_sync = 1;
-    s.changed = true;
-    c.users_deactivated++;
-  }
-  for (const [uid, dirId] of toReactivate) {
-    w(await setActive(1, uid));
-    users.get(uid)!.is_active = 1;
-    const s = dirState.get(dirId)!;
-    s.row.deactivated_by_sync = 0;
-    s.changed = true;
-    c.users_reactivated++;
+  for (const [active, changes] of [[0, toDeactivate] as const, [1, toReactivate] as const]) {
+    for (const [uid, dirId] of changes) {
+      w(await setActive(active, uid));
+      users.get(uid)!.is_active = active;
+      const s = dirState.get(dirId)!;
+      s.row.deactivated_by_sync = active ? 0 : 1;
+      s.changed = true;
+      if (active) c.users_reactivated++;
+      else c.users_deactivated++;
+    }
   }
   for (const [dirId, s] of dirState) {
     if (!s.changed) continue;
