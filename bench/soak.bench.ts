@@ -28,10 +28,20 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 interface Sample {
   t_s: number;
   rss_mib: number;
+  /** V8 heap in use (the daemon's /metrics): what a leak of JavaScript objects grows. */
+  heap_mib: number;
   fds: number;
   sockets: number;
   live_sandboxes: number;
   turns: number;
+}
+
+/** The daemon's V8 heap in use, MiB, from its Prometheus metrics. */
+async function heapUsedMib(url: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const m = /^airlock_process_nodejs_heap_size_used_bytes(?:\{[^}]*\})? ([0-9.e+]+)$/m.exec(text);
+  if (!m) throw new Error('the daemon reports no airlock_process_nodejs_heap_size_used_bytes');
+  return Math.round((Number(m[1]) / 2 ** 20) * 10) / 10;
 }
 
 function sockets(pid: number): number {
@@ -62,11 +72,12 @@ async function draw(samples: Sample[], warm: number, perMinute: number): Promise
   const base = samples[warm];
   const png = await renderChartPng({
     type: 'line',
-    title: `Soak: daemon RSS and open fds (one-minute means), % of the minute ending the warm-up (RSS ${base.rss_mib} MiB, ${base.fds} fds then)`,
+    title: `Soak: daemon RSS, open fds and V8 heap (one-minute means), % of the minute ending the warm-up (RSS ${base.rss_mib} MiB, ${base.fds} fds then)`,
     labels: samples.map((s) => `${Math.round(s.t_s / 60)} min`),
     datasets: [
       { label: 'daemon RSS', data: series((s) => s.rss_mib), border_color: '#1f77b4', color: '#1f77b4' },
       { label: 'open fds', data: series((s) => s.fds), border_color: '#ff7f0e', color: '#ff7f0e' },
+      { label: 'V8 heap in use', data: series((s) => s.heap_mib), border_color: '#2ca02c', color: '#2ca02c' },
       { label: '+10 %', data: samples.map(() => 110), border_color: '#999999', color: '#999999' },
       { label: '−10 %', data: samples.map(() => 90), border_color: '#999999', color: '#999999' },
     ],
@@ -96,6 +107,7 @@ export async function run(): Promise<BenchResult> {
       samples.push({
         t_s: Math.round((nowMs() - t0) / 1000),
         rss_mib: Math.round((f.rss / 2 ** 20) * 10) / 10,
+        heap_mib: await heapUsedMib(n.url),
         fds: f.fds,
         sockets: sockets(pid),
         live_sandboxes: (await ownedContainers(docker, n.owner, true)).length,
@@ -124,12 +136,19 @@ export async function run(): Promise<BenchResult> {
       rows: [
         { what: 'daemon RSS MiB after warm-up / at the end / max deviation %', value: `${base.rss_mib} / ${samples.at(-1)!.rss_mib} / ${dev((x) => x.rss_mib)}` },
         { what: 'daemon open fds after warm-up / at the end / max deviation %', value: `${base.fds} / ${samples.at(-1)!.fds} / ${dev((x) => x.fds)}` },
-        { what: 'one-minute means: max deviation % from the minute ending the warm-up, RSS / fds', value: `${devMinute((x) => x.rss_mib)} / ${devMinute((x) => x.fds)}` },
+        { what: 'one-minute means: max deviation % from the minute ending the warm-up, RSS / fds / V8 heap', value: `${devMinute((x) => x.rss_mib)} / ${devMinute((x) => x.fds)} / ${devMinute((x) => x.heap_mib)}` },
+        { what: 'V8 heap in use MiB after warm-up / at the end', value: `${base.heap_mib} / ${samples.at(-1)!.heap_mib}` },
         { what: 'daemon sockets after warm-up / at the end / idle after the users stopped', value: `${base.sockets} / ${samples.at(-1)!.sockets} / fds ${idle.fds}` },
         { what: 'turns / done / hung / errors', value: `${s.turns} / ${s.done} / ${s.hung} / ${JSON.stringify(s.errors)}` },
         { what: 'left after stop: containers / mounts / loop devices', value: `${left.containers} / ${left.mounts.length} / ${left.loops}` },
       ],
-      ratios: { rss_max_dev_pct: dev((x) => x.rss_mib), fds_max_dev_pct: dev((x) => x.fds), rss_minute_max_dev_pct: devMinute((x) => x.rss_mib), fds_minute_max_dev_pct: devMinute((x) => x.fds) },
+      ratios: {
+        rss_max_dev_pct: dev((x) => x.rss_mib),
+        fds_max_dev_pct: dev((x) => x.fds),
+        rss_minute_max_dev_pct: devMinute((x) => x.rss_mib),
+        fds_minute_max_dev_pct: devMinute((x) => x.fds),
+        heap_minute_max_dev_pct: devMinute((x) => x.heap_mib),
+      },
       notes: `${MINUTES} min, ${USERS} users (think 2-5 s, 6 turns a chat then deleted), model latency 300 ms, sampled every ${SAMPLE_S} s; the curves: docs/capacity-soak.png`,
     };
   } catch (err) {
