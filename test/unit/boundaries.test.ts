@@ -1,7 +1,7 @@
 import t from 'tap';
-import { readdirSync, readFileSync, statSync, existsSync } from 'node:fs';
+import { readFileSync, statSync, existsSync } from 'node:fs';
 import { join, dirname, relative, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { repoRoot, tsFiles } from '../helpers/source-tree.js';
 
 /**
  * Who may import whom (the folder table in the README and docs/architecture). Code shipped in
@@ -34,22 +34,6 @@ const FORBIDDEN: Record<string, string[]> = {
   daemon: SANDBOX,
   web: SANDBOX,
 };
-
-function repoRoot(): string {
-  let d = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(d, 'package.json'))) d = dirname(d);
-  return d;
-}
-
-function* tsFiles(dir: string): Generator<string> {
-  if (!existsSync(dir)) return;
-  for (const name of readdirSync(dir)) {
-    const p = join(dir, name);
-    if (name === 'node_modules' || name === 'public') continue;
-    if (statSync(p).isDirectory()) yield* tsFiles(p);
-    else if (/\.(ts|tsx)$/.test(name) && !name.endsWith('.d.ts')) yield p;
-  }
-}
 
 const IMPORT_RE = /(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|^import\s+['"]([^'"]+)['"]/gm;
 

@@ -7,11 +7,10 @@
  * shape but with other names are not caught here: that is for review.
  */
 import t from 'tap';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { dirname, join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { existsSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { PRODUCT, repoRoot, tsFiles } from '../helpers/source-tree.js';
 
-const PRODUCT = ['agent', 'core', 'daemon', 'domain', 'emulator', 'extensions', 'proxy', 'supervisor', 'tools', 'web'];
 const BLOCK = 6;
 
 /** The two reasoned exceptions (docs/architecture.md says why). */
@@ -20,22 +19,6 @@ const REASONED: { prefix: string; reason: string }[] = [
   { prefix: 'core/error-codes/', reason: 'catalogues: one entry per code, alike by design' },
   { prefix: 'core/config-settings.ts', reason: 'catalogues: one entry per setting, alike by design' },
 ];
-
-function repoRoot(): string {
-  let d = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(d, 'package.json'))) d = dirname(d);
-  return d;
-}
-
-function* sourceFiles(dir: string): Generator<string> {
-  if (!existsSync(dir)) return;
-  for (const name of readdirSync(dir)) {
-    const p = join(dir, name);
-    if (name === 'node_modules' || name === 'public') continue;
-    if (statSync(p).isDirectory()) yield* sourceFiles(p);
-    else if (/\.(ts|tsx)$/.test(name) && !name.endsWith('.d.ts')) yield p;
-  }
-}
 
 interface Line {
   n: number;
@@ -134,7 +117,7 @@ t.test('no block of product code stands in two places', async (t) => {
   const root = repoRoot();
   const files = new Map<string, Line[]>();
   for (const folder of PRODUCT)
-    for (const path of sourceFiles(join(root, folder))) {
+    for (const path of tsFiles(join(root, folder))) {
       const rel = relative(root, path);
       if (REASONED.some((r) => rel.startsWith(r.prefix))) continue;
       files.set(rel, significantLines(readFileSync(path, 'utf8')));

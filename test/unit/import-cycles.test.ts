@@ -6,11 +6,9 @@
  * built from the import lines (no TypeScript compiler needed).
  */
 import t from 'tap';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-const PRODUCT = ['agent', 'core', 'daemon', 'domain', 'emulator', 'extensions', 'proxy', 'supervisor', 'tools', 'web'];
+import { PRODUCT, repoRoot, tsFiles } from '../helpers/source-tree.js';
 
 /**
  * Files whose own imports are left out of the graph for now. Each entry names a cycle that is
@@ -19,22 +17,6 @@ const PRODUCT = ['agent', 'core', 'daemon', 'domain', 'emulator', 'extensions', 
 const ALLOWED_FROM = new Set<string>([]);
 
 const IMPORT_RE = /(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|^import\s+['"]([^'"]+)['"]/gm;
-
-function repoRoot(): string {
-  let d = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(d, 'package.json'))) d = dirname(d);
-  return d;
-}
-
-function* tsFiles(dir: string): Generator<string> {
-  if (!existsSync(dir)) return;
-  for (const name of readdirSync(dir)) {
-    const p = join(dir, name);
-    if (name === 'node_modules' || name === 'public') continue;
-    if (statSync(p).isDirectory()) yield* tsFiles(p);
-    else if (/\.(ts|tsx)$/.test(name) && !name.endsWith('.d.ts')) yield p;
-  }
-}
 
 /** The source file a relative specifier names (`./x.js` → x.ts, x.tsx or x/index.ts). */
 function resolveSpec(root: string, from: string, spec: string): string | undefined {
