@@ -18,18 +18,8 @@ export async function startUntilReady(c: Docker.Container): Promise<void> {
   await ready;
 }
 
-/** Remove every container of this owner label, whatever its state. */
-export async function removeOwned(docker: Docker, owner: string): Promise<void> {
-  const left = await docker.listContainers({ all: true, filters: { label: [`airlock.owner=${owner}`] } });
-  await Promise.all(
-    left.map((c) =>
-      docker
-        .getContainer(c.Id)
-        .remove({ force: true })
-        .catch(() => undefined),
-    ),
-  );
-}
+/** Remove every container of this owner label, whatever its state (test/docker/helpers.ts). */
+export { sweep as removeOwned } from '../test/docker/helpers.js';
 
 /** The mail, sheets and search routes of a session, all to one fake upstream (no model, no host route). */
 export function googleRoutesTo(upstreamUrl: string): ProfileRoute[] {

@@ -25,6 +25,7 @@ import { LABEL_OWNER } from '../../daemon/runtime/session-manager.js';
 import { freePort } from './app.js';
 import { createPgDatabase, startPgCluster, type PgCluster } from './postgres.js';
 import { waitFor } from './wait.js';
+import { sweep } from '../docker/helpers.js';
 
 const DIST = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
 const CLI = join(DIST, 'daemon', 'main.js');
@@ -248,7 +249,7 @@ export async function startRig(o: RigOptions): Promise<Rig> {
         const u = leftoversUnder(n.dir);
         left.mounts.push(...u.mounts.map((m) => m.slice(n.dir.length) || '/'));
         left.loops += u.loops;
-        await removeOwned(docker, n.owner);
+        await sweep(docker, n.owner);
         for (const m of u.mounts.sort((a, b) => b.length - a.length)) spawnSync('umount', ['-l', m]);
       }
       await model.close();
@@ -265,17 +266,8 @@ export async function ownedContainers(docker: Docker, owner: string, running = f
   return all;
 }
 
-export async function removeOwned(docker: Docker, owner: string): Promise<void> {
-  const list = await ownedContainers(docker, owner);
-  await Promise.all(
-    list.map((c) =>
-      docker
-        .getContainer(c.Id)
-        .remove({ force: true })
-        .catch(() => undefined),
-    ),
-  );
-}
+/** Remove every container of this owner (test/docker/helpers.ts). */
+export { sweep as removeOwned };
 
 /** CPU seconds (user + system), RSS bytes and open fds of one process, from /proc. */
 export function procFigures(pid: number): { cpuS: number; rss: number; fds: number } {
