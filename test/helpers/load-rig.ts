@@ -213,7 +213,7 @@ export async function startRig(o: RigOptions): Promise<Rig> {
     AIRLOCK_LOG_LEVEL: 'warn',
     AIRLOCK_POOL_SIZE: '4',
     AIRLOCK_MAX_STARTING: '4',
-    ...(dbUrl ? { AIRLOCK_DATABASE_URL: dbUrl, AIRLOCK_NODE_SECRET: randomBytes(24).toString('hex'), AIRLOCK_NODE_HEARTBEAT_S: '1', AIRLOCK_NODE_LOST_S: '4' } : {}),
+    ...(dbUrl ? { AIRLOCK_DATABASE_URL: dbUrl, AIRLOCK_NODE_SECRET: randomBytes(24).toString('hex'), AIRLOCK_NODE_HEARTBEAT_S: '1', AIRLOCK_NODE_LOST_S: '4', AIRLOCK_FLEET_ALLOW_HTTP: 'true' } : {}),
     ...o.env,
   };
   const nodes: LoadNode[] = [];
