@@ -192,73 +192,81 @@ export async function startRig(o: RigOptions): Promise<Rig> {
   const model = await openaiModel.start({ apiKey: MODEL_KEY, respond: respond(seen, mailResults, o.modelDelayMs) });
   const g = await google.start({ userEmail: 'user@example.test' });
   let pg: PgCluster | undefined;
-  let dbUrl: string | undefined;
-  if (o.nodes === 2) {
-    pg = startPgCluster(await freePort());
-    dbUrl = (await createPgDatabase(pg.url)).url;
-  }
-  const shared: Record<string, string> = {
-    AIRLOCK_IMAGE: o.image,
-    AIRLOCK_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
-    AGENT_USER_TOKEN_SECRET: 'load-agent-user-token-secret-0123',
-    MCP_INTERNAL_SECRET: 'load-mcp-internal-secret-0123456789',
-    AIRLOCK_MODEL_PROVIDER: 'openai',
-    AIRLOCK_MODEL: 'load',
-    AIRLOCK_MODEL_BASE_URL: model.url,
-    AIRLOCK_MODEL_API_KEY: MODEL_KEY,
-    AIRLOCK_GOOGLE_MAIL_BASE_URL: g.url,
-    AIRLOCK_GOOGLE_SHEETS_BASE_URL: g.url,
-    AIRLOCK_GOOGLE_DRIVE_BASE_URL: g.url,
-    AIRLOCK_MAIL_ALLOW_DOMAINS: 'example.test',
-    AIRLOCK_LOG_LEVEL: 'warn',
-    AIRLOCK_POOL_SIZE: '4',
-    AIRLOCK_MAX_STARTING: '4',
-    ...(dbUrl ? { AIRLOCK_DATABASE_URL: dbUrl, AIRLOCK_NODE_SECRET: randomBytes(24).toString('hex'), AIRLOCK_NODE_HEARTBEAT_S: '1', AIRLOCK_NODE_LOST_S: '4', AIRLOCK_FLEET_ALLOW_HTTP: 'true' } : {}),
-    ...o.env,
-  };
-  const nodes: LoadNode[] = [];
-  for (let i = 0; i < o.nodes; i++) nodes.push(node(`node-${'ab'[i]}`, shared, await freePort()));
-  const first = loadConfig(nodes[0].env);
-  const database = await openDatabase({ url: dbUrl, file: join(nodes[0].dir, 'airlock.db') });
-  const users: Rig['users'] = [];
+  // A rig that fails to start (a node refusing its settings, the database) stops what it started.
   try {
-    const accounts = new AccountStore(database.sql, atRestEncryptor(first));
-    const hash = await hashPassword('load-user-password-0123');
-    for (let i = 0; i < o.users; i++) {
-      const u = await createUser(database.sql, { username: `load${i}`, email: `load${i}@example.test`, passwordHash: hash });
-      await accounts.connect(u.id, { email: `load${i}@example.test`, scopes: [...WORKSPACE_SCOPES], accessToken: g.token, expiresAt: Date.now() + 24 * 3600_000 });
-      users.push({ username: `load${i}`, password: 'load-user-password-0123' });
+    let dbUrl: string | undefined;
+    if (o.nodes === 2) {
+      pg = startPgCluster(await freePort());
+      dbUrl = (await createPgDatabase(pg.url)).url;
     }
-  } finally {
-    await database.close();
-  }
-  for (const n of nodes) await n.start();
-  return {
-    model,
-    google: g,
-    pg,
-    nodes,
-    users,
-    seen,
-    mailResults,
-    async close(docker) {
-      for (const n of nodes) await n.stop('SIGTERM').catch(() => undefined);
-      const left: Leftovers = { containers: 0, mounts: [], loops: 0 };
-      for (const n of nodes) {
-        left.containers += (await ownedContainers(docker, n.owner)).length;
-        const u = leftoversUnder(n.dir);
-        left.mounts.push(...u.mounts.map((m) => m.slice(n.dir.length) || '/'));
-        left.loops += u.loops;
-        await sweep(docker, n.owner);
-        for (const m of u.mounts.sort((a, b) => b.length - a.length)) spawnSync('umount', ['-l', m]);
+    const shared: Record<string, string> = {
+      AIRLOCK_IMAGE: o.image,
+      AIRLOCK_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
+      AGENT_USER_TOKEN_SECRET: 'load-agent-user-token-secret-0123',
+      MCP_INTERNAL_SECRET: 'load-mcp-internal-secret-0123456789',
+      AIRLOCK_MODEL_PROVIDER: 'openai',
+      AIRLOCK_MODEL: 'load',
+      AIRLOCK_MODEL_BASE_URL: model.url,
+      AIRLOCK_MODEL_API_KEY: MODEL_KEY,
+      AIRLOCK_GOOGLE_MAIL_BASE_URL: g.url,
+      AIRLOCK_GOOGLE_SHEETS_BASE_URL: g.url,
+      AIRLOCK_GOOGLE_DRIVE_BASE_URL: g.url,
+      AIRLOCK_MAIL_ALLOW_DOMAINS: 'example.test',
+      AIRLOCK_LOG_LEVEL: 'warn',
+      AIRLOCK_POOL_SIZE: '4',
+      AIRLOCK_MAX_STARTING: '4',
+      ...(dbUrl ? { AIRLOCK_DATABASE_URL: dbUrl, AIRLOCK_NODE_SECRET: randomBytes(24).toString('hex'), AIRLOCK_NODE_HEARTBEAT_S: '1', AIRLOCK_NODE_LOST_S: '4', AIRLOCK_FLEET_ALLOW_HTTP: 'true' } : {}),
+      ...o.env,
+    };
+    const nodes: LoadNode[] = [];
+    for (let i = 0; i < o.nodes; i++) nodes.push(node(`node-${'ab'[i]}`, shared, await freePort()));
+    const first = loadConfig(nodes[0].env);
+    const database = await openDatabase({ url: dbUrl, file: join(nodes[0].dir, 'airlock.db') });
+    const users: Rig['users'] = [];
+    try {
+      const accounts = new AccountStore(database.sql, atRestEncryptor(first));
+      const hash = await hashPassword('load-user-password-0123');
+      for (let i = 0; i < o.users; i++) {
+        const u = await createUser(database.sql, { username: `load${i}`, email: `load${i}@example.test`, passwordHash: hash });
+        await accounts.connect(u.id, { email: `load${i}@example.test`, scopes: [...WORKSPACE_SCOPES], accessToken: g.token, expiresAt: Date.now() + 24 * 3600_000 });
+        users.push({ username: `load${i}`, password: 'load-user-password-0123' });
       }
-      await model.close();
-      await g.close();
-      pg?.stop();
-      for (const n of nodes) rmSync(n.dir, { recursive: true, force: true });
-      return left;
-    },
-  };
+    } finally {
+      await database.close();
+    }
+    for (const n of nodes) await n.start();
+    return {
+      model,
+      google: g,
+      pg,
+      nodes,
+      users,
+      seen,
+      mailResults,
+      async close(docker) {
+        for (const n of nodes) await n.stop('SIGTERM').catch(() => undefined);
+        const left: Leftovers = { containers: 0, mounts: [], loops: 0 };
+        for (const n of nodes) {
+          left.containers += (await ownedContainers(docker, n.owner)).length;
+          const u = leftoversUnder(n.dir);
+          left.mounts.push(...u.mounts.map((m) => m.slice(n.dir.length) || '/'));
+          left.loops += u.loops;
+          await sweep(docker, n.owner);
+          for (const m of u.mounts.sort((a, b) => b.length - a.length)) spawnSync('umount', ['-l', m]);
+        }
+        await model.close();
+        await g.close();
+        pg?.stop();
+        for (const n of nodes) rmSync(n.dir, { recursive: true, force: true });
+        return left;
+      },
+    };
+  } catch (err) {
+    await model.close();
+    await g.close();
+    pg?.stop();
+    throw err;
+  }
 }
 
 export async function ownedContainers(docker: Docker, owner: string, running = false): Promise<Docker.ContainerInfo[]> {
