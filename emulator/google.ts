@@ -48,6 +48,11 @@ export interface GoogleEmulatorOptions {
   userEmail?: string;
   /** Also accept a bearer token this function approves (e.g. one the OAuth emulator issued). */
   authorize?: (token: string) => boolean;
+  /**
+   * Runs before an API request (not a mailbox page) is answered. A test holds a call open by
+   * returning a promise it settles later, e.g. to see a tool shown as running for as long as it likes.
+   */
+  before?: (request: RecordedRequest) => Promise<void> | void;
 }
 
 export interface GoogleEmulator {
@@ -116,8 +121,9 @@ export async function start(opts: GoogleEmulatorOptions = {}): Promise<GoogleEmu
       rec.status = res.statusCode;
     });
     readBody(req)
-      .then((body) => {
+      .then(async (body) => {
         rec.body = body.toString('utf8');
+        if (!url.pathname.startsWith('/mailbox')) await opts.before?.(rec);
         return handle(req, res, url, body);
       })
       .catch((err: { status?: number }) => {

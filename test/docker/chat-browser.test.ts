@@ -1,8 +1,9 @@
 /**
  * The chat page in a real browser against the real daemon and a real sandbox container:
- * with a scripted OpenAI-shaped model that stalls after the tool, the tool row is on the page
- * while the turn is still running; with the offline demo model, the tool rows also appear as
- * running before the turn ends (a frame is drawn while rasterize_chart works), render_chart is
+ * with a scripted OpenAI-shaped model, the page draws frames showing a tool running while its
+ * Drive call is held open upstream, and the tool rows are on the page while the model stalls
+ * after them; with the offline demo model, the tool rows also appear as running before the
+ * turn ends (seen in the DOM; how long a frame shows them depends on the tool), render_chart is
  * drawn with chart.js, a finished row shows its duration and opens to its input and output, a
  * rasterized attachment is shown as an image, the page fits 390 px, and an admin restarts and
  * kills the session from the Live sessions page. A page reloaded mid-turn reattaches to the turn
@@ -12,7 +13,7 @@ import t from 'tap';
 import type { Page } from 'playwright-core';
 import { Encryptor, createLogger, hashPassword, loadOrCreateEncryptionKey, WORKSPACE_SCOPES } from '../../core/index.js';
 import { queryActionLog } from '../../domain/action-log.js';
-import { createUser } from '../../domain/users.js';
+import { createUser, getUserByEmail } from '../../domain/users.js';
 import { AccountStore } from '../../domain/accounts.js';
 import { serve } from '../../daemon/serve.js';
 import * as google from '../../emulator/google.js';
@@ -118,22 +119,47 @@ else if (docker) {
     await page.waitForSelector('#prompt');
   }
 
+  const modelEnv = (url: string) => ({ AIRLOCK_MODEL_PROVIDER: 'openai', AIRLOCK_MODEL: 'gpt-ui', AIRLOCK_MODEL_BASE_URL: url, AIRLOCK_MODEL_API_KEY: MODEL_KEY });
+  const googleEnv = (url: string) => ({ AIRLOCK_GOOGLE_MAIL_BASE_URL: url, AIRLOCK_GOOGLE_SHEETS_BASE_URL: url, AIRLOCK_GOOGLE_DRIVE_BASE_URL: url });
+
+  /** Connect the user's workspace account with the emulator's token. */
+  async function connectWorkspace(d: Awaited<ReturnType<typeof start>>, email: string, token: string): Promise<void> {
+    const user = (await getUserByEmail(d.database.sql, email))!;
+    await new AccountStore(d.database.sql, new Encryptor(loadOrCreateEncryptionKey(d.config.dataDir, d.config.encryptionKey))).connect(user.id, {
+      email: user.email,
+      scopes: [...WORKSPACE_SCOPES],
+      accessToken: token,
+      expiresAt: Date.now() + 3600_000,
+    });
+  }
+
   t.test('tool rows reach the page while the turn is still running', async (t) => {
+    // The Drive call behind search_spreadsheets is held open until the page has drawn frames
+    // showing the tool running: what is proven does not hang on how fast a tool happens to be.
+    let release!: () => void;
+    let arrived!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const reached = new Promise<void>((resolve) => (arrived = resolve));
+    t.teardown(() => release());
+    const hold = (r: google.RecordedRequest) => {
+      if (!r.path.startsWith('/drive/')) return;
+      arrived();
+      return held;
+    };
+    const g = await google.start({ userEmail: 'carol@example.test', seed: { spreadsheets: [{ id: 'sheet-ui-1', name: 'Sales 2026', sheets: { Sheet1: [['a', 3]] } }] }, before: hold });
+    t.teardown(() => g.close());
     const model = await openaiModel.start({
       apiKey: MODEL_KEY,
       script: [
+        { kind: 'reply', tool_calls: [{ name: 'search_spreadsheets', arguments: { query: 'Sales' } }] },
         { kind: 'reply', tool_calls: [{ name: 'render_chart', arguments: { type: 'bar', title: 'Chart', labels: ['a', 'b', 'c'], datasets: [{ label: 'Chart', data: [3, 5, 8] }] } }] },
-        // The turn goes on for STALL_MS after the tool: the row must be on the page meanwhile.
+        // The turn goes on for STALL_MS after the tools: the rows must be on the page meanwhile.
         { kind: 'reply', text: 'Here is your chart.', delay_ms: STALL_MS },
       ],
     });
     t.teardown(() => model.close());
-    const d = await start(t, {
-      AIRLOCK_MODEL_PROVIDER: 'openai',
-      AIRLOCK_MODEL: 'gpt-ui',
-      AIRLOCK_MODEL_BASE_URL: model.url,
-      AIRLOCK_MODEL_API_KEY: MODEL_KEY,
-    });
+    const d = await start(t, { ...modelEnv(model.url), ...googleEnv(g.url) });
+    await connectWorkspace(d, 'carol@example.test', g.token);
     const browser = await launch(t);
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     await login(page, d.web.url, 'carol');
@@ -141,16 +167,26 @@ else if (docker) {
     await watchNextTurn(page);
     await page.fill('#prompt', 'chart 3 5 8');
     await page.click('#send');
+    await reached;
+    const before = (await seenOf(page)).runningFrames;
+    await page.waitForFunction((n) => (window as unknown as { seen: Seen }).seen.runningFrames >= n + 2, before, { timeout: 120_000 });
+    const drawn = await seenOf(page);
+    const open = g.requests.filter((r) => r.path.startsWith('/drive/') && r.status === 0).length;
+    release();
+    t.equal(open, 1, 'the Drive call was still open upstream when the page had drawn those frames');
+    t.same(drawn.runningTools, ['search_spreadsheets'], `the browser drew frames (${drawn.runningFrames - before} after the call arrived) showing search_spreadsheets running`);
     await page.waitForSelector('[data-done]', { timeout: 120_000 });
     const seen = await seenOf(page);
     t.not(seen.toolWhileRunning, null, 'a tool row was on the page before the turn ended');
+    t.equal(seen.tool, 'search_spreadsheets');
     t.equal(seen.toolStatus, 'running…', 'first seen as running: tool_start arrived before tool_end');
     const lead = seen.toolWhileRunning === null || seen.done === null ? -1 : Math.round(seen.done - seen.toolWhileRunning);
     t.ok(lead >= STALL_MS - 500, `the row was there ${lead} ms before the end (the model stalled ${STALL_MS} ms)`);
+    t.equal(await page.getAttribute('.tool[data-tool=search_spreadsheets]', 'data-status'), 'ok');
     t.equal(await page.getAttribute('.tool[data-tool=render_chart]', 'data-status'), 'ok');
     t.equal(await page.getAttribute('[data-done]', 'data-done'), 'end_turn');
     t.match(await page.textContent('.msg.assistant'), /Here is your chart\./);
-    t.equal(model.requests.length, 2, 'the model was asked twice (tool call, then the answer)');
+    t.equal(model.requests.length, 3, 'the model was asked three times (two tool calls, then the answer)');
   });
 
   t.test('chat with the demo model in the browser', async (t) => {
@@ -209,9 +245,6 @@ else if (docker) {
     const seen2 = await seenOf(page);
     t.equal(seen2.tool, 'rasterize_chart', 'the rasterize_chart row was on the page before the turn ended');
     t.equal(seen2.toolStatus, 'running…', 'first seen as running');
-    // rasterize_chart renders an 800 px PNG in the sandbox: real work the page must show while it runs.
-    t.ok(seen2.runningFrames >= 1, `the browser drew frames (${seen2.runningFrames}) showing a tool running before the turn ended`);
-    t.ok(seen2.runningTools.includes('rasterize_chart'), `among them rasterize_chart (${seen2.runningTools.join(', ')})`);
     const rows = await page.$$eval('.tool', (els) => els.map((e) => [(e as HTMLElement).dataset.tool, (e as HTMLElement).dataset.status]));
     t.same(
       rows.slice(1),
@@ -310,22 +343,9 @@ else if (docker) {
       ],
     });
     t.teardown(() => model.close());
-    const d = await start(t, {
-      AIRLOCK_MODEL_PROVIDER: 'openai',
-      AIRLOCK_MODEL: 'gpt-ui',
-      AIRLOCK_MODEL_BASE_URL: model.url,
-      AIRLOCK_MODEL_API_KEY: MODEL_KEY,
-      AIRLOCK_GOOGLE_MAIL_BASE_URL: g.url,
-      AIRLOCK_GOOGLE_SHEETS_BASE_URL: g.url,
-      AIRLOCK_GOOGLE_DRIVE_BASE_URL: g.url,
-    });
-    const user = await createUser(d.database.sql, { username: 'frida', email: 'frida@example.test', passwordHash: await hashPassword('frida-password') });
-    await new AccountStore(d.database.sql, new Encryptor(loadOrCreateEncryptionKey(d.config.dataDir, d.config.encryptionKey))).connect(user.id, {
-      email: 'frida@example.test',
-      scopes: [...WORKSPACE_SCOPES],
-      accessToken: g.token,
-      expiresAt: Date.now() + 3600_000,
-    });
+    const d = await start(t, { ...modelEnv(model.url), ...googleEnv(g.url) });
+    await createUser(d.database.sql, { username: 'frida', email: 'frida@example.test', passwordHash: await hashPassword('frida-password') });
+    await connectWorkspace(d, 'frida@example.test', g.token);
     const browser = await launch(t);
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     await login(page, d.web.url, 'frida');
