@@ -85,7 +85,12 @@ export async function createUser(db: Sql, u: NewUser): Promise<User> {
  * Users by id, optionally only those whose username, e-mail or display name contains `q`
  * (case-insensitive; `%` and `_` in q are literal), plus the total that matched.
  */
-export async function listUsers(db: Sql, opts: { q?: string; limit?: number; offset?: number } = {}): Promise<{ users: User[]; total: number }> {
+/** A user as the admin's list shows it: also whether the account has no password (it signs in by single sign-on only). */
+export interface ListedUser extends User {
+  sso_only: boolean;
+}
+
+export async function listUsers(db: Sql, opts: { q?: string; limit?: number; offset?: number } = {}): Promise<{ users: ListedUser[]; total: number }> {
   const q = opts.q?.trim();
   const pattern = q ? `%${q.toLowerCase().replace(/[\\%_]/g, (c) => '\\' + c)}%` : undefined;
   let base = db.selectFrom('users');
@@ -96,11 +101,13 @@ export async function listUsers(db: Sql, opts: { q?: string; limit?: number; off
   const total = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
   const rows = await base
     .select(PUBLIC)
+    .select((eb) => eb('password_hash', 'is', null).as('no_password'))
     .orderBy('id')
     .limit(opts.limit ?? 100)
     .offset(opts.offset ?? 0)
     .execute();
-  return { users: rows.map(toUser), total: Number(total.n) };
+  // SQLite answers the IS NULL test 1/0, PostgreSQL true/false.
+  return { users: rows.map((r) => ({ ...toUser(r), sso_only: Boolean(r.no_password) })), total: Number(total.n) };
 }
 
 /** Note a successful sign-in (last_login_at). */

@@ -62,6 +62,8 @@ export interface SsoProviderList {
 export interface AdminUser extends UserView {
   created_at: string;
   last_login_at: string | null;
+  /** The account has no password: it signs in by single sign-on only (or not at all where none is set up). */
+  sso_only: boolean;
 }
 
 export interface AdminUserList {

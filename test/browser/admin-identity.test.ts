@@ -157,5 +157,19 @@ else {
     t.equal(users.n, 1, 'the synced account was used, not a second one');
     await screenshot(sso, 'chat-after-sso');
     await ctx.close();
+
+    // A shared chat's link opened signed out, then single sign-on: the page comes back to the link
+    // (the token here names no share, so the page says the chat is not found, signed in).
+    const ctx2 = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const viaShare = await ctx2.newPage();
+    await viaShare.goto(origin + '/#/share/made-up-share-token-for-sso');
+    await viaShare.waitForSelector('#sso button');
+    await viaShare.click('#sso button');
+    await viaShare.waitForURL((u) => u.origin === idp.url && u.pathname.startsWith('/interaction/'));
+    await viaShare.click(`a:has-text("${DIR_USER.email}")`);
+    await viaShare.waitForURL((u) => u.origin === origin && u.hash === '#/share/made-up-share-token-for-sso');
+    t.pass('after single sign-on the page is back on the shared link');
+    t.equal(await viaShare.evaluate(() => sessionStorage.length), 0, 'the remembered link is used once');
+    await ctx2.close();
   });
 }

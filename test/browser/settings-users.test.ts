@@ -92,10 +92,18 @@ else {
     await page.click('button[aria-label="Reactivate bob"]');
     await page.click('button[aria-label="Promote bob"]');
     await page.waitForSelector('button[aria-label="Demote bob"]');
+    // Bob signs in by single sign-on only (no password) until the reset below gives him one.
+    await app.database.sql.updateTable('users').set({ password_hash: null }).where('id', '=', bob).execute();
+    await page.reload();
+    await page.waitForSelector('#users-table tr:has-text("bob@")');
+    t.match(await page.locator('#users-table tr', { hasText: 'bob@' }).textContent(), /single sign-on only \(no password\)/, 'an account without a password is marked');
+    t.notMatch(await page.locator('#users-table tr', { hasText: 'root@' }).textContent(), /single sign-on/, 'one with a password is not');
     await page.click('button[aria-label="Reset password of bob"]');
     await page.waitForSelector('#users-new-password code');
     const pw = (await page.textContent('#users-new-password code')) ?? '';
     t.equal((await app.client().login('bob', pw)).status, 200, 'the password shown works');
+    await page.waitForFunction(() => !/single sign-on/.test(document.querySelector('#users-table')?.textContent ?? ''));
+    t.pass('with a password now, bob is no longer marked single sign-on only');
     t.same(await axeProblems(page), [], 'axe: users, 1280 px light');
     await screenshot(page, 'admin-users');
 

@@ -1,4 +1,5 @@
 import t from 'tap';
+import { createUser } from '../../domain/users.js';
 import { addUser, startTestApp } from '../helpers/app.js';
 
 const PW = 'admin-users-password-1';
@@ -32,6 +33,11 @@ t.test('GET /api/admin/users: superuser only, search by part of name or e-mail, 
   t.equal(all.body.total, 5);
   t.equal(all.body.next_offset, null);
   t.notMatch(JSON.stringify(all.body), /password|\$argon|\$scrypt|hash/i, 'no password material');
+  t.same(
+    all.body.users.map((u: { sso_only: boolean }) => u.sso_only),
+    [false, false, false, false, false],
+    'every account here has a password',
+  );
 
   const byEmail = await root.json('GET', '/api/admin/users?q=ALICE@example');
   t.same(
@@ -73,4 +79,26 @@ t.test('GET /api/admin/users: superuser only, search by part of name or e-mail, 
     t.equal(r.status, 400, bad);
     t.equal(r.body.error.code, 'ERR_VALIDATION', bad);
   }
+});
+
+t.test('GET /api/admin/users marks an account without a password as single sign-on only', async (t) => {
+  const app = await startTestApp(t);
+  await addUser(app.database, 'root', PW, { superuser: true });
+  // As SSO's first sign-in or the directory sync creates it: no password.
+  const sso = await createUser(app.database.sql, { username: 'dora', email: 'dora@example.test' });
+  const root = app.client();
+  await root.login('root', PW);
+  const all = await root.json('GET', '/api/admin/users');
+  t.same(
+    all.body.users.map((u: { username: string; sso_only: boolean }) => [u.username, u.sso_only]),
+    [
+      ['root', false],
+      ['dora', true],
+    ],
+  );
+  // An admin's reset gives her a password: then she is no longer single sign-on only.
+  const reset = await root.json('POST', `/api/admin/users/${sso.id}/password`, {});
+  t.equal(reset.status, 200, 'reset');
+  const after = await root.json('GET', '/api/admin/users?q=dora');
+  t.equal(after.body.users[0].sso_only, false, 'a password set by the reset counts');
 });

@@ -191,6 +191,13 @@ async function route(): Promise<void> {
     location.hash = '#/login';
     return;
   }
+  // Single sign-on ends on #/chat (the identity provider's way back): a shared chat's link the
+  // visitor opened before signing in comes first, as after a password sign-in.
+  const next = me && hash === '#/chat' ? afterLogin() : null;
+  if (next) {
+    location.hash = next;
+    return;
+  }
   renderHeader(hash);
   try {
     if (hash === '#/login') {

@@ -29,6 +29,7 @@ export function UsersPage() {
       if (!confirm(`Reset the password of ${name(u)}? Their sessions end; you will see a new password once.`)) return;
       const r = await api<{ password?: string }>('POST', `${BASE}/${u.id}/password`, {});
       setShown({ user: name(u), password: r.password ?? '' });
+      await reload(); // a single sign-on only account has a password now
       status.ok(`${name(u)} has a new password; their sessions ended.`);
     });
   const search = () => {
@@ -97,6 +98,7 @@ function UserTable({ data, busy, change, reset }: TableProps) {
       render: (u) => (
         <NameCell name={u.display_name || u.username} badge={u.is_superuser && 'superuser'} warning={!u.is_active && 'deactivated'}>
           {u.username} · {u.email ?? 'no e-mail'}
+          {u.sso_only ? ' · single sign-on only (no password)' : null}
         </NameCell>
       ),
     },
