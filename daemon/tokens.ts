@@ -90,24 +90,30 @@ export class TokenService {
       return { accessToken: t.accessToken, expiresAt: t.accessExpiresAt! };
     }
     if (!t.refreshToken) return null;
-    return this.refresh(userId);
+    return this.refresh(userId, { accessToken: t.accessToken });
   }
 
-  /** Refresh now (single flight per account); the new token is pushed to the account's warm sessions. */
-  refresh(userId: number): Promise<AccessToken> {
+  /**
+   * Refresh now (single flight per account); the new token is pushed to the account's warm
+   * sessions. `due` is the token the caller read and judged due; without it, the one stored now.
+   * With a fleet lease, a token other than that one, saved by another node and fresh, is used
+   * instead of a second grant. (Compared with what the caller judged, not with a second read:
+   * a read made after the other node saved would take its fresh token for the due one.)
+   */
+  refresh(userId: number, due?: { accessToken?: string }): Promise<AccessToken> {
     const running = this.#inflight.get(userId);
     if (running) return running;
     const p = (async () => {
       const lease = this.#o.lease;
       if (!lease) return this.#refreshNow(userId);
-      const before = await this.#o.store.tokens(userId);
+      const before = due ?? (await this.#o.store.tokens(userId));
       const until = this.#clock() + FOREIGN_REFRESH_WAIT_MS;
       for (;;) {
         if (await lease.acquire(userId)) {
           try {
             // Another node may have refreshed while this one waited: use its token.
             const now = await this.#o.store.tokens(userId);
-            if (now?.accessToken && now.accessExpiresAt !== undefined && now.accessExpiresAt !== before?.accessExpiresAt && now.accessExpiresAt - this.#clock() > this.windowMs) {
+            if (now?.accessToken && now.accessExpiresAt !== undefined && now.accessToken !== before?.accessToken && now.accessExpiresAt - this.#clock() > this.windowMs) {
               await this.pushToUser(userId, now.accessToken);
               return { accessToken: now.accessToken, expiresAt: now.accessExpiresAt };
             }
@@ -187,7 +193,7 @@ export class TokenService {
         });
         if (!t?.refreshToken) return;
         if (t.accessExpiresAt !== undefined && t.accessExpiresAt - this.#clock() > lead) return;
-        await this.refresh(userId).catch(() => undefined); // logged in refresh()
+        await this.refresh(userId, { accessToken: t.accessToken }).catch(() => undefined); // logged in refresh()
       }),
     );
   }

@@ -115,6 +115,13 @@ t.test('two nodes of a fleet refreshing one account at once send one refresh gra
   t.not(ta!.accessToken, r.grant.access_token);
   const left = await r.db.selectFrom('leases').selectAll().execute();
   t.same(left, [], 'the lease is released');
+
+  // A node that judged the old token due but reaches the lease only after the other node saved
+  // the new one (slow under load; seen once with two test files at a time) sends no second grant.
+  const late = node('node-c');
+  const tc = await late.refresh(r.user.id, { accessToken: r.grant.access_token });
+  t.equal(r.refreshCalls(), 1, 'a late node uses the token another node saved: still one grant');
+  t.equal(tc.accessToken, ta!.accessToken, 'the same new token');
 });
 
 t.test('no account → null; failed refresh → ERR_ACCOUNT_REFRESH', async (t) => {
