@@ -62,7 +62,17 @@ function onBothEngines(file: string): boolean {
   const f = file.split(sep).join('/').replace(/^\.\//, '');
   return f.startsWith(BOTH_ENGINES_DIR) && f.endsWith('.test.js') && !(f.slice(BOTH_ENGINES_DIR.length) in PASS_1_ONLY);
 }
-const ALL = ['dist/test/**/*.test.js'];
+
+/**
+ * Unit, conformance and integration tests start no container and no browser: they run two files
+ * at a time (AIRLOCK_TEST_JOBS, default 2). tap's own default on a 2-core machine is one (it keeps
+ * a core free), which left the machine mostly waiting. The Docker and browser tests stay one at a
+ * time: they load the machine with containers and chromium, and several check what a page drew
+ * or how a sandbox behaved while it ran.
+ */
+const PARALLEL_DIRS = ['dist/test/unit/', 'dist/test/conformance/', 'dist/test/integration/'];
+const JOBS = Math.max(1, Number(process.env.AIRLOCK_TEST_JOBS ?? 2) || 1);
+const inParallelDir = (f: string) => PARALLEL_DIRS.some((d) => f.split(sep).join('/').replace(/^\.\//, '').startsWith(d));
 
 /**
  * Docker tests that run a second time with the sandboxes under gVisor (AIRLOCK_SANDBOX_RUNTIME=runsc):
@@ -120,10 +130,10 @@ interface Tally {
   fail: number;
 }
 
-function tap(files: string[], env: NodeJS.ProcessEnv, label: string): Promise<Tally & { code: number }> {
+function tap(files: string[], env: NodeJS.ProcessEnv, label: string, jobs = 1): Promise<Tally & { code: number }> {
   process.stdout.write(`\n# ${label}\n`);
   return new Promise((resolve) => {
-    const child = spawn('npx', ['tap', ...files], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn('npx', ['tap', `--jobs=${jobs}`, ...files], { env, stdio: ['ignore', 'pipe', 'inherit'] });
     let last = '';
     let buf = '';
     child.stdout.on('data', (chunk: Buffer) => {
@@ -157,6 +167,26 @@ function lint(): Promise<Tally & { code: number }> {
   });
 }
 
+/** Pass 1: the files without containers or a browser, JOBS at a time, then the others one at a time. */
+async function passOne(args: string[], env: NodeJS.ProcessEnv): Promise<Tally & { code: number }> {
+  const files = args.length ? args : allFiles();
+  const parallel = files.filter(inParallelDir);
+  const serial = files.filter((f) => !inParallelDir(f));
+  const runs: (Tally & { code: number })[] = [];
+  if (parallel.length) runs.push(await tap(parallel, env, `pass 1: embedded SQLite, unit, conformance and integration (${JOBS} at a time)`, JOBS));
+  if (serial.length) runs.push(await tap(serial, env, 'pass 1: embedded SQLite, Docker and browser (one at a time)'));
+  return runs.reduce((a, b) => ({ total: a.total + b.total, pass: a.pass + b.pass, fail: a.fail + b.fail, code: a.code || b.code }), { total: 0, pass: 0, fail: 0, code: 0 });
+}
+
+/** Every test file under dist/test/, sorted. */
+function allFiles(): string[] {
+  const dir = 'dist/test/';
+  return (readdirSync(dir, { recursive: true }) as string[])
+    .map((f) => `${dir}${f.split(sep).join('/')}`)
+    .filter((f) => f.endsWith('.test.js'))
+    .sort();
+}
+
 async function main(): Promise<number> {
   const args = process.argv.slice(2);
   // The whole suite starts with the lint check (a run narrowed to files does not lint).
@@ -175,14 +205,14 @@ async function main(): Promise<number> {
     const pass1Only = Object.keys(PASS_1_ONLY)
       .map((f) => BOTH_ENGINES_DIR + f)
       .join(',');
-    const first = await tap(args.length ? args : ALL, { ...process.env, ...pgEnv, AIRLOCK_TEST_ENGINE: 'sqlite', AIRLOCK_TEST_PASS_1_ONLY: pass1Only }, 'pass 1: embedded SQLite');
+    const first = await passOne(args, { ...process.env, ...pgEnv, AIRLOCK_TEST_ENGINE: 'sqlite', AIRLOCK_TEST_PASS_1_ONLY: pass1Only });
     const both = args.length ? args.filter(onBothEngines) : bothEngineFiles();
     let second: Tally & { code: number } = { total: 0, pass: 0, fail: 0, code: 0 };
     if (both.length && !url) {
       process.stdout.write(`\n# pass 2 (PostgreSQL) skipped: ${why}\n`);
       if (process.env.CI === 'true') second = { total: 1, pass: 0, fail: 1, code: 1 };
     } else if (both.length) {
-      second = await tap(both, { ...process.env, ...pgEnv, AIRLOCK_TEST_ENGINE: 'postgres' }, 'pass 2: PostgreSQL');
+      second = await tap(both, { ...process.env, ...pgEnv, AIRLOCK_TEST_ENGINE: 'postgres' }, `pass 2: PostgreSQL (${JOBS} at a time)`, JOBS);
     }
     const runscFiles = args.length ? args.filter((a) => RUNSC_FILES.includes(a)) : RUNSC_FILES;
     let third: Tally & { code: number } = { total: 0, pass: 0, fail: 0, code: 0 };
