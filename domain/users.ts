@@ -81,15 +81,15 @@ export async function createUser(db: Sql, u: NewUser): Promise<User> {
   return toUser(r);
 }
 
-/**
- * Users by id, optionally only those whose username, e-mail or display name contains `q`
- * (case-insensitive; `%` and `_` in q are literal), plus the total that matched.
- */
 /** A user as the admin's list shows it: also whether the account has no password (it signs in by single sign-on only). */
 export interface ListedUser extends User {
   sso_only: boolean;
 }
 
+/**
+ * Users by id, optionally only those whose username, e-mail or display name contains `q`
+ * (case-insensitive; `%` and `_` in q are literal), plus the total that matched.
+ */
 export async function listUsers(db: Sql, opts: { q?: string; limit?: number; offset?: number } = {}): Promise<{ users: ListedUser[]; total: number }> {
   const q = opts.q?.trim();
   const pattern = q ? `%${q.toLowerCase().replace(/[\\%_]/g, (c) => '\\' + c)}%` : undefined;
