@@ -191,12 +191,34 @@ export async function execIn(docker: Docker, containerId: string, cmd: string[],
  * the writable memory of every process it may read (/proc/<pid>/mem, allowed for the same uid;
  * every readable region with SCAN_ALL=1), and every readable file under /run/airlock (or under
  * SCAN_ROOT, /proc, /sys and /dev excluded). Prints JSON {hits, checked}.
+ *
+ * Memory: only RESIDENT pages are read. /proc/<pid>/pagemap (bit 63: present) says which pages
+ * of a region are in RAM; a page not present is skipped, never read. Reading it through
+ * /proc/<pid>/mem would fault it in: the supervisor reserves ~537 MiB it never touches, and
+ * faulting that in took the sandbox past its memory limit (OOM-killed mid-scan, empty JSON). A
+ * page not present holds nothing a process wrote (zero-fill or unread file pages), and a
+ * swapped page (bit 62) is not read either: the sandboxes run without swap. A process whose
+ * pagemap cannot be read is not read at all (checked.unpaged): never an unbounded read. The
+ * callers prove the scan still reads memory with a canary planted in a process's heap.
  */
 export const SECRET_SCAN = `
 const fs = require('fs');
 const needle = Buffer.from(process.env.NEEDLE_HEX, 'hex');
 const self = String(process.pid);
-const hits = []; const checked = { environ: 0, cmdline: 0, mem: 0, files: 0, denied: 0 };
+const hits = []; const checked = { environ: 0, cmdline: 0, mem: 0, residentBytes: 0, unpaged: 0, files: 0, denied: 0 };
+const PAGE = Number(/KernelPageSize:\\s+(\\d+) kB/.exec(fs.readFileSync('/proc/self/smaps', 'utf8'))[1]) * 1024;
+// One run of present pages [from, to), read 4 MiB at a time with an overlap of the needle's length
+// (a hit across two reads), never past the run: the page after it is not present.
+const readRun = (fd, from, to) => {
+  for (let at = from; at < to; at += 1 << 22) {
+    const len = Math.min((1 << 22) + needle.length, to - at);
+    const buf = Buffer.alloc(len);
+    let n = 0;
+    try { n = fs.readSync(fd, buf, 0, len, at); } catch { return false; }
+    if (buf.subarray(0, n).includes(needle)) return true;
+  }
+  return false;
+};
 for (const pid of fs.readdirSync('/proc').filter((p) => /^\\d+$/.test(p))) {
   if (pid === self) continue;
   for (const f of ['environ', 'cmdline']) {
@@ -206,20 +228,31 @@ for (const pid of fs.readdirSync('/proc').filter((p) => /^\\d+$/.test(p))) {
   try {
     const maps = fs.readFileSync('/proc/' + pid + '/maps', 'utf8').split('\\n');
     const fd = fs.openSync('/proc/' + pid + '/mem', 'r');
+    let pm;
+    try { pm = fs.openSync('/proc/' + pid + '/pagemap', 'r'); } catch { fs.closeSync(fd); checked.unpaged++; continue; }
     checked.mem++;
     let found = false;
     for (const line of maps) {
       const m = (process.env.SCAN_ALL ? /^([0-9a-f]+)-([0-9a-f]+) r/ : /^([0-9a-f]+)-([0-9a-f]+) rw-p/).exec(line);
       if (!m || found) continue;
-      const start = parseInt(m[1], 16), end = parseInt(m[2], 16);
-      for (let at = start; at < end && !found; at += 1 << 22) {
-        const len = Math.min(1 << 22, end - at) + needle.length;
-        const buf = Buffer.alloc(len);
-        let n = 0;
-        try { n = fs.readSync(fd, buf, 0, len, at); } catch { break; }
-        if (buf.subarray(0, n).includes(needle)) found = true;
+      const first = parseInt(m[1], 16) / PAGE, last = parseInt(m[2], 16) / PAGE;
+      // Runs of present pages, found through pagemap (8 bytes a page) a window at a time.
+      for (let w = first; w < last && !found; w += 1 << 16) {
+        const count = Math.min(1 << 16, last - w);
+        const ents = Buffer.alloc(count * 8);
+        let got = 0;
+        try { got = fs.readSync(pm, ents, 0, ents.length, w * 8); } catch { break; }
+        for (let i = 0; i < got / 8 && !found; ) {
+          if (!(ents.readBigUInt64LE(i * 8) >> 63n)) { i++; continue; }
+          let j = i;
+          while (j < got / 8 && ents.readBigUInt64LE(j * 8) >> 63n) j++;
+          found = readRun(fd, (w + i) * PAGE, (w + j) * PAGE);
+          checked.residentBytes += (j - i) * PAGE;
+          i = j;
+        }
       }
     }
+    fs.closeSync(pm);
     fs.closeSync(fd);
     if (found) hits.push(pid + '/mem');
   } catch { checked.denied++; }
@@ -233,6 +266,29 @@ const walk = (d) => { let es = []; try { es = fs.readdirSync(d, { withFileTypes:
 walk(process.env.SCAN_ROOT || '/run/airlock');
 console.log(JSON.stringify({ hits, checked }));
 `;
+
+/**
+ * The scan's control, run as `user`: plants the secret in a process's environment (`sleep`) and,
+ * apart, in a process's heap only (a node process holding the decoded bytes; its environment
+ * holds the hex form), then runs SECRET_SCAN. Returns the scan's result and the heap planter's
+ * pid, so a caller can require that memory (not just an environ) was found.
+ */
+export async function plantAndScan(docker: Docker, id: string, user: string, secret: string, env: string[] = []): Promise<{ hits: string[]; checked: Record<string, number>; plantPid: string }> {
+  const hex = Buffer.from(secret).toString('hex');
+  const plant = "const b = Buffer.from(process.env.PLANT_HEX, 'hex'); process.stdout.write('ready ' + b.length); setInterval(() => b.length, 1000);";
+  const sh = [
+    'R=$(mktemp -p /tmp plant.XXXXXX)',
+    'env -u LEAK PLANT_HEX="$NEEDLE_HEX" /usr/local/bin/node -e "$PLANT" > "$R" & P=$!',
+    'NEEDLE_LEAK="$LEAK" sleep 30 & S=$!',
+    'i=0; until [ -s "$R" ] || [ $i -ge 400 ]; do sleep 0.05; i=$((i + 1)); done',
+    'echo "$P"',
+    'env -u LEAK /usr/local/bin/node -e "$SCAN"',
+    'kill "$P" "$S"; rm -f "$R"',
+  ].join('\n');
+  const r = await execIn(docker, id, ['/bin/sh', '-c', sh], { user, env: [`NEEDLE_HEX=${hex}`, `LEAK=${secret}`, `SCAN=${SECRET_SCAN}`, `PLANT=${plant}`, ...env] });
+  const [plantPid, json] = r.stdout.split('\n');
+  return { ...(JSON.parse(json) as { hits: string[]; checked: Record<string, number> }), plantPid };
+}
 
 /** Unmount anything mounted under dir (the runtime's workspace binds), deepest first. */
 export function unmountUnder(dir: string): void {

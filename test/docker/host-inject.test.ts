@@ -1,9 +1,11 @@
 /**
  * Credential injection on the host (docs/security.md, "root in the container"): a live sandbox
- * holds no real token anywhere. As root inside it, a scan of every process's memory (every
- * readable region of /proc/<pid>/mem), environ and cmdline, and of every file under / (but /proc,
- * /sys, /dev) finds no token, after the token was used; a `docker commit` of the live sandbox,
- * exported, holds none either. The scan's control: a canary planted in a root process is found.
+ * holds no real token anywhere. As root inside it, a scan of every process's memory (the resident
+ * pages of every readable region of /proc/<pid>/mem: reading untouched pages would fault them in
+ * and OOM-kill the sandbox), environ and cmdline, and of every file under / (but /proc, /sys,
+ * /dev) finds no token, after the token was used; a `docker commit` of the live sandbox, exported,
+ * holds none either. The scan's control: a canary planted in a root process's environment, and
+ * one planted only in a root process's heap, are found.
  */
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
@@ -14,7 +16,7 @@ import { EgressGatewayService } from '../../daemon/egress.js';
 import { buildRoutes } from '../../daemon/overlay.js';
 import { start as startUpstream } from '../../emulator/fake-upstream.js';
 import { Scrubber } from '../../proxy/index.js';
-import { dockerOrSkip, ensureTestImage, execIn, SECRET_SCAN } from './helpers.js';
+import { dockerOrSkip, ensureTestImage, execIn, plantAndScan, SECRET_SCAN } from './helpers.js';
 import { manager, turn } from './sandbox-kit.js';
 
 const docker = await dockerOrSkip(t as unknown as Parameters<typeof dockerOrSkip>[0]);
@@ -77,12 +79,14 @@ if (docker) {
       // supervisor's (root), where the token used to live, and docker-init's are read.
       t.ok(s.checked.mem >= 2 && s.checked.environ >= 2 && s.checked.files > 1000, "the scan read the root processes' memory and environ and the whole file system");
 
-      // Control: the same scan, as root, finds a canary planted in a root process's environment and memory.
-      const planted = await execIn(docker, id, ['/bin/sh', '-c', `NEEDLE_LEAK=${CANARY} sleep 30 & sleep 0.5; /usr/local/bin/node -e "$SCAN"`], { user: '0', env: [...needle, 'SCAN_ALL=1', `SCAN=${SECRET_SCAN}`] });
+      // Control: the same scan, as root, finds a canary planted in a root process's environment,
+      // and one planted only in a root process's heap (the memory read is not silently empty).
+      const planted = await plantAndScan(docker, id, '0', CANARY, ['SCAN_ALL=1']);
       t.ok(
-        (JSON.parse(planted.stdout) as { hits: string[] }).hits.some((h) => h.endsWith('/environ')),
-        'control: a planted canary is found',
+        planted.hits.some((h) => h.endsWith('/environ')),
+        'control: a canary planted in an environment is found',
       );
+      t.ok(planted.hits.includes(`${planted.plantPid}/mem`), `control: a canary planted in a heap is found in resident memory (${planted.hits.join(', ')})`);
 
       // A checkpoint of the live sandbox: docker commit, exported, holds no token.
       const committed = await docker.getContainer(id).commit({ repo: 'airlock-test-commit', tag: `${pool}-${randomBytes(4).toString('hex')}` });

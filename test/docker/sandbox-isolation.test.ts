@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { createLogger } from '../../core/index.js';
 import type { PreparedSession, SessionPreparer } from '../../core/sandbox-protocol.js';
 import { EgressGatewayService } from '../../daemon/egress.js';
-import { dockerOrSkip, ensureTestImage, execIn, SANDBOX_RUNTIME, SECRET_SCAN } from './helpers.js';
+import { dockerOrSkip, ensureTestImage, execIn, plantAndScan, SANDBOX_RUNTIME, SECRET_SCAN } from './helpers.js';
 import { manager, turn } from './sandbox-kit.js';
 
 const RUNSC = SANDBOX_RUNTIME === 'runsc';
@@ -129,15 +129,13 @@ if (docker) {
     t.equal(r.stop_reason, 'end_turn');
     const s = await scan(r.containerId!, '0');
     t.same(s.hits, [], 'even with the child under the supervisor uid, there is no token to leak');
-    const leak = await execIn(docker!, r.containerId!, ['/bin/sh', '-c', `NEEDLE_LEAK=${CANARY} sleep 30 & sleep 0.5; /usr/local/bin/node -e "$SCAN"`], {
-      user: '1001',
-      env: [`NEEDLE_HEX=${Buffer.from(CANARY).toString('hex')}`, `SCAN=${SECRET_SCAN}`],
-    });
-    const planted = JSON.parse(leak.stdout) as { hits: string[] };
+    const planted = await plantAndScan(docker!, r.containerId!, '1001', CANARY);
     t.ok(
       planted.hits.some((h) => h.endsWith('/environ')),
       `the scan catches a canary in a process environment (${planted.hits.join(', ')})`,
     );
+    // gVisor refuses /proc/<pid>/mem of another process even to the same uid (EACCES).
+    if (!RUNSC) t.ok(planted.hits.includes(`${planted.plantPid}/mem`), `the scan catches a canary in the resident memory of a process's heap (${planted.hits.join(', ')})`);
   });
 
   t.test('processes of the agent uid a turn left behind end with the turn; the agent child and an exec from outside stay', async (t) => {
