@@ -1,11 +1,12 @@
 /** The sandbox image's package list: the production closure minus host-only packages. */
 import t from 'tap';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { realpathSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { sandboxPackages } from '../../daemon/runtime/image.js';
+import { repoRoot } from '../helpers/source-tree.js';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+// The repository root from the sources (test/unit/) or from the build (dist/test/unit/) alike.
+const ROOT = repoRoot();
 
 t.test('sandbox packages', async (t) => {
   const pkgs = sandboxPackages(ROOT, realpathSync(join(ROOT, 'node_modules')));
