@@ -154,19 +154,32 @@ function tap(files: string[], env: NodeJS.ProcessEnv, label: string, jobs = 1): 
     const child = spawn('npx', ['tap', `--jobs=${jobs}`, ...nodeArgs, ...files], { env, stdio: ['ignore', 'pipe', 'inherit'] });
     let last = '';
     let buf = '';
+    const times: [string, number][] = [];
     child.stdout.on('data', (chunk: Buffer) => {
       process.stdout.write(chunk);
       buf += chunk.toString('utf8');
       const lines = buf.split('\n');
       buf = lines.pop() ?? '';
-      for (const l of lines) if (/^# \{ total:/.test(l)) last = l;
+      for (const l of lines) {
+        if (/^# \{ total:/.test(l)) last = l;
+        const m = /^(?:not )?ok \d+ - (\S+) # time=([\d.]+)ms/.exec(l);
+        if (m) times.push([m[1], Number(m[2])]);
+      }
     });
     child.on('close', (code) => {
       if (/^# \{ total:/.test(buf)) last = buf;
+      process.stdout.write(slowest(times));
       const n = (k: string) => Number(new RegExp(`${k}: (\\d+)`).exec(last)?.[1] ?? 0);
       resolve({ total: n('total'), pass: n('pass'), fail: n('fail') || (code ? 1 : 0), code: code ?? 1 });
     });
   });
+}
+
+/** The slowest files of a pass as TAP comments: where the suite's time goes (CONTRIBUTING.md, "Profiling"). */
+function slowest(times: [string, number][], n = 8): string {
+  if (!times.length) return '';
+  const top = [...times].sort((a, b) => b[1] - a[1]).slice(0, n);
+  return `# slowest files: ${top.map(([f, ms]) => `${f} ${(ms / 1000).toFixed(1)} s`).join(', ')}\n`;
 }
 
 /**
