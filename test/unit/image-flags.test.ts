@@ -6,12 +6,13 @@
  */
 import t from 'tap';
 import { readFileSync } from 'node:fs';
-import { join, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { SANDBOX_NODE_FLAGS } from '../../core/sandbox-env.js';
 import { supervisorEntrypoint } from '../../daemon/runtime/image.js';
+import { repoRoot } from '../helpers/source-tree.js';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+// The repository root from the sources (test/unit/) or from the build (dist/test/unit/) alike.
+const ROOT = repoRoot();
 
 for (const file of ['images/Dockerfile.app', 'images/Dockerfile']) {
   t.test(file, async (t) => {

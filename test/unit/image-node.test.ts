@@ -6,11 +6,12 @@ import t from 'tap';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { baseTagFor, fileIntegrity, nodeCacheDir, NODE20_RUNTIME, NODE_ADDON_HEADERS, NODE_RUNTIME } from '../../daemon/runtime/image.js';
+import { repoRoot } from '../helpers/source-tree.js';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+// The repository root from the sources (test/unit/) or from the build (dist/test/unit/) alike.
+const ROOT = repoRoot();
 
 t.test('the pin: Node 24, an npm sha512 integrity', async (t) => {
   t.match(NODE_RUNTIME.version, /^24\.\d+\.\d+$/, 'the image ships Node 24');
