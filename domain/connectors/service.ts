@@ -213,3 +213,14 @@ export async function connectorPolicyNames(db: Sql): Promise<string[]> {
   const rows = await db.selectFrom('connectors').select(['id', 'tools']).orderBy('id').execute();
   return rows.flatMap((r) => [`${r.id}__*`, ...(JSON.parse(r.tools) as ConnectorTool[]).map((t) => connectorToolName(r.id, t.name))]);
 }
+
+/** The connectors a user's session gets a route for: enabled, in the audience, with at least one usable tool. */
+export async function sessionConnectors(db: Sql, enc: Encryptor, userId: number): Promise<ResolvedConnector[]> {
+  const rows = await db.selectFrom('connectors').selectAll().where('enabled', '=', 1).orderBy('id').execute();
+  const out: ResolvedConnector[] = [];
+  for (const r of rows) {
+    const c = resolveRow(enc, r);
+    if ((await usableTools(db, c, userId)).length) out.push(c);
+  }
+  return out;
+}

@@ -33,20 +33,19 @@ export function parseTools(json: string): ConnectorTool[] {
   return Array.isArray(v) ? (v as ConnectorTool[]) : [];
 }
 
+/** The fields a view and a resolved entry share. */
+function common(r: Row<'connectors'>) {
+  return { id: r.id, label: r.label, url: r.url, transport: r.transport, audience: JSON.parse(r.audience) as ConnectorAudience, tools: parseTools(r.tools), enabled: !!r.enabled };
+}
+
 export function connectorView(r: Row<'connectors'>): ConnectorView {
   return {
-    id: r.id,
-    label: r.label,
-    url: r.url,
-    transport: r.transport,
-    audience: JSON.parse(r.audience) as ConnectorAudience,
+    ...common(r),
     auth_kind: r.auth_kind,
     auth_header_name: r.auth_header_name,
     has_secret: !!r.auth_secret_enc,
     oauth_client_id: r.oauth_client_id,
     has_oauth_client_secret: !!r.oauth_client_secret_enc,
-    tools: parseTools(r.tools),
-    enabled: !!r.enabled,
     tools_refreshed_at: r.tools_refreshed_at,
     created_at: r.created_at,
     updated_at: r.updated_at,
@@ -55,18 +54,12 @@ export function connectorView(r: Row<'connectors'>): ConnectorView {
 
 export function resolveRow(enc: Encryptor, r: Row<'connectors'>): ResolvedConnector {
   return {
-    id: r.id,
-    label: r.label,
-    url: r.url,
-    transport: r.transport,
-    audience: JSON.parse(r.audience) as ConnectorAudience,
+    ...common(r),
     authKind: r.auth_kind,
     authHeaderName: r.auth_header_name,
     ...(r.auth_secret_enc ? { secret: enc.decrypt(r.auth_secret_enc, secretAad(r.id)) } : {}),
     oauthClientId: r.oauth_client_id,
     ...(r.oauth_client_secret_enc ? { oauthClientSecret: enc.decrypt(r.oauth_client_secret_enc, clientSecretAad(r.id)) } : {}),
-    tools: parseTools(r.tools),
-    enabled: !!r.enabled,
   };
 }
 
