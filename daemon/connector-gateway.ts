@@ -14,6 +14,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import { isAppError, MAX_CONNECTOR_CALLS_IN_FLIGHT, MAX_CONNECTOR_RESULT_BYTES, type ConnectorTokens, type Encryptor, type ErrorCode, type Logger } from '../core/index.js';
 import { SCRUBBED } from '../core/egress/scrub.js';
+import { CALL_ID_META } from '../core/sandbox-protocol.js';
 import { cleanMessage, connectUpstream, credentialHeaders, resolveConnector, secretsOf, usableTools, type ResolvedConnector } from '../domain/connectors/index.js';
 import type { Sql } from '../domain/db/index.js';
 
@@ -157,6 +158,9 @@ export class ConnectorGateway {
   async #call(r: ConnectorRequest, params: Record<string, unknown>): Promise<Record<string, unknown>> {
     const started = performance.now();
     const tool = typeof params.name === 'string' ? params.name.slice(0, 64) : '';
+    // The model's tool call id, as the agent passes it in `_meta` (docs/audit.md): well-formed ids only.
+    const meta = params._meta && typeof params._meta === 'object' ? (params._meta as Record<string, unknown>)[CALL_ID_META] : undefined;
+    if (!r.callId && typeof meta === 'string' && /^[A-Za-z0-9_.:-]{1,128}$/.test(meta)) r = { ...r, callId: meta };
     const args = params.arguments && typeof params.arguments === 'object' && !Array.isArray(params.arguments) ? (params.arguments as Record<string, unknown>) : {};
     const audit = (status: ConnectorCallAudit['status'], bytes: number, code?: string) => {
       const a: ConnectorCallAudit = {

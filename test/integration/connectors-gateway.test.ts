@@ -61,7 +61,7 @@ t.test(`connector gateway end to end (${TEST_ENGINE})`, async (t) => {
   const echo = await call('acme__echo', { message: 'hello' });
   t.match(echo, { ok: true, text: 'echo: hello' });
   t.same(up.calls.at(-1), { name: 'echo', args: { message: 'hello' } });
-  t.match(rig.calls.at(-1), { connector: 'acme', tool: 'echo', status: 'ok', callId: null });
+  t.match(rig.calls.at(-1), { connector: 'acme', tool: 'echo', status: 'ok', callId: 'call-1' }, "the model's call id travels in _meta");
 
   // The server echoes the credential: scrubbed before the sandbox sees it.
   const who = await call('acme__whoami', {});
