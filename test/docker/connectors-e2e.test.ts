@@ -82,7 +82,10 @@ if (docker) {
 
     // Root in the sandbox finds the connector secret nowhere (profile, run folder, every process's env and argv).
     const [sb] = d.runtime!.sessions.list().filter((s) => s.sessionId === sessionId);
-    const scan = await execIn(docker, sb.containerId!, ['sh', '-c', `grep -rlsF '${SECRET}' /run/airlock /workspace /proc/[0-9]*/environ /proc/[0-9]*/cmdline; echo scanned`], { user: 'root' });
+    // The secret goes in through the exec's env; the scanning shell skips itself (its env holds it) and
+    // each grep reads other processes' files only (its own argv holds the pattern).
+    const script = 'grep -rlsF -e "$S" /run/airlock /workspace; for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do p=${f#/proc/}; p=${p%%/*}; [ "$p" = "$$" ] && continue; grep -qsF -e "$S" "$f" && echo "$f"; done; echo scanned';
+    const scan = await execIn(docker, sb.containerId!, ['sh', '-c', script], { user: 'root', env: [`S=${SECRET}`] });
     t.equal(scan.stdout.trim(), 'scanned', 'no file holds the secret');
     t.notMatch(logs.text(), SECRET, 'no log line holds the secret');
   });
