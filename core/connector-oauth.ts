@@ -1,0 +1,54 @@
+/**
+ * OAuth per user for connectors (docs/connectors.md, "OAuth per user"): the seams between the
+ * connector registry, the host's OAuth client and the egress gateway. Types only.
+ */
+import type { Secret } from './secret.js';
+
+/**
+ * The user's access token for an OAuth connector, fresh (refreshed when 60 s or less remain, one
+ * grant per fleet). `null`: the user has not connected it (or the grant is gone at the
+ * authorization server); the gateway then tells the model to ask the user to connect. Throws
+ * ERR_CONNECTOR_OAUTH_REFRESH when a needed refresh fails for another reason. Implemented by
+ * daemon/connector-tokens.ts; the egress gateway is its caller.
+ */
+export interface ConnectorTokens {
+  accessToken(connectorId: string, userId: number): Promise<string | null>;
+}
+
+/** What the OAuth client needs of one connector (from the connector registry). */
+export interface OAuthConnectorSettings {
+  /** The connector's id (a slug). */
+  id: string;
+  /** Shown to the user: "Connect <label>". */
+  label: string;
+  /** The MCP server's URL (Streamable HTTP endpoint): the protected resource. */
+  url: string;
+  /** A client registered with the authorization server beforehand (the fallback to the client ID metadata document). */
+  clientId?: string;
+  clientSecret?: Secret;
+  /** Scopes to ask for; absent: the ones the protected-resource metadata lists (else none). */
+  scope?: string;
+}
+
+/**
+ * The OAuth connectors, as the registry knows them. `get` answers only a connector whose auth
+ * kind is OAuth and that is enabled; `forUser` the ones a user may use (its audience).
+ */
+export interface OAuthConnectorLookup {
+  get(connectorId: string): Promise<OAuthConnectorSettings | undefined>;
+  forUser(userId: number): Promise<OAuthConnectorSettings[]>;
+  /** Whether the user may use this connector (its audience); absent: everyone may. */
+  mayUse?(connectorId: string, userId: number): Promise<boolean>;
+}
+
+/** The view of a user's connection to an OAuth connector (never token material). */
+export interface ConnectorConnectionView {
+  connector_id: string;
+  label: string;
+  connected: boolean;
+  connected_at?: string;
+  access_expires_at?: string | null;
+  /** A refresh token is held: the connection outlives the access token. */
+  offline?: boolean;
+  scope?: string | null;
+}
