@@ -2,7 +2,6 @@
  * OAuth per user for connectors (docs/connectors.md, "OAuth per user"): the seams between the
  * connector registry, the host's OAuth client and the egress gateway. Types only.
  */
-import type { Secret } from './secret.js';
 
 /**
  * The user's access token for an OAuth connector, fresh (refreshed when 60 s or less remain, one
@@ -25,7 +24,8 @@ export interface OAuthConnectorSettings {
   url: string;
   /** A client registered with the authorization server beforehand (the fallback to the client ID metadata document). */
   clientId?: string;
-  clientSecret?: Secret;
+  /** The client's secret (a core/secret.ts Secret: revealed only for a request). */
+  clientSecret?: { reveal(): string };
   /** Scopes to ask for; absent: the ones the protected-resource metadata lists (else none). */
   scope?: string;
 }

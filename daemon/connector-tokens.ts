@@ -1,10 +1,10 @@
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { AppError, isAppError, type Logger, type Metrics } from '../core/index.js';
+import { AppError, isAppError, type Config, type Encryptor, type Logger, type Metrics } from '../core/index.js';
 import type { ConnectorTokens, OAuthConnectorLookup } from '../core/connector-oauth.js';
 import { acquireLease, releaseLease } from '../domain/fleet.js';
 import type { Sql } from '../domain/index.js';
 import { refreshGrant, type ConnectorClient } from '../domain/connector-oauth/client.js';
-import type { ConnectorGrant, ConnectorTokenStore } from '../domain/connector-oauth/store.js';
+import { ConnectorTokenStore, type ConnectorGrant } from '../domain/connector-oauth/store.js';
 import { TOKEN_REFRESH_WINDOW_S } from './tokens.js';
 
 /** The fleet lease of one (connector, user) refresh; longer than a refresh takes. */
@@ -120,4 +120,20 @@ export class ConnectorTokenService implements ConnectorTokens {
       throw new AppError('ERR_CONNECTOR_OAUTH_REFRESH', 'could not refresh the connector access token', { retryable: true, cause: err });
     }
   }
+}
+
+/**
+ * The daemon's instance: the at-rest store on the daemon's database, this node as lease holder,
+ * and the registry read at each use (`registry()`), so it may be wired after this is built.
+ * daemon/serve.ts hands it to the egress gateway (the ConnectorTokens the gateway asks).
+ */
+export function connectorTokenService(base: { config: Readonly<Config>; database: { sql: Sql }; log: Logger }, encryptor: Encryptor, registry: () => OAuthConnectorLookup | undefined, metrics?: Metrics): ConnectorTokenService {
+  return new ConnectorTokenService({
+    store: new ConnectorTokenStore(base.database.sql, encryptor),
+    connectors: { get: async (id) => registry()?.get(id), forUser: async (userId) => (await registry()?.forUser(userId)) ?? [] },
+    db: base.database.sql,
+    nodeId: base.config.node.id,
+    log: base.log.child({ area: 'connector-tokens' }),
+    metrics,
+  });
 }
