@@ -15,7 +15,7 @@ export interface TurnOutcome {
 
 export interface AgentOptions {
   model: ModelAdapter;
-  tools: Pick<ToolHost, 'defs' | 'call'>;
+  tools: Pick<ToolHost, 'defs' | 'call'> & { refresh?(): Promise<void> };
   system: string;
   maxSteps: number;
   toolTimeoutMs: number;
@@ -88,6 +88,7 @@ export class Agent {
 
   /** The model/tool steps of one turn; throws what ends it early. */
   private async steps(emit: (e: AgentEvent) => void, signal: AbortSignal, onText: (t: string) => void, onReply: () => void, onUsage: (u: TurnUsage) => void): Promise<Omit<TurnOutcome, 'items'>> {
+    await this.opts.tools.refresh?.();
     const tools = this.opts.tools.defs();
     const fixed = estimateTokens([{ role: 'user', content: this.opts.system + JSON.stringify(tools) }]);
     for (let step = 0; step < this.opts.maxSteps; step++) {

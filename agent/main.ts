@@ -18,6 +18,7 @@ import { importFromSnapshotProcess } from '../core/runtime-import.js';
 import { parseMcpServers, readAgentSettings, toolEnvOf } from './env.js';
 import { Agent } from './loop.js';
 import { ToolHost } from './mcp.js';
+import { RemoteConnectors } from './connectors.js';
 import { createModel } from './models/index.js';
 import { turnDeadline } from './turn-deadline.js';
 
@@ -112,6 +113,7 @@ async function main(): Promise<void> {
     if (env.AGENT_LOG_LEVEL && ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(env.AGENT_LOG_LEVEL)) log.level = env.AGENT_LOG_LEVEL;
     if (cwd !== undefined) process.chdir(cwd);
     await tools.configure(settings.allowedTools, settings.toolEnv, cwd);
+    tools.setRemote(RemoteConnectors.fromEnv({ ...process.env, ...env }, log));
     st.agent = new Agent({
       model: createModel(settings),
       tools,

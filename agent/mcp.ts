@@ -12,6 +12,7 @@ import { COMPILE_CACHE_ENV } from '../core/sandbox-env.js';
 import { z } from 'zod';
 import type { McpServerSpec } from './env.js';
 import type { ToolDef } from './types.js';
+import type { RemoteConnectors } from './connectors.js';
 
 export interface ToolOutcome {
   ok: boolean;
@@ -62,6 +63,7 @@ export class ToolHost {
   private readonly listed: Loaded[] = [];
   private readonly clients: Client[] = [];
   private closing = false;
+  private remote: RemoteConnectors | null = null;
   private goneHandler?: (server: string) => void;
 
   private constructor(private readonly log: Logger) {}
@@ -140,20 +142,38 @@ export class ToolHost {
     this.log.info({ tools: [...this.tools.keys()] }, 'tools loaded');
   }
 
+  /** The session's connector tools (agent/connectors.ts), listed again by refresh() at each turn. */
+  setRemote(remote: RemoteConnectors | null): void {
+    this.remote = remote;
+  }
+
+  /** List the connector tools again (a turn's start): an admin's change shows from the next turn on. */
+  async refresh(): Promise<void> {
+    await this.remote?.refresh();
+  }
+
   defs(): ToolDef[] {
-    return [...this.tools.values()].map((t) => t.def);
+    return [...[...this.tools.values()].map((t) => t.def), ...(this.remote?.defs() ?? [])];
   }
 
   has(name: string): boolean {
-    return this.tools.has(name);
+    return this.tools.has(name) || !!this.remote?.target(name);
+  }
+
+  /** Where a tool name goes: a local server's tool, or a connector's (its server-side name). */
+  private resolve(name: string): { client: Client; server: string; callName: string } | undefined {
+    const t = this.tools.get(name);
+    if (t) return { client: t.client, server: t.server, callName: name };
+    const r = this.remote?.target(name);
+    return r ? { client: r.client, server: 'connector', callName: r.tool } : undefined;
   }
 
   /** Call a tool; rejects only when `signal` aborts. Tool failures resolve with ok: false. */
   async call(name: string, input: Record<string, unknown>, signal: AbortSignal, timeoutMs: number, callId?: string): Promise<ToolOutcome> {
-    const t = this.tools.get(name);
+    const t = this.resolve(name);
     if (!t) return { ok: false, error: `ERR_TOOL_UNKNOWN: no tool named ${name} is available`, text: `Error: no tool named ${name} is available in this session.` };
     try {
-      const checked = checkMessage(McpToolResultSchema, await t.client.callTool({ name, arguments: input, ...(callId ? { _meta: { [CALL_ID_META]: callId } } : {}) }, undefined, { signal, timeout: timeoutMs }));
+      const checked = checkMessage(McpToolResultSchema, await t.client.callTool({ name: t.callName, arguments: input, ...(callId ? { _meta: { [CALL_ID_META]: callId } } : {}) }, undefined, { signal, timeout: timeoutMs }));
       if (!checked.ok) {
         this.log.warn({ tool: name, server: t.server, ...protocolLogFields(checked.err, 'mcp') }, 'tool returned a malformed result');
         return { ok: false, error: `${checked.err.code}: the tool returned a malformed result`, text: 'Error: the tool returned a malformed result.' };
@@ -194,6 +214,7 @@ export class ToolHost {
 
   async close(): Promise<void> {
     this.closing = true;
+    await this.remote?.close();
     await Promise.all(this.clients.map((c) => c.close().catch(() => undefined)));
   }
 }

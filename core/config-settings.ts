@@ -97,6 +97,12 @@ export const SETTINGS: readonly Setting[] = [
     max: 105,
     doc: "How long a send held for the user's approval waits; then it is refused (at most 105, and at most AIRLOCK_TOOL_TIMEOUT_S − 15: the send waits inside its tool call).",
   },
+  {
+    env: 'AIRLOCK_CONNECTORS_ALLOW_HTTP_LOOPBACK',
+    kind: 'bool',
+    default: 'false',
+    doc: 'Development only: allow a connector (remote MCP server, docs/connectors.md) at a plain http URL on a loopback address (127.0.0.1, [::1], localhost). Off: connector URLs must be https.',
+  },
   { env: 'OTEL_EXPORTER_OTLP_ENDPOINT', kind: 'url', doc: 'OpenTelemetry collector (OTLP/HTTP, JSON), e.g. http://127.0.0.1:4318: traces of each turn and the metrics are exported there. Unset: no telemetry (docs/audit.md).' },
   { env: 'OTEL_SERVICE_NAME', kind: 'string', default: 'airlock', doc: 'The service name on exported traces and metrics.' },
   { env: 'OTEL_METRIC_EXPORT_INTERVAL', kind: 'int', default: '60000', min: 100, max: 3600000, doc: 'Milliseconds between metric exports over OTLP.' },

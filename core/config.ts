@@ -94,6 +94,8 @@ export interface Config {
   telemetry: { endpoint?: string; serviceName: string; metricIntervalMs: number };
   /** The server's send policy (agent policies make it stricter per user): docs/proxy.md#send-policy. */
   mail: { other: 'allow' | 'ask' | 'block'; allowDomains: string[]; blockDomains: string[]; maxRecipients: number; maxPerHour: number; approvalTimeoutS: number };
+  /** Connectors (docs/connectors.md); absent in a hand-made config: the defaults (https only). */
+  connectors?: { allowHttpLoopback: boolean };
 }
 
 export interface LoadConfigOptions {
@@ -299,6 +301,7 @@ function buildConfig(values: Values, d: ReturnType<typeof derivedSettings>): Con
       maxPerHour: num('AIRLOCK_MAIL_MAX_PER_HOUR'),
       approvalTimeoutS: num('AIRLOCK_MAIL_APPROVAL_TIMEOUT_S'),
     },
+    connectors: { allowHttpLoopback: values.AIRLOCK_CONNECTORS_ALLOW_HTTP_LOOPBACK === 'true' },
   };
   return config;
 }

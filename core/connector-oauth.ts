@@ -3,16 +3,8 @@
  * connector registry, the host's OAuth client and the egress gateway. Types only.
  */
 
-/**
- * The user's access token for an OAuth connector, fresh (refreshed when 60 s or less remain, one
- * grant per fleet). `null`: the user has not connected it (or the grant is gone at the
- * authorization server); the gateway then tells the model to ask the user to connect. Throws
- * ERR_CONNECTOR_OAUTH_REFRESH when a needed refresh fails for another reason. Implemented by
- * daemon/connector-tokens.ts; the egress gateway is its caller.
- */
-export interface ConnectorTokens {
-  accessToken(connectorId: string, userId: number): Promise<string | null>;
-}
+/** The gateway's seam for a user's OAuth token (null: not connected); daemon/connector-tokens.ts implements it. */
+export type { ConnectorTokens } from './connectors.js';
 
 /** What the OAuth client needs of one connector (from the connector registry). */
 export interface OAuthConnectorSettings {

@@ -17,3 +17,4 @@ export * from './agent-host.js';
 export * from './mcp-configure.js';
 export * from './transcript.js';
 export * from './clock.js';
+export * from './connectors.js';

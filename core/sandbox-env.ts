@@ -39,6 +39,17 @@ export function isRouteName(name: string): name is RouteName {
   return Object.hasOwn(ROUTE_ENV, name);
 }
 
+/**
+ * Connectors (docs/connectors.md): one placeholder per session for every connector route (the
+ * proxy and the egress gateway both check it), and one base URL per connector,
+ * `AIRLOCK_CONNECTOR_<ID>_URL` (the id upper-cased).
+ */
+export const CONNECTORS_PLACEHOLDER_ENV = 'CONNECTORS_API_KEY';
+export const CONNECTOR_ENV_RE = /^AIRLOCK_CONNECTOR_([A-Z][A-Z0-9_]{1,31})_URL$/;
+export const connectorBaseUrlEnv = (id: string) => `AIRLOCK_CONNECTOR_${id.toUpperCase()}_URL`;
+/** A connector's route name in the profile (and the gateway's log): `connector:<id>`. */
+export const connectorRouteName = (id: string) => `connector:${id}`;
+
 /** Routes that carry the user's connected workspace account (all hold the one access token). */
 export const ACCOUNT_ROUTES: readonly RouteName[] = (Object.keys(ROUTE_ENV) as RouteName[]).filter((r) => ROUTE_ENV[r].credential === 'account');
 

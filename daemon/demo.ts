@@ -312,7 +312,7 @@ export async function startDemo(opts: DemoOptions = {}): Promise<Demo> {
     // The demo connector with OAuth per user (docs/connectors.md): the user connects it in Settings or the chat.
     const demoTickets = await startDemoTickets(config, { username: DEMO_USER.username, password: secrets.userPassword });
     cleanups.push(() => demoTickets.tickets.close());
-    const daemon = await serve(config, { log, runtime: opts.owner ? { owner: opts.owner } : {}, services: { oauthConnectors: demoTickets.lookup } });
+    const daemon = await serve(config, { log, runtime: opts.owner ? { owner: opts.owner } : {} });
     cleanups.push(() => daemon.close());
     if (!daemon.runtime) throw new AppError('ERR_DEMO_DOCKER', dockerHelp(config.docker.socketPath, 'the runtime did not start'));
 
@@ -322,6 +322,7 @@ export async function startDemo(opts: DemoOptions = {}): Promise<Demo> {
     await connectWorkspace(config, accounts, userId, DEMO_USER.email);
 
     await connectDemoIdp(daemon.database.sql, config, oidc, directory);
+    await demoTickets.register(daemon.database.sql, atRestEncryptor(config));
 
     const url = config.publicOrigin;
     const mailboxUrl = `${google.url}/mailbox`;

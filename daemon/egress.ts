@@ -25,6 +25,12 @@ import { parseTarget } from '../core/egress/normalise.js';
 import { judgeMail } from '../core/egress/mail.js';
 import { exchange, UpstreamAgents } from './egress-upstream.js';
 import { mailPreview } from './mail-preview.js';
+import type { ConnectorGateway } from './connector-gateway.js';
+import { CONNECTORS_PLACEHOLDER_ENV } from '../core/sandbox-env.js';
+import { safeEqual } from '../core/secret.js';
+
+/** Route names of connectors start with this (core/sandbox-env.ts connectorRouteName). */
+const CONNECTOR_ROUTE = 'connector:';
 
 const HEADERS_TIMEOUT_MS = 10_000;
 const BODY_TIMEOUT_MS = 30_000;
@@ -57,6 +63,8 @@ export interface EgressGatewayOptions {
   /** Request headers forwarded on every route beyond the built-in allow-lists (tests: the fake upstream's `x-test-echo`). */
   extraRequestHeaders?: readonly string[];
   upstreamTimeoutMs?: number;
+  /** Connector routes (`connector:<id>`): the gateway is the MCP server the agent talks to (daemon/connector-gateway.ts). Absent: refused. */
+  connectors?: ConnectorGateway;
 }
 
 /** The walls' own refusals keep their codes; the proxy's codes for the same checks become the gateway's. */
@@ -141,6 +149,7 @@ export class EgressGatewayService implements EgressGateway {
           });
           server.closeAllConnections();
           st.agents.destroy();
+          this.#o.connectors?.closeSession(sessionId);
         })),
     };
     this.#handles.add(h);
@@ -196,6 +205,7 @@ export class EgressGatewayService implements EgressGateway {
       if (st.inFlight > GATEWAY_MAX_IN_FLIGHT) throw new ProxyRefusal('ERR_PROXY_BUSY', `at most ${GATEWAY_MAX_IN_FLIGHT} requests of one session at once`);
       const a = admitHere(st, req, data);
       const body = await readBody(req, (n) => this.#hold(st, held, n));
+      if (a.c.route.name.startsWith(CONNECTOR_ROUTE)) return await this.#connector(st, req, res, a, body, callId, data);
       if (a.c.route.name === 'mail' && st.spec.mailPolicy) await this.#decideMail(st, body, callId, data);
       const { headers } = upstreamHeaders(req, a.c.route, a.c.headers, { host: a.c.upstream.host, bodyLength: body.length, real: a.real });
       const r = await exchange({ agents: st.agents, timeoutMs: this.#o.upstreamTimeoutMs ?? UPSTREAM_TIMEOUT_MS }, a.c, { method: req.method!, path: a.path, headers, body }, a.real ?? '', res);
@@ -222,6 +232,24 @@ export class EgressGatewayService implements EgressGateway {
       st.buffered -= held.bytes;
       this.#budget.total -= held.bytes;
     }
+  }
+
+  /**
+   * A connector route: the session's connector placeholder checked again here (the proxy checked
+   * it too), then the connector gateway answers (docs/connectors.md). Nothing of the request goes
+   * upstream as it is: the gateway makes its own MCP call with the credential it holds.
+   */
+  async #connector(st: SessionState, req: IncomingMessage, res: ServerResponse, a: Admitted, body: Buffer, callId: string | null, data: Record<string, unknown>): Promise<void> {
+    const expected = st.tokens.get(CONNECTORS_PLACEHOLDER_ENV);
+    const m = /^Bearer ([\x21-\x7e]+)$/.exec(req.headers.authorization ?? '');
+    if (!expected || !m || !safeEqual(expected, m[1])) throw new ProxyRefusal('ERR_PROXY_PLACEHOLDER', `missing or wrong ${CONNECTORS_PLACEHOLDER_ENV}`);
+    const gw = this.#o.connectors;
+    if (!gw) throw new ProxyRefusal('ERR_EGRESS_DENIED', 'connectors are not served by this gateway');
+    const connectorId = a.c.route.name.slice(CONNECTOR_ROUTE.length);
+    const r = await gw.handle({ sessionId: st.id, userId: st.spec.userId, connectorId, method: req.method ?? '', body, turnId: st.spec.currentTurn?.() ?? null, callId });
+    res.writeHead(r.status, r.body ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(r.body) } : { 'content-length': 0 });
+    res.end(r.body);
+    st.log.debug({ ...data, connector: connectorId, status: r.status }, 'egress connector answered');
   }
 
   /** Count `n` more request bytes against the session's and the gateway's budgets, or refuse. */

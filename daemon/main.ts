@@ -6,6 +6,7 @@ import { openBase } from './context.js';
 import { createSuperuser } from './create-superuser.js';
 import { readPassword } from './prompt.js';
 import { syncDirectoryCli } from './directory-sync/index.js';
+import { connectorCommands } from './connectors-cli.js';
 
 /** An invalid configuration: list every problem and exit 1. Anything else returns. */
 function exitOnConfigProblem(err: unknown): void {
@@ -164,6 +165,7 @@ export function buildProgram(): Command {
     .action(async (opts: { tag?: string; rebuildBase?: boolean }) => (await import('./runtime/cli.js')).imageBuildCommand(configOrExit(), opts).catch(fail));
 
   sessionCommands(program);
+  connectorCommands(program, () => configOrExit(), fail);
 
   program
     .command('doctor')

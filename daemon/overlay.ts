@@ -1,6 +1,8 @@
 import { AppError, randomToken, type Config, type Encryptor, type Logger, type PreparedSession, type ProfileRoute, type SessionPreparer } from '../core/index.js';
 import { ACCOUNT_TOKEN_ENVS, agentSettings, isRouteName, ROUTE_ENV, type SandboxRouteEnv } from '../core/sandbox-env.js';
 import { buildProfile } from './runtime/session-plan.js';
+import { CONNECTORS_PLACEHOLDER_ENV, connectorBaseUrlEnv, connectorRouteName } from '../core/sandbox-env.js';
+import { sessionConnectors } from '../domain/connectors/index.js';
 import { writeProfile } from './runtime/slots.js';
 import { egressTarget } from './egress.js';
 import { effectiveAgentPolicy, policyAllows } from '../domain/identity/agent-policy.js';
@@ -99,6 +101,24 @@ export function buildRoutes(i: RouteInputs): ProfileRoute[] {
   return routes;
 }
 
+/**
+ * A connector's route: the agent's MCP client posts to `/connectors/<id>` with the session's
+ * connector placeholder as its bearer; the gateway answers (GET and DELETE get 405 there: the
+ * SDK client tries them). No token is named: the gateway holds the credential by connector.
+ */
+export function connectorRoute(id: string, url: string): ProfileRoute {
+  const path = `/connectors/${id}`;
+  return {
+    name: connectorRouteName(id),
+    prefix: path,
+    allow: ['POST', 'GET', 'DELETE'].map((method) => ({ method, path })),
+    upstream: url,
+    placeholder_env: CONNECTORS_PLACEHOLDER_ENV,
+    token_ref: null,
+    base_url_env: connectorBaseUrlEnv(id),
+  };
+}
+
 export interface OverlayOptions {
   config: Readonly<Config>;
   /** When set, the user's agent policy (identity area) limits the tools and model at session start. */
@@ -165,6 +185,17 @@ export class OverlayPreparer implements SessionPreparer {
       const env: SandboxRouteEnv = ROUTE_ENV[r.name];
       placeholders[env.placeholder] = env.credential === 'agent-user-token' ? agentUserToken! : randomToken(PLACEHOLDER_BYTES);
       if (env.token && r.token_ref) tokens[env.token] = env.credential === 'model-key' ? modelKey! : access!;
+    }
+    // Connectors the user may use now (docs/connectors.md): one route each, one placeholder for all.
+    if (this.#o.db && this.#o.encryptor) {
+      const conns = await sessionConnectors(this.#o.db, this.#o.encryptor, req.userId);
+      if (conns.length) {
+        const ph = randomToken(PLACEHOLDER_BYTES);
+        placeholders[CONNECTORS_PLACEHOLDER_ENV] = ph;
+        // Held by the gateway on the host, which checks it again: a placeholder, not a credential.
+        tokens[CONNECTORS_PLACEHOLDER_ENV] = ph;
+        routes.push(...conns.map((c) => connectorRoute(c.id, c.url)));
+      }
     }
     Object.assign(agentEnv, agentSettings(config, policy, model));
     const from = access ? this.#o.accountEmail?.(req.userId) : undefined;

@@ -1,17 +1,20 @@
 import { DbSessionStore, startWebServer, type WebServer, type WebServices } from '../web/index.js';
 import { openBase, type DaemonBase } from './context.js';
-import { AppError, atRestEncryptor, createMetrics, isAppError, mintAgentUserToken, tokenRequest, type Clock, type Config, type Encryptor, type Logger, type SessionPreparer } from '../core/index.js';
+import { AppError, atRestEncryptor, createMetrics, isAppError, mintAgentUserToken, tokenRequest, type Clock, type Config, type ConnectorTokens, type Encryptor, type Logger, type SessionPreparer } from '../core/index.js';
 import type { AgentSessionCheck, AttachPort, OperatorPort, SandboxControl } from '../web/index.js';
 import { DirectorySyncRunner } from './directory-sync/index.js';
 import type { EgressGateway } from '../core/sandbox-protocol.js';
 import { startRuntime, type Runtime, type SessionHooks } from './runtime/index.js';
 import { EgressGatewayService } from './egress.js';
+import { ConnectorGateway, type ConnectorCallAudit } from './connector-gateway.js';
 import { OverlayPreparer } from './overlay.js';
 import { TokenService } from './tokens.js';
 import { FleetMember, FleetSessions, refreshLease } from './fleet.js';
 import { MailGate } from './mail-gate.js';
 import { startTelemetry } from './telemetry.js';
 import { AccountStore, getUserById } from '../domain/index.js';
+import { registryLookup } from '../domain/connector-oauth/registry.js';
+import { connectorTokenService } from './connector-tokens.js';
 
 export interface RunningDaemon extends DaemonBase {
   web: WebServer;
@@ -58,7 +61,7 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
     lease: refreshLease(base.database.sql, config.node.id),
   });
   tokenService.start();
-  const egressGateway = new EgressGatewayService({ log: base.log, metrics });
+  const egressGateway = new EgressGatewayService({ log: base.log, metrics, connectors: connectorGateway(base, encryptor, services, (a) => telemetry?.connectorCall(a)) });
   services.accounts ??= accounts;
   services.tokenService ??= tokenService;
 
@@ -211,4 +214,15 @@ function wireRuntime(services: WebServices, runtime: Runtime, fleetSessions: Fle
       throw err;
     }
   });
+}
+
+/**
+ * Connectors (docs/connectors.md): the gateway's MCP side. OAuth tokens through the seam the
+ * per-user OAuth piece fills (services.connectorTokens); unset, an OAuth connector answers "connect first".
+ */
+function connectorGateway(base: DaemonBase, encryptor: Encryptor, services: WebServices, onCall: (a: ConnectorCallAudit) => void): ConnectorGateway {
+  // Each user's OAuth tokens (docs/connectors.md, "OAuth per user"): refreshed by the host, one grant per fleet.
+  services.connectorTokens ??= connectorTokenService(base, encryptor, () => services.oauthConnectors ?? registryLookup(base.database.sql, encryptor));
+  const tokens: ConnectorTokens = { accessToken: async (id, userId) => (services.connectorTokens ? services.connectorTokens.accessToken(id, userId) : null) };
+  return new ConnectorGateway({ db: base.database.sql, enc: encryptor, log: base.log.child({ area: 'connectors' }), tokens, onCall });
 }

@@ -15,6 +15,7 @@
  * The existing Prometheus metrics are exported over OTLP as well, read from their registry.
  */
 import { context, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
+import type { ConnectorCallAudit } from './connector-gateway.js';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
@@ -32,6 +33,8 @@ export interface Telemetry {
   runner(inner: TurnRunner): TurnRunner;
   /** The auditor whose proxied requests become spans (every call is passed on unchanged). */
   auditor(inner: SandboxAuditor): SandboxAuditor;
+  /** A connector call made by the egress gateway: span `execute_tool <tool>` (GenAI semantic conventions) under its tool call, else its turn. */
+  connectorCall(a: ConnectorCallAudit): void;
   /** Export what is buffered and stop. */
   shutdown(): Promise<void>;
 }
@@ -190,6 +193,37 @@ export function startTelemetry(config: Readonly<Config>, log: Logger, registry?:
         hold: (s, h: MailHold) => inner.hold(s, h),
         sessionEnded: (sessionId) => inner.sessionEnded(sessionId),
       };
+    },
+
+    connectorCall(a: ConnectorCallAudit): void {
+      try {
+        const turn = a.turnId ? live.get(a.turnId) : undefined;
+        if (!turn) return;
+        const parent = (a.callId && turn.tools.get(a.callId)?.ctx) || turn.ctx;
+        const name = `${a.connector}__${a.tool}`;
+        const end = Date.now();
+        const span = tracer.startSpan(
+          `execute_tool ${name}`,
+          {
+            startTime: end - a.ms,
+            attributes: {
+              'gen_ai.operation.name': 'execute_tool',
+              'gen_ai.tool.name': name,
+              'gen_ai.tool.type': 'extension',
+              'airlock.connector': a.connector,
+              'airlock.outcome': a.status,
+              'http.response.body.size': a.bytes,
+              ...(a.code ? { 'airlock.error_code': a.code } : {}),
+              ...(a.callId ? { 'gen_ai.tool.call.id': a.callId } : {}),
+            },
+          },
+          parent,
+        );
+        if (a.status !== 'ok') span.setStatus({ code: 2 });
+        span.end(end);
+      } catch {
+        // Telemetry never breaks a call.
+      }
     },
 
     async shutdown(): Promise<void> {

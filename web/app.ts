@@ -10,6 +10,7 @@ import { adminSessionRoutes } from './admin-sessions-routes.js';
 import { adminAuditRoutes } from './admin-audit-routes.js';
 import { adminMailPolicyRoutes } from './admin-mail-policy-routes.js';
 import { adminChatModelRoutes } from './admin-chat-models-routes.js';
+import { adminConnectorRoutes } from './admin-connectors-routes.js';
 import { settingsRoutes } from './settings-routes.js';
 import { biInternalRoutes, dataAuthorizationRoutes } from './data-access/index.js';
 import { chatRoutes } from './chat-routes.js';
@@ -63,6 +64,7 @@ export function createApp(ctx: WebContext): Express {
     ['/api/admin/users', adminUserRoutes],
     ['/api/admin/mail-policy', adminMailPolicyRoutes],
     ['/api/admin/chat-models', adminChatModelRoutes],
+    ['/api/admin/connectors', adminConnectorRoutes],
     ['/api', shareRoutes],
     ['/api/chat', feedbackRoutes],
     ['/api/settings', settingsRoutes],

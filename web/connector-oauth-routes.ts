@@ -15,6 +15,7 @@ import { AppError, randomToken } from '../core/index.js';
 import type { ConnectorConnectionView, OAuthConnectorLookup, OAuthConnectorSettings } from '../core/connector-oauth.js';
 import { authorizationRequest, chooseClient, discover, exchangeCode, revoke, type AuthorizationServerMetadata, type ConnectorClient } from '../domain/connector-oauth/client.js';
 import { ConnectorTokenStore } from '../domain/connector-oauth/store.js';
+import { registryLookup } from '../domain/connector-oauth/registry.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
 import { resolveRedirect } from './redirect.js';
 import { validateBody } from './validate.js';
@@ -45,7 +46,7 @@ interface PendingConnect {
 
 interface Deps {
   ctx: WebContext;
-  lookup?: OAuthConnectorLookup;
+  lookup: OAuthConnectorLookup;
   store: ConnectorTokenStore;
   redirectUri: string;
   metadataUrl: string;
@@ -55,8 +56,8 @@ const bag = (req: Request): Record<string, unknown> => (req.session.oauth ??= {}
 
 /** The connector, when it is an OAuth connector this user may use; else 404 (never says which). */
 async function usable(d: Deps, id: string, userId: number): Promise<OAuthConnectorSettings> {
-  const c = await d.lookup?.get(id);
-  if (!c || (d.lookup?.mayUse && !(await d.lookup.mayUse(id, userId)))) throw new AppError('ERR_CONNECTOR_OAUTH_UNKNOWN', `no OAuth connector '${id.slice(0, 64)}' for you`);
+  const c = await d.lookup.get(id);
+  if (!c || (d.lookup.mayUse && !(await d.lookup.mayUse(id, userId)))) throw new AppError('ERR_CONNECTOR_OAUTH_UNKNOWN', `no OAuth connector '${id.slice(0, 64)}' for you`);
   return c;
 }
 
@@ -67,7 +68,7 @@ function clientFor(c: OAuthConnectorSettings, clientId: string): ConnectorClient
 }
 
 async function listView(d: Deps, userId: number, only?: string): Promise<ConnectorConnectionView[]> {
-  const all = (await d.lookup?.forUser(userId)) ?? [];
+  const all = (await d.lookup.forUser(userId)) ?? [];
   const connected = await d.store.connectedOf(userId);
   return all
     .filter((c) => only === undefined || c.id === only)
@@ -153,7 +154,7 @@ async function completeConnect(d: Deps, req: Request, res: Response): Promise<vo
 async function disconnect(d: Deps, req: Request, res: Response): Promise<void> {
   const userId = req.user!.id;
   const id = String(req.params.id);
-  const c = await d.lookup?.get(id);
+  const c = await d.lookup.get(id);
   let outcome: { revoked: boolean; reason?: string } | undefined;
   try {
     const g = await d.store.grant(id, userId);
@@ -184,7 +185,8 @@ export function connectorOAuthRoutes(ctx: WebContext): Router {
   const r = Router();
   const d: Deps = {
     ctx,
-    lookup: ctx.services.oauthConnectors,
+    // The connector registry, unless the daemon (or a test) hands in another lookup.
+    lookup: ctx.services.oauthConnectors ?? registryLookup(ctx.database.sql, ctx.encryptor),
     store: new ConnectorTokenStore(ctx.database.sql, ctx.encryptor),
     redirectUri: ctx.config.publicOrigin + CONNECTOR_CALLBACK_PATH,
     metadataUrl: ctx.config.publicOrigin + CLIENT_METADATA_PATH,

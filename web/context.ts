@@ -1,5 +1,5 @@
 import type { Request, Response, NextFunction, RequestHandler } from 'express';
-import type { Config, Encryptor, Logger, Metrics } from '../core/index.js';
+import type { Config, ConnectorTokens, Encryptor, Logger, Metrics } from '../core/index.js';
 import type { User } from '../domain/users.js';
 import { AppError } from '../core/index.js';
 import type { DbSessionStore } from './session-store.js';
@@ -63,6 +63,8 @@ export interface WebServices {
   attach?: AttachPort;
   /** Models the daemon can use beyond AIRLOCK_MODEL (agent policies may name them). */
   agentModels?: () => string[];
+  /** OAuth connectors' per-user tokens (core/connectors.ts ConnectorTokens); absent: OAuth connectors list their tools only once wired. */
+  connectorTokens?: ConnectorTokens;
   /** The user's workspace, made and mounted with its quota (uploads: web/upload-routes.ts). */
   workspaces?: { ensure(userId: number): string };
   /** Decides mail sends held for the user's approval (daemon/mail-gate.ts). */

@@ -120,6 +120,29 @@ export interface ChatModelsTable {
   updated_at: Default<string>;
 }
 
+/** Remote MCP servers an admin registers (migration 030, docs/connectors.md). */
+export interface ConnectorsTable {
+  id: string;
+  label: string;
+  url: string;
+  transport: Default<'streamable_http' | 'sse'>;
+  /** JSON: core/connectors.ts ConnectorAudience. */
+  audience: Default<string>;
+  auth_kind: Default<'none' | 'header' | 'bearer' | 'oauth'>;
+  auth_header_name: string | null;
+  /** The static secret, encrypted at rest (Encryptor, AAD `connector:<id>:auth_secret`); null: none. */
+  auth_secret_enc: string | null;
+  oauth_client_id: string | null;
+  /** Encrypted like auth_secret_enc (AAD `connector:<id>:oauth_client_secret`). */
+  oauth_client_secret_enc: string | null;
+  /** JSON: core/connectors.ts ConnectorTool[]. */
+  tools: Default<string>;
+  tools_refreshed_at: string | null;
+  enabled: Default<number>;
+  created_at: Default<string>;
+  updated_at: Default<string>;
+}
+
 export interface ChatTurnsTable {
   id: string;
   session_id: string;
@@ -184,6 +207,7 @@ export interface Schema {
   chat_turns: ChatTurnsTable;
   chat_tool_calls: ChatToolCallsTable;
   chat_models: ChatModelsTable;
+  connectors: ConnectorsTable;
   chat_shares: ChatSharesTable;
   chat_feedback: ChatFeedbackTable;
   connected_accounts: ConnectedAccountsTable;

@@ -43,11 +43,17 @@ export async function effectiveAgentPolicy(db: Sql, userId: number): Promise<Eff
   return out;
 }
 
-/** May the user's agent use this tool / model under the policy? */
+/**
+ * May the user's agent use this tool / model under the policy? A connector's tool
+ * (`<connector>__<tool>`, docs/connectors.md) is also matched by `<connector>__*`, which names
+ * every tool of that connector.
+ */
 export function policyAllows(p: EffectiveAgentPolicy, kind: 'tool' | 'model', name: string): boolean {
   const allowed = kind === 'tool' ? p.tools : p.models;
   const denied = kind === 'tool' ? p.denied_tools : p.denied_models;
-  return !denied.includes(name) && (allowed === null || allowed.includes(name));
+  const i = kind === 'tool' ? name.indexOf('__') : -1;
+  const names = i > 0 ? [name, `${name.slice(0, i)}__*`] : [name];
+  return !names.some((n) => denied.includes(n)) && (allowed === null || names.some((n) => allowed.includes(n)));
 }
 
 /**

@@ -2,6 +2,7 @@ import { Router, type RequestHandler } from 'express';
 import { AppError } from '../../core/index.js';
 import type { Sql } from '../../domain/db/index.js';
 import { inTransaction } from '../../domain/data-access/store.js';
+import { connectorPolicyNames } from '../../domain/connectors/index.js';
 import { AGENT_TOOLS, rewriteAgentPolicies, unknownNames, type AgentCatalog } from '../../domain/identity/agent-policy.js';
 import * as orgs from '../../domain/identity/orgs.js';
 import { listChatModels } from '../../domain/chat/models.js';
@@ -46,7 +47,7 @@ export function organisationRoutes(ctx: WebContext): Router {
   const catalog = async (): Promise<AgentCatalog> => {
     const extra = ctx.services.agentModels?.() ?? [];
     const offered = (await listChatModels(db)).map((m) => m.model);
-    return { tools: [...AGENT_TOOLS], models: [...new Set([ctx.config.model.model, ...offered, ...extra])].filter(Boolean) };
+    return { tools: [...AGENT_TOOLS, ...(await connectorPolicyNames(db))], models: [...new Set([ctx.config.model.model, ...offered, ...extra])].filter(Boolean) };
   };
   const route = (fn: Parameters<typeof asyncHandler>[0]): RequestHandler => asyncHandler(fn);
   const kit: OrgKit = { r, db, notify, rewriteOrgPolicies, catalog, route };
