@@ -60,17 +60,22 @@ export function ConnectorsSection() {
   );
 }
 
-/** The code of a connector tool's result that asks the user to connect (the gateway's). */
-export const NOT_CONNECTED_CODE = 'ERR_CONNECTOR_NOT_CONNECTED';
+/**
+ * A failed tool call that asks the user to connect: the gateway's code, or its sentence (the
+ * agent passes an error result's text as the tool's error). The button below shows only for a
+ * connector of the user's that is not connected, so a look-alike text shows nothing.
+ */
+export const asksToConnect = (error: string): boolean => /ERR_CONNECTOR_NOT_CONNECTED|has not connected /.test(error);
 
 /**
  * In the chat: under a tool result that asks for a connection, "Connect <label>" for the
- * connector the tool belongs to (its name starts with the connector's id); back to this chat after.
+ * connector the tool belongs to; back to this chat after.
  */
 export function ConnectFromChat({ tool }: { tool: string }) {
   const [list] = useLoad(() => api<{ connectors: ConnectorConnectionView[] }>('GET', '/api/connections'));
   const [msg, setMsg] = useState<Shown | null>(null);
-  const c = list?.connectors.find((x) => tool.startsWith(x.connector_id) && /^[_.:-]/.test(tool.slice(x.connector_id.length)));
+  // Connector tools are named `<connector id>__<tool>` (agent/connectors.ts).
+  const c = list?.connectors.find((x) => tool.startsWith(`${x.connector_id}__`));
   if (!c || c.connected) return null;
   return (
     <div class="connect-connector" data-connector={c.connector_id}>
