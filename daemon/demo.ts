@@ -13,6 +13,7 @@ import { createDocker } from './runtime/docker.js';
 import { ensureSandboxImage } from './runtime/image.js';
 import { repoRoot } from './runtime/cli.js';
 import { freePort, startTokenRouter } from './demo-net.js';
+import { startDemoTickets } from './demo-tickets.js';
 
 /**
  * `airlock demo`: the whole product on one machine. Emulators for Google (Gmail send with a
@@ -308,6 +309,9 @@ export async function startDemo(opts: DemoOptions = {}): Promise<Demo> {
     if (base.port === 0 && !env.AIRLOCK_PUBLIC_ORIGIN) demoEnv.AIRLOCK_PUBLIC_ORIGIN = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
     const config = loadConfig(demoEnv, { require: SERVE_REQUIRED });
 
+    // The demo connector with OAuth per user (docs/connectors.md): the user connects it in Settings or the chat.
+    const demoTickets = await startDemoTickets(config, { username: DEMO_USER.username, password: secrets.userPassword });
+    cleanups.push(() => demoTickets.tickets.close());
     const daemon = await serve(config, { log, runtime: opts.owner ? { owner: opts.owner } : {} });
     cleanups.push(() => daemon.close());
     if (!daemon.runtime) throw new AppError('ERR_DEMO_DOCKER', dockerHelp(config.docker.socketPath, 'the runtime did not start'));
@@ -318,6 +322,7 @@ export async function startDemo(opts: DemoOptions = {}): Promise<Demo> {
     await connectWorkspace(config, accounts, userId, DEMO_USER.email);
 
     await connectDemoIdp(daemon.database.sql, config, oidc, directory);
+    await demoTickets.register(daemon.database.sql, atRestEncryptor(config));
 
     const url = config.publicOrigin;
     const mailboxUrl = `${google.url}/mailbox`;

@@ -13,6 +13,8 @@ import { FleetMember, FleetSessions, refreshLease } from './fleet.js';
 import { MailGate } from './mail-gate.js';
 import { startTelemetry } from './telemetry.js';
 import { AccountStore, getUserById } from '../domain/index.js';
+import { registryLookup } from '../domain/connector-oauth/registry.js';
+import { connectorTokenService } from './connector-tokens.js';
 
 export interface RunningDaemon extends DaemonBase {
   web: WebServer;
@@ -219,6 +221,8 @@ function wireRuntime(services: WebServices, runtime: Runtime, fleetSessions: Fle
  * per-user OAuth piece fills (services.connectorTokens); unset, an OAuth connector answers "connect first".
  */
 function connectorGateway(base: DaemonBase, encryptor: Encryptor, services: WebServices, onCall: (a: ConnectorCallAudit) => void): ConnectorGateway {
+  // Each user's OAuth tokens (docs/connectors.md, "OAuth per user"): refreshed by the host, one grant per fleet.
+  services.connectorTokens ??= connectorTokenService(base, encryptor, () => services.oauthConnectors ?? registryLookup(base.database.sql, encryptor));
   const tokens: ConnectorTokens = { accessToken: async (id, userId) => (services.connectorTokens ? services.connectorTokens.accessToken(id, userId) : null) };
   return new ConnectorGateway({ db: base.database.sql, enc: encryptor, log: base.log.child({ area: 'connectors' }), tokens, onCall });
 }

@@ -12,6 +12,7 @@ declare module 'oidc-provider' {
   interface GrantInstance {
     addOIDCScope(scope: string): void;
     addOIDCClaims(claims: string[]): void;
+    addResourceScope(resource: string, scope: string): void;
     save(): Promise<string>;
   }
   interface GrantClass {
@@ -32,5 +33,8 @@ declare module 'oidc-provider' {
     interactionDetails(req: IncomingMessage, res: ServerResponse): Promise<Interaction>;
     interactionFinished(req: IncomingMessage, res: ServerResponse, result: Record<string, unknown>, opts?: { mergeWithLastSubmission?: boolean }): Promise<void>;
     Grant: GrantClass;
+    /** Opaque access tokens (emulator/tickets-auth.ts verifies them as the resource server). */
+    AccessToken: { find(token: string): Promise<{ accountId: string; clientId: string; scope?: string; aud?: string | string[]; exp: number; isExpired: boolean } | undefined> };
+    on(event: string, fn: (ctx: { oidc: { params?: Record<string, unknown> } }) => void): this;
   }
 }

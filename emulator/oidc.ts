@@ -76,8 +76,8 @@ async function interaction(provider: Provider, users: Map<string, OidcUser>, req
   await provider.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });
 }
 
-/** oidc-provider's adapter over one in-memory map (the emulator's store). */
-function memoryAdapter(store: Map<string, { payload: Record<string, unknown>; exp?: number }>) {
+/** oidc-provider's adapter over one in-memory map (the emulator's store; also the tickets authorization server's). */
+export function memoryAdapter(store: Map<string, { payload: Record<string, unknown>; exp?: number }>) {
   return class Adapter {
     constructor(private readonly model: string) {}
     #k(id: string) {

@@ -25,6 +25,7 @@ import { fleetRoutes, nodeAuth } from './fleet.js';
 import { refuseQueryArrays } from './query-params.js';
 import { loggedPath, shareRoutes } from './share-routes.js';
 import { feedbackRoutes } from './feedback-routes.js';
+import { clientMetadataRoutes, connectorOAuthRoutes } from './connector-oauth-routes.js';
 
 const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const SESSION_MAX_AGE_MS = 7 * 24 * 3600 * 1000;
@@ -57,6 +58,7 @@ export function createApp(ctx: WebContext): Express {
     ['/api/memories', memoryRoutes],
     ['/api/agent', agentApiRoutes],
     ['/api/account', accountRoutes],
+    ['/api/connections', connectorOAuthRoutes],
     ['/api/admin/sessions', adminSessionRoutes],
     ['/api/admin/turns', adminAuditRoutes],
     ['/api/admin/users', adminUserRoutes],
@@ -76,6 +78,8 @@ export function createApp(ctx: WebContext): Express {
   mountProbes(app, ctx);
 
   app.use('/api', notFound);
+  // Airlock's client ID metadata document, fetched by connectors' authorization servers.
+  app.use(clientMetadataRoutes(ctx));
   app.use(uiRoutes());
   app.use(errorMiddleware);
   return app;

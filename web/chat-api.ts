@@ -7,6 +7,8 @@ import type { ApprovalRequestEvent, ChatEvent, StopReason } from '../core/sandbo
 import type { ChatSessionEntry, StoredToolCall, StoredTurn, ToolCallStatus } from '../core/chat-history.js';
 import type { ApprovalScope, ApprovalState } from '../core/approval-request.js';
 import type { MailPreviewText } from '../core/api-types.js';
+/** GET /api/connections: the OAuth connectors a user may connect (docs/connectors.md, "OAuth per user"). */
+export type { ConnectorConnectionView } from '../core/connector-oauth.js';
 
 export type { ApprovalRequestEvent, ApprovalScope, ApprovalState, ChatEvent, StopReason, StoredToolCall, StoredTurn, ToolCallStatus };
 /** The request bodies: derived from the zod schemas the routes check them with. */

@@ -9,6 +9,7 @@ import type { DirectorySyncService, SandboxControl } from '../domain/identity/se
 import type { ChatService } from '../domain/chat/turn-service.js';
 import type { AgentSessionCheck, AttachPort, OperatorPort, SandboxAdmin } from './ports.js';
 import type { ApprovalDecider } from '../core/sandbox-protocol.js';
+import type { OAuthConnectorLookup } from '../core/connector-oauth.js';
 
 declare module 'express-session' {
   interface SessionData {
@@ -68,6 +69,8 @@ export interface WebServices {
   workspaces?: { ensure(userId: number): string };
   /** Decides mail sends held for the user's approval (daemon/mail-gate.ts). */
   approvals?: ApprovalDecider;
+  /** The OAuth connectors a user may connect (the connector registry; web/connector-oauth-routes.ts). */
+  oauthConnectors?: OAuthConnectorLookup;
 }
 
 /** What every router factory receives. */

@@ -79,6 +79,12 @@ export const OPERATIONS: readonly (readonly [string, string, string, Who, string
   ['post', '/api/account/connect', 'account', 'user', 'Start connecting: → {authorization_url}'],
   ['get', '/api/account/callback', 'account', 'idp-redirect', 'OAuth callback: store tokens, 302 return_to'],
   ['delete', '/api/account', 'account', 'user', 'Disconnect: forget the tokens, revoke at the provider, end warm sandboxes → {connected:false, revoked_at_provider}'],
+  ['get', '/api/connections', 'connectors', 'user', 'The OAuth connectors you may use, connected or not (no tokens)'],
+  ['get', '/api/connections/{id}', 'connectors', 'user', 'Your connection to one OAuth connector (no tokens)'],
+  ['post', '/api/connections/{id}/connect', 'connectors', 'user', 'Start connecting {return_to?}: → {authorization_url} (code + PKCE S256 + resource)'],
+  ['get', '/api/connections/callback', 'connectors', 'idp-redirect', "The connector's authorization server's redirect: tokens stored encrypted, 302 return_to?connected=<id>"],
+  ['delete', '/api/connections/{id}', 'connectors', 'user', 'Disconnect: revoke at the authorization server (RFC 7009), delete → {connected:false, had, revoked_at_server}'],
+  ['get', '/oauth/client-metadata.json', 'connectors', 'anyone', "Airlock's OAuth client ID metadata document (the URL is the client id)"],
 
   ['post', '/api/chat/messages', 'chat', 'user', 'Send a prompt; answer an NDJSON event stream ending in one done'],
   ['get', '/api/chat/model', 'chat', 'user', "The model that answers (?session_id=: that chat's, else the default): {id, label, provider, model, demo, context_tokens}"],

@@ -10,6 +10,7 @@
 import { AGENT_ERRORS } from './agent.js';
 import { AUTH_ERRORS } from './auth.js';
 import { CHAT_ERRORS } from './chat.js';
+import { CONNECTOR_OAUTH_ERRORS } from './connector-oauth.js';
 import { CONNECTOR_ERRORS } from './connectors.js';
 import { DATA_ACCESS_ERRORS } from './data-access.js';
 import { FLEET_ERRORS } from './fleet.js';
@@ -37,6 +38,7 @@ export const ERROR_AREAS = [
   { title: 'Credential proxy', errors: PROXY_AREA_ERRORS },
   { title: 'Agent, model, tools', errors: AGENT_ERRORS },
   { title: 'Connectors (remote MCP servers)', errors: CONNECTOR_ERRORS },
+  { title: 'Connectors: OAuth per user', errors: CONNECTOR_OAUTH_ERRORS },
 ] as const satisfies readonly { title: string; errors: ErrorArea }[];
 
 type AreaErrors = (typeof ERROR_AREAS)[number]['errors'];

@@ -21,9 +21,11 @@ import type {
   MemoriesTable,
 } from './schema-identity.js';
 import type { MailHoldsTable, MailServerPolicyTable, MailSendLocksTable, ProxyRequestsTable, NodesTable, SandboxesTable, LeasesTable, NodeNoncesTable } from './schema-egress.js';
+import type { ConnectorTokensTable } from './schema-connector-oauth.js';
 
 export type * from './schema-identity.js';
 export type * from './schema-egress.js';
+export type * from './schema-connector-oauth.js';
 
 /**
  * The tables of Airlock's database, as Kysely sees them. The same schema exists on both engines
@@ -235,6 +237,7 @@ export interface Schema {
   proxy_requests: ProxyRequestsTable;
   mail_server_policy: MailServerPolicyTable;
   mail_send_locks: MailSendLocksTable;
+  connector_tokens: ConnectorTokensTable;
 }
 
 /** What every store function takes: the database, or a transaction on it. */

@@ -60,6 +60,8 @@ t.test('airlock demo: log in, chart the sample spreadsheet, read the mail in the
   const account = await c.json('GET', '/api/account');
   t.equal(account.status, 200);
   t.match(JSON.stringify(account.body), /demo@example\.com/, 'the workspace account is connected');
+  // The demo connector with OAuth per user (docs/connectors.md): offered, not yet connected.
+  t.same((await c.json('GET', '/api/connections')).body, { connectors: [{ connector_id: 'tickets', label: 'Acme Tickets', connected: false }] }, 'Acme Tickets is offered to connect');
 
   // The default send policy asks about every domain not allowed: the demo shows the approval card
   // for someone@example.com once, and the user approves it for this recipient.

@@ -9,6 +9,7 @@ import { ShownText, toolErrorSentence } from './error-text.js';
 import { renderMarkdown } from './markdown.js';
 import { SentFiles } from './chat-files.js';
 import { ApprovalCard, type ApprovalPart } from './approval-card.js';
+import { asksToConnect, ConnectFromChat } from './connectors.js';
 
 /** One piece of an answer, in the order it came: text, or a tool call. */
 export type Part =
@@ -272,6 +273,7 @@ function ToolRow({ p }: { p: Extract<Part, { kind: 'tool' }> }) {
         </div>
       </details>
       {p.status === 'failed' && p.error && <p class="tool-error">{toolErrorSentence(p.error)}</p>}
+      {p.status === 'failed' && p.error && asksToConnect(p.error) && !share && <ConnectFromChat tool={p.tool} />}
       {spec && <ChartBox spec={spec} />}
       {img && <img class="attachment" src={chartUrl(share, img)} alt={`Chart attachment ${img}`} data-attachment={img} />}
     </div>

@@ -8,6 +8,7 @@ import type { SettingsView } from '../../admin-api.js';
 import { api } from './api.js';
 import { Field, Loading, Section, Select, Status, useActions, useLoad } from './admin/common.js';
 import { Form, Loaded, Page, Submit } from './admin/forms.js';
+import { ConnectorsSection } from './connectors.js';
 
 export type ThemeChoice = 'system' | 'light' | 'dark';
 const THEME_KEY = 'airlock-theme';
@@ -135,6 +136,7 @@ export function SettingsPage() {
         {settings && <ModelSection settings={settings} onSaved={setSettings} />}
         {settings && <PasswordSection settings={settings} />}
       </Loaded>
+      <ConnectorsSection />
     </Page>
   );
 }
