@@ -25,8 +25,8 @@ import { parseTarget } from '../core/egress/normalise.js';
 import { judgeMail } from '../core/egress/mail.js';
 import { exchange, UpstreamAgents } from './egress-upstream.js';
 import { mailPreview } from './mail-preview.js';
+import { ConnectionGate, DEFAULT_EGRESS_CAPS, type EgressConnectionCaps } from './egress-conns.js';
 
-const HEADERS_TIMEOUT_MS = 10_000;
 const BODY_TIMEOUT_MS = 30_000;
 /** Upstream timeout (connect + whole answer), as the proxy's. */
 export const UPSTREAM_TIMEOUT_MS = 120_000;
@@ -57,6 +57,8 @@ export interface EgressGatewayOptions {
   /** Request headers forwarded on every route beyond the built-in allow-lists (tests: the fake upstream's `x-test-echo`). */
   extraRequestHeaders?: readonly string[];
   upstreamTimeoutMs?: number;
+  /** Connection bounds of the egress sockets (daemon/egress-conns.ts); defaults DEFAULT_EGRESS_CAPS. */
+  caps?: Partial<EgressConnectionCaps>;
 }
 
 /** The walls' own refusals keep their codes; the proxy's codes for the same checks become the gateway's. */
@@ -96,9 +98,16 @@ export class EgressGatewayService implements EgressGateway {
   readonly #o: EgressGatewayOptions;
   readonly #handles = new Set<EgressHandle>();
   readonly #budget: Budget = { total: 0 };
+  readonly #gate: ConnectionGate;
 
   constructor(opts: EgressGatewayOptions) {
     this.#o = opts;
+    this.#gate = new ConnectionGate({ ...DEFAULT_EGRESS_CAPS, ...opts.caps }, opts.metrics);
+  }
+
+  /** Connections open on every session's egress socket now (bounded by the caps). */
+  get openConnections(): number {
+    return this.#gate.open;
   }
 
   async open(sessionId: string, socketPath: string, session: EgressSession): Promise<EgressHandle> {
@@ -161,16 +170,22 @@ export class EgressGatewayService implements EgressGateway {
       if (sock) tainted.add(sock);
       errorResponse(res, err.code, err.message);
     };
-    const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, insecureHTTPParser: false, requireHostHeader: false, joinDuplicateHeaders: false }, (req, res) => {
+    // The idle bound is checked every second (Node's default, 30 s, would let an idle socket live
+    // 40 s): a connection that sends no complete head in time gets 408 and is closed.
+    const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, insecureHTTPParser: false, requireHostHeader: false, joinDuplicateHeaders: false, connectionsCheckingInterval: 1_000 }, (req, res) => {
       if (tainted.has(req.socket)) return void res.destroy();
       void this.#handle(st, req, res, refuse);
     });
     server.maxHeadersCount = 0;
-    server.headersTimeout = HEADERS_TIMEOUT_MS;
+    this.#gate.guard(server, st.log);
+    server.headersTimeout = this.#gate.caps.headersTimeoutMs;
     server.requestTimeout = this.#o.upstreamTimeoutMs ?? UPSTREAM_TIMEOUT_MS;
     server.keepAliveTimeout = 5_000;
     server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
       if (err.code === 'ECONNRESET' || !socket.writable) return socket.destroy();
+      // An idle connection at the headers timeout: Node's own 408, and no log line each (a
+      // sandbox hoarding idle sockets would otherwise write one per socket).
+      if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return void socket.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n');
       refuse(socket, new ProxyRefusal('ERR_EGRESS_BAD_REQUEST', 'malformed request'), { parser: err.code });
     });
     // A tunnel would carry bytes the gateway cannot read: CONNECT and Upgrade are refused.

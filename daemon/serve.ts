@@ -6,6 +6,7 @@ import { DirectorySyncRunner } from './directory-sync/index.js';
 import type { EgressGateway } from '../core/sandbox-protocol.js';
 import { startRuntime, type Runtime, type SessionHooks } from './runtime/index.js';
 import { EgressGatewayService } from './egress.js';
+import { egressCaps } from './egress-conns.js';
 import { OverlayPreparer } from './overlay.js';
 import { TokenService } from './tokens.js';
 import { FleetMember, FleetSessions, refreshLease } from './fleet.js';
@@ -58,7 +59,7 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
     lease: refreshLease(base.database.sql, config.node.id),
   });
   tokenService.start();
-  const egressGateway = new EgressGatewayService({ log: base.log, metrics });
+  const egressGateway = new EgressGatewayService({ log: base.log, metrics, caps: egressCaps(config.egress) });
   services.accounts ??= accounts;
   services.tokenService ??= tokenService;
 
