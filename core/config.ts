@@ -61,6 +61,8 @@ export interface Config {
     /** OCI runtime of the sandbox containers. */
     runtime: 'runc' | 'runsc';
   };
+  /** Connection bounds of the egress sockets (daemon/egress-conns.ts). */
+  egress: { maxConnectionsPerSession: number; maxConnections: number; headersTimeoutS: number };
   model: {
     provider: 'openai' | 'anthropic' | 'demo';
     model: string;
@@ -274,6 +276,11 @@ function buildConfig(values: Values, d: ReturnType<typeof derivedSettings>): Con
       pids: num('AIRLOCK_SANDBOX_PIDS'),
       workspaceQuotaMb: num('AIRLOCK_WORKSPACE_QUOTA_MB'),
       runtime: str('AIRLOCK_SANDBOX_RUNTIME') as 'runc' | 'runsc',
+    },
+    egress: {
+      maxConnectionsPerSession: num('AIRLOCK_EGRESS_MAX_CONNECTIONS_PER_SESSION'),
+      maxConnections: num('AIRLOCK_EGRESS_MAX_CONNECTIONS'),
+      headersTimeoutS: num('AIRLOCK_EGRESS_HEADERS_TIMEOUT_S'),
     },
     model: {
       provider,

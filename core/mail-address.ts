@@ -7,8 +7,12 @@
  *
  * The subset accepted, for To, Cc, Bcc, From, Reply-To and Sender:
  * - a comma-separated list of `addr-spec` or `display-name <addr-spec>`;
- * - `addr-spec`: a dot-atom local part (no quoted local part), one `@`, a domain of DNS labels
- *   (no domain literal, no trailing dot);
+ * - `addr-spec`: a dot-atom local part (no quoted local part) without `%` or `!` (source routing:
+ *   `x%outside.example@allowed.example` is relayed on by the allowed domain's server), one `@`,
+ *   a domain of DNS labels (no domain literal, no trailing dot) whose `xn--` labels are the
+ *   canonical punycode of a non-ASCII label (mailparser decodes punycode leniently:
+ *   `xn--evil-.example` reads as `evil.example` there); domains stay in that ASCII (A-label)
+ *   form, the form on the wire, in the policy and on the approval card;
  * - `display-name`: words of atom characters separated by spaces, or one quoted string without
  *   backslashes; never holding an `@`;
  * - printable ASCII only: no comments `( )`, no groups `name: …;`, no encoded words `=?…?=`,
@@ -17,6 +21,8 @@
  * - the header block ends at the first CRLF CRLF and holds no other CR or LF than CRLF pairs,
  *   no NUL, no whitespace between a field name and its colon, no continuation line first.
  */
+
+import { domainToASCII, domainToUnicode } from 'node:url';
 
 export type MailReadCode = 'ERR_MAIL_UNPARSEABLE' | 'ERR_MAIL_AMBIGUOUS';
 
@@ -130,7 +136,20 @@ function addrSpec(label: string, a: string): string {
   const [local, domain] = a.split('@');
   if (a.includes('"')) throw ambiguous(`${label}: quoted local parts are not accepted`);
   if (!LOCAL.test(local) || !DOMAIN.test(domain)) throw ambiguous(`${label}: "${a.slice(0, 80)}" is not a plain e-mail address`);
+  if (/[%!]/.test(local)) throw ambiguous(`${label}: "${a.slice(0, 80)}" has % or ! in its local part (source routing: the receiving server may relay it to another domain)`);
+  for (const l of domain.toLowerCase().split('.')) {
+    if (l.startsWith('xn--') && !canonicalPunycode(l)) throw ambiguous(`${label}: the domain label "${l.slice(0, 63)}" is not valid punycode (readers would decode it differently)`);
+  }
   return a.toLowerCase();
+}
+
+/**
+ * Is an `xn--` label (lower case) the one ASCII form of a non-ASCII label? Node's IDNA (UTS #46)
+ * decodes it and encodes it back to the same label; an invalid one decodes to itself.
+ */
+function canonicalPunycode(label: string): boolean {
+  const u = domainToUnicode(label);
+  return u !== '' && u !== label && /[\u0080-\uffff]/.test(u) && domainToASCII(u) === label;
 }
 
 /** One entry: `addr-spec` or `display-name <addr-spec>`. */

@@ -31,8 +31,8 @@ import { safeEqual } from '../core/secret.js';
 
 /** Route names of connectors start with this (core/sandbox-env.ts connectorRouteName). */
 const CONNECTOR_ROUTE = 'connector:';
+import { ConnectionGate, DEFAULT_EGRESS_CAPS, type EgressConnectionCaps } from './egress-conns.js';
 
-const HEADERS_TIMEOUT_MS = 10_000;
 const BODY_TIMEOUT_MS = 30_000;
 /** Upstream timeout (connect + whole answer), as the proxy's. */
 export const UPSTREAM_TIMEOUT_MS = 120_000;
@@ -65,6 +65,8 @@ export interface EgressGatewayOptions {
   upstreamTimeoutMs?: number;
   /** Connector routes (`connector:<id>`): the gateway is the MCP server the agent talks to (daemon/connector-gateway.ts). Absent: refused. */
   connectors?: ConnectorGateway;
+  /** Connection bounds of the egress sockets (daemon/egress-conns.ts); defaults DEFAULT_EGRESS_CAPS. */
+  caps?: Partial<EgressConnectionCaps>;
 }
 
 /** The walls' own refusals keep their codes; the proxy's codes for the same checks become the gateway's. */
@@ -104,9 +106,16 @@ export class EgressGatewayService implements EgressGateway {
   readonly #o: EgressGatewayOptions;
   readonly #handles = new Set<EgressHandle>();
   readonly #budget: Budget = { total: 0 };
+  readonly #gate: ConnectionGate;
 
   constructor(opts: EgressGatewayOptions) {
     this.#o = opts;
+    this.#gate = new ConnectionGate({ ...DEFAULT_EGRESS_CAPS, ...opts.caps }, opts.metrics);
+  }
+
+  /** Connections open on every session's egress socket now (bounded by the caps). */
+  get openConnections(): number {
+    return this.#gate.open;
   }
 
   async open(sessionId: string, socketPath: string, session: EgressSession): Promise<EgressHandle> {
@@ -170,16 +179,22 @@ export class EgressGatewayService implements EgressGateway {
       if (sock) tainted.add(sock);
       errorResponse(res, err.code, err.message);
     };
-    const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, insecureHTTPParser: false, requireHostHeader: false, joinDuplicateHeaders: false }, (req, res) => {
+    // The idle bound is checked every second (Node's default, 30 s, would let an idle socket live
+    // 40 s): a connection that sends no complete head in time gets 408 and is closed.
+    const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, insecureHTTPParser: false, requireHostHeader: false, joinDuplicateHeaders: false, connectionsCheckingInterval: 1_000 }, (req, res) => {
       if (tainted.has(req.socket)) return void res.destroy();
       void this.#handle(st, req, res, refuse);
     });
     server.maxHeadersCount = 0;
-    server.headersTimeout = HEADERS_TIMEOUT_MS;
+    this.#gate.guard(server, st.log);
+    server.headersTimeout = this.#gate.caps.headersTimeoutMs;
     server.requestTimeout = this.#o.upstreamTimeoutMs ?? UPSTREAM_TIMEOUT_MS;
     server.keepAliveTimeout = 5_000;
     server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
       if (err.code === 'ECONNRESET' || !socket.writable) return socket.destroy();
+      // An idle connection at the headers timeout: Node's own 408, and no log line each (a
+      // sandbox hoarding idle sockets would otherwise write one per socket).
+      if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return void socket.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n');
       refuse(socket, new ProxyRefusal('ERR_EGRESS_BAD_REQUEST', 'malformed request'), { parser: err.code });
     });
     // A tunnel would carry bytes the gateway cannot read: CONNECT and Upgrade are refused.

@@ -7,6 +7,7 @@ import type { EgressGateway } from '../core/sandbox-protocol.js';
 import { startRuntime, type Runtime, type SessionHooks } from './runtime/index.js';
 import { EgressGatewayService } from './egress.js';
 import { ConnectorGateway, type ConnectorCallAudit } from './connector-gateway.js';
+import { egressCaps } from './egress-conns.js';
 import { OverlayPreparer } from './overlay.js';
 import { TokenService } from './tokens.js';
 import { FleetMember, FleetSessions, refreshLease } from './fleet.js';
@@ -61,7 +62,7 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
     lease: refreshLease(base.database.sql, config.node.id),
   });
   tokenService.start();
-  const egressGateway = new EgressGatewayService({ log: base.log, metrics, connectors: connectorGateway(base, encryptor, services, (a) => telemetry?.connectorCall(a)) });
+  const egressGateway = new EgressGatewayService({ log: base.log, metrics, caps: egressCaps(config.egress), connectors: connectorGateway(base, encryptor, services, (a) => telemetry?.connectorCall(a)) });
   services.accounts ??= accounts;
   services.tokenService ??= tokenService;
 

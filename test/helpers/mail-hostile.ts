@@ -24,6 +24,8 @@ export const HOSTILE_MAILS: readonly HostileMail[] = [
   { name: 'two addresses without a comma', head: 'To: a@corp.example x@evil.example', says: /without a comma/ },
   { name: 'a display name that is itself an address', head: 'To: a@corp.example <x@evil.example>', says: /looks like an address/ },
   { name: 'two @ in one address', head: 'To: a@corp.example@evil.example', says: /more than one @/ },
+  // A label cannot end in a hyphen (so the DNS-label rule refuses it); mailparser decodes it to `evil`.
+  { name: 'invalid punycode that mailparser decodes (xn--evil- → evil)', head: 'To: a@corp.example, x@xn--evil-.example', says: /not a plain e-mail address/ },
 ];
 
 /** Further ambiguous shapes the strict reading refuses (not all make readers disagree). */
@@ -31,6 +33,9 @@ export const AMBIGUOUS_MAILS: readonly HostileMail[] = [
   { name: 'a bare LF inside the header block', head: 'To: a@corp.example\nBcc: x@evil.example', says: /bare LF/ },
   { name: 'To twice', head: 'To: a@corp.example\r\nTo: x@evil.example', says: /more than one To/ },
   { name: 'a Resent-Bcc', head: 'To: a@corp.example\r\nResent-Bcc: x@evil.example', says: /Resent-/ },
+  { name: 'source routing with % inside an allowed domain', head: 'To: x%evil.example@corp.example', says: /% or ! in its local part/ },
+  { name: 'source routing with ! inside an allowed domain', head: 'To: evil.example!x@corp.example', says: /% or ! in its local part/ },
+  { name: 'punycode that decodes to itself', head: 'To: x@xn--a.example', says: /not valid punycode/ },
 ];
 
 /** The whole message of a corpus entry. */

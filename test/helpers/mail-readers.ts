@@ -10,13 +10,27 @@
  */
 import { spawnSync } from 'node:child_process';
 import addressparser from 'nodemailer/lib/addressparser';
+import { domainToASCII } from 'node:url';
 import { simpleParser, type AddressObject } from 'mailparser';
 
 export type Recipients = string[] | null;
 export const READERS = ['addressparser', 'mailparser', 'python-default', 'python-compat32'] as const;
 export type ReaderName = (typeof READERS)[number];
 
-const norm = (list: string[]): string[] => [...new Set(list.map((a) => a.trim().toLowerCase()).filter((a) => a !== ''))].sort();
+/**
+ * A reader's address in the form the wire and the policy use: lower case, the domain in its ASCII
+ * (A-label) form. mailparser shows an internationalised domain decoded (`x@įevil.example.test`
+ * for `x@xn--evil-9ya.example.test`): the same domain, compared here as the recipient's server sees
+ * it; a label it decodes that IDNA does not (`xn--evil-.example` → `evil.example`) stays a
+ * different domain, a disagreement.
+ */
+function wireForm(a: string): string {
+  const at = a.lastIndexOf('@');
+  if (at < 0 || !/[\u0080-\uffff]/.test(a.slice(at + 1))) return a;
+  return a.slice(0, at + 1) + (domainToASCII(a.slice(at + 1)) || a.slice(at + 1));
+}
+
+const norm = (list: string[]): string[] => [...new Set(list.map((a) => wireForm(a.trim().toLowerCase())).filter((a) => a !== ''))].sort();
 
 function byAddressparser(raw: Buffer): Recipients {
   const s = raw.toString('latin1');

@@ -10,7 +10,7 @@
  */
 import t from 'tap';
 import fc from 'fast-check';
-import { rawHead, rawMessage, summarise } from '../../core/mail-policy.js';
+import { judge, rawHead, rawMessage, summarise } from '../../core/mail-policy.js';
 import { disagree, readAll, READERS } from '../helpers/mail-readers.js';
 import { AMBIGUOUS_MAILS, HOSTILE_MAILS, hostileMessage } from '../helpers/mail-hostile.js';
 
@@ -28,6 +28,12 @@ function strict(raw: Buffer): Strict {
 const local = fc.constantFrom('a', 'x', 'ann.lee', "o'hara", 'b+tag', 'z_9');
 const domain = fc.constantFrom('corp.example', 'evil.example', 'Corp.Example', 'sub.corp.example');
 const addr = fc.tuple(local, domain).map(([l, d]) => `${l}@${d}`);
+// Internationalised domains in valid punycode (mailparser shows them decoded; compared in their
+// ASCII form), also with an upper-case ACE prefix: accepted, and every reader agrees.
+const idnAddr = fc.tuple(local, fc.constantFrom('xn--evil-9ya.example.test', 'XN--vil-bma.example', 'sub.xn--pple-43d.example')).map(([l, d]) => `${l}@${d}`);
+// Labels that are not valid punycode (mailparser decodes some anyway), and source-routing local parts.
+const badIdnAddr = fc.tuple(local, fc.constantFrom('xn--evil-.example', 'xn--abc.example', 'xn--a.example')).map(([l, d]) => `${l}@${d}`);
+const routedAddr = fc.tuple(fc.constantFrom('x%evil.example', 'evil.example!x', 'a%b%c'), domain).map(([l, d]) => `${l}@${d}`);
 const word = fc.constantFrom('Ann', 'Lee', 'team', 'x@evil.example', '=?utf-8?b?eEBldmlsLmV4YW1wbGU=?=', '=?utf-8?q?a=2C_b?=', '"Lee, Ann"', '"x@evil.example"', '"a\\"b"', "we're");
 /** One entry of an address list, friendly or hostile. */
 const entry: fc.Arbitrary<string> = fc.oneof(
@@ -39,6 +45,9 @@ const entry: fc.Arbitrary<string> = fc.oneof(
   { weight: 1, arbitrary: fc.tuple(word, addr, addr).map(([w, a, b]) => `${w}: ${a}, ${b};`) },
   { weight: 1, arbitrary: fc.tuple(addr, addr).map(([a, b]) => `${a}@${b.split('@')[1]}`) },
   { weight: 1, arbitrary: fc.tuple(addr, addr).map(([a, b]) => `${a} <${b}>`) },
+  { weight: 1, arbitrary: idnAddr },
+  { weight: 1, arbitrary: badIdnAddr },
+  { weight: 1, arbitrary: routedAddr },
   { weight: 1, arbitrary: fc.constantFrom('', 'undisclosed-recipients:;', 'bob', '<a@corp.example', 'a@[127.0.0.1]', 'a@corp.example.') },
 );
 const sep = fc.constantFrom(', ', ', ', ',', ' ', ',\r\n ', ',\r\n\t', '\r\n ', ', ,', ',\r ', ',\n ', ';');
@@ -50,6 +59,7 @@ const hostile = fc.array(header, { minLength: 1, maxLength: 3 });
 /** Well-formed lists in the accepted subset: names with commas and apostrophes, folding, case. */
 const friendlyEntry = fc.oneof(
   addr,
+  idnAddr,
   fc.tuple(fc.constantFrom('Ann', 'Ann Lee', '"Lee, Ann"', "we're", '"team (sales)"', '""'), addr).map(([w, a]) => `${w} <${a}>`),
   addr.map((a) => `<${a}>`),
 );
@@ -142,4 +152,24 @@ t.test("the proxy's head-only reading agrees with the host's whole reading", asy
   const big = Buffer.from(JSON.stringify({ raw: Buffer.concat([Buffer.from('To: a@corp.example\r\nSubject: s\r\n\r\n'), Buffer.alloc(4 << 20, 0x41)]).toString('base64url') }));
   t.equal(rawHead(big)?.toString(), 'To: a@corp.example\r\nSubject: s\r\n\r\n', 'a 4 MiB message: only its header block is decoded');
   t.equal(rawHead(Buffer.from('{"raw":"x","threadId":"t"}')), null, 'another body shape: no head reading (the whole message is read)');
+});
+
+/**
+ * Internationalised domains (docs/proxy.md#reading-the-message): the strict reading keeps the ASCII
+ * (A-label) form, which is what the recipient's server routes on and what the policy's domain
+ * lists hold (they accept ASCII only); mailparser shows the same domain decoded. A rule written in
+ * the A-label form matches however the prefix is cased, and source-routing local parts are refused
+ * before any policy is applied.
+ */
+t.test('punycode and source routing: one domain for the policy and the wire', async (t) => {
+  const raw = Buffer.from('From: me@corp.example\r\nTo: x@XN--evil-9ya.example.test\r\nSubject: s\r\n\r\nb\r\n');
+  const s = summarise(raw);
+  t.same(s.recipients, ['x@xn--evil-9ya.example.test'], 'the strict reading keeps the A-label form');
+  const [read] = await readAll([Buffer.from('From: me@corp.example\r\nTo: x@xn--evil-9ya.example.test\r\nSubject: s\r\n\r\nb\r\n')]);
+  t.same(read.mailparser, ['x@xn--evil-9ya.example.test'], "mailparser's decoded domain is the same domain in ASCII form");
+  const policy = { other: 'allow' as const, allow_domains: ['example.test'], block_domains: ['xn--evil-9ya.example.test'], max_recipients: 50, max_per_hour: 60, approval_timeout_s: 90 };
+  t.match(judge(policy, s), { verdict: 'block', reason: /xn--evil-9ya\.example\.test is blocked/ }, 'a rule in A-label form blocks it');
+  for (const to of ['evil%outside.example@example.test', 'outside!evil@example.test']) {
+    t.match(strict(Buffer.from(`From: me@corp.example\r\nTo: ${to}\r\nSubject: s\r\n\r\nb\r\n`)), { ok: false, code: 'ERR_MAIL_AMBIGUOUS', message: /source routing/ }, `${to}: refused inside an allowed domain`);
+  }
 });
