@@ -10,6 +10,7 @@ import { adminSessionRoutes } from './admin-sessions-routes.js';
 import { adminAuditRoutes } from './admin-audit-routes.js';
 import { adminMailPolicyRoutes } from './admin-mail-policy-routes.js';
 import { adminChatModelRoutes } from './admin-chat-models-routes.js';
+import { adminBudgetRoutes, adminUsageCsvRoutes, adminUsageRoutes } from './admin-usage-routes.js';
 import { settingsRoutes } from './settings-routes.js';
 import { biInternalRoutes, dataAuthorizationRoutes } from './data-access/index.js';
 import { chatRoutes } from './chat-routes.js';
@@ -61,6 +62,9 @@ export function createApp(ctx: WebContext): Express {
     ['/api/admin/users', adminUserRoutes],
     ['/api/admin/mail-policy', adminMailPolicyRoutes],
     ['/api/admin/chat-models', adminChatModelRoutes],
+    ['/api/admin/usage', adminUsageRoutes],
+    ['/api/admin/usage.csv', adminUsageCsvRoutes],
+    ['/api/admin/budgets', adminBudgetRoutes],
     ['/api', shareRoutes],
     ['/api/chat', feedbackRoutes],
     ['/api/settings', settingsRoutes],

@@ -134,6 +134,12 @@ export const OPERATIONS: readonly (readonly [string, string, string, Who, string
   ['post', '/api/admin/chat-models', 'admin', 'superuser', 'Add a model ({id, label, provider, model, base_url?, api_key?, context_tokens, enabled?})'],
   ['patch', '/api/admin/chat-models/{id}', 'admin', 'superuser', 'Change a model (any field but id; api_key absent keeps the key, null removes it; enabled: false disables)'],
   ['delete', '/api/admin/chat-models/{id}', 'admin', 'superuser', 'Delete a model (not the default); its chats fall back to the default'],
+  ['get', '/api/admin/usage', 'admin', 'superuser', 'Usage of chat turns per UTC day or month and per user, team or model, with cost (?from, to, group, period; docs/usage.md)'],
+  ['get', '/api/admin/usage.csv', 'admin', 'superuser', 'The usage report as CSV (same parameters)'],
+  ['get', '/api/admin/budgets', 'admin', 'superuser', 'Every budget with what is used of it in the running period'],
+  ['post', '/api/admin/budgets', 'admin', 'superuser', 'Add a budget ({scope: user|team, subject_id, metric: tokens|cost, period: day|month, amount})'],
+  ['patch', '/api/admin/budgets/{id}', 'admin', 'superuser', 'Change a budget amount ({amount}); counts from the next turn'],
+  ['delete', '/api/admin/budgets/{id}', 'admin', 'superuser', 'Remove a budget'],
   ['get', '/api/admin/mail-policy', 'admin', 'superuser', 'The server-wide send policy (first from AIRLOCK_MAIL_*)'],
   ['put', '/api/admin/mail-policy', 'admin', 'superuser', 'Change the server-wide send policy ({allow_domains?, block_domains?, other?, max_recipients?, max_per_hour?, approval_timeout_s?})'],
 ];
