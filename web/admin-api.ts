@@ -97,6 +97,64 @@ export interface ChatModelAdminList {
 /** POST /api/admin/chat-models body (PATCH takes any of these but `id`; `api_key` absent keeps the key, null removes it). */
 export type { ChatModelInput as ChatModelAdminInput } from '../core/api-requests.js';
 
+// ------------------------------------------------------------------ usage and budgets (/api/admin/usage, /api/admin/budgets)
+
+/** One line of the usage report (domain/usage/report.ts). */
+export interface UsageRowView {
+  period: string;
+  group: 'user' | 'team' | 'model';
+  /** The user's or team's id, or the model's id; null: users in no team. */
+  key: number | string | null;
+  name: string | null;
+  turns: number;
+  input_tokens: number;
+  output_tokens: number;
+  tool_calls: number;
+  mails: number;
+  cost: number;
+}
+
+/** GET /api/admin/usage (docs/usage.md "Report"). */
+export interface UsageReportView {
+  from: string;
+  to: string;
+  group: 'user' | 'team' | 'model';
+  period: 'day' | 'month';
+  /** The priced models' currency (null: no model is priced). */
+  currency: string | null;
+  rows: UsageRowView[];
+}
+
+/** A budget and what is used of it in the running period (domain/usage/budgets.ts). */
+export interface BudgetView {
+  id: number;
+  scope: 'user' | 'team';
+  subject_id: number;
+  subject: string | null;
+  metric: 'tokens' | 'cost';
+  period: 'day' | 'month';
+  amount: number;
+  used: number;
+  ratio: number;
+  since: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** GET /api/admin/budgets. */
+export interface BudgetList {
+  budgets: BudgetView[];
+}
+
+/** POST /api/admin/budgets body (PATCH takes `amount` only). */
+export interface BudgetInputView {
+  scope: 'user' | 'team';
+  subject_id: number;
+  metric: 'tokens' | 'cost';
+  period: 'day' | 'month';
+  amount: number;
+}
+
 // ------------------------------------------------------------------ live sessions (/api/admin/sessions)
 
 export interface LiveSession {

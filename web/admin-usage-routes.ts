@@ -2,6 +2,7 @@ import type { Request, Router } from 'express';
 import { z } from 'zod';
 import { AppError } from '../core/index.js';
 import { createBudget, deleteBudget, listBudgets, updateBudget, usageCsv, usageCurrency, usageReport, utcDay, type UsageQuery } from '../domain/usage/index.js';
+import type { BudgetList, BudgetView, UsageReportView } from './admin-api.js';
 import { asyncHandler, type WebContext } from './context.js';
 import { noContent, parseFields, superuserRouter } from './route-kit.js';
 
@@ -53,7 +54,7 @@ export function adminUsageRoutes(ctx: WebContext): Router {
     '/',
     asyncHandler(async (req, res) => {
       const q = usageQuery(req);
-      res.json({ ...q, currency: await usageCurrency(db), rows: await usageReport(db, q) });
+      res.json({ ...q, currency: await usageCurrency(db), rows: await usageReport(db, q) } satisfies UsageReportView);
     }),
   );
   return r;
@@ -93,20 +94,20 @@ export function adminBudgetRoutes(ctx: WebContext): Router {
   r.get(
     '/',
     asyncHandler(async (_req, res) => {
-      res.json({ budgets: await listBudgets(db) });
+      res.json({ budgets: await listBudgets(db) } satisfies BudgetList);
     }),
   );
   r.post(
     '/',
     asyncHandler(async (req, res) => {
-      res.status(201).json(await createBudget(db, req.user!.id, parseFields(BudgetCreateSchema, req.body, 'a budget')));
+      res.status(201).json((await createBudget(db, req.user!.id, parseFields(BudgetCreateSchema, req.body, 'a budget'))) satisfies BudgetView);
     }),
   );
   r.patch(
     '/:id',
     asyncHandler(async (req, res) => {
       const { amount } = parseFields(BudgetChangeSchema, req.body, 'a budget change');
-      res.json(await updateBudget(db, req.user!.id, id(req), amount));
+      res.json((await updateBudget(db, req.user!.id, id(req), amount)) satisfies BudgetView);
     }),
   );
   r.delete(
