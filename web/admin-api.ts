@@ -8,7 +8,7 @@
  */
 
 import type { ChatModelView, ExternalGroup, ModelProvider, SyncJobView, UserView } from '../core/api-types.js';
-import type { EffectiveAgentPolicyView, MailPolicy } from '../core/api-types-admin.js';
+import type { BudgetView, EffectiveAgentPolicyView, MailPolicy, UsageRowView } from '../core/api-types-admin.js';
 
 export type { ChatModelView, ExternalGroup, ModelProvider, SyncJobView };
 export type { SyncJobStatus, SyncJobTrigger } from '../core/api-types.js';
@@ -99,20 +99,7 @@ export type { ChatModelInput as ChatModelAdminInput } from '../core/api-requests
 
 // ------------------------------------------------------------------ usage and budgets (/api/admin/usage, /api/admin/budgets)
 
-/** One line of the usage report (domain/usage/report.ts). */
-export interface UsageRowView {
-  period: string;
-  group: 'user' | 'team' | 'model';
-  /** The user's or team's id, or the model's id; null: users in no team. */
-  key: number | string | null;
-  name: string | null;
-  turns: number;
-  input_tokens: number;
-  output_tokens: number;
-  tool_calls: number;
-  mails: number;
-  cost: number;
-}
+export type { BudgetView, UsageRowView };
 
 /** GET /api/admin/usage (docs/usage.md "Report"). */
 export interface UsageReportView {
@@ -123,22 +110,6 @@ export interface UsageReportView {
   /** The priced models' currency (null: no model is priced). */
   currency: string | null;
   rows: UsageRowView[];
-}
-
-/** A budget and what is used of it in the running period (domain/usage/budgets.ts). */
-export interface BudgetView {
-  id: number;
-  scope: 'user' | 'team';
-  subject_id: number;
-  subject: string | null;
-  metric: 'tokens' | 'cost';
-  period: 'day' | 'month';
-  amount: number;
-  used: number;
-  ratio: number;
-  since: string;
-  created_at: string;
-  updated_at: string;
 }
 
 /** GET /api/admin/budgets. */

@@ -6,6 +6,7 @@
  * cached, so an admin's change counts from the next turn.
  */
 import { AppError, type BudgetNotice } from '../../core/index.js';
+import type { BudgetView } from '../../core/api-types-admin.js';
 import { logAction } from '../action-log.js';
 import { inTransaction, nowIso, type Row, type Sql } from '../db/index.js';
 import { utcDay } from './record.js';
@@ -14,24 +15,8 @@ export type BudgetScope = 'user' | 'team';
 export type BudgetMetric = 'tokens' | 'cost';
 export type BudgetPeriod = 'day' | 'month';
 
-/** A budget and how much of it is used in the running period. */
-export interface BudgetState {
-  id: number;
-  scope: BudgetScope;
-  subject_id: number;
-  /** The user's name or the team's (null: the user or team is gone). */
-  subject: string | null;
-  metric: BudgetMetric;
-  period: BudgetPeriod;
-  amount: number;
-  used: number;
-  /** used / amount (1 or more: used up; an amount of 0 is used up at once). */
-  ratio: number;
-  /** The first UTC day of the running period. */
-  since: string;
-  created_at: string;
-  updated_at: string;
-}
+/** A budget and how much of it is used in the running period (core/api-types-admin.ts: the admin API's shape). */
+export type BudgetState = BudgetView;
 
 /** The share of a budget at which a turn's `done` warns. */
 export const WARN_RATIO = 0.8;

@@ -4,6 +4,7 @@
  * user's usage counts for every team they are in now; a user in no team is under team null).
  */
 import { sql } from 'kysely';
+import type { UsageRowView } from '../../core/api-types-admin.js';
 import type { Sql } from '../db/index.js';
 import { round } from './budgets.js';
 
@@ -18,23 +19,8 @@ export interface UsageQuery {
   period: UsagePeriod;
 }
 
-/** One line of the report. */
-export interface UsageRow {
-  /** `YYYY-MM-DD` or `YYYY-MM`. */
-  period: string;
-  group: UsageGroup;
-  /** The user's or team's id (a number) or the model's id; null: users in no team. */
-  key: number | string | null;
-  /** The user's name, the team's or the model's label (null: gone, or no team). */
-  name: string | null;
-  turns: number;
-  input_tokens: number;
-  output_tokens: number;
-  tool_calls: number;
-  mails: number;
-  /** In the priced models' currency, rounded to the millionth. */
-  cost: number;
-}
+/** One line of the report (core/api-types-admin.ts: the admin API's shape). */
+export type UsageRow = UsageRowView;
 
 export const USAGE_COLUMNS = ['period', 'group', 'key', 'name', 'turns', 'input_tokens', 'output_tokens', 'tool_calls', 'mails', 'cost'] as const;
 
