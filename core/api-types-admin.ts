@@ -76,3 +76,34 @@ export interface EffectiveAgentPolicyView {
   denied_models: string[];
   policy_ids: number[];
 }
+
+/** One line of the usage report (domain/usage/report.ts, GET /api/admin/usage). */
+export interface UsageRowView {
+  period: string;
+  group: 'user' | 'team' | 'model';
+  /** The user's or team's id, or the model's id; null: users in no team. */
+  key: number | string | null;
+  name: string | null;
+  turns: number;
+  input_tokens: number;
+  output_tokens: number;
+  tool_calls: number;
+  mails: number;
+  cost: number;
+}
+
+/** A budget and what is used of it in the running period (domain/usage/budgets.ts, /api/admin/budgets). */
+export interface BudgetView {
+  id: number;
+  scope: 'user' | 'team';
+  subject_id: number;
+  subject: string | null;
+  metric: 'tokens' | 'cost';
+  period: 'day' | 'month';
+  amount: number;
+  used: number;
+  ratio: number;
+  since: string;
+  created_at: string;
+  updated_at: string;
+}

@@ -35,6 +35,10 @@ export interface ChatModelView {
   version: number;
   created_at: string;
   updated_at: string;
+  /** Price per million input / output tokens in `price_currency` (docs/usage.md); null: unpriced. */
+  price_input_per_mtok: number | null;
+  price_output_per_mtok: number | null;
+  price_currency: string | null;
 }
 
 /**

@@ -33,8 +33,22 @@ export function createMetrics(opts: { defaultMetrics?: boolean; node?: string } 
     logins: new Counter({ name: 'airlock_logins_total', help: 'Password logins, by outcome (ok, failed, rate_limited).', labelNames: ['outcome'] as const, registers: [registry] }),
     chatFeedback: new Counter({ name: 'airlock_chat_feedback_total', help: 'Ratings given to chat answers (new or changed), by rating (up, down).', labelNames: ['rating'] as const, registers: [registry] }),
     tokenRefreshes: new Counter({ name: 'airlock_token_refreshes_total', help: 'Access-token refreshes, by outcome.', labelNames: ['outcome'] as const, registers: [registry] }),
+    // Usage by chat model (docs/usage.md): no user or team label — their number is unbounded
+    // (one series each); per-user usage is in /api/admin/usage.
+    usageTurns: new Counter({ name: 'airlock_usage_turns_total', help: 'Chat turns that ran, by chat model id.', labelNames: ['model'] as const, registers: [registry] }),
+    usageTokens: new Counter({ name: 'airlock_usage_tokens_total', help: 'Provider-reported tokens of chat turns, by chat model id and kind (input, output).', labelNames: ['model', 'kind'] as const, registers: [registry] }),
+    usageCost: new Counter({ name: 'airlock_usage_cost_total', help: "Cost of chat turns at each model's price, in the priced models' currency, by chat model id.", labelNames: ['model'] as const, registers: [registry] }),
   };
-  return m;
+  return {
+    ...m,
+    /** Count one turn's usage on its model. */
+    usage(model: string, usage: { input_tokens: number; output_tokens: number } | undefined, cost: number): void {
+      m.usageTurns.inc({ model });
+      if (usage) m.usageTokens.inc({ model, kind: 'input' }, usage.input_tokens);
+      if (usage) m.usageTokens.inc({ model, kind: 'output' }, usage.output_tokens);
+      if (cost > 0) m.usageCost.inc({ model }, cost);
+    },
+  };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

@@ -52,6 +52,21 @@ export interface DoneEvent {
   turn_id: string;
   stop_reason: StopReason;
   error?: { code: string; message: string };
+  /** A budget of the user is at 80 % or more after this turn (docs/usage.md "Budgets"); absent: none is. */
+  budget?: BudgetNotice;
+}
+/** The warning a turn's `done` carries when a budget of its user is at 80 % or more (docs/usage.md). */
+export interface BudgetNotice {
+  budget_id: number;
+  scope: 'user' | 'team';
+  metric: 'tokens' | 'cost';
+  period: 'day' | 'month';
+  amount: number;
+  used: number;
+  /** Whole percent used (80 and up; 100 or more: the next turn is refused). */
+  percent: number;
+  /** One sentence for the user. */
+  message: string;
 }
 /**
  * A mail send held at the proxy until the user decides (docs/chat.md#approvals): who it goes to,

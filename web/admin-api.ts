@@ -8,7 +8,7 @@
  */
 
 import type { ChatModelView, ExternalGroup, ModelProvider, SyncJobView, UserView } from '../core/api-types.js';
-import type { EffectiveAgentPolicyView, MailPolicy } from '../core/api-types-admin.js';
+import type { BudgetView, EffectiveAgentPolicyView, MailPolicy, UsageRowView } from '../core/api-types-admin.js';
 
 export type { ChatModelView, ExternalGroup, ModelProvider, SyncJobView };
 export type { SyncJobStatus, SyncJobTrigger } from '../core/api-types.js';
@@ -96,6 +96,35 @@ export interface ChatModelAdminList {
 
 /** POST /api/admin/chat-models body (PATCH takes any of these but `id`; `api_key` absent keeps the key, null removes it). */
 export type { ChatModelInput as ChatModelAdminInput } from '../core/api-requests.js';
+
+// ------------------------------------------------------------------ usage and budgets (/api/admin/usage, /api/admin/budgets)
+
+export type { BudgetView, UsageRowView };
+
+/** GET /api/admin/usage (docs/usage.md "Report"). */
+export interface UsageReportView {
+  from: string;
+  to: string;
+  group: 'user' | 'team' | 'model';
+  period: 'day' | 'month';
+  /** The priced models' currency (null: no model is priced). */
+  currency: string | null;
+  rows: UsageRowView[];
+}
+
+/** GET /api/admin/budgets. */
+export interface BudgetList {
+  budgets: BudgetView[];
+}
+
+/** POST /api/admin/budgets body (PATCH takes `amount` only). */
+export interface BudgetInputView {
+  scope: 'user' | 'team';
+  subject_id: number;
+  metric: 'tokens' | 'cost';
+  period: 'day' | 'month';
+  amount: number;
+}
 
 // ------------------------------------------------------------------ live sessions (/api/admin/sessions)
 

@@ -11,6 +11,7 @@ import { adminAuditRoutes } from './admin-audit-routes.js';
 import { adminMailPolicyRoutes } from './admin-mail-policy-routes.js';
 import { adminChatModelRoutes } from './admin-chat-models-routes.js';
 import { adminConnectorRoutes } from './admin-connectors-routes.js';
+import { adminBudgetRoutes, adminUsageCsvRoutes, adminUsageRoutes } from './admin-usage-routes.js';
 import { settingsRoutes } from './settings-routes.js';
 import { biInternalRoutes, dataAuthorizationRoutes } from './data-access/index.js';
 import { chatRoutes } from './chat-routes.js';
@@ -65,6 +66,9 @@ export function createApp(ctx: WebContext): Express {
     ['/api/admin/mail-policy', adminMailPolicyRoutes],
     ['/api/admin/chat-models', adminChatModelRoutes],
     ['/api/admin/connectors', adminConnectorRoutes],
+    ['/api/admin/usage', adminUsageRoutes],
+    ['/api/admin/usage.csv', adminUsageCsvRoutes],
+    ['/api/admin/budgets', adminBudgetRoutes],
     ['/api', shareRoutes],
     ['/api/chat', feedbackRoutes],
     ['/api/settings', settingsRoutes],

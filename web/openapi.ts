@@ -153,6 +153,12 @@ export const OPERATIONS: readonly (readonly [string, string, string, Who, string
   ['delete', '/api/admin/connectors/{id}', 'admin', 'superuser', 'Delete a connector'],
   ['post', '/api/admin/connectors/{id}/refresh', 'admin', 'superuser', 'List the tools from the server again (modes kept); {connector, skipped}'],
   ['patch', '/api/admin/connectors/{id}/tools', 'admin', 'superuser', 'Set tool modes ({modes: {tool: enabled|disabled|ask}})'],
+  ['get', '/api/admin/usage', 'admin', 'superuser', 'Usage of chat turns per UTC day or month and per user, team or model, with cost (?from, to, group, period; docs/usage.md)'],
+  ['get', '/api/admin/usage.csv', 'admin', 'superuser', 'The usage report as CSV (same parameters)'],
+  ['get', '/api/admin/budgets', 'admin', 'superuser', 'Every budget with what is used of it in the running period'],
+  ['post', '/api/admin/budgets', 'admin', 'superuser', 'Add a budget ({scope: user|team, subject_id, metric: tokens|cost, period: day|month, amount})'],
+  ['patch', '/api/admin/budgets/{id}', 'admin', 'superuser', 'Change a budget amount ({amount}); counts from the next turn'],
+  ['delete', '/api/admin/budgets/{id}', 'admin', 'superuser', 'Remove a budget'],
   ['get', '/api/admin/mail-policy', 'admin', 'superuser', 'The server-wide send policy (first from AIRLOCK_MAIL_*)'],
   ['put', '/api/admin/mail-policy', 'admin', 'superuser', 'Change the server-wide send policy ({allow_domains?, block_domains?, other?, max_recipients?, max_per_hour?, approval_timeout_s?})'],
 ];

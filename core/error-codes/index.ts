@@ -19,6 +19,7 @@ import { IDENTITY_ERRORS } from './identity.js';
 import { PROXY_AREA_ERRORS } from './proxy.js';
 import { RUNTIME_ERRORS } from './runtime.js';
 import { UPLOAD_ERRORS } from './uploads.js';
+import { USAGE_ERRORS } from './usage.js';
 import type { ErrorArea, ErrorSpec } from './types.js';
 
 export type { ErrorArea, ErrorSpec, ErrorSurface } from './types.js';
@@ -33,6 +34,7 @@ export const ERROR_AREAS = [
   { title: 'Data access', errors: DATA_ACCESS_ERRORS },
   { title: 'Chat, sessions, memories, workspace account', errors: CHAT_ERRORS },
   { title: 'Uploaded files', errors: UPLOAD_ERRORS },
+  { title: 'Usage, cost, budgets', errors: USAGE_ERRORS },
   { title: 'Runtime, sandbox, control, egress', errors: RUNTIME_ERRORS },
   { title: 'Fleet (nodes)', errors: FLEET_ERRORS },
   { title: 'Credential proxy', errors: PROXY_AREA_ERRORS },

@@ -55,6 +55,9 @@ function view(r: Row<'chat_models'>): ChatModelView {
     version: r.version,
     created_at: r.created_at,
     updated_at: r.updated_at,
+    price_input_per_mtok: r.price_input_per_mtok,
+    price_output_per_mtok: r.price_output_per_mtok,
+    price_currency: r.price_currency,
   };
 }
 
@@ -145,9 +148,13 @@ export async function createChatModel(db: Sql, enc: Encryptor, m: ChatModelInput
       context_tokens: m.context_tokens,
       enabled: m.enabled === false ? 0 : 1,
       env_managed: 0,
+      price_input_per_mtok: m.price_input_per_mtok ?? null,
+      price_output_per_mtok: m.price_output_per_mtok ?? null,
+      price_currency: m.price_currency ?? null,
     })
     .returningAll()
     .executeTakeFirstOrThrow();
+  await checkPrices(db, r);
   return view(r);
 }
 
@@ -160,13 +167,33 @@ export async function updateChatModel(db: Sql, enc: Encryptor, id: string, c: Ch
   if (!row) throw notFound();
   if (id === DEFAULT_MODEL_ID && c.enabled === false) throw new AppError('ERR_CHAT_MODEL_DEFAULT', 'the default model cannot be disabled or deleted');
   const set: Record<string, unknown> = { env_managed: 0, version: row.version + 1, updated_at: nowIso() };
-  for (const k of ['label', 'provider', 'model', 'context_tokens'] as const) if (c[k] !== undefined) set[k] = c[k];
+  for (const k of ['label', 'provider', 'model', 'context_tokens', 'price_input_per_mtok', 'price_output_per_mtok', 'price_currency'] as const) if (c[k] !== undefined) set[k] = c[k];
   if (c.base_url !== undefined) set.base_url = c.base_url;
   if (c.enabled !== undefined) set.enabled = c.enabled ? 1 : 0;
   if (c.api_key !== undefined) set.api_key_enc = c.api_key ? enc.encrypt(c.api_key, aad(id)) : null;
   if ((set.provider ?? row.provider) === 'demo') set.model = 'demo';
   await db.updateTable('chat_models').set(set).where('id', '=', id).execute();
+  await checkPrices(db, (await db.selectFrom('chat_models').selectAll().where('id', '=', id).executeTakeFirst())!);
   return (await getChatModel(db, id))!;
+}
+
+/**
+ * One currency per install (docs/usage.md "Cost"): a priced entry names its currency, and it is the
+ * one every other priced entry names, so that costs add up. Checked in the caller's transaction
+ * after the write (a refusal rolls it back).
+ */
+async function checkPrices(db: Sql, r: Row<'chat_models'>): Promise<void> {
+  if (r.price_input_per_mtok === null && r.price_output_per_mtok === null) return;
+  if (!r.price_currency) throw new AppError('ERR_VALIDATION', 'price_currency: required with a price (e.g. USD).', { details: { problems: [{ field: 'price_currency', message: 'price_currency: required with a price (e.g. USD).' }] } });
+  const other = await db
+    .selectFrom('chat_models')
+    .select(['id', 'price_currency'])
+    .where('id', '!=', r.id)
+    .where('price_currency', 'is not', null)
+    .where('price_currency', '!=', r.price_currency)
+    .where((eb) => eb.or([eb('price_input_per_mtok', 'is not', null), eb('price_output_per_mtok', 'is not', null)]))
+    .executeTakeFirst();
+  if (other) throw new AppError('ERR_USAGE_CURRENCY_MISMATCH', `the model "${other.id}" is priced in ${other.price_currency}: every priced model uses one currency`);
 }
 
 /** Delete an entry (not the default); its chats fall back to the default (their model_id set null here, in the caller's transaction). Returns how many chats fell back. */

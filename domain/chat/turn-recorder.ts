@@ -17,6 +17,8 @@ export class TurnRecorder {
   seq = 0;
   /** The answer's text so far (the text_deltas joined). */
   text = '';
+  /** Mails the turn sent (send_email calls that ended ok): its usage (docs/usage.md). */
+  mails = 0;
   /** Each tool call's input by call id (a sent mail's recipients are counted from it). */
   private readonly inputs = new Map<string, Record<string, unknown>>();
   private writes: Promise<void> = Promise.resolve();
@@ -31,6 +33,11 @@ export class TurnRecorder {
   /** Whether the turn started a tool (its end then also ends the tools still running). */
   get usedTools(): boolean {
     return this.inputs.size > 0;
+  }
+
+  /** How many tool calls the turn started (its usage). */
+  get toolCalls(): number {
+    return this.inputs.size;
   }
 
   /** Queue a store write after the ones before it; a failed write is logged, never thrown. */
@@ -79,6 +86,7 @@ export class TurnRecorder {
   private toolEnded(e: Extract<ChatEvent, { type: 'tool_end' }>): void {
     const { turnId, sessionId, userId } = this.turn;
     const input = this.inputs.get(e.call_id);
+    if (e.ok && e.tool === 'send_email') this.mails++;
     this.write('a chat event', () =>
       // A sent mail's log entry and its tool call's end are one change.
       store.inTransaction(this.sql, async (trx) => {

@@ -11,9 +11,10 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, isAppError, type ChatEvent, type Logger, type Metrics, type TurnResult, type TurnRunner } from '../../core/index.js';
 import type { Sql } from '../db/index.js';
+import { assertWithinBudget, budgetWarning, recordTurnUsage } from '../usage/index.js';
 import { storedEvents } from './events.js';
 import { TurnRegistry, type LiveTurn } from './live-turns.js';
-import { recordPick, type ResolvedModel } from './models.js';
+import { DEFAULT_MODEL_ID, recordPick, type ResolvedModel } from './models.js';
 import * as store from './store.js';
 import { branchTranscript } from './transcript.js';
 import { TurnRecorder } from './turn-recorder.js';
@@ -91,6 +92,8 @@ export class TurnService {
     if (!runner) throw new AppError('ERR_CHAT_UNAVAILABLE', 'chat is not available on this server');
     const { session, userId } = t;
     if (t.replacesTurnId && !session) throw new AppError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
+    // A used-up budget refuses the turn before anything is stored or any model is called (docs/usage.md).
+    await assertWithinBudget(this.deps.sql, userId);
     // Where the turn goes: after the branch shown, or beside the turn it edits or regenerates.
     const place = session ? await store.placeTurn(this.deps.sql, session.id, t.replacesTurnId) : { parent: null, head: null };
     // Checked again with no await before the registry's start: another request may have started one meanwhile.
@@ -163,10 +166,12 @@ export class TurnService {
     const { turnId, sessionId, userId } = turn;
     const rec = new TurnRecorder(this.deps.sql, this.live, turn, log);
     let result: TurnResult;
+    let modelId = DEFAULT_MODEL_ID;
     try {
       // The model's context is the branch this turn continues, from the store, within the budget of
       // the chat's model; a sandbox prepared for another model is replaced (docs/chat.md).
       const model = await this.deps.model(sessionId);
+      modelId = model.revision.slice(0, model.revision.lastIndexOf(':')) || DEFAULT_MODEL_ID;
       const context = () => branchTranscript(this.deps.sql, sessionId, model.contextTokens, place.parent);
       const { onEvent, onDaemonEvent } = rec;
       result = await runner.runTurn({ userId, sessionId, turnId, prompt, base: place.parent, context, modelRevision: model.revision, signal: turn.controller.signal, onEvent, onDaemonEvent });
@@ -181,23 +186,33 @@ export class TurnService {
       log.error({ err, code: isAppError(err) ? err.code : undefined }, 'turn failed');
       result = { stop_reason: 'error', error: isAppError(err) && err.status < 500 ? { code: err.code, message: err.message } : { code: 'ERR_SANDBOX_FAILED', message: 'the sandbox failed to run the turn' } };
     }
-    await this.finish(rec, turn, result, log);
+    await this.finish(rec, turn, result, log, modelId);
     this.deps.onTurnEnd?.(turn, result, { prompt, answer: rec.text });
   }
 
   /** The turn's end: stored after every write of its events, logged, counted, then its one `done`. */
-  private async finish(rec: TurnRecorder, turn: LiveTurn, result: TurnResult, log: Logger): Promise<void> {
+  private async finish(rec: TurnRecorder, turn: LiveTurn, result: TurnResult, log: Logger, modelId: string): Promise<void> {
     if (result.stop_reason === 'error' && !result.error) result.error = { code: 'ERR_SANDBOX_FAILED', message: 'the turn failed' };
     // The turn and its tool calls end in one transaction, after every write of its events.
     const { stop_reason: stopReason, error } = result;
     const extras = { ...(result.items ? { items: result.items } : {}), ...(result.usage ? { usage: result.usage } : {}) };
-    rec.write('the end of a turn', () => store.endTurn(this.deps.sql, turn.turnId, rec.text, stopReason, error, rec.usedTools, extras));
+    // Its usage is added to the day's rollup in the same transaction (docs/usage.md), also when the chat was deleted meanwhile.
+    const usage = { userId: turn.userId, modelId, usage: result.usage, toolCalls: rec.toolCalls, mails: rec.mails, at: new Date() };
+    let cost = 0;
+    rec.write('the end of a turn', () =>
+      store.inTransaction(this.deps.sql, async (trx) => {
+        await store.endTurn(trx, turn.turnId, rec.text, stopReason, error, rec.usedTools, extras);
+        cost = await recordTurnUsage(trx, usage);
+      }),
+    );
     await rec.settled();
+    const budget = await budgetWarning(this.deps.sql, turn.userId).catch((err: unknown) => void log.error({ err }, 'could not read the budgets'));
     log.info({ stopReason, code: result.error?.code, events: rec.seq, ...result.usage }, 'turn done');
     const metrics = this.deps.services.metrics;
     metrics?.turns.inc({ stop_reason: stopReason });
     if (result.usage) metrics?.modelTokens.inc({ kind: 'input' }, result.usage.input_tokens);
     if (result.usage) metrics?.modelTokens.inc({ kind: 'output' }, result.usage.output_tokens);
+    metrics?.usage(modelId, result.usage, cost);
     // Exactly one done per turn, made here and nowhere else.
     rec.push({
       type: 'done',
@@ -206,6 +221,7 @@ export class TurnService {
       turn_id: turn.turnId,
       stop_reason: stopReason,
       ...(result.error ? { error: { code: result.error.code, message: result.error.message } } : {}),
+      ...(budget ? { budget } : {}),
     });
   }
 }

@@ -118,6 +118,35 @@ export interface ChatModelsTable {
   version: Default<number>;
   created_at: Default<string>;
   updated_at: Default<string>;
+  /** Price per million input / output tokens, in `price_currency` (migration 050, docs/usage.md); null: unpriced. */
+  price_input_per_mtok: number | null;
+  price_output_per_mtok: number | null;
+  price_currency: string | null;
+}
+
+/** What a user's turns on a model used on one UTC day (migration 050, domain/usage.ts). */
+export interface UsageDailyTable {
+  day: string;
+  user_id: number;
+  model_id: string;
+  turns: Default<number>;
+  input_tokens: Default<number>;
+  output_tokens: Default<number>;
+  tool_calls: Default<number>;
+  mails: Default<number>;
+  cost: Default<number>;
+}
+
+/** An admin's cap on a user's or a team's usage (migration 050, domain/usage.ts). */
+export interface UsageBudgetsTable {
+  id: Generated<number>;
+  scope: 'user' | 'team';
+  subject_id: number;
+  metric: 'tokens' | 'cost';
+  period: 'day' | 'month';
+  amount: number;
+  created_at: Default<string>;
+  updated_at: Default<string>;
 }
 
 /** Remote MCP servers an admin registers (migration 030, docs/connectors.md). */
@@ -210,6 +239,8 @@ export interface Schema {
   connectors: ConnectorsTable;
   chat_shares: ChatSharesTable;
   chat_feedback: ChatFeedbackTable;
+  usage_daily: UsageDailyTable;
+  usage_budgets: UsageBudgetsTable;
   connected_accounts: ConnectedAccountsTable;
   idp_connections: IdpConnectionsTable;
   external_identities: ExternalIdentitiesTable;

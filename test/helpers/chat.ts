@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { readFileSync, existsSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { atRestEncryptor, type Logger, type TurnRunner } from '../../core/index.js';
+import { atRestEncryptor, type Logger, type Metrics, type TurnRunner } from '../../core/index.js';
 import { chatModelEnv, LocalTurnRunner } from '../../daemon/local-runner.js';
 import * as openaiModel from '../../emulator/model-openai.js';
 import * as anthropicModel from '../../emulator/model-anthropic.js';
@@ -52,6 +52,8 @@ export interface ChatHarnessOptions extends ModelServerOptions {
    * when the chat switches. Only with the default runner.
    */
   chatModels?: boolean;
+  /** The web app's metrics (GET /metrics serves them). */
+  metrics?: Metrics;
 }
 
 export async function startChatHarness(t: { teardown(fn: () => unknown): void }, opts: ChatHarnessOptions = {}): Promise<ChatHarness> {
@@ -79,6 +81,7 @@ export async function startChatHarness(t: { teardown(fn: () => unknown): void },
     ...opts.app,
     env: { ...modelEnv, ...opts.app?.env },
     services: {
+      ...(opts.metrics ? { metrics: opts.metrics } : {}),
       chat: {
         runner: {
           runTurn: (req: Parameters<TurnRunner['runTurn']>[0]) => holder.runner!.runTurn(req),

@@ -29,6 +29,8 @@ export interface ViewTurn {
   error?: { code: string; message: string };
   /** Shown while the page reconnects to a turn that runs on. */
   notice?: string;
+  /** A budget of the user at 80 % or more after this turn (`done.budget.message`, docs/usage.md); not stored. */
+  budget?: string;
   /** Its edits and regenerates (the turns with the same parent, itself included), oldest first. */
   siblings?: string[];
   /** Tokens its model calls used. */
@@ -150,6 +152,7 @@ export function applyEvent(t: ViewTurn, e: ChatEvent): ViewTurn {
     next.id = e.turn_id;
     next.stopReason = e.stop_reason;
     next.error = e.error;
+    next.budget = e.budget?.message;
     next.endedAt = new Date().toISOString();
     for (let i = 0; i < parts.length; i++) {
       const p = parts[i];
@@ -381,9 +384,9 @@ export function Turn(props: TurnProps) {
             {t.status}
           </p>
         )}
-        {t.notice && (
+        {(t.notice ?? t.budget) && (
           <div class="banner info" role="status">
-            {t.notice}
+            {t.notice ?? t.budget}
           </div>
         )}
         {problem && (
