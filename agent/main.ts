@@ -15,6 +15,7 @@ import { LineWriter, protocolLogFields, readMessages } from '../core/ndjson.js';
 import { createLogger } from '../core/logger.js';
 import { isAppError } from '../core/errors.js';
 import { importFromSnapshotProcess } from '../core/runtime-import.js';
+import { rearmTimersAfterSnapshot } from '../core/snapshot-timers.js';
 import { parseMcpServers, readAgentSettings, toolEnvOf } from './env.js';
 import { Agent } from './loop.js';
 import { ToolHost } from './mcp.js';
@@ -201,6 +202,8 @@ async function warmUp(): Promise<void> {
 if (!startupSnapshot.isBuildingSnapshot()) start();
 else {
   startupSnapshot.setDeserializeMainFunction(() => {
+    // Before anything sets a timer: the warm-up left Node's timer state stale (snapshot-timers.ts).
+    rearmTimersAfterSnapshot();
     importFromSnapshotProcess();
     start();
   });

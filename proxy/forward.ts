@@ -115,7 +115,10 @@ function relay(
     r.finish(status, code ? { code } : {});
   });
   const cut = () => {
+    // Once: 'error', 'aborted' and 'close' all come for one cut (each was recorded and logged
+    // by the daemon before: three warnings for one stalled model call).
     if (ended) return;
+    ended = true;
     // The gateway cut the answer (an upstream body that did not decode, a lost upstream): the child sees a cut-off response.
     ctx.decide(r.route, 'upstream_error', status, code ?? 'ERR_PROXY_UPSTREAM', r.dropped, r.info());
     r.finish(status, { code: code ?? 'ERR_PROXY_UPSTREAM' });

@@ -12,6 +12,7 @@
  */
 import { startupSnapshot } from 'node:v8';
 import { Supervisor } from './supervisor.js';
+import { rearmTimersAfterSnapshot } from '../core/snapshot-timers.js';
 import { launchFirst, serve } from './boot.js';
 import { ChildOutboundSchema, ControlRequestSchema, SessionProfileSchema } from '../core/sandbox-protocol.js';
 
@@ -27,5 +28,9 @@ if (startupSnapshot.isBuildingSnapshot()) {
     ControlRequestSchema.safeParse(m);
   for (const m of [{ type: 'ready' }, { type: 'configured' }, { type: 'turn_end', turn_id: 't', stop_reason: 'end_turn' }]) ChildOutboundSchema.safeParse(m);
   SessionProfileSchema.safeParse({ version: 1, session_id: 's', proxy: { host: '127.0.0.1', port: 8700 }, routes: [] });
-  startupSnapshot.setDeserializeMainFunction(() => void serve(Supervisor, launchFirst()));
+  startupSnapshot.setDeserializeMainFunction(() => {
+    // Node's timer state in the blob may be stale (core/snapshot-timers.ts says why).
+    rearmTimersAfterSnapshot();
+    void serve(Supervisor, launchFirst());
+  });
 }
