@@ -80,6 +80,7 @@ const SLEEP_PATTERNS = [
 
 /** Test files that may pause for a fixed time, and why no event can stand in. */
 const SLEEP_ALLOWED: Record<string, { max: number; why: string }> = {
+  'test/helpers/mcp-upstream.ts': { max: 1, why: "the fake MCP server's `slow` tool answers after the time it is asked for: a slow upstream is the behaviour under test (the gateway's bounds), not a wait" },
   'test/helpers/wait.ts': { max: 1, why: 'the one poll helper: it pauses between checks of a condition and fails at its deadline' },
   'test/browser/admin-port.test.ts': { max: 1, why: "proves a page left stops polling: nothing happening has no event; 2 s is almost three of the page's 0.7 s intervals" },
   'test/browser/admin-sessions.test.ts': { max: 1, why: "proves a page left stops refreshing: nothing happening has no event; 6 s is more than the page's 5 s REFRESH_MS" },

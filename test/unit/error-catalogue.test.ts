@@ -45,6 +45,11 @@ function* walk(dir: string, ext: RegExp): Generator<string> {
  */
 const CODE_RE = /\bERR_[A-Z0-9_]*[A-Z0-9](?![A-Za-z0-9_*<{$(])/g;
 
+/** Codes Node itself sets on its errors: our code compares against them, never answers with them. */
+const NODE_CODES: Readonly<Record<string, string>> = {
+  ERR_HTTP_REQUEST_TIMEOUT: "an http.Server's headers timeout (clientError): the egress gateway answers it with a plain 408",
+};
+
 function codesIn(file: string): { code: string; line: number }[] {
   const out: { code: string; line: number }[] = [];
   readFileSync(file, 'utf8')
@@ -89,7 +94,7 @@ t.test('every ERR_* code written in the repository is in the catalogue', async (
     for (const { code, line } of codesIn(f)) {
       found++;
       used.add(code);
-      if (!isErrorCode(code)) missing.push(`${relative(ROOT, f)}:${line} ${code}`);
+      if (!isErrorCode(code) && !(code in NODE_CODES)) missing.push(`${relative(ROOT, f)}:${line} ${code}`);
     }
   }
   t.ok(found > 100, `codes were found (${found})`);

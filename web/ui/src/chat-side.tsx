@@ -5,6 +5,7 @@ import type { ChatSessionSummary } from '../../chat-api.js';
 import { api, ApiError } from './api.js';
 import { fmt } from './chat-turn.js';
 import { shownOf, ShownText, type Shown } from './error-text.js';
+import { returnHere } from './return-here.js';
 
 /* ---------- the sessions list ---------- */
 
@@ -141,10 +142,6 @@ interface AccountInfo {
 }
 
 /** Where the account connect comes back to: this page and the chat open in it (never a new chat). */
-export function returnHere(): string {
-  return /^#\/chat\/[A-Za-z0-9-]{1,64}$/.test(location.hash) ? `/${location.hash}` : '/';
-}
-
 export function AccountBox() {
   const [acc, setAcc] = useState<AccountInfo | null | 'unavailable'>(null);
   const [msg, setMsg] = useState<{ kind: 'error' | 'info'; text: Shown } | null>(null);

@@ -8,7 +8,7 @@ import type { ConnectorConnectionView } from '../../chat-api.js';
 import { api } from './api.js';
 import { Section, useLoad } from './admin/common.js';
 import { ShownText, shownOf, type Shown } from './error-text.js';
-import { returnHere } from './chat-side.js';
+import { returnHere } from './return-here.js';
 
 /** Start connecting: the browser leaves for the authorization server. */
 async function startConnect(connectorId: string, returnTo: string): Promise<void> {
