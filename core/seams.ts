@@ -6,6 +6,7 @@ import type { AgentEvent, DaemonEvent, StopReason, TurnEndExtras } from './sandb
 import type { MailPolicy, MailSummary, ProxyDecisionRecord } from './sandbox-control.js';
 import type { ProfileRoute } from './sandbox-profile.js';
 import type { TranscriptItem } from './transcript.js';
+import type { TurnCalls } from './turn-calls.js';
 import type { MailPreviewText } from './api-types.js';
 
 /** One chat turn in a session's sandbox. Implemented by the daemon's session manager. */
@@ -101,13 +102,22 @@ export interface MailPreview extends MailPreviewText {
 /** The daemon's answer to a held send. */
 export type MailHoldRelease = { allow: true } | { allow: false; code: string; message: string };
 
+/** Whose a held send is, the turn running in that session, and the tool calls it runs. */
+export interface HoldContext {
+  sessionId: string;
+  userId: number;
+  turn?: TurnRequest;
+  calls?: TurnCalls;
+}
+
 /**
  * The daemon's side of the proxy: the audit trail of every proxied request, and the decision on
  * every held send (per-hour limit, the policy again, and for `ask` the user in the running turn).
  */
 export interface SandboxAuditor {
   proxied(s: { sessionId: string; userId: number }, d: ProxyDecisionRecord): void;
-  hold(s: { sessionId: string; userId: number; turn?: TurnRequest }, h: MailHold): Promise<MailHoldRelease>;
+  /** `calls`: the tool calls the turn runs now (core/turn-calls.ts); absent: none, so no send can be bound to a call. */
+  hold(s: HoldContext, h: MailHold): Promise<MailHoldRelease>;
   /** A session's sandbox ended: its pending approvals are refused, its per-session approvals forgotten. */
   sessionEnded(sessionId: string): void;
 }

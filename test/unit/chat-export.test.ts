@@ -77,7 +77,7 @@ t.test('the whole export: title, prompts, tool errors and turn errors escaped', 
         prompt: HOSTILE_PROMPT,
         text: 'Done <script>alert(4)</script>',
         tool_calls: [{ call_id: 'c1', tool: 'send_email', input: { html: '<img src=x>' }, status: 'error', error: '<img src=x onerror=alert(5)>', output: null, duration_ms: 3, started_at: '2026-11-28T10:00:00.000Z' }],
-        error: { code: 'ERR_X', message: '<b>bad</b>' },
+        error: { code: 'ERR_MAIL_DENIED', message: '<b>bad</b>' },
       }),
     ],
     '2026-11-28T11:00:00.000Z',
@@ -87,6 +87,6 @@ t.test('the whole export: title, prompts, tool errors and turn errors escaped', 
   for (const bad of ['script', 'img', 'iframe', 'b', 'a', 'blockquote', 'ul', 'ol']) t.notOk(els.has(bad), `no <${bad}>`);
   t.match(html, /<h1>&lt;img src=x onerror=alert\(1\)&gt; # \*Q2\* \[link\]\(javascript:alert\(2\)\)<\/h1>/, 'the title is one literal heading');
   t.match(visible(html), /<img src=x onerror=alert\(5\)>/, "the tool's error shows as text");
-  t.match(visible(html), /The answer ended with an error: <b>bad<\/b> \(ERR_X\)/, "the turn's error too");
+  t.match(visible(html), /The answer ended with an error: <b>bad<\/b> \(ERR_MAIL_DENIED\)/, "the turn's error too");
   t.match(html, /<code class="language-json">[^]*&lt;img src=x&gt;/, "the tool's input stays in its fenced block");
 });
