@@ -6,7 +6,6 @@ import type { AgentEvent, DaemonEvent, StopReason, TurnEndExtras } from './sandb
 import type { MailPolicy, MailSummary, ProxyDecisionRecord } from './sandbox-control.js';
 import type { ProfileRoute } from './sandbox-profile.js';
 import type { TranscriptItem } from './transcript.js';
-import type { TurnCalls } from './turn-calls.js';
 import type { MailPreviewText } from './api-types.js';
 
 /** One chat turn in a session's sandbox. Implemented by the daemon's session manager. */
@@ -102,12 +101,18 @@ export interface MailPreview extends MailPreviewText {
 /** The daemon's answer to a held send. */
 export type MailHoldRelease = { allow: true } | { allow: false; code: string; message: string };
 
+/** The tool calls a turn runs, as a held send is bound to one (core/turn-calls.ts implements it). */
+export interface RunningCalls {
+  /** `bound`: a running call of `tool` that made no send yet; `reused`: it made one; `unbound`: no such call. */
+  claim(callId: string, tool: string): Promise<'bound' | 'unbound' | 'reused'>;
+}
+
 /** Whose a held send is, the turn running in that session, and the tool calls it runs. */
 export interface HoldContext {
   sessionId: string;
   userId: number;
   turn?: TurnRequest;
-  calls?: TurnCalls;
+  calls?: RunningCalls;
 }
 
 /**

@@ -7,8 +7,9 @@
  * card is shown.
  */
 import type { AgentEvent } from './sandbox-events.js';
+import type { RunningCalls } from './seams.js';
 
-export type CallClaim = 'bound' | 'unbound' | 'reused';
+export type CallClaim = Awaited<ReturnType<RunningCalls['claim']>>;
 
 /**
  * How long a send may wait for its call's tool_start (the tool's HTTP request and the agent's
@@ -17,7 +18,7 @@ export type CallClaim = 'bound' | 'unbound' | 'reused';
  */
 export const CALL_START_WAIT_MS = 2_000;
 
-export class TurnCalls {
+export class TurnCalls implements RunningCalls {
   /** Running calls: call id → tool name. */
   private readonly running = new Map<string, string>();
   /** Calls a send was already bound to (for the whole turn: a call binds one send, ever). */

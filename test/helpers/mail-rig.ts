@@ -35,6 +35,8 @@ export interface MailRigOptions {
   png?: Buffer;
   chartTitle?: string;
   body?: string;
+  /** An HTML part besides the text (send_email's `html`). */
+  html?: string;
   /** Show send_email's input in the tool row as the agent gives it (default: the subject only). */
   toolInput?: boolean;
   /** The message's subject (default: the turn's prompt). */
@@ -139,7 +141,7 @@ export async function startMailRig(t: Test, dataDir: string, o: MailRigOptions =
       await o.beforeSend?.(req);
       const subject = o.subject ?? req.prompt;
       const raw = await buildMessage(
-        { to: ['ext@partner.example'], cc: ['colleague@corp.example'], bcc: ['audit@corp.example'], subject, text: o.body ?? BODY },
+        { to: ['ext@partner.example'], cc: ['colleague@corp.example'], bcc: ['audit@corp.example'], subject, text: o.body ?? BODY, ...(o.html !== undefined ? { html: o.html } : {}) },
         [{ filename: CHART, name: chartFileName(o.chartTitle ?? 'Quarterly revenue (EUR) — 2026'), content: o.png ?? PNG }],
         'me@corp.example',
       );
