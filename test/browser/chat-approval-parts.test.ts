@@ -13,6 +13,8 @@ import t from 'tap';
 import { simpleParser } from 'mailparser';
 import type { Page } from 'playwright-core';
 import type { ApprovalPreview } from '../../web/chat-api.js';
+import { renderChartPng } from '../../extensions/rasterize.js';
+import { normaliseChart } from '../../extensions/chart-spec.js';
 import { tempDir } from '../helpers/app.js';
 import { axeProblems, browserUnavailable, launch, screenshot, settled } from '../helpers/browser.js';
 import { loginAs, startMailRig } from '../helpers/mail-rig.js';
@@ -28,7 +30,8 @@ const why = browserUnavailable();
 if (why) t.plan(0, why);
 else {
   t.test('text and HTML parts that differ: both shown with the warning; approved, Gmail receives exactly what the card showed', async (t) => {
-    const rig = await startMailRig(t, tempDir(t), { body: TEXT, html: HTML, toolInput: true, chartTitle: 'Q2 numbers' });
+    const png = await renderChartPng(normaliseChart({ type: 'bar', title: 'Q2 numbers', labels: ['Revenue', 'Costs'], datasets: [{ label: 'Q2', data: [181, 99] }], width: 480, height: 280 }));
+    const rig = await startMailRig(t, tempDir(t), { png, body: TEXT, html: HTML, toolInput: true, chartTitle: 'Q2 numbers' });
     await loginAs(rig.app, 'ann', true);
     const browser = await launch(t);
     const page = await browser.newPage({ viewport: { width: 1280, height: 1100 }, colorScheme: 'light' });
@@ -59,7 +62,7 @@ else {
     t.equal(await frame!.locator('img, script, link').count(), 0, 'nothing in the frame can load');
     t.match(await text(page, '.approval-links li'), /^Q2 summary → https:\/\/intranet\.corp\.example\/hr\/salaries\.xlsx$/, 'the link listed under the frame');
     t.same([await text(page, '.approval dd.to'), await text(page, '.approval dd.cc'), await text(page, '.approval dd.bcc')], ['ext@partner.example', 'colleague@corp.example', 'audit@corp.example'], 'To, Cc and Bcc each in its own field');
-    t.match(await text(page, '.approval-files li'), /^q2-numbers\.png \(image\/png, \d+ B\)$/, 'the attachment with name, type and size');
+    t.match(await text(page, '.approval-files li'), /^q2-numbers\.png \(image\/png, \d+ KB\)$/, 'the attachment with name, type and size');
     await page.waitForFunction(() => Array.from(document.querySelectorAll<HTMLImageElement>('.approval-files img')).some((i) => i.complete && i.naturalWidth > 0));
     t.same(await axeProblems(page), [], 'axe: the card with both parts');
     await page.$eval('.approval', (e) => e.scrollIntoView({ block: 'start' }));
@@ -78,7 +81,7 @@ else {
 
     const sent = rig.upstream.requests.filter((r) => r.path === '/gmail/v1/users/me/messages/send');
     t.equal(sent.length, 1, 'sent once');
-    const mail = await simpleParser(Buffer.from(JSON.parse(sent[0].body).raw, 'base64url'));
+    const mail = await simpleParser(Buffer.from(JSON.parse(sent[0].body).raw, 'base64url'), { keepCidLinks: true });
     t.equal((mail.text ?? '').trim(), shown.text.trim(), "Gmail's text part is the one the card showed");
     t.equal(mail.html, shown.html, "Gmail's HTML part is the one the card showed, byte for byte");
     const addrs = (a: typeof mail.to) => (Array.isArray(a) ? a : a ? [a] : []).flatMap((x) => x.value.map((v) => v.address));
