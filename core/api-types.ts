@@ -52,10 +52,15 @@ export interface MailPreviewText {
   cc: string[];
   bcc: string[];
   subject: string;
-  /** The body as plain text (from text/plain, or from text/html when there is no plain part), cut at a limit. */
+  /** The plain-text part whole (or, when there is none, the visible text of the HTML part). */
   text: string;
+  /** Always false since the card shows a message whole or not at all (kept for older pages). */
   truncated: boolean;
   text_from: 'plain' | 'html' | 'none';
+  /** The HTML part as sent (the page sanitises it and renders it in a sandboxed frame); null: none. */
+  html: string | null;
+  /** The plain-text part and the visible text of the HTML part have different words (daemon/mail-preview.ts partsDiffer). */
+  parts_differ: boolean;
 }
 
 /** A synced directory group (the team picker; domain/identity/orgs.ts lists them). */

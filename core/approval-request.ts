@@ -7,7 +7,7 @@
  */
 export interface ApprovalRequest {
   approval_id: string;
-  /** The send_email call that sent it; null when the child posted to the proxy itself. */
+  /** The running send_email call the send is bound to (core/turn-calls.ts); null only in histories from before the binding. */
   call_id: string | null;
   recipients: string[];
   /** The recipients the approval is about (outside the always-allowed domains). */

@@ -101,13 +101,28 @@ export interface MailPreview extends MailPreviewText {
 /** The daemon's answer to a held send. */
 export type MailHoldRelease = { allow: true } | { allow: false; code: string; message: string };
 
+/** The tool calls a turn runs, as a held send is bound to one (core/turn-calls.ts implements it). */
+export interface RunningCalls {
+  /** `bound`: a running call of `tool` that made no send yet; `reused`: it made one; `unbound`: no such call. */
+  claim(callId: string, tool: string): Promise<'bound' | 'unbound' | 'reused'>;
+}
+
+/** Whose a held send is, the turn running in that session, and the tool calls it runs. */
+export interface HoldContext {
+  sessionId: string;
+  userId: number;
+  turn?: TurnRequest;
+  calls?: RunningCalls;
+}
+
 /**
  * The daemon's side of the proxy: the audit trail of every proxied request, and the decision on
  * every held send (per-hour limit, the policy again, and for `ask` the user in the running turn).
  */
 export interface SandboxAuditor {
   proxied(s: { sessionId: string; userId: number }, d: ProxyDecisionRecord): void;
-  hold(s: { sessionId: string; userId: number; turn?: TurnRequest }, h: MailHold): Promise<MailHoldRelease>;
+  /** `calls`: the tool calls the turn runs now (core/turn-calls.ts); absent: none, so no send can be bound to a call. */
+  hold(s: HoldContext, h: MailHold): Promise<MailHoldRelease>;
   /** A session's sandbox ended: its pending approvals are refused, its per-session approvals forgotten. */
   sessionEnded(sessionId: string): void;
 }

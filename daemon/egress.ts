@@ -46,7 +46,16 @@ const CALL_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
 export const GATEWAY_MAX_IN_FLIGHT = 16;
 export const GATEWAY_MAX_SESSION_BYTES = 64 * 1024 * 1024;
 export const GATEWAY_MAX_TOTAL_BYTES = 512 * 1024 * 1024;
-const RELEASE_CODES: readonly ProxyErrorCode[] = ['ERR_MAIL_DENIED', 'ERR_MAIL_APPROVAL_TIMEOUT', 'ERR_MAIL_APPROVAL_UNAVAILABLE', 'ERR_MAIL_RATE_LIMITED', 'ERR_MAIL_BLOCKED'];
+const RELEASE_CODES: readonly ProxyErrorCode[] = [
+  'ERR_MAIL_DENIED',
+  'ERR_MAIL_APPROVAL_TIMEOUT',
+  'ERR_MAIL_APPROVAL_UNAVAILABLE',
+  'ERR_MAIL_RATE_LIMITED',
+  'ERR_MAIL_BLOCKED',
+  'ERR_MAIL_CALL_UNBOUND',
+  'ERR_MAIL_CALL_REUSED',
+  'ERR_MAIL_PREVIEW_INCOMPLETE',
+];
 
 /** `https://sheets.googleapis.com/x` → `sheets.googleapis.com:443` (where a route's upstream is). */
 export function egressTarget(url: string): string {

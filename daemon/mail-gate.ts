@@ -11,18 +11,19 @@
  * a row of `proxy_requests`. Bodies, tokens and placeholders never reach either.
  */
 import { AppError, type Config, type Logger } from '../core/index.js';
-import type { ApprovalDecider, ApprovalDecision, ApprovalLookup, DaemonEvent, MailHold, MailPreview, MailHoldRelease, ProxyDecisionRecord, SandboxAuditor, TurnRequest } from '../core/sandbox-protocol.js';
+import type { ApprovalDecider, ApprovalDecision, ApprovalLookup, DaemonEvent, HoldContext, MailHold, MailPreview, MailHoldRelease, ProxyDecisionRecord, SandboxAuditor, TurnRequest } from '../core/sandbox-protocol.js';
 import { judge } from '../core/mail-policy.js';
 import { logAction } from '../domain/action-log.js';
 import { decideHold, findRepeat, getHold, insertHold, mailPolicyFor, recordProxyRequest, reserveHold, type HoldState, type NewHold } from '../domain/mail.js';
 import type { Sql } from '../domain/db/index.js';
+import { PreviewIncomplete } from './mail-preview.js';
 
 interface Pending {
   sessionId: string;
   userId: number;
   asked: string[];
   /** What the user sees before deciding (daemon/mail-preview.ts); in memory only, gone with the hold. */
-  preview: MailPreview | null;
+  preview: MailPreview;
   settle: (decision: 'approved' | 'denied' | 'timed_out', scope: 'once' | 'recipient' | null) => void;
 }
 
@@ -53,7 +54,7 @@ export class MailGate implements SandboxAuditor, ApprovalDecider {
   /** Holds being decided, by id: a hold the supervisor re-sends (a new connection) gets the same answer. */
   private readonly waiting = new Map<string, Promise<MailHoldRelease>>();
 
-  hold(s: { sessionId: string; userId: number; turn?: TurnRequest }, h: MailHold): Promise<MailHoldRelease> {
+  hold(s: HoldContext, h: MailHold): Promise<MailHoldRelease> {
     const same = this.waiting.get(h.hold_id);
     if (same) return same;
     const p = this.judgeHold(s, h).finally(() => this.waiting.delete(h.hold_id));
@@ -61,7 +62,7 @@ export class MailGate implements SandboxAuditor, ApprovalDecider {
     return p;
   }
 
-  private async judgeHold(s: { sessionId: string; userId: number; turn?: TurnRequest }, h: MailHold): Promise<MailHoldRelease> {
+  private async judgeHold(s: HoldContext, h: MailHold): Promise<MailHoldRelease> {
     const base = { id: h.hold_id, sessionId: s.sessionId, userId: s.userId, nodeId: this.config.node.id, turnId: h.turn_id, callId: h.call_id, summary: h.summary };
     const refuse = async (state: HoldState, code: string, message: string, asked: string[] = h.ask): Promise<MailHoldRelease> => {
       await insertHold(this.db, { ...base, verdict: h.verdict, asked, state, code });
@@ -71,6 +72,13 @@ export class MailGate implements SandboxAuditor, ApprovalDecider {
     if (await getHold(this.db, h.hold_id)) {
       // Re-sent by the supervisor after a daemon restart: its question died with that daemon.
       return { allow: false, code: 'ERR_MAIL_APPROVAL_UNAVAILABLE', message: 'the server restarted while this send waited; send it again' };
+    }
+    // The call the send claims (X-Airlock-Call, set inside the sandbox) must be a send_email call
+    // the turn is running, and one that made no send yet (core/turn-calls.ts, docs/security.md).
+    if (h.call_id) {
+      const claim = s.calls ? await s.calls.claim(h.call_id, 'send_email') : 'unbound';
+      if (claim === 'reused') return refuse('refused', 'ERR_MAIL_CALL_REUSED', 'this send_email call already made its one send; a second send under it is refused');
+      if (claim === 'unbound') return refuse('refused', 'ERR_MAIL_CALL_UNBOUND', 'this send names no send_email call the chat turn is running');
     }
     const policy = await mailPolicyFor(this.db, this.config.mail, s.userId);
     // The policy as it is now: stricter than the sandbox's copy wins.
@@ -103,11 +111,18 @@ export class MailGate implements SandboxAuditor, ApprovalDecider {
           : "this send needs the user's approval, and only a send made during a chat turn can be approved",
       };
     }
-    return this.ask(s, h, turn, stillAsked, policy.approval_timeout_s, repeat?.created_at);
+    // Only a send_email call of this turn can be asked about: a send naming none gets no card.
+    const unasked = !h.call_id ? { code: 'ERR_MAIL_CALL_UNBOUND', message: "this send needs the user's approval, and only a send made by a send_email call of the chat turn can be approved" } : this.readPreview(h);
+    if ('code' in unasked) {
+      await decideHold(this.db, h.hold_id, 'refused', null, unasked.code);
+      await this.audit(s, 'mail.refused', h, { code: unasked.code });
+      return { allow: false, ...unasked };
+    }
+    return this.ask(s, h, turn, stillAsked, policy.approval_timeout_s, unasked, repeat?.created_at);
   }
 
   /** Ask the user about a hold already recorded as `pending`, and record the decision. */
-  private async ask(s: { sessionId: string; userId: number }, h: MailHold, turn: TurnRequest, asked: string[], timeoutS: number, repeatOf?: string): Promise<MailHoldRelease> {
+  private async ask(s: { sessionId: string; userId: number }, h: MailHold, turn: TurnRequest, asked: string[], timeoutS: number, preview: MailPreview, repeatOf?: string): Promise<MailHoldRelease> {
     const timeoutMs = timeoutS * 1000;
     const emit = (e: DaemonEvent) => {
       try {
@@ -129,7 +144,7 @@ export class MailGate implements SandboxAuditor, ApprovalDecider {
         // A stopped turn takes its question with it.
         const onAbort = () => settle('denied', null);
         turn.signal.addEventListener('abort', onAbort, { once: true });
-        this.pending.set(h.hold_id, { sessionId: s.sessionId, userId: s.userId, asked, preview: this.readPreview(h), settle });
+        this.pending.set(h.hold_id, { sessionId: s.sessionId, userId: s.userId, asked, preview, settle });
         emit({
           type: 'approval_request',
           approval_id: h.hold_id,
@@ -159,14 +174,21 @@ export class MailGate implements SandboxAuditor, ApprovalDecider {
     }
   }
 
-  /** The message of a held send, read once when the user is asked; a message that cannot be read shows none. */
-  private readPreview(h: MailHold): MailPreview | null {
+  /**
+   * The message of a held send, read once before the user is asked. One the card cannot show
+   * faithfully (daemon/mail-preview.ts), or cannot read at all, is refused: never approved on a
+   * partial preview.
+   */
+  private readPreview(h: MailHold): MailPreview | { code: string; message: string } {
+    const code = 'ERR_MAIL_PREVIEW_INCOMPLETE';
     try {
-      return h.preview?.() ?? null;
+      const p = h.preview?.();
+      if (p) return p;
     } catch (err) {
+      if (err instanceof PreviewIncomplete) return { code, message: `the approval card cannot show this message faithfully (${err.message}); it was not sent` };
       this.log.warn({ holdId: h.hold_id, err: (err as Error).message }, 'the preview of a held send could not be read');
-      return null;
     }
+    return { code, message: 'the approval card cannot show this message; it was not sent' };
   }
 
   /**
@@ -176,7 +198,6 @@ export class MailGate implements SandboxAuditor, ApprovalDecider {
   async preview(q: ApprovalLookup): Promise<MailPreview> {
     const p = this.pending.get(q.approvalId);
     if (p && p.sessionId === q.sessionId && p.userId === q.userId) {
-      if (!p.preview) throw new AppError('ERR_APPROVAL_NOT_FOUND', 'this held send has no preview');
       return p.preview;
     }
     const row = await getHold(this.db, q.approvalId);

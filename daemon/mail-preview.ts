@@ -1,8 +1,15 @@
 /**
  * What the user sees of a held mail send before deciding (docs/chat.md#approvals): From, To, Cc,
- * Bcc and Subject as the send policy read them (core/mail-address.ts, strictly), the body as
- * plain text (an HTML-only body turned into text) cut at a limit, and each attachment by name and
- * size, the images (PNG, JPEG, GIF, WebP) with their bytes for a thumbnail.
+ * Bcc and Subject as the send policy read them (core/mail-address.ts, strictly), the plain-text
+ * part and the HTML part (the page renders it sanitised in a sandboxed frame), whether the two say
+ * different things, and each attachment by name, type and size, the images (PNG, JPEG, GIF, WebP)
+ * with their bytes for a thumbnail.
+ *
+ * Faithful or nothing: a message whose parts the card cannot show as a mail client would (an
+ * alternative of another type, more than one body part of a kind, another multipart type, nesting
+ * deeper than the composer's, an unknown transfer encoding or charset, a body part over its bound)
+ * throws PreviewIncomplete with the reason, and the send is refused (ERR_MAIL_PREVIEW_INCOMPLETE),
+ * never sent on a partial preview.
  *
  * Built on the host by the egress gateway from the exact bytes it forwards, kept in memory with
  * the pending hold only (daemon/mail-gate.ts), and bounded: never written to the event log, the
@@ -12,14 +19,22 @@ import libmime from 'libmime';
 import { readAddressList, splitStrictHead, strictFields } from '../core/mail-address.js';
 import type { MailPreview } from '../core/seams.js';
 
-/** The body text shown, at most (characters). */
-export const PREVIEW_TEXT_CHARS = 20_000;
+/** The plain-text part shown, at most (characters); a longer one cannot be approved. */
+export const PREVIEW_TEXT_CHARS = 256 * 1024;
+/** The HTML part shown, at most (characters); a longer one cannot be approved. */
+export const PREVIEW_HTML_CHARS = 1024 * 1024;
 /** One image kept for its thumbnail, at most (bytes); a larger one is listed by name and size. */
 export const PREVIEW_IMAGE_BYTES = 5 * 1024 * 1024;
 /** All images of one preview together, at most (bytes). */
 export const PREVIEW_IMAGES_TOTAL_BYTES = 12 * 1024 * 1024;
-const MAX_PARTS = 200;
-const MAX_DEPTH = 8;
+const MAX_PARTS = 100;
+/** mixed › related › alternative › related: the deepest the send_email composer nests, and then some. */
+const MAX_DEPTH = 4;
+const MULTIPARTS = new Set(['multipart/mixed', 'multipart/alternative', 'multipart/related']);
+const ENCODINGS = new Set(['', '7bit', '8bit', 'binary', 'base64', 'quoted-printable']);
+
+/** A message the card cannot show faithfully: `reason` says why (shown to the agent and the user). */
+export class PreviewIncomplete extends Error {}
 const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
 
 export type { MailPreview };
@@ -31,6 +46,8 @@ interface Part {
   name: string | undefined;
   disposition: string;
   body: Buffer;
+  /** The multipart/alternative it is a direct child of. */
+  inAlternative: boolean;
 }
 
 const decodeWords = (s: string): string => libmime.decodeWords(s);
@@ -75,25 +92,29 @@ function decodeBody(body: Buffer, encoding: string): Buffer {
 }
 
 function asText(b: Buffer, charset: string): string {
+  let d: TextDecoder;
   try {
-    return new TextDecoder(charset || 'utf-8').decode(b);
+    d = new TextDecoder(charset || 'utf-8');
   } catch {
-    return new TextDecoder('utf-8').decode(b);
+    throw new PreviewIncomplete(`a body part in an unknown character set (${charset.slice(0, 40)})`);
   }
+  return d.decode(b);
 }
 
-/** Every leaf part of a MIME entity, depth first, bounded in count and depth. */
-function leaves(buf: Buffer, depth: number, out: Part[]): void {
-  if (out.length >= MAX_PARTS || depth > MAX_DEPTH) return;
+/** Every leaf part of a MIME entity, depth first; past the bounds the message is not shown at all. */
+function leaves(buf: Buffer, depth: number, out: Part[], inAlternative = false): void {
+  if (out.length >= MAX_PARTS) throw new PreviewIncomplete(`more than ${MAX_PARTS} parts`);
+  if (depth > MAX_DEPTH) throw new PreviewIncomplete(`multiparts nested deeper than ${MAX_DEPTH}`);
   const { head, body } = splitPart(buf);
   const h = partHeaders(head);
   const ct = parseHeaderValue(h.get('content-type') ?? 'text/plain');
   const type = String(ct.value || 'text/plain').toLowerCase();
   if (type.startsWith('multipart/')) {
+    if (!MULTIPARTS.has(type)) throw new PreviewIncomplete(`a ${type.slice(0, 60)} part`);
     const boundary = ct.params.boundary;
-    if (!boundary) return;
+    if (!boundary) throw new PreviewIncomplete('a multipart without a boundary');
     const chunks = body.toString('latin1').split(new RegExp(`(?:^|\\r?\\n)--${boundary.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?:--)?[ \\t]*(?:\\r?\\n|$)`));
-    for (const c of chunks.slice(1)) if (c.trim()) leaves(Buffer.from(c, 'latin1'), depth + 1, out);
+    for (const c of chunks.slice(1)) if (c.trim()) leaves(Buffer.from(c, 'latin1'), depth + 1, out, type === 'multipart/alternative');
     return;
   }
   const cd = h.get('content-disposition');
@@ -102,7 +123,9 @@ function leaves(buf: Buffer, depth: number, out: Part[]): void {
   const enc = String(h.get('content-transfer-encoding') ?? '')
     .trim()
     .toLowerCase();
+  if (!ENCODINGS.has(enc)) throw new PreviewIncomplete(`a part in an unknown transfer encoding (${enc.slice(0, 40)})`);
   out.push({
+    inAlternative,
     type,
     charset: String(ct.params.charset ?? 'utf-8'),
     name: rawName ? decodeWords(String(rawName)).slice(0, 255) : undefined,
@@ -137,24 +160,59 @@ function addresses(fields: Map<string, string[]>, name: string): string[] {
   return v ? readAddressList(name, v[0]) : [];
 }
 
-/** Read the preview of a decoded RFC 5322 message (one the send policy has already read strictly). */
+/**
+ * The words of a text, for comparing the two parts: letters and digits only, lower-cased, NFKC;
+ * so layout, punctuation, bullets and spacing never count as a difference, and any word added,
+ * dropped or changed does.
+ */
+export function words(s: string): string[] {
+  return (
+    s
+      .normalize('NFKC')
+      .toLowerCase()
+      .match(/[\p{L}\p{N}]+/gu) ?? []
+  );
+}
+
+/** Whether the plain-text part and the visible text of the HTML part say different things. */
+export function partsDiffer(text: string, html: string): boolean {
+  const a = words(text);
+  const b = words(htmlToText(html));
+  return a.length !== b.length || a.some((w, i) => w !== b[i]);
+}
+
+/** The one body part of a type, or none; two of a kind (clients differ in which they show) cannot be shown faithfully. */
+function bodyPart(parts: Part[], type: string): Part | undefined {
+  const all = parts.filter((p) => p.type === type);
+  if (all.length > 1) throw new PreviewIncomplete(`more than one ${type} body part`);
+  return all[0];
+}
+
+/** Read the preview of a decoded RFC 5322 message (one the send policy has already read strictly); throws PreviewIncomplete. */
 export function mailPreview(raw: Buffer): MailPreview {
   const fields = strictFields(splitStrictHead(raw).head);
   const parts: Part[] = [];
   leaves(raw, 0, parts);
-  const isAttachment = (p: Part) => p.disposition === 'attachment' || p.name !== undefined;
-  const plain = parts.find((p) => p.type === 'text/plain' && !isAttachment(p));
-  const html = plain ? undefined : parts.find((p) => p.type === 'text/html' && !isAttachment(p));
-  const full = (plain ? asText(plain.body, plain.charset) : html ? htmlToText(asText(html.body, html.charset)) : '').replace(/\r\n?/g, '\n');
+  const isBody = (p: Part) => (p.type === 'text/plain' || p.type === 'text/html') && p.disposition !== 'attachment' && p.name === undefined;
+  const other = parts.find((p) => p.inAlternative && !isBody(p));
+  if (other) throw new PreviewIncomplete(`an alternative part of type ${other.type.slice(0, 60)}`);
+  const plain = bodyPart(parts.filter(isBody), 'text/plain');
+  const htmlPart = bodyPart(parts.filter(isBody), 'text/html');
+  const text = plain ? asText(plain.body, plain.charset).replace(/\r\n?/g, '\n') : '';
+  const html = htmlPart ? asText(htmlPart.body, htmlPart.charset) : null;
+  if (text.length > PREVIEW_TEXT_CHARS) throw new PreviewIncomplete(`a text part over ${PREVIEW_TEXT_CHARS} characters`);
+  if (html !== null && html.length > PREVIEW_HTML_CHARS) throw new PreviewIncomplete(`an HTML part over ${PREVIEW_HTML_CHARS} characters`);
   let imageBytes = 0;
-  const attachments: PreviewAttachment[] = parts.filter(isAttachment).map((p) => {
-    const a: PreviewAttachment = { name: p.name ?? '(unnamed)', content_type: p.type.slice(0, 100), size: p.body.length };
-    if (IMAGE_TYPES.has(p.type) && p.body.length <= PREVIEW_IMAGE_BYTES && imageBytes + p.body.length <= PREVIEW_IMAGES_TOTAL_BYTES) {
-      imageBytes += p.body.length;
-      a.data = Buffer.from(p.body); // a copy: the message's buffer is let go
-    }
-    return a;
-  });
+  const attachments: PreviewAttachment[] = parts
+    .filter((p) => !isBody(p))
+    .map((p) => {
+      const a: PreviewAttachment = { name: p.name ?? '(unnamed)', content_type: p.type.slice(0, 100), size: p.body.length };
+      if (IMAGE_TYPES.has(p.type) && p.body.length <= PREVIEW_IMAGE_BYTES && imageBytes + p.body.length <= PREVIEW_IMAGES_TOTAL_BYTES) {
+        imageBytes += p.body.length;
+        a.data = Buffer.from(p.body); // a copy: the message's buffer is let go
+      }
+      return a;
+    });
   const subject = fields.get('subject')?.[0];
   return {
     from: addresses(fields, 'from'),
@@ -166,9 +224,11 @@ export function mailPreview(raw: Buffer): MailPreview {
           .replace(/[\r\n\t]+/g, ' ')
           .slice(0, 998)
       : '',
-    text: full.slice(0, PREVIEW_TEXT_CHARS),
-    truncated: full.length > PREVIEW_TEXT_CHARS,
-    text_from: plain ? 'plain' : html ? 'html' : 'none',
+    text: plain ? text : html !== null ? htmlToText(html) : '',
+    truncated: false,
+    text_from: plain ? 'plain' : html !== null ? 'html' : 'none',
+    html,
+    parts_differ: plain !== undefined && html !== null && partsDiffer(text, html),
     attachments,
   };
 }

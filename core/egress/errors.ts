@@ -21,6 +21,9 @@ const REFUSAL_CODES = [
   'ERR_MAIL_APPROVAL_TIMEOUT',
   'ERR_MAIL_APPROVAL_UNAVAILABLE',
   'ERR_MAIL_RATE_LIMITED',
+  'ERR_MAIL_CALL_UNBOUND',
+  'ERR_MAIL_CALL_REUSED',
+  'ERR_MAIL_PREVIEW_INCOMPLETE',
   // The egress gateway's own refusals (the second wall, daemon/egress.ts).
   'ERR_EGRESS_BAD_REQUEST',
   'ERR_EGRESS_DENIED',

@@ -27,6 +27,17 @@ export const PROXY_AREA_ERRORS = {
   ERR_MAIL_DENIED: { status: 403, surfaces: ['proxy', 'tool'], description: 'The user denied the held send in the chat.' },
   ERR_MAIL_APPROVAL_TIMEOUT: { status: 403, surfaces: ['proxy', 'tool'], description: 'Nobody decided on the held send in time (AIRLOCK_MAIL_APPROVAL_TIMEOUT_S): it was refused.' },
   ERR_MAIL_APPROVAL_UNAVAILABLE: { status: 403, surfaces: ['proxy', 'tool'], description: "The send needs the user's approval but no chat turn is running to ask in (or the daemon is not reachable)." },
+  ERR_MAIL_CALL_UNBOUND: {
+    status: 403,
+    surfaces: ['proxy', 'tool'],
+    description: "A mail send whose X-Airlock-Call names no send_email call the turn is running (or, when it needs the user's approval, names none): refused, no approval card (docs/security.md).",
+  },
+  ERR_MAIL_CALL_REUSED: { status: 409, surfaces: ['proxy', 'tool'], description: 'A second mail send under a send_email call that already made one: one call binds one send; refused, no approval card.' },
+  ERR_MAIL_PREVIEW_INCOMPLETE: {
+    status: 422,
+    surfaces: ['proxy', 'tool'],
+    description: 'A mail send that needs approval but whose parts the approval card cannot show faithfully (an unknown alternative, a nested multipart, an HTML part over the bound): never sent on a partial preview.',
+  },
   ERR_MAIL_RATE_LIMITED: { status: 429, surfaces: ['proxy', 'tool'], description: 'The user has sent the most messages the send policy allows in the last hour.' },
   ERR_PROXY_PROFILE: { status: 500, surfaces: ['start'], description: 'The session profile has an invalid route (token_ref, prefix, opaque parameter, upstream).' },
 } as const satisfies ErrorArea;

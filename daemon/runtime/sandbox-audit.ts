@@ -29,7 +29,7 @@ export class SandboxAudit {
     if (!sb.sessionId || sb.userId === undefined) return { allow: false, code: 'ERR_MAIL_APPROVAL_UNAVAILABLE', message: 'this sandbox has no session' };
     if (!auditor) return h.verdict === 'allow' ? { allow: true } : { allow: false, code: 'ERR_MAIL_APPROVAL_UNAVAILABLE', message: 'this server cannot ask for approvals' };
     try {
-      return await auditor.hold({ sessionId: sb.sessionId, userId: sb.userId, turn: sb.turn }, h);
+      return await auditor.hold({ sessionId: sb.sessionId, userId: sb.userId, turn: sb.turn, calls: sb.calls }, h);
     } catch (err) {
       log.error({ sessionId: sb.sessionId, err: (err as Error).message }, 'a held mail send could not be decided');
       return { allow: false, code: 'ERR_MAIL_APPROVAL_UNAVAILABLE', message: 'the send could not be checked; try again' };

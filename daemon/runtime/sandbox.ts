@@ -1,5 +1,6 @@
 /** One sandbox as the runtime tracks it, and what the operator sees of it. */
 import type { EgressHandle, TurnRequest } from '../../core/sandbox-protocol.js';
+import type { TurnCalls } from '../../core/turn-calls.js';
 import type { SandboxClient } from './sandbox-client.js';
 
 export type SandboxState = 'starting' | 'pool' | 'ready' | 'busy' | 'dead' | 'stopping';
@@ -50,6 +51,8 @@ export interface Sandbox {
   contextHead?: string | null;
   /** The turn it runs now (a held mail send is asked about in it). */
   turn?: TurnRequest;
+  /** The tool calls that turn runs now, from its events (a held send is bound to one: core/turn-calls.ts). */
+  calls?: TurnCalls;
 }
 
 /** Connected to its supervisor (not lost, not closed). */

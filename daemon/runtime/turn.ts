@@ -5,12 +5,15 @@
  */
 import { isAppError, type AppError, type Clock, type Config, type Logger } from '../../core/index.js';
 import type { AgentEvent, PromptContext, StopReason, TurnEndExtras, TurnRequest, TurnResult } from '../../core/sandbox-protocol.js';
+import { TurnCalls } from '../../core/turn-calls.js';
 import type { Sandbox } from './sandbox.js';
 
 export function turnIn(sb: Sandbox, req: TurnRequest, config: Readonly<Config>, log: Logger, clock: Clock, context: PromptContext = {}): Promise<TurnResult> {
   const client = sb.client!;
   sb.state = 'busy';
   sb.turn = req;
+  const calls = new TurnCalls();
+  sb.calls = calls;
   sb.lastUsedAt = clock.now();
   return new Promise<TurnResult>((resolve) => {
     let finished = false;
@@ -18,6 +21,8 @@ export function turnIn(sb: Sandbox, req: TurnRequest, config: Readonly<Config>, 
       if (finished) return;
       finished = true;
       if (sb.turn === req) sb.turn = undefined;
+      if (sb.calls === calls) sb.calls = undefined;
+      calls.end();
       unwatch();
       clearTimeout(deadline);
       req.signal.removeEventListener('abort', onAbort);
@@ -28,6 +33,7 @@ export function turnIn(sb: Sandbox, req: TurnRequest, config: Readonly<Config>, 
     };
     const unwatch = client.watchTurn(req.turnId, {
       onEvent: (e: AgentEvent) => {
+        calls.observe(e);
         try {
           req.onEvent(e);
         } catch (err) {

@@ -19,6 +19,60 @@ export function attachmentNames(turns: readonly StoredTurn[]): string[] {
   return [...names];
 }
 
+const ENTITY: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;' };
+
+/**
+ * Text a user or the model wrote, as literal Markdown (docs/chat.md "Export"): `&`, `<` and `>`
+ * become entities (no raw HTML survives), Markdown's inline marks are backslash-escaped, `:`, `@`
+ * and `www.` too (GFM would make links of URLs and addresses), and what would start a heading,
+ * list, quote or rule at a line's start is escaped too; so a renderer shows exactly the
+ * characters typed.
+ */
+export function markdownText(s: string): string {
+  return s
+    .replace(/\r\n?/g, '\n')
+    .replace(/[&<>]/g, (c) => ENTITY[c])
+    .replace(/[\\`*_[\]()!|~#:@]/g, '\\$&')
+    .replace(/\b(www)\./gi, '$1\\.')
+    .replace(/^([ \t]*)(\d+)([.)])/gm, '$1$2\\$3')
+    .replace(/^([ \t]*)([-+=])/gm, '$1\\$2');
+}
+
+/** One line of literal text (a title): line breaks become spaces. */
+function markdownLine(s: string): string {
+  return markdownText(s.replace(/[\r\n\t]+/g, ' ').trim());
+}
+
+/**
+ * The model's answer keeps its Markdown (it writes Markdown on purpose; the chat page renders it),
+ * but raw HTML does not survive: outside fenced blocks and code spans, `<` before a tag, comment
+ * or declaration becomes `&lt;`, and `&` before an entity name `&amp;` (the page shows no raw
+ * HTML either).
+ */
+export function markdownAnswer(s: string): string {
+  let fence: string | null = null;
+  return s
+    .replace(/\r\n?/g, '\n')
+    .split('\n')
+    .map((line) => {
+      const open = /^ {0,3}(`{3,}|~{3,})/.exec(line);
+      if (fence) {
+        if (open && open[1][0] === fence[0] && open[1].length >= fence.length && line.trim() === open[1]) fence = null;
+        return line;
+      }
+      if (open) {
+        fence = open[1];
+        return line;
+      }
+      // Code spans (a backtick run up to the same run) stay as written.
+      return line
+        .split(/(`+[^`]*?`+)/)
+        .map((piece, i) => (i % 2 === 1 ? piece : piece.replace(/<(?=[A-Za-z/!?])/g, '&lt;').replace(/&(?=#?[A-Za-z0-9]+;)/g, '&amp;')))
+        .join('');
+    })
+    .join('\n');
+}
+
 /** A fenced block that no line of `body` can close. */
 function fence(body: string, lang = ''): string {
   const longest = Math.max(2, ...[...body.matchAll(/`+/g)].map((m) => m[0].length));
@@ -29,19 +83,19 @@ function fence(body: string, lang = ''): string {
 function toolLine(c: StoredTurn['tool_calls'][number]): string {
   const ms = c.duration_ms !== null ? ` in ${c.duration_ms} ms` : '';
   const how = c.status === 'ok' ? `done${ms}` : c.status === 'running' ? 'did not finish' : `${c.status}${c.error ? `: ${c.error}` : ''}`;
-  return `**Tool \`${c.tool}\`**: ${how}`;
+  return `**Tool \`${c.tool.replace(/`/g, '')}\`**: ${markdownText(how)}`;
 }
 
 function turnMarkdown(t: StoredTurn, i: number): string {
-  const parts: string[] = [`## ${i + 1}. You (${t.started_at})`, '', t.prompt, '', '## Assistant', ''];
+  const parts: string[] = [`## ${i + 1}. You (${markdownLine(t.started_at)})`, '', markdownText(t.prompt), '', '## Assistant', ''];
   for (const c of t.tool_calls) {
     parts.push(toolLine(c), '', fence(JSON.stringify(c.input, null, 2), 'json'), '');
     const charts = JSON.stringify(c.output ?? null).match(ATTACHMENT_NAME_RE) ?? [];
     for (const name of new Set(charts)) parts.push(`![chart](attachments/${name})`, '');
   }
-  if (t.text) parts.push(t.text, '');
+  if (t.text) parts.push(markdownAnswer(t.text), '');
   if (t.stop_reason === 'cancelled') parts.push('_Stopped by the user._', '');
-  if (t.error) parts.push(`_The answer ended with an error: ${t.error.message} (${t.error.code})._`, '');
+  if (t.error) parts.push(`_The answer ended with an error: ${markdownText(t.error.message)} (${markdownText(t.error.code)})._`, '');
   if (t.usage) parts.push(`_Tokens: ${t.usage.input_tokens} in, ${t.usage.output_tokens} out._`, '');
   return parts.join('\n');
 }
@@ -49,7 +103,7 @@ function turnMarkdown(t: StoredTurn, i: number): string {
 /** The branch shown as Markdown: the title, then each turn's prompt, tool calls, answer and how it ended. */
 export function chatMarkdown(session: { title: string; created_at: string }, turns: readonly StoredTurn[], exportedAt: string): string {
   const head = [
-    `# ${session.title || 'Chat'}`,
+    `# ${markdownLine(session.title) || 'Chat'}`,
     '',
     `_Exported from Airlock on ${exportedAt}; started ${session.created_at}; ${turns.length} turn${turns.length === 1 ? '' : 's'} of the branch shown. Charts are named as files under attachments/ (the JSON export carries them)._`,
     '',

@@ -97,7 +97,7 @@ else {
       t.equal(await page.getAttribute('.chart-box canvas', 'aria-label'), TITLE, 'the chart, named by its title');
       t.equal(await text(page, '.approval dd.to'), 'ext@partner.example', 'To');
       t.equal(await text(page, '.approval dd.subject'), 'Revenue by month', 'Subject');
-      t.match(await text(page, '.approval-files li'), /^revenue-by-month-k-eur\.png \(\d+ KB\)$/, 'the chart attached by its name');
+      t.match(await text(page, '.approval-files li'), /^revenue-by-month-k-eur\.png \(image\/png, \d+ KB\)$/, 'the chart attached by its name');
       t.same(await axeProblems(page), [], `axe: upload, chart and approval (${width} px, ${scheme})`);
       if (width === 390) await checkNarrow(t, page, 'chat-csv-mail-dark');
       else {

@@ -2,9 +2,10 @@
  * The send policy at the proxy, from INSIDE a live sandbox as the agent child's uid (1001): the
  * child posts Gmail sends straight to the proxy (not through send_email), during a running turn.
  * Allowed domains go through; blocked ones (also hidden in a folded Bcc) are refused with nothing
- * upstream; "ask" sends wait for the user's decision, which comes as an approval_request in the
- * turn: approved arrives, denied and timed out never do; "for this recipient" lets the next send
- * to the same recipient through without asking. Every hold and proxied request is in the audit.
+ * upstream; "ask" sends posted by the child itself belong to no send_email call the turn runs, so
+ * they are refused with ERR_MAIL_CALL_UNBOUND and the user is never asked (docs/security.md "A held
+ * send is bound to a running call"; the card for a real send_email call is proved by
+ * test/docker/mail-approval-browser.test.ts). Every hold and proxied request is in the audit.
  * The red team's ambiguous messages (test/helpers/mail-hostile.ts) are refused from inside the
  * sandbox too (ERR_MAIL_AMBIGUOUS), with no question and nothing upstream.
  */
@@ -139,11 +140,11 @@ if (docker) {
       'group-quoted': [400, 'ERR_MAIL_AMBIGUOUS'],
       unparseable: [400, 'ERR_MAIL_UNPARSEABLE'],
       'extra-field': [400, 'ERR_MAIL_UNPARSEABLE'],
-      'ask-approved': [200, null],
-      'ask-denied': [403, 'ERR_MAIL_DENIED'],
-      'ask-timeout': [403, 'ERR_MAIL_APPROVAL_TIMEOUT'],
-      'ask-recipient': [200, null],
-      'recipient-again': [200, null],
+      'ask-approved': [403, 'ERR_MAIL_CALL_UNBOUND'],
+      'ask-denied': [403, 'ERR_MAIL_CALL_UNBOUND'],
+      'ask-timeout': [403, 'ERR_MAIL_CALL_UNBOUND'],
+      'ask-recipient': [403, 'ERR_MAIL_CALL_UNBOUND'],
+      'recipient-again': [403, 'ERR_MAIL_CALL_UNBOUND'],
     };
     for (const [id, [status, code]] of Object.entries(expect)) t.same([results[id]?.status, results[id]?.code], [status, code], id);
     HOSTILE_MAILS.forEach((h, i) => t.same([results[`hostile-${i}`]?.status, results[`hostile-${i}`]?.code], [400, 'ERR_MAIL_AMBIGUOUS'], `from inside the sandbox: ${h.name}`));
@@ -152,25 +153,14 @@ if (docker) {
     // Only what was allowed or approved reached the upstream, with the real token.
     const sent = upstream.requests.filter((r) => r.path === '/gmail/v1/users/me/messages/send');
     const subjects = sent.map((r) => /Subject: ([^\r\n]*)/.exec(Buffer.from(JSON.parse(r.body).raw, 'base64url').toString())?.[1]).sort();
-    t.same(subjects, ['approve for recipient', 'approve me', 'carol again', 'fine'], 'exactly the allowed and approved sends arrived');
+    t.same(subjects, ['fine'], 'exactly the allowed send arrived');
     t.ok(
       sent.every((r) => r.headers.authorization === 'Bearer ya29.real-mail' && r.headers['x-airlock-call'] === undefined),
       'real token upstream, no trace header',
     );
 
-    // The turn was asked four times, each question answered in the stream.
-    const asked = daemonEvents.filter((e) => e.type === 'approval_request');
-    t.same(
-      asked.map((e) => (e as { subject: string }).subject),
-      ['approve me', 'deny me', 'let it time out', 'approve for recipient'],
-      'approval_request per ask send (none for the recipient approved for the session)',
-    );
-    t.ok(
-      asked.every((e) => e.type === 'approval_request' && e.call_id === null && e.ask.length === 1 && !JSON.stringify(e).includes('hello')),
-      'no call id for a direct post, never the body',
-    );
-    const results2 = daemonEvents.filter((e) => e.type === 'approval_result').map((e) => (e as { decision: string }).decision);
-    t.same(results2, ['approved', 'denied', 'timed_out', 'approved']);
+    // A direct post is bound to no send_email call: nobody was asked.
+    t.same(daemonEvents, [], 'no approval_request for a send made outside a send_email call');
 
     ac.abort();
     const end = await turn;
@@ -183,11 +173,11 @@ if (docker) {
       holds.map((h) => [h.subject, h.state]),
       [
         ['fine', 'sent'],
-        ['approve me', 'approved'],
-        ['deny me', 'denied'],
-        ['let it time out', 'timed_out'],
-        ['approve for recipient', 'approved'],
-        ['carol again', 'approved'],
+        ['approve me', 'refused'],
+        ['deny me', 'refused'],
+        ['let it time out', 'refused'],
+        ['approve for recipient', 'refused'],
+        ['carol again', 'refused'],
       ],
       'mail_holds: one row per held send and its outcome',
     );
@@ -201,7 +191,7 @@ if (docker) {
       reqs.every((r) => r.turn_id === 'turn-mail-1' && r.user_id === user.id && r.session_id === 'mail-session' && r.template === '/gmail/mail/v1/users/me/messages/send'),
       'with its session, user, turn and path template',
     );
-    t.same(reqs.filter((r) => r.outcome === 'forwarded').length, 4, 'four forwarded');
+    t.same(reqs.filter((r) => r.outcome === 'forwarded').length, 1, 'one forwarded');
     const audit = JSON.stringify(reqs) + JSON.stringify(holds);
     for (const secret of ['ya29.real-mail', placeholder, 'hello']) t.notOk(audit.includes(secret), `no ${secret.slice(0, 8)}… in the audit rows`);
   });

@@ -12,6 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import type { TurnRequest, TurnResult, TurnRunner } from '../../core/index.js';
 import { CALL_ID_HEADER, type SessionProfile } from '../../core/sandbox-protocol.js';
+import { TurnCalls } from '../../core/turn-calls.js';
 import { buildRoutes, buildProfile, serverMailPolicy } from '../../daemon/overlay.js';
 import { EgressGatewayService } from '../../daemon/egress.js';
 import { MailGate } from '../../daemon/mail-gate.js';
@@ -34,6 +35,8 @@ export interface MailRigOptions {
   png?: Buffer;
   chartTitle?: string;
   body?: string;
+  /** An HTML part besides the text (send_email's `html`). */
+  html?: string;
   /** Show send_email's input in the tool row as the agent gives it (default: the subject only). */
   toolInput?: boolean;
   /** The message's subject (default: the turn's prompt). */
@@ -70,14 +73,26 @@ export async function startMailPath(t: Test, o: MailPathOptions) {
   const upstream = await startUpstream();
   t.teardown(() => upstream.close());
   let current: TurnRequest | undefined;
+  let calls: TurnCalls | undefined;
   const path: MailPathTurn = { proxyUrl: '', placeholder: `ph-mail-${randomUUID()}` };
   const runner: TurnRunner = {
     async runTurn(req): Promise<TurnResult> {
-      current = req;
+      // The turn's tool calls, read from its events as daemon/runtime/turn.ts reads them.
+      const mine = new TurnCalls();
+      calls = mine;
+      current = {
+        ...req,
+        onEvent: (e) => {
+          mine.observe(e);
+          req.onEvent(e);
+        },
+      };
       try {
-        return await o.turn(req, path);
+        return await o.turn(current, path);
       } finally {
         current = undefined;
+        calls = undefined;
+        mine.end();
       }
     },
   };
@@ -96,7 +111,7 @@ export async function startMailPath(t: Test, o: MailPathOptions) {
     routes,
     tokens: { MAIL_ACCESS_TOKEN: MAIL_TOKEN, SHEETS_ACCESS_TOKEN: MAIL_TOKEN, SEARCH_ACCESS_TOKEN: MAIL_TOKEN, MODEL_API_KEY_REAL: MAIL_TOKEN },
     mailPolicy: serverMailPolicy(app.config),
-    hold: (h) => gate.hold({ ...session(), turn: current }, h),
+    hold: (h) => gate.hold({ ...session(), turn: current, calls }, h),
     currentTurn: () => current?.turnId ?? null,
   });
   t.teardown(() => handle.close());
@@ -126,7 +141,7 @@ export async function startMailRig(t: Test, dataDir: string, o: MailRigOptions =
       await o.beforeSend?.(req);
       const subject = o.subject ?? req.prompt;
       const raw = await buildMessage(
-        { to: ['ext@partner.example'], cc: ['colleague@corp.example'], bcc: ['audit@corp.example'], subject, text: o.body ?? BODY },
+        { to: ['ext@partner.example'], cc: ['colleague@corp.example'], bcc: ['audit@corp.example'], subject, text: o.body ?? BODY, ...(o.html !== undefined ? { html: o.html } : {}) },
         [{ filename: CHART, name: chartFileName(o.chartTitle ?? 'Quarterly revenue (EUR) — 2026'), content: o.png ?? PNG }],
         'me@corp.example',
       );

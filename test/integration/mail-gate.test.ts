@@ -68,15 +68,19 @@ async function startRig(t: Test, env: Record<string, string>): Promise<Rig> {
   const { app, gate, upstream, placeholder } = await startMailPath(t, {
     env,
     async turn(req, path) {
-      for (const s of JSON.parse(req.prompt) as Send[]) {
+      for (const [n, s] of (JSON.parse(req.prompt) as Send[]).entries()) {
+        // Each send is made by a send_email call of the turn, as the agent's tool makes it.
+        const call = s.call ?? `call_${req.turnId}-${n}`;
+        req.onEvent({ type: 'tool_start', call_id: call, tool: 'send_email', input: { subject: s.subject } });
         const res = await fetch(`${path.proxyUrl}/gmail/mail/v1/users/me/messages/send`, {
           method: 'POST',
-          headers: { authorization: `Bearer ${path.placeholder}`, 'content-type': 'application/json', ...(s.call ? { [CALL_ID_HEADER]: s.call } : {}) },
+          headers: { authorization: `Bearer ${path.placeholder}`, 'content-type': 'application/json', [CALL_ID_HEADER]: call },
           body: JSON.stringify({ raw: Buffer.from(message(s)).toString('base64url') }),
         });
         await res.text();
         const r = { status: res.status, code: res.headers.get('x-airlock-error') };
         results.set(s.subject, r);
+        req.onEvent({ type: 'tool_end', call_id: call, tool: 'send_email', ok: res.ok, duration_ms: 1 });
         req.onEvent({ type: 'text_delta', text: `${s.subject}: ${r.status} ${r.code ?? ''}\n` });
       }
       return { stop_reason: 'end_turn' };

@@ -10,6 +10,7 @@ import t from 'tap';
 import { randomUUID } from 'node:crypto';
 import type { DaemonEvent, MailHold, MailSummary } from '../../core/sandbox-protocol.js';
 import type { TurnRequest } from '../../core/index.js';
+import { TurnCalls } from '../../core/turn-calls.js';
 import { MailGate } from '../../daemon/mail-gate.js';
 import { openDatabase } from '../../domain/db/index.js';
 import { updateServerMailPolicy } from '../../domain/mail-server-policy.js';
@@ -78,7 +79,11 @@ t.test('a held send takes a slot while it waits; denied, it gives it back', asyn
       if (e.type === 'approval_request') onAsked();
     },
   };
-  const waiting = gate.hold({ ...s, turn }, hold('x@other.example', 'held', 'ask', 'turn-held'));
+  // The send is made by a send_email call the turn runs (core/turn-calls.ts), and its message can be shown.
+  const calls = new TurnCalls();
+  calls.observe({ type: 'tool_start', call_id: 'call-held', tool: 'send_email', input: {} });
+  const preview = { from: [], to: ['x@other.example'], cc: [], bcc: [], subject: 'held', text: 'hi', truncated: false, text_from: 'plain' as const, html: null, parts_differ: false, attachments: [] };
+  const waiting = gate.hold({ ...s, turn, calls }, { ...hold('x@other.example', 'held', 'ask', 'turn-held'), call_id: 'call-held', preview: () => preview });
   await askedOnce;
   const burst = await Promise.all([0, 1, 2].map((i) => gate.hold(s, hold(`r${i}@corp.example`, `after hold ${i}`))));
   t.same(burst.map((a) => a.allow).sort(), [false, true, true], 'the held send counts: 1 held + 2 sent = 3 (which of the three is refused is up to the race)');

@@ -270,6 +270,6 @@ t.test('an error reported by a peer gets the catalogue status, not a guess', asy
 
 t.test('the proxy answers with the catalogue statuses', async (t) => {
   for (const [code, status] of Object.entries(PROXY_ERRORS)) t.equal(status, errorStatus(code), `${code} ${status}`);
-  t.equal(Object.keys(PROXY_ERRORS).length, 20, 'every refusal code (ten of the proxy, seven of the send policy, three of the egress gateway)');
+  t.equal(Object.keys(PROXY_ERRORS).length, 23, 'every refusal code (ten of the proxy, ten of the send policy, three of the egress gateway)');
   t.equal(new ProxyRefusal('ERR_PROXY_PLACEHOLDER', 'x').status, 401);
 });

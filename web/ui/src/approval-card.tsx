@@ -1,11 +1,15 @@
 // A mail send held at the proxy until the user decides (docs/chat.md#approvals): From, To, Cc,
-// Bcc, Subject, the body as plain text and each attachment (images as thumbnails), with Approve /
-// Deny. The body and the images come from the preview route while the send waits; they are never
-// part of the stream or the stored history, so a decided card shows who and what, not the body.
+// Bcc, Subject, the plain-text part and the HTML part side by side (the HTML sanitised in a
+// sandboxed frame: approval-html.tsx) with a warning when they say different things, and each
+// attachment by name, type and size (images as thumbnails), with Approve / Deny. The message comes
+// from the preview route while the send waits and stays on the card after the decision while the
+// page is open; it is never part of the stream or the stored history, so after a reload a decided
+// card shows who and what, not the body.
 import { useEffect, useState } from 'preact/hooks';
 import type { ApprovalPreview, ApprovalRequestEvent, ApprovalScope, ApprovalState } from '../../chat-api.js';
 import { api, ApiError } from './api.js';
 import { shownOf, ShownText, type Shown } from './error-text.js';
+import { HtmlPart } from './approval-html.js';
 
 /** A held send as the card shows it: the stream's request (core/approval-request.ts), with where it stands. */
 export interface ApprovalPart extends Omit<ApprovalRequestEvent, 'type' | 'seq'> {
@@ -46,7 +50,8 @@ function usePreview(sessionId: string | null | undefined, p: ApprovalPart): { pr
       live = false;
     };
   }, [pending, sessionId, p.approval_id]);
-  return { preview: pending ? preview : null, gone: gone || !pending };
+  // Once read, the message stays on the card after the decision (the page's memory only).
+  return { preview, gone: gone || !pending };
 }
 
 const base = (sessionId: string, id: string) => `/api/chat/sessions/${encodeURIComponent(sessionId)}/approvals/${encodeURIComponent(id)}`;
@@ -59,7 +64,10 @@ function Attachments({ p, preview, sessionId }: { p: ApprovalPart; preview: Appr
           <li key={a.n} data-attachment-name={a.name}>
             {a.thumbnail && sessionId ? <img src={`${base(sessionId, p.approval_id)}/attachments/${a.n}`} alt={`Attachment ${a.name}`} /> : null}
             <span>
-              {a.name} <span class="muted">({size(a.size)})</span>
+              {a.name}{' '}
+              <span class="muted">
+                ({a.content_type}, {size(a.size)})
+              </span>
             </span>
           </li>
         ))}
@@ -107,11 +115,31 @@ function Body({ preview, pending, gone }: { preview: ApprovalPreview | null; pen
   if (preview)
     return (
       <div class="approval-body-wrap">
-        <div class="muted">Message{preview.text_from === 'html' ? ' (shown as plain text)' : ''}</div>
-        <pre class="approval-body" tabIndex={0} aria-label="Message text">
-          {preview.text || '(no text)'}
-        </pre>
-        {preview.truncated && <p class="muted">The message is longer; only its beginning is shown.</p>}
+        {preview.parts_differ && (
+          <p class="banner warn approval-differ" role="alert">
+            The plain-text part and the HTML part of this e-mail say different things. Most mail programs show the HTML part: read both before approving.
+          </p>
+        )}
+        <div class="approval-parts">
+          <div class="approval-part">
+            <div class="muted">Plain-text part</div>
+            {preview.text_from === 'plain' ? (
+              <pre class="approval-body" tabIndex={0} aria-label="Plain-text part">
+                {preview.text || '(empty)'}
+              </pre>
+            ) : (
+              <p class="muted approval-no-text">None: recipients see the HTML part.</p>
+            )}
+          </div>
+          {preview.html !== null ? (
+            <HtmlPart html={preview.html} />
+          ) : (
+            <div class="approval-part">
+              <div class="muted">HTML part</div>
+              <p class="muted">None: recipients see the plain text.</p>
+            </div>
+          )}
+        </div>
       </div>
     );
   if (pending && !gone) return <p class="muted">Loading the message…</p>;
