@@ -71,6 +71,7 @@ else {
     await page.reload();
     await page.waitForSelector('.approval[data-state=approved]');
     t.match(await text(page, '.approval .approval-state'), /^Approved/, 'after a reload the card shows the decision');
+    t.equal(await text(page, '.approval h3'), 'E-mail approved', 'decided: the heading says what became of it, not "held"');
     t.equal(await text(page, '.approval dd.subject'), 'Quarterly revenue');
     t.match(await text(page, '.approval dd.attachments'), /quarterly-revenue-eur\.png/);
     t.notOk((await page.textContent('body'))?.includes('1.42 M EUR'), 'never the body after the decision');
