@@ -14,7 +14,7 @@ import type { TurnRequest, TurnResult, TurnRunner } from '../../core/index.js';
 import { atRestEncryptor } from '../../core/index.js';
 import { createChatModel } from '../../domain/chat/models.js';
 import { addUser, startTestApp } from '../helpers/app.js';
-import { browserUnavailable, launch } from '../helpers/browser.js';
+import { browserUnavailable, launch, screenshot } from '../helpers/browser.js';
 
 const PASSWORD = 'erin-password-1';
 const MARKDOWN = ['Euler: $e^{i\\pi} + 1 = 0$ and', '', '$$\\int_0^1 x^2\\,dx = \\tfrac13$$', '', '> A quoted line.', '', 'The end.'].join('\n');
@@ -81,5 +81,25 @@ else {
       Array(10).fill('claude:1'),
       'every new chat asked for the model picked, none for the default',
     );
+
+    // LaTeX as code, a blockquote with its bar, the thumbs as SVG, today's chats with a time only.
+    await page.goto(app.url + '/#/chat');
+    await page.fill('#prompt', 'markdown');
+    await page.click('#send');
+    await page.waitForSelector('.msg.assistant[data-done] >> text=The end.');
+    const answer = page.locator('.msg.assistant').last();
+    t.equal(await answer.locator('p code').first().textContent(), 'e^{i\\pi} + 1 = 0', 'inline LaTeX is inline code');
+    t.equal((await answer.locator('pre code.language-latex').textContent())?.trim(), '\\int_0^1 x^2\\,dx = \\tfrac13', 'display LaTeX is a latex code block');
+    t.notMatch(await answer.locator('.markdown').innerText(), /\$/, 'no raw dollar left in the text');
+    const bar = await answer.locator('blockquote').evaluate((el) => [getComputedStyle(el).borderLeftStyle, getComputedStyle(el).borderLeftWidth]);
+    t.same(bar, ['solid', '4px'], 'a blockquote has a visible bar');
+    await page.waitForSelector('.thumb.up svg');
+    t.equal(await page.locator('.msg.assistant').last().locator('.thumb svg').count(), 2, 'both thumbs are SVG icons');
+    t.notMatch(await page.locator('.feedback').last().innerText(), /\p{Extended_Pictographic}/u, 'no emoji left');
+    const when = await page.locator('.session-group:has(h3:text-is("Today")) .session-date time').first().innerText();
+    t.match(when, /^\d{1,2}:\d{2}(\s?[AP]M)?$/, `today's chat shows a time only (${when})`);
+    await page.locator('.thumb.up').last().click();
+    await page.waitForSelector('.thumb.up[aria-pressed="true"]');
+    await screenshot(page, 'chat-edges-markdown-1280-light');
   });
 }
