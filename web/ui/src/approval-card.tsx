@@ -146,7 +146,7 @@ export function ApprovalCard({ p, sessionId, onDecide }: { p: ApprovalPart; sess
           The same message (recipients, subject and attachments) was already sent from this chat at {new Date(p.repeat_of).toLocaleTimeString()}. Approve only if it should go again.
         </p>
       ) : (
-        p.ask.length > 0 && pending && <p class="muted">Outside your organisation's allowed domains: {p.ask.join(', ')}</p>
+        p.ask.length > 0 && pending && <p class="muted">Not on the domains your organisation always allows, so it asks first: {p.ask.join(', ')}</p>
       )}
       {pending ? (
         <div class="approval-actions">
