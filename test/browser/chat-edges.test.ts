@@ -7,7 +7,8 @@
  * - LaTeX is shown as code (not raw dollars in the text), a blockquote has a visible bar;
  * - the feedback thumbs are inline SVG icons (no emoji that a machine without an emoji font draws
  *   as empty boxes);
- * - the chat list shows the time only for today's chats.
+ * - the chat list shows the time only for today's chats;
+ * - a chart is drawn in the theme's colours, and again when the theme changes.
  */
 import t from 'tap';
 import type { TurnRequest, TurnResult, TurnRunner } from '../../core/index.js';
@@ -23,6 +24,11 @@ class RecordingRunner implements TurnRunner {
   turns: { prompt: string; model?: string }[] = [];
   async runTurn(req: TurnRequest): Promise<TurnResult> {
     this.turns.push({ prompt: req.prompt, model: req.modelRevision });
+    if (req.prompt === 'chart') {
+      const chart = { type: 'bar', data: { labels: ['Q1', 'Q2'], datasets: [{ label: 'Sales', data: [3, 5] }] }, options: { plugins: { title: { display: true, text: 'Sales' } } } };
+      req.onEvent({ type: 'tool_start', call_id: 'c1', tool: 'render_chart', input: { type: 'bar' } });
+      req.onEvent({ type: 'tool_end', call_id: 'c1', tool: 'render_chart', ok: true, output: JSON.stringify({ chart }), duration_ms: 2 });
+    }
     req.onEvent({ type: 'text_delta', text: req.prompt === 'markdown' ? MARKDOWN : `Answered by ${req.modelRevision}.` });
     return { stop_reason: 'end_turn' };
   }
@@ -101,5 +107,24 @@ else {
     await page.locator('.thumb.up').last().click();
     await page.waitForSelector('.thumb.up[aria-pressed="true"]');
     await screenshot(page, 'chat-edges-markdown-1280-light');
+
+    // A chart follows the theme: drawn in the light colours, drawn again in the dark ones.
+    await page.fill('#prompt', 'chart');
+    await page.click('#send');
+    await page.waitForSelector('.chart-box canvas');
+    const chartColours = () =>
+      page.evaluate(() => {
+        const box = document.querySelector('.chart-box')!;
+        const c = (window as unknown as { Chart: { defaults: { color: string } } }).Chart.defaults.color;
+        // The bars keep chart.js's automatic colours (not the faint default grey).
+        const bar = (window as unknown as { Chart: { getChart(c: HTMLCanvasElement): { data: { datasets: { backgroundColor?: unknown }[] } } } }).Chart.getChart(box.querySelector('canvas')!);
+        return { background: getComputedStyle(box).backgroundColor, text: c, bar: String(bar.data.datasets[0]!.backgroundColor ?? '') };
+      });
+    t.same(await chartColours(), { background: 'rgb(255, 255, 255)', text: '#1b1f24', bar: 'rgba(54, 162, 235, 0.5)' }, 'light: a white box, dark text');
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await page.waitForFunction(() => (window as unknown as { Chart: { defaults: { color: string } } }).Chart.defaults.color === '#e6edf3');
+    t.same(await chartColours(), { background: 'rgb(22, 27, 34)', text: '#e6edf3', bar: 'rgba(54, 162, 235, 0.5)' }, "dark: the panel's colour, light text");
+    await page.locator('.chart-box').scrollIntoViewIfNeeded();
+    await screenshot(page, 'chat-edges-chart-1280-dark', { fullPage: false });
   });
 }
