@@ -1,3 +1,4 @@
+import { assertPortFree } from './port-check.js';
 import { createHash, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -277,6 +278,8 @@ export async function startDemo(opts: DemoOptions = {}): Promise<Demo> {
   const base = loadConfig(env);
   const log = opts.log ?? createLogger({ level: env.AIRLOCK_LOG_LEVEL || 'warn', destination: process.stderr });
 
+  // Before Docker, the emulators and the daemon: a port in use stops the demo with nothing started.
+  await assertPortFree(base.host, base.port);
   await checkDocker(base);
   await ensureImage(base, print, log);
 

@@ -1,3 +1,4 @@
+import { assertPortFree } from './port-check.js';
 import { DbSessionStore, startWebServer, type WebServer, type WebServices } from '../web/index.js';
 import { openBase, type DaemonBase } from './context.js';
 import { AppError, atRestEncryptor, createMetrics, isAppError, mintAgentUserToken, tokenRequest, type Clock, type Config, type ConnectorTokens, type Encryptor, type Logger, type SessionPreparer } from '../core/index.js';
@@ -39,9 +40,15 @@ export interface ServeOptions {
   clock?: Clock;
 }
 
+/** What must hold before anything starts: the fleet settings, and the web listener's port free (nothing left behind). */
+async function checkBeforeStart(config: Readonly<Config>): Promise<void> {
+  checkFleetConfig(config);
+  await assertPortFree(config.host, config.port);
+}
+
 /** Start the daemon: database, services, web app. */
 export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): Promise<RunningDaemon> {
-  checkFleetConfig(config);
+  await checkBeforeStart(config);
   const base = await openBase(config, opts.log);
   base.log.info({ database: base.database.target, schemaVersion: base.database.schemaVersion, node: config.node.id }, 'database ready');
   const sessions = new DbSessionStore(base.database.sql);

@@ -32,6 +32,31 @@ const EMAIL_RE = /[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+/;
 /** A file the user uploaded, named in the prompt (\"chart my file sales.csv …\"). */
 const FILE_RE = /(?:^|[\s"'(/])([A-Za-z0-9][A-Za-z0-9._-]{0,99}\.(?:csv|xlsx))\b/i;
 const PNG_RE = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.png/i;
+/** What a person reads when a refused send ends the plan (by the code the tool's error carries). */
+const REFUSED_IN_WORDS: Readonly<Record<string, string>> = {
+  ERR_MAIL_DENIED: 'You chose not to send the e-mail, so it was not sent. Tell me what to change if you want to try again.',
+  ERR_MAIL_APPROVAL_TIMEOUT: 'The e-mail was not sent: nobody approved it in time. Ask me again when you can approve it.',
+  ERR_MAIL_APPROVAL_UNAVAILABLE: 'The e-mail was not sent: it needed your approval, but the chat could not ask for it. Please try again.',
+  ERR_MAIL_BLOCKED: "The e-mail was not sent: your organisation's mail policy does not allow it (a recipient it blocks, or too many recipients).",
+  ERR_MAIL_RATE_LIMITED: 'The e-mail was not sent: you have sent as many messages as your organisation allows for now. Try again later.',
+};
+
+/**
+ * A tool's failure as a sentence: a refused send says why in plain words; any other failure says
+ * which step did not work. The codes an error carries ("(ERR_MAIL_DENIED)") are for the tool
+ * row's details, never the answer.
+ */
+function failureInWords(tool: string, content: string): string {
+  const code = /\bERR_[A-Z0-9_]+\b/.exec(content)?.[0];
+  if (code && REFUSED_IN_WORDS[code]) return REFUSED_IN_WORDS[code];
+  const why = content
+    .replace(/\s*\(?\bERR_[A-Z0-9_]+\b\)?:?/g, '')
+    .replace(/^Error:\s*/, '')
+    .trim()
+    .slice(0, 300);
+  return `I could not finish: the ${tool} step did not work${why ? ` (${why})` : ''}.`;
+}
+
 /** A plan step: the tool call, or a text when the tool is not loaded. */
 type Call = (name: string, input: Record<string, unknown>) => ModelReply;
 
@@ -50,14 +75,7 @@ function plan(messages: readonly Message[], tools: readonly ToolDef[]): ModelRep
   const schemaOf = (name: string) => tools.find((t) => t.name === name)?.inputSchema;
   const last = results[results.length - 1];
 
-  // In words: the codes a tool's error carries ("(ERR_MAIL_DENIED)") are for the tool row's details, not the answer.
-  if (last?.isError)
-    return text(
-      `The tool ${last.name} failed: ${last.content
-        .replace(/\s*\(?\bERR_[A-Z0-9_]+\b\)?:?/g, '')
-        .replace(/^Error:\s*/, '')
-        .slice(0, 300)}`,
-    );
+  if (last?.isError) return text(failureInWords(last.name, last.content));
 
   const call = (name: string, input: Record<string, unknown>): ModelReply => {
     if (!have.has(name)) return text(`I would use the ${name} tool for this, but it is not available in this session.`);

@@ -10,6 +10,7 @@ export const GENERAL_ERRORS = {
   ERR_NOT_FOUND: { status: 404, surfaces: ['http'], description: 'No route answers this method and path under /api.' },
   ERR_INTERNAL: { status: 500, surfaces: ['http', 'control', 'job'], description: 'An unexpected failure; the details are only in the log.' },
   ERR_CONFIG_INVALID: { status: 500, surfaces: ['start'], description: 'The configuration is invalid; the process lists every problem and exits 1.' },
+  ERR_PORT_IN_USE: { status: 500, surfaces: ['start'], description: "The web listener's address (AIRLOCK_HOST:AIRLOCK_PORT) is in use or not allowed: `serve` and `demo` stop before starting anything." },
   ERR_CRYPTO_FORMAT: { status: 500, surfaces: ['start'], description: 'A stored ciphertext is not in the v1 format.' },
   ERR_CRYPTO_DECRYPT: { status: 500, surfaces: ['start'], description: 'A stored secret cannot be decrypted (wrong encryption key or tampered data).' },
   ERR_DB_MIGRATION: { status: 500, surfaces: ['start'], description: 'A database migration file is broken (no SQL for an engine, or two with one number), or the database has a newer schema than this program.' },

@@ -205,12 +205,15 @@ export async function deleteChatModel(db: Sql, id: string): Promise<number> {
   return Number(moved.numUpdatedRows);
 }
 
-/** How many chats name this model. */
+/**
+ * How many chats name this model. A chat on the default stores no model (null, setSessionModel):
+ * those are the default's, so its count is not 0 (issue 41).
+ */
 export async function chatsUsing(db: Sql, id: string): Promise<number> {
   const r = await db
     .selectFrom('chat_sessions')
     .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('model_id', '=', id)
+    .where((eb) => (id === DEFAULT_MODEL_ID ? eb.or([eb('model_id', 'is', null), eb('model_id', '=', id)]) : eb('model_id', '=', id)))
     .executeTakeFirstOrThrow();
   return Number(r.n);
 }

@@ -22,9 +22,23 @@ export const TITLE_PURPOSE_HEADER = 'x-airlock-purpose';
 
 const INSTRUCTION = 'Write a short title (at most 6 words) for the conversation below, in the language of the user. Answer with the title only: no quotes, no full stop, no prefix.';
 
-/** A message as a title: markdown markers and spaces folded, cut at a word boundary (… when cut). */
+/** The "Attached: uploads/a.csv, …" line the chat page adds under a message (web/ui/src/chat-files.tsx). */
+const ATTACHED_LINE = /(?:^|\n\n)Attached: ((?:uploads\/[A-Za-z0-9._-]+(?:, )?)+)$/;
+
+/**
+ * The user's own words of a message: without the page's "Attached:" line, which is a marker for
+ * the agent, not something the user wrote. A message of files only is named by its files.
+ */
+export function userWords(message: string): string {
+  const m = ATTACHED_LINE.exec(message);
+  if (!m) return message;
+  const words = message.slice(0, m.index).trim();
+  return words || m[1]!.replace(/uploads\//g, '');
+}
+
+/** A message as a title: the user's words (userWords), markdown markers and spaces folded, cut at a word boundary (… when cut). */
 export function fallbackTitle(message: string, max = AUTO_TITLE_CHARS): string {
-  const text = message
+  const text = userWords(message)
     .replace(/```[\s\S]*?(```|$)/g, ' ')
     .replace(/^[\s#>*\-+]+/gm, '')
     .replace(/\*\*|__|`+/g, '')

@@ -42,6 +42,9 @@ else {
     t.equal(await text(page, '.approval dd.cc'), 'colleague@corp.example', 'Cc');
     t.equal(await text(page, '.approval dd.bcc'), 'audit@corp.example', 'Bcc');
     t.equal(await text(page, '.approval dd.subject'), 'Quarterly revenue', 'Subject');
+    // Said without calling the domain "outside your organisation": in the demo the asked domain is the user's own (issue 41).
+    t.match(await text(page, '.approval'), /Not on the domains your organisation always allows, so it asks first: ext@partner\.example/, 'why it asks');
+    t.notMatch(await text(page, '.approval'), /outside your organisation/i);
     t.equal(await page.textContent('.approval-body'), BODY, 'the body as plain text, line breaks kept');
     t.match(await text(page, '.approval-files li'), /^quarterly-revenue-eur\.png \(image\/png, \d+ KB\)$/, 'the chart by the name made from its title, with its size');
     t.equal(await page.getAttribute('.approval-files img', 'alt'), 'Attachment quarterly-revenue-eur.png');
@@ -71,6 +74,7 @@ else {
     await page.reload();
     await page.waitForSelector('.approval[data-state=approved]');
     t.match(await text(page, '.approval .approval-state'), /^Approved/, 'after a reload the card shows the decision');
+    t.equal(await text(page, '.approval h3'), 'E-mail approved', 'decided: the heading says what became of it, not "held"');
     t.equal(await text(page, '.approval dd.subject'), 'Quarterly revenue');
     t.match(await text(page, '.approval dd.attachments'), /quarterly-revenue-eur\.png/);
     t.notOk((await page.textContent('body'))?.includes('1.42 M EUR'), 'never the body after the decision');

@@ -8,6 +8,7 @@ import type { Page } from 'playwright-core';
 import { adminRig, openAdmin, ROOT_PW } from '../helpers/admin-browser.js';
 import { axeProblems, browserUnavailable, checkNarrow, launch, screenshot } from '../helpers/browser.js';
 import { startChatHarness } from '../helpers/chat.js';
+import { addUser } from '../helpers/app.js';
 import { atRestEncryptor } from '../../core/index.js';
 import { createChatModel } from '../../domain/chat/models.js';
 
@@ -79,9 +80,17 @@ else {
   });
 
   t.test('users page: search, deactivate, promote, reset password shown once; self refused', async (t) => {
-    const { app, page, bob, root } = await adminRig(t);
+    const { app, page, bob, root, dialogs } = await adminRig(t);
     await openAdmin(page, app.url, 'users', '#users-table');
     t.match(await page.textContent('#users-count'), /1–2 of 2/);
+    // A synced account: its username is its e-mail, shown once.
+    await addUser(app.database, 'cy@example.test', 'cy-password-123', { email: 'cy@example.test' });
+    await page.fill('#users-q', 'cy@');
+    await page.click('form[role=search] button[type=submit]');
+    await page.waitForFunction(() => document.querySelector('#users-count')?.textContent?.includes('of 1'));
+    const cyRow = (await page.locator('#users-table tbody tr').first().textContent()) ?? '';
+    t.equal(cyRow.split('cy@example.test').length - 1, 1, `a synced user's e-mail shows once (${cyRow})`);
+    await page.fill('#users-q', '');
     await page.fill('#users-q', 'bob');
     await page.click('form[role=search] button[type=submit]');
     await page.waitForFunction(() => document.querySelector('#users-count')?.textContent?.includes('of 1'));
@@ -98,10 +107,31 @@ else {
     await page.waitForSelector('#users-table tr:has-text("bob@")');
     t.match(await page.locator('#users-table tr', { hasText: 'bob@' }).textContent(), /single sign-on only \(no password\)/, 'an account without a password is marked');
     t.notMatch(await page.locator('#users-table tr', { hasText: 'root@' }).textContent(), /single sign-on/, 'one with a password is not');
+    // The reset from a search: asked in the page (no native confirm()), the search stays, the
+    // one-time password has a Copy button (issue 41).
+    await page.fill('#users-q', 'bob');
+    await page.click('form[role=search] button[type=submit]');
+    await page.waitForFunction(() => document.querySelector('#users-count')?.textContent?.includes('of 1'));
+    const nativeBefore = dialogs.length;
     await page.click('button[aria-label="Reset password of bob"]');
+    await page.waitForSelector('#users-reset-dialog[open] #users-reset-confirm');
+    t.match(await page.textContent('#users-reset-dialog'), /Reset the password of bob/, 'asked in an in-page dialog');
+    await page.keyboard.press('Escape');
+    await page.waitForSelector('#users-reset-dialog[open]', { state: 'detached' });
+    t.equal(await page.locator('#users-new-password').count(), 0, 'Esc cancels: nothing reset');
+    await page.click('button[aria-label="Reset password of bob"]');
+    await page.click('#users-reset-confirm');
     await page.waitForSelector('#users-new-password code');
+    t.equal(dialogs.length, nativeBefore, 'no native dialog');
     const pw = (await page.textContent('#users-new-password code')) ?? '';
     t.equal((await app.client().login('bob', pw)).status, 200, 'the password shown works');
+    t.equal(await page.inputValue('#users-q'), 'bob', 'the search box keeps its text after the reset');
+    await page.waitForFunction(() => document.querySelector('#users-count')?.textContent?.includes('of 1'));
+    t.equal(await page.locator('#users-table tbody tr').count(), 1, 'the list stays filtered after the reset');
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: app.url });
+    await page.click('#users-copy-password');
+    await page.waitForSelector('#users-copy-password:text-is("Copied")');
+    t.equal(await page.evaluate(() => navigator.clipboard.readText()), pw, 'Copy puts the password on the clipboard');
     await page.waitForFunction(() => !/single sign-on/.test(document.querySelector('#users-table')?.textContent ?? ''));
     t.pass('with a password now, bob is no longer marked single sign-on only');
     t.same(await axeProblems(page), [], 'axe: users, 1280 px light');

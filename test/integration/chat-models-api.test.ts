@@ -129,6 +129,10 @@ t.test(`chat models: admin API, picker, choice and fallback (${TEST_ENGINE})`, a
   // Deleted: its chats fall back to the default.
   t.equal((await admin.json('DELETE', '/api/admin/chat-models/claude')).status, 204);
   t.equal((await bob.json('GET', `/api/chat/sessions/${sid}/messages`)).body.session.model_id, 'default');
+  // The default counts the chats on it (they store no model): never 0 while there are some (issue 41).
+  const onDefault = Number((await dbRows(h.app.database.sql, 'SELECT COUNT(*) AS n FROM chat_sessions WHERE model_id IS NULL'))[0].n);
+  t.ok(onDefault >= 1, `chats on the default: ${onDefault}`);
+  t.equal((await admin.json('GET', '/api/admin/chat-models')).body.models.find((m: any) => m.id === 'default').chats, onDefault, "the default's Chats count");
 
   // The action log has each change, and no key anywhere: not in the log entries, not in the server's log.
   const log = await dbRows(h.app.database.sql, "SELECT event, data FROM action_log WHERE event LIKE 'chat_model.%' OR event = 'chat.model_changed' ORDER BY id");

@@ -21,6 +21,11 @@ t.test('fallback and cleaning', async (t) => {
   t.ok(long.length <= 60 && long.endsWith('…'), long);
   t.match(long, /^please write a detailed summary of every quarterly sales…$/, 'cut at a word boundary');
   t.equal(fallbackTitle('   '), 'New chat');
+  // The page's "Attached:" line is a marker for the agent, not the user's words (issue 41).
+  t.equal(fallbackTitle('chart the sales\n\nAttached: uploads/sales.csv, uploads/logo.png'), 'chart the sales');
+  t.equal(fallbackTitle('\n\nAttached: uploads/sales.csv'), 'sales.csv', 'files only: named by its files');
+  t.equal(fallbackTitle('Attached: uploads/a.csv, uploads/b.csv'), 'a.csv, b.csv');
+  t.equal(fallbackTitle('see Attached: uploads/x in the text'), 'see Attached: uploads/x in the text', 'only the trailing marker line goes');
   t.equal(cleanModelTitle('Title: "Quarterly sales summary."\nmore'), 'Quarterly sales summary');
   t.equal(cleanModelTitle('\n\n'), undefined);
 });
@@ -44,6 +49,17 @@ t.test('the chat model titles a new chat after its first turn, once', async (t) 
   await streamTurn(c, { message: 'and the year before?', session_id: sid });
   t.equal(h.model.titleRequests.length, 1, 'no title request after the second turn');
   t.equal((await list()).title, 'Quarterly sales summary');
+});
+
+t.test('a message with files: the chat is titled from its words, never the Attached line', async (t) => {
+  const h = await startChatHarness(t, {});
+  const c = await h.login('uma');
+  h.model.push({ kind: 'reply', text: 'Done.' });
+  const r = await streamTurn(c, { message: 'plot the sales figures\n\nAttached: uploads/sales.csv' });
+  const entry = async () => (await c.json('GET', '/api/chat/sessions')).body.sessions.find((s: { id: string }) => s.id === r.sessionId);
+  const titled = await waitFor(async () => ((await entry()).title_source !== 'message' ? entry() : undefined), 'the title');
+  t.equal(titled.title, 'plot the sales figures');
+  t.notMatch(titled.title, /Attached|uploads\//);
 });
 
 t.test('fallback when the model fails, is slow, or is the demo model; a rename wins', async (t) => {

@@ -133,7 +133,13 @@ t.test('demo model plans follow the conversation', async (t) => {
 
   const failed = await ask([prompt, { role: 'assistant', text: '', toolCalls: s1.toolCalls }, { role: 'tool', callId: 'x', name: 'rasterize_chart', content: 'boom', isError: true }]);
   t.same(failed.toolCalls, []);
-  t.match(failed.text, /rasterize_chart failed/);
+  t.match(failed.text, /^I could not finish: the rasterize_chart step did not work \(boom\)\.$/);
+  // A denied or timed-out send reads as a sentence, never the proxy's error string (issue 41).
+  const refused = async (content: string) => (await ask([prompt, { role: 'assistant', text: '', toolCalls: s2.toolCalls }, { role: 'tool', callId: 'y', name: 'send_email', content, isError: true }])).text;
+  const denied = await refused('the user did not approve this message; it was not sent (ERR_MAIL_DENIED)');
+  t.equal(denied, 'You chose not to send the e-mail, so it was not sent. Tell me what to change if you want to try again.');
+  t.notMatch(denied, /ERR_|failed|send_email/);
+  t.match(await refused('nobody decided in time (ERR_MAIL_APPROVAL_TIMEOUT)'), /^The e-mail was not sent: nobody approved it in time/);
 
   const fallback = await ask([{ role: 'user', content: 'tell me a joke' }]);
   t.same(fallback.toolCalls, []);

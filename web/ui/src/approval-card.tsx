@@ -19,6 +19,8 @@ export interface ApprovalPart extends Omit<ApprovalRequestEvent, 'type' | 'seq'>
 }
 
 const APPROVAL_STATE = { pending: 'Waiting for your approval', approved: 'Approved', denied: 'Not sent', timed_out: 'Not sent: nobody approved in time' } as const;
+/** The card's heading: a question while the send waits, then what became of it (never "held" once decided). */
+const HEADING = { pending: 'Send this e-mail?', approved: 'E-mail approved', denied: 'E-mail denied', timed_out: 'E-mail not approved in time' } as const;
 
 const size = (n: number) => (n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${Math.round(n / 1024)} KB` : `${(n / (1024 * 1024)).toFixed(1)} MB`);
 
@@ -163,8 +165,8 @@ export function ApprovalCard({ p, sessionId, onDecide }: { p: ApprovalPart; sess
     );
   };
   return (
-    <section class={`approval ${p.state}`} data-approval={p.approval_id} data-state={p.state} aria-label={pending ? 'Send this e-mail?' : 'E-mail held for approval'}>
-      <h3>{pending ? 'Send this e-mail?' : 'E-mail held for your approval'}</h3>
+    <section class={`approval ${p.state}`} data-approval={p.approval_id} data-state={p.state} aria-label={HEADING[p.state]}>
+      <h3>{HEADING[p.state]}</h3>
       <Fields p={p} preview={preview} sessionId={sessionId} />
       <Body preview={preview} pending={pending} gone={gone} />
       {p.repeat_of && pending ? (
@@ -172,7 +174,7 @@ export function ApprovalCard({ p, sessionId, onDecide }: { p: ApprovalPart; sess
           The same message (recipients, subject and attachments) was already sent from this chat at {new Date(p.repeat_of).toLocaleTimeString()}. Approve only if it should go again.
         </p>
       ) : (
-        p.ask.length > 0 && pending && <p class="muted">Outside your organisation's allowed domains: {p.ask.join(', ')}</p>
+        p.ask.length > 0 && pending && <p class="muted">Not on the domains your organisation always allows, so it asks first: {p.ask.join(', ')}</p>
       )}
       {pending ? (
         <div class="approval-actions">

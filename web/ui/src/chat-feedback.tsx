@@ -10,6 +10,19 @@ import { ProblemAlert } from './problem-alert.js';
 export const MAX_NOTE_CHARS = 2000;
 
 /** The user's feedback on the turns of chat `sessionId`, and a way to change what is shown. */
+/**
+ * A thumb as inline SVG in the text colour: emoji needed an emoji font, and a machine without one
+ * drew empty boxes (issue 41). The outline is Lucide's thumbs-up (ISC licence); down is it turned over.
+ */
+function Thumb({ down }: { down?: boolean }) {
+  return (
+    <svg class={down ? 'thumb-icon down' : 'thumb-icon'} viewBox="0 0 24 24" width="18" height="18" aria-hidden="true" focusable="false" fill="none" stroke="currentColor" stroke-width="2" stroke-linecap="round" stroke-linejoin="round">
+      <path d="M7 10v12" />
+      <path d="M15 5.88 14 10h5.83a2 2 0 0 1 1.92 2.56l-2.33 8A2 2 0 0 1 17.5 22H4a2 2 0 0 1-2-2v-8a2 2 0 0 1 2-2h2.76a2 2 0 0 0 1.79-1.11L12 2a3.13 3.13 0 0 1 3 3.88Z" />
+    </svg>
+  );
+}
+
 export function useFeedback(sessionId: string | null): { of(turnId: string): FeedbackEntry | undefined; put(turnId: string, e: FeedbackEntry | null): void } {
   const [given, setGiven] = useState<Record<string, FeedbackEntry>>({});
   useEffect(() => {
@@ -63,10 +76,10 @@ export function FeedbackButtons(p: { sessionId: string; turnId: string; given: F
   return (
     <span class="feedback" role="group" aria-label="Feedback on this answer">
       <button type="button" class="link thumb up" aria-pressed={pressed('up')} aria-label="Good answer" title="Good answer" onClick={() => rate('up')}>
-        👍
+        <Thumb />
       </button>
       <button type="button" class="link thumb down" aria-pressed={pressed('down')} aria-label="Bad answer" title="Bad answer" onClick={() => rate('down')}>
-        👎
+        <Thumb down />
       </button>
       {p.given && !noteOpen && (
         <button type="button" class="link feedback-note-open" onClick={() => (setNote(p.given?.note ?? ''), setNoteOpen(true))}>

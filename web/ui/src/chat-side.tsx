@@ -20,6 +20,13 @@ export function groupOf(s: ChatSessionSummary, now = new Date()): (typeof GROUPS
   return days <= 0 ? 'Today' : days === 1 ? 'Yesterday' : days < 7 ? 'Previous 7 days' : days < 30 ? 'Previous 30 days' : 'Older';
 }
 
+/** A chat's last use in the list: the time only under Today (the group says the day), else date and time. */
+export function listWhen(s: ChatSessionSummary, now = new Date()): string {
+  const d = new Date(s.updated_at);
+  if (Number.isNaN(d.getTime())) return s.updated_at;
+  return !s.pinned && groupOf(s, now) === 'Today' ? d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }) : fmt(s.updated_at);
+}
+
 /** The chats grouped for the list (GROUPS order; empty groups left out), each group keeping the server's order. */
 export function groupSessions(list: readonly ChatSessionSummary[], now = new Date()): { name: string; sessions: ChatSessionSummary[] }[] {
   return GROUPS.map((name) => ({ name, sessions: list.filter((s) => groupOf(s, now) === name) })).filter((g) => g.sessions.length > 0);
@@ -71,7 +78,9 @@ export function SessionItem(props: { s: ChatSessionSummary; current: boolean; on
       <a class="session-link" href={`#/chat/${encodeURIComponent(s.id)}`} aria-current={props.current ? 'true' : undefined} title={label}>
         <span class="session-title">{label}</span>
         <span class="session-date muted">
-          <time dateTime={s.updated_at}>{fmt(s.updated_at)}</time>
+          <time dateTime={s.updated_at} title={fmt(s.updated_at)}>
+            {listWhen(s)}
+          </time>
           {s.running_turn_id ? ' · answering…' : ''}
         </span>
       </a>

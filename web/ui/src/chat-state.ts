@@ -145,7 +145,7 @@ export function useSend(st: ChatState, scroll: StickyScroll, sessions: Sessions)
       return st.setHint(refusal(e));
     }
     const newSid = res.headers.get('x-chat-session-id');
-    if (!sid && newSid) named(st, sessions, newSid, text);
+    if (!sid && newSid) named(st, sessions, newSid, message.trim() || text.replace(/^Attached: /, '').replace(/uploads\//g, ''));
     await followTurn(st.setTurns, newSid ?? sid!, res, pending, ac.signal);
     // A new branch: fetch the turn's versions for its "< n/n >".
     if (replaces && !ac.signal.aborted) reloadHistory(st, newSid ?? sid!);
@@ -165,7 +165,7 @@ async function titled(st: ChatState, sessions: Sessions, sid: string): Promise<v
   if (st.currentRef.current === sid) st.setTitle(made.title);
 }
 
-/** The chat exists from the first byte: name it in the URL without reloading the page. */
+/** The chat exists from the first byte: name it in the URL without reloading the page; its provisional title is the user's words (never the "Attached:" line). */
 function named(st: ChatState, sessions: Sessions, newSid: string, text: string): void {
   st.setCurrent(newSid);
   st.currentRef.current = newSid;

@@ -2,7 +2,7 @@
 // rows with their charts, mail sends held for approval), rebuilt from stream events or the
 // stored history. chat.tsx owns the page around it (sessions, composer, streaming).
 import type { ComponentChildren } from 'preact';
-import { useContext, useEffect, useLayoutEffect, useMemo, useRef } from 'preact/hooks';
+import { useContext, useLayoutEffect, useMemo, useRef } from 'preact/hooks';
 import { chartUrl, ShareToken } from './share-token.js';
 import type { ChatEvent, StoredTurn, StopReason } from '../../chat-api.js';
 import { ShownText, toolErrorSentence } from './error-text.js';
@@ -10,6 +10,7 @@ import { renderMarkdown } from './markdown.js';
 import { SentFiles } from './chat-files.js';
 import { ApprovalCard, type ApprovalPart } from './approval-card.js';
 import { asksToConnect, ConnectFromChat } from './connectors.js';
+import { ChartBox, findChartSpec } from './chat-chart.js';
 
 /** One piece of an answer, in the order it came: text, or a tool call. */
 export type Part =
@@ -195,22 +196,6 @@ function Markdown({ text }: { text: string }) {
   return <div class="markdown" ref={ref} onClick={onClick} />;
 }
 
-interface ChartSpec {
-  type: string;
-  data: unknown;
-  options?: { plugins?: { title?: { text?: string } } } & Record<string, unknown>;
-}
-
-function findChartSpec(o: unknown): ChartSpec | null {
-  if (!o || typeof o !== 'object') return null;
-  const x = o as Record<string, unknown>;
-  if (x.chart && typeof x.chart === 'object') return findChartSpec(x.chart);
-  if (x.spec && typeof x.spec === 'object') return findChartSpec(x.spec);
-  if (typeof x.type === 'string' && x.data) return x as unknown as ChartSpec;
-  if (typeof x.type === 'string' && (x.labels || x.datasets)) return { type: x.type, data: { labels: x.labels, datasets: x.datasets }, options: { plugins: { title: { display: !!x.title, text: x.title } } } as ChartSpec['options'] };
-  return null;
-}
-
 function parseOutput(o: unknown): unknown {
   if (typeof o === 'string') {
     try {
@@ -220,29 +205,6 @@ function parseOutput(o: unknown): unknown {
     }
   }
   return o;
-}
-
-declare global {
-  interface Window {
-    Chart?: new (canvas: HTMLCanvasElement, cfg: unknown) => { destroy(): void };
-  }
-}
-
-function ChartBox({ spec }: { spec: ChartSpec }) {
-  const ref = useRef<HTMLCanvasElement>(null);
-  useEffect(() => {
-    if (!ref.current || !window.Chart) return;
-    // chart.js writes defaults (colours) into the config it gets: hand it a copy, so the tool's
-    // output shown in the row stays what the tool returned.
-    const copy = JSON.parse(JSON.stringify(spec)) as ChartSpec;
-    const chart = new window.Chart(ref.current, { ...copy, options: { responsive: true, animation: false, ...(copy.options ?? {}) } });
-    return () => chart.destroy();
-  }, [spec]);
-  return (
-    <div class="chart-box" data-chart="render_chart">
-      <canvas ref={ref} role="img" aria-label={String(spec.options?.plugins?.title?.text ?? 'chart')} width={600} height={300} />
-    </div>
-  );
 }
 
 const STATUS_TEXT = { running: 'running…', ok: 'done', failed: 'failed', cancelled: 'cancelled', interrupted: 'interrupted' } as const;

@@ -30,6 +30,38 @@ const MAX_HIGHLIGHT_CHARS = 20_000;
 
 const marked = new Marked({ gfm: true, breaks: false, async: false });
 
+const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+/**
+ * LaTeX is shown as code, never rendered (docs/chat.md "Answers"): a display formula ($$…$$ or
+ * \[…\]) as a code block labelled latex, an inline one ($…$ or \(…\)) as inline code, so the
+ * dollars and backslashes never read as garbled text. An inline $…$ needs no space inside its
+ * ends and no digit after, so "$5 and $10" stays text.
+ */
+marked.use({
+  extensions: [
+    {
+      name: 'mathBlock',
+      level: 'block',
+      start: (src: string) => src.match(/^ {0,3}(?:\$\$|\\\[)/m)?.index,
+      tokenizer(src: string) {
+        const m = /^ {0,3}(?:\$\$([\s\S]+?)\$\$|\\\[([\s\S]+?)\\\]) *(?:\n+|$)/.exec(src);
+        return m ? { type: 'mathBlock', raw: m[0], text: (m[1] ?? m[2]!).trim() } : undefined;
+      },
+      renderer: (token) => `<pre><code class="language-latex">${escapeHtml(String(token.text))}</code></pre>\n`,
+    },
+    {
+      name: 'mathInline',
+      level: 'inline',
+      start: (src: string) => src.match(/\$|\\\(/)?.index,
+      tokenizer(src: string) {
+        const m = /^(?:\$(?!\s)([^$\n]+?)(?<!\s)\$(?!\d)|\\\((.+?)\\\))/.exec(src);
+        return m ? { type: 'mathInline', raw: m[0], text: m[1] ?? m[2]! } : undefined;
+      },
+      renderer: (token) => `<code>${escapeHtml(String(token.text))}</code>`,
+    },
+  ],
+});
+
 const purifier = DOMPurify();
 purifier.addHook('afterSanitizeAttributes', (node) => {
   // Model content never wears the page's own classes (a fake "Approved" card, a fake banner): the

@@ -1,9 +1,11 @@
 // The users page (docs/ui-admin.md "Users"): /api/admin/users with search and paging; deactivate
-// or reactivate, promote or demote, reset a password (a generated one is shown once, here only).
+// or reactivate, promote or demote, reset a password (asked in an in-page dialog; the generated
+// one is shown once, here only, with a Copy button).
 // Never your own account nor the last active superuser: the server says so with its own code.
 import { useState } from 'preact/hooks';
 import type { AdminUser, AdminUserList } from '../../../admin-api.js';
 import { api } from '../api.js';
+import { Dialog } from '../dialog.js';
 import { Field, fmtTime, Section, Status, Table, useActions, useLoad, type Column } from './common.js';
 import { Form, Loaded, NameCell, Page, RowActions, RowButton } from './forms.js';
 
@@ -16,6 +18,7 @@ export function UsersPage() {
   const [query, setQuery] = useState('');
   const [offset, setOffset] = useState(0);
   const [shown, setShown] = useState<{ user: string; password: string } | null>(null);
+  const [asking, setAsking] = useState<AdminUser | null>(null);
   const [data, failed, reload] = useLoad(() => api<AdminUserList>('GET', `${BASE}?limit=${PAGE}&offset=${offset}${query ? `&q=${encodeURIComponent(query)}` : ''}`), [query, offset]);
   const name = (u: AdminUser) => u.display_name || u.username;
   const change = (u: AdminUser, body: Record<string, boolean>, done: string) =>
@@ -26,7 +29,7 @@ export function UsersPage() {
     });
   const reset = (u: AdminUser) =>
     status.run(`reset-${u.id}`, async () => {
-      if (!confirm(`Reset the password of ${name(u)}? Their sessions end; you will see a new password once.`)) return;
+      setAsking(null);
       const r = await api<{ password?: string }>('POST', `${BASE}/${u.id}/password`, {});
       setShown({ user: name(u), password: r.password ?? '' });
       await reload(); // a single sign-on only account has a password now
@@ -47,18 +50,26 @@ export function UsersPage() {
           Search
         </button>
       </Form>
-      {shown ? (
-        <div class="banner info" role="alert" id="users-new-password">
-          New password for {shown.user}: <code>{shown.password}</code>. It is shown only now: hand it over safely; they can change it under Settings.{' '}
-          <button type="button" class="secondary small" onClick={() => setShown(null)}>
-            Done
-          </button>
-        </div>
-      ) : null}
+      {shown ? <NewPassword shown={shown} onDone={() => setShown(null)} /> : null}
+      <Dialog id="users-reset-dialog" title="Reset the password?" open={!!asking} onClose={() => setAsking(null)}>
+        {asking && (
+          <>
+            <p>Reset the password of {name(asking)}? Their sessions end at once; you will see the new password once.</p>
+            <div class="row">
+              <button type="button" class="danger" id="users-reset-confirm" onClick={() => void reset(asking)}>
+                Reset password
+              </button>
+              <button type="button" class="secondary" onClick={() => setAsking(null)}>
+                Cancel
+              </button>
+            </div>
+          </>
+        )}
+      </Dialog>
       <Section title="Accounts">
         <Status id="users-status" notice={status.notice} />
         <Loaded failed={failed} loading={!data}>
-          {data && <UserTable data={data} busy={status.busy} change={change} reset={reset} />}
+          {data && <UserTable data={data} busy={status.busy} change={change} reset={(u) => setAsking(u)} />}
         </Loaded>
         {data ? (
           <nav class="row compact" aria-label="Pages">
@@ -82,7 +93,14 @@ interface TableProps {
   data: AdminUserList;
   busy: string | null;
   change(u: AdminUser, body: Record<string, boolean>, done: string): Promise<boolean>;
-  reset(u: AdminUser): Promise<boolean>;
+  reset(u: AdminUser): void;
+}
+
+/** Username and e-mail under the name, each once: a synced account's username is its e-mail, and may be the name shown. */
+function details(u: AdminUser): string {
+  const name = u.display_name || u.username;
+  const ids = [...new Set([u.username, u.email ?? 'no e-mail'])].filter((x) => x !== name);
+  return [...ids, ...(u.sso_only ? ['single sign-on only (no password)'] : [])].join(' · ');
 }
 
 function UserTable({ data, busy, change, reset }: TableProps) {
@@ -97,8 +115,7 @@ function UserTable({ data, busy, change, reset }: TableProps) {
       title: 'User',
       render: (u) => (
         <NameCell name={u.display_name || u.username} badge={u.is_superuser && 'superuser'} warning={!u.is_active && 'deactivated'}>
-          {u.username} · {u.email ?? 'no e-mail'}
-          {u.sso_only ? ' · single sign-on only (no password)' : null}
+          {details(u)}
         </NameCell>
       ),
     },
@@ -109,10 +126,32 @@ function UserTable({ data, busy, change, reset }: TableProps) {
         <RowActions>
           {flip(u, 'is_active', ['Reactivate', 'Deactivate'], ['is active again', 'is deactivated'])}
           {flip(u, 'is_superuser', ['Promote', 'Demote'], ['is a superuser now', 'is no longer a superuser'])}
-          <RowButton text="Reset password" label={`Reset password of ${u.display_name || u.username}`} disabled={busy === `reset-${u.id}`} onClick={() => void reset(u)} />
+          <RowButton text="Reset password" label={`Reset password of ${u.display_name || u.username}`} disabled={busy === `reset-${u.id}`} onClick={() => reset(u)} />
         </RowActions>
       ),
     },
   ];
   return <Table id="users-table" rows={data.users} rowKey={(u) => u.id} empty="No user matches." cols={cols} />;
+}
+
+/** The one-time password, with a Copy button (it is shown only here, only now). */
+function NewPassword({ shown, onDone }: { shown: { user: string; password: string }; onDone(): void }) {
+  const [copied, setCopied] = useState<boolean | null>(null);
+  const copy = () =>
+    navigator.clipboard.writeText(shown.password).then(
+      () => setCopied(true),
+      () => setCopied(false),
+    );
+  return (
+    <div class="banner info" role="alert" id="users-new-password">
+      New password for {shown.user}: <code>{shown.password}</code>. It is shown only now: hand it over safely; they can change it under Settings.{' '}
+      <button type="button" class="secondary small" id="users-copy-password" onClick={() => void copy()}>
+        {copied ? 'Copied' : 'Copy'}
+      </button>{' '}
+      <button type="button" class="secondary small" onClick={onDone}>
+        Done
+      </button>
+      {copied === false && <span class="muted"> The browser did not allow copying: select the password and copy it.</span>}
+    </div>
+  );
 }
