@@ -8,6 +8,7 @@ import { buildMessage, type InlinePng } from './mime.js';
 import { NOT_CONNECTED_MESSAGE, ToolError, runTool, toolOk } from './result.js';
 import { noElicitationValidator } from '../core/mcp-configure.js';
 import { registerReadFileTable } from './read-file-table.js';
+import { registerRunPython } from './run-python.js';
 
 export const TOOLS_SERVER_NAME = 'airlock-workspace-core';
 export const TOOLS_SERVER_VERSION = '0.1.0';
@@ -59,6 +60,8 @@ export function createToolsServer(env: ToolsEnv, log: Log): McpServer {
 
   // Tables of the files the user uploaded (tools/read-file-table.ts).
   registerReadFileTable(server, env, log);
+  // Python in the sandbox, one interpreter per chat (tools/run-python.ts).
+  registerRunPython(server, env, log);
 
   return server;
 }
