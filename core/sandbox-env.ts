@@ -53,6 +53,7 @@ export const AGENT_TOOLS = [
   { name: 'fetch_memory', server: 'workspace', route: 'host' },
   { name: 'read_file_table', server: 'workspace', route: null },
   { name: 'run_python', server: 'workspace', route: null },
+  { name: 'read_document', server: 'workspace', route: null },
   { name: 'rasterize_chart', server: 'extensions', route: null },
   { name: 'render_chart', server: 'extensions', route: null },
 ] as const satisfies readonly { name: string; server: 'workspace' | 'extensions'; route: RouteName | null }[];

@@ -92,6 +92,7 @@ const RUNSC_FILES = [
   'dist/test/docker/workspace-quota.test.js',
   'dist/test/docker/runtime-select.test.js',
   'dist/test/docker/adopt-cli.test.js',
+  'dist/test/docker/run-python.test.js',
 ];
 
 /** The socket of an engine that can run runsc sandboxes, or why there is none. */

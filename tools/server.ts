@@ -9,6 +9,7 @@ import { NOT_CONNECTED_MESSAGE, ToolError, runTool, toolOk } from './result.js';
 import { noElicitationValidator } from '../core/mcp-configure.js';
 import { registerReadFileTable } from './read-file-table.js';
 import { registerRunPython } from './run-python.js';
+import { registerReadDocument } from './read-document.js';
 
 export const TOOLS_SERVER_NAME = 'airlock-workspace-core';
 export const TOOLS_SERVER_VERSION = '0.1.0';
@@ -62,6 +63,8 @@ export function createToolsServer(env: ToolsEnv, log: Log): McpServer {
   registerReadFileTable(server, env, log);
   // Python in the sandbox, one interpreter per chat (tools/run-python.ts).
   registerRunPython(server, env, log);
+  // Text of uploaded documents (tools/read-document.ts).
+  registerReadDocument(server, env, log);
 
   return server;
 }

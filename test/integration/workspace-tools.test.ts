@@ -83,7 +83,7 @@ async function setup(_t: Tap): Promise<Fixture> {
 t.test('both MCP servers list their tools with input schemas', async (t) => {
   const { tools, ext } = await setup(t);
   const a = (await tools.client.listTools()).tools;
-  t.same(a.map((x) => x.name).sort(), ['fetch_memory', 'fetch_sheet', 'read_file_table', 'search_spreadsheets', 'send_email']);
+  t.same(a.map((x) => x.name).sort(), ['fetch_memory', 'fetch_sheet', 'read_document', 'read_file_table', 'run_python', 'search_spreadsheets', 'send_email']);
   const send = a.find((x) => x.name === 'send_email')!;
   t.equal(send.inputSchema.type, 'object');
   t.same([...(send.inputSchema.required as string[])].sort(), ['subject', 'to']);
