@@ -8,7 +8,8 @@ import { buildMessage, type InlinePng } from './mime.js';
 import { NOT_CONNECTED_MESSAGE, ToolError, runTool, toolOk } from './result.js';
 import { noElicitationValidator } from '../core/mcp-configure.js';
 import { registerReadFileTable } from './read-file-table.js';
-import { registerRunPython } from './run-python.js';
+import { registerRunPython, workspaceOf } from './run-python.js';
+import { saveSheetCsv } from './save-sheet.js';
 import { registerReadDocument } from './read-document.js';
 
 export const TOOLS_SERVER_NAME = 'airlock-workspace-core';
@@ -73,13 +74,15 @@ function registerFetchSheet(server: McpServer, env: ToolsEnv, log: Log): void {
   server.registerTool(
     'fetch_sheet',
     {
-      description: 'Read cell values from a spreadsheet of the user\'s workspace account. Give the spreadsheet id (from search_spreadsheets) and an A1 range such as "Sheet1!A1:D20" or "Sheet1".',
+      description:
+        'Read cell values from a spreadsheet of the user\'s workspace account. Give the spreadsheet id (from search_spreadsheets) and an A1 range such as "Sheet1!A1:D20" or "Sheet1". With save_as ("name.csv") the rows are also saved as /workspace/sheets/name.csv for run_python.',
       inputSchema: {
         spreadsheet_id: z.string().regex(/^[A-Za-z0-9_-]{1,200}$/, 'a spreadsheet id: letters, digits, - and _'),
         range: oneLine(200).min(1),
         max_rows: z.number().int().min(1).max(SHEET_ROWS_MAX).optional(),
+        save_as: z.string().max(100).optional(),
       },
-      outputSchema: { range: z.string(), rows: z.array(z.array(z.string())), truncated: z.boolean() },
+      outputSchema: { range: z.string(), rows: z.array(z.array(z.string())), truncated: z.boolean(), saved_as: z.string().optional() },
       annotations: { readOnlyHint: true, openWorldHint: true },
     },
     (args, extra) =>
@@ -92,7 +95,9 @@ function registerFetchSheet(server: McpServer, env: ToolsEnv, log: Log): void {
         const values = Array.isArray(body.values) ? body.values : [];
         const rows = values.slice(0, limit).map((r) => (Array.isArray(r) ? r.map((c) => (c === null || c === undefined ? '' : String(c))) : []));
         log.info({ tool: 'fetch_sheet', rows: rows.length }, 'sheet read');
-        return toolOk({ range: typeof body.range === 'string' ? body.range : args.range, rows, truncated: values.length > limit });
+        // save_as: the same rows as a CSV in /workspace/sheets/ for run_python (docs/tools.md#fetch_sheet).
+        const saved = args.save_as ? await saveSheetCsv(workspaceOf(env), args.save_as, rows) : undefined;
+        return toolOk({ range: typeof body.range === 'string' ? body.range : args.range, rows, truncated: values.length > limit, ...(saved ? { saved_as: saved } : {}) });
       }),
   );
 }

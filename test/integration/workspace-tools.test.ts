@@ -4,7 +4,7 @@ type Tap = { teardown(fn: () => unknown): void };
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { simpleParser } from 'mailparser';
 import { start as startGoogle, type GoogleSeed } from '../../emulator/google.js';
 import { tempDir } from '../helpers/app.js';
@@ -114,6 +114,15 @@ t.test('fetch_sheet and search_spreadsheets talk Sheets/Drive and never send AGE
     ],
     truncated: false,
   });
+  // save_as: the same rows as a CSV in the workspace's sheets/ folder, for run_python.
+  const saved = await tools.call('fetch_sheet', { spreadsheet_id: 'sheet-sales-2026', range: 'Q4!A1:B3', save_as: 'q4.csv' });
+  t.equal((saved.structuredContent as { saved_as: string }).saved_as, 'sheets/q4.csv');
+  t.equal(readFileSync(join(dirname(fixture!.dir), 'sheets', 'q4.csv'), 'utf8'), 'Region,Revenue\nNorth,120\nSouth,95\n');
+  for (const bad of ['../x.csv', 'x.txt', '.hidden.csv', 'a/b.csv', 'x..csv']) {
+    t.equal(errorCode(await tools.call('fetch_sheet', { spreadsheet_id: 'sheet-sales-2026', range: 'Q4', save_as: bad })), 'ERR_TOOL_INVALID_INPUT', `save_as ${bad} refused`);
+  }
+  symlinkSync('/etc/passwd', join(dirname(fixture!.dir), 'sheets', 'link.csv'));
+  t.equal(errorCode(await tools.call('fetch_sheet', { spreadsheet_id: 'sheet-sales-2026', range: 'Q4', save_as: 'link.csv' })), 'ERR_TOOL_INVALID_INPUT', 'a planted link is not followed');
   const capped = await tools.call('fetch_sheet', { spreadsheet_id: 'sheet-sales-2026', range: 'Q4', max_rows: 2 });
   t.equal((capped.structuredContent as { truncated: boolean }).truncated, true);
   const missing = await tools.call('fetch_sheet', { spreadsheet_id: 'nope', range: 'A1:B2' });
