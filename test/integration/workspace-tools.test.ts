@@ -211,10 +211,35 @@ t.test('rasterize_chart → send_email: the raw message parses with mailparser, 
   const list = await (await fetch(`${google.url}/mailbox`)).text();
   t.match(list, 'Revenue by region');
 
+  // A PNG run_python wrote under /workspace/out goes as out/<name>.png, named as written.
+  const outDir = join(dirname(dir), 'out');
+  mkdirSync(outDir, { recursive: true });
+  writeFileSync(join(outDir, 'growth.png'), png);
+  symlinkSync(join(dir, att.filename), join(outDir, 'link.png'));
+  google.requests.length = 0;
+  const fromOut = await tools.call('send_email', { to: ['bob@example.test'], subject: 'Growth', text: 'Chart attached.', attachments: ['out/growth.png'] });
+  t.notOk(fromOut.isError, JSON.stringify(fromOut.content));
+  const outMsg = await simpleParser(Buffer.from((JSON.parse(google.requests[0].body) as { raw: string }).raw, 'base64url'), { keepCidLinks: true });
+  t.match(outMsg.attachments, [{ filename: 'growth.png', cid: 'out-growth.png', contentType: 'image/png' }]);
+  t.ok(outMsg.attachments[0].content.equals(png), 'the bytes of out/growth.png');
+  google.requests.length = 0;
+  for (const [bad, code] of [
+    ['out/../growth.png', 'ERR_TOOL_ATTACHMENT_NAME'],
+    ['out/a/growth.png', 'ERR_TOOL_ATTACHMENT_NAME'],
+    ['out/.growth.png', 'ERR_TOOL_ATTACHMENT_NAME'],
+    ['out/growth.svg', 'ERR_TOOL_ATTACHMENT_NAME'],
+    ['/workspace/out/growth.png', 'ERR_TOOL_ATTACHMENT_NAME'],
+    ['out/link.png', 'ERR_TOOL_ATTACHMENT_NOT_FILE'],
+    ['out/missing.png', 'ERR_TOOL_ATTACHMENT_NOT_FOUND'],
+  ]) {
+    t.equal(errorCode(await tools.call('send_email', { to: ['bob@example.test'], subject: 'x', text: 'x', attachments: [bad] })), code, `${bad} refused`);
+  }
+  t.equal(google.requests.length, 0, 'nothing sent for a refused attachment');
+
   // A text-only message with no attachments is a single text/plain part.
   const plain = await tools.call('send_email', { to: ['bob@example.test'], subject: 'Plain', text: 'hello' });
   t.notOk(plain.isError);
-  const raw2 = Buffer.from(JSON.parse(google.requests[1].body).raw, 'base64url').toString();
+  const raw2 = Buffer.from(JSON.parse(google.requests.at(-1)!.body).raw, 'base64url').toString();
   t.match(raw2, /Content-Type: text\/plain/);
   t.notMatch(raw2, /multipart/);
 
