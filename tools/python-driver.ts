@@ -18,6 +18,7 @@ ctl_in = os.fdopen(3, 'r', encoding='utf-8')
 ctl_out = os.fdopen(4, 'w', encoding='utf-8')
 MARK = os.environ.pop('AIRLOCK_PY_MARK').encode()
 LIM = json.loads(os.environ.pop('AIRLOCK_PY_LIMITS'))
+LIM.setdefault('procs', 32)
 mem = LIM['memory_mb'] * 1024 * 1024
 resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
 fsz = LIM['file_mb'] * 1024 * 1024
@@ -42,6 +43,30 @@ def send(obj):
 def marks():
     for fd in (1, 2):
         os.write(fd, MARK)
+
+# Processes: a fork that takes the interpreter's group past the limit ends the whole group at
+# once, from the new child, before it can fork again (under gVisor a fork bomb would otherwise
+# reach the sentry's task limit before the tool's poll sees it). fd 4 tells the tool why.
+PGID = os.getpgid(0)
+def group_size():
+    n = 0
+    for d in os.listdir('/proc'):
+        if d.isdigit():
+            try:
+                with open('/proc/' + d + '/stat', 'rb') as f:
+                    st = f.read()
+                if int(st[st.rfind(b')') + 2:].split()[2]) == PGID:
+                    n += 1
+            except Exception:
+                pass
+    return n
+def after_fork_child():
+    if group_size() > LIM['procs']:
+        try:
+            os.write(4, b'{"proc_limit": true}\n')
+        finally:
+            os.killpg(0, signal.SIGKILL)
+os.register_at_fork(after_in_child=after_fork_child)
 
 ns = {'__name__': '__main__', '__builtins__': __builtins__}
 pre = LIM.get('preload') or []

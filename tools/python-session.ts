@@ -41,8 +41,9 @@ class MarkedStream {
       this.marked = true;
       return;
     }
-    // Keep back what could be the start of a marker cut across two chunks.
-    const keep = Math.min(s.length, this.mark.length - 1);
+    // Keep back only what could be the start of a marker cut across two chunks, so output streams at once.
+    const j = s.lastIndexOf(this.mark[0]!);
+    const keep = j >= 0 && this.mark.startsWith(s.slice(j)) ? s.length - j : 0;
     if (s.length > keep) this.out(s.slice(0, s.length - keep));
     this.held = s.slice(s.length - keep);
   }
@@ -114,7 +115,7 @@ export class PythonSession {
     const env = {
       ...this.opts.env,
       AIRLOCK_PY_MARK: this.mark,
-      AIRLOCK_PY_LIMITS: JSON.stringify({ memory_mb: limits.memoryMb, cpu_s: limits.cpuS, file_mb: limits.fileMb, preload: this.opts.preload }),
+      AIRLOCK_PY_LIMITS: JSON.stringify({ memory_mb: limits.memoryMb, cpu_s: limits.cpuS, file_mb: limits.fileMb, procs: limits.procs, preload: this.opts.preload }),
     };
     const child = spawn(this.opts.python, ['-u', '-I', '-c', DRIVER_SOURCE], { cwd: this.opts.cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'] });
     this.child = child;
@@ -130,13 +131,17 @@ export class PythonSession {
       while ((nl = this.control.indexOf('\n')) >= 0) {
         const line = this.control.slice(0, nl);
         this.control = this.control.slice(nl + 1);
-        let msg: { ready?: boolean; id?: number; ok?: boolean; error?: CellResult['error'] };
+        let msg: { ready?: boolean; proc_limit?: boolean; id?: number; ok?: boolean; error?: CellResult['error'] };
         try {
           msg = JSON.parse(line) as typeof msg;
         } catch {
           continue;
         }
-        if (msg.ready) onReady();
+        if (msg.proc_limit && this.pending) {
+          const why = new ToolError('ERR_PYTHON_PROCESS_LIMIT', `the code started more than ${this.opts.limits().procs} processes; it was stopped and the interpreter was ended`);
+          this.kill(why.message);
+          this.pending.reject(why);
+        } else if (msg.ready) onReady();
         else if (this.pending && msg.id === this.pending.id) this.pending.resolve({ ok: msg.ok === true, ...(msg.error ? { error: msg.error } : {}) });
       }
     });
