@@ -115,7 +115,13 @@ export class Agent {
     const t0 = performance.now();
     const ms = () => Math.round(performance.now() - t0);
     try {
-      const r = await this.opts.tools.call(call.name, call.input, signal, this.opts.toolTimeoutMs, call.id);
+      // A progress message is `stdout\n…` or `stderr\n…` (tools/run-python.ts): the chat's tool_progress.
+      const onProgress = (m: string) => {
+        const nl = m.indexOf('\n');
+        const stream = m.slice(0, nl);
+        if (nl > 0 && (stream === 'stdout' || stream === 'stderr')) emit({ type: 'tool_progress', call_id: call.id, tool: call.name, stream, text: m.slice(nl + 1) });
+      };
+      const r = await this.opts.tools.call(call.name, call.input, signal, this.opts.toolTimeoutMs, call.id, onProgress);
       emit({ type: 'tool_end', call_id: call.id, tool: call.name, ok: r.ok, ...(r.ok ? { output: r.output } : { error: r.error }), duration_ms: ms() });
       this.history.push({ role: 'tool', callId: call.id, name: call.name, content: boundToolResult(r.text), isError: !r.ok });
     } catch (err) {

@@ -169,11 +169,18 @@ export class ToolHost {
   }
 
   /** Call a tool; rejects only when `signal` aborts. Tool failures resolve with ok: false. */
-  async call(name: string, input: Record<string, unknown>, signal: AbortSignal, timeoutMs: number, callId?: string): Promise<ToolOutcome> {
+  async call(name: string, input: Record<string, unknown>, signal: AbortSignal, timeoutMs: number, callId?: string, onProgress?: (message: string) => void): Promise<ToolOutcome> {
     const t = this.resolve(name);
     if (!t) return { ok: false, error: `ERR_TOOL_UNKNOWN: no tool named ${name} is available`, text: `Error: no tool named ${name} is available in this session.` };
     try {
-      const checked = checkMessage(McpToolResultSchema, await t.client.callTool({ name: t.callName, arguments: input, ...(callId ? { _meta: { [CALL_ID_META]: callId } } : {}) }, undefined, { signal, timeout: timeoutMs }));
+      const checked = checkMessage(
+        McpToolResultSchema,
+        await t.client.callTool({ name: t.callName, arguments: input, ...(callId ? { _meta: { [CALL_ID_META]: callId } } : {}) }, undefined, {
+          signal,
+          timeout: timeoutMs,
+          ...(onProgress ? { onprogress: (p: { message?: string }) => typeof p.message === 'string' && onProgress(p.message) } : {}),
+        }),
+      );
       if (!checked.ok) {
         this.log.warn({ tool: name, server: t.server, ...protocolLogFields(checked.err, 'mcp') }, 'tool returned a malformed result');
         return { ok: false, error: `${checked.err.code}: the tool returned a malformed result`, text: 'Error: the tool returned a malformed result.' };

@@ -79,6 +79,8 @@ export interface Config {
     toolTimeoutS: number;
     turnTimeoutS: number;
   };
+  /** run_python's bounds per call (docs/tools.md#run_python). */
+  python: { wallS: number; cpuS: number; memoryMb: number; outputKb: number; procs: number; fileMb: number };
   google: {
     clientId?: string;
     clientSecret?: Secret;
@@ -297,6 +299,7 @@ function buildConfig(values: Values, d: ReturnType<typeof derivedSettings>): Con
       toolTimeoutS: num('AIRLOCK_TOOL_TIMEOUT_S'),
       turnTimeoutS: num('AIRLOCK_TURN_TIMEOUT_S'),
     },
+    python: pythonConfig(values),
     google: googleConfig(values),
     trustProxy: trustProxy as string[],
     telemetry: { endpoint: values.OTEL_EXPORTER_OTLP_ENDPOINT as string | undefined, serviceName: str('OTEL_SERVICE_NAME'), metricIntervalMs: num('OTEL_METRIC_EXPORT_INTERVAL') },
@@ -314,6 +317,12 @@ function buildConfig(values: Values, d: ReturnType<typeof derivedSettings>): Con
 }
 
 /** The Google endpoints and OAuth client (the emulator's in tests and the demo). */
+/** run_python's bounds (docs/tools.md#run_python). */
+function pythonConfig(values: Values): Config['python'] {
+  const num = (k: string) => values[`AIRLOCK_PYTHON_${k}`] as number;
+  return { wallS: num('WALL_S'), cpuS: num('CPU_S'), memoryMb: num('MEMORY_MB'), outputKb: num('OUTPUT_KB'), procs: num('PROCS'), fileMb: num('FILE_MB') };
+}
+
 function googleConfig(values: Values): Config['google'] {
   const str = (k: string) => values[k] as string;
   const sec = (k: string) => values[k] as Secret | undefined;

@@ -63,6 +63,8 @@ export const AGENT_TOOLS = [
   { name: 'send_email', server: 'workspace', route: 'mail' },
   { name: 'fetch_memory', server: 'workspace', route: 'host' },
   { name: 'read_file_table', server: 'workspace', route: null },
+  { name: 'run_python', server: 'workspace', route: null },
+  { name: 'read_document', server: 'workspace', route: null },
   { name: 'rasterize_chart', server: 'extensions', route: null },
   { name: 'render_chart', server: 'extensions', route: null },
 ] as const satisfies readonly { name: string; server: 'workspace' | 'extensions'; route: RouteName | null }[];
@@ -75,7 +77,7 @@ export { AGENT_SETTING_ENVS } from './sandbox-ids.js';
  * The env the agent passes on to its MCP servers, and nothing else: the tool routes'
  * placeholders and base URLs, the From address for send_email, and where attachments live.
  */
-export const TOOL_ENV_NAMES: ReadonlySet<string> = new Set([...(Object.values(ROUTE_ENV) as SandboxRouteEnv[]).filter((r) => r.tools).flatMap((r) => [r.placeholder, r.baseUrl]), 'MAIL_FROM', 'AGENT_ATTACHMENTS_DIR']);
+export const TOOL_ENV_NAMES: ReadonlySet<string> = new Set([...(Object.values(ROUTE_ENV) as SandboxRouteEnv[]).filter((r) => r.tools).flatMap((r) => [r.placeholder, r.baseUrl]), 'MAIL_FROM', 'AGENT_ATTACHMENTS_DIR', 'AGENT_PYTHON_LIMITS']);
 
 /** The parts of a user's agent policy that decide the agent's settings. */
 export interface AgentPolicyLimits {
@@ -97,7 +99,7 @@ export interface AgentModelChoice {
  * the config's). The user's agent policy decides which tools are loaded (AGENT_TOOLS, comma list;
  * absent = all); a forbidden model is refused earlier, when the session is prepared.
  */
-export function agentSettings(config: Readonly<Pick<Config, 'model'>>, policy?: AgentPolicyLimits, model: AgentModelChoice = config.model): Record<string, string> {
+export function agentSettings(config: Readonly<Pick<Config, 'model'> & Partial<Pick<Config, 'python'>>>, policy?: AgentPolicyLimits, model: AgentModelChoice = config.model): Record<string, string> {
   const env: Record<string, string> = {
     AGENT_MODEL_PROVIDER: model.provider,
     AGENT_MODEL: model.model,
@@ -114,6 +116,9 @@ export function agentSettings(config: Readonly<Pick<Config, 'model'>>, policy?: 
   put('AGENT_MODEL_RETRY_AFTER_MAX_S', m.retryAfterMaxS);
   put('AGENT_TOOL_TIMEOUT_S', m.toolTimeoutS);
   put('AGENT_TURN_TIMEOUT_S', m.turnTimeoutS);
+  // run_python's bounds (docs/tools.md#run_python); absent: the tool's defaults.
+  const py = (config as Partial<Pick<Config, 'python'>>).python;
+  if (py) env.AGENT_PYTHON_LIMITS = `wall_s=${py.wallS},cpu_s=${py.cpuS},memory_mb=${py.memoryMb},output_kb=${py.outputKb},procs=${py.procs},file_mb=${py.fileMb}`;
   if (policy) {
     const allowed = (policy.tools ?? AGENT_TOOL_NAMES).filter((t) => !policy.denied_tools.includes(t));
     if (policy.tools !== null || policy.denied_tools.length) env.AGENT_TOOLS = allowed.join(',');

@@ -45,6 +45,18 @@ export interface StatusEvent {
   attempt: number;
   of: number;
 }
+/**
+ * Output of a tool while it runs (run_python's stdout and stderr, docs/chat.md#tool-progress):
+ * shown under the running call, not kept in the stored history (the call's end carries the result).
+ */
+export interface ToolProgressEvent {
+  type: 'tool_progress';
+  seq: number;
+  call_id: string;
+  tool: string;
+  stream: 'stdout' | 'stderr';
+  text: string;
+}
 export interface DoneEvent {
   type: 'done';
   seq: number;
@@ -88,7 +100,7 @@ export interface ApprovalResultEvent {
   /** For `approved`: this send only, or every send to these recipients in this session. */
   scope?: ApprovalScope;
 }
-export type ChatEvent = ToolStartEvent | ToolEndEvent | TextDeltaEvent | StatusEvent | ApprovalRequestEvent | ApprovalResultEvent | DoneEvent;
+export type ChatEvent = ToolStartEvent | ToolEndEvent | ToolProgressEvent | TextDeltaEvent | StatusEvent | ApprovalRequestEvent | ApprovalResultEvent | DoneEvent;
 /** Events the daemon itself puts into a turn (the agent cannot make them). */
 export type DaemonEvent = Omit<ApprovalRequestEvent, 'seq'> | Omit<ApprovalResultEvent, 'seq'>;
 
@@ -99,7 +111,7 @@ export const JsonObjectSchema: z.ZodType<Record<string, unknown>> = z.record(z.s
 export const StringMapSchema: z.ZodType<Record<string, string>> = z.record(z.string(), z.string());
 
 /** An event as the agent emits it: the daemon assigns `seq` (per turn) and writes `done` itself. */
-export type AgentEvent = Omit<ToolStartEvent, 'seq'> | Omit<ToolEndEvent, 'seq'> | Omit<TextDeltaEvent, 'seq'> | Omit<StatusEvent, 'seq'>;
+export type AgentEvent = Omit<ToolStartEvent, 'seq'> | Omit<ToolEndEvent, 'seq'> | Omit<ToolProgressEvent, 'seq'> | Omit<TextDeltaEvent, 'seq'> | Omit<StatusEvent, 'seq'>;
 
 export const AgentEventSchema: z.ZodType<AgentEvent> = z.discriminatedUnion('type', [
   z.object({ type: z.literal('tool_start'), call_id: z.string(), tool: z.string(), input: JsonObjectSchema }),
@@ -112,6 +124,7 @@ export const AgentEventSchema: z.ZodType<AgentEvent> = z.discriminatedUnion('typ
     error: z.string().optional(),
     duration_ms: z.number(),
   }),
+  z.object({ type: z.literal('tool_progress'), call_id: z.string(), tool: z.string(), stream: z.enum(['stdout', 'stderr']), text: z.string().max(64 * 1024) }),
   z.object({ type: z.literal('text_delta'), text: z.string() }),
   z.object({ type: z.literal('status'), text: z.string().max(500), attempt: z.number().int().min(0).max(100), of: z.number().int().min(0).max(100) }),
 ]);

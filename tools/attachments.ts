@@ -1,5 +1,5 @@
 import { constants, promises as fs } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { ToolError } from './result.js';
 
 /**
@@ -14,6 +14,20 @@ export const ATTACHMENTS_PER_MESSAGE_MAX = 10;
 export const ATTACHMENTS_TOTAL_MAX_BYTES = 15 * 1024 * 1024;
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 
+/**
+ * A PNG run_python wrote under /workspace/out (docs/tools.md#run_python): `out/<name>.png`, the
+ * name plain (letters, digits, `_` `-`, at most 60 characters, no dot but the extension), so no
+ * folder, `..`, hidden file or look-alike passes.
+ */
+export const OUT_ATTACHMENT_RE = /^out\/([A-Za-z0-9][A-Za-z0-9_-]{0,59}\.png)$/;
+
+/** The folder and file name an attachment name stands for (a chart in the attachments folder, or a PNG under /workspace/out). */
+export function attachmentPlace(attachmentsDir: string, name: string): { dir: string; file: string } | undefined {
+  if (ATTACHMENT_NAME_RE.test(name)) return { dir: attachmentsDir, file: name };
+  const out = OUT_ATTACHMENT_RE.exec(name);
+  return out ? { dir: join(dirname(attachmentsDir), 'out'), file: out[1]! } : undefined;
+}
+
 export function isAttachmentName(name: unknown): name is string {
   return typeof name === 'string' && ATTACHMENT_NAME_RE.test(name);
 }
@@ -25,15 +39,17 @@ export function isAttachmentName(name: unknown): name is string {
  * ATTACHMENT_MAX_BYTES, and start with the PNG signature. O_NONBLOCK keeps a FIFO from
  * hanging the open.
  */
-export async function readAttachment(dir: string, name: unknown): Promise<Buffer> {
-  if (!isAttachmentName(name)) {
-    throw new ToolError('ERR_TOOL_ATTACHMENT_NAME', 'attachments must be a file name returned by rasterize_chart (a UUID followed by .png), nothing else');
+export async function readAttachment(attachmentsDir: string, name: unknown): Promise<Buffer> {
+  const place = typeof name === 'string' ? attachmentPlace(attachmentsDir, name) : undefined;
+  if (!place) {
+    throw new ToolError('ERR_TOOL_ATTACHMENT_NAME', 'attachments must be a file name returned by rasterize_chart (a UUID followed by .png) or a PNG run_python wrote as out/<name>.png, nothing else');
   }
+  const dir = place.dir;
   const dirStat = await fs.lstat(dir).catch(() => undefined);
   if (!dirStat || !dirStat.isDirectory()) {
     throw new ToolError('ERR_TOOL_ATTACHMENT_NOT_FOUND', `attachment ${name} not found; create it with rasterize_chart first`);
   }
-  const path = join(dir, name);
+  const path = join(dir, place.file);
   const st = await fs.lstat(path).catch(() => undefined);
   if (!st) throw new ToolError('ERR_TOOL_ATTACHMENT_NOT_FOUND', `attachment ${name} not found; create it with rasterize_chart first`);
   if (st.isSymbolicLink() || !st.isFile()) throw new ToolError('ERR_TOOL_ATTACHMENT_NOT_FILE', `attachment ${name} is not a regular file`);

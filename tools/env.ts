@@ -1,3 +1,5 @@
+import { parsePythonLimits } from './python-limits.js';
+import type { PythonLimits } from './python-limits.js';
 /**
  * The small environment the workspace-suite core agent reads (names fixed in docs/rules.md#sandbox-environment).
  * The agent child hands its own env to this MCP server; no real token is ever in it.
@@ -12,6 +14,8 @@ export interface ToolsEnv {
   attachmentsDir: string;
   /** Upstream call timeout. */
   timeoutMs: number;
+  /** run_python's bounds (AGENT_PYTHON_LIMITS). */
+  python: PythonLimits;
 }
 
 export const DEFAULT_ATTACHMENTS_DIR = '/workspace/.agent-attachments';
@@ -40,5 +44,6 @@ export function readToolsEnv(env: Record<string, string | undefined>): ToolsEnv 
     agentApi: agent && { baseUrl: agent.baseUrl, token: agent.apiKey },
     attachmentsDir: env.AGENT_ATTACHMENTS_DIR || DEFAULT_ATTACHMENTS_DIR,
     timeoutMs: Number.isInteger(timeout) && timeout > 0 ? timeout : DEFAULT_TIMEOUT_MS,
+    python: parsePythonLimits(env.AGENT_PYTHON_LIMITS),
   };
 }

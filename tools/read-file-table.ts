@@ -16,19 +16,19 @@ export function uploadsDirOf(env: ToolsEnv): string {
 export const UPLOADED_FILE_MAX_BYTES = 10 * 1024 * 1024;
 const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 
-async function names(dir: string): Promise<string[]> {
+async function names(dir: string, kinds: RegExp): Promise<string[]> {
   const list = await fs.readdir(dir).catch(() => [] as string[]);
   return list
-    .filter((n) => /\.(csv|xlsx)$/i.test(n))
+    .filter((n) => kinds.test(n))
     .sort()
     .slice(0, 50);
 }
 
 /** The file's bytes: no link followed (the folder is lstat'ed, the file opened O_NOFOLLOW), a regular file under the cap. */
-async function readUploaded(dir: string, name: string): Promise<Buffer> {
+export async function readUploaded(dir: string, name: string, kinds = /\.(csv|xlsx)$/i, what = 'table'): Promise<Buffer> {
   const notFound = async () => {
-    const have = await names(dir);
-    return new ToolError('ERR_UPLOAD_NOT_FOUND', `no uploaded file ${name}; ${have.length ? `the uploaded tables are: ${have.join(', ')}` : 'the user has uploaded no table (ask them to attach one in the chat)'}`);
+    const have = await names(dir, kinds);
+    return new ToolError('ERR_UPLOAD_NOT_FOUND', `no uploaded file ${name}; ${have.length ? `the uploaded ${what}s are: ${have.join(', ')}` : `the user has uploaded no ${what} (ask them to attach one in the chat)`}`);
   };
   if (!NAME_RE.test(name)) throw await notFound();
   const d = await fs.lstat(dir).catch(() => undefined);

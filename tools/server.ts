@@ -1,6 +1,6 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
-import { readAttachment, readAttachmentTitle, chartFileName, uniqueNames, ATTACHMENTS_PER_MESSAGE_MAX, ATTACHMENTS_TOTAL_MAX_BYTES } from './attachments.js';
+import { readAttachment, readAttachmentTitle, chartFileName, uniqueNames, OUT_ATTACHMENT_RE, ATTACHMENTS_PER_MESSAGE_MAX, ATTACHMENTS_TOTAL_MAX_BYTES } from './attachments.js';
 import type { ToolsEnv } from './env.js';
 import { callUpstream } from './http.js';
 import { CALL_ID_META } from '../core/sandbox-protocol.js';
@@ -8,6 +8,9 @@ import { buildMessage, type InlinePng } from './mime.js';
 import { NOT_CONNECTED_MESSAGE, ToolError, runTool, toolOk } from './result.js';
 import { noElicitationValidator } from '../core/mcp-configure.js';
 import { registerReadFileTable } from './read-file-table.js';
+import { registerRunPython, workspaceOf } from './run-python.js';
+import { saveSheetCsv } from './save-sheet.js';
+import { registerReadDocument } from './read-document.js';
 
 export const TOOLS_SERVER_NAME = 'airlock-workspace-core';
 export const TOOLS_SERVER_VERSION = '0.1.0';
@@ -59,6 +62,10 @@ export function createToolsServer(env: ToolsEnv, log: Log): McpServer {
 
   // Tables of the files the user uploaded (tools/read-file-table.ts).
   registerReadFileTable(server, env, log);
+  // Python in the sandbox, one interpreter per chat (tools/run-python.ts).
+  registerRunPython(server, env, log);
+  // Text of uploaded documents (tools/read-document.ts).
+  registerReadDocument(server, env, log);
 
   return server;
 }
@@ -67,13 +74,15 @@ function registerFetchSheet(server: McpServer, env: ToolsEnv, log: Log): void {
   server.registerTool(
     'fetch_sheet',
     {
-      description: 'Read cell values from a spreadsheet of the user\'s workspace account. Give the spreadsheet id (from search_spreadsheets) and an A1 range such as "Sheet1!A1:D20" or "Sheet1".',
+      description:
+        'Read cell values from a spreadsheet of the user\'s workspace account. Give the spreadsheet id (from search_spreadsheets) and an A1 range such as "Sheet1!A1:D20" or "Sheet1". With save_as ("name.csv") the rows are also saved as /workspace/sheets/name.csv for run_python.',
       inputSchema: {
         spreadsheet_id: z.string().regex(/^[A-Za-z0-9_-]{1,200}$/, 'a spreadsheet id: letters, digits, - and _'),
         range: oneLine(200).min(1),
         max_rows: z.number().int().min(1).max(SHEET_ROWS_MAX).optional(),
+        save_as: z.string().max(100).optional(),
       },
-      outputSchema: { range: z.string(), rows: z.array(z.array(z.string())), truncated: z.boolean() },
+      outputSchema: { range: z.string(), rows: z.array(z.array(z.string())), truncated: z.boolean(), saved_as: z.string().optional() },
       annotations: { readOnlyHint: true, openWorldHint: true },
     },
     (args, extra) =>
@@ -86,7 +95,9 @@ function registerFetchSheet(server: McpServer, env: ToolsEnv, log: Log): void {
         const values = Array.isArray(body.values) ? body.values : [];
         const rows = values.slice(0, limit).map((r) => (Array.isArray(r) ? r.map((c) => (c === null || c === undefined ? '' : String(c))) : []));
         log.info({ tool: 'fetch_sheet', rows: rows.length }, 'sheet read');
-        return toolOk({ range: typeof body.range === 'string' ? body.range : args.range, rows, truncated: values.length > limit });
+        // save_as: the same rows as a CSV in /workspace/sheets/ for run_python (docs/tools.md#fetch_sheet).
+        const saved = args.save_as ? await saveSheetCsv(workspaceOf(env), args.save_as, rows) : undefined;
+        return toolOk({ range: typeof body.range === 'string' ? body.range : args.range, rows, truncated: values.length > limit, ...(saved ? { saved_as: saved } : {}) });
       }),
   );
 }
@@ -136,7 +147,7 @@ function registerSendEmail(server: McpServer, env: ToolsEnv, log: Log): void {
     'send_email',
     {
       description:
-        'Send an e-mail as the user. Give text and/or html. To include charts, first call rasterize_chart and pass the returned filename unchanged in attachments; in html, show it with <img src="cid:FILENAME"> (images not referenced are appended).',
+        'Send an e-mail as the user. Give text and/or html. To include charts, first call rasterize_chart and pass the returned filename unchanged in attachments (or a PNG run_python wrote, as "out/name.png"); in html, show it with <img src="cid:FILENAME"> (for out/name.png the cid is out-name.png; images not referenced are appended).',
       inputSchema: {
         to: z.array(address).min(1).max(50),
         cc: z.array(address).max(50).optional(),
@@ -165,7 +176,9 @@ function registerSendEmail(server: McpServer, env: ToolsEnv, log: Log): void {
           if (total > ATTACHMENTS_TOTAL_MAX_BYTES) {
             throw new ToolError('ERR_TOOL_ATTACHMENT_TOO_LARGE', `the attachments together exceed ${ATTACHMENTS_TOTAL_MAX_BYTES / (1024 * 1024)} MB`);
           }
-          images.push({ filename: name, name: chartFileName(await readAttachmentTitle(env.attachmentsDir, name)), content });
+          // A PNG from run_python keeps its own name; its Content-ID has no slash (out-<name>).
+          const out = OUT_ATTACHMENT_RE.exec(name)?.[1];
+          images.push(out ? { filename: `out-${out}`, name: out, content } : { filename: name, name: chartFileName(await readAttachmentTitle(env.attachmentsDir, name)), content });
         }
         // The message names each chart after its title (the UUID stays its Content-ID).
         uniqueNames(images.map((i) => i.name!)).forEach((n, i) => (images[i].name = n));

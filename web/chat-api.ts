@@ -112,7 +112,7 @@ export interface ApiErrorBody {
 /** A file the user uploaded into the workspace (web/upload-routes.ts). */
 export interface UploadedFile {
   name: string;
-  kind: 'csv' | 'xlsx' | 'png' | 'jpeg';
+  kind: 'csv' | 'xlsx' | 'png' | 'jpeg' | 'pdf' | 'docx' | 'pptx' | 'txt' | 'md' | 'json';
   bytes: number;
   uploaded_at: string;
 }

@@ -3,7 +3,8 @@ import { readCappedBody } from '../core/read-body.js';
 import { Router, type Request } from 'express';
 import { z } from 'zod';
 import { AppError, type Logger } from '../core/index.js';
-import { decodeText, kindOfName, readTable, sniff } from '../core/tables/index.js';
+import { decodeText, kindOfName, readTable, sniff, type FileKind } from '../core/tables/index.js';
+import { ooxmlHas } from '../core/tables/ooxml.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
 import type * as store from '../domain/chat/store.js';
 import { listUploads, readUpload, safeName, saveUpload, UPLOAD_MAX_BYTES } from './workspace-files.js';
@@ -27,8 +28,23 @@ const tooLarge = () => new AppError('ERR_UPLOAD_TOO_LARGE', `the file is larger 
 export function checkUpload(name: string, data: Buffer): Preview {
   const kind = kindOfName(name)!;
   if (!sniff(kind, data)) throw new AppError('ERR_UPLOAD_MISMATCH', `${name} is not a ${kind.toUpperCase()} file (its first bytes say otherwise)`);
-  if (kind === 'csv' && decodeText(data).replaced) throw new AppError('ERR_UPLOAD_ENCODING', `${name} is not UTF-8 (or UTF-16 with a BOM): save it as UTF-8 and upload it again`);
+  const text = kind === 'csv' || kind === 'txt' || kind === 'md' || kind === 'json';
+  if (text && decodeText(data).replaced) throw new AppError('ERR_UPLOAD_ENCODING', `${name} is not UTF-8 (or UTF-16 with a BOM): save it as UTF-8 and upload it again`);
+  checkDocument(name, kind, data);
   return previewOf(name, data);
+}
+
+/** A document the agent could not read is refused up front: a DOCX/PPTX without its main part (or a zip bomb), JSON that does not parse. */
+function checkDocument(name: string, kind: FileKind, data: Buffer): void {
+  const part = kind === 'docx' ? 'word/document.xml' : kind === 'pptx' ? 'ppt/presentation.xml' : undefined;
+  if (part && !ooxmlHas(data, part)) throw new AppError('ERR_UPLOAD_MISMATCH', `${name} is not a ${kind.toUpperCase()} file (it has no ${part})`);
+  if (kind === 'json') {
+    try {
+      JSON.parse(decodeText(data).text);
+    } catch {
+      throw new AppError('ERR_UPLOAD_MISMATCH', `${name} is not valid JSON`);
+    }
+  }
 }
 
 export function previewOf(name: string, data: Buffer, sheet?: string): Preview {

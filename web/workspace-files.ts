@@ -34,7 +34,7 @@ export function safeName(raw: string): string {
   const stem = name.slice(0, name.length - ext.length).replace(/[._]+$/, '');
   if (!stem || !ext) throw new AppError('ERR_UPLOAD_NAME', 'give the file a name such as sales.csv (letters, digits, . - _)');
   name = `${stem.slice(0, 100 - ext.length)}${ext.toLowerCase()}`;
-  if (!kindOfName(name)) throw new AppError('ERR_UPLOAD_TYPE', 'only .csv, .xlsx, .png, .jpg and .jpeg files can be uploaded');
+  if (!kindOfName(name)) throw new AppError('ERR_UPLOAD_TYPE', 'only .csv, .xlsx, .png, .jpg, .jpeg, .pdf, .docx, .pptx, .txt, .md and .json files can be uploaded');
   return name;
 }
 

@@ -8,6 +8,11 @@ export const UPLOAD_ERRORS = {
   ERR_UPLOAD_NAME: { status: 400, surfaces: ['http', 'tool'], description: 'The file name is missing, too long or has nothing left once path parts and unsafe characters are removed.' },
   ERR_UPLOAD_MISMATCH: { status: 415, surfaces: ['http', 'tool'], description: 'The content is not what the name says (its first bytes are not a PNG, JPEG, XLSX (zip) or text file).' },
   ERR_UPLOAD_ENCODING: { status: 422, surfaces: ['http'], description: 'The text is not UTF-8 (with or without BOM) or UTF-16 with a BOM; save it as UTF-8.' },
+  ERR_DOCUMENT_INVALID: {
+    status: 422,
+    surfaces: ['tool'],
+    description: 'read_document: the PDF, DOCX or PPTX cannot be read (damaged, encrypted, a part missing or with a DOCTYPE, or the PDF reader ran past its time, memory or output bounds).',
+  },
   ERR_UPLOAD_ZIP_BOMB: { status: 422, surfaces: ['http', 'tool'], description: 'The workbook unpacks past the caps (entries, bytes of an entry or of all of them): refused before it is inflated.' },
   ERR_UPLOAD_XLSX_INVALID: { status: 422, surfaces: ['http', 'tool'], description: 'The workbook cannot be read (not an XLSX, encrypted, ZIP64, a DOCTYPE, or a part missing).' },
   ERR_UPLOAD_ROW_TOO_LARGE: { status: 422, surfaces: ['http', 'tool'], description: 'A row of the table is longer than the cap (256 KiB of text).' },

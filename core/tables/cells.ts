@@ -9,7 +9,10 @@ export const TABLE_ROWS_MAX = 10_000;
 export const TABLE_COLUMNS_MAX = 200;
 export const ROW_MAX_CHARS = 256 * 1024;
 
-export type FileKind = 'csv' | 'xlsx' | 'png' | 'jpeg';
+/** Tables, pictures and documents (read_document: docs/tools.md#read_document). */
+export type FileKind = 'csv' | 'xlsx' | 'png' | 'jpeg' | 'pdf' | 'docx' | 'pptx' | 'txt' | 'md' | 'json';
+/** The kinds read_document reads. */
+export const DOCUMENT_KINDS: readonly FileKind[] = ['pdf', 'docx', 'pptx', 'txt', 'md', 'json'];
 
 export interface Table {
   /** The sheet read (XLSX) or the file name (CSV). */
@@ -33,12 +36,14 @@ export interface ReadOptions {
 
 /** The kind a file name says, or undefined for one that is not accepted. */
 export function kindOfName(name: string): FileKind | undefined {
-  const m = /\.([A-Za-z]{3,4})$/.exec(name);
+  const m = /\.([A-Za-z]{2,8})$/.exec(name);
   const ext = m?.[1]?.toLowerCase();
   if (ext === 'csv') return 'csv';
   if (ext === 'xlsx') return 'xlsx';
   if (ext === 'png') return 'png';
   if (ext === 'jpg' || ext === 'jpeg') return 'jpeg';
+  if (ext === 'pdf' || ext === 'docx' || ext === 'pptx' || ext === 'txt' || ext === 'md' || ext === 'json') return ext;
+  if (ext === 'markdown') return 'md';
   return undefined;
 }
 
@@ -48,7 +53,8 @@ const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 export function sniff(kind: FileKind, buf: Buffer): boolean {
   if (kind === 'png') return buf.length > 8 && buf.subarray(0, 8).equals(PNG);
   if (kind === 'jpeg') return buf.length > 3 && buf[0] === 0xff && buf[1] === 0xd8 && buf[2] === 0xff;
-  if (kind === 'xlsx') return buf.length > 4 && buf.readUInt32LE(0) === 0x04034b50;
+  if (kind === 'xlsx' || kind === 'docx' || kind === 'pptx') return buf.length > 4 && buf.readUInt32LE(0) === 0x04034b50;
+  if (kind === 'pdf') return buf.subarray(0, 1024).includes('%PDF-');
   const head = buf.subarray(0, 4096);
   const utf16 = (head[0] === 0xff && head[1] === 0xfe) || (head[0] === 0xfe && head[1] === 0xff);
   return utf16 || !head.includes(0);

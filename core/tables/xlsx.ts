@@ -11,7 +11,8 @@ import { columnIndex, parseRange, ROW_MAX_CHARS, shape, TABLE_ROWS_MAX, type Rea
  */
 const invalid = (why: string) => new AppError('ERR_UPLOAD_XLSX_INVALID', `the workbook cannot be read: ${why}`);
 
-function unescapeXml(s: string): string {
+/** The five XML entities and character references (no other entity exists for these readers). */
+export function unescapeXml(s: string): string {
   return s.replace(/&(lt|gt|amp|quot|apos|#\d{1,7}|#x[0-9a-fA-F]{1,6});/g, (_, e: string) => {
     if (e === 'lt') return '<';
     if (e === 'gt') return '>';

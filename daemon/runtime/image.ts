@@ -28,8 +28,13 @@ import { SANDBOX_NODE_FLAGS, SNAPSHOT_BLOB, SNAPSHOT_SCRIPT } from '../../core/s
 export { sandboxPackages, stripSetidBits } from './image-contents.js';
 
 /** Bump when the base recipe below changes. */
-const BASE_RECIPE = 'bookworm-minbase-v2-nosetid';
-const BASE_PACKAGES = ['fonts-dejavu-core'];
+const BASE_RECIPE = 'bookworm-minbase-v3-python';
+/**
+ * Debian packages of the base. Python 3 with pandas, numpy, matplotlib and openpyxl is run_python's
+ * interpreter (docs/tools.md#run_python); poppler-utils gives read_document its pdftotext. They
+ * cost image size only: no sandbox starts Python until the agent first calls run_python.
+ */
+const BASE_PACKAGES = ['fonts-dejavu-core', 'python3', 'python3-pandas', 'python3-numpy', 'python3-matplotlib', 'python3-openpyxl', 'poppler-utils'];
 const DEBIAN_MIRROR = 'http://deb.debian.org/debian';
 /** dist folders that ship in the sandbox (images/Dockerfile copies the same; test/unit/image-contents.test.ts). */
 export const SANDBOX_DIST = ['core', 'proxy', 'supervisor', 'agent', 'tools', 'extensions'];
@@ -192,6 +197,26 @@ function followProgress(docker: Docker, stream: NodeJS.ReadableStream): Promise<
   });
 }
 
+/**
+ * debootstrap resolves the Python packages' dependencies generously: scipy and sympy (pandas'
+ * optional extras), pythran with a whole C/C++ toolchain, boost headers and -dev packages came to
+ * ~1.1 GB. None runs in a sandbox (no compiler is wanted there either), so they are purged again
+ * (dpkg --force-depends: their dependants stay installed and work without them).
+ */
+const BUILD_ONLY_PACKAGE_RE = /(-dev$|^gcc|^g\+\+|^cpp|^binutils|^lib(asan|tsan|lsan|ubsan|hwasan|itm|cc1|gcc-\d+-dev|stdc\+\+-\d+-dev|boost)|^python3-(scipy|sympy|pythran|mpmath|gast|beniget|ply)$|^unicode-data$|^libjs-)/;
+
+function purgeBuildOnlyPackages(root: string): void {
+  const listed = spawnSync('chroot', [root, 'dpkg-query', '-W', '-f=${Package}\\n'], { encoding: 'utf8' });
+  if (listed.status !== 0) throw new Error(`dpkg-query in the base failed: ${listed.stderr}`);
+  const names = listed.stdout
+    .split('\n')
+    .map((n) => n.split(':')[0])
+    .filter((n) => n && BUILD_ONLY_PACKAGE_RE.test(n) && n !== 'libc6' && !n.startsWith('libgcc-s'));
+  if (!names.length) return;
+  const r = spawnSync('chroot', [root, 'dpkg', '--purge', '--force-depends', ...names], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`dpkg --purge in the base failed: ${r.stderr}`);
+}
+
 /** Tag of the base for a Node pin and the recipe (independent of the host's own node). */
 export function baseTagFor(node: NodeRuntimePin = NODE_RUNTIME): string {
   const h = createHash('sha256').update(BASE_RECIPE).update(BASE_PACKAGES.join(',')).update(node.version).update(node.integrity);
@@ -224,6 +249,7 @@ async function buildBase(docker: Docker, baseTag: string, nodeBinary: string, lo
   try {
     log.info({ baseTag }, 'debootstrap base rootfs');
     await run('debootstrap', ['--variant=minbase', `--include=${BASE_PACKAGES.join(',')}`, 'bookworm', root, DEBIAN_MIRROR]);
+    purgeBuildOnlyPackages(root);
     copyFileSync(nodeBinary, join(root, 'usr/local/bin/node'));
     chmodSync(join(root, 'usr/local/bin/node'), 0o755);
     // unix_chkpwd, passwd, chfn, su, mount, …: no use in a sandbox (and inert under no_new_privs).

@@ -22,6 +22,7 @@ export function sanitize(e: AgentEvent, seq: number): ChatEvent | undefined {
     const n = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 100 ? v : 0);
     return { type: 'status', seq, text: x.text.slice(0, 200), attempt: n(x.attempt), of: n(x.of) };
   }
+  if (x.type === 'tool_progress' && typeof x.text === 'string') return { type: 'tool_progress', seq, call_id: str(x.call_id), tool: str(x.tool), stream: x.stream === 'stderr' ? 'stderr' : 'stdout', text: x.text.slice(0, MAX_DELTA_CHARS) };
   if (x.type === 'tool_start') return { type: 'tool_start', seq, call_id: str(x.call_id), tool: str(x.tool), input: x.input && typeof x.input === 'object' ? (x.input as Record<string, unknown>) : {} };
   if (x.type === 'tool_end')
     return {

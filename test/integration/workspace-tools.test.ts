@@ -4,7 +4,7 @@ type Tap = { teardown(fn: () => unknown): void };
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { simpleParser } from 'mailparser';
 import { start as startGoogle, type GoogleSeed } from '../../emulator/google.js';
 import { tempDir } from '../helpers/app.js';
@@ -83,7 +83,7 @@ async function setup(_t: Tap): Promise<Fixture> {
 t.test('both MCP servers list their tools with input schemas', async (t) => {
   const { tools, ext } = await setup(t);
   const a = (await tools.client.listTools()).tools;
-  t.same(a.map((x) => x.name).sort(), ['fetch_memory', 'fetch_sheet', 'read_file_table', 'search_spreadsheets', 'send_email']);
+  t.same(a.map((x) => x.name).sort(), ['fetch_memory', 'fetch_sheet', 'read_document', 'read_file_table', 'run_python', 'search_spreadsheets', 'send_email']);
   const send = a.find((x) => x.name === 'send_email')!;
   t.equal(send.inputSchema.type, 'object');
   t.same([...(send.inputSchema.required as string[])].sort(), ['subject', 'to']);
@@ -114,6 +114,15 @@ t.test('fetch_sheet and search_spreadsheets talk Sheets/Drive and never send AGE
     ],
     truncated: false,
   });
+  // save_as: the same rows as a CSV in the workspace's sheets/ folder, for run_python.
+  const saved = await tools.call('fetch_sheet', { spreadsheet_id: 'sheet-sales-2026', range: 'Q4!A1:B3', save_as: 'q4.csv' });
+  t.equal((saved.structuredContent as { saved_as: string }).saved_as, 'sheets/q4.csv');
+  t.equal(readFileSync(join(dirname(fixture!.dir), 'sheets', 'q4.csv'), 'utf8'), 'Region,Revenue\nNorth,120\nSouth,95\n');
+  for (const bad of ['../x.csv', 'x.txt', '.hidden.csv', 'a/b.csv', 'x..csv']) {
+    t.equal(errorCode(await tools.call('fetch_sheet', { spreadsheet_id: 'sheet-sales-2026', range: 'Q4', save_as: bad })), 'ERR_TOOL_INVALID_INPUT', `save_as ${bad} refused`);
+  }
+  symlinkSync('/etc/passwd', join(dirname(fixture!.dir), 'sheets', 'link.csv'));
+  t.equal(errorCode(await tools.call('fetch_sheet', { spreadsheet_id: 'sheet-sales-2026', range: 'Q4', save_as: 'link.csv' })), 'ERR_TOOL_INVALID_INPUT', 'a planted link is not followed');
   const capped = await tools.call('fetch_sheet', { spreadsheet_id: 'sheet-sales-2026', range: 'Q4', max_rows: 2 });
   t.equal((capped.structuredContent as { truncated: boolean }).truncated, true);
   const missing = await tools.call('fetch_sheet', { spreadsheet_id: 'nope', range: 'A1:B2' });
@@ -202,10 +211,35 @@ t.test('rasterize_chart → send_email: the raw message parses with mailparser, 
   const list = await (await fetch(`${google.url}/mailbox`)).text();
   t.match(list, 'Revenue by region');
 
+  // A PNG run_python wrote under /workspace/out goes as out/<name>.png, named as written.
+  const outDir = join(dirname(dir), 'out');
+  mkdirSync(outDir, { recursive: true });
+  writeFileSync(join(outDir, 'growth.png'), png);
+  symlinkSync(join(dir, att.filename), join(outDir, 'link.png'));
+  google.requests.length = 0;
+  const fromOut = await tools.call('send_email', { to: ['bob@example.test'], subject: 'Growth', text: 'Chart attached.', attachments: ['out/growth.png'] });
+  t.notOk(fromOut.isError, JSON.stringify(fromOut.content));
+  const outMsg = await simpleParser(Buffer.from((JSON.parse(google.requests[0].body) as { raw: string }).raw, 'base64url'), { keepCidLinks: true });
+  t.match(outMsg.attachments, [{ filename: 'growth.png', cid: 'out-growth.png', contentType: 'image/png' }]);
+  t.ok(outMsg.attachments[0].content.equals(png), 'the bytes of out/growth.png');
+  google.requests.length = 0;
+  for (const [bad, code] of [
+    ['out/../growth.png', 'ERR_TOOL_ATTACHMENT_NAME'],
+    ['out/a/growth.png', 'ERR_TOOL_ATTACHMENT_NAME'],
+    ['out/.growth.png', 'ERR_TOOL_ATTACHMENT_NAME'],
+    ['out/growth.svg', 'ERR_TOOL_ATTACHMENT_NAME'],
+    ['/workspace/out/growth.png', 'ERR_TOOL_ATTACHMENT_NAME'],
+    ['out/link.png', 'ERR_TOOL_ATTACHMENT_NOT_FILE'],
+    ['out/missing.png', 'ERR_TOOL_ATTACHMENT_NOT_FOUND'],
+  ]) {
+    t.equal(errorCode(await tools.call('send_email', { to: ['bob@example.test'], subject: 'x', text: 'x', attachments: [bad] })), code, `${bad} refused`);
+  }
+  t.equal(google.requests.length, 0, 'nothing sent for a refused attachment');
+
   // A text-only message with no attachments is a single text/plain part.
   const plain = await tools.call('send_email', { to: ['bob@example.test'], subject: 'Plain', text: 'hello' });
   t.notOk(plain.isError);
-  const raw2 = Buffer.from(JSON.parse(google.requests[1].body).raw, 'base64url').toString();
+  const raw2 = Buffer.from(JSON.parse(google.requests.at(-1)!.body).raw, 'base64url').toString();
   t.match(raw2, /Content-Type: text\/plain/);
   t.notMatch(raw2, /multipart/);
 

@@ -10,6 +10,7 @@ t.test('the registry is the one list', async (t) => {
   t.same([...registry.TOOL_ENV_NAMES].sort(), [
     'AGENT_API_BASE_URL',
     'AGENT_ATTACHMENTS_DIR',
+    'AGENT_PYTHON_LIMITS',
     'AGENT_USER_TOKEN',
     'MAIL_API_KEY',
     'MAIL_BASE_URL',

@@ -11,10 +11,10 @@ import { SentFiles } from './chat-files.js';
 import { ApprovalCard, type ApprovalPart } from './approval-card.js';
 import { asksToConnect, ConnectFromChat } from './connectors.js';
 import { ChartBox, findChartSpec } from './chat-chart.js';
+import { appendLive, LiveOutput, type ToolPart } from './tool-live.js';
 
 /** One piece of an answer, in the order it came: text, or a tool call. */
-export type Part =
-  { kind: 'text'; text: string } | ApprovalPart | { kind: 'tool'; call_id: string; tool: string; input: unknown; status: 'running' | 'ok' | 'failed' | 'cancelled' | 'interrupted'; output?: unknown; error?: string; duration_ms?: number };
+export type Part = { kind: 'text'; text: string } | ApprovalPart | ToolPart;
 
 export interface ViewTurn {
   /** Unknown until the server names it (a new turn, before its first byte). */
@@ -125,6 +125,8 @@ export function applyEvent(t: ViewTurn, e: ChatEvent): ViewTurn {
     else parts.push({ kind: 'text', text: e.text });
   } else if (e.type === 'tool_start') {
     parts.push({ kind: 'tool', call_id: e.call_id, tool: e.tool, input: e.input, status: 'running' });
+  } else if (e.type === 'tool_progress') {
+    parts.forEach((p, i) => p.kind === 'tool' && p.call_id === e.call_id && (parts[i] = { ...p, live: appendLive(p.live, e) }));
   } else if (e.type === 'tool_end') {
     const i = parts.findIndex((p) => p.kind === 'tool' && p.call_id === e.call_id);
     const status = e.ok ? 'ok' : e.error === 'cancelled' ? 'cancelled' : 'failed';
@@ -237,6 +239,7 @@ function ToolRow({ p }: { p: Extract<Part, { kind: 'tool' }> }) {
           )}
         </div>
       </details>
+      {p.status === 'running' && <LiveOutput text={p.live} />}
       {p.status === 'failed' && p.error && <p class="tool-error">{toolErrorSentence(p.error)}</p>}
       {p.status === 'failed' && p.error && asksToConnect(p.error) && !share && <ConnectFromChat tool={p.tool} />}
       {spec && <ChartBox spec={spec} />}

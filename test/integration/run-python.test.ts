@@ -1,0 +1,103 @@
+import t from 'tap';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { tempDir } from '../helpers/app.js';
+import { errorCode, startMcp } from '../helpers/mcp.js';
+import { groupPids } from '../../tools/python-session.js';
+
+/**
+ * run_python in the real tools MCP server (a child process over stdio) with the host's python3
+ * (the sandbox image's interpreter is tested in test/docker/run-python.test.ts): state kept
+ * between calls, output streamed as progress, tracebacks, and every bound ending the call with
+ * its code while the server goes on.
+ */
+const python = spawnSync('python3', ['-c', 'import resource'], { stdio: 'ignore' }).status === 0;
+
+const text = (r: CallToolResult) => r.content.map((c) => (c.type === 'text' ? c.text : '')).join('');
+
+t.test('run_python: state, streaming, errors and bounds', { skip: python ? false : 'no python3 on this host' }, async (t) => {
+  const ws = tempDir(t);
+  const attachments = join(ws, '.agent-attachments');
+  mkdirSync(attachments);
+  const tools = await startMcp(t, 'tools', { AGENT_ATTACHMENTS_DIR: attachments, AGENT_PYTHON_LIMITS: 'wall_s=10,cpu_s=1,memory_mb=400,output_kb=64,procs=8,file_mb=1' });
+  const run = async (code: string, onprogress?: (p: { message?: string }) => void, signal?: AbortSignal) =>
+    (await tools.client.callTool({ name: 'run_python', arguments: { code } }, undefined, { ...(onprogress ? { onprogress } : {}), ...(signal ? { signal } : {}) })) as CallToolResult;
+
+  const first = await run('x = 6 * 7\nprint("hello")');
+  t.equal(errorCode(first), undefined, text(first));
+  const out = first.structuredContent as { stdout: string; new_interpreter: boolean; note?: string };
+  t.equal(out.stdout, 'hello\n');
+  t.equal(out.new_interpreter, true);
+  t.match(out.note, /new Python interpreter/);
+
+  const second = await run('x + 1');
+  t.equal((second.structuredContent as { stdout: string }).stdout, '43\n', 'x from the first call; a last bare expression is printed');
+  t.equal((second.structuredContent as { new_interpreter: boolean }).new_interpreter, false);
+
+  const chunks: string[] = [];
+  // Output streams while the cell runs (the pauses keep the result from overtaking it).
+  const streamed = await run('import sys, time\nfor i in range(3): print("line", i)\ntime.sleep(0.3)\nsys.stderr.write("warn\\n")\ntime.sleep(0.3)\nprint("end")', (p) => chunks.push(p.message ?? ''));
+  t.equal(errorCode(streamed), undefined);
+  const joined = chunks.join('|');
+  t.match(joined, /^stdout\nline 0/, 'progress carries the stream name, then its text');
+  t.match(joined, /stderr\nwarn/);
+  t.notMatch(joined, /AIRLOCK-CELL-END/, 'the end marker never reaches the chat');
+
+  const failed = await run('def f():\n    return 1 / 0\nprint("before")\nf()');
+  t.equal(errorCode(failed), 'ERR_PYTHON_EXCEPTION');
+  t.match(text(failed), /before[\s\S]*Traceback[\s\S]*line 2, in f[\s\S]*ZeroDivisionError: division by zero/);
+  t.notMatch(text(failed), /File "<string>"/, "the driver's frames are left out");
+  t.equal((await run('x')).structuredContent?.stdout, '42\n', 'an exception keeps the state');
+
+  const cpu = await run('while True: pass');
+  t.equal(errorCode(cpu), 'ERR_PYTHON_EXCEPTION');
+  t.match(text(cpu), /CpuLimitExceeded/);
+  t.equal((await run('x')).structuredContent?.stdout, '42\n', 'a CPU limit in Python code keeps the state');
+
+  const mem = await run('b = bytearray(600 * 1024 * 1024)');
+  t.match(text(mem), /MemoryError/);
+
+  const loud = await run('while True: print("y" * 1000)');
+  t.equal(errorCode(loud), 'ERR_PYTHON_OUTPUT_LIMIT', text(loud));
+  const after = await run('print("x" in globals())');
+  t.equal((after.structuredContent as { stdout: string }).stdout, 'False\n', 'the next call runs in a fresh interpreter');
+  t.match((after.structuredContent as { note: string }).note, /earlier one ended/);
+
+  const sleepy = await run('import time\ntime.sleep(3600)');
+  t.equal(errorCode(sleepy), 'ERR_PYTHON_TIMEOUT');
+
+  const forks = await run('import os, time\npids = []\nfor i in range(50):\n    pid = os.fork()\n    if pid == 0:\n        time.sleep(3600)\n    pids.append(pid)\ntime.sleep(3600)');
+  t.equal(errorCode(forks), 'ERR_PYTHON_PROCESS_LIMIT', text(forks));
+
+  const big = await run('open("big.bin", "wb").write(b"0" * (2 * 1024 * 1024))');
+  t.match(text(big), /File too large|OSError/, 'RLIMIT_FSIZE');
+
+  const file = await run('import os\nos.makedirs("out", exist_ok=True)\nopen("out/result.csv", "w").write("a,b\\n1,2\\n")');
+  t.same((file.structuredContent as { files: unknown[] }).files, [{ path: 'out/result.csv', size: 8 }], 'files written under out/ are listed');
+  t.ok(existsSync(join(ws, 'out', 'result.csv')), 'the working folder is the workspace');
+
+  // Stop: the call ends at once and the interpreter's group is gone.
+  const pidCall = await run('import os\nos.getpid()');
+  const pid = Number((pidCall.structuredContent as { stdout: string }).stdout);
+  const ac = new AbortController();
+  const started = Date.now();
+  const stopped = run('import time\ntime.sleep(3600)', undefined, ac.signal).catch((e: unknown) => e);
+  setTimeout(() => ac.abort(), 200);
+  await stopped;
+  t.ok(Date.now() - started < 8000, 'Stop ends the call before its wall clock (10 s)');
+  await t.resolves(waitGone(pid), 'the interpreter was killed');
+  const fresh = await run('print(1)');
+  t.equal((fresh.structuredContent as { new_interpreter: boolean }).new_interpreter, true);
+
+  t.notMatch(tools.stderr(), /AIRLOCK_PY_MARK/);
+});
+
+async function waitGone(pid: number): Promise<void> {
+  const deadline = Date.now() + 5000;
+  while (groupPids(pid).length > 0) {
+    if (Date.now() > deadline) throw new Error(`group ${pid} still has processes`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
