@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { tempDir } from '../helpers/app.js';
 import { errorCode, startMcp } from '../helpers/mcp.js';
+import { waitFor } from '../helpers/wait.js';
 import { groupPids } from '../../tools/python-session.js';
 
 /**
@@ -95,9 +96,5 @@ t.test('run_python: state, streaming, errors and bounds', { skip: python ? false
 });
 
 async function waitGone(pid: number): Promise<void> {
-  const deadline = Date.now() + 5000;
-  while (groupPids(pid).length > 0) {
-    if (Date.now() > deadline) throw new Error(`group ${pid} still has processes`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await waitFor(() => groupPids(pid).length === 0, `group ${pid} has no processes left`, 5000, 20);
 }
