@@ -279,11 +279,7 @@ function buildConfig(values: Values, d: ReturnType<typeof derivedSettings>): Con
       workspaceQuotaMb: num('AIRLOCK_WORKSPACE_QUOTA_MB'),
       runtime: str('AIRLOCK_SANDBOX_RUNTIME') as 'runc' | 'runsc',
     },
-    egress: {
-      maxConnectionsPerSession: num('AIRLOCK_EGRESS_MAX_CONNECTIONS_PER_SESSION'),
-      maxConnections: num('AIRLOCK_EGRESS_MAX_CONNECTIONS'),
-      headersTimeoutS: num('AIRLOCK_EGRESS_HEADERS_TIMEOUT_S'),
-    },
+    egress: egressConfig(values),
     model: {
       provider,
       model: str('AIRLOCK_MODEL'),
@@ -316,13 +312,19 @@ function buildConfig(values: Values, d: ReturnType<typeof derivedSettings>): Con
   return config;
 }
 
-/** The Google endpoints and OAuth client (the emulator's in tests and the demo). */
 /** run_python's bounds (docs/tools.md#run_python). */
 function pythonConfig(values: Values): Config['python'] {
   const num = (k: string) => values[`AIRLOCK_PYTHON_${k}`] as number;
   return { wallS: num('WALL_S'), cpuS: num('CPU_S'), memoryMb: num('MEMORY_MB'), outputKb: num('OUTPUT_KB'), procs: num('PROCS'), fileMb: num('FILE_MB') };
 }
 
+/** The egress sockets' connection bounds (docs/proxy.md). */
+function egressConfig(values: Values): Config['egress'] {
+  const num = (k: string) => values[`AIRLOCK_EGRESS_${k}`] as number;
+  return { maxConnectionsPerSession: num('MAX_CONNECTIONS_PER_SESSION'), maxConnections: num('MAX_CONNECTIONS'), headersTimeoutS: num('HEADERS_TIMEOUT_S') };
+}
+
+/** The Google endpoints and OAuth client (the emulator's in tests and the demo). */
 function googleConfig(values: Values): Config['google'] {
   const str = (k: string) => values[k] as string;
   const sec = (k: string) => values[k] as Secret | undefined;
