@@ -107,7 +107,9 @@ const inParallelDir = (f: string) => PARALLEL_DIRS.some((d) => norm(f).startsWit
  * the default engine when it has runsc registered as docs/security.md says. Without one the
  * pass is skipped with the reason, except under CI=true, where that is a failure.
  */
-const RUNSC_FILES = ['sandbox', 'sandbox-isolation', 'sandbox-lifecycle', 'chat-e2e', 'chat-e2e-sandbox-lost', 'hostile-proxy', 'workspace', 'workspace-quota', 'runtime-select', 'adopt-cli', 'run-python'].map((name) => `${TEST_DIR}docker/${name}${EXT}`);
+const RUNSC_FILES = ['sandbox', 'sandbox-isolation', 'sandbox-lifecycle', 'chat-e2e', 'chat-e2e-sandbox-lost', 'hostile-proxy', 'workspace', 'workspace-quota', 'runtime-select', 'adopt-cli', 'run-python'].map(
+  (name) => `${TEST_DIR}docker/${name}${EXT}`,
+);
 
 /** The socket of an engine that can run runsc sandboxes, or why there is none. */
 async function runscEngine(): Promise<{ socket: string } | { why: string }> {
