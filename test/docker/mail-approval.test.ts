@@ -97,7 +97,7 @@ if (docker) {
       onEvent: () => {},
       onDaemonEvent: (e) => {
         daemonEvents.push(e);
-        if (e.type !== 'approval_request') return;
+        if (e.type !== 'approval_request' || e.kind === 'connector') return;
         const d = decisions[e.subject];
         if (d) void gate.decide({ userId: user.id, sessionId: 'mail-session', approvalId: e.approval_id, ...d });
       },
@@ -166,7 +166,7 @@ if (docker) {
       'approval_request per ask send (none for the recipient approved for the session)',
     );
     t.ok(
-      asked.every((e) => e.type === 'approval_request' && e.call_id === null && e.ask.length === 1 && !JSON.stringify(e).includes('hello')),
+      asked.every((e) => e.type === 'approval_request' && e.kind !== 'connector' && e.call_id === null && e.ask.length === 1 && !JSON.stringify(e).includes('hello')),
       'no call id for a direct post, never the body',
     );
     const results2 = daemonEvents.filter((e) => e.type === 'approval_result').map((e) => (e as { decision: string }).decision);

@@ -8,7 +8,7 @@ import { api, ApiError } from './api.js';
 import { shownOf, ShownText, type Shown } from './error-text.js';
 
 /** A held send as the card shows it: the stream's request (core/approval-request.ts), with where it stands. */
-export interface ApprovalPart extends Omit<ApprovalRequestEvent, 'type' | 'seq'> {
+export interface ApprovalPart extends Omit<ApprovalRequestEvent, 'type' | 'seq' | 'kind'> {
   kind: 'approval';
   state: ApprovalState;
   scope?: ApprovalScope;
