@@ -6,6 +6,8 @@
  * imports: the chat page's bundle reads it.
  */
 export interface ApprovalRequest {
+  /** What is held: a mail send. Absent on requests made before connectors had approvals: a mail send too. */
+  kind?: 'mail';
   approval_id: string;
   /** The running send_email call the send is bound to (core/turn-calls.ts); null only in histories from before the binding. */
   call_id: string | null;
@@ -21,3 +23,19 @@ export type ApprovalState = 'pending' | 'approved' | 'denied' | 'timed_out';
 
 /** For `approved`: this send only, or every send to these recipients in this session. */
 export type ApprovalScope = 'once' | 'recipient';
+
+/**
+ * A call of a connector's tool marked ask, held by the egress gateway until the user decides
+ * (docs/connectors.md "Approval binding"): the connector, the tool and the exact arguments the
+ * gateway will forward if approved, bound to the one tool call that made it.
+ */
+export interface ConnectorApprovalRequest {
+  kind: 'connector';
+  approval_id: string;
+  /** The model's tool call the held call belongs to; null when the agent sent none. */
+  call_id: string | null;
+  connector: { id: string; label: string };
+  /** The tool's name on the connector's server (the model sees `<connector id>__<tool>`). */
+  tool: string;
+  arguments: Record<string, unknown>;
+}

@@ -4,7 +4,7 @@
  * (core/seams.ts imports it without a cycle).
  */
 import { z } from 'zod';
-import type { ApprovalRequest, ApprovalScope, ApprovalState } from './approval-request.js';
+import type { ApprovalRequest, ApprovalScope, ApprovalState, ConnectorApprovalRequest } from './approval-request.js';
 import { TranscriptSchema, TurnItemsSchema, TurnUsageSchema, type TranscriptItem, type TurnUsage } from './transcript.js';
 
 // ---------------------------------------------------------------- chat events
@@ -92,6 +92,13 @@ export interface ApprovalRequestEvent extends ApprovalRequest {
   /** The same message (recipients, subject, attachments) was sent from this chat at this time (ISO 8601): a possible repeat. */
   repeat_of?: string;
 }
+/** A connector tool call marked ask, held by the egress gateway until the user decides (docs/connectors.md). */
+export interface ConnectorApprovalRequestEvent extends ConnectorApprovalRequest {
+  type: 'approval_request';
+  seq: number;
+  /** When it is refused if nobody decides (ISO 8601). */
+  expires_at: string;
+}
 export interface ApprovalResultEvent {
   type: 'approval_result';
   seq: number;
@@ -100,9 +107,9 @@ export interface ApprovalResultEvent {
   /** For `approved`: this send only, or every send to these recipients in this session. */
   scope?: ApprovalScope;
 }
-export type ChatEvent = ToolStartEvent | ToolEndEvent | ToolProgressEvent | TextDeltaEvent | StatusEvent | ApprovalRequestEvent | ApprovalResultEvent | DoneEvent;
+export type ChatEvent = ToolStartEvent | ToolEndEvent | ToolProgressEvent | TextDeltaEvent | StatusEvent | ApprovalRequestEvent | ConnectorApprovalRequestEvent | ApprovalResultEvent | DoneEvent;
 /** Events the daemon itself puts into a turn (the agent cannot make them). */
-export type DaemonEvent = Omit<ApprovalRequestEvent, 'seq'> | Omit<ApprovalResultEvent, 'seq'>;
+export type DaemonEvent = Omit<ApprovalRequestEvent, 'seq'> | Omit<ConnectorApprovalRequestEvent, 'seq'> | Omit<ApprovalResultEvent, 'seq'>;
 
 export const StopReasonSchema: z.ZodType<StopReason> = z.enum(['end_turn', 'max_steps', 'error', 'cancelled']);
 export const CodedErrorSchema: z.ZodType<{ code: string; message: string }> = z.object({ code: z.string(), message: z.string() });

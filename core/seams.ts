@@ -164,6 +164,8 @@ export interface EgressSession {
   hold?(h: MailHold): Promise<MailHoldRelease>;
   /** The turn now running in the session (recorded with a held send). */
   currentTurn?(): string | null;
+  /** The running turn itself, for a connector call held for approval (its events reach the chat). */
+  turn?(): TurnRequest | undefined;
 }
 
 /**

@@ -17,6 +17,7 @@ import { SCRUBBED } from '../core/egress/scrub.js';
 import { CALL_ID_META } from '../core/sandbox-protocol.js';
 import { cleanMessage, connectUpstream, credentialHeaders, resolveConnector, secretsOf, usableTools, type ResolvedConnector } from '../domain/connectors/index.js';
 import type { Sql } from '../domain/db/index.js';
+import type { TurnRequest } from '../core/sandbox-protocol.js';
 
 /** How long one connector call may take (below the agent's tool timeout, so the model gets the reason). */
 export const CONNECTOR_CALL_TIMEOUT_MS = 60_000;
@@ -34,7 +35,10 @@ export interface ConnectorCallAudit {
   ms: number;
 }
 
-/** An approval for one call of a tool marked ask: the exact arguments shown; true = approved. */
+/**
+ * An approval for one call of a tool marked ask: the exact arguments shown, in the running turn;
+ * allow = approved. A refusal's `code` (default ERR_CONNECTOR_APPROVAL_DENIED) is what the model gets.
+ */
 export type ConnectorApprover = (a: {
   sessionId: string;
   userId: number;
@@ -43,7 +47,9 @@ export type ConnectorApprover = (a: {
   connector: { id: string; label: string };
   tool: string;
   arguments: Record<string, unknown>;
-}) => Promise<{ allow: boolean; message?: string }>;
+  /** The session's running turn (its events reach the chat), when there is one. */
+  turn?: TurnRequest;
+}) => Promise<{ allow: boolean; message?: string; code?: ErrorCode }>;
 
 export interface ConnectorGatewayOptions {
   db: Sql;
@@ -54,6 +60,8 @@ export interface ConnectorGatewayOptions {
   /** Each call, for the turn audit and the trace. */
   onCall?: (a: ConnectorCallAudit) => void;
   callTimeoutMs?: number;
+  /** A session's gateway closed (its held approvals end with it). */
+  onSessionClosed?: (sessionId: string) => void;
 }
 
 export interface ConnectorRequest {
@@ -64,6 +72,8 @@ export interface ConnectorRequest {
   body: Buffer;
   turnId: string | null;
   callId: string | null;
+  /** The session's running turn (for an approval). */
+  turn?: TurnRequest;
 }
 
 export interface ConnectorAnswer {
@@ -194,11 +204,12 @@ export class ConnectorGateway {
     try {
       if (t.mode === 'ask') {
         const ok = this.#o.approve
-          ? await this.#o.approve({ sessionId: r.sessionId, userId: r.userId, turnId: r.turnId, callId: r.callId, connector: { id: c.id, label: c.label }, tool, arguments: args })
+          ? await this.#o.approve({ sessionId: r.sessionId, userId: r.userId, turnId: r.turnId, callId: r.callId, connector: { id: c.id, label: c.label }, tool, arguments: args, turn: r.turn })
           : { allow: false, message: 'nobody can be asked to approve it' };
         if (!ok.allow) {
-          audit('refused', 0, 'ERR_CONNECTOR_APPROVAL_DENIED');
-          return toolError('ERR_CONNECTOR_APPROVAL_DENIED', `The user did not approve this call of ${c.label} ${tool}${ok.message ? ` (${ok.message})` : ''}. Do not retry it unless the user asks.`);
+          const code = ok.code ?? 'ERR_CONNECTOR_APPROVAL_DENIED';
+          audit('refused', 0, code);
+          return toolError(code, `The user did not approve this call of ${c.label} ${tool}${ok.message ? ` (${ok.message})` : ''}. Do not retry it unless the user asks.`);
         }
       }
       return await this.#forward(r, c, tool, args, audit);
@@ -275,6 +286,7 @@ export class ConnectorGateway {
     const m = this.#clients.get(sessionId);
     this.#clients.delete(sessionId);
     this.#inFlight.delete(sessionId);
+    this.#o.onSessionClosed?.(sessionId);
     for (const p of m?.values() ?? []) void p.then((cl) => cl.close()).catch(() => undefined);
   }
 }

@@ -270,7 +270,7 @@ export class EgressGatewayService implements EgressGateway {
     const gw = this.#o.connectors;
     if (!gw) throw new ProxyRefusal('ERR_EGRESS_DENIED', 'connectors are not served by this gateway');
     const connectorId = a.c.route.name.slice(CONNECTOR_ROUTE.length);
-    const r = await gw.handle({ sessionId: st.id, userId: st.spec.userId, connectorId, method: req.method ?? '', body, turnId: st.spec.currentTurn?.() ?? null, callId });
+    const r = await gw.handle({ sessionId: st.id, userId: st.spec.userId, connectorId, method: req.method ?? '', body, turnId: st.spec.currentTurn?.() ?? null, callId, turn: st.spec.turn?.() });
     res.writeHead(r.status, r.body ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(r.body) } : { 'content-length': 0 });
     res.end(r.body);
     st.log.debug({ ...data, connector: connectorId, status: r.status }, 'egress connector answered');

@@ -13,6 +13,7 @@ import { OverlayPreparer } from './overlay.js';
 import { TokenService } from './tokens.js';
 import { FleetMember, FleetSessions, refreshLease } from './fleet.js';
 import { MailGate } from './mail-gate.js';
+import { approvalDecider, ConnectorApprovals } from './connector-approvals.js';
 import { startTelemetry } from './telemetry.js';
 import { AccountStore, getUserById } from '../domain/index.js';
 import { registryLookup } from '../domain/connector-oauth/registry.js';
@@ -69,7 +70,9 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
     lease: refreshLease(base.database.sql, config.node.id),
   });
   tokenService.start();
-  const egressGateway = new EgressGatewayService({ log: base.log, metrics, caps: egressCaps(config.egress), connectors: connectorGateway(base, encryptor, services, (a) => telemetry?.connectorCall(a)) });
+  // The send policy's daemon side and the proxy's audit trail (docs/audit.md).
+  const mailGate = new MailGate(base.database.sql, config, base.log.child({ area: 'mail' }));
+  const egressGateway = new EgressGatewayService({ log: base.log, metrics, caps: egressCaps(config.egress), connectors: connectorGateway(base, config, encryptor, services, mailGate, (a) => telemetry?.connectorCall(a)) });
   services.accounts ??= accounts;
   services.tokenService ??= tokenService;
 
@@ -81,9 +84,6 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   const credentials = new OverlayPreparer({ config, db: base.database.sql, encryptor, tokens: tokenService, log: base.log.child({ area: 'overlay' }) });
   const latePreparer: SessionPreparer = { prepare: (req) => preparer!.prepare(req), credentials: (req) => credentials.credentials(req) };
   const fleetSessions = new FleetSessions({ ...base, clock: opts.clock });
-  // The send policy's daemon side and the proxy's audit trail (docs/audit.md).
-  const mailGate = new MailGate(base.database.sql, config, base.log.child({ area: 'mail' }));
-  services.approvals ??= mailGate;
   // OpenTelemetry, when OTEL_EXPORTER_OTLP_ENDPOINT is set: turns, tool calls and proxied requests.
   const telemetry = startTelemetry(config, base.log, metrics.registry);
   const auditor = telemetry ? telemetry.auditor(mailGate) : mailGate;
@@ -225,12 +225,16 @@ function wireRuntime(services: WebServices, runtime: Runtime, fleetSessions: Fle
 }
 
 /**
- * Connectors (docs/connectors.md): the gateway's MCP side. OAuth tokens through the seam the
+ * Connectors (docs/connectors.md): the gateway's MCP side. A tool marked ask waits for the user
+ * in the chat (`approvals`, also the chat's decider with the MailGate: approvalDecider) at most
+ * half the tool timeout; the other half is the call's. OAuth tokens through the seam the
  * per-user OAuth piece fills (services.connectorTokens); unset, an OAuth connector answers "connect first".
  */
-function connectorGateway(base: DaemonBase, encryptor: Encryptor, services: WebServices, onCall: (a: ConnectorCallAudit) => void): ConnectorGateway {
+function connectorGateway(base: DaemonBase, config: Readonly<Config>, encryptor: Encryptor, services: WebServices, mailGate: MailGate, onCall: (a: ConnectorCallAudit) => void): ConnectorGateway {
+  const approvals = new ConnectorApprovals({ db: base.database.sql, log: base.log.child({ area: 'connectors' }), timeoutMs: (config.model.toolTimeoutS * 1000) / 2 });
+  services.approvals ??= approvalDecider(mailGate, approvals);
   // Each user's OAuth tokens (docs/connectors.md, "OAuth per user"): refreshed by the host, one grant per fleet.
   services.connectorTokens ??= connectorTokenService(base, encryptor, () => services.oauthConnectors ?? registryLookup(base.database.sql, encryptor));
   const tokens: ConnectorTokens = { accessToken: async (id, userId) => (services.connectorTokens ? services.connectorTokens.accessToken(id, userId) : null) };
-  return new ConnectorGateway({ db: base.database.sql, enc: encryptor, log: base.log.child({ area: 'connectors' }), tokens, onCall });
+  return new ConnectorGateway({ db: base.database.sql, enc: encryptor, log: base.log.child({ area: 'connectors' }), tokens, onCall, approve: approvals.approve, onSessionClosed: (id) => approvals.sessionEnded(id) });
 }

@@ -294,3 +294,6 @@ export interface SettingsView {
   password_min: number;
   password_max: number;
 }
+
+/** /api/admin/connectors (docs/connectors.md): a connector as the admin page shows it, never a secret. */
+export type { ConnectorAudience, ConnectorAuthKind, ConnectorTool, ConnectorToolMode, ConnectorView } from '../core/connectors.js';

@@ -3,14 +3,14 @@
  * and the chat page (web/ui/src/). Types only: the page's bundle imports nothing at run time from
  * here, so a changed response breaks the build (`tsc` of both sides), not the page.
  */
-import type { ApprovalRequestEvent, ChatEvent, StopReason } from '../core/sandbox-protocol.js';
+import type { ApprovalRequestEvent, ChatEvent, ConnectorApprovalRequestEvent, StopReason } from '../core/sandbox-protocol.js';
 import type { ChatSessionEntry, StoredToolCall, StoredTurn, ToolCallStatus } from '../core/chat-history.js';
 import type { ApprovalScope, ApprovalState } from '../core/approval-request.js';
 import type { MailPreviewText } from '../core/api-types.js';
 /** GET /api/connections: the OAuth connectors a user may connect (docs/connectors.md, "OAuth per user"). */
 export type { ConnectorConnectionView } from '../core/connector-oauth.js';
 
-export type { ApprovalRequestEvent, ApprovalScope, ApprovalState, ChatEvent, StopReason, StoredToolCall, StoredTurn, ToolCallStatus };
+export type { ApprovalRequestEvent, ConnectorApprovalRequestEvent, ApprovalScope, ApprovalState, ChatEvent, StopReason, StoredToolCall, StoredTurn, ToolCallStatus };
 /** The request bodies: derived from the zod schemas the routes check them with. */
 export type { ApprovalDecisionRequest, PinSessionRequest, RenameSessionRequest, SendMessageRequest, SwitchBranchRequest } from '../core/api-requests.js';
 

@@ -34,5 +34,10 @@ export const CONNECTOR_ERRORS = {
   ERR_CONNECTOR_UPSTREAM: { status: 502, surfaces: ['tool', 'proxy'], description: "The connector's MCP server failed the call: unreachable, went away mid-call, answered garbage or an answer over the size limit." },
   ERR_CONNECTOR_TIMEOUT: { status: 504, surfaces: ['tool', 'proxy'], description: "The connector's MCP server did not answer the call in time." },
   ERR_CONNECTOR_BUSY: { status: 503, surfaces: ['tool', 'proxy'], description: 'Too many connector calls of this session at once.' },
-  ERR_CONNECTOR_APPROVAL_DENIED: { status: 403, surfaces: ['tool', 'proxy'], description: "The user declined a call of a tool marked ask, or did not answer in time, or the call's arguments differ from the ones approved." },
+  ERR_CONNECTOR_APPROVAL_DENIED: {
+    status: 403,
+    surfaces: ['tool', 'proxy'],
+    description: 'The user declined a call of a tool marked ask, or did not answer in time, or nobody could be asked (no chat turn running), or the approved call was already made.',
+  },
+  ERR_CONNECTOR_APPROVAL_MISMATCH: { status: 403, surfaces: ['tool', 'proxy'], description: 'A second call under a tool call id the user approved, with other arguments than the approved ones: refused, and no new card.' },
 } as const satisfies ErrorArea;

@@ -126,8 +126,8 @@ export class SessionStarter {
   }
 
   /** What the gateway asks the session about: a held mail send, the running turn. */
-  private gatewayHooks(sb: Sandbox): Pick<EgressSession, 'hold' | 'currentTurn'> {
-    return { hold: (h) => this.d.audit.mailHold(sb, h), currentTurn: () => sb.turn?.turnId ?? null };
+  private gatewayHooks(sb: Sandbox): Pick<EgressSession, 'hold' | 'currentTurn' | 'turn'> {
+    return { hold: (h) => this.d.audit.mailHold(sb, h), currentTurn: () => sb.turn?.turnId ?? null, turn: () => sb.turn };
   }
 
   /**

@@ -41,6 +41,20 @@ export function sanitize(e: AgentEvent, seq: number): ChatEvent | undefined {
 /** The daemon's own events (approvals), checked the same way before they are numbered and kept. */
 export function daemonEvent(e: DaemonEvent, seq: number): ChatEvent | undefined {
   const strs = (v: unknown) => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string').slice(0, 1000) : []);
+  if (e.type === 'approval_request' && e.kind === 'connector') {
+    // The arguments exactly as the gateway holds them (it made this event): shown, never changed.
+    return {
+      type: 'approval_request',
+      seq,
+      kind: 'connector',
+      approval_id: e.approval_id,
+      call_id: e.call_id,
+      connector: { id: String(e.connector.id), label: String(e.connector.label) },
+      tool: String(e.tool),
+      arguments: e.arguments,
+      expires_at: e.expires_at,
+    };
+  }
   if (e.type === 'approval_request') {
     return {
       type: 'approval_request',

@@ -98,7 +98,7 @@ if (docker) {
       onEvent: () => {},
       onDaemonEvent: (e) => {
         daemonEvents.push(e);
-        if (e.type !== 'approval_request') return;
+        if (e.type !== 'approval_request' || e.kind === 'connector') return;
         const d = decisions[e.subject];
         if (d) void gate.decide({ userId: user.id, sessionId: 'mail-session', approvalId: e.approval_id, ...d });
       },

@@ -7,6 +7,7 @@
 import { join } from 'node:path';
 import { createLogger, randomToken, type ConnectorTokens, type Logger } from '../../core/index.js';
 import { CONNECTORS_PLACEHOLDER_ENV, connectorBaseUrlEnv } from '../../core/sandbox-env.js';
+import type { TurnRequest } from '../../core/sandbox-protocol.js';
 import { ConnectorGateway, type ConnectorApprover, type ConnectorCallAudit } from '../../daemon/connector-gateway.js';
 import { EgressGatewayService } from '../../daemon/egress.js';
 import { buildProfile, connectorRoute } from '../../daemon/overlay.js';
@@ -29,7 +30,12 @@ export interface ConnectorRig {
 }
 
 /** A session of `userId` (its connectors as the overlay would pick them at start). */
-export async function startConnectorRig(t: { teardown(fn: () => unknown): void }, app: TestApp, userId: number, opts: { approve?: ConnectorApprover; tokens?: ConnectorTokens; sessionId?: string } = {}): Promise<ConnectorRig> {
+export async function startConnectorRig(
+  t: { teardown(fn: () => unknown): void },
+  app: TestApp,
+  userId: number,
+  opts: { approve?: ConnectorApprover; tokens?: ConnectorTokens; sessionId?: string; turn?: () => TurnRequest | undefined } = {},
+): Promise<ConnectorRig> {
   const sessionId = opts.sessionId ?? `sess-conn-${randomToken(6)}`;
   const dir = tempDir(t, 'airlock-conn-');
   const socketPath = join(dir, 'egress.sock');
@@ -43,7 +49,7 @@ export async function startConnectorRig(t: { teardown(fn: () => unknown): void }
   const conns = await sessionConnectors(app.database.sql, enc, userId);
   const routes = conns.map((c) => connectorRoute(c.id, c.url));
   const placeholder = randomToken(24);
-  const handle = await gateway.open(sessionId, socketPath, { userId, routes, tokens: { [CONNECTORS_PLACEHOLDER_ENV]: placeholder } });
+  const handle = await gateway.open(sessionId, socketPath, { userId, routes, tokens: { [CONNECTORS_PLACEHOLDER_ENV]: placeholder }, ...(opts.turn ? { turn: opts.turn, currentTurn: () => opts.turn?.()?.turnId ?? null } : {}) });
   const decisions: ProxyDecision[] = [];
   const proxy = await startCredentialProxy({
     profile: buildProfile(sessionId, 0, routes),

@@ -12,7 +12,7 @@ import { shownOf, ShownText, type Shown } from './error-text.js';
 import { HtmlPart } from './approval-html.js';
 
 /** A held send as the card shows it: the stream's request (core/approval-request.ts), with where it stands. */
-export interface ApprovalPart extends Omit<ApprovalRequestEvent, 'type' | 'seq'> {
+export interface ApprovalPart extends Omit<ApprovalRequestEvent, 'type' | 'seq' | 'kind'> {
   kind: 'approval';
   state: ApprovalState;
   scope?: ApprovalScope;

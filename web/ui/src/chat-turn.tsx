@@ -8,13 +8,13 @@ import type { ChatEvent, StoredTurn, StopReason } from '../../chat-api.js';
 import { ShownText, toolErrorSentence } from './error-text.js';
 import { renderMarkdown } from './markdown.js';
 import { SentFiles } from './chat-files.js';
-import { ApprovalCard, type ApprovalPart } from './approval-card.js';
+import { AskCard, connectorApprovalPart, decided, isAsk, type AskPart } from './connector-approval-card.js';
 import { asksToConnect, ConnectFromChat } from './connectors.js';
 import { ChartBox, findChartSpec } from './chat-chart.js';
 import { appendLive, LiveOutput, type ToolPart } from './tool-live.js';
 
 /** One piece of an answer, in the order it came: text, or a tool call. */
-export type Part = { kind: 'text'; text: string } | ApprovalPart | ToolPart;
+export type Part = { kind: 'text'; text: string } | AskPart | ToolPart;
 
 export interface ViewTurn {
   /** Unknown until the server names it (a new turn, before its first byte). */
@@ -133,6 +133,8 @@ export function applyEvent(t: ViewTurn, e: ChatEvent): ViewTurn {
     const upd: Part = { kind: 'tool', call_id: e.call_id, tool: e.tool, input: i >= 0 ? (parts[i] as { input: unknown }).input : {}, status, output: e.output, error: e.error, duration_ms: e.duration_ms };
     if (i >= 0) parts[i] = upd;
     else parts.push(upd);
+  } else if (e.type === 'approval_request' && e.kind === 'connector') {
+    parts.push(connectorApprovalPart(e));
   } else if (e.type === 'approval_request') {
     parts.push({
       kind: 'approval',
@@ -147,9 +149,8 @@ export function applyEvent(t: ViewTurn, e: ChatEvent): ViewTurn {
       state: 'pending',
     });
   } else if (e.type === 'approval_result') {
-    const i = parts.findIndex((p) => p.kind === 'approval' && p.approval_id === e.approval_id);
-    const p = parts[i];
-    if (p?.kind === 'approval') parts[i] = { ...p, state: e.decision, scope: e.scope };
+    const i = parts.findIndex((p) => isAsk(p) && p.approval_id === e.approval_id);
+    if (i >= 0) parts[i] = decided(parts[i] as AskPart, e);
   } else if (e.type === 'done') {
     next.running = false;
     next.id = e.turn_id;
@@ -160,7 +161,7 @@ export function applyEvent(t: ViewTurn, e: ChatEvent): ViewTurn {
     for (let i = 0; i < parts.length; i++) {
       const p = parts[i];
       if (p.kind === 'tool' && p.status === 'running') parts[i] = { ...p, status: e.stop_reason === 'cancelled' ? 'cancelled' : 'interrupted' };
-      if (p.kind === 'approval' && p.state === 'pending') parts[i] = { ...p, state: 'denied' };
+      if (isAsk(p) && p.state === 'pending') parts[i] = { ...p, state: 'denied' };
     }
   }
   return next;
@@ -335,13 +336,7 @@ export function Turn(props: TurnProps) {
       <UserMessage t={t} last={props.last} busy={props.busy} onEdit={props.onEdit} onSwitch={props.onSwitch} />
       <div class="msg assistant" data-done={ended ? (t.stopReason ?? 'end_turn') : undefined} aria-busy={t.running ? 'true' : undefined}>
         {t.parts.map((p, i) =>
-          p.kind === 'text' ? (
-            <Markdown key={`t${i}`} text={p.text} />
-          ) : p.kind === 'approval' ? (
-            <ApprovalCard key={p.approval_id} p={p} sessionId={props.sessionId} onDecide={props.onDecide} />
-          ) : (
-            <ToolRow key={p.call_id || `c${i}`} p={p} />
-          ),
+          p.kind === 'text' ? <Markdown key={`t${i}`} text={p.text} /> : isAsk(p) ? <AskCard key={p.approval_id} p={p} sessionId={props.sessionId} onDecide={props.onDecide} /> : <ToolRow key={p.call_id || `c${i}`} p={p} />,
         )}
         {t.running && !t.parts.length && !t.status && <p class="muted thinking">Working…</p>}
         {t.running && t.status && (

@@ -19,6 +19,7 @@ export const adminPages: AdminPage[] = [
   { id: 'mail-policy', title: 'Send policy', load: async () => (await import('./mail-policy.js')).MailPolicyPage },
   { id: 'action-log', title: 'Action log', load: async () => (await import('./action-log.js')).ActionLogPage },
   { id: 'chat-models', title: 'Chat models', load: async () => (await import('./chat-models.js')).ChatModelsPage },
+  { id: 'connectors', title: 'Connectors', load: async () => (await import('./connectors.js')).ConnectorsPage },
   { id: 'usage', title: 'Usage', load: async () => (await import('./usage.js')).UsagePage },
   { id: 'sessions', title: 'Live sessions', load: async () => (await import('./sessions.js')).SessionsPage },
   { id: 'users', title: 'Users', load: async () => (await import('./users.js')).UsersPage },
