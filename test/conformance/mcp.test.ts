@@ -45,6 +45,8 @@ function cases(file: () => string): Record<string, { valid: Record<string, unkno
     rasterize_chart: { valid: chart, invalid: [{}, { ...chart, type: 'no-such-type' }] },
     render_chart: { valid: chart, invalid: [{ type: 'bar' }, { ...chart, datasets: 'none' }] },
     read_file_table: { valid: { name: 'sales.csv', range: 'A1:B3' }, invalid: [{}, { name: 'sales.csv', max_rows: 0 }] },
+    read_document: { valid: { name: 'notes.txt' }, invalid: [{}, { name: 'notes.txt', max_chars: 0 }] },
+    run_python: { valid: { code: 'print(6 * 7)' }, invalid: [{}, { code: '' }] },
   };
 }
 
@@ -84,6 +86,8 @@ t.test('both MCP servers: schemas, valid calls, invalid calls as isError results
   // An uploaded file beside the attachments (read_file_table).
   mkdirSync(join(dir, '..', 'uploads'));
   writeFileSync(join(dir, '..', 'uploads', 'sales.csv'), 'Month,Sales\nJan,10\nFeb,12\n');
+  // A text upload (read_document).
+  writeFileSync(join(dir, '..', 'uploads', 'notes.txt'), 'Quarterly notes\nSales are up.\n');
   const env = {
     MAIL_BASE_URL: google.url,
     MAIL_API_KEY: google.token,
