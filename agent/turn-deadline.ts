@@ -1,3 +1,4 @@
+import { turnTimedOut } from '../core/transcript.js';
 import type { TurnOutcome } from './loop.js';
 
 /**
@@ -19,10 +20,9 @@ export function turnDeadline(ac: AbortController, ms: number): { outcome(r: Turn
     outcome(r) {
       clearTimeout(timer);
       if (!fired || r.stop_reason !== 'cancelled') return r;
-      const min = ms >= 60_000 ? `${Math.round(ms / 60_000)} min` : `${Math.round(ms / 1000)} s`;
       // The turn's items stay (the service stores them); its end is an error, not the user's stop.
-      const items = r.items.map((it, i) => (i === r.items.length - 1 && it.role === 'assistant' && it.interrupted === 'stopped' ? { ...it, interrupted: 'error' as const } : it));
-      return { ...r, items, stop_reason: 'error', error: { code: 'ERR_TURN_TIMEOUT', message: `the turn ran longer than ${min} and was stopped` } };
+      const { error, items } = turnTimedOut(ms, r.items);
+      return { ...r, items: items ?? r.items, stop_reason: 'error', error };
     },
   };
 }

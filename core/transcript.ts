@@ -140,3 +140,17 @@ export function fitToBudget(items: readonly TranscriptItem[], budget: number, fi
   const head: TranscriptItem = first?.role === 'user' ? { role: 'user', content: `${note}\n\n${first.content}` } : { role: 'user', content: note };
   return { items: first?.role === 'user' ? [head, ...kept.slice(1)] : [head, ...kept], omitted };
 }
+
+/**
+ * A turn stopped at its whole-turn bound (AIRLOCK_TURN_TIMEOUT_S) ends as the error
+ * ERR_TURN_TIMEOUT, never as `cancelled`: the user did not stop it. The agent's own deadline
+ * (agent/turn-deadline.ts) and the daemon's backstop (daemon/runtime/turn.ts) both say it so.
+ * Its items stay; a last answer marked as stopped by the user is marked as ended by an error.
+ */
+export function turnTimedOut(limitMs: number, items?: readonly TranscriptItem[]): { error: { code: 'ERR_TURN_TIMEOUT'; message: string }; items?: TranscriptItem[] } {
+  const limit = limitMs >= 60_000 ? `${Math.round(limitMs / 60_000)} min` : `${Math.round(limitMs / 1000)} s`;
+  const error = { code: 'ERR_TURN_TIMEOUT' as const, message: `the turn ran longer than ${limit} and was stopped` };
+  if (!items) return { error };
+  const last = items.length - 1;
+  return { error, items: items.map((it, i) => (i === last && it.role === 'assistant' && it.interrupted === 'stopped' ? { ...it, interrupted: 'error' as const } : it)) };
+}

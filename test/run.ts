@@ -71,6 +71,7 @@ const PASS_1_ONLY: Readonly<Record<string, string>> = {
   'security-proxy.test.js': 'the credential proxy on its own: no database',
   'supervisor.test.js': 'the in-sandbox supervisor as a process: no database',
   'transcript-wire.test.js': 'the transcript wire format: no database',
+  'turn-backstop.test.js': "the daemon's turn backstop against a supervisor process of its own: no database",
   'workspace-tools.test.js': 'the workspace tools over MCP: no database',
 };
 
