@@ -18,7 +18,7 @@ const python = spawnSync('python3', ['-c', 'import resource'], { stdio: 'ignore'
 
 const text = (r: CallToolResult) => r.content.map((c) => (c.type === 'text' ? c.text : '')).join('');
 
-t.test('run_python: state, streaming, errors and bounds', { skip: python ? false : 'no python3 on this host' }, async (t) => {
+t.test('run_python: state, streaming, errors and bounds', { skip: python || process.env.CI === 'true' ? false : 'no python3 on this host' }, async (t) => {
   const ws = tempDir(t);
   const attachments = join(ws, '.agent-attachments');
   mkdirSync(attachments);
