@@ -7,18 +7,15 @@
  * as an unreachable model and is retried with each retry shown.
  */
 import t, { type Test } from 'tap';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { createLogger } from '../../core/index.js';
-import { startDemo, type Demo } from '../../daemon/demo.js';
+import type { Demo } from '../../daemon/demo.js';
 import * as openaiModel from '../../emulator/model-openai.js';
 import * as anthropicModel from '../../emulator/model-anthropic.js';
 import { closedPortUrl, type ModelServer } from '../../emulator/model-script.js';
 import { Client } from '../helpers/client.js';
 import { streamTurn } from '../helpers/chat.js';
 import { FAULT_HOST_ENV, faultCases, REFUSED_CASE } from '../helpers/model-faults.js';
-import { dockerOrSkip, ensureTestImage, sweep, uniqueOwner, unmountUnder } from './helpers.js';
+import { startTestDemo } from './demo-rig.js';
+import { dockerOrSkip, ensureTestImage } from './helpers.js';
 
 /** The real key the proxy injects (the scripted servers accept only it). */
 const MODEL_KEY = 'sk-demo-faults-key-0123456789abcdef';
@@ -28,20 +25,7 @@ if (docker) {
   const image = await ensureTestImage(docker);
 
   async function demoWith(t: Test, provider: 'openai' | 'anthropic', baseUrl: string): Promise<{ demo: Demo; c: Client }> {
-    const dir = mkdtempSync(join(tmpdir(), 'airlock-demo-faults-'));
-    t.teardown(() => {
-      unmountUnder(dir);
-      rmSync(dir, { recursive: true, force: true });
-    });
-    const owner = uniqueOwner('demofault');
-    t.teardown(() => sweep(docker!, owner));
-    const demo = await startDemo({
-      env: { AIRLOCK_DATA_DIR: dir, AIRLOCK_PORT: '0', AIRLOCK_IMAGE: image, AIRLOCK_MODEL_PROVIDER: provider, AIRLOCK_MODEL: `${provider}-scripted`, AIRLOCK_MODEL_BASE_URL: baseUrl, AIRLOCK_MODEL_API_KEY: MODEL_KEY, ...FAULT_HOST_ENV },
-      owner,
-      print: () => undefined,
-      log: createLogger({ level: process.env.DEMO_TEST_LOG ? 'info' : 'silent', destination: process.stderr }),
-    });
-    t.teardown(() => demo.close({ removeContainers: true }));
+    const demo = await startTestDemo(t, docker!, image, 'demo-faults', { AIRLOCK_MODEL_PROVIDER: provider, AIRLOCK_MODEL: `${provider}-scripted`, AIRLOCK_MODEL_BASE_URL: baseUrl, AIRLOCK_MODEL_API_KEY: MODEL_KEY, ...FAULT_HOST_ENV });
     const c = new Client(demo.url);
     t.equal((await c.login(demo.users.user.username, demo.users.user.password)).status, 200);
     return { demo, c };

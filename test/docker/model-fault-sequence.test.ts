@@ -13,15 +13,11 @@
  * before that fix turn 2 showed "retrying (1 of 3)…", made one request and had no `done`.
  */
 import t from 'tap';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { createLogger } from '../../core/index.js';
-import { startDemo } from '../../daemon/demo.js';
 import * as openaiModel from '../../emulator/model-openai.js';
 import { Client } from '../helpers/client.js';
 import { streamTurn } from '../helpers/chat.js';
-import { dockerOrSkip, ensureTestImage, sweep, uniqueOwner, unmountUnder } from './helpers.js';
+import { startTestDemo } from './demo-rig.js';
+import { dockerOrSkip, ensureTestImage } from './helpers.js';
 
 const MODEL_KEY = 'sk-fault-sequence-key-0123456789abcdef';
 /** The documented defaults (docs/chat.md "Bounds"): the stall bound, and the slack a turn may take past it. */
@@ -35,20 +31,7 @@ if (docker) {
   t.test('airlock demo, admin-added model, default bounds: stall → 500 → healthy', async (t) => {
     const model = await openaiModel.start({ apiKey: MODEL_KEY });
     t.teardown(() => model.close());
-    const dir = mkdtempSync(join(tmpdir(), 'airlock-fault-seq-'));
-    t.teardown(() => {
-      unmountUnder(dir);
-      rmSync(dir, { recursive: true, force: true });
-    });
-    const owner = uniqueOwner('faultseq');
-    t.teardown(() => sweep(docker!, owner));
-    const demo = await startDemo({
-      env: { AIRLOCK_DATA_DIR: dir, AIRLOCK_PORT: '0', AIRLOCK_IMAGE: image },
-      owner,
-      print: () => undefined,
-      log: createLogger({ level: process.env.DEMO_TEST_LOG ? 'info' : 'silent', destination: process.stderr }),
-    });
-    t.teardown(() => demo.close({ removeContainers: true }));
+    const demo = await startTestDemo(t, docker!, image, 'fault-seq');
     const admin = new Client(demo.url);
     t.equal((await admin.login(demo.users.admin.username, demo.users.admin.password)).status, 200);
     const made = await admin.json('POST', '/api/admin/chat-models', { id: 'scripted', label: 'Scripted', provider: 'openai', model: 'gpt-scripted', base_url: model.url, api_key: MODEL_KEY, context_tokens: 16_000 });

@@ -9,16 +9,12 @@
  * them (AIRLOCK_MAX_SANDBOXES_PER_USER raised for the test, the cap is not what is under test).
  */
 import t from 'tap';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { createLogger } from '../../core/index.js';
-import { startDemo } from '../../daemon/demo.js';
 import * as openaiModel from '../../emulator/model-openai.js';
 import { Client } from '../helpers/client.js';
 import { streamTurn } from '../helpers/chat.js';
 import { waitFor } from '../helpers/wait.js';
-import { dockerOrSkip, ensureTestImage, sweep, uniqueOwner, unmountUnder } from './helpers.js';
+import { startTestDemo } from './demo-rig.js';
+import { dockerOrSkip, ensureTestImage } from './helpers.js';
 
 const KEY = 'sk-stall-many-key-0123456789abcdef';
 const CHATS = 20;
@@ -38,20 +34,7 @@ if (docker) {
     t.teardown(() => stalling.close());
     const healthy = await openaiModel.start({ apiKey: KEY, respond: () => ({ kind: 'reply', text: 'all is well' }) });
     t.teardown(() => healthy.close());
-    const dir = mkdtempSync(join(tmpdir(), 'airlock-stall-many-'));
-    t.teardown(() => {
-      unmountUnder(dir);
-      rmSync(dir, { recursive: true, force: true });
-    });
-    const owner = uniqueOwner('stallmany');
-    t.teardown(() => sweep(docker!, owner));
-    const demo = await startDemo({
-      env: { AIRLOCK_DATA_DIR: dir, AIRLOCK_PORT: '0', AIRLOCK_IMAGE: image, AIRLOCK_MAX_SESSIONS: '32', AIRLOCK_MAX_SANDBOXES_PER_USER: String(CHATS + 2) },
-      owner,
-      print: () => undefined,
-      log: createLogger({ level: process.env.DEMO_TEST_LOG ? 'info' : 'silent', destination: process.stderr }),
-    });
-    t.teardown(() => demo.close({ removeContainers: true }));
+    const demo = await startTestDemo(t, docker!, image, 'stall-many', { AIRLOCK_MAX_SESSIONS: '32', AIRLOCK_MAX_SANDBOXES_PER_USER: String(CHATS + 2) });
     const admin = new Client(demo.url);
     t.equal((await admin.login(demo.users.admin.username, demo.users.admin.password)).status, 200);
     for (const [id, m] of [
