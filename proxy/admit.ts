@@ -3,9 +3,9 @@ import { AppError } from '../core/errors.js';
 import { safeEqual } from '../core/secret.js';
 import type { ProfileRoute, SessionProfile } from '../core/sandbox-protocol.js';
 import { allowedEntry, compileRouteTable, findRoute, RouteTableError, tokenEnvOf, type CompiledRoute } from '../core/egress/routes.js';
-import { ProxyRefusal } from './errors.js';
+import { ProxyRefusal } from '../core/egress/errors.js';
 import { checkHeaders, hasBody, MAX_HEADER_BYTES, MAX_HEADER_COUNT } from '../core/egress/framing.js';
-import { parseTarget, type Target } from './normalise.js';
+import { parseTarget, type Target } from '../core/egress/normalise.js';
 
 export { MAX_HEADER_BYTES, MAX_HEADER_COUNT, checkHeaders, hasBody };
 

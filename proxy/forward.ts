@@ -1,8 +1,8 @@
 import { request as httpRequest, type Agent, type IncomingMessage, type OutgoingHttpHeaders, type RequestOptions, type ServerResponse } from 'node:http';
 import { CALL_ID_HEADER } from '../core/sandbox-protocol.js';
 import type { Admission } from './admit.js';
-import { errorResponse, PROXY_ERRORS, ProxyRefusal, type ProxyErrorCode } from './errors.js';
-import { upstreamHeaders } from './headers.js';
+import { errorResponse, PROXY_ERRORS, ProxyRefusal, type ProxyErrorCode } from '../core/egress/errors.js';
+import { upstreamHeaders } from '../core/egress/headers.js';
 
 const DROP_RESPONSE = new Set(['connection', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'content-length', 'proxy-authenticate', 'proxy-connection']);
 /** What the proxy calls the egress gateway in the Host header (the gateway routes by path, never by Host). */

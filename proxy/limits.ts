@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { ProxyRefusal } from './errors.js';
+import { ProxyRefusal } from '../core/egress/errors.js';
 
 import { MAX_BODY_BYTES } from '../core/egress/framing.js';
 

@@ -2,7 +2,7 @@ import { Agent, createServer, type IncomingMessage, type Server, type ServerResp
 import type { AddressInfo, Socket } from 'node:net';
 import { CALL_ID_HEADER, type MailPolicy, type ProxyDecisionRecord, type SessionProfile } from '../core/sandbox-protocol.js';
 import { admit, compileRoutes, MAX_HEADER_BYTES } from './admit.js';
-import { errorResponse, ProxyRefusal } from './errors.js';
+import { errorResponse, ProxyRefusal } from '../core/egress/errors.js';
 import { judgeMail } from '../core/egress/mail.js';
 import { forward, ms, type DecisionInfo, type ForwardContext } from './forward.js';
 import { HEADERS_TIMEOUT_MS, MAX_UPSTREAM_CONCURRENT, SessionLimits, type LimitOptions } from './limits.js';

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { Scrubber, SCRUBBED } from '../../proxy/scrub.js';
+import { Scrubber, SCRUBBED } from '../../core/egress/scrub.js';
 
 t.test('streamed text that cannot start the token passes at once', async (t) => {
   const s = new Scrubber('ya29.secret-token');
