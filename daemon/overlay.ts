@@ -141,8 +141,9 @@ const MAIL_FROM_RE = /^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9.-]{1,253
 /**
  * SessionPreparer: at session start, obtain the user's access token (refreshed when ≤ 60 s
  * remain), build the routes whose tokens exist, mint per-session placeholders, and list the
- * egress targets. Pure with respect to the session: it writes nothing and registers nothing;
- * the session runtime writes the profile and, once the sandbox took `start`, reports the session
+ * egress targets. Not pure: it reads the account store and a refresh stores the user's new
+ * token. It does nothing for the session itself: no container, no file, no registration; the
+ * session runtime writes the profile and, once the sandbox took `start`, reports the session
  * live, which is where token rotation registers it (serve's onSessionLive hook).
  */
 export class OverlayPreparer implements SessionPreparer {

@@ -1,7 +1,7 @@
 /**
  * Session manager: one hardened, warm container per chat session, and the turn path through it.
  *
- * - First prompt of a session: the SessionPreparer says what the session gets (pure), a pool
+ * - First prompt of a session: the SessionPreparer says what the session gets (no container yet), a pool
  *   container is claimed (or one cold-started), the plan is written (profile.json, claim.json),
  *   the egress socket opened with the session's route table and real tokens (they stay on the
  *   host: the gateway injects them), and the supervisor sent `start` (placeholders). Then the

@@ -1,6 +1,6 @@
 /**
- * Session start, its one owner: prepare (pure; a refusal such as a forbidden model costs no
- * container), then inside the start gate claim a pool member or cold-start one, perform the plan
+ * Session start, its one owner: prepare (reads accounts and policy, may refresh the user's
+ * token, touches no container: a refusal such as a forbidden model costs none), then inside the start gate claim a pool member or cold-start one, perform the plan
  * (profile.json, claim.json, the egress socket, `start`), and only when the supervisor took
  * `start` put the session in the table (which reports it live). Also reopens an adopted
  * session's egress gateway after a daemon restart.
