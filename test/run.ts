@@ -151,8 +151,19 @@ interface Tally {
 /** A pass that did not run. */
 const NONE: Tally & { code: number } = { total: 0, pass: 0, fail: 0, code: 0 };
 
-function tap(files: string[], env: NodeJS.ProcessEnv, label: string, jobs = 1): Promise<Tally & { code: number }> {
-  process.stdout.write(`\n# ${label}\n`);
+/** Seconds since the runner started, for the pass headers and the closing time table. */
+const T0 = Date.now();
+const elapsed = () => Math.round((Date.now() - T0) / 1000);
+/** Each pass's label and wall time, printed at the end (where the suite's time goes). */
+const wallTimes: string[] = [];
+
+/** Where a pass's TAP goes: stdout live, or a buffer printed whole when a concurrent lane ends. */
+type Out = (text: string | Buffer) => void;
+const live: Out = (text) => process.stdout.write(text);
+
+function tap(files: string[], env: NodeJS.ProcessEnv, label: string, jobs = 1, out: Out = live): Promise<Tally & { code: number }> {
+  const started = Date.now();
+  out(`\n# ${label} (at ${elapsed()} s)\n`);
   return new Promise((resolve) => {
     const nodeArgs = NODE_ARGS.map((a) => `--node-arg=${a}`);
     const child = spawn('npx', ['tap', `--jobs=${jobs}`, ...nodeArgs, ...files], { env, stdio: ['ignore', 'pipe', 'inherit'] });
@@ -160,7 +171,7 @@ function tap(files: string[], env: NodeJS.ProcessEnv, label: string, jobs = 1): 
     let buf = '';
     const times: [string, number][] = [];
     child.stdout.on('data', (chunk: Buffer) => {
-      process.stdout.write(chunk);
+      out(chunk);
       buf += chunk.toString('utf8');
       const lines = buf.split('\n');
       buf = lines.pop() ?? '';
@@ -172,7 +183,8 @@ function tap(files: string[], env: NodeJS.ProcessEnv, label: string, jobs = 1): 
     });
     child.on('close', (code) => {
       if (/^# \{ total:/.test(buf)) last = buf;
-      process.stdout.write(slowest(times));
+      out(slowest(times));
+      wallTimes.push(`${label}: ${Math.round((Date.now() - started) / 1000)} s`);
       const n = (k: string) => Number(new RegExp(`${k}: (\\d+)`).exec(last)?.[1] ?? 0);
       resolve({ total: n('total'), pass: n('pass'), fail: n('fail') || (code ? 1 : 0), code: code ?? 1 });
     });
@@ -192,9 +204,11 @@ function slowest(times: [string, number][], n = 8): string {
  */
 function lint(): Promise<Tally & { code: number }> {
   process.stdout.write('\n# lint: npm run lint\n');
+  const started = Date.now();
   return new Promise((resolve) => {
     const child = spawn('npm', ['run', 'lint'], { stdio: ['ignore', 'inherit', 'inherit'] });
     child.on('close', (code) => {
+      wallTimes.push(`lint: ${Math.round((Date.now() - started) / 1000)} s`);
       const ok = code === 0;
       process.stdout.write(`${ok ? 'ok' : 'not ok'} 1 - npm run lint\n`);
       resolve({ total: 1, pass: ok ? 1 : 0, fail: ok ? 0 : 1, code: ok ? 0 : 1 });
@@ -202,15 +216,22 @@ function lint(): Promise<Tally & { code: number }> {
   });
 }
 
-/** Pass 1: the files without containers or a browser, JOBS at a time, then the others one at a time. */
-async function passOne(files: string[], env: NodeJS.ProcessEnv): Promise<Tally & { code: number }> {
-  const parallel = files.filter(inParallelDir);
-  const serial = files.filter((f) => !inParallelDir(f));
-  const runs: (Tally & { code: number })[] = [];
-  if (!files.length) process.stdout.write('\n# pass 1: no test files\n');
-  if (parallel.length) runs.push(await tap(parallel, env, `pass 1: embedded SQLite, unit, conformance and integration (${JOBS} at a time)`, JOBS));
-  if (serial.length) runs.push(await tap(serial, env, 'pass 1: embedded SQLite, Docker and browser (one at a time)'));
+/** Sums tallies; the exit code is the first failing one's. */
+function sum(runs: (Tally & { code: number })[]): Tally & { code: number } {
   return runs.reduce((a, b) => ({ total: a.total + b.total, pass: a.pass + b.pass, fail: a.fail + b.fail, code: a.code || b.code }), { total: 0, pass: 0, fail: 0, code: 0 });
+}
+
+/** Pass 1's first half: the files without containers or a browser, JOBS at a time. */
+async function passOneParallel(files: string[], env: NodeJS.ProcessEnv): Promise<Tally & { code: number }> {
+  const parallel = files.filter(inParallelDir);
+  if (!files.length) process.stdout.write('\n# pass 1: no test files\n');
+  return parallel.length ? tap(parallel, env, `pass 1: embedded SQLite, unit, conformance and integration (${JOBS} at a time)`, JOBS) : NONE;
+}
+
+/** Pass 1's second half: the Docker and browser files, one at a time. */
+async function passOneSerial(files: string[], env: NodeJS.ProcessEnv): Promise<Tally & { code: number }> {
+  const serial = files.filter((f) => !inParallelDir(f));
+  return serial.length ? tap(serial, env, 'pass 1: embedded SQLite, Docker and browser (one at a time)') : NONE;
 }
 
 /** Every test file under test/<area>/ (of this mode) for each area, sorted. */
@@ -245,6 +266,26 @@ function select(argv: string[]): Selection {
   return { whole: false, pgOnly, files: [...filesOf(areas), ...files], pg: pgOnly || files.length > 0, runsc: areas.includes('docker') || files.length > 0 };
 }
 
+/** Pass 2: the integration files on PostgreSQL (a failure under CI=true when there is none). */
+async function pgPass(files: string[], env: NodeJS.ProcessEnv, haveUrl: boolean, out: Out, jobs: number): Promise<Tally & { code: number }> {
+  if (!haveUrl) {
+    out(`\n# pass 2 (PostgreSQL) skipped: ${pgUnavailable() ?? 'no server'}\n`);
+    return process.env.CI === 'true' ? { total: 1, pass: 0, fail: 1, code: 1 } : NONE;
+  }
+  return tap(files, { ...env, AIRLOCK_TEST_ENGINE: 'postgres' }, `pass 2: PostgreSQL (${jobs} at a time)`, jobs, out);
+}
+
+/** Pass 3: the sandbox files again under gVisor, on the engine that has runsc. */
+async function runscPass(files: string[], env: NodeJS.ProcessEnv, out: Out): Promise<Tally & { code: number }> {
+  const engine = await runscEngine();
+  if ('why' in engine) {
+    out(`\n# pass 3 (runsc) skipped: no engine with runsc: ${engine.why}\n`);
+    return process.env.CI === 'true' ? { total: 1, pass: 0, fail: 1, code: 1 } : NONE;
+  }
+  const runscEnv = { ...env, AIRLOCK_TEST_ENGINE: 'sqlite', AIRLOCK_TEST_DOCKER_SOCKET: engine.socket, AIRLOCK_SANDBOX_RUNTIME: 'runsc' };
+  return tap(files, runscEnv, `pass 3: sandboxes under gVisor (runsc, engine ${engine.socket})`, 1, out);
+}
+
 async function main(): Promise<number> {
   const sel = select(process.argv.slice(2));
   // The whole suite starts with the lint check (a narrowed run does not lint).
@@ -265,35 +306,28 @@ async function main(): Promise<number> {
     const pass1Only = Object.keys(PASS_1_ONLY)
       .map((f) => BOTH_ENGINES_DIR + f.replace(/\.test\.js$/, EXT))
       .join(',');
-    const first = sel.pgOnly ? NONE : await passOne(sel.files, { ...process.env, ...pgEnv, AIRLOCK_TEST_ENGINE: 'sqlite', AIRLOCK_TEST_PASS_1_ONLY: pass1Only });
+    const env1 = { ...process.env, ...pgEnv, AIRLOCK_TEST_ENGINE: 'sqlite', AIRLOCK_TEST_PASS_1_ONLY: pass1Only };
+    const first = sel.pgOnly ? NONE : await passOneParallel(sel.files, env1);
     const both = !sel.pg ? [] : sel.whole || (sel.pgOnly && !sel.files.length) ? bothEngineFiles() : sel.files.filter(onBothEngines);
-    let second = NONE;
-    if (both.length && !url) {
-      process.stdout.write(`\n# pass 2 (PostgreSQL) skipped: ${why}\n`);
-      if (process.env.CI === 'true') second = { total: 1, pass: 0, fail: 1, code: 1 };
-    } else if (both.length) {
-      second = await tap(both, { ...process.env, ...pgEnv, AIRLOCK_TEST_ENGINE: 'postgres' }, `pass 2: PostgreSQL (${JOBS} at a time)`, JOBS);
-    }
     const runscFiles = sel.runsc ? sel.files.filter((f) => RUNSC_FILES.includes(norm(f))) : [];
-    let third = NONE;
-    if (runscFiles.length) {
-      const engine = await runscEngine();
-      if ('why' in engine) {
-        process.stdout.write(`\n# pass 3 (runsc) skipped: no engine with runsc: ${engine.why}\n`);
-        if (process.env.CI === 'true') third = { total: 1, pass: 0, fail: 1, code: 1 };
-      } else {
-        third = await tap(
-          runscFiles,
-          { ...process.env, ...pgEnv, AIRLOCK_TEST_ENGINE: 'sqlite', AIRLOCK_TEST_DOCKER_SOCKET: engine.socket, AIRLOCK_SANDBOX_RUNTIME: 'runsc' },
-          `pass 3: sandboxes under gVisor (runsc, engine ${engine.socket})`,
-        );
-      }
-    }
-    const total = linted.total + first.total + second.total + third.total;
-    const pass = linted.pass + first.pass + second.pass + third.pass;
-    const fail = linted.fail + first.fail + second.fail + third.fail;
+    // Two lanes: the Docker and browser files (mostly waiting on containers, a browser, a model's
+    // bounds) beside the PostgreSQL pass and then the gVisor pass. The second lane's TAP is held
+    // and printed whole when the first ends, so the log reads one pass at a time.
+    const overlap = process.env.AIRLOCK_TEST_OVERLAP !== '0';
+    const held: (string | Buffer)[] = [];
+    const laneOut: Out = overlap ? (text) => held.push(text) : live;
+    const laneB = async (): Promise<(Tally & { code: number })[]> => {
+      const second = both.length ? await pgPass(both, { ...process.env, ...pgEnv }, !!url, laneOut, overlap ? 1 : JOBS) : NONE;
+      const third = runscFiles.length ? await runscPass(runscFiles, { ...process.env, ...pgEnv }, laneOut) : NONE;
+      return [second, third];
+    };
+    const [firstSerial, [second, third]] = overlap ? await Promise.all([sel.pgOnly ? NONE : passOneSerial(sel.files, env1), laneB()]) : [sel.pgOnly ? NONE : await passOneSerial(sel.files, env1), await laneB()];
+    for (const text of held) process.stdout.write(text);
+    const all = sum([linted, first, firstSerial, second, third]);
+    const { total, pass, fail } = all;
+    process.stdout.write(`\n# wall time per pass${overlap ? ' (the Docker and browser pass beside the PostgreSQL and gVisor passes)' : ''}: ${wallTimes.join('; ')}; whole run ${elapsed()} s\n`);
     process.stdout.write(`\n# all passes\n# { total: ${total}, pass: ${pass}, fail: ${fail} }\n`);
-    return linted.code || first.code || second.code || third.code ? 1 : 0;
+    return all.code ? 1 : 0;
   } finally {
     cluster?.stop();
   }
