@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { randomUUID } from 'node:crypto';
 import { atRestEncryptor, hashPassword, loadConfig, silentLogger } from '../core/index.js';
 import { DbSessionStore, startWebServer } from '../web/index.js';
-import { LocalTurnRunner } from '../daemon/local-runner.js';
+import { LocalTurnRunner } from '../daemon/dev/local-runner.js';
 import { serve } from '../daemon/serve.js';
 import { buildSandboxImage, createDocker } from '../daemon/runtime/index.js';
 import { start as startModel, type ModelServer as ModelEmulator } from '../emulator/model-openai.js';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
 import { createLogger } from '../core/index.js';
-import { startDemo } from '../daemon/demo.js';
+import { startDemo } from '../daemon/dev/demo.js';
 import { createDocker } from '../daemon/runtime/index.js';
 import * as openaiModel from '../emulator/model-openai.js';
 import { Client } from '../test/helpers/client.js';

@@ -2,7 +2,7 @@
 import type Docker from 'dockerode';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import type { ProfileRoute } from '../core/sandbox-protocol.js';
-import { buildRoutes } from '../daemon/overlay.js';
+import { buildRoutes } from '../daemon/host/overlay.js';
 
 /** Attach to the created container, start it and resolve once its output says `ready`. */
 export async function startUntilReady(c: Docker.Container): Promise<void> {

@@ -61,7 +61,7 @@ export interface Config {
     /** OCI runtime of the sandbox containers. */
     runtime: 'runc' | 'runsc';
   };
-  /** Connection bounds of the egress sockets (daemon/egress-conns.ts). */
+  /** Connection bounds of the egress sockets (daemon/host/egress-conns.ts). */
   egress: { maxConnectionsPerSession: number; maxConnections: number; headersTimeoutS: number };
   model: {
     provider: 'openai' | 'anthropic' | 'demo';

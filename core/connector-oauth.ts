@@ -3,7 +3,7 @@
  * connector registry, the host's OAuth client and the egress gateway. Types only.
  */
 
-/** The gateway's seam for a user's OAuth token (null: not connected); daemon/connector-tokens.ts implements it. */
+/** The gateway's seam for a user's OAuth token (null: not connected); daemon/host/connector-tokens.ts implements it. */
 export type { ConnectorTokens } from './connectors.js';
 
 /** What the OAuth client needs of one connector (from the connector registry). */

@@ -1,4 +1,4 @@
 export * from './serve.js';
 export * from './context.js';
-export * from './create-superuser.js';
-export * from './local-runner.js';
+export * from './cli/create-superuser.js';
+export * from './dev/local-runner.js';

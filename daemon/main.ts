@@ -3,10 +3,10 @@ import { Command } from 'commander';
 import { configProblems, isAppError, loadConfig, SERVE_REQUIRED, type Config } from '../core/index.js';
 import { serve } from './serve.js';
 import { openBase } from './context.js';
-import { createSuperuser } from './create-superuser.js';
-import { readPassword } from './prompt.js';
+import { createSuperuser } from './cli/create-superuser.js';
+import { readPassword } from './cli/prompt.js';
 import { syncDirectoryCli } from './directory-sync/index.js';
-import { connectorCommands } from './connectors-cli.js';
+import { connectorCommands } from './cli/connectors.js';
 
 /** An invalid configuration: list every problem and exit 1. Anything else returns. */
 function exitOnConfigProblem(err: unknown): void {
@@ -63,7 +63,7 @@ async function runServe(): Promise<void> {
 
 /** `airlock demo`: the whole product on one machine until SIGTERM or SIGINT. */
 async function runDemo(): Promise<void> {
-  const { startDemo } = await import('./demo.js');
+  const { startDemo } = await import('./dev/demo.js');
   // The demo builds its own settings over these (emulator URLs, generated secrets) and loads them with loadConfig.
   const demo = await startDemo({ env: { ...process.env } }).catch((err: unknown) => {
     exitOnConfigProblem(err);
@@ -93,30 +93,30 @@ function lsCommand(parent: Command, description: string, run: (config: Readonly<
 /** `airlock sessions …`: the operator commands that talk to the running daemon. */
 function sessionCommands(program: Command): void {
   const sessions = program.command('sessions').description('live sandbox sessions (talks to the running daemon)');
-  lsCommand(sessions, 'list live sessions and pool containers', async (config, opts) => (await import('./runtime/cli.js')).sessionsLs(config, opts));
+  lsCommand(sessions, 'list live sessions and pool containers', async (config, opts) => (await import('./cli/runtime.js')).sessionsLs(config, opts));
   sessions
     .command('inspect <id>')
     .description('details of one session (session id or container id)')
-    .action(async (id: string) => (await import('./runtime/cli.js')).sessionsInspect(configOrExit(), id).catch(fail));
+    .action(async (id: string) => (await import('./cli/runtime.js')).sessionsInspect(configOrExit(), id).catch(fail));
   sessions
     .command('logs <id>')
     .description('the sandbox container log')
     .option('--tail <n>', 'last n lines', '200')
-    .action(async (id: string, opts: { tail: string }) => (await import('./runtime/cli.js')).sessionsLogs(configOrExit(), id, opts).catch(fail));
+    .action(async (id: string, opts: { tail: string }) => (await import('./cli/runtime.js')).sessionsLogs(configOrExit(), id, opts).catch(fail));
   sessions
     .command('attach <id>')
     .description('interactive shell in the session container (as the agent user, through a TTY)')
     .option('--root', 'shell as root (still without capabilities)')
-    .action(async (id: string, opts: { root?: boolean }) => (await import('./runtime/cli.js')).sessionsAttach(configOrExit(), id, opts).catch(fail));
+    .action(async (id: string, opts: { root?: boolean }) => (await import('./cli/runtime.js')).sessionsAttach(configOrExit(), id, opts).catch(fail));
   sessions
     .command('restart [id]')
     .description('restart a session sandbox (the next prompt gets a fresh one)')
     .option('--stale', 'restart every stale session')
-    .action(async (id: string | undefined, opts: { stale?: boolean }) => (await import('./runtime/cli.js')).sessionsRestart(configOrExit(), id, opts).catch(fail));
+    .action(async (id: string | undefined, opts: { stale?: boolean }) => (await import('./cli/runtime.js')).sessionsRestart(configOrExit(), id, opts).catch(fail));
   sessions
     .command('kill <id>')
     .description('stop and remove a session sandbox')
-    .action(async (id: string) => (await import('./runtime/cli.js')).sessionsKill(configOrExit(), id).catch(fail));
+    .action(async (id: string) => (await import('./cli/runtime.js')).sessionsKill(configOrExit(), id).catch(fail));
 }
 
 export function buildProgram(): Command {
@@ -162,7 +162,7 @@ export function buildProgram(): Command {
     .description('build the sandbox image offline (debootstrap base, cached) and tag it AIRLOCK_IMAGE')
     .option('--tag <tag>', 'image tag (default AIRLOCK_IMAGE)')
     .option('--rebuild-base', 'rebuild the cached base rootfs too')
-    .action(async (opts: { tag?: string; rebuildBase?: boolean }) => (await import('./runtime/cli.js')).imageBuildCommand(configOrExit(), opts).catch(fail));
+    .action(async (opts: { tag?: string; rebuildBase?: boolean }) => (await import('./cli/runtime.js')).imageBuildCommand(configOrExit(), opts).catch(fail));
 
   sessionCommands(program);
   connectorCommands(program, () => configOrExit(), fail);
@@ -171,7 +171,7 @@ export function buildProgram(): Command {
     .command('doctor')
     .description('what this node runs with: database (engine, schema version), node id and URL, Docker engine, sandbox image')
     .action(async () => {
-      process.exitCode = await (await import('./ops-cli.js')).doctor(configOrExit()).catch(fail);
+      process.exitCode = await (await import('./cli/ops.js')).doctor(configOrExit()).catch(fail);
     });
 
   const db = program.command('db').description('the database');
@@ -179,11 +179,11 @@ export function buildProgram(): Command {
     .description("copy every row of this install's database (AIRLOCK_DATABASE_URL, or SQLite in the data folder) into a new, empty one")
     .requiredOption('--to <url>', 'the target, e.g. postgres://airlock:…@db:5432/airlock (migrated first; must hold no users)')
     .action(async (opts: { to: string }) => {
-      process.exitCode = await (await import('./ops-cli.js')).dbCopy(configOrExit(), opts.to).catch(fail);
+      process.exitCode = await (await import('./cli/ops.js')).dbCopy(configOrExit(), opts.to).catch(fail);
     });
 
   const nodes = program.command('nodes').description('the nodes of the fleet (from the shared database)');
-  lsCommand(nodes, 'every node: id, state, URL, last heartbeat, sessions, capacity, version', async (config, opts) => (await import('./ops-cli.js')).nodesLs(config, opts));
+  lsCommand(nodes, 'every node: id, state, URL, last heartbeat, sessions, capacity, version', async (config, opts) => (await import('./cli/ops.js')).nodesLs(config, opts));
 
   return program;
 }

@@ -6,18 +6,18 @@ import type { AgentSessionCheck, AttachPort, OperatorPort, SandboxControl } from
 import { DirectorySyncRunner } from './directory-sync/index.js';
 import type { EgressGateway } from '../core/sandbox-protocol.js';
 import { startRuntime, type Runtime, type SessionHooks } from './runtime/index.js';
-import { EgressGatewayService } from './egress.js';
-import { ConnectorGateway, type ConnectorCallAudit } from './connector-gateway.js';
-import { egressCaps } from './egress-conns.js';
-import { OverlayPreparer } from './overlay.js';
-import { TokenService } from './tokens.js';
-import { FleetMember, FleetSessions, refreshLease } from './fleet.js';
-import { MailGate } from './mail-gate.js';
-import { approvalDecider, ConnectorApprovals } from './connector-approvals.js';
+import { EgressGatewayService } from './host/egress.js';
+import { ConnectorGateway, type ConnectorCallAudit } from './host/connector-gateway.js';
+import { egressCaps } from './host/egress-conns.js';
+import { OverlayPreparer } from './host/overlay.js';
+import { TokenService } from './host/tokens.js';
+import { FleetMember, FleetSessions, refreshLease } from './host/fleet.js';
+import { MailGate } from './host/mail-gate.js';
+import { approvalDecider, ConnectorApprovals } from './host/connector-approvals.js';
 import { startTelemetry } from './telemetry.js';
 import { AccountStore, getUserById } from '../domain/index.js';
 import { registryLookup } from '../domain/connector-oauth/registry.js';
-import { connectorTokenService } from './connector-tokens.js';
+import { connectorTokenService } from './host/connector-tokens.js';
 
 export interface RunningDaemon extends DaemonBase {
   web: WebServer;

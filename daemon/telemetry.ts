@@ -15,7 +15,7 @@
  * The existing Prometheus metrics are exported over OTLP as well, read from their registry.
  */
 import { context, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
-import type { ConnectorCallAudit } from './connector-gateway.js';
+import type { ConnectorCallAudit } from './host/connector-gateway.js';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';

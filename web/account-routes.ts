@@ -15,7 +15,7 @@ const STATE_KEY = 'account:';
 /** Services this area takes from the daemon (ctx.services); each is optional. */
 export interface AccountWebServices {
   accounts?: AccountStore;
-  /** Pushes a new access token into the user's warm sandboxes (daemon/tokens.ts TokenService). */
+  /** Pushes a new access token into the user's warm sandboxes (daemon/host/tokens.ts TokenService). */
   tokenService?: { pushToUser(userId: number, accessToken: string): Promise<void> };
   /** Ends a user's sandboxes (the session manager). */
   sandboxes?: { killForUser(userId: number, why?: string): Promise<unknown> | unknown };

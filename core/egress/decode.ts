@@ -6,7 +6,7 @@ export const DECODABLE_CODINGS: readonly string[] = ['gzip', 'x-gzip', 'deflate'
 
 /**
  * Marks a body that did not decode as its Content-Encoding said. A plain Error, not an AppError:
- * it never leaves the stream pipeline; its reader (daemon/egress-upstream.ts, the proxy) answers
+ * it never leaves the stream pipeline; its reader (daemon/host/egress-upstream.ts, the proxy) answers
  * ERR_PROXY_UPSTREAM_ENCODING.
  */
 export class DecodeError extends Error {

@@ -24,7 +24,7 @@ const REFUSAL_CODES = [
   'ERR_MAIL_CALL_UNBOUND',
   'ERR_MAIL_CALL_REUSED',
   'ERR_MAIL_PREVIEW_INCOMPLETE',
-  // The egress gateway's own refusals (the second wall, daemon/egress.ts).
+  // The egress gateway's own refusals (the second wall, daemon/host/egress.ts).
   'ERR_EGRESS_BAD_REQUEST',
   'ERR_EGRESS_DENIED',
   'ERR_EGRESS_UPSTREAM',

@@ -10,7 +10,7 @@ import type { ProfileRoute } from '../sandbox-protocol.js';
  */
 export const COMMON_REQUEST_HEADERS: readonly string[] = ['accept', 'accept-language', 'content-type', 'user-agent', 'if-match', 'if-none-match'];
 
-/** Extra headers per route name (the profile's route names; see daemon/overlay.ts). */
+/** Extra headers per route name (the profile's route names; see daemon/host/overlay.ts). */
 export const ROUTE_REQUEST_HEADERS: Readonly<Record<string, readonly string[]>> = {
   // Anthropic's API needs its version header; the beta header picks features, not targets.
   model: ['anthropic-version', 'anthropic-beta', 'openai-beta'],

@@ -77,7 +77,7 @@ export interface SessionManagerOptions {
   /** Session lifecycle hooks (token rotation). */
   hooks?: SessionHooks;
   /**
-   * The audit trail of proxied requests and the decision on held mail sends (daemon/mail-gate.ts).
+   * The audit trail of proxied requests and the decision on held mail sends (daemon/host/mail-gate.ts).
    * Absent: nothing is recorded, a send the policy lets through goes, one that needs approval is refused.
    */
   auditor?: SandboxAuditor;

@@ -41,7 +41,7 @@ export interface SessionTableOptions {
   config: Readonly<Config>;
   log: Logger;
   hooks?: SessionHooks;
-  /** Told when a session ends (daemon/mail-gate.ts forgets its held sends). */
+  /** Told when a session ends (daemon/host/mail-gate.ts forgets its held sends). */
   auditor?: SandboxAuditor;
 }
 

@@ -2,7 +2,7 @@
  * The chat turn (docs/chat.md "Chat stream", docs/architecture.md): start a turn in a chat — where
  * it goes on the chat's branches (after the branch shown, or beside the turn it edits or
  * regenerates), what is stored first — run it over the server's TurnRunner (the sandbox, or
- * daemon/local-runner.ts) whoever is reading, number and store its events (turn-recorder.ts),
+ * daemon/dev/local-runner.ts) whoever is reading, number and store its events (turn-recorder.ts),
  * end it with exactly one `done`, count it, and stop it on request. The turn runs on in this
  * process when the request that started it goes away; readers replay and follow it by seq
  * (live-turns.ts), or from the store once it has left memory (events.ts). HTTP is not in here:
@@ -24,7 +24,7 @@ export type { LiveTurn } from './live-turns.js';
 /**
  * What the chat area needs from the daemon (ctx.services.chat): something that runs a turn in the
  * session's sandbox. In `serve` that is the Docker session manager; tests may hand in
- * daemon/local-runner.ts.
+ * daemon/dev/local-runner.ts.
  */
 export interface ChatService {
   runner: TurnRunner;

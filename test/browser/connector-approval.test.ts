@@ -17,8 +17,8 @@ import { atRestEncryptor, createLogger } from '../../core/index.js';
 import type { TurnRequest, TurnRunner } from '../../core/sandbox-protocol.js';
 import type { WebServices } from '../../web/context.js';
 import { ToolHost } from '../../agent/mcp.js';
-import { approvalDecider, ConnectorApprovals } from '../../daemon/connector-approvals.js';
-import { MailGate } from '../../daemon/mail-gate.js';
+import { approvalDecider, ConnectorApprovals } from '../../daemon/host/connector-approvals.js';
+import { MailGate } from '../../daemon/host/mail-gate.js';
 
 const ARGS = { title: 'Printer on fire <img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>', priority: 'high' };
 

@@ -1,13 +1,13 @@
 /**
  * The model failures of test/helpers/model-faults.ts through `airlock demo`'s own wiring
- * (daemon/demo.ts: startDemo with its emulators, its pool, its settings; serve() with real
+ * (daemon/dev/demo.ts: startDemo with its emulators, its pool, its settings; serve() with real
  * sandboxes, the credential proxy and the egress gateway), so the demo ends each fault as
  * docs/chat.md ("Bounds") says, as serve does: the bounds reach the sandbox's agent through the
  * session's settings (AIRLOCK_MODEL_* → AGENT_MODEL_*), a refused port comes back from the proxy
  * as an unreachable model and is retried with each retry shown.
  */
 import t, { type Test } from 'tap';
-import type { Demo } from '../../daemon/demo.js';
+import type { Demo } from '../../daemon/dev/demo.js';
 import * as openaiModel from '../../emulator/model-openai.js';
 import * as anthropicModel from '../../emulator/model-anthropic.js';
 import { closedPortUrl, type ModelServer } from '../../emulator/model-script.js';

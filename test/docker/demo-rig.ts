@@ -1,5 +1,5 @@
 /**
- * `airlock demo`'s own wiring (daemon/demo.ts startDemo: emulators, pool, settings) in a data
+ * `airlock demo`'s own wiring (daemon/dev/demo.ts startDemo: emulators, pool, settings) in a data
  * folder of its own, for the Docker tests that drive the demo: its containers carry an owner
  * label swept at teardown, its workspace mounts are undone and the folder removed.
  */
@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger } from '../../core/index.js';
-import { startDemo, type Demo } from '../../daemon/demo.js';
+import { startDemo, type Demo } from '../../daemon/dev/demo.js';
 import { sweep, uniqueOwner, unmountUnder } from './helpers.js';
 
 /** Start the demo on a free port with `image` and `env` on top; closed (containers removed) at the test's end. */

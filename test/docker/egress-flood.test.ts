@@ -12,7 +12,7 @@ import { hashPassword } from '../../core/index.js';
 import { createUser } from '../../domain/users.js';
 import { Client } from '../helpers/client.js';
 import { streamTurn, waitFor } from '../helpers/chat.js';
-import { DEFAULT_EGRESS_CAPS } from '../../daemon/egress-conns.js';
+import { DEFAULT_EGRESS_CAPS } from '../../daemon/host/egress-conns.js';
 import { chatRig } from './chat-e2e-rig.js';
 import { dockerOrSkip, ensureTestImage, execIn } from './helpers.js';
 

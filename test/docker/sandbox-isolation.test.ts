@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { createLogger } from '../../core/index.js';
 import type { PreparedSession, SessionPreparer } from '../../core/sandbox-protocol.js';
-import { EgressGatewayService } from '../../daemon/egress.js';
+import { EgressGatewayService } from '../../daemon/host/egress.js';
 import { dockerOrSkip, ensureTestImage, execIn, plantAndScan, SANDBOX_RUNTIME, SECRET_SCAN } from './helpers.js';
 import { manager, turn } from './sandbox-kit.js';
 

@@ -3,7 +3,7 @@ import { readFileSync, existsSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { atRestEncryptor, type Logger, type Metrics, type TurnRunner } from '../../core/index.js';
-import { chatModelEnv, LocalTurnRunner } from '../../daemon/local-runner.js';
+import { chatModelEnv, LocalTurnRunner } from '../../daemon/dev/local-runner.js';
 import * as openaiModel from '../../emulator/model-openai.js';
 import * as anthropicModel from '../../emulator/model-anthropic.js';
 import type { ModelServer, ModelServerOptions } from '../../emulator/model-script.js';

@@ -1,16 +1,16 @@
 /**
  * The connector path without a container (docs/connectors.md): the registry in the test app's
  * database, the session's routes from the overlay's own connectorRoute, the real egress gateway
- * with its connector side (daemon/connector-gateway.ts) on a unix socket, the real in-sandbox
+ * with its connector side (daemon/host/connector-gateway.ts) on a unix socket, the real in-sandbox
  * proxy in front of it, and the agent's own connector client (agent/connectors.ts).
  */
 import { join } from 'node:path';
 import { createLogger, randomToken, type ConnectorTokens, type Logger } from '../../core/index.js';
 import { CONNECTORS_PLACEHOLDER_ENV, connectorBaseUrlEnv } from '../../core/sandbox-env.js';
 import type { TurnRequest } from '../../core/sandbox-protocol.js';
-import { ConnectorGateway, type ConnectorApprover, type ConnectorCallAudit } from '../../daemon/connector-gateway.js';
-import { EgressGatewayService } from '../../daemon/egress.js';
-import { buildProfile, connectorRoute } from '../../daemon/overlay.js';
+import { ConnectorGateway, type ConnectorApprover, type ConnectorCallAudit } from '../../daemon/host/connector-gateway.js';
+import { EgressGatewayService } from '../../daemon/host/egress.js';
+import { buildProfile, connectorRoute } from '../../daemon/host/overlay.js';
 import { sessionConnectors } from '../../domain/connectors/index.js';
 import { startCredentialProxy, type ProxyDecision, type RunningProxy } from '../../proxy/index.js';
 import { RemoteConnectors } from '../../agent/connectors.js';

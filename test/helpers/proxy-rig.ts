@@ -1,9 +1,9 @@
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { createLogger, type Logger } from '../../core/index.js';
-import { EgressGatewayService } from '../../daemon/egress.js';
+import { EgressGatewayService } from '../../daemon/host/egress.js';
 import type { EgressHandle } from '../../core/index.js';
-import { buildProfile, buildRoutes, ROUTE_ENV } from '../../daemon/overlay.js';
+import { buildProfile, buildRoutes, ROUTE_ENV } from '../../daemon/host/overlay.js';
 import { start as startUpstream, type FakeUpstream } from '../../emulator/fake-upstream.js';
 import { startCredentialProxy, type ProxyDecision, type RunningProxy } from '../../proxy/index.js';
 import { logSink, tempDir, type LogSink } from './app.js';

@@ -3,7 +3,7 @@ import { createLogger, Encryptor, loadOrCreateEncryptionKey, WORKSPACE_SCOPES } 
 import { AccountStore } from '../../domain/accounts.js';
 import { queryActionLog } from '../../domain/action-log.js';
 import type { Database } from '../../domain/db/index.js';
-import { TokenService } from '../../daemon/tokens.js';
+import { TokenService } from '../../daemon/host/tokens.js';
 import { start as startOAuth } from '../../emulator/google-oauth.js';
 import { addUser, startTestApp } from '../helpers/app.js';
 import { allowActionLog, failActionLog } from '../helpers/db.js';

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { readFileSync, existsSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { createLogger, type AgentEvent } from '../../core/index.js';
-import { LocalTurnRunner } from '../../daemon/local-runner.js';
+import { LocalTurnRunner } from '../../daemon/dev/local-runner.js';
 import { DIST, waitFor } from '../helpers/chat.js';
 import { logSink, tempDir } from '../helpers/app.js';
 

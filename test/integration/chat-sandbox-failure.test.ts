@@ -1,6 +1,6 @@
 import t from 'tap';
 import { join } from 'node:path';
-import { LocalTurnRunner } from '../../daemon/local-runner.js';
+import { LocalTurnRunner } from '../../daemon/dev/local-runner.js';
 import { DIST, startChatHarness, streamTurn } from '../helpers/chat.js';
 
 /** A sandbox that lies and then dies mid-turn: the client still gets one honest `done`. */

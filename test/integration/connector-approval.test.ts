@@ -24,8 +24,8 @@ import type { TurnRequest, TurnResult, TurnRunner } from '../../core/sandbox-pro
 import type { WebServices } from '../../web/context.js';
 import type { ToolOutcome } from '../../agent/mcp.js';
 import { ToolHost } from '../../agent/mcp.js';
-import { approvalDecider, ConnectorApprovals } from '../../daemon/connector-approvals.js';
-import { MailGate } from '../../daemon/mail-gate.js';
+import { approvalDecider, ConnectorApprovals } from '../../daemon/host/connector-approvals.js';
+import { MailGate } from '../../daemon/host/mail-gate.js';
 
 const ARGS = { title: 'Printer on fire <script>alert("x")</script> — café', priority: 'high' };
 

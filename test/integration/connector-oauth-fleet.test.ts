@@ -7,7 +7,7 @@
 import t from 'tap';
 import { atRestEncryptor, createLogger } from '../../core/index.js';
 import { ConnectorTokenStore } from '../../domain/connector-oauth/store.js';
-import { ConnectorTokenService } from '../../daemon/connector-tokens.js';
+import { ConnectorTokenService } from '../../daemon/host/connector-tokens.js';
 import { logSink } from '../helpers/app.js';
 import { callTracker, connect, signedIn, startOAuthRig, TRACKER_USERS } from '../helpers/connector-oauth.js';
 

@@ -10,7 +10,7 @@ import t from 'tap';
 import { atRestEncryptor, createLogger } from '../../core/index.js';
 import { ConnectorService } from '../../domain/connectors/index.js';
 import { registryLookup } from '../../domain/connector-oauth/registry.js';
-import { connectorTokenService } from '../../daemon/connector-tokens.js';
+import { connectorTokenService } from '../../daemon/host/connector-tokens.js';
 import { ToolHost } from '../../agent/mcp.js';
 import { startTickets } from '../../emulator/tickets.js';
 import { CONNECTOR_CALLBACK_PATH } from '../../web/connector-oauth-routes.js';

@@ -9,7 +9,7 @@
 import t from 'tap';
 import { createLogger } from '../../core/index.js';
 import { ConnectorTokenStore } from '../../domain/connector-oauth/store.js';
-import { ConnectorTokenService } from '../../daemon/connector-tokens.js';
+import { ConnectorTokenService } from '../../daemon/host/connector-tokens.js';
 import { atRestEncryptor } from '../../core/crypto.js';
 import { logSink } from '../helpers/app.js';
 import { dbRows } from '../helpers/db.js';

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, statSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger } from '../../core/index.js';
-import { startDemo } from '../../daemon/demo.js';
+import { startDemo } from '../../daemon/dev/demo.js';
 import { dockerOrSkip, ensureTestImage, sweep, uniqueOwner, unmountUnder } from '../docker/helpers.js';
 import { Client } from '../helpers/client.js';
 import { streamTurn } from '../helpers/chat.js';

@@ -7,7 +7,7 @@
  */
 import t from 'tap';
 import { connect, type Socket } from 'node:net';
-import { GATEWAY_MAX_IN_FLIGHT, GATEWAY_MAX_SESSION_BYTES } from '../../daemon/egress.js';
+import { GATEWAY_MAX_IN_FLIGHT, GATEWAY_MAX_SESSION_BYTES } from '../../daemon/host/egress.js';
 import { MAX_BODY_BYTES } from '../../core/egress/framing.js';
 import { rawExchange, startProxyRig } from '../helpers/proxy-rig.js';
 

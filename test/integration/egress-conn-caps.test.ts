@@ -1,5 +1,5 @@
 /**
- * The egress gateway's connection caps (daemon/egress-conns.ts, docs/security.md): a client acting
+ * The egress gateway's connection caps (daemon/host/egress-conns.ts, docs/security.md): a client acting
  * as root in a sandbox opens idle connections to its session's egress socket. Past the session's
  * cap a new connection is closed at accept (before any byte is read), past the gateway's cap too
  * (another session); the refusals are logged once per burst, not once per connection; a connection
@@ -10,8 +10,8 @@ import t from 'tap';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { createLogger } from '../../core/index.js';
-import { EgressGatewayService } from '../../daemon/egress.js';
-import { buildRoutes } from '../../daemon/overlay.js';
+import { EgressGatewayService } from '../../daemon/host/egress.js';
+import { buildRoutes } from '../../daemon/host/overlay.js';
 import { start as startUpstream } from '../../emulator/fake-upstream.js';
 import { logSink, tempDir } from '../helpers/app.js';
 import { rawExchange } from '../helpers/proxy-rig.js';

@@ -12,7 +12,7 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { loadConfig, NodeClient, signNodeRequest } from '../../core/index.js';
 import { claimNonce, ownSandbox, purgeNonces, registerNode, sandboxOf } from '../../domain/fleet.js';
-import { FleetMember } from '../../daemon/fleet.js';
+import { FleetMember } from '../../daemon/host/fleet.js';
 import { addUser, startTestApp, tempDir, testConfig } from '../helpers/app.js';
 import { TEST_ENGINE } from '../helpers/db.js';
 import { TestClock } from '../helpers/clock.js';

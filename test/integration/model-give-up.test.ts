@@ -13,8 +13,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { createLogger } from '../../core/index.js';
-import { EgressGatewayService } from '../../daemon/egress.js';
-import { buildProfile, buildRoutes } from '../../daemon/overlay.js';
+import { EgressGatewayService } from '../../daemon/host/egress.js';
+import { buildProfile, buildRoutes } from '../../daemon/host/overlay.js';
 import { startCredentialProxy, type ProxyDecision } from '../../proxy/index.js';
 import { logSink, tempDir } from '../helpers/app.js';
 import { waitFor } from '../helpers/wait.js';

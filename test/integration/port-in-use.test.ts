@@ -10,7 +10,7 @@ import { createServer, type AddressInfo, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger, isAppError } from '../../core/index.js';
-import { startDemo } from '../../daemon/demo.js';
+import { startDemo } from '../../daemon/dev/demo.js';
 import { serve } from '../../daemon/serve.js';
 import { LABEL_OWNER } from '../../daemon/runtime/sandbox-driver.js';
 import { dockerOrSkip, sweep, uniqueOwner } from '../docker/helpers.js';

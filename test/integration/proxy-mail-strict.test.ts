@@ -9,8 +9,8 @@
 import t from 'tap';
 import { join } from 'node:path';
 import type { MailHold, MailPolicy } from '../../core/sandbox-protocol.js';
-import { EgressGatewayService } from '../../daemon/egress.js';
-import { buildProfile, buildRoutes } from '../../daemon/overlay.js';
+import { EgressGatewayService } from '../../daemon/host/egress.js';
+import { buildProfile, buildRoutes } from '../../daemon/host/overlay.js';
 import { start as startUpstream } from '../../emulator/fake-upstream.js';
 import { startCredentialProxy } from '../../proxy/index.js';
 import { callUpstream } from '../../tools/http.js';

@@ -1,8 +1,8 @@
 import t from 'tap';
 import { join } from 'node:path';
 import { createLogger } from '../../core/index.js';
-import { EgressGatewayService } from '../../daemon/egress.js';
-import { buildProfile, buildRoutes, ROUTE_ENV } from '../../daemon/overlay.js';
+import { EgressGatewayService } from '../../daemon/host/egress.js';
+import { buildProfile, buildRoutes, ROUTE_ENV } from '../../daemon/host/overlay.js';
 import { SPREADSHEET_MIME, start as startGoogle } from '../../emulator/google.js';
 import { startCredentialProxy, type ProxyDecision } from '../../proxy/index.js';
 import { tempDir } from '../helpers/app.js';

@@ -4,8 +4,8 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startCredentialProxy, SCRUBBED } from '../../proxy/index.js';
 import { join } from 'node:path';
-import { buildProfile, buildRoutes, ROUTE_ENV } from '../../daemon/overlay.js';
-import { EgressGatewayService } from '../../daemon/egress.js';
+import { buildProfile, buildRoutes, ROUTE_ENV } from '../../daemon/host/overlay.js';
+import { EgressGatewayService } from '../../daemon/host/egress.js';
 import { createLogger } from '../../core/index.js';
 import { start as startFakeUpstream } from '../../emulator/fake-upstream.js';
 import { tempDir } from '../helpers/app.js';
@@ -271,7 +271,7 @@ t.test('an opaque name that is no parameter of its template makes the proxy fail
 
 t.test('upstream down → 502, upstream too slow → 504, both coded', async (t) => {
   const rig = await startProxyRig(t);
-  const { EgressGatewayService } = await import('../../daemon/egress.js');
+  const { EgressGatewayService } = await import('../../daemon/host/egress.js');
   const { createLogger } = await import('../../core/index.js');
   // A server that accepts and never answers.
   const hang = createServer(() => {});
@@ -318,7 +318,7 @@ t.test('https upstream: TLS from the gateway on the host, certificate verified, 
   const { createServer: createHttps } = await import('node:https');
   const { join } = await import('node:path');
   const { tempDir } = await import('../helpers/app.js');
-  const { EgressGatewayService } = await import('../../daemon/egress.js');
+  const { EgressGatewayService } = await import('../../daemon/host/egress.js');
   const { createLogger } = await import('../../core/index.js');
   const dir = tempDir(t);
   try {

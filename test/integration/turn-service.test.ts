@@ -2,7 +2,7 @@ import t from 'tap';
 import type { Test } from 'tap';
 import { join } from 'node:path';
 import { createLogger, createMetrics, isAppError, type ChatEvent, type TurnResult, type TurnRunner } from '../../core/index.js';
-import { LocalTurnRunner } from '../../daemon/local-runner.js';
+import { LocalTurnRunner } from '../../daemon/dev/local-runner.js';
 import * as store from '../../domain/chat/store.js';
 import { TurnService, type LiveTurn, type NewTurn, type TurnServiceDeps } from '../../domain/chat/turn-service.js';
 import type { Sql } from '../../domain/db/index.js';

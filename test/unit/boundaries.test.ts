@@ -47,7 +47,7 @@ t.test('the boundary rule reports an import that breaks an arrow, of every kind'
     ['core/error-codes/planted.ts', "export { x } from '../../web/app.js';", /core\/ may import only core\//],
     ['domain/chat/planted.ts', "const m = await import('../../daemon/serve.js');", /domain\/ may import only domain\/, core\/: .* reaches daemon\//],
     ['web/planted.ts', "import '../agent/loop.js';", /web\/ may import only web\/, domain\/, core\//],
-    ['agent/planted.ts', "export * from '../daemon/fleet.js';", /agent\/ may import only/],
+    ['agent/planted.ts', "export * from '../daemon/host/fleet.js';", /agent\/ may import only/],
     ['tools/planted.ts', "import type { X } from '../web/context.js';", /tools\/ may import only tools\/, core\//],
     ['supervisor/planted.ts', "import { y } from '../domain/users.js';", /supervisor\/ may import only/],
     ['proxy/planted.ts', "import { y } from '../agent/loop.js';", /proxy\/ may import only proxy\/, core\//],
@@ -99,13 +99,13 @@ const WIRE_READERS = [
   'agent/mcp.ts',
   'daemon/runtime/sandbox-client.ts',
   'daemon/runtime/control-api.ts',
-  'daemon/runtime/cli.ts',
-  'daemon/local-runner.ts',
+  'daemon/cli/runtime.ts',
+  'daemon/dev/local-runner.ts',
   // Readers of other HTTP peers and the container engine: another node (its answers, an owner
   // node's refusal of an attach), a token endpoint, dockerode.
   'core/node-client.ts',
-  'daemon/fleet.ts',
-  'daemon/fleet-cli.ts',
+  'daemon/host/fleet.ts',
+  'daemon/cli/fleet.ts',
   'core/accounts.ts',
   'daemon/runtime/docker-driver.ts',
 ];

@@ -1,6 +1,6 @@
 /**
  * Data read from HTTP bodies and the container engine's API is checked, not cast: another node's
- * answer (core/node-client.ts, through daemon/fleet.ts nodeRequest), a token endpoint's answer (core/accounts.ts), the
+ * answer (core/node-client.ts, through daemon/host/fleet.ts nodeRequest), a token endpoint's answer (core/accounts.ts), the
  * engine's container inspect and log answers (daemon/runtime/docker-driver.ts). A malformed
  * answer is refused with a catalogued code whose message names the failing field, never its
  * value. Real HTTP servers on 127.0.0.1; nothing of ours is stubbed.
@@ -9,7 +9,7 @@ import t from 'tap';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadConfig, revokeToken, Secret, tokenRequest } from '../../core/index.js';
-import { nodeRequest } from '../../daemon/fleet.js';
+import { nodeRequest } from '../../daemon/host/fleet.js';
 import { demuxLogs, sandboxDetailsOf } from '../../daemon/runtime/docker-driver.js';
 
 const SECRET_VALUE = 'value-never-in-a-message-4b1e';

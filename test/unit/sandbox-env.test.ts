@@ -1,7 +1,7 @@
 import t from 'tap';
 import * as registry from '../../core/sandbox-env.js';
 import * as protocol from '../../core/sandbox-protocol.js';
-import { buildRoutes } from '../../daemon/overlay.js';
+import { buildRoutes } from '../../daemon/host/overlay.js';
 
 t.test('the registry is the one list', async (t) => {
   t.same(registry.ACCOUNT_TOKEN_ENVS, ['MAIL_ACCESS_TOKEN', 'SHEETS_ACCESS_TOKEN', 'SEARCH_ACCESS_TOKEN']);

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { agentEnvDigest, planSession } from '../../daemon/runtime/session-plan.js';
-import { buildRoutes } from '../../daemon/overlay.js';
+import { buildRoutes } from '../../daemon/host/overlay.js';
 
 t.test('a session plan: values only in start, names elsewhere', async (t) => {
   const routes = buildRoutes({

@@ -5,10 +5,10 @@
  */
 import type { Command } from 'commander';
 import { join } from 'node:path';
-import { AppError, atRestEncryptor, type Config, type ConnectorAudience, type ConnectorToolMode } from '../core/index.js';
-import { textTable } from '../core/text-table.js';
-import type { ConnectorService } from '../domain/connectors/index.js';
-import { openDatabase } from '../domain/db/index.js';
+import { AppError, atRestEncryptor, type Config, type ConnectorAudience, type ConnectorToolMode } from '../../core/index.js';
+import { textTable } from '../../core/text-table.js';
+import type { ConnectorService } from '../../domain/connectors/index.js';
+import { openDatabase } from '../../domain/db/index.js';
 
 type Out = (s: string) => void;
 const stdout: Out = (s) => process.stdout.write(s);
@@ -16,7 +16,7 @@ const stdout: Out = (s) => process.stdout.write(s);
 async function withService<T>(config: Readonly<Config>, fn: (svc: ConnectorService, db: Awaited<ReturnType<typeof openDatabase>>) => Promise<T>): Promise<T> {
   const database = await openDatabase({ url: config.databaseUrl?.reveal(), file: join(config.dataDir, 'airlock.db') });
   // Loaded here, not at the CLI's start: the MCP client is needed by these commands only.
-  const { ConnectorService } = await import('../domain/connectors/index.js');
+  const { ConnectorService } = await import('../../domain/connectors/index.js');
   try {
     return await fn(new ConnectorService({ db: database.sql, enc: atRestEncryptor(config), allowHttpLoopback: config.connectors?.allowHttpLoopback ?? false }), database);
   } finally {
@@ -57,7 +57,7 @@ export async function connectorsAdd(config: Readonly<Config>, id: string, o: Add
 
 /** `airlock connectors ls`. */
 export async function connectorsLs(config: Readonly<Config>, opts: { json?: boolean }, out: Out = stdout): Promise<void> {
-  const { listConnectors } = await import('../domain/connectors/index.js');
+  const { listConnectors } = await import('../../domain/connectors/index.js');
   const list = await withService(config, async (_svc, db) => listConnectors(db.sql));
   if (opts.json) return out(JSON.stringify(list, null, 2) + '\n');
   const rows = [['ID', 'LABEL', 'URL', 'AUTH', 'AUDIENCE', 'TOOLS', 'ENABLED']];
@@ -78,7 +78,7 @@ export async function connectorsTools(config: Readonly<Config>, id: string, opts
       }
       await svc.setToolModes(id, modes);
     }
-    const v = await (await import('../domain/connectors/index.js')).getConnector(db.sql, id);
+    const v = await (await import('../../domain/connectors/index.js')).getConnector(db.sql, id);
     if (!v) throw new AppError('ERR_CONNECTOR_NOT_FOUND', `no connector "${id}"`);
     return v;
   });

@@ -1,15 +1,15 @@
-import { AppError, randomToken, type Config, type Encryptor, type Logger, type PreparedSession, type ProfileRoute, type SessionPreparer } from '../core/index.js';
-import { ACCOUNT_TOKEN_ENVS, agentSettings, isRouteName, ROUTE_ENV, type SandboxRouteEnv } from '../core/sandbox-env.js';
-import { buildProfile } from './runtime/session-plan.js';
-import { CONNECTORS_PLACEHOLDER_ENV, connectorBaseUrlEnv, connectorRouteName } from '../core/sandbox-env.js';
-import { sessionConnectors } from '../domain/connectors/index.js';
-import { writeProfile } from './runtime/slots.js';
+import { AppError, randomToken, type Config, type Encryptor, type Logger, type PreparedSession, type ProfileRoute, type SessionPreparer } from '../../core/index.js';
+import { ACCOUNT_TOKEN_ENVS, agentSettings, isRouteName, ROUTE_ENV, type SandboxRouteEnv } from '../../core/sandbox-env.js';
+import { buildProfile } from '../runtime/session-plan.js';
+import { CONNECTORS_PLACEHOLDER_ENV, connectorBaseUrlEnv, connectorRouteName } from '../../core/sandbox-env.js';
+import { sessionConnectors } from '../../domain/connectors/index.js';
+import { writeProfile } from '../runtime/slots.js';
 import { egressTarget } from './egress.js';
-import { effectiveAgentPolicy, policyAllows } from '../domain/identity/agent-policy.js';
-import { mailPolicyFor } from '../domain/mail.js';
-import type { MailPolicy } from '../core/sandbox-protocol.js';
-import type { Sql } from '../domain/db/index.js';
-import { modelAtRevision, sessionModel, type ResolvedModel } from '../domain/chat/models.js';
+import { effectiveAgentPolicy, policyAllows } from '../../domain/identity/agent-policy.js';
+import { mailPolicyFor } from '../../domain/mail.js';
+import type { MailPolicy } from '../../core/sandbox-protocol.js';
+import type { Sql } from '../../domain/db/index.js';
+import { modelAtRevision, sessionModel, type ResolvedModel } from '../../domain/chat/models.js';
 import type { TokenService } from './tokens.js';
 
 /** Env names of the sandbox routes (the registry in core/sandbox-env.ts). */

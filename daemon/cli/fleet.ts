@@ -1,9 +1,9 @@
 import { join } from 'node:path';
 import { z } from 'zod';
-import { AppError, appErrorFromPeer, ATTACH_UPGRADE, AttachFrameReader, CodedErrorSchema, encodeAttachFrame, isAppError, NodeClient, type AttachFrame, type Config, type ShellTerminal } from '../core/index.js';
-import { openDatabase } from '../domain/db/index.js';
-import { listNodes, sandboxesOfOtherNodes, sandboxOf, type NodeInfo, type SandboxRow } from '../domain/fleet.js';
-import { nodeRequest } from './fleet.js';
+import { AppError, appErrorFromPeer, ATTACH_UPGRADE, AttachFrameReader, CodedErrorSchema, encodeAttachFrame, isAppError, NodeClient, type AttachFrame, type Config, type ShellTerminal } from '../../core/index.js';
+import { openDatabase } from '../../domain/db/index.js';
+import { listNodes, sandboxesOfOtherNodes, sandboxOf, type NodeInfo, type SandboxRow } from '../../domain/fleet.js';
+import { nodeRequest } from '../host/fleet.js';
 
 /**
  * `airlock sessions …` in a fleet: the local daemon answers for its own sessions; a session

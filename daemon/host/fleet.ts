@@ -2,10 +2,10 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { NodeClient, systemClock, type Clock, type Config, type NodeTarget, type Logger, type TurnRequest, type TurnResult, type TurnRunner } from '../core/index.js';
-import type { Database, Sql } from '../domain/db/index.js';
+import { NodeClient, systemClock, type Clock, type Config, type NodeTarget, type Logger, type TurnRequest, type TurnResult, type TurnRunner } from '../../core/index.js';
+import type { Database, Sql } from '../../domain/db/index.js';
 import type { RefreshLease } from './tokens.js';
-import { acquireLease, heartbeat, purgeNonces, leaveFleet, listNodes, releaseLease, markLostSandboxes, ownSandbox, registerNode, releaseSandbox, sandboxOf } from '../domain/fleet.js';
+import { acquireLease, heartbeat, purgeNonces, leaveFleet, listNodes, releaseLease, markLostSandboxes, ownSandbox, registerNode, releaseSandbox, sandboxOf } from '../../domain/fleet.js';
 
 const PackageVersionSchema = z.object({ version: z.string() });
 

@@ -5,10 +5,10 @@
  */
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import type { CompiledRoute } from '../core/egress/routes.js';
-import { contentCodings, DECODABLE_CODINGS, decodeBody, DecodeError } from '../core/egress/decode.js';
-import { errorResponse, type ProxyErrorCode } from '../core/egress/errors.js';
-import { Scrubber, scrubString } from '../core/egress/scrub.js';
+import type { CompiledRoute } from '../../core/egress/routes.js';
+import { contentCodings, DECODABLE_CODINGS, decodeBody, DecodeError } from '../../core/egress/decode.js';
+import { errorResponse, type ProxyErrorCode } from '../../core/egress/errors.js';
+import { Scrubber, scrubString } from '../../core/egress/scrub.js';
 
 const DROP_RESPONSE = new Set(['connection', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'content-length', 'proxy-authenticate', 'proxy-connection', 'x-airlock-error']);
 /** Also dropped when the gateway decoded the body: the proxy gets it plain. */

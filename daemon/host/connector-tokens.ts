@@ -1,10 +1,10 @@
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { AppError, isAppError, type Config, type Encryptor, type Logger, type Metrics } from '../core/index.js';
-import type { ConnectorTokens, OAuthConnectorLookup } from '../core/connector-oauth.js';
-import { acquireLease, releaseLease } from '../domain/fleet.js';
-import type { Sql } from '../domain/index.js';
-import { refreshGrant, type ConnectorClient } from '../domain/connector-oauth/client.js';
-import { ConnectorTokenStore, type ConnectorGrant } from '../domain/connector-oauth/store.js';
+import { AppError, isAppError, type Config, type Encryptor, type Logger, type Metrics } from '../../core/index.js';
+import type { ConnectorTokens, OAuthConnectorLookup } from '../../core/connector-oauth.js';
+import { acquireLease, releaseLease } from '../../domain/fleet.js';
+import type { Sql } from '../../domain/index.js';
+import { refreshGrant, type ConnectorClient } from '../../domain/connector-oauth/client.js';
+import { ConnectorTokenStore, type ConnectorGrant } from '../../domain/connector-oauth/store.js';
 import { TOKEN_REFRESH_WINDOW_S } from './tokens.js';
 
 /** The fleet lease of one (connector, user) refresh; longer than a refresh takes. */
@@ -32,7 +32,7 @@ export interface ConnectorTokenServiceOptions {
 
 /**
  * The user's access token per OAuth connector, for the egress gateway (core/connector-oauth.ts
- * ConnectorTokens). The rules are the workspace account's (daemon/tokens.ts): the cached token
+ * ConnectorTokens). The rules are the workspace account's (daemon/host/tokens.ts): the cached token
  * is used while more than 60 s remain, else refreshed; one refresh in flight per grant in this
  * process, and one per fleet through a database lease (either engine): a node that finds the
  * lease taken waits for the token the holder saves instead of sending a second grant.

@@ -13,10 +13,10 @@
  */
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AgentProcess, type Config, type Encryptor, type Logger, type TurnRequest, type TurnResult, type TurnRunner, AppError } from '../core/index.js';
-import { sessionModel } from '../domain/chat/models.js';
-import type { Sql } from '../domain/db/index.js';
-import { runWithContext } from './runtime/context-sync.js';
+import { AgentProcess, type Config, type Encryptor, type Logger, type TurnRequest, type TurnResult, type TurnRunner, AppError } from '../../core/index.js';
+import { sessionModel } from '../../domain/chat/models.js';
+import type { Sql } from '../../domain/db/index.js';
+import { runWithContext } from '../runtime/context-sync.js';
 
 /**
  * `modelEnv` from the chat models store: the chat's model as the child's AGENT_MODEL_* settings.

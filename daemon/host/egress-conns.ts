@@ -10,7 +10,7 @@
  */
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
-import type { Config, Logger, Metrics } from '../core/index.js';
+import type { Config, Logger, Metrics } from '../../core/index.js';
 
 /** The gateway's connection bounds (AIRLOCK_EGRESS_* settings). */
 export interface EgressConnectionCaps {

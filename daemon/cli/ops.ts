@@ -1,11 +1,11 @@
-import { textTable } from '../core/text-table.js';
+import { textTable } from '../../core/text-table.js';
 import Docker from 'dockerode';
-import type { Config } from '../core/index.js';
-import { copyDatabase, openDatabase } from '../domain/db/index.js';
-import { listNodes } from '../domain/fleet.js';
+import type { Config } from '../../core/index.js';
+import { copyDatabase, openDatabase } from '../../domain/db/index.js';
+import { listNodes } from '../../domain/fleet.js';
 import { join } from 'node:path';
-import { airlockVersion } from './fleet.js';
-import { checkRuntime, type EngineRuntimes } from './runtime/sandbox-runtime.js';
+import { airlockVersion } from '../host/fleet.js';
+import { checkRuntime, type EngineRuntimes } from '../runtime/sandbox-runtime.js';
 
 /** `airlock nodes ls`: every node of the fleet from the shared database. */
 export async function nodesLs(config: Readonly<Config>, opts: { json?: boolean }, out: (s: string) => void = (s) => process.stdout.write(s)): Promise<void> {

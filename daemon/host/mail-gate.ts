@@ -10,19 +10,19 @@
  * hold and its decision is a row of `mail_holds` and an action-log entry; every proxied request is
  * a row of `proxy_requests`. Bodies, tokens and placeholders never reach either.
  */
-import { AppError, type Config, type Logger } from '../core/index.js';
-import type { ApprovalDecider, ApprovalDecision, ApprovalLookup, DaemonEvent, HoldContext, MailHold, MailPreview, MailHoldRelease, ProxyDecisionRecord, SandboxAuditor, TurnRequest } from '../core/sandbox-protocol.js';
-import { judge } from '../core/mail-policy.js';
-import { logAction } from '../domain/action-log.js';
-import { decideHold, findRepeat, getHold, insertHold, mailPolicyFor, recordProxyRequest, reserveHold, type HoldState, type NewHold } from '../domain/mail.js';
-import type { Sql } from '../domain/db/index.js';
+import { AppError, type Config, type Logger } from '../../core/index.js';
+import type { ApprovalDecider, ApprovalDecision, ApprovalLookup, DaemonEvent, HoldContext, MailHold, MailPreview, MailHoldRelease, ProxyDecisionRecord, SandboxAuditor, TurnRequest } from '../../core/sandbox-protocol.js';
+import { judge } from '../../core/mail-policy.js';
+import { logAction } from '../../domain/action-log.js';
+import { decideHold, findRepeat, getHold, insertHold, mailPolicyFor, recordProxyRequest, reserveHold, type HoldState, type NewHold } from '../../domain/mail.js';
+import type { Sql } from '../../domain/db/index.js';
 import { PreviewIncomplete } from './mail-preview.js';
 
 interface Pending {
   sessionId: string;
   userId: number;
   asked: string[];
-  /** What the user sees before deciding (daemon/mail-preview.ts); in memory only, gone with the hold. */
+  /** What the user sees before deciding (daemon/host/mail-preview.ts); in memory only, gone with the hold. */
   preview: MailPreview;
   settle: (decision: 'approved' | 'denied' | 'timed_out', scope: 'once' | 'recipient' | null) => void;
 }
@@ -176,7 +176,7 @@ export class MailGate implements SandboxAuditor, ApprovalDecider {
 
   /**
    * The message of a held send, read once before the user is asked. One the card cannot show
-   * faithfully (daemon/mail-preview.ts), or cannot read at all, is refused: never approved on a
+   * faithfully (daemon/host/mail-preview.ts), or cannot read at all, is refused: never approved on a
    * partial preview.
    */
   private readPreview(h: MailHold): MailPreview | { code: string; message: string } {

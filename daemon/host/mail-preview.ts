@@ -12,12 +12,12 @@
  * never sent on a partial preview.
  *
  * Built on the host by the egress gateway from the exact bytes it forwards, kept in memory with
- * the pending hold only (daemon/mail-gate.ts), and bounded: never written to the event log, the
+ * the pending hold only (daemon/host/mail-gate.ts), and bounded: never written to the event log, the
  * database or a log line.
  */
 import libmime from 'libmime';
-import { readAddressList, splitStrictHead, strictFields } from '../core/mail-address.js';
-import type { MailPreview } from '../core/seams.js';
+import { readAddressList, splitStrictHead, strictFields } from '../../core/mail-address.js';
+import type { MailPreview } from '../../core/seams.js';
 
 /** The plain-text part shown, at most (characters); a longer one cannot be approved. */
 export const PREVIEW_TEXT_CHARS = 256 * 1024;

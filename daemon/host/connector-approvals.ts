@@ -9,10 +9,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
-import { AppError, type Logger } from '../core/index.js';
-import type { ApprovalDecider, ApprovalDecision, DaemonEvent } from '../core/sandbox-protocol.js';
-import { logAction } from '../domain/action-log.js';
-import type { Sql } from '../domain/db/index.js';
+import { AppError, type Logger } from '../../core/index.js';
+import type { ApprovalDecider, ApprovalDecision, DaemonEvent } from '../../core/sandbox-protocol.js';
+import { logAction } from '../../domain/action-log.js';
+import type { Sql } from '../../domain/db/index.js';
 import type { ConnectorApprover } from './connector-gateway.js';
 
 /** How long a held connector call waits for the user (the agent's tool call waits as long). */
@@ -116,7 +116,7 @@ export class ConnectorApprovals implements ApprovalDecider {
   }
 }
 
-/** The chat's one decider: a connector call this daemon holds, else a mail send (daemon/mail-gate.ts). */
+/** The chat's one decider: a connector call this daemon holds, else a mail send (daemon/host/mail-gate.ts). */
 export function approvalDecider(mail: ApprovalDecider, connectors: ConnectorApprovals): ApprovalDecider {
   return {
     decide: (d) => (connectors.owns(d.approvalId) ? connectors.decide(d) : mail.decide(d)),

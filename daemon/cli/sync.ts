@@ -3,8 +3,8 @@ import { AppError, isAppError, type Config } from '../../core/index.js';
 import { createOrGetRunningJob, syncConnection, syncJobSummary, type SandboxControl } from '../../domain/identity/index.js';
 import { openBase } from '../context.js';
 import { CONTROL_SOCKET_NAME, controlRequest, KillUserReplySchema } from '../runtime/control-api.js';
-import { recoverStaleJobs } from './job-owner.js';
-import { runDirectorySync } from './runner.js';
+import { recoverStaleJobs } from '../directory-sync/job-owner.js';
+import { runDirectorySync } from '../directory-sync/runner.js';
 
 export interface SyncDirectoryCliOptions {
   provider?: string;

@@ -1,5 +1,5 @@
-import { AppError, hashPassword } from '../core/index.js';
-import { createUser, getCredentials, type Sql, type User } from '../domain/index.js';
+import { AppError, hashPassword } from '../../core/index.js';
+import { createUser, getCredentials, type Sql, type User } from '../../domain/index.js';
 
 export interface SuperuserInput {
   username: string;

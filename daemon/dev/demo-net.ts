@@ -1,6 +1,6 @@
 /**
  * The demo's network helpers: a free port, and the one token URL that routes each grant to the
- * emulator that answers it (daemon/demo.ts).
+ * emulator that answers it (daemon/dev/demo.ts).
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -15,19 +15,19 @@ import type { Socket } from 'node:net';
 import { chmodSync, mkdirSync, rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import type { EgressGateway, EgressHandle, EgressSession, Logger, Metrics } from '../core/index.js';
-import { CALL_ID_HEADER } from '../core/sandbox-protocol.js';
-import { allowedEntry, compileRouteTable, findRoute, upstreamPathOf, type CompiledRoute } from '../core/egress/routes.js';
-import { checkHeaders, hasBody, MAX_BODY_BYTES, MAX_HEADER_BYTES } from '../core/egress/framing.js';
-import { errorResponse, ProxyRefusal, type ProxyErrorCode } from '../core/egress/errors.js';
-import { upstreamHeaders } from '../core/egress/headers.js';
-import { parseTarget } from '../core/egress/normalise.js';
-import { judgeMail } from '../core/egress/mail.js';
+import type { EgressGateway, EgressHandle, EgressSession, Logger, Metrics } from '../../core/index.js';
+import { CALL_ID_HEADER } from '../../core/sandbox-protocol.js';
+import { allowedEntry, compileRouteTable, findRoute, upstreamPathOf, type CompiledRoute } from '../../core/egress/routes.js';
+import { checkHeaders, hasBody, MAX_BODY_BYTES, MAX_HEADER_BYTES } from '../../core/egress/framing.js';
+import { errorResponse, ProxyRefusal, type ProxyErrorCode } from '../../core/egress/errors.js';
+import { upstreamHeaders } from '../../core/egress/headers.js';
+import { parseTarget } from '../../core/egress/normalise.js';
+import { judgeMail } from '../../core/egress/mail.js';
 import { exchange, UpstreamAgents } from './egress-upstream.js';
 import { mailPreview } from './mail-preview.js';
 import type { ConnectorGateway } from './connector-gateway.js';
-import { CONNECTORS_PLACEHOLDER_ENV } from '../core/sandbox-env.js';
-import { safeEqual } from '../core/secret.js';
+import { CONNECTORS_PLACEHOLDER_ENV } from '../../core/sandbox-env.js';
+import { safeEqual } from '../../core/secret.js';
 
 /** Route names of connectors start with this (core/sandbox-env.ts connectorRouteName). */
 const CONNECTOR_ROUTE = 'connector:';
@@ -72,9 +72,9 @@ export interface EgressGatewayOptions {
   /** Request headers forwarded on every route beyond the built-in allow-lists (tests: the fake upstream's `x-test-echo`). */
   extraRequestHeaders?: readonly string[];
   upstreamTimeoutMs?: number;
-  /** Connector routes (`connector:<id>`): the gateway is the MCP server the agent talks to (daemon/connector-gateway.ts). Absent: refused. */
+  /** Connector routes (`connector:<id>`): the gateway is the MCP server the agent talks to (daemon/host/connector-gateway.ts). Absent: refused. */
   connectors?: ConnectorGateway;
-  /** Connection bounds of the egress sockets (daemon/egress-conns.ts); defaults DEFAULT_EGRESS_CAPS. */
+  /** Connection bounds of the egress sockets (daemon/host/egress-conns.ts); defaults DEFAULT_EGRESS_CAPS. */
   caps?: Partial<EgressConnectionCaps>;
 }
 
@@ -291,7 +291,7 @@ export class EgressGatewayService implements EgressGateway {
    * the daemon decides (per-hour limit, the user's approval for `ask`).
    */
   async #decideMail(st: SessionState, body: Buffer, callId: string | null, data: Record<string, unknown>): Promise<void> {
-    const mp = await import('../core/mail-policy.js');
+    const mp = await import('../../core/mail-policy.js');
     const { summary, verdict: v } = judgeMail(mp, body, st.spec.mailPolicy!, data);
     if (!st.spec.hold) {
       if (v.verdict === 'ask') throw new ProxyRefusal('ERR_MAIL_APPROVAL_UNAVAILABLE', "this send needs the user's approval and nobody can be asked");

@@ -3,20 +3,20 @@ import { textTable } from '../../core/text-table.js';
  * Operator commands: `airlock image build` and `airlock sessions …`. The sessions commands talk
  * to the running daemon over its control socket (<data dir>/control.sock, mode 0600); attach then
  * goes to the engine, through the sandbox driver, for the container the daemon names. In a fleet,
- * a session another node owns is handled there (daemon/fleet-cli.ts).
+ * a session another node owns is handled there (daemon/cli/fleet.ts).
  */
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { AppError, createLogger, type Config } from '../../core/index.js';
-import { createDocker } from './docker.js';
-import { DockerDriver } from './docker-driver.js';
-import type { SandboxDriver } from './sandbox-driver.js';
-import { buildSandboxImage } from './image.js';
-import { controlRequest } from './control-api.js';
-import type { SandboxInfo } from './session-manager.js';
-import { attachRemote, inFleet, operatorAnywhere, ownerElsewhere, remoteSessions } from '../fleet-cli.js';
-import { LOGS_TAIL_MAX } from './operator.js';
+import { createDocker } from '../runtime/docker.js';
+import { DockerDriver } from '../runtime/docker-driver.js';
+import type { SandboxDriver } from '../runtime/sandbox-driver.js';
+import { buildSandboxImage } from '../runtime/image.js';
+import { controlRequest } from '../runtime/control-api.js';
+import type { SandboxInfo } from '../runtime/session-manager.js';
+import { attachRemote, inFleet, operatorAnywhere, ownerElsewhere, remoteSessions } from './fleet.js';
+import { LOGS_TAIL_MAX } from '../runtime/operator.js';
 
 /** The fields of a listed sandbox the CLI reads; others pass through untouched (`--json` prints them all). */
 type SandboxRow = Pick<SandboxInfo, 'containerId' | 'sessionId' | 'userId' | 'createdAt' | 'lastUsedAt' | 'turns' | 'stale'> & { state: string };
@@ -34,7 +34,7 @@ const SandboxRefSchema = z.looseObject({ containerId: z.string() });
 const LogsResultSchema = z.object({ chunks: z.array(z.object({ stream: z.enum(['stdout', 'stderr']), data: z.string() })) });
 const RestartStaleSchema = z.object({ restarted: z.array(z.string()) });
 
-/** Repository root (dist/daemon/runtime/cli.js → ../../..). */
+/** Repository root (dist/daemon/cli/runtime.js → ../../..). */
 export function repoRoot(): string {
   return join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 }
@@ -104,7 +104,7 @@ export async function sessionsLogs(config: Readonly<Config>, id: string, opts: {
 export async function sessionsAttach(config: Readonly<Config>, id: string, opts: { root?: boolean }): Promise<void> {
   const o = { root: !!opts.root, term: process.env.TERM ?? 'xterm' };
   const tty = { stdin: process.stdin, stdout: process.stdout };
-  // Here, or on the node that owns the session (a signed upgrade: daemon/fleet-cli.ts).
+  // Here, or on the node that owns the session (a signed upgrade: daemon/cli/fleet.ts).
   const where = await controlRequest(config.dataDir, { cmd: 'inspect', id }, undefined, SandboxRefSchema).then(
     (info) => ({ containerId: info.containerId }),
     async (err: unknown) => ({ node: await ownerElsewhere(config, err, id) }),

@@ -12,12 +12,12 @@
 import { createHash } from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
-import { isAppError, MAX_CONNECTOR_CALLS_IN_FLIGHT, MAX_CONNECTOR_RESULT_BYTES, type ConnectorTokens, type Encryptor, type ErrorCode, type Logger } from '../core/index.js';
-import { SCRUBBED } from '../core/egress/scrub.js';
-import { CALL_ID_META } from '../core/sandbox-protocol.js';
-import { cleanMessage, connectUpstream, credentialHeaders, resolveConnector, secretsOf, usableTools, type ResolvedConnector } from '../domain/connectors/index.js';
-import type { Sql } from '../domain/db/index.js';
-import type { TurnRequest } from '../core/sandbox-protocol.js';
+import { isAppError, MAX_CONNECTOR_CALLS_IN_FLIGHT, MAX_CONNECTOR_RESULT_BYTES, type ConnectorTokens, type Encryptor, type ErrorCode, type Logger } from '../../core/index.js';
+import { SCRUBBED } from '../../core/egress/scrub.js';
+import { CALL_ID_META } from '../../core/sandbox-protocol.js';
+import { cleanMessage, connectUpstream, credentialHeaders, resolveConnector, secretsOf, usableTools, type ResolvedConnector } from '../../domain/connectors/index.js';
+import type { Sql } from '../../domain/db/index.js';
+import type { TurnRequest } from '../../core/sandbox-protocol.js';
 
 /** How long one connector call may take (below the agent's tool timeout, so the model gets the reason). */
 export const CONNECTOR_CALL_TIMEOUT_MS = 60_000;

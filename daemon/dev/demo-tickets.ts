@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import type { Config, Encryptor } from '../core/index.js';
-import { ConnectorService, connectorRow } from '../domain/connectors/index.js';
-import type { Sql } from '../domain/index.js';
-import { startTickets, type TicketsEmulator } from '../emulator/tickets.js';
+import type { Config, Encryptor } from '../../core/index.js';
+import { ConnectorService, connectorRow } from '../../domain/connectors/index.js';
+import type { Sql } from '../../domain/index.js';
+import { startTickets, type TicketsEmulator } from '../../emulator/tickets.js';
 
 /** The callback path of connector OAuth (web/connector-oauth-routes.ts CONNECTOR_CALLBACK_PATH; daemon/ takes nothing else of web/). */
 const CALLBACK_PATH = '/api/connections/callback';

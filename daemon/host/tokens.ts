@@ -1,5 +1,5 @@
-import { ACCOUNT_TOKEN_ENVS } from '../core/sandbox-env.js';
-import { AppError, type AccountTokens, type Logger, type Metrics, type TokenResponse } from '../core/index.js';
+import { ACCOUNT_TOKEN_ENVS } from '../../core/sandbox-env.js';
+import { AppError, type AccountTokens, type Logger, type Metrics, type TokenResponse } from '../../core/index.js';
 
 /** Refresh at session start when this many seconds or fewer remain (docs/rules.md#session-start). */
 export const TOKEN_REFRESH_WINDOW_S = 60;
@@ -8,7 +8,7 @@ export const TOKEN_ROTATE_LEAD_S = 300;
 export const TOKEN_ROTATE_INTERVAL_MS = 30_000;
 
 /** The account-token env names a session's supervisor holds; all carry the one workspace access token. */
-export { ACCOUNT_TOKEN_ENVS } from '../core/sandbox-env.js';
+export { ACCOUNT_TOKEN_ENVS } from '../../core/sandbox-env.js';
 
 export interface TokenStore {
   tokens(userId: number): Promise<AccountTokens | undefined>;
