@@ -13,13 +13,32 @@ import { nowMs, type BenchResult } from './lib.js';
  * sandboxes, each daemon's CPU and RSS, PSS per session sandbox. One node on SQLite, then two
  * nodes on one PostgreSQL. The answer: the most users with p99 first event ≤ 1 s and no error.
  * AIRLOCK_LOAD_LEVELS (default 2,4,6,8,12,16), AIRLOCK_LOAD_STEP_S (default 30),
- * AIRLOCK_LOAD_MODEL_MS (default 300), AIRLOCK_LOAD_NODES (default 1,2).
+ * AIRLOCK_LOAD_MODEL_MS (default 300), AIRLOCK_LOAD_NODES (default 1,2). The workload:
+ * AIRLOCK_LOAD_WORKLOAD `hammer` (default: think 1–3 s between prompts, the daemon's own session
+ * cap) or `realistic` (think 20–40 s, AIRLOCK_MAX_SESSIONS 400); AIRLOCK_LOAD_THINK_MS (`min-max`)
+ * and AIRLOCK_LOAD_MAX_SESSIONS override either. Both keep 6-turn chats, 20 % tool calls, 10 % mails.
  */
 const LEVELS = (process.env.AIRLOCK_LOAD_LEVELS ?? '2,4,6,8,12,16').split(',').map(Number);
 const STEP_S = Number(process.env.AIRLOCK_LOAD_STEP_S ?? 30);
 const MODEL_MS = Number(process.env.AIRLOCK_LOAD_MODEL_MS ?? 300);
 const NODES = (process.env.AIRLOCK_LOAD_NODES ?? '1,2').split(',').map(Number) as (1 | 2)[];
-export const USER_OPTIONS = { turnsPerChat: 6, thinkMs: [1000, 3000] as [number, number], toolShare: 0.2, mailShare: 0.1, boundMs: 180_000 };
+/** The two workloads of docs/capacity.md: think time between a user's prompts and the session cap. */
+const WORKLOADS: Record<string, { thinkMs: [number, number]; maxSessions?: string }> = {
+  hammer: { thinkMs: [1000, 3000] },
+  realistic: { thinkMs: [20_000, 40_000], maxSessions: '400' },
+};
+const WORKLOAD_NAME = process.env.AIRLOCK_LOAD_WORKLOAD ?? 'hammer';
+const WORKLOAD = WORKLOADS[WORKLOAD_NAME];
+if (!WORKLOAD) throw new Error(`AIRLOCK_LOAD_WORKLOAD must be one of ${Object.keys(WORKLOADS).join(', ')}, not "${WORKLOAD_NAME}"`);
+/** `min-max` in milliseconds, e.g. 20000-40000. */
+function thinkFromEnv(v: string | undefined): [number, number] | undefined {
+  if (v === undefined) return undefined;
+  const m = /^(\d+)-(\d+)$/.exec(v);
+  if (!m || Number(m[1]) > Number(m[2])) throw new Error(`AIRLOCK_LOAD_THINK_MS must be min-max in milliseconds (e.g. 20000-40000), not "${v}"`);
+  return [Number(m[1]), Number(m[2])];
+}
+const MAX_SESSIONS = process.env.AIRLOCK_LOAD_MAX_SESSIONS ?? WORKLOAD.maxSessions;
+export const USER_OPTIONS = { turnsPerChat: 6, thinkMs: thinkFromEnv(process.env.AIRLOCK_LOAD_THINK_MS) ?? WORKLOAD.thinkMs, toolShare: 0.2, mailShare: 0.1, boundMs: 180_000 };
 
 export type StepRow = Record<string, string | number>;
 
@@ -73,7 +92,7 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
   const best: Record<string, number> = {};
   for (const nodes of NODES) {
     if (nodes === 2 && pgUnavailable()) continue;
-    const rig = await startRig({ image, nodes, users: Math.max(...LEVELS), modelDelayMs: MODEL_MS });
+    const rig = await startRig({ image, nodes, users: Math.max(...LEVELS), modelDelayMs: MODEL_MS, env: MAX_SESSIONS ? { AIRLOCK_MAX_SESSIONS: MAX_SESSIONS } : undefined });
     const load = new LoadUsers(rig, USER_OPTIONS);
     try {
       best[`node${nodes}`] = 0;
@@ -100,6 +119,6 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
       most_users_one_node_later_turns: best.later1 ?? 0,
       most_users_two_nodes_later_turns: best.later2 ?? 0,
     },
-    notes: `each step ${STEP_S} s; model latency ${MODEL_MS} ms per call; ${USER_OPTIONS.turnsPerChat} turns a chat, think ${USER_OPTIONS.thinkMs.join('-')} ms, ${USER_OPTIONS.toolShare * 100}% tool, ${USER_OPTIONS.mailShare * 100}% mail; pool 4; "most users" = p99 first event ≤ 1 s, 0 errors (all turns; "later turns": a chat's turns after its first)`,
+    notes: `workload ${WORKLOAD_NAME}${MAX_SESSIONS ? `, AIRLOCK_MAX_SESSIONS ${MAX_SESSIONS}` : ''}; each step ${STEP_S} s; model latency ${MODEL_MS} ms per call; ${USER_OPTIONS.turnsPerChat} turns a chat, think ${USER_OPTIONS.thinkMs.join('-')} ms, ${USER_OPTIONS.toolShare * 100}% tool, ${USER_OPTIONS.mailShare * 100}% mail; pool 4; "most users" = p99 first event ≤ 1 s, 0 errors (all turns; "later turns": a chat's turns after its first)`,
   };
 }
