@@ -28,6 +28,8 @@ export interface TicketsAuthOptions {
   clients?: TicketsClient[];
   /** Access token lifetime (short in tests that refresh). */
   accessTokenTtlS?: number;
+  /** Open dynamic client registration (RFC 7591) at `/reg`, advertised as `registration_endpoint`. */
+  dynamicRegistration?: boolean;
 }
 
 export interface TicketsAuth {
@@ -103,6 +105,7 @@ function providerOptions(o: TicketsAuthOptions, jwk: JWK): ConstructorParameters
     issueRefreshToken: async (_ctx: unknown, client: { grantTypeAllowed(g: string): boolean }) => client.grantTypeAllowed('refresh_token'),
     features: {
       devInteractions: { enabled: false },
+      registration: { enabled: o.dynamicRegistration === true },
       // A client revokes only its own tokens.
       revocation: { enabled: true, allowedPolicy: async (_ctx: unknown, client: { clientId: string }, token: { clientId?: string }) => token.clientId === client.clientId },
       clientIdMetadataDocument: { enabled: true, ack: 'draft-02' },

@@ -26,6 +26,8 @@ export interface TicketsOptions {
   users: Record<string, string>;
   clients?: TicketsClient[];
   accessTokenTtlS?: number;
+  /** Open dynamic client registration at the authorization server (RFC 7591). */
+  dynamicRegistration?: boolean;
 }
 
 export interface TicketsEmulator {
@@ -72,7 +74,7 @@ export async function startTickets(o: TicketsOptions): Promise<TicketsEmulator> 
     const s = app.listen(0, '127.0.0.1', () => resolve(s));
   });
   const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
-  const auth = await startTicketsAuth({ resource: url, users: o.users, clients: o.clients, accessTokenTtlS: o.accessTokenTtlS });
+  const auth = await startTicketsAuth({ resource: url, users: o.users, clients: o.clients, accessTokenTtlS: o.accessTokenTtlS, dynamicRegistration: o.dynamicRegistration });
   const asMetadata = (await (await fetch(`${auth.url}/.well-known/openid-configuration`)).json()) as OAuthMetadata;
   const tickets: Ticket[] = [];
   const acceptedTokens: string[] = [];

@@ -13,7 +13,7 @@ import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
 import { AppError, randomToken } from '../core/index.js';
 import type { ConnectorConnectionView, OAuthConnectorLookup, OAuthConnectorSettings } from '../core/connector-oauth.js';
-import { authorizationRequest, chooseClient, discover, exchangeCode, revoke, type AuthorizationServerMetadata, type ConnectorClient } from '../domain/connector-oauth/client.js';
+import { authorizationRequest, discover, exchangeCode, obtainClient, revoke, type AuthorizationServerMetadata, type ConnectorClient } from '../domain/connector-oauth/client.js';
 import { ConnectorTokenStore } from '../domain/connector-oauth/store.js';
 import { registryLookup } from '../domain/connector-oauth/registry.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
@@ -87,9 +87,10 @@ async function startConnect(d: Deps, req: Request, res: Response): Promise<void>
   const userId = req.user!.id;
   const c = await usable(d, String(req.params.id), userId);
   const server = await discover(c.url);
-  const client = chooseClient(server.metadata, c, d.metadataUrl);
-  const state = randomToken(24);
   const scope = c.scope ?? server.scope;
+  const keep = d.lookup.keepRegisteredClient?.bind(d.lookup, c.id);
+  const client = await obtainClient(server, c, d.metadataUrl, { redirectUri: d.redirectUri, scope, keep });
+  const state = randomToken(24);
   const { url, verifier } = await authorizationRequest(server, client, d.redirectUri, state, scope);
   const pending = bag(req);
   // Stale handshakes go, so the session does not grow.
@@ -107,7 +108,7 @@ async function startConnect(d: Deps, req: Request, res: Response): Promise<void>
     scope: scope ?? null,
   } satisfies PendingConnect;
   await saveSession(req);
-  req.log.info({ event: 'connector_connect_started', connector: c.id, client: client.client_id === d.metadataUrl ? 'metadata_document' : 'pre_registered' }, 'connector connect started');
+  req.log.info({ event: 'connector_connect_started', connector: c.id, client: client.client_id === d.metadataUrl ? 'metadata_document' : client.client_id === c.clientId ? 'pre_registered' : 'registered' }, 'connector connect started');
   res.json({ authorization_url: url });
 }
 

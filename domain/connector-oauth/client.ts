@@ -7,7 +7,7 @@
  * a redirect to another host is refused, answers are bounded, and a token endpoint that echoes
  * a secret of the request is refused without its answer being read any further.
  */
-import { buildDiscoveryUrls, discoverOAuthProtectedResourceMetadata, exchangeAuthorization, extractWWWAuthenticateParams, refreshAuthorization, startAuthorization } from '@modelcontextprotocol/sdk/client/auth.js';
+import { buildDiscoveryUrls, discoverOAuthProtectedResourceMetadata, exchangeAuthorization, extractWWWAuthenticateParams, refreshAuthorization, registerClient, startAuthorization } from '@modelcontextprotocol/sdk/client/auth.js';
 import { OAuthMetadataSchema, type OAuthClientInformationMixed, type OAuthMetadata, type OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { checkResourceAllowed } from '@modelcontextprotocol/sdk/shared/auth-utils.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
@@ -33,7 +33,7 @@ export interface DiscoveredServer {
   metadata: AuthorizationServerMetadata;
   /** The resource indicator (the protected-resource metadata's `resource`, verbatim). */
   resource: string;
-  /** Scopes the protected resource lists, space-separated (undefined: none listed). */
+  /** Scopes to ask for: the MCP server's 401 `scope`, else the ones its metadata lists, space-separated (undefined: none). */
   scope?: string;
 }
 
@@ -133,15 +133,17 @@ async function step<T>(code: ErrorCode, what: string, fn: () => Promise<T>): Pro
   }
 }
 
-/** The `resource_metadata` a 401 from the MCP server names (RFC 9728 §5.1), if any. */
-async function resourceMetadataHint(serverUrl: string, fetchFn: FetchLike): Promise<URL | undefined> {
+/** The `resource_metadata` and `scope` a 401 from the MCP server names (RFC 9728 §5.1, RFC 6750 §3), if any. */
+async function resourceMetadataHint(serverUrl: string, fetchFn: FetchLike): Promise<{ url?: URL; scope?: string } | undefined> {
   try {
     const res = await fetchFn(serverUrl, {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
       body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'airlock', version: '1' } } }),
     });
-    return res.status === 401 ? extractWWWAuthenticateParams(res).resourceMetadataUrl : undefined;
+    if (res.status !== 401) return undefined;
+    const { resourceMetadataUrl, scope } = extractWWWAuthenticateParams(res);
+    return { url: resourceMetadataUrl, scope: scope || undefined };
   } catch (err) {
     if (isAppError(err, 'ERR_CONNECTOR_OAUTH_REDIRECT')) throw err;
     return undefined; // the well-known URL is tried next
@@ -170,8 +172,8 @@ const sameIssuer = (a: string, b: string) => a.replace(/\/+$/, '') === b.replace
 export async function discover(connectorUrl: string, fetchFn: FetchLike = guardedFetch()): Promise<DiscoveredServer> {
   const bad = (why: string) => new AppError('ERR_CONNECTOR_OAUTH_DISCOVERY', why);
   const hint = await resourceMetadataHint(connectorUrl, fetchFn);
-  if (hint && !allowedUrl(hint.href, connectorUrl)) throw bad('the resource metadata URL the server names is not https');
-  const prm = await step('ERR_CONNECTOR_OAUTH_DISCOVERY', 'protected-resource metadata', () => discoverOAuthProtectedResourceMetadata(connectorUrl, { resourceMetadataUrl: hint }, fetchFn));
+  if (hint?.url && !allowedUrl(hint.url.href, connectorUrl)) throw bad('the resource metadata URL the server names is not https');
+  const prm = await step('ERR_CONNECTOR_OAUTH_DISCOVERY', 'protected-resource metadata', () => discoverOAuthProtectedResourceMetadata(connectorUrl, { resourceMetadataUrl: hint?.url }, fetchFn));
   if (!checkResourceAllowed({ requestedResource: connectorUrl, configuredResource: prm.resource })) throw bad(`the protected-resource metadata is for ${prm.resource}, not for this connector`);
   const as = prm.authorization_servers?.[0];
   if (!as || !allowedUrl(as, connectorUrl)) throw bad('the protected-resource metadata names no (https) authorization server');
@@ -183,7 +185,8 @@ export async function discover(connectorUrl: string, fetchFn: FetchLike = guarde
   for (const e of [metadata.authorization_endpoint, metadata.token_endpoint, metadata.revocation_endpoint]) {
     if (e !== undefined && !allowedUrl(e, connectorUrl)) throw bad('an endpoint of the authorization server is not https');
   }
-  return { issuer: metadata.issuer, metadata, resource: prm.resource, scope: prm.scopes_supported?.join(' ') || undefined };
+  // The scope the server's 401 asks for comes first, then the ones its metadata lists (MCP's scope selection).
+  return { issuer: metadata.issuer, metadata, resource: prm.resource, scope: hint?.scope ?? (prm.scopes_supported?.join(' ') || undefined) };
 }
 
 /**
@@ -195,6 +198,39 @@ export function chooseClient(metadata: AuthorizationServerMetadata, settings: Pi
   if (cimd && metadataDocumentUrl.startsWith('https://')) return { client_id: metadataDocumentUrl };
   if (settings.clientId) return { client_id: settings.clientId, ...(settings.clientSecret ? { client_secret: settings.clientSecret.reveal() } : {}) };
   throw new AppError('ERR_CONNECTOR_OAUTH_CLIENT', 'the authorization server takes no client ID metadata document from this origin and the connector has no pre-registered client');
+}
+
+/**
+ * The client a connect uses: the one `chooseClient` picks, else — when the authorization server
+ * offers dynamic registration (RFC 7591) and the connector has no client — one registered there
+ * now and kept by `keep` as the connector's client (which answers the client to use: a
+ * registration that raced another keeps the first).
+ */
+export async function obtainClient(
+  server: Pick<DiscoveredServer, 'issuer' | 'metadata'>,
+  settings: Pick<OAuthConnectorSettings, 'clientId' | 'clientSecret'>,
+  metadataDocumentUrl: string,
+  a: { redirectUri: string; scope?: string; keep?: (client: ConnectorClient) => Promise<ConnectorClient> },
+  fetchFn: FetchLike = guardedFetch(),
+): Promise<ConnectorClient> {
+  try {
+    return chooseClient(server.metadata, settings, metadataDocumentUrl);
+  } catch (err) {
+    if (!isAppError(err, 'ERR_CONNECTOR_OAUTH_CLIENT') || !server.metadata.registration_endpoint || !a.keep) throw err;
+  }
+  if (!allowedUrl(server.metadata.registration_endpoint, server.issuer)) throw new AppError('ERR_CONNECTOR_OAUTH_DISCOVERY', 'the registration endpoint of the authorization server is not https');
+  const methods = server.metadata.token_endpoint_auth_methods_supported ?? ['client_secret_basic'];
+  // A confidential client where the server takes one: the secret stays on the host, encrypted.
+  const auth = ['client_secret_basic', 'client_secret_post', 'none'].find((m) => methods.includes(m)) ?? 'client_secret_basic';
+  const registered = await step('ERR_CONNECTOR_OAUTH_CLIENT', 'client registration', () =>
+    registerClient(server.issuer, {
+      metadata: server.metadata,
+      clientMetadata: { client_name: 'Airlock', redirect_uris: [a.redirectUri], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: auth },
+      scope: a.scope,
+      fetchFn,
+    }),
+  );
+  return a.keep({ client_id: registered.client_id, ...(registered.client_secret ? { client_secret: registered.client_secret } : {}) });
 }
 
 /** The authorization URL (code + PKCE S256 + resource) and the verifier to keep for the callback. */

@@ -1,6 +1,6 @@
-import type { Encryptor } from '../../core/index.js';
+import { AppError, type Encryptor } from '../../core/index.js';
 import type { OAuthConnectorLookup, OAuthConnectorSettings } from '../../core/connector-oauth.js';
-import { enabledConnectors, inAudience, resolveConnector, type ResolvedConnector } from '../connectors/store.js';
+import { enabledConnectors, inAudience, keepRegisteredClient, resolveConnector, type ResolvedConnector } from '../connectors/store.js';
 import type { Sql } from '../db/index.js';
 
 /** The OAuth client's view of a registry entry: its pre-registered client secret revealed only for a request. */
@@ -30,6 +30,12 @@ export function registryLookup(db: Sql, enc: Encryptor): OAuthConnectorLookup {
     async mayUse(id, userId) {
       const c = await resolveConnector(db, enc, id);
       return usable(c) && inAudience(db, c.audience, userId);
+    },
+    async keepRegisteredClient(id, client) {
+      await keepRegisteredClient(db, enc, id, client);
+      const c = await resolveConnector(db, enc, id);
+      if (!c?.oauthClientId) throw new AppError('ERR_CONNECTOR_OAUTH_UNKNOWN', `no OAuth connector '${id.slice(0, 64)}'`);
+      return { client_id: c.oauthClientId, ...(c.oauthClientSecret ? { client_secret: c.oauthClientSecret } : {}) };
     },
   };
 }

@@ -5,7 +5,7 @@
  * key, bound to the connector's id, like the chat models' keys.
  */
 import type { ConnectorAudience, ConnectorAuthKind, ConnectorTool, ConnectorTransport, ConnectorView, Encryptor } from '../../core/index.js';
-import type { Row, Sql } from '../db/index.js';
+import { nowIso, type Row, type Sql } from '../db/index.js';
 
 export const secretAad = (id: string) => `connector:${id}:auth_secret`;
 export const clientSecretAad = (id: string) => `connector:${id}:oauth_client_secret`;
@@ -87,6 +87,20 @@ export async function resolveConnector(db: Sql, enc: Encryptor, id: string): Pro
 export async function enabledConnectors(db: Sql, enc: Encryptor): Promise<ResolvedConnector[]> {
   const rows = await db.selectFrom('connectors').selectAll().where('enabled', '=', 1).orderBy('id').execute();
   return rows.map((r) => resolveRow(enc, r));
+}
+
+/**
+ * Keep a client Airlock registered dynamically (RFC 7591) as the connector's OAuth client, unless
+ * the connector has one already (an admin's, or another user's registration that came first):
+ * the first writer wins, and every later grant and refresh uses that one client.
+ */
+export async function keepRegisteredClient(db: Sql, enc: Encryptor, id: string, client: { client_id: string; client_secret?: string }): Promise<void> {
+  await db
+    .updateTable('connectors')
+    .set({ oauth_client_id: client.client_id, oauth_client_secret_enc: client.client_secret ? enc.encrypt(client.client_secret, clientSecretAad(id)) : null, updated_at: nowIso() })
+    .where('id', '=', id)
+    .where('oauth_client_id', 'is', null)
+    .execute();
 }
 
 /** Is the user in the connector's audience? (Agent policies may still deny it: service.ts.) */
