@@ -74,7 +74,7 @@ export class LocalTurnRunner implements TurnRunner {
   spawned = 0;
 
   constructor(private readonly opts: LocalRunnerOptions) {
-    this.agentMain = opts.agentMain ?? join(dirname(dirname(fileURLToPath(import.meta.url))), 'agent', 'main.js');
+    this.agentMain = opts.agentMain ?? join(dirname(dirname(dirname(fileURLToPath(import.meta.url)))), 'agent', 'main.js');
   }
 
   /** pid of the session's warm child, if one is running. */
