@@ -49,7 +49,7 @@ export { LABEL_OWNER, LABEL_POOL, LABEL_SESSION, LABEL_SLOT, LABEL_USER } from '
 export { sandboxHostConfig } from './docker-driver.js';
 export { sessionContainerName } from './containers.js';
 export type { SandboxInfo, SandboxState } from './sandbox.js';
-export type { SessionHooks, SessionLiveInfo } from './sessions.js';
+export type { SessionHeld, SessionHooks, SessionLiveInfo } from './sessions.js';
 export type { SandboxLifecycle } from './session-ops.js';
 
 export interface SessionManagerOptions {

@@ -8,6 +8,7 @@
 import t from 'tap';
 import { streamTurn, waitFor } from '../helpers/chat.js';
 import { TestClock } from '../helpers/clock.js';
+import { dbRow } from '../helpers/db.js';
 import { dockerOrSkip, ensureTestImage } from './helpers.js';
 import { chatRig } from './chat-e2e-rig.js';
 
@@ -43,6 +44,9 @@ if (docker) {
     t.notOk(live(), 'no sandbox holds the chat any more');
     const stored = (await c.json('GET', `/api/chat/sessions/${sid}/messages`)).body.turns;
     t.equal(stored.length, 1, 'the chat itself stays, with its turn');
+    // The held time is in usage: its user's row for the chat's model (docs/usage.md).
+    const held = await waitFor(() => dbRow<{ s: number }>(d.database.sql, 'SELECT sum(sandbox_seconds) AS s FROM usage_daily').then((r) => (Number(r?.s) > 0 ? Number(r!.s) : 0)), 'the sandbox time recorded');
+    t.ok(held >= 2, `the released sandbox's time counted in usage (${held} s)`);
     const next = await streamTurn(c, { message: 'hello again', session_id: sid });
     t.equal(next.status, 200);
     t.match(next.events.at(-1), { type: 'done', stop_reason: 'end_turn', session_id: sid });
