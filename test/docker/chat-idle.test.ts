@@ -47,6 +47,9 @@ if (docker) {
     // The held time is in usage: its user's row for the chat's model (docs/usage.md).
     const held = await waitFor(() => dbRow<{ s: number }>(d.database.sql, 'SELECT sum(sandbox_seconds) AS s FROM usage_daily').then((r) => (Number(r?.s) > 0 ? Number(r!.s) : 0)), 'the sandbox time recorded');
     t.ok(held >= 2, `the released sandbox's time counted in usage (${held} s)`);
+    const prom = await (await fetch(`${d.web.url}/metrics`)).text();
+    const metric = /^airlock_usage_sandbox_seconds_total\{[^}]*model="([^"]+)"[^}]*\} ([\d.e+-]+)$/m.exec(prom);
+    t.ok(metric && Number(metric[2]) >= 2, `and in /metrics by model (${metric?.[1]}: ${metric?.[2]} s)`);
     const next = await streamTurn(c, { message: 'hello again', session_id: sid });
     t.equal(next.status, 200);
     t.match(next.events.at(-1), { type: 'done', stop_reason: 'end_turn', session_id: sid });
