@@ -68,7 +68,8 @@ function kind(pid: number): string {
   }
 }
 
-function unmountUnderSandboxes(dir: string): void {
+/** Lazily unmount every mount under `dir` (the workspace mounts a root runtime made). */
+export function unmountUnderSandboxes(dir: string): void {
   const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
     .split('\n')
     .map((l) => l.split(' ')[4])

@@ -89,6 +89,8 @@ export interface UsageRowView {
   output_tokens: number;
   tool_calls: number;
   mails: number;
+  /** Minutes the user's chats held a sandbox (claim to release, counted on the release's day), one decimal. */
+  sandbox_minutes: number;
   cost: number;
 }
 

@@ -37,6 +37,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean; node?: string } 
     // (one series each); per-user usage is in /api/admin/usage.
     usageTurns: new Counter({ name: 'airlock_usage_turns_total', help: 'Chat turns that ran, by chat model id.', labelNames: ['model'] as const, registers: [registry] }),
     usageTokens: new Counter({ name: 'airlock_usage_tokens_total', help: 'Provider-reported tokens of chat turns, by chat model id and kind (input, output).', labelNames: ['model', 'kind'] as const, registers: [registry] }),
+    usageSandboxSeconds: new Counter({ name: 'airlock_usage_sandbox_seconds_total', help: 'Seconds chats held a sandbox (claim to release), by chat model id.', labelNames: ['model'] as const, registers: [registry] }),
     usageCost: new Counter({ name: 'airlock_usage_cost_total', help: "Cost of chat turns at each model's price, in the priced models' currency, by chat model id.", labelNames: ['model'] as const, registers: [registry] }),
   };
   return {

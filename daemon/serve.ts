@@ -1,11 +1,26 @@
 import { assertPortFree } from './port-check.js';
 import { DbSessionStore, startWebServer, type WebServer, type WebServices } from '../web/index.js';
 import { openBase, type DaemonBase } from './context.js';
-import { AppError, atRestEncryptor, createMetrics, isAppError, mintAgentUserToken, tokenRequest, type Clock, type Config, type ConnectorTokens, type Encryptor, type Logger, type SessionPreparer } from '../core/index.js';
+import {
+  AppError,
+  atRestEncryptor,
+  createMetrics,
+  isAppError,
+  mintAgentUserToken,
+  tokenRequest,
+  systemClock,
+  type Clock,
+  type Config,
+  type Metrics,
+  type ConnectorTokens,
+  type Encryptor,
+  type Logger,
+  type SessionPreparer,
+} from '../core/index.js';
 import type { AgentSessionCheck, AttachPort, OperatorPort, SandboxControl } from '../web/index.js';
 import { DirectorySyncRunner } from './directory-sync/index.js';
 import type { EgressGateway } from '../core/sandbox-protocol.js';
-import { startRuntime, type Runtime, type SessionHooks } from './runtime/index.js';
+import { startRuntime, type Runtime, type SessionHeld, type SessionHooks } from './runtime/index.js';
 import { EgressGatewayService } from './host/egress.js';
 import { ConnectorGateway, type ConnectorCallAudit } from './host/connector-gateway.js';
 import { egressCaps } from './host/egress-conns.js';
@@ -16,6 +31,7 @@ import { MailGate } from './host/mail-gate.js';
 import { approvalDecider, ConnectorApprovals } from './host/connector-approvals.js';
 import { startTelemetry } from './telemetry.js';
 import { AccountStore, getUserById } from '../domain/index.js';
+import { recordSandboxTime } from '../domain/usage/index.js';
 import { registryLookup } from '../domain/connector-oauth/registry.js';
 import { connectorTokenService } from './host/connector-tokens.js';
 
@@ -87,7 +103,7 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
   // OpenTelemetry, when OTEL_EXPORTER_OTLP_ENDPOINT is set: turns, tool calls and proxied requests.
   const telemetry = startTelemetry(config, base.log, metrics.registry);
   const auditor = telemetry ? telemetry.auditor(mailGate) : mailGate;
-  const hooks = sessionHooks(base, tokenService, fleetSessions);
+  const hooks = sessionHooks(base, tokenService, fleetSessions, sandboxTime(base, metrics, opts.clock ?? systemClock));
   const runtimeOpts = opts.runtime === false ? undefined : { preparer: latePreparer, egress: egressGateway as EgressGateway, hooks, auditor, clock: opts.clock, ...(opts.runtime || {}) };
   const runtime = runtimeOpts ? await startRuntime({ ...base, metrics, ...runtimeOpts }) : undefined;
   if (runtimeOpts && !runtime) {
@@ -174,8 +190,24 @@ async function startDirectorySync(config: Readonly<Config>, base: DaemonBase, en
   return directorySync;
 }
 
+/**
+ * Sandbox time in usage (docs/usage.md): a released sandbox adds claim-to-release to its user's
+ * row for its chat model on the release's UTC day, and to the metric. Not awaited by the runtime;
+ * a failed write is logged (the sandbox is gone either way).
+ */
+function sandboxTime(base: DaemonBase, metrics: Metrics, clock: Clock): (h: SessionHeld) => void {
+  return ({ userId, claimedAt, modelRevision }) => {
+    if (!modelRevision) return; // no chat model known: nothing to attribute it to
+    const i = modelRevision.lastIndexOf(':');
+    const modelId = i > 0 ? modelRevision.slice(0, i) : modelRevision;
+    const seconds = Math.max(0, (clock.now() - claimedAt) / 1000);
+    metrics.usageSandboxSeconds.inc({ model: modelId }, seconds);
+    recordSandboxTime(base.database.sql, { userId, modelId, seconds, at: new Date() }).catch((err: Error) => base.log.warn({ err: err.message, userId }, 'sandbox time not recorded'));
+  };
+}
+
 /** The runtime's session hooks: token rotation and fleet ownership follow each live sandbox. */
-function sessionHooks(base: DaemonBase, tokenService: TokenService, fleetSessions: FleetSessions): SessionHooks {
+function sessionHooks(base: DaemonBase, tokenService: TokenService, fleetSessions: FleetSessions, held: (h: SessionHeld) => void): SessionHooks {
   return {
     // The one place a session registers for token rotation: when its sandbox took `start`, or was
     // adopted after a daemon restart (its token env names come from its claim.json). Rotation is
@@ -187,9 +219,10 @@ function sessionHooks(base: DaemonBase, tokenService: TokenService, fleetSession
       fleetSessions.live(sessionId, userId);
     },
     // Every end of a live sandbox (reap, kill, restart, disconnect, lost, policy change) stops rotation into it.
-    onSessionEnded: (sessionId) => {
+    onSessionEnded: (sessionId, _why, h) => {
       tokenService.untrack(sessionId);
       fleetSessions.ended(sessionId);
+      if (h) held(h);
     },
     // A user deactivated (CLI sync, admin) or removed while no daemon ran loses the sandbox at start,
     // and so does a session another node of the fleet took over meanwhile.

@@ -142,6 +142,14 @@ export interface LiveSession {
   turns: number;
   started_at: string;
   last_used_at: string;
+  /** Seconds since its last turn ended; null while a turn runs. */
+  idle_s: number | null;
+  /** The sum of its processes' PSS, bytes; null where the host's cgroups cannot be read. */
+  memory_bytes: number | null;
+  /** CPU time the sandbox used since it started, seconds; null as memory_bytes. */
+  cpu_seconds: number | null;
+  /** The running turn: how long it runs and what it waits on (e.g. "waiting for model" 45 s); null when idle. */
+  turn: { running_s: number; phase: string; phase_s: number } | null;
 }
 
 export interface LiveSessionList {

@@ -3,11 +3,19 @@ import { AppError } from '../core/index.js';
 import { logAction } from '../domain/action-log.js';
 import { sessionLabels } from '../domain/session-labels.js';
 import { asyncHandler, requireSuperuser, type WebContext } from './context.js';
-import type { LiveSessionList } from './admin-api.js';
+import type { LiveSession, LiveSessionList } from './admin-api.js';
 import type { SandboxAdmin } from './ports.js';
 
 /** What the live-sessions admin page needs from the daemon's session manager (ctx.services.sandboxAdmin; web/ports.ts). */
 export type { SandboxAdmin } from './ports.js';
+
+const secs = (ms: number): number => Math.max(0, Math.round(ms / 1000));
+
+/** Idle time, memory, CPU and the running turn of one live sandbox, as the page shows them. */
+function liveFigures(s: ReturnType<SandboxAdmin['list']>[number], usage: { memoryBytes: number; cpuSeconds: number } | undefined, now: number): Pick<LiveSession, 'idle_s' | 'memory_bytes' | 'cpu_seconds' | 'turn'> {
+  const turn = s.turn ? { running_s: secs(now - s.turn.startedAt), phase: s.turn.phase, phase_s: secs(now - s.turn.phaseSince) } : null;
+  return { idle_s: turn ? null : secs(now - s.lastUsedAt), memory_bytes: usage?.memoryBytes ?? null, cpu_seconds: usage?.cpuSeconds ?? null, turn };
+}
 
 /**
  * /api/admin/sessions (superuser, session + CSRF): the live sandboxes with restart and kill,
@@ -50,6 +58,7 @@ export function adminSessionRoutes(ctx: WebContext): Router {
           turns: labels.turns.get(s.sessionId) ?? s.turns,
           started_at: new Date(s.claimedAt ?? s.createdAt).toISOString(),
           last_used_at: new Date(s.lastUsedAt).toISOString(),
+          ...liveFigures(s, admin().usage?.(s.containerId), Date.now()),
         }));
       res.json({ sessions, pool_ready: all.filter((s) => !s.sessionId).length } satisfies LiveSessionList);
     }),

@@ -17,7 +17,11 @@ export interface SandboxAdmin {
     lastUsedAt: number;
     turns: number;
     stale: boolean;
+    /** The running turn's start and phase (ms since the epoch); null or absent when none runs. */
+    turn?: { startedAt: number; phase: string; phaseSince: number } | null;
   }[];
+  /** A sandbox's memory (PSS sum) and CPU time by full container id; undefined when not measurable. */
+  usage?(containerId: string): { memoryBytes: number; cpuSeconds: number } | undefined;
   restart(id: string): Promise<unknown>;
   kill(id: string): Promise<unknown>;
 }

@@ -2,6 +2,7 @@
 import type { EgressHandle, TurnRequest } from '../../core/sandbox-protocol.js';
 import type { TurnCalls } from '../../core/turn-calls.js';
 import type { SandboxClient } from './sandbox-client.js';
+import type { TurnPhase } from './turn-phase.js';
 
 export type SandboxState = 'starting' | 'pool' | 'ready' | 'busy' | 'dead' | 'stopping';
 
@@ -20,6 +21,8 @@ export interface SandboxInfo {
   stale: boolean;
   adopted: boolean;
   fromPool: boolean;
+  /** The running turn's start and phase (turn-phase.ts); null when no turn runs. */
+  turn: TurnPhase | null;
 }
 
 export interface Sandbox {
@@ -53,6 +56,8 @@ export interface Sandbox {
   turn?: TurnRequest;
   /** The tool calls that turn runs now, from its events (a held send is bound to one: core/turn-calls.ts). */
   calls?: TurnCalls;
+  /** What the running turn is doing now, for Live sessions (turn-phase.ts). */
+  phase?: TurnPhase;
 }
 
 /** Connected to its supervisor (not lost, not closed). */
@@ -62,5 +67,5 @@ export function connected(sb: Sandbox): boolean {
 
 export function sandboxInfo(sb: Sandbox, stale: boolean): SandboxInfo {
   const { slot, containerId, containerName, state, createdAt, lastUsedAt, turns, adopted, fromPool } = sb;
-  return { slot, containerId, containerName, sessionId: sb.sessionId ?? null, userId: sb.userId ?? null, state, createdAt, claimedAt: sb.claimedAt ?? null, lastUsedAt, turns, stale, adopted, fromPool };
+  return { slot, containerId, containerName, sessionId: sb.sessionId ?? null, userId: sb.userId ?? null, state, createdAt, claimedAt: sb.claimedAt ?? null, lastUsedAt, turns, stale, adopted, fromPool, turn: sb.phase ?? null };
 }

@@ -42,13 +42,14 @@ import { SessionTable, type SessionHooks } from './sessions.js';
 import { ownerIdFor, SlotFolders } from './slots.js';
 import { StartGate } from './start-gate.js';
 import { startFailed, turnIn } from './turn.js';
+import { sandboxUsage, type SandboxUsage } from './cgroup-stats.js';
 
 export { defaultPreparer } from './session-plan.js';
 export { LABEL_OWNER, LABEL_POOL, LABEL_SESSION, LABEL_SLOT, LABEL_USER } from './sandbox-driver.js';
 export { sandboxHostConfig } from './docker-driver.js';
 export { sessionContainerName } from './containers.js';
 export type { SandboxInfo, SandboxState } from './sandbox.js';
-export type { SessionHooks, SessionLiveInfo } from './sessions.js';
+export type { SessionHeld, SessionHooks, SessionLiveInfo } from './sessions.js';
 export type { SandboxLifecycle } from './session-ops.js';
 
 export interface SessionManagerOptions {
@@ -373,6 +374,8 @@ export class SessionManager implements TurnRunner, OperatorTarget {
 
   // The operator's actions and lookups (session-ops.ts).
   reap = (): Promise<string[]> => this.ops.reap();
+  /** A sandbox's memory and CPU time from its cgroup (Live sessions). */
+  usage = (containerId: string): SandboxUsage | undefined => sandboxUsage(containerId);
   isLive = (sessionId: string, userId: number): boolean => this.ops.isLive(sessionId, userId);
   list = (): SandboxInfo[] => this.ops.list();
   containerOf = (id: string): string => this.ops.containerOf(id);

@@ -18,6 +18,15 @@ export interface SessionLiveInfo {
   adopted: boolean;
 }
 
+/** Whose sandbox ended and since when it was held (sandbox time in usage, docs/usage.md). */
+export interface SessionHeld {
+  userId: number;
+  /** Its claim (ms since the epoch, the runtime's clock); an adopted one keeps its first claim's. */
+  claimedAt: number;
+  /** The chat model revision it ran (`<id>:<version>`); absent when the preparer knows no chat models. */
+  modelRevision?: string;
+}
+
 /**
  * Lifecycle hooks the composition root wires (daemon/serve.ts: token rotation track/untrack).
  * Called synchronously; a hook that throws is logged and ignored.
@@ -28,7 +37,7 @@ export interface SessionHooks {
    * A live session's sandbox ended: idle or dead reap, operator kill or restart, the user
    * deactivated or disconnected, lost (killed from outside), a policy change, or removal at shutdown.
    */
-  onSessionEnded?(sessionId: string, why: string): void;
+  onSessionEnded?(sessionId: string, why: string, held?: SessionHeld): void;
   /**
    * Asked on a restart before a session container is adopted: false (the user was deactivated
    * or removed while no daemon ran, or another node of the fleet took the session over) removes
@@ -98,7 +107,8 @@ export class SessionTable {
     if (!sb.sessionId || this.#sessions.get(sb.sessionId) !== sb) return;
     this.#sessions.delete(sb.sessionId);
     const sessionId = sb.sessionId;
-    this.hook('onSessionEnded', () => this.o.hooks?.onSessionEnded?.(sessionId, why));
+    const held = sb.userId === undefined ? undefined : { userId: sb.userId, claimedAt: sb.claimedAt ?? sb.createdAt, modelRevision: sb.modelRevision };
+    this.hook('onSessionEnded', () => this.o.hooks?.onSessionEnded?.(sessionId, why, held));
     this.hook('auditor.sessionEnded', () => this.o.auditor?.sessionEnded(sessionId));
   }
 

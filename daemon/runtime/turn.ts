@@ -7,6 +7,7 @@ import { isAppError, turnTimedOut, type AppError, type Clock, type Config, type 
 import type { AgentEvent, PromptContext, StopReason, TurnEndExtras, TurnRequest, TurnResult } from '../../core/sandbox-protocol.js';
 import { TurnCalls } from '../../core/turn-calls.js';
 import type { Sandbox } from './sandbox.js';
+import { nextPhase, turnStarted } from './turn-phase.js';
 
 /**
  * When the daemon's backstop cancels a turn the agent did not end at its own whole-turn bound:
@@ -31,6 +32,7 @@ export function turnIn(sb: Sandbox, req: TurnRequest, config: Readonly<Config>, 
   const calls = new TurnCalls();
   sb.calls = calls;
   sb.lastUsedAt = clock.now();
+  const phase = (sb.phase = turnStarted(sb.lastUsedAt));
   return new Promise<TurnResult>((resolve) => {
     let finished = false;
     let backstopped = false;
@@ -49,6 +51,7 @@ export function turnIn(sb: Sandbox, req: TurnRequest, config: Readonly<Config>, 
       }
       if (sb.turn === req) sb.turn = undefined;
       if (sb.calls === calls) sb.calls = undefined;
+      if (sb.phase?.startedAt === phase.startedAt) sb.phase = undefined;
       calls.end();
       unwatch();
       clearTimeout(deadline);
@@ -61,6 +64,7 @@ export function turnIn(sb: Sandbox, req: TurnRequest, config: Readonly<Config>, 
     const unwatch = client.watchTurn(req.turnId, {
       onEvent: (e: AgentEvent) => {
         calls.observe(e);
+        if (sb.phase) sb.phase = nextPhase(sb.phase, e, clock.now());
         try {
           req.onEvent(e);
         } catch (err) {

@@ -135,6 +135,8 @@ export interface UsageDailyTable {
   tool_calls: Default<number>;
   mails: Default<number>;
   cost: Default<number>;
+  /** Seconds a sandbox was held, claim to release (migration 075). */
+  sandbox_seconds: Default<number>;
 }
 
 /** An admin's cap on a user's or a team's usage (migration 050, domain/usage.ts). */

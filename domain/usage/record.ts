@@ -19,6 +19,16 @@ export interface TurnUsageRecord {
   at: Date;
 }
 
+/** Add the time one chat held a sandbox (claim to release) to the release day's row; no turn, no tokens. */
+export async function recordSandboxTime(db: Sql, r: { userId: number; modelId: string; seconds: number; at: Date }): Promise<void> {
+  const seconds = Math.max(0, Math.round(r.seconds));
+  await db
+    .insertInto('usage_daily')
+    .values({ day: utcDay(r.at), user_id: r.userId, model_id: r.modelId, sandbox_seconds: seconds })
+    .onConflict((oc) => oc.columns(['day', 'user_id', 'model_id']).doUpdateSet((eb) => ({ sandbox_seconds: eb('usage_daily.sandbox_seconds', '+', eb.ref('excluded.sandbox_seconds')) })))
+    .execute();
+}
+
 /** The UTC day of an instant, `YYYY-MM-DD`. */
 export function utcDay(at: Date): string {
   return at.toISOString().slice(0, 10);

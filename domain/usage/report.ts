@@ -22,7 +22,7 @@ export interface UsageQuery {
 /** One line of the report (core/api-types-admin.ts: the admin API's shape). */
 export type UsageRow = UsageRowView;
 
-export const USAGE_COLUMNS = ['period', 'group', 'key', 'name', 'turns', 'input_tokens', 'output_tokens', 'tool_calls', 'mails', 'cost'] as const;
+export const USAGE_COLUMNS = ['period', 'group', 'key', 'name', 'turns', 'input_tokens', 'output_tokens', 'tool_calls', 'mails', 'sandbox_minutes', 'cost'] as const;
 
 export async function usageReport(db: Sql, q: UsageQuery): Promise<UsageRow[]> {
   const periodExpr = sql<string>`substr(usage_daily.day, 1, ${sql.raw(q.period === 'day' ? '10' : '7')})`;
@@ -34,8 +34,9 @@ export async function usageReport(db: Sql, q: UsageQuery): Promise<UsageRow[]> {
     sql<number>`sum(usage_daily.tool_calls)`.as('tool_calls'),
     sql<number>`sum(usage_daily.mails)`.as('mails'),
     sql<number>`sum(usage_daily.cost)`.as('cost'),
+    sql<number>`sum(usage_daily.sandbox_seconds)`.as('sandbox_seconds'),
   ];
-  let rows: { period: string; key: number | string | null; turns: number; input_tokens: number; output_tokens: number; tool_calls: number; mails: number; cost: number }[];
+  let rows: { period: string; key: number | string | null; turns: number; input_tokens: number; output_tokens: number; tool_calls: number; mails: number; cost: number; sandbox_seconds: number }[];
   if (q.group === 'team') {
     rows = await base
       .leftJoin('team_members', 'team_members.user_id', 'usage_daily.user_id')
@@ -69,6 +70,7 @@ export async function usageReport(db: Sql, q: UsageQuery): Promise<UsageRow[]> {
       output_tokens: Number(r.output_tokens),
       tool_calls: Number(r.tool_calls),
       mails: Number(r.mails),
+      sandbox_minutes: Math.round(Number(r.sandbox_seconds) / 6) / 10,
       cost: round(Number(r.cost)),
     }))
     .sort((a, b) => a.period.localeCompare(b.period) || String(a.key ?? '').localeCompare(String(b.key ?? ''), 'en', { numeric: true }));

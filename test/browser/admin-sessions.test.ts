@@ -46,6 +46,8 @@ if (engine) {
     const row = (await page.textContent('#sessions-table tbody tr')) ?? '';
     t.match(row, /Quarterly numbers please/, 'the chat title');
     t.match(row, /carol/, 'the user by name');
+    t.match(row, /idle \d+ s/, 'how long it has been idle (no turn runs)');
+    if (process.getuid?.() === 0) t.match(row, /\d+ MiB · \d+\.\d s CPU/, 'its memory and CPU time');
     await screenshot(page, 'admin-sessions-live');
     await checkNarrow(t, page, 'admin-sessions-live');
     // axe-core on the page while it lists a session (its buttons, ids and names), light and dark.

@@ -5,7 +5,7 @@
  * changes, read back from the API) and removed; axe-core finds no serious or critical issue.
  */
 import t from 'tap';
-import { recordTurnUsage } from '../../domain/usage/index.js';
+import { recordSandboxTime, recordTurnUsage } from '../../domain/usage/index.js';
 import { adminRig, openAdmin, ROOT_PW } from '../helpers/admin-browser.js';
 import { axeProblems, browserUnavailable } from '../helpers/browser.js';
 
@@ -25,11 +25,12 @@ else {
       .execute();
     await recordTurnUsage(db, { userId: bob, modelId: 'default', usage: { input_tokens: 1200, output_tokens: 300 }, toolCalls: 2, mails: 1, at });
     await recordTurnUsage(db, { userId: bob, modelId: 'default', usage: { input_tokens: 800, output_tokens: 200 }, toolCalls: 0, mails: 0, at });
+    await recordSandboxTime(db, { userId: bob, modelId: 'default', seconds: 150, at });
 
     t.ok(await page.locator('#nav a[href="#/admin/usage"]').count(), 'the page is in the admin navigation');
     await openAdmin(page, app.url, 'usage', '#usage-table');
     const cells = await page.$$eval('#usage-table tbody tr td', (els) => els.map((e) => e.textContent ?? ''));
-    t.same(cells, [at.toISOString().slice(0, 10), 'bob', '2', '2,000', '500', '2', '1', '0.008000'], "bob's day: turns, tokens, tools, mails, cost");
+    t.same(cells, [at.toISOString().slice(0, 10), 'bob', '2', '2,000', '500', '2', '1', '2.5', '0.008000'], "bob's day: turns, tokens, tools, mails, sandbox-minutes, cost");
     t.match(await page.textContent('#usage-table thead'), /Cost \(EUR\)/);
 
     await page.selectOption('#usage-period', 'month');
@@ -38,7 +39,7 @@ else {
     await page.waitForFunction(() => document.querySelector('#usage-table tbody td')?.textContent?.length === 7);
     t.match(await page.getAttribute('#usage-csv', 'href'), /^\/api\/admin\/usage\.csv\?.*group=model&period=month/, 'the CSV link follows the filter');
     const csv = await page.evaluate(async (href) => (await fetch(href!)).text(), await page.getAttribute('#usage-csv', 'href'));
-    t.match(csv, /^period,group,key,name,turns,input_tokens,output_tokens,tool_calls,mails,cost,currency\r\n\d{4}-\d{2},model,default,[^,]*,2,2000,500,2,1,0\.008,EUR\r\n$/);
+    t.match(csv, /^period,group,key,name,turns,input_tokens,output_tokens,tool_calls,mails,sandbox_minutes,cost,currency\r\n\d{4}-\d{2},model,default,[^,]*,2,2000,500,2,1,2\.5,0\.008,EUR\r\n$/);
 
     // A budget for bob, then the same again with another amount: changed, not refused.
     await page.fill('#budget-user', 'bob');

@@ -80,9 +80,9 @@ t.test(`usage and budgets (${TEST_ENGINE})`, async (t) => {
   t.equal(csvRes.status, 200);
   t.match(csvRes.headers.get('content-type'), /^text\/csv/);
   const lines = (await csvRes.text()).split('\r\n');
-  t.equal(lines[0], 'period,group,key,name,turns,input_tokens,output_tokens,tool_calls,mails,cost,currency');
+  t.equal(lines[0], 'period,group,key,name,turns,input_tokens,output_tokens,tool_calls,mails,sandbox_minutes,cost,currency');
   t.equal(lines.at(-1), '', 'ends with a line break');
-  t.same(lines.slice(1, -1), [`${today},user,${bobId},bob,2,${sum('input_tokens')},${sum('output_tokens')},0,0,${cost},EUR`]);
+  t.same(lines.slice(1, -1), [`${today},user,${bobId},bob,2,${sum('input_tokens')},${sum('output_tokens')},0,0,0,${cost},EUR`]);
 
   // Bad input: 400 with its code.
   for (const q of ['from=2026-02-30', 'from=2026-13-01', 'from=yesterday', `from=${today}&to=2020-01-01`, 'from=2020-01-01&to=2022-01-01', 'group=org', 'period=week', 'from=2026-01-01&from=2026-01-02']) {

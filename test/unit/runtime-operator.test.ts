@@ -30,7 +30,7 @@ t.test('operator requests are checked before anything runs', async (t) => {
 
 t.test('each request reaches its operation', async (t) => {
   const calls: string[] = [];
-  const info = { slot: 's', containerId: 'c', containerName: 'n', sessionId: null, userId: null, state: 'pool' as const, createdAt: 0, claimedAt: null, lastUsedAt: 0, turns: 0, stale: false, adopted: false, fromPool: true };
+  const info = { slot: 's', containerId: 'c', containerName: 'n', sessionId: null, userId: null, state: 'pool' as const, createdAt: 0, claimedAt: null, lastUsedAt: 0, turns: 0, stale: false, adopted: false, fromPool: true, turn: null };
   const target: OperatorTarget = {
     list: () => (calls.push('list'), [info]),
     inspect: async (id) => (calls.push(`inspect ${id}`), { ...info, container: { name: 'n', image: 'i', status: 'running', startedAt: '', labels: {}, hostConfig: {} }, supervisor: null }),

@@ -36,6 +36,9 @@ function ShortId({ id, status }: { id: string; status: Actions }) {
 
 const nameOf = (s: LiveSession) => (s.title ? `"${s.title}"${s.username ? ` of ${s.username}` : ''}` : (s.id ?? ''));
 
+const INTRO =
+  "Running agent sandboxes: what each does now (a running turn's phase and time, or how long it has been idle), its memory and CPU time. Restart starts a fresh sandbox for the session; kill ends it. The list refreshes itself every few seconds.";
+
 export function SessionsPage() {
   const [sessions, setSessions] = useState<LiveSession[] | null>(null);
   const [failed, setFailed] = useState<unknown>(null);
@@ -112,10 +115,19 @@ export function SessionsPage() {
     );
   return (
     <div class="admin sessions">
-      <PageTitle title="Live sessions" intro="Running agent sandboxes. Restart starts a fresh sandbox for the session; kill ends it. The list refreshes itself every few seconds." />
+      <PageTitle title="Live sessions" intro={INTRO} />
       {body}
     </div>
   );
+}
+
+/** Seconds as "45 s" or "3 min". */
+const dur = (s: number) => (s < 120 ? `${s} s` : `${Math.floor(s / 60)} min`);
+
+/** What the sandbox does now: the running turn's phase and how long (a stuck turn shows as such), or how long it has been idle. */
+function activity(s: LiveSession): string {
+  if (s.turn) return `${s.turn.phase} ${dur(s.turn.phase_s)} (turn ${dur(s.turn.running_s)})`;
+  return s.idle_s === null ? '' : `idle ${dur(s.idle_s)}`;
 }
 
 /** The list's columns; `op` restarts or kills a session (asking first). */
@@ -137,7 +149,16 @@ function sessionColumns(status: Actions, op: (s: LiveSession, what: 'restart' | 
       render: (s) => (s.username ? <Clip text={s.display_name ? `${s.display_name} (${s.username})` : s.username} cls="name" /> : <span class="muted">{s.user_id === null ? '—' : `#${s.user_id}`}</span>),
     },
     { title: 'Container', render: (s) => <code class="container-id">{s.container_id}</code> },
-    { title: 'Status', render: (s) => s.status },
+    {
+      title: 'Status',
+      render: (s) => (
+        <div>
+          {s.status}
+          <div class="muted small activity">{activity(s)}</div>
+        </div>
+      ),
+    },
+    { title: 'Memory, CPU', render: (s) => <span class="usage">{s.memory_bytes === null ? '—' : `${Math.round(s.memory_bytes / 1048576)} MiB · ${s.cpu_seconds?.toFixed(1)} s CPU`}</span> },
     { title: 'Turns', render: (s) => String(s.turns) },
     { title: 'Started', render: (s) => fmtTime(s.started_at) },
     {

@@ -83,6 +83,7 @@ function UsageTable({ report }: { report: UsageReportView }) {
     { title: 'Output tokens', render: (r) => n(r.output_tokens) },
     { title: 'Tool calls', render: (r) => n(r.tool_calls) },
     { title: 'Mails', render: (r) => n(r.mails) },
+    { title: 'Sandbox min', render: (r) => r.sandbox_minutes.toFixed(1) },
     { title: `Cost${report.currency ? ` (${report.currency})` : ''}`, render: (r) => r.cost.toFixed(r.cost && r.cost < 0.01 ? 6 : 2) },
   ];
   return <Table id="usage-table" rows={report.rows} rowKey={(r) => `${r.period}/${String(r.key)}`} empty="No usage in this range." cols={cols} />;
