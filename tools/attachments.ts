@@ -15,11 +15,41 @@ export const ATTACHMENTS_TOTAL_MAX_BYTES = 15 * 1024 * 1024;
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 
 /**
- * A PNG run_python wrote under /workspace/out (docs/tools.md#run_python): `out/<name>.png`, the
+ * A file run_python wrote under /workspace/out (docs/tools.md#run_python): `out/<name>.<ext>`, the
  * name plain (letters, digits, `_` `-`, at most 60 characters, no dot but the extension), so no
- * folder, `..`, hidden file or look-alike passes.
+ * folder, `..`, hidden file or look-alike passes; the extension one of OUT_TYPES (lower case).
  */
-export const OUT_ATTACHMENT_RE = /^out\/([A-Za-z0-9][A-Za-z0-9_-]{0,59}\.png)$/;
+export const OUT_ATTACHMENT_RE = /^out\/([A-Za-z0-9][A-Za-z0-9_-]{0,59}\.(png|svg|csv|xlsx|json|txt))$/;
+
+/**
+ * The Content-Type each file type from out/ is mailed with. Only a PNG is shown inline in the
+ * message; the others (SVG too: it may carry script, and mail clients do not show it inline)
+ * are plain attachments (docs/tools.md#send_email).
+ */
+export const OUT_TYPES: Record<string, string> = {
+  png: 'image/png',
+  svg: 'image/svg+xml',
+  csv: 'text/csv; charset=utf-8',
+  xlsx: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+  json: 'application/json',
+  txt: 'text/plain; charset=utf-8',
+};
+
+/** The extension of an attachment name (`png` for a chart). */
+export function attachmentExt(name: string): string {
+  return OUT_ATTACHMENT_RE.exec(name)?.[2] ?? 'png';
+}
+
+const ZIP_SIGNATURE = Buffer.from([0x50, 0x4b, 0x03, 0x04]);
+
+/** Why a file's bytes do not fit its extension, or undefined when they do (the checks are the cheap, certain ones). */
+function contentMismatch(ext: string, data: Buffer): string | undefined {
+  if (ext === 'xlsx') return data.subarray(0, 4).equals(ZIP_SIGNATURE) ? undefined : 'is not an XLSX workbook (no zip signature)';
+  // Text types: UTF-8 text, no NUL byte (a binary file renamed .csv is refused).
+  if (data.includes(0)) return 'is not a text file (it holds NUL bytes)';
+  if (ext === 'svg' && !/<svg[\s>]/i.test(data.subarray(0, 4096).toString('utf8'))) return 'is not an SVG image (no <svg> element at its start)';
+  return undefined;
+}
 
 /** The folder and file name an attachment name stands for (a chart in the attachments folder, or a PNG under /workspace/out). */
 export function attachmentPlace(attachmentsDir: string, name: string): { dir: string; file: string } | undefined {
@@ -42,7 +72,7 @@ export function isAttachmentName(name: unknown): name is string {
 export async function readAttachment(attachmentsDir: string, name: unknown): Promise<Buffer> {
   const place = typeof name === 'string' ? attachmentPlace(attachmentsDir, name) : undefined;
   if (!place) {
-    throw new ToolError('ERR_TOOL_ATTACHMENT_NAME', 'attachments must be a file name returned by rasterize_chart (a UUID followed by .png) or a PNG run_python wrote as out/<name>.png, nothing else');
+    throw new ToolError('ERR_TOOL_ATTACHMENT_NAME', 'attachments must be a file name returned by rasterize_chart (a UUID followed by .png) or a file run_python wrote as out/<name>.png|svg|csv|xlsx|json|txt, nothing else');
   }
   const dir = place.dir;
   const dirStat = await fs.lstat(dir).catch(() => undefined);
@@ -77,6 +107,12 @@ export async function readAttachment(attachmentsDir: string, name: unknown): Pro
       if (off >= buf.length) throw new ToolError('ERR_TOOL_ATTACHMENT_TOO_LARGE', `attachment ${name} changed while being read`);
     }
     const data = buf.subarray(0, off);
+    const ext = attachmentExt(name as string);
+    if (ext !== 'png') {
+      const why = contentMismatch(ext, data);
+      if (why) throw new ToolError('ERR_TOOL_ATTACHMENT_CONTENT', `attachment ${name} ${why}`);
+      return data;
+    }
     if (data.length < PNG_SIGNATURE.length || !data.subarray(0, PNG_SIGNATURE.length).equals(PNG_SIGNATURE)) {
       throw new ToolError('ERR_TOOL_ATTACHMENT_NOT_PNG', `attachment ${name} is not a PNG image`);
     }
@@ -129,6 +165,6 @@ export function uniqueNames(names: string[]): string[] {
   return names.map((n) => {
     const k = (seen.get(n) ?? 0) + 1;
     seen.set(n, k);
-    return k === 1 ? n : n.replace(/\.png$/, `-${k}.png`);
+    return k === 1 ? n : n.replace(/(\.[a-z]+)?$/, `-${k}$1`);
   });
 }

@@ -24,6 +24,8 @@ export interface InlinePng {
   /** The file name the message gives it (the chart's title, slugged); the UUID name when absent. */
   name?: string;
   content: Buffer;
+  /** Its Content-Type; absent for a PNG. Anything but a PNG is a plain attachment, not inline. */
+  type?: string;
 }
 
 function escapeHtml(s: string): string {
@@ -33,7 +35,7 @@ function escapeHtml(s: string): string {
 /**
  * Build the RFC 2822 message with nodemailer's MIME composer.
  * - No attachments and no html: a single text/plain message.
- * - html given, or any attachment: multipart/alternative (text + html) with the PNGs in a
+ * - html given, or any PNG: multipart/alternative (text + html) with the PNGs in a
  *   multipart/related part, each inline with Content-ID <filename>. An attachment the HTML
  *   does not reference as cid:<filename> is appended as <img src="cid:…">, so every PNG
  *   is shown. With attachments but only text, the HTML is the escaped text plus images.
@@ -42,9 +44,10 @@ function escapeHtml(s: string): string {
  */
 export async function buildMessage(input: EmailInput, images: InlinePng[], from?: string): Promise<Buffer> {
   let html = input.html;
-  if (images.length > 0) {
+  const inline = images.filter((img) => !img.type || img.type === 'image/png');
+  if (inline.length > 0) {
     html ??= `<div style="white-space:pre-wrap">${escapeHtml(input.text ?? '')}</div>`;
-    const missing = images.filter((img) => !html!.includes(`cid:${img.filename}`));
+    const missing = inline.filter((img) => !html!.includes(`cid:${img.filename}`));
     if (missing.length) html += missing.map((img) => `<p><img src="cid:${img.filename}" alt="chart"></p>`).join('');
   }
   const MailComposer = await loadComposer();
@@ -56,13 +59,11 @@ export async function buildMessage(input: EmailInput, images: InlinePng[], from?
     subject: input.subject,
     text: input.text ?? (html !== undefined ? undefined : ''),
     html,
-    attachments: images.map((img) => ({
-      filename: img.name ?? img.filename,
-      content: img.content,
-      contentType: 'image/png',
-      cid: img.filename,
-      contentDisposition: 'inline' as const,
-    })),
+    attachments: images.map((img) =>
+      inline.includes(img)
+        ? { filename: img.name ?? img.filename, content: img.content, contentType: 'image/png', cid: img.filename, contentDisposition: 'inline' as const }
+        : { filename: img.name ?? img.filename, content: img.content, contentType: img.type, contentDisposition: 'attachment' as const },
+    ),
     // Gmail needs Bcc in the raw message to deliver to it; it strips the header on delivery.
     keepBcc: true,
     disableFileAccess: true,

@@ -1,6 +1,6 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
-import { readAttachment, readAttachmentTitle, chartFileName, uniqueNames, OUT_ATTACHMENT_RE, ATTACHMENTS_PER_MESSAGE_MAX, ATTACHMENTS_TOTAL_MAX_BYTES } from './attachments.js';
+import { readAttachment, readAttachmentTitle, chartFileName, uniqueNames, OUT_ATTACHMENT_RE, OUT_TYPES, ATTACHMENTS_PER_MESSAGE_MAX, ATTACHMENTS_TOTAL_MAX_BYTES } from './attachments.js';
 import type { ToolsEnv } from './env.js';
 import { callUpstream } from './http.js';
 import { CALL_ID_META } from '../core/sandbox-protocol.js';
@@ -147,7 +147,7 @@ function registerSendEmail(server: McpServer, env: ToolsEnv, log: Log): void {
     'send_email',
     {
       description:
-        'Send an e-mail as the user. Give text and/or html. To include charts, first call rasterize_chart and pass the returned filename unchanged in attachments (or a PNG run_python wrote, as "out/name.png"); in html, show it with <img src="cid:FILENAME"> (for out/name.png the cid is out-name.png; images not referenced are appended).',
+        'Send an e-mail as the user. Give text and/or html. To include charts, first call rasterize_chart and pass the returned filename unchanged in attachments (or a PNG run_python wrote, as "out/name.png"); in html, show it with <img src="cid:FILENAME"> (for out/name.png the cid is out-name.png; images not referenced are appended). Files run_python wrote as out/name.csv, .xlsx, .svg, .json or .txt are attached as files.',
       inputSchema: {
         to: z.array(address).min(1).max(50),
         cc: z.array(address).max(50).optional(),
@@ -177,8 +177,8 @@ function registerSendEmail(server: McpServer, env: ToolsEnv, log: Log): void {
             throw new ToolError('ERR_TOOL_ATTACHMENT_TOO_LARGE', `the attachments together exceed ${ATTACHMENTS_TOTAL_MAX_BYTES / (1024 * 1024)} MB`);
           }
           // A PNG from run_python keeps its own name; its Content-ID has no slash (out-<name>).
-          const out = OUT_ATTACHMENT_RE.exec(name)?.[1];
-          images.push(out ? { filename: `out-${out}`, name: out, content } : { filename: name, name: chartFileName(await readAttachmentTitle(env.attachmentsDir, name)), content });
+          const out = OUT_ATTACHMENT_RE.exec(name);
+          images.push(out ? { filename: `out-${out[1]}`, name: out[1], content, type: OUT_TYPES[out[2]!] } : { filename: name, name: chartFileName(await readAttachmentTitle(env.attachmentsDir, name)), content });
         }
         // The message names each chart after its title (the UUID stays its Content-ID).
         uniqueNames(images.map((i) => i.name!)).forEach((n, i) => (images[i].name = n));

@@ -43,6 +43,7 @@ export const AGENT_ERRORS = {
   ERR_PYTHON_EXITED: { status: 500, surfaces: ['tool'], description: 'run_python: the interpreter ended during the call (sys.exit, a crash, a signal); the next call starts a fresh one.' },
   ERR_PYTHON_UNAVAILABLE: { status: 503, surfaces: ['tool'], description: 'run_python: Python could not be started in this sandbox (an image without python3).' },
   ERR_TOOL_ATTACHMENT_NOT_PNG: { status: 400, surfaces: ['tool'], description: 'The attachment is not a PNG image.' },
+  ERR_TOOL_ATTACHMENT_CONTENT: { status: 400, surfaces: ['tool'], description: 'A file from out/ does not hold what its extension says (an XLSX that is not a zip, an SVG without <svg>, a text file with NUL bytes).' },
   ERR_TOOL_ATTACHMENT_TOO_LARGE: { status: 413, surfaces: ['tool'], description: 'An attachment, or all of them together, is too large (or changed while read).' },
   ERR_TOOL_ATTACHMENTS_DIR: { status: 500, surfaces: ['tool'], description: 'The attachments folder cannot be written.' },
   ERR_TOOL_DISK_FULL: { status: 507, surfaces: ['tool'], description: 'The workspace is full; the chart could not be saved.' },

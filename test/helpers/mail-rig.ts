@@ -18,7 +18,7 @@ import { EgressGatewayService } from '../../daemon/host/egress.js';
 import { MailGate } from '../../daemon/host/mail-gate.js';
 import { start as startUpstream } from '../../emulator/fake-upstream.js';
 import { startCredentialProxy, type ProxyDecision } from '../../proxy/index.js';
-import { buildMessage } from '../../tools/mime.js';
+import { buildMessage, type InlinePng } from '../../tools/mime.js';
 import { chartFileName } from '../../tools/attachments.js';
 import type { WebServices } from '../../web/index.js';
 import { addUser, startTestApp, tempDir, type TestApp } from './app.js';
@@ -41,6 +41,8 @@ export interface MailRigOptions {
   toolInput?: boolean;
   /** The message's subject (default: the turn's prompt). */
   subject?: string;
+  /** Files from out/ sent after the chart (send_email's CSV, XLSX, SVG…, tools/mime.ts). */
+  files?: InlinePng[];
   /** Steps of the turn before the send (e.g. a chart tool's events). */
   beforeSend?(req: TurnRequest): Promise<void>;
 }
@@ -142,7 +144,7 @@ export async function startMailRig(t: Test, dataDir: string, o: MailRigOptions =
       const subject = o.subject ?? req.prompt;
       const raw = await buildMessage(
         { to: ['ext@partner.example'], cc: ['colleague@corp.example'], bcc: ['audit@corp.example'], subject, text: o.body ?? BODY, ...(o.html !== undefined ? { html: o.html } : {}) },
-        [{ filename: CHART, name: chartFileName(o.chartTitle ?? 'Quarterly revenue (EUR) — 2026'), content: o.png ?? PNG }],
+        [{ filename: CHART, name: chartFileName(o.chartTitle ?? 'Quarterly revenue (EUR) — 2026'), content: o.png ?? PNG }, ...(o.files ?? [])],
         'me@corp.example',
       );
       const input = o.toolInput ? { to: ['ext@partner.example'], cc: ['colleague@corp.example'], bcc: ['audit@corp.example'], subject, attachments: [CHART] } : { subject };

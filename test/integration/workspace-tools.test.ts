@@ -222,12 +222,42 @@ t.test('rasterize_chart → send_email: the raw message parses with mailparser, 
   const outMsg = await simpleParser(Buffer.from((JSON.parse(google.requests[0].body) as { raw: string }).raw, 'base64url'), { keepCidLinks: true });
   t.match(outMsg.attachments, [{ filename: 'growth.png', cid: 'out-growth.png', contentType: 'image/png' }]);
   t.ok(outMsg.attachments[0].content.equals(png), 'the bytes of out/growth.png');
+  // CSV, XLSX, SVG from out/ go as plain attachments with their own Content-Type; the PNG stays inline.
+  const csv = Buffer.from('region,growth\nnorth,0.12\n');
+  const xlsx = Buffer.concat([Buffer.from([0x50, 0x4b, 0x03, 0x04]), Buffer.alloc(60, 1)]);
+  const svg = Buffer.from('<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>');
+  writeFileSync(join(outDir, 'growth.csv'), csv);
+  writeFileSync(join(outDir, 'growth.xlsx'), xlsx);
+  writeFileSync(join(outDir, 'growth.svg'), svg);
+  writeFileSync(join(outDir, 'fake.xlsx'), 'region,growth\n');
+  writeFileSync(join(outDir, 'binary.csv'), Buffer.from([0x61, 0x00, 0x62]));
+  writeFileSync(join(outDir, 'plain.svg'), 'not an image');
+  google.requests.length = 0;
+  const files = await tools.call('send_email', { to: ['bob@example.test'], subject: 'Files', text: 'Files attached.', attachments: ['out/growth.csv', 'out/growth.xlsx', 'out/growth.svg', 'out/growth.png'] });
+  t.notOk(files.isError, JSON.stringify(files.content));
+  const filesMsg = await simpleParser(Buffer.from((JSON.parse(google.requests[0].body) as { raw: string }).raw, 'base64url'), { keepCidLinks: true });
+  const byName = new Map(filesMsg.attachments.map((a) => [a.filename, a]));
+  for (const [name, type, disposition, bytes] of [
+    ['growth.csv', 'text/csv', 'attachment', csv],
+    ['growth.xlsx', 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet', 'attachment', xlsx],
+    ['growth.svg', 'image/svg+xml', 'attachment', svg],
+    ['growth.png', 'image/png', 'inline', png],
+  ] as const) {
+    t.equal(byName.get(name)?.contentType, type, `${name}: ${type}`);
+    t.equal(byName.get(name)?.contentDisposition, disposition, `${name}: ${disposition}`);
+    t.ok(byName.get(name)?.content.equals(bytes), `${name}: its bytes`);
+  }
+  t.notMatch(String(filesMsg.html), 'growth.svg', 'the SVG is not shown in the HTML body');
   google.requests.length = 0;
   for (const [bad, code] of [
+    ['out/fake.xlsx', 'ERR_TOOL_ATTACHMENT_CONTENT'],
+    ['out/binary.csv', 'ERR_TOOL_ATTACHMENT_CONTENT'],
+    ['out/plain.svg', 'ERR_TOOL_ATTACHMENT_CONTENT'],
+    ['out/growth.gif', 'ERR_TOOL_ATTACHMENT_NAME'],
+    ['out/growth.CSV', 'ERR_TOOL_ATTACHMENT_NAME'],
     ['out/../growth.png', 'ERR_TOOL_ATTACHMENT_NAME'],
     ['out/a/growth.png', 'ERR_TOOL_ATTACHMENT_NAME'],
     ['out/.growth.png', 'ERR_TOOL_ATTACHMENT_NAME'],
-    ['out/growth.svg', 'ERR_TOOL_ATTACHMENT_NAME'],
     ['/workspace/out/growth.png', 'ERR_TOOL_ATTACHMENT_NAME'],
     ['out/link.png', 'ERR_TOOL_ATTACHMENT_NOT_FILE'],
     ['out/missing.png', 'ERR_TOOL_ATTACHMENT_NOT_FOUND'],

@@ -40,6 +40,7 @@ const SENTENCES: Record<string, string> = {
   ERR_TOOL_TIMEOUT: 'The tool did not answer in time and was stopped.',
   ERR_TOOL_FAILED: 'The tool failed.',
   ERR_TOOL_FORBIDDEN: 'The tool was not allowed to do this.',
+  ERR_PYTHON_EXCEPTION: 'The Python code raised an error; its traceback is shown with the code.',
   ERR_TOOL_NOT_CONNECTED: 'Connect your workspace account (Account page) to use this tool.',
   ERR_MAIL_DENIED: 'The e-mail was not sent: you declined it.',
   ERR_MAIL_BLOCKED: 'The e-mail was not sent: the send policy blocks it.',

@@ -1,0 +1,93 @@
+/**
+ * run_python's card in a real browser (docs/chat.md#run_python-in-the-chat): the code run is shown
+ * collapsible, monospace and escaped; a failure shows its traceback; a long cell starts folded;
+ * the same after a reload (from the stored transcript). The turn runner is scripted (the daemon's
+ * side of the interface); everything from the route to the DOM is the real code.
+ */
+import t from 'tap';
+import type { TurnRequest, TurnResult, TurnRunner } from '../../core/index.js';
+import { addUser, startTestApp } from '../helpers/app.js';
+import { axeProblems, browserUnavailable, launch } from '../helpers/browser.js';
+
+t.setTimeout(240_000);
+
+const PASSWORD = 'pia-password-1';
+const HOSTILE_CODE = 'label = "<img src=x onerror=window.__pwned=1>"\nprint(label)\n1 / 0';
+const TRACEBACK = 'stdout:\n<img src=x onerror=window.__pwned=1>\nTraceback (most recent call last):\n  File "<cell>", line 3, in <module>\nZeroDivisionError: division by zero';
+const LONG_CODE = Array.from({ length: 30 }, (_, i) => `x${i} = ${i} * 2`).join('\n');
+
+/** py-fail: a cell raising; py-long: a 30-line cell printing. */
+class PythonRunner implements TurnRunner {
+  async runTurn(req: TurnRequest): Promise<TurnResult> {
+    const code = req.prompt === 'py-fail' ? HOSTILE_CODE : LONG_CODE;
+    req.onEvent({ type: 'tool_start', call_id: 'p1', tool: 'run_python', input: { code } });
+    if (req.prompt === 'py-fail') req.onEvent({ type: 'tool_end', call_id: 'p1', tool: 'run_python', ok: false, error: `${TRACEBACK} (ERR_PYTHON_EXCEPTION)`, duration_ms: 12 });
+    else {
+      const output = JSON.stringify({ stdout: 'x29 = 58\n', stderr: '', truncated: false, files: [], new_interpreter: false, duration_ms: 3 });
+      req.onEvent({ type: 'tool_end', call_id: 'p1', tool: 'run_python', ok: true, output, duration_ms: 3 });
+    }
+    req.onEvent({ type: 'text_delta', text: 'Done.' });
+    return { stop_reason: 'end_turn' };
+  }
+}
+
+const why = browserUnavailable();
+if (why) t.plan(0, why);
+else {
+  t.test('run_python card: code, traceback, folding, escaping, after reload', async (t) => {
+    const app = await startTestApp(t, { services: { chat: { runner: new PythonRunner() } } });
+    await addUser(app.database, 'pia', PASSWORD);
+    const page = await (await launch(t)).newPage();
+    await page.goto(app.url + '/#/login');
+    await page.fill('#username', 'pia');
+    await page.fill('#password', PASSWORD);
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#prompt');
+    const ask = async (text: string, n: number) => {
+      await page.fill('#prompt', text);
+      await page.keyboard.press('Enter');
+      await page.waitForFunction((k) => document.querySelectorAll('.msg.assistant[data-done]').length === k, n, { timeout: 15_000 });
+    };
+    /** What the cards show, in order. */
+    const cards = () =>
+      page.$$eval('.py', (els) =>
+        els.map((el) => {
+          const pre = el.querySelector('.py-code pre') as HTMLElement;
+          return {
+            code: pre.textContent,
+            open: (el.querySelector('.py-code') as HTMLDetailsElement).open,
+            visible: pre.getBoundingClientRect().height > 0,
+            font: getComputedStyle(pre).fontFamily,
+            traceback: el.querySelector('.py-traceback')?.textContent ?? null,
+            stdout: el.querySelector('.py-stdout')?.textContent ?? null,
+            injected: el.querySelectorAll('img').length,
+          };
+        }),
+      );
+    const check = async (when: string) => {
+      const [fail, long] = await cards();
+      t.equal(fail?.code, HOSTILE_CODE, `${when}: the failed cell's code, as text`);
+      t.ok(fail?.open && fail.visible, `${when}: a short cell is shown open`);
+      t.match(fail?.font, /mono|Menlo|Consolas/i, `${when}: monospace`);
+      t.equal(fail?.traceback, TRACEBACK, `${when}: the traceback without its code`);
+      t.equal(fail?.injected, 0, `${when}: markup in code and traceback stays text`);
+      t.notOk(fail?.traceback?.includes('ERR_'), `${when}: no bare error code in the traceback`);
+      t.equal(long?.code, LONG_CODE, `${when}: the long cell's code`);
+      t.notOk(long?.open, `${when}: a 30-line cell starts folded`);
+      t.equal(long?.traceback, null, `${when}: no traceback on success`);
+      t.equal(long?.stdout, 'x29 = 58\n', `${when}: the printed output`);
+      t.equal(await page.evaluate(() => (window as { __pwned?: unknown }).__pwned), undefined, `${when}: no script ran`);
+      t.match(await page.textContent('.tool-error'), /traceback is shown with the code/, `${when}: the sentence names the traceback`);
+    };
+    await ask('py-fail', 1);
+    await ask('py-long', 2);
+    await check('live');
+    const longSummary = (await page.$$('.py-code summary'))[1];
+    await longSummary?.click();
+    t.ok(await page.$$eval('.py-code', (els) => (els[1] as HTMLDetailsElement).open), 'a click unfolds the long cell');
+    t.same(await axeProblems(page), [], 'axe: no violations on the cards');
+    await page.reload();
+    await page.waitForFunction(() => document.querySelectorAll('.py').length === 2, undefined, { timeout: 15_000 });
+    await check('after reload');
+  });
+}
