@@ -3,6 +3,7 @@ import { isAppError } from '../core/errors.js';
 import { boundToolResult, closeToolCalls, estimateTokens, fitToBudget, MAX_TURN_ITEMS, type TurnUsage } from '../core/transcript.js';
 import type { ToolHost } from './mcp.js';
 import type { Message, ModelAdapter, ToolCall } from './types.js';
+import { DELTA_WINDOW_MS, DeltaBatcher } from './delta-batch.js';
 
 export interface TurnOutcome {
   stop_reason: StopReason;
@@ -21,6 +22,8 @@ export interface AgentOptions {
   toolTimeoutMs: number;
   /** The model's context budget in tokens (core/transcript.ts estimateTokens): older whole turns are left out past it. */
   contextTokens: number;
+  /** Streamed text coalesces for this long after a delta went out (agent/delta-batch.ts); 0 sends every chunk. */
+  deltaWindowMs?: number;
 }
 
 /**
@@ -51,7 +54,9 @@ export class Agent {
     return ctx.base === undefined || ctx.base === this.head;
   }
 
-  async runTurn(turnId: string, prompt: string, emit: (e: AgentEvent) => void, signal: AbortSignal): Promise<TurnOutcome> {
+  async runTurn(turnId: string, prompt: string, emitEach: (e: AgentEvent) => void, signal: AbortSignal): Promise<TurnOutcome> {
+    const batch = new DeltaBatcher(emitEach, this.opts.deltaWindowMs ?? DELTA_WINDOW_MS);
+    const emit = (e: AgentEvent) => batch.event(e);
     const start = this.history.length;
     this.history.push({ role: 'user', content: prompt });
     const usage: TurnUsage = { input_tokens: 0, output_tokens: 0 };
@@ -76,6 +81,8 @@ export class Agent {
       else if (isAppError(err)) out = { stop_reason: 'error', error: { code: err.code, message: err.message } };
       else out = { stop_reason: 'error', error: { code: 'ERR_AGENT_INTERNAL', message: 'the agent failed' } };
     }
+    // The turn's last text goes out before its end.
+    batch.flush();
     if (out.stop_reason === 'cancelled' && !signal.aborted) out = { stop_reason: 'cancelled' };
     this.closeOpenCalls(start, out.stop_reason === 'cancelled' ? 'cancelled by the user' : 'not run: the turn ended');
     if (out.stop_reason === 'cancelled' || out.stop_reason === 'error') {
