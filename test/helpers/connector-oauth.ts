@@ -48,6 +48,8 @@ export async function startOAuthRig(t: { teardown(fn: () => unknown): void }, o:
   t.teardown(() => tickets.close());
   const settings: OAuthConnectorSettings = { id: 'tickets', label: 'Acme Tickets', url: tickets.url, clientId: CLIENT_ID, clientSecret: new Secret(CLIENT_SECRET) };
   registry.push(settings);
+  // The registry's row too: a user's grant references its connector (migration 060).
+  await app.database.sql.insertInto('connectors').values({ id: settings.id, label: settings.label, url: settings.url, auth_kind: 'oauth', oauth_client_id: CLIENT_ID }).execute();
   return { app, origin, tickets, settings, lookup, close: () => tickets.close() };
 }
 
