@@ -108,7 +108,7 @@ const inParallelDir = (f: string) => PARALLEL_DIRS.some((d) => norm(f).startsWit
  * the default engine when it has runsc registered as docs/security.md says. Without one the
  * pass is skipped with the reason, except under CI=true, where that is a failure.
  */
-const RUNSC_FILES = ['sandbox', 'sandbox-isolation', 'sandbox-lifecycle', 'chat-e2e', 'chat-e2e-sandbox-lost', 'hostile-proxy', 'workspace', 'workspace-quota', 'runtime-select', 'adopt-cli', 'run-python'].map(
+const RUNSC_FILES = ['sandbox', 'sandbox-isolation', 'sandbox-lifecycle', 'chat-e2e', 'chat-e2e-sandbox-lost', 'hostile-proxy', 'workspace', 'workspace-quota', 'runtime-select', 'adopt-cli', 'run-python', 'connectors-e2e'].map(
   (name) => `${TEST_DIR}docker/${name}${EXT}`,
 );
 
