@@ -77,9 +77,12 @@ export function unmountUnderSandboxes(dir: string): void {
   for (const m of mounts.sort((a, b) => b.length - a.length)) spawnSync('umount', ['-l', m]);
 }
 
-export async function run(): Promise<BenchResult | { skipped: string }> {
-  if (process.getuid?.() !== 0) return { skipped: 'needs root (reads other users’ /proc/<pid>/smaps_rollup)' };
-  const n = Number(process.env.AIRLOCK_BENCH_DENSITY_N ?? 50);
+/**
+ * The local engine with the bench's sandbox image built, a data folder and an owner label for
+ * what the bench starts, or why it cannot run (root to read other users' smaps; an engine).
+ */
+export async function sandboxBench(why: string, prefix: string): Promise<{ docker: ReturnType<typeof createDocker>; dir: string; owner: string } | { skipped: string }> {
+  if (process.getuid?.() !== 0) return { skipped: `needs root (${why})` };
   const docker = createDocker({ docker: { socketPath: '/var/run/docker.sock', image: TAG } });
   try {
     await docker.ping();
@@ -87,8 +90,14 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
     return { skipped: `no Docker engine: ${(err as Error).message}` };
   }
   await buildSandboxImage({ docker, tag: TAG, root: ROOT, log: silentLogger(), node: NODE_RUNTIME });
-  const dir = mkdtempSync(join(tmpdir(), 'airlock-bench-density-'));
-  const owner = `airlock-bench-${randomUUID().slice(0, 8)}`;
+  return { docker, dir: mkdtempSync(join(tmpdir(), `airlock-bench-${prefix}-`)), owner: `airlock-bench-${randomUUID().slice(0, 8)}` };
+}
+
+export async function run(): Promise<BenchResult | { skipped: string }> {
+  const n = Number(process.env.AIRLOCK_BENCH_DENSITY_N ?? 50);
+  const bench = await sandboxBench('reads other users’ /proc/<pid>/smaps_rollup', 'density');
+  if ('skipped' in bench) return bench;
+  const { docker, dir, owner } = bench;
   const cfg = loadConfig({ AIRLOCK_DATA_DIR: dir, AIRLOCK_IMAGE: TAG, AIRLOCK_POOL_SIZE: '0', AIRLOCK_MAX_SESSIONS: String(n + 5), AIRLOCK_SESSION_IDLE_S: '86400' });
   const m = new SessionManager({ config: cfg, docker, log: silentLogger(), owner });
   const signal = new AbortController().signal;

@@ -8,34 +8,24 @@
  *
  * AIRLOCK_BENCH_IDLE_N sets N (default 10). Needs root (the pool, other users' smaps_rollup).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
-import { join, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { rmSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { randomUUID } from 'node:crypto';
-import { createDocker, buildSandboxImage, SessionManager, NODE_RUNTIME } from '../daemon/runtime/index.js';
+import { SessionManager, NODE_RUNTIME } from '../daemon/runtime/index.js';
 import { sandboxUsage } from '../daemon/runtime/cgroup-stats.js';
 import { loadConfig, silentLogger } from '../core/index.js';
 import { nowMs, round, stats, type BenchResult } from './lib.js';
 import { removeOwned } from './rig.js';
-import { unmountUnderSandboxes } from './density.bench.js';
+import { sandboxBench, unmountUnderSandboxes } from './density.bench.js';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const TAG = 'airlock/sandbox:bench';
 const MIB = 2 ** 20;
 
 export async function run(): Promise<BenchResult | { skipped: string }> {
-  if (process.getuid?.() !== 0) return { skipped: 'needs root (the pool; reads other users’ /proc/<pid>/smaps_rollup)' };
   const n = Number(process.env.AIRLOCK_BENCH_IDLE_N ?? 10);
-  const docker = createDocker({ docker: { socketPath: '/var/run/docker.sock', image: TAG } });
-  try {
-    await docker.ping();
-  } catch (err) {
-    return { skipped: `no Docker engine: ${(err as Error).message}` };
-  }
-  await buildSandboxImage({ docker, tag: TAG, root: ROOT, log: silentLogger(), node: NODE_RUNTIME });
-  const dir = mkdtempSync(join(tmpdir(), 'airlock-bench-idle-'));
-  const owner = `airlock-bench-${randomUUID().slice(0, 8)}`;
+  const bench = await sandboxBench('the pool; reads other users’ /proc/<pid>/smaps_rollup', 'idle');
+  if ('skipped' in bench) return bench;
+  const { docker, dir, owner } = bench;
   const cfg = loadConfig({ AIRLOCK_DATA_DIR: dir, AIRLOCK_IMAGE: TAG, AIRLOCK_POOL_SIZE: '2', AIRLOCK_MAX_SESSIONS: String(n + 5), AIRLOCK_SESSION_IDLE_S: '120' });
   // The bench's clock: the real time plus what it skipped, so the release needs no two-minute wait.
   let skipped = 0;
