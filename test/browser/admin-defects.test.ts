@@ -13,6 +13,12 @@ const setup = adminRig;
 const open = openAdmin;
 
 const text = async (page: Page, sel: string) => (await page.textContent(sel)) ?? '';
+/**
+ * Focus moves to its new place in the render after the list changed, which can come a moment after
+ * the row is gone: wait (bounded) for it to leave <body>, then read where it is. A page that drops
+ * focus on <body> still fails the assertion that follows.
+ */
+const focusSettled = (page: Page) => page.waitForFunction(() => document.activeElement !== document.body, undefined, { timeout: 5_000 }).catch(() => undefined);
 const activeId = (page: Page) => page.evaluate(() => (document.activeElement === document.body ? 'BODY' : document.activeElement?.id || document.activeElement?.getAttribute('aria-label') || document.activeElement?.tagName));
 
 const why = browserUnavailable();
@@ -248,6 +254,7 @@ else {
       await page.focus('button[aria-label="Delete role kb_role"]');
       await page.keyboard.press('Enter');
       await page.waitForFunction(() => !/kb_role/.test(document.querySelector('#roles-table')?.textContent ?? 'kb_role'));
+      await focusSettled(page);
       const after = await activeId(page);
       t.not(after, 'BODY', `after deleting with the keyboard focus is on ${after}`);
       t.ok(await page.evaluate(() => !!document.activeElement?.closest('.admin')), 'inside the page');
@@ -266,6 +273,7 @@ else {
       await page.focus('button[aria-label="Delete team Kb Team"]');
       await page.keyboard.press('Enter');
       await page.waitForFunction(() => /No teams yet/.test(document.querySelector('#teams-table')?.textContent ?? ''));
+      await focusSettled(page);
       t.not(await activeId(page), 'BODY', 'after deleting the last team: not the body');
     });
   }
