@@ -196,6 +196,8 @@ export interface TurnAudit {
     id: string;
     call_id: string | null;
     recipients: string[];
+    /** The recipients by header; absent for sends held before they were kept apart. */
+    fields?: { to: string[]; cc: string[]; bcc: string[] };
     asked: string[];
     subject: string;
     attachments: { name: string; size: number }[];

@@ -5,6 +5,13 @@
  * these fields. Who it goes to, its subject and attachment names — never its body. Types only, no
  * imports: the chat page's bundle reads it.
  */
+/** A message's recipients by header: lower-cased, in header order, each once per header. */
+export interface RecipientFields {
+  to: string[];
+  cc: string[];
+  bcc: string[];
+}
+
 export interface ApprovalRequest {
   /** What is held: a mail send. Absent on requests made before connectors had approvals: a mail send too. */
   kind?: 'mail';
@@ -12,6 +19,8 @@ export interface ApprovalRequest {
   /** The running send_email call the send is bound to (core/turn-calls.ts); null only in histories from before the binding. */
   call_id: string | null;
   recipients: string[];
+  /** Each recipient under the header that named it; absent for sends held before it was kept. */
+  fields?: RecipientFields;
   /** The recipients the approval is about (outside the always-allowed domains). */
   ask: string[];
   subject: string;

@@ -280,11 +280,13 @@ export function summarise(raw: Buffer, o: { headOnly?: boolean } = {}): MailSumm
   const seen = new Set<string>();
   const recipients: string[] = [];
   const counts = { to: 0, cc: 0, bcc: 0 };
+  const fields: { to: string[]; cc: string[]; bcc: string[] } = { to: [], cc: [], bcc: [] };
   for (const kind of RECIPIENT_HEADERS) {
     const values = h.all.get(kind);
     if (!values) continue;
     for (const a of readAddressList(kind, values[0])) {
       counts[kind]++;
+      if (!fields[kind].includes(a)) fields[kind].push(a);
       if (!seen.has(a)) {
         seen.add(a);
         recipients.push(a);
@@ -300,7 +302,7 @@ export function summarise(raw: Buffer, o: { headOnly?: boolean } = {}): MailSumm
     : '';
   const attachments: MailAttachment[] = [];
   if (!o.headOnly) walk(raw, bodyStart, raw.length, 0, attachments, { parts: 0 }, h);
-  return { recipients, ...counts, subject, attachments, bytes: raw.length };
+  return { recipients, ...counts, fields, subject, attachments, bytes: raw.length };
 }
 
 /**

@@ -27,6 +27,8 @@ export interface MailSummary {
   to: number;
   cc: number;
   bcc: number;
+  /** The recipients by header (To, Cc, Bcc), each once per header: what the card and the audit show apart. */
+  fields?: { to: string[]; cc: string[]; bcc: string[] };
   subject: string;
   attachments: { name: string; size: number }[];
   /** Size of the decoded message in bytes. */
@@ -37,6 +39,7 @@ export const MailSummarySchema: z.ZodType<MailSummary> = z.object({
   to: z.number().int(),
   cc: z.number().int(),
   bcc: z.number().int(),
+  fields: z.object({ to: z.array(z.string()).max(1000), cc: z.array(z.string()).max(1000), bcc: z.array(z.string()).max(1000) }).optional(),
   subject: z.string().max(1000),
   attachments: z.array(z.object({ name: z.string().max(300), size: z.number().int() })).max(200),
   bytes: z.number().int(),

@@ -5,6 +5,7 @@
  */
 import type { Config } from '../core/index.js';
 import type { MailPolicy, MailSummary, ProxyDecisionRecord } from '../core/sandbox-protocol.js';
+import type { RecipientFields } from '../core/approval-request.js';
 import { nowIso, type Row, type Sql } from './db/index.js';
 import { agentPoliciesApplyingTo } from './identity/agent-policy.js';
 import { serverMailPolicy } from './mail-server-policy.js';
@@ -60,6 +61,18 @@ export interface NewHold {
   code?: string | null;
 }
 
+/** A hold's recipients by header, as stored (migration 065); undefined for older rows or anything unreadable. */
+export function recipientFields(json: string | null): RecipientFields | undefined {
+  if (!json) return undefined;
+  try {
+    const v = JSON.parse(json) as Record<string, unknown>;
+    const strs = (x: unknown) => (Array.isArray(x) ? x.filter((a): a is string => typeof a === 'string') : []);
+    return v && typeof v === 'object' ? { to: strs(v.to), cc: strs(v.cc), bcc: strs(v.bcc) } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Record a held send (decided at once, or `pending` while the user is asked). */
 export async function insertHold(db: Sql, h: NewHold): Promise<void> {
   await db
@@ -73,6 +86,7 @@ export async function insertHold(db: Sql, h: NewHold): Promise<void> {
       call_id: h.callId,
       verdict: h.verdict,
       recipients: JSON.stringify(h.summary.recipients),
+      recipient_fields: h.summary.fields ? JSON.stringify(h.summary.fields) : null,
       asked: JSON.stringify(h.asked),
       subject: h.summary.subject,
       attachments: JSON.stringify(h.summary.attachments),

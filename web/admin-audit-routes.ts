@@ -1,7 +1,7 @@
 import type { Router } from 'express';
 import { AppError } from '../core/index.js';
 import * as store from '../domain/chat/store.js';
-import { turnAudit } from '../domain/mail.js';
+import { recipientFields, turnAudit } from '../domain/mail.js';
 import { feedbackOnTurn } from '../domain/chat/feedback.js';
 import { asyncHandler, type WebContext } from './context.js';
 import { superuserRouter } from './route-kit.js';
@@ -63,6 +63,7 @@ export function adminAuditRoutes(ctx: WebContext): Router {
           id: h.id,
           call_id: h.call_id,
           recipients: JSON.parse(h.recipients) as string[],
+          ...(recipientFields(h.recipient_fields) ? { fields: recipientFields(h.recipient_fields) } : {}),
           asked: JSON.parse(h.asked) as string[],
           subject: h.subject,
           attachments: JSON.parse(h.attachments) as { name: string; size: number }[],

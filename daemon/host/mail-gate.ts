@@ -150,6 +150,7 @@ export class MailGate implements SandboxAuditor, ApprovalDecider {
           approval_id: h.hold_id,
           call_id: h.call_id,
           recipients: h.summary.recipients,
+          ...(h.summary.fields ? { fields: h.summary.fields } : {}),
           ask: asked,
           subject: h.summary.subject,
           attachments: h.summary.attachments,

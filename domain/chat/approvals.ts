@@ -1,5 +1,6 @@
 import type { StoredApproval } from '../../core/chat-history.js';
 import type { Sql } from '../db/index.js';
+import { recipientFields } from '../mail.js';
 
 /** States of a held send the user was asked about (a `pending` one whose turn ended was refused with it). */
 const ASKED_STATES = ['pending', 'approved', 'denied', 'timed_out'] as const;
@@ -23,7 +24,7 @@ export async function turnApprovals(db: Sql, sessionId: string, turnIds: readonl
   if (!turnIds.length) return out;
   const rows = await db
     .selectFrom('mail_holds')
-    .select(['id', 'turn_id', 'call_id', 'recipients', 'asked', 'subject', 'attachments', 'state', 'scope', 'created_at', 'decided_at'])
+    .select(['id', 'turn_id', 'call_id', 'recipients', 'recipient_fields', 'asked', 'subject', 'attachments', 'state', 'scope', 'created_at', 'decided_at'])
     .where('session_id', '=', sessionId)
     .where('turn_id', 'in', turnIds)
     .where('state', 'in', ASKED_STATES)
@@ -43,6 +44,7 @@ export async function turnApprovals(db: Sql, sessionId: string, turnIds: readonl
       approval_id: r.id,
       call_id: r.call_id,
       recipients: list(r.recipients),
+      ...(recipientFields(r.recipient_fields) ? { fields: recipientFields(r.recipient_fields) } : {}),
       ask: asked,
       subject: r.subject,
       attachments,

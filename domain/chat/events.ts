@@ -62,6 +62,7 @@ export function daemonEvent(e: DaemonEvent, seq: number): ChatEvent | undefined 
       approval_id: e.approval_id,
       call_id: e.call_id,
       recipients: strs(e.recipients),
+      ...(e.fields ? { fields: { to: strs(e.fields.to), cc: strs(e.fields.cc), bcc: strs(e.fields.bcc) } } : {}),
       ask: strs(e.ask),
       subject: String(e.subject).slice(0, 998),
       attachments: e.attachments.slice(0, 200).map((a) => ({ name: String(a.name).slice(0, 255), size: Number(a.size) || 0 })),
@@ -75,7 +76,18 @@ export function daemonEvent(e: DaemonEvent, seq: number): ChatEvent | undefined 
 
 /** A stored approval as the events it emitted: the request (without the body it never had) and its decision. */
 function approvalEvents(out: ChatEvent[], a: StoredApproval): void {
-  out.push({ type: 'approval_request', seq: out.length + 1, approval_id: a.approval_id, call_id: a.call_id, recipients: a.recipients, ask: a.ask, subject: a.subject, attachments: a.attachments, expires_at: a.decided_at ?? a.created_at });
+  out.push({
+    type: 'approval_request',
+    seq: out.length + 1,
+    approval_id: a.approval_id,
+    call_id: a.call_id,
+    recipients: a.recipients,
+    ...(a.fields ? { fields: a.fields } : {}),
+    ask: a.ask,
+    subject: a.subject,
+    attachments: a.attachments,
+    expires_at: a.decided_at ?? a.created_at,
+  });
   if (a.state !== 'pending') out.push({ type: 'approval_result', seq: out.length + 1, approval_id: a.approval_id, decision: a.state, ...(a.scope ? { scope: a.scope } : {}) });
 }
 

@@ -17,6 +17,8 @@ export interface MailHoldsTable {
   verdict: 'allow' | 'ask';
   /** JSON list of every recipient; `asked`: the ones outside the allowed domains. */
   recipients: string;
+  /** JSON { to, cc, bcc }: the recipients by header (migration 065; null for older rows). */
+  recipient_fields: string | null;
   asked: string;
   subject: string;
   /** JSON list of { name, size }. */

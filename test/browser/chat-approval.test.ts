@@ -76,6 +76,10 @@ else {
     t.match(await text(page, '.approval .approval-state'), /^Approved/, 'after a reload the card shows the decision');
     t.equal(await text(page, '.approval h3'), 'E-mail approved', 'decided: the heading says what became of it, not "held"');
     t.equal(await text(page, '.approval dd.subject'), 'Quarterly revenue');
+    // To, Cc and Bcc stay apart after the reload (kept with the hold, issue 41), not one list.
+    t.equal(await text(page, '.approval dd.to'), 'ext@partner.example', 'after a reload: To');
+    t.equal(await text(page, '.approval dd.cc'), 'colleague@corp.example', 'after a reload: Cc');
+    t.equal(await text(page, '.approval dd.bcc'), 'audit@corp.example', 'after a reload: Bcc');
     t.match(await text(page, '.approval dd.attachments'), /quarterly-revenue-eur\.png/);
     t.notOk((await page.textContent('body'))?.includes('1.42 M EUR'), 'never the body after the decision');
     t.same(await axeProblems(page), [], 'axe: the decided card');

@@ -12,7 +12,7 @@
  */
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
-import { tempDir } from '../helpers/app.js';
+import { addUser, tempDir } from '../helpers/app.js';
 import { streamTurn } from '../helpers/chat.js';
 import { BODY, loginAs, PNG, startMailRig } from '../helpers/mail-rig.js';
 
@@ -78,6 +78,7 @@ t.test('the owner sees From, To, Cc, Bcc, Subject, the body and the chart while 
     state: 'approved',
     scope: 'once',
   });
+  t.same(a[0].fields, { to: ['ext@partner.example'], cc: ['colleague@corp.example'], bcc: ['audit@corp.example'] }, 'To, Cc and Bcc kept apart (issue 41)');
   t.same(a[0].attachments, [{ name: 'quarterly-revenue-eur-2026.png', size: PNG.length }]);
   t.notOk(JSON.stringify(h.body).includes(BODY), 'never the body');
   const ev = await ann2.request('GET', `/api/chat/sessions/${sid}/turns/${h.body.turns[0].turn_id}/events`);
@@ -91,6 +92,15 @@ t.test('the owner sees From, To, Cc, Bcc, Subject, the body and the chart while 
     'the replayed events: the approval after the call that sent it, then its decision',
   );
   t.match(events[2], { approval_id: seen.request.approval_id, decision: 'approved', scope: 'once' });
+  t.same(events[1].fields, a[0].fields, 'the replayed request keeps them apart too');
+  t.same(seen.request.fields, a[0].fields, 'as the live request had them');
+  // The admin's turn audit shows them apart as well.
+  await addUser(again.app.database, 'audit-root', 'audit-root-password', { superuser: true });
+  const admin = again.app.client();
+  t.equal((await admin.login('audit-root', 'audit-root-password')).status, 200);
+  const audit = await admin.json('GET', `/api/admin/turns/${h.body.turns[0].turn_id}`);
+  t.equal(audit.status, 200);
+  t.same(audit.body.mail_holds[0].fields, a[0].fields, 'the turn audit keeps To, Cc and Bcc apart');
   const gone = await ann2.json('GET', `${seen.base}/preview`);
   t.equal(gone.status, 410, 'after a restart, still gone');
   const rows = await again.app.database.sql.selectFrom('mail_holds').selectAll().execute();

@@ -88,7 +88,15 @@ function Fields({ p, preview, sessionId }: { p: ApprovalPart; preview: ApprovalP
           ['Bcc', preview.bcc],
         ] as [string, string[]][]
       ).filter(([k, v]) => v.length || k === 'To')
-    : [['To', p.recipients]];
+    : p.fields
+      ? (
+          [
+            ['To', p.fields.to],
+            ['Cc', p.fields.cc],
+            ['Bcc', p.fields.bcc],
+          ] as [string, string[]][]
+        ).filter(([k, v]) => v.length || k === 'To')
+      : [['To', p.recipients]];
   return (
     <dl>
       {rows.map(([k, v]) => (

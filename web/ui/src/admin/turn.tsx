@@ -31,9 +31,23 @@ const REQ_COLS: Column<AuditedRequest>[] = [
 ];
 
 type Hold = TurnAudit['mail_holds'][number];
+/** To, Cc and Bcc apart when the hold kept them (older holds: one list). */
+function recipientsText(h: Hold): string {
+  if (!h.fields) return h.recipients.join(', ');
+  return (
+    [
+      ['To', h.fields.to],
+      ['Cc', h.fields.cc],
+      ['Bcc', h.fields.bcc],
+    ] as const
+  )
+    .filter(([, v]) => v.length)
+    .map(([k, v]) => `${k}: ${v.join(', ')}`)
+    .join(' · ');
+}
 const HOLD_COLS: Column<Hold>[] = [
   { title: 'When', render: (h) => fmtTime(h.at) },
-  { title: 'To', render: (h) => <Clip text={h.recipients.join(', ')} /> },
+  { title: 'Recipients', render: (h) => <Clip text={recipientsText(h)} /> },
   { title: 'Subject', render: (h) => <Clip text={h.subject} /> },
   { title: 'Attachments', render: (h) => h.attachments.map((a) => a.name).join(', ') },
   { title: 'Outcome', render: (h) => <span class={`badge ${h.state === 'sent' || h.state === 'approved' ? 'info' : 'warning'}`}>{h.scope ? `${h.state} (${h.scope})` : h.state}</span> },
