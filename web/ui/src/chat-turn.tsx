@@ -61,19 +61,9 @@ export function fromStored(t: StoredTurn): ViewTurn {
   // Each held send after the call that sent it (its body is never stored: docs/chat.md#approvals).
   for (const a of t.approvals ?? []) {
     const at = parts.findIndex((p) => p.kind === 'tool' && p.call_id === a.call_id);
-    const part: Part = {
-      kind: 'approval',
-      approval_id: a.approval_id,
-      call_id: a.call_id,
-      recipients: a.recipients,
-      ...(a.fields ? { fields: a.fields } : {}),
-      ask: a.ask,
-      subject: a.subject,
-      attachments: a.attachments,
-      expires_at: a.decided_at ?? a.created_at,
-      state: a.state,
-      scope: a.scope,
-    };
+    // The stored request as it was asked (recipients by header when kept), with where it stands.
+    const { state, scope, created_at, decided_at, ...request } = a;
+    const part: Part = { ...request, kind: 'approval', expires_at: decided_at ?? created_at, state, scope };
     parts.splice(at >= 0 ? at + 1 : parts.length, 0, part);
   }
   if (t.text) parts.push({ kind: 'text', text: t.text });
