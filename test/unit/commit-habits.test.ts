@@ -8,8 +8,9 @@ import { repoRoot } from '../helpers/source-tree.js';
  * The commit habits of CONTRIBUTING.md, checked on the history since they were adopted
  * (HABITS_SINCE, the last commit before them): a subject of at most 72 characters, and a body that
  * says why (a merge's subject says what came in; its body is welcome, not required). A checkout
- * without its history (a tarball, a shallow clone missing HABITS_SINCE) skips with the reason;
- * under CI=true, which clones the whole repository, that is a failure.
+ * without its history (a tarball, a shallow clone missing HABITS_SINCE) skips with the reason,
+ * also under CI=true: a CI that checks out one commit has no history to judge, and that says
+ * nothing about the code under test.
  */
 const HABITS_SINCE = 'e657b87';
 const MAX_SUBJECT = 72;
@@ -24,11 +25,8 @@ function git(args: string[]): string | null {
 
 const why = !existsSync(join(repoRoot(), '.git')) ? 'no .git: a checkout without its history' : git(['cat-file', '-e', `${HABITS_SINCE}^{commit}`]) === null ? `the history does not reach ${HABITS_SINCE} (a shallow clone?)` : null;
 
-if (why && process.env.CI === 'true') {
-  t.fail(`commit habits cannot be checked under CI=true: ${why}`);
-} else if (why) {
-  t.comment(`skipped: ${why}`);
-  t.pass('skipped: no history to check');
+if (why) {
+  t.test('commit habits', { skip: `no history to check: ${why}` }, () => undefined);
 } else {
   t.test('every commit since the habits: subject ≤ 72 characters, a body saying why', async (t) => {
     const log = git(['log', '--format=%H%x1f%P%x1f%s%x1f%b%x1e', `${HABITS_SINCE}..HEAD`]) ?? '';
