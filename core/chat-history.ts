@@ -1,6 +1,6 @@
 import type { StopReason } from './sandbox-protocol.js';
 import type { TurnUsage } from './transcript.js';
-import type { ApprovalRequest, ApprovalScope, ApprovalState } from './approval-request.js';
+import type { ApprovalRequest, ApprovalScope, ApprovalState, ConnectorApprovalRequest } from './approval-request.js';
 
 /**
  * A chat's stored history as the store returns it and the chat API sends it
@@ -48,6 +48,17 @@ export interface StoredApproval extends ApprovalRequest {
   decided_at: string | null;
 }
 
+/**
+ * A connector call of the turn held for the user's approval, and its decision (from
+ * `connector_approvals`; docs/connectors.md "Approval binding"): the connector, the tool and the
+ * exact arguments, as the card showed them.
+ */
+export interface StoredConnectorApproval extends ConnectorApprovalRequest {
+  state: ApprovalState;
+  created_at: string;
+  decided_at: string | null;
+}
+
 export interface StoredTurn {
   turn_id: string;
   prompt: string;
@@ -68,5 +79,5 @@ export interface StoredTurn {
   /** Tokens its model calls used, as the provider reported them. */
   usage?: TurnUsage;
   /** Its mail sends held for approval, with their decisions, oldest first (absent: none). */
-  approvals?: StoredApproval[];
+  approvals?: (StoredApproval | StoredConnectorApproval)[];
 }

@@ -5,13 +5,15 @@
  * the running turn, and the chat's Approve / Deny (POST …/approvals/:id, the same route as a mail
  * send's) settles it, as does the timeout or the turn's end. One approval is bound to one tool
  * call: a second tools/call under an approved call id is refused without a card, and with
- * ERR_CONNECTOR_APPROVAL_MISMATCH when its arguments differ.
+ * ERR_CONNECTOR_APPROVAL_MISMATCH when its arguments differ. Each held call is kept with its turn
+ * (connector_approvals: the request, then the decision), so the chat shows the card after a reload.
  */
 import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import { AppError, type Logger } from '../../core/index.js';
 import type { ApprovalDecider, ApprovalDecision, DaemonEvent } from '../../core/sandbox-protocol.js';
 import { logAction } from '../../domain/action-log.js';
+import { decideConnectorAsk, recordConnectorAsk } from '../../domain/chat/approvals.js';
 import type { Sql } from '../../domain/db/index.js';
 import type { ConnectorApprover } from './connector-gateway.js';
 
@@ -50,6 +52,13 @@ export class ConnectorApprovals implements ApprovalDecider {
     }
     if (!turn?.onDaemonEvent || turn.turnId !== a.turnId || turn.userId !== a.userId || turn.signal.aborted) return { allow: false, message: 'only a call made during a chat turn can be approved' };
     const id = randomUUID();
+    // Kept with the turn first (the card after a reload): a call that cannot be kept is not asked about.
+    try {
+      await recordConnectorAsk(this.o.db, { id, sessionId: turn.sessionId, turnId: turn.turnId, callId: a.callId, userId: turn.userId, connector: a.connector, tool: a.tool, arguments: a.arguments });
+    } catch (err) {
+      this.o.log.error({ err: (err as Error).message }, 'connector approval not kept');
+      return { allow: false, message: 'the approval could not be kept; try again' };
+    }
     const timeoutMs = this.o.timeoutMs ?? CONNECTOR_APPROVAL_TIMEOUT_MS;
     const emit = (e: DaemonEvent) => {
       try {
@@ -80,6 +89,7 @@ export class ConnectorApprovals implements ApprovalDecider {
       m.set(a.callId, structuredClone(a.arguments));
       this.#used.set(a.sessionId, m);
     }
+    await decideConnectorAsk(this.o.db, id, decision).catch((err: unknown) => this.o.log.error({ err: (err as Error).message }, 'connector approval decision not kept'));
     await logAction(this.o.db, {
       event: `connector.call_${decision}`,
       actorId: a.userId,

@@ -5,7 +5,7 @@
  * turn read back after it left memory).
  */
 import type { AgentEvent, ChatEvent, DaemonEvent } from '../../core/index.js';
-import type { StoredApproval, StoredTurn } from '../../core/chat-history.js';
+import type { StoredApproval, StoredConnectorApproval, StoredTurn } from '../../core/chat-history.js';
 
 /** Largest text_delta passed on; a sandbox is not trusted to keep lines small. */
 const MAX_DELTA_CHARS = 64 * 1024;
@@ -74,8 +74,14 @@ export function daemonEvent(e: DaemonEvent, seq: number): ChatEvent | undefined 
   return undefined;
 }
 
-/** A stored approval as the events it emitted: the request (without the body it never had) and its decision. */
-function approvalEvents(out: ChatEvent[], a: StoredApproval): void {
+/** A stored approval as the events it emitted: the request (a send without the body it never had) and its decision. */
+function approvalEvents(out: ChatEvent[], a: StoredApproval | StoredConnectorApproval): void {
+  if (a.kind === 'connector') {
+    const { state, created_at, decided_at, ...request } = a;
+    out.push({ type: 'approval_request', seq: out.length + 1, ...request, expires_at: decided_at ?? created_at });
+    if (state !== 'pending') out.push({ type: 'approval_result', seq: out.length + 1, approval_id: a.approval_id, decision: state });
+    return;
+  }
   out.push({
     type: 'approval_request',
     seq: out.length + 1,

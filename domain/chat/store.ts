@@ -117,12 +117,13 @@ export async function renameSession(db: Sql, sessionId: string, title: string): 
     .execute();
 }
 
-/** Delete a session with its turns and tool calls. */
+/** Delete a session with its turns, tool calls and connector approvals. */
 export async function deleteSession(db: Sql, sessionId: string): Promise<void> {
   await inTransaction(db, async (trx) => {
     const turns = trx.selectFrom('chat_turns').select('id').where('session_id', '=', sessionId);
     await trx.deleteFrom('chat_tool_calls').where('turn_id', 'in', turns).execute();
     await trx.deleteFrom('chat_turns').where('session_id', '=', sessionId).execute();
+    await trx.deleteFrom('connector_approvals').where('session_id', '=', sessionId).execute();
     await trx.deleteFrom('chat_sessions').where('id', '=', sessionId).execute();
   });
 }
@@ -184,6 +185,7 @@ export async function dropTurn(db: Sql, turnId: string, head?: string | null): P
     if (t) await trx.updateTable('chat_turns').set({ parent_id: t.parent_id }).where('session_id', '=', t.session_id).where('parent_id', '=', turnId).execute();
     await trx.deleteFrom('chat_tool_calls').where('turn_id', '=', turnId).execute();
     await trx.deleteFrom('chat_turns').where('id', '=', turnId).execute();
+    await trx.deleteFrom('connector_approvals').where('turn_id', '=', turnId).execute();
     if (t && head !== undefined) await trx.updateTable('chat_sessions').set({ head_turn_id: head }).where('id', '=', t.session_id).where('head_turn_id', '=', turnId).execute();
   });
 }
@@ -285,7 +287,8 @@ export async function messagesOf(db: Sql, sessionId: string, ids: readonly strin
     });
     byTurn.set(c.turn_id, list);
   }
-  const approvals = await turnApprovals(db, sessionId, ids);
+  const running = new Set(turns.filter((t) => t.status === 'running').map((t) => t.id));
+  const approvals = await turnApprovals(db, sessionId, ids, running);
   return turns.map((t) => {
     const items = parseItems(t.items);
     return {

@@ -21,7 +21,7 @@ import type {
   MemoriesTable,
 } from './schema-identity.js';
 import type { MailHoldsTable, MailServerPolicyTable, MailSendLocksTable, ProxyRequestsTable, NodesTable, SandboxesTable, LeasesTable, NodeNoncesTable } from './schema-egress.js';
-import type { ConnectorTokensTable } from './schema-connector-oauth.js';
+import type { ConnectorApprovalsTable, ConnectorTokensTable } from './schema-connector-oauth.js';
 
 export type * from './schema-identity.js';
 export type * from './schema-egress.js';
@@ -271,6 +271,7 @@ export interface Schema {
   mail_server_policy: MailServerPolicyTable;
   mail_send_locks: MailSendLocksTable;
   connector_tokens: ConnectorTokensTable;
+  connector_approvals: ConnectorApprovalsTable;
 }
 
 /** What every store function takes: the database, or a transaction on it. */

@@ -4,7 +4,8 @@
  * connector client → in-sandbox proxy → egress gateway → a real MCP server (official SDK): a turn
  * calls a tool marked ask; the card shows the connector's label, the tool and the exact arguments
  * as pretty-printed JSON, markup in them shown as text (no element made from it); axe-core finds
- * no serious or critical issue; Approve runs the call with exactly those arguments.
+ * no serious or critical issue; Approve runs the call with exactly those arguments; after a reload
+ * the card is still there, decided, from the store.
  */
 import t from 'tap';
 import { startTestApp } from '../helpers/app.js';
@@ -86,5 +87,14 @@ else {
     await page.waitForSelector('.msg.assistant[data-done]');
     t.match((await page.textContent('.connector-approval .approval-state'))?.trim(), /^Approved/);
     t.same(up.calls, [{ name: 'create_ticket', args: ARGS }], 'the server got exactly the arguments shown');
+
+    // After a reload the card is still there, from the store: decided, with the same arguments.
+    await page.reload();
+    await page.waitForSelector('.connector-approval[data-state=approved]');
+    t.equal((await page.textContent('.connector-approval dd.connector'))?.trim(), 'Acme Tickets', 'after a reload: the connector');
+    t.equal(await page.textContent('.connector-approval .approval-args'), JSON.stringify(ARGS, null, 2), 'after a reload: the exact arguments');
+    t.match((await page.textContent('.connector-approval .approval-state'))?.trim(), /^Approved/, 'after a reload: the decision');
+    t.equal(await page.locator('.connector-approval .approval-actions button').count(), 0, 'a decided card has no buttons');
+    t.equal(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned ?? 0), 0, 'nothing in the stored arguments ran');
   });
 }

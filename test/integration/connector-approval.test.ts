@@ -9,7 +9,9 @@
  * deny → nothing forwarded; a second tools/call under the approved call id with other arguments is
  * refused with ERR_CONNECTOR_APPROVAL_MISMATCH and no card, the same arguments again with
  * ERR_CONNECTOR_APPROVAL_DENIED (one approval, one call); a second click says already decided;
- * another user cannot decide it. Runs on SQLite and PostgreSQL.
+ * another user cannot decide it. Each card is kept with its turn: the history and a stored turn's
+ * events carry it with its decision (a pending one on a turn that ended reads as denied), and it
+ * goes with the chat. Runs on SQLite and PostgreSQL.
  */
 import t from 'tap';
 import { startTestApp } from '../helpers/app.js';
@@ -26,6 +28,7 @@ import type { ToolOutcome } from '../../agent/mcp.js';
 import { ToolHost } from '../../agent/mcp.js';
 import { approvalDecider, ConnectorApprovals } from '../../daemon/host/connector-approvals.js';
 import { MailGate } from '../../daemon/host/mail-gate.js';
+import { recordConnectorAsk } from '../../domain/chat/approvals.js';
 
 const ARGS = { title: 'Printer on fire <script>alert("x")</script> — café', priority: 'high' };
 
@@ -125,6 +128,47 @@ t.test(`a connector tool marked ask: the card, approve, deny, changed arguments 
   t.match(outcomes[0], { ok: false, text: /did not approve/ });
   t.equal(tickets().length, 1, 'the denied call never reached the server');
 
+  // Kept with the turns (docs/connectors.md "Approval binding"): the history after a reload, and a
+  // turn's events read back from the store, carry each card with its decision.
+  const history = await bob.json('GET', `/api/chat/sessions/${r1.sessionId}/messages`);
+  t.equal(history.status, 200);
+  t.same(
+    history.body.turns.map((turn: any) => (turn.approvals ?? []).map((a: any) => [a.kind, a.approval_id, a.call_id, a.connector, a.tool, a.arguments, a.state])),
+    [
+      [['connector', cards[0].approval_id, 'call-1', { id: 'acme', label: 'Acme Tickets' }, 'create_ticket', ARGS, 'approved']],
+      [['connector', r2.events.find((e) => e.type === 'approval_request').approval_id, 'call-2', { id: 'acme', label: 'Acme Tickets' }, 'create_ticket', { title: 'Second' }, 'denied']],
+    ],
+    'each turn keeps its card, the exact arguments and the decision',
+  );
+  const replay = await bob.request('GET', `/api/chat/sessions/${r1.sessionId}/turns/${history.body.turns[0].turn_id}/events?after=0`);
+  const replayed = (await replay.text())
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
+  t.match(
+    replayed.filter((e) => e.type.startsWith('approval_')),
+    [
+      { type: 'approval_request', kind: 'connector', approval_id: cards[0].approval_id, call_id: 'call-1', connector: { id: 'acme', label: 'Acme Tickets' }, tool: 'create_ticket', arguments: ARGS },
+      { type: 'approval_result', approval_id: cards[0].approval_id, decision: 'approved' },
+    ],
+    'a stored turn replays the card and its decision',
+  );
+  // A card still pending on a turn that no longer runs (the daemon stopped while it waited) was
+  // never forwarded: it reads as denied.
+  await recordConnectorAsk(app.database.sql, {
+    id: 'cut-off-1',
+    sessionId: r1.sessionId!,
+    turnId: history.body.turns[1].turn_id,
+    callId: 'call-9',
+    userId: bobId,
+    connector: { id: 'acme', label: 'Acme Tickets' },
+    tool: 'create_ticket',
+    arguments: { title: 'Cut off' },
+  });
+  const after = await bob.json('GET', `/api/chat/sessions/${r1.sessionId}/messages`);
+  t.match(after.body.turns[1].approvals.at(-1), { approval_id: 'cut-off-1', state: 'denied', arguments: { title: 'Cut off' } });
+  t.same((await eve.json('GET', `/api/chat/sessions/${r1.sessionId}/messages`)).status, 404, 'another user cannot read them');
+
   // Outside a turn nobody can be asked: refused, not run.
   const outside = await host.call('acme__create_ticket', { title: 'No turn' }, new AbortController().signal, 30_000, 'call-3');
   t.match(outside, { ok: false, text: /did not approve/ });
@@ -138,4 +182,7 @@ t.test(`a connector tool marked ask: the card, approve, deny, changed arguments 
     logged.some((l) => String(l.data).includes('Printer')),
     'the action log never holds the arguments',
   );
+  // Deleting the chat deletes its held calls (their arguments are the chat's).
+  t.equal((await bob.request('DELETE', `/api/chat/sessions/${r1.sessionId}`)).status, 204);
+  t.same(await app.database.sql.selectFrom('connector_approvals').select('id').execute(), [], 'no held call outlives its chat');
 });

@@ -58,12 +58,18 @@ export function fromStored(t: StoredTurn): ViewTurn {
     error: c.error,
     duration_ms: c.duration_ms ?? undefined,
   }));
-  // Each held send after the call that sent it (its body is never stored: docs/chat.md#approvals).
+  // Each held send or connector call after the tool call that made it (a send's body is never
+  // stored: docs/chat.md#approvals), as it was asked, with where it stands.
   for (const a of t.approvals ?? []) {
     const at = parts.findIndex((p) => p.kind === 'tool' && p.call_id === a.call_id);
-    // The stored request as it was asked (recipients by header when kept), with where it stands.
-    const { state, scope, created_at, decided_at, ...request } = a;
-    const part: Part = { ...request, kind: 'approval', expires_at: decided_at ?? created_at, state, scope };
+    let part: Part;
+    if (a.kind === 'connector') {
+      const { state, created_at, decided_at, kind: _, ...request } = a;
+      part = { ...request, kind: 'connector_approval', expires_at: decided_at ?? created_at, state };
+    } else {
+      const { state, scope, created_at, decided_at, ...request } = a;
+      part = { ...request, kind: 'approval', expires_at: decided_at ?? created_at, state, scope };
+    }
     parts.splice(at >= 0 ? at + 1 : parts.length, 0, part);
   }
   if (t.text) parts.push({ kind: 'text', text: t.text });
