@@ -1,10 +1,11 @@
 // Connectors, remote MCP servers (docs/connectors.md): /api/admin/connectors. List, add (URL,
 // label, audience, auth kind and its secret — write-only, stored encrypted, never shown again),
-// delete, list the tools again from the server, and set each tool's mode (enabled, disabled, ask).
+// edit (the same form; an empty secret keeps the stored one; enabled or not), delete, list the
+// tools again from the server, and set each tool's mode (enabled, disabled, ask).
 import { useState } from 'preact/hooks';
 import type { ConnectorAudience, ConnectorAuthKind, ConnectorTool, ConnectorToolMode, ConnectorView } from '../../../admin-api.js';
 import { api } from '../api.js';
-import { Clip, Field, hintFor, Section, Select, Status, Table, useActions, useLoad, type Actions, type Column } from './common.js';
+import { Checkbox, Clip, Field, hintFor, Section, Select, Status, Table, useActions, useLoad, type Actions, type Column } from './common.js';
 import { Form, NameCell, Page, PageLoading, RowActions, RowButton, Submit } from './forms.js';
 
 const BASE = '/api/admin/connectors';
@@ -34,17 +35,30 @@ interface Draft {
   auth_kind: ConnectorAuthKind;
   auth_header_name: string;
   auth_secret: string;
+  enabled: boolean;
 }
-const EMPTY: Draft = { id: '', label: '', url: '', audience: 'everyone', ids: '', auth_kind: 'none', auth_header_name: '', auth_secret: '' };
+const EMPTY: Draft = { id: '', label: '', url: '', audience: 'everyone', ids: '', auth_kind: 'none', auth_header_name: '', auth_secret: '', enabled: true };
 
-/** The POST body of the form: ids from a comma-separated list; the secret only for the static kinds. */
-function bodyOf(f: Draft): Record<string, unknown> {
+/** The form filled from a connector to edit (the secret is never sent back: empty keeps it). */
+function draftOf(c: ConnectorView | null): Draft {
+  if (!c) return EMPTY;
+  const ids = c.audience.kind === 'teams' ? c.audience.team_ids : c.audience.kind === 'users' ? c.audience.user_ids : [];
+  return { id: c.id, label: c.label, url: c.url, audience: c.audience.kind, ids: ids.join(', '), auth_kind: c.auth_kind, auth_header_name: c.auth_header_name ?? '', auth_secret: '', enabled: c.enabled };
+}
+
+const hasStaticSecret = (c: ConnectorView | null) => !!c?.has_secret && (c.auth_kind === 'bearer' || c.auth_kind === 'header');
+
+/**
+ * The POST body of the form (the PATCH body when editing: no id, and whether it is enabled): ids
+ * from a comma-separated list; the secret only for the static kinds, and only when typed.
+ */
+function bodyOf(f: Draft, editing: boolean): Record<string, unknown> {
   const ids = f.ids
     .split(/[\s,]+/)
     .filter(Boolean)
     .map(Number);
   const audience = f.audience === 'teams' ? { kind: 'teams', team_ids: ids } : f.audience === 'users' ? { kind: 'users', user_ids: ids } : { kind: 'everyone' };
-  const b: Record<string, unknown> = { id: f.id.trim(), label: f.label.trim(), url: f.url.trim(), audience, auth_kind: f.auth_kind };
+  const b: Record<string, unknown> = { ...(editing ? { enabled: f.enabled } : { id: f.id.trim() }), label: f.label.trim(), url: f.url.trim(), audience, auth_kind: f.auth_kind };
   if (f.auth_kind === 'header') b.auth_header_name = f.auth_header_name.trim();
   if ((f.auth_kind === 'header' || f.auth_kind === 'bearer') && f.auth_secret) b.auth_secret = f.auth_secret;
   return b;
@@ -56,6 +70,7 @@ export function ConnectorsPage() {
   const status = useActions();
   const formStatus = useActions();
   const [data, failed, reload] = useLoad(() => api<{ connectors: ConnectorView[] }>('GET', BASE));
+  const [editing, setEditing] = useState<ConnectorView | null>(null);
   const page = {
     cls: 'admin connectors',
     title: 'Connectors',
@@ -73,8 +88,15 @@ export function ConnectorsPage() {
     run(`delete-${c.id}`, async () => {
       if (!confirm(`Delete ${c.label}? Sessions lose its tools from their next call.`)) return `${c.label} kept.`;
       await api('DELETE', `${BASE}/${encodeURIComponent(c.id)}`);
+      if (editing?.id === c.id) setEditing(null);
       return `${c.label} deleted.`;
     });
+  const edit = (c: ConnectorView) => {
+    setEditing(c);
+    formStatus.setNotice(null);
+    // The form remounts with the connector's values; its first field takes the focus.
+    requestAnimationFrame(() => document.getElementById('conn-label')?.focus());
+  };
   const refresh = (c: ConnectorView) =>
     run(`refresh-${c.id}`, async () => {
       const out = await api<{ connector: ConnectorView; skipped: unknown[] }>('POST', `${BASE}/${encodeURIComponent(c.id)}/refresh`);
@@ -89,21 +111,21 @@ export function ConnectorsPage() {
     <Page {...page}>
       <Section title="Connected servers">
         <Status id="conn-status" notice={status.notice} />
-        <ConnectorsTable connectors={data.connectors} busy={status.busy} onDelete={(c) => void remove(c)} onRefresh={(c) => void refresh(c)} />
+        <ConnectorsTable connectors={data.connectors} busy={status.busy} onEdit={edit} onDelete={(c) => void remove(c)} onRefresh={(c) => void refresh(c)} />
       </Section>
       {data.connectors.map((c) => (
         <Section key={c.id} title={`Tools of ${c.label}`} headingId={`conn-tools-${c.id}`}>
           <ToolsTable c={c} onMode={(t, m) => void setMode(c, t, m)} />
         </Section>
       ))}
-      <Section title="Add a connector" headingId="conn-form-heading">
-        <ConnectorForm status={formStatus} reload={reload} />
+      <Section title={editing ? `Edit ${editing.label}` : 'Add a connector'} headingId="conn-form-heading">
+        <ConnectorForm key={editing?.id ?? 'new'} editing={editing} status={formStatus} reload={reload} done={() => setEditing(null)} />
       </Section>
     </Page>
   );
 }
 
-function ConnectorsTable(p: { connectors: ConnectorView[]; busy: string | null; onDelete(c: ConnectorView): void; onRefresh(c: ConnectorView): void }) {
+function ConnectorsTable(p: { connectors: ConnectorView[]; busy: string | null; onEdit(c: ConnectorView): void; onDelete(c: ConnectorView): void; onRefresh(c: ConnectorView): void }) {
   const cols: Column<ConnectorView>[] = [
     {
       title: 'Connector',
@@ -121,6 +143,7 @@ function ConnectorsTable(p: { connectors: ConnectorView[]; busy: string | null; 
       title: 'Actions',
       render: (c) => (
         <RowActions>
+          <RowButton text="Edit" label={`Edit ${c.label}`} onClick={() => p.onEdit(c)} />
           <RowButton text="Refresh tools" label={`Refresh tools of ${c.label}`} disabled={p.busy === `refresh-${c.id}`} onClick={() => p.onRefresh(c)} />
           <RowButton text="Delete" cls="danger" label={`Delete ${c.label}`} disabled={p.busy === `delete-${c.id}`} onClick={() => p.onDelete(c)} />
         </RowActions>
@@ -142,22 +165,31 @@ function ToolsTable({ c, onMode }: { c: ConnectorView; onMode(t: ConnectorTool, 
   return <Table id={`connector-tools-${c.id}`} rows={c.tools} rowKey={(t) => t.name} empty={c.auth_kind === 'oauth' ? 'No tools listed yet: connect it in Settings, then refresh its tools.' : 'No tools.'} cols={cols} />;
 }
 
-function ConnectorForm({ status, reload }: { status: Actions; reload(): Promise<void> }) {
-  const [form, setForm] = useState<Draft>(EMPTY);
-  const set = (k: keyof Draft) => (v: string) => setForm((f) => ({ ...f, [k]: v }));
+function ConnectorForm({ editing, status, reload, done }: { editing: ConnectorView | null; status: Actions; reload(): Promise<void>; done(): void }) {
+  const [form, setForm] = useState<Draft>(() => draftOf(editing));
+  const set = (k: keyof Draft) => (v: string | boolean) => setForm((f) => ({ ...f, [k]: v }));
   const text = (k: keyof Draft) => (e: Event) => set(k)((e.currentTarget as HTMLInputElement).value);
   const save = () =>
     status.run('save', async () => {
-      const out = await api<{ connector: ConnectorView; skipped: unknown[] }>('POST', BASE, bodyOf(form));
+      if (editing) {
+        const c = await api<ConnectorView>('PATCH', `${BASE}/${encodeURIComponent(editing.id)}`, bodyOf(form, true));
+        done();
+        await reload();
+        status.ok(`${c.label} saved${c.enabled ? '' : ' (disabled: its tools are gone from the next call)'}.`);
+        return;
+      }
+      const out = await api<{ connector: ConnectorView; skipped: unknown[] }>('POST', BASE, bodyOf(form, false));
       setForm(EMPTY);
       await reload();
       status.ok(`${out.connector.label} added with ${out.connector.tools.length} tool(s).`);
     });
   const secret = form.auth_kind === 'bearer' || form.auth_kind === 'header';
+  // Editing a connector that has a static secret: an empty field keeps it.
+  const keeps = hasStaticSecret(editing);
   return (
     <Form id="connector-form" onSubmit={save}>
       <Field id="conn-id" label="Id" hint="2–32 lower-case letters, digits or single underscores; it prefixes the tool names (acme → acme__create_ticket).">
-        <input id="conn-id" value={form.id} onInput={text('id')} required aria-describedby={hintFor('conn-id')} />
+        <input id="conn-id" value={form.id} onInput={text('id')} disabled={!!editing} required aria-describedby={hintFor('conn-id')} />
       </Field>
       <Field id="conn-label" label="Label (what users see)">
         <input id="conn-label" value={form.label} onInput={text('label')} required />
@@ -182,12 +214,20 @@ function ConnectorForm({ status, reload }: { status: Actions; reload(): Promise<
         </Field>
       ) : null}
       {secret ? (
-        <Field id="conn-secret" label="Secret" hint="Write-only: stored encrypted, never shown again.">
-          <input id="conn-secret" type="password" autocomplete="off" value={form.auth_secret} onInput={text('auth_secret')} required aria-describedby={hintFor('conn-secret')} />
+        <Field id="conn-secret" label="Secret" hint={keeps ? 'Write-only: leave empty to keep the stored secret.' : 'Write-only: stored encrypted, never shown again.'}>
+          <input id="conn-secret" type="password" autocomplete="off" value={form.auth_secret} onInput={text('auth_secret')} required={!keeps} aria-describedby={hintFor('conn-secret')} />
         </Field>
       ) : null}
+      {editing ? <Checkbox id="conn-enabled" label="Enabled (off: its tools are gone from every chat until it is on again)" checked={form.enabled} onChange={set('enabled')} /> : null}
       <Status id="conn-form-status" notice={status.notice} />
-      <Submit id="conn-save" text="Add connector" disabled={status.busy === 'save'} />
+      <div class="row compact">
+        <Submit id="conn-save" text={editing ? 'Save changes' : 'Add connector'} disabled={status.busy === 'save'} />
+        {editing ? (
+          <button type="button" class="secondary" onClick={done}>
+            Cancel
+          </button>
+        ) : null}
+      </div>
     </Form>
   );
 }
