@@ -103,7 +103,8 @@ t.test('fetch_memory: bi refused, others returned, other users invisible', async
   t.notOk(app.logs.text().includes('Payroll'), 'memory content never reaches the log');
   const stored = await app.database.sql.selectFrom('memories').select(['user_id', 'content']).execute();
   t.ok(
-    stored.every((r) => r.content.startsWith('v1.') && !/Payroll|Monday|Bob/.test(r.content)),
+    // Words of six letters or more: a short one like "Bob" turns up in random base64 now and then.
+    stored.every((r) => r.content.startsWith('v1.') && !/Payroll|Monday/.test(r.content)),
     'content encrypted at rest',
   );
   // A row moved to another user no longer decrypts (owner id is the associated data).

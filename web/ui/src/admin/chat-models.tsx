@@ -5,7 +5,7 @@ import { useState } from 'preact/hooks';
 import type { ChatModelAdminInput, ChatModelAdminList, ChatModelAdminView } from '../../../admin-api.js';
 import { api } from '../api.js';
 import { Checkbox, Clip, Field, hintFor, Section, Select, Status, Table, useActions, useLoad, type Actions, type Column } from './common.js';
-import { Form, NameCell, Page, PageLoading, RowActions, RowButton, Submit } from './forms.js';
+import { Form, NameCell, Page, PageLoading, RowActions, RowButton, SubmitOrCancel } from './forms.js';
 
 const BASE = '/api/admin/chat-models';
 const PROVIDERS: [string, string][] = [
@@ -152,14 +152,7 @@ function ModelForm({ form, setForm, editing, status, done, reload }: { form: For
         <input id="cm-context" type="number" min={1000} max={10000000} value={form.context_tokens} onInput={text('context_tokens')} aria-describedby={hintFor('cm-context')} />
       </Field>
       <Status id="cm-form-status" notice={status.notice} />
-      <div class="row compact">
-        <Submit id="cm-save" text={editing ? 'Save changes' : 'Add model'} disabled={status.busy === 'save'} />
-        {editing ? (
-          <button type="button" class="secondary" onClick={done}>
-            Cancel
-          </button>
-        ) : null}
-      </div>
+      <SubmitOrCancel id="cm-save" text={editing ? 'Save changes' : 'Add model'} disabled={status.busy === 'save'} editing={!!editing} onCancel={done} />
     </Form>
   );
 }

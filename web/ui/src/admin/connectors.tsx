@@ -6,7 +6,7 @@ import { useState } from 'preact/hooks';
 import type { ConnectorAudience, ConnectorAuthKind, ConnectorTool, ConnectorToolMode, ConnectorView } from '../../../admin-api.js';
 import { api } from '../api.js';
 import { Checkbox, Clip, Field, hintFor, Section, Select, Status, Table, useActions, useLoad, type Actions, type Column } from './common.js';
-import { Form, NameCell, Page, PageLoading, RowActions, RowButton, Submit } from './forms.js';
+import { Form, NameCell, Page, PageLoading, RowActions, RowButton, SubmitOrCancel } from './forms.js';
 
 const BASE = '/api/admin/connectors';
 const AUTH: [ConnectorAuthKind, string][] = [
@@ -220,14 +220,7 @@ function ConnectorForm({ editing, status, reload, done }: { editing: ConnectorVi
       ) : null}
       {editing ? <Checkbox id="conn-enabled" label="Enabled (off: its tools are gone from every chat until it is on again)" checked={form.enabled} onChange={set('enabled')} /> : null}
       <Status id="conn-form-status" notice={status.notice} />
-      <div class="row compact">
-        <Submit id="conn-save" text={editing ? 'Save changes' : 'Add connector'} disabled={status.busy === 'save'} />
-        {editing ? (
-          <button type="button" class="secondary" onClick={done}>
-            Cancel
-          </button>
-        ) : null}
-      </div>
+      <SubmitOrCancel id="conn-save" text={editing ? 'Save changes' : 'Add connector'} disabled={status.busy === 'save'} editing={!!editing} onCancel={done} />
     </Form>
   );
 }

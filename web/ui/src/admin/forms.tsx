@@ -50,6 +50,20 @@ export function Submit({ id, text, disabled, cls }: { id?: string; text: string;
   );
 }
 
+/** A form's submit button and, while the form edits a row, Cancel beside it (`onCancel`). */
+export function SubmitOrCancel({ id, text, disabled, editing, onCancel }: { id: string; text: string; disabled: boolean; editing: boolean; onCancel(): void }) {
+  return (
+    <div class="row compact">
+      <Submit id={id} text={text} disabled={disabled} />
+      {editing ? (
+        <button type="button" class="secondary" onClick={onCancel}>
+          Cancel
+        </button>
+      ) : null}
+    </div>
+  );
+}
+
 /** A button in a table row: `label` is its accessible name (it says which row), `text` what it shows. */
 export function RowButton({ text, label, cls = 'secondary', onClick, ...rest }: { text: string; label: string; cls?: string; onClick(): void } & Omit<ButtonHTMLAttributes<HTMLButtonElement>, 'onClick' | 'label'>) {
   return (
