@@ -10,6 +10,7 @@ import { Secret } from '../../core/index.js';
 import type { OAuthConnectorLookup, OAuthConnectorSettings } from '../../core/connector-oauth.js';
 import { startTickets, type TicketsEmulator } from '../../emulator/tickets.js';
 import { CONNECTOR_CALLBACK_PATH } from '../../web/connector-oauth-routes.js';
+import type { WebServices } from '../../web/context.js';
 import { addUser, startTestAppWithOrigin, type TestApp } from './app.js';
 import type { Client } from './client.js';
 
@@ -39,11 +40,11 @@ export interface OAuthRig {
 }
 
 /** The app (on this pass's engine) and the tracker, registered as the connector `tickets`. */
-export async function startOAuthRig(t: { teardown(fn: () => unknown): void }, o: { accessTokenTtlS?: number } = {}): Promise<OAuthRig> {
+export async function startOAuthRig(t: { teardown(fn: () => unknown): void }, o: { accessTokenTtlS?: number; services?: WebServices } = {}): Promise<OAuthRig> {
   // Registered once the tracker runs (its client needs the app's origin first).
   const registry: OAuthConnectorSettings[] = [];
   const lookup = staticLookup(() => registry);
-  const { app, origin } = await startTestAppWithOrigin(t, { services: { oauthConnectors: lookup } });
+  const { app, origin } = await startTestAppWithOrigin(t, { services: Object.assign(o.services ?? {}, { oauthConnectors: lookup }) });
   const tickets = await startTickets({ users: TRACKER_USERS, clients: [{ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [origin + CONNECTOR_CALLBACK_PATH] }], accessTokenTtlS: o.accessTokenTtlS });
   t.teardown(() => tickets.close());
   const settings: OAuthConnectorSettings = { id: 'tickets', label: 'Acme Tickets', url: tickets.url, clientId: CLIENT_ID, clientSecret: new Secret(CLIENT_SECRET) };
