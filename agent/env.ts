@@ -28,6 +28,8 @@ export interface AgentSettings {
   toolTimeoutMs: number;
   /** The context budget in tokens (AGENT_CONTEXT_TOKENS; core/transcript.ts counts them). */
   contextTokens: number;
+  /** The model takes image input (AGENT_MODEL_IMAGES=1): a message's PNG/JPEG uploads go with it (agent/images.ts). */
+  modelImages: boolean;
   /** The whole turn (AGENT_TURN_TIMEOUT_S): then it ends with ERR_TURN_TIMEOUT. */
   turnTimeoutMs: number;
   /** null: every tool the servers offer; otherwise only these names are loaded. */
@@ -139,6 +141,7 @@ export function readAgentSettings(env: NodeJS.ProcessEnv): AgentSettings {
     modelRetryAfterMaxMs: int(env, 'AGENT_MODEL_RETRY_AFTER_MAX_S', 30, 0, 600, problems) * 1000,
     toolTimeoutMs: int(env, 'AGENT_TOOL_TIMEOUT_S', 120, 1, 3600, problems) * 1000,
     contextTokens: int(env, 'AGENT_CONTEXT_TOKENS', 100_000, 1000, 10_000_000, problems),
+    modelImages: env.AGENT_MODEL_IMAGES === '1',
     turnTimeoutMs: int(env, 'AGENT_TURN_TIMEOUT_S', 600, 1, 86400, problems) * 1000,
     allowedTools,
     mcpServers,

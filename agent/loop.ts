@@ -4,6 +4,7 @@ import { boundToolResult, closeToolCalls, estimateTokens, fitToBudget, MAX_TURN_
 import type { ToolHost } from './mcp.js';
 import type { Message, ModelAdapter, ToolCall } from './types.js';
 import { DELTA_WINDOW_MS, DeltaBatcher } from './delta-batch.js';
+import { loadImages } from './images.js';
 
 export interface TurnOutcome {
   stop_reason: StopReason;
@@ -22,6 +23,8 @@ export interface AgentOptions {
   toolTimeoutMs: number;
   /** The model's context budget in tokens (core/transcript.ts estimateTokens): older whole turns are left out past it. */
   contextTokens: number;
+  /** For a model that takes image input: where the uploads are (agent/images.ts); absent, no image is sent. */
+  uploadsDir?: string;
   /** Streamed text coalesces for this long after a delta went out (agent/delta-batch.ts); 0 sends every chunk. */
   deltaWindowMs?: number;
 }
@@ -101,7 +104,8 @@ export class Agent {
     for (let step = 0; step < this.opts.maxSteps; step++) {
       if (signal.aborted) return { stop_reason: 'cancelled' };
       const messages = fitToBudget(this.history, this.opts.contextTokens, fixed).items;
-      const reply = await this.opts.model.complete({ system: this.opts.system, messages, tools, signal, onStatus: (st) => emit({ type: 'status', ...st }) }, (text) => {
+      const images = this.opts.uploadsDir ? await loadImages(messages, this.opts.uploadsDir) : undefined;
+      const reply = await this.opts.model.complete({ system: this.opts.system, messages, tools, signal, ...(images?.size ? { images } : {}), onStatus: (st) => emit({ type: 'status', ...st }) }, (text) => {
         onText(text);
         emit({ type: 'text_delta', text });
       });

@@ -22,6 +22,8 @@ import { ToolHost } from './mcp.js';
 import { RemoteConnectors } from './connectors.js';
 import { createModel } from './models/index.js';
 import { turnDeadline } from './turn-deadline.js';
+import { readToolsEnv } from '../tools/env.js';
+import { uploadsDirOf } from '../tools/read-file-table.js';
 
 /** Made at start, not at load: a startup snapshot loads this module when the image is built. */
 let log: ReturnType<typeof createLogger>;
@@ -122,6 +124,8 @@ async function main(): Promise<void> {
       maxSteps: settings.maxSteps,
       toolTimeoutMs: settings.toolTimeoutMs,
       contextTokens: settings.contextTokens,
+      // A model that takes image input gets the uploads a message attaches (agent/images.ts).
+      ...(settings.modelImages ? { uploadsDir: uploadsDirOf(readToolsEnv(settings.toolEnv)) } : {}),
     });
     st.turnTimeoutMs = settings.turnTimeoutMs;
     log.info({ provider: settings.provider, model: settings.model, tools: tools.defs().length }, 'agent configured');

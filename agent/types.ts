@@ -8,6 +8,21 @@ export type ToolCall = TranscriptToolCall;
 /** The conversation, provider-neutral (core/transcript.ts); adapters map it to their wire format. */
 export type Message = TranscriptItem;
 
+/** One image part, provider-neutral. */
+export interface ImagePart {
+  /** The upload's path as the message names it (uploads/photo.png). */
+  name: string;
+  mediaType: 'image/png' | 'image/jpeg';
+  /** The file's bytes, base64. */
+  data: string;
+}
+
+/** What goes with one user message: its images, and a note for each one left out. */
+export interface MessageImages {
+  parts: ImagePart[];
+  notes: string[];
+}
+
 /** A tool as offered to the model. */
 export interface ToolDef {
   name: string;
@@ -20,6 +35,8 @@ export interface ModelRequest {
   messages: readonly Message[];
   tools: readonly ToolDef[];
   signal: AbortSignal;
+  /** For a model that takes image input: the images each user message attaches (agent/images.ts). */
+  images?: ReadonlyMap<Message, MessageImages>;
   /** A retry the chat should show ("the model is not answering, retrying (1 of 3)…"; agent/models/sdk.ts). */
   onStatus?: (s: { text: string; attempt: number; of: number }) => void;
 }

@@ -96,6 +96,7 @@ const CHAT_MODEL_FIELDS = {
     .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces')
     .nullable(),
   context_tokens: z.number().int().min(1000).max(10_000_000),
+  images: z.boolean(),
   enabled: z.boolean(),
   // The price per million tokens (docs/usage.md "Cost"); null: unpriced (its usage costs 0).
   price_input_per_mtok: z.number().min(0).max(1_000_000).nullable(),
@@ -108,7 +109,7 @@ const CHAT_MODEL_FIELDS = {
 /** POST /api/admin/chat-models body (`api_key` absent: no key). */
 export const ChatModelCreateSchema = z
   .object({ id: z.string().regex(new RegExp(MODEL_ID_PATTERN), 'must be 1–32 lower-case letters, digits or dashes, starting with a letter or digit'), ...CHAT_MODEL_FIELDS })
-  .partial({ base_url: true, api_key: true, enabled: true, price_input_per_mtok: true, price_output_per_mtok: true, price_currency: true })
+  .partial({ base_url: true, api_key: true, images: true, enabled: true, price_input_per_mtok: true, price_output_per_mtok: true, price_currency: true })
   .strict();
 /** PATCH /api/admin/chat-models/:id body: any field but the id; `api_key` absent keeps the key, null removes it. */
 export const ChatModelChangeSchema = z.object(CHAT_MODEL_FIELDS).partial().strict();

@@ -27,6 +27,8 @@ export interface ChatModelView {
   base_url: string | null;
   has_key: boolean;
   context_tokens: number;
+  /** It takes image input: a message's PNG and JPEG uploads go to it as image parts (docs/chat.md "Images"). */
+  images: boolean;
   enabled: boolean;
   /** The server's default (id `default`, first written from AIRLOCK_MODEL_*): cannot be disabled or deleted. */
   default: boolean;

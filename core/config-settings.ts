@@ -87,6 +87,7 @@ export const SETTINGS: readonly Setting[] = [
     max: 10000000,
     doc: 'Context budget of the model in tokens (counted as docs/chat.md says): past it the oldest whole turns of a chat are left out of the request, with a marker the model sees.',
   },
+  { env: 'AIRLOCK_MODEL_IMAGES', kind: 'bool', default: 'false', doc: 'Whether the default model takes image input: a message\'s PNG and JPEG uploads go to it as image parts (docs/chat.md, "Images").' },
   { env: 'AIRLOCK_MODEL_CONNECT_TIMEOUT_S', kind: 'int', default: '10', min: 1, max: 300, doc: 'Longest wait for a connection to the model (then retried as a refused one).' },
   { env: 'AIRLOCK_MODEL_FIRST_BYTE_TIMEOUT_S', kind: 'int', default: '60', min: 1, max: 3600, doc: 'Longest wait from sending a model request to the first event of its answer (not retried).' },
   { env: 'AIRLOCK_MODEL_TIMEOUT_S', kind: 'int', default: '30', min: 1, max: 3600, doc: 'Longest wait between two events of a streaming answer (stall timeout; not retried).' },

@@ -72,6 +72,8 @@ export interface Config {
     /** Between two events of a streaming answer (stall). */
     timeoutS: number;
     contextTokens: number;
+    /** Whether the model takes image input (AIRLOCK_MODEL_IMAGES). */
+    images?: boolean;
     connectTimeoutS: number;
     firstByteTimeoutS: number;
     retries: number;
@@ -288,6 +290,7 @@ function buildConfig(values: Values, d: ReturnType<typeof derivedSettings>): Con
       maxSteps: num('AIRLOCK_MAX_STEPS'),
       timeoutS: num('AIRLOCK_MODEL_TIMEOUT_S'),
       contextTokens: num('AIRLOCK_MODEL_CONTEXT_TOKENS'),
+      images: values.AIRLOCK_MODEL_IMAGES === 'true',
       connectTimeoutS: num('AIRLOCK_MODEL_CONNECT_TIMEOUT_S'),
       firstByteTimeoutS: num('AIRLOCK_MODEL_FIRST_BYTE_TIMEOUT_S'),
       retries: num('AIRLOCK_MODEL_RETRIES'),

@@ -92,6 +92,8 @@ export interface AgentModelChoice {
   provider: 'openai' | 'anthropic' | 'demo';
   model: string;
   contextTokens: number;
+  /** Whether it takes image input: the agent sends a message's PNG/JPEG uploads as image parts. */
+  images?: boolean;
 }
 
 /**
@@ -107,6 +109,7 @@ export function agentSettings(config: Readonly<Pick<Config, 'model'> & Partial<P
     AGENT_MODEL_TIMEOUT_S: String(config.model.timeoutS),
     AGENT_CONTEXT_TOKENS: String(model.contextTokens),
   };
+  if (model.images) env.AGENT_MODEL_IMAGES = '1';
   // The bounds of model and tool calls (docs/chat.md, "Bounds"); absent in an older config: the agent's defaults.
   const m = config.model as Partial<Config['model']>;
   const put = (name: string, v: number | undefined) => v !== undefined && (env[name] = String(v));

@@ -61,6 +61,7 @@ const PASS_1_ONLY: Readonly<Record<string, string>> = {
   'file-table-tool.test.js': 'the file and table tools over MCP: no database',
   'google-emulator.test.js': 'the Google API emulator on its own: no database',
   'mailbox-page.test.js': "the emulator's mailbox page in a browser: no database",
+  'model-images.test.js': 'the image loader and the model adapters against scripted servers: no database',
   'model-give-up.test.js': 'the credential proxy and the egress gateway against a model server of its own: no database',
   'protocol-boundaries.test.js': 'malformed messages at the sandbox-protocol boundaries (processes and sockets): no database',
   'proxy-encoding.test.js': 'the credential proxy on its own: no database',

@@ -1,8 +1,9 @@
 import type { default as Anthropic } from '@anthropic-ai/sdk';
 import type { MessageParam, Tool } from '@anthropic-ai/sdk/resources/messages';
-import type { ModelAdapter, ModelReply, ModelRequest, Message, ToolCall } from '../types.js';
+import type { MessageImages, ModelAdapter, ModelReply, ModelRequest, Message, ToolCall } from '../types.js';
 import { interruptionNote } from '../../core/transcript.js';
 import { ModelError } from '../types.js';
+import { withNotes } from '../images.js';
 import { clientBounds, lazyClient, lazyModule, withRetries, type ModelBounds, type SdkErrors } from './sdk.js';
 
 const MAX_TOKENS = 4096;
@@ -45,7 +46,7 @@ export class AnthropicModel implements ModelAdapter {
       req.signal,
       this.opts.bounds,
       async (dog) => {
-        const stream = client.messages.stream({ model: this.opts.model, max_tokens: MAX_TOKENS, system: req.system, messages: toWire(req.messages), ...(tools.length ? { tools } : {}) }, { signal: dog.signal });
+        const stream = client.messages.stream({ model: this.opts.model, max_tokens: MAX_TOKENS, system: req.system, messages: toWire(req.messages, req.images), ...(tools.length ? { tools } : {}) }, { signal: dog.signal });
         for await (const ev of stream) {
           dog.progress();
           if (ev.type === 'content_block_delta' && ev.delta.type === 'text_delta' && ev.delta.text) {
@@ -85,7 +86,7 @@ export function anthropicToolId(id: string): string {
 }
 
 /** Map the neutral conversation to alternating user/assistant messages (consecutive same-role turns merged). */
-function toWire(messages: readonly Message[]): MessageParam[] {
+function toWire(messages: readonly Message[], images?: ReadonlyMap<Message, MessageImages>): MessageParam[] {
   const out: { role: 'user' | 'assistant'; content: Block[] }[] = [];
   const push = (role: 'user' | 'assistant', blocks: Block[]) => {
     if (!blocks.length) return;
@@ -94,8 +95,11 @@ function toWire(messages: readonly Message[]): MessageParam[] {
     else out.push({ role, content: blocks });
   };
   for (const m of messages) {
-    if (m.role === 'user') push('user', [{ type: 'text', text: m.content }]);
-    else if (m.role === 'tool') push('user', [{ type: 'tool_result', tool_use_id: anthropicToolId(m.callId), content: m.content, ...(m.isError ? { is_error: true } : {}) }]);
+    if (m.role === 'user') {
+      // Image input: each image as a base64 image block, then the text (the Messages API's advice).
+      const img = images?.get(m);
+      push('user', [...(img?.parts ?? []).map((p) => ({ type: 'image', source: { type: 'base64', media_type: p.mediaType, data: p.data } })), { type: 'text', text: withNotes(m.content, img) }]);
+    } else if (m.role === 'tool') push('user', [{ type: 'tool_result', tool_use_id: anthropicToolId(m.callId), content: m.content, ...(m.isError ? { is_error: true } : {}) }]);
     else {
       // An empty or whitespace-only text block is refused by the API; a stopped answer says so.
       const text = (m.interrupted ? `${m.text}${m.text ? '\n\n' : ''}${interruptionNote(m.interrupted)}` : m.text).trimEnd();

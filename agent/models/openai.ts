@@ -1,8 +1,9 @@
 import type { default as OpenAI } from 'openai';
 import type { ChatCompletionChunk, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
-import type { ModelAdapter, ModelReply, ModelRequest, Message, ToolCall } from '../types.js';
+import type { MessageImages, ModelAdapter, ModelReply, ModelRequest, Message, ToolCall } from '../types.js';
 import { interruptionNote } from '../../core/transcript.js';
 import { ModelError } from '../types.js';
+import { withNotes } from '../images.js';
 import { clientBounds, lazyClient, lazyModule, parseArgs, withRetries, type ModelBounds, type SdkErrors } from './sdk.js';
 
 /** The SDK, loaded after the agent is ready (sdk.ts says why). */
@@ -31,7 +32,7 @@ export class OpenAiModel implements ModelAdapter {
 
   async complete(req: ModelRequest, onText: (t: string) => void): Promise<ModelReply> {
     const { client, errors } = await this.ready();
-    const messages: ChatCompletionMessageParam[] = [{ role: 'system', content: req.system }, ...req.messages.map(toWire)];
+    const messages: ChatCompletionMessageParam[] = [{ role: 'system', content: req.system }, ...req.messages.map((m) => toWire(m, req.images))];
     const tools: ChatCompletionTool[] = req.tools.map((t) => ({
       type: 'function',
       function: { name: t.name, description: t.description, parameters: t.inputSchema },
@@ -106,8 +107,14 @@ export class Reply {
   }
 }
 
-function toWire(m: Message): ChatCompletionMessageParam {
-  if (m.role === 'user') return { role: 'user', content: m.content };
+function toWire(m: Message, images?: ReadonlyMap<Message, MessageImages>): ChatCompletionMessageParam {
+  if (m.role === 'user') {
+    const img = images?.get(m);
+    const text = withNotes(m.content, img);
+    // Image input: the text, then each image as a data URL (the Chat Completions content parts).
+    if (!img?.parts.length) return { role: 'user', content: text };
+    return { role: 'user', content: [{ type: 'text', text }, ...img.parts.map((p) => ({ type: 'image_url' as const, image_url: { url: `data:${p.mediaType};base64,${p.data}` } }))] };
+  }
   if (m.role === 'tool') return { role: 'tool', tool_call_id: m.callId, content: m.content };
   const text = m.interrupted ? `${m.text}${m.text ? '\n\n' : ''}${interruptionNote(m.interrupted)}` : m.text;
   return {

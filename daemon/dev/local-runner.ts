@@ -28,6 +28,7 @@ export function chatModelEnv(db: Sql, enc: Encryptor, config: Readonly<Pick<Conf
     const env: Record<string, string> = { AGENT_MODEL_PROVIDER: m.provider, AGENT_MODEL: m.model, AGENT_CONTEXT_TOKENS: String(m.contextTokens) };
     if (m.baseUrl) env.AGENT_MODEL_BASE_URL = m.baseUrl;
     if (m.apiKey) env.AGENT_MODEL_API_KEY = m.apiKey;
+    if (m.images) env.AGENT_MODEL_IMAGES = '1';
     return { revision: m.revision, env };
   };
 }

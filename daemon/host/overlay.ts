@@ -212,7 +212,7 @@ export class OverlayPreparer implements SessionPreparer {
   async #model(sessionId: string): Promise<Omit<ResolvedModel, 'revision' | 'id' | 'label'> & { revision?: string }> {
     const { config, db, encryptor } = this.#o;
     if (db && encryptor) return sessionModel(db, encryptor, config.model, sessionId);
-    return { ...config.model, apiKey: config.model.apiKey?.reveal() };
+    return { ...config.model, images: config.model.images ?? false, apiKey: config.model.apiKey?.reveal() };
   }
 
   /**

@@ -31,6 +31,8 @@ export interface ResolvedModel {
   /** The real key (host only: the egress gateway injects it; never in a sandbox, a response or a log). */
   apiKey?: string;
   contextTokens: number;
+  /** It takes image input. */
+  images: boolean;
   /** `<id>:<version>`: a sandbox prepared for another revision is replaced before the next turn. */
   revision: string;
 }
@@ -49,6 +51,7 @@ function view(r: Row<'chat_models'>): ChatModelView {
     base_url: r.base_url,
     has_key: !!r.api_key_enc,
     context_tokens: r.context_tokens,
+    images: !!r.images,
     enabled: !!r.enabled,
     default: r.id === DEFAULT_MODEL_ID,
     env_managed: !!r.env_managed,
@@ -70,13 +73,14 @@ function resolved(enc: Encryptor, r: Row<'chat_models'>): ResolvedModel {
     ...(r.base_url ? { baseUrl: r.base_url } : {}),
     ...(r.api_key_enc ? { apiKey: enc.decrypt(r.api_key_enc, aad(r.id)) } : {}),
     contextTokens: r.context_tokens,
+    images: !!r.images,
     revision: `${r.id}:${r.version}`,
   };
 }
 
 /** The environment's model, as the `default` entry's fields. */
 function fromEnv(m: Readonly<Config['model']>) {
-  return { label: m.provider === 'demo' ? 'Demo model' : m.model, provider: m.provider, model: m.provider === 'demo' ? 'demo' : m.model, base_url: m.baseUrl ?? null, context_tokens: m.contextTokens };
+  return { label: m.provider === 'demo' ? 'Demo model' : m.model, provider: m.provider, model: m.provider === 'demo' ? 'demo' : m.model, base_url: m.baseUrl ?? null, context_tokens: m.contextTokens, images: m.images ? 1 : 0 };
 }
 
 /** Processes that already brought the default in line with their environment (one check per database handle). */
@@ -111,7 +115,7 @@ async function syncDefault(db: Sql, enc: Encryptor, env: Readonly<Config['model'
   }
   if (!row.env_managed) return;
   const cur = resolved(enc, row);
-  const same = row.label === want.label && row.provider === want.provider && row.model === want.model && row.base_url === want.base_url && row.context_tokens === want.context_tokens && cur.apiKey === key;
+  const same = row.label === want.label && row.provider === want.provider && row.model === want.model && row.base_url === want.base_url && row.context_tokens === want.context_tokens && row.images === want.images && cur.apiKey === key;
   if (same) return;
   await db
     .updateTable('chat_models')
@@ -146,6 +150,7 @@ export async function createChatModel(db: Sql, enc: Encryptor, m: ChatModelInput
       base_url: m.base_url ?? null,
       api_key_enc: m.api_key ? enc.encrypt(m.api_key, aad(m.id)) : null,
       context_tokens: m.context_tokens,
+      images: m.images ? 1 : 0,
       enabled: m.enabled === false ? 0 : 1,
       env_managed: 0,
       price_input_per_mtok: m.price_input_per_mtok ?? null,
@@ -170,6 +175,7 @@ export async function updateChatModel(db: Sql, enc: Encryptor, id: string, c: Ch
   for (const k of ['label', 'provider', 'model', 'context_tokens', 'price_input_per_mtok', 'price_output_per_mtok', 'price_currency'] as const) if (c[k] !== undefined) set[k] = c[k];
   if (c.base_url !== undefined) set.base_url = c.base_url;
   if (c.enabled !== undefined) set.enabled = c.enabled ? 1 : 0;
+  if (c.images !== undefined) set.images = c.images ? 1 : 0;
   if (c.api_key !== undefined) set.api_key_enc = c.api_key ? enc.encrypt(c.api_key, aad(id)) : null;
   if ((set.provider ?? row.provider) === 'demo') set.model = 'demo';
   await db.updateTable('chat_models').set(set).where('id', '=', id).execute();

@@ -111,6 +111,8 @@ export interface ChatModelsTable {
   /** The API key, encrypted at rest (Encryptor, AAD `chat_model:<id>:api_key`); null: none. */
   api_key_enc: string | null;
   context_tokens: number;
+  /** 1: the model takes image input (migration 085). */
+  images: Default<number>;
   enabled: Default<number>;
   /** 1 while the entry follows AIRLOCK_MODEL_* (the `default` entry until an admin changes it). */
   env_managed: Default<number>;

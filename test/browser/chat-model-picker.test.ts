@@ -9,6 +9,7 @@ import t from 'tap';
 import type { TurnRequest, TurnResult, TurnRunner } from '../../core/index.js';
 import { addUser, startTestApp } from '../helpers/app.js';
 import { axeProblems, browserUnavailable, checkNarrow, launch, screenshot, settled, unlabelledControls } from '../helpers/browser.js';
+import { getChatModel } from '../../domain/chat/models.js';
 
 const PASSWORD = 'erin-password-1';
 const KEY = 'sk-browser-secret-key-0123456789';
@@ -54,12 +55,16 @@ else {
     await admin.fill('#cm-base', 'https://api.anthropic.example');
     await admin.fill('#cm-key', KEY);
     t.equal(await admin.getAttribute('#cm-key', 'type'), 'password', 'the key field is masked');
+    t.notOk(await admin.isChecked('#cm-images'), 'a new model takes no images until said');
+    await admin.check('#cm-images');
     await admin.click('#cm-save');
     await admin.waitForSelector('#chat-models-table >> text=Claude Sonnet');
     t.equal(await admin.inputValue('#cm-key'), '', 'the form forgets the key');
     t.notOk((await admin.content()).includes(KEY), 'the page never shows the key');
     await admin.click('button[aria-label="Edit Claude Sonnet"]');
     t.equal(await admin.inputValue('#cm-key'), '', 'editing: the key is not filled in (write-only)');
+    t.ok(await admin.isChecked('#cm-images'), 'editing: Takes images as saved');
+    t.match(await getChatModel(app.database.sql, 'claude'), { images: true }, 'saved: the model takes images');
     t.same(await unlabelledControls(admin), [], 'every admin control is labelled');
     t.same(await axeProblems(admin), [], 'axe: the admin page');
     await screenshot(admin, 'admin-chat-models');

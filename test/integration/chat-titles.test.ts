@@ -102,7 +102,12 @@ t.test('fallback when the model fails, is slow, or is the demo model; a rename w
 t.test('Anthropic-shaped models are asked in their own shape', async (t) => {
   const server = await anthropicModel.start({ apiKey: 'sk-ant-test', title: () => ({ kind: 'reply', text: '"Travel plans for May"' }) });
   t.teardown(() => server.close());
-  const title = await askModelForTitle({ id: 'a', label: 'A', provider: 'anthropic', model: 'claude-x', baseUrl: server.url, apiKey: 'sk-ant-test', contextTokens: 1000, revision: 'a:1' }, 'plan my trip', 'sure', AbortSignal.timeout(5000));
+  const title = await askModelForTitle(
+    { id: 'a', label: 'A', provider: 'anthropic', model: 'claude-x', baseUrl: server.url, apiKey: 'sk-ant-test', contextTokens: 1000, images: false, revision: 'a:1' },
+    'plan my trip',
+    'sure',
+    AbortSignal.timeout(5000),
+  );
   t.equal(title, 'Travel plans for May');
   t.equal(server.titleRequests[0].headers['x-api-key'], 'sk-ant-test');
 });

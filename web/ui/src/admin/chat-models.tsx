@@ -23,12 +23,20 @@ interface Form {
   api_key: string;
   remove_key: boolean;
   context_tokens: string;
+  images: boolean;
 }
-const EMPTY: Form = { id: '', label: '', provider: 'openai', model: '', base_url: '', api_key: '', remove_key: false, context_tokens: '100000' };
+const EMPTY: Form = { id: '', label: '', provider: 'openai', model: '', base_url: '', api_key: '', remove_key: false, context_tokens: '100000', images: false };
 
 /** The request body of the form: on an edit, an empty key field keeps the key. */
 function bodyOf(f: Form, editing: boolean): Partial<ChatModelAdminInput> {
-  const b: Partial<ChatModelAdminInput> = { label: f.label.trim(), provider: f.provider, model: f.provider === 'demo' ? 'demo' : f.model.trim(), base_url: f.base_url.trim() || null, context_tokens: Number(f.context_tokens) };
+  const b: Partial<ChatModelAdminInput> = {
+    label: f.label.trim(),
+    provider: f.provider,
+    model: f.provider === 'demo' ? 'demo' : f.model.trim(),
+    base_url: f.base_url.trim() || null,
+    context_tokens: Number(f.context_tokens),
+    images: f.images,
+  };
   if (!editing) b.id = f.id.trim();
   if (f.remove_key) b.api_key = null;
   else if (f.api_key) b.api_key = f.api_key;
@@ -50,7 +58,7 @@ export function ChatModelsPage() {
   if (failed || !data) return <PageLoading {...page} failed={failed} />;
   const edit = (m: ChatModelAdminView) => {
     setEditing(m.id);
-    setForm({ id: m.id, label: m.label, provider: m.provider, model: m.model, base_url: m.base_url ?? '', api_key: '', remove_key: false, context_tokens: String(m.context_tokens) });
+    setForm({ id: m.id, label: m.label, provider: m.provider, model: m.model, base_url: m.base_url ?? '', api_key: '', remove_key: false, context_tokens: String(m.context_tokens), images: m.images });
     formStatus.setNotice(null);
     document.getElementById('cm-label')?.focus();
   };
@@ -97,6 +105,7 @@ function ModelsTable(p: { models: ChatModelAdminView[]; busy: string | null; onE
     { title: 'Base URL', render: (m) => <Clip text={m.base_url ?? '—'} /> },
     { title: 'Key', render: (m) => (m.has_key ? 'set' : 'none') },
     { title: 'Context (tokens)', render: (m) => m.context_tokens.toLocaleString() },
+    { title: 'Images', render: (m) => (m.images ? 'yes' : 'no') },
     { title: 'Chats', render: (m) => String(m.chats) },
     {
       title: 'Actions',
@@ -151,6 +160,7 @@ function ModelForm({ form, setForm, editing, status, done, reload }: { form: For
       <Field id="cm-context" label="Context budget (tokens)" hint="Past it the oldest whole turns of a chat are left out of the request.">
         <input id="cm-context" type="number" min={1000} max={10000000} value={form.context_tokens} onInput={text('context_tokens')} aria-describedby={hintFor('cm-context')} />
       </Field>
+      <Checkbox id="cm-images" label="Takes images: a message's PNG and JPEG uploads go to the model with it (only for a model that accepts image input)" checked={form.images} onChange={set('images')} />
       <Status id="cm-form-status" notice={status.notice} />
       <SubmitOrCancel id="cm-save" text={editing ? 'Save changes' : 'Add model'} disabled={status.busy === 'save'} editing={!!editing} onCancel={done} />
     </Form>
