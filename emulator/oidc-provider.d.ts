@@ -35,6 +35,6 @@ declare module 'oidc-provider' {
     Grant: GrantClass;
     /** Opaque access tokens (emulator/tickets-auth.ts verifies them as the resource server). */
     AccessToken: { find(token: string): Promise<{ accountId: string; clientId: string; scope?: string; aud?: string | string[]; exp: number; isExpired: boolean } | undefined> };
-    on(event: string, fn: (ctx: { oidc: { params?: Record<string, unknown> } }) => void): this;
+    on(event: string, fn: (ctx: { oidc: { params?: Record<string, unknown> } }, client: { clientId: string }) => void): this;
   }
 }

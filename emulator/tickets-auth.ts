@@ -38,6 +38,9 @@ export interface TicketsAuth {
   provider: Provider;
   /** The grant_type of every successful token request, in order. */
   grants: string[];
+  /** Client ids registered dynamically (RFC 7591), and the ones deleted again (RFC 7592), in order. */
+  registered: string[];
+  deregistered: string[];
   /** Tokens revoked through the revocation endpoint (their count). */
   revocations: number;
   tamper: TicketsAuthTamper;
@@ -106,6 +109,8 @@ function providerOptions(o: TicketsAuthOptions, jwk: JWK): ConstructorParameters
     features: {
       devInteractions: { enabled: false },
       registration: { enabled: o.dynamicRegistration === true },
+      // RFC 7592: a registered client may delete itself (registration_client_uri + its access token).
+      registrationManagement: { enabled: o.dynamicRegistration === true, rotateRegistrationAccessToken: false },
       // A client revokes only its own tokens.
       revocation: { enabled: true, allowedPolicy: async (_ctx: unknown, client: { clientId: string }, token: { clientId?: string }) => token.clientId === client.clientId },
       clientIdMetadataDocument: { enabled: true, ack: 'draft-02' },
@@ -141,8 +146,10 @@ export async function startTicketsAuth(o: TicketsAuthOptions): Promise<TicketsAu
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const provider = new Provider(url, providerOptions(o, jwk));
-  const self: TicketsAuth = { url, provider, grants: [], revocations: 0, tamper: {}, close: () => Promise.resolve() };
+  const self: TicketsAuth = { url, provider, grants: [], registered: [], deregistered: [], revocations: 0, tamper: {}, close: () => Promise.resolve() };
   provider.on('grant.success', (ctx) => self.grants.push(String(ctx.oidc.params?.grant_type)));
+  provider.on('registration_create.success', (_ctx, client) => self.registered.push(client.clientId));
+  provider.on('registration_delete.success', (_ctx, client) => self.deregistered.push(client.clientId));
   const callback = provider.callback();
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     const u = new URL(req.url ?? '/', url);

@@ -222,15 +222,50 @@ export async function obtainClient(
   const methods = server.metadata.token_endpoint_auth_methods_supported ?? ['client_secret_basic'];
   // A confidential client where the server takes one: the secret stays on the host, encrypted.
   const auth = ['client_secret_basic', 'client_secret_post', 'none'].find((m) => methods.includes(m)) ?? 'client_secret_basic';
+  // The SDK keeps only RFC 7591's fields; RFC 7592's (how to delete the client) are read here.
+  const answer: { json?: { registration_client_uri?: unknown; registration_access_token?: unknown } } = {};
+  const keepAnswer: FetchLike = async (url, init) => {
+    const res = await fetchFn(url, init);
+    if (res.ok)
+      answer.json = (await res
+        .clone()
+        .json()
+        .catch(() => undefined)) as typeof answer.json;
+    return res;
+  };
   const registered = await step('ERR_CONNECTOR_OAUTH_CLIENT', 'client registration', () =>
     registerClient(server.issuer, {
       metadata: server.metadata,
       clientMetadata: { client_name: 'Airlock', redirect_uris: [a.redirectUri], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: auth },
       scope: a.scope,
-      fetchFn,
+      fetchFn: keepAnswer,
     }),
   );
-  return a.keep({ client_id: registered.client_id, ...(registered.client_secret ? { client_secret: registered.client_secret } : {}) });
+  const kept = await a.keep({ client_id: registered.client_id, ...(registered.client_secret ? { client_secret: registered.client_secret } : {}) });
+  // Another registration came first (two users, or two nodes, at once): this one is not used, so
+  // it is deleted again where the server allows it (RFC 7592), not left behind at the server.
+  if (kept.client_id !== registered.client_id && answer.json) await deregister(answer.json, server.metadata.registration_endpoint, fetchFn);
+  return kept;
+}
+
+/**
+ * Delete a registered client (RFC 7592 §2.3: DELETE its registration_client_uri with its
+ * registration access token). Best effort: a server without client management, or one that
+ * refuses, keeps an unused client, which holds no grant. The token goes only to the origin of
+ * the registration endpoint.
+ */
+async function deregister(client: { registration_client_uri?: unknown; registration_access_token?: unknown }, registrationEndpoint: string, fetchFn: FetchLike): Promise<boolean> {
+  const uri = typeof client.registration_client_uri === 'string' ? client.registration_client_uri : '';
+  const token = typeof client.registration_access_token === 'string' ? client.registration_access_token : '';
+  if (!uri || !token) return false;
+  try {
+    if (new URL(uri).origin !== new URL(registrationEndpoint).origin) return false;
+    const res = await fetchFn(uri, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } });
+    await res.body?.cancel();
+    return res.status === 204;
+  } catch {
+    return false;
+  }
 }
 
 /** The authorization URL (code + PKCE S256 + resource) and the verifier to keep for the callback. */

@@ -4,7 +4,8 @@
  * http origin and the admin set no client, so the first Connect registers Airlock there and keeps
  * that client as the connector's (its secret sealed in the registry). Two users connecting at once
  * end with one client; the kept client's secret serves the code grant and the refresh; the
- * secret is in no log and not in the clear in the database. Runs on SQLite and PostgreSQL.
+ * secret is in no log and not in the clear in the database. When two registrations race, the one
+ * not kept is deleted at the server again (RFC 7592). Runs on SQLite and PostgreSQL.
  */
 import t from 'tap';
 import { atRestEncryptor, createLogger } from '../../core/index.js';
@@ -13,7 +14,8 @@ import { registryLookup } from '../../domain/connector-oauth/registry.js';
 import { ConnectorTokenStore } from '../../domain/connector-oauth/store.js';
 import { ConnectorTokenService } from '../../daemon/host/connector-tokens.js';
 import { startTickets } from '../../emulator/tickets.js';
-import { CONNECTOR_CALLBACK_PATH } from '../../web/connector-oauth-routes.js';
+import { CLIENT_METADATA_PATH, CONNECTOR_CALLBACK_PATH } from '../../web/connector-oauth-routes.js';
+import { discover, obtainClient } from '../../domain/connector-oauth/client.js';
 import { logSink, startTestAppWithOrigin } from '../helpers/app.js';
 import { dbRows } from '../helpers/db.js';
 import { authorizeInBrowser, callTracker, signedIn, TRACKER_USERS, type OAuthRig } from '../helpers/connector-oauth.js';
@@ -74,4 +76,33 @@ t.test('no metadata document, no admin client: the first Connect registers one, 
   const text = app.logs.text() + logs.text();
   for (const s of [secret, first!, second!]) t.notOk(text.includes(s), 'no client secret or token in the logs');
   t.match(app.logs.text(), /"client":"registered"/, 'the connect logs that the client was registered');
+});
+
+t.test('two registrations at once: the one not kept is deleted at the server again (RFC 7592)', async (t) => {
+  const { app, origin } = await startTestAppWithOrigin(t);
+  const registry = registryLookup(app.database.sql, atRestEncryptor(app.config));
+  const tickets = await startTickets({ users: TRACKER_USERS, dynamicRegistration: true });
+  t.teardown(() => tickets.close());
+  await app.database.sql.insertInto('connectors').values({ id: 'tickets', label: 'Acme Tickets', url: tickets.url, auth_kind: 'oauth' }).execute();
+  const server = await discover(tickets.url);
+  const settings = (await registry.get('tickets'))!;
+  // Both register before either keeps its client (as two nodes may): the keep step waits for both.
+  let arrived = 0;
+  let release!: () => void;
+  const both = new Promise<void>((r) => (release = r));
+  const keep = async (client: { client_id: string; client_secret?: string }) => {
+    if (++arrived === 2) release();
+    await both;
+    return registry.keepRegisteredClient!('tickets', client);
+  };
+  const redirectUri = origin + CONNECTOR_CALLBACK_PATH;
+  const [a, b] = await Promise.all([1, 2].map(() => obtainClient(server, settings, origin + CLIENT_METADATA_PATH, { redirectUri, keep })));
+  t.equal(a.client_id, b.client_id, 'both go on with the one kept client');
+  t.equal(tickets.auth.registered.length, 2, 'two clients were registered');
+  t.same(
+    tickets.auth.deregistered,
+    tickets.auth.registered.filter((id) => id !== a.client_id),
+    'the one not kept was deleted at the server; the kept one was not',
+  );
+  t.equal((await registry.get('tickets'))!.clientId, a.client_id);
 });
