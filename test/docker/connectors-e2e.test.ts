@@ -1,10 +1,13 @@
 /**
  * Connectors in a real sandbox turn (docs/connectors.md): the MCP reference server
- * (`@modelcontextprotocol/server-everything`, Streamable HTTP) and an SDK-built server with a
- * static bearer secret, registered through the registry; a scripted model calls their tools
- * from inside a hardened container (agent → in-sandbox proxy → egress socket → the host's
- * gateway → the server); results stream to the chat; each call is audited; the secret the
- * server echoes is scrubbed, and root in the container finds it nowhere.
+ * (`@modelcontextprotocol/server-everything`, Streamable HTTP), an SDK-built server with a
+ * static bearer secret and the demo ticket tracker behind OAuth per user (the user connects it
+ * through the web app: its authorization server's login and consent, the code grant on the
+ * host), registered through the registry; a scripted model calls their tools from inside a
+ * hardened container (agent → in-sandbox proxy → egress socket → the host's gateway → the
+ * server, the user's access token added on the host); results stream to the chat; each call is
+ * audited; the secret the server echoes is scrubbed, and root in the container finds neither
+ * the secret nor the user's access token anywhere.
  */
 import t from 'tap';
 import * as openaiModel from '../../emulator/model-openai.js';
@@ -16,6 +19,11 @@ import { startMcpUpstream } from '../helpers/mcp-upstream.js';
 import { ConnectorService } from '../../domain/connectors/index.js';
 import { atRestEncryptor } from '../../core/index.js';
 import { dbRows } from '../helpers/db.js';
+import { authorizeInBrowser, CLIENT_ID, CLIENT_SECRET, TRACKER_USERS } from '../helpers/connector-oauth.js';
+import { startTickets } from '../../emulator/tickets.js';
+import { CONNECTOR_CALLBACK_PATH } from '../../web/connector-oauth-routes.js';
+import { connectorTokenService } from '../../daemon/host/connector-tokens.js';
+import { registryLookup } from '../../domain/connector-oauth/registry.js';
 
 const SECRET = 'e2e-connector-secret-0123456789-QWERTY';
 
@@ -34,7 +42,8 @@ if (docker) {
       script: [
         { kind: 'reply', text: 'Calling. ', tool_calls: [{ name: 'everything__echo', arguments: { message: 'hello from the sandbox' } }] },
         { kind: 'reply', tool_calls: [{ name: 'acme__whoami', arguments: {} }] },
-        { kind: 'reply', text: 'Both done.' },
+        { kind: 'reply', tool_calls: [{ name: 'tickets__create_ticket', arguments: { title: 'Filed from the sandbox' } }] },
+        { kind: 'reply', text: 'All done.' },
       ],
     });
     t.teardown(() => model.close());
@@ -51,6 +60,26 @@ if (docker) {
     t.ok(added.connector.tools.length >= 5);
     await svc.create({ id: 'acme', label: 'Acme', url: acme.url, auth_kind: 'bearer', auth_secret: SECRET }, null);
 
+    // OAuth per user: the tracker with its authorization server, a client registered there for
+    // this service's callback; alice connects it through the web app as a browser would.
+    const callbackUrl = d.config.publicOrigin + CONNECTOR_CALLBACK_PATH;
+    const tickets = await startTickets({ users: TRACKER_USERS, clients: [{ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [callbackUrl] }] });
+    t.teardown(() => tickets.close());
+    await svc.create({ id: 'tickets', label: 'Acme Tickets', url: tickets.url, auth_kind: 'oauth', oauth_client_id: CLIENT_ID, oauth_client_secret: CLIENT_SECRET }, null);
+    // Its tools as an admin's refresh (with the admin's own grant) would have listed them.
+    await d.database.sql
+      .updateTable('connectors')
+      .set({ tools: JSON.stringify([{ name: 'create_ticket', description: 'File a ticket', input_schema: { type: 'object', properties: { title: { type: 'string' } } }, mode: 'enabled' }]) })
+      .where('id', '=', 'tickets')
+      .execute();
+    const started = await c.json('POST', '/api/connections/tickets/connect', { return_to: '/' });
+    t.equal(started.status, 200, JSON.stringify(started.body));
+    const callback = await authorizeInBrowser(started.body.authorization_url, callbackUrl, { username: 'alice', password: TRACKER_USERS.alice });
+    t.equal((await c.request('GET', callback.slice(d.config.publicOrigin.length))).status, 302, 'connected');
+    const aliceId = (await d.database.sql.selectFrom('users').select('id').where('username', '=', 'alice').executeTakeFirstOrThrow()).id;
+    const enc = atRestEncryptor(d.config);
+    const accessToken = await connectorTokenService(d, enc, () => registryLookup(d.database.sql, enc)).accessToken('tickets', aliceId);
+
     const turn = await streamTurn(c, { message: 'use the connectors' });
     t.equal(turn.status, 200);
     const ends = turn.events.filter((e) => e.type === 'tool_end');
@@ -59,6 +88,7 @@ if (docker) {
       [
         ['everything__echo', true],
         ['acme__whoami', true],
+        ['tickets__create_ticket', true],
       ],
       JSON.stringify(ends).slice(0, 600),
     );
@@ -66,6 +96,7 @@ if (docker) {
     t.notMatch(JSON.stringify(turn.events), SECRET, 'the echoed secret never reaches the chat');
     t.match(JSON.stringify(ends[1].output), /redacted/);
     t.equal(turn.events.at(-1).stop_reason, 'end_turn');
+    t.match(JSON.stringify(ends[2].output), /"title":"Filed from the sandbox","body":"","reporter":"alice"/, "the tracker filed it under alice's own grant");
     t.ok(
       acme.requests.some((r) => r.auth === `Bearer ${SECRET}`),
       'the secret was injected on the host',
@@ -88,5 +119,9 @@ if (docker) {
     const scan = await execIn(docker, sb.containerId!, ['sh', '-c', script], { user: 'root', env: [`S=${SECRET}`] });
     t.equal(scan.stdout.trim(), 'scanned', 'no file holds the secret');
     t.notMatch(logs.text(), SECRET, 'no log line holds the secret');
+    t.ok(accessToken && accessToken.length > 10, "alice's access token is on the host");
+    const tokenScan = await execIn(docker, sb.containerId!, ['sh', '-c', script], { user: 'root', env: [`S=${accessToken}`] });
+    t.equal(tokenScan.stdout.trim(), 'scanned', "no file or process in the sandbox holds alice's access token");
+    t.notOk(logs.text().includes(accessToken!), 'no log line holds it');
   });
 }
