@@ -10,7 +10,7 @@
 import t from 'tap';
 import { browserUnavailable, launch, screenshot, settled } from '../helpers/browser.js';
 import { dbRows } from '../helpers/db.js';
-import { PASSWORD, signedIn, startOAuthRig, TRACKER_USERS } from '../helpers/connector-oauth.js';
+import { PASSWORD, signedIn, signInAndAllow, startOAuthRig } from '../helpers/connector-oauth.js';
 import { startConnectorRig } from '../helpers/connector-rig.js';
 import { atRestEncryptor, createLogger } from '../../core/index.js';
 import type { TurnRequest, TurnRunner } from '../../core/sandbox-protocol.js';
@@ -82,12 +82,7 @@ else {
     await screenshot(page, 'chat-connect-1280', { fullPage: false });
 
     await page.click(button);
-    await page.waitForSelector('input[name="username"]');
-    t.equal(new URL(page.url()).origin, rig.tickets.auth.url, 'at the authorization server');
-    await page.fill('input[name="username"]', 'alice');
-    await page.fill('input[name="password"]', TRACKER_USERS.alice);
-    await page.click('button:has-text("Sign in")');
-    await page.click('button:has-text("Allow")');
+    t.equal(await signInAndAllow(page, 'alice'), rig.tickets.auth.url, 'at the authorization server');
     await page.waitForURL((u) => u.origin === new URL(app.url).origin && u.hash === new URL(chatUrl).hash);
     t.match(page.url(), /[?&]connected=tickets/, 'back in the same chat, told what was connected');
     await page.waitForSelector('.msg.assistant[data-done]');

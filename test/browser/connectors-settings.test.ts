@@ -6,7 +6,7 @@
 import t from 'tap';
 import { browserUnavailable, launch, screenshot } from '../helpers/browser.js';
 import { dbRows } from '../helpers/db.js';
-import { PASSWORD, signedIn, startOAuthRig, TRACKER_USERS } from '../helpers/connector-oauth.js';
+import { PASSWORD, signedIn, signInAndAllow, startOAuthRig } from '../helpers/connector-oauth.js';
 
 const why = browserUnavailable();
 if (why) t.plan(0, why);
@@ -35,12 +35,7 @@ else {
 
     await page.click(`${row} button`);
     // The tracker's authorization server: its login form, then its consent form.
-    await page.waitForSelector('input[name="username"]');
-    t.equal(new URL(page.url()).origin, rig.tickets.auth.url, 'at the authorization server');
-    await page.fill('input[name="username"]', 'alice');
-    await page.fill('input[name="password"]', TRACKER_USERS.alice);
-    await page.click('button:has-text("Sign in")');
-    await page.click('button:has-text("Allow")');
+    t.equal(await signInAndAllow(page, 'alice'), rig.tickets.auth.url, 'at the authorization server');
     await page.waitForURL(`${rig.app.url}/?connected=tickets#/settings`);
     await page.waitForSelector(`${row} .ok`);
     t.match(await page.textContent(row), /Connected/, 'back in Settings, connected');

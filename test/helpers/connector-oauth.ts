@@ -11,6 +11,7 @@ import type { OAuthConnectorLookup, OAuthConnectorSettings } from '../../core/co
 import { startTickets, type TicketsEmulator } from '../../emulator/tickets.js';
 import { CONNECTOR_CALLBACK_PATH } from '../../web/connector-oauth-routes.js';
 import type { WebServices } from '../../web/context.js';
+import type { Page } from 'playwright-core';
 import { addUser, startTestAppWithOrigin, type TestApp } from './app.js';
 import type { Client } from './client.js';
 
@@ -127,4 +128,18 @@ export async function trackerStatus(url: string, token: string): Promise<number>
   });
   await res.body?.cancel();
   return res.status;
+}
+
+/**
+ * In a real browser at the tracker's authorization server: wait for its login form, sign in as
+ * `username`, allow on its consent form. Returns the origin the login form was on.
+ */
+export async function signInAndAllow(page: Page, username: keyof typeof TRACKER_USERS): Promise<string> {
+  await page.waitForSelector('input[name="username"]');
+  const origin = new URL(page.url()).origin;
+  await page.fill('input[name="username"]', username);
+  await page.fill('input[name="password"]', TRACKER_USERS[username]);
+  await page.click('button:has-text("Sign in")');
+  await page.click('button:has-text("Allow")');
+  return origin;
 }
