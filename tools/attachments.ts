@@ -1,4 +1,5 @@
 import { constants, promises as fs } from 'node:fs';
+import { randomUUID } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { ToolError } from './result.js';
 
@@ -167,4 +168,51 @@ export function uniqueNames(names: string[]): string[] {
     seen.set(n, k);
     return k === 1 ? n : n.replace(/(\.[a-z]+)?$/, `-${k}$1`);
   });
+}
+
+/** A file run_python wrote under out/, as the chat keeps it: `<uuid>.<ext>` in the attachments folder. */
+export interface KeptFile {
+  /** `<uuid>.<ext>`: what the chat shows and serves (GET /api/chat/attachments/:name). */
+  name: string;
+  /** The path the code wrote (out/chart.png). */
+  path: string;
+  size: number;
+}
+
+/**
+ * Keep the files a run_python call wrote under out/ with the chat (docs/tools.md#run_python): each
+ * one of the OUT_TYPES, read as send_email reads it (no link followed, a regular file, at most
+ * ATTACHMENT_MAX_BYTES, its content what its extension says), is copied to the attachments folder
+ * as `<uuid>.<ext>` (created exclusively, 0600) with its file name beside it as `<uuid>.title`,
+ * so a later call that overwrites out/chart.png does not change what an earlier answer shows.
+ * At most ATTACHMENTS_PER_MESSAGE_MAX a call; the rest, and the ones refused, come back with why.
+ */
+export async function keepOutFiles(attachmentsDir: string, files: readonly { path: string }[], log?: { info(o: object, m: string): void }): Promise<{ kept: KeptFile[]; skipped: { path: string; why: string }[] }> {
+  const kept: KeptFile[] = [];
+  const skipped: { path: string; why: string }[] = [];
+  for (const { path } of files) {
+    const m = OUT_ATTACHMENT_RE.exec(path);
+    if (!m) {
+      skipped.push({ path, why: 'not shown in the chat: only out/<name>.png|svg|csv|xlsx|json|txt directly under out/ is' });
+      continue;
+    }
+    if (kept.length >= ATTACHMENTS_PER_MESSAGE_MAX) {
+      skipped.push({ path, why: `not shown in the chat: at most ${ATTACHMENTS_PER_MESSAGE_MAX} files a call are` });
+      continue;
+    }
+    let data: Buffer;
+    try {
+      data = await readAttachment(attachmentsDir, path);
+    } catch (err) {
+      skipped.push({ path, why: `not shown in the chat: ${(err as Error).message}` });
+      continue;
+    }
+    await fs.mkdir(attachmentsDir, { recursive: true, mode: 0o700 });
+    const name = `${randomUUID()}.${m[2]}`;
+    await fs.writeFile(join(attachmentsDir, name), data, { flag: 'wx', mode: 0o600 });
+    await fs.writeFile(join(attachmentsDir, name.replace(/\.[a-z]+$/, '.title')), m[1]!, { flag: 'wx', mode: 0o600 });
+    kept.push({ name, path, size: data.length });
+  }
+  for (const s of skipped) log?.info({ tool: 'run_python', path: s.path, why: s.why }, 'out file not kept');
+  return { kept, skipped };
 }

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import type { ToolsEnv } from './env.js';
 import { PythonSession } from './python-session.js';
 import { ToolError, runTool, toolOk } from './result.js';
+import { keepOutFiles } from './attachments.js';
 
 /** Modules imported when the interpreter starts (names the code can use at once). */
 export const PYTHON_PRELOAD = ['pandas as pd', 'numpy as np', 'matplotlib'];
@@ -77,6 +78,7 @@ export function registerRunPython(server: McpServer, env: ToolsEnv, log: { info(
         stderr: z.string(),
         truncated: z.boolean(),
         files: z.array(z.object({ path: z.string(), size: z.number() })),
+        attachments: z.array(z.object({ name: z.string(), path: z.string(), size: z.number() })),
         new_interpreter: z.boolean(),
         note: z.string().optional(),
         duration_ms: z.number(),
@@ -129,7 +131,9 @@ export function registerRunPython(server: McpServer, env: ToolsEnv, log: { info(
             const out = [r.stdout && `stdout:\n${r.stdout}`, note, r.error.traceback.trimEnd()].filter(Boolean).join('\n');
             throw new ToolError('ERR_PYTHON_EXCEPTION', out);
           }
-          return toolOk({ stdout: r.stdout, stderr: r.stderr, truncated: r.truncated, files, new_interpreter: r.fresh, ...(note ? { note } : {}), duration_ms: r.duration_ms });
+          // The files it wrote under out/, kept with the chat as they are now (the chat shows them).
+          const { kept } = await keepOutFiles(env.attachmentsDir, files, log);
+          return toolOk({ stdout: r.stdout, stderr: r.stderr, truncated: r.truncated, files, attachments: kept, new_interpreter: r.fresh, ...(note ? { note } : {}), duration_ms: r.duration_ms });
         } finally {
           await flush();
         }

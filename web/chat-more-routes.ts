@@ -13,8 +13,35 @@ import { BeneathError, openBeneath } from './open-beneath.js';
 import { validateBody } from './validate.js';
 import { PinSessionSchema, SwitchBranchSchema } from '../core/api-requests.js';
 
-const ATTACHMENT_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.png$/;
+/** A chart (`<uuid>.png`) or a file run_python wrote under out/, kept as `<uuid>.<ext>` (tools/attachments.ts keepOutFiles). */
+const ATTACHMENT_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.(png|svg|csv|xlsx|json|txt)$/;
 const MAX_ATTACHMENT_BYTES = 5 * 1024 * 1024;
+
+/** How each kind is served: images shown, the rest downloaded. */
+const ATTACHMENT_TYPES: Record<string, { type: string; inline: boolean }> = {
+  png: { type: 'image/png', inline: true },
+  svg: { type: 'image/svg+xml', inline: true },
+  csv: { type: 'text/csv; charset=utf-8', inline: false },
+  xlsx: { type: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet', inline: false },
+  json: { type: 'application/json; charset=utf-8', inline: false },
+  txt: { type: 'text/plain; charset=utf-8', inline: false },
+};
+
+/**
+ * The headers an attachment is served with, for its owner and on a share link alike: its type by
+ * its extension; a sandboxed CSP with nothing allowed (an SVG's script never runs, even opened on
+ * its own); no sniffing; a file that is not an image as a download.
+ */
+export function attachmentHeaders(name: string): Record<string, string> {
+  const t = ATTACHMENT_TYPES[ATTACHMENT_RE.exec(name)?.[1] ?? 'png']!;
+  return {
+    'Content-Type': t.type,
+    'Content-Security-Policy': "default-src 'none'; sandbox",
+    'X-Content-Type-Options': 'nosniff',
+    // No file name here: the page's link names the download after the file the code wrote.
+    ...(t.inline ? {} : { 'Content-Disposition': 'attachment' }),
+  };
+}
 
 /**
  * A rasterized chart from the user's own workspace (what rasterize_chart wrote). The agent owns
@@ -59,11 +86,9 @@ export function chatMoreRoutes(ctx: WebContext, o: { owned: OwnedSession; busy: 
   r.get(
     '/attachments/:name',
     ...signedIn(async (req, res) => {
-      const buf = await readAttachment(ctx.config.dataDir, req.user!.id, String(req.params.name), req.log);
-      res.setHeader('Content-Type', 'image/png');
-      res.setHeader('Content-Security-Policy', "default-src 'none'; sandbox");
-      res.setHeader('Cache-Control', 'private, max-age=3600');
-      res.end(buf);
+      const name = String(req.params.name);
+      const buf = await readAttachment(ctx.config.dataDir, req.user!.id, name, req.log);
+      res.set({ ...attachmentHeaders(name), 'Cache-Control': 'private, max-age=3600' }).end(buf);
     }),
   );
 

@@ -8,7 +8,7 @@ import { attachmentNames } from '../domain/chat/export.js';
 import { sumUsage } from '../domain/chat/transcript.js';
 import type { WebContext } from './context.js';
 import { onOwnedChat, ownedSessions, signedIn } from './chat-route-kit.js';
-import { readAttachment } from './chat-more-routes.js';
+import { attachmentHeaders, readAttachment } from './chat-more-routes.js';
 import { previewOf } from './upload-routes.js';
 import { readUpload } from './workspace-files.js';
 import type { ShareCreated, SharedChat, ShareState } from './share-api.js';
@@ -113,8 +113,8 @@ function viewerRoutes(r: Router, ctx: WebContext): void {
   r.get(
     '/share/:token/attachments/:name',
     ...signedIn(async (req, res) => {
-      const { data: buf } = await namedFile(req, attachmentNames, readAttachment);
-      res.set({ ...noStore, 'Content-Type': 'image/png', 'Content-Security-Policy': "default-src 'none'; sandbox" }).end(buf);
+      const { name, data: buf } = await namedFile(req, attachmentNames, readAttachment);
+      res.set({ ...noStore, ...attachmentHeaders(name) }).end(buf);
     }),
   );
 

@@ -5,8 +5,8 @@
  */
 import type { StoredTurn } from '../../core/chat-history.js';
 
-/** Chart file names rasterize_chart makes (a UUID and .png), as the attachments route serves them. */
-export const ATTACHMENT_NAME_RE = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.png/g;
+/** Attachment names as the attachments route serves them: a chart (a UUID and .png) or a kept out/ file of run_python (a UUID and its type). */
+export const ATTACHMENT_NAME_RE = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.(?:png|svg|csv|xlsx|json|txt)/g;
 
 /** The chart files a branch's tool calls name (inputs and outputs), each once, in order. */
 export function attachmentNames(turns: readonly StoredTurn[]): string[] {
@@ -91,7 +91,7 @@ function turnMarkdown(t: StoredTurn, i: number): string {
   for (const c of t.tool_calls) {
     parts.push(toolLine(c), '', fence(JSON.stringify(c.input, null, 2), 'json'), '');
     const charts = JSON.stringify(c.output ?? null).match(ATTACHMENT_NAME_RE) ?? [];
-    for (const name of new Set(charts)) parts.push(`![chart](attachments/${name})`, '');
+    for (const name of new Set(charts)) parts.push(/\.(png|svg)$/.test(name) ? `![chart](attachments/${name})` : `[${name}](attachments/${name})`, '');
   }
   if (t.text) parts.push(markdownAnswer(t.text), '');
   if (t.stop_reason === 'cancelled') parts.push('_Stopped by the user._', '');

@@ -7,7 +7,11 @@
 import t from 'tap';
 import type { TurnRequest, TurnResult, TurnRunner } from '../../core/index.js';
 import { addUser, startTestApp } from '../helpers/app.js';
-import { axeProblems, browserUnavailable, launch } from '../helpers/browser.js';
+import { axeProblems, browserUnavailable, launch, screenshot } from '../helpers/browser.js';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { PNG_1PX } from '../helpers/xlsx.js';
 
 t.setTimeout(240_000);
 
@@ -89,5 +93,73 @@ else {
     await page.reload();
     await page.waitForFunction(() => document.querySelectorAll('.py').length === 2, undefined, { timeout: 15_000 });
     await check('after reload');
+  });
+
+  t.test("run_python's files in the chat: the image shown, every file downloadable, after a reload too", async (t) => {
+    const png = `${randomUUID()}.png`;
+    const svg = `${randomUUID()}.svg`;
+    const csv = `${randomUUID()}.csv`;
+    const holder: { dataDir?: string } = {};
+    const runner: TurnRunner = {
+      async runTurn(req) {
+        // What keepOutFiles leaves in the user's workspace (tools/attachments.ts), then the call's result.
+        const dir = join(holder.dataDir!, 'workspaces', String(req.userId), '.agent-attachments');
+        mkdirSync(dir, { recursive: true });
+        writeFileSync(join(dir, png), PNG_1PX);
+        writeFileSync(join(dir, svg), '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><script>parent.__pwned=1</script><rect width="10" height="10"/></svg>');
+        writeFileSync(join(dir, csv), 'region,growth\nNorth,3\n');
+        const attachments = [
+          { name: png, path: 'out/chart.png', size: PNG_1PX.length },
+          { name: svg, path: 'out/shape.svg', size: 120 },
+          { name: csv, path: 'out/data.csv', size: 21 },
+        ];
+        req.onEvent({ type: 'tool_start', call_id: 'p1', tool: 'run_python', input: { code: 'plt.savefig("out/chart.png")' } });
+        req.onEvent({ type: 'tool_end', call_id: 'p1', tool: 'run_python', ok: true, output: JSON.stringify({ stdout: '', stderr: '', truncated: false, files: [], attachments, new_interpreter: false, duration_ms: 3 }), duration_ms: 3 });
+        req.onEvent({ type: 'text_delta', text: 'Here they are.' });
+        return { stop_reason: 'end_turn' };
+      },
+    };
+    const app = await startTestApp(t, { services: { chat: { runner } } });
+    holder.dataDir = app.config.dataDir;
+    await addUser(app.database, 'pia', PASSWORD);
+    const page = await (await launch(t)).newPage();
+    await page.goto(app.url + '/#/login');
+    await page.fill('#username', 'pia');
+    await page.fill('#password', PASSWORD);
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#prompt');
+    await page.fill('#prompt', 'chart it');
+    await page.keyboard.press('Enter');
+    const shown = async (when: string) => {
+      await page.waitForSelector('.py-files li[data-file="out/data.csv"]', { timeout: 15_000 });
+      await page.waitForFunction(() => Array.from(document.querySelectorAll<HTMLImageElement>('.py-files img')).every((i) => i.complete && i.naturalWidth > 0));
+      const items = await page.$$eval('.py-files li', (lis) =>
+        lis.map((li) => ({
+          file: li.getAttribute('data-file'),
+          img: li.querySelector('img')?.getAttribute('alt') ?? null,
+          download: li.querySelector('a.py-download')?.getAttribute('download'),
+          href: li.querySelector('a.py-download')?.getAttribute('href'),
+        })),
+      );
+      t.same(
+        items,
+        [
+          { file: 'out/chart.png', img: 'out/chart.png, written by the code', download: 'chart.png', href: `/api/chat/attachments/${png}` },
+          { file: 'out/shape.svg', img: 'out/shape.svg, written by the code', download: 'shape.svg', href: `/api/chat/attachments/${svg}` },
+          { file: 'out/data.csv', img: null, download: 'data.csv', href: `/api/chat/attachments/${csv}` },
+        ],
+        `${when}: the images shown, every file with its Download`,
+      );
+      t.equal(await page.evaluate(() => (window as { __pwned?: unknown }).__pwned), undefined, `${when}: the SVG's script did not run`);
+    };
+    await shown('live');
+    t.same(await axeProblems(page), [], 'axe: the files');
+    await screenshot(page, 'chat-python-files', { fullPage: false });
+    const download = page.waitForEvent('download');
+    await page.click('.py-files li[data-file="out/data.csv"] a.py-download');
+    const file = await download;
+    t.equal(file.suggestedFilename(), 'data.csv', 'the download is named after the file the code wrote');
+    await page.reload();
+    await shown('after reload');
   });
 }

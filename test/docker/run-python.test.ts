@@ -114,7 +114,7 @@ if (docker) {
     const sid = first.events.at(-1).session_id as string;
     const end = first.events.find((e) => e.type === 'tool_end');
     t.equal(end?.ok, true, JSON.stringify(end).slice(0, 2000));
-    const out = end?.output as { stdout: string; files: { path: string; size: number }[] };
+    const out = end?.output as { stdout: string; files: { path: string; size: number }[]; attachments: { name: string; path: string; size: number }[] };
     const got = JSON.parse(out.stdout.trim().split('\n').at(-1)!) as { rows: number; region: string; quarter: string; growth: number };
     t.equal(got.rows, 100_000);
     t.equal(got.region, ref.region, 'the region pandas found is the reference one');
@@ -133,6 +133,12 @@ if (docker) {
     const sb = d.runtime!.sessions.list().find((s) => s.sessionId === sid)!;
     const png = await execIn(docker!, sb.containerId!, ['sh', '-c', 'head -c 8 /workspace/out/growth.png | od -An -tx1'], { user: '1001' });
     t.match(png.stdout.replace(/\s+/g, ''), /^89504e470d0a1a0a$/, 'a real PNG');
+    // Kept with the chat: the page's route serves the copy, the same bytes as out/growth.png.
+    t.match(out.attachments, [{ path: 'out/growth.png', name: /^[0-9a-f-]{36}\.png$/ }], 'the chart is kept with the chat');
+    const served = await c.request('GET', `/api/chat/attachments/${out.attachments[0].name}`);
+    t.equal(served.headers.get('content-type'), 'image/png');
+    const whole = await execIn(docker!, sb.containerId!, ['sh', '-c', 'od -An -tx1 -v /workspace/out/growth.png'], { user: '1001' });
+    t.equal(Buffer.from(await served.arrayBuffer()).toString('hex'), whole.stdout.replace(/\s+/g, ''), 'the chat shows the chart the code drew');
 
     // State: a variable of the first call is read in the next turn.
     const second = await turn('how many rows?', ['len(df), region'], sid);

@@ -1,11 +1,12 @@
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { tempDir } from '../helpers/app.js';
 import { errorCode, startMcp } from '../helpers/mcp.js';
 import { waitFor } from '../helpers/wait.js';
+import { PNG_1PX } from '../helpers/xlsx.js';
 import { groupPids } from '../../tools/python-session.js';
 
 /**
@@ -109,3 +110,51 @@ function running(pid: number): boolean {
 async function waitGone(pid: number): Promise<void> {
   await waitFor(() => groupPids(pid).filter(running).length === 0, `group ${pid} has no running process left`, 15_000, 20);
 }
+
+t.test('files written under out/ are kept with the chat: copied as they were, typed, bounded', { skip: python || process.env.CI === 'true' ? false : 'no python3 on this host' }, async (t) => {
+  const ws = tempDir(t);
+  const attachments = join(ws, '.agent-attachments');
+  mkdirSync(attachments);
+  const tools = await startMcp(t, 'tools', { AGENT_ATTACHMENTS_DIR: attachments });
+  const run = async (code: string) => (await tools.client.callTool({ name: 'run_python', arguments: { code } })) as CallToolResult;
+  const kept = (r: CallToolResult) => (r.structuredContent as { attachments: { name: string; path: string; size: number }[] }).attachments;
+
+  const first = await run(
+    [
+      // A real PNG without matplotlib (the host running the tests may not have it; the sandbox image does).
+      'import os, base64',
+      'os.makedirs("out", exist_ok=True)',
+      `open("out/chart.png", "wb").write(base64.b64decode("${PNG_1PX.toString('base64')}"))`,
+      'open("out/data.csv", "w").write("region,growth\\nNorth,3\\n")',
+      'open("out/evil.svg", "w").write(\'<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>\')',
+      'open("out/fake.png", "w").write("not a picture")',
+      'open("out/notes.md", "w").write("# not a kept type")',
+      'os.symlink("/etc/hostname", "out/link.csv")',
+    ].join('\n'),
+  );
+  t.equal(errorCode(first), undefined, text(first));
+  const files = kept(first);
+  t.same(files.map((f) => f.path).sort(), ['out/chart.png', 'out/data.csv', 'out/evil.svg'], 'the PNG, the CSV and the SVG are kept; a fake PNG, a .md and a link are not');
+  for (const f of files) {
+    t.match(f.name, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.(png|csv|svg)$/);
+    t.same(readFileSync(join(attachments, f.name)), readFileSync(join(ws, f.path)), `${f.path}: the same bytes`);
+    t.equal(f.size, statSync(join(ws, f.path)).size);
+    t.equal(readFileSync(join(attachments, f.name.replace(/\.[a-z]+$/, '.title')), 'utf8'), f.path.slice(4), 'its file name beside it');
+  }
+  const csv = files.find((f) => f.path === 'out/data.csv')!;
+
+  // A later call that rewrites out/data.csv keeps a new copy; the earlier answer's stays as it was.
+  const second = await run('open("out/data.csv", "w").write("region,growth\\nSouth,9\\n")');
+  t.same(
+    kept(second).map((f) => f.path),
+    ['out/data.csv'],
+    'only what changed',
+  );
+  t.not(kept(second)[0].name, csv.name);
+  t.equal(readFileSync(join(attachments, csv.name), 'utf8'), 'region,growth\nNorth,3\n', 'the first copy is unchanged');
+
+  // Bounded: at most 10 files a call.
+  const many = await run('for i in range(12): open(f"out/t{i}.txt", "w").write(str(i))');
+  t.equal(kept(many).length, 10, 'ten kept');
+  t.equal((many.structuredContent as { files: unknown[] }).files.length, 12, 'all twelve listed');
+});

@@ -12,7 +12,7 @@ import { AskCard, connectorApprovalPart, decided, isAsk, type AskPart } from './
 import { asksToConnect, ConnectFromChat } from './connectors.js';
 import { ChartBox, findChartSpec } from './chat-chart.js';
 import { appendLive, LiveOutput, type ToolPart } from './tool-live.js';
-import { isRunPython, PythonBody } from './tool-python.js';
+import { isRunPython, PythonBody, PythonFiles, pythonFiles } from './tool-python.js';
 
 /** One piece of an answer, in the order it came: text, or a tool call. */
 export type Part = { kind: 'text'; text: string } | AskPart | ToolPart;
@@ -240,6 +240,7 @@ function ToolRow({ p }: { p: Extract<Part, { kind: 'tool' }> }) {
         </div>
       </details>
       {isRunPython(p.tool) && <PythonBody input={p.input} status={p.status} error={p.error} stdout={typeof att?.stdout === 'string' ? att.stdout : undefined} />}
+      {isRunPython(p.tool) && p.status === 'ok' && <PythonFiles files={pythonFiles(out)} url={(name) => chartUrl(share, name)} />}
       {p.status === 'running' && <LiveOutput text={p.live} />}
       {p.status === 'failed' && p.error && <p class="tool-error">{toolErrorSentence(p.error)}</p>}
       {p.status === 'failed' && p.error && asksToConnect(p.error) && !share && <ConnectFromChat tool={p.tool} />}

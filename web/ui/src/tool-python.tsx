@@ -24,6 +24,53 @@ export function pythonFailure(error: string): string {
   return error.replace(/\s*\(ERR_[A-Z0-9_]+\)\s*$/, '').replace(/^ERR_[A-Z0-9_]+:\s*/, '');
 }
 
+/** A file the call wrote under out/, as the chat keeps it (tools/attachments.ts keepOutFiles). */
+export interface PythonFile {
+  name: string;
+  path: string;
+  size: number;
+}
+
+const KEPT_NAME = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.(png|svg|csv|xlsx|json|txt)$/;
+
+/** The kept files of a call's output (anything else in the list is left out). */
+export function pythonFiles(out: unknown): PythonFile[] {
+  const list = out && typeof out === 'object' ? (out as { attachments?: unknown }).attachments : undefined;
+  if (!Array.isArray(list)) return [];
+  return list.filter((f): f is PythonFile => !!f && typeof f === 'object' && KEPT_NAME.test(String((f as PythonFile).name)) && typeof (f as PythonFile).path === 'string').slice(0, 10);
+}
+
+const kib = (n: number) => (n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / (1024 * 1024)).toFixed(1)} MiB`);
+
+/**
+ * The files a call wrote under out/: a PNG or SVG shown (full size on click, in a tab of its own,
+ * where an SVG is served sandboxed), every one with a Download named after its path.
+ */
+export function PythonFiles({ files, url }: { files: PythonFile[]; url(name: string): string }) {
+  if (!files.length) return null;
+  return (
+    <ul class="py-files" aria-label="Files the code wrote">
+      {files.map((f) => {
+        const base = f.path.replace(/^out\//, '');
+        const image = /\.(png|svg)$/.test(f.name);
+        return (
+          <li key={f.name} data-file={f.path}>
+            {image && (
+              <a href={url(f.name)} target="_blank" rel="noopener">
+                <img class="attachment" src={url(f.name)} alt={`${f.path}, written by the code`} />
+              </a>
+            )}
+            <a class="py-download" href={url(f.name)} download={base}>
+              Download {f.path}
+            </a>{' '}
+            <span class="muted">({kib(f.size)})</span>
+          </li>
+        );
+      })}
+    </ul>
+  );
+}
+
 /** The code, then the output or the traceback; `status` is the call's. */
 export function PythonBody(props: { input: unknown; status: string; error?: string; stdout?: string }) {
   const code = pythonCode(props.input);
