@@ -7,7 +7,9 @@
  * hardened container (agent → in-sandbox proxy → egress socket → the host's gateway → the
  * server, the user's access token added on the host); results stream to the chat; each call is
  * audited; the secret the server echoes is scrubbed, and root in the container finds neither
- * the secret nor the user's access token anywhere.
+ * the secret nor the user's access token anywhere. The hostile table from inside the container
+ * (the agent's user): no or a guessed placeholder, an unregistered connector, path games to
+ * another connector, another method, a host outside; nothing forwarded.
  */
 import t from 'tap';
 import * as openaiModel from '../../emulator/model-openai.js';
@@ -19,6 +21,7 @@ import { startMcpUpstream } from '../helpers/mcp-upstream.js';
 import { ConnectorService } from '../../domain/connectors/index.js';
 import { atRestEncryptor } from '../../core/index.js';
 import { dbRows } from '../helpers/db.js';
+import { SANDBOX_PROXY_PORT } from '../../core/sandbox-profile.js';
 import { authorizeInBrowser, CLIENT_ID, CLIENT_SECRET, TRACKER_USERS } from '../helpers/connector-oauth.js';
 import { startTickets } from '../../emulator/tickets.js';
 import { CONNECTOR_CALLBACK_PATH } from '../../web/connector-oauth-routes.js';
@@ -119,6 +122,42 @@ if (docker) {
     const scan = await execIn(docker, sb.containerId!, ['sh', '-c', script], { user: 'root', env: [`S=${SECRET}`] });
     t.equal(scan.stdout.trim(), 'scanned', 'no file holds the secret');
     t.notMatch(logs.text(), SECRET, 'no log line holds the secret');
+    // The hostile table from inside the sandbox, as the agent's user (1001). The connector
+    // placeholder lives only in the agent's memory (it comes with the session's settings, not in
+    // any environment), so code in the sandbox guesses; each try is refused and nothing forwarded.
+    const acmeSeen = acme.requests.length;
+    const hostile = `
+      const proxy = 'http://127.0.0.1:${SANDBOX_PROXY_PORT}';
+      const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'whoami', arguments: {} } });
+      const cases = [
+        ['no placeholder', proxy + '/connectors/acme', 'POST', null],
+        ['a guessed placeholder', proxy + '/connectors/acme', 'POST', 'guess-0123456789'],
+        ['an unregistered connector', proxy + '/connectors/nope', 'POST', 'guess-0123456789'],
+        ['a path game to another connector', proxy + '/connectors/acme/../everything', 'POST', 'guess-0123456789'],
+        ['an encoded path game', proxy + '/connectors/acme%2F..%2Feverything', 'POST', 'guess-0123456789'],
+        ['another method', proxy + '/connectors/acme', 'PUT', 'guess-0123456789'],
+        ['a host outside', 'http://93.184.216.34/connectors/acme', 'POST', 'guess-0123456789'],
+      ];
+      (async () => {
+        const out = [];
+        for (const [what, url, method, auth] of cases) {
+          const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...(auth ? { authorization: 'Bearer ' + auth } : {}) };
+          try {
+            const r = await fetch(url, { method, headers, body, signal: AbortSignal.timeout(5000) });
+            out.push([what, r.status]);
+          } catch {
+            out.push([what, 'no connection']);
+          }
+        }
+        console.log(JSON.stringify(out));
+      })();`;
+    const table = await execIn(docker, sb.containerId!, ['node', '-e', hostile], { user: '1001' });
+    const answered = JSON.parse(table.stdout.trim() || '[]') as [string, number | string][];
+    t.equal(answered.length, 7, table.stderr.slice(0, 400));
+    for (const [what, status] of answered) t.ok(status === 'no connection' || (typeof status === 'number' && status >= 400 && status < 500), `from inside the sandbox, refused: ${what} (${status})`);
+    t.equal(answered.at(-1)?.[1], 'no connection', 'no network but the proxy');
+    t.equal(acme.requests.length, acmeSeen, 'nothing of the hostile table reached a connector server');
+
     t.ok(accessToken && accessToken.length > 10, "alice's access token is on the host");
     const tokenScan = await execIn(docker, sb.containerId!, ['sh', '-c', script], { user: 'root', env: [`S=${accessToken}`] });
     t.equal(tokenScan.stdout.trim(), 'scanned', "no file or process in the sandbox holds alice's access token");
