@@ -1,0 +1,60 @@
+/**
+ * docs/api.md and the route definitions agree (web/openapi.ts OPERATIONS: one row per route, which
+ * test/integration/openapi.test.ts holds against the express router and the OpenAPI validator):
+ * every defined operation has a row in one of docs/api.md's route tables, and every route a table
+ * names is defined. A row lists one or more methods and one path; paths compare with each
+ * `{parameter}` as one segment and without a query (`?…`) or an optional query (`[?…]`).
+ */
+import t from 'tap';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { OPERATIONS } from '../../web/openapi.js';
+
+const API_MD = fileURLToPath(new URL('../../docs/api.md', import.meta.url).href.replace('/dist/', '/'));
+
+/** The browser UI's files (express.static: `/`, `/*.js`, `/assets/…`): documented, not routes. */
+const isStatic = (op: string) => /^get (\/|\/\*\.[a-z]+|\/assets\/.+)$/.test(op);
+
+/** A path as the comparison takes it. */
+function shape(path: string): string {
+  return (
+    path
+      .replace(/\[\?.*\]$/, '')
+      .replace(/\?.*$/, '')
+      .replace(/\{[^}]*\}(\.\{[^}]*\})?/g, '{}')
+      .replace(/(.)\/$/, '$1') || '/'
+  );
+}
+
+/** The `method path` pairs docs/api.md's tables name: each path in a row's path cell (`/a` (and `/b`)) with each of its methods. */
+function documented(md: string): Set<string> {
+  const out = new Set<string>();
+  for (const m of md.matchAll(/^\| ((?:GET|POST|PUT|PATCH|DELETE)(?:, (?:GET|POST|PUT|PATCH|DELETE))*) \| ([^|]*(?:\\\|[^|]*)*) \|/gm)) {
+    const paths = [...m[2]!.matchAll(/`(\/[^`]*)`/g)].map((p) => p[1]!);
+    for (const method of m[1]!.split(', ')) for (const path of paths) out.add(`${method.toLowerCase()} ${shape(path)}`);
+  }
+  return out;
+}
+
+t.test('every defined operation is in docs/api.md, and every route it names is defined', async (t) => {
+  const docs = documented(readFileSync(API_MD, 'utf8'));
+  const defined = new Set(OPERATIONS.map(([method, path]) => `${method} ${shape(path)}`));
+  t.same(
+    [...defined].filter((op) => !docs.has(op)),
+    [],
+    'defined, not in docs/api.md: add its row',
+  );
+  t.same(
+    [...docs].filter((op) => !defined.has(op) && !isStatic(op)),
+    [],
+    'in docs/api.md, not defined: a route that does not exist (or a path spelled otherwise)',
+  );
+});
+
+t.test('the comparison', async (t) => {
+  t.equal(shape('/api/chat/sessions/{id}/turns/{turnId}/events?after=SEQ'), '/api/chat/sessions/{}/turns/{}/events');
+  t.equal(shape('/api/identity/agent-policy[?user_id=]'), '/api/identity/agent-policy');
+  t.equal(shape('/api/chat/attachments/{uuid}.{png|svg}'), '/api/chat/attachments/{}');
+  t.equal(shape('/accounts/{provider}/login/callback/'), '/accounts/{}/login/callback');
+  t.same([...documented('| GET, PATCH | `/api/x/{id}` | who |\n| POST | `/api/y` (and `/api/z`) | who |\nnot a row')], ['get /api/x/{}', 'patch /api/x/{}', 'post /api/y', 'post /api/z']);
+});
