@@ -45,7 +45,7 @@ export interface ChatModelView {
 
 /**
  * What the approval card shows of a held send's message, never stored and bounded
- * (daemon/host/mail-preview.ts): the daemon's MailPreview and the API's ApprovalPreview add their
+ * (domain/mail/preview.ts): the daemon's MailPreview and the API's ApprovalPreview add their
  * attachments to it.
  */
 export interface MailPreviewText {
@@ -61,7 +61,7 @@ export interface MailPreviewText {
   text_from: 'plain' | 'html' | 'none';
   /** The HTML part as sent (the page sanitises it and renders it in a sandboxed frame); null: none. */
   html: string | null;
-  /** The plain-text part and the visible text of the HTML part have different words (daemon/host/mail-preview.ts partsDiffer). */
+  /** The plain-text part and the visible text of the HTML part have different words (domain/mail/preview.ts partsDiffer). */
   parts_differ: boolean;
 }
 

@@ -88,12 +88,12 @@ export interface MailHold {
   ask: string[];
   summary: MailSummary;
   /**
-   * The message as the user sees it before deciding (daemon/host/mail-preview.ts), read only when the
+   * The message as the user sees it before deciding (domain/mail/preview.ts), read only when the
    * user is asked; in the daemon's memory only (docs/chat.md#approvals).
    */
   preview?(): MailPreview;
 }
-/** What the approval card shows of a held send: never stored, bounded (daemon/host/mail-preview.ts). */
+/** What the approval card shows of a held send: never stored, bounded (domain/mail/preview.ts). */
 export interface MailPreview extends MailPreviewText {
   /** Each attachment; `data` only for images within the limits (the thumbnail's bytes). */
   attachments: { name: string; content_type: string; size: number; data?: Uint8Array }[];

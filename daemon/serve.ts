@@ -27,7 +27,7 @@ import { egressCaps } from './host/egress-conns.js';
 import { OverlayPreparer } from './host/overlay.js';
 import { TokenService } from './host/tokens.js';
 import { FleetMember, FleetSessions, refreshLease } from './host/fleet.js';
-import { MailGate } from './host/mail-gate.js';
+import { MailGate } from '../domain/mail/index.js';
 import { approvalDecider, ConnectorApprovals } from './host/connector-approvals.js';
 import { startTelemetry } from './telemetry.js';
 import { AccountStore, getUserById } from '../domain/index.js';

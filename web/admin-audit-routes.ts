@@ -1,7 +1,7 @@
 import type { Router } from 'express';
 import { AppError } from '../core/index.js';
 import * as store from '../domain/chat/store.js';
-import { recipientFields, turnAudit } from '../domain/mail.js';
+import { recipientFields, turnAudit } from '../domain/mail/index.js';
 import { feedbackOnTurn } from '../domain/chat/feedback.js';
 import { asyncHandler, type WebContext } from './context.js';
 import { superuserRouter } from './route-kit.js';

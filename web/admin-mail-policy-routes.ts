@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { MAIL_DOMAIN } from '../core/config.js';
 import { logAction } from '../domain/action-log.js';
 import { inTransaction } from '../domain/db/index.js';
-import { serverMailPolicy, updateServerMailPolicy } from '../domain/mail-server-policy.js';
+import { serverMailPolicy, updateServerMailPolicy } from '../domain/mail/index.js';
 import type { ServerMailPolicyView } from './admin-api.js';
 import { asyncHandler, type WebContext } from './context.js';
 import { parseFields, superuserRouter } from './route-kit.js';

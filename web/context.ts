@@ -67,7 +67,7 @@ export interface WebServices {
   connectorTokens?: ConnectorTokens;
   /** The user's workspace, made and mounted with its quota (uploads: web/upload-routes.ts). */
   workspaces?: { ensure(userId: number): string };
-  /** Decides mail sends held for the user's approval (daemon/host/mail-gate.ts). */
+  /** Decides mail sends held for the user's approval (domain/mail/gate.ts). */
   approvals?: ApprovalDecider;
   /** The OAuth connectors a user may connect (the connector registry; web/connector-oauth-routes.ts). */
   oauthConnectors?: OAuthConnectorLookup;

@@ -126,7 +126,7 @@ export class ConnectorApprovals implements ApprovalDecider {
   }
 }
 
-/** The chat's one decider: a connector call this daemon holds, else a mail send (daemon/host/mail-gate.ts). */
+/** The chat's one decider: a connector call this daemon holds, else a mail send (domain/mail/gate.ts). */
 export function approvalDecider(mail: ApprovalDecider, connectors: ConnectorApprovals): ApprovalDecider {
   return {
     decide: (d) => (connectors.owns(d.approvalId) ? connectors.decide(d) : mail.decide(d)),

@@ -24,7 +24,7 @@ import { upstreamHeaders } from '../../core/egress/headers.js';
 import { parseTarget } from '../../core/egress/normalise.js';
 import { judgeMail } from '../../core/egress/mail.js';
 import { exchange, UpstreamAgents } from './egress-upstream.js';
-import { mailPreview } from './mail-preview.js';
+import { mailPreview } from '../../domain/mail/index.js';
 import type { ConnectorGateway } from './connector-gateway.js';
 import { CONNECTORS_PLACEHOLDER_ENV } from '../../core/sandbox-env.js';
 import { safeEqual } from '../../core/secret.js';

@@ -6,7 +6,7 @@ import { sessionConnectors } from '../../domain/connectors/index.js';
 import { writeProfile } from '../runtime/slots.js';
 import { egressTarget } from './egress.js';
 import { effectiveAgentPolicy, policyAllows } from '../../domain/identity/agent-policy.js';
-import { mailPolicyFor } from '../../domain/mail.js';
+import { mailPolicyFor } from '../../domain/mail/index.js';
 import type { MailPolicy } from '../../core/sandbox-protocol.js';
 import type { Sql } from '../../domain/db/index.js';
 import { modelAtRevision, sessionModel, type ResolvedModel } from '../../domain/chat/models.js';

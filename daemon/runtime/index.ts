@@ -37,7 +37,7 @@ export interface StartRuntimeOptions {
   metrics?: Metrics;
   /** Session lifecycle hooks (serve wires token rotation track/untrack). */
   hooks?: SessionHooks;
-  /** The audit trail and held mail sends (daemon/host/mail-gate.ts). */
+  /** The audit trail and held mail sends (domain/mail/gate.ts). */
   auditor?: SandboxAuditor;
   /** The clock every session age is read on (core/clock.ts); the real one by default. */
   clock?: Clock;

@@ -1,7 +1,7 @@
 /**
  * What a session's sandbox reports besides its turns: the in-container proxy's decisions
  * (counted in /metrics, refusals logged, each one kept by the auditor) and the mail sends its
- * egress gateway holds (decided by the auditor, daemon/host/mail-gate.ts).
+ * egress gateway holds (decided by the auditor, domain/mail/gate.ts).
  */
 import type { Logger, Metrics } from '../../core/index.js';
 import type { MailHold, MailHoldRelease, SandboxAuditor } from '../../core/sandbox-protocol.js';
@@ -23,7 +23,7 @@ export class SandboxAudit {
     if (sb.sessionId && sb.userId !== undefined) this.o.auditor?.proxied({ sessionId: sb.sessionId, userId: sb.userId }, d);
   }
 
-  /** A mail send the egress gateway holds: decided by the auditor (daemon/host/mail-gate.ts). */
+  /** A mail send the egress gateway holds: decided by the auditor (domain/mail/gate.ts). */
   async mailHold(sb: Sandbox, h: MailHold): Promise<MailHoldRelease> {
     const { log, auditor } = this.o;
     if (!sb.sessionId || sb.userId === undefined) return { allow: false, code: 'ERR_MAIL_APPROVAL_UNAVAILABLE', message: 'this sandbox has no session' };

@@ -1,6 +1,6 @@
 import type { StoredApproval, StoredConnectorApproval } from '../../core/chat-history.js';
 import { nowIso, type Sql } from '../db/index.js';
-import { recipientFields } from '../mail.js';
+import { recipientFields } from '../mail/store.js';
 
 /** States of a held send the user was asked about (a `pending` one whose turn ended was refused with it). */
 const ASKED_STATES = ['pending', 'approved', 'denied', 'timed_out'] as const;

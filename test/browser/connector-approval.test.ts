@@ -19,7 +19,7 @@ import type { TurnRequest, TurnRunner } from '../../core/sandbox-protocol.js';
 import type { WebServices } from '../../web/context.js';
 import { ToolHost } from '../../agent/mcp.js';
 import { approvalDecider, ConnectorApprovals } from '../../daemon/host/connector-approvals.js';
-import { MailGate } from '../../daemon/host/mail-gate.js';
+import { MailGate } from '../../domain/mail/index.js';
 
 const ARGS = { title: 'Printer on fire <img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>', priority: 'high' };
 

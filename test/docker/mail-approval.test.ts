@@ -19,7 +19,7 @@ import type { DaemonEvent, PreparedSession, SessionPreparer } from '../../core/s
 import { SessionManager } from '../../daemon/runtime/session-manager.js';
 import { EgressGatewayService, egressTarget } from '../../daemon/host/egress.js';
 import { buildRoutes, serverMailPolicy } from '../../daemon/host/overlay.js';
-import { MailGate } from '../../daemon/host/mail-gate.js';
+import { MailGate } from '../../domain/mail/index.js';
 import { start as startUpstream } from '../../emulator/fake-upstream.js';
 import * as openaiModel from '../../emulator/model-openai.js';
 import { openTestDatabase } from '../helpers/db.js';

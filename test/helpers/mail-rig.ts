@@ -15,7 +15,7 @@ import { CALL_ID_HEADER, type SessionProfile } from '../../core/sandbox-protocol
 import { TurnCalls } from '../../core/turn-calls.js';
 import { buildRoutes, buildProfile, serverMailPolicy } from '../../daemon/host/overlay.js';
 import { EgressGatewayService } from '../../daemon/host/egress.js';
-import { MailGate } from '../../daemon/host/mail-gate.js';
+import { MailGate } from '../../domain/mail/index.js';
 import { start as startUpstream } from '../../emulator/fake-upstream.js';
 import { startCredentialProxy, type ProxyDecision } from '../../proxy/index.js';
 import { buildMessage, type InlinePng } from '../../tools/mime.js';

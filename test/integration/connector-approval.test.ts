@@ -27,7 +27,7 @@ import type { WebServices } from '../../web/context.js';
 import type { ToolOutcome } from '../../agent/mcp.js';
 import { ToolHost } from '../../agent/mcp.js';
 import { approvalDecider, ConnectorApprovals } from '../../daemon/host/connector-approvals.js';
-import { MailGate } from '../../daemon/host/mail-gate.js';
+import { MailGate } from '../../domain/mail/index.js';
 import { recordConnectorAsk } from '../../domain/chat/approvals.js';
 
 const ARGS = { title: 'Printer on fire <script>alert("x")</script> — café', priority: 'high' };

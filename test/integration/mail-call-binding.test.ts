@@ -1,6 +1,6 @@
 /**
  * A held send is bound to a send_email call the turn really runs (core/turn-calls.ts,
- * daemon/host/mail-gate.ts; docs/security.md "A held send is bound to a running call"), at the
+ * domain/mail/gate.ts; docs/security.md "A held send is bound to a running call"), at the
  * boundary the sandbox reaches: the credential proxy and the egress gateway over real HTTP, the
  * mail gate, the chat stream and the approval route, the fake Gmail upstream (test/helpers/mail-rig.ts).
  *

@@ -1,5 +1,5 @@
 /**
- * The daemon's mail gate (daemon/host/mail-gate.ts) behind the real credential proxy, over real HTTP,
+ * The daemon's mail gate (domain/mail/gate.ts) behind the real credential proxy, over real HTTP,
  * without a container: the web app with its chat routes and the approval route, the MailGate, the
  * proxy with the send policy and the fake Google upstream. The sandbox is replaced by a turn
  * runner that posts Gmail sends to the proxy during the turn, as the agent's tool would (with the
@@ -15,9 +15,9 @@
 import t from 'tap';
 import type { Test } from 'tap';
 import { CALL_ID_HEADER } from '../../core/sandbox-protocol.js';
-import type { MailGate } from '../../daemon/host/mail-gate.js';
+import type { MailGate } from '../../domain/mail/index.js';
 import { queryActionLog } from '../../domain/action-log.js';
-import { mailPolicyFor } from '../../domain/mail.js';
+import { mailPolicyFor } from '../../domain/mail/store.js';
 import type { FakeUpstream } from '../../emulator/fake-upstream.js';
 import type { ProxyDecision } from '../../proxy/index.js';
 import { addUser, type TestApp } from '../helpers/app.js';

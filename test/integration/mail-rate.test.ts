@@ -1,5 +1,5 @@
 /**
- * The hourly mail limit reserved atomically (domain/mail.ts reserveHold, daemon/host/mail-gate.ts,
+ * The hourly mail limit reserved atomically (domain/mail/store.ts reserveHold, domain/mail/gate.ts,
  * docs/proxy.md#send-policy), on both engines: a burst of 25 concurrent sends of one user with a
  * limit of 20 lets exactly 20 through; on PostgreSQL the burst is split over two gates on two
  * connection pools to the database (two nodes; a fleet needs PostgreSQL, a SQLite install is one
@@ -11,9 +11,9 @@ import { randomUUID } from 'node:crypto';
 import type { DaemonEvent, MailHold, MailSummary } from '../../core/sandbox-protocol.js';
 import type { TurnRequest } from '../../core/index.js';
 import { TurnCalls } from '../../core/turn-calls.js';
-import { MailGate } from '../../daemon/host/mail-gate.js';
+import { MailGate } from '../../domain/mail/index.js';
 import { openDatabase } from '../../domain/db/index.js';
-import { updateServerMailPolicy } from '../../domain/mail-server-policy.js';
+import { updateServerMailPolicy } from '../../domain/mail/server-policy.js';
 import { addUser, startTestApp } from '../helpers/app.js';
 import { dbRows } from '../helpers/db.js';
 

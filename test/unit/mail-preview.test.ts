@@ -1,10 +1,10 @@
 /**
- * The preview of a held send (daemon/host/mail-preview.ts) and the names charts get in a message
+ * The preview of a held send (domain/mail/preview.ts) and the names charts get in a message
  * (tools/attachments.ts): messages built by the send_email tool's own composer (tools/mime.ts)
  * and by hand (HTML only, quoted-printable, a non-image attachment, over the limits).
  */
 import t from 'tap';
-import { mailPreview, htmlToText, partsDiffer, PREVIEW_HTML_CHARS, PREVIEW_TEXT_CHARS, PREVIEW_IMAGE_BYTES } from '../../daemon/host/mail-preview.js';
+import { mailPreview, htmlToText, partsDiffer, PREVIEW_HTML_CHARS, PREVIEW_TEXT_CHARS, PREVIEW_IMAGE_BYTES } from '../../domain/mail/preview.js';
 import { buildMessage } from '../../tools/mime.js';
 import { chartFileName, uniqueNames } from '../../tools/attachments.js';
 

@@ -4,7 +4,7 @@ import { logAction, type Severity } from '../../domain/action-log.js';
 import { inTransaction, type Sql } from '../../domain/db/index.js';
 import { effectiveAgentPolicy } from '../../domain/identity/agent-policy.js';
 import { policyNames } from '../../domain/identity/orgs.js';
-import { mailPolicyFor } from '../../domain/mail.js';
+import { mailPolicyFor } from '../../domain/mail/index.js';
 import { createOrGetRunningJob, jobExists, latestJob, logSyncFinished } from '../../domain/identity/directory-sync-store.js';
 import { deleteConnection, getConnection, getConnectionByProvider, listConnections, saveConnection, syncConnection } from '../../domain/identity/store.js';
 import type { ConnectionList, ConnectionView, EffectiveAgentPolicyResponse, SyncJobStarted, SyncJobState } from '../admin-api.js';

@@ -4,9 +4,9 @@
  * (PUT /api/admin/mail-policy). Every node reads the same row, so a change applies on all of
  * them at the next send (the mail gate reads the policy again per send) and at the next session start.
  */
-import type { Config } from '../core/index.js';
-import type { MailPolicy } from '../core/sandbox-protocol.js';
-import { nowIso, type Row, type Sql } from './db/index.js';
+import type { Config } from '../../core/index.js';
+import type { MailPolicy } from '../../core/sandbox-protocol.js';
+import { nowIso, type Row, type Sql } from '../db/index.js';
 
 export interface ServerMailPolicy extends MailPolicy {
   updated_by: number | null;

@@ -12,7 +12,7 @@
  * never sent on a partial preview.
  *
  * Built on the host by the egress gateway from the exact bytes it forwards, kept in memory with
- * the pending hold only (daemon/host/mail-gate.ts), and bounded: never written to the event log, the
+ * the pending hold only (domain/mail/gate.ts), and bounded: never written to the event log, the
  * database or a log line.
  */
 import libmime from 'libmime';

@@ -4,7 +4,7 @@
  * The in-sandbox proxy refuses what the policy blocks and holds every other send; the supervisor
  * relays the hold here. For each hold this gate: re-reads the user's policy (a change applies at
  * once, and a proxy with an older policy is checked again), reserves one of the user's hourly
- * slots atomically across sessions and nodes (domain/mail.ts reserveHold: a held send keeps its
+ * slots atomically across sessions and nodes (domain/mail/store.ts reserveHold: a held send keeps its
  * slot while it waits, a denied or timed-out one gives it back), and for `ask` puts an `approval_request` into the running turn
  * and waits for the user's decision (POST …/approvals/:id), the timeout, or the turn's end. Every
  * hold and its decision is a row of `mail_holds` and an action-log entry; every proxied request is
@@ -13,16 +13,16 @@
 import { AppError, type Config, type Logger } from '../../core/index.js';
 import type { ApprovalDecider, ApprovalDecision, ApprovalLookup, DaemonEvent, HoldContext, MailHold, MailPreview, MailHoldRelease, ProxyDecisionRecord, SandboxAuditor, TurnRequest } from '../../core/sandbox-protocol.js';
 import { judge } from '../../core/mail-policy.js';
-import { logAction } from '../../domain/action-log.js';
-import { decideHold, findRepeat, getHold, insertHold, mailPolicyFor, recordProxyRequest, reserveHold, type HoldState, type NewHold } from '../../domain/mail.js';
-import type { Sql } from '../../domain/db/index.js';
-import { PreviewIncomplete } from './mail-preview.js';
+import { logAction } from '../action-log.js';
+import { decideHold, findRepeat, getHold, insertHold, mailPolicyFor, recordProxyRequest, reserveHold, type HoldState, type NewHold } from './store.js';
+import type { Sql } from '../db/index.js';
+import { PreviewIncomplete } from './preview.js';
 
 interface Pending {
   sessionId: string;
   userId: number;
   asked: string[];
-  /** What the user sees before deciding (daemon/host/mail-preview.ts); in memory only, gone with the hold. */
+  /** What the user sees before deciding (domain/mail/preview.ts); in memory only, gone with the hold. */
   preview: MailPreview;
   settle: (decision: 'approved' | 'denied' | 'timed_out', scope: 'once' | 'recipient' | null) => void;
 }
@@ -177,7 +177,7 @@ export class MailGate implements SandboxAuditor, ApprovalDecider {
 
   /**
    * The message of a held send, read once before the user is asked. One the card cannot show
-   * faithfully (daemon/host/mail-preview.ts), or cannot read at all, is refused: never approved on a
+   * faithfully (domain/mail/preview.ts), or cannot read at all, is refused: never approved on a
    * partial preview.
    */
   private readPreview(h: MailHold): MailPreview | { code: string; message: string } {

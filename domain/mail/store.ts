@@ -3,19 +3,19 @@
  * docs/audit.md). Every row here is about a request, never its body: recipients and subject of a
  * held send, and route, method, path template, status, bytes and time of each proxied request.
  */
-import type { Config } from '../core/index.js';
-import type { MailPolicy, MailSummary, ProxyDecisionRecord } from '../core/sandbox-protocol.js';
-import type { RecipientFields } from '../core/approval-request.js';
-import { nowIso, type Row, type Sql } from './db/index.js';
-import { agentPoliciesApplyingTo } from './identity/agent-policy.js';
-import { serverMailPolicy } from './mail-server-policy.js';
-import { inTransaction } from './db/index.js';
+import type { Config } from '../../core/index.js';
+import type { MailPolicy, MailSummary, ProxyDecisionRecord } from '../../core/sandbox-protocol.js';
+import type { RecipientFields } from '../../core/approval-request.js';
+import { nowIso, type Row, type Sql } from '../db/index.js';
+import { agentPoliciesApplyingTo } from '../identity/agent-policy.js';
+import { serverMailPolicy } from './server-policy.js';
+import { inTransaction } from '../db/index.js';
 
 const STRICTNESS = { allow: 0, ask: 1, block: 2 } as const;
 
 /**
  * The send policy in force for a user: the server-wide one (kept in the database, first from
- * AIRLOCK_MAIL_*: domain/mail-server-policy.ts) combined with every agent policy that applies to
+ * AIRLOCK_MAIL_*: domain/mail/server-policy.ts) combined with every agent policy that applies to
  * the user (the same rule as the tools: organisation-wide or through a team). Domain lists add up;
  * `other` and the limits take the strictest value; a blocked domain always wins over an allowed
  * one (at check time).
