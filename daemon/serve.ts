@@ -1,22 +1,7 @@
 import { assertPortFree } from './port-check.js';
 import { DbSessionStore, startWebServer, type WebServer, type WebServices } from '../web/index.js';
 import { openBase, type DaemonBase } from './context.js';
-import {
-  AppError,
-  atRestEncryptor,
-  createMetrics,
-  isAppError,
-  mintAgentUserToken,
-  tokenRequest,
-  systemClock,
-  type Clock,
-  type Config,
-  type Metrics,
-  type ConnectorTokens,
-  type Encryptor,
-  type Logger,
-  type SessionPreparer,
-} from '../core/index.js';
+import { AppError, atRestEncryptor, createMetrics, mintAgentUserToken, tokenRequest, systemClock, type Clock, type Config, type Metrics, type ConnectorTokens, type Encryptor, type Logger, type SessionPreparer } from '../core/index.js';
 import type { AgentSessionCheck, AttachPort, OperatorPort, SandboxControl } from '../web/index.js';
 import { DirectorySyncRunner } from './directory-sync/index.js';
 import type { EgressGateway } from '../core/sandbox-protocol.js';
@@ -39,7 +24,7 @@ export interface RunningDaemon extends DaemonBase {
   web: WebServer;
   /** Session manager + operator control socket; undefined when the engine was unreachable. */
   runtime?: Runtime;
-  /** Proxy/token area: for the session manager (setRotate, untrack), the runtime (egress) and tests. */
+  /** Proxy/token area: rotation into each live session's egress gateway (track, untrack) and tests. */
   tokenService: TokenService;
   egressGateway: EgressGatewayService;
   sessionPreparer: SessionPreparer;
@@ -110,7 +95,7 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
     // No engine: no sandbox is live, so no agent token is either.
     services.agentSessions ??= { isLive: () => false } satisfies AgentSessionCheck;
   }
-  if (runtime) wireRuntime(services, runtime, fleetSessions, telemetry, tokenService);
+  if (runtime) wireRuntime(services, runtime, fleetSessions, telemetry);
   const web = await startWebServer({ ...base, sessions, services, encryptor });
   // Membership of the fleet (a single host is a fleet of one): registration, heartbeats, lost nodes.
   const fleet = new FleetMember({ ...base, clock: opts.clock, liveSessions: () => runtime?.sessions.list().filter((s) => s.sessionId).length ?? 0 });
@@ -214,8 +199,8 @@ function sessionHooks(base: DaemonBase, tokenService: TokenService, fleetSession
     // in memory, so an adopted session keeps getting fresh tokens in its egress gateway instead of
     // failing with 401 once its access token expires. track() keeps only the account tokens (the model key stays).
     // Only the node that owns a session refreshes and rotates its tokens. The fleet records the owner.
-    onSessionLive: ({ sessionId, userId, tokenEnvs }) => {
-      tokenService.track(sessionId, userId, tokenEnvs);
+    onSessionLive: ({ sessionId, userId, tokenEnvs, egress }) => {
+      if (egress) tokenService.track(sessionId, userId, tokenEnvs, egress);
       fleetSessions.live(sessionId, userId);
     },
     // Every end of a live sandbox (reap, kill, restart, disconnect, lost, policy change) stops rotation into it.
@@ -231,7 +216,7 @@ function sessionHooks(base: DaemonBase, tokenService: TokenService, fleetSession
 }
 
 /** The web services the sandbox runtime provides (chat runner, operator, attach, workspaces, tokens). */
-function wireRuntime(services: WebServices, runtime: Runtime, fleetSessions: FleetSessions, telemetry: ReturnType<typeof startTelemetry>, tokenService: TokenService): void {
+function wireRuntime(services: WebServices, runtime: Runtime, fleetSessions: FleetSessions, telemetry: ReturnType<typeof startTelemetry>): void {
   // ChatService (domain/chat/turn-service.ts) is {runner}; the session manager is the TurnRunner.
   fleetSessions.runner = runtime.sessions;
   services.operator ??= ((request: unknown) => runtime.sessions.handleControl(request)) satisfies OperatorPort;
@@ -246,15 +231,6 @@ function wireRuntime(services: WebServices, runtime: Runtime, fleetSessions: Fle
   // AGENT_USER_TOKEN is bound to user and session: accepted only while that session has a live
   // sandbox of that user (docs/api.md).
   services.agentSessions ??= { isLive: (sessionId: string, userId: number) => runtime.sessions.isLive(sessionId, userId) } satisfies AgentSessionCheck;
-  tokenService.setRotate(async (sessionId, tokens) => {
-    try {
-      await runtime.sessions.rotateTokens(sessionId, tokens);
-    } catch (err) {
-      // The sandbox is gone: stop rotating into it.
-      if (isAppError(err, 'ERR_SESSION_NOT_FOUND')) tokenService.untrack(sessionId);
-      throw err;
-    }
-  });
 }
 
 /**

@@ -1,5 +1,6 @@
 import { ACCOUNT_TOKEN_ENVS } from '../../core/sandbox-env.js';
 import { AppError, type AccountTokens, type Logger, type Metrics, type TokenResponse } from '../../core/index.js';
+import type { EgressHandle } from '../../core/seams.js';
 
 /** Refresh at session start when this many seconds or fewer remain (docs/rules.md#session-start). */
 export const TOKEN_REFRESH_WINDOW_S = 60;
@@ -15,8 +16,11 @@ export interface TokenStore {
   saveAccess(userId: number, accessToken: string, expiresAt: number, refreshToken?: string): Promise<void>;
 }
 
-/** Push new real tokens (by env name) to a warm session; the session manager sends rotate-token. */
-export type RotateFn = (sessionId: string, tokens: Record<string, string>) => Promise<void> | void;
+/**
+ * Where a warm session's real tokens live: its egress gateway on the host (daemon/host/egress.ts).
+ * Rotation replaces them there, in this room; nothing enters the sandbox.
+ */
+export type TokenSink = Pick<EgressHandle, 'setTokens'>;
 
 export interface TokenServiceOptions {
   store: TokenStore;
@@ -27,7 +31,6 @@ export interface TokenServiceOptions {
   clock?: () => number;
   windowS?: number;
   rotateLeadS?: number;
-  rotate?: RotateFn;
   /** Counts refreshes by outcome (airlock_token_refreshes_total). */
   metrics?: Metrics;
   /**
@@ -54,15 +57,14 @@ export interface AccessToken {
 /**
  * The token service: cached access token reused while more than `windowS` seconds remain,
  * else refreshed; one refresh in flight per account (concurrent callers share it).
- * Warm sessions registered with track() get new tokens pushed through `rotate` shortly
+ * Warm sessions registered with track() get new tokens pushed into their egress gateway shortly
  * before expiry, so a session older than the token lifetime keeps working.
  */
 export class TokenService {
   readonly #o: TokenServiceOptions;
   readonly #clock: () => number;
   readonly #inflight = new Map<number, Promise<AccessToken>>();
-  readonly #sessions = new Map<string, { userId: number; envs: string[] }>();
-  #rotate?: RotateFn;
+  readonly #sessions = new Map<string, { userId: number; envs: string[]; sink: TokenSink }>();
   #timer?: NodeJS.Timeout;
   /** Refresh grants sent (tests and health). */
   refreshCount = 0;
@@ -70,12 +72,6 @@ export class TokenService {
   constructor(o: TokenServiceOptions) {
     this.#o = o;
     this.#clock = o.clock ?? Date.now;
-    this.#rotate = o.rotate;
-  }
-
-  /** Set the session manager's rotate callback (it is built after this service). */
-  setRotate(fn: RotateFn): void {
-    this.#rotate = fn;
   }
 
   /**
@@ -159,13 +155,14 @@ export class TokenService {
   }
 
   /**
-   * Register a warm session for rotation, with the env names of the real tokens its supervisor
-   * holds; only account tokens rotate (the model key does not), the others are ignored. The
-   * session runtime's lifecycle (serve's onSessionLive hook) is the one caller in the daemon.
+   * Register a warm session for rotation: the env names of the real tokens its egress gateway
+   * holds, and that gateway (`sink`). Only account tokens rotate (the model key does not), the
+   * others are ignored. The session runtime's lifecycle (serve's onSessionLive hook) is the one
+   * caller in the daemon; onSessionEnded untracks.
    */
-  track(sessionId: string, userId: number, envs: readonly string[]): void {
+  track(sessionId: string, userId: number, envs: readonly string[], sink: TokenSink): void {
     const account = envs.filter((e) => ACCOUNT_TOKEN_ENVS.includes(e));
-    if (account.length) this.#sessions.set(sessionId, { userId, envs: account });
+    if (account.length) this.#sessions.set(sessionId, { userId, envs: account, sink });
   }
 
   untrack(sessionId: string): void {
@@ -203,12 +200,10 @@ export class TokenService {
    * user connected the same account again (web/account-routes.ts).
    */
   async pushToUser(userId: number, accessToken: string): Promise<void> {
-    const rotate = this.#rotate;
-    if (!rotate) return;
     for (const [sid, s] of [...this.#sessions]) {
       if (s.userId !== userId) continue;
       try {
-        await rotate(sid, Object.fromEntries(s.envs.map((e) => [e, accessToken])));
+        s.sink.setTokens(Object.fromEntries(s.envs.map((e) => [e, accessToken])));
         this.#o.log.info({ sessionId: sid }, 'token rotated into session');
       } catch (err) {
         this.#o.log.warn({ sessionId: sid, code: (err as AppError).code }, 'token rotation failed');

@@ -78,7 +78,7 @@ export interface SessionManagerOptions {
   /** Session lifecycle hooks (token rotation). */
   hooks?: SessionHooks;
   /**
-   * The audit trail of proxied requests and the decision on held mail sends (daemon/host/mail-gate.ts).
+   * The audit trail of proxied requests and the decision on held mail sends (domain/mail/gate.ts).
    * Absent: nothing is recorded, a send the policy lets through goes, one that needs approval is refused.
    */
   auditor?: SandboxAuditor;
@@ -176,7 +176,7 @@ export class SessionManager implements TurnRunner, OperatorTarget {
       const egress = await this.starter.openAdopted(sb, claim);
       if (egress) sb.egress = egress;
       // Token rotation is in memory only: the restarted daemon registers the session again.
-      this.table.add(sb, { sessionId: claim.session_id, userId: claim.user_id, tokenEnvs: claim.token_envs, adopted: true });
+      this.table.add(sb, { sessionId: claim.session_id, userId: claim.user_id, tokenEnvs: claim.token_envs, egress: sb.egress, adopted: true });
       this.watch(sb);
     }
     this.gauges();
@@ -383,7 +383,6 @@ export class SessionManager implements TurnRunner, OperatorTarget {
   kill = (id: string): Promise<SandboxInfo> => this.ops.kill(id);
   restart = (id: string): Promise<SandboxInfo> => this.ops.restart(id);
   restartStale = (): Promise<{ restarted: string[]; skipped: string[] }> => this.ops.restartStale();
-  rotateTokens = (sessionId: string, tokens: Record<string, string>): Promise<void> => this.ops.rotateTokens(sessionId, tokens);
   killForUser = (userId: number, why?: string): Promise<number> => this.ops.killForUser(userId, why);
   policyChanged = (userIds: number[]): void => this.ops.policyChanged(userIds);
 

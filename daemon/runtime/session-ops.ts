@@ -143,13 +143,6 @@ export class SessionOperations implements OperatorTarget {
     return { restarted, skipped };
   }
 
-  /** Hand a session's egress gateway fresh real tokens (token rotation); nothing goes into the sandbox. */
-  async rotateTokens(sessionId: string, tokens: Record<string, string>): Promise<void> {
-    const sb = this.table.get(sessionId);
-    if (!sb || !sb.egress) throw new AppError('ERR_SESSION_NOT_FOUND', 'no live sandbox for this session');
-    sb.egress.setTokens(tokens);
-  }
-
   /** Remove every sandbox of a user (deactivated users, a disconnected account). */
   async killForUser(userId: number, why = 'user deactivated'): Promise<number> {
     const mine = this.table.all().filter((s) => s.userId === userId);

@@ -83,7 +83,7 @@ export class SessionStarter {
     }
     Object.assign(sb, { sessionId, userId, claimedAt: plan.claim.claimed_at, lastUsedAt: d.clock.now(), state: 'ready', agentEnvDigest: plan.agentEnvDigest, modelRevision: plan.modelRevision });
     d.log.info({ sessionId, userId, containerId: sb.containerId.slice(0, 12), fromPool: sb.fromPool }, 'session sandbox started');
-    d.table.add(sb, { sessionId, userId, tokenEnvs: plan.tokenEnvs, adopted: false });
+    d.table.add(sb, { sessionId, userId, tokenEnvs: plan.tokenEnvs, egress: sb.egress, adopted: false });
     const kind = sb.fromPool ? 'pool' : 'cold';
     d.metrics?.sessionsStarted.inc({ kind });
     d.metrics?.sessionStartSeconds.observe({ kind }, Number(process.hrtime.bigint() - t0) / 1e9);

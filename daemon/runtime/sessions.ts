@@ -7,6 +7,7 @@
  */
 import { AppError, type Config, type Logger } from '../../core/index.js';
 import type { SandboxAuditor } from '../../core/sandbox-protocol.js';
+import type { EgressHandle } from '../../core/seams.js';
 import type { Sandbox } from './sandbox.js';
 
 /** A session's sandbox became live: started on a first prompt, or adopted after a daemon restart. */
@@ -15,6 +16,8 @@ export interface SessionLiveInfo {
   userId: number;
   /** Env names of the real tokens its egress gateway holds on the host (names only). */
   tokenEnvs: string[];
+  /** That gateway: token rotation replaces the real tokens in it (daemon/host/tokens.ts). Absent without a gateway. */
+  egress?: Pick<EgressHandle, 'setTokens'>;
   adopted: boolean;
 }
 
@@ -50,7 +53,7 @@ export interface SessionTableOptions {
   config: Readonly<Config>;
   log: Logger;
   hooks?: SessionHooks;
-  /** Told when a session ends (daemon/host/mail-gate.ts forgets its held sends). */
+  /** Told when a session ends (domain/mail/gate.ts forgets its held sends). */
   auditor?: SandboxAuditor;
 }
 

@@ -11,6 +11,8 @@ import { randomBytes } from 'node:crypto';
 import { createLogger } from '../../core/index.js';
 import type { PreparedSession, SessionPreparer } from '../../core/sandbox-protocol.js';
 import { EgressGatewayService } from '../../daemon/host/egress.js';
+import { TokenService } from '../../daemon/host/tokens.js';
+import type { SessionLiveInfo } from '../../daemon/runtime/sessions.js';
 import { dockerOrSkip, ensureTestImage, execIn, plantAndScan, SANDBOX_RUNTIME, SECRET_SCAN } from './helpers.js';
 import { manager, turn } from './sandbox-kit.js';
 
@@ -55,7 +57,9 @@ if (docker) {
       // The egress gateway (host) holds the canary and takes its rotation.
       const egress = new EgressGatewayService({ log: createLogger({ level: 'silent' }) });
       t.teardown(() => egress.close());
-      const { m, dir } = await manager(t, docker, image, { AIRLOCK_POOL_SIZE: pool }, { preparer: canaryPreparer, egress });
+      // The lifecycle hook hands the token service the session's gateway, as serve's does.
+      const live = new Map<string, SessionLiveInfo>();
+      const { m, dir } = await manager(t, docker, image, { AIRLOCK_POOL_SIZE: pool }, { preparer: canaryPreparer, egress, hooks: { onSessionLive: (s) => void live.set(s.sessionId, s) } });
       await m.poolReady();
       const r = await turn(m, `canary-${pool}`, 'hi');
       t.equal(r.stop_reason, 'end_turn');
@@ -112,7 +116,15 @@ if (docker) {
       // Rotation replaces the token in the egress gateway on the host: nothing enters the sandbox,
       // not even for root (the supervisor holds no token).
       const ROTATED = `${CANARY}-rotated`;
-      await m.rotateTokens(`canary-${pool}`, { MAIL_ACCESS_TOKEN: ROTATED });
+      const tokens = new TokenService({
+        store: { tokens: async () => ({ accessToken: CANARY, accessExpiresAt: 0, refreshToken: 'refresh' }), saveAccess: async () => undefined },
+        refresh: async () => ({ access_token: ROTATED, expires_in: 3600, token_type: 'Bearer' }),
+        log: createLogger({ level: 'silent' }),
+      });
+      const l = live.get(`canary-${pool}`)!;
+      t.ok(l.egress, 'the live session names its egress gateway');
+      tokens.track(l.sessionId, l.userId, l.tokenEnvs, l.egress!);
+      await tokens.refresh(l.userId);
       const s2 = await scan(id, childUid);
       t.same(s2.hits, [], 'rotated token not visible either');
       const s3 = await scan(id, '0');

@@ -104,7 +104,7 @@ t.test('connect through the provider (code + PKCE, offline), status, disconnect'
 
 t.test('connecting again: the same account pushes its new token into warm sandboxes; another account ends them', async (t) => {
   // The daemon's token service (real) with a warm session tracked; the session manager's side is
-  // the two seams the web app calls: rotate-token (recorded) and killForUser (recorded).
+  // the session's egress gateway (a recorded token sink) and killForUser (recorded).
   const pushed: Array<[string, Record<string, string>]> = [];
   const killed: Array<[number, string | undefined]> = [];
   const storeRef: { store?: AccountStore } = {};
@@ -112,7 +112,6 @@ t.test('connecting again: the same account pushes its new token into warm sandbo
     store: { tokens: (id) => storeRef.store!.tokens(id), saveAccess: (...a) => storeRef.store!.saveAccess(...a) },
     refresh: () => Promise.reject(new Error('not used')),
     log: createLogger({ level: 'silent' }),
-    rotate: (sid, toks) => void pushed.push([sid, toks]),
   });
   const { oauth, app, c } = await setup(t, { tokenService, sandboxes: { killForUser: (id: number, why?: string) => void killed.push([id, why]) } });
   storeRef.store = new AccountStore(app.database.sql, new Encryptor(loadOrCreateEncryptionKey(app.config.dataDir, app.config.encryptionKey)));
@@ -124,7 +123,7 @@ t.test('connecting again: the same account pushes its new token into warm sandbo
   };
   await connect();
   t.same([pushed, killed], [[], []], 'a first connect touches no sandbox');
-  tokenService.track('warm-1', 1, ['MAIL_ACCESS_TOKEN']);
+  tokenService.track('warm-1', 1, ['MAIL_ACCESS_TOKEN'], { setTokens: (toks) => void pushed.push(['warm-1', toks]) });
 
   await connect();
   const second = oauth.issued.access.at(-1)!;

@@ -154,18 +154,18 @@ t.test('rotation: a warm session keeps mailing across a token change', async (t)
   const preparer = new OverlayPreparer({ config, tokens: r.tokens, log: createLogger({ level: 'silent' }) });
   const prep = await preparer.prepare({ userId: r.user.id, sessionId: 'warm-1', proxyPort: 0 });
   // The sandbox took `start`: the lifecycle registers it (serve's onSessionLive hook does this).
-  r.tokens.track('warm-1', r.user.id, Object.keys(prep.tokens));
-  // The egress gateway (host) holds the tokens; rotation replaces them there (serve wires this
-  // through the session manager's rotateTokens).
+  // The egress gateway (host) holds the tokens; rotation replaces them there: the session's
+  // gateway is what the lifecycle hands the token service (serve's onSessionLive hook).
   const env: Record<string, string> = { ...prep.tokens };
   const gw = new EgressGatewayService({ log: createLogger({ level: 'silent' }) });
   const sock = join(dir, 'egress.sock');
   const h = await gw.open('warm-1', sock, { userId: r.user.id, routes: prep.routes, tokens: prep.tokens });
   t.teardown(() => h.close());
-  r.tokens.setRotate((sid, toks) => {
-    t.equal(sid, 'warm-1');
-    Object.assign(env, toks);
-    h.setTokens(toks);
+  r.tokens.track('warm-1', r.user.id, Object.keys(prep.tokens), {
+    setTokens: (toks) => {
+      Object.assign(env, toks);
+      h.setTokens(toks);
+    },
   });
   const proxy = await startCredentialProxy({
     profile: { version: 1, session_id: 'warm-1', proxy: { host: '127.0.0.1', port: 0 }, routes: prep.routes },
@@ -206,8 +206,7 @@ t.test('rotation: a warm session keeps mailing across a token change', async (t)
 t.test('a rotation pass whose refresh fails pushes nothing and tries again on the next pass', async (t) => {
   const r = await rig(t);
   const pushed: Array<[string, Record<string, string>]> = [];
-  r.tokens.setRotate((sid, toks) => void pushed.push([sid, toks]));
-  r.tokens.track('warm-1', r.user.id, ['MAIL_ACCESS_TOKEN']);
+  r.tokens.track('warm-1', r.user.id, ['MAIL_ACCESS_TOKEN'], into(pushed, 'warm-1'));
   const before = (await r.store.tokens(r.user.id))!.accessToken;
 
   // The token is due, and the provider refuses the refresh (e.g. briefly down, or consent pulled).
@@ -234,9 +233,8 @@ t.test('a rotation pass whose refresh fails pushes nothing and tries again on th
 t.test('a refresh at a new session start reaches the older warm sessions of the account', async (t) => {
   const r = await rig(t);
   const pushed: Array<[string, Record<string, string>]> = [];
-  r.tokens.setRotate((sid, toks) => void pushed.push([sid, toks]));
-  r.tokens.track('warm-old', r.user.id, ['MAIL_ACCESS_TOKEN', 'SHEETS_ACCESS_TOKEN']);
-  r.tokens.track('warm-other-user', r.user.id + 1, ['MAIL_ACCESS_TOKEN']);
+  r.tokens.track('warm-old', r.user.id, ['MAIL_ACCESS_TOKEN', 'SHEETS_ACCESS_TOKEN'], into(pushed, 'warm-old'));
+  r.tokens.track('warm-other-user', r.user.id + 1, ['MAIL_ACCESS_TOKEN'], into(pushed, 'warm-other-user'));
   // 30 s before expiry a new session of the same user starts (before any rotation pass ran):
   // its start refreshes the token, and the old warm session must not keep the dying one.
   r.advance(3600_000 - 30_000);
@@ -312,3 +310,8 @@ t.test('overlay: profile.json holds no secret value and no route whose token is 
   );
   t.notOk(JSON.stringify(bareProfile).includes(ROUTE_ENV.mail.token), 'no route names the absent mail token');
 });
+
+/** A session's token sink that records what rotation put into it, as [session, tokens]. */
+function into(pushed: Array<[string, Record<string, string>]>, sessionId: string) {
+  return { setTokens: (toks: Record<string, string>) => void pushed.push([sessionId, toks]) };
+}
