@@ -15,7 +15,7 @@ import { LineWriter, protocolLogFields, readMessages } from '../core/ndjson.js';
 import { createLogger } from '../core/logger.js';
 import { isAppError } from '../core/errors.js';
 import { importFromSnapshotProcess } from '../core/runtime-import.js';
-import { rearmTimersAfterSnapshot } from '../core/snapshot-timers.js';
+import { rearmTimersAfterSnapshot, settleTimersBeforeSnapshot } from '../core/snapshot-timers.js';
 import { parseMcpServers, readAgentSettings, toolEnvOf } from './env.js';
 import { Agent } from './loop.js';
 import { ToolHost } from './mcp.js';
@@ -198,6 +198,8 @@ async function warmUp(): Promise<void> {
     { type: 'cancel', turn_id: 't' },
   ])
     ChildInboundSchema.safeParse(m);
+  // Last: the demo turn cleared timers; one that fires leaves Node's timer state sound in the blob.
+  await settleTimersBeforeSnapshot();
 }
 
 // In the image the agent starts from a V8 startup snapshot of its bundle, taken after every module

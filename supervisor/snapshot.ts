@@ -12,7 +12,7 @@
  */
 import { startupSnapshot } from 'node:v8';
 import { Supervisor } from './supervisor.js';
-import { rearmTimersAfterSnapshot } from '../core/snapshot-timers.js';
+import { rearmTimersAfterSnapshot, settleTimersBeforeSnapshot } from '../core/snapshot-timers.js';
 import { launchFirst, serve } from './boot.js';
 import { ChildOutboundSchema, ControlRequestSchema, SessionProfileSchema } from '../core/sandbox-protocol.js';
 
@@ -33,4 +33,6 @@ if (startupSnapshot.isBuildingSnapshot()) {
     rearmTimersAfterSnapshot();
     void serve(Supervisor, launchFirst());
   });
+  // Last: whatever timer loading cleared, one that fires leaves Node's timer state sound in the blob.
+  void settleTimersBeforeSnapshot();
 }

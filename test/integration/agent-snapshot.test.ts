@@ -27,9 +27,9 @@ interface Run {
 }
 
 /** One agent from the blob: ready, configure, one prompt, then stdin ends. */
-function runAgent(blob: string, env: Record<string, string>, settings: Record<string, string>, prompt: string): Promise<Run> {
+function runAgent(blob: string, env: Record<string, string>, settings: Record<string, string>, prompt: string, flags: string[] = []): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...RUN_FLAGS, '--snapshot-blob', blob], {
+    const child = spawn(process.execPath, [...RUN_FLAGS, ...flags, '--snapshot-blob', blob], {
       cwd: '/',
       env: { PATH: process.env.PATH ?? '', HOME: '/tmp', ...env },
       stdio: ['pipe', 'pipe', 'pipe'],
@@ -104,6 +104,21 @@ t.test('an agent started from its startup snapshot', async (t) => {
       .join('');
     t.equal(text, 'hi from the model');
     t.equal(r.stdout.at(-1)?.stop_reason, 'end_turn');
+  });
+
+  await t.test('an agent that starts slowly still keeps its stall bound (timers fire)', async (t) => {
+    // On a loaded host (twenty sandboxes starting at once) an agent's snapshot main ran seconds
+    // after its process began. The blob held Node's timer state of the build process, so no timer
+    // of such an agent ever fired: a stalled answer ran into the egress gateway's 120 s bound
+    // (core/snapshot-timers.ts). Here a preload keeps the process busy for 2 s first.
+    const busy = join(out, 'busy.cjs');
+    writeFileSync(busy, 'const until = Date.now() + 2000;\nwhile (Date.now() < until) {}\n');
+    const stalling = await startOpenAi({ respond: () => ({ kind: 'stall', text: 'one chunk' }) });
+    t.teardown(() => stalling.close());
+    const settings = { AGENT_MODEL_PROVIDER: 'openai', AGENT_MODEL: 'm', AGENT_MODEL_BASE_URL: stalling.url, AGENT_MODEL_API_KEY: 'k', AGENT_MODEL_TIMEOUT_S: '1', AGENT_MODEL_FIRST_BYTE_TIMEOUT_S: '2' };
+    const r = await runAgent(blob, { AGENT_LOG_LEVEL: 'warn' }, settings, 'hello', ['--require', busy]);
+    t.equal(r.code, 0, `the agent ended its turn and exited (${r.stderr.slice(0, 300)})`);
+    t.match(r.stdout.at(-1), { type: 'turn_end', stop_reason: 'error', error: { code: 'ERR_MODEL_TIMEOUT' } }, 'the stall timer fired: the turn ends with ERR_MODEL_TIMEOUT');
   });
 });
 
