@@ -25,7 +25,7 @@ const N_WARM = 200;
 const GIB = 1024 * 1024 * 1024;
 
 /** PSS in bytes of one process (smaps_rollup), 0 when it is gone. */
-function pss(pid: number): number {
+export function pss(pid: number): number {
   try {
     const m = /^Pss:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
     return m ? Number(m[1]) * 1024 : 0;
@@ -35,7 +35,7 @@ function pss(pid: number): number {
 }
 
 /** A process and all its descendants (through /proc/<pid>/task/<tid>/children). */
-function tree(pid: number): number[] {
+export function tree(pid: number): number[] {
   const out = [pid];
   for (let i = 0; i < out.length; i++) {
     const p = out[i];
