@@ -44,9 +44,18 @@ def marks():
     for fd in (1, 2):
         os.write(fd, MARK)
 
-# Processes: a fork that takes the interpreter's group past the limit ends the whole group at
-# once, from the new child, before it can fork again (under gVisor a fork bomb would otherwise
-# reach the sentry's task limit before the tool's poll sees it). fd 4 tells the tool why.
+# Processes: a fork that would take the interpreter's group past the limit, or one made while
+# the sandbox's memory runs low, ends the whole group at once, in the process about to fork,
+# before the fork. Under gVisor each forked child of an interpreter with pandas loaded costs the
+# sandbox about 18 MiB, and a sandbox out of memory is lost, so there the memory (gVisor's
+# /proc/meminfo is the sandbox's) is what ends a fork bomb; under runc it is the count. The forks
+# of a cell are counted in memory every process of the group shares, under a lock (POSIX record
+# locks are per process), so the count is exact; only past the limit is /proc read for the
+# group's real size (forks after others ended go on). fd 4 tells the tool why.
+import fcntl, mmap, tempfile
+FORKS = mmap.mmap(-1, 8)
+FORK_LOCK = tempfile.TemporaryFile()
+FORK_MEM_FLOOR_KB = 96 * 1024
 PGID = os.getpgid(0)
 def group_size():
     n = 0
@@ -60,13 +69,30 @@ def group_size():
             except Exception:
                 pass
     return n
-def after_fork_child():
-    if group_size() > LIM['procs']:
-        try:
-            os.write(4, b'{"proc_limit": true}\n')
-        finally:
-            os.killpg(0, signal.SIGKILL)
-os.register_at_fork(after_in_child=after_fork_child)
+def mem_available_kb():
+    try:
+        with open('/proc/meminfo', 'rb') as f:
+            for line in f:
+                if line.startswith(b'MemAvailable:'):
+                    return int(line.split()[1])
+    except Exception:
+        pass
+    return None
+def before_fork():
+    fcntl.lockf(FORK_LOCK, fcntl.LOCK_EX)
+    try:
+        n = int.from_bytes(FORKS[0:8], 'little') + 1
+        FORKS[0:8] = n.to_bytes(8, 'little')
+        avail = mem_available_kb()
+        low = avail is not None and avail < FORK_MEM_FLOOR_KB
+        if low or (n > LIM['procs'] and group_size() >= LIM['procs']):
+            try:
+                os.write(4, b'{"proc_limit": true, "memory": true}\n' if low else b'{"proc_limit": true}\n')
+            finally:
+                os.killpg(0, signal.SIGKILL)
+    finally:
+        fcntl.lockf(FORK_LOCK, fcntl.LOCK_UN)
+os.register_at_fork(before=before_fork)
 
 ns = {'__name__': '__main__', '__builtins__': __builtins__}
 pre = LIM.get('preload') or []
@@ -88,6 +114,7 @@ send({'ready': True, 'python': sys.version.split()[0]})
 for line in ctl_in:
     req = json.loads(line)
     res = {'id': req['id'], 'ok': True}
+    FORKS[0:8] = bytes(8)
     soft = math.ceil(cpu_used() + int(req.get('cpu_s', LIM['cpu_s'])))
     resource.setrlimit(resource.RLIMIT_CPU, (soft, resource.RLIM_INFINITY))
     try:

@@ -131,14 +131,15 @@ export class PythonSession {
       while ((nl = this.control.indexOf('\n')) >= 0) {
         const line = this.control.slice(0, nl);
         this.control = this.control.slice(nl + 1);
-        let msg: { ready?: boolean; proc_limit?: boolean; id?: number; ok?: boolean; error?: CellResult['error'] };
+        let msg: { ready?: boolean; proc_limit?: boolean; memory?: boolean; id?: number; ok?: boolean; error?: CellResult['error'] };
         try {
           msg = JSON.parse(line) as typeof msg;
         } catch {
           continue;
         }
         if (msg.proc_limit && this.pending) {
-          const why = new ToolError('ERR_PYTHON_PROCESS_LIMIT', `the code started more than ${this.opts.limits().procs} processes; it was stopped and the interpreter was ended`);
+          const what = msg.memory ? "processes until the sandbox's memory ran low" : `more than ${this.opts.limits().procs} processes`;
+          const why = new ToolError('ERR_PYTHON_PROCESS_LIMIT', `the code started ${what}; it was stopped and the interpreter was ended`);
           this.kill(why.message);
           this.pending.reject(why);
         } else if (msg.ready) onReady();

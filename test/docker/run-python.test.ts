@@ -156,16 +156,8 @@ if (docker) {
       ['open("/workspace/../opt/airlock/x", "w")', /OSError|Read-only|PermissionError/],
       ['with open("/workspace/big.bin", "wb") as f:\n    while True: f.write(b"0" * 1048576)', /OSError|File too large|No space|quota/i],
     ];
-    // Under gVisor the fork bomb still loses the sandbox (its sentry's task limit is reached before
-    // the group is ended): left out there, named here, to be fixed (docs/tools.md#run_python).
     if (SANDBOX_RUNTIME === 'runsc') {
-      t.comment('fork bomb case not run under runsc: it loses the sandbox there (known gap)');
-      hostile.splice(
-        hostile.findIndex(([code]) => code.includes('os.fork')),
-        1,
-      );
-      // gVisor lets uid 1001 read root's /proc/1/environ (runc refuses): a finding named in docs/tools.md.
-      t.comment('/proc/1/environ case not run under runsc: gVisor lets another uid read it (known gap)');
+      // gVisor lets uid 1001 read root's /proc/1/environ (runc refuses): checked apart, below.
       hostile.splice(
         hostile.findIndex(([code]) => code.includes('/proc/1/environ')),
         1,
@@ -181,6 +173,19 @@ if (docker) {
     t.match(ends.at(-1)?.output, { stdout: 'still here\n' }, 'the sandbox goes on after the hostile table');
     t.equal(bad.events.at(-1).stop_reason, 'end_turn', 'and so does the chat');
     t.equal(d.runtime!.sessions.list().find((s) => s.sessionId === sid)?.containerId, sb.containerId, 'in the same sandbox');
+    if (SANDBOX_RUNTIME === 'runsc') {
+      // What it reads there is the container's env, which holds nothing secret by rule (the
+      // engine shows it to whoever may inspect the container): the image's names and the child uid.
+      const env = await turn('and this', ['print(sorted(set(k.split("=")[0] for k in open("/proc/1/environ").read().split("\\0") if k)))'], sid);
+      const read = env.events.find((e) => e.type === 'tool_end');
+      t.equal(read?.ok, true, 'gVisor lets uid 1001 read /proc/1/environ');
+      const names = JSON.parse(String(read?.output?.stdout ?? '[]').replace(/'/g, '"')) as string[];
+      t.same(
+        names.filter((n) => !['AIRLOCK_SANDBOX_CHILD_UID', 'HOME', 'HOSTNAME', 'LANG', 'NODE_COMPILE_CACHE', 'NODE_ENV', 'PATH'].includes(n)),
+        [],
+        `it holds only the image's env and the child uid: ${names.join(', ')}`,
+      );
+    }
 
     // Documents: read_document's PDF text is pdftotext's (run here in the same image), DOCX by construction.
     const upload = (name: string, body: Buffer) =>
