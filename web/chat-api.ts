@@ -117,11 +117,15 @@ export interface UploadedFile {
   uploaded_at: string;
 }
 
-/** What a chat shows of an uploaded file: a table's first rows (CSV, XLSX), or nothing more for a picture. */
+/**
+ * What a chat shows of a file: a table's first rows (CSV, XLSX), the start of a text (a JSON or
+ * TXT file run_python kept), or nothing more for a picture.
+ */
 export interface FilePreview {
   name: string;
   kind: UploadedFile['kind'];
   table?: { rows: string[][]; truncated: boolean; notes: string[]; sheet: string; sheets?: string[] };
+  text?: { text: string; truncated: boolean };
 }
 
 /** POST /api/chat/sessions/:id/files (201). */

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { promises as fsp } from 'node:fs';
 import { Router } from 'express';
 import { type Logger, AppError } from '../core/index.js';
-import type { ChatExport, ChatHistory } from './chat-api.js';
+import type { ChatExport, ChatHistory, FilePreview } from './chat-api.js';
 import type { WebContext } from './context.js';
 import { onOwnedChat, signedIn, type OwnedSession } from './chat-route-kit.js';
 import * as store from '../domain/chat/store.js';
@@ -12,6 +12,7 @@ import { attachmentNames, chatMarkdown } from '../domain/chat/export.js';
 import { BeneathError, openBeneath } from './open-beneath.js';
 import { validateBody } from './validate.js';
 import { PinSessionSchema, SwitchBranchSchema } from '../core/api-requests.js';
+import { previewOf } from './upload-routes.js';
 
 /** A chart (`<uuid>.png`) or a file run_python wrote under out/, kept as `<uuid>.<ext>` (tools/attachments.ts keepOutFiles). */
 const ATTACHMENT_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.(png|svg|csv|xlsx|json|txt)$/;
@@ -41,6 +42,16 @@ export function attachmentHeaders(name: string): Record<string, string> {
     // No file name here: the page's link names the download after the file the code wrote.
     ...(t.inline ? {} : { 'Content-Disposition': 'attachment' }),
   };
+}
+
+/**
+ * The preview the chat shows of a kept file that is not an image: a CSV's or XLSX's first rows,
+ * the start of a JSON or TXT file (web/upload-routes.ts previewOf, as for uploads). An image has
+ * none (the chat shows the image itself): 404 like a missing file.
+ */
+export function attachmentPreview(name: string, data: Buffer): FilePreview {
+  if (/\.(png|svg)$/.test(name)) throw new AppError('ERR_CHAT_ATTACHMENT_NOT_FOUND', 'an image has no preview: open the image itself');
+  return previewOf(name, data);
 }
 
 /**
@@ -75,7 +86,7 @@ export async function chatHistory(ctx: WebContext, s: store.ChatSessionRow): Pro
 }
 
 /**
- * GET /attachments/:name (a chart), GET /sessions/:id/export?format=markdown|json (the branch
+ * GET /attachments/:name (a chart or a kept file) and …/preview, GET /sessions/:id/export?format=markdown|json (the branch
  * shown), POST /sessions/:id/branch (show another branch). `owned` answers 404 for another
  * user's chat; `busy` says whether a turn runs in it.
  */
@@ -89,6 +100,15 @@ export function chatMoreRoutes(ctx: WebContext, o: { owned: OwnedSession; busy: 
       const name = String(req.params.name);
       const buf = await readAttachment(ctx.config.dataDir, req.user!.id, name, req.log);
       res.set({ ...attachmentHeaders(name), 'Cache-Control': 'private, max-age=3600' }).end(buf);
+    }),
+  );
+
+  r.get(
+    '/attachments/:name/preview',
+    ...signedIn(async (req, res) => {
+      const name = String(req.params.name);
+      const buf = await readAttachment(ctx.config.dataDir, req.user!.id, name, req.log);
+      res.set({ 'Cache-Control': 'private, max-age=3600' }).json(attachmentPreview(name, buf));
     }),
   );
 

@@ -42,7 +42,7 @@ async function attachmentNode(ctx: WebContext, req: Request, name: string): Prom
 /** Where a chat request goes: undefined = handle it here. */
 async function targetNode(ctx: WebContext, req: Request): Promise<NodeInfo | undefined> {
   const self = ctx.config.node.id;
-  const attachment = req.method === 'GET' ? /^\/attachments\/([^/]+)$/.exec(req.path) : null;
+  const attachment = req.method === 'GET' ? /^\/attachments\/([^/]+)(?:\/preview)?$/.exec(req.path) : null;
   if (attachment) return attachmentNode(ctx, req, decodeURIComponent(attachment[1]));
   const m = /^\/sessions\/([^/]+)\/(?:turns\/[^/]+\/(?:events|cancel)|approvals\/[^/]+(?:\/preview|\/attachments\/\d+)?)$/.exec(req.path);
   const sessionId = m ? decodeURIComponent(m[1]) : req.method === 'POST' && req.path === '/messages' ? (req.body as { session_id?: unknown } | undefined)?.session_id : undefined;
@@ -171,5 +171,6 @@ export function fleetRoutes(ctx: WebContext, chat: RequestHandler): Router {
   r.get('/chat/sessions/:id/approvals/:approvalId/preview', viaChat);
   r.get('/chat/sessions/:id/approvals/:approvalId/attachments/:n', viaChat);
   r.get('/chat/attachments/:name', viaChat);
+  r.get('/chat/attachments/:name/preview', viaChat);
   return r;
 }

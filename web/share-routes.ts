@@ -8,7 +8,7 @@ import { attachmentNames } from '../domain/chat/export.js';
 import { sumUsage } from '../domain/chat/transcript.js';
 import type { WebContext } from './context.js';
 import { onOwnedChat, ownedSessions, signedIn } from './chat-route-kit.js';
-import { attachmentHeaders, readAttachment } from './chat-more-routes.js';
+import { attachmentHeaders, attachmentPreview, readAttachment } from './chat-more-routes.js';
 import { previewOf } from './upload-routes.js';
 import { readUpload } from './workspace-files.js';
 import type { ShareCreated, SharedChat, ShareState } from './share-api.js';
@@ -111,9 +111,10 @@ function viewerRoutes(r: Router, ctx: WebContext): void {
   );
 
   r.get(
-    '/share/:token/attachments/:name',
+    ['/share/:token/attachments/:name', '/share/:token/attachments/:name/preview'],
     ...signedIn(async (req, res) => {
       const { name, data: buf } = await namedFile(req, attachmentNames, readAttachment);
+      if (req.path.endsWith('/preview')) return void res.set(noStore).json(attachmentPreview(name, buf));
       res.set({ ...noStore, ...attachmentHeaders(name) }).end(buf);
     }),
   );

@@ -12,6 +12,8 @@ import type { FilePreview, UploadAnswer } from './chat-api.js';
 
 /** The first rows a preview shows. */
 export const PREVIEW_ROWS = 20;
+/** The start of a JSON, TXT or Markdown file a preview shows. */
+export const PREVIEW_TEXT_BYTES = 4096;
 
 /** What the daemon lends the upload routes: the user's workspace, made and mounted with its quota. */
 export interface WorkspacePort {
@@ -49,6 +51,10 @@ function checkDocument(name: string, kind: FileKind, data: Buffer): void {
 
 export function previewOf(name: string, data: Buffer, sheet?: string): Preview {
   const kind = kindOfName(name)!;
+  if (kind === 'json' || kind === 'txt' || kind === 'md') {
+    const { text } = decodeText(data.subarray(0, PREVIEW_TEXT_BYTES));
+    return { name, kind, text: { text: data.length > PREVIEW_TEXT_BYTES ? text.replace(/\uFFFD$/, '') : text, truncated: data.length > PREVIEW_TEXT_BYTES } };
+  }
   if (kind !== 'csv' && kind !== 'xlsx') return { name, kind };
   const t = readTable(name, data, { maxRows: PREVIEW_ROWS, sheet });
   return { name, kind, table: { rows: t.rows, truncated: t.truncated, notes: t.notes, sheet: t.sheet, ...(t.sheets ? { sheets: t.sheets } : {}) } };

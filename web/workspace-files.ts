@@ -30,7 +30,7 @@ import type { UploadedFile } from './chat-api.js';
 export function safeName(raw: string): string {
   const base = (raw.split(/[/\\]/).pop() ?? '').normalize('NFC');
   let name = base.replace(/[^A-Za-z0-9._-]+/g, '_').replace(/^[._]+/, '');
-  const ext = /\.[A-Za-z]{3,4}$/.exec(name)?.[0] ?? '';
+  const ext = /\.[A-Za-z]{2,8}$/.exec(name)?.[0] ?? '';
   const stem = name.slice(0, name.length - ext.length).replace(/[._]+$/, '');
   if (!stem || !ext) throw new AppError('ERR_UPLOAD_NAME', 'give the file a name such as sales.csv (letters, digits, . - _)');
   name = `${stem.slice(0, 100 - ext.length)}${ext.toLowerCase()}`;

@@ -9,6 +9,7 @@ import { createLogger, type TurnRequest, type TurnResult, type TurnRunner } from
 import { WorkspaceVolumes } from '../../daemon/runtime/workspaces.js';
 import { addUser, startTestApp, tempDir } from '../helpers/app.js';
 import { axeProblems, browserUnavailable, checkNarrow, launch, screenshot } from '../helpers/browser.js';
+import { makePdf } from '../helpers/documents.js';
 import { PNG_1PX } from '../helpers/xlsx.js';
 
 const PASSWORD = 'fiona-password-1';
@@ -56,7 +57,10 @@ else {
       await page.setInputFiles('#attach-input', [
         { name: `sales-${scheme}.csv`, mimeType: 'text/csv', buffer: Buffer.from(csv) },
         { name: `logo-${scheme}.png`, mimeType: 'image/png', buffer: PNG_1PX },
+        { name: `notes-${scheme}.md`, mimeType: 'text/markdown', buffer: Buffer.from('# Notes\n<b>not bold</b>\n') },
+        { name: `report-${scheme}.pdf`, mimeType: 'application/pdf', buffer: makePdf([['Page one']]) },
       ]);
+      t.match(await page.getAttribute('#attach-input', 'accept'), /\.pdf,.*\.md,\.json/, 'the picker offers documents too');
       const table = `.composer .file-preview[data-file="sales-${scheme}.csv"] table`;
       await page.waitForSelector(table);
       t.same(
@@ -71,6 +75,9 @@ else {
       const img = `.composer .file-preview[data-file="logo-${scheme}.png"] img`;
       await page.waitForFunction((sel) => (document.querySelector(sel) as HTMLImageElement | null)?.naturalWidth === 1, img);
       t.ok(true, 'the picture is shown from the workspace');
+      await page.waitForSelector(`.composer .file-preview[data-file="notes-${scheme}.md"] pre.file-text`);
+      t.equal(await page.textContent(`.composer .file-preview[data-file="notes-${scheme}.md"] pre.file-text`), '# Notes\n<b>not bold</b>\n', 'a Markdown file: its text, as text');
+      t.match(await page.textContent(`.composer .file-preview[data-file="report-${scheme}.pdf"]`), /PDF document: the agent reads it with read_document/, 'a PDF: named with its kind');
       t.same(await axeProblems(page), [], 'axe: no serious or critical problem with previews in the composer');
       if (width === 390) await checkNarrow(t, page, `chat-files-${scheme}`, 390);
       await screenshot(page, `chat-files-composer-${width}-${scheme}`, { fullPage: false });
@@ -82,7 +89,11 @@ else {
       await page.fill('#prompt', 'chart my file');
       await page.keyboard.press('Enter');
       await page.waitForSelector('.msg.assistant[data-done]');
-      t.match(runner.prompts[runner.prompts.length - 1], new RegExp(`chart my file\\n\\nAttached: uploads/sales-${scheme}\\.csv, uploads/logo-${scheme}\\.png$`), 'the message names the files');
+      t.match(
+        runner.prompts[runner.prompts.length - 1],
+        new RegExp(`chart my file\\n\\nAttached: uploads/sales-${scheme}\\.csv, uploads/logo-${scheme}\\.png, uploads/notes-${scheme}\\.md, uploads/report-${scheme}\\.pdf$`),
+        'the message names the files',
+      );
       t.equal(await page.$$eval('.composer .file-preview', (l) => l.length), 0, 'the composer is cleared');
       await page.waitForSelector(`.msg.user .attached.sent .file-preview[data-file="sales-${scheme}.csv"] table`);
       t.ok(await page.$(`.msg.user .attached.sent .file-preview[data-file="logo-${scheme}.png"] img`), 'the sent message shows its files');

@@ -153,7 +153,19 @@ else {
       t.equal(await page.evaluate(() => (window as { __pwned?: unknown }).__pwned), undefined, `${when}: the SVG's script did not run`);
     };
     await shown('live');
-    t.same(await axeProblems(page), [], 'axe: the files');
+    // A file that is not an image has a preview on request: its first rows, as the upload's.
+    t.equal(await page.$$eval('.py-files li img ~ details.py-preview', (d) => d.length), 0, 'no preview for an image');
+    await page.click('.py-files li[data-file="out/data.csv"] details.py-preview > summary');
+    await page.waitForSelector('.py-files li[data-file="out/data.csv"] .py-preview table.file-table td', { timeout: 15_000 });
+    t.same(
+      await page.$$eval('.py-files li[data-file="out/data.csv"] .py-preview tr', (rows) => rows.map((r) => Array.from(r.children).map((c) => c.textContent))),
+      [
+        ['region', 'growth'],
+        ['North', '3'],
+      ],
+      "the CSV's preview: its rows",
+    );
+    t.same(await axeProblems(page), [], 'axe: the files, a preview open');
     await screenshot(page, 'chat-python-files', { fullPage: false });
     const download = page.waitForEvent('download');
     await page.click('.py-files li[data-file="out/data.csv"] a.py-download');

@@ -17,6 +17,8 @@ import { PNG_1PX } from '../helpers/xlsx.js';
 
 const SVG = '<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>';
 
+const JSON_TEXT = '{"a": 1, "note": "<b>shown as text</b>"}';
+
 t.test(`run_python's kept files: types, headers, owner and share link (${TEST_ENGINE})`, async (t) => {
   const app = await startTestApp(t, { services: { chat: { runner: { runTurn: async () => ({ stop_reason: 'end_turn' }) } } } });
   const db = app.database.sql;
@@ -28,7 +30,7 @@ t.test(`run_python's kept files: types, headers, owner and share link (${TEST_EN
   writeFileSync(join(ws, files.png), PNG_1PX);
   writeFileSync(join(ws, files.svg), SVG);
   writeFileSync(join(ws, files.csv), 'region,growth\nNorth,3\n');
-  writeFileSync(join(ws, files.json), '{"a":1}');
+  writeFileSync(join(ws, files.json), JSON_TEXT);
   writeFileSync(join(ws, files.html), '<script>alert(1)</script>');
 
   const annC = app.client();
@@ -56,9 +58,28 @@ t.test(`run_python's kept files: types, headers, owner and share link (${TEST_EN
   }
   t.equal((await get(annC, `/api/chat/attachments/${files.svg}`)).body.toString(), SVG, 'the SVG as written (its script cannot run under the CSP)');
   t.equal((await get(annC, `/api/chat/attachments/${files.html}`)).status, 404, 'a type that is not kept is not served');
+  // What the chat shows of a file that is not an image: a table's first rows, a text's start.
+  const csvPreview = await annC.json('GET', `/api/chat/attachments/${files.csv}/preview`);
+  t.same(
+    [csvPreview.status, csvPreview.body.kind, csvPreview.body.table?.rows],
+    [
+      200,
+      'csv',
+      [
+        ['region', 'growth'],
+        ['North', '3'],
+      ],
+    ],
+    'a CSV: its first rows',
+  );
+  const jsonPreview = await annC.json('GET', `/api/chat/attachments/${files.json}/preview`);
+  t.same([jsonPreview.status, jsonPreview.body.kind, jsonPreview.body.text], [200, 'json', { text: JSON_TEXT, truncated: false }], 'a JSON file: its text');
+  t.match(await annC.json('GET', `/api/chat/attachments/${files.png}/preview`), { status: 404, body: { error: { code: 'ERR_CHAT_ATTACHMENT_NOT_FOUND' } } }, 'an image has no preview');
+  t.equal((await annC.json('GET', `/api/chat/attachments/${files.html}/preview`)).status, 404, 'a type that is not kept has none either');
   const bobC = app.client();
   t.equal((await bobC.login('bob', 'pw-123456789')).status, 200);
   t.equal((await get(bobC, `/api/chat/attachments/${files.csv}`)).status, 404, "another user's files are not reached");
+  t.equal((await bobC.json('GET', `/api/chat/attachments/${files.csv}/preview`)).status, 404, 'nor their previews');
 
   // A share link serves the files its turns name, with the same headers, and nothing else.
   const s = await chat.createSession(db, ann.id, 'Growth');
@@ -74,6 +95,19 @@ t.test(`run_python's kept files: types, headers, owner and share link (${TEST_EN
   const shared = await get(bobC, `/api/share/${token}/attachments/${files.csv}`);
   t.same([shared.status, shared.type, shared.csp, shared.disposition], [200, 'text/csv; charset=utf-8', "default-src 'none'; sandbox", 'attachment']);
   t.equal(shared.body.toString(), 'region,growth\nNorth,3\n');
+  const sharedPreview = await bobC.json('GET', `/api/share/${token}/attachments/${files.csv}/preview`);
+  t.same(
+    [sharedPreview.status, sharedPreview.body.table?.rows],
+    [
+      200,
+      [
+        ['region', 'growth'],
+        ['North', '3'],
+      ],
+    ],
+    "the share link shows the file's preview too",
+  );
+  t.equal((await bobC.json('GET', `/api/share/${token}/attachments/${files.json}/preview`)).status, 404, 'not of a file the shared turns do not name');
   t.equal((await get(bobC, `/api/share/${token}/attachments/${files.json}`)).status, 404, 'a file the shared turns do not name is not served');
 
   // The export carries it too (Markdown links it; the JSON export lists it).

@@ -6,6 +6,7 @@ import { WorkspaceVolumes } from '../../daemon/runtime/workspaces.js';
 import { createSession } from '../../domain/chat/store.js';
 import { addUser, startTestApp, tempDir } from '../helpers/app.js';
 import type { Client } from '../helpers/client.js';
+import { makePdf } from '../helpers/documents.js';
 import { makeZip, PNG_1PX, xlsxParts, makeXlsx } from '../helpers/xlsx.js';
 
 /**
@@ -93,6 +94,14 @@ t.test('upload, list, preview and read back; owner only; hostile files refused',
     ['m', 'v'],
     ['Apr', '7'],
   ]);
+  // A text file's preview is its start, as text: 4 KiB of a longer one, said so. (A Markdown
+  // file was refused by its name, `.md` being two letters, until this test.)
+  const notes = 'line of notes\n'.repeat(400);
+  const md = await upload(a, chat.id, 'notes.md', Buffer.from(notes));
+  t.same([md.status, md.body.preview.kind, md.body.preview.text?.truncated, md.body.preview.text?.text.length], [201, 'md', true, 4096], 'a long Markdown file: its first 4 KiB');
+  t.same((await upload(a, chat.id, 'data.json', Buffer.from('{"a": [1, 2]}'))).body.preview, { name: 'data.json', kind: 'json', text: { text: '{"a": [1, 2]}', truncated: false } });
+  t.equal((await upload(a, chat.id, 'readme.markdown', Buffer.from('# Title\n'))).body.preview?.kind, 'md', '.markdown too');
+  t.same((await upload(a, chat.id, 'report.pdf', makePdf([['Page one']]))).body.preview, { name: 'report.pdf', kind: 'pdf' }, 'a document: no preview of its own');
 
   // Owner only: another user's chat reads as missing, and the file is not in their workspace.
   t.equal((await upload(b, chat.id, 'x.csv', csv)).status, 404, "bob cannot upload into alice's chat");
@@ -130,7 +139,11 @@ t.test('upload, list, preview and read back; owner only; hostile files refused',
   await refused('.csv', csv, 400, 'ERR_UPLOAD_NAME');
   await refused('empty.csv', Buffer.alloc(0), 400, 'ERR_UPLOAD_BODY');
   await refused('nohdr.csv', csv, 400, 'ERR_UPLOAD_BODY', { 'x-file-name': '' });
-  t.same(readdirSync(join(dataDir, 'workspaces', String(alice.id), 'uploads')).sort(), ['book.xlsx', 'early.csv', 'passwd.csv', 'r_sum_1.png', 'sales-2.csv', 'sales.csv'], 'nothing refused was written');
+  t.same(
+    readdirSync(join(dataDir, 'workspaces', String(alice.id), 'uploads')).sort(),
+    ['book.xlsx', 'data.json', 'early.csv', 'notes.md', 'passwd.csv', 'r_sum_1.png', 'readme.markdown', 'report.pdf', 'sales-2.csv', 'sales.csv'],
+    'nothing refused was written',
+  );
 
   // Links the agent made are never followed.
   const ws = join(dataDir, 'workspaces', String(alice.id));

@@ -9,7 +9,7 @@ import { ApiError, csrf } from './api.js';
 const SHOW_ROWS = 6;
 const SHOW_COLUMNS = 6;
 
-export const ACCEPT = '.csv,.xlsx,.png,.jpg,.jpeg';
+export const ACCEPT = '.csv,.xlsx,.png,.jpg,.jpeg,.pdf,.docx,.pptx,.txt,.md,.json';
 
 function filesBase(sessionId: string | null): string {
   return sessionId ? `/api/chat/sessions/${encodeURIComponent(sessionId)}/files` : '/api/chat/files';
@@ -53,14 +53,23 @@ export function AttachButton(p: { sessionId: string | null; disabled?: boolean; 
     <>
       {/* Not in the page's tab order or accessibility tree: the button below opens it. */}
       <input ref={input} id="attach-input" type="file" accept={ACCEPT} multiple hidden aria-label="Files to attach" onChange={(e) => void pick(e)} />
-      <button type="button" id="attach" class="secondary" disabled={p.disabled || uploading} onClick={() => input.current?.click()} title="Attach a CSV, XLSX, PNG or JPEG file (10 MB at most)">
+      <button
+        type="button"
+        id="attach"
+        class="secondary"
+        disabled={p.disabled || uploading}
+        onClick={() => input.current?.click()}
+        title="Attach a table (CSV, XLSX), a picture (PNG, JPEG) or a document (PDF, DOCX, PPTX, TXT, Markdown, JSON); 10 MB at most"
+      >
         {uploading ? 'Uploading…' : 'Attach file'}
       </button>
     </>
   );
 }
 
-/** One attached file: a table of its first rows, or its picture. */
+const DOCUMENT_LABEL: Partial<Record<Preview['kind'], string>> = { pdf: 'PDF document', docx: 'Word document', pptx: 'PowerPoint slides' };
+
+/** One attached file: a table of its first rows, the start of a text, its picture, or what kind of document it is. */
 export function FilePreview(p: { preview: Preview; sessionId: string | null; onRemove?: () => void }) {
   const { preview } = p;
   const share = useContext(ShareToken);
@@ -83,34 +92,55 @@ export function FilePreview(p: { preview: Preview; sessionId: string | null; onR
         )}
       </figcaption>
       {t ? (
-        <div class="file-table-wrap" tabIndex={0} role="region" aria-label={`First rows of ${preview.name}`}>
-          <table class="file-table">
-            <tbody>
-              {t.rows.slice(0, SHOW_ROWS).map((r, i) => (
-                <tr key={i}>
-                  {r.slice(0, SHOW_COLUMNS).map((c, j) =>
-                    i === 0 ? (
-                      <th key={j} scope="col">
-                        {c}
-                      </th>
-                    ) : (
-                      <td key={j}>{c}</td>
-                    ),
-                  )}
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          {t.notes.map((n, i) => (
-            <p key={i} class="muted small-text">
-              {n}
-            </p>
-          ))}
-        </div>
-      ) : (
+        <PreviewTable table={t} name={preview.name} />
+      ) : preview.text ? (
+        <PreviewText text={preview.text} name={preview.name} />
+      ) : preview.kind === 'png' || preview.kind === 'jpeg' ? (
         <img src={`${share ? sentFileBase(share) : filesBase(p.sessionId)}/${encodeURIComponent(preview.name)}`} alt={`Uploaded picture ${preview.name}`} class="file-image" />
+      ) : (
+        <p class="muted small-text">{DOCUMENT_LABEL[preview.kind] ?? 'Document'}: the agent reads it with read_document.</p>
       )}
     </figure>
+  );
+}
+
+/** A table's first rows (the first row as column heads) and what reading it changed. */
+export function PreviewTable({ table: t, name }: { table: NonNullable<Preview['table']>; name: string }) {
+  return (
+    <div class="file-table-wrap" tabIndex={0} role="region" aria-label={`First rows of ${name}`}>
+      <table class="file-table">
+        <tbody>
+          {t.rows.slice(0, SHOW_ROWS).map((r, i) => (
+            <tr key={i}>
+              {r.slice(0, SHOW_COLUMNS).map((c, j) =>
+                i === 0 ? (
+                  <th key={j} scope="col">
+                    {c}
+                  </th>
+                ) : (
+                  <td key={j}>{c}</td>
+                ),
+              )}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {t.notes.map((n, i) => (
+        <p key={i} class="muted small-text">
+          {n}
+        </p>
+      ))}
+    </div>
+  );
+}
+
+/** The start of a text file (JSON, TXT, Markdown), as text: never rendered as markup. */
+export function PreviewText({ text: x, name }: { text: NonNullable<Preview['text']>; name: string }) {
+  return (
+    <div class="file-text-wrap" tabIndex={0} role="region" aria-label={`Start of ${name}`}>
+      <pre class="file-text">{x.text}</pre>
+      {x.truncated && <p class="muted small-text">The first 4 KiB; download the file for the rest.</p>}
+    </div>
   );
 }
 

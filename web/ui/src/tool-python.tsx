@@ -4,6 +4,9 @@
  * Preact escapes every string, so code or a traceback holding markup is shown as text. The boxes
  * scroll, so each takes focus (keyboard users can scroll them).
  */
+import { useState } from 'preact/hooks';
+import type { FilePreview as Preview } from '../../chat-api.js';
+import { PreviewTable, PreviewText } from './chat-files.js';
 
 /** A tool name is run_python (plain, or prefixed by an MCP server name). */
 export function isRunPython(tool: string): boolean {
@@ -43,8 +46,43 @@ export function pythonFiles(out: unknown): PythonFile[] {
 const kib = (n: number) => (n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / (1024 * 1024)).toFixed(1)} MiB`);
 
 /**
+ * A kept file that is not an image: its preview (a CSV's or XLSX's first rows, the start of a JSON
+ * or TXT file), fetched when the user opens it (GET …/attachments/:name/preview).
+ */
+function FilePreviewLazy({ file, url }: { file: PythonFile; url: string }) {
+  const [state, setState] = useState<{ preview?: Preview; error?: string } | undefined>();
+  const load = (open: boolean) => {
+    if (!open || state) return;
+    setState({});
+    fetch(`${url}/preview`, { credentials: 'same-origin', headers: { accept: 'application/json' } })
+      .then(async (r) => {
+        const body = (await r.json().catch(() => ({}))) as Preview & { error?: { code: string; message: string } };
+        setState(r.ok ? { preview: body } : { error: body.error ? `${body.error.message} (${body.error.code})` : `HTTP ${r.status}` });
+      })
+      .catch((e: unknown) => setState({ error: String(e) }));
+  };
+  return (
+    <details class="py-preview" onToggle={(e) => load((e.currentTarget as HTMLDetailsElement).open)}>
+      <summary>Preview {file.path}</summary>
+      {state?.preview?.table ? (
+        <PreviewTable table={state.preview.table} name={file.path} />
+      ) : state?.preview?.text ? (
+        <PreviewText text={state.preview.text} name={file.path} />
+      ) : state?.error ? (
+        <p class="error small-text" role="alert">
+          No preview: {state.error}
+        </p>
+      ) : (
+        <p class="muted small-text">Loading…</p>
+      )}
+    </details>
+  );
+}
+
+/**
  * The files a call wrote under out/: a PNG or SVG shown (full size on click, in a tab of its own,
- * where an SVG is served sandboxed), every one with a Download named after its path.
+ * where an SVG is served sandboxed), every other file with a preview on request, every one with a
+ * Download named after its path.
  */
 export function PythonFiles({ files, url }: { files: PythonFile[]; url(name: string): string }) {
   if (!files.length) return null;
@@ -64,6 +102,7 @@ export function PythonFiles({ files, url }: { files: PythonFile[]; url(name: str
               Download {f.path}
             </a>{' '}
             <span class="muted">({kib(f.size)})</span>
+            {!image && <FilePreviewLazy file={f} url={url(f.name)} />}
           </li>
         );
       })}
