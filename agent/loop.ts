@@ -4,7 +4,7 @@ import { boundToolResult, closeToolCalls, estimateTokens, fitToBudget, MAX_TURN_
 import type { ToolHost } from './mcp.js';
 import type { Message, ModelAdapter, ToolCall } from './types.js';
 import { DELTA_WINDOW_MS, DeltaBatcher } from './delta-batch.js';
-import { loadImages } from './images.js';
+import { loadImages, type ImageCache } from './images.js';
 
 export interface TurnOutcome {
   stop_reason: StopReason;
@@ -101,10 +101,12 @@ export class Agent {
     await this.opts.tools.refresh?.();
     const tools = this.opts.tools.defs();
     const fixed = estimateTokens([{ role: 'user', content: this.opts.system + JSON.stringify(tools) }]);
+    // The turn's images are read and encoded once, not at every step (agent/images.ts).
+    const imageCache: ImageCache = new Map();
     for (let step = 0; step < this.opts.maxSteps; step++) {
       if (signal.aborted) return { stop_reason: 'cancelled' };
       const messages = fitToBudget(this.history, this.opts.contextTokens, fixed).items;
-      const images = this.opts.uploadsDir ? await loadImages(messages, this.opts.uploadsDir) : undefined;
+      const images = this.opts.uploadsDir ? await loadImages(messages, this.opts.uploadsDir, undefined, imageCache) : undefined;
       const reply = await this.opts.model.complete({ system: this.opts.system, messages, tools, signal, ...(images?.size ? { images } : {}), onStatus: (st) => emit({ type: 'status', ...st }) }, (text) => {
         onText(text);
         emit({ type: 'text_delta', text });

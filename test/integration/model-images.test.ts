@@ -15,7 +15,7 @@ import { start as startAnthropic } from '../../emulator/model-anthropic.js';
 import { OpenAiModel } from '../../agent/models/openai.js';
 import { AnthropicModel } from '../../agent/models/anthropic.js';
 import { DEFAULT_BOUNDS } from '../../agent/models/sdk.js';
-import { IMAGE_MAX_BYTES, IMAGES_PER_REQUEST, imageNames, loadImages } from '../../agent/images.js';
+import { IMAGE_MAX_BYTES, IMAGES_PER_REQUEST, imageNames, loadImages, type ImageCache } from '../../agent/images.js';
 import type { Message } from '../../agent/types.js';
 import { tempDir } from '../helpers/app.js';
 import { PNG_1PX } from '../helpers/xlsx.js';
@@ -45,6 +45,26 @@ t.test('the names on the Attached line: PNG and JPEG only, plain names only', as
   t.same(imageNames('no files here'), []);
   t.same(imageNames('look at uploads/photo.png'), [], 'only the page-made Attached line counts');
   t.same(imageNames('x\n\nAttached: uploads/../etc.png'), [], 'no path in a name');
+});
+
+t.test("a turn's steps read an image once, and a changed file again", async (t) => {
+  const { dir, jpeg } = await uploadsDir(t);
+  const messages: Message[] = [{ role: 'user', content: ASKED }];
+  const cache: ImageCache = new Map();
+  const first = (await loadImages(messages, dir, IMAGES_PER_REQUEST, cache)).get(messages[0])!;
+  const again = (await loadImages(messages, dir, IMAGES_PER_REQUEST, cache)).get(messages[0])!;
+  t.equal(again.parts[0], first.parts[0], 'the next step gets the part read at the first (the same object: not read or encoded again)');
+  t.same(again.notes, first.notes, 'the files left out are named again');
+  // The user's file is replaced between two steps (another upload under the same name).
+  writeFileSync(join(dir, 'photo.png'), jpeg);
+  const changed = (await loadImages(messages, dir, IMAGES_PER_REQUEST, cache)).get(messages[0])!;
+  t.not(changed.parts[0], first.parts[0]);
+  t.same(
+    changed.notes.filter((n) => n.includes('uploads/photo.png')),
+    ['[The image uploads/photo.png was not sent to you: it is not a PNG file.]'],
+    'a changed file is read again and checked again',
+  );
+  t.equal(changed.parts[0]?.name, 'uploads/scan.jpg');
 });
 
 t.test('OpenAI and Anthropic: image parts in each API shape; the ones left out named', async (t) => {
