@@ -130,11 +130,13 @@ t.test('files written under out/ are kept with the chat: copied as they were, ty
       'open("out/fake.png", "w").write("not a picture")',
       'open("out/notes.md", "w").write("# not a kept type")',
       'os.symlink("/etc/hostname", "out/link.csv")',
+      'open("out/<img src=x onerror=alert(1)>.csv", "w").write("a")',
+      'open("out/line\\nbreak.txt", "w").write("a")',
     ].join('\n'),
   );
   t.equal(errorCode(first), undefined, text(first));
   const files = kept(first);
-  t.same(files.map((f) => f.path).sort(), ['out/chart.png', 'out/data.csv', 'out/evil.svg'], 'the PNG, the CSV and the SVG are kept; a fake PNG, a .md and a link are not');
+  t.same(files.map((f) => f.path).sort(), ['out/chart.png', 'out/data.csv', 'out/evil.svg'], 'the PNG, the CSV and the SVG are kept; a fake PNG, a .md, a link and hostile names are not');
   for (const f of files) {
     t.match(f.name, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.(png|csv|svg)$/);
     t.same(readFileSync(join(attachments, f.name)), readFileSync(join(ws, f.path)), `${f.path}: the same bytes`);
