@@ -15,6 +15,7 @@ import { FleetMember, FleetSessions, refreshLease } from './host/fleet.js';
 import { MailGate } from '../domain/mail/index.js';
 import { approvalDecider, ConnectorApprovals } from './host/connector-approvals.js';
 import { startTelemetry } from './telemetry.js';
+import { Lifecycle } from './lifecycle.js';
 import { AccountStore, getUserById } from '../domain/index.js';
 import { recordSandboxTime } from '../domain/usage/index.js';
 import { registryLookup } from '../domain/connector-oauth/registry.js';
@@ -28,7 +29,7 @@ export interface RunningDaemon extends DaemonBase {
   tokenService: TokenService;
   egressGateway: EgressGatewayService;
   sessionPreparer: SessionPreparer;
-  /** Shutdown in order: stop accepting, drain streams, stop sessions, close servers, close the db. */
+  /** Shutdown in order (serve's comment lists it): stop accepting, drain streams, stop sessions, close servers, close the db. */
   close(): Promise<void>;
 }
 
@@ -48,99 +49,121 @@ async function checkBeforeStart(config: Readonly<Config>): Promise<void> {
   await assertPortFree(config.host, config.port);
 }
 
-/** Start the daemon: database, services, web app. */
+/**
+ * Start the daemon: database, services, web app. The parts are registered with the Lifecycle
+ * (daemon/lifecycle.ts) in the order that, read backwards, is the shutdown: the login-session
+ * prune, the web listener (no new requests; streams drained), directory sync (a running job gets
+ * up to 5 s), the sandbox runtime, the token service, the egress gateway, the fleet membership
+ * (the node leaves only once its sessions are stopped), telemetry (spans flushed), the database.
+ * A start that fails stops what had started.
+ */
 export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): Promise<RunningDaemon> {
   await checkBeforeStart(config);
   const base = await openBase(config, opts.log);
   base.log.info({ database: base.database.target, schemaVersion: base.database.schemaVersion, node: config.node.id }, 'database ready');
-  const sessions = new DbSessionStore(base.database.sql);
-  // The one at-rest encryptor: accounts, IdP secrets, memories.
-  const encryptor = atRestEncryptor(config);
-  const metrics = createMetrics({ defaultMetrics: true, node: config.node.id });
-  const services: WebServices = { metrics, ...(opts.services ?? {}) };
-  const directorySync = await startDirectorySync(config, base, encryptor, metrics, services);
+  const life = new Lifecycle(base.log);
+  life.onStop('database', () => base.database.close());
+  return life.run(async () => {
+    const sessions = new DbSessionStore(base.database.sql);
+    // The one at-rest encryptor: accounts, IdP secrets, memories.
+    const encryptor = atRestEncryptor(config);
+    const metrics = createMetrics({ defaultMetrics: true, node: config.node.id });
+    const services: WebServices = { metrics, ...(opts.services ?? {}) };
+    // OpenTelemetry, when OTEL_EXPORTER_OTLP_ENDPOINT is set: turns, tool calls and proxied requests.
+    const telemetry = startTelemetry(config, base.log, metrics.registry);
+    life.onStop('telemetry', () => telemetry?.shutdown());
+    // Membership of the fleet (a single host is a fleet of one): registration, heartbeats, lost
+    // nodes. It joins once the listener is up (below); it leaves after the runtime has stopped.
+    const started: { runtime?: Runtime } = {};
+    const fleet = new FleetMember({ ...base, clock: opts.clock, liveSessions: () => started.runtime?.sessions.list().filter((s) => s.sessionId).length ?? 0 });
+    life.onStop('fleet membership', () => fleet.stop());
 
-  // Connected accounts, token service (refresh + rotation), egress gateway, session overlay.
-  const accounts = new AccountStore(base.database.sql, encryptor);
-  const g = config.google;
+    // The send policy's daemon side and the proxy's audit trail (docs/audit.md).
+    const mailGate = new MailGate(base.database.sql, config, base.log.child({ area: 'mail' }));
+    const egressGateway = new EgressGatewayService({ log: base.log, metrics, caps: egressCaps(config.egress), connectors: connectorGateway(base, config, encryptor, services, mailGate, (a) => telemetry?.connectorCall(a)) });
+    life.onStop('egress gateway', () => egressGateway.close());
+    // Connected accounts, token service (refresh + rotation), session overlay.
+    const accounts = new AccountStore(base.database.sql, encryptor);
+    const tokenService = await life.start(
+      'token service',
+      () => startTokenService(base, accounts, metrics),
+      (t) => t.close(),
+    );
+    services.accounts ??= accounts;
+    services.tokenService ??= tokenService;
+    const directorySync = await startDirectorySync(config, base, encryptor, metrics, services);
+
+    // The preparer needs the web listener's port (host route), known only after listen; sessions
+    // start on prompts, which come after that, so the runtime gets a late-bound preparer.
+    let preparer: SessionPreparer | undefined = undefined;
+    // A sandbox adopted at start gets its real tokens again for its egress gateway (they lived in
+    // the old daemon's memory only); that needs no host route, so it is there before the listener.
+    const credentials = new OverlayPreparer({ config, db: base.database.sql, encryptor, tokens: tokenService, log: base.log.child({ area: 'overlay' }) });
+    const latePreparer: SessionPreparer = { prepare: (req) => preparer!.prepare(req), credentials: (req) => credentials.credentials(req) };
+    const fleetSessions = new FleetSessions({ ...base, clock: opts.clock });
+    const auditor = telemetry ? telemetry.auditor(mailGate) : mailGate;
+    const hooks = sessionHooks(base, tokenService, fleetSessions, sandboxTime(base, metrics, opts.clock ?? systemClock));
+    const runtimeOpts = opts.runtime === false ? undefined : { preparer: latePreparer, egress: egressGateway as EgressGateway, hooks, auditor, clock: opts.clock, ...(opts.runtime || {}) };
+    const runtime = runtimeOpts
+      ? await life.start(
+          'sandbox runtime',
+          () => startRuntime({ ...base, metrics, ...runtimeOpts }),
+          (r) => r?.close(),
+        )
+      : undefined;
+    if (runtimeOpts && !runtime) {
+      // No engine: no sandbox is live, so no agent token is either.
+      services.agentSessions ??= { isLive: () => false } satisfies AgentSessionCheck;
+    }
+    started.runtime = runtime;
+    if (runtime) wireRuntime(services, runtime, fleetSessions, telemetry);
+    life.onStop('directory sync', () => Promise.race([directorySync.idle(), new Promise((r) => setTimeout(r, 5_000).unref())]));
+    const web = await life.start(
+      'web listener',
+      () => startWebServer({ ...base, sessions, services, encryptor }),
+      (w) => w.close(),
+    );
+    await fleet.start();
+    preparer = sessionPreparer(base, encryptor, tokenService, accounts, web.port);
+    base.log.info({ url: web.url, publicOrigin: config.publicOrigin }, 'airlock listening');
+    const pruneTimer = setInterval(() => void sessions.prune().catch((err: Error) => base.log.warn({ err: err.message }, 'login session prune failed')), 3600_000);
+    pruneTimer.unref();
+    life.onStop('login-session prune', () => clearInterval(pruneTimer));
+    return { ...base, web, runtime, tokenService, egressGateway, sessionPreparer: preparer, close: () => life.stop() };
+  });
+}
+
+/** The token service: refresh on demand, rotation into live sessions every 30 s (started). */
+function startTokenService(base: DaemonBase, accounts: AccountStore, metrics: Metrics): TokenService {
+  const g = base.config.google;
   const tokenService = new TokenService({
     store: accounts,
     refresh: (refreshToken) => tokenRequest({ tokenUrl: g.tokenUrl, clientId: g.clientId, clientSecret: g.clientSecret }, { grant_type: 'refresh_token', refresh_token: refreshToken }),
     log: base.log.child({ area: 'tokens' }),
     metrics,
-    lease: refreshLease(base.database.sql, config.node.id),
+    lease: refreshLease(base.database.sql, base.config.node.id),
   });
   tokenService.start();
-  // The send policy's daemon side and the proxy's audit trail (docs/audit.md).
-  const mailGate = new MailGate(base.database.sql, config, base.log.child({ area: 'mail' }));
-  const egressGateway = new EgressGatewayService({ log: base.log, metrics, caps: egressCaps(config.egress), connectors: connectorGateway(base, config, encryptor, services, mailGate, (a) => telemetry?.connectorCall(a)) });
-  services.accounts ??= accounts;
-  services.tokenService ??= tokenService;
+  return tokenService;
+}
 
-  // The preparer needs the web listener's port (host route), known only after listen; sessions
-  // start on prompts, which come after that, so the runtime gets a late-bound preparer.
-  let preparer: SessionPreparer | undefined = undefined;
-  // A sandbox adopted at start gets its real tokens again for its egress gateway (they lived in
-  // the old daemon's memory only); that needs no host route, so it is there before the listener.
-  const credentials = new OverlayPreparer({ config, db: base.database.sql, encryptor, tokens: tokenService, log: base.log.child({ area: 'overlay' }) });
-  const latePreparer: SessionPreparer = { prepare: (req) => preparer!.prepare(req), credentials: (req) => credentials.credentials(req) };
-  const fleetSessions = new FleetSessions({ ...base, clock: opts.clock });
-  // OpenTelemetry, when OTEL_EXPORTER_OTLP_ENDPOINT is set: turns, tool calls and proxied requests.
-  const telemetry = startTelemetry(config, base.log, metrics.registry);
-  const auditor = telemetry ? telemetry.auditor(mailGate) : mailGate;
-  const hooks = sessionHooks(base, tokenService, fleetSessions, sandboxTime(base, metrics, opts.clock ?? systemClock));
-  const runtimeOpts = opts.runtime === false ? undefined : { preparer: latePreparer, egress: egressGateway as EgressGateway, hooks, auditor, clock: opts.clock, ...(opts.runtime || {}) };
-  const runtime = runtimeOpts ? await startRuntime({ ...base, metrics, ...runtimeOpts }) : undefined;
-  if (runtimeOpts && !runtime) {
-    // No engine: no sandbox is live, so no agent token is either.
-    services.agentSessions ??= { isLive: () => false } satisfies AgentSessionCheck;
-  }
-  if (runtime) wireRuntime(services, runtime, fleetSessions, telemetry);
-  const web = await startWebServer({ ...base, sessions, services, encryptor });
-  // Membership of the fleet (a single host is a fleet of one): registration, heartbeats, lost nodes.
-  const fleet = new FleetMember({ ...base, clock: opts.clock, liveSessions: () => runtime?.sessions.list().filter((s) => s.sessionId).length ?? 0 });
-  await fleet.start();
+/** The session preparer of this daemon, with the host route to its own listener on `port`. */
+function sessionPreparer(base: DaemonBase, encryptor: Encryptor, tokens: TokenService, accounts: AccountStore, port: number): SessionPreparer {
+  const { config } = base;
   // The host route's upstream: this daemon's own listener, as the egress gateway reaches it.
-  const hostOrigin = `http://${['0.0.0.0', '::'].includes(config.host) ? '127.0.0.1' : config.host.includes(':') ? `[${config.host}]` : config.host}:${web.port}`;
+  const hostOrigin = `http://${['0.0.0.0', '::'].includes(config.host) ? '127.0.0.1' : config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   const agentSecret = config.agentUserTokenSecret;
-  const sessionPreparer: SessionPreparer = new OverlayPreparer({
+  return new OverlayPreparer({
     config,
     db: base.database.sql,
     encryptor,
-    tokens: tokenService,
+    tokens,
     log: base.log.child({ area: 'overlay' }),
     hostOrigin,
     mintAgentUserToken: agentSecret ? (userId, sessionId) => mintAgentUserToken(agentSecret, { userId, sessionId }) : undefined,
     // Read with the user's tokens a moment before (the overlay asks only when it got an access token).
     accountEmail: (userId) => accounts.emailSeen(userId),
   });
-  preparer = sessionPreparer;
-  base.log.info({ url: web.url, publicOrigin: config.publicOrigin }, 'airlock listening');
-  const pruneTimer = setInterval(() => void sessions.prune().catch((err: Error) => base.log.warn({ err: err.message }, 'login session prune failed')), 3600_000);
-  pruneTimer.unref();
-  let closing: Promise<void> | undefined;
-  return {
-    ...base,
-    web,
-    runtime,
-    tokenService,
-    egressGateway,
-    sessionPreparer,
-    close() {
-      closing ??= (async () => {
-        clearInterval(pruneTimer);
-        await web.close();
-        await Promise.race([directorySync.idle(), new Promise((r) => setTimeout(r, 5_000).unref())]);
-        await runtime?.close();
-        await tokenService.close();
-        await egressGateway.close();
-        await fleet.stop();
-        await telemetry?.shutdown();
-        await base.database.close();
-      })();
-      return closing;
-    },
-  };
 }
 
 /** A fleet (AIRLOCK_DATABASE_URL) needs the node secret and a shared encryption key. */
