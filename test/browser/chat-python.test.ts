@@ -7,7 +7,7 @@
 import t from 'tap';
 import type { TurnRequest, TurnResult, TurnRunner } from '../../core/index.js';
 import { addUser, startTestApp } from '../helpers/app.js';
-import { axeProblems, browserUnavailable, launch, screenshot } from '../helpers/browser.js';
+import { axeProblems, signInToChat, browserUnavailable, launch, screenshot } from '../helpers/browser.js';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -42,11 +42,7 @@ else {
     const app = await startTestApp(t, { services: { chat: { runner: new PythonRunner() } } });
     await addUser(app.database, 'pia', PASSWORD);
     const page = await (await launch(t)).newPage();
-    await page.goto(app.url + '/#/login');
-    await page.fill('#username', 'pia');
-    await page.fill('#password', PASSWORD);
-    await page.keyboard.press('Enter');
-    await page.waitForSelector('#prompt');
+    await signInToChat(page, app.url, 'pia', PASSWORD);
     const ask = async (text: string, n: number) => {
       await page.fill('#prompt', text);
       await page.keyboard.press('Enter');
@@ -123,11 +119,7 @@ else {
     holder.dataDir = app.config.dataDir;
     await addUser(app.database, 'pia', PASSWORD);
     const page = await (await launch(t)).newPage();
-    await page.goto(app.url + '/#/login');
-    await page.fill('#username', 'pia');
-    await page.fill('#password', PASSWORD);
-    await page.keyboard.press('Enter');
-    await page.waitForSelector('#prompt');
+    await signInToChat(page, app.url, 'pia', PASSWORD);
     await page.fill('#prompt', 'chart it');
     await page.keyboard.press('Enter');
     const shown = async (when: string) => {

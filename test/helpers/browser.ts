@@ -30,6 +30,15 @@ function repoRoot(): string {
   return d;
 }
 
+/** Sign in on the login page at `url` as a user, and wait for the chat's prompt. */
+export async function signInToChat(page: Page, url: string, username: string, password: string): Promise<void> {
+  await page.goto(url + '/#/login');
+  await page.fill('#username', username);
+  await page.fill('#password', password);
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('#prompt');
+}
+
 /**
  * Save a screenshot under test-artifacts/screenshots/<name>.png and return its path: the whole
  * page by default, only the viewport with `{ fullPage: false }`.
