@@ -199,16 +199,18 @@ function PolicyForm({ orgId, teams, catalog, editing, status, done, changed }: F
   const save = () =>
     status.run('save', async () => {
       const body = requestOf(f, teams);
+      // The list is read again before the sentence says so: "saved" never stands beside the old row.
       if (editing) {
         const p = await api<AgentPolicyView>('PATCH', `/api/identity/agent-policies/${editing.id}`, body);
-        status.ok(`Policy ${p.name} saved.`);
         done();
+        await changed();
+        status.ok(`Policy ${p.name} saved.`);
       } else {
         const p = await api<AgentPolicyView>('POST', `/api/identity/organisations/${orgId}/agent-policies`, body);
         setF(EMPTY);
+        await changed();
         status.ok(`Policy ${p.name} created.`);
       }
-      await changed();
     });
   return (
     <>

@@ -102,8 +102,8 @@ function ConnectionForm({ conn, reload, status }: { conn: ConnectionView | null;
       if (f.service_account_json.trim()) body.service_account_json = f.service_account_json.trim();
       const saved = conn ? await api<ConnectionView>('PATCH', `/api/identity/connections/${conn.id}`, body) : await api<ConnectionView>('POST', '/api/identity/connections', { provider: 'google', ...body });
       setF({ ...f, client_secret: '', service_account_json: '' });
-      status.ok(`Connection ${conn ? 'saved' : 'created'} (id ${saved.id}).`);
       await reload();
+      status.ok(`Connection ${conn ? 'saved' : 'created'} (id ${saved.id}).`);
     });
   const remove = () =>
     status.run('delete', async () => {
