@@ -63,19 +63,20 @@ export default defineConfig(
   },
   {
     // Product code: functions stay short (tests and benchmarks may read as one story), files
-    // under 400 lines (a longer one holds two things; split it along them).
+    // under 500 lines (a longer one holds two things; split it along them). The limits were 80 and
+    // 400 at printWidth 240; the reformat to 120 made the same code 24 % longer (docs/architecture.md).
     files: ['**/*.ts', '**/*.tsx'],
     ignores: ['test/**', 'bench/**'],
     rules: {
-      'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true }],
-      'max-lines': ['error', { max: 400 }],
+      'max-lines-per-function': ['error', { max: 100, skipBlankLines: true, skipComments: true }],
+      'max-lines': ['error', { max: 500 }],
     },
   },
   {
-    // A test file reads as one topic: under 500 lines (a longer one is split by topic, its shared
+    // A test file reads as one topic: under 600 lines (a longer one is split by topic, its shared
     // setup in test/helpers/).
     files: ['test/**/*.ts'],
-    rules: { 'max-lines': ['error', { max: 500 }] },
+    rules: { 'max-lines': ['error', { max: 600 }] },
   },
   {
     // Tests and benchmarks read JSON answers and fixtures as `any` and assert on them: the

@@ -75,12 +75,21 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
     // Membership of the fleet (a single host is a fleet of one): registration, heartbeats, lost
     // nodes. It joins once the listener is up (below); it leaves after the runtime has stopped.
     const started: { runtime?: Runtime } = {};
-    const fleet = new FleetMember({ ...base, clock: opts.clock, liveSessions: () => started.runtime?.sessions.list().filter((s) => s.sessionId).length ?? 0 });
+    const fleet = new FleetMember({
+      ...base,
+      clock: opts.clock,
+      liveSessions: () => started.runtime?.sessions.list().filter((s) => s.sessionId).length ?? 0,
+    });
     life.onStop('fleet membership', () => fleet.stop());
 
     // The send policy's daemon side and the proxy's audit trail (docs/audit.md).
     const mailGate = new MailGate(base.database.sql, config, base.log.child({ area: 'mail' }));
-    const egressGateway = new EgressGatewayService({ log: base.log, metrics, caps: egressCaps(config.egress), connectors: connectorGateway(base, config, encryptor, services, mailGate, (a) => telemetry?.connectorCall(a)) });
+    const egressGateway = new EgressGatewayService({
+      log: base.log,
+      metrics,
+      caps: egressCaps(config.egress),
+      connectors: connectorGateway(base, config, encryptor, services, mailGate, (a) => telemetry?.connectorCall(a)),
+    });
     life.onStop('egress gateway', () => egressGateway.close());
     // Connected accounts, token service (refresh + rotation), session overlay.
     const accounts = new AccountStore(base.database.sql, encryptor);
@@ -93,17 +102,21 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
     services.tokenService ??= tokenService;
     const directorySync = await startDirectorySync(config, base, encryptor, metrics, services);
 
-    // The preparer needs the web listener's port (host route), known only after listen; sessions
-    // start on prompts, which come after that, so the runtime gets a late-bound preparer.
-    let preparer: SessionPreparer | undefined = undefined;
-    // A sandbox adopted at start gets its real tokens again for its egress gateway (they lived in
-    // the old daemon's memory only); that needs no host route, so it is there before the listener.
-    const credentials = new OverlayPreparer({ config, db: base.database.sql, encryptor, tokens: tokenService, log: base.log.child({ area: 'overlay' }) });
-    const latePreparer: SessionPreparer = { prepare: (req) => preparer!.prepare(req), credentials: (req) => credentials.credentials(req) };
+    const late = latePreparer(base, encryptor, tokenService);
     const fleetSessions = new FleetSessions({ ...base, clock: opts.clock });
     const auditor = telemetry ? telemetry.auditor(mailGate) : mailGate;
     const hooks = sessionHooks(base, tokenService, fleetSessions, sandboxTime(base, metrics, opts.clock ?? systemClock));
-    const runtimeOpts = opts.runtime === false ? undefined : { preparer: latePreparer, egress: egressGateway as EgressGateway, hooks, auditor, clock: opts.clock, ...(opts.runtime || {}) };
+    const runtimeOpts =
+      opts.runtime === false
+        ? undefined
+        : {
+            preparer: late.preparer,
+            egress: egressGateway as EgressGateway,
+            hooks,
+            auditor,
+            clock: opts.clock,
+            ...(opts.runtime || {}),
+          };
     const runtime = runtimeOpts
       ? await life.start(
           'sandbox runtime',
@@ -124,13 +137,34 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
       (w) => w.close(),
     );
     await fleet.start();
-    preparer = sessionPreparer(base, encryptor, tokenService, accounts, web.port);
+    const preparer = late.bind(sessionPreparer(base, encryptor, tokenService, accounts, web.port));
     base.log.info({ url: web.url, publicOrigin: config.publicOrigin }, 'airlock listening');
     const pruneTimer = setInterval(() => void sessions.prune().catch((err: Error) => base.log.warn({ err: err.message }, 'login session prune failed')), 3600_000);
     pruneTimer.unref();
     life.onStop('login-session prune', () => clearInterval(pruneTimer));
     return { ...base, web, runtime, tokenService, egressGateway, sessionPreparer: preparer, close: () => life.stop() };
   });
+}
+
+/**
+ * The runtime's session preparer, bound late: it needs the web listener's port (host route), known
+ * only after listen; sessions start on prompts, which come after that. A sandbox adopted at start
+ * gets its real tokens again for its egress gateway (they lived in the old daemon's memory only);
+ * that needs no host route, so it works before the listener.
+ */
+function latePreparer(base: DaemonBase, encryptor: Encryptor, tokens: TokenService): { preparer: SessionPreparer; bind(p: SessionPreparer): SessionPreparer } {
+  let bound: SessionPreparer | undefined;
+  const credentials = new OverlayPreparer({
+    config: base.config,
+    db: base.database.sql,
+    encryptor,
+    tokens,
+    log: base.log.child({ area: 'overlay' }),
+  });
+  return {
+    preparer: { prepare: (req) => bound!.prepare(req), credentials: (req) => credentials.credentials(req) },
+    bind: (p) => (bound = p),
+  };
 }
 
 /** The token service: refresh on demand, rotation into live sessions every 30 s (started). */
@@ -253,7 +287,9 @@ function wireRuntime(services: WebServices, runtime: Runtime, fleetSessions: Fle
   services.sandboxAdmin ??= runtime.sessions;
   // AGENT_USER_TOKEN is bound to user and session: accepted only while that session has a live
   // sandbox of that user (docs/api.md).
-  services.agentSessions ??= { isLive: (sessionId: string, userId: number) => runtime.sessions.isLive(sessionId, userId) } satisfies AgentSessionCheck;
+  services.agentSessions ??= {
+    isLive: (sessionId: string, userId: number) => runtime.sessions.isLive(sessionId, userId),
+  } satisfies AgentSessionCheck;
 }
 
 /**
@@ -263,10 +299,24 @@ function wireRuntime(services: WebServices, runtime: Runtime, fleetSessions: Fle
  * per-user OAuth piece fills (services.connectorTokens); unset, an OAuth connector answers "connect first".
  */
 function connectorGateway(base: DaemonBase, config: Readonly<Config>, encryptor: Encryptor, services: WebServices, mailGate: MailGate, onCall: (a: ConnectorCallAudit) => void): ConnectorGateway {
-  const approvals = new ConnectorApprovals({ db: base.database.sql, log: base.log.child({ area: 'connectors' }), timeoutMs: (config.model.toolTimeoutS * 1000) / 2 });
+  const approvals = new ConnectorApprovals({
+    db: base.database.sql,
+    log: base.log.child({ area: 'connectors' }),
+    timeoutMs: (config.model.toolTimeoutS * 1000) / 2,
+  });
   services.approvals ??= approvalDecider(mailGate, approvals);
   // Each user's OAuth tokens (docs/connectors.md, "OAuth per user"): refreshed by the host, one grant per fleet.
   services.connectorTokens ??= connectorTokenService(base, encryptor, () => services.oauthConnectors ?? registryLookup(base.database.sql, encryptor));
-  const tokens: ConnectorTokens = { accessToken: async (id, userId) => (services.connectorTokens ? services.connectorTokens.accessToken(id, userId) : null) };
-  return new ConnectorGateway({ db: base.database.sql, enc: encryptor, log: base.log.child({ area: 'connectors' }), tokens, onCall, approve: approvals.approve, onSessionClosed: (id) => approvals.sessionEnded(id) });
+  const tokens: ConnectorTokens = {
+    accessToken: async (id, userId) => (services.connectorTokens ? services.connectorTokens.accessToken(id, userId) : null),
+  };
+  return new ConnectorGateway({
+    db: base.database.sql,
+    enc: encryptor,
+    log: base.log.child({ area: 'connectors' }),
+    tokens,
+    onCall,
+    approve: approvals.approve,
+    onSessionClosed: (id) => approvals.sessionEnded(id),
+  });
 }

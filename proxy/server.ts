@@ -66,6 +66,15 @@ export interface RunningProxy {
 }
 
 /**
+ * The send policy on a mail send's message (docs/proxy.md#send-policy), first wall: a message
+ * whose header block it cannot read or the policy blocks never leaves the sandbox; the rest is
+ * decided on the host, which reads the whole message (its parts, its attachments) again.
+ */
+async function checkMail(policy: MailPolicy, body: Buffer, base: Record<string, unknown>): Promise<void> {
+  judgeMail(await loadMailPolicy(), body, policy, base, { headOnly: true });
+}
+
+/**
  * Start the in-sandbox proxy (the first wall). It holds no token: the daemon's egress gateway
  * injects them. Fails (ERR_PROXY_PROFILE) on a route table it cannot use. See docs/proxy.md.
  *
@@ -84,8 +93,19 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
   const decide = decideFor(undefined);
   // Keep-alive connections to the egress socket; the pool is larger than the session's slot count,
   // so a slot never waits for a socket.
-  const agent = new Agent({ keepAlive: true, maxSockets: Math.max(limits.maxConcurrent, MAX_UPSTREAM_CONCURRENT) * 2, maxFreeSockets: 8, timeout: TUNNEL_IDLE_MS });
-  const fctx = (base: Record<string, unknown>): ForwardContext => ({ agent, egressSocket: opts.egressSocket, timeoutMs, log, decide: decideFor(base) });
+  const agent = new Agent({
+    keepAlive: true,
+    maxSockets: Math.max(limits.maxConcurrent, MAX_UPSTREAM_CONCURRENT) * 2,
+    maxFreeSockets: 8,
+    timeout: TUNNEL_IDLE_MS,
+  });
+  const fctx = (base: Record<string, unknown>): ForwardContext => ({
+    agent,
+    egressSocket: opts.egressSocket,
+    timeoutMs,
+    log,
+    decide: decideFor(base),
+  });
 
   // Connections that got a refusal: nothing more is read from them, even requests the
   // parser already took off a pipeline (they would otherwise still be dispatched).
@@ -97,7 +117,12 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
       tainted.add(sock);
       if ('writeHead' in res) (res as ServerResponse).once('finish', () => sock.destroy());
     }
-    log(err.status >= 500 ? 'error' : 'warn', 'proxy refused', { ...data, status: err.status, code: err.code, reason: err.message });
+    log(err.status >= 500 ? 'error' : 'warn', 'proxy refused', {
+      ...data,
+      status: err.status,
+      code: err.code,
+      reason: err.message,
+    });
     errorResponse(res, err.code, err.message);
   };
 
@@ -122,7 +147,7 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
       const a = admit(req, routes, opts, base);
       if (String(req.headers.expect ?? '').toLowerCase() === '100-continue') res.writeContinue();
       const body = await limits.readBody(req, a.declaredLength, startedMs);
-      if (a.compiled.route.name === 'mail' && opts.mailPolicy) await checkMail(body, base);
+      if (a.compiled.route.name === 'mail' && opts.mailPolicy) await checkMail(opts.mailPolicy, body, base);
       const gone = new AbortController();
       const onClose = () => gone.abort();
       res.once('close', onClose);
@@ -140,19 +165,13 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
     }
   }
 
-  /**
-   * The send policy on a mail send's message (docs/proxy.md#send-policy), first wall: a message
-   * whose header block it cannot read or the policy blocks never leaves the sandbox; the rest is
-   * decided on the host, which reads the whole message (its parts, its attachments) again.
-   */
-  async function checkMail(body: Buffer, base: Record<string, unknown>): Promise<void> {
-    judgeMail(await loadMailPolicy(), body, opts.mailPolicy!, base, { headOnly: true });
-  }
-
   const server = proxyServer(handler, timeoutMs);
   refuseNonRequests(server, decide, refuse, log);
   await listen(server, opts);
-  log('info', 'proxy listening', { port: (server.address() as AddressInfo).port, routes: routes.map((r) => r.route.name) });
+  log('info', 'proxy listening', {
+    port: (server.address() as AddressInfo).port,
+    routes: routes.map((r) => r.route.name),
+  });
   let closing: Promise<void> | undefined;
   return {
     port: (server.address() as AddressInfo).port,
@@ -208,7 +227,15 @@ function decisionRecorder(opts: ProxyOptions, counts: ProxyCounts): (base: Recor
 
 /** The proxy's HTTP server: strict parser, header count and time limits, `handler` for requests and 100-continue. */
 function proxyServer(handler: (req: IncomingMessage, res: ServerResponse) => void, timeoutMs: number): Server {
-  const server: Server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, insecureHTTPParser: false, requireHostHeader: false /* checked in admit, so the refusal is coded */, joinDuplicateHeaders: false }, handler);
+  const server: Server = createServer(
+    {
+      maxHeaderSize: MAX_HEADER_BYTES,
+      insecureHTTPParser: false,
+      requireHostHeader: false /* checked in admit, so the refusal is coded */,
+      joinDuplicateHeaders: false,
+    },
+    handler,
+  );
   // Expect: 100-continue goes through the same checks; "continue" is sent only once the
   // request is allowed (Node would otherwise say 100 before any check ran).
   server.on('checkContinue', handler);
@@ -236,7 +263,9 @@ function refuseNonRequests(server: Server, decide: ForwardContext['decide'], ref
   });
   server.on('upgrade', (req: IncomingMessage, socket: Socket) => {
     socket.on('error', () => socket.destroy());
-    refuse(socket, new ProxyRefusal('ERR_PROXY_ROUTE_DENIED', 'protocol upgrade is not allowed'), { method: req.method });
+    refuse(socket, new ProxyRefusal('ERR_PROXY_ROUTE_DENIED', 'protocol upgrade is not allowed'), {
+      method: req.method,
+    });
   });
 }
 

@@ -101,7 +101,15 @@ export class PythonSession {
   private lost?: string;
   private started = false;
 
-  constructor(private readonly opts: { python: string; cwd: string; env: Record<string, string>; limits: () => PythonLimits; preload: string[] }) {}
+  constructor(
+    private readonly opts: {
+      python: string;
+      cwd: string;
+      env: Record<string, string>;
+      limits: () => PythonLimits;
+      preload: string[];
+    },
+  ) {}
 
   /** Why the state of an earlier interpreter is gone, once (then cleared). */
   takeLost(): string | undefined {
@@ -115,9 +123,20 @@ export class PythonSession {
     const env = {
       ...this.opts.env,
       AIRLOCK_PY_MARK: this.mark,
-      AIRLOCK_PY_LIMITS: JSON.stringify({ memory_mb: limits.memoryMb, cpu_s: limits.cpuS, file_mb: limits.fileMb, procs: limits.procs, preload: this.opts.preload }),
+      AIRLOCK_PY_LIMITS: JSON.stringify({
+        memory_mb: limits.memoryMb,
+        cpu_s: limits.cpuS,
+        file_mb: limits.fileMb,
+        procs: limits.procs,
+        preload: this.opts.preload,
+      }),
     };
-    const child = spawn(this.opts.python, ['-u', '-I', '-c', DRIVER_SOURCE], { cwd: this.opts.cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'] });
+    const child = spawn(this.opts.python, ['-u', '-I', '-c', DRIVER_SOURCE], {
+      cwd: this.opts.cwd,
+      env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
+    });
     this.child = child;
     this.started = true;
     const ctlOut = child.stdio[4] as Readable;
@@ -131,7 +150,14 @@ export class PythonSession {
       while ((nl = this.control.indexOf('\n')) >= 0) {
         const line = this.control.slice(0, nl);
         this.control = this.control.slice(nl + 1);
-        let msg: { ready?: boolean; proc_limit?: boolean; memory?: boolean; id?: number; ok?: boolean; error?: CellResult['error'] };
+        let msg: {
+          ready?: boolean;
+          proc_limit?: boolean;
+          memory?: boolean;
+          id?: number;
+          ok?: boolean;
+          error?: CellResult['error'];
+        };
         try {
           msg = JSON.parse(line) as typeof msg;
         } catch {
@@ -200,7 +226,10 @@ export class PythonSession {
       if (text[stream].length < MODEL_OUTPUT_CHARS) text[stream] += t;
       onOutput(stream, t);
     };
-    const streams = { stdout: new MarkedStream(this.mark, sink('stdout')), stderr: new MarkedStream(this.mark, sink('stderr')) };
+    const streams = {
+      stdout: new MarkedStream(this.mark, sink('stdout')),
+      stderr: new MarkedStream(this.mark, sink('stderr')),
+    };
     for (const s of ['stdout', 'stderr'] as const) {
       (child.stdio[s === 'stdout' ? 1 : 2] as Readable).removeAllListeners('data').on('data', (chunk: Buffer) => streams[s].push(chunk.toString('utf8')));
     }
@@ -215,15 +244,7 @@ export class PythonSession {
     this.pending = { id, resolve: done, reject: fail };
     const onAbort = () => stop(new ToolError('ERR_PYTHON_CANCELLED', 'stopped by the user; the interpreter was ended'));
     signal.addEventListener('abort', onAbort, { once: true });
-    timers.push(setTimeout(() => stop(new ToolError('ERR_PYTHON_TIMEOUT', `the code ran longer than ${limits.wallS} s; it was stopped and the interpreter was ended`)), limits.wallS * 1000));
-    timers.push(
-      setInterval(() => {
-        if (over) return stop(over);
-        const pids = child.pid ? groupPids(child.pid) : [];
-        const count = pids.reduce((n, p) => n + threadsOf(p), 0);
-        if (count > limits.procs) stop(new ToolError('ERR_PYTHON_PROCESS_LIMIT', `the code started more than ${limits.procs} processes or threads; it was stopped and the interpreter was ended`));
-      }, PROCS_POLL_MS),
-    );
+    timers.push(...this.watch(limits, child, stop, () => over));
     try {
       (child.stdio[3] as Writable).write(JSON.stringify({ id, code, cpu_s: limits.cpuS }) + '\n');
       const r = await finished;
@@ -236,12 +257,39 @@ export class PythonSession {
         this.kill(over.message);
         throw over;
       }
-      return { ok: r.ok, stdout: text.stdout, stderr: text.stderr, truncated: bytes > MODEL_OUTPUT_CHARS, ...(r.error ? { error: r.error } : {}), fresh: fresh, duration_ms: Math.round(performance.now() - t0) };
+      return {
+        ok: r.ok,
+        stdout: text.stdout,
+        stderr: text.stderr,
+        truncated: bytes > MODEL_OUTPUT_CHARS,
+        ...(r.error ? { error: r.error } : {}),
+        fresh: fresh,
+        duration_ms: Math.round(performance.now() - t0),
+      };
     } finally {
       this.pending = undefined;
       for (const t of timers) clearTimeout(t);
       signal.removeEventListener('abort', onAbort);
     }
+  }
+
+  /**
+   * The bounds a cell runs under besides its output: the wall clock, and every PROCS_POLL_MS the
+   * output limit and the processes and threads of the interpreter's group. Each breach stops it.
+   */
+  private watch(limits: PythonLimits, child: ChildProcess, stop: (e: ToolError) => void, over: () => ToolError | undefined): NodeJS.Timeout[] {
+    const wall = `the code ran longer than ${limits.wallS} s; it was stopped and the interpreter was ended`;
+    const procs = `the code started more than ${limits.procs} processes or threads; it was stopped and the interpreter was ended`;
+    return [
+      setTimeout(() => stop(new ToolError('ERR_PYTHON_TIMEOUT', wall)), limits.wallS * 1000),
+      setInterval(() => {
+        const o = over();
+        if (o) return stop(o);
+        const pids = child.pid ? groupPids(child.pid) : [];
+        const count = pids.reduce((n, p) => n + threadsOf(p), 0);
+        if (count > limits.procs) stop(new ToolError('ERR_PYTHON_PROCESS_LIMIT', procs));
+      }, PROCS_POLL_MS),
+    ];
   }
 
   /** True once an interpreter has been started in this session (the bench and tests read it). */

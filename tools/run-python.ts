@@ -55,6 +55,18 @@ export function workspaceOf(env: ToolsEnv): string {
   return dirname(env.attachmentsDir);
 }
 
+/** What a run_python call answers (structuredContent). */
+const RUN_PYTHON_OUTPUT = {
+  stdout: z.string(),
+  stderr: z.string(),
+  truncated: z.boolean(),
+  files: z.array(z.object({ path: z.string(), size: z.number() })),
+  attachments: z.array(z.object({ name: z.string(), path: z.string(), size: z.number() })),
+  new_interpreter: z.boolean(),
+  note: z.string().optional(),
+  duration_ms: z.number(),
+};
+
 /**
  * run_python: Python code run in one interpreter per chat (tools/python-session.ts), its output
  * streamed as MCP progress notifications (the chat's `tool_progress` events).
@@ -73,16 +85,7 @@ export function registerRunPython(server: McpServer, env: ToolsEnv, log: { info(
       description:
         'Run Python 3 code in this chat\'s interpreter (pandas as pd, numpy as np, matplotlib with plt are imported; openpyxl installed). Variables persist between calls. The working folder is /workspace: the user\'s uploads are in uploads/; write files to show or send to out/ (e.g. plt.savefig("out/chart.png")). The value of a last bare expression is printed. No network.',
       inputSchema: { code: z.string().min(1).max(100_000) },
-      outputSchema: {
-        stdout: z.string(),
-        stderr: z.string(),
-        truncated: z.boolean(),
-        files: z.array(z.object({ path: z.string(), size: z.number() })),
-        attachments: z.array(z.object({ name: z.string(), path: z.string(), size: z.number() })),
-        new_interpreter: z.boolean(),
-        note: z.string().optional(),
-        duration_ms: z.number(),
-      },
+      outputSchema: RUN_PYTHON_OUTPUT,
       annotations: { readOnlyHint: false, openWorldHint: false },
     },
     (args, extra) =>
@@ -99,7 +102,10 @@ export function registerRunPython(server: McpServer, env: ToolsEnv, log: { info(
           const b = buf;
           buf = undefined;
           // message: the stream's name and its text, as `stdout\n…` (docs/chat.md#tool-progress).
-          const note = { method: 'notifications/progress' as const, params: { progressToken: token, progress: ++n, message: `${b.stream}\n${b.text}` } };
+          const note = {
+            method: 'notifications/progress' as const,
+            params: { progressToken: token, progress: ++n, message: `${b.stream}\n${b.text}` },
+          };
           sent = sent.then(() => extra.sendNotification(note)).catch((e: unknown) => log.error({ err: String(e) }, 'progress not sent'));
           return sent;
         };
@@ -133,7 +139,16 @@ export function registerRunPython(server: McpServer, env: ToolsEnv, log: { info(
           }
           // The files it wrote under out/, kept with the chat as they are now (the chat shows them).
           const { kept } = await keepOutFiles(env.attachmentsDir, files, log);
-          return toolOk({ stdout: r.stdout, stderr: r.stderr, truncated: r.truncated, files, attachments: kept, new_interpreter: r.fresh, ...(note ? { note } : {}), duration_ms: r.duration_ms });
+          return toolOk({
+            stdout: r.stdout,
+            stderr: r.stderr,
+            truncated: r.truncated,
+            files,
+            attachments: kept,
+            new_interpreter: r.fresh,
+            ...(note ? { note } : {}),
+            duration_ms: r.duration_ms,
+          });
         } finally {
           await flush();
         }

@@ -89,7 +89,12 @@ function buildRowFilterDefs(): Record<string, object> {
       defs[`rf_node${d}`] = { $ref: '#/$defs/rf_leaf' };
       continue;
     }
-    const children = { type: 'array', minItems: 1, maxItems: FILTER_LIMITS.maxChildren, items: { $ref: `#/$defs/rf_node${d + 1}` } };
+    const children = {
+      type: 'array',
+      minItems: 1,
+      maxItems: FILTER_LIMITS.maxChildren,
+      items: { $ref: `#/$defs/rf_node${d + 1}` },
+    };
     defs[`rf_node${d}`] = {
       oneOf: [
         { $ref: '#/$defs/rf_leaf' },
@@ -205,7 +210,10 @@ function scalarProblem(v: unknown): string | null {
 export function rowFilterProblems(f: unknown, field = 'row_filter', depth = 0, out: FilterProblem[] = []): FilterProblem[] {
   const at = where(field);
   if (f === null || typeof f !== 'object' || Array.isArray(f)) {
-    out.push({ field, message: `${at} must be an object: {} for all rows, a condition {column, op, value}, or {all: […]} / {any: […]}.` });
+    out.push({
+      field,
+      message: `${at} must be an object: {} for all rows, a condition {column, op, value}, or {all: […]} / {any: […]}.`,
+    });
     return out;
   }
   const o = f as Record<string, unknown>;
@@ -233,7 +241,11 @@ export function rowFilterProblems(f: unknown, field = 'row_filter', depth = 0, o
       out.push({ field: `${field}.${group}`, message: `${at}: "${group}" needs a list of at least one condition.` });
       return out;
     }
-    if (list.length > FILTER_LIMITS.maxChildren) out.push({ field: `${field}.${group}`, message: `${at}: "${group}" has ${list.length} conditions; at most ${FILTER_LIMITS.maxChildren}.` });
+    if (list.length > FILTER_LIMITS.maxChildren)
+      out.push({
+        field: `${field}.${group}`,
+        message: `${at}: "${group}" has ${list.length} conditions; at most ${FILTER_LIMITS.maxChildren}.`,
+      });
     list.slice(0, FILTER_LIMITS.maxChildren).forEach((c, i) => rowFilterProblems(c, `${field}.${group}.${i}`, depth + 1, out));
     return out;
   }
@@ -248,11 +260,18 @@ export function rowFilterProblems(f: unknown, field = 'row_filter', depth = 0, o
   if (col === undefined) out.push({ field: `${field}.column`, message: `${at}: the column is missing.` });
   else if (typeof col !== 'string') out.push({ field: `${field}.column`, message: `${at}: the column must be a column name (text).` });
   else if (col.trim() === '') out.push({ field: `${field}.column`, message: `${at}: the column is empty.` });
-  else if (!COLUMN_RE.test(col)) out.push({ field: `${field}.column`, message: `${at}: "${col.slice(0, 80)}" is not a column name (letters, digits and _, not starting with a digit, at most 63).` });
+  else if (!COLUMN_RE.test(col))
+    out.push({
+      field: `${field}.column`,
+      message: `${at}: "${col.slice(0, 80)}" is not a column name (letters, digits and _, not starting with a digit, at most 63).`,
+    });
   const op = o.op;
   if (op === undefined) out.push({ field: `${field}.op`, message: `${at}: the operator (op) is missing.` });
   else if (typeof op !== 'string' || !ALL_OPS.includes(op)) {
-    out.push({ field: `${field}.op`, message: `${at}: ${JSON.stringify(op).slice(0, 40)} is not an operator; use one of ${ALL_OPS.join(', ')}.` });
+    out.push({
+      field: `${field}.op`,
+      message: `${at}: ${JSON.stringify(op).slice(0, 40)} is not an operator; use one of ${ALL_OPS.join(', ')}.`,
+    });
     return out;
   }
   if (!('value' in o)) {
@@ -260,19 +279,31 @@ export function rowFilterProblems(f: unknown, field = 'row_filter', depth = 0, o
     return out;
   }
   if (op === undefined) return out;
-  const v = o.value;
+  valueProblems(op, o.value, field, at, out);
+  return out;
+}
+
+/** What is wrong with a condition's value for its operator (is_null: a boolean; in/not_in: a list of scalars; else one scalar). */
+function valueProblems(op: string, v: unknown, field: string, at: string, out: FilterProblem[]): void {
   if (op === 'is_null') {
     if (typeof v !== 'boolean') out.push({ field: `${field}.value`, message: `${at}: is_null takes true (is null) or false (is not null).` });
   } else if (op === 'in' || op === 'not_in') {
     if (!Array.isArray(v) || v.length === 0) out.push({ field: `${field}.value`, message: `${at}: ${op} takes a list of at least one value.` });
-    else if (v.length > FILTER_LIMITS.maxListItems) out.push({ field: `${field}.value`, message: `${at}: ${op} takes at most ${FILTER_LIMITS.maxListItems} values.` });
+    else if (v.length > FILTER_LIMITS.maxListItems)
+      out.push({
+        field: `${field}.value`,
+        message: `${at}: ${op} takes at most ${FILTER_LIMITS.maxListItems} values.`,
+      });
     else {
       const bad = v.findIndex((x) => scalarProblem(x) !== null);
-      if (bad >= 0) out.push({ field: `${field}.value.${bad}`, message: `${at}: value ${bad + 1} of the list ${scalarProblem(v[bad])}.` });
+      if (bad >= 0)
+        out.push({
+          field: `${field}.value.${bad}`,
+          message: `${at}: value ${bad + 1} of the list ${scalarProblem(v[bad])}.`,
+        });
     }
   } else {
     const p = scalarProblem(v);
     if (p) out.push({ field: `${field}.value`, message: `${at}: the value ${p}.` });
   }
-  return out;
 }

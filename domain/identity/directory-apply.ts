@@ -1,5 +1,6 @@
 import { AppError } from '../../core/index.js';
 import { nowIso, type Sql } from '../db/index.js';
+import type { ApplyResult, DirectorySnapshot, DirectoryUser, SyncCounts } from './directory-types.js';
 import type { OrphanedTeam } from './directory-teams.js';
 import { usernameTaken } from '../users.js';
 
@@ -9,57 +10,7 @@ import { usernameTaken } from '../users.js';
  * (daemon/directory-sync/runner.ts) runs both steps in one transaction with the job's own row.
  */
 
-/** A group as the directory lists it. */
-export interface DirectoryGroup {
-  id: string;
-  email: string;
-  name?: string;
-  description?: string;
-}
-
-/** A user as the directory lists it. */
-export interface DirectoryUser {
-  id: string;
-  primaryEmail: string;
-  name?: { fullName?: string };
-  suspended?: boolean;
-  archived?: boolean;
-}
-
-/** Everything the directory said, fetched before anything is written. */
-export interface DirectorySnapshot {
-  groups: DirectoryGroup[];
-  /** group directory id → member e-mails (lower case, type USER only; nested groups are not expanded) */
-  memberEmails: Map<string, string[]>;
-  users: DirectoryUser[];
-  memberships: number;
-}
-
-export interface SyncCounts {
-  groups_created: number;
-  groups_updated: number;
-  groups_deleted: number;
-  users_created: number;
-  users_updated: number;
-  users_linked: number;
-  users_deactivated: number;
-  users_reactivated: number;
-  memberships_added: number;
-  memberships_removed: number;
-  /** Data rows inserted, updated or deleted (bookkeeping of jobs and the connection excluded). */
-  rows_written: number;
-  /** New directory users whose e-mail another synced account still holds (created without e-mail). */
-  email_conflicts?: number;
-  /** A superuser the sync would have deactivated but kept: the last active one. */
-  kept_last_superuser?: number;
-}
-
-export interface ApplyResult {
-  counts: SyncCounts;
-  deactivatedUserIds: number[];
-  /** Teams whose linked group was deleted in step (a): now unlinked; the teams step empties them. */
-  orphanedTeams: OrphanedTeam[];
-}
+export type { ApplyResult, DirectoryGroup, DirectorySnapshot, DirectoryUser, SyncCounts } from './directory-types.js';
 
 interface DirUserRow {
   directory_id: string;
@@ -172,7 +123,13 @@ async function applyGroups({ db, connectionId, snap, now, c, w }: ApplyRun): Pro
     // Linked teams are unlinked by ON DELETE SET NULL (a written row each); remembered so the
     // teams step empties them instead of leaving them with the group's last members.
     for (const tm of await db.selectFrom('teams').select(['id', 'organisation_id', 'name']).where('external_group_id', '=', gone.id).orderBy('id').execute()) {
-      orphanedTeams.push({ team_id: tm.id, organisation_id: tm.organisation_id, team: tm.name, group_id: gone.id, group_email: gone.email });
+      orphanedTeams.push({
+        team_id: tm.id,
+        organisation_id: tm.organisation_id,
+        team: tm.name,
+        group_id: gone.id,
+        group_email: gone.email,
+      });
       c.rows_written++;
     }
     w(await db.deleteFrom('external_groups').where('id', '=', gone.id).executeTakeFirst());
@@ -240,66 +197,119 @@ async function applyUsers(run: ApplyRun): Promise<UserState> {
 }
 
 /** One listed directory user: create or link its account, or bring the account in step. */
-async function applyDirectoryUser({ db, connectionId, now, c, w }: ApplyRun, st: UserState, d: DirectoryUser): Promise<void> {
-  const { dirRows, users, userByEmail, linkedUsers, toDeactivate, toReactivate, dirState, emailToUser } = st;
+async function applyDirectoryUser(run: ApplyRun, st: UserState, d: DirectoryUser): Promise<void> {
+  const email = d.primaryEmail.toLowerCase();
+  const known = st.dirRows.get(d.id);
+  const row = known ? await stepDirectoryUser(run, st, d, known) : await linkDirectoryUser(run, st, d);
+  st.emailToUser.set(email, row.user_id);
+  const u = st.users.get(row.user_id)!;
+  const inactive = !!(d.suspended || d.archived);
+  if (inactive && u.is_active) st.toDeactivate.set(u.id, d.id);
+  else if (!inactive && !u.is_active && row.deactivated_by_sync) st.toReactivate.set(u.id, d.id);
+}
+
+/** A directory user seen for the first time: link the account with its e-mail, or create one. */
+async function linkDirectoryUser({ db, connectionId, now, c }: ApplyRun, st: UserState, d: DirectoryUser): Promise<DirUserRow> {
+  const { users, userByEmail, linkedUsers, dirState } = st;
   const email = d.primaryEmail.toLowerCase();
   const fullName = d.name?.fullName ?? null;
   const inactive = !!(d.suspended || d.archived);
-  let row = dirRows.get(d.id);
-  if (!row) {
-    let uid = userByEmail.get(email);
-    if (uid !== undefined && linkedUsers.has(uid)) uid = undefined; // already another directory user's account
-    const created = uid === undefined;
-    if (uid === undefined) {
-      const username = (await usernameTaken(db, email)) ? `${email}#${d.id}` : email;
-      // The address still belongs to another directory user's account (an address reused after a
-      // deletion): the new account gets no e-mail rather than someone else's account.
-      const ownEmail = userByEmail.has(email) ? null : email;
-      if (!ownEmail) c.email_conflicts = (c.email_conflicts ?? 0) + 1;
-      const created = await db
-        .insertInto('users')
-        .values({ username, email: ownEmail, display_name: fullName, is_active: inactive ? 0 : 1, password_hash: null, last_login_at: null })
-        .returning('id')
-        .executeTakeFirstOrThrow();
-      c.rows_written++;
-      uid = created.id;
-      users.set(uid, { id: uid, email: ownEmail, display_name: fullName, is_active: inactive ? 0 : 1, is_superuser: 0 });
-      if (ownEmail) userByEmail.set(email, uid);
-      c.users_created++;
-    } else c.users_linked++;
-    // A new account created inactive counts as deactivated by sync, so it comes back when unsuspended.
-    const createdInactive = created && inactive ? 1 : 0;
-    await db
-      .insertInto('directory_users')
-      .values({ connection_id: connectionId, directory_id: d.id, user_id: uid, email, full_name: fullName, suspended: d.suspended ? 1 : 0, archived: d.archived ? 1 : 0, present: 1, deactivated_by_sync: createdInactive, synced_at: now })
-      .execute();
+  let uid = userByEmail.get(email);
+  if (uid !== undefined && linkedUsers.has(uid)) uid = undefined; // already another directory user's account
+  const created = uid === undefined;
+  if (uid === undefined) {
+    const username = (await usernameTaken(db, email)) ? `${email}#${d.id}` : email;
+    // The address still belongs to another directory user's account (an address reused after a
+    // deletion): the new account gets no e-mail rather than someone else's account.
+    const ownEmail = userByEmail.has(email) ? null : email;
+    if (!ownEmail) c.email_conflicts = (c.email_conflicts ?? 0) + 1;
+    const created = await db
+      .insertInto('users')
+      .values({
+        username,
+        email: ownEmail,
+        display_name: fullName,
+        is_active: inactive ? 0 : 1,
+        password_hash: null,
+        last_login_at: null,
+      })
+      .returning('id')
+      .executeTakeFirstOrThrow();
     c.rows_written++;
-    linkedUsers.add(uid);
-    row = { directory_id: d.id, user_id: uid, email, full_name: fullName, suspended: d.suspended ? 1 : 0, archived: d.archived ? 1 : 0, present: 1, deactivated_by_sync: createdInactive };
-    dirState.set(d.id, { row, changed: false });
-  } else {
-    dirRows.delete(d.id);
-    const next = { ...row, email, full_name: fullName, suspended: d.suspended ? 1 : 0, archived: d.archived ? 1 : 0, present: 1 };
-    const changed = next.email !== row.email || next.full_name !== row.full_name || next.suspended !== row.suspended || next.archived !== row.archived || row.present !== 1;
-    dirState.set(d.id, { row: next, changed });
-    row = next;
-    const u = users.get(row.user_id)!;
-    // Keep the local account in step with the directory (e-mail only when free).
-    const emailFree = u.email?.toLowerCase() === email || !userByEmail.has(email);
-    const newEmail = emailFree ? email : u.email;
-    if ((newEmail ?? null) !== (u.email ?? null) || (fullName ?? null) !== (u.display_name ?? null)) {
-      w(await db.updateTable('users').set({ email: newEmail, display_name: fullName, updated_at: now }).where('id', '=', u.id).executeTakeFirst());
-      if (u.email) userByEmail.delete(u.email.toLowerCase());
-      if (newEmail) userByEmail.set(newEmail.toLowerCase(), u.id);
-      u.email = newEmail;
-      u.display_name = fullName;
-      c.users_updated++;
-    }
-  }
-  emailToUser.set(email, row.user_id);
+    uid = created.id;
+    users.set(uid, {
+      id: uid,
+      email: ownEmail,
+      display_name: fullName,
+      is_active: inactive ? 0 : 1,
+      is_superuser: 0,
+    });
+    if (ownEmail) userByEmail.set(email, uid);
+    c.users_created++;
+  } else c.users_linked++;
+  // A new account created inactive counts as deactivated by sync, so it comes back when unsuspended.
+  const createdInactive = created && inactive ? 1 : 0;
+  await db
+    .insertInto('directory_users')
+    .values({
+      connection_id: connectionId,
+      directory_id: d.id,
+      user_id: uid,
+      email,
+      full_name: fullName,
+      suspended: d.suspended ? 1 : 0,
+      archived: d.archived ? 1 : 0,
+      present: 1,
+      deactivated_by_sync: createdInactive,
+      synced_at: now,
+    })
+    .execute();
+  c.rows_written++;
+  linkedUsers.add(uid);
+  const row: DirUserRow = {
+    directory_id: d.id,
+    user_id: uid,
+    email,
+    full_name: fullName,
+    suspended: d.suspended ? 1 : 0,
+    archived: d.archived ? 1 : 0,
+    present: 1,
+    deactivated_by_sync: createdInactive,
+  };
+  dirState.set(d.id, { row, changed: false });
+  return row;
+}
+
+/** A directory user already linked: its row and the local account brought in step with the directory. */
+async function stepDirectoryUser({ db, now, c, w }: ApplyRun, st: UserState, d: DirectoryUser, row: DirUserRow): Promise<DirUserRow> {
+  const { dirRows, users, userByEmail, dirState } = st;
+  const email = d.primaryEmail.toLowerCase();
+  const fullName = d.name?.fullName ?? null;
+  dirRows.delete(d.id);
+  const next = {
+    ...row,
+    email,
+    full_name: fullName,
+    suspended: d.suspended ? 1 : 0,
+    archived: d.archived ? 1 : 0,
+    present: 1,
+  };
+  const changed = next.email !== row.email || next.full_name !== row.full_name || next.suspended !== row.suspended || next.archived !== row.archived || row.present !== 1;
+  dirState.set(d.id, { row: next, changed });
+  row = next;
   const u = users.get(row.user_id)!;
-  if (inactive && u.is_active) toDeactivate.set(u.id, d.id);
-  else if (!inactive && !u.is_active && row.deactivated_by_sync) toReactivate.set(u.id, d.id);
+  // Keep the local account in step with the directory (e-mail only when free).
+  const emailFree = u.email?.toLowerCase() === email || !userByEmail.has(email);
+  const newEmail = emailFree ? email : u.email;
+  if ((newEmail ?? null) !== (u.email ?? null) || (fullName ?? null) !== (u.display_name ?? null)) {
+    w(await db.updateTable('users').set({ email: newEmail, display_name: fullName, updated_at: now }).where('id', '=', u.id).executeTakeFirst());
+    if (u.email) userByEmail.delete(u.email.toLowerCase());
+    if (newEmail) userByEmail.set(newEmail.toLowerCase(), u.id);
+    u.email = newEmail;
+    u.display_name = fullName;
+    c.users_updated++;
+  }
+  return row;
 }
 
 /** Write the (de)activations and the changed directory_users rows. */
@@ -323,7 +333,15 @@ async function writeUserStates({ db, connectionId, now, c, w }: ApplyRun, st: Us
     w(
       await db
         .updateTable('directory_users')
-        .set({ email: r.email, full_name: r.full_name, suspended: r.suspended, archived: r.archived, present: r.present, deactivated_by_sync: r.deactivated_by_sync, synced_at: now })
+        .set({
+          email: r.email,
+          full_name: r.full_name,
+          suspended: r.suspended,
+          archived: r.archived,
+          present: r.present,
+          deactivated_by_sync: r.deactivated_by_sync,
+          synced_at: now,
+        })
         .where('connection_id', '=', connectionId)
         .where('directory_id', '=', dirId)
         .executeTakeFirst(),

@@ -10,7 +10,6 @@ import { Form, RowActions, RowButton, Submit } from './forms.js';
 
 /** An allow list as text: null is no restriction. */
 export const listText = (v: string[] | null) => (v === null ? 'any' : v.length ? v.join(', ') : 'none');
-
 const OTHER_TEXT = { allow: 'sent', ask: 'the user is asked in the chat first', block: 'refused' } as const;
 
 /** Mail rules as short sentences; a null limit or handling is the server's. */
@@ -26,7 +25,13 @@ export function MailRules(p: { id?: string; allow: string[]; block: string[]; ot
   );
 }
 
-const policyMail = (p: AgentPolicyView) => ({ allow: p.mail_allow_domains, block: p.mail_block_domains, other: p.mail_other, maxRecipients: p.mail_max_recipients, maxPerHour: p.mail_max_per_hour });
+const policyMail = (p: AgentPolicyView) => ({
+  allow: p.mail_allow_domains,
+  block: p.mail_block_domains,
+  other: p.mail_other,
+  maxRecipients: p.mail_max_recipients,
+  maxPerHour: p.mail_max_per_hour,
+});
 
 interface PoliciesProps {
   orgId: number;
@@ -70,7 +75,10 @@ export function AgentPoliciesSection({ orgId, teams, policies, catalog, target, 
         </span>
       ),
     },
-    { title: 'Applies to', render: (p) => (p.applies_to === 'all' ? 'every member' : p.team_ids.map(teamName).join(', ') || 'no teams') },
+    {
+      title: 'Applies to',
+      render: (p) => (p.applies_to === 'all' ? 'every member' : p.team_ids.map(teamName).join(', ') || 'no teams'),
+    },
     { title: 'Tools allowed', render: (p) => listText(p.allowed_tools) },
     { title: 'Models allowed', render: (p) => listText(p.allowed_models) },
     { title: 'Denied', render: (p) => [...p.denied_tools, ...p.denied_models].join(', ') || 'none' },
@@ -111,7 +119,22 @@ interface Draft {
   mailMaxPerHour: string;
 }
 
-const EMPTY: Draft = { name: '', applies: 'all', teams: [], anyTool: true, tools: [], deniedTools: [], anyModel: true, models: [], deniedModels: [], mailAllow: '', mailBlock: '', mailOther: '', mailMaxRecipients: '', mailMaxPerHour: '' };
+const EMPTY: Draft = {
+  name: '',
+  applies: 'all',
+  teams: [],
+  anyTool: true,
+  tools: [],
+  deniedTools: [],
+  anyModel: true,
+  models: [],
+  deniedModels: [],
+  mailAllow: '',
+  mailBlock: '',
+  mailOther: '',
+  mailMaxRecipients: '',
+  mailMaxPerHour: '',
+};
 
 function draftOf(p: AgentPolicyView | null): Draft {
   if (!p) return EMPTY;

@@ -25,7 +25,17 @@ interface Form {
   context_tokens: string;
   images: boolean;
 }
-const EMPTY: Form = { id: '', label: '', provider: 'openai', model: '', base_url: '', api_key: '', remove_key: false, context_tokens: '100000', images: false };
+const EMPTY: Form = {
+  id: '',
+  label: '',
+  provider: 'openai',
+  model: '',
+  base_url: '',
+  api_key: '',
+  remove_key: false,
+  context_tokens: '100000',
+  images: false,
+};
 
 /** The request body of the form: on an edit, an empty key field keeps the key. */
 function bodyOf(f: Form, editing: boolean): Partial<ChatModelAdminInput> {
@@ -58,7 +68,17 @@ export function ChatModelsPage() {
   if (failed || !data) return <PageLoading {...page} failed={failed} />;
   const edit = (m: ChatModelAdminView) => {
     setEditing(m.id);
-    setForm({ id: m.id, label: m.label, provider: m.provider, model: m.model, base_url: m.base_url ?? '', api_key: '', remove_key: false, context_tokens: String(m.context_tokens), images: m.images });
+    setForm({
+      id: m.id,
+      label: m.label,
+      provider: m.provider,
+      model: m.model,
+      base_url: m.base_url ?? '',
+      api_key: '',
+      remove_key: false,
+      context_tokens: String(m.context_tokens),
+      images: m.images,
+    });
     formStatus.setNotice(null);
     document.getElementById('cm-label')?.focus();
   };
@@ -126,8 +146,6 @@ function ModelsTable(p: { models: ChatModelAdminView[]; busy: string | null; onE
 }
 
 function ModelForm({ form, setForm, editing, status, done, reload }: { form: Form; setForm(f: (f: Form) => Form): void; editing: string | null; status: Actions; done(): void; reload(): Promise<void> }) {
-  const set = (k: keyof Form) => (v: string | boolean) => setForm((f) => ({ ...f, [k]: v }));
-  const text = (k: keyof Form) => (e: Event) => set(k)((e.currentTarget as HTMLInputElement).value);
   const save = () =>
     status.run('save', async () => {
       const body = bodyOf(form, !!editing);
@@ -138,6 +156,35 @@ function ModelForm({ form, setForm, editing, status, done, reload }: { form: For
     });
   return (
     <Form id="chat-model-form" onSubmit={save}>
+      <ModelFields form={form} setForm={setForm} editing={editing} />
+      <Status id="cm-form-status" notice={status.notice} />
+      <SubmitOrCancel id="cm-save" text={editing ? 'Save changes' : 'Add model'} disabled={status.busy === 'save'} editing={!!editing} onCancel={done} />
+    </Form>
+  );
+}
+
+type FieldsProps = { form: Form; setForm(f: (f: Form) => Form): void; editing: string | null };
+
+/** Setters of a form field from a value or an input event. */
+function fieldSetters(setForm: FieldsProps['setForm']) {
+  const set = (k: keyof Form) => (v: string | boolean) => setForm((f) => ({ ...f, [k]: v }));
+  return { set, text: (k: keyof Form) => (e: Event) => set(k)((e.currentTarget as HTMLInputElement).value) };
+}
+
+/** The model form's fields: what the model is (id, fixed once made; label; provider; model name) and how it is reached. */
+function ModelFields(p: FieldsProps) {
+  return (
+    <>
+      <ModelNameFields {...p} />
+      <ModelAccessFields {...p} />
+    </>
+  );
+}
+
+function ModelNameFields({ form, setForm, editing }: FieldsProps) {
+  const { set, text } = fieldSetters(setForm);
+  return (
+    <>
       <Field id="cm-id" label="Id" hint="A short name: lower-case letters, digits and dashes. It cannot change.">
         <input id="cm-id" value={form.id} onInput={text('id')} disabled={!!editing} required aria-describedby={hintFor('cm-id')} />
       </Field>
@@ -150,6 +197,15 @@ function ModelForm({ form, setForm, editing, status, done, reload }: { form: For
       <Field id="cm-model" label="Model name" hint="As the provider names it, e.g. gpt-4o or claude-sonnet-4.">
         <input id="cm-model" value={form.provider === 'demo' ? 'demo' : form.model} disabled={form.provider === 'demo'} onInput={text('model')} aria-describedby={hintFor('cm-model')} />
       </Field>
+    </>
+  );
+}
+
+/** Base URL, API key (write-only), context budget, image input. */
+function ModelAccessFields({ form, setForm, editing }: FieldsProps) {
+  const { set, text } = fieldSetters(setForm);
+  return (
+    <>
       <Field id="cm-base" label="Base URL" hint="OpenAI-compatible: the versioned base (…/v1). Anthropic: the API root. Not used by the demo model.">
         <input id="cm-base" type="url" value={form.base_url} onInput={text('base_url')} aria-describedby={hintFor('cm-base')} />
       </Field>
@@ -161,8 +217,6 @@ function ModelForm({ form, setForm, editing, status, done, reload }: { form: For
         <input id="cm-context" type="number" min={1000} max={10000000} value={form.context_tokens} onInput={text('context_tokens')} aria-describedby={hintFor('cm-context')} />
       </Field>
       <Checkbox id="cm-images" label="Takes images: a message's PNG and JPEG uploads go to the model with it (only for a model that accepts image input)" checked={form.images} onChange={set('images')} />
-      <Status id="cm-form-status" notice={status.notice} />
-      <SubmitOrCancel id="cm-save" text={editing ? 'Save changes' : 'Add model'} disabled={status.busy === 'save'} editing={!!editing} onCancel={done} />
-    </Form>
+    </>
   );
 }

@@ -37,13 +37,33 @@ interface Draft {
   auth_secret: string;
   enabled: boolean;
 }
-const EMPTY: Draft = { id: '', label: '', url: '', audience: 'everyone', ids: '', auth_kind: 'none', auth_header_name: '', auth_secret: '', enabled: true };
+const EMPTY: Draft = {
+  id: '',
+  label: '',
+  url: '',
+  audience: 'everyone',
+  ids: '',
+  auth_kind: 'none',
+  auth_header_name: '',
+  auth_secret: '',
+  enabled: true,
+};
 
 /** The form filled from a connector to edit (the secret is never sent back: empty keeps it). */
 function draftOf(c: ConnectorView | null): Draft {
   if (!c) return EMPTY;
   const ids = c.audience.kind === 'teams' ? c.audience.team_ids : c.audience.kind === 'users' ? c.audience.user_ids : [];
-  return { id: c.id, label: c.label, url: c.url, audience: c.audience.kind, ids: ids.join(', '), auth_kind: c.auth_kind, auth_header_name: c.auth_header_name ?? '', auth_secret: '', enabled: c.enabled };
+  return {
+    id: c.id,
+    label: c.label,
+    url: c.url,
+    audience: c.audience.kind,
+    ids: ids.join(', '),
+    auth_kind: c.auth_kind,
+    auth_header_name: c.auth_header_name ?? '',
+    auth_secret: '',
+    enabled: c.enabled,
+  };
 }
 
 const hasStaticSecret = (c: ConnectorView | null) => !!c?.has_secret && (c.auth_kind === 'bearer' || c.auth_kind === 'header');
@@ -58,7 +78,13 @@ function bodyOf(f: Draft, editing: boolean): Record<string, unknown> {
     .filter(Boolean)
     .map(Number);
   const audience = f.audience === 'teams' ? { kind: 'teams', team_ids: ids } : f.audience === 'users' ? { kind: 'users', user_ids: ids } : { kind: 'everyone' };
-  const b: Record<string, unknown> = { ...(editing ? { enabled: f.enabled } : { id: f.id.trim() }), label: f.label.trim(), url: f.url.trim(), audience, auth_kind: f.auth_kind };
+  const b: Record<string, unknown> = {
+    ...(editing ? { enabled: f.enabled } : { id: f.id.trim() }),
+    label: f.label.trim(),
+    url: f.url.trim(),
+    audience,
+    auth_kind: f.auth_kind,
+  };
   if (f.auth_kind === 'header') b.auth_header_name = f.auth_header_name.trim();
   if ((f.auth_kind === 'header' || f.auth_kind === 'bearer') && f.auth_secret) b.auth_secret = f.auth_secret;
   return b;
@@ -137,7 +163,10 @@ function ConnectorsTable(p: { connectors: ConnectorView[]; busy: string | null; 
     },
     { title: 'URL', render: (c) => <Clip text={c.url} /> },
     { title: 'Who', render: (c) => audienceText(c.audience) },
-    { title: 'Auth', render: (c) => `${c.auth_kind}${c.auth_kind === 'bearer' || c.auth_kind === 'header' ? (c.has_secret ? ' (secret set)' : ' (no secret)') : ''}` },
+    {
+      title: 'Auth',
+      render: (c) => `${c.auth_kind}${c.auth_kind === 'bearer' || c.auth_kind === 'header' ? (c.has_secret ? ' (secret set)' : ' (no secret)') : ''}`,
+    },
     { title: 'Tools', render: (c) => String(c.tools.length) },
     {
       title: 'Actions',
@@ -183,9 +212,6 @@ function ConnectorForm({ editing, status, reload, done }: { editing: ConnectorVi
       await reload();
       status.ok(`${out.connector.label} added with ${out.connector.tools.length} tool(s).`);
     });
-  const secret = form.auth_kind === 'bearer' || form.auth_kind === 'header';
-  // Editing a connector that has a static secret: an empty field keeps it.
-  const keeps = hasStaticSecret(editing);
   return (
     <Form id="connector-form" onSubmit={save}>
       <Field id="conn-id" label="Id" hint="2–32 lower-case letters, digits or single underscores; it prefixes the tool names (acme → acme__create_ticket).">
@@ -205,6 +231,23 @@ function ConnectorForm({ editing, status, reload, done }: { editing: ConnectorVi
           <input id="conn-ids" value={form.ids} onInput={text('ids')} required aria-describedby={hintFor('conn-ids')} />
         </Field>
       ) : null}
+      <ConnectorAuthFields form={form} set={set} text={text} keeps={hasStaticSecret(editing)} />
+      {editing ? <Checkbox id="conn-enabled" label="Enabled (off: its tools are gone from every chat until it is on again)" checked={form.enabled} onChange={set('enabled')} /> : null}
+      <Status id="conn-form-status" notice={status.notice} />
+      <SubmitOrCancel id="conn-save" text={editing ? 'Save changes' : 'Add connector'} disabled={status.busy === 'save'} editing={!!editing} onCancel={done} />
+    </Form>
+  );
+}
+
+/**
+ * How the gateway authenticates to the server: none, OAuth per user, a bearer token or a header
+ * (its name); a static secret is write-only, and when editing one that has it (`keeps`) an empty
+ * field keeps it.
+ */
+function ConnectorAuthFields({ form, set, text, keeps }: { form: Draft; set(k: keyof Draft): (v: string | boolean) => void; text(k: keyof Draft): (e: Event) => void; keeps: boolean }) {
+  const secret = form.auth_kind === 'bearer' || form.auth_kind === 'header';
+  return (
+    <>
       <Field id="conn-auth" label="Authentication">
         <Select id="conn-auth" options={AUTH} value={form.auth_kind} onChange={set('auth_kind')} />
       </Field>
@@ -218,9 +261,6 @@ function ConnectorForm({ editing, status, reload, done }: { editing: ConnectorVi
           <input id="conn-secret" type="password" autocomplete="off" value={form.auth_secret} onInput={text('auth_secret')} required={!keeps} aria-describedby={hintFor('conn-secret')} />
         </Field>
       ) : null}
-      {editing ? <Checkbox id="conn-enabled" label="Enabled (off: its tools are gone from every chat until it is on again)" checked={form.enabled} onChange={set('enabled')} /> : null}
-      <Status id="conn-form-status" notice={status.notice} />
-      <SubmitOrCancel id="conn-save" text={editing ? 'Save changes' : 'Add connector'} disabled={status.busy === 'save'} editing={!!editing} onCancel={done} />
-    </Form>
+    </>
   );
 }

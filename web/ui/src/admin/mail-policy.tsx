@@ -21,7 +21,12 @@ const LIMITS = {
   approval_timeout_s: { label: 'Approval timeout (seconds)', min: 5, max: 105 },
 } as const;
 type Limit = keyof typeof LIMITS;
-const LABEL: Record<string, string> = { allow_domains: 'Always allowed domains', block_domains: 'Always blocked domains', other: 'Other recipients', ...Object.fromEntries(Object.entries(LIMITS).map(([k, v]) => [k, v.label])) };
+const LABEL: Record<string, string> = {
+  allow_domains: 'Always allowed domains',
+  block_domains: 'Always blocked domains',
+  other: 'Other recipients',
+  ...Object.fromEntries(Object.entries(LIMITS).map(([k, v]) => [k, v.label])),
+};
 
 interface Draft {
   allow: string;
@@ -37,7 +42,16 @@ const domainsOf = (text: string) =>
     .filter(Boolean);
 
 function draftOf(p: ServerMailPolicyView): Draft {
-  return { allow: p.allow_domains.join('\n'), block: p.block_domains.join('\n'), other: p.other, limits: { max_recipients: String(p.max_recipients), max_per_hour: String(p.max_per_hour), approval_timeout_s: String(p.approval_timeout_s) } };
+  return {
+    allow: p.allow_domains.join('\n'),
+    block: p.block_domains.join('\n'),
+    other: p.other,
+    limits: {
+      max_recipients: String(p.max_recipients),
+      max_per_hour: String(p.max_per_hour),
+      approval_timeout_s: String(p.approval_timeout_s),
+    },
+  };
 }
 
 /** The problems of a draft, as sentences (empty: it can be sent). */
@@ -107,7 +121,12 @@ function PolicyForm({ policy, onSaved }: { policy: ServerMailPolicyView; onSaved
     setProblems(found);
     if (found.length) return;
     void status.run('save', async () => {
-      const body = { allow_domains: domainsOf(d.allow), block_domains: domainsOf(d.block), other: d.other, ...Object.fromEntries((Object.keys(LIMITS) as Limit[]).map((k) => [k, Number(d.limits[k])])) };
+      const body = {
+        allow_domains: domainsOf(d.allow),
+        block_domains: domainsOf(d.block),
+        other: d.other,
+        ...Object.fromEntries((Object.keys(LIMITS) as Limit[]).map((k) => [k, Number(d.limits[k])])),
+      };
       try {
         const saved = await api<ServerMailPolicyView>('PUT', '/api/admin/mail-policy', body);
         setD(draftOf(saved));
@@ -134,13 +153,7 @@ function PolicyForm({ policy, onSaved }: { policy: ServerMailPolicyView; onSaved
       <Field id="mp-other" label="A recipient in neither list" hint="What happens to mail for any other domain.">
         <Select id="mp-other" aria-describedby={hintFor('mp-other')} value={d.other} onChange={(v) => setD({ ...d, other: v })} options={OTHER} />
       </Field>
-      <div class="mail-policy-limits">
-        {(Object.keys(LIMITS) as Limit[]).map((k) => (
-          <Field key={k} id={`mp-${k}`} label={LIMITS[k].label} hint={`${LIMITS[k].min.toLocaleString()} to ${LIMITS[k].max.toLocaleString()}`}>
-            <input type="text" inputMode="numeric" id={`mp-${k}`} aria-describedby={hintFor(`mp-${k}`)} value={d.limits[k]} onInput={(e) => setLimit(k, e.currentTarget.value)} />
-          </Field>
-        ))}
-      </div>
+      <LimitFields d={d} setLimit={setLimit} />
       {problems.length > 0 && (
         <div class="banner error" role="alert" id="mail-policy-problems">
           <strong>{problems.length === 1 ? 'The policy was not saved:' : `The policy was not saved; ${problems.length} things to fix:`}</strong>
@@ -156,5 +169,18 @@ function PolicyForm({ policy, onSaved }: { policy: ServerMailPolicyView; onSaved
       </div>
       <Status id="mail-policy-status" notice={status.notice} />
     </Form>
+  );
+}
+
+/** The policy's numeric limits, each with its range. */
+function LimitFields({ d, setLimit }: { d: Draft; setLimit(k: Limit, v: string): void }) {
+  return (
+    <div class="mail-policy-limits">
+      {(Object.keys(LIMITS) as Limit[]).map((k) => (
+        <Field key={k} id={`mp-${k}`} label={LIMITS[k].label} hint={`${LIMITS[k].min.toLocaleString()} to ${LIMITS[k].max.toLocaleString()}`}>
+          <input type="text" inputMode="numeric" id={`mp-${k}`} aria-describedby={hintFor(`mp-${k}`)} value={d.limits[k]} onInput={(e) => setLimit(k, e.currentTarget.value)} />
+        </Field>
+      ))}
+    </div>
   );
 }

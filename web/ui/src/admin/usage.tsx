@@ -36,11 +36,20 @@ interface Filter {
 const query = (f: Filter) => new URLSearchParams({ ...f }).toString();
 
 export function UsagePage() {
-  const [filter, setFilter] = useState<Filter>({ from: day(new Date(Date.now() - 29 * 86_400_000)), to: day(new Date()), group: 'user', period: 'day' });
+  const [filter, setFilter] = useState<Filter>({
+    from: day(new Date(Date.now() - 29 * 86_400_000)),
+    to: day(new Date()),
+    group: 'user',
+    period: 'day',
+  });
   const [shown, setShown] = useState<Filter>(filter);
   const status = useActions();
   const [report, failed, reload] = useLoad(() => api<UsageReportView>('GET', `/api/admin/usage?${query(shown)}`), [query(shown)]);
-  const page = { cls: 'admin usage', title: 'Usage', intro: 'What chat turns used and cost, per user, team or model, per UTC day or month; and the budgets that cap it.' };
+  const page = {
+    cls: 'admin usage',
+    title: 'Usage',
+    intro: 'What chat turns used and cost, per user, team or model, per UTC day or month; and the budgets that cap it.',
+  };
   if (!report) return <PageLoading {...page} failed={failed} />;
   const set = (k: keyof Filter) => (v: string) => setFilter((f) => ({ ...f, [k]: v }));
   const show = () => status.run('show', async () => setShown({ ...filter }));
@@ -77,14 +86,20 @@ function UsageTable({ report }: { report: UsageReportView }) {
   const n = (v: number) => v.toLocaleString('en');
   const cols: Column<UsageReportView['rows'][number]>[] = [
     { title: report.period === 'day' ? 'Day' : 'Month', render: (r) => r.period },
-    { title: report.group === 'user' ? 'User' : report.group === 'team' ? 'Team' : 'Model', render: (r) => r.name ?? (r.key === null ? 'No team' : `#${r.key}`) },
+    {
+      title: report.group === 'user' ? 'User' : report.group === 'team' ? 'Team' : 'Model',
+      render: (r) => r.name ?? (r.key === null ? 'No team' : `#${r.key}`),
+    },
     { title: 'Turns', render: (r) => n(r.turns) },
     { title: 'Input tokens', render: (r) => n(r.input_tokens) },
     { title: 'Output tokens', render: (r) => n(r.output_tokens) },
     { title: 'Tool calls', render: (r) => n(r.tool_calls) },
     { title: 'Mails', render: (r) => n(r.mails) },
     { title: 'Sandbox min', render: (r) => r.sandbox_minutes.toFixed(1) },
-    { title: `Cost${report.currency ? ` (${report.currency})` : ''}`, render: (r) => r.cost.toFixed(r.cost && r.cost < 0.01 ? 6 : 2) },
+    {
+      title: `Cost${report.currency ? ` (${report.currency})` : ''}`,
+      render: (r) => r.cost.toFixed(r.cost && r.cost < 0.01 ? 6 : 2),
+    },
   ];
   return <Table id="usage-table" rows={report.rows} rowKey={(r) => `${r.period}/${String(r.key)}`} empty="No usage in this range." cols={cols} />;
 }
@@ -100,7 +115,13 @@ function Budgets({ onChange }: { onChange(): Promise<void> }) {
   const save = () =>
     formStatus.run('save', async () => {
       const subject = form.scope === 'user' ? await picker.resolve() : Number(form.team);
-      const body = { scope: form.scope, subject_id: subject, metric: form.metric, period: form.period, amount: Number(form.amount) } as BudgetInputView;
+      const body = {
+        scope: form.scope,
+        subject_id: subject,
+        metric: form.metric,
+        period: form.period,
+        amount: Number(form.amount),
+      } as BudgetInputView;
       try {
         await api<BudgetView>('POST', '/api/admin/budgets', body);
       } catch (err) {
@@ -119,19 +140,7 @@ function Budgets({ onChange }: { onChange(): Promise<void> }) {
       await reload();
       status.ok('Budget removed.');
     });
-  const cols: Column<BudgetView>[] = [
-    { title: 'For', render: (b) => <NameCell name={b.subject ?? `#${b.subject_id} (gone)`} badge={b.scope}>{`${b.period === 'day' ? 'daily' : 'monthly'} ${b.metric}`}</NameCell> },
-    { title: 'Amount', render: (b) => b.amount.toLocaleString('en') },
-    { title: 'Used', render: (b) => `${b.used.toLocaleString('en')} (${Math.floor(b.ratio * 100)} %)` },
-    {
-      title: 'Actions',
-      render: (b) => (
-        <RowActions>
-          <RowButton text="Remove" cls="danger" label={`Remove the budget of ${b.subject ?? b.subject_id}`} disabled={status.busy === `delete-${b.id}`} onClick={() => void remove(b)} />
-        </RowActions>
-      ),
-    },
-  ];
+  const cols = budgetColumns(status.busy, remove);
   return (
     <Section title="Budgets">
       <Status id="budgets-status" notice={status.notice} />
@@ -163,4 +172,24 @@ function Budgets({ onChange }: { onChange(): Promise<void> }) {
       </Form>
     </Section>
   );
+}
+
+/** The budgets table's columns: whose, the amount, what is used of it, and Remove. */
+function budgetColumns(busy: string | null, remove: (b: BudgetView) => unknown): Column<BudgetView>[] {
+  return [
+    {
+      title: 'For',
+      render: (b) => <NameCell name={b.subject ?? `#${b.subject_id} (gone)`} badge={b.scope}>{`${b.period === 'day' ? 'daily' : 'monthly'} ${b.metric}`}</NameCell>,
+    },
+    { title: 'Amount', render: (b) => b.amount.toLocaleString('en') },
+    { title: 'Used', render: (b) => `${b.used.toLocaleString('en')} (${Math.floor(b.ratio * 100)} %)` },
+    {
+      title: 'Actions',
+      render: (b) => (
+        <RowActions>
+          <RowButton text="Remove" cls="danger" label={`Remove the budget of ${b.subject ?? b.subject_id}`} disabled={busy === `delete-${b.id}`} onClick={() => void remove(b)} />
+        </RowActions>
+      ),
+    },
+  ];
 }
