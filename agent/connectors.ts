@@ -53,7 +53,9 @@ export class RemoteConnectors {
     if (r.client) return r.client;
     const client = new Client({ name: 'airlock-agent', version: '0.1.0' });
     client.onerror = () => undefined;
-    const transport = new StreamableHTTPClientTransport(new URL(r.url), { requestInit: { headers: { authorization: `Bearer ${this.placeholder}` } } });
+    const transport = new StreamableHTTPClientTransport(new URL(r.url), {
+      requestInit: { headers: { authorization: `Bearer ${this.placeholder}` } },
+    });
     await client.connect(transport, { timeout: LIST_TIMEOUT_MS });
     r.client = client;
     return client;
@@ -66,17 +68,25 @@ export class RemoteConnectors {
         try {
           const c = await this.#client(r);
           const listed = await c.listTools(undefined, { timeout: LIST_TIMEOUT_MS });
-          r.tools = listed.tools.map((t) => ({ name: `${r.id}__${t.name}`, description: t.description ?? '', inputSchema: { ...t.inputSchema } }));
+          r.tools = listed.tools.map((t) => ({
+            name: `${r.id}__${t.name}`,
+            description: t.description ?? '',
+            inputSchema: { ...t.inputSchema },
+          }));
         } catch (err) {
           r.tools = [];
           await r.client?.close().catch(() => undefined);
           r.client = undefined;
-          this.log.warn({ connector: r.id, err: err instanceof Error ? err.message.slice(0, 200) : 'error' }, 'connector tools not listed');
+          this.log.warn(
+            { connector: r.id, err: err instanceof Error ? err.message.slice(0, 200) : 'error' },
+            'connector tools not listed',
+          );
         }
       }),
     );
     this.byName.clear();
-    for (const r of this.remotes) for (const t of r.tools) this.byName.set(t.name, { remote: r, tool: t.name.slice(r.id.length + 2) });
+    for (const r of this.remotes)
+      for (const t of r.tools) this.byName.set(t.name, { remote: r, tool: t.name.slice(r.id.length + 2) });
   }
 
   defs(): ToolDef[] {

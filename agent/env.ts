@@ -6,7 +6,9 @@ import { TOOL_ENV_NAMES } from '../core/sandbox-env.js';
  * One MCP server of the agent: a stdio server it spawns (AGENT_MCP_SERVERS: tests, development),
  * or one of the sandbox's own two, hosted in the agent's process (agent/in-process.ts).
  */
-export type McpServerSpec = { name: string; command: string; args: string[]; env?: Record<string, string> } | { name: string; inProcess: 'workspace' | 'extensions' };
+export type McpServerSpec =
+  | { name: string; command: string; args: string[]; env?: Record<string, string> }
+  | { name: string; inProcess: 'workspace' | 'extensions' };
 
 /**
  * The agent child's own small settings, read from its environment (the supervisor builds it;
@@ -41,7 +43,8 @@ export interface AgentSettings {
 }
 
 export const DEFAULT_SYSTEM_PROMPT =
-  'You are the Airlock assistant. You can call tools to read spreadsheets, draw charts and send e-mail for the user. ' + 'To e-mail a chart, call rasterize_chart and pass the returned file name unchanged to send_email. Be brief.';
+  'You are the Airlock assistant. You can call tools to read spreadsheets, draw charts and send e-mail for the user. ' +
+  'To e-mail a chart, call rasterize_chart and pass the returned file name unchanged to send_email. Be brief.';
 
 /**
  * The sandbox's two MCP servers (workspace suite, extensions), hosted in the agent's own process:
@@ -69,10 +72,16 @@ export function parseMcpServers(env: NodeJS.ProcessEnv, problems: string[]): Mcp
       const parsed = JSON.parse(env.AGENT_MCP_SERVERS) as unknown;
       if (!Array.isArray(parsed)) throw new Error('not a list');
       mcpServers = parsed.map((s: McpServerItem | null, i) => {
-        if (!s || typeof s.name !== 'string' || typeof s.command !== 'string') throw new Error(`item ${i} needs name and command`);
+        if (!s || typeof s.name !== 'string' || typeof s.command !== 'string')
+          throw new Error(`item ${i} needs name and command`);
         const args = s.args ?? [];
-        if (!Array.isArray(args) || !args.every((a: unknown) => typeof a === 'string')) throw new Error(`item ${i}: args must be strings`);
-        if (s.env !== undefined && (typeof s.env !== 'object' || Object.values(s.env).some((v) => typeof v !== 'string'))) throw new Error(`item ${i}: env must map names to strings`);
+        if (!Array.isArray(args) || !args.every((a: unknown) => typeof a === 'string'))
+          throw new Error(`item ${i}: args must be strings`);
+        if (
+          s.env !== undefined &&
+          (typeof s.env !== 'object' || Object.values(s.env).some((v) => typeof v !== 'string'))
+        )
+          throw new Error(`item ${i}: env must map names to strings`);
         return { name: s.name, command: s.command, args, ...(s.env ? { env: s.env as Record<string, string> } : {}) };
       });
     } catch (err) {
@@ -106,7 +115,8 @@ function int(env: NodeJS.ProcessEnv, name: string, def: number, min: number, max
 export function readAgentSettings(env: NodeJS.ProcessEnv): AgentSettings {
   const problems: string[] = [];
   const provider = (env.AGENT_MODEL_PROVIDER ?? 'demo') as AgentSettings['provider'];
-  if (!['openai', 'anthropic', 'demo'].includes(provider)) problems.push('AGENT_MODEL_PROVIDER: must be openai, anthropic or demo');
+  if (!['openai', 'anthropic', 'demo'].includes(provider))
+    problems.push('AGENT_MODEL_PROVIDER: must be openai, anthropic or demo');
   const baseUrl = env.AGENT_MODEL_BASE_URL || undefined;
   if (provider !== 'demo' && !baseUrl) problems.push('AGENT_MODEL_BASE_URL: required for provider ' + provider);
   if (baseUrl) {

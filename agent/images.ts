@@ -48,7 +48,9 @@ async function readImage(dir: string, name: string, cache: ImageCache | undefine
   try {
     fh = await fs.open(join(dir, name), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'ELOOP' ? 'it is a link, not a file' : 'it is no longer in the workspace';
+    return (err as NodeJS.ErrnoException).code === 'ELOOP'
+      ? 'it is a link, not a file'
+      : 'it is no longer in the workspace';
   }
   try {
     const st = await fh.stat();
@@ -59,7 +61,11 @@ async function readImage(dir: string, name: string, cache: ImageCache | undefine
     if (known?.stamp === stamp) return known.part;
     const data = await fh.readFile();
     if (!sniff(kind, data)) return `it is not a ${kind.toUpperCase()} file`;
-    const part: ImagePart = { name: `uploads/${name}`, mediaType: kind === 'png' ? 'image/png' : 'image/jpeg', data: data.toString('base64') };
+    const part: ImagePart = {
+      name: `uploads/${name}`,
+      mediaType: kind === 'png' ? 'image/png' : 'image/jpeg',
+      data: data.toString('base64'),
+    };
     cache?.set(name, { stamp, part });
     return part;
   } finally {
@@ -71,7 +77,12 @@ async function readImage(dir: string, name: string, cache: ImageCache | undefine
  * The images of the user messages in `messages`, by message, read from `uploadsDir`: the newest
  * messages first until IMAGES_PER_REQUEST. Messages without images are absent from the map.
  */
-export async function loadImages(messages: readonly Message[], uploadsDir: string, max = IMAGES_PER_REQUEST, cache?: ImageCache): Promise<Map<Message, MessageImages>> {
+export async function loadImages(
+  messages: readonly Message[],
+  uploadsDir: string,
+  max = IMAGES_PER_REQUEST,
+  cache?: ImageCache,
+): Promise<Map<Message, MessageImages>> {
   const out = new Map<Message, MessageImages>();
   let left = max;
   for (let i = messages.length - 1; i >= 0; i--) {
@@ -83,7 +94,9 @@ export async function loadImages(messages: readonly Message[], uploadsDir: strin
     for (const name of names) {
       const shown = `uploads/${name}`;
       if (left <= 0) {
-        got.notes.push(`[The image ${shown} was not sent to you: at most ${max} images go with one request. Ask the user to attach it again if you need to see it.]`);
+        got.notes.push(
+          `[The image ${shown} was not sent to you: at most ${max} images go with one request. Ask the user to attach it again if you need to see it.]`,
+        );
         continue;
       }
       const part = await readImage(uploadsDir, name, cache);

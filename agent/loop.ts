@@ -1,6 +1,13 @@
 import type { AgentEvent, PromptContext, StopReason } from '../core/sandbox-protocol.js';
 import { isAppError } from '../core/errors.js';
-import { boundToolResult, closeToolCalls, estimateTokens, fitToBudget, MAX_TURN_ITEMS, type TurnUsage } from '../core/transcript.js';
+import {
+  boundToolResult,
+  closeToolCalls,
+  estimateTokens,
+  fitToBudget,
+  MAX_TURN_ITEMS,
+  type TurnUsage,
+} from '../core/transcript.js';
 import type { ToolHost } from './mcp.js';
 import type { Message, ModelAdapter, ToolCall } from './types.js';
 import { DELTA_WINDOW_MS, DeltaBatcher } from './delta-batch.js';
@@ -57,7 +64,12 @@ export class Agent {
     return ctx.base === undefined || ctx.base === this.head;
   }
 
-  async runTurn(turnId: string, prompt: string, emitEach: (e: AgentEvent) => void, signal: AbortSignal): Promise<TurnOutcome> {
+  async runTurn(
+    turnId: string,
+    prompt: string,
+    emitEach: (e: AgentEvent) => void,
+    signal: AbortSignal,
+  ): Promise<TurnOutcome> {
     const batch = new DeltaBatcher(emitEach, this.opts.deltaWindowMs ?? DELTA_WINDOW_MS);
     const emit = (e: AgentEvent) => batch.event(e);
     const start = this.history.length;
@@ -89,7 +101,12 @@ export class Agent {
     if (out.stop_reason === 'cancelled' && !signal.aborted) out = { stop_reason: 'cancelled' };
     this.closeOpenCalls(start, out.stop_reason === 'cancelled' ? 'cancelled by the user' : 'not run: the turn ended');
     if (out.stop_reason === 'cancelled' || out.stop_reason === 'error') {
-      this.history.push({ role: 'assistant', text: partial, toolCalls: [], interrupted: out.stop_reason === 'cancelled' ? 'stopped' : 'error' });
+      this.history.push({
+        role: 'assistant',
+        text: partial,
+        toolCalls: [],
+        interrupted: out.stop_reason === 'cancelled' ? 'stopped' : 'error',
+      });
     }
     this.head = turnId;
     const items = this.history.slice(start, start + MAX_TURN_ITEMS);
@@ -97,7 +114,13 @@ export class Agent {
   }
 
   /** The model/tool steps of one turn; throws what ends it early. */
-  private async steps(emit: (e: AgentEvent) => void, signal: AbortSignal, onText: (t: string) => void, onReply: () => void, onUsage: (u: TurnUsage) => void): Promise<Omit<TurnOutcome, 'items'>> {
+  private async steps(
+    emit: (e: AgentEvent) => void,
+    signal: AbortSignal,
+    onText: (t: string) => void,
+    onReply: () => void,
+    onUsage: (u: TurnUsage) => void,
+  ): Promise<Omit<TurnOutcome, 'items'>> {
     await this.opts.tools.refresh?.();
     const tools = this.opts.tools.defs();
     const fixed = estimateTokens([{ role: 'user', content: this.opts.system + JSON.stringify(tools) }]);
@@ -106,11 +129,23 @@ export class Agent {
     for (let step = 0; step < this.opts.maxSteps; step++) {
       if (signal.aborted) return { stop_reason: 'cancelled' };
       const messages = fitToBudget(this.history, this.opts.contextTokens, fixed).items;
-      const images = this.opts.uploadsDir ? await loadImages(messages, this.opts.uploadsDir, undefined, imageCache) : undefined;
-      const reply = await this.opts.model.complete({ system: this.opts.system, messages, tools, signal, ...(images?.size ? { images } : {}), onStatus: (st) => emit({ type: 'status', ...st }) }, (text) => {
-        onText(text);
-        emit({ type: 'text_delta', text });
-      });
+      const images = this.opts.uploadsDir
+        ? await loadImages(messages, this.opts.uploadsDir, undefined, imageCache)
+        : undefined;
+      const reply = await this.opts.model.complete(
+        {
+          system: this.opts.system,
+          messages,
+          tools,
+          signal,
+          ...(images?.size ? { images } : {}),
+          onStatus: (st) => emit({ type: 'status', ...st }),
+        },
+        (text) => {
+          onText(text);
+          emit({ type: 'text_delta', text });
+        },
+      );
       onReply();
       if (reply.usage) onUsage(reply.usage);
       this.history.push({ role: 'assistant', text: reply.text, toolCalls: reply.toolCalls });
@@ -132,15 +167,35 @@ export class Agent {
       const onProgress = (m: string) => {
         const nl = m.indexOf('\n');
         const stream = m.slice(0, nl);
-        if (nl > 0 && (stream === 'stdout' || stream === 'stderr')) emit({ type: 'tool_progress', call_id: call.id, tool: call.name, stream, text: m.slice(nl + 1) });
+        if (nl > 0 && (stream === 'stdout' || stream === 'stderr'))
+          emit({ type: 'tool_progress', call_id: call.id, tool: call.name, stream, text: m.slice(nl + 1) });
       };
       const r = await this.opts.tools.call(call.name, call.input, signal, this.opts.toolTimeoutMs, call.id, onProgress);
-      emit({ type: 'tool_end', call_id: call.id, tool: call.name, ok: r.ok, ...(r.ok ? { output: r.output } : { error: r.error }), duration_ms: ms() });
-      this.history.push({ role: 'tool', callId: call.id, name: call.name, content: boundToolResult(r.text), isError: !r.ok });
+      emit({
+        type: 'tool_end',
+        call_id: call.id,
+        tool: call.name,
+        ok: r.ok,
+        ...(r.ok ? { output: r.output } : { error: r.error }),
+        duration_ms: ms(),
+      });
+      this.history.push({
+        role: 'tool',
+        callId: call.id,
+        name: call.name,
+        content: boundToolResult(r.text),
+        isError: !r.ok,
+      });
     } catch (err) {
       // Only a cancel rejects: close the tool in the stream, then let the turn end.
       emit({ type: 'tool_end', call_id: call.id, tool: call.name, ok: false, error: 'cancelled', duration_ms: ms() });
-      this.history.push({ role: 'tool', callId: call.id, name: call.name, content: 'Cancelled by the user.', isError: true });
+      this.history.push({
+        role: 'tool',
+        callId: call.id,
+        name: call.name,
+        content: 'Cancelled by the user.',
+        isError: true,
+      });
       throw err;
     }
   }

@@ -49,16 +49,31 @@ interface AgentState {
 function startTurn(st: AgentState, m: Extract<ChildInbound, { type: 'prompt' }>): void {
   const agent = st.agent;
   if (!agent) {
-    send({ type: 'turn_end', turn_id: m.turn_id, stop_reason: 'error', error: { code: 'ERR_SANDBOX_NOT_STARTED', message: 'the agent has no session yet' } });
+    send({
+      type: 'turn_end',
+      turn_id: m.turn_id,
+      stop_reason: 'error',
+      error: { code: 'ERR_SANDBOX_NOT_STARTED', message: 'the agent has no session yet' },
+    });
     return;
   }
   if (st.current) {
-    send({ type: 'turn_end', turn_id: m.turn_id, stop_reason: 'error', error: { code: 'ERR_SESSION_BUSY', message: 'a turn is already running' } });
+    send({
+      type: 'turn_end',
+      turn_id: m.turn_id,
+      stop_reason: 'error',
+      error: { code: 'ERR_SESSION_BUSY', message: 'a turn is already running' },
+    });
     return;
   }
   if (!agent.adopt(m)) {
     // The daemon sends it again with the stored conversation (docs/chat.md).
-    send({ type: 'turn_end', turn_id: m.turn_id, stop_reason: 'error', error: { code: 'ERR_AGENT_CONTEXT_STALE', message: 'the agent does not hold this conversation' } });
+    send({
+      type: 'turn_end',
+      turn_id: m.turn_id,
+      stop_reason: 'error',
+      error: { code: 'ERR_AGENT_CONTEXT_STALE', message: 'the agent does not hold this conversation' },
+    });
     return;
   }
   const turn = { turnId: m.turn_id, ac: new AbortController() };
@@ -81,7 +96,10 @@ function startTurn(st: AgentState, m: Extract<ChildInbound, { type: 'prompt' }>)
       // Debug, and after the end: the daemon logs each turn's end ('turn done'), and a line
       // per turn here cost the agent, the supervisor (which relays it) and the engine's log
       // ~0.3 ms of CPU.
-      log.debug({ turnId: turn.turnId, stopReason: r.stop_reason, code: r.error?.code, ms: Math.round(performance.now() - t0) }, 'turn ended');
+      log.debug(
+        { turnId: turn.turnId, stopReason: r.stop_reason, code: r.error?.code, ms: Math.round(performance.now() - t0) },
+        'turn ended',
+      );
     });
 }
 
@@ -113,7 +131,11 @@ async function main(): Promise<void> {
   const configure = async (env: Record<string, string>, cwd: string | undefined): Promise<void> => {
     const settings = readAgentSettings({ ...process.env, ...env });
     // The log level is a session setting too (the idle agent logs at its start level until now).
-    if (env.AGENT_LOG_LEVEL && ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(env.AGENT_LOG_LEVEL)) log.level = env.AGENT_LOG_LEVEL;
+    if (
+      env.AGENT_LOG_LEVEL &&
+      ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(env.AGENT_LOG_LEVEL)
+    )
+      log.level = env.AGENT_LOG_LEVEL;
     if (cwd !== undefined) process.chdir(cwd);
     await tools.configure(settings.allowedTools, settings.toolEnv, cwd);
     tools.setRemote(RemoteConnectors.fromEnv({ ...process.env, ...env }, log));
@@ -137,7 +159,10 @@ async function main(): Promise<void> {
     onMessage: (m) => {
       if (m.type === 'configure') {
         if (st.configuring) {
-          send({ type: 'configured', error: { code: 'ERR_SANDBOX_ALREADY_STARTED', message: 'the agent is already configured' } });
+          send({
+            type: 'configured',
+            error: { code: 'ERR_SANDBOX_ALREADY_STARTED', message: 'the agent is already configured' },
+          });
           return;
         }
         st.configuring = true;
@@ -146,7 +171,10 @@ async function main(): Promise<void> {
           (err: unknown) => {
             const code = isAppError(err) ? err.code : 'ERR_AGENT_INTERNAL';
             log.error({ code }, 'agent could not be configured');
-            send({ type: 'configured', error: { code, message: isAppError(err) ? err.message : 'the agent could not be configured' } });
+            send({
+              type: 'configured',
+              error: { code, message: isAppError(err) ? err.message : 'the agent could not be configured' },
+            });
           },
         );
       } else if (m.type === 'prompt') {
@@ -189,7 +217,14 @@ async function warmUp(): Promise<void> {
   // A configure and a text-only turn of the demo model (no tool runs, nothing touches a file).
   const settings = readAgentSettings({ AGENT_MODEL_PROVIDER: 'demo' });
   await tools.configure(settings.allowedTools, settings.toolEnv, undefined);
-  const agent = new Agent({ model: createModel(settings), tools, system: settings.systemPrompt, maxSteps: 1, toolTimeoutMs: settings.toolTimeoutMs, contextTokens: settings.contextTokens });
+  const agent = new Agent({
+    model: createModel(settings),
+    tools,
+    system: settings.systemPrompt,
+    maxSteps: 1,
+    toolTimeoutMs: settings.toolTimeoutMs,
+    contextTokens: settings.contextTokens,
+  });
   await agent.runTurn('t', 'hello', () => undefined, new AbortController().signal);
   await tools.close();
   for (const m of [

@@ -73,7 +73,10 @@ export class ToolHost {
     const host = new ToolHost(log);
     const results = await Promise.all(
       servers.map(async (s) => {
-        const client = new Client({ name: 'airlock-agent', version: '0.1.0' }, { jsonSchemaValidator: new LazyOutputValidator() });
+        const client = new Client(
+          { name: 'airlock-agent', version: '0.1.0' },
+          { jsonSchemaValidator: new LazyOutputValidator() },
+        );
         try {
           if ('inProcess' in s) {
             const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
@@ -89,7 +92,10 @@ export class ToolHost {
           const listed = await client.listTools(undefined, { timeout: MCP_START_TIMEOUT_MS });
           return { s, client, tools: listed.tools };
         } catch (err) {
-          log.error({ server: s.name, err: err instanceof Error ? err.message : String(err) }, 'mcp server failed to start; its tools are not loaded');
+          log.error(
+            { server: s.name, err: err instanceof Error ? err.message : String(err) },
+            'mcp server failed to start; its tools are not loaded',
+          );
           await client.close().catch(() => undefined);
           return undefined;
         }
@@ -102,7 +108,11 @@ export class ToolHost {
         if (!host.closing) host.goneHandler?.(r.s.name);
       };
       for (const t of r.tools) {
-        host.listed.push({ def: { name: t.name, description: t.description ?? '', inputSchema: { ...t.inputSchema } }, client: r.client, server: r.s.name });
+        host.listed.push({
+          def: { name: t.name, description: t.description ?? '', inputSchema: { ...t.inputSchema } },
+          client: r.client,
+          server: r.s.name,
+        });
       }
     }
     return host;
@@ -117,7 +127,11 @@ export class ToolHost {
    * Load the allowed tools (null: all) and hand every server the session's tool env and
    * working folder. A server that does not take `airlock/configure` keeps its start env.
    */
-  async configure(allowed: Set<string> | null, toolEnv: Record<string, string>, cwd: string | undefined): Promise<void> {
+  async configure(
+    allowed: Set<string> | null,
+    toolEnv: Record<string, string>,
+    cwd: string | undefined,
+  ): Promise<void> {
     this.tools.clear();
     for (const t of this.listed) {
       if (allowed && !allowed.has(t.def.name)) continue;
@@ -131,7 +145,9 @@ export class ToolHost {
     await Promise.all(
       this.clients.map(async (client) => {
         try {
-          await client.request({ method: MCP_CONFIGURE_METHOD, params }, ConfigureResultSchema, { timeout: MCP_CONFIGURE_TIMEOUT_MS });
+          await client.request({ method: MCP_CONFIGURE_METHOD, params }, ConfigureResultSchema, {
+            timeout: MCP_CONFIGURE_TIMEOUT_MS,
+          });
         } catch (err) {
           // "Method not found": a server that takes no configuration (a third-party one).
           if (err instanceof McpError && err.code === ErrorCode.MethodNotFound) return;
@@ -169,21 +185,46 @@ export class ToolHost {
   }
 
   /** Call a tool; rejects only when `signal` aborts. Tool failures resolve with ok: false. */
-  async call(name: string, input: Record<string, unknown>, signal: AbortSignal, timeoutMs: number, callId?: string, onProgress?: (message: string) => void): Promise<ToolOutcome> {
+  async call(
+    name: string,
+    input: Record<string, unknown>,
+    signal: AbortSignal,
+    timeoutMs: number,
+    callId?: string,
+    onProgress?: (message: string) => void,
+  ): Promise<ToolOutcome> {
     const t = this.resolve(name);
-    if (!t) return { ok: false, error: `ERR_TOOL_UNKNOWN: no tool named ${name} is available`, text: `Error: no tool named ${name} is available in this session.` };
+    if (!t)
+      return {
+        ok: false,
+        error: `ERR_TOOL_UNKNOWN: no tool named ${name} is available`,
+        text: `Error: no tool named ${name} is available in this session.`,
+      };
     try {
       const checked = checkMessage(
         McpToolResultSchema,
-        await t.client.callTool({ name: t.callName, arguments: input, ...(callId ? { _meta: { [CALL_ID_META]: callId } } : {}) }, undefined, {
-          signal,
-          timeout: timeoutMs,
-          ...(onProgress ? { onprogress: (p: { message?: string }) => typeof p.message === 'string' && onProgress(p.message) } : {}),
-        }),
+        await t.client.callTool(
+          { name: t.callName, arguments: input, ...(callId ? { _meta: { [CALL_ID_META]: callId } } : {}) },
+          undefined,
+          {
+            signal,
+            timeout: timeoutMs,
+            ...(onProgress
+              ? { onprogress: (p: { message?: string }) => typeof p.message === 'string' && onProgress(p.message) }
+              : {}),
+          },
+        ),
       );
       if (!checked.ok) {
-        this.log.warn({ tool: name, server: t.server, ...protocolLogFields(checked.err, 'mcp') }, 'tool returned a malformed result');
-        return { ok: false, error: `${checked.err.code}: the tool returned a malformed result`, text: 'Error: the tool returned a malformed result.' };
+        this.log.warn(
+          { tool: name, server: t.server, ...protocolLogFields(checked.err, 'mcp') },
+          'tool returned a malformed result',
+        );
+        return {
+          ok: false,
+          error: `${checked.err.code}: the tool returned a malformed result`,
+          text: 'Error: the tool returned a malformed result.',
+        };
       }
       const r = checked.msg;
       const content = r.content;
@@ -211,7 +252,11 @@ export class ToolHost {
         // The MCP client cancels the request at the server (notifications/cancelled); the model carries on.
         const s = Math.round(timeoutMs / 1000);
         this.log.warn({ tool: name, server: t.server, timeout_s: s }, 'tool call timed out');
-        return { ok: false, error: `ERR_TOOL_TIMEOUT: the tool ${name} did not answer within ${s} s`, text: `Error: the tool ${name} did not answer within ${s} s and was stopped.` };
+        return {
+          ok: false,
+          error: `ERR_TOOL_TIMEOUT: the tool ${name} did not answer within ${s} s`,
+          text: `Error: the tool ${name} did not answer within ${s} s and was stopped.`,
+        };
       }
       const msg = err instanceof Error ? err.message : String(err);
       this.log.warn({ tool: name, server: t.server, err: msg }, 'tool call failed');

@@ -25,7 +25,11 @@ const ROOT = join(DIST, '..');
 type Row = Record<string, string | number>;
 
 /** Spawn the agent, time `ready`, then `configure` and one prompt until its turn_end. */
-function runAgent(args: string[], settings: Record<string, string>, promptAfterMs = 0): Promise<{ ready: number; firstTurn: number }> {
+function runAgent(
+  args: string[],
+  settings: Record<string, string>,
+  promptAfterMs = 0,
+): Promise<{ ready: number; firstTurn: number }> {
   return new Promise((resolve, reject) => {
     const t0 = nowMs();
     const child = spawn(process.execPath, args, {
@@ -78,14 +82,28 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
     if (!bundled.includes('agent')) return { skipped: 'esbuild is not installed' };
     const entry = join(out, 'agent', 'main.js');
     const bytes = statSync(entry).size;
-    const built = spawnSync(process.execPath, ['--no-warnings', ...SANDBOX_NODE_FLAGS, '--snapshot-blob', SNAPSHOT_BLOB, '--build-snapshot', SNAPSHOT_SCRIPT], { cwd: join(out, 'agent'), encoding: 'utf8' });
+    const built = spawnSync(
+      process.execPath,
+      ['--no-warnings', ...SANDBOX_NODE_FLAGS, '--snapshot-blob', SNAPSHOT_BLOB, '--build-snapshot', SNAPSHOT_SCRIPT],
+      { cwd: join(out, 'agent'), encoding: 'utf8' },
+    );
     if (built.status !== 0) throw new Error(`the agent snapshot did not build: ${built.stderr}`);
     const blob = join(out, 'agent', SNAPSHOT_BLOB);
     const blobBytes = statSync(blob).size;
     const bundle = [...SANDBOX_NODE_FLAGS, entry];
     const snapshot = [...SANDBOX_NODE_FLAGS, '--disable-warning=ExperimentalWarning', '--snapshot-blob', blob];
-    const openaiEnv = { AGENT_MODEL_PROVIDER: 'openai', AGENT_MODEL: 'bench', AGENT_MODEL_BASE_URL: openai.url, AGENT_MODEL_API_KEY: 'k' };
-    const anthropicEnv = { AGENT_MODEL_PROVIDER: 'anthropic', AGENT_MODEL: 'bench', AGENT_MODEL_BASE_URL: anthropic.url, AGENT_MODEL_API_KEY: 'k' };
+    const openaiEnv = {
+      AGENT_MODEL_PROVIDER: 'openai',
+      AGENT_MODEL: 'bench',
+      AGENT_MODEL_BASE_URL: openai.url,
+      AGENT_MODEL_API_KEY: 'k',
+    };
+    const anthropicEnv = {
+      AGENT_MODEL_PROVIDER: 'anthropic',
+      AGENT_MODEL: 'bench',
+      AGENT_MODEL_BASE_URL: anthropic.url,
+      AGENT_MODEL_API_KEY: 'k',
+    };
     const demoEnv = { AGENT_MODEL_PROVIDER: 'demo' };
     // name, command, session settings, configure delay after ready: 0 is an instant session (the
     // prompt waits for the SDK load), 1500 a warm pool member (ready long before its user).
@@ -123,8 +141,16 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
     }
     const med = (name: string, m: Record<string, number[]>) => stats(m[name]).p50;
     ratios.snapshot_vs_bundle_ready_demo = round(med('snapshot, demo', ready) / med('bundle, demo', ready), 2);
-    ratios.snapshot_vs_bundle_ready_plus_turn_demo = round((med('snapshot, demo', ready) + med('snapshot, demo', turn)) / (med('bundle, demo', ready) + med('bundle, demo', turn)), 2);
-    ratios.snapshot_vs_bundle_ready_plus_turn_openai = round((med('snapshot, openai', ready) + med('snapshot, openai', turn)) / (med('bundle, openai', ready) + med('bundle, openai', turn)), 2);
+    ratios.snapshot_vs_bundle_ready_plus_turn_demo = round(
+      (med('snapshot, demo', ready) + med('snapshot, demo', turn)) /
+        (med('bundle, demo', ready) + med('bundle, demo', turn)),
+      2,
+    );
+    ratios.snapshot_vs_bundle_ready_plus_turn_openai = round(
+      (med('snapshot, openai', ready) + med('snapshot, openai', turn)) /
+        (med('bundle, openai', ready) + med('bundle, openai', turn)),
+      2,
+    );
     rows.push({ what: 'agent bundle bytes', n: 1, p50_ms: bytes, p99_ms: bytes });
     rows.push({ what: 'agent snapshot blob bytes', n: 1, p50_ms: blobBytes, p99_ms: blobBytes });
     return {

@@ -27,7 +27,11 @@ type Turn = ((message: string) => Promise<{ total: number; first: number }>) & {
 
 /** A logged-in browser-like client of one web app: turn() streams one chat turn; newChat() makes the next turn start a new chat. */
 async function chatClient(url: string, db: Sql): Promise<Turn> {
-  await createUser(db, { username: 'bench', email: 'bench@example.test', passwordHash: await hashPassword('bench-password') });
+  await createUser(db, {
+    username: 'bench',
+    email: 'bench@example.test',
+    passwordHash: await hashPassword('bench-password'),
+  });
   const { cookie, token } = await benchLogin(url, 'bench', 'bench-password');
   let sessionId: string | undefined;
   const turn = async (message: string): Promise<{ total: number; first: number }> => {
@@ -117,21 +121,52 @@ async function measure(where: string, turn: Turn, direct: () => Promise<number>,
     { what: `${where}: chat turn, text only, warm`, n: st.n, p50_ms: st.p50, p99_ms: st.p99 },
     { what: `${where}: turn overhead beyond the model`, n: so.n, p50_ms: so.p50, p99_ms: so.p99 },
     { what: `${where}: time to first event`, n: sf.n, p50_ms: sf.p50, p99_ms: sf.p99 },
-    { what: `${where}: turn overhead, server just started (its first chat)`, n: justStarted.overhead.n, p50_ms: justStarted.overhead.p50, p99_ms: justStarted.overhead.p99 },
+    {
+      what: `${where}: turn overhead, server just started (its first chat)`,
+      n: justStarted.overhead.n,
+      p50_ms: justStarted.overhead.p50,
+      p99_ms: justStarted.overhead.p99,
+    },
   ];
   if (tools.length) {
     const stt = stats(tools);
-    rows.push({ what: `${where}: chat turn, 1 MCP tool call (2 model calls)`, n: stt.n, p50_ms: stt.p50, p99_ms: stt.p99 });
+    rows.push({
+      what: `${where}: chat turn, 1 MCP tool call (2 model calls)`,
+      n: stt.n,
+      p50_ms: stt.p50,
+      p99_ms: stt.p99,
+    });
   }
-  rows.push({ what: `${where}: first turn incl. agent start (cold, server just started)`, n: 1, p50_ms: Math.round(cold), p99_ms: Math.round(cold) });
-  rows.push({ what: `${where}: first turn of a new chat (warm server)`, n: 1, p50_ms: Math.round(newCold), p99_ms: Math.round(newCold) });
-  return { rows, turnP50: st.p50, baseP50: sb.p50, overheadP50: so.p50, justStartedOverheadP50: justStarted.overhead.p50, toolP50: tools.length ? stats(tools).p50 : NaN };
+  rows.push({
+    what: `${where}: first turn incl. agent start (cold, server just started)`,
+    n: 1,
+    p50_ms: Math.round(cold),
+    p99_ms: Math.round(cold),
+  });
+  rows.push({
+    what: `${where}: first turn of a new chat (warm server)`,
+    n: 1,
+    p50_ms: Math.round(newCold),
+    p99_ms: Math.round(newCold),
+  });
+  return {
+    rows,
+    turnP50: st.p50,
+    baseP50: sb.p50,
+    overheadP50: so.p50,
+    justStartedOverheadP50: justStarted.overhead.p50,
+    toolP50: tools.length ? stats(tools).p50 : NaN,
+  };
 }
 
 /** Local development runner: the real agent child on the host, no container. */
 async function local(model: ModelEmulator) {
   const dir = mkdtempSync(join(tmpdir(), 'airlock-bench-chat-'));
-  const config = loadConfig({ AIRLOCK_DATA_DIR: dir, MCP_INTERNAL_SECRET: 'bench-secret-0123456789', AGENT_USER_TOKEN_SECRET: 'bench-secret-0123456789' });
+  const config = loadConfig({
+    AIRLOCK_DATA_DIR: dir,
+    MCP_INTERNAL_SECRET: 'bench-secret-0123456789',
+    AGENT_USER_TOKEN_SECRET: 'bench-secret-0123456789',
+  });
   const database = await openDatabase({ file: join(dir, 'airlock.db') });
   const runner = new LocalTurnRunner({
     env: {
@@ -139,13 +174,26 @@ async function local(model: ModelEmulator) {
       AGENT_MODEL: 'bench',
       AGENT_MODEL_BASE_URL: model.url,
       AGENT_MODEL_API_KEY: MODEL_KEY,
-      AGENT_MCP_SERVERS: JSON.stringify([{ name: 'fake', command: process.execPath, args: [join(DIST, 'test', 'fakes', 'mcp-server.js')] }]),
+      AGENT_MCP_SERVERS: JSON.stringify([
+        { name: 'fake', command: process.execPath, args: [join(DIST, 'test', 'fakes', 'mcp-server.js')] },
+      ]),
       AGENT_MAX_STEPS: '4',
     },
     log: silentLogger(),
     readyTimeoutMs: 120_000,
   });
-  const web = await startWebServer({ config, database, log: silentLogger(), sessions: new DbSessionStore(database.sql), encryptor: atRestEncryptor(config), services: { chat: { runner } } }, 0, '127.0.0.1');
+  const web = await startWebServer(
+    {
+      config,
+      database,
+      log: silentLogger(),
+      sessions: new DbSessionStore(database.sql),
+      encryptor: atRestEncryptor(config),
+      services: { chat: { runner } },
+    },
+    0,
+    '127.0.0.1',
+  );
   try {
     return await measure('local runner', await chatClient(web.url, database.sql), directModel(model), true);
   } finally {
@@ -169,8 +217,13 @@ async function sandbox(model: ModelEmulator): Promise<Awaited<ReturnType<typeof 
   }
   await buildSandboxImage({ docker, tag: TAG, root: ROOT, log: silentLogger() });
   const dir = mkdtempSync(join(tmpdir(), 'airlock-bench-chat-sb-'));
-  const config = loadConfig(benchServeEnv({ dataDir: dir, image: TAG, modelUrl: model.url, modelKey: MODEL_KEY, pool: 0 }));
-  const d = await serve(config, { log: silentLogger(), runtime: { owner: `airlock-bench-${randomUUID().slice(0, 8)}` } });
+  const config = loadConfig(
+    benchServeEnv({ dataDir: dir, image: TAG, modelUrl: model.url, modelKey: MODEL_KEY, pool: 0 }),
+  );
+  const d = await serve(config, {
+    log: silentLogger(),
+    runtime: { owner: `airlock-bench-${randomUUID().slice(0, 8)}` },
+  });
   try {
     return await measure('sandbox', await chatClient(d.web.url, d.database.sql), directModel(model), false);
   } finally {
@@ -193,7 +246,8 @@ export async function run(): Promise<BenchResult> {
     apiKey: MODEL_KEY,
     respond: (body) => {
       const last = body.messages[body.messages.length - 1];
-      if (String(last.content).startsWith('tool') && last.role === 'user') return { kind: 'reply', tool_calls: [{ name: 'add', arguments: { a: 1, b: 2 } }] };
+      if (String(last.content).startsWith('tool') && last.role === 'user')
+        return { kind: 'reply', tool_calls: [{ name: 'add', arguments: { a: 1, b: 2 } }] };
       return { kind: 'reply', text: 'ok done' };
     },
   });
@@ -215,7 +269,9 @@ export async function run(): Promise<BenchResult> {
       ratios,
       notes:
         `zero-latency scripted OpenAI-compatible model; history grows over the run; warm rows: a new chat after the server's first chat served ${N + SERVER_WARM_TURNS} turns; ` +
-        (typeof s === 'string' ? `sandbox part skipped: ${s}` : 'sandbox = daemon + hardened container, model via the in-container proxy and the egress gateway'),
+        (typeof s === 'string'
+          ? `sandbox part skipped: ${s}`
+          : 'sandbox = daemon + hardened container, model via the in-container proxy and the egress gateway'),
     };
   } finally {
     await model.close();

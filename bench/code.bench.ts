@@ -73,7 +73,8 @@ async function server(name?: string): Promise<Client> {
   return client;
 }
 
-const call = (c: Client, name: string, args: Record<string, unknown>) => c.callTool({ name, arguments: args }, undefined, { timeout: 120_000 });
+const call = (c: Client, name: string, args: Record<string, unknown>) =>
+  c.callTool({ name, arguments: args }, undefined, { timeout: 120_000 });
 
 export async function run(): Promise<BenchResult | { skipped: string }> {
   const docker = createDocker({ docker: { socketPath: '/var/run/docker.sock', image: TAG } });
@@ -112,13 +113,25 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
   return {
     name: 'code',
     rows: [
-      { what: 'first run_python call (interpreter + pandas, numpy, matplotlib)', n: f.n, p50_ms: round(f.p50, 1), p99_ms: round(f.p99, 1) },
+      {
+        what: 'first run_python call (interpreter + pandas, numpy, matplotlib)',
+        n: f.n,
+        p50_ms: round(f.p50, 1),
+        p99_ms: round(f.p99, 1),
+      },
       { what: 'warm run_python call of `pass`', n: w.n, p50_ms: round(w.p50, 2), p99_ms: round(w.p99, 2) },
-      { what: 'baseline: a tool call that fails at once (MCP round trip)', n: b.n, p50_ms: round(b.p50, 2), p99_ms: round(b.p99, 2) },
+      {
+        what: 'baseline: a tool call that fails at once (MCP round trip)',
+        n: b.n,
+        p50_ms: round(b.p50, 2),
+        p99_ms: round(b.p99, 2),
+      },
       ...(memory?.rows ?? []),
     ],
     ratios: { warm_over_baseline_p50: w.p50 / b.p50, ...memory?.ratios },
-    notes: `warm overhead beyond an MCP round trip, p50: ${round(w.p50 - b.p50, 2)} ms (goal ≤ 30 ms)` + (memory ? `; ${memory.note}` : "; memory rows skipped: they need root (other users' smaps_rollup)"),
+    notes:
+      `warm overhead beyond an MCP round trip, p50: ${round(w.p50 - b.p50, 2)} ms (goal ≤ 30 ms)` +
+      (memory ? `; ${memory.note}` : "; memory rows skipped: they need root (other users' smaps_rollup)"),
   };
 }
 
@@ -142,10 +155,28 @@ async function memoryRows(docker: ReturnType<typeof createDocker>): Promise<Memo
   const b = stats(without);
   return {
     rows: [
-      { what: 'idle session PSS, this image (Python in it), MiB', n: a.n, p50: round(a.p50, 1), max: round(Math.max(...withPython), 1) },
-      { what: 'idle session PSS, the same image without Python, MiB', n: b.n, p50: round(b.p50, 1), max: round(Math.max(...without), 1) },
-      { what: 'tools server with its children, idle before its first run_python call, MiB', n: 1, p50: round(held.before, 1) },
-      { what: 'the same, idle after it (the interpreter with pandas, numpy, matplotlib), MiB', n: 1, p50: round(held.after, 1) },
+      {
+        what: 'idle session PSS, this image (Python in it), MiB',
+        n: a.n,
+        p50: round(a.p50, 1),
+        max: round(Math.max(...withPython), 1),
+      },
+      {
+        what: 'idle session PSS, the same image without Python, MiB',
+        n: b.n,
+        p50: round(b.p50, 1),
+        max: round(Math.max(...without), 1),
+      },
+      {
+        what: 'tools server with its children, idle before its first run_python call, MiB',
+        n: 1,
+        p50: round(held.before, 1),
+      },
+      {
+        what: 'the same, idle after it (the interpreter with pandas, numpy, matplotlib), MiB',
+        n: 1,
+        p50: round(held.after, 1),
+      },
     ],
     ratios: { idle_pss_with_minus_without_python_p50_mib: round(a.p50 - b.p50, 2) },
     note: `idle PSS with Python in the image minus without, p50: ${round(a.p50 - b.p50, 2)} MiB (goal: within 2 MiB; ${IDLE_ROUNDS} alternating batches of ${IDLE_BATCH} sessions per image)`,
@@ -156,13 +187,26 @@ async function memoryRows(docker: ReturnType<typeof createDocker>): Promise<Memo
 async function idleSessionsPss(docker: ReturnType<typeof createDocker>, tag: string, n: number): Promise<number[]> {
   const dir = mkdtempSync(join(tmpdir(), 'airlock-bench-code-'));
   const owner = `airlock-bench-${randomUUID().slice(0, 8)}`;
-  const config = loadConfig({ AIRLOCK_DATA_DIR: dir, AIRLOCK_IMAGE: tag, AIRLOCK_POOL_SIZE: '0', AIRLOCK_MAX_SESSIONS: String(n + 2), AIRLOCK_SESSION_IDLE_S: '86400' });
+  const config = loadConfig({
+    AIRLOCK_DATA_DIR: dir,
+    AIRLOCK_IMAGE: tag,
+    AIRLOCK_POOL_SIZE: '0',
+    AIRLOCK_MAX_SESSIONS: String(n + 2),
+    AIRLOCK_SESSION_IDLE_S: '86400',
+  });
   const m = new SessionManager({ config, docker, log: silentLogger(), owner });
   const signal = new AbortController().signal;
   try {
     await m.start();
     for (let i = 0; i < n; i++) {
-      const r = await m.runTurn({ userId: i + 1, sessionId: `s-${i}`, turnId: randomUUID(), prompt: 'hello', signal, onEvent: () => undefined });
+      const r = await m.runTurn({
+        userId: i + 1,
+        sessionId: `s-${i}`,
+        turnId: randomUUID(),
+        prompt: 'hello',
+        signal,
+        onEvent: () => undefined,
+      });
       if (r.stop_reason !== 'end_turn') throw new Error(`${tag} session ${i}: ${r.stop_reason} ${r.error?.code}`);
     }
     // Let the starts settle (lazy work after ready, GC) before measuring, as the density bench does.
@@ -186,7 +230,8 @@ async function pythonHeld(): Promise<{ before: number; after: number }> {
   const name = `airlock-bench-code-${randomUUID().slice(0, 8)}`;
   const c = await server(name);
   try {
-    const pidOf = () => Number(spawnSync('docker', ['inspect', '-f', '{{.State.Pid}}', name], { encoding: 'utf8' }).stdout.trim());
+    const pidOf = () =>
+      Number(spawnSync('docker', ['inspect', '-f', '{{.State.Pid}}', name], { encoding: 'utf8' }).stdout.trim());
     const sum = () => tree(pidOf()).reduce((s, p) => s + pss(p), 0) / 2 ** 20;
     await call(c, 'read_document', { name: 'missing.pdf' });
     await new Promise((r) => setTimeout(r, 3000));

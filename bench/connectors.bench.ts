@@ -31,17 +31,38 @@ export async function run(): Promise<BenchResult> {
   const up = await startMcpUpstream({ requireHeader: { name: 'authorization', value: `Bearer ${SECRET}` } });
   const database = await openDatabase({ file: join(dir, 'airlock.db') });
   const enc = new Encryptor(randomBytes(32));
-  const user = await database.sql.insertInto('users').values({ username: 'bench', email: 'bench@example.test', display_name: null, password_hash: null }).returning('id').executeTakeFirstOrThrow();
+  const user = await database.sql
+    .insertInto('users')
+    .values({ username: 'bench', email: 'bench@example.test', display_name: null, password_hash: null })
+    .returning('id')
+    .executeTakeFirstOrThrow();
   const svc = new ConnectorService({ db: database.sql, enc, allowHttpLoopback: true });
-  const { connector } = await svc.create({ id: 'bench', label: 'Bench', url: up.url, auth_kind: 'bearer', auth_secret: SECRET }, null);
+  const { connector } = await svc.create(
+    { id: 'bench', label: 'Bench', url: up.url, auth_kind: 'bearer', auth_secret: SECRET },
+    null,
+  );
   const log = silentLogger();
   const gw = new EgressGatewayService({ log, connectors: new ConnectorGateway({ db: database.sql, enc, log }) });
   const sock = join(dir, 'egress.sock');
   const placeholder = 'bench-placeholder-0123456789abcdefghij';
   const routes = [connectorRoute(connector.id, connector.url)];
-  const handle = await gw.open('bench', sock, { userId: Number(user.id), routes, tokens: { [CONNECTORS_PLACEHOLDER_ENV]: placeholder } });
-  const proxy = await startCredentialProxy({ profile: buildProfile('bench', 0, routes), getPlaceholder: () => placeholder, egressSocket: sock });
-  const agent = RemoteConnectors.fromEnv({ [CONNECTORS_PLACEHOLDER_ENV]: placeholder, [connectorBaseUrlEnv('bench')]: `http://127.0.0.1:${proxy.port}/connectors/bench` }, log)!;
+  const handle = await gw.open('bench', sock, {
+    userId: Number(user.id),
+    routes,
+    tokens: { [CONNECTORS_PLACEHOLDER_ENV]: placeholder },
+  });
+  const proxy = await startCredentialProxy({
+    profile: buildProfile('bench', 0, routes),
+    getPlaceholder: () => placeholder,
+    egressSocket: sock,
+  });
+  const agent = RemoteConnectors.fromEnv(
+    {
+      [CONNECTORS_PLACEHOLDER_ENV]: placeholder,
+      [connectorBaseUrlEnv('bench')]: `http://127.0.0.1:${proxy.port}/connectors/bench`,
+    },
+    log,
+  )!;
   await agent.refresh();
   const via = agent.target('bench__echo')!;
   const direct = await connectOver('streamable_http', up.url, async () => ({ authorization: `Bearer ${SECRET}` }));

@@ -55,7 +55,11 @@ async function client(url: string): Promise<Client> {
 async function replayLast(model: ModelServer): Promise<number> {
   const body = model.requests.at(-1)!.body;
   const t0 = nowMs();
-  const res = await fetch(`${model.url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}` }, body: JSON.stringify(body) });
+  const res = await fetch(`${model.url}/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}` },
+    body: JSON.stringify(body),
+  });
   await res.text();
   return nowMs() - t0;
 }
@@ -64,12 +68,22 @@ export async function run(): Promise<BenchResult> {
   const docker = createDocker({ docker: { socketPath: '/var/run/docker.sock', image: TAG } });
   await docker.ping();
   await buildSandboxImage({ docker, tag: TAG, root: ROOT, log: silentLogger() });
-  const model = await startModel({ apiKey: KEY, respond: () => ({ kind: 'reply', text: 'ok, noted: a short answer of a few words' }) });
+  const model = await startModel({
+    apiKey: KEY,
+    respond: () => ({ kind: 'reply', text: 'ok, noted: a short answer of a few words' }),
+  });
   const dir = mkdtempSync(join(tmpdir(), 'airlock-bench-context-'));
   const config = loadConfig(benchServeEnv({ dataDir: dir, image: TAG, modelUrl: model.url, modelKey: KEY, pool: 2 }));
-  const d = await serve(config, { log: silentLogger(), runtime: { owner: `airlock-bench-${randomUUID().slice(0, 8)}` } });
+  const d = await serve(config, {
+    log: silentLogger(),
+    runtime: { owner: `airlock-bench-${randomUUID().slice(0, 8)}` },
+  });
   try {
-    await createUser(d.database.sql, { username: 'bench', email: 'bench@example.test', passwordHash: await hashPassword('bench-password') });
+    await createUser(d.database.sql, {
+      username: 'bench',
+      email: 'bench@example.test',
+      passwordHash: await hashPassword('bench-password'),
+    });
     const c = await client(d.web.url);
     const sessions = d.runtime!.sessions;
     // A server that has served turns (its code is warm), as in the chat bench.
@@ -101,7 +115,8 @@ export async function run(): Promise<BenchResult> {
     const kill = async (sessionId: string) => {
       const sb = sessions.list().find((s) => s.sessionId === sessionId)!;
       await docker.getContainer(sb.containerId).kill();
-      for (let i = 0; i < 400 && sessions.list().some((s) => s.sessionId === sessionId && s.state !== 'dead'); i++) await new Promise((r) => setTimeout(r, 10));
+      for (let i = 0; i < 400 && sessions.list().some((s) => s.sessionId === sessionId && s.state !== 'dead'); i++)
+        await new Promise((r) => setTimeout(r, 10));
       // Both turns must claim a ready pool member (not wait for a refill's cold start), and the
       // engine's clean-up of the killed container settles first.
       await sessions.poolReady();
@@ -127,13 +142,36 @@ export async function run(): Promise<BenchResult> {
     return {
       name: 'context',
       rows: [
-        { what: 'sandbox turn overhead beyond the model, turns 2-11 of a chat', n: early.n, p50_ms: early.p50, p99_ms: early.p99 },
-        { what: `sandbox turn overhead beyond the model, turns ${TURNS - 9}-${TURNS} of the same chat`, n: late.n, p50_ms: late.p50, p99_ms: late.p99 },
-        { what: `reading a ${TURNS}-turn chat's branch from the store (${Math.round(bytes / 1024)} KiB of context)`, n: read.n, p50_ms: read.p50, p99_ms: read.p99 },
-        { what: `first turn after a lost sandbox, ${TURNS}+-turn chat (pool claim + context)`, n: ll.n, p50_ms: ll.p50, p99_ms: ll.p99 },
+        {
+          what: 'sandbox turn overhead beyond the model, turns 2-11 of a chat',
+          n: early.n,
+          p50_ms: early.p50,
+          p99_ms: early.p99,
+        },
+        {
+          what: `sandbox turn overhead beyond the model, turns ${TURNS - 9}-${TURNS} of the same chat`,
+          n: late.n,
+          p50_ms: late.p50,
+          p99_ms: late.p99,
+        },
+        {
+          what: `reading a ${TURNS}-turn chat's branch from the store (${Math.round(bytes / 1024)} KiB of context)`,
+          n: read.n,
+          p50_ms: read.p50,
+          p99_ms: read.p99,
+        },
+        {
+          what: `first turn after a lost sandbox, ${TURNS}+-turn chat (pool claim + context)`,
+          n: ll.n,
+          p50_ms: ll.p50,
+          p99_ms: ll.p99,
+        },
         { what: 'first turn after a lost sandbox, 1-turn chat (pool claim)', n: ls.n, p50_ms: ls.p50, p99_ms: ls.p99 },
       ],
-      ratios: { late_minus_early_overhead_ms: Math.round((late.p50 - early.p50) * 100) / 100, lost_long_minus_short_ms: Math.round((ll.p50 - ls.p50) * 100) / 100 },
+      ratios: {
+        late_minus_early_overhead_ms: Math.round((late.p50 - early.p50) * 100) / 100,
+        lost_long_minus_short_ms: Math.round((ll.p50 - ls.p50) * 100) / 100,
+      },
       notes: `zero-latency scripted model; each turn's baseline is the agent's own request replayed to the model; the long chat's request after a loss held ${contextItems} messages; pool of 2`,
     };
   } finally {

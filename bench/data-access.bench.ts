@@ -1,4 +1,15 @@
-import { assign, compilePolicy, compileTablePolicy, createRole, effectivePolicyOf, grantsOf, putPolicy, policyForTable, resolveEffectivePolicy, type RowFilter } from '../domain/data-access/index.js';
+import {
+  assign,
+  compilePolicy,
+  compileTablePolicy,
+  createRole,
+  effectivePolicyOf,
+  grantsOf,
+  putPolicy,
+  policyForTable,
+  resolveEffectivePolicy,
+  type RowFilter,
+} from '../domain/data-access/index.js';
 import { nowMs, stats, type BenchResult } from './lib.js';
 import { openDatabase } from '../domain/db/index.js';
 import { createUser, getUserById } from '../domain/users.js';
@@ -56,7 +67,13 @@ export async function run(): Promise<BenchResult> {
     const compileAll = await measureUs(() => compilePolicy(eff, 'sqlite'));
     const compileOne = await measureUs(() => compileTablePolicy(policyForTable(eff, 'table_7')!, 'postgres'));
 
-    const row = (what: string, s: Awaited<ReturnType<typeof measureUs>>) => ({ what, n: s.n, p50_us: s.p50, p99_us: s.p99, mean_us: s.mean });
+    const row = (what: string, s: Awaited<ReturnType<typeof measureUs>>) => ({
+      what,
+      n: s.n,
+      p50_us: s.p50,
+      p99_us: s.p99,
+      mean_us: s.mean,
+    });
     return {
       name: 'data-access',
       rows: [

@@ -47,7 +47,8 @@ export function tree(pid: number): number[] {
     }
     for (const t of tasks) {
       try {
-        for (const c of readFileSync(`/proc/${p}/task/${t}/children`, 'utf8').split(/\s+/).filter(Boolean)) out.push(Number(c));
+        for (const c of readFileSync(`/proc/${p}/task/${t}/children`, 'utf8').split(/\s+/).filter(Boolean))
+          out.push(Number(c));
       } catch {
         // the task ended meanwhile
       }
@@ -81,7 +82,10 @@ export function unmountUnderSandboxes(dir: string): void {
  * The local engine with the bench's sandbox image built, a data folder and an owner label for
  * what the bench starts, or why it cannot run (root to read other users' smaps; an engine).
  */
-export async function sandboxBench(why: string, prefix: string): Promise<{ docker: ReturnType<typeof createDocker>; dir: string; owner: string } | { skipped: string }> {
+export async function sandboxBench(
+  why: string,
+  prefix: string,
+): Promise<{ docker: ReturnType<typeof createDocker>; dir: string; owner: string } | { skipped: string }> {
   if (process.getuid?.() !== 0) return { skipped: `needs root (${why})` };
   const docker = createDocker({ docker: { socketPath: '/var/run/docker.sock', image: TAG } });
   try {
@@ -90,7 +94,11 @@ export async function sandboxBench(why: string, prefix: string): Promise<{ docke
     return { skipped: `no Docker engine: ${(err as Error).message}` };
   }
   await buildSandboxImage({ docker, tag: TAG, root: ROOT, log: silentLogger(), node: NODE_RUNTIME });
-  return { docker, dir: mkdtempSync(join(tmpdir(), `airlock-bench-${prefix}-`)), owner: `airlock-bench-${randomUUID().slice(0, 8)}` };
+  return {
+    docker,
+    dir: mkdtempSync(join(tmpdir(), `airlock-bench-${prefix}-`)),
+    owner: `airlock-bench-${randomUUID().slice(0, 8)}`,
+  };
 }
 
 export async function run(): Promise<BenchResult | { skipped: string }> {
@@ -98,10 +106,24 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
   const bench = await sandboxBench('reads other users’ /proc/<pid>/smaps_rollup', 'density');
   if ('skipped' in bench) return bench;
   const { docker, dir, owner } = bench;
-  const cfg = loadConfig({ AIRLOCK_DATA_DIR: dir, AIRLOCK_IMAGE: TAG, AIRLOCK_POOL_SIZE: '0', AIRLOCK_MAX_SESSIONS: String(n + 5), AIRLOCK_SESSION_IDLE_S: '86400' });
+  const cfg = loadConfig({
+    AIRLOCK_DATA_DIR: dir,
+    AIRLOCK_IMAGE: TAG,
+    AIRLOCK_POOL_SIZE: '0',
+    AIRLOCK_MAX_SESSIONS: String(n + 5),
+    AIRLOCK_SESSION_IDLE_S: '86400',
+  });
   const m = new SessionManager({ config: cfg, docker, log: silentLogger(), owner });
   const signal = new AbortController().signal;
-  const turn = (sessionId: string) => m.runTurn({ userId: 1 + (Number(sessionId.split('-')[1]) || 0), sessionId, turnId: randomUUID(), prompt: 'hello', signal, onEvent: () => undefined });
+  const turn = (sessionId: string) =>
+    m.runTurn({
+      userId: 1 + (Number(sessionId.split('-')[1]) || 0),
+      sessionId,
+      turnId: randomUUID(),
+      prompt: 'hello',
+      signal,
+      onEvent: () => undefined,
+    });
   const warm = async (): Promise<number[]> => {
     const out: number[] = [];
     for (let i = 0; i < N_WARM; i++) {
@@ -140,9 +162,21 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
     const max = Math.max(...perSession);
     const rows: BenchResult['rows'] = [
       { what: 'idle session PSS (all its processes), MiB', n: s.n, p50: s.p50, max: round(max, 1) },
-      ...[...perKind.entries()].sort().map(([k, v]) => ({ what: `  of which ${k}, MiB`, n: v.length, p50: stats(v).p50, max: round(Math.max(...v), 1) })),
+      ...[...perKind.entries()]
+        .sort()
+        .map(([k, v]) => ({
+          what: `  of which ${k}, MiB`,
+          n: v.length,
+          p50: stats(v).p50,
+          max: round(Math.max(...v), 1),
+        })),
       { what: 'warm turn alone, ms', n: N_WARM, p50: stats(alone).p50, max: stats(alone).p99 },
-      { what: `warm turn with ${n - 1} idle sessions beside it, ms`, n: N_WARM, p50: stats(crowded).p50, max: stats(crowded).p99 },
+      {
+        what: `warm turn with ${n - 1} idle sessions beside it, ms`,
+        n: N_WARM,
+        p50: stats(crowded).p50,
+        max: stats(crowded).p99,
+      },
     ];
     return {
       name: 'density',

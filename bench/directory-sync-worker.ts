@@ -44,13 +44,23 @@ async function work(task: WorkerTask): Promise<WorkerResult> {
   const start = Math.max(rssMb(), maxRssMb());
   const t0 = nowMs();
   if (task.phase === 'fetch') {
-    const client = new DirectoryClient({ serviceAccount: task.serviceAccount, delegatedAdminEmail: task.adminEmail, baseUrl: task.directoryUrl, tokenUrl: task.tokenUrl });
+    const client = new DirectoryClient({
+      serviceAccount: task.serviceAccount,
+      delegatedAdminEmail: task.adminEmail,
+      baseUrl: task.directoryUrl,
+      tokenUrl: task.tokenUrl,
+    });
     const snap = await fetchDirectory(client);
     return {
       seconds: (nowMs() - t0) / 1000,
       start_rss_mb: start,
       peak_rss_mb: maxRssMb(),
-      fetched: { users: snap.users.length, groups: snap.groups.length, memberships: snap.memberships, requests: client.requests },
+      fetched: {
+        users: snap.users.length,
+        groups: snap.groups.length,
+        memberships: snap.memberships,
+        requests: client.requests,
+      },
     };
   }
   const config = loadConfig({
@@ -85,6 +95,9 @@ async function work(task: WorkerTask): Promise<WorkerResult> {
 process.once('message', (task: WorkerTask) => {
   work(task).then(
     (r) => process.send!(r, () => process.exit(0)),
-    (err: Error) => process.send!({ error: err.message, seconds: 0, start_rss_mb: 0, peak_rss_mb: 0 } satisfies WorkerResult, () => process.exit(1)),
+    (err: Error) =>
+      process.send!({ error: err.message, seconds: 0, start_rss_mb: 0, peak_rss_mb: 0 } satisfies WorkerResult, () =>
+        process.exit(1),
+      ),
   );
 });

@@ -24,7 +24,10 @@ function phase(task: WorkerTask): Promise<WorkerResult> {
     child.once('error', reject);
     child.once('exit', (code) => {
       if (!answer) reject(new Error(`bench worker exited ${code} without an answer`));
-      else if (answer.error) reject(new Error(`bench worker: ${typeof answer.error === 'string' ? answer.error : JSON.stringify(answer.error)}`));
+      else if (answer.error)
+        reject(
+          new Error(`bench worker: ${typeof answer.error === 'string' ? answer.error : JSON.stringify(answer.error)}`),
+        );
       else resolve(answer);
     });
     child.send(task);

@@ -2,7 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { atRestEncryptor, hashPassword, loadConfig, silentLogger, type TurnRequest, type TurnResult } from '../core/index.js';
+import {
+  atRestEncryptor,
+  hashPassword,
+  loadConfig,
+  silentLogger,
+  type TurnRequest,
+  type TurnResult,
+} from '../core/index.js';
 import { openDatabase, type Database } from '../domain/db/index.js';
 import { claimNonce, ownSandbox, registerNode } from '../domain/fleet.js';
 import { createUser } from '../domain/users.js';
@@ -44,7 +51,18 @@ async function node(database: Database, id: string): Promise<{ web: WebServer; d
     MCP_INTERNAL_SECRET: 'bench-secret-0123456789',
     AGENT_USER_TOKEN_SECRET: 'bench-secret-0123456789',
   });
-  const web = await startWebServer({ config, database, log: silentLogger(), sessions: new DbSessionStore(database.sql), encryptor: atRestEncryptor(config), services: { chat: { runner: instant } } }, port, '127.0.0.1');
+  const web = await startWebServer(
+    {
+      config,
+      database,
+      log: silentLogger(),
+      sessions: new DbSessionStore(database.sql),
+      encryptor: atRestEncryptor(config),
+      services: { chat: { runner: instant } },
+    },
+    port,
+    '127.0.0.1',
+  );
   await registerNode(database.sql, { id, url: web.url, version: 'bench', capacity: 32 });
   return { web, dir };
 }
@@ -67,12 +85,17 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
     await viaB.login('bench', 'bench-password-0123');
     const first = await streamTurn(viaA, { message: 'hello' });
     const sessionId = first.events.at(-1).session_id as string;
-    const me = await database.sql.selectFrom('users').select('id').where('username', '=', 'bench').executeTakeFirstOrThrow();
+    const me = await database.sql
+      .selectFrom('users')
+      .select('id')
+      .where('username', '=', 'bench')
+      .executeTakeFirstOrThrow();
     await ownSandbox(database.sql, { sessionId, userId: me.id, nodeId: 'node-a', state: 'live' });
     const turn = async (c: Client): Promise<{ ms: number; servedBy: string | null }> => {
       const t0 = nowMs();
       const r = await streamTurn(c, { message: 'hi', session_id: sessionId });
-      if (r.events.at(-1)?.type !== 'done') throw new Error(`turn failed: ${JSON.stringify(r.error ?? r.events.at(-1))}`);
+      if (r.events.at(-1)?.type !== 'done')
+        throw new Error(`turn failed: ${JSON.stringify(r.error ?? r.events.at(-1))}`);
       return { ms: nowMs() - t0, servedBy: r.headers.get('x-airlock-served-by') };
     };
     for (let i = 0; i < 20; i++) await Promise.all([turn(viaA), turn(viaB)].map((p) => p.catch(() => undefined)));
@@ -87,7 +110,8 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
       forwarded.push(f.ms);
       // The part of forwarding that keeps it replay-proof: the receiver's fleet-wide nonce claim.
       const t0 = nowMs();
-      if (!(await claimNonce(database.sql, randomBytes(12).toString('hex'), 'node-b', Date.now() + 31_000))) throw new Error('a fresh nonce was refused');
+      if (!(await claimNonce(database.sql, randomBytes(12).toString('hex'), 'node-b', Date.now() + 31_000)))
+        throw new Error('a fresh nonce was refused');
       nonces.push(nowMs() - t0);
     }
     await a.web.close(100);
@@ -99,11 +123,17 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
       rows: [
         { what: 'turn sent to the owner node (baseline)', n: sd.n, p50_ms: sd.p50, p99_ms: sd.p99 },
         { what: 'the same turn through another node (forwarded)', n: sf.n, p50_ms: sf.p50, p99_ms: sf.p99 },
-        { what: 'added by forwarding', n: sf.n, p50_ms: Math.round((sf.p50 - sd.p50) * 1000) / 1000, p99_ms: Math.round((sf.p99 - sd.p99) * 1000) / 1000 },
+        {
+          what: 'added by forwarding',
+          n: sf.n,
+          p50_ms: Math.round((sf.p50 - sd.p50) * 1000) / 1000,
+          p99_ms: Math.round((sf.p99 - sd.p99) * 1000) / 1000,
+        },
         { what: 'of which the nonce claim (one INSERT on node_nonces)', n: sn.n, p50_ms: sn.p50, p99_ms: sn.p99 },
       ],
       ratios: { forwarded_vs_owner_p50: sf.p50 / sd.p50 },
-      notes: 'two web apps in one process on one PostgreSQL (local cluster), a zero-latency turn runner, interleaved turns, keep-alive between the nodes',
+      notes:
+        'two web apps in one process on one PostgreSQL (local cluster), a zero-latency turn runner, interleaved turns, keep-alive between the nodes',
     };
   } finally {
     cluster.stop();

@@ -57,14 +57,18 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
     const res = await runscDocker.loadImage(await runcDocker.getImage(image).get());
     await new Promise<void>((resolve, reject) => res.on('end', resolve).on('error', reject).resume());
   }
-  const engines: Record<Rt, { docker: Docker; socket: string }> = { runc: { docker: runcDocker, socket: DEFAULT_SOCKET }, runsc: { docker: runscDocker, socket: e.socket } };
+  const engines: Record<Rt, { docker: Docker; socket: string }> = {
+    runc: { docker: runcDocker, socket: DEFAULT_SOCKET },
+    runsc: { docker: runscDocker, socket: e.socket },
+  };
   const RTS: Rt[] = ['runc', 'runsc'];
   const dir = mkdtempSync(join(tmpdir(), 'airlock-bench-gvisor-'));
   const owner = `airlock-bench-${randomUUID().slice(0, 8)}`;
   const signal = new AbortController().signal;
   const liveAt = new Map<string, number>();
   const hooks = { onSessionLive: (s: { sessionId: string }) => void liveAt.set(s.sessionId, nowMs()) };
-  const turn = (m: SessionManager, sessionId: string) => m.runTurn({ userId: 1, sessionId, turnId: randomUUID(), prompt: 'ping', signal, onEvent: () => undefined });
+  const turn = (m: SessionManager, sessionId: string) =>
+    m.runTurn({ userId: 1, sessionId, turnId: randomUUID(), prompt: 'ping', signal, onEvent: () => undefined });
   const samples = new Map<string, number[]>();
   const add = (rt: Rt, what: string, ms: number) => {
     const k = `${rt}|${what}`;
@@ -73,7 +77,14 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
   };
   const managers: SessionManager[] = [];
   const config = (rt: Rt, name: string, pool: string) =>
-    loadConfig({ AIRLOCK_DATA_DIR: join(dir, name), AIRLOCK_IMAGE: image, AIRLOCK_POOL_SIZE: pool, AIRLOCK_MAX_SESSIONS: '100', AIRLOCK_SANDBOX_RUNTIME: rt, AIRLOCK_DOCKER_SOCKET: engines[rt].socket });
+    loadConfig({
+      AIRLOCK_DATA_DIR: join(dir, name),
+      AIRLOCK_IMAGE: image,
+      AIRLOCK_POOL_SIZE: pool,
+      AIRLOCK_MAX_SESSIONS: '100',
+      AIRLOCK_SANDBOX_RUNTIME: rt,
+      AIRLOCK_DOCKER_SOCKET: engines[rt].socket,
+    });
   try {
     // Baseline: a hardened `docker run` → "ready" under each runtime.
     for (let i = 0; i < N_COLD; i++) {
@@ -86,7 +97,9 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
           Entrypoint: ['/usr/local/bin/node', '-e', 'console.log("ready")'],
           Labels: { 'airlock.owner': owner },
           NetworkDisabled: true,
-          HostConfig: sandboxHostConfig(config(rt, 'cfg', '0').sandbox, [{ Type: 'bind', Source: d, Target: '/run/airlock', ReadOnly: false }]),
+          HostConfig: sandboxHostConfig(config(rt, 'cfg', '0').sandbox, [
+            { Type: 'bind', Source: d, Target: '/run/airlock', ReadOnly: false },
+          ]),
         });
         await startUntilReady(c);
         add(rt, 'hardened', nowMs() - t0);
@@ -97,7 +110,13 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
     // Cold session start (no pool), to session ready and to the end of its first turn.
     const cold = new Map<Rt, SessionManager>();
     for (const rt of RTS) {
-      const m = new SessionManager({ config: config(rt, `cold-${rt}`, '0'), docker: engines[rt].docker, log: silentLogger(), owner, hooks });
+      const m = new SessionManager({
+        config: config(rt, `cold-${rt}`, '0'),
+        docker: engines[rt].docker,
+        log: silentLogger(),
+        owner,
+        hooks,
+      });
       managers.push(m);
       await m.start();
       cold.set(rt, m);
@@ -127,7 +146,13 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
     for (const m of cold.values()) await m.close({ removeContainers: true });
 
     // runc's pool claim (what a runc user waits for; runsc has no pool).
-    const pool = new SessionManager({ config: config('runc', 'pool-runc', '1'), docker: runcDocker, log: silentLogger(), owner, hooks });
+    const pool = new SessionManager({
+      config: config('runc', 'pool-runc', '1'),
+      docker: runcDocker,
+      log: silentLogger(),
+      owner,
+      hooks,
+    });
     managers.push(pool);
     await pool.start();
     for (let i = 0; i < N_COLD; i++) {
@@ -172,7 +197,9 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
   } finally {
     for (const m of managers) await m.close({ removeContainers: true }).catch(() => undefined);
     for (const rt of RTS) {
-      const left = await engines[rt].docker.listContainers({ all: true, filters: { label: [`airlock.owner=${owner}`] } }).catch(() => []);
+      const left = await engines[rt].docker
+        .listContainers({ all: true, filters: { label: [`airlock.owner=${owner}`] } })
+        .catch(() => []);
       await Promise.all(
         left.map((c) =>
           engines[rt].docker

@@ -21,7 +21,11 @@ const OLD_DIST = process.env.AIRLOCK_BENCH_OLD_DIST ?? '/work/main/dist';
 
 interface Old {
   proxy: { startCredentialProxy(o: Record<string, unknown>): Promise<{ port: number; close(): Promise<void> }> };
-  egress: { EgressGatewayService: new (o: { log: unknown }) => { open(s: string, p: string, allow: string[]): Promise<{ close(): Promise<void> }> } };
+  egress: {
+    EgressGatewayService: new (o: { log: unknown }) => {
+      open(s: string, p: string, allow: string[]): Promise<{ close(): Promise<void> }>;
+    };
+  };
 }
 
 async function loadOld(): Promise<Old | undefined> {
@@ -50,13 +54,33 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
   const token = 'ya29.bench-real-token-0123456789abcdef';
   const tokens = { MAIL_ACCESS_TOKEN: token, SHEETS_ACCESS_TOKEN: token, SEARCH_ACCESS_TOKEN: token };
   const placeholder = 'bench-placeholder-0123456789abcdefghij';
-  const mailPolicy: MailPolicy = { allow_domains: ['corp.example'], block_domains: ['evil.example'], other: 'ask', max_recipients: 50, max_per_hour: 1_000_000, approval_timeout_s: 60 };
+  const mailPolicy: MailPolicy = {
+    allow_domains: ['corp.example'],
+    block_domains: ['evil.example'],
+    other: 'ask',
+    max_recipients: 50,
+    max_per_hour: 1_000_000,
+    approval_timeout_s: 60,
+  };
   const profile = buildProfile('bench', 0, routes);
   const newSock = join(dir, 'new.sock');
-  const newGw = await new EgressGatewayService({ log: silentLogger() }).open('bench-new', newSock, { userId: 1, routes, tokens, mailPolicy, hold: async () => ({ allow: true }) });
-  const fresh = await startCredentialProxy({ profile, getPlaceholder: () => placeholder, egressSocket: newSock, mailPolicy });
+  const newGw = await new EgressGatewayService({ log: silentLogger() }).open('bench-new', newSock, {
+    userId: 1,
+    routes,
+    tokens,
+    mailPolicy,
+    hold: async () => ({ allow: true }),
+  });
+  const fresh = await startCredentialProxy({
+    profile,
+    getPlaceholder: () => placeholder,
+    egressSocket: newSock,
+    mailPolicy,
+  });
   const oldSock = join(dir, 'old.sock');
-  const oldGw = await new old.egress.EgressGatewayService({ log: silentLogger() }).open('bench-old', oldSock, [...new Set(routes.map((r) => egressTarget(r.upstream)))]);
+  const oldGw = await new old.egress.EgressGatewayService({ log: silentLogger() }).open('bench-old', oldSock, [
+    ...new Set(routes.map((r) => egressTarget(r.upstream))),
+  ]);
   const before = await old.proxy.startCredentialProxy({
     profile,
     getToken: (n: string) => (tokens as Record<string, string>)[n],
@@ -69,12 +93,18 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
   const dispatcher = new Agent({ connections: 4 });
   const call = async (port: number, kind: 'sheet' | 'mail') => {
     const t0 = process.hrtime.bigint();
-    const r = await request(`http://127.0.0.1:${port}${kind === 'sheet' ? `/sheets${SHEET.slice('/sheets'.length)}` : MAIL}`, {
-      method: kind === 'sheet' ? 'GET' : 'POST',
-      dispatcher,
-      headers: { authorization: `Bearer ${placeholder}`, ...(kind === 'mail' ? { 'content-type': 'application/json' } : {}) },
-      ...(kind === 'mail' ? { body } : {}),
-    });
+    const r = await request(
+      `http://127.0.0.1:${port}${kind === 'sheet' ? `/sheets${SHEET.slice('/sheets'.length)}` : MAIL}`,
+      {
+        method: kind === 'sheet' ? 'GET' : 'POST',
+        dispatcher,
+        headers: {
+          authorization: `Bearer ${placeholder}`,
+          ...(kind === 'mail' ? { 'content-type': 'application/json' } : {}),
+        },
+        ...(kind === 'mail' ? { body } : {}),
+      },
+    );
     if (r.statusCode !== 200) throw new Error(`${kind} ${r.statusCode}`);
     await r.body.dump();
     upstream.requests.length = 0;
@@ -104,7 +134,13 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
     const rows = (what: string, r: Awaited<ReturnType<typeof pairs>>) => [
       { what: `${what}, injection in the proxy (before)`, n: r.old.n, rps: 0, p50_ms: r.old.p50, p99_ms: r.old.p99 },
       { what: `${what}, injection on the host (now)`, n: r.now.n, rps: 0, p50_ms: r.now.p50, p99_ms: r.now.p99 },
-      { what: `${what}, added (p50 difference)`, n: r.now.n, rps: 0, p50_ms: round(r.now.p50 - r.old.p50), p99_ms: round(r.now.p99 - r.old.p99) },
+      {
+        what: `${what}, added (p50 difference)`,
+        n: r.now.n,
+        rps: 0,
+        p50_ms: round(r.now.p50 - r.old.p50),
+        p99_ms: round(r.now.p99 - r.old.p99),
+      },
       { what: `${what}, added (paired)`, n: r.paired.n, rps: 0, p50_ms: r.paired.p50, p99_ms: r.paired.p99 },
     ];
     return {

@@ -26,7 +26,13 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
   const bench = await sandboxBench('the pool; reads other users’ /proc/<pid>/smaps_rollup', 'idle');
   if ('skipped' in bench) return bench;
   const { docker, dir, owner } = bench;
-  const cfg = loadConfig({ AIRLOCK_DATA_DIR: dir, AIRLOCK_IMAGE: TAG, AIRLOCK_POOL_SIZE: '2', AIRLOCK_MAX_SESSIONS: String(n + 5), AIRLOCK_SESSION_IDLE_S: '120' });
+  const cfg = loadConfig({
+    AIRLOCK_DATA_DIR: dir,
+    AIRLOCK_IMAGE: TAG,
+    AIRLOCK_POOL_SIZE: '2',
+    AIRLOCK_MAX_SESSIONS: String(n + 5),
+    AIRLOCK_SESSION_IDLE_S: '120',
+  });
   // The bench's clock: the real time plus what it skipped, so the release needs no two-minute wait.
   let skipped = 0;
   const clock = { now: () => Date.now() + skipped };
@@ -36,7 +42,14 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
   const turn = async (sessionId: string, userId: number): Promise<number> => {
     const t0 = nowMs();
     let first = NaN;
-    const r = await m.runTurn({ userId, sessionId, turnId: randomUUID(), prompt: 'hello', signal, onEvent: () => (first = Number.isNaN(first) ? nowMs() - t0 : first) });
+    const r = await m.runTurn({
+      userId,
+      sessionId,
+      turnId: randomUUID(),
+      prompt: 'hello',
+      signal,
+      onEvent: () => (first = Number.isNaN(first) ? nowMs() - t0 : first),
+    });
     if (r.stop_reason !== 'end_turn') throw new Error(`${sessionId}: ${r.stop_reason} ${r.error?.code}`);
     return first;
   };
@@ -67,9 +80,19 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
     return {
       name: 'idle-release',
       rows: [
-        { what: `sandbox memory held by ${n} idle chats, MiB (PSS)`, n: before.sandboxes, p50: round(before.mib / Math.max(1, before.sandboxes), 1), max: round(before.mib, 1) },
+        {
+          what: `sandbox memory held by ${n} idle chats, MiB (PSS)`,
+          n: before.sandboxes,
+          p50: round(before.mib / Math.max(1, before.sandboxes), 1),
+          max: round(before.mib, 1),
+        },
         { what: `after their release, MiB (PSS)`, n: after.sandboxes, p50: 0, max: round(after.mib, 1) },
-        { what: `release of ${released.length} chats, ms`, n: released.length, p50: round(releaseMs / Math.max(1, released.length), 1), max: round(releaseMs, 1) },
+        {
+          what: `release of ${released.length} chats, ms`,
+          n: released.length,
+          p50: round(releaseMs / Math.max(1, released.length), 1),
+          max: round(releaseMs, 1),
+        },
         { what: 'warm turn, first event, ms', n: w.n, p50: w.p50, max: w.p99 },
         { what: 'released chat, next prompt, first event, ms', n: b.n, p50: b.p50, max: b.p99 },
       ],

@@ -19,7 +19,12 @@ export function percentile(sorted: number[], p: number): number {
 
 export function stats(samples: number[]): { n: number; p50: number; p99: number; mean: number } {
   const s = [...samples].sort((a, b) => a - b);
-  return { n: s.length, p50: round(percentile(s, 50)), p99: round(percentile(s, 99)), mean: round(s.reduce((a, b) => a + b, 0) / (s.length || 1)) };
+  return {
+    n: s.length,
+    p50: round(percentile(s, 50)),
+    p99: round(percentile(s, 99)),
+    mean: round(s.reduce((a, b) => a + b, 0) / (s.length || 1)),
+  };
 }
 
 export function round(n: number, digits = 3): number {
@@ -41,11 +46,18 @@ export function report(r: BenchResult): void {
   root = join(root, '..', '..');
   const dir = join(root, 'bench', 'results');
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, `${r.name}.json`), JSON.stringify({ ...r, at: new Date().toISOString(), node: process.version }, null, 2));
+  writeFileSync(
+    join(dir, `${r.name}.json`),
+    JSON.stringify({ ...r, at: new Date().toISOString(), node: process.version }, null, 2),
+  );
 }
 
 /** Run `fn` n times from `concurrency` workers; per-call latencies (ms) and requests per second. */
-export async function measure(n: number, fn: () => Promise<void>, concurrency = 8): Promise<{ samples: number[]; rps: number }> {
+export async function measure(
+  n: number,
+  fn: () => Promise<void>,
+  concurrency = 8,
+): Promise<{ samples: number[]; rps: number }> {
   const samples: number[] = [];
   let next = 0;
   const t0 = nowMs();
@@ -65,7 +77,10 @@ export async function measure(n: number, fn: () => Promise<void>, concurrency = 
  * The settings of a bench's `serve` with real sandboxes and an OpenAI-shaped scripted model:
  * its own data folder and image tag, pool and log level as given, fixed secrets (bench only).
  */
-export function benchServeEnv(o: { dataDir: string; image: string; modelUrl: string; modelKey: string; pool: number }, extra: Record<string, string> = {}): Record<string, string> {
+export function benchServeEnv(
+  o: { dataDir: string; image: string; modelUrl: string; modelKey: string; pool: number },
+  extra: Record<string, string> = {},
+): Record<string, string> {
   return {
     AIRLOCK_DATA_DIR: o.dataDir,
     AIRLOCK_IMAGE: o.image,
@@ -83,7 +98,11 @@ export function benchServeEnv(o: { dataDir: string; image: string; modelUrl: str
 }
 
 /** Log in to a web app as a browser does (CSRF token, then the password): its cookie and CSRF token. */
-export async function benchLogin(url: string, username: string, password: string): Promise<{ cookie: string; token: string }> {
+export async function benchLogin(
+  url: string,
+  username: string,
+  password: string,
+): Promise<{ cookie: string; token: string }> {
   const csrf = await fetch(`${url}/api/auth/csrf`);
   const first = csrf.headers.getSetCookie()[0].split(';')[0];
   const pre = ((await csrf.json()) as { csrf_token: string }).csrf_token;
@@ -93,5 +112,8 @@ export async function benchLogin(url: string, username: string, password: string
     body: JSON.stringify({ username, password }),
   });
   if (login.status !== 200) throw new Error(`login ${username}: ${login.status}`);
-  return { cookie: login.headers.getSetCookie()[0].split(';')[0], token: ((await login.json()) as { csrf_token: string }).csrf_token };
+  return {
+    cookie: login.headers.getSetCookie()[0].split(';')[0],
+    token: ((await login.json()) as { csrf_token: string }).csrf_token,
+  };
 }

@@ -29,21 +29,36 @@ const WORKLOADS: Record<string, { thinkMs: [number, number]; maxSessions?: strin
 };
 const WORKLOAD_NAME = process.env.AIRLOCK_LOAD_WORKLOAD ?? 'hammer';
 const WORKLOAD = WORKLOADS[WORKLOAD_NAME];
-if (!WORKLOAD) throw new Error(`AIRLOCK_LOAD_WORKLOAD must be one of ${Object.keys(WORKLOADS).join(', ')}, not "${WORKLOAD_NAME}"`);
+if (!WORKLOAD)
+  throw new Error(`AIRLOCK_LOAD_WORKLOAD must be one of ${Object.keys(WORKLOADS).join(', ')}, not "${WORKLOAD_NAME}"`);
 /** `min-max` in milliseconds, e.g. 20000-40000. */
 function thinkFromEnv(v: string | undefined): [number, number] | undefined {
   if (v === undefined) return undefined;
   const m = /^(\d+)-(\d+)$/.exec(v);
-  if (!m || Number(m[1]) > Number(m[2])) throw new Error(`AIRLOCK_LOAD_THINK_MS must be min-max in milliseconds (e.g. 20000-40000), not "${v}"`);
+  if (!m || Number(m[1]) > Number(m[2]))
+    throw new Error(`AIRLOCK_LOAD_THINK_MS must be min-max in milliseconds (e.g. 20000-40000), not "${v}"`);
   return [Number(m[1]), Number(m[2])];
 }
 const MAX_SESSIONS = process.env.AIRLOCK_LOAD_MAX_SESSIONS ?? WORKLOAD.maxSessions;
-export const USER_OPTIONS = { turnsPerChat: 6, thinkMs: thinkFromEnv(process.env.AIRLOCK_LOAD_THINK_MS) ?? WORKLOAD.thinkMs, toolShare: 0.2, mailShare: 0.1, boundMs: 180_000 };
+export const USER_OPTIONS = {
+  turnsPerChat: 6,
+  thinkMs: thinkFromEnv(process.env.AIRLOCK_LOAD_THINK_MS) ?? WORKLOAD.thinkMs,
+  toolShare: 0.2,
+  mailShare: 0.1,
+  boundMs: 180_000,
+};
 
 export type StepRow = Record<string, string | number>;
 
 /** One step of the ramp: `users` active for `seconds`, then the figures of the turns sent meanwhile. */
-export async function step(docker: Docker, rig: Rig, load: LoadUsers, users: number, seconds: number, label: string): Promise<{ ok: boolean; okLater: boolean; firstP99Later: number; row: StepRow }> {
+export async function step(
+  docker: Docker,
+  rig: Rig,
+  load: LoadUsers,
+  users: number,
+  seconds: number,
+  label: string,
+): Promise<{ ok: boolean; okLater: boolean; firstP99Later: number; row: StepRow }> {
   load.setActive(users);
   const before = rig.nodes.map((n) => procFigures(n.pid()!));
   const t0 = nowMs();
@@ -92,13 +107,24 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
   const best: Record<string, number> = {};
   for (const nodes of NODES) {
     if (nodes === 2 && pgUnavailable()) continue;
-    const rig = await startRig({ image, nodes, users: Math.max(...LEVELS), modelDelayMs: MODEL_MS, env: MAX_SESSIONS ? { AIRLOCK_MAX_SESSIONS: MAX_SESSIONS } : undefined });
+    const rig = await startRig({
+      image,
+      nodes,
+      users: Math.max(...LEVELS),
+      modelDelayMs: MODEL_MS,
+      env: MAX_SESSIONS ? { AIRLOCK_MAX_SESSIONS: MAX_SESSIONS } : undefined,
+    });
     const load = new LoadUsers(rig, USER_OPTIONS);
     try {
       best[`node${nodes}`] = 0;
       best[`later${nodes}`] = 0;
       for (const users of LEVELS) {
-        const { ok, okLater, firstP99Later, row: shown } = await step(docker, rig, load, users, STEP_S, `${nodes} node${nodes > 1 ? 's' : ''}`);
+        const {
+          ok,
+          okLater,
+          firstP99Later,
+          row: shown,
+        } = await step(docker, rig, load, users, STEP_S, `${nodes} node${nodes > 1 ? 's' : ''}`);
         rows.push(shown);
         process.stderr.write(`load ${JSON.stringify(shown)}\n`);
         if (ok) best[`node${nodes}`] = users;

@@ -18,10 +18,30 @@ const LOGIN_CONCURRENCY = 1;
 /** Login endpoint (scrypt + session write) vs a bare express route in the same process. */
 export async function run(): Promise<BenchResult> {
   const dir = mkdtempSync(join(tmpdir(), 'airlock-bench-'));
-  const config = loadConfig({ AIRLOCK_DATA_DIR: dir, AIRLOCK_LOGIN_MAX_FAILURES: '1000', MCP_INTERNAL_SECRET: 'bench-secret-0123456789', AGENT_USER_TOKEN_SECRET: 'bench-secret-0123456789' });
+  const config = loadConfig({
+    AIRLOCK_DATA_DIR: dir,
+    AIRLOCK_LOGIN_MAX_FAILURES: '1000',
+    MCP_INTERNAL_SECRET: 'bench-secret-0123456789',
+    AGENT_USER_TOKEN_SECRET: 'bench-secret-0123456789',
+  });
   const database = await openDatabase({ file: join(dir, 'airlock.db') });
-  await createUser(database.sql, { username: 'bench', email: 'bench@example.test', passwordHash: await hashPassword('bench-password') });
-  const web = await startWebServer({ config, database, log: silentLogger(), sessions: new DbSessionStore(database.sql), encryptor: atRestEncryptor(config), services: {} }, 0, '127.0.0.1');
+  await createUser(database.sql, {
+    username: 'bench',
+    email: 'bench@example.test',
+    passwordHash: await hashPassword('bench-password'),
+  });
+  const web = await startWebServer(
+    {
+      config,
+      database,
+      log: silentLogger(),
+      sessions: new DbSessionStore(database.sql),
+      encryptor: atRestEncryptor(config),
+      services: {},
+    },
+    0,
+    '127.0.0.1',
+  );
   // A bare express app in the same process: one route, no middleware (the floor of any route).
   const bareApp = express();
   bareApp.get('/ok', (_req, res) => void res.json({ ok: true }));
@@ -95,8 +115,20 @@ export async function run(): Promise<BenchResult> {
     return {
       name: 'login',
       rows: [
-        { what: 'bare express app GET /ok (no middleware)', n: e.n, rps: Math.round(bareExpress.rps), p50_ms: e.p50, p99_ms: e.p99 },
-        { what: 'our app GET /healthz (full middleware)', n: b.n, rps: Math.round(baseline.rps), p50_ms: b.p50, p99_ms: b.p99 },
+        {
+          what: 'bare express app GET /ok (no middleware)',
+          n: e.n,
+          rps: Math.round(bareExpress.rps),
+          p50_ms: e.p50,
+          p99_ms: e.p99,
+        },
+        {
+          what: 'our app GET /healthz (full middleware)',
+          n: b.n,
+          rps: Math.round(baseline.rps),
+          p50_ms: b.p50,
+          p99_ms: b.p99,
+        },
         { what: 'POST /api/auth/login', n: l.n, rps: Math.round(login.rps), p50_ms: l.p50, p99_ms: l.p99 },
         { what: 'login, wrong password', n: wrong.n, p50_ms: wrong.p50, p99_ms: wrong.p99 },
         { what: 'login, unknown user', n: unknown.n, p50_ms: unknown.p50, p99_ms: unknown.p99 },
@@ -108,7 +140,8 @@ export async function run(): Promise<BenchResult> {
         bare_rps_vs_login_rps: baseline.rps / login.rps,
         unknown_user_p50_vs_wrong_password_p50: unknown.p50 / wrong.p50,
       },
-      notes: 'everything sequential (one request at a time); login cost is dominated by scrypt (N=16384) by design; unknown users verify against a hash made at start',
+      notes:
+        'everything sequential (one request at a time); login cost is dominated by scrypt (N=16384) by design; unknown users verify against a hash made at start',
     };
   } finally {
     await dispatcher.close();

@@ -27,13 +27,26 @@ export async function run(): Promise<BenchResult> {
   const token = 'ya29.bench-real-token-0123456789abcdef';
   const placeholder = 'bench-placeholder-0123456789abcdefghij';
   const tokens = { MAIL_ACCESS_TOKEN: token, SHEETS_ACCESS_TOKEN: token, SEARCH_ACCESS_TOKEN: token };
-  const mailPolicy = { allow_domains: ['corp.example'], block_domains: ['evil.example'], other: 'ask' as const, max_recipients: 50, max_per_hour: 1_000_000, approval_timeout_s: 60 };
+  const mailPolicy = {
+    allow_domains: ['corp.example'],
+    block_domains: ['evil.example'],
+    other: 'ask' as const,
+    max_recipients: 50,
+    max_per_hour: 1_000_000,
+    approval_timeout_s: 60,
+  };
   // Two sessions: one without the send policy, one with it on both walls (the proxy reads the
   // message, the gateway on the host reads it again and holds it; the hold is answered at once).
   const plainSock = join(dir, 'plain.sock');
   const policedSock = join(dir, 'policed.sock');
   const plainGw = await gw.open('bench-plain', plainSock, { userId: 1, routes, tokens });
-  const policedGw = await gw.open('bench-policed', policedSock, { userId: 1, routes, tokens, mailPolicy, hold: async () => ({ allow: true }) });
+  const policedGw = await gw.open('bench-policed', policedSock, {
+    userId: 1,
+    routes,
+    tokens,
+    mailPolicy,
+    hold: async () => ({ allow: true }),
+  });
   const common = { profile: buildProfile('bench', 0, routes), getPlaceholder: () => placeholder };
   const plain = await startCredentialProxy({ ...common, egressSocket: plainSock });
   const policed = await startCredentialProxy({ ...common, egressSocket: policedSock, mailPolicy });
@@ -80,10 +93,20 @@ export async function run(): Promise<BenchResult> {
       rows: [
         { what: '1 MiB send, no policy', n: sa.n, rps: 0, p50_ms: sa.p50, p99_ms: sa.p99 },
         { what: '1 MiB send, send policy', n: sb.n, rps: 0, p50_ms: sb.p50, p99_ms: sb.p99 },
-        { what: 'added by the policy (p50 difference)', n: sb.n, rps: 0, p50_ms: round(sb.p50 - sa.p50), p99_ms: round(sb.p99 - sa.p99) },
+        {
+          what: 'added by the policy (p50 difference)',
+          n: sb.n,
+          rps: 0,
+          p50_ms: round(sb.p50 - sa.p50),
+          p99_ms: round(sb.p99 - sa.p99),
+        },
         { what: 'added by the policy (paired)', n: paired.n, rps: 0, p50_ms: paired.p50, p99_ms: paired.p99 },
       ],
-      ratios: { policy_p50_vs_plain: sb.p50 / sa.p50, policy_added_p50_ms: round(sb.p50 - sa.p50), policy_added_paired_p50_ms: paired.p50 },
+      ratios: {
+        policy_p50_vs_plain: sb.p50 / sa.p50,
+        policy_added_p50_ms: round(sb.p50 - sa.p50),
+        policy_added_paired_p50_ms: paired.p50,
+      },
       notes: `message ${rawBytes} bytes (${body.length} as JSON); interleaved pairs, alternating order; the hold is answered at once (the daemon's per-hour check is a database read, measured in the store bench)`,
     };
   } finally {

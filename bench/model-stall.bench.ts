@@ -35,7 +35,13 @@ export async function run(): Promise<BenchResult> {
   const dir = mkdtempSync(join(tmpdir(), 'airlock-stall-bench-'));
   const owner = uniqueOwner('stallbench');
   const demo = await startDemo({
-    env: { AIRLOCK_DATA_DIR: dir, AIRLOCK_PORT: '0', AIRLOCK_IMAGE: image, AIRLOCK_MAX_SESSIONS: '32', AIRLOCK_MAX_SANDBOXES_PER_USER: String(STALLED + 2) },
+    env: {
+      AIRLOCK_DATA_DIR: dir,
+      AIRLOCK_PORT: '0',
+      AIRLOCK_IMAGE: image,
+      AIRLOCK_MAX_SESSIONS: '32',
+      AIRLOCK_MAX_SANDBOXES_PER_USER: String(STALLED + 2),
+    },
     owner,
     print: () => undefined,
     log: createLogger({ level: 'silent' }),
@@ -47,7 +53,15 @@ export async function run(): Promise<BenchResult> {
       ['stalling', stalling],
       ['healthy', healthy],
     ] as const) {
-      const r = await admin.json('POST', '/api/admin/chat-models', { id, label: id, provider: 'openai', model: `gpt-${id}`, base_url: m.url, api_key: KEY, context_tokens: 16_000 });
+      const r = await admin.json('POST', '/api/admin/chat-models', {
+        id,
+        label: id,
+        provider: 'openai',
+        model: `gpt-${id}`,
+        base_url: m.url,
+        api_key: KEY,
+        context_tokens: 16_000,
+      });
       if (r.status !== 201) throw new Error(`model ${id}: ${r.status}`);
     }
     const user = new Client(demo.url);
@@ -55,12 +69,18 @@ export async function run(): Promise<BenchResult> {
 
     // Warm chats for the healthy model's user (cold starts are not what is measured).
     const sessions: (string | undefined)[] = [];
-    for (let i = 0; i < HEALTHY; i++) sessions.push((await streamTurn(admin, { message: 'warm up', model_id: 'healthy' })).sessionId);
+    for (let i = 0; i < HEALTHY; i++)
+      sessions.push((await streamTurn(admin, { message: 'warm up', model_id: 'healthy' })).sessionId);
     const firstText = async (i: number): Promise<number> => {
       const t0 = nowMs();
       let at = NaN;
-      const r = await streamTurn(admin, { message: 'hello', session_id: sessions[i] }, (e) => void (e.type === 'text_delta' && Number.isNaN(at) && (at = nowMs() - t0)));
-      if (r.events.at(-1)?.stop_reason !== 'end_turn') throw new Error(`healthy turn ended ${JSON.stringify(r.events.at(-1))}`);
+      const r = await streamTurn(
+        admin,
+        { message: 'hello', session_id: sessions[i] },
+        (e) => void (e.type === 'text_delta' && Number.isNaN(at) && (at = nowMs() - t0)),
+      );
+      if (r.events.at(-1)?.stop_reason !== 'end_turn')
+        throw new Error(`healthy turn ended ${JSON.stringify(r.events.at(-1))}`);
       return at;
     };
     /** Each healthy chat loops turns until `until()`; returns the samples. */
@@ -81,8 +101,14 @@ export async function run(): Promise<BenchResult> {
     const before = await timed(BASELINE_MS);
     let firstEnd = false;
     const n0 = stalling.requests.length;
-    const stalled = Array.from({ length: STALLED }, (_, i) => streamTurn(user, { message: `stall ${i}`, model_id: 'stalling' }).then((r) => ((firstEnd = true), r)));
-    await waitFor(() => stalling.requests.length - n0 >= STALLED || undefined, 'every stalled chat at the model', 300_000);
+    const stalled = Array.from({ length: STALLED }, (_, i) =>
+      streamTurn(user, { message: `stall ${i}`, model_id: 'stalling' }).then((r) => ((firstEnd = true), r)),
+    );
+    await waitFor(
+      () => stalling.requests.length - n0 >= STALLED || undefined,
+      'every stalled chat at the model',
+      300_000,
+    );
     const during = await loop(() => firstEnd);
     const ends = await Promise.all(stalled);
     const timeouts = ends.filter((r) => r.events.at(-1)?.error?.code === 'ERR_MODEL_TIMEOUT').length;
@@ -98,7 +124,10 @@ export async function run(): Promise<BenchResult> {
         { phase: `during (${STALLED} chats stalled)`, ...stall },
         { phase: 'after', ...stats(after) },
       ],
-      ratios: { p99_during_over_baseline: round(stall.p99 / base.p99, 3), p50_during_over_baseline: round(stall.p50 / base.p50, 3) },
+      ratios: {
+        p99_during_over_baseline: round(stall.p99 / base.p99, 3),
+        p50_during_over_baseline: round(stall.p50 / base.p50, 3),
+      },
       notes: `first text of a healthy-model answer, ms, ${HEALTHY} warm chats looping; ${timeouts} of ${STALLED} stalled turns ended with ERR_MODEL_TIMEOUT; node ${process.version}`,
     };
   } finally {

@@ -27,7 +27,11 @@ export async function run(): Promise<BenchResult> {
   const gw = new EgressGatewayService({ log: silentLogger() });
   const sock = join(dir, 'egress.sock');
   const token = 'ya29.bench-real-token-0123456789abcdef';
-  const handle = await gw.open('bench', sock, { userId: 1, routes, tokens: { MAIL_ACCESS_TOKEN: token, SHEETS_ACCESS_TOKEN: token, SEARCH_ACCESS_TOKEN: token } });
+  const handle = await gw.open('bench', sock, {
+    userId: 1,
+    routes,
+    tokens: { MAIL_ACCESS_TOKEN: token, SHEETS_ACCESS_TOKEN: token, SEARCH_ACCESS_TOKEN: token },
+  });
   const placeholder = 'bench-placeholder-0123456789abcdefghij';
   const proxy = await startCredentialProxy({
     profile: buildProfile('bench', 0, routes),
@@ -41,7 +45,10 @@ export async function run(): Promise<BenchResult> {
     await r.body.dump();
   };
   const viaProxy = async () => {
-    const r = await request(`http://127.0.0.1:${proxy.port}/sheets${PATH}`, { dispatcher, headers: { authorization: `Bearer ${placeholder}` } });
+    const r = await request(`http://127.0.0.1:${proxy.port}/sheets${PATH}`, {
+      dispatcher,
+      headers: { authorization: `Bearer ${placeholder}` },
+    });
     if (r.statusCode !== 200) throw new Error(`proxy ${r.statusCode}`);
     await r.body.dump();
   };
@@ -59,7 +66,11 @@ export async function run(): Promise<BenchResult> {
         { what: 'via proxy + egress', n: ps.n, rps: Math.round(p.rps), p50_ms: ps.p50, p99_ms: ps.p99 },
         { what: 'added latency', n: ps.n, rps: 0, p50_ms: round(ps.p50 - ds.p50), p99_ms: round(ps.p99 - ds.p99) },
       ],
-      ratios: { proxy_p50_vs_direct: ps.p50 / ds.p50, proxy_p99_vs_direct: ps.p99 / ds.p99, direct_rps_vs_proxy_rps: d.rps / p.rps },
+      ratios: {
+        proxy_p50_vs_direct: ps.p50 / ds.p50,
+        proxy_p99_vs_direct: ps.p99 / ds.p99,
+        direct_rps_vs_proxy_rps: d.rps / p.rps,
+      },
       notes: `GET Sheets values at concurrency ${CONCURRENCY}; connections to the egress unix socket are kept alive and reused (idle ${TUNNEL_IDLE_MS} ms); shared 2-core host, compare ratios not absolutes`,
     };
   } finally {

@@ -23,7 +23,12 @@ export { sweep as removeOwned } from '../test/docker/helpers.js';
 
 /** The mail, sheets and search routes of a session, all to one fake upstream (no model, no host route). */
 export function googleRoutesTo(upstreamUrl: string): ProfileRoute[] {
-  return buildRoutes({ google: { mailBaseUrl: upstreamUrl, sheetsBaseUrl: upstreamUrl, driveBaseUrl: upstreamUrl }, model: { provider: 'demo' }, hasAccountToken: true, hasModelKey: false });
+  return buildRoutes({
+    google: { mailBaseUrl: upstreamUrl, sheetsBaseUrl: upstreamUrl, driveBaseUrl: upstreamUrl },
+    model: { provider: 'demo' },
+    hasAccountToken: true,
+    hasModelKey: false,
+  });
 }
 
 /** A Gmail send body `{"raw":…}` of about 1 MiB: three recipients and a 760 KiB attachment. */

@@ -12,7 +12,9 @@ const files = readdirSync(here)
   .sort();
 let failed = 0;
 for (const f of files) {
-  const mod = (await import(pathToFileURL(join(here, f)).href)) as { run(): Promise<BenchResult | { skipped: string }> };
+  const mod = (await import(pathToFileURL(join(here, f)).href)) as {
+    run(): Promise<BenchResult | { skipped: string }>;
+  };
   try {
     const r = await mod.run();
     if ('skipped' in r) process.stdout.write(`\n## ${f}: skipped: ${r.skipped}\n`);

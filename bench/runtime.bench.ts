@@ -16,7 +16,15 @@ import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { randomUUID } from 'node:crypto';
 import type Docker from 'dockerode';
-import { createDocker, buildSandboxImage, sandboxHostConfig, SessionManager, NODE_RUNTIME, NODE20_RUNTIME, type NodeRuntimePin } from '../daemon/runtime/index.js';
+import {
+  createDocker,
+  buildSandboxImage,
+  sandboxHostConfig,
+  SessionManager,
+  NODE_RUNTIME,
+  NODE20_RUNTIME,
+  type NodeRuntimePin,
+} from '../daemon/runtime/index.js';
 import { loadConfig, silentLogger } from '../core/index.js';
 import { nowMs, round, stats, type BenchResult } from './lib.js';
 import { removeOwned, startUntilReady } from './rig.js';
@@ -133,7 +141,12 @@ export function unmountUnder(dir: string): void {
 
 /** Run the probe in a running container as root; the parsed timings. */
 async function probe(docker: Docker, container: Docker.Container, k: number): Promise<Record<string, number[]>> {
-  const exec = await container.exec({ Cmd: ['/usr/local/bin/node', '-e', PROBE, String(k)], User: '0', AttachStdout: true, AttachStderr: true });
+  const exec = await container.exec({
+    Cmd: ['/usr/local/bin/node', '-e', PROBE, String(k)],
+    User: '0',
+    AttachStdout: true,
+    AttachStderr: true,
+  });
   const stream = await exec.start({ hijack: true, stdin: false });
   const out = new PassThrough();
   const err = new PassThrough();
@@ -158,14 +171,16 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
   } catch (err) {
     return { skipped: `no Docker engine: ${(err as Error).message}` };
   }
-  for (const v of VARIANTS) await buildSandboxImage({ docker, tag: v.tag, root: ROOT, log: silentLogger(), node: v.pin });
+  for (const v of VARIANTS)
+    await buildSandboxImage({ docker, tag: v.tag, root: ROOT, log: silentLogger(), node: v.pin });
   const dir = mkdtempSync(join(tmpdir(), 'airlock-bench-rt-'));
   const owner = `airlock-bench-${randomUUID().slice(0, 8)}`;
   const signal = new AbortController().signal;
   /** When each session became live (the manager's onSessionLive hook): claim or cold start → session ready. */
   const liveAt = new Map<string, number>();
   const hooks = { onSessionLive: (s: { sessionId: string }) => void liveAt.set(s.sessionId, nowMs()) };
-  const turn = (m: SessionManager, sessionId: string) => m.runTurn({ userId: 1, sessionId, turnId: randomUUID(), prompt: 'ping', signal, onEvent: () => undefined });
+  const turn = (m: SessionManager, sessionId: string) =>
+    m.runTurn({ userId: 1, sessionId, turnId: randomUUID(), prompt: 'ping', signal, onEvent: () => undefined });
   const samples = new Map<string, number[]>();
   const add = (v: Variant, what: string, ms: number): void => {
     const key = `${v.label}|${what}`;
@@ -180,7 +195,10 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
       mkdirSync(d, { recursive: true });
       return d;
     };
-    const hardened = (name: string): Docker.HostConfig => sandboxHostConfig(benchCfg.sandbox, [{ Type: 'bind', Source: runDir(name), Target: '/run/airlock', ReadOnly: false }]);
+    const hardened = (name: string): Docker.HostConfig =>
+      sandboxHostConfig(benchCfg.sandbox, [
+        { Type: 'bind', Source: runDir(name), Target: '/run/airlock', ReadOnly: false },
+      ]);
 
     // Baselines: a bare `docker run` printing "ready" and the same run with the sandbox's full
     // hardening (sandboxHostConfig) and a bind mount like the session's /run/airlock.
@@ -223,7 +241,12 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
     // Cold session start: no pool; first prompt of a new session until its turn ends.
     const cold = new Map<Variant, SessionManager>();
     for (const v of VARIANTS) {
-      const cfg = loadConfig({ AIRLOCK_DATA_DIR: join(dir, `cold-${v.pin.version}`), AIRLOCK_IMAGE: v.tag, AIRLOCK_POOL_SIZE: '0', AIRLOCK_MAX_SESSIONS: '100' });
+      const cfg = loadConfig({
+        AIRLOCK_DATA_DIR: join(dir, `cold-${v.pin.version}`),
+        AIRLOCK_IMAGE: v.tag,
+        AIRLOCK_POOL_SIZE: '0',
+        AIRLOCK_MAX_SESSIONS: '100',
+      });
       const m = new SessionManager({ config: cfg, docker, log: silentLogger(), owner, hooks });
       managers.push(m);
       await m.start();
@@ -259,7 +282,12 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
     // Pool: a pre-started container claimed by a new session (both pools full before each claim).
     const pools = new Map<Variant, SessionManager>();
     for (const v of VARIANTS) {
-      const cfg = loadConfig({ AIRLOCK_DATA_DIR: join(dir, `pool-${v.pin.version}`), AIRLOCK_IMAGE: v.tag, AIRLOCK_POOL_SIZE: '1', AIRLOCK_MAX_SESSIONS: '100' });
+      const cfg = loadConfig({
+        AIRLOCK_DATA_DIR: join(dir, `pool-${v.pin.version}`),
+        AIRLOCK_IMAGE: v.tag,
+        AIRLOCK_POOL_SIZE: '1',
+        AIRLOCK_MAX_SESSIONS: '100',
+      });
       const m = new SessionManager({ config: cfg, docker, log: silentLogger(), owner, hooks });
       managers.push(m);
       await m.start();

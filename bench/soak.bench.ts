@@ -95,7 +95,13 @@ export async function run(): Promise<BenchResult> {
   const image = await ensureTestImage(docker);
   const rig = await startRig({ image, nodes: 1, users: USERS, modelDelayMs: 300 });
   const n = rig.nodes[0];
-  const load = new LoadUsers(rig, { turnsPerChat: 6, thinkMs: [2000, 5000], toolShare: 0.2, mailShare: 0.1, boundMs: 180_000 });
+  const load = new LoadUsers(rig, {
+    turnsPerChat: 6,
+    thinkMs: [2000, 5000],
+    toolShare: 0.2,
+    mailShare: 0.1,
+    boundMs: 180_000,
+  });
   const samples: Sample[] = [];
   const t0 = nowMs();
   try {
@@ -121,7 +127,8 @@ export async function run(): Promise<BenchResult> {
     const warm = Math.max(1, Math.min(samples.length - 1, Math.ceil(Math.max(60, (MINUTES * 60) / 6) / SAMPLE_S) - 1));
     const base = samples[warm];
     const after = samples.slice(warm);
-    const dev = (f: (s: Sample) => number) => Math.round(Math.max(...after.map((s) => Math.abs(f(s) / f(base) - 1))) * 1000) / 10;
+    const dev = (f: (s: Sample) => number) =>
+      Math.round(Math.max(...after.map((s) => Math.abs(f(s) / f(base) - 1))) * 1000) / 10;
     const perMinute = Math.max(1, Math.round(60 / SAMPLE_S));
     const devMinute = (f: (s: Sample) => number) => {
       const r = rolling(samples, f, perMinute);
@@ -129,18 +136,42 @@ export async function run(): Promise<BenchResult> {
       return Math.round(worst * 1000) / 10;
     };
     const s = summarize(load.records);
-    writeFileSync(join(ROOT, 'bench', 'results', 'soak.json'), JSON.stringify({ minutes: MINUTES, sample_s: SAMPLE_S, users: USERS, warmup_sample: warm, samples }, null, 2));
+    writeFileSync(
+      join(ROOT, 'bench', 'results', 'soak.json'),
+      JSON.stringify({ minutes: MINUTES, sample_s: SAMPLE_S, users: USERS, warmup_sample: warm, samples }, null, 2),
+    );
     await draw(samples, warm, perMinute);
     return {
       name: 'soak-summary',
       rows: [
-        { what: 'daemon RSS MiB after warm-up / at the end / max deviation %', value: `${base.rss_mib} / ${samples.at(-1)!.rss_mib} / ${dev((x) => x.rss_mib)}` },
-        { what: 'daemon open fds after warm-up / at the end / max deviation %', value: `${base.fds} / ${samples.at(-1)!.fds} / ${dev((x) => x.fds)}` },
-        { what: 'one-minute means: max deviation % from the minute ending the warm-up, RSS / fds / V8 heap', value: `${devMinute((x) => x.rss_mib)} / ${devMinute((x) => x.fds)} / ${devMinute((x) => x.heap_mib)}` },
-        { what: 'V8 heap in use MiB after warm-up / at the end', value: `${base.heap_mib} / ${samples.at(-1)!.heap_mib}` },
-        { what: 'daemon sockets after warm-up / at the end / idle after the users stopped', value: `${base.sockets} / ${samples.at(-1)!.sockets} / fds ${idle.fds}` },
-        { what: 'turns / done / hung / errors', value: `${s.turns} / ${s.done} / ${s.hung} / ${JSON.stringify(s.errors)}` },
-        { what: 'left after stop: containers / mounts / loop devices', value: `${left.containers} / ${left.mounts.length} / ${left.loops}` },
+        {
+          what: 'daemon RSS MiB after warm-up / at the end / max deviation %',
+          value: `${base.rss_mib} / ${samples.at(-1)!.rss_mib} / ${dev((x) => x.rss_mib)}`,
+        },
+        {
+          what: 'daemon open fds after warm-up / at the end / max deviation %',
+          value: `${base.fds} / ${samples.at(-1)!.fds} / ${dev((x) => x.fds)}`,
+        },
+        {
+          what: 'one-minute means: max deviation % from the minute ending the warm-up, RSS / fds / V8 heap',
+          value: `${devMinute((x) => x.rss_mib)} / ${devMinute((x) => x.fds)} / ${devMinute((x) => x.heap_mib)}`,
+        },
+        {
+          what: 'V8 heap in use MiB after warm-up / at the end',
+          value: `${base.heap_mib} / ${samples.at(-1)!.heap_mib}`,
+        },
+        {
+          what: 'daemon sockets after warm-up / at the end / idle after the users stopped',
+          value: `${base.sockets} / ${samples.at(-1)!.sockets} / fds ${idle.fds}`,
+        },
+        {
+          what: 'turns / done / hung / errors',
+          value: `${s.turns} / ${s.done} / ${s.hung} / ${JSON.stringify(s.errors)}`,
+        },
+        {
+          what: 'left after stop: containers / mounts / loop devices',
+          value: `${left.containers} / ${left.mounts.length} / ${left.loops}`,
+        },
       ],
       ratios: {
         rss_max_dev_pct: dev((x) => x.rss_mib),

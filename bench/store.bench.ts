@@ -41,14 +41,25 @@ async function time(n: number, fn: (i: number) => Promise<unknown>): Promise<num
   return out;
 }
 
-async function measureEngine(database: Database): Promise<Record<'session' | 'append' | 'policy' | 'history' | 'list', number[]>> {
+async function measureEngine(
+  database: Database,
+): Promise<Record<'session' | 'append' | 'policy' | 'history' | 'list', number[]>> {
   const db = database.sql;
   const user = await createUser(db, { username: 'bench' });
   const sid = 'bench-session-id-0123456789';
-  await writeWebSession(db, sid, { userId: user.id, data: JSON.stringify({ cookie: {}, userId: user.id, csrfToken: 'x'.repeat(43) }), expiresAt: Date.now() + 3600_000 });
+  await writeWebSession(db, sid, {
+    userId: user.id,
+    data: JSON.stringify({ cookie: {}, userId: user.id, csrfToken: 'x'.repeat(43) }),
+    expiresAt: Date.now() + 3600_000,
+  });
   for (let r = 0; r < 3; r++) {
     const role = await createRole(db, null, `role-${r}`);
-    for (let g = 0; g < 10; g++) await putPolicy(db, null, role.id, `table_${r}_${g}`, ['id', 'region', 'amount'], { column: 'region', op: 'eq', value: '$username' });
+    for (let g = 0; g < 10; g++)
+      await putPolicy(db, null, role.id, `table_${r}_${g}`, ['id', 'region', 'amount'], {
+        column: 'region',
+        op: 'eq',
+        value: '$username',
+      });
     await assign(db, null, user.id, role.id);
   }
   const page = await chat.createSession(db, user.id, 'A long chat');
@@ -94,7 +105,8 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
       name: 'store',
       rows,
       ratios,
-      notes: 'one client, sequential calls; SQLite file in a temp folder (WAL), PostgreSQL a local cluster over TCP on 127.0.0.1',
+      notes:
+        'one client, sequential calls; SQLite file in a temp folder (WAL), PostgreSQL a local cluster over TCP on 127.0.0.1',
     };
   } finally {
     cluster.stop();

@@ -49,12 +49,22 @@ export async function run(): Promise<BenchResult> {
     });
     const charts = await sample(N, () => rasterizeChart(spec, dir));
     const png = await renderChartPng(spec);
-    const plain = await sample(N, async () => (await buildMessage({ to: ['bob@example.test'], subject: 'Report', text: 'Numbers attached.' }, [])).toString('base64url'));
+    const plain = await sample(N, async () =>
+      (await buildMessage({ to: ['bob@example.test'], subject: 'Report', text: 'Numbers attached.' }, [])).toString(
+        'base64url',
+      ),
+    );
     const withPng = await sample(N, async () =>
       (
-        await buildMessage({ to: ['bob@example.test'], subject: 'Report', text: 'Numbers attached.', html: '<p>Numbers:</p><img src="cid:0b9e0a3e-4c1f-4b7e-9a51-0f3b5a8d2c11.png">' }, [
-          { filename: '0b9e0a3e-4c1f-4b7e-9a51-0f3b5a8d2c11.png', content: png },
-        ])
+        await buildMessage(
+          {
+            to: ['bob@example.test'],
+            subject: 'Report',
+            text: 'Numbers attached.',
+            html: '<p>Numbers:</p><img src="cid:0b9e0a3e-4c1f-4b7e-9a51-0f3b5a8d2c11.png">',
+          },
+          [{ filename: '0b9e0a3e-4c1f-4b7e-9a51-0f3b5a8d2c11.png', content: png }],
+        )
       ).toString('base64url'),
     );
     const b = stats(blank);
@@ -65,7 +75,13 @@ export async function run(): Promise<BenchResult> {
       name: 'tools',
       rows: [
         { what: 'baseline: blank 800x400 canvas + PNG encode', n: b.n, p50_ms: b.p50, p99_ms: b.p99 },
-        { what: 'rasterize_chart 800x400 bar (render + encode + write)', n: c.n, p50_ms: c.p50, p99_ms: c.p99, png_bytes: png.length },
+        {
+          what: 'rasterize_chart 800x400 bar (render + encode + write)',
+          n: c.n,
+          p50_ms: c.p50,
+          p99_ms: c.p99,
+          png_bytes: png.length,
+        },
         { what: 'baseline: plain-text message build + base64url', n: p.n, p50_ms: p.p50, p99_ms: p.p99 },
         { what: 'send_email build: HTML + inline PNG + base64url', n: m.n, p50_ms: m.p50, p99_ms: m.p99 },
       ],

@@ -46,7 +46,10 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
       const turnId = `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`;
       await chat.startTurn(db, session.id, turnId, `Question ${i}: how did week ${i} go?`);
       if (i % 10 === 0) {
-        const spec = { type: 'bar', data: { labels: ['a', 'b', 'c'], datasets: [{ label: `week ${i}`, data: [i, i + 2, i + 1] }] } };
+        const spec = {
+          type: 'bar',
+          data: { labels: ['a', 'b', 'c'], datasets: [{ label: `week ${i}`, data: [i, i + 2, i + 1] }] },
+        };
         await chat.toolStarted(db, turnId, `call-${i}`, 'render_chart', { type: 'bar' });
         await chat.toolEnded(db, turnId, `call-${i}`, 'render_chart', true, { spec }, undefined, 12);
       }
@@ -75,7 +78,8 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
       page.evaluate(
         () =>
           new Promise<number>((resolve) => {
-            const get = () => performance.getEntriesByType('paint').find((e) => e.name === 'first-contentful-paint')?.startTime;
+            const get = () =>
+              performance.getEntriesByType('paint').find((e) => e.name === 'first-contentful-paint')?.startTime;
             const v = get();
             if (v !== undefined) return resolve(v);
             new PerformanceObserver(() => {
@@ -104,11 +108,19 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
 
       const p3 = await ctx.newPage();
       await p3.goto(`${app.url}/#/chat/${session.id}`);
-      await p3.waitForFunction(([turns, charts]) => document.querySelectorAll('.msg.assistant[data-done] .markdown table').length === turns && document.querySelectorAll('.chart-box canvas').length === charts, [TURNS, CHARTS] as const, {
-        timeout: 60_000,
-        polling: 'raf',
-      });
-      convReady.push(await p3.evaluate(() => new Promise<number>((res) => requestAnimationFrame(() => res(performance.now())))));
+      await p3.waitForFunction(
+        ([turns, charts]) =>
+          document.querySelectorAll('.msg.assistant[data-done] .markdown table').length === turns &&
+          document.querySelectorAll('.chart-box canvas').length === charts,
+        [TURNS, CHARTS] as const,
+        {
+          timeout: 60_000,
+          polling: 'raf',
+        },
+      );
+      convReady.push(
+        await p3.evaluate(() => new Promise<number>((res) => requestAnimationFrame(() => res(performance.now())))),
+      );
       await p3.close();
     }
     const e = stats(emptyFcp);

@@ -3,7 +3,11 @@ import { AppError } from './errors.js';
 import type { Secret } from './secret.js';
 
 /** Scopes of the connected workspace account: mail is send-only. */
-export const WORKSPACE_SCOPES = ['https://www.googleapis.com/auth/gmail.send', 'https://www.googleapis.com/auth/spreadsheets.readonly', 'https://www.googleapis.com/auth/drive.metadata.readonly'] as const;
+export const WORKSPACE_SCOPES = [
+  'https://www.googleapis.com/auth/gmail.send',
+  'https://www.googleapis.com/auth/spreadsheets.readonly',
+  'https://www.googleapis.com/auth/drive.metadata.readonly',
+] as const;
 
 /** What may be shown about a connected account (no token material). */
 export interface ConnectedAccount {
@@ -98,7 +102,11 @@ export async function tokenRequest(cfg: OAuthClientConfig, params: Record<string
  * refresh token ends the whole grant, access tokens included. Answers whether the provider
  * confirmed it (2xx, or 400 invalid_token: already gone); never throws, never logs the token.
  */
-export async function revokeToken(url: string, token: string, timeoutMs = 10_000): Promise<{ revoked: boolean; reason?: string }> {
+export async function revokeToken(
+  url: string,
+  token: string,
+  timeoutMs = 10_000,
+): Promise<{ revoked: boolean; reason?: string }> {
   try {
     const res = await fetch(url, {
       method: 'POST',

@@ -17,7 +17,15 @@ import { launchAgent, type AgentLaunch, type LaunchedAgent } from './agent-launc
 import { AppError, appErrorFromPeer } from './errors.js';
 import type { ErrorCode } from './error-codes/index.js';
 import { protocolLogFields, readMessages, writeMessage } from './ndjson.js';
-import { ChildOutboundSchema, type AgentEvent, type ChildInbound, type ChildOutbound, type PromptContext, type StopReason, type TurnEndExtras } from './sandbox-protocol.js';
+import {
+  ChildOutboundSchema,
+  type AgentEvent,
+  type ChildInbound,
+  type ChildOutbound,
+  type PromptContext,
+  type StopReason,
+  type TurnEndExtras,
+} from './sandbox-protocol.js';
 
 export type AgentHostLog = (level: 'info' | 'warn' | 'error', msg: string, data?: Record<string, unknown>) => void;
 
@@ -103,7 +111,10 @@ export class AgentProcess {
       this.rejectReady(e);
       this.configuring?.reject(e);
     };
-    const readyTimer = setTimeout(() => rejectBoth(new AppError('ERR_SANDBOX_CHILD_TIMEOUT', 'the agent did not become ready in time')), o.readyTimeoutMs);
+    const readyTimer = setTimeout(
+      () => rejectBoth(new AppError('ERR_SANDBOX_CHILD_TIMEOUT', 'the agent did not become ready in time')),
+      o.readyTimeoutMs,
+    );
     readyTimer.unref();
 
     proc.stdin!.on('error', () => {
@@ -205,7 +216,10 @@ export class AgentProcess {
     this.configuring = { resolve, reject, promise };
     promise.then(this.resolveReady, this.rejectReady);
     promise.catch(() => undefined);
-    const timer = setTimeout(() => reject(new AppError('ERR_SANDBOX_CHILD_TIMEOUT', 'the agent was not configured in time')), this.o.readyTimeoutMs);
+    const timer = setTimeout(
+      () => reject(new AppError('ERR_SANDBOX_CHILD_TIMEOUT', 'the agent was not configured in time')),
+      this.o.readyTimeoutMs,
+    );
     timer.unref();
     promise.finally(() => clearTimeout(timer)).catch(() => undefined);
     this.booted.then(
@@ -245,7 +259,13 @@ export class AgentProcess {
    * or a cancel that was not honoured in time). Throws ERR_SANDBOX_CHILD_EXITED at once when
    * the process is gone. `signal` aborting cancels the turn.
    */
-  runTurn(turnId: string, prompt: string, onEvent: (e: AgentEvent) => void, signal?: AbortSignal, context: PromptContext = {}): Promise<TurnOutcome> {
+  runTurn(
+    turnId: string,
+    prompt: string,
+    onEvent: (e: AgentEvent) => void,
+    signal?: AbortSignal,
+    context: PromptContext = {},
+  ): Promise<TurnOutcome> {
     this.send({ type: 'prompt', turn_id: turnId, prompt, ...context });
     return new Promise<TurnOutcome>((resolve) => {
       const onAbort = () => this.cancel(turnId);
@@ -284,7 +304,8 @@ export class AgentProcess {
 
   private send(m: ChildInbound): void {
     const stdin = this.proc.stdin;
-    if (!this.usable || !stdin || !writeMessage<ChildInbound>(stdin, m)) throw new AppError('ERR_SANDBOX_CHILD_EXITED', 'agent is not running');
+    if (!this.usable || !stdin || !writeMessage<ChildInbound>(stdin, m))
+      throw new AppError('ERR_SANDBOX_CHILD_EXITED', 'agent is not running');
   }
 
   /** End stdin, SIGTERM, SIGKILL after `killAfterMs`. Idempotent. */

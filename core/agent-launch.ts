@@ -46,6 +46,14 @@ export function launchAgent(launch: AgentLaunch): LaunchedAgent {
 
 /** The same launch (command, arguments, env, ids, cwd): a launched process may stand for a spawn of it. */
 export function sameLaunch(a: AgentLaunch, b: AgentLaunch): boolean {
-  const norm = (l: AgentLaunch) => JSON.stringify([l.command, l.args ?? [], Object.entries(l.env).sort(([x], [y]) => x.localeCompare(y)), l.uid, l.gid, l.cwd]);
+  const norm = (l: AgentLaunch) =>
+    JSON.stringify([
+      l.command,
+      l.args ?? [],
+      Object.entries(l.env).sort(([x], [y]) => x.localeCompare(y)),
+      l.uid,
+      l.gid,
+      l.cwd,
+    ]);
   return norm(a) === norm(b);
 }

@@ -52,7 +52,9 @@ export function mintAgentUserToken(secret: Secret | string, opts: MintAgentUserT
   const ttl = opts.ttlS ?? AGENT_USER_TOKEN_TTL_S;
   if (!Number.isFinite(ttl) || ttl <= 0) throw new TypeError('ttlS must be positive');
   const iat = Math.floor((opts.now ?? Date.now()) / 1000);
-  const payload = Buffer.from(JSON.stringify({ u: opts.userId, s: opts.sessionId, iat, exp: iat + Math.floor(ttl) })).toString('base64url');
+  const payload = Buffer.from(
+    JSON.stringify({ u: opts.userId, s: opts.sessionId, iat, exp: iat + Math.floor(ttl) }),
+  ).toString('base64url');
   const signed = `${AGENT_USER_TOKEN_PREFIX}.${payload}`;
   return `${signed}.${mac(secret, signed).toString('base64url')}`;
 }
@@ -68,7 +70,11 @@ export interface VerifyAgentUserTokenOptions {
  * Verify signature (constant time), shape and expiry. Throws AppError
  * ERR_AGENT_TOKEN_INVALID (401) or ERR_AGENT_TOKEN_EXPIRED (401). Never echoes the token.
  */
-export function verifyAgentUserToken(secret: Secret | string, token: string | undefined | null, opts: VerifyAgentUserTokenOptions = {}): AgentUserTokenClaims {
+export function verifyAgentUserToken(
+  secret: Secret | string,
+  token: string | undefined | null,
+  opts: VerifyAgentUserTokenOptions = {},
+): AgentUserTokenClaims {
   const invalid = () => new AppError('ERR_AGENT_TOKEN_INVALID', 'invalid agent user token');
   if (typeof token !== 'string' || token.length > 2048) throw invalid();
   const parts = token.split('.');
@@ -84,12 +90,20 @@ export function verifyAgentUserToken(secret: Secret | string, token: string | un
     throw invalid(); // signed but unparsable: only possible with a leaked secret; treat as invalid
   }
   const { u, s, iat, exp } = claims ?? {};
-  if (!Number.isSafeInteger(u) || (u as number) <= 0 || typeof s !== 'string' || !s || !Number.isSafeInteger(iat) || !Number.isSafeInteger(exp)) {
+  if (
+    !Number.isSafeInteger(u) ||
+    (u as number) <= 0 ||
+    typeof s !== 'string' ||
+    !s ||
+    !Number.isSafeInteger(iat) ||
+    !Number.isSafeInteger(exp)
+  ) {
     throw invalid();
   }
   const nowS = Math.floor((opts.now ?? Date.now()) / 1000);
   if ((iat as number) > nowS + CLOCK_SKEW_S) throw invalid();
-  if ((exp as number) <= nowS) throw new AppError('ERR_AGENT_TOKEN_EXPIRED', 'agent user token expired; start a new chat session');
+  if ((exp as number) <= nowS)
+    throw new AppError('ERR_AGENT_TOKEN_EXPIRED', 'agent user token expired; start a new chat session');
   if (opts.sessionId !== undefined && opts.sessionId !== s) throw invalid();
   return { userId: u as number, sessionId: s, iat: iat as number, exp: exp as number };
 }

@@ -18,7 +18,12 @@ const ID = z
   .min(1)
   .max(64)
   .regex(/^[A-Za-z0-9-]+$/, 'letters, digits and - only');
-const MODEL_ID = z.string().regex(new RegExp(MODEL_ID_PATTERN), 'must be 1–32 lower-case letters, digits or dashes, starting with a letter or digit');
+const MODEL_ID = z
+  .string()
+  .regex(
+    new RegExp(MODEL_ID_PATTERN),
+    'must be 1–32 lower-case letters, digits or dashes, starting with a letter or digit',
+  );
 
 /** POST /api/chat/messages body. */
 export const SendMessageSchema = z.strictObject({
@@ -86,7 +91,12 @@ const url = z
 const CHAT_MODEL_FIELDS = {
   label: z.string().trim().min(1).max(80),
   provider: z.enum(['openai', 'anthropic', 'demo']),
-  model: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$/, 'must be a model name such as gpt-4o or claude-sonnet-4 (letters, digits, . _ : / @ + -)'),
+  model: z
+    .string()
+    .regex(
+      /^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$/,
+      'must be a model name such as gpt-4o or claude-sonnet-4 (letters, digits, . _ : / @ + -)',
+    ),
   base_url: url.nullable(),
   // Printable, no spaces: a key with a line break could start a header of its own.
   api_key: z
@@ -108,8 +118,24 @@ const CHAT_MODEL_FIELDS = {
 };
 /** POST /api/admin/chat-models body (`api_key` absent: no key). */
 export const ChatModelCreateSchema = z
-  .object({ id: z.string().regex(new RegExp(MODEL_ID_PATTERN), 'must be 1–32 lower-case letters, digits or dashes, starting with a letter or digit'), ...CHAT_MODEL_FIELDS })
-  .partial({ base_url: true, api_key: true, images: true, enabled: true, price_input_per_mtok: true, price_output_per_mtok: true, price_currency: true })
+  .object({
+    id: z
+      .string()
+      .regex(
+        new RegExp(MODEL_ID_PATTERN),
+        'must be 1–32 lower-case letters, digits or dashes, starting with a letter or digit',
+      ),
+    ...CHAT_MODEL_FIELDS,
+  })
+  .partial({
+    base_url: true,
+    api_key: true,
+    images: true,
+    enabled: true,
+    price_input_per_mtok: true,
+    price_output_per_mtok: true,
+    price_currency: true,
+  })
   .strict();
 /** PATCH /api/admin/chat-models/:id body: any field but the id; `api_key` absent keeps the key, null removes it. */
 export const ChatModelChangeSchema = z.object(CHAT_MODEL_FIELDS).partial().strict();

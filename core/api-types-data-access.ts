@@ -6,7 +6,10 @@
  * node types: the page bundle's `tsc` reads this file).
  */
 export type FilterScalar = string | number | boolean;
-export type FilterLeaf = { column: string; op: 'eq' | 'neq' | 'lt' | 'lte' | 'gt' | 'gte'; value: FilterScalar } | { column: string; op: 'in' | 'not_in'; value: FilterScalar[] } | { column: string; op: 'is_null'; value: boolean };
+export type FilterLeaf =
+  | { column: string; op: 'eq' | 'neq' | 'lt' | 'lte' | 'gt' | 'gte'; value: FilterScalar }
+  | { column: string; op: 'in' | 'not_in'; value: FilterScalar[] }
+  | { column: string; op: 'is_null'; value: boolean };
 export type FilterNode = FilterLeaf | { all: FilterNode[] } | { any: FilterNode[] };
 /** `{}` (all rows) or one node. */
 export type RowFilterView = Record<string, never> | FilterNode;
@@ -189,7 +192,13 @@ export interface TurnAudit {
   ended_at: string | null;
   /** Tokens the turn's model calls used, as the provider reported them (null: none reported). */
   usage: { input_tokens: number; output_tokens: number } | null;
-  tool_calls: { call_id: string; tool: string; status: string; duration_ms: number | null; requests: AuditedRequest[] }[];
+  tool_calls: {
+    call_id: string;
+    tool: string;
+    status: string;
+    duration_ms: number | null;
+    requests: AuditedRequest[];
+  }[];
   /** Requests of no tool call: the model's, and those the child made itself. */
   other_requests: AuditedRequest[];
   mail_holds: {

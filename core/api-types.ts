@@ -89,7 +89,8 @@ export interface SyncJobView {
   trigger: SyncJobTrigger;
   requested_by: number | null;
   result: Record<string, unknown> | null;
-  error: ({ code?: string; message?: string; upstream_status?: number; reason?: string } & Record<string, unknown>) | null;
+  error:
+    ({ code?: string; message?: string; upstream_status?: number; reason?: string } & Record<string, unknown>) | null;
   progress: Record<string, unknown> | null;
   created_at: string;
   started_at: string | null;

@@ -25,7 +25,11 @@ export interface ShellTerminal {
   stdout: NodeJS.WritableStream & { rows?: number; columns?: number; on(ev: 'resize', fn: () => void): unknown };
 }
 
-export type AttachFrame = { type: 'data'; data: Buffer } | { type: 'resize'; rows: number; cols: number } | { type: 'eof' } | { type: 'exit'; code: number };
+export type AttachFrame =
+  | { type: 'data'; data: Buffer }
+  | { type: 'resize'; rows: number; cols: number }
+  | { type: 'eof' }
+  | { type: 'exit'; code: number };
 
 const TYPE_BYTE = { data: 0x64, resize: 0x72, eof: 0x7a, exit: 0x78 } as const;
 
@@ -73,7 +77,8 @@ export class AttachFrameReader {
     while (this.#buf.length >= 5) {
       const type = this.#buf[0];
       const len = this.#buf.readUInt32BE(1);
-      if (len > MAX_ATTACH_FRAME) throw protocolError('ERR_PROTOCOL_LINE_TOO_LONG', `attach frame of ${len} bytes (at most ${MAX_ATTACH_FRAME})`);
+      if (len > MAX_ATTACH_FRAME)
+        throw protocolError('ERR_PROTOCOL_LINE_TOO_LONG', `attach frame of ${len} bytes (at most ${MAX_ATTACH_FRAME})`);
       if (this.#buf.length < 5 + len) break;
       const payload = this.#buf.subarray(5, 5 + len);
       this.#buf = this.#buf.subarray(5 + len);

@@ -99,7 +99,14 @@ export interface Config {
   /** OpenTelemetry export (docs/audit.md#opentelemetry); endpoint unset: off. */
   telemetry: { endpoint?: string; serviceName: string; metricIntervalMs: number };
   /** The server's send policy (agent policies make it stricter per user): docs/proxy.md#send-policy. */
-  mail: { other: 'allow' | 'ask' | 'block'; allowDomains: string[]; blockDomains: string[]; maxRecipients: number; maxPerHour: number; approvalTimeoutS: number };
+  mail: {
+    other: 'allow' | 'ask' | 'block';
+    allowDomains: string[];
+    blockDomains: string[];
+    maxRecipients: number;
+    maxPerHour: number;
+    approvalTimeoutS: number;
+  };
   /** Connectors (docs/connectors.md); absent in a hand-made config: the defaults (https only). */
   connectors?: { allowHttpLoopback: boolean };
 }
@@ -117,7 +124,8 @@ export const SERVE_REQUIRED = ['AGENT_USER_TOKEN_SECRET', 'MCP_INTERNAL_SECRET']
 type Raw = Record<string, string | undefined>;
 
 /** A domain name as a send policy lists it (lower case, no trailing dot). */
-export const MAIL_DOMAIN = /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+export const MAIL_DOMAIN =
+  /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 
 /**
  * Validate and freeze the configuration. Throws ERR_CONFIG_INVALID (configError) listing every problem.
@@ -187,26 +195,35 @@ function checkSettings(values: Values, problems: string[]): void {
   const key = values.AIRLOCK_ENCRYPTION_KEY;
   if (key instanceof Secret) {
     const k = key.reveal();
-    const ok = /^[0-9a-fA-F]{64}$/.test(k) || (/^[A-Za-z0-9+/_-]{43}=?$/.test(k) && Buffer.from(k, 'base64').length === 32);
-    if (!ok) problems.push('AIRLOCK_ENCRYPTION_KEY: must be 32 bytes as 64 hex characters or base64 (openssl rand -hex 32)');
+    const ok =
+      /^[0-9a-fA-F]{64}$/.test(k) || (/^[A-Za-z0-9+/_-]{43}=?$/.test(k) && Buffer.from(k, 'base64').length === 32);
+    if (!ok)
+      problems.push('AIRLOCK_ENCRYPTION_KEY: must be 32 bytes as 64 hex characters or base64 (openssl rand -hex 32)');
   }
   const cpus = Number(values.AIRLOCK_SANDBOX_CPUS);
   if (!(cpus > 0 && cpus <= 256)) problems.push('AIRLOCK_SANDBOX_CPUS: must be a number between 0 and 256');
   // A send held for approval waits inside send_email's tool call: the call must outlast the wait.
   if (Number(values.AIRLOCK_MAIL_APPROVAL_TIMEOUT_S) + 15 > Number(values.AIRLOCK_TOOL_TIMEOUT_S))
-    problems.push('AIRLOCK_TOOL_TIMEOUT_S: must be at least AIRLOCK_MAIL_APPROVAL_TIMEOUT_S + 15 (a send held for approval waits inside its tool call)');
+    problems.push(
+      'AIRLOCK_TOOL_TIMEOUT_S: must be at least AIRLOCK_MAIL_APPROVAL_TIMEOUT_S + 15 (a send held for approval waits inside its tool call)',
+    );
   const provider = values.AIRLOCK_MODEL_PROVIDER as Config['model']['provider'];
   if ((provider === 'openai' || provider === 'anthropic') && !values.AIRLOCK_MODEL_BASE_URL) {
     problems.push(`AIRLOCK_MODEL_BASE_URL: required when AIRLOCK_MODEL_PROVIDER is ${provider}`);
   }
   const nodeId = (values.AIRLOCK_NODE_ID as string | undefined) ?? hostname().slice(0, 63);
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(nodeId)) problems.push('AIRLOCK_NODE_ID: 1-63 letters, digits, dots, dashes or underscores');
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(nodeId))
+    problems.push('AIRLOCK_NODE_ID: 1-63 letters, digits, dots, dashes or underscores');
   const nodeSecret = values.AIRLOCK_NODE_SECRET;
-  if (nodeSecret instanceof Secret && nodeSecret.reveal().length < 32) problems.push('AIRLOCK_NODE_SECRET: must be at least 32 characters');
+  if (nodeSecret instanceof Secret && nodeSecret.reveal().length < 32)
+    problems.push('AIRLOCK_NODE_SECRET: must be at least 32 characters');
   const dbUrl = values.AIRLOCK_DATABASE_URL;
-  if (dbUrl instanceof Secret && !/^postgres(ql)?:\/\/[^\s]+$/.test(dbUrl.reveal())) problems.push('AIRLOCK_DATABASE_URL: must be a postgres:// or postgresql:// URL');
-  if ((num('AIRLOCK_NODE_LOST_S') ?? 30) <= (num('AIRLOCK_NODE_HEARTBEAT_S') ?? 5)) problems.push('AIRLOCK_NODE_LOST_S: must be longer than AIRLOCK_NODE_HEARTBEAT_S');
-  if (!values.AIRLOCK_TLS_CERT_FILE !== !values.AIRLOCK_TLS_KEY_FILE) problems.push('AIRLOCK_TLS_CERT_FILE and AIRLOCK_TLS_KEY_FILE: set both or neither');
+  if (dbUrl instanceof Secret && !/^postgres(ql)?:\/\/[^\s]+$/.test(dbUrl.reveal()))
+    problems.push('AIRLOCK_DATABASE_URL: must be a postgres:// or postgresql:// URL');
+  if ((num('AIRLOCK_NODE_LOST_S') ?? 30) <= (num('AIRLOCK_NODE_HEARTBEAT_S') ?? 5))
+    problems.push('AIRLOCK_NODE_LOST_S: must be longer than AIRLOCK_NODE_HEARTBEAT_S');
+  if (!values.AIRLOCK_TLS_CERT_FILE !== !values.AIRLOCK_TLS_KEY_FILE)
+    problems.push('AIRLOCK_TLS_CERT_FILE and AIRLOCK_TLS_KEY_FILE: set both or neither');
 }
 
 /** The settings computed from others: node id and URL, proxy trust, the mail domain lists. */
@@ -215,10 +232,18 @@ function derivedSettings(values: Values, problems: string[]) {
   const port = values.AIRLOCK_PORT as number;
   const nodeId = (values.AIRLOCK_NODE_ID as string | undefined) ?? hostname().slice(0, 63);
   const nodeUrl = (
-    (values.AIRLOCK_NODE_URL as string | undefined) ?? `${values.AIRLOCK_TLS_CERT_FILE ? 'https' : 'http'}://${host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '[::1]' : host.includes(':') ? `[${host}]` : host}:${port}`
+    (values.AIRLOCK_NODE_URL as string | undefined) ??
+    `${values.AIRLOCK_TLS_CERT_FILE ? 'https' : 'http'}://${host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '[::1]' : host.includes(':') ? `[${host}]` : host}:${port}`
   ).replace(/\/+$/, '');
-  if (values.AIRLOCK_DATABASE_URL instanceof Secret && values.AIRLOCK_NODE_SECRET instanceof Secret && values.AIRLOCK_FLEET_ALLOW_HTTP !== 'true' && !nodeUrl.startsWith('https:')) {
-    problems.push("AIRLOCK_NODE_URL: a fleet's nodes talk over https (an https:// URL, AIRLOCK_NODE_CA_FILE for your CA); set AIRLOCK_FLEET_ALLOW_HTTP=true to allow plain http between nodes");
+  if (
+    values.AIRLOCK_DATABASE_URL instanceof Secret &&
+    values.AIRLOCK_NODE_SECRET instanceof Secret &&
+    values.AIRLOCK_FLEET_ALLOW_HTTP !== 'true' &&
+    !nodeUrl.startsWith('https:')
+  ) {
+    problems.push(
+      "AIRLOCK_NODE_URL: a fleet's nodes talk over https (an https:// URL, AIRLOCK_NODE_CA_FILE for your CA); set AIRLOCK_FLEET_ALLOW_HTTP=true to allow plain http between nodes",
+    );
   }
   const trustProxy = parseTrustProxy(String(values.AIRLOCK_TRUST_PROXY ?? 'none'));
   if (!Array.isArray(trustProxy)) problems.push(`AIRLOCK_TRUST_PROXY: ${trustProxy.problem}`);
@@ -243,7 +268,9 @@ function buildConfig(values: Values, d: ReturnType<typeof derivedSettings>): Con
   const { host, port, nodeId, nodeUrl, trustProxy, allowDomains, blockDomains } = d;
   const provider = values.AIRLOCK_MODEL_PROVIDER as Config['model']['provider'];
   const cpus = Number(values.AIRLOCK_SANDBOX_CPUS);
-  const publicOrigin = ((values.AIRLOCK_PUBLIC_ORIGIN as string | undefined) ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
+  const publicOrigin = (
+    (values.AIRLOCK_PUBLIC_ORIGIN as string | undefined) ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`
+  ).replace(/\/+$/, '');
   const config: Config = {
     dataDir: str('AIRLOCK_DATA_DIR'),
     databaseUrl: sec('AIRLOCK_DATABASE_URL'),
@@ -256,7 +283,9 @@ function buildConfig(values: Values, d: ReturnType<typeof derivedSettings>): Con
       caFile: values.AIRLOCK_NODE_CA_FILE as string | undefined,
       allowHttp: values.AIRLOCK_FLEET_ALLOW_HTTP === 'true',
     },
-    ...(values.AIRLOCK_TLS_CERT_FILE ? { tls: { certFile: str('AIRLOCK_TLS_CERT_FILE'), keyFile: str('AIRLOCK_TLS_KEY_FILE') } } : {}),
+    ...(values.AIRLOCK_TLS_CERT_FILE
+      ? { tls: { certFile: str('AIRLOCK_TLS_CERT_FILE'), keyFile: str('AIRLOCK_TLS_KEY_FILE') } }
+      : {}),
     host,
     port,
     publicOrigin,
@@ -301,7 +330,11 @@ function buildConfig(values: Values, d: ReturnType<typeof derivedSettings>): Con
     python: pythonConfig(values),
     google: googleConfig(values),
     trustProxy: trustProxy as string[],
-    telemetry: { endpoint: values.OTEL_EXPORTER_OTLP_ENDPOINT as string | undefined, serviceName: str('OTEL_SERVICE_NAME'), metricIntervalMs: num('OTEL_METRIC_EXPORT_INTERVAL') },
+    telemetry: {
+      endpoint: values.OTEL_EXPORTER_OTLP_ENDPOINT as string | undefined,
+      serviceName: str('OTEL_SERVICE_NAME'),
+      metricIntervalMs: num('OTEL_METRIC_EXPORT_INTERVAL'),
+    },
     mail: {
       other: str('AIRLOCK_MAIL_OTHER') as Config['mail']['other'],
       allowDomains,
@@ -318,13 +351,24 @@ function buildConfig(values: Values, d: ReturnType<typeof derivedSettings>): Con
 /** run_python's bounds (docs/tools.md#run_python). */
 function pythonConfig(values: Values): Config['python'] {
   const num = (k: string) => values[`AIRLOCK_PYTHON_${k}`] as number;
-  return { wallS: num('WALL_S'), cpuS: num('CPU_S'), memoryMb: num('MEMORY_MB'), outputKb: num('OUTPUT_KB'), procs: num('PROCS'), fileMb: num('FILE_MB') };
+  return {
+    wallS: num('WALL_S'),
+    cpuS: num('CPU_S'),
+    memoryMb: num('MEMORY_MB'),
+    outputKb: num('OUTPUT_KB'),
+    procs: num('PROCS'),
+    fileMb: num('FILE_MB'),
+  };
 }
 
 /** The egress sockets' connection bounds (docs/proxy.md). */
 function egressConfig(values: Values): Config['egress'] {
   const num = (k: string) => values[`AIRLOCK_EGRESS_${k}`] as number;
-  return { maxConnectionsPerSession: num('MAX_CONNECTIONS_PER_SESSION'), maxConnections: num('MAX_CONNECTIONS'), headersTimeoutS: num('HEADERS_TIMEOUT_S') };
+  return {
+    maxConnectionsPerSession: num('MAX_CONNECTIONS_PER_SESSION'),
+    maxConnections: num('MAX_CONNECTIONS'),
+    headersTimeoutS: num('HEADERS_TIMEOUT_S'),
+  };
 }
 
 /** The Google endpoints and OAuth client (the emulator's in tests and the demo). */

@@ -35,7 +35,10 @@ export interface OAuthConnectorLookup {
    * Keep a client registered dynamically (RFC 7591) as the connector's client unless it has one
    * already, and answer the client the connector now has. Absent: no dynamic registration.
    */
-  keepRegisteredClient?(connectorId: string, client: { client_id: string; client_secret?: string }): Promise<{ client_id: string; client_secret?: string }>;
+  keepRegisteredClient?(
+    connectorId: string,
+    client: { client_id: string; client_secret?: string },
+  ): Promise<{ client_id: string; client_secret?: string }>;
 }
 
 /** The view of a user's connection to an OAuth connector (never token material). */

@@ -31,7 +31,8 @@ export type ConnectorAuthKind = 'none' | 'header' | 'bearer' | 'oauth';
 export type ConnectorToolMode = 'enabled' | 'disabled' | 'ask';
 
 /** Who may use a connector: the same audiences as agent policies, plus named users. */
-export type ConnectorAudience = { kind: 'everyone' } | { kind: 'teams'; team_ids: number[] } | { kind: 'users'; user_ids: number[] };
+export type ConnectorAudience =
+  { kind: 'everyone' } | { kind: 'teams'; team_ids: number[] } | { kind: 'users'; user_ids: number[] };
 
 /** A tool as the server listed it, with the admin's mode. */
 export interface ConnectorTool {
@@ -85,7 +86,17 @@ export function splitConnectorToolName(name: string): { connector: string; tool:
 
 const HEADER_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9-]{0,63}$/;
 /** Headers a static secret may not be sent in: they carry framing or Airlock's own meaning. */
-export const RESERVED_HEADERS: ReadonlySet<string> = new Set(['host', 'content-length', 'content-type', 'transfer-encoding', 'connection', 'accept', 'mcp-session-id', 'mcp-protocol-version', 'cookie']);
+export const RESERVED_HEADERS: ReadonlySet<string> = new Set([
+  'host',
+  'content-length',
+  'content-type',
+  'transfer-encoding',
+  'connection',
+  'accept',
+  'mcp-session-id',
+  'mcp-protocol-version',
+  'cookie',
+]);
 
 export const ConnectorAudienceSchema: z.ZodType<ConnectorAudience> = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('everyone') }).strict(),
@@ -108,13 +119,29 @@ const FIELDS = {
 
 /** POST /api/admin/connectors body (`transport`, `audience`, `auth_kind` have defaults: streamable_http, everyone, none). */
 export const ConnectorCreateSchema = z
-  .object({ id: z.string().regex(CONNECTOR_ID_RE, 'must be 2–32 lower-case letters, digits or single underscores, starting with a letter'), ...FIELDS })
-  .partial({ transport: true, audience: true, auth_kind: true, auth_header_name: true, auth_secret: true, oauth_client_id: true, oauth_client_secret: true, enabled: true })
+  .object({
+    id: z
+      .string()
+      .regex(CONNECTOR_ID_RE, 'must be 2–32 lower-case letters, digits or single underscores, starting with a letter'),
+    ...FIELDS,
+  })
+  .partial({
+    transport: true,
+    audience: true,
+    auth_kind: true,
+    auth_header_name: true,
+    auth_secret: true,
+    oauth_client_id: true,
+    oauth_client_secret: true,
+    enabled: true,
+  })
   .strict();
 /** PATCH /api/admin/connectors/:id body: any field but the id; a secret absent keeps it, null removes it. */
 export const ConnectorChangeSchema = z.object(FIELDS).partial().strict();
 /** PATCH /api/admin/connectors/:id/tools body: tool name → mode. */
-export const ConnectorToolModesSchema = z.object({ modes: z.record(z.string().max(64), z.enum(['enabled', 'disabled', 'ask'])) }).strict();
+export const ConnectorToolModesSchema = z
+  .object({ modes: z.record(z.string().max(64), z.enum(['enabled', 'disabled', 'ask'])) })
+  .strict();
 
 export type ConnectorInput = z.infer<typeof ConnectorCreateSchema>;
 export type ConnectorChange = z.infer<typeof ConnectorChangeSchema>;

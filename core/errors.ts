@@ -50,7 +50,9 @@ export class AppError extends Error {
 
 /** An invalid configuration (ERR_CONFIG_INVALID): the message and `details.problems` list every problem. */
 export function configError(problems: string[]): AppError {
-  return new AppError('ERR_CONFIG_INVALID', `invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`, { details: { problems } });
+  return new AppError('ERR_CONFIG_INVALID', `invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`, {
+    details: { problems },
+  });
 }
 
 /** The problems of an ERR_CONFIG_INVALID error (none for another error). */

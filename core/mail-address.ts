@@ -44,7 +44,14 @@ export class MailParseError extends Error {
 export const ambiguous = (message: string): MailParseError => new MailParseError(message, 'ERR_MAIL_AMBIGUOUS');
 
 /** Address headers read strictly, with the spelling used in messages. */
-export const ADDRESS_HEADERS: Readonly<Record<string, string>> = { to: 'To', cc: 'Cc', bcc: 'Bcc', from: 'From', 'reply-to': 'Reply-To', sender: 'Sender' };
+export const ADDRESS_HEADERS: Readonly<Record<string, string>> = {
+  to: 'To',
+  cc: 'Cc',
+  bcc: 'Bcc',
+  from: 'From',
+  'reply-to': 'Reply-To',
+  sender: 'Sender',
+};
 
 const FIELD = /^([!-9;-~]+):(.*)$/s;
 const SPACE_BEFORE_COLON = /^[!-9;-~]+[ \t]+:/;
@@ -65,10 +72,12 @@ export function splitStrictHead(buf: Buffer): { head: string; bodyStart: number 
   const at = buf.indexOf(CRLF2);
   const end = at < 0 ? buf.length : at + 2;
   for (let i = buf.indexOf(0x0d); i >= 0 && i < end; i = buf.indexOf(0x0d, i + 1)) {
-    if (buf[i + 1] !== 0x0a) throw ambiguous('a bare CR (not followed by LF) in the header block; only CRLF line endings are accepted');
+    if (buf[i + 1] !== 0x0a)
+      throw ambiguous('a bare CR (not followed by LF) in the header block; only CRLF line endings are accepted');
   }
   for (let i = buf.indexOf(0x0a); i >= 0 && i < end; i = buf.indexOf(0x0a, i + 1)) {
-    if (i === 0 || buf[i - 1] !== 0x0d) throw ambiguous('a bare LF (not after CR) in the header block; only CRLF line endings are accepted');
+    if (i === 0 || buf[i - 1] !== 0x0d)
+      throw ambiguous('a bare LF (not after CR) in the header block; only CRLF line endings are accepted');
   }
   if (buf.subarray(0, end).indexOf(0) >= 0) throw ambiguous('a NUL byte in the header block');
   return { head: buf.toString('latin1', 0, end), bodyStart: at < 0 ? buf.length : at + 4 };
@@ -101,7 +110,8 @@ export function strictFields(head: string): Map<string, string[]> {
     const label = ADDRESS_HEADERS[name];
     if (label && values.length > 1) throw ambiguous(`the message has more than one ${label} header`);
   }
-  for (const values of all.values()) for (let i = 0; i < values.length; i++) values[i] = values[i].replace(/^[ \t]+|[ \t]+$/g, '');
+  for (const values of all.values())
+    for (let i = 0; i < values.length; i++) values[i] = values[i].replace(/^[ \t]+|[ \t]+$/g, '');
   return all;
 }
 
@@ -114,7 +124,8 @@ function entries(label: string, value: string): string[] {
     const c = value[i];
     if (c === '"') quoted = !quoted;
     else if (quoted) continue;
-    else if (c === '(' || c === ')') throw ambiguous(`${label}: comments in parentheses are not accepted in address headers`);
+    else if (c === '(' || c === ')')
+      throw ambiguous(`${label}: comments in parentheses are not accepted in address headers`);
     else if (c === ':' || c === ';') throw ambiguous(`${label}: groups (name: …;) are not accepted in address headers`);
     else if (c === '[' || c === ']') throw ambiguous(`${label}: domain literals [ … ] are not accepted`);
     else if (c === ',') {
@@ -130,15 +141,25 @@ function entries(label: string, value: string): string[] {
 /** One plain address (`local@domain`), lower-cased; anything else is refused with what was wrong. */
 function addrSpec(label: string, a: string): string {
   const ats = a.split('@').length - 1;
-  if (/[ \t]/.test(a)) throw ambiguous(ats > 1 ? `${label}: two addresses without a comma between them` : `${label}: an address with a space in it`);
+  if (/[ \t]/.test(a))
+    throw ambiguous(
+      ats > 1 ? `${label}: two addresses without a comma between them` : `${label}: an address with a space in it`,
+    );
   if (ats === 0) throw ambiguous(`${label}: "${a.slice(0, 80)}" is not an e-mail address`);
   if (ats > 1) throw ambiguous(`${label}: an address with more than one @`);
   const [local, domain] = a.split('@');
   if (a.includes('"')) throw ambiguous(`${label}: quoted local parts are not accepted`);
-  if (!LOCAL.test(local) || !DOMAIN.test(domain)) throw ambiguous(`${label}: "${a.slice(0, 80)}" is not a plain e-mail address`);
-  if (/[%!]/.test(local)) throw ambiguous(`${label}: "${a.slice(0, 80)}" has % or ! in its local part (source routing: the receiving server may relay it to another domain)`);
+  if (!LOCAL.test(local) || !DOMAIN.test(domain))
+    throw ambiguous(`${label}: "${a.slice(0, 80)}" is not a plain e-mail address`);
+  if (/[%!]/.test(local))
+    throw ambiguous(
+      `${label}: "${a.slice(0, 80)}" has % or ! in its local part (source routing: the receiving server may relay it to another domain)`,
+    );
   for (const l of domain.toLowerCase().split('.')) {
-    if (l.startsWith('xn--') && !canonicalPunycode(l)) throw ambiguous(`${label}: the domain label "${l.slice(0, 63)}" is not valid punycode (readers would decode it differently)`);
+    if (l.startsWith('xn--') && !canonicalPunycode(l))
+      throw ambiguous(
+        `${label}: the domain label "${l.slice(0, 63)}" is not valid punycode (readers would decode it differently)`,
+      );
   }
   return a.toLowerCase();
 }
@@ -161,11 +182,14 @@ function mailbox(label: string, e: string): string {
     return addrSpec(label, e);
   }
   const gt = e.indexOf('>');
-  if (e.indexOf('<', lt + 1) >= 0 || gt < lt || e.indexOf('>', gt + 1) >= 0) throw ambiguous(`${label}: more than one <…> in one address (a missing comma?)`);
+  if (e.indexOf('<', lt + 1) >= 0 || gt < lt || e.indexOf('>', gt + 1) >= 0)
+    throw ambiguous(`${label}: more than one <…> in one address (a missing comma?)`);
   if (gt !== e.length - 1) throw ambiguous(`${label}: text after <…> (a missing comma?)`);
   const name = e.slice(0, lt).replace(/[ \t]+$/, '');
-  if (name.includes('@')) throw ambiguous(`${label}: a display name that looks like an address ("${name.slice(0, 80)}")`);
-  if (name !== '' && !PHRASE.test(name) && !QUOTED.test(name)) throw ambiguous(`${label}: the display name "${name.slice(0, 80)}" must be plain words or one quoted string`);
+  if (name.includes('@'))
+    throw ambiguous(`${label}: a display name that looks like an address ("${name.slice(0, 80)}")`);
+  if (name !== '' && !PHRASE.test(name) && !QUOTED.test(name))
+    throw ambiguous(`${label}: the display name "${name.slice(0, 80)}" must be plain words or one quoted string`);
   return addrSpec(label, e.slice(lt + 1, gt));
 }
 

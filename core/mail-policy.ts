@@ -12,7 +12,14 @@
  */
 import type { MailPolicy, MailSummary } from './sandbox-protocol.js';
 import libmime from 'libmime';
-import { ambiguous, duplicateJsonKey, MailParseError, readAddressList, splitStrictHead, strictFields } from './mail-address.js';
+import {
+  ambiguous,
+  duplicateJsonKey,
+  MailParseError,
+  readAddressList,
+  splitStrictHead,
+  strictFields,
+} from './mail-address.js';
 
 // libmime's functions are methods of its default export (they use `this`).
 const decodeWords = (s: string): string => libmime.decodeWords(s);
@@ -21,7 +28,9 @@ const parseHeaderValue = (s: string) => libmime.parseHeaderValue(s);
 export type { MailPolicy, MailSummary };
 export type MailAttachment = MailSummary['attachments'][number];
 
-export type MailVerdict = { verdict: 'allow' | 'ask'; summary: MailSummary; ask: string[] } | { verdict: 'block'; summary: MailSummary; reason: string };
+export type MailVerdict =
+  | { verdict: 'allow' | 'ask'; summary: MailSummary; ask: string[] }
+  | { verdict: 'block'; summary: MailSummary; reason: string };
 
 export { MailParseError };
 
@@ -48,19 +57,28 @@ export function rawMessage(body: Buffer): Buffer {
   } catch {
     throw new MailParseError('the send request is not JSON');
   }
-  if (!v || typeof v !== 'object' || Array.isArray(v)) throw new MailParseError('the send request is not a JSON object');
+  if (!v || typeof v !== 'object' || Array.isArray(v))
+    throw new MailParseError('the send request is not a JSON object');
   // JSON.parse keeps the last of two equal keys; another reader may keep the first.
   const dup = duplicateJsonKey(text);
   if (dup !== null) throw ambiguous(`the send request has the key "${dup.slice(0, 40)}" more than once`);
   const o = v as Record<string, unknown>;
-  for (const k of Object.keys(o)) if (!BODY_KEYS.has(k)) throw new MailParseError(`the send request has a field the proxy does not read: ${k.slice(0, 40)}`);
+  for (const k of Object.keys(o))
+    if (!BODY_KEYS.has(k))
+      throw new MailParseError(`the send request has a field the proxy does not read: ${k.slice(0, 40)}`);
   if (typeof o.raw !== 'string' || !o.raw) throw new MailParseError('the send request has no raw message');
   return decodeBase64(o.raw);
 }
 
 /** The body is `{"raw":"<characters without a quote or backslash>"}` exactly. */
 function isPlainRaw(body: Buffer): boolean {
-  if (body.length <= FAST_HEAD.length + 2 || !body.subarray(0, FAST_HEAD.length).equals(FAST_HEAD) || body[body.length - 1] !== 0x7d || body[body.length - 2] !== 0x22) return false;
+  if (
+    body.length <= FAST_HEAD.length + 2 ||
+    !body.subarray(0, FAST_HEAD.length).equals(FAST_HEAD) ||
+    body[body.length - 1] !== 0x7d ||
+    body[body.length - 2] !== 0x22
+  )
+    return false;
   return body.indexOf(0x22, FAST_HEAD.length) === body.length - 2 && body.indexOf(0x5c, FAST_HEAD.length) === -1;
 }
 
@@ -101,7 +119,8 @@ function decodeBase64Bytes(src: Buffer, start: number, end: number): Buffer {
   if (chars % 4 === 1) throw new MailParseError('raw is not base64');
   const out = Buffer.allocUnsafe(want + 3);
   let w = 0;
-  for (let i = start; i < end; i += DECODE_STEP) w += out.write(src.toString('latin1', i, Math.min(end, i + DECODE_STEP)), w, 'base64url');
+  for (let i = start; i < end; i += DECODE_STEP)
+    w += out.write(src.toString('latin1', i, Math.min(end, i + DECODE_STEP)), w, 'base64url');
   // Fewer bytes than the characters promise: one was outside the alphabet ('=' inside too).
   if (w !== want) throw new MailParseError('raw is not base64');
   return out.subarray(0, want);
@@ -152,7 +171,8 @@ function splitHead(buf: Buffer, from = 0, to = buf.length): { head: string; body
   if (buf[from] === 0x0d && buf[from + 1] === 0x0a) return { head: '', bodyStart: from + 2 };
   for (let nl = buf.indexOf(0x0a, from); nl >= 0 && nl < to; nl = buf.indexOf(0x0a, nl + 1)) {
     if (buf[nl + 1] === 0x0a) return { head: buf.toString('latin1', from, nl), bodyStart: nl + 2 };
-    if (buf[nl + 1] === 0x0d && buf[nl + 2] === 0x0a) return { head: buf.toString('latin1', from, nl), bodyStart: nl + 3 };
+    if (buf[nl + 1] === 0x0d && buf[nl + 2] === 0x0a)
+      return { head: buf.toString('latin1', from, nl), bodyStart: nl + 3 };
   }
   return { head: buf.toString('latin1', from, to), bodyStart: to };
 }
@@ -213,7 +233,15 @@ function decodedSize(buf: Buffer, start: number, end: number, encoding: string):
 }
 
 /** Walk one MIME entity: attachments of its leaves, recursing into multiparts. */
-function walk(buf: Buffer, start: number, end: number, depth: number, out: MailAttachment[], counter: { parts: number }, headers?: Headers): void {
+function walk(
+  buf: Buffer,
+  start: number,
+  end: number,
+  depth: number,
+  out: MailAttachment[],
+  counter: { parts: number },
+  headers?: Headers,
+): void {
   if (++counter.parts > MAX_PARTS) throw new MailParseError('the message has too many MIME parts');
   let h = headers;
   let bodyStart = start;
@@ -261,7 +289,10 @@ function walk(buf: Buffer, start: number, end: number, depth: number, out: MailA
     const enc = String(h.all.get('content-transfer-encoding')?.[0] ?? '')
       .trim()
       .toLowerCase();
-    out.push({ name: filename ? decodeWords(String(filename)).slice(0, 255) : '(unnamed)', size: decodedSize(buf, bodyStart, end, enc) });
+    out.push({
+      name: filename ? decodeWords(String(filename)).slice(0, 255) : '(unnamed)',
+      size: decodedSize(buf, bodyStart, end, enc),
+    });
   }
 }
 
@@ -313,14 +344,21 @@ export function summarise(raw: Buffer, o: { headOnly?: boolean } = {}): MailSumm
 export function judge(policy: MailPolicy, summary: MailSummary): MailVerdict {
   if (summary.recipients.length === 0) return { verdict: 'block', summary, reason: 'the message has no recipient' };
   const total = summary.to + summary.cc + summary.bcc;
-  if (total > policy.max_recipients) return { verdict: 'block', summary, reason: `the message has ${total} recipients; at most ${policy.max_recipients} are allowed` };
+  if (total > policy.max_recipients)
+    return {
+      verdict: 'block',
+      summary,
+      reason: `the message has ${total} recipients; at most ${policy.max_recipients} are allowed`,
+    };
   const ask: string[] = [];
   for (const r of summary.recipients) {
     const d = domainOf(r);
     if (!d) return { verdict: 'block', summary, reason: `${r.slice(0, 80)} is not an e-mail address with a domain` };
-    if (policy.block_domains.some((b) => domainMatches(d, b))) return { verdict: 'block', summary, reason: `mail to ${d} is blocked by the send policy` };
+    if (policy.block_domains.some((b) => domainMatches(d, b)))
+      return { verdict: 'block', summary, reason: `mail to ${d} is blocked by the send policy` };
     if (policy.allow_domains.some((a) => domainMatches(d, a))) continue;
-    if (policy.other === 'block') return { verdict: 'block', summary, reason: `mail to ${d} is not allowed by the send policy` };
+    if (policy.other === 'block')
+      return { verdict: 'block', summary, reason: `mail to ${d} is not allowed by the send policy` };
     if (policy.other === 'ask') ask.push(r);
   }
   return { verdict: ask.length ? 'ask' : 'allow', summary, ask };

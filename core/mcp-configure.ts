@@ -7,14 +7,20 @@ import { McpConfigureRequestSchema, type McpConfigureParams } from './sandbox-pr
 
 /** What the SDK's low-level Server offers for a request of our own (McpServer.server). */
 export interface ConfigureHandlerHost {
-  setRequestHandler(schema: typeof McpConfigureRequestSchema, handler: (req: { params: McpConfigureParams }) => Record<string, never>): void;
+  setRequestHandler(
+    schema: typeof McpConfigureRequestSchema,
+    handler: (req: { params: McpConfigureParams }) => Record<string, never>,
+  ): void;
 }
 
 /**
  * Accept `airlock/configure`: `apply` gets the merged env (start env, then the session's) after
  * the process moved to `cwd` (a pool member starts before the user's workspace is bound there).
  */
-export function acceptConfigure(server: ConfigureHandlerHost, apply: (env: Record<string, string | undefined>) => void): void {
+export function acceptConfigure(
+  server: ConfigureHandlerHost,
+  apply: (env: Record<string, string | undefined>) => void,
+): void {
   server.setRequestHandler(McpConfigureRequestSchema, (req) => {
     if (req.params.cwd !== undefined) process.chdir(req.params.cwd);
     apply({ ...process.env, ...req.params.env });
@@ -29,5 +35,9 @@ export function acceptConfigure(server: ConfigureHandlerHost, apply: (env: Recor
  * Anything that did elicit would be refused here rather than accepted unchecked.
  */
 export const noElicitationValidator = {
-  getValidator: () => (_input: unknown) => ({ valid: false as const, data: undefined, errorMessage: 'this server does not ask for input' }),
+  getValidator: () => (_input: unknown) => ({
+    valid: false as const,
+    data: undefined,
+    errorMessage: 'this server does not ask for input',
+  }),
 };

@@ -24,8 +24,15 @@ export type ProtocolErrorCode = 'ERR_PROTOCOL_BAD_JSON' | 'ERR_PROTOCOL_BAD_MESS
  * never the received values, so it is safe to log; `details.request_id` is the `id` of a
  * rejected request when it had a string one (so a reply can still be matched).
  */
-export function protocolError(code: ProtocolErrorCode, message: string, issues: string[] = [], requestId?: string): AppError {
-  return new AppError(code, message, { details: { issues, ...(requestId !== undefined ? { request_id: requestId } : {}) } });
+export function protocolError(
+  code: ProtocolErrorCode,
+  message: string,
+  issues: string[] = [],
+  requestId?: string,
+): AppError {
+  return new AppError(code, message, {
+    details: { issues, ...(requestId !== undefined ? { request_id: requestId } : {}) },
+  });
 }
 
 /** The failing fields of a protocol rejection (none for another error). */
@@ -51,11 +58,17 @@ export function protocolLogFields(err: AppError, channel: string): Record<string
  * never throws. Issue texts carry paths and expectations only (zod's messages name the
  * expected and received types, not the values).
  */
-export function checkMessage<T>(schema: z.ZodType<T>, value: unknown): { ok: true; msg: T } | { ok: false; err: AppError } {
+export function checkMessage<T>(
+  schema: z.ZodType<T>,
+  value: unknown,
+): { ok: true; msg: T } | { ok: false; err: AppError } {
   const r = schema.safeParse(value);
   if (r.success) return { ok: true, msg: r.data };
   const issues = r.error.issues.slice(0, 10).map((i) => `${i.path.map(String).join('.') || '(root)'}: ${i.code}`);
-  return { ok: false, err: protocolError('ERR_PROTOCOL_BAD_MESSAGE', 'message does not match the protocol', issues, requestIdOf(value)) };
+  return {
+    ok: false,
+    err: protocolError('ERR_PROTOCOL_BAD_MESSAGE', 'message does not match the protocol', issues, requestIdOf(value)),
+  };
 }
 
 /**

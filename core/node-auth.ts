@@ -52,7 +52,17 @@ export interface NodeRequestParts {
 
 function canonical(p: NodeRequestParts, time: string, nonce: string): string {
   const bodyHash = createHash('sha256').update(p.body).digest('hex');
-  return ['v2', p.method.toUpperCase(), p.path, p.node, p.to, time, nonce, p.userId === null ? '' : String(p.userId), bodyHash].join('\n');
+  return [
+    'v2',
+    p.method.toUpperCase(),
+    p.path,
+    p.node,
+    p.to,
+    time,
+    nonce,
+    p.userId === null ? '' : String(p.userId),
+    bodyHash,
+  ].join('\n');
 }
 
 /** The headers that authenticate one request from `p.node` to `p.to`. */
@@ -62,12 +72,19 @@ export function signNodeRequest(secret: string, p: NodeRequestParts, now = Date.
   const mac = createHmac('sha256', secret)
     .update(canonical(p, time, nonce))
     .digest('hex');
-  const h: Record<string, string> = { [NODE_HEADERS.node]: p.node, [NODE_HEADERS.to]: p.to, [NODE_HEADERS.time]: time, [NODE_HEADERS.nonce]: nonce, [NODE_HEADERS.signature]: `v2=${mac}` };
+  const h: Record<string, string> = {
+    [NODE_HEADERS.node]: p.node,
+    [NODE_HEADERS.to]: p.to,
+    [NODE_HEADERS.time]: time,
+    [NODE_HEADERS.nonce]: nonce,
+    [NODE_HEADERS.signature]: `v2=${mac}`,
+  };
   if (p.userId !== null) h[NODE_HEADERS.user] = String(p.userId);
   return h;
 }
 
-export type NodeAuthFailure = 'missing' | 'bad_signature' | 'stale' | 'replayed' | 'unknown_node' | 'malformed' | 'wrong_receiver';
+export type NodeAuthFailure =
+  'missing' | 'bad_signature' | 'stale' | 'replayed' | 'unknown_node' | 'malformed' | 'wrong_receiver';
 
 /**
  * Records a nonce until `expiresAt` (unix ms); false when it was already recorded (a replay).
@@ -93,7 +110,11 @@ export class NodeRequestVerifier {
   }
 
   /** The signature alone (no nonce recorded): for tests and for the checks before the claim. */
-  check(headers: Record<string, string | string[] | undefined>, p: Omit<NodeRequestParts, 'node' | 'userId' | 'to'>, now = Date.now()): NodeVerdict & { nonce?: string; time?: number } {
+  check(
+    headers: Record<string, string | string[] | undefined>,
+    p: Omit<NodeRequestParts, 'node' | 'userId' | 'to'>,
+    now = Date.now(),
+  ): NodeVerdict & { nonce?: string; time?: number } {
     // A header sent twice (an array here, or "a, b" once joined) is malformed, never one of them.
     if (Object.values(NODE_HEADERS).some((k) => Array.isArray(headers[k]))) return { ok: false, reason: 'malformed' };
     const one = (k: string) => {
@@ -107,7 +128,12 @@ export class NodeRequestVerifier {
     const sig = one(NODE_HEADERS.signature);
     const user = one(NODE_HEADERS.user);
     if (!node || !to || !time || !nonce || !sig) return { ok: false, reason: 'missing' };
-    if (!/^[1-9][0-9]{0,14}$/.test(time) || !/^[0-9a-f]{24}$/.test(nonce) || !/^v2=[0-9a-f]{64}$/.test(sig) || (user !== undefined && !STRICT_ID_RE.test(user))) {
+    if (
+      !/^[1-9][0-9]{0,14}$/.test(time) ||
+      !/^[0-9a-f]{24}$/.test(nonce) ||
+      !/^v2=[0-9a-f]{64}$/.test(sig) ||
+      (user !== undefined && !STRICT_ID_RE.test(user))
+    ) {
       return { ok: false, reason: 'malformed' };
     }
     if (to !== this.#self) return { ok: false, reason: 'wrong_receiver' };
@@ -130,7 +156,11 @@ export class NodeRequestVerifier {
   }
 
   /** check(), then claim(). */
-  async verify(headers: Record<string, string | string[] | undefined>, p: Omit<NodeRequestParts, 'node' | 'userId' | 'to'>, now = Date.now()): Promise<NodeVerdict> {
+  async verify(
+    headers: Record<string, string | string[] | undefined>,
+    p: Omit<NodeRequestParts, 'node' | 'userId' | 'to'>,
+    now = Date.now(),
+  ): Promise<NodeVerdict> {
     const c = this.check(headers, p, now);
     if (!c.ok) return c;
     if (!(await this.claim(c))) return { ok: false, reason: 'replayed' };

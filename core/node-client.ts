@@ -1,5 +1,11 @@
 import { readFileSync } from 'node:fs';
-import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
+import {
+  Agent as HttpAgent,
+  request as httpRequest,
+  type ClientRequest,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+} from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { z } from 'zod';
 import type { Config } from './config.js';
@@ -50,7 +56,8 @@ export class NodeClient {
   readonly #agents: { http: HttpAgent; https: HttpsAgent };
 
   constructor(config: Readonly<Config>) {
-    if (!config.node.secret) throw new AppError('ERR_CONFIG_INVALID', 'AIRLOCK_NODE_SECRET is not set: this node cannot talk to the others');
+    if (!config.node.secret)
+      throw new AppError('ERR_CONFIG_INVALID', 'AIRLOCK_NODE_SECRET is not set: this node cannot talk to the others');
     this.#secret = config.node.secret.reveal();
     this.#self = config.node.id;
     this.#allowHttp = config.node.allowHttp;
@@ -58,10 +65,16 @@ export class NodeClient {
       try {
         this.#ca = readFileSync(config.node.caFile);
       } catch (err) {
-        throw new AppError('ERR_CONFIG_INVALID', `AIRLOCK_NODE_CA_FILE: cannot read ${config.node.caFile} (${err instanceof Error ? err.message : String(err)})`);
+        throw new AppError(
+          'ERR_CONFIG_INVALID',
+          `AIRLOCK_NODE_CA_FILE: cannot read ${config.node.caFile} (${err instanceof Error ? err.message : String(err)})`,
+        );
       }
     }
-    this.#agents = { http: new HttpAgent({ keepAlive: true, maxSockets: 256 }), https: new HttpsAgent({ keepAlive: true, maxSockets: 256, ...(this.#ca ? { ca: this.#ca } : {}) }) };
+    this.#agents = {
+      http: new HttpAgent({ keepAlive: true, maxSockets: 256 }),
+      https: new HttpsAgent({ keepAlive: true, maxSockets: 256, ...(this.#ca ? { ca: this.#ca } : {}) }),
+    };
   }
 
   /** The URL a request goes to; throws ERR_NODE_PLAIN_HTTP for http:// unless allowed. */
@@ -69,7 +82,10 @@ export class NodeClient {
     const url = new URL(path, to.url);
     if (url.protocol === 'https:') return url;
     if (url.protocol === 'http:' && this.#allowHttp) return url;
-    throw new AppError('ERR_NODE_PLAIN_HTTP', `node ${to.id} is at ${url.protocol}//${url.host}: requests between nodes go over https (AIRLOCK_FLEET_ALLOW_HTTP=true allows plain http)`);
+    throw new AppError(
+      'ERR_NODE_PLAIN_HTTP',
+      `node ${to.id} is at ${url.protocol}//${url.host}: requests between nodes go over https (AIRLOCK_FLEET_ALLOW_HTTP=true allows plain http)`,
+    );
   }
 
   /**
@@ -79,13 +95,22 @@ export class NodeClient {
   open(to: NodeTarget, o: NodeRequestOptions): ClientRequest {
     const url = this.url(to, o.path);
     const body = o.body ?? '';
-    const signed = signNodeRequest(this.#secret, { method: o.method, path: url.pathname + url.search, node: this.#self, to: to.id, userId: o.userId, body });
+    const signed = signNodeRequest(this.#secret, {
+      method: o.method,
+      path: url.pathname + url.search,
+      node: this.#self,
+      to: to.id,
+      userId: o.userId,
+      body,
+    });
     const headers: OutgoingHttpHeaders = { ...o.headers, ...signed };
     if (body.length) headers['content-length'] = String(Buffer.byteLength(body));
     const https = url.protocol === 'https:';
     const keepAlive = o.keepAlive !== false;
     const agent = keepAlive ? (https ? this.#agents.https : this.#agents.http) : false;
-    const req = https ? httpsRequest(url, { method: o.method, headers, agent, ...(this.#ca ? { ca: this.#ca } : {}) }) : httpRequest(url, { method: o.method, headers, agent });
+    const req = https
+      ? httpsRequest(url, { method: o.method, headers, agent, ...(this.#ca ? { ca: this.#ca } : {}) })
+      : httpRequest(url, { method: o.method, headers, agent });
     req.end(body);
     return req;
   }
@@ -99,7 +124,13 @@ export class NodeClient {
     const raw = body === undefined ? '' : JSON.stringify(body);
     const unreachable = (why: string) => new AppError('ERR_NODE_UNREACHABLE', `node at ${to.url} ${why}`);
     const { status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
-      const req = this.open(to, { method, path, userId: null, body: raw, headers: raw ? { 'content-type': 'application/json' } : {} });
+      const req = this.open(to, {
+        method,
+        path,
+        userId: null,
+        body: raw,
+        headers: raw ? { 'content-type': 'application/json' } : {},
+      });
       req.setTimeout(JSON_TIMEOUT_MS, () => req.destroy(new Error(`no answer in ${JSON_TIMEOUT_MS / 1000} s`)));
       req.on('error', (err) => reject(unreachable(`does not answer (${err.message})`)));
       req.on('response', (res: IncomingMessage) => {

@@ -5,7 +5,18 @@
  */
 import { z } from 'zod';
 import type { MailPolicy } from './api-types-admin.js';
-import { CodedErrorSchema, AgentEventSchema, JsonObjectSchema, PromptContextFields, StringMapSchema, TurnEndSchema, type StopReason, type AgentEvent, type PromptContext, type TurnEndExtras } from './sandbox-events.js';
+import {
+  CodedErrorSchema,
+  AgentEventSchema,
+  JsonObjectSchema,
+  PromptContextFields,
+  StringMapSchema,
+  TurnEndSchema,
+  type StopReason,
+  type AgentEvent,
+  type PromptContext,
+  type TurnEndExtras,
+} from './sandbox-events.js';
 
 // ---------------------------------------------------------------- daemon ⇄ supervisor (control socket)
 
@@ -39,7 +50,13 @@ export const MailSummarySchema: z.ZodType<MailSummary> = z.object({
   to: z.number().int(),
   cc: z.number().int(),
   bcc: z.number().int(),
-  fields: z.object({ to: z.array(z.string()).max(1000), cc: z.array(z.string()).max(1000), bcc: z.array(z.string()).max(1000) }).optional(),
+  fields: z
+    .object({
+      to: z.array(z.string()).max(1000),
+      cc: z.array(z.string()).max(1000),
+      bcc: z.array(z.string()).max(1000),
+    })
+    .optional(),
   subject: z.string().max(1000),
   attachments: z.array(z.object({ name: z.string().max(300), size: z.number().int() })).max(200),
   bytes: z.number().int(),
@@ -88,7 +105,13 @@ export const ControlRequestSchema: z.ZodType<ControlRequest> = z.discriminatedUn
   z.object({ id: z.string(), type: z.literal('ping') }),
   z.object({ id: z.string(), type: z.literal('warm') }),
   z.object({ id: z.string(), type: z.literal('start'), spec: StartSpecSchema }),
-  z.object({ id: z.string(), type: z.literal('prompt'), turn_id: z.string(), prompt: z.string(), ...PromptContextFields }),
+  z.object({
+    id: z.string(),
+    type: z.literal('prompt'),
+    turn_id: z.string(),
+    prompt: z.string(),
+    ...PromptContextFields,
+  }),
   z.object({ id: z.string(), type: z.literal('cancel'), turn_id: z.string() }),
   z.object({ id: z.string(), type: z.literal('shutdown') }),
   z.object({ id: z.string(), type: z.literal('shell'), cols: z.number().optional(), rows: z.number().optional() }),
@@ -98,7 +121,12 @@ export type ControlMessage =
   | { type: 'reply'; id: string; ok: true; data?: Record<string, unknown> }
   | { type: 'reply'; id: string; ok: false; error: { code: string; message: string } }
   | { type: 'event'; turn_id: string; event: AgentEvent }
-  | ({ type: 'turn_end'; turn_id: string; stop_reason: StopReason; error?: { code: string; message: string } } & TurnEndExtras)
+  | ({
+      type: 'turn_end';
+      turn_id: string;
+      stop_reason: StopReason;
+      error?: { code: string; message: string };
+    } & TurnEndExtras)
   | { type: 'log'; level: 'info' | 'warn' | 'error'; msg: string; data?: Record<string, unknown> }
   /**
    * One credential-proxy request's outcome (no path values, query, body or token): the daemon
@@ -157,7 +185,12 @@ export const ControlMessageSchema: z.ZodType<ControlMessage> = z.union([
   z.object({ type: z.literal('reply'), id: z.string(), ok: z.literal(false), error: CodedErrorSchema }),
   z.object({ type: z.literal('event'), turn_id: z.string(), event: AgentEventSchema }),
   TurnEndSchema,
-  z.object({ type: z.literal('log'), level: z.enum(['info', 'warn', 'error']), msg: z.string(), data: JsonObjectSchema.optional() }),
+  z.object({
+    type: z.literal('log'),
+    level: z.enum(['info', 'warn', 'error']),
+    msg: z.string(),
+    data: JsonObjectSchema.optional(),
+  }),
   z.object({
     type: z.literal('proxy_decision'),
     route: z.string().nullable(),

@@ -26,11 +26,41 @@ export interface SandboxRouteEnv {
 
 /** The sandbox routes by name (docs/proxy.md). */
 export const ROUTE_ENV = {
-  mail: { placeholder: 'MAIL_API_KEY', token: 'MAIL_ACCESS_TOKEN', baseUrl: 'MAIL_BASE_URL', credential: 'account', tools: true },
-  sheets: { placeholder: 'SHEETS_API_KEY', token: 'SHEETS_ACCESS_TOKEN', baseUrl: 'SHEETS_BASE_URL', credential: 'account', tools: true },
-  search: { placeholder: 'SEARCH_SHEETS_API_KEY', token: 'SEARCH_ACCESS_TOKEN', baseUrl: 'SEARCH_SHEETS_BASE_URL', credential: 'account', tools: true },
-  model: { placeholder: 'AGENT_MODEL_API_KEY', token: 'MODEL_API_KEY_REAL', baseUrl: 'AGENT_MODEL_BASE_URL', credential: 'model-key', tools: false },
-  host: { placeholder: 'AGENT_USER_TOKEN', token: null, baseUrl: 'AGENT_API_BASE_URL', credential: 'agent-user-token', tools: true },
+  mail: {
+    placeholder: 'MAIL_API_KEY',
+    token: 'MAIL_ACCESS_TOKEN',
+    baseUrl: 'MAIL_BASE_URL',
+    credential: 'account',
+    tools: true,
+  },
+  sheets: {
+    placeholder: 'SHEETS_API_KEY',
+    token: 'SHEETS_ACCESS_TOKEN',
+    baseUrl: 'SHEETS_BASE_URL',
+    credential: 'account',
+    tools: true,
+  },
+  search: {
+    placeholder: 'SEARCH_SHEETS_API_KEY',
+    token: 'SEARCH_ACCESS_TOKEN',
+    baseUrl: 'SEARCH_SHEETS_BASE_URL',
+    credential: 'account',
+    tools: true,
+  },
+  model: {
+    placeholder: 'AGENT_MODEL_API_KEY',
+    token: 'MODEL_API_KEY_REAL',
+    baseUrl: 'AGENT_MODEL_BASE_URL',
+    credential: 'model-key',
+    tools: false,
+  },
+  host: {
+    placeholder: 'AGENT_USER_TOKEN',
+    token: null,
+    baseUrl: 'AGENT_API_BASE_URL',
+    credential: 'agent-user-token',
+    tools: true,
+  },
 } as const satisfies Record<string, SandboxRouteEnv>;
 
 export type RouteName = keyof typeof ROUTE_ENV;
@@ -51,7 +81,9 @@ export const connectorBaseUrlEnv = (id: string) => `AIRLOCK_CONNECTOR_${id.toUpp
 export const connectorRouteName = (id: string) => `connector:${id}`;
 
 /** Routes that carry the user's connected workspace account (all hold the one access token). */
-export const ACCOUNT_ROUTES: readonly RouteName[] = (Object.keys(ROUTE_ENV) as RouteName[]).filter((r) => ROUTE_ENV[r].credential === 'account');
+export const ACCOUNT_ROUTES: readonly RouteName[] = (Object.keys(ROUTE_ENV) as RouteName[]).filter(
+  (r) => ROUTE_ENV[r].credential === 'account',
+);
 
 /** The account-token env names a session's supervisor may hold: the ones token rotation refreshes. */
 export const ACCOUNT_TOKEN_ENVS: readonly string[] = ACCOUNT_ROUTES.map((r) => ROUTE_ENV[r].token!);
@@ -77,7 +109,12 @@ export { AGENT_SETTING_ENVS } from './sandbox-ids.js';
  * The env the agent passes on to its MCP servers, and nothing else: the tool routes'
  * placeholders and base URLs, the From address for send_email, and where attachments live.
  */
-export const TOOL_ENV_NAMES: ReadonlySet<string> = new Set([...(Object.values(ROUTE_ENV) as SandboxRouteEnv[]).filter((r) => r.tools).flatMap((r) => [r.placeholder, r.baseUrl]), 'MAIL_FROM', 'AGENT_ATTACHMENTS_DIR', 'AGENT_PYTHON_LIMITS']);
+export const TOOL_ENV_NAMES: ReadonlySet<string> = new Set([
+  ...(Object.values(ROUTE_ENV) as SandboxRouteEnv[]).filter((r) => r.tools).flatMap((r) => [r.placeholder, r.baseUrl]),
+  'MAIL_FROM',
+  'AGENT_ATTACHMENTS_DIR',
+  'AGENT_PYTHON_LIMITS',
+]);
 
 /** The parts of a user's agent policy that decide the agent's settings. */
 export interface AgentPolicyLimits {
@@ -101,7 +138,11 @@ export interface AgentModelChoice {
  * the config's). The user's agent policy decides which tools are loaded (AGENT_TOOLS, comma list;
  * absent = all); a forbidden model is refused earlier, when the session is prepared.
  */
-export function agentSettings(config: Readonly<Pick<Config, 'model'> & Partial<Pick<Config, 'python'>>>, policy?: AgentPolicyLimits, model: AgentModelChoice = config.model): Record<string, string> {
+export function agentSettings(
+  config: Readonly<Pick<Config, 'model'> & Partial<Pick<Config, 'python'>>>,
+  policy?: AgentPolicyLimits,
+  model: AgentModelChoice = config.model,
+): Record<string, string> {
   const env: Record<string, string> = {
     AGENT_MODEL_PROVIDER: model.provider,
     AGENT_MODEL: model.model,
@@ -121,7 +162,8 @@ export function agentSettings(config: Readonly<Pick<Config, 'model'> & Partial<P
   put('AGENT_TURN_TIMEOUT_S', m.turnTimeoutS);
   // run_python's bounds (docs/tools.md#run_python); absent: the tool's defaults.
   const py = (config as Partial<Pick<Config, 'python'>>).python;
-  if (py) env.AGENT_PYTHON_LIMITS = `wall_s=${py.wallS},cpu_s=${py.cpuS},memory_mb=${py.memoryMb},output_kb=${py.outputKb},procs=${py.procs},file_mb=${py.fileMb}`;
+  if (py)
+    env.AGENT_PYTHON_LIMITS = `wall_s=${py.wallS},cpu_s=${py.cpuS},memory_mb=${py.memoryMb},output_kb=${py.outputKb},procs=${py.procs},file_mb=${py.fileMb}`;
   if (policy) {
     const allowed = (policy.tools ?? AGENT_TOOL_NAMES).filter((t) => !policy.denied_tools.includes(t));
     if (policy.tools !== null || policy.denied_tools.length) env.AGENT_TOOLS = allowed.join(',');

@@ -5,7 +5,13 @@
  */
 import { z } from 'zod';
 import type { ApprovalRequest, ApprovalScope, ApprovalState, ConnectorApprovalRequest } from './approval-request.js';
-import { TranscriptSchema, TurnItemsSchema, TurnUsageSchema, type TranscriptItem, type TurnUsage } from './transcript.js';
+import {
+  TranscriptSchema,
+  TurnItemsSchema,
+  TurnUsageSchema,
+  type TranscriptItem,
+  type TurnUsage,
+} from './transcript.js';
 
 // ---------------------------------------------------------------- chat events
 
@@ -107,18 +113,36 @@ export interface ApprovalResultEvent {
   /** For `approved`: this send only, or every send to these recipients in this session. */
   scope?: ApprovalScope;
 }
-export type ChatEvent = ToolStartEvent | ToolEndEvent | ToolProgressEvent | TextDeltaEvent | StatusEvent | ApprovalRequestEvent | ConnectorApprovalRequestEvent | ApprovalResultEvent | DoneEvent;
+export type ChatEvent =
+  | ToolStartEvent
+  | ToolEndEvent
+  | ToolProgressEvent
+  | TextDeltaEvent
+  | StatusEvent
+  | ApprovalRequestEvent
+  | ConnectorApprovalRequestEvent
+  | ApprovalResultEvent
+  | DoneEvent;
 /** Events the daemon itself puts into a turn (the agent cannot make them). */
-export type DaemonEvent = Omit<ApprovalRequestEvent, 'seq'> | Omit<ConnectorApprovalRequestEvent, 'seq'> | Omit<ApprovalResultEvent, 'seq'>;
+export type DaemonEvent =
+  Omit<ApprovalRequestEvent, 'seq'> | Omit<ConnectorApprovalRequestEvent, 'seq'> | Omit<ApprovalResultEvent, 'seq'>;
 
 export const StopReasonSchema: z.ZodType<StopReason> = z.enum(['end_turn', 'max_steps', 'error', 'cancelled']);
-export const CodedErrorSchema: z.ZodType<{ code: string; message: string }> = z.object({ code: z.string(), message: z.string() });
+export const CodedErrorSchema: z.ZodType<{ code: string; message: string }> = z.object({
+  code: z.string(),
+  message: z.string(),
+});
 /** Shared parts of the schemas (sandbox-control.ts, sandbox-mcp.ts use them too). */
 export const JsonObjectSchema: z.ZodType<Record<string, unknown>> = z.record(z.string(), z.unknown());
 export const StringMapSchema: z.ZodType<Record<string, string>> = z.record(z.string(), z.string());
 
 /** An event as the agent emits it: the daemon assigns `seq` (per turn) and writes `done` itself. */
-export type AgentEvent = Omit<ToolStartEvent, 'seq'> | Omit<ToolEndEvent, 'seq'> | Omit<ToolProgressEvent, 'seq'> | Omit<TextDeltaEvent, 'seq'> | Omit<StatusEvent, 'seq'>;
+export type AgentEvent =
+  | Omit<ToolStartEvent, 'seq'>
+  | Omit<ToolEndEvent, 'seq'>
+  | Omit<ToolProgressEvent, 'seq'>
+  | Omit<TextDeltaEvent, 'seq'>
+  | Omit<StatusEvent, 'seq'>;
 
 export const AgentEventSchema: z.ZodType<AgentEvent> = z.discriminatedUnion('type', [
   z.object({ type: z.literal('tool_start'), call_id: z.string(), tool: z.string(), input: JsonObjectSchema }),
@@ -131,9 +155,20 @@ export const AgentEventSchema: z.ZodType<AgentEvent> = z.discriminatedUnion('typ
     error: z.string().optional(),
     duration_ms: z.number(),
   }),
-  z.object({ type: z.literal('tool_progress'), call_id: z.string(), tool: z.string(), stream: z.enum(['stdout', 'stderr']), text: z.string().max(64 * 1024) }),
+  z.object({
+    type: z.literal('tool_progress'),
+    call_id: z.string(),
+    tool: z.string(),
+    stream: z.enum(['stdout', 'stderr']),
+    text: z.string().max(64 * 1024),
+  }),
   z.object({ type: z.literal('text_delta'), text: z.string() }),
-  z.object({ type: z.literal('status'), text: z.string().max(500), attempt: z.number().int().min(0).max(100), of: z.number().int().min(0).max(100) }),
+  z.object({
+    type: z.literal('status'),
+    text: z.string().max(500),
+    attempt: z.number().int().min(0).max(100),
+    of: z.number().int().min(0).max(100),
+  }),
 ]);
 
 // ---------------------------------------------------------------- supervisor ⇄ agent child (stdin/stdout)
@@ -144,7 +179,10 @@ export const AgentEventSchema: z.ZodType<AgentEvent> = z.discriminatedUnion('typ
  * and the working folder; it answers `configured` (with `error` when the settings are refused).
  * A prompt is taken only once configured.
  */
-export type ChildInbound = { type: 'configure'; env: Record<string, string>; cwd?: string } | ({ type: 'prompt'; turn_id: string; prompt: string } & PromptContext) | { type: 'cancel'; turn_id: string };
+export type ChildInbound =
+  | { type: 'configure'; env: Record<string, string>; cwd?: string }
+  | ({ type: 'prompt'; turn_id: string; prompt: string } & PromptContext)
+  | { type: 'cancel'; turn_id: string };
 
 /**
  * The conversation a prompt continues (docs/chat.md "The conversation belongs to the service").
@@ -168,9 +206,17 @@ export type ChildOutbound =
   | { type: 'ready' }
   | { type: 'configured'; error?: { code: string; message: string } }
   | { type: 'event'; turn_id: string; event: AgentEvent }
-  | ({ type: 'turn_end'; turn_id: string; stop_reason: StopReason; error?: { code: string; message: string } } & TurnEndExtras);
+  | ({
+      type: 'turn_end';
+      turn_id: string;
+      stop_reason: StopReason;
+      error?: { code: string; message: string };
+    } & TurnEndExtras);
 
-export const PromptContextFields = { base: z.string().max(64).nullable().optional(), context: TranscriptSchema.optional() };
+export const PromptContextFields = {
+  base: z.string().max(64).nullable().optional(),
+  context: TranscriptSchema.optional(),
+};
 
 export const ChildInboundSchema: z.ZodType<ChildInbound> = z.discriminatedUnion('type', [
   z.object({ type: z.literal('configure'), env: StringMapSchema, cwd: z.string().optional() }),

@@ -21,7 +21,16 @@ export interface McpToolResult {
   isError?: boolean;
 }
 export const McpToolResultSchema: z.ZodType<McpToolResult> = z.object({
-  content: z.array(z.looseObject({ type: z.string(), text: z.string().optional(), mimeType: z.string().optional(), data: z.string().optional() })).default([]),
+  content: z
+    .array(
+      z.looseObject({
+        type: z.string(),
+        text: z.string().optional(),
+        mimeType: z.string().optional(),
+        data: z.string().optional(),
+      }),
+    )
+    .default([]),
   structuredContent: JsonObjectSchema.optional(),
   isError: z.boolean().optional(),
 });

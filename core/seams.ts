@@ -76,7 +76,12 @@ export interface SessionPreparer {
    * The real tokens (by env name) and send policy of a session that is already running: a sandbox
    * adopted after a daemon restart, whose gateway must hold its tokens again. Absent: none.
    */
-  credentials?(req: { userId: number; sessionId: string; tokenEnvs: readonly string[]; modelRevision?: string }): Promise<{ tokens: Record<string, string>; mailPolicy?: MailPolicy }>;
+  credentials?(req: {
+    userId: number;
+    sessionId: string;
+    tokenEnvs: readonly string[];
+    modelRevision?: string;
+  }): Promise<{ tokens: Record<string, string>; mailPolicy?: MailPolicy }>;
 }
 
 /** A mail send the egress gateway holds until the daemon decides (read on the host from the exact body it forwards). */

@@ -20,7 +20,9 @@ export interface TranscriptToolCall {
 export type Interruption = 'stopped' | 'error';
 
 export type TranscriptItem =
-  { role: 'user'; content: string } | { role: 'assistant'; text: string; toolCalls: TranscriptToolCall[]; interrupted?: Interruption } | { role: 'tool'; callId: string; name: string; content: string; isError: boolean };
+  | { role: 'user'; content: string }
+  | { role: 'assistant'; text: string; toolCalls: TranscriptToolCall[]; interrupted?: Interruption }
+  | { role: 'tool'; callId: string; name: string; content: string; isError: boolean };
 
 /** Token counts one turn's model calls used, as the provider reported them. */
 export interface TurnUsage {
@@ -43,12 +45,21 @@ export const TranscriptItemSchema: z.ZodType<TranscriptItem> = z.union([
     toolCalls: z.array(z.object({ id: z.string().max(200), name: z.string().max(200), input: JsonObject })).max(128),
     interrupted: z.enum(['stopped', 'error']).optional(),
   }),
-  z.object({ role: z.literal('tool'), callId: z.string().max(200), name: z.string().max(200), content: z.string(), isError: z.boolean() }),
+  z.object({
+    role: z.literal('tool'),
+    callId: z.string().max(200),
+    name: z.string().max(200),
+    content: z.string(),
+    isError: z.boolean(),
+  }),
 ]);
 
 export const TranscriptSchema = z.array(TranscriptItemSchema).max(100_000);
 export const TurnItemsSchema = z.array(TranscriptItemSchema).max(MAX_TURN_ITEMS);
-export const TurnUsageSchema: z.ZodType<TurnUsage> = z.object({ input_tokens: z.number().int().min(0), output_tokens: z.number().int().min(0) });
+export const TurnUsageSchema: z.ZodType<TurnUsage> = z.object({
+  input_tokens: z.number().int().min(0),
+  output_tokens: z.number().int().min(0),
+});
 
 /** A tool result bounded for the transcript: past the cap it is cut, and says so. */
 export function boundToolResult(text: string, max = MAX_TOOL_RESULT_CHARS): string {
@@ -118,7 +129,11 @@ export function omittedNote(turns: number): string {
  * left out, the first kept user item starts with omittedNote(n): the model knows. Never cuts inside
  * a turn, so a tool call and its result stay together.
  */
-export function fitToBudget(items: readonly TranscriptItem[], budget: number, fixed = 0): { items: TranscriptItem[]; omitted: number } {
+export function fitToBudget(
+  items: readonly TranscriptItem[],
+  budget: number,
+  fixed = 0,
+): { items: TranscriptItem[]; omitted: number } {
   const starts: number[] = [];
   items.forEach((it, i) => {
     if (it.role === 'user' || i === 0) starts.push(i);
@@ -137,7 +152,8 @@ export function fitToBudget(items: readonly TranscriptItem[], budget: number, fi
   if (!omitted) return { items: [...kept], omitted: 0 };
   const first = kept[0];
   const note = omittedNote(omitted);
-  const head: TranscriptItem = first?.role === 'user' ? { role: 'user', content: `${note}\n\n${first.content}` } : { role: 'user', content: note };
+  const head: TranscriptItem =
+    first?.role === 'user' ? { role: 'user', content: `${note}\n\n${first.content}` } : { role: 'user', content: note };
   return { items: first?.role === 'user' ? [head, ...kept.slice(1)] : [head, ...kept], omitted };
 }
 
@@ -147,10 +163,20 @@ export function fitToBudget(items: readonly TranscriptItem[], budget: number, fi
  * (agent/turn-deadline.ts) and the daemon's backstop (daemon/runtime/turn.ts) both say it so.
  * Its items stay; a last answer marked as stopped by the user is marked as ended by an error.
  */
-export function turnTimedOut(limitMs: number, items?: readonly TranscriptItem[]): { error: { code: 'ERR_TURN_TIMEOUT'; message: string }; items?: TranscriptItem[] } {
+export function turnTimedOut(
+  limitMs: number,
+  items?: readonly TranscriptItem[],
+): { error: { code: 'ERR_TURN_TIMEOUT'; message: string }; items?: TranscriptItem[] } {
   const limit = limitMs >= 60_000 ? `${Math.round(limitMs / 60_000)} min` : `${Math.round(limitMs / 1000)} s`;
   const error = { code: 'ERR_TURN_TIMEOUT' as const, message: `the turn ran longer than ${limit} and was stopped` };
   if (!items) return { error };
   const last = items.length - 1;
-  return { error, items: items.map((it, i) => (i === last && it.role === 'assistant' && it.interrupted === 'stopped' ? { ...it, interrupted: 'error' as const } : it)) };
+  return {
+    error,
+    items: items.map((it, i) =>
+      i === last && it.role === 'assistant' && it.interrupted === 'stopped'
+        ? { ...it, interrupted: 'error' as const }
+        : it,
+    ),
+  };
 }

@@ -14,6 +14,10 @@ export interface DaemonBase {
 export async function openBase(config: Readonly<Config>, log?: Logger): Promise<DaemonBase> {
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const logger = log ?? createLogger({ level: config.logLevel });
-  const database = await openDatabase({ url: config.databaseUrl?.reveal(), file: join(config.dataDir, 'airlock.db'), log: logger });
+  const database = await openDatabase({
+    url: config.databaseUrl?.reveal(),
+    file: join(config.dataDir, 'airlock.db'),
+    log: logger,
+  });
   return { config, database, log: logger };
 }

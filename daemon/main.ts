@@ -82,7 +82,11 @@ async function runDemo(): Promise<void> {
 }
 
 /** An `ls` subcommand of `parent`, with `--json`. */
-function lsCommand(parent: Command, description: string, run: (config: Readonly<Config>, opts: { json?: boolean }) => Promise<void>): void {
+function lsCommand(
+  parent: Command,
+  description: string,
+  run: (config: Readonly<Config>, opts: { json?: boolean }) => Promise<void>,
+): void {
   parent
     .command('ls')
     .description(description)
@@ -93,7 +97,9 @@ function lsCommand(parent: Command, description: string, run: (config: Readonly<
 /** `airlock sessions …`: the operator commands that talk to the running daemon. */
 function sessionCommands(program: Command): void {
   const sessions = program.command('sessions').description('live sandbox sessions (talks to the running daemon)');
-  lsCommand(sessions, 'list live sessions and pool containers', async (config, opts) => (await import('./cli/runtime.js')).sessionsLs(config, opts));
+  lsCommand(sessions, 'list live sessions and pool containers', async (config, opts) =>
+    (await import('./cli/runtime.js')).sessionsLs(config, opts),
+  );
   sessions
     .command('inspect <id>')
     .description('details of one session (session id or container id)')
@@ -102,17 +108,23 @@ function sessionCommands(program: Command): void {
     .command('logs <id>')
     .description('the sandbox container log')
     .option('--tail <n>', 'last n lines', '200')
-    .action(async (id: string, opts: { tail: string }) => (await import('./cli/runtime.js')).sessionsLogs(configOrExit(), id, opts).catch(fail));
+    .action(async (id: string, opts: { tail: string }) =>
+      (await import('./cli/runtime.js')).sessionsLogs(configOrExit(), id, opts).catch(fail),
+    );
   sessions
     .command('attach <id>')
     .description('interactive shell in the session container (as the agent user, through a TTY)')
     .option('--root', 'shell as root (still without capabilities)')
-    .action(async (id: string, opts: { root?: boolean }) => (await import('./cli/runtime.js')).sessionsAttach(configOrExit(), id, opts).catch(fail));
+    .action(async (id: string, opts: { root?: boolean }) =>
+      (await import('./cli/runtime.js')).sessionsAttach(configOrExit(), id, opts).catch(fail),
+    );
   sessions
     .command('restart [id]')
     .description('restart a session sandbox (the next prompt gets a fresh one)')
     .option('--stale', 'restart every stale session')
-    .action(async (id: string | undefined, opts: { stale?: boolean }) => (await import('./cli/runtime.js')).sessionsRestart(configOrExit(), id, opts).catch(fail));
+    .action(async (id: string | undefined, opts: { stale?: boolean }) =>
+      (await import('./cli/runtime.js')).sessionsRestart(configOrExit(), id, opts).catch(fail),
+    );
   sessions
     .command('kill <id>')
     .description('stop and remove a session sandbox')
@@ -121,11 +133,22 @@ function sessionCommands(program: Command): void {
 
 export function buildProgram(): Command {
   const program = new Command();
-  program.name('airlock').description('Airlock: one warm, locked-down sandbox per chat session, with a credential-injection proxy.').showHelpAfterError();
+  program
+    .name('airlock')
+    .description('Airlock: one warm, locked-down sandbox per chat session, with a credential-injection proxy.')
+    .showHelpAfterError();
 
-  program.command('serve').description('run the daemon and its web app (needs AGENT_USER_TOKEN_SECRET and MCP_INTERNAL_SECRET)').action(runServe);
+  program
+    .command('serve')
+    .description('run the daemon and its web app (needs AGENT_USER_TOKEN_SECRET and MCP_INTERNAL_SECRET)')
+    .action(runServe);
 
-  program.command('demo').description('the whole product on one machine: emulated Google, IdP and directory, the demo model, a demo admin and user').action(runDemo);
+  program
+    .command('demo')
+    .description(
+      'the whole product on one machine: emulated Google, IdP and directory, the demo model, a demo admin and user',
+    )
+    .action(runDemo);
 
   program
     .command('create-superuser')
@@ -162,33 +185,47 @@ export function buildProgram(): Command {
     .description('build the sandbox image offline (debootstrap base, cached) and tag it AIRLOCK_IMAGE')
     .option('--tag <tag>', 'image tag (default AIRLOCK_IMAGE)')
     .option('--rebuild-base', 'rebuild the cached base rootfs too')
-    .action(async (opts: { tag?: string; rebuildBase?: boolean }) => (await import('./cli/runtime.js')).imageBuildCommand(configOrExit(), opts).catch(fail));
+    .action(async (opts: { tag?: string; rebuildBase?: boolean }) =>
+      (await import('./cli/runtime.js')).imageBuildCommand(configOrExit(), opts).catch(fail),
+    );
 
   sessionCommands(program);
   connectorCommands(program, () => configOrExit(), fail);
 
   program
     .command('doctor')
-    .description('what this node runs with: database (engine, schema version), node id and URL, Docker engine, sandbox image')
+    .description(
+      'what this node runs with: database (engine, schema version), node id and URL, Docker engine, sandbox image',
+    )
     .action(async () => {
       process.exitCode = await (await import('./cli/ops.js')).doctor(configOrExit()).catch(fail);
     });
 
   const db = program.command('db').description('the database');
   db.command('copy')
-    .description("copy every row of this install's database (AIRLOCK_DATABASE_URL, or SQLite in the data folder) into a new, empty one")
-    .requiredOption('--to <url>', 'the target, e.g. postgres://airlock:…@db:5432/airlock (migrated first; must hold no users)')
+    .description(
+      "copy every row of this install's database (AIRLOCK_DATABASE_URL, or SQLite in the data folder) into a new, empty one",
+    )
+    .requiredOption(
+      '--to <url>',
+      'the target, e.g. postgres://airlock:…@db:5432/airlock (migrated first; must hold no users)',
+    )
     .action(async (opts: { to: string }) => {
       process.exitCode = await (await import('./cli/ops.js')).dbCopy(configOrExit(), opts.to).catch(fail);
     });
 
   const nodes = program.command('nodes').description('the nodes of the fleet (from the shared database)');
-  lsCommand(nodes, 'every node: id, state, URL, last heartbeat, sessions, capacity, version', async (config, opts) => (await import('./cli/ops.js')).nodesLs(config, opts));
+  lsCommand(nodes, 'every node: id, state, URL, last heartbeat, sessions, capacity, version', async (config, opts) =>
+    (await import('./cli/ops.js')).nodesLs(config, opts),
+  );
 
   return program;
 }
 
-const isMain = process.argv[1] && import.meta.url === (await import('node:url')).pathToFileURL((await import('node:fs')).realpathSync(process.argv[1])).href;
+const isMain =
+  process.argv[1] &&
+  import.meta.url ===
+    (await import('node:url')).pathToFileURL((await import('node:fs')).realpathSync(process.argv[1])).href;
 if (isMain) {
   await buildProgram().parseAsync(process.argv);
 }

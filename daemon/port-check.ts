@@ -11,12 +11,22 @@ export async function assertPortFree(host: string, port: number): Promise<void> 
   if (port === 0) return;
   const s = createServer();
   try {
-    await new Promise<void>((resolve, reject) => s.once('error', reject).listen({ host, port, exclusive: true }, resolve));
+    await new Promise<void>((resolve, reject) =>
+      s.once('error', reject).listen({ host, port, exclusive: true }, resolve),
+    );
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     const where = `${host.includes(':') ? `[${host}]` : host}:${port}`;
-    if (code === 'EADDRINUSE') throw new AppError('ERR_PORT_IN_USE', `${where} is in use by another program: stop it or choose another AIRLOCK_PORT; nothing was started`);
-    if (code === 'EACCES') throw new AppError('ERR_PORT_IN_USE', `${where} may not be listened on by this user (a port below 1024 needs privileges): choose another AIRLOCK_PORT; nothing was started`);
+    if (code === 'EADDRINUSE')
+      throw new AppError(
+        'ERR_PORT_IN_USE',
+        `${where} is in use by another program: stop it or choose another AIRLOCK_PORT; nothing was started`,
+      );
+    if (code === 'EACCES')
+      throw new AppError(
+        'ERR_PORT_IN_USE',
+        `${where} may not be listened on by this user (a port below 1024 needs privileges): choose another AIRLOCK_PORT; nothing was started`,
+      );
     throw err;
   } finally {
     await new Promise((resolve) => (s.listening ? s.close(resolve) : resolve(undefined)));

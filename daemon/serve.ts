@@ -1,7 +1,21 @@
 import { assertPortFree } from './port-check.js';
 import { DbSessionStore, startWebServer, type WebServer, type WebServices } from '../web/index.js';
 import { openBase, type DaemonBase } from './context.js';
-import { AppError, atRestEncryptor, createMetrics, mintAgentUserToken, tokenRequest, systemClock, type Clock, type Config, type Metrics, type ConnectorTokens, type Encryptor, type Logger, type SessionPreparer } from '../core/index.js';
+import {
+  AppError,
+  atRestEncryptor,
+  createMetrics,
+  mintAgentUserToken,
+  tokenRequest,
+  systemClock,
+  type Clock,
+  type Config,
+  type Metrics,
+  type ConnectorTokens,
+  type Encryptor,
+  type Logger,
+  type SessionPreparer,
+} from '../core/index.js';
 import type { AgentSessionCheck, AttachPort, OperatorPort, SandboxControl } from '../web/index.js';
 import { DirectorySyncRunner } from './directory-sync/index.js';
 import type { EgressGateway } from '../core/sandbox-protocol.js';
@@ -60,7 +74,10 @@ async function checkBeforeStart(config: Readonly<Config>): Promise<void> {
 export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): Promise<RunningDaemon> {
   await checkBeforeStart(config);
   const base = await openBase(config, opts.log);
-  base.log.info({ database: base.database.target, schemaVersion: base.database.schemaVersion, node: config.node.id }, 'database ready');
+  base.log.info(
+    { database: base.database.target, schemaVersion: base.database.schemaVersion, node: config.node.id },
+    'database ready',
+  );
   const life = new Lifecycle(base.log);
   life.onStop('database', () => base.database.close());
   return life.run(async () => {
@@ -105,7 +122,12 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
     const late = latePreparer(base, encryptor, tokenService);
     const fleetSessions = new FleetSessions({ ...base, clock: opts.clock });
     const auditor = telemetry ? telemetry.auditor(mailGate) : mailGate;
-    const hooks = sessionHooks(base, tokenService, fleetSessions, sandboxTime(base, metrics, opts.clock ?? systemClock));
+    const hooks = sessionHooks(
+      base,
+      tokenService,
+      fleetSessions,
+      sandboxTime(base, metrics, opts.clock ?? systemClock),
+    );
     const runtimeOpts =
       opts.runtime === false
         ? undefined
@@ -130,7 +152,9 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
     }
     started.runtime = runtime;
     if (runtime) wireRuntime(services, runtime, fleetSessions, telemetry);
-    life.onStop('directory sync', () => Promise.race([directorySync.idle(), new Promise((r) => setTimeout(r, 5_000).unref())]));
+    life.onStop('directory sync', () =>
+      Promise.race([directorySync.idle(), new Promise((r) => setTimeout(r, 5_000).unref())]),
+    );
     const web = await life.start(
       'web listener',
       () => startWebServer({ ...base, sessions, services, encryptor }),
@@ -139,7 +163,11 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
     await fleet.start();
     const preparer = late.bind(sessionPreparer(base, encryptor, tokenService, accounts, web.port));
     base.log.info({ url: web.url, publicOrigin: config.publicOrigin }, 'airlock listening');
-    const pruneTimer = setInterval(() => void sessions.prune().catch((err: Error) => base.log.warn({ err: err.message }, 'login session prune failed')), 3600_000);
+    const pruneTimer = setInterval(
+      () =>
+        void sessions.prune().catch((err: Error) => base.log.warn({ err: err.message }, 'login session prune failed')),
+      3600_000,
+    );
     pruneTimer.unref();
     life.onStop('login-session prune', () => clearInterval(pruneTimer));
     return { ...base, web, runtime, tokenService, egressGateway, sessionPreparer: preparer, close: () => life.stop() };
@@ -152,7 +180,11 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
  * gets its real tokens again for its egress gateway (they lived in the old daemon's memory only);
  * that needs no host route, so it works before the listener.
  */
-function latePreparer(base: DaemonBase, encryptor: Encryptor, tokens: TokenService): { preparer: SessionPreparer; bind(p: SessionPreparer): SessionPreparer } {
+function latePreparer(
+  base: DaemonBase,
+  encryptor: Encryptor,
+  tokens: TokenService,
+): { preparer: SessionPreparer; bind(p: SessionPreparer): SessionPreparer } {
   let bound: SessionPreparer | undefined;
   const credentials = new OverlayPreparer({
     config: base.config,
@@ -172,7 +204,11 @@ function startTokenService(base: DaemonBase, accounts: AccountStore, metrics: Me
   const g = base.config.google;
   const tokenService = new TokenService({
     store: accounts,
-    refresh: (refreshToken) => tokenRequest({ tokenUrl: g.tokenUrl, clientId: g.clientId, clientSecret: g.clientSecret }, { grant_type: 'refresh_token', refresh_token: refreshToken }),
+    refresh: (refreshToken) =>
+      tokenRequest(
+        { tokenUrl: g.tokenUrl, clientId: g.clientId, clientSecret: g.clientSecret },
+        { grant_type: 'refresh_token', refresh_token: refreshToken },
+      ),
     log: base.log.child({ area: 'tokens' }),
     metrics,
     lease: refreshLease(base.database.sql, base.config.node.id),
@@ -182,7 +218,13 @@ function startTokenService(base: DaemonBase, accounts: AccountStore, metrics: Me
 }
 
 /** The session preparer of this daemon, with the host route to its own listener on `port`. */
-function sessionPreparer(base: DaemonBase, encryptor: Encryptor, tokens: TokenService, accounts: AccountStore, port: number): SessionPreparer {
+function sessionPreparer(
+  base: DaemonBase,
+  encryptor: Encryptor,
+  tokens: TokenService,
+  accounts: AccountStore,
+  port: number,
+): SessionPreparer {
   const { config } = base;
   // The host route's upstream: this daemon's own listener, as the egress gateway reaches it.
   const hostOrigin = `http://${['0.0.0.0', '::'].includes(config.host) ? '127.0.0.1' : config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
@@ -194,7 +236,9 @@ function sessionPreparer(base: DaemonBase, encryptor: Encryptor, tokens: TokenSe
     tokens,
     log: base.log.child({ area: 'overlay' }),
     hostOrigin,
-    mintAgentUserToken: agentSecret ? (userId, sessionId) => mintAgentUserToken(agentSecret, { userId, sessionId }) : undefined,
+    mintAgentUserToken: agentSecret
+      ? (userId, sessionId) => mintAgentUserToken(agentSecret, { userId, sessionId })
+      : undefined,
     // Read with the user's tokens a moment before (the overlay asks only when it got an access token).
     accountEmail: (userId) => accounts.emailSeen(userId),
   });
@@ -203,11 +247,17 @@ function sessionPreparer(base: DaemonBase, encryptor: Encryptor, tokens: TokenSe
 /** A fleet (AIRLOCK_DATABASE_URL) needs the node secret and a shared encryption key. */
 function checkFleetConfig(config: Readonly<Config>): void {
   if (config.databaseUrl && !config.node.secret) {
-    throw new AppError('ERR_CONFIG_INVALID', 'AIRLOCK_NODE_SECRET: required with AIRLOCK_DATABASE_URL (the nodes of a fleet authenticate each other with it)');
+    throw new AppError(
+      'ERR_CONFIG_INVALID',
+      'AIRLOCK_NODE_SECRET: required with AIRLOCK_DATABASE_URL (the nodes of a fleet authenticate each other with it)',
+    );
   }
   if (config.databaseUrl && !config.encryptionKey) {
     // A key generated into one node's data folder would leave the others unable to read what it wrote.
-    throw new AppError('ERR_CONFIG_INVALID', 'AIRLOCK_ENCRYPTION_KEY: required with AIRLOCK_DATABASE_URL (every node must read what the others encrypt)');
+    throw new AppError(
+      'ERR_CONFIG_INVALID',
+      'AIRLOCK_ENCRYPTION_KEY: required with AIRLOCK_DATABASE_URL (every node must read what the others encrypt)',
+    );
   }
 }
 
@@ -215,7 +265,13 @@ function checkFleetConfig(config: Readonly<Config>): void {
  * Directory sync runs in the background of this process; jobs whose process is gone (a crashed
  * daemon or CLI) are failed first; a job a live `airlock sync-directory` runs is left alone.
  */
-async function startDirectorySync(config: Readonly<Config>, base: DaemonBase, encryptor: Encryptor, metrics: ReturnType<typeof createMetrics>, services: WebServices): Promise<DirectorySyncRunner> {
+async function startDirectorySync(
+  config: Readonly<Config>,
+  base: DaemonBase,
+  encryptor: Encryptor,
+  metrics: ReturnType<typeof createMetrics>,
+  services: WebServices,
+): Promise<DirectorySyncRunner> {
   const directorySync = new DirectorySyncRunner({
     config,
     db: base.database.sql,
@@ -244,12 +300,19 @@ function sandboxTime(base: DaemonBase, metrics: Metrics, clock: Clock): (h: Sess
     const modelId = i > 0 ? modelRevision.slice(0, i) : modelRevision;
     const seconds = Math.max(0, (clock.now() - claimedAt) / 1000);
     metrics.usageSandboxSeconds.inc({ model: modelId }, seconds);
-    recordSandboxTime(base.database.sql, { userId, modelId, seconds, at: new Date() }).catch((err: Error) => base.log.warn({ err: err.message, userId }, 'sandbox time not recorded'));
+    recordSandboxTime(base.database.sql, { userId, modelId, seconds, at: new Date() }).catch((err: Error) =>
+      base.log.warn({ err: err.message, userId }, 'sandbox time not recorded'),
+    );
   };
 }
 
 /** The runtime's session hooks: token rotation and fleet ownership follow each live sandbox. */
-function sessionHooks(base: DaemonBase, tokenService: TokenService, fleetSessions: FleetSessions, held: (h: SessionHeld) => void): SessionHooks {
+function sessionHooks(
+  base: DaemonBase,
+  tokenService: TokenService,
+  fleetSessions: FleetSessions,
+  held: (h: SessionHeld) => void,
+): SessionHooks {
   return {
     // The one place a session registers for token rotation: when its sandbox took `start`, or was
     // adopted after a daemon restart (its token env names come from its claim.json). Rotation is
@@ -268,12 +331,18 @@ function sessionHooks(base: DaemonBase, tokenService: TokenService, fleetSession
     },
     // A user deactivated (CLI sync, admin) or removed while no daemon ran loses the sandbox at start,
     // and so does a session another node of the fleet took over meanwhile.
-    mayAdopt: async ({ sessionId, userId }) => (await getUserById(base.database.sql, userId))?.is_active === true && (await fleetSessions.mayAdopt(sessionId)),
+    mayAdopt: async ({ sessionId, userId }) =>
+      (await getUserById(base.database.sql, userId))?.is_active === true && (await fleetSessions.mayAdopt(sessionId)),
   };
 }
 
 /** The web services the sandbox runtime provides (chat runner, operator, attach, workspaces, tokens). */
-function wireRuntime(services: WebServices, runtime: Runtime, fleetSessions: FleetSessions, telemetry: ReturnType<typeof startTelemetry>): void {
+function wireRuntime(
+  services: WebServices,
+  runtime: Runtime,
+  fleetSessions: FleetSessions,
+  telemetry: ReturnType<typeof startTelemetry>,
+): void {
   // ChatService (domain/chat/turn-service.ts) is {runner}; the session manager is the TurnRunner.
   fleetSessions.runner = runtime.sessions;
   services.operator ??= ((request: unknown) => runtime.sessions.handleControl(request)) satisfies OperatorPort;
@@ -298,7 +367,14 @@ function wireRuntime(services: WebServices, runtime: Runtime, fleetSessions: Fle
  * half the tool timeout; the other half is the call's. OAuth tokens through the seam the
  * per-user OAuth piece fills (services.connectorTokens); unset, an OAuth connector answers "connect first".
  */
-function connectorGateway(base: DaemonBase, config: Readonly<Config>, encryptor: Encryptor, services: WebServices, mailGate: MailGate, onCall: (a: ConnectorCallAudit) => void): ConnectorGateway {
+function connectorGateway(
+  base: DaemonBase,
+  config: Readonly<Config>,
+  encryptor: Encryptor,
+  services: WebServices,
+  mailGate: MailGate,
+  onCall: (a: ConnectorCallAudit) => void,
+): ConnectorGateway {
   const approvals = new ConnectorApprovals({
     db: base.database.sql,
     log: base.log.child({ area: 'connectors' }),
@@ -306,9 +382,14 @@ function connectorGateway(base: DaemonBase, config: Readonly<Config>, encryptor:
   });
   services.approvals ??= approvalDecider(mailGate, approvals);
   // Each user's OAuth tokens (docs/connectors.md, "OAuth per user"): refreshed by the host, one grant per fleet.
-  services.connectorTokens ??= connectorTokenService(base, encryptor, () => services.oauthConnectors ?? registryLookup(base.database.sql, encryptor));
+  services.connectorTokens ??= connectorTokenService(
+    base,
+    encryptor,
+    () => services.oauthConnectors ?? registryLookup(base.database.sql, encryptor),
+  );
   const tokens: ConnectorTokens = {
-    accessToken: async (id, userId) => (services.connectorTokens ? services.connectorTokens.accessToken(id, userId) : null),
+    accessToken: async (id, userId) =>
+      services.connectorTokens ? services.connectorTokens.accessToken(id, userId) : null,
   };
   return new ConnectorGateway({
     db: base.database.sql,

@@ -23,7 +23,15 @@ import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk
 import { BatchSpanProcessor, RandomIdGenerator, TracerProvider, type IdGenerator } from '@opentelemetry/sdk-trace';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import type { Config, Logger } from '../core/index.js';
-import type { AgentEvent, MailHold, ProxyDecisionRecord, SandboxAuditor, TurnRequest, TurnResult, TurnRunner } from '../core/sandbox-protocol.js';
+import type {
+  AgentEvent,
+  MailHold,
+  ProxyDecisionRecord,
+  SandboxAuditor,
+  TurnRequest,
+  TurnResult,
+  TurnRunner,
+} from '../core/sandbox-protocol.js';
 
 /** A finished turn's spans stay this long for proxied requests reported after its end. */
 const LATE_RECORDS_MS = 10_000;
@@ -71,7 +79,11 @@ interface LiveTurn {
 /** A tool call's span: started at tool_start under its turn, ended at tool_end. */
 function toolEvent(tracer: Tracer, turn: LiveTurn, e: AgentEvent): void {
   if (e.type === 'tool_start') {
-    const span = tracer.startSpan(`tool ${e.tool}`, { attributes: { 'airlock.tool': e.tool, 'airlock.call_id': e.call_id } }, turn.ctx);
+    const span = tracer.startSpan(
+      `tool ${e.tool}`,
+      { attributes: { 'airlock.tool': e.tool, 'airlock.call_id': e.call_id } },
+      turn.ctx,
+    );
     turn.tools.set(e.call_id, { span, ctx: trace.setSpan(turn.ctx, span) });
   } else if (e.type === 'tool_end') {
     const t = turn.tools.get(e.call_id);
@@ -114,7 +126,12 @@ function tracedRunner({ tracer, ids, live, nodeId }: TraceKit, inner: TurnRunner
       ids.next = traceIdOf(req.turnId);
       const span = tracer.startSpan('chat.turn', {
         root: true,
-        attributes: { 'airlock.session_id': req.sessionId, 'airlock.turn_id': req.turnId, 'enduser.id': String(req.userId), 'airlock.node_id': nodeId },
+        attributes: {
+          'airlock.session_id': req.sessionId,
+          'airlock.turn_id': req.turnId,
+          'enduser.id': String(req.userId),
+          'airlock.node_id': nodeId,
+        },
       });
       const turn: LiveTurn = { span, ctx: trace.setSpan(context.active(), span), tools: new Map() };
       live.set(req.turnId, turn);
@@ -128,11 +145,16 @@ function tracedRunner({ tracer, ids, live, nodeId }: TraceKit, inner: TurnRunner
       };
       try {
         const r = await inner.runTurn({ ...req, onEvent });
-        span.setAttributes({ 'airlock.stop_reason': r.stop_reason, ...(r.error ? { 'airlock.error_code': r.error.code } : {}) });
+        span.setAttributes({
+          'airlock.stop_reason': r.stop_reason,
+          ...(r.error ? { 'airlock.error_code': r.error.code } : {}),
+        });
         if (r.stop_reason === 'error') span.setStatus({ code: 2 });
         return r;
       } catch (err) {
-        span.setAttributes({ 'airlock.error_code': codeIn(String((err as { code?: unknown }).code ?? '')) ?? 'failed' });
+        span.setAttributes({
+          'airlock.error_code': codeIn(String((err as { code?: unknown }).code ?? '')) ?? 'failed',
+        });
         span.setStatus({ code: 2 });
         throw err;
       } finally {
@@ -156,13 +178,23 @@ export function startTelemetry(config: Readonly<Config>, log: Logger, registry?:
   const provider = new TracerProvider({
     resource,
     idGenerator: ids,
-    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: `${base}/v1/traces` }), scheduledDelayMillis: 1000 })],
+    spanProcessors: [
+      new BatchSpanProcessor({
+        exporter: new OTLPTraceExporter({ url: `${base}/v1/traces` }),
+        scheduledDelayMillis: 1000,
+      }),
+    ],
   });
   const tracer = provider.getTracer('airlock');
   const meters = registry
     ? new MeterProvider({
         resource,
-        readers: [new PeriodicExportingMetricReader({ exporter: new OTLPMetricExporter({ url: `${base}/v1/metrics` }), exportIntervalMillis: config.telemetry.metricIntervalMs })],
+        readers: [
+          new PeriodicExportingMetricReader({
+            exporter: new OTLPMetricExporter({ url: `${base}/v1/metrics` }),
+            exportIntervalMillis: config.telemetry.metricIntervalMs,
+          }),
+        ],
       })
     : undefined;
   if (meters && registry) bridgeMetrics(meters, registry);
@@ -183,7 +215,11 @@ export function startTelemetry(config: Readonly<Config>, log: Logger, registry?:
             const parent = (d.call_id && turn.tools.get(d.call_id)?.ctx) || turn.ctx;
             const end = Date.now();
             const attributes = proxyAttributes(d);
-            const span = tracer.startSpan(d.route === 'model' ? 'model call' : `proxy ${d.route ?? 'none'}`, { startTime: end - (d.ms ?? 0), attributes }, parent);
+            const span = tracer.startSpan(
+              d.route === 'model' ? 'model call' : `proxy ${d.route ?? 'none'}`,
+              { startTime: end - (d.ms ?? 0), attributes },
+              parent,
+            );
             if (d.outcome !== 'forwarded') span.setStatus({ code: 2 });
             span.end(end);
           } catch {
@@ -245,7 +281,8 @@ function bridgeMetrics(meters: MeterProvider, registry: Registry): void {
     // A histogram is exported as its series: _bucket (with le), _sum and _count.
     const series = type === 'histogram' ? [`${name}_bucket`, `${name}_sum`, `${name}_count`] : [name];
     for (const metricName of series) {
-      const inst = type === 'counter' ? meter.createObservableCounter(metricName) : meter.createObservableGauge(metricName);
+      const inst =
+        type === 'counter' ? meter.createObservableCounter(metricName) : meter.createObservableGauge(metricName);
       inst.addCallback(async (r) => {
         const got = await m.get();
         for (const v of got.values) {

@@ -38,7 +38,9 @@ export class AccountStore {
     return {
       accessToken: r.access_token_enc ? this.#enc.decrypt(r.access_token_enc, `account:${userId}:access`) : undefined,
       accessExpiresAt: nullableNumber(r.access_expires_at) ?? undefined,
-      refreshToken: r.refresh_token_enc ? this.#enc.decrypt(r.refresh_token_enc, `account:${userId}:refresh`) : undefined,
+      refreshToken: r.refresh_token_enc
+        ? this.#enc.decrypt(r.refresh_token_enc, `account:${userId}:refresh`)
+        : undefined,
     };
   }
 
@@ -55,7 +57,11 @@ export class AccountStore {
    * Create or replace the user's connected account (a refresh token already stored is kept when
    * none comes); `entry`, when given, goes to the action log in the same transaction.
    */
-  async connect(userId: number, a: { email?: string | null; scopes: string[]; accessToken: string; expiresAt: number; refreshToken?: string }, entry?: ActionEvent): Promise<void> {
+  async connect(
+    userId: number,
+    a: { email?: string | null; scopes: string[]; accessToken: string; expiresAt: number; refreshToken?: string },
+    entry?: ActionEvent,
+  ): Promise<void> {
     const now = nowIso();
     await inTransaction(this.#db, async (trx) => {
       await this.#upsert(trx, userId, a, now);
@@ -64,7 +70,12 @@ export class AccountStore {
     this.#emails.set(userId, a.email ?? null);
   }
 
-  async #upsert(db: Sql, userId: number, a: { email?: string | null; scopes: string[]; accessToken: string; expiresAt: number; refreshToken?: string }, now: string): Promise<void> {
+  async #upsert(
+    db: Sql,
+    userId: number,
+    a: { email?: string | null; scopes: string[]; accessToken: string; expiresAt: number; refreshToken?: string },
+    now: string,
+  ): Promise<void> {
     await db
       .insertInto('connected_accounts')
       .values({
@@ -121,7 +132,11 @@ export class AccountStore {
   }
 
   async #row(userId: number): Promise<Row<'connected_accounts'> | undefined> {
-    const r = await this.#db.selectFrom('connected_accounts').selectAll().where('user_id', '=', userId).executeTakeFirst();
+    const r = await this.#db
+      .selectFrom('connected_accounts')
+      .selectAll()
+      .where('user_id', '=', userId)
+      .executeTakeFirst();
     if (r) this.#emails.set(userId, r.email);
     else this.#emails.delete(userId);
     return r;

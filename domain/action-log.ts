@@ -19,7 +19,13 @@ export type ActionLogRow = LogRecord;
 export async function logAction(db: Sql, e: ActionEvent): Promise<number> {
   const r = await db
     .insertInto('action_log')
-    .values({ event: e.event, severity: e.severity ?? 'info', actor_id: e.actorId ?? null, subject_id: e.subjectId ?? null, data: JSON.stringify(e.data ?? {}) })
+    .values({
+      event: e.event,
+      severity: e.severity ?? 'info',
+      actor_id: e.actorId ?? null,
+      subject_id: e.subjectId ?? null,
+      data: JSON.stringify(e.data ?? {}),
+    })
     .returning('id')
     .executeTakeFirstOrThrow();
   return r.id;

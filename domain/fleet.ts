@@ -20,12 +20,35 @@ export interface NodeInfo {
 }
 
 /** Join the fleet (or rejoin after a restart): one row per node id. */
-export async function registerNode(db: Sql, n: { id: string; url: string; version: string; capacity: number }, now = new Date()): Promise<void> {
+export async function registerNode(
+  db: Sql,
+  n: { id: string; url: string; version: string; capacity: number },
+  now = new Date(),
+): Promise<void> {
   const at = nowIso(now);
   await db
     .insertInto('nodes')
-    .values({ id: n.id, url: n.url, version: n.version, capacity: n.capacity, sessions: 0, started_at: at, heartbeat_at: at })
-    .onConflict((oc) => oc.column('id').doUpdateSet({ url: n.url, version: n.version, capacity: n.capacity, sessions: 0, started_at: at, heartbeat_at: at }))
+    .values({
+      id: n.id,
+      url: n.url,
+      version: n.version,
+      capacity: n.capacity,
+      sessions: 0,
+      started_at: at,
+      heartbeat_at: at,
+    })
+    .onConflict((oc) =>
+      oc
+        .column('id')
+        .doUpdateSet({
+          url: n.url,
+          version: n.version,
+          capacity: n.capacity,
+          sessions: 0,
+          started_at: at,
+          heartbeat_at: at,
+        }),
+    )
     .execute();
 }
 
@@ -76,12 +99,33 @@ export async function sandboxOf(db: Sql, sessionId: string): Promise<SandboxRow 
 }
 
 /** This node now runs (or starts) the sandbox of the session; replaces a lost owner's row. */
-export async function ownSandbox(db: Sql, s: { sessionId: string; userId: number; nodeId: string; containerId?: string | null; state: 'starting' | 'live' }): Promise<void> {
+export async function ownSandbox(
+  db: Sql,
+  s: { sessionId: string; userId: number; nodeId: string; containerId?: string | null; state: 'starting' | 'live' },
+): Promise<void> {
   const at = nowIso();
   await db
     .insertInto('sandboxes')
-    .values({ session_id: s.sessionId, user_id: s.userId, node_id: s.nodeId, container_id: s.containerId ?? null, state: s.state, created_at: at, updated_at: at })
-    .onConflict((oc) => oc.column('session_id').doUpdateSet({ user_id: s.userId, node_id: s.nodeId, container_id: s.containerId ?? null, state: s.state, updated_at: at }))
+    .values({
+      session_id: s.sessionId,
+      user_id: s.userId,
+      node_id: s.nodeId,
+      container_id: s.containerId ?? null,
+      state: s.state,
+      created_at: at,
+      updated_at: at,
+    })
+    .onConflict((oc) =>
+      oc
+        .column('session_id')
+        .doUpdateSet({
+          user_id: s.userId,
+          node_id: s.nodeId,
+          container_id: s.containerId ?? null,
+          state: s.state,
+          updated_at: at,
+        }),
+    )
     .execute();
 }
 
@@ -101,14 +145,25 @@ export async function markLostSandboxes(db: Sql, lostS: number, now = new Date()
     .updateTable('sandboxes')
     .set({ state: 'lost', updated_at: nowIso(now) })
     .where('state', '!=', 'lost')
-    .where((eb) => eb.or([eb('node_id', 'not in', eb.selectFrom('nodes').select('id')), eb('node_id', 'in', eb.selectFrom('nodes').select('id').where('heartbeat_at', '<', cutoff))]))
+    .where((eb) =>
+      eb.or([
+        eb('node_id', 'not in', eb.selectFrom('nodes').select('id')),
+        eb('node_id', 'in', eb.selectFrom('nodes').select('id').where('heartbeat_at', '<', cutoff)),
+      ]),
+    )
     .executeTakeFirst();
   return Number(r.numUpdatedRows);
 }
 
 /** The nodes other than `except` that ran a sandbox of the user, the most recent first (where the user's attachments may be). */
 export async function nodesOfUserSandboxes(db: Sql, userId: number, except: string): Promise<string[]> {
-  const rows = await db.selectFrom('sandboxes').select('node_id').where('user_id', '=', userId).where('node_id', '!=', except).orderBy('updated_at', 'desc').execute();
+  const rows = await db
+    .selectFrom('sandboxes')
+    .select('node_id')
+    .where('user_id', '=', userId)
+    .where('node_id', '!=', except)
+    .orderBy('updated_at', 'desc')
+    .execute();
   return rows.map((r) => r.node_id);
 }
 
@@ -128,7 +183,13 @@ export async function sandboxesOfNode(db: Sql, nodeId: string): Promise<SandboxR
  * Take or renew the named lease for `ttlMs` when it is free, expired or already ours. One
  * statement, so two nodes racing for it cannot both win.
  */
-export async function acquireLease(db: Sql, name: string, holder: string, ttlMs: number, now = Date.now()): Promise<boolean> {
+export async function acquireLease(
+  db: Sql,
+  name: string,
+  holder: string,
+  ttlMs: number,
+  now = Date.now(),
+): Promise<boolean> {
   const r = await db
     .insertInto('leases')
     .values({ name, holder, expires_at: now + ttlMs })

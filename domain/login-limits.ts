@@ -82,13 +82,15 @@ export class LoginLimiter {
       .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.min('at_ms').as('first')])
       .executeTakeFirstOrThrow();
     const addrN = Number(addr.n);
-    if (addrN >= this.#max * ADDRESS_FACTOR) return refuse('address', now, nullableNumber(addr.first) ?? now, this.#windowMs);
+    if (addrN >= this.#max * ADDRESS_FACTOR)
+      return refuse('address', now, nullableNumber(addr.first) ?? now, this.#windowMs);
     if (addrN > 0) {
       const user = await recent
         .where('username', '=', u)
         .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.min('at_ms').as('first')])
         .executeTakeFirstOrThrow();
-      if (Number(user.n) >= this.#max) return refuse('username', now, nullableNumber(user.first) ?? now, this.#windowMs);
+      if (Number(user.n) >= this.#max)
+        return refuse('username', now, nullableNumber(user.first) ?? now, this.#windowMs);
     }
     const pair = await recent
       .where('username', '=', u)
@@ -121,7 +123,11 @@ export class LoginLimiter {
 
   /** A successful login clears this pair's failures (the username's other failures stay). */
   async succeed(username: string, address: string): Promise<void> {
-    await this.#db.deleteFrom('login_failures').where('username', '=', username.toLowerCase()).where('address', '=', address).execute();
+    await this.#db
+      .deleteFrom('login_failures')
+      .where('username', '=', username.toLowerCase())
+      .where('address', '=', address)
+      .execute();
   }
 
   async #prune(now: number): Promise<void> {

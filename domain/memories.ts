@@ -28,7 +28,12 @@ export class MemoryStore {
   }
 
   #open(r: Row<'memories'>): MemoryEntry {
-    return { id: r.id, content: this.#enc.decrypt(r.content, `memory:${r.user_id}`), source: r.source, created_at: r.created_at };
+    return {
+      id: r.id,
+      content: this.#enc.decrypt(r.content, `memory:${r.user_id}`),
+      source: r.source,
+      created_at: r.created_at,
+    };
   }
 
   /** Add an entry; 409 ERR_MEMORY_LIMIT once the user has MEMORIES_PER_USER_MAX (counted in the same transaction). */
@@ -61,7 +66,12 @@ export class MemoryStore {
   }
 
   async get(userId: number, id: number): Promise<MemoryEntry | undefined> {
-    const r = await this.#db.selectFrom('memories').selectAll().where('id', '=', id).where('user_id', '=', userId).executeTakeFirst();
+    const r = await this.#db
+      .selectFrom('memories')
+      .selectAll()
+      .where('id', '=', id)
+      .where('user_id', '=', userId)
+      .executeTakeFirst();
     return r && this.#open(r);
   }
 
@@ -76,7 +86,11 @@ export class MemoryStore {
   }
 
   async delete(userId: number, id: number): Promise<boolean> {
-    const r = await this.#db.deleteFrom('memories').where('id', '=', id).where('user_id', '=', userId).executeTakeFirst();
+    const r = await this.#db
+      .deleteFrom('memories')
+      .where('id', '=', id)
+      .where('user_id', '=', userId)
+      .executeTakeFirst();
     return Number(r.numDeletedRows) > 0;
   }
 }

@@ -14,8 +14,12 @@ export interface SessionLabels {
 /** Titles, creation times and turn counts of these chat sessions and names of these users, in three queries. */
 export async function sessionLabels(db: Sql, sessionIds: string[], userIds: number[]): Promise<SessionLabels> {
   const [chats, users, turns] = await Promise.all([
-    sessionIds.length ? db.selectFrom('chat_sessions').select(['id', 'title', 'created_at']).where('id', 'in', sessionIds).execute() : [],
-    userIds.length ? db.selectFrom('users').select(['id', 'username', 'display_name']).where('id', 'in', userIds).execute() : [],
+    sessionIds.length
+      ? db.selectFrom('chat_sessions').select(['id', 'title', 'created_at']).where('id', 'in', sessionIds).execute()
+      : [],
+    userIds.length
+      ? db.selectFrom('users').select(['id', 'username', 'display_name']).where('id', 'in', userIds).execute()
+      : [],
     sessionIds.length
       ? db
           .selectFrom('chat_turns')

@@ -29,9 +29,18 @@ export async function passwordHashOf(db: Sql, userId: number): Promise<string | 
 export async function changeOwnPassword(db: Sql, userId: number, password: string, keepSid: string): Promise<number> {
   const hash = await hashPassword(password);
   return runSerializable(db, async (trx) => {
-    await trx.updateTable('users').set({ password_hash: hash, updated_at: nowIso() }).where('id', '=', userId).execute();
+    await trx
+      .updateTable('users')
+      .set({ password_hash: hash, updated_at: nowIso() })
+      .where('id', '=', userId)
+      .execute();
     const ended = await deleteOtherWebSessions(trx, userId, keepSid);
-    await logAction(trx, { event: 'auth.password_changed', actorId: userId, subjectId: userId, data: { sessions_ended: ended } });
+    await logAction(trx, {
+      event: 'auth.password_changed',
+      actorId: userId,
+      subjectId: userId,
+      data: { sessions_ended: ended },
+    });
     return ended;
   });
 }
@@ -46,14 +55,31 @@ export function generatedPassword(): string {
  * every web session of the user ends, so whoever held the old password is out. Returns how many.
  * Not the admin's own (ERR_USER_SELF): that is Settings, with the current password.
  */
-export async function resetPassword(db: Sql, actorId: number, userId: number, password: string, generated: boolean): Promise<number> {
-  if (userId === actorId) throw new AppError('ERR_USER_SELF', 'change your own password under Settings (it needs your current one)');
+export async function resetPassword(
+  db: Sql,
+  actorId: number,
+  userId: number,
+  password: string,
+  generated: boolean,
+): Promise<number> {
+  if (userId === actorId)
+    throw new AppError('ERR_USER_SELF', 'change your own password under Settings (it needs your current one)');
   const hash = await hashPassword(password);
   return runSerializable(db, async (trx) => {
     await mustExist(trx, userId);
-    await trx.updateTable('users').set({ password_hash: hash, updated_at: nowIso() }).where('id', '=', userId).execute();
+    await trx
+      .updateTable('users')
+      .set({ password_hash: hash, updated_at: nowIso() })
+      .where('id', '=', userId)
+      .execute();
     const ended = await deleteUserWebSessions(trx, userId);
-    await logAction(trx, { event: 'auth.password_reset', severity: 'warning', actorId, subjectId: userId, data: { generated, sessions_ended: ended } });
+    await logAction(trx, {
+      event: 'auth.password_reset',
+      severity: 'warning',
+      actorId,
+      subjectId: userId,
+      data: { generated, sessions_ended: ended },
+    });
     return ended;
   });
 }
@@ -69,7 +95,12 @@ export interface UserChange {
  * superuser (ERR_USER_LAST_SUPERUSER), checked in a serializable transaction so two admins
  * demoting each other at once cannot both win. Deactivating ends the user's web sessions.
  */
-export async function changeUser(db: Sql, actorId: number, userId: number, c: UserChange): Promise<{ user: User; deactivated: boolean; sessionsEnded: number }> {
+export async function changeUser(
+  db: Sql,
+  actorId: number,
+  userId: number,
+  c: UserChange,
+): Promise<{ user: User; deactivated: boolean; sessionsEnded: number }> {
   if (userId === actorId && (c.is_active === false || c.is_superuser === false)) {
     throw new AppError('ERR_USER_SELF', 'you cannot deactivate or demote your own account; ask another superuser');
   }
@@ -78,8 +109,15 @@ export async function changeUser(db: Sql, actorId: number, userId: number, c: Us
     const active = c.is_active ?? before.is_active;
     const superuser = c.is_superuser ?? before.is_superuser;
     if (before.is_active && before.is_superuser && !(active && superuser)) {
-      const others = await trx.selectFrom('users').select('id').where('is_active', '=', 1).where('is_superuser', '=', 1).where('id', '<>', userId).execute();
-      if (!others.length) throw new AppError('ERR_USER_LAST_SUPERUSER', 'this is the last active superuser; promote another user first');
+      const others = await trx
+        .selectFrom('users')
+        .select('id')
+        .where('is_active', '=', 1)
+        .where('is_superuser', '=', 1)
+        .where('id', '<>', userId)
+        .execute();
+      if (!others.length)
+        throw new AppError('ERR_USER_LAST_SUPERUSER', 'this is the last active superuser; promote another user first');
     }
     await trx
       .updateTable('users')
@@ -88,7 +126,8 @@ export async function changeUser(db: Sql, actorId: number, userId: number, c: Us
       .execute();
     const deactivated = before.is_active && !active;
     const sessionsEnded = deactivated ? await deleteUserWebSessions(trx, userId) : 0;
-    const log = (event: string, data: Record<string, unknown> = {}) => logAction(trx, { event, severity: 'warning', actorId, subjectId: userId, data: { by: 'admin', ...data } });
+    const log = (event: string, data: Record<string, unknown> = {}) =>
+      logAction(trx, { event, severity: 'warning', actorId, subjectId: userId, data: { by: 'admin', ...data } });
     if (deactivated) await log('identity.user_deactivated', { sessions_ended: sessionsEnded });
     if (!before.is_active && active) await log('identity.user_reactivated');
     if (!before.is_superuser && superuser) await log('identity.user_promoted');
@@ -106,8 +145,17 @@ export async function defaultModelOf(db: Sql, userId: number): Promise<string | 
 /** Set it (checked by the caller: an enabled model the user may choose), with its audit entry. */
 export async function setDefaultModel(db: Sql, userId: number, modelId: string | null): Promise<void> {
   await db.transaction().execute(async (trx) => {
-    await trx.updateTable('users').set({ default_model_id: modelId, updated_at: nowIso() }).where('id', '=', userId).execute();
-    await logAction(trx, { event: 'settings.default_model_changed', actorId: userId, subjectId: userId, data: { model_id: modelId } });
+    await trx
+      .updateTable('users')
+      .set({ default_model_id: modelId, updated_at: nowIso() })
+      .where('id', '=', userId)
+      .execute();
+    await logAction(trx, {
+      event: 'settings.default_model_changed',
+      actorId: userId,
+      subjectId: userId,
+      data: { model_id: modelId },
+    });
   });
 }
 

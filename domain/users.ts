@@ -8,7 +8,16 @@ export interface User extends UserView {
   last_login_at: string | null;
 }
 
-const PUBLIC = ['id', 'username', 'email', 'display_name', 'is_superuser', 'is_active', 'created_at', 'last_login_at'] as const;
+const PUBLIC = [
+  'id',
+  'username',
+  'email',
+  'display_name',
+  'is_superuser',
+  'is_active',
+  'created_at',
+  'last_login_at',
+] as const;
 
 export function toUser(r: Pick<Row<'users'>, (typeof PUBLIC)[number]>): User {
   return {
@@ -39,7 +48,10 @@ export async function getUserByEmail(db: Sql, email: string): Promise<User | und
 }
 
 /** The user and their password hash, for login only (the username in any case). */
-export async function getCredentials(db: Sql, username: string): Promise<{ user: User; passwordHash: string | null } | undefined> {
+export async function getCredentials(
+  db: Sql,
+  username: string,
+): Promise<{ user: User; passwordHash: string | null } | undefined> {
   const r = await db
     .selectFrom('users')
     .select([...PUBLIC, 'password_hash'])
@@ -90,12 +102,16 @@ export interface ListedUser extends User {
  * Users by id, optionally only those whose username, e-mail or display name contains `q`
  * (case-insensitive; `%` and `_` in q are literal), plus the total that matched.
  */
-export async function listUsers(db: Sql, opts: { q?: string; limit?: number; offset?: number } = {}): Promise<{ users: ListedUser[]; total: number }> {
+export async function listUsers(
+  db: Sql,
+  opts: { q?: string; limit?: number; offset?: number } = {},
+): Promise<{ users: ListedUser[]; total: number }> {
   const q = opts.q?.trim();
   const pattern = q ? `%${q.toLowerCase().replace(/[\\%_]/g, (c) => '\\' + c)}%` : undefined;
   let base = db.selectFrom('users');
   if (pattern) {
-    const like = (col: 'username' | 'email' | 'display_name') => sql<boolean>`lower(${sql.ref(col)}) LIKE ${pattern} ESCAPE '\\'`;
+    const like = (col: 'username' | 'email' | 'display_name') =>
+      sql<boolean>`lower(${sql.ref(col)}) LIKE ${pattern} ESCAPE '\\'`;
     base = base.where((eb) => eb.or([like('username'), like('email'), like('display_name')]));
   }
   const total = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
@@ -116,7 +132,11 @@ export async function recordLogin(db: Sql, userId: number): Promise<void> {
 }
 
 /** Set a user's password hash and superuser flag (the demo keeps its printed passwords true). */
-export async function setCredentials(db: Sql, userId: number, c: { passwordHash: string; isSuperuser: boolean }): Promise<void> {
+export async function setCredentials(
+  db: Sql,
+  userId: number,
+  c: { passwordHash: string; isSuperuser: boolean },
+): Promise<void> {
   await db
     .updateTable('users')
     .set({ password_hash: c.passwordHash, is_superuser: c.isSuperuser ? 1 : 0, updated_at: nowIso() })

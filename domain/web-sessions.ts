@@ -9,7 +9,11 @@ export interface WebSessionRecord {
 
 /** The session's JSON, unless it is missing or expired at `now`. */
 export async function readWebSession(db: Sql, sid: string, now = Date.now()): Promise<string | undefined> {
-  const r = await db.selectFrom('web_sessions').select(['data', 'expires_at']).where('sid', '=', sid).executeTakeFirst();
+  const r = await db
+    .selectFrom('web_sessions')
+    .select(['data', 'expires_at'])
+    .where('sid', '=', sid)
+    .executeTakeFirst();
   return r && Number(r.expires_at) > now ? r.data : undefined;
 }
 
@@ -18,7 +22,15 @@ export async function writeWebSession(db: Sql, sid: string, s: WebSessionRecord)
   await db
     .insertInto('web_sessions')
     .values({ sid, user_id: s.userId, data: s.data, expires_at: s.expiresAt })
-    .onConflict((oc) => oc.column('sid').doUpdateSet((eb) => ({ user_id: eb.ref('excluded.user_id'), data: eb.ref('excluded.data'), expires_at: eb.ref('excluded.expires_at') })))
+    .onConflict((oc) =>
+      oc
+        .column('sid')
+        .doUpdateSet((eb) => ({
+          user_id: eb.ref('excluded.user_id'),
+          data: eb.ref('excluded.data'),
+          expires_at: eb.ref('excluded.expires_at'),
+        })),
+    )
     .execute();
 }
 
@@ -38,7 +50,11 @@ export async function deleteUserWebSessions(db: Sql, userId: number): Promise<nu
 
 /** End every login session of a user but one (their own password change keeps the session that made it). */
 export async function deleteOtherWebSessions(db: Sql, userId: number, keepSid: string): Promise<number> {
-  const r = await db.deleteFrom('web_sessions').where('user_id', '=', userId).where('sid', '<>', keepSid).executeTakeFirst();
+  const r = await db
+    .deleteFrom('web_sessions')
+    .where('user_id', '=', userId)
+    .where('sid', '<>', keepSid)
+    .executeTakeFirst();
   return Number(r.numDeletedRows);
 }
 

@@ -171,12 +171,14 @@ export async function start(opts: { domain?: string; audience?: string } = {}): 
         r.seen++;
         if (r.seen > (r.after ?? 0) && (r.times === undefined || r.failed < r.times)) {
           r.failed++;
-          const reason = r.reason ?? (r.status === 429 ? 'rateLimitExceeded' : r.status >= 500 ? 'backendError' : 'forbidden');
+          const reason =
+            r.reason ?? (r.status === 429 ? 'rateLimitExceeded' : r.status >= 500 ? 'backendError' : 'forbidden');
           if (r.retryAfterS !== undefined) res.setHeader('retry-after', String(r.retryAfterS));
           return apiError(res, r.status, reason, `emulated failure: ${reason}`);
         }
       }
-      if (req.method === 'GET' && u.pathname.startsWith('/admin/directory/v1/')) return handleApi(emu, tokens, req, res, u);
+      if (req.method === 'GET' && u.pathname.startsWith('/admin/directory/v1/'))
+        return handleApi(emu, tokens, req, res, u);
       apiError(res, 404, 'notFound', 'Not Found');
     };
     go().catch(() => apiError(res, 500, 'backendError', 'Backend Error'));
@@ -208,22 +210,36 @@ function apiError(res: ServerResponse, status: number, reason: string, message: 
 
 function page<T>(items: T[], u: URL, kind: string): { slice: T[]; next?: string } {
   const max = Math.min(Number(u.searchParams.get('maxResults') ?? MAX[kind]) || MAX[kind], MAX[kind]);
-  const start = u.searchParams.get('pageToken') ? Number(Buffer.from(u.searchParams.get('pageToken')!, 'base64url').toString()) : 0;
+  const start = u.searchParams.get('pageToken')
+    ? Number(Buffer.from(u.searchParams.get('pageToken')!, 'base64url').toString())
+    : 0;
   const slice = items.slice(start, start + max);
   const next = start + max < items.length ? Buffer.from(String(start + max)).toString('base64url') : undefined;
   return { slice, next };
 }
 
-async function handleToken({ emu, tokens, spki, keyId, audience }: TokenKit, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function handleToken(
+  { emu, tokens, spki, keyId, audience }: TokenKit,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
   const form = new URLSearchParams(await readBody(req));
   if (form.get('grant_type') !== 'urn:ietf:params:oauth:grant-type:jwt-bearer') {
     return send(res, 400, { error: 'unsupported_grant_type', error_description: 'Invalid grant_type' });
   }
   try {
-    const { payload, protectedHeader } = await jwtVerify(form.get('assertion') ?? '', spki, { audience, issuer: emu.serviceAccount.client_email, algorithms: ['RS256'] });
+    const { payload, protectedHeader } = await jwtVerify(form.get('assertion') ?? '', spki, {
+      audience,
+      issuer: emu.serviceAccount.client_email,
+      algorithms: ['RS256'],
+    });
     if (protectedHeader.kid && protectedHeader.kid !== keyId) throw new Error('unknown key id');
     if (typeof payload.sub !== 'string' || !emu.admins.has(payload.sub)) {
-      return send(res, 401, { error: 'unauthorized_client', error_description: 'Client is unauthorized to retrieve access tokens using this method, or client not authorized for any of the scopes requested.' });
+      return send(res, 401, {
+        error: 'unauthorized_client',
+        error_description:
+          'Client is unauthorized to retrieve access tokens using this method, or client not authorized for any of the scopes requested.',
+      });
     }
     const scopes = new Set(
       String(payload.scope ?? '')
@@ -239,35 +255,59 @@ async function handleToken({ emu, tokens, spki, keyId, audience }: TokenKit, req
   }
 }
 
-async function handleApi(emu: DirectoryEmulator, tokens: Tokens, req: IncomingMessage, res: ServerResponse, u: URL): Promise<void> {
+async function handleApi(
+  emu: DirectoryEmulator,
+  tokens: Tokens,
+  req: IncomingMessage,
+  res: ServerResponse,
+  u: URL,
+): Promise<void> {
   const auth = req.headers.authorization ?? '';
   const tok = tokens.get(auth.replace(/^Bearer /, ''));
   if (!tok || tok.exp < Date.now()) return apiError(res, 401, 'authError', 'Invalid Credentials');
   const p = u.pathname.replace(/^\/admin\/directory\/v1/, '');
   let m: RegExpExecArray | null;
   if (p === '/users') {
-    if (!tok.scopes.has(SCOPES_NEEDED.users)) return apiError(res, 403, 'insufficientPermissions', 'Insufficient Permission');
-    if (!u.searchParams.get('customer') && !u.searchParams.get('domain')) return apiError(res, 400, 'badRequest', 'Bad Request');
+    if (!tok.scopes.has(SCOPES_NEEDED.users))
+      return apiError(res, 403, 'insufficientPermissions', 'Insufficient Permission');
+    if (!u.searchParams.get('customer') && !u.searchParams.get('domain'))
+      return apiError(res, 400, 'badRequest', 'Bad Request');
     const { slice, next } = page(emu.users, u, 'users');
-    return send(res, 200, { kind: 'admin#directory#users', etag: '"e"', users: slice.map((x) => ({ kind: 'admin#directory#user', ...x })), nextPageToken: next });
+    return send(res, 200, {
+      kind: 'admin#directory#users',
+      etag: '"e"',
+      users: slice.map((x) => ({ kind: 'admin#directory#user', ...x })),
+      nextPageToken: next,
+    });
   }
   if (p === '/groups') {
-    if (!tok.scopes.has(SCOPES_NEEDED.groups)) return apiError(res, 403, 'insufficientPermissions', 'Insufficient Permission');
+    if (!tok.scopes.has(SCOPES_NEEDED.groups))
+      return apiError(res, 403, 'insufficientPermissions', 'Insufficient Permission');
     const { slice, next } = page(emu.groups, u, 'groups');
     return send(res, 200, {
       kind: 'admin#directory#groups',
       etag: '"e"',
-      groups: slice.map((g) => ({ kind: 'admin#directory#group', ...g, directMembersCount: String(emu.members.get(g.id)?.length ?? 0) })),
+      groups: slice.map((g) => ({
+        kind: 'admin#directory#group',
+        ...g,
+        directMembersCount: String(emu.members.get(g.id)?.length ?? 0),
+      })),
       nextPageToken: next,
     });
   }
   if ((m = /^\/groups\/([^/]+)\/members$/.exec(p))) {
-    if (!tok.scopes.has(SCOPES_NEEDED.members)) return apiError(res, 403, 'insufficientPermissions', 'Insufficient Permission');
+    if (!tok.scopes.has(SCOPES_NEEDED.members))
+      return apiError(res, 403, 'insufficientPermissions', 'Insufficient Permission');
     const key = decodeURIComponent(m[1]);
     const g = emu.groups.find((x) => x.id === key || x.email === key);
     if (!g) return apiError(res, 404, 'notFound', 'Resource Not Found: groupKey');
     const { slice, next } = page(emu.members.get(g.id) ?? [], u, 'members');
-    return send(res, 200, { kind: 'admin#directory#members', etag: '"e"', members: slice.map((x) => ({ kind: 'admin#directory#member', ...x })), nextPageToken: next });
+    return send(res, 200, {
+      kind: 'admin#directory#members',
+      etag: '"e"',
+      members: slice.map((x) => ({ kind: 'admin#directory#member', ...x })),
+      nextPageToken: next,
+    });
   }
   apiError(res, 404, 'notFound', 'Not Found');
 }
@@ -286,7 +326,12 @@ function addUser(emu: DirectoryEmulator, u: Partial<DirUser> & { primaryEmail: s
 }
 
 function addGroup(emu: DirectoryEmulator, g: Partial<DirGroup> & { email: string }): DirGroup {
-  const group: DirGroup = { id: g.id ?? randomUUID().replace(/-/g, '').slice(0, 17), email: g.email, name: g.name ?? g.email.split('@')[0], description: g.description ?? '' };
+  const group: DirGroup = {
+    id: g.id ?? randomUUID().replace(/-/g, '').slice(0, 17),
+    email: g.email,
+    name: g.name ?? g.email.split('@')[0],
+    description: g.description ?? '',
+  };
   emu.groups.push(group);
   emu.members.set(group.id, []);
   return group;
@@ -330,7 +375,9 @@ function seedDirectory(emu: DirectoryEmulator, domain: string, s: SeedOptions): 
     while (seen.has(`${g}:${u}`)) u = (u + 1) % s.users;
     seen.add(`${g}:${u}`);
     const user = emu.users[u];
-    emu.members.get(emu.groups[g].id)!.push({ id: user.id, email: user.primaryEmail, role: 'MEMBER', type: 'USER', status: 'ACTIVE' });
+    emu.members
+      .get(emu.groups[g].id)!
+      .push({ id: user.id, email: user.primaryEmail, role: 'MEMBER', type: 'USER', status: 'ACTIVE' });
   }
 }
 

@@ -51,11 +51,24 @@ export async function start(): Promise<FakeUpstream> {
           ],
         };
       } else if (req.method === 'GET' && path === '/drive/v3/files') {
-        out = { kind: 'drive#fileList', files: [{ id: 'sheet-1', name: 'Sales', mimeType: 'application/vnd.google-apps.spreadsheet' }] };
+        out = {
+          kind: 'drive#fileList',
+          files: [{ id: 'sheet-1', name: 'Sales', mimeType: 'application/vnd.google-apps.spreadsheet' }],
+        };
       } else if (req.method === 'POST' && /\/chat\/completions$/.test(path)) {
-        out = { id: 'cmpl-1', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }] };
+        out = {
+          id: 'cmpl-1',
+          object: 'chat.completion',
+          choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
+        };
       } else if (req.method === 'POST' && /\/v1\/messages$/.test(path)) {
-        out = { id: 'msg_1', type: 'message', role: 'assistant', content: [{ type: 'text', text: 'ok' }], stop_reason: 'end_turn' };
+        out = {
+          id: 'msg_1',
+          type: 'message',
+          role: 'assistant',
+          content: [{ type: 'text', text: 'ok' }],
+          stop_reason: 'end_turn',
+        };
       } else {
         status = 404;
         out = { error: { code: 404, message: 'Not Found', status: 'NOT_FOUND' } };

@@ -25,7 +25,10 @@ export type Json = Record<string, unknown>;
  * is authError), as the official clients surface it.
  */
 export function googleError(res: ServerResponse, code: number, status: string, message: string): void {
-  const reason = status === 'UNAUTHENTICATED' ? 'authError' : status.toLowerCase().replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+  const reason =
+    status === 'UNAUTHENTICATED'
+      ? 'authError'
+      : status.toLowerCase().replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
   send(res, code, { error: { code, message, errors: [{ message, domain: 'global', reason }], status } });
 }
 
@@ -40,7 +43,12 @@ export function readBody(req: IncomingMessage): Promise<Buffer> {
 }
 
 /** One service's handler: true when it answered the request, false when the path is not its own. */
-export type ServiceHandler = (req: IncomingMessage, res: ServerResponse, url: URL, body: Buffer) => Promise<boolean> | boolean;
+export type ServiceHandler = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  body: Buffer,
+) => Promise<boolean> | boolean;
 
 /** googleError for a handler that has answered (returns true). */
 export function failed(res: ServerResponse, code: number, status: string, message: string): true {

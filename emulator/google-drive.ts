@@ -21,7 +21,8 @@ interface Term {
 /** A small parser for Drive's q language: terms joined by `and` (what our tools send). */
 export function parseDriveQuery(q: string): Term[] | undefined {
   const terms: Term[] = [];
-  const re = /\s*(mimeType|name|trashed|fullText)\s*(=|!=|contains)\s*(?:'((?:[^'\\]|\\.)*)'|(true|false))\s*(?:and\s+|$)/iy;
+  const re =
+    /\s*(mimeType|name|trashed|fullText)\s*(=|!=|contains)\s*(?:'((?:[^'\\]|\\.)*)'|(true|false))\s*(?:and\s+|$)/iy;
   let pos = 0;
   while (pos < q.length) {
     re.lastIndex = pos;
@@ -36,7 +37,8 @@ export function parseDriveQuery(q: string): Term[] | undefined {
 
 function matches(file: { name: string; mimeType: string }, t: Term): boolean {
   const actual = t.field === 'mimeType' ? file.mimeType : t.field === 'trashed' ? false : file.name;
-  if (t.op === 'contains') return typeof t.value === 'string' && String(actual).toLowerCase().includes(t.value.toLowerCase());
+  if (t.op === 'contains')
+    return typeof t.value === 'string' && String(actual).toLowerCase().includes(t.value.toLowerCase());
   if (t.op === '=') return actual === t.value;
   return actual !== t.value;
 }
@@ -51,15 +53,25 @@ export function driveService(files: readonly DriveFile[]): ServiceHandler {
       const terms = parseDriveQuery(url.searchParams.get('q') ?? '');
       if (!terms) return failed(res, 400, 'INVALID_ARGUMENT', 'Invalid Value');
       const pageSize = Number(url.searchParams.get('pageSize') ?? '100');
-      if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 1000) return failed(res, 400, 'INVALID_ARGUMENT', 'Invalid Value');
+      if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 1000)
+        return failed(res, 400, 'INVALID_ARGUMENT', 'Invalid Value');
       let found = files.filter((f) => terms.every((t) => matches(f, t)));
       const orderBy = url.searchParams.get('orderBy') ?? '';
-      if (/^modifiedTime desc$/i.test(orderBy)) found = found.slice().sort((a, b) => b.modifiedTime.localeCompare(a.modifiedTime));
+      if (/^modifiedTime desc$/i.test(orderBy))
+        found = found.slice().sort((a, b) => b.modifiedTime.localeCompare(a.modifiedTime));
       else if (/^name$/i.test(orderBy)) found = found.slice().sort((a, b) => a.name.localeCompare(b.name));
       return sent(res, 200, {
         kind: 'drive#fileList',
         incompleteSearch: false,
-        files: found.slice(0, pageSize).map((f) => ({ kind: 'drive#file', id: f.id, name: f.name, mimeType: f.mimeType, modifiedTime: f.modifiedTime })),
+        files: found
+          .slice(0, pageSize)
+          .map((f) => ({
+            kind: 'drive#file',
+            id: f.id,
+            name: f.name,
+            mimeType: f.mimeType,
+            modifiedTime: f.modifiedTime,
+          })),
       });
     }
 

@@ -54,7 +54,12 @@ export function gmailService(mailbox: MailboxMessage[], userEmail: string): Serv
         return failed(res, 400, 'INVALID_ARGUMENT', 'Invalid JSON payload received.');
       }
       if (typeof parsedBody.raw !== 'string' || parsedBody.raw === '' || !/^[A-Za-z0-9_=-]+$/.test(parsedBody.raw)) {
-        return failed(res, 400, 'INVALID_ARGUMENT', "'raw' RFC822 payload message string or uploading message via /upload/* URL required");
+        return failed(
+          res,
+          400,
+          'INVALID_ARGUMENT',
+          "'raw' RFC822 payload message string or uploading message via /upload/* URL required",
+        );
       }
       const raw = Buffer.from(parsedBody.raw, 'base64url');
       const mail = await simpleParser(raw, { keepCidLinks: true });

@@ -32,7 +32,10 @@ function listPage(box: readonly MailboxMessage[]): string {
   const rows = box
     .slice()
     .reverse()
-    .map((m) => `<tr><td>${esc(m.receivedAt)}</td><td>${esc(m.from)}</td><td>${esc(m.to.join(', '))}</td><td><a href="/mailbox/${esc(m.id)}">${esc(m.subject || '(no subject)')}</a></td><td>${m.attachments.length}</td></tr>`)
+    .map(
+      (m) =>
+        `<tr><td>${esc(m.receivedAt)}</td><td>${esc(m.from)}</td><td>${esc(m.to.join(', '))}</td><td><a href="/mailbox/${esc(m.id)}">${esc(m.subject || '(no subject)')}</a></td><td>${m.attachments.length}</td></tr>`,
+    )
     .join('');
   return page(
     'Mailbox',
@@ -57,12 +60,20 @@ export function mailboxPages(mailbox: readonly MailboxMessage[]): ServiceHandler
     const path = url.pathname;
     const method = req.method ?? 'GET';
     if (method === 'GET' && (path === '/mailbox' || path === '/mailbox/')) {
-      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': "default-src 'none'; img-src data:; style-src 'unsafe-inline'; frame-src 'self'" });
+      res.writeHead(200, {
+        'content-type': 'text/html; charset=utf-8',
+        'content-security-policy': "default-src 'none'; img-src data:; style-src 'unsafe-inline'; frame-src 'self'",
+      });
       res.end(listPage(mailbox));
       return true;
     }
     if (method === 'GET' && path === '/mailbox.json') {
-      send(res, 200, { messages: mailbox.map(({ raw: _raw, attachments, ...m }) => ({ ...m, attachments: attachments.map(({ content: _c, ...a }) => a) })) });
+      send(res, 200, {
+        messages: mailbox.map(({ raw: _raw, attachments, ...m }) => ({
+          ...m,
+          attachments: attachments.map(({ content: _c, ...a }) => a),
+        })),
+      });
       return true;
     }
     const one = /^\/mailbox\/([A-Za-z0-9]+)$/.exec(path);
@@ -73,7 +84,10 @@ export function mailboxPages(mailbox: readonly MailboxMessage[]): ServiceHandler
         res.end('no such message');
         return true;
       }
-      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': "default-src 'none'; img-src data:; style-src 'unsafe-inline'" });
+      res.writeHead(200, {
+        'content-type': 'text/html; charset=utf-8',
+        'content-security-policy': "default-src 'none'; img-src data:; style-src 'unsafe-inline'",
+      });
       res.end(messagePage(m));
       return true;
     }

@@ -53,7 +53,12 @@ interface OAuthState {
   refresh: Map<string, { clientId: string; scope: string; access: string[] }>;
   issued: { access: string[]; refresh: string[] };
   json: (res: ServerResponse, status: number, body: unknown) => void;
-  access: (scope: string) => { access_token: string; expires_in: number | undefined; scope: string; token_type: string };
+  access: (scope: string) => {
+    access_token: string;
+    expires_in: number | undefined;
+    scope: string;
+    token_type: string;
+  };
 }
 
 /** GET /o/oauth2/v2/auth: a code for the client (PKCE S256 required), straight back to redirect_uri. */
@@ -62,7 +67,8 @@ function authorize({ o, codes, json }: OAuthState, u: URL, res: ServerResponse):
   const redirect = p.get('redirect_uri');
   if (p.get('client_id') !== o.clientId || !redirect) return json(res, 400, { error: 'invalid_client' });
   if (p.get('response_type') !== 'code') return json(res, 400, { error: 'unsupported_response_type' });
-  if (!p.get('code_challenge') || p.get('code_challenge_method') !== 'S256') return json(res, 400, { error: 'invalid_request', error_description: 'PKCE S256 required' });
+  if (!p.get('code_challenge') || p.get('code_challenge_method') !== 'S256')
+    return json(res, 400, { error: 'invalid_request', error_description: 'PKCE S256 required' });
   const code = `4/emu-${randomBytes(16).toString('base64url')}`;
   codes.set(code, {
     clientId: o.clientId!,
@@ -82,12 +88,18 @@ function authorize({ o, codes, json }: OAuthState, u: URL, res: ServerResponse):
 }
 
 /** POST /token: the authorization_code and refresh_token grants. */
-function token({ o, codes, refresh, issued, json, access }: OAuthState, form: Record<string, string>, res: ServerResponse): void {
-  if (form.client_id !== o.clientId || (o.clientSecret && form.client_secret !== o.clientSecret)) return json(res, 401, { error: 'invalid_client' });
+function token(
+  { o, codes, refresh, issued, json, access }: OAuthState,
+  form: Record<string, string>,
+  res: ServerResponse,
+): void {
+  if (form.client_id !== o.clientId || (o.clientSecret && form.client_secret !== o.clientSecret))
+    return json(res, 401, { error: 'invalid_client' });
   if (form.grant_type === 'authorization_code') {
     const c = codes.get(form.code ?? '');
     codes.delete(form.code ?? ''); // single use
-    if (!c || c.expiresAt < Date.now() || c.redirectUri !== form.redirect_uri) return json(res, 400, { error: 'invalid_grant' });
+    if (!c || c.expiresAt < Date.now() || c.redirectUri !== form.redirect_uri)
+      return json(res, 400, { error: 'invalid_grant' });
     const verifier = form.code_verifier ?? '';
     if (createHash('sha256').update(verifier).digest('base64url') !== c.challenge) {
       return json(res, 400, { error: 'invalid_grant', error_description: 'code_verifier mismatch' });
@@ -99,13 +111,16 @@ function token({ o, codes, refresh, issued, json, access }: OAuthState, form: Re
       issued.refresh.push(r);
       out.refresh_token = r;
     }
-    const idPayload = Buffer.from(JSON.stringify({ iss: 'emulator', sub: 'emu-user', email: o.email, aud: o.clientId })).toString('base64url');
+    const idPayload = Buffer.from(
+      JSON.stringify({ iss: 'emulator', sub: 'emu-user', email: o.email, aud: o.clientId }),
+    ).toString('base64url');
     out.id_token = `e30.${idPayload}.sig`;
     return json(res, 200, out);
   }
   if (form.grant_type === 'refresh_token') {
     const r = refresh.get(form.refresh_token ?? '');
-    if (!r || o.failRefresh) return json(res, 400, { error: 'invalid_grant', error_description: 'Token has been expired or revoked.' });
+    if (!r || o.failRefresh)
+      return json(res, 400, { error: 'invalid_grant', error_description: 'Token has been expired or revoked.' });
     const a = access(r.scope);
     r.access.push(a.access_token);
     return json(res, 200, a);
@@ -120,7 +135,13 @@ function token({ o, codes, refresh, issued, json, access }: OAuthState, form: Re
  * `refresh_token` for offline access), `POST /revoke`. Errors use Google's `{"error": …}`.
  */
 export async function start(opts: GoogleOAuthOptions = {}): Promise<GoogleOAuth> {
-  const o: GoogleOAuthOptions = { clientId: 'airlock-test-client', clientSecret: 'airlock-test-client-secret', expiresIn: 3599, email: 'user@example.test', ...opts };
+  const o: GoogleOAuthOptions = {
+    clientId: 'airlock-test-client',
+    clientSecret: 'airlock-test-client-secret',
+    expiresIn: 3599,
+    email: 'user@example.test',
+    ...opts,
+  };
   const requests: OAuthRecordedRequest[] = [];
   const codes = new Map<string, PendingCode>();
   const refresh = new Map<string, { clientId: string; scope: string; access: string[] }>();
@@ -129,7 +150,11 @@ export async function start(opts: GoogleOAuthOptions = {}): Promise<GoogleOAuth>
 
   const json = (res: ServerResponse, status: number, body: unknown) => {
     const text = JSON.stringify(body);
-    res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'content-length': Buffer.byteLength(text) });
+    res.writeHead(status, {
+      'content-type': 'application/json; charset=utf-8',
+      'cache-control': 'no-store',
+      'content-length': Buffer.byteLength(text),
+    });
     res.end(text);
   };
   const access = (scope: string) => {
@@ -144,9 +169,14 @@ export async function start(opts: GoogleOAuthOptions = {}): Promise<GoogleOAuth>
     const chunks: Buffer[] = [];
     req.on('data', (d: Buffer) => chunks.push(d));
     req.on('end', () => {
-      const form = req.method === 'POST' ? Object.fromEntries(new URLSearchParams(Buffer.concat(chunks).toString('utf8'))) : {};
+      const form =
+        req.method === 'POST' ? Object.fromEntries(new URLSearchParams(Buffer.concat(chunks).toString('utf8'))) : {};
       const params = req.method === 'GET' ? Object.fromEntries(u.searchParams) : form;
-      requests.push({ method: req.method ?? '', path: u.pathname, params: req.method === 'POST' ? { ...Object.fromEntries(u.searchParams), ...form } : params });
+      requests.push({
+        method: req.method ?? '',
+        path: u.pathname,
+        params: req.method === 'POST' ? { ...Object.fromEntries(u.searchParams), ...form } : params,
+      });
 
       if (req.method === 'GET' && u.pathname === '/o/oauth2/v2/auth') return authorize(st, u, res);
       if (req.method === 'POST' && u.pathname === '/token') return token(st, form, res);

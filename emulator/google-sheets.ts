@@ -41,7 +41,10 @@ function parseCell(ref: string): Cell | undefined {
 }
 
 /** Parse "Tab!A1:B2", "'My tab'!A:C", "A1:B2", "Tab" into a tab title and a box. */
-export function parseA1(range: string, tabs: string[]): { tab: string; r0: number; r1: number; c0: number; c1: number } | undefined {
+export function parseA1(
+  range: string,
+  tabs: string[],
+): { tab: string; r0: number; r1: number; c0: number; c1: number } | undefined {
   let tab: string | undefined;
   let cells = range;
   const bang = range.lastIndexOf('!');
@@ -79,7 +82,13 @@ export function sheetsService(sheets: ReadonlyMap<string, SeedSheet>): ServiceHa
       const box = parseA1(range, Object.keys(s.sheets));
       if (!box) return failed(res, 400, 'INVALID_ARGUMENT', `Unable to parse range: ${range}`);
       const grid = s.sheets[box.tab];
-      const rows = grid.slice(box.r0, box.r1 === Number.MAX_SAFE_INTEGER ? undefined : box.r1 + 1).map((r) => r.slice(box.c0, box.c1 === Number.MAX_SAFE_INTEGER ? undefined : box.c1 + 1).map((v) => (v === null ? '' : String(v))));
+      const rows = grid
+        .slice(box.r0, box.r1 === Number.MAX_SAFE_INTEGER ? undefined : box.r1 + 1)
+        .map((r) =>
+          r
+            .slice(box.c0, box.c1 === Number.MAX_SAFE_INTEGER ? undefined : box.c1 + 1)
+            .map((v) => (v === null ? '' : String(v))),
+        );
       // Google trims trailing empty rows and cells.
       const trimmed = rows.map((r) => {
         let n = r.length;
@@ -91,7 +100,10 @@ export function sheetsService(sheets: ReadonlyMap<string, SeedSheet>): ServiceHa
       const lastCol = Math.min(box.c1, Math.max(box.c0, width - 1));
       const lastRow = Math.min(box.r1, Math.max(box.r0, grid.length - 1));
       const quoted = /^[A-Za-z0-9_]+$/.test(box.tab) ? box.tab : `'${box.tab.replace(/'/g, "''")}'`;
-      const out: Json = { range: `${quoted}!${colLetters(box.c0)}${box.r0 + 1}:${colLetters(lastCol)}${lastRow + 1}`, majorDimension: 'ROWS' };
+      const out: Json = {
+        range: `${quoted}!${colLetters(box.c0)}${box.r0 + 1}:${colLetters(lastCol)}${lastRow + 1}`,
+        majorDimension: 'ROWS',
+      };
       if (trimmed.length) out.values = trimmed;
       return sent(res, 200, out);
     }

@@ -80,7 +80,12 @@ export async function start(opts: GoogleEmulatorOptions = {}): Promise<GoogleEmu
   const seed = (data: GoogleSeed) => {
     for (const s of data.spreadsheets ?? []) {
       sheets.set(s.id, s);
-      files.push({ id: s.id, name: s.name, mimeType: s.mimeType ?? SPREADSHEET_MIME, modifiedTime: s.modifiedTime ?? new Date().toISOString() });
+      files.push({
+        id: s.id,
+        name: s.name,
+        mimeType: s.mimeType ?? SPREADSHEET_MIME,
+        modifiedTime: s.modifiedTime ?? new Date().toISOString(),
+      });
     }
     for (const f of data.files ?? []) files.push({ ...f, modifiedTime: f.modifiedTime ?? new Date().toISOString() });
   };
@@ -91,13 +96,23 @@ export async function start(opts: GoogleEmulatorOptions = {}): Promise<GoogleEmu
     return !!m && (accepted.has(m[1]) || !!opts.authorize?.(m[1]));
   };
 
-  const services = [mailboxPages(mailbox), gmailService(mailbox, userEmail), sheetsService(sheets), driveService(files)];
+  const services = [
+    mailboxPages(mailbox),
+    gmailService(mailbox, userEmail),
+    sheetsService(sheets),
+    driveService(files),
+  ];
 
   async function handle(req: IncomingMessage, res: ServerResponse, url: URL, body: Buffer): Promise<void> {
     // The mailbox pages need no token: they stand for the recipient's inbox.
     if (await services[0](req, res, url, body)) return;
     if (!authorized(req)) {
-      googleError(res, 401, 'UNAUTHENTICATED', 'Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.');
+      googleError(
+        res,
+        401,
+        'UNAUTHENTICATED',
+        'Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.',
+      );
       return;
     }
     for (const s of services.slice(1)) if (await s(req, res, url, body)) return;
@@ -127,7 +142,13 @@ export async function start(opts: GoogleEmulatorOptions = {}): Promise<GoogleEmu
         return handle(req, res, url, body);
       })
       .catch((err: { status?: number }) => {
-        if (!res.headersSent) googleError(res, err.status ?? 500, err.status === 413 ? 'PAYLOAD_TOO_LARGE' : 'INTERNAL', 'Internal error encountered.');
+        if (!res.headersSent)
+          googleError(
+            res,
+            err.status ?? 500,
+            err.status === 413 ? 'PAYLOAD_TOO_LARGE' : 'INTERNAL',
+            'Internal error encountered.',
+          );
         else res.destroy();
       });
   });

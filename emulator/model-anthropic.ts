@@ -1,5 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { chunksOf, jsonPieces, startModelServer, startSse, untilClosed, type ModelServer, type ModelServerOptions, type ProviderShape } from './model-script.js';
+import {
+  chunksOf,
+  jsonPieces,
+  startModelServer,
+  startSse,
+  untilClosed,
+  type ModelServer,
+  type ModelServerOptions,
+  type ProviderShape,
+} from './model-script.js';
 import { anthropicWireProblem } from './model-wire.js';
 
 export type { ModelServer, ModelServerOptions, ModelStep } from './model-script.js';
@@ -29,7 +38,12 @@ const shape: ProviderShape = {
     if (step.kind === 'reply' && body.stream !== true) {
       const content = [
         ...(chunksOf(step.text).length ? [{ type: 'text', text: chunksOf(step.text).join('') }] : []),
-        ...(step.tool_calls ?? []).map((c) => ({ type: 'tool_use', id: c.id ?? `toolu_${randomUUID().replace(/-/g, '').slice(0, 24)}`, name: c.name, input: c.arguments })),
+        ...(step.tool_calls ?? []).map((c) => ({
+          type: 'tool_use',
+          id: c.id ?? `toolu_${randomUUID().replace(/-/g, '').slice(0, 24)}`,
+          name: c.name,
+          input: c.arguments,
+        })),
       ];
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(
@@ -46,7 +60,8 @@ const shape: ProviderShape = {
       );
       return;
     }
-    const ev = (name: string, data: Record<string, unknown>) => res.write(`event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`);
+    const ev = (name: string, data: Record<string, unknown>) =>
+      res.write(`event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`);
     startSse(res);
     ev('message_start', {
       message: {
@@ -63,12 +78,16 @@ const shape: ProviderShape = {
     ev('ping', {});
     if (step.kind === 'malformed') {
       ev('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
-      res.write('event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_de\n\n');
+      res.write(
+        'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_de\n\n',
+      );
       res.end();
       return;
     }
     if (step.kind === 'stream_error') {
-      res.write(`event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: step.type ?? 'overloaded_error', message: step.message ?? 'Overloaded' } })}\n\n`);
+      res.write(
+        `event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: step.type ?? 'overloaded_error', message: step.message ?? 'Overloaded' } })}\n\n`,
+      );
       res.end();
       return;
     }
@@ -93,11 +112,15 @@ const shape: ProviderShape = {
       const id = c.id ?? `toolu_${randomUUID().replace(/-/g, '').slice(0, 24)}`;
       ev('content_block_start', { index, content_block: { type: 'tool_use', id, name: c.name, input: {} } });
       ev('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: '' } });
-      for (const p of jsonPieces(c.arguments)) ev('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: p } });
+      for (const p of jsonPieces(c.arguments))
+        ev('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: p } });
       ev('content_block_stop', { index });
       index++;
     }
-    ev('message_delta', { delta: { stop_reason: step.tool_calls?.length ? 'tool_use' : 'end_turn', stop_sequence: null }, usage: { output_tokens: 5 } });
+    ev('message_delta', {
+      delta: { stop_reason: step.tool_calls?.length ? 'tool_use' : 'end_turn', stop_sequence: null },
+      usage: { output_tokens: 5 },
+    });
     ev('message_stop', {});
     res.end();
   },

@@ -1,5 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { chunksOf, jsonPieces, startModelServer, startSse, untilClosed, type ModelServer, type ModelServerOptions, type ProviderShape } from './model-script.js';
+import {
+  chunksOf,
+  jsonPieces,
+  startModelServer,
+  startSse,
+  untilClosed,
+  type ModelServer,
+  type ModelServerOptions,
+  type ProviderShape,
+} from './model-script.js';
 import { openAiWireProblem } from './model-wire.js';
 
 export type { ModelServer, ModelServerOptions, ModelStep } from './model-script.js';
@@ -30,7 +39,11 @@ const shape: ProviderShape = {
       `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] })}\n\n`;
 
     if (step.kind === 'reply' && body.stream !== true) {
-      const calls = (step.tool_calls ?? []).map((c) => ({ id: c.id ?? `call_${randomUUID().slice(0, 8)}`, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.arguments) } }));
+      const calls = (step.tool_calls ?? []).map((c) => ({
+        id: c.id ?? `call_${randomUUID().slice(0, 8)}`,
+        type: 'function',
+        function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+      }));
       const text = chunksOf(step.text).join('');
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(
@@ -39,7 +52,13 @@ const shape: ProviderShape = {
           object: 'chat.completion',
           created,
           model,
-          choices: [{ index: 0, message: { role: 'assistant', content: text || null, ...(calls.length ? { tool_calls: calls } : {}) }, finish_reason: calls.length ? 'tool_calls' : 'stop' }],
+          choices: [
+            {
+              index: 0,
+              message: { role: 'assistant', content: text || null, ...(calls.length ? { tool_calls: calls } : {}) },
+              finish_reason: calls.length ? 'tool_calls' : 'stop',
+            },
+          ],
           usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
         }),
       );
@@ -56,7 +75,9 @@ const shape: ProviderShape = {
     }
     if (step.kind === 'stream_error') {
       // As OpenAI-compatible servers report a failure after the headers: an `error` object as the data.
-      res.write(`data: ${JSON.stringify({ error: { message: step.message ?? 'The server is overloaded', type: step.type ?? 'server_error', param: null, code: null } })}\n\n`);
+      res.write(
+        `data: ${JSON.stringify({ error: { message: step.message ?? 'The server is overloaded', type: step.type ?? 'server_error', param: null, code: null } })}\n\n`,
+      );
       res.end();
       return;
     }
@@ -70,15 +91,20 @@ const shape: ProviderShape = {
     const calls = step.tool_calls ?? [];
     calls.forEach((c, index) => {
       const callId = c.id ?? `call_${randomUUID().slice(0, 8)}`;
-      res.write(chunk({ tool_calls: [{ index, id: callId, type: 'function', function: { name: c.name, arguments: '' } }] }));
-      for (const p of jsonPieces(c.arguments)) res.write(chunk({ tool_calls: [{ index, function: { arguments: p } }] }));
+      res.write(
+        chunk({ tool_calls: [{ index, id: callId, type: 'function', function: { name: c.name, arguments: '' } }] }),
+      );
+      for (const p of jsonPieces(c.arguments))
+        res.write(chunk({ tool_calls: [{ index, function: { arguments: p } }] }));
     });
     res.write(chunk({}, calls.length ? 'tool_calls' : 'stop'));
     // stream_options.include_usage: a last chunk with no choices and the call's token counts.
     if (body.stream_options?.include_usage === true) {
       const prompt = Math.ceil(JSON.stringify(body.messages ?? []).length / 4);
       const completion = Math.ceil((chunksOf(step.text).join('').length + JSON.stringify(calls).length) / 4);
-      res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [], usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion } })}\n\n`);
+      res.write(
+        `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [], usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion } })}\n\n`,
+      );
     }
     res.write('data: [DONE]\n\n');
     res.end();

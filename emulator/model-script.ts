@@ -7,7 +7,12 @@ import type { AddressInfo, Socket } from 'node:net';
  */
 export type ModelStep =
   /** A normal streamed reply: text (as chunks) and/or tool calls, each arguments object streamed in pieces. */
-  | { kind: 'reply'; text?: string | string[]; tool_calls?: { name: string; arguments: Record<string, unknown>; id?: string }[]; delay_ms?: number }
+  | {
+      kind: 'reply';
+      text?: string | string[];
+      tool_calls?: { name: string; arguments: Record<string, unknown>; id?: string }[];
+      delay_ms?: number;
+    }
   /**
    * Answer with this HTTP status and the provider's error body, `times` requests in a row (default
    * 1: clients retry 429 and 5xx); `retry_after` (seconds) sets the Retry-After header.
@@ -148,7 +153,12 @@ export async function startModelServer(shape: ProviderShape, opts: ModelServerOp
     }
     if (req.headers['x-airlock-purpose'] === 'chat-title') {
       titleRequests.push({ method: req.method, path, headers: { ...req.headers }, body, at: Date.now() });
-      return play(opts.title?.(body) ?? { kind: 'error', status: 404, message: 'no chat title scripted' }, body, req, res);
+      return play(
+        opts.title?.(body) ?? { kind: 'error', status: 404, message: 'no chat title scripted' },
+        body,
+        req,
+        res,
+      );
     }
     requests.push({ method: req.method, path, headers: { ...req.headers }, body, at: Date.now() });
     // A request the real API would refuse is refused here too, before any script step is used.
@@ -164,7 +174,8 @@ export async function startModelServer(shape: ProviderShape, opts: ModelServerOp
     await play(step, body, req, res);
   }
 
-  const play = (step: ModelStep, body: any, req: IncomingMessage, res: ServerResponse) => playStep(shape, step, body, req, res);
+  const play = (step: ModelStep, body: any, req: IncomingMessage, res: ServerResponse) =>
+    playStep(shape, step, body, req, res);
 
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -186,7 +197,13 @@ export async function startModelServer(shape: ProviderShape, opts: ModelServerOp
 }
 
 /** Play one step: the failures every provider shares here (silent, reset, error status), the rest in the provider's shape. */
-async function playStep(shape: ProviderShape, step: ModelStep, body: any, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function playStep(
+  shape: ProviderShape,
+  step: ModelStep,
+  body: any,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
   try {
     if (step.kind === 'silent') {
       await untilClosed(req, res);
@@ -197,7 +214,8 @@ async function playStep(shape: ProviderShape, step: ModelStep, body: any, req: I
       return;
     }
     if (step.kind === 'error') {
-      const headers: Record<string, string> = step.retry_after !== undefined ? { 'retry-after': String(step.retry_after) } : {};
+      const headers: Record<string, string> =
+        step.retry_after !== undefined ? { 'retry-after': String(step.retry_after) } : {};
       shape.sendError(res, step.status, errorType(step.status), step.message ?? 'scripted failure', headers);
       return;
     }

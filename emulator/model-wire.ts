@@ -12,14 +12,18 @@ const IMAGE_MAGIC: Record<string, (b: Buffer) => boolean> = {
   'image/png': (b) => b.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])),
   'image/jpeg': (b) => b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff,
   'image/gif': (b) => b.subarray(0, 4).toString('latin1') === 'GIF8',
-  'image/webp': (b) => b.subarray(0, 4).toString('latin1') === 'RIFF' && b.subarray(8, 12).toString('latin1') === 'WEBP',
+  'image/webp': (b) =>
+    b.subarray(0, 4).toString('latin1') === 'RIFF' && b.subarray(8, 12).toString('latin1') === 'WEBP',
 };
 
 /** Base64 image data as the APIs check it: valid base64 of an image of the type it names. */
 function imageProblem(mediaType: unknown, data: unknown): string | undefined {
-  if (typeof mediaType !== 'string' || !IMAGE_MAGIC[mediaType]) return "Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'";
-  if (typeof data !== 'string' || !data || !/^[A-Za-z0-9+/]+={0,2}$/.test(data) || data.length % 4) return 'Invalid base64 data';
-  if (!IMAGE_MAGIC[mediaType](Buffer.from(data, 'base64'))) return `Image does not match the provided media type ${mediaType}`;
+  if (typeof mediaType !== 'string' || !IMAGE_MAGIC[mediaType])
+    return "Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'";
+  if (typeof data !== 'string' || !data || !/^[A-Za-z0-9+/]+={0,2}$/.test(data) || data.length % 4)
+    return 'Invalid base64 data';
+  if (!IMAGE_MAGIC[mediaType](Buffer.from(data, 'base64')))
+    return `Image does not match the provided media type ${mediaType}`;
   return undefined;
 }
 
@@ -37,7 +41,8 @@ function openAiPartsProblem(i: number, parts: unknown[]): string | undefined {
       if (data) {
         const why = imageProblem(data[1], data[2]);
         if (why) return `Invalid image in messages[${i}].content[${j}]: ${why}`;
-      } else if (!/^https?:\/\//.test(url)) return `Invalid image URL in messages[${i}].content[${j}]: expected a URL or a base64 data URL`;
+      } else if (!/^https?:\/\//.test(url))
+        return `Invalid image URL in messages[${i}].content[${j}]: expected a URL or a base64 data URL`;
     } else return `messages[${i}].content[${j}].type: invalid value`;
   }
   return undefined;
@@ -52,35 +57,44 @@ function openAiPartsProblem(i: number, parts: unknown[]): string | undefined {
 export function openAiWireProblem(body: Obj): string | undefined {
   const msgs = body.messages;
   if (!Array.isArray(msgs) || !msgs.length) return "'messages' must be a non-empty array";
-  if (body.stream_options !== undefined && body.stream !== true) return "'stream_options' is only allowed when 'stream' is true";
+  if (body.stream_options !== undefined && body.stream !== true)
+    return "'stream_options' is only allowed when 'stream' is true";
   let open: Set<string> | undefined;
   for (const [i, m] of msgs.entries()) {
-    if (!isObj(m) || !['system', 'developer', 'user', 'assistant', 'tool'].includes(m.role)) return `messages[${i}]: unknown role`;
+    if (!isObj(m) || !['system', 'developer', 'user', 'assistant', 'tool'].includes(m.role))
+      return `messages[${i}]: unknown role`;
     if (m.role === 'tool') {
-      if (!open || !open.has(m.tool_call_id)) return `messages[${i}]: messages with role 'tool' must be a response to a preceding message with 'tool_calls'`;
+      if (!open || !open.has(m.tool_call_id))
+        return `messages[${i}]: messages with role 'tool' must be a response to a preceding message with 'tool_calls'`;
       open.delete(m.tool_call_id);
       if (typeof m.content !== 'string') return `messages[${i}].content must be a string`;
       continue;
     }
-    if (open && open.size) return `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${[...open].join(', ')}`;
+    if (open && open.size)
+      return `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${[...open].join(', ')}`;
     open = undefined;
     if (m.role === 'assistant') {
       const calls = m.tool_calls ?? [];
       if (!Array.isArray(calls)) return `messages[${i}].tool_calls must be an array`;
-      if ((m.content === null || m.content === undefined || m.content === '') && !calls.length) return `messages[${i}]: an assistant message needs content or tool_calls`;
+      if ((m.content === null || m.content === undefined || m.content === '') && !calls.length)
+        return `messages[${i}]: an assistant message needs content or tool_calls`;
       const ids = calls.map((c: Obj) => c?.id);
-      if (ids.some((id: unknown) => typeof id !== 'string' || !id) || new Set(ids).size !== ids.length) return `messages[${i}].tool_calls: ids must be unique strings`;
+      if (ids.some((id: unknown) => typeof id !== 'string' || !id) || new Set(ids).size !== ids.length)
+        return `messages[${i}].tool_calls: ids must be unique strings`;
       for (const c of calls) {
-        if (c.type !== 'function' || typeof c.function?.name !== 'string' || typeof c.function?.arguments !== 'string') return `messages[${i}].tool_calls: malformed call`;
+        if (c.type !== 'function' || typeof c.function?.name !== 'string' || typeof c.function?.arguments !== 'string')
+          return `messages[${i}].tool_calls: malformed call`;
       }
       if (calls.length) open = new Set(ids);
-    } else if (typeof m.content !== 'string' && !Array.isArray(m.content)) return `messages[${i}].content must be a string`;
+    } else if (typeof m.content !== 'string' && !Array.isArray(m.content))
+      return `messages[${i}].content must be a string`;
     else if (m.role === 'user' && Array.isArray(m.content)) {
       const why = openAiPartsProblem(i, m.content);
       if (why) return why;
     }
   }
-  if (open && open.size) return `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${[...open].join(', ')}`;
+  if (open && open.size)
+    return `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${[...open].join(', ')}`;
   return undefined;
 }
 
@@ -100,10 +114,13 @@ export function anthropicWireProblem(body: Obj): string | undefined {
   if (!Array.isArray(msgs) || !msgs.length) return 'messages: at least one message is required';
   let prevUses = new Set<string>();
   for (const [i, m] of msgs.entries()) {
-    if (!isObj(m) || (m.role !== 'user' && m.role !== 'assistant')) return `messages.${i}.role: Input should be 'user' or 'assistant'`;
+    if (!isObj(m) || (m.role !== 'user' && m.role !== 'assistant'))
+      return `messages.${i}.role: Input should be 'user' or 'assistant'`;
     if (i === 0 && m.role !== 'user') return 'messages: first message must use the "user" role';
-    if (i > 0 && msgs[i - 1].role === m.role) return `messages: roles must alternate between "user" and "assistant" (messages.${i})`;
-    const blocks: Obj[] = typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : Array.isArray(m.content) ? m.content : [];
+    if (i > 0 && msgs[i - 1].role === m.role)
+      return `messages: roles must alternate between "user" and "assistant" (messages.${i})`;
+    const blocks: Obj[] =
+      typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : Array.isArray(m.content) ? m.content : [];
     if (!blocks.length) return `messages.${i}: all messages must have non-empty content`;
     const uses = new Set<string>();
     let seenOther = false;
@@ -114,7 +131,8 @@ export function anthropicWireProblem(body: Obj): string | undefined {
         seenOther = true;
       } else if (b.type === 'tool_use') {
         if (m.role !== 'assistant') return `messages.${i}: tool_use blocks are only allowed in assistant messages`;
-        if (typeof b.id !== 'string' || !ANTHROPIC_ID.test(b.id)) return `messages.${i}: tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'`;
+        if (typeof b.id !== 'string' || !ANTHROPIC_ID.test(b.id))
+          return `messages.${i}: tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'`;
         if (uses.has(b.id)) return `messages.${i}: tool_use ids must be unique`;
         uses.add(b.id);
       } else if (b.type === 'image') {
@@ -143,7 +161,8 @@ export function anthropicWireProblem(body: Obj): string | undefined {
   if (last.role === 'assistant') {
     const blocks: Obj[] = typeof last.content === 'string' ? [{ type: 'text', text: last.content }] : last.content;
     const tail = blocks[blocks.length - 1];
-    if (tail?.type === 'text' && /\s$/.test(tail.text)) return 'final assistant content cannot end with trailing whitespace';
+    if (tail?.type === 'text' && /\s$/.test(tail.text))
+      return 'final assistant content cannot end with trailing whitespace';
   }
   return undefined;
 }

@@ -24,17 +24,42 @@ declare module 'oidc-provider' {
       issuer: string,
       config: Record<string, unknown> & {
         interactions?: { url: (ctx: Ctx, interaction: Interaction) => string };
-        findAccount?: (ctx: Ctx, id: string) => Promise<{ accountId: string; claims: () => Promise<Record<string, unknown>> } | undefined>;
+        findAccount?: (
+          ctx: Ctx,
+          id: string,
+        ) => Promise<{ accountId: string; claims: () => Promise<Record<string, unknown>> } | undefined>;
         renderError?: (ctx: Ctx, out: Record<string, unknown>) => Promise<void>;
       },
     );
     use(fn: (ctx: Ctx, next: () => Promise<void>) => Promise<void>): this;
     callback(): (req: IncomingMessage, res: ServerResponse) => void;
     interactionDetails(req: IncomingMessage, res: ServerResponse): Promise<Interaction>;
-    interactionFinished(req: IncomingMessage, res: ServerResponse, result: Record<string, unknown>, opts?: { mergeWithLastSubmission?: boolean }): Promise<void>;
+    interactionFinished(
+      req: IncomingMessage,
+      res: ServerResponse,
+      result: Record<string, unknown>,
+      opts?: { mergeWithLastSubmission?: boolean },
+    ): Promise<void>;
     Grant: GrantClass;
     /** Opaque access tokens (emulator/tickets-auth.ts verifies them as the resource server). */
-    AccessToken: { find(token: string): Promise<{ accountId: string; clientId: string; scope?: string; aud?: string | string[]; exp: number; isExpired: boolean } | undefined> };
-    on(event: string, fn: (ctx: { oidc: { params?: Record<string, unknown> } }, client: { clientId: string }) => void): this;
+    AccessToken: {
+      find(
+        token: string,
+      ): Promise<
+        | {
+            accountId: string;
+            clientId: string;
+            scope?: string;
+            aud?: string | string[];
+            exp: number;
+            isExpired: boolean;
+          }
+        | undefined
+      >;
+    };
+    on(
+      event: string,
+      fn: (ctx: { oidc: { params?: Record<string, unknown> } }, client: { clientId: string }) => void,
+    ): this;
   }
 }

@@ -54,13 +54,21 @@ export interface OidcEmulator {
 }
 
 /** GET /interaction/<uid>: sign in the user named by `?login=` (or list them), then grant consent. */
-async function interaction(provider: Provider, users: Map<string, OidcUser>, req: IncomingMessage, res: ServerResponse, u: URL): Promise<void> {
+async function interaction(
+  provider: Provider,
+  users: Map<string, OidcUser>,
+  req: IncomingMessage,
+  res: ServerResponse,
+  u: URL,
+): Promise<void> {
   const details = await provider.interactionDetails(req, res);
   const login = u.searchParams.get('login');
   if (details.prompt.name === 'login') {
     if (!login) {
       res.setHeader('content-type', 'text/html; charset=utf-8');
-      res.end(`<!doctype html><title>Emulated IdP</title><h1>Sign in</h1><ul>${[...users.values()].map((x) => `<li><a href="?login=${encodeURIComponent(x.sub)}">${escapeHtml(x.email)}</a></li>`).join('')}</ul>`);
+      res.end(
+        `<!doctype html><title>Emulated IdP</title><h1>Sign in</h1><ul>${[...users.values()].map((x) => `<li><a href="?login=${encodeURIComponent(x.sub)}">${escapeHtml(x.email)}</a></li>`).join('')}</ul>`,
+      );
       return;
     }
     if (!users.has(login)) throw new Error('unknown user');
@@ -69,9 +77,13 @@ async function interaction(provider: Provider, users: Map<string, OidcUser>, req
   }
   // Consent: grant what was asked (an IdP's "allow" button).
   const { accountId } = details.session!;
-  const grant = details.grantId ? (await provider.Grant.find(details.grantId))! : new provider.Grant({ accountId, clientId: details.params.client_id as string });
-  if (details.prompt.details.missingOIDCScope) grant.addOIDCScope((details.prompt.details.missingOIDCScope as string[]).join(' '));
-  if (details.prompt.details.missingOIDCClaims) grant.addOIDCClaims(details.prompt.details.missingOIDCClaims as string[]);
+  const grant = details.grantId
+    ? (await provider.Grant.find(details.grantId))!
+    : new provider.Grant({ accountId, clientId: details.params.client_id as string });
+  if (details.prompt.details.missingOIDCScope)
+    grant.addOIDCScope((details.prompt.details.missingOIDCScope as string[]).join(' '));
+  if (details.prompt.details.missingOIDCClaims)
+    grant.addOIDCClaims(details.prompt.details.missingOIDCClaims as string[]);
   const grantId = await grant.save();
   await provider.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });
 }
@@ -113,7 +125,12 @@ export function memoryAdapter(store: Map<string, { payload: Record<string, unkno
 }
 
 /** The provider's settings: code flow with PKCE, the emulator's users and clients, no dev pages. */
-function providerOptions(clients: OidcClient[], users: Map<string, OidcUser>, jwk: JWK, adapter: ReturnType<typeof memoryAdapter>): ConstructorParameters<typeof Provider>[1] {
+function providerOptions(
+  clients: OidcClient[],
+  users: Map<string, OidcUser>,
+  jwk: JWK,
+  adapter: ReturnType<typeof memoryAdapter>,
+): ConstructorParameters<typeof Provider>[1] {
   return {
     clients: clients.map((c) => ({
       ...c,
@@ -179,7 +196,9 @@ export async function start(opts: OidcEmulatorOptions = {}): Promise<OidcEmulato
       if (tamper.nonce) {
         const claims = decodeJwt(body.id_token);
         const header = decodeProtectedHeader(body.id_token);
-        body.id_token = await new SignJWT({ ...claims, nonce: tamper.nonce }).setProtectedHeader({ alg: header.alg!, kid: header.kid, typ: header.typ }).sign(await importJWK(jwk, 'RS256'));
+        body.id_token = await new SignJWT({ ...claims, nonce: tamper.nonce })
+          .setProtectedHeader({ alg: header.alg!, kid: header.kid, typ: header.typ })
+          .sign(await importJWK(jwk, 'RS256'));
       }
       if (tamper.idToken) body.id_token = await tamper.idToken(body.id_token);
     });

@@ -64,7 +64,14 @@ async function formBody(req: IncomingMessage): Promise<URLSearchParams> {
  * The interaction pages: a login form (username, password), then a consent form ("Allow"). Both
  * are plain HTML forms posting back here, as a real authorization server's are.
  */
-async function interaction(provider: Provider, users: Record<string, string>, req: IncomingMessage, res: ServerResponse, uid: string, action: string | undefined): Promise<void> {
+async function interaction(
+  provider: Provider,
+  users: Record<string, string>,
+  req: IncomingMessage,
+  res: ServerResponse,
+  uid: string,
+  action: string | undefined,
+): Promise<void> {
   const details = await provider.interactionDetails(req, res);
   if (req.method === 'GET') {
     if (details.prompt.name === 'login') {
@@ -74,45 +81,81 @@ async function interaction(provider: Provider, users: Record<string, string>, re
         `<form method="post" action="/interaction/${uid}/login"><label>Username <input name="username"></label><label>Password <input name="password" type="password"></label><button>Sign in</button></form>`,
       );
     } else {
-      page(res, 'Allow Airlock to use Acme Tickets?', `<form method="post" action="/interaction/${uid}/confirm"><button>Allow</button></form><form method="post" action="/interaction/${uid}/abort"><button>Deny</button></form>`);
+      page(
+        res,
+        'Allow Airlock to use Acme Tickets?',
+        `<form method="post" action="/interaction/${uid}/confirm"><button>Allow</button></form><form method="post" action="/interaction/${uid}/abort"><button>Deny</button></form>`,
+      );
     }
     return;
   }
   const form = await formBody(req);
   if (action === 'login') {
     const username = form.get('username') ?? '';
-    if (users[username] === undefined || users[username] !== form.get('password')) return page(res, 'Wrong username or password', `<a href="/interaction/${uid}">Try again</a>`);
-    return provider.interactionFinished(req, res, { login: { accountId: username } }, { mergeWithLastSubmission: false });
+    if (users[username] === undefined || users[username] !== form.get('password'))
+      return page(res, 'Wrong username or password', `<a href="/interaction/${uid}">Try again</a>`);
+    return provider.interactionFinished(
+      req,
+      res,
+      { login: { accountId: username } },
+      { mergeWithLastSubmission: false },
+    );
   }
-  if (action === 'abort') return provider.interactionFinished(req, res, { error: 'access_denied', error_description: 'the user denied access' }, { mergeWithLastSubmission: false });
+  if (action === 'abort')
+    return provider.interactionFinished(
+      req,
+      res,
+      { error: 'access_denied', error_description: 'the user denied access' },
+      { mergeWithLastSubmission: false },
+    );
   // Consent: what was asked, the resource's scopes included.
   const { accountId } = details.session!;
-  const grant = details.grantId ? (await provider.Grant.find(details.grantId))! : new provider.Grant({ accountId, clientId: details.params.client_id as string });
+  const grant = details.grantId
+    ? (await provider.Grant.find(details.grantId))!
+    : new provider.Grant({ accountId, clientId: details.params.client_id as string });
   const d = details.prompt.details as { missingOIDCScope?: string[]; missingResourceScopes?: Record<string, string[]> };
   if (d.missingOIDCScope) grant.addOIDCScope(d.missingOIDCScope.join(' '));
-  for (const [indicator, scopes] of Object.entries(d.missingResourceScopes ?? {})) grant.addResourceScope(indicator, scopes.join(' '));
+  for (const [indicator, scopes] of Object.entries(d.missingResourceScopes ?? {}))
+    grant.addResourceScope(indicator, scopes.join(' '));
   const grantId = await grant.save();
   await provider.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });
 }
 
 function providerOptions(o: TicketsAuthOptions, jwk: JWK): ConstructorParameters<typeof Provider>[1] {
   return {
-    clients: (o.clients ?? []).map((c) => ({ ...c, grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'client_secret_basic' })),
+    clients: (o.clients ?? []).map((c) => ({
+      ...c,
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'client_secret_basic',
+    })),
     adapter: memoryAdapter(new Map()),
     jwks: { keys: [jwk] },
     cookies: { keys: [randomBytes(16).toString('hex')] },
     scopes: ['tickets', 'offline_access'],
-    ttl: { AccessToken: o.accessTokenTtlS ?? 3600, AuthorizationCode: 60, Interaction: 600, Session: 3600, Grant: 14 * 86400, RefreshToken: 14 * 86400 },
+    ttl: {
+      AccessToken: o.accessTokenTtlS ?? 3600,
+      AuthorizationCode: 60,
+      Interaction: 600,
+      Session: 3600,
+      Grant: 14 * 86400,
+      RefreshToken: 14 * 86400,
+    },
     pkce: { required: () => true },
     // A refresh token for every client allowed the grant (no offline_access dance).
-    issueRefreshToken: async (_ctx: unknown, client: { grantTypeAllowed(g: string): boolean }) => client.grantTypeAllowed('refresh_token'),
+    issueRefreshToken: async (_ctx: unknown, client: { grantTypeAllowed(g: string): boolean }) =>
+      client.grantTypeAllowed('refresh_token'),
     features: {
       devInteractions: { enabled: false },
       registration: { enabled: o.dynamicRegistration === true },
       // RFC 7592: a registered client may delete itself (registration_client_uri + its access token).
       registrationManagement: { enabled: o.dynamicRegistration === true, rotateRegistrationAccessToken: false },
       // A client revokes only its own tokens.
-      revocation: { enabled: true, allowedPolicy: async (_ctx: unknown, client: { clientId: string }, token: { clientId?: string }) => token.clientId === client.clientId },
+      revocation: {
+        enabled: true,
+        allowedPolicy: async (_ctx: unknown, client: { clientId: string }, token: { clientId?: string }) =>
+          token.clientId === client.clientId,
+      },
       clientIdMetadataDocument: { enabled: true, ack: 'draft-02' },
       resourceIndicators: {
         enabled: true,
@@ -120,12 +163,18 @@ function providerOptions(o: TicketsAuthOptions, jwk: JWK): ConstructorParameters
         useGrantedResource: () => true,
         getResourceServerInfo: (_ctx: unknown, indicator: string) => {
           if (indicator !== o.resource) throw new Error(`unknown resource ${indicator}`);
-          return { scope: 'tickets', audience: o.resource, accessTokenTTL: o.accessTokenTtlS ?? 3600, accessTokenFormat: 'opaque' };
+          return {
+            scope: 'tickets',
+            audience: o.resource,
+            accessTokenTTL: o.accessTokenTtlS ?? 3600,
+            accessTokenFormat: 'opaque',
+          };
         },
       },
     },
     interactions: { url: (_ctx, i) => `/interaction/${i.uid}` },
-    findAccount: async (_ctx, id) => (o.users[id] === undefined ? undefined : { accountId: id, claims: async () => ({ sub: id }) }),
+    findAccount: async (_ctx, id) =>
+      o.users[id] === undefined ? undefined : { accountId: id, claims: async () => ({ sub: id }) },
     renderError: async (ctx, out) => {
       ctx.type = 'application/json';
       ctx.body = out;
@@ -146,7 +195,16 @@ export async function startTicketsAuth(o: TicketsAuthOptions): Promise<TicketsAu
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const provider = new Provider(url, providerOptions(o, jwk));
-  const self: TicketsAuth = { url, provider, grants: [], registered: [], deregistered: [], revocations: 0, tamper: {}, close: () => Promise.resolve() };
+  const self: TicketsAuth = {
+    url,
+    provider,
+    grants: [],
+    registered: [],
+    deregistered: [],
+    revocations: 0,
+    tamper: {},
+    close: () => Promise.resolve(),
+  };
   provider.on('grant.success', (ctx) => self.grants.push(String(ctx.oidc.params?.grant_type)));
   provider.on('registration_create.success', (_ctx, client) => self.registered.push(client.clientId));
   provider.on('registration_delete.success', (_ctx, client) => self.deregistered.push(client.clientId));
@@ -154,7 +212,8 @@ export async function startTicketsAuth(o: TicketsAuthOptions): Promise<TicketsAu
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     const u = new URL(req.url ?? '/', url);
     if (u.pathname === '/token/revocation') res.on('finish', () => void (res.statusCode === 200 && self.revocations++));
-    if (u.pathname === '/token' && req.method === 'POST' && (self.tamper.echoSecrets || self.tamper.redirectTokenTo)) return void tamperedToken(self.tamper, req, res);
+    if (u.pathname === '/token' && req.method === 'POST' && (self.tamper.echoSecrets || self.tamper.redirectTokenTo))
+      return void tamperedToken(self.tamper, req, res);
     const m = /^\/interaction\/([^/]+)(?:\/(login|confirm|abort))?$/.exec(u.pathname);
     if (m) {
       interaction(provider, o.users, req, res, m[1], m[2]).catch((err: Error) => {
@@ -183,5 +242,12 @@ async function tamperedToken(tamper: TicketsAuthTamper, req: IncomingMessage, re
   }
   const basic = (req.headers.authorization ?? '').replace(/^Basic /, '');
   res.setHeader('content-type', 'application/json');
-  res.end(JSON.stringify({ access_token: 'echo-token', token_type: 'Bearer', expires_in: 600, debug: { request: form.toString(), authorization: Buffer.from(basic, 'base64').toString('utf8') } }));
+  res.end(
+    JSON.stringify({
+      access_token: 'echo-token',
+      token_type: 'Bearer',
+      expires_in: 600,
+      debug: { request: form.toString(), authorization: Buffer.from(basic, 'base64').toString('utf8') },
+    }),
+  );
 }

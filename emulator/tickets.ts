@@ -5,7 +5,10 @@ import { z } from 'zod';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { requireBearerAuth } from '@modelcontextprotocol/sdk/server/auth/middleware/bearerAuth.js';
-import { getOAuthProtectedResourceMetadataUrl, mcpAuthMetadataRouter } from '@modelcontextprotocol/sdk/server/auth/router.js';
+import {
+  getOAuthProtectedResourceMetadataUrl,
+  mcpAuthMetadataRouter,
+} from '@modelcontextprotocol/sdk/server/auth/router.js';
 import { InvalidTokenError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { OAuthMetadata } from '@modelcontextprotocol/sdk/shared/auth.js';
@@ -46,17 +49,47 @@ function ticketsServer(tickets: Ticket[], auth: AuthInfo | undefined): McpServer
   const who = String(auth?.extra?.sub ?? 'unknown');
   server.registerTool(
     'create_ticket',
-    { description: 'File a ticket in Acme Tickets. Give a short title and, optionally, a body.', inputSchema: { title: z.string().min(1).max(200), body: z.string().max(4000).optional() } },
+    {
+      description: 'File a ticket in Acme Tickets. Give a short title and, optionally, a body.',
+      inputSchema: { title: z.string().min(1).max(200), body: z.string().max(4000).optional() },
+    },
     async (args) => {
-      const t: Ticket = { id: tickets.length + 1, title: args.title, body: args.body ?? '', reporter: who, created_at: new Date().toISOString() };
+      const t: Ticket = {
+        id: tickets.length + 1,
+        title: args.title,
+        body: args.body ?? '',
+        reporter: who,
+        created_at: new Date().toISOString(),
+      };
       tickets.push(t);
-      return { content: [{ type: 'text', text: `Filed ticket #${t.id}: ${t.title}` }], structuredContent: { ticket: t } };
+      return {
+        content: [{ type: 'text', text: `Filed ticket #${t.id}: ${t.title}` }],
+        structuredContent: { ticket: t },
+      };
     },
   );
-  server.registerTool('list_tickets', { description: 'List the tickets in Acme Tickets, newest first.', inputSchema: { limit: z.number().int().min(1).max(100).optional() }, annotations: { readOnlyHint: true } }, async (args) => {
-    const list = [...tickets].reverse().slice(0, args.limit ?? 20);
-    return { content: [{ type: 'text', text: list.length ? list.map((t) => `#${t.id} ${t.title} (by ${t.reporter})`).join('\n') : 'No tickets yet.' }], structuredContent: { tickets: list } };
-  });
+  server.registerTool(
+    'list_tickets',
+    {
+      description: 'List the tickets in Acme Tickets, newest first.',
+      inputSchema: { limit: z.number().int().min(1).max(100).optional() },
+      annotations: { readOnlyHint: true },
+    },
+    async (args) => {
+      const list = [...tickets].reverse().slice(0, args.limit ?? 20);
+      return {
+        content: [
+          {
+            type: 'text',
+            text: list.length
+              ? list.map((t) => `#${t.id} ${t.title} (by ${t.reporter})`).join('\n')
+              : 'No tickets yet.',
+          },
+        ],
+        structuredContent: { tickets: list },
+      };
+    },
+  );
   return server;
 }
 
@@ -74,22 +107,47 @@ export async function startTickets(o: TicketsOptions): Promise<TicketsEmulator> 
     const s = app.listen(0, '127.0.0.1', () => resolve(s));
   });
   const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
-  const auth = await startTicketsAuth({ resource: url, users: o.users, clients: o.clients, accessTokenTtlS: o.accessTokenTtlS, dynamicRegistration: o.dynamicRegistration });
+  const auth = await startTicketsAuth({
+    resource: url,
+    users: o.users,
+    clients: o.clients,
+    accessTokenTtlS: o.accessTokenTtlS,
+    dynamicRegistration: o.dynamicRegistration,
+  });
   const asMetadata = (await (await fetch(`${auth.url}/.well-known/openid-configuration`)).json()) as OAuthMetadata;
   const tickets: Ticket[] = [];
   const acceptedTokens: string[] = [];
 
-  app.use(mcpAuthMetadataRouter({ oauthMetadata: asMetadata, resourceServerUrl: new URL(url), scopesSupported: ['tickets'], resourceName: 'Acme Tickets' }));
+  app.use(
+    mcpAuthMetadataRouter({
+      oauthMetadata: asMetadata,
+      resourceServerUrl: new URL(url),
+      scopesSupported: ['tickets'],
+      resourceName: 'Acme Tickets',
+    }),
+  );
   const verifier = {
     async verifyAccessToken(token: string): Promise<AuthInfo> {
       const at = await auth.provider.AccessToken.find(token);
       if (!at || at.isExpired) throw new InvalidTokenError('unknown, revoked or expired token');
       acceptedTokens.push(token);
       const aud = Array.isArray(at.aud) ? at.aud[0] : at.aud;
-      return { token, clientId: at.clientId, scopes: (at.scope ?? '').split(' ').filter(Boolean), expiresAt: at.exp, resource: aud ? new URL(aud) : undefined, extra: { sub: at.accountId } };
+      return {
+        token,
+        clientId: at.clientId,
+        scopes: (at.scope ?? '').split(' ').filter(Boolean),
+        expiresAt: at.exp,
+        resource: aud ? new URL(aud) : undefined,
+        extra: { sub: at.accountId },
+      };
     },
   };
-  const bearer = requireBearerAuth({ verifier, requiredScopes: ['tickets'], resourceMetadataUrl: getOAuthProtectedResourceMetadataUrl(new URL(url)), expectedResource: new URL(url) });
+  const bearer = requireBearerAuth({
+    verifier,
+    requiredScopes: ['tickets'],
+    resourceMetadataUrl: getOAuthProtectedResourceMetadataUrl(new URL(url)),
+    expectedResource: new URL(url),
+  });
   app.post('/mcp', express.json({ limit: '256kb' }), bearer, async (req: Request, res: Response) => {
     const server = ticketsServer(tickets, req.auth);
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });

@@ -15,7 +15,10 @@ export const CHART_TYPES = ['bar', 'line', 'pie', 'doughnut', 'scatter'] as cons
 const colour = z
   .string()
   .max(64)
-  .regex(/^(#[0-9a-fA-F]{3,8}|(rgb|rgba|hsl|hsla)\(\s*[0-9.%\s,/]+\)|[a-zA-Z]{3,20})$/, 'a CSS colour (#hex, rgb(), hsl() or a name)');
+  .regex(
+    /^(#[0-9a-fA-F]{3,8}|(rgb|rgba|hsl|hsla)\(\s*[0-9.%\s,/]+\)|[a-zA-Z]{3,20})$/,
+    'a CSS colour (#hex, rgb(), hsl() or a name)',
+  );
 
 const point = z.object({ x: z.number().finite(), y: z.number().finite() });
 
@@ -56,7 +59,11 @@ export const chartArgs = z.object(chartArgsShape).superRefine((c, ctx) => {
   for (const [i, d] of c.datasets.entries()) {
     const xy = d.data.length > 0 && typeof d.data[0] === 'object' && d.data[0] !== null;
     if (xy && c.type !== 'scatter' && c.type !== 'line') {
-      ctx.addIssue({ code: 'custom', path: ['datasets', i, 'data'], message: '{x,y} points are for scatter and line charts; give numbers' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['datasets', i, 'data'],
+        message: '{x,y} points are for scatter and line charts; give numbers',
+      });
     }
     if (!xy && c.type === 'scatter' && d.data.length > 0) {
       ctx.addIssue({ code: 'custom', path: ['datasets', i, 'data'], message: 'scatter charts take {x,y} points' });

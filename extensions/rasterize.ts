@@ -9,7 +9,18 @@ import { runtimeImport } from '../core/runtime-import.js';
 /** The family name charts are drawn in; registered from the bundled DejaVu Sans files. */
 export const CHART_FONT_FAMILY = 'Airlock Sans';
 
-const PALETTE = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7', '#9c755f', '#bab0ac'];
+const PALETTE = [
+  '#4e79a7',
+  '#f28e2b',
+  '#e15759',
+  '#76b7b2',
+  '#59a14f',
+  '#edc948',
+  '#b07aa1',
+  '#ff9da7',
+  '#9c755f',
+  '#bab0ac',
+];
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -50,11 +61,15 @@ let libs: Promise<ChartLibs> | undefined;
 function chartLibs(): Promise<ChartLibs> {
   libs ??= (async () => {
     ensureChartFonts();
-    const [{ createCanvas, GlobalFonts }, { Chart, registerables }] = await Promise.all([runtimeImport<typeof import('@napi-rs/canvas')>('@napi-rs/canvas'), import('chart.js')]);
+    const [{ createCanvas, GlobalFonts }, { Chart, registerables }] = await Promise.all([
+      runtimeImport<typeof import('@napi-rs/canvas')>('@napi-rs/canvas'),
+      import('chart.js'),
+    ]);
     Chart.register(...registerables);
     for (const file of ['DejaVuSans.ttf', 'DejaVuSans-Bold.ttf']) {
       const p = join(fontDir!, file);
-      if (existsSync(p) && !GlobalFonts.registerFromPath(p, CHART_FONT_FAMILY)) throw new Error(`cannot register font ${p}`);
+      if (existsSync(p) && !GlobalFonts.registerFromPath(p, CHART_FONT_FAMILY))
+        throw new Error(`cannot register font ${p}`);
     }
     Chart.defaults.font.family = CHART_FONT_FAMILY;
     Chart.defaults.color = '#333333';
@@ -116,7 +131,9 @@ export function toChartJs(spec: ChartSpec): ChartConfiguration {
       devicePixelRatio: 1,
       indexAxis: spec.type === 'bar' && spec.horizontal ? 'y' : 'x',
       plugins: {
-        title: spec.title ? { display: true, text: spec.title, font: { size: 18, weight: 'bold' }, padding: { top: 8, bottom: 12 } } : { display: false },
+        title: spec.title
+          ? { display: true, text: spec.title, font: { size: 18, weight: 'bold' }, padding: { top: 8, bottom: 12 } }
+          : { display: false },
         legend: { display: showLegend, position: 'bottom' },
         tooltip: { enabled: false },
       },
@@ -157,6 +174,10 @@ export async function rasterizeChart(spec: ChartSpec, attachmentsDir: string): P
   const filename = `${randomUUID()}.png`;
   await fs.writeFile(join(attachmentsDir, filename), png, { flag: 'wx', mode: 0o600 });
   // The chart's title beside it: send_email names the attachment after it (tools/attachments.ts chartFileName).
-  if (spec.title) await fs.writeFile(join(attachmentsDir, filename.replace(/\.png$/, '.title')), spec.title.slice(0, 200), { flag: 'wx', mode: 0o600 });
+  if (spec.title)
+    await fs.writeFile(join(attachmentsDir, filename.replace(/\.png$/, '.title')), spec.title.slice(0, 200), {
+      flag: 'wx',
+      mode: 0o600,
+    });
   return { type: 'chart_attachment', filename, width: spec.width, height: spec.height };
 }

@@ -28,27 +28,46 @@ function fail(code: string, message: string): CallToolResult {
 
 /** The agent extensions: rasterize_chart (PNG file for e-mail) and render_chart (chat UI only). */
 export function createExtensionsServer(env: ExtensionsEnv, log: Log): McpServer {
-  const server = new McpServer({ name: EXTENSIONS_SERVER_NAME, version: EXTENSIONS_SERVER_VERSION }, { jsonSchemaValidator: noElicitationValidator });
+  const server = new McpServer(
+    { name: EXTENSIONS_SERVER_NAME, version: EXTENSIONS_SERVER_VERSION },
+    { jsonSchemaValidator: noElicitationValidator },
+  );
 
   server.registerTool(
     'rasterize_chart',
     {
-      description: 'Draw a chart as a PNG file for e-mail. Returns a chart_attachment with a filename; pass that filename unchanged in send_email attachments (the image itself is never shown to you).',
+      description:
+        'Draw a chart as a PNG file for e-mail. Returns a chart_attachment with a filename; pass that filename unchanged in send_email attachments (the image itself is never shown to you).',
       inputSchema: chartArgs,
-      outputSchema: { type: z.literal('chart_attachment'), filename: z.string(), width: z.number().int(), height: z.number().int() },
+      outputSchema: {
+        type: z.literal('chart_attachment'),
+        filename: z.string(),
+        width: z.number().int(),
+        height: z.number().int(),
+      },
       annotations: { readOnlyHint: false, openWorldHint: false },
     },
     async (args) => {
       try {
         const started = process.hrtime.bigint();
         const att = await rasterizeChart(normaliseChart(args), env.attachmentsDir);
-        log.info({ tool: 'rasterize_chart', width: att.width, height: att.height, ms: Number(process.hrtime.bigint() - started) / 1e6 }, 'chart rasterized');
+        log.info(
+          {
+            tool: 'rasterize_chart',
+            width: att.width,
+            height: att.height,
+            ms: Number(process.hrtime.bigint() - started) / 1e6,
+          },
+          'chart rasterized',
+        );
         return { content: [{ type: 'text', text: JSON.stringify(att) }], structuredContent: { ...att } };
       } catch (err) {
         log.error({ err, tool: 'rasterize_chart' }, 'chart failed');
         const code = (err as NodeJS.ErrnoException).code;
-        if (code === 'ENOSPC' || code === 'EDQUOT') return fail('ERR_TOOL_DISK_FULL', 'the workspace is full; the chart could not be saved');
-        if (code === 'EACCES' || code === 'EPERM' || code === 'ENOTDIR') return fail('ERR_TOOL_ATTACHMENTS_DIR', 'the attachments folder cannot be written');
+        if (code === 'ENOSPC' || code === 'EDQUOT')
+          return fail('ERR_TOOL_DISK_FULL', 'the workspace is full; the chart could not be saved');
+        if (code === 'EACCES' || code === 'EPERM' || code === 'ENOTDIR')
+          return fail('ERR_TOOL_ATTACHMENTS_DIR', 'the attachments folder cannot be written');
         return fail('ERR_TOOL_INTERNAL', 'rasterize_chart failed unexpectedly');
       }
     },

@@ -24,7 +24,12 @@ export const importBoundaries = {
             type: 'array',
             items: {
               type: 'object',
-              properties: { from: { type: 'string' }, to: { type: 'string' }, file: { type: 'string' }, entry: { type: 'string' } },
+              properties: {
+                from: { type: 'string' },
+                to: { type: 'string' },
+                file: { type: 'string' },
+                entry: { type: 'string' },
+              },
               required: ['from', 'to', 'file', 'entry'],
               additionalProperties: false,
             },
@@ -34,7 +39,8 @@ export const importBoundaries = {
       },
     ],
     messages: {
-      notAllowed: '{{from}}/ may import only {{allowed}}: {{spec}} reaches {{to}}/ (docs/architecture.md, "Who imports whom").',
+      notAllowed:
+        '{{from}}/ may import only {{allowed}}: {{spec}} reaches {{to}}/ (docs/architecture.md, "Who imports whom").',
       denied: '{{from}}/ never imports {{to}}/: {{spec}} (docs/architecture.md, "Who imports whom").',
       gate: '{{from}}/ imports {{to}}/ only in {{file}}, and there only {{entry}}: {{spec}} (docs/architecture.md, "Who imports whom").',
     },
@@ -55,7 +61,11 @@ export const importBoundaries = {
       if (to === from) return;
       const data = { from, to, spec };
       if (allow[from] && !allow[from].includes(to)) {
-        context.report({ node, messageId: 'notAllowed', data: { ...data, allowed: [from, ...allow[from]].map((f) => `${f}/`).join(', ') } });
+        context.report({
+          node,
+          messageId: 'notAllowed',
+          data: { ...data, allowed: [from, ...allow[from]].map((f) => `${f}/`).join(', ') },
+        });
         return;
       }
       if (deny[from]?.includes(to)) {
@@ -63,7 +73,8 @@ export const importBoundaries = {
         return;
       }
       const gate = gates.find((g) => g.from === from && g.to === to);
-      if (gate && !(file === gate.file && target === gate.entry)) context.report({ node, messageId: 'gate', data: { ...data, file: gate.file, entry: gate.entry } });
+      if (gate && !(file === gate.file && target === gate.entry))
+        context.report({ node, messageId: 'gate', data: { ...data, file: gate.file, entry: gate.entry } });
     }
 
     return {

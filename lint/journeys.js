@@ -24,31 +24,71 @@ export const JOURNEYS = [
       {
         name: 'the send is held and decided on the host',
         steps: [
-          { file: 'tools/server.ts', fn: 'registerSendEmail', does: 'send_email builds the MIME message and posts it to its mail route' },
+          {
+            file: 'tools/server.ts',
+            fn: 'registerSendEmail',
+            does: 'send_email builds the MIME message and posts it to its mail route',
+          },
           { file: 'tools/http.ts', fn: 'callUpstream', does: 'one HTTP call with the placeholder and the call id' },
-          { file: 'proxy/server.ts', fn: 'startCredentialProxy', wire: 'CALL_ID_HEADER', does: 'the in-sandbox proxy admits placeholder, method and path; a blocked send stops here' },
+          {
+            file: 'proxy/server.ts',
+            fn: 'startCredentialProxy',
+            wire: 'CALL_ID_HEADER',
+            does: 'the in-sandbox proxy admits placeholder, method and path; a blocked send stops here',
+          },
           { file: 'proxy/forward.ts', fn: 'forward', does: 'the admitted bytes go over the egress socket' },
-          { file: 'daemon/host/egress.ts', fn: '#decideMail', wire: 'CALL_ID_HEADER', does: 'the gateway reads the exact bytes again and holds the send' },
-          { file: 'daemon/runtime/session-start.ts', fn: 'gatewayHooks', via: 'hold', does: "the session's hook adds its user, turn and calls" },
+          {
+            file: 'daemon/host/egress.ts',
+            fn: '#decideMail',
+            wire: 'CALL_ID_HEADER',
+            does: 'the gateway reads the exact bytes again and holds the send',
+          },
+          {
+            file: 'daemon/runtime/session-start.ts',
+            fn: 'gatewayHooks',
+            via: 'hold',
+            does: "the session's hook adds its user, turn and calls",
+          },
           { file: 'daemon/runtime/sandbox-audit.ts', fn: 'mailHold', does: 'the session asks its auditor' },
           { file: 'domain/mail/gate.ts', fn: 'hold', does: 'the approval workflow: one decision per hold' },
           { file: 'domain/mail/gate.ts', fn: 'judgeHold', does: 'policy now, repeats, the hourly slot' },
           { file: 'domain/mail/store.ts', fn: 'reserveHold', does: 'the slot and the hold row, atomically' },
-          { file: 'domain/mail/gate.ts', fn: 'ask', does: 'the card into the turn; waits for the user, the timeout or the turn end' },
+          {
+            file: 'domain/mail/gate.ts',
+            fn: 'ask',
+            does: 'the card into the turn; waits for the user, the timeout or the turn end',
+          },
         ],
       },
       {
         name: "the user's answer",
         steps: [
-          { file: 'web/chat-session-routes.ts', fn: 'chatSessionRoutes', does: 'POST …/approvals/:id parses and authorises' },
-          { file: 'daemon/host/connector-approvals.ts', fn: 'approvalDecider', via: 'decide', does: "the chat's one decider: a connector call, else a mail send" },
-          { file: 'domain/mail/gate.ts', fn: 'decide', does: 'settles the waiting hold; the decision is written and audited' },
+          {
+            file: 'web/chat-session-routes.ts',
+            fn: 'chatSessionRoutes',
+            does: 'POST …/approvals/:id parses and authorises',
+          },
+          {
+            file: 'daemon/host/connector-approvals.ts',
+            fn: 'approvalDecider',
+            via: 'decide',
+            does: "the chat's one decider: a connector call, else a mail send",
+          },
+          {
+            file: 'domain/mail/gate.ts',
+            fn: 'decide',
+            does: 'settles the waiting hold; the decision is written and audited',
+          },
         ],
       },
       {
         name: 'to the mailbox',
         steps: [
-          { file: 'daemon/host/egress.ts', fn: '#handle', does: 'an allowed send goes on with the real token injected' },
+          {
+            file: 'daemon/host/egress.ts',
+            fn: '#handle',
+            does: 'an allowed send goes on with the real token injected',
+          },
           { file: 'daemon/host/egress-upstream.ts', fn: 'exchange', does: 'the upstream exchange (Gmail)' },
         ],
       },
@@ -60,12 +100,25 @@ export const JOURNEYS = [
       {
         name: 'the prompt goes down',
         steps: [
-          { file: 'web/chat-routes.ts', fn: 'chatRoutes', does: 'POST /api/chat/messages parses, authorises and streams' },
+          {
+            file: 'web/chat-routes.ts',
+            fn: 'chatRoutes',
+            does: 'POST /api/chat/messages parses, authorises and streams',
+          },
           { file: 'domain/chat/turn-service.ts', fn: 'start', does: 'places and stores the turn' },
           { file: 'domain/chat/turn-service.ts', fn: 'run', does: 'runs it over the TurnRunner' },
-          { file: 'daemon/runtime/session-manager.ts', fn: 'runTurn', does: "the session's warm sandbox, or a new one" },
+          {
+            file: 'daemon/runtime/session-manager.ts',
+            fn: 'runTurn',
+            does: "the session's warm sandbox, or a new one",
+          },
           { file: 'daemon/runtime/turn.ts', fn: 'turnIn', does: 'the turn in one sandbox, with its backstop' },
-          { file: 'supervisor/supervisor.ts', fn: 'prompt', wire: "'prompt'", does: 'the supervisor takes the prompt on the control socket' },
+          {
+            file: 'supervisor/supervisor.ts',
+            fn: 'prompt',
+            wire: "'prompt'",
+            does: 'the supervisor takes the prompt on the control socket',
+          },
           { file: 'agent/main.ts', fn: 'startTurn', wire: "'prompt'", does: 'the agent child reads it on stdin' },
           { file: 'agent/loop.ts', fn: 'runTurn', does: 'the model and the tools' },
         ],
@@ -74,8 +127,18 @@ export const JOURNEYS = [
         name: 'the events come up',
         steps: [
           { file: 'agent/main.ts', fn: 'startTurn', does: 'each event is a line on stdout' },
-          { file: 'supervisor/supervisor.ts', fn: 'broadcast', wire: "'event'", does: 'forwarded on the control socket' },
-          { file: 'daemon/runtime/sandbox-client.ts', fn: 'onEvent', wire: "'event'", does: 'read and checked on the host' },
+          {
+            file: 'supervisor/supervisor.ts',
+            fn: 'broadcast',
+            wire: "'event'",
+            does: 'forwarded on the control socket',
+          },
+          {
+            file: 'daemon/runtime/sandbox-client.ts',
+            fn: 'onEvent',
+            wire: "'event'",
+            does: 'read and checked on the host',
+          },
           { file: 'daemon/runtime/turn.ts', fn: 'turnIn', via: 'onEvent', does: "handed to the turn's onEvent" },
           { file: 'domain/chat/turn-recorder.ts', fn: 'onEvent', does: 'numbered, stored in order' },
           { file: 'domain/chat/live-turns.ts', fn: 'push', does: 'to every reader of the turn' },
@@ -97,8 +160,17 @@ export const JOURNEYS = [
       {
         name: 'a session is registered',
         steps: [
-          { file: 'daemon/runtime/sessions.ts', fn: 'add', does: 'a sandbox took `start` (or was adopted): the session is live' },
-          { file: 'daemon/serve.ts', fn: 'sessionHooks', via: 'onSessionLive', does: 'the composition root wires the hook' },
+          {
+            file: 'daemon/runtime/sessions.ts',
+            fn: 'add',
+            does: 'a sandbox took `start` (or was adopted): the session is live',
+          },
+          {
+            file: 'daemon/serve.ts',
+            fn: 'sessionHooks',
+            via: 'onSessionLive',
+            does: 'the composition root wires the hook',
+          },
           { file: 'daemon/host/tokens.ts', fn: 'track', does: "the token service keeps the session's gateway" },
         ],
       },
@@ -108,7 +180,11 @@ export const JOURNEYS = [
           { file: 'daemon/host/tokens.ts', fn: 'rotateDue', does: 'every 30 s: accounts whose token has ≤ 300 s left' },
           { file: 'daemon/host/tokens.ts', fn: '#refreshNow', does: 'one refresh_token grant per account' },
           { file: 'daemon/host/tokens.ts', fn: 'pushToUser', does: "to each of the account's live sessions" },
-          { file: 'daemon/host/egress.ts', fn: 'setTokens', does: "replaced in the session's egress gateway; nothing enters the sandbox" },
+          {
+            file: 'daemon/host/egress.ts',
+            fn: 'setTokens',
+            does: "replaced in the session's egress gateway; nothing enters the sandbox",
+          },
         ],
       },
       {
@@ -140,7 +216,10 @@ const escape = (s) => s.replace(/[.*+?^${}()|[\]\\#]/g, '\\$&');
 /** Whether `text` defines `fn`: a function, method, arrow or object member of that name. */
 function defines(text, fn) {
   const name = escape(fn);
-  return new RegExp(`(function\\s+${name}\\b|^\\s*(?:(?:export|private|public|static|async|readonly)\\s+)*\\*?\\s*${name}\\s*(?:<[^>]*>)?\\s*[(=:])`, 'm').test(text);
+  return new RegExp(
+    `(function\\s+${name}\\b|^\\s*(?:(?:export|private|public|static|async|readonly)\\s+)*\\*?\\s*${name}\\s*(?:<[^>]*>)?\\s*[(=:])`,
+    'm',
+  ).test(text);
 }
 
 /** Whether `text` names `word` (not as part of a longer name). */
@@ -162,15 +241,20 @@ export function checkJourneys(journeys, root) {
         if (!defines(text, s.fn)) problems.push(`${where}: step ${i + 1}: ${s.file} defines no ${s.fn}`);
         const room = roomOf(s.file);
         if (seen.at(-1) !== room) {
-          if (seen.includes(room)) problems.push(`${where}: step ${i + 1} (${s.file}) enters ${room}/ a second time (${[...seen, room].join(' → ')})`);
+          if (seen.includes(room))
+            problems.push(
+              `${where}: step ${i + 1} (${s.file}) enters ${room}/ a second time (${[...seen, room].join(' → ')})`,
+            );
           seen.push(room);
         }
         if (i === 0) return;
         const prev = c.steps[i - 1];
         const before = read(prev.file) ?? '';
         const word = s.wire ?? s.via ?? s.fn.replace(/^#/, '');
-        if (!names(before, word)) problems.push(`${where}: step ${i + 1}: ${prev.file} never names ${word}, the link to ${s.file}`);
-        if ((s.wire || s.via) && !names(text, word)) problems.push(`${where}: step ${i + 1}: ${s.file} never names ${word}, the link from ${prev.file}`);
+        if (!names(before, word))
+          problems.push(`${where}: step ${i + 1}: ${prev.file} never names ${word}, the link to ${s.file}`);
+        if ((s.wire || s.via) && !names(text, word))
+          problems.push(`${where}: step ${i + 1}: ${s.file} never names ${word}, the link from ${prev.file}`);
       });
     }
   }
@@ -184,7 +268,8 @@ export function describeJourneys(journeys) {
     lines.push(`${j.name}`);
     for (const c of j.chains) {
       lines.push(`  ${c.name}: ${[...new Set(c.steps.map((s) => roomOf(s.file)))].join(' → ')}`);
-      for (const s of c.steps) lines.push(`    ${roomOf(s.file).padEnd(16)} ${`${s.file} ${s.fn}`.padEnd(56)} ${s.does}`);
+      for (const s of c.steps)
+        lines.push(`    ${roomOf(s.file).padEnd(16)} ${`${s.file} ${s.fn}`.padEnd(56)} ${s.does}`);
     }
   }
   return lines.join('\n');

@@ -2,7 +2,14 @@ import type { IncomingMessage } from 'node:http';
 import { AppError } from '../core/errors.js';
 import { safeEqual } from '../core/secret.js';
 import type { ProfileRoute, SessionProfile } from '../core/sandbox-protocol.js';
-import { allowedEntry, compileRouteTable, findRoute, RouteTableError, tokenEnvOf, type CompiledRoute } from '../core/egress/routes.js';
+import {
+  allowedEntry,
+  compileRouteTable,
+  findRoute,
+  RouteTableError,
+  tokenEnvOf,
+  type CompiledRoute,
+} from '../core/egress/routes.js';
 import { ProxyRefusal } from '../core/egress/errors.js';
 import { checkHeaders, hasBody, MAX_HEADER_BYTES, MAX_HEADER_COUNT } from '../core/egress/framing.js';
 import { parseTarget, type Target } from '../core/egress/normalise.js';
@@ -30,7 +37,8 @@ export function compileRoutes(profile: SessionProfile, extraHeaders: readonly st
   try {
     return compileRouteTable(profile.routes, extraHeaders);
   } catch (err) {
-    if (err instanceof RouteTableError || err instanceof TypeError) throw new AppError('ERR_PROXY_PROFILE', err.message);
+    if (err instanceof RouteTableError || err instanceof TypeError)
+      throw new AppError('ERR_PROXY_PROFILE', err.message);
     throw err;
   }
 }
@@ -54,7 +62,12 @@ function presented(req: IncomingMessage, route: ProfileRoute): string | undefine
  * and placeholder, in that order (the gateway admits it again on the host and injects the token). Throws ProxyRefusal for every refusal; fills `log`
  * with what it learnt (route, template, query keys) as it goes, so a refusal is logged with it.
  */
-export function admit(req: IncomingMessage, routes: CompiledRoute[], opts: { getPlaceholder(env: string): string | undefined }, log: Record<string, unknown>): Admission {
+export function admit(
+  req: IncomingMessage,
+  routes: CompiledRoute[],
+  opts: { getPlaceholder(env: string): string | undefined },
+  log: Record<string, unknown>,
+): Admission {
   const declaredLength = checkHeaders(req);
   const target = parseTarget(req.url ?? '');
   log.query_keys = target.queryKeys;
@@ -65,7 +78,8 @@ export function admit(req: IncomingMessage, routes: CompiledRoute[], opts: { get
   const allowed = allowedEntry(compiled, req.method, target.path);
   if (!allowed) throw new ProxyRefusal('ERR_PROXY_ROUTE_DENIED', 'method and path not allowed on this route');
   log.template = allowed.path;
-  if (target.query && req.method !== 'GET') throw new ProxyRefusal('ERR_PROXY_ROUTE_DENIED', 'query string allowed on GET only');
+  if (target.query && req.method !== 'GET')
+    throw new ProxyRefusal('ERR_PROXY_ROUTE_DENIED', 'query string allowed on GET only');
   if (req.method === 'GET' && hasBody(req)) throw new ProxyRefusal('ERR_PROXY_BAD_REQUEST', 'GET with a body');
   const expected = opts.getPlaceholder(route.placeholder_env);
   const got = presented(req, route);

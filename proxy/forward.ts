@@ -1,10 +1,27 @@
-import { request as httpRequest, type Agent, type IncomingMessage, type OutgoingHttpHeaders, type RequestOptions, type ServerResponse } from 'node:http';
+import {
+  request as httpRequest,
+  type Agent,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+  type RequestOptions,
+  type ServerResponse,
+} from 'node:http';
 import { CALL_ID_HEADER } from '../core/sandbox-protocol.js';
 import type { Admission } from './admit.js';
 import { errorResponse, PROXY_ERRORS, ProxyRefusal, type ProxyErrorCode } from '../core/egress/errors.js';
 import { upstreamHeaders } from '../core/egress/headers.js';
 
-const DROP_RESPONSE = new Set(['connection', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'content-length', 'proxy-authenticate', 'proxy-connection']);
+const DROP_RESPONSE = new Set([
+  'connection',
+  'keep-alive',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'content-length',
+  'proxy-authenticate',
+  'proxy-connection',
+]);
 /** What the proxy calls the egress gateway in the Host header (the gateway routes by path, never by Host). */
 export const EGRESS_HOST = 'egress.airlock';
 
@@ -22,7 +39,14 @@ export interface ForwardContext {
   egressSocket: string;
   timeoutMs: number;
   log: (level: 'info' | 'warn' | 'error', msg: string, data?: Record<string, unknown>) => void;
-  decide: (route: string | null, outcome: 'forwarded' | 'refused' | 'upstream_error', status: number, code?: string, dropped?: number, info?: DecisionInfo) => void;
+  decide: (
+    route: string | null,
+    outcome: 'forwarded' | 'refused' | 'upstream_error',
+    status: number,
+    code?: string,
+    dropped?: number,
+    info?: DecisionInfo,
+  ) => void;
 }
 
 /** A code the gateway answered with (its `X-Airlock-Error`; the gateway drops that header from upstream answers). */
@@ -38,10 +62,23 @@ function gatewayCode(res: IncomingMessage): string | undefined {
  * holds a token, so there is nothing to inject or scrub here. Calls `done` once, when the
  * exchange is over in any way (the caller frees the session's upstream slot then).
  */
-export function forward(ctx: ForwardContext, req: IncomingMessage, res: ServerResponse, a: Admission, body: Buffer, started: bigint, base: Record<string, unknown>, done: () => void): void {
+export function forward(
+  ctx: ForwardContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  a: Admission,
+  body: Buffer,
+  started: bigint,
+  base: Record<string, unknown>,
+  done: () => void,
+): void {
   const { route } = a.compiled;
   const path = a.target.path + (a.target.query ? `?${a.target.query}` : '');
-  const { headers, dropped } = upstreamHeaders(req, route, a.compiled.headers, { host: EGRESS_HOST, bodyLength: body.length, placeholder: a.placeholder });
+  const { headers, dropped } = upstreamHeaders(req, route, a.compiled.headers, {
+    host: EGRESS_HOST,
+    bodyLength: body.length,
+    placeholder: a.placeholder,
+  });
   if (typeof base.call_id === 'string') headers[CALL_ID_HEADER] = base.call_id;
   if (dropped.length) base.dropped_headers = dropped;
   let resBytes = 0;
@@ -51,7 +88,14 @@ export function forward(ctx: ForwardContext, req: IncomingMessage, res: ServerRe
     if (finished) return;
     finished = true;
     done();
-    ctx.log('info', 'proxy request', { ...base, status, req_bytes: body.length, res_bytes: resBytes, ms: ms(started), ...extra });
+    ctx.log('info', 'proxy request', {
+      ...base,
+      status,
+      req_bytes: body.length,
+      res_bytes: resBytes,
+      ms: ms(started),
+      ...extra,
+    });
   };
   const fail = (code: ProxyErrorCode, message: string) => {
     if (finished) return;
@@ -60,7 +104,14 @@ export function forward(ctx: ForwardContext, req: IncomingMessage, res: ServerRe
     finish(status, { code });
     errorResponse(res, code, message);
   };
-  const up = httpRequest({ agent: ctx.agent, socketPath: ctx.egressSocket, method: req.method, path, headers, timeout: ctx.timeoutMs } as RequestOptions);
+  const up = httpRequest({
+    agent: ctx.agent,
+    socketPath: ctx.egressSocket,
+    method: req.method,
+    path,
+    headers,
+    timeout: ctx.timeoutMs,
+  } as RequestOptions);
   up.on('timeout', () => {
     up.destroy();
     fail('ERR_PROXY_TIMEOUT', 'upstream timed out');
@@ -69,7 +120,15 @@ export function forward(ctx: ForwardContext, req: IncomingMessage, res: ServerRe
     if (err instanceof ProxyRefusal) fail('ERR_PROXY_UPSTREAM', err.message);
     else fail('ERR_PROXY_UPSTREAM', `egress gateway unavailable: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
   });
-  up.on('response', (upRes) => relay(ctx, res, up, upRes, { route: route.name, dropped: dropped.length, info, finish, count: (n) => (resBytes += n) }));
+  up.on('response', (upRes) =>
+    relay(ctx, res, up, upRes, {
+      route: route.name,
+      dropped: dropped.length,
+      info,
+      finish,
+      count: (n) => (resBytes += n),
+    }),
+  );
   res.on('close', () => {
     if (finished) return;
     // The child went away mid-request: stop the exchange too.
@@ -85,7 +144,13 @@ function relay(
   res: ServerResponse,
   up: ReturnType<typeof httpRequest>,
   upRes: IncomingMessage,
-  r: { route: string; dropped: number; info: () => DecisionInfo; finish: (status: number, extra?: Record<string, unknown>) => void; count: (n: number) => void },
+  r: {
+    route: string;
+    dropped: number;
+    info: () => DecisionInfo;
+    finish: (status: number, extra?: Record<string, unknown>) => void;
+    count: (n: number) => void;
+  },
 ): void {
   const out: OutgoingHttpHeaders = {};
   for (let i = 0; i < upRes.rawHeaders.length; i += 2) {

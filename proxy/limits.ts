@@ -70,7 +70,10 @@ export class SessionLimits {
           reject(err);
         };
         const onAbort = () => leave(new ProxyRefusal('ERR_PROXY_BUSY', 'client went away while waiting'));
-        const timer = setTimeout(() => leave(new ProxyRefusal('ERR_PROXY_BUSY', 'too many upstream requests in flight for this session')), this.slotWaitMs);
+        const timer = setTimeout(
+          () => leave(new ProxyRefusal('ERR_PROXY_BUSY', 'too many upstream requests in flight for this session')),
+          this.slotWaitMs,
+        );
         signal.addEventListener('abort', onAbort, { once: true });
         this.#waiting.push(go);
       });
@@ -126,15 +129,25 @@ export class SessionLimits {
       }
       const onData = (d: Buffer) => {
         got += d.length;
-        if (got > cap || got > MAX_BODY_BYTES) return finish(new ProxyRefusal(declared !== null ? 'ERR_PROXY_BAD_REQUEST' : 'ERR_PROXY_BODY_TOO_LARGE', declared !== null ? 'body longer than content-length' : 'request body too large'));
-        if (declared === null && !reserve(d.length)) return finish(new ProxyRefusal('ERR_PROXY_BUSY', 'too many request bytes in flight for this session'));
+        if (got > cap || got > MAX_BODY_BYTES)
+          return finish(
+            new ProxyRefusal(
+              declared !== null ? 'ERR_PROXY_BAD_REQUEST' : 'ERR_PROXY_BODY_TOO_LARGE',
+              declared !== null ? 'body longer than content-length' : 'request body too large',
+            ),
+          );
+        if (declared === null && !reserve(d.length))
+          return finish(new ProxyRefusal('ERR_PROXY_BUSY', 'too many request bytes in flight for this session'));
         chunks.push(d);
       };
       const onEnd = () => finish(null);
       const onError = () => finish(new ProxyRefusal('ERR_PROXY_BAD_REQUEST', 'request body broke off'));
       const onAborted = () => finish(new ProxyRefusal('ERR_PROXY_BAD_REQUEST', 'request body broke off'));
       const left = Math.max(0, startedMs + this.bodyTimeoutMs - Date.now());
-      const timer = setTimeout(() => finish(new ProxyRefusal('ERR_PROXY_REQUEST_TIMEOUT', 'request body not received in time')), left);
+      const timer = setTimeout(
+        () => finish(new ProxyRefusal('ERR_PROXY_REQUEST_TIMEOUT', 'request body not received in time')),
+        left,
+      );
       req.on('data', onData);
       req.on('end', onEnd);
       req.on('error', onError);

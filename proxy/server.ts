@@ -1,6 +1,11 @@
 import { Agent, createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { CALL_ID_HEADER, type MailPolicy, type ProxyDecisionRecord, type SessionProfile } from '../core/sandbox-protocol.js';
+import {
+  CALL_ID_HEADER,
+  type MailPolicy,
+  type ProxyDecisionRecord,
+  type SessionProfile,
+} from '../core/sandbox-protocol.js';
 import { admit, compileRoutes, MAX_HEADER_BYTES } from './admit.js';
 import { errorResponse, ProxyRefusal } from '../core/egress/errors.js';
 import { judgeMail } from '../core/egress/mail.js';
@@ -53,7 +58,8 @@ const CALL_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
  * should not pay for it (docs/runtime.md, "Cold start, step by step").
  */
 let mailPolicyModule: Promise<typeof import('../core/mail-policy.js')> | undefined;
-const loadMailPolicy = (): Promise<typeof import('../core/mail-policy.js')> => (mailPolicyModule ??= import('../core/mail-policy.js'));
+const loadMailPolicy = (): Promise<typeof import('../core/mail-policy.js')> =>
+  (mailPolicyModule ??= import('../core/mail-policy.js'));
 
 /** One request's outcome: forwarded (any upstream status), refused by the proxy, or the upstream failed. */
 export type ProxyDecision = ProxyDecisionRecord;
@@ -111,7 +117,14 @@ export async function startCredentialProxy(opts: ProxyOptions): Promise<RunningP
   // parser already took off a pipeline (they would otherwise still be dispatched).
   const tainted = new WeakSet<object>();
   const refuse: Refuse = (res, err, data) => {
-    decideFor(data)(typeof data.route === 'string' ? data.route : null, 'refused', err.status, err.code, undefined, typeof data.ms === 'number' ? { ms: data.ms } : undefined);
+    decideFor(data)(
+      typeof data.route === 'string' ? data.route : null,
+      'refused',
+      err.status,
+      err.code,
+      undefined,
+      typeof data.ms === 'number' ? { ms: data.ms } : undefined,
+    );
     const sock = 'writeHead' in res ? (res as ServerResponse).socket : res;
     if (sock) {
       tainted.add(sock);
@@ -199,7 +212,10 @@ type Refuse = (res: ServerResponse | Socket, err: ProxyRefusal, data: Record<str
  * The `decide` of a request: counts the outcome and hands the decision record to `onDecision`.
  * `base` holds the audit fields of a request (method, template, call, recipients) as admission learns them.
  */
-function decisionRecorder(opts: ProxyOptions, counts: ProxyCounts): (base: Record<string, unknown> | undefined) => ForwardContext['decide'] {
+function decisionRecorder(
+  opts: ProxyOptions,
+  counts: ProxyCounts,
+): (base: Record<string, unknown> | undefined) => ForwardContext['decide'] {
   return (base) => (route, outcome, status, code, dropped, info?: DecisionInfo) => {
     if (outcome === 'forwarded') counts.forwarded++;
     else counts.refused++;
@@ -254,7 +270,11 @@ function refuseNonRequests(server: Server, decide: ForwardContext['decide'], ref
     if (err.code === 'ECONNRESET' || !socket.writable) return socket.destroy();
     decide(null, 'refused', 400, 'ERR_PROXY_BAD_REQUEST');
     log('warn', 'proxy refused', { status: 400, code: 'ERR_PROXY_BAD_REQUEST', reason: err.code ?? 'parse error' });
-    errorResponse(socket, 'ERR_PROXY_BAD_REQUEST', err.code === 'HPE_HEADER_OVERFLOW' ? 'headers too large' : 'malformed request');
+    errorResponse(
+      socket,
+      'ERR_PROXY_BAD_REQUEST',
+      err.code === 'HPE_HEADER_OVERFLOW' ? 'headers too large' : 'malformed request',
+    );
   });
   // CONNECT and Upgrade never reach a route.
   server.on('connect', (req: IncomingMessage, socket: Socket) => {

@@ -28,7 +28,9 @@ export interface Boot {
 }
 
 function log(level: 'info' | 'warn' | 'error', msg: string, data?: Record<string, unknown>): void {
-  process.stderr.write(JSON.stringify({ time: new Date().toISOString(), level, name: 'supervisor', msg, ...(data ?? {}) }) + '\n');
+  process.stderr.write(
+    JSON.stringify({ time: new Date().toISOString(), level, name: 'supervisor', msg, ...(data ?? {}) }) + '\n',
+  );
 }
 
 /** Reads AIRLOCK_SANDBOX_CHILD_UID (tests only; default 1001) and launches the idle agent child. */
@@ -42,13 +44,22 @@ export function launchFirst(): Boot {
   const childUid = uidEnv && /^\d+$/.test(uidEnv) ? Number(uidEnv) : CHILD_UID;
   if (childUid !== CHILD_UID) log('warn', 'agent child uid overridden (test only)', { childUid });
   const childCommand = agentCommand();
-  const prestarted = launchAgent(idleChildLaunch({ command: childCommand, uid: childUid, gid: childUid, cwd: IDLE_CHILD_CWD }));
+  const prestarted = launchAgent(
+    idleChildLaunch({ command: childCommand, uid: childUid, gid: childUid, cwd: IDLE_CHILD_CWD }),
+  );
   return { childUid, childCommand, prestarted, launchedMs: Math.round(performance.now()), log };
 }
 
 /** The Supervisor on the launched child: listen, take the child over, report ready. */
 export async function serve(Supervisor: typeof SupervisorClass, boot: Boot): Promise<void> {
-  const sup = new Supervisor({ childUid: boot.childUid, childGid: boot.childUid, childCommand: boot.childCommand, prestarted: boot.prestarted, log: boot.log, endStrays: true });
+  const sup = new Supervisor({
+    childUid: boot.childUid,
+    childGid: boot.childUid,
+    childCommand: boot.childCommand,
+    prestarted: boot.prestarted,
+    log: boot.log,
+    endStrays: true,
+  });
   process.on('SIGTERM', () => void sup.shutdown());
   process.on('SIGINT', () => void sup.shutdown());
   await sup.listen();

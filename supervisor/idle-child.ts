@@ -15,14 +15,20 @@ export const IDLE_CHILD_CWD = '/';
 export function agentCommand(): string[] {
   const blob = new URL(`../agent/${SNAPSHOT_BLOB}`, import.meta.url).pathname;
   // Its run-time import() of the SDKs is Node's experimental main-context loader (core/runtime-import.ts).
-  if (existsSync(blob)) return [process.execPath, ...SANDBOX_NODE_FLAGS, '--disable-warning=ExperimentalWarning', '--snapshot-blob', blob];
+  if (existsSync(blob))
+    return [process.execPath, ...SANDBOX_NODE_FLAGS, '--disable-warning=ExperimentalWarning', '--snapshot-blob', blob];
   return [process.execPath, ...SANDBOX_NODE_FLAGS, new URL('../agent/main.js', import.meta.url).pathname];
 }
 
 /** The child's environment before any session: nothing of the user's, nothing of the supervisor's. */
 export function childBaseEnv(): Record<string, string> {
   const cache = process.env[COMPILE_CACHE_ENV];
-  return { HOME: '/home/agent', PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8', ...(cache ? { [COMPILE_CACHE_ENV]: cache } : {}) };
+  return {
+    HOME: '/home/agent',
+    PATH: '/usr/local/bin:/usr/bin:/bin',
+    LANG: 'C.UTF-8',
+    ...(cache ? { [COMPILE_CACHE_ENV]: cache } : {}),
+  };
 }
 
 export function idleChildLaunch(o: { command: readonly string[]; uid: number; gid: number; cwd: string }): AgentLaunch {

@@ -10,7 +10,11 @@ import type { LineReader, LineWriter } from '../core/ndjson.js';
 /** One control connection to the supervisor. */
 export type Conn = { socket: Socket; out: LineWriter<ControlMessage>; reader?: LineReader; shell?: ChildProcess };
 
-export function operatorShell(conn: Conn, as: { uid: number; gid: number; cwd: string }, reply: (data: Record<string, unknown>) => void): void {
+export function operatorShell(
+  conn: Conn,
+  as: { uid: number; gid: number; cwd: string },
+  reply: (data: Record<string, unknown>) => void,
+): void {
   const sh = spawn('/bin/sh', ['-i'], {
     uid: as.uid,
     gid: as.gid,

@@ -4,13 +4,24 @@
  * supervisor's own env). Pure but for reading the profile; supervisor.ts uses them.
  */
 import { readFileSync } from 'node:fs';
-import { AGENT_SETTING_ENVS, SessionProfileSchema, type SessionProfile, type StartSpec } from '../core/sandbox-protocol.js';
+import {
+  AGENT_SETTING_ENVS,
+  SessionProfileSchema,
+  type SessionProfile,
+  type StartSpec,
+} from '../core/sandbox-protocol.js';
 import { checkMessage, protocolLogFields } from '../core/ndjson.js';
 import { childBaseEnv } from './idle-child.js';
 
 const ENV_NAME = /^[A-Z][A-Z0-9_]{0,63}$/;
 /** Env names the child may never receive, whatever the daemon sends. */
-const FORBIDDEN_CHILD_ENV = new Set(['MCP_INTERNAL_SECRET', 'AGENT_USER_TOKEN_SECRET', 'NODE_OPTIONS', 'LD_PRELOAD', 'LD_LIBRARY_PATH']);
+const FORBIDDEN_CHILD_ENV = new Set([
+  'MCP_INTERNAL_SECRET',
+  'AGENT_USER_TOKEN_SECRET',
+  'NODE_OPTIONS',
+  'LD_PRELOAD',
+  'LD_LIBRARY_PATH',
+]);
 
 type Warn = (msg: string, data?: Record<string, unknown>) => void;
 
@@ -45,7 +56,12 @@ export function readProfile(path: string, warn: Warn): SessionProfile {
  * the placeholders its profile names, the proxy's base URLs, the agent user token, the session
  * id; anything else the daemon sent is refused and logged by name only.
  */
-export function sessionEnv(spec: StartSpec, profile: SessionProfile | undefined, proxyPort: number, warn: Warn): Record<string, string> {
+export function sessionEnv(
+  spec: StartSpec,
+  profile: SessionProfile | undefined,
+  proxyPort: number,
+  warn: Warn,
+): Record<string, string> {
   const env: Record<string, string> = {};
   const put = (k: string, v: unknown) => {
     if (!ENV_NAME.test(k) || typeof v !== 'string') return;
@@ -66,7 +82,8 @@ export function sessionEnv(spec: StartSpec, profile: SessionProfile | undefined,
     if (placeholderNames.has(k)) put(k, v);
     else refuse(k);
   }
-  for (const r of profile?.routes ?? []) if (r.base_url_env) put(r.base_url_env, `http://127.0.0.1:${proxyPort}${r.prefix}`);
+  for (const r of profile?.routes ?? [])
+    if (r.base_url_env) put(r.base_url_env, `http://127.0.0.1:${proxyPort}${r.prefix}`);
   if (spec.agent_user_token) put('AGENT_USER_TOKEN', spec.agent_user_token);
   put('AIRLOCK_SESSION_ID', spec.session_id);
   for (const k of Object.keys(childBaseEnv())) delete env[k];

@@ -26,7 +26,12 @@ if (startupSnapshot.isBuildingSnapshot()) {
     { type: 'prompt', id: '3', turn_id: 't', prompt: '' },
   ])
     ControlRequestSchema.safeParse(m);
-  for (const m of [{ type: 'ready' }, { type: 'configured' }, { type: 'turn_end', turn_id: 't', stop_reason: 'end_turn' }]) ChildOutboundSchema.safeParse(m);
+  for (const m of [
+    { type: 'ready' },
+    { type: 'configured' },
+    { type: 'turn_end', turn_id: 't', stop_reason: 'end_turn' },
+  ])
+    ChildOutboundSchema.safeParse(m);
   SessionProfileSchema.safeParse({ version: 1, session_id: 's', proxy: { host: '127.0.0.1', port: 8700 }, routes: [] });
   startupSnapshot.setDeserializeMainFunction(() => {
     // Node's timer state in the blob may be stale (core/snapshot-timers.ts says why).

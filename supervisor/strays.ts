@@ -31,7 +31,12 @@ export function readProcs(root = '/proc'): ProcInfo[] {
       continue; // it ended meanwhile
     }
     const field = (k: string) => new RegExp(`^${k}:\\s*(.*)$`, 'm').exec(status)?.[1] ?? '';
-    out.push({ pid: Number(name), ppid: Number(field('PPid')) || 0, uids: field('Uid').split(/\s+/).filter(Boolean).map(Number), state: field('State').slice(0, 1) });
+    out.push({
+      pid: Number(name),
+      ppid: Number(field('PPid')) || 0,
+      uids: field('Uid').split(/\s+/).filter(Boolean).map(Number),
+      state: field('State').slice(0, 1),
+    });
   }
   return out;
 }
@@ -48,7 +53,9 @@ export function strayPids(procs: ProcInfo[], uid: number, keepUnder: number): nu
     return true; // an ancestor ended while /proc was read: not judged this time
   };
   // Never init itself (gVisor, unlike Linux, lets a process inside kill it) nor the supervisor.
-  return procs.filter((p) => p.pid !== 1 && p.pid !== keepUnder && p.state !== 'Z' && p.uids.includes(uid) && !kept(p)).map((p) => p.pid);
+  return procs
+    .filter((p) => p.pid !== 1 && p.pid !== keepUnder && p.state !== 'Z' && p.uids.includes(uid) && !kept(p))
+    .map((p) => p.pid);
 }
 
 /**
@@ -61,7 +68,12 @@ export async function endStrays(uid: number, gid: number, keepUnder: number): Pr
   const pids = strayPids(readProcs(), uid, keepUnder);
   if (pids.length === 0) return 0;
   await new Promise<void>((resolve) => {
-    const p = spawn('/bin/sh', ['-c', 'kill -KILL "$@" 2>/dev/null; exit 0', 'end-strays', ...pids.map(String)], { uid, gid, stdio: 'ignore', env: { PATH: '/usr/bin:/bin' } });
+    const p = spawn('/bin/sh', ['-c', 'kill -KILL "$@" 2>/dev/null; exit 0', 'end-strays', ...pids.map(String)], {
+      uid,
+      gid,
+      stdio: 'ignore',
+      env: { PATH: '/usr/bin:/bin' },
+    });
     p.on('exit', () => resolve());
     p.on('error', () => resolve());
   });

@@ -186,7 +186,10 @@ export class Supervisor {
           await this.start(m.spec);
           return this.reply(conn, id, { ...this.status() });
         case 'prompt':
-          await this.prompt(m.turn_id, m.prompt, { ...(m.base !== undefined ? { base: m.base } : {}), ...(m.context ? { context: m.context } : {}) });
+          await this.prompt(m.turn_id, m.prompt, {
+            ...(m.base !== undefined ? { base: m.base } : {}),
+            ...(m.context ? { context: m.context } : {}),
+          });
           return this.reply(conn, id);
         case 'cancel':
           this.cancel(m.turn_id);
@@ -196,11 +199,18 @@ export class Supervisor {
           await this.shutdown();
           return;
         case 'shell':
-          return operatorShell(conn, { uid: this.o.childUid, gid: this.o.childGid, cwd: this.o.childCwd }, (data) => this.reply(conn, id, data));
+          return operatorShell(conn, { uid: this.o.childUid, gid: this.o.childGid, cwd: this.o.childCwd }, (data) =>
+            this.reply(conn, id, data),
+          );
       }
     } catch (err) {
       const code = errorCode(err);
-      this.replyError(conn, id, code?.startsWith('ERR_') ? code : 'ERR_SANDBOX_INTERNAL', err instanceof Error ? err.message : 'internal error');
+      this.replyError(
+        conn,
+        id,
+        code?.startsWith('ERR_') ? code : 'ERR_SANDBOX_INTERNAL',
+        err instanceof Error ? err.message : 'internal error',
+      );
     }
   }
 
@@ -227,9 +237,11 @@ export class Supervisor {
       if (this.spec.session_id === spec.session_id) return; // idempotent (daemon re-sent after reconnect)
       throw coded('ERR_SANDBOX_ALREADY_STARTED', 'this sandbox already belongs to another session');
     }
-    if (this.retired || this.stopping) throw coded('ERR_SANDBOX_CHILD_EXITED', 'the agent of this sandbox stopped before its session');
+    if (this.retired || this.stopping)
+      throw coded('ERR_SANDBOX_CHILD_EXITED', 'the agent of this sandbox stopped before its session');
     const profile = readProfile(this.o.profilePath, this.warn);
-    if (profile.session_id !== spec.session_id) throw coded('ERR_SANDBOX_PROFILE', 'profile.json is for another session');
+    if (profile.session_id !== spec.session_id)
+      throw coded('ERR_SANDBOX_PROFILE', 'profile.json is for another session');
     this.spec = spec;
     this.profile = profile;
     this.proxy = await startCredentialProxy({
@@ -244,7 +256,13 @@ export class Supervisor {
       currentTurn: () => this.turn?.id ?? null,
     });
     // The child is usually up already (spawned idle at boot): only the session's parts go to it.
-    if (this.child) void this.child.configure(sessionEnv(this.spec!, this.profile, this.proxy?.port ?? SANDBOX_PROXY_PORT, this.warn), this.o.childCwd).catch(() => undefined);
+    if (this.child)
+      void this.child
+        .configure(
+          sessionEnv(this.spec!, this.profile, this.proxy?.port ?? SANDBOX_PROXY_PORT, this.warn),
+          this.o.childCwd,
+        )
+        .catch(() => undefined);
     else this.spawnChild();
     await this.waitChild('ready');
     this.o.log?.('info', 'sandbox started', { session_id: spec.session_id, routes: profile.routes.length });
@@ -261,16 +279,31 @@ export class Supervisor {
   }
 
   private spawnChild(): void {
-    const launch = idleChildLaunch({ command: this.o.childCommand, uid: this.o.childUid, gid: this.o.childGid, cwd: this.o.childIdleCwd });
+    const launch = idleChildLaunch({
+      command: this.o.childCommand,
+      uid: this.o.childUid,
+      gid: this.o.childGid,
+      cwd: this.o.childIdleCwd,
+    });
     const launched = this.takePrestarted(launch);
     const child = new AgentProcess({
       ...launch,
       ...(launched ? { launched } : {}),
       // A child (re)started for a running session is configured as soon as it is up.
-      ...(this.spec ? { settings: { env: sessionEnv(this.spec!, this.profile, this.proxy?.port ?? SANDBOX_PROXY_PORT, this.warn), cwd: this.o.childCwd } } : {}),
+      ...(this.spec
+        ? {
+            settings: {
+              env: sessionEnv(this.spec!, this.profile, this.proxy?.port ?? SANDBOX_PROXY_PORT, this.warn),
+              cwd: this.o.childCwd,
+            },
+          }
+        : {}),
       readyTimeoutMs: CHILD_READY_TIMEOUT_MS,
       cancelGraceMs: CANCEL_GRACE_MS,
-      exitedError: { code: 'ERR_SANDBOX_CHILD_EXITED', message: 'the agent process stopped during the turn; it has been restarted' },
+      exitedError: {
+        code: 'ERR_SANDBOX_CHILD_EXITED',
+        message: 'the agent process stopped during the turn; it has been restarted',
+      },
       log: (level, msg, data) => this.log(level, msg, data),
       // Child stderr goes to the container log (docker logs), capped per chunk.
       onStderr: (d) => process.stderr.write(d.length > 8192 ? d.slice(0, 8192) + '…\n' : d),
@@ -308,7 +341,12 @@ export class Supervisor {
       if (this.retired || this.stopping) throw coded('ERR_SANDBOX_CHILD_EXITED', 'the agent of this sandbox stopped');
       const child = this.child;
       if (child) {
-        const timer = new Promise<never>((_r, rej) => setTimeout(() => rej(coded('ERR_SANDBOX_CHILD_TIMEOUT', 'agent did not become ready')), Math.max(1, deadline - Date.now())).unref());
+        const timer = new Promise<never>((_r, rej) =>
+          setTimeout(
+            () => rej(coded('ERR_SANDBOX_CHILD_TIMEOUT', 'agent did not become ready')),
+            Math.max(1, deadline - Date.now()),
+          ).unref(),
+        );
         try {
           await Promise.race([what === 'booted' ? child.booted : child.ready, timer]);
           if (child.usable) return child;
@@ -338,7 +376,11 @@ export class Supervisor {
         context,
       );
       void ended.then((r) => {
-        if (this.turn === turn) this.endTurn(r.stop_reason, r.error, { ...(r.items ? { items: r.items } : {}), ...(r.usage ? { usage: r.usage } : {}) });
+        if (this.turn === turn)
+          this.endTurn(r.stop_reason, r.error, {
+            ...(r.items ? { items: r.items } : {}),
+            ...(r.usage ? { usage: r.usage } : {}),
+          });
       });
     } catch (err) {
       this.turn = undefined;
@@ -357,13 +399,17 @@ export class Supervisor {
     const t = this.turn;
     if (!t) return;
     this.turn = undefined;
-    const send = () => this.broadcast({ type: 'turn_end', turn_id: t.id, stop_reason: stop, ...(error ? { error } : {}), ...extras });
+    const send = () =>
+      this.broadcast({ type: 'turn_end', turn_id: t.id, stop_reason: stop, ...(error ? { error } : {}), ...extras });
     if (!this.o.endStrays) return send();
     // Before turn_end: the next turn never meets what this one left running.
     endStrays(this.o.childUid, this.o.childGid, process.pid)
       .then(
         (n) => n > 0 && this.log('warn', 'processes of the agent uid left by the turn were ended', { count: n }),
-        (err: unknown) => this.log('warn', 'could not end processes left by the turn', { err: err instanceof Error ? err.message : String(err) }),
+        (err: unknown) =>
+          this.log('warn', 'could not end processes left by the turn', {
+            err: err instanceof Error ? err.message : String(err),
+          }),
       )
       .finally(send);
   }

@@ -29,7 +29,9 @@ const FROM_SOURCES = import.meta.url.endsWith('.ts');
 const TEST_DIR = FROM_SOURCES ? 'test/' : 'dist/test/';
 const EXT = FROM_SOURCES ? '.test.ts' : '.test.js';
 /** The node flags a test file needs from the sources (test/loader/register.js says why). */
-const NODE_ARGS = FROM_SOURCES ? ['--experimental-transform-types', '--import=./test/loader/register.js', '--no-warnings=ExperimentalWarning'] : [];
+const NODE_ARGS = FROM_SOURCES
+  ? ['--experimental-transform-types', '--import=./test/loader/register.js', '--no-warnings=ExperimentalWarning']
+  : [];
 /** The folders under test/ that hold test files (test/helpers and test/fakes hold none). */
 const AREAS = ['unit', 'conformance', 'integration', 'docker', 'browser'];
 
@@ -53,9 +55,12 @@ const PASS_1_ONLY: Readonly<Record<string, string>> = {
   'agent-snapshot.test.js': "builds and starts the agent's V8 startup snapshot: no database",
   'charts.test.js': 'the chart tools over MCP: no database',
   'data-access-filter-messages.test.js': 'a property of the row-filter checker (pure functions): no database',
-  'data-access-postgres.test.js': "the compiler's PostgreSQL dialect against a server of its own (a data source, not Airlock's database)",
-  'data-access-property.test.js': "the compiler's SQLite dialect against an in-memory SQLite data source, not Airlock's database",
-  'db-copy.test.js': 'copies a SQLite install into a PostgreSQL database of its own on either pass: pass 2 would repeat pass 1',
+  'data-access-postgres.test.js':
+    "the compiler's PostgreSQL dialect against a server of its own (a data source, not Airlock's database)",
+  'data-access-property.test.js':
+    "the compiler's SQLite dialect against an in-memory SQLite data source, not Airlock's database",
+  'db-copy.test.js':
+    'copies a SQLite install into a PostgreSQL database of its own on either pass: pass 2 would repeat pass 1',
   'db-fault.test.js': 'stops and restarts a PostgreSQL cluster of its own on either pass: pass 2 would repeat pass 1',
   'demo.test.js': '`airlock demo` in its own data folder with no database URL: its SQLite is not the engine under test',
   'file-table-tool.test.js': 'the file and table tools over MCP: no database',
@@ -63,7 +68,8 @@ const PASS_1_ONLY: Readonly<Record<string, string>> = {
   'mailbox-page.test.js': "the emulator's mailbox page in a browser: no database",
   'model-images.test.js': 'the image loader and the model adapters against scripted servers: no database',
   'model-give-up.test.js': 'the credential proxy and the egress gateway against a model server of its own: no database',
-  'protocol-boundaries.test.js': 'malformed messages at the sandbox-protocol boundaries (processes and sockets): no database',
+  'protocol-boundaries.test.js':
+    'malformed messages at the sandbox-protocol boundaries (processes and sockets): no database',
   'proxy-encoding.test.js': 'the credential proxy on its own: no database',
   'proxy-hostile.test.js': 'the credential proxy on its own: no database',
   'proxy-mail-strict.test.js': 'the credential proxy on its own: no database',
@@ -88,7 +94,9 @@ function bothEngineFiles(dir = BOTH_ENGINES_DIR): string[] {
 /** Whether `file` (as given on the command line) runs on both engines. */
 function onBothEngines(file: string): boolean {
   const f = norm(file);
-  return f.startsWith(BOTH_ENGINES_DIR) && f.endsWith(EXT) && !(builtName(f.slice(BOTH_ENGINES_DIR.length)) in PASS_1_ONLY);
+  return (
+    f.startsWith(BOTH_ENGINES_DIR) && f.endsWith(EXT) && !(builtName(f.slice(BOTH_ENGINES_DIR.length)) in PASS_1_ONLY)
+  );
 }
 
 /**
@@ -111,9 +119,20 @@ const inParallelDir = (f: string) => PARALLEL_DIRS.some((d) => norm(f).startsWit
  * the default engine when it has runsc registered as docs/security.md says. Without one the
  * pass is skipped with the reason, except under CI=true, where that is a failure.
  */
-const RUNSC_FILES = ['sandbox', 'sandbox-isolation', 'sandbox-lifecycle', 'chat-e2e', 'chat-e2e-sandbox-lost', 'hostile-proxy', 'workspace', 'workspace-quota', 'runtime-select', 'adopt-cli', 'run-python', 'connectors-e2e'].map(
-  (name) => `${TEST_DIR}docker/${name}${EXT}`,
-);
+const RUNSC_FILES = [
+  'sandbox',
+  'sandbox-isolation',
+  'sandbox-lifecycle',
+  'chat-e2e',
+  'chat-e2e-sandbox-lost',
+  'hostile-proxy',
+  'workspace',
+  'workspace-quota',
+  'runtime-select',
+  'adopt-cli',
+  'run-python',
+  'connectors-e2e',
+].map((name) => `${TEST_DIR}docker/${name}${EXT}`);
 
 /**
  * Docker files that spend most of their time waiting out the model's DEFAULT bounds (30 s of
@@ -132,7 +151,9 @@ async function runscEngine(): Promise<{ socket: string } | { why: string }> {
   const problems: string[] = [];
   for (const socket of candidates) {
     try {
-      const info = (await new Docker({ socketPath: socket }).info()) as { Runtimes?: Record<string, { path?: string; runtimeArgs?: string[] }> };
+      const info = (await new Docker({ socketPath: socket }).info()) as {
+        Runtimes?: Record<string, { path?: string; runtimeArgs?: string[] }>;
+      };
       const c = checkRuntime(info.Runtimes, 'runsc');
       if (c.ok) return { socket };
       problems.push(`${socket}: ${c.problem}`);
@@ -173,12 +194,21 @@ const wallTimes: string[] = [];
 type Out = (text: string | Buffer) => void;
 const live: Out = (text) => process.stdout.write(text);
 
-function tap(files: string[], env: NodeJS.ProcessEnv, label: string, jobs = 1, out: Out = live): Promise<Tally & { code: number }> {
+function tap(
+  files: string[],
+  env: NodeJS.ProcessEnv,
+  label: string,
+  jobs = 1,
+  out: Out = live,
+): Promise<Tally & { code: number }> {
   const started = Date.now();
   out(`\n# ${label} (at ${elapsed()} s)\n`);
   return new Promise((resolve) => {
     const nodeArgs = NODE_ARGS.map((a) => `--node-arg=${a}`);
-    const child = spawn('npx', ['tap', `--jobs=${jobs}`, ...nodeArgs, ...files], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn('npx', ['tap', `--jobs=${jobs}`, ...nodeArgs, ...files], {
+      env,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let last = '';
     let buf = '';
     const times: [string, number][] = [];
@@ -230,27 +260,45 @@ function lint(): Promise<Tally & { code: number }> {
 
 /** Sums tallies; the exit code is the first failing one's. */
 function sum(runs: (Tally & { code: number })[]): Tally & { code: number } {
-  return runs.reduce((a, b) => ({ total: a.total + b.total, pass: a.pass + b.pass, fail: a.fail + b.fail, code: a.code || b.code }), { total: 0, pass: 0, fail: 0, code: 0 });
+  return runs.reduce(
+    (a, b) => ({ total: a.total + b.total, pass: a.pass + b.pass, fail: a.fail + b.fail, code: a.code || b.code }),
+    { total: 0, pass: 0, fail: 0, code: 0 },
+  );
 }
 
 /** Pass 1's first half: the files without containers or a browser, JOBS at a time. */
 async function passOneParallel(files: string[], env: NodeJS.ProcessEnv): Promise<Tally & { code: number }> {
   const parallel = files.filter(inParallelDir);
   if (!files.length) process.stdout.write('\n# pass 1: no test files\n');
-  return parallel.length ? tap(parallel, env, `pass 1: embedded SQLite, unit, conformance and integration (${JOBS} at a time)`, JOBS) : NONE;
+  return parallel.length
+    ? tap(parallel, env, `pass 1: embedded SQLite, unit, conformance and integration (${JOBS} at a time)`, JOBS)
+    : NONE;
 }
 
 /**
  * Pass 1's second half: the Docker and browser files, one at a time; with `overlap`, the files that
  * wait out the model's bounds (WAITING_FILES) run meanwhile in a lane of their own, its TAP to `held`.
  */
-async function passOneSerial(files: string[], env: NodeJS.ProcessEnv, overlap: boolean, held: Out): Promise<Tally & { code: number }> {
+async function passOneSerial(
+  files: string[],
+  env: NodeJS.ProcessEnv,
+  overlap: boolean,
+  held: Out,
+): Promise<Tally & { code: number }> {
   const serial = files.filter((f) => !inParallelDir(f));
   const waiting = overlap ? serial.filter((f) => WAITING_FILES.includes(norm(f))) : [];
   const rest = serial.filter((f) => !waiting.includes(f));
   const [a, b] = await Promise.all([
     rest.length ? tap(rest, env, 'pass 1: embedded SQLite, Docker and browser (one at a time)') : NONE,
-    waiting.length ? tap(waiting, env, "pass 1: embedded SQLite, the Docker files that wait out the model's bounds (beside)", 1, held) : NONE,
+    waiting.length
+      ? tap(
+          waiting,
+          env,
+          "pass 1: embedded SQLite, the Docker files that wait out the model's bounds (beside)",
+          1,
+          held,
+        )
+      : NONE,
   ]);
   return sum([a, b]);
 }
@@ -284,11 +332,23 @@ function select(argv: string[]): Selection {
   const areas = rest.filter((a) => AREAS.includes(a));
   const files = rest.filter((a) => !AREAS.includes(a));
   if (!rest.length) return { whole: !pgOnly, pgOnly, files: pgOnly ? [] : filesOf(AREAS), pg: true, runsc: !pgOnly };
-  return { whole: false, pgOnly, files: [...filesOf(areas), ...files], pg: pgOnly || files.length > 0, runsc: areas.includes('docker') || files.length > 0 };
+  return {
+    whole: false,
+    pgOnly,
+    files: [...filesOf(areas), ...files],
+    pg: pgOnly || files.length > 0,
+    runsc: areas.includes('docker') || files.length > 0,
+  };
 }
 
 /** Pass 2: the integration files on PostgreSQL (a failure under CI=true when there is none). */
-async function pgPass(files: string[], env: NodeJS.ProcessEnv, haveUrl: boolean, out: Out, jobs: number): Promise<Tally & { code: number }> {
+async function pgPass(
+  files: string[],
+  env: NodeJS.ProcessEnv,
+  haveUrl: boolean,
+  out: Out,
+  jobs: number,
+): Promise<Tally & { code: number }> {
   if (!haveUrl) {
     out(`\n# pass 2 (PostgreSQL) skipped: ${pgUnavailable() ?? 'no server'}\n`);
     return process.env.CI === 'true' ? { total: 1, pass: 0, fail: 1, code: 1 } : NONE;
@@ -303,7 +363,12 @@ async function runscPass(files: string[], env: NodeJS.ProcessEnv, out: Out): Pro
     out(`\n# pass 3 (runsc) skipped: no engine with runsc: ${engine.why}\n`);
     return process.env.CI === 'true' ? { total: 1, pass: 0, fail: 1, code: 1 } : NONE;
   }
-  const runscEnv = { ...env, AIRLOCK_TEST_ENGINE: 'sqlite', AIRLOCK_TEST_DOCKER_SOCKET: engine.socket, AIRLOCK_SANDBOX_RUNTIME: 'runsc' };
+  const runscEnv = {
+    ...env,
+    AIRLOCK_TEST_ENGINE: 'sqlite',
+    AIRLOCK_TEST_DOCKER_SOCKET: engine.socket,
+    AIRLOCK_SANDBOX_RUNTIME: 'runsc',
+  };
   return tap(files, runscEnv, `pass 3: sandboxes under gVisor (runsc, engine ${engine.socket})`, 1, out);
 }
 
@@ -329,7 +394,11 @@ async function main(): Promise<number> {
       .join(',');
     const env1 = { ...process.env, ...pgEnv, AIRLOCK_TEST_ENGINE: 'sqlite', AIRLOCK_TEST_PASS_1_ONLY: pass1Only };
     const first = sel.pgOnly ? NONE : await passOneParallel(sel.files, env1);
-    const both = !sel.pg ? [] : sel.whole || (sel.pgOnly && !sel.files.length) ? bothEngineFiles() : sel.files.filter(onBothEngines);
+    const both = !sel.pg
+      ? []
+      : sel.whole || (sel.pgOnly && !sel.files.length)
+        ? bothEngineFiles()
+        : sel.files.filter(onBothEngines);
     const runscFiles = sel.runsc ? sel.files.filter((f) => RUNSC_FILES.includes(norm(f))) : [];
     // Two lanes: the Docker and browser files (mostly waiting on containers, a browser, a model's
     // bounds) beside the PostgreSQL pass and then the gVisor pass. The second lane's TAP is held
@@ -338,17 +407,24 @@ async function main(): Promise<number> {
     const held: (string | Buffer)[] = [];
     const laneOut: Out = overlap ? (text) => held.push(text) : live;
     const laneB = async (): Promise<(Tally & { code: number })[]> => {
-      const second = both.length ? await pgPass(both, { ...process.env, ...pgEnv }, !!url, laneOut, overlap ? 1 : JOBS) : NONE;
+      const second = both.length
+        ? await pgPass(both, { ...process.env, ...pgEnv }, !!url, laneOut, overlap ? 1 : JOBS)
+        : NONE;
       const third = runscFiles.length ? await runscPass(runscFiles, { ...process.env, ...pgEnv }, laneOut) : NONE;
       return [second, third];
     };
     const waitingHeld: (string | Buffer)[] = [];
-    const serialPass = () => (sel.pgOnly ? NONE : passOneSerial(sel.files, env1, overlap, (text) => waitingHeld.push(text)));
-    const [firstSerial, [second, third]] = overlap ? await Promise.all([serialPass(), laneB()]) : [await serialPass(), await laneB()];
+    const serialPass = () =>
+      sel.pgOnly ? NONE : passOneSerial(sel.files, env1, overlap, (text) => waitingHeld.push(text));
+    const [firstSerial, [second, third]] = overlap
+      ? await Promise.all([serialPass(), laneB()])
+      : [await serialPass(), await laneB()];
     for (const text of [...waitingHeld, ...held]) process.stdout.write(text);
     const all = sum([linted, first, firstSerial, second, third]);
     const { total, pass, fail } = all;
-    process.stdout.write(`\n# wall time per pass${overlap ? ' (the Docker and browser pass beside the PostgreSQL and gVisor passes)' : ''}: ${wallTimes.join('; ')}; whole run ${elapsed()} s\n`);
+    process.stdout.write(
+      `\n# wall time per pass${overlap ? ' (the Docker and browser pass beside the PostgreSQL and gVisor passes)' : ''}: ${wallTimes.join('; ')}; whole run ${elapsed()} s\n`,
+    );
     process.stdout.write(`\n# all passes\n# { total: ${total}, pass: ${pass}, fail: ${fail} }\n`);
     return all.code ? 1 : 0;
   } finally {

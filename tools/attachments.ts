@@ -45,10 +45,12 @@ const ZIP_SIGNATURE = Buffer.from([0x50, 0x4b, 0x03, 0x04]);
 
 /** Why a file's bytes do not fit its extension, or undefined when they do (the checks are the cheap, certain ones). */
 function contentMismatch(ext: string, data: Buffer): string | undefined {
-  if (ext === 'xlsx') return data.subarray(0, 4).equals(ZIP_SIGNATURE) ? undefined : 'is not an XLSX workbook (no zip signature)';
+  if (ext === 'xlsx')
+    return data.subarray(0, 4).equals(ZIP_SIGNATURE) ? undefined : 'is not an XLSX workbook (no zip signature)';
   // Text types: UTF-8 text, no NUL byte (a binary file renamed .csv is refused).
   if (data.includes(0)) return 'is not a text file (it holds NUL bytes)';
-  if (ext === 'svg' && !/<svg[\s>]/i.test(data.subarray(0, 4096).toString('utf8'))) return 'is not an SVG image (no <svg> element at its start)';
+  if (ext === 'svg' && !/<svg[\s>]/i.test(data.subarray(0, 4096).toString('utf8')))
+    return 'is not an SVG image (no <svg> element at its start)';
   return undefined;
 }
 
@@ -73,30 +75,45 @@ export function isAttachmentName(name: unknown): name is string {
 export async function readAttachment(attachmentsDir: string, name: unknown): Promise<Buffer> {
   const place = typeof name === 'string' ? attachmentPlace(attachmentsDir, name) : undefined;
   if (!place) {
-    throw new ToolError('ERR_TOOL_ATTACHMENT_NAME', 'attachments must be a file name returned by rasterize_chart (a UUID followed by .png) or a file run_python wrote as out/<name>.png|svg|csv|xlsx|json|txt, nothing else');
+    throw new ToolError(
+      'ERR_TOOL_ATTACHMENT_NAME',
+      'attachments must be a file name returned by rasterize_chart (a UUID followed by .png) or a file run_python wrote as out/<name>.png|svg|csv|xlsx|json|txt, nothing else',
+    );
   }
   const dir = place.dir;
   const dirStat = await fs.lstat(dir).catch(() => undefined);
   if (!dirStat || !dirStat.isDirectory()) {
-    throw new ToolError('ERR_TOOL_ATTACHMENT_NOT_FOUND', `attachment ${name} not found; create it with rasterize_chart first`);
+    throw new ToolError(
+      'ERR_TOOL_ATTACHMENT_NOT_FOUND',
+      `attachment ${name} not found; create it with rasterize_chart first`,
+    );
   }
   const path = join(dir, place.file);
   const st = await fs.lstat(path).catch(() => undefined);
-  if (!st) throw new ToolError('ERR_TOOL_ATTACHMENT_NOT_FOUND', `attachment ${name} not found; create it with rasterize_chart first`);
-  if (st.isSymbolicLink() || !st.isFile()) throw new ToolError('ERR_TOOL_ATTACHMENT_NOT_FILE', `attachment ${name} is not a regular file`);
+  if (!st)
+    throw new ToolError(
+      'ERR_TOOL_ATTACHMENT_NOT_FOUND',
+      `attachment ${name} not found; create it with rasterize_chart first`,
+    );
+  if (st.isSymbolicLink() || !st.isFile())
+    throw new ToolError('ERR_TOOL_ATTACHMENT_NOT_FILE', `attachment ${name} is not a regular file`);
   let fh: fs.FileHandle;
   try {
     fh = await fs.open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ELOOP') throw new ToolError('ERR_TOOL_ATTACHMENT_NOT_FILE', `attachment ${name} is not a regular file`);
+    if (code === 'ELOOP')
+      throw new ToolError('ERR_TOOL_ATTACHMENT_NOT_FILE', `attachment ${name} is not a regular file`);
     throw new ToolError('ERR_TOOL_ATTACHMENT_NOT_FOUND', `attachment ${name} cannot be read`, { cause: err });
   }
   try {
     const fst = await fh.stat();
     if (!fst.isFile()) throw new ToolError('ERR_TOOL_ATTACHMENT_NOT_FILE', `attachment ${name} is not a regular file`);
     if (fst.size > ATTACHMENT_MAX_BYTES) {
-      throw new ToolError('ERR_TOOL_ATTACHMENT_TOO_LARGE', `attachment ${name} is larger than ${ATTACHMENT_MAX_BYTES / (1024 * 1024)} MB`);
+      throw new ToolError(
+        'ERR_TOOL_ATTACHMENT_TOO_LARGE',
+        `attachment ${name} is larger than ${ATTACHMENT_MAX_BYTES / (1024 * 1024)} MB`,
+      );
     }
     // Read at most one byte past the limit: the file may grow after fstat.
     const buf = Buffer.alloc(fst.size + 1);
@@ -105,7 +122,8 @@ export async function readAttachment(attachmentsDir: string, name: unknown): Pro
       const { bytesRead } = await fh.read(buf, off, buf.length - off, off);
       if (bytesRead === 0) break;
       off += bytesRead;
-      if (off >= buf.length) throw new ToolError('ERR_TOOL_ATTACHMENT_TOO_LARGE', `attachment ${name} changed while being read`);
+      if (off >= buf.length)
+        throw new ToolError('ERR_TOOL_ATTACHMENT_TOO_LARGE', `attachment ${name} changed while being read`);
     }
     const data = buf.subarray(0, off);
     const ext = attachmentExt(name as string);
@@ -187,13 +205,20 @@ export interface KeptFile {
  * so a later call that overwrites out/chart.png does not change what an earlier answer shows.
  * At most ATTACHMENTS_PER_MESSAGE_MAX a call; the rest, and the ones refused, come back with why.
  */
-export async function keepOutFiles(attachmentsDir: string, files: readonly { path: string }[], log?: { info(o: object, m: string): void }): Promise<{ kept: KeptFile[]; skipped: { path: string; why: string }[] }> {
+export async function keepOutFiles(
+  attachmentsDir: string,
+  files: readonly { path: string }[],
+  log?: { info(o: object, m: string): void },
+): Promise<{ kept: KeptFile[]; skipped: { path: string; why: string }[] }> {
   const kept: KeptFile[] = [];
   const skipped: { path: string; why: string }[] = [];
   for (const { path } of files) {
     const m = OUT_ATTACHMENT_RE.exec(path);
     if (!m) {
-      skipped.push({ path, why: 'not shown in the chat: only out/<name>.png|svg|csv|xlsx|json|txt directly under out/ is' });
+      skipped.push({
+        path,
+        why: 'not shown in the chat: only out/<name>.png|svg|csv|xlsx|json|txt directly under out/ is',
+      });
       continue;
     }
     if (kept.length >= ATTACHMENTS_PER_MESSAGE_MAX) {

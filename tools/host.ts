@@ -20,7 +20,10 @@ export function workspaceMcpServer(log: Log): McpServer {
   const server = createToolsServer(env, log);
   acceptConfigure(server.server, (merged) => {
     Object.assign(env, readToolsEnv(merged));
-    log.info({ mail: !!env.mail, sheets: !!env.sheets, search: !!env.search, memory: !!env.agentApi }, 'workspace core agent configured');
+    log.info(
+      { mail: !!env.mail, sheets: !!env.sheets, search: !!env.search, memory: !!env.agentApi },
+      'workspace core agent configured',
+    );
   });
   return server;
 }

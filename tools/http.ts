@@ -40,7 +40,9 @@ export async function callUpstream<T>(url: string, opts: UpstreamOptions): Promi
     const timedOut = (err as Error).name === 'TimeoutError';
     throw new ToolError(
       timedOut ? 'ERR_TOOL_UPSTREAM_TIMEOUT' : 'ERR_TOOL_UPSTREAM_UNREACHABLE',
-      timedOut ? `the workspace service did not answer in time while ${opts.what}; try again` : `the workspace service could not be reached while ${opts.what}; start a new chat session if this persists`,
+      timedOut
+        ? `the workspace service did not answer in time while ${opts.what}; try again`
+        : `the workspace service could not be reached while ${opts.what}; start a new chat session if this persists`,
       { cause: err },
     );
   }
@@ -49,24 +51,43 @@ export async function callUpstream<T>(url: string, opts: UpstreamOptions): Promi
     try {
       return (text ? JSON.parse(text) : {}) as T;
     } catch (err) {
-      throw new ToolError('ERR_TOOL_UPSTREAM_BAD_RESPONSE', `the workspace service answered something unexpected while ${opts.what}`, { cause: err });
+      throw new ToolError(
+        'ERR_TOOL_UPSTREAM_BAD_RESPONSE',
+        `the workspace service answered something unexpected while ${opts.what}`,
+        { cause: err },
+      );
     }
   }
   const reason = upstreamReason(text);
   const proxyCode = res.headers.get('x-airlock-error');
   switch (res.status) {
     case 401:
-      throw new ToolError('ERR_TOOL_TOKEN_EXPIRED', opts.on401 ?? 'the access token expired in this session; start a new chat session to send again');
+      throw new ToolError(
+        'ERR_TOOL_TOKEN_EXPIRED',
+        opts.on401 ?? 'the access token expired in this session; start a new chat session to send again',
+      );
     case 403:
-      throw new ToolError('ERR_TOOL_FORBIDDEN', `not allowed while ${opts.what}${proxyCode ? ` (${proxyCode})` : ''}${reason ? `: ${reason}` : ''}`);
+      throw new ToolError(
+        'ERR_TOOL_FORBIDDEN',
+        `not allowed while ${opts.what}${proxyCode ? ` (${proxyCode})` : ''}${reason ? `: ${reason}` : ''}`,
+      );
     case 404:
       throw new ToolError('ERR_TOOL_NOT_FOUND', `not found while ${opts.what}${reason ? `: ${reason}` : ''}`);
     case 400:
-      throw new ToolError('ERR_TOOL_BAD_REQUEST', `the workspace service refused the request while ${opts.what}${proxyCode ? ` (${proxyCode})` : ''}${reason ? `: ${reason}` : ''}`);
+      throw new ToolError(
+        'ERR_TOOL_BAD_REQUEST',
+        `the workspace service refused the request while ${opts.what}${proxyCode ? ` (${proxyCode})` : ''}${reason ? `: ${reason}` : ''}`,
+      );
     case 429:
-      throw new ToolError('ERR_TOOL_RATE_LIMITED', `the workspace service is rate limiting; wait a moment and try again`);
+      throw new ToolError(
+        'ERR_TOOL_RATE_LIMITED',
+        `the workspace service is rate limiting; wait a moment and try again`,
+      );
     default:
-      throw new ToolError('ERR_TOOL_UPSTREAM_FAILED', `the workspace service failed (HTTP ${res.status}) while ${opts.what}; try again later`);
+      throw new ToolError(
+        'ERR_TOOL_UPSTREAM_FAILED',
+        `the workspace service failed (HTTP ${res.status}) while ${opts.what}; try again later`,
+      );
   }
 }
 
@@ -76,7 +97,8 @@ async function readBounded(res: Response): Promise<string> {
   let size = 0;
   for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
     size += chunk.length;
-    if (size > MAX_RESPONSE_BYTES) throw new ToolError('ERR_TOOL_UPSTREAM_BAD_RESPONSE', 'the workspace service answered too much data');
+    if (size > MAX_RESPONSE_BYTES)
+      throw new ToolError('ERR_TOOL_UPSTREAM_BAD_RESPONSE', 'the workspace service answered too much data');
     chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString('utf8');

@@ -7,7 +7,8 @@ import { ToolError } from './result.js';
  * not pay (docs/runtime.md, "Cold start, step by step").
  */
 let composerModule: Promise<typeof MailComposerType> | undefined;
-const loadComposer = (): Promise<typeof MailComposerType> => (composerModule ??= import('nodemailer/lib/mail-composer').then((m) => m.default));
+const loadComposer = (): Promise<typeof MailComposerType> =>
+  (composerModule ??= import('nodemailer/lib/mail-composer').then((m) => m.default));
 
 export interface EmailInput {
   to: string[];
@@ -61,8 +62,19 @@ export async function buildMessage(input: EmailInput, images: InlinePng[], from?
     html,
     attachments: images.map((img) =>
       inline.includes(img)
-        ? { filename: img.name ?? img.filename, content: img.content, contentType: 'image/png', cid: img.filename, contentDisposition: 'inline' as const }
-        : { filename: img.name ?? img.filename, content: img.content, contentType: img.type, contentDisposition: 'attachment' as const },
+        ? {
+            filename: img.name ?? img.filename,
+            content: img.content,
+            contentType: 'image/png',
+            cid: img.filename,
+            contentDisposition: 'inline' as const,
+          }
+        : {
+            filename: img.name ?? img.filename,
+            content: img.content,
+            contentType: img.type,
+            contentDisposition: 'attachment' as const,
+          },
     ),
     // Gmail needs Bcc in the raw message to deliver to it; it strips the header on delivery.
     keepBcc: true,
@@ -74,7 +86,10 @@ export async function buildMessage(input: EmailInput, images: InlinePng[], from?
   (node as unknown as { keepBcc: boolean }).keepBcc = true;
   return new Promise<Buffer>((resolve, reject) => {
     node.build((err: Error | null, buf: Buffer) => {
-      if (err) reject(new ToolError('ERR_TOOL_MESSAGE_BUILD', `the message could not be built: ${err.message}`, { cause: err }));
+      if (err)
+        reject(
+          new ToolError('ERR_TOOL_MESSAGE_BUILD', `the message could not be built: ${err.message}`, { cause: err }),
+        );
       else resolve(buf);
     });
   });

@@ -14,9 +14,22 @@ export interface PythonLimits {
   fileMb: number;
 }
 
-export const DEFAULT_PYTHON_LIMITS: PythonLimits = { wallS: 60, cpuS: 30, memoryMb: 1024, outputBytes: 1024 * 1024, procs: 32, fileMb: 64 };
+export const DEFAULT_PYTHON_LIMITS: PythonLimits = {
+  wallS: 60,
+  cpuS: 30,
+  memoryMb: 1024,
+  outputBytes: 1024 * 1024,
+  procs: 32,
+  fileMb: 64,
+};
 
-const LIMIT_KEYS: Record<string, keyof PythonLimits> = { wall_s: 'wallS', cpu_s: 'cpuS', memory_mb: 'memoryMb', procs: 'procs', file_mb: 'fileMb' };
+const LIMIT_KEYS: Record<string, keyof PythonLimits> = {
+  wall_s: 'wallS',
+  cpu_s: 'cpuS',
+  memory_mb: 'memoryMb',
+  procs: 'procs',
+  file_mb: 'fileMb',
+};
 
 /** AGENT_PYTHON_LIMITS (`wall_s=60,cpu_s=30,…`, made by core/sandbox-env.ts) over the defaults; bad items are ignored. */
 export function parsePythonLimits(raw: string | undefined): PythonLimits {

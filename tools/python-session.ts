@@ -164,15 +164,23 @@ export class PythonSession {
           continue;
         }
         if (msg.proc_limit && this.pending) {
-          const what = msg.memory ? "processes until the sandbox's memory ran low" : `more than ${this.opts.limits().procs} processes`;
-          const why = new ToolError('ERR_PYTHON_PROCESS_LIMIT', `the code started ${what}; it was stopped and the interpreter was ended`);
+          const what = msg.memory
+            ? "processes until the sandbox's memory ran low"
+            : `more than ${this.opts.limits().procs} processes`;
+          const why = new ToolError(
+            'ERR_PYTHON_PROCESS_LIMIT',
+            `the code started ${what}; it was stopped and the interpreter was ended`,
+          );
           this.kill(why.message);
           this.pending.reject(why);
         } else if (msg.ready) onReady();
-        else if (this.pending && msg.id === this.pending.id) this.pending.resolve({ ok: msg.ok === true, ...(msg.error ? { error: msg.error } : {}) });
+        else if (this.pending && msg.id === this.pending.id)
+          this.pending.resolve({ ok: msg.ok === true, ...(msg.error ? { error: msg.error } : {}) });
       }
     });
-    child.on('error', (err) => onFail(new ToolError('ERR_PYTHON_UNAVAILABLE', `Python could not be started (${err.message})`)));
+    child.on('error', (err) =>
+      onFail(new ToolError('ERR_PYTHON_UNAVAILABLE', `Python could not be started (${err.message})`)),
+    );
     child.on('exit', (code, sig) => {
       if (this.child === child) {
         this.child = undefined;
@@ -181,7 +189,14 @@ export class PythonSession {
       }
       onFail(new ToolError('ERR_PYTHON_UNAVAILABLE', `Python exited while starting (${sig ?? code})`));
       const why = sig === 'SIGXCPU' ? 'ERR_PYTHON_CPU_LIMIT' : 'ERR_PYTHON_EXITED';
-      this.pending?.reject(new ToolError(why, why === 'ERR_PYTHON_CPU_LIMIT' ? 'the code went over its CPU time limit; the interpreter was ended' : `the Python interpreter ended (${sig ?? `exit code ${code}`})`));
+      this.pending?.reject(
+        new ToolError(
+          why,
+          why === 'ERR_PYTHON_CPU_LIMIT'
+            ? 'the code went over its CPU time limit; the interpreter was ended'
+            : `the Python interpreter ended (${sig ?? `exit code ${code}`})`,
+        ),
+      );
     });
     (child.stdio[2] as Readable).on('data', () => undefined);
     return ready;
@@ -202,7 +217,11 @@ export class PythonSession {
   }
 
   /** Run one cell. Resolves with its result; a bound that ends the interpreter throws a ToolError. */
-  async run(code: string, onOutput: (stream: 'stdout' | 'stderr', text: string) => void, signal: AbortSignal): Promise<CellResult> {
+  async run(
+    code: string,
+    onOutput: (stream: 'stdout' | 'stderr', text: string) => void,
+    signal: AbortSignal,
+  ): Promise<CellResult> {
     const limits = this.opts.limits();
     const t0 = performance.now();
     let fresh = false;
@@ -216,7 +235,11 @@ export class PythonSession {
     let bytes = 0;
     const text = { stdout: '', stderr: '' };
     let over: ToolError | undefined;
-    const outputOver = () => new ToolError('ERR_PYTHON_OUTPUT_LIMIT', `the code printed more than ${limits.outputBytes} bytes; it was stopped and the interpreter was ended`);
+    const outputOver = () =>
+      new ToolError(
+        'ERR_PYTHON_OUTPUT_LIMIT',
+        `the code printed more than ${limits.outputBytes} bytes; it was stopped and the interpreter was ended`,
+      );
     const sink = (stream: 'stdout' | 'stderr') => (t: string) => {
       bytes += Buffer.byteLength(t);
       if (bytes > limits.outputBytes) {
@@ -231,12 +254,16 @@ export class PythonSession {
       stderr: new MarkedStream(this.mark, sink('stderr')),
     };
     for (const s of ['stdout', 'stderr'] as const) {
-      (child.stdio[s === 'stdout' ? 1 : 2] as Readable).removeAllListeners('data').on('data', (chunk: Buffer) => streams[s].push(chunk.toString('utf8')));
+      (child.stdio[s === 'stdout' ? 1 : 2] as Readable)
+        .removeAllListeners('data')
+        .on('data', (chunk: Buffer) => streams[s].push(chunk.toString('utf8')));
     }
     const timers: NodeJS.Timeout[] = [];
     let done!: (r: { ok: boolean; error?: CellResult['error'] }) => void;
     let fail!: (e: ToolError) => void;
-    const finished = new Promise<{ ok: boolean; error?: CellResult['error'] }>((res, rej) => ((done = res), (fail = rej)));
+    const finished = new Promise<{ ok: boolean; error?: CellResult['error'] }>(
+      (res, rej) => ((done = res), (fail = rej)),
+    );
     const stop = (e: ToolError) => {
       this.kill(e.message);
       fail(e);
@@ -250,7 +277,8 @@ export class PythonSession {
       const r = await finished;
       // The answer came on fd 4: wait until both streams have passed the marker (all output read).
       await new Promise<void>((res) => {
-        const check = () => ((streams.stdout.marked && streams.stderr.marked) || !this.child ? res() : setTimeout(check, 2));
+        const check = () =>
+          (streams.stdout.marked && streams.stderr.marked) || !this.child ? res() : setTimeout(check, 2);
         check();
       });
       if (over) {
@@ -277,7 +305,12 @@ export class PythonSession {
    * The bounds a cell runs under besides its output: the wall clock, and every PROCS_POLL_MS the
    * output limit and the processes and threads of the interpreter's group. Each breach stops it.
    */
-  private watch(limits: PythonLimits, child: ChildProcess, stop: (e: ToolError) => void, over: () => ToolError | undefined): NodeJS.Timeout[] {
+  private watch(
+    limits: PythonLimits,
+    child: ChildProcess,
+    stop: (e: ToolError) => void,
+    over: () => ToolError | undefined,
+  ): NodeJS.Timeout[] {
     const wall = `the code ran longer than ${limits.wallS} s; it was stopped and the interpreter was ended`;
     const procs = `the code started more than ${limits.procs} processes or threads; it was stopped and the interpreter was ended`;
     return [

@@ -24,7 +24,11 @@ const DOCUMENT_RE = /\.(pdf|docx|pptx|txt|md|markdown|json)$/i;
  */
 export function pdfText(path: string, pdftotext = 'pdftotext'): Promise<DocumentText> {
   return new Promise((resolve, reject) => {
-    const child = spawn('/bin/sh', ['-c', `ulimit -v ${PDFTOTEXT_MEMORY_KB}; exec "$0" -enc UTF-8 -q "$1" -`, pdftotext, path], { stdio: ['ignore', 'pipe', 'ignore'], detached: true });
+    const child = spawn(
+      '/bin/sh',
+      ['-c', `ulimit -v ${PDFTOTEXT_MEMORY_KB}; exec "$0" -enc UTF-8 -q "$1" -`, pdftotext, path],
+      { stdio: ['ignore', 'pipe', 'ignore'], detached: true },
+    );
     const chunks: Buffer[] = [];
     let bytes = 0;
     let why: string | undefined;
@@ -36,16 +40,28 @@ export function pdfText(path: string, pdftotext = 'pdftotext'): Promise<Document
         // gone
       }
     };
-    const timer = setTimeout(() => kill(`reading it took longer than ${PDFTOTEXT_TIMEOUT_MS / 1000} s`), PDFTOTEXT_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => kill(`reading it took longer than ${PDFTOTEXT_TIMEOUT_MS / 1000} s`),
+      PDFTOTEXT_TIMEOUT_MS,
+    );
     child.stdout.on('data', (c: Buffer) => {
       bytes += c.length;
-      if (bytes > PDFTOTEXT_OUTPUT_MAX) return kill(`its text is larger than ${PDFTOTEXT_OUTPUT_MAX / (1024 * 1024)} MB`);
+      if (bytes > PDFTOTEXT_OUTPUT_MAX)
+        return kill(`its text is larger than ${PDFTOTEXT_OUTPUT_MAX / (1024 * 1024)} MB`);
       chunks.push(c);
     });
-    child.on('error', (err) => reject(new ToolError('ERR_DOCUMENT_INVALID', `the PDF reader is not available (${err.message})`)));
+    child.on('error', (err) =>
+      reject(new ToolError('ERR_DOCUMENT_INVALID', `the PDF reader is not available (${err.message})`)),
+    );
     child.on('close', (code) => {
       clearTimeout(timer);
-      if (why || code !== 0) return reject(new ToolError('ERR_DOCUMENT_INVALID', `the PDF cannot be read: ${why ?? 'it is damaged, encrypted or not a PDF'}`));
+      if (why || code !== 0)
+        return reject(
+          new ToolError(
+            'ERR_DOCUMENT_INVALID',
+            `the PDF cannot be read: ${why ?? 'it is damaged, encrypted or not a PDF'}`,
+          ),
+        );
       const pages = Buffer.concat(chunks).toString('utf8').split('\f');
       if (pages.length > 1 && pages.at(-1) === '') pages.pop();
       resolve({ parts: pages.map((text, i) => ({ label: `page ${i + 1}`, text })) });
@@ -56,8 +72,16 @@ export function pdfText(path: string, pdftotext = 'pdftotext'): Promise<Document
 /** Text parts of an uploaded document by kind. */
 async function documentText(name: string, path: string, data: Buffer): Promise<DocumentText> {
   const kind = kindOfName(name);
-  if (!kind || !DOCUMENT_KINDS.includes(kind)) throw new ToolError('ERR_UPLOAD_TYPE', `${name} is not a document read_document reads (PDF, DOCX, PPTX, TXT, Markdown, JSON); use read_file_table for CSV and XLSX`);
-  if (!sniff(kind, data)) throw new ToolError('ERR_UPLOAD_MISMATCH', `${name} is not a ${kind.toUpperCase()} file (its first bytes say otherwise)`);
+  if (!kind || !DOCUMENT_KINDS.includes(kind))
+    throw new ToolError(
+      'ERR_UPLOAD_TYPE',
+      `${name} is not a document read_document reads (PDF, DOCX, PPTX, TXT, Markdown, JSON); use read_file_table for CSV and XLSX`,
+    );
+  if (!sniff(kind, data))
+    throw new ToolError(
+      'ERR_UPLOAD_MISMATCH',
+      `${name} is not a ${kind.toUpperCase()} file (its first bytes say otherwise)`,
+    );
   if (kind === 'pdf') return pdfText(path);
   if (kind === 'docx') return docxText(data);
   if (kind === 'pptx') return pptxText(data);
@@ -65,7 +89,11 @@ async function documentText(name: string, path: string, data: Buffer): Promise<D
 }
 
 /** The parts asked for (`pages` "2" or "2-5", 1-based), joined with a heading per part, cut at `max` with a marker. */
-export function renderParts(doc: DocumentText, pages: string | undefined, max: number): { text: string; parts: number; shown: string; truncated: boolean } {
+export function renderParts(
+  doc: DocumentText,
+  pages: string | undefined,
+  max: number,
+): { text: string; parts: number; shown: string; truncated: boolean } {
   let from = 1;
   let to = doc.parts.length;
   if (pages) {
@@ -74,7 +102,10 @@ export function renderParts(doc: DocumentText, pages: string | undefined, max: n
     from = Number(m[1]);
     to = Math.min(doc.parts.length, Number(m[2] ?? m[1]));
     if (from < 1 || from > doc.parts.length || to < from)
-      throw new ToolError('ERR_TOOL_INVALID_INPUT', `the document has ${doc.parts.length} part(s) (${doc.parts[0]?.label.split(' ')[0] ?? 'page'}s); ask for pages within 1-${doc.parts.length}`);
+      throw new ToolError(
+        'ERR_TOOL_INVALID_INPUT',
+        `the document has ${doc.parts.length} part(s) (${doc.parts[0]?.label.split(' ')[0] ?? 'page'}s); ask for pages within 1-${doc.parts.length}`,
+      );
   }
   const many = doc.parts.length > 1;
   let text = doc.parts
@@ -93,7 +124,11 @@ export function renderParts(doc: DocumentText, pages: string | undefined, max: n
  * read_document: the text of a PDF, DOCX, PPTX, TXT, Markdown or JSON file the user uploaded
  * (/workspace/uploads), with its page or slide structure, bounded, with a marker where cut.
  */
-export function registerReadDocument(server: McpServer, env: ToolsEnv, log: { info(o: object, m: string): void; error(o: object, m: string): void }): void {
+export function registerReadDocument(
+  server: McpServer,
+  env: ToolsEnv,
+  log: { info(o: object, m: string): void; error(o: object, m: string): void },
+): void {
   server.registerTool(
     'read_document',
     {
@@ -104,7 +139,13 @@ export function registerReadDocument(server: McpServer, env: ToolsEnv, log: { in
         pages: z.string().max(20).optional(),
         max_chars: z.number().int().min(1000).max(DOCUMENT_CHARS_MAX).optional(),
       },
-      outputSchema: { name: z.string(), parts: z.number().int(), shown: z.string(), truncated: z.boolean(), text: z.string() },
+      outputSchema: {
+        name: z.string(),
+        parts: z.number().int(),
+        shown: z.string(),
+        truncated: z.boolean(),
+        text: z.string(),
+      },
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     (args) =>
@@ -115,7 +156,10 @@ export function registerReadDocument(server: McpServer, env: ToolsEnv, log: { in
         try {
           const doc = await documentText(name, `${dir}/${name}`, data);
           const r = renderParts(doc, args.pages, args.max_chars ?? DOCUMENT_CHARS_DEFAULT);
-          log.info({ tool: 'read_document', parts: r.parts, chars: r.text.length, truncated: r.truncated }, 'document read');
+          log.info(
+            { tool: 'read_document', parts: r.parts, chars: r.text.length, truncated: r.truncated },
+            'document read',
+          );
           return toolOk({ name, ...r });
         } catch (err) {
           if (err instanceof AppError) throw new ToolError(err.code, err.message);

@@ -25,10 +25,18 @@ async function names(dir: string, kinds: RegExp): Promise<string[]> {
 }
 
 /** The file's bytes: no link followed (the folder is lstat'ed, the file opened O_NOFOLLOW), a regular file under the cap. */
-export async function readUploaded(dir: string, name: string, kinds = /\.(csv|xlsx)$/i, what = 'table'): Promise<Buffer> {
+export async function readUploaded(
+  dir: string,
+  name: string,
+  kinds = /\.(csv|xlsx)$/i,
+  what = 'table',
+): Promise<Buffer> {
   const notFound = async () => {
     const have = await names(dir, kinds);
-    return new ToolError('ERR_UPLOAD_NOT_FOUND', `no uploaded file ${name}; ${have.length ? `the uploaded ${what}s are: ${have.join(', ')}` : `the user has uploaded no ${what} (ask them to attach one in the chat)`}`);
+    return new ToolError(
+      'ERR_UPLOAD_NOT_FOUND',
+      `no uploaded file ${name}; ${have.length ? `the uploaded ${what}s are: ${have.join(', ')}` : `the user has uploaded no ${what} (ask them to attach one in the chat)`}`,
+    );
   };
   if (!NAME_RE.test(name)) throw await notFound();
   const d = await fs.lstat(dir).catch(() => undefined);
@@ -42,7 +50,11 @@ export async function readUploaded(dir: string, name: string, kinds = /\.(csv|xl
   try {
     const st = await fh.stat();
     if (!st.isFile()) throw await notFound();
-    if (st.size > UPLOADED_FILE_MAX_BYTES) throw new ToolError('ERR_UPLOAD_TOO_LARGE', `${name} is larger than ${UPLOADED_FILE_MAX_BYTES / (1024 * 1024)} MB`);
+    if (st.size > UPLOADED_FILE_MAX_BYTES)
+      throw new ToolError(
+        'ERR_UPLOAD_TOO_LARGE',
+        `${name} is larger than ${UPLOADED_FILE_MAX_BYTES / (1024 * 1024)} MB`,
+      );
     return await fh.readFile();
   } finally {
     await fh.close();
@@ -55,7 +67,11 @@ export async function readUploaded(dir: string, name: string, kinds = /\.(csv|xl
  * workbook's sheets and notes on what was neutralised or left out. Runs in the sandbox, on the
  * same readers as the chat's preview (core/tables): no formula is evaluated.
  */
-export function registerReadFileTable(server: McpServer, env: ToolsEnv, log: { info(o: object, m: string): void; error(o: object, m: string): void }): void {
+export function registerReadFileTable(
+  server: McpServer,
+  env: ToolsEnv,
+  log: { info(o: object, m: string): void; error(o: object, m: string): void },
+): void {
   server.registerTool(
     'read_file_table',
     {
@@ -71,7 +87,14 @@ export function registerReadFileTable(server: McpServer, env: ToolsEnv, log: { i
         range: z.string().max(40).optional(),
         max_rows: z.number().int().min(1).max(TABLE_ROWS_MAX).optional(),
       },
-      outputSchema: { range: z.string(), rows: z.array(z.array(z.string())), truncated: z.boolean(), sheet: z.string(), sheets: z.array(z.string()).optional(), notes: z.array(z.string()) },
+      outputSchema: {
+        range: z.string(),
+        rows: z.array(z.array(z.string())),
+        truncated: z.boolean(),
+        sheet: z.string(),
+        sheets: z.array(z.string()).optional(),
+        notes: z.array(z.string()),
+      },
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     (args) =>
@@ -81,7 +104,14 @@ export function registerReadFileTable(server: McpServer, env: ToolsEnv, log: { i
         try {
           const t = readTable(name, data, { sheet: args.sheet, range: args.range, maxRows: args.max_rows ?? 1000 });
           log.info({ tool: 'read_file_table', rows: t.rows.length }, 'file table read');
-          return toolOk({ range: t.range, rows: t.rows, truncated: t.truncated, sheet: t.sheet, ...(t.sheets ? { sheets: t.sheets } : {}), notes: t.notes });
+          return toolOk({
+            range: t.range,
+            rows: t.rows,
+            truncated: t.truncated,
+            sheet: t.sheet,
+            ...(t.sheets ? { sheets: t.sheets } : {}),
+            notes: t.notes,
+          });
         } catch (err) {
           if (err instanceof AppError) throw new ToolError(err.code, err.message);
           throw err;

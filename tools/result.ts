@@ -21,19 +21,29 @@ export function toolOk(data: Record<string, unknown>): CallToolResult {
 }
 
 export function toolFail(err: ToolError): CallToolResult {
-  return { isError: true, content: [{ type: 'text', text: `${err.message} (${err.code})` }], _meta: { error_code: err.code } };
+  return {
+    isError: true,
+    content: [{ type: 'text', text: `${err.message} (${err.code})` }],
+    _meta: { error_code: err.code },
+  };
 }
 
 /**
  * Run a tool body: ToolError becomes an isError result; anything else is a bug and is
  * reported as ERR_TOOL_INTERNAL without internals (details go to the stderr log).
  */
-export async function runTool(log: { error(obj: object, msg: string): void }, tool: string, fn: () => Promise<CallToolResult>): Promise<CallToolResult> {
+export async function runTool(
+  log: { error(obj: object, msg: string): void },
+  tool: string,
+  fn: () => Promise<CallToolResult>,
+): Promise<CallToolResult> {
   try {
     return await fn();
   } catch (err) {
     if (err instanceof ToolError) return toolFail(err);
     log.error({ err, tool }, 'tool failed');
-    return toolFail(new ToolError('ERR_TOOL_INTERNAL', `${tool} failed unexpectedly; try again or start a new chat session`));
+    return toolFail(
+      new ToolError('ERR_TOOL_INTERNAL', `${tool} failed unexpectedly; try again or start a new chat session`),
+    );
   }
 }

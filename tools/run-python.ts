@@ -71,7 +71,11 @@ const RUN_PYTHON_OUTPUT = {
  * run_python: Python code run in one interpreter per chat (tools/python-session.ts), its output
  * streamed as MCP progress notifications (the chat's `tool_progress` events).
  */
-export function registerRunPython(server: McpServer, env: ToolsEnv, log: { info(o: object, m: string): void; error(o: object, m: string): void }): PythonSession {
+export function registerRunPython(
+  server: McpServer,
+  env: ToolsEnv,
+  log: { info(o: object, m: string): void; error(o: object, m: string): void },
+): PythonSession {
   const session = new PythonSession({
     python: process.env.AGENT_PYTHON || 'python3',
     cwd: workspaceOf(env),
@@ -106,7 +110,9 @@ export function registerRunPython(server: McpServer, env: ToolsEnv, log: { info(
             method: 'notifications/progress' as const,
             params: { progressToken: token, progress: ++n, message: `${b.stream}\n${b.text}` },
           };
-          sent = sent.then(() => extra.sendNotification(note)).catch((e: unknown) => log.error({ err: String(e) }, 'progress not sent'));
+          sent = sent
+            .then(() => extra.sendNotification(note))
+            .catch((e: unknown) => log.error({ err: String(e) }, 'progress not sent'));
           return sent;
         };
         const onOutput = (stream: 'stdout' | 'stderr', text: string) => {
@@ -131,10 +137,17 @@ export function registerRunPython(server: McpServer, env: ToolsEnv, log: { info(
             .filter(([p, s]) => before.get(p)?.mtimeMs !== s.mtimeMs || before.get(p)?.size !== s.size)
             .slice(0, OUT_FILES_MAX)
             .map(([p, s]) => ({ path: p, size: s.size }));
-          const note = r.fresh ? `A new Python interpreter was started${lost ? ` (the earlier one ended: ${lost})` : ''}: nothing defined by earlier run_python calls exists in it; files in /workspace remain.` : undefined;
-          log.info({ tool: 'run_python', ok: r.ok, ms: r.duration_ms, fresh: r.fresh, files: files.length }, 'python cell run');
+          const note = r.fresh
+            ? `A new Python interpreter was started${lost ? ` (the earlier one ended: ${lost})` : ''}: nothing defined by earlier run_python calls exists in it; files in /workspace remain.`
+            : undefined;
+          log.info(
+            { tool: 'run_python', ok: r.ok, ms: r.duration_ms, fresh: r.fresh, files: files.length },
+            'python cell run',
+          );
           if (!r.ok && r.error) {
-            const out = [r.stdout && `stdout:\n${r.stdout}`, note, r.error.traceback.trimEnd()].filter(Boolean).join('\n');
+            const out = [r.stdout && `stdout:\n${r.stdout}`, note, r.error.traceback.trimEnd()]
+              .filter(Boolean)
+              .join('\n');
             throw new ToolError('ERR_PYTHON_EXCEPTION', out);
           }
           // The files it wrote under out/, kept with the chat as they are now (the chat shows them).

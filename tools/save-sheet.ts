@@ -19,19 +19,29 @@ function field(v: string): string {
  * replaced when it exists. Returns the path relative to the workspace.
  */
 export async function saveSheetCsv(workspace: string, name: string, rows: string[][]): Promise<string> {
-  if (!SAVE_AS_RE.test(name) || name.includes('..')) throw new ToolError('ERR_TOOL_INVALID_INPUT', 'save_as must be a plain file name ending in .csv (letters, digits, . _ -), e.g. "sales.csv"');
+  if (!SAVE_AS_RE.test(name) || name.includes('..'))
+    throw new ToolError(
+      'ERR_TOOL_INVALID_INPUT',
+      'save_as must be a plain file name ending in .csv (letters, digits, . _ -), e.g. "sales.csv"',
+    );
   const dir = join(workspace, SHEETS_DIR);
   await fs.mkdir(dir, { mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
     if (err.code !== 'EEXIST') throw err;
   });
   const st = await fs.lstat(dir);
-  if (!st.isDirectory()) throw new ToolError('ERR_TOOL_INVALID_INPUT', `${SHEETS_DIR}/ in the workspace is not a folder`);
+  if (!st.isDirectory())
+    throw new ToolError('ERR_TOOL_INVALID_INPUT', `${SHEETS_DIR}/ in the workspace is not a folder`);
   const csv = rows.map((r) => r.map(field).join(',')).join('\n') + (rows.length ? '\n' : '');
   let fh: fs.FileHandle;
   try {
-    fh = await fs.open(join(dir, name), constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o600);
+    fh = await fs.open(
+      join(dir, name),
+      constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW,
+      0o600,
+    );
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ELOOP') throw new ToolError('ERR_TOOL_INVALID_INPUT', `${SHEETS_DIR}/${name} is a link; choose another name`);
+    if ((err as NodeJS.ErrnoException).code === 'ELOOP')
+      throw new ToolError('ERR_TOOL_INVALID_INPUT', `${SHEETS_DIR}/${name} is a link; choose another name`);
     throw err;
   }
   try {

@@ -1,6 +1,13 @@
 import { createHash } from 'node:crypto';
 import { Router, type Request, type Response } from 'express';
-import { AppError, randomToken, revokeToken, tokenRequest, WORKSPACE_SCOPES, type ConnectedAccount } from '../core/index.js';
+import {
+  AppError,
+  randomToken,
+  revokeToken,
+  tokenRequest,
+  WORKSPACE_SCOPES,
+  type ConnectedAccount,
+} from '../core/index.js';
 import { AccountStore } from '../domain/accounts.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
 import { resolveRedirect } from './redirect.js';
@@ -45,7 +52,9 @@ function view(a: ConnectedAccount | undefined): Record<string, unknown> {
 /** The e-mail claim of an id_token, for display only (the token endpoint answered us directly over TLS). */
 function emailOf(idToken: string | undefined): string | null {
   try {
-    const payload = JSON.parse(Buffer.from((idToken ?? '').split('.')[1] ?? '', 'base64url').toString('utf8')) as { email?: unknown };
+    const payload = JSON.parse(Buffer.from((idToken ?? '').split('.')[1] ?? '', 'base64url').toString('utf8')) as {
+      email?: unknown;
+    };
     return typeof payload.email === 'string' ? payload.email.slice(0, 320) : null;
   } catch {
     return null; // no or malformed id_token: the status simply shows no e-mail
@@ -69,7 +78,13 @@ const pending = (req: Request): Record<string, unknown> => (req.session.oauth ??
  * their mail sender and conversation belong to the old one. A first connect changes nothing:
  * those sandboxes have no account routes (the tools ask for a new chat session).
  */
-async function refreshLiveSandboxes(services: AccountWebServices, userId: number, before: { email: string | null } | undefined, after: string | null | undefined, accessToken: string): Promise<void> {
+async function refreshLiveSandboxes(
+  services: AccountWebServices,
+  userId: number,
+  before: { email: string | null } | undefined,
+  after: string | null | undefined,
+  accessToken: string,
+): Promise<void> {
   if (!before) return;
   // An account whose e-mail is unknown cannot be told apart: treated as another one.
   if (before.email && before.email === after) await services.tokenService?.pushToUser(userId, accessToken);
@@ -109,7 +124,10 @@ async function completeConnect(d: AccountDeps, req: Request, res: Response): Pro
   }
   const code = typeof req.query.code === 'string' ? req.query.code : '';
   if (!code) throw new AppError('ERR_VALIDATION', 'code: missing');
-  const tok = await tokenRequest({ tokenUrl: g.tokenUrl, clientId: g.clientId, clientSecret: g.clientSecret }, { grant_type: 'authorization_code', code, code_verifier: p.verifier, redirect_uri: redirectUri });
+  const tok = await tokenRequest(
+    { tokenUrl: g.tokenUrl, clientId: g.clientId, clientSecret: g.clientSecret },
+    { grant_type: 'authorization_code', code, code_verifier: p.verifier, redirect_uri: redirectUri },
+  );
   const granted = (tok.scope ?? WORKSPACE_SCOPES.join(' ')).split(' ').filter(Boolean);
   const missing = WORKSPACE_SCOPES.filter((s) => !granted.includes(s));
   const previous = await store.get(req.user!.id);
@@ -117,8 +135,19 @@ async function completeConnect(d: AccountDeps, req: Request, res: Response): Pro
   // The record and its action-log entry, in one transaction.
   await store.connect(
     req.user!.id,
-    { email, scopes: granted, accessToken: tok.access_token, expiresAt: Date.now() + tok.expires_in * 1000, refreshToken: tok.refresh_token },
-    { event: 'account.connected', actorId: req.user!.id, subjectId: req.user!.id, data: { scopes: granted, offline: !!tok.refresh_token } },
+    {
+      email,
+      scopes: granted,
+      accessToken: tok.access_token,
+      expiresAt: Date.now() + tok.expires_in * 1000,
+      refreshToken: tok.refresh_token,
+    },
+    {
+      event: 'account.connected',
+      actorId: req.user!.id,
+      subjectId: req.user!.id,
+      data: { scopes: granted, offline: !!tok.refresh_token },
+    },
   );
   await refreshLiveSandboxes(services, req.user!.id, previous, email, tok.access_token);
   req.log.info({ event: 'account_connected', missingScopes: missing }, 'account connected');
@@ -189,12 +218,17 @@ export function accountRoutes(ctx: WebContext): Router {
     // Checked after resolution (dot segments removed), path only: see web/redirect.ts.
     const returnTo = body.return_to === undefined ? '/' : resolveRedirect(body.return_to, ctx.config.publicOrigin);
     if (returnTo === null) throw new AppError('ERR_ACCOUNT_RETURN_TO', 'return_to must be a path on this service');
-    if (!g.clientId) throw new AppError('ERR_ACCOUNT_NOT_CONFIGURED', 'workspace account connection is not configured (AIRLOCK_GOOGLE_CLIENT_ID)');
+    if (!g.clientId)
+      throw new AppError(
+        'ERR_ACCOUNT_NOT_CONFIGURED',
+        'workspace account connection is not configured (AIRLOCK_GOOGLE_CLIENT_ID)',
+      );
     const state = randomToken(24);
     const verifier = randomToken(48);
     const bag = pending(req);
     // Drop stale handshakes so the session does not grow.
-    for (const [k, v] of Object.entries(bag)) if (k.startsWith(STATE_KEY) && Date.now() - (v as PendingConnect).at > ACCOUNT_STATE_TTL_MS) delete bag[k];
+    for (const [k, v] of Object.entries(bag))
+      if (k.startsWith(STATE_KEY) && Date.now() - (v as PendingConnect).at > ACCOUNT_STATE_TTL_MS) delete bag[k];
     bag[STATE_KEY + state] = { verifier, userId: req.user!.id, returnTo, at: Date.now() } satisfies PendingConnect;
     const u = authorizationUrl(d, g.clientId, state, verifier);
     req.log.info({ event: 'account_connect_started' }, 'account connect started');

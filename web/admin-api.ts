@@ -304,4 +304,10 @@ export interface SettingsView {
 }
 
 /** /api/admin/connectors (docs/connectors.md): a connector as the admin page shows it, never a secret. */
-export type { ConnectorAudience, ConnectorAuthKind, ConnectorTool, ConnectorToolMode, ConnectorView } from '../core/connectors.js';
+export type {
+  ConnectorAudience,
+  ConnectorAuthKind,
+  ConnectorTool,
+  ConnectorToolMode,
+  ConnectorView,
+} from '../core/connectors.js';

@@ -1,6 +1,15 @@
 import type { Router } from 'express';
 import { logAction } from '../domain/action-log.js';
-import { chatsUsing, createChatModel, deleteChatModel, getChatModel, listChatModels, resolveModel, updateChatModel, type ChatModelView } from '../domain/chat/models.js';
+import {
+  chatsUsing,
+  createChatModel,
+  deleteChatModel,
+  getChatModel,
+  listChatModels,
+  resolveModel,
+  updateChatModel,
+  type ChatModelView,
+} from '../domain/chat/models.js';
 import { inTransaction, type Sql } from '../domain/db/index.js';
 import type { ChatModelAdminList, ChatModelAdminView } from './admin-api.js';
 import { asyncHandler, type WebContext } from './context.js';
@@ -13,7 +22,10 @@ const CHANGE = ChatModelChangeSchema;
 
 /** openai and anthropic need their API's base URL (like AIRLOCK_MODEL_BASE_URL); demo needs none. */
 function checkUpstream(m: { provider: string; base_url?: string | null }): void {
-  if (m.provider !== 'demo' && !m.base_url) throw problemsError([{ field: 'base_url', message: `base_url: required for the ${m.provider} provider (the API's base URL).` }]);
+  if (m.provider !== 'demo' && !m.base_url)
+    throw problemsError([
+      { field: 'base_url', message: `base_url: required for the ${m.provider} provider (the API's base URL).` },
+    ]);
 }
 
 async function adminView(db: Sql, m: ChatModelView): Promise<ChatModelAdminView> {
@@ -54,7 +66,15 @@ export function adminChatModelRoutes(ctx: WebContext): Router {
           event: 'chat_model.created',
           actorId: req.user!.id,
           subjectId: null,
-          data: { id: m.id, provider: m.provider, model: m.model, base_url: m.base_url, has_key: m.has_key, context_tokens: m.context_tokens, enabled: m.enabled },
+          data: {
+            id: m.id,
+            provider: m.provider,
+            model: m.model,
+            base_url: m.base_url,
+            has_key: m.has_key,
+            context_tokens: m.context_tokens,
+            enabled: m.enabled,
+          },
         });
         return adminView(trx, m);
       });
@@ -70,10 +90,18 @@ export function adminChatModelRoutes(ctx: WebContext): Router {
       await ensureDefault();
       const out = await inTransaction(db, async (trx) => {
         const before = await getChatModel(trx, id);
-        if (before) checkUpstream({ provider: change.provider ?? before.provider, base_url: change.base_url === undefined ? before.base_url : change.base_url });
+        if (before)
+          checkUpstream({
+            provider: change.provider ?? before.provider,
+            base_url: change.base_url === undefined ? before.base_url : change.base_url,
+          });
         const after = await updateChatModel(trx, enc, id, change);
         const fields = (Object.keys(change) as (keyof typeof change)[]).filter((k) => k !== 'api_key');
-        const data: Record<string, unknown> = { id, fields, ...Object.fromEntries(fields.map((k) => [k, after[k as keyof ChatModelView]])) };
+        const data: Record<string, unknown> = {
+          id,
+          fields,
+          ...Object.fromEntries(fields.map((k) => [k, after[k as keyof ChatModelView]])),
+        };
         if (change.api_key !== undefined) Object.assign(data, { key_changed: true, has_key: after.has_key });
         await logAction(trx, { event: 'chat_model.updated', actorId: req.user!.id, subjectId: null, data });
         return adminView(trx, after);
@@ -89,7 +117,12 @@ export function adminChatModelRoutes(ctx: WebContext): Router {
       await ensureDefault();
       await inTransaction(db, async (trx) => {
         const moved = await deleteChatModel(trx, id);
-        await logAction(trx, { event: 'chat_model.deleted', actorId: req.user!.id, subjectId: null, data: { id, chats_moved_to_default: moved } });
+        await logAction(trx, {
+          event: 'chat_model.deleted',
+          actorId: req.user!.id,
+          subjectId: null,
+          data: { id, chats_moved_to_default: moved },
+        });
       });
       res.status(204).end();
     }),

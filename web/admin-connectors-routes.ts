@@ -1,13 +1,29 @@
 import type { Router } from 'express';
 import { logAction } from '../domain/action-log.js';
 import { ConnectorService, getConnector, listConnectors } from '../domain/connectors/index.js';
-import { AppError, ConnectorChangeSchema, ConnectorCreateSchema, ConnectorToolModesSchema, type ConnectorView } from '../core/index.js';
+import {
+  AppError,
+  ConnectorChangeSchema,
+  ConnectorCreateSchema,
+  ConnectorToolModesSchema,
+  type ConnectorView,
+} from '../core/index.js';
 import { asyncHandler, type WebContext } from './context.js';
 import { parseFields, superuserRouter } from './route-kit.js';
 
 /** What the action log keeps of a connector: never a secret, only whether there is one. */
 function logged(c: ConnectorView) {
-  return { id: c.id, label: c.label, url: c.url, transport: c.transport, audience: c.audience, auth_kind: c.auth_kind, has_secret: c.has_secret, enabled: c.enabled, tools: c.tools.map((t) => `${t.name}:${t.mode}`) };
+  return {
+    id: c.id,
+    label: c.label,
+    url: c.url,
+    transport: c.transport,
+    audience: c.audience,
+    auth_kind: c.auth_kind,
+    has_secret: c.has_secret,
+    enabled: c.enabled,
+    tools: c.tools.map((t) => `${t.name}:${t.mode}`),
+  };
 }
 
 /**
@@ -19,8 +35,15 @@ function logged(c: ConnectorView) {
  */
 export function adminConnectorRoutes(ctx: WebContext): Router {
   const { r, db } = superuserRouter(ctx);
-  const svc = () => new ConnectorService({ db, enc: ctx.encryptor, allowHttpLoopback: ctx.config.connectors?.allowHttpLoopback ?? false, tokens: ctx.services.connectorTokens });
-  const log = (event: string, actorId: number, data: Record<string, unknown>) => logAction(db, { event, actorId, subjectId: null, data });
+  const svc = () =>
+    new ConnectorService({
+      db,
+      enc: ctx.encryptor,
+      allowHttpLoopback: ctx.config.connectors?.allowHttpLoopback ?? false,
+      tokens: ctx.services.connectorTokens,
+    });
+  const log = (event: string, actorId: number, data: Record<string, unknown>) =>
+    logAction(db, { event, actorId, subjectId: null, data });
 
   r.get(
     '/',
@@ -51,7 +74,11 @@ export function adminConnectorRoutes(ctx: WebContext): Router {
       const change = parseFields(ConnectorChangeSchema, req.body, 'a connector');
       const out = await svc().update(String(req.params.id), change);
       const secretChanged = change.auth_secret !== undefined || change.oauth_client_secret !== undefined;
-      await log('connector.updated', req.user!.id, { ...logged(out), fields: Object.keys(change).filter((k) => !k.includes('secret')), ...(secretChanged ? { secret_changed: true } : {}) });
+      await log('connector.updated', req.user!.id, {
+        ...logged(out),
+        fields: Object.keys(change).filter((k) => !k.includes('secret')),
+        ...(secretChanged ? { secret_changed: true } : {}),
+      });
       res.json(out);
     }),
   );

@@ -8,7 +8,9 @@ import type { ServerMailPolicyView } from './admin-api.js';
 import { asyncHandler, type WebContext } from './context.js';
 import { parseFields, superuserRouter } from './route-kit.js';
 
-const domains = z.array(z.string().max(253).regex(MAIL_DOMAIN, 'must be a domain name in lower case, without @ (e.g. corp.example)')).max(500);
+const domains = z
+  .array(z.string().max(253).regex(MAIL_DOMAIN, 'must be a domain name in lower case, without @ (e.g. corp.example)'))
+  .max(500);
 
 /** PUT /api/admin/mail-policy: any of the fields; the limits as AIRLOCK_MAIL_* allows them. */
 const CHANGE = z
@@ -46,8 +48,15 @@ export function adminMailPolicyRoutes(ctx: WebContext): Router {
       const out = await inTransaction(db, async (trx) => {
         const before = await serverMailPolicy(trx, ctx.config.mail);
         const after = await updateServerMailPolicy(trx, ctx.config.mail, change, actor);
-        const changed = Object.keys(change).filter((k) => JSON.stringify(before[k as keyof typeof before]) !== JSON.stringify(after[k as keyof typeof after]));
-        await logAction(trx, { event: 'mail.policy_changed', actorId: actor, subjectId: null, data: { fields: changed, ...Object.fromEntries(changed.map((k) => [k, after[k as keyof typeof after]])) } });
+        const changed = Object.keys(change).filter(
+          (k) => JSON.stringify(before[k as keyof typeof before]) !== JSON.stringify(after[k as keyof typeof after]),
+        );
+        await logAction(trx, {
+          event: 'mail.policy_changed',
+          actorId: actor,
+          subjectId: null,
+          data: { fields: changed, ...Object.fromEntries(changed.map((k) => [k, after[k as keyof typeof after]])) },
+        });
         return after;
       });
       res.json(out satisfies ServerMailPolicyView);

@@ -12,9 +12,20 @@ export type { SandboxAdmin } from './ports.js';
 const secs = (ms: number): number => Math.max(0, Math.round(ms / 1000));
 
 /** Idle time, memory, CPU and the running turn of one live sandbox, as the page shows them. */
-function liveFigures(s: ReturnType<SandboxAdmin['list']>[number], usage: { memoryBytes: number; cpuSeconds: number } | undefined, now: number): Pick<LiveSession, 'idle_s' | 'memory_bytes' | 'cpu_seconds' | 'turn'> {
-  const turn = s.turn ? { running_s: secs(now - s.turn.startedAt), phase: s.turn.phase, phase_s: secs(now - s.turn.phaseSince) } : null;
-  return { idle_s: turn ? null : secs(now - s.lastUsedAt), memory_bytes: usage?.memoryBytes ?? null, cpu_seconds: usage?.cpuSeconds ?? null, turn };
+function liveFigures(
+  s: ReturnType<SandboxAdmin['list']>[number],
+  usage: { memoryBytes: number; cpuSeconds: number } | undefined,
+  now: number,
+): Pick<LiveSession, 'idle_s' | 'memory_bytes' | 'cpu_seconds' | 'turn'> {
+  const turn = s.turn
+    ? { running_s: secs(now - s.turn.startedAt), phase: s.turn.phase, phase_s: secs(now - s.turn.phaseSince) }
+    : null;
+  return {
+    idle_s: turn ? null : secs(now - s.lastUsedAt),
+    memory_bytes: usage?.memoryBytes ?? null,
+    cpu_seconds: usage?.cpuSeconds ?? null,
+    turn,
+  };
 }
 
 /**
@@ -25,7 +36,11 @@ export function adminSessionRoutes(ctx: WebContext): Router {
   const r = Router();
   const admin = (): SandboxAdmin => {
     const s = ctx.services.sandboxAdmin;
-    if (!s) throw new AppError('ERR_RUNTIME_UNAVAILABLE', 'the sandbox runtime is not running on this server (no Docker engine)');
+    if (!s)
+      throw new AppError(
+        'ERR_RUNTIME_UNAVAILABLE',
+        'the sandbox runtime is not running on this server (no Docker engine)',
+      );
     return s;
   };
   r.use(requireSuperuser);
@@ -42,7 +57,8 @@ export function adminSessionRoutes(ctx: WebContext): Router {
       );
       // A stable order: the chat's creation, then its id. The daemon lists a restarted sandbox
       // last, which moved its row to the end of the page's list.
-      const key = (s: (typeof live)[number]) => `${labels.created.get(s.sessionId) ?? new Date(s.createdAt).toISOString()} ${s.sessionId}`;
+      const key = (s: (typeof live)[number]) =>
+        `${labels.created.get(s.sessionId) ?? new Date(s.createdAt).toISOString()} ${s.sessionId}`;
       const sessions = [...live]
         .sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0))
         .map((s) => ({

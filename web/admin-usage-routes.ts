@@ -1,7 +1,17 @@
 import type { Request, Router } from 'express';
 import { z } from 'zod';
 import { AppError } from '../core/index.js';
-import { createBudget, deleteBudget, listBudgets, updateBudget, usageCsv, usageCurrency, usageReport, utcDay, type UsageQuery } from '../domain/usage/index.js';
+import {
+  createBudget,
+  deleteBudget,
+  listBudgets,
+  updateBudget,
+  usageCsv,
+  usageCurrency,
+  usageReport,
+  utcDay,
+  type UsageQuery,
+} from '../domain/usage/index.js';
 import type { BudgetList, BudgetView, UsageReportView } from './admin-api.js';
 import { asyncHandler, type WebContext } from './context.js';
 import { noContent, parseFields, superuserRouter } from './route-kit.js';
@@ -24,7 +34,8 @@ function one(req: Request, name: string): string | undefined {
 function dayParam(req: Request, name: string, fallback: string): string {
   const v = one(req, name) ?? fallback;
   // A real calendar day: 2026-02-30 is refused, not rolled over.
-  if (!DAY_RE.test(v) || Number.isNaN(Date.parse(`${v}T00:00:00Z`)) || utcDay(new Date(`${v}T00:00:00Z`)) !== v) throw badQuery(name, 'must be a UTC date YYYY-MM-DD');
+  if (!DAY_RE.test(v) || Number.isNaN(Date.parse(`${v}T00:00:00Z`)) || utcDay(new Date(`${v}T00:00:00Z`)) !== v)
+    throw badQuery(name, 'must be a UTC date YYYY-MM-DD');
   return v;
 }
 
@@ -40,8 +51,14 @@ function usageQuery(req: Request): UsageQuery {
   const to = dayParam(req, 'to', today);
   const from = dayParam(req, 'from', utcDay(new Date(Date.parse(`${to}T00:00:00Z`) - 29 * 86_400_000)));
   if (from > to) throw badQuery('from', 'must not be after to');
-  if ((Date.parse(to) - Date.parse(from)) / 86_400_000 >= MAX_DAYS) throw badQuery('from', `at most ${MAX_DAYS} days from to`);
-  return { from, to, group: choice(req, 'group', ['user', 'team', 'model'] as const, 'user'), period: choice(req, 'period', ['day', 'month'] as const, 'day') };
+  if ((Date.parse(to) - Date.parse(from)) / 86_400_000 >= MAX_DAYS)
+    throw badQuery('from', `at most ${MAX_DAYS} days from to`);
+  return {
+    from,
+    to,
+    group: choice(req, 'group', ['user', 'team', 'model'] as const, 'user'),
+    period: choice(req, 'period', ['day', 'month'] as const, 'day'),
+  };
 }
 
 /**
@@ -76,7 +93,15 @@ export function adminUsageCsvRoutes(ctx: WebContext): Router {
 }
 
 const AMOUNT = z.number().min(0).max(1e15);
-const BudgetCreateSchema = z.object({ scope: z.enum(['user', 'team']), subject_id: z.number().int().min(1), metric: z.enum(['tokens', 'cost']), period: z.enum(['day', 'month']), amount: AMOUNT }).strict();
+const BudgetCreateSchema = z
+  .object({
+    scope: z.enum(['user', 'team']),
+    subject_id: z.number().int().min(1),
+    metric: z.enum(['tokens', 'cost']),
+    period: z.enum(['day', 'month']),
+    amount: AMOUNT,
+  })
+  .strict();
 const BudgetChangeSchema = z.object({ amount: AMOUNT }).strict();
 
 /**
@@ -88,7 +113,8 @@ export function adminBudgetRoutes(ctx: WebContext): Router {
   const { r, db } = superuserRouter(ctx);
   const id = (req: Request) => {
     const n = Number(req.params.id);
-    if (!/^[1-9][0-9]{0,14}$/.test(String(req.params.id))) throw new AppError('ERR_USAGE_BUDGET_NOT_FOUND', 'no such budget');
+    if (!/^[1-9][0-9]{0,14}$/.test(String(req.params.id)))
+      throw new AppError('ERR_USAGE_BUDGET_NOT_FOUND', 'no such budget');
     return n;
   };
   r.get(
@@ -100,7 +126,15 @@ export function adminBudgetRoutes(ctx: WebContext): Router {
   r.post(
     '/',
     asyncHandler(async (req, res) => {
-      res.status(201).json((await createBudget(db, req.user!.id, parseFields(BudgetCreateSchema, req.body, 'a budget'))) satisfies BudgetView);
+      res
+        .status(201)
+        .json(
+          (await createBudget(
+            db,
+            req.user!.id,
+            parseFields(BudgetCreateSchema, req.body, 'a budget'),
+          )) satisfies BudgetView,
+        );
     }),
   );
   r.patch(

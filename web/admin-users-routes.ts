@@ -28,12 +28,20 @@ export function adminUserRoutes(ctx: WebContext): Router {
     asyncHandler(async (req, res) => {
       const q = req.query.q;
       if (q !== undefined && (typeof q !== 'string' || q.length > MAX_Q)) {
-        throw new AppError('ERR_VALIDATION', `q: must be one text of at most ${MAX_Q} characters`, { details: { field: 'q' } });
+        throw new AppError('ERR_VALIDATION', `q: must be one text of at most ${MAX_Q} characters`, {
+          details: { field: 'q' },
+        });
       }
       const limit = intParam(req, 'limit', 50, MAX_LIMIT);
       const offset = intParam(req, 'offset', 0, 1e9);
       const { users, total } = await listUsers(ctx.database.sql, { q, limit, offset });
-      res.json({ users, total, limit, offset, next_offset: offset + users.length < total ? offset + users.length : null } satisfies AdminUserList);
+      res.json({
+        users,
+        total,
+        limit,
+        offset,
+        next_offset: offset + users.length < total ? offset + users.length : null,
+      } satisfies AdminUserList);
     }),
   );
   userChangeRoutes(ctx, r);

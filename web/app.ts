@@ -225,7 +225,8 @@ function requireJsonBody(req: Request, _res: Response, next: NextFunction): void
   const enc = String(req.headers['content-encoding'] ?? 'identity')
     .trim()
     .toLowerCase();
-  if (enc !== 'identity') return next(new AppError('ERR_HTTP_UNSUPPORTED_ENCODING', 'compressed request bodies are not accepted'));
+  if (enc !== 'identity')
+    return next(new AppError('ERR_HTTP_UNSUPPORTED_ENCODING', 'compressed request bodies are not accepted'));
   const type = String(req.headers['content-type'] ?? '')
     .split(';')[0]
     .trim()

@@ -20,7 +20,8 @@ export function approvalRoutes(ctx: WebContext, owned: OwnedSession): Router {
     onOwnedChat(owned, async (req, res, s) => {
       const approvalId = String(req.params.approvalId);
       const approvals = ctx.services.approvals;
-      if (!APPROVAL_ID.test(approvalId) || !approvals?.preview) throw new AppError('ERR_APPROVAL_NOT_FOUND', 'no such pending approval in this chat session');
+      if (!APPROVAL_ID.test(approvalId) || !approvals?.preview)
+        throw new AppError('ERR_APPROVAL_NOT_FOUND', 'no such pending approval in this chat session');
       return handle(req, res, await approvals.preview({ userId: req.user!.id, sessionId: s.id, approvalId }));
     });
 
@@ -29,7 +30,13 @@ export function approvalRoutes(ctx: WebContext, owned: OwnedSession): Router {
     ...onHeldSend(async (req, res, p) => {
       const out: ApprovalPreview = {
         ...p,
-        attachments: p.attachments.map((a, n) => ({ n, name: a.name, content_type: a.content_type, size: a.size, thumbnail: a.data !== undefined })),
+        attachments: p.attachments.map((a, n) => ({
+          n,
+          name: a.name,
+          content_type: a.content_type,
+          size: a.size,
+          thumbnail: a.data !== undefined,
+        })),
       };
       res.setHeader('Cache-Control', 'no-store');
       res.json(out);

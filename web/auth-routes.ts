@@ -29,7 +29,10 @@ export function authRoutes(ctx: WebContext): Router {
   // scrypt like every other attempt, not two.
   void dummyPasswordHash();
   // Limits in the database (shared by a fleet); rules in domain/login-limits.ts and docs/security.md.
-  const limiter = new LoginLimiter(ctx.database.sql, { maxFailures: ctx.config.login.maxFailures, windowMs: ctx.config.login.windowS * 1000 });
+  const limiter = new LoginLimiter(ctx.database.sql, {
+    maxFailures: ctx.config.login.maxFailures,
+    windowMs: ctx.config.login.windowS * 1000,
+  });
 
   r.get('/csrf', (req, res) => {
     req.session.csrfToken ??= randomToken(32);
@@ -42,7 +45,8 @@ export function authRoutes(ctx: WebContext): Router {
       const body = validateBody(LoginSchema, req.body);
       // `next` (where the page goes after login) is checked after resolution, path only.
       const next = body.next === undefined ? '/' : resolveRedirect(body.next, ctx.config.publicOrigin);
-      if (next === null) throw new AppError('ERR_VALIDATION', 'next must be a path on this service', { details: { field: 'next' } });
+      if (next === null)
+        throw new AppError('ERR_VALIDATION', 'next must be a path on this service', { details: { field: 'next' } });
       // req.ip honours X-Forwarded-For only from the proxies AIRLOCK_TRUST_PROXY names.
       const address = req.ip ?? 'unknown';
       const verdict = await limiter.begin(body.username, address);
@@ -72,7 +76,12 @@ export function authRoutes(ctx: WebContext): Router {
       // only once both are written.
       await inTransaction(ctx.database.sql, async (trx) => {
         await recordLogin(trx, user.id);
-        await logAction(trx, { event: 'auth.login', actorId: user.id, subjectId: user.id, data: { method: 'password' } });
+        await logAction(trx, {
+          event: 'auth.login',
+          actorId: user.id,
+          subjectId: user.id,
+          data: { method: 'password' },
+        });
       });
       req.session.userId = user.id;
       req.session.csrfToken = randomToken(32);

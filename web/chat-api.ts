@@ -3,16 +3,37 @@
  * and the chat page (web/ui/src/). Types only: the page's bundle imports nothing at run time from
  * here, so a changed response breaks the build (`tsc` of both sides), not the page.
  */
-import type { ApprovalRequestEvent, ChatEvent, ConnectorApprovalRequestEvent, StopReason } from '../core/sandbox-protocol.js';
+import type {
+  ApprovalRequestEvent,
+  ChatEvent,
+  ConnectorApprovalRequestEvent,
+  StopReason,
+} from '../core/sandbox-protocol.js';
 import type { ChatSessionEntry, StoredToolCall, StoredTurn, ToolCallStatus } from '../core/chat-history.js';
 import type { ApprovalScope, ApprovalState } from '../core/approval-request.js';
 import type { MailPreviewText } from '../core/api-types.js';
 /** GET /api/connections: the OAuth connectors a user may connect (docs/connectors.md, "OAuth per user"). */
 export type { ConnectorConnectionView } from '../core/connector-oauth.js';
 
-export type { ApprovalRequestEvent, ConnectorApprovalRequestEvent, ApprovalScope, ApprovalState, ChatEvent, StopReason, StoredToolCall, StoredTurn, ToolCallStatus };
+export type {
+  ApprovalRequestEvent,
+  ConnectorApprovalRequestEvent,
+  ApprovalScope,
+  ApprovalState,
+  ChatEvent,
+  StopReason,
+  StoredToolCall,
+  StoredTurn,
+  ToolCallStatus,
+};
 /** The request bodies: derived from the zod schemas the routes check them with. */
-export type { ApprovalDecisionRequest, PinSessionRequest, RenameSessionRequest, SendMessageRequest, SwitchBranchRequest } from '../core/api-requests.js';
+export type {
+  ApprovalDecisionRequest,
+  PinSessionRequest,
+  RenameSessionRequest,
+  SendMessageRequest,
+  SwitchBranchRequest,
+} from '../core/api-requests.js';
 
 /** One entry of GET /api/chat/sessions. */
 export interface ChatSessionSummary extends ChatSessionEntry {
@@ -65,7 +86,9 @@ export interface CancelTurnResponse {
 }
 
 /** A deny answers without `scope` (it belongs to an approval only). */
-export type ApprovalDecisionResponse = { approval_id: string } & ({ decision: 'approved'; scope: 'once' | 'recipient' } | { decision: 'denied' });
+export type ApprovalDecisionResponse = { approval_id: string } & (
+  { decision: 'approved'; scope: 'once' | 'recipient' } | { decision: 'denied' }
+);
 
 /**
  * GET /api/chat/sessions/:id/approvals/:approvalId/preview: a held send's message while it waits

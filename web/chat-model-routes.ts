@@ -5,7 +5,15 @@
  */
 import { Router } from 'express';
 import { AppError } from '../core/index.js';
-import { enabledModelIds, getChatModel, listChatModels, resolveModel, sessionModel, DEFAULT_MODEL_ID, type ResolvedModel } from '../domain/chat/models.js';
+import {
+  enabledModelIds,
+  getChatModel,
+  listChatModels,
+  resolveModel,
+  sessionModel,
+  DEFAULT_MODEL_ID,
+  type ResolvedModel,
+} from '../domain/chat/models.js';
 import { defaultModelOf } from '../domain/user-admin.js';
 import { effectiveAgentPolicy, policyAllows } from '../domain/identity/agent-policy.js';
 import type { ChatModelInfo, ChatModelList } from './chat-api.js';
@@ -31,7 +39,10 @@ export async function checkPick(ctx: WebContext, userId: number, modelId: string
   const m = await getChatModel(db, modelId);
   if (!m || !m.enabled) throw new AppError('ERR_CHAT_MODEL_NOT_FOUND', `no model "${modelId}" is on offer`);
   if (!policyAllows(await effectiveAgentPolicy(db, userId), 'model', m.model)) {
-    throw new AppError('ERR_POLICY_MODEL_DENIED', `your organisation's agent policy does not allow the model ${m.model}; choose another`);
+    throw new AppError(
+      'ERR_POLICY_MODEL_DENIED',
+      `your organisation's agent policy does not allow the model ${m.model}; choose another`,
+    );
   }
 }
 
@@ -56,10 +67,23 @@ export function chatModelRoutes(ctx: WebContext): Router {
       await resolveModel(db, ctx.encryptor, ctx.config.model, null);
       const policy = await effectiveAgentPolicy(db, req.user!.id);
       const all = await listChatModels(db);
-      const models = all.filter((m) => m.enabled && policyAllows(policy, 'model', m.model)).map((m) => ({ id: m.id, label: m.label, provider: m.provider, model: m.model, context_tokens: m.context_tokens, default: m.default }));
+      const models = all
+        .filter((m) => m.enabled && policyAllows(policy, 'model', m.model))
+        .map((m) => ({
+          id: m.id,
+          label: m.label,
+          provider: m.provider,
+          model: m.model,
+          context_tokens: m.context_tokens,
+          default: m.default,
+        }));
       // The user's own default (Settings), while it is on offer to them: a new chat starts with it.
       const own = await defaultModelOf(db, req.user!.id);
-      res.json({ models, default_id: DEFAULT_MODEL_ID, preferred_id: models.some((m) => m.id === own) ? own : null } satisfies ChatModelList);
+      res.json({
+        models,
+        default_id: DEFAULT_MODEL_ID,
+        preferred_id: models.some((m) => m.id === own) ? own : null,
+      } satisfies ChatModelList);
     }),
   );
 
@@ -73,7 +97,14 @@ export function chatModelRoutes(ctx: WebContext): Router {
         await ownedSessions(db)(req.user!.id, sid);
         m = await chatModel(ctx, sid);
       } else m = await resolveModel(db, ctx.encryptor, ctx.config.model, null);
-      const out: ChatModelInfo = { id: m.id, label: m.label, provider: m.provider, model: m.model, demo: m.provider === 'demo', context_tokens: m.contextTokens };
+      const out: ChatModelInfo = {
+        id: m.id,
+        label: m.label,
+        provider: m.provider,
+        model: m.model,
+        demo: m.provider === 'demo',
+        context_tokens: m.contextTokens,
+      };
       res.json(out);
     }),
   );

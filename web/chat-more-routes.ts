@@ -50,7 +50,8 @@ export function attachmentHeaders(name: string): Record<string, string> {
  * none (the chat shows the image itself): 404 like a missing file.
  */
 export function attachmentPreview(name: string, data: Buffer): FilePreview {
-  if (/\.(png|svg)$/.test(name)) throw new AppError('ERR_CHAT_ATTACHMENT_NOT_FOUND', 'an image has no preview: open the image itself');
+  if (/\.(png|svg)$/.test(name))
+    throw new AppError('ERR_CHAT_ATTACHMENT_NOT_FOUND', 'an image has no preview: open the image itself');
   return previewOf(name, data);
 }
 
@@ -68,10 +69,14 @@ export async function readAttachment(dataDir: string, userId: number, name: stri
   try {
     // The workspace folder's owner is the sandbox user (root-owned parent: the agent cannot swap it).
     const owner = (await fsp.lstat(join(root, userDir))).uid;
-    ({ fh } = await openBeneath(root, [userDir, '.agent-attachments', name], { ownerUid: owner, maxBytes: MAX_ATTACHMENT_BYTES }));
+    ({ fh } = await openBeneath(root, [userDir, '.agent-attachments', name], {
+      ownerUid: owner,
+      maxBytes: MAX_ATTACHMENT_BYTES,
+    }));
     return await fh.readFile();
   } catch (err) {
-    if (err instanceof BeneathError) log.warn({ event: 'attachment_refused', reason: err.reason }, 'attachment refused');
+    if (err instanceof BeneathError)
+      log.warn({ event: 'attachment_refused', reason: err.reason }, 'attachment refused');
     throw new AppError('ERR_CHAT_ATTACHMENT_NOT_FOUND', 'no such attachment');
   } finally {
     await fh?.close();
@@ -82,7 +87,11 @@ export async function readAttachment(dataDir: string, userId: number, name: stri
 export async function chatHistory(ctx: WebContext, s: store.ChatSessionRow): Promise<ChatHistory> {
   const shown = await store.messages(ctx.database.sql, s.id);
   const model_id = (await effectiveIds(ctx))(s.model_id);
-  return { session: { id: s.id, title: s.title, created_at: s.created_at, updated_at: s.updated_at, model_id }, turns: shown, usage: sumUsage(shown) };
+  return {
+    session: { id: s.id, title: s.title, created_at: s.created_at, updated_at: s.updated_at, model_id },
+    turns: shown,
+    usage: sumUsage(shown),
+  };
 }
 
 /**
@@ -90,7 +99,10 @@ export async function chatHistory(ctx: WebContext, s: store.ChatSessionRow): Pro
  * shown), POST /sessions/:id/branch (show another branch). `owned` answers 404 for another
  * user's chat; `busy` says whether a turn runs in it.
  */
-export function chatMoreRoutes(ctx: WebContext, o: { owned: OwnedSession; busy: (sessionId: string) => boolean }): Router {
+export function chatMoreRoutes(
+  ctx: WebContext,
+  o: { owned: OwnedSession; busy: (sessionId: string) => boolean },
+): Router {
   const r = Router();
   const db = ctx.database.sql;
 
@@ -138,7 +150,8 @@ export function chatMoreRoutes(ctx: WebContext, o: { owned: OwnedSession; busy: 
     '/sessions/:id/export',
     ...onOwnedChat(o.owned, async (req, res, s) => {
       const format = req.query.format === undefined ? 'markdown' : req.query.format;
-      if (format !== 'markdown' && format !== 'json') throw new AppError('ERR_VALIDATION', 'format must be markdown or json');
+      if (format !== 'markdown' && format !== 'json')
+        throw new AppError('ERR_VALIDATION', 'format must be markdown or json');
       const turns = await store.messages(db, s.id);
       const at = new Date().toISOString();
       const file = `chat-${s.id.slice(0, 8)}.${format === 'json' ? 'json' : 'md'}`;
@@ -152,10 +165,19 @@ export function chatMoreRoutes(ctx: WebContext, o: { owned: OwnedSession; busy: 
       for (const name of attachmentNames(turns)) {
         // A chart the workspace no longer has is left out (its name stays in the turns).
         const buf = await readAttachment(ctx.config.dataDir, req.user!.id, name, req.log).catch(() => undefined);
-        if (buf) attachments.push({ name, content_type: 'image/png', bytes: buf.length, data_base64: buf.toString('base64') });
+        if (buf)
+          attachments.push({ name, content_type: 'image/png', bytes: buf.length, data_base64: buf.toString('base64') });
       }
       const transcript = await branchTranscript(db, s.id, Number.MAX_SAFE_INTEGER, undefined, Infinity);
-      const out: ChatExport = { format: 'airlock-chat', version: 1, exported_at: at, session: { id: s.id, title: s.title, created_at: s.created_at, updated_at: s.updated_at }, turns, transcript, attachments };
+      const out: ChatExport = {
+        format: 'airlock-chat',
+        version: 1,
+        exported_at: at,
+        session: { id: s.id, title: s.title, created_at: s.created_at, updated_at: s.updated_at },
+        turns,
+        transcript,
+        attachments,
+      };
       res.json(out);
     }),
   );

@@ -27,6 +27,9 @@ export function signedIn(handle: (req: Request, res: Response) => Promise<unknow
 }
 
 /** A route's handlers on the caller's own chat `:id`: signed in (401), then the chat (404), then `handle` with it. */
-export function onOwnedChat(owned: OwnedSession, handle: (req: Request, res: Response, s: ChatSessionRow) => Promise<unknown>): RequestHandler[] {
+export function onOwnedChat(
+  owned: OwnedSession,
+  handle: (req: Request, res: Response, s: ChatSessionRow) => Promise<unknown>,
+): RequestHandler[] {
   return signedIn(async (req, res) => handle(req, res, await owned(req.user!.id, String(req.params.id))));
 }

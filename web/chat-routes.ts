@@ -33,7 +33,13 @@ export function chatRoutes(ctx: WebContext): Router {
     services: ctx.services,
     model: (sessionId) => chatModel(ctx, sessionId),
     // A new chat's title from its first exchange (never throws; docs/chat.md "Chat titles").
-    onTurnEnd: (turn, _result, said) => void titleAfterTurn({ db, encryptor: ctx.encryptor, model: ctx.config.model, log: ctx.log }, turn.sessionId, said.prompt, said.answer),
+    onTurnEnd: (turn, _result, said) =>
+      void titleAfterTurn(
+        { db, encryptor: ctx.encryptor, model: ctx.config.model, log: ctx.log },
+        turn.sessionId,
+        said.prompt,
+        said.answer,
+      ),
   });
   // Another user's session reads exactly like a missing one (web/chat-route-kit.ts).
   const owned = ownedSessions(db);
@@ -66,7 +72,14 @@ function turnRoutes(ctx: WebContext, { owned, turns }: ChatSessionDeps): Router 
       turns.assertIdle(session?.id);
       // The chat's model (docs/chat.md "A model per chat"): a new chat's, or a switch before this turn.
       if (body.model_id) await checkPick(ctx, user.id, body.model_id);
-      const turn = await turns.start({ userId: user.id, message: body.message, session, replacesTurnId: body.replaces_turn_id, modelId: body.model_id, log: req.log });
+      const turn = await turns.start({
+        userId: user.id,
+        message: body.message,
+        session,
+        replacesTurnId: body.replaces_turn_id,
+        modelId: body.model_id,
+        log: req.log,
+      });
       await streamTo(turns, req, res, turn, 0, false);
     }),
   );
@@ -79,7 +92,8 @@ function turnRoutes(ctx: WebContext, { owned, turns }: ChatSessionDeps): Router 
     ...onOwnedChat(owned, async (req, res, s) => {
       const turnId = String(req.params.turnId);
       const afterRaw = req.query.after === undefined ? '0' : String(req.query.after);
-      if (!/^(0|[1-9]\d{0,8})$/.test(afterRaw)) throw new AppError('ERR_VALIDATION', 'after must be a whole number ≥ 0 (the last seq you saw)');
+      if (!/^(0|[1-9]\d{0,8})$/.test(afterRaw))
+        throw new AppError('ERR_VALIDATION', 'after must be a whole number ≥ 0 (the last seq you saw)');
       const after = Number(afterRaw);
       const found = await turns.events(s.id, turnId);
       if ('live' in found) return streamTo(turns, req, res, found.live, after, true);
@@ -111,7 +125,14 @@ function turnRoutes(ctx: WebContext, { owned, turns }: ChatSessionDeps): Router 
 }
 
 /** Write a turn's events (from `after`) to an NDJSON response until done; a client that leaves only stops the writing. */
-async function streamTo(turns: TurnService, req: Request, res: Response, turn: LiveTurn, after: number, eager: boolean): Promise<void> {
+async function streamTo(
+  turns: TurnService,
+  req: Request,
+  res: Response,
+  turn: LiveTurn,
+  after: number,
+  eager: boolean,
+): Promise<void> {
   const stop = new AbortController();
   res.on('close', () => stop.abort());
   // A new turn answers at its first event (a refusal before it stays a plain HTTP error); a

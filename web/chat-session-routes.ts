@@ -35,11 +35,18 @@ export function chatSessionRoutes(ctx: WebContext, { owned, turns }: ChatSession
     '/sessions/:id/approvals/:approvalId',
     ...onOwnedChat(owned, async (req, res, s) => {
       const approvalId = String(req.params.approvalId);
-      if (!/^[A-Za-z0-9-]{1,64}$/.test(approvalId)) throw new AppError('ERR_APPROVAL_NOT_FOUND', 'no such pending approval in this chat session');
+      if (!/^[A-Za-z0-9-]{1,64}$/.test(approvalId))
+        throw new AppError('ERR_APPROVAL_NOT_FOUND', 'no such pending approval in this chat session');
       const body = validateBody(ApprovalDecisionSchema, req.body);
       const approvals = ctx.services.approvals;
       if (!approvals) throw new AppError('ERR_APPROVAL_NOT_FOUND', 'no such pending approval in this chat session');
-      const d = await approvals.decide({ userId: req.user!.id, sessionId: s.id, approvalId, decision: body.decision, scope: body.scope ?? 'once' });
+      const d = await approvals.decide({
+        userId: req.user!.id,
+        sessionId: s.id,
+        approvalId,
+        decision: body.decision,
+        scope: body.scope ?? 'once',
+      });
       req.log.info({ sessionId: s.id, approvalId, ...d }, 'mail send decided by the user');
       const out: ApprovalDecisionResponse = { approval_id: approvalId, ...d };
       res.json(out);
@@ -54,10 +61,17 @@ export function chatSessionRoutes(ctx: WebContext, { owned, turns }: ChatSession
     requireUser,
     asyncHandler(async (req, res) => {
       const q = req.query.q === undefined ? '' : String(req.query.q).trim();
-      if (q.length > MAX_QUERY_CHARS) throw new AppError('ERR_VALIDATION', `the search text is longer than ${MAX_QUERY_CHARS} characters`);
+      if (q.length > MAX_QUERY_CHARS)
+        throw new AppError('ERR_VALIDATION', `the search text is longer than ${MAX_QUERY_CHARS} characters`);
       const list = await store.listSessions(db, req.user!.id, q || undefined);
       const modelOf = await effectiveIds(ctx);
-      const out: ChatSessionList = { sessions: list.map((x) => ({ ...x, model_id: modelOf(x.model_id), running_turn_id: turns.runningIn(x.id)?.turnId ?? null })) };
+      const out: ChatSessionList = {
+        sessions: list.map((x) => ({
+          ...x,
+          model_id: modelOf(x.model_id),
+          running_turn_id: turns.runningIn(x.id)?.turnId ?? null,
+        })),
+      };
       res.json(out);
     }),
   );
@@ -82,18 +96,30 @@ function sessionChangeRoutes(ctx: WebContext, { owned, turns }: ChatSessionDeps)
     ...onOwnedChat(owned, async (req, res, s) => {
       const body = validateBody(RenameSessionSchema, req.body);
       // Switching the model mid-chat: never under a running turn; its next turn runs with it.
-      if (body.model_id && turns.runningIn(s.id)) throw new AppError('ERR_SESSION_BUSY', 'a turn is running in this chat; switch the model when it ends');
+      if (body.model_id && turns.runningIn(s.id))
+        throw new AppError('ERR_SESSION_BUSY', 'a turn is running in this chat; switch the model when it ends');
       if (body.model_id) await checkPick(ctx, req.user!.id, body.model_id);
       const after = await store.inTransaction(db, async (trx) => {
         if (body.title !== undefined) {
           await store.renameSession(trx, s.id, body.title);
-          await logAction(trx, { event: 'chat.renamed', actorId: req.user!.id, subjectId: req.user!.id, data: { session_id: s.id } });
+          await logAction(trx, {
+            event: 'chat.renamed',
+            actorId: req.user!.id,
+            subjectId: req.user!.id,
+            data: { session_id: s.id },
+          });
         }
         if (body.model_id) await recordPick(trx, req.user!.id, s.id, body.model_id);
         return (await store.getOwnedSession(trx, req.user!.id, s.id))!;
       });
       const model_id = (await effectiveIds(ctx))(after.model_id);
-      const out: ChatSessionInfo = { id: after.id, title: after.title, created_at: after.created_at, updated_at: after.updated_at, model_id };
+      const out: ChatSessionInfo = {
+        id: after.id,
+        title: after.title,
+        created_at: after.created_at,
+        updated_at: after.updated_at,
+        model_id,
+      };
       res.json(out);
     }),
   );
@@ -116,7 +142,12 @@ function sessionChangeRoutes(ctx: WebContext, { owned, turns }: ChatSessionDeps)
       }
       await store.inTransaction(db, async (trx) => {
         await store.deleteSession(trx, s.id);
-        await logAction(trx, { event: 'chat.deleted', actorId: req.user!.id, subjectId: req.user!.id, data: { session_id: s.id, sandbox_ended: sandboxEnded } });
+        await logAction(trx, {
+          event: 'chat.deleted',
+          actorId: req.user!.id,
+          subjectId: req.user!.id,
+          data: { session_id: s.id, sandbox_ended: sandboxEnded },
+        });
       });
       stopped.forget();
       req.log.info({ sessionId: s.id, sandboxEnded }, 'chat session deleted');

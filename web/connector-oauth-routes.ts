@@ -13,7 +13,15 @@ import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
 import { AppError, randomToken } from '../core/index.js';
 import type { ConnectorConnectionView, OAuthConnectorLookup, OAuthConnectorSettings } from '../core/connector-oauth.js';
-import { authorizationRequest, discover, exchangeCode, obtainClient, revoke, type AuthorizationServerMetadata, type ConnectorClient } from '../domain/connector-oauth/client.js';
+import {
+  authorizationRequest,
+  discover,
+  exchangeCode,
+  obtainClient,
+  revoke,
+  type AuthorizationServerMetadata,
+  type ConnectorClient,
+} from '../domain/connector-oauth/client.js';
 import { ConnectorTokenStore } from '../domain/connector-oauth/store.js';
 import { registryLookup } from '../domain/connector-oauth/registry.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
@@ -57,7 +65,8 @@ const bag = (req: Request): Record<string, unknown> => (req.session.oauth ??= {}
 /** The connector, when it is an OAuth connector this user may use; else 404 (never says which). */
 async function usable(d: Deps, id: string, userId: number): Promise<OAuthConnectorSettings> {
   const c = await d.lookup.get(id);
-  if (!c || (d.lookup.mayUse && !(await d.lookup.mayUse(id, userId)))) throw new AppError('ERR_CONNECTOR_OAUTH_UNKNOWN', `no OAuth connector '${id.slice(0, 64)}' for you`);
+  if (!c || (d.lookup.mayUse && !(await d.lookup.mayUse(id, userId))))
+    throw new AppError('ERR_CONNECTOR_OAUTH_UNKNOWN', `no OAuth connector '${id.slice(0, 64)}' for you`);
   return c;
 }
 
@@ -75,7 +84,15 @@ async function listView(d: Deps, userId: number, only?: string): Promise<Connect
     .map((c) => {
       const g = connected.get(c.id);
       if (!g) return { connector_id: c.id, label: c.label, connected: false };
-      return { connector_id: c.id, label: c.label, connected: true, connected_at: g.connectedAt, access_expires_at: new Date(g.accessExpiresAt).toISOString(), offline: g.offline, scope: g.scope };
+      return {
+        connector_id: c.id,
+        label: c.label,
+        connected: true,
+        connected_at: g.connectedAt,
+        access_expires_at: new Date(g.accessExpiresAt).toISOString(),
+        offline: g.offline,
+        scope: g.scope,
+      };
     });
 }
 
@@ -83,7 +100,8 @@ async function listView(d: Deps, userId: number, only?: string): Promise<Connect
 async function startConnect(d: Deps, req: Request, res: Response): Promise<void> {
   const body = validateBody(ConnectSchema, req.body ?? {});
   const returnTo = body.return_to === undefined ? '/' : resolveRedirect(body.return_to, d.ctx.config.publicOrigin);
-  if (returnTo === null) throw new AppError('ERR_CONNECTOR_OAUTH_RETURN_TO', 'return_to must be a path on this service');
+  if (returnTo === null)
+    throw new AppError('ERR_CONNECTOR_OAUTH_RETURN_TO', 'return_to must be a path on this service');
   const userId = req.user!.id;
   const c = await usable(d, String(req.params.id), userId);
   const server = await discover(c.url);
@@ -94,7 +112,8 @@ async function startConnect(d: Deps, req: Request, res: Response): Promise<void>
   const { url, verifier } = await authorizationRequest(server, client, d.redirectUri, state, scope);
   const pending = bag(req);
   // Stale handshakes go, so the session does not grow.
-  for (const [k, v] of Object.entries(pending)) if (k.startsWith(STATE_KEY) && Date.now() - (v as PendingConnect).at > CONNECT_STATE_TTL_MS) delete pending[k];
+  for (const [k, v] of Object.entries(pending))
+    if (k.startsWith(STATE_KEY) && Date.now() - (v as PendingConnect).at > CONNECT_STATE_TTL_MS) delete pending[k];
   pending[STATE_KEY + state] = {
     connectorId: c.id,
     userId,
@@ -108,7 +127,19 @@ async function startConnect(d: Deps, req: Request, res: Response): Promise<void>
     scope: scope ?? null,
   } satisfies PendingConnect;
   await saveSession(req);
-  req.log.info({ event: 'connector_connect_started', connector: c.id, client: client.client_id === d.metadataUrl ? 'metadata_document' : client.client_id === c.clientId ? 'pre_registered' : 'registered' }, 'connector connect started');
+  req.log.info(
+    {
+      event: 'connector_connect_started',
+      connector: c.id,
+      client:
+        client.client_id === d.metadataUrl
+          ? 'metadata_document'
+          : client.client_id === c.clientId
+            ? 'pre_registered'
+            : 'registered',
+    },
+    'connector connect started',
+  );
   res.json({ authorization_url: url });
 }
 
@@ -118,7 +149,8 @@ function takePending(req: Request): PendingConnect {
   const pending = bag(req);
   const p = state ? (pending[STATE_KEY + state] as PendingConnect | undefined) : undefined;
   if (state) delete pending[STATE_KEY + state];
-  if (!p || p.userId !== req.user!.id || Date.now() - p.at > CONNECT_STATE_TTL_MS) throw new AppError('ERR_CONNECTOR_OAUTH_STATE', 'unknown, used or expired connect attempt; start again');
+  if (!p || p.userId !== req.user!.id || Date.now() - p.at > CONNECT_STATE_TTL_MS)
+    throw new AppError('ERR_CONNECTOR_OAUTH_STATE', 'unknown, used or expired connect attempt; start again');
   return p;
 }
 
@@ -128,8 +160,11 @@ async function completeConnect(d: Deps, req: Request, res: Response): Promise<vo
   // The state is used up whatever follows: a replayed callback finds nothing.
   await saveSession(req);
   const iss = typeof req.query.iss === 'string' ? req.query.iss : undefined;
-  const issRequired = (p.metadata as { authorization_response_iss_parameter_supported?: boolean }).authorization_response_iss_parameter_supported === true;
-  if ((iss !== undefined && iss !== p.issuer) || (iss === undefined && issRequired)) throw new AppError('ERR_CONNECTOR_OAUTH_ISSUER', 'the authorization answer comes from another issuer');
+  const issRequired =
+    (p.metadata as { authorization_response_iss_parameter_supported?: boolean })
+      .authorization_response_iss_parameter_supported === true;
+  if ((iss !== undefined && iss !== p.issuer) || (iss === undefined && issRequired))
+    throw new AppError('ERR_CONNECTOR_OAUTH_ISSUER', 'the authorization answer comes from another issuer');
   if (typeof req.query.error === 'string') {
     const kind = /^[a-z_]{1,40}$/.test(req.query.error) ? req.query.error : 'error';
     throw new AppError('ERR_CONNECTOR_OAUTH_DENIED', `the authorization server did not grant access (${kind})`);
@@ -141,8 +176,22 @@ async function completeConnect(d: Deps, req: Request, res: Response): Promise<vo
   await d.store.connect(
     c.id,
     p.userId,
-    { clientId: p.clientId, issuer: p.issuer, metadata: p.metadata, resource: p.resource, scope: t.scope ?? p.scope, accessToken: t.accessToken, accessExpiresAt: t.expiresAt, refreshToken: t.refreshToken },
-    { event: 'connector.connected', actorId: p.userId, subjectId: p.userId, data: { connector: c.id, offline: !!t.refreshToken } },
+    {
+      clientId: p.clientId,
+      issuer: p.issuer,
+      metadata: p.metadata,
+      resource: p.resource,
+      scope: t.scope ?? p.scope,
+      accessToken: t.accessToken,
+      accessExpiresAt: t.expiresAt,
+      refreshToken: t.refreshToken,
+    },
+    {
+      event: 'connector.connected',
+      actorId: p.userId,
+      subjectId: p.userId,
+      data: { connector: c.id, offline: !!t.refreshToken },
+    },
   );
   req.log.info({ event: 'connector_connected', connector: c.id, offline: !!t.refreshToken }, 'connector connected');
   const back = new URL(p.returnTo, d.ctx.config.publicOrigin);
@@ -177,7 +226,10 @@ async function disconnect(d: Deps, req: Request, res: Response): Promise<void> {
     severity: revoked === false ? 'warning' : 'info',
     data: { connector: id, revoked_at_server: revoked, ...(outcome?.reason ? { reason: outcome.reason } : {}) },
   });
-  req.log.info({ event: 'connector_disconnected', connector: id, had, revoked, reason: outcome?.reason }, 'connector disconnected');
+  req.log.info(
+    { event: 'connector_disconnected', connector: id, had, revoked, reason: outcome?.reason },
+    'connector disconnected',
+  );
   res.json({ connector_id: id, connected: false, had, revoked_at_server: revoked });
 }
 

@@ -99,7 +99,9 @@ export const requireSuperuser: RequestHandler = (req: Request, _res: Response, n
 };
 
 /** Wrap an async handler so a rejection reaches the error middleware. */
-export function asyncHandler(fn: (req: Request, res: Response, next: NextFunction) => Promise<unknown>): RequestHandler {
+export function asyncHandler(
+  fn: (req: Request, res: Response, next: NextFunction) => Promise<unknown>,
+): RequestHandler {
   return (req, res, next) => {
     fn(req, res, next).catch(next);
   };

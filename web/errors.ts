@@ -32,9 +32,11 @@ function normalise(err: unknown): AppError {
   if (type === 'entity.parse.failed') return new AppError('ERR_VALIDATION', 'body is not valid JSON');
   if (type === 'entity.too.large') return new AppError('ERR_BODY_TOO_LARGE', 'request body too large');
   // 415 has a code of its own (it was ERR_VALIDATION with 415, which disagreed with the catalogue).
-  if (type === 'encoding.unsupported' || type === 'charset.unsupported') return new AppError('ERR_BODY_ENCODING', 'unsupported body encoding');
+  if (type === 'encoding.unsupported' || type === 'charset.unsupported')
+    return new AppError('ERR_BODY_ENCODING', 'unsupported body encoding');
   // The database went away (PostgreSQL restarting, network): retryable, nothing was half-written
   // (every multi-row change runs in one transaction). The service resumes when it answers again.
-  if (isConnectionError(err)) return new AppError('ERR_DB_UNAVAILABLE', 'the database does not answer; try again shortly', { retryable: true });
+  if (isConnectionError(err))
+    return new AppError('ERR_DB_UNAVAILABLE', 'the database does not answer; try again shortly', { retryable: true });
   return new AppError('ERR_INTERNAL', 'internal error', { cause: err });
 }

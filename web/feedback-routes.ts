@@ -40,7 +40,9 @@ export function feedbackRoutes(ctx: WebContext): Router {
     '/sessions/:id/feedback',
     ...onOwnedChat(owned, async (req, res, s) => {
       const rows = await feedbackInSession(db, s.id, req.user!.id);
-      const out: FeedbackList = { feedback: rows.map((f) => ({ turn_id: f.turn_id, rating: f.rating, note: f.note, updated_at: f.updated_at })) };
+      const out: FeedbackList = {
+        feedback: rows.map((f) => ({ turn_id: f.turn_id, rating: f.rating, note: f.note, updated_at: f.updated_at })),
+      };
       res.setHeader('Cache-Control', 'no-store');
       res.json(out);
     }),
@@ -51,12 +53,22 @@ export function feedbackRoutes(ctx: WebContext): Router {
     ...onOwnedChat(owned, async (req, res, s) => {
       const t = await turnOf(req, s);
       const body = FEEDBACK_BODY.safeParse(req.body);
-      if (!body.success) throw new AppError('ERR_VALIDATION', `rating must be up or down; note at most ${MAX_NOTE_CHARS} characters; nothing else`);
-      if (t.status !== 'done') throw new AppError('ERR_FEEDBACK_TURN_RUNNING', 'the answer is still running: rate it when it ends');
+      if (!body.success)
+        throw new AppError(
+          'ERR_VALIDATION',
+          `rating must be up or down; note at most ${MAX_NOTE_CHARS} characters; nothing else`,
+        );
+      if (t.status !== 'done')
+        throw new AppError('ERR_FEEDBACK_TURN_RUNNING', 'the answer is still running: rate it when it ends');
       const note = body.data.note?.trim() || null;
       const { row, before } = await setFeedback(db, t.turn_id, req.user!.id, body.data.rating, note);
       if (before !== row.rating) ctx.services.metrics?.chatFeedback.inc({ rating: row.rating });
-      const out: FeedbackEntry = { turn_id: row.turn_id, rating: row.rating, note: row.note, updated_at: row.updated_at };
+      const out: FeedbackEntry = {
+        turn_id: row.turn_id,
+        rating: row.rating,
+        note: row.note,
+        updated_at: row.updated_at,
+      };
       res.json(out);
     }),
   );

@@ -1,7 +1,15 @@
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { PassThrough, Writable } from 'node:stream';
-import { AppError, ATTACH_UPGRADE, AttachFrameReader, encodeAttachFrame, isAppError, NODE_HEADERS, protocolLogFields } from '../core/index.js';
+import {
+  AppError,
+  ATTACH_UPGRADE,
+  AttachFrameReader,
+  encodeAttachFrame,
+  isAppError,
+  NODE_HEADERS,
+  protocolLogFields,
+} from '../core/index.js';
 import { listNodes } from '../domain/fleet.js';
 import { nodeVerifier } from './fleet.js';
 import { strictInt } from './query-params.js';
@@ -25,7 +33,9 @@ const TERM_RE = /^[A-Za-z0-9._+-]{1,64}$/;
 
 function refuse(socket: Duplex, err: AppError): void {
   const body = JSON.stringify({ error: { code: err.code, message: err.message } });
-  socket.end(`HTTP/1.1 ${err.status} ${STATUS_CODES[err.status] ?? ''}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  socket.end(
+    `HTTP/1.1 ${err.status} ${STATUS_CODES[err.status] ?? ''}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 type AttachLog = Pick<WebContext['log'], 'info' | 'warn' | 'error'>;
@@ -51,19 +61,28 @@ function sizeParam(url: URL, k: string): number {
 }
 
 /** Checks the upgrade, its node signature and sender, and its parameters; finds the session's container. */
-async function admitAttach(ctx: WebContext, verifier: ReturnType<typeof nodeVerifier>, log: AttachLog, req: IncomingMessage): Promise<AdmittedAttach> {
+async function admitAttach(
+  ctx: WebContext,
+  verifier: ReturnType<typeof nodeVerifier>,
+  log: AttachLog,
+  req: IncomingMessage,
+): Promise<AdmittedAttach> {
   const url = new URL(req.url ?? '/', 'http://node');
   const m = ATTACH_PATH.exec(url.pathname);
   if (!m || req.method !== 'GET' || String(req.headers.upgrade).toLowerCase() !== ATTACH_UPGRADE) {
     throw new AppError('ERR_NOT_FOUND', 'no upgrade is served here but a signed airlock-attach from another node');
   }
   const authFailed = (reason: string, node?: string) => {
-    log.warn({ event: 'node_auth_refused', reason, node, method: req.method, path: url.pathname }, 'inter-node request refused');
+    log.warn(
+      { event: 'node_auth_refused', reason, node, method: req.method, path: url.pathname },
+      'inter-node request refused',
+    );
     return new AppError('ERR_NODE_AUTH', 'not a valid request from a node of this fleet');
   };
   if (!verifier) throw authFailed('no_secret');
   const v = await verifier.verify(req.headers, { method: 'GET', path: req.url ?? '', body: '' });
-  const claimed = typeof req.headers[NODE_HEADERS.node] === 'string' ? (req.headers[NODE_HEADERS.node] as string) : undefined;
+  const claimed =
+    typeof req.headers[NODE_HEADERS.node] === 'string' ? (req.headers[NODE_HEADERS.node] as string) : undefined;
   if (!v.ok) throw authFailed(v.reason, claimed);
   const nodes = await listNodes(ctx.database.sql, ctx.config.node.lostS);
   if (!nodes.some((n) => n.id === v.node && n.id !== ctx.config.node.id)) throw authFailed('unknown_node', v.node);
@@ -74,11 +93,26 @@ async function admitAttach(ctx: WebContext, verifier: ReturnType<typeof nodeVeri
   const port = ctx.services.attach;
   if (!port) throw new AppError('ERR_SESSION_UNAVAILABLE', 'this node runs no sandboxes');
   const sessionId = decodeURIComponent(m[1]);
-  return { containerId: await port.container(sessionId), sessionId, from: v.node, root: url.searchParams.get('root') === '1', term, rows, cols };
+  return {
+    containerId: await port.container(sessionId),
+    sessionId,
+    from: v.node,
+    root: url.searchParams.get('root') === '1',
+    term,
+    rows,
+    cols,
+  };
 }
 
 /** Answers 101 and runs the shell, speaking attach frames on the socket until either side ends. */
-function runAttach(ctx: WebContext, log: AttachLog, open: Set<Duplex>, socket: Duplex, head: Buffer, a: AdmittedAttach): void {
+function runAttach(
+  ctx: WebContext,
+  log: AttachLog,
+  open: Set<Duplex>,
+  socket: Duplex,
+  head: Buffer,
+  a: AdmittedAttach,
+): void {
   open.add(socket);
   socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: ${ATTACH_UPGRADE}\r\nConnection: Upgrade\r\n\r\n`);
   const started = Date.now();
@@ -100,7 +134,10 @@ function runAttach(ctx: WebContext, log: AttachLog, open: Set<Duplex>, socket: D
     try {
       frames = reader.push(chunk);
     } catch (err) {
-      log.warn(isAppError(err) ? protocolLogFields(err, 'fleet-attach') : { channel: 'fleet-attach' }, 'bad attach frame: connection closed');
+      log.warn(
+        isAppError(err) ? protocolLogFields(err, 'fleet-attach') : { channel: 'fleet-attach' },
+        'bad attach frame: connection closed',
+      );
       socket.destroy();
       return;
     }
@@ -135,7 +172,10 @@ function runAttach(ctx: WebContext, log: AttachLog, open: Set<Duplex>, socket: D
 }
 
 /** The listener for the web server's `upgrade` event; `close()` ends every attach still open. */
-export function fleetAttach(ctx: WebContext): { onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void; close(): void } {
+export function fleetAttach(ctx: WebContext): {
+  onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
+  close(): void;
+} {
   const verifier = nodeVerifier(ctx);
   const open = new Set<Duplex>();
   const log = ctx.log.child({ area: 'fleet-attach' });
@@ -144,7 +184,13 @@ export function fleetAttach(ctx: WebContext): { onUpgrade(req: IncomingMessage, 
       socket.on('error', () => socket.destroy());
       admitAttach(ctx, verifier, log, req).then(
         (a) => runAttach(ctx, log, open, socket, head, a),
-        (err: unknown) => refuse(socket, isAppError(err) ? err : (log.error({ err }, 'attach failed'), new AppError('ERR_INTERNAL', 'internal error'))),
+        (err: unknown) =>
+          refuse(
+            socket,
+            isAppError(err)
+              ? err
+              : (log.error({ err }, 'attach failed'), new AppError('ERR_INTERNAL', 'internal error')),
+          ),
       );
     },
     close() {

@@ -3,7 +3,14 @@ import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { AppError, NODE_HEADERS, NodeClient, NodeRequestVerifier } from '../core/index.js';
-import { claimNonce, listNodes, nodesOfUserSandboxes, placeSandbox, sandboxOf, type NodeInfo } from '../domain/fleet.js';
+import {
+  claimNonce,
+  listNodes,
+  nodesOfUserSandboxes,
+  placeSandbox,
+  sandboxOf,
+  type NodeInfo,
+} from '../domain/fleet.js';
 import { getUserById } from '../domain/users.js';
 import type { WebContext } from './context.js';
 
@@ -16,7 +23,16 @@ import type { WebContext } from './context.js';
  */
 
 /** Response headers the owner's answer keeps on the way back. */
-const PASS_BACK = ['content-type', 'cache-control', 'content-security-policy', 'retry-after', 'x-accel-buffering', 'x-chat-session-id', 'x-chat-turn-id', 'content-length'];
+const PASS_BACK = [
+  'content-type',
+  'cache-control',
+  'content-security-policy',
+  'retry-after',
+  'x-accel-buffering',
+  'x-chat-session-id',
+  'x-chat-turn-id',
+  'content-length',
+];
 
 /**
  * An attachment (a chart the agent drew) lives in the user's workspace on the node that ran the
@@ -25,7 +41,9 @@ const PASS_BACK = ['content-type', 'cache-control', 'content-security-policy', '
 async function attachmentNode(ctx: WebContext, req: Request, name: string): Promise<NodeInfo | undefined> {
   // A name the route would refuse anyway is refused here, before it touches a path.
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$/.test(name)) return undefined;
-  const here = await lstat(join(ctx.config.dataDir, 'workspaces', String(req.user!.id), '.agent-attachments', name)).then(
+  const here = await lstat(
+    join(ctx.config.dataDir, 'workspaces', String(req.user!.id), '.agent-attachments', name),
+  ).then(
     () => true,
     () => false,
   );
@@ -44,8 +62,15 @@ async function targetNode(ctx: WebContext, req: Request): Promise<NodeInfo | und
   const self = ctx.config.node.id;
   const attachment = req.method === 'GET' ? /^\/attachments\/([^/]+)(?:\/preview)?$/.exec(req.path) : null;
   if (attachment) return attachmentNode(ctx, req, decodeURIComponent(attachment[1]));
-  const m = /^\/sessions\/([^/]+)\/(?:turns\/[^/]+\/(?:events|cancel)|approvals\/[^/]+(?:\/preview|\/attachments\/\d+)?)$/.exec(req.path);
-  const sessionId = m ? decodeURIComponent(m[1]) : req.method === 'POST' && req.path === '/messages' ? (req.body as { session_id?: unknown } | undefined)?.session_id : undefined;
+  const m =
+    /^\/sessions\/([^/]+)\/(?:turns\/[^/]+\/(?:events|cancel)|approvals\/[^/]+(?:\/preview|\/attachments\/\d+)?)$/.exec(
+      req.path,
+    );
+  const sessionId = m
+    ? decodeURIComponent(m[1])
+    : req.method === 'POST' && req.path === '/messages'
+      ? (req.body as { session_id?: unknown } | undefined)?.session_id
+      : undefined;
   const isNewTurn = req.method === 'POST' && req.path === '/messages';
   if (!m && !isNewTurn) return undefined;
   const nodes = await listNodes(ctx.database.sql, ctx.config.node.lostS);
@@ -77,7 +102,14 @@ export function fleetForwarding(ctx: WebContext): RequestHandler {
 }
 
 /** Send this request to `node` at `path` as the authenticated user; pipe the answer back. */
-function forwardTo(ctx: WebContext, client: NodeClient, req: Request, res: Response, node: NodeInfo, path: string): void {
+function forwardTo(
+  ctx: WebContext,
+  client: NodeClient,
+  req: Request,
+  res: Response,
+  node: NodeInfo,
+  path: string,
+): void {
   const body = req.rawBody ?? Buffer.alloc(0);
   const headers: Record<string, string> = { 'x-request-id': req.id };
   if (body.length) headers['content-type'] = 'application/json';
@@ -93,13 +125,22 @@ function forwardTo(ctx: WebContext, client: NodeClient, req: Request, res: Respo
     res.setHeader('X-Airlock-Served-By', node.id);
     if (answer.headers['content-type']?.startsWith('application/x-ndjson')) req.socket.setNoDelay(true);
     answer.pipe(res);
-    answer.on('end', () => req.log.debug({ node: node.id, ms: Number(process.hrtime.bigint() - started) / 1e6 }, 'forwarded'));
+    answer.on('end', () =>
+      req.log.debug({ node: node.id, ms: Number(process.hrtime.bigint() - started) / 1e6 }, 'forwarded'),
+    );
   });
   up.on('error', (err) => {
     req.log.warn({ node: node.id, url: node.url, err: err.message }, 'owner node unreachable');
     if (res.headersSent) return res.destroy();
     res.setHeader('Retry-After', String(Math.max(1, ctx.config.node.heartbeatS)));
-    res.status(503).json({ error: { code: 'ERR_NODE_UNREACHABLE', message: `the node running this session (${node.id}) does not answer; try again shortly` } });
+    res
+      .status(503)
+      .json({
+        error: {
+          code: 'ERR_NODE_UNREACHABLE',
+          message: `the node running this session (${node.id}) does not answer; try again shortly`,
+        },
+      });
   });
   // The browser went away: so does the forwarded request (the owner keeps the turn running).
   res.on('close', () => up.destroy());
@@ -108,7 +149,11 @@ function forwardTo(ctx: WebContext, client: NodeClient, req: Request, res: Respo
 /** The verifier of requests from other nodes: signed for this node, nonces claimed fleet-wide. */
 export function nodeVerifier(ctx: WebContext): NodeRequestVerifier | undefined {
   const secret = ctx.config.node.secret;
-  return secret ? new NodeRequestVerifier(secret.reveal(), ctx.config.node.id, (nonce, node, expiresAt) => claimNonce(ctx.database.sql, nonce, node, expiresAt)) : undefined;
+  return secret
+    ? new NodeRequestVerifier(secret.reveal(), ctx.config.node.id, (nonce, node, expiresAt) =>
+        claimNonce(ctx.database.sql, nonce, node, expiresAt),
+      )
+    : undefined;
 }
 
 /**
@@ -120,15 +165,30 @@ export function nodeAuth(ctx: WebContext): RequestHandler {
   return (req: Request, _res: Response, next: NextFunction) => {
     const refuse = (reason: string, node?: string) => {
       // Logged without the body (it may be a prompt).
-      req.log.warn({ event: 'node_auth_refused', reason, node, method: req.method, path: req.originalUrl.split('?')[0] }, 'inter-node request refused');
+      req.log.warn(
+        { event: 'node_auth_refused', reason, node, method: req.method, path: req.originalUrl.split('?')[0] },
+        'inter-node request refused',
+      );
       next(new AppError('ERR_NODE_AUTH', 'not a valid request from a node of this fleet'));
     };
     if (!verifier) return refuse('no_secret');
-    const v = verifier.check(req.headers, { method: req.method, path: req.originalUrl, body: req.rawBody ?? Buffer.alloc(0) });
-    if (!v.ok) return refuse(v.reason, typeof req.headers[NODE_HEADERS.node] === 'string' ? (req.headers[NODE_HEADERS.node] as string) : undefined);
+    const v = verifier.check(req.headers, {
+      method: req.method,
+      path: req.originalUrl,
+      body: req.rawBody ?? Buffer.alloc(0),
+    });
+    if (!v.ok)
+      return refuse(
+        v.reason,
+        typeof req.headers[NODE_HEADERS.node] === 'string' ? (req.headers[NODE_HEADERS.node] as string) : undefined,
+      );
     (async () => {
       // The nonce claim and the two reads are independent: one round trip's wait, not three.
-      const [fresh, nodes, user] = await Promise.all([verifier.claim(v), listNodes(ctx.database.sql, ctx.config.node.lostS), v.userId === null ? undefined : getUserById(ctx.database.sql, v.userId)]);
+      const [fresh, nodes, user] = await Promise.all([
+        verifier.claim(v),
+        listNodes(ctx.database.sql, ctx.config.node.lostS),
+        v.userId === null ? undefined : getUserById(ctx.database.sql, v.userId),
+      ]);
       if (!fresh) return refuse('replayed', v.node);
       if (!nodes.some((n) => n.id === v.node && n.id !== ctx.config.node.id)) return refuse('unknown_node', v.node);
       if (v.userId !== null) {
@@ -157,7 +217,10 @@ export function fleetRoutes(ctx: WebContext, chat: RequestHandler): Router {
   r.post('/operator', (req, res, next) => {
     const operator = ctx.services.operator;
     if (!operator) return next(new AppError('ERR_SESSION_UNAVAILABLE', 'this node runs no sandboxes'));
-    req.log.info({ cmd: (req.body as { cmd?: unknown })?.cmd, fromNode: req.headers[NODE_HEADERS.node] }, 'operator command from another node');
+    req.log.info(
+      { cmd: (req.body as { cmd?: unknown })?.cmd, fromNode: req.headers[NODE_HEADERS.node] },
+      'operator command from another node',
+    );
     operator(req.body).then((result) => res.json({ result }), next);
   });
   const viaChat: RequestHandler = (req, res, next) => {

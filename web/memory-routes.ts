@@ -7,7 +7,13 @@ import { asyncHandler, requireUser, type WebContext } from './context.js';
 import { validateBody } from './validate.js';
 import { z } from 'zod';
 
-export { MEMORIES_PER_USER_MAX, MEMORY_CONTENT_MAX, MemoryStore, REFUSED_MEMORY_SOURCE, type MemoryEntry } from '../domain/memories.js';
+export {
+  MEMORIES_PER_USER_MAX,
+  MEMORY_CONTENT_MAX,
+  MemoryStore,
+  REFUSED_MEMORY_SOURCE,
+  type MemoryEntry,
+} from '../domain/memories.js';
 
 const AGENT_LIST_DEFAULT = 50;
 const AGENT_LIST_MAX = 200;
@@ -85,7 +91,10 @@ async function agentUser(ctx: WebContext, req: Request): Promise<{ userId: numbe
 }
 
 function refused(): AppError {
-  return new AppError('ERR_MEMORY_SOURCE_REFUSED', `memory entries with source "${REFUSED_MEMORY_SOURCE}" are not available to the agent`);
+  return new AppError(
+    'ERR_MEMORY_SOURCE_REFUSED',
+    `memory entries with source "${REFUSED_MEMORY_SOURCE}" are not available to the agent`,
+  );
 }
 
 /**
@@ -110,7 +119,9 @@ export function agentApiRoutes(ctx: WebContext): Router {
       const rawLimit = intQueryParam(req, 'limit', { min: 1, max: AGENT_LIST_MAX }) ?? AGENT_LIST_DEFAULT;
       const q = typeof req.query.q === 'string' ? req.query.q.slice(0, 200).toLowerCase() : '';
       // Content is encrypted at rest, so the text filter runs here, after the SQL source filter.
-      const memories = (await store.list(userId, { excludeSource: REFUSED_MEMORY_SOURCE, source })).filter((m) => !q || m.content.toLowerCase().includes(q)).slice(0, rawLimit);
+      const memories = (await store.list(userId, { excludeSource: REFUSED_MEMORY_SOURCE, source }))
+        .filter((m) => !q || m.content.toLowerCase().includes(q))
+        .slice(0, rawLimit);
       const n = await store.count(userId, REFUSED_MEMORY_SOURCE);
       req.log.info({ count: memories.length, withheld: n }, 'agent memories read');
       res.json({ memories, withheld: { [REFUSED_MEMORY_SOURCE]: n } });

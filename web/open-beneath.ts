@@ -1,7 +1,8 @@
 import { constants as fsc, promises as fsp, type Stats } from 'node:fs';
 
 /** Why a file under a root was not opened (the caller maps every reason to one 404). */
-export type BeneathRefusal = 'bad_name' | 'not_found' | 'symlink' | 'not_directory' | 'not_regular' | 'wrong_owner' | 'hard_linked' | 'too_large';
+export type BeneathRefusal =
+  'bad_name' | 'not_found' | 'symlink' | 'not_directory' | 'not_regular' | 'wrong_owner' | 'hard_linked' | 'too_large';
 
 /**
  * A plain Error, not an AppError: it never reaches a caller as is; every reader maps it to a
@@ -40,7 +41,11 @@ const COMPONENT = /^(?!\.{1,2}$)[^/\0]{1,255}$/;
  * `root` itself is trusted (the daemon owns it); the agent may own everything below it.
  * The caller closes the returned handle.
  */
-export async function openBeneath(root: string, parts: readonly string[], opts: OpenBeneathOptions): Promise<{ fh: fsp.FileHandle; stat: Stats }> {
+export async function openBeneath(
+  root: string,
+  parts: readonly string[],
+  opts: OpenBeneathOptions,
+): Promise<{ fh: fsp.FileHandle; stat: Stats }> {
   if (!parts.length) throw new BeneathError('bad_name', 'no path components');
   for (const p of parts) if (!COMPONENT.test(p)) throw new BeneathError('bad_name', 'invalid path component');
   let dir = await openOrRefuse(root, fsc.O_RDONLY | fsc.O_DIRECTORY);
@@ -56,7 +61,8 @@ export async function openBeneath(root: string, parts: readonly string[], opts: 
     try {
       const stat = await fh.stat();
       if (!stat.isFile()) throw new BeneathError('not_regular', 'not a regular file');
-      if (opts.ownerUid !== undefined && stat.uid !== opts.ownerUid) throw new BeneathError('wrong_owner', 'file not owned by the expected user');
+      if (opts.ownerUid !== undefined && stat.uid !== opts.ownerUid)
+        throw new BeneathError('wrong_owner', 'file not owned by the expected user');
       // A hard link would let a file from elsewhere on the same filesystem pass as this one.
       if (stat.nlink !== 1) throw new BeneathError('hard_linked', 'file has more than one link');
       if (stat.size > opts.maxBytes) throw new BeneathError('too_large', 'file too large');
@@ -97,7 +103,12 @@ async function descend(dir: fsp.FileHandle, part: string): Promise<fsp.FileHandl
  * follows a link in its last component). Each folder made is handed to `made` (to chown it by its
  * descriptor). The caller closes the returned handle.
  */
-export async function openDirBeneath(root: string, parts: readonly string[], mkdirMode?: number, made?: (fh: fsp.FileHandle) => Promise<void>): Promise<fsp.FileHandle> {
+export async function openDirBeneath(
+  root: string,
+  parts: readonly string[],
+  mkdirMode?: number,
+  made?: (fh: fsp.FileHandle) => Promise<void>,
+): Promise<fsp.FileHandle> {
   for (const p of parts) if (!COMPONENT.test(p)) throw new BeneathError('bad_name', 'invalid path component');
   let dir = await openOrRefuse(root, fsc.O_RDONLY | fsc.O_DIRECTORY);
   try {

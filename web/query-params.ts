@@ -34,7 +34,12 @@ export function intQueryParam(req: Request, name: string, o: IntParamOptions = {
   const min = o.min ?? 0;
   const max = o.max ?? Number.MAX_SAFE_INTEGER;
   const n = strictInt(v, min, max);
-  if (n === undefined) throw new AppError(o.code ?? 'ERR_VALIDATION', `${name}: must be one integer from ${min} to ${max} (digits, no leading zero)`, { details: { field: name } });
+  if (n === undefined)
+    throw new AppError(
+      o.code ?? 'ERR_VALIDATION',
+      `${name}: must be one integer from ${min} to ${max} (digits, no leading zero)`,
+      { details: { field: name } },
+    );
   return n;
 }
 
@@ -42,7 +47,13 @@ export function intQueryParam(req: Request, name: string, o: IntParamOptions = {
 export function refuseQueryArrays(req: Request, _res: Response, next: NextFunction): void {
   for (const key of Object.keys(req.query)) {
     if (key.includes('[') || key.includes(']')) {
-      return next(new AppError('ERR_VALIDATION', `query parameter ${JSON.stringify(key.slice(0, 40))}: arrays and objects are not accepted; give one value`, { details: { field: key.slice(0, 40) } }));
+      return next(
+        new AppError(
+          'ERR_VALIDATION',
+          `query parameter ${JSON.stringify(key.slice(0, 40))}: arrays and objects are not accepted; give one value`,
+          { details: { field: key.slice(0, 40) } },
+        ),
+      );
     }
   }
   next();

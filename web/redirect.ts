@@ -7,7 +7,11 @@
  * path does not start with `//` (or `/\`, which browsers treat the same). What is returned is
  * the resolved path, query and fragment only (`/chat?x=1`): never a scheme or host from the input.
  */
-export function resolveRedirect(raw: unknown, publicOrigin: string, opts: { allowAbsolute?: boolean } = {}): string | null {
+export function resolveRedirect(
+  raw: unknown,
+  publicOrigin: string,
+  opts: { allowAbsolute?: boolean } = {},
+): string | null {
   if (typeof raw !== 'string' || raw.length === 0 || raw.length > 2048) return null;
   // Control characters and whitespace are stripped by URL parsers in ways browsers may not share.
   // eslint-disable-next-line no-control-regex -- matching control characters is the point here

@@ -23,7 +23,13 @@ export function parseFields<T>(schema: z.ZodType<T>, body: unknown, what: string
   throw problemsError(
     r.error.issues.map((i) => {
       const field = i.path.length ? i.path.join('.') : i.code === 'unrecognized_keys' ? String(i.keys[0]) : '';
-      return { field, message: i.code === 'unrecognized_keys' ? `"${i.keys[0]}" is not a field of ${what}.` : `${field || 'The body'}: ${i.message}.` };
+      return {
+        field,
+        message:
+          i.code === 'unrecognized_keys'
+            ? `"${i.keys[0]}" is not a field of ${what}.`
+            : `${field || 'The body'}: ${i.message}.`,
+      };
     }),
   );
 }

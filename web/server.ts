@@ -20,10 +20,16 @@ export interface WebServer {
  * Create the app and listen on config.host:config.port (0 = any free port): https when
  * AIRLOCK_TLS_CERT_FILE and AIRLOCK_TLS_KEY_FILE are set (e.g. for https between nodes), else http.
  */
-export async function startWebServer(ctx: WebContext, port = ctx.config.port, host = ctx.config.host): Promise<WebServer> {
+export async function startWebServer(
+  ctx: WebContext,
+  port = ctx.config.port,
+  host = ctx.config.host,
+): Promise<WebServer> {
   const app = createApp(ctx);
   const tls = ctx.config.tls;
-  const server: Server = tls ? createHttpsServer({ cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) }, app) : createServer(app);
+  const server: Server = tls
+    ? createHttpsServer({ cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) }, app)
+    : createServer(app);
   server.keepAliveTimeout = 5_000;
   // The one upgrade served: `sessions attach` from another node of the fleet (web/fleet-attach.ts).
   const attach = fleetAttach(ctx);

@@ -26,5 +26,7 @@ export function loadOrCreateSessionSecret(dataDir: string): string {
  */
 export function sessionSecret(config: Readonly<Pick<Config, 'dataDir' | 'node'>>): string {
   if (!config.node.secret) return loadOrCreateSessionSecret(config.dataDir);
-  return Buffer.from(hkdfSync('sha256', config.node.secret.reveal(), 'airlock', 'session-cookie-v1', 32)).toString('hex');
+  return Buffer.from(hkdfSync('sha256', config.node.secret.reveal(), 'airlock', 'session-cookie-v1', 32)).toString(
+    'hex',
+  );
 }

@@ -1,6 +1,13 @@
 import session from 'express-session';
 import type { Sql } from '../domain/db/index.js';
-import { deleteUserWebSessions, deleteWebSession, pruneWebSessions, readWebSession, touchWebSession, writeWebSession } from '../domain/web-sessions.js';
+import {
+  deleteUserWebSessions,
+  deleteWebSession,
+  pruneWebSessions,
+  readWebSession,
+  touchWebSession,
+  writeWebSession,
+} from '../domain/web-sessions.js';
 
 const DEFAULT_TTL_MS = 7 * 24 * 3600 * 1000;
 

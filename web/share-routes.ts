@@ -43,10 +43,20 @@ export function shareRoutes(ctx: WebContext): Router {
     ...onOwnedChat(owned, async (req, res, s) => {
       const made = await store.inTransaction(db, async (trx) => {
         const m = await createShare(trx, s);
-        await logAction(trx, { event: 'chat.shared', actorId: req.user!.id, subjectId: req.user!.id, data: { session_id: s.id, share_id: m.share.id, replaced: m.revoked } });
+        await logAction(trx, {
+          event: 'chat.shared',
+          actorId: req.user!.id,
+          subjectId: req.user!.id,
+          data: { session_id: s.id, share_id: m.share.id, replaced: m.revoked },
+        });
         return m;
       });
-      const out: ShareCreated = { shared: true, created_at: made.share.created_at, token: made.token, url: `${ctx.config.publicOrigin}/#/share/${made.token}` };
+      const out: ShareCreated = {
+        shared: true,
+        created_at: made.share.created_at,
+        token: made.token,
+        url: `${ctx.config.publicOrigin}/#/share/${made.token}`,
+      };
       res.setHeader('Cache-Control', 'no-store');
       res.status(201).json(out);
     }),
@@ -57,7 +67,13 @@ export function shareRoutes(ctx: WebContext): Router {
     ...onOwnedChat(owned, async (req, res, s) => {
       await store.inTransaction(db, async (trx) => {
         const n = await revokeShares(trx, s.id);
-        if (n) await logAction(trx, { event: 'chat.share_revoked', actorId: req.user!.id, subjectId: req.user!.id, data: { session_id: s.id, revoked: n } });
+        if (n)
+          await logAction(trx, {
+            event: 'chat.share_revoked',
+            actorId: req.user!.id,
+            subjectId: req.user!.id,
+            data: { session_id: s.id, revoked: n },
+          });
       });
       res.status(204).end();
     }),
@@ -90,7 +106,11 @@ function viewerRoutes(r: Router, ctx: WebContext): void {
     return { o, turns: await sharedTurns(db, o.share) };
   };
   /** The shared chat's file `:name`, read from its owner's workspace: only one its turns name (else 404, like a wrong link). */
-  const namedFile = async <T>(req: Request, named: (turns: StoredTurn[]) => Iterable<string>, read: (dataDir: string, userId: number, name: string, log: Logger) => Promise<T>) => {
+  const namedFile = async <T>(
+    req: Request,
+    named: (turns: StoredTurn[]) => Iterable<string>,
+    read: (dataDir: string, userId: number, name: string, log: Logger) => Promise<T>,
+  ) => {
     const { o, turns } = await open(req);
     const name = String(req.params.name);
     if (!new Set(named(turns)).has(name)) throw gone();
@@ -105,7 +125,13 @@ function viewerRoutes(r: Router, ctx: WebContext): void {
     '/share/:token',
     ...signedIn(async (req, res) => {
       const { o, turns } = await open(req);
-      const out: SharedChat = { title: o.session.title, owner: o.owner.name, shared_at: o.share.created_at, turns, usage: sumUsage(turns) };
+      const out: SharedChat = {
+        title: o.session.title,
+        owner: o.owner.name,
+        shared_at: o.share.created_at,
+        turns,
+        usage: sumUsage(turns),
+      };
       res.set(noStore).json(out);
     }),
   );
@@ -126,7 +152,10 @@ function viewerRoutes(r: Router, ctx: WebContext): void {
       res.set(noStore);
       if (req.path.endsWith('/preview')) return void res.json(previewOf(name, file.data));
       const image = file.kind === 'png' || file.kind === 'jpeg';
-      res.set({ 'Content-Type': image ? `image/${file.kind}` : 'application/octet-stream', 'Content-Security-Policy': "default-src 'none'; sandbox" });
+      res.set({
+        'Content-Type': image ? `image/${file.kind}` : 'application/octet-stream',
+        'Content-Security-Policy': "default-src 'none'; sandbox",
+      });
       if (!image) res.setHeader('Content-Disposition', `attachment; filename="${name}"`);
       res.end(file.data);
     }),

@@ -49,7 +49,10 @@ export function uiRoutes(): Router {
         index: 'index.html',
         setHeaders(res) {
           res.setHeader('Cache-Control', 'no-cache');
-          res.setHeader('Content-Security-Policy', "default-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'");
+          res.setHeader(
+            'Content-Security-Policy',
+            "default-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'",
+          );
         },
       }),
     );

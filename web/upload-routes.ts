@@ -24,14 +24,23 @@ export type Preview = FilePreview;
 
 const PREVIEW_QUERY = z.object({ sheet: z.string().max(100).optional() }).strict();
 
-const tooLarge = () => new AppError('ERR_UPLOAD_TOO_LARGE', `the file is larger than ${UPLOAD_MAX_BYTES / (1024 * 1024)} MB`);
+const tooLarge = () =>
+  new AppError('ERR_UPLOAD_TOO_LARGE', `the file is larger than ${UPLOAD_MAX_BYTES / (1024 * 1024)} MB`);
 
 /** Refuse what is not what its name says, or a table the readers refuse (zip bomb, bad encoding, huge rows). */
 export function checkUpload(name: string, data: Buffer): Preview {
   const kind = kindOfName(name)!;
-  if (!sniff(kind, data)) throw new AppError('ERR_UPLOAD_MISMATCH', `${name} is not a ${kind.toUpperCase()} file (its first bytes say otherwise)`);
+  if (!sniff(kind, data))
+    throw new AppError(
+      'ERR_UPLOAD_MISMATCH',
+      `${name} is not a ${kind.toUpperCase()} file (its first bytes say otherwise)`,
+    );
   const text = kind === 'csv' || kind === 'txt' || kind === 'md' || kind === 'json';
-  if (text && decodeText(data).replaced) throw new AppError('ERR_UPLOAD_ENCODING', `${name} is not UTF-8 (or UTF-16 with a BOM): save it as UTF-8 and upload it again`);
+  if (text && decodeText(data).replaced)
+    throw new AppError(
+      'ERR_UPLOAD_ENCODING',
+      `${name} is not UTF-8 (or UTF-16 with a BOM): save it as UTF-8 and upload it again`,
+    );
   checkDocument(name, kind, data);
   return previewOf(name, data);
 }
@@ -39,7 +48,8 @@ export function checkUpload(name: string, data: Buffer): Preview {
 /** A document the agent could not read is refused up front: a DOCX/PPTX without its main part (or a zip bomb), JSON that does not parse. */
 function checkDocument(name: string, kind: FileKind, data: Buffer): void {
   const part = kind === 'docx' ? 'word/document.xml' : kind === 'pptx' ? 'ppt/presentation.xml' : undefined;
-  if (part && !ooxmlHas(data, part)) throw new AppError('ERR_UPLOAD_MISMATCH', `${name} is not a ${kind.toUpperCase()} file (it has no ${part})`);
+  if (part && !ooxmlHas(data, part))
+    throw new AppError('ERR_UPLOAD_MISMATCH', `${name} is not a ${kind.toUpperCase()} file (it has no ${part})`);
   if (kind === 'json') {
     try {
       JSON.parse(decodeText(data).text);
@@ -53,16 +63,34 @@ export function previewOf(name: string, data: Buffer, sheet?: string): Preview {
   const kind = kindOfName(name)!;
   if (kind === 'json' || kind === 'txt' || kind === 'md') {
     const { text } = decodeText(data.subarray(0, PREVIEW_TEXT_BYTES));
-    return { name, kind, text: { text: data.length > PREVIEW_TEXT_BYTES ? text.replace(/\uFFFD$/, '') : text, truncated: data.length > PREVIEW_TEXT_BYTES } };
+    return {
+      name,
+      kind,
+      text: {
+        text: data.length > PREVIEW_TEXT_BYTES ? text.replace(/\uFFFD$/, '') : text,
+        truncated: data.length > PREVIEW_TEXT_BYTES,
+      },
+    };
   }
   if (kind !== 'csv' && kind !== 'xlsx') return { name, kind };
   const t = readTable(name, data, { maxRows: PREVIEW_ROWS, sheet });
-  return { name, kind, table: { rows: t.rows, truncated: t.truncated, notes: t.notes, sheet: t.sheet, ...(t.sheets ? { sheets: t.sheets } : {}) } };
+  return {
+    name,
+    kind,
+    table: {
+      rows: t.rows,
+      truncated: t.truncated,
+      notes: t.notes,
+      sheet: t.sheet,
+      ...(t.sheets ? { sheets: t.sheets } : {}),
+    },
+  };
 }
 
 function fileName(req: Request): string {
   const header = req.get('x-file-name');
-  if (!header) throw new AppError('ERR_UPLOAD_BODY', 'say the file name in the X-File-Name header (percent-encoded UTF-8)');
+  if (!header)
+    throw new AppError('ERR_UPLOAD_BODY', 'say the file name in the X-File-Name header (percent-encoded UTF-8)');
   let raw: string;
   try {
     raw = decodeURIComponent(header);
@@ -80,7 +108,10 @@ function fileName(req: Request): string {
  * a chat not made yet. Only the chat's owner: another user's chat is 404 like a missing one. Files live in the owner's workspace
  * (/workspace/uploads in the sandbox), shared by the user's chats.
  */
-export function uploadRoutes(ctx: WebContext, o: { owned: (userId: number, id: string) => Promise<store.ChatSessionRow>; workspaces?: WorkspacePort; log: Logger }): Router {
+export function uploadRoutes(
+  ctx: WebContext,
+  o: { owned: (userId: number, id: string) => Promise<store.ChatSessionRow>; workspaces?: WorkspacePort; log: Logger },
+): Router {
   const r = Router();
   const root = join(ctx.config.dataDir, 'workspaces');
 

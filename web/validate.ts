@@ -19,7 +19,11 @@ export interface Problem {
 }
 
 /** Parse `data` with `schema`; throws 400 ERR_VALIDATION (or `code`) naming the field and the reason. */
-export function validateBody<S extends z.ZodType>(schema: S, data: unknown, code: ErrorCode = 'ERR_VALIDATION'): z.output<S> {
+export function validateBody<S extends z.ZodType>(
+  schema: S,
+  data: unknown,
+  code: ErrorCode = 'ERR_VALIDATION',
+): z.output<S> {
   const r = schema.safeParse(data);
   if (r.success) return r.data;
   throw problemsError(zodProblems(r.error.issues, data), code);
@@ -29,7 +33,9 @@ export function validateBody<S extends z.ZodType>(schema: S, data: unknown, code
 export function problemsError(problems: Problem[], code: ErrorCode = 'ERR_VALIDATION'): AppError {
   const list = problems.length ? problems : [{ field: '', message: 'The request body is not valid.' }];
   const more = list.length > 1 ? ` (and ${list.length - 1} more problem${list.length > 2 ? 's' : ''})` : '';
-  return new AppError(code, `${list[0].message}${more}`, { details: { field: list[0].field, problems: list.slice(0, 10) } });
+  return new AppError(code, `${list[0].message}${more}`, {
+    details: { field: list[0].field, problems: list.slice(0, 10) },
+  });
 }
 
 /** "display_name" → "Display name"; "row_filter.all.1.column" → "Row filter, condition 2: column". */
@@ -59,7 +65,11 @@ const TYPE_WORDS: Record<string, string> = {
   record: 'an object',
   null: 'null',
 };
-const FORMAT_WORDS: Record<string, string> = { email: 'an e-mail address', url: 'a URL (https://…)', datetime: 'a date and time' };
+const FORMAT_WORDS: Record<string, string> = {
+  email: 'an e-mail address',
+  url: 'a URL (https://…)',
+  datetime: 'a date and time',
+};
 
 type Issue = z.core.$ZodIssue;
 
@@ -80,7 +90,11 @@ function valueAt(data: unknown, path: readonly PropertyKey[]): unknown {
 function sizeProblem(i: Issue & { code: 'too_small' | 'too_big' }, field: string, label: string): Problem {
   const n = Number(i.code === 'too_small' ? i.minimum : i.maximum);
   if (i.code === 'too_small') {
-    if (i.origin === 'string') return { field, message: n <= 1 ? `${label} must not be empty.` : `${label} is too short: at least ${n} characters.` };
+    if (i.origin === 'string')
+      return {
+        field,
+        message: n <= 1 ? `${label} must not be empty.` : `${label} is too short: at least ${n} characters.`,
+      };
     if (i.origin === 'array') return { field, message: `${label} needs at least ${n} item${n === 1 ? '' : 's'}.` };
     return { field, message: `${label} must be at least ${n}.` };
   }
@@ -99,15 +113,34 @@ function problemsOf(i: Issue, data: unknown, prefix: readonly PropertyKey[] = []
       if (path.length && valueAt(data, path) === undefined) return [{ field, message: `${label} is required.` }];
       return [{ field, message: `${label} must be ${TYPE_WORDS[i.expected] ?? i.expected}.` }];
     case 'unrecognized_keys':
-      return i.keys.map((k) => ({ field: [field, k].filter(Boolean).join('.'), message: `"${k}" is not a known field${field ? ` of ${label.toLowerCase()}` : ''}.` }));
+      return i.keys.map((k) => ({
+        field: [field, k].filter(Boolean).join('.'),
+        message: `"${k}" is not a known field${field ? ` of ${label.toLowerCase()}` : ''}.`,
+      }));
     case 'too_small':
     case 'too_big':
       return [sizeProblem(i, field, label)];
     case 'invalid_format':
-      if (i.format === 'regex') return [{ field, message: i.message.startsWith('Invalid') ? `${label} has characters that are not allowed.` : `${label}: ${i.message}.` }];
+      if (i.format === 'regex')
+        return [
+          {
+            field,
+            message: i.message.startsWith('Invalid')
+              ? `${label} has characters that are not allowed.`
+              : `${label}: ${i.message}.`,
+          },
+        ];
       return [{ field, message: `${label} must be ${FORMAT_WORDS[i.format] ?? `in ${i.format} format`}.` }];
     case 'invalid_value':
-      return [{ field, message: i.values.length === 1 ? `${label} must be ${JSON.stringify(i.values[0])}.` : `${label} must be one of: ${i.values.map((v) => JSON.stringify(v)).join(', ')}.` }];
+      return [
+        {
+          field,
+          message:
+            i.values.length === 1
+              ? `${label} must be ${JSON.stringify(i.values[0])}.`
+              : `${label} must be one of: ${i.values.map((v) => JSON.stringify(v)).join(', ')}.`,
+        },
+      ];
     case 'invalid_union':
       return unionProblems(i, data, path);
     case 'custom':
@@ -127,7 +160,13 @@ function unionProblems(i: Issue & { code: 'invalid_union' }, data: unknown, path
   const typeOnly = (branch: Issue[]) => branch.every((b) => b.code === 'invalid_type' && b.path.length === 0);
   const taken = i.errors.find((branch) => branch.length && !typeOnly(branch));
   if (taken) return taken.flatMap((b) => problemsOf(b, data, path));
-  const types = [...new Set(i.errors.flatMap((branch) => branch.map((b) => (b.code === 'invalid_type' ? (TYPE_WORDS[b.expected] ?? b.expected) : 'valid'))))];
+  const types = [
+    ...new Set(
+      i.errors.flatMap((branch) =>
+        branch.map((b) => (b.code === 'invalid_type' ? (TYPE_WORDS[b.expected] ?? b.expected) : 'valid')),
+      ),
+    ),
+  ];
   if (!types.length) return [{ field, message: `${fieldLabel(field)} is not valid.` }];
   return [{ field, message: `${fieldLabel(field)} must be ${types.join(' or ')}.` }];
 }
@@ -151,5 +190,7 @@ export function atLeastOneField<S extends z.ZodType<Record<string, unknown>>>(sc
 
 /** A list without repeats (JSON Schema's uniqueItems). */
 export function uniqueList<S extends z.ZodType<unknown[]>>(schema: S, label: string): S {
-  return schema.refine((v) => new Set(v.map((x) => JSON.stringify(x))).size === v.length, { message: `${label} lists the same item twice.` });
+  return schema.refine((v) => new Set(v.map((x) => JSON.stringify(x))).size === v.length, {
+    message: `${label} lists the same item twice.`,
+  });
 }

@@ -32,9 +32,14 @@ export function safeName(raw: string): string {
   let name = base.replace(/[^A-Za-z0-9._-]+/g, '_').replace(/^[._]+/, '');
   const ext = /\.[A-Za-z]{2,8}$/.exec(name)?.[0] ?? '';
   const stem = name.slice(0, name.length - ext.length).replace(/[._]+$/, '');
-  if (!stem || !ext) throw new AppError('ERR_UPLOAD_NAME', 'give the file a name such as sales.csv (letters, digits, . - _)');
+  if (!stem || !ext)
+    throw new AppError('ERR_UPLOAD_NAME', 'give the file a name such as sales.csv (letters, digits, . - _)');
   name = `${stem.slice(0, 100 - ext.length)}${ext.toLowerCase()}`;
-  if (!kindOfName(name)) throw new AppError('ERR_UPLOAD_TYPE', 'only .csv, .xlsx, .png, .jpg, .jpeg, .pdf, .docx, .pptx, .txt, .md and .json files can be uploaded');
+  if (!kindOfName(name))
+    throw new AppError(
+      'ERR_UPLOAD_TYPE',
+      'only .csv, .xlsx, .png, .jpg, .jpeg, .pdf, .docx, .pptx, .txt, .md and .json files can be uploaded',
+    );
   return name;
 }
 
@@ -92,7 +97,11 @@ export async function saveUpload(root: string, userDir: string, wanted: string, 
     }
     throw new AppError('ERR_UPLOAD_NAME', 'too many files of that name: rename the file');
   } catch (err) {
-    if (err instanceof BeneathError) throw new AppError('ERR_UPLOAD_WORKSPACE', 'the workspace cannot be written: its uploads folder is not a folder (move what is there away)');
+    if (err instanceof BeneathError)
+      throw new AppError(
+        'ERR_UPLOAD_WORKSPACE',
+        'the workspace cannot be written: its uploads folder is not a folder (move what is there away)',
+      );
     throw err;
   } finally {
     await dir?.close();
@@ -114,7 +123,8 @@ export async function listUploads(root: string, userDir: string): Promise<Upload
       const kind = kindOfName(e.name);
       if (!e.isFile() || !kind || out.length >= UPLOADS_LIST_MAX) continue;
       const st = await fsp.lstat(`/proc/self/fd/${dir.fd}/${e.name}`).catch(() => undefined);
-      if (st?.isFile() && st.nlink === 1) out.push({ name: e.name, kind, bytes: st.size, uploaded_at: st.mtime.toISOString() });
+      if (st?.isFile() && st.nlink === 1)
+        out.push({ name: e.name, kind, bytes: st.size, uploaded_at: st.mtime.toISOString() });
     }
     return out.sort((a, b) => b.uploaded_at.localeCompare(a.uploaded_at) || a.name.localeCompare(b.name));
   } finally {
@@ -123,7 +133,12 @@ export async function listUploads(root: string, userDir: string): Promise<Upload
 }
 
 /** One uploaded file's bytes, read the way chart attachments are (no link, one link, owner, cap). */
-export async function readUpload(dataDir: string, userId: number, name: string, log: Logger): Promise<{ kind: FileKind; data: Buffer }> {
+export async function readUpload(
+  dataDir: string,
+  userId: number,
+  name: string,
+  log: Logger,
+): Promise<{ kind: FileKind; data: Buffer }> {
   const kind = kindOfName(name);
   const missing = () => new AppError('ERR_UPLOAD_NOT_FOUND', `no uploaded file ${name.slice(0, 100)}`);
   if (!kind || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(name)) throw missing();
@@ -131,7 +146,10 @@ export async function readUpload(dataDir: string, userId: number, name: string, 
   let fh: fsp.FileHandle | undefined;
   try {
     const owner = (await fsp.lstat(join(root, String(userId)))).uid;
-    ({ fh } = await openBeneath(root, [String(userId), UPLOADS_DIR, name], { ownerUid: owner, maxBytes: UPLOAD_MAX_BYTES }));
+    ({ fh } = await openBeneath(root, [String(userId), UPLOADS_DIR, name], {
+      ownerUid: owner,
+      maxBytes: UPLOAD_MAX_BYTES,
+    }));
     return { kind, data: await fh.readFile() };
   } catch (err) {
     if (err instanceof BeneathError) log.warn({ event: 'upload_refused', reason: err.reason }, 'uploaded file refused');

@@ -40,13 +40,26 @@ export class AnthropicModel implements ModelAdapter {
 
   async complete(req: ModelRequest, onText: (t: string) => void): Promise<ModelReply> {
     const { client, errors } = await this.ready();
-    const tools: Tool[] = req.tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.inputSchema as Tool.InputSchema }));
+    const tools: Tool[] = req.tools.map((t) => ({
+      name: t.name,
+      description: t.description,
+      input_schema: t.inputSchema as Tool.InputSchema,
+    }));
     const final = await withRetries(
       errors,
       req.signal,
       this.opts.bounds,
       async (dog) => {
-        const stream = client.messages.stream({ model: this.opts.model, max_tokens: MAX_TOKENS, system: req.system, messages: toWire(req.messages, req.images), ...(tools.length ? { tools } : {}) }, { signal: dog.signal });
+        const stream = client.messages.stream(
+          {
+            model: this.opts.model,
+            max_tokens: MAX_TOKENS,
+            system: req.system,
+            messages: toWire(req.messages, req.images),
+            ...(tools.length ? { tools } : {}),
+          },
+          { signal: dog.signal },
+        );
         for await (const ev of stream) {
           dog.progress();
           if (ev.type === 'content_block_delta' && ev.delta.type === 'text_delta' && ev.delta.text) {
@@ -66,11 +79,16 @@ export class AnthropicModel implements ModelAdapter {
       if (b.type === 'text') text += b.text;
       else if (b.type === 'tool_use') {
         const input = b.input;
-        if (!input || typeof input !== 'object' || Array.isArray(input)) throw new ModelError('ERR_MODEL_STREAM', `the model sent non-object arguments for ${b.name}`);
+        if (!input || typeof input !== 'object' || Array.isArray(input))
+          throw new ModelError('ERR_MODEL_STREAM', `the model sent non-object arguments for ${b.name}`);
         toolCalls.push({ id: b.id, name: b.name, input: input as Record<string, unknown> });
       }
     }
-    return { text, toolCalls, usage: { input_tokens: final.usage.input_tokens, output_tokens: final.usage.output_tokens } };
+    return {
+      text,
+      toolCalls,
+      usage: { input_tokens: final.usage.input_tokens, output_tokens: final.usage.output_tokens },
+    };
   }
 }
 
@@ -98,17 +116,37 @@ function toWire(messages: readonly Message[], images?: ReadonlyMap<Message, Mess
     if (m.role === 'user') {
       // Image input: each image as a base64 image block, then the text (the Messages API's advice).
       const img = images?.get(m);
-      push('user', [...(img?.parts ?? []).map((p) => ({ type: 'image', source: { type: 'base64', media_type: p.mediaType, data: p.data } })), { type: 'text', text: withNotes(m.content, img) }]);
-    } else if (m.role === 'tool') push('user', [{ type: 'tool_result', tool_use_id: anthropicToolId(m.callId), content: m.content, ...(m.isError ? { is_error: true } : {}) }]);
+      push('user', [
+        ...(img?.parts ?? []).map((p) => ({
+          type: 'image',
+          source: { type: 'base64', media_type: p.mediaType, data: p.data },
+        })),
+        { type: 'text', text: withNotes(m.content, img) },
+      ]);
+    } else if (m.role === 'tool')
+      push('user', [
+        {
+          type: 'tool_result',
+          tool_use_id: anthropicToolId(m.callId),
+          content: m.content,
+          ...(m.isError ? { is_error: true } : {}),
+        },
+      ]);
     else {
       // An empty or whitespace-only text block is refused by the API; a stopped answer says so.
-      const text = (m.interrupted ? `${m.text}${m.text ? '\n\n' : ''}${interruptionNote(m.interrupted)}` : m.text).trimEnd();
-      push('assistant', [...(text ? [{ type: 'text', text }] : []), ...m.toolCalls.map((c) => ({ type: 'tool_use', id: anthropicToolId(c.id), name: c.name, input: c.input }))]);
+      const text = (
+        m.interrupted ? `${m.text}${m.text ? '\n\n' : ''}${interruptionNote(m.interrupted)}` : m.text
+      ).trimEnd();
+      push('assistant', [
+        ...(text ? [{ type: 'text', text }] : []),
+        ...m.toolCalls.map((c) => ({ type: 'tool_use', id: anthropicToolId(c.id), name: c.name, input: c.input })),
+      ]);
     }
   }
   // tool_result blocks must come first in a user message.
   for (const m of out) {
-    if (m.role === 'user') m.content.sort((a, b) => Number(b.type === 'tool_result') - Number(a.type === 'tool_result'));
+    if (m.role === 'user')
+      m.content.sort((a, b) => Number(b.type === 'tool_result') - Number(a.type === 'tool_result'));
   }
   return out as unknown as MessageParam[];
 }

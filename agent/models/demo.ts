@@ -34,11 +34,16 @@ const FILE_RE = /(?:^|[\s"'(/])([A-Za-z0-9][A-Za-z0-9._-]{0,99}\.(?:csv|xlsx))\b
 const PNG_RE = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.png/i;
 /** What a person reads when a refused send ends the plan (by the code the tool's error carries). */
 const REFUSED_IN_WORDS: Readonly<Record<string, string>> = {
-  ERR_MAIL_DENIED: 'You chose not to send the e-mail, so it was not sent. Tell me what to change if you want to try again.',
-  ERR_MAIL_APPROVAL_TIMEOUT: 'The e-mail was not sent: nobody approved it in time. Ask me again when you can approve it.',
-  ERR_MAIL_APPROVAL_UNAVAILABLE: 'The e-mail was not sent: it needed your approval, but the chat could not ask for it. Please try again.',
-  ERR_MAIL_BLOCKED: "The e-mail was not sent: your organisation's mail policy does not allow it (a recipient it blocks, or too many recipients).",
-  ERR_MAIL_RATE_LIMITED: 'The e-mail was not sent: you have sent as many messages as your organisation allows for now. Try again later.',
+  ERR_MAIL_DENIED:
+    'You chose not to send the e-mail, so it was not sent. Tell me what to change if you want to try again.',
+  ERR_MAIL_APPROVAL_TIMEOUT:
+    'The e-mail was not sent: nobody approved it in time. Ask me again when you can approve it.',
+  ERR_MAIL_APPROVAL_UNAVAILABLE:
+    'The e-mail was not sent: it needed your approval, but the chat could not ask for it. Please try again.',
+  ERR_MAIL_BLOCKED:
+    "The e-mail was not sent: your organisation's mail policy does not allow it (a recipient it blocks, or too many recipients).",
+  ERR_MAIL_RATE_LIMITED:
+    'The e-mail was not sent: you have sent as many messages as your organisation allows for now. Try again later.',
 };
 
 /**
@@ -107,10 +112,17 @@ function plan(messages: readonly Message[], tools: readonly ToolDef[]): ModelRep
 }
 
 /** "chart the sample spreadsheet … and email it to x@y.z": search_spreadsheets → fetch_sheet → rasterize_chart → send_email. */
-function chartSheetAndMail(call: Call, results: readonly { content: string }[], prompt: string, to: string): ModelReply {
+function chartSheetAndMail(
+  call: Call,
+  results: readonly { content: string }[],
+  prompt: string,
+  to: string,
+): ModelReply {
   const step = results.length;
   const lower = prompt.toLowerCase();
-  const query = /sample/.test(lower) ? 'sample' : (prompt.match(/spreadsheet\s+"?([^"]+?)"?(\s+and|\s*$)/i)?.[1] ?? 'sample');
+  const query = /sample/.test(lower)
+    ? 'sample'
+    : (prompt.match(/spreadsheet\s+"?([^"]+?)"?(\s+and|\s*$)/i)?.[1] ?? 'sample');
   if (step === 0) return call('search_spreadsheets', { query });
   if (step === 1) {
     const id = findId(results[0].content);
@@ -123,7 +135,10 @@ function chartSheetAndMail(call: Call, results: readonly { content: string }[], 
   if (step === 2) {
     const { labels, values, series } = seriesFromSheet(results[1].content);
     if (!values.length) return text('The spreadsheet has no numbers I could chart.');
-    return call('rasterize_chart', { ...chartArgs(sheetName, labels, values), datasets: [{ label: series ?? sheetName, data: values }] });
+    return call('rasterize_chart', {
+      ...chartArgs(sheetName, labels, values),
+      datasets: [{ label: series ?? sheetName, data: values }],
+    });
   }
   if (step === 3) return mail(call, results[2].content, to, sheetName);
   return text(`Done: I charted "${sheetName}" and e-mailed the chart to ${to}. (demo model)`);
@@ -139,29 +154,52 @@ function numberedChart(values: number[]): ReturnType<typeof chartArgs> {
 }
 
 /** "chart 3 5 8 and email the chart to a@b.c": rasterize_chart → send_email. */
-function chartNumbersAndMail(call: Call, results: readonly { content: string }[], prompt: string, to: string): ModelReply {
+function chartNumbersAndMail(
+  call: Call,
+  results: readonly { content: string }[],
+  prompt: string,
+  to: string,
+): ModelReply {
   const step = results.length;
   const values = numbersIn(prompt.replace(EMAIL_RE, ''));
-  if (!values.length) return text('Tell me which numbers to chart, for example "chart 3 5 8 and email the chart to a@b.c". (demo model)');
+  if (!values.length)
+    return text('Tell me which numbers to chart, for example "chart 3 5 8 and email the chart to a@b.c". (demo model)');
   if (step === 0) return call('rasterize_chart', numberedChart(values));
   if (step === 1) return mail(call, results[0].content, to);
   return text(`Done: I drew the chart of ${values.join(', ')} and e-mailed it to ${to}. (demo model)`);
 }
 
 /** Chart an uploaded file's table: read_file_table, then a PNG to mail (rasterize_chart) or a chart shown in the chat (render_chart). */
-function chartFile(call: (n: string, i: Record<string, unknown>) => ModelReply, results: readonly { content: string }[], file: string, to: string | undefined): ModelReply {
+function chartFile(
+  call: (n: string, i: Record<string, unknown>) => ModelReply,
+  results: readonly { content: string }[],
+  file: string,
+  to: string | undefined,
+): ModelReply {
   const step = results.length;
   if (step === 0) return call('read_file_table', { name: file });
   if (step === 1) {
     const { labels, values, series } = seriesFromSheet(results[0]!.content);
     if (!values.length) return text(`The file ${file} has no numbers I could chart.`);
-    return call(to ? 'rasterize_chart' : 'render_chart', { ...chartArgs(file, labels, values), datasets: [{ label: series ?? file, data: values }] });
+    return call(to ? 'rasterize_chart' : 'render_chart', {
+      ...chartArgs(file, labels, values),
+      datasets: [{ label: series ?? file, data: values }],
+    });
   }
   if (to && step === 2) return mail(call, results[1]!.content, to, file);
-  return text(to ? `Done: I charted ${file} and e-mailed the chart to ${to}. (demo model)` : `Here is the chart of ${file}. (demo model)`);
+  return text(
+    to
+      ? `Done: I charted ${file} and e-mailed the chart to ${to}. (demo model)`
+      : `Here is the chart of ${file}. (demo model)`,
+  );
 }
 
-function mail(call: (n: string, i: Record<string, unknown>) => ModelReply, rasterResult: string, to: string, about?: string): ModelReply {
+function mail(
+  call: (n: string, i: Record<string, unknown>) => ModelReply,
+  rasterResult: string,
+  to: string,
+  about?: string,
+): ModelReply {
   const file = rasterResult.match(PNG_RE)?.[0];
   if (!file) return { text: 'The chart tool did not return a file name, so I cannot attach it.', toolCalls: [] };
   return call('send_email', {
@@ -256,7 +294,13 @@ function findName(content: string): string | undefined {
  */
 function seriesFromSheet(content: string): { labels: string[]; values: number[]; series?: string } {
   const j = parsed(content) as { values?: unknown; rows?: unknown } | null;
-  const rows: unknown[][] | undefined = Array.isArray(j?.values) ? j.values : Array.isArray(j) ? j : Array.isArray(j?.rows) ? j.rows : undefined;
+  const rows: unknown[][] | undefined = Array.isArray(j?.values)
+    ? j.values
+    : Array.isArray(j)
+      ? j
+      : Array.isArray(j?.rows)
+        ? j.rows
+        : undefined;
   if (!rows) return { labels: [], values: numbersIn(content) };
   const labels: string[] = [];
   const values: number[] = [];

@@ -33,9 +33,18 @@ export function httpFetchWith(opts: { connectTimeoutMs: number }): typeof httpFe
   return (input, init = {}) => fetchOver(input, init, opts.connectTimeoutMs);
 }
 
-async function fetchOver(input: string | URL | Request, init: RequestInit, connectTimeoutMs: number | undefined): Promise<Response> {
+async function fetchOver(
+  input: string | URL | Request,
+  init: RequestInit,
+  connectTimeoutMs: number | undefined,
+): Promise<Response> {
   const body = init.body;
-  const plainBody = body === undefined || body === null || typeof body === 'string' || body instanceof Uint8Array || body instanceof ArrayBuffer;
+  const plainBody =
+    body === undefined ||
+    body === null ||
+    typeof body === 'string' ||
+    body instanceof Uint8Array ||
+    body instanceof ArrayBuffer;
   if (input instanceof Request || !plainBody) return fetch(input, init);
   const url = input instanceof URL ? input : new URL(input);
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return fetch(input, init);
@@ -44,7 +53,12 @@ async function fetchOver(input: string | URL | Request, init: RequestInit, conne
   new Headers(init.headers).forEach((value, name) => {
     headers[name] = value;
   });
-  const payload = body === undefined || body === null ? undefined : typeof body === 'string' ? Buffer.from(body) : Buffer.from(body as Uint8Array);
+  const payload =
+    body === undefined || body === null
+      ? undefined
+      : typeof body === 'string'
+        ? Buffer.from(body)
+        : Buffer.from(body as Uint8Array);
   if (payload) headers['content-length'] = String(payload.length);
   const method = (init.method ?? 'GET').toUpperCase();
   const signal = init.signal ?? undefined;
@@ -77,7 +91,13 @@ async function fetchOver(input: string | URL | Request, init: RequestInit, conne
       const noBody = method === 'HEAD' || NULL_BODY_STATUS.has(status);
       if (noBody) res.resume();
       try {
-        resolve(new Response(noBody ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>), { status, statusText: res.statusMessage ?? '', headers: out }));
+        resolve(
+          new Response(noBody ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>), {
+            status,
+            statusText: res.statusMessage ?? '',
+            headers: out,
+          }),
+        );
       } catch (err) {
         res.destroy();
         reject(err);
@@ -99,7 +119,9 @@ const NULL_BODY_STATUS = new Set([101, 103, 204, 205, 304]);
 function connectTimer(req: ClientRequest, sock: Socket, ms: number): void {
   if (!sock.connecting) return;
   const timer = setTimeout(() => {
-    const err = Object.assign(new Error(`no connection within ${Math.round(ms / 1000)} s`), { code: 'ECONNECTTIMEOUT' });
+    const err = Object.assign(new Error(`no connection within ${Math.round(ms / 1000)} s`), {
+      code: 'ECONNECTTIMEOUT',
+    });
     req.destroy(err);
   }, ms);
   const clear = () => clearTimeout(timer);
@@ -114,7 +136,9 @@ const transports = new Map<string, Transport>();
 function transport(protocol: string): Transport {
   let t = transports.get(protocol);
   if (!t) {
-    const mod = process.getBuiltinModule(protocol === 'https:' ? 'node:https' : 'node:http') as typeof import('node:http');
+    const mod = process.getBuiltinModule(
+      protocol === 'https:' ? 'node:https' : 'node:http',
+    ) as typeof import('node:http');
     t = { request: mod.request, agent: new mod.Agent({ keepAlive: true }) };
     transports.set(protocol, t);
   }

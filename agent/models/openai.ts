@@ -1,10 +1,22 @@
 import type { default as OpenAI } from 'openai';
-import type { ChatCompletionChunk, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
+import type {
+  ChatCompletionChunk,
+  ChatCompletionMessageParam,
+  ChatCompletionTool,
+} from 'openai/resources/chat/completions';
 import type { MessageImages, ModelAdapter, ModelReply, ModelRequest, Message, ToolCall } from '../types.js';
 import { interruptionNote } from '../../core/transcript.js';
 import { ModelError } from '../types.js';
 import { withNotes } from '../images.js';
-import { clientBounds, lazyClient, lazyModule, parseArgs, withRetries, type ModelBounds, type SdkErrors } from './sdk.js';
+import {
+  clientBounds,
+  lazyClient,
+  lazyModule,
+  parseArgs,
+  withRetries,
+  type ModelBounds,
+  type SdkErrors,
+} from './sdk.js';
 
 /** The SDK, loaded after the agent is ready (sdk.ts says why). */
 type OpenAiModule = typeof import('openai');
@@ -26,13 +38,19 @@ export class OpenAiModel implements ModelAdapter {
   constructor(private readonly opts: { baseUrl: string; model: string; apiKey?: string; bounds: ModelBounds }) {
     this.name = `openai:${opts.model}`;
     // The SDK insists on a key; a keyless local server ignores the header.
-    this.ready = lazyClient(sdk, (m) => new m.OpenAI({ baseURL: opts.baseUrl, apiKey: opts.apiKey ?? 'none', ...clientBounds(opts.bounds) }));
+    this.ready = lazyClient(
+      sdk,
+      (m) => new m.OpenAI({ baseURL: opts.baseUrl, apiKey: opts.apiKey ?? 'none', ...clientBounds(opts.bounds) }),
+    );
     sdk.warm();
   }
 
   async complete(req: ModelRequest, onText: (t: string) => void): Promise<ModelReply> {
     const { client, errors } = await this.ready();
-    const messages: ChatCompletionMessageParam[] = [{ role: 'system', content: req.system }, ...req.messages.map((m) => toWire(m, req.images))];
+    const messages: ChatCompletionMessageParam[] = [
+      { role: 'system', content: req.system },
+      ...req.messages.map((m) => toWire(m, req.images)),
+    ];
     const tools: ChatCompletionTool[] = req.tools.map((t) => ({
       type: 'function',
       function: { name: t.name, description: t.description, parameters: t.inputSchema },
@@ -42,7 +60,16 @@ export class OpenAiModel implements ModelAdapter {
       req.signal,
       this.opts.bounds,
       async (dog) => {
-        const stream = await client.chat.completions.create({ model: this.opts.model, messages, stream: true, stream_options: { include_usage: true }, ...(tools.length ? { tools } : {}) }, { signal: dog.signal });
+        const stream = await client.chat.completions.create(
+          {
+            model: this.opts.model,
+            messages,
+            stream: true,
+            stream_options: { include_usage: true },
+            ...(tools.length ? { tools } : {}),
+          },
+          { signal: dog.signal },
+        );
         const r = new Reply();
         for await (const chunk of stream) {
           dog.progress();
@@ -77,13 +104,15 @@ export class Reply {
   /** Take one chunk; returns its text piece, if any. */
   add(chunk: ChatCompletionChunk): string {
     // With stream_options.include_usage the last chunk carries the call's token counts.
-    if (chunk.usage) this.usage = { input_tokens: chunk.usage.prompt_tokens ?? 0, output_tokens: chunk.usage.completion_tokens ?? 0 };
+    if (chunk.usage)
+      this.usage = { input_tokens: chunk.usage.prompt_tokens ?? 0, output_tokens: chunk.usage.completion_tokens ?? 0 };
     const choice = chunk.choices[0];
     if (!choice) return ''; // a usage-only chunk
     this.choices++;
     if (choice.finish_reason) this.finish = choice.finish_reason;
     for (const d of choice.delta?.tool_calls ?? []) {
-      if (!Number.isInteger(d.index) || d.index < 0 || d.index >= MAX_TOOL_CALLS) throw new ModelError('ERR_MODEL_STREAM', 'the model sent a tool call with a bad index');
+      if (!Number.isInteger(d.index) || d.index < 0 || d.index >= MAX_TOOL_CALLS)
+        throw new ModelError('ERR_MODEL_STREAM', 'the model sent a tool call with a bad index');
       const call = (this.calls[d.index] ??= { id: '', name: '', args: '' });
       if (d.id) call.id = d.id;
       if (d.function?.name) call.name = d.function.name;
@@ -113,13 +142,30 @@ function toWire(m: Message, images?: ReadonlyMap<Message, MessageImages>): ChatC
     const text = withNotes(m.content, img);
     // Image input: the text, then each image as a data URL (the Chat Completions content parts).
     if (!img?.parts.length) return { role: 'user', content: text };
-    return { role: 'user', content: [{ type: 'text', text }, ...img.parts.map((p) => ({ type: 'image_url' as const, image_url: { url: `data:${p.mediaType};base64,${p.data}` } }))] };
+    return {
+      role: 'user',
+      content: [
+        { type: 'text', text },
+        ...img.parts.map((p) => ({
+          type: 'image_url' as const,
+          image_url: { url: `data:${p.mediaType};base64,${p.data}` },
+        })),
+      ],
+    };
   }
   if (m.role === 'tool') return { role: 'tool', tool_call_id: m.callId, content: m.content };
   const text = m.interrupted ? `${m.text}${m.text ? '\n\n' : ''}${interruptionNote(m.interrupted)}` : m.text;
   return {
     role: 'assistant',
     content: text || null,
-    ...(m.toolCalls.length ? { tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: JSON.stringify(c.input) } })) } : {}),
+    ...(m.toolCalls.length
+      ? {
+          tool_calls: m.toolCalls.map((c) => ({
+            id: c.id,
+            type: 'function' as const,
+            function: { name: c.name, arguments: JSON.stringify(c.input) },
+          })),
+        }
+      : {}),
   };
 }

@@ -49,7 +49,13 @@ export interface ModelBounds {
 }
 
 /** The defaults of agent/env.ts, for callers that set only some bounds. */
-export const DEFAULT_BOUNDS: ModelBounds = { connectMs: 10_000, firstByteMs: 60_000, stallMs: 30_000, retries: 3, retryAfterMaxMs: 30_000 };
+export const DEFAULT_BOUNDS: ModelBounds = {
+  connectMs: 10_000,
+  firstByteMs: 60_000,
+  stallMs: 30_000,
+  retries: 3,
+  retryAfterMaxMs: 30_000,
+};
 
 /** What the chat shows while a call is retried: `{type:"status"}` (core/sandbox-protocol.ts). */
 export interface ModelStatus {
@@ -186,7 +192,10 @@ const RETRYABLE_STREAM_ERRORS = new Set(['overloaded_error', 'api_error', 'rate_
 /** Wait before retry `n` (0-based), or undefined when the failure is not retryable. */
 export function retryWait(err: ModelError, n: number): number | undefined {
   const status = err.upstreamStatus;
-  const retryable = err.code === 'ERR_MODEL_UNREACHABLE' || overloaded.has(err) || (status !== undefined && (status === 408 || status === 409 || status === 429 || status >= 500));
+  const retryable =
+    err.code === 'ERR_MODEL_UNREACHABLE' ||
+    overloaded.has(err) ||
+    (status !== undefined && (status === 408 || status === 409 || status === 429 || status >= 500));
   if (!retryable) return undefined;
   const asked = retryAfterMs(err.upstreamHeaders);
   if (asked !== undefined) return asked;
@@ -208,21 +217,54 @@ export function retryAfterMs(headers: Headers | undefined): number | undefined {
 }
 
 /** Socket errors that mean the connection was refused, reset or never made (retried like a refusal). */
-const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ECONNABORTED', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ECONNECTTIMEOUT', 'UND_ERR_SOCKET']);
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'ECONNECTTIMEOUT',
+  'UND_ERR_SOCKET',
+]);
 
 function connectionLost(e: unknown): boolean {
   let c = e as { code?: unknown; cause?: unknown } | undefined;
-  for (let i = 0; c && i < 6; c = c.cause as typeof c, i++) if (typeof c.code === 'string' && CONNECTION_CODES.has(c.code)) return true;
+  for (let i = 0; c && i < 6; c = c.cause as typeof c, i++)
+    if (typeof c.code === 'string' && CONNECTION_CODES.has(c.code)) return true;
   return false;
 }
 
 /** Map an SDK failure to our codes. Never copies the error body's message (it may echo input). */
-export function toModelError(errors: SdkErrors, e: unknown, dog: Watchdog, bounds: Pick<ModelBounds, 'firstByteMs' | 'stallMs'>): ModelError {
+export function toModelError(
+  errors: SdkErrors,
+  e: unknown,
+  dog: Watchdog,
+  bounds: Pick<ModelBounds, 'firstByteMs' | 'stallMs'>,
+): ModelError {
   if (e instanceof ModelError) return e;
-  if (dog.timedOut === 'first_byte') return new ModelError('ERR_MODEL_TIMEOUT', `the model did not start answering within ${Math.round(bounds.firstByteMs / 1000)} s`, e);
-  if (dog.timedOut) return new ModelError('ERR_MODEL_TIMEOUT', `the model stopped answering: nothing for ${Math.round(bounds.stallMs / 1000)} s`, e);
-  if (e instanceof errors.APIUserAbortError) return new ModelError('ERR_MODEL_UNREACHABLE', 'the model request was aborted', e);
-  if (e instanceof errors.APIConnectionError || connectionLost(e)) return new ModelError('ERR_MODEL_UNREACHABLE', dog.started ? 'the connection to the model was lost mid-answer' : 'the model endpoint could not be reached', e);
+  if (dog.timedOut === 'first_byte')
+    return new ModelError(
+      'ERR_MODEL_TIMEOUT',
+      `the model did not start answering within ${Math.round(bounds.firstByteMs / 1000)} s`,
+      e,
+    );
+  if (dog.timedOut)
+    return new ModelError(
+      'ERR_MODEL_TIMEOUT',
+      `the model stopped answering: nothing for ${Math.round(bounds.stallMs / 1000)} s`,
+      e,
+    );
+  if (e instanceof errors.APIUserAbortError)
+    return new ModelError('ERR_MODEL_UNREACHABLE', 'the model request was aborted', e);
+  if (e instanceof errors.APIConnectionError || connectionLost(e))
+    return new ModelError(
+      'ERR_MODEL_UNREACHABLE',
+      dog.started ? 'the connection to the model was lost mid-answer' : 'the model endpoint could not be reached',
+      e,
+    );
   if (e instanceof errors.APIError) {
     const type = errorType(e.error);
     if (e.status === undefined) {
@@ -235,7 +277,11 @@ export function toModelError(errors: SdkErrors, e: unknown, dog: Watchdog, bound
     // that is an unreachable model, as it would be without the proxy (docs/chat.md, "Bounds").
     const proxied = e.headers?.get('x-airlock-error');
     if (proxied === 'ERR_PROXY_UPSTREAM' || proxied === 'ERR_PROXY_TIMEOUT') {
-      const err = new ModelError('ERR_MODEL_UNREACHABLE', 'the model endpoint could not be reached (through the sandbox proxy)', e);
+      const err = new ModelError(
+        'ERR_MODEL_UNREACHABLE',
+        'the model endpoint could not be reached (through the sandbox proxy)',
+        e,
+      );
       err.upstreamStatus = e.status;
       return err;
     }
@@ -281,7 +327,8 @@ export function parseArgs(raw: string, tool: string): Record<string, unknown> {
   } catch (err) {
     throw new ModelError('ERR_MODEL_STREAM', `the model sent malformed arguments for ${tool}`, err);
   }
-  if (!v || typeof v !== 'object' || Array.isArray(v)) throw new ModelError('ERR_MODEL_STREAM', `the model sent non-object arguments for ${tool}`);
+  if (!v || typeof v !== 'object' || Array.isArray(v))
+    throw new ModelError('ERR_MODEL_STREAM', `the model sent non-object arguments for ${tool}`);
   return v as Record<string, unknown>;
 }
 
@@ -297,12 +344,22 @@ export function clientBounds(bounds: ModelBounds) {
 }
 
 /** An SDK client made on the first model call (from the module `sdk` loads), with the SDK's error classes. */
-export function lazyClient<M extends SdkErrors, C>(sdk: { load(): Promise<M> }, make: (m: M) => C): () => Promise<{ client: C; errors: SdkErrors }> {
+export function lazyClient<M extends SdkErrors, C>(
+  sdk: { load(): Promise<M> },
+  make: (m: M) => C,
+): () => Promise<{ client: C; errors: SdkErrors }> {
   let made: { client: C; errors: SdkErrors } | undefined;
   return async () => {
     if (!made) {
       const m = await sdk.load();
-      made = { client: make(m), errors: { APIError: m.APIError, APIUserAbortError: m.APIUserAbortError, APIConnectionError: m.APIConnectionError } };
+      made = {
+        client: make(m),
+        errors: {
+          APIError: m.APIError,
+          APIUserAbortError: m.APIUserAbortError,
+          APIConnectionError: m.APIConnectionError,
+        },
+      };
     }
     return made;
   };

@@ -35,7 +35,9 @@ const CATALOGUE: Record<string, { status: number }> = { ...PROXY_AREA_ERRORS, ..
 export type ProxyErrorCode = (typeof REFUSAL_CODES)[number];
 
 /** Every refusal the proxy can answer, with its HTTP status from the error catalogue. */
-export const PROXY_ERRORS: Readonly<Record<ProxyErrorCode, number>> = Object.freeze(Object.fromEntries(REFUSAL_CODES.map((c) => [c, CATALOGUE[c].status])) as Record<ProxyErrorCode, number>);
+export const PROXY_ERRORS: Readonly<Record<ProxyErrorCode, number>> = Object.freeze(
+  Object.fromEntries(REFUSAL_CODES.map((c) => [c, CATALOGUE[c].status])) as Record<ProxyErrorCode, number>,
+);
 
 /**
  * A refusal decided before anything was forwarded. A plain Error, not an AppError: its code is
@@ -90,7 +92,10 @@ export function errorResponse(target: ServerResponse | Duplex, code: ProxyErrorC
     sock.destroy();
     return;
   }
-  sock.end(`HTTP/1.1 ${status} ${reason(status)}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\n` + `x-airlock-error: ${code}\r\ncache-control: no-store\r\nconnection: close\r\n\r\n${text}`);
+  sock.end(
+    `HTTP/1.1 ${status} ${reason(status)}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\n` +
+      `x-airlock-error: ${code}\r\ncache-control: no-store\r\nconnection: close\r\n\r\n${text}`,
+  );
   // Do not wait for the peer: anything it still sends is ignored.
   setTimeout(() => sock.destroy(), 1000).unref();
 }

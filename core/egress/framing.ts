@@ -11,7 +11,14 @@ export const MAX_HEADER_COUNT = 64;
 /** Headers that would let the child change the method the upstream executes (Google honours them). */
 const DENY_REQUEST = new Set(['x-http-method-override', 'x-http-method', 'x-method-override']);
 /** Headers that must appear at most once. */
-const SINGLETON = new Set(['host', 'content-length', 'transfer-encoding', 'authorization', 'x-api-key', 'content-type']);
+const SINGLETON = new Set([
+  'host',
+  'content-length',
+  'transfer-encoding',
+  'authorization',
+  'x-api-key',
+  'content-type',
+]);
 /** A Content-Length the proxy believes: digits only, no sign, no leading zero (RFC 9110 §8.6 plus strictness). */
 const CONTENT_LENGTH = /^(?:0|[1-9][0-9]{0,14})$/;
 
@@ -33,8 +40,10 @@ export function checkHeaders(req: IncomingMessage): number | null {
   }
   const te = req.headers['transfer-encoding'];
   if (te !== undefined) {
-    if (te.toLowerCase() !== 'chunked') throw new ProxyRefusal('ERR_PROXY_BAD_REQUEST', 'unsupported transfer-encoding');
-    if (req.headers['content-length'] !== undefined) throw new ProxyRefusal('ERR_PROXY_BAD_REQUEST', 'content-length with transfer-encoding');
+    if (te.toLowerCase() !== 'chunked')
+      throw new ProxyRefusal('ERR_PROXY_BAD_REQUEST', 'unsupported transfer-encoding');
+    if (req.headers['content-length'] !== undefined)
+      throw new ProxyRefusal('ERR_PROXY_BAD_REQUEST', 'content-length with transfer-encoding');
   }
   const enc = req.headers['content-encoding'];
   if (enc !== undefined && enc.trim().toLowerCase() !== 'identity') {
@@ -42,7 +51,8 @@ export function checkHeaders(req: IncomingMessage): number | null {
     throw new ProxyRefusal('ERR_PROXY_BAD_REQUEST', 'compressed request bodies are not accepted');
   }
   if (!req.headers.host) throw new ProxyRefusal('ERR_PROXY_BAD_REQUEST', 'missing host header');
-  if (req.httpVersion !== '1.1' && req.httpVersion !== '1.0') throw new ProxyRefusal('ERR_PROXY_BAD_REQUEST', 'unsupported HTTP version');
+  if (req.httpVersion !== '1.1' && req.httpVersion !== '1.0')
+    throw new ProxyRefusal('ERR_PROXY_BAD_REQUEST', 'unsupported HTTP version');
   const cl = req.headers['content-length'];
   if (cl === undefined) return null;
   // Leading zeros or a sign: parsers disagree on these (one reads 086 as 86, another refuses it).

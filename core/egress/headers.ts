@@ -8,7 +8,14 @@ import type { ProfileRoute } from '../sandbox-protocol.js';
  * may give such a header a meaning the proxy never checked. The proxy sets Host,
  * Accept-Encoding, Content-Length / Transfer-Encoding and the credential itself.
  */
-export const COMMON_REQUEST_HEADERS: readonly string[] = ['accept', 'accept-language', 'content-type', 'user-agent', 'if-match', 'if-none-match'];
+export const COMMON_REQUEST_HEADERS: readonly string[] = [
+  'accept',
+  'accept-language',
+  'content-type',
+  'user-agent',
+  'if-match',
+  'if-none-match',
+];
 
 /** Extra headers per route name (the profile's route names; see daemon/host/overlay.ts). */
 export const ROUTE_REQUEST_HEADERS: Readonly<Record<string, readonly string[]>> = {
@@ -18,19 +25,38 @@ export const ROUTE_REQUEST_HEADERS: Readonly<Record<string, readonly string[]>> 
 
 /** The allow-list of one route. */
 export function allowedHeaders(route: ProfileRoute, extra: readonly string[] = []): ReadonlySet<string> {
-  return new Set([...COMMON_REQUEST_HEADERS, ...(ROUTE_REQUEST_HEADERS[route.name] ?? []), ...extra.map((h) => h.toLowerCase())]);
+  return new Set([
+    ...COMMON_REQUEST_HEADERS,
+    ...(ROUTE_REQUEST_HEADERS[route.name] ?? []),
+    ...extra.map((h) => h.toLowerCase()),
+  ]);
 }
 
 /** Headers the proxy handles itself: neither forwarded from the child nor counted as dropped. */
 /** Also the tool call's trace header (TRACE_HEADER): read by the proxy for the audit trail, never forwarded. */
-const OWN = new Set(['host', 'authorization', 'x-api-key', 'content-length', 'transfer-encoding', 'connection', 'accept-encoding', 'expect', 'x-airlock-call']);
+const OWN = new Set([
+  'host',
+  'authorization',
+  'x-api-key',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'accept-encoding',
+  'expect',
+  'x-airlock-call',
+]);
 
 /**
  * The headers of the upstream request: the allowed ones from the child (never a value holding
  * the placeholder), then what the proxy sets. Returns the names it dropped (for the count and
  * the log; names only, never values).
  */
-export function upstreamHeaders(req: IncomingMessage, route: ProfileRoute, allowed: ReadonlySet<string>, opts: { host: string; bodyLength: number; real?: string; placeholder?: string }): { headers: OutgoingHttpHeaders; dropped: string[] } {
+export function upstreamHeaders(
+  req: IncomingMessage,
+  route: ProfileRoute,
+  allowed: ReadonlySet<string>,
+  opts: { host: string; bodyLength: number; real?: string; placeholder?: string },
+): { headers: OutgoingHttpHeaders; dropped: string[] } {
   const headers: OutgoingHttpHeaders = {};
   const dropped: string[] = [];
   for (let i = 0; i < req.rawHeaders.length; i += 2) {
@@ -51,7 +77,8 @@ export function upstreamHeaders(req: IncomingMessage, route: ProfileRoute, allow
   headers.host = opts.host;
   headers['accept-encoding'] = 'identity'; // so the token scrubber sees plain bytes
   // The body was read in full before the upstream request: its exact length goes on.
-  if (opts.bodyLength > 0 || req.method === 'POST' || req.method === 'PUT' || req.method === 'PATCH') headers['content-length'] = String(opts.bodyLength);
+  if (opts.bodyLength > 0 || req.method === 'POST' || req.method === 'PUT' || req.method === 'PATCH')
+    headers['content-length'] = String(opts.bodyLength);
   if (opts.real !== undefined) {
     if (route.inject === 'x-api-key') headers['x-api-key'] = opts.real;
     else headers.authorization = `Bearer ${opts.real}`;

@@ -35,7 +35,8 @@ export interface Target {
  * is never used for matching, so `%25` is fine there (URLSearchParams writes it for `%`).
  */
 export function parseTarget(raw: string): Target {
-  if (!raw.startsWith('/')) throw new ProxyRefusal('ERR_PROXY_ROUTE_DENIED', 'only origin-form request targets are allowed');
+  if (!raw.startsWith('/'))
+    throw new ProxyRefusal('ERR_PROXY_ROUTE_DENIED', 'only origin-form request targets are allowed');
   if (raw.length > MAX_TARGET_LENGTH) throw new ProxyRefusal('ERR_PROXY_ROUTE_DENIED', 'request target too long');
   if (raw.includes('#')) throw new ProxyRefusal('ERR_PROXY_BAD_REQUEST', 'fragment in request target');
   const q = raw.indexOf('?');

@@ -32,20 +32,32 @@ export function tokenEnvOf(ref: string | null): string | null {
 }
 
 /** Check a route table (prefixes, opaque names, upstream URLs); longest prefix first. */
-export function compileRouteTable(routes: readonly ProfileRoute[], extraHeaders: readonly string[] = []): CompiledRoute[] {
+export function compileRouteTable(
+  routes: readonly ProfileRoute[],
+  extraHeaders: readonly string[] = [],
+): CompiledRoute[] {
   const out: CompiledRoute[] = [];
   for (const route of routes) {
-    if (!route.prefix.startsWith('/') || route.prefix.endsWith('/')) throw new RouteTableError(`route ${route.name}: prefix must start and not end with /`);
+    if (!route.prefix.startsWith('/') || route.prefix.endsWith('/'))
+      throw new RouteTableError(`route ${route.name}: prefix must start and not end with /`);
     const tokenEnv = tokenEnvOf(route.token_ref);
     for (const a of route.allow) {
       for (const name of a.opaque ?? []) {
         // An opaque name that is no parameter of its template would silently match nothing.
-        if (!a.path.split('/').includes(`{${name}}`)) throw new RouteTableError(`route ${route.name}: opaque ${name} is not a parameter of ${a.path}`);
+        if (!a.path.split('/').includes(`{${name}}`))
+          throw new RouteTableError(`route ${route.name}: opaque ${name} is not a parameter of ${a.path}`);
       }
     }
     const upstream = new URL(route.upstream);
-    if (upstream.protocol !== 'http:' && upstream.protocol !== 'https:') throw new RouteTableError(`route ${route.name}: upstream must be http(s)`);
-    out.push({ route, tokenEnv, upstream, upstreamPath: upstream.pathname.replace(/\/+$/, ''), headers: allowedHeaders(route, extraHeaders) });
+    if (upstream.protocol !== 'http:' && upstream.protocol !== 'https:')
+      throw new RouteTableError(`route ${route.name}: upstream must be http(s)`);
+    out.push({
+      route,
+      tokenEnv,
+      upstream,
+      upstreamPath: upstream.pathname.replace(/\/+$/, ''),
+      headers: allowedHeaders(route, extraHeaders),
+    });
   }
   // Longest prefix first, so '/model' never shadows a longer, more specific prefix.
   return out.sort((a, b) => b.route.prefix.length - a.route.prefix.length);
@@ -56,7 +68,11 @@ export function findRoute(routes: readonly CompiledRoute[], path: string): Compi
 }
 
 /** The allow-list entry a method and path match on a route (case-sensitive; `{param}` = one segment). */
-export function allowedEntry(c: CompiledRoute, method: string | undefined, path: string): ProfileRoute['allow'][number] | undefined {
+export function allowedEntry(
+  c: CompiledRoute,
+  method: string | undefined,
+  path: string,
+): ProfileRoute['allow'][number] | undefined {
   return c.route.allow.find((a) => a.method === method && matchTemplate(a.path, path, a.opaque));
 }
 

@@ -48,7 +48,11 @@ export class Scrubber {
   /** The longest end of `buf` (after `from`) that is a start of the secret: tried only where its first byte is. */
   #heldBack(buf: Buffer, from: number): number {
     const first = this.#needle[0];
-    for (let i = buf.indexOf(first, Math.max(from, buf.length - this.#needle.length + 1)); i !== -1; i = buf.indexOf(first, i + 1)) {
+    for (
+      let i = buf.indexOf(first, Math.max(from, buf.length - this.#needle.length + 1));
+      i !== -1;
+      i = buf.indexOf(first, i + 1)
+    ) {
       if (this.#needle.compare(buf, i, buf.length, 0, buf.length - i) === 0) return buf.length - i;
     }
     return 0;

@@ -50,7 +50,9 @@ type KeysOfUnion<T> = T extends unknown ? keyof T : never;
 export type ErrorCode = KeysOfUnion<AreaErrors>;
 
 /** The whole catalogue, code → spec. */
-export const ERROR_CATALOGUE: Readonly<Record<ErrorCode, ErrorSpec>> = Object.freeze(Object.assign({}, ...ERROR_AREAS.map((a) => a.errors)) as Record<ErrorCode, ErrorSpec>);
+export const ERROR_CATALOGUE: Readonly<Record<ErrorCode, ErrorSpec>> = Object.freeze(
+  Object.assign({}, ...ERROR_AREAS.map((a) => a.errors)) as Record<ErrorCode, ErrorSpec>,
+);
 
 export function isErrorCode(code: unknown): code is ErrorCode {
   return typeof code === 'string' && Object.prototype.hasOwnProperty.call(ERROR_CATALOGUE, code);
@@ -76,7 +78,9 @@ export function errorTableMarkdown(): string {
     out.push(`### ${area.title}`, '', '| code | status | reaches | meaning |', '|---|---|---|---|');
     for (const [code, spec] of Object.entries(area.errors) as [string, ErrorSpec][]) {
       const note = spec.deprecatedFor ? ` *Deprecated: being replaced by \`${spec.deprecatedFor}\`.*` : '';
-      out.push(`| \`${code}\` | ${spec.status} | ${spec.surfaces.join(', ')} | ${spec.description.replace(/\|/g, '\\|')}${note} |`);
+      out.push(
+        `| \`${code}\` | ${spec.status} | ${spec.surfaces.join(', ')} | ${spec.description.replace(/\|/g, '\\|')}${note} |`,
+      );
     }
     out.push('');
   }

@@ -53,7 +53,8 @@ const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 export function sniff(kind: FileKind, buf: Buffer): boolean {
   if (kind === 'png') return buf.length > 8 && buf.subarray(0, 8).equals(PNG);
   if (kind === 'jpeg') return buf.length > 3 && buf[0] === 0xff && buf[1] === 0xd8 && buf[2] === 0xff;
-  if (kind === 'xlsx' || kind === 'docx' || kind === 'pptx') return buf.length > 4 && buf.readUInt32LE(0) === 0x04034b50;
+  if (kind === 'xlsx' || kind === 'docx' || kind === 'pptx')
+    return buf.length > 4 && buf.readUInt32LE(0) === 0x04034b50;
   if (kind === 'pdf') return buf.subarray(0, 1024).includes('%PDF-');
   const head = buf.subarray(0, 4096);
   const utf16 = (head[0] === 0xff && head[1] === 0xfe) || (head[0] === 0xfe && head[1] === 0xff);
@@ -68,7 +69,11 @@ export function decodeText(buf: Buffer): { text: string; encoding: string; repla
   else if (buf[0] === 0xfe && buf[1] === 0xff) [encoding, body] = ['utf-16be', buf.subarray(2)];
   else if (buf[0] === 0xef && buf[1] === 0xbb && buf[2] === 0xbf) body = buf.subarray(3);
   try {
-    return { text: new TextDecoder(encoding, { fatal: true, ignoreBOM: true }).decode(body), encoding, replaced: false };
+    return {
+      text: new TextDecoder(encoding, { fatal: true, ignoreBOM: true }).decode(body),
+      encoding,
+      replaced: false,
+    };
   } catch {
     return { text: new TextDecoder(encoding, { ignoreBOM: true }).decode(body), encoding, replaced: true };
   }
@@ -104,7 +109,11 @@ export function parseCsv(text: string, maxRows: number): { rows: string[][]; mor
   };
   for (let i = 0; i < text.length; i++) {
     const c = text[i]!;
-    if (++chars > ROW_MAX_CHARS) throw new AppError('ERR_UPLOAD_ROW_TOO_LARGE', `row ${rows.length + 1} is longer than ${ROW_MAX_CHARS / 1024} KiB of text`);
+    if (++chars > ROW_MAX_CHARS)
+      throw new AppError(
+        'ERR_UPLOAD_ROW_TOO_LARGE',
+        `row ${rows.length + 1} is longer than ${ROW_MAX_CHARS / 1024} KiB of text`,
+      );
     if (quoted) {
       if (c === '"' && text[i + 1] === '"') {
         cell += '"';
@@ -148,7 +157,8 @@ interface Box {
 /** An A1 range (A1:D20, A:C, 2:10, B3) as a 0-based box; ERR_UPLOAD_RANGE otherwise. */
 export function parseRange(range: string): Box {
   const m = /^([A-Z]{0,3})(\d{0,7})(?::([A-Z]{0,3})(\d{0,7}))?$/i.exec(range.trim());
-  if (!m || (!m[1] && !m[2])) throw new AppError('ERR_UPLOAD_RANGE', `"${range.slice(0, 40)}" is not an A1 range such as A1:D20`);
+  if (!m || (!m[1] && !m[2]))
+    throw new AppError('ERR_UPLOAD_RANGE', `"${range.slice(0, 40)}" is not an A1 range such as A1:D20`);
   const [, ca, ra, cb, rb] = m;
   const two = m[3] !== undefined || m[4] !== undefined;
   const c0 = ca ? columnIndex(ca) : 0;
@@ -164,7 +174,8 @@ export function shape(grid: string[][], sheet: string, opts: ReadOptions, notes:
   const maxRows = Math.min(opts.maxRows ?? TABLE_ROWS_MAX, TABLE_ROWS_MAX);
   const c1 = Math.min(box.c1, box.c0 + TABLE_COLUMNS_MAX - 1);
   const inRange = grid.slice(box.r0, box.r1 === Infinity ? undefined : box.r1 + 1);
-  if (inRange.some((r) => r.length > c1 + 1) && box.c1 === Infinity) notes.push(`columns past ${columnLetters(c1)} were left out (at most ${TABLE_COLUMNS_MAX})`);
+  if (inRange.some((r) => r.length > c1 + 1) && box.c1 === Infinity)
+    notes.push(`columns past ${columnLetters(c1)} were left out (at most ${TABLE_COLUMNS_MAX})`);
   let neutralised = 0;
   const rows = inRange.slice(0, maxRows).map((r) =>
     r.slice(box.c0, c1 + 1).map((cell) => {
@@ -174,7 +185,10 @@ export function shape(grid: string[][], sheet: string, opts: ReadOptions, notes:
     }),
   );
   while (rows.length && rows[rows.length - 1]!.every((c) => c === '')) rows.pop();
-  if (neutralised) notes.push(`${neutralised} cell(s) that looked like a formula (starting with = + - @ tab or CR) were prefixed with ' and read as text; nothing was evaluated`);
+  if (neutralised)
+    notes.push(
+      `${neutralised} cell(s) that looked like a formula (starting with = + - @ tab or CR) were prefixed with ' and read as text; nothing was evaluated`,
+    );
   const width = rows.reduce((w, r) => Math.max(w, r.length), 0);
   const range = `${sheet}!${columnLetters(box.c0)}${box.r0 + 1}:${columnLetters(box.c0 + Math.max(width, 1) - 1)}${box.r0 + Math.max(rows.length, 1)}`;
   return { sheet, range, rows, truncated: moreRows || inRange.length > maxRows, notes };

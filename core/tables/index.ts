@@ -1,5 +1,15 @@
 import { AppError } from '../errors.js';
-import { decodeText, kindOfName, parseCsv, parseRange, shape, sniff, TABLE_ROWS_MAX, type ReadOptions, type Table } from './cells.js';
+import {
+  decodeText,
+  kindOfName,
+  parseCsv,
+  parseRange,
+  shape,
+  sniff,
+  TABLE_ROWS_MAX,
+  type ReadOptions,
+  type Table,
+} from './cells.js';
 import { readXlsx } from './xlsx.js';
 
 /**
@@ -19,12 +29,17 @@ export * from './cells.js';
 /** A table from a CSV or XLSX file's bytes (`name` says which). */
 export function readTable(name: string, buf: Buffer, opts: ReadOptions = {}): Table {
   const kind = kindOfName(name);
-  if (kind !== 'csv' && kind !== 'xlsx') throw new AppError('ERR_UPLOAD_TYPE', `${name} is not a table: only .csv and .xlsx files are read as tables`);
-  if (!sniff(kind, buf)) throw new AppError('ERR_UPLOAD_MISMATCH', `${name} is not a ${kind === 'csv' ? 'text (CSV)' : 'XLSX'} file`);
+  if (kind !== 'csv' && kind !== 'xlsx')
+    throw new AppError('ERR_UPLOAD_TYPE', `${name} is not a table: only .csv and .xlsx files are read as tables`);
+  if (!sniff(kind, buf))
+    throw new AppError('ERR_UPLOAD_MISMATCH', `${name} is not a ${kind === 'csv' ? 'text (CSV)' : 'XLSX'} file`);
   if (kind === 'xlsx') return readXlsx(buf, opts);
   const { text, encoding, replaced } = decodeText(buf);
   const notes: string[] = [];
-  if (replaced) notes.push(`the file is not valid ${encoding.toUpperCase()}: bytes that could not be read were replaced with U+FFFD`);
+  if (replaced)
+    notes.push(
+      `the file is not valid ${encoding.toUpperCase()}: bytes that could not be read were replaced with U+FFFD`,
+    );
   const box = opts.range ? parseRange(opts.range) : { r1: Infinity };
   const want = box.r1 === Infinity ? TABLE_ROWS_MAX : Math.min(TABLE_ROWS_MAX, box.r1 + 1);
   const { rows, more } = parseCsv(text, want);

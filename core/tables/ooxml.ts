@@ -20,7 +20,8 @@ function entriesOf(buf: Buffer): Map<string, ZipEntry> {
   try {
     return zipEntries(buf);
   } catch (err) {
-    if (err instanceof AppError && err.code === 'ERR_UPLOAD_ZIP_BOMB') throw new AppError('ERR_UPLOAD_ZIP_BOMB', err.message.replace('the workbook', 'the document'));
+    if (err instanceof AppError && err.code === 'ERR_UPLOAD_ZIP_BOMB')
+      throw new AppError('ERR_UPLOAD_ZIP_BOMB', err.message.replace('the workbook', 'the document'));
     if (err instanceof AppError) throw invalid(err.message.replace(/^the workbook cannot be read: /, ''));
     throw err;
   }
@@ -49,7 +50,9 @@ function paragraphs(xml: string, para: string, run: string): string[] {
     for (const m of body.matchAll(new RegExp(`<${run}(?:\\s[^>]*)?>([^<]*)</${run}>|<w:tab/>|<w:br/>|<a:br/>`, 'g'))) {
       text += m[1] !== undefined ? unescapeXml(m[1]) : m[0] === '<w:tab/>' ? '\t' : '\n';
     }
-    const level = /<w:pStyle w:val="(?:Heading|heading )(\d)"/.exec(body)?.[1] ?? (/<w:pStyle w:val="Title"/.test(body) ? '1' : undefined);
+    const level =
+      /<w:pStyle w:val="(?:Heading|heading )(\d)"/.exec(body)?.[1] ??
+      (/<w:pStyle w:val="Title"/.test(body) ? '1' : undefined);
     out.push(level && text ? `${'#'.repeat(Number(level))} ${text}` : text);
   }
   return out;
@@ -70,7 +73,12 @@ export function pptxText(buf: Buffer): DocumentText {
     .map((n) => /^ppt\/slides\/slide(\d{1,4})\.xml$/.exec(n))
     .filter((m): m is RegExpExecArray => !!m)
     .sort((a, b) => Number(a[1]) - Number(b[1]));
-  return { parts: slides.map((m, i) => ({ label: `slide ${i + 1}`, text: paragraphs(xmlPart(buf, entries, m[0]), 'a:p', 'a:t').join('\n') })) };
+  return {
+    parts: slides.map((m, i) => ({
+      label: `slide ${i + 1}`,
+      text: paragraphs(xmlPart(buf, entries, m[0]), 'a:p', 'a:t').join('\n'),
+    })),
+  };
 }
 
 /** Whether a ZIP's central directory has the part a DOCX (word/document.xml) or PPTX (ppt/presentation.xml) must have. */

@@ -1,6 +1,14 @@
 import { AppError } from '../errors.js';
 import { zipEntries, zipRead, type ZipEntry } from './zip.js';
-import { columnIndex, parseRange, ROW_MAX_CHARS, shape, TABLE_ROWS_MAX, type ReadOptions, type Table } from './cells.js';
+import {
+  columnIndex,
+  parseRange,
+  ROW_MAX_CHARS,
+  shape,
+  TABLE_ROWS_MAX,
+  type ReadOptions,
+  type Table,
+} from './cells.js';
 
 /**
  * The cells of one sheet of an XLSX workbook, as text. Only the parts needed are inflated
@@ -93,7 +101,11 @@ function grid(xml: string, shared: string[], lastRow: number): { rows: string[][
       col = letters ? columnIndex(letters) : col;
       const value = cellValue(cm[2] ?? '', attr(cm[1]!, 't'), shared);
       chars += value.length;
-      if (chars > ROW_MAX_CHARS) throw new AppError('ERR_UPLOAD_ROW_TOO_LARGE', `row ${index + 1} is longer than ${ROW_MAX_CHARS / 1024} KiB of text`);
+      if (chars > ROW_MAX_CHARS)
+        throw new AppError(
+          'ERR_UPLOAD_ROW_TOO_LARGE',
+          `row ${index + 1} is longer than ${ROW_MAX_CHARS / 1024} KiB of text`,
+        );
       if (col < 16384) cells[col] = value;
       col++;
     }
@@ -106,7 +118,11 @@ export function readXlsx(buf: Buffer, opts: ReadOptions): Table {
   const entries = zipEntries(buf);
   const sheets = sheetsOf(buf, entries);
   const sheet = opts.sheet === undefined ? sheets[0]! : sheets.find((s) => s.name === opts.sheet);
-  if (!sheet) throw new AppError('ERR_UPLOAD_SHEET_NOT_FOUND', `the workbook has no sheet "${opts.sheet}" (it has ${sheets.map((s) => `"${s.name}"`).join(', ')})`);
+  if (!sheet)
+    throw new AppError(
+      'ERR_UPLOAD_SHEET_NOT_FOUND',
+      `the workbook has no sheet "${opts.sheet}" (it has ${sheets.map((s) => `"${s.name}"`).join(', ')})`,
+    );
   const sst = part(buf, entries, 'xl/sharedStrings.xml', false);
   const shared = sst ? [...sst.matchAll(/<si>([\s\S]*?)<\/si>/g)].map((m) => textOf(m[1]!)) : [];
   const box = opts.range ? parseRange(opts.range) : { r0: 0, r1: Infinity };

@@ -22,7 +22,8 @@ export interface ZipEntry {
   localOffset: number;
 }
 
-const bomb = (why: string) => new AppError('ERR_UPLOAD_ZIP_BOMB', `the workbook is refused: ${why} (a zip bomb, or too big to read)`);
+const bomb = (why: string) =>
+  new AppError('ERR_UPLOAD_ZIP_BOMB', `the workbook is refused: ${why} (a zip bomb, or too big to read)`);
 const invalid = (why: string) => new AppError('ERR_UPLOAD_XLSX_INVALID', `the workbook cannot be read: ${why}`);
 
 function findEnd(buf: Buffer): number {
@@ -54,7 +55,8 @@ export function zipEntries(buf: Buffer): Map<string, ZipEntry> {
     const name = buf.subarray(p + 46, p + 46 + nameLen).toString('utf8');
     p += 46 + skip;
     if (flags & 1) throw invalid('the workbook is encrypted');
-    if (size === 0xffffffff || compressedSize === 0xffffffff || localOffset === 0xffffffff) throw invalid('ZIP64 archives are not read');
+    if (size === 0xffffffff || compressedSize === 0xffffffff || localOffset === 0xffffffff)
+      throw invalid('ZIP64 archives are not read');
     if (size > ZIP_MAX_ENTRY_BYTES) throw bomb(`${name} unpacks to ${size} bytes (at most ${ZIP_MAX_ENTRY_BYTES})`);
     total += size;
     if (total > ZIP_MAX_TOTAL_BYTES) throw bomb(`the entries unpack to more than ${ZIP_MAX_TOTAL_BYTES} bytes`);

@@ -5,7 +5,13 @@
  */
 import type { Command } from 'commander';
 import { join } from 'node:path';
-import { AppError, atRestEncryptor, type Config, type ConnectorAudience, type ConnectorToolMode } from '../../core/index.js';
+import {
+  AppError,
+  atRestEncryptor,
+  type Config,
+  type ConnectorAudience,
+  type ConnectorToolMode,
+} from '../../core/index.js';
 import { textTable } from '../../core/text-table.js';
 import type { ConnectorService } from '../../domain/connectors/index.js';
 import { openDatabase } from '../../domain/db/index.js';
@@ -13,12 +19,22 @@ import { openDatabase } from '../../domain/db/index.js';
 type Out = (s: string) => void;
 const stdout: Out = (s) => process.stdout.write(s);
 
-async function withService<T>(config: Readonly<Config>, fn: (svc: ConnectorService, db: Awaited<ReturnType<typeof openDatabase>>) => Promise<T>): Promise<T> {
+async function withService<T>(
+  config: Readonly<Config>,
+  fn: (svc: ConnectorService, db: Awaited<ReturnType<typeof openDatabase>>) => Promise<T>,
+): Promise<T> {
   const database = await openDatabase({ url: config.databaseUrl?.reveal(), file: join(config.dataDir, 'airlock.db') });
   // Loaded here, not at the CLI's start: the MCP client is needed by these commands only.
   const { ConnectorService } = await import('../../domain/connectors/index.js');
   try {
-    return await fn(new ConnectorService({ db: database.sql, enc: atRestEncryptor(config), allowHttpLoopback: config.connectors?.allowHttpLoopback ?? false }), database);
+    return await fn(
+      new ConnectorService({
+        db: database.sql,
+        enc: atRestEncryptor(config),
+        allowHttpLoopback: config.connectors?.allowHttpLoopback ?? false,
+      }),
+      database,
+    );
   } finally {
     await database.close();
   }
@@ -44,11 +60,30 @@ function audienceOf(o: AddOptions): ConnectorAudience {
 }
 
 /** `airlock connectors add ID --label … --url …`: add and list its tools. */
-export async function connectorsAdd(config: Readonly<Config>, id: string, o: AddOptions, env: NodeJS.ProcessEnv = process.env, out: Out = stdout): Promise<void> {
+export async function connectorsAdd(
+  config: Readonly<Config>,
+  id: string,
+  o: AddOptions,
+  env: NodeJS.ProcessEnv = process.env,
+  out: Out = stdout,
+): Promise<void> {
   const secret = o.secretEnv ? env[o.secretEnv] : undefined;
-  if (o.secretEnv && !secret) throw new AppError('ERR_CONNECTOR_AUTH', `the environment variable ${o.secretEnv} is not set`);
+  if (o.secretEnv && !secret)
+    throw new AppError('ERR_CONNECTOR_AUTH', `the environment variable ${o.secretEnv} is not set`);
   const r = await withService(config, (svc) =>
-    svc.create({ id, label: o.label, url: o.url, transport: o.transport, audience: audienceOf(o), auth_kind: o.auth ?? 'none', auth_header_name: o.header ?? null, auth_secret: secret ?? null }, null),
+    svc.create(
+      {
+        id,
+        label: o.label,
+        url: o.url,
+        transport: o.transport,
+        audience: audienceOf(o),
+        auth_kind: o.auth ?? 'none',
+        auth_header_name: o.header ?? null,
+        auth_secret: secret ?? null,
+      },
+      null,
+    ),
   );
   if (o.json) return out(JSON.stringify(r, null, 2) + '\n');
   out(`added ${r.connector.id} (${r.connector.transport}) with ${r.connector.tools.length} tools\n`);
@@ -56,24 +91,35 @@ export async function connectorsAdd(config: Readonly<Config>, id: string, o: Add
 }
 
 /** `airlock connectors ls`. */
-export async function connectorsLs(config: Readonly<Config>, opts: { json?: boolean }, out: Out = stdout): Promise<void> {
+export async function connectorsLs(
+  config: Readonly<Config>,
+  opts: { json?: boolean },
+  out: Out = stdout,
+): Promise<void> {
   const { listConnectors } = await import('../../domain/connectors/index.js');
   const list = await withService(config, async (_svc, db) => listConnectors(db.sql));
   if (opts.json) return out(JSON.stringify(list, null, 2) + '\n');
   const rows = [['ID', 'LABEL', 'URL', 'AUTH', 'AUDIENCE', 'TOOLS', 'ENABLED']];
-  for (const c of list) rows.push([c.id, c.label, c.url, c.auth_kind, c.audience.kind, String(c.tools.length), c.enabled ? 'yes' : 'no']);
+  for (const c of list)
+    rows.push([c.id, c.label, c.url, c.auth_kind, c.audience.kind, String(c.tools.length), c.enabled ? 'yes' : 'no']);
   out(textTable(rows));
 }
 
 /** `airlock connectors tools ID [--set tool=mode …] [--refresh]`. */
-export async function connectorsTools(config: Readonly<Config>, id: string, opts: { set?: string[]; refresh?: boolean; json?: boolean }, out: Out = stdout): Promise<void> {
+export async function connectorsTools(
+  config: Readonly<Config>,
+  id: string,
+  opts: { set?: string[]; refresh?: boolean; json?: boolean },
+  out: Out = stdout,
+): Promise<void> {
   const c = await withService(config, async (svc, db) => {
     if (opts.refresh) await svc.refreshTools(id, null);
     if (opts.set?.length) {
       const modes: Record<string, ConnectorToolMode> = {};
       for (const s of opts.set) {
         const [name, mode] = s.split('=');
-        if (!['enabled', 'disabled', 'ask'].includes(mode)) throw new AppError('ERR_VALIDATION', `--set ${s}: the mode is enabled, disabled or ask`);
+        if (!['enabled', 'disabled', 'ask'].includes(mode))
+          throw new AppError('ERR_VALIDATION', `--set ${s}: the mode is enabled, disabled or ask`);
         modes[name] = mode as ConnectorToolMode;
       }
       await svc.setToolModes(id, modes);
@@ -95,7 +141,11 @@ export async function connectorsRm(config: Readonly<Config>, id: string, out: Ou
 }
 
 /** The `connectors` command tree (daemon/main.ts). */
-export function connectorCommands(program: Command, configOrExit: () => Readonly<Config>, fail: (err: unknown) => never): void {
+export function connectorCommands(
+  program: Command,
+  configOrExit: () => Readonly<Config>,
+  fail: (err: unknown) => never,
+): void {
   const c = program.command('connectors').description('remote MCP servers the agent may use (docs/connectors.md)');
   c.command('ls')
     .description('every connector: id, label, URL, auth, audience, tools, enabled')
@@ -121,5 +171,7 @@ export function connectorCommands(program: Command, configOrExit: () => Readonly
     .option('--set <tool=mode...>', 'set modes (enabled, disabled, ask)')
     .option('--refresh', 'list the tools from the server again first (modes kept)')
     .option('--json', 'JSON output')
-    .action(async (id: string, o: { set?: string[]; refresh?: boolean; json?: boolean }) => connectorsTools(configOrExit(), id, o).catch(fail));
+    .action(async (id: string, o: { set?: string[]; refresh?: boolean; json?: boolean }) =>
+      connectorsTools(configOrExit(), id, o).catch(fail),
+    );
 }

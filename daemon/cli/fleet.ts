@@ -1,6 +1,18 @@
 import { join } from 'node:path';
 import { z } from 'zod';
-import { AppError, appErrorFromPeer, ATTACH_UPGRADE, AttachFrameReader, CodedErrorSchema, encodeAttachFrame, isAppError, NodeClient, type AttachFrame, type Config, type ShellTerminal } from '../../core/index.js';
+import {
+  AppError,
+  appErrorFromPeer,
+  ATTACH_UPGRADE,
+  AttachFrameReader,
+  CodedErrorSchema,
+  encodeAttachFrame,
+  isAppError,
+  NodeClient,
+  type AttachFrame,
+  type Config,
+  type ShellTerminal,
+} from '../../core/index.js';
 import { openDatabase } from '../../domain/db/index.js';
 import { listNodes, sandboxesOfOtherNodes, sandboxOf, type NodeInfo, type SandboxRow } from '../../domain/fleet.js';
 import { nodeRequest } from '../host/fleet.js';
@@ -15,7 +27,10 @@ export function inFleet(config: Readonly<Config>): boolean {
   return !!config.databaseUrl && !!config.node.secret;
 }
 
-async function withDb<T>(config: Readonly<Config>, fn: (db: Awaited<ReturnType<typeof openDatabase>>) => Promise<T>): Promise<T> {
+async function withDb<T>(
+  config: Readonly<Config>,
+  fn: (db: Awaited<ReturnType<typeof openDatabase>>) => Promise<T>,
+): Promise<T> {
   const database = await openDatabase({ url: config.databaseUrl?.reveal(), file: join(config.dataDir, 'airlock.db') });
   try {
     return await fn(database);
@@ -25,7 +40,10 @@ async function withDb<T>(config: Readonly<Config>, fn: (db: Awaited<ReturnType<t
 }
 
 /** The owner of a session when it is another node: its row and node. */
-export async function remoteOwner(config: Readonly<Config>, sessionId: string): Promise<{ row: SandboxRow; node: NodeInfo | undefined } | undefined> {
+export async function remoteOwner(
+  config: Readonly<Config>,
+  sessionId: string,
+): Promise<{ row: SandboxRow; node: NodeInfo | undefined } | undefined> {
   if (!inFleet(config)) return undefined;
   return withDb(config, async (db) => {
     const row = await sandboxOf(db.sql, sessionId);
@@ -44,7 +62,11 @@ export async function ownerElsewhere(config: Readonly<Config>, err: unknown, ses
   if (!isAppError(err, 'ERR_SESSION_NOT_FOUND') && !isAppError(err, 'ERR_DAEMON_NOT_RUNNING')) throw err;
   const owner = await remoteOwner(config, sessionId);
   if (!owner) throw err;
-  if (!owner.node?.alive) throw new AppError('ERR_NODE_UNREACHABLE', `session ${sessionId} was on node ${owner.row.node_id}, which is lost; its next prompt starts it on a live node`);
+  if (!owner.node?.alive)
+    throw new AppError(
+      'ERR_NODE_UNREACHABLE',
+      `session ${sessionId} was on node ${owner.row.node_id}, which is lost; its next prompt starts it on a live node`,
+    );
   return owner.node;
 }
 
@@ -52,7 +74,11 @@ export async function ownerElsewhere(config: Readonly<Config>, err: unknown, ses
  * Run an operator command here; when this node does not know the session and another node owns
  * it, run it there. Returns the result and the node that answered.
  */
-export async function operatorAnywhere(config: Readonly<Config>, local: () => Promise<unknown>, request: { cmd: 'inspect' | 'kill' | 'restart' | 'logs'; id: string; tail?: number }): Promise<{ result: unknown; node: string }> {
+export async function operatorAnywhere(
+  config: Readonly<Config>,
+  local: () => Promise<unknown>,
+  request: { cmd: 'inspect' | 'kill' | 'restart' | 'logs'; id: string; tail?: number },
+): Promise<{ result: unknown; node: string }> {
   try {
     return { result: await local(), node: config.node.id };
   } catch (err) {
@@ -81,13 +107,30 @@ function refusal(body: Buffer, fallback: AppError): AppError {
  * (core/attach-frames.ts) between this terminal and the shell there. Resolves with the shell's
  * exit status.
  */
-export function attachRemote(config: Readonly<Config>, node: NodeInfo, sessionId: string, o: { root: boolean; term: string }, tty: ShellTerminal): Promise<number> {
+export function attachRemote(
+  config: Readonly<Config>,
+  node: NodeInfo,
+  sessionId: string,
+  o: { root: boolean; term: string },
+  tty: ShellTerminal,
+): Promise<number> {
   const client = new NodeClient(config);
-  const query = new URLSearchParams({ root: o.root ? '1' : '0', term: o.term, rows: String(tty.stdout.rows ?? 0), cols: String(tty.stdout.columns ?? 0) });
+  const query = new URLSearchParams({
+    root: o.root ? '1' : '0',
+    term: o.term,
+    rows: String(tty.stdout.rows ?? 0),
+    cols: String(tty.stdout.columns ?? 0),
+  });
   const path = `/api/fleet/sessions/${encodeURIComponent(sessionId)}/attach?${query}`;
   const unreachable = (why: string) => new AppError('ERR_NODE_UNREACHABLE', `node ${node.id} at ${node.url}: ${why}`);
   return new Promise<number>((resolve, reject) => {
-    const req = client.open(node, { method: 'GET', path, userId: null, keepAlive: false, headers: { connection: 'Upgrade', upgrade: ATTACH_UPGRADE } });
+    const req = client.open(node, {
+      method: 'GET',
+      path,
+      userId: null,
+      keepAlive: false,
+      headers: { connection: 'Upgrade', upgrade: ATTACH_UPGRADE },
+    });
     req.on('error', (err) => reject(unreachable(`does not answer (${err.message})`)));
     // Refused before any shell started: the owner's error body.
     req.on('response', (res) => {
@@ -123,7 +166,8 @@ export function attachRemote(config: Readonly<Config>, node: NodeInfo, sessionId
         tty.stdin.removeListener('data', keys);
         tty.stdin.removeListener('end', eof);
         tty.stdin.pause();
-        if (exit === undefined) process.stderr.write(`attach: the connection to node ${node.id} closed before the shell ended\n`);
+        if (exit === undefined)
+          process.stderr.write(`attach: the connection to node ${node.id} closed before the shell ended\n`);
         resolve(exit ?? 1);
       });
       if (head.length) screen(head);

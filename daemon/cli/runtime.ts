@@ -19,7 +19,10 @@ import { attachRemote, inFleet, operatorAnywhere, ownerElsewhere, remoteSessions
 import { LOGS_TAIL_MAX } from '../runtime/operator.js';
 
 /** The fields of a listed sandbox the CLI reads; others pass through untouched (`--json` prints them all). */
-type SandboxRow = Pick<SandboxInfo, 'containerId' | 'sessionId' | 'userId' | 'createdAt' | 'lastUsedAt' | 'turns' | 'stale'> & { state: string };
+type SandboxRow = Pick<
+  SandboxInfo,
+  'containerId' | 'sessionId' | 'userId' | 'createdAt' | 'lastUsedAt' | 'turns' | 'stale'
+> & { state: string };
 const SandboxRowSchema: z.ZodType<SandboxRow> = z.looseObject({
   containerId: z.string(),
   sessionId: z.string().nullable(),
@@ -31,7 +34,9 @@ const SandboxRowSchema: z.ZodType<SandboxRow> = z.looseObject({
   stale: z.boolean(),
 });
 const SandboxRefSchema = z.looseObject({ containerId: z.string() });
-const LogsResultSchema = z.object({ chunks: z.array(z.object({ stream: z.enum(['stdout', 'stderr']), data: z.string() })) });
+const LogsResultSchema = z.object({
+  chunks: z.array(z.object({ stream: z.enum(['stdout', 'stderr']), data: z.string() })),
+});
 const RestartStaleSchema = z.object({ restarted: z.array(z.string()) });
 
 /** Repository root (dist/daemon/cli/runtime.js → ../../..). */
@@ -39,10 +44,21 @@ export function repoRoot(): string {
   return join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 }
 
-export async function imageBuildCommand(config: Readonly<Config>, opts: { tag?: string; rebuildBase?: boolean }): Promise<void> {
+export async function imageBuildCommand(
+  config: Readonly<Config>,
+  opts: { tag?: string; rebuildBase?: boolean },
+): Promise<void> {
   const log = createLogger({ level: config.logLevel, destination: process.stderr });
-  const r = await buildSandboxImage({ docker: createDocker(config), tag: opts.tag ?? config.docker.image, root: repoRoot(), log, rebuildBase: opts.rebuildBase });
-  process.stdout.write(`built ${r.tag} on ${r.baseTag}${r.baseBuilt ? ' (base built)' : ' (base cached)'} in ${((r.baseMs + r.appMs) / 1000).toFixed(1)} s\n`);
+  const r = await buildSandboxImage({
+    docker: createDocker(config),
+    tag: opts.tag ?? config.docker.image,
+    root: repoRoot(),
+    log,
+    rebuildBase: opts.rebuildBase,
+  });
+  process.stdout.write(
+    `built ${r.tag} on ${r.baseTag}${r.baseBuilt ? ' (base built)' : ' (base cached)'} in ${((r.baseMs + r.appMs) / 1000).toFixed(1)} s\n`,
+  );
 }
 
 function age(ms: number): string {
@@ -58,7 +74,18 @@ export async function sessionsLs(config: Readonly<Config>, opts: { json?: boolea
   const fleet = inFleet(config);
   const remote = fleet ? await remoteSessions(config) : [];
   if (opts.json) {
-    const all = fleet ? [...list.map((s) => ({ ...s, node: config.node.id })), ...remote.map((r) => ({ sessionId: r.session_id, userId: r.user_id, node: r.node_id, state: r.alive ? r.state : 'lost', containerId: r.container_id }))] : list;
+    const all = fleet
+      ? [
+          ...list.map((s) => ({ ...s, node: config.node.id })),
+          ...remote.map((r) => ({
+            sessionId: r.session_id,
+            userId: r.user_id,
+            node: r.node_id,
+            state: r.alive ? r.state : 'lost',
+            containerId: r.container_id,
+          })),
+        ]
+      : list;
     process.stdout.write(JSON.stringify(all, null, 2) + '\n');
     return;
   }
@@ -78,13 +105,27 @@ export async function sessionsLs(config: Readonly<Config>, opts: { json?: boolea
     ]);
   }
   for (const r of remote) {
-    rows.push([r.node_id, r.session_id, String(r.user_id), (r.container_id ?? '-').slice(0, 12), r.alive ? r.state : 'lost', age(now - Date.parse(r.created_at)), '-', '-', '-']);
+    rows.push([
+      r.node_id,
+      r.session_id,
+      String(r.user_id),
+      (r.container_id ?? '-').slice(0, 12),
+      r.alive ? r.state : 'lost',
+      age(now - Date.parse(r.created_at)),
+      '-',
+      '-',
+      '-',
+    ]);
   }
   process.stdout.write(textTable(rows));
 }
 
 export async function sessionsInspect(config: Readonly<Config>, id: string): Promise<void> {
-  const { result, node } = await operatorAnywhere(config, () => controlRequest(config.dataDir, { cmd: 'inspect', id }), { cmd: 'inspect', id });
+  const { result, node } = await operatorAnywhere(
+    config,
+    () => controlRequest(config.dataDir, { cmd: 'inspect', id }),
+    { cmd: 'inspect', id },
+  );
   process.stdout.write(JSON.stringify(inFleet(config) ? Object.assign({ node }, result) : result, null, 2) + '\n');
 }
 
@@ -95,10 +136,12 @@ function driverFor(config: Readonly<Config>): SandboxDriver {
 
 export async function sessionsLogs(config: Readonly<Config>, id: string, opts: { tail: string }): Promise<void> {
   const tail = opts.tail === undefined ? 200 : Number(opts.tail);
-  if (!Number.isSafeInteger(tail) || tail < 1 || tail > LOGS_TAIL_MAX) throw new AppError('ERR_CLI_USAGE', `--tail: a whole number from 1 to ${LOGS_TAIL_MAX}`);
+  if (!Number.isSafeInteger(tail) || tail < 1 || tail > LOGS_TAIL_MAX)
+    throw new AppError('ERR_CLI_USAGE', `--tail: a whole number from 1 to ${LOGS_TAIL_MAX}`);
   const request = { cmd: 'logs' as const, id, tail };
   const { result } = await operatorAnywhere(config, () => controlRequest(config.dataDir, request), request);
-  for (const c of LogsResultSchema.parse(result).chunks) (c.stream === 'stderr' ? process.stderr : process.stdout).write(Buffer.from(c.data, 'base64'));
+  for (const c of LogsResultSchema.parse(result).chunks)
+    (c.stream === 'stderr' ? process.stderr : process.stdout).write(Buffer.from(c.data, 'base64'));
 }
 
 export async function sessionsAttach(config: Readonly<Config>, id: string, opts: { root?: boolean }): Promise<void> {
@@ -109,23 +152,38 @@ export async function sessionsAttach(config: Readonly<Config>, id: string, opts:
     (info) => ({ containerId: info.containerId }),
     async (err: unknown) => ({ node: await ownerElsewhere(config, err, id) }),
   );
-  const code = 'node' in where ? await attachRemote(config, where.node, id, o, tty) : await driverFor(config).shell(where.containerId, o, tty);
+  const code =
+    'node' in where
+      ? await attachRemote(config, where.node, id, o, tty)
+      : await driverFor(config).shell(where.containerId, o, tty);
   // Exit as the remote shell did (`exit 3` in the sandbox → the CLI exits 3), as ssh does.
   process.exit(code);
 }
 
-export async function sessionsRestart(config: Readonly<Config>, id: string | undefined, opts: { stale?: boolean }): Promise<void> {
+export async function sessionsRestart(
+  config: Readonly<Config>,
+  id: string | undefined,
+  opts: { stale?: boolean },
+): Promise<void> {
   if (opts.stale) {
     const r = await controlRequest(config.dataDir, { cmd: 'restart-stale' }, undefined, RestartStaleSchema);
-    process.stdout.write(`restarted ${r.restarted.length} stale session(s)${r.restarted.length ? ': ' + r.restarted.join(', ') : ''}\n`);
+    process.stdout.write(
+      `restarted ${r.restarted.length} stale session(s)${r.restarted.length ? ': ' + r.restarted.join(', ') : ''}\n`,
+    );
     return;
   }
   if (!id) throw new AppError('ERR_CLI_USAGE', 'give a session id or --stale');
-  const { node } = await operatorAnywhere(config, () => controlRequest(config.dataDir, { cmd: 'restart', id }), { cmd: 'restart', id });
+  const { node } = await operatorAnywhere(config, () => controlRequest(config.dataDir, { cmd: 'restart', id }), {
+    cmd: 'restart',
+    id,
+  });
   process.stdout.write(`restarted ${id}${node !== config.node.id ? ` on node ${node}` : ''}\n`);
 }
 
 export async function sessionsKill(config: Readonly<Config>, id: string): Promise<void> {
-  const { node } = await operatorAnywhere(config, () => controlRequest(config.dataDir, { cmd: 'kill', id }), { cmd: 'kill', id });
+  const { node } = await operatorAnywhere(config, () => controlRequest(config.dataDir, { cmd: 'kill', id }), {
+    cmd: 'kill',
+    id,
+  });
   process.stdout.write(`killed ${id}${node !== config.node.id ? ` on node ${node}` : ''}\n`);
 }

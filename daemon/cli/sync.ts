@@ -1,6 +1,11 @@
 import { join } from 'node:path';
 import { AppError, isAppError, type Config } from '../../core/index.js';
-import { createOrGetRunningJob, syncConnection, syncJobSummary, type SandboxControl } from '../../domain/identity/index.js';
+import {
+  createOrGetRunningJob,
+  syncConnection,
+  syncJobSummary,
+  type SandboxControl,
+} from '../../domain/identity/index.js';
 import { openBase } from '../context.js';
 import { CONTROL_SOCKET_NAME, controlRequest, KillUserReplySchema } from '../runtime/control-api.js';
 import { recoverStaleJobs } from '../directory-sync/job-owner.js';
@@ -48,10 +53,15 @@ export function daemonSandboxControl(dataDir: string, out: NodeJS.WritableStream
       } catch (err) {
         if (isAppError(err, 'ERR_DAEMON_NOT_RUNNING')) {
           unreachable = true;
-          out.write(`airlock: no daemon answers on ${join(dataDir, CONTROL_SOCKET_NAME)} (not running, or running without a sandbox runtime): ` + 'no live sandboxes of deactivated users were ended\n');
+          out.write(
+            `airlock: no daemon answers on ${join(dataDir, CONTROL_SOCKET_NAME)} (not running, or running without a sandbox runtime): ` +
+              'no live sandboxes of deactivated users were ended\n',
+          );
           return undefined;
         }
-        out.write(`airlock: could not end the live sandboxes of deactivated user ${userId}: ${(err as Error).message}${isAppError(err) ? ` (${err.code})` : ''}\n`);
+        out.write(
+          `airlock: could not end the live sandboxes of deactivated user ${userId}: ${(err as Error).message}${isAppError(err) ? ` (${err.code})` : ''}\n`,
+        );
         throw err;
       }
     },
@@ -77,7 +87,10 @@ export async function syncDirectoryCli(config: Readonly<Config>, opts: SyncDirec
     if (!created) {
       const by = job.owner_pid != null ? `, pid ${job.owner_pid} on ${job.owner_host}` : '';
       if (opts.json) process.stdout.write(JSON.stringify({ job: syncJobSummary(job), created: false }) + '\n');
-      else out.write(`airlock: a directory sync is already running for ${conn.provider} (job ${job.id}, ${job.status}${by})\n`);
+      else
+        out.write(
+          `airlock: a directory sync is already running for ${conn.provider} (job ${job.id}, ${job.status}${by})\n`,
+        );
       return 1;
     }
     // Deactivated users lose their web sessions (same database) and, through the running daemon,

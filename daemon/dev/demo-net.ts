@@ -18,7 +18,12 @@ export async function freePort(host: string): Promise<number> {
  * the directory service account, as Google's does): JWT-bearer assertions go to the directory
  * emulator, every other grant to the OAuth emulator.
  */
-export async function startTokenRouter(): Promise<{ url: string; tokenUrl: string; route(oauth: string, directory: string): void; close(): Promise<void> }> {
+export async function startTokenRouter(): Promise<{
+  url: string;
+  tokenUrl: string;
+  route(oauth: string, directory: string): void;
+  close(): Promise<void>;
+}> {
   let targets = { oauth: '', directory: '' };
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -27,10 +32,17 @@ export async function startTokenRouter(): Promise<{ url: string; tokenUrl: strin
       const body = Buffer.concat(chunks);
       const grant = new URLSearchParams(body.toString('utf8')).get('grant_type') ?? '';
       const target = grant === 'urn:ietf:params:oauth:grant-type:jwt-bearer' ? targets.directory : targets.oauth;
-      fetch(target, { method: req.method, headers: { 'content-type': req.headers['content-type'] ?? 'application/x-www-form-urlencoded' }, body: req.method === 'POST' ? body : undefined })
+      fetch(target, {
+        method: req.method,
+        headers: { 'content-type': req.headers['content-type'] ?? 'application/x-www-form-urlencoded' },
+        body: req.method === 'POST' ? body : undefined,
+      })
         .then(async (r) => {
           const text = await r.text();
-          res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'application/json', 'cache-control': 'no-store' });
+          res.writeHead(r.status, {
+            'content-type': r.headers.get('content-type') ?? 'application/json',
+            'cache-control': 'no-store',
+          });
           res.end(text);
         })
         .catch(() => {

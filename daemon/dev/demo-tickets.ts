@@ -14,14 +14,32 @@ const CLIENT_ID = 'airlock-demo';
  * username and password as at Airlock. `register` puts it in the connector registry (each start:
  * the tracker's port and client secret are new), for everyone, with its pre-registered client.
  */
-export async function startDemoTickets(config: Readonly<Config>, user: { username: string; password: string }): Promise<{ tickets: TicketsEmulator; register(db: Sql, enc: Encryptor): Promise<void> }> {
+export async function startDemoTickets(
+  config: Readonly<Config>,
+  user: { username: string; password: string },
+): Promise<{ tickets: TicketsEmulator; register(db: Sql, enc: Encryptor): Promise<void> }> {
   const clientSecret = randomBytes(16).toString('hex');
-  const tickets = await startTickets({ users: { [user.username]: user.password }, clients: [{ client_id: CLIENT_ID, client_secret: clientSecret, redirect_uris: [config.publicOrigin + CALLBACK_PATH] }] });
+  const tickets = await startTickets({
+    users: { [user.username]: user.password },
+    clients: [
+      { client_id: CLIENT_ID, client_secret: clientSecret, redirect_uris: [config.publicOrigin + CALLBACK_PATH] },
+    ],
+  });
   const register = async (db: Sql, enc: Encryptor) => {
     const registry = new ConnectorService({ db, enc, allowHttpLoopback: true });
     // A tracker of an earlier start is gone with its grants: replaced, not kept.
     if (await connectorRow(db, 'tickets')) await registry.delete('tickets');
-    await registry.create({ id: 'tickets', label: 'Acme Tickets', url: tickets.url, auth_kind: 'oauth', oauth_client_id: CLIENT_ID, oauth_client_secret: clientSecret }, null);
+    await registry.create(
+      {
+        id: 'tickets',
+        label: 'Acme Tickets',
+        url: tickets.url,
+        auth_kind: 'oauth',
+        oauth_client_id: CLIENT_ID,
+        oauth_client_secret: clientSecret,
+      },
+      null,
+    );
   };
   return { tickets, register };
 }

@@ -2,7 +2,18 @@ import { assertPortFree } from '../port-check.js';
 import { createHash, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AppError, createLogger, hashPassword, loadConfig, atRestEncryptor, SERVE_REQUIRED, tokenRequest, WORKSPACE_SCOPES, type Config, type Logger } from '../../core/index.js';
+import {
+  AppError,
+  createLogger,
+  hashPassword,
+  loadConfig,
+  atRestEncryptor,
+  SERVE_REQUIRED,
+  tokenRequest,
+  WORKSPACE_SCOPES,
+  type Config,
+  type Logger,
+} from '../../core/index.js';
 import { getConnectionByProvider, saveConnection } from '../../domain/identity/index.js';
 import { AccountStore, createUser, getCredentials, setCredentials, type Sql } from '../../domain/index.js';
 import { start as startGoogle, type GoogleEmulator, type SeedSheet } from '../../emulator/google.js';
@@ -173,7 +184,12 @@ async function ensureImage(config: Readonly<Config>, print: (l: string) => void,
   print(`  ✓ image built in ${Math.round((Date.now() - started) / 1000)}s`);
 }
 
-async function ensureUser(db: Sql, u: { username: string; email: string; name: string }, password: string, superuser: boolean): Promise<number> {
+async function ensureUser(
+  db: Sql,
+  u: { username: string; email: string; name: string },
+  password: string,
+  superuser: boolean,
+): Promise<number> {
   const passwordHash = await hashPassword(password);
   const found = await getCredentials(db, u.username);
   if (found) {
@@ -181,11 +197,24 @@ async function ensureUser(db: Sql, u: { username: string; email: string; name: s
     await setCredentials(db, found.user.id, { passwordHash, isSuperuser: superuser });
     return found.user.id;
   }
-  return (await createUser(db, { username: u.username, email: u.email, displayName: u.name, passwordHash, isSuperuser: superuser })).id;
+  return (
+    await createUser(db, {
+      username: u.username,
+      email: u.email,
+      displayName: u.name,
+      passwordHash,
+      isSuperuser: superuser,
+    })
+  ).id;
 }
 
 /** Connect the user's workspace account the way the browser flow would: authorize (PKCE) → code → tokens. */
-async function connectWorkspace(config: Readonly<Config>, accounts: AccountStore, userId: number, email: string): Promise<void> {
+async function connectWorkspace(
+  config: Readonly<Config>,
+  accounts: AccountStore,
+  userId: number,
+  email: string,
+): Promise<void> {
   const verifier = randomBytes(32).toString('base64url');
   const redirectUri = `${config.publicOrigin}/api/account/callback`;
   const u = new URL(config.google.authUrl);
@@ -231,7 +260,14 @@ function demoEnvOf(
   env: Record<string, string | undefined>,
   port: number,
   secrets: ReturnType<typeof loadOrCreateDemoSecrets>,
-  e: { clientId: string; clientSecret: string; oauth: { authorizeUrl: string; revokeUrl: string }; router: { tokenUrl: string }; google: { url: string }; directory: { url: string } },
+  e: {
+    clientId: string;
+    clientSecret: string;
+    oauth: { authorizeUrl: string; revokeUrl: string };
+    router: { tokenUrl: string };
+    google: { url: string };
+    directory: { url: string };
+  },
 ): Record<string, string | undefined> {
   const { clientId, clientSecret, oauth, router, google, directory } = e;
   return {
@@ -254,7 +290,12 @@ function demoEnvOf(
 }
 
 /** "Sign in with Google (demo)": an active IdP connection for the OIDC emulator (its port changes every start). */
-async function connectDemoIdp(db: Sql, config: Readonly<Config>, oidc: OidcEmulator, directory: DirectoryEmulator): Promise<void> {
+async function connectDemoIdp(
+  db: Sql,
+  config: Readonly<Config>,
+  oidc: OidcEmulator,
+  directory: DirectoryEmulator,
+): Promise<void> {
   const idpClient = { client_id: 'airlock-demo-login', client_secret: randomBytes(16).toString('hex') };
   oidc.addClient({ ...idpClient, redirect_uris: [`${config.publicOrigin}/accounts/google/login/callback/`] });
   const conn = {
@@ -295,29 +336,43 @@ export async function startDemo(opts: DemoOptions = {}): Promise<Demo> {
     const clientSecret = randomBytes(16).toString('hex');
     const oauth = await startGoogleOAuth({ clientId, clientSecret, email: DEMO_USER.email });
     cleanups.push(() => oauth.close());
-    const google = await startGoogle({ authorize: (t) => oauth.issued.access.includes(t) && !oauth.revoked.includes(t), seed: { spreadsheets: [SAMPLE_SHEET, OTHER_SHEET] }, userEmail: DEMO_USER.email });
+    const google = await startGoogle({
+      authorize: (t) => oauth.issued.access.includes(t) && !oauth.revoked.includes(t),
+      seed: { spreadsheets: [SAMPLE_SHEET, OTHER_SHEET] },
+      userEmail: DEMO_USER.email,
+    });
     cleanups.push(() => google.close());
     const directory = await startDirectory({ domain: DEMO_DOMAIN, audience: router.tokenUrl });
     cleanups.push(() => directory.close());
     router.route(oauth.tokenUrl, directory.tokenUrl);
     seedDirectory(directory);
     const oidc = await startOidc({
-      users: [DEMO_USER, DEMO_ADMIN].map((u) => ({ sub: u.username, email: u.email, email_verified: true, name: u.name })),
+      users: [DEMO_USER, DEMO_ADMIN].map((u) => ({
+        sub: u.username,
+        email: u.email,
+        email_verified: true,
+        name: u.name,
+      })),
     });
     cleanups.push(() => oidc.close());
 
     const host = base.host;
     const port = base.port === 0 ? await freePort(host) : base.port;
     const demoEnv = demoEnvOf(env, port, secrets, { clientId, clientSecret, oauth, router, google, directory });
-    if (base.port === 0 && !env.AIRLOCK_PUBLIC_ORIGIN) demoEnv.AIRLOCK_PUBLIC_ORIGIN = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    if (base.port === 0 && !env.AIRLOCK_PUBLIC_ORIGIN)
+      demoEnv.AIRLOCK_PUBLIC_ORIGIN = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
     const config = loadConfig(demoEnv, { require: SERVE_REQUIRED });
 
     // The demo connector with OAuth per user (docs/connectors.md): the user connects it in Settings or the chat.
-    const demoTickets = await startDemoTickets(config, { username: DEMO_USER.username, password: secrets.userPassword });
+    const demoTickets = await startDemoTickets(config, {
+      username: DEMO_USER.username,
+      password: secrets.userPassword,
+    });
     cleanups.push(() => demoTickets.tickets.close());
     const daemon = await serve(config, { log, runtime: opts.owner ? { owner: opts.owner } : {} });
     cleanups.push(() => daemon.close());
-    if (!daemon.runtime) throw new AppError('ERR_DEMO_DOCKER', dockerHelp(config.docker.socketPath, 'the runtime did not start'));
+    if (!daemon.runtime)
+      throw new AppError('ERR_DEMO_DOCKER', dockerHelp(config.docker.socketPath, 'the runtime did not start'));
 
     await ensureUser(daemon.database.sql, DEMO_ADMIN, secrets.adminPassword, true);
     const userId = await ensureUser(daemon.database.sql, DEMO_USER, secrets.userPassword, false);
@@ -357,8 +412,15 @@ export async function startDemo(opts: DemoOptions = {}): Promise<Demo> {
 }
 
 function seedDirectory(d: DirectoryEmulator): void {
-  const people = [DEMO_ADMIN, DEMO_USER, { email: `ana.lima@${DEMO_DOMAIN}`, name: 'Ana Lima' }, { email: `ben.okafor@${DEMO_DOMAIN}`, name: 'Ben Okafor' }, { email: `chen.wei@${DEMO_DOMAIN}`, name: 'Chen Wei' }];
-  for (const p of people) d.addUser({ primaryEmail: p.email, name: { fullName: p.name }, isAdmin: p.email === DEMO_ADMIN.email });
+  const people = [
+    DEMO_ADMIN,
+    DEMO_USER,
+    { email: `ana.lima@${DEMO_DOMAIN}`, name: 'Ana Lima' },
+    { email: `ben.okafor@${DEMO_DOMAIN}`, name: 'Ben Okafor' },
+    { email: `chen.wei@${DEMO_DOMAIN}`, name: 'Chen Wei' },
+  ];
+  for (const p of people)
+    d.addUser({ primaryEmail: p.email, name: { fullName: p.name }, isAdmin: p.email === DEMO_ADMIN.email });
   const sales = d.addGroup({ email: `sales@${DEMO_DOMAIN}`, name: 'Sales', description: 'Sales team' });
   const eng = d.addGroup({ email: `engineering@${DEMO_DOMAIN}`, name: 'Engineering', description: 'Engineering team' });
   d.setMembers(sales.id, [DEMO_USER.email, `ana.lima@${DEMO_DOMAIN}`]);

@@ -13,7 +13,16 @@
  */
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AgentProcess, type Config, type Encryptor, type Logger, type TurnRequest, type TurnResult, type TurnRunner, AppError } from '../../core/index.js';
+import {
+  AgentProcess,
+  type Config,
+  type Encryptor,
+  type Logger,
+  type TurnRequest,
+  type TurnResult,
+  type TurnRunner,
+  AppError,
+} from '../../core/index.js';
 import { sessionModel } from '../../domain/chat/models.js';
 import type { Sql } from '../../domain/db/index.js';
 import { runWithContext } from '../runtime/context-sync.js';
@@ -22,10 +31,18 @@ import { runWithContext } from '../runtime/context-sync.js';
  * `modelEnv` from the chat models store: the chat's model as the child's AGENT_MODEL_* settings.
  * With no proxy here, the child holds the model's real key (a development runner: no isolation).
  */
-export function chatModelEnv(db: Sql, enc: Encryptor, config: Readonly<Pick<Config, 'model'>>): NonNullable<LocalRunnerOptions['modelEnv']> {
+export function chatModelEnv(
+  db: Sql,
+  enc: Encryptor,
+  config: Readonly<Pick<Config, 'model'>>,
+): NonNullable<LocalRunnerOptions['modelEnv']> {
   return async ({ sessionId }) => {
     const m = await sessionModel(db, enc, config.model, sessionId);
-    const env: Record<string, string> = { AGENT_MODEL_PROVIDER: m.provider, AGENT_MODEL: m.model, AGENT_CONTEXT_TOKENS: String(m.contextTokens) };
+    const env: Record<string, string> = {
+      AGENT_MODEL_PROVIDER: m.provider,
+      AGENT_MODEL: m.model,
+      AGENT_CONTEXT_TOKENS: String(m.contextTokens),
+    };
     if (m.baseUrl) env.AGENT_MODEL_BASE_URL = m.baseUrl;
     if (m.apiKey) env.AGENT_MODEL_API_KEY = m.apiKey;
     if (m.images) env.AGENT_MODEL_IMAGES = '1';
@@ -75,7 +92,8 @@ export class LocalTurnRunner implements TurnRunner {
   spawned = 0;
 
   constructor(private readonly opts: LocalRunnerOptions) {
-    this.agentMain = opts.agentMain ?? join(dirname(dirname(dirname(fileURLToPath(import.meta.url)))), 'agent', 'main.js');
+    this.agentMain =
+      opts.agentMain ?? join(dirname(dirname(dirname(fileURLToPath(import.meta.url)))), 'agent', 'main.js');
   }
 
   /** pid of the session's warm child, if one is running. */
@@ -86,8 +104,10 @@ export class LocalTurnRunner implements TurnRunner {
 
   async runTurn(req: TurnRequest): Promise<TurnResult> {
     let s = this.sessions.get(req.sessionId);
-    if (s?.busy || this.starting.has(req.sessionId)) throw new AppError('ERR_SESSION_BUSY', 'a turn is already running in this session');
-    const modelChanged = !!s && !!this.opts.modelEnv && req.modelRevision !== undefined && s.modelRevision !== req.modelRevision;
+    if (s?.busy || this.starting.has(req.sessionId))
+      throw new AppError('ERR_SESSION_BUSY', 'a turn is already running in this session');
+    const modelChanged =
+      !!s && !!this.opts.modelEnv && req.modelRevision !== undefined && s.modelRevision !== req.modelRevision;
     if (!s || !s.child.usable || modelChanged) {
       this.starting.add(req.sessionId);
       try {
@@ -100,7 +120,10 @@ export class LocalTurnRunner implements TurnRunner {
         s = this.spawnSession(req, model);
         this.sessions.set(req.sessionId, s);
       } catch (err) {
-        return { stop_reason: 'error', error: { code: 'ERR_SANDBOX_START', message: err instanceof Error ? err.message : 'the agent did not start' } };
+        return {
+          stop_reason: 'error',
+          error: { code: 'ERR_SANDBOX_START', message: err instanceof Error ? err.message : 'the agent did not start' },
+        };
       } finally {
         this.starting.delete(req.sessionId);
       }
@@ -112,20 +135,39 @@ export class LocalTurnRunner implements TurnRunner {
       try {
         await session.child.ready;
       } catch (err) {
-        return { stop_reason: 'error', error: { code: 'ERR_SANDBOX_START', message: err instanceof Error ? err.message : 'the agent did not start' } };
+        return {
+          stop_reason: 'error',
+          error: { code: 'ERR_SANDBOX_START', message: err instanceof Error ? err.message : 'the agent did not start' },
+        };
       }
       if (req.signal.aborted) return { stop_reason: 'cancelled' };
-      return await runWithContext(session, req, (ctx) => session.child.runTurn(req.turnId, req.prompt, (e) => req.onEvent(e), req.signal, ctx));
+      return await runWithContext(session, req, (ctx) =>
+        session.child.runTurn(req.turnId, req.prompt, (e) => req.onEvent(e), req.signal, ctx),
+      );
     } catch (err) {
       // The child went away between ready and the prompt.
-      return { stop_reason: 'error', error: { code: 'ERR_SANDBOX_CHILD_EXITED', message: err instanceof Error ? err.message : 'the agent process exited' } };
+      return {
+        stop_reason: 'error',
+        error: {
+          code: 'ERR_SANDBOX_CHILD_EXITED',
+          message: err instanceof Error ? err.message : 'the agent process exited',
+        },
+      };
     } finally {
       session.busy = false;
     }
   }
 
-  private spawnSession(req: { userId: number; sessionId: string }, model?: { revision: string; env: Record<string, string> }): LocalSession {
-    const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', ...this.opts.env, ...(model?.env ?? {}), ...(this.opts.envFor?.(req) ?? {}) };
+  private spawnSession(
+    req: { userId: number; sessionId: string },
+    model?: { revision: string; env: Record<string, string> },
+  ): LocalSession {
+    const env: Record<string, string> = {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      ...this.opts.env,
+      ...(model?.env ?? {}),
+      ...(this.opts.envFor?.(req) ?? {}),
+    };
     let log = this.opts.log.child({ sessionId: req.sessionId });
     let errTail = '';
     const child = new AgentProcess({
@@ -148,7 +190,12 @@ export class LocalTurnRunner implements TurnRunner {
     });
     this.spawned++;
     log = log.child({ pid: child.pid });
-    const s: LocalSession = { userId: req.userId, child, busy: false, ...(model ? { modelRevision: model.revision } : {}) };
+    const s: LocalSession = {
+      userId: req.userId,
+      child,
+      busy: false,
+      ...(model ? { modelRevision: model.revision } : {}),
+    };
     child.onExit((code, signal) => {
       if (this.sessions.get(req.sessionId) === s) this.sessions.delete(req.sessionId);
       log.info({ code, signal }, 'agent process exited');

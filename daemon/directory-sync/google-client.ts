@@ -3,7 +3,11 @@ import { AppError } from '../../core/index.js';
 import type { ServiceAccountKey } from '../../domain/identity/index.js';
 
 /** Read-only directory scopes (domain-wide delegation must grant exactly these). */
-export const DIRECTORY_SCOPES = ['https://www.googleapis.com/auth/admin.directory.user.readonly', 'https://www.googleapis.com/auth/admin.directory.group.readonly', 'https://www.googleapis.com/auth/admin.directory.group.member.readonly'];
+export const DIRECTORY_SCOPES = [
+  'https://www.googleapis.com/auth/admin.directory.user.readonly',
+  'https://www.googleapis.com/auth/admin.directory.group.readonly',
+  'https://www.googleapis.com/auth/admin.directory.group.member.readonly',
+];
 
 export const USERS_PAGE = 500;
 export const GROUPS_PAGE = 200;
@@ -84,12 +88,20 @@ export class DirectoryClient {
       .setExpirationTime(now + 3600)
       .sign(key);
     const body = new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion });
-    const res = await this.#send(this.#o.tokenUrl, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: body.toString() });
+    const res = await this.#send(this.#o.tokenUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: body.toString(),
+    });
     const json = (await res.json().catch(() => ({}))) as { access_token?: string; expires_in?: number; error?: string };
     if (!res.ok || !json.access_token) {
-      throw new AppError('ERR_SYNC_AUTH', `the token endpoint refused the service account (${json.error ?? res.status})`, {
-        details: { upstream_status: res.status, upstream_error: json.error },
-      });
+      throw new AppError(
+        'ERR_SYNC_AUTH',
+        `the token endpoint refused the service account (${json.error ?? res.status})`,
+        {
+          details: { upstream_status: res.status, upstream_error: json.error },
+        },
+      );
     }
     this.#token = { value: json.access_token, exp: Date.now() + (json.expires_in ?? 3600) * 1000 };
     return this.#token.value;
@@ -124,7 +136,10 @@ export class DirectoryClient {
       this.retries++;
       const ra = Number(res?.headers.get('retry-after'));
       const backoff = Math.min(this.#o.maxDelayMs, this.#o.baseDelayMs * 2 ** (attempt - 1));
-      const delay = Number.isFinite(ra) && ra > 0 ? Math.min(ra * 1000, this.#o.maxDelayMs) : backoff / 2 + Math.random() * (backoff / 2);
+      const delay =
+        Number.isFinite(ra) && ra > 0
+          ? Math.min(ra * 1000, this.#o.maxDelayMs)
+          : backoff / 2 + Math.random() * (backoff / 2);
       await res?.body?.cancel().catch(() => undefined);
       await new Promise((r) => setTimeout(r, delay));
     }
@@ -133,8 +148,12 @@ export class DirectoryClient {
   async #get<T>(path: string, params: Record<string, string>): Promise<T> {
     const u = new URL(`${this.#o.baseUrl}/admin/directory/v1${path}`);
     for (const [k, v] of Object.entries(params)) u.searchParams.set(k, v);
-    const res = await this.#send(u.href, { headers: { authorization: `Bearer ${await this.#accessToken()}`, accept: 'application/json' } });
-    const json = (await res.json().catch(() => ({}))) as T & { error?: { message?: string; errors?: { reason?: string }[] } };
+    const res = await this.#send(u.href, {
+      headers: { authorization: `Bearer ${await this.#accessToken()}`, accept: 'application/json' },
+    });
+    const json = (await res.json().catch(() => ({}))) as T & {
+      error?: { message?: string; errors?: { reason?: string }[] };
+    };
     if (!res.ok) {
       const reason = json.error?.errors?.[0]?.reason ?? 'unknown';
       throw new AppError('ERR_SYNC_UPSTREAM', `directory API ${path.split('/')[1]} failed: ${res.status} ${reason}`, {
@@ -160,7 +179,11 @@ export class DirectoryClient {
   }
 
   listUsers(): Promise<GoogleUser[]> {
-    return this.#all('/users', 'users', USERS_PAGE, { customer: this.#o.customer, projection: 'basic', orderBy: 'email' });
+    return this.#all('/users', 'users', USERS_PAGE, {
+      customer: this.#o.customer,
+      projection: 'basic',
+      orderBy: 'email',
+    });
   }
   listGroups(): Promise<GoogleGroup[]> {
     return this.#all('/groups', 'groups', GROUPS_PAGE, { customer: this.#o.customer });

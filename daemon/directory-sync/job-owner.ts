@@ -55,7 +55,9 @@ export type OwnerVerdict = { alive: true } | { alive: false; reason: string };
 /** Whether the job's owner may still be running it, and if not, why. */
 export function jobOwnerState(job: SyncJobRow, nowMs = Date.now()): OwnerVerdict {
   if (job.status === 'pending') {
-    return nowMs - Date.parse(job.created_at) < PENDING_STALE_MS ? { alive: true } : { alive: false, reason: 'never started' };
+    return nowMs - Date.parse(job.created_at) < PENDING_STALE_MS
+      ? { alive: true }
+      : { alive: false, reason: 'never started' };
   }
   if (job.status !== 'running') return { alive: false, reason: 'finished' };
   // Rows written before owners were recorded (or by hand) have none: nobody can finish them.
@@ -64,7 +66,8 @@ export function jobOwnerState(job: SyncJobRow, nowMs = Date.now()): OwnerVerdict
   if (job.owner_host !== hostname() || job.owner_pid == null) return { alive: true }; // another host: only the heartbeat tells
   // Our own pid: alive only if this process really runs it (a restarted daemon may get the pid of
   // the one that died, e.g. pid 1 in a container).
-  if (job.owner_pid === process.pid) return ownRuns.has(job.owner_id) ? { alive: true } : { alive: false, reason: 'owner process restarted' };
+  if (job.owner_pid === process.pid)
+    return ownRuns.has(job.owner_id) ? { alive: true } : { alive: false, reason: 'owner process restarted' };
   return pidAlive(job.owner_pid) ? { alive: true } : { alive: false, reason: 'owner process gone' };
 }
 
@@ -84,7 +87,9 @@ export async function recoverStaleJobs(db: Sql, connectionId?: number): Promise<
     const error = {
       code: 'ERR_SYNC_INTERRUPTED',
       message: `the process running the job stopped (${v.reason})`,
-      ...(j.owner_pid != null ? { owner_pid: j.owner_pid, owner_host: j.owner_host, last_heartbeat_at: j.heartbeat_at } : {}),
+      ...(j.owner_pid != null
+        ? { owner_pid: j.owner_pid, owner_host: j.owner_host, last_heartbeat_at: j.heartbeat_at }
+        : {}),
     };
     if (await failJobIfUnchanged(db, j, error)) n++;
   }

@@ -1,4 +1,12 @@
-import { AppError, atRestEncryptor, toAppError, type Encryptor, type Config, type Logger, type Metrics } from '../../core/index.js';
+import {
+  AppError,
+  atRestEncryptor,
+  toAppError,
+  type Encryptor,
+  type Config,
+  type Logger,
+  type Metrics,
+} from '../../core/index.js';
 import { logAction } from '../../domain/action-log.js';
 import { inTransaction, type Sql } from '../../domain/db/index.js';
 import {
@@ -47,7 +55,11 @@ export interface SyncRunnerDeps {
  * commit leaves every table as it was and the job failed with the error. After the commit the
  * deactivated users' live sandboxes are ended. Never throws for a failed sync: the job row says it.
  */
-export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, progress: Progress = () => {}): Promise<SyncJobRow> {
+export async function runDirectorySync(
+  deps: SyncRunnerDeps,
+  jobId: number,
+  progress: Progress = () => {},
+): Promise<SyncJobRow> {
   const { db, log } = deps;
   const started = Date.now();
   const job = await getJob(db, jobId);
@@ -87,7 +99,8 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
   try {
     const conn = await getConnection(db, job.connection_id);
     await markSyncStarted(db, conn.id);
-    if (!hasGroupSync(conn)) throw new AppError('ERR_SYNC_NOT_CONFIGURED', 'the connection has no service account or delegated admin e-mail');
+    if (!hasGroupSync(conn))
+      throw new AppError('ERR_SYNC_NOT_CONFIGURED', 'the connection has no service account or delegated admin e-mail');
     const client = new DirectoryClient({
       serviceAccount: decryptServiceAccount(deps.encryptor ?? atRestEncryptor(deps.config), conn),
       delegatedAdminEmail: conn.delegated_admin_email!,
@@ -102,11 +115,22 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
     // web sessions and recording the job's success: a failure anywhere leaves directory data,
     // teams, stored policies, web sessions and the job's 'running' state as they were.
     report('apply', 0, 1);
-    const { result, committed: done } = await inTransaction(db, (trx) => applyAndRecord(trx, { jobId, job, ownerId: owner.id, connectionId: conn.id, snap, client, started, fetchedAt }));
+    const { result, committed: done } = await inTransaction(db, (trx) =>
+      applyAndRecord(trx, { jobId, job, ownerId: owner.id, connectionId: conn.id, snap, client, started, fetchedAt }),
+    );
     committed = done;
     report('done', 1, 1);
     letGo();
-    for (const w of result.warnings ?? []) jlog.warn({ teamId: w.team_id, organisationId: w.organisation_id, groupId: w.group_id, membersRemoved: w.members_removed }, 'linked group gone: team unlinked and emptied');
+    for (const w of result.warnings ?? [])
+      jlog.warn(
+        {
+          teamId: w.team_id,
+          organisationId: w.organisation_id,
+          groupId: w.group_id,
+          membersRemoved: w.members_removed,
+        },
+        'linked group gone: team unlinked and emptied',
+      );
     jlog.info({ rows: result.rows_written, ms: result.duration_ms }, 'directory sync succeeded');
     deps.metrics?.syncJobs.inc({ status: 'succeeded' });
   } catch (err) {
@@ -136,7 +160,11 @@ export async function runDirectorySync(deps: SyncRunnerDeps, jobId: number, prog
 
 function describeCause(c: unknown): Record<string, unknown> {
   if (!(c instanceof Error)) return { value: typeof c };
-  return { name: c.name, ...((c as { code?: unknown }).code !== undefined ? { code: (c as { code?: unknown }).code } : {}), message: c.message };
+  return {
+    name: c.name,
+    ...((c as { code?: unknown }).code !== undefined ? { code: (c as { code?: unknown }).code } : {}),
+    message: c.message,
+  };
 }
 
 /**
@@ -194,22 +222,36 @@ interface ApplyInput {
  * Inside the run's ONE transaction: steps (a)–(c), the linked-teams step, the deactivated users'
  * web sessions and action-log entries, and the job marked succeeded with its result.
  */
-async function applyAndRecord(trx: Sql, { jobId, job, ownerId, connectionId, snap, client, started, fetchedAt }: ApplyInput) {
+async function applyAndRecord(
+  trx: Sql,
+  { jobId, job, ownerId, connectionId, snap, client, started, fetchedAt }: ApplyInput,
+) {
   if (!(await ownsJob(trx, jobId, ownerId))) {
-    throw new AppError('ERR_SYNC_JOB_LOST', 'another process failed this job while it ran (its owner looked gone); nothing was applied');
+    throw new AppError(
+      'ERR_SYNC_JOB_LOST',
+      'another process failed this job while it ran (its owner looked gone); nothing was applied',
+    );
   }
   const applied = await applySnapshot(trx, connectionId, snap);
   let teams: TeamsResult;
   try {
     teams = await applyLinkedTeams(trx, connectionId, applied.orphanedTeams);
   } catch (err) {
-    throw new AppError('ERR_SYNC_TEAMS_FAILED', 'the linked-teams step failed; no directory change was kept', { cause: err });
+    throw new AppError('ERR_SYNC_TEAMS_FAILED', 'the linked-teams step failed; no directory change was kept', {
+      cause: err,
+    });
   }
   // Deactivated users lose their web sessions in the same commit (beyond docs/rules.md#directory-sync-flow).
   let sessionsEnded = 0;
   for (const uid of applied.deactivatedUserIds) {
     sessionsEnded += await deleteUserWebSessions(trx, uid);
-    await logAction(trx, { event: 'identity.user_deactivated', severity: 'warning', actorId: job.requested_by, subjectId: uid, data: { by: 'directory_sync', job_id: jobId } });
+    await logAction(trx, {
+      event: 'identity.user_deactivated',
+      severity: 'warning',
+      actorId: job.requested_by,
+      subjectId: uid,
+      data: { by: 'directory_sync', job_id: jobId },
+    });
   }
   // A team whose linked group is gone was unlinked and emptied: an organisation manager
   // should know (warning in the result and the action log), e.g. to link it to another group.
@@ -227,7 +269,15 @@ async function applyAndRecord(trx: Sql, { jobId, job, ownerId, connectionId, sna
     ...applied.counts,
     ...teamCounts,
     rows_written: applied.counts.rows_written + teamRows,
-    ...(unlinked.length ? { warnings: unlinked.map((u) => ({ code: 'WARN_SYNC_TEAM_GROUP_DELETED', message: `the group ${u.group_email} is gone from the directory: team "${u.team}" was unlinked and emptied`, ...u })) } : {}),
+    ...(unlinked.length
+      ? {
+          warnings: unlinked.map((u) => ({
+            code: 'WARN_SYNC_TEAM_GROUP_DELETED',
+            message: `the group ${u.group_email} is gone from the directory: team "${u.team}" was unlinked and emptied`,
+            ...u,
+          })),
+        }
+      : {}),
     sessions_ended: sessionsEnded,
     fetched: { groups: snap.groups.length, users: snap.users.length, memberships: snap.memberships },
     requests: client.requests,
@@ -241,15 +291,33 @@ async function applyAndRecord(trx: Sql, { jobId, job, ownerId, connectionId, sna
 }
 
 /** A failed run: the job marked failed with the error (if this run still owns it), logged without stack or SQL. */
-async function recordFailure(deps: SyncRunnerDeps, jobId: number, ownerId: string, connectionId: number, jlog: Logger, err: unknown): Promise<void> {
+async function recordFailure(
+  deps: SyncRunnerDeps,
+  jobId: number,
+  ownerId: string,
+  connectionId: number,
+  jlog: Logger,
+  err: unknown,
+): Promise<void> {
   const e = toAppError(err, 'ERR_SYNC_FAILED');
-  const error = { code: e.code, message: e.code === 'ERR_INTERNAL' ? 'internal error during sync' : e.message, ...(e.details ?? {}) };
+  const error = {
+    code: e.code,
+    message: e.code === 'ERR_INTERNAL' ? 'internal error during sync' : e.message,
+    ...(e.details ?? {}),
+  };
   const recorded = await markJobFailed(deps.db, jobId, ownerId, connectionId, error).catch((dbErr: unknown) => {
-    jlog.warn({ code: toAppError(dbErr).code }, 'could not record the failed directory sync; the next start fails it as interrupted');
+    jlog.warn(
+      { code: toAppError(dbErr).code },
+      'could not record the failed directory sync; the next start fails it as interrupted',
+    );
     return false;
   });
   if (recorded) deps.metrics?.syncJobs.inc({ status: 'failed' });
-  else jlog.warn({ code: e.code }, 'directory sync job no longer owned by this run; its status is left as another process set it');
+  else
+    jlog.warn(
+      { code: e.code },
+      'directory sync job no longer owned by this run; its status is left as another process set it',
+    );
   // Unexpected errors (and the cause of a failed teams step) are logged by name, code and
   // message: enough to act on, without a stack trace or SQL text.
   const cause = err instanceof AppError ? err.cause : err;

@@ -47,14 +47,32 @@ export class ConnectorApprovals implements ApprovalDecider {
     if (used !== undefined) {
       const same = isDeepStrictEqual(used, a.arguments);
       return same
-        ? { allow: false, code: 'ERR_CONNECTOR_APPROVAL_DENIED', message: 'this tool call was already approved and made once; an approval is for one call' }
-        : { allow: false, code: 'ERR_CONNECTOR_APPROVAL_MISMATCH', message: 'the arguments differ from the ones the user approved for this tool call' };
+        ? {
+            allow: false,
+            code: 'ERR_CONNECTOR_APPROVAL_DENIED',
+            message: 'this tool call was already approved and made once; an approval is for one call',
+          }
+        : {
+            allow: false,
+            code: 'ERR_CONNECTOR_APPROVAL_MISMATCH',
+            message: 'the arguments differ from the ones the user approved for this tool call',
+          };
     }
-    if (!turn?.onDaemonEvent || turn.turnId !== a.turnId || turn.userId !== a.userId || turn.signal.aborted) return { allow: false, message: 'only a call made during a chat turn can be approved' };
+    if (!turn?.onDaemonEvent || turn.turnId !== a.turnId || turn.userId !== a.userId || turn.signal.aborted)
+      return { allow: false, message: 'only a call made during a chat turn can be approved' };
     const id = randomUUID();
     // Kept with the turn first (the card after a reload): a call that cannot be kept is not asked about.
     try {
-      await recordConnectorAsk(this.o.db, { id, sessionId: turn.sessionId, turnId: turn.turnId, callId: a.callId, userId: turn.userId, connector: a.connector, tool: a.tool, arguments: a.arguments });
+      await recordConnectorAsk(this.o.db, {
+        id,
+        sessionId: turn.sessionId,
+        turnId: turn.turnId,
+        callId: a.callId,
+        userId: turn.userId,
+        connector: a.connector,
+        tool: a.tool,
+        arguments: a.arguments,
+      });
     } catch (err) {
       this.o.log.error({ err: (err as Error).message }, 'connector approval not kept');
       return { allow: false, message: 'the approval could not be kept; try again' };
@@ -82,20 +100,38 @@ export class ConnectorApprovals implements ApprovalDecider {
       turn.signal.addEventListener('abort', onAbort, { once: true });
       // Decided from the turn's chat (its id is the sandbox session's under `airlock serve`).
       this.#pending.set(id, { sessionId: turn.sessionId, userId: turn.userId, settle });
-      emit({ type: 'approval_request', kind: 'connector', approval_id: id, call_id: a.callId, connector: a.connector, tool: a.tool, arguments: a.arguments, expires_at: new Date(Date.now() + timeoutMs).toISOString() });
+      emit({
+        type: 'approval_request',
+        kind: 'connector',
+        approval_id: id,
+        call_id: a.callId,
+        connector: a.connector,
+        tool: a.tool,
+        arguments: a.arguments,
+        expires_at: new Date(Date.now() + timeoutMs).toISOString(),
+      });
     });
     if (decision === 'approved' && a.callId) {
       const m = this.#used.get(a.sessionId) ?? new Map<string, unknown>();
       m.set(a.callId, structuredClone(a.arguments));
       this.#used.set(a.sessionId, m);
     }
-    await decideConnectorAsk(this.o.db, id, decision).catch((err: unknown) => this.o.log.error({ err: (err as Error).message }, 'connector approval decision not kept'));
+    await decideConnectorAsk(this.o.db, id, decision).catch((err: unknown) =>
+      this.o.log.error({ err: (err as Error).message }, 'connector approval decision not kept'),
+    );
     await logAction(this.o.db, {
       event: `connector.call_${decision}`,
       actorId: a.userId,
       subjectId: a.userId,
       // Never the arguments: they may hold anything the model wrote.
-      data: { session_id: a.sessionId, turn_id: a.turnId, call_id: a.callId, approval_id: id, connector: a.connector.id, tool: a.tool },
+      data: {
+        session_id: a.sessionId,
+        turn_id: a.turnId,
+        call_id: a.callId,
+        approval_id: id,
+        connector: a.connector.id,
+        tool: a.tool,
+      },
     }).catch((err: unknown) => this.o.log.error({ err: (err as Error).message }, 'connector approval not logged'));
     emit({ type: 'approval_result', approval_id: id, decision });
     if (decision === 'approved') return { allow: true };
@@ -106,7 +142,8 @@ export class ConnectorApprovals implements ApprovalDecider {
     const p = this.#pending.get(d.approvalId);
     if (!p || p.sessionId !== d.sessionId || p.userId !== d.userId) {
       const done = this.#decided.get(d.approvalId);
-      if (done && done.sessionId === d.sessionId && done.userId === d.userId) throw new AppError('ERR_APPROVAL_DECIDED', `this call was already decided (${done.state.replace('_', ' ')})`);
+      if (done && done.sessionId === d.sessionId && done.userId === d.userId)
+        throw new AppError('ERR_APPROVAL_DECIDED', `this call was already decided (${done.state.replace('_', ' ')})`);
       throw new AppError('ERR_APPROVAL_NOT_FOUND', 'no such pending approval in this chat session');
     }
     // A connector approval is for this one call: a `recipient` scope means nothing here.

@@ -12,10 +12,26 @@
 import { createHash } from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
-import { isAppError, MAX_CONNECTOR_CALLS_IN_FLIGHT, MAX_CONNECTOR_RESULT_BYTES, type ConnectorTokens, type Encryptor, type ErrorCode, type Logger } from '../../core/index.js';
+import {
+  isAppError,
+  MAX_CONNECTOR_CALLS_IN_FLIGHT,
+  MAX_CONNECTOR_RESULT_BYTES,
+  type ConnectorTokens,
+  type Encryptor,
+  type ErrorCode,
+  type Logger,
+} from '../../core/index.js';
 import { SCRUBBED } from '../../core/egress/scrub.js';
 import { CALL_ID_META } from '../../core/sandbox-protocol.js';
-import { cleanMessage, connectUpstream, credentialHeaders, resolveConnector, secretsOf, usableTools, type ResolvedConnector } from '../../domain/connectors/index.js';
+import {
+  cleanMessage,
+  connectUpstream,
+  credentialHeaders,
+  resolveConnector,
+  secretsOf,
+  usableTools,
+  type ResolvedConnector,
+} from '../../domain/connectors/index.js';
 import type { Sql } from '../../domain/db/index.js';
 import type { TurnRequest } from '../../core/sandbox-protocol.js';
 
@@ -83,12 +99,22 @@ export interface ConnectorAnswer {
 
 type Rpc = { jsonrpc?: unknown; id?: string | number | null; method?: unknown; params?: Record<string, unknown> };
 
-const rpcResult = (id: Rpc['id'], result: unknown): ConnectorAnswer => ({ status: 200, body: JSON.stringify({ jsonrpc: '2.0', id, result }) });
-const rpcError = (id: Rpc['id'], code: number, message: string, status = 200): ConnectorAnswer => ({ status, body: JSON.stringify({ jsonrpc: '2.0', id: id ?? null, error: { code, message } }) });
+const rpcResult = (id: Rpc['id'], result: unknown): ConnectorAnswer => ({
+  status: 200,
+  body: JSON.stringify({ jsonrpc: '2.0', id, result }),
+});
+const rpcError = (id: Rpc['id'], code: number, message: string, status = 200): ConnectorAnswer => ({
+  status,
+  body: JSON.stringify({ jsonrpc: '2.0', id: id ?? null, error: { code, message } }),
+});
 
 /** A tool result telling the model what went wrong (and, for "connect first", which connector). */
 function toolError(code: ErrorCode, text: string, c?: { id: string; label: string }): Record<string, unknown> {
-  return { content: [{ type: 'text', text }], isError: true, _meta: { error_code: code, ...(c ? { connector: { id: c.id, label: c.label } } : {}) } };
+  return {
+    content: [{ type: 'text', text }],
+    isError: true,
+    _meta: { error_code: code, ...(c ? { connector: { id: c.id, label: c.label } } : {}) },
+  };
 }
 
 /** Replace every secret in a string (JSON text of an answer). */
@@ -143,20 +169,34 @@ export class ConnectorGateway {
     } catch {
       return rpcError(null, -32700, 'parse error', 400);
     }
-    if (!msg || typeof msg !== 'object' || Array.isArray(msg) || msg.jsonrpc !== '2.0' || typeof msg.method !== 'string') return rpcError(null, -32600, 'invalid request', 400);
+    if (
+      !msg ||
+      typeof msg !== 'object' ||
+      Array.isArray(msg) ||
+      msg.jsonrpc !== '2.0' ||
+      typeof msg.method !== 'string'
+    )
+      return rpcError(null, -32600, 'invalid request', 400);
     if (msg.id === undefined) return { status: 202 };
     switch (msg.method) {
       case 'initialize': {
         const asked = msg.params?.protocolVersion;
-        const version = typeof asked === 'string' && SUPPORTED_PROTOCOL_VERSIONS.includes(asked) ? asked : LATEST_PROTOCOL_VERSION;
-        return rpcResult(msg.id, { protocolVersion: version, capabilities: { tools: { listChanged: false } }, serverInfo: { name: `airlock-connector-${r.connectorId}`, version: '1.0.0' } });
+        const version =
+          typeof asked === 'string' && SUPPORTED_PROTOCOL_VERSIONS.includes(asked) ? asked : LATEST_PROTOCOL_VERSION;
+        return rpcResult(msg.id, {
+          protocolVersion: version,
+          capabilities: { tools: { listChanged: false } },
+          serverInfo: { name: `airlock-connector-${r.connectorId}`, version: '1.0.0' },
+        });
       }
       case 'ping':
         return rpcResult(msg.id, {});
       case 'tools/list': {
         const c = await resolveConnector(this.#o.db, this.#o.enc, r.connectorId);
         const tools = c ? await usableTools(this.#o.db, c, r.userId) : [];
-        return rpcResult(msg.id, { tools: tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.input_schema })) });
+        return rpcResult(msg.id, {
+          tools: tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.input_schema })),
+        });
       }
       case 'tools/call':
         return rpcResult(msg.id, await this.#call(r, msg.params ?? {}));
@@ -169,9 +209,15 @@ export class ConnectorGateway {
     const started = performance.now();
     const tool = typeof params.name === 'string' ? params.name.slice(0, 64) : '';
     // The model's tool call id, as the agent passes it in `_meta` (docs/audit.md): well-formed ids only.
-    const meta = params._meta && typeof params._meta === 'object' ? (params._meta as Record<string, unknown>)[CALL_ID_META] : undefined;
+    const meta =
+      params._meta && typeof params._meta === 'object'
+        ? (params._meta as Record<string, unknown>)[CALL_ID_META]
+        : undefined;
     if (!r.callId && typeof meta === 'string' && /^[A-Za-z0-9_.:-]{1,128}$/.test(meta)) r = { ...r, callId: meta };
-    const args = params.arguments && typeof params.arguments === 'object' && !Array.isArray(params.arguments) ? (params.arguments as Record<string, unknown>) : {};
+    const args =
+      params.arguments && typeof params.arguments === 'object' && !Array.isArray(params.arguments)
+        ? (params.arguments as Record<string, unknown>)
+        : {};
     const audit = (status: ConnectorCallAudit['status'], bytes: number, code?: string) => {
       const a: ConnectorCallAudit = {
         sessionId: r.sessionId,
@@ -193,7 +239,10 @@ export class ConnectorGateway {
     const t = usable.find((x) => x.name === tool);
     if (!c || !t) {
       audit('refused', 0, 'ERR_CONNECTOR_DENIED');
-      return toolError('ERR_CONNECTOR_DENIED', `The tool ${tool || '(none)'} of ${c?.label ?? r.connectorId} is not available to this user now (disabled by an administrator, or not allowed). Tell the user.`);
+      return toolError(
+        'ERR_CONNECTOR_DENIED',
+        `The tool ${tool || '(none)'} of ${c?.label ?? r.connectorId} is not available to this user now (disabled by an administrator, or not allowed). Tell the user.`,
+      );
     }
     const n = this.#inFlight.get(r.sessionId) ?? 0;
     if (n >= MAX_CONNECTOR_CALLS_IN_FLIGHT) {
@@ -204,12 +253,24 @@ export class ConnectorGateway {
     try {
       if (t.mode === 'ask') {
         const ok = this.#o.approve
-          ? await this.#o.approve({ sessionId: r.sessionId, userId: r.userId, turnId: r.turnId, callId: r.callId, connector: { id: c.id, label: c.label }, tool, arguments: args, turn: r.turn })
+          ? await this.#o.approve({
+              sessionId: r.sessionId,
+              userId: r.userId,
+              turnId: r.turnId,
+              callId: r.callId,
+              connector: { id: c.id, label: c.label },
+              tool,
+              arguments: args,
+              turn: r.turn,
+            })
           : { allow: false, message: 'nobody can be asked to approve it' };
         if (!ok.allow) {
           const code = ok.code ?? 'ERR_CONNECTOR_APPROVAL_DENIED';
           audit('refused', 0, code);
-          return toolError(code, `The user did not approve this call of ${c.label} ${tool}${ok.message ? ` (${ok.message})` : ''}. Do not retry it unless the user asks.`);
+          return toolError(
+            code,
+            `The user did not approve this call of ${c.label} ${tool}${ok.message ? ` (${ok.message})` : ''}. Do not retry it unless the user asks.`,
+          );
         }
       }
       return await this.#forward(r, c, tool, args, audit);
@@ -220,29 +281,46 @@ export class ConnectorGateway {
     }
   }
 
-  async #forward(r: ConnectorRequest, c: ResolvedConnector, tool: string, args: Record<string, unknown>, audit: (s: ConnectorCallAudit['status'], bytes: number, code?: string) => void): Promise<Record<string, unknown>> {
+  async #forward(
+    r: ConnectorRequest,
+    c: ResolvedConnector,
+    tool: string,
+    args: Record<string, unknown>,
+    audit: (s: ConnectorCallAudit['status'], bytes: number, code?: string) => void,
+  ): Promise<Record<string, unknown>> {
     let secrets = secretsOf(c);
     let token: string | null = null;
     if (c.authKind === 'oauth') {
       token = this.#o.tokens ? await this.#o.tokens.accessToken(c.id, r.userId).catch(() => null) : null;
       if (!token) {
         audit('refused', 0, 'ERR_CONNECTOR_NOT_CONNECTED');
-        return toolError('ERR_CONNECTOR_NOT_CONNECTED', `The user has not connected ${c.label}. Ask the user to connect ${c.label} (the chat shows a "Connect ${c.label}" button), then try again.`, c);
+        return toolError(
+          'ERR_CONNECTOR_NOT_CONNECTED',
+          `The user has not connected ${c.label}. Ask the user to connect ${c.label} (the chat shows a "Connect ${c.label}" button), then try again.`,
+          c,
+        );
       }
       secrets = [...secrets, token];
     }
     try {
       const client = await this.#client(r, c, token);
-      const result = (await client.callTool({ name: tool, arguments: args }, undefined, { timeout: this.#o.callTimeoutMs ?? CONNECTOR_CALL_TIMEOUT_MS })) as Record<string, unknown>;
+      const result = (await client.callTool({ name: tool, arguments: args }, undefined, {
+        timeout: this.#o.callTimeoutMs ?? CONNECTOR_CALL_TIMEOUT_MS,
+      })) as Record<string, unknown>;
       const { text, hits } = scrubAll(JSON.stringify(cutResult(result)), secrets);
-      if (hits) this.#o.log.warn({ connector: c.id, tool, scrubbed: hits }, 'connector answer echoed its credential; scrubbed');
+      if (hits)
+        this.#o.log.warn({ connector: c.id, tool, scrubbed: hits }, 'connector answer echoed its credential; scrubbed');
       const out = JSON.parse(text) as Record<string, unknown>;
       audit(out.isError ? 'tool_error' : 'ok', Buffer.byteLength(text));
       return out;
     } catch (err) {
       this.#drop(r.sessionId, c);
       const timeout = /timed out|timeout/i.test((err as Error)?.message ?? '');
-      const code: ErrorCode = isAppError(err, 'ERR_CONNECTOR_DISCOVERY') ? 'ERR_CONNECTOR_UPSTREAM' : timeout ? 'ERR_CONNECTOR_TIMEOUT' : 'ERR_CONNECTOR_UPSTREAM';
+      const code: ErrorCode = isAppError(err, 'ERR_CONNECTOR_DISCOVERY')
+        ? 'ERR_CONNECTOR_UPSTREAM'
+        : timeout
+          ? 'ERR_CONNECTOR_TIMEOUT'
+          : 'ERR_CONNECTOR_UPSTREAM';
       audit('upstream_error', 0, code);
       const why = cleanMessage(err, secrets);
       return toolError(code, timeout ? `${c.label} did not answer in time.` : `${c.label} failed: ${why}`);
@@ -263,7 +341,9 @@ export class ConnectorGateway {
     if (!p) {
       // A connector whose settings (or the user's token) changed: its old client goes.
       this.#drop(r.sessionId, c);
-      const cred = token ? async () => ({ authorization: `Bearer ${token}` }) : credentialHeaders(c, r.userId, this.#o.tokens);
+      const cred = token
+        ? async () => ({ authorization: `Bearer ${token}` })
+        : credentialHeaders(c, r.userId, this.#o.tokens);
       p = connectUpstream(c.transport, c.url, cred, secretsOf(c)).then((x) => x.client);
       p.catch(() => m.delete(key));
       m.set(key, p);

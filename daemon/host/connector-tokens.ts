@@ -103,21 +103,34 @@ export class ConnectorTokenService implements ConnectorTokens {
     try {
       const t = await refreshGrant(g, client, g.refreshToken!, this.#o.fetchFn, this.#now());
       await this.#o.store.saveRefreshed(g.connectorId, g.userId, t.accessToken, t.expiresAt, t.refreshToken);
-      this.#o.log.info({ ...log, expiresInS: Math.round((t.expiresAt - this.#now()) / 1000) }, 'connector access token refreshed');
+      this.#o.log.info(
+        { ...log, expiresInS: Math.round((t.expiresAt - this.#now()) / 1000) },
+        'connector access token refreshed',
+      );
       this.#o.metrics?.tokenRefreshes.inc({ outcome: 'ok' });
       return t.accessToken;
     } catch (err) {
       const code = isAppError(err) ? err.code : 'error';
-      const oauthError = isAppError(err) ? (err.details as { oauth_error?: string } | undefined)?.oauth_error : undefined;
+      const oauthError = isAppError(err)
+        ? (err.details as { oauth_error?: string } | undefined)?.oauth_error
+        : undefined;
       this.#o.metrics?.tokenRefreshes.inc({ outcome: 'failed' });
       if (oauthError === 'invalid_grant') {
         // Revoked or expired at the authorization server: the user has to connect again.
-        await this.#o.store.remove(g.connectorId, g.userId, { event: 'connector.grant_lost', severity: 'warning', subjectId: g.userId, data: { connector: g.connectorId, reason: 'invalid_grant' } });
+        await this.#o.store.remove(g.connectorId, g.userId, {
+          event: 'connector.grant_lost',
+          severity: 'warning',
+          subjectId: g.userId,
+          data: { connector: g.connectorId, reason: 'invalid_grant' },
+        });
         this.#o.log.warn({ ...log, code, oauthError }, 'connector grant gone at the authorization server: deleted');
         return null;
       }
       this.#o.log.warn({ ...log, code, oauthError }, 'connector access token refresh failed');
-      throw new AppError('ERR_CONNECTOR_OAUTH_REFRESH', 'could not refresh the connector access token', { retryable: true, cause: err });
+      throw new AppError('ERR_CONNECTOR_OAUTH_REFRESH', 'could not refresh the connector access token', {
+        retryable: true,
+        cause: err,
+      });
     }
   }
 }
@@ -127,10 +140,18 @@ export class ConnectorTokenService implements ConnectorTokens {
  * and the registry read at each use (`registry()`), so it may be wired after this is built.
  * daemon/serve.ts hands it to the egress gateway (the ConnectorTokens the gateway asks).
  */
-export function connectorTokenService(base: { config: Readonly<Config>; database: { sql: Sql }; log: Logger }, encryptor: Encryptor, registry: () => OAuthConnectorLookup | undefined, metrics?: Metrics): ConnectorTokenService {
+export function connectorTokenService(
+  base: { config: Readonly<Config>; database: { sql: Sql }; log: Logger },
+  encryptor: Encryptor,
+  registry: () => OAuthConnectorLookup | undefined,
+  metrics?: Metrics,
+): ConnectorTokenService {
   return new ConnectorTokenService({
     store: new ConnectorTokenStore(base.database.sql, encryptor),
-    connectors: { get: async (id) => registry()?.get(id), forUser: async (userId) => (await registry()?.forUser(userId)) ?? [] },
+    connectors: {
+      get: async (id) => registry()?.get(id),
+      forUser: async (userId) => (await registry()?.forUser(userId)) ?? [],
+    },
     db: base.database.sql,
     nodeId: base.config.node.id,
     log: base.log.child({ area: 'connector-tokens' }),

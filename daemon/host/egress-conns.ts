@@ -27,7 +27,11 @@ export const DEFAULT_EGRESS_CAPS: EgressConnectionCaps = { perSession: 64, total
 
 /** The caps from the settings (AIRLOCK_EGRESS_MAX_CONNECTIONS[_PER_SESSION], AIRLOCK_EGRESS_HEADERS_TIMEOUT_S). */
 export function egressCaps(c: Config['egress']): EgressConnectionCaps {
-  return { perSession: c.maxConnectionsPerSession, total: c.maxConnections, headersTimeoutMs: c.headersTimeoutS * 1000 };
+  return {
+    perSession: c.maxConnectionsPerSession,
+    total: c.maxConnections,
+    headersTimeoutMs: c.headersTimeoutS * 1000,
+  };
 }
 
 /** A burst ends after this long without a refusal. */
@@ -70,7 +74,17 @@ export class ConnectionGate {
       const b = burst;
       burst = undefined;
       clearTimeout(b.timer);
-      log.warn({ refused: b.refused, ms: b.last - b.since, perSession: this.caps.perSession, total: this.caps.total, open: mine, openTotal: this.#total }, 'egress connections refused: connection cap reached');
+      log.warn(
+        {
+          refused: b.refused,
+          ms: b.last - b.since,
+          perSession: this.caps.perSession,
+          total: this.caps.total,
+          open: mine,
+          openTotal: this.#total,
+        },
+        'egress connections refused: connection cap reached',
+      );
     };
     const tick = () => {
       if (!burst) return;

@@ -3,14 +3,31 @@
  * injected, to the route's upstream (verified TLS for https), and its answer back to the
  * in-sandbox proxy with the real token scrubbed out (docs/proxy.md#forwarding).
  */
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
+import {
+  Agent as HttpAgent,
+  request as httpRequest,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+  type ServerResponse,
+} from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { CompiledRoute } from '../../core/egress/routes.js';
 import { contentCodings, DECODABLE_CODINGS, decodeBody, DecodeError } from '../../core/egress/decode.js';
 import { errorResponse, type ProxyErrorCode } from '../../core/egress/errors.js';
 import { Scrubber, scrubString } from '../../core/egress/scrub.js';
 
-const DROP_RESPONSE = new Set(['connection', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'content-length', 'proxy-authenticate', 'proxy-connection', 'x-airlock-error']);
+const DROP_RESPONSE = new Set([
+  'connection',
+  'keep-alive',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'content-length',
+  'proxy-authenticate',
+  'proxy-connection',
+  'x-airlock-error',
+]);
 /** Also dropped when the gateway decoded the body: the proxy gets it plain. */
 const DROP_DECODED = new Set(['content-encoding', 'content-md5']);
 /** Idle upstream connections are kept this long for reuse (below common upstream keep-alive limits). */
@@ -22,9 +39,22 @@ export class UpstreamAgents {
   readonly https: HttpsAgent;
   constructor(ca?: string | Buffer) {
     // noDelay: small request/response writes; Nagle + delayed ACK would add ~40 ms each.
-    this.http = new HttpAgent({ keepAlive: true, maxSockets: 32, maxFreeSockets: 8, timeout: UPSTREAM_IDLE_MS, noDelay: true });
+    this.http = new HttpAgent({
+      keepAlive: true,
+      maxSockets: 32,
+      maxFreeSockets: 8,
+      timeout: UPSTREAM_IDLE_MS,
+      noDelay: true,
+    });
     // Certificate and hostname checks stay on (Node's bundled roots, plus `ca` when given).
-    this.https = new HttpsAgent({ keepAlive: true, maxSockets: 32, maxFreeSockets: 8, timeout: UPSTREAM_IDLE_MS, noDelay: true, ...(ca ? { ca } : {}) });
+    this.https = new HttpsAgent({
+      keepAlive: true,
+      maxSockets: 32,
+      maxFreeSockets: 8,
+      timeout: UPSTREAM_IDLE_MS,
+      noDelay: true,
+      ...(ca ? { ca } : {}),
+    });
   }
   destroy(): void {
     this.http.destroy();
@@ -44,7 +74,13 @@ export interface ExchangeResult {
  * Make the upstream request and stream its answer to `res` through the decoder and the scrubber.
  * Resolves when the exchange is over in any way (never rejects).
  */
-export function exchange(o: { agents: UpstreamAgents; timeoutMs: number }, c: CompiledRoute, req: { method: string; path: string; headers: OutgoingHttpHeaders; body: Buffer }, secret: string, res: ServerResponse): Promise<ExchangeResult> {
+export function exchange(
+  o: { agents: UpstreamAgents; timeoutMs: number },
+  c: CompiledRoute,
+  req: { method: string; path: string; headers: OutgoingHttpHeaders; body: Buffer },
+  secret: string,
+  res: ServerResponse,
+): Promise<ExchangeResult> {
   const tls = c.upstream.protocol === 'https:';
   const host = c.upstream.hostname.replace(/^\[|\]$/g, '');
   const port = Number(c.upstream.port || (tls ? 443 : 80));
@@ -63,15 +99,27 @@ export function exchange(o: { agents: UpstreamAgents; timeoutMs: number }, c: Co
       finish({ status, code, scrubbed: 0 });
     };
     const send = tls ? httpsRequest : httpRequest;
-    const up = send({ agent: tls ? o.agents.https : o.agents.http, host, port, method: req.method, path: req.path, headers: req.headers, timeout: o.timeoutMs, ...(tls ? { servername: host } : {}) });
+    const up = send({
+      agent: tls ? o.agents.https : o.agents.http,
+      host,
+      port,
+      method: req.method,
+      path: req.path,
+      headers: req.headers,
+      timeout: o.timeoutMs,
+      ...(tls ? { servername: host } : {}),
+    });
     up.on('timeout', () => {
       up.destroy();
       fail('ERR_PROXY_TIMEOUT', 'upstream timed out');
     });
-    up.on('error', (err: NodeJS.ErrnoException) => fail('ERR_PROXY_UPSTREAM', `upstream failed: ${err.code ?? 'error'}`));
+    up.on('error', (err: NodeJS.ErrnoException) =>
+      fail('ERR_PROXY_UPSTREAM', `upstream failed: ${err.code ?? 'error'}`),
+    );
     up.on('response', (upRes) => {
       const r = answer(upRes, secret, res, up, (n) => (resBytes += n));
-      if (r.refused) return fail('ERR_PROXY_UPSTREAM_ENCODING', 'upstream answered with a content-encoding the proxy cannot decode');
+      if (r.refused)
+        return fail('ERR_PROXY_UPSTREAM_ENCODING', 'upstream answered with a content-encoding the proxy cannot decode');
       r.done.then(finish, () => undefined);
     });
     res.on('close', () => {
@@ -85,7 +133,13 @@ export function exchange(o: { agents: UpstreamAgents; timeoutMs: number }, c: Co
 }
 
 /** Pass an upstream answer on: headers and body scrubbed of the real token, compressed bodies decoded first. */
-function answer(upRes: IncomingMessage, secret: string, res: ServerResponse, up: { destroy(): void }, count: (n: number) => void): { refused: true } | { refused: false; done: Promise<Omit<ExchangeResult, 'resBytes'>> } {
+function answer(
+  upRes: IncomingMessage,
+  secret: string,
+  res: ServerResponse,
+  up: { destroy(): void },
+  count: (n: number) => void,
+): { refused: true } | { refused: false; done: Promise<Omit<ExchangeResult, 'resBytes'>> } {
   // The scrubber only sees plain bytes: a coding the gateway cannot undo is refused, since its
   // bytes could carry the token past the scrubber.
   const codings = contentCodings(upRes.headers['content-encoding']);

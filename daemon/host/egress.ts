@@ -17,7 +17,13 @@ import { dirname } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import type { EgressGateway, EgressHandle, EgressSession, Logger, Metrics } from '../../core/index.js';
 import { CALL_ID_HEADER } from '../../core/sandbox-protocol.js';
-import { allowedEntry, compileRouteTable, findRoute, upstreamPathOf, type CompiledRoute } from '../../core/egress/routes.js';
+import {
+  allowedEntry,
+  compileRouteTable,
+  findRoute,
+  upstreamPathOf,
+  type CompiledRoute,
+} from '../../core/egress/routes.js';
 import { checkHeaders, hasBody, MAX_BODY_BYTES, MAX_HEADER_BYTES } from '../../core/egress/framing.js';
 import { errorResponse, ProxyRefusal, type ProxyErrorCode } from '../../core/egress/errors.js';
 import { upstreamHeaders } from '../../core/egress/headers.js';
@@ -151,7 +157,13 @@ export class EgressGatewayService implements EgressGateway {
     });
     // Root-only: the agent child (uid 1001) must not reach the outside even through here.
     chmodSync(socketPath, 0o600);
-    log.info({ routes: st.routes.map((r) => r.route.name), upstreams: [...new Set(st.routes.map((r) => egressTarget(r.route.upstream)))] }, 'egress socket open');
+    log.info(
+      {
+        routes: st.routes.map((r) => r.route.name),
+        upstreams: [...new Set(st.routes.map((r) => egressTarget(r.route.upstream)))],
+      },
+      'egress socket open',
+    );
     let closing: Promise<void> | undefined;
     const h: EgressHandle = {
       setTokens: (tokens) => {
@@ -183,17 +195,29 @@ export class EgressGatewayService implements EgressGateway {
     const tainted = new WeakSet<object>();
     const refuse = (res: ServerResponse | Socket, err: ProxyRefusal, data: Record<string, unknown>) => {
       st.log.warn({ ...data, status: err.status, code: err.code, reason: err.message }, 'egress refused');
-      this.#o.metrics?.proxyDecisions.inc({ route: 'egress', outcome: err.status >= 500 ? 'upstream_error' : 'refused' });
+      this.#o.metrics?.proxyDecisions.inc({
+        route: 'egress',
+        outcome: err.status >= 500 ? 'upstream_error' : 'refused',
+      });
       const sock = 'writeHead' in res ? res.socket : res;
       if (sock) tainted.add(sock);
       errorResponse(res, err.code, err.message);
     };
     // The idle bound is checked every second (Node's default, 30 s, would let an idle socket live
     // 40 s): a connection that sends no complete head in time gets 408 and is closed.
-    const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, insecureHTTPParser: false, requireHostHeader: false, joinDuplicateHeaders: false, connectionsCheckingInterval: 1_000 }, (req, res) => {
-      if (tainted.has(req.socket)) return void res.destroy();
-      void this.#handle(st, req, res, refuse);
-    });
+    const server = createServer(
+      {
+        maxHeaderSize: MAX_HEADER_BYTES,
+        insecureHTTPParser: false,
+        requireHostHeader: false,
+        joinDuplicateHeaders: false,
+        connectionsCheckingInterval: 1_000,
+      },
+      (req, res) => {
+        if (tainted.has(req.socket)) return void res.destroy();
+        void this.#handle(st, req, res, refuse);
+      },
+    );
     server.maxHeadersCount = 0;
     this.#gate.guard(server, st.log);
     server.headersTimeout = this.#gate.caps.headersTimeoutMs;
@@ -203,13 +227,17 @@ export class EgressGatewayService implements EgressGateway {
       if (err.code === 'ECONNRESET' || !socket.writable) return socket.destroy();
       // An idle connection at the headers timeout: Node's own 408, and no log line each (a
       // sandbox hoarding idle sockets would otherwise write one per socket).
-      if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return void socket.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n');
+      if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT')
+        return void socket.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n');
       refuse(socket, new ProxyRefusal('ERR_EGRESS_BAD_REQUEST', 'malformed request'), { parser: err.code });
     });
     // A tunnel would carry bytes the gateway cannot read: CONNECT and Upgrade are refused.
     server.on('connect', (req: IncomingMessage, socket: Socket) => {
       socket.on('error', () => socket.destroy());
-      refuse(socket, new ProxyRefusal('ERR_EGRESS_DENIED', 'CONNECT is not allowed'), { method: 'CONNECT', target: String(req.url).slice(0, 200) });
+      refuse(socket, new ProxyRefusal('ERR_EGRESS_DENIED', 'CONNECT is not allowed'), {
+        method: 'CONNECT',
+        target: String(req.url).slice(0, 200),
+      });
     });
     server.on('upgrade', (req: IncomingMessage, socket: Socket) => {
       socket.on('error', () => socket.destroy());
@@ -218,7 +246,12 @@ export class EgressGatewayService implements EgressGateway {
     return server;
   }
 
-  async #handle(st: SessionState, req: IncomingMessage, res: ServerResponse, refuse: (res: ServerResponse, err: ProxyRefusal, data: Record<string, unknown>) => void): Promise<void> {
+  async #handle(
+    st: SessionState,
+    req: IncomingMessage,
+    res: ServerResponse,
+    refuse: (res: ServerResponse, err: ProxyRefusal, data: Record<string, unknown>) => void,
+  ): Promise<void> {
     const started = process.hrtime.bigint();
     const data: Record<string, unknown> = { method: String(req.method).slice(0, 16) };
     const call = req.headers[CALL_ID_HEADER];
@@ -226,13 +259,24 @@ export class EgressGatewayService implements EgressGateway {
     const held = { bytes: 0 };
     st.inFlight++;
     try {
-      if (st.inFlight > GATEWAY_MAX_IN_FLIGHT) throw new ProxyRefusal('ERR_PROXY_BUSY', `at most ${GATEWAY_MAX_IN_FLIGHT} requests of one session at once`);
+      if (st.inFlight > GATEWAY_MAX_IN_FLIGHT)
+        throw new ProxyRefusal('ERR_PROXY_BUSY', `at most ${GATEWAY_MAX_IN_FLIGHT} requests of one session at once`);
       const a = admitHere(st, req, data);
       const body = await readBody(req, (n) => this.#hold(st, held, n));
       if (a.c.route.name.startsWith(CONNECTOR_ROUTE)) return await this.#connector(st, req, res, a, body, callId, data);
       if (a.c.route.name === 'mail' && st.spec.mailPolicy) await this.#decideMail(st, body, callId, data);
-      const { headers } = upstreamHeaders(req, a.c.route, a.c.headers, { host: a.c.upstream.host, bodyLength: body.length, real: a.real });
-      const r = await exchange({ agents: st.agents, timeoutMs: this.#o.upstreamTimeoutMs ?? UPSTREAM_TIMEOUT_MS }, a.c, { method: req.method!, path: a.path, headers, body }, a.real ?? '', res);
+      const { headers } = upstreamHeaders(req, a.c.route, a.c.headers, {
+        host: a.c.upstream.host,
+        bodyLength: body.length,
+        real: a.real,
+      });
+      const r = await exchange(
+        { agents: st.agents, timeoutMs: this.#o.upstreamTimeoutMs ?? UPSTREAM_TIMEOUT_MS },
+        a.c,
+        { method: req.method!, path: a.path, headers, body },
+        a.real ?? '',
+        res,
+      );
       this.#o.metrics?.proxyDecisions.inc({ route: 'egress', outcome: r.code ? 'upstream_error' : 'allowed' });
       const line = {
         ...data,
@@ -263,23 +307,48 @@ export class EgressGatewayService implements EgressGateway {
    * it too), then the connector gateway answers (docs/connectors.md). Nothing of the request goes
    * upstream as it is: the gateway makes its own MCP call with the credential it holds.
    */
-  async #connector(st: SessionState, req: IncomingMessage, res: ServerResponse, a: Admitted, body: Buffer, callId: string | null, data: Record<string, unknown>): Promise<void> {
+  async #connector(
+    st: SessionState,
+    req: IncomingMessage,
+    res: ServerResponse,
+    a: Admitted,
+    body: Buffer,
+    callId: string | null,
+    data: Record<string, unknown>,
+  ): Promise<void> {
     const expected = st.tokens.get(CONNECTORS_PLACEHOLDER_ENV);
     const m = /^Bearer ([\x21-\x7e]+)$/.exec(req.headers.authorization ?? '');
-    if (!expected || !m || !safeEqual(expected, m[1])) throw new ProxyRefusal('ERR_PROXY_PLACEHOLDER', `missing or wrong ${CONNECTORS_PLACEHOLDER_ENV}`);
+    if (!expected || !m || !safeEqual(expected, m[1]))
+      throw new ProxyRefusal('ERR_PROXY_PLACEHOLDER', `missing or wrong ${CONNECTORS_PLACEHOLDER_ENV}`);
     const gw = this.#o.connectors;
     if (!gw) throw new ProxyRefusal('ERR_EGRESS_DENIED', 'connectors are not served by this gateway');
     const connectorId = a.c.route.name.slice(CONNECTOR_ROUTE.length);
-    const r = await gw.handle({ sessionId: st.id, userId: st.spec.userId, connectorId, method: req.method ?? '', body, turnId: st.spec.currentTurn?.() ?? null, callId, turn: st.spec.turn?.() });
-    res.writeHead(r.status, r.body ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(r.body) } : { 'content-length': 0 });
+    const r = await gw.handle({
+      sessionId: st.id,
+      userId: st.spec.userId,
+      connectorId,
+      method: req.method ?? '',
+      body,
+      turnId: st.spec.currentTurn?.() ?? null,
+      callId,
+      turn: st.spec.turn?.(),
+    });
+    res.writeHead(
+      r.status,
+      r.body
+        ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(r.body) }
+        : { 'content-length': 0 },
+    );
     res.end(r.body);
     st.log.debug({ ...data, connector: connectorId, status: r.status }, 'egress connector answered');
   }
 
   /** Count `n` more request bytes against the session's and the gateway's budgets, or refuse. */
   #hold(st: SessionState, held: { bytes: number }, n: number): void {
-    if (st.buffered + n > GATEWAY_MAX_SESSION_BYTES) throw new ProxyRefusal('ERR_PROXY_BUSY', "this session's requests hold too many bytes at once");
-    if (this.#budget.total + n > GATEWAY_MAX_TOTAL_BYTES) throw new ProxyRefusal('ERR_PROXY_BUSY', 'the gateway holds too many bytes at once; try again');
+    if (st.buffered + n > GATEWAY_MAX_SESSION_BYTES)
+      throw new ProxyRefusal('ERR_PROXY_BUSY', "this session's requests hold too many bytes at once");
+    if (this.#budget.total + n > GATEWAY_MAX_TOTAL_BYTES)
+      throw new ProxyRefusal('ERR_PROXY_BUSY', 'the gateway holds too many bytes at once; try again');
     st.buffered += n;
     this.#budget.total += n;
     held.bytes += n;
@@ -290,15 +359,33 @@ export class EgressGatewayService implements EgressGateway {
    * read again (whatever the proxy concluded), a blocked one is refused, any other is held until
    * the daemon decides (per-hour limit, the user's approval for `ask`).
    */
-  async #decideMail(st: SessionState, body: Buffer, callId: string | null, data: Record<string, unknown>): Promise<void> {
+  async #decideMail(
+    st: SessionState,
+    body: Buffer,
+    callId: string | null,
+    data: Record<string, unknown>,
+  ): Promise<void> {
     const mp = await import('../../core/mail-policy.js');
     const { summary, verdict: v } = judgeMail(mp, body, st.spec.mailPolicy!, data);
     if (!st.spec.hold) {
-      if (v.verdict === 'ask') throw new ProxyRefusal('ERR_MAIL_APPROVAL_UNAVAILABLE', "this send needs the user's approval and nobody can be asked");
+      if (v.verdict === 'ask')
+        throw new ProxyRefusal(
+          'ERR_MAIL_APPROVAL_UNAVAILABLE',
+          "this send needs the user's approval and nobody can be asked",
+        );
       return;
     }
-    const r = await st.spec.hold({ hold_id: randomUUID(), turn_id: st.spec.currentTurn?.() ?? null, call_id: callId, verdict: v.verdict, ask: v.ask, summary, preview: () => mailPreview(mp.rawMessage(body)) });
-    if (!r.allow) throw new ProxyRefusal(RELEASE_CODES.find((c) => c === r.code) ?? 'ERR_MAIL_DENIED', r.message.slice(0, 300));
+    const r = await st.spec.hold({
+      hold_id: randomUUID(),
+      turn_id: st.spec.currentTurn?.() ?? null,
+      call_id: callId,
+      verdict: v.verdict,
+      ask: v.ask,
+      summary,
+      preview: () => mailPreview(mp.rawMessage(body)),
+    });
+    if (!r.allow)
+      throw new ProxyRefusal(RELEASE_CODES.find((c) => c === r.code) ?? 'ERR_MAIL_DENIED', r.message.slice(0, 300));
   }
 }
 
@@ -314,7 +401,8 @@ function admitHere(st: SessionState, req: IncomingMessage, data: Record<string, 
   data.route = c.route.name;
   const allowed = allowedEntry(c, req.method, target.path);
   if (!allowed) throw new ProxyRefusal('ERR_EGRESS_DENIED', 'method and path not allowed on this route');
-  if (target.query && req.method !== 'GET') throw new ProxyRefusal('ERR_EGRESS_DENIED', 'query string allowed on GET only');
+  if (target.query && req.method !== 'GET')
+    throw new ProxyRefusal('ERR_EGRESS_DENIED', 'query string allowed on GET only');
   if (req.method === 'GET' && hasBody(req)) throw new ProxyRefusal('ERR_EGRESS_BAD_REQUEST', 'GET with a body');
   let real: string | undefined;
   if (c.tokenEnv) {
@@ -329,7 +417,10 @@ function readBody(req: IncomingMessage, account: (n: number) => void): Promise<B
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let n = 0;
-    const timer = setTimeout(() => fail(new ProxyRefusal('ERR_EGRESS_BAD_REQUEST', 'body not complete in time')), BODY_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => fail(new ProxyRefusal('ERR_EGRESS_BAD_REQUEST', 'body not complete in time')),
+      BODY_TIMEOUT_MS,
+    );
     const fail = (e: Error) => {
       clearTimeout(timer);
       req.removeAllListeners('data');

@@ -2,10 +2,32 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { NodeClient, systemClock, type Clock, type Config, type NodeTarget, type Logger, type TurnRequest, type TurnResult, type TurnRunner } from '../../core/index.js';
+import {
+  NodeClient,
+  systemClock,
+  type Clock,
+  type Config,
+  type NodeTarget,
+  type Logger,
+  type TurnRequest,
+  type TurnResult,
+  type TurnRunner,
+} from '../../core/index.js';
 import type { Database, Sql } from '../../domain/db/index.js';
 import type { RefreshLease } from './tokens.js';
-import { acquireLease, heartbeat, purgeNonces, leaveFleet, listNodes, releaseLease, markLostSandboxes, ownSandbox, registerNode, releaseSandbox, sandboxOf } from '../../domain/fleet.js';
+import {
+  acquireLease,
+  heartbeat,
+  purgeNonces,
+  leaveFleet,
+  listNodes,
+  releaseLease,
+  markLostSandboxes,
+  ownSandbox,
+  registerNode,
+  releaseSandbox,
+  sandboxOf,
+} from '../../domain/fleet.js';
 
 const PackageVersionSchema = z.object({ version: z.string() });
 
@@ -55,7 +77,11 @@ export class FleetMember {
 
   async start(): Promise<void> {
     const { config, database } = this.#o;
-    await registerNode(database.sql, { id: config.node.id, url: config.node.url, version: airlockVersion(), capacity: config.sandbox.maxSessions }, new Date((this.#o.clock ?? systemClock).now()));
+    await registerNode(
+      database.sql,
+      { id: config.node.id, url: config.node.url, version: airlockVersion(), capacity: config.sandbox.maxSessions },
+      new Date((this.#o.clock ?? systemClock).now()),
+    );
     this.#timer = setInterval(() => void this.beat(), config.node.heartbeatS * 1000);
     this.#timer.unref();
   }
@@ -74,7 +100,8 @@ export class FleetMember {
         if (this.#failing) log.info('database answers again; heartbeats resumed');
         this.#failing = false;
       } catch (err) {
-        if (!this.#failing) log.warn({ err: err instanceof Error ? err.message : String(err) }, 'heartbeat failed; retrying');
+        if (!this.#failing)
+          log.warn({ err: err instanceof Error ? err.message : String(err) }, 'heartbeat failed; retrying');
         this.#failing = true;
       } finally {
         this.#beat = undefined;
@@ -114,12 +141,16 @@ export class FleetSessions implements TurnRunner {
 
   /** Session hook: this node owns the session's live sandbox now. */
   live(sessionId: string, userId: number): void {
-    ownSandbox(this.o.database.sql, { sessionId, userId, nodeId: this.o.config.node.id, state: 'live' }).catch((err: Error) => this.o.log.warn({ sessionId, err: err.message }, 'could not record the sandbox owner'));
+    ownSandbox(this.o.database.sql, { sessionId, userId, nodeId: this.o.config.node.id, state: 'live' }).catch(
+      (err: Error) => this.o.log.warn({ sessionId, err: err.message }, 'could not record the sandbox owner'),
+    );
   }
 
   /** Session hook: the sandbox ended here. */
   ended(sessionId: string): void {
-    releaseSandbox(this.o.database.sql, sessionId, this.o.config.node.id).catch((err: Error) => this.o.log.warn({ sessionId, err: err.message }, 'could not clear the sandbox owner'));
+    releaseSandbox(this.o.database.sql, sessionId, this.o.config.node.id).catch((err: Error) =>
+      this.o.log.warn({ sessionId, err: err.message }, 'could not clear the sandbox owner'),
+    );
   }
 
   /** Adopt a container at start only when the fleet still says this node owns its session. */
@@ -127,7 +158,11 @@ export class FleetSessions implements TurnRunner {
     const row = await sandboxOf(this.o.database.sql, sessionId);
     // No row: a single host upgraded from before the fleet keeps its sessions; in a fleet the
     // session was taken over and has ended elsewhere since.
-    if (!row) return (await listNodes(this.o.database.sql, this.o.config.node.lostS, new Date((this.o.clock ?? systemClock).now()))).length <= 1;
+    if (!row)
+      return (
+        (await listNodes(this.o.database.sql, this.o.config.node.lostS, new Date((this.o.clock ?? systemClock).now())))
+          .length <= 1
+      );
     return row.node_id === this.o.config.node.id && row.state !== 'lost';
   }
 }
@@ -136,7 +171,13 @@ export class FleetSessions implements TurnRunner {
  * One signed JSON request from this node to another (CLI commands for sessions another node
  * owns), through the fleet's one node client (core/node-client.ts): the answer is checked there.
  */
-export async function nodeRequest(config: Readonly<Config>, node: NodeTarget, method: string, path: string, body?: unknown): Promise<unknown> {
+export async function nodeRequest(
+  config: Readonly<Config>,
+  node: NodeTarget,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<unknown> {
   const client = new NodeClient(config);
   try {
     return await client.json(node, method, path, body);

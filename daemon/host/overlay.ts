@@ -1,5 +1,20 @@
-import { AppError, randomToken, type Config, type Encryptor, type Logger, type PreparedSession, type ProfileRoute, type SessionPreparer } from '../../core/index.js';
-import { ACCOUNT_TOKEN_ENVS, agentSettings, isRouteName, ROUTE_ENV, type SandboxRouteEnv } from '../../core/sandbox-env.js';
+import {
+  AppError,
+  randomToken,
+  type Config,
+  type Encryptor,
+  type Logger,
+  type PreparedSession,
+  type ProfileRoute,
+  type SessionPreparer,
+} from '../../core/index.js';
+import {
+  ACCOUNT_TOKEN_ENVS,
+  agentSettings,
+  isRouteName,
+  ROUTE_ENV,
+  type SandboxRouteEnv,
+} from '../../core/sandbox-env.js';
 import { buildProfile } from '../runtime/session-plan.js';
 import { CONNECTORS_PLACEHOLDER_ENV, connectorBaseUrlEnv, connectorRouteName } from '../../core/sandbox-env.js';
 import { sessionConnectors } from '../../domain/connectors/index.js';
@@ -22,7 +37,14 @@ export { writeProfile };
 /** The server's own send policy (AIRLOCK_MAIL_*), for a daemon without agent policies. */
 export function serverMailPolicy(config: Readonly<Config>): MailPolicy {
   const m = config.mail;
-  return { allow_domains: [...m.allowDomains], block_domains: [...m.blockDomains], other: m.other, max_recipients: m.maxRecipients, max_per_hour: m.maxPerHour, approval_timeout_s: m.approvalTimeoutS };
+  return {
+    allow_domains: [...m.allowDomains],
+    block_domains: [...m.blockDomains],
+    other: m.other,
+    max_recipients: m.maxRecipients,
+    max_per_hour: m.maxPerHour,
+    approval_timeout_s: m.approvalTimeoutS,
+  };
 }
 
 /** Random bytes per placeholder (192 bits ≥ the 128 the issue asks). */
@@ -42,9 +64,24 @@ export interface RouteInputs {
 const ref = (env: string) => `\${${env}}`;
 
 /** A workspace (Google) route: one allowed request, the user's token as a bearer; its prefix is the allowed path's first segment. */
-function googleRoute(name: 'mail' | 'sheets' | 'search', allow: ProfileRoute['allow'][number], upstream: string, rewrite: ProfileRoute['rewrite']): ProfileRoute {
+function googleRoute(
+  name: 'mail' | 'sheets' | 'search',
+  allow: ProfileRoute['allow'][number],
+  upstream: string,
+  rewrite: ProfileRoute['rewrite'],
+): ProfileRoute {
   const env = ROUTE_ENV[name];
-  return { name, prefix: `/${allow.path.split('/')[1]}`, allow: [allow], upstream, rewrite, placeholder_env: env.placeholder, token_ref: ref(env.token), inject: 'bearer', base_url_env: env.baseUrl };
+  return {
+    name,
+    prefix: `/${allow.path.split('/')[1]}`,
+    allow: [allow],
+    upstream,
+    rewrite,
+    placeholder_env: env.placeholder,
+    token_ref: ref(env.token),
+    inject: 'bearer',
+    base_url_env: env.baseUrl,
+  };
 }
 
 /**
@@ -57,12 +94,23 @@ export function buildRoutes(i: RouteInputs): ProfileRoute[] {
   if (i.hasAccountToken) {
     routes.push(
       // The child calls {MAIL_BASE_URL}/mail/v1/users/me/messages/send: one method and one path only (docs/rules.md#token-injection).
-      googleRoute('mail', { method: 'POST', path: '/gmail/mail/v1/users/me/messages/send' }, i.google.mailBaseUrl, { from: '/gmail/mail/v1/', to: '/gmail/v1/' }),
+      googleRoute('mail', { method: 'POST', path: '/gmail/mail/v1/users/me/messages/send' }, i.google.mailBaseUrl, {
+        from: '/gmail/mail/v1/',
+        to: '/gmail/v1/',
+      }),
       // fetch_sheet: Sheets v4 spreadsheets.values.get. The A1 range is one opaque value
       // (encodeURIComponent): a sheet title may hold '/', sent as %2F inside that segment.
-      googleRoute('sheets', { method: 'GET', path: '/sheets/v4/spreadsheets/{spreadsheetId}/values/{range}', opaque: ['range'] }, i.google.sheetsBaseUrl, { from: '/sheets/', to: '/' }),
+      googleRoute(
+        'sheets',
+        { method: 'GET', path: '/sheets/v4/spreadsheets/{spreadsheetId}/values/{range}', opaque: ['range'] },
+        i.google.sheetsBaseUrl,
+        { from: '/sheets/', to: '/' },
+      ),
       // search_spreadsheets: Drive v3 files.list.
-      googleRoute('search', { method: 'GET', path: '/search/drive/v3/files' }, i.google.driveBaseUrl, { from: '/search/', to: '/' }),
+      googleRoute('search', { method: 'GET', path: '/search/drive/v3/files' }, i.google.driveBaseUrl, {
+        from: '/search/',
+        to: '/',
+      }),
     );
   }
   if (i.model.baseUrl && (i.model.provider === 'openai' || i.model.provider === 'anthropic')) {
@@ -159,7 +207,10 @@ export class OverlayPreparer implements SessionPreparer {
       access = (await this.#o.tokens.getAccessToken(req.userId))?.accessToken;
     } catch (err) {
       // A failed refresh leaves the tools unattached: they answer "connect your workspace account".
-      log.warn({ userId: req.userId, sessionId: req.sessionId, code: (err as { code?: string }).code }, 'no workspace token for session');
+      log.warn(
+        { userId: req.userId, sessionId: req.sessionId, code: (err as { code?: string }).code },
+        'no workspace token for session',
+      );
     }
     // The user's agent policy (identity area): a forbidden model refuses the session start;
     // forbidden tools are not loaded (AGENT_TOOLS).
@@ -167,7 +218,10 @@ export class OverlayPreparer implements SessionPreparer {
     // The chat's model (docs/chat.md "A model per chat"): its provider, upstream and key.
     const model = await this.#model(req.sessionId);
     if (policy && !policyAllows(policy, 'model', model.model)) {
-      throw new AppError('ERR_POLICY_MODEL_DENIED', `your organisation's agent policy does not allow the model ${model.model}; ask an administrator`);
+      throw new AppError(
+        'ERR_POLICY_MODEL_DENIED',
+        `your organisation's agent policy does not allow the model ${model.model}; ask an administrator`,
+      );
     }
     const modelKey = model.apiKey;
     const agentUserToken = this.#o.mintAgentUserToken?.(req.userId, req.sessionId);
@@ -184,7 +238,8 @@ export class OverlayPreparer implements SessionPreparer {
     for (const r of routes) {
       if (!isRouteName(r.name)) continue;
       const env: SandboxRouteEnv = ROUTE_ENV[r.name];
-      placeholders[env.placeholder] = env.credential === 'agent-user-token' ? agentUserToken! : randomToken(PLACEHOLDER_BYTES);
+      placeholders[env.placeholder] =
+        env.credential === 'agent-user-token' ? agentUserToken! : randomToken(PLACEHOLDER_BYTES);
       if (env.token && r.token_ref) tokens[env.token] = env.credential === 'model-key' ? modelKey! : access!;
     }
     // Connectors the user may use now (docs/connectors.md): one route each, one placeholder for all.
@@ -203,9 +258,25 @@ export class OverlayPreparer implements SessionPreparer {
     if (from && MAIL_FROM_RE.test(from)) agentEnv.MAIL_FROM = from;
     const egressAllow = [...new Set(routes.map((r) => egressTarget(r.upstream)))];
     // The send policy goes with the mail route (docs/proxy.md#send-policy).
-    const mailPolicy = routes.some((r) => r.name === 'mail') ? (this.#o.db ? await mailPolicyFor(this.#o.db, config.mail, req.userId) : serverMailPolicy(config)) : undefined;
-    log.info({ userId: req.userId, sessionId: req.sessionId, routes: routes.map((r) => r.name), model: model.revision }, 'session overlay prepared');
-    return { routes, tokens, placeholders, agentUserToken, agentEnv, egressAllow, ...(mailPolicy ? { mailPolicy } : {}), ...(model.revision ? { modelRevision: model.revision } : {}) };
+    const mailPolicy = routes.some((r) => r.name === 'mail')
+      ? this.#o.db
+        ? await mailPolicyFor(this.#o.db, config.mail, req.userId)
+        : serverMailPolicy(config)
+      : undefined;
+    log.info(
+      { userId: req.userId, sessionId: req.sessionId, routes: routes.map((r) => r.name), model: model.revision },
+      'session overlay prepared',
+    );
+    return {
+      routes,
+      tokens,
+      placeholders,
+      agentUserToken,
+      agentEnv,
+      egressAllow,
+      ...(mailPolicy ? { mailPolicy } : {}),
+      ...(model.revision ? { modelRevision: model.revision } : {}),
+    };
   }
 
   /** The session's model: the chat's (chat_models) when the store is there, else AIRLOCK_MODEL_*. */
@@ -219,7 +290,12 @@ export class OverlayPreparer implements SessionPreparer {
    * The real tokens (and send policy) of a running session, by the env names its claim recorded:
    * for the egress gateway of a sandbox adopted after a daemon restart.
    */
-  async credentials(req: { userId: number; sessionId: string; tokenEnvs: readonly string[]; modelRevision?: string }): Promise<{ tokens: Record<string, string>; mailPolicy?: MailPolicy }> {
+  async credentials(req: {
+    userId: number;
+    sessionId: string;
+    tokenEnvs: readonly string[];
+    modelRevision?: string;
+  }): Promise<{ tokens: Record<string, string>; mailPolicy?: MailPolicy }> {
     const { config } = this.#o;
     const tokens: Record<string, string> = {};
     const account = req.tokenEnvs.filter((e) => ACCOUNT_TOKEN_ENVS.includes(e));
@@ -229,7 +305,12 @@ export class OverlayPreparer implements SessionPreparer {
     // key never goes to an upstream it was not configured with (a changed entry replaces the
     // sandbox at its next turn). A claim from before chat models: AIRLOCK_MODEL_API_KEY.
     const { db, encryptor } = this.#o;
-    const modelKey = req.modelRevision && db && encryptor ? (await modelAtRevision(db, encryptor, req.modelRevision))?.apiKey : req.modelRevision ? undefined : config.model.apiKey?.reveal();
+    const modelKey =
+      req.modelRevision && db && encryptor
+        ? (await modelAtRevision(db, encryptor, req.modelRevision))?.apiKey
+        : req.modelRevision
+          ? undefined
+          : config.model.apiKey?.reveal();
     if (modelKey && req.tokenEnvs.includes(ROUTE_ENV.model.token!)) tokens[ROUTE_ENV.model.token!] = modelKey;
     if (!req.tokenEnvs.includes(ROUTE_ENV.mail.token!)) return { tokens };
     const mailPolicy = this.#o.db ? await mailPolicyFor(this.#o.db, config.mail, req.userId) : serverMailPolicy(config);

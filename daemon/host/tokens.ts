@@ -109,7 +109,12 @@ export class TokenService {
           try {
             // Another node may have refreshed while this one waited: use its token.
             const now = await this.#o.store.tokens(userId);
-            if (now?.accessToken && now.accessExpiresAt !== undefined && now.accessToken !== before?.accessToken && now.accessExpiresAt - this.#clock() > this.windowMs) {
+            if (
+              now?.accessToken &&
+              now.accessExpiresAt !== undefined &&
+              now.accessToken !== before?.accessToken &&
+              now.accessExpiresAt - this.#clock() > this.windowMs
+            ) {
               await this.pushToUser(userId, now.accessToken);
               return { accessToken: now.accessToken, expiresAt: now.accessExpiresAt };
             }
@@ -141,7 +146,10 @@ export class TokenService {
     } catch (err) {
       this.#o.log.warn({ userId, code: (err as AppError).code }, 'access token refresh failed');
       this.#o.metrics?.tokenRefreshes.inc({ outcome: 'failed' });
-      throw new AppError('ERR_ACCOUNT_REFRESH', 'could not refresh the workspace access token', { retryable: true, cause: err });
+      throw new AppError('ERR_ACCOUNT_REFRESH', 'could not refresh the workspace access token', {
+        retryable: true,
+        cause: err,
+      });
     }
     const expiresAt = this.#clock() + r.expires_in * 1000;
     await this.#o.store.saveAccess(userId, r.access_token, expiresAt, r.refresh_token);

@@ -39,7 +39,8 @@ export interface AdoptionFacts {
   userMayAdopt: boolean;
 }
 
-export type AdoptionDecision = { action: 'adopt'; claim: Claim } | { action: 'pool' } | { action: 'drop'; why: string; userDeactivated?: true };
+export type AdoptionDecision =
+  { action: 'adopt'; claim: Claim } | { action: 'pool' } | { action: 'drop'; why: string; userDeactivated?: true };
 
 export function decideAdoption(f: AdoptionFacts): AdoptionDecision {
   if (!f.running || !f.hasSlotFolder) return { action: 'drop', why: 'not running or no folder' };
@@ -83,7 +84,13 @@ interface Survey {
 
 async function survey(deps: AdoptionDeps, c: OwnedSandbox): Promise<Survey> {
   const slot = deps.slots.dirOf(c.labels[LABEL_SLOT]);
-  const base = { running: c.running, hasSlotFolder: !!slot && existsSync(slot.runDir), poolLabel: c.labels[LABEL_POOL] === '1', ping: null, claim: undefined };
+  const base = {
+    running: c.running,
+    hasSlotFolder: !!slot && existsSync(slot.runDir),
+    poolLabel: c.labels[LABEL_POOL] === '1',
+    ping: null,
+    claim: undefined,
+  };
   if (!base.running || !base.hasSlotFolder) return { c, facts: base };
   let client: SandboxClient;
   try {
@@ -116,10 +123,18 @@ export async function adoptOwned(deps: AdoptionDeps): Promise<Adopted> {
         userMayAdopt = await deps.mayAdopt({ sessionId: claim.session_id, userId: claim.user_id });
       } catch (err) {
         // Unsure (the database did not answer): keep the container; the next start decides again.
-        deps.log.warn({ sessionId: claim.session_id, err: (err as Error).message }, 'adoption check failed; keeping the container');
+        deps.log.warn(
+          { sessionId: claim.session_id, err: (err as Error).message },
+          'adoption check failed; keeping the container',
+        );
       }
     }
-    const d = decideAdoption({ ...facts, poolEnabled: deps.poolEnabled, sessionTaken: !!claim && taken.has(claim.session_id), userMayAdopt });
+    const d = decideAdoption({
+      ...facts,
+      poolEnabled: deps.poolEnabled,
+      sessionTaken: !!claim && taken.has(claim.session_id),
+      userMayAdopt,
+    });
     const slot = deps.slots.dirOf(c.labels[LABEL_SLOT]);
     if (d.action === 'drop') {
       client?.close();

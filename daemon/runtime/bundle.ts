@@ -60,8 +60,15 @@ const BUILTINS_BY_REQUIRE = /^(node:)?https?$/;
 const requireBuiltins = {
   name: 'airlock-require-builtins',
   setup(build: import('esbuild').PluginBuild): void {
-    build.onResolve({ filter: BUILTINS_BY_REQUIRE }, (a) => (a.namespace === 'airlock-builtin' ? { path: a.path, external: true } : { path: a.path.replace(/^node:/, ''), namespace: 'airlock-builtin' }));
-    build.onLoad({ filter: /.*/, namespace: 'airlock-builtin' }, (a) => ({ contents: `module.exports = require('node:${a.path}');`, loader: 'js' }));
+    build.onResolve({ filter: BUILTINS_BY_REQUIRE }, (a) =>
+      a.namespace === 'airlock-builtin'
+        ? { path: a.path, external: true }
+        : { path: a.path.replace(/^node:/, ''), namespace: 'airlock-builtin' },
+    );
+    build.onLoad({ filter: /.*/, namespace: 'airlock-builtin' }, (a) => ({
+      contents: `module.exports = require('node:${a.path}');`,
+      loader: 'js',
+    }));
   },
 };
 
@@ -75,8 +82,16 @@ const requireBuiltins = {
 const zodEnglishOnly = {
   name: 'airlock-zod-english-only',
   setup(build: import('esbuild').PluginBuild): void {
-    build.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (a) => (/[\\/]zod[\\/]v4[\\/]/.test(a.importer) ? { path: join(dirname(a.importer), '..', 'locales', 'en.js'), namespace: 'airlock-zod-locales' } : undefined));
-    build.onLoad({ filter: /.*/, namespace: 'airlock-zod-locales' }, (a) => ({ contents: `export { default as en } from ${JSON.stringify(a.path)};`, loader: 'js', resolveDir: dirname(a.path) }));
+    build.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (a) =>
+      /[\\/]zod[\\/]v4[\\/]/.test(a.importer)
+        ? { path: join(dirname(a.importer), '..', 'locales', 'en.js'), namespace: 'airlock-zod-locales' }
+        : undefined,
+    );
+    build.onLoad({ filter: /.*/, namespace: 'airlock-zod-locales' }, (a) => ({
+      contents: `export { default as en } from ${JSON.stringify(a.path)};`,
+      loader: 'js',
+      resolveDir: dirname(a.path),
+    }));
   },
 };
 
@@ -89,7 +104,11 @@ const zodEnglishOnly = {
 const lazyHttp = {
   name: 'airlock-lazy-http',
   setup(build: import('esbuild').PluginBuild): void {
-    build.onResolve({ filter: /^(node:)?http$/ }, (a) => (a.namespace === 'airlock-lazy-http' ? { path: 'node:http', external: true } : { path: 'http', namespace: 'airlock-lazy-http' }));
+    build.onResolve({ filter: /^(node:)?http$/ }, (a) =>
+      a.namespace === 'airlock-lazy-http'
+        ? { path: 'node:http', external: true }
+        : { path: 'http', namespace: 'airlock-lazy-http' },
+    );
     build.onLoad({ filter: /.*/, namespace: 'airlock-lazy-http' }, () => ({
       contents: [
         'let http;',
@@ -104,7 +123,10 @@ const lazyHttp = {
 /** esbuild plugin: an import of `spec` (a sibling module, bundled on its own) stays an import. */
 function keepSibling(spec: string): import('esbuild').Plugin {
   const filter = new RegExp(`^${spec.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}$`);
-  return { name: 'airlock-keep-sibling', setup: (build) => build.onResolve({ filter }, (a) => ({ path: a.path, external: true })) };
+  return {
+    name: 'airlock-keep-sibling',
+    setup: (build) => build.onResolve({ filter }, (a) => ({ path: a.path, external: true })),
+  };
 }
 
 /**
@@ -119,12 +141,25 @@ export async function bundleSandboxEntries(root: string, outDir: string, log: Lo
   try {
     esbuild = await import('esbuild');
   } catch {
-    log.warn('esbuild is not installed (npm ci installs it): the sandbox ships unbundled entry points, and sessions start slower');
+    log.warn(
+      'esbuild is not installed (npm ci installs it): the sandbox ships unbundled entry points, and sessions start slower',
+    );
     return [];
   }
   const bundled: string[] = [];
-  const common = { bundle: true, platform: 'node', target: 'node20', external: BUNDLE_EXTERNAL, legalComments: 'none', logLevel: 'silent' } as const;
-  const esm = (entry: string, out: { outfile: string } | { outdir: string }, plugins: import('esbuild').Plugin[] = []) =>
+  const common = {
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    external: BUNDLE_EXTERNAL,
+    legalComments: 'none',
+    logLevel: 'silent',
+  } as const;
+  const esm = (
+    entry: string,
+    out: { outfile: string } | { outdir: string },
+    plugins: import('esbuild').Plugin[] = [],
+  ) =>
     esbuild.build({
       ...common,
       entryPoints: [entry],
@@ -134,7 +169,9 @@ export async function bundleSandboxEntries(root: string, outDir: string, log: Lo
       ...('outdir' in out ? { splitting: true, entryNames: '[name]', chunkNames: '[name]-[hash]' } : {}),
       format: 'esm',
       plugins: [requireBuiltins, zodEnglishOnly, ...plugins],
-      banner: { js: "import { createRequire as __airlockCreateRequire } from 'node:module'; const require = __airlockCreateRequire(import.meta.url);" },
+      banner: {
+        js: "import { createRequire as __airlockCreateRequire } from 'node:module'; const require = __airlockCreateRequire(import.meta.url);",
+      },
     });
   for (const name of SANDBOX_ENTRIES) {
     const entry = join(root, 'dist', name, 'main.js');

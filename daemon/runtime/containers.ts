@@ -4,7 +4,14 @@
  * user's workspace. Knows nothing of sessions, the pool or hooks (the session manager does).
  */
 import { AppError, type Clock, type Logger } from '../../core/index.js';
-import { LABEL_OWNER, LABEL_POOL, LABEL_SESSION, LABEL_SLOT, LABEL_USER, type SandboxDriver } from './sandbox-driver.js';
+import {
+  LABEL_OWNER,
+  LABEL_POOL,
+  LABEL_SESSION,
+  LABEL_SLOT,
+  LABEL_USER,
+  type SandboxDriver,
+} from './sandbox-driver.js';
 import { SandboxClient } from './sandbox-client.js';
 import type { Sandbox } from './sandbox.js';
 import type { SlotFolders } from './slots.js';
@@ -64,7 +71,20 @@ export class ContainerFactory {
       const client = await SandboxClient.connect(`${runDir}/control.sock`);
       this.d.log.debug({ containerId: id.slice(0, 12), ms: Date.now() - t0, pool: !target }, 'container started');
       const now = this.d.clock.now();
-      return { slot, dir, runDir, containerId: id, containerName: name, state: target ? 'starting' : 'pool', createdAt: now, lastUsedAt: now, turns: 0, adopted: false, fromPool: false, client };
+      return {
+        slot,
+        dir,
+        runDir,
+        containerId: id,
+        containerName: name,
+        state: target ? 'starting' : 'pool',
+        createdAt: now,
+        lastUsedAt: now,
+        turns: 0,
+        adopted: false,
+        fromPool: false,
+        client,
+      };
     } catch (err) {
       // A failed start is cleaned up: the engine does not remove such a container by itself.
       if (id) await this.d.driver.remove(id).catch(() => undefined);
@@ -81,7 +101,10 @@ export class ContainerFactory {
       sb.containerName = name;
     } catch (err) {
       // Cosmetic: the session still runs; `sessions ls` and claim.json know the mapping.
-      this.d.log.warn({ containerId: sb.containerId.slice(0, 12), err: (err as Error).message }, 'could not rename the claimed pool container');
+      this.d.log.warn(
+        { containerId: sb.containerId.slice(0, 12), err: (err as Error).message },
+        'could not rename the claimed pool container',
+      );
     }
   }
 
@@ -93,7 +116,10 @@ export class ContainerFactory {
       await sb.egress?.close().catch(() => undefined);
       await this.d.driver.remove(sb.containerId);
     } catch (err) {
-      this.d.log.warn({ containerId: sb.containerId.slice(0, 12), err: (err as Error).message }, 'container remove failed');
+      this.d.log.warn(
+        { containerId: sb.containerId.slice(0, 12), err: (err as Error).message },
+        'container remove failed',
+      );
     } finally {
       this.d.slots.remove(sb.dir);
     }

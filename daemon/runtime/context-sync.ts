@@ -15,7 +15,11 @@ export interface ContextHolder {
 }
 
 /** Run one turn through `run`, handing the agent its conversation when it may not hold it. */
-export async function runWithContext(holder: ContextHolder, req: TurnRequest, run: (ctx: PromptContext) => Promise<TurnResult>): Promise<TurnResult> {
+export async function runWithContext(
+  holder: ContextHolder,
+  req: TurnRequest,
+  run: (ctx: PromptContext) => Promise<TurnResult>,
+): Promise<TurnResult> {
   if (!req.context) return run({});
   const base = req.base ?? null;
   const full = async (): Promise<PromptContext> => ({ base, context: await req.context!() });

@@ -13,7 +13,17 @@ import { chmodSync, unlinkSync } from 'node:fs';
 import { createConnection, createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { AppError, appErrorFromPeer, checkMessage, createLogger, isAppError, protocolLogFields, readMessages, writeMessage, type Logger } from '../../core/index.js';
+import {
+  AppError,
+  appErrorFromPeer,
+  checkMessage,
+  createLogger,
+  isAppError,
+  protocolLogFields,
+  readMessages,
+  writeMessage,
+  type Logger,
+} from '../../core/index.js';
 
 export const CONTROL_SOCKET_NAME = 'control.sock';
 const CLIENT_TIMEOUT_MS = 60_000;
@@ -39,11 +49,15 @@ export const ControlApiRequestSchema: z.ZodType<ControlApiRequest> = z.object({
   userId: z.number().optional(),
 });
 
-export type ControlApiResponse = { ok: true; data?: unknown } | { ok: false; error: { code: string; message: string; status?: number } };
+export type ControlApiResponse =
+  { ok: true; data?: unknown } | { ok: false; error: { code: string; message: string; status?: number } };
 
 export const ControlApiResponseSchema: z.ZodType<ControlApiResponse> = z.union([
   z.object({ ok: z.literal(true), data: z.unknown().optional() }),
-  z.object({ ok: z.literal(false), error: z.object({ code: z.string(), message: z.string(), status: z.number().optional() }) }),
+  z.object({
+    ok: z.literal(false),
+    error: z.object({ code: z.string(), message: z.string(), status: z.number().optional() }),
+  }),
 ]);
 
 /** The data of a `kill-user` reply. */
@@ -56,7 +70,11 @@ export interface ControlApiServer {
   close(): Promise<void>;
 }
 
-export async function startControlApi(dataDir: string, handler: ControlApiHandler, log: Logger): Promise<ControlApiServer> {
+export async function startControlApi(
+  dataDir: string,
+  handler: ControlApiHandler,
+  log: Logger,
+): Promise<ControlApiServer> {
   const path = join(dataDir, CONTROL_SOCKET_NAME);
   try {
     unlinkSync(path);
@@ -127,8 +145,18 @@ function cliLog(): Logger {
  * match); without one it is returned as `unknown` for the caller to check or print.
  */
 export function controlRequest(dataDir: string, req: ControlApiRequest, log?: Logger): Promise<unknown>;
-export function controlRequest<T>(dataDir: string, req: ControlApiRequest, log: Logger | undefined, schema: z.ZodType<T>): Promise<T>;
-export function controlRequest<T>(dataDir: string, req: ControlApiRequest, log?: Logger, schema?: z.ZodType<T>): Promise<unknown> {
+export function controlRequest<T>(
+  dataDir: string,
+  req: ControlApiRequest,
+  log: Logger | undefined,
+  schema: z.ZodType<T>,
+): Promise<T>;
+export function controlRequest<T>(
+  dataDir: string,
+  req: ControlApiRequest,
+  log?: Logger,
+  schema?: z.ZodType<T>,
+): Promise<unknown> {
   const path = join(dataDir, CONTROL_SOCKET_NAME);
   const rejected = (err: Parameters<typeof protocolLogFields>[0]) => {
     (log ?? cliLog()).warn(protocolLogFields(err, 'control-api'), 'bad control api reply');
@@ -145,8 +173,17 @@ export function controlRequest<T>(dataDir: string, req: ControlApiRequest, log?:
       if (done) return;
       done = true;
       if (err.code === 'ENOENT' || err.code === 'ECONNREFUSED') {
-        reject(new AppError('ERR_DAEMON_NOT_RUNNING', `the airlock daemon is not running (no control socket at ${path}); start it with \`airlock serve\``, { cause: err }));
-      } else reject(new AppError('ERR_DAEMON_UNREACHABLE', `cannot reach the daemon: ${err.code ?? err.message}`, { cause: err }));
+        reject(
+          new AppError(
+            'ERR_DAEMON_NOT_RUNNING',
+            `the airlock daemon is not running (no control socket at ${path}); start it with \`airlock serve\``,
+            { cause: err },
+          ),
+        );
+      } else
+        reject(
+          new AppError('ERR_DAEMON_UNREACHABLE', `cannot reach the daemon: ${err.code ?? err.message}`, { cause: err }),
+        );
     });
     readMessages(sock, {
       schema: ControlApiResponseSchema,

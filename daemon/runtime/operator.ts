@@ -56,21 +56,27 @@ export function parseOperatorRequest(raw: unknown): OperatorRequest {
       return { cmd: r.cmd, id: r.id === undefined || r.id === null ? '' : String(r.id) };
     case 'logs': {
       const tail = r.tail === undefined ? 200 : r.tail;
-      if (typeof tail !== 'number' || !Number.isSafeInteger(tail) || tail < 1 || tail > LOGS_TAIL_MAX) throw usage(`logs: tail is a whole number from 1 to ${LOGS_TAIL_MAX}`);
+      if (typeof tail !== 'number' || !Number.isSafeInteger(tail) || tail < 1 || tail > LOGS_TAIL_MAX)
+        throw usage(`logs: tail is a whole number from 1 to ${LOGS_TAIL_MAX}`);
       return { cmd: 'logs', id: r.id === undefined || r.id === null ? '' : String(r.id), tail };
     }
     case 'kill-user':
       if (!isUserId(r.userId)) throw usage('kill-user needs a positive integer userId');
       return { cmd: 'kill-user', userId: r.userId };
     case 'policy-changed':
-      if (!Array.isArray(r.userIds) || !r.userIds.every(isUserId)) throw usage('policy-changed needs userIds, a list of positive integers');
+      if (!Array.isArray(r.userIds) || !r.userIds.every(isUserId))
+        throw usage('policy-changed needs userIds, a list of positive integers');
       return { cmd: 'policy-changed', userIds: r.userIds };
     default:
       throw usage('unknown command');
   }
 }
 
-export async function handleOperatorRequest(target: OperatorTarget, raw: unknown, engine: Pick<SandboxDriver, 'logs'>): Promise<unknown> {
+export async function handleOperatorRequest(
+  target: OperatorTarget,
+  raw: unknown,
+  engine: Pick<SandboxDriver, 'logs'>,
+): Promise<unknown> {
   const req = parseOperatorRequest(raw);
   switch (req.cmd) {
     case 'ls':

@@ -8,7 +8,16 @@
 import { randomUUID } from 'node:crypto';
 import { createConnection, type Socket } from 'node:net';
 import { AppError, appErrorFromPeer, createLogger, type Logger } from '../../core/index.js';
-import { ControlMessageSchema, SupervisorStatusSchema, type AgentEvent, type ControlMessage, type ControlRequest, type StopReason, type TurnEndExtras, type SupervisorStatus } from '../../core/sandbox-protocol.js';
+import {
+  ControlMessageSchema,
+  SupervisorStatusSchema,
+  type AgentEvent,
+  type ControlMessage,
+  type ControlRequest,
+  type StopReason,
+  type TurnEndExtras,
+  type SupervisorStatus,
+} from '../../core/sandbox-protocol.js';
 import { checkMessage, protocolLogFields, readMessages, writeMessage } from '../../core/ndjson.js';
 
 const REQUEST_TIMEOUT_MS = 30_000;
@@ -36,7 +45,10 @@ export interface TurnListener {
 export type ProxyDecisionMessage = Extract<ControlMessage, { type: 'proxy_decision' }>;
 
 export class SandboxClient {
-  private pending = new Map<string, { resolve: (d: Record<string, unknown>) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
+  private pending = new Map<
+    string,
+    { resolve: (d: Record<string, unknown>) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }
+  >();
   private turns = new Map<string, TurnListener>();
   private closeHandlers: (() => void)[] = [];
   private decisionHandler?: (d: ProxyDecisionMessage) => void;
@@ -107,7 +119,8 @@ export class SandboxClient {
       p.reject(new AppError('ERR_SANDBOX_LOST', 'the sandbox went away'));
     }
     this.pending.clear();
-    for (const t of this.turns.values()) t.onEnd('error', { code: 'ERR_SANDBOX_LOST', message: 'the sandbox stopped during the turn' });
+    for (const t of this.turns.values())
+      t.onEnd('error', { code: 'ERR_SANDBOX_LOST', message: 'the sandbox stopped during the turn' });
     this.turns.clear();
     for (const fn of this.closeHandlers) fn();
   }
@@ -125,7 +138,10 @@ export class SandboxClient {
     } else if (m.type === 'turn_end') {
       const t = this.turns.get(m.turn_id);
       this.turns.delete(m.turn_id);
-      t?.onEnd(m.stop_reason, m.error, { ...(m.items ? { items: m.items } : {}), ...(m.usage ? { usage: m.usage } : {}) });
+      t?.onEnd(m.stop_reason, m.error, {
+        ...(m.items ? { items: m.items } : {}),
+        ...(m.usage ? { usage: m.usage } : {}),
+      });
     } else if (m.type === 'proxy_decision') {
       this.decisionHandler?.(m);
     }

@@ -33,7 +33,8 @@ export const RUNSC_REQUIRED_FLAGS: readonly { flag: string; accepts: readonly st
 ];
 
 /** The daemon.json fragment that registers runsc as the sandbox needs it. */
-export const RUNSC_DAEMON_JSON = '{"runtimes":{"runsc":{"path":"/usr/bin/runsc","runtimeArgs":["--network=none","--host-uds=all"]}}}';
+export const RUNSC_DAEMON_JSON =
+  '{"runtimes":{"runsc":{"path":"/usr/bin/runsc","runtimeArgs":["--network=none","--host-uds=all"]}}}';
 
 function flagValue(args: readonly string[], flag: string): string | undefined {
   let v: string | undefined;
@@ -50,7 +51,10 @@ export function checkRuntime(runtimes: EngineRuntimes | undefined, runtime: Sand
   const have = Object.keys(runtimes ?? {});
   const entry = runtimes?.[runtime];
   if (!entry) {
-    const hint = runtime === 'runsc' ? ` Install gVisor (apt-get install runsc) and register it in the engine's daemon.json: ${RUNSC_DAEMON_JSON}, then reload the engine.` : '';
+    const hint =
+      runtime === 'runsc'
+        ? ` Install gVisor (apt-get install runsc) and register it in the engine's daemon.json: ${RUNSC_DAEMON_JSON}, then reload the engine.`
+        : '';
     return {
       ok: false,
       summary: `${runtime} (not registered with the engine; it has ${have.join(', ') || 'none'})`,
@@ -69,7 +73,10 @@ export function checkRuntime(runtimes: EngineRuntimes | undefined, runtime: Sand
       };
     }
   }
-  return { ok: true, summary: `${runtime}${entry.path ? ` (${entry.path}${args.length ? ' ' + args.join(' ') : ''})` : ''}` };
+  return {
+    ok: true,
+    summary: `${runtime}${entry.path ? ` (${entry.path}${args.length ? ' ' + args.join(' ') : ''})` : ''}`,
+  };
 }
 
 /** Throws ERR_SANDBOX_RUNTIME when the engine cannot run the configured runtime. */

@@ -67,5 +67,20 @@ export function connected(sb: Sandbox): boolean {
 
 export function sandboxInfo(sb: Sandbox, stale: boolean): SandboxInfo {
   const { slot, containerId, containerName, state, createdAt, lastUsedAt, turns, adopted, fromPool } = sb;
-  return { slot, containerId, containerName, sessionId: sb.sessionId ?? null, userId: sb.userId ?? null, state, createdAt, claimedAt: sb.claimedAt ?? null, lastUsedAt, turns, stale, adopted, fromPool, turn: sb.phase ?? null };
+  return {
+    slot,
+    containerId,
+    containerName,
+    sessionId: sb.sessionId ?? null,
+    userId: sb.userId ?? null,
+    state,
+    createdAt,
+    claimedAt: sb.claimedAt ?? null,
+    lastUsedAt,
+    turns,
+    stale,
+    adopted,
+    fromPool,
+    turn: sb.phase ?? null,
+  };
 }

@@ -24,8 +24,25 @@
  */
 import { randomUUID } from 'node:crypto';
 import type Docker from 'dockerode';
-import { AppError, isAppError, systemClock, type Clock, type Config, type Logger, type Metrics } from '../../core/index.js';
-import { SANDBOX_PROXY_PORT, type EgressGateway, type SandboxAuditor, type PreparedSession, type SessionPreparer, type TurnRequest, type TurnResult, type TurnRunner } from '../../core/sandbox-protocol.js';
+import {
+  AppError,
+  isAppError,
+  systemClock,
+  type Clock,
+  type Config,
+  type Logger,
+  type Metrics,
+} from '../../core/index.js';
+import {
+  SANDBOX_PROXY_PORT,
+  type EgressGateway,
+  type SandboxAuditor,
+  type PreparedSession,
+  type SessionPreparer,
+  type TurnRequest,
+  type TurnResult,
+  type TurnRunner,
+} from '../../core/sandbox-protocol.js';
 import { adoptOwned } from './adoption.js';
 import { ContainerFactory } from './containers.js';
 import { runWithContext } from './context-sync.js';
@@ -109,13 +126,30 @@ export class SessionManager implements TurnRunner, OperatorTarget {
     if (!o.driver && !o.docker) throw new TypeError('SessionManager needs docker or driver');
     const log = o.log.child({ area: 'runtime' });
     const clock = o.clock ?? systemClock;
-    [this.config, this.log, this.clock, this.metrics, this.hooks, this.reapEvery] = [o.config, log, clock, o.metrics, o.hooks, o.reapIntervalMs];
+    [this.config, this.log, this.clock, this.metrics, this.hooks, this.reapEvery] = [
+      o.config,
+      log,
+      clock,
+      o.metrics,
+      o.hooks,
+      o.reapIntervalMs,
+    ];
     this.driver = o.driver ?? new DockerDriver(o.docker!, o.config.sandbox);
     this.preparer = o.preparer ?? defaultPreparer(o.config);
     this.owner = o.owner ?? ownerIdFor(o.config.dataDir);
     this.slots = new SlotFolders(o.config.dataDir, log, o.config.sandbox.workspaceQuotaMb);
-    this.containers = new ContainerFactory({ driver: this.driver, slots: this.slots, owner: this.owner, image: o.image ?? o.config.docker.image, childUid: o.childUid, log, clock });
-    const startGate = new StartGate(o.config.sandbox.maxStarting, (g) => o.metrics?.sessionStartsWaiting.set(g.waiting));
+    this.containers = new ContainerFactory({
+      driver: this.driver,
+      slots: this.slots,
+      owner: this.owner,
+      image: o.image ?? o.config.docker.image,
+      childUid: o.childUid,
+      log,
+      clock,
+    });
+    const startGate = new StartGate(o.config.sandbox.maxStarting, (g) =>
+      o.metrics?.sessionStartsWaiting.set(g.waiting),
+    );
     this.pool = new WarmPool(
       {
         size: o.config.sandbox.poolSize,
@@ -163,10 +197,20 @@ export class SessionManager implements TurnRunner, OperatorTarget {
       // gVisor's gofer serves the mounts a sandbox was created with; a mount made on the host
       // later (the workspace bound into a pool member at claim) does not show inside. So under
       // runsc every session cold-starts with its workspace mounted from creation.
-      this.log.info('pool off under runsc: a workspace bound at claim would not appear inside a running gVisor sandbox; sessions cold-start');
+      this.log.info(
+        'pool off under runsc: a workspace bound at claim would not appear inside a running gVisor sandbox; sessions cold-start',
+      );
       this.pool.disable();
     }
-    const adopted = await adoptOwned({ driver: this.driver, slots: this.slots, owner: this.owner, poolEnabled: this.pool.enabled, log: this.log, clock: this.clock, mayAdopt: this.hooks?.mayAdopt?.bind(this.hooks) });
+    const adopted = await adoptOwned({
+      driver: this.driver,
+      slots: this.slots,
+      owner: this.owner,
+      poolEnabled: this.pool.enabled,
+      log: this.log,
+      clock: this.clock,
+      mayAdopt: this.hooks?.mayAdopt?.bind(this.hooks),
+    });
     for (let i = 0; i < adopted.userDeactivated; i++) this.metrics?.sessionsReaped.inc({ reason: 'user_deactivated' });
     for (const sb of adopted.pool) {
       this.pool.add(sb);
@@ -176,12 +220,21 @@ export class SessionManager implements TurnRunner, OperatorTarget {
       const egress = await this.starter.openAdopted(sb, claim);
       if (egress) sb.egress = egress;
       // Token rotation is in memory only: the restarted daemon registers the session again.
-      this.table.add(sb, { sessionId: claim.session_id, userId: claim.user_id, tokenEnvs: claim.token_envs, egress: sb.egress, adopted: true });
+      this.table.add(sb, {
+        sessionId: claim.session_id,
+        userId: claim.user_id,
+        tokenEnvs: claim.token_envs,
+        egress: sb.egress,
+        adopted: true,
+      });
       this.watch(sb);
     }
     this.gauges();
     const idleMs = this.config.sandbox.idleS * 1000;
-    this.reaper = setInterval(() => void this.reap(), this.reapEvery ?? Math.min(30_000, Math.max(500, Math.floor(idleMs / 4))));
+    this.reaper = setInterval(
+      () => void this.reap(),
+      this.reapEvery ?? Math.min(30_000, Math.max(500, Math.floor(idleMs / 4))),
+    );
     this.reaper.unref();
     void this.fillPool();
   }
@@ -218,7 +271,8 @@ export class SessionManager implements TurnRunner, OperatorTarget {
   async runTurn(req: TurnRequest): Promise<TurnResult> {
     if (this.closed) throw unavailable();
     const { table } = this;
-    if (table.isBusy(req.sessionId)) throw new AppError('ERR_SESSION_BUSY', 'a turn is already running in this session');
+    if (table.isBusy(req.sessionId))
+      throw new AppError('ERR_SESSION_BUSY', 'a turn is already running in this session');
     let sb = table.get(req.sessionId);
     if (sb && sb.userId !== req.userId) throw new AppError('ERR_SESSION_NOT_FOUND', 'no such session');
     const needsNew = !sb || sb.state === 'dead' || !connected(sb);
@@ -227,7 +281,9 @@ export class SessionManager implements TurnRunner, OperatorTarget {
     const victim = isNew ? table.makeRoomFor(req.userId) : undefined;
     if (isNew && table.liveCount() + this.acquiring - (victim ? 1 : 0) >= this.config.sandbox.maxSessions) {
       if (victim) table.release(victim.sessionId!);
-      throw new AppError('ERR_SESSION_CAPACITY', 'this host runs as many sessions as it may; try again later', { retryable: true });
+      throw new AppError('ERR_SESSION_CAPACITY', 'this host runs as many sessions as it may; try again later', {
+        retryable: true,
+      });
     }
     table.hold(req.sessionId);
     let counted = isNew && (table.starting(req.userId, 1), true);
@@ -271,14 +327,21 @@ export class SessionManager implements TurnRunner, OperatorTarget {
    * key, tools) is different. Returns the sandbox to run in (undefined: start a new one with
    * `prepared`), or the turn's result when the new preparation refuses.
    */
-  private async recheck(sb: Sandbox, req: TurnRequest): Promise<{ sb?: Sandbox; prepared?: PreparedSession } | TurnResult> {
+  private async recheck(
+    sb: Sandbox,
+    req: TurnRequest,
+  ): Promise<{ sb?: Sandbox; prepared?: PreparedSession } | TurnResult> {
     // The chat's model was switched (or its entry changed) since this sandbox was prepared.
     const modelChanged = req.modelRevision !== undefined && sb.modelRevision !== req.modelRevision;
     if (!sb.policyChanged && !modelChanged) return { sb };
     const why = modelChanged ? 'model changed' : 'policy changed';
     let prepared: PreparedSession;
     try {
-      prepared = await this.preparer.prepare({ userId: req.userId, sessionId: req.sessionId, proxyPort: SANDBOX_PROXY_PORT });
+      prepared = await this.preparer.prepare({
+        userId: req.userId,
+        sessionId: req.sessionId,
+        proxyPort: SANDBOX_PROXY_PORT,
+      });
     } catch (err) {
       // Refused under the new policy (a forbidden model): the sandbox goes. Any other failure
       // fails this turn closed but keeps the sandbox marked, to be checked again next turn.
@@ -299,7 +362,10 @@ export class SessionManager implements TurnRunner, OperatorTarget {
 
   /** End the sandbox the table chose to make room for `forSession` (per-user cap); then release it. */
   private async endToMakeRoom(victim: Sandbox, forSession: string): Promise<void> {
-    this.log.info({ userId: victim.userId, sessionId: victim.sessionId, for: forSession }, "per-user sandbox cap: the user's oldest idle sandbox ends to make room");
+    this.log.info(
+      { userId: victim.userId, sessionId: victim.sessionId, for: forSession },
+      "per-user sandbox cap: the user's oldest idle sandbox ends to make room",
+    );
     try {
       await this.remove(victim, 'per-user cap');
     } finally {
@@ -326,7 +392,10 @@ export class SessionManager implements TurnRunner, OperatorTarget {
     client.onClosed(() => {
       if (sb.client !== client || sb.state === 'stopping') return;
       sb.state = 'dead';
-      this.log.warn({ containerId: sb.containerId.slice(0, 12), sessionId: sb.sessionId }, 'sandbox control connection lost');
+      this.log.warn(
+        { containerId: sb.containerId.slice(0, 12), sessionId: sb.sessionId },
+        'sandbox control connection lost',
+      );
       if (!sb.sessionId) {
         this.pool.forget(sb);
         void this.remove(sb, 'pool member lost').then(() => this.fillPool());

@@ -51,7 +51,12 @@ export class SessionOperations implements OperatorTarget {
     const reaped: string[] = [];
     for (const sb of this.table.all()) {
       if (this.table.isBusy(sb.sessionId!)) continue;
-      const why = sb.state === 'dead' ? 'dead' : sb.state === 'ready' && this.o.clock.now() - sb.lastUsedAt > idleMs ? 'idle' : undefined;
+      const why =
+        sb.state === 'dead'
+          ? 'dead'
+          : sb.state === 'ready' && this.o.clock.now() - sb.lastUsedAt > idleMs
+            ? 'idle'
+            : undefined;
       if (!why) continue;
       reaped.push(sb.sessionId!);
       await this.sandboxes.remove(sb, why);
@@ -73,7 +78,9 @@ export class SessionOperations implements OperatorTarget {
   }
 
   list(): SandboxInfo[] {
-    return [...this.table.all(), ...this.sandboxes.poolMembers()].map((s) => this.info(s)).sort((a, b) => a.createdAt - b.createdAt);
+    return [...this.table.all(), ...this.sandboxes.poolMembers()]
+      .map((s) => this.info(s))
+      .sort((a, b) => a.createdAt - b.createdAt);
   }
 
   /** By session id, container id prefix (≥ 6 characters) or container name. */
@@ -81,7 +88,9 @@ export class SessionOperations implements OperatorTarget {
     const bySession = this.table.get(id);
     if (bySession) return bySession;
     if (id.length >= 6) {
-      const hit = [...this.table.all(), ...this.sandboxes.poolMembers()].filter((s) => s.containerId.startsWith(id) || s.containerName === id);
+      const hit = [...this.table.all(), ...this.sandboxes.poolMembers()].filter(
+        (s) => s.containerId.startsWith(id) || s.containerName === id,
+      );
       if (hit.length === 1) return hit[0];
     }
     throw new AppError('ERR_SESSION_NOT_FOUND', `no live session or container ${id}`);
@@ -165,6 +174,10 @@ export class SessionOperations implements OperatorTarget {
       sb.policyChanged = true;
       marked++;
     }
-    if (marked) this.o.log.info({ users: ids.size, sessions: marked }, 'agent policy changed; live sessions re-checked before their next turn');
+    if (marked)
+      this.o.log.info(
+        { users: ids.size, sessions: marked },
+        'agent policy changed; live sessions re-checked before their next turn',
+      );
   }
 }

@@ -5,7 +5,15 @@
  */
 import { createHash } from 'node:crypto';
 import type { Config } from '../../core/index.js';
-import { SANDBOX_PROXY_PORT, type MailPolicy, type PreparedSession, type ProfileRoute, type SessionPreparer, type SessionProfile, type StartSpec } from '../../core/sandbox-protocol.js';
+import {
+  SANDBOX_PROXY_PORT,
+  type MailPolicy,
+  type PreparedSession,
+  type ProfileRoute,
+  type SessionPreparer,
+  type SessionProfile,
+  type StartSpec,
+} from '../../core/sandbox-protocol.js';
 import { agentSettings } from '../../core/sandbox-env.js';
 import type { Claim } from './slots.js';
 
@@ -42,14 +50,28 @@ export function agentEnvDigest(env: Record<string, string>): string {
   return createHash('sha256').update(JSON.stringify(sorted)).digest('hex').slice(0, 32);
 }
 
-export function planSession(s: { sessionId: string; userId: number; prepared: PreparedSession; now: number }): SessionPlan {
+export function planSession(s: {
+  sessionId: string;
+  userId: number;
+  prepared: PreparedSession;
+  now: number;
+}): SessionPlan {
   const p = s.prepared;
   // Names only: the values stay on the host, in the session's egress gateway.
   const tokenEnvs = Object.keys(p.tokens).filter((k) => ENV_NAME.test(k));
   const digest = agentEnvDigest(p.agentEnv);
   return {
     profile: buildProfile(s.sessionId, SANDBOX_PROXY_PORT, p.routes),
-    claim: { session_id: s.sessionId, user_id: s.userId, claimed_at: s.now, egress_allow: p.egressAllow, token_envs: tokenEnvs, agent_env_digest: digest, routes: p.routes, ...(p.modelRevision ? { model_revision: p.modelRevision } : {}) },
+    claim: {
+      session_id: s.sessionId,
+      user_id: s.userId,
+      claimed_at: s.now,
+      egress_allow: p.egressAllow,
+      token_envs: tokenEnvs,
+      agent_env_digest: digest,
+      routes: p.routes,
+      ...(p.modelRevision ? { model_revision: p.modelRevision } : {}),
+    },
     start: {
       session_id: s.sessionId,
       user_id: s.userId,

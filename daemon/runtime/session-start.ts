@@ -6,7 +6,15 @@
  * session's egress gateway after a daemon restart.
  */
 import { AppError, type Clock, type Logger, type Metrics } from '../../core/index.js';
-import { SANDBOX_PROXY_PORT, type EgressGateway, type EgressHandle, type EgressSession, type MailPolicy, type PreparedSession, type SessionPreparer } from '../../core/sandbox-protocol.js';
+import {
+  SANDBOX_PROXY_PORT,
+  type EgressGateway,
+  type EgressHandle,
+  type EgressSession,
+  type MailPolicy,
+  type PreparedSession,
+  type SessionPreparer,
+} from '../../core/sandbox-protocol.js';
 import type { ContainerFactory } from './containers.js';
 import type { WarmPool } from './pool.js';
 import type { SandboxAudit } from './sandbox-audit.js';
@@ -19,7 +27,8 @@ import type { StartGate } from './start-gate.js';
 /** Pool members a session start tries before it cold-starts a sandbox of its own. */
 const CLAIM_TRIES = 2;
 
-export const unavailable = () => new AppError('ERR_SESSION_UNAVAILABLE', 'the daemon is shutting down', { retryable: true });
+export const unavailable = () =>
+  new AppError('ERR_SESSION_UNAVAILABLE', 'the daemon is shutting down', { retryable: true });
 
 /** The session manager's parts a start uses, and what it does on the manager's behalf. */
 export interface SessionStarterDeps {
@@ -81,8 +90,19 @@ export class SessionStarter {
       // Refilled once the claim is done, so the new member's start does not slow the claim down.
       if (pool.claimed) void d.fillPool();
     }
-    Object.assign(sb, { sessionId, userId, claimedAt: plan.claim.claimed_at, lastUsedAt: d.clock.now(), state: 'ready', agentEnvDigest: plan.agentEnvDigest, modelRevision: plan.modelRevision });
-    d.log.info({ sessionId, userId, containerId: sb.containerId.slice(0, 12), fromPool: sb.fromPool }, 'session sandbox started');
+    Object.assign(sb, {
+      sessionId,
+      userId,
+      claimedAt: plan.claim.claimed_at,
+      lastUsedAt: d.clock.now(),
+      state: 'ready',
+      agentEnvDigest: plan.agentEnvDigest,
+      modelRevision: plan.modelRevision,
+    });
+    d.log.info(
+      { sessionId, userId, containerId: sb.containerId.slice(0, 12), fromPool: sb.fromPool },
+      'session sandbox started',
+    );
     d.table.add(sb, { sessionId, userId, tokenEnvs: plan.tokenEnvs, egress: sb.egress, adopted: false });
     const kind = sb.fromPool ? 'pool' : 'cold';
     d.metrics?.sessionsStarted.inc({ kind });
@@ -97,7 +117,12 @@ export class SessionStarter {
    * and the next member, or a cold start, takes over. `pool.claimed`: a member was taken (the
    * pool needs a refill), also when this throws.
    */
-  private async claimMember(sessionId: string, plan: SessionPlan, ws: string, pool: { claimed: boolean }): Promise<Sandbox | undefined> {
+  private async claimMember(
+    sessionId: string,
+    plan: SessionPlan,
+    ws: string,
+    pool: { claimed: boolean },
+  ): Promise<Sandbox | undefined> {
     for (let tries = 0; tries < CLAIM_TRIES; tries++) {
       const member = this.d.pool.claim();
       if (!member) break;
@@ -108,7 +133,10 @@ export class SessionStarter {
         return member;
       } catch (err) {
         const code = (err as AppError).code;
-        this.d.log.warn({ sessionId, containerId: member.containerId.slice(0, 12), code, err: (err as Error).message }, 'pool claim failed; the member is removed and the session starts elsewhere');
+        this.d.log.warn(
+          { sessionId, containerId: member.containerId.slice(0, 12), code, err: (err as Error).message },
+          'pool claim failed; the member is removed and the session starts elsewhere',
+        );
         await this.d.remove(member, 'claim failed');
         if (code === 'ERR_AGENT_CONFIG') throw err; // the session's own settings: another sandbox would refuse them too
       }
@@ -121,13 +149,22 @@ export class SessionStarter {
     // World-readable by design: routes and token *references* only, never values.
     writeProfile(sb.runDir, plan.profile);
     this.d.slots.writeClaim(sb.dir, plan.claim);
-    if (this.d.egress) sb.egress = await this.d.egress.open(sessionId, `${sb.runDir}/egress.sock`, { userId: plan.claim.user_id, ...plan.egress, ...this.gatewayHooks(sb) });
+    if (this.d.egress)
+      sb.egress = await this.d.egress.open(sessionId, `${sb.runDir}/egress.sock`, {
+        userId: plan.claim.user_id,
+        ...plan.egress,
+        ...this.gatewayHooks(sb),
+      });
     await sb.client!.request({ type: 'start', spec: plan.start });
   }
 
   /** What the gateway asks the session about: a held mail send, the running turn. */
   private gatewayHooks(sb: Sandbox): Pick<EgressSession, 'hold' | 'currentTurn' | 'turn'> {
-    return { hold: (h) => this.d.audit.mailHold(sb, h), currentTurn: () => sb.turn?.turnId ?? null, turn: () => sb.turn };
+    return {
+      hold: (h) => this.d.audit.mailHold(sb, h),
+      currentTurn: () => sb.turn?.turnId ?? null,
+      turn: () => sb.turn,
+    };
   }
 
   /**
@@ -139,10 +176,24 @@ export class SessionStarter {
     if (!this.d.egress) return undefined;
     let creds: { tokens: Record<string, string>; mailPolicy?: MailPolicy } = { tokens: {} };
     try {
-      creds = (await this.d.preparer.credentials?.({ userId: claim.user_id, sessionId: claim.session_id, tokenEnvs: claim.token_envs, ...(claim.model_revision ? { modelRevision: claim.model_revision } : {}) })) ?? creds;
+      creds =
+        (await this.d.preparer.credentials?.({
+          userId: claim.user_id,
+          sessionId: claim.session_id,
+          tokenEnvs: claim.token_envs,
+          ...(claim.model_revision ? { modelRevision: claim.model_revision } : {}),
+        })) ?? creds;
     } catch (err) {
-      this.d.log.warn({ sessionId: claim.session_id, code: (err as AppError).code }, 'adopted session: its tokens could not be obtained; its requests fail until rotation');
+      this.d.log.warn(
+        { sessionId: claim.session_id, code: (err as AppError).code },
+        'adopted session: its tokens could not be obtained; its requests fail until rotation',
+      );
     }
-    return this.d.egress.open(claim.session_id, `${sb.runDir}/egress.sock`, { userId: claim.user_id, routes: claim.routes ?? [], ...creds, ...this.gatewayHooks(sb) });
+    return this.d.egress.open(claim.session_id, `${sb.runDir}/egress.sock`, {
+      userId: claim.user_id,
+      routes: claim.routes ?? [],
+      ...creds,
+      ...this.gatewayHooks(sb),
+    });
   }
 }

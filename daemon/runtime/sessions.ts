@@ -110,7 +110,10 @@ export class SessionTable {
     if (!sb.sessionId || this.#sessions.get(sb.sessionId) !== sb) return;
     this.#sessions.delete(sb.sessionId);
     const sessionId = sb.sessionId;
-    const held = sb.userId === undefined ? undefined : { userId: sb.userId, claimedAt: sb.claimedAt ?? sb.createdAt, modelRevision: sb.modelRevision };
+    const held =
+      sb.userId === undefined
+        ? undefined
+        : { userId: sb.userId, claimedAt: sb.claimedAt ?? sb.createdAt, modelRevision: sb.modelRevision };
     this.hook('onSessionEnded', () => this.o.hooks?.onSessionEnded?.(sessionId, why, held));
     this.hook('auditor.sessionEnded', () => this.o.auditor?.sessionEnded(sessionId));
   }
@@ -137,13 +140,17 @@ export class SessionTable {
     for (const sb of this.#sessions.values()) {
       if (sb.userId !== userId || sb.state === 'dead') continue;
       held++;
-      if (sb.state === 'ready' && !this.#busy.has(sb.sessionId!) && (!oldest || sb.lastUsedAt < oldest.lastUsedAt)) oldest = sb;
+      if (sb.state === 'ready' && !this.#busy.has(sb.sessionId!) && (!oldest || sb.lastUsedAt < oldest.lastUsedAt))
+        oldest = sb;
     }
     const cap = this.o.config.sandbox.maxPerUser;
     if (held < cap) return undefined;
     if (!oldest) {
       this.o.log.warn({ userId, held, cap }, 'per-user sandbox cap reached and none idle');
-      throw new AppError('ERR_SESSION_USER_LIMIT', `you already have ${held} live chats with a sandbox on this server, the most allowed, and each is working; wait for one to finish, then try again`);
+      throw new AppError(
+        'ERR_SESSION_USER_LIMIT',
+        `you already have ${held} live chats with a sandbox on this server, the most allowed, and each is working; wait for one to finish, then try again`,
+      );
     }
     this.#busy.add(oldest.sessionId!);
     return oldest;

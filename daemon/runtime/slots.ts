@@ -69,7 +69,9 @@ export function parseClaim(text: string): Claim | undefined {
     egress_allow: strings(o.egress_allow),
     token_envs: strings(o.token_envs).filter((k) => ENV_NAME.test(k)),
     ...(typeof o.agent_env_digest === 'string' ? { agent_env_digest: o.agent_env_digest } : {}),
-    ...(typeof o.model_revision === 'string' && o.model_revision.length <= 200 ? { model_revision: o.model_revision } : {}),
+    ...(typeof o.model_revision === 'string' && o.model_revision.length <= 200
+      ? { model_revision: o.model_revision }
+      : {}),
     ...(Array.isArray(o.routes)
       ? {
           routes: o.routes.flatMap((r) => {
@@ -188,7 +190,9 @@ export class SlotFolders {
    */
   prepareRoot(): boolean {
     if (process.getuid?.() !== 0) {
-      this.log.warn('pool disabled: the daemon is not root, so it cannot bind workspaces into pool containers (the sandbox also sees the host path of the data folder in /proc/self/mountinfo)');
+      this.log.warn(
+        'pool disabled: the daemon is not root, so it cannot bind workspaces into pool containers (the sandbox also sees the host path of the data folder in /proc/self/mountinfo)',
+      );
       return false;
     }
     const existing = mountsOf(this.root).at(-1); // the top one of stacked mounts
@@ -197,19 +201,33 @@ export class SlotFolders {
       // top would hide them, so bind the folder onto itself (the host path stays visible to those
       // sandboxes until a daemon starts with none running).
       const leftovers = readdirSync(this.root).some((e) => SLOT_RE.test(e));
-      const r = leftovers ? spawnSync('mount', ['--bind', this.root, this.root]) : spawnSync('mount', ['-t', 'tmpfs', '-o', 'mode=0700,size=64m,nosuid,nodev,noexec', 'airlock-slots', this.root]);
+      const r = leftovers
+        ? spawnSync('mount', ['--bind', this.root, this.root])
+        : spawnSync('mount', [
+            '-t',
+            'tmpfs',
+            '-o',
+            'mode=0700,size=64m,nosuid,nodev,noexec',
+            'airlock-slots',
+            this.root,
+          ]);
       if (r.status !== 0) {
         this.log.warn({ err: r.stderr?.toString().trim() }, 'pool disabled: cannot mount the sandboxes folder');
         return false;
       }
-      if (leftovers) this.log.warn('sandboxes folder bound onto itself (slot folders from before): the sandboxes see the host path of the data folder until a daemon starts with none running');
+      if (leftovers)
+        this.log.warn(
+          'sandboxes folder bound onto itself (slot folders from before): the sandboxes see the host path of the data folder until a daemon starts with none running',
+        );
       this.madeRootMount = true;
     } else if (existing.fstype === 'tmpfs' && existing.source === 'airlock-slots') {
       // Our tmpfs, left by a daemon that did not stop cleanly (SIGKILL, a lost host): this daemon
       // adopts it with the sandboxes on it, and so releases it at its own clean stop.
       this.madeRootMount = true;
     } else if (existing.fstype !== 'tmpfs') {
-      this.log.warn('the sandboxes folder is a bind mount from before: the sandboxes see the host path of the data folder until a daemon starts with none running');
+      this.log.warn(
+        'the sandboxes folder is a bind mount from before: the sandboxes see the host path of the data folder until a daemon starts with none running',
+      );
     }
     const r = spawnSync('mount', ['--make-shared', this.root]);
     if (r.status !== 0) {
@@ -234,7 +252,8 @@ export class SlotFolders {
   bindWorkspace(dir: string, ws: string): string {
     const slot = join(dir, 'workspace');
     const r = spawnSync('mount', ['--bind', ws, slot]);
-    if (r.status !== 0) throw new AppError('ERR_SANDBOX_START', `cannot bind the workspace: ${r.stderr?.toString().trim()}`);
+    if (r.status !== 0)
+      throw new AppError('ERR_SANDBOX_START', `cannot bind the workspace: ${r.stderr?.toString().trim()}`);
     return slot;
   }
 

@@ -19,6 +19,13 @@ export function turnStarted(now: number): TurnPhase {
 
 /** The phase after `e`; the same object when the phase did not change (a stream of deltas keeps its start). */
 export function nextPhase(p: TurnPhase, e: AgentEvent, now: number): TurnPhase {
-  const phase = e.type === 'text_delta' ? 'model answering' : e.type === 'status' ? `model retrying (${e.attempt} of ${e.of})` : e.type === 'tool_start' || e.type === 'tool_progress' ? `running ${e.tool}` : 'waiting for model'; // tool_end: the result goes back to the model
+  const phase =
+    e.type === 'text_delta'
+      ? 'model answering'
+      : e.type === 'status'
+        ? `model retrying (${e.attempt} of ${e.of})`
+        : e.type === 'tool_start' || e.type === 'tool_progress'
+          ? `running ${e.tool}`
+          : 'waiting for model'; // tool_end: the result goes back to the model
   return phase === p.phase ? p : { startedAt: p.startedAt, phase, phaseSince: now };
 }

@@ -4,7 +4,14 @@
  * signal aborts or a backstop deadline passes. The session manager owns which sandbox runs it.
  */
 import { isAppError, turnTimedOut, type AppError, type Clock, type Config, type Logger } from '../../core/index.js';
-import type { AgentEvent, PromptContext, StopReason, TurnEndExtras, TurnRequest, TurnResult } from '../../core/sandbox-protocol.js';
+import type {
+  AgentEvent,
+  PromptContext,
+  StopReason,
+  TurnEndExtras,
+  TurnRequest,
+  TurnResult,
+} from '../../core/sandbox-protocol.js';
 import { TurnCalls } from '../../core/turn-calls.js';
 import type { Sandbox } from './sandbox.js';
 import { nextPhase, turnStarted } from './turn-phase.js';
@@ -25,7 +32,14 @@ export function turnBackstopMs(turnTimeoutS: number): number {
  */
 export const BACKSTOP_END_GRACE_MS = 10_000;
 
-export function turnIn(sb: Sandbox, req: TurnRequest, config: Readonly<Config>, log: Logger, clock: Clock, context: PromptContext = {}): Promise<TurnResult> {
+export function turnIn(
+  sb: Sandbox,
+  req: TurnRequest,
+  config: Readonly<Config>,
+  log: Logger,
+  clock: Clock,
+  context: PromptContext = {},
+): Promise<TurnResult> {
   const client = sb.client!;
   sb.state = 'busy';
   sb.turn = req;
@@ -90,7 +104,13 @@ export function turnIn(sb: Sandbox, req: TurnRequest, config: Readonly<Config>, 
     if (req.signal.aborted) onAbort();
     else req.signal.addEventListener('abort', onAbort, { once: true });
     client.request({ type: 'prompt', turn_id: req.turnId, prompt: req.prompt, ...context }).catch((err: AppError) => {
-      finish('error', { code: err.code ?? 'ERR_SANDBOX_INTERNAL', message: err.code === 'ERR_SESSION_BUSY' ? 'a turn is already running in this session' : 'the sandbox refused the prompt' });
+      finish('error', {
+        code: err.code ?? 'ERR_SANDBOX_INTERNAL',
+        message:
+          err.code === 'ERR_SESSION_BUSY'
+            ? 'a turn is already running in this session'
+            : 'the sandbox refused the prompt',
+      });
     });
   });
 }
@@ -105,6 +125,9 @@ export function startFailed(log: Logger, req: TurnRequest, err: unknown): TurnRe
     log.warn({ sessionId: req.sessionId, userId: req.userId, code: err.code }, 'session start refused');
     return { stop_reason: 'error', error: { code: err.code, message: err.message } };
   }
-  log.error({ sessionId: req.sessionId, err: { code: (err as AppError).code, message: (err as Error).message } }, 'sandbox start failed');
+  log.error(
+    { sessionId: req.sessionId, err: { code: (err as AppError).code, message: (err as Error).message } },
+    'sandbox start failed',
+  );
   return { stop_reason: 'error', error: { code: 'ERR_SANDBOX_START', message: 'the sandbox could not be started' } };
 }

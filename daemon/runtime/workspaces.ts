@@ -29,7 +29,20 @@
  * folders without a quota (a warning says why, once).
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, ftruncateSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  ftruncateSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { AppError, type Logger } from '../../core/index.js';
 import { CHILD_GID, CHILD_UID } from '../../core/sandbox-protocol.js';
@@ -43,7 +56,11 @@ const REMOUNT_OPTS = 'remount,nosuid,nodev,noexec';
 
 function run(cmd: string, args: string[]): { ok: boolean; status: number | null; err: string } {
   const r = spawnSync(cmd, args, { encoding: 'utf8' });
-  return { ok: r.status === 0, status: r.status, err: (r.error?.message ?? `${r.stderr ?? ''}${r.stderr ? '' : (r.stdout ?? '')}`).trim() };
+  return {
+    ok: r.status === 0,
+    status: r.status,
+    err: (r.error?.message ?? `${r.stderr ?? ''}${r.stderr ? '' : (r.stdout ?? '')}`).trim(),
+  };
 }
 
 /** The mount points under a folder (or the folder itself) and their sources, from mountinfo. */
@@ -99,10 +116,21 @@ export class WorkspaceVolumes {
   /** Decide quota or plain folders, and mount every existing image. */
   init(): void {
     mkdirSync(this.root, { recursive: true, mode: 0o711 });
-    const why = this.quotaBytes === 0 ? 'AIRLOCK_WORKSPACE_QUOTA_MB=0' : process.getuid?.() !== 0 ? 'the daemon is not root (loop mounts need root)' : !run('mkfs.ext4', ['-V']).ok ? 'mkfs.ext4 is missing (install e2fsprogs)' : undefined;
+    const why =
+      this.quotaBytes === 0
+        ? 'AIRLOCK_WORKSPACE_QUOTA_MB=0'
+        : process.getuid?.() !== 0
+          ? 'the daemon is not root (loop mounts need root)'
+          : !run('mkfs.ext4', ['-V']).ok
+            ? 'mkfs.ext4 is missing (install e2fsprogs)'
+            : undefined;
     if (why) {
       this.mode = 'plain';
-      if (this.quotaBytes > 0) this.log.warn({ why }, 'workspace quota off: workspaces are plain folders, a sandbox can fill the disk they are on');
+      if (this.quotaBytes > 0)
+        this.log.warn(
+          { why },
+          'workspace quota off: workspaces are plain folders, a sandbox can fill the disk they are on',
+        );
       return;
     }
     this.mode = 'quota';
@@ -114,7 +142,10 @@ export class WorkspaceVolumes {
       try {
         this.ensure(Number(m[1]));
       } catch (err) {
-        this.log.error({ userId: Number(m[1]), err: (err as Error).message }, 'workspace image could not be mounted at start');
+        this.log.error(
+          { userId: Number(m[1]), err: (err as Error).message },
+          'workspace image could not be mounted at start',
+        );
       }
     }
   }
@@ -140,7 +171,8 @@ export class WorkspaceVolumes {
     const image = this.imageOf(userId);
     let fresh = false;
     if (!existsSync(image)) {
-      const legacy = existsSync(ws) && readdirSync(ws).some((e) => e !== '.agent-attachments' || !isEmptyDir(join(ws, e)));
+      const legacy =
+        existsSync(ws) && readdirSync(ws).some((e) => e !== '.agent-attachments' || !isEmptyDir(join(ws, e)));
       if (legacy) {
         if (!this.migrate(userId, ws)) {
           this.unmigrated.add(userId);
@@ -195,7 +227,15 @@ export class WorkspaceVolumes {
       closeSync(fd);
     }
     // -m 0: no blocks reserved for root; lazy init keeps the creation fast.
-    const r = run('mkfs.ext4', ['-q', '-F', '-m', '0', '-E', `root_owner=${CHILD_UID}:${CHILD_GID},lazy_itable_init=1,lazy_journal_init=1,nodiscard`, tmp]);
+    const r = run('mkfs.ext4', [
+      '-q',
+      '-F',
+      '-m',
+      '0',
+      '-E',
+      `root_owner=${CHILD_UID}:${CHILD_GID},lazy_itable_init=1,lazy_journal_init=1,nodiscard`,
+      tmp,
+    ]);
     if (!r.ok) {
       rmSync(tmp, { force: true });
       throw new AppError('ERR_SANDBOX_WORKSPACE', `cannot make the workspace image: ${r.err}`);
@@ -222,7 +262,10 @@ export class WorkspaceVolumes {
     rmSync(mnt, { recursive: true, force: true });
     if (!cp.ok) {
       rmSync(staging, { force: true });
-      this.log.error({ userId, err: cp.err.slice(0, 300) }, 'workspace from before quotas does not fit AIRLOCK_WORKSPACE_QUOTA_MB; it stays a plain folder without quota');
+      this.log.error(
+        { userId, err: cp.err.slice(0, 300) },
+        'workspace from before quotas does not fit AIRLOCK_WORKSPACE_QUOTA_MB; it stays a plain folder without quota',
+      );
       return false;
     }
     renameSync(staging, image);
@@ -245,7 +288,11 @@ export class WorkspaceVolumes {
       return; // a plain folder (mounted by someone else)
     }
     if (size > this.quotaBytes) {
-      if (!this.warnedShrink.has(userId)) this.log.warn({ userId, imageMb: Math.round(size / MB) }, 'workspace image is larger than AIRLOCK_WORKSPACE_QUOTA_MB; it is not shrunk (the smaller quota applies to new workspaces)');
+      if (!this.warnedShrink.has(userId))
+        this.log.warn(
+          { userId, imageMb: Math.round(size / MB) },
+          'workspace image is larger than AIRLOCK_WORKSPACE_QUOTA_MB; it is not shrunk (the smaller quota applies to new workspaces)',
+        );
       this.warnedShrink.add(userId);
       return;
     }
@@ -267,7 +314,8 @@ export class WorkspaceVolumes {
       closeSync(fd);
     }
     const r = run('resize2fs', [image]);
-    if (!r.ok) this.log.error({ userId, err: r.err.slice(0, 300) }, 'workspace image could not be grown to the new quota');
+    if (!r.ok)
+      this.log.error({ userId, err: r.err.slice(0, 300) }, 'workspace image could not be grown to the new quota');
     else this.log.info({ userId, mb: this.quotaBytes / MB }, 'workspace image grown to the new quota');
   }
 

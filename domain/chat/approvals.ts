@@ -18,10 +18,18 @@ function list(s: string): string[] {
  * The approvals of a chat's turns, by turn, oldest first (docs/chat.md#approvals): the mail sends
  * someone was asked about and the connector calls held for the user.
  */
-export async function turnApprovals(db: Sql, sessionId: string, turnIds: readonly string[], running: ReadonlySet<string> = new Set()): Promise<Map<string, (StoredApproval | StoredConnectorApproval)[]>> {
+export async function turnApprovals(
+  db: Sql,
+  sessionId: string,
+  turnIds: readonly string[],
+  running: ReadonlySet<string> = new Set(),
+): Promise<Map<string, (StoredApproval | StoredConnectorApproval)[]>> {
   const out = new Map<string, (StoredApproval | StoredConnectorApproval)[]>();
   if (!turnIds.length) return out;
-  const all = [...(await mailApprovals(db, sessionId, turnIds)), ...(await connectorApprovals(db, sessionId, turnIds, running))];
+  const all = [
+    ...(await mailApprovals(db, sessionId, turnIds)),
+    ...(await connectorApprovals(db, sessionId, turnIds, running)),
+  ];
   all.sort((a, b) => (a[1].created_at < b[1].created_at ? -1 : a[1].created_at > b[1].created_at ? 1 : 0));
   for (const [turnId, a] of all) {
     const l = out.get(turnId) ?? [];
@@ -36,10 +44,27 @@ export async function turnApprovals(db: Sql, sessionId: string, turnIds: readonl
  * and the decision — never its body, which the database never had. Only sends someone was asked
  * about (asked recipients) are shown.
  */
-async function mailApprovals(db: Sql, sessionId: string, turnIds: readonly string[]): Promise<[string, StoredApproval][]> {
+async function mailApprovals(
+  db: Sql,
+  sessionId: string,
+  turnIds: readonly string[],
+): Promise<[string, StoredApproval][]> {
   const rows = await db
     .selectFrom('mail_holds')
-    .select(['id', 'turn_id', 'call_id', 'recipients', 'recipient_fields', 'asked', 'subject', 'attachments', 'state', 'scope', 'created_at', 'decided_at'])
+    .select([
+      'id',
+      'turn_id',
+      'call_id',
+      'recipients',
+      'recipient_fields',
+      'asked',
+      'subject',
+      'attachments',
+      'state',
+      'scope',
+      'created_at',
+      'decided_at',
+    ])
     .where('session_id', '=', sessionId)
     .where('turn_id', 'in', turnIds)
     .where('state', 'in', ASKED_STATES)
@@ -51,7 +76,11 @@ async function mailApprovals(db: Sql, sessionId: string, turnIds: readonly strin
     let attachments: StoredApproval['attachments'] = [];
     try {
       const v: unknown = JSON.parse(r.attachments);
-      if (Array.isArray(v)) attachments = v.map((a: { name?: unknown; size?: unknown }) => ({ name: String(a?.name ?? ''), size: Number(a?.size) || 0 }));
+      if (Array.isArray(v))
+        attachments = v.map((a: { name?: unknown; size?: unknown }) => ({
+          name: String(a?.name ?? ''),
+          size: Number(a?.size) || 0,
+        }));
     } catch {
       // unreadable: shown without attachments
     }
@@ -81,10 +110,26 @@ async function mailApprovals(db: Sql, sessionId: string, turnIds: readonly strin
  * `pending` on a turn that no longer runs (the daemon stopped while it waited) was never
  * forwarded: it reads as denied.
  */
-async function connectorApprovals(db: Sql, sessionId: string, turnIds: readonly string[], running: ReadonlySet<string>): Promise<[string, StoredConnectorApproval][]> {
+async function connectorApprovals(
+  db: Sql,
+  sessionId: string,
+  turnIds: readonly string[],
+  running: ReadonlySet<string>,
+): Promise<[string, StoredConnectorApproval][]> {
   const rows = await db
     .selectFrom('connector_approvals')
-    .select(['id', 'turn_id', 'call_id', 'connector_id', 'connector_label', 'tool', 'arguments', 'state', 'created_at', 'decided_at'])
+    .select([
+      'id',
+      'turn_id',
+      'call_id',
+      'connector_id',
+      'connector_label',
+      'tool',
+      'arguments',
+      'state',
+      'created_at',
+      'decided_at',
+    ])
     .where('session_id', '=', sessionId)
     .where('turn_id', 'in', turnIds)
     .execute();
@@ -147,6 +192,15 @@ export async function recordConnectorAsk(db: Sql, a: ConnectorAsk): Promise<void
 }
 
 /** Its decision, once: a row already decided is left as it is. */
-export async function decideConnectorAsk(db: Sql, id: string, state: 'approved' | 'denied' | 'timed_out'): Promise<void> {
-  await db.updateTable('connector_approvals').set({ state, decided_at: nowIso() }).where('id', '=', id).where('state', '=', 'pending').execute();
+export async function decideConnectorAsk(
+  db: Sql,
+  id: string,
+  state: 'approved' | 'denied' | 'timed_out',
+): Promise<void> {
+  await db
+    .updateTable('connector_approvals')
+    .set({ state, decided_at: nowIso() })
+    .where('id', '=', id)
+    .where('state', '=', 'pending')
+    .execute();
 }

@@ -16,7 +16,13 @@ export interface TurnNode {
 
 /** A chat's turns, oldest first (the order siblings are numbered in). */
 export async function turnNodes(db: Sql, sessionId: string): Promise<TurnNode[]> {
-  return db.selectFrom('chat_turns').select(['id', 'parent_id', 'started_at']).where('session_id', '=', sessionId).orderBy('started_at').orderBy('id').execute();
+  return db
+    .selectFrom('chat_turns')
+    .select(['id', 'parent_id', 'started_at'])
+    .where('session_id', '=', sessionId)
+    .orderBy('started_at')
+    .orderBy('id')
+    .execute();
 }
 
 /** The chat's head turn (null: no turn yet). */

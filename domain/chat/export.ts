@@ -6,7 +6,8 @@
 import type { StoredTurn } from '../../core/chat-history.js';
 
 /** Attachment names as the attachments route serves them: a chart (a UUID and .png) or a kept out/ file of run_python (a UUID and its type). */
-export const ATTACHMENT_NAME_RE = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.(?:png|svg|csv|xlsx|json|txt)/g;
+export const ATTACHMENT_NAME_RE =
+  /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.(?:png|svg|csv|xlsx|json|txt)/g;
 
 /** The chart files a branch's tool calls name (inputs and outputs), each once, in order. */
 export function attachmentNames(turns: readonly StoredTurn[]): string[] {
@@ -67,7 +68,9 @@ export function markdownAnswer(s: string): string {
       // Code spans (a backtick run up to the same run) stay as written.
       return line
         .split(/(`+[^`]*?`+)/)
-        .map((piece, i) => (i % 2 === 1 ? piece : piece.replace(/<(?=[A-Za-z/!?])/g, '&lt;').replace(/&(?=#?[A-Za-z0-9]+;)/g, '&amp;')))
+        .map((piece, i) =>
+          i % 2 === 1 ? piece : piece.replace(/<(?=[A-Za-z/!?])/g, '&lt;').replace(/&(?=#?[A-Za-z0-9]+;)/g, '&amp;'),
+        )
         .join('');
     })
     .join('\n');
@@ -82,26 +85,47 @@ function fence(body: string, lang = ''): string {
 
 function toolLine(c: StoredTurn['tool_calls'][number]): string {
   const ms = c.duration_ms !== null ? ` in ${c.duration_ms} ms` : '';
-  const how = c.status === 'ok' ? `done${ms}` : c.status === 'running' ? 'did not finish' : `${c.status}${c.error ? `: ${c.error}` : ''}`;
+  const how =
+    c.status === 'ok'
+      ? `done${ms}`
+      : c.status === 'running'
+        ? 'did not finish'
+        : `${c.status}${c.error ? `: ${c.error}` : ''}`;
   return `**Tool \`${c.tool.replace(/`/g, '')}\`**: ${markdownText(how)}`;
 }
 
 function turnMarkdown(t: StoredTurn, i: number): string {
-  const parts: string[] = [`## ${i + 1}. You (${markdownLine(t.started_at)})`, '', markdownText(t.prompt), '', '## Assistant', ''];
+  const parts: string[] = [
+    `## ${i + 1}. You (${markdownLine(t.started_at)})`,
+    '',
+    markdownText(t.prompt),
+    '',
+    '## Assistant',
+    '',
+  ];
   for (const c of t.tool_calls) {
     parts.push(toolLine(c), '', fence(JSON.stringify(c.input, null, 2), 'json'), '');
     const charts = JSON.stringify(c.output ?? null).match(ATTACHMENT_NAME_RE) ?? [];
-    for (const name of new Set(charts)) parts.push(/\.(png|svg)$/.test(name) ? `![chart](attachments/${name})` : `[${name}](attachments/${name})`, '');
+    for (const name of new Set(charts))
+      parts.push(/\.(png|svg)$/.test(name) ? `![chart](attachments/${name})` : `[${name}](attachments/${name})`, '');
   }
   if (t.text) parts.push(markdownAnswer(t.text), '');
   if (t.stop_reason === 'cancelled') parts.push('_Stopped by the user._', '');
-  if (t.error) parts.push(`_The answer ended with an error: ${markdownText(t.error.message)} (${markdownText(t.error.code)})._`, '');
+  if (t.error)
+    parts.push(
+      `_The answer ended with an error: ${markdownText(t.error.message)} (${markdownText(t.error.code)})._`,
+      '',
+    );
   if (t.usage) parts.push(`_Tokens: ${t.usage.input_tokens} in, ${t.usage.output_tokens} out._`, '');
   return parts.join('\n');
 }
 
 /** The branch shown as Markdown: the title, then each turn's prompt, tool calls, answer and how it ended. */
-export function chatMarkdown(session: { title: string; created_at: string }, turns: readonly StoredTurn[], exportedAt: string): string {
+export function chatMarkdown(
+  session: { title: string; created_at: string },
+  turns: readonly StoredTurn[],
+  exportedAt: string,
+): string {
   const head = [
     `# ${markdownLine(session.title) || 'Chat'}`,
     '',

@@ -37,7 +37,15 @@ export class TurnRegistry {
   /** Register a new running turn. Throws when the session already has one (callers check first). */
   start(turnId: string, sessionId: string, userId: number): LiveTurn {
     if (this.runningIn(sessionId)) throw new Error(`session ${sessionId} already has a running turn`);
-    const turn = { turnId, sessionId, userId, events: [], controller: new AbortController(), finished: false, waiters: new Set<() => void>() };
+    const turn = {
+      turnId,
+      sessionId,
+      userId,
+      events: [],
+      controller: new AbortController(),
+      finished: false,
+      waiters: new Set<() => void>(),
+    };
     this.turns.set(turnId, turn);
     this.bySession.set(sessionId, turnId);
     return turn;
@@ -133,6 +141,7 @@ export class TurnRegistry {
 
   private sweep(): void {
     const now = Date.now();
-    for (const t of this.turns.values()) if (t.finished && now - (t.finishedAt ?? now) > this.retainMs) this.turns.delete(t.turnId);
+    for (const t of this.turns.values())
+      if (t.finished && now - (t.finishedAt ?? now) > this.retainMs) this.turns.delete(t.turnId);
   }
 }

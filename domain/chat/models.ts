@@ -80,7 +80,14 @@ function resolved(enc: Encryptor, r: Row<'chat_models'>): ResolvedModel {
 
 /** The environment's model, as the `default` entry's fields. */
 function fromEnv(m: Readonly<Config['model']>) {
-  return { label: m.provider === 'demo' ? 'Demo model' : m.model, provider: m.provider, model: m.provider === 'demo' ? 'demo' : m.model, base_url: m.baseUrl ?? null, context_tokens: m.contextTokens, images: m.images ? 1 : 0 };
+  return {
+    label: m.provider === 'demo' ? 'Demo model' : m.model,
+    provider: m.provider,
+    model: m.provider === 'demo' ? 'demo' : m.model,
+    base_url: m.baseUrl ?? null,
+    context_tokens: m.contextTokens,
+    images: m.images ? 1 : 0,
+  };
 }
 
 /** Processes that already brought the default in line with their environment (one check per database handle). */
@@ -108,18 +115,36 @@ async function syncDefault(db: Sql, enc: Encryptor, env: Readonly<Config['model'
     // Two nodes at once: one insert wins, the other's is ignored.
     await db
       .insertInto('chat_models')
-      .values({ id: DEFAULT_MODEL_ID, ...want, api_key_enc: key ? enc.encrypt(key, aad(DEFAULT_MODEL_ID)) : null, enabled: 1, env_managed: 1 })
+      .values({
+        id: DEFAULT_MODEL_ID,
+        ...want,
+        api_key_enc: key ? enc.encrypt(key, aad(DEFAULT_MODEL_ID)) : null,
+        enabled: 1,
+        env_managed: 1,
+      })
       .onConflict((oc) => oc.column('id').doNothing())
       .execute();
     return;
   }
   if (!row.env_managed) return;
   const cur = resolved(enc, row);
-  const same = row.label === want.label && row.provider === want.provider && row.model === want.model && row.base_url === want.base_url && row.context_tokens === want.context_tokens && row.images === want.images && cur.apiKey === key;
+  const same =
+    row.label === want.label &&
+    row.provider === want.provider &&
+    row.model === want.model &&
+    row.base_url === want.base_url &&
+    row.context_tokens === want.context_tokens &&
+    row.images === want.images &&
+    cur.apiKey === key;
   if (same) return;
   await db
     .updateTable('chat_models')
-    .set({ ...want, api_key_enc: key ? enc.encrypt(key, aad(DEFAULT_MODEL_ID)) : null, version: row.version + 1, updated_at: nowIso() })
+    .set({
+      ...want,
+      api_key_enc: key ? enc.encrypt(key, aad(DEFAULT_MODEL_ID)) : null,
+      version: row.version + 1,
+      updated_at: nowIso(),
+    })
     .where('id', '=', DEFAULT_MODEL_ID)
     .where('env_managed', '=', 1)
     .execute();
@@ -139,7 +164,8 @@ export async function getChatModel(db: Sql, id: string): Promise<ChatModelView |
 const notFound = () => new AppError('ERR_CHAT_MODEL_NOT_FOUND', 'no such model');
 
 export async function createChatModel(db: Sql, enc: Encryptor, m: ChatModelInput): Promise<ChatModelView> {
-  if (await getChatModel(db, m.id)) throw new AppError('ERR_CHAT_MODEL_EXISTS', `a model with the id "${m.id}" exists already`);
+  if (await getChatModel(db, m.id))
+    throw new AppError('ERR_CHAT_MODEL_EXISTS', `a model with the id "${m.id}" exists already`);
   const r = await db
     .insertInto('chat_models')
     .values({
@@ -170,9 +196,19 @@ export async function createChatModel(db: Sql, enc: Encryptor, m: ChatModelInput
 export async function updateChatModel(db: Sql, enc: Encryptor, id: string, c: ChatModelChange): Promise<ChatModelView> {
   const row = await db.selectFrom('chat_models').selectAll().where('id', '=', id).executeTakeFirst();
   if (!row) throw notFound();
-  if (id === DEFAULT_MODEL_ID && c.enabled === false) throw new AppError('ERR_CHAT_MODEL_DEFAULT', 'the default model cannot be disabled or deleted');
+  if (id === DEFAULT_MODEL_ID && c.enabled === false)
+    throw new AppError('ERR_CHAT_MODEL_DEFAULT', 'the default model cannot be disabled or deleted');
   const set: Record<string, unknown> = { env_managed: 0, version: row.version + 1, updated_at: nowIso() };
-  for (const k of ['label', 'provider', 'model', 'context_tokens', 'price_input_per_mtok', 'price_output_per_mtok', 'price_currency'] as const) if (c[k] !== undefined) set[k] = c[k];
+  for (const k of [
+    'label',
+    'provider',
+    'model',
+    'context_tokens',
+    'price_input_per_mtok',
+    'price_output_per_mtok',
+    'price_currency',
+  ] as const)
+    if (c[k] !== undefined) set[k] = c[k];
   if (c.base_url !== undefined) set.base_url = c.base_url;
   if (c.enabled !== undefined) set.enabled = c.enabled ? 1 : 0;
   if (c.images !== undefined) set.images = c.images ? 1 : 0;
@@ -190,7 +226,12 @@ export async function updateChatModel(db: Sql, enc: Encryptor, id: string, c: Ch
  */
 async function checkPrices(db: Sql, r: Row<'chat_models'>): Promise<void> {
   if (r.price_input_per_mtok === null && r.price_output_per_mtok === null) return;
-  if (!r.price_currency) throw new AppError('ERR_VALIDATION', 'price_currency: required with a price (e.g. USD).', { details: { problems: [{ field: 'price_currency', message: 'price_currency: required with a price (e.g. USD).' }] } });
+  if (!r.price_currency)
+    throw new AppError('ERR_VALIDATION', 'price_currency: required with a price (e.g. USD).', {
+      details: {
+        problems: [{ field: 'price_currency', message: 'price_currency: required with a price (e.g. USD).' }],
+      },
+    });
   const other = await db
     .selectFrom('chat_models')
     .select(['id', 'price_currency'])
@@ -199,14 +240,23 @@ async function checkPrices(db: Sql, r: Row<'chat_models'>): Promise<void> {
     .where('price_currency', '!=', r.price_currency)
     .where((eb) => eb.or([eb('price_input_per_mtok', 'is not', null), eb('price_output_per_mtok', 'is not', null)]))
     .executeTakeFirst();
-  if (other) throw new AppError('ERR_USAGE_CURRENCY_MISMATCH', `the model "${other.id}" is priced in ${other.price_currency}: every priced model uses one currency`);
+  if (other)
+    throw new AppError(
+      'ERR_USAGE_CURRENCY_MISMATCH',
+      `the model "${other.id}" is priced in ${other.price_currency}: every priced model uses one currency`,
+    );
 }
 
 /** Delete an entry (not the default); its chats fall back to the default (their model_id set null here, in the caller's transaction). Returns how many chats fell back. */
 export async function deleteChatModel(db: Sql, id: string): Promise<number> {
-  if (id === DEFAULT_MODEL_ID) throw new AppError('ERR_CHAT_MODEL_DEFAULT', 'the default model cannot be disabled or deleted');
+  if (id === DEFAULT_MODEL_ID)
+    throw new AppError('ERR_CHAT_MODEL_DEFAULT', 'the default model cannot be disabled or deleted');
   if (!(await getChatModel(db, id))) throw notFound();
-  const moved = await db.updateTable('chat_sessions').set({ model_id: null }).where('model_id', '=', id).executeTakeFirst();
+  const moved = await db
+    .updateTable('chat_sessions')
+    .set({ model_id: null })
+    .where('model_id', '=', id)
+    .executeTakeFirst();
   await db.deleteFrom('chat_models').where('id', '=', id).execute();
   return Number(moved.numUpdatedRows);
 }
@@ -219,7 +269,9 @@ export async function chatsUsing(db: Sql, id: string): Promise<number> {
   const r = await db
     .selectFrom('chat_sessions')
     .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where((eb) => (id === DEFAULT_MODEL_ID ? eb.or([eb('model_id', 'is', null), eb('model_id', '=', id)]) : eb('model_id', '=', id)))
+    .where((eb) =>
+      id === DEFAULT_MODEL_ID ? eb.or([eb('model_id', 'is', null), eb('model_id', '=', id)]) : eb('model_id', '=', id),
+    )
     .executeTakeFirstOrThrow();
   return Number(r.n);
 }
@@ -228,17 +280,35 @@ export async function chatsUsing(db: Sql, id: string): Promise<number> {
  * The model a chat runs with: its own when it names one that exists and is enabled, else the
  * server's default (a chat whose model was disabled or deleted falls back to it).
  */
-export async function resolveModel(db: Sql, enc: Encryptor, env: Readonly<Config['model']>, modelId: string | null | undefined): Promise<ResolvedModel> {
+export async function resolveModel(
+  db: Sql,
+  enc: Encryptor,
+  env: Readonly<Config['model']>,
+  modelId: string | null | undefined,
+): Promise<ResolvedModel> {
   await ensureDefaultModel(db, enc, env);
   if (modelId && modelId !== DEFAULT_MODEL_ID) {
-    const r = await db.selectFrom('chat_models').selectAll().where('id', '=', modelId).where('enabled', '=', 1).executeTakeFirst();
+    const r = await db
+      .selectFrom('chat_models')
+      .selectAll()
+      .where('id', '=', modelId)
+      .where('enabled', '=', 1)
+      .executeTakeFirst();
     if (r) return resolved(enc, r);
   }
-  return resolved(enc, await db.selectFrom('chat_models').selectAll().where('id', '=', DEFAULT_MODEL_ID).executeTakeFirstOrThrow());
+  return resolved(
+    enc,
+    await db.selectFrom('chat_models').selectAll().where('id', '=', DEFAULT_MODEL_ID).executeTakeFirstOrThrow(),
+  );
 }
 
 /** The model of a chat by its id (a chat not stored yet runs with the default). */
-export async function sessionModel(db: Sql, enc: Encryptor, env: Readonly<Config['model']>, sessionId: string): Promise<ResolvedModel> {
+export async function sessionModel(
+  db: Sql,
+  enc: Encryptor,
+  env: Readonly<Config['model']>,
+  sessionId: string,
+): Promise<ResolvedModel> {
   const s = await db.selectFrom('chat_sessions').select('model_id').where('id', '=', sessionId).executeTakeFirst();
   return resolveModel(db, enc, env, s?.model_id);
 }
@@ -268,5 +338,10 @@ export async function setSessionModel(db: Sql, sessionId: string, modelId: strin
 /** Set a chat's model (checked by the caller first) with its action-log entry, in the caller's transaction. */
 export async function recordPick(trx: Sql, userId: number, sessionId: string, modelId: string): Promise<void> {
   await setSessionModel(trx, sessionId, modelId);
-  await logAction(trx, { event: 'chat.model_changed', actorId: userId, subjectId: userId, data: { session_id: sessionId, model_id: modelId } });
+  await logAction(trx, {
+    event: 'chat.model_changed',
+    actorId: userId,
+    subjectId: userId,
+    data: { session_id: sessionId, model_id: modelId },
+  });
 }

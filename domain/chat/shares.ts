@@ -23,7 +23,10 @@ export function hashToken(token: string): string {
 }
 
 /** A new link for the chat (its current head), revoking any live one; the token is returned once. */
-export async function createShare(db: Sql, s: ChatSessionRow): Promise<{ token: string; share: ChatShareRow; revoked: number }> {
+export async function createShare(
+  db: Sql,
+  s: ChatSessionRow,
+): Promise<{ token: string; share: ChatShareRow; revoked: number }> {
   const token = randomBytes(32).toString('base64url');
   return inTransaction(db, async (trx) => {
     const revoked = await revokeShares(trx, s.id);
@@ -38,12 +41,23 @@ export async function createShare(db: Sql, s: ChatSessionRow): Promise<{ token: 
 
 /** The chat's live link (undefined: not shared). */
 export async function liveShare(db: Sql, sessionId: string): Promise<ChatShareRow | undefined> {
-  return db.selectFrom('chat_shares').selectAll().where('session_id', '=', sessionId).where('revoked_at', 'is', null).orderBy('id', 'desc').executeTakeFirst();
+  return db
+    .selectFrom('chat_shares')
+    .selectAll()
+    .where('session_id', '=', sessionId)
+    .where('revoked_at', 'is', null)
+    .orderBy('id', 'desc')
+    .executeTakeFirst();
 }
 
 /** Revoke the chat's live links; returns how many there were. */
 export async function revokeShares(db: Sql, sessionId: string): Promise<number> {
-  const r = await db.updateTable('chat_shares').set({ revoked_at: nowIso() }).where('session_id', '=', sessionId).where('revoked_at', 'is', null).executeTakeFirst();
+  const r = await db
+    .updateTable('chat_shares')
+    .set({ revoked_at: nowIso() })
+    .where('session_id', '=', sessionId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
   return Number(r.numUpdatedRows);
 }
 
@@ -54,7 +68,9 @@ export async function revokeShares(db: Sql, sessionId: string): Promise<number> 
 export async function organisationsOf(db: Sql, userId: number): Promise<Set<number>> {
   const { rows } = await sql<{ id: number }>`
     SELECT organisation_id AS id FROM organisation_members WHERE user_id = ${userId}
-    UNION SELECT t.organisation_id AS id FROM team_members tm JOIN teams t ON t.id = tm.team_id WHERE tm.user_id = ${userId}`.execute(db);
+    UNION SELECT t.organisation_id AS id FROM team_members tm JOIN teams t ON t.id = tm.team_id WHERE tm.user_id = ${userId}`.execute(
+    db,
+  );
   return new Set(rows.map((r) => Number(r.id)));
 }
 
@@ -85,10 +101,24 @@ export interface OpenShare {
  */
 export async function mayOpen(db: Sql, token: string, viewerId: number): Promise<OpenShare | undefined> {
   if (!SHARE_TOKEN_RE.test(token)) return undefined;
-  const share = await db.selectFrom('chat_shares').selectAll().where('token_hash', '=', hashToken(token)).where('revoked_at', 'is', null).executeTakeFirst();
+  const share = await db
+    .selectFrom('chat_shares')
+    .selectAll()
+    .where('token_hash', '=', hashToken(token))
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
   if (!share) return undefined;
-  const session = await db.selectFrom('chat_sessions').selectAll().where('id', '=', share.session_id).where('user_id', '=', share.user_id).executeTakeFirst();
-  const owner = await db.selectFrom('users').select(['id', 'username', 'display_name', 'is_active']).where('id', '=', share.user_id).executeTakeFirst();
+  const session = await db
+    .selectFrom('chat_sessions')
+    .selectAll()
+    .where('id', '=', share.session_id)
+    .where('user_id', '=', share.user_id)
+    .executeTakeFirst();
+  const owner = await db
+    .selectFrom('users')
+    .select(['id', 'username', 'display_name', 'is_active'])
+    .where('id', '=', share.user_id)
+    .executeTakeFirst();
   if (!session || !owner || !owner.is_active) return undefined;
   if (!(await sameOrganisation(db, owner.id, viewerId))) return undefined;
   return { share, session, owner: { id: owner.id, name: owner.display_name || owner.username } };

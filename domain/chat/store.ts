@@ -55,7 +55,12 @@ function parseJson(s: string | null): unknown {
 
 /** The session if it exists and belongs to the user; undefined otherwise (both read as 404). */
 export async function getOwnedSession(db: Sql, userId: number, sessionId: string): Promise<ChatSessionRow | undefined> {
-  return db.selectFrom('chat_sessions').selectAll().where('id', '=', sessionId).where('user_id', '=', userId).executeTakeFirst();
+  return db
+    .selectFrom('chat_sessions')
+    .selectAll()
+    .where('id', '=', sessionId)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
 }
 
 /** A session's title, whoever owns it (undefined when there is no such session). */
@@ -65,7 +70,12 @@ export async function sessionTitle(db: Sql, sessionId: string): Promise<string |
 }
 
 /** A new session titled after its first message; `id` may be chosen by the caller. */
-export async function createSession(db: Sql, userId: number, firstMessage: string, id: string = randomUUID()): Promise<ChatSessionRow> {
+export async function createSession(
+  db: Sql,
+  userId: number,
+  firstMessage: string,
+  id: string = randomUUID(),
+): Promise<ChatSessionRow> {
   const title = fallbackTitle(firstMessage);
   return db.insertInto('chat_sessions').values({ id, user_id: userId, title }).returningAll().executeTakeFirstOrThrow();
 }
@@ -78,7 +88,16 @@ export async function listSessions(db: Sql, userId: number, q?: string): Promise
   let s = db
     .selectFrom('chat_sessions as s')
     .leftJoin('chat_turns as t', 't.session_id', 's.id')
-    .select(['s.id', 's.title', 's.created_at', 's.updated_at', 's.pinned', 's.model_id', 's.title_source', (eb) => eb.fn.count<number>('t.id').as('turn_count')])
+    .select([
+      's.id',
+      's.title',
+      's.created_at',
+      's.updated_at',
+      's.pinned',
+      's.model_id',
+      's.title_source',
+      (eb) => eb.fn.count<number>('t.id').as('turn_count'),
+    ])
     .where('s.user_id', '=', userId);
   if (q) {
     const pattern = likeAnywhere(q);
@@ -96,7 +115,13 @@ export async function listSessions(db: Sql, userId: number, q?: string): Promise
       ]),
     );
   }
-  const rows = await s.groupBy('s.id').orderBy('s.pinned', 'desc').orderBy('s.updated_at', 'desc').orderBy('s.created_at', 'desc').orderBy('s.id').execute();
+  const rows = await s
+    .groupBy('s.id')
+    .orderBy('s.pinned', 'desc')
+    .orderBy('s.updated_at', 'desc')
+    .orderBy('s.created_at', 'desc')
+    .orderBy('s.id')
+    .execute();
   return rows.map((r) => ({ ...r, turn_count: Number(r.turn_count), pinned: Number(r.pinned) === 1 }));
 }
 
@@ -135,13 +160,21 @@ export async function deleteSession(db: Sql, sessionId: string): Promise<void> {
  * ERR_CHAT_TURN_NOT_FOUND when it is no turn of this chat, ERR_CHAT_REPLACE_OFF_BRANCH when it
  * is on another branch.
  */
-export async function placeTurn(db: Sql, sessionId: string, replaces?: string): Promise<{ parent: string | null; head: string | null }> {
+export async function placeTurn(
+  db: Sql,
+  sessionId: string,
+  replaces?: string,
+): Promise<{ parent: string | null; head: string | null }> {
   const head = await headOf(db, sessionId);
   if (!replaces) return { parent: head, head };
   const nodes = await turnNodes(db, sessionId);
   const node = nodes.find((n) => n.id === replaces);
   if (!node) throw new AppError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
-  if (!pathTo(nodes, head).includes(replaces)) throw new AppError('ERR_CHAT_REPLACE_OFF_BRANCH', 'that turn is not on the branch shown; switch to its branch first');
+  if (!pathTo(nodes, head).includes(replaces))
+    throw new AppError(
+      'ERR_CHAT_REPLACE_OFF_BRANCH',
+      'that turn is not on the branch shown; switch to its branch first',
+    );
   return { parent: node.parent_id, head };
 }
 
@@ -149,7 +182,8 @@ export async function placeTurn(db: Sql, sessionId: string, replaces?: string): 
 export async function switchBranch(db: Sql, sessionId: string, turnId: string): Promise<string> {
   return inTransaction(db, async (trx) => {
     const nodes = await turnNodes(trx, sessionId);
-    if (!nodes.some((n) => n.id === turnId)) throw new AppError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
+    if (!nodes.some((n) => n.id === turnId))
+      throw new AppError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
     const head = newestLeaf(nodes, turnId);
     await setHead(trx, sessionId, head);
     return head;
@@ -162,7 +196,13 @@ export async function switchBranch(db: Sql, sessionId: string, turnId: string): 
  * session's turns are ordered by started_at, so a turn never starts at or before the one before it
  * (two in one millisecond stay in order).
  */
-export async function startTurn(db: Sql, sessionId: string, turnId: string, prompt: string, parent?: string | null): Promise<void> {
+export async function startTurn(
+  db: Sql,
+  sessionId: string,
+  turnId: string,
+  prompt: string,
+  parent?: string | null,
+): Promise<void> {
   await inTransaction(db, async (trx) => {
     if (parent === undefined) parent = await headOf(trx, sessionId);
     const prev = await trx
@@ -172,25 +212,54 @@ export async function startTurn(db: Sql, sessionId: string, turnId: string, prom
       .executeTakeFirst();
     let at = nowIso();
     if (prev?.at && prev.at >= at) at = nowIso(new Date(Date.parse(prev.at) + 1));
-    await trx.insertInto('chat_turns').values({ id: turnId, session_id: sessionId, prompt, started_at: at, parent_id: parent }).execute();
-    await trx.updateTable('chat_sessions').set({ updated_at: at, head_turn_id: turnId }).where('id', '=', sessionId).execute();
+    await trx
+      .insertInto('chat_turns')
+      .values({ id: turnId, session_id: sessionId, prompt, started_at: at, parent_id: parent })
+      .execute();
+    await trx
+      .updateTable('chat_sessions')
+      .set({ updated_at: at, head_turn_id: turnId })
+      .where('id', '=', sessionId)
+      .execute();
   });
 }
 
 /** A turn refused before it started (409/503): it leaves no trace, and the head it moved goes back to `head`. */
 export async function dropTurn(db: Sql, turnId: string, head?: string | null): Promise<void> {
   await inTransaction(db, async (trx) => {
-    const t = await trx.selectFrom('chat_turns').select(['session_id', 'parent_id']).where('id', '=', turnId).executeTakeFirst();
+    const t = await trx
+      .selectFrom('chat_turns')
+      .select(['session_id', 'parent_id'])
+      .where('id', '=', turnId)
+      .executeTakeFirst();
     // Turns that continued it (none for a refused turn) continue its parent instead.
-    if (t) await trx.updateTable('chat_turns').set({ parent_id: t.parent_id }).where('session_id', '=', t.session_id).where('parent_id', '=', turnId).execute();
+    if (t)
+      await trx
+        .updateTable('chat_turns')
+        .set({ parent_id: t.parent_id })
+        .where('session_id', '=', t.session_id)
+        .where('parent_id', '=', turnId)
+        .execute();
     await trx.deleteFrom('chat_tool_calls').where('turn_id', '=', turnId).execute();
     await trx.deleteFrom('chat_turns').where('id', '=', turnId).execute();
     await trx.deleteFrom('connector_approvals').where('turn_id', '=', turnId).execute();
-    if (t && head !== undefined) await trx.updateTable('chat_sessions').set({ head_turn_id: head }).where('id', '=', t.session_id).where('head_turn_id', '=', turnId).execute();
+    if (t && head !== undefined)
+      await trx
+        .updateTable('chat_sessions')
+        .set({ head_turn_id: head })
+        .where('id', '=', t.session_id)
+        .where('head_turn_id', '=', turnId)
+        .execute();
   });
 }
 
-export async function toolStarted(db: Sql, turnId: string, callId: string, tool: string, input: unknown): Promise<void> {
+export async function toolStarted(
+  db: Sql,
+  turnId: string,
+  callId: string,
+  tool: string,
+  input: unknown,
+): Promise<void> {
   await db
     .insertInto('chat_tool_calls')
     .values({ turn_id: turnId, call_id: callId, tool, input: capJson(input ?? {}) ?? '{}', started_at: nowIso() })
@@ -198,11 +267,30 @@ export async function toolStarted(db: Sql, turnId: string, callId: string, tool:
     .execute();
 }
 
-export async function toolEnded(db: Sql, turnId: string, callId: string, tool: string, ok: boolean, output: unknown, error: string | undefined, durationMs: number): Promise<void> {
+export async function toolEnded(
+  db: Sql,
+  turnId: string,
+  callId: string,
+  tool: string,
+  ok: boolean,
+  output: unknown,
+  error: string | undefined,
+  durationMs: number,
+): Promise<void> {
   const status = ok ? 'ok' : error === 'cancelled' ? 'cancelled' : 'error';
-  const values = { status, output: capJson(output), error: error ?? null, duration_ms: Math.round(durationMs) } as const;
+  const values = {
+    status,
+    output: capJson(output),
+    error: error ?? null,
+    duration_ms: Math.round(durationMs),
+  } as const;
   await inTransaction(db, async (trx) => {
-    const r = await trx.updateTable('chat_tool_calls').set(values).where('turn_id', '=', turnId).where('call_id', '=', callId).executeTakeFirst();
+    const r = await trx
+      .updateTable('chat_tool_calls')
+      .set(values)
+      .where('turn_id', '=', turnId)
+      .where('call_id', '=', callId)
+      .executeTakeFirst();
     // tool_end without tool_start (should not happen): keep the record anyway.
     if (Number(r.numUpdatedRows) === 0)
       await trx
@@ -259,16 +347,30 @@ export async function endTurn(
 /** The branch shown (or only `turnId`), oldest first, each turn with its tool calls in order and its siblings. */
 export async function messages(db: Sql, sessionId: string, turnId?: string): Promise<StoredTurn[]> {
   const nodes = await turnNodes(db, sessionId);
-  const ids = turnId !== undefined ? (nodes.some((n) => n.id === turnId) ? [turnId] : []) : pathTo(nodes, await headOf(db, sessionId));
+  const ids =
+    turnId !== undefined
+      ? nodes.some((n) => n.id === turnId)
+        ? [turnId]
+        : []
+      : pathTo(nodes, await headOf(db, sessionId));
   const siblings = siblingsAlong(nodes, ids);
   const turns = await messagesOf(db, sessionId, ids);
   return turns.map(({ items: _items, ...t }) => ({ ...t, siblings: siblings.get(t.turn_id) ?? [t.turn_id] }));
 }
 
 /** Turns `ids` of a session in that order, with their tool calls and stored items (internal: the transcript reads these). */
-export async function messagesOf(db: Sql, sessionId: string, ids: readonly string[]): Promise<(StoredTurn & { items?: TranscriptItem[] })[]> {
+export async function messagesOf(
+  db: Sql,
+  sessionId: string,
+  ids: readonly string[],
+): Promise<(StoredTurn & { items?: TranscriptItem[] })[]> {
   if (!ids.length) return [];
-  const rows = await db.selectFrom('chat_turns').selectAll().where('session_id', '=', sessionId).where('id', 'in', ids).execute();
+  const rows = await db
+    .selectFrom('chat_turns')
+    .selectAll()
+    .where('session_id', '=', sessionId)
+    .where('id', 'in', ids)
+    .execute();
   const byId = new Map(rows.map((r) => [r.id, r]));
   const turns = ids.flatMap((id) => (byId.has(id) ? [byId.get(id)!] : []));
   const calls = await db.selectFrom('chat_tool_calls').selectAll().where('turn_id', 'in', ids).orderBy('id').execute();
@@ -303,7 +405,9 @@ export async function messagesOf(db: Sql, sessionId: string, ids: readonly strin
       tool_calls: byTurn.get(t.id) ?? [],
       parent_id: t.parent_id,
       siblings: [t.id],
-      ...(t.input_tokens !== null || t.output_tokens !== null ? { usage: { input_tokens: t.input_tokens ?? 0, output_tokens: t.output_tokens ?? 0 } } : {}),
+      ...(t.input_tokens !== null || t.output_tokens !== null
+        ? { usage: { input_tokens: t.input_tokens ?? 0, output_tokens: t.output_tokens ?? 0 } }
+        : {}),
       ...(items ? { items } : {}),
       ...(approvals.has(t.id) ? { approvals: approvals.get(t.id) } : {}),
     };
@@ -316,7 +420,10 @@ export async function storedTurn(db: Sql, sessionId: string, turnId: string): Pr
 }
 
 /** A turn's session and the user who owns it, for the admin audit page; undefined when no such turn. */
-export async function turnOwner(db: Sql, turnId: string): Promise<{ session_id: string; title: string; user_id: number; username: string | null } | undefined> {
+export async function turnOwner(
+  db: Sql,
+  turnId: string,
+): Promise<{ session_id: string; title: string; user_id: number; username: string | null } | undefined> {
   return db
     .selectFrom('chat_turns as t')
     .innerJoin('chat_sessions as s', 's.id', 't.session_id')

@@ -20,7 +20,8 @@ const EXCERPT_CHARS = 2000;
 /** Sent with the title request: the provider ignores it; a scripted test server answers it apart from its script. */
 export const TITLE_PURPOSE_HEADER = 'x-airlock-purpose';
 
-const INSTRUCTION = 'Write a short title (at most 6 words) for the conversation below, in the language of the user. Answer with the title only: no quotes, no full stop, no prefix.';
+const INSTRUCTION =
+  'Write a short title (at most 6 words) for the conversation below, in the language of the user. Answer with the title only: no quotes, no full stop, no prefix.';
 
 /** The "Attached: uploads/a.csv, …" line the chat page adds under a message (web/ui/src/chat-files.tsx). */
 const ATTACHED_LINE = /(?:^|\n\n)Attached: ((?:uploads\/[A-Za-z0-9._-]+(?:, )?)+)$/;
@@ -66,7 +67,12 @@ export function cleanModelTitle(raw: string): string | undefined {
 }
 
 /** Ask the model for a title; throws on any failure (the caller keeps the fallback). */
-export async function askModelForTitle(m: ResolvedModel, prompt: string, answer: string, signal: AbortSignal): Promise<string | undefined> {
+export async function askModelForTitle(
+  m: ResolvedModel,
+  prompt: string,
+  answer: string,
+  signal: AbortSignal,
+): Promise<string | undefined> {
   const exchange = `User: ${prompt.slice(0, EXCERPT_CHARS)}\n\nAssistant: ${answer.slice(0, EXCERPT_CHARS)}`;
   const headers: Record<string, string> = { 'content-type': 'application/json', [TITLE_PURPOSE_HEADER]: 'chat-title' };
   let url: string;
@@ -91,7 +97,10 @@ export async function askModelForTitle(m: ResolvedModel, prompt: string, answer:
   }
   const res = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body), signal, redirect: 'error' });
   if (!res.ok) throw new Error(`the model answered HTTP ${res.status}`);
-  const json = (await res.json()) as { content?: { type?: string; text?: string }[]; choices?: { message?: { content?: string | null } }[] };
+  const json = (await res.json()) as {
+    content?: { type?: string; text?: string }[];
+    choices?: { message?: { content?: string | null } }[];
+  };
   const text =
     m.provider === 'anthropic'
       ? (json.content ?? [])
@@ -115,9 +124,18 @@ export interface TitleDeps {
  * exchange (the model's, else the fallback). Never throws (a failure is logged and the title
  * stays); resolves with the title written, or undefined when none was.
  */
-export async function titleAfterTurn(d: TitleDeps, sessionId: string, prompt: string, answer: string): Promise<string | undefined> {
+export async function titleAfterTurn(
+  d: TitleDeps,
+  sessionId: string,
+  prompt: string,
+  answer: string,
+): Promise<string | undefined> {
   try {
-    const s = await d.db.selectFrom('chat_sessions').select('title_source').where('id', '=', sessionId).executeTakeFirst();
+    const s = await d.db
+      .selectFrom('chat_sessions')
+      .select('title_source')
+      .where('id', '=', sessionId)
+      .executeTakeFirst();
     if (!s || s.title_source !== 'message') return undefined;
     const m = await sessionModel(d.db, d.encryptor, d.model, sessionId);
     let title: string | undefined;
@@ -125,12 +143,20 @@ export async function titleAfterTurn(d: TitleDeps, sessionId: string, prompt: st
       try {
         title = await askModelForTitle(m, prompt, answer, AbortSignal.timeout(d.timeoutMs ?? TITLE_TIMEOUT_MS));
       } catch (err) {
-        d.log.info({ sessionId, reason: err instanceof Error ? err.name : 'error' }, 'chat title: the model gave none; the first message stays');
+        d.log.info(
+          { sessionId, reason: err instanceof Error ? err.name : 'error' },
+          'chat title: the model gave none; the first message stays',
+        );
       }
     }
     const source = title ? 'model' : 'fallback';
     title ??= fallbackTitle(prompt);
-    const r = await d.db.updateTable('chat_sessions').set({ title, title_source: source }).where('id', '=', sessionId).where('title_source', '=', 'message').executeTakeFirst();
+    const r = await d.db
+      .updateTable('chat_sessions')
+      .set({ title, title_source: source })
+      .where('id', '=', sessionId)
+      .where('title_source', '=', 'message')
+      .executeTakeFirst();
     return Number(r.numUpdatedRows) > 0 ? title : undefined;
   } catch (err) {
     d.log.warn({ sessionId, err }, 'chat title: could not be written');

@@ -7,7 +7,13 @@
  * marker, and never more than MAX_CONTEXT_BYTES go to a sandbox in one prompt.
  */
 import type { StoredTurn } from '../../core/chat-history.js';
-import { boundToolResult, closeToolCalls, fitToBudget, type TranscriptItem, type TurnUsage } from '../../core/transcript.js';
+import {
+  boundToolResult,
+  closeToolCalls,
+  fitToBudget,
+  type TranscriptItem,
+  type TurnUsage,
+} from '../../core/transcript.js';
 import type { Sql } from '../db/index.js';
 import { headOf, pathTo, turnNodes } from './branches.js';
 import { messagesOf } from './store.js';
@@ -20,14 +26,21 @@ export function turnItems(t: StoredTurn & { items?: TranscriptItem[] }): Transcr
   if (t.items) return t.items;
   const out: TranscriptItem[] = [{ role: 'user', content: t.prompt }];
   for (const c of t.tool_calls) {
-    const input = c.input && typeof c.input === 'object' && !Array.isArray(c.input) ? (c.input as Record<string, unknown>) : {};
+    const input =
+      c.input && typeof c.input === 'object' && !Array.isArray(c.input) ? (c.input as Record<string, unknown>) : {};
     out.push({ role: 'assistant', text: '', toolCalls: [{ id: c.call_id, name: c.tool, input }] });
     const ok = c.status === 'ok';
     const content = ok ? JSON.stringify(c.output ?? null) : (c.error ?? unfinishedResult(c));
     out.push({ role: 'tool', callId: c.call_id, name: c.tool, content: boundToolResult(content), isError: !ok });
   }
-  const interrupted = t.status === 'running' || t.stop_reason === 'error' ? 'error' : t.stop_reason === 'cancelled' ? 'stopped' : undefined;
-  if (t.text || interrupted) out.push({ role: 'assistant', text: t.text, toolCalls: [], ...(interrupted ? { interrupted } : {}) });
+  const interrupted =
+    t.status === 'running' || t.stop_reason === 'error'
+      ? 'error'
+      : t.stop_reason === 'cancelled'
+        ? 'stopped'
+        : undefined;
+  if (t.text || interrupted)
+    out.push({ role: 'assistant', text: t.text, toolCalls: [], ...(interrupted ? { interrupted } : {}) });
   return out;
 }
 
@@ -39,7 +52,8 @@ export function turnItems(t: StoredTurn & { items?: TranscriptItem[] }): Transcr
  */
 function unfinishedResult(c: StoredTurn['tool_calls'][number]): string {
   if (c.status === 'cancelled') return 'cancelled by the user';
-  if (c.status === 'running') return 'the outcome of this call is unknown: the turn was cut off while it ran, and it may have taken effect (a mail may have been sent); check before doing it again';
+  if (c.status === 'running')
+    return 'the outcome of this call is unknown: the turn was cut off while it ran, and it may have taken effect (a mail may have been sent); check before doing it again';
   return 'the tool failed';
 }
 
@@ -47,7 +61,13 @@ function unfinishedResult(c: StoredTurn['tool_calls'][number]): string {
  * The branch ending at `head` (default: the chat's head) as the model sees it, every tool call
  * with its result, cut to `budget` tokens by whole turns and to MAX_CONTEXT_BYTES.
  */
-export async function branchTranscript(db: Sql, sessionId: string, budget: number, head?: string | null, maxBytes = MAX_CONTEXT_BYTES): Promise<TranscriptItem[]> {
+export async function branchTranscript(
+  db: Sql,
+  sessionId: string,
+  budget: number,
+  head?: string | null,
+  maxBytes = MAX_CONTEXT_BYTES,
+): Promise<TranscriptItem[]> {
   const end = head === undefined ? await headOf(db, sessionId) : head;
   if (end === null) return [];
   const path = pathTo(await turnNodes(db, sessionId), end);
@@ -64,5 +84,11 @@ export async function branchTranscript(db: Sql, sessionId: string, budget: numbe
 
 /** Token usage summed over turns. */
 export function sumUsage(turns: readonly { usage?: TurnUsage }[]): TurnUsage {
-  return turns.reduce((a, t) => ({ input_tokens: a.input_tokens + (t.usage?.input_tokens ?? 0), output_tokens: a.output_tokens + (t.usage?.output_tokens ?? 0) }), { input_tokens: 0, output_tokens: 0 });
+  return turns.reduce(
+    (a, t) => ({
+      input_tokens: a.input_tokens + (t.usage?.input_tokens ?? 0),
+      output_tokens: a.output_tokens + (t.usage?.output_tokens ?? 0),
+    }),
+    { input_tokens: 0, output_tokens: 0 },
+  );
 }

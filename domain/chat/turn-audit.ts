@@ -40,7 +40,12 @@ export async function turnAuditView(db: Sql, turnId: string): Promise<TurnAudit 
     })),
     other_requests: requests.filter((q) => !q.call_id || !calls.has(q.call_id)).map(requestView),
     mail_holds: holds.map(holdView),
-    feedback: feedback.map((f) => ({ user: { id: f.user_id, username: f.username }, rating: f.rating, note: f.note, at: f.updated_at })),
+    feedback: feedback.map((f) => ({
+      user: { id: f.user_id, username: f.username },
+      rating: f.rating,
+      note: f.note,
+      at: f.updated_at,
+    })),
   };
 }
 

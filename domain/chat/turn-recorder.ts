@@ -98,8 +98,20 @@ export class TurnRecorder {
 }
 
 /** The action log gets how many recipients a sent mail had, never its addresses or body. */
-async function logMailSent(db: Sql, userId: number, sessionId: string, turnId: string, input: Record<string, unknown> | undefined): Promise<void> {
-  const count = (v: unknown) => (Array.isArray(v) ? v.length : typeof v === 'string' && v.trim() ? v.split(',').length : 0);
+async function logMailSent(
+  db: Sql,
+  userId: number,
+  sessionId: string,
+  turnId: string,
+  input: Record<string, unknown> | undefined,
+): Promise<void> {
+  const count = (v: unknown) =>
+    Array.isArray(v) ? v.length : typeof v === 'string' && v.trim() ? v.split(',').length : 0;
   const recipients = count(input?.to) + count(input?.cc) + count(input?.bcc);
-  await logAction(db, { event: 'chat.mail_sent', actorId: userId, subjectId: userId, data: { session_id: sessionId, turn_id: turnId, recipients } });
+  await logAction(db, {
+    event: 'chat.mail_sent',
+    actorId: userId,
+    subjectId: userId,
+    data: { session_id: sessionId, turn_id: turnId, recipients },
+  });
 }

@@ -9,7 +9,15 @@
  * web/chat-routes.ts parses, authorises and streams.
  */
 import { randomUUID } from 'node:crypto';
-import { AppError, isAppError, type ChatEvent, type Logger, type Metrics, type TurnResult, type TurnRunner } from '../../core/index.js';
+import {
+  AppError,
+  isAppError,
+  type ChatEvent,
+  type Logger,
+  type Metrics,
+  type TurnResult,
+  type TurnRunner,
+} from '../../core/index.js';
 import type { Sql } from '../db/index.js';
 import { assertWithinBudget, budgetWarning, recordTurnUsage } from '../usage/index.js';
 import { storedEvents } from './events.js';
@@ -91,11 +99,14 @@ export class TurnService {
     const runner = this.deps.services.chat?.runner;
     if (!runner) throw new AppError('ERR_CHAT_UNAVAILABLE', 'chat is not available on this server');
     const { session, userId } = t;
-    if (t.replacesTurnId && !session) throw new AppError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
+    if (t.replacesTurnId && !session)
+      throw new AppError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
     // A used-up budget refuses the turn before anything is stored or any model is called (docs/usage.md).
     await assertWithinBudget(this.deps.sql, userId);
     // Where the turn goes: after the branch shown, or beside the turn it edits or regenerates.
-    const place = session ? await store.placeTurn(this.deps.sql, session.id, t.replacesTurnId) : { parent: null, head: null };
+    const place = session
+      ? await store.placeTurn(this.deps.sql, session.id, t.replacesTurnId)
+      : { parent: null, head: null };
     // Checked again with no await before the registry's start: another request may have started one meanwhile.
     this.assertIdle(session?.id);
     const sessionId = session?.id ?? randomUUID();
@@ -137,7 +148,8 @@ export class TurnService {
   async cancel(sessionId: string, turnId: string): Promise<boolean> {
     const live = this.live.get(turnId);
     const here = live?.sessionId === sessionId;
-    if (!here && !(await store.storedTurn(this.deps.sql, sessionId, turnId))) throw new AppError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
+    if (!here && !(await store.storedTurn(this.deps.sql, sessionId, turnId)))
+      throw new AppError('ERR_CHAT_TURN_NOT_FOUND', 'no such turn in this chat session');
     return here && this.live.cancel(turnId);
   }
 
@@ -162,7 +174,13 @@ export class TurnService {
    * Run one turn to its end, whoever is reading: events go to the registry (and the store), and
    * exactly one `done` ends it. A refusal before it began (busy, host full) leaves no trace.
    */
-  private async run(runner: TurnRunner, turn: LiveTurn, prompt: string, place: { parent: string | null; head: string | null }, log: Logger): Promise<void> {
+  private async run(
+    runner: TurnRunner,
+    turn: LiveTurn,
+    prompt: string,
+    place: { parent: string | null; head: string | null },
+    log: Logger,
+  ): Promise<void> {
     const { turnId, sessionId, userId } = turn;
     const rec = new TurnRecorder(this.deps.sql, this.live, turn, log);
     let result: TurnResult;
@@ -174,7 +192,18 @@ export class TurnService {
       modelId = model.revision.slice(0, model.revision.lastIndexOf(':')) || DEFAULT_MODEL_ID;
       const context = () => branchTranscript(this.deps.sql, sessionId, model.contextTokens, place.parent);
       const { onEvent, onDaemonEvent } = rec;
-      result = await runner.runTurn({ userId, sessionId, turnId, prompt, base: place.parent, context, modelRevision: model.revision, signal: turn.controller.signal, onEvent, onDaemonEvent });
+      result = await runner.runTurn({
+        userId,
+        sessionId,
+        turnId,
+        prompt,
+        base: place.parent,
+        context,
+        modelRevision: model.revision,
+        signal: turn.controller.signal,
+        onEvent,
+        onDaemonEvent,
+      });
     } catch (err) {
       if (rec.seq === 0 && isAppError(err) && REFUSED_STATUSES.has(err.status)) {
         // Refused before it began: a plain HTTP error for the request that started it, no record.
@@ -184,20 +213,43 @@ export class TurnService {
         return;
       }
       log.error({ err, code: isAppError(err) ? err.code : undefined }, 'turn failed');
-      result = { stop_reason: 'error', error: isAppError(err) && err.status < 500 ? { code: err.code, message: err.message } : { code: 'ERR_SANDBOX_FAILED', message: 'the sandbox failed to run the turn' } };
+      result = {
+        stop_reason: 'error',
+        error:
+          isAppError(err) && err.status < 500
+            ? { code: err.code, message: err.message }
+            : { code: 'ERR_SANDBOX_FAILED', message: 'the sandbox failed to run the turn' },
+      };
     }
     await this.finish(rec, turn, result, log, modelId);
     this.deps.onTurnEnd?.(turn, result, { prompt, answer: rec.text });
   }
 
   /** The turn's end: stored after every write of its events, logged, counted, then its one `done`. */
-  private async finish(rec: TurnRecorder, turn: LiveTurn, result: TurnResult, log: Logger, modelId: string): Promise<void> {
-    if (result.stop_reason === 'error' && !result.error) result.error = { code: 'ERR_SANDBOX_FAILED', message: 'the turn failed' };
+  private async finish(
+    rec: TurnRecorder,
+    turn: LiveTurn,
+    result: TurnResult,
+    log: Logger,
+    modelId: string,
+  ): Promise<void> {
+    if (result.stop_reason === 'error' && !result.error)
+      result.error = { code: 'ERR_SANDBOX_FAILED', message: 'the turn failed' };
     // The turn and its tool calls end in one transaction, after every write of its events.
     const { stop_reason: stopReason, error } = result;
-    const extras = { ...(result.items ? { items: result.items } : {}), ...(result.usage ? { usage: result.usage } : {}) };
+    const extras = {
+      ...(result.items ? { items: result.items } : {}),
+      ...(result.usage ? { usage: result.usage } : {}),
+    };
     // Its usage is added to the day's rollup in the same transaction (docs/usage.md), also when the chat was deleted meanwhile.
-    const usage = { userId: turn.userId, modelId, usage: result.usage, toolCalls: rec.toolCalls, mails: rec.mails, at: new Date() };
+    const usage = {
+      userId: turn.userId,
+      modelId,
+      usage: result.usage,
+      toolCalls: rec.toolCalls,
+      mails: rec.mails,
+      at: new Date(),
+    };
     let cost = 0;
     rec.write('the end of a turn', () =>
       store.inTransaction(this.deps.sql, async (trx) => {
@@ -206,7 +258,9 @@ export class TurnService {
       }),
     );
     await rec.settled();
-    const budget = await budgetWarning(this.deps.sql, turn.userId).catch((err: unknown) => void log.error({ err }, 'could not read the budgets'));
+    const budget = await budgetWarning(this.deps.sql, turn.userId).catch(
+      (err: unknown) => void log.error({ err }, 'could not read the budgets'),
+    );
     log.info({ stopReason, code: result.error?.code, events: rec.seq, ...result.usage }, 'turn done');
     const metrics = this.deps.services.metrics;
     metrics?.turns.inc({ stop_reason: stopReason });

@@ -1,12 +1,24 @@
 import { AppError, type Encryptor } from '../../core/index.js';
 import type { OAuthConnectorLookup, OAuthConnectorSettings } from '../../core/connector-oauth.js';
-import { enabledConnectors, inAudience, keepRegisteredClient, resolveConnector, type ResolvedConnector } from '../connectors/store.js';
+import {
+  enabledConnectors,
+  inAudience,
+  keepRegisteredClient,
+  resolveConnector,
+  type ResolvedConnector,
+} from '../connectors/store.js';
 import type { Sql } from '../db/index.js';
 
 /** The OAuth client's view of a registry entry: its pre-registered client secret revealed only for a request. */
 function settingsOf(c: ResolvedConnector): OAuthConnectorSettings {
   const secret = c.oauthClientSecret;
-  return { id: c.id, label: c.label, url: c.url, clientId: c.oauthClientId ?? undefined, clientSecret: secret ? { reveal: () => secret } : undefined };
+  return {
+    id: c.id,
+    label: c.label,
+    url: c.url,
+    clientId: c.oauthClientId ?? undefined,
+    clientSecret: secret ? { reveal: () => secret } : undefined,
+  };
 }
 
 const usable = (c: ResolvedConnector | undefined): c is ResolvedConnector => !!c && c.enabled && c.authKind === 'oauth';
@@ -24,7 +36,8 @@ export function registryLookup(db: Sql, enc: Encryptor): OAuthConnectorLookup {
     },
     async forUser(userId) {
       const out: OAuthConnectorSettings[] = [];
-      for (const c of await enabledConnectors(db, enc)) if (usable(c) && (await inAudience(db, c.audience, userId))) out.push(settingsOf(c));
+      for (const c of await enabledConnectors(db, enc))
+        if (usable(c) && (await inAudience(db, c.audience, userId))) out.push(settingsOf(c));
       return out;
     },
     async mayUse(id, userId) {
@@ -34,7 +47,8 @@ export function registryLookup(db: Sql, enc: Encryptor): OAuthConnectorLookup {
     async keepRegisteredClient(id, client) {
       await keepRegisteredClient(db, enc, id, client);
       const c = await resolveConnector(db, enc, id);
-      if (!c?.oauthClientId) throw new AppError('ERR_CONNECTOR_OAUTH_UNKNOWN', `no OAuth connector '${id.slice(0, 64)}'`);
+      if (!c?.oauthClientId)
+        throw new AppError('ERR_CONNECTOR_OAUTH_UNKNOWN', `no OAuth connector '${id.slice(0, 64)}'`);
       return { client_id: c.oauthClientId, ...(c.oauthClientSecret ? { client_secret: c.oauthClientSecret } : {}) };
     },
   };

@@ -26,7 +26,8 @@ export interface ConnectorGrant extends NewConnectorGrant {
 }
 
 /** The sealed box's additional data: a box moved to another connector, user or kind does not open. */
-const aad = (connectorId: string, userId: number, kind: 'access' | 'refresh') => `connector:${connectorId}:${userId}:${kind}`;
+const aad = (connectorId: string, userId: number, kind: 'access' | 'refresh') =>
+  `connector:${connectorId}:${userId}:${kind}`;
 
 /**
  * connector_tokens (migration 035): each user's OAuth grant per connector, the tokens sealed with
@@ -44,14 +45,35 @@ export class ConnectorTokenStore {
 
   /** The user's grant for the connector, decrypted; undefined when not connected. */
   async grant(connectorId: string, userId: number): Promise<ConnectorGrant | undefined> {
-    const row = await this.#db.selectFrom('connector_tokens').selectAll().where('connector_id', '=', connectorId).where('user_id', '=', userId).executeTakeFirst();
+    const row = await this.#db
+      .selectFrom('connector_tokens')
+      .selectAll()
+      .where('connector_id', '=', connectorId)
+      .where('user_id', '=', userId)
+      .executeTakeFirst();
     return row ? this.#open(row) : undefined;
   }
 
   /** The connectors the user has connected, without token material. */
-  async connectedOf(userId: number): Promise<Map<string, { connectedAt: string; accessExpiresAt: number; offline: boolean; scope: string | null }>> {
-    const rows = await this.#db.selectFrom('connector_tokens').select(['connector_id', 'connected_at', 'access_expires_at', 'refresh_token_enc', 'scope']).where('user_id', '=', userId).execute();
-    return new Map(rows.map((r) => [r.connector_id, { connectedAt: r.connected_at, accessExpiresAt: Number(r.access_expires_at), offline: r.refresh_token_enc !== null, scope: r.scope }]));
+  async connectedOf(
+    userId: number,
+  ): Promise<Map<string, { connectedAt: string; accessExpiresAt: number; offline: boolean; scope: string | null }>> {
+    const rows = await this.#db
+      .selectFrom('connector_tokens')
+      .select(['connector_id', 'connected_at', 'access_expires_at', 'refresh_token_enc', 'scope'])
+      .where('user_id', '=', userId)
+      .execute();
+    return new Map(
+      rows.map((r) => [
+        r.connector_id,
+        {
+          connectedAt: r.connected_at,
+          accessExpiresAt: Number(r.access_expires_at),
+          offline: r.refresh_token_enc !== null,
+          scope: r.scope,
+        },
+      ]),
+    );
   }
 
   /** Save a connect's grant (replacing an earlier one) and its action-log entry in one transaction. */
@@ -71,23 +93,46 @@ export class ConnectorTokenStore {
       updated_at: nowIso(),
     };
     await inTransaction(this.#db, async (trx) => {
-      await trx.deleteFrom('connector_tokens').where('connector_id', '=', connectorId).where('user_id', '=', userId).execute();
+      await trx
+        .deleteFrom('connector_tokens')
+        .where('connector_id', '=', connectorId)
+        .where('user_id', '=', userId)
+        .execute();
       await trx.insertInto('connector_tokens').values(values).execute();
       await logAction(trx, entry);
     });
   }
 
   /** Cache a refreshed access token (and the rotated refresh token, when one came). */
-  async saveRefreshed(connectorId: string, userId: number, accessToken: string, expiresAt: number, refreshToken?: string): Promise<void> {
-    const set: Record<string, string | number> = { access_token_enc: this.#enc.encrypt(accessToken, aad(connectorId, userId, 'access')), access_expires_at: expiresAt, updated_at: nowIso() };
+  async saveRefreshed(
+    connectorId: string,
+    userId: number,
+    accessToken: string,
+    expiresAt: number,
+    refreshToken?: string,
+  ): Promise<void> {
+    const set: Record<string, string | number> = {
+      access_token_enc: this.#enc.encrypt(accessToken, aad(connectorId, userId, 'access')),
+      access_expires_at: expiresAt,
+      updated_at: nowIso(),
+    };
     if (refreshToken) set.refresh_token_enc = this.#enc.encrypt(refreshToken, aad(connectorId, userId, 'refresh'));
-    await this.#db.updateTable('connector_tokens').set(set).where('connector_id', '=', connectorId).where('user_id', '=', userId).execute();
+    await this.#db
+      .updateTable('connector_tokens')
+      .set(set)
+      .where('connector_id', '=', connectorId)
+      .where('user_id', '=', userId)
+      .execute();
   }
 
   /** Delete the grant; `entry` goes to the action log in the same transaction when there was one. */
   async remove(connectorId: string, userId: number, entry?: ActionEvent): Promise<boolean> {
     return inTransaction(this.#db, async (trx) => {
-      const r = await trx.deleteFrom('connector_tokens').where('connector_id', '=', connectorId).where('user_id', '=', userId).executeTakeFirst();
+      const r = await trx
+        .deleteFrom('connector_tokens')
+        .where('connector_id', '=', connectorId)
+        .where('user_id', '=', userId)
+        .executeTakeFirst();
       const had = Number(r.numDeletedRows) > 0;
       if (had && entry) await logAction(trx, entry);
       return had;
@@ -106,7 +151,9 @@ export class ConnectorTokenStore {
       scope: row.scope,
       accessToken: this.#enc.decrypt(row.access_token_enc, aad(id, user, 'access')),
       accessExpiresAt: Number(row.access_expires_at),
-      refreshToken: row.refresh_token_enc ? this.#enc.decrypt(row.refresh_token_enc, aad(id, user, 'refresh')) : undefined,
+      refreshToken: row.refresh_token_enc
+        ? this.#enc.decrypt(row.refresh_token_enc, aad(id, user, 'refresh'))
+        : undefined,
       connectedAt: row.connected_at,
     };
   }

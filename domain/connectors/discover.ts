@@ -8,7 +8,17 @@
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { JsonSchemaType } from '@modelcontextprotocol/sdk/validation';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { AppError, CONNECTOR_TOOL_RE, MAX_CONNECTOR_TOOLS, MAX_PREFIXED_TOOL_NAME, MAX_TOOL_DESCRIPTION, MAX_TOOL_SCHEMA_BYTES, connectorToolName, type ConnectorTool, type ConnectorToolMode } from '../../core/index.js';
+import {
+  AppError,
+  CONNECTOR_TOOL_RE,
+  MAX_CONNECTOR_TOOLS,
+  MAX_PREFIXED_TOOL_NAME,
+  MAX_TOOL_DESCRIPTION,
+  MAX_TOOL_SCHEMA_BYTES,
+  connectorToolName,
+  type ConnectorTool,
+  type ConnectorToolMode,
+} from '../../core/index.js';
 import { cleanMessage } from './upstream.js';
 
 /** Pages of tools/list read at most (a server that pages forever is cut off). */
@@ -52,7 +62,8 @@ function schemaProblem(schema: unknown): string | null {
   if (!schema || typeof schema !== 'object' || Array.isArray(schema)) return 'input schema is not a JSON object';
   if ((schema as { type?: unknown }).type !== 'object') return 'input schema is not of type object';
   const bytes = Buffer.byteLength(JSON.stringify(schema));
-  if (bytes > MAX_TOOL_SCHEMA_BYTES) return `input schema is ${bytes} bytes, over the limit of ${MAX_TOOL_SCHEMA_BYTES}`;
+  if (bytes > MAX_TOOL_SCHEMA_BYTES)
+    return `input schema is ${bytes} bytes, over the limit of ${MAX_TOOL_SCHEMA_BYTES}`;
   try {
     (ajv ??= new AjvJsonSchemaValidator()).getValidator(schema as JsonSchemaType);
   } catch (err) {
@@ -67,17 +78,22 @@ function schemaProblem(schema: unknown): string | null {
  * tool that may change something asks the user first until an admin decides).
  */
 export function checkTools(connectorId: string, listed: ListedTool[], previous: readonly ConnectorTool[]): Discovered {
-  if (listed.length > MAX_CONNECTOR_TOOLS) throw new AppError('ERR_CONNECTOR_TOOLS_INVALID', `the server lists more than ${MAX_CONNECTOR_TOOLS} tools`);
+  if (listed.length > MAX_CONNECTOR_TOOLS)
+    throw new AppError('ERR_CONNECTOR_TOOLS_INVALID', `the server lists more than ${MAX_CONNECTOR_TOOLS} tools`);
   const seen = new Set<string>();
   const tools: ConnectorTool[] = [];
   const skipped: Discovered['skipped'] = [];
   const modes = new Map(previous.map((t) => [t.name, t.mode]));
   for (const t of listed) {
     const name = typeof t.name === 'string' ? t.name : '';
-    if (seen.has(name)) throw new AppError('ERR_CONNECTOR_TOOLS_INVALID', `the server lists two tools named "${name.slice(0, 64)}"`);
+    if (seen.has(name))
+      throw new AppError('ERR_CONNECTOR_TOOLS_INVALID', `the server lists two tools named "${name.slice(0, 64)}"`);
     seen.add(name);
     if (!CONNECTOR_TOOL_RE.test(name)) {
-      skipped.push({ name: name.slice(0, 64), reason: 'name is not a plain identifier (letters, digits, _ and -, no __, at most 48)' });
+      skipped.push({
+        name: name.slice(0, 64),
+        reason: 'name is not a plain identifier (letters, digits, _ and -, no __, at most 48)',
+      });
       continue;
     }
     if (connectorToolName(connectorId, name).length > MAX_PREFIXED_TOOL_NAME) {

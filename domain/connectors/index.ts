@@ -2,4 +2,11 @@
 export * from './store.js';
 export * from './service.js';
 export { checkTools, listAllTools, type Discovered, type ListedTool } from './discover.js';
-export { connectUpstream, connectOver, connectorFetch, cleanMessage, MAX_UPSTREAM_RESPONSE_BYTES, type CredentialHeaders } from './upstream.js';
+export {
+  connectUpstream,
+  connectOver,
+  connectorFetch,
+  cleanMessage,
+  MAX_UPSTREAM_RESPONSE_BYTES,
+  type CredentialHeaders,
+} from './upstream.js';

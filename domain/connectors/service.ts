@@ -19,7 +19,15 @@ import {
 import { nowIso, type Sql } from '../db/index.js';
 import { effectiveAgentPolicy, policyAllows } from '../identity/agent-policy.js';
 import { checkTools, listAllTools, type Discovered } from './discover.js';
-import { clientSecretAad, connectorRow, connectorView, inAudience, resolveRow, secretAad, type ResolvedConnector } from './store.js';
+import {
+  clientSecretAad,
+  connectorRow,
+  connectorView,
+  inAudience,
+  resolveRow,
+  secretAad,
+  type ResolvedConnector,
+} from './store.js';
 import { connectUpstream, type CredentialHeaders } from './upstream.js';
 
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
@@ -36,23 +44,38 @@ export function checkConnectorUrl(raw: string, allowHttpLoopback: boolean): stri
   } catch {
     throw new AppError('ERR_CONNECTOR_URL', 'url: not a valid URL');
   }
-  if (u.username || u.password) throw new AppError('ERR_CONNECTOR_URL', 'url: credentials do not belong in the URL; use the auth settings (stored encrypted)');
+  if (u.username || u.password)
+    throw new AppError(
+      'ERR_CONNECTOR_URL',
+      'url: credentials do not belong in the URL; use the auth settings (stored encrypted)',
+    );
   if (u.hash) throw new AppError('ERR_CONNECTOR_URL', 'url: no fragment');
   if (u.protocol === 'https:') return u.href;
   if (u.protocol === 'http:' && allowHttpLoopback && LOOPBACK_HOSTS.has(u.hostname)) return u.href;
-  if (u.protocol === 'http:') throw new AppError('ERR_CONNECTOR_URL', 'url: must be https (plain http only on a loopback address with AIRLOCK_CONNECTORS_ALLOW_HTTP_LOOPBACK)');
+  if (u.protocol === 'http:')
+    throw new AppError(
+      'ERR_CONNECTOR_URL',
+      'url: must be https (plain http only on a loopback address with AIRLOCK_CONNECTORS_ALLOW_HTTP_LOOPBACK)',
+    );
   throw new AppError('ERR_CONNECTOR_URL', 'url: must be https');
 }
 
 /** The auth settings must fit their kind. */
 function checkAuth(kind: ConnectorAuthKind, header: string | null, secret: boolean): void {
-  if (kind === 'header' && !header) throw new AppError('ERR_CONNECTOR_AUTH', "auth_header_name: required for auth_kind 'header'");
-  if (kind === 'header' && header && isReservedHeader(header)) throw new AppError('ERR_CONNECTOR_AUTH', `auth_header_name: ${header} cannot carry a credential`);
-  if ((kind === 'header' || kind === 'bearer') && !secret) throw new AppError('ERR_CONNECTOR_AUTH', `auth_secret: required for auth_kind '${kind}'`);
+  if (kind === 'header' && !header)
+    throw new AppError('ERR_CONNECTOR_AUTH', "auth_header_name: required for auth_kind 'header'");
+  if (kind === 'header' && header && isReservedHeader(header))
+    throw new AppError('ERR_CONNECTOR_AUTH', `auth_header_name: ${header} cannot carry a credential`);
+  if ((kind === 'header' || kind === 'bearer') && !secret)
+    throw new AppError('ERR_CONNECTOR_AUTH', `auth_secret: required for auth_kind '${kind}'`);
 }
 
 /** The credential headers for a connector and a user (the OAuth token through `tokens`). */
-export function credentialHeaders(c: ResolvedConnector, userId: number | null, tokens?: ConnectorTokens): CredentialHeaders {
+export function credentialHeaders(
+  c: ResolvedConnector,
+  userId: number | null,
+  tokens?: ConnectorTokens,
+): CredentialHeaders {
   return async () => {
     if (c.authKind === 'header' && c.secret && c.authHeaderName) return { [c.authHeaderName]: c.secret };
     if (c.authKind === 'bearer' && c.secret) return { authorization: `Bearer ${c.secret}` };
@@ -66,7 +89,12 @@ export function credentialHeaders(c: ResolvedConnector, userId: number | null, t
 }
 
 /** List and check the server's tools (nothing written). */
-export async function discoverTools(c: ResolvedConnector, previous: readonly ConnectorTool[], cred: CredentialHeaders, secrets: string[]): Promise<Discovered & { transport: ResolvedConnector['transport'] }> {
+export async function discoverTools(
+  c: ResolvedConnector,
+  previous: readonly ConnectorTool[],
+  cred: CredentialHeaders,
+  secrets: string[],
+): Promise<Discovered & { transport: ResolvedConnector['transport'] }> {
   const { client, transport } = await connectUpstream(c.transport, c.url, cred, secrets);
   try {
     return { ...checkTools(c.id, await listAllTools(client, secrets), previous), transport };
@@ -104,7 +132,8 @@ export class ConnectorService {
     const url = checkConnectorUrl(m.url, this.o.allowHttpLoopback);
     const kind = m.auth_kind ?? 'none';
     checkAuth(kind, m.auth_header_name ?? null, !!m.auth_secret);
-    if (await connectorRow(db, m.id)) throw new AppError('ERR_CONNECTOR_EXISTS', `a connector with the id "${m.id}" exists already`);
+    if (await connectorRow(db, m.id))
+      throw new AppError('ERR_CONNECTOR_EXISTS', `a connector with the id "${m.id}" exists already`);
     const row = {
       id: m.id,
       label: m.label,
@@ -113,7 +142,8 @@ export class ConnectorService {
       audience: JSON.stringify(m.audience ?? { kind: 'everyone' }),
       auth_kind: kind,
       auth_header_name: kind === 'header' ? m.auth_header_name! : null,
-      auth_secret_enc: (kind === 'header' || kind === 'bearer') && m.auth_secret ? enc.encrypt(m.auth_secret, secretAad(m.id)) : null,
+      auth_secret_enc:
+        (kind === 'header' || kind === 'bearer') && m.auth_secret ? enc.encrypt(m.auth_secret, secretAad(m.id)) : null,
       oauth_client_id: m.oauth_client_id ?? null,
       oauth_client_secret_enc: m.oauth_client_secret ? enc.encrypt(m.oauth_client_secret, clientSecretAad(m.id)) : null,
       enabled: m.enabled === false ? 0 : 1,
@@ -124,9 +154,15 @@ export class ConnectorService {
     };
     const resolved = resolveRow(enc, row);
     let skipped: Discovered['skipped'] = [];
-    const canList = kind !== 'oauth' || (actorId !== null && !!(await this.o.tokens?.accessToken(m.id, actorId).catch(() => null)));
+    const canList =
+      kind !== 'oauth' || (actorId !== null && !!(await this.o.tokens?.accessToken(m.id, actorId).catch(() => null)));
     if (canList) {
-      const d = await discoverTools(resolved, [], credentialHeaders(resolved, actorId, this.o.tokens), secretsOf(resolved));
+      const d = await discoverTools(
+        resolved,
+        [],
+        credentialHeaders(resolved, actorId, this.o.tokens),
+        secretsOf(resolved),
+      );
       Object.assign(row, { tools: JSON.stringify(d.tools), transport: d.transport, tools_refreshed_at: nowIso() });
       skipped = d.skipped;
     }
@@ -141,11 +177,16 @@ export class ConnectorService {
     if (!row) throw notFound(id);
     const set: Record<string, unknown> = { updated_at: nowIso() };
     if (c.url !== undefined) set.url = checkConnectorUrl(c.url, this.o.allowHttpLoopback);
-    for (const k of ['label', 'transport', 'auth_kind', 'auth_header_name', 'oauth_client_id'] as const) if (c[k] !== undefined) set[k] = c[k];
+    for (const k of ['label', 'transport', 'auth_kind', 'auth_header_name', 'oauth_client_id'] as const)
+      if (c[k] !== undefined) set[k] = c[k];
     if (c.audience !== undefined) set.audience = JSON.stringify(c.audience);
     if (c.enabled !== undefined) set.enabled = c.enabled ? 1 : 0;
-    if (c.auth_secret !== undefined) set.auth_secret_enc = c.auth_secret ? enc.encrypt(c.auth_secret, secretAad(id)) : null;
-    if (c.oauth_client_secret !== undefined) set.oauth_client_secret_enc = c.oauth_client_secret ? enc.encrypt(c.oauth_client_secret, clientSecretAad(id)) : null;
+    if (c.auth_secret !== undefined)
+      set.auth_secret_enc = c.auth_secret ? enc.encrypt(c.auth_secret, secretAad(id)) : null;
+    if (c.oauth_client_secret !== undefined)
+      set.oauth_client_secret_enc = c.oauth_client_secret
+        ? enc.encrypt(c.oauth_client_secret, clientSecretAad(id))
+        : null;
     const next = { ...row, ...set } as typeof row;
     if (next.auth_kind !== 'header') next.auth_header_name = set.auth_header_name = null;
     if (next.auth_kind === 'none' || next.auth_kind === 'oauth') next.auth_secret_enc = set.auth_secret_enc = null;
@@ -168,7 +209,12 @@ export class ConnectorService {
     const d = await discoverTools(c, c.tools, credentialHeaders(c, actorId, this.o.tokens), secretsOf(c));
     await db
       .updateTable('connectors')
-      .set({ tools: JSON.stringify(d.tools), transport: d.transport, tools_refreshed_at: nowIso(), updated_at: nowIso() })
+      .set({
+        tools: JSON.stringify(d.tools),
+        transport: d.transport,
+        tools_refreshed_at: nowIso(),
+        updated_at: nowIso(),
+      })
       .where('id', '=', id)
       .execute();
     return { connector: connectorView((await connectorRow(db, id))!), skipped: d.skipped };
@@ -182,7 +228,8 @@ export class ConnectorService {
     const view = connectorView(row);
     const names = new Set(view.tools.map((t) => t.name));
     const unknown = Object.keys(modes).filter((n) => !names.has(n));
-    if (unknown.length) throw new AppError('ERR_CONNECTOR_TOOL_NOT_FOUND', `${id} has no tool ${unknown.slice(0, 3).join(', ')}`);
+    if (unknown.length)
+      throw new AppError('ERR_CONNECTOR_TOOL_NOT_FOUND', `${id} has no tool ${unknown.slice(0, 3).join(', ')}`);
     const tools = view.tools.map((t) => (modes[t.name] ? { ...t, mode: modes[t.name] } : t));
     await db
       .updateTable('connectors')
@@ -211,7 +258,10 @@ export async function usableTools(db: Sql, c: ResolvedConnector, userId: number)
 /** The names an agent policy may give connector tools: every `<id>__<tool>` and `<id>__*`. */
 export async function connectorPolicyNames(db: Sql): Promise<string[]> {
   const rows = await db.selectFrom('connectors').select(['id', 'tools']).orderBy('id').execute();
-  return rows.flatMap((r) => [`${r.id}__*`, ...(JSON.parse(r.tools) as ConnectorTool[]).map((t) => connectorToolName(r.id, t.name))]);
+  return rows.flatMap((r) => [
+    `${r.id}__*`,
+    ...(JSON.parse(r.tools) as ConnectorTool[]).map((t) => connectorToolName(r.id, t.name)),
+  ]);
 }
 
 /** The connectors a user's session gets a route for: enabled, in the audience, with at least one usable tool. */

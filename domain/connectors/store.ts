@@ -4,7 +4,14 @@
  * never in a view, a response or a log). Secrets are encrypted at rest with the install's at-rest
  * key, bound to the connector's id, like the chat models' keys.
  */
-import type { ConnectorAudience, ConnectorAuthKind, ConnectorTool, ConnectorTransport, ConnectorView, Encryptor } from '../../core/index.js';
+import type {
+  ConnectorAudience,
+  ConnectorAuthKind,
+  ConnectorTool,
+  ConnectorTransport,
+  ConnectorView,
+  Encryptor,
+} from '../../core/index.js';
 import { nowIso, type Row, type Sql } from '../db/index.js';
 
 export const secretAad = (id: string) => `connector:${id}:auth_secret`;
@@ -35,7 +42,15 @@ export function parseTools(json: string): ConnectorTool[] {
 
 /** The fields a view and a resolved entry share. */
 function common(r: Row<'connectors'>) {
-  return { id: r.id, label: r.label, url: r.url, transport: r.transport, audience: JSON.parse(r.audience) as ConnectorAudience, tools: parseTools(r.tools), enabled: !!r.enabled };
+  return {
+    id: r.id,
+    label: r.label,
+    url: r.url,
+    transport: r.transport,
+    audience: JSON.parse(r.audience) as ConnectorAudience,
+    tools: parseTools(r.tools),
+    enabled: !!r.enabled,
+  };
 }
 
 export function connectorView(r: Row<'connectors'>): ConnectorView {
@@ -59,7 +74,9 @@ export function resolveRow(enc: Encryptor, r: Row<'connectors'>): ResolvedConnec
     authHeaderName: r.auth_header_name,
     ...(r.auth_secret_enc ? { secret: enc.decrypt(r.auth_secret_enc, secretAad(r.id)) } : {}),
     oauthClientId: r.oauth_client_id,
-    ...(r.oauth_client_secret_enc ? { oauthClientSecret: enc.decrypt(r.oauth_client_secret_enc, clientSecretAad(r.id)) } : {}),
+    ...(r.oauth_client_secret_enc
+      ? { oauthClientSecret: enc.decrypt(r.oauth_client_secret_enc, clientSecretAad(r.id)) }
+      : {}),
   };
 }
 
@@ -94,10 +111,19 @@ export async function enabledConnectors(db: Sql, enc: Encryptor): Promise<Resolv
  * the connector has one already (an admin's, or another user's registration that came first):
  * the first writer wins, and every later grant and refresh uses that one client.
  */
-export async function keepRegisteredClient(db: Sql, enc: Encryptor, id: string, client: { client_id: string; client_secret?: string }): Promise<void> {
+export async function keepRegisteredClient(
+  db: Sql,
+  enc: Encryptor,
+  id: string,
+  client: { client_id: string; client_secret?: string },
+): Promise<void> {
   await db
     .updateTable('connectors')
-    .set({ oauth_client_id: client.client_id, oauth_client_secret_enc: client.client_secret ? enc.encrypt(client.client_secret, clientSecretAad(id)) : null, updated_at: nowIso() })
+    .set({
+      oauth_client_id: client.client_id,
+      oauth_client_secret_enc: client.client_secret ? enc.encrypt(client.client_secret, clientSecretAad(id)) : null,
+      updated_at: nowIso(),
+    })
     .where('id', '=', id)
     .where('oauth_client_id', 'is', null)
     .execute();
@@ -108,6 +134,11 @@ export async function inAudience(db: Sql, audience: ConnectorAudience, userId: n
   if (audience.kind === 'everyone') return true;
   if (audience.kind === 'users') return audience.user_ids.includes(userId);
   if (!audience.team_ids.length) return false;
-  const r = await db.selectFrom('team_members').select('team_id').where('user_id', '=', userId).where('team_id', 'in', audience.team_ids).executeTakeFirst();
+  const r = await db
+    .selectFrom('team_members')
+    .select('team_id')
+    .where('user_id', '=', userId)
+    .where('team_id', 'in', audience.team_ids)
+    .executeTakeFirst();
   return !!r;
 }

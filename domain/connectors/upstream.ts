@@ -37,14 +37,22 @@ function bounded(res: Response, max: number): Response {
       ctl.enqueue(chunk);
     },
   });
-  return new Response(res.body.pipeThrough(cut), { status: res.status, statusText: res.statusText, headers: res.headers });
+  return new Response(res.body.pipeThrough(cut), {
+    status: res.status,
+    statusText: res.statusText,
+    headers: res.headers,
+  });
 }
 
 /**
  * The fetch the transports use: only the registered origin, no redirect followed, the credential
  * set here (never carried in the URL), every answer bounded.
  */
-export function connectorFetch(base: URL, credential: CredentialHeaders, maxBytes = MAX_UPSTREAM_RESPONSE_BYTES): typeof fetch {
+export function connectorFetch(
+  base: URL,
+  credential: CredentialHeaders,
+  maxBytes = MAX_UPSTREAM_RESPONSE_BYTES,
+): typeof fetch {
   return async (input, init) => {
     const url = new URL(input instanceof Request ? input.url : String(input));
     if (url.origin !== base.origin) throw new Error('the server pointed the client at another origin');
@@ -53,7 +61,9 @@ export function connectorFetch(base: URL, credential: CredentialHeaders, maxByte
     const res = await fetch(url, { ...init, headers, redirect: 'manual' });
     if (res.status >= 300 && res.status < 400) {
       await res.body?.cancel();
-      throw new Error(`the server answered a redirect (${res.status}); connectors are called at their registered URL only`);
+      throw new Error(
+        `the server answered a redirect (${res.status}); connectors are called at their registered URL only`,
+      );
     }
     return bounded(res, maxBytes);
   };
@@ -62,11 +72,24 @@ export function connectorFetch(base: URL, credential: CredentialHeaders, maxByte
 function transportFor(kind: ConnectorTransport, url: URL, f: typeof fetch): Transport {
   return kind === 'sse'
     ? new SSEClientTransport(url, { fetch: f, eventSourceInit: { fetch: f } })
-    : new StreamableHTTPClientTransport(url, { fetch: f, reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 1000, maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1 } });
+    : new StreamableHTTPClientTransport(url, {
+        fetch: f,
+        reconnectionOptions: {
+          maxRetries: 0,
+          initialReconnectionDelay: 1000,
+          maxReconnectionDelay: 1000,
+          reconnectionDelayGrowFactor: 1,
+        },
+      });
 }
 
 /** Connect an SDK client over one transport (initialize done), or throw. */
-export async function connectOver(kind: ConnectorTransport, url: string, credential: CredentialHeaders, timeoutMs = UPSTREAM_CONNECT_TIMEOUT_MS): Promise<Client> {
+export async function connectOver(
+  kind: ConnectorTransport,
+  url: string,
+  credential: CredentialHeaders,
+  timeoutMs = UPSTREAM_CONNECT_TIMEOUT_MS,
+): Promise<Client> {
   const u = new URL(url);
   const client = new Client({ name: 'airlock', version: '0.1.0' }, { jsonSchemaValidator: new NoOutputValidation() });
   // A failed GET stream (a server without one) is not the connection's failure.
@@ -84,7 +107,12 @@ export async function connectOver(kind: ConnectorTransport, url: string, credent
  * Connect with the transport asked for; a Streamable HTTP attempt that fails falls back to
  * HTTP+SSE (servers that still speak only the older transport). Returns the transport that worked.
  */
-export async function connectUpstream(kind: ConnectorTransport, url: string, credential: CredentialHeaders, secrets: readonly string[] = []): Promise<{ client: Client; transport: ConnectorTransport }> {
+export async function connectUpstream(
+  kind: ConnectorTransport,
+  url: string,
+  credential: CredentialHeaders,
+  secrets: readonly string[] = [],
+): Promise<{ client: Client; transport: ConnectorTransport }> {
   try {
     return { client: await connectOver(kind, url, credential), transport: kind };
   } catch (first) {
@@ -106,5 +134,8 @@ export function cleanMessage(err: unknown, secrets: readonly string[]): string {
 
 /** A failure to talk MCP with the server, as the admin sees it. */
 export function discoveryError(err: unknown, secrets: readonly string[]): AppError {
-  return new AppError('ERR_CONNECTOR_DISCOVERY', `the server did not answer as an MCP server: ${cleanMessage(err, secrets)}`);
+  return new AppError(
+    'ERR_CONNECTOR_DISCOVERY',
+    `the server did not answer as an MCP server: ${cleanMessage(err, secrets)}`,
+  );
 }

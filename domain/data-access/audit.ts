@@ -23,7 +23,10 @@ export type AuditEntry = LogEntry;
  * One page of the action log, newest first, with the actor's and subject's names.
  * `next_before` is the cursor of the next (older) page, null on the last page.
  */
-export async function auditPage(db: Sql, f: AuditFilter): Promise<{ events: AuditEntry[]; next_before: number | null }> {
+export async function auditPage(
+  db: Sql,
+  f: AuditFilter,
+): Promise<{ events: AuditEntry[]; next_before: number | null }> {
   let q = db
     .selectFrom('action_log as l')
     .leftJoin('users as a', 'a.id', 'l.actor_id')
@@ -56,12 +59,15 @@ export async function auditPage(db: Sql, f: AuditFilter): Promise<{ events: Audi
     .orderBy('l.id', 'desc')
     .limit(f.limit + 1)
     .execute();
-  const who = (id: number | null, username: string | null, display: string | null): Who => (id === null ? null : { id, username, display_name: display });
-  const events = rows.slice(0, f.limit).map(({ actor_username, actor_display_name, subject_username, subject_display_name, ...x }) => ({
-    ...x,
-    actor: who(x.actor_id, actor_username, actor_display_name),
-    subject: who(x.subject_id, subject_username, subject_display_name),
-    data: JSON.parse(x.data) as Record<string, unknown>,
-  }));
+  const who = (id: number | null, username: string | null, display: string | null): Who =>
+    id === null ? null : { id, username, display_name: display };
+  const events = rows
+    .slice(0, f.limit)
+    .map(({ actor_username, actor_display_name, subject_username, subject_display_name, ...x }) => ({
+      ...x,
+      actor: who(x.actor_id, actor_username, actor_display_name),
+      subject: who(x.subject_id, subject_username, subject_display_name),
+      data: JSON.parse(x.data) as Record<string, unknown>,
+    }));
   return { events, next_before: rows.length > f.limit ? events[events.length - 1].id : null };
 }

@@ -42,7 +42,8 @@ class Params {
   readonly values: (string | number | boolean)[] = [];
   constructor(readonly dialect: Dialect) {}
   add(v: Scalar): string {
-    if (typeof v === 'number' && !Number.isFinite(v)) throw new AppError('ERR_DATA_VALUE', 'row_filter value is not a finite number');
+    if (typeof v === 'number' && !Number.isFinite(v))
+      throw new AppError('ERR_DATA_VALUE', 'row_filter value is not a finite number');
     if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean') {
       throw new AppError('ERR_DATA_VALUE', 'row_filter value must be a string, number or boolean');
     }
@@ -71,7 +72,8 @@ function compileNode(n: Node, p: Params): string {
       return `${col} ${CMP[n.op]} ${p.add(n.value)}`;
     case 'in':
     case 'not_in': {
-      if (!Array.isArray(n.value) || n.value.length === 0) throw new AppError('ERR_DATA_FILTER', `${n.op} needs a non-empty list`);
+      if (!Array.isArray(n.value) || n.value.length === 0)
+        throw new AppError('ERR_DATA_FILTER', `${n.op} needs a non-empty list`);
       return `${col} ${n.op === 'in' ? 'IN' : 'NOT IN'} (${n.value.map((v) => p.add(v)).join(', ')})`;
     }
     case 'is_null':
@@ -82,7 +84,10 @@ function compileNode(n: Node, p: Params): string {
 }
 
 /** Compile a row filter into a WHERE condition (null for all rows) and its bound parameters. */
-export function compileFilter(filter: RowFilter, dialect: Dialect): { where: string | null; params: (string | number | boolean)[] } {
+export function compileFilter(
+  filter: RowFilter,
+  dialect: Dialect,
+): { where: string | null; params: (string | number | boolean)[] } {
   const p = new Params(dialect);
   if (isEmptyFilter(filter)) return { where: null, params: [] };
   return { where: compileNode(filter as Node, p), params: p.values };
@@ -97,5 +102,12 @@ export function compileTablePolicy(policy: TablePolicy, dialect: Dialect, table 
   const columns = policy.columns.includes('*') ? '*' : policy.columns.map(quoteIdent).join(', ');
   if (!columns) throw new AppError('ERR_DATA_FILTER', 'policy allows no column');
   const { where, params } = compileFilter(policy.all_rows ? {} : policy.row_filter, dialect);
-  return { dialect, table, columns, where, sql: `SELECT ${columns} FROM ${qt}${where ? ` WHERE ${where}` : ''}`, params };
+  return {
+    dialect,
+    table,
+    columns,
+    where,
+    sql: `SELECT ${columns} FROM ${qt}${where ? ` WHERE ${where}` : ''}`,
+    params,
+  };
 }

@@ -1,5 +1,16 @@
-import type { EffectivePolicyView as EffectivePolicy, GrantView as GrantSource, TablePolicyView as TablePolicy } from '../../core/api-types-data-access.js';
-import { isEmptyFilter, isSystemCatalogue, substitute, type FilterSubject, type Node, type RowFilter } from './predicate.js';
+import type {
+  EffectivePolicyView as EffectivePolicy,
+  GrantView as GrantSource,
+  TablePolicyView as TablePolicy,
+} from '../../core/api-types-data-access.js';
+import {
+  isEmptyFilter,
+  isSystemCatalogue,
+  substitute,
+  type FilterSubject,
+  type Node,
+  type RowFilter,
+} from './predicate.js';
 import type { DataPolicy } from './store.js';
 
 /** A grant as it reaches a table, what a user may read from one table, and a user's whole policy: the API's shapes (core/api-types-data-access.ts). */
@@ -85,7 +96,8 @@ export function resolveEffectivePolicy(user: PolicyUser, roles: RoleGrants[], bi
         gives: `role ${r.role} grants ${describe(p.allowed_columns, row_filter)} on ${p.table === '*' ? 'every table' : p.table}`,
       };
       // The stored JSON text identifies the filter before substitution, which is the same per user.
-      if (p.filter_key !== undefined) Object.defineProperty(g, 'filter_key', { value: p.filter_key, enumerable: false });
+      if (p.filter_key !== undefined)
+        Object.defineProperty(g, 'filter_key', { value: p.filter_key, enumerable: false });
       if (p.table === '*') wildcard.push(g);
       else {
         let list = named.get(p.table);
@@ -100,7 +112,11 @@ export function resolveEffectivePolicy(user: PolicyUser, roles: RoleGrants[], bi
     ...(roles.length ? [] : ['no data role: no table is readable']),
     ...roles.filter((r) => r.policies.length === 0).map((r) => `role ${r.role} has no grants`),
     ...tables.map((t) => t.explanation),
-    ...(any_table ? [`any other table: ${describe(any_table.columns, any_table.row_filter)} — from ${any_table.grants.map((g) => g.role).join(', ')}`] : []),
+    ...(any_table
+      ? [
+          `any other table: ${describe(any_table.columns, any_table.row_filter)} — from ${any_table.grants.map((g) => g.role).join(', ')}`,
+        ]
+      : []),
     ...(roles.length && !any_table ? ['tables not listed: no access (no grant)'] : []),
   ];
   return { ...base, tables, any_table, explanation };

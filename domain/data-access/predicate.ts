@@ -10,7 +10,10 @@ export type Op = CompareOp | ListOp | 'is_null';
 /** A literal a leaf may compare with, or the variables `$user_id` / `$username`. */
 export type Scalar = string | number | boolean;
 
-export type Leaf = { column: string; op: CompareOp; value: Scalar } | { column: string; op: ListOp; value: Scalar[] } | { column: string; op: 'is_null'; value: boolean };
+export type Leaf =
+  | { column: string; op: CompareOp; value: Scalar }
+  | { column: string; op: ListOp; value: Scalar[] }
+  | { column: string; op: 'is_null'; value: boolean };
 export type Node = Leaf | { all: Node[] } | { any: Node[] };
 /** `{}` (all rows) or one node. */
 export type RowFilter = Record<string, never> | Node;
@@ -167,7 +170,8 @@ export function substitute(f: RowFilter, who: FilterSubject): RowFilter {
   const n = f as Node;
   if ('all' in n) return { all: n.all.map((c) => substitute(c, who) as Node) };
   if ('any' in n) return { any: n.any.map((c) => substitute(c, who) as Node) };
-  if (n.op === 'in' || n.op === 'not_in') return { column: n.column, op: n.op, value: n.value.map((v) => substValue(v, who)) };
+  if (n.op === 'in' || n.op === 'not_in')
+    return { column: n.column, op: n.op, value: n.value.map((v) => substValue(v, who)) };
   if (n.op === 'is_null') return { ...n };
   return { column: n.column, op: n.op, value: substValue(n.value as Scalar, who) };
 }
@@ -195,7 +199,10 @@ function where(field: string): string {
 }
 
 function scalarProblem(v: unknown): string | null {
-  if (typeof v === 'string') return v.length > FILTER_LIMITS.maxStringLength ? `is longer than ${FILTER_LIMITS.maxStringLength} characters` : null;
+  if (typeof v === 'string')
+    return v.length > FILTER_LIMITS.maxStringLength
+      ? `is longer than ${FILTER_LIMITS.maxStringLength} characters`
+      : null;
   if (typeof v === 'number') return Number.isFinite(v) ? null : 'is not a finite number';
   if (typeof v === 'boolean') return null;
   return 'must be a text, a number or true/false';
@@ -207,7 +214,12 @@ function scalarProblem(v: unknown): string | null {
  * "must NOT have additional properties" for one `oneOf`. The same rules as ROW_FILTER_SCHEMA
  * (which stays the filter's documented shape); the node count is checkFilterSize's.
  */
-export function rowFilterProblems(f: unknown, field = 'row_filter', depth = 0, out: FilterProblem[] = []): FilterProblem[] {
+export function rowFilterProblems(
+  f: unknown,
+  field = 'row_filter',
+  depth = 0,
+  out: FilterProblem[] = [],
+): FilterProblem[] {
   const at = where(field);
   if (f === null || typeof f !== 'object' || Array.isArray(f)) {
     out.push({
@@ -246,7 +258,9 @@ export function rowFilterProblems(f: unknown, field = 'row_filter', depth = 0, o
         field: `${field}.${group}`,
         message: `${at}: "${group}" has ${list.length} conditions; at most ${FILTER_LIMITS.maxChildren}.`,
       });
-    list.slice(0, FILTER_LIMITS.maxChildren).forEach((c, i) => rowFilterProblems(c, `${field}.${group}.${i}`, depth + 1, out));
+    list
+      .slice(0, FILTER_LIMITS.maxChildren)
+      .forEach((c, i) => rowFilterProblems(c, `${field}.${group}.${i}`, depth + 1, out));
     return out;
   }
   const unknown = keys.filter((k) => !LEAF_KEYS.includes(k));
@@ -258,7 +272,8 @@ export function rowFilterProblems(f: unknown, field = 'row_filter', depth = 0, o
   }
   const col = o.column;
   if (col === undefined) out.push({ field: `${field}.column`, message: `${at}: the column is missing.` });
-  else if (typeof col !== 'string') out.push({ field: `${field}.column`, message: `${at}: the column must be a column name (text).` });
+  else if (typeof col !== 'string')
+    out.push({ field: `${field}.column`, message: `${at}: the column must be a column name (text).` });
   else if (col.trim() === '') out.push({ field: `${field}.column`, message: `${at}: the column is empty.` });
   else if (!COLUMN_RE.test(col))
     out.push({
@@ -286,9 +301,11 @@ export function rowFilterProblems(f: unknown, field = 'row_filter', depth = 0, o
 /** What is wrong with a condition's value for its operator (is_null: a boolean; in/not_in: a list of scalars; else one scalar). */
 function valueProblems(op: string, v: unknown, field: string, at: string, out: FilterProblem[]): void {
   if (op === 'is_null') {
-    if (typeof v !== 'boolean') out.push({ field: `${field}.value`, message: `${at}: is_null takes true (is null) or false (is not null).` });
+    if (typeof v !== 'boolean')
+      out.push({ field: `${field}.value`, message: `${at}: is_null takes true (is null) or false (is not null).` });
   } else if (op === 'in' || op === 'not_in') {
-    if (!Array.isArray(v) || v.length === 0) out.push({ field: `${field}.value`, message: `${at}: ${op} takes a list of at least one value.` });
+    if (!Array.isArray(v) || v.length === 0)
+      out.push({ field: `${field}.value`, message: `${at}: ${op} takes a list of at least one value.` });
     else if (v.length > FILTER_LIMITS.maxListItems)
       out.push({
         field: `${field}.value`,

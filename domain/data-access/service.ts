@@ -35,7 +35,10 @@ export function compilePolicy(eff: EffectivePolicy, dialect: Dialect): CompiledP
 }
 
 /** One table's policy and its compiled queries, or nulls when the user has no grant for it. */
-export function tableAccess(eff: EffectivePolicy, table: string): { table: string; policy: TablePolicy | null; sqlite: CompiledQuery | null; postgres: CompiledQuery | null } {
+export function tableAccess(
+  eff: EffectivePolicy,
+  table: string,
+): { table: string; policy: TablePolicy | null; sqlite: CompiledQuery | null; postgres: CompiledQuery | null } {
   const policy = policyForTable(eff, table);
   return {
     table,

@@ -1,5 +1,10 @@
 import { AppError, nowIso } from '../../core/index.js';
-import type { AssignmentView as Assignment, DataPolicyView as DataPolicy, DataRoleSummaryView as DataRoleSummary, DataRoleView as DataRole } from '../../core/api-types-data-access.js';
+import type {
+  AssignmentView as Assignment,
+  DataPolicyView as DataPolicy,
+  DataRoleSummaryView as DataRoleSummary,
+  DataRoleView as DataRole,
+} from '../../core/api-types-data-access.js';
 import { logAction } from '../action-log.js';
 import { inTransaction, type Row, type Sql } from '../db/index.js';
 import { getUserById } from '../users.js';
@@ -7,7 +12,11 @@ import { isSystemCatalogue, type RowFilter } from './predicate.js';
 
 /** A grant on a system catalogue is refused (isSystemCatalogue): it would expose the schema or the engine. */
 export function systemTableError(table: string): AppError {
-  return new AppError('ERR_DATA_SYSTEM_TABLE', `table_name: ${table} is a system catalogue of the database, not a table a policy may grant`, { details: { field: 'table_name' } });
+  return new AppError(
+    'ERR_DATA_SYSTEM_TABLE',
+    `table_name: ${table} is a system catalogue of the database, not a table a policy may grant`,
+    { details: { field: 'table_name' } },
+  );
 }
 
 /** The built-in unrestricted role (docs/rules.md#data-access-rules, rule 1). */
@@ -26,7 +35,14 @@ export interface GrantRole {
 }
 
 function toRole(r: Row<'data_roles'>): DataRole {
-  return { id: r.id, name: r.name, description: r.description, builtin: r.builtin === 1, created_at: r.created_at, updated_at: r.updated_at };
+  return {
+    id: r.id,
+    name: r.name,
+    description: r.description,
+    builtin: r.builtin === 1,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+  };
 }
 
 export function toPolicy(r: Row<'data_policies'>): DataPolicy {
@@ -78,7 +94,13 @@ export async function listRoles(db: Sql): Promise<DataRoleSummary[]> {
         .as('assignment_count'),
     ])
     .execute();
-  return rows.map((r) => ({ ...toRole(r), policy_count: Number(r.policy_count ?? 0), assignment_count: Number(r.assignment_count ?? 0) })).sort(byText((r) => r.name.toLowerCase()));
+  return rows
+    .map((r) => ({
+      ...toRole(r),
+      policy_count: Number(r.policy_count ?? 0),
+      assignment_count: Number(r.assignment_count ?? 0),
+    }))
+    .sort(byText((r) => r.name.toLowerCase()));
 }
 
 export async function getRole(db: Sql, id: number): Promise<DataRole> {
@@ -101,7 +123,11 @@ export async function createRole(db: Sql, actorId: number | null, name: string, 
   try {
     return await inTransaction(db, async (trx) => {
       if (await getRoleByName(trx, name)) throw roleExists(name);
-      const r = await trx.insertInto('data_roles').values({ name, description }).returningAll().executeTakeFirstOrThrow();
+      const r = await trx
+        .insertInto('data_roles')
+        .values({ name, description })
+        .returningAll()
+        .executeTakeFirstOrThrow();
       const role = toRole(r);
       await logAction(trx, { event: 'data.role.created', actorId, data: { role_id: role.id, role: role.name } });
       return role;
@@ -113,7 +139,12 @@ export async function createRole(db: Sql, actorId: number | null, name: string, 
   }
 }
 
-export async function updateRole(db: Sql, actorId: number | null, id: number, patch: { name?: string; description?: string }): Promise<DataRole> {
+export async function updateRole(
+  db: Sql,
+  actorId: number | null,
+  id: number,
+  patch: { name?: string; description?: string },
+): Promise<DataRole> {
   try {
     return await inTransaction(db, async (trx) => {
       const role = await getRole(trx, id);
@@ -124,7 +155,11 @@ export async function updateRole(db: Sql, actorId: number | null, id: number, pa
       }
       const r = await trx
         .updateTable('data_roles')
-        .set({ name: patch.name ?? role.name, description: patch.description ?? role.description, updated_at: nowIso() })
+        .set({
+          name: patch.name ?? role.name,
+          description: patch.description ?? role.description,
+          updated_at: nowIso(),
+        })
         .where('id', '=', id)
         .returningAll()
         .executeTakeFirst();
@@ -151,10 +186,16 @@ export async function deleteRole(db: Sql, actorId: number | null, id: number): P
   await inTransaction(db, async (trx) => {
     const role = await getRole(trx, id);
     if (role.builtin) throw new AppError('ERR_DATA_ROLE_BUILTIN', `${role.name} is built in and cannot be deleted`);
-    const users = (await trx.selectFrom('user_data_roles').select('user_id').where('role_id', '=', id).orderBy('user_id').execute()).map((r) => r.user_id);
+    const users = (
+      await trx.selectFrom('user_data_roles').select('user_id').where('role_id', '=', id).orderBy('user_id').execute()
+    ).map((r) => r.user_id);
     // The grants and assignments go with it (ON DELETE CASCADE).
     await trx.deleteFrom('data_roles').where('id', '=', id).execute();
-    await logAction(trx, { event: 'data.role.deleted', actorId, data: { role_id: id, role: role.name, unassigned_users: users.length } });
+    await logAction(trx, {
+      event: 'data.role.deleted',
+      actorId,
+      data: { role_id: id, role: role.name, unassigned_users: users.length },
+    });
     for (const u of users) await syncEntitlement(trx, actorId, u);
   });
 }
@@ -167,7 +208,14 @@ export async function listPolicies(db: Sql, roleId: number): Promise<DataPolicy[
 }
 
 /** Create or replace the role's grant on one table; returns it and whether it is new. */
-export async function putPolicy(db: Sql, actorId: number | null, roleId: number, table: string, columns: string[], rowFilter: RowFilter): Promise<{ policy: DataPolicy; created: boolean }> {
+export async function putPolicy(
+  db: Sql,
+  actorId: number | null,
+  roleId: number,
+  table: string,
+  columns: string[],
+  rowFilter: RowFilter,
+): Promise<{ policy: DataPolicy; created: boolean }> {
   if (isSystemCatalogue(table)) throw systemTableError(table);
   return inTransaction(db, async (trx) => {
     const role = await getRole(trx, roleId);
@@ -181,7 +229,14 @@ export async function putPolicy(db: Sql, actorId: number | null, roleId: number,
       .returningAll()
       .executeTakeFirst();
     const row =
-      inserted ?? (await trx.updateTable('data_policies').set({ allowed_columns: cols, row_filter: filter, updated_at: nowIso() }).where('role_id', '=', roleId).where('table_name', '=', table).returningAll().executeTakeFirstOrThrow());
+      inserted ??
+      (await trx
+        .updateTable('data_policies')
+        .set({ allowed_columns: cols, row_filter: filter, updated_at: nowIso() })
+        .where('role_id', '=', roleId)
+        .where('table_name', '=', table)
+        .returningAll()
+        .executeTakeFirstOrThrow());
     // The grant itself is configuration, not query data: it is logged in full for the audit trail.
     await logAction(trx, {
       event: inserted ? 'data.policy.created' : 'data.policy.updated',
@@ -196,8 +251,13 @@ export async function deletePolicy(db: Sql, actorId: number | null, roleId: numb
   await inTransaction(db, async (trx) => {
     const role = await getRole(trx, roleId);
     if (role.builtin) throw fixedGrants(role);
-    const r = await trx.deleteFrom('data_policies').where('role_id', '=', roleId).where('table_name', '=', table).executeTakeFirst();
-    if (Number(r.numDeletedRows) === 0) throw new AppError('ERR_DATA_POLICY_NOT_FOUND', `role ${roleId} has no grant on ${table}`);
+    const r = await trx
+      .deleteFrom('data_policies')
+      .where('role_id', '=', roleId)
+      .where('table_name', '=', table)
+      .executeTakeFirst();
+    if (Number(r.numDeletedRows) === 0)
+      throw new AppError('ERR_DATA_POLICY_NOT_FOUND', `role ${roleId} has no grant on ${table}`);
     await logAction(trx, { event: 'data.policy.deleted', actorId, data: { role_id: roleId, role: role.name, table } });
   });
 }
@@ -210,7 +270,10 @@ function assignments(db: Sql) {
     .select(['a.id', 'a.user_id', 'u.username', 'a.role_id', 'r.name as role', 'a.assigned_by', 'a.created_at']);
 }
 
-export async function listAssignments(db: Sql, q: { userId?: number; roleId?: number; limit?: number; offset?: number } = {}): Promise<{ items: Assignment[]; total: number }> {
+export async function listAssignments(
+  db: Sql,
+  q: { userId?: number; roleId?: number; limit?: number; offset?: number } = {},
+): Promise<{ items: Assignment[]; total: number }> {
   let count = db.selectFrom('user_data_roles as a').select((eb) => eb.fn.countAll<number>().as('n'));
   let page = assignments(db);
   if (q.userId !== undefined) {
@@ -248,10 +311,22 @@ export async function assign(db: Sql, actorId: number | null, userId: number, ro
       .returning('id')
       .executeTakeFirst();
     if (!row) {
-      const dup = await trx.selectFrom('user_data_roles').select('id').where('user_id', '=', userId).where('role_id', '=', roleId).executeTakeFirst();
-      throw new AppError('ERR_DATA_ASSIGNMENT_EXISTS', `user ${userId} already has ${role.name}`, { details: { assignment_id: dup?.id } });
+      const dup = await trx
+        .selectFrom('user_data_roles')
+        .select('id')
+        .where('user_id', '=', userId)
+        .where('role_id', '=', roleId)
+        .executeTakeFirst();
+      throw new AppError('ERR_DATA_ASSIGNMENT_EXISTS', `user ${userId} already has ${role.name}`, {
+        details: { assignment_id: dup?.id },
+      });
     }
-    await logAction(trx, { event: 'data.assignment.created', actorId, subjectId: userId, data: { assignment_id: row.id, role_id: roleId, role: role.name } });
+    await logAction(trx, {
+      event: 'data.assignment.created',
+      actorId,
+      subjectId: userId,
+      data: { assignment_id: row.id, role_id: roleId, role: role.name },
+    });
     await syncEntitlement(trx, actorId, userId);
     return getAssignment(trx, row.id);
   });
@@ -262,7 +337,8 @@ export async function unassign(db: Sql, actorId: number | null, assignmentId: nu
   await inTransaction(db, async (trx) => {
     const a = await getAssignment(trx, assignmentId);
     const r = await trx.deleteFrom('user_data_roles').where('id', '=', assignmentId).executeTakeFirst();
-    if (Number(r.numDeletedRows) === 0) throw new AppError('ERR_DATA_ASSIGNMENT_NOT_FOUND', `no assignment ${assignmentId}`);
+    if (Number(r.numDeletedRows) === 0)
+      throw new AppError('ERR_DATA_ASSIGNMENT_NOT_FOUND', `no assignment ${assignmentId}`);
     await logAction(trx, {
       event: 'data.assignment.deleted',
       actorId,
@@ -303,7 +379,12 @@ export async function grantsOf(db: Sql, userId: number): Promise<GrantRole[]> {
 }
 
 export async function hasEntitlement(db: Sql, userId: number, name = BI_ENTITLEMENT): Promise<boolean> {
-  return !!(await db.selectFrom('user_entitlements').select('user_id').where('user_id', '=', userId).where('name', '=', name).executeTakeFirst());
+  return !!(await db
+    .selectFrom('user_entitlements')
+    .select('user_id')
+    .where('user_id', '=', userId)
+    .where('name', '=', name)
+    .executeTakeFirst());
 }
 
 /**
@@ -311,7 +392,12 @@ export async function hasEntitlement(db: Sql, userId: number, name = BI_ENTITLEM
  * they have none; each change is written to the action log (in the caller's transaction).
  */
 export async function syncEntitlement(db: Sql, actorId: number | null, userId: number): Promise<void> {
-  const has = !!(await db.selectFrom('user_data_roles').select('id').where('user_id', '=', userId).limit(1).executeTakeFirst());
+  const has = !!(await db
+    .selectFrom('user_data_roles')
+    .select('id')
+    .where('user_id', '=', userId)
+    .limit(1)
+    .executeTakeFirst());
   if (has) {
     const added = await db
       .insertInto('user_entitlements')
@@ -319,11 +405,26 @@ export async function syncEntitlement(db: Sql, actorId: number | null, userId: n
       .onConflict((oc) => oc.columns(['user_id', 'name']).doNothing())
       .returning('user_id')
       .executeTakeFirst();
-    if (added) await logAction(db, { event: 'bi.entitlement.granted', actorId, subjectId: userId, data: { entitlement: BI_ENTITLEMENT, bi: true } });
+    if (added)
+      await logAction(db, {
+        event: 'bi.entitlement.granted',
+        actorId,
+        subjectId: userId,
+        data: { entitlement: BI_ENTITLEMENT, bi: true },
+      });
   } else {
-    const r = await db.deleteFrom('user_entitlements').where('user_id', '=', userId).where('name', '=', BI_ENTITLEMENT).executeTakeFirst();
+    const r = await db
+      .deleteFrom('user_entitlements')
+      .where('user_id', '=', userId)
+      .where('name', '=', BI_ENTITLEMENT)
+      .executeTakeFirst();
     if (Number(r.numDeletedRows) > 0) {
-      await logAction(db, { event: 'bi.entitlement.revoked', actorId, subjectId: userId, data: { entitlement: BI_ENTITLEMENT, bi: false } });
+      await logAction(db, {
+        event: 'bi.entitlement.revoked',
+        actorId,
+        subjectId: userId,
+        data: { entitlement: BI_ENTITLEMENT, bi: false },
+      });
     }
   }
 }

@@ -23,14 +23,22 @@ async function tablesInOrder(src: Database): Promise<string[]> {
   const deps = new Map<string, Set<string>>();
   if (src.engine === 'sqlite') {
     const conn = src.sqlite!;
-    const names = (conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as { name: string }[]).map((r) => r.name);
+    const names = (
+      conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+        .all() as { name: string }[]
+    ).map((r) => r.name);
     for (const n of names) {
       if (SKIP.has(n)) continue;
       const fks = conn.prepare(`PRAGMA foreign_key_list(${JSON.stringify(n)})`).all() as { table: string }[];
       deps.set(n, new Set(fks.map((f) => f.table).filter((x) => x !== n)));
     }
   } else {
-    const tables = await sql<{ name: string }>`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name`.execute(src.sql);
+    const tables = await sql<{
+      name: string;
+    }>`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name`.execute(
+      src.sql,
+    );
     const fks = await sql<{ child: string; parent: string }>`
       SELECT tc.table_name AS child, ccu.table_name AS parent FROM information_schema.table_constraints tc
       JOIN information_schema.constraint_column_usage ccu ON tc.constraint_name = ccu.constraint_name AND tc.table_schema = ccu.table_schema
@@ -62,7 +70,10 @@ function sqliteSequences(src: Database): Map<string, number> {
 
 export async function copyDatabase(src: Database, dst: Database): Promise<CopyReport> {
   if (src.schemaVersion !== dst.schemaVersion) {
-    throw new AppError('ERR_DB_MIGRATION', `schema versions differ (source ${src.schemaVersion}, target ${dst.schemaVersion}): run the same airlock version on both`);
+    throw new AppError(
+      'ERR_DB_MIGRATION',
+      `schema versions differ (source ${src.schemaVersion}, target ${dst.schemaVersion}): run the same airlock version on both`,
+    );
   }
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   const s = src.sql as any;
@@ -70,7 +81,11 @@ export async function copyDatabase(src: Database, dst: Database): Promise<CopyRe
     .selectFrom('users')
     .select((eb) => eb.fn.countAll<number>().as('n'))
     .executeTakeFirstOrThrow();
-  if (Number(users.n) > 0) throw new AppError('ERR_VALIDATION', `the target ${dst.target} already has users: copy only into a new, empty database`);
+  if (Number(users.n) > 0)
+    throw new AppError(
+      'ERR_VALIDATION',
+      `the target ${dst.target} already has users: copy only into a new, empty database`,
+    );
   const tables = await tablesInOrder(src);
   const seqs = sqliteSequences(src);
   const report: CopyReport = { tables: [] };
@@ -90,9 +105,12 @@ export async function copyDatabase(src: Database, dst: Database): Promise<CopyRe
       if (dst.engine === 'postgres') {
         // (Checked first: a failing statement would abort the whole transaction.)
         const identity = await sql<{ n: number }>`SELECT COUNT(*) AS n FROM information_schema.columns
-          WHERE table_schema = current_schema() AND table_name = ${table} AND column_name = 'id' AND is_identity = 'YES'`.execute(trx);
+          WHERE table_schema = current_schema() AND table_name = ${table} AND column_name = 'id' AND is_identity = 'YES'`.execute(
+          trx,
+        );
         const max = Math.max(seqs.get(table) ?? 0, ...rows.map((r) => Number(r.id) || 0), 0);
-        if (Number(identity.rows[0]?.n) > 0 && max > 0) await sql`SELECT setval(pg_get_serial_sequence(${table}, 'id'), ${max}, true)`.execute(trx);
+        if (Number(identity.rows[0]?.n) > 0 && max > 0)
+          await sql`SELECT setval(pg_get_serial_sequence(${table}, 'id'), ${max}, true)`.execute(trx);
       }
       // Into SQLite, AUTOINCREMENT continues after the highest copied id by itself.
     }

@@ -60,11 +60,18 @@ export function isConnectionError(err: unknown): boolean {
   const e = err as { code?: string; message?: string } | undefined;
   if (!e) return false;
   if (typeof e.code === 'string') {
-    if (['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EPIPE', 'ENOENT', 'EHOSTUNREACH', 'EAI_AGAIN'].includes(e.code)) return true;
+    if (
+      ['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EPIPE', 'ENOENT', 'EHOSTUNREACH', 'EAI_AGAIN'].includes(
+        e.code,
+      )
+    )
+      return true;
     // 08xxx connection exceptions, 57P01-03 admin shutdown / crash shutdown / cannot connect now.
     if (/^08/.test(e.code) || ['57P01', '57P02', '57P03'].includes(e.code)) return true;
   }
-  return /Connection terminated|connection timeout|Client has encountered a connection error|Cannot use a pool after calling end/i.test(e.message ?? '');
+  return /Connection terminated|connection timeout|Client has encountered a connection error|Cannot use a pool after calling end/i.test(
+    e.message ?? '',
+  );
 }
 
 export async function openDatabase(opts: OpenOptions): Promise<Database> {
@@ -105,14 +112,18 @@ async function openSqlite(file: string): Promise<Database> {
 }
 
 async function openPostgres(url: string, opts: OpenOptions): Promise<Database> {
-  if (!/^postgres(ql)?:\/\//.test(url)) throw new AppError('ERR_DB_URL', 'AIRLOCK_DATABASE_URL must start with postgres:// or postgresql://');
+  if (!/^postgres(ql)?:\/\//.test(url))
+    throw new AppError('ERR_DB_URL', 'AIRLOCK_DATABASE_URL must start with postgres:// or postgresql://');
   const target = describePostgresUrl(url);
   const pool = new pg.Pool({
     connectionString: url,
     max: opts.poolSize ?? 10,
     connectionTimeoutMillis: 5_000,
     // Counts and sums come back as int8; every value Airlock stores fits a JS number.
-    types: { getTypeParser: (oid: number, format?: 'text' | 'binary') => (oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format)) },
+    types: {
+      getTypeParser: (oid: number, format?: 'text' | 'binary') =>
+        oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format),
+    },
   });
   // A server restart kills idle clients; the pool replaces them, this only keeps the process alive.
   pool.on('error', (err) => opts.log?.warn({ db: target, err: err.message }, 'idle PostgreSQL connection lost'));
@@ -123,7 +134,10 @@ async function openPostgres(url: string, opts: OpenOptions): Promise<Database> {
     await pool.end().catch(() => undefined);
     if (err instanceof AppError) throw err;
     if (isConnectionError(err) || /password authentication|does not exist|no pg_hba/i.test((err as Error).message)) {
-      throw new AppError('ERR_DB_UNAVAILABLE', `cannot reach the database ${target}: ${redact((err as Error).message, url)}`);
+      throw new AppError(
+        'ERR_DB_UNAVAILABLE',
+        `cannot reach the database ${target}: ${redact((err as Error).message, url)}`,
+      );
     }
     throw err;
   }

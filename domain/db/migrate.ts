@@ -33,10 +33,17 @@ export async function loadMigrations(dir = MIGRATIONS_DIR): Promise<Migration[]>
   for (const f of files) {
     const mod = (await import(pathToFileURL(join(dir, f)).href)) as Partial<Migration>;
     const version = Number(f.slice(0, 3));
-    if (!mod.sqlite || typeof mod.postgres !== 'string') throw new AppError('ERR_DB_MIGRATION', `migration ${f} must export both sqlite and postgres`);
+    if (!mod.sqlite || typeof mod.postgres !== 'string')
+      throw new AppError('ERR_DB_MIGRATION', `migration ${f} must export both sqlite and postgres`);
     if (seen.has(version)) throw new AppError('ERR_DB_MIGRATION', `two migrations numbered ${version}`);
     seen.add(version);
-    out.push({ version, name: f.replace(/\.(js|ts)$/, ''), sqlite: mod.sqlite, postgres: mod.postgres, foreignKeysOff: mod.foreignKeysOff === true });
+    out.push({
+      version,
+      name: f.replace(/\.(js|ts)$/, ''),
+      sqlite: mod.sqlite,
+      postgres: mod.postgres,
+      foreignKeysOff: mod.foreignKeysOff === true,
+    });
   }
   return out;
 }
@@ -51,14 +58,19 @@ function refuseNewer(applied: Iterable<number>, migrations: Migration[]): void {
   const known = new Set(migrations.map((m) => m.version));
   const unknown = [...applied].filter((v) => !known.has(v));
   if (unknown.length) {
-    throw new AppError('ERR_DB_MIGRATION', `the database has schema version ${Math.max(...unknown)}, newer than this program knows (${Math.max(0, ...known)}): upgrade airlock on this node`);
+    throw new AppError(
+      'ERR_DB_MIGRATION',
+      `the database has schema version ${Math.max(...unknown)}, newer than this program knows (${Math.max(0, ...known)}): upgrade airlock on this node`,
+    );
   }
 }
 
 /** Apply pending migrations to a SQLite connection; returns the schema version. */
 export function migrateSqlite(db: BetterSqlite3.Database, migrations: Migration[]): number {
   db.exec(LEDGER_SQLITE);
-  const applied = new Set((db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => r.version));
+  const applied = new Set(
+    (db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => r.version),
+  );
   refuseNewer(applied, migrations);
   for (const m of migrations) {
     if (applied.has(m.version)) continue;
@@ -70,7 +82,11 @@ export function migrateSqlite(db: BetterSqlite3.Database, migrations: Migration[
         else m.sqlite(db);
         if (m.foreignKeysOff) {
           const broken = db.pragma('foreign_key_check') as unknown[];
-          if (broken.length) throw new AppError('ERR_DB_MIGRATION', `migration ${m.name} would leave ${broken.length} broken foreign keys`);
+          if (broken.length)
+            throw new AppError(
+              'ERR_DB_MIGRATION',
+              `migration ${m.name} would leave ${broken.length} broken foreign keys`,
+            );
         }
         db.prepare('INSERT INTO schema_migrations (version, name) VALUES (?, ?)').run(m.version, m.name);
       })();

@@ -20,7 +20,16 @@ import type {
   UserEntitlementsTable,
   MemoriesTable,
 } from './schema-identity.js';
-import type { MailHoldsTable, MailServerPolicyTable, MailSendLocksTable, ProxyRequestsTable, NodesTable, SandboxesTable, LeasesTable, NodeNoncesTable } from './schema-egress.js';
+import type {
+  MailHoldsTable,
+  MailServerPolicyTable,
+  MailSendLocksTable,
+  ProxyRequestsTable,
+  NodesTable,
+  SandboxesTable,
+  LeasesTable,
+  NodeNoncesTable,
+} from './schema-egress.js';
 import type { ConnectorApprovalsTable, ConnectorTokensTable } from './schema-connector-oauth.js';
 
 export type * from './schema-identity.js';

@@ -65,7 +65,11 @@ export async function rewriteAgentPolicies(db: Sql, userIds: Iterable<number>): 
   const now = nowIso();
   for (const id of userIds) {
     const policy = JSON.stringify(await effectiveAgentPolicy(db, id));
-    const cur = await db.selectFrom('user_agent_policies').select('policy').where('user_id', '=', id).executeTakeFirst();
+    const cur = await db
+      .selectFrom('user_agent_policies')
+      .select('policy')
+      .where('user_id', '=', id)
+      .executeTakeFirst();
     if (cur?.policy === policy) continue;
     await db
       .insertInto('user_agent_policies')
@@ -82,7 +86,15 @@ export async function rewriteAgentPolicies(db: Sql, userIds: Iterable<number>): 
  * tool and the chart extensions (extensions/). Agent policies may name only these; a new tool
  * is added here as well as in its MCP server.
  */
-export const AGENT_TOOLS = ['fetch_sheet', 'search_spreadsheets', 'send_email', 'fetch_memory', 'read_file_table', 'rasterize_chart', 'render_chart'] as const;
+export const AGENT_TOOLS = [
+  'fetch_sheet',
+  'search_spreadsheets',
+  'send_email',
+  'fetch_memory',
+  'read_file_table',
+  'rasterize_chart',
+  'render_chart',
+] as const;
 
 /** What a policy may name: the tools above and the models this server can use. */
 export interface AgentCatalog {
@@ -113,7 +125,9 @@ export function unknownNames(body: Record<string, unknown>, catalog: AgentCatalo
         message: `${label}: ${bad
           .slice(0, 5)
           .map((b) => `"${b.slice(0, 60)}"`)
-          .join(', ')} ${bad.length > 1 ? `are not ${kind}s` : `is not a ${kind}`} of this server; choose from ${known.join(', ') || 'none'}.`,
+          .join(
+            ', ',
+          )} ${bad.length > 1 ? `are not ${kind}s` : `is not a ${kind}`} of this server; choose from ${known.join(', ') || 'none'}.`,
       });
     }
   };

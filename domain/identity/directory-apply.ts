@@ -44,7 +44,10 @@ export async function applySnapshot(db: Sql, connectionId: number, snap: Directo
     ).n,
   );
   if (snap.users.length === 0 && known > 0) {
-    throw new AppError('ERR_SYNC_EMPTY_DIRECTORY', `the directory listed no users (${known} known); nothing was changed`);
+    throw new AppError(
+      'ERR_SYNC_EMPTY_DIRECTORY',
+      `the directory listed no users (${known} known); nothing was changed`,
+    );
   }
   const c: SyncCounts = {
     groups_created: 0,
@@ -86,8 +89,23 @@ interface ApplyRun {
 }
 
 /** (a) Upsert the ExternalGroup rows; delete those gone (their linked teams are remembered). */
-async function applyGroups({ db, connectionId, snap, now, c, w }: ApplyRun): Promise<{ groupIdOf: Map<string, number>; orphanedTeams: OrphanedTeam[] }> {
-  const existingGroups = new Map((await db.selectFrom('external_groups').select(['id', 'directory_id', 'email', 'name', 'description']).where('connection_id', '=', connectionId).execute()).map((g) => [g.directory_id, g]));
+async function applyGroups({
+  db,
+  connectionId,
+  snap,
+  now,
+  c,
+  w,
+}: ApplyRun): Promise<{ groupIdOf: Map<string, number>; orphanedTeams: OrphanedTeam[] }> {
+  const existingGroups = new Map(
+    (
+      await db
+        .selectFrom('external_groups')
+        .select(['id', 'directory_id', 'email', 'name', 'description'])
+        .where('connection_id', '=', connectionId)
+        .execute()
+    ).map((g) => [g.directory_id, g]),
+  );
   const groupIdOf = new Map<string, number>();
   for (const g of snap.groups) {
     const email = g.email.toLowerCase();
@@ -95,7 +113,11 @@ async function applyGroups({ db, connectionId, snap, now, c, w }: ApplyRun): Pro
     const desc = g.description ?? '';
     const cur = existingGroups.get(g.id);
     if (!cur) {
-      const row = await db.insertInto('external_groups').values({ connection_id: connectionId, directory_id: g.id, email, name, description: desc, synced_at: now }).returning('id').executeTakeFirstOrThrow();
+      const row = await db
+        .insertInto('external_groups')
+        .values({ connection_id: connectionId, directory_id: g.id, email, name, description: desc, synced_at: now })
+        .returning('id')
+        .executeTakeFirstOrThrow();
       c.rows_written++;
       c.groups_created++;
       groupIdOf.set(g.id, row.id);
@@ -103,7 +125,13 @@ async function applyGroups({ db, connectionId, snap, now, c, w }: ApplyRun): Pro
       groupIdOf.set(g.id, cur.id);
       existingGroups.delete(g.id);
       if (cur.email !== email || cur.name !== name || cur.description !== desc) {
-        w(await db.updateTable('external_groups').set({ email, name, description: desc, synced_at: now }).where('id', '=', cur.id).executeTakeFirst());
+        w(
+          await db
+            .updateTable('external_groups')
+            .set({ email, name, description: desc, synced_at: now })
+            .where('id', '=', cur.id)
+            .executeTakeFirst(),
+        );
         c.groups_updated++;
       }
     }
@@ -122,7 +150,12 @@ async function applyGroups({ db, connectionId, snap, now, c, w }: ApplyRun): Pro
     );
     // Linked teams are unlinked by ON DELETE SET NULL (a written row each); remembered so the
     // teams step empties them instead of leaving them with the group's last members.
-    for (const tm of await db.selectFrom('teams').select(['id', 'organisation_id', 'name']).where('external_group_id', '=', gone.id).orderBy('id').execute()) {
+    for (const tm of await db
+      .selectFrom('teams')
+      .select(['id', 'organisation_id', 'name'])
+      .where('external_group_id', '=', gone.id)
+      .orderBy('id')
+      .execute()) {
       orphanedTeams.push({
         team_id: tm.id,
         organisation_id: tm.organisation_id,
@@ -141,7 +174,10 @@ async function applyGroups({ db, connectionId, snap, now, c, w }: ApplyRun): Pro
 /** The users step's state: directory rows, local accounts, and what changes. */
 interface UserState {
   dirRows: Map<string, DirUserRow>;
-  users: Map<number, { id: number; email: string | null; display_name: string | null; is_active: number; is_superuser: number }>;
+  users: Map<
+    number,
+    { id: number; email: string | null; display_name: string | null; is_active: number; is_superuser: number }
+  >;
   userByEmail: Map<string, number>;
   linkedUsers: Set<number>;
   /** Users to deactivate (user id → directory id), and to reactivate. */
@@ -158,17 +194,38 @@ interface UserState {
 async function applyUsers(run: ApplyRun): Promise<UserState> {
   const { db, connectionId, snap, c } = run;
   const dirRows = new Map<string, DirUserRow>(
-    (await db.selectFrom('directory_users').select(['directory_id', 'user_id', 'email', 'full_name', 'suspended', 'archived', 'present', 'deactivated_by_sync']).where('connection_id', '=', connectionId).execute()).map((r) => [
-      r.directory_id,
-      r,
-    ]),
+    (
+      await db
+        .selectFrom('directory_users')
+        .select([
+          'directory_id',
+          'user_id',
+          'email',
+          'full_name',
+          'suspended',
+          'archived',
+          'present',
+          'deactivated_by_sync',
+        ])
+        .where('connection_id', '=', connectionId)
+        .execute()
+    ).map((r) => [r.directory_id, r]),
   );
-  const users = new Map<number, { id: number; email: string | null; display_name: string | null; is_active: number; is_superuser: number }>(
-    (await db.selectFrom('users').select(['id', 'email', 'display_name', 'is_active', 'is_superuser']).execute()).map((u) => [u.id, u]),
+  const users = new Map<
+    number,
+    { id: number; email: string | null; display_name: string | null; is_active: number; is_superuser: number }
+  >(
+    (await db.selectFrom('users').select(['id', 'email', 'display_name', 'is_active', 'is_superuser']).execute()).map(
+      (u) => [u.id, u],
+    ),
   );
   const userByEmail = new Map<string, number>();
   for (const u of users.values()) if (u.email) userByEmail.set(u.email.toLowerCase(), u.id);
-  const linkedUsers = new Set((await db.selectFrom('directory_users').select('user_id').where('connection_id', '=', connectionId).execute()).map((r) => r.user_id));
+  const linkedUsers = new Set(
+    (await db.selectFrom('directory_users').select('user_id').where('connection_id', '=', connectionId).execute()).map(
+      (r) => r.user_id,
+    ),
+  );
 
   /** Users to deactivate (user id → directory id), and to reactivate. */
   const toDeactivate = new Map<number, string>();
@@ -209,7 +266,11 @@ async function applyDirectoryUser(run: ApplyRun, st: UserState, d: DirectoryUser
 }
 
 /** A directory user seen for the first time: link the account with its e-mail, or create one. */
-async function linkDirectoryUser({ db, connectionId, now, c }: ApplyRun, st: UserState, d: DirectoryUser): Promise<DirUserRow> {
+async function linkDirectoryUser(
+  { db, connectionId, now, c }: ApplyRun,
+  st: UserState,
+  d: DirectoryUser,
+): Promise<DirUserRow> {
   const { users, userByEmail, linkedUsers, dirState } = st;
   const email = d.primaryEmail.toLowerCase();
   const fullName = d.name?.fullName ?? null;
@@ -281,7 +342,12 @@ async function linkDirectoryUser({ db, connectionId, now, c }: ApplyRun, st: Use
 }
 
 /** A directory user already linked: its row and the local account brought in step with the directory. */
-async function stepDirectoryUser({ db, now, c, w }: ApplyRun, st: UserState, d: DirectoryUser, row: DirUserRow): Promise<DirUserRow> {
+async function stepDirectoryUser(
+  { db, now, c, w }: ApplyRun,
+  st: UserState,
+  d: DirectoryUser,
+  row: DirUserRow,
+): Promise<DirUserRow> {
   const { dirRows, users, userByEmail, dirState } = st;
   const email = d.primaryEmail.toLowerCase();
   const fullName = d.name?.fullName ?? null;
@@ -294,7 +360,12 @@ async function stepDirectoryUser({ db, now, c, w }: ApplyRun, st: UserState, d: 
     archived: d.archived ? 1 : 0,
     present: 1,
   };
-  const changed = next.email !== row.email || next.full_name !== row.full_name || next.suspended !== row.suspended || next.archived !== row.archived || row.present !== 1;
+  const changed =
+    next.email !== row.email ||
+    next.full_name !== row.full_name ||
+    next.suspended !== row.suspended ||
+    next.archived !== row.archived ||
+    row.present !== 1;
   dirState.set(d.id, { row: next, changed });
   row = next;
   const u = users.get(row.user_id)!;
@@ -302,7 +373,13 @@ async function stepDirectoryUser({ db, now, c, w }: ApplyRun, st: UserState, d: 
   const emailFree = u.email?.toLowerCase() === email || !userByEmail.has(email);
   const newEmail = emailFree ? email : u.email;
   if ((newEmail ?? null) !== (u.email ?? null) || (fullName ?? null) !== (u.display_name ?? null)) {
-    w(await db.updateTable('users').set({ email: newEmail, display_name: fullName, updated_at: now }).where('id', '=', u.id).executeTakeFirst());
+    w(
+      await db
+        .updateTable('users')
+        .set({ email: newEmail, display_name: fullName, updated_at: now })
+        .where('id', '=', u.id)
+        .executeTakeFirst(),
+    );
     if (u.email) userByEmail.delete(u.email.toLowerCase());
     if (newEmail) userByEmail.set(newEmail.toLowerCase(), u.id);
     u.email = newEmail;
@@ -315,7 +392,8 @@ async function stepDirectoryUser({ db, now, c, w }: ApplyRun, st: UserState, d: 
 /** Write the (de)activations and the changed directory_users rows. */
 async function writeUserStates({ db, connectionId, now, c, w }: ApplyRun, st: UserState): Promise<void> {
   const { users, toDeactivate, toReactivate, dirState } = st;
-  const setActive = async (active: 0 | 1, uid: number) => db.updateTable('users').set({ is_active: active, updated_at: now }).where('id', '=', uid).executeTakeFirst();
+  const setActive = async (active: 0 | 1, uid: number) =>
+    db.updateTable('users').set({ is_active: active, updated_at: now }).where('id', '=', uid).executeTakeFirst();
   for (const [active, changes] of [[0, toDeactivate] as const, [1, toReactivate] as const]) {
     for (const [uid, dirId] of changes) {
       w(await setActive(active, uid));
@@ -350,9 +428,18 @@ async function writeUserStates({ db, connectionId, now, c, w }: ApplyRun, st: Us
 }
 
 /** (c) Make each group's members match the cached member e-mails. */
-async function applyMemberships({ db, connectionId, snap, c }: ApplyRun, groupIdOf: Map<string, number>, emailToUser: Map<string, number>): Promise<void> {
+async function applyMemberships(
+  { db, connectionId, snap, c }: ApplyRun,
+  groupIdOf: Map<string, number>,
+  emailToUser: Map<string, number>,
+): Promise<void> {
   const current = new Map<number, Set<number>>();
-  for (const r of await db.selectFrom('external_group_members as m').innerJoin('external_groups as g', 'g.id', 'm.group_id').select(['m.group_id', 'm.user_id']).where('g.connection_id', '=', connectionId).execute()) {
+  for (const r of await db
+    .selectFrom('external_group_members as m')
+    .innerJoin('external_groups as g', 'g.id', 'm.group_id')
+    .select(['m.group_id', 'm.user_id'])
+    .where('g.connection_id', '=', connectionId)
+    .execute()) {
     let s = current.get(r.group_id);
     if (!s) current.set(r.group_id, (s = new Set()));
     s.add(r.user_id);
@@ -373,7 +460,12 @@ async function applyMemberships({ db, connectionId, snap, c }: ApplyRun, groupId
         .insertInto('external_group_members')
         .values(add.map((user_id) => ({ group_id: gid, user_id })))
         .execute();
-    if (remove.length) await db.deleteFrom('external_group_members').where('group_id', '=', gid).where('user_id', 'in', remove).execute();
+    if (remove.length)
+      await db
+        .deleteFrom('external_group_members')
+        .where('group_id', '=', gid)
+        .where('user_id', 'in', remove)
+        .execute();
     c.memberships_added += add.length;
     c.memberships_removed += remove.length;
     c.rows_written += add.length + remove.length;

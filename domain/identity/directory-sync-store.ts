@@ -22,7 +22,13 @@ export async function getJob(db: Sql, id: number): Promise<SyncJobRow> {
 }
 
 export function latestJob(db: Sql, connectionId: number): Promise<SyncJobRow | undefined> {
-  return db.selectFrom('directory_sync_jobs').selectAll().where('connection_id', '=', connectionId).orderBy('id', 'desc').limit(1).executeTakeFirst();
+  return db
+    .selectFrom('directory_sync_jobs')
+    .selectAll()
+    .where('connection_id', '=', connectionId)
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
 }
 
 /**
@@ -30,7 +36,12 @@ export function latestJob(db: Sql, connectionId: number): Promise<SyncJobRow | u
  * returned (`created: false`). The partial unique index directory_sync_jobs_one_running makes
  * this hold across processes (web app and CLI), not only inside this one.
  */
-export async function createOrGetRunningJob(db: Sql, connectionId: number, trigger: JobTrigger, requestedBy: number | null): Promise<{ job: SyncJobRow; created: boolean }> {
+export async function createOrGetRunningJob(
+  db: Sql,
+  connectionId: number,
+  trigger: JobTrigger,
+  requestedBy: number | null,
+): Promise<{ job: SyncJobRow; created: boolean }> {
   // Across every process and node: the insert either wins or meets the unfinished job's row
   // in the unique index, on both engines, without a lock of ours.
   for (let attempt = 0; attempt < 5; attempt++) {
@@ -39,7 +50,12 @@ export async function createOrGetRunningJob(db: Sql, connectionId: number, trigg
       ON CONFLICT (connection_id) WHERE status IN ('pending','running') DO NOTHING
       RETURNING *`.execute(db);
     if (job.rows[0]) return { job: job.rows[0], created: true };
-    const running = await db.selectFrom('directory_sync_jobs').selectAll().where('connection_id', '=', connectionId).where('status', 'in', ['pending', 'running']).executeTakeFirst();
+    const running = await db
+      .selectFrom('directory_sync_jobs')
+      .selectAll()
+      .where('connection_id', '=', connectionId)
+      .where('status', 'in', ['pending', 'running'])
+      .executeTakeFirst();
     if (running) return { job: running, created: false };
     // It finished between the two statements: try again.
   }
@@ -55,7 +71,12 @@ export async function logSyncFinished(db: Sql, jobId: number): Promise<boolean> 
   const j = await db.selectFrom('directory_sync_jobs').selectAll().where('id', '=', jobId).executeTakeFirst();
   if (!j || (j.status !== 'succeeded' && j.status !== 'failed')) return false;
   // The entry's data starts with its job id (written below), so a prefix match finds it on both engines.
-  const done = await db.selectFrom('action_log').select('id').where('event', '=', 'identity.directory_sync.finished').where('data', 'like', `{"job_id":${j.id},%`).executeTakeFirst();
+  const done = await db
+    .selectFrom('action_log')
+    .select('id')
+    .where('event', '=', 'identity.directory_sync.finished')
+    .where('data', 'like', `{"job_id":${j.id},%`)
+    .executeTakeFirst();
   if (done) return false;
   const result = j.result ? (JSON.parse(j.result) as Record<string, unknown>) : {};
   const counts = Object.fromEntries(Object.entries(result).filter(([, v]) => typeof v === 'number'));
@@ -64,7 +85,14 @@ export async function logSyncFinished(db: Sql, jobId: number): Promise<boolean> 
     event: 'identity.directory_sync.finished',
     severity: j.status === 'failed' ? 'warning' : 'info',
     actorId: j.requested_by,
-    data: { job_id: j.id, connection_id: j.connection_id, trigger: j.trigger, status: j.status, ...counts, ...(error?.code ? { error_code: error.code } : {}) },
+    data: {
+      job_id: j.id,
+      connection_id: j.connection_id,
+      trigger: j.trigger,
+      status: j.status,
+      ...counts,
+      ...(error?.code ? { error_code: error.code } : {}),
+    },
   });
   return true;
 }
@@ -86,7 +114,14 @@ export async function claimJob(db: Sql, jobId: number, owner: JobRunOwner): Prom
   const now = nowIso();
   const r = await db
     .updateTable('directory_sync_jobs')
-    .set({ status: 'running', started_at: now, owner_id: owner.id, owner_pid: owner.pid, owner_host: owner.host, heartbeat_at: now })
+    .set({
+      status: 'running',
+      started_at: now,
+      owner_id: owner.id,
+      owner_pid: owner.pid,
+      owner_host: owner.host,
+      heartbeat_at: now,
+    })
     .where('id', '=', jobId)
     .where('status', '=', 'pending')
     .executeTakeFirst();
@@ -97,7 +132,12 @@ export async function claimJob(db: Sql, jobId: number, owner: JobRunOwner): Prom
  * The job's row as long as it is still running for this owner: every write after the claim
  * requires that, so a run whose job another process failed as stale never overwrites it.
  */
-const owned = (db: Sql, jobId: number, ownerId: string) => db.updateTable('directory_sync_jobs').where('id', '=', jobId).where('status', '=', 'running').where('owner_id', '=', ownerId);
+const owned = (db: Sql, jobId: number, ownerId: string) =>
+  db
+    .updateTable('directory_sync_jobs')
+    .where('id', '=', jobId)
+    .where('status', '=', 'running')
+    .where('owner_id', '=', ownerId);
 
 /** The run is alive: a heartbeat, with the progress when given (JSON text). */
 export async function beatJob(db: Sql, jobId: number, ownerId: string, progress?: string): Promise<void> {
@@ -108,25 +148,45 @@ export async function beatJob(db: Sql, jobId: number, ownerId: string, progress?
 
 /** Whether the job is still running for this owner. */
 export async function ownsJob(db: Sql, jobId: number, ownerId: string): Promise<boolean> {
-  return !!(await db.selectFrom('directory_sync_jobs').select('id').where('id', '=', jobId).where('status', '=', 'running').where('owner_id', '=', ownerId).executeTakeFirst());
+  return !!(await db
+    .selectFrom('directory_sync_jobs')
+    .select('id')
+    .where('id', '=', jobId)
+    .where('status', '=', 'running')
+    .where('owner_id', '=', ownerId)
+    .executeTakeFirst());
 }
 
 /** A sync of the connection starts now (its last_sync_started_at). */
 export async function markSyncStarted(db: Sql, connectionId: number): Promise<void> {
-  await db.updateTable('idp_connections').set({ last_sync_started_at: nowIso() }).where('id', '=', connectionId).execute();
+  await db
+    .updateTable('idp_connections')
+    .set({ last_sync_started_at: nowIso() })
+    .where('id', '=', connectionId)
+    .execute();
 }
 
 /**
  * The job succeeded with `result`, and its connection's last sync finished and succeeded now;
  * in one transaction (the caller's: the runner's apply transaction).
  */
-export async function markJobSucceeded(db: Sql, jobId: number, ownerId: string, connectionId: number, result: Record<string, unknown>): Promise<void> {
+export async function markJobSucceeded(
+  db: Sql,
+  jobId: number,
+  ownerId: string,
+  connectionId: number,
+  result: Record<string, unknown>,
+): Promise<void> {
   await inTransaction(db, async (trx) => {
     const now = nowIso();
     await owned(trx, jobId, ownerId)
       .set({ status: 'succeeded', result: JSON.stringify(result), finished_at: now, progress: null })
       .execute();
-    await trx.updateTable('idp_connections').set({ last_sync_finished_at: now, last_sync_succeeded_at: now }).where('id', '=', connectionId).execute();
+    await trx
+      .updateTable('idp_connections')
+      .set({ last_sync_finished_at: now, last_sync_succeeded_at: now })
+      .where('id', '=', connectionId)
+      .execute();
   });
 }
 
@@ -134,7 +194,13 @@ export async function markJobSucceeded(db: Sql, jobId: number, ownerId: string, 
  * The job failed with `error` (and its connection's last sync finished now), in one
  * transaction, if this owner still runs it. Returns whether it did.
  */
-export async function markJobFailed(db: Sql, jobId: number, ownerId: string, connectionId: number, error: Record<string, unknown>): Promise<boolean> {
+export async function markJobFailed(
+  db: Sql,
+  jobId: number,
+  ownerId: string,
+  connectionId: number,
+  error: Record<string, unknown>,
+): Promise<boolean> {
   return inTransaction(db, async (trx) => {
     const now = nowIso();
     const mine = Number(
@@ -144,18 +210,38 @@ export async function markJobFailed(db: Sql, jobId: number, ownerId: string, con
           .executeTakeFirst()
       ).numUpdatedRows,
     );
-    if (mine) await trx.updateTable('idp_connections').set({ last_sync_finished_at: now }).where('id', '=', connectionId).execute();
+    if (mine)
+      await trx
+        .updateTable('idp_connections')
+        .set({ last_sync_finished_at: now })
+        .where('id', '=', connectionId)
+        .execute();
     return mine > 0;
   });
 }
 
 /** Add fields to the result of a job this owner finished (e.g. `sandboxes_ended`, known after the commit). */
-export async function addToJobResult(db: Sql, jobId: number, ownerId: string, extra: Record<string, unknown>): Promise<void> {
+export async function addToJobResult(
+  db: Sql,
+  jobId: number,
+  ownerId: string,
+  extra: Record<string, unknown>,
+): Promise<void> {
   await inTransaction(db, async (trx) => {
-    const row = await trx.selectFrom('directory_sync_jobs').select('result').where('id', '=', jobId).where('owner_id', '=', ownerId).executeTakeFirst();
+    const row = await trx
+      .selectFrom('directory_sync_jobs')
+      .select('result')
+      .where('id', '=', jobId)
+      .where('owner_id', '=', ownerId)
+      .executeTakeFirst();
     if (!row?.result) return;
     const result = JSON.stringify({ ...(JSON.parse(row.result) as Record<string, unknown>), ...extra });
-    await trx.updateTable('directory_sync_jobs').set({ result }).where('id', '=', jobId).where('owner_id', '=', ownerId).execute();
+    await trx
+      .updateTable('directory_sync_jobs')
+      .set({ result })
+      .where('id', '=', jobId)
+      .where('owner_id', '=', ownerId)
+      .execute();
   });
 }
 
@@ -171,7 +257,11 @@ export async function unfinishedJobs(db: Sql, connectionId?: number): Promise<Sy
  * owner and heartbeat; IS NOT DISTINCT FROM: null-safe), so an owner that just finished or beat
  * wins. Returns whether it was failed.
  */
-export async function failJobIfUnchanged(db: Sql, judged: SyncJobRow, error: Record<string, unknown>): Promise<boolean> {
+export async function failJobIfUnchanged(
+  db: Sql,
+  judged: SyncJobRow,
+  error: Record<string, unknown>,
+): Promise<boolean> {
   const r = await db
     .updateTable('directory_sync_jobs')
     .set({ status: 'failed', error: JSON.stringify(error), finished_at: nowIso() })

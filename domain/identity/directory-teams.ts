@@ -34,7 +34,11 @@ export interface TeamsResult {
  * emptied, rather than keep the group's last members and, with them, the team's agent policies.
  * The sandbox policy is rewritten for users whose teams changed.
  */
-export async function applyLinkedTeams(db: Sql, connectionId: number, orphaned: OrphanedTeam[] = []): Promise<TeamsResult> {
+export async function applyLinkedTeams(
+  db: Sql,
+  connectionId: number,
+  orphaned: OrphanedTeam[] = [],
+): Promise<TeamsResult> {
   {
     const r: TeamsResult = {
       teams_updated: 0,
@@ -46,7 +50,12 @@ export async function applyLinkedTeams(db: Sql, connectionId: number, orphaned: 
       policyChangedUserIds: [],
       unlinked: [],
     };
-    const teams = await db.selectFrom('teams as t').innerJoin('external_groups as g', 'g.id', 't.external_group_id').select(['t.id', 'g.id as external_group_id']).where('g.connection_id', '=', connectionId).execute();
+    const teams = await db
+      .selectFrom('teams as t')
+      .innerJoin('external_groups as g', 'g.id', 't.external_group_id')
+      .select(['t.id', 'g.id as external_group_id'])
+      .where('g.connection_id', '=', connectionId)
+      .execute();
     const changedUsers = new Set<number>();
     const count = (ch: TeamMembershipChange): boolean => {
       for (const u of ch.added) changedUsers.add(u);

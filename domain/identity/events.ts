@@ -33,7 +33,11 @@ export async function upsertExternalIdentity(db: Sql, e: SocialAccountEvent): Pr
   await db
     .insertInto('external_identities')
     .values({ user_id: e.userId, connection_id: e.connectionId, sub: e.sub, email: e.email, last_login_at: now })
-    .onConflict((oc) => oc.columns(['connection_id', 'sub']).doUpdateSet({ user_id: e.userId, email: e.email, last_login_at: now, updated_at: now }))
+    .onConflict((oc) =>
+      oc
+        .columns(['connection_id', 'sub'])
+        .doUpdateSet({ user_id: e.userId, email: e.email, last_login_at: now, updated_at: now }),
+    )
     .execute();
 }
 
@@ -45,8 +49,18 @@ export async function upsertExternalIdentity(db: Sql, e: SocialAccountEvent): Pr
 export async function recordSsoLogin(db: Sql, e: SocialAccountEvent): Promise<{ known: boolean }> {
   return inTransaction(db, async (trx) => {
     await recordLogin(trx, e.userId);
-    await logAction(trx, { event: 'auth.login', actorId: e.userId, subjectId: e.userId, data: { method: 'sso', provider: e.provider } });
-    const known = await trx.selectFrom('external_identities').select('id').where('connection_id', '=', e.connectionId).where('sub', '=', e.sub).executeTakeFirst();
+    await logAction(trx, {
+      event: 'auth.login',
+      actorId: e.userId,
+      subjectId: e.userId,
+      data: { method: 'sso', provider: e.provider },
+    });
+    const known = await trx
+      .selectFrom('external_identities')
+      .select('id')
+      .where('connection_id', '=', e.connectionId)
+      .where('sub', '=', e.sub)
+      .executeTakeFirst();
     await upsertExternalIdentity(trx, e);
     return { known: !!known };
   });

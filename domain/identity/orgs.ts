@@ -27,7 +27,13 @@ export async function unique<T>(p: Promise<T>, code: string, message: string): P
 }
 
 /** The row with this id, or the caller's coded "not found". */
-async function rowById<T extends 'organisations' | 'teams' | 'agent_policies'>(db: Sql, table: T, id: number, code: ErrorCode, message: string): Promise<Row<T>> {
+async function rowById<T extends 'organisations' | 'teams' | 'agent_policies'>(
+  db: Sql,
+  table: T,
+  id: number,
+  code: ErrorCode,
+  message: string,
+): Promise<Row<T>> {
   const r = await db
     .selectFrom(table as 'organisations' | 'teams' | 'agent_policies')
     .selectAll()
@@ -51,7 +57,13 @@ function rowsOfOrg<T extends 'teams' | 'agent_policies'>(db: Sql, table: T, orgI
 
 export function listOrganisations(db: Sql, memberId?: number): Promise<OrganisationRow[]> {
   if (memberId === undefined) return db.selectFrom('organisations').selectAll().orderBy('id').execute();
-  return db.selectFrom('organisations as o').innerJoin('organisation_members as m', 'm.organisation_id', 'o.id').selectAll('o').where('m.user_id', '=', memberId).orderBy('o.id').execute();
+  return db
+    .selectFrom('organisations as o')
+    .innerJoin('organisation_members as m', 'm.organisation_id', 'o.id')
+    .selectAll('o')
+    .where('m.user_id', '=', memberId)
+    .orderBy('o.id')
+    .execute();
 }
 
 export function getOrganisation(db: Sql, id: number): Promise<OrganisationRow> {
@@ -59,11 +71,19 @@ export function getOrganisation(db: Sql, id: number): Promise<OrganisationRow> {
 }
 
 export function createOrganisation(db: Sql, name: string): Promise<OrganisationRow> {
-  return unique(db.insertInto('organisations').values({ name }).returningAll().executeTakeFirstOrThrow(), 'ERR_ORG_EXISTS', 'an organisation with that name exists');
+  return unique(
+    db.insertInto('organisations').values({ name }).returningAll().executeTakeFirstOrThrow(),
+    'ERR_ORG_EXISTS',
+    'an organisation with that name exists',
+  );
 }
 
 export async function renameOrganisation(db: Sql, id: number, name: string): Promise<void> {
-  await unique(db.updateTable('organisations').set({ name }).where('id', '=', id).execute(), 'ERR_ORG_EXISTS', 'an organisation with that name exists');
+  await unique(
+    db.updateTable('organisations').set({ name }).where('id', '=', id).execute(),
+    'ERR_ORG_EXISTS',
+    'an organisation with that name exists',
+  );
 }
 
 /** Its members, teams and agent policies go with it (foreign keys cascade). */
@@ -89,22 +109,39 @@ export async function countOrganisationParts(db: Sql, id: number): Promise<{ tea
 export async function orgMemberIds(db: Sql, orgId: number): Promise<number[]> {
   const { rows } = await sql<{ user_id: number }>`
     SELECT user_id FROM organisation_members WHERE organisation_id = ${orgId}
-    UNION SELECT tm.user_id FROM team_members tm JOIN teams t ON t.id = tm.team_id WHERE t.organisation_id = ${orgId}`.execute(db);
+    UNION SELECT tm.user_id FROM team_members tm JOIN teams t ON t.id = tm.team_id WHERE t.organisation_id = ${orgId}`.execute(
+    db,
+  );
   return rows.map((r) => Number(r.user_id));
 }
 
 export async function memberRole(db: Sql, orgId: number, userId: number): Promise<OrgRole | undefined> {
-  const m = await db.selectFrom('organisation_members').select('role').where('organisation_id', '=', orgId).where('user_id', '=', userId).executeTakeFirst();
+  const m = await db
+    .selectFrom('organisation_members')
+    .select('role')
+    .where('organisation_id', '=', orgId)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
   return m?.role;
 }
 
 /** Manager of at least one organisation. */
 export async function managesAny(db: Sql, userId: number): Promise<boolean> {
-  return !!(await db.selectFrom('organisation_members').select('user_id').where('user_id', '=', userId).where('role', '=', 'manager').executeTakeFirst());
+  return !!(await db
+    .selectFrom('organisation_members')
+    .select('user_id')
+    .where('user_id', '=', userId)
+    .where('role', '=', 'manager')
+    .executeTakeFirst());
 }
 
 export function listMembers(db: Sql, orgId: number): Promise<{ user_id: number; role: OrgRole }[]> {
-  return db.selectFrom('organisation_members').select(['user_id', 'role']).where('organisation_id', '=', orgId).orderBy('user_id').execute();
+  return db
+    .selectFrom('organisation_members')
+    .select(['user_id', 'role'])
+    .where('organisation_id', '=', orgId)
+    .orderBy('user_id')
+    .execute();
 }
 
 export async function setMember(db: Sql, orgId: number, userId: number, role: OrgRole): Promise<void> {
@@ -117,7 +154,11 @@ export async function setMember(db: Sql, orgId: number, userId: number, role: Or
 
 /** Whether a membership was there to remove. */
 export async function removeMember(db: Sql, orgId: number, userId: number): Promise<boolean> {
-  const r = await db.deleteFrom('organisation_members').where('organisation_id', '=', orgId).where('user_id', '=', userId).executeTakeFirst();
+  const r = await db
+    .deleteFrom('organisation_members')
+    .where('organisation_id', '=', orgId)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
   return Number(r.numDeletedRows) > 0;
 }
 
@@ -156,16 +197,37 @@ export function listTeams(db: Sql, orgId: number): Promise<TeamRow[]> {
   return rowsOfOrg(db, 'teams', orgId);
 }
 
-export function teamMembers(db: Sql, teamId: number): Promise<{ id: number; username: string; display_name: string | null }[]> {
-  return db.selectFrom('team_members as m').innerJoin('users as u', 'u.id', 'm.user_id').select(['u.id', 'u.username', 'u.display_name']).where('m.team_id', '=', teamId).orderBy('u.username').execute();
+export function teamMembers(
+  db: Sql,
+  teamId: number,
+): Promise<{ id: number; username: string; display_name: string | null }[]> {
+  return db
+    .selectFrom('team_members as m')
+    .innerJoin('users as u', 'u.id', 'm.user_id')
+    .select(['u.id', 'u.username', 'u.display_name'])
+    .where('m.team_id', '=', teamId)
+    .orderBy('u.username')
+    .execute();
 }
 
 export function createTeam(db: Sql, orgId: number, name: string, groupId: number | null): Promise<TeamRow> {
-  return unique(db.insertInto('teams').values({ organisation_id: orgId, name, external_group_id: groupId }).returningAll().executeTakeFirstOrThrow(), 'ERR_TEAM_EXISTS', 'a team with that name exists in the organisation');
+  return unique(
+    db
+      .insertInto('teams')
+      .values({ organisation_id: orgId, name, external_group_id: groupId })
+      .returningAll()
+      .executeTakeFirstOrThrow(),
+    'ERR_TEAM_EXISTS',
+    'a team with that name exists in the organisation',
+  );
 }
 
 /** `groupId` undefined leaves the link as it is; null unlinks. */
-export async function updateTeam(db: Sql, id: number, patch: { name?: string; groupId?: number | null }): Promise<void> {
+export async function updateTeam(
+  db: Sql,
+  id: number,
+  patch: { name?: string; groupId?: number | null },
+): Promise<void> {
   await unique(
     db
       .updateTable('teams')
@@ -183,7 +245,9 @@ export async function updateTeam(db: Sql, id: number, patch: { name?: string; gr
 
 /** Deletes the team; returns who was in it. */
 export async function deleteTeam(db: Sql, id: number): Promise<number[]> {
-  const members = (await db.selectFrom('team_members').select('user_id').where('team_id', '=', id).execute()).map((m) => m.user_id);
+  const members = (await db.selectFrom('team_members').select('user_id').where('team_id', '=', id).execute()).map(
+    (m) => m.user_id,
+  );
   await db.deleteFrom('teams').where('id', '=', id).execute();
   return members;
 }
@@ -196,7 +260,11 @@ export async function editTeamMember(db: Sql, teamId: number, userId: number, ad
         .values({ team_id: teamId, user_id: userId })
         .onConflict((oc) => oc.doNothing())
         .executeTakeFirst()
-    : await db.deleteFrom('team_members').where('team_id', '=', teamId).where('user_id', '=', userId).executeTakeFirst();
+    : await db
+        .deleteFrom('team_members')
+        .where('team_id', '=', teamId)
+        .where('user_id', '=', userId)
+        .executeTakeFirst();
   return Number('numInsertedOrUpdatedRows' in r ? (r.numInsertedOrUpdatedRows ?? 0) : r.numDeletedRows) > 0;
 }
 
@@ -211,13 +279,29 @@ export function listAgentPolicies(db: Sql, orgId: number): Promise<AgentPolicyRo
 }
 
 /** These policies by name with their organisation's (the effective-policy view names them), in id order. */
-export function policyNames(db: Sql, ids: number[]): Promise<{ id: number; name: string; organisation_id: number; organisation_name: string }[]> {
+export function policyNames(
+  db: Sql,
+  ids: number[],
+): Promise<{ id: number; name: string; organisation_id: number; organisation_name: string }[]> {
   if (!ids.length) return Promise.resolve([]);
-  return db.selectFrom('agent_policies as p').innerJoin('organisations as o', 'o.id', 'p.organisation_id').select(['p.id', 'p.name', 'p.organisation_id', 'o.name as organisation_name']).where('p.id', 'in', ids).orderBy('p.id').execute();
+  return db
+    .selectFrom('agent_policies as p')
+    .innerJoin('organisations as o', 'o.id', 'p.organisation_id')
+    .select(['p.id', 'p.name', 'p.organisation_id', 'o.name as organisation_name'])
+    .where('p.id', 'in', ids)
+    .orderBy('p.id')
+    .execute();
 }
 
 export async function policyTeamIds(db: Sql, policyId: number): Promise<number[]> {
-  return (await db.selectFrom('agent_policy_teams').select('team_id').where('policy_id', '=', policyId).orderBy('team_id').execute()).map((r) => r.team_id);
+  return (
+    await db
+      .selectFrom('agent_policy_teams')
+      .select('team_id')
+      .where('policy_id', '=', policyId)
+      .orderBy('team_id')
+      .execute()
+  ).map((r) => r.team_id);
 }
 
 /** What an agent-policy create or update writes (the API's request body, core/api-types-admin.ts). */

@@ -59,21 +59,34 @@ export function parseServiceAccount(v: string | Record<string, unknown>): Servic
     }
   }
   const sa = o as Partial<ServiceAccountKey>;
-  if (!sa || typeof sa !== 'object' || typeof sa.client_email !== 'string' || typeof sa.private_key !== 'string' || !sa.private_key.includes('PRIVATE KEY')) {
+  if (
+    !sa ||
+    typeof sa !== 'object' ||
+    typeof sa.client_email !== 'string' ||
+    typeof sa.private_key !== 'string' ||
+    !sa.private_key.includes('PRIVATE KEY')
+  ) {
     throw new AppError('ERR_IDP_SERVICE_ACCOUNT', 'service_account_json needs client_email and a PEM private_key');
   }
   return sa as ServiceAccountKey;
 }
 
 /** Create or update a connection; secrets are encrypted with the at-rest key (AAD binds them to the provider). */
-export async function saveConnection(db: Sql, enc: Encryptor, input: ConnectionInput, id?: number): Promise<IdpConnectionRow> {
+export async function saveConnection(
+  db: Sql,
+  enc: Encryptor,
+  input: ConnectionInput,
+  id?: number,
+): Promise<IdpConnectionRow> {
   const existing = id === undefined ? undefined : await getConnection(db, id);
   const provider = existing?.provider ?? input.provider ?? GOOGLE_PROVIDER;
   const row: Partial<Omit<IdpConnectionRow, 'id' | 'provider' | 'created_at'>> = {};
   if (input.display_name !== undefined) row.display_name = input.display_name;
   if (input.issuer !== undefined) row.issuer = input.issuer.replace(/\/+$/, '');
   if (input.client_id !== undefined) row.client_id = input.client_id;
-  if (input.client_secret !== undefined) row.client_secret_enc = input.client_secret === null ? null : enc.encrypt(input.client_secret, aad(provider, 'client_secret'));
+  if (input.client_secret !== undefined)
+    row.client_secret_enc =
+      input.client_secret === null ? null : enc.encrypt(input.client_secret, aad(provider, 'client_secret'));
   if (input.service_account_json !== undefined) {
     if (input.service_account_json === null) {
       row.service_account_enc = null;
@@ -90,7 +103,8 @@ export async function saveConnection(db: Sql, enc: Encryptor, input: ConnectionI
 
   if (!existing) {
     if (!row.issuer || !row.client_id) throw new AppError('ERR_VALIDATION', 'issuer and client_id are required');
-    if (await getConnectionByProvider(db, provider)) throw new AppError('ERR_IDP_EXISTS', `a connection for ${provider} exists`);
+    if (await getConnectionByProvider(db, provider))
+      throw new AppError('ERR_IDP_EXISTS', `a connection for ${provider} exists`);
     try {
       return await db
         .insertInto('idp_connections')
@@ -144,7 +158,12 @@ export async function deleteConnection(db: Sql, id: number, actorId: number | nu
     for (const tm of teams) {
       const { removed } = await emptyTeam(trx, tm.team_id);
       for (const u of removed) changed.add(u);
-      await logAction(trx, { event: 'identity.team_unlinked', severity: 'warning', actorId, data: { reason: 'connection_deleted', connection_id: id, ...tm, members_removed: removed.length } });
+      await logAction(trx, {
+        event: 'identity.team_unlinked',
+        severity: 'warning',
+        actorId,
+        data: { reason: 'connection_deleted', connection_id: id, ...tm, members_removed: removed.length },
+      });
     }
     await trx.deleteFrom('idp_connections').where('id', '=', id).execute();
     return rewriteAgentPolicies(trx, changed);
@@ -165,7 +184,10 @@ export async function syncConnection(db: Sql, provider?: string): Promise<IdpCon
   const c = provider ? await getConnectionByProvider(db, provider) : (await listConnections(db))[0];
   if (!c) throw new AppError('ERR_IDP_NOT_FOUND', 'no IdP connection is configured');
   if (!hasGroupSync(c)) {
-    throw new AppError('ERR_SYNC_NOT_CONFIGURED', 'directory sync needs the service-account JSON and the delegated admin e-mail on the connection');
+    throw new AppError(
+      'ERR_SYNC_NOT_CONFIGURED',
+      'directory sync needs the service-account JSON and the delegated admin e-mail on the connection',
+    );
   }
   return c;
 }

@@ -14,7 +14,13 @@ export interface TeamMembershipChange {
  * stored sandbox policies of the users returned.
  */
 export async function followGroup(db: Sql, teamId: number, groupId: number): Promise<TeamMembershipChange> {
-  const rows = await db.selectFrom('external_group_members as m').innerJoin('users as u', 'u.id', 'm.user_id').select('m.user_id').where('m.group_id', '=', groupId).where('u.is_active', '=', 1).execute();
+  const rows = await db
+    .selectFrom('external_group_members as m')
+    .innerJoin('users as u', 'u.id', 'm.user_id')
+    .select('m.user_id')
+    .where('m.group_id', '=', groupId)
+    .where('u.is_active', '=', 1)
+    .execute();
   return setTeamMembers(db, teamId, new Set(rows.map((x) => x.user_id)));
 }
 
@@ -27,13 +33,21 @@ export function emptyTeam(db: Sql, teamId: number): Promise<TeamMembershipChange
 }
 
 async function setTeamMembers(db: Sql, teamId: number, want: Set<number>): Promise<TeamMembershipChange> {
-  const have = new Set((await db.selectFrom('team_members').select('user_id').where('team_id', '=', teamId).execute()).map((x) => x.user_id));
-  const out: TeamMembershipChange = { added: [...want].filter((u) => !have.has(u)), removed: [...have].filter((u) => !want.has(u)) };
+  const have = new Set(
+    (await db.selectFrom('team_members').select('user_id').where('team_id', '=', teamId).execute()).map(
+      (x) => x.user_id,
+    ),
+  );
+  const out: TeamMembershipChange = {
+    added: [...want].filter((u) => !have.has(u)),
+    removed: [...have].filter((u) => !want.has(u)),
+  };
   if (out.added.length)
     await db
       .insertInto('team_members')
       .values(out.added.map((user_id) => ({ team_id: teamId, user_id })))
       .execute();
-  if (out.removed.length) await db.deleteFrom('team_members').where('team_id', '=', teamId).where('user_id', 'in', out.removed).execute();
+  if (out.removed.length)
+    await db.deleteFrom('team_members').where('team_id', '=', teamId).where('user_id', 'in', out.removed).execute();
   return out;
 }

@@ -11,10 +11,32 @@
  * a row of `proxy_requests`. Bodies, tokens and placeholders never reach either.
  */
 import { AppError, type Config, type Logger } from '../../core/index.js';
-import type { ApprovalDecider, ApprovalDecision, ApprovalLookup, DaemonEvent, HoldContext, MailHold, MailPreview, MailHoldRelease, ProxyDecisionRecord, SandboxAuditor, TurnRequest } from '../../core/sandbox-protocol.js';
+import type {
+  ApprovalDecider,
+  ApprovalDecision,
+  ApprovalLookup,
+  DaemonEvent,
+  HoldContext,
+  MailHold,
+  MailPreview,
+  MailHoldRelease,
+  ProxyDecisionRecord,
+  SandboxAuditor,
+  TurnRequest,
+} from '../../core/sandbox-protocol.js';
 import { judge } from '../../core/mail-policy.js';
 import { logAction } from '../action-log.js';
-import { decideHold, findRepeat, getHold, insertHold, mailPolicyFor, recordProxyRequest, reserveHold, type HoldState, type NewHold } from './store.js';
+import {
+  decideHold,
+  findRepeat,
+  getHold,
+  insertHold,
+  mailPolicyFor,
+  recordProxyRequest,
+  reserveHold,
+  type HoldState,
+  type NewHold,
+} from './store.js';
 import type { Sql } from '../db/index.js';
 import { PreviewIncomplete } from './preview.js';
 
@@ -42,7 +64,9 @@ export class MailGate implements SandboxAuditor, ApprovalDecider {
 
   proxied(s: { sessionId: string; userId: number }, d: ProxyDecisionRecord): void {
     this.writes = this.writes
-      .then(() => recordProxyRequest(this.db, { ...d, sessionId: s.sessionId, userId: s.userId, nodeId: this.config.node.id }))
+      .then(() =>
+        recordProxyRequest(this.db, { ...d, sessionId: s.sessionId, userId: s.userId, nodeId: this.config.node.id }),
+      )
       .catch((err: unknown) => this.log.error({ err: (err as Error).message }, 'could not record a proxied request'));
   }
 
@@ -63,22 +87,49 @@ export class MailGate implements SandboxAuditor, ApprovalDecider {
   }
 
   private async judgeHold(s: HoldContext, h: MailHold): Promise<MailHoldRelease> {
-    const base = { id: h.hold_id, sessionId: s.sessionId, userId: s.userId, nodeId: this.config.node.id, turnId: h.turn_id, callId: h.call_id, summary: h.summary };
-    const refuse = async (state: HoldState, code: string, message: string, asked: string[] = h.ask): Promise<MailHoldRelease> => {
+    const base = {
+      id: h.hold_id,
+      sessionId: s.sessionId,
+      userId: s.userId,
+      nodeId: this.config.node.id,
+      turnId: h.turn_id,
+      callId: h.call_id,
+      summary: h.summary,
+    };
+    const refuse = async (
+      state: HoldState,
+      code: string,
+      message: string,
+      asked: string[] = h.ask,
+    ): Promise<MailHoldRelease> => {
       await insertHold(this.db, { ...base, verdict: h.verdict, asked, state, code });
       await this.audit(s, 'mail.refused', h, { code });
       return { allow: false, code, message };
     };
     if (await getHold(this.db, h.hold_id)) {
       // Re-sent by the supervisor after a daemon restart: its question died with that daemon.
-      return { allow: false, code: 'ERR_MAIL_APPROVAL_UNAVAILABLE', message: 'the server restarted while this send waited; send it again' };
+      return {
+        allow: false,
+        code: 'ERR_MAIL_APPROVAL_UNAVAILABLE',
+        message: 'the server restarted while this send waited; send it again',
+      };
     }
     // The call the send claims (X-Airlock-Call, set inside the sandbox) must be a send_email call
     // the turn is running, and one that made no send yet (core/turn-calls.ts, docs/security.md).
     if (h.call_id) {
       const claim = s.calls ? await s.calls.claim(h.call_id, 'send_email') : 'unbound';
-      if (claim === 'reused') return refuse('refused', 'ERR_MAIL_CALL_REUSED', 'this send_email call already made its one send; a second send under it is refused');
-      if (claim === 'unbound') return refuse('refused', 'ERR_MAIL_CALL_UNBOUND', 'this send names no send_email call the chat turn is running');
+      if (claim === 'reused')
+        return refuse(
+          'refused',
+          'ERR_MAIL_CALL_REUSED',
+          'this send_email call already made its one send; a second send under it is refused',
+        );
+      if (claim === 'unbound')
+        return refuse(
+          'refused',
+          'ERR_MAIL_CALL_UNBOUND',
+          'this send names no send_email call the chat turn is running',
+        );
     }
     const policy = await mailPolicyFor(this.db, this.config.mail, s.userId);
     // The policy as it is now: stricter than the sandbox's copy wins.
@@ -88,15 +139,29 @@ export class MailGate implements SandboxAuditor, ApprovalDecider {
     // The same message sent from this chat within the hour (a model retrying a send whose outcome it
     // never learnt, e.g. after a crash): sent again only when the user says so, whatever the policy.
     const repeat = await findRepeat(this.db, s.sessionId, h.summary, sinceIso);
-    const asked = repeat ? h.summary.recipients : [...new Set([...(h.verdict === 'ask' ? h.ask : []), ...(now.verdict === 'ask' ? now.ask : [])])];
+    const asked = repeat
+      ? h.summary.recipients
+      : [...new Set([...(h.verdict === 'ask' ? h.ask : []), ...(now.verdict === 'ask' ? now.ask : [])])];
     const fine = repeat ? undefined : this.approvedFor.get(s.sessionId);
     const stillAsked = asked.filter((r) => !fine?.has(r));
     // The hourly slot is reserved before anyone is asked (an approval cannot get past the limit);
     // a held send keeps it while it waits, and gives it back when it is denied or times out.
     const hold: NewHold =
-      stillAsked.length === 0 ? { ...base, verdict: h.verdict, asked, state: asked.length ? 'approved' : 'sent', scope: asked.length ? 'recipient' : null } : { ...base, verdict: 'ask', asked: stillAsked, state: 'pending' };
+      stillAsked.length === 0
+        ? {
+            ...base,
+            verdict: h.verdict,
+            asked,
+            state: asked.length ? 'approved' : 'sent',
+            scope: asked.length ? 'recipient' : null,
+          }
+        : { ...base, verdict: 'ask', asked: stillAsked, state: 'pending' };
     if (!(await reserveHold(this.db, hold, policy.max_per_hour, sinceIso))) {
-      return refuse('refused', 'ERR_MAIL_RATE_LIMITED', `at most ${policy.max_per_hour} messages per hour may be sent; try again later`);
+      return refuse(
+        'refused',
+        'ERR_MAIL_RATE_LIMITED',
+        `at most ${policy.max_per_hour} messages per hour may be sent; try again later`,
+      );
     }
     if (stillAsked.length === 0) return { allow: true };
     const turn = s.turn;
@@ -112,7 +177,13 @@ export class MailGate implements SandboxAuditor, ApprovalDecider {
       };
     }
     // Only a send_email call of this turn can be asked about: a send naming none gets no card.
-    const unasked = !h.call_id ? { code: 'ERR_MAIL_CALL_UNBOUND', message: "this send needs the user's approval, and only a send made by a send_email call of the chat turn can be approved" } : this.readPreview(h);
+    const unasked = !h.call_id
+      ? {
+          code: 'ERR_MAIL_CALL_UNBOUND',
+          message:
+            "this send needs the user's approval, and only a send made by a send_email call of the chat turn can be approved",
+        }
+      : this.readPreview(h);
     if ('code' in unasked) {
       await decideHold(this.db, h.hold_id, 'refused', null, unasked.code);
       await this.audit(s, 'mail.refused', h, { code: unasked.code });
@@ -122,7 +193,15 @@ export class MailGate implements SandboxAuditor, ApprovalDecider {
   }
 
   /** Ask the user about a hold already recorded as `pending`, and record the decision. */
-  private async ask(s: { sessionId: string; userId: number }, h: MailHold, turn: TurnRequest, asked: string[], timeoutS: number, preview: MailPreview, repeatOf?: string): Promise<MailHoldRelease> {
+  private async ask(
+    s: { sessionId: string; userId: number },
+    h: MailHold,
+    turn: TurnRequest,
+    asked: string[],
+    timeoutS: number,
+    preview: MailPreview,
+    repeatOf?: string,
+  ): Promise<MailHoldRelease> {
     const timeoutMs = timeoutS * 1000;
     const emit = (e: DaemonEvent) => {
       try {
@@ -132,7 +211,10 @@ export class MailGate implements SandboxAuditor, ApprovalDecider {
       }
     };
     {
-      const outcome = await new Promise<{ decision: 'approved' | 'denied' | 'timed_out'; scope: 'once' | 'recipient' | null }>((resolve) => {
+      const outcome = await new Promise<{
+        decision: 'approved' | 'denied' | 'timed_out';
+        scope: 'once' | 'recipient' | null;
+      }>((resolve) => {
         const settle = (decision: 'approved' | 'denied' | 'timed_out', scope: 'once' | 'recipient' | null) => {
           if (!this.pending.delete(h.hold_id)) return;
           clearTimeout(timer);
@@ -159,19 +241,42 @@ export class MailGate implements SandboxAuditor, ApprovalDecider {
         });
       });
       const state = outcome.decision === 'approved' ? 'approved' : outcome.decision;
-      const code = outcome.decision === 'denied' ? 'ERR_MAIL_DENIED' : outcome.decision === 'timed_out' ? 'ERR_MAIL_APPROVAL_TIMEOUT' : null;
+      const code =
+        outcome.decision === 'denied'
+          ? 'ERR_MAIL_DENIED'
+          : outcome.decision === 'timed_out'
+            ? 'ERR_MAIL_APPROVAL_TIMEOUT'
+            : null;
       await decideHold(this.db, h.hold_id, state, outcome.scope, code);
       if (outcome.decision === 'approved' && outcome.scope === 'recipient') {
         const set = this.approvedFor.get(s.sessionId) ?? new Set<string>();
         for (const r of asked) set.add(r);
         this.approvedFor.set(s.sessionId, set);
       }
-      await this.audit(s, outcome.decision === 'approved' ? 'mail.approved' : outcome.decision === 'denied' ? 'mail.denied' : 'mail.approval_timed_out', h, { scope: outcome.scope });
-      emit({ type: 'approval_result', approval_id: h.hold_id, decision: outcome.decision, ...(outcome.scope ? { scope: outcome.scope } : {}) });
+      await this.audit(
+        s,
+        outcome.decision === 'approved'
+          ? 'mail.approved'
+          : outcome.decision === 'denied'
+            ? 'mail.denied'
+            : 'mail.approval_timed_out',
+        h,
+        { scope: outcome.scope },
+      );
+      emit({
+        type: 'approval_result',
+        approval_id: h.hold_id,
+        decision: outcome.decision,
+        ...(outcome.scope ? { scope: outcome.scope } : {}),
+      });
       if (outcome.decision === 'approved') return { allow: true };
       return outcome.decision === 'denied'
         ? { allow: false, code: 'ERR_MAIL_DENIED', message: 'the user did not approve this message; it was not sent' }
-        : { allow: false, code: 'ERR_MAIL_APPROVAL_TIMEOUT', message: 'nobody approved this message in time; it was not sent' };
+        : {
+            allow: false,
+            code: 'ERR_MAIL_APPROVAL_TIMEOUT',
+            message: 'nobody approved this message in time; it was not sent',
+          };
     }
   }
 
@@ -186,7 +291,11 @@ export class MailGate implements SandboxAuditor, ApprovalDecider {
       const p = h.preview?.();
       if (p) return p;
     } catch (err) {
-      if (err instanceof PreviewIncomplete) return { code, message: `the approval card cannot show this message faithfully (${err.message}); it was not sent` };
+      if (err instanceof PreviewIncomplete)
+        return {
+          code,
+          message: `the approval card cannot show this message faithfully (${err.message}); it was not sent`,
+        };
       this.log.warn({ holdId: h.hold_id, err: (err as Error).message }, 'the preview of a held send could not be read');
     }
     return { code, message: 'the approval card cannot show this message; it was not sent' };
@@ -208,7 +317,9 @@ export class MailGate implements SandboxAuditor, ApprovalDecider {
     throw new AppError('ERR_APPROVAL_NOT_FOUND', 'no such pending approval in this chat session');
   }
 
-  async decide(d: ApprovalDecision): Promise<{ decision: 'approved'; scope: 'once' | 'recipient' } | { decision: 'denied' }> {
+  async decide(
+    d: ApprovalDecision,
+  ): Promise<{ decision: 'approved'; scope: 'once' | 'recipient' } | { decision: 'denied' }> {
     const p = this.pending.get(d.approvalId);
     if (!p || p.sessionId !== d.sessionId || p.userId !== d.userId) {
       const row = await getHold(this.db, d.approvalId);
@@ -228,12 +339,25 @@ export class MailGate implements SandboxAuditor, ApprovalDecider {
     for (const p of this.pending.values()) if (p.sessionId === sessionId) p.settle('denied', null);
   }
 
-  private async audit(s: { sessionId: string; userId: number }, event: string, h: MailHold, extra: Record<string, unknown>): Promise<void> {
+  private async audit(
+    s: { sessionId: string; userId: number },
+    event: string,
+    h: MailHold,
+    extra: Record<string, unknown>,
+  ): Promise<void> {
     await logAction(this.db, {
       event,
       actorId: s.userId,
       subjectId: s.userId,
-      data: { session_id: s.sessionId, turn_id: h.turn_id, call_id: h.call_id, hold_id: h.hold_id, recipients: h.summary.recipients.length, attachments: h.summary.attachments.length, ...extra },
+      data: {
+        session_id: s.sessionId,
+        turn_id: h.turn_id,
+        call_id: h.call_id,
+        hold_id: h.hold_id,
+        recipients: h.summary.recipients.length,
+        attachments: h.summary.attachments.length,
+        ...extra,
+      },
     });
   }
 }

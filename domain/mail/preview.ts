@@ -113,8 +113,13 @@ function leaves(buf: Buffer, depth: number, out: Part[], inAlternative = false):
     if (!MULTIPARTS.has(type)) throw new PreviewIncomplete(`a ${type.slice(0, 60)} part`);
     const boundary = ct.params.boundary;
     if (!boundary) throw new PreviewIncomplete('a multipart without a boundary');
-    const chunks = body.toString('latin1').split(new RegExp(`(?:^|\\r?\\n)--${boundary.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?:--)?[ \\t]*(?:\\r?\\n|$)`));
-    for (const c of chunks.slice(1)) if (c.trim()) leaves(Buffer.from(c, 'latin1'), depth + 1, out, type === 'multipart/alternative');
+    const chunks = body
+      .toString('latin1')
+      .split(
+        new RegExp(`(?:^|\\r?\\n)--${boundary.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?:--)?[ \\t]*(?:\\r?\\n|$)`),
+      );
+    for (const c of chunks.slice(1))
+      if (c.trim()) leaves(Buffer.from(c, 'latin1'), depth + 1, out, type === 'multipart/alternative');
     return;
   }
   const cd = h.get('content-disposition');
@@ -193,21 +198,32 @@ export function mailPreview(raw: Buffer): MailPreview {
   const fields = strictFields(splitStrictHead(raw).head);
   const parts: Part[] = [];
   leaves(raw, 0, parts);
-  const isBody = (p: Part) => (p.type === 'text/plain' || p.type === 'text/html') && p.disposition !== 'attachment' && p.name === undefined;
+  const isBody = (p: Part) =>
+    (p.type === 'text/plain' || p.type === 'text/html') && p.disposition !== 'attachment' && p.name === undefined;
   const other = parts.find((p) => p.inAlternative && !isBody(p));
   if (other) throw new PreviewIncomplete(`an alternative part of type ${other.type.slice(0, 60)}`);
   const plain = bodyPart(parts.filter(isBody), 'text/plain');
   const htmlPart = bodyPart(parts.filter(isBody), 'text/html');
   const text = plain ? asText(plain.body, plain.charset).replace(/\r\n?/g, '\n') : '';
   const html = htmlPart ? asText(htmlPart.body, htmlPart.charset) : null;
-  if (text.length > PREVIEW_TEXT_CHARS) throw new PreviewIncomplete(`a text part over ${PREVIEW_TEXT_CHARS} characters`);
-  if (html !== null && html.length > PREVIEW_HTML_CHARS) throw new PreviewIncomplete(`an HTML part over ${PREVIEW_HTML_CHARS} characters`);
+  if (text.length > PREVIEW_TEXT_CHARS)
+    throw new PreviewIncomplete(`a text part over ${PREVIEW_TEXT_CHARS} characters`);
+  if (html !== null && html.length > PREVIEW_HTML_CHARS)
+    throw new PreviewIncomplete(`an HTML part over ${PREVIEW_HTML_CHARS} characters`);
   let imageBytes = 0;
   const attachments: PreviewAttachment[] = parts
     .filter((p) => !isBody(p))
     .map((p) => {
-      const a: PreviewAttachment = { name: p.name ?? '(unnamed)', content_type: p.type.slice(0, 100), size: p.body.length };
-      if (IMAGE_TYPES.has(p.type) && p.body.length <= PREVIEW_IMAGE_BYTES && imageBytes + p.body.length <= PREVIEW_IMAGES_TOTAL_BYTES) {
+      const a: PreviewAttachment = {
+        name: p.name ?? '(unnamed)',
+        content_type: p.type.slice(0, 100),
+        size: p.body.length,
+      };
+      if (
+        IMAGE_TYPES.has(p.type) &&
+        p.body.length <= PREVIEW_IMAGE_BYTES &&
+        imageBytes + p.body.length <= PREVIEW_IMAGES_TOTAL_BYTES
+      ) {
         imageBytes += p.body.length;
         a.data = Buffer.from(p.body); // a copy: the message's buffer is let go
       }

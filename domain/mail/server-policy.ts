@@ -56,12 +56,18 @@ export async function serverMailPolicy(db: Sql, defaults: Readonly<Config['mail'
 export type ServerMailPolicyChange = Partial<MailPolicy>;
 
 /** Change fields of the server-wide send policy (validated by the caller); returns the new one. */
-export async function updateServerMailPolicy(db: Sql, defaults: Readonly<Config['mail']>, change: ServerMailPolicyChange, by: number): Promise<ServerMailPolicy> {
+export async function updateServerMailPolicy(
+  db: Sql,
+  defaults: Readonly<Config['mail']>,
+  change: ServerMailPolicyChange,
+  by: number,
+): Promise<ServerMailPolicy> {
   await serverMailPolicy(db, defaults);
   const set: Record<string, unknown> = { updated_by: by, updated_at: nowIso() };
   if (change.allow_domains) set.allow_domains = JSON.stringify([...new Set(change.allow_domains)].sort());
   if (change.block_domains) set.block_domains = JSON.stringify([...new Set(change.block_domains)].sort());
-  for (const k of ['other', 'max_recipients', 'max_per_hour', 'approval_timeout_s'] as const) if (change[k] !== undefined) set[k] = change[k];
+  for (const k of ['other', 'max_recipients', 'max_per_hour', 'approval_timeout_s'] as const)
+    if (change[k] !== undefined) set[k] = change[k];
   await db.updateTable('mail_server_policy').set(set).where('id', '=', 1).execute();
   return serverMailPolicy(db, defaults);
 }

@@ -100,8 +100,19 @@ export async function insertHold(db: Sql, h: NewHold): Promise<void> {
 }
 
 /** Decide a pending hold; false when it was no longer pending (decided elsewhere meanwhile). */
-export async function decideHold(db: Sql, id: string, state: Exclude<HoldState, 'pending'>, scope: 'once' | 'recipient' | null, code: string | null): Promise<boolean> {
-  const r = await db.updateTable('mail_holds').set({ state, scope, code, decided_at: nowIso() }).where('id', '=', id).where('state', '=', 'pending').executeTakeFirst();
+export async function decideHold(
+  db: Sql,
+  id: string,
+  state: Exclude<HoldState, 'pending'>,
+  scope: 'once' | 'recipient' | null,
+  code: string | null,
+): Promise<boolean> {
+  const r = await db
+    .updateTable('mail_holds')
+    .set({ state, scope, code, decided_at: nowIso() })
+    .where('id', '=', id)
+    .where('state', '=', 'pending')
+    .executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
 }
 
@@ -130,7 +141,12 @@ export async function sendsSince(db: Sql, userId: number, sinceIso: string): Pro
  * The body is never stored, so two messages that differ only in their text count as a repeat: the
  * user, asked, sees the body and decides.
  */
-export async function findRepeat(db: Sql, sessionId: string, summary: MailSummary, sinceIso: string): Promise<{ id: string; created_at: string } | undefined> {
+export async function findRepeat(
+  db: Sql,
+  sessionId: string,
+  summary: MailSummary,
+  sinceIso: string,
+): Promise<{ id: string; created_at: string } | undefined> {
   const rows = await db
     .selectFrom('mail_holds')
     .select(['id', 'recipients', 'attachments', 'created_at'])
@@ -141,9 +157,14 @@ export async function findRepeat(db: Sql, sessionId: string, summary: MailSummar
     .orderBy('created_at', 'desc')
     .limit(50)
     .execute();
-  const same = (a: string[], b: string[]) => a.length === b.length && [...a].sort().join('\n') === [...b].sort().join('\n');
+  const same = (a: string[], b: string[]) =>
+    a.length === b.length && [...a].sort().join('\n') === [...b].sort().join('\n');
   const files = (xs: { name: string; size: number }[]) => xs.map((x) => `${x.name}\u0000${x.size}`);
-  return rows.find((r) => same(JSON.parse(r.recipients) as string[], summary.recipients) && same(files(JSON.parse(r.attachments) as MailSummary['attachments']), files(summary.attachments)));
+  return rows.find(
+    (r) =>
+      same(JSON.parse(r.recipients) as string[], summary.recipients) &&
+      same(files(JSON.parse(r.attachments) as MailSummary['attachments']), files(summary.attachments)),
+  );
 }
 
 /**
@@ -200,8 +221,21 @@ export async function recordProxyRequest(db: Sql, r: AuditedRequest): Promise<vo
 }
 
 /** A turn's audit: its proxied requests and held sends, oldest first. */
-export async function turnAudit(db: Sql, turnId: string): Promise<{ requests: Row<'proxy_requests'>[]; holds: Row<'mail_holds'>[] }> {
-  const requests = await db.selectFrom('proxy_requests').selectAll().where('turn_id', '=', turnId).orderBy('id').execute();
-  const holds = await db.selectFrom('mail_holds').selectAll().where('turn_id', '=', turnId).orderBy('created_at').execute();
+export async function turnAudit(
+  db: Sql,
+  turnId: string,
+): Promise<{ requests: Row<'proxy_requests'>[]; holds: Row<'mail_holds'>[] }> {
+  const requests = await db
+    .selectFrom('proxy_requests')
+    .selectAll()
+    .where('turn_id', '=', turnId)
+    .orderBy('id')
+    .execute();
+  const holds = await db
+    .selectFrom('mail_holds')
+    .selectAll()
+    .where('turn_id', '=', turnId)
+    .orderBy('created_at')
+    .execute();
   return { requests, holds };
 }

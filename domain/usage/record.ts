@@ -20,12 +20,21 @@ export interface TurnUsageRecord {
 }
 
 /** Add the time one chat held a sandbox (claim to release) to the release day's row; no turn, no tokens. */
-export async function recordSandboxTime(db: Sql, r: { userId: number; modelId: string; seconds: number; at: Date }): Promise<void> {
+export async function recordSandboxTime(
+  db: Sql,
+  r: { userId: number; modelId: string; seconds: number; at: Date },
+): Promise<void> {
   const seconds = Math.max(0, Math.round(r.seconds));
   await db
     .insertInto('usage_daily')
     .values({ day: utcDay(r.at), user_id: r.userId, model_id: r.modelId, sandbox_seconds: seconds })
-    .onConflict((oc) => oc.columns(['day', 'user_id', 'model_id']).doUpdateSet((eb) => ({ sandbox_seconds: eb('usage_daily.sandbox_seconds', '+', eb.ref('excluded.sandbox_seconds')) })))
+    .onConflict((oc) =>
+      oc
+        .columns(['day', 'user_id', 'model_id'])
+        .doUpdateSet((eb) => ({
+          sandbox_seconds: eb('usage_daily.sandbox_seconds', '+', eb.ref('excluded.sandbox_seconds')),
+        })),
+    )
     .execute();
 }
 
@@ -35,16 +44,34 @@ export function utcDay(at: Date): string {
 }
 
 /** The cost of tokens at a price per million (null prices cost nothing). */
-export function costOf(usage: TurnUsage | undefined, price: { price_input_per_mtok: number | null; price_output_per_mtok: number | null } | undefined): number {
+export function costOf(
+  usage: TurnUsage | undefined,
+  price: { price_input_per_mtok: number | null; price_output_per_mtok: number | null } | undefined,
+): number {
   if (!usage || !price) return 0;
-  return (usage.input_tokens * (price.price_input_per_mtok ?? 0) + usage.output_tokens * (price.price_output_per_mtok ?? 0)) / 1_000_000;
+  return (
+    (usage.input_tokens * (price.price_input_per_mtok ?? 0) +
+      usage.output_tokens * (price.price_output_per_mtok ?? 0)) /
+    1_000_000
+  );
 }
 
 /** Add one turn to its day's row (in the caller's transaction: the turn's end). Returns the cost it added. */
 export async function recordTurnUsage(db: Sql, r: TurnUsageRecord): Promise<number> {
-  const price = await db.selectFrom('chat_models').select(['price_input_per_mtok', 'price_output_per_mtok']).where('id', '=', r.modelId).executeTakeFirst();
+  const price = await db
+    .selectFrom('chat_models')
+    .select(['price_input_per_mtok', 'price_output_per_mtok'])
+    .where('id', '=', r.modelId)
+    .executeTakeFirst();
   const cost = costOf(r.usage, price);
-  const add = { turns: 1, input_tokens: r.usage?.input_tokens ?? 0, output_tokens: r.usage?.output_tokens ?? 0, tool_calls: r.toolCalls, mails: r.mails, cost };
+  const add = {
+    turns: 1,
+    input_tokens: r.usage?.input_tokens ?? 0,
+    output_tokens: r.usage?.output_tokens ?? 0,
+    tool_calls: r.toolCalls,
+    mails: r.mails,
+    cost,
+  };
   await db
     .insertInto('usage_daily')
     .values({ day: utcDay(r.at), user_id: r.userId, model_id: r.modelId, ...add })

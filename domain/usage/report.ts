@@ -22,7 +22,19 @@ export interface UsageQuery {
 /** One line of the report (core/api-types-admin.ts: the admin API's shape). */
 export type UsageRow = UsageRowView;
 
-export const USAGE_COLUMNS = ['period', 'group', 'key', 'name', 'turns', 'input_tokens', 'output_tokens', 'tool_calls', 'mails', 'sandbox_minutes', 'cost'] as const;
+export const USAGE_COLUMNS = [
+  'period',
+  'group',
+  'key',
+  'name',
+  'turns',
+  'input_tokens',
+  'output_tokens',
+  'tool_calls',
+  'mails',
+  'sandbox_minutes',
+  'cost',
+] as const;
 
 export async function usageReport(db: Sql, q: UsageQuery): Promise<UsageRow[]> {
   const periodExpr = sql<string>`substr(usage_daily.day, 1, ${sql.raw(q.period === 'day' ? '10' : '7')})`;
@@ -36,7 +48,17 @@ export async function usageReport(db: Sql, q: UsageQuery): Promise<UsageRow[]> {
     sql<number>`sum(usage_daily.cost)`.as('cost'),
     sql<number>`sum(usage_daily.sandbox_seconds)`.as('sandbox_seconds'),
   ];
-  let rows: { period: string; key: number | string | null; turns: number; input_tokens: number; output_tokens: number; tool_calls: number; mails: number; cost: number; sandbox_seconds: number }[];
+  let rows: {
+    period: string;
+    key: number | string | null;
+    turns: number;
+    input_tokens: number;
+    output_tokens: number;
+    tool_calls: number;
+    mails: number;
+    cost: number;
+    sandbox_seconds: number;
+  }[];
   if (q.group === 'team') {
     rows = await base
       .leftJoin('team_members', 'team_members.user_id', 'usage_daily.user_id')
@@ -73,7 +95,11 @@ export async function usageReport(db: Sql, q: UsageQuery): Promise<UsageRow[]> {
       sandbox_minutes: Math.round(Number(r.sandbox_seconds) / 6) / 10,
       cost: round(Number(r.cost)),
     }))
-    .sort((a, b) => a.period.localeCompare(b.period) || String(a.key ?? '').localeCompare(String(b.key ?? ''), 'en', { numeric: true }));
+    .sort(
+      (a, b) =>
+        a.period.localeCompare(b.period) ||
+        String(a.key ?? '').localeCompare(String(b.key ?? ''), 'en', { numeric: true }),
+    );
 }
 
 async function namesOf(db: Sql, group: UsageGroup, keys: (number | string | null)[]): Promise<Map<string, string>> {
@@ -84,13 +110,21 @@ async function namesOf(db: Sql, group: UsageGroup, keys: (number | string | null
       ? await db.selectFrom('users').select(['id', 'username as name']).where('id', 'in', ids.map(Number)).execute()
       : group === 'team'
         ? await db.selectFrom('teams').select(['id', 'name']).where('id', 'in', ids.map(Number)).execute()
-        : await db.selectFrom('chat_models').select(['id', 'label as name']).where('id', 'in', ids.map(String)).execute();
+        : await db
+            .selectFrom('chat_models')
+            .select(['id', 'label as name'])
+            .where('id', 'in', ids.map(String))
+            .execute();
   return new Map(rows.map((r) => [String(r.id), r.name]));
 }
 
 /** The currency of the priced models (one per install), null when none is priced. */
 export async function usageCurrency(db: Sql): Promise<string | null> {
-  const r = await db.selectFrom('chat_models').select('price_currency').where('price_currency', 'is not', null).executeTakeFirst();
+  const r = await db
+    .selectFrom('chat_models')
+    .select('price_currency')
+    .where('price_currency', 'is not', null)
+    .executeTakeFirst();
   return r?.price_currency ?? null;
 }
 
@@ -103,6 +137,9 @@ export function usageCsv(rows: UsageRow[], currency: string | null): string {
     return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
   };
   const head = [...USAGE_COLUMNS, 'currency'];
-  const lines = [head.join(','), ...rows.map((r) => [...USAGE_COLUMNS.map((c) => cell(r[c])), cell(currency)].join(','))];
+  const lines = [
+    head.join(','),
+    ...rows.map((r) => [...USAGE_COLUMNS.map((c) => cell(r[c])), cell(currency)].join(',')),
+  ];
   return lines.join('\r\n') + '\r\n';
 }

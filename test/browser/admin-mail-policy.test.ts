@@ -55,7 +55,18 @@ else {
     const c = app.client();
     await c.login('root', 'root-password-123');
     const api = await c.json('GET', '/api/admin/mail-policy');
-    t.match(api.body, { allow_domains: ['corp.example', 'eu.partner.example'], block_domains: ['competitor.example'], other: 'block', max_recipients: 12, max_per_hour: 40, approval_timeout_s: 90 }, 'the API has the change');
+    t.match(
+      api.body,
+      {
+        allow_domains: ['corp.example', 'eu.partner.example'],
+        block_domains: ['competitor.example'],
+        other: 'block',
+        max_recipients: 12,
+        max_per_hour: 40,
+        approval_timeout_s: 90,
+      },
+      'the API has the change',
+    );
     const log = await queryActionLog(app.database.sql, { event: 'mail.policy_changed' });
     t.equal(log.length, 1, 'logged once');
     t.match(await page.textContent('#mail-policy-updated'), /Last changed/);
@@ -67,7 +78,11 @@ else {
     await page.fill('#mp-allow', Array.from({ length: 501 }, (_, i) => `d${i}.example`).join('\n'));
     await page.click('#mail-policy-save');
     await page.waitForSelector('#mail-policy-problems');
-    t.match(await page.textContent('#mail-policy-problems li'), /^Always allowed domains: .+\.$/, "the server's problem, with the field in words");
+    t.match(
+      await page.textContent('#mail-policy-problems li'),
+      /^Always allowed domains: .+\.$/,
+      "the server's problem, with the field in words",
+    );
 
     await page.fill('#mp-allow', 'corp.example');
     await page.emulateMedia({ colorScheme: 'dark' });

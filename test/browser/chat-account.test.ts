@@ -45,7 +45,11 @@ else {
     await page.waitForSelector('#connect-account');
     t.match(await page.textContent('#account'), /Not connected/, 'not connected at first');
     await page.waitForSelector('#model[data-demo="true"]');
-    t.match(await page.textContent('#model'), /Demo model.*not a real AI model/, 'the offline demo model is named as such');
+    t.match(
+      await page.textContent('#model'),
+      /Demo model.*not a real AI model/,
+      'the offline demo model is named as such',
+    );
 
     const consents = () => oauth.requests.filter((r) => r.path === '/o/oauth2/v2/auth').length;
     const connect = async () => {
@@ -60,7 +64,11 @@ else {
       t.equal(consents(), before + 1, 'the browser went through the provider');
     };
     await connect();
-    t.match(await page.textContent('#account'), /Connected as erin@example\.test\./, 'the page names the connected account');
+    t.match(
+      await page.textContent('#account'),
+      /Connected as erin@example\.test\./,
+      'the page names the connected account',
+    );
     t.ok(
       oauth.requests.some((r) => r.path === '/token' && r.params.grant_type === 'authorization_code'),
       'the code was exchanged at the provider',

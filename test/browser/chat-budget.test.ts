@@ -30,7 +30,13 @@ else {
     const app = await startTestApp(t, { services: { chat: { runner } } });
     const root = (await addUser(app.database, 'root', PASSWORD, { superuser: true })).id;
     const fay = (await addUser(app.database, 'fay', PASSWORD)).id;
-    await createBudget(app.database.sql, root, { scope: 'user', subject_id: fay, metric: 'tokens', period: 'day', amount: 1000 });
+    await createBudget(app.database.sql, root, {
+      scope: 'user',
+      subject_id: fay,
+      metric: 'tokens',
+      period: 'day',
+      amount: 1000,
+    });
     const browser = await launch(t);
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     await page.goto(app.url + '/#/login');
@@ -49,7 +55,9 @@ else {
     t.equal(runner.turns, 2);
     await page.fill('#prompt', 'third');
     await page.click('#send');
-    await page.waitForSelector('text=/You can chat again tomorrow \\(UTC\\), or when an administrator raises the budget/');
+    await page.waitForSelector(
+      'text=/You can chat again tomorrow \\(UTC\\), or when an administrator raises the budget/',
+    );
     t.equal(runner.turns, 2, 'the refused prompt ran no turn');
   });
 }

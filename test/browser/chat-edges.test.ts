@@ -18,18 +18,40 @@ import { addUser, startTestApp } from '../helpers/app.js';
 import { browserUnavailable, launch, screenshot } from '../helpers/browser.js';
 
 const PASSWORD = 'erin-password-1';
-const MARKDOWN = ['Euler: $e^{i\\pi} + 1 = 0$ and', '', '$$\\int_0^1 x^2\\,dx = \\tfrac13$$', '', '> A quoted line.', '', 'The end.'].join('\n');
+const MARKDOWN = [
+  'Euler: $e^{i\\pi} + 1 = 0$ and',
+  '',
+  '$$\\int_0^1 x^2\\,dx = \\tfrac13$$',
+  '',
+  '> A quoted line.',
+  '',
+  'The end.',
+].join('\n');
 
 class RecordingRunner implements TurnRunner {
   turns: { prompt: string; model?: string }[] = [];
   async runTurn(req: TurnRequest): Promise<TurnResult> {
     this.turns.push({ prompt: req.prompt, model: req.modelRevision });
     if (req.prompt === 'chart') {
-      const chart = { type: 'bar', data: { labels: ['Q1', 'Q2'], datasets: [{ label: 'Sales', data: [3, 5] }] }, options: { plugins: { title: { display: true, text: 'Sales' } } } };
+      const chart = {
+        type: 'bar',
+        data: { labels: ['Q1', 'Q2'], datasets: [{ label: 'Sales', data: [3, 5] }] },
+        options: { plugins: { title: { display: true, text: 'Sales' } } },
+      };
       req.onEvent({ type: 'tool_start', call_id: 'c1', tool: 'render_chart', input: { type: 'bar' } });
-      req.onEvent({ type: 'tool_end', call_id: 'c1', tool: 'render_chart', ok: true, output: JSON.stringify({ chart }), duration_ms: 2 });
+      req.onEvent({
+        type: 'tool_end',
+        call_id: 'c1',
+        tool: 'render_chart',
+        ok: true,
+        output: JSON.stringify({ chart }),
+        duration_ms: 2,
+      });
     }
-    req.onEvent({ type: 'text_delta', text: req.prompt === 'markdown' ? MARKDOWN : `Answered by ${req.modelRevision}.` });
+    req.onEvent({
+      type: 'text_delta',
+      text: req.prompt === 'markdown' ? MARKDOWN : `Answered by ${req.modelRevision}.`,
+    });
     return { stop_reason: 'end_turn' };
   }
 }
@@ -95,9 +117,15 @@ else {
     await page.waitForSelector('.msg.assistant[data-done] >> text=The end.');
     const answer = page.locator('.msg.assistant').last();
     t.equal(await answer.locator('p code').first().textContent(), 'e^{i\\pi} + 1 = 0', 'inline LaTeX is inline code');
-    t.equal((await answer.locator('pre code.language-latex').textContent())?.trim(), '\\int_0^1 x^2\\,dx = \\tfrac13', 'display LaTeX is a latex code block');
+    t.equal(
+      (await answer.locator('pre code.language-latex').textContent())?.trim(),
+      '\\int_0^1 x^2\\,dx = \\tfrac13',
+      'display LaTeX is a latex code block',
+    );
     t.notMatch(await answer.locator('.markdown').innerText(), /\$/, 'no raw dollar left in the text');
-    const bar = await answer.locator('blockquote').evaluate((el) => [getComputedStyle(el).borderLeftStyle, getComputedStyle(el).borderLeftWidth]);
+    const bar = await answer
+      .locator('blockquote')
+      .evaluate((el) => [getComputedStyle(el).borderLeftStyle, getComputedStyle(el).borderLeftWidth]);
     t.same(bar, ['solid', '4px'], 'a blockquote has a visible bar');
     await page.waitForSelector('.thumb.up svg');
     t.equal(await page.locator('.msg.assistant').last().locator('.thumb svg').count(), 2, 'both thumbs are SVG icons');
@@ -117,13 +145,31 @@ else {
         const box = document.querySelector('.chart-box')!;
         const c = (window as unknown as { Chart: { defaults: { color: string } } }).Chart.defaults.color;
         // The bars keep chart.js's automatic colours (not the faint default grey).
-        const bar = (window as unknown as { Chart: { getChart(c: HTMLCanvasElement): { data: { datasets: { backgroundColor?: unknown }[] } } } }).Chart.getChart(box.querySelector('canvas')!);
-        return { background: getComputedStyle(box).backgroundColor, text: c, bar: String(bar.data.datasets[0]!.backgroundColor ?? '') };
+        const bar = (
+          window as unknown as {
+            Chart: { getChart(c: HTMLCanvasElement): { data: { datasets: { backgroundColor?: unknown }[] } } };
+          }
+        ).Chart.getChart(box.querySelector('canvas')!);
+        return {
+          background: getComputedStyle(box).backgroundColor,
+          text: c,
+          bar: String(bar.data.datasets[0]!.backgroundColor ?? ''),
+        };
       });
-    t.same(await chartColours(), { background: 'rgb(255, 255, 255)', text: '#1b1f24', bar: 'rgba(54, 162, 235, 0.5)' }, 'light: a white box, dark text');
+    t.same(
+      await chartColours(),
+      { background: 'rgb(255, 255, 255)', text: '#1b1f24', bar: 'rgba(54, 162, 235, 0.5)' },
+      'light: a white box, dark text',
+    );
     await page.emulateMedia({ colorScheme: 'dark' });
-    await page.waitForFunction(() => (window as unknown as { Chart: { defaults: { color: string } } }).Chart.defaults.color === '#e6edf3');
-    t.same(await chartColours(), { background: 'rgb(22, 27, 34)', text: '#e6edf3', bar: 'rgba(54, 162, 235, 0.5)' }, "dark: the panel's colour, light text");
+    await page.waitForFunction(
+      () => (window as unknown as { Chart: { defaults: { color: string } } }).Chart.defaults.color === '#e6edf3',
+    );
+    t.same(
+      await chartColours(),
+      { background: 'rgb(22, 27, 34)', text: '#e6edf3', bar: 'rgba(54, 162, 235, 0.5)' },
+      "dark: the panel's colour, light text",
+    );
     await page.locator('.chart-box').scrollIntoViewIfNeeded();
     await screenshot(page, 'chat-edges-chart-1280-dark', { fullPage: false });
   });

@@ -60,7 +60,11 @@ else {
         { name: `notes-${scheme}.md`, mimeType: 'text/markdown', buffer: Buffer.from('# Notes\n<b>not bold</b>\n') },
         { name: `report-${scheme}.pdf`, mimeType: 'application/pdf', buffer: makePdf([['Page one']]) },
       ]);
-      t.match(await page.getAttribute('#attach-input', 'accept'), /\.pdf,.*\.md,\.json/, 'the picker offers documents too');
+      t.match(
+        await page.getAttribute('#attach-input', 'accept'),
+        /\.pdf,.*\.md,\.json/,
+        'the picker offers documents too',
+      );
       const table = `.composer .file-preview[data-file="sales-${scheme}.csv"] table`;
       await page.waitForSelector(table);
       t.same(
@@ -73,16 +77,29 @@ else {
         'the first rows, a formula shown as text',
       );
       const img = `.composer .file-preview[data-file="logo-${scheme}.png"] img`;
-      await page.waitForFunction((sel) => (document.querySelector(sel) as HTMLImageElement | null)?.naturalWidth === 1, img);
+      await page.waitForFunction(
+        (sel) => (document.querySelector(sel) as HTMLImageElement | null)?.naturalWidth === 1,
+        img,
+      );
       t.ok(true, 'the picture is shown from the workspace');
       await page.waitForSelector(`.composer .file-preview[data-file="notes-${scheme}.md"] pre.file-text`);
-      t.equal(await page.textContent(`.composer .file-preview[data-file="notes-${scheme}.md"] pre.file-text`), '# Notes\n<b>not bold</b>\n', 'a Markdown file: its text, as text');
-      t.match(await page.textContent(`.composer .file-preview[data-file="report-${scheme}.pdf"]`), /PDF document: the agent reads it with read_document/, 'a PDF: named with its kind');
+      t.equal(
+        await page.textContent(`.composer .file-preview[data-file="notes-${scheme}.md"] pre.file-text`),
+        '# Notes\n<b>not bold</b>\n',
+        'a Markdown file: its text, as text',
+      );
+      t.match(
+        await page.textContent(`.composer .file-preview[data-file="report-${scheme}.pdf"]`),
+        /PDF document: the agent reads it with read_document/,
+        'a PDF: named with its kind',
+      );
       t.same(await axeProblems(page), [], 'axe: no serious or critical problem with previews in the composer');
       if (width === 390) await checkNarrow(t, page, `chat-files-${scheme}`, 390);
       await screenshot(page, `chat-files-composer-${width}-${scheme}`, { fullPage: false });
 
-      await page.setInputFiles('#attach-input', [{ name: 'fake.jpg', mimeType: 'image/jpeg', buffer: Buffer.from('not a jpeg') }]);
+      await page.setInputFiles('#attach-input', [
+        { name: 'fake.jpg', mimeType: 'image/jpeg', buffer: Buffer.from('not a jpeg') },
+      ]);
       await page.waitForSelector('#composer-hint');
       t.match(await page.textContent('#composer-hint'), /not a JPEG file/, 'a refused file says why');
 
@@ -91,12 +108,17 @@ else {
       await page.waitForSelector('.msg.assistant[data-done]');
       t.match(
         runner.prompts[runner.prompts.length - 1],
-        new RegExp(`chart my file\\n\\nAttached: uploads/sales-${scheme}\\.csv, uploads/logo-${scheme}\\.png, uploads/notes-${scheme}\\.md, uploads/report-${scheme}\\.pdf$`),
+        new RegExp(
+          `chart my file\\n\\nAttached: uploads/sales-${scheme}\\.csv, uploads/logo-${scheme}\\.png, uploads/notes-${scheme}\\.md, uploads/report-${scheme}\\.pdf$`,
+        ),
         'the message names the files',
       );
       t.equal(await page.$$eval('.composer .file-preview', (l) => l.length), 0, 'the composer is cleared');
       await page.waitForSelector(`.msg.user .attached.sent .file-preview[data-file="sales-${scheme}.csv"] table`);
-      t.ok(await page.$(`.msg.user .attached.sent .file-preview[data-file="logo-${scheme}.png"] img`), 'the sent message shows its files');
+      t.ok(
+        await page.$(`.msg.user .attached.sent .file-preview[data-file="logo-${scheme}.png"] img`),
+        'the sent message shows its files',
+      );
       t.same(await axeProblems(page), [], 'axe: clean with the sent previews');
       await screenshot(page, `chat-files-sent-${width}-${scheme}`, { fullPage: false });
       t.same(errors, []);

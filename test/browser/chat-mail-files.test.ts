@@ -14,8 +14,15 @@ import { loginAs, startMailRig } from '../helpers/mail-rig.js';
 
 const CSV = Buffer.from('region,growth\nnorth,0.12\nsouth,0.07\n');
 const XLSX = Buffer.concat([Buffer.from([0x50, 0x4b, 0x03, 0x04]), Buffer.alloc(200, 7)]);
-const SVG = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" onload="window.__pwned=1"><script>window.__pwned=2</script><rect width="10" height="10"/></svg>');
-const file = (name: string, content: Buffer) => ({ filename: `out-${name}`, name, content, type: OUT_TYPES[name.split('.').pop()!] });
+const SVG = Buffer.from(
+  '<svg xmlns="http://www.w3.org/2000/svg" onload="window.__pwned=1"><script>window.__pwned=2</script><rect width="10" height="10"/></svg>',
+);
+const file = (name: string, content: Buffer) => ({
+  filename: `out-${name}`,
+  name,
+  content,
+  type: OUT_TYPES[name.split('.').pop()!],
+});
 
 const why = browserUnavailable();
 if (why) t.plan(0, why);
@@ -33,17 +40,31 @@ else {
     await page.fill('#prompt', 'Growth files');
     await page.keyboard.press('Enter');
     await page.waitForSelector('.approval[data-state=pending] .approval-files li:nth-child(4)');
-    const items = await page.$$eval('.approval-files li', (els) => els.map((e) => ({ name: e.getAttribute('data-attachment-name'), text: (e.textContent ?? '').trim(), img: e.querySelectorAll('img').length })));
+    const items = await page.$$eval('.approval-files li', (els) =>
+      els.map((e) => ({
+        name: e.getAttribute('data-attachment-name'),
+        text: (e.textContent ?? '').trim(),
+        img: e.querySelectorAll('img').length,
+      })),
+    );
     t.same(
       items.map((i) => i.name),
       ['growth.png', 'growth.csv', 'growth.xlsx', 'growth.svg'],
       'every file listed by its name',
     );
     t.match(items[1]?.text, /^growth\.csv \(text\/csv[^)]*, \d+ (B|bytes|KB)\)$/, 'the CSV with its type and size');
-    t.match(items[2]?.text, /application\/vnd\.openxmlformats-officedocument\.spreadsheetml\.sheet/, 'the XLSX with its type');
+    t.match(
+      items[2]?.text,
+      /application\/vnd\.openxmlformats-officedocument\.spreadsheetml\.sheet/,
+      'the XLSX with its type',
+    );
     t.match(items[3]?.text, /image\/svg\+xml/, 'the SVG with its type');
     t.equal(items[3]?.img, 0, 'no thumbnail for the SVG');
-    t.equal(await page.evaluate(() => (window as { __pwned?: unknown }).__pwned), undefined, "the SVG's script never ran");
+    t.equal(
+      await page.evaluate(() => (window as { __pwned?: unknown }).__pwned),
+      undefined,
+      "the SVG's script never ran",
+    );
 
     await page.click('.approval-actions button:text-is("Approve")');
     await page.waitForSelector('.approval[data-state=approved]');

@@ -8,7 +8,15 @@
 import t from 'tap';
 import type { TurnRequest, TurnResult, TurnRunner } from '../../core/index.js';
 import { addUser, startTestApp } from '../helpers/app.js';
-import { axeProblems, browserUnavailable, checkNarrow, launch, screenshot, settled, unlabelledControls } from '../helpers/browser.js';
+import {
+  axeProblems,
+  browserUnavailable,
+  checkNarrow,
+  launch,
+  screenshot,
+  settled,
+  unlabelledControls,
+} from '../helpers/browser.js';
 import { getChatModel } from '../../domain/chat/models.js';
 
 const PASSWORD = 'erin-password-1';
@@ -47,7 +55,11 @@ else {
     await admin.waitForSelector('#new-session');
     await admin.goto(app.url + '/#/admin/chat-models');
     await admin.waitForSelector('#chat-models-table');
-    t.match(await admin.textContent('#chat-models-table'), /Demo model.*default/, 'the default entry from the environment');
+    t.match(
+      await admin.textContent('#chat-models-table'),
+      /Demo model.*default/,
+      'the default entry from the environment',
+    );
     await admin.fill('#cm-id', 'claude');
     await admin.fill('#cm-label', 'Claude Sonnet');
     await admin.selectOption('#cm-provider', 'anthropic');
@@ -83,7 +95,11 @@ else {
     await page.fill('#prompt', 'hello claude');
     await page.click('#send');
     await page.waitForSelector('text=Answered by claude:1.');
-    t.same(runner.turns.at(-1), { prompt: 'hello claude', model: 'claude:1' }, 'the first turn asked for the chosen model');
+    t.same(
+      runner.turns.at(-1),
+      { prompt: 'hello claude', model: 'claude:1' },
+      'the first turn asked for the chosen model',
+    );
 
     // While a turn runs the picker waits.
     await page.fill('#prompt', 'hold');
@@ -102,7 +118,9 @@ else {
     t.equal(runner.turns.at(-1)?.model, 'default:1', 'after the switch the turn asked for the default');
     await page.reload();
     await page.waitForSelector('text=Answered by default:1.');
-    await page.waitForFunction(() => (document.querySelector('#model-picker') as HTMLSelectElement | null)?.value === 'default');
+    await page.waitForFunction(
+      () => (document.querySelector('#model-picker') as HTMLSelectElement | null)?.value === 'default',
+    );
     t.same(await unlabelledControls(page), [], 'every chat control is labelled');
     t.same(await axeProblems(page), [], 'axe: the chat page, light');
     await screenshot(page, 'chat-model-picker-1280-light');

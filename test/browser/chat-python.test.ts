@@ -17,7 +17,8 @@ t.setTimeout(240_000);
 
 const PASSWORD = 'pia-password-1';
 const HOSTILE_CODE = 'label = "<img src=x onerror=window.__pwned=1>"\nprint(label)\n1 / 0';
-const TRACEBACK = 'stdout:\n<img src=x onerror=window.__pwned=1>\nTraceback (most recent call last):\n  File "<cell>", line 3, in <module>\nZeroDivisionError: division by zero';
+const TRACEBACK =
+  'stdout:\n<img src=x onerror=window.__pwned=1>\nTraceback (most recent call last):\n  File "<cell>", line 3, in <module>\nZeroDivisionError: division by zero';
 const LONG_CODE = Array.from({ length: 30 }, (_, i) => `x${i} = ${i} * 2`).join('\n');
 
 /** py-fail: a cell raising; py-long: a 30-line cell printing. */
@@ -25,9 +26,24 @@ class PythonRunner implements TurnRunner {
   async runTurn(req: TurnRequest): Promise<TurnResult> {
     const code = req.prompt === 'py-fail' ? HOSTILE_CODE : LONG_CODE;
     req.onEvent({ type: 'tool_start', call_id: 'p1', tool: 'run_python', input: { code } });
-    if (req.prompt === 'py-fail') req.onEvent({ type: 'tool_end', call_id: 'p1', tool: 'run_python', ok: false, error: `${TRACEBACK} (ERR_PYTHON_EXCEPTION)`, duration_ms: 12 });
+    if (req.prompt === 'py-fail')
+      req.onEvent({
+        type: 'tool_end',
+        call_id: 'p1',
+        tool: 'run_python',
+        ok: false,
+        error: `${TRACEBACK} (ERR_PYTHON_EXCEPTION)`,
+        duration_ms: 12,
+      });
     else {
-      const output = JSON.stringify({ stdout: 'x29 = 58\n', stderr: '', truncated: false, files: [], new_interpreter: false, duration_ms: 3 });
+      const output = JSON.stringify({
+        stdout: 'x29 = 58\n',
+        stderr: '',
+        truncated: false,
+        files: [],
+        new_interpreter: false,
+        duration_ms: 3,
+      });
       req.onEvent({ type: 'tool_end', call_id: 'p1', tool: 'run_python', ok: true, output, duration_ms: 3 });
     }
     req.onEvent({ type: 'text_delta', text: 'Done.' });
@@ -46,7 +62,9 @@ else {
     const ask = async (text: string, n: number) => {
       await page.fill('#prompt', text);
       await page.keyboard.press('Enter');
-      await page.waitForFunction((k) => document.querySelectorAll('.msg.assistant[data-done]').length === k, n, { timeout: 15_000 });
+      await page.waitForFunction((k) => document.querySelectorAll('.msg.assistant[data-done]').length === k, n, {
+        timeout: 15_000,
+      });
     };
     /** What the cards show, in order. */
     const cards = () =>
@@ -76,8 +94,16 @@ else {
       t.notOk(long?.open, `${when}: a 30-line cell starts folded`);
       t.equal(long?.traceback, null, `${when}: no traceback on success`);
       t.equal(long?.stdout, 'x29 = 58\n', `${when}: the printed output`);
-      t.equal(await page.evaluate(() => (window as { __pwned?: unknown }).__pwned), undefined, `${when}: no script ran`);
-      t.match(await page.textContent('.tool-error'), /traceback is shown with the code/, `${when}: the sentence names the traceback`);
+      t.equal(
+        await page.evaluate(() => (window as { __pwned?: unknown }).__pwned),
+        undefined,
+        `${when}: no script ran`,
+      );
+      t.match(
+        await page.textContent('.tool-error'),
+        /traceback is shown with the code/,
+        `${when}: the sentence names the traceback`,
+      );
     };
     await ask('py-fail', 1);
     await ask('py-long', 2);
@@ -102,15 +128,38 @@ else {
         const dir = join(holder.dataDir!, 'workspaces', String(req.userId), '.agent-attachments');
         mkdirSync(dir, { recursive: true });
         writeFileSync(join(dir, png), PNG_1PX);
-        writeFileSync(join(dir, svg), '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><script>parent.__pwned=1</script><rect width="10" height="10"/></svg>');
+        writeFileSync(
+          join(dir, svg),
+          '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><script>parent.__pwned=1</script><rect width="10" height="10"/></svg>',
+        );
         writeFileSync(join(dir, csv), 'region,growth\nNorth,3\n');
         const attachments = [
           { name: png, path: 'out/chart.png', size: PNG_1PX.length },
           { name: svg, path: 'out/shape.svg', size: 120 },
           { name: csv, path: 'out/data.csv', size: 21 },
         ];
-        req.onEvent({ type: 'tool_start', call_id: 'p1', tool: 'run_python', input: { code: 'plt.savefig("out/chart.png")' } });
-        req.onEvent({ type: 'tool_end', call_id: 'p1', tool: 'run_python', ok: true, output: JSON.stringify({ stdout: '', stderr: '', truncated: false, files: [], attachments, new_interpreter: false, duration_ms: 3 }), duration_ms: 3 });
+        req.onEvent({
+          type: 'tool_start',
+          call_id: 'p1',
+          tool: 'run_python',
+          input: { code: 'plt.savefig("out/chart.png")' },
+        });
+        req.onEvent({
+          type: 'tool_end',
+          call_id: 'p1',
+          tool: 'run_python',
+          ok: true,
+          output: JSON.stringify({
+            stdout: '',
+            stderr: '',
+            truncated: false,
+            files: [],
+            attachments,
+            new_interpreter: false,
+            duration_ms: 3,
+          }),
+          duration_ms: 3,
+        });
         req.onEvent({ type: 'text_delta', text: 'Here they are.' });
         return { stop_reason: 'end_turn' };
       },
@@ -124,7 +173,11 @@ else {
     await page.keyboard.press('Enter');
     const shown = async (when: string) => {
       await page.waitForSelector('.py-files li[data-file="out/data.csv"]', { timeout: 15_000 });
-      await page.waitForFunction(() => Array.from(document.querySelectorAll<HTMLImageElement>('.py-files img')).every((i) => i.complete && i.naturalWidth > 0));
+      await page.waitForFunction(() =>
+        Array.from(document.querySelectorAll<HTMLImageElement>('.py-files img')).every(
+          (i) => i.complete && i.naturalWidth > 0,
+        ),
+      );
       const items = await page.$$eval('.py-files li', (lis) =>
         lis.map((li) => ({
           file: li.getAttribute('data-file'),
@@ -136,21 +189,39 @@ else {
       t.same(
         items,
         [
-          { file: 'out/chart.png', img: 'out/chart.png, written by the code', download: 'chart.png', href: `/api/chat/attachments/${png}` },
-          { file: 'out/shape.svg', img: 'out/shape.svg, written by the code', download: 'shape.svg', href: `/api/chat/attachments/${svg}` },
+          {
+            file: 'out/chart.png',
+            img: 'out/chart.png, written by the code',
+            download: 'chart.png',
+            href: `/api/chat/attachments/${png}`,
+          },
+          {
+            file: 'out/shape.svg',
+            img: 'out/shape.svg, written by the code',
+            download: 'shape.svg',
+            href: `/api/chat/attachments/${svg}`,
+          },
           { file: 'out/data.csv', img: null, download: 'data.csv', href: `/api/chat/attachments/${csv}` },
         ],
         `${when}: the images shown, every file with its Download`,
       );
-      t.equal(await page.evaluate(() => (window as { __pwned?: unknown }).__pwned), undefined, `${when}: the SVG's script did not run`);
+      t.equal(
+        await page.evaluate(() => (window as { __pwned?: unknown }).__pwned),
+        undefined,
+        `${when}: the SVG's script did not run`,
+      );
     };
     await shown('live');
     // A file that is not an image has a preview on request: its first rows, as the upload's.
     t.equal(await page.$$eval('.py-files li img ~ details.py-preview', (d) => d.length), 0, 'no preview for an image');
     await page.click('.py-files li[data-file="out/data.csv"] details.py-preview > summary');
-    await page.waitForSelector('.py-files li[data-file="out/data.csv"] .py-preview table.file-table td', { timeout: 15_000 });
+    await page.waitForSelector('.py-files li[data-file="out/data.csv"] .py-preview table.file-table td', {
+      timeout: 15_000,
+    });
     t.same(
-      await page.$$eval('.py-files li[data-file="out/data.csv"] .py-preview tr', (rows) => rows.map((r) => Array.from(r.children).map((c) => c.textContent))),
+      await page.$$eval('.py-files li[data-file="out/data.csv"] .py-preview tr', (rows) =>
+        rows.map((r) => Array.from(r.children).map((c) => c.textContent)),
+      ),
       [
         ['region', 'growth'],
         ['North', '3'],

@@ -56,7 +56,9 @@ function pageErrors(page: Page): string[] {
 async function send(page: Page, text: string, turns: number): Promise<void> {
   await page.fill('#prompt', text);
   await page.click('#send');
-  await page.waitForFunction((n) => document.querySelectorAll('.msg.assistant[data-done]').length === n, turns, { timeout: 15_000 });
+  await page.waitForFunction((n) => document.querySelectorAll('.msg.assistant[data-done]').length === n, turns, {
+    timeout: 15_000,
+  });
 }
 
 const lastTurn = '.msg.assistant:last-child';
@@ -86,7 +88,11 @@ else {
     });
     // The daemon's side of the connection goes away mid-turn: the page's reader.read() rejects.
     app.web.server.closeAllConnections();
-    await page.waitForFunction(() => document.querySelector('.msg.assistant:last-child .banner.info') !== null || document.querySelector('.msg.assistant[data-done]') !== null);
+    await page.waitForFunction(
+      () =>
+        document.querySelector('.msg.assistant:last-child .banner.info') !== null ||
+        document.querySelector('.msg.assistant[data-done]') !== null,
+    );
     await waitFor(() => reads.length, 'the page to read the events again');
     t.same(reads.slice(0, 1), ['?after=1'], 'the page reattached after the last event it saw');
     t.notOk(runner.turns[0].cancelled, 'the server did not cancel the turn');
@@ -118,15 +124,23 @@ else {
     const errors = pageErrors(page);
     await login(page, app.url);
 
-    const toolStart = (id: string) => JSON.stringify({ type: 'tool_start', seq: 1, call_id: id, tool: 'render_chart', input: {} }) + '\n';
-    const done = JSON.stringify({ type: 'done', seq: 3, session_id: 'sess-x', turn_id: 'turn-x', stop_reason: 'end_turn' }) + '\n';
+    const toolStart = (id: string) =>
+      JSON.stringify({ type: 'tool_start', seq: 1, call_id: id, tool: 'render_chart', input: {} }) + '\n';
+    const done =
+      JSON.stringify({ type: 'done', seq: 3, session_id: 'sess-x', turn_id: 'turn-x', stop_reason: 'end_turn' }) + '\n';
     const bodies = [
       // The server went away after half a line: the body ends without `done`.
       toolStart('cut-1') + '{"type":"tool_end","seq":2,"call_id":"cut-1","to',
       // A garbled line, then a `done` the page must not trust.
       toolStart('bad-1') + 'this is not JSON\n' + done,
     ];
-    await page.route('**/api/chat/messages', (route) => route.fulfill({ status: 200, headers: { 'content-type': 'application/x-ndjson; charset=utf-8' }, body: bodies.shift()! }));
+    await page.route('**/api/chat/messages', (route) =>
+      route.fulfill({
+        status: 200,
+        headers: { 'content-type': 'application/x-ndjson; charset=utf-8' },
+        body: bodies.shift()!,
+      }),
+    );
 
     await send(page, 'first', 1);
     t.equal(await page.getAttribute(lastTurn, 'data-done'), 'interrupted', 'cut off: the turn is interrupted');
@@ -135,7 +149,11 @@ else {
     t.notOk(await page.isDisabled('#send'), 'send is enabled again');
 
     await send(page, 'second', 2);
-    t.equal(await page.getAttribute(lastTurn, 'data-done'), 'interrupted', 'not JSON: interrupted, the later done is ignored');
+    t.equal(
+      await page.getAttribute(lastTurn, 'data-done'),
+      'interrupted',
+      'not JSON: interrupted, the later done is ignored',
+    );
     t.match(await page.textContent(`${lastTurn} [role=alert]`), /connection .*dropped.*incomplete/i);
     t.equal(await page.getAttribute('.tool[data-call=bad-1]', 'data-status'), 'interrupted');
     t.notOk(await page.isDisabled('#send'), 'send is enabled again');

@@ -65,7 +65,8 @@ class ScriptedRunner implements TurnRunner {
         req.onEvent({ type: 'text_delta', text: `Line ${i} of a slow answer.\n\n` });
         await new Promise((r) => setTimeout(r, 60));
       }
-    else if (req.prompt === 'long') for (let i = 0; i < 60; i++) req.onEvent({ type: 'text_delta', text: `Paragraph ${i} of a long answer.\n\n` });
+    else if (req.prompt === 'long')
+      for (let i = 0; i < 60; i++) req.onEvent({ type: 'text_delta', text: `Paragraph ${i} of a long answer.\n\n` });
     else req.onEvent({ type: 'text_delta', text: `You said: ${req.prompt} (#${this.turns.length})` });
     return { stop_reason: 'end_turn' };
   }
@@ -89,7 +90,10 @@ async function ask(page: Page, text: string, n: number): Promise<void> {
   await page.waitForFunction(
     ([k, p]) => {
       const users = document.querySelectorAll('.msg.user .bubble');
-      return users[users.length - 1]?.textContent === p && document.querySelectorAll('.msg.assistant[data-done]').length === k;
+      return (
+        users[users.length - 1]?.textContent === p &&
+        document.querySelectorAll('.msg.assistant[data-done]').length === k
+      );
     },
     [n, text] as const,
     { timeout: 15_000 },
@@ -129,15 +133,31 @@ else {
       const md = '.msg.assistant .markdown';
       t.equal(await page.textContent(`${md} h2`), 'Quarterly summary', 'heading');
       t.equal(await page.$$eval(`${md} table tbody tr`, (r) => r.length), 2, 'table');
-      t.equal(await page.$eval(`${md} tbody td:nth-child(2)`, (e) => getComputedStyle(e).textAlign), 'right', 'a column marked ---: is right-aligned');
+      t.equal(
+        await page.$eval(`${md} tbody td:nth-child(2)`, (e) => getComputedStyle(e).textAlign),
+        'right',
+        'a column marked ---: is right-aligned',
+      );
       t.ok(await page.$(`${md} pre code.hljs span[class^=hljs-]`), 'the code block is highlighted');
-      t.match(await page.getAttribute(`${md} a[href^="https:"]`, 'rel'), /noopener/, 'outside links open without a handle on the page');
+      t.match(
+        await page.getAttribute(`${md} a[href^="https:"]`, 'rel'),
+        /noopener/,
+        'outside links open without a handle on the page',
+      );
       t.equal(await page.getAttribute(`${md} a[href^="https:"]`, 'target'), '_blank');
       t.equal(await page.getAttribute(`${md} a[href="#top"]`, 'target'), null, 'in-page anchors stay in the page');
       await page.click(`${md} button.copy-code`);
-      t.equal(await page.evaluate(() => navigator.clipboard.readText()), 'const total = [120, 95].reduce((a, b) => a + b, 0);\n', 'Copy code copies the code');
+      t.equal(
+        await page.evaluate(() => navigator.clipboard.readText()),
+        'const total = [120, 95].reduce((a, b) => a + b, 0);\n',
+        'Copy code copies the code',
+      );
       const bg = await page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor);
-      t.equal(bg, scheme === 'dark' ? 'rgb(13, 17, 23)' : 'rgb(246, 247, 249)', `the page follows the system's ${scheme} setting`);
+      t.equal(
+        bg,
+        scheme === 'dark' ? 'rgb(13, 17, 23)' : 'rgb(246, 247, 249)',
+        `the page follows the system's ${scheme} setting`,
+      );
       const problems = await axeProblems(page);
       t.same(problems, [], `axe: no serious or critical issue (${scheme})`);
       await screenshot(page, `chat-markdown-${scheme}`, { fullPage: false });
@@ -147,8 +167,19 @@ else {
       const ms = Date.now() - t0;
       t.ok(ms < 5000, `a hostile answer with a 5,000-row table renders in ${ms} ms`);
       const last = '.msg.assistant:last-of-type';
-      t.equal(await page.evaluate(() => (window as any).__pwned), undefined, 'no script, handler or javascript: link ran');
-      t.equal(await page.$$eval(`${last} [onerror], ${last} script, ${last} iframe, ${last} form, ${last} .markdown button:not(.copy-code)`, (x) => x.length), 0, 'no script, handler, iframe or form in the DOM');
+      t.equal(
+        await page.evaluate(() => (window as any).__pwned),
+        undefined,
+        'no script, handler or javascript: link ran',
+      );
+      t.equal(
+        await page.$$eval(
+          `${last} [onerror], ${last} script, ${last} iframe, ${last} form, ${last} .markdown button:not(.copy-code)`,
+          (x) => x.length,
+        ),
+        0,
+        'no script, handler, iframe or form in the DOM',
+      );
       t.equal(await page.$$eval(`${last} a[href^="javascript:" i]`, (x) => x.length), 0, 'no javascript: link');
       t.equal(
         await page.$$eval(
@@ -159,7 +190,11 @@ else {
         "the answer wears none of the page's own classes (no fake approval card)",
       );
       t.equal(await page.$$eval(`${last} .markdown [id]`, (x) => x.length), 0, 'nor its ids');
-      t.equal(await page.$$eval(`${last} table tbody tr`, (x) => x.length), 200, 'a huge table shows its first 200 rows');
+      t.equal(
+        await page.$$eval(`${last} table tbody tr`, (x) => x.length),
+        200,
+        'a huge table shows its first 200 rows',
+      );
       // (The route caps one text_delta at 64 KiB, so fewer than 5,000 rows arrive.)
       t.match(await page.textContent(`${last} .table-note`), /^\d{3,} more rows not shown/);
       // Clicking where the hostile link was does nothing either.
@@ -175,31 +210,34 @@ else {
     [1280, 'light'],
     [390, 'dark'],
   ] as const) {
-    t.test(`Enter while a turn runs keeps the prompt; Stop (keyboard) ends the turn; the kept prompt sends after (${width} px, ${scheme})`, async (t) => {
-      const browser = await launch(t);
-      const page = await browser.newPage({ viewport: { width, height: 900 }, colorScheme: scheme });
-      await login(page, url);
-      const before = runner.turns.length;
-      await page.focus('#prompt');
-      await page.keyboard.insertText('hold');
-      await page.keyboard.press('Enter');
-      await page.waitForSelector('#stop:not([disabled])');
-      await page.keyboard.insertText('my next question');
-      await page.keyboard.press('Enter');
-      t.equal(await page.inputValue('#prompt'), 'my next question', 'the prompt is still in the box');
-      t.match(await page.textContent('#composer-hint'), /still running/);
-      t.equal(runner.turns.length, before + 1, 'nothing was sent');
-      await page.focus('#stop');
-      await page.keyboard.press('Enter');
-      await page.waitForSelector('.msg.assistant[data-done=cancelled]');
-      t.ok(runner.turns[before].cancelled, 'the turn was cancelled on the server');
-      t.match(await page.textContent('.msg.assistant[data-done=cancelled]'), /Stopped|cancel/i);
-      await page.focus('#prompt');
-      await page.keyboard.press('Enter');
-      await page.waitForFunction(() => document.querySelectorAll('.msg.assistant[data-done]').length === 2);
-      t.equal(runner.turns.at(-1)!.prompt, 'my next question', 'the kept prompt was sent');
-      t.equal(await page.inputValue('#prompt'), '');
-    });
+    t.test(
+      `Enter while a turn runs keeps the prompt; Stop (keyboard) ends the turn; the kept prompt sends after (${width} px, ${scheme})`,
+      async (t) => {
+        const browser = await launch(t);
+        const page = await browser.newPage({ viewport: { width, height: 900 }, colorScheme: scheme });
+        await login(page, url);
+        const before = runner.turns.length;
+        await page.focus('#prompt');
+        await page.keyboard.insertText('hold');
+        await page.keyboard.press('Enter');
+        await page.waitForSelector('#stop:not([disabled])');
+        await page.keyboard.insertText('my next question');
+        await page.keyboard.press('Enter');
+        t.equal(await page.inputValue('#prompt'), 'my next question', 'the prompt is still in the box');
+        t.match(await page.textContent('#composer-hint'), /still running/);
+        t.equal(runner.turns.length, before + 1, 'nothing was sent');
+        await page.focus('#stop');
+        await page.keyboard.press('Enter');
+        await page.waitForSelector('.msg.assistant[data-done=cancelled]');
+        t.ok(runner.turns[before].cancelled, 'the turn was cancelled on the server');
+        t.match(await page.textContent('.msg.assistant[data-done=cancelled]'), /Stopped|cancel/i);
+        await page.focus('#prompt');
+        await page.keyboard.press('Enter');
+        await page.waitForFunction(() => document.querySelectorAll('.msg.assistant[data-done]').length === 2);
+        t.equal(runner.turns.at(-1)!.prompt, 'my next question', 'the kept prompt was sent');
+        t.equal(await page.inputValue('#prompt'), '');
+      },
+    );
   }
 
   t.test('conversations: timestamps, copy, regenerate, edit, rename, search, delete (keyboard)', async (t) => {
@@ -212,15 +250,31 @@ else {
     await ask(page, 'beta question', 2);
     const sid = page.url().split('#/chat/')[1];
     t.ok(sid, 'the URL names the chat');
-    t.equal(await page.$$eval('.msg time', (x) => x.filter((e) => (e as HTMLTimeElement).dateTime && e.textContent).length), 4, 'each message has its time');
+    t.equal(
+      await page.$$eval('.msg time', (x) => x.filter((e) => (e as HTMLTimeElement).dateTime && e.textContent).length),
+      4,
+      'each message has its time',
+    );
     t.ok(await page.$eval('#session-list .session-date time', (e) => !!e.textContent), 'the list shows dates');
-    t.same(await page.$$eval('#session-list .session-group-name', (x) => x.map((e) => e.textContent)), ['Today'], 'grouped by day');
+    t.same(
+      await page.$$eval('#session-list .session-group-name', (x) => x.map((e) => e.textContent)),
+      ['Today'],
+      'grouped by day',
+    );
     // Pin the chat: it moves to a "Pinned" group at the top; unpin puts it back.
     await page.click(`#session-list li.session-item:has(a[href="#/chat/${sid}"]) button.pin`);
-    await page.waitForFunction(() => document.querySelector('#session-list .session-group-name')?.textContent === 'Pinned');
-    t.equal(await page.getAttribute(`#session-list li.session-item:has(a[href="#/chat/${sid}"]) button.pin`, 'aria-pressed'), 'true', 'pinned');
+    await page.waitForFunction(
+      () => document.querySelector('#session-list .session-group-name')?.textContent === 'Pinned',
+    );
+    t.equal(
+      await page.getAttribute(`#session-list li.session-item:has(a[href="#/chat/${sid}"]) button.pin`, 'aria-pressed'),
+      'true',
+      'pinned',
+    );
     await page.click(`#session-list li.session-item:has(a[href="#/chat/${sid}"]) button.pin`);
-    await page.waitForFunction(() => document.querySelector('#session-list .session-group-name')?.textContent === 'Today');
+    await page.waitForFunction(
+      () => document.querySelector('#session-list .session-group-name')?.textContent === 'Today',
+    );
 
     await page.click('.msg.assistant:last-of-type .copy-answer');
     t.match(await page.evaluate(() => navigator.clipboard.readText()), /^You said: beta question/, 'copy an answer');
@@ -228,11 +282,23 @@ else {
     const n = runner.turns.length;
     await page.focus('.msg.assistant:last-of-type .regenerate');
     await page.keyboard.press('Enter');
-    await page.waitForFunction((k) => document.querySelectorAll('.msg.assistant[data-done]').length === 2 && document.querySelector('.msg.assistant:last-of-type')!.textContent!.includes(`#${k}`), n + 1);
+    await page.waitForFunction(
+      (k) =>
+        document.querySelectorAll('.msg.assistant[data-done]').length === 2 &&
+        document.querySelector('.msg.assistant:last-of-type')!.textContent!.includes(`#${k}`),
+      n + 1,
+    );
     t.equal(runner.turns.at(-1)!.prompt, 'beta question', 'regenerate asks again with the same prompt');
     t.equal(await page.$$eval('.msg.user', (x) => x.length), 2, 'the old answer was replaced on screen, not added to');
-    const lastPos = () => page.evaluate(() => Array.from(document.querySelectorAll('.msg.user')).at(-1)?.querySelector('.branch-pos')?.textContent ?? null);
-    await page.waitForFunction(() => Array.from(document.querySelectorAll('.msg.user')).at(-1)?.querySelector('.branch-pos')?.textContent === '2/2');
+    const lastPos = () =>
+      page.evaluate(
+        () =>
+          Array.from(document.querySelectorAll('.msg.user')).at(-1)?.querySelector('.branch-pos')?.textContent ?? null,
+      );
+    await page.waitForFunction(
+      () =>
+        Array.from(document.querySelectorAll('.msg.user')).at(-1)?.querySelector('.branch-pos')?.textContent === '2/2',
+    );
     t.pass('the regenerated answer shows 2/2 (the old one is kept)');
 
     await page.focus('.edit-last');
@@ -251,8 +317,15 @@ else {
     t.equal(runner.turns.at(-1)!.prompt, 'gamma question');
     await page.reload();
     await page.waitForSelector('.msg.assistant[data-done]');
-    t.same(await page.$$eval('.msg.user .bubble', (x) => x.map((e) => e.textContent)), ['alpha question', 'gamma question'], 'the edit is stored');
-    await page.waitForFunction(() => Array.from(document.querySelectorAll('.msg.user')).at(-1)?.querySelector('.branch-pos')?.textContent === '3/3');
+    t.same(
+      await page.$$eval('.msg.user .bubble', (x) => x.map((e) => e.textContent)),
+      ['alpha question', 'gamma question'],
+      'the edit is stored',
+    );
+    await page.waitForFunction(
+      () =>
+        Array.from(document.querySelectorAll('.msg.user')).at(-1)?.querySelector('.branch-pos')?.textContent === '3/3',
+    );
     t.equal(await lastPos(), '3/3', 'three versions of the second message');
     // Back to an older version: the page shows that branch, and it is what the server keeps.
     await page.locator('.msg.user').last().locator('button[aria-label="Previous version"]').click();
@@ -263,7 +336,11 @@ else {
           .join('|') === 'alpha question|beta question',
     );
     t.equal(await lastPos(), '2/3');
-    t.match(await page.textContent('.msg.assistant:last-of-type'), /You said: beta question \(#\d+\)/, 'the regenerated answer of that version');
+    t.match(
+      await page.textContent('.msg.assistant:last-of-type'),
+      /You said: beta question \(#\d+\)/,
+      'the regenerated answer of that version',
+    );
     t.same(await axeProblems(page), [], 'axe: the page with a version switcher');
     await page.reload();
     await page.waitForSelector('.msg.assistant[data-done]');
@@ -297,10 +374,20 @@ else {
     await page.waitForFunction(() => document.activeElement?.id.startsWith('rename-') === true);
     const box = await page.evaluate(() => {
       const input = document.activeElement as HTMLInputElement;
-      const buttons = Array.from(input.form!.querySelectorAll('button')).map((b) => ({ text: b.textContent, cut: b.scrollWidth > b.clientWidth }));
-      return { width: input.getBoundingClientRect().width, side: document.querySelector('#chat-list-panel')!.getBoundingClientRect().width, buttons };
+      const buttons = Array.from(input.form!.querySelectorAll('button')).map((b) => ({
+        text: b.textContent,
+        cut: b.scrollWidth > b.clientWidth,
+      }));
+      return {
+        width: input.getBoundingClientRect().width,
+        side: document.querySelector('#chat-list-panel')!.getBoundingClientRect().width,
+        buttons,
+      };
     });
-    t.ok(box.width >= box.side * 0.7, `the title field takes the panel's width (${Math.round(box.width)} of ${Math.round(box.side)} px)`);
+    t.ok(
+      box.width >= box.side * 0.7,
+      `the title field takes the panel's width (${Math.round(box.width)} of ${Math.round(box.side)} px)`,
+    );
     t.same(
       box.buttons,
       [
@@ -313,24 +400,36 @@ else {
     await page.keyboard.insertText('Greek letters');
     await page.keyboard.press('Enter');
     await page
-      .waitForFunction(() => document.querySelector('#chat-heading')?.textContent === 'Greek letters', undefined, { timeout: 5000 })
+      .waitForFunction(() => document.querySelector('#chat-heading')?.textContent === 'Greek letters', undefined, {
+        timeout: 5000,
+      })
       .catch(async () => {
-        t.fail(`heading after rename: ${await page.textContent('#chat-heading')}; list: ${await page.textContent('#session-list')}`);
+        t.fail(
+          `heading after rename: ${await page.textContent('#chat-heading')}; list: ${await page.textContent('#session-list')}`,
+        );
       });
-    t.equal(await page.evaluate(() => document.activeElement?.textContent), 'Rename', 'focus returns to the Rename button');
+    t.equal(
+      await page.evaluate(() => document.activeElement?.textContent),
+      'Rename',
+      'focus returns to the Rename button',
+    );
 
     // A second chat, then search by title and by content.
     await page.click('#new-session');
     await page.waitForFunction(() => document.querySelector('#chat-heading')?.textContent === 'New chat');
     await ask(page, 'delta topic', 1);
-    await page.waitForFunction(() => document.querySelector('#session-list .session-title')?.textContent === 'delta topic');
+    await page.waitForFunction(
+      () => document.querySelector('#session-list .session-title')?.textContent === 'delta topic',
+    );
     const count = () => page.$$eval('#session-list .session-item', (x) => x.length);
     const total = await count();
     await page.fill('#chat-search', 'greek');
     await page.waitForFunction(() => document.querySelectorAll('#session-list .session-item').length === 1);
     t.equal(await page.textContent('#session-list .session-title'), 'Greek letters', 'search by title');
     await page.fill('#chat-search', 'You said: delta');
-    await page.waitForFunction(() => document.querySelector('#session-list .session-title')?.textContent === 'delta topic');
+    await page.waitForFunction(
+      () => document.querySelector('#session-list .session-title')?.textContent === 'delta topic',
+    );
     t.equal(await page.$$eval('#session-list .session-item', (x) => x.length), 1, 'search by answer text');
     await page.fill('#chat-search', '');
     await page.waitForFunction((n) => document.querySelectorAll('#session-list .session-item').length === n, total);
@@ -360,39 +459,44 @@ else {
     [1280, 'light'],
     [390, 'dark'],
   ] as const)
-    t.test(`auto-scroll follows the answer, stops when the reader scrolls up; jump to latest (${width} px, ${scheme})`, async (t) => {
-      const browser = await launch(t);
-      const page = await browser.newPage({ viewport: { width, height: 700 }, colorScheme: scheme });
-      await login(page, url);
-      await ask(page, 'long', 1);
-      await settled(page);
-      const gap = () => page.$eval('#transcript', (el) => el.scrollHeight - el.scrollTop - el.clientHeight);
-      t.ok((await gap()) < 48, 'scrolled to the newest content');
-      t.notOk(await page.$('#jump-latest'), 'no jump control at the bottom');
-      await page.focus('#prompt');
-      await page.keyboard.insertText('drip');
-      await page.keyboard.press('Enter');
-      await page.waitForFunction(() => document.querySelector('.msg.assistant:last-of-type')?.textContent?.includes('Line 3 '));
-      const box = (await page.$('#transcript'))!;
-      const b = (await box.boundingBox())!;
-      await page.mouse.move(b.x + b.width / 2, b.y + b.height / 2);
-      await page.mouse.wheel(0, -2000);
-      await page.waitForSelector('#jump-latest');
-      await page.waitForSelector('.msg.assistant:last-of-type[data-done]');
-      await settled(page);
-      t.ok((await gap()) > 200, 'the answer going on does not pull a reader who scrolled up');
-      await page.focus('#jump-latest');
-      await page.keyboard.press('Enter');
-      await settled(page);
-      t.ok((await gap()) < 48, 'jump to latest goes to the bottom');
-      const v = await promptInView(page);
-      t.ok(v.bottom <= v.vh && v.top >= 0, `the input stays in view (${v.top}–${v.bottom} of ${v.vh})`);
-      // A reopened chat opens at its end.
-      await page.reload();
-      await page.waitForSelector('.msg.assistant[data-done]');
-      await settled(page);
-      t.ok((await gap()) < 48, 'a reopened chat starts at the newest message');
-    });
+    t.test(
+      `auto-scroll follows the answer, stops when the reader scrolls up; jump to latest (${width} px, ${scheme})`,
+      async (t) => {
+        const browser = await launch(t);
+        const page = await browser.newPage({ viewport: { width, height: 700 }, colorScheme: scheme });
+        await login(page, url);
+        await ask(page, 'long', 1);
+        await settled(page);
+        const gap = () => page.$eval('#transcript', (el) => el.scrollHeight - el.scrollTop - el.clientHeight);
+        t.ok((await gap()) < 48, 'scrolled to the newest content');
+        t.notOk(await page.$('#jump-latest'), 'no jump control at the bottom');
+        await page.focus('#prompt');
+        await page.keyboard.insertText('drip');
+        await page.keyboard.press('Enter');
+        await page.waitForFunction(() =>
+          document.querySelector('.msg.assistant:last-of-type')?.textContent?.includes('Line 3 '),
+        );
+        const box = (await page.$('#transcript'))!;
+        const b = (await box.boundingBox())!;
+        await page.mouse.move(b.x + b.width / 2, b.y + b.height / 2);
+        await page.mouse.wheel(0, -2000);
+        await page.waitForSelector('#jump-latest');
+        await page.waitForSelector('.msg.assistant:last-of-type[data-done]');
+        await settled(page);
+        t.ok((await gap()) > 200, 'the answer going on does not pull a reader who scrolled up');
+        await page.focus('#jump-latest');
+        await page.keyboard.press('Enter');
+        await settled(page);
+        t.ok((await gap()) < 48, 'jump to latest goes to the bottom');
+        const v = await promptInView(page);
+        t.ok(v.bottom <= v.vh && v.top >= 0, `the input stays in view (${v.top}–${v.bottom} of ${v.vh})`);
+        // A reopened chat opens at its end.
+        await page.reload();
+        await page.waitForSelector('.msg.assistant[data-done]');
+        await settled(page);
+        t.ok((await gap()) < 48, 'a reopened chat starts at the newest message');
+      },
+    );
 
   // 390 px (a common phone) and 360 px (the narrowest the page promises), light and dark.
   for (const [width, scheme] of [
@@ -401,28 +505,31 @@ else {
     [360, 'light'],
     [360, 'dark'],
   ] as const) {
-    t.test(`${width} px (${scheme}): the input is in view on a new chat and a long one; the chats list is a drawer`, async (t) => {
-      const browser = await launch(t);
-      const page = await browser.newPage({ viewport: { width, height: 800 }, colorScheme: scheme });
-      await login(page, url);
-      // At phone widths New chat sits in the folded drawer (not clickable) and the page opens on a new
-      // chat anyway; waiting for the hidden button cost playwright's whole 30 s click timeout.
-      if (await page.isVisible('#new-session')) await page.click('#new-session');
-      let v = await promptInView(page);
-      t.ok(v.top >= 0 && v.bottom <= v.vh, `new chat: input at ${v.top}–${v.bottom} of ${v.vh}`);
-      t.ok(v.bottom > v.vh * 0.5, 'near the bottom of the screen, not under a list');
-      await ask(page, 'long', 1);
-      v = await promptInView(page);
-      t.ok(v.top >= 0 && v.bottom <= v.vh, `long chat: input at ${v.top}–${v.bottom} of ${v.vh}`);
-      const w = await page.evaluate(() => document.documentElement.scrollWidth);
-      t.ok(w <= width + 1, `no sideways scrolling (${w})`);
-      t.notOk(await page.isVisible('#session-list'), 'the list is folded away');
-      await page.click('.list-toggle[aria-controls]');
-      t.ok(await page.isVisible('#session-list'), 'Chats opens it');
-      t.same(await axeProblems(page), [], `axe at ${width} px (${scheme})`);
-      await page.click('#chat-list-panel .list-toggle');
-      await screenshot(page, `chat-${width}-${scheme}`, { fullPage: false });
-    });
+    t.test(
+      `${width} px (${scheme}): the input is in view on a new chat and a long one; the chats list is a drawer`,
+      async (t) => {
+        const browser = await launch(t);
+        const page = await browser.newPage({ viewport: { width, height: 800 }, colorScheme: scheme });
+        await login(page, url);
+        // At phone widths New chat sits in the folded drawer (not clickable) and the page opens on a new
+        // chat anyway; waiting for the hidden button cost playwright's whole 30 s click timeout.
+        if (await page.isVisible('#new-session')) await page.click('#new-session');
+        let v = await promptInView(page);
+        t.ok(v.top >= 0 && v.bottom <= v.vh, `new chat: input at ${v.top}–${v.bottom} of ${v.vh}`);
+        t.ok(v.bottom > v.vh * 0.5, 'near the bottom of the screen, not under a list');
+        await ask(page, 'long', 1);
+        v = await promptInView(page);
+        t.ok(v.top >= 0 && v.bottom <= v.vh, `long chat: input at ${v.top}–${v.bottom} of ${v.vh}`);
+        const w = await page.evaluate(() => document.documentElement.scrollWidth);
+        t.ok(w <= width + 1, `no sideways scrolling (${w})`);
+        t.notOk(await page.isVisible('#session-list'), 'the list is folded away');
+        await page.click('.list-toggle[aria-controls]');
+        t.ok(await page.isVisible('#session-list'), 'Chats opens it');
+        t.same(await axeProblems(page), [], `axe at ${width} px (${scheme})`);
+        await page.click('#chat-list-panel .list-toggle');
+        await screenshot(page, `chat-${width}-${scheme}`, { fullPage: false });
+      },
+    );
   }
 
   t.test('dark mode can be switched and is remembered', async (t) => {

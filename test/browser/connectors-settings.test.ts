@@ -45,7 +45,11 @@ else {
     await page.click(`${row} button:has-text("Disconnect")`);
     await page.waitForSelector('#connectors ~ .banner, .panel .banner');
     t.match(dialogs[0], /Disconnect Acme Tickets\?/, 'asks first');
-    t.match(await page.textContent('.panel .banner'), /Disconnected Acme Tickets\./, 'the server confirmed the revocation');
+    t.match(
+      await page.textContent('.panel .banner'),
+      /Disconnected Acme Tickets\./,
+      'the server confirmed the revocation',
+    );
     await page.waitForSelector(`${row} button:has-text("Connect")`);
     t.equal(await grants(), 0, 'the grant is gone');
   });

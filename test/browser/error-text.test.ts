@@ -20,7 +20,8 @@ function bareCodes(page: Page): Promise<string[]> {
     const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
     while (walk.nextNode()) {
       const n = walk.currentNode;
-      if (/\bERR_[A-Z0-9_]+/.test(n.textContent ?? '') && !n.parentElement?.closest('details')) out.push((n.textContent ?? '').trim().slice(0, 160));
+      if (/\bERR_[A-Z0-9_]+/.test(n.textContent ?? '') && !n.parentElement?.closest('details'))
+        out.push((n.textContent ?? '').trim().slice(0, 160));
     }
     return out;
   });
@@ -48,20 +49,34 @@ else {
     await page.fill('#prompt', 'is the model there');
     await page.click('#send');
     const status = await page.waitForSelector('.turn-status', { timeout: 15_000 });
-    t.match(await status.textContent(), /^The model is not answering, retrying \([123] of 3\)…$/, 'the retry is shown while the turn runs');
+    t.match(
+      await status.textContent(),
+      /^The model is not answering, retrying \([123] of 3\)…$/,
+      'the retry is shown while the turn runs',
+    );
     await page.waitForSelector('.msg.assistant[data-done=error]', { timeout: 30_000 });
     t.equal(await page.locator('.turn-status').count(), 0, 'the notice goes when the turn ends');
     const banner = page.locator('.msg.assistant[data-done=error] .banner.error');
-    t.match(await banner.locator('.error-sentence').textContent(), /^The AI model answered with an error/, 'a sentence');
+    t.match(
+      await banner.locator('.error-sentence').textContent(),
+      /^The AI model answered with an error/,
+      'a sentence',
+    );
     t.equal(await banner.locator('details .errcode').textContent(), 'ERR_MODEL_HTTP', 'the code is in the details');
     t.same(await bareCodes(page), [], 'no bare code after a model error');
 
     // A tool that hangs: its row says so in words, the code inside the row's details.
-    h.model.push({ kind: 'reply', tool_calls: [{ name: 'slow', arguments: { ms: 120_000 } }] }, { kind: 'reply', text: 'The tool did not answer.' });
+    h.model.push(
+      { kind: 'reply', tool_calls: [{ name: 'slow', arguments: { ms: 120_000 } }] },
+      { kind: 'reply', text: 'The tool did not answer.' },
+    );
     await page.fill('#prompt', 'run the slow tool');
     await page.click('#send');
     await page.waitForSelector('.msg.assistant[data-done=end_turn]', { timeout: 30_000 });
-    t.equal(await page.locator('.tool-error').first().textContent(), 'The tool did not answer in time and was stopped.');
+    t.equal(
+      await page.locator('.tool-error').first().textContent(),
+      'The tool did not answer in time and was stopped.',
+    );
     t.same(await bareCodes(page), [], 'no bare code after a tool timeout');
 
     // The same chat from the history.
@@ -77,10 +92,14 @@ else {
     for (let i = 0; i < 2; i++) {
       await page.fill('#role-name', 'sales_eu');
       await page.click('#role-create');
-      if (i === 0) await page.waitForFunction(() => /sales_eu/.test(document.querySelector('#roles-table')?.textContent ?? ''));
+      if (i === 0)
+        await page.waitForFunction(() => /sales_eu/.test(document.querySelector('#roles-table')?.textContent ?? ''));
     }
     await page.waitForSelector('#role-status [role=alert]');
-    t.equal(await page.locator('#role-status .error-sentence').textContent(), 'A data role with this name already exists.');
+    t.equal(
+      await page.locator('#role-status .error-sentence').textContent(),
+      'A data role with this name already exists.',
+    );
     t.equal(await page.locator('#role-status details .errcode').textContent(), 'ERR_DATA_ROLE_EXISTS');
     t.same(await bareCodes(page), [], 'data roles: no bare code');
 

@@ -1,6 +1,15 @@
 import t from 'tap';
 import { addUser, startTestApp } from '../helpers/app.js';
-import { browserUnavailable, checkNarrow, FOCUS_RING, focusRing, launch, screenshot, tabTo, unlabelledControls } from '../helpers/browser.js';
+import {
+  browserUnavailable,
+  checkNarrow,
+  FOCUS_RING,
+  focusRing,
+  launch,
+  screenshot,
+  tabTo,
+  unlabelledControls,
+} from '../helpers/browser.js';
 
 const why = browserUnavailable();
 if (why) t.plan(0, why);

@@ -32,9 +32,17 @@ else {
     t.equal(await page.getAttribute('#theme-toggle', 'aria-pressed'), 'true', "the header's switch follows");
     await page.reload();
     await page.waitForSelector('#password-form');
-    t.equal(await page.evaluate(() => document.documentElement.dataset.theme), 'dark', 'kept across a reload (applied by theme.ts)');
+    t.equal(
+      await page.evaluate(() => document.documentElement.dataset.theme),
+      'dark',
+      'kept across a reload (applied by theme.ts)',
+    );
     await page.check('#theme-system');
-    t.equal(await page.evaluate(() => document.documentElement.dataset.theme ?? null), null, 'system: the media query decides');
+    t.equal(
+      await page.evaluate(() => document.documentElement.dataset.theme ?? null),
+      null,
+      'system: the media query decides',
+    );
     t.equal(await page.evaluate(() => localStorage.getItem('airlock-theme')), 'system');
 
     await page.fill('#pw-current', 'not-the-password');
@@ -54,16 +62,34 @@ else {
     t.equal((await app.client().login('root', 'a-new-root-password')).status, 200, 'the new password works');
     t.equal(await page.inputValue('#pw-current'), '', 'the fields are emptied');
     // The model new chats start with: chosen here, preselected by the chat page's picker.
-    await createChatModel(app.database.sql, atRestEncryptor(app.config), { id: 'second', label: 'Second model', provider: 'demo', model: 'demo', context_tokens: 50_000 });
+    await createChatModel(app.database.sql, atRestEncryptor(app.config), {
+      id: 'second',
+      label: 'Second model',
+      provider: 'demo',
+      model: 'demo',
+      context_tokens: 50_000,
+    });
     await page.reload();
     await page.waitForSelector('#settings-model option[value="second"]', { state: 'attached' });
     await page.selectOption('#settings-model', 'second');
     await page.waitForSelector('#settings-model-status [role=status]');
-    t.equal((await app.database.sql.selectFrom('users').select('default_model_id').where('username', '=', 'root').executeTakeFirstOrThrow()).default_model_id, 'second', 'stored for the user');
+    t.equal(
+      (
+        await app.database.sql
+          .selectFrom('users')
+          .select('default_model_id')
+          .where('username', '=', 'root')
+          .executeTakeFirstOrThrow()
+      ).default_model_id,
+      'second',
+      'stored for the user',
+    );
     t.same(await axeProblems(page), [], 'axe: settings, 1280 px light');
     await screenshot(page, 'settings');
     await page.goto(`${app.url}/#/chat`);
-    await page.waitForFunction(() => (document.querySelector('#model-picker') as HTMLSelectElement | null)?.value === 'second');
+    await page.waitForFunction(
+      () => (document.querySelector('#model-picker') as HTMLSelectElement | null)?.value === 'second',
+    );
     t.pass('the chat page preselects it for a new chat');
     await page.goto(`${app.url}/#/settings`);
     await page.waitForSelector('#password-form');
@@ -105,8 +131,16 @@ else {
     await app.database.sql.updateTable('users').set({ password_hash: null }).where('id', '=', bob).execute();
     await page.reload();
     await page.waitForSelector('#users-table tr:has-text("bob@")');
-    t.match(await page.locator('#users-table tr', { hasText: 'bob@' }).textContent(), /single sign-on only \(no password\)/, 'an account without a password is marked');
-    t.notMatch(await page.locator('#users-table tr', { hasText: 'root@' }).textContent(), /single sign-on/, 'one with a password is not');
+    t.match(
+      await page.locator('#users-table tr', { hasText: 'bob@' }).textContent(),
+      /single sign-on only \(no password\)/,
+      'an account without a password is marked',
+    );
+    t.notMatch(
+      await page.locator('#users-table tr', { hasText: 'root@' }).textContent(),
+      /single sign-on/,
+      'one with a password is not',
+    );
     // The reset from a search: asked in the page (no native confirm()), the search stays, the
     // one-time password has a Copy button (issue 41).
     await page.fill('#users-q', 'bob');
@@ -143,16 +177,26 @@ else {
     await page.click('button[aria-label="Demote root"]');
     await page.waitForSelector('#users-status .banner.error');
     t.match(await page.textContent('#users-status'), /your own account/, 'self-demotion refused, said so');
-    const log = await app.database.sql.selectFrom('action_log').select('event').where('subject_id', '=', bob).where('actor_id', '=', root).execute();
+    const log = await app.database.sql
+      .selectFrom('action_log')
+      .select('event')
+      .where('subject_id', '=', bob)
+      .where('actor_id', '=', root)
+      .execute();
     t.ok(
-      ['identity.user_deactivated', 'identity.user_reactivated', 'identity.user_promoted', 'auth.password_reset'].every((e) => log.some((l) => l.event === e)),
+      ['identity.user_deactivated', 'identity.user_reactivated', 'identity.user_promoted', 'auth.password_reset'].every(
+        (e) => log.some((l) => l.event === e),
+      ),
       'every change in the action log',
     );
     await darkNarrow(t, page, 'admin-users-dark');
   });
 
   t.test('a new chat gets its title from the first exchange, in the list', async (t) => {
-    const h = await startChatHarness(t, { chatModels: true, title: () => ({ kind: 'reply', text: 'Offsite planning' }) });
+    const h = await startChatHarness(t, {
+      chatModels: true,
+      title: () => ({ kind: 'reply', text: 'Offsite planning' }),
+    });
     await h.login('tess');
     const browser = await launch(t);
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
@@ -164,7 +208,9 @@ else {
     h.model.push({ kind: 'reply', text: 'Sure, here is a plan.' });
     await page.fill('textarea', 'can you help me plan the team offsite in May for twelve people');
     await page.keyboard.press('Enter');
-    await page.waitForFunction(() => document.querySelector('#session-list')?.textContent?.includes('Offsite planning'));
+    await page.waitForFunction(() =>
+      document.querySelector('#session-list')?.textContent?.includes('Offsite planning'),
+    );
     t.pass('the title made by the model reached the open page');
     t.same(await axeProblems(page), [], 'axe: chat with its title, 1280 px light');
     await darkNarrow(t, page, 'chat-title-dark');

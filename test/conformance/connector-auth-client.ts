@@ -11,11 +11,20 @@
  * which the suite grants at once), exchange it, then connect with the bearer token and call a tool.
  */
 import { randomBytes } from 'node:crypto';
-import { authorizationRequest, discover, exchangeCode, obtainClient, type ConnectorClient } from '../../domain/connector-oauth/client.js';
+import {
+  authorizationRequest,
+  discover,
+  exchangeCode,
+  obtainClient,
+  type ConnectorClient,
+} from '../../domain/connector-oauth/client.js';
 import { checkTools, connectUpstream, listAllTools } from '../../domain/connectors/index.js';
 
 const url = process.argv.at(-1)!;
-const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? '{}') as { client_id?: string; client_secret?: string };
+const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? '{}') as {
+  client_id?: string;
+  client_secret?: string;
+};
 /** The client ID metadata document's URL the suite expects (Airlock's is `<public origin>/oauth/client-metadata.json`). */
 const METADATA_DOCUMENT = 'https://conformance-test.local/client-metadata.json';
 const REDIRECT_URI = 'http://localhost:3000/oauth/connectors/callback';
@@ -25,7 +34,11 @@ const secret = context.client_secret;
 const settings = { clientId: context.client_id, clientSecret: secret ? { reveal: () => secret } : undefined };
 let kept: ConnectorClient | undefined;
 const keep = async (c: ConnectorClient) => (kept ??= c);
-const client = await obtainClient(server, settings, METADATA_DOCUMENT, { redirectUri: REDIRECT_URI, scope: server.scope, keep });
+const client = await obtainClient(server, settings, METADATA_DOCUMENT, {
+  redirectUri: REDIRECT_URI,
+  scope: server.scope,
+  keep,
+});
 const state = randomBytes(16).toString('hex');
 const { url: authorizeUrl, verifier } = await authorizationRequest(server, client, REDIRECT_URI, state, server.scope);
 const consent = await fetch(authorizeUrl, { redirect: 'manual' });
@@ -34,7 +47,9 @@ if (back.searchParams.get('state') !== state) throw new Error('the authorization
 const code = back.searchParams.get('code');
 if (!code) throw new Error(`the authorization endpoint returned no code (${consent.status})`);
 const tokens = await exchangeCode(server, client, { code, verifier, redirectUri: REDIRECT_URI });
-const { client: mcp } = await connectUpstream('streamable_http', url, async () => ({ authorization: `Bearer ${tokens.accessToken}` }));
+const { client: mcp } = await connectUpstream('streamable_http', url, async () => ({
+  authorization: `Bearer ${tokens.accessToken}`,
+}));
 try {
   const { tools } = checkTools('conformance', await listAllTools(mcp, []), []);
   const first = tools[0];

@@ -28,7 +28,11 @@ const SUITE = join(ROOT, 'node_modules', '@modelcontextprotocol', 'conformance',
 
 function run(scenario: string, out: string, client = CLIENT): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [SUITE, 'client', '--command', `${process.execPath} ${client}`, '--scenario', scenario, '-o', out], { cwd: out, env: { PATH: process.env.PATH ?? '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [SUITE, 'client', '--command', `${process.execPath} ${client}`, '--scenario', scenario, '-o', out],
+      { cwd: out, env: { PATH: process.env.PATH ?? '' }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let output = '';
     child.stdout.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr.on('data', (d: Buffer) => (output += d.toString()));

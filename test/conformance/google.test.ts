@@ -50,8 +50,18 @@ async function workspace(t: { teardown(fn: () => unknown): void }) {
 t.test('gmail users.messages.send with raw', async (t) => {
   const { g, client, rootUrl } = await workspace(t);
   const api = gmail({ version: 'v1', auth: client, rootUrl });
-  const mime = ['From: me@example.test', 'To: Ana <ana@example.test>', 'Subject: =?UTF-8?B?' + Buffer.from('Grüße').toString('base64') + '?=', 'Content-Type: text/plain; charset=UTF-8', '', 'Hallo, Welt'].join('\r\n');
-  const r = await api.users.messages.send({ userId: 'me', requestBody: { raw: Buffer.from(mime).toString('base64url') } });
+  const mime = [
+    'From: me@example.test',
+    'To: Ana <ana@example.test>',
+    'Subject: =?UTF-8?B?' + Buffer.from('Grüße').toString('base64') + '?=',
+    'Content-Type: text/plain; charset=UTF-8',
+    '',
+    'Hallo, Welt',
+  ].join('\r\n');
+  const r = await api.users.messages.send({
+    userId: 'me',
+    requestBody: { raw: Buffer.from(mime).toString('base64url') },
+  });
   t.equal(r.status, 200);
   t.match(r.data, { id: /^[0-9a-f]+$/, threadId: r.data.id, labelIds: ['SENT'] });
   t.equal(g.mailbox.length, 1);
@@ -64,7 +74,11 @@ t.test('gmail users.messages.send with raw', async (t) => {
   // The client's typed error for Google's error envelope.
   const bad = await api.users.messages.send({ userId: 'me', requestBody: { raw: '' } }).catch((e) => e);
   t.equal(bad.status, 400);
-  t.match(bad.response?.data?.error, { code: 400, status: 'INVALID_ARGUMENT', errors: [{ reason: 'invalidArgument', domain: 'global' }] });
+  t.match(bad.response?.data?.error, {
+    code: 400,
+    status: 'INVALID_ARGUMENT',
+    errors: [{ reason: 'invalidArgument', domain: 'global' }],
+  });
   const expired = new gauth.OAuth2();
   expired.setCredentials({ access_token: 'ya29.expired' });
   const e401 = await gmail({ version: 'v1', auth: expired, rootUrl })
@@ -124,7 +138,11 @@ t.test('admin directory users, groups and members with paging, through the servi
     key: sa.private_key,
     keyId: sa.private_key_id,
     subject: `admin@${dir.domain}`,
-    scopes: ['https://www.googleapis.com/auth/admin.directory.user.readonly', 'https://www.googleapis.com/auth/admin.directory.group.readonly', 'https://www.googleapis.com/auth/admin.directory.group.member.readonly'],
+    scopes: [
+      'https://www.googleapis.com/auth/admin.directory.user.readonly',
+      'https://www.googleapis.com/auth/admin.directory.group.readonly',
+      'https://www.googleapis.com/auth/admin.directory.group.member.readonly',
+    ],
   });
   // The JWT flow posts to Google's fixed token URL: send it to the emulator instead.
   jwt.transporter.interceptors.request.add({
@@ -147,7 +165,13 @@ t.test('admin directory users, groups and members with paging, through the servi
   t.equal(pages, 3, 'five users in pages of two');
   t.same(users.sort(), dir.users.map((u) => u.primaryEmail).sort());
   const u0 = (await api.users.list({ customer: 'my_customer', maxResults: 1 })).data.users![0];
-  t.match(u0, { kind: 'admin#directory#user', id: String, primaryEmail: String, name: { fullName: String }, suspended: Boolean });
+  t.match(u0, {
+    kind: 'admin#directory#user',
+    id: String,
+    primaryEmail: String,
+    name: { fullName: String },
+    suspended: Boolean,
+  });
 
   const groups = await api.groups.list({ customer: 'my_customer', maxResults: 2 });
   t.equal(groups.data.groups?.length, 2);
@@ -159,7 +183,8 @@ t.test('admin directory users, groups and members with paging, through the servi
   for (const g of all) {
     const m = await api.members.list({ groupKey: g.id!, maxResults: 200 });
     members += m.data.members?.length ?? 0;
-    for (const x of m.data.members ?? []) t.match(x, { kind: 'admin#directory#member', email: String, role: /^(MEMBER|MANAGER|OWNER)$/, type: 'USER' });
+    for (const x of m.data.members ?? [])
+      t.match(x, { kind: 'admin#directory#member', email: String, role: /^(MEMBER|MANAGER|OWNER)$/, type: 'USER' });
   }
   t.equal(members, 7);
   const none = await api.members.list({ groupKey: 'no-such-group' }).catch((e) => e);
@@ -171,7 +196,11 @@ t.test('admin directory users, groups and members with paging, through the servi
 });
 
 t.test('OAuth: authorization code with PKCE, refresh, revoke (google-auth-library OAuth2Client)', async (t) => {
-  const o = await startOAuth({ clientId: 'client-1.apps.googleusercontent.com', clientSecret: 'secret-1', email: 'ana@example.test' });
+  const o = await startOAuth({
+    clientId: 'client-1.apps.googleusercontent.com',
+    clientSecret: 'secret-1',
+    email: 'ana@example.test',
+  });
   t.teardown(() => o.close());
   const redirectUri = 'http://127.0.0.1:9/callback';
   const client = new gauth.OAuth2({

@@ -27,10 +27,15 @@ import { tempDir } from '../helpers/app.js';
 const AGENT_USER_TOKEN = 'agent-user-token-conformance';
 
 /** Valid and invalid arguments for each tool; a tool missing here fails the test. */
-function cases(file: () => string): Record<string, { valid: Record<string, unknown>; invalid: Record<string, unknown>[] }> {
+function cases(
+  file: () => string,
+): Record<string, { valid: Record<string, unknown>; invalid: Record<string, unknown>[] }> {
   const chart = { type: 'bar', title: 'Sales', labels: ['Jan', 'Feb'], datasets: [{ label: 'Sales', data: [10, 12] }] };
   return {
-    fetch_sheet: { valid: { spreadsheet_id: 'sheet-1', range: 'A1:B3' }, invalid: [{}, { spreadsheet_id: 42, range: 'A1' }] },
+    fetch_sheet: {
+      valid: { spreadsheet_id: 'sheet-1', range: 'A1:B3' },
+      invalid: [{}, { spreadsheet_id: 42, range: 'A1' }],
+    },
     search_spreadsheets: { valid: { query: 'sample' }, invalid: [{ query: 7 }, { query: 'x', max_results: -1 }] },
     send_email: {
       get valid() {
@@ -44,7 +49,10 @@ function cases(file: () => string): Record<string, { valid: Record<string, unkno
     fetch_memory: { valid: { query: 'sales', limit: 5 }, invalid: [{ limit: 0 }, { source: 'NOT A SOURCE' }] },
     rasterize_chart: { valid: chart, invalid: [{}, { ...chart, type: 'no-such-type' }] },
     render_chart: { valid: chart, invalid: [{ type: 'bar' }, { ...chart, datasets: 'none' }] },
-    read_file_table: { valid: { name: 'sales.csv', range: 'A1:B3' }, invalid: [{}, { name: 'sales.csv', max_rows: 0 }] },
+    read_file_table: {
+      valid: { name: 'sales.csv', range: 'A1:B3' },
+      invalid: [{}, { name: 'sales.csv', max_rows: 0 }],
+    },
     read_document: { valid: { name: 'notes.txt' }, invalid: [{}, { name: 'notes.txt', max_chars: 0 }] },
     run_python: { valid: { code: 'print(6 * 7)' }, invalid: [{}, { code: '' }] },
   };
@@ -77,7 +85,16 @@ t.test('both MCP servers: schemas, valid calls, invalid calls as isError results
   const agentApi = createServer((req, res) => {
     const ok = req.headers.authorization === `Bearer ${AGENT_USER_TOKEN}` && req.url?.startsWith('/api/agent/memories');
     res.writeHead(ok ? 200 : 401, { 'content-type': 'application/json' });
-    res.end(JSON.stringify(ok ? { memories: [{ id: 1, content: 'sales are up', source: 'chat', created_at: '2026-01-01T00:00:00Z' }], withheld: {} } : { error: { code: 'ERR_AUTH_REQUIRED', message: 'no' } }));
+    res.end(
+      JSON.stringify(
+        ok
+          ? {
+              memories: [{ id: 1, content: 'sales are up', source: 'chat', created_at: '2026-01-01T00:00:00Z' }],
+              withheld: {},
+            }
+          : { error: { code: 'ERR_AUTH_REQUIRED', message: 'no' } },
+      ),
+    );
   });
   await new Promise<void>((r) => agentApi.listen(0, '127.0.0.1', r));
   t.teardown(() => new Promise<void>((r) => agentApi.close(() => r())));
@@ -100,12 +117,16 @@ t.test('both MCP servers: schemas, valid calls, invalid calls as isError results
     AGENT_USER_TOKEN,
     AGENT_ATTACHMENTS_DIR: dir,
   };
-  const [tools, ext] = await Promise.all([startMcp(t, 'tools', env), startMcp(t, 'extensions', { AGENT_ATTACHMENTS_DIR: dir })]);
+  const [tools, ext] = await Promise.all([
+    startMcp(t, 'tools', env),
+    startMcp(t, 'extensions', { AGENT_ATTACHMENTS_DIR: dir }),
+  ]);
   let chartFile = '';
   const table = cases(() => chartFile);
   const ajv2020 = new Ajv2020({ strict: false, allErrors: true });
   const ajv07 = new Ajv({ strict: false, allErrors: true });
-  const compile = (schema: Record<string, unknown>) => (String(schema.$schema ?? '').includes('draft-07') ? ajv07 : ajv2020).compile(schema);
+  const compile = (schema: Record<string, unknown>) =>
+    (String(schema.$schema ?? '').includes('draft-07') ? ajv07 : ajv2020).compile(schema);
   const seen: string[] = [];
 
   // extensions first: send_email attaches the chart rasterize_chart wrote.
@@ -126,13 +147,19 @@ t.test('both MCP servers: schemas, valid calls, invalid calls as isError results
       t.ok(tool.description && tool.description.length > 10, `${tool.name}: has a description`);
       const validIn = compile(tool.inputSchema);
       const validOut = tool.outputSchema ? compile(tool.outputSchema) : undefined;
-      t.ok(validIn(c.valid), `${tool.name}: the valid arguments fit the advertised schema ${JSON.stringify(validIn.errors ?? '')}`);
+      t.ok(
+        validIn(c.valid),
+        `${tool.name}: the valid arguments fit the advertised schema ${JSON.stringify(validIn.errors ?? '')}`,
+      );
 
       const r = (await handle.client.callTool({ name: tool.name, arguments: c.valid })) as CallToolResult;
       t.notOk(r.isError, `${tool.name}: a valid call succeeds ${r.isError ? JSON.stringify(r.content) : ''}`);
       if (validOut) {
         t.ok(r.structuredContent, `${tool.name}: structured content with an output schema`);
-        t.ok(validOut(r.structuredContent), `${tool.name}: structured content fits the output schema ${JSON.stringify(validOut.errors ?? '')}`);
+        t.ok(
+          validOut(r.structuredContent),
+          `${tool.name}: structured content fits the output schema ${JSON.stringify(validOut.errors ?? '')}`,
+        );
       }
       if (tool.name === 'rasterize_chart') chartFile = String((r.structuredContent as { filename?: string }).filename);
 
@@ -145,7 +172,10 @@ t.test('both MCP servers: schemas, valid calls, invalid calls as isError results
         } catch (err) {
           protocolError = err;
         }
-        t.notOk(protocolError, `${tool.name}: invalid arguments are not a protocol error (${(protocolError as Error | undefined)?.message ?? 'ok'})`);
+        t.notOk(
+          protocolError,
+          `${tool.name}: invalid arguments are not a protocol error (${(protocolError as Error | undefined)?.message ?? 'ok'})`,
+        );
         t.equal(res?.isError, true, `${tool.name}: invalid arguments → isError result`);
         t.ok(
           res?.content?.some((x) => x.type === 'text' && x.text.length > 0),

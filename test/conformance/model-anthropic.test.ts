@@ -19,7 +19,11 @@ async function setup(t: { teardown(fn: () => unknown): void }) {
 }
 
 const tools: Anthropic.Tool[] = [
-  { name: 'add', description: 'add', input_schema: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } } } },
+  {
+    name: 'add',
+    description: 'add',
+    input_schema: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } } },
+  },
   { name: 'note', description: 'note', input_schema: { type: 'object', properties: { text: { type: 'string' } } } },
 ];
 const ask = { model: 'claude-x', max_tokens: 100, messages: [{ role: 'user' as const, content: 'go' }] };
@@ -41,7 +45,9 @@ t.test('streams text and parallel tool_use blocks messages.stream assembles', as
   t.same(deltas, ['Two ', 'calls: ', 'ö€😀']);
   t.equal(msg.stop_reason, 'tool_use');
   t.same(
-    msg.content.map((b) => (b.type === 'text' ? ['text', b.text] : b.type === 'tool_use' ? [b.id, b.name, b.input] : [b.type])),
+    msg.content.map((b) =>
+      b.type === 'text' ? ['text', b.text] : b.type === 'tool_use' ? [b.id, b.name, b.input] : [b.type],
+    ),
     [
       ['text', 'Two calls: ö€😀'],
       ['toolu_a', 'add', { a: 1, b: 2 }],
@@ -56,7 +62,13 @@ t.test('streams text and parallel tool_use blocks messages.stream assembles', as
 
 t.test('x-api-key works too (how the agent sends it through the sandbox proxy)', async (t) => {
   const { srv } = await setup(t);
-  const client = new Anthropic({ baseURL: srv.url, apiKey: KEY, defaultHeaders: { authorization: null, 'x-api-key': KEY }, maxRetries: 0, logLevel: 'off' });
+  const client = new Anthropic({
+    baseURL: srv.url,
+    apiKey: KEY,
+    defaultHeaders: { authorization: null, 'x-api-key': KEY },
+    maxRetries: 0,
+    logLevel: 'off',
+  });
   srv.push({ kind: 'reply', text: 'hi' });
   const msg = await client.messages.create(ask);
   t.same(msg.content, [{ type: 'text', text: 'hi' }]);
@@ -83,7 +95,11 @@ t.test('errors: HTTP statuses as typed errors, an error event mid-stream, a malf
   srv.push({ kind: 'error', status: 400, message: 'bad things' });
   const e400 = await client.messages.create(ask).catch((e) => e);
   t.ok(e400 instanceof Anthropic.BadRequestError);
-  t.match(e400.error, { type: 'error', error: { type: 'invalid_request_error', message: 'bad things' } }, 'the error body has the API shape');
+  t.match(
+    e400.error,
+    { type: 'error', error: { type: 'invalid_request_error', message: 'bad things' } },
+    'the error body has the API shape',
+  );
 
   srv.push({ kind: 'error', status: 429, retry_after: 1 }, { kind: 'reply', text: 'after' });
   const n = srv.requests.length;

@@ -19,8 +19,22 @@ async function setup(t: { teardown(fn: () => unknown): void }) {
 }
 
 const tools: OpenAI.Chat.Completions.ChatCompletionTool[] = [
-  { type: 'function', function: { name: 'add', description: 'add', parameters: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } } } } },
-  { type: 'function', function: { name: 'note', description: 'note', parameters: { type: 'object', properties: { text: { type: 'string' } } } } },
+  {
+    type: 'function',
+    function: {
+      name: 'add',
+      description: 'add',
+      parameters: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } } },
+    },
+  },
+  {
+    type: 'function',
+    function: {
+      name: 'note',
+      description: 'note',
+      parameters: { type: 'object', properties: { text: { type: 'string' } } },
+    },
+  },
 ];
 
 t.test('streams text and parallel tool calls the stream helper assembles', async (t) => {
@@ -42,7 +56,9 @@ t.test('streams text and parallel tool calls the stream helper assembles', async
   t.equal(msg.content, 'Zwei Aufrufe: ö€😀 ');
   t.equal(final.choices[0].finish_reason, 'tool_calls');
   t.same(
-    msg.tool_calls?.map((c) => (c.type === 'function' ? [c.id, c.function.name, JSON.parse(c.function.arguments)] : [])),
+    msg.tool_calls?.map((c) =>
+      c.type === 'function' ? [c.id, c.function.name, JSON.parse(c.function.arguments)] : [],
+    ),
     [
       ['call_a', 'add', { a: 1, b: 2 }],
       ['call_b', 'note', { text: 'grüße, 世界 😀'.repeat(3) }],
@@ -57,7 +73,11 @@ t.test('streams text and parallel tool calls the stream helper assembles', async
 t.test('the raw stream iterator yields chunks the SDK types describe', async (t) => {
   const { srv, client } = await setup(t);
   srv.push({ kind: 'reply', text: 'hello there' });
-  const stream = await client.chat.completions.create({ model: 'gpt-x', messages: [{ role: 'user', content: 'hi' }], stream: true });
+  const stream = await client.chat.completions.create({
+    model: 'gpt-x',
+    messages: [{ role: 'user', content: 'hi' }],
+    stream: true,
+  });
   let text = '';
   let finish: string | null = null;
   for await (const chunk of stream) {
@@ -72,7 +92,11 @@ t.test('the raw stream iterator yields chunks the SDK types describe', async (t)
 t.test('a non-streaming create gets one chat.completion', async (t) => {
   const { srv, client } = await setup(t);
   srv.push({ kind: 'reply', text: 'whole', tool_calls: [{ name: 'add', arguments: { a: 5, b: 6 } }] });
-  const r = await client.chat.completions.create({ model: 'gpt-x', messages: [{ role: 'user', content: 'hi' }], tools });
+  const r = await client.chat.completions.create({
+    model: 'gpt-x',
+    messages: [{ role: 'user', content: 'hi' }],
+    tools,
+  });
   t.equal(r.object, 'chat.completion');
   t.equal(r.choices[0].message.content, 'whole');
   const c = r.choices[0].message.tool_calls![0];
@@ -82,13 +106,17 @@ t.test('a non-streaming create gets one chat.completion', async (t) => {
 t.test('error responses become the SDK typed errors', async (t) => {
   const { srv, client } = await setup(t);
   const bad = new OpenAI({ baseURL: srv.url, apiKey: 'wrong', maxRetries: 0, logLevel: 'off' });
-  const auth = await bad.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] }).catch((e) => e);
+  const auth = await bad.chat.completions
+    .create({ model: 'm', messages: [{ role: 'user', content: 'x' }] })
+    .catch((e) => e);
   t.ok(auth instanceof OpenAI.AuthenticationError, 'a wrong key is AuthenticationError');
   t.equal(auth.status, 401);
   t.equal(auth.type, 'authentication_error');
 
   srv.push({ kind: 'error', status: 400, message: 'bad things' });
-  const e400 = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] }).catch((e) => e);
+  const e400 = await client.chat.completions
+    .create({ model: 'm', messages: [{ role: 'user', content: 'x' }] })
+    .catch((e) => e);
   t.ok(e400 instanceof OpenAI.BadRequestError);
   t.equal(e400.error?.message, 'bad things', 'the error body is read as { error: { message, type } }');
 
@@ -102,7 +130,9 @@ t.test('error responses become the SDK typed errors', async (t) => {
   t.equal(srv.requests[n + 1].headers['x-stainless-retry-count'], '1', 'the SDK marked its retry');
 
   srv.push({ kind: 'error', status: 500, times: 3 });
-  const e500 = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] }, { maxRetries: 2 }).catch((e) => e);
+  const e500 = await client.chat.completions
+    .create({ model: 'm', messages: [{ role: 'user', content: 'x' }] }, { maxRetries: 2 })
+    .catch((e) => e);
   t.ok(e500 instanceof OpenAI.InternalServerError);
 });
 
@@ -115,7 +145,10 @@ t.test('a malformed stream event is a parse error, a stall honours abort', async
 
   srv.push({ kind: 'stall', text: 'thinking' });
   const ac = new AbortController();
-  const stalled = client.chat.completions.stream({ model: 'm', messages: [{ role: 'user', content: 'x' }] }, { signal: ac.signal });
+  const stalled = client.chat.completions.stream(
+    { model: 'm', messages: [{ role: 'user', content: 'x' }] },
+    { signal: ac.signal },
+  );
   stalled.on('content', () => ac.abort());
   const aborted = await stalled.finalChatCompletion().catch((e) => e);
   t.ok(aborted instanceof OpenAI.APIUserAbortError, 'abort ends the stalled stream');

@@ -11,7 +11,21 @@ import { join } from 'node:path';
 import { createLogger } from '../../core/index.js';
 import { startRuntime } from '../../daemon/runtime/index.js';
 import { TestClock } from '../helpers/clock.js';
-import { attachOnPty, dataDir, dockerOrSkip, ensureTestImage, execIn, ROOT, runCli, runtimeConfig, startRuntimeProc, sweep, uniqueOwner, ENGINE_ENV, SANDBOX_RUNTIME } from './helpers.js';
+import {
+  attachOnPty,
+  dataDir,
+  dockerOrSkip,
+  ensureTestImage,
+  execIn,
+  ROOT,
+  runCli,
+  runtimeConfig,
+  startRuntimeProc,
+  sweep,
+  uniqueOwner,
+  ENGINE_ENV,
+  SANDBOX_RUNTIME,
+} from './helpers.js';
 
 const docker = await dockerOrSkip(t as unknown as Parameters<typeof dockerOrSkip>[0]);
 const CLI = join(ROOT, 'dist', 'daemon', 'main.js');
@@ -61,7 +75,11 @@ if (docker) {
         .sort(),
       ['sess-a', 'sess-b'],
     );
-    t.equal(list.filter((s) => !s.sessionId).length, SANDBOX_RUNTIME === 'runc' ? 1 : 0, SANDBOX_RUNTIME === 'runc' ? 'one pool container' : 'runsc: no pool');
+    t.equal(
+      list.filter((s) => !s.sessionId).length,
+      SANDBOX_RUNTIME === 'runc' ? 1 : 0,
+      SANDBOX_RUNTIME === 'runc' ? 'one pool container' : 'runsc: no pool',
+    );
     const table = await cli(dir, ['sessions', 'ls']);
     t.match(table.stdout, /SESSION\s+USER\s+CONTAINER/);
     t.match(table.stdout, /sess-a/);
@@ -76,7 +94,11 @@ if (docker) {
       .map((s) => s.sessionId)
       .sort();
     t.same(adopted, ['sess-a', 'sess-b'], 'both live sessions adopted');
-    t.equal(ready.list.filter((s) => !s.sessionId).length, SANDBOX_RUNTIME === 'runc' ? 1 : 0, SANDBOX_RUNTIME === 'runc' ? 'pool adopted, not doubled' : 'runsc: no pool');
+    t.equal(
+      ready.list.filter((s) => !s.sessionId).length,
+      SANDBOX_RUNTIME === 'runc' ? 1 : 0,
+      SANDBOX_RUNTIME === 'runc' ? 'pool adopted, not doubled' : 'runsc: no pool',
+    );
     const a2 = await p.prompt('sess-a', 'second');
     t.equal(a2.containerId, a.containerId, 'next prompt reuses the adopted container');
     t.match(
@@ -90,7 +112,11 @@ if (docker) {
 
     const ins = await cli(dir, ['sessions', 'inspect', 'sess-a']);
     t.equal(ins.code, 0, ins.stderr);
-    const info = JSON.parse(ins.stdout) as { containerId: string; container: { hostConfig: { networkMode: string } }; adopted: boolean };
+    const info = JSON.parse(ins.stdout) as {
+      containerId: string;
+      container: { hostConfig: { networkMode: string } };
+      adopted: boolean;
+    };
     t.equal(info.containerId, a.containerId);
     t.equal(info.adopted, true);
     t.equal(info.container.hostConfig.networkMode, 'none');
@@ -100,7 +126,10 @@ if (docker) {
     t.match(logs.stdout + logs.stderr, /control socket listening/, 'container log is shown');
 
     // attach: an interactive shell through a TTY exec, as the agent user.
-    const att = spawn(process.execPath, [CLI, 'sessions', 'attach', 'sess-a'], { env: { PATH: process.env.PATH, ...ENGINE_ENV, AIRLOCK_DATA_DIR: dir }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const att = spawn(process.execPath, [CLI, 'sessions', 'attach', 'sess-a'], {
+      env: { PATH: process.env.PATH, ...ENGINE_ENV, AIRLOCK_DATA_DIR: dir },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let attOut = '';
     att.stdout!.on('data', (d: Buffer) => (attOut += d.toString()));
     att.stdin!.write('echo "uid=$(id -u)"; cat /proc/net/dev >/dev/null; exit\n');
@@ -123,7 +152,17 @@ if (docker) {
       await until(() => /^SLEEPING\r*$/m.test(io.out()), 'the echo before the sleep');
       // The shell prints before it starts `sleep`: wait for the sleep process itself (its argv in /proc).
       await until(
-        async () => /^sleep 300 $/m.test((await execIn(docker, info.containerId, ['/bin/sh', '-c', 'for p in /proc/[0-9]*; do tr "\\0" " " < $p/cmdline 2>/dev/null; echo; done'], { user: '0' })).stdout),
+        async () =>
+          /^sleep 300 $/m.test(
+            (
+              await execIn(
+                docker,
+                info.containerId,
+                ['/bin/sh', '-c', 'for p in /proc/[0-9]*; do tr "\\0" " " < $p/cmdline 2>/dev/null; echo; done'],
+                { user: '0' },
+              )
+            ).stdout,
+          ),
         'the remote sleep to run',
       );
       io.write('\x03');
@@ -153,7 +192,11 @@ if (docker) {
 
     const kill = await cli(dir, ['sessions', 'kill', 'sess-a']);
     t.equal(kill.code, 0, kill.stderr);
-    await t.rejects(docker.getContainer(a.containerId!).inspect(), { statusCode: 404 } as unknown as Error, 'kill removed the container');
+    await t.rejects(
+      docker.getContainer(a.containerId!).inspect(),
+      { statusCode: 404 } as unknown as Error,
+      'kill removed the container',
+    );
   });
 
   t.test('restart --stale through the CLI replaces a stale session', async (t) => {
@@ -164,10 +207,23 @@ if (docker) {
     t.teardown(() => sweep(docker, owner));
     const config = runtimeConfig(dir, image, { AIRLOCK_POOL_SIZE: '0', AIRLOCK_SESSION_STALE_S: '3600' });
     const clock = new TestClock();
-    const rt = await startRuntime({ config, log: createLogger({ level: 'warn', destination: process.stderr }), owner, clock });
+    const rt = await startRuntime({
+      config,
+      log: createLogger({ level: 'warn', destination: process.stderr }),
+      owner,
+      clock,
+    });
     if (!rt) return t.fail('the runtime did not start');
     t.teardown(() => rt.close({ removeContainers: true }));
-    const turn = (prompt: string) => rt.sessions.runTurn({ userId: 5, sessionId: 'stale-a', turnId: randomUUID(), prompt, signal: new AbortController().signal, onEvent: () => undefined });
+    const turn = (prompt: string) =>
+      rt.sessions.runTurn({
+        userId: 5,
+        sessionId: 'stale-a',
+        turnId: randomUUID(),
+        prompt,
+        signal: new AbortController().signal,
+        onEvent: () => undefined,
+      });
     const first = await turn('one');
     t.equal(first.stop_reason, 'end_turn');
     type Row = { sessionId: string | null; containerId: string; stale: boolean };
@@ -193,7 +249,11 @@ if (docker) {
       'still one session',
     );
     t.not(after[0].containerId, first.containerId, 'in a new container');
-    await t.rejects(docker.getContainer(first.containerId!).inspect(), { statusCode: 404 } as unknown as Error, 'the stale container is removed');
+    await t.rejects(
+      docker.getContainer(first.containerId!).inspect(),
+      { statusCode: 404 } as unknown as Error,
+      'the stale container is removed',
+    );
     const next = await turn('two');
     t.equal(next.containerId, after[0].containerId, 'the next prompt runs in the new container');
   });

@@ -11,7 +11,13 @@
  */
 import t from 'tap';
 import type { Page } from 'playwright-core';
-import { Encryptor, createLogger, hashPassword, loadOrCreateEncryptionKey, WORKSPACE_SCOPES } from '../../core/index.js';
+import {
+  Encryptor,
+  createLogger,
+  hashPassword,
+  loadOrCreateEncryptionKey,
+  WORKSPACE_SCOPES,
+} from '../../core/index.js';
 import { queryActionLog } from '../../domain/action-log.js';
 import { createUser, getUserByEmail } from '../../domain/users.js';
 import { AccountStore } from '../../domain/accounts.js';
@@ -50,7 +56,14 @@ async function watchNextTurn(page: Page): Promise<void> {
   await page.evaluate(() => {
     const n = document.querySelectorAll('.msg.assistant').length; // the turn about to start
     const turn = () => document.querySelectorAll('.msg.assistant')[n] as HTMLElement | undefined;
-    const seen: Seen = { toolWhileRunning: null, tool: null, toolStatus: null, done: null, runningFrames: 0, runningTools: [] };
+    const seen: Seen = {
+      toolWhileRunning: null,
+      tool: null,
+      toolStatus: null,
+      done: null,
+      runningFrames: 0,
+      runningTools: [],
+    };
     (window as unknown as { seen: Seen }).seen = seen;
     new MutationObserver(() => {
       const now = performance.now();
@@ -107,7 +120,11 @@ else if (docker) {
       await d.runtime?.close({ removeContainers: true });
       await d.close();
     });
-    await createUser(d.database.sql, { username: 'carol', email: 'carol@example.test', passwordHash: await hashPassword('carol-password') });
+    await createUser(d.database.sql, {
+      username: 'carol',
+      email: 'carol@example.test',
+      passwordHash: await hashPassword('carol-password'),
+    });
     return d;
   }
 
@@ -119,13 +136,25 @@ else if (docker) {
     await page.waitForSelector('#prompt');
   }
 
-  const modelEnv = (url: string) => ({ AIRLOCK_MODEL_PROVIDER: 'openai', AIRLOCK_MODEL: 'gpt-ui', AIRLOCK_MODEL_BASE_URL: url, AIRLOCK_MODEL_API_KEY: MODEL_KEY });
-  const googleEnv = (url: string) => ({ AIRLOCK_GOOGLE_MAIL_BASE_URL: url, AIRLOCK_GOOGLE_SHEETS_BASE_URL: url, AIRLOCK_GOOGLE_DRIVE_BASE_URL: url });
+  const modelEnv = (url: string) => ({
+    AIRLOCK_MODEL_PROVIDER: 'openai',
+    AIRLOCK_MODEL: 'gpt-ui',
+    AIRLOCK_MODEL_BASE_URL: url,
+    AIRLOCK_MODEL_API_KEY: MODEL_KEY,
+  });
+  const googleEnv = (url: string) => ({
+    AIRLOCK_GOOGLE_MAIL_BASE_URL: url,
+    AIRLOCK_GOOGLE_SHEETS_BASE_URL: url,
+    AIRLOCK_GOOGLE_DRIVE_BASE_URL: url,
+  });
 
   /** Connect the user's workspace account with the emulator's token. */
   async function connectWorkspace(d: Awaited<ReturnType<typeof start>>, email: string, token: string): Promise<void> {
     const user = (await getUserByEmail(d.database.sql, email))!;
-    await new AccountStore(d.database.sql, new Encryptor(loadOrCreateEncryptionKey(d.config.dataDir, d.config.encryptionKey))).connect(user.id, {
+    await new AccountStore(
+      d.database.sql,
+      new Encryptor(loadOrCreateEncryptionKey(d.config.dataDir, d.config.encryptionKey)),
+    ).connect(user.id, {
       email: user.email,
       scopes: [...WORKSPACE_SCOPES],
       accessToken: token,
@@ -146,13 +175,30 @@ else if (docker) {
       arrived();
       return held;
     };
-    const g = await google.start({ userEmail: 'carol@example.test', seed: { spreadsheets: [{ id: 'sheet-ui-1', name: 'Sales 2026', sheets: { Sheet1: [['a', 3]] } }] }, before: hold });
+    const g = await google.start({
+      userEmail: 'carol@example.test',
+      seed: { spreadsheets: [{ id: 'sheet-ui-1', name: 'Sales 2026', sheets: { Sheet1: [['a', 3]] } }] },
+      before: hold,
+    });
     t.teardown(() => g.close());
     const model = await openaiModel.start({
       apiKey: MODEL_KEY,
       script: [
         { kind: 'reply', tool_calls: [{ name: 'search_spreadsheets', arguments: { query: 'Sales' } }] },
-        { kind: 'reply', tool_calls: [{ name: 'render_chart', arguments: { type: 'bar', title: 'Chart', labels: ['a', 'b', 'c'], datasets: [{ label: 'Chart', data: [3, 5, 8] }] } }] },
+        {
+          kind: 'reply',
+          tool_calls: [
+            {
+              name: 'render_chart',
+              arguments: {
+                type: 'bar',
+                title: 'Chart',
+                labels: ['a', 'b', 'c'],
+                datasets: [{ label: 'Chart', data: [3, 5, 8] }],
+              },
+            },
+          ],
+        },
         // The turn goes on for STALL_MS after the tools: the rows must be on the page meanwhile.
         { kind: 'reply', text: 'Here is your chart.', delay_ms: STALL_MS },
       ],
@@ -169,18 +215,25 @@ else if (docker) {
     await page.click('#send');
     await reached;
     const before = (await seenOf(page)).runningFrames;
-    await page.waitForFunction((n) => (window as unknown as { seen: Seen }).seen.runningFrames >= n + 2, before, { timeout: 120_000 });
+    await page.waitForFunction((n) => (window as unknown as { seen: Seen }).seen.runningFrames >= n + 2, before, {
+      timeout: 120_000,
+    });
     const drawn = await seenOf(page);
     const open = g.requests.filter((r) => r.path.startsWith('/drive/') && r.status === 0).length;
     release();
     t.equal(open, 1, 'the Drive call was still open upstream when the page had drawn those frames');
-    t.same(drawn.runningTools, ['search_spreadsheets'], `the browser drew frames (${drawn.runningFrames - before} after the call arrived) showing search_spreadsheets running`);
+    t.same(
+      drawn.runningTools,
+      ['search_spreadsheets'],
+      `the browser drew frames (${drawn.runningFrames - before} after the call arrived) showing search_spreadsheets running`,
+    );
     await page.waitForSelector('[data-done]', { timeout: 120_000 });
     const seen = await seenOf(page);
     t.not(seen.toolWhileRunning, null, 'a tool row was on the page before the turn ended');
     t.equal(seen.tool, 'search_spreadsheets');
     t.equal(seen.toolStatus, 'running…', 'first seen as running: tool_start arrived before tool_end');
-    const lead = seen.toolWhileRunning === null || seen.done === null ? -1 : Math.round(seen.done - seen.toolWhileRunning);
+    const lead =
+      seen.toolWhileRunning === null || seen.done === null ? -1 : Math.round(seen.done - seen.toolWhileRunning);
     t.ok(lead >= STALL_MS - 500, `the row was there ${lead} ms before the end (the model stalled ${STALL_MS} ms)`);
     t.equal(await page.getAttribute('.tool[data-tool=search_spreadsheets]', 'data-status'), 'ok');
     t.equal(await page.getAttribute('.tool[data-tool=render_chart]', 'data-status'), 'ok');
@@ -203,7 +256,10 @@ else if (docker) {
     t.not(seen.toolWhileRunning, null, 'demo model: a tool row was on the page before the turn ended');
     t.equal(seen.tool, 'render_chart');
     t.equal(seen.toolStatus, 'running…', 'first seen as running: tool_start arrived before tool_end');
-    t.ok(seen.done !== null && seen.toolWhileRunning !== null && seen.done > seen.toolWhileRunning, 'the turn ended after that');
+    t.ok(
+      seen.done !== null && seen.toolWhileRunning !== null && seen.done > seen.toolWhileRunning,
+      'the turn ended after that',
+    );
     t.equal(await page.getAttribute('.tool[data-tool=render_chart]', 'data-status'), 'ok');
     t.equal(await page.getAttribute('[data-done]', 'data-done'), 'end_turn');
     // chart.js drew on the canvas: some pixels are not transparent.
@@ -220,18 +276,39 @@ else if (docker) {
 
     // The finished row shows the duration the server stored, and opens to its input and output.
     const row = '.tool[data-tool=render_chart]';
-    const history = await page.evaluate(async (u) => (await fetch(`/api/chat/sessions/${u.split('#/chat/')[1]}/messages`)).json(), page.url());
+    const history = await page.evaluate(
+      async (u) => (await fetch(`/api/chat/sessions/${u.split('#/chat/')[1]}/messages`)).json(),
+      page.url(),
+    );
     const call = history.turns[0].tool_calls[0];
     t.equal(call.tool, 'render_chart');
-    t.match(await page.textContent(`${row} summary`), /^render_chart\s*done\s*\d+ ms$/, 'name, status and duration in the row');
-    t.equal(await page.textContent(`${row} summary .muted`), `${call.duration_ms} ms`, 'the duration is the tool_end duration_ms');
+    t.match(
+      await page.textContent(`${row} summary`),
+      /^render_chart\s*done\s*\d+ ms$/,
+      'name, status and duration in the row',
+    );
+    t.equal(
+      await page.textContent(`${row} summary .muted`),
+      `${call.duration_ms} ms`,
+      'the duration is the tool_end duration_ms',
+    );
     t.notOk(await page.isVisible(`${row} pre`), 'input and output are folded away at first');
     await page.click(`${row} summary`);
     t.equal(await page.getAttribute(row, 'open'), '', 'clicking the row opens it');
-    t.same(await page.$$eval(`${row} .body > div`, (els) => els.map((e) => e.textContent)), ['Input', 'Output'], 'headed Input and Output');
-    const pres = await page.$$eval(`${row} .body pre`, (els) => els.map((e) => ((e as HTMLElement).checkVisibility() ? (e.textContent ?? '') : null)));
+    t.same(
+      await page.$$eval(`${row} .body > div`, (els) => els.map((e) => e.textContent)),
+      ['Input', 'Output'],
+      'headed Input and Output',
+    );
+    const pres = await page.$$eval(`${row} .body pre`, (els) =>
+      els.map((e) => ((e as HTMLElement).checkVisibility() ? (e.textContent ?? '') : null)),
+    );
     t.equal(pres.length, 2, 'two <pre> blocks, both visible');
-    t.same(JSON.parse(pres[0] ?? 'null'), { type: 'bar', title: 'Chart', labels: ['#1', '#2', '#3'], datasets: [{ label: 'Chart', data: [3, 5, 8] }] }, 'Input: the arguments the model gave the tool');
+    t.same(
+      JSON.parse(pres[0] ?? 'null'),
+      { type: 'bar', title: 'Chart', labels: ['#1', '#2', '#3'], datasets: [{ label: 'Chart', data: [3, 5, 8] }] },
+      'Input: the arguments the model gave the tool',
+    );
     t.same(JSON.parse(pres[1] ?? 'null'), call.output, 'Output: what the tool returned (as stored)');
     t.match(call.output, { spec: { datasets: [{ data: [3, 5, 8] }] } });
     await page.click(`${row} summary`);
@@ -241,11 +318,15 @@ else if (docker) {
     await watchNextTurn(page);
     await page.fill('#prompt', 'chart 2 4 6 and email the chart to dave@example.test');
     await page.click('#send');
-    await page.waitForFunction(() => document.querySelectorAll('[data-done]').length === 2, undefined, { timeout: 120_000 });
+    await page.waitForFunction(() => document.querySelectorAll('[data-done]').length === 2, undefined, {
+      timeout: 120_000,
+    });
     const seen2 = await seenOf(page);
     t.equal(seen2.tool, 'rasterize_chart', 'the rasterize_chart row was on the page before the turn ended');
     t.equal(seen2.toolStatus, 'running…', 'first seen as running');
-    const rows = await page.$$eval('.tool', (els) => els.map((e) => [(e as HTMLElement).dataset.tool, (e as HTMLElement).dataset.status]));
+    const rows = await page.$$eval('.tool', (els) =>
+      els.map((e) => [(e as HTMLElement).dataset.tool, (e as HTMLElement).dataset.status]),
+    );
     t.same(
       rows.slice(1),
       [
@@ -258,8 +339,16 @@ else if (docker) {
       const img = document.querySelector('img.attachment') as HTMLImageElement | null;
       return !!img && img.complete && img.naturalWidth > 0;
     });
-    t.equal(await page.$eval('img.attachment', (i) => (i as HTMLImageElement).naturalWidth), 800, 'the PNG loaded (800 px wide)');
-    t.match(await page.textContent('.tool[data-tool=send_email]'), /connect your workspace account/, 'the tool error tells the user what to do');
+    t.equal(
+      await page.$eval('img.attachment', (i) => (i as HTMLImageElement).naturalWidth),
+      800,
+      'the PNG loaded (800 px wide)',
+    );
+    t.match(
+      await page.textContent('.tool[data-tool=send_email]'),
+      /connect your workspace account/,
+      'the tool error tells the user what to do',
+    );
     await screenshot(page, 'chat-attachment');
     // At 390 px, with a row opened (send_email's long input): nothing widens the page.
     await page.click('.tool[data-tool=send_email] summary');
@@ -267,7 +356,11 @@ else if (docker) {
     await page.click('.tool[data-tool=send_email] summary');
 
     // Another user cannot read that attachment.
-    await createUser(d.database.sql, { username: 'eve', email: 'eve@example.test', passwordHash: await hashPassword('eve-password') });
+    await createUser(d.database.sql, {
+      username: 'eve',
+      email: 'eve@example.test',
+      passwordHash: await hashPassword('eve-password'),
+    });
     const src = await page.getAttribute('img.attachment', 'src');
     const ctx2 = await browser.newContext();
     const p2 = await ctx2.newPage();
@@ -276,11 +369,20 @@ else if (docker) {
     await p2.fill('#password', 'eve-password');
     await p2.keyboard.press('Enter');
     await p2.waitForSelector('#prompt');
-    t.equal(await p2.evaluate(async (u) => (await fetch(u!)).status, src), 404, "another user's attachment is not found");
+    t.equal(
+      await p2.evaluate(async (u) => (await fetch(u!)).status, src),
+      404,
+      "another user's attachment is not found",
+    );
     await ctx2.close();
 
     // An admin sees the live session on the admin page, restarts it, then kills it.
-    await createUser(d.database.sql, { username: 'root', email: 'root@example.test', passwordHash: await hashPassword('root-password'), isSuperuser: true });
+    await createUser(d.database.sql, {
+      username: 'root',
+      email: 'root@example.test',
+      passwordHash: await hashPassword('root-password'),
+      isSuperuser: true,
+    });
     const ctx3 = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     const p3 = await ctx3.newPage();
     p3.on('dialog', (dlg) => void dlg.accept());
@@ -295,7 +397,11 @@ else if (docker) {
     // Ids show short on one line; the whole id is the tooltip (docs/ui-admin.md, "Live sessions").
     const shownIds = () => p3.$$eval('#sessions-table code.sid', (els) => els.map((e) => e.getAttribute('title')));
     t.same(await shownIds(), [sid], 'the session is listed by its id');
-    t.same(await p3.$$eval('#sessions-table code.container-id', (els) => els.map((e) => e.textContent)), [first!.slice(0, 12)], 'and its container');
+    t.same(
+      await p3.$$eval('#sessions-table code.container-id', (els) => els.map((e) => e.textContent)),
+      [first!.slice(0, 12)],
+      'and its container',
+    );
     await screenshot(p3, 'admin-sessions');
 
     await p3.click(`button[aria-label="Restart session ${sid}"]`);
@@ -309,19 +415,31 @@ else if (docker) {
     );
     const second = containerOf();
     t.ok(second && second !== first, 'the session got a new container');
-    t.same(await p3.$$eval('#sessions-table code.container-id', (els) => els.map((e) => e.textContent)), [second!.slice(0, 12)], 'the page shows the new container');
+    t.same(
+      await p3.$$eval('#sessions-table code.container-id', (els) => els.map((e) => e.textContent)),
+      [second!.slice(0, 12)],
+      'the page shows the new container',
+    );
     t.same(await shownIds(), [sid], 'still the same session');
     t.equal(await p3.locator('#sess-status [role=alert]').count(), 0, 'no error shown');
     await t.rejects(docker.getContainer(first!).inspect(), 'the old container is gone');
     // The chat goes on in the new sandbox.
     await page.fill('#prompt', 'chart 1 2');
     await page.click('#send');
-    await page.waitForFunction(() => document.querySelectorAll('[data-done]').length === 3, undefined, { timeout: 120_000 });
-    t.equal(await page.getAttribute('.msg.assistant:last-child', 'data-done'), 'end_turn', 'a prompt after the restart runs');
+    await page.waitForFunction(() => document.querySelectorAll('[data-done]').length === 3, undefined, {
+      timeout: 120_000,
+    });
+    t.equal(
+      await page.getAttribute('.msg.assistant:last-child', 'data-done'),
+      'end_turn',
+      'a prompt after the restart runs',
+    );
     t.equal(containerOf(), second, 'in the restarted container');
 
     await p3.click(`button[aria-label="Kill session ${sid}"]`);
-    await p3.waitForFunction(() => /No live sessions/.test(document.querySelector('#sessions-table')?.textContent ?? ''));
+    await p3.waitForFunction(() =>
+      /No live sessions/.test(document.querySelector('#sessions-table')?.textContent ?? ''),
+    );
     t.same(
       d.runtime!.sessions.list().filter((s) => s.sessionId),
       [],
@@ -336,15 +454,43 @@ else if (docker) {
     const model = await openaiModel.start({
       apiKey: MODEL_KEY,
       script: [
-        { kind: 'reply', text: 'Drawing the chart. ', tool_calls: [{ name: 'rasterize_chart', arguments: { type: 'bar', title: 'Sales', labels: ['a', 'b'], datasets: [{ label: 'Sales', data: [3, 5] }] } }] },
+        {
+          kind: 'reply',
+          text: 'Drawing the chart. ',
+          tool_calls: [
+            {
+              name: 'rasterize_chart',
+              arguments: {
+                type: 'bar',
+                title: 'Sales',
+                labels: ['a', 'b'],
+                datasets: [{ label: 'Sales', data: [3, 5] }],
+              },
+            },
+          ],
+        },
         // Time for the reload: the page goes away while the model "thinks" before mailing.
-        { kind: 'reply', text: 'Mailing it now. ', delay_ms: STALL_MS, tool_calls: [{ name: 'send_email', arguments: { to: ['bob@example.test'], subject: 'Sales chart', text: 'Here is the chart.' } }] },
+        {
+          kind: 'reply',
+          text: 'Mailing it now. ',
+          delay_ms: STALL_MS,
+          tool_calls: [
+            {
+              name: 'send_email',
+              arguments: { to: ['bob@example.test'], subject: 'Sales chart', text: 'Here is the chart.' },
+            },
+          ],
+        },
         { kind: 'reply', text: 'Sent the chart to bob@example.test.' },
       ],
     });
     t.teardown(() => model.close());
     const d = await start(t, { ...modelEnv(model.url), ...googleEnv(g.url) });
-    await createUser(d.database.sql, { username: 'frida', email: 'frida@example.test', passwordHash: await hashPassword('frida-password') });
+    await createUser(d.database.sql, {
+      username: 'frida',
+      email: 'frida@example.test',
+      passwordHash: await hashPassword('frida-password'),
+    });
     await connectWorkspace(d, 'frida@example.test', g.token);
     const browser = await launch(t);
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
@@ -357,7 +503,11 @@ else if (docker) {
     await page.waitForSelector('#stop', { timeout: 15_000 });
     t.ok(await page.isVisible('#stop'), 'after the reload the page shows the turn running, with Stop');
     await page.waitForSelector('.msg.assistant[data-done]', { timeout: 120_000 });
-    t.equal(await page.getAttribute('.msg.assistant[data-done]', 'data-done'), 'end_turn', 'the turn finished normally');
+    t.equal(
+      await page.getAttribute('.msg.assistant[data-done]', 'data-done'),
+      'end_turn',
+      'the turn finished normally',
+    );
     t.equal(await page.getAttribute('.tool[data-tool=send_email]', 'data-status'), 'ok', 'send_email done on the page');
     t.match(await page.textContent('.msg.assistant'), /Sent the chart to bob@example\.test\./);
     t.equal(g.mailbox.length, 1, 'the mail arrived');
@@ -369,7 +519,11 @@ else if (docker) {
 
     // Deleting the chat (confirmed) ends its sandbox.
     const sid = page.url().split('#/chat/')[1];
-    t.equal(d.runtime!.sessions.list().filter((s) => s.sessionId === sid).length, 1, 'a live sandbox before the delete');
+    t.equal(
+      d.runtime!.sessions.list().filter((s) => s.sessionId === sid).length,
+      1,
+      'a live sandbox before the delete',
+    );
     page.on('dialog', (dlg) => void dlg.accept());
     await page.click(`#session-list li.session-item:has(a[href="#/chat/${sid}"]) button:text("Delete")`);
     await page.waitForFunction(() => location.hash === '#/chat');
@@ -378,6 +532,10 @@ else if (docker) {
       [],
       'deleting the chat ended its sandbox',
     );
-    t.equal((await queryActionLog(d.database.sql, { event: 'chat.deleted' }))[0]?.data.sandbox_ended, true, 'logged with sandbox_ended');
+    t.equal(
+      (await queryActionLog(d.database.sql, { event: 'chat.deleted' }))[0]?.data.sandbox_ended,
+      true,
+      'logged with sandbox_ended',
+    );
   });
 }

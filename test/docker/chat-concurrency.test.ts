@@ -5,7 +5,13 @@
  */
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
-import { createLogger, Encryptor, loadOrCreateEncryptionKey, hashPassword, WORKSPACE_SCOPES } from '../../core/index.js';
+import {
+  createLogger,
+  Encryptor,
+  loadOrCreateEncryptionKey,
+  hashPassword,
+  WORKSPACE_SCOPES,
+} from '../../core/index.js';
 import { createUser } from '../../domain/users.js';
 import { AccountStore } from '../../domain/accounts.js';
 import { serve } from '../../daemon/serve.js';
@@ -17,7 +23,16 @@ import type { ModelStep } from '../../emulator/model-script.js';
 import { Client } from '../helpers/client.js';
 import { logSink } from '../helpers/app.js';
 import { shape, streamTurn, type StreamedTurn } from '../helpers/chat.js';
-import { dataDir, dockerOrSkip, ensureTestImage, execIn, runtimeConfig, SECRET_SCAN, sweep, uniqueOwner } from './helpers.js';
+import {
+  dataDir,
+  dockerOrSkip,
+  ensureTestImage,
+  execIn,
+  runtimeConfig,
+  SECRET_SCAN,
+  sweep,
+  uniqueOwner,
+} from './helpers.js';
 
 const MODEL_KEY = 'sk-real-model-key-concurrency-0123456789';
 const USERS = 10;
@@ -42,7 +57,13 @@ if (docker) {
 
     const g = await google.start({
       acceptTokens: users.map((u) => u.token),
-      seed: { spreadsheets: users.map((u) => ({ id: `sheet-${u.marker}`, name: `Budget ${u.marker}`, sheets: { S: [['a'], [1]] } })) },
+      seed: {
+        spreadsheets: users.map((u) => ({
+          id: `sheet-${u.marker}`,
+          name: `Budget ${u.marker}`,
+          sheets: { S: [['a'], [1]] },
+        })),
+      },
     });
     t.teardown(() => g.close());
     const oauth = await googleOAuth.start();
@@ -57,7 +78,8 @@ if (docker) {
         const lastUser = [...msgs].reverse().find((m) => m.role === 'user');
         const marker = /\bI am (\S+)\./.exec(JSON.stringify(lastUser?.content ?? ''))?.[1] ?? 'nobody';
         const last = msgs[msgs.length - 1];
-        if (last.role === 'user' && JSON.stringify(last.content).includes('Warm up')) return { kind: 'reply', text: `Hello ${marker}.` };
+        if (last.role === 'user' && JSON.stringify(last.content).includes('Warm up'))
+          return { kind: 'reply', text: `Hello ${marker}.` };
         if (last.role === 'tool') {
           const names = [...JSON.stringify(last.content).matchAll(/Budget (mk\w+)/g)].map((m) => m[1]);
           return { kind: 'reply', text: `For ${marker}: ${names.join(',')}` };
@@ -88,17 +110,32 @@ if (docker) {
       AIRLOCK_MODEL_TIMEOUT_S: '120',
     });
     const logs = logSink();
-    const d = await serve(config, { log: createLogger({ level: 'info', destination: logs.stream }), runtime: { owner } });
+    const d = await serve(config, {
+      log: createLogger({ level: 'info', destination: logs.stream }),
+      runtime: { owner },
+    });
     t.teardown(async () => {
       await d.runtime?.close({ removeContainers: true });
       await d.close();
     });
-    const accounts = new AccountStore(d.database.sql, new Encryptor(loadOrCreateEncryptionKey(dir, config.encryptionKey)));
+    const accounts = new AccountStore(
+      d.database.sql,
+      new Encryptor(loadOrCreateEncryptionKey(dir, config.encryptionKey)),
+    );
     const ids: number[] = [];
     for (const u of users) {
-      const user = await createUser(d.database.sql, { username: u.name, email: `${u.name}@example.test`, passwordHash: await hashPassword(`${u.name}-password`) });
+      const user = await createUser(d.database.sql, {
+        username: u.name,
+        email: `${u.name}@example.test`,
+        passwordHash: await hashPassword(`${u.name}-password`),
+      });
       ids.push(user.id);
-      await accounts.connect(user.id, { email: `${u.name}@example.test`, scopes: [...WORKSPACE_SCOPES], accessToken: u.token, expiresAt: Date.now() + 3600_000 });
+      await accounts.connect(user.id, {
+        email: `${u.name}@example.test`,
+        scopes: [...WORKSPACE_SCOPES],
+        accessToken: u.token,
+        expiresAt: Date.now() + 3600_000,
+      });
     }
     const clients = await Promise.all(
       users.map(async (u) => {
@@ -113,12 +150,18 @@ if (docker) {
     // AIRLOCK_MAX_STARTING (2) at a time; started all at once on this 2-core machine, every agent
     // missed the supervisor's 15 s ready deadline (ERR_SANDBOX_CHILD_TIMEOUT).
     const tw = Date.now();
-    const warm = await Promise.all(clients.map((c, i) => streamTurn(c, { message: `I am ${users[i].marker}. Warm up.` })));
+    const warm = await Promise.all(
+      clients.map((c, i) => streamTurn(c, { message: `I am ${users[i].marker}. Warm up.` })),
+    );
     const sessionOf: string[] = [];
     const warmContainer: string[] = [];
     for (const [i, r] of warm.entries()) {
       const done = r.events.at(-1);
-      t.match(done, { type: 'done', stop_reason: 'end_turn' }, `${users[i].name}: its sandbox started in the burst ${JSON.stringify(done)}`);
+      t.match(
+        done,
+        { type: 'done', stop_reason: 'end_turn' },
+        `${users[i].name}: its sandbox started in the burst ${JSON.stringify(done)}`,
+      );
       sessionOf.push(done?.session_id);
       warmContainer.push(d.runtime!.sessions.list().find((s) => s.sessionId === done?.session_id)?.containerId ?? '');
     }
@@ -126,8 +169,15 @@ if (docker) {
 
     const t0 = Date.now();
     let guard: NodeJS.Timeout | undefined;
-    const all = Promise.all(clients.map((c, i) => streamTurn(c, { message: `I am ${users[i].marker}. Find my budget sheet.`, session_id: sessionOf[i] })));
-    const results = await Promise.race([all, new Promise<'hang'>((res) => (guard = setTimeout(() => res('hang'), HANG_GUARD_MS)))]);
+    const all = Promise.all(
+      clients.map((c, i) =>
+        streamTurn(c, { message: `I am ${users[i].marker}. Find my budget sheet.`, session_id: sessionOf[i] }),
+      ),
+    );
+    const results = await Promise.race([
+      all,
+      new Promise<'hang'>((res) => (guard = setTimeout(() => res('hang'), HANG_GUARD_MS))),
+    ]);
     clearTimeout(guard);
     t.not(results, 'hang', 'all ten turns ended (hang guard)');
     if (results === 'hang') return;
@@ -146,7 +196,11 @@ if (docker) {
       );
       t.equal(ev.filter((e) => e.type === 'done').length, 1, `${u.name}: exactly one done`);
       const done = ev.at(-1);
-      t.match(done, { type: 'done', stop_reason: 'end_turn' }, `${u.name}: done last, end_turn ${JSON.stringify(done)}`);
+      t.match(
+        done,
+        { type: 'done', stop_reason: 'end_turn' },
+        `${u.name}: done last, end_turn ${JSON.stringify(done)}`,
+      );
       t.same(shape(ev), ['tool_start', 'tool_end', 'text_delta', 'done'], `${u.name}: shape`);
       t.same(ev[0]?.input, { query: u.marker }, `${u.name}: the tool input is its own`);
       t.equal(ev[1]?.ok, true, `${u.name}: tool ok ${JSON.stringify(ev[1])}`);
@@ -167,8 +221,14 @@ if (docker) {
     t.equal(sessions.size, USERS, 'ten chat sessions');
     t.equal(containers.size, USERS, 'ten distinct containers served them');
     for (const [i, r] of results.entries()) {
-      const info = await docker.getContainer(d.runtime!.sessions.list().find((s) => s.sessionId === r.events.at(-1).session_id)!.containerId).inspect();
-      t.equal(info.Config.Labels[LABEL_USER], String(ids[i]), `${users[i].name}: the container is labelled with its user`);
+      const info = await docker
+        .getContainer(d.runtime!.sessions.list().find((s) => s.sessionId === r.events.at(-1).session_id)!.containerId)
+        .inspect();
+      t.equal(
+        info.Config.Labels[LABEL_USER],
+        String(ids[i]),
+        `${users[i].name}: the container is labelled with its user`,
+      );
     }
 
     // Upstream: each user's search went out with that user's own token, once.
@@ -182,7 +242,11 @@ if (docker) {
     // The model saw each conversation on its own: one marker per request, the real key, no cookie.
     t.equal(model.requests.length, USERS * 3, 'one model call per warm-up turn, two per turn under test');
     for (const q of model.requests) {
-      t.equal(markersIn(JSON.stringify(q.body)).length, 1, 'a model request carries one user only (its history included)');
+      t.equal(
+        markersIn(JSON.stringify(q.body)).length,
+        1,
+        'a model request carries one user only (its history included)',
+      );
       t.equal(q.headers.authorization, `Bearer ${MODEL_KEY}`, 'the proxy injected the real model key');
     }
 
@@ -203,11 +267,16 @@ if (docker) {
     }
     const firstSb = d.runtime!.sessions.list().find((s) => s.sessionId === results[0].events.at(-1).session_id)!;
     const sup = (await d.runtime!.sessions.inspect(firstSb.sessionId!)).supervisor!;
-    const childUid = /^Uid:\s*(\d+)/m.exec((await execIn(docker, firstSb.containerId, ['/bin/cat', `/proc/${sup.child_pid}/status`])).stdout)![1];
+    const childUid = /^Uid:\s*(\d+)/m.exec(
+      (await execIn(docker, firstSb.containerId, ['/bin/cat', `/proc/${sup.child_pid}/status`])).stdout,
+    )![1];
     const cookie0 = [...clients[0].cookies.values()][0];
     for (const uid of ['0', childUid]) {
       // root sees the supervisor and proxy, uid 1001 the agent child and its tool servers.
-      const r = await execIn(docker, firstSb.containerId, ['/usr/local/bin/node', '-e', SECRET_SCAN], { user: uid, env: [`NEEDLE_HEX=${Buffer.from(cookie0).toString('hex')}`] });
+      const r = await execIn(docker, firstSb.containerId, ['/usr/local/bin/node', '-e', SECRET_SCAN], {
+        user: uid,
+        env: [`NEEDLE_HEX=${Buffer.from(cookie0).toString('hex')}`],
+      });
       const s = JSON.parse(r.stdout) as { hits: string[]; checked: Record<string, number> };
       t.same(s.hits, [], `uid ${uid}: the cookie is in no process or file of the sandbox ${JSON.stringify(s.checked)}`);
       t.ok(s.checked.mem > 0 && s.checked.environ > 0, `uid ${uid}: the scan read process memory and environments`);

@@ -3,7 +3,13 @@
  * servers seeded with a sample spreadsheet, a signed-in client, and a stalling OpenAI-shaped model.
  */
 import type Docker from 'dockerode';
-import { createLogger, Encryptor, loadOrCreateEncryptionKey, hashPassword, WORKSPACE_SCOPES } from '../../core/index.js';
+import {
+  createLogger,
+  Encryptor,
+  loadOrCreateEncryptionKey,
+  hashPassword,
+  WORKSPACE_SCOPES,
+} from '../../core/index.js';
 import { createUser } from '../../domain/users.js';
 import { AccountStore } from '../../domain/accounts.js';
 import { serve } from '../../daemon/serve.js';
@@ -18,11 +24,16 @@ import { dataDir, runtimeConfig, sweep, uniqueOwner } from './helpers.js';
 export const MODEL_KEY = 'sk-real-model-key-e2e-0123456789abcdef';
 
 /** A recorded request's conversation as role:text lines (the system prompt left out). */
-export const said = (body: any): string[] => body.messages.filter((m: any) => m.role !== 'system').map((m: any) => `${m.role}:${m.content}`);
+export const said = (body: any): string[] =>
+  body.messages.filter((m: any) => m.role !== 'system').map((m: any) => `${m.role}:${m.content}`);
 
 /** The daemon starters for `image` on `docker`, each torn down with its containers. */
 export function chatRig(docker: Docker, image: string) {
-  async function start(t: { teardown(fn: () => unknown): void }, env: Record<string, string>, opts: { connected?: boolean; clock?: TestClock } = {}) {
+  async function start(
+    t: { teardown(fn: () => unknown): void },
+    env: Record<string, string>,
+    opts: { connected?: boolean; clock?: TestClock } = {},
+  ) {
     const dir = dataDir(t);
     const owner = uniqueOwner('e2e');
     t.teardown(() => sweep(docker, owner));
@@ -61,20 +72,31 @@ export function chatRig(docker: Docker, image: string) {
       ...env,
     });
     const logs = logSink();
-    const d = await serve(config, { log: createLogger({ level: 'debug', destination: logs.stream }), runtime: { owner }, clock: opts.clock });
+    const d = await serve(config, {
+      log: createLogger({ level: 'debug', destination: logs.stream }),
+      runtime: { owner },
+      clock: opts.clock,
+    });
     t.teardown(async () => {
       await d.runtime?.close({ removeContainers: true });
       await d.close();
     });
-    const user = await createUser(d.database.sql, { username: 'alice', email: 'alice@example.test', passwordHash: await hashPassword('alice-password') });
+    const user = await createUser(d.database.sql, {
+      username: 'alice',
+      email: 'alice@example.test',
+      passwordHash: await hashPassword('alice-password'),
+    });
     // A completed "connect workspace account" (the OAuth flow itself is tested in account.test.ts).
     const connect = () =>
-      new AccountStore(d.database.sql, new Encryptor(loadOrCreateEncryptionKey(dir, config.encryptionKey))).connect(user.id, {
-        email: 'alice@example.test',
-        scopes: [...WORKSPACE_SCOPES],
-        accessToken: g.token,
-        expiresAt: Date.now() + 3600_000,
-      });
+      new AccountStore(d.database.sql, new Encryptor(loadOrCreateEncryptionKey(dir, config.encryptionKey))).connect(
+        user.id,
+        {
+          email: 'alice@example.test',
+          scopes: [...WORKSPACE_SCOPES],
+          accessToken: g.token,
+          expiresAt: Date.now() + 3600_000,
+        },
+      );
     if (opts.connected !== false) await connect();
     const c = new Client(d.web.url);
     const login = await c.login('alice', 'alice-password');

@@ -40,24 +40,51 @@ if (docker) {
 
     const owner = uniqueOwner('models');
     t.teardown(() => sweep(docker, owner));
-    const config = runtimeConfig(dataDir(t), image, { AIRLOCK_POOL_SIZE: '0', AIRLOCK_MODEL_PROVIDER: 'openai', AIRLOCK_MODEL: 'gpt-real', AIRLOCK_MODEL_BASE_URL: oa.url, AIRLOCK_MODEL_API_KEY: OA_KEY, AIRLOCK_MODEL_TIMEOUT_S: '60' });
+    const config = runtimeConfig(dataDir(t), image, {
+      AIRLOCK_POOL_SIZE: '0',
+      AIRLOCK_MODEL_PROVIDER: 'openai',
+      AIRLOCK_MODEL: 'gpt-real',
+      AIRLOCK_MODEL_BASE_URL: oa.url,
+      AIRLOCK_MODEL_API_KEY: OA_KEY,
+      AIRLOCK_MODEL_TIMEOUT_S: '60',
+    });
     const database = await openDatabase({ file: ':memory:' });
     t.teardown(() => database.close());
     const db = database.sql;
     const enc = new Encryptor(randomBytes(32));
-    const tokens = new TokenService({ store: new AccountStore(db, enc), refresh: async () => Promise.reject(new Error('no account')), log: silentLogger() });
+    const tokens = new TokenService({
+      store: new AccountStore(db, enc),
+      refresh: async () => Promise.reject(new Error('no account')),
+      log: silentLogger(),
+    });
     const log = createLogger({ level: 'warn', destination: process.stderr });
     const egress = new EgressGatewayService({ log });
     t.teardown(() => egress.close());
     const preparer = new OverlayPreparer({ config, db, encryptor: enc, tokens, log: silentLogger() });
     const ended: string[] = [];
-    const m = new SessionManager({ config, docker, owner, preparer, egress, log, hooks: { onSessionEnded: (id, why) => ended.push(`${id} ${why}`) } });
+    const m = new SessionManager({
+      config,
+      docker,
+      owner,
+      preparer,
+      egress,
+      log,
+      hooks: { onSessionEnded: (id, why) => ended.push(`${id} ${why}`) },
+    });
     t.teardown(() => m.close({ removeContainers: true }));
     await m.start();
 
     const u = await createUser(db, { username: 'u', email: 'u@x.test' });
     const s = await createSession(db, u.id, 'hello', 'chat-1');
-    await models.createChatModel(db, enc, { id: 'claude', label: 'Claude', provider: 'anthropic', model: 'claude-real', base_url: an.url, api_key: AN_KEY, context_tokens: 20_000 });
+    await models.createChatModel(db, enc, {
+      id: 'claude',
+      label: 'Claude',
+      provider: 'anthropic',
+      model: 'claude-real',
+      base_url: an.url,
+      api_key: AN_KEY,
+      context_tokens: 20_000,
+    });
 
     // The chat route's side: the chat's model, its revision, the stored branch as context.
     const branch: TranscriptItem[] = [];
@@ -66,7 +93,17 @@ if (docker) {
       const model = await models.sessionModel(db, enc, config.model, s.id);
       const turnId = randomBytes(6).toString('hex');
       const events: AgentEvent[] = [];
-      const r = await m.runTurn({ userId: u.id, sessionId: s.id, turnId, prompt, base, context: async () => [...branch], modelRevision: model.revision, signal: new AbortController().signal, onEvent: (e) => void events.push(e) });
+      const r = await m.runTurn({
+        userId: u.id,
+        sessionId: s.id,
+        turnId,
+        prompt,
+        base,
+        context: async () => [...branch],
+        modelRevision: model.revision,
+        signal: new AbortController().signal,
+        onEvent: (e) => void events.push(e),
+      });
       if (r.items) branch.push(...r.items);
       base = turnId;
       return r;
@@ -75,7 +112,11 @@ if (docker) {
     oa.push({ kind: 'reply', text: 'OpenAI says hi.' });
     const t1 = await turn('first question');
     t.equal(t1.stop_reason, 'end_turn', t1.error?.message ?? '');
-    t.equal(oa.requests.at(-1)!.headers.authorization, `Bearer ${OA_KEY}`, 'the default model got its own key, injected on the host');
+    t.equal(
+      oa.requests.at(-1)!.headers.authorization,
+      `Bearer ${OA_KEY}`,
+      'the default model got its own key, injected on the host',
+    );
     oa.push({ kind: 'reply', text: 'Still OpenAI.' });
     const t2 = await turn('second question');
     t.equal(t2.containerId, t1.containerId, 'the same model: the warm sandbox');
@@ -91,7 +132,8 @@ if (docker) {
     t.equal(req.headers['x-api-key'], AN_KEY, "Claude's key, injected by the egress gateway");
     t.equal(req.body.model, 'claude-real');
     const wire = JSON.stringify(req.body.messages);
-    for (const part of ['first question', 'OpenAI says hi.', 'second question', 'Still OpenAI.', 'third question']) t.match(wire, part, `the new sandbox's request holds "${part}"`);
+    for (const part of ['first question', 'OpenAI says hi.', 'second question', 'Still OpenAI.', 'third question'])
+      t.match(wire, part, `the new sandbox's request holds "${part}"`);
     t.notOk(
       oa.requests.some((r) => JSON.stringify(r.headers).includes(AN_KEY)),
       'the Anthropic key never went to the OpenAI server',

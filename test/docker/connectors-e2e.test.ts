@@ -43,9 +43,16 @@ if (docker) {
     const model = await openaiModel.start({
       apiKey: MODEL_KEY,
       script: [
-        { kind: 'reply', text: 'Calling. ', tool_calls: [{ name: 'everything__echo', arguments: { message: 'hello from the sandbox' } }] },
+        {
+          kind: 'reply',
+          text: 'Calling. ',
+          tool_calls: [{ name: 'everything__echo', arguments: { message: 'hello from the sandbox' } }],
+        },
         { kind: 'reply', tool_calls: [{ name: 'acme__whoami', arguments: {} }] },
-        { kind: 'reply', tool_calls: [{ name: 'tickets__create_ticket', arguments: { title: 'Filed from the sandbox' } }] },
+        {
+          kind: 'reply',
+          tool_calls: [{ name: 'tickets__create_ticket', arguments: { title: 'Filed from the sandbox' } }],
+        },
         { kind: 'reply', text: 'All done.' },
       ],
     });
@@ -66,22 +73,52 @@ if (docker) {
     // OAuth per user: the tracker with its authorization server, a client registered there for
     // this service's callback; alice connects it through the web app as a browser would.
     const callbackUrl = d.config.publicOrigin + CONNECTOR_CALLBACK_PATH;
-    const tickets = await startTickets({ users: TRACKER_USERS, clients: [{ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [callbackUrl] }] });
+    const tickets = await startTickets({
+      users: TRACKER_USERS,
+      clients: [{ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [callbackUrl] }],
+    });
     t.teardown(() => tickets.close());
-    await svc.create({ id: 'tickets', label: 'Acme Tickets', url: tickets.url, auth_kind: 'oauth', oauth_client_id: CLIENT_ID, oauth_client_secret: CLIENT_SECRET }, null);
+    await svc.create(
+      {
+        id: 'tickets',
+        label: 'Acme Tickets',
+        url: tickets.url,
+        auth_kind: 'oauth',
+        oauth_client_id: CLIENT_ID,
+        oauth_client_secret: CLIENT_SECRET,
+      },
+      null,
+    );
     // Its tools as an admin's refresh (with the admin's own grant) would have listed them.
     await d.database.sql
       .updateTable('connectors')
-      .set({ tools: JSON.stringify([{ name: 'create_ticket', description: 'File a ticket', input_schema: { type: 'object', properties: { title: { type: 'string' } } }, mode: 'enabled' }]) })
+      .set({
+        tools: JSON.stringify([
+          {
+            name: 'create_ticket',
+            description: 'File a ticket',
+            input_schema: { type: 'object', properties: { title: { type: 'string' } } },
+            mode: 'enabled',
+          },
+        ]),
+      })
       .where('id', '=', 'tickets')
       .execute();
     const started = await c.json('POST', '/api/connections/tickets/connect', { return_to: '/' });
     t.equal(started.status, 200, JSON.stringify(started.body));
-    const callback = await authorizeInBrowser(started.body.authorization_url, callbackUrl, { username: 'alice', password: TRACKER_USERS.alice });
+    const callback = await authorizeInBrowser(started.body.authorization_url, callbackUrl, {
+      username: 'alice',
+      password: TRACKER_USERS.alice,
+    });
     t.equal((await c.request('GET', callback.slice(d.config.publicOrigin.length))).status, 302, 'connected');
-    const aliceId = (await d.database.sql.selectFrom('users').select('id').where('username', '=', 'alice').executeTakeFirstOrThrow()).id;
+    const aliceId = (
+      await d.database.sql.selectFrom('users').select('id').where('username', '=', 'alice').executeTakeFirstOrThrow()
+    ).id;
     const enc = atRestEncryptor(d.config);
-    const accessToken = await connectorTokenService(d, enc, () => registryLookup(d.database.sql, enc)).accessToken('tickets', aliceId);
+    const accessToken = await connectorTokenService(d, enc, () => registryLookup(d.database.sql, enc)).accessToken(
+      'tickets',
+      aliceId,
+    );
 
     const turn = await streamTurn(c, { message: 'use the connectors' });
     t.equal(turn.status, 200);
@@ -95,11 +132,19 @@ if (docker) {
       ],
       JSON.stringify(ends).slice(0, 600),
     );
-    t.match(JSON.stringify(ends[0].output), /hello from the sandbox/, 'the reference server answered through the gateway');
+    t.match(
+      JSON.stringify(ends[0].output),
+      /hello from the sandbox/,
+      'the reference server answered through the gateway',
+    );
     t.notMatch(JSON.stringify(turn.events), SECRET, 'the echoed secret never reaches the chat');
     t.match(JSON.stringify(ends[1].output), /redacted/);
     t.equal(turn.events.at(-1).stop_reason, 'end_turn');
-    t.match(JSON.stringify(ends[2].output), /"title":"Filed from the sandbox","body":"","reporter":"alice"/, "the tracker filed it under alice's own grant");
+    t.match(
+      JSON.stringify(ends[2].output),
+      /"title":"Filed from the sandbox","body":"","reporter":"alice"/,
+      "the tracker filed it under alice's own grant",
+    );
     t.ok(
       acme.requests.some((r) => r.auth === `Bearer ${SECRET}`),
       'the secret was injected on the host',
@@ -107,7 +152,11 @@ if (docker) {
 
     // Audited: the proxy's rows for the connector routes, and the gateway's call records.
     const sessionId = turn.events.at(-1).session_id;
-    const rows = await dbRows(d.database.sql, 'SELECT route, outcome FROM proxy_requests WHERE session_id = ?', sessionId);
+    const rows = await dbRows(
+      d.database.sql,
+      'SELECT route, outcome FROM proxy_requests WHERE session_id = ?',
+      sessionId,
+    );
     t.ok(
       rows.some((r) => r.route === 'connector:everything' && r.outcome === 'forwarded'),
       'proxy_requests has the connector calls',
@@ -118,7 +167,8 @@ if (docker) {
     const [sb] = d.runtime!.sessions.list().filter((s) => s.sessionId === sessionId);
     // The secret goes in through the exec's env; the scanning shell skips itself (its env holds it) and
     // each grep reads other processes' files only (its own argv holds the pattern).
-    const script = 'grep -rlsF -e "$S" /run/airlock /workspace; for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do p=${f#/proc/}; p=${p%%/*}; [ "$p" = "$$" ] && continue; grep -qsF -e "$S" "$f" && echo "$f"; done; echo scanned';
+    const script =
+      'grep -rlsF -e "$S" /run/airlock /workspace; for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do p=${f#/proc/}; p=${p%%/*}; [ "$p" = "$$" ] && continue; grep -qsF -e "$S" "$f" && echo "$f"; done; echo scanned';
     const scan = await execIn(docker, sb.containerId!, ['sh', '-c', script], { user: 'root', env: [`S=${SECRET}`] });
     t.equal(scan.stdout.trim(), 'scanned', 'no file holds the secret');
     t.notMatch(logs.text(), SECRET, 'no log line holds the secret');
@@ -154,12 +204,19 @@ if (docker) {
     const table = await execIn(docker, sb.containerId!, ['node', '-e', hostile], { user: '1001' });
     const answered = JSON.parse(table.stdout.trim() || '[]') as [string, number | string][];
     t.equal(answered.length, 7, table.stderr.slice(0, 400));
-    for (const [what, status] of answered) t.ok(status === 'no connection' || (typeof status === 'number' && status >= 400 && status < 500), `from inside the sandbox, refused: ${what} (${status})`);
+    for (const [what, status] of answered)
+      t.ok(
+        status === 'no connection' || (typeof status === 'number' && status >= 400 && status < 500),
+        `from inside the sandbox, refused: ${what} (${status})`,
+      );
     t.equal(answered.at(-1)?.[1], 'no connection', 'no network but the proxy');
     t.equal(acme.requests.length, acmeSeen, 'nothing of the hostile table reached a connector server');
 
     t.ok(accessToken && accessToken.length > 10, "alice's access token is on the host");
-    const tokenScan = await execIn(docker, sb.containerId!, ['sh', '-c', script], { user: 'root', env: [`S=${accessToken}`] });
+    const tokenScan = await execIn(docker, sb.containerId!, ['sh', '-c', script], {
+      user: 'root',
+      env: [`S=${accessToken}`],
+    });
     t.equal(tokenScan.stdout.trim(), 'scanned', "no file or process in the sandbox holds alice's access token");
     t.notOk(logs.text().includes(accessToken!), 'no log line holds it');
   });

@@ -24,8 +24,18 @@ const docker = await dockerOrSkip(t);
 if (docker) {
   const image = await ensureTestImage(docker);
 
-  async function demoWith(t: Test, provider: 'openai' | 'anthropic', baseUrl: string): Promise<{ demo: Demo; c: Client }> {
-    const demo = await startTestDemo(t, docker!, image, 'demo-faults', { AIRLOCK_MODEL_PROVIDER: provider, AIRLOCK_MODEL: `${provider}-scripted`, AIRLOCK_MODEL_BASE_URL: baseUrl, AIRLOCK_MODEL_API_KEY: MODEL_KEY, ...FAULT_HOST_ENV });
+  async function demoWith(
+    t: Test,
+    provider: 'openai' | 'anthropic',
+    baseUrl: string,
+  ): Promise<{ demo: Demo; c: Client }> {
+    const demo = await startTestDemo(t, docker!, image, 'demo-faults', {
+      AIRLOCK_MODEL_PROVIDER: provider,
+      AIRLOCK_MODEL: `${provider}-scripted`,
+      AIRLOCK_MODEL_BASE_URL: baseUrl,
+      AIRLOCK_MODEL_API_KEY: MODEL_KEY,
+      ...FAULT_HOST_ENV,
+    });
     const c = new Client(demo.url);
     t.equal((await c.login(demo.users.user.username, demo.users.user.password)).status, 200);
     return { demo, c };
@@ -33,7 +43,9 @@ if (docker) {
 
   for (const provider of ['openai', 'anthropic'] as const) {
     t.test(`airlock demo, ${provider}: each model failure ends as documented`, async (t) => {
-      const model: ModelServer = await (provider === 'openai' ? openaiModel : anthropicModel).start({ apiKey: MODEL_KEY });
+      const model: ModelServer = await (provider === 'openai' ? openaiModel : anthropicModel).start({
+        apiKey: MODEL_KEY,
+      });
       t.teardown(() => model.close());
       const { c } = await demoWith(t, provider, model.url);
       let sid: string | undefined;
@@ -45,7 +57,11 @@ if (docker) {
           const r = await streamTurn(c, { message: k.name, ...(sid ? { session_id: sid } : {}) });
           const took = Date.now() - t0;
           t.equal(r.events.filter((e) => e.type === 'done').length, 1, 'one done');
-          t.match(r.events.at(-1), { type: 'done', stop_reason: k.stop_reason, ...(k.code ? { error: { code: k.code } } : {}) }, JSON.stringify(r.events.at(-1)));
+          t.match(
+            r.events.at(-1),
+            { type: 'done', stop_reason: k.stop_reason, ...(k.code ? { error: { code: k.code } } : {}) },
+            JSON.stringify(r.events.at(-1)),
+          );
           t.same(
             r.events.filter((e) => e.type === 'status').map((e) => e.text),
             k.statuses,
@@ -73,7 +89,11 @@ if (docker) {
     const { c } = await demoWith(t, 'openai', await closedPortUrl('/v1'));
     const t0 = Date.now();
     const r = await streamTurn(c, { message: 'anyone there?' });
-    t.match(r.events.at(-1), { type: 'done', stop_reason: 'error', error: { code: REFUSED_CASE.code } }, JSON.stringify(r.events.at(-1)));
+    t.match(
+      r.events.at(-1),
+      { type: 'done', stop_reason: 'error', error: { code: REFUSED_CASE.code } },
+      JSON.stringify(r.events.at(-1)),
+    );
     t.same(
       r.events.filter((e) => e.type === 'status').map((e) => e.text),
       REFUSED_CASE.statuses,

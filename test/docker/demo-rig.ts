@@ -13,7 +13,13 @@ import { startDemo, type Demo } from '../../daemon/dev/demo.js';
 import { sweep, uniqueOwner, unmountUnder } from './helpers.js';
 
 /** Start the demo on a free port with `image` and `env` on top; closed (containers removed) at the test's end. */
-export async function startTestDemo(t: Test, docker: Docker, image: string, name: string, env: Record<string, string> = {}): Promise<Demo> {
+export async function startTestDemo(
+  t: Test,
+  docker: Docker,
+  image: string,
+  name: string,
+  env: Record<string, string> = {},
+): Promise<Demo> {
   const dir = mkdtempSync(join(tmpdir(), `airlock-${name}-`));
   t.teardown(() => {
     unmountUnder(dir);

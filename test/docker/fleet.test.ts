@@ -21,7 +21,17 @@ import { postgresForTest } from '../helpers/db.js';
 import { atRestEncryptor, loadConfig } from '../../core/index.js';
 import { openDatabase } from '../../domain/db/index.js';
 import { saveConnection } from '../../domain/identity/index.js';
-import { attachOnPty, dataDir, dockerOrSkip, ensureTestImage, ROOT, runCli, sweep, uniqueOwner, ENGINE_ENV } from './helpers.js';
+import {
+  attachOnPty,
+  dataDir,
+  dockerOrSkip,
+  ensureTestImage,
+  ROOT,
+  runCli,
+  sweep,
+  uniqueOwner,
+  ENGINE_ENV,
+} from './helpers.js';
 
 const docker = await dockerOrSkip(t as unknown as Parameters<typeof dockerOrSkip>[0]);
 const CLI = join(ROOT, 'dist', 'daemon', 'main.js');
@@ -69,15 +79,31 @@ if (docker) {
       t.teardown(() => sweep(docker as Docker, owner));
       const port = await freePort();
       const url = `http://127.0.0.1:${port}`;
-      nodes.push({ id, url, owner, out: '', env: { ...shared, AIRLOCK_DATA_DIR: dir, AIRLOCK_PORT: String(port), AIRLOCK_NODE_ID: id, AIRLOCK_NODE_URL: url } });
+      nodes.push({
+        id,
+        url,
+        owner,
+        out: '',
+        env: {
+          ...shared,
+          AIRLOCK_DATA_DIR: dir,
+          AIRLOCK_PORT: String(port),
+          AIRLOCK_NODE_ID: id,
+          AIRLOCK_NODE_URL: url,
+        },
+      });
     }
     const [a, b] = nodes;
     t.teardown(() => {
-      for (const n of nodes) if (n.proc && n.proc.exitCode === null && n.proc.signalCode === null) n.proc.kill('SIGKILL');
+      for (const n of nodes)
+        if (n.proc && n.proc.exitCode === null && n.proc.signalCode === null) n.proc.kill('SIGKILL');
     });
     const start = async (n: Node) => {
       n.out = '';
-      const p = spawn(process.execPath, [CLI, 'serve'], { env: { PATH: process.env.PATH ?? '', ...n.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+      const p = spawn(process.execPath, [CLI, 'serve'], {
+        env: { PATH: process.env.PATH ?? '', ...n.env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       n.proc = p;
       p.stdout!.on('data', (d: Buffer) => (n.out += d.toString()));
       p.stderr!.on('data', (d: Buffer) => (n.out += d.toString()));
@@ -93,11 +119,16 @@ if (docker) {
       );
       t.equal(p.exitCode, null, `${n.id} runs`, { output: n.out.slice(-2000) });
     };
-    const ours = async (n: Node) => (await docker!.listContainers({ all: true, filters: { label: [`${LABEL_OWNER}=${n.owner}`] } })).map((c) => c.Id);
+    const ours = async (n: Node) =>
+      (await docker!.listContainers({ all: true, filters: { label: [`${LABEL_OWNER}=${n.owner}`] } })).map((c) => c.Id);
 
     const password = 'fleet-user-password-0123';
     const su = await new Promise<number | null>((resolve) => {
-      const c = spawn(process.execPath, [CLI, 'create-superuser', '--username', 'alice', '--email', 'alice@example.test'], { env: { PATH: process.env.PATH ?? '', ...a.env }, stdio: ['pipe', 'ignore', 'inherit'] });
+      const c = spawn(
+        process.execPath,
+        [CLI, 'create-superuser', '--username', 'alice', '--email', 'alice@example.test'],
+        { env: { PATH: process.env.PATH ?? '', ...a.env }, stdio: ['pipe', 'ignore', 'inherit'] },
+      );
       c.stdin.end(`${password}\n`);
       c.on('close', resolve);
     });
@@ -143,25 +174,46 @@ if (docker) {
       provider: 'google',
       issuer: 'https://accounts.google.com',
       client_id: 'fleet-cid',
-      service_account_json: { client_email: 'sync@fleet.iam.test', private_key: '-----BEGIN PRIVATE KEY-----\nMII\n-----END PRIVATE KEY-----\n' },
+      service_account_json: {
+        client_email: 'sync@fleet.iam.test',
+        private_key: '-----BEGIN PRIVATE KEY-----\nMII\n-----END PRIVATE KEY-----\n',
+      },
       delegated_admin_email: 'admin@fleet.test',
     });
-    const asked = await Promise.all([...Array(4)].flatMap(() => [ca.json('POST', '/api/identity/directory-sync', {}), cb.json('POST', '/api/identity/directory-sync', {})]));
+    const asked = await Promise.all(
+      [...Array(4)].flatMap(() => [
+        ca.json('POST', '/api/identity/directory-sync', {}),
+        cb.json('POST', '/api/identity/directory-sync', {}),
+      ]),
+    );
     const created = asked.filter((r) => r.status === 202).length;
     t.ok(
       asked.every((r) => (r.status === 200 || r.status === 202) && typeof r.body.job?.id === 'number'),
       'every request is answered with a job',
     );
-    const jobs = await db.sql.selectFrom('directory_sync_jobs').select(['id', 'created_at', 'finished_at']).orderBy('id').execute();
-    t.ok(created >= 1 && jobs.length === created, `a row for each request that started a job (${created} of 8), none more`);
+    const jobs = await db.sql
+      .selectFrom('directory_sync_jobs')
+      .select(['id', 'created_at', 'finished_at'])
+      .orderBy('id')
+      .execute();
+    t.ok(
+      created >= 1 && jobs.length === created,
+      `a row for each request that started a job (${created} of 8), none more`,
+    );
     t.equal(new Set(asked.map((r) => r.body.job?.id)).size, jobs.length, 'the others named the job then running');
     for (let i = 1; i < jobs.length; i++) {
       const prev = jobs[i - 1]!;
-      t.ok(prev.finished_at !== null && Date.parse(String(prev.finished_at)) <= Date.parse(String(jobs[i]!.created_at)), `job ${jobs[i]!.id} began after job ${prev.id} had ended: never two at once`);
+      t.ok(
+        prev.finished_at !== null && Date.parse(String(prev.finished_at)) <= Date.parse(String(jobs[i]!.created_at)),
+        `job ${jobs[i]!.id} began after job ${prev.id} had ended: never two at once`,
+      );
     }
 
     // ---- operators on B see the session and its owner; inspect, logs and attach run on A.
-    const lsB = JSON.parse((await runCli(b.env, ['sessions', 'ls', '--json'])).stdout) as { sessionId: string; node: string }[];
+    const lsB = JSON.parse((await runCli(b.env, ['sessions', 'ls', '--json'])).stdout) as {
+      sessionId: string;
+      node: string;
+    }[];
     t.same(
       lsB.filter((s) => s.sessionId === sessionId).map((s) => s.node),
       ['node-a'],
@@ -175,13 +227,22 @@ if (docker) {
     t.equal(logs.code, 0, 'sessions logs on B', { stderr: logs.stderr });
     t.match(logs.stdout + logs.stderr, /control socket listening/, "A's container log, through A");
     // attach from B: a shell in A's container (its hostname is the container id's first 12).
-    const piped = spawn(process.execPath, [CLI, 'sessions', 'attach', sessionId], { env: { PATH: process.env.PATH ?? '', ...b.env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const piped = spawn(process.execPath, [CLI, 'sessions', 'attach', sessionId], {
+      env: { PATH: process.env.PATH ?? '', ...b.env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let pipedOut = '';
     piped.stdout!.on('data', (d: Buffer) => (pipedOut += d.toString()));
     piped.stderr!.on('data', (d: Buffer) => (pipedOut += d.toString()));
     piped.stdin!.write('echo "uid=$(id -u) host=$(cat /etc/hostname)"; exit 3\n');
-    t.equal(await new Promise((r) => piped.once('exit', r)), 3, "attach on B exits with the shell's status on A", { output: pipedOut });
-    t.match(pipedOut, new RegExp(`uid=1001 host=${containerA.slice(0, 12)}`), "the agent user's shell in A's container");
+    t.equal(await new Promise((r) => piped.once('exit', r)), 3, "attach on B exits with the shell's status on A", {
+      output: pipedOut,
+    });
+    t.match(
+      pipedOut,
+      new RegExp(`uid=1001 host=${containerA.slice(0, 12)}`),
+      "the agent user's shell in A's container",
+    );
     const pty = await attachOnPty(b.env, sessionId, async (io) => {
       await waitFor(() => /\$ $/.test(io.out()), 'the shell prompt', 30_000);
       io.write('echo "SIZE=$(stty size)"\r');
@@ -222,12 +283,21 @@ if (docker) {
     t.equal(done3?.stop_reason, 'end_turn', 'turn 3 through B after A died', { done: done3, error: turn3.error });
     t.equal(turn3.headers.get('x-airlock-served-by'), null, 'B ran it itself');
     t.notMatch(said(turn3.events), /stopped unexpectedly/, 'no lost-sandbox notice');
-    t.match(said(turn3.events), /message 3 of this conversation/, "B's new sandbox got the whole conversation from the store");
+    t.match(
+      said(turn3.events),
+      /message 3 of this conversation/,
+      "B's new sandbox got the whole conversation from the store",
+    );
     const [containerB] = await ours(b);
     t.ok(containerB && containerB !== containerA, 'a new sandbox on B');
     const history = await cb.json('GET', `/api/chat/sessions/${sessionId}/messages`);
     t.equal(history.status, 200);
-    t.equal(JSON.stringify(history.body).match(/"prompt"/g)?.length ?? (history.body.turns ?? history.body.messages ?? []).length, 3, 'history: all three turns');
+    t.equal(
+      JSON.stringify(history.body).match(/"prompt"/g)?.length ??
+        (history.body.turns ?? history.body.messages ?? []).length,
+      3,
+      'history: all three turns',
+    );
 
     // ---- A comes back: its container of the session B took over is an orphan, removed at start.
     t.ok((await ours(a)).includes(containerA), "A's old container outlived it");
@@ -259,8 +329,14 @@ if (docker) {
     for (const n of nodes) {
       n.proc!.kill('SIGTERM');
       await new Promise((r) => n.proc!.once('close', r));
-      for (const s of [shared.AIRLOCK_NODE_SECRET, shared.AIRLOCK_ENCRYPTION_KEY, 'fleet-agent-user-token-secret-0123']) t.notOk(n.out.includes(s), `no secret in ${n.id}'s output`);
-      t.notOk(n.out.includes(new URL(dbUrl).toString().split('@')[0] + '@') && /:[^@/]+@/.test(dbUrl) && n.out.includes(dbUrl), 'no database URL with a password in the output');
+      for (const s of [shared.AIRLOCK_NODE_SECRET, shared.AIRLOCK_ENCRYPTION_KEY, 'fleet-agent-user-token-secret-0123'])
+        t.notOk(n.out.includes(s), `no secret in ${n.id}'s output`);
+      t.notOk(
+        n.out.includes(new URL(dbUrl).toString().split('@')[0] + '@') &&
+          /:[^@/]+@/.test(dbUrl) &&
+          n.out.includes(dbUrl),
+        'no database URL with a password in the output',
+      );
     }
   });
 }

@@ -3,7 +3,17 @@
  * image build per code version shared by every test file, label sweeps, in-container probes.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+} from 'node:fs';
 import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
@@ -24,7 +34,10 @@ export const DOCKER_SOCKET = process.env.AIRLOCK_TEST_DOCKER_SOCKET || DEFAULT_D
 /** The sandbox runtime under test (AIRLOCK_SANDBOX_RUNTIME of the runsc pass), else the default. */
 export const SANDBOX_RUNTIME = process.env.AIRLOCK_SANDBOX_RUNTIME === 'runsc' ? 'runsc' : 'runc';
 /** The env every daemon a test starts gets: the engine and runtime under test. */
-export const ENGINE_ENV: Record<string, string> = { AIRLOCK_DOCKER_SOCKET: DOCKER_SOCKET, AIRLOCK_SANDBOX_RUNTIME: SANDBOX_RUNTIME };
+export const ENGINE_ENV: Record<string, string> = {
+  AIRLOCK_DOCKER_SOCKET: DOCKER_SOCKET,
+  AIRLOCK_SANDBOX_RUNTIME: SANDBOX_RUNTIME,
+};
 
 interface TapLike {
   plan(n: number, why?: string): void;
@@ -68,7 +81,10 @@ export function testImageTag(): string {
 }
 
 /** Build the test image once; parallel test files wait on a lock file. */
-export async function ensureTestImage(docker: Docker, log: Logger = createLogger({ level: 'warn', destination: process.stderr })): Promise<string> {
+export async function ensureTestImage(
+  docker: Docker,
+  log: Logger = createLogger({ level: 'warn', destination: process.stderr }),
+): Promise<string> {
   const tag = testImageTag();
   const lock = join('/tmp', `airlock-image-${tag.replace(/[^a-z0-9]/gi, '_')}.lock`);
   for (;;) {
@@ -88,7 +104,12 @@ export async function ensureTestImage(docker: Docker, log: Logger = createLogger
       } catch {
         // lock vanished meanwhile
       }
-      await waitFor(() => !existsSync(lock) || Date.now() - statSync(lock).mtimeMs > 600_000, 'the image build another test process holds the lock for', 660_000, 500);
+      await waitFor(
+        () => !existsSync(lock) || Date.now() - statSync(lock).mtimeMs > 600_000,
+        'the image build another test process holds the lock for',
+        660_000,
+        500,
+      );
       continue;
     }
     try {
@@ -138,7 +159,11 @@ async function copyImageFromDefaultEngine(docker: Docker, tag: string): Promise<
 /** A file of a container's cgroup on the host (cgroup v1 or v2, the engine's default parent `docker`). */
 export function hostCgroup(containerId: string, controller: string, file: string): string {
   const v2 = { 'memory.limit_in_bytes': 'memory.max', 'pids.max': 'pids.max' } as Record<string, string>;
-  for (const p of [`/sys/fs/cgroup/${controller}/docker/${containerId}/${file}`, `/sys/fs/cgroup/docker/${containerId}/${v2[file] ?? file}`, `/sys/fs/cgroup/system.slice/docker-${containerId}.scope/${v2[file] ?? file}`]) {
+  for (const p of [
+    `/sys/fs/cgroup/${controller}/docker/${containerId}/${file}`,
+    `/sys/fs/cgroup/docker/${containerId}/${v2[file] ?? file}`,
+    `/sys/fs/cgroup/system.slice/docker-${containerId}.scope/${v2[file] ?? file}`,
+  ]) {
     try {
       return readFileSync(p, 'utf8').trim();
     } catch {
@@ -166,17 +191,36 @@ export async function sweep(docker: Docker, owner: string): Promise<void> {
 }
 
 export function runtimeConfig(dataDir: string, image: string, env: Record<string, string> = {}): Readonly<Config> {
-  return loadConfig({ AIRLOCK_DATA_DIR: dataDir, AIRLOCK_IMAGE: image, AIRLOCK_LOG_LEVEL: 'warn', AIRLOCK_POOL_SIZE: '1', ...TEST_ORG_MAIL, ...ENGINE_ENV, ...env });
+  return loadConfig({
+    AIRLOCK_DATA_DIR: dataDir,
+    AIRLOCK_IMAGE: image,
+    AIRLOCK_LOG_LEVEL: 'warn',
+    AIRLOCK_POOL_SIZE: '1',
+    ...TEST_ORG_MAIL,
+    ...ENGINE_ENV,
+    ...env,
+  });
 }
 
 /** Run a command in a container as `user`; returns exit code and output. */
-export async function execIn(docker: Docker, containerId: string, cmd: string[], opts: { user?: string; env?: string[] } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  const exec = await docker.getContainer(containerId).exec({ Cmd: cmd, User: opts.user ?? '1001', AttachStdout: true, AttachStderr: true, Env: opts.env ?? [] });
+export async function execIn(
+  docker: Docker,
+  containerId: string,
+  cmd: string[],
+  opts: { user?: string; env?: string[] } = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const exec = await docker
+    .getContainer(containerId)
+    .exec({ Cmd: cmd, User: opts.user ?? '1001', AttachStdout: true, AttachStderr: true, Env: opts.env ?? [] });
   const stream = await exec.start({ hijack: true, stdin: false });
   const out: Buffer[] = [];
   const err: Buffer[] = [];
   await new Promise<void>((resolve, reject) => {
-    docker.modem.demuxStream(stream, { write: (b: Buffer) => out.push(b) } as unknown as NodeJS.WritableStream, { write: (b: Buffer) => err.push(b) } as unknown as NodeJS.WritableStream);
+    docker.modem.demuxStream(
+      stream,
+      { write: (b: Buffer) => out.push(b) } as unknown as NodeJS.WritableStream,
+      { write: (b: Buffer) => err.push(b) } as unknown as NodeJS.WritableStream,
+    );
     stream.on('end', resolve);
     stream.on('close', resolve);
     stream.on('error', reject);
@@ -273,9 +317,16 @@ console.log(JSON.stringify({ hits, checked }));
  * holds the hex form), then runs SECRET_SCAN. Returns the scan's result and the heap planter's
  * pid, so a caller can require that memory (not just an environ) was found.
  */
-export async function plantAndScan(docker: Docker, id: string, user: string, secret: string, env: string[] = []): Promise<{ hits: string[]; checked: Record<string, number>; plantPid: string }> {
+export async function plantAndScan(
+  docker: Docker,
+  id: string,
+  user: string,
+  secret: string,
+  env: string[] = [],
+): Promise<{ hits: string[]; checked: Record<string, number>; plantPid: string }> {
   const hex = Buffer.from(secret).toString('hex');
-  const plant = "const b = Buffer.from(process.env.PLANT_HEX, 'hex'); process.stdout.write('ready ' + b.length); setInterval(() => b.length, 1000);";
+  const plant =
+    "const b = Buffer.from(process.env.PLANT_HEX, 'hex'); process.stdout.write('ready ' + b.length); setInterval(() => b.length, 1000);";
   const sh = [
     'R=$(mktemp -p /tmp plant.XXXXXX)',
     'env -u LEAK PLANT_HEX="$NEEDLE_HEX" /usr/local/bin/node -e "$PLANT" > "$R" & P=$!',
@@ -285,7 +336,10 @@ export async function plantAndScan(docker: Docker, id: string, user: string, sec
     'env -u LEAK /usr/local/bin/node -e "$SCAN"',
     'kill "$P" "$S"; rm -f "$R"',
   ].join('\n');
-  const r = await execIn(docker, id, ['/bin/sh', '-c', sh], { user, env: [`NEEDLE_HEX=${hex}`, `LEAK=${secret}`, `SCAN=${SECRET_SCAN}`, `PLANT=${plant}`, ...env] });
+  const r = await execIn(docker, id, ['/bin/sh', '-c', sh], {
+    user,
+    env: [`NEEDLE_HEX=${hex}`, `LEAK=${secret}`, `SCAN=${SECRET_SCAN}`, `PLANT=${plant}`, ...env],
+  });
   const [plantPid, json] = r.stdout.split('\n');
   return { ...(JSON.parse(json) as { hits: string[]; checked: Record<string, number> }), plantPid };
 }
@@ -313,7 +367,16 @@ export interface RuntimeProc {
   child: ChildProcess;
   ready: Promise<{ list: { sessionId: string | null; containerId: string }[] }>;
   /** One turn in the stand-in daemon (user 5 unless given). */
-  prompt(session: string, prompt: string, userId?: number): Promise<{ containerId?: string; stop_reason?: string; events?: { type: string; text?: string }[]; error?: string }>;
+  prompt(
+    session: string,
+    prompt: string,
+    userId?: number,
+  ): Promise<{
+    containerId?: string;
+    stop_reason?: string;
+    events?: { type: string; text?: string }[];
+    error?: string;
+  }>;
 }
 
 /** A daemon stand-in: the real runtime and operator control socket (fixtures/runtime-proc.ts). */
@@ -336,9 +399,14 @@ export function startRuntimeProc(dataDir: string, image: string, owner: string):
 }
 
 /** Run `airlock <args>` (dist/daemon/main.js) with only PATH and `env`; exit code and output. */
-export async function runCli(env: Record<string, string>, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+export async function runCli(
+  env: Record<string, string>,
+  args: string[],
+): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const r = await promisify(execFile)(process.execPath, [join(ROOT, 'dist', 'daemon', 'main.js'), ...args], { env: { PATH: process.env.PATH ?? '', ...ENGINE_ENV, ...env } });
+    const r = await promisify(execFile)(process.execPath, [join(ROOT, 'dist', 'daemon', 'main.js'), ...args], {
+      env: { PATH: process.env.PATH ?? '', ...ENGINE_ENV, ...env },
+    });
     return { code: 0, stdout: r.stdout, stderr: r.stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -352,9 +420,19 @@ export async function runCli(env: Record<string, string>, args: string[]): Promi
  * folder, and in a fleet its database and secret). `session` drives it; the PTY is killed after
  * a generous hang guard.
  */
-export async function attachOnPty(env: Record<string, string>, id: string, session: (io: { write(s: string): void; out(): string; resize(cols: number, rows: number): void }) => Promise<void>): Promise<{ code: number; out: string }> {
+export async function attachOnPty(
+  env: Record<string, string>,
+  id: string,
+  session: (io: { write(s: string): void; out(): string; resize(cols: number, rows: number): void }) => Promise<void>,
+): Promise<{ code: number; out: string }> {
   const { spawn: ptySpawn } = await import('node-pty');
-  const pty = ptySpawn(process.execPath, [join(ROOT, 'dist', 'daemon', 'main.js'), 'sessions', 'attach', id], { name: 'xterm', cols: 101, rows: 37, cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...ENGINE_ENV, ...env, TERM: 'xterm' } });
+  const pty = ptySpawn(process.execPath, [join(ROOT, 'dist', 'daemon', 'main.js'), 'sessions', 'attach', id], {
+    name: 'xterm',
+    cols: 101,
+    rows: 37,
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', ...ENGINE_ENV, ...env, TERM: 'xterm' },
+  });
   let out = '';
   pty.onData((d) => (out += d));
   const exited = new Promise<number>((r) => pty.onExit(({ exitCode }) => r(exitCode)));

@@ -40,11 +40,24 @@ if (docker) {
     const upstream = await startUpstream();
     t.teardown(() => upstream.close());
     const CANARY = `ya29.canary-${randomBytes(16).toString('hex')}`;
-    const routes = buildRoutes({ google: { mailBaseUrl: upstream.url, sheetsBaseUrl: upstream.url, driveBaseUrl: upstream.url }, model: { provider: 'demo' }, hasAccountToken: true, hasModelKey: false });
+    const routes = buildRoutes({
+      google: { mailBaseUrl: upstream.url, sheetsBaseUrl: upstream.url, driveBaseUrl: upstream.url },
+      model: { provider: 'demo' },
+      hasAccountToken: true,
+      hasModelKey: false,
+    });
     const preparer: SessionPreparer = {
       async prepare(): Promise<PreparedSession> {
-        const placeholders = Object.fromEntries(routes.map((r) => [r.placeholder_env, `ph-${r.name}-${randomBytes(8).toString('hex')}`]));
-        return { routes, tokens: { MAIL_ACCESS_TOKEN: CANARY, SHEETS_ACCESS_TOKEN: CANARY, SEARCH_ACCESS_TOKEN: CANARY }, placeholders, agentEnv: { AIRLOCK_MODEL_PROVIDER: 'demo' }, egressAllow: [] };
+        const placeholders = Object.fromEntries(
+          routes.map((r) => [r.placeholder_env, `ph-${r.name}-${randomBytes(8).toString('hex')}`]),
+        );
+        return {
+          routes,
+          tokens: { MAIL_ACCESS_TOKEN: CANARY, SHEETS_ACCESS_TOKEN: CANARY, SEARCH_ACCESS_TOKEN: CANARY },
+          placeholders,
+          agentEnv: { AIRLOCK_MODEL_PROVIDER: 'demo' },
+          egressAllow: [],
+        };
       },
     };
     const egress = new EgressGatewayService({ log, extraRequestHeaders: ['x-test-echo'] });
@@ -68,16 +81,26 @@ if (docker) {
         { user: '0' },
       );
       t.match(use.stdout, /^HTTP\/1\.1 200 /, 'a request through the gateway');
-      t.equal(upstream.requests.at(-1)?.headers.authorization, `Bearer ${CANARY}`, 'the upstream got the real token, injected on the host');
+      t.equal(
+        upstream.requests.at(-1)?.headers.authorization,
+        `Bearer ${CANARY}`,
+        'the upstream got the real token, injected on the host',
+      );
       t.notMatch(use.stdout, new RegExp(CANARY), 'its echo came back scrubbed');
 
       const needle = [`NEEDLE_HEX=${Buffer.from(CANARY).toString('hex')}`];
-      const scan = await execIn(docker, id, ['/usr/local/bin/node', '-e', SECRET_SCAN], { user: '0', env: [...needle, 'SCAN_ROOT=/', 'SCAN_ALL=1'] });
+      const scan = await execIn(docker, id, ['/usr/local/bin/node', '-e', SECRET_SCAN], {
+        user: '0',
+        env: [...needle, 'SCAN_ROOT=/', 'SCAN_ALL=1'],
+      });
       const s = JSON.parse(scan.stdout) as { hits: string[]; checked: Record<string, number> };
       t.same(s.hits, [], `no real token anywhere root can look (pool=${pool}): ${JSON.stringify(s.checked)}`);
       // Root here has no CAP_SYS_PTRACE: the agent child's memory (uid 1001) is closed to it; the
       // supervisor's (root), where the token used to live, and docker-init's are read.
-      t.ok(s.checked.mem >= 2 && s.checked.environ >= 2 && s.checked.files > 1000, "the scan read the root processes' memory and environ and the whole file system");
+      t.ok(
+        s.checked.mem >= 2 && s.checked.environ >= 2 && s.checked.files > 1000,
+        "the scan read the root processes' memory and environ and the whole file system",
+      );
 
       // Control: the same scan, as root, finds a canary planted in a root process's environment,
       // and one planted only in a root process's heap (the memory read is not silently empty).
@@ -86,10 +109,15 @@ if (docker) {
         planted.hits.some((h) => h.endsWith('/environ')),
         'control: a canary planted in an environment is found',
       );
-      t.ok(planted.hits.includes(`${planted.plantPid}/mem`), `control: a canary planted in a heap is found in resident memory (${planted.hits.join(', ')})`);
+      t.ok(
+        planted.hits.includes(`${planted.plantPid}/mem`),
+        `control: a canary planted in a heap is found in resident memory (${planted.hits.join(', ')})`,
+      );
 
       // A checkpoint of the live sandbox: docker commit, exported, holds no token.
-      const committed = await docker.getContainer(id).commit({ repo: 'airlock-test-commit', tag: `${pool}-${randomBytes(4).toString('hex')}` });
+      const committed = await docker
+        .getContainer(id)
+        .commit({ repo: 'airlock-test-commit', tag: `${pool}-${randomBytes(4).toString('hex')}` });
       const imageId = (committed as { Id: string }).Id;
       t.teardown(() =>
         docker

@@ -48,7 +48,12 @@ if (docker) {
         proxyPort = req.proxyPort;
         return {
           routes,
-          tokens: { MAIL_ACCESS_TOKEN: 'ya29.real-hostile', SHEETS_ACCESS_TOKEN: 'ya29.real-hostile', SEARCH_ACCESS_TOKEN: 'ya29.real-hostile', MODEL_API_KEY_REAL: 'sk-real-hostile' },
+          tokens: {
+            MAIL_ACCESS_TOKEN: 'ya29.real-hostile',
+            SHEETS_ACCESS_TOKEN: 'ya29.real-hostile',
+            SEARCH_ACCESS_TOKEN: 'ya29.real-hostile',
+            MODEL_API_KEY_REAL: 'sk-real-hostile',
+          },
           placeholders: { ...ph, AGENT_USER_TOKEN: `ph-host-${randomBytes(12).toString('hex')}` },
           agentEnv: { AIRLOCK_MODEL_PROVIDER: 'demo' },
           egressAllow: [...new Set(routes.map((r) => egressTarget(r.upstream)))],
@@ -60,30 +65,57 @@ if (docker) {
     t.teardown(() => sweep(docker, owner));
     const egress = new EgressGatewayService({ log });
     t.teardown(() => egress.close());
-    const m = new SessionManager({ config: runtimeConfig(dir, image, { AIRLOCK_POOL_SIZE: '0' }), docker, log, owner, preparer, egress });
+    const m = new SessionManager({
+      config: runtimeConfig(dir, image, { AIRLOCK_POOL_SIZE: '0' }),
+      docker,
+      log,
+      owner,
+      preparer,
+      egress,
+    });
     t.teardown(() => m.close({ removeContainers: true }));
     await m.start();
-    const r = await m.runTurn({ userId: 41, sessionId: 'hostile', turnId: 't1', prompt: 'hi', signal: new AbortController().signal, onEvent: () => {} });
+    const r = await m.runTurn({
+      userId: 41,
+      sessionId: 'hostile',
+      turnId: 't1',
+      prompt: 'hi',
+      signal: new AbortController().signal,
+      onEvent: () => {},
+    });
     t.equal(r.stop_reason, 'end_turn', 'the session is live');
     t.ok(proxyPort > 0, 'proxy port known');
 
     // The client and its cases go into the user's workspace (bind-mounted at /workspace).
     const ws = join(dir, 'workspaces', '41');
     const entries = proxyCases(ph);
-    const sockets = egressCases('/run/airlock/egress.sock', egressTarget(upstream.url)).concat(egressCases('/run/airlock/control.sock', egressTarget(upstream.url)).map((e) => ({ ...e, c: { ...e.c, id: `control-${e.c.id}` } })));
+    const sockets = egressCases('/run/airlock/egress.sock', egressTarget(upstream.url)).concat(
+      egressCases('/run/airlock/control.sock', egressTarget(upstream.url)).map((e) => ({
+        ...e,
+        c: { ...e.c, id: `control-${e.c.id}` },
+      })),
+    );
     writeFileSync(join(ws, 'hostile-cases.json'), JSON.stringify([...entries, ...sockets].map((e) => e.c)));
     copyFileSync(join(ROOT, 'dist', 'test', 'fakes', 'hostile-client.js'), join(ws, 'hostile-client.mjs'));
     for (const f of ['hostile-cases.json', 'hostile-client.mjs']) chmodSync(join(ws, f), 0o644);
 
-    const run = await execIn(docker, r.containerId!, ['/usr/local/bin/node', '/workspace/hostile-client.mjs', '/workspace/hostile-cases.json'], {
-      user: '1001',
-      env: [`HOSTILE_PROXY_PORT=${proxyPort}`],
-    });
+    const run = await execIn(
+      docker,
+      r.containerId!,
+      ['/usr/local/bin/node', '/workspace/hostile-client.mjs', '/workspace/hostile-cases.json'],
+      {
+        user: '1001',
+        env: [`HOSTILE_PROXY_PORT=${proxyPort}`],
+      },
+    );
     t.equal(run.code, 0, `client ran (${run.stderr.slice(0, 300)})`);
     const results = JSON.parse(run.stdout) as HostileResult[];
     const proxyResults = results.slice(0, entries.length);
     const socketResults = results.slice(entries.length);
-    t.ok(entries.length + socketResults.length >= 150, `${entries.length + socketResults.length} cases from inside the sandbox`);
+    t.ok(
+      entries.length + socketResults.length >= 150,
+      `${entries.length + socketResults.length} cases from inside the sandbox`,
+    );
     await new Promise((res) => setTimeout(res, 200));
     assertHostile(t, entries, proxyResults, upstream.requests);
     const stall = proxyResults.find((x) => x.id === 'stall-40')!;
@@ -97,10 +129,18 @@ if (docker) {
     // route table (tunnels, absolute-form, other routes, methods and paths, a route of another
     // session); the Google emulator sees nothing. Then the control: an allow-listed request passes.
     upstream.requests.length = 0;
-    const asRoot = egressCases('/run/airlock/egress.sock', egressTarget(upstream.url)).map((e) => ({ ...e, c: { ...e.c, id: `root-${e.c.id}` } }));
+    const asRoot = egressCases('/run/airlock/egress.sock', egressTarget(upstream.url)).map((e) => ({
+      ...e,
+      c: { ...e.c, id: `root-${e.c.id}` },
+    }));
     writeFileSync(join(ws, 'root-cases.json'), JSON.stringify(asRoot.map((e) => e.c)));
     chmodSync(join(ws, 'root-cases.json'), 0o644);
-    const rootRun = await execIn(docker, r.containerId!, ['/usr/local/bin/node', '/workspace/hostile-client.mjs', '/workspace/root-cases.json'], { user: '0', env: [`HOSTILE_PROXY_PORT=${proxyPort}`] });
+    const rootRun = await execIn(
+      docker,
+      r.containerId!,
+      ['/usr/local/bin/node', '/workspace/hostile-client.mjs', '/workspace/root-cases.json'],
+      { user: '0', env: [`HOSTILE_PROXY_PORT=${proxyPort}`] },
+    );
     t.equal(rootRun.code, 0, `root client ran (${rootRun.stderr.slice(0, 300)})`);
     await new Promise((res) => setTimeout(res, 200));
     assertHostile(t, asRoot, JSON.parse(rootRun.stdout) as HostileResult[], upstream.requests);
@@ -108,7 +148,11 @@ if (docker) {
     const control = await execIn(docker, r.containerId!, ['/usr/local/bin/node', '-e', CONTROL], { user: '0' });
     t.match(control.stdout, /^HTTP\/1\.1 200 /, 'an allow-listed request of its own session passes the gateway');
     t.equal(upstream.requests.length, 1);
-    t.equal(upstream.requests[0].headers.authorization, 'Bearer ya29.real-hostile', 'the token was injected on the host');
+    t.equal(
+      upstream.requests[0].headers.authorization,
+      'Bearer ya29.real-hostile',
+      'the token was injected on the host',
+    );
     t.notMatch(control.stdout, /ya29\.real-hostile/, 'and does not come back into the sandbox');
   });
 }

@@ -43,7 +43,11 @@ if (docker) {
   t.test('the image runs the pinned Node 24', async (t) => {
     const r = await runIn(['/usr/local/bin/node', '-p', 'process.version + " " + process.versions.modules']);
     t.equal(r.code, 0);
-    t.equal(r.out.split(' ')[0], `v${NODE_RUNTIME.version}`, `node in the image is ${NODE_RUNTIME.version} (${r.out.trim()})`);
+    t.equal(
+      r.out.split(' ')[0],
+      `v${NODE_RUNTIME.version}`,
+      `node in the image is ${NODE_RUNTIME.version} (${r.out.trim()})`,
+    );
     if (process.version !== `v${NODE_RUNTIME.version}`) t.pass(`independent of the host's node (${process.version})`);
   });
 
@@ -53,7 +57,11 @@ if (docker) {
     t.equal(r.code, 0, 'find ran');
     t.equal(r.out.trim(), '', 'find / -perm /6000 lists nothing');
     // The probe itself can see such a file: a setuid bit set inside a container is found.
-    const probe = await runIn(['/bin/sh', '-c', 'cp /bin/true /tmp/t && chmod 4755 /tmp/t && find /tmp -xdev -type f -perm /6000']);
+    const probe = await runIn([
+      '/bin/sh',
+      '-c',
+      'cp /bin/true /tmp/t && chmod 4755 /tmp/t && find /tmp -xdev -type f -perm /6000',
+    ]);
     t.equal(probe.out.trim(), '/tmp/t', 'the same find reports a setuid file');
   });
 

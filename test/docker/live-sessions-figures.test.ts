@@ -19,7 +19,12 @@ if (docker) {
 
   t.test('a stuck turn shows its phase and time; memory, CPU and idle time are listed', async (t) => {
     const { d, c } = await startStalling(t, 'Back again.');
-    await createUser(d.database.sql, { username: 'root', email: 'root@example.test', passwordHash: await hashPassword('root-password'), isSuperuser: true });
+    await createUser(d.database.sql, {
+      username: 'root',
+      email: 'root@example.test',
+      passwordHash: await hashPassword('root-password'),
+      isSuperuser: true,
+    });
     const admin = new Client(d.web.url);
     t.equal((await admin.login('root', 'root-password')).status, 200);
     const listed = async (sid: string | undefined): Promise<LiveSession | undefined> => {

@@ -11,7 +11,13 @@
  */
 import t from 'tap';
 import type { Page } from 'playwright-core';
-import { createLogger, Encryptor, loadOrCreateEncryptionKey, hashPassword, WORKSPACE_SCOPES } from '../../core/index.js';
+import {
+  createLogger,
+  Encryptor,
+  loadOrCreateEncryptionKey,
+  hashPassword,
+  WORKSPACE_SCOPES,
+} from '../../core/index.js';
 import { AccountStore } from '../../domain/accounts.js';
 import { createUser } from '../../domain/users.js';
 import { serve } from '../../daemon/serve.js';
@@ -42,7 +48,10 @@ else if (docker) {
   t.test('an "ask" send waits for the user in the chat: approved arrives, denied does not', async (t) => {
     const g = await google.start({ userEmail: 'dana@corp.example' });
     t.teardown(() => g.close());
-    const send = (to: string, subject: string) => ({ kind: 'reply' as const, tool_calls: [{ name: 'send_email', arguments: { to: [to], subject, text: BODY } }] });
+    const send = (to: string, subject: string) => ({
+      kind: 'reply' as const,
+      tool_calls: [{ name: 'send_email', arguments: { to: [to], subject, text: BODY } }],
+    });
     const model = await openaiModel.start({
       apiKey: MODEL_KEY,
       script: [
@@ -81,15 +90,31 @@ else if (docker) {
       await d.runtime?.close({ removeContainers: true });
       await d.close();
     });
-    const dana = await createUser(d.database.sql, { username: 'dana', email: 'dana@corp.example', passwordHash: await hashPassword('dana-password') });
-    await createUser(d.database.sql, { username: 'eve', email: 'eve@corp.example', passwordHash: await hashPassword('eve-password') });
-    await createUser(d.database.sql, { username: 'root', email: 'root@corp.example', passwordHash: await hashPassword('root-password'), isSuperuser: true });
-    await new AccountStore(d.database.sql, new Encryptor(loadOrCreateEncryptionKey(dir, config.encryptionKey))).connect(dana.id, {
+    const dana = await createUser(d.database.sql, {
+      username: 'dana',
       email: 'dana@corp.example',
-      scopes: [...WORKSPACE_SCOPES],
-      accessToken: g.token,
-      expiresAt: Date.now() + 3600_000,
+      passwordHash: await hashPassword('dana-password'),
     });
+    await createUser(d.database.sql, {
+      username: 'eve',
+      email: 'eve@corp.example',
+      passwordHash: await hashPassword('eve-password'),
+    });
+    await createUser(d.database.sql, {
+      username: 'root',
+      email: 'root@corp.example',
+      passwordHash: await hashPassword('root-password'),
+      isSuperuser: true,
+    });
+    await new AccountStore(d.database.sql, new Encryptor(loadOrCreateEncryptionKey(dir, config.encryptionKey))).connect(
+      dana.id,
+      {
+        email: 'dana@corp.example',
+        scopes: [...WORKSPACE_SCOPES],
+        accessToken: g.token,
+        expiresAt: Date.now() + 3600_000,
+      },
+    );
 
     const browser = await launch(t);
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
@@ -102,7 +127,11 @@ else if (docker) {
     t.match(text, /Quarterly numbers/, 'and the subject');
     // The body comes from the preview route, for the owner, while the send waits (docs/chat.md#approvals).
     await page.waitForSelector('.approval[data-state=pending] .approval-body', { timeout: 30_000 });
-    t.match(await page.textContent('.approval-body'), /secret body text/, 'the body from the preview route while it waits');
+    t.match(
+      await page.textContent('.approval-body'),
+      /secret body text/,
+      'the body from the preview route while it waits',
+    );
     t.equal(g.mailbox.length, 0, 'nothing sent while it waits');
     t.same(await axeProblems(page), [], 'axe: no serious or critical issue with the approval card');
     await screenshot(page, 'chat-approval');
@@ -116,7 +145,9 @@ else if (docker) {
     // Another user may not decide it; the owner's API needs its CSRF token like every POST.
     const eve = new Client(d.web.url);
     t.equal((await eve.login('eve', 'eve-password')).status, 200);
-    const byEve = await eve.json('POST', `/api/chat/sessions/${sessionId}/approvals/${approvalId}`, { decision: 'approve' });
+    const byEve = await eve.json('POST', `/api/chat/sessions/${sessionId}/approvals/${approvalId}`, {
+      decision: 'approve',
+    });
     t.equal(byEve.status, 404, `another user gets 404 (${JSON.stringify(byEve.body)})`);
     const danaApi = new Client(d.web.url);
     await danaApi.login('dana', 'dana-password');
@@ -126,18 +157,26 @@ else if (docker) {
       body: JSON.stringify({ decision: 'approve' }),
     });
     t.equal(noCsrf.status, 403, 'no CSRF token: refused');
-    const bad = await danaApi.json('POST', `/api/chat/sessions/${sessionId}/approvals/${approvalId}`, { decision: 'maybe' });
+    const bad = await danaApi.json('POST', `/api/chat/sessions/${sessionId}/approvals/${approvalId}`, {
+      decision: 'maybe',
+    });
     t.equal(bad.status, 400, 'a decision must be approve or deny');
     t.equal(g.mailbox.length, 0, 'still nothing sent');
 
     await page.click('.approval[data-state=pending] button:has-text("Approve")');
     await page.waitForSelector('.approval[data-state=approved]', { timeout: 60_000 });
     await page.waitForSelector('[data-done]', { timeout: 120_000 });
-    t.match(await page.textContent('.approval[data-state=approved] .approval-body'), /secret body text/, 'decided: the card keeps the message it showed until a reload');
+    t.match(
+      await page.textContent('.approval[data-state=approved] .approval-body'),
+      /secret body text/,
+      'decided: the card keeps the message it showed until a reload',
+    );
     await waitFor(() => g.mailbox.length === 1, 'the approved mail arrives');
     t.same(g.mailbox[0].to, ['partner@partner.example'], 'to the approved recipient');
     t.equal(await page.getAttribute('.tool[data-tool=send_email]', 'data-status'), 'ok', 'send_email succeeded');
-    const again = await danaApi.json('POST', `/api/chat/sessions/${sessionId}/approvals/${approvalId}`, { decision: 'deny' });
+    const again = await danaApi.json('POST', `/api/chat/sessions/${sessionId}/approvals/${approvalId}`, {
+      decision: 'deny',
+    });
     t.equal(again.status, 409, 'a decided send cannot be decided again');
 
     // The second send is denied from the page: it never arrives, and the model is told.
@@ -146,9 +185,19 @@ else if (docker) {
     await page.waitForSelector('.approval[data-state=pending]', { timeout: 120_000 });
     await page.click('.approval[data-state=pending] button:has-text("Deny")');
     await page.waitForSelector('.approval[data-state=denied]', { timeout: 60_000 });
-    await page.waitForFunction(() => document.querySelectorAll('[data-done]').length === 2, undefined, { timeout: 120_000 });
-    t.equal(await page.getAttribute('.msg.assistant:last-of-type .tool[data-tool=send_email]', 'data-status'), 'failed', 'send_email failed');
-    t.match((await page.textContent('.msg.assistant:last-of-type .tool[data-tool=send_email]')) ?? '', /ERR_MAIL_DENIED/, 'with the denial code');
+    await page.waitForFunction(() => document.querySelectorAll('[data-done]').length === 2, undefined, {
+      timeout: 120_000,
+    });
+    t.equal(
+      await page.getAttribute('.msg.assistant:last-of-type .tool[data-tool=send_email]', 'data-status'),
+      'failed',
+      'send_email failed',
+    );
+    t.match(
+      (await page.textContent('.msg.assistant:last-of-type .tool[data-tool=send_email]')) ?? '',
+      /ERR_MAIL_DENIED/,
+      'with the denial code',
+    );
     t.equal(g.mailbox.length, 1, 'the denied mail never arrived');
 
     // "Approve for this recipient in this chat": the next send to the same recipient is not asked about.
@@ -156,14 +205,28 @@ else if (docker) {
     await page.click('#send');
     await page.waitForSelector('.approval[data-state=pending]', { timeout: 120_000 });
     await page.click('.approval[data-state=pending] button:has-text("Approve for this recipient in this chat")');
-    const forRecipient = await page.waitForSelector('.approval[data-state=approved]:has-text("Third try")', { timeout: 60_000 });
-    t.match((await forRecipient.textContent()) ?? '', /for these recipients in this chat/, 'the card says the approval holds for the recipient');
-    await page.waitForFunction(() => document.querySelectorAll('[data-done]').length === 3, undefined, { timeout: 120_000 });
+    const forRecipient = await page.waitForSelector('.approval[data-state=approved]:has-text("Third try")', {
+      timeout: 60_000,
+    });
+    t.match(
+      (await forRecipient.textContent()) ?? '',
+      /for these recipients in this chat/,
+      'the card says the approval holds for the recipient',
+    );
+    await page.waitForFunction(() => document.querySelectorAll('[data-done]').length === 3, undefined, {
+      timeout: 120_000,
+    });
     await waitFor(() => g.mailbox.length === 2, 'the mail approved for the recipient arrives');
     await page.fill('#prompt', 'and a follow-up to other@partner.example');
     await page.click('#send');
-    await page.waitForFunction(() => document.querySelectorAll('[data-done]').length === 4, undefined, { timeout: 120_000 });
-    t.equal(await page.locator('.msg.assistant:last-of-type .approval').count(), 0, 'no approval card for the same recipient');
+    await page.waitForFunction(() => document.querySelectorAll('[data-done]').length === 4, undefined, {
+      timeout: 120_000,
+    });
+    t.equal(
+      await page.locator('.msg.assistant:last-of-type .approval').count(),
+      0,
+      'no approval card for the same recipient',
+    );
     await waitFor(() => g.mailbox.length === 3, 'the follow-up arrives without a question');
     t.same(g.mailbox[2].to, ['other@partner.example']);
 
@@ -174,10 +237,18 @@ else if (docker) {
     const link = await admin.waitForSelector('a.turn-link', { timeout: 30_000 });
     await link.click();
     await admin.waitForSelector('h1, h2');
-    await admin.waitForFunction(() => document.body.textContent?.includes('Mail sends held for the send policy'), undefined, { timeout: 30_000 });
+    await admin.waitForFunction(
+      () => document.body.textContent?.includes('Mail sends held for the send policy'),
+      undefined,
+      { timeout: 30_000 },
+    );
     const page2 = (await admin.textContent('main')) ?? '';
     t.match(page2, /Tool call send_email/, 'the audit page shows the tool call');
-    t.match(page2, /POST \/gmail\/mail\/v1\/users\/me\/messages\/send/, 'with its upstream request (the path template)');
+    t.match(
+      page2,
+      /POST \/gmail\/mail\/v1\/users\/me\/messages\/send/,
+      'with its upstream request (the path template)',
+    );
     t.notMatch(page2, /secret body text/, 'and never the body');
     t.same(await axeProblems(admin), [], 'axe: no serious or critical issue on the turn audit page (light)');
     await admin.emulateMedia({ colorScheme: 'dark' });

@@ -30,7 +30,8 @@ import { dataDir, dockerOrSkip, ensureTestImage, execIn, ROOT, runtimeConfig, sw
 const log = createLogger({ level: 'warn', destination: process.stderr });
 const docker = await dockerOrSkip(t as unknown as Parameters<typeof dockerOrSkip>[0]);
 
-const msg = (headers: string, body = 'hello') => `From: me@corp.example\r\n${headers}\r\nMIME-Version: 1.0\r\nContent-Type: text/plain\r\n\r\n${body}\r\n`;
+const msg = (headers: string, body = 'hello') =>
+  `From: me@corp.example\r\n${headers}\r\nMIME-Version: 1.0\r\nContent-Type: text/plain\r\n\r\n${body}\r\n`;
 
 if (docker) {
   const image = await ensureTestImage(docker);
@@ -57,7 +58,11 @@ if (docker) {
     });
     const database = await openTestDatabase(t, dir);
     const gate = new MailGate(database.sql, config, log);
-    const user = await createUser(database.sql, { username: 'mailer', email: 'mailer@corp.example', passwordHash: 'x' });
+    const user = await createUser(database.sql, {
+      username: 'mailer',
+      email: 'mailer@corp.example',
+      passwordHash: 'x',
+    });
     const placeholder = `ph-mail-${randomBytes(12).toString('hex')}`;
     let proxyPort = 0;
     const preparer: SessionPreparer = {
@@ -65,8 +70,18 @@ if (docker) {
         proxyPort = req.proxyPort;
         return {
           routes,
-          tokens: { MAIL_ACCESS_TOKEN: 'ya29.real-mail', SHEETS_ACCESS_TOKEN: 'ya29.real-mail', SEARCH_ACCESS_TOKEN: 'ya29.real-mail', MODEL_API_KEY_REAL: 'sk-unused' },
-          placeholders: { MAIL_API_KEY: placeholder, SHEETS_API_KEY: 'ph-s', SEARCH_SHEETS_API_KEY: 'ph-q', AGENT_MODEL_API_KEY: 'ph-m' },
+          tokens: {
+            MAIL_ACCESS_TOKEN: 'ya29.real-mail',
+            SHEETS_ACCESS_TOKEN: 'ya29.real-mail',
+            SEARCH_ACCESS_TOKEN: 'ya29.real-mail',
+            MODEL_API_KEY_REAL: 'sk-unused',
+          },
+          placeholders: {
+            MAIL_API_KEY: placeholder,
+            SHEETS_API_KEY: 'ph-s',
+            SEARCH_SHEETS_API_KEY: 'ph-q',
+            AGENT_MODEL_API_KEY: 'ph-m',
+          },
           agentEnv: { AIRLOCK_MODEL_PROVIDER: 'openai', AGENT_MODEL_PROVIDER: 'openai', AGENT_MODEL: 'scripted' },
           egressAllow: [...new Set(routes.map((r) => egressTarget(r.upstream)))],
           mailPolicy: serverMailPolicy(config),
@@ -112,7 +127,13 @@ if (docker) {
       { id: 'bcc-folded', raw: msg('To: ann@corp.example\r\nBcc:\r\n\tsneaky@sub.evil.example\r\nSubject: hidden') },
       { id: 'group-quoted', raw: msg('To: team: "ann@corp.example" <x@evil.example>;\r\nSubject: quoted') },
       { id: 'unparseable', body: JSON.stringify({ raw: Buffer.from('no headers here').toString('base64url') }) },
-      { id: 'extra-field', body: JSON.stringify({ raw: Buffer.from(msg('To: ann@corp.example')).toString('base64url'), payload: { headers: [] } }) },
+      {
+        id: 'extra-field',
+        body: JSON.stringify({
+          raw: Buffer.from(msg('To: ann@corp.example')).toString('base64url'),
+          payload: { headers: [] },
+        }),
+      },
       { id: 'ask-approved', raw: msg('To: bob@partner.example\r\nSubject: approve me') },
       { id: 'ask-denied', raw: msg('To: bob@partner.example\r\nSubject: deny me') },
       { id: 'ask-timeout', raw: msg('To: bob@partner.example\r\nSubject: let it time out') },
@@ -127,12 +148,19 @@ if (docker) {
     writeFileSync(join(ws, 'mail-cases.json'), JSON.stringify(cases));
     copyFileSync(join(ROOT, 'dist', 'test', 'fakes', 'mail-sender.js'), join(ws, 'mail-sender.mjs'));
     for (const f of ['mail-cases.json', 'mail-sender.mjs']) chmodSync(join(ws, f), 0o644);
-    const run = await execIn(docker, containerId, ['/usr/local/bin/node', '/workspace/mail-sender.mjs', '/workspace/mail-cases.json'], {
-      user: '1001',
-      env: [`MAIL_PROXY_URL=http://127.0.0.1:${proxyPort}`, `MAIL_API_KEY=${placeholder}`],
-    });
+    const run = await execIn(
+      docker,
+      containerId,
+      ['/usr/local/bin/node', '/workspace/mail-sender.mjs', '/workspace/mail-cases.json'],
+      {
+        user: '1001',
+        env: [`MAIL_PROXY_URL=http://127.0.0.1:${proxyPort}`, `MAIL_API_KEY=${placeholder}`],
+      },
+    );
     t.equal(run.code, 0, `sender ran (${run.stderr.slice(0, 300)})`);
-    const results = Object.fromEntries((JSON.parse(run.stdout) as { id: string; status: number; code: string | null }[]).map((r) => [r.id, r]));
+    const results = Object.fromEntries(
+      (JSON.parse(run.stdout) as { id: string; status: number; code: string | null }[]).map((r) => [r.id, r]),
+    );
     const expect: Record<string, [number, string | null]> = {
       allowed: [200, null],
       blocked: [403, 'ERR_MAIL_BLOCKED'],
@@ -146,16 +174,31 @@ if (docker) {
       'ask-recipient': [403, 'ERR_MAIL_CALL_UNBOUND'],
       'recipient-again': [403, 'ERR_MAIL_CALL_UNBOUND'],
     };
-    for (const [id, [status, code]] of Object.entries(expect)) t.same([results[id]?.status, results[id]?.code], [status, code], id);
-    HOSTILE_MAILS.forEach((h, i) => t.same([results[`hostile-${i}`]?.status, results[`hostile-${i}`]?.code], [400, 'ERR_MAIL_AMBIGUOUS'], `from inside the sandbox: ${h.name}`));
-    t.same([results['raw-twice']?.status, results['raw-twice']?.code], [400, 'ERR_MAIL_AMBIGUOUS'], 'from inside the sandbox: "raw" twice');
+    for (const [id, [status, code]] of Object.entries(expect))
+      t.same([results[id]?.status, results[id]?.code], [status, code], id);
+    HOSTILE_MAILS.forEach((h, i) =>
+      t.same(
+        [results[`hostile-${i}`]?.status, results[`hostile-${i}`]?.code],
+        [400, 'ERR_MAIL_AMBIGUOUS'],
+        `from inside the sandbox: ${h.name}`,
+      ),
+    );
+    t.same(
+      [results['raw-twice']?.status, results['raw-twice']?.code],
+      [400, 'ERR_MAIL_AMBIGUOUS'],
+      'from inside the sandbox: "raw" twice',
+    );
 
     // Only what was allowed or approved reached the upstream, with the real token.
     const sent = upstream.requests.filter((r) => r.path === '/gmail/v1/users/me/messages/send');
-    const subjects = sent.map((r) => /Subject: ([^\r\n]*)/.exec(Buffer.from(JSON.parse(r.body).raw, 'base64url').toString())?.[1]).sort();
+    const subjects = sent
+      .map((r) => /Subject: ([^\r\n]*)/.exec(Buffer.from(JSON.parse(r.body).raw, 'base64url').toString())?.[1])
+      .sort();
     t.same(subjects, ['fine'], 'exactly the allowed send arrived');
     t.ok(
-      sent.every((r) => r.headers.authorization === 'Bearer ya29.real-mail' && r.headers['x-airlock-call'] === undefined),
+      sent.every(
+        (r) => r.headers.authorization === 'Bearer ya29.real-mail' && r.headers['x-airlock-call'] === undefined,
+      ),
       'real token upstream, no trace header',
     );
 
@@ -168,7 +211,11 @@ if (docker) {
 
     // The audit trail: every hold with its decision, every proxied mail request with its turn.
     await gate.flushed();
-    const holds = await database.sql.selectFrom('mail_holds').select(['subject', 'state', 'code', 'turn_id']).orderBy('created_at').execute();
+    const holds = await database.sql
+      .selectFrom('mail_holds')
+      .select(['subject', 'state', 'code', 'turn_id'])
+      .orderBy('created_at')
+      .execute();
     t.same(
       holds.map((h) => [h.subject, h.state]),
       [
@@ -185,14 +232,26 @@ if (docker) {
       holds.every((h) => h.turn_id === 'turn-mail-1'),
       'each hold names its turn',
     );
-    const reqs = await database.sql.selectFrom('proxy_requests').selectAll().where('route', '=', 'mail').orderBy('id').execute();
+    const reqs = await database.sql
+      .selectFrom('proxy_requests')
+      .selectAll()
+      .where('route', '=', 'mail')
+      .orderBy('id')
+      .execute();
     t.equal(reqs.length, cases.length, 'every mail request is in the audit trail');
     t.ok(
-      reqs.every((r) => r.turn_id === 'turn-mail-1' && r.user_id === user.id && r.session_id === 'mail-session' && r.template === '/gmail/mail/v1/users/me/messages/send'),
+      reqs.every(
+        (r) =>
+          r.turn_id === 'turn-mail-1' &&
+          r.user_id === user.id &&
+          r.session_id === 'mail-session' &&
+          r.template === '/gmail/mail/v1/users/me/messages/send',
+      ),
       'with its session, user, turn and path template',
     );
     t.same(reqs.filter((r) => r.outcome === 'forwarded').length, 1, 'one forwarded');
     const audit = JSON.stringify(reqs) + JSON.stringify(holds);
-    for (const secret of ['ya29.real-mail', placeholder, 'hello']) t.notOk(audit.includes(secret), `no ${secret.slice(0, 8)}… in the audit rows`);
+    for (const secret of ['ya29.real-mail', placeholder, 'hello'])
+      t.notOk(audit.includes(secret), `no ${secret.slice(0, 8)}… in the audit rows`);
   });
 }

@@ -6,7 +6,13 @@
  * proxy itself (no hold, nothing upstream), where the server's policy alone would only have asked.
  */
 import t from 'tap';
-import { createLogger, Encryptor, loadOrCreateEncryptionKey, hashPassword, WORKSPACE_SCOPES } from '../../core/index.js';
+import {
+  createLogger,
+  Encryptor,
+  loadOrCreateEncryptionKey,
+  hashPassword,
+  WORKSPACE_SCOPES,
+} from '../../core/index.js';
 import { AccountStore } from '../../domain/accounts.js';
 import { createUser } from '../../domain/users.js';
 import { serve } from '../../daemon/serve.js';
@@ -27,10 +33,17 @@ if (docker) {
   t.test("an agent policy's mail domains are enforced at the proxy in the sandbox", async (t) => {
     const g = await google.start({ userEmail: 'fay@corp.example' });
     t.teardown(() => g.close());
-    const send = (to: string, subject: string) => ({ kind: 'reply' as const, tool_calls: [{ name: 'send_email', arguments: { to: [to], subject, text: BODY } }] });
+    const send = (to: string, subject: string) => ({
+      kind: 'reply' as const,
+      tool_calls: [{ name: 'send_email', arguments: { to: [to], subject, text: BODY } }],
+    });
     const model = await openaiModel.start({
       apiKey: MODEL_KEY,
-      script: [send('ann@partner.example', 'To the partner'), send('mole@rival.example', 'To the rival'), { kind: 'reply', text: 'One sent, one refused.' }],
+      script: [
+        send('ann@partner.example', 'To the partner'),
+        send('mole@rival.example', 'To the rival'),
+        { kind: 'reply', text: 'One sent, one refused.' },
+      ],
     });
     t.teardown(() => model.close());
     const dir = dataDir(t);
@@ -58,14 +71,26 @@ if (docker) {
       await d.runtime?.close({ removeContainers: true });
       await d.close();
     });
-    const fay = await createUser(d.database.sql, { username: 'fay', email: 'fay@corp.example', passwordHash: await hashPassword('fay-password') });
-    await createUser(d.database.sql, { username: 'root', email: 'root@corp.example', passwordHash: await hashPassword('root-password'), isSuperuser: true });
-    await new AccountStore(d.database.sql, new Encryptor(loadOrCreateEncryptionKey(dir, config.encryptionKey))).connect(fay.id, {
+    const fay = await createUser(d.database.sql, {
+      username: 'fay',
       email: 'fay@corp.example',
-      scopes: [...WORKSPACE_SCOPES],
-      accessToken: g.token,
-      expiresAt: Date.now() + 3600_000,
+      passwordHash: await hashPassword('fay-password'),
     });
+    await createUser(d.database.sql, {
+      username: 'root',
+      email: 'root@corp.example',
+      passwordHash: await hashPassword('root-password'),
+      isSuperuser: true,
+    });
+    await new AccountStore(d.database.sql, new Encryptor(loadOrCreateEncryptionKey(dir, config.encryptionKey))).connect(
+      fay.id,
+      {
+        email: 'fay@corp.example',
+        scopes: [...WORKSPACE_SCOPES],
+        accessToken: g.token,
+        expiresAt: Date.now() + 3600_000,
+      },
+    );
 
     // The organisation's admin sets the domains in an agent policy.
     const root = new Client(d.web.url);
@@ -107,7 +132,13 @@ if (docker) {
     // The proxy refused it before any hold: the policy it got at session start was the agent policy's.
     const sql = d.database.sql;
     // The audit rows are written off the request's path.
-    const mailRows = () => sql.selectFrom('proxy_requests').select(['outcome', 'status', 'code', 'recipients', 'call_id']).where('route', '=', 'mail').orderBy('id').execute();
+    const mailRows = () =>
+      sql
+        .selectFrom('proxy_requests')
+        .select(['outcome', 'status', 'code', 'recipients', 'call_id'])
+        .where('route', '=', 'mail')
+        .orderBy('id')
+        .execute();
     await waitFor(async () => (await mailRows()).length >= 2, 'both mail requests in the audit trail');
     const holds = await sql.selectFrom('mail_holds').select(['subject', 'state']).execute();
     t.same(

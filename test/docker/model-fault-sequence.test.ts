@@ -34,7 +34,15 @@ if (docker) {
     const demo = await startTestDemo(t, docker!, image, 'fault-seq');
     const admin = new Client(demo.url);
     t.equal((await admin.login(demo.users.admin.username, demo.users.admin.password)).status, 200);
-    const made = await admin.json('POST', '/api/admin/chat-models', { id: 'scripted', label: 'Scripted', provider: 'openai', model: 'gpt-scripted', base_url: model.url, api_key: MODEL_KEY, context_tokens: 16_000 });
+    const made = await admin.json('POST', '/api/admin/chat-models', {
+      id: 'scripted',
+      label: 'Scripted',
+      provider: 'openai',
+      model: 'gpt-scripted',
+      base_url: model.url,
+      api_key: MODEL_KEY,
+      context_tokens: 16_000,
+    });
     t.equal(made.status, 201, JSON.stringify(made.body));
     const c = new Client(demo.url);
     t.equal((await c.login(demo.users.user.username, demo.users.user.password)).status, 200);
@@ -45,7 +53,9 @@ if (docker) {
       const t0 = Date.now();
       const r = await streamTurn(c, { message: name, model_id: 'scripted' });
       const took = Date.now() - t0;
-      t.comment(`${name}: ${took} ms, ${model.requests.length - n0} model requests, last ${JSON.stringify(r.events.at(-1))}`);
+      t.comment(
+        `${name}: ${took} ms, ${model.requests.length - n0} model requests, last ${JSON.stringify(r.events.at(-1))}`,
+      );
       return { r, took, requests: model.requests.length - n0, done: r.events.filter((e) => e.type === 'done') };
     };
 

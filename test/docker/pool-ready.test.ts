@@ -31,7 +31,16 @@ const MAIL_PROMPT = 'chart 3 5 8 and email the chart to ann@example.test';
 
 function turn(m: SessionManager, sessionId: string, userId: number, prompt = 'hello') {
   const events: AgentEvent[] = [];
-  return m.runTurn({ userId, sessionId, turnId: randomBytes(6).toString('hex'), prompt, signal: new AbortController().signal, onEvent: (e) => events.push(e) }).then((r) => ({ ...r, events }));
+  return m
+    .runTurn({
+      userId,
+      sessionId,
+      turnId: randomBytes(6).toString('hex'),
+      prompt,
+      signal: new AbortController().signal,
+      onEvent: (e) => events.push(e),
+    })
+    .then((r) => ({ ...r, events }));
 }
 
 /** Routes only for the user who has an account token (as the overlay does). */
@@ -48,8 +57,12 @@ function preparer(upstream: FakeUpstream): SessionPreparer {
       const ph = (n: string) => `ph-${n}-${randomBytes(8).toString('hex')}`;
       return {
         routes,
-        tokens: hasAccount ? { MAIL_ACCESS_TOKEN: REAL_TOKEN, SHEETS_ACCESS_TOKEN: REAL_TOKEN, SEARCH_ACCESS_TOKEN: REAL_TOKEN } : {},
-        placeholders: hasAccount ? { MAIL_API_KEY: ph('mail'), SHEETS_API_KEY: ph('sheets'), SEARCH_SHEETS_API_KEY: ph('search') } : {},
+        tokens: hasAccount
+          ? { MAIL_ACCESS_TOKEN: REAL_TOKEN, SHEETS_ACCESS_TOKEN: REAL_TOKEN, SEARCH_ACCESS_TOKEN: REAL_TOKEN }
+          : {},
+        placeholders: hasAccount
+          ? { MAIL_API_KEY: ph('mail'), SHEETS_API_KEY: ph('sheets'), SEARCH_SHEETS_API_KEY: ph('search') }
+          : {},
         agentEnv: { AGENT_MODEL_PROVIDER: 'demo', MAIL_FROM: 'me@example.test' },
         egressAllow: [...new Set(routes.map((r) => egressTarget(r.upstream)))],
       };
@@ -85,7 +98,14 @@ if (docker) {
     tt.teardown(() => egress.close());
     const sink = logSink();
     const log = createLogger({ level: 'info', destination: sink.stream });
-    const m = new SessionManager({ config: runtimeConfig(dir, image, { AIRLOCK_POOL_SIZE: String(poolSize) }), docker: docker!, log, owner, preparer: preparer(upstream), egress });
+    const m = new SessionManager({
+      config: runtimeConfig(dir, image, { AIRLOCK_POOL_SIZE: String(poolSize) }),
+      docker: docker!,
+      log,
+      owner,
+      preparer: preparer(upstream),
+      egress,
+    });
     tt.teardown(() => m.close({ removeContainers: true }));
     await m.start();
     await m.poolReady(60_000);
@@ -97,9 +117,17 @@ if (docker) {
     const { m, dir, upstream, members } = await setup(t, 1);
     const [member] = members();
     const before = await nodeProcs(docker, member.containerId);
-    t.same(Object.values(before).sort(), ['agent', 'supervisor'], 'supervisor and agent child run in the waiting member (the agent hosts both MCP servers)');
+    t.same(
+      Object.values(before).sort(),
+      ['agent', 'supervisor'],
+      'supervisor and agent child run in the waiting member (the agent hosts both MCP servers)',
+    );
     const idle = (await m.inspect(member.containerId)).supervisor!;
-    t.match(idle, { state: 'hello', session_id: null, agent_ready: true }, 'its supervisor reports the agent ready, no session');
+    t.match(
+      idle,
+      { state: 'hello', session_id: null, agent_ready: true },
+      'its supervisor reports the agent ready, no session',
+    );
 
     // A user with an account: the claim hands over routes, placeholders and tokens; the tools use them.
     const r = await turn(m, 'acct', WITH_ACCOUNT, MAIL_PROMPT);
@@ -112,7 +140,11 @@ if (docker) {
     const mail = upstream.requests.filter((q) => q.path === '/gmail/v1/users/me/messages/send');
     t.equal(mail.length, 1, 'the upstream got the mail');
     t.equal(mail[0].headers.authorization, `Bearer ${REAL_TOKEN}`, 'with the real token, injected by the proxy');
-    const childEnv = await execIn(docker, member.containerId, ['/bin/sh', '-c', `tr '\\0' '\\n' < /proc/${idle.child_pid}/environ`]);
+    const childEnv = await execIn(docker, member.containerId, [
+      '/bin/sh',
+      '-c',
+      `tr '\\0' '\\n' < /proc/${idle.child_pid}/environ`,
+    ]);
     t.notMatch(childEnv.stdout, REAL_TOKEN, 'the child env never holds the real token');
     t.notMatch(JSON.stringify(r.events), REAL_TOKEN, 'nor does anything the turn returned');
 
@@ -131,7 +163,9 @@ if (docker) {
     const refused = n.events.find((e) => e.type === 'tool_end' && e.tool === 'send_email');
     t.match(refused, { ok: false, error: /ERR_TOOL_NOT_CONNECTED/ }, 'send_email answers "connect your account"');
     t.equal(upstream.requests.length, upstreamBefore, 'nothing reached the upstream');
-    const profile = JSON.parse(readFileSync(join(dir, 'sandboxes', next.slot, 'run', 'profile.json'), 'utf8')) as { routes: unknown[] };
+    const profile = JSON.parse(readFileSync(join(dir, 'sandboxes', next.slot, 'run', 'profile.json'), 'utf8')) as {
+      routes: unknown[];
+    };
     t.same(profile.routes, [], 'profile.json has no route for a user without a token');
 
     // Ended sessions take their container with them; it never comes back as a member.
@@ -156,8 +190,14 @@ if (docker) {
       // As the agent's uid (root in the sandbox holds no CAP_KILL over another uid's processes).
       const k = await execIn(docker, member.containerId, ['/bin/sh', '-c', `kill -9 ${pid}`]);
       t.equal(k.code, 0, `${victim} killed ${k.stderr}`);
-      await waitFor(() => !members().some((s) => s.containerId === member.containerId), `the member with a dead ${victim} leaves the pool`);
-      t.ok(await waitFor(() => gone(docker, member.containerId), 'its container to be removed'), `the member whose ${victim} died is removed`);
+      await waitFor(
+        () => !members().some((s) => s.containerId === member.containerId),
+        `the member with a dead ${victim} leaves the pool`,
+      );
+      t.ok(
+        await waitFor(() => gone(docker, member.containerId), 'its container to be removed'),
+        `the member whose ${victim} died is removed`,
+      );
       await m.poolReady(60_000);
       const r = await turn(m, `after-${victim}`, NO_ACCOUNT, 'chart 1 2 3');
       t.equal(r.stop_reason, 'end_turn', 'the next session works');
@@ -171,32 +211,37 @@ if (docker) {
     }
   });
 
-  t.test('a claim that fails half-way leaves nothing bound; the next member, or a cold start, takes the session', async (t) => {
-    for (const poolSize of [2, 1]) {
-      const { m, dir, sink, members } = await setup(t, poolSize);
-      const [broken] = members();
-      // A real fault: the member's workspace mount point is gone, so binding the user's workspace fails.
-      rmdirSync(join(dir, 'sandboxes', broken.slot, 'workspace'));
-      const others = members()
-        .slice(1)
-        .map((s) => s.containerId);
-      const r = await turn(m, `half-${poolSize}`, WITH_ACCOUNT, 'hello');
-      t.equal(r.stop_reason, 'end_turn', `pool ${poolSize}: the user gets a working session`);
-      t.not(r.containerId, broken.containerId, 'not in the broken member');
-      const info = await m.inspect(`half-${poolSize}`);
-      if (poolSize === 2) t.same([info.containerId, info.fromPool], [others[0], true], 'the next member took it');
-      else t.equal(info.fromPool, false, 'the only member failed: a cold start took it');
-      const lines = sink.lines.map((l) => JSON.parse(l) as { msg: string; containerId?: string; code?: string }).filter((l) => l.msg.startsWith('pool claim failed'));
-      t.equal(lines.length, 1, 'one log line says why');
-      t.match(lines[0], { containerId: broken.containerId.slice(0, 12), code: 'ERR_SANDBOX_START' });
-      t.ok(await gone(docker, broken.containerId), 'the broken member is removed');
-      t.notOk(existsSync(join(dir, 'sandboxes', broken.slot)), 'its slot folder (and any claim.json) is gone');
-      const mounts = readFileSync('/proc/self/mountinfo', 'utf8');
-      t.notOk(mounts.includes(broken.slot), 'nothing is mounted under its slot');
-      t.notOk(
-        m.list().some((s) => s.containerId === broken.containerId),
-        'it is neither a session nor a member',
-      );
-    }
-  });
+  t.test(
+    'a claim that fails half-way leaves nothing bound; the next member, or a cold start, takes the session',
+    async (t) => {
+      for (const poolSize of [2, 1]) {
+        const { m, dir, sink, members } = await setup(t, poolSize);
+        const [broken] = members();
+        // A real fault: the member's workspace mount point is gone, so binding the user's workspace fails.
+        rmdirSync(join(dir, 'sandboxes', broken.slot, 'workspace'));
+        const others = members()
+          .slice(1)
+          .map((s) => s.containerId);
+        const r = await turn(m, `half-${poolSize}`, WITH_ACCOUNT, 'hello');
+        t.equal(r.stop_reason, 'end_turn', `pool ${poolSize}: the user gets a working session`);
+        t.not(r.containerId, broken.containerId, 'not in the broken member');
+        const info = await m.inspect(`half-${poolSize}`);
+        if (poolSize === 2) t.same([info.containerId, info.fromPool], [others[0], true], 'the next member took it');
+        else t.equal(info.fromPool, false, 'the only member failed: a cold start took it');
+        const lines = sink.lines
+          .map((l) => JSON.parse(l) as { msg: string; containerId?: string; code?: string })
+          .filter((l) => l.msg.startsWith('pool claim failed'));
+        t.equal(lines.length, 1, 'one log line says why');
+        t.match(lines[0], { containerId: broken.containerId.slice(0, 12), code: 'ERR_SANDBOX_START' });
+        t.ok(await gone(docker, broken.containerId), 'the broken member is removed');
+        t.notOk(existsSync(join(dir, 'sandboxes', broken.slot)), 'its slot folder (and any claim.json) is gone');
+        const mounts = readFileSync('/proc/self/mountinfo', 'utf8');
+        t.notOk(mounts.includes(broken.slot), 'nothing is mounted under its slot');
+        t.notOk(
+          m.list().some((s) => s.containerId === broken.containerId),
+          'it is neither a session nor a member',
+        );
+      }
+    },
+  );
 }

@@ -61,7 +61,8 @@ ax.figure.savefig("out/growth.png")
 `;
 
 /** The last tool result the model was sent, from the request body. */
-const lastToolResult = (body: any): string => String([...body.messages].reverse().find((m: any) => m.role === 'tool')?.content ?? '');
+const lastToolResult = (body: any): string =>
+  String([...body.messages].reverse().find((m: any) => m.role === 'tool')?.content ?? '');
 
 const docker = await dockerOrSkip(t);
 if (docker) {
@@ -90,8 +91,19 @@ if (docker) {
     });
     let n = 0;
     // One turn: the model calls run_python with each of `calls`, then answers (from the last result when `answer` is given).
-    const turn = async (message: string, calls: (string | { name: string; arguments: Record<string, unknown> })[], sessionId?: string, answer?: (lastResult: string) => string) => {
-      plan.push({ kind: 'reply', tool_calls: calls.map((call) => ({ ...(typeof call === 'string' ? { name: 'run_python', arguments: { code: call } } : call), id: `call_${++n}` })) });
+    const turn = async (
+      message: string,
+      calls: (string | { name: string; arguments: Record<string, unknown> })[],
+      sessionId?: string,
+      answer?: (lastResult: string) => string,
+    ) => {
+      plan.push({
+        kind: 'reply',
+        tool_calls: calls.map((call) => ({
+          ...(typeof call === 'string' ? { name: 'run_python', arguments: { code: call } } : call),
+          id: `call_${++n}`,
+        })),
+      });
       plan.push((body) => ({ kind: 'reply', text: answer ? answer(lastToolResult(body)) : 'done' }));
       const r = await streamTurn(c, { message, ...(sessionId ? { session_id: sessionId } : {}) });
       t.equal(r.status, 200);
@@ -101,21 +113,39 @@ if (docker) {
     const csv = makeCsv();
     const up = await fetch(`${c.base}/api/chat/files`, {
       method: 'POST',
-      headers: { cookie: c.cookieHeader(), 'x-csrf-token': c.csrf!, 'content-type': 'application/octet-stream', 'x-file-name': 'sales.csv' },
+      headers: {
+        cookie: c.cookieHeader(),
+        'x-csrf-token': c.csrf!,
+        'content-type': 'application/octet-stream',
+        'x-file-name': 'sales.csv',
+      },
       body: csv,
     });
     t.equal(up.status, 201, 'the 100,000-row CSV is uploaded');
     const ref = reference(csv);
 
     const first = await turn('which region grew fastest quarter over quarter?', [ANALYSIS], undefined, (result) => {
-      const r = JSON.parse((JSON.parse(result) as { stdout: string }).stdout.trim().split('\n').at(-1)!) as { region: string; quarter: string; growth: number };
+      const r = JSON.parse((JSON.parse(result) as { stdout: string }).stdout.trim().split('\n').at(-1)!) as {
+        region: string;
+        quarter: string;
+        growth: number;
+      };
       return `${r.region} grew fastest: ${(r.growth * 100).toFixed(4)}% in ${r.quarter}.`;
     });
     const sid = first.events.at(-1).session_id as string;
     const end = first.events.find((e) => e.type === 'tool_end');
     t.equal(end?.ok, true, JSON.stringify(end).slice(0, 2000));
-    const out = end?.output as { stdout: string; files: { path: string; size: number }[]; attachments: { name: string; path: string; size: number }[] };
-    const got = JSON.parse(out.stdout.trim().split('\n').at(-1)!) as { rows: number; region: string; quarter: string; growth: number };
+    const out = end?.output as {
+      stdout: string;
+      files: { path: string; size: number }[];
+      attachments: { name: string; path: string; size: number }[];
+    };
+    const got = JSON.parse(out.stdout.trim().split('\n').at(-1)!) as {
+      rows: number;
+      region: string;
+      quarter: string;
+      growth: number;
+    };
     t.equal(got.rows, 100_000);
     t.equal(got.region, ref.region, 'the region pandas found is the reference one');
     t.equal(got.quarter, ref.quarter);
@@ -124,26 +154,49 @@ if (docker) {
       .filter((e) => e.type === 'text_delta')
       .map((e) => e.text)
       .join('');
-    t.equal(text, `${ref.region} grew fastest: ${(ref.growth * 100).toFixed(4)}% in ${ref.quarter}.`, "the answer's numbers are the reference's");
+    t.equal(
+      text,
+      `${ref.region} grew fastest: ${(ref.growth * 100).toFixed(4)}% in ${ref.quarter}.`,
+      "the answer's numbers are the reference's",
+    );
     t.match(out.files, [{ path: 'out/growth.png' }], 'the chart written under out/ is listed');
     t.ok(
       first.events.some((e) => e.type === 'tool_progress' && e.stream === 'stdout' && /"rows": 100000/.test(e.text)),
       'stdout was streamed as tool_progress',
     );
     const sb = d.runtime!.sessions.list().find((s) => s.sessionId === sid)!;
-    const png = await execIn(docker!, sb.containerId!, ['sh', '-c', 'head -c 8 /workspace/out/growth.png | od -An -tx1'], { user: '1001' });
+    const png = await execIn(
+      docker!,
+      sb.containerId!,
+      ['sh', '-c', 'head -c 8 /workspace/out/growth.png | od -An -tx1'],
+      { user: '1001' },
+    );
     t.match(png.stdout.replace(/\s+/g, ''), /^89504e470d0a1a0a$/, 'a real PNG');
     // Kept with the chat: the page's route serves the copy, the same bytes as out/growth.png.
-    t.match(out.attachments, [{ path: 'out/growth.png', name: /^[0-9a-f-]{36}\.png$/ }], 'the chart is kept with the chat');
+    t.match(
+      out.attachments,
+      [{ path: 'out/growth.png', name: /^[0-9a-f-]{36}\.png$/ }],
+      'the chart is kept with the chat',
+    );
     const served = await c.request('GET', `/api/chat/attachments/${out.attachments[0].name}`);
     t.equal(served.headers.get('content-type'), 'image/png');
-    const whole = await execIn(docker!, sb.containerId!, ['sh', '-c', 'od -An -tx1 -v /workspace/out/growth.png'], { user: '1001' });
-    t.equal(Buffer.from(await served.arrayBuffer()).toString('hex'), whole.stdout.replace(/\s+/g, ''), 'the chat shows the chart the code drew');
+    const whole = await execIn(docker!, sb.containerId!, ['sh', '-c', 'od -An -tx1 -v /workspace/out/growth.png'], {
+      user: '1001',
+    });
+    t.equal(
+      Buffer.from(await served.arrayBuffer()).toString('hex'),
+      whole.stdout.replace(/\s+/g, ''),
+      'the chat shows the chart the code drew',
+    );
 
     // State: a variable of the first call is read in the next turn.
     const second = await turn('how many rows?', ['len(df), region'], sid);
     const e2 = second.events.find((e) => e.type === 'tool_end');
-    t.match(e2?.output, { stdout: `(100000, '${ref.region}')\n`, new_interpreter: false }, 'df and region carried over');
+    t.match(
+      e2?.output,
+      { stdout: `(100000, '${ref.region}')\n`, new_interpreter: false },
+      'df and region carried over',
+    );
 
     // The hostile table: each call ends with its error, the next one runs.
     const hostile: [string, RegExp][] = [
@@ -154,7 +207,10 @@ if (docker) {
       ['open("/proc/1/environ").read()', /PermissionError/],
       ['open("/etc/airlock-was-here", "w").write("x")', /OSError|Read-only|PermissionError/],
       ['open("/workspace/../opt/airlock/x", "w")', /OSError|Read-only|PermissionError/],
-      ['with open("/workspace/big.bin", "wb") as f:\n    while True: f.write(b"0" * 1048576)', /OSError|File too large|No space|quota/i],
+      [
+        'with open("/workspace/big.bin", "wb") as f:\n    while True: f.write(b"0" * 1048576)',
+        /OSError|File too large|No space|quota/i,
+      ],
     ];
     if (SANDBOX_RUNTIME === 'runsc') {
       // gVisor lets uid 1001 read root's /proc/1/environ (runc refuses): checked apart, below.
@@ -163,7 +219,14 @@ if (docker) {
         1,
       );
     }
-    const bad = await turn('try these', [...hostile.map(([code]) => code), 'import os\nos.remove("/workspace/big.bin") if os.path.exists("/workspace/big.bin") else None\nprint("still here")'], sid);
+    const bad = await turn(
+      'try these',
+      [
+        ...hostile.map(([code]) => code),
+        'import os\nos.remove("/workspace/big.bin") if os.path.exists("/workspace/big.bin") else None\nprint("still here")',
+      ],
+      sid,
+    );
     const ends = bad.events.filter((e) => e.type === 'tool_end');
     t.equal(ends.length, hostile.length + 1, 'every call ended');
     hostile.forEach(([code, re], i) => {
@@ -172,16 +235,35 @@ if (docker) {
     });
     t.match(ends.at(-1)?.output, { stdout: 'still here\n' }, 'the sandbox goes on after the hostile table');
     t.equal(bad.events.at(-1).stop_reason, 'end_turn', 'and so does the chat');
-    t.equal(d.runtime!.sessions.list().find((s) => s.sessionId === sid)?.containerId, sb.containerId, 'in the same sandbox');
+    t.equal(
+      d.runtime!.sessions.list().find((s) => s.sessionId === sid)?.containerId,
+      sb.containerId,
+      'in the same sandbox',
+    );
     if (SANDBOX_RUNTIME === 'runsc') {
       // What it reads there is the container's env, which holds nothing secret by rule (the
       // engine shows it to whoever may inspect the container): the image's names and the child uid.
-      const env = await turn('and this', ['print(sorted(set(k.split("=")[0] for k in open("/proc/1/environ").read().split("\\0") if k)))'], sid);
+      const env = await turn(
+        'and this',
+        ['print(sorted(set(k.split("=")[0] for k in open("/proc/1/environ").read().split("\\0") if k)))'],
+        sid,
+      );
       const read = env.events.find((e) => e.type === 'tool_end');
       t.equal(read?.ok, true, 'gVisor lets uid 1001 read /proc/1/environ');
       const names = JSON.parse(String(read?.output?.stdout ?? '[]').replace(/'/g, '"')) as string[];
       t.same(
-        names.filter((n) => !['AIRLOCK_SANDBOX_CHILD_UID', 'HOME', 'HOSTNAME', 'LANG', 'NODE_COMPILE_CACHE', 'NODE_ENV', 'PATH'].includes(n)),
+        names.filter(
+          (n) =>
+            ![
+              'AIRLOCK_SANDBOX_CHILD_UID',
+              'HOME',
+              'HOSTNAME',
+              'LANG',
+              'NODE_COMPILE_CACHE',
+              'NODE_ENV',
+              'PATH',
+            ].includes(n),
+        ),
         [],
         `it holds only the image's env and the child uid: ${names.join(', ')}`,
       );
@@ -189,7 +271,16 @@ if (docker) {
 
     // Documents: read_document's PDF text is pdftotext's (run here in the same image), DOCX by construction.
     const upload = (name: string, body: Buffer) =>
-      fetch(`${c.base}/api/chat/files`, { method: 'POST', headers: { cookie: c.cookieHeader(), 'x-csrf-token': c.csrf!, 'content-type': 'application/octet-stream', 'x-file-name': name }, body: new Uint8Array(body) });
+      fetch(`${c.base}/api/chat/files`, {
+        method: 'POST',
+        headers: {
+          cookie: c.cookieHeader(),
+          'x-csrf-token': c.csrf!,
+          'content-type': 'application/octet-stream',
+          'x-file-name': name,
+        },
+        body: new Uint8Array(body),
+      });
     t.equal(
       (
         await upload(
@@ -213,21 +304,46 @@ if (docker) {
     const refused = await upload('bomb.docx', bomb);
     t.equal(refused.status, 422, 'a DOCX zip bomb is refused at upload');
     t.match(await refused.json(), { error: { code: 'ERR_UPLOAD_ZIP_BOMB' } });
-    const docs = await turn('read them', [{ name: 'read_document', arguments: { name: 'report.pdf' } }, { name: 'read_document', arguments: { name: 'memo.docx' } }, 'open("uploads/report.pdf", "rb").read(5)'], sid);
+    const docs = await turn(
+      'read them',
+      [
+        { name: 'read_document', arguments: { name: 'report.pdf' } },
+        { name: 'read_document', arguments: { name: 'memo.docx' } },
+        'open("uploads/report.pdf", "rb").read(5)',
+      ],
+      sid,
+    );
     const de = docs.events.filter((e) => e.type === 'tool_end');
-    const pdfRef = await execIn(docker!, sb.containerId!, ['pdftotext', '-enc', 'UTF-8', '/workspace/uploads/report.pdf', '-'], { user: '1001' });
+    const pdfRef = await execIn(
+      docker!,
+      sb.containerId!,
+      ['pdftotext', '-enc', 'UTF-8', '/workspace/uploads/report.pdf', '-'],
+      { user: '1001' },
+    );
     const refPages = pdfRef.stdout.split('\f').slice(0, 2);
-    t.match(de[0]?.output, { parts: 2, text: refPages.map((p, i) => `=== page ${i + 1} ===\n${p.trimEnd()}`).join('\n\n') }, "the PDF's text is pdftotext's, page by page");
+    t.match(
+      de[0]?.output,
+      { parts: 2, text: refPages.map((p, i) => `=== page ${i + 1} ===\n${p.trimEnd()}`).join('\n\n') },
+      "the PDF's text is pdftotext's, page by page",
+    );
     t.match((de[0]?.output as { text: string }).text, /Revenue grew 12 percent \(Q3\)/);
     t.match(de[1]?.output, { text: '# Memo\nBody text.' });
     t.match(de[2]?.output, { stdout: "b'%PDF-'\n" }, 'Python opens the uploaded document too');
 
     // A lost sandbox: the next call runs in a fresh interpreter and the model is told so; files remain.
     await docker!.getContainer(sb.containerId!).kill();
-    const after = await turn('again', ['print("df" in globals(), __import__("os").path.exists("out/growth.png"))'], sid);
+    const after = await turn(
+      'again',
+      ['print("df" in globals(), __import__("os").path.exists("out/growth.png"))'],
+      sid,
+    );
     const e3 = after.events.find((e) => e.type === 'tool_end');
     t.equal(e3?.ok, true, JSON.stringify(after.events.at(-1)));
-    t.match(e3?.output, { stdout: 'False True\n', new_interpreter: true }, 'state gone, the workspace file still there');
+    t.match(
+      e3?.output,
+      { stdout: 'False True\n', new_interpreter: true },
+      'state gone, the workspace file still there',
+    );
     t.match((e3?.output as { note: string }).note, /new Python interpreter/);
     t.match(lastToolResult(model.requests.at(-1)!.body), /new Python interpreter/, 'the model was told');
   });

@@ -12,9 +12,24 @@ import { waitFor } from '../helpers/wait.js';
 
 const log = createLogger({ level: 'warn', destination: process.stderr });
 
-export function turn(m: SessionManager, sessionId: string, prompt: string, userId = 7, onEvent?: (e: AgentEvent) => void) {
+export function turn(
+  m: SessionManager,
+  sessionId: string,
+  prompt: string,
+  userId = 7,
+  onEvent?: (e: AgentEvent) => void,
+) {
   const events: AgentEvent[] = [];
-  return m.runTurn({ userId, sessionId, turnId: randomBytes(6).toString('hex'), prompt, signal: new AbortController().signal, onEvent: (e) => (events.push(e), onEvent?.(e)) }).then((r) => ({ ...r, events }));
+  return m
+    .runTurn({
+      userId,
+      sessionId,
+      turnId: randomBytes(6).toString('hex'),
+      prompt,
+      signal: new AbortController().signal,
+      onEvent: (e) => (events.push(e), onEvent?.(e)),
+    })
+    .then((r) => ({ ...r, events }));
 }
 
 /** Records every hook call, in order. */
@@ -32,7 +47,13 @@ export async function until<T>(fn: () => T | undefined | false, what: string, ms
   return (await waitFor(fn, what, ms, 50)) as T;
 }
 
-export async function manager(tt: { teardown(fn: () => unknown): void }, docker: Docker, image: string, env: Record<string, string> = {}, extra: Partial<ConstructorParameters<typeof SessionManager>[0]> = {}) {
+export async function manager(
+  tt: { teardown(fn: () => unknown): void },
+  docker: Docker,
+  image: string,
+  env: Record<string, string> = {},
+  extra: Partial<ConstructorParameters<typeof SessionManager>[0]> = {},
+) {
   const owner = uniqueOwner('sbx');
   const dir = dataDir(tt);
   const config = runtimeConfig(dir, image, env);
@@ -45,7 +66,11 @@ export async function manager(tt: { teardown(fn: () => unknown): void }, docker:
 
 /** The airlock.* labels the runtime set on a container (not the image's own airlock.image). */
 export function airlockLabels(labels: unknown): Record<string, string> {
-  return Object.fromEntries(Object.entries((labels ?? {}) as Record<string, string>).filter(([k]) => k.startsWith('airlock.') && k !== 'airlock.image'));
+  return Object.fromEntries(
+    Object.entries((labels ?? {}) as Record<string, string>).filter(
+      ([k]) => k.startsWith('airlock.') && k !== 'airlock.image',
+    ),
+  );
 }
 
 export function textOf(events: unknown[]): string {

@@ -26,19 +26,33 @@ if (docker) {
     const { calls, hooks } = recordHooks();
     // The runtime's clock is the test's: idleness passes when the test advances it, not by sleeping.
     const clock = new TestClock();
-    const { m } = await manager(t, docker, image, { AIRLOCK_SESSION_IDLE_S: '60', AIRLOCK_POOL_SIZE: '0' }, { reapIntervalMs: 60_000, hooks, clock });
+    const { m } = await manager(
+      t,
+      docker,
+      image,
+      { AIRLOCK_SESSION_IDLE_S: '60', AIRLOCK_POOL_SIZE: '0' },
+      { reapIntervalMs: 60_000, hooks, clock },
+    );
     const a = await turn(m, 'reap', 'x');
     clock.advance(59_000);
     t.same(await m.reap(), [], 'not idle long enough yet');
     clock.advance(2_000);
     t.same(await m.reap(), ['reap'], 'idle session reaped');
-    await t.rejects(docker.getContainer(a.containerId!).inspect(), { statusCode: 404 } as unknown as Error, 'its container is gone');
+    await t.rejects(
+      docker.getContainer(a.containerId!).inspect(),
+      { statusCode: 404 } as unknown as Error,
+      'its container is gone',
+    );
     const a2 = await turn(m, 'reap', 'again');
     t.not(a2.containerId, a.containerId, 'next prompt gets a fresh sandbox');
 
     const k = await turn(m, 'killme', 'x');
     await m.kill('killme');
-    await t.rejects(docker.getContainer(k.containerId!).inspect(), { statusCode: 404 } as unknown as Error, 'kill removes the container');
+    await t.rejects(
+      docker.getContainer(k.containerId!).inspect(),
+      { statusCode: 404 } as unknown as Error,
+      'kill removes the container',
+    );
     await t.rejects(m.kill('killme'), { code: 'ERR_SESSION_NOT_FOUND' }, 'unknown id');
     await t.rejects(m.inspect('nope-nope'), { code: 'ERR_SESSION_NOT_FOUND' });
 
@@ -52,43 +66,84 @@ if (docker) {
     // The user's sandboxes end (deactivated, or the account disconnected).
     const u = await turn(m, 'user-9', 'x', 9);
     t.equal(await m.killForUser(9), 1);
-    await t.rejects(docker.getContainer(u.containerId!).inspect(), { statusCode: 404 } as unknown as Error, 'killForUser removes the container');
+    await t.rejects(
+      docker.getContainer(u.containerId!).inspect(),
+      { statusCode: 404 } as unknown as Error,
+      'killForUser removes the container',
+    );
 
     // Every end of a sandbox is reported (serve untracks the session from token rotation).
-    t.same(calls, ['live reap', 'ended reap idle', 'live reap', 'live killme', 'ended killme killed by operator', 'live restartme', 'ended restartme restart', 'live restartme', 'live user-9', 'ended user-9 user deactivated']);
+    t.same(calls, [
+      'live reap',
+      'ended reap idle',
+      'live reap',
+      'live killme',
+      'ended killme killed by operator',
+      'live restartme',
+      'ended restartme restart',
+      'live restartme',
+      'live user-9',
+      'ended user-9 user deactivated',
+    ]);
   });
 
-  t.test('a container killed from outside is reaped (container and folder gone); the next prompt runs in a new one without a notice', async (t) => {
-    const { calls, hooks } = recordHooks();
-    const metrics = createMetrics();
-    const { m, dir } = await manager(t, docker, image, { AIRLOCK_POOL_SIZE: '0' }, { reapIntervalMs: 60_000, hooks, metrics });
-    const a = await turn(m, 'dies', 'x');
-    const [sb] = m.list();
-    t.ok(existsSync(join(dir, 'sandboxes', sb.slot)), 'the slot folder exists');
-    await docker.getContainer(a.containerId!).kill();
-    await until(() => m.list().find((s) => s.sessionId === 'dies' && s.state === 'dead'), 'the sandbox to be seen dead');
-    const exited = await docker.getContainer(a.containerId!).inspect();
-    t.equal(exited.State.Running, false, 'an exited container is left behind until reaped');
-    t.same(await m.reap(), ['dies'], 'the dead sandbox is reaped');
-    await t.rejects(docker.getContainer(a.containerId!).inspect(), { statusCode: 404 } as unknown as Error, 'its container is removed');
-    t.notOk(existsSync(join(dir, 'sandboxes', sb.slot)), 'its slot folder is removed');
-    t.same(m.list(), [], 'nothing listed');
-    t.match(await metrics.registry.metrics(), /^airlock_sessions_reaped_total\{reason="dead"\} 1$/m, 'counted as reason="dead"');
-    const b = await turn(m, 'dies', 'after');
-    t.equal(b.stop_reason, 'end_turn');
-    t.notOk(
-      b.events.some((e) => e.type === 'text_delta' && /stopped unexpectedly/.test(e.text)),
-      'no notice (the chat route hands the new sandbox the conversation)',
-    );
-    const c = await turn(m, 'dies', 'again');
-    t.equal(c.stop_reason, 'end_turn');
-    t.same(calls, ['live dies', 'ended dies dead', 'live dies']);
-  });
+  t.test(
+    'a container killed from outside is reaped (container and folder gone); the next prompt runs in a new one without a notice',
+    async (t) => {
+      const { calls, hooks } = recordHooks();
+      const metrics = createMetrics();
+      const { m, dir } = await manager(
+        t,
+        docker,
+        image,
+        { AIRLOCK_POOL_SIZE: '0' },
+        { reapIntervalMs: 60_000, hooks, metrics },
+      );
+      const a = await turn(m, 'dies', 'x');
+      const [sb] = m.list();
+      t.ok(existsSync(join(dir, 'sandboxes', sb.slot)), 'the slot folder exists');
+      await docker.getContainer(a.containerId!).kill();
+      await until(
+        () => m.list().find((s) => s.sessionId === 'dies' && s.state === 'dead'),
+        'the sandbox to be seen dead',
+      );
+      const exited = await docker.getContainer(a.containerId!).inspect();
+      t.equal(exited.State.Running, false, 'an exited container is left behind until reaped');
+      t.same(await m.reap(), ['dies'], 'the dead sandbox is reaped');
+      await t.rejects(
+        docker.getContainer(a.containerId!).inspect(),
+        { statusCode: 404 } as unknown as Error,
+        'its container is removed',
+      );
+      t.notOk(existsSync(join(dir, 'sandboxes', sb.slot)), 'its slot folder is removed');
+      t.same(m.list(), [], 'nothing listed');
+      t.match(
+        await metrics.registry.metrics(),
+        /^airlock_sessions_reaped_total\{reason="dead"\} 1$/m,
+        'counted as reason="dead"',
+      );
+      const b = await turn(m, 'dies', 'after');
+      t.equal(b.stop_reason, 'end_turn');
+      t.notOk(
+        b.events.some((e) => e.type === 'text_delta' && /stopped unexpectedly/.test(e.text)),
+        'no notice (the chat route hands the new sandbox the conversation)',
+      );
+      const c = await turn(m, 'dies', 'again');
+      t.equal(c.stop_reason, 'end_turn');
+      t.same(calls, ['live dies', 'ended dies dead', 'live dies']);
+    },
+  );
 
   t.test('restart --stale restarts only stale sessions', async (t) => {
     // An injected clock: 'old' is claimed, then an hour passes, then 'fresh' is claimed.
     const clock = new TestClock();
-    const { m } = await manager(t, docker, image, { AIRLOCK_SESSION_STALE_S: '3600', AIRLOCK_POOL_SIZE: '0' }, { clock });
+    const { m } = await manager(
+      t,
+      docker,
+      image,
+      { AIRLOCK_SESSION_STALE_S: '3600', AIRLOCK_POOL_SIZE: '0' },
+      { clock },
+    );
     const old = await turn(m, 'old', 'x');
     clock.advance(3601_000);
     const fresh = await turn(m, 'fresh', 'x');
@@ -134,15 +189,38 @@ if (docker) {
     t.teardown(() => model.close());
     const egress = new EgressGatewayService({ log });
     t.teardown(() => egress.close());
-    const modelConfig = loadConfig({ AIRLOCK_MODEL_PROVIDER: 'openai', AIRLOCK_MODEL: 'gpt-stall', AIRLOCK_MODEL_BASE_URL: model.url, AIRLOCK_MODEL_API_KEY: KEY, AIRLOCK_MODEL_TIMEOUT_S: '600' });
+    const modelConfig = loadConfig({
+      AIRLOCK_MODEL_PROVIDER: 'openai',
+      AIRLOCK_MODEL: 'gpt-stall',
+      AIRLOCK_MODEL_BASE_URL: model.url,
+      AIRLOCK_MODEL_API_KEY: KEY,
+      AIRLOCK_MODEL_TIMEOUT_S: '600',
+    });
     const preparer: SessionPreparer = {
       async prepare(): Promise<PreparedSession> {
-        const routes = buildRoutes({ google: modelConfig.google, model: modelConfig.model, hasAccountToken: false, hasModelKey: true });
-        return { routes, tokens: { MODEL_API_KEY_REAL: KEY }, placeholders: { AGENT_MODEL_API_KEY: `placeholder-${randomBytes(8).toString('hex')}` }, agentEnv: agentSettings(modelConfig), egressAllow: [egressTarget(model.url)] };
+        const routes = buildRoutes({
+          google: modelConfig.google,
+          model: modelConfig.model,
+          hasAccountToken: false,
+          hasModelKey: true,
+        });
+        return {
+          routes,
+          tokens: { MODEL_API_KEY_REAL: KEY },
+          placeholders: { AGENT_MODEL_API_KEY: `placeholder-${randomBytes(8).toString('hex')}` },
+          agentEnv: agentSettings(modelConfig),
+          egressAllow: [egressTarget(model.url)],
+        };
       },
     };
     const { calls, hooks } = recordHooks();
-    const { m } = await manager(t, docker, image, { AIRLOCK_POOL_SIZE: '0', AIRLOCK_MODEL_TIMEOUT_S: '600' }, { preparer, egress, hooks });
+    const { m } = await manager(
+      t,
+      docker,
+      image,
+      { AIRLOCK_POOL_SIZE: '0', AIRLOCK_MODEL_TIMEOUT_S: '600' },
+      { preparer, egress, hooks },
+    );
     let streaming!: () => void;
     const inFlight = new Promise<void>((res) => (streaming = res));
     const pending = turn(m, 'midturn', 'take your time', 7, (e) => e.type === 'text_delta' && streaming());
@@ -151,7 +229,10 @@ if (docker) {
     t.equal(sb.state, 'busy');
     const t0 = Date.now();
     await docker.getContainer(sb.containerId).kill();
-    const r = await Promise.race([pending, new Promise<'hang'>((res) => setTimeout(() => res('hang'), 15_000).unref())]);
+    const r = await Promise.race([
+      pending,
+      new Promise<'hang'>((res) => setTimeout(() => res('hang'), 15_000).unref()),
+    ]);
     t.not(r, 'hang', 'the turn resolved (no hang)');
     if (r === 'hang') return;
     t.equal(r.stop_reason, 'error');

@@ -9,7 +9,17 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { createLogger, createMetrics } from '../../core/index.js';
 import { SessionManager } from '../../daemon/runtime/session-manager.js';
-import { dataDir, dockerOrSkip, ensureTestImage, execIn, hostCgroup, runtimeConfig, SANDBOX_RUNTIME, sweep, uniqueOwner } from './helpers.js';
+import {
+  dataDir,
+  dockerOrSkip,
+  ensureTestImage,
+  execIn,
+  hostCgroup,
+  runtimeConfig,
+  SANDBOX_RUNTIME,
+  sweep,
+  uniqueOwner,
+} from './helpers.js';
 import { hostPidsLimit } from '../../daemon/runtime/docker-driver.js';
 import { airlockLabels, manager, textOf, turn } from './sandbox-kit.js';
 import { TestClock } from '../helpers/clock.js';
@@ -24,7 +34,11 @@ if (docker) {
 
   t.test('hardening seen from inside the container', async (t) => {
     // Limits other than the defaults, so the assertions below can only pass if they are applied.
-    const { m, config } = await manager(t, docker, image, { AIRLOCK_SANDBOX_MEMORY_MB: '384', AIRLOCK_SANDBOX_CPUS: '0.5', AIRLOCK_SANDBOX_PIDS: '100' });
+    const { m, config } = await manager(t, docker, image, {
+      AIRLOCK_SANDBOX_MEMORY_MB: '384',
+      AIRLOCK_SANDBOX_CPUS: '0.5',
+      AIRLOCK_SANDBOX_PIDS: '100',
+    });
     await m.poolReady();
     const r = await turn(m, 'harden', 'hello');
     t.equal(r.stop_reason, 'end_turn');
@@ -49,15 +63,32 @@ if (docker) {
     if (RUNSC) {
       // gVisor's /proc/<pid>/status has no NoNewPrivs line; the engine hands it the OCI flag.
       const sec = (await docker.getContainer(id).inspect()).HostConfig.SecurityOpt ?? [];
-      t.ok(sec.includes('no-new-privileges'), 'no-new-privileges (runsc: set on the container; gVisor does not show it in status)');
+      t.ok(
+        sec.includes('no-new-privileges'),
+        'no-new-privileges (runsc: set on the container; gVisor does not show it in status)',
+      );
     } else t.equal(field('NoNewPrivs'), '1', 'no-new-privileges');
 
-    const supStatus = await execIn(docker, id, ['/bin/sh', '-c', `cat /proc/$(cat /proc/${childPid}/status | sed -n 's/^PPid:\\s*//p')/status`]);
+    const supStatus = await execIn(docker, id, [
+      '/bin/sh',
+      '-c',
+      `cat /proc/$(cat /proc/${childPid}/status | sed -n 's/^PPid:\\s*//p')/status`,
+    ]);
     t.match(supStatus.stdout, /^CapEff:\s*00000000000000c0$/m, 'supervisor holds only SETUID+SETGID');
 
-    const ro = await execIn(docker, id, ['/bin/sh', '-c', 'touch /opt/x 2>&1; touch /etc/x 2>&1; grep " / " /proc/mounts']);
+    const ro = await execIn(docker, id, [
+      '/bin/sh',
+      '-c',
+      'touch /opt/x 2>&1; touch /etc/x 2>&1; grep " / " /proc/mounts',
+    ]);
     // gVisor checks the permission before the read-only mount: the agent's uid gets EACCES there.
-    t.match(ro.stdout, RUNSC ? /(Read-only file system|Permission denied)[^]*(Read-only file system|Permission denied)/ : /Read-only file system/, 'root filesystem refuses writes');
+    t.match(
+      ro.stdout,
+      RUNSC
+        ? /(Read-only file system|Permission denied)[^]*(Read-only file system|Permission denied)/
+        : /Read-only file system/,
+      'root filesystem refuses writes',
+    );
     t.match(ro.stdout, RUNSC ? / \/ 9p ro[, ]/ : / \/ overlay ro[, ]/, 'root mounted read-only');
     const asRoot = await execIn(docker, id, ['/bin/sh', '-c', 'touch /usr/x 2>&1 || true'], { user: '0' });
     t.match(asRoot.stdout, /Read-only file system/, 'even root cannot write the root filesystem');
@@ -71,7 +102,11 @@ if (docker) {
     t.match(ctl.stdout, /^644 0$/m, 'profile.json is world-readable 0644');
     t.match(ctl.stdout, /EACCES/, 'the agent user cannot connect to the control socket');
 
-    const ws = await execIn(docker, id, ['/bin/sh', '-c', 'touch /workspace/.agent-attachments/probe && echo WROTE; touch /tmp/x && echo TMP']);
+    const ws = await execIn(docker, id, [
+      '/bin/sh',
+      '-c',
+      'touch /workspace/.agent-attachments/probe && echo WROTE; touch /tmp/x && echo TMP',
+    ]);
     t.match(ws.stdout, /WROTE/, 'the workspace is writable for the agent');
     t.match(ws.stdout, /TMP/, '/tmp is a writable tmpfs');
 
@@ -82,8 +117,16 @@ if (docker) {
       "const fs=require('fs'),cp=require('child_process');fs.copyFileSync('/bin/true','/tmp/exe');fs.chmodSync('/tmp/exe',0o755);" +
         "const run=(p)=>{try{cp.execFileSync(p);return 'RAN'}catch(e){return e.code}};console.log(JSON.stringify({tmp:run('/tmp/exe'),bin:run('/bin/true')}))",
     ]);
-    t.same(JSON.parse(noexec.stdout), { tmp: 'EACCES', bin: 'RAN' }, 'a file written to /tmp cannot be executed (a system binary can)');
-    t.match(await execIn(docker, id, ['/bin/sh', '-c', 'grep " /tmp " /proc/mounts']).then((r) => r.stdout), /\bnoexec\b/, '/tmp mounted noexec');
+    t.same(
+      JSON.parse(noexec.stdout),
+      { tmp: 'EACCES', bin: 'RAN' },
+      'a file written to /tmp cannot be executed (a system binary can)',
+    );
+    t.match(
+      await execIn(docker, id, ['/bin/sh', '-c', 'grep " /tmp " /proc/mounts']).then((r) => r.stdout),
+      /\bnoexec\b/,
+      '/tmp mounted noexec',
+    );
 
     // Memory, CPU and process limits: configured, set on the container, and in force inside it.
     const s = config.sandbox;
@@ -91,7 +134,9 @@ if (docker) {
     // limits are on the sandbox's cgroup on the host (the pids one with room for gVisor's own
     // threads, hostPidsLimit).
     const cg = RUNSC
-      ? { stdout: `${hostCgroup(id, 'memory', 'memory.limit_in_bytes')}|${hostCgroup(id, 'pids', 'pids.max')}|${hostCgroup(id, 'cpu', 'cpu.cfs_quota_us')} ${hostCgroup(id, 'cpu', 'cpu.cfs_period_us')}` }
+      ? {
+          stdout: `${hostCgroup(id, 'memory', 'memory.limit_in_bytes')}|${hostCgroup(id, 'pids', 'pids.max')}|${hostCgroup(id, 'cpu', 'cpu.cfs_quota_us')} ${hostCgroup(id, 'cpu', 'cpu.cfs_period_us')}`,
+        }
       : await execIn(docker, id, [
           '/bin/sh',
           '-c',
@@ -102,7 +147,13 @@ if (docker) {
         ]);
     const [mem, pids, cpu] = cg.stdout.trim().split('|');
     t.equal(Number(mem), 384 * 1024 * 1024, 'memory limit in force inside (cgroup)');
-    t.equal(Number(pids), hostPidsLimit(s), RUNSC ? 'process limit in force (host cgroup: 256 + 12 per allowed guest process)' : 'process limit in force inside (cgroup)');
+    t.equal(
+      Number(pids),
+      hostPidsLimit(s),
+      RUNSC
+        ? 'process limit in force (host cgroup: 256 + 12 per allowed guest process)'
+        : 'process limit in force inside (cgroup)',
+    );
     const [quota, period] = cpu.split(' ').map(Number);
     t.equal(quota / period, 0.5, 'CPU limit in force inside (cgroup quota/period)');
 
@@ -115,7 +166,13 @@ if (docker) {
     t.equal(c.HostConfig.Memory, s.memoryMb * 1024 * 1024, 'HostConfig.Memory = AIRLOCK_SANDBOX_MEMORY_MB');
     t.equal(c.HostConfig.MemorySwap, s.memoryMb * 1024 * 1024, 'no swap beyond the memory limit');
     t.equal(c.HostConfig.NanoCpus, s.cpus * 1e9, 'HostConfig.NanoCpus = AIRLOCK_SANDBOX_CPUS');
-    t.equal(c.HostConfig.PidsLimit, RUNSC ? 256 + 12 * s.pids : s.pids, RUNSC ? 'HostConfig.PidsLimit = 256 + 12 × AIRLOCK_SANDBOX_PIDS (runsc)' : 'HostConfig.PidsLimit = AIRLOCK_SANDBOX_PIDS');
+    t.equal(
+      c.HostConfig.PidsLimit,
+      RUNSC ? 256 + 12 * s.pids : s.pids,
+      RUNSC
+        ? 'HostConfig.PidsLimit = 256 + 12 × AIRLOCK_SANDBOX_PIDS (runsc)'
+        : 'HostConfig.PidsLimit = AIRLOCK_SANDBOX_PIDS',
+    );
     t.equal((c.HostConfig as { Runtime?: string }).Runtime, SANDBOX_RUNTIME, `HostConfig.Runtime = ${SANDBOX_RUNTIME}`);
     t.same([s.memoryMb, s.cpus, s.pids], [384, 0.5, 100], 'the configured values');
     t.ok(c.Config.Labels['airlock.owner'], 'owner label');
@@ -125,9 +182,19 @@ if (docker) {
     t.test('runsc: the pool is off, a new session cold-starts; start and reap metrics', async (t) => {
       const metrics = createMetrics();
       const clock = new TestClock();
-      const { m } = await manager(t, docker, image, { AIRLOCK_POOL_SIZE: '1', AIRLOCK_SESSION_IDLE_S: '1' }, { metrics, reapIntervalMs: 60_000, clock });
+      const { m } = await manager(
+        t,
+        docker,
+        image,
+        { AIRLOCK_POOL_SIZE: '1', AIRLOCK_SESSION_IDLE_S: '1' },
+        { metrics, reapIntervalMs: 60_000, clock },
+      );
       await m.poolReady();
-      t.equal(m.poolActive, false, 'the pool is off under runsc (a workspace bound at claim would not reach a gVisor sandbox)');
+      t.equal(
+        m.poolActive,
+        false,
+        'the pool is off under runsc (a workspace bound at claim would not reach a gVisor sandbox)',
+      );
       t.same(m.list(), [], 'no container waits');
       t.equal((await turn(m, 'cold', 'hi')).stop_reason, 'end_turn');
       t.equal((await m.inspect('cold')).fromPool, false, 'the session cold-started');
@@ -144,7 +211,13 @@ if (docker) {
     t.test('a new session takes the pre-started pool container; start and reap metrics', async (t) => {
       const metrics = createMetrics();
       const clock = new TestClock();
-      const { m, dir, owner } = await manager(t, docker, image, { AIRLOCK_POOL_SIZE: '1', AIRLOCK_SESSION_IDLE_S: '1' }, { metrics, reapIntervalMs: 60_000, clock });
+      const { m, dir, owner } = await manager(
+        t,
+        docker,
+        image,
+        { AIRLOCK_POOL_SIZE: '1', AIRLOCK_SESSION_IDLE_S: '1' },
+        { metrics, reapIntervalMs: 60_000, clock },
+      );
       await m.poolReady();
       const pooled = m.list().filter((s) => s.state === 'pool');
       t.equal(pooled.length, 1, 'one pool container waiting');
@@ -153,19 +226,37 @@ if (docker) {
       t.equal(r.containerId, pooled[0].containerId, 'the session runs in the pool container');
       const info = await m.inspect('pooled');
       t.equal(info.fromPool, true);
-      t.equal(info.container.labels && (info.container.labels as Record<string, string>)['airlock.pool'], '1', 'it was created as a pool container');
+      t.equal(
+        info.container.labels && (info.container.labels as Record<string, string>)['airlock.pool'],
+        '1',
+        'it was created as a pool container',
+      );
       t.match(pooled[0].containerName, /^airlock-pool-[a-f0-9]{16}$/, 'a waiting pool container is named as such');
-      t.equal(info.container.name, `airlock-session-pooled-${pooled[0].slot}`, 'renamed after its session at claim (labels cannot change)');
+      t.equal(
+        info.container.name,
+        `airlock-session-pooled-${pooled[0].slot}`,
+        'renamed after its session at claim (labels cannot change)',
+      );
       t.equal(m.list().find((s) => s.sessionId === 'pooled')?.containerName, info.container.name);
       // Labels are fixed at create, before the session is known: owner, slot and pool only. The
       // claim (session and user) is in the name and in the slot's claim.json, which adoption reads.
       t.same(
         airlockLabels(info.container.labels),
-        { 'airlock.owner': owner, 'airlock.slot': pooled[0].slot, 'airlock.pool': '1', 'airlock.session': '', 'airlock.user': '' },
+        {
+          'airlock.owner': owner,
+          'airlock.slot': pooled[0].slot,
+          'airlock.pool': '1',
+          'airlock.session': '',
+          'airlock.user': '',
+        },
         'a claimed pool container keeps its create-time labels: owner and slot, empty session and user',
       );
       const claimPath = join(dir, 'sandboxes', pooled[0].slot, 'claim.json');
-      t.match(JSON.parse(readFileSync(claimPath, 'utf8')), { session_id: 'pooled', user_id: 7 }, 'claim.json records the session and user');
+      t.match(
+        JSON.parse(readFileSync(claimPath, 'utf8')),
+        { session_id: 'pooled', user_id: 7 },
+        'claim.json records the session and user',
+      );
       t.equal(statSync(claimPath).mode & 0o777, 0o600, 'claim.json is root-only');
       const started = (await metrics.sessionsStarted.get()).values;
       t.same(
@@ -193,7 +284,11 @@ if (docker) {
     t.match(textOf(a2.events), /message 2 of this conversation/, 'the same agent process kept its state');
     const b = await turn(m, 'warm-b', 'other');
     t.not(b.containerId, a1.containerId, 'a new session gets another container');
-    t.match((await m.inspect('warm-b')).container.name, /^airlock-session-warm-b-[a-f0-9]{16}$/, 'named after its session');
+    t.match(
+      (await m.inspect('warm-b')).container.name,
+      /^airlock-session-warm-b-[a-f0-9]{16}$/,
+      'named after its session',
+    );
 
     // One turn at a time per session.
     const slow = turn(m, 'warm-a', 'three');
@@ -237,7 +332,13 @@ if (docker) {
       console.log(JSON.stringify(out.sort((a, b) => a.file.localeCompare(b.file))));`;
     const res = await execIn(docker, r.containerId!, ['/usr/local/bin/node', '-e', probe], { user: '0' });
     t.equal(res.code, 0, 'probe ran', { stderr: res.stderr });
-    const procs = JSON.parse(res.stdout) as { file: string; snapshotFlag: boolean; banner: boolean; relativeImports: boolean; later: string | null }[];
+    const procs = JSON.parse(res.stdout) as {
+      file: string;
+      snapshotFlag: boolean;
+      banner: boolean;
+      relativeImports: boolean;
+      later: string | null;
+    }[];
     t.same(
       procs.map((p) => [p.file, p.snapshotFlag, p.later]),
       [
@@ -246,9 +347,16 @@ if (docker) {
       ],
       'supervisor (the image ENTRYPOINT, from its startup snapshot) and agent child (hosting both MCP servers, started from its snapshot) are running',
     );
-    for (const p of procs) t.same([p.banner, p.relativeImports], [true, false], `${p.file} is (built from) a bundle, and so is what it loads later`);
+    for (const p of procs)
+      t.same(
+        [p.banner, p.relativeImports],
+        [true, false],
+        `${p.file} is (built from) a bundle, and so is what it loads later`,
+      );
     // The start's figures in the container log (docs/runtime.md, step 10).
-    const log = (await docker.getContainer(r.containerId!).logs({ stdout: true, stderr: true, follow: false })).toString('latin1');
+    const log = (
+      await docker.getContainer(r.containerId!).logs({ stdout: true, stderr: true, follow: false })
+    ).toString('latin1');
     // (Each line comes behind the engine's 8-byte frame header, whose length bytes may be a '{'.)
     const line = (msg: string) =>
       log
@@ -263,7 +371,11 @@ if (docker) {
         })
         .find((o) => o.msg === msg);
     const ready = line('ready');
-    t.ok(ready && Number(ready.agent_launched_ms) > 0 && Number(ready.uptime_ms) >= Number(ready.agent_launched_ms), "the supervisor's ready line: ms to the agent's launch and to ready", { ready });
+    t.ok(
+      ready && Number(ready.agent_launched_ms) > 0 && Number(ready.uptime_ms) >= Number(ready.agent_launched_ms),
+      "the supervisor's ready line: ms to the agent's launch and to ready",
+      { ready },
+    );
     t.ok(Number(line('agent ready (idle)')?.uptime_ms) > 0, "the agent's ready line: its uptime");
   });
 
@@ -271,7 +383,12 @@ if (docker) {
     const owner = uniqueOwner('fail');
     const dir = dataDir(t);
     t.teardown(() => sweep(docker, owner));
-    const m = new SessionManager({ config: runtimeConfig(dir, 'airlock/no-such-image:none', { AIRLOCK_POOL_SIZE: '0' }), docker, log: createLogger({ level: 'silent' }), owner });
+    const m = new SessionManager({
+      config: runtimeConfig(dir, 'airlock/no-such-image:none', { AIRLOCK_POOL_SIZE: '0' }),
+      docker,
+      log: createLogger({ level: 'silent' }),
+      owner,
+    });
     t.teardown(() => m.close({ removeContainers: true }));
     await m.start();
     const r = await turn(m, 'doomed', 'x');
@@ -289,13 +406,23 @@ if (docker) {
     const dir = dataDir(t);
     t.teardown(() => sweep(docker, owner));
     t.teardown(() => sweep(docker, other));
-    const make = (labels: Record<string, string>, cmd: string[]) => docker.createContainer({ Image: image, Labels: labels, Entrypoint: cmd, NetworkDisabled: true, HostConfig: { NetworkMode: 'none', Init: true } });
+    const make = (labels: Record<string, string>, cmd: string[]) =>
+      docker.createContainer({
+        Image: image,
+        Labels: labels,
+        Entrypoint: cmd,
+        NetworkDisabled: true,
+        HostConfig: { NetworkMode: 'none', Init: true },
+      });
     // Ours, stopped, no session: never started.
     const stopped = await make({ 'airlock.owner': owner }, ['/bin/true']);
     // Ours, running, with a slot and its folder, but no supervisor answering (no control socket).
     const slot = randomBytes(8).toString('hex');
     mkdirSync(join(dir, 'sandboxes', slot, 'run'), { recursive: true });
-    const running = await make({ 'airlock.owner': owner, 'airlock.slot': slot, 'airlock.session': '', 'airlock.user': '' }, ['/bin/sleep', '300']);
+    const running = await make(
+      { 'airlock.owner': owner, 'airlock.slot': slot, 'airlock.session': '', 'airlock.user': '' },
+      ['/bin/sleep', '300'],
+    );
     await running.start();
     // A slot folder with no container at all.
     const stray = randomBytes(8).toString('hex');
@@ -307,7 +434,11 @@ if (docker) {
     t.teardown(() => m.close({ removeContainers: true }));
     await m.start();
     await t.rejects(stopped.inspect(), { statusCode: 404 } as unknown as Error, 'the stopped orphan is removed');
-    await t.rejects(running.inspect(), { statusCode: 404 } as unknown as Error, 'the running container without a live supervisor is removed');
+    await t.rejects(
+      running.inspect(),
+      { statusCode: 404 } as unknown as Error,
+      'the running container without a live supervisor is removed',
+    );
     t.notOk(existsSync(join(dir, 'sandboxes', slot)), 'its slot folder is removed');
     t.notOk(existsSync(join(dir, 'sandboxes', stray)), 'a slot folder without a container is removed');
     t.same(readdirSync(join(dir, 'sandboxes')), [], 'nothing left in the sandboxes folder');

@@ -15,7 +15,13 @@ if (docker) {
 
   t.test('a cap of 2 per user: the oldest idle sandbox makes room; none idle, 429', async (t) => {
     const { calls, hooks } = recordHooks();
-    const { m } = await manager(t, docker, image, { AIRLOCK_MAX_SESSIONS: '6', AIRLOCK_MAX_SANDBOXES_PER_USER: '2', AIRLOCK_POOL_SIZE: '0' }, { hooks });
+    const { m } = await manager(
+      t,
+      docker,
+      image,
+      { AIRLOCK_MAX_SESSIONS: '6', AIRLOCK_MAX_SANDBOXES_PER_USER: '2', AIRLOCK_POOL_SIZE: '0' },
+      { hooks },
+    );
     const live = (userId: number) =>
       m
         .list()
@@ -31,7 +37,11 @@ if (docker) {
     t.equal((await turn(m, 'u7-c', 'three')).stop_reason, 'end_turn');
     t.same(live(7), ['u7-b', 'u7-c'], 'still two: the oldest idle one made room');
     t.ok(calls.includes('ended u7-a per-user cap'), 'u7-a ended with the reason "per-user cap"');
-    await t.rejects(docker.getContainer(containerA).inspect(), { statusCode: 404 } as unknown as Error, "u7-a's container is gone");
+    await t.rejects(
+      docker.getContainer(containerA).inspect(),
+      { statusCode: 404 } as unknown as Error,
+      "u7-a's container is gone",
+    );
 
     // Another user has a cap of their own.
     t.equal((await turn(m, 'u8-a', 'hi', 8)).stop_reason, 'end_turn');
@@ -41,7 +51,11 @@ if (docker) {
     // Both of user 7's sandboxes run a turn: nothing idle to end, so a new chat is refused.
     const running = [turn(m, 'u7-b', 'busy b'), turn(m, 'u7-c', 'busy c')];
     const before = m.list().length;
-    await t.rejects(turn(m, 'u7-d', 'four'), { code: 'ERR_SESSION_USER_LIMIT', status: 429, message: /wait for one to finish/ }, 'none idle: 429 ERR_SESSION_USER_LIMIT');
+    await t.rejects(
+      turn(m, 'u7-d', 'four'),
+      { code: 'ERR_SESSION_USER_LIMIT', status: 429, message: /wait for one to finish/ },
+      'none idle: 429 ERR_SESSION_USER_LIMIT',
+    );
     t.equal(m.list().length, before, 'no container started for it');
     for (const r of await Promise.all(running)) t.equal(r.stop_reason, 'end_turn', 'the running turns finish');
     t.notOk(

@@ -29,7 +29,12 @@ if (docker) {
     t.teardown(() => emu.close());
     const a = emu.addUser({ primaryEmail: `a@${emu.domain}` });
     const b = emu.addUser({ primaryEmail: `b@${emu.domain}` });
-    const env = { AIRLOCK_DATA_DIR: dir, AIRLOCK_GOOGLE_DIRECTORY_BASE_URL: emu.url, AIRLOCK_GOOGLE_TOKEN_URL: emu.tokenUrl, AIRLOCK_LOG_LEVEL: 'warn' };
+    const env = {
+      AIRLOCK_DATA_DIR: dir,
+      AIRLOCK_GOOGLE_DIRECTORY_BASE_URL: emu.url,
+      AIRLOCK_GOOGLE_TOKEN_URL: emu.tokenUrl,
+      AIRLOCK_LOG_LEVEL: 'warn',
+    };
     const database = await openDatabase({ file: join(dir, 'airlock.db') });
     const db = database.sql;
     t.teardown(() => database.close());
@@ -42,7 +47,8 @@ if (docker) {
     });
     const first = await cli(env, ['sync-directory']);
     t.equal(first.code, 0, first.stderr);
-    const idOf = async (email: string) => ((await dbRow(db, 'SELECT id FROM users WHERE email = ?', email)) as { id: number }).id;
+    const idOf = async (email: string) =>
+      ((await dbRow(db, 'SELECT id FROM users WHERE email = ?', email)) as { id: number }).id;
     const [ua, ub] = [await idOf(a.primaryEmail), await idOf(b.primaryEmail)];
 
     // The daemon runs a warm sandbox for each user.
@@ -63,7 +69,11 @@ if (docker) {
     t.equal(r.code, 0, r.stderr);
     t.match(r.stdout, /users \+0 ~0 -1, .*sandboxes ended 1/);
     t.match(r.stderr, new RegExp(`ended 1 live sandbox\\(es\\) of deactivated user ${ua}`));
-    await t.rejects(docker.getContainer(sa.containerId!).inspect(), { statusCode: 404 } as unknown as Error, "a's container is gone");
+    await t.rejects(
+      docker.getContainer(sa.containerId!).inspect(),
+      { statusCode: 404 } as unknown as Error,
+      "a's container is gone",
+    );
     t.equal((await docker.getContainer(sb.containerId!).inspect()).State.Running, true, "b's sandbox keeps running");
     const list = (await controlRequest(dir, { cmd: 'ls' })) as { sessionId: string | null; userId?: number }[];
     t.same(
@@ -71,7 +81,10 @@ if (docker) {
       ['sess-b'],
       'the daemon no longer lists a session of a',
     );
-    const job = (await dbRow(db, 'SELECT status, result FROM directory_sync_jobs ORDER BY id DESC LIMIT 1')) as { status: string; result: string };
+    const job = (await dbRow(db, 'SELECT status, result FROM directory_sync_jobs ORDER BY id DESC LIMIT 1')) as {
+      status: string;
+      result: string;
+    };
     t.equal(job.status, 'succeeded');
     t.equal((JSON.parse(job.result) as { sandboxes_ended: number }).sandboxes_ended, 1, 'recorded in the job result');
   });

@@ -29,19 +29,31 @@ if (docker) {
       MCP_INTERNAL_SECRET: 'uploads-mcp-internal-secret-0123456',
     });
     const logs = logSink();
-    const d = await serve(config, { log: createLogger({ level: 'debug', destination: logs.stream }), runtime: { owner } });
+    const d = await serve(config, {
+      log: createLogger({ level: 'debug', destination: logs.stream }),
+      runtime: { owner },
+    });
     t.teardown(async () => {
       await d.runtime?.close({ removeContainers: true });
       await d.close();
     });
-    await createUser(d.database.sql, { username: 'alice', email: 'alice@example.test', passwordHash: await hashPassword('alice-password') });
+    await createUser(d.database.sql, {
+      username: 'alice',
+      email: 'alice@example.test',
+      passwordHash: await hashPassword('alice-password'),
+    });
     const c = new Client(d.web.url);
     t.equal((await c.login('alice', 'alice-password')).status, 200);
 
     const csv = 'month,sales\nJan,3\nFeb,5\nMar,8\nApr,=HYPERLINK("http://evil.test")\n';
     const up = await fetch(`${c.base}/api/chat/files`, {
       method: 'POST',
-      headers: { cookie: c.cookieHeader(), 'x-csrf-token': c.csrf!, 'content-type': 'application/octet-stream', 'x-file-name': 'sales.csv' },
+      headers: {
+        cookie: c.cookieHeader(),
+        'x-csrf-token': c.csrf!,
+        'content-type': 'application/octet-stream',
+        'x-file-name': 'sales.csv',
+      },
       body: csv,
     });
     t.equal(up.status, 201, 'uploaded into the workspace');
@@ -71,7 +83,12 @@ if (docker) {
 
     const sb = d.runtime!.sessions.list().find((s) => s.sessionId === done.session_id);
     t.ok(sb?.containerId, 'a live sandbox');
-    const probe = await execIn(docker!, sb!.containerId!, ['sh', '-c', 'id -u; stat -c "%u %a" /workspace/uploads/sales.csv; head -1 /workspace/uploads/sales.csv'], { user: '1001' });
+    const probe = await execIn(
+      docker!,
+      sb!.containerId!,
+      ['sh', '-c', 'id -u; stat -c "%u %a" /workspace/uploads/sales.csv; head -1 /workspace/uploads/sales.csv'],
+      { user: '1001' },
+    );
     t.equal(probe.code, 0, probe.stderr);
     t.match(probe.stdout, /^1001\n1001 644\nmonth,sales\n/, 'the sandbox user owns and reads the upload');
   });

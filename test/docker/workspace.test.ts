@@ -15,7 +15,16 @@ import { createLogger } from '../../core/index.js';
 import type { AgentEvent } from '../../core/sandbox-protocol.js';
 import { SessionManager } from '../../daemon/runtime/session-manager.js';
 import { mountsOf } from '../../daemon/runtime/workspaces.js';
-import { dataDir, dockerOrSkip, ensureTestImage, execIn, runtimeConfig, SANDBOX_RUNTIME, sweep, uniqueOwner } from './helpers.js';
+import {
+  dataDir,
+  dockerOrSkip,
+  ensureTestImage,
+  execIn,
+  runtimeConfig,
+  SANDBOX_RUNTIME,
+  sweep,
+  uniqueOwner,
+} from './helpers.js';
 
 const log = createLogger({ level: 'warn', destination: process.stderr });
 const docker = await dockerOrSkip(t as unknown as Parameters<typeof dockerOrSkip>[0]);
@@ -25,12 +34,25 @@ const BOB = 12;
 
 function turn(m: SessionManager, sessionId: string, userId: number, prompt = 'hello') {
   const events: AgentEvent[] = [];
-  return m.runTurn({ userId, sessionId, turnId: randomBytes(6).toString('hex'), prompt, signal: new AbortController().signal, onEvent: (e) => events.push(e) }).then((r) => ({ ...r, events }));
+  return m
+    .runTurn({
+      userId,
+      sessionId,
+      turnId: randomBytes(6).toString('hex'),
+      prompt,
+      signal: new AbortController().signal,
+      onEvent: (e) => events.push(e),
+    })
+    .then((r) => ({ ...r, events }));
 }
 
 /** Whether a uid-1001 process in the container finds a file of this name anywhere (proc and sys aside). */
 async function findsFile(docker: Docker, containerId: string, name: string): Promise<string> {
-  const r = await execIn(docker, containerId, ['/bin/sh', '-c', `find / \\( -path /proc -o -path /sys \\) -prune -o -name '${name}' -print 2>/dev/null; true`]);
+  const r = await execIn(docker, containerId, [
+    '/bin/sh',
+    '-c',
+    `find / \\( -path /proc -o -path /sys \\) -prune -o -name '${name}' -print 2>/dev/null; true`,
+  ]);
   return r.stdout.trim();
 }
 
@@ -48,7 +70,15 @@ if (docker) {
       await m.start();
       // Under runsc the pool is off (a mount made after start does not reach a gVisor sandbox).
       const pooled = mode === 'pool' && SANDBOX_RUNTIME === 'runc';
-      t.equal(m.poolActive, pooled, pooled ? 'the pool is on (root daemon, shared sandboxes folder)' : mode === 'pool' ? 'runsc: the pool is off, sessions cold-start' : 'no pool');
+      t.equal(
+        m.poolActive,
+        pooled,
+        pooled
+          ? 'the pool is on (root daemon, shared sandboxes folder)'
+          : mode === 'pool'
+            ? 'runsc: the pool is off, sessions cold-start'
+            : 'no pool',
+      );
 
       // Which container a new session gets: the waiting pool container, or a cold one.
       const claim = async (sessionId: string, userId: number, prompt?: string) => {
@@ -73,7 +103,11 @@ if (docker) {
       const w = await execIn(docker, a1, ['/bin/sh', '-c', `echo ${secret} > /workspace/${marker} && id -u`]);
       t.equal(w.code, 0, `written as the agent user ${w.stderr}`);
       t.equal(w.stdout.trim(), '1001');
-      t.equal(readFileSync(join(aliceWs, marker), 'utf8').trim(), secret, `the file is on the host under workspaces/${ALICE}/`);
+      t.equal(
+        readFileSync(join(aliceWs, marker), 'utf8').trim(),
+        secret,
+        `the file is on the host under workspaces/${ALICE}/`,
+      );
 
       // ---- bob's session, while alice's is live: none of alice's files, no way to her workspace.
       const b1 = await claim('bob-1', BOB);
@@ -98,7 +132,11 @@ if (docker) {
         t.same(sources, ['none'], 'runsc: /workspace is one 9p mount of the gofer');
       }
       t.notMatch(mounts.stdout, dir, 'the host path of the data folder is not in the mountinfo');
-      const peek = await execIn(docker, b1, ['/bin/sh', '-c', `cat /workspace/../workspaces/${ALICE}/${marker} /workspace/../${ALICE}/${marker}`]);
+      const peek = await execIn(docker, b1, [
+        '/bin/sh',
+        '-c',
+        `cat /workspace/../workspaces/${ALICE}/${marker} /workspace/../${ALICE}/${marker}`,
+      ]);
       t.not(peek.code, 0, 'a path out of /workspace does not lead to alice');
       t.notMatch(peek.stdout, secret);
       const bobMarker = `note-${randomBytes(6).toString('hex')}.txt`;
@@ -114,8 +152,16 @@ if (docker) {
 
       // ---- alice's sandbox ends; her files stay on the host.
       await m.kill('alice-1');
-      await t.rejects(docker.getContainer(a1).inspect(), { statusCode: 404 } as unknown as Error, "alice's first container is gone");
-      t.equal(readFileSync(join(aliceWs, marker), 'utf8').trim(), secret, 'the file outlives the sandbox (removing it did not touch the workspace)');
+      await t.rejects(
+        docker.getContainer(a1).inspect(),
+        { statusCode: 404 } as unknown as Error,
+        "alice's first container is gone",
+      );
+      t.equal(
+        readFileSync(join(aliceWs, marker), 'utf8').trim(),
+        secret,
+        'the file outlives the sandbox (removing it did not touch the workspace)',
+      );
 
       // ---- alice's next session (a new container): her files are there, bob's are not.
       const a2 = await claim('alice-2', ALICE);

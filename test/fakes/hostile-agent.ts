@@ -12,9 +12,17 @@ createInterface({ input: process.stdin }).on('line', (line) => {
   if (m.type === 'configure') return send({ type: 'configured' });
   if (m.type !== 'prompt') return;
   const id = m.turn_id;
-  send({ type: 'event', turn_id: id, event: { type: 'done', session_id: 'forged', turn_id: id, stop_reason: 'end_turn' } });
+  send({
+    type: 'event',
+    turn_id: id,
+    event: { type: 'done', session_id: 'forged', turn_id: id, stop_reason: 'end_turn' },
+  });
   send({ type: 'event', turn_id: id, event: { type: 'text_delta', text: 'hello', seq: 99, cookie: 'x' } });
   send({ type: 'event', turn_id: id, event: { type: 'shell', cmd: 'rm -rf /' } });
-  send({ type: 'event', turn_id: id, event: { type: 'tool_start', call_id: 'c1', tool: 'send_email', input: { to: 'a@b.c' } } });
+  send({
+    type: 'event',
+    turn_id: id,
+    event: { type: 'tool_start', call_id: 'c1', tool: 'send_email', input: { to: 'a@b.c' } },
+  });
   setTimeout(() => process.exit(3), 50);
 });

@@ -26,7 +26,11 @@ export interface HostileResult {
   ms: number;
 }
 
-function exchange(target: { port: number; host: string } | { path: string }, data: string, timeoutMs: number): Promise<{ text: string; error: string | null }> {
+function exchange(
+  target: { port: number; host: string } | { path: string },
+  data: string,
+  timeoutMs: number,
+): Promise<{ text: string; error: string | null }> {
   return new Promise((resolve) => {
     const sock = 'path' in target ? connect(target.path) : connect(target.port, target.host);
     const chunks: Buffer[] = [];
@@ -80,7 +84,9 @@ export async function runCase(port: number, c: HostileCase): Promise<HostileResu
   // Every stalled head was answered "100 Continue": the proxy admitted it and is reading its body.
   const unread = held.filter((h) => !h.continued).length;
   const legitStarted = Date.now();
-  const r = unread ? { text: '', error: `${unread} stalled heads got no 100 Continue` } : await exchange({ port, host: '127.0.0.1' }, c.data, timeoutMs);
+  const r = unread
+    ? { text: '', error: `${unread} stalled heads got no 100 Continue` }
+    : await exchange({ port, host: '127.0.0.1' }, c.data, timeoutMs);
   for (const h of held) h.sock.destroy();
   return result(c.id, r.text, r.error, legitStarted);
 }

@@ -20,7 +20,12 @@ async function send(c: Case): Promise<{ id: string; status: number; code: string
   const t0 = Date.now();
   const body = c.body ?? JSON.stringify({ raw: Buffer.from(c.raw ?? '').toString('base64url') });
   try {
-    const res = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body, signal: AbortSignal.timeout(60_000) });
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body,
+      signal: AbortSignal.timeout(60_000),
+    });
     await res.text();
     return { id: c.id, status: res.status, code: res.headers.get('x-airlock-error'), ms: Date.now() - t0 };
   } catch (err) {

@@ -22,10 +22,26 @@ const prefix = process.env.FAKE_MCP_PREFIX ?? '';
 
 server.setRequestHandler(ListToolsRequestSchema, async () => ({
   tools: [
-    { name: `${prefix}add`, description: 'Add two numbers', inputSchema: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] } },
-    { name: `${prefix}slow`, description: 'Wait some milliseconds', inputSchema: { type: 'object', properties: { ms: { type: 'number' } } } },
+    {
+      name: `${prefix}add`,
+      description: 'Add two numbers',
+      inputSchema: {
+        type: 'object',
+        properties: { a: { type: 'number' }, b: { type: 'number' } },
+        required: ['a', 'b'],
+      },
+    },
+    {
+      name: `${prefix}slow`,
+      description: 'Wait some milliseconds',
+      inputSchema: { type: 'object', properties: { ms: { type: 'number' } } },
+    },
     { name: `${prefix}fail`, description: 'Always fails', inputSchema: { type: 'object', properties: {} } },
-    { name: `${prefix}env_names`, description: 'Names of the env vars this server sees', inputSchema: { type: 'object', properties: {} } },
+    {
+      name: `${prefix}env_names`,
+      description: 'Names of the env vars this server sees',
+      inputSchema: { type: 'object', properties: {} },
+    },
   ],
 }));
 

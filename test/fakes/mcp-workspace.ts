@@ -13,19 +13,41 @@ import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprot
 
 const logFile = process.env.FAKE_MCP_LOG;
 // Same argument names as the real servers (tools/server.ts, extensions/chart-spec.ts).
-const chart = { type: 'object', properties: { type: { type: 'string' }, title: { type: 'string' }, labels: { type: 'array', items: { type: 'string' } }, datasets: { type: 'array', items: { type: 'object' } } } };
+const chart = {
+  type: 'object',
+  properties: {
+    type: { type: 'string' },
+    title: { type: 'string' },
+    labels: { type: 'array', items: { type: 'string' } },
+    datasets: { type: 'array', items: { type: 'object' } },
+  },
+};
 const server = new Server({ name: 'fake-workspace', version: '0.0.1' }, { capabilities: { tools: {} } });
 
 server.setRequestHandler(ListToolsRequestSchema, async () => ({
   tools: [
-    { name: 'search_spreadsheets', description: 'Find spreadsheets', inputSchema: { type: 'object', properties: { query: { type: 'string' } } } },
-    { name: 'fetch_sheet', description: 'Read a sheet', inputSchema: { type: 'object', properties: { spreadsheet_id: { type: 'string' }, range: { type: 'string' } } } },
+    {
+      name: 'search_spreadsheets',
+      description: 'Find spreadsheets',
+      inputSchema: { type: 'object', properties: { query: { type: 'string' } } },
+    },
+    {
+      name: 'fetch_sheet',
+      description: 'Read a sheet',
+      inputSchema: { type: 'object', properties: { spreadsheet_id: { type: 'string' }, range: { type: 'string' } } },
+    },
     {
       name: 'send_email',
       description: 'Send mail',
       inputSchema: {
         type: 'object',
-        properties: { to: { type: 'array', items: { type: 'string' } }, subject: { type: 'string' }, text: { type: 'string' }, html: { type: 'string' }, attachments: { type: 'array', items: { type: 'string' } } },
+        properties: {
+          to: { type: 'array', items: { type: 'string' } },
+          subject: { type: 'string' },
+          text: { type: 'string' },
+          html: { type: 'string' },
+          attachments: { type: 'array', items: { type: 'string' } },
+        },
       },
     },
     { name: 'rasterize_chart', description: 'Chart to PNG', inputSchema: chart },
@@ -36,7 +58,10 @@ server.setRequestHandler(ListToolsRequestSchema, async () => ({
 server.setRequestHandler(CallToolRequestSchema, async (req) => {
   const args = req.params.arguments ?? {};
   if (logFile) appendFileSync(logFile, JSON.stringify({ tool: req.params.name, args }) + '\n');
-  const ok = (v: Record<string, unknown>) => ({ structuredContent: v, content: [{ type: 'text' as const, text: JSON.stringify(v) }] });
+  const ok = (v: Record<string, unknown>) => ({
+    structuredContent: v,
+    content: [{ type: 'text' as const, text: JSON.stringify(v) }],
+  });
   switch (req.params.name) {
     case 'search_spreadsheets':
       return ok({ files: [{ id: 'sheet-sample-1', name: 'Sample sales' }] });

@@ -47,7 +47,14 @@ export function tempDir(t: { teardown(fn: () => void): void }, prefix = 'airlock
 export const TEST_ORG_MAIL: Readonly<Record<string, string>> = { AIRLOCK_MAIL_ALLOW_DOMAINS: 'example.test' };
 
 export function testConfig(dataDir: string, env: Record<string, string> = {}): Readonly<Config> {
-  return loadConfig({ AIRLOCK_DATA_DIR: dataDir, AIRLOCK_PORT: '0', AIRLOCK_LOG_LEVEL: 'debug', ...TEST_SECRETS, ...TEST_ORG_MAIL, ...env });
+  return loadConfig({
+    AIRLOCK_DATA_DIR: dataDir,
+    AIRLOCK_PORT: '0',
+    AIRLOCK_LOG_LEVEL: 'debug',
+    ...TEST_SECRETS,
+    ...TEST_ORG_MAIL,
+    ...env,
+  });
 }
 
 /**
@@ -58,7 +65,14 @@ export function testConfig(dataDir: string, env: Record<string, string> = {}): R
 export async function serveEngineEnv(t: { teardown(fn: () => unknown): void }): Promise<Record<string, string>> {
   const url = await testDatabaseUrl(t);
   // A fleet of one on 127.0.0.1: plain http between nodes allowed (docs/deploy.md, https between nodes).
-  return url ? { AIRLOCK_DATABASE_URL: url, AIRLOCK_NODE_SECRET: randomBytes(24).toString('hex'), AIRLOCK_ENCRYPTION_KEY: randomBytes(32).toString('hex'), AIRLOCK_FLEET_ALLOW_HTTP: 'true' } : {};
+  return url
+    ? {
+        AIRLOCK_DATABASE_URL: url,
+        AIRLOCK_NODE_SECRET: randomBytes(24).toString('hex'),
+        AIRLOCK_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
+        AIRLOCK_FLEET_ALLOW_HTTP: 'true',
+      }
+    : {};
 }
 
 export interface TestApp {
@@ -86,7 +100,10 @@ export interface TestAppOptions {
 const urlOfDir = new Map<string, string>();
 
 /** Start the real web app on 127.0.0.1:0 over a real SQLite file; registers teardown. */
-export async function startTestApp(t: { teardown(fn: () => unknown): void }, opts: TestAppOptions = {}): Promise<TestApp> {
+export async function startTestApp(
+  t: { teardown(fn: () => unknown): void },
+  opts: TestAppOptions = {},
+): Promise<TestApp> {
   const dataDir = opts.dataDir ?? tempDir(t);
   // On the PostgreSQL pass of `npm test`, a new database on the test cluster (dropped at teardown).
   // The same data folder is the same install: a restarted app finds its database again.
@@ -98,7 +115,11 @@ export async function startTestApp(t: { teardown(fn: () => unknown): void }, opt
   const log = createLogger({ level: 'debug', destination: logs.stream });
   const sessions = new DbSessionStore(database.sql);
   // Port 0 unless the test fixed one (SSO tests need the public origin before start).
-  const web = await startWebServer({ config, database, log, sessions, encryptor: atRestEncryptor(config), services: opts.services ?? {} }, config.port, '127.0.0.1');
+  const web = await startWebServer(
+    { config, database, log, sessions, encryptor: atRestEncryptor(config), services: opts.services ?? {} },
+    config.port,
+    '127.0.0.1',
+  );
   let closed = false;
   const app: TestApp = {
     url: web.url,
@@ -120,8 +141,18 @@ export async function startTestApp(t: { teardown(fn: () => unknown): void }, opt
   return app;
 }
 
-export async function addUser(database: Database, username: string, password: string, opts: { superuser?: boolean; email?: string } = {}): Promise<User> {
-  return createUser(database.sql, { username, email: opts.email ?? `${username}@example.test`, passwordHash: await hashPassword(password), isSuperuser: opts.superuser });
+export async function addUser(
+  database: Database,
+  username: string,
+  password: string,
+  opts: { superuser?: boolean; email?: string } = {},
+): Promise<User> {
+  return createUser(database.sql, {
+    username,
+    email: opts.email ?? `${username}@example.test`,
+    passwordHash: await hashPassword(password),
+    isSuperuser: opts.superuser,
+  });
 }
 
 /** A free TCP port on 127.0.0.1 (for tests that must know the app's origin before it starts). */
@@ -141,12 +172,18 @@ export async function freePort(): Promise<number> {
  * Start the app on a port chosen before it listens (tests whose IdP must know the app's origin
  * up front). Another process may take the port between the pick and the listen: try again.
  */
-export async function startTestAppWithOrigin(t: { teardown(fn: () => unknown): void }, opts: TestAppOptions = {}): Promise<{ app: TestApp; origin: string }> {
+export async function startTestAppWithOrigin(
+  t: { teardown(fn: () => unknown): void },
+  opts: TestAppOptions = {},
+): Promise<{ app: TestApp; origin: string }> {
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
     const origin = `http://127.0.0.1:${port}`;
     try {
-      const app = await startTestApp(t, { ...opts, env: { AIRLOCK_PORT: String(port), AIRLOCK_PUBLIC_ORIGIN: origin, ...(opts.env ?? {}) } });
+      const app = await startTestApp(t, {
+        ...opts,
+        env: { AIRLOCK_PORT: String(port), AIRLOCK_PUBLIC_ORIGIN: origin, ...(opts.env ?? {}) },
+      });
       return { app, origin };
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE' || attempt >= 10) throw err;

@@ -18,7 +18,16 @@ export async function launch(t: { teardown(fn: () => unknown): void }): Promise<
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--disable-dev-shm-usage',
+    ],
   });
   t.teardown(() => browser.close());
   return browser;
@@ -53,7 +62,9 @@ export async function screenshot(page: Page, name: string, opts: { fullPage?: bo
 
 /** Wait until the page has laid out and drawn two frames (resize observers, chart.js resizes). */
 export async function settled(page: Page): Promise<void> {
-  await page.evaluate(() => new Promise<void>((resolve) => requestAnimationFrame(() => requestAnimationFrame(() => resolve()))));
+  await page.evaluate(
+    () => new Promise<void>((resolve) => requestAnimationFrame(() => requestAnimationFrame(() => resolve()))),
+  );
 }
 
 /** How wide the page is against the viewport, and the elements that stick out to the right. */
@@ -80,7 +91,8 @@ export async function horizontalOverflow(page: Page): Promise<Overflow> {
       const r = el.getBoundingClientRect();
       if (r.width === 0 || r.right <= vw + 1 || clipped(el)) continue;
       const id = el.id ? `#${el.id}` : '';
-      const cls = typeof el.className === 'string' && el.className ? `.${el.className.trim().split(/\s+/).join('.')}` : '';
+      const cls =
+        typeof el.className === 'string' && el.className ? `.${el.className.trim().split(/\s+/).join('.')}` : '';
       offenders.push(`${el.tagName.toLowerCase()}${id}${cls} (right ${Math.round(r.right)})`);
       if (offenders.length === 10) break;
     }
@@ -102,7 +114,10 @@ export async function checkNarrow(t: Asserts, page: Page, name: string, width = 
   await page.setViewportSize({ width, height: before?.height ?? 900 });
   await settled(page);
   const o = await horizontalOverflow(page);
-  t.ok(o.scrollWidth <= o.innerWidth + 1, `${name}: no horizontal overflow at ${width}px (scrollWidth ${o.scrollWidth}, viewport ${o.innerWidth}${o.offenders.length ? `; sticking out: ${o.offenders.join(', ')}` : ''})`);
+  t.ok(
+    o.scrollWidth <= o.innerWidth + 1,
+    `${name}: no horizontal overflow at ${width}px (scrollWidth ${o.scrollWidth}, viewport ${o.innerWidth}${o.offenders.length ? `; sticking out: ${o.offenders.join(', ')}` : ''})`,
+  );
   await screenshot(page, `${name}-${width}`);
   if (before) {
     await page.setViewportSize(before);
@@ -120,7 +135,9 @@ export async function unlabelledControls(page: Page): Promise<string[]> {
   return page.evaluate(() => {
     const text = (el: Element | null) => (el?.textContent ?? '').trim();
     const out: string[] = [];
-    for (const el of Array.from(document.querySelectorAll<HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement>('input, select, textarea'))) {
+    for (const el of Array.from(
+      document.querySelectorAll<HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement>('input, select, textarea'),
+    )) {
       if (el instanceof HTMLInputElement && el.type === 'hidden') continue;
       const byLabel = Array.from(el.labels ?? []).some((l) => text(l) !== '');
       const byAria = (el.getAttribute('aria-label') ?? '').trim() !== '';
@@ -128,7 +145,8 @@ export async function unlabelledControls(page: Page): Promise<string[]> {
         .split(/\s+/)
         .filter(Boolean)
         .some((id) => text(document.getElementById(id)) !== '');
-      if (!byLabel && !byAria && !byRef) out.push(`${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ''}${el.name ? `[name=${el.name}]` : ''}`);
+      if (!byLabel && !byAria && !byRef)
+        out.push(`${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ''}${el.name ? `[name=${el.name}]` : ''}`);
     }
     return out;
   });
@@ -181,7 +199,13 @@ export async function axeProblems(page: Page): Promise<string[]> {
   await page.evaluate(axeSource);
   const result = await page.evaluate(async () => {
     const r = await (window as any).axe.run(document, { resultTypes: ['violations'] });
-    return r.violations.map((v: any) => ({ id: v.id, impact: v.impact, targets: v.nodes.slice(0, 3).map((n: any) => n.target.join(' ')) }));
+    return r.violations.map((v: any) => ({
+      id: v.id,
+      impact: v.impact,
+      targets: v.nodes.slice(0, 3).map((n: any) => n.target.join(' ')),
+    }));
   });
-  return (result as { id: string; impact: string; targets: string[] }[]).filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.targets.join(', ')}`);
+  return (result as { id: string; impact: string; targets: string[] }[])
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id}: ${v.targets.join(', ')}`);
 }

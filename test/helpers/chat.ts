@@ -16,7 +16,11 @@ export const FAKE_MCP = join(DIST, 'test', 'fakes', 'mcp-server.js');
 /** What the child holds instead of a model key (the proxy would swap it for the real one). */
 export const MODEL_PLACEHOLDER = 'placeholder-model-key-0123456789';
 
-export type ClosableRunner = TurnRunner & { close(): Promise<void>; pidOf?(sessionId: string): number | undefined; spawned?: number };
+export type ClosableRunner = TurnRunner & {
+  close(): Promise<void>;
+  pidOf?(sessionId: string): number | undefined;
+  spawned?: number;
+};
 
 /**
  * Builds the TurnRunner under test from the child env the supervisor would give the agent.
@@ -25,7 +29,8 @@ export type ClosableRunner = TurnRunner & { close(): Promise<void>; pidOf?(sessi
  */
 export type RunnerFactory = (childEnv: Record<string, string>, log: Logger) => Promise<ClosableRunner>;
 
-export const localRunnerFactory: RunnerFactory = async (env, log) => new LocalTurnRunner({ env, log, cancelGraceMs: 5000, readyTimeoutMs: 150_000 });
+export const localRunnerFactory: RunnerFactory = async (env, log) =>
+  new LocalTurnRunner({ env, log, cancelGraceMs: 5000, readyTimeoutMs: 150_000 });
 
 export interface ChatHarness {
   app: TestApp;
@@ -56,9 +61,15 @@ export interface ChatHarnessOptions extends ModelServerOptions {
   metrics?: Metrics;
 }
 
-export async function startChatHarness(t: { teardown(fn: () => unknown): void }, opts: ChatHarnessOptions = {}): Promise<ChatHarness> {
+export async function startChatHarness(
+  t: { teardown(fn: () => unknown): void },
+  opts: ChatHarnessOptions = {},
+): Promise<ChatHarness> {
   const provider = opts.provider ?? 'openai';
-  const model = await (provider === 'anthropic' ? anthropicModel : openaiModel).start({ apiKey: MODEL_PLACEHOLDER, ...opts });
+  const model = await (provider === 'anthropic' ? anthropicModel : openaiModel).start({
+    apiKey: MODEL_PLACEHOLDER,
+    ...opts,
+  });
   t.teardown(() => model.close());
   const dir = tempDir(t, 'airlock-chat-');
   const mcpLog = join(dir, 'mcp.log');
@@ -69,14 +80,23 @@ export async function startChatHarness(t: { teardown(fn: () => unknown): void },
     AGENT_MODEL_API_KEY: MODEL_PLACEHOLDER,
     AGENT_MAX_STEPS: '6',
     AGENT_MODEL_TIMEOUT_S: '5',
-    AGENT_MCP_SERVERS: JSON.stringify(opts.mcpServers ?? [{ name: 'fake', command: process.execPath, args: [FAKE_MCP], env: { FAKE_MCP_LOG: mcpLog } }]),
+    AGENT_MCP_SERVERS: JSON.stringify(
+      opts.mcpServers ?? [{ name: 'fake', command: process.execPath, args: [FAKE_MCP], env: { FAKE_MCP_LOG: mcpLog } }],
+    ),
     MAIL_BASE_URL: 'http://127.0.0.1:9/mail',
     MAIL_API_KEY: 'placeholder-mail-key',
     ...(opts.childEnv ?? {}),
   };
   // The web app runs first so the runner can log into its sink.
   const holder: { runner?: ClosableRunner } = {};
-  const modelEnv: Record<string, string> = opts.chatModels ? { AIRLOCK_MODEL_PROVIDER: provider, AIRLOCK_MODEL: childEnv.AGENT_MODEL, AIRLOCK_MODEL_BASE_URL: model.url, AIRLOCK_MODEL_API_KEY: MODEL_PLACEHOLDER } : {};
+  const modelEnv: Record<string, string> = opts.chatModels
+    ? {
+        AIRLOCK_MODEL_PROVIDER: provider,
+        AIRLOCK_MODEL: childEnv.AGENT_MODEL,
+        AIRLOCK_MODEL_BASE_URL: model.url,
+        AIRLOCK_MODEL_API_KEY: MODEL_PLACEHOLDER,
+      }
+    : {};
   const app = await startTestApp(t, {
     ...opts.app,
     env: { ...modelEnv, ...opts.app?.env },
@@ -90,7 +110,13 @@ export async function startChatHarness(t: { teardown(fn: () => unknown): void },
     },
   });
   const runner = opts.chatModels
-    ? new LocalTurnRunner({ env: childEnv, log: app.log.child({ area: 'runner' }), cancelGraceMs: 5000, readyTimeoutMs: 150_000, modelEnv: chatModelEnv(app.database.sql, atRestEncryptor(app.config), app.config) })
+    ? new LocalTurnRunner({
+        env: childEnv,
+        log: app.log.child({ area: 'runner' }),
+        cancelGraceMs: 5000,
+        readyTimeoutMs: 150_000,
+        modelEnv: chatModelEnv(app.database.sql, atRestEncryptor(app.config), app.config),
+      })
     : await (opts.runnerFactory ?? localRunnerFactory)(childEnv, app.log.child({ area: 'runner' }));
   holder.runner = runner;
   t.teardown(() => runner.close());
@@ -133,11 +159,20 @@ export interface StreamedTurn {
  * POST /api/chat/messages and read the NDJSON stream line by line. `onEvent` sees each event
  * as it arrives; returning 'abort' drops the connection (a client going away).
  */
-export async function streamTurn(c: Client, body: Record<string, unknown>, onEvent?: (e: any, all: any[], sessionId: string | undefined) => 'abort' | void | Promise<'abort' | void>): Promise<StreamedTurn> {
+export async function streamTurn(
+  c: Client,
+  body: Record<string, unknown>,
+  onEvent?: (e: any, all: any[], sessionId: string | undefined) => 'abort' | void | Promise<'abort' | void>,
+): Promise<StreamedTurn> {
   const ac = new AbortController();
   const headers: Record<string, string> = { 'content-type': 'application/json', cookie: c.cookieHeader() };
   if (c.csrf) headers['x-csrf-token'] = c.csrf;
-  const res = await fetch(c.base + '/api/chat/messages', { method: 'POST', headers, body: JSON.stringify(body), signal: ac.signal });
+  const res = await fetch(c.base + '/api/chat/messages', {
+    method: 'POST',
+    headers,
+    body: JSON.stringify(body),
+    signal: ac.signal,
+  });
   if (res.status !== 200) return { status: res.status, headers: res.headers, events: [], error: await res.json() };
   const events: any[] = [];
   try {
@@ -145,7 +180,12 @@ export async function streamTurn(c: Client, body: Record<string, unknown>, onEve
       events.push(e);
       if ((await onEvent?.(e, events, res.headers.get('x-chat-session-id') ?? undefined)) === 'abort') {
         ac.abort();
-        return { status: 200, headers: res.headers, events, sessionId: res.headers.get('x-chat-session-id') ?? undefined };
+        return {
+          status: 200,
+          headers: res.headers,
+          events,
+          sessionId: res.headers.get('x-chat-session-id') ?? undefined,
+        };
       }
     }
   } catch (err) {

@@ -41,7 +41,12 @@ export class Client {
     return res;
   }
 
-  async json<T = any>(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: T; res: Response }> {
+  async json<T = any>(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; body: T; res: Response }> {
     const res = await this.request(method, path, body, headers);
     const text = await res.text();
     let parsed: unknown = text;

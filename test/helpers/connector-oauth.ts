@@ -22,7 +22,10 @@ export const PASSWORD = 'correct horse battery';
 export const TRACKER_USERS = { alice: 'alice-tracker-pw-1', bob: 'bob-tracker-pw-22' };
 
 /** A lookup over a fixed list (the registry's seam); `audience` limits who may use a connector. */
-export function staticLookup(list: () => OAuthConnectorSettings[], audience: Record<string, number[]> = {}): OAuthConnectorLookup {
+export function staticLookup(
+  list: () => OAuthConnectorSettings[],
+  audience: Record<string, number[]> = {},
+): OAuthConnectorLookup {
   const allowed = (id: string, userId: number) => !audience[id] || audience[id].includes(userId);
   return {
     get: async (id) => list().find((c) => c.id === id),
@@ -41,17 +44,43 @@ export interface OAuthRig {
 }
 
 /** The app (on this pass's engine) and the tracker, registered as the connector `tickets`. */
-export async function startOAuthRig(t: { teardown(fn: () => unknown): void }, o: { accessTokenTtlS?: number; services?: WebServices } = {}): Promise<OAuthRig> {
+export async function startOAuthRig(
+  t: { teardown(fn: () => unknown): void },
+  o: { accessTokenTtlS?: number; services?: WebServices } = {},
+): Promise<OAuthRig> {
   // Registered once the tracker runs (its client needs the app's origin first).
   const registry: OAuthConnectorSettings[] = [];
   const lookup = staticLookup(() => registry);
-  const { app, origin } = await startTestAppWithOrigin(t, { services: Object.assign(o.services ?? {}, { oauthConnectors: lookup }) });
-  const tickets = await startTickets({ users: TRACKER_USERS, clients: [{ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [origin + CONNECTOR_CALLBACK_PATH] }], accessTokenTtlS: o.accessTokenTtlS });
+  const { app, origin } = await startTestAppWithOrigin(t, {
+    services: Object.assign(o.services ?? {}, { oauthConnectors: lookup }),
+  });
+  const tickets = await startTickets({
+    users: TRACKER_USERS,
+    clients: [
+      { client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [origin + CONNECTOR_CALLBACK_PATH] },
+    ],
+    accessTokenTtlS: o.accessTokenTtlS,
+  });
   t.teardown(() => tickets.close());
-  const settings: OAuthConnectorSettings = { id: 'tickets', label: 'Acme Tickets', url: tickets.url, clientId: CLIENT_ID, clientSecret: new Secret(CLIENT_SECRET) };
+  const settings: OAuthConnectorSettings = {
+    id: 'tickets',
+    label: 'Acme Tickets',
+    url: tickets.url,
+    clientId: CLIENT_ID,
+    clientSecret: new Secret(CLIENT_SECRET),
+  };
   registry.push(settings);
   // The registry's row too: a user's grant references its connector (migration 060).
-  await app.database.sql.insertInto('connectors').values({ id: settings.id, label: settings.label, url: settings.url, auth_kind: 'oauth', oauth_client_id: CLIENT_ID }).execute();
+  await app.database.sql
+    .insertInto('connectors')
+    .values({
+      id: settings.id,
+      label: settings.label,
+      url: settings.url,
+      auth_kind: 'oauth',
+      oauth_client_id: CLIENT_ID,
+    })
+    .execute();
   return { app, origin, tickets, settings, lookup, close: () => tickets.close() };
 }
 
@@ -69,14 +98,23 @@ export async function signedIn(rig: OAuthRig, username: string): Promise<{ clien
  * follow redirects with the server's cookies, post the login form, then the consent form. Stops
  * at the first redirect back to `callbackPrefix` and returns that URL (not fetched).
  */
-export async function authorizeInBrowser(authorizationUrl: string, callbackPrefix: string, login: { username: string; password: string }): Promise<string> {
+export async function authorizeInBrowser(
+  authorizationUrl: string,
+  callbackPrefix: string,
+  login: { username: string; password: string },
+): Promise<string> {
   const jar = new Map<string, string>();
   let url = authorizationUrl;
   let method = 'GET';
   let body: URLSearchParams | undefined;
   for (let hop = 0; hop < 20; hop++) {
     if (url.startsWith(callbackPrefix)) return url;
-    const res = await fetch(url, { method, body, redirect: 'manual', headers: { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; ') } });
+    const res = await fetch(url, {
+      method,
+      body,
+      redirect: 'manual',
+      headers: { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; ') },
+    });
     for (const c of res.headers.getSetCookie()) {
       const [pair] = c.split(';');
       const i = pair.indexOf('=');
@@ -91,7 +129,8 @@ export async function authorizeInBrowser(authorizationUrl: string, callbackPrefi
     }
     const html = await res.text();
     const action = /<form method="post" action="([^"]+)"/.exec(html)?.[1];
-    if (res.status !== 200 || !action) throw new Error(`authorization page ${new URL(url).pathname}: ${res.status} ${html.slice(0, 200)}`);
+    if (res.status !== 200 || !action)
+      throw new Error(`authorization page ${new URL(url).pathname}: ${res.status} ${html.slice(0, 200)}`);
     body = html.includes('name="username"') ? new URLSearchParams(login) : new URLSearchParams();
     method = 'POST';
     url = new URL(action, url).href;
@@ -100,7 +139,12 @@ export async function authorizeInBrowser(authorizationUrl: string, callbackPrefi
 }
 
 /** Start a connect as `client`, walk the authorization, and deliver the callback to the app. */
-export async function connect(rig: OAuthRig, client: Client, login: { username: string; password: string }, returnTo = '/#/chat/c1'): Promise<Response> {
+export async function connect(
+  rig: OAuthRig,
+  client: Client,
+  login: { username: string; password: string },
+  returnTo = '/#/chat/c1',
+): Promise<Response> {
   const start = await client.json('POST', `/api/connections/${rig.settings.id}/connect`, { return_to: returnTo });
   if (start.status !== 200) throw new Error(`connect: ${start.status} ${JSON.stringify(start.body)}`);
   const callback = await authorizeInBrowser(start.body.authorization_url, rig.origin + CONNECTOR_CALLBACK_PATH, login);
@@ -108,11 +152,21 @@ export async function connect(rig: OAuthRig, client: Client, login: { username: 
 }
 
 /** Call one of the tracker's tools over MCP (Streamable HTTP) with a bearer token. */
-export async function callTracker(url: string, token: string, tool: string, args: Record<string, unknown>): Promise<{ text: string; isError: boolean }> {
+export async function callTracker(
+  url: string,
+  token: string,
+  tool: string,
+  args: Record<string, unknown>,
+): Promise<{ text: string; isError: boolean }> {
   const mcp = new McpClient({ name: 'test', version: '1' });
-  await mcp.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+  await mcp.connect(
+    new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+  );
   try {
-    const r = (await mcp.callTool({ name: tool, arguments: args })) as { content: { type: string; text?: string }[]; isError?: boolean };
+    const r = (await mcp.callTool({ name: tool, arguments: args })) as {
+      content: { type: string; text?: string }[];
+      isError?: boolean;
+    };
     return { text: r.content.map((c) => c.text ?? '').join(''), isError: r.isError === true };
   } finally {
     await mcp.close();
@@ -123,7 +177,11 @@ export async function callTracker(url: string, token: string, tool: string, args
 export async function trackerStatus(url: string, token: string): Promise<number> {
   const res = await fetch(url, {
     method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    headers: {
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+    },
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
   });
   await res.body?.cancel();

@@ -8,7 +8,11 @@ import { join } from 'node:path';
 import { createLogger, randomToken, type ConnectorTokens, type Logger } from '../../core/index.js';
 import { CONNECTORS_PLACEHOLDER_ENV, connectorBaseUrlEnv } from '../../core/sandbox-env.js';
 import type { TurnRequest } from '../../core/sandbox-protocol.js';
-import { ConnectorGateway, type ConnectorApprover, type ConnectorCallAudit } from '../../daemon/host/connector-gateway.js';
+import {
+  ConnectorGateway,
+  type ConnectorApprover,
+  type ConnectorCallAudit,
+} from '../../daemon/host/connector-gateway.js';
 import { EgressGatewayService } from '../../daemon/host/egress.js';
 import { buildProfile, connectorRoute } from '../../daemon/host/overlay.js';
 import { sessionConnectors } from '../../domain/connectors/index.js';
@@ -34,7 +38,12 @@ export async function startConnectorRig(
   t: { teardown(fn: () => unknown): void },
   app: TestApp,
   userId: number,
-  opts: { approve?: ConnectorApprover; tokens?: ConnectorTokens; sessionId?: string; turn?: () => TurnRequest | undefined } = {},
+  opts: {
+    approve?: ConnectorApprover;
+    tokens?: ConnectorTokens;
+    sessionId?: string;
+    turn?: () => TurnRequest | undefined;
+  } = {},
 ): Promise<ConnectorRig> {
   const sessionId = opts.sessionId ?? `sess-conn-${randomToken(6)}`;
   const dir = tempDir(t, 'airlock-conn-');
@@ -44,12 +53,24 @@ export async function startConnectorRig(
   const calls: ConnectorCallAudit[] = [];
   const { atRestEncryptor } = await import('../../core/index.js');
   const enc = atRestEncryptor(app.config);
-  const connectors = new ConnectorGateway({ db: app.database.sql, enc, log, tokens: opts.tokens, approve: opts.approve, onCall: (a) => calls.push(a) });
+  const connectors = new ConnectorGateway({
+    db: app.database.sql,
+    enc,
+    log,
+    tokens: opts.tokens,
+    approve: opts.approve,
+    onCall: (a) => calls.push(a),
+  });
   const gateway = new EgressGatewayService({ log, connectors });
   const conns = await sessionConnectors(app.database.sql, enc, userId);
   const routes = conns.map((c) => connectorRoute(c.id, c.url));
   const placeholder = randomToken(24);
-  const handle = await gateway.open(sessionId, socketPath, { userId, routes, tokens: { [CONNECTORS_PLACEHOLDER_ENV]: placeholder }, ...(opts.turn ? { turn: opts.turn, currentTurn: () => opts.turn?.()?.turnId ?? null } : {}) });
+  const handle = await gateway.open(sessionId, socketPath, {
+    userId,
+    routes,
+    tokens: { [CONNECTORS_PLACEHOLDER_ENV]: placeholder },
+    ...(opts.turn ? { turn: opts.turn, currentTurn: () => opts.turn?.()?.turnId ?? null } : {}),
+  });
   const decisions: ProxyDecision[] = [];
   const proxy = await startCredentialProxy({
     profile: buildProfile(sessionId, 0, routes),

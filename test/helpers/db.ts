@@ -7,7 +7,8 @@ import { createPgDatabase } from './postgres.js';
  * Which engine this test process runs on: `npm test` runs the suite on SQLite, then the tests
  * that talk to the database again with AIRLOCK_TEST_ENGINE=postgres (test/run.ts).
  */
-export const TEST_ENGINE: 'sqlite' | 'postgres' = process.env.AIRLOCK_TEST_ENGINE === 'postgres' ? 'postgres' : 'sqlite';
+export const TEST_ENGINE: 'sqlite' | 'postgres' =
+  process.env.AIRLOCK_TEST_ENGINE === 'postgres' ? 'postgres' : 'sqlite';
 
 type Teardown = { teardown(fn: () => unknown): void };
 
@@ -21,7 +22,10 @@ function checkNotListedAsPass1Only(): void {
   const listed = (process.env.AIRLOCK_TEST_PASS_1_ONLY ?? '').split(',').filter(Boolean);
   const file = (process.argv[1] ?? '').split(sep).join('/');
   const hit = listed.find((f) => file.endsWith(f));
-  if (hit) throw new Error(`${hit} opens a database on the pass's engine but test/run.ts lists it in PASS_1_ONLY: take it off the list so it runs on both engines`);
+  if (hit)
+    throw new Error(
+      `${hit} opens a database on the pass's engine but test/run.ts lists it in PASS_1_ONLY: take it off the list so it runs on both engines`,
+    );
 }
 
 /** On PostgreSQL: the URL of a new, empty database, dropped at teardown. On SQLite: undefined. */
@@ -29,7 +33,8 @@ export async function testDatabaseUrl(t: Teardown): Promise<string | undefined> 
   checkNotListedAsPass1Only();
   if (TEST_ENGINE !== 'postgres') return undefined;
   const admin = process.env.AIRLOCK_TEST_POSTGRES_URL;
-  if (!admin) throw new Error('AIRLOCK_TEST_ENGINE=postgres needs AIRLOCK_TEST_POSTGRES_URL (npm test starts a cluster)');
+  if (!admin)
+    throw new Error('AIRLOCK_TEST_ENGINE=postgres needs AIRLOCK_TEST_POSTGRES_URL (npm test starts a cluster)');
   const db = await createPgDatabase(admin);
   t.teardown(() => db.drop());
   return db.url;
@@ -48,10 +53,13 @@ export async function openTestDatabase(t: Teardown, dataDir: string): Promise<Da
  * fault tests): on the test cluster `npm test` started. Without one the test skips with the
  * reason, except under CI=true, where it fails.
  */
-export async function postgresForTest(t: Teardown & { pass: (...a: any[]) => unknown; fail: (...a: any[]) => unknown }): Promise<string | null> {
+export async function postgresForTest(
+  t: Teardown & { pass: (...a: any[]) => unknown; fail: (...a: any[]) => unknown },
+): Promise<string | null> {
   const admin = process.env.AIRLOCK_TEST_POSTGRES_URL;
   if (!admin) {
-    const why = 'no PostgreSQL for this test (run it through `npm test`, which starts one, or set AIRLOCK_TEST_POSTGRES_URL)';
+    const why =
+      'no PostgreSQL for this test (run it through `npm test`, which starts one, or set AIRLOCK_TEST_POSTGRES_URL)';
     if (process.env.CI === 'true') t.fail(`CI=true: ${why}`);
     else t.pass('PostgreSQL test', { skip: why });
     return null;
@@ -64,7 +72,8 @@ export async function postgresForTest(t: Teardown & { pass: (...a: any[]) => unk
 /** Raw SQL with `?` placeholders as a Kysely query (so a test's checks run on either engine). */
 function rawQuery(text: string, params: unknown[]) {
   const parts = text.split('?');
-  if (parts.length - 1 !== params.length) throw new Error(`${parts.length - 1} placeholders, ${params.length} values: ${text}`);
+  if (parts.length - 1 !== params.length)
+    throw new Error(`${parts.length - 1} placeholders, ${params.length} values: ${text}`);
   return sql(Object.assign([...parts], { raw: [...parts] }) as unknown as TemplateStringsArray, ...params);
 }
 
@@ -92,10 +101,16 @@ export async function failActionLog(database: Database, event: string): Promise<
   const db = database.sql;
   const name = sql.raw(`fail_${event.replace(/\./g, '_')}`);
   if (database.engine === 'sqlite') {
-    await sql`CREATE TRIGGER ${name} BEFORE INSERT ON action_log WHEN NEW.event = ${sql.lit(event)} BEGIN SELECT RAISE(ABORT, 'injected failure'); END`.execute(db);
+    await sql`CREATE TRIGGER ${name} BEFORE INSERT ON action_log WHEN NEW.event = ${sql.lit(event)} BEGIN SELECT RAISE(ABORT, 'injected failure'); END`.execute(
+      db,
+    );
   } else {
-    await sql`CREATE OR REPLACE FUNCTION fail_log() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$`.execute(db);
-    await sql`CREATE TRIGGER ${name} BEFORE INSERT ON action_log FOR EACH ROW WHEN (NEW.event = ${sql.lit(event)}) EXECUTE FUNCTION fail_log()`.execute(db);
+    await sql`CREATE OR REPLACE FUNCTION fail_log() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$`.execute(
+      db,
+    );
+    await sql`CREATE TRIGGER ${name} BEFORE INSERT ON action_log FOR EACH ROW WHEN (NEW.event = ${sql.lit(event)}) EXECUTE FUNCTION fail_log()`.execute(
+      db,
+    );
   }
 }
 

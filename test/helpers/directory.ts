@@ -15,7 +15,10 @@ export interface SyncSetup {
 }
 
 /** The app with the directory emulator behind a google connection and the real sync runner wired. */
-export async function startSync(t: { teardown(fn: () => unknown): void }, opts: { groupSync?: boolean; client?: { baseDelayMs?: number; maxDelayMs?: number; maxAttempts?: number } } = {}): Promise<SyncSetup> {
+export async function startSync(
+  t: { teardown(fn: () => unknown): void },
+  opts: { groupSync?: boolean; client?: { baseDelayMs?: number; maxDelayMs?: number; maxAttempts?: number } } = {},
+): Promise<SyncSetup> {
   const dir = await startDirectory();
   t.teardown(() => dir.close());
   const killed: number[] = [];
@@ -29,7 +32,13 @@ export async function startSync(t: { teardown(fn: () => unknown): void }, opts: 
     services,
     env: { AIRLOCK_GOOGLE_DIRECTORY_BASE_URL: dir.url, AIRLOCK_GOOGLE_TOKEN_URL: dir.tokenUrl },
   });
-  const runner = new DirectorySyncRunner({ config: app.config, db: app.database.sql, log: app.log, sandboxes, client: { baseDelayMs: 5, maxDelayMs: 20, maxAttempts: 3, ...opts.client } });
+  const runner = new DirectorySyncRunner({
+    config: app.config,
+    db: app.database.sql,
+    log: app.log,
+    sandboxes,
+    client: { baseDelayMs: 5, maxDelayMs: 20, maxAttempts: 3, ...opts.client },
+  });
   services.directorySync = runner;
   t.teardown(() => runner.idle());
   const connection = await saveConnection(app.database.sql, identityEncryptor(app.config), {
@@ -37,12 +46,24 @@ export async function startSync(t: { teardown(fn: () => unknown): void }, opts: 
     issuer: 'https://accounts.google.com',
     client_id: 'cid',
     client_secret: 'csecret',
-    ...(opts.groupSync === false ? {} : { service_account_json: JSON.stringify(dir.serviceAccount), delegated_admin_email: `admin@${dir.domain}` }),
+    ...(opts.groupSync === false
+      ? {}
+      : { service_account_json: JSON.stringify(dir.serviceAccount), delegated_admin_email: `admin@${dir.domain}` }),
   });
   return { app, dir, runner, connection, killed, policyChanged };
 }
 
-const DATA_TABLES = ['users', 'directory_users', 'external_groups', 'external_group_members', 'teams', 'team_members', 'user_agent_policies', 'organisation_members', 'external_identities'];
+const DATA_TABLES = [
+  'users',
+  'directory_users',
+  'external_groups',
+  'external_group_members',
+  'teams',
+  'team_members',
+  'user_agent_policies',
+  'organisation_members',
+  'external_identities',
+];
 
 /** Every row of the directory-data tables, for before/after comparisons. */
 export async function snapshot(db: Sql): Promise<Record<string, unknown[]>> {
@@ -71,10 +92,15 @@ export async function syncOnce(s: SyncSetup, c: Awaited<ReturnType<typeof syncAd
 }
 
 /** The id of the user with `email`, or undefined. */
-export const userId = async (s: SyncSetup, email: string) => ((await dbRow(s.app.database.sql, 'SELECT id FROM users WHERE email = ?', email)) as { id: number } | undefined)?.id;
+export const userId = async (s: SyncSetup, email: string) =>
+  ((await dbRow(s.app.database.sql, 'SELECT id FROM users WHERE email = ?', email)) as { id: number } | undefined)?.id;
 
 /** The emails of the members of the external group `groupEmail`, sorted. */
 export const groupMembers = async (s: SyncSetup, groupEmail: string) =>
-  ((await dbRows(s.app.database.sql, 'SELECT u.email FROM external_group_members m JOIN external_groups g ON g.id = m.group_id JOIN users u ON u.id = m.user_id WHERE g.email = ? ORDER BY u.email', groupEmail)) as { email: string }[]).map(
-    (r) => r.email,
-  );
+  (
+    (await dbRows(
+      s.app.database.sql,
+      'SELECT u.email FROM external_group_members m JOIN external_groups g ON g.id = m.group_id JOIN users u ON u.id = m.user_id WHERE g.email = ? ORDER BY u.email',
+      groupEmail,
+    )) as { email: string }[]
+  ).map((r) => r.email);

@@ -13,9 +13,20 @@ const RELS = (target: string) =>
 
 /** A DOCX of paragraphs; `{heading: n}` makes a Heading n paragraph. Extra parts (a bomb) may be added. */
 export function makeDocx(paras: (string | { heading: number; text: string })[], extra: ZipInput[] = []): Buffer {
-  const body = paras.map((p) => (typeof p === 'string' ? `<w:p><w:r><w:t xml:space="preserve">${esc(p)}</w:t></w:r></w:p>` : `<w:p><w:pPr><w:pStyle w:val="Heading${p.heading}"/></w:pPr><w:r><w:t>${esc(p.text)}</w:t></w:r></w:p>`)).join('');
+  const body = paras
+    .map((p) =>
+      typeof p === 'string'
+        ? `<w:p><w:r><w:t xml:space="preserve">${esc(p)}</w:t></w:r></w:p>`
+        : `<w:p><w:pPr><w:pStyle w:val="Heading${p.heading}"/></w:pPr><w:r><w:t>${esc(p.text)}</w:t></w:r></w:p>`,
+    )
+    .join('');
   const doc = `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>${body}<w:sectPr/></w:body></w:document>`;
-  return makeZip([{ name: '[Content_Types].xml', data: Buffer.from(CT('/word/document.xml')) }, { name: '_rels/.rels', data: Buffer.from(RELS('word/document.xml')) }, { name: 'word/document.xml', data: Buffer.from(doc) }, ...extra]);
+  return makeZip([
+    { name: '[Content_Types].xml', data: Buffer.from(CT('/word/document.xml')) },
+    { name: '_rels/.rels', data: Buffer.from(RELS('word/document.xml')) },
+    { name: 'word/document.xml', data: Buffer.from(doc) },
+    ...extra,
+  ]);
 }
 
 /** A PPTX of slides, each a list of text paragraphs. */
@@ -25,7 +36,12 @@ export function makePptx(slides: string[][]): Buffer {
   return makeZip([
     { name: '[Content_Types].xml', data: Buffer.from(CT('/ppt/presentation.xml')) },
     { name: '_rels/.rels', data: Buffer.from(RELS('ppt/presentation.xml')) },
-    { name: 'ppt/presentation.xml', data: Buffer.from('<?xml version="1.0" encoding="UTF-8"?><p:presentation xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main"/>') },
+    {
+      name: 'ppt/presentation.xml',
+      data: Buffer.from(
+        '<?xml version="1.0" encoding="UTF-8"?><p:presentation xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main"/>',
+      ),
+    },
     // Slide 10 before slide 2 in the archive: the reader orders by number.
     ...slides.map((s, i) => ({ name: `ppt/slides/slide${i + 1}.xml`, data: Buffer.from(slide(s)) })).reverse(),
   ]);
@@ -40,9 +56,15 @@ export function makePdf(pages: string[][]): Buffer {
   add('<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>');
   const kids: number[] = [];
   for (const lines of pages) {
-    const content = lines.map((l, i) => `BT /F1 12 Tf 72 ${740 - i * 16} Td (${l.replace(/([\\()])/g, '\\$1')}) Tj ET`).join('\n');
+    const content = lines
+      .map((l, i) => `BT /F1 12 Tf 72 ${740 - i * 16} Td (${l.replace(/([\\()])/g, '\\$1')}) Tj ET`)
+      .join('\n');
     const c = add(`<< /Length ${Buffer.byteLength(content)} >>\nstream\n${content}\nendstream`);
-    kids.push(add(`<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents ${c} 0 R >>`));
+    kids.push(
+      add(
+        `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents ${c} 0 R >>`,
+      ),
+    );
   }
   objs[1] = `<< /Type /Pages /Kids [${kids.map((k) => `${k} 0 R`).join(' ')}] /Count ${kids.length} >>`;
   let out = '%PDF-1.4\n';

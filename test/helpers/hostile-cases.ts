@@ -39,7 +39,17 @@ export function caseOf(headers: Record<string, string | string[] | undefined>): 
   return m ? m[1] : null;
 }
 
-function req(o: { id: string; method?: string; path?: string; head?: string[]; body?: string; auth?: string | null; cl?: string | null; host?: string | null; version?: string }): string {
+function req(o: {
+  id: string;
+  method?: string;
+  path?: string;
+  head?: string[];
+  body?: string;
+  auth?: string | null;
+  cl?: string | null;
+  host?: string | null;
+  version?: string;
+}): string {
   const method = o.method ?? 'POST';
   const body = o.body ?? (method === 'POST' ? BODY : '');
   const lines = [`${method} ${o.path ?? MAIL} ${o.version ?? 'HTTP/1.1'}`];
@@ -47,7 +57,8 @@ function req(o: { id: string; method?: string; path?: string; head?: string[]; b
   if (o.auth !== null && o.auth !== undefined) lines.push(`Authorization: ${o.auth}`);
   lines.push(`Accept: ${marker(o.id)}`);
   if (method === 'POST') lines.push('Content-Type: application/json');
-  if (o.cl !== null && (body.length || method === 'POST')) lines.push(`Content-Length: ${o.cl ?? Buffer.byteLength(body)}`);
+  if (o.cl !== null && (body.length || method === 'POST'))
+    lines.push(`Content-Length: ${o.cl ?? Buffer.byteLength(body)}`);
   lines.push(...(o.head ?? []));
   lines.push('Connection: close');
   return lines.join('\r\n') + '\r\n\r\n' + body;
@@ -62,15 +73,32 @@ export function proxyCases(ph: Placeholders): HostileEntry[] {
   const bearer = `Bearer ${ph.MAIL_API_KEY}`;
   const out: HostileEntry[] = [];
   const add = (c: HostileCase, expect: HostileExpectation) => out.push({ c, expect });
-  const raw = (id: string, data: string, expect: HostileExpectation, timeoutMs?: number) => add({ id, kind: 'raw', data, ...(timeoutMs ? { timeoutMs } : {}) }, expect);
+  const raw = (id: string, data: string, expect: HostileExpectation, timeoutMs?: number) =>
+    add({ id, kind: 'raw', data, ...(timeoutMs ? { timeoutMs } : {}) }, expect);
   const denied = (code = 'ERR_PROXY_ROUTE_DENIED') => ({ status: 403, code, forwarded: false });
   const bad = { status: 400, code: 'ERR_PROXY_BAD_REQUEST', forwarded: false };
 
   // 1. The allowed calls (controls): forwarded, 200.
   raw('ok-mail', req({ id: 'ok-mail', auth: bearer }), { status: 200, forwarded: true });
-  raw('ok-sheet', req({ id: 'ok-sheet', method: 'GET', path: SHEET, auth: `Bearer ${ph.SHEETS_API_KEY}` }), { status: 200, forwarded: true });
-  raw('ok-files', req({ id: 'ok-files', method: 'GET', path: `${FILES}?pageSize=10`, auth: `Bearer ${ph.SEARCH_SHEETS_API_KEY}` }), { status: 200, forwarded: true });
-  raw('ok-model', req({ id: 'ok-model', path: '/model/chat/completions', body: '{"model":"x","messages":[]}', auth: `Bearer ${ph.AGENT_MODEL_API_KEY}` }), { status: 200, forwarded: true });
+  raw('ok-sheet', req({ id: 'ok-sheet', method: 'GET', path: SHEET, auth: `Bearer ${ph.SHEETS_API_KEY}` }), {
+    status: 200,
+    forwarded: true,
+  });
+  raw(
+    'ok-files',
+    req({ id: 'ok-files', method: 'GET', path: `${FILES}?pageSize=10`, auth: `Bearer ${ph.SEARCH_SHEETS_API_KEY}` }),
+    { status: 200, forwarded: true },
+  );
+  raw(
+    'ok-model',
+    req({
+      id: 'ok-model',
+      path: '/model/chat/completions',
+      body: '{"model":"x","messages":[]}',
+      auth: `Bearer ${ph.AGENT_MODEL_API_KEY}`,
+    }),
+    { status: 200, forwarded: true },
+  );
 
   // 2. Headers off the allow-list: the request goes on, the header does not (finding 5).
   const hostileHeaders = [
@@ -117,10 +145,18 @@ export function proxyCases(ph: Placeholders): HostileEntry[] {
   ];
   hostileHeaders.forEach((h, i) => {
     const id = `hdr-${i}`;
-    raw(id, req({ id, auth: bearer, head: [h] }), { status: 200, forwarded: true, absent: [h.split(':')[0].toLowerCase()] });
+    raw(id, req({ id, auth: bearer, head: [h] }), {
+      status: 200,
+      forwarded: true,
+      absent: [h.split(':')[0].toLowerCase()],
+    });
   });
   // The placeholder in an allowed header never leaves either.
-  raw('hdr-placeholder', req({ id: 'hdr-placeholder', auth: bearer, head: [`Accept-Language: ${ph.MAIL_API_KEY}`] }), { status: 200, forwarded: true, absent: ['accept-language'] });
+  raw('hdr-placeholder', req({ id: 'hdr-placeholder', auth: bearer, head: [`Accept-Language: ${ph.MAIL_API_KEY}`] }), {
+    status: 200,
+    forwarded: true,
+    absent: ['accept-language'],
+  });
   // Method override headers are refused outright: Google honours them.
   for (const h of ['X-HTTP-Method-Override: DELETE', 'X-HTTP-Method: GET', 'X-Method-Override: PUT']) {
     const id = `override-${h.split(':')[0].toLowerCase()}`;
@@ -128,8 +164,16 @@ export function proxyCases(ph: Placeholders): HostileEntry[] {
   }
 
   // 3. Declared lengths (finding 5): over the limit → 413 before any upstream request; signs, zeros → 400.
-  raw('cl-huge', req({ id: 'cl-huge', auth: bearer, cl: '99999999999' }), { status: 413, code: 'ERR_PROXY_BODY_TOO_LARGE', forwarded: false });
-  raw('cl-limit+1', req({ id: 'cl-limit+1', auth: bearer, cl: String(25 * 1024 * 1024 + 1) }), { status: 413, code: 'ERR_PROXY_BODY_TOO_LARGE', forwarded: false });
+  raw('cl-huge', req({ id: 'cl-huge', auth: bearer, cl: '99999999999' }), {
+    status: 413,
+    code: 'ERR_PROXY_BODY_TOO_LARGE',
+    forwarded: false,
+  });
+  raw('cl-limit+1', req({ id: 'cl-limit+1', auth: bearer, cl: String(25 * 1024 * 1024 + 1) }), {
+    status: 413,
+    code: 'ERR_PROXY_BODY_TOO_LARGE',
+    forwarded: false,
+  });
   raw('cl-leading-zero', req({ id: 'cl-leading-zero', auth: bearer, cl: `0${BODY.length}` }), bad);
   raw('cl-zeros', req({ id: 'cl-zeros', auth: bearer, cl: `000${BODY.length}` }), bad);
   for (const [name, v] of [
@@ -143,14 +187,43 @@ export function proxyCases(ph: Placeholders): HostileEntry[] {
   ]) {
     raw(`cl-${name}`, req({ id: `cl-${name}`, auth: bearer, cl: v }), { status: 400, forwarded: false });
   }
-  raw('cl-twice', req({ id: 'cl-twice', auth: bearer, head: [`Content-Length: ${BODY.length}`] }), { status: 400, forwarded: false });
-  raw('cl-and-te', req({ id: 'cl-and-te', auth: bearer, head: ['Transfer-Encoding: chunked'] }), { status: 400, forwarded: false });
-  raw('te-gzip', req({ id: 'te-gzip', auth: bearer, cl: null, head: ['Transfer-Encoding: gzip'] }), { status: 400, forwarded: false });
-  raw('te-twice', req({ id: 'te-twice', auth: bearer, cl: null, body: `${BODY.length.toString(16)}\r\n${BODY}\r\n0\r\n\r\n`, head: ['Transfer-Encoding: chunked', 'Transfer-Encoding: chunked'] }), { status: 400, forwarded: false });
+  raw('cl-twice', req({ id: 'cl-twice', auth: bearer, head: [`Content-Length: ${BODY.length}`] }), {
+    status: 400,
+    forwarded: false,
+  });
+  raw('cl-and-te', req({ id: 'cl-and-te', auth: bearer, head: ['Transfer-Encoding: chunked'] }), {
+    status: 400,
+    forwarded: false,
+  });
+  raw('te-gzip', req({ id: 'te-gzip', auth: bearer, cl: null, head: ['Transfer-Encoding: gzip'] }), {
+    status: 400,
+    forwarded: false,
+  });
+  raw(
+    'te-twice',
+    req({
+      id: 'te-twice',
+      auth: bearer,
+      cl: null,
+      body: `${BODY.length.toString(16)}\r\n${BODY}\r\n0\r\n\r\n`,
+      head: ['Transfer-Encoding: chunked', 'Transfer-Encoding: chunked'],
+    }),
+    { status: 400, forwarded: false },
+  );
   raw('ce-gzip', req({ id: 'ce-gzip', auth: bearer, head: ['Content-Encoding: gzip'] }), bad);
   raw('ce-deflate', req({ id: 'ce-deflate', auth: bearer, head: ['Content-Encoding: deflate'] }), bad);
   // A well-formed chunked send is an allowed call (forwarded with an exact length).
-  raw('ok-chunked', req({ id: 'ok-chunked', auth: bearer, cl: null, body: `${BODY.length.toString(16)}\r\n${BODY}\r\n0\r\n\r\n`, head: ['Transfer-Encoding: chunked'] }), { status: 200, forwarded: true });
+  raw(
+    'ok-chunked',
+    req({
+      id: 'ok-chunked',
+      auth: bearer,
+      cl: null,
+      body: `${BODY.length.toString(16)}\r\n${BODY}\r\n0\r\n\r\n`,
+      head: ['Transfer-Encoding: chunked'],
+    }),
+    { status: 200, forwarded: true },
+  );
 
   // 4. Targets the allow-list does not name (path confusion, traversal, encodings).
   const paths = [
@@ -196,17 +269,32 @@ export function proxyCases(ph: Placeholders): HostileEntry[] {
     raw(id, req({ id, path: p, auth: bearer }), { status: -1, forwarded: false });
   });
   raw('path-absolute', req({ id: 'path-absolute', path: `http://127.0.0.1${MAIL}`, auth: bearer }), denied());
-  raw('path-absolute-evil', req({ id: 'path-absolute-evil', path: `http://evil.example${MAIL}`, auth: bearer }), denied());
-  raw('path-asterisk', req({ id: 'path-asterisk', method: 'OPTIONS', path: '*', auth: bearer }), { status: -1, forwarded: false });
+  raw(
+    'path-absolute-evil',
+    req({ id: 'path-absolute-evil', path: `http://evil.example${MAIL}`, auth: bearer }),
+    denied(),
+  );
+  raw('path-asterisk', req({ id: 'path-asterisk', method: 'OPTIONS', path: '*', auth: bearer }), {
+    status: -1,
+    forwarded: false,
+  });
   raw('path-fragment', req({ id: 'path-fragment', path: `${MAIL}#x`, auth: bearer }), { status: -1, forwarded: false });
   raw('query-on-post', req({ id: 'query-on-post', path: `${MAIL}?uploadType=media`, auth: bearer }), denied());
-  raw('get-with-body', req({ id: 'get-with-body', method: 'GET', path: SHEET, body: 'x', auth: `Bearer ${ph.SHEETS_API_KEY}` }), bad);
+  raw(
+    'get-with-body',
+    req({ id: 'get-with-body', method: 'GET', path: SHEET, body: 'x', auth: `Bearer ${ph.SHEETS_API_KEY}` }),
+    bad,
+  );
 
   // 5. Methods the route does not allow.
   for (const m of ['GET', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS', 'TRACE', 'PROPFIND', 'MOVE']) {
     raw(`method-${m}`, req({ id: `method-${m}`, method: m, auth: bearer }), denied());
   }
-  raw('method-post-sheet', req({ id: 'method-post-sheet', path: SHEET, auth: `Bearer ${ph.SHEETS_API_KEY}` }), denied());
+  raw(
+    'method-post-sheet',
+    req({ id: 'method-post-sheet', path: SHEET, auth: `Bearer ${ph.SHEETS_API_KEY}` }),
+    denied(),
+  );
   raw('method-lower', req({ id: 'method-lower', method: 'post', auth: bearer }), { status: -1, forwarded: false });
 
   // 6. The placeholder: missing, wrong, another route's, other schemes.
@@ -232,38 +320,119 @@ export function proxyCases(ph: Placeholders): HostileEntry[] {
   raw('placeholder-twice', req({ id: 'placeholder-twice', auth: bearer, head: [`Authorization: ${bearer}`] }), bad);
 
   // 7. Framing and smuggling: the parser or the proxy refuses, nothing is forwarded.
-  const head = (id: string) => `POST ${MAIL} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${bearer}\r\nAccept: ${marker(id)}\r\nContent-Type: application/json\r\n`;
-  raw('smuggle-obs-fold', head('smuggle-obs-fold') + `X-A: 1\r\n folded\r\nContent-Length: ${BODY.length}\r\n\r\n${BODY}`, { status: 400, forwarded: false });
-  raw('smuggle-space-colon', head('smuggle-space-colon') + `Content-Length : ${BODY.length}\r\n\r\n${BODY}`, { status: 400, forwarded: false });
-  raw('smuggle-nul', head('smuggle-nul') + `X-A: a\x00b\r\nContent-Length: ${BODY.length}\r\n\r\n${BODY}`, { status: 400, forwarded: false });
-  raw('smuggle-bare-cr', head('smuggle-bare-cr') + `X-A: a\rb\r\nContent-Length: ${BODY.length}\r\n\r\n${BODY}`, { status: 400, forwarded: false });
-  raw('smuggle-te-cl-chunk', head('smuggle-te-cl-chunk') + `Transfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n0\r\n\r\nGET /admin HTTP/1.1\r\n\r\n`, { status: 400, forwarded: false });
-  raw('smuggle-bad-chunk', head('smuggle-bad-chunk') + `Transfer-Encoding: chunked\r\n\r\nzz\r\n${BODY}\r\n0\r\n\r\n`, { status: 400, forwarded: false });
-  raw('smuggle-chunk-ext', head('smuggle-chunk-ext') + `Transfer-Encoding: chunked\r\n\r\n${BODY.length.toString(16)};x=\x01\r\n${BODY}\r\n0\r\n\r\n`, { status: 400, forwarded: false });
+  const head = (id: string) =>
+    `POST ${MAIL} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${bearer}\r\nAccept: ${marker(id)}\r\nContent-Type: application/json\r\n`;
+  raw(
+    'smuggle-obs-fold',
+    head('smuggle-obs-fold') + `X-A: 1\r\n folded\r\nContent-Length: ${BODY.length}\r\n\r\n${BODY}`,
+    { status: 400, forwarded: false },
+  );
+  raw('smuggle-space-colon', head('smuggle-space-colon') + `Content-Length : ${BODY.length}\r\n\r\n${BODY}`, {
+    status: 400,
+    forwarded: false,
+  });
+  raw('smuggle-nul', head('smuggle-nul') + `X-A: a\x00b\r\nContent-Length: ${BODY.length}\r\n\r\n${BODY}`, {
+    status: 400,
+    forwarded: false,
+  });
+  raw('smuggle-bare-cr', head('smuggle-bare-cr') + `X-A: a\rb\r\nContent-Length: ${BODY.length}\r\n\r\n${BODY}`, {
+    status: 400,
+    forwarded: false,
+  });
+  raw(
+    'smuggle-te-cl-chunk',
+    head('smuggle-te-cl-chunk') +
+      `Transfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n0\r\n\r\nGET /admin HTTP/1.1\r\n\r\n`,
+    { status: 400, forwarded: false },
+  );
+  raw('smuggle-bad-chunk', head('smuggle-bad-chunk') + `Transfer-Encoding: chunked\r\n\r\nzz\r\n${BODY}\r\n0\r\n\r\n`, {
+    status: 400,
+    forwarded: false,
+  });
+  raw(
+    'smuggle-chunk-ext',
+    head('smuggle-chunk-ext') +
+      `Transfer-Encoding: chunked\r\n\r\n${BODY.length.toString(16)};x=\x01\r\n${BODY}\r\n0\r\n\r\n`,
+    { status: 400, forwarded: false },
+  );
   raw('smuggle-http09', `GET ${SHEET}\r\n\r\n`, { status: -1, forwarded: false });
   raw('smuggle-http2-line', `PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n`, { status: -1, forwarded: false });
-  raw('smuggle-http10', req({ id: 'smuggle-http10', version: 'HTTP/1.0', auth: bearer }), { status: 200, forwarded: true });
-  raw('smuggle-http3', req({ id: 'smuggle-http3', version: 'HTTP/3.0', auth: bearer }), { status: -1, forwarded: false });
+  raw('smuggle-http10', req({ id: 'smuggle-http10', version: 'HTTP/1.0', auth: bearer }), {
+    status: 200,
+    forwarded: true,
+  });
+  raw('smuggle-http3', req({ id: 'smuggle-http3', version: 'HTTP/3.0', auth: bearer }), {
+    status: -1,
+    forwarded: false,
+  });
   raw('smuggle-no-host', req({ id: 'smuggle-no-host', auth: bearer, host: null }), bad);
   raw('smuggle-two-hosts', req({ id: 'smuggle-two-hosts', auth: bearer, head: ['Host: evil.example'] }), bad);
-  raw('smuggle-65-headers', req({ id: 'smuggle-65-headers', auth: bearer, head: Array.from({ length: 65 }, (_, i) => `X-H${i}: v`) }), bad);
-  raw('smuggle-huge-header', req({ id: 'smuggle-huge-header', auth: bearer, head: [`X-Big: ${'a'.repeat(17 * 1024)}`] }), { status: -1, forwarded: false });
-  raw('smuggle-connect', `CONNECT evil.example:443 HTTP/1.1\r\nHost: evil.example:443\r\nAuthorization: ${bearer}\r\n\r\n`, denied());
+  raw(
+    'smuggle-65-headers',
+    req({ id: 'smuggle-65-headers', auth: bearer, head: Array.from({ length: 65 }, (_, i) => `X-H${i}: v`) }),
+    bad,
+  );
+  raw(
+    'smuggle-huge-header',
+    req({ id: 'smuggle-huge-header', auth: bearer, head: [`X-Big: ${'a'.repeat(17 * 1024)}`] }),
+    { status: -1, forwarded: false },
+  );
+  raw(
+    'smuggle-connect',
+    `CONNECT evil.example:443 HTTP/1.1\r\nHost: evil.example:443\r\nAuthorization: ${bearer}\r\n\r\n`,
+    denied(),
+  );
   raw('smuggle-connect-upstream', `CONNECT 127.0.0.1:80 HTTP/1.1\r\nHost: 127.0.0.1:80\r\n\r\n`, denied());
   raw(
     'smuggle-upgrade',
-    req({ id: 'smuggle-upgrade', method: 'GET', path: SHEET, auth: `Bearer ${ph.SHEETS_API_KEY}`, head: ['Upgrade: websocket', 'Connection: Upgrade', 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==', 'Sec-WebSocket-Version: 13'] }),
+    req({
+      id: 'smuggle-upgrade',
+      method: 'GET',
+      path: SHEET,
+      auth: `Bearer ${ph.SHEETS_API_KEY}`,
+      head: [
+        'Upgrade: websocket',
+        'Connection: Upgrade',
+        'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==',
+        'Sec-WebSocket-Version: 13',
+      ],
+    }),
     denied(),
   );
-  raw('smuggle-h2c', req({ id: 'smuggle-h2c', method: 'GET', path: SHEET, auth: `Bearer ${ph.SHEETS_API_KEY}`, head: ['Upgrade: h2c', 'HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA', 'Connection: Upgrade, HTTP2-Settings'] }), denied());
+  raw(
+    'smuggle-h2c',
+    req({
+      id: 'smuggle-h2c',
+      method: 'GET',
+      path: SHEET,
+      auth: `Bearer ${ph.SHEETS_API_KEY}`,
+      head: ['Upgrade: h2c', 'HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA', 'Connection: Upgrade, HTTP2-Settings'],
+    }),
+    denied(),
+  );
   // A refused request followed by a pipelined allowed one on the same connection: the second is never read.
-  raw('smuggle-pipeline', req({ id: 'smuggle-pipeline', method: 'DELETE', auth: bearer }).replace('Connection: close\r\n', '') + req({ id: 'smuggle-pipeline-2', auth: bearer }), denied());
+  raw(
+    'smuggle-pipeline',
+    req({ id: 'smuggle-pipeline', method: 'DELETE', auth: bearer }).replace('Connection: close\r\n', '') +
+      req({ id: 'smuggle-pipeline-2', auth: bearer }),
+    denied(),
+  );
 
   // 8. Stalled requests (finding 5): 40 sends that stop mid-body hold no upstream connection,
   // and the session's legitimate send still goes through at once. They ask for 100 Continue, so
   // the client knows the proxy admitted each head before it sends the legitimate one.
   const stalledHead = `POST ${MAIL} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${bearer}\r\nAccept: ${marker('stalled')}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\nExpect: 100-continue\r\n\r\n{"raw":"`;
-  add({ id: 'stall-40', kind: 'stall', count: 40, stalled: stalledHead, data: req({ id: 'stall-40', auth: bearer }), timeoutMs: 8000 }, { status: 200, forwarded: true });
+  add(
+    {
+      id: 'stall-40',
+      kind: 'stall',
+      count: 40,
+      stalled: stalledHead,
+      data: req({ id: 'stall-40', auth: bearer }),
+      timeoutMs: 8000,
+    },
+    { status: 200, forwarded: true },
+  );
   return out;
 }
 
@@ -275,7 +444,11 @@ export function proxyCases(ph: Placeholders): HostileEntry[] {
  */
 export function egressCases(socketPath: string, allowed: string): HostileEntry[] {
   const out: HostileEntry[] = [];
-  const unix = (id: string, data: string, status: number, code?: string) => out.push({ c: { id, kind: 'unix', path: socketPath, data }, expect: { status, forwarded: false, ...(code ? { code } : {}) } });
+  const unix = (id: string, data: string, status: number, code?: string) =>
+    out.push({
+      c: { id, kind: 'unix', path: socketPath, data },
+      expect: { status, forwarded: false, ...(code ? { code } : {}) },
+    });
   for (const [i, target] of [
     'evil.example:443',
     '127.0.0.1:22',
@@ -292,7 +465,8 @@ export function egressCases(socketPath: string, allowed: string): HostileEntry[]
   ].entries()) {
     unix(`egress-connect-${i}`, `CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`, 403, 'ERR_EGRESS_DENIED');
   }
-  const head = (method: string, target: string, extra = '') => `${method} ${target} HTTP/1.1\r\nHost: x\r\nAccept: case=egress\r\n${extra}content-length: 0\r\n\r\n`;
+  const head = (method: string, target: string, extra = '') =>
+    `${method} ${target} HTTP/1.1\r\nHost: x\r\nAccept: case=egress\r\n${extra}content-length: 0\r\n\r\n`;
   unix('egress-absolute', head('GET', `http://${allowed}/drive/v3/files`), 403, 'ERR_EGRESS_DENIED');
   unix('egress-absolute-route', head('GET', `http://${allowed}/search/drive/v3/files`), 403, 'ERR_EGRESS_DENIED');
   unix('egress-asterisk', head('OPTIONS', '*'), 403, 'ERR_EGRESS_DENIED');
@@ -307,7 +481,12 @@ export function egressCases(socketPath: string, allowed: string): HostileEntry[]
   unix('egress-dotdot', head('GET', '/search/drive/v3/../../admin'), 403, 'ERR_EGRESS_DENIED');
   unix('egress-override', head('POST', MAIL, 'X-HTTP-Method-Override: DELETE\r\n'), 403, 'ERR_EGRESS_DENIED');
   unix('egress-query-post', head('POST', `${MAIL}?uploadType=media`), 403, 'ERR_EGRESS_DENIED');
-  unix('egress-upgrade', `GET /search/drive/v3/files HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n`, 403, 'ERR_EGRESS_DENIED');
+  unix(
+    'egress-upgrade',
+    `GET /search/drive/v3/files HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n`,
+    403,
+    'ERR_EGRESS_DENIED',
+  );
   unix('egress-garbage', 'hello\r\n\r\n', 400);
   unix('egress-huge-head', `GET /search/drive/v3/files HTTP/1.1\r\nX: ${'a'.repeat(17000)}`, 400);
   unix('egress-lf-only', `CONNECT evil.example:443 HTTP/1.1\nHost: x\n\n`, -1);
@@ -335,7 +514,11 @@ export function assertHostile(
       t.ok(false, `${c.id}: no result`);
       continue;
     }
-    if (expect.status === -1) t.ok(r.status >= 400 && r.status < 500, `${c.id}: refused with a 4xx (got ${r.status}${r.error ? ` ${r.error}` : ''})`);
+    if (expect.status === -1)
+      t.ok(
+        r.status >= 400 && r.status < 500,
+        `${c.id}: refused with a 4xx (got ${r.status}${r.error ? ` ${r.error}` : ''})`,
+      );
     else t.equal(r.status, expect.status, `${c.id}: status ${expect.status}`);
     if (expect.code) t.equal(r.code, expect.code, `${c.id}: ${expect.code}`);
   }

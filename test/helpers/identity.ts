@@ -14,11 +14,21 @@ export interface SsoSetup {
 }
 
 /** The app on a known port, the emulated IdP with a client for its callback, and a google connection. */
-export async function startSso(t: { teardown(fn: () => unknown): void }, users: OidcUser[], opts: TestAppOptions = {}): Promise<SsoSetup> {
+export async function startSso(
+  t: { teardown(fn: () => unknown): void },
+  users: OidcUser[],
+  opts: TestAppOptions = {},
+): Promise<SsoSetup> {
   // The app listens first (its origin is the IdP client's redirect URI), then the IdP starts.
   const { app, origin } = await startTestAppWithOrigin(t, opts);
   const idp = await startOidc({
-    clients: [{ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [`${origin}/accounts/google/login/callback/`] }],
+    clients: [
+      {
+        client_id: CLIENT_ID,
+        client_secret: CLIENT_SECRET,
+        redirect_uris: [`${origin}/accounts/google/login/callback/`],
+      },
+    ],
     users,
   });
   t.teardown(() => idp.close());
@@ -39,8 +49,18 @@ export const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
  * Drive the browser part of the login: form post → IdP → (programmatic login as `sub`) → the
  * app's callback URL. Returns the callback URL (not yet visited) or the first non-redirect answer.
  */
-export async function toCallback(s: SsoSetup, browser: Client, sub: string, callbackUrl = `${s.origin}/chat`): Promise<{ callback?: string; res: Response }> {
-  const start = await browser.request('POST', '/_login/browser/v1/auth/provider/redirect', form({ provider: 'google', process: 'login', callback_url: callbackUrl }), FORM);
+export async function toCallback(
+  s: SsoSetup,
+  browser: Client,
+  sub: string,
+  callbackUrl = `${s.origin}/chat`,
+): Promise<{ callback?: string; res: Response }> {
+  const start = await browser.request(
+    'POST',
+    '/_login/browser/v1/auth/provider/redirect',
+    form({ provider: 'google', process: 'login', callback_url: callbackUrl }),
+    FORM,
+  );
   if (start.status !== 303) return { res: start };
   const idpJar = new Client('');
   let loc = new URL(start.headers.get('location')!);

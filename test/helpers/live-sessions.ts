@@ -13,7 +13,9 @@ import { browserUnavailable } from './browser.js';
 import { dataDir, dockerOrSkip, ensureTestImage, runtimeConfig, sweep, uniqueOwner } from '../docker/helpers.js';
 
 /** The Docker engine and the test image; null once the file is skipped with the reason (no browser, or no engine: never under CI=true). */
-export async function liveSessionsEngine(t: Parameters<typeof dockerOrSkip>[0]): Promise<{ docker: Docker; image: string } | null> {
+export async function liveSessionsEngine(
+  t: Parameters<typeof dockerOrSkip>[0],
+): Promise<{ docker: Docker; image: string } | null> {
   const why = browserUnavailable();
   if (why) {
     t.plan(0, why);
@@ -24,7 +26,12 @@ export async function liveSessionsEngine(t: Parameters<typeof dockerOrSkip>[0]):
 }
 
 /** The daemon (no pool) with carol and root, and carol signed in (`carolSignIn`: her login's status); `tag` names its containers and secrets. Torn down with t. */
-export async function startLiveSessions(t: { teardown(fn: () => unknown): void }, docker: Docker, image: string, tag: string) {
+export async function startLiveSessions(
+  t: { teardown(fn: () => unknown): void },
+  docker: Docker,
+  image: string,
+  tag: string,
+) {
   const dir = dataDir(t);
   const owner = uniqueOwner(tag);
   t.teardown(() => sweep(docker, owner));
@@ -39,8 +46,18 @@ export async function startLiveSessions(t: { teardown(fn: () => unknown): void }
     await d.runtime?.close({ removeContainers: true });
     await d.close();
   });
-  await createUser(d.database.sql, { username: 'carol', email: 'carol@example.test', displayName: 'Carol Jones', passwordHash: await hashPassword('carol-password') });
-  await createUser(d.database.sql, { username: 'root', email: 'root@example.test', passwordHash: await hashPassword(ROOT_PW), isSuperuser: true });
+  await createUser(d.database.sql, {
+    username: 'carol',
+    email: 'carol@example.test',
+    displayName: 'Carol Jones',
+    passwordHash: await hashPassword('carol-password'),
+  });
+  await createUser(d.database.sql, {
+    username: 'root',
+    email: 'root@example.test',
+    passwordHash: await hashPassword(ROOT_PW),
+    isSuperuser: true,
+  });
   const carol = new Client(d.web.url);
   const carolSignIn = (await carol.login('carol', 'carol-password')).status;
   /** carol sends `message` (in `session_id`, else a new chat) through the API; the chat's session id once it finished. */

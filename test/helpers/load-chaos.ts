@@ -9,7 +9,10 @@ import { mailCounts, summarize, type LoadUsers } from './load-users.js';
 import { waitFor } from './wait.js';
 
 export type Fault =
-  { at_s: number; what: 'kill-sandbox' } | { at_s: number; what: 'sigkill-daemon'; node: number } | { at_s: number; what: 'restart-postgres'; down_s: number } | { at_s: number; what: 'lose-node'; node: number; down_s: number };
+  | { at_s: number; what: 'kill-sandbox' }
+  | { at_s: number; what: 'sigkill-daemon'; node: number }
+  | { at_s: number; what: 'restart-postgres'; down_s: number }
+  | { at_s: number; what: 'lose-node'; node: number; down_s: number };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -43,7 +46,8 @@ export async function playFaults(docker: Docker, rig: Rig, faults: Fault[], seco
   const running = faults.map(async (f) => {
     await at(f.at_s);
     const s = Math.round((nowMs() - t0) / 100) / 10;
-    if (f.what === 'kill-sandbox') log.push(`${s}s docker kill ${(await killSandbox(docker, rig)) ?? '(no live sandbox)'}`);
+    if (f.what === 'kill-sandbox')
+      log.push(`${s}s docker kill ${(await killSandbox(docker, rig)) ?? '(no live sandbox)'}`);
     else if (f.what === 'sigkill-daemon') {
       await restartNode(rig, rig.nodes[f.node], 0);
       log.push(`${s}s SIGKILL ${rig.nodes[f.node].id}, back after ${Math.round(nowMs() - t0 - s * 1000)} ms`);

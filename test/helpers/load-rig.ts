@@ -136,8 +136,19 @@ function respond(seen: Rig['seen'], mailResults: Rig['mailResults'], delay: numb
       seen.get(tag[1])!.set(Number(tag[2]), held);
     }
     const text = textOf(last);
-    if (text.includes('#mail') && tag) return { kind: 'reply', delay_ms: delay, tool_calls: [{ name: 'send_email', arguments: { to: ['rcpt@example.test'], subject: `${tag[1]}/${tag[2]}`, text: 'a load test mail' } }] };
-    if (text.includes('#tool')) return { kind: 'reply', delay_ms: delay, tool_calls: [{ name: 'fetch_memory', arguments: { query: 'load' } }] };
+    if (text.includes('#mail') && tag)
+      return {
+        kind: 'reply',
+        delay_ms: delay,
+        tool_calls: [
+          {
+            name: 'send_email',
+            arguments: { to: ['rcpt@example.test'], subject: `${tag[1]}/${tag[2]}`, text: 'a load test mail' },
+          },
+        ],
+      };
+    if (text.includes('#tool'))
+      return { kind: 'reply', delay_ms: delay, tool_calls: [{ name: 'fetch_memory', arguments: { query: 'load' } }] };
     return { kind: 'reply', text: ['ok, ', 'noted: a short answer ', 'of a few words.'], delay_ms: delay };
   };
 }
@@ -157,7 +168,10 @@ function node(id: string, env: Record<string, string>, port: number): LoadNode {
     pid: () => (n.running() ? n.proc!.pid : undefined),
     running: () => !!n.proc && n.proc.exitCode === null && n.proc.signalCode === null,
     async start() {
-      const p = spawn(process.execPath, [CLI, 'serve'], { env: { PATH: process.env.PATH ?? '', ...n.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+      const p = spawn(process.execPath, [CLI, 'serve'], {
+        env: { PATH: process.env.PATH ?? '', ...n.env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       n.proc = p;
       const keep = (d: Buffer) => (n.out = (n.out + d.toString()).slice(-20_000));
       p.stdout!.on('data', keep);
@@ -215,7 +229,15 @@ export async function startRig(o: RigOptions): Promise<Rig> {
       AIRLOCK_LOG_LEVEL: 'warn',
       AIRLOCK_POOL_SIZE: '4',
       AIRLOCK_MAX_STARTING: '4',
-      ...(dbUrl ? { AIRLOCK_DATABASE_URL: dbUrl, AIRLOCK_NODE_SECRET: randomBytes(24).toString('hex'), AIRLOCK_NODE_HEARTBEAT_S: '1', AIRLOCK_NODE_LOST_S: '4', AIRLOCK_FLEET_ALLOW_HTTP: 'true' } : {}),
+      ...(dbUrl
+        ? {
+            AIRLOCK_DATABASE_URL: dbUrl,
+            AIRLOCK_NODE_SECRET: randomBytes(24).toString('hex'),
+            AIRLOCK_NODE_HEARTBEAT_S: '1',
+            AIRLOCK_NODE_LOST_S: '4',
+            AIRLOCK_FLEET_ALLOW_HTTP: 'true',
+          }
+        : {}),
       ...o.env,
     };
     const nodes: LoadNode[] = [];
@@ -227,8 +249,17 @@ export async function startRig(o: RigOptions): Promise<Rig> {
       const accounts = new AccountStore(database.sql, atRestEncryptor(first));
       const hash = await hashPassword('load-user-password-0123');
       for (let i = 0; i < o.users; i++) {
-        const u = await createUser(database.sql, { username: `load${i}`, email: `load${i}@example.test`, passwordHash: hash });
-        await accounts.connect(u.id, { email: `load${i}@example.test`, scopes: [...WORKSPACE_SCOPES], accessToken: g.token, expiresAt: Date.now() + 24 * 3600_000 });
+        const u = await createUser(database.sql, {
+          username: `load${i}`,
+          email: `load${i}@example.test`,
+          passwordHash: hash,
+        });
+        await accounts.connect(u.id, {
+          email: `load${i}@example.test`,
+          scopes: [...WORKSPACE_SCOPES],
+          accessToken: g.token,
+          expiresAt: Date.now() + 24 * 3600_000,
+        });
         users.push({ username: `load${i}`, password: 'load-user-password-0123' });
       }
     } finally {
@@ -294,7 +325,9 @@ export function treePss(pid: number): number {
   for (let i = 0; i < out.length; i++) {
     try {
       sum += Number(/^Pss:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${out[i]}/smaps_rollup`, 'utf8'))?.[1] ?? 0) * 1024;
-      for (const t of readdirSync(`/proc/${out[i]}/task`)) for (const c of readFileSync(`/proc/${out[i]}/task/${t}/children`, 'utf8').split(/\s+/).filter(Boolean)) out.push(Number(c));
+      for (const t of readdirSync(`/proc/${out[i]}/task`))
+        for (const c of readFileSync(`/proc/${out[i]}/task/${t}/children`, 'utf8').split(/\s+/).filter(Boolean))
+          out.push(Number(c));
     } catch {
       // gone meanwhile
     }

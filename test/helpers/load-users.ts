@@ -127,10 +127,31 @@ export class LoadUsers {
     await this.sweep(await this.client(i, c));
   }
 
-  private async turn(i: number, get: () => Client, set: (c: Client) => void, chat: string, k: number, kind: string, sessionId?: string) {
-    const rec: TurnRecord = { user: this.rig.users[i].username, chat, k, start: nowMs(), outcome: 'refused', cut: false, dones: 0, mailAsked: kind === '#mail', mailOk: false };
+  private async turn(
+    i: number,
+    get: () => Client,
+    set: (c: Client) => void,
+    chat: string,
+    k: number,
+    kind: string,
+    sessionId?: string,
+  ) {
+    const rec: TurnRecord = {
+      user: this.rig.users[i].username,
+      chat,
+      k,
+      start: nowMs(),
+      outcome: 'refused',
+      cut: false,
+      dones: 0,
+      mailAsked: kind === '#mail',
+      mailOk: false,
+    };
     const deadline = rec.start + this.o.boundMs;
-    const body = { message: `[c=${chat} t=${k}] ${kind} please answer briefly`, ...(sessionId ? { session_id: sessionId } : {}) };
+    const body = {
+      message: `[c=${chat} t=${k}] ${kind} please answer briefly`,
+      ...(sessionId ? { session_id: sessionId } : {}),
+    };
     const onEvent = (e: any) => {
       rec.firstMs ??= nowMs() - rec.start;
       if (e.type === 'tool_end' && e.tool === 'send_email' && e.ok === true) rec.mailOk = true;
@@ -185,7 +206,13 @@ export class LoadUsers {
   }
 
   /** The session and turn of prompt `k` of `chat`, from the user's chats and their history (none when it never began). */
-  private async find(c: Client, chat: string, k: number, sessionId: string | undefined, deadline: number): Promise<{ sid?: string; tid?: string }> {
+  private async find(
+    c: Client,
+    chat: string,
+    k: number,
+    sessionId: string | undefined,
+    deadline: number,
+  ): Promise<{ sid?: string; tid?: string }> {
     const tag = `[c=${chat} t=${k}]`;
     for (let n = 0; n < 10 && nowMs() < deadline; n++) {
       let sid = sessionId;
@@ -195,7 +222,9 @@ export class LoadUsers {
       }
       if (sid) {
         const h = await c.json('GET', `/api/chat/sessions/${sid}/messages`).catch(() => null);
-        const turn = (h?.body?.turns as { turn_id: string; prompt: string }[] | undefined)?.find((t) => t.prompt.startsWith(tag));
+        const turn = (h?.body?.turns as { turn_id: string; prompt: string }[] | undefined)?.find((t) =>
+          t.prompt.startsWith(tag),
+        );
         if (turn) return { sid, tid: turn.turn_id };
         if (h?.status === 200) return { sid };
       } else if (n >= 2) return {};
@@ -207,7 +236,8 @@ export class LoadUsers {
   /** Delete every chat the user still has (one a broken connection hid from it). */
   private async sweep(c: Client): Promise<void> {
     const list = await c.json('GET', '/api/chat/sessions').catch(() => null);
-    for (const s of (list?.body?.sessions as { id: string }[] | undefined) ?? []) await c.request('DELETE', `/api/chat/sessions/${s.id}`).catch(() => undefined);
+    for (const s of (list?.body?.sessions as { id: string }[] | undefined) ?? [])
+      await c.request('DELETE', `/api/chat/sessions/${s.id}`).catch(() => undefined);
   }
 
   /** The chat's history holds every turn that got a done; each model request held the turns before it. */
@@ -223,7 +253,9 @@ export class LoadUsers {
     }
     this.findings.chatsChecked++;
     const stored = (h.body.turns as { prompt: string }[]).map((t) => Number(PROMPT_TAG.exec(t.prompt)?.[2] ?? NaN));
-    for (const r of mine) if (r.outcome === 'done' && !stored.includes(r.k)) this.findings.lost.push(`${chat} turn ${r.k} (${r.stopReason} ${r.code ?? ''})`);
+    for (const r of mine)
+      if (r.outcome === 'done' && !stored.includes(r.k))
+        this.findings.lost.push(`${chat} turn ${r.k} (${r.stopReason} ${r.code ?? ''})`);
     const seen = this.rig.seen.get(chat);
     stored.forEach((k, idx) => {
       const held = seen?.get(k);
@@ -256,21 +288,36 @@ async function readNdjson(res: Response, onEvent: (e: any) => void, deadline: nu
 }
 
 function fault(user: string, err: unknown): TurnRecord {
-  return { user, chat: '-', k: 0, start: nowMs(), outcome: 'refused', code: `CLIENT:${(err as Error).message.slice(0, 80)}`, cut: false, dones: 0, mailAsked: false, mailOk: false };
+  return {
+    user,
+    chat: '-',
+    k: 0,
+    start: nowMs(),
+    outcome: 'refused',
+    code: `CLIENT:${(err as Error).message.slice(0, 80)}`,
+    cut: false,
+    dones: 0,
+    mailAsked: false,
+    mailOk: false,
+  };
 }
 
 /** Figures over the turns sent in [from, to). */
 export function summarize(records: TurnRecord[], from = -Infinity, to = Infinity) {
   const rs = records.filter((r) => r.start >= from && r.start < to);
   const sorted = (xs: number[]) => xs.sort((a, b) => a - b);
-  const pct = (xs: number[], p: number) => (xs.length ? xs[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)] : NaN);
-  const firstOf = (keep: (r: TurnRecord) => boolean) => sorted(rs.filter((r) => r.firstMs !== undefined && keep(r)).map((r) => r.firstMs!));
+  const pct = (xs: number[], p: number) =>
+    xs.length ? xs[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)] : NaN;
+  const firstOf = (keep: (r: TurnRecord) => boolean) =>
+    sorted(rs.filter((r) => r.firstMs !== undefined && keep(r)).map((r) => r.firstMs!));
   const first = firstOf(() => true);
   const firstNew = firstOf((r) => r.k === 1);
   const firstLater = firstOf((r) => r.k > 1);
   const whole = sorted(rs.filter((r) => r.endMs !== undefined).map((r) => r.endMs!));
   const errors: Record<string, number> = {};
-  for (const r of rs) if (r.code || r.outcome !== 'done' || r.stopReason !== 'end_turn') errors[r.code ?? r.stopReason ?? r.outcome] = (errors[r.code ?? r.stopReason ?? r.outcome] ?? 0) + 1;
+  for (const r of rs)
+    if (r.code || r.outcome !== 'done' || r.stopReason !== 'end_turn')
+      errors[r.code ?? r.stopReason ?? r.outcome] = (errors[r.code ?? r.stopReason ?? r.outcome] ?? 0) + 1;
   const span = Math.max(1, (Math.min(to, nowMs()) - Math.max(from, rs[0]?.start ?? 0)) / 1000);
   return {
     turns: rs.length,
@@ -301,7 +348,9 @@ export function mailCounts(rig: Rig, records: TurnRecord[]) {
     sentTwice: [...subjects].filter(([, n]) => n > 1).map(([s, n]) => `${s} ×${n}`),
     receivedNotReported: [...subjects.keys()].filter((s) => !reported.has(s)),
     /** Mail that went out while the model was later told the send failed: a model that sends again would mail twice. */
-    sentButShownFailed: [...subjects.keys()].filter((s) => !reported.has(s) && rig.mailResults.has(s) && !/"id"|sent/i.test(rig.mailResults.get(s)!)).map((s) => `${s}: "${rig.mailResults.get(s)!.slice(0, 120)}"`),
+    sentButShownFailed: [...subjects.keys()]
+      .filter((s) => !reported.has(s) && rig.mailResults.has(s) && !/"id"|sent/i.test(rig.mailResults.get(s)!))
+      .map((s) => `${s}: "${rig.mailResults.get(s)!.slice(0, 120)}"`),
     reportedNotReceived: [...reported].filter((s) => !subjects.has(s)),
   };
 }

@@ -30,7 +30,8 @@ function wireForm(a: string): string {
   return a.slice(0, at + 1) + (domainToASCII(a.slice(at + 1)) || a.slice(at + 1));
 }
 
-const norm = (list: string[]): string[] => [...new Set(list.map((a) => wireForm(a.trim().toLowerCase())).filter((a) => a !== ''))].sort();
+const norm = (list: string[]): string[] =>
+  [...new Set(list.map((a) => wireForm(a.trim().toLowerCase())).filter((a) => a !== ''))].sort();
 
 function byAddressparser(raw: Buffer): Recipients {
   const s = raw.toString('latin1');
@@ -58,7 +59,12 @@ function addressesOf(a: AddressObject | AddressObject[] | undefined): string[] {
 
 async function byMailparser(raw: Buffer): Promise<Recipients> {
   try {
-    const m = await simpleParser(raw, { skipHtmlToText: true, skipTextToHtml: true, skipTextLinks: true, skipImageLinks: true });
+    const m = await simpleParser(raw, {
+      skipHtmlToText: true,
+      skipTextToHtml: true,
+      skipTextLinks: true,
+      skipImageLinks: true,
+    });
     return norm([...addressesOf(m.to), ...addressesOf(m.cc), ...addressesOf(m.bcc)]);
   } catch {
     return null;
@@ -96,7 +102,10 @@ json.dump(out, sys.stdout)
 
 /** Python's two readings of each message (one process for the batch). */
 export function byPython(raws: Buffer[]): { default: Recipients; compat32: Recipients }[] {
-  const r = spawnSync('python3', ['-c', PYTHON], { input: JSON.stringify(raws.map((b) => b.toString('base64'))), maxBuffer: 64 * 1024 * 1024 });
+  const r = spawnSync('python3', ['-c', PYTHON], {
+    input: JSON.stringify(raws.map((b) => b.toString('base64'))),
+    maxBuffer: 64 * 1024 * 1024,
+  });
   if (r.status !== 0) throw new Error(`python3 failed: ${r.stderr.toString().slice(0, 500)}`);
   const rows = JSON.parse(r.stdout.toString()) as { default: string[] | null; compat32: string[] | null }[];
   return rows.map((x) => ({ default: x.default && norm(x.default), compat32: x.compat32 && norm(x.compat32) }));
@@ -107,7 +116,12 @@ export async function readAll(raws: Buffer[]): Promise<Record<ReaderName, Recipi
   const py = byPython(raws);
   const out: Record<ReaderName, Recipients>[] = [];
   for (let i = 0; i < raws.length; i++) {
-    out.push({ addressparser: byAddressparser(raws[i]), mailparser: await byMailparser(raws[i]), 'python-default': py[i].default, 'python-compat32': py[i].compat32 });
+    out.push({
+      addressparser: byAddressparser(raws[i]),
+      mailparser: await byMailparser(raws[i]),
+      'python-default': py[i].default,
+      'python-compat32': py[i].compat32,
+    });
   }
   return out;
 }

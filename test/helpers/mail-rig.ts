@@ -27,7 +27,10 @@ import { addUser, startTestApp, tempDir, type TestApp } from './app.js';
 export const MAIL_TOKEN = 'ya29.real-mail-rig-token-0123456789abcdef';
 export const BODY = 'Quarterly numbers attached: the confidential body of the message.';
 // A 1×1 PNG.
-export const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64');
+export const PNG = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==',
+  'base64',
+);
 const CHART = `${randomUUID()}.png`;
 
 export interface MailRigOptions {
@@ -100,10 +103,19 @@ export async function startMailPath(t: Test, o: MailPathOptions) {
   };
   // The approval route reads services.approvals per request: the gate joins once the database is open.
   const services: WebServices = { chat: { runner } };
-  const app = await startTestApp(t, { dataDir: o.dataDir, env: { AIRLOCK_MAIL_ALLOW_DOMAINS: 'corp.example', AIRLOCK_MAIL_OTHER: 'ask', ...o.env }, services });
+  const app = await startTestApp(t, {
+    dataDir: o.dataDir,
+    env: { AIRLOCK_MAIL_ALLOW_DOMAINS: 'corp.example', AIRLOCK_MAIL_OTHER: 'ask', ...o.env },
+    services,
+  });
   const gate = new MailGate(app.database.sql, app.config, app.log);
   services.approvals = gate;
-  const routes = buildRoutes({ google: { mailBaseUrl: upstream.url, sheetsBaseUrl: upstream.url, driveBaseUrl: upstream.url }, model: { provider: 'openai', baseUrl: upstream.url }, hasAccountToken: true, hasModelKey: true });
+  const routes = buildRoutes({
+    google: { mailBaseUrl: upstream.url, sheetsBaseUrl: upstream.url, driveBaseUrl: upstream.url },
+    model: { provider: 'openai', baseUrl: upstream.url },
+    hasAccountToken: true,
+    hasModelKey: true,
+  });
   const socketPath = join(tempDir(t, 'airlock-mail-rig-'), 'egress.sock');
   const egress = new EgressGatewayService({ log: app.log });
   const session = () => ({ sessionId: current!.sessionId, userId: current!.userId });
@@ -111,7 +123,12 @@ export async function startMailPath(t: Test, o: MailPathOptions) {
   const handle = await egress.open('mail-rig', socketPath, {
     userId: 0,
     routes,
-    tokens: { MAIL_ACCESS_TOKEN: MAIL_TOKEN, SHEETS_ACCESS_TOKEN: MAIL_TOKEN, SEARCH_ACCESS_TOKEN: MAIL_TOKEN, MODEL_API_KEY_REAL: MAIL_TOKEN },
+    tokens: {
+      MAIL_ACCESS_TOKEN: MAIL_TOKEN,
+      SHEETS_ACCESS_TOKEN: MAIL_TOKEN,
+      SEARCH_ACCESS_TOKEN: MAIL_TOKEN,
+      MODEL_API_KEY_REAL: MAIL_TOKEN,
+    },
     mailPolicy: serverMailPolicy(app.config),
     hold: (h) => gate.hold({ ...session(), turn: current, calls }, h),
     currentTurn: () => current?.turnId ?? null,
@@ -143,19 +160,52 @@ export async function startMailRig(t: Test, dataDir: string, o: MailRigOptions =
       await o.beforeSend?.(req);
       const subject = o.subject ?? req.prompt;
       const raw = await buildMessage(
-        { to: ['ext@partner.example'], cc: ['colleague@corp.example'], bcc: ['audit@corp.example'], subject, text: o.body ?? BODY, ...(o.html !== undefined ? { html: o.html } : {}) },
-        [{ filename: CHART, name: chartFileName(o.chartTitle ?? 'Quarterly revenue (EUR) — 2026'), content: o.png ?? PNG }, ...(o.files ?? [])],
+        {
+          to: ['ext@partner.example'],
+          cc: ['colleague@corp.example'],
+          bcc: ['audit@corp.example'],
+          subject,
+          text: o.body ?? BODY,
+          ...(o.html !== undefined ? { html: o.html } : {}),
+        },
+        [
+          {
+            filename: CHART,
+            name: chartFileName(o.chartTitle ?? 'Quarterly revenue (EUR) — 2026'),
+            content: o.png ?? PNG,
+          },
+          ...(o.files ?? []),
+        ],
         'me@corp.example',
       );
-      const input = o.toolInput ? { to: ['ext@partner.example'], cc: ['colleague@corp.example'], bcc: ['audit@corp.example'], subject, attachments: [CHART] } : { subject };
+      const input = o.toolInput
+        ? {
+            to: ['ext@partner.example'],
+            cc: ['colleague@corp.example'],
+            bcc: ['audit@corp.example'],
+            subject,
+            attachments: [CHART],
+          }
+        : { subject };
       req.onEvent({ type: 'tool_start', call_id: 'call-1', tool: 'send_email', input });
       const res = await fetch(`${path.proxyUrl}/gmail/mail/v1/users/me/messages/send`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${path.placeholder}`, 'content-type': 'application/json', [CALL_ID_HEADER]: 'call-1' },
+        headers: {
+          authorization: `Bearer ${path.placeholder}`,
+          'content-type': 'application/json',
+          [CALL_ID_HEADER]: 'call-1',
+        },
         body: JSON.stringify({ raw: raw.toString('base64url') }),
       });
       const out = await res.text();
-      req.onEvent({ type: 'tool_end', call_id: 'call-1', tool: 'send_email', ok: res.ok, ...(res.ok ? { output: out } : { error: out }), duration_ms: 1 });
+      req.onEvent({
+        type: 'tool_end',
+        call_id: 'call-1',
+        tool: 'send_email',
+        ok: res.ok,
+        ...(res.ok ? { output: out } : { error: out }),
+        duration_ms: 1,
+      });
       return { stop_reason: 'end_turn' };
     },
   });

@@ -31,27 +31,47 @@ export interface McpUpstream {
 function build(o: McpUpstreamOptions, calls: McpUpstream['calls'], seen: () => string | undefined): McpServer {
   const s = new McpServer({ name: 'test-upstream', version: '1.0.0' });
   const text = (t: string) => ({ content: [{ type: 'text' as const, text: t }] });
-  s.registerTool('echo', { description: 'Echo a message back', inputSchema: { message: z.string() }, annotations: { readOnlyHint: true } }, async (a) => {
-    calls.push({ name: 'echo', args: a });
-    return text(`echo: ${a.message}`);
-  });
-  s.registerTool('create_ticket', { description: 'File a ticket', inputSchema: { title: z.string(), priority: z.enum(['low', 'high']).optional() } }, async (a) => {
-    calls.push({ name: 'create_ticket', args: a });
-    return text(`ticket filed: ${a.title}`);
-  });
-  s.registerTool('whoami', { description: 'Echoes the credential it got', inputSchema: {}, annotations: { readOnlyHint: true } }, async () => {
-    calls.push({ name: 'whoami', args: {} });
-    return text(`you sent ${seen() ?? 'nothing'}`);
-  });
-  s.registerTool('big', { description: 'A big answer', inputSchema: { kib: z.number() }, annotations: { readOnlyHint: true } }, async (a) => {
-    calls.push({ name: 'big', args: a });
-    return text('x'.repeat(a.kib * 1024));
-  });
-  s.registerTool('slow', { description: 'Answers after ms', inputSchema: { ms: z.number() }, annotations: { readOnlyHint: true } }, async (a) => {
-    calls.push({ name: 'slow', args: a });
-    await new Promise((r) => setTimeout(r, a.ms));
-    return text('slow done');
-  });
+  s.registerTool(
+    'echo',
+    { description: 'Echo a message back', inputSchema: { message: z.string() }, annotations: { readOnlyHint: true } },
+    async (a) => {
+      calls.push({ name: 'echo', args: a });
+      return text(`echo: ${a.message}`);
+    },
+  );
+  s.registerTool(
+    'create_ticket',
+    { description: 'File a ticket', inputSchema: { title: z.string(), priority: z.enum(['low', 'high']).optional() } },
+    async (a) => {
+      calls.push({ name: 'create_ticket', args: a });
+      return text(`ticket filed: ${a.title}`);
+    },
+  );
+  s.registerTool(
+    'whoami',
+    { description: 'Echoes the credential it got', inputSchema: {}, annotations: { readOnlyHint: true } },
+    async () => {
+      calls.push({ name: 'whoami', args: {} });
+      return text(`you sent ${seen() ?? 'nothing'}`);
+    },
+  );
+  s.registerTool(
+    'big',
+    { description: 'A big answer', inputSchema: { kib: z.number() }, annotations: { readOnlyHint: true } },
+    async (a) => {
+      calls.push({ name: 'big', args: a });
+      return text('x'.repeat(a.kib * 1024));
+    },
+  );
+  s.registerTool(
+    'slow',
+    { description: 'Answers after ms', inputSchema: { ms: z.number() }, annotations: { readOnlyHint: true } },
+    async (a) => {
+      calls.push({ name: 'slow', args: a });
+      await new Promise((r) => setTimeout(r, a.ms));
+      return text('slow done');
+    },
+  );
   return s;
 }
 
@@ -140,7 +160,11 @@ export async function startMcpUpstream(o: McpUpstreamOptions = {}): Promise<McpU
 }
 
 /** A server at `/mcp` that answers every request with fixed bytes (garbage, or not MCP at all). */
-export async function startGarbageServer(body: string, status = 200, type = 'application/json'): Promise<{ url: string; close(): Promise<void> }> {
+export async function startGarbageServer(
+  body: string,
+  status = 200,
+  type = 'application/json',
+): Promise<{ url: string; close(): Promise<void> }> {
   const server = createServer((_req, res) => res.writeHead(status, { 'content-type': type }).end(body));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return {

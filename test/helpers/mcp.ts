@@ -23,7 +23,11 @@ export interface McpHandle {
  * connect an SDK Client. The child gets only `env` (plus the SDK's default PATH/HOME…).
  * Registers teardown.
  */
-export async function startMcp(t: { teardown(fn: () => unknown): void }, server: 'tools' | 'extensions', env: Record<string, string>): Promise<McpHandle> {
+export async function startMcp(
+  t: { teardown(fn: () => unknown): void },
+  server: 'tools' | 'extensions',
+  env: Record<string, string>,
+): Promise<McpHandle> {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [join(distRoot(), server, 'main.js')],

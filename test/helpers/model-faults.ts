@@ -39,13 +39,29 @@ export interface FaultCase {
 }
 
 const busy = (n: number) => Array.from({ length: n }, (_, i) => `The model is busy, retrying (${i + 1} of 3)…`);
-const silent = (n: number) => Array.from({ length: n }, (_, i) => `The model is not answering, retrying (${i + 1} of 3)…`);
+const silent = (n: number) =>
+  Array.from({ length: n }, (_, i) => `The model is not answering, retrying (${i + 1} of 3)…`);
 
 /** The faults a server at a listening port can play (a refused port is its own case: `closedPortUrl`). */
 export function faultCases(provider: 'openai' | 'anthropic'): FaultCase[] {
   return [
-    { name: 'accept and stay silent', steps: [{ kind: 'silent' }], requests: 1, statuses: [], stop_reason: 'error', code: 'ERR_MODEL_TIMEOUT' },
-    { name: 'one chunk, then silence', steps: [{ kind: 'stall', text: 'one chunk' }], requests: 1, statuses: [], stop_reason: 'error', code: 'ERR_MODEL_TIMEOUT', text: 'one chunk' },
+    {
+      name: 'accept and stay silent',
+      steps: [{ kind: 'silent' }],
+      requests: 1,
+      statuses: [],
+      stop_reason: 'error',
+      code: 'ERR_MODEL_TIMEOUT',
+    },
+    {
+      name: 'one chunk, then silence',
+      steps: [{ kind: 'stall', text: 'one chunk' }],
+      requests: 1,
+      statuses: [],
+      stop_reason: 'error',
+      code: 'ERR_MODEL_TIMEOUT',
+      text: 'one chunk',
+    },
     {
       name: '429 with Retry-After: 1, then an answer',
       steps: [
@@ -58,7 +74,14 @@ export function faultCases(provider: 'openai' | 'anthropic'): FaultCase[] {
       text: 'after the wait',
       atLeastMs: 950,
     },
-    { name: '429 with a Retry-After past the cap', steps: [{ kind: 'error', status: 429, retry_after: 60 }], requests: 1, statuses: [], stop_reason: 'error', code: 'ERR_MODEL_HTTP' },
+    {
+      name: '429 with a Retry-After past the cap',
+      steps: [{ kind: 'error', status: 429, retry_after: 60 }],
+      requests: 1,
+      statuses: [],
+      stop_reason: 'error',
+      code: 'ERR_MODEL_HTTP',
+    },
     {
       name: '503 once, then an answer',
       steps: [
@@ -70,19 +93,49 @@ export function faultCases(provider: 'openai' | 'anthropic'): FaultCase[] {
       stop_reason: 'end_turn',
       text: 'back',
     },
-    { name: '503 that persists', steps: [{ kind: 'error', status: 503, times: 4 }], requests: 4, statuses: silent(3), stop_reason: 'error', code: 'ERR_MODEL_HTTP' },
-    { name: 'reset before any answer, then an answer', steps: [{ kind: 'reset' }, { kind: 'reply', text: 'reconnected' }], requests: 2, statuses: silent(1), stop_reason: 'end_turn', text: 'reconnected' },
     {
-      name: provider === 'anthropic' ? 'overloaded_error in the stream, then an answer' : 'an error chunk in the stream, then an answer',
+      name: '503 that persists',
+      steps: [{ kind: 'error', status: 503, times: 4 }],
+      requests: 4,
+      statuses: silent(3),
+      stop_reason: 'error',
+      code: 'ERR_MODEL_HTTP',
+    },
+    {
+      name: 'reset before any answer, then an answer',
+      steps: [{ kind: 'reset' }, { kind: 'reply', text: 'reconnected' }],
+      requests: 2,
+      statuses: silent(1),
+      stop_reason: 'end_turn',
+      text: 'reconnected',
+    },
+    {
+      name:
+        provider === 'anthropic'
+          ? 'overloaded_error in the stream, then an answer'
+          : 'an error chunk in the stream, then an answer',
       steps: [{ kind: 'stream_error' }, { kind: 'reply', text: 'less busy now' }],
       requests: 2,
       statuses: provider === 'anthropic' ? busy(1) : silent(1),
       stop_reason: 'end_turn',
       text: 'less busy now',
     },
-    { name: '529 overloaded that persists', steps: [{ kind: 'error', status: 529, times: 4 }], requests: 4, statuses: busy(3), stop_reason: 'error', code: 'ERR_MODEL_HTTP' },
+    {
+      name: '529 overloaded that persists',
+      steps: [{ kind: 'error', status: 529, times: 4 }],
+      requests: 4,
+      statuses: busy(3),
+      stop_reason: 'error',
+      code: 'ERR_MODEL_HTTP',
+    },
   ];
 }
 
 /** The refused port's case (base URL on a closed port): three retries shown, then unreachable. */
-export const REFUSED_CASE: Omit<FaultCase, 'steps'> = { name: 'refused port', requests: 0, statuses: silent(3), stop_reason: 'error', code: 'ERR_MODEL_UNREACHABLE' };
+export const REFUSED_CASE: Omit<FaultCase, 'steps'> = {
+  name: 'refused port',
+  requests: 0,
+  statuses: silent(3),
+  stop_reason: 'error',
+  code: 'ERR_MODEL_UNREACHABLE',
+};

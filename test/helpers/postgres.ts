@@ -59,11 +59,25 @@ export function startPgCluster(port: number): PgCluster {
   if (uid !== null) chownSync(dir, uid, uid);
   const as = (file: string, args: string[]) =>
     uid !== null
-      ? execFileSync('su', ['postgres', '-s', '/bin/sh', '-c', [file, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
+      ? execFileSync(
+          'su',
+          ['postgres', '-s', '/bin/sh', '-c', [file, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ')],
+          { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
+        )
       : execFileSync(file, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   const data = join(dir, 'data');
   as(join(bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8', '--locale', 'C']);
-  const start = () => as(join(bin, 'pg_ctl'), ['-D', data, '-o', `-k ${dir} -c listen_addresses=127.0.0.1 -p ${port} -F -c max_connections=300`, '-w', '-l', join(dir, 'log'), 'start']);
+  const start = () =>
+    as(join(bin, 'pg_ctl'), [
+      '-D',
+      data,
+      '-o',
+      `-k ${dir} -c listen_addresses=127.0.0.1 -p ${port} -F -c max_connections=300`,
+      '-w',
+      '-l',
+      join(dir, 'log'),
+      'start',
+    ]);
   const pause = () => {
     try {
       as(join(bin, 'pg_ctl'), ['-D', data, '-m', 'fast', '-w', 'stop']);

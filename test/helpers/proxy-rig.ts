@@ -29,7 +29,10 @@ export const REAL_ACCESS = 'ya29.REAL-access-token-0123456789abcdefABCDEF';
 export const REAL_MODEL_KEY = 'sk-REAL-model-key-0123456789abcdef';
 
 /** Fake upstream + egress gateway (holding the real tokens) on a temp unix socket + proxy on 127.0.0.1:0, torn down with t. */
-export async function startProxyRig(t: { teardown(fn: () => unknown): void }, opts: { provider?: 'openai' | 'anthropic' } = {}): Promise<ProxyRig> {
+export async function startProxyRig(
+  t: { teardown(fn: () => unknown): void },
+  opts: { provider?: 'openai' | 'anthropic' } = {},
+): Promise<ProxyRig> {
   const upstream = await startUpstream();
   t.teardown(() => upstream.close());
   const dir = tempDir(t, 'airlock-proxy-');
@@ -54,7 +57,8 @@ export async function startProxyRig(t: { teardown(fn: () => unknown): void }, op
   const handle = await gateway.open('sess-test-1', socketPath, { userId: 1, routes, tokens });
   t.teardown(() => handle.close());
   const placeholders: Record<string, string> = {};
-  for (const r of routes) placeholders[r.placeholder_env] = `ph-${r.name}-` + Math.random().toString(36).slice(2) + Date.now().toString(36);
+  for (const r of routes)
+    placeholders[r.placeholder_env] = `ph-${r.name}-` + Math.random().toString(36).slice(2) + Date.now().toString(36);
   const proxyLogs: string[] = [];
   const decisions: ProxyDecision[] = [];
   const proxy = await startCredentialProxy({
@@ -66,17 +70,37 @@ export async function startProxyRig(t: { teardown(fn: () => unknown): void }, op
     onDecision: (d) => decisions.push(d),
   });
   t.teardown(() => proxy.close());
-  return { upstream, proxy, base: `http://127.0.0.1:${proxy.port}`, socketPath, tokens, gateway: handle, placeholders, logs, proxyLogs, decisions, log };
+  return {
+    upstream,
+    proxy,
+    base: `http://127.0.0.1:${proxy.port}`,
+    socketPath,
+    tokens,
+    gateway: handle,
+    placeholders,
+    logs,
+    proxyLogs,
+    decisions,
+    log,
+  };
 }
 
 export { ROUTE_ENV };
 
 /** Write raw bytes to host:port and collect the answer until the peer closes (or timeout). */
-export function rawRequest(port: number, data: string | Buffer, timeoutMs = 2000): Promise<{ status: number; text: string }> {
+export function rawRequest(
+  port: number,
+  data: string | Buffer,
+  timeoutMs = 2000,
+): Promise<{ status: number; text: string }> {
   return rawExchange({ port, host: '127.0.0.1' }, data, timeoutMs);
 }
 
-export function rawExchange(target: { port: number; host: string } | { path: string }, data: string | Buffer, timeoutMs = 2000): Promise<{ status: number; text: string }> {
+export function rawExchange(
+  target: { port: number; host: string } | { path: string },
+  data: string | Buffer,
+  timeoutMs = 2000,
+): Promise<{ status: number; text: string }> {
   return new Promise((resolve) => {
     const sock = 'path' in target ? connect(target.path) : connect(target.port, target.host);
     const chunks: Buffer[] = [];
@@ -96,6 +120,14 @@ export function rawExchange(target: { port: number; host: string } | { path: str
 }
 
 /** The outcome part of a decision (what /metrics counts), without its audit fields (bytes, time, template…). */
-export function outcomeOf(d: ProxyDecision): Pick<ProxyDecision, 'route' | 'outcome' | 'status' | 'code' | 'dropped_headers'> {
-  return { route: d.route, outcome: d.outcome, status: d.status, ...(d.code ? { code: d.code } : {}), ...(d.dropped_headers ? { dropped_headers: d.dropped_headers } : {}) };
+export function outcomeOf(
+  d: ProxyDecision,
+): Pick<ProxyDecision, 'route' | 'outcome' | 'status' | 'code' | 'dropped_headers'> {
+  return {
+    route: d.route,
+    outcome: d.outcome,
+    status: d.status,
+    ...(d.code ? { code: d.code } : {}),
+    ...(d.dropped_headers ? { dropped_headers: d.dropped_headers } : {}),
+  };
 }

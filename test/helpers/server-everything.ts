@@ -29,9 +29,16 @@ export interface ServerEverything {
 
 /** Start it on a free loopback port; resolves once it listens. */
 export async function startServerEverything(): Promise<ServerEverything> {
-  const main = join(dirname(createRequire(import.meta.url).resolve('@modelcontextprotocol/server-everything/package.json')), 'dist', 'index.js');
+  const main = join(
+    dirname(createRequire(import.meta.url).resolve('@modelcontextprotocol/server-everything/package.json')),
+    'dist',
+    'index.js',
+  );
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', LOOPBACK_PRELOAD, main, 'streamableHttp'], { env: { PATH: process.env.PATH ?? '', PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', LOOPBACK_PRELOAD, main, 'streamableHttp'], {
+    env: { PATH: process.env.PATH ?? '', PORT: String(port) },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   await new Promise<void>((resolve, reject) => {
     let err = '';
     const timer = setTimeout(() => reject(new Error(`server-everything did not start: ${err.slice(0, 500)}`)), 30_000);

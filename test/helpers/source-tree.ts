@@ -4,7 +4,18 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** The product folders: everything that ships, in the image or on the host. */
-export const PRODUCT = ['agent', 'core', 'daemon', 'domain', 'emulator', 'extensions', 'proxy', 'supervisor', 'tools', 'web'];
+export const PRODUCT = [
+  'agent',
+  'core',
+  'daemon',
+  'domain',
+  'emulator',
+  'extensions',
+  'proxy',
+  'supervisor',
+  'tools',
+  'web',
+];
 
 /** The repository root (the first folder above this file with a package.json). */
 export function repoRoot(): string {

@@ -9,7 +9,12 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
  * assert on timing; this only waits. This file is the one place a test's timer is allowed
  * (test/unit/data-layer-rules.test.ts checks that).
  */
-export async function waitFor<T>(fn: () => T | Promise<T>, what: string, timeoutMs = 60_000, everyMs = 25): Promise<NonNullable<T>> {
+export async function waitFor<T>(
+  fn: () => T | Promise<T>,
+  what: string,
+  timeoutMs = 60_000,
+  everyMs = 25,
+): Promise<NonNullable<T>> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();

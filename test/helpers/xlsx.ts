@@ -58,7 +58,10 @@ export function xlsxParts(sheets: Record<string, (string | number)[][]>): ZipInp
   const shared: string[] = [];
   const names = Object.keys(sheets);
   const parts: ZipInput[] = [
-    { name: '[Content_Types].xml', data: '<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"/>' },
+    {
+      name: '[Content_Types].xml',
+      data: '<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"/>',
+    },
     {
       name: 'xl/workbook.xml',
       data: `<?xml version="1.0"?><workbook xmlns:r="r"><sheets>${names.map((n, i) => `<sheet name="${esc(n)}" sheetId="${i + 1}" r:id="rId${i + 1}"/>`).join('')}</sheets></workbook>`,
@@ -79,9 +82,15 @@ export function xlsxParts(sheets: Record<string, (string | number)[][]>): ZipInp
       });
       return `<row r="${ri + 1}">${cells.join('')}</row>`;
     });
-    parts.push({ name: `xl/worksheets/sheet${si + 1}.xml`, data: `<?xml version="1.0"?><worksheet><sheetData>${rows.join('')}</sheetData></worksheet>` });
+    parts.push({
+      name: `xl/worksheets/sheet${si + 1}.xml`,
+      data: `<?xml version="1.0"?><worksheet><sheetData>${rows.join('')}</sheetData></worksheet>`,
+    });
   });
-  parts.push({ name: 'xl/sharedStrings.xml', data: `<?xml version="1.0"?><sst>${shared.map((s) => `<si><t>${esc(s)}</t></si>`).join('')}</sst>` });
+  parts.push({
+    name: 'xl/sharedStrings.xml',
+    data: `<?xml version="1.0"?><sst>${shared.map((s) => `<si><t>${esc(s)}</t></si>`).join('')}</sst>`,
+  });
   return parts;
 }
 
@@ -89,5 +98,10 @@ export function makeXlsx(sheets: Record<string, (string | number)[][]>): Buffer 
   return makeZip(xlsxParts(sheets));
 }
 
-export const PNG_1PX = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64');
-export const JPEG_HEAD = Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 0x4a, 0x46, 0x49, 0x46, 0x00, 0x01, 0xff, 0xd9]);
+export const PNG_1PX = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==',
+  'base64',
+);
+export const JPEG_HEAD = Buffer.from([
+  0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 0x4a, 0x46, 0x49, 0x46, 0x00, 0x01, 0xff, 0xd9,
+]);

@@ -10,7 +10,10 @@ import { allowActionLog, failActionLog } from '../helpers/db.js';
 
 const PASSWORD = 'correct horse battery staple';
 
-async function setup(t: { teardown(fn: () => unknown): void; equal(a: unknown, b: unknown): void }, services?: Record<string, unknown>) {
+async function setup(
+  t: { teardown(fn: () => unknown): void; equal(a: unknown, b: unknown): void },
+  services?: Record<string, unknown>,
+) {
   const oauth = await startOAuth();
   t.teardown(() => oauth.close());
   const app = await startTestApp(t, {
@@ -70,9 +73,18 @@ t.test('connect through the provider (code + PKCE, offline), status, disconnect'
   t.notOk(dump.includes(refresh), 'refresh token not stored in clear');
   t.notOk(dump.includes(access), 'access token not stored in clear');
   t.match(row.refresh_token_enc, /^v1\./);
-  const store = new AccountStore(app.database.sql, new Encryptor(loadOrCreateEncryptionKey(app.config.dataDir, app.config.encryptionKey)));
+  const store = new AccountStore(
+    app.database.sql,
+    new Encryptor(loadOrCreateEncryptionKey(app.config.dataDir, app.config.encryptionKey)),
+  );
   t.equal((await store.tokens(1))!.refreshToken, refresh);
-  for (const secret of [access, refresh, tokenCall.params.code_verifier, tokenCall.params.code, oauth.options.clientSecret!]) {
+  for (const secret of [
+    access,
+    refresh,
+    tokenCall.params.code_verifier,
+    tokenCall.params.code,
+    oauth.options.clientSecret!,
+  ]) {
     t.notOk(app.logs.text().includes(secret), 'no token, code or secret in logs');
     t.notOk(JSON.stringify(st.body).includes(secret), 'no token in the status');
   }
@@ -85,75 +97,104 @@ t.test('connect through the provider (code + PKCE, offline), status, disconnect'
   const del = await c.json('DELETE', '/api/account');
   t.equal(del.status, 200);
   t.same(del.body, { connected: false, revoked_at_provider: true });
-  t.same(oauth.revoked, [refresh, access], 'the grant (refresh token and its access token) was revoked at the provider');
+  t.same(
+    oauth.revoked,
+    [refresh, access],
+    'the grant (refresh token and its access token) was revoked at the provider',
+  );
   const revokeCall = oauth.requests.find((r) => r.path === '/revoke')!;
   t.same(Object.keys(revokeCall.params), ['token'], "Google's shape: form token=");
   t.same((await c.json('GET', '/api/account')).body, { connected: false });
   t.equal(await accountRows(app.database), 0);
   const refreshAfter = await fetch(oauth.tokenUrl, {
     method: 'POST',
-    body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refresh, client_id: oauth.options.clientId!, client_secret: oauth.options.clientSecret! }),
+    body: new URLSearchParams({
+      grant_type: 'refresh_token',
+      refresh_token: refresh,
+      client_id: oauth.options.clientId!,
+      client_secret: oauth.options.clientSecret!,
+    }),
   });
   t.equal(refreshAfter.status, 400, 'the revoked refresh token no longer works at the provider');
   const [logged] = await queryActionLog(app.database.sql, { event: 'account.disconnected' });
   t.same({ severity: logged.severity, data: logged.data }, { severity: 'info', data: { revoked_at_provider: true } });
-  for (const secret of [access, refresh]) t.notOk(app.logs.text().includes(secret), 'no token in the logs at disconnect');
+  for (const secret of [access, refresh])
+    t.notOk(app.logs.text().includes(secret), 'no token in the logs at disconnect');
   // A second disconnect: nothing to forget, nothing to revoke.
   t.same((await c.json('DELETE', '/api/account')).body, { connected: false, revoked_at_provider: null });
 });
 
-t.test('connecting again: the same account pushes its new token into warm sandboxes; another account ends them', async (t) => {
-  // The daemon's token service (real) with a warm session tracked; the session manager's side is
-  // the session's egress gateway (a recorded token sink) and killForUser (recorded).
-  const pushed: Array<[string, Record<string, string>]> = [];
-  const killed: Array<[number, string | undefined]> = [];
-  const storeRef: { store?: AccountStore } = {};
-  const tokenService = new TokenService({
-    store: { tokens: (id) => storeRef.store!.tokens(id), saveAccess: (...a) => storeRef.store!.saveAccess(...a) },
-    refresh: () => Promise.reject(new Error('not used')),
-    log: createLogger({ level: 'silent' }),
-  });
-  const { oauth, app, c } = await setup(t, { tokenService, sandboxes: { killForUser: (id: number, why?: string) => void killed.push([id, why]) } });
-  storeRef.store = new AccountStore(app.database.sql, new Encryptor(loadOrCreateEncryptionKey(app.config.dataDir, app.config.encryptionKey)));
-  const connect = async () => {
+t.test(
+  'connecting again: the same account pushes its new token into warm sandboxes; another account ends them',
+  async (t) => {
+    // The daemon's token service (real) with a warm session tracked; the session manager's side is
+    // the session's egress gateway (a recorded token sink) and killForUser (recorded).
+    const pushed: Array<[string, Record<string, string>]> = [];
+    const killed: Array<[number, string | undefined]> = [];
+    const storeRef: { store?: AccountStore } = {};
+    const tokenService = new TokenService({
+      store: { tokens: (id) => storeRef.store!.tokens(id), saveAccess: (...a) => storeRef.store!.saveAccess(...a) },
+      refresh: () => Promise.reject(new Error('not used')),
+      log: createLogger({ level: 'silent' }),
+    });
+    const { oauth, app, c } = await setup(t, {
+      tokenService,
+      sandboxes: { killForUser: (id: number, why?: string) => void killed.push([id, why]) },
+    });
+    storeRef.store = new AccountStore(
+      app.database.sql,
+      new Encryptor(loadOrCreateEncryptionKey(app.config.dataDir, app.config.encryptionKey)),
+    );
+    const connect = async () => {
+      const start = await c.json('POST', '/api/account/connect', {});
+      const consent = await fetch(start.body.authorization_url, { redirect: 'manual' });
+      const cb = new URL(consent.headers.get('location')!);
+      t.equal((await c.request('GET', cb.pathname + cb.search)).status, 302);
+    };
+    await connect();
+    t.same([pushed, killed], [[], []], 'a first connect touches no sandbox');
+    tokenService.track('warm-1', 1, ['MAIL_ACCESS_TOKEN'], { setTokens: (toks) => void pushed.push(['warm-1', toks]) });
+
+    await connect();
+    const second = oauth.issued.access.at(-1)!;
+    t.same(
+      pushed,
+      [['warm-1', { MAIL_ACCESS_TOKEN: second }]],
+      'same account: the new token is pushed into the warm session',
+    );
+    t.same(killed, []);
+
+    oauth.options.email = 'someone-else@example.test';
+    await connect();
+    t.same(killed, [[1, 'account changed']], 'another account: the sandboxes end');
+    t.equal(pushed.length, 1, 'and nothing is pushed into them');
+    t.equal((await c.json('GET', '/api/account')).body.email, 'someone-else@example.test');
+    for (const tok of oauth.issued.access) t.notOk(app.logs.text().includes(tok), 'no token in the logs');
+  },
+);
+
+t.test(
+  'disconnect when the provider cannot revoke: the record still goes, the answer and the log say so',
+  async (t) => {
+    const { oauth, app, c } = await setup(t);
     const start = await c.json('POST', '/api/account/connect', {});
     const consent = await fetch(start.body.authorization_url, { redirect: 'manual' });
     const cb = new URL(consent.headers.get('location')!);
     t.equal((await c.request('GET', cb.pathname + cb.search)).status, 302);
-  };
-  await connect();
-  t.same([pushed, killed], [[], []], 'a first connect touches no sandbox');
-  tokenService.track('warm-1', 1, ['MAIL_ACCESS_TOKEN'], { setTokens: (toks) => void pushed.push(['warm-1', toks]) });
-
-  await connect();
-  const second = oauth.issued.access.at(-1)!;
-  t.same(pushed, [['warm-1', { MAIL_ACCESS_TOKEN: second }]], 'same account: the new token is pushed into the warm session');
-  t.same(killed, []);
-
-  oauth.options.email = 'someone-else@example.test';
-  await connect();
-  t.same(killed, [[1, 'account changed']], 'another account: the sandboxes end');
-  t.equal(pushed.length, 1, 'and nothing is pushed into them');
-  t.equal((await c.json('GET', '/api/account')).body.email, 'someone-else@example.test');
-  for (const tok of oauth.issued.access) t.notOk(app.logs.text().includes(tok), 'no token in the logs');
-});
-
-t.test('disconnect when the provider cannot revoke: the record still goes, the answer and the log say so', async (t) => {
-  const { oauth, app, c } = await setup(t);
-  const start = await c.json('POST', '/api/account/connect', {});
-  const consent = await fetch(start.body.authorization_url, { redirect: 'manual' });
-  const cb = new URL(consent.headers.get('location')!);
-  t.equal((await c.request('GET', cb.pathname + cb.search)).status, 302);
-  t.equal((await c.json('GET', '/api/account')).body.connected, true);
-  oauth.options.failRevoke = true;
-  const del = await c.json('DELETE', '/api/account');
-  t.equal(del.status, 200);
-  t.same(del.body, { connected: false, revoked_at_provider: false });
-  t.same(oauth.revoked, []);
-  t.equal(await accountRows(app.database), 0, 'Airlock forgot the tokens anyway');
-  const [logged] = await queryActionLog(app.database.sql, { event: 'account.disconnected' });
-  t.same({ severity: logged.severity, data: logged.data }, { severity: 'warning', data: { revoked_at_provider: false, reason: 'backend_error' } });
-});
+    t.equal((await c.json('GET', '/api/account')).body.connected, true);
+    oauth.options.failRevoke = true;
+    const del = await c.json('DELETE', '/api/account');
+    t.equal(del.status, 200);
+    t.same(del.body, { connected: false, revoked_at_provider: false });
+    t.same(oauth.revoked, []);
+    t.equal(await accountRows(app.database), 0, 'Airlock forgot the tokens anyway');
+    const [logged] = await queryActionLog(app.database.sql, { event: 'account.disconnected' });
+    t.same(
+      { severity: logged.severity, data: logged.data },
+      { severity: 'warning', data: { revoked_at_provider: false, reason: 'backend_error' } },
+    );
+  },
+);
 
 t.test('no half-written account: the record and its action-log entry are written together or not at all', async (t) => {
   const { app, c } = await setup(t);
@@ -234,7 +275,9 @@ async function accountRows(database: Database): Promise<number> {
 // page's return_to is `/#/chat/<id>` and the fragment survives the callback's redirect.
 t.test('the connect comes back to the chat it started from', async (t) => {
   const { c } = await setup(t);
-  const start = await c.json('POST', '/api/account/connect', { return_to: '/#/chat/0b5e2a4c-1d2e-4f00-9a6b-123456789abc' });
+  const start = await c.json('POST', '/api/account/connect', {
+    return_to: '/#/chat/0b5e2a4c-1d2e-4f00-9a6b-123456789abc',
+  });
   t.equal(start.status, 200);
   const consent = await fetch(start.body.authorization_url, { redirect: 'manual' });
   const cb = new URL(consent.headers.get('location')!);

@@ -30,10 +30,20 @@ t.test('deactivate, reactivate, promote, demote; guards; audit', async (t) => {
     t.equal(self.status, 409, `self: ${JSON.stringify(change)}`);
     t.equal(self.body.error.code, 'ERR_USER_SELF');
   }
-  t.equal((await admin.json('PATCH', '/api/admin/users/999999', { is_active: false })).body.error.code, 'ERR_USER_NOT_FOUND');
+  t.equal(
+    (await admin.json('PATCH', '/api/admin/users/999999', { is_active: false })).body.error.code,
+    'ERR_USER_NOT_FOUND',
+  );
   t.equal((await admin.json('PATCH', '/api/admin/users/x', { is_active: false })).status, 404);
-  t.equal((await admin.json('PATCH', `/api/admin/users/${bob.id}`, {})).body.error.code, 'ERR_VALIDATION', 'nothing to change');
-  t.equal((await admin.json('PATCH', `/api/admin/users/${bob.id}`, { is_active: 'no' })).body.error.code, 'ERR_VALIDATION');
+  t.equal(
+    (await admin.json('PATCH', `/api/admin/users/${bob.id}`, {})).body.error.code,
+    'ERR_VALIDATION',
+    'nothing to change',
+  );
+  t.equal(
+    (await admin.json('PATCH', `/api/admin/users/${bob.id}`, { is_active: 'no' })).body.error.code,
+    'ERR_VALIDATION',
+  );
 
   const off = await admin.json('PATCH', `/api/admin/users/${alice.id}`, { is_active: false });
   t.equal(off.status, 200);
@@ -54,7 +64,12 @@ t.test('deactivate, reactivate, promote, demote; guards; audit', async (t) => {
   t.equal(down.body.user.is_superuser, false);
   t.equal((await b.json('GET', '/api/admin/users')).status, 403, 'demoted: at once');
 
-  const log = await app.database.sql.selectFrom('action_log').select(['event', 'actor_id', 'subject_id', 'data']).where('event', 'like', 'identity.user_%').orderBy('id').execute();
+  const log = await app.database.sql
+    .selectFrom('action_log')
+    .select(['event', 'actor_id', 'subject_id', 'data'])
+    .where('event', 'like', 'identity.user_%')
+    .orderBy('id')
+    .execute();
   t.same(
     log.map((e) => [e.event, e.actor_id, e.subject_id, JSON.parse(e.data).by]),
     [
@@ -74,7 +89,11 @@ t.test('the last active superuser is never demoted or deactivated', async (t) =>
   // Another actor (the CLI, a sync) on the last one: refused with its own code.
   await app.database.sql.updateTable('users').set({ is_active: 0 }).where('id', '=', other.id).execute();
   for (const c of [{ is_superuser: false }, { is_active: false }]) {
-    await t.rejects(changeUser(app.database.sql, plain.id, root.id, c), { code: 'ERR_USER_LAST_SUPERUSER' }, JSON.stringify(c));
+    await t.rejects(
+      changeUser(app.database.sql, plain.id, root.id, c),
+      { code: 'ERR_USER_LAST_SUPERUSER' },
+      JSON.stringify(c),
+    );
   }
   await app.database.sql.updateTable('users').set({ is_active: 1 }).where('id', '=', other.id).execute();
 
@@ -83,11 +102,22 @@ t.test('the last active superuser is never demoted or deactivated', async (t) =>
   await r.login('root', PW);
   const o = app.client();
   await o.login('other', PW);
-  const both = await Promise.all([r.json('PATCH', `/api/admin/users/${other.id}`, { is_superuser: false }), o.json('PATCH', `/api/admin/users/${root.id}`, { is_superuser: false })]);
+  const both = await Promise.all([
+    r.json('PATCH', `/api/admin/users/${other.id}`, { is_superuser: false }),
+    o.json('PATCH', `/api/admin/users/${root.id}`, { is_superuser: false }),
+  ]);
   t.equal(both.filter((x) => x.status === 200).length, 1, 'exactly one succeeded');
   const loser = both.find((x) => x.status !== 200)!;
-  t.ok(['ERR_USER_LAST_SUPERUSER', 'ERR_AUTH_FORBIDDEN'].includes(loser.body.error.code), `the other refused (${loser.body.error.code})`);
-  const supers = await app.database.sql.selectFrom('users').select('id').where('is_superuser', '=', 1).where('is_active', '=', 1).execute();
+  t.ok(
+    ['ERR_USER_LAST_SUPERUSER', 'ERR_AUTH_FORBIDDEN'].includes(loser.body.error.code),
+    `the other refused (${loser.body.error.code})`,
+  );
+  const supers = await app.database.sql
+    .selectFrom('users')
+    .select('id')
+    .where('is_superuser', '=', 1)
+    .where('is_active', '=', 1)
+    .execute();
   t.equal(supers.length, 1, 'one active superuser left');
 });
 
@@ -119,10 +149,19 @@ t.test('reset a password: chosen or generated (shown once); sessions end; audit 
   t.equal(self.status, 409, 'not your own: that is Settings, with the current password');
   t.equal(self.body.error.code, 'ERR_USER_SELF');
 
-  const log = await app.database.sql.selectFrom('action_log').select(['data']).where('event', '=', 'auth.password_reset').orderBy('id').execute();
+  const log = await app.database.sql
+    .selectFrom('action_log')
+    .select(['data'])
+    .where('event', '=', 'auth.password_reset')
+    .orderBy('id')
+    .execute();
   t.same(
     log.map((e) => JSON.parse(e.data).generated),
     [true, false],
   );
-  t.notMatch(JSON.stringify(log) + app.logs.text(), new RegExp(`${gen.body.password}|chosen-by-admin-1`), 'no password in the audit or the log');
+  t.notMatch(
+    JSON.stringify(log) + app.logs.text(),
+    new RegExp(`${gen.body.password}|chosen-by-admin-1`),
+    'no password in the audit or the log',
+  );
 });

@@ -11,7 +11,11 @@ t.test('GET /api/admin/users: superuser only, search by part of name or e-mail, 
   const bob = await addUser(app.database, 'bob', PW, { email: 'bob@example.test' });
   await addUser(app.database, 'under_score', PW);
   await addUser(app.database, 'underXscore', PW);
-  await app.database.sql.updateTable('users').set({ display_name: 'Robert Builder' }).where('id', '=', bob.id).execute();
+  await app.database.sql
+    .updateTable('users')
+    .set({ display_name: 'Robert Builder' })
+    .where('id', '=', bob.id)
+    .execute();
 
   const anon = await app.client().json('GET', '/api/admin/users');
   t.equal(anon.status, 401);

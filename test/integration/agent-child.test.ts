@@ -19,7 +19,9 @@ function harness(t: any, env: Record<string, string>) {
   const runner = new LocalTurnRunner({
     env: {
       AGENT_MODEL_PROVIDER: 'demo',
-      AGENT_MCP_SERVERS: JSON.stringify([{ name: 'ws', command: process.execPath, args: [WORKSPACE], env: { FAKE_MCP_LOG: logFile } }]),
+      AGENT_MCP_SERVERS: JSON.stringify([
+        { name: 'ws', command: process.execPath, args: [WORKSPACE], env: { FAKE_MCP_LOG: logFile } },
+      ]),
       ...env,
     },
     log: createLogger({ level: 'debug', destination: sink.stream }),
@@ -35,7 +37,14 @@ function harness(t: any, env: Record<string, string>) {
       : [];
   const turn = async (sessionId: string, prompt: string, signal = new AbortController().signal) => {
     const events: AgentEvent[] = [];
-    const result = await runner.runTurn({ userId: 1, sessionId, turnId: randomUUID(), prompt, signal, onEvent: (e) => events.push(e) });
+    const result = await runner.runTurn({
+      userId: 1,
+      sessionId,
+      turnId: randomUUID(),
+      prompt,
+      signal,
+      onEvent: (e) => events.push(e),
+    });
     return { events, result, text: events.flatMap((e) => (e.type === 'text_delta' ? [e.text] : [])).join('') };
   };
   return { runner, calls, turn, sink };
@@ -49,7 +58,8 @@ t.test('demo model: chart numbers and email the chart, spreadsheet plan, render_
   t.same(tools, ['rasterize_chart', 'send_email']);
   const [raster, mail] = h.calls();
   t.same(raster.args.datasets[0].data, [3, 5, 8]);
-  const file = (a.events.find((e: any) => e.type === 'tool_end' && e.tool === 'rasterize_chart') as any).output.chart_attachment;
+  const file = (a.events.find((e: any) => e.type === 'tool_end' && e.tool === 'rasterize_chart') as any).output
+    .chart_attachment;
   t.match(file, /^[0-9a-f-]{36}\.png$/);
   t.same(mail.args.attachments, [file], 'send_email got the file name unchanged');
   t.same(mail.args.to, ['a@b.c']);
@@ -99,14 +109,18 @@ t.test('cancel stops waiting for the tool and ends the turn cancelled', async (t
   // An OpenAI-shaped script is not needed: the fake server's `slow` tool, called by a model
   // that always asks for it, is enough. Use the scripted model server for that.
   const { start } = await import('../../emulator/model-openai.js');
-  const model = await start({ respond: () => ({ kind: 'reply', tool_calls: [{ name: 'slow', arguments: { ms: 30000 } }] }) });
+  const model = await start({
+    respond: () => ({ kind: 'reply', tool_calls: [{ name: 'slow', arguments: { ms: 30000 } }] }),
+  });
   t.teardown(() => model.close());
   const runner = new LocalTurnRunner({
     env: {
       AGENT_MODEL_PROVIDER: 'openai',
       AGENT_MODEL: 'm',
       AGENT_MODEL_BASE_URL: model.url,
-      AGENT_MCP_SERVERS: JSON.stringify([{ name: 'f', command: process.execPath, args: [FAKE], env: { FAKE_MCP_LOG: logFile } }]),
+      AGENT_MCP_SERVERS: JSON.stringify([
+        { name: 'f', command: process.execPath, args: [FAKE], env: { FAKE_MCP_LOG: logFile } },
+      ]),
     },
     log: createLogger({ level: 'silent' }),
     readyTimeoutMs: 150_000,
@@ -128,12 +142,29 @@ t.test('cancel stops waiting for the tool and ends the turn cancelled', async (t
   const r = await p;
   t.equal(r.stop_reason, 'cancelled');
   t.match(events[events.length - 1], { type: 'tool_end', ok: false, error: 'cancelled' });
-  await waitFor(() => existsSync(logFile) && readFileSync(logFile, 'utf8').includes('"cancelled"'), 'the tool server to see the cancel');
+  await waitFor(
+    () => existsSync(logFile) && readFileSync(logFile, 'utf8').includes('"cancelled"'),
+    'the tool server to see the cancel',
+  );
   t.ok(runner.pidOf('s3'), 'the warm process lives on');
   await t.rejects(
     Promise.all([
-      runner.runTurn({ userId: 1, sessionId: 's3', turnId: 't2', prompt: 'x', signal: new AbortController().signal, onEvent: () => undefined }),
-      runner.runTurn({ userId: 1, sessionId: 's3', turnId: 't3', prompt: 'y', signal: new AbortController().signal, onEvent: () => undefined }),
+      runner.runTurn({
+        userId: 1,
+        sessionId: 's3',
+        turnId: 't2',
+        prompt: 'x',
+        signal: new AbortController().signal,
+        onEvent: () => undefined,
+      }),
+      runner.runTurn({
+        userId: 1,
+        sessionId: 's3',
+        turnId: 't3',
+        prompt: 'y',
+        signal: new AbortController().signal,
+        onEvent: () => undefined,
+      }),
     ]),
     { code: 'ERR_SESSION_BUSY' },
   );
@@ -149,7 +180,13 @@ t.test('cancel during a stalled model stream aborts the request: cancelled, not 
   });
   t.teardown(() => model.close());
   const runner = new LocalTurnRunner({
-    env: { AGENT_MODEL_PROVIDER: 'anthropic', AGENT_MODEL: 'm', AGENT_MODEL_BASE_URL: model.url, AGENT_MODEL_TIMEOUT_S: '120', AGENT_MCP_SERVERS: '[]' },
+    env: {
+      AGENT_MODEL_PROVIDER: 'anthropic',
+      AGENT_MODEL: 'm',
+      AGENT_MODEL_BASE_URL: model.url,
+      AGENT_MODEL_TIMEOUT_S: '120',
+      AGENT_MCP_SERVERS: '[]',
+    },
     log: createLogger({ level: 'silent' }),
     readyTimeoutMs: 150_000,
   });
@@ -169,7 +206,14 @@ t.test('cancel during a stalled model stream aborts the request: cancelled, not 
   });
   t.equal(r.stop_reason, 'cancelled');
   t.same(events, [{ type: 'text_delta', text: 'thinking' }]);
-  const next = await runner.runTurn({ userId: 1, sessionId: 's4', turnId: 't2', prompt: 'again', signal: new AbortController().signal, onEvent: () => undefined });
+  const next = await runner.runTurn({
+    userId: 1,
+    sessionId: 's4',
+    turnId: 't2',
+    prompt: 'again',
+    signal: new AbortController().signal,
+    onEvent: () => undefined,
+  });
   t.equal(next.stop_reason, 'end_turn', 'the session goes on');
   // The stopped answer stays in the conversation, with what the user saw of it and a marker.
   t.same(

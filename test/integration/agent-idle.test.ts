@@ -16,7 +16,9 @@ const FAKE = join(DIST, 'test', 'fakes', 'mcp-server.js');
 
 /** The pids of a process's children. */
 function children(pid: number): number[] {
-  return readdirSync(`/proc/${pid}/task`).flatMap((tid) => readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').split(/\s+/).filter(Boolean).map(Number));
+  return readdirSync(`/proc/${pid}/task`).flatMap((tid) =>
+    readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').split(/\s+/).filter(Boolean).map(Number),
+  );
 }
 
 function agent(t: { teardown(fn: () => unknown): void }, servers: unknown[] | null) {
@@ -24,7 +26,11 @@ function agent(t: { teardown(fn: () => unknown): void }, servers: unknown[] | nu
   const proc = new AgentProcess({
     command: process.execPath,
     args: [join(DIST, 'agent', 'main.js')],
-    env: { PATH: process.env.PATH ?? '', AGENT_LOG_LEVEL: 'warn', ...(servers ? { AGENT_MCP_SERVERS: JSON.stringify(servers) } : {}) },
+    env: {
+      PATH: process.env.PATH ?? '',
+      AGENT_LOG_LEVEL: 'warn',
+      ...(servers ? { AGENT_MCP_SERVERS: JSON.stringify(servers) } : {}),
+    },
     readyTimeoutMs: 60_000,
     cancelGraceMs: 1000,
     exitedError: { code: 'ERR_SANDBOX_CHILD_EXITED', message: 'gone' },
@@ -75,5 +81,9 @@ t.test('the sandbox servers run inside the agent process: one process, every too
   await proc.runTurn('t2', 'chart 3 5 8 and email the chart to ann@example.test', (e) => {
     if (e.type === 'tool_end') refused.push(`${e.tool}:${e.ok}:${e.ok ? '' : e.error}`);
   });
-  t.match(refused[1], /^send_email:false:.*ERR_TOOL_NOT_CONNECTED/, 'a workspace tool without a route says "connect your account"');
+  t.match(
+    refused[1],
+    /^send_email:false:.*ERR_TOOL_NOT_CONNECTED/,
+    'a workspace tool without a route says "connect your account"',
+  );
 });

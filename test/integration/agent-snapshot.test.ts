@@ -27,7 +27,13 @@ interface Run {
 }
 
 /** One agent from the blob: ready, configure, one prompt, then stdin ends. */
-function runAgent(blob: string, env: Record<string, string>, settings: Record<string, string>, prompt: string, flags: string[] = []): Promise<Run> {
+function runAgent(
+  blob: string,
+  env: Record<string, string>,
+  settings: Record<string, string>,
+  prompt: string,
+  flags: string[] = [],
+): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [...RUN_FLAGS, ...flags, '--snapshot-blob', blob], {
       cwd: '/',
@@ -47,7 +53,8 @@ function runAgent(blob: string, env: Record<string, string>, settings: Record<st
       const m = JSON.parse(line) as Record<string, unknown>;
       run.stdout.push(m);
       if (m.type === 'ready') child.stdin.write(JSON.stringify({ type: 'configure', env: settings }) + '\n');
-      else if (m.type === 'configured') child.stdin.write(JSON.stringify({ type: 'prompt', turn_id: 't1', prompt }) + '\n');
+      else if (m.type === 'configured')
+        child.stdin.write(JSON.stringify({ type: 'prompt', turn_id: 't1', prompt }) + '\n');
       else if (m.type === 'turn_end') child.stdin.end();
     });
   });
@@ -65,39 +72,67 @@ t.test('an agent started from its startup snapshot', async (t) => {
     return;
   }
   const dir = join(out, 'agent');
-  const built = spawnSync(process.execPath, ['--no-warnings', ...SANDBOX_NODE_FLAGS, '--snapshot-blob', SNAPSHOT_BLOB, '--build-snapshot', SNAPSHOT_SCRIPT], {
-    cwd: dir,
-    // Settings present while the snapshot is built must not be the ones an agent runs with.
-    env: { PATH: process.env.PATH ?? '', AGENT_LOG_LEVEL: 'debug' },
-    encoding: 'utf8',
-  });
+  const built = spawnSync(
+    process.execPath,
+    ['--no-warnings', ...SANDBOX_NODE_FLAGS, '--snapshot-blob', SNAPSHOT_BLOB, '--build-snapshot', SNAPSHOT_SCRIPT],
+    {
+      cwd: dir,
+      // Settings present while the snapshot is built must not be the ones an agent runs with.
+      env: { PATH: process.env.PATH ?? '', AGENT_LOG_LEVEL: 'debug' },
+      encoding: 'utf8',
+    },
+  );
   t.equal(built.status, 0, `the snapshot builds (${built.stderr.slice(0, 400)})`);
   const blob = join(dir, SNAPSHOT_BLOB);
 
-  await t.test('reads its settings at start, loads the chart canvas at run time, and makes its own UUIDs', async (t) => {
-    const prompt = 'chart 3 5 8 and email the chart to someone@example.com';
-    const [a, b] = await Promise.all([0, 1].map(() => runAgent(blob, { AGENT_LOG_LEVEL: 'warn' }, { AGENT_MODEL_PROVIDER: 'demo' }, prompt)));
-    for (const r of [a, b]) {
-      t.equal(r.code, 0, 'the agent exits 0 when its stdin ends');
-      t.same(
-        r.stdout.map((m) => m.type).filter((x) => x !== 'event'),
-        ['ready', 'configured', 'turn_end'],
-        'ready, configured, one turn',
+  await t.test(
+    'reads its settings at start, loads the chart canvas at run time, and makes its own UUIDs',
+    async (t) => {
+      const prompt = 'chart 3 5 8 and email the chart to someone@example.com';
+      const [a, b] = await Promise.all(
+        [0, 1].map(() => runAgent(blob, { AGENT_LOG_LEVEL: 'warn' }, { AGENT_MODEL_PROVIDER: 'demo' }, prompt)),
       );
-      t.notMatch(r.stderr, /agent ready \(idle\)|"level":20/, "logs at the level it started with (warn), not the build's (debug)");
-      t.notMatch(r.stderr, /ExperimentalWarning|dynamic import callback/i, 'no loader warning, no missing import callback');
-    }
-    const chart = (r: Run) => events(r).find((e) => e.type === 'tool_end' && e.tool === 'rasterize_chart') as { ok: boolean; output?: { filename: string } } | undefined;
-    t.equal(chart(a)?.ok, true, 'the chart is drawn (the canvas package loads at run time)');
-    t.equal(chart(b)?.ok, true, 'in the second agent too');
-    t.match(chart(a)?.output?.filename, /^[0-9a-f-]{36}\.png$/, 'the chart file is named by a UUID');
-    t.not(chart(a)?.output?.filename, chart(b)?.output?.filename, 'two agents from one snapshot name their charts differently');
-  });
+      for (const r of [a, b]) {
+        t.equal(r.code, 0, 'the agent exits 0 when its stdin ends');
+        t.same(
+          r.stdout.map((m) => m.type).filter((x) => x !== 'event'),
+          ['ready', 'configured', 'turn_end'],
+          'ready, configured, one turn',
+        );
+        t.notMatch(
+          r.stderr,
+          /agent ready \(idle\)|"level":20/,
+          "logs at the level it started with (warn), not the build's (debug)",
+        );
+        t.notMatch(
+          r.stderr,
+          /ExperimentalWarning|dynamic import callback/i,
+          'no loader warning, no missing import callback',
+        );
+      }
+      const chart = (r: Run) =>
+        events(r).find((e) => e.type === 'tool_end' && e.tool === 'rasterize_chart') as
+          { ok: boolean; output?: { filename: string } } | undefined;
+      t.equal(chart(a)?.ok, true, 'the chart is drawn (the canvas package loads at run time)');
+      t.equal(chart(b)?.ok, true, 'in the second agent too');
+      t.match(chart(a)?.output?.filename, /^[0-9a-f-]{36}\.png$/, 'the chart file is named by a UUID');
+      t.not(
+        chart(a)?.output?.filename,
+        chart(b)?.output?.filename,
+        'two agents from one snapshot name their charts differently',
+      );
+    },
+  );
 
   await t.test('talks to an OpenAI-shaped model through the SDK it loads at run time', async (t) => {
     const openai = await startOpenAi({ respond: () => ({ kind: 'reply', text: 'hi from the model' }) });
     t.teardown(() => openai.close());
-    const r = await runAgent(blob, { AGENT_LOG_LEVEL: 'warn' }, { AGENT_MODEL_PROVIDER: 'openai', AGENT_MODEL: 'm', AGENT_MODEL_BASE_URL: openai.url, AGENT_MODEL_API_KEY: 'k' }, 'hello');
+    const r = await runAgent(
+      blob,
+      { AGENT_LOG_LEVEL: 'warn' },
+      { AGENT_MODEL_PROVIDER: 'openai', AGENT_MODEL: 'm', AGENT_MODEL_BASE_URL: openai.url, AGENT_MODEL_API_KEY: 'k' },
+      'hello',
+    );
     const text = events(r)
       .filter((e) => e.type === 'text_delta')
       .map((e) => e.text)
@@ -115,10 +150,21 @@ t.test('an agent started from its startup snapshot', async (t) => {
     writeFileSync(busy, 'const until = Date.now() + 2000;\nwhile (Date.now() < until) {}\n');
     const stalling = await startOpenAi({ respond: () => ({ kind: 'stall', text: 'one chunk' }) });
     t.teardown(() => stalling.close());
-    const settings = { AGENT_MODEL_PROVIDER: 'openai', AGENT_MODEL: 'm', AGENT_MODEL_BASE_URL: stalling.url, AGENT_MODEL_API_KEY: 'k', AGENT_MODEL_TIMEOUT_S: '1', AGENT_MODEL_FIRST_BYTE_TIMEOUT_S: '2' };
+    const settings = {
+      AGENT_MODEL_PROVIDER: 'openai',
+      AGENT_MODEL: 'm',
+      AGENT_MODEL_BASE_URL: stalling.url,
+      AGENT_MODEL_API_KEY: 'k',
+      AGENT_MODEL_TIMEOUT_S: '1',
+      AGENT_MODEL_FIRST_BYTE_TIMEOUT_S: '2',
+    };
     const r = await runAgent(blob, { AGENT_LOG_LEVEL: 'warn' }, settings, 'hello', ['--require', busy]);
     t.equal(r.code, 0, `the agent ended its turn and exited (${r.stderr.slice(0, 300)})`);
-    t.match(r.stdout.at(-1), { type: 'turn_end', stop_reason: 'error', error: { code: 'ERR_MODEL_TIMEOUT' } }, 'the stall timer fired: the turn ends with ERR_MODEL_TIMEOUT');
+    t.match(
+      r.stdout.at(-1),
+      { type: 'turn_end', stop_reason: 'error', error: { code: 'ERR_MODEL_TIMEOUT' } },
+      'the stall timer fired: the turn ends with ERR_MODEL_TIMEOUT',
+    );
   });
 });
 
@@ -136,7 +182,11 @@ t.test('the snapshot banner: a UUID made while the snapshot is built does not fr
       'if (v8.startupSnapshot.isBuildingSnapshot()) v8.startupSnapshot.setDeserializeMainFunction(main); else main();',
     ].join('\n'),
   );
-  const built = spawnSync(process.execPath, ['--no-warnings', '--snapshot-blob', 'probe.blob', '--build-snapshot', 'probe.cjs'], { cwd: dir, encoding: 'utf8' });
+  const built = spawnSync(
+    process.execPath,
+    ['--no-warnings', '--snapshot-blob', 'probe.blob', '--build-snapshot', 'probe.cjs'],
+    { cwd: dir, encoding: 'utf8' },
+  );
   t.equal(built.status, 0, `the probe snapshot builds (${built.stderr.slice(0, 300)})`);
   const runs = [0, 1].map(() => {
     const r = spawnSync(process.execPath, ['--snapshot-blob', 'probe.blob'], { cwd: dir, encoding: 'utf8' });

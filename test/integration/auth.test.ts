@@ -59,7 +59,12 @@ t.test('CSRF: missing or wrong token is 403 on every unsafe method', async (t) =
   await addUser(app.database, 'carol', PASSWORD);
   const c = app.client();
   await c.fetchCsrf();
-  const noToken = await c.json('POST', '/api/auth/login', { username: 'carol', password: PASSWORD }, { 'x-csrf-token': '' });
+  const noToken = await c.json(
+    'POST',
+    '/api/auth/login',
+    { username: 'carol', password: PASSWORD },
+    { 'x-csrf-token': '' },
+  );
   t.equal(noToken.status, 403);
   t.equal(noToken.body.error.code, 'ERR_AUTH_CSRF');
   const fresh = app.client();
@@ -134,7 +139,11 @@ t.test('no password hash or secret in any response or log line', async (t) => {
   const logs = logSink();
   const app = await startTestApp(t, { logs });
   await addUser(app.database, 'frank', PASSWORD);
-  const { password_hash: hash } = await app.database.sql.selectFrom('users').select('password_hash').where('username', '=', 'frank').executeTakeFirstOrThrow();
+  const { password_hash: hash } = await app.database.sql
+    .selectFrom('users')
+    .select('password_hash')
+    .where('username', '=', 'frank')
+    .executeTakeFirstOrThrow();
   if (!hash) throw new Error('frank has a password');
   const c = app.client();
   const bodies: string[] = [];
@@ -146,7 +155,13 @@ t.test('no password hash or secret in any response or log line', async (t) => {
   await rec(c.json('POST', '/api/auth/logout'));
   const everything = bodies.join('\n') + '\n' + logs.text();
   t.ok(logs.lines.length > 3, 'logs were captured');
-  for (const secret of [PASSWORD, hash, hash.split('$')[5], TEST_SECRETS.AGENT_USER_TOKEN_SECRET, TEST_SECRETS.MCP_INTERNAL_SECRET]) {
+  for (const secret of [
+    PASSWORD,
+    hash,
+    hash.split('$')[5],
+    TEST_SECRETS.AGENT_USER_TOKEN_SECRET,
+    TEST_SECRETS.MCP_INTERNAL_SECRET,
+  ]) {
     t.notOk(everything.includes(secret), `secret not leaked: ${secret.slice(0, 6)}…`);
   }
   t.notOk(/scrypt\$/.test(everything), 'no scrypt hash anywhere');
@@ -158,7 +173,9 @@ t.test('request id: fresh per request, returned in X-Request-Id, on every log li
   const app = await startTestApp(t, { logs });
   const bearer = 'Bearer reqid-test-bearer-0123456789abcdef';
   const cookie = 'airlock.sid=reqid-test-cookie-0123456789';
-  const a = await fetch(`${app.url}/api/auth/csrf`, { headers: { 'x-request-id': 'client-chosen-id', authorization: bearer } });
+  const a = await fetch(`${app.url}/api/auth/csrf`, {
+    headers: { 'x-request-id': 'client-chosen-id', authorization: bearer },
+  });
   await a.text();
   const b = await fetch(`${app.url}/api/auth/me`, { headers: { cookie } });
   t.equal(b.status, 401);

@@ -26,7 +26,14 @@ function darkIn(p: { width: number; data: Uint8ClampedArray }, x0: number, y0: n
   return n;
 }
 
-const BASE: ChartArgs = { type: 'bar', labels: ['Jan', 'Feb', 'Mar', 'Apr'], datasets: [{ data: [4, 9, 6, 12] }], legend: false, width: 800, height: 400 };
+const BASE: ChartArgs = {
+  type: 'bar',
+  labels: ['Jan', 'Feb', 'Mar', 'Apr'],
+  datasets: [{ data: [4, 9, 6, 12] }],
+  legend: false,
+  width: 800,
+  height: 400,
+};
 
 t.test('rasterize_chart over MCP writes a valid PNG of the requested size', async (t) => {
   const dir = join(tempDir(t), 'att');
@@ -52,11 +59,21 @@ t.test('rasterize_chart over MCP writes a valid PNG of the requested size', asyn
       },
     ],
   ] as const) {
-    const r = await ext.call('rasterize_chart', { ...BASE, type, title: `A ${type} chart`, width: 640, height: 360, ...extra });
+    const r = await ext.call('rasterize_chart', {
+      ...BASE,
+      type,
+      title: `A ${type} chart`,
+      width: 640,
+      height: 360,
+      ...extra,
+    });
     t.notOk(r.isError, `${type}: ${JSON.stringify(r.content)}`);
     const att = r.structuredContent as { filename: string; width: number; height: number };
     const png = readFileSync(join(dir, att.filename));
-    t.ok(png.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])), `${type}: PNG signature`);
+    t.ok(
+      png.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])),
+      `${type}: PNG signature`,
+    );
     t.equal(png.readUInt32BE(16), 640, `${type}: IHDR width`);
     t.equal(png.readUInt32BE(20), 360, `${type}: IHDR height`);
     const p = await pixels(png);
@@ -76,7 +93,11 @@ t.test('rasterize_chart over MCP writes a valid PNG of the requested size', asyn
     pngs.map((f) => f.replace(/\.png$/, '.title')).sort(),
     'and its title file',
   );
-  t.same(pngs.map((f) => readFileSync(join(dir, f.replace(/\.png$/, '.title')), 'utf8')).sort(), ['A bar chart', 'A doughnut chart', 'A line chart', 'A pie chart', 'A scatter chart'], 'holding the title');
+  t.same(
+    pngs.map((f) => readFileSync(join(dir, f.replace(/\.png$/, '.title')), 'utf8')).sort(),
+    ['A bar chart', 'A doughnut chart', 'A line chart', 'A pie chart', 'A scatter chart'],
+    'holding the title',
+  );
   t.equal(statSync(dir).mode & 0o777, 0o700, 'attachments folder is private');
   const tooBig = await ext.call('rasterize_chart', { ...BASE, width: 5000 });
   t.ok(tooBig.isError, 'width over the limit refused');
@@ -114,6 +135,13 @@ t.test('chart arguments are validated', async (t) => {
   ];
   for (const b of bad) t.notOk(chartArgs.safeParse(b).success, JSON.stringify(b).slice(0, 80));
   const dir = join(tempDir(t), 'nested', 'att');
-  const att = await rasterizeChart(normaliseChart({ type: 'doughnut', labels: ['a', 'b'], datasets: [{ data: [1, 1], color: ['#ff0000', 'rgb(0, 0, 255)'] }] }), dir);
+  const att = await rasterizeChart(
+    normaliseChart({
+      type: 'doughnut',
+      labels: ['a', 'b'],
+      datasets: [{ data: [1, 1], color: ['#ff0000', 'rgb(0, 0, 255)'] }],
+    }),
+    dir,
+  );
   t.same([att.width, att.height], [800, 400], 'default size');
 });

@@ -17,8 +17,12 @@ t.test('a 300-turn chat with tool calls stays inside its budget, with the marker
     // Every fifth turn calls a tool first; the others answer at once.
     respond: (body) => {
       const last = body.messages.at(-1);
-      if (last.role === 'user' && /^turn \d*[05]\b/.test(String(last.content).replace(/^\[[^\]]*\]\n\n/, ''))) return { kind: 'reply', tool_calls: [{ name: 'add', arguments: { a: 1, b: 2 } }] };
-      return { kind: 'reply', text: `answer ${body.messages.length}: some words to make the chat grow a little faster than a one-word reply would` };
+      if (last.role === 'user' && /^turn \d*[05]\b/.test(String(last.content).replace(/^\[[^\]]*\]\n\n/, '')))
+        return { kind: 'reply', tool_calls: [{ name: 'add', arguments: { a: 1, b: 2 } }] };
+      return {
+        kind: 'reply',
+        text: `answer ${body.messages.length}: some words to make the chat grow a little faster than a one-word reply would`,
+      };
     },
   });
   const c = await h.login('tess');
@@ -48,7 +52,15 @@ t.test('a 300-turn chat with tool calls stays inside its budget, with the marker
         m.role === 'tool'
           ? { role: 'tool', callId: m.tool_call_id, name: 'add', content: m.content, isError: false }
           : m.role === 'assistant'
-            ? { role: 'assistant', text: m.content ?? '', toolCalls: (m.tool_calls ?? []).map((x: any) => ({ id: x.id, name: x.function.name, input: JSON.parse(x.function.arguments) })) }
+            ? {
+                role: 'assistant',
+                text: m.content ?? '',
+                toolCalls: (m.tool_calls ?? []).map((x: any) => ({
+                  id: x.id,
+                  name: x.function.name,
+                  input: JSON.parse(x.function.arguments),
+                })),
+              }
             : { role: 'user', content: m.content },
       );
     if (estimateTokens(items) > BUDGET) over++;

@@ -67,13 +67,20 @@ async function turn(c: Client, body: Record<string, unknown>): Promise<{ request
 
 t.test('the model sees exactly the branch shown: lost agent, middle edit, regenerate, switch, stop', async (t) => {
   const c = await h.login('nora');
-  h.model.push({ kind: 'reply', tool_calls: [{ name: 'add', arguments: { a: 1, b: 2 } }] }, { kind: 'reply', text: 'three' });
+  h.model.push(
+    { kind: 'reply', tool_calls: [{ name: 'add', arguments: { a: 1, b: 2 } }] },
+    { kind: 'reply', text: 'three' },
+  );
   const t1 = await turn(c, { message: 'first' });
   const sid = t1.sid;
   t.same(fromRequest(t1.request), ['user:first']);
   h.model.push({ kind: 'reply', text: 'second answer' });
   const t2 = await turn(c, { message: 'second', session_id: sid });
-  t.same(fromRequest(t2.request), [...fromHistory((await history(c, sid)).turns.slice(0, 1)), 'user:second'], 'turn 2 sees turn 1 with its tool call');
+  t.same(
+    fromRequest(t2.request),
+    [...fromHistory((await history(c, sid)).turns.slice(0, 1)), 'user:second'],
+    'turn 2 sees turn 1 with its tool call',
+  );
   h.model.push({ kind: 'reply', text: 'third answer' });
   await turn(c, { message: 'third', session_id: sid });
 
@@ -84,7 +91,11 @@ t.test('the model sees exactly the branch shown: lost agent, middle edit, regene
   h.model.push({ kind: 'reply', text: 'fourth answer' });
   const shown3 = (await history(c, sid)).turns;
   const t4 = await turn(c, { message: 'fourth', session_id: sid });
-  t.same(fromRequest(t4.request), [...fromHistory(shown3), 'user:fourth'], 'after a lost agent: every earlier message, call and result, in order');
+  t.same(
+    fromRequest(t4.request),
+    [...fromHistory(shown3), 'user:fourth'],
+    'after a lost agent: every earlier message, call and result, in order',
+  );
   t.notMatch(JSON.stringify(t4.request), /sandbox|context is gone/i, 'no notice');
 
   // Edit the middle message: the model sees turn 1 and the edit only.
@@ -103,7 +114,11 @@ t.test('the model sees exactly the branch shown: lost agent, middle edit, regene
   // Regenerate the edited answer: the question once, no replaced answer.
   h.model.push({ kind: 'reply', text: 'regenerated answer' });
   const g = await turn(c, { message: 'second, edited', session_id: sid, replaces_turn_id: e.done.turn_id });
-  t.same(fromRequest(g.request), [...fromHistory(shown3.slice(0, 1)), 'user:second, edited'], 'the replaced question is not there twice');
+  t.same(
+    fromRequest(g.request),
+    [...fromHistory(shown3.slice(0, 1)), 'user:second, edited'],
+    'the replaced question is not there twice',
+  );
   shown = (await history(c, sid)).turns;
   t.equal(shown[1].siblings.length, 3);
   t.equal(shown[1].text, 'regenerated answer');
@@ -117,13 +132,19 @@ t.test('the model sees exactly the branch shown: lost agent, middle edit, regene
   );
   h.model.push({ kind: 'reply', text: 'fifth answer' });
   const t5 = await turn(c, { message: 'fifth', session_id: sid });
-  t.same(fromRequest(t5.request), [...fromHistory(sw.body.turns), 'user:fifth'], 'the switched-to branch, though the agent last ran another');
+  t.same(
+    fromRequest(t5.request),
+    [...fromHistory(sw.body.turns), 'user:fifth'],
+    'the switched-to branch, though the agent last ran another',
+  );
 
   // Stop mid-answer: the partial text is in the next request, marked.
   h.model.push({ kind: 'stall', text: 'partial answ' });
   const stopped = await streamTurn(c, { message: 'long one', session_id: sid }, async (ev, _all, s) => {
     if (ev.type !== 'text_delta') return;
-    const running = (await c.json('GET', '/api/chat/sessions')).body.sessions.find((x: any) => x.id === s).running_turn_id;
+    const running = (await c.json('GET', '/api/chat/sessions')).body.sessions.find(
+      (x: any) => x.id === s,
+    ).running_turn_id;
     await c.json('POST', `/api/chat/sessions/${s}/turns/${running}/cancel`);
   });
   t.match(stopped.events.at(-1), { type: 'done', stop_reason: 'cancelled' });
@@ -149,15 +170,24 @@ t.test('the model sees exactly the branch shown: lost agent, middle edit, regene
   const off = await streamTurn(c, { message: 'x', session_id: sid, replaces_turn_id: e.done.turn_id });
   t.equal(off.status, 409);
   t.equal(off.error.error.code, 'ERR_CHAT_REPLACE_OFF_BRANCH');
-  const none = await streamTurn(c, { message: 'x', session_id: sid, replaces_turn_id: '00000000-0000-0000-0000-000000000000' });
+  const none = await streamTurn(c, {
+    message: 'x',
+    session_id: sid,
+    replaces_turn_id: '00000000-0000-0000-0000-000000000000',
+  });
   t.equal(none.error.error.code, 'ERR_CHAT_TURN_NOT_FOUND');
 });
 
 t.test('export: Markdown and JSON of the branch shown', async (t) => {
   const c = await h.login('omar');
-  h.model.push({ kind: 'reply', tool_calls: [{ name: 'add', arguments: { a: 2, b: 2 } }] }, { kind: 'reply', text: 'It is **4**.' });
+  h.model.push(
+    { kind: 'reply', tool_calls: [{ name: 'add', arguments: { a: 2, b: 2 } }] },
+    { kind: 'reply', text: 'It is **4**.' },
+  );
   const r = await turn(c, { message: 'what is 2+2?' });
-  const md = await fetch(`${c.base}/api/chat/sessions/${r.sid}/export?format=markdown`, { headers: { cookie: c.cookieHeader() } });
+  const md = await fetch(`${c.base}/api/chat/sessions/${r.sid}/export?format=markdown`, {
+    headers: { cookie: c.cookieHeader() },
+  });
   t.equal(md.status, 200);
   t.match(md.headers.get('content-type'), /text\/markdown/);
   t.match(md.headers.get('content-disposition'), /attachment; filename="chat-.*\.md"/);
@@ -177,5 +207,9 @@ t.test('export: Markdown and JSON of the branch shown', async (t) => {
   const bad = await c.json('GET', `/api/chat/sessions/${r.sid}/export?format=pdf`);
   t.equal(bad.status, 400);
   const other = await h.login('olga');
-  t.equal((await other.json('GET', `/api/chat/sessions/${r.sid}/export`)).status, 404, "another user's chat reads as missing");
+  t.equal(
+    (await other.json('GET', `/api/chat/sessions/${r.sid}/export`)).status,
+    404,
+    "another user's chat reads as missing",
+  );
 });

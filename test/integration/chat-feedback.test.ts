@@ -37,7 +37,11 @@ t.test(`feedback on answers on ${TEST_ENGINE}`, async (t) => {
   t.match(up.body, { turn_id: done, rating: 'up', note: null });
   const down = await annC.json('PUT', url(done), { rating: 'down', note: '  It forgot the units.  ' });
   t.match(down.body, { rating: 'down', note: 'It forgot the units.' }, 'changed; the note trimmed');
-  t.match((await annC.json('GET', `/api/chat/sessions/${s.id}/feedback`)).body, { feedback: [{ turn_id: done, rating: 'down', note: 'It forgot the units.' }] }, 'one per user per turn');
+  t.match(
+    (await annC.json('GET', `/api/chat/sessions/${s.id}/feedback`)).body,
+    { feedback: [{ turn_id: done, rating: 'down', note: 'It forgot the units.' }] },
+    'one per user per turn',
+  );
   t.same(await feedbackCounts(db), { up: 0, down: 1 });
   await annC.json('PUT', url(done), { rating: 'down', note: 'same rating, new note' });
   const counted = await metrics.registry.getSingleMetricAsString('airlock_chat_feedback_total');
@@ -46,15 +50,32 @@ t.test(`feedback on answers on ${TEST_ENGINE}`, async (t) => {
 
   // Refused: a bad body, a note over 2,000 characters, a running turn, a turn of no chat of hers.
   for (const body of [{ rating: 'meh' }, { rating: 'up', note: 'x'.repeat(2001) }, { rating: 'up', extra: 1 }, {}])
-    t.match(await annC.json('PUT', url(done), body), { status: 400, body: { error: { code: 'ERR_VALIDATION' } } }, JSON.stringify(body).slice(0, 40));
-  t.equal((await annC.json('PUT', url(done), { rating: 'up', note: 'y'.repeat(2000) })).status, 200, '2,000 characters is allowed');
-  t.match(await annC.json('PUT', url(running), { rating: 'up' }), { status: 409, body: { error: { code: 'ERR_FEEDBACK_TURN_RUNNING' } } });
-  t.match(await annC.json('PUT', url('no-such-turn'), { rating: 'up' }), { status: 404, body: { error: { code: 'ERR_CHAT_TURN_NOT_FOUND' } } });
+    t.match(
+      await annC.json('PUT', url(done), body),
+      { status: 400, body: { error: { code: 'ERR_VALIDATION' } } },
+      JSON.stringify(body).slice(0, 40),
+    );
+  t.equal(
+    (await annC.json('PUT', url(done), { rating: 'up', note: 'y'.repeat(2000) })).status,
+    200,
+    '2,000 characters is allowed',
+  );
+  t.match(await annC.json('PUT', url(running), { rating: 'up' }), {
+    status: 409,
+    body: { error: { code: 'ERR_FEEDBACK_TURN_RUNNING' } },
+  });
+  t.match(await annC.json('PUT', url('no-such-turn'), { rating: 'up' }), {
+    status: 404,
+    body: { error: { code: 'ERR_CHAT_TURN_NOT_FOUND' } },
+  });
 
   // Another user: 404 for the chat, whatever the turn.
   const benC = app.client();
   await benC.login('ben', 'pw-123456789');
-  t.match(await benC.json('PUT', url(done), { rating: 'up' }), { status: 404, body: { error: { code: 'ERR_CHAT_SESSION_NOT_FOUND' } } });
+  t.match(await benC.json('PUT', url(done), { rating: 'up' }), {
+    status: 404,
+    body: { error: { code: 'ERR_CHAT_SESSION_NOT_FOUND' } },
+  });
   t.equal((await benC.json('GET', `/api/chat/sessions/${s.id}/feedback`)).status, 404);
   t.equal((await benC.json('DELETE', url(done))).status, 404);
 

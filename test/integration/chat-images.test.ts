@@ -20,12 +20,20 @@ t.test(`a PNG upload reaches a model that takes images; an admin turns it off ($
   const work = tempDir(t, 'airlock-chat-images-');
   mkdirSync(join(work, 'uploads'));
   writeFileSync(join(work, 'uploads', 'photo.png'), PNG_1PX);
-  const h = await startChatHarness(t, { chatModels: true, childEnv: { AGENT_ATTACHMENTS_DIR: join(work, '.agent-attachments') }, app: { env: { AIRLOCK_MODEL_IMAGES: 'true' } } });
+  const h = await startChatHarness(t, {
+    chatModels: true,
+    childEnv: { AGENT_ATTACHMENTS_DIR: join(work, '.agent-attachments') },
+    app: { env: { AIRLOCK_MODEL_IMAGES: 'true' } },
+  });
   await addUser(h.app.database, 'root', 'root-password', { superuser: true });
   const root = h.app.client();
   t.equal((await root.login('root', 'root-password')).status, 200);
   const listed = await root.json('GET', '/api/admin/chat-models');
-  t.match(listed.body.models[0], { id: 'default', images: true }, 'the default entry says it takes images (from AIRLOCK_MODEL_IMAGES)');
+  t.match(
+    listed.body.models[0],
+    { id: 'default', images: true },
+    'the default entry says it takes images (from AIRLOCK_MODEL_IMAGES)',
+  );
 
   const c = await h.login('alice');
   h.model.push({ kind: 'reply', text: 'A single dot.' });

@@ -15,7 +15,11 @@ function check(t: Test, r: { events: any[] }, k: Omit<FaultCase, 'steps'>, took:
   const done = r.events.filter((e) => e.type === 'done');
   t.equal(done.length, 1, 'one done');
   t.equal(r.events.at(-1)?.type, 'done', 'done is last');
-  t.match(done[0], { stop_reason: k.stop_reason, ...(k.code ? { error: { code: k.code } } : {}) }, JSON.stringify(done[0]));
+  t.match(
+    done[0],
+    { stop_reason: k.stop_reason, ...(k.code ? { error: { code: k.code } } : {}) },
+    JSON.stringify(done[0]),
+  );
   t.same(
     r.events.filter((e) => e.type === 'status').map((e) => e.text),
     k.statuses,
@@ -71,13 +75,20 @@ t.test('a tool call that hangs ends at AGENT_TOOL_TIMEOUT_S with a sentence; the
     mcpServers: [{ name: 'fake', command: process.execPath, args: [FAKE_MCP] }],
   });
   const c = await h.login('tom');
-  h.model.push({ kind: 'reply', tool_calls: [{ name: 'slow', arguments: { ms: 120_000 } }] }, { kind: 'reply', text: 'the tool timed out' });
+  h.model.push(
+    { kind: 'reply', tool_calls: [{ name: 'slow', arguments: { ms: 120_000 } }] },
+    { kind: 'reply', text: 'the tool timed out' },
+  );
   const r = await streamTurn(c, { message: 'run the slow tool' });
   const end = r.events.find((e) => e.type === 'tool_end');
   t.match(end, { ok: false, error: /^ERR_TOOL_TIMEOUT: the tool slow did not answer within 1 s$/ });
   t.match(r.events.at(-1), { type: 'done', stop_reason: 'end_turn' });
   const toolMsg = h.model.requests[1].body.messages.find((m: any) => m.role === 'tool');
-  t.equal(toolMsg?.content, 'Error: the tool slow did not answer within 1 s and was stopped.', 'the model was told in a sentence');
+  t.equal(
+    toolMsg?.content,
+    'Error: the tool slow did not answer within 1 s and was stopped.',
+    'the model was told in a sentence',
+  );
 });
 
 t.test('a turn past AGENT_TURN_TIMEOUT_S ends with ERR_TURN_TIMEOUT, its running tool stopped', async (t) => {
@@ -93,7 +104,11 @@ t.test('a turn past AGENT_TURN_TIMEOUT_S ends with ERR_TURN_TIMEOUT, its running
     { ok: false, error: 'cancelled' },
     'the running tool was stopped',
   );
-  t.match(r.events.at(-1), { type: 'done', stop_reason: 'error', error: { code: 'ERR_TURN_TIMEOUT', message: 'the turn ran longer than 2 s and was stopped' } });
+  t.match(r.events.at(-1), {
+    type: 'done',
+    stop_reason: 'error',
+    error: { code: 'ERR_TURN_TIMEOUT', message: 'the turn ran longer than 2 s and was stopped' },
+  });
   h.model.push({ kind: 'reply', text: 'still here' });
   const next = await streamTurn(c, { message: 'and now?', session_id: r.sessionId });
   t.match(next.events.at(-1), { type: 'done', stop_reason: 'end_turn' }, 'the next turn runs');

@@ -7,11 +7,27 @@ import { addUser, startTestApp } from '../helpers/app.js';
 import { startChatHarness, streamTurn } from '../helpers/chat.js';
 
 const cases: Array<[string, Record<string, string>, unknown]> = [
-  ['the default demo model', {}, { id: 'default', label: 'Demo model', provider: 'demo', model: 'demo', demo: true, context_tokens: 100_000 }],
+  [
+    'the default demo model',
+    {},
+    { id: 'default', label: 'Demo model', provider: 'demo', model: 'demo', demo: true, context_tokens: 100_000 },
+  ],
   [
     'an OpenAI-compatible model',
-    { AIRLOCK_MODEL_PROVIDER: 'openai', AIRLOCK_MODEL: 'gpt-test-1', AIRLOCK_MODEL_BASE_URL: 'http://127.0.0.1:9/v1', AIRLOCK_MODEL_API_KEY: 'sk-never-shown-0123456789' },
-    { id: 'default', label: 'gpt-test-1', provider: 'openai', model: 'gpt-test-1', demo: false, context_tokens: 100_000 },
+    {
+      AIRLOCK_MODEL_PROVIDER: 'openai',
+      AIRLOCK_MODEL: 'gpt-test-1',
+      AIRLOCK_MODEL_BASE_URL: 'http://127.0.0.1:9/v1',
+      AIRLOCK_MODEL_API_KEY: 'sk-never-shown-0123456789',
+    },
+    {
+      id: 'default',
+      label: 'gpt-test-1',
+      provider: 'openai',
+      model: 'gpt-test-1',
+      demo: false,
+      context_tokens: 100_000,
+    },
   ],
 ];
 
@@ -63,14 +79,22 @@ for (const provider of ['openai', 'anthropic'] as const) {
     h.model.push({ kind: 'error', status: 429, retry_after: 120 }, { kind: 'reply', text: 'never asked' });
     const n1 = h.model.requests.length;
     const late = await streamTurn(c, { message: 'a long Retry-After', session_id: sid });
-    t.match(late.events[late.events.length - 1], { type: 'done', stop_reason: 'error', error: { code: 'ERR_MODEL_HTTP' } });
+    t.match(late.events[late.events.length - 1], {
+      type: 'done',
+      stop_reason: 'error',
+      error: { code: 'ERR_MODEL_HTTP' },
+    });
     t.equal(h.model.requests.length - n1, 1, 'a wait past the cap is not taken');
     t.equal(h.model.clearScript(), 1);
 
     h.model.push({ kind: 'error', status: 503, times: 4 }, { kind: 'reply', text: 'never asked' });
     const n2 = h.model.requests.length;
     const down = await streamTurn(c, { message: 'the model is down', session_id: sid });
-    t.match(down.events[down.events.length - 1], { type: 'done', stop_reason: 'error', error: { code: 'ERR_MODEL_HTTP' } });
+    t.match(down.events[down.events.length - 1], {
+      type: 'done',
+      stop_reason: 'error',
+      error: { code: 'ERR_MODEL_HTTP' },
+    });
     t.equal(h.model.requests.length - n2, 4, 'the first request and three retries');
     t.same(
       down.events.filter((e) => e.type === 'status').map((e) => [e.attempt, e.of]),
@@ -86,7 +110,11 @@ for (const provider of ['openai', 'anthropic'] as const) {
     h.model.push({ kind: 'error', status: 400 }, { kind: 'reply', text: 'never asked' });
     const n3 = h.model.requests.length;
     const bad = await streamTurn(c, { message: 'a bad request', session_id: sid });
-    t.match(bad.events[bad.events.length - 1], { type: 'done', stop_reason: 'error', error: { code: 'ERR_MODEL_HTTP' } });
+    t.match(bad.events[bad.events.length - 1], {
+      type: 'done',
+      stop_reason: 'error',
+      error: { code: 'ERR_MODEL_HTTP' },
+    });
     t.equal(h.model.requests.length - n3, 1, 'a 400 is not retried');
     t.equal(h.model.clearScript(), 1);
 

@@ -36,12 +36,28 @@ t.test(`chat models: admin API, picker, choice and fallback (${TEST_ENGINE})`, a
     const u = await bob.json(m, p, m === 'GET' || m === 'DELETE' ? undefined : body);
     t.equal(u.status, 403, `${m} ${p} as a user`);
     t.equal(u.body.error.code, 'ERR_AUTH_FORBIDDEN');
-    t.equal((await anon.json(m, p, m === 'GET' || m === 'DELETE' ? undefined : body)).status, 401, `${m} ${p} anonymous`);
+    t.equal(
+      (await anon.json(m, p, m === 'GET' || m === 'DELETE' ? undefined : body)).status,
+      401,
+      `${m} ${p} anonymous`,
+    );
   }
 
   // The default entry, from AIRLOCK_MODEL_*: shown with has_key, never the key.
   const list = await admin.json('GET', '/api/admin/chat-models');
-  t.match(list.body.models, [{ id: 'default', provider: 'openai', model: 'gpt-scripted', base_url: h.model.url, has_key: true, default: true, enabled: true, env_managed: true, chats: 0 }]);
+  t.match(list.body.models, [
+    {
+      id: 'default',
+      provider: 'openai',
+      model: 'gpt-scripted',
+      base_url: h.model.url,
+      has_key: true,
+      default: true,
+      enabled: true,
+      env_managed: true,
+      chats: 0,
+    },
+  ]);
   t.notMatch(JSON.stringify(list.body), MODEL_PLACEHOLDER, 'the env key is not shown');
 
   // Create; bad bodies are refused with the field named.
@@ -59,28 +75,59 @@ t.test(`chat models: admin API, picker, choice and fallback (${TEST_ENGINE})`, a
     t.equal(r.body.error.code, 'ERR_VALIDATION');
     t.equal(r.body.error.field, field, 'the field is named');
   }
-  const claude = { id: 'claude', label: 'Claude', provider: 'anthropic', model: 'claude-scripted', base_url: an.url, api_key: KEY, context_tokens: 40_000 };
+  const claude = {
+    id: 'claude',
+    label: 'Claude',
+    provider: 'anthropic',
+    model: 'claude-scripted',
+    base_url: an.url,
+    api_key: KEY,
+    context_tokens: 40_000,
+  };
   const made = await admin.json('POST', '/api/admin/chat-models', claude);
   t.equal(made.status, 201, JSON.stringify(made.body));
   t.match(made.body, { id: 'claude', has_key: true, enabled: true, default: false, version: 1 });
   t.equal((await admin.json('POST', '/api/admin/chat-models', claude)).body.error.code, 'ERR_CHAT_MODEL_EXISTS');
-  t.equal((await admin.json('POST', '/api/admin/chat-models', { id: 'gpt-mini', label: 'GPT mini', provider: 'openai', model: 'gpt-mini', base_url: h.model.url, context_tokens: 8000 })).status, 201);
+  t.equal(
+    (
+      await admin.json('POST', '/api/admin/chat-models', {
+        id: 'gpt-mini',
+        label: 'GPT mini',
+        provider: 'openai',
+        model: 'gpt-mini',
+        base_url: h.model.url,
+        context_tokens: 8000,
+      })
+    ).status,
+    201,
+  );
 
   // Update: the key left out stays; the default cannot be disabled or deleted; a missing id is 404.
   const upd = await admin.json('PATCH', '/api/admin/chat-models/claude', { label: 'Claude Scripted' });
   t.match(upd.body, { label: 'Claude Scripted', has_key: true, version: 2 });
   t.equal((await admin.json('PATCH', '/api/admin/chat-models/claude', { api_key: `${KEY}-2` })).body.has_key, true);
   t.equal((await admin.json('PATCH', '/api/admin/chat-models/claude', { api_key: KEY })).status, 200);
-  t.equal((await admin.json('PATCH', '/api/admin/chat-models/default', { enabled: false })).body.error.code, 'ERR_CHAT_MODEL_DEFAULT');
+  t.equal(
+    (await admin.json('PATCH', '/api/admin/chat-models/default', { enabled: false })).body.error.code,
+    'ERR_CHAT_MODEL_DEFAULT',
+  );
   t.equal((await admin.json('DELETE', '/api/admin/chat-models/default')).body.error.code, 'ERR_CHAT_MODEL_DEFAULT');
   t.equal((await admin.json('PATCH', '/api/admin/chat-models/nope', { label: 'x' })).status, 404);
-  t.equal((await admin.json('PATCH', '/api/admin/chat-models/claude', { id: 'other' })).status, 400, 'the id does not change');
+  t.equal(
+    (await admin.json('PATCH', '/api/admin/chat-models/claude', { id: 'other' })).status,
+    400,
+    'the id does not change',
+  );
 
   // The picker honours the agent policy: alice's organisation allows only the default's model.
   const org = (await admin.json('POST', '/api/identity/organisations', { name: 'Acme' })).body;
   const aliceId = (await dbRows(h.app.database.sql, "SELECT id FROM users WHERE username = 'alice'"))[0].id;
   t.equal((await admin.json('PUT', `/api/identity/organisations/${org.id}/members/${aliceId}`, {})).status, 200);
-  const pol = await admin.json('POST', `/api/identity/organisations/${org.id}/agent-policies`, { name: 'gpt only', applies_to: 'all', allowed_models: ['gpt-scripted'] });
+  const pol = await admin.json('POST', `/api/identity/organisations/${org.id}/agent-policies`, {
+    name: 'gpt only',
+    applies_to: 'all',
+    allowed_models: ['gpt-scripted'],
+  });
   t.equal(pol.status, 201, JSON.stringify(pol.body));
   t.same(
     (await alice.json('GET', '/api/chat/models')).body.models.map((m: any) => m.id),
@@ -105,9 +152,23 @@ t.test(`chat models: admin API, picker, choice and fallback (${TEST_ENGINE})`, a
   t.equal(first.events.at(-1).stop_reason, 'end_turn', JSON.stringify(first.events.at(-1)));
   t.equal(an.requests.length, 1);
   const sid = first.sessionId!;
-  t.equal((await bob.json('GET', '/api/chat/sessions')).body.sessions[0].model_id, 'claude', 'the list carries the model');
-  t.equal((await bob.json('GET', `/api/chat/sessions/${sid}/messages`)).body.session.model_id, 'claude', 'and the history');
-  t.match((await bob.json('GET', `/api/chat/model?session_id=${sid}`)).body, { id: 'claude', provider: 'anthropic', model: 'claude-scripted', demo: false, context_tokens: 40_000 });
+  t.equal(
+    (await bob.json('GET', '/api/chat/sessions')).body.sessions[0].model_id,
+    'claude',
+    'the list carries the model',
+  );
+  t.equal(
+    (await bob.json('GET', `/api/chat/sessions/${sid}/messages`)).body.session.model_id,
+    'claude',
+    'and the history',
+  );
+  t.match((await bob.json('GET', `/api/chat/model?session_id=${sid}`)).body, {
+    id: 'claude',
+    provider: 'anthropic',
+    model: 'claude-scripted',
+    demo: false,
+    context_tokens: 40_000,
+  });
   t.equal((await alice.json('GET', `/api/chat/model?session_id=${sid}`)).status, 404, "another user's chat");
   t.equal((await bob.json('GET', '/api/chat/model')).body.id, 'default', 'no chat: the default');
   t.equal((await alice.json('PATCH', `/api/chat/sessions/${sid}`, { model_id: 'default' })).status, 404);
@@ -116,29 +177,59 @@ t.test(`chat models: admin API, picker, choice and fallback (${TEST_ENGINE})`, a
   // Disabled: not offered, not choosable, and its chats run with the default (their choice kept).
   t.equal((await admin.json('PATCH', '/api/admin/chat-models/claude', { enabled: false })).body.enabled, false);
   t.notOk((await bob.json('GET', '/api/chat/models')).body.models.some((m: any) => m.id === 'claude'));
-  t.equal((await bob.json('PATCH', `/api/chat/sessions/${sid}`, { model_id: 'claude' })).body.error.code, 'ERR_CHAT_MODEL_NOT_FOUND');
+  t.equal(
+    (await bob.json('PATCH', `/api/chat/sessions/${sid}`, { model_id: 'claude' })).body.error.code,
+    'ERR_CHAT_MODEL_NOT_FOUND',
+  );
   t.equal((await bob.json('GET', '/api/chat/sessions')).body.sessions[0].model_id, 'default');
   const fallback = await streamTurn(bob, { session_id: sid, message: 'still there?' });
   t.equal(fallback.events.at(-1).stop_reason, 'end_turn');
   t.equal(an.requests.length, 1, 'the disabled model got nothing');
-  t.match(JSON.stringify(h.model.requests.at(-1)!.body.messages), /Hello from Claude/, 'the default got the whole conversation');
+  t.match(
+    JSON.stringify(h.model.requests.at(-1)!.body.messages),
+    /Hello from Claude/,
+    'the default got the whole conversation',
+  );
   t.equal((await admin.json('PATCH', '/api/admin/chat-models/claude', { enabled: true })).status, 200);
-  t.equal((await bob.json('GET', '/api/chat/sessions')).body.sessions[0].model_id, 'claude', 'enabled again: the chat is on it again');
+  t.equal(
+    (await bob.json('GET', '/api/chat/sessions')).body.sessions[0].model_id,
+    'claude',
+    'enabled again: the chat is on it again',
+  );
   t.equal((await admin.json('GET', '/api/admin/chat-models')).body.models.find((m: any) => m.id === 'claude').chats, 1);
 
   // Deleted: its chats fall back to the default.
   t.equal((await admin.json('DELETE', '/api/admin/chat-models/claude')).status, 204);
   t.equal((await bob.json('GET', `/api/chat/sessions/${sid}/messages`)).body.session.model_id, 'default');
   // The default counts the chats on it (they store no model): never 0 while there are some (issue 41).
-  const onDefault = Number((await dbRows(h.app.database.sql, 'SELECT COUNT(*) AS n FROM chat_sessions WHERE model_id IS NULL'))[0].n);
+  const onDefault = Number(
+    (await dbRows(h.app.database.sql, 'SELECT COUNT(*) AS n FROM chat_sessions WHERE model_id IS NULL'))[0].n,
+  );
   t.ok(onDefault >= 1, `chats on the default: ${onDefault}`);
-  t.equal((await admin.json('GET', '/api/admin/chat-models')).body.models.find((m: any) => m.id === 'default').chats, onDefault, "the default's Chats count");
+  t.equal(
+    (await admin.json('GET', '/api/admin/chat-models')).body.models.find((m: any) => m.id === 'default').chats,
+    onDefault,
+    "the default's Chats count",
+  );
 
   // The action log has each change, and no key anywhere: not in the log entries, not in the server's log.
-  const log = await dbRows(h.app.database.sql, "SELECT event, data FROM action_log WHERE event LIKE 'chat_model.%' OR event = 'chat.model_changed' ORDER BY id");
+  const log = await dbRows(
+    h.app.database.sql,
+    "SELECT event, data FROM action_log WHERE event LIKE 'chat_model.%' OR event = 'chat.model_changed' ORDER BY id",
+  );
   t.same(
     log.map((r: any) => r.event),
-    ['chat_model.created', 'chat_model.created', 'chat_model.updated', 'chat_model.updated', 'chat_model.updated', 'chat.model_changed', 'chat_model.updated', 'chat_model.updated', 'chat_model.deleted'],
+    [
+      'chat_model.created',
+      'chat_model.created',
+      'chat_model.updated',
+      'chat_model.updated',
+      'chat_model.updated',
+      'chat.model_changed',
+      'chat_model.updated',
+      'chat_model.updated',
+      'chat_model.deleted',
+    ],
   );
   t.match(JSON.parse(log[3].data), { id: 'claude', key_changed: true, has_key: true });
   t.match(JSON.parse(log.at(-1).data), { id: 'claude', chats_moved_to_default: 1 });

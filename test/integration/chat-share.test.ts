@@ -26,7 +26,13 @@ async function signIn(app: TestApp, name: string): Promise<Client> {
 }
 
 /** A finished turn with a chart tool call. */
-async function turn(app: TestApp, sessionId: string, prompt: string, chart?: string, replaces?: string): Promise<string> {
+async function turn(
+  app: TestApp,
+  sessionId: string,
+  prompt: string,
+  chart?: string,
+  replaces?: string,
+): Promise<string> {
   const db = app.database.sql;
   const id = randomUUID();
   const placed = await chat.placeTurn(db, sessionId, replaces);
@@ -35,7 +41,9 @@ async function turn(app: TestApp, sessionId: string, prompt: string, chart?: str
     await chat.toolStarted(db, id, 'c1', 'rasterize_chart', {});
     await chat.toolEnded(db, id, 'c1', 'rasterize_chart', true, { chart_attachment: chart }, undefined, 5);
   }
-  await chat.endTurn(db, id, `answer to ${prompt}`, 'end_turn', undefined, !!chart, { usage: { input_tokens: 10, output_tokens: 3 } });
+  await chat.endTurn(db, id, `answer to ${prompt}`, 'end_turn', undefined, !!chart, {
+    usage: { input_tokens: 10, output_tokens: 3 },
+  });
   return id;
 }
 
@@ -50,7 +58,9 @@ t.test(`chat share links on ${TEST_ENGINE}`, async (t) => {
   };
   const app = await startTestApp(t, { services: { chat: { runner } } });
   const db = app.database.sql;
-  const [ann, ben, cid, dan] = await Promise.all(['ann', 'ben', 'cid', 'dan', 'eve'].map((n) => addUser(app.database, n, 'pw-123456789')));
+  const [ann, ben, cid, dan] = await Promise.all(
+    ['ann', 'ben', 'cid', 'dan', 'eve'].map((n) => addUser(app.database, n, 'pw-123456789')),
+  );
   // ann and ben: organisation Acme (ben through a team); cid: organisation Other; dan and eve: none.
   const acme = await createOrganisation(db, 'Acme');
   const other = await createOrganisation(db, 'Other');
@@ -78,7 +88,11 @@ t.test(`chat share links on ${TEST_ENGINE}`, async (t) => {
   t.equal(made.status, 201);
   t.match(made.body, { shared: true, token: /^[A-Za-z0-9_-]{43}$/, url: new RegExp(`/#/share/${made.body.token}$`) });
   const token = made.body.token as string;
-  t.match((await annC.json('GET', base)).body, { shared: true, created_at: made.body.created_at }, 'the owner sees it is shared');
+  t.match(
+    (await annC.json('GET', base)).body,
+    { shared: true, created_at: made.body.created_at },
+    'the owner sees it is shared',
+  );
   const stored = await db.selectFrom('chat_shares').selectAll().execute();
   t.equal(stored.length, 1);
   t.not(stored[0].token_hash, token, 'only the hash is stored');
@@ -113,8 +127,16 @@ t.test(`chat share links on ${TEST_ENGINE}`, async (t) => {
   });
   t.equal((await benC.request('GET', `/api/share/${token}/files/sales.csv`)).status, 200);
   for (const path of [`/attachments/${randomUUID()}.png`, '/files/private.csv', '/files/private.csv/preview'])
-    t.match(await benC.json('GET', `/api/share/${token}${path}`), { status: 404, body: { error: { code: 'ERR_SHARE_NOT_FOUND' } } }, `${path}: only what the shared turns name`);
-  t.equal((await benC.json('GET', `/api/chat/attachments/${chart}`)).status, 404, "the viewer's own attachment route does not reach the owner's workspace");
+    t.match(
+      await benC.json('GET', `/api/share/${token}${path}`),
+      { status: 404, body: { error: { code: 'ERR_SHARE_NOT_FOUND' } } },
+      `${path}: only what the shared turns name`,
+    );
+  t.equal(
+    (await benC.json('GET', `/api/chat/attachments/${chart}`)).status,
+    404,
+    "the viewer's own attachment route does not reach the owner's workspace",
+  );
 
   // No write through a share: no method but GET, and the chat's own routes stay the owner's.
   for (const [m, path, body] of [
@@ -123,14 +145,34 @@ t.test(`chat share links on ${TEST_ENGINE}`, async (t) => {
     ['DELETE', `/api/share/${token}`, undefined],
     ['POST', `/api/share/${token}/messages`, { message: 'hi' }],
   ] as const)
-    t.match(await benC.json(m, path, body), { status: 404, body: { error: { code: 'ERR_SHARE_NOT_FOUND' } } }, `${m} ${path.replace(token, ':token')}: 404`);
-  t.equal((await benC.json('POST', '/api/chat/messages', { message: 'hi', session_id: s.id })).status, 404, 'the viewer cannot send into the chat');
+    t.match(
+      await benC.json(m, path, body),
+      { status: 404, body: { error: { code: 'ERR_SHARE_NOT_FOUND' } } },
+      `${m} ${path.replace(token, ':token')}: 404`,
+    );
+  t.equal(
+    (await benC.json('POST', '/api/chat/messages', { message: 'hi', session_id: s.id })).status,
+    404,
+    'the viewer cannot send into the chat',
+  );
   t.same(ran, [], 'no turn ran');
-  t.equal((await benC.json('POST', `/api/chat/sessions/${s.id}/branch`, { turn_id: t1 })).status, 404, 'nor switch its branch');
-  t.equal((await benC.json('PUT', `/api/chat/sessions/${s.id}/turns/${t1}/feedback`, { rating: 'down' })).status, 404, 'nor rate its answers');
+  t.equal(
+    (await benC.json('POST', `/api/chat/sessions/${s.id}/branch`, { turn_id: t1 })).status,
+    404,
+    'nor switch its branch',
+  );
+  t.equal(
+    (await benC.json('PUT', `/api/chat/sessions/${s.id}/turns/${t1}/feedback`, { rating: 'down' })).status,
+    404,
+    'nor rate its answers',
+  );
   t.equal((await benC.json('DELETE', base)).status, 404, 'nor revoke the link');
   t.equal((await benC.json('POST', base)).status, 404, 'nor make one');
-  t.equal((await benC.json('GET', `/api/chat/sessions/${s.id}/messages`)).status, 404, 'nor read the chat beyond the link');
+  t.equal(
+    (await benC.json('GET', `/api/chat/sessions/${s.id}/messages`)).status,
+    404,
+    'nor read the chat beyond the link',
+  );
 
   // Anyone else: another organisation, no organisation, a made-up link: the same 404.
   const cidC = await signIn(app, 'cid');
@@ -141,7 +183,11 @@ t.test(`chat share links on ${TEST_ENGINE}`, async (t) => {
   t.match(await danC.json('GET', `/api/share/${token}`), notFound, 'no organisation: 404');
   t.match(await benC.json('GET', `/api/share/${'x'.repeat(43)}`), notFound, 'a made-up link: the same 404');
   t.match(await benC.json('GET', '/api/share/short'), notFound);
-  t.equal((await app.client().json('GET', `/api/share/${token}`)).status, 401, 'signed out: sign in first (the same for every link)');
+  t.equal(
+    (await app.client().json('GET', `/api/share/${token}`)).status,
+    401,
+    'signed out: sign in first (the same for every link)',
+  );
 
   // Users of no organisation share with each other (a server without organisations is one).
   const d = await chat.createSession(db, dan.id, 'Dan notes');
@@ -149,7 +195,11 @@ t.test(`chat share links on ${TEST_ENGINE}`, async (t) => {
   const danToken = (await danC.json('POST', `/api/chat/sessions/${d.id}/share`)).body.token as string;
   const eveC = await signIn(app, 'eve');
   t.equal((await eveC.json('GET', `/api/share/${danToken}`)).status, 200, 'no organisation to no organisation: opens');
-  t.match(await benC.json('GET', `/api/share/${danToken}`), notFound, "an organisation member does not open an org-less user's link");
+  t.match(
+    await benC.json('GET', `/api/share/${danToken}`),
+    notFound,
+    "an organisation member does not open an org-less user's link",
+  );
 
   // A new link replaces the old; revoking ends it; both are audited.
   const again = (await annC.json('POST', base)).body.token as string;
@@ -160,7 +210,9 @@ t.test(`chat share links on ${TEST_ENGINE}`, async (t) => {
   t.match(await benC.json('GET', `/api/share/${again}/attachments/${chart}`), notFound);
   t.same((await annC.json('GET', base)).body, { shared: false, created_at: null });
   t.equal((await annC.request('DELETE', base)).status, 204, 'revoking again is no error');
-  const events = (await queryActionLog(db, { limit: 50 })).filter((e) => e.event.startsWith('chat.share')).map((e) => [e.event, e.actor_id, e.data.session_id]);
+  const events = (await queryActionLog(db, { limit: 50 }))
+    .filter((e) => e.event.startsWith('chat.share'))
+    .map((e) => [e.event, e.actor_id, e.data.session_id]);
   t.same(
     events.filter((e) => e[2] === s.id).reverse(),
     [

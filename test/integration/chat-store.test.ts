@@ -50,7 +50,10 @@ t.test(`chat store on ${TEST_ENGINE}`, async (t) => {
     'the running tool ends with the turn',
   );
   // The chat route says when the turn started no tool: the end skips the running-tools update.
-  t.equal(await chat.endTurn(db, 't-a', 'x', 'error', { code: 'ERR_SANDBOX_FAILED', message: 'went wrong' }, false), true);
+  t.equal(
+    await chat.endTurn(db, 't-a', 'x', 'error', { code: 'ERR_SANDBOX_FAILED', message: 'went wrong' }, false),
+    true,
+  );
   t.same((await chat.storedTurn(db, s.id, 't-a'))?.error, { code: 'ERR_SANDBOX_FAILED', message: 'went wrong' });
   t.match(await chat.storedTurn(db, s.id, 't-a'), { text: 'x', status: 'done', stop_reason: 'error', tool_calls: [] });
   t.same(await chat.storedTurn(db, 'nope', 't-a'), undefined, 'a turn is found only in its own session');
@@ -118,7 +121,11 @@ t.test(`a failed write leaves nothing half-written on ${TEST_ENGINE}`, async (t)
   const s = await chat.createSession(db, ann.id, 'second');
   await chat.startTurn(db, s.id, 'turn-2', 'hello');
   await t.rejects(chat.startTurn(db, s.id, 'turn-2', 'dup'));
-  t.equal((await chat.getOwnedSession(db, ann.id, s.id))?.updated_at, (await chat.storedTurn(db, s.id, 'turn-2'))?.started_at, 'the failed start did not touch the session');
+  t.equal(
+    (await chat.getOwnedSession(db, ann.id, s.id))?.updated_at,
+    (await chat.storedTurn(db, s.id, 'turn-2'))?.started_at,
+    'the failed start did not touch the session',
+  );
 });
 
 t.test(`memory store on ${TEST_ENGINE}`, async (t) => {

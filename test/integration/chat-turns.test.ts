@@ -14,9 +14,16 @@ t.before(async () => {
 });
 
 /** GET …/events?after=N as parsed NDJSON lines. */
-async function readEvents(c: Client, sid: string, turnId: string, after?: number | string): Promise<{ status: number; events: any[]; body?: any }> {
+async function readEvents(
+  c: Client,
+  sid: string,
+  turnId: string,
+  after?: number | string,
+): Promise<{ status: number; events: any[]; body?: any }> {
   const q = after === undefined ? '' : `?after=${after}`;
-  const res = await fetch(`${c.base}/api/chat/sessions/${sid}/turns/${turnId}/events${q}`, { headers: { cookie: c.cookieHeader() } });
+  const res = await fetch(`${c.base}/api/chat/sessions/${sid}/turns/${turnId}/events${q}`, {
+    headers: { cookie: c.cookieHeader() },
+  });
   const text = await res.text();
   if (res.status !== 200) return { status: res.status, events: [], body: JSON.parse(text) };
   return {
@@ -30,7 +37,10 @@ async function readEvents(c: Client, sid: string, turnId: string, after?: number
 
 t.test('a reader that leaves mid-turn reattaches with after=SEQ and gets exactly the rest', async (t) => {
   const c = await h.login('rita');
-  h.model.push({ kind: 'reply', text: 'Working. ', tool_calls: [{ name: 'slow', arguments: { ms: 1500 } }] }, { kind: 'reply', text: 'Finished after the wait.' });
+  h.model.push(
+    { kind: 'reply', text: 'Working. ', tool_calls: [{ name: 'slow', arguments: { ms: 1500 } }] },
+    { kind: 'reply', text: 'Finished after the wait.' },
+  );
   const first = await streamTurn(c, { message: 'wait a bit' }, (e) => (e.type === 'tool_start' ? 'abort' : undefined));
   const sid = first.sessionId!;
   const turnId = first.headers.get('x-chat-turn-id')!;
@@ -73,7 +83,10 @@ t.test('a reader that leaves mid-turn reattaches with after=SEQ and gets exactly
 
 t.test('rename, search by title and content, delete', async (t) => {
   const c = await h.login('una');
-  h.model.push({ kind: 'reply', text: 'Quarterly numbers look fine.' }, { kind: 'reply', text: 'Paris is the capital.' });
+  h.model.push(
+    { kind: 'reply', text: 'Quarterly numbers look fine.' },
+    { kind: 'reply', text: 'Paris is the capital.' },
+  );
   const a = await streamTurn(c, { message: 'review the budget' });
   const b = await streamTurn(c, { message: 'capital of France?' });
   const ids = [a.sessionId!, b.sessionId!];
@@ -90,7 +103,8 @@ t.test('rename, search by title and content, delete', async (t) => {
   const long = await c.json('PATCH', `/api/chat/sessions/${ids[0]}`, { title: 'x'.repeat(121) });
   t.equal(long.status, 400);
 
-  const search = async (q: string) => (await c.json('GET', `/api/chat/sessions?q=${encodeURIComponent(q)}`)).body.sessions.map((s: any) => s.id);
+  const search = async (q: string) =>
+    (await c.json('GET', `/api/chat/sessions?q=${encodeURIComponent(q)}`)).body.sessions.map((s: any) => s.id);
   t.same(await search('budget REVIEW'), [ids[0]], 'title, case-insensitive');
   t.same(await search('Paris'), [ids[1]], 'answer text');
   t.same(await search('France'), [ids[1]], 'prompt');
@@ -108,7 +122,9 @@ t.test('rename, search by title and content, delete', async (t) => {
   t.same(await search(''), [ids[0]]);
   t.equal((await c.json('GET', `/api/chat/sessions/${ids[1]}/messages`)).status, 404);
   const user = (await c.json('GET', '/api/auth/me')).body;
-  const log = (await queryActionLog(h.app.database.sql, {})).filter((r) => r.actor_id === user.id && r.event.startsWith('chat.'));
+  const log = (await queryActionLog(h.app.database.sql, {})).filter(
+    (r) => r.actor_id === user.id && r.event.startsWith('chat.'),
+  );
   t.same(log.map((r) => r.event).sort(), ['chat.deleted', 'chat.renamed']);
   t.match(log.find((r) => r.event === 'chat.deleted')!.data, { session_id: ids[1] });
 });
@@ -119,7 +135,10 @@ t.test('deleting a chat stops its running turn', async (t) => {
   const r = await streamTurn(c, { message: 'long job' }, (e) => (e.type === 'tool_start' ? 'abort' : undefined));
   const del = await c.json('DELETE', `/api/chat/sessions/${r.sessionId}`);
   t.equal(del.status, 204);
-  await waitFor(() => h.mcpEvents().some((x) => x.tool === 'slow' && x.ev === 'cancelled'), 'the slow tool to be cancelled');
+  await waitFor(
+    () => h.mcpEvents().some((x) => x.tool === 'slow' && x.ev === 'cancelled'),
+    'the slow tool to be cancelled',
+  );
   t.equal((await c.json('GET', '/api/chat/sessions')).body.sessions.length, 0);
   h.model.clearScript();
 });

@@ -25,101 +25,121 @@ t.before(async () => {
   h = await startChatHarness(t, { respond, childEnv: { AGENT_MODEL_TIMEOUT_S: '60' } });
 });
 
-t.test('a turn with two tool calls streams in order; the next prompt reuses the warm child and the model sees the earlier turn', async (t) => {
-  const alice = await h.login('alice');
-  h.model.push(
-    {
-      kind: 'reply',
-      text: 'Let me compute. ',
-      tool_calls: [
-        { name: 'slow', arguments: { ms: 400 } },
-        { name: 'add', arguments: { a: 2, b: 3 } },
-      ],
-    },
-    { kind: 'reply', text: 'The sum of 2 and 3 is 5.' },
-  );
-  let slowRunningAtStart: boolean | undefined;
-  const first = await streamTurn(alice, { message: 'please add 2 and 3' }, (e) => {
-    if (e.type === 'tool_start' && e.tool === 'slow') {
-      // The tool_start line reached us while the tool is still running.
-      const evs = h.mcpEvents().filter((x) => x.tool === 'slow');
-      slowRunningAtStart = evs.some((x) => x.ev === 'start') ? !evs.some((x) => x.ev === 'end') : true;
-    }
-  });
-  t.equal(first.status, 200);
-  t.match(first.headers.get('content-type'), /^application\/x-ndjson/);
-  t.same(shape(first.events), ['text_delta', 'tool_start', 'tool_end', 'tool_start', 'tool_end', 'text_delta', 'done']);
-  t.equal(slowRunningAtStart, true, 'first tool_start arrived before that tool ended');
-  t.same(
-    first.events.map((e) => e.seq),
-    first.events.map((_, i) => i + 1),
-    'seq increases by one from 1',
-  );
-  const ends = first.events.filter((e) => e.type === 'tool_end');
-  t.match(ends[0], { tool: 'slow', ok: true, output: 'slept 400' });
-  t.match(ends[1], { tool: 'add', ok: true, output: 5 });
-  t.ok(ends.every((e) => typeof e.duration_ms === 'number'));
-  const starts = first.events.filter((e) => e.type === 'tool_start');
-  t.same(starts[1].input, { a: 2, b: 3 });
-  t.equal(starts[0].call_id, ends[0].call_id);
-  const done = first.events[first.events.length - 1];
-  t.match(done, { type: 'done', stop_reason: 'end_turn' });
-  t.equal(first.events.filter((e) => e.type === 'done').length, 1);
-  t.equal(done.session_id, first.sessionId);
-  const sid = done.session_id as string;
-  const pid = h.runner.pidOf!(sid);
-  t.ok(pid, 'a warm child runs for the session');
+t.test(
+  'a turn with two tool calls streams in order; the next prompt reuses the warm child and the model sees the earlier turn',
+  async (t) => {
+    const alice = await h.login('alice');
+    h.model.push(
+      {
+        kind: 'reply',
+        text: 'Let me compute. ',
+        tool_calls: [
+          { name: 'slow', arguments: { ms: 400 } },
+          { name: 'add', arguments: { a: 2, b: 3 } },
+        ],
+      },
+      { kind: 'reply', text: 'The sum of 2 and 3 is 5.' },
+    );
+    let slowRunningAtStart: boolean | undefined;
+    const first = await streamTurn(alice, { message: 'please add 2 and 3' }, (e) => {
+      if (e.type === 'tool_start' && e.tool === 'slow') {
+        // The tool_start line reached us while the tool is still running.
+        const evs = h.mcpEvents().filter((x) => x.tool === 'slow');
+        slowRunningAtStart = evs.some((x) => x.ev === 'start') ? !evs.some((x) => x.ev === 'end') : true;
+      }
+    });
+    t.equal(first.status, 200);
+    t.match(first.headers.get('content-type'), /^application\/x-ndjson/);
+    t.same(shape(first.events), [
+      'text_delta',
+      'tool_start',
+      'tool_end',
+      'tool_start',
+      'tool_end',
+      'text_delta',
+      'done',
+    ]);
+    t.equal(slowRunningAtStart, true, 'first tool_start arrived before that tool ended');
+    t.same(
+      first.events.map((e) => e.seq),
+      first.events.map((_, i) => i + 1),
+      'seq increases by one from 1',
+    );
+    const ends = first.events.filter((e) => e.type === 'tool_end');
+    t.match(ends[0], { tool: 'slow', ok: true, output: 'slept 400' });
+    t.match(ends[1], { tool: 'add', ok: true, output: 5 });
+    t.ok(ends.every((e) => typeof e.duration_ms === 'number'));
+    const starts = first.events.filter((e) => e.type === 'tool_start');
+    t.same(starts[1].input, { a: 2, b: 3 });
+    t.equal(starts[0].call_id, ends[0].call_id);
+    const done = first.events[first.events.length - 1];
+    t.match(done, { type: 'done', stop_reason: 'end_turn' });
+    t.equal(first.events.filter((e) => e.type === 'done').length, 1);
+    t.equal(done.session_id, first.sessionId);
+    const sid = done.session_id as string;
+    const pid = h.runner.pidOf!(sid);
+    t.ok(pid, 'a warm child runs for the session');
 
-  // The model got the tool results back in the second request of the turn.
-  const second = h.model.requests[h.model.requests.length - 1].body;
-  const toolMsgs = second.messages.filter((m: any) => m.role === 'tool');
-  t.same(
-    toolMsgs.map((m: any) => m.content),
-    ['slept 400', '5'],
-  );
-  t.equal(h.model.requests[0].headers.authorization, `Bearer ${MODEL_PLACEHOLDER}`);
-  t.same(h.model.requests[0].body.tools.map((x: any) => x.function.name).sort(), ['add', 'env_names', 'fail', 'slow']);
+    // The model got the tool results back in the second request of the turn.
+    const second = h.model.requests[h.model.requests.length - 1].body;
+    const toolMsgs = second.messages.filter((m: any) => m.role === 'tool');
+    t.same(
+      toolMsgs.map((m: any) => m.content),
+      ['slept 400', '5'],
+    );
+    t.equal(h.model.requests[0].headers.authorization, `Bearer ${MODEL_PLACEHOLDER}`);
+    t.same(h.model.requests[0].body.tools.map((x: any) => x.function.name).sort(), [
+      'add',
+      'env_names',
+      'fail',
+      'slow',
+    ]);
 
-  h.model.push({ kind: 'reply', text: 'You asked me to add 2 and 3.' });
-  const spawnedBefore = h.runner.spawned;
-  const again = await streamTurn(alice, { message: 'what did I ask before?', session_id: sid });
-  t.same(shape(again.events), ['text_delta', 'done']);
-  t.equal(again.events[again.events.length - 1].session_id, sid);
-  t.equal(h.runner.pidOf!(sid), pid, 'same warm process');
-  t.equal(h.runner.spawned, spawnedBefore, 'no new process');
-  const seen = h.model.requests[h.model.requests.length - 1].body.messages;
-  t.ok(
-    seen.some((m: any) => m.role === 'user' && m.content === 'please add 2 and 3'),
-    'model saw the earlier prompt',
-  );
-  t.ok(
-    seen.some((m: any) => m.role === 'assistant' && m.content === 'The sum of 2 and 3 is 5.'),
-    'model saw the earlier answer',
-  );
+    h.model.push({ kind: 'reply', text: 'You asked me to add 2 and 3.' });
+    const spawnedBefore = h.runner.spawned;
+    const again = await streamTurn(alice, { message: 'what did I ask before?', session_id: sid });
+    t.same(shape(again.events), ['text_delta', 'done']);
+    t.equal(again.events[again.events.length - 1].session_id, sid);
+    t.equal(h.runner.pidOf!(sid), pid, 'same warm process');
+    t.equal(h.runner.spawned, spawnedBefore, 'no new process');
+    const seen = h.model.requests[h.model.requests.length - 1].body.messages;
+    t.ok(
+      seen.some((m: any) => m.role === 'user' && m.content === 'please add 2 and 3'),
+      'model saw the earlier prompt',
+    );
+    t.ok(
+      seen.some((m: any) => m.role === 'assistant' && m.content === 'The sum of 2 and 3 is 5.'),
+      'model saw the earlier answer',
+    );
 
-  // History for the UI.
-  const list = await alice.json('GET', '/api/chat/sessions');
-  t.equal(list.status, 200);
-  const s = list.body.sessions.find((x: any) => x.id === sid);
-  t.match(s, { title: 'please add 2 and 3', turn_count: 2 });
-  const msgs = await alice.json('GET', `/api/chat/sessions/${sid}/messages`);
-  t.equal(msgs.status, 200);
-  t.equal(msgs.body.turns.length, 2);
-  t.match(msgs.body.turns[0], { prompt: 'please add 2 and 3', text: 'Let me compute. The sum of 2 and 3 is 5.', stop_reason: 'end_turn' });
-  t.match(msgs.body.turns[0].tool_calls, [
-    { tool: 'slow', status: 'ok', input: { ms: 400 } },
-    { tool: 'add', status: 'ok', output: 5 },
-  ]);
-  t.ok(msgs.body.turns[0].tool_calls.every((c: any) => c.duration_ms >= 0));
+    // History for the UI.
+    const list = await alice.json('GET', '/api/chat/sessions');
+    t.equal(list.status, 200);
+    const s = list.body.sessions.find((x: any) => x.id === sid);
+    t.match(s, { title: 'please add 2 and 3', turn_count: 2 });
+    const msgs = await alice.json('GET', `/api/chat/sessions/${sid}/messages`);
+    t.equal(msgs.status, 200);
+    t.equal(msgs.body.turns.length, 2);
+    t.match(msgs.body.turns[0], {
+      prompt: 'please add 2 and 3',
+      text: 'Let me compute. The sum of 2 and 3 is 5.',
+      stop_reason: 'end_turn',
+    });
+    t.match(msgs.body.turns[0].tool_calls, [
+      { tool: 'slow', status: 'ok', input: { ms: 400 } },
+      { tool: 'add', status: 'ok', output: 5 },
+    ]);
+    t.ok(msgs.body.turns[0].tool_calls.every((c: any) => c.duration_ms >= 0));
 
-  // Another user sees none of it.
-  const bob = await h.login('bob');
-  const foreign = await streamTurn(bob, { message: 'hi', session_id: sid });
-  t.equal(foreign.status, 404);
-  t.equal(foreign.error.error.code, 'ERR_CHAT_SESSION_NOT_FOUND');
-  t.equal((await bob.json('GET', `/api/chat/sessions/${sid}/messages`)).status, 404);
-  t.same((await bob.json('GET', '/api/chat/sessions')).body.sessions, []);
-});
+    // Another user sees none of it.
+    const bob = await h.login('bob');
+    const foreign = await streamTurn(bob, { message: 'hi', session_id: sid });
+    t.equal(foreign.status, 404);
+    t.equal(foreign.error.error.code, 'ERR_CHAT_SESSION_NOT_FOUND');
+    t.equal((await bob.json('GET', `/api/chat/sessions/${sid}/messages`)).status, 404);
+    t.same((await bob.json('GET', '/api/chat/sessions')).body.sessions, []);
+  },
+);
 
 t.test('model failures end the turn with one done, stop_reason error and a coded error', async (t) => {
   // Its own harness: a short stall timeout (1 s) that would be flaky under load elsewhere.
@@ -154,7 +174,10 @@ t.test('model failures end the turn with one done, stop_reason error and a coded
 
 t.test('a failing tool is reported and the model carries on', async (t) => {
   const c = await h.login('dave');
-  h.model.push({ kind: 'reply', tool_calls: [{ name: 'fail', arguments: {} }] }, { kind: 'reply', text: 'The tool failed, sorry.' });
+  h.model.push(
+    { kind: 'reply', tool_calls: [{ name: 'fail', arguments: {} }] },
+    { kind: 'reply', text: 'The tool failed, sorry.' },
+  );
   const r = await streamTurn(c, { message: 'try the failing tool' });
   t.same(shape(r.events), ['tool_start', 'tool_end', 'text_delta', 'done']);
   t.match(r.events[1], { ok: false, error: /always fails/ });
@@ -171,7 +194,10 @@ t.test('max_steps stops a model that never stops calling tools', async (t) => {
 
 t.test('a client disconnect leaves the turn running; the stop API cancels it in the child', async (t) => {
   const c = await h.login('frank');
-  h.model.push({ kind: 'reply', tool_calls: [{ name: 'slow', arguments: { ms: 120_000 } }] }, { kind: 'reply', text: 'never reached' });
+  h.model.push(
+    { kind: 'reply', tool_calls: [{ name: 'slow', arguments: { ms: 120_000 } }] },
+    { kind: 'reply', text: 'never reached' },
+  );
   const before = h.model.requests.length;
   const left = responseClosed(h.app.web.server, '/api/chat/messages');
   const r = await streamTurn(c, { message: 'take your time' }, (e) => (e.type === 'tool_start' ? 'abort' : undefined));
@@ -191,7 +217,10 @@ t.test('a client disconnect leaves the turn running; the stop API cancels it in 
   t.equal(stop.status, 202);
   t.same(stop.body, { turn_id: turnId, cancelling: true });
   // The child told the tool server to stop, and the turn was recorded as cancelled.
-  await waitFor(() => h.mcpEvents().some((x) => x.tool === 'slow' && x.ev === 'cancelled'), 'the slow tool to be cancelled');
+  await waitFor(
+    () => h.mcpEvents().some((x) => x.tool === 'slow' && x.ev === 'cancelled'),
+    'the slow tool to be cancelled',
+  );
   const turns = await waitFor(async () => {
     const b = (await c.json('GET', `/api/chat/sessions/${sid}/messages`)).body;
     return b.turns[0]?.status === 'done' ? b.turns : undefined;
@@ -211,7 +240,10 @@ t.test('a client disconnect leaves the turn running; the stop API cancels it in 
 
 t.test('a second prompt while a turn runs gets 409 ERR_SESSION_BUSY before any stream', async (t) => {
   const c = await h.login('gina');
-  h.model.push({ kind: 'reply', tool_calls: [{ name: 'slow', arguments: { ms: 5000 } }] }, { kind: 'reply', text: 'finished' });
+  h.model.push(
+    { kind: 'reply', tool_calls: [{ name: 'slow', arguments: { ms: 5000 } }] },
+    { kind: 'reply', text: 'finished' },
+  );
   let conflict: any;
   const first = await streamTurn(c, { message: 'slow one' }, async (e, _all, sid) => {
     if (e.type === 'tool_start') conflict = await streamTurn(c, { message: 'me too', session_id: sid });
@@ -229,7 +261,11 @@ t.test('10 concurrent users each get only their own events', async (t) => {
   const sessions = new Set<string>();
   results.forEach((r, i) => {
     t.equal(r.status, 200);
-    t.same(shape(r.events), ['tool_start', 'tool_end', 'text_delta', 'done'], `user${i} shape ${JSON.stringify(r.events[r.events.length - 1])}`);
+    t.same(
+      shape(r.events),
+      ['tool_start', 'tool_end', 'text_delta', 'done'],
+      `user${i} shape ${JSON.stringify(r.events[r.events.length - 1])}`,
+    );
     t.same(r.events[0].input, { a: i, b: 1000 }, `user${i} tool input is its own`);
     t.equal(r.events[1].output, 1000 + i, `user${i} tool output is its own ${JSON.stringify(r.events[1])}`);
     const text = r.events
@@ -252,7 +288,13 @@ t.test('input checks: login, CSRF, body', async (t) => {
   const c = await h.login('hank');
   const noCsrf = await c.json('POST', '/api/chat/messages', { message: 'x' }, { 'x-csrf-token': 'wrong' });
   t.equal(noCsrf.body.error.code, 'ERR_AUTH_CSRF');
-  for (const bad of [{}, { message: '' }, { message: 5 }, { message: 'x', extra: 1 }, { message: 'x', session_id: '../etc' }]) {
+  for (const bad of [
+    {},
+    { message: '' },
+    { message: 5 },
+    { message: 'x', extra: 1 },
+    { message: 'x', session_id: '../etc' },
+  ]) {
     const r = await c.json('POST', '/api/chat/messages', bad);
     t.equal(r.status, 400, JSON.stringify(bad));
     t.equal(r.body.error.code, 'ERR_VALIDATION');

@@ -52,7 +52,9 @@ t.test(`a connector tool marked ask: the card, approve, deny, changed arguments 
   services.approvals = approvalDecider(new MailGate(app.database.sql, app.config, app.log), approvals);
   const bob = await loginAs(app, 'bob', true);
   const eve = await loginAs(app, 'eve', true);
-  const bobId = (await app.database.sql.selectFrom('users').select('id').where('username', '=', 'bob').executeTakeFirstOrThrow()).id;
+  const bobId = (
+    await app.database.sql.selectFrom('users').select('id').where('username', '=', 'bob').executeTakeFirstOrThrow()
+  ).id;
 
   const up = await startMcpUpstream();
   t.teardown(() => up.close());
@@ -68,7 +70,8 @@ t.test(`a connector tool marked ask: the card, approve, deny, changed arguments 
   // Turn 1: the card; approve; then the same call id again with a changed argument, and unchanged.
   const outcomes: ToolOutcome[] = [];
   turnBody = async (req) => {
-    const call = (args: Record<string, unknown>) => host.call('acme__create_ticket', args, req.signal, 30_000, 'call-1');
+    const call = (args: Record<string, unknown>) =>
+      host.call('acme__create_ticket', args, req.signal, 30_000, 'call-1');
     outcomes.push(await call(ARGS));
     outcomes.push(await call({ ...ARGS, priority: 'low' }));
     outcomes.push(await call(ARGS));
@@ -85,15 +88,31 @@ t.test(`a connector tool marked ask: the card, approve, deny, changed arguments 
   t.equal(r1.status, 200);
   const cards = r1.events.filter((e) => e.type === 'approval_request');
   t.equal(cards.length, 1, 'one card for the three calls under one call id');
-  t.match(cards[0], { kind: 'connector', call_id: 'call-1', connector: { id: 'acme', label: 'Acme Tickets' }, tool: 'create_ticket' });
+  t.match(cards[0], {
+    kind: 'connector',
+    call_id: 'call-1',
+    connector: { id: 'acme', label: 'Acme Tickets' },
+    tool: 'create_ticket',
+  });
   t.same(cards[0].arguments, ARGS, 'the card carries the exact arguments');
-  t.same([seen.eve.status, seen.eve.body.error.code], [404, 'ERR_CHAT_SESSION_NOT_FOUND'], 'another user cannot decide it');
-  t.same([seen.approve.status, seen.approve.body], [200, { approval_id: cards[0].approval_id, decision: 'approved', scope: 'once' }]);
+  t.same(
+    [seen.eve.status, seen.eve.body.error.code],
+    [404, 'ERR_CHAT_SESSION_NOT_FOUND'],
+    'another user cannot decide it',
+  );
+  t.same(
+    [seen.approve.status, seen.approve.body],
+    [200, { approval_id: cards[0].approval_id, decision: 'approved', scope: 'once' }],
+  );
   t.match(
     r1.events.find((e) => e.type === 'approval_result'),
     { approval_id: cards[0].approval_id, decision: 'approved' },
   );
-  t.same(tickets(), [{ name: 'create_ticket', args: ARGS }], 'the server received exactly the approved arguments, once');
+  t.same(
+    tickets(),
+    [{ name: 'create_ticket', args: ARGS }],
+    'the server received exactly the approved arguments, once',
+  );
   t.match(outcomes[0], { ok: true });
   t.match(outcomes[1], { ok: false, text: /ERR_CONNECTOR_APPROVAL_MISMATCH|differ from the ones the user approved/ });
   t.match(outcomes[2], { ok: false, text: /already approved and made once/ });
@@ -114,7 +133,8 @@ t.test(`a connector tool marked ask: the card, approve, deny, changed arguments 
     outcomes.push(await host.call('acme__create_ticket', { title: 'Second' }, req.signal, 30_000, 'call-2'));
   };
   const r2 = await streamTurn(bob, { message: 'file another', session_id: r1.sessionId }, async (e, _all, sid) => {
-    if (e.type === 'approval_request') await bob.json('POST', `/api/chat/sessions/${sid}/approvals/${e.approval_id}`, { decision: 'deny' });
+    if (e.type === 'approval_request')
+      await bob.json('POST', `/api/chat/sessions/${sid}/approvals/${e.approval_id}`, { decision: 'deny' });
   });
   t.equal(r2.status, 200);
   t.match(
@@ -133,14 +153,47 @@ t.test(`a connector tool marked ask: the card, approve, deny, changed arguments 
   const history = await bob.json('GET', `/api/chat/sessions/${r1.sessionId}/messages`);
   t.equal(history.status, 200);
   t.same(
-    history.body.turns.map((turn: any) => (turn.approvals ?? []).map((a: any) => [a.kind, a.approval_id, a.call_id, a.connector, a.tool, a.arguments, a.state])),
+    history.body.turns.map((turn: any) =>
+      (turn.approvals ?? []).map((a: any) => [
+        a.kind,
+        a.approval_id,
+        a.call_id,
+        a.connector,
+        a.tool,
+        a.arguments,
+        a.state,
+      ]),
+    ),
     [
-      [['connector', cards[0].approval_id, 'call-1', { id: 'acme', label: 'Acme Tickets' }, 'create_ticket', ARGS, 'approved']],
-      [['connector', r2.events.find((e) => e.type === 'approval_request').approval_id, 'call-2', { id: 'acme', label: 'Acme Tickets' }, 'create_ticket', { title: 'Second' }, 'denied']],
+      [
+        [
+          'connector',
+          cards[0].approval_id,
+          'call-1',
+          { id: 'acme', label: 'Acme Tickets' },
+          'create_ticket',
+          ARGS,
+          'approved',
+        ],
+      ],
+      [
+        [
+          'connector',
+          r2.events.find((e) => e.type === 'approval_request').approval_id,
+          'call-2',
+          { id: 'acme', label: 'Acme Tickets' },
+          'create_ticket',
+          { title: 'Second' },
+          'denied',
+        ],
+      ],
     ],
     'each turn keeps its card, the exact arguments and the decision',
   );
-  const replay = await bob.request('GET', `/api/chat/sessions/${r1.sessionId}/turns/${history.body.turns[0].turn_id}/events?after=0`);
+  const replay = await bob.request(
+    'GET',
+    `/api/chat/sessions/${r1.sessionId}/turns/${history.body.turns[0].turn_id}/events?after=0`,
+  );
   const replayed = (await replay.text())
     .split('\n')
     .filter(Boolean)
@@ -148,7 +201,15 @@ t.test(`a connector tool marked ask: the card, approve, deny, changed arguments 
   t.match(
     replayed.filter((e) => e.type.startsWith('approval_')),
     [
-      { type: 'approval_request', kind: 'connector', approval_id: cards[0].approval_id, call_id: 'call-1', connector: { id: 'acme', label: 'Acme Tickets' }, tool: 'create_ticket', arguments: ARGS },
+      {
+        type: 'approval_request',
+        kind: 'connector',
+        approval_id: cards[0].approval_id,
+        call_id: 'call-1',
+        connector: { id: 'acme', label: 'Acme Tickets' },
+        tool: 'create_ticket',
+        arguments: ARGS,
+      },
       { type: 'approval_result', approval_id: cards[0].approval_id, decision: 'approved' },
     ],
     'a stored turn replays the card and its decision',
@@ -166,14 +227,33 @@ t.test(`a connector tool marked ask: the card, approve, deny, changed arguments 
     arguments: { title: 'Cut off' },
   });
   const after = await bob.json('GET', `/api/chat/sessions/${r1.sessionId}/messages`);
-  t.match(after.body.turns[1].approvals.at(-1), { approval_id: 'cut-off-1', state: 'denied', arguments: { title: 'Cut off' } });
-  t.same((await eve.json('GET', `/api/chat/sessions/${r1.sessionId}/messages`)).status, 404, 'another user cannot read them');
+  t.match(after.body.turns[1].approvals.at(-1), {
+    approval_id: 'cut-off-1',
+    state: 'denied',
+    arguments: { title: 'Cut off' },
+  });
+  t.same(
+    (await eve.json('GET', `/api/chat/sessions/${r1.sessionId}/messages`)).status,
+    404,
+    'another user cannot read them',
+  );
 
   // Outside a turn nobody can be asked: refused, not run.
-  const outside = await host.call('acme__create_ticket', { title: 'No turn' }, new AbortController().signal, 30_000, 'call-3');
+  const outside = await host.call(
+    'acme__create_ticket',
+    { title: 'No turn' },
+    new AbortController().signal,
+    30_000,
+    'call-3',
+  );
   t.match(outside, { ok: false, text: /did not approve/ });
   t.equal(tickets().length, 1);
-  const logged = await app.database.sql.selectFrom('action_log').select(['event', 'data']).where('event', 'like', 'connector.call_%').orderBy('id').execute();
+  const logged = await app.database.sql
+    .selectFrom('action_log')
+    .select(['event', 'data'])
+    .where('event', 'like', 'connector.call_%')
+    .orderBy('id')
+    .execute();
   t.same(
     logged.map((l) => l.event),
     ['connector.call_approved', 'connector.call_denied'],
@@ -184,5 +264,9 @@ t.test(`a connector tool marked ask: the card, approve, deny, changed arguments 
   );
   // Deleting the chat deletes its held calls (their arguments are the chat's).
   t.equal((await bob.request('DELETE', `/api/chat/sessions/${r1.sessionId}`)).status, 204);
-  t.same(await app.database.sql.selectFrom('connector_approvals').select('id').execute(), [], 'no held call outlives its chat');
+  t.same(
+    await app.database.sql.selectFrom('connector_approvals').select('id').execute(),
+    [],
+    'no held call outlives its chat',
+  );
 });

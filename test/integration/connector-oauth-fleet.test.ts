@@ -18,7 +18,15 @@ t.test('two nodes, one due token: one grant, both get the new token', async (t) 
   const store = new ConnectorTokenStore(rig.app.database.sql, atRestEncryptor(rig.app.config));
   const before = (await store.grant('tickets', alice.userId))!.accessToken;
   const logs = logSink();
-  const node = (nodeId: string) => new ConnectorTokenService({ store, connectors: rig.lookup, db: rig.app.database.sql, nodeId, log: createLogger({ level: 'debug', destination: logs.stream }), clock: () => Date.now() + 40_000 });
+  const node = (nodeId: string) =>
+    new ConnectorTokenService({
+      store,
+      connectors: rig.lookup,
+      db: rig.app.database.sql,
+      nodeId,
+      log: createLogger({ level: 'debug', destination: logs.stream }),
+      clock: () => Date.now() + 40_000,
+    });
   const a = node('node-a');
   const b = node('node-b');
 

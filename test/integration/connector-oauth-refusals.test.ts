@@ -9,7 +9,14 @@ import t from 'tap';
 import { isAppError, Secret } from '../../core/index.js';
 import { chooseClient } from '../../domain/connector-oauth/client.js';
 import { dbRows } from '../helpers/db.js';
-import { authorizeInBrowser, CLIENT_SECRET, signedIn, startOAuthRig, TRACKER_USERS, type OAuthRig } from '../helpers/connector-oauth.js';
+import {
+  authorizeInBrowser,
+  CLIENT_SECRET,
+  signedIn,
+  startOAuthRig,
+  TRACKER_USERS,
+  type OAuthRig,
+} from '../helpers/connector-oauth.js';
 import type { Client } from '../helpers/client.js';
 
 const CALLBACK = '/api/connections/callback';
@@ -17,11 +24,15 @@ const CALLBACK = '/api/connections/callback';
 /** Start a connect as `client` and walk the authorization server's forms: the callback URL (path and query). */
 async function authorized(rig: OAuthRig, client: Client): Promise<string> {
   const start = await client.json('POST', '/api/connections/tickets/connect', { return_to: '/#/chat/c9' });
-  const url = await authorizeInBrowser(start.body.authorization_url, rig.origin + CALLBACK, { username: 'alice', password: TRACKER_USERS.alice });
+  const url = await authorizeInBrowser(start.body.authorization_url, rig.origin + CALLBACK, {
+    username: 'alice',
+    password: TRACKER_USERS.alice,
+  });
   return url.slice(rig.origin.length);
 }
 
-const grants = async (rig: OAuthRig) => (await dbRows(rig.app.database.sql, 'SELECT connector_id FROM connector_tokens')).length;
+const grants = async (rig: OAuthRig) =>
+  (await dbRows(rig.app.database.sql, 'SELECT connector_id FROM connector_tokens')).length;
 
 t.test('state: unknown, another user or browser session, replayed', async (t) => {
   const rig = await startOAuthRig(t);
@@ -34,7 +45,11 @@ t.test('state: unknown, another user or browser session, replayed', async (t) =>
 
   const callback = await authorized(rig, alice.client);
   const stolen = await bob.client.json('GET', callback);
-  t.equal(stolen.body.error.code, 'ERR_CONNECTOR_OAUTH_STATE', "another user's (and browser session's) state is refused");
+  t.equal(
+    stolen.body.error.code,
+    'ERR_CONNECTOR_OAUTH_STATE',
+    "another user's (and browser session's) state is refused",
+  );
   t.equal(await grants(rig), 0, 'nothing saved');
 
   const ok = await alice.client.request('GET', callback);
@@ -56,27 +71,31 @@ t.test('an answer naming another issuer (RFC 9207) is refused', async (t) => {
   t.equal(await grants(rig), 0);
 });
 
-t.test('a token endpoint that redirects to another host, or echoes secrets: refused, nothing saved, nothing logged', async (t) => {
-  const rig = await startOAuthRig(t);
-  const alice = await signedIn(rig, 'alice');
+t.test(
+  'a token endpoint that redirects to another host, or echoes secrets: refused, nothing saved, nothing logged',
+  async (t) => {
+    const rig = await startOAuthRig(t);
+    const alice = await signedIn(rig, 'alice');
 
-  rig.tickets.auth.tamper.redirectTokenTo = 'http://127.0.0.2:9/steal';
-  let callback = await authorized(rig, alice.client);
-  let r = await alice.client.json('GET', callback);
-  t.equal(r.status, 502);
-  t.equal(r.body.error.code, 'ERR_CONNECTOR_OAUTH_REDIRECT');
-  t.equal(await grants(rig), 0);
+    rig.tickets.auth.tamper.redirectTokenTo = 'http://127.0.0.2:9/steal';
+    let callback = await authorized(rig, alice.client);
+    let r = await alice.client.json('GET', callback);
+    t.equal(r.status, 502);
+    t.equal(r.body.error.code, 'ERR_CONNECTOR_OAUTH_REDIRECT');
+    t.equal(await grants(rig), 0);
 
-  rig.tickets.auth.tamper = { echoSecrets: true };
-  callback = await authorized(rig, alice.client);
-  r = await alice.client.json('GET', callback);
-  t.equal(r.status, 502);
-  t.equal(r.body.error.code, 'ERR_CONNECTOR_OAUTH_ECHO');
-  t.equal(await grants(rig), 0, 'the echoed "token" is not stored');
-  const code = new URL(callback, rig.origin).searchParams.get('code')!;
-  const text = rig.app.logs.text() + JSON.stringify(r.body);
-  for (const secret of [CLIENT_SECRET, code, 'echo-token']) t.notOk(text.includes(secret), 'no secret of the exchange in the logs or the answer');
-});
+    rig.tickets.auth.tamper = { echoSecrets: true };
+    callback = await authorized(rig, alice.client);
+    r = await alice.client.json('GET', callback);
+    t.equal(r.status, 502);
+    t.equal(r.body.error.code, 'ERR_CONNECTOR_OAUTH_ECHO');
+    t.equal(await grants(rig), 0, 'the echoed "token" is not stored');
+    const code = new URL(callback, rig.origin).searchParams.get('code')!;
+    const text = rig.app.logs.text() + JSON.stringify(r.body);
+    for (const secret of [CLIENT_SECRET, code, 'echo-token'])
+      t.notOk(text.includes(secret), 'no secret of the exchange in the logs or the answer');
+  },
+);
 
 t.test('bad requests: return_to, unknown connector, audience', async (t) => {
   const rig = await startOAuthRig(t);
@@ -103,15 +122,37 @@ t.test("Airlock's client ID metadata document, and which client a grant uses", a
     response_types: ['code'],
     token_endpoint_auth_method: 'none',
   });
-  const meta = (await (await fetch(`${rig.tickets.auth.url}/.well-known/openid-configuration`)).json()) as Parameters<typeof chooseClient>[0];
+  const meta = (await (await fetch(`${rig.tickets.auth.url}/.well-known/openid-configuration`)).json()) as Parameters<
+    typeof chooseClient
+  >[0];
   t.equal(meta.client_id_metadata_document_supported, true, 'the tracker takes metadata documents');
   const pre = { clientId: 'pre', clientSecret: new Secret('pre-secret-0123456789') };
-  t.same(chooseClient(meta, pre, 'https://airlock.example/oauth/client-metadata.json'), { client_id: 'https://airlock.example/oauth/client-metadata.json' }, 'https origin: the document URL is the client id, no secret');
-  t.same(chooseClient(meta, pre, `${rig.origin}/oauth/client-metadata.json`), { client_id: 'pre', client_secret: 'pre-secret-0123456789' }, 'http origin: the pre-registered client');
-  t.same(chooseClient({ ...meta, client_id_metadata_document_supported: false }, pre, 'https://airlock.example/oauth/client-metadata.json').client_id, 'pre', 'no metadata documents: the pre-registered client');
+  t.same(
+    chooseClient(meta, pre, 'https://airlock.example/oauth/client-metadata.json'),
+    { client_id: 'https://airlock.example/oauth/client-metadata.json' },
+    'https origin: the document URL is the client id, no secret',
+  );
+  t.same(
+    chooseClient(meta, pre, `${rig.origin}/oauth/client-metadata.json`),
+    { client_id: 'pre', client_secret: 'pre-secret-0123456789' },
+    'http origin: the pre-registered client',
+  );
+  t.same(
+    chooseClient(
+      { ...meta, client_id_metadata_document_supported: false },
+      pre,
+      'https://airlock.example/oauth/client-metadata.json',
+    ).client_id,
+    'pre',
+    'no metadata documents: the pre-registered client',
+  );
   let refused: unknown;
   try {
-    chooseClient({ ...meta, client_id_metadata_document_supported: false }, {}, 'https://airlock.example/oauth/client-metadata.json');
+    chooseClient(
+      { ...meta, client_id_metadata_document_supported: false },
+      {},
+      'https://airlock.example/oauth/client-metadata.json',
+    );
   } catch (err) {
     refused = err;
   }

@@ -44,11 +44,17 @@ t.test(`deleting a connector deletes its users' grants; a grant needs its connec
     .execute();
 
   await new ConnectorService({ db, enc: new Encryptor(randomBytes(32)), allowHttpLoopback: false }).delete('tickets');
-  const left = await dbRows<{ connector_id: string; user_id: number }>(db, 'SELECT connector_id, user_id FROM connector_tokens ORDER BY connector_id');
+  const left = await dbRows<{ connector_id: string; user_id: number }>(
+    db,
+    'SELECT connector_id, user_id FROM connector_tokens ORDER BY connector_id',
+  );
   t.same(
     left.map((r) => [r.connector_id, Number(r.user_id)]),
     [['wiki', ann.id]],
     'the deleted connector’s grants are gone, the other connector’s stay',
   );
-  await t.rejects(db.insertInto('connector_tokens').values(grant('no-such-connector', ann.id)).execute(), 'a grant for a connector that does not exist is refused');
+  await t.rejects(
+    db.insertInto('connector_tokens').values(grant('no-such-connector', ann.id)).execute(),
+    'a grant for a connector that does not exist is refused',
+  );
 });

@@ -29,7 +29,14 @@ t.test(`connectors: admin API, discovery, bad input (${TEST_ENGINE})`, async (t)
   t.equal((await bob.json('POST', '/api/admin/connectors', { id: 'acme', label: 'Acme', url: up.url })).status, 403);
 
   // Bad input: each with its code, nothing saved.
-  const base = { id: 'acme', label: 'Acme Tickets', url: up.url, auth_kind: 'header', auth_header_name: 'X-Api-Key', auth_secret: SECRET };
+  const base = {
+    id: 'acme',
+    label: 'Acme Tickets',
+    url: up.url,
+    auth_kind: 'header',
+    auth_header_name: 'X-Api-Key',
+    auth_secret: SECRET,
+  };
   const bad: [Record<string, unknown>, number, string][] = [
     [{ ...base, id: 'Acme' }, 400, 'ERR_VALIDATION'],
     [{ ...base, id: 'ac__me' }, 400, 'ERR_VALIDATION'],
@@ -70,25 +77,43 @@ t.test(`connectors: admin API, discovery, bad input (${TEST_ENGINE})`, async (t)
   t.equal(ok.status, 201, JSON.stringify(ok.body).slice(0, 300));
   t.equal(ok.body.connector.has_secret, true);
   t.equal(ok.body.connector.transport, 'streamable_http');
-  const modes = Object.fromEntries(ok.body.connector.tools.map((x: { name: string; mode: string }) => [x.name, x.mode]));
+  const modes = Object.fromEntries(
+    ok.body.connector.tools.map((x: { name: string; mode: string }) => [x.name, x.mode]),
+  );
   t.same(modes, { echo: 'enabled', create_ticket: 'ask', whoami: 'enabled', big: 'enabled', slow: 'enabled' });
-  t.match(ok.body.connector.tools.find((x: { name: string }) => x.name === 'echo').input_schema, { type: 'object', properties: { message: { type: 'string' } } });
+  t.match(ok.body.connector.tools.find((x: { name: string }) => x.name === 'echo').input_schema, {
+    type: 'object',
+    properties: { message: { type: 'string' } },
+  });
   const [row] = await rows();
   t.notMatch(row.auth_secret_enc, SECRET, 'the secret is encrypted at rest');
   t.ok(row.auth_secret_enc.length > 20);
   t.equal((await admin.json('POST', '/api/admin/connectors', base)).body.error.code, 'ERR_CONNECTOR_EXISTS');
 
   // Tool modes; an unknown tool refuses the whole change.
-  t.equal((await admin.json('PATCH', '/api/admin/connectors/acme/tools', { modes: { echo: 'disabled', nope: 'enabled' } })).body.error.code, 'ERR_CONNECTOR_TOOL_NOT_FOUND');
-  const m = await admin.json('PATCH', '/api/admin/connectors/acme/tools', { modes: { echo: 'disabled', create_ticket: 'enabled' } });
+  t.equal(
+    (await admin.json('PATCH', '/api/admin/connectors/acme/tools', { modes: { echo: 'disabled', nope: 'enabled' } }))
+      .body.error.code,
+    'ERR_CONNECTOR_TOOL_NOT_FOUND',
+  );
+  const m = await admin.json('PATCH', '/api/admin/connectors/acme/tools', {
+    modes: { echo: 'disabled', create_ticket: 'enabled' },
+  });
   t.equal(m.status, 200);
   // Refresh keeps the admin's modes.
   const rf = await admin.json('POST', '/api/admin/connectors/acme/refresh');
   t.equal(rf.status, 200);
-  t.match(Object.fromEntries(rf.body.connector.tools.map((x: { name: string; mode: string }) => [x.name, x.mode])), { echo: 'disabled', create_ticket: 'enabled' });
+  t.match(Object.fromEntries(rf.body.connector.tools.map((x: { name: string; mode: string }) => [x.name, x.mode])), {
+    echo: 'disabled',
+    create_ticket: 'enabled',
+  });
 
   // Update: a wrong kind is refused whole; the secret absent is kept.
-  t.equal((await admin.json('PATCH', '/api/admin/connectors/acme', { auth_kind: 'bearer', auth_secret: null })).body.error.code, 'ERR_CONNECTOR_AUTH');
+  t.equal(
+    (await admin.json('PATCH', '/api/admin/connectors/acme', { auth_kind: 'bearer', auth_secret: null })).body.error
+      .code,
+    'ERR_CONNECTOR_AUTH',
+  );
   const u = await admin.json('PATCH', '/api/admin/connectors/acme', { label: 'Acme', enabled: false });
   t.match(u.body, { label: 'Acme', enabled: false, has_secret: true });
 
@@ -108,14 +133,24 @@ t.test(`connectors: admin API, discovery, bad input (${TEST_ENGINE})`, async (t)
       { name: 'bad name!', inputSchema: obj },
       { name: 'a__b', inputSchema: obj },
       { name: 'send_email', inputSchema: obj },
-      { name: 'huge', inputSchema: { type: 'object', properties: Object.fromEntries(Array.from({ length: 900 }, (_, i) => [`p${i}`, { type: 'string' }])) } },
+      {
+        name: 'huge',
+        inputSchema: {
+          type: 'object',
+          properties: Object.fromEntries(Array.from({ length: 900 }, (_, i) => [`p${i}`, { type: 'string' }])),
+        },
+      },
       { name: 'broken', inputSchema: { type: 'object', properties: { x: { type: 'nonsense' } } } },
     ],
   });
   const rr = await admin.json('POST', '/api/admin/connectors', { id: 'raw', label: 'Raw', url: raw.url });
   await raw.close();
   t.equal(rr.status, 201);
-  t.same(rr.body.connector.tools.map((x: { name: string }) => x.name).sort(), ['good', 'send_email'], 'send_email is fine: it becomes raw__send_email');
+  t.same(
+    rr.body.connector.tools.map((x: { name: string }) => x.name).sort(),
+    ['good', 'send_email'],
+    'send_email is fine: it becomes raw__send_email',
+  );
   t.same(rr.body.skipped.map((x: { name: string }) => x.name).sort(), ['a__b', 'bad name!', 'broken', 'huge']);
   for (const [tools, what] of [
     [
@@ -140,7 +175,10 @@ t.test(`connectors: admin API, discovery, bad input (${TEST_ENGINE})`, async (t)
   // Delete; the action log never holds the secret; neither do the logs.
   t.equal((await admin.json('DELETE', '/api/admin/connectors/raw')).status, 204);
   t.equal((await admin.json('DELETE', '/api/admin/connectors/raw')).body.error.code, 'ERR_CONNECTOR_NOT_FOUND');
-  const log = await dbRows(app.database.sql, "SELECT event, data FROM action_log WHERE event LIKE 'connector.%' ORDER BY id");
+  const log = await dbRows(
+    app.database.sql,
+    "SELECT event, data FROM action_log WHERE event LIKE 'connector.%' ORDER BY id",
+  );
   t.ok(log.length >= 6);
   t.notMatch(JSON.stringify(log), SECRET);
   t.notMatch(app.logs.text(), SECRET);

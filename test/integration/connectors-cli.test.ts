@@ -14,9 +14,15 @@ import { startMcpUpstream } from '../helpers/mcp-upstream.js';
 const CLI = join(ROOT, 'dist', 'daemon', 'main.js');
 const SECRET = 'cli-connector-secret-0123456789-abc';
 
-function cli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function cli(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, ...args], {
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -29,8 +35,31 @@ t.test(`connectors CLI (${TEST_ENGINE})`, async (t) => {
   const up = await startMcpUpstream({ requireHeader: { name: 'x-acme-key', value: SECRET } });
   t.teardown(() => up.close());
   const url = await testDatabaseUrl(t);
-  const env = { AIRLOCK_DATA_DIR: tempDir(t), AIRLOCK_CONNECTORS_ALLOW_HTTP_LOOPBACK: 'true', ACME_KEY: SECRET, AIRLOCK_ENCRYPTION_KEY: 'a'.repeat(64), ...(url ? { AIRLOCK_DATABASE_URL: url } : {}) };
-  const add = await cli(['connectors', 'add', 'acme', '--label', 'Acme', '--url', up.url, '--auth', 'header', '--header', 'X-Acme-Key', '--secret-env', 'ACME_KEY'], env);
+  const env = {
+    AIRLOCK_DATA_DIR: tempDir(t),
+    AIRLOCK_CONNECTORS_ALLOW_HTTP_LOOPBACK: 'true',
+    ACME_KEY: SECRET,
+    AIRLOCK_ENCRYPTION_KEY: 'a'.repeat(64),
+    ...(url ? { AIRLOCK_DATABASE_URL: url } : {}),
+  };
+  const add = await cli(
+    [
+      'connectors',
+      'add',
+      'acme',
+      '--label',
+      'Acme',
+      '--url',
+      up.url,
+      '--auth',
+      'header',
+      '--header',
+      'X-Acme-Key',
+      '--secret-env',
+      'ACME_KEY',
+    ],
+    env,
+  );
   t.equal(add.code, 0, add.stderr);
   t.match(add.stdout, /added acme \(streamable_http\) with 5 tools/);
   const bad = await cli(['connectors', 'add', 'web', '--label', 'Web', '--url', 'http://example.com/mcp'], env);
@@ -38,9 +67,14 @@ t.test(`connectors CLI (${TEST_ENGINE})`, async (t) => {
   t.match(bad.stderr, /ERR_CONNECTOR_URL/);
   const ls = await cli(['connectors', 'ls'], env);
   t.match(ls.stdout, /acme\s+Acme\s+http:\/\/127\.0\.0\.1:\d+\/mcp\s+header\s+everyone\s+5\s+yes/);
-  const tools = await cli(['connectors', 'tools', 'acme', '--set', 'echo=disabled', 'create_ticket=enabled', '--json'], env);
+  const tools = await cli(
+    ['connectors', 'tools', 'acme', '--set', 'echo=disabled', 'create_ticket=enabled', '--json'],
+    env,
+  );
   t.equal(tools.code, 0, tools.stderr);
-  const modes = Object.fromEntries((JSON.parse(tools.stdout) as { name: string; mode: string }[]).map((x) => [x.name, x.mode]));
+  const modes = Object.fromEntries(
+    (JSON.parse(tools.stdout) as { name: string; mode: string }[]).map((x) => [x.name, x.mode]),
+  );
   t.match(modes, { echo: 'disabled', create_ticket: 'enabled' });
   const refreshed = await cli(['connectors', 'tools', 'acme', '--refresh'], env);
   t.match(refreshed.stdout, /acme__echo\s+disabled/);

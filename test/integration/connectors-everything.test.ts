@@ -32,7 +32,13 @@ t.test(`server-everything as a connector (${TEST_ENGINE})`, async (t) => {
   t.teardown(() => host.close());
   await host.refresh();
   t.ok(host.defs().some((d) => d.name === 'everything__echo'));
-  const r = await host.call('everything__echo', { message: 'hello reference server' }, new AbortController().signal, 30_000, 'call-ev');
+  const r = await host.call(
+    'everything__echo',
+    { message: 'hello reference server' },
+    new AbortController().signal,
+    30_000,
+    'call-ev',
+  );
   t.match(r, { ok: true });
   t.match(r.text, /hello reference server/);
   t.match(rig.calls.at(-1), { connector: 'everything', tool: 'echo', status: 'ok', callId: 'call-ev' });

@@ -29,12 +29,31 @@ t.test(`connector gateway end to end (${TEST_ENGINE})`, async (t) => {
   const oauthUp = await startMcpUpstream();
   t.teardown(() => oauthUp.close());
   const svc = new ConnectorService({ db: app.database.sql, enc: atRestEncryptor(app.config), allowHttpLoopback: true });
-  await svc.create({ id: 'acme', label: 'Acme Tickets', url: up.url, auth_kind: 'bearer', auth_secret: SECRET, audience: { kind: 'users', user_ids: [bob.id] } }, null);
+  await svc.create(
+    {
+      id: 'acme',
+      label: 'Acme Tickets',
+      url: up.url,
+      auth_kind: 'bearer',
+      auth_secret: SECRET,
+      audience: { kind: 'users', user_ids: [bob.id] },
+    },
+    null,
+  );
   await svc.create({ id: 'wiki', label: 'Wiki', url: oauthUp.url, auth_kind: 'oauth' }, null);
   // OAuth tools cannot be listed without a token: give it the server's list by hand (a refresh by a connected admin does this).
   await app.database.sql
     .updateTable('connectors')
-    .set({ tools: JSON.stringify([{ name: 'echo', description: 'Echo', input_schema: { type: 'object', properties: { message: { type: 'string' } } }, mode: 'enabled' }]) })
+    .set({
+      tools: JSON.stringify([
+        {
+          name: 'echo',
+          description: 'Echo',
+          input_schema: { type: 'object', properties: { message: { type: 'string' } } },
+          mode: 'enabled',
+        },
+      ]),
+    })
     .where('id', '=', 'wiki')
     .execute();
 
@@ -49,19 +68,27 @@ t.test(`connector gateway end to end (${TEST_ENGINE})`, async (t) => {
   const host = await ToolHost.connect([], {}, createLogger({ level: 'silent', destination: process.stderr }));
   host.setRemote(rig.agent);
   t.teardown(() => host.close());
-  const call = (name: string, input: Record<string, unknown>) => host.call(name, input, new AbortController().signal, 30_000, 'call-1');
+  const call = (name: string, input: Record<string, unknown>) =>
+    host.call(name, input, new AbortController().signal, 30_000, 'call-1');
 
   // tools/list comes from the registry, prefixed.
   await host.refresh();
   const names = host.defs().map((d) => d.name);
   t.same(names.sort(), ['acme__big', 'acme__create_ticket', 'acme__echo', 'acme__slow', 'acme__whoami', 'wiki__echo']);
-  t.match(host.defs().find((d) => d.name === 'acme__echo')!.inputSchema, { type: 'object', properties: { message: { type: 'string' } } });
+  t.match(host.defs().find((d) => d.name === 'acme__echo')!.inputSchema, {
+    type: 'object',
+    properties: { message: { type: 'string' } },
+  });
 
   // A call, with the secret injected on the host.
   const echo = await call('acme__echo', { message: 'hello' });
   t.match(echo, { ok: true, text: 'echo: hello' });
   t.same(up.calls.at(-1), { name: 'echo', args: { message: 'hello' } });
-  t.match(rig.calls.at(-1), { connector: 'acme', tool: 'echo', status: 'ok', callId: 'call-1' }, "the model's call id travels in _meta");
+  t.match(
+    rig.calls.at(-1),
+    { connector: 'acme', tool: 'echo', status: 'ok', callId: 'call-1' },
+    "the model's call id travels in _meta",
+  );
 
   // The server echoes the credential: scrubbed before the sandbox sees it.
   const who = await call('acme__whoami', {});
@@ -82,9 +109,17 @@ t.test(`connector gateway end to end (${TEST_ENGINE})`, async (t) => {
   t.match(denied, { ok: false });
   t.match(denied.text, /did not approve/);
   t.equal(up.calls.length, before, 'a denied call is not forwarded');
-  t.match(approvals.at(-1), { userId: bob.id, connector: { id: 'acme', label: 'Acme Tickets' }, tool: 'create_ticket', arguments: { title: 'Printer on fire', priority: 'high' } });
+  t.match(approvals.at(-1), {
+    userId: bob.id,
+    connector: { id: 'acme', label: 'Acme Tickets' },
+    tool: 'create_ticket',
+    arguments: { title: 'Printer on fire', priority: 'high' },
+  });
   answer = true;
-  t.match(await call('acme__create_ticket', { title: 'Printer on fire' }), { ok: true, text: 'ticket filed: Printer on fire' });
+  t.match(await call('acme__create_ticket', { title: 'Printer on fire' }), {
+    ok: true,
+    text: 'ticket filed: Printer on fire',
+  });
 
   // OAuth without a connection: the model is told to ask the user to connect, with the connector named.
   const nc = await call('wiki__echo', { message: 'x' });
@@ -116,11 +151,28 @@ t.test(`connector gateway end to end (${TEST_ENGINE})`, async (t) => {
   );
 
   // Agent policy: acme__* denied for bob → listed nothing, calls refused.
-  const org = await app.database.sql.insertInto('organisations').values({ name: 'Org' }).returning('id').executeTakeFirstOrThrow();
-  await app.database.sql.insertInto('organisation_members').values({ organisation_id: org.id, user_id: bob.id }).execute();
+  const org = await app.database.sql
+    .insertInto('organisations')
+    .values({ name: 'Org' })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  await app.database.sql
+    .insertInto('organisation_members')
+    .values({ organisation_id: org.id, user_id: bob.id })
+    .execute();
   await app.database.sql
     .insertInto('agent_policies')
-    .values({ organisation_id: org.id, name: 'no acme', applies_to: 'all', allowed_tools: null, allowed_models: null, denied_tools: '["acme__*"]', mail_other: null, mail_max_recipients: null, mail_max_per_hour: null })
+    .values({
+      organisation_id: org.id,
+      name: 'no acme',
+      applies_to: 'all',
+      allowed_tools: null,
+      allowed_models: null,
+      denied_tools: '["acme__*"]',
+      mail_other: null,
+      mail_max_recipients: null,
+      mail_max_per_hour: null,
+    })
     .execute();
   await host.refresh();
   t.same(
@@ -132,7 +184,11 @@ t.test(`connector gateway end to end (${TEST_ENGINE})`, async (t) => {
   // A child that calls it anyway, by hand through the proxy: refused on the host.
   const forged = await fetch(`http://127.0.0.1:${rig.proxy.port}/connectors/acme`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${rig.placeholder}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    headers: {
+      authorization: `Bearer ${rig.placeholder}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+    },
     body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'whoami', arguments: {} } }),
   });
   const fj = (await forged.json()) as { result: { isError: boolean; _meta: { error_code: string } } };
@@ -162,14 +218,25 @@ t.test(`connector gateway end to end (${TEST_ENGINE})`, async (t) => {
   }
   // Methods: PUT is refused; GET is answered 405 by the gateway (no stream), never forwarded.
   t.equal((await rawRequest(port, req('PUT', '/connectors/acme', rig.placeholder))).status, 403);
-  t.equal((await rawExchange({ path: rig.socketPath }, `GET /connectors/acme HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${rig.placeholder}\r\nConnection: close\r\n\r\n`)).status, 405);
+  t.equal(
+    (
+      await rawExchange(
+        { path: rig.socketPath },
+        `GET /connectors/acme HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${rig.placeholder}\r\nConnection: close\r\n\r\n`,
+      )
+    ).status,
+    405,
+  );
   // An oversized body is refused before anything is forwarded.
   const huge = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"${'x'.repeat(70 * 1024 * 1024)}"}}}`;
   const o = await rawExchange({ path: rig.socketPath }, req('POST', '/connectors/acme', rig.placeholder, huge), 20_000);
   t.equal(o.status, 413, 'oversized body refused');
   t.equal(up.requests.length, seenBefore, 'nothing of the hostile table reached the server');
   // Garbage JSON-RPC.
-  t.equal((await rawExchange({ path: rig.socketPath }, req('POST', '/connectors/acme', rig.placeholder, 'not json'))).status, 400);
+  t.equal(
+    (await rawExchange({ path: rig.socketPath }, req('POST', '/connectors/acme', rig.placeholder, 'not json'))).status,
+    400,
+  );
 
   // No secret in any log, audit record or proxy decision.
   t.notMatch(rig.logs.text(), SECRET);

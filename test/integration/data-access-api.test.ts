@@ -27,11 +27,29 @@ t.test('auth matrix: every management endpoint', async (t) => {
   };
   const rows: { name: string; method: string; path: () => Promise<string>; body?: unknown; ok: number }[] = [
     { name: 'list roles', method: 'GET', path: async () => `${BASE}/roles`, ok: 200 },
-    { name: 'create role', method: 'POST', path: async () => `${BASE}/roles`, body: () => ({ name: `made${++n}` }), ok: 201 },
-    { name: 'patch role', method: 'PATCH', path: async () => `${BASE}/roles/${await fresh()}`, body: { description: 'x' }, ok: 200 },
+    {
+      name: 'create role',
+      method: 'POST',
+      path: async () => `${BASE}/roles`,
+      body: () => ({ name: `made${++n}` }),
+      ok: 201,
+    },
+    {
+      name: 'patch role',
+      method: 'PATCH',
+      path: async () => `${BASE}/roles/${await fresh()}`,
+      body: { description: 'x' },
+      ok: 200,
+    },
     { name: 'delete role', method: 'DELETE', path: async () => `${BASE}/roles/${await fresh()}`, ok: 204 },
     { name: 'list policies', method: 'GET', path: async () => `${BASE}/roles/${await fresh()}/policies`, ok: 200 },
-    { name: 'put policy', method: 'PUT', path: async () => `${BASE}/roles/${await fresh()}/policies/orders`, body: { allowed_columns: ['id'] }, ok: 201 },
+    {
+      name: 'put policy',
+      method: 'PUT',
+      path: async () => `${BASE}/roles/${await fresh()}/policies/orders`,
+      body: { allowed_columns: ['id'] },
+      ok: 201,
+    },
     {
       name: 'delete policy',
       method: 'DELETE',
@@ -43,7 +61,13 @@ t.test('auth matrix: every management endpoint', async (t) => {
       ok: 204,
     },
     { name: 'list assignments', method: 'GET', path: async () => `${BASE}/assignments`, ok: 200 },
-    { name: 'create assignment', method: 'POST', path: async () => `${BASE}/assignments`, body: async () => ({ user_id: userId, role_id: await fresh() }), ok: 201 },
+    {
+      name: 'create assignment',
+      method: 'POST',
+      path: async () => `${BASE}/assignments`,
+      body: async () => ({ user_id: userId, role_id: await fresh() }),
+      ok: 201,
+    },
     {
       name: 'delete assignment',
       method: 'DELETE',
@@ -82,7 +106,12 @@ t.test('auth matrix: internal endpoints', async (t) => {
   const { app, userId } = await setup(t);
   const rows = [
     { method: 'GET', path: `/api/internal/bi-policy/${userId}`, body: undefined, ok: 200 },
-    { method: 'POST', path: '/api/internal/bi-audit', body: { user_id: userId, table: 'orders', decision: 'allowed' }, ok: 200 },
+    {
+      method: 'POST',
+      path: '/api/internal/bi-audit',
+      body: { user_id: userId, table: 'orders', decision: 'allowed' },
+      ok: 200,
+    },
   ];
   for (const row of rows) {
     t.test(`${row.method} ${row.path}`, async (t) => {
@@ -90,14 +119,22 @@ t.test('auth matrix: internal endpoints', async (t) => {
       const none = await c.json(row.method, row.path, row.body);
       t.equal(none.status, 401, 'no secret');
       t.equal(none.body.error.code, 'ERR_AUTH_SECRET_REQUIRED');
-      const basic = await c.json(row.method, row.path, row.body, { authorization: `Basic ${TEST_SECRETS.MCP_INTERNAL_SECRET}` });
+      const basic = await c.json(row.method, row.path, row.body, {
+        authorization: `Basic ${TEST_SECRETS.MCP_INTERNAL_SECRET}`,
+      });
       t.equal(basic.status, 401, 'not a bearer');
-      const wrong = await c.json(row.method, row.path, row.body, { authorization: `Bearer ${TEST_SECRETS.MCP_INTERNAL_SECRET}x` });
+      const wrong = await c.json(row.method, row.path, row.body, {
+        authorization: `Bearer ${TEST_SECRETS.MCP_INTERNAL_SECRET}x`,
+      });
       t.equal(wrong.status, 403, 'wrong secret');
       t.equal(wrong.body.error.code, 'ERR_AUTH_SECRET_INVALID');
-      const prefix = await c.json(row.method, row.path, row.body, { authorization: `Bearer ${TEST_SECRETS.MCP_INTERNAL_SECRET.slice(0, -1)}` });
+      const prefix = await c.json(row.method, row.path, row.body, {
+        authorization: `Bearer ${TEST_SECRETS.MCP_INTERNAL_SECRET.slice(0, -1)}`,
+      });
       t.equal(prefix.status, 403, 'a prefix of the secret');
-      const ok = await c.json(row.method, row.path, row.body, { authorization: `Bearer ${TEST_SECRETS.MCP_INTERNAL_SECRET}` });
+      const ok = await c.json(row.method, row.path, row.body, {
+        authorization: `Bearer ${TEST_SECRETS.MCP_INTERNAL_SECRET}`,
+      });
       t.equal(ok.status, row.ok, 'right secret');
     });
   }
@@ -105,7 +142,11 @@ t.test('auth matrix: internal endpoints', async (t) => {
   const admin = app.client();
   await addUser(app.database, 'root2', PW, { superuser: true });
   await admin.login('root2', PW);
-  t.equal((await admin.json('GET', `/api/internal/bi-policy/${userId}`)).status, 401, 'a superuser session does not pass');
+  t.equal(
+    (await admin.json('GET', `/api/internal/bi-policy/${userId}`)).status,
+    401,
+    'a superuser session does not pass',
+  );
   t.notOk(app.logs.text().includes(TEST_SECRETS.MCP_INTERNAL_SECRET), 'secret never logged');
 });
 
@@ -123,9 +164,15 @@ t.test('roles, policies, assignments, effective policy, bi bit', async (t) => {
   t.equal(dup.body.error.code, 'ERR_DATA_ROLE_EXISTS');
   t.equal((await admin.json('POST', `${BASE}/roles`, { name: 'x', extra: 1 })).body.error.code, 'ERR_DATA_INVALID');
   t.equal((await admin.json('POST', `${BASE}/roles`, { name: 'bad name;' })).status, 400);
-  t.equal((await admin.json('PATCH', `${BASE}/roles/${biAdmin.id}`, { name: 'root_role' })).body.error.code, 'ERR_DATA_ROLE_BUILTIN');
+  t.equal(
+    (await admin.json('PATCH', `${BASE}/roles/${biAdmin.id}`, { name: 'root_role' })).body.error.code,
+    'ERR_DATA_ROLE_BUILTIN',
+  );
   t.equal((await admin.json('DELETE', `${BASE}/roles/${biAdmin.id}`)).status, 409);
-  t.equal((await admin.json('PUT', `${BASE}/roles/${biAdmin.id}/policies/orders`, { allowed_columns: ['id'] })).status, 409);
+  t.equal(
+    (await admin.json('PUT', `${BASE}/roles/${biAdmin.id}/policies/orders`, { allowed_columns: ['id'] })).status,
+    409,
+  );
   t.equal((await admin.json('PATCH', `${BASE}/roles/99999`, { name: 'y' })).body.error.code, 'ERR_DATA_ROLE_NOT_FOUND');
   t.equal((await admin.json('PATCH', `${BASE}/roles/abc`, { name: 'y' })).status, 400);
 
@@ -136,7 +183,10 @@ t.test('roles, policies, assignments, effective policy, bi bit', async (t) => {
   });
   t.equal(put.status, 201);
   t.same(put.body.allowed_columns, ['id', 'amount']);
-  const put2 = await admin.json('PUT', `${BASE}/roles/${sid}/policies/orders`, { allowed_columns: ['id', 'amount', 'region'], row_filter: { column: 'owner', op: 'eq', value: '$username' } });
+  const put2 = await admin.json('PUT', `${BASE}/roles/${sid}/policies/orders`, {
+    allowed_columns: ['id', 'amount', 'region'],
+    row_filter: { column: 'owner', op: 'eq', value: '$username' },
+  });
   t.equal(put2.status, 200, 'replace answers 200');
   const bad = [
     { allowed_columns: ['id'], row_filter: "owner = 'x' OR 1=1" },
@@ -156,7 +206,12 @@ t.test('roles, policies, assignments, effective policy, bi bit', async (t) => {
   }
   let deep: unknown = { column: 'a', op: 'eq', value: 1 };
   for (let i = 0; i < 6; i++) deep = { all: [deep] };
-  t.equal((await admin.json('PUT', `${BASE}/roles/${sid}/policies/orders`, { allowed_columns: ['id'], row_filter: deep })).status, 400, 'too deep');
+  t.equal(
+    (await admin.json('PUT', `${BASE}/roles/${sid}/policies/orders`, { allowed_columns: ['id'], row_filter: deep }))
+      .status,
+    400,
+    'too deep',
+  );
   const wide = {
     any: Array.from({ length: 50 }, () => ({
       all: [
@@ -165,13 +220,40 @@ t.test('roles, policies, assignments, effective policy, bi bit', async (t) => {
       ],
     })),
   };
-  const big = await admin.json('PUT', `${BASE}/roles/${sid}/policies/orders`, { allowed_columns: ['id'], row_filter: wide });
+  const big = await admin.json('PUT', `${BASE}/roles/${sid}/policies/orders`, {
+    allowed_columns: ['id'],
+    row_filter: wide,
+  });
   t.equal(big.body.error.code, 'ERR_DATA_FILTER_TOO_LARGE', 'too many nodes');
-  t.equal((await admin.json('PUT', `${BASE}/roles/${sid}/policies/${encodeURIComponent('x"; drop')}`, { allowed_columns: ['id'] })).status, 400, 'hostile table name');
-  t.equal((await admin.json('DELETE', `${BASE}/roles/${sid}/policies/nothing`)).body.error.code, 'ERR_DATA_POLICY_NOT_FOUND');
-  t.equal((await admin.json('PUT', `${BASE}/roles/${sid}/policies/*`, { allowed_columns: ['id'], row_filter: { column: 'region', op: 'eq', value: 'eu' } })).status, 201, 'wildcard table');
+  t.equal(
+    (
+      await admin.json('PUT', `${BASE}/roles/${sid}/policies/${encodeURIComponent('x"; drop')}`, {
+        allowed_columns: ['id'],
+      })
+    ).status,
+    400,
+    'hostile table name',
+  );
+  t.equal(
+    (await admin.json('DELETE', `${BASE}/roles/${sid}/policies/nothing`)).body.error.code,
+    'ERR_DATA_POLICY_NOT_FOUND',
+  );
+  t.equal(
+    (
+      await admin.json('PUT', `${BASE}/roles/${sid}/policies/*`, {
+        allowed_columns: ['id'],
+        row_filter: { column: 'region', op: 'eq', value: 'eu' },
+      })
+    ).status,
+    201,
+    'wildcard table',
+  );
 
-  t.equal((await admin.json('PUT', `${BASE}/roles/${sid}/policies/public.invoices`, { allowed_columns: ['*'] })).status, 201, 'schema-qualified table');
+  t.equal(
+    (await admin.json('PUT', `${BASE}/roles/${sid}/policies/public.invoices`, { allowed_columns: ['*'] })).status,
+    201,
+    'schema-qualified table',
+  );
   t.equal((await admin.json('DELETE', `${BASE}/roles/${sid}/policies/public.invoices`)).status, 204);
   const pol = await admin.json('GET', `${BASE}/roles/${sid}/policies`);
   t.same(
@@ -190,8 +272,14 @@ t.test('roles, policies, assignments, effective policy, bi bit', async (t) => {
   const asg = await admin.json('POST', `${BASE}/assignments`, { user_id: userId, role_id: sid });
   t.equal(asg.status, 201);
   t.equal(asg.body.username, 'ursula');
-  t.equal((await admin.json('POST', `${BASE}/assignments`, { user_id: userId, role_id: sid })).body.error.code, 'ERR_DATA_ASSIGNMENT_EXISTS');
-  t.equal((await admin.json('POST', `${BASE}/assignments`, { user_id: 9999, role_id: sid })).body.error.code, 'ERR_DATA_USER_NOT_FOUND');
+  t.equal(
+    (await admin.json('POST', `${BASE}/assignments`, { user_id: userId, role_id: sid })).body.error.code,
+    'ERR_DATA_ASSIGNMENT_EXISTS',
+  );
+  t.equal(
+    (await admin.json('POST', `${BASE}/assignments`, { user_id: 9999, role_id: sid })).body.error.code,
+    'ERR_DATA_USER_NOT_FOUND',
+  );
   t.equal((await admin.json('POST', `${BASE}/assignments`, { user_id: userId, role_id: 9999 })).status, 404);
   const eff = await admin.json('GET', `${BASE}/users/${userId}/effective-policy`);
   t.equal(eff.body.bi, true, 'bi bit set with the first role');
@@ -214,13 +302,19 @@ t.test('roles, policies, assignments, effective policy, bi bit', async (t) => {
     authorization: `Bearer ${TEST_SECRETS.MCP_INTERNAL_SECRET}`,
   });
   t.equal(internal.status, 200);
-  t.equal(internal.body.table.sqlite.sql, 'SELECT "amount", "id", "region" FROM "orders" WHERE ("owner" = ? OR "region" = ?)');
+  t.equal(
+    internal.body.table.sqlite.sql,
+    'SELECT "amount", "id", "region" FROM "orders" WHERE ("owner" = ? OR "region" = ?)',
+  );
   t.same(internal.body.table.postgres.params, ['ursula', 'eu']);
   t.ok(internal.body.compiled.sqlite.any_table, 'wildcard grant compiled for other tables');
 
   // Removing the last role clears the bit; both changes are in the action log.
   t.equal((await admin.json('DELETE', `${BASE}/assignments/${asg.body.id}`)).status, 204);
-  t.equal((await admin.json('DELETE', `${BASE}/assignments/${asg.body.id}`)).body.error.code, 'ERR_DATA_ASSIGNMENT_NOT_FOUND');
+  t.equal(
+    (await admin.json('DELETE', `${BASE}/assignments/${asg.body.id}`)).body.error.code,
+    'ERR_DATA_ASSIGNMENT_NOT_FOUND',
+  );
   t.equal((await admin.json('GET', `${BASE}/users/${userId}/effective-policy`)).body.bi, false);
   const bits = await admin.json('GET', `${BASE}/audit?event=bi.entitlement.*&subject_id=${userId}`);
   t.same(
@@ -242,10 +336,14 @@ t.test('roles, policies, assignments, effective policy, bi bit', async (t) => {
 
 t.test('rule 1: logging in and organisation membership, even as a manager, grant no data access', async (t) => {
   const { app, admin, user, userId } = await setup(t);
-  const internal = (path: string) => app.client().json('GET', path, undefined, { authorization: `Bearer ${TEST_SECRETS.MCP_INTERNAL_SECRET}` });
+  const internal = (path: string) =>
+    app.client().json('GET', path, undefined, { authorization: `Bearer ${TEST_SECRETS.MCP_INTERNAL_SECRET}` });
   // Grants exist and a colleague in the same organisation holds them: none of it reaches Ursula.
   const payroll = (await admin.json('POST', `${BASE}/roles`, { name: 'payroll' })).body.id;
-  t.equal((await admin.json('PUT', `${BASE}/roles/${payroll}/policies/payroll`, { allowed_columns: ['*'] })).status, 201);
+  t.equal(
+    (await admin.json('PUT', `${BASE}/roles/${payroll}/policies/payroll`, { allowed_columns: ['*'] })).status,
+    201,
+  );
   t.equal((await admin.json('PUT', `${BASE}/roles/${payroll}/policies/*`, { allowed_columns: ['*'] })).status, 201);
   const carl = await addUser(app.database, 'carl', PW);
   t.equal((await admin.json('POST', `${BASE}/assignments`, { user_id: carl.id, role_id: payroll })).status, 201);
@@ -266,22 +364,44 @@ t.test('rule 1: logging in and organisation membership, even as a manager, grant
     t.equal(pol.body.policy.any_table, null);
     t.same(pol.body.compiled.sqlite, { dialect: 'sqlite', tables: {}, any_table: null }, `${why}: nothing compiled`);
     t.same(pol.body.compiled.postgres, { dialect: 'postgres', tables: {}, any_table: null });
-    t.same(pol.body.table, { table: 'payroll', policy: null, sqlite: null, postgres: null }, `${why}: no SELECT for payroll`);
-    t.notOk(await app.database.sql.selectFrom('user_entitlements').select('name').where('user_id', '=', userId).executeTakeFirst(), `${why}: no entitlement row`);
+    t.same(
+      pol.body.table,
+      { table: 'payroll', policy: null, sqlite: null, postgres: null },
+      `${why}: no SELECT for payroll`,
+    );
+    t.notOk(
+      await app.database.sql
+        .selectFrom('user_entitlements')
+        .select('name')
+        .where('user_id', '=', userId)
+        .executeTakeFirst(),
+      `${why}: no entitlement row`,
+    );
   };
 
   t.equal((await user.json('GET', '/api/auth/me')).status, 200, 'Ursula is logged in');
   await nothing('logged in');
   t.equal((await admin.json('PUT', `/api/identity/organisations/${org}/members/${userId}`)).status, 200);
   await nothing('organisation member');
-  t.equal((await admin.json('PUT', `/api/identity/organisations/${org}/members/${userId}`, { role: 'manager' })).status, 200);
+  t.equal(
+    (await admin.json('PUT', `/api/identity/organisations/${org}/members/${userId}`, { role: 'manager' })).status,
+    200,
+  );
   await nothing('organisation manager');
   // What a manager can do in the organisation (teams, an unrestricted agent policy) adds no data either.
   const team = await user.json('POST', `/api/identity/organisations/${org}/teams`, { name: 'Payroll' });
   t.equal(team.status, 201);
   t.equal((await user.json('PUT', `/api/identity/teams/${team.body.id}/members/${userId}`)).status, 200);
   t.equal((await user.json('PUT', `/api/identity/teams/${team.body.id}/members/${carl.id}`)).status, 200);
-  t.equal((await user.json('POST', `/api/identity/organisations/${org}/agent-policies`, { name: 'all tools', applies_to: 'all' })).status, 201);
+  t.equal(
+    (
+      await user.json('POST', `/api/identity/organisations/${org}/agent-policies`, {
+        name: 'all tools',
+        applies_to: 'all',
+      })
+    ).status,
+    201,
+  );
   await nothing('manager with a team and an agent policy');
   // Nor can a manager give themselves a data role.
   const self = await user.json('POST', `${BASE}/assignments`, { user_id: userId, role_id: payroll });
@@ -291,7 +411,9 @@ t.test('rule 1: logging in and organisation membership, even as a manager, grant
   await nothing('after trying');
   // The colleague's grant is untouched: access comes from the data role only.
   t.same(
-    (await admin.json('GET', `${BASE}/users/${carl.id}/effective-policy`)).body.roles.map((r: { name: string }) => r.name),
+    (await admin.json('GET', `${BASE}/users/${carl.id}/effective-policy`)).body.roles.map(
+      (r: { name: string }) => r.name,
+    ),
     ['payroll'],
   );
   const bits = await admin.json('GET', `${BASE}/audit?event=bi.entitlement.*&subject_id=${userId}`);
@@ -321,7 +443,11 @@ t.test('bi-audit keeps only known fields; bi.denied is critical', async (t) => {
   t.equal(r.status, 200, 'unknown fields are dropped, not rejected');
   t.equal(r.body.event, 'bi.denied');
   t.equal(r.body.severity, 'critical');
-  const row = await app.database.sql.selectFrom('action_log').selectAll().where('id', '=', r.body.id).executeTakeFirstOrThrow();
+  const row = await app.database.sql
+    .selectFrom('action_log')
+    .selectAll()
+    .where('id', '=', r.body.id)
+    .executeTakeFirstOrThrow();
   t.equal(row.event, 'bi.denied');
   t.equal(row.severity, 'critical');
   t.equal(row.subject_id, userId);
@@ -394,14 +520,25 @@ t.test('hostile values are stored and compiled as bound parameters; hostile name
     t.same(q.params, [...HOSTILE, HOSTILE[1]], `${d}: every value bound`);
     for (const h of HOSTILE) t.notOk(q.sql.includes(h), `${d}: ${h} not in the SQL text`);
   }
-  t.equal(r.body.table.postgres.sql, 'SELECT "id" FROM "orders" WHERE ("note" IN ($1, $2, $3, $4, $5) OR "owner" = $6)');
-  t.ok(await app.database.sql.selectFrom('users').select('id').where('id', '=', userId).executeTakeFirst(), 'users table intact');
+  t.equal(
+    r.body.table.postgres.sql,
+    'SELECT "id" FROM "orders" WHERE ("note" IN ($1, $2, $3, $4, $5) OR "owner" = $6)',
+  );
+  t.ok(
+    await app.database.sql.selectFrom('users').select('id').where('id', '=', userId).executeTakeFirst(),
+    'users table intact',
+  );
   for (const name of ['tä', 'ta ble', 'orders;', 'o"rders', 'orders--', 'a.b.c', '１２']) {
-    const bad = await admin.json('PUT', `${BASE}/roles/${role}/policies/${encodeURIComponent(name)}`, { allowed_columns: ['id'] });
+    const bad = await admin.json('PUT', `${BASE}/roles/${role}/policies/${encodeURIComponent(name)}`, {
+      allowed_columns: ['id'],
+    });
     t.equal(bad.status, 400, `table ${name}`);
     const col = await admin.json('PUT', `${BASE}/roles/${role}/policies/orders`, { allowed_columns: [name] });
     t.equal(col.status, 400, `column ${name}`);
-    const fcol = await admin.json('PUT', `${BASE}/roles/${role}/policies/orders`, { allowed_columns: ['id'], row_filter: { column: name, op: 'eq', value: 1 } });
+    const fcol = await admin.json('PUT', `${BASE}/roles/${role}/policies/orders`, {
+      allowed_columns: ['id'],
+      row_filter: { column: name, op: 'eq', value: 1 },
+    });
     t.equal(fcol.status, 400, `filter column ${name}`);
   }
 });
@@ -433,11 +570,20 @@ t.test('internal endpoints with no MCP_INTERNAL_SECRET configured: every call is
   const app = await startTestApp(t, { env: { MCP_INTERNAL_SECRET: '' } });
   t.equal(app.config.mcpInternalSecret, undefined, 'no secret configured');
   for (const bearer of ['', 'undefined', 'null', 'test-mcp-internal-secret-0123456789abcdef']) {
-    const r = await app.client().json('GET', '/api/internal/bi-policy/1', undefined, { authorization: `Bearer ${bearer}` });
+    const r = await app
+      .client()
+      .json('GET', '/api/internal/bi-policy/1', undefined, { authorization: `Bearer ${bearer}` });
     t.equal(r.status, bearer ? 403 : 401, `Bearer "${bearer}"`);
     t.equal(r.body.error.code, bearer ? 'ERR_AUTH_SECRET_INVALID' : 'ERR_AUTH_SECRET_REQUIRED');
   }
-  const audit = await app.client().json('POST', '/api/internal/bi-audit', { user_id: 1, table: 't', decision: 'denied' }, { authorization: 'Bearer anything-at-all' });
+  const audit = await app
+    .client()
+    .json(
+      'POST',
+      '/api/internal/bi-audit',
+      { user_id: 1, table: 't', decision: 'denied' },
+      { authorization: 'Bearer anything-at-all' },
+    );
   t.equal(audit.status, 403);
   const bi = await app.database.sql.selectFrom('action_log').select('event').where('event', 'like', 'bi.%').execute();
   t.same(bi, [], 'nothing recorded');

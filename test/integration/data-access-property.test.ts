@@ -1,7 +1,17 @@
 import t, { type Test } from 'tap';
 import fc from 'fast-check';
 import Database from 'better-sqlite3';
-import { applyPolicy, compileTablePolicy, COLUMN_RE, policyForTable, resolveEffectivePolicy, type Node, type RoleGrants, type RowFilter, type Scalar } from '../../domain/data-access/index.js';
+import {
+  applyPolicy,
+  compileTablePolicy,
+  COLUMN_RE,
+  policyForTable,
+  resolveEffectivePolicy,
+  type Node,
+  type RoleGrants,
+  type RowFilter,
+  type Scalar,
+} from '../../domain/data-access/index.js';
 import { isAppError } from '../../core/index.js';
 
 /**
@@ -29,22 +39,47 @@ const cell: fc.Arbitrary<Scalar | null> = fc.oneof(
 const column = fc.constantFrom(...COLS);
 
 const leaf: fc.Arbitrary<Node> = fc.oneof(
-  fc.record({ column, op: fc.constantFrom('eq', 'neq', 'lt', 'lte', 'gt', 'gte' as const), value: scalar }) as fc.Arbitrary<Node>,
-  fc.record({ column, op: fc.constantFrom('in', 'not_in' as const), value: fc.array(scalar, { minLength: 1, maxLength: 4 }) }) as fc.Arbitrary<Node>,
+  fc.record({
+    column,
+    op: fc.constantFrom('eq', 'neq', 'lt', 'lte', 'gt', 'gte' as const),
+    value: scalar,
+  }) as fc.Arbitrary<Node>,
+  fc.record({
+    column,
+    op: fc.constantFrom('in', 'not_in' as const),
+    value: fc.array(scalar, { minLength: 1, maxLength: 4 }),
+  }) as fc.Arbitrary<Node>,
   fc.record({ column, op: fc.constant('is_null' as const), value: fc.boolean() }) as fc.Arbitrary<Node>,
 );
 /** Roles with grants on t, '*' or another table, whose row filters nest the given leaves. */
 function rolesOf(leafArb: fc.Arbitrary<Node>, cols: readonly string[]): fc.Arbitrary<RoleGrants[]> {
   const node: fc.Arbitrary<Node> = fc.letrec<{ node: Node }>((tie) => ({
-    node: fc.oneof({ depthSize: 'small', withCrossShrink: true }, leafArb, fc.record({ all: fc.array(tie('node'), { minLength: 1, maxLength: 3 }) }), fc.record({ any: fc.array(tie('node'), { minLength: 1, maxLength: 3 }) })),
+    node: fc.oneof(
+      { depthSize: 'small', withCrossShrink: true },
+      leafArb,
+      fc.record({ all: fc.array(tie('node'), { minLength: 1, maxLength: 3 }) }),
+      fc.record({ any: fc.array(tie('node'), { minLength: 1, maxLength: 3 }) }),
+    ),
   })).node;
-  const filter: fc.Arbitrary<RowFilter> = fc.oneof({ weight: 1, arbitrary: fc.constant({}) }, { weight: 4, arbitrary: node });
-  const columns = fc.oneof({ weight: 1, arbitrary: fc.constant<string[]>(['*']) }, { weight: 3, arbitrary: fc.uniqueArray(fc.constantFrom('id', ...cols), { minLength: 1, maxLength: 4 }) });
+  const filter: fc.Arbitrary<RowFilter> = fc.oneof(
+    { weight: 1, arbitrary: fc.constant({}) },
+    { weight: 4, arbitrary: node },
+  );
+  const columns = fc.oneof(
+    { weight: 1, arbitrary: fc.constant<string[]>(['*']) },
+    { weight: 3, arbitrary: fc.uniqueArray(fc.constantFrom('id', ...cols), { minLength: 1, maxLength: 4 }) },
+  );
   const policy = fc.record({ table: fc.constantFrom('t', '*', 'other'), allowed_columns: columns, row_filter: filter });
-  return fc.array(fc.uniqueArray(policy, { maxLength: 3, selector: (p) => p.table }), { maxLength: 4 }).map((rs) => rs.map((policies, i) => ({ role_id: i + 1, role: `r${i + 1}`, policies })));
+  return fc
+    .array(fc.uniqueArray(policy, { maxLength: 3, selector: (p) => p.table }), { maxLength: 4 })
+    .map((rs) => rs.map((policies, i) => ({ role_id: i + 1, role: `r${i + 1}`, policies })));
 }
 const roles = rolesOf(leaf, COLS);
-const user = fc.record({ id: fc.integer({ min: 1, max: 5 }), username: fc.constantFrom(...USERNAMES), is_active: fc.constant(true) });
+const user = fc.record({
+  id: fc.integer({ min: 1, max: 5 }),
+  username: fc.constantFrom(...USERNAMES),
+  is_active: fc.constant(true),
+});
 
 function canon(rows: Record<string, unknown>[]): string[] {
   return rows
@@ -62,7 +97,13 @@ function canon(rows: Record<string, unknown>[]): string[] {
  * Run the property on table t of `db` (columns id + `cols`): random rows from `rowArb`, the
  * compiled SQL's rows and columns must equal the reference evaluator's.
  */
-function equivalence(t: Test, db: Database.Database, cols: readonly string[], rolesArb: fc.Arbitrary<RoleGrants[]>, rowArb: fc.Arbitrary<(Scalar | null)[]>): void {
+function equivalence(
+  t: Test,
+  db: Database.Database,
+  cols: readonly string[],
+  rolesArb: fc.Arbitrary<RoleGrants[]>,
+  rowArb: fc.Arbitrary<(Scalar | null)[]>,
+): void {
   const insert = db.prepare(`INSERT INTO t (id, ${cols.join(', ')}) VALUES (?, ${cols.map(() => '?').join(', ')})`);
   const store = (v: Scalar | null) => (typeof v === 'boolean' ? (v ? 1 : 0) : v);
   let nonEmpty = 0;
@@ -89,7 +130,9 @@ function equivalence(t: Test, db: Database.Database, cols: readonly string[], ro
       const a = canon(got);
       const b = canon(expected);
       if (JSON.stringify(a) !== JSON.stringify(b)) {
-        throw new Error(`mismatch\nsql: ${q.sql}\nparams: ${JSON.stringify(q.params)}\nsql rows: ${a.join('\n')}\nref rows: ${b.join('\n')}`);
+        throw new Error(
+          `mismatch\nsql: ${q.sql}\nparams: ${JSON.stringify(q.params)}\nsql rows: ${a.join('\n')}\nref rows: ${b.join('\n')}`,
+        );
       }
       return true;
     }),
@@ -107,27 +150,57 @@ t.test('compiled SQL on SQLite returns exactly what the reference evaluator allo
   t.ok(db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'sentinel'").get(), 'nothing was dropped');
 });
 
-t.test("typed columns (INTEGER, TEXT, REAL), filters with values of each column's type: the same equivalence", async (t) => {
-  // docs/data-access.md: "write filters with values of the column's type". Under that contract the
-  // property holds on typed tables too, where SQLite's affinity would otherwise coerce ('1' = 1).
-  const db = new Database(':memory:');
-  t.teardown(() => db.close());
-  db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, owner INTEGER, region TEXT, amount REAL)');
-  const int = fc.oneof(fc.integer({ min: -3, max: 6 }), fc.constant<Scalar>('$user_id'));
-  const text = fc.oneof(fc.constantFrom<Scalar>('EU', 'US', 'eu', '', "o'brien", ...USERNAMES), fc.constant<Scalar>('$username'), fc.string({ unit: 'grapheme', maxLength: 3 }));
-  const real = fc.oneof(fc.constantFrom<Scalar>(-1.5, 0, 2, 2.5, 10), fc.double({ noNaN: true, noDefaultInfinity: true, min: -100, max: 100 }));
-  const typedLeaf = (col: string, v: fc.Arbitrary<Scalar>): fc.Arbitrary<Node> =>
-    fc.oneof(
-      fc.record({ column: fc.constant(col), op: fc.constantFrom('eq', 'neq', 'lt', 'lte', 'gt', 'gte' as const), value: v }) as fc.Arbitrary<Node>,
-      fc.record({ column: fc.constant(col), op: fc.constantFrom('in', 'not_in' as const), value: fc.array(v, { minLength: 1, maxLength: 4 }) }) as fc.Arbitrary<Node>,
-      fc.record({ column: fc.constant(col), op: fc.constant('is_null' as const), value: fc.boolean() }) as fc.Arbitrary<Node>,
+t.test(
+  "typed columns (INTEGER, TEXT, REAL), filters with values of each column's type: the same equivalence",
+  async (t) => {
+    // docs/data-access.md: "write filters with values of the column's type". Under that contract the
+    // property holds on typed tables too, where SQLite's affinity would otherwise coerce ('1' = 1).
+    const db = new Database(':memory:');
+    t.teardown(() => db.close());
+    db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, owner INTEGER, region TEXT, amount REAL)');
+    const int = fc.oneof(fc.integer({ min: -3, max: 6 }), fc.constant<Scalar>('$user_id'));
+    const text = fc.oneof(
+      fc.constantFrom<Scalar>('EU', 'US', 'eu', '', "o'brien", ...USERNAMES),
+      fc.constant<Scalar>('$username'),
+      fc.string({ unit: 'grapheme', maxLength: 3 }),
     );
-  const cols = ['owner', 'region', 'amount'];
-  const typedRoles = rolesOf(fc.oneof(typedLeaf('owner', int), typedLeaf('region', text), typedLeaf('amount', real)), cols);
-  const orNull = <T>(a: fc.Arbitrary<T>) => fc.oneof({ weight: 1, arbitrary: fc.constant(null) }, { weight: 4, arbitrary: a });
-  const row = fc.tuple(orNull(fc.integer({ min: -3, max: 6 })), orNull(fc.constantFrom<Scalar>('EU', 'US', 'eu', '', "o'brien", ...USERNAMES)), orNull(fc.constantFrom<Scalar>(-1.5, 0, 2, 2.5, 10, 99.25)));
-  equivalence(t, db, cols, typedRoles, row);
-});
+    const real = fc.oneof(
+      fc.constantFrom<Scalar>(-1.5, 0, 2, 2.5, 10),
+      fc.double({ noNaN: true, noDefaultInfinity: true, min: -100, max: 100 }),
+    );
+    const typedLeaf = (col: string, v: fc.Arbitrary<Scalar>): fc.Arbitrary<Node> =>
+      fc.oneof(
+        fc.record({
+          column: fc.constant(col),
+          op: fc.constantFrom('eq', 'neq', 'lt', 'lte', 'gt', 'gte' as const),
+          value: v,
+        }) as fc.Arbitrary<Node>,
+        fc.record({
+          column: fc.constant(col),
+          op: fc.constantFrom('in', 'not_in' as const),
+          value: fc.array(v, { minLength: 1, maxLength: 4 }),
+        }) as fc.Arbitrary<Node>,
+        fc.record({
+          column: fc.constant(col),
+          op: fc.constant('is_null' as const),
+          value: fc.boolean(),
+        }) as fc.Arbitrary<Node>,
+      );
+    const cols = ['owner', 'region', 'amount'];
+    const typedRoles = rolesOf(
+      fc.oneof(typedLeaf('owner', int), typedLeaf('region', text), typedLeaf('amount', real)),
+      cols,
+    );
+    const orNull = <T>(a: fc.Arbitrary<T>) =>
+      fc.oneof({ weight: 1, arbitrary: fc.constant(null) }, { weight: 4, arbitrary: a });
+    const row = fc.tuple(
+      orNull(fc.integer({ min: -3, max: 6 })),
+      orNull(fc.constantFrom<Scalar>('EU', 'US', 'eu', '', "o'brien", ...USERNAMES)),
+      orNull(fc.constantFrom<Scalar>(-1.5, 0, 2, 2.5, 10, 99.25)),
+    );
+    equivalence(t, db, cols, typedRoles, row);
+  },
+);
 
 t.test('hostile identifiers are refused, hostile values are bound and never reach the SQL text', async (t) => {
   const db = new Database(':memory:');
@@ -138,7 +211,10 @@ t.test('hostile identifiers are refused, hostile values are bound and never reac
   let refused = 0;
   fc.assert(
     fc.property(
-      fc.oneof(fc.string({ unit: 'grapheme', maxLength: 20 }), fc.constantFrom('c0"; DROP TABLE sentinel; --', 'c0 --', 'c0;', "c'0", 'ç', 'c0/**/', 'c0', 'c1', 'nope')),
+      fc.oneof(
+        fc.string({ unit: 'grapheme', maxLength: 20 }),
+        fc.constantFrom('c0"; DROP TABLE sentinel; --', 'c0 --', 'c0;', "c'0", 'ç', 'c0/**/', 'c0', 'c1', 'nope'),
+      ),
       fc.oneof(fc.string({ unit: 'grapheme', maxLength: 20 }), fc.constantFrom(...HOSTILE)),
       fc.constantFrom('sqlite', 'postgres' as const),
       (col, value, dialect) => {
@@ -188,7 +264,11 @@ t.test('hostile identifiers are refused, hostile values are bound and never reac
 t.test('hostile table names are refused by the compiler', async (t) => {
   const base = { columns: ['*'], all_rows: true, row_filter: {}, grants: [], explanation: '' };
   for (const table of ['t; DROP TABLE x', 't"', 'a.b.c', 'ta ble', 'tä', '', 't--', '*']) {
-    t.throws(() => compileTablePolicy({ ...base, table }, 'sqlite'), { code: 'ERR_DATA_IDENTIFIER' }, JSON.stringify(table));
+    t.throws(
+      () => compileTablePolicy({ ...base, table }, 'sqlite'),
+      { code: 'ERR_DATA_IDENTIFIER' },
+      JSON.stringify(table),
+    );
   }
   t.equal(compileTablePolicy({ ...base, table: 'public.orders' }, 'postgres').sql, 'SELECT * FROM "public"."orders"');
 });

@@ -33,7 +33,15 @@ async function setup(t: Test) {
   return { database, db, admin, ann, bob };
 }
 
-const events = async (db: Sql, since = 0) => (await db.selectFrom('action_log').select(['id', 'event', 'subject_id']).where('id', '>', since).orderBy('id').execute()).map((r) => [r.event, r.subject_id]);
+const events = async (db: Sql, since = 0) =>
+  (
+    await db
+      .selectFrom('action_log')
+      .select(['id', 'event', 'subject_id'])
+      .where('id', '>', since)
+      .orderBy('id')
+      .execute()
+  ).map((r) => [r.event, r.subject_id]);
 const lastLogId = async (db: Sql) =>
   Number(
     (
@@ -47,28 +55,35 @@ const lastLogId = async (db: Sql) =>
 /** Make the next action-log insert of `event` fail, as a crash between two writes would. */
 const failOn = failActionLog;
 
-t.test(`roles: names unique whatever their case, sorted case-insensitively, built-in fixed (${TEST_ENGINE})`, async (t) => {
-  const { db, admin } = await setup(t);
-  const sales = await createRole(db, admin.id, 'Sales', 'the sales team');
-  await createRole(db, admin.id, 'audit');
-  await t.rejects(createRole(db, admin.id, 'SALES'), { code: 'ERR_DATA_ROLE_EXISTS' });
-  t.equal((await getRoleByName(db, 'sales'))?.id, sales.id, 'found by name in another case');
-  t.same(
-    (await listRoles(db)).map((r) => r.name),
-    ['audit', 'bi_admin', 'Sales'],
-  );
-  await t.rejects(updateRole(db, admin.id, sales.id, { name: 'AUDIT' }), { code: 'ERR_DATA_ROLE_EXISTS' });
-  const renamed = await updateRole(db, admin.id, sales.id, { name: 'sales2' });
-  t.equal(renamed.name, 'sales2');
-  t.equal(renamed.description, 'the sales team', 'description kept');
-  const bi = (await getRoleByName(db, 'bi_admin'))!;
-  await t.rejects(updateRole(db, admin.id, bi.id, { name: 'x' }), { code: 'ERR_DATA_ROLE_BUILTIN' });
-  await t.rejects(deleteRole(db, admin.id, bi.id), { code: 'ERR_DATA_ROLE_BUILTIN' });
-  await t.rejects(putPolicy(db, admin.id, bi.id, 't', ['*'], {}), { code: 'ERR_DATA_ROLE_BUILTIN' });
-  await t.rejects(updateRole(db, admin.id, 99999, { description: 'x' }), { code: 'ERR_DATA_ROLE_NOT_FOUND' });
-  const log = await db.selectFrom('action_log').select('data').where('event', '=', 'data.role.updated').executeTakeFirstOrThrow();
-  t.same(JSON.parse(log.data), { role_id: sales.id, role: 'sales2', previous_name: 'Sales' });
-});
+t.test(
+  `roles: names unique whatever their case, sorted case-insensitively, built-in fixed (${TEST_ENGINE})`,
+  async (t) => {
+    const { db, admin } = await setup(t);
+    const sales = await createRole(db, admin.id, 'Sales', 'the sales team');
+    await createRole(db, admin.id, 'audit');
+    await t.rejects(createRole(db, admin.id, 'SALES'), { code: 'ERR_DATA_ROLE_EXISTS' });
+    t.equal((await getRoleByName(db, 'sales'))?.id, sales.id, 'found by name in another case');
+    t.same(
+      (await listRoles(db)).map((r) => r.name),
+      ['audit', 'bi_admin', 'Sales'],
+    );
+    await t.rejects(updateRole(db, admin.id, sales.id, { name: 'AUDIT' }), { code: 'ERR_DATA_ROLE_EXISTS' });
+    const renamed = await updateRole(db, admin.id, sales.id, { name: 'sales2' });
+    t.equal(renamed.name, 'sales2');
+    t.equal(renamed.description, 'the sales team', 'description kept');
+    const bi = (await getRoleByName(db, 'bi_admin'))!;
+    await t.rejects(updateRole(db, admin.id, bi.id, { name: 'x' }), { code: 'ERR_DATA_ROLE_BUILTIN' });
+    await t.rejects(deleteRole(db, admin.id, bi.id), { code: 'ERR_DATA_ROLE_BUILTIN' });
+    await t.rejects(putPolicy(db, admin.id, bi.id, 't', ['*'], {}), { code: 'ERR_DATA_ROLE_BUILTIN' });
+    await t.rejects(updateRole(db, admin.id, 99999, { description: 'x' }), { code: 'ERR_DATA_ROLE_NOT_FOUND' });
+    const log = await db
+      .selectFrom('action_log')
+      .select('data')
+      .where('event', '=', 'data.role.updated')
+      .executeTakeFirstOrThrow();
+    t.same(JSON.parse(log.data), { role_id: sales.id, role: 'sales2', previous_name: 'Sales' });
+  },
+);
 
 t.test(`grants: create then replace, listed by table, counted per role (${TEST_ENGINE})`, async (t) => {
   const { db, admin } = await setup(t);
@@ -92,7 +107,13 @@ t.test(`grants: create then replace, listed by table, counted per role (${TEST_E
   await t.rejects(deletePolicy(db, admin.id, role.id, 'Accounts'), { code: 'ERR_DATA_POLICY_NOT_FOUND' });
   await t.rejects(listPolicies(db, 99999), { code: 'ERR_DATA_ROLE_NOT_FOUND' });
   const evs = (await events(db)).map((e) => e[0]).filter((e) => String(e).startsWith('data.policy'));
-  t.same(evs, ['data.policy.created', 'data.policy.updated', 'data.policy.created', 'data.policy.created', 'data.policy.deleted']);
+  t.same(evs, [
+    'data.policy.created',
+    'data.policy.updated',
+    'data.policy.created',
+    'data.policy.created',
+    'data.policy.deleted',
+  ]);
 });
 
 t.test(`assignments and the bi bit: set with the first role, cleared with the last (${TEST_ENGINE})`, async (t) => {
@@ -105,7 +126,10 @@ t.test(`assignments and the bi bit: set with the first role, cleared with the la
   const a1 = await assign(db, admin.id, ann.id, r1.id);
   t.match(a1, { user_id: ann.id, username: 'ann', role_id: r1.id, role: 'r1', assigned_by: admin.id });
   const a2 = await assign(db, admin.id, ann.id, r2.id);
-  await t.rejects(assign(db, admin.id, ann.id, r2.id), { code: 'ERR_DATA_ASSIGNMENT_EXISTS', details: { assignment_id: a2.id } });
+  await t.rejects(assign(db, admin.id, ann.id, r2.id), {
+    code: 'ERR_DATA_ASSIGNMENT_EXISTS',
+    details: { assignment_id: a2.id },
+  });
   await t.rejects(assign(db, admin.id, 99999, r2.id), { code: 'ERR_DATA_USER_NOT_FOUND' });
   t.equal(await hasEntitlement(db, ann.id), true);
   t.same(
@@ -147,40 +171,43 @@ t.test(`assignments and the bi bit: set with the first role, cleared with the la
   );
 });
 
-t.test(`deleting a role takes its grants and assignments, and the bit of users left without a role (${TEST_ENGINE})`, async (t) => {
-  const { db, admin, ann, bob } = await setup(t);
-  const r1 = await createRole(db, admin.id, 'r1');
-  const r2 = await createRole(db, admin.id, 'r2');
-  await putPolicy(db, admin.id, r1.id, 'orders', ['id'], {});
-  await assign(db, admin.id, ann.id, r1.id);
-  await assign(db, admin.id, bob.id, r1.id);
-  await assign(db, admin.id, bob.id, r2.id);
-  const since = await lastLogId(db);
-  await deleteRole(db, admin.id, r1.id);
-  t.same(await events(db, since), [
-    ['data.role.deleted', null],
-    ['bi.entitlement.revoked', ann.id],
-  ]);
-  t.equal(await hasEntitlement(db, ann.id), false);
-  t.equal(await hasEntitlement(db, bob.id), true, 'bob keeps r2');
-  t.equal(
-    Number(
-      (
-        await db
-          .selectFrom('data_policies')
-          .select((eb) => eb.fn.countAll().as('n'))
-          .where('role_id', '=', r1.id)
-          .executeTakeFirstOrThrow()
-      ).n,
-    ),
-    0,
-  );
-  t.same(
-    (await listAssignments(db)).items.map((a) => [a.username, a.role]),
-    [['bob', 'r2']],
-    "only the other role's assignment is left",
-  );
-});
+t.test(
+  `deleting a role takes its grants and assignments, and the bit of users left without a role (${TEST_ENGINE})`,
+  async (t) => {
+    const { db, admin, ann, bob } = await setup(t);
+    const r1 = await createRole(db, admin.id, 'r1');
+    const r2 = await createRole(db, admin.id, 'r2');
+    await putPolicy(db, admin.id, r1.id, 'orders', ['id'], {});
+    await assign(db, admin.id, ann.id, r1.id);
+    await assign(db, admin.id, bob.id, r1.id);
+    await assign(db, admin.id, bob.id, r2.id);
+    const since = await lastLogId(db);
+    await deleteRole(db, admin.id, r1.id);
+    t.same(await events(db, since), [
+      ['data.role.deleted', null],
+      ['bi.entitlement.revoked', ann.id],
+    ]);
+    t.equal(await hasEntitlement(db, ann.id), false);
+    t.equal(await hasEntitlement(db, bob.id), true, 'bob keeps r2');
+    t.equal(
+      Number(
+        (
+          await db
+            .selectFrom('data_policies')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .where('role_id', '=', r1.id)
+            .executeTakeFirstOrThrow()
+        ).n,
+      ),
+      0,
+    );
+    t.same(
+      (await listAssignments(db)).items.map((a) => [a.username, a.role]),
+      [['bob', 'r2']],
+      "only the other role's assignment is left",
+    );
+  },
+);
 
 t.test(`a failure half-way leaves nothing half-written (${TEST_ENGINE})`, async (t) => {
   const { database, db, admin, ann, bob } = await setup(t);
@@ -241,6 +268,9 @@ t.test(`audit page: filters, prefix, keyset paging, names of actor and subject (
     [...ids].sort((x, y) => y - x),
     'newest first',
   );
-  t.equal((await auditPage(db, { subjectId: ann.id, actorId: admin.id, severity: 'info', limit: 50 })).events.length, 2);
+  t.equal(
+    (await auditPage(db, { subjectId: ann.id, actorId: admin.id, severity: 'info', limit: 50 })).events.length,
+    2,
+  );
   t.equal((await auditPage(db, { severity: 'critical', limit: 50 })).events.length, 0);
 });

@@ -5,7 +5,14 @@
  * not even "*" — covers one in the effective policy the BI tool reads. Real app, real database.
  */
 import t from 'tap';
-import { createRole, isSystemCatalogue, putPolicy, assign, effectivePolicyOf, tableAccess } from '../../domain/data-access/index.js';
+import {
+  createRole,
+  isSystemCatalogue,
+  putPolicy,
+  assign,
+  effectivePolicyOf,
+  tableAccess,
+} from '../../domain/data-access/index.js';
 import { addUser, startTestApp, TEST_SECRETS } from '../helpers/app.js';
 import { TEST_ENGINE } from '../helpers/db.js';
 
@@ -33,8 +40,12 @@ const DATA = ['orders', 'public.orders', 'sales.pg_like_name_ok', 'sqlitemaster'
 
 t.test('which names are system catalogues', async (t) => {
   for (const n of SYSTEM) t.ok(isSystemCatalogue(n), `${n}: a system catalogue`);
-  for (const n of DATA.filter((x) => x !== 'sales.pg_like_name_ok')) t.notOk(isSystemCatalogue(n), `${n}: a data table`);
-  t.ok(isSystemCatalogue('sales.pg_like_name_ok'), 'a pg_ name in any schema is refused too (clear rule over a clever one)');
+  for (const n of DATA.filter((x) => x !== 'sales.pg_like_name_ok'))
+    t.notOk(isSystemCatalogue(n), `${n}: a data table`);
+  t.ok(
+    isSystemCatalogue('sales.pg_like_name_ok'),
+    'a pg_ name in any schema is refused too (clear rule over a clever one)',
+  );
 });
 
 t.test(`${TEST_ENGINE}: grants on system catalogues are refused; "*" does not cover them`, async (t) => {
@@ -46,12 +57,22 @@ t.test(`${TEST_ENGINE}: grants on system catalogues are refused; "*" does not co
   const role = await admin.json('POST', `${BASE}/roles`, { name: 'analysts' });
   t.equal(role.status, 201);
   for (const table of SYSTEM) {
-    const r = await admin.json('PUT', `${BASE}/roles/${role.body.id}/policies/${encodeURIComponent(table)}`, { allowed_columns: ['*'] });
+    const r = await admin.json('PUT', `${BASE}/roles/${role.body.id}/policies/${encodeURIComponent(table)}`, {
+      allowed_columns: ['*'],
+    });
     t.equal(r.status, 400, `PUT ${table}: 400`);
     t.equal(r.body.error?.code, 'ERR_DATA_SYSTEM_TABLE', `PUT ${table}: ERR_DATA_SYSTEM_TABLE`);
   }
-  t.equal((await admin.json('PUT', `${BASE}/roles/${role.body.id}/policies/orders`, { allowed_columns: ['id'] })).status, 201, 'a data table: granted');
-  t.equal((await admin.json('PUT', `${BASE}/roles/${role.body.id}/policies/*`, { allowed_columns: ['*'] })).status, 201, '"*": granted');
+  t.equal(
+    (await admin.json('PUT', `${BASE}/roles/${role.body.id}/policies/orders`, { allowed_columns: ['id'] })).status,
+    201,
+    'a data table: granted',
+  );
+  t.equal(
+    (await admin.json('PUT', `${BASE}/roles/${role.body.id}/policies/*`, { allowed_columns: ['*'] })).status,
+    201,
+    '"*": granted',
+  );
   const listed = await admin.json('GET', `${BASE}/roles/${role.body.id}/policies`);
   t.same(
     listed.body.policies.map((p: { table: string }) => p.table),
@@ -62,16 +83,31 @@ t.test(`${TEST_ENGINE}: grants on system catalogues are refused; "*" does not co
   // The store refuses on its own (a caller other than the route).
   const db = app.database.sql;
   const direct = await createRole(db, null, 'direct');
-  await t.rejects(putPolicy(db, null, direct.id, 'sqlite_master', ['*'], {}), { code: 'ERR_DATA_SYSTEM_TABLE', status: 400 }, 'putPolicy refuses sqlite_master');
-  await t.rejects(putPolicy(db, null, direct.id, 'pg_catalog.pg_class', ['*'], {}), { code: 'ERR_DATA_SYSTEM_TABLE' }, 'putPolicy refuses pg_catalog.pg_class');
+  await t.rejects(
+    putPolicy(db, null, direct.id, 'sqlite_master', ['*'], {}),
+    { code: 'ERR_DATA_SYSTEM_TABLE', status: 400 },
+    'putPolicy refuses sqlite_master',
+  );
+  await t.rejects(
+    putPolicy(db, null, direct.id, 'pg_catalog.pg_class', ['*'], {}),
+    { code: 'ERR_DATA_SYSTEM_TABLE' },
+    'putPolicy refuses pg_catalog.pg_class',
+  );
 
   // A user with "*": every data table, no catalogue (what the BI tool asks the internal API).
   await assign(db, null, ursula.id, role.body.id);
   const eff = await effectivePolicyOf(db, ursula.id);
   t.ok(tableAccess(eff, 'invoices').policy, '"*" covers a data table');
-  for (const table of ['sqlite_master', 'pg_catalog.pg_authid', 'information_schema.tables']) t.equal(tableAccess(eff, table).policy, null, `"*" does not cover ${table}`);
-  const internal = await fetch(`${app.url}/api/internal/bi-policy/${ursula.id}?table=sqlite_master`, { headers: { authorization: `Bearer ${TEST_SECRETS.MCP_INTERNAL_SECRET}` } });
+  for (const table of ['sqlite_master', 'pg_catalog.pg_authid', 'information_schema.tables'])
+    t.equal(tableAccess(eff, table).policy, null, `"*" does not cover ${table}`);
+  const internal = await fetch(`${app.url}/api/internal/bi-policy/${ursula.id}?table=sqlite_master`, {
+    headers: { authorization: `Bearer ${TEST_SECRETS.MCP_INTERNAL_SECRET}` },
+  });
   const body = (await internal.json()) as { table?: { policy: unknown; sqlite: unknown } };
   t.equal(internal.status, 200);
-  t.same([body.table?.policy, body.table?.sqlite], [null, null], 'the internal API: no policy and no query for sqlite_master');
+  t.same(
+    [body.table?.policy, body.table?.sqlite],
+    [null, null],
+    'the internal API: no policy and no query for sqlite_master',
+  );
 });

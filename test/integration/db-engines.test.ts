@@ -15,7 +15,11 @@ t.test(`${TEST_ENGINE}: every migration applied once and recorded; schema versio
   const database = await openTestDatabase(t, dir);
   t.equal(database.engine, TEST_ENGINE);
   const ms = await loadMigrations();
-  const rows = await database.sql.selectFrom('schema_migrations').select(['version', 'name']).orderBy('version').execute();
+  const rows = await database.sql
+    .selectFrom('schema_migrations')
+    .select(['version', 'name'])
+    .orderBy('version')
+    .execute();
   t.same(
     rows,
     ms.map((m) => ({ version: m.version, name: m.name })),
@@ -28,7 +32,11 @@ t.test(`${TEST_ENGINE}: every migration applied once and recorded; schema versio
 t.test(`${TEST_ENGINE}: ids are never reused after the last row is deleted`, async (t) => {
   const database = await openTestDatabase(t, tempDir(t));
   const db = database.sql;
-  const u = await db.insertInto('users').values({ username: 'ids', email: null, display_name: null, password_hash: null, last_login_at: null }).returning('id').executeTakeFirstOrThrow();
+  const u = await db
+    .insertInto('users')
+    .values({ username: 'ids', email: null, display_name: null, password_hash: null, last_login_at: null })
+    .returning('id')
+    .executeTakeFirstOrThrow();
   for (const table of ['memories', 'data_roles'] as const) {
     const insert = (n: number) =>
       table === 'memories'
@@ -53,9 +61,22 @@ t.test(`${TEST_ENGINE}: ids are never reused after the last row is deleted`, asy
 t.test(`${TEST_ENGINE}: usernames are unique whatever their case; foreign keys cascade`, async (t) => {
   const database = await openTestDatabase(t, tempDir(t));
   const db = database.sql;
-  const u = await db.insertInto('users').values({ username: 'Alice', email: 'A@x.test', display_name: null, password_hash: null, last_login_at: null }).returning('id').executeTakeFirstOrThrow();
-  await t.rejects(db.insertInto('users').values({ username: 'alice', email: null, display_name: null, password_hash: null, last_login_at: null }).execute(), 'ALICE and alice are one name');
-  await t.rejects(db.insertInto('chat_sessions').values({ id: 's-orphan', user_id: 424242 }).execute(), 'a row pointing at no user is refused');
+  const u = await db
+    .insertInto('users')
+    .values({ username: 'Alice', email: 'A@x.test', display_name: null, password_hash: null, last_login_at: null })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  await t.rejects(
+    db
+      .insertInto('users')
+      .values({ username: 'alice', email: null, display_name: null, password_hash: null, last_login_at: null })
+      .execute(),
+    'ALICE and alice are one name',
+  );
+  await t.rejects(
+    db.insertInto('chat_sessions').values({ id: 's-orphan', user_id: 424242 }).execute(),
+    'a row pointing at no user is refused',
+  );
   await db.insertInto('chat_sessions').values({ id: 's1', user_id: u.id }).execute();
   await db.deleteFrom('users').where('id', '=', u.id).execute();
   const n = await db
@@ -66,7 +87,9 @@ t.test(`${TEST_ENGINE}: usernames are unique whatever their case; foreign keys c
 });
 
 t.test('an unreachable PostgreSQL: one clear error naming host and database, never the password', async (t) => {
-  const err = await openDatabase({ url: 'postgres://airlock:s3cret-pw@127.0.0.1:1/airlockdb' }).catch((e: unknown) => e);
+  const err = await openDatabase({ url: 'postgres://airlock:s3cret-pw@127.0.0.1:1/airlockdb' }).catch(
+    (e: unknown) => e,
+  );
   t.ok(isAppError(err, 'ERR_DB_UNAVAILABLE'), 'ERR_DB_UNAVAILABLE');
   const msg = (err as Error).message;
   t.match(msg, /127\.0\.0\.1:1\/airlockdb/, 'names host, port and database');

@@ -28,7 +28,11 @@ t.test('the database goes away and comes back', { skip: why ?? false }, async (t
   const turn1 = await streamTurn(alice, { message: 'first' });
   t.equal(turn1.events.at(-1)?.stop_reason, 'end_turn', 'a turn before the outage');
   const sessionId = turn1.events.at(-1).session_id as string;
-  t.equal((await admin.json('POST', '/api/data-authorization/roles', { name: 'before', description: '' })).status, 201, 'an admin change before');
+  t.equal(
+    (await admin.json('POST', '/api/data-authorization/roles', { name: 'before', description: '' })).status,
+    201,
+    'an admin change before',
+  );
   const counts = async () => ({
     sessions: Number(
       (
@@ -49,7 +53,11 @@ t.test('the database goes away and comes back', { skip: why ?? false }, async (t
   const health = await fetch(`${h.app.url}/healthz`);
   t.equal(health.status, 503, '/healthz says the database is down');
   t.equal(((await health.json()) as { error: { code: string } }).error.code, 'ERR_DB_UNAVAILABLE');
-  const down = [await alice.json('GET', '/api/chat/sessions'), await admin.json('POST', '/api/data-authorization/roles', { name: 'during', description: '' }), await alice.json('POST', '/api/memories', { content: 'remember me' })];
+  const down = [
+    await alice.json('GET', '/api/chat/sessions'),
+    await admin.json('POST', '/api/data-authorization/roles', { name: 'during', description: '' }),
+    await alice.json('POST', '/api/memories', { content: 'remember me' }),
+  ];
   for (const r of down) {
     t.equal(r.status, 503, `503 while down (${r.body?.error?.code})`);
     t.equal(r.body?.error?.code, 'ERR_DB_UNAVAILABLE');
@@ -66,7 +74,11 @@ t.test('the database goes away and comes back', { skip: why ?? false }, async (t
   h.model.push({ kind: 'reply', text: 'second answer' });
   const turn2 = await streamTurn(alice, { message: 'after', session_id: sessionId });
   t.equal(turn2.events.at(-1)?.stop_reason, 'end_turn', 'chat works again with the same session and login');
-  t.equal((await admin.json('POST', '/api/data-authorization/roles', { name: 'after', description: '' })).status, 201, 'admin works again');
+  t.equal(
+    (await admin.json('POST', '/api/data-authorization/roles', { name: 'after', description: '' })).status,
+    201,
+    'admin works again',
+  );
 
   const after = await counts();
   t.equal(after.sessions, before.sessions, 'no chat session was created by the refused requests');

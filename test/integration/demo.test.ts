@@ -43,7 +43,10 @@ t.test('airlock demo: log in, chart the sample spreadsheet, read the mail in the
   const out = printed.join('\n');
   t.match(out, demo.url, 'prints the URL');
   t.match(out, demo.mailboxUrl, 'prints the mailbox URL');
-  t.ok(out.includes(`${demo.users.user.username} / ${demo.users.user.password}`), 'prints how to log in as the demo user');
+  t.ok(
+    out.includes(`${demo.users.user.username} / ${demo.users.user.password}`),
+    'prints how to log in as the demo user',
+  );
   t.ok(out.includes(`${demo.users.admin.username} / ${demo.users.admin.password}`), 'prints the admin login');
   const secrets = join(dir, 'demo-secrets.json');
   t.equal(statSync(secrets).mode & 0o777, 0o600, 'generated secrets are 0600');
@@ -61,17 +64,28 @@ t.test('airlock demo: log in, chart the sample spreadsheet, read the mail in the
   t.equal(account.status, 200);
   t.match(JSON.stringify(account.body), /demo@example\.com/, 'the workspace account is connected');
   // The demo connector with OAuth per user (docs/connectors.md): offered, not yet connected.
-  t.same((await c.json('GET', '/api/connections')).body, { connectors: [{ connector_id: 'tickets', label: 'Acme Tickets', connected: false }] }, 'Acme Tickets is offered to connect');
+  t.same(
+    (await c.json('GET', '/api/connections')).body,
+    { connectors: [{ connector_id: 'tickets', label: 'Acme Tickets', connected: false }] },
+    'Acme Tickets is offered to connect',
+  );
 
   // The default send policy asks about every domain not allowed: the demo shows the approval card
   // for someone@example.com once, and the user approves it for this recipient.
   const asked: any[] = [];
-  const turn = await streamTurn(c, { message: 'chart the sample spreadsheet and email it to someone@example.com' }, async (e, _all, sid) => {
-    if (e.type !== 'approval_request') return;
-    asked.push(e);
-    const r = await c.json('POST', `/api/chat/sessions/${sid}/approvals/${e.approval_id}`, { decision: 'approve', scope: 'recipient' });
-    t.equal(r.status, 200, `approved: ${JSON.stringify(r.body)}`);
-  });
+  const turn = await streamTurn(
+    c,
+    { message: 'chart the sample spreadsheet and email it to someone@example.com' },
+    async (e, _all, sid) => {
+      if (e.type !== 'approval_request') return;
+      asked.push(e);
+      const r = await c.json('POST', `/api/chat/sessions/${sid}/approvals/${e.approval_id}`, {
+        decision: 'approve',
+        scope: 'recipient',
+      });
+      t.equal(r.status, 200, `approved: ${JSON.stringify(r.body)}`);
+    },
+  );
   t.equal(turn.status, 200, JSON.stringify(turn.error ?? ''));
   t.same(
     asked.map((e) => e.ask),

@@ -12,7 +12,8 @@ import { MAX_BODY_BYTES } from '../../core/egress/framing.js';
 import { rawExchange, startProxyRig } from '../helpers/proxy-rig.js';
 
 const SEND = '/gmail/mail/v1/users/me/messages/send';
-const head = (length: number) => `POST ${SEND} HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+const head = (length: number) =>
+  `POST ${SEND} HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
 
 /** A request whose body is sent only in part: it stays in the gateway, holding its bytes. */
 function partial(path: string, length: number, sent: number): Promise<Socket> {
@@ -34,7 +35,12 @@ const BIG = Buffer.concat([Buffer.from(head(MAX_BODY_BYTES)), Buffer.alloc(MAX_B
  * Send a whole request until its answer is (or is not) 503: the held requests count from the
  * moment the gateway has read them, which the client cannot see; the deadline bounds the wait.
  */
-async function until(path: string, data: string | Buffer, busy: boolean, deadlineMs = 15_000): Promise<{ status: number; text: string }> {
+async function until(
+  path: string,
+  data: string | Buffer,
+  busy: boolean,
+  deadlineMs = 15_000,
+): Promise<{ status: number; text: string }> {
   const end = Date.now() + deadlineMs;
   for (;;) {
     const r = await rawExchange({ path }, data, 20_000);
@@ -64,7 +70,11 @@ t.test('a session past its request bytes gets 503 ERR_PROXY_BUSY; free again aft
   const held = await Promise.all(Array.from({ length: n }, () => partial(rig.socketPath, MAX_BODY_BYTES, each)));
   // One more that would pass the session's bytes, read in full: refused on the byte that passes.
   const more = await until(rig.socketPath, BIG, true);
-  t.equal(more.status, 503, `${n} requests of ${each} bytes held: the next one passes the session's ${GATEWAY_MAX_SESSION_BYTES} bytes`);
+  t.equal(
+    more.status,
+    503,
+    `${n} requests of ${each} bytes held: the next one passes the session's ${GATEWAY_MAX_SESSION_BYTES} bytes`,
+  );
   t.match(more.text, /ERR_PROXY_BUSY/);
   for (const s of held) s.destroy();
   const after = await until(rig.socketPath, BIG, false);

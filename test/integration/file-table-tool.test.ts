@@ -32,10 +32,16 @@ t.test('read_file_table reads uploaded CSV and XLSX, and rasterize_chart charts 
     }),
   );
   const zeros = Buffer.alloc(40 * 1024 * 1024);
-  writeFileSync(join(uploads, 'bomb.xlsx'), makeZip([...xlsxParts({ S: [['a']] }), { name: 'a', data: zeros }, { name: 'b', data: zeros }]));
+  writeFileSync(
+    join(uploads, 'bomb.xlsx'),
+    makeZip([...xlsxParts({ S: [['a']] }), { name: 'a', data: zeros }, { name: 'b', data: zeros }]),
+  );
   writeFileSync(join(ws, 'secret.csv'), 'top,secret\n');
   symlinkSync(join(ws, 'secret.csv'), join(uploads, 'link.csv'));
-  const [tools, ext] = await Promise.all([startMcp(t, 'tools', { AGENT_ATTACHMENTS_DIR: attachments }), startMcp(t, 'extensions', { AGENT_ATTACHMENTS_DIR: attachments })]);
+  const [tools, ext] = await Promise.all([
+    startMcp(t, 'tools', { AGENT_ATTACHMENTS_DIR: attachments }),
+    startMcp(t, 'extensions', { AGENT_ATTACHMENTS_DIR: attachments }),
+  ]);
 
   const r = await tools.call('read_file_table', { name: 'sales.csv' });
   t.equal(errorCode(r), undefined, JSON.stringify(r.content));
@@ -67,7 +73,10 @@ t.test('read_file_table reads uploaded CSV and XLSX, and rasterize_chart charts 
     },
     'a range, and the uploads/ prefix is accepted',
   );
-  const x = (await tools.call('read_file_table', { name: 'book.xlsx', sheet: 'Q2' })).structuredContent as { rows: string[][]; sheets: string[] };
+  const x = (await tools.call('read_file_table', { name: 'book.xlsx', sheet: 'Q2' })).structuredContent as {
+    rows: string[][];
+    sheets: string[];
+  };
   t.same(x.rows, [
     ['m', 'v'],
     ['Apr', '7'],
@@ -76,7 +85,12 @@ t.test('read_file_table reads uploaded CSV and XLSX, and rasterize_chart charts 
   t.same(x.sheets, ['Q1', 'Q2']);
 
   const data = out.rows.slice(1, 3);
-  const chart = await ext.call('rasterize_chart', { type: 'bar', title: 'sales.csv', labels: data.map((d) => d[0]), datasets: [{ label: 'sales', data: data.map((d) => Number(d[1])) }] });
+  const chart = await ext.call('rasterize_chart', {
+    type: 'bar',
+    title: 'sales.csv',
+    labels: data.map((d) => d[0]),
+    datasets: [{ label: 'sales', data: data.map((d) => Number(d[1])) }],
+  });
   t.equal(errorCode(chart), undefined, 'the rows chart as they are');
   t.match((chart.structuredContent as { filename: string }).filename, /\.png$/);
 
@@ -86,6 +100,13 @@ t.test('read_file_table reads uploaded CSV and XLSX, and rasterize_chart charts 
   t.notMatch(JSON.stringify(link.content), /secret/, 'nothing of the link target in the answer');
   const missing = await tools.call('read_file_table', { name: '../secret.csv' });
   t.equal(errorCode(missing), 'ERR_UPLOAD_NOT_FOUND');
-  t.match(JSON.stringify(missing.content), /the uploaded tables are: bomb\.xlsx, book\.xlsx, link\.csv, sales\.csv/, 'the answer names the uploaded tables');
-  t.equal(errorCode(await tools.call('read_file_table', { name: 'book.xlsx', sheet: 'Nope' })), 'ERR_UPLOAD_SHEET_NOT_FOUND');
+  t.match(
+    JSON.stringify(missing.content),
+    /the uploaded tables are: bomb\.xlsx, book\.xlsx, link\.csv, sales\.csv/,
+    'the answer names the uploaded tables',
+  );
+  t.equal(
+    errorCode(await tools.call('read_file_table', { name: 'book.xlsx', sheet: 'Nope' })),
+    'ERR_UPLOAD_SHEET_NOT_FOUND',
+  );
 });

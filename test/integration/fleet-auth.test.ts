@@ -21,19 +21,51 @@ t.test(`${TEST_ENGINE}: signed, forged, unknown, stale and replayed requests bet
   const path = '/api/fleet/operator';
   const body = JSON.stringify({ cmd: 'inspect', id: 'secret-prompt-body-marker' });
   const send = (headers: Record<string, string>, b = body) =>
-    fetch(app.url + path, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: b }).then(async (r) => ({ status: r.status, body: (await r.json()) as { error?: { code: string } } }));
+    fetch(app.url + path, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: b,
+    }).then(async (r) => ({ status: r.status, body: (await r.json()) as { error?: { code: string } } }));
 
   const good = signNodeRequest(SECRET, { method: 'POST', path, node: 'node-a', to: 'node-b', userId: alice.id, body });
   const ok = await send(good);
-  t.not(ok.status, 401, `a signed request from a known node passes the check (${ok.status} ${ok.body.error?.code ?? ''})`);
+  t.not(
+    ok.status,
+    401,
+    `a signed request from a known node passes the check (${ok.status} ${ok.body.error?.code ?? ''})`,
+  );
   t.equal(ok.body.error?.code, 'ERR_SESSION_UNAVAILABLE', 'and reaches the operator route (no runtime in this app)');
 
   const cases: [string, Record<string, string>, string?][] = [
     ['replayed', good],
-    ['forged', signNodeRequest('not-the-fleet-secret-0123456789abcdef', { method: 'POST', path, node: 'node-a', to: 'node-b', userId: alice.id, body })],
-    ['unknown node', signNodeRequest(SECRET, { method: 'POST', path, node: 'node-z', to: 'node-b', userId: alice.id, body })],
-    ['stale', signNodeRequest(SECRET, { method: 'POST', path, node: 'node-a', to: 'node-b', userId: alice.id, body }, Date.now() - 60_000)],
-    ['body changed', signNodeRequest(SECRET, { method: 'POST', path, node: 'node-a', to: 'node-b', userId: alice.id, body }), JSON.stringify({ cmd: 'kill', id: 'x' })],
+    [
+      'forged',
+      signNodeRequest('not-the-fleet-secret-0123456789abcdef', {
+        method: 'POST',
+        path,
+        node: 'node-a',
+        to: 'node-b',
+        userId: alice.id,
+        body,
+      }),
+    ],
+    [
+      'unknown node',
+      signNodeRequest(SECRET, { method: 'POST', path, node: 'node-z', to: 'node-b', userId: alice.id, body }),
+    ],
+    [
+      'stale',
+      signNodeRequest(
+        SECRET,
+        { method: 'POST', path, node: 'node-a', to: 'node-b', userId: alice.id, body },
+        Date.now() - 60_000,
+      ),
+    ],
+    [
+      'body changed',
+      signNodeRequest(SECRET, { method: 'POST', path, node: 'node-a', to: 'node-b', userId: alice.id, body }),
+      JSON.stringify({ cmd: 'kill', id: 'x' }),
+    ],
     ['unsigned', {}],
   ];
   for (const [what, headers, b] of cases) {
@@ -52,9 +84,15 @@ t.test(`${TEST_ENGINE}: signed, forged, unknown, stale and replayed requests bet
 });
 
 /** An upgrade request: the owner's HTTP answer when it refuses, or 101 when it switches. */
-function upgrade(url: string, headers: Record<string, string>): Promise<{ status: number; body: { error?: { code: string; message: string } } }> {
+function upgrade(
+  url: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; body: { error?: { code: string; message: string } } }> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method: 'GET', headers: { connection: 'Upgrade', upgrade: 'airlock-attach', ...headers } });
+    const req = httpRequest(url, {
+      method: 'GET',
+      headers: { connection: 'Upgrade', upgrade: 'airlock-attach', ...headers },
+    });
     req.on('error', reject);
     req.on('upgrade', (res, socket) => {
       socket.destroy();
@@ -63,45 +101,54 @@ function upgrade(url: string, headers: Record<string, string>): Promise<{ status
     req.on('response', (res) => {
       let text = '';
       res.on('data', (c: Buffer) => (text += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as { error?: { code: string; message: string } } }));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          body: JSON.parse(text) as { error?: { code: string; message: string } },
+        }),
+      );
     });
     req.end();
   });
 }
 
-t.test(`${TEST_ENGINE}: sessions attach between nodes is a signed upgrade, refused with an error body before any shell`, async (t) => {
-  const app = await startTestApp(t, { env: NODE_B });
-  await registerNode(app.database.sql, { id: 'node-a', url: 'http://127.0.0.1:9', version: 't', capacity: 4 });
-  const path = '/api/fleet/sessions/sess-1/attach?root=0&term=xterm&rows=24&cols=80';
-  const sign = (p = path, node = 'node-a', secret = SECRET) => signNodeRequest(secret, { method: 'GET', path: p, node, to: 'node-b', userId: null, body: '' });
+t.test(
+  `${TEST_ENGINE}: sessions attach between nodes is a signed upgrade, refused with an error body before any shell`,
+  async (t) => {
+    const app = await startTestApp(t, { env: NODE_B });
+    await registerNode(app.database.sql, { id: 'node-a', url: 'http://127.0.0.1:9', version: 't', capacity: 4 });
+    const path = '/api/fleet/sessions/sess-1/attach?root=0&term=xterm&rows=24&cols=80';
+    const sign = (p = path, node = 'node-a', secret = SECRET) =>
+      signNodeRequest(secret, { method: 'GET', path: p, node, to: 'node-b', userId: null, body: '' });
 
-  const good = await upgrade(app.url + path, sign());
-  t.equal(good.status, 503, 'a signed upgrade from a known node passes the check');
-  t.equal(good.body.error?.code, 'ERR_SESSION_UNAVAILABLE', 'and reaches the attach (no runtime in this app)');
+    const good = await upgrade(app.url + path, sign());
+    t.equal(good.status, 503, 'a signed upgrade from a known node passes the check');
+    t.equal(good.body.error?.code, 'ERR_SESSION_UNAVAILABLE', 'and reaches the attach (no runtime in this app)');
 
-  const cases: [string, string, Record<string, string>, number, string][] = [
-    ['unsigned', path, {}, 401, 'ERR_NODE_AUTH'],
-    ['forged', path, sign(path, 'node-a', 'not-the-fleet-secret-0123456789abcdef'), 401, 'ERR_NODE_AUTH'],
-    ['unknown node', path, sign(path, 'node-z'), 401, 'ERR_NODE_AUTH'],
-    ['from itself', path, sign(path, 'node-b'), 401, 'ERR_NODE_AUTH'],
-    ['another path signed', path.replace('sess-1', 'sess-2'), sign(), 401, 'ERR_NODE_AUTH'],
-    ['not an attach path', '/api/chat/messages', sign('/api/chat/messages'), 404, 'ERR_NOT_FOUND'],
-  ];
-  for (const [what, p, headers, status, code] of cases) {
-    const r = await upgrade(app.url + p, headers);
-    t.equal(r.status, status, `${what}: ${status}`);
-    t.equal(r.body.error?.code, code, `${what}: ${code}`);
-  }
-  const bad = '/api/fleet/sessions/sess-1/attach?term=x%0Ay';
-  const badTerm = await upgrade(app.url + bad, sign(bad));
-  t.equal(badTerm.status, 400, 'a term name with a newline: 400');
-  t.equal(badTerm.body.error?.code, 'ERR_VALIDATION');
-  for (const q of ['rows=024&cols=80', 'rows=24&rows=25', 'rows=-1', 'cols=65536', 'cols=8e1']) {
-    const p = `/api/fleet/sessions/sess-1/attach?term=xterm&${q}`;
-    const r = await upgrade(app.url + p, sign(p));
-    t.equal(r.status, 400, `${q}: 400 (integers in the query are strict)`);
-    t.equal(r.body.error?.code, 'ERR_VALIDATION');
-  }
-  t.equal(app.logs.lines.filter((l) => l.includes('node_auth_refused')).length, 5, 'each refused signature logged');
-  t.notOk(app.logs.text().includes(SECRET), 'never with the secret');
-});
+    const cases: [string, string, Record<string, string>, number, string][] = [
+      ['unsigned', path, {}, 401, 'ERR_NODE_AUTH'],
+      ['forged', path, sign(path, 'node-a', 'not-the-fleet-secret-0123456789abcdef'), 401, 'ERR_NODE_AUTH'],
+      ['unknown node', path, sign(path, 'node-z'), 401, 'ERR_NODE_AUTH'],
+      ['from itself', path, sign(path, 'node-b'), 401, 'ERR_NODE_AUTH'],
+      ['another path signed', path.replace('sess-1', 'sess-2'), sign(), 401, 'ERR_NODE_AUTH'],
+      ['not an attach path', '/api/chat/messages', sign('/api/chat/messages'), 404, 'ERR_NOT_FOUND'],
+    ];
+    for (const [what, p, headers, status, code] of cases) {
+      const r = await upgrade(app.url + p, headers);
+      t.equal(r.status, status, `${what}: ${status}`);
+      t.equal(r.body.error?.code, code, `${what}: ${code}`);
+    }
+    const bad = '/api/fleet/sessions/sess-1/attach?term=x%0Ay';
+    const badTerm = await upgrade(app.url + bad, sign(bad));
+    t.equal(badTerm.status, 400, 'a term name with a newline: 400');
+    t.equal(badTerm.body.error?.code, 'ERR_VALIDATION');
+    for (const q of ['rows=024&cols=80', 'rows=24&rows=25', 'rows=-1', 'cols=65536', 'cols=8e1']) {
+      const p = `/api/fleet/sessions/sess-1/attach?term=xterm&${q}`;
+      const r = await upgrade(app.url + p, sign(p));
+      t.equal(r.status, 400, `${q}: 400 (integers in the query are strict)`);
+      t.equal(r.body.error?.code, 'ERR_VALIDATION');
+    }
+    t.equal(app.logs.lines.filter((l) => l.includes('node_auth_refused')).length, 5, 'each refused signature logged');
+    t.notOk(app.logs.text().includes(SECRET), 'never with the secret');
+  },
+);

@@ -7,7 +7,20 @@ import t from 'tap';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { join } from 'node:path';
-import { acquireLease, heartbeat, listNodes, markLostSandboxes, nodesOfUserSandboxes, ownSandbox, placeSandbox, registerNode, releaseLease, releaseSandbox, sandboxesOfOtherNodes, sandboxOf } from '../../domain/fleet.js';
+import {
+  acquireLease,
+  heartbeat,
+  listNodes,
+  markLostSandboxes,
+  nodesOfUserSandboxes,
+  ownSandbox,
+  placeSandbox,
+  registerNode,
+  releaseLease,
+  releaseSandbox,
+  sandboxesOfOtherNodes,
+  sandboxOf,
+} from '../../domain/fleet.js';
 import { openDatabase } from '../../domain/db/index.js';
 import { tempDir, TEST_SECRETS } from '../helpers/app.js';
 import { openTestDatabase, testDatabaseUrl, TEST_ENGINE } from '../helpers/db.js';
@@ -47,7 +60,11 @@ t.test(`${TEST_ENGINE}: nodes register, beat, and are lost when silent; their sa
   t.equal((await sandboxOf(db, 's2'))?.state, 'lost');
   t.equal((await sandboxOf(db, 's1'))?.state, 'live', "a's sandbox untouched");
   await ownSandbox(db, { sessionId: 's2', userId: 1, nodeId: 'a', containerId: 'c3', state: 'starting' });
-  t.same([(await sandboxOf(db, 's2'))?.node_id, (await sandboxOf(db, 's2'))?.state], ['a', 'starting'], 'a live node takes the lost session over');
+  t.same(
+    [(await sandboxOf(db, 's2'))?.node_id, (await sandboxOf(db, 's2'))?.state],
+    ['a', 'starting'],
+    'a live node takes the lost session over',
+  );
   await releaseSandbox(db, 's2', 'b');
   t.ok(await sandboxOf(db, 's2'), 'only the owner releases');
   await releaseSandbox(db, 's2', 'a');
@@ -55,7 +72,16 @@ t.test(`${TEST_ENGINE}: nodes register, beat, and are lost when silent; their sa
 });
 
 t.test('placement: the receiving node when it has room, else the live node with most room', async (t) => {
-  const n = (id: string, sessions: number, capacity: number, alive = true) => ({ id, url: '', version: '', started_at: '', heartbeat_at: '', sessions, capacity, alive });
+  const n = (id: string, sessions: number, capacity: number, alive = true) => ({
+    id,
+    url: '',
+    version: '',
+    started_at: '',
+    heartbeat_at: '',
+    sessions,
+    capacity,
+    alive,
+  });
   t.equal(placeSandbox([n('a', 1, 2), n('b', 0, 9)], 'a')?.id, 'a', 'receiving node first');
   t.equal(placeSandbox([n('a', 2, 2), n('b', 5, 9), n('c', 1, 3)], 'a')?.id, 'b', 'full: most free places (4 > 2)');
   t.equal(placeSandbox([n('a', 2, 2), n('b', 0, 9, false), n('c', 1, 3)], 'a')?.id, 'c', 'a lost node is never chosen');
@@ -64,7 +90,9 @@ t.test('placement: the receiving node when it has room, else the live node with 
 
 t.test(`${TEST_ENGINE}: a lease has one holder, even when ten race for it; it expires and renews`, async (t) => {
   const db = (await openTestDatabase(t, tempDir(t))).sql;
-  const wins = await Promise.all(Array.from({ length: 10 }, (_, i) => acquireLease(db, 'sync:1', `n${i}`, 10_000, 1_000)));
+  const wins = await Promise.all(
+    Array.from({ length: 10 }, (_, i) => acquireLease(db, 'sync:1', `n${i}`, 10_000, 1_000)),
+  );
   t.equal(wins.filter(Boolean).length, 1, 'exactly one winner');
   const holder = `n${wins.indexOf(true)}`;
   t.ok(await acquireLease(db, 'sync:1', holder, 10_000, 5_000), 'the holder renews');
@@ -77,7 +105,14 @@ t.test(`${TEST_ENGINE}: a lease has one holder, even when ten race for it; it ex
 t.test(`${TEST_ENGINE}: airlock doctor and airlock nodes ls`, async (t) => {
   const dir = tempDir(t);
   const url = await testDatabaseUrl(t);
-  const env = { ...process.env, ...TEST_SECRETS, AIRLOCK_DATA_DIR: dir, AIRLOCK_NODE_ID: 'node-a', AIRLOCK_DOCKER_SOCKET: join(dir, 'no-docker.sock'), ...(url ? { AIRLOCK_DATABASE_URL: url } : {}) };
+  const env = {
+    ...process.env,
+    ...TEST_SECRETS,
+    AIRLOCK_DATA_DIR: dir,
+    AIRLOCK_NODE_ID: 'node-a',
+    AIRLOCK_DOCKER_SOCKET: join(dir, 'no-docker.sock'),
+    ...(url ? { AIRLOCK_DATABASE_URL: url } : {}),
+  };
   const doc = await run(process.execPath, [MAIN, 'doctor'], { env }).catch((e: { stdout: string; code: number }) => e);
   t.match(doc.stdout, new RegExp(`database\\s+${TEST_ENGINE} `), 'names the engine');
   t.match(doc.stdout, /schema version\s+\d+/, 'the schema version');
@@ -92,7 +127,9 @@ t.test(`${TEST_ENGINE}: airlock doctor and airlock nodes ls`, async (t) => {
   const ls = await run(process.execPath, [MAIN, 'nodes', 'ls'], { env });
   t.match(ls.stdout, /^NODE\s+STATE\s+URL\s+LAST HEARTBEAT\s+SESSIONS\s+CAPACITY\s+VERSION$/m);
   t.match(ls.stdout, /^node-a\s+alive\s+http:\/\/10\.1\.1\.1:8080\s+\S+\s+0\s+32\s+9\.9\.9$/m);
-  const json = JSON.parse((await run(process.execPath, [MAIN, 'nodes', 'ls', '--json'], { env })).stdout) as { id: string }[];
+  const json = JSON.parse((await run(process.execPath, [MAIN, 'nodes', 'ls', '--json'], { env })).stdout) as {
+    id: string;
+  }[];
   t.same(
     json.map((n) => n.id),
     ['node-a'],
@@ -112,7 +149,9 @@ t.test('airlock serve with an unreachable database: one clear error naming host 
     AIRLOCK_ENCRYPTION_KEY: 'a'.repeat(64),
     AIRLOCK_DOCKER_SOCKET: join(dir, 'no-docker.sock'),
   };
-  const r = await run(process.execPath, [MAIN, 'serve'], { env, timeout: 60_000 }).catch((e: { code: number; stdout: string; stderr: string }) => e);
+  const r = await run(process.execPath, [MAIN, 'serve'], { env, timeout: 60_000 }).catch(
+    (e: { code: number; stdout: string; stderr: string }) => e,
+  );
   t.equal((r as { code?: number }).code, 1, 'exits 1');
   const out = r.stdout + r.stderr;
   t.match(out, /ERR_DB_UNAVAILABLE/);
@@ -146,14 +185,26 @@ t.test(`${TEST_ENGINE}: directory sync asked on two nodes at once yields one job
     provider: 'google',
     issuer: 'https://accounts.google.com',
     client_id: 'cid',
-    service_account_json: { client_email: 'sync@x.iam.test', private_key: '-----BEGIN PRIVATE KEY-----\nMII\n-----END PRIVATE KEY-----\n' },
+    service_account_json: {
+      client_email: 'sync@x.iam.test',
+      private_key: '-----BEGIN PRIVATE KEY-----\nMII\n-----END PRIVATE KEY-----\n',
+    },
     delegated_admin_email: 'admin@x.test',
   });
   await addUser(a.database, 'root', 'root-password-0123', { superuser: true });
   const [ca, cb] = [a.client(), b.client()];
   for (const c of [ca, cb]) t.equal((await c.login('root', 'root-password-0123')).status, 200);
-  const answers = await Promise.all([...Array(4)].flatMap(() => [ca.json('POST', '/api/identity/directory-sync', {}), cb.json('POST', '/api/identity/directory-sync', {})]));
-  t.same(answers.map((r) => r.status).sort(), [200, 200, 200, 200, 200, 200, 200, 202], 'one request created the job; the others were told it runs');
+  const answers = await Promise.all(
+    [...Array(4)].flatMap(() => [
+      ca.json('POST', '/api/identity/directory-sync', {}),
+      cb.json('POST', '/api/identity/directory-sync', {}),
+    ]),
+  );
+  t.same(
+    answers.map((r) => r.status).sort(),
+    [200, 200, 200, 200, 200, 200, 200, 202],
+    'one request created the job; the others were told it runs',
+  );
   t.equal(new Set(answers.map((r) => r.body.job.id)).size, 1, 'all name the same job');
   const jobs = await a.database.sql.selectFrom('directory_sync_jobs').select('id').execute();
   t.equal(jobs.length, 1, 'one row in the database');

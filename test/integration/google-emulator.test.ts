@@ -19,16 +19,27 @@ t.test('A1 ranges and Drive queries parse like Google does', async (t) => {
 });
 
 t.test('the emulator checks the bearer token, serves values and records requests', async (t) => {
-  const g = await start({ acceptTokens: ['good'], seed: { spreadsheets: [{ id: 's1', name: 'S', sheets: { 'Tab A': [['a', 'b', ''], ['c'], []] } }] } });
+  const g = await start({
+    acceptTokens: ['good'],
+    seed: { spreadsheets: [{ id: 's1', name: 'S', sheets: { 'Tab A': [['a', 'b', ''], ['c'], []] } }] },
+  });
   t.teardown(() => g.close());
   const get = (path: string, token = 'good') => fetch(g.url + path, { headers: { authorization: `Bearer ${token}` } });
   const noAuth = await get('/v4/spreadsheets/s1/values/A1', 'bad');
   t.equal(noAuth.status, 401);
   t.equal(((await noAuth.json()) as { error: { status: string } }).error.status, 'UNAUTHENTICATED');
   const r = await get(`/v4/spreadsheets/s1/values/${encodeURIComponent("'Tab A'!A1:C3")}`);
-  t.same(await r.json(), { range: "'Tab A'!A1:C3", majorDimension: 'ROWS', values: [['a', 'b'], ['c']] }, 'trailing empties trimmed');
+  t.same(
+    await r.json(),
+    { range: "'Tab A'!A1:C3", majorDimension: 'ROWS', values: [['a', 'b'], ['c']] },
+    'trailing empties trimmed',
+  );
   t.equal((await get('/v4/spreadsheets/s1/values/Zed!A1')).status, 400);
-  const send = await fetch(`${g.url}/gmail/v1/users/me/messages/send`, { method: 'POST', headers: { authorization: 'Bearer good', 'content-type': 'application/json' }, body: '{}' });
+  const send = await fetch(`${g.url}/gmail/v1/users/me/messages/send`, {
+    method: 'POST',
+    headers: { authorization: 'Bearer good', 'content-type': 'application/json' },
+    body: '{}',
+  });
   t.equal(send.status, 400);
   t.same(
     g.requests.map((x) => x.status),

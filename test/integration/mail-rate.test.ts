@@ -17,8 +17,21 @@ import { updateServerMailPolicy } from '../../domain/mail/server-policy.js';
 import { addUser, startTestApp } from '../helpers/app.js';
 import { dbRows } from '../helpers/db.js';
 
-const summary = (to: string, subject: string): MailSummary => ({ recipients: [to], to: 1, cc: 0, bcc: 0, subject, attachments: [], bytes: 100 });
-const hold = (to: string, subject: string, verdict: 'allow' | 'ask' = 'allow', turnId: string | null = null): MailHold => ({
+const summary = (to: string, subject: string): MailSummary => ({
+  recipients: [to],
+  to: 1,
+  cc: 0,
+  bcc: 0,
+  subject,
+  attachments: [],
+  bytes: 100,
+});
+const hold = (
+  to: string,
+  subject: string,
+  verdict: 'allow' | 'ask' = 'allow',
+  turnId: string | null = null,
+): MailHold => ({
   hold_id: randomUUID(),
   verdict,
   ask: verdict === 'ask' ? [to] : [],
@@ -28,7 +41,9 @@ const hold = (to: string, subject: string, verdict: 'allow' | 'ask' = 'allow', t
 });
 
 t.test('a burst of 25 sends with a limit of 20, over two nodes, sends exactly 20', async (t) => {
-  const app = await startTestApp(t, { env: { AIRLOCK_MAIL_ALLOW_DOMAINS: 'corp.example', AIRLOCK_MAIL_MAX_PER_HOUR: '20' } });
+  const app = await startTestApp(t, {
+    env: { AIRLOCK_MAIL_ALLOW_DOMAINS: 'corp.example', AIRLOCK_MAIL_MAX_PER_HOUR: '20' },
+  });
   const user = await addUser(app.database, 'burst', 'burst-password');
   const gates = [new MailGate(app.database.sql, app.config, app.log)];
   const url = app.config.databaseUrl?.reveal();
@@ -39,7 +54,9 @@ t.test('a burst of 25 sends with a limit of 20, over two nodes, sends exactly 20
     gates.push(new MailGate(other.sql, app.config, app.log));
   }
   const s = { sessionId: 'burst-session', userId: user.id };
-  const answers = await Promise.all(Array.from({ length: 25 }, (_, i) => gates[i % gates.length].hold(s, hold(`r${i}@corp.example`, `burst ${i}`))));
+  const answers = await Promise.all(
+    Array.from({ length: 25 }, (_, i) => gates[i % gates.length].hold(s, hold(`r${i}@corp.example`, `burst ${i}`))),
+  );
   t.equal(answers.filter((a) => a.allow).length, 20, 'exactly 20 let through');
   const refused = answers.filter((a) => !a.allow);
   t.equal(refused.length, 5);
@@ -47,7 +64,11 @@ t.test('a burst of 25 sends with a limit of 20, over two nodes, sends exactly 20
     refused.every((a) => !a.allow && a.code === 'ERR_MAIL_RATE_LIMITED'),
     'the rest refused as rate limited',
   );
-  const rows = await dbRows<{ state: string; n: number | string }>(app.database.sql, 'SELECT state, COUNT(*) AS n FROM mail_holds WHERE user_id = ? GROUP BY state ORDER BY state', user.id);
+  const rows = await dbRows<{ state: string; n: number | string }>(
+    app.database.sql,
+    'SELECT state, COUNT(*) AS n FROM mail_holds WHERE user_id = ? GROUP BY state ORDER BY state',
+    user.id,
+  );
   t.same(
     rows.map((r) => [r.state, Number(r.n)]),
     [
@@ -82,14 +103,40 @@ t.test('a held send takes a slot while it waits; denied, it gives it back', asyn
   // The send is made by a send_email call the turn runs (core/turn-calls.ts), and its message can be shown.
   const calls = new TurnCalls();
   calls.observe({ type: 'tool_start', call_id: 'call-held', tool: 'send_email', input: {} });
-  const preview = { from: [], to: ['x@other.example'], cc: [], bcc: [], subject: 'held', text: 'hi', truncated: false, text_from: 'plain' as const, html: null, parts_differ: false, attachments: [] };
-  const waiting = gate.hold({ ...s, turn, calls }, { ...hold('x@other.example', 'held', 'ask', 'turn-held'), call_id: 'call-held', preview: () => preview });
+  const preview = {
+    from: [],
+    to: ['x@other.example'],
+    cc: [],
+    bcc: [],
+    subject: 'held',
+    text: 'hi',
+    truncated: false,
+    text_from: 'plain' as const,
+    html: null,
+    parts_differ: false,
+    attachments: [],
+  };
+  const waiting = gate.hold(
+    { ...s, turn, calls },
+    { ...hold('x@other.example', 'held', 'ask', 'turn-held'), call_id: 'call-held', preview: () => preview },
+  );
   await askedOnce;
   const burst = await Promise.all([0, 1, 2].map((i) => gate.hold(s, hold(`r${i}@corp.example`, `after hold ${i}`))));
-  t.same(burst.map((a) => a.allow).sort(), [false, true, true], 'the held send counts: 1 held + 2 sent = 3 (which of the three is refused is up to the race)');
+  t.same(
+    burst.map((a) => a.allow).sort(),
+    [false, true, true],
+    'the held send counts: 1 held + 2 sent = 3 (which of the three is refused is up to the race)',
+  );
   const approvalId = (asked[0] as { approval_id: string }).approval_id;
   await gate.decide({ userId: user.id, sessionId: s.sessionId, approvalId, decision: 'deny', scope: 'once' });
   t.match(await waiting, { allow: false, code: 'ERR_MAIL_DENIED' });
-  t.match(await gate.hold(s, hold('r9@corp.example', 'after deny')), { allow: true }, 'the denied send gave its slot back');
-  t.match(await gate.hold(s, hold('r10@corp.example', 'one too many')), { allow: false, code: 'ERR_MAIL_RATE_LIMITED' });
+  t.match(
+    await gate.hold(s, hold('r9@corp.example', 'after deny')),
+    { allow: true },
+    'the denied send gave its slot back',
+  );
+  t.match(await gate.hold(s, hold('r10@corp.example', 'one too many')), {
+    allow: false,
+    code: 'ERR_MAIL_RATE_LIMITED',
+  });
 });

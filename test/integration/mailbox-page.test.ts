@@ -17,10 +17,16 @@ t.test('the mailbox page shows the HTML body with cid: images resolved, scripts 
   }
   const g = await startGoogle({ acceptTokens: ['tok'] });
   t.teardown(() => g.close());
-  const png = await renderChartPng(normaliseChart({ type: 'bar', labels: ['a', 'b'], datasets: [{ data: [1, 2] }], width: 320, height: 200 }));
+  const png = await renderChartPng(
+    normaliseChart({ type: 'bar', labels: ['a', 'b'], datasets: [{ data: [1, 2] }], width: 320, height: 200 }),
+  );
   const name = '0b9e0a3e-4c1f-4b7e-9a51-0f3b5a8d2c11.png';
   const raw = await buildMessage(
-    { to: ['bob@example.test'], subject: 'Weekly <chart>', html: `<h2 id="hello">Hello</h2><img id="chart" src="cid:${name}"><script>document.title='pwned'</script>` },
+    {
+      to: ['bob@example.test'],
+      subject: 'Weekly <chart>',
+      html: `<h2 id="hello">Hello</h2><img id="chart" src="cid:${name}"><script>document.title='pwned'</script>`,
+    },
     [{ filename: name, content: png }],
     'alice@example.test',
   );
@@ -43,7 +49,13 @@ t.test('the mailbox page shows the HTML body with cid: images resolved, scripts 
   await frame!.waitForSelector('#chart');
   const img = await frame!.evaluate(() => {
     const el = document.getElementById('chart') as HTMLImageElement;
-    return { w: el.naturalWidth, h: el.naturalHeight, src: el.src.slice(0, 22), text: document.getElementById('hello')?.textContent, title: document.title };
+    return {
+      w: el.naturalWidth,
+      h: el.naturalHeight,
+      src: el.src.slice(0, 22),
+      text: document.getElementById('hello')?.textContent,
+      title: document.title,
+    };
   });
   // (Playwright evaluates in its own isolated world, which works even in a script-less sandboxed frame.)
   t.same([img.w, img.h], [320, 200], 'inline chart decoded from the resolved data: URI');

@@ -50,7 +50,11 @@ t.test('fetch_memory: bi refused, others returned, other users invisible', async
   await b.json('POST', '/api/memories', { content: 'Bob bi note', source: 'bi' });
 
   const token = mintAgentUserToken(TEST_SECRETS.AGENT_USER_TOKEN_SECRET, { userId: alice.id, sessionId: 'sess-a' });
-  const tools = await startMcp(t, 'tools', { AGENT_API_BASE_URL: app.url, AGENT_USER_TOKEN: token, AGENT_ATTACHMENTS_DIR: tempDir(t) });
+  const tools = await startMcp(t, 'tools', {
+    AGENT_API_BASE_URL: app.url,
+    AGENT_USER_TOKEN: token,
+    AGENT_ATTACHMENTS_DIR: tempDir(t),
+  });
 
   const all = await tools.call('fetch_memory', {});
   t.notOk(all.isError, JSON.stringify(all.content));
@@ -93,8 +97,17 @@ t.test('fetch_memory: bi refused, others returned, other users invisible', async
   );
 
   // An expired token: the tool says to start a new session.
-  const old = mintAgentUserToken(TEST_SECRETS.AGENT_USER_TOKEN_SECRET, { userId: alice.id, sessionId: 'sess-a', ttlS: 1, now: Date.now() - 10_000 });
-  const tools2 = await startMcp(t, 'tools', { AGENT_API_BASE_URL: app.url, AGENT_USER_TOKEN: old, AGENT_ATTACHMENTS_DIR: tempDir(t) });
+  const old = mintAgentUserToken(TEST_SECRETS.AGENT_USER_TOKEN_SECRET, {
+    userId: alice.id,
+    sessionId: 'sess-a',
+    ttlS: 1,
+    now: Date.now() - 10_000,
+  });
+  const tools2 = await startMcp(t, 'tools', {
+    AGENT_API_BASE_URL: app.url,
+    AGENT_USER_TOKEN: old,
+    AGENT_ATTACHMENTS_DIR: tempDir(t),
+  });
   t.equal(errorCode(await tools2.call('fetch_memory', {})), 'ERR_TOOL_MEMORY_UNAVAILABLE');
   const expired = await api.json('GET', '/api/agent/memories', undefined, { authorization: `Bearer ${old}` });
   t.equal(expired.body.error.code, 'ERR_AGENT_TOKEN_EXPIRED');

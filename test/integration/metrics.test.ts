@@ -41,7 +41,10 @@ function sendVia(sock: string, head: string): Promise<string> {
 t.test('/metrics: logins, egress decisions by outcome, process metrics; no secrets', async (t) => {
   const dir = tempDir(t, 'airlock-metrics-');
   const config = testConfig(dir, { AIRLOCK_LOG_LEVEL: 'warn', ...(await serveEngineEnv(t)) });
-  const d = await serve(config, { runtime: false, log: createLogger({ level: 'warn', destination: logSink().stream }) });
+  const d = await serve(config, {
+    runtime: false,
+    log: createLogger({ level: 'warn', destination: logSink().stream }),
+  });
   t.teardown(() => d.close());
   await addUser(d.database, 'mia', 'mia-password-1');
   const scrape = async () => {
@@ -70,17 +73,46 @@ t.test('/metrics: logins, egress decisions by outcome, process metrics; no secre
   );
   const base = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
   const sock = join(dir, 'egress.sock');
-  const route = { name: 'search', prefix: '/search', allow: [{ method: 'GET', path: '/search/drive/v3/files' }], upstream: base, rewrite: { from: '/search/', to: '/' }, placeholder_env: 'P', token_ref: '${T}', base_url_env: 'B' };
-  const h = await d.egressGateway.open('sess-metrics', sock, { userId: 1, routes: [route], tokens: { T: 'real-metrics-token-0123456789' } });
+  const route = {
+    name: 'search',
+    prefix: '/search',
+    allow: [{ method: 'GET', path: '/search/drive/v3/files' }],
+    upstream: base,
+    rewrite: { from: '/search/', to: '/' },
+    placeholder_env: 'P',
+    token_ref: '${T}',
+    base_url_env: 'B',
+  };
+  const h = await d.egressGateway.open('sess-metrics', sock, {
+    userId: 1,
+    routes: [route],
+    tokens: { T: 'real-metrics-token-0123456789' },
+  });
   t.teardown(() => h.close());
-  t.match(await sendVia(sock, 'CONNECT evil.example:443 HTTP/1.1\r\nHost: evil.example:443\r\n\r\n'), / 403 /, 'a tunnel: refused');
-  t.match(await sendVia(sock, 'GET /search/drive/v3/files HTTP/1.1\r\nHost: x\r\n\r\n'), / 200 /, 'on the route table: forwarded');
+  t.match(
+    await sendVia(sock, 'CONNECT evil.example:443 HTTP/1.1\r\nHost: evil.example:443\r\n\r\n'),
+    / 403 /,
+    'a tunnel: refused',
+  );
+  t.match(
+    await sendVia(sock, 'GET /search/drive/v3/files HTTP/1.1\r\nHost: x\r\n\r\n'),
+    / 200 /,
+    'on the route table: forwarded',
+  );
 
   const after = await scrape();
   t.equal(value(after, 'airlock_logins_total', { outcome: 'ok' }), 1, 'login ok counted');
   t.equal(value(after, 'airlock_logins_total', { outcome: 'failed' }), 1, 'failed login counted');
-  t.equal(value(after, 'airlock_proxy_decisions_total', { route: 'egress', outcome: 'refused' }), 1, 'refused egress counted');
-  t.equal(value(after, 'airlock_proxy_decisions_total', { route: 'egress', outcome: 'allowed' }), 1, 'allowed egress counted');
+  t.equal(
+    value(after, 'airlock_proxy_decisions_total', { route: 'egress', outcome: 'refused' }),
+    1,
+    'refused egress counted',
+  );
+  t.equal(
+    value(after, 'airlock_proxy_decisions_total', { route: 'egress', outcome: 'allowed' }),
+    1,
+    'allowed egress counted',
+  );
   for (const name of [
     'airlock_sessions_live',
     'airlock_session_starts_waiting',

@@ -38,7 +38,8 @@ async function uploadsDir(t: Parameters<typeof tempDir>[0]) {
   return { dir, jpeg };
 }
 
-const ASKED = 'What is in these?\n\nAttached: uploads/photo.png, uploads/scan.jpg, uploads/data.csv, uploads/fake.png, uploads/huge.png, uploads/link.png, uploads/gone.png';
+const ASKED =
+  'What is in these?\n\nAttached: uploads/photo.png, uploads/scan.jpg, uploads/data.csv, uploads/fake.png, uploads/huge.png, uploads/link.png, uploads/gone.png';
 
 t.test('the names on the Attached line: PNG and JPEG only, plain names only', async (t) => {
   t.same(imageNames(ASKED), ['photo.png', 'scan.jpg', 'fake.png', 'huge.png', 'link.png', 'gone.png']);
@@ -53,7 +54,11 @@ t.test("a turn's steps read an image once, and a changed file again", async (t) 
   const cache: ImageCache = new Map();
   const first = (await loadImages(messages, dir, IMAGES_PER_REQUEST, cache)).get(messages[0])!;
   const again = (await loadImages(messages, dir, IMAGES_PER_REQUEST, cache)).get(messages[0])!;
-  t.equal(again.parts[0], first.parts[0], 'the next step gets the part read at the first (the same object: not read or encoded again)');
+  t.equal(
+    again.parts[0],
+    first.parts[0],
+    'the next step gets the part read at the first (the same object: not read or encoded again)',
+  );
   t.same(again.notes, first.notes, 'the files left out are named again');
   // The user's file is replaced between two steps (another upload under the same name).
   writeFileSync(join(dir, 'photo.png'), jpeg);
@@ -88,7 +93,10 @@ t.test('OpenAI and Anthropic: image parts in each API shape; the ones left out n
   t.teardown(() => oa.close());
   oa.push({ kind: 'reply', text: 'A red square and a dot.' });
   const openai = new OpenAiModel({ baseUrl: oa.url, model: 'gpt-x', apiKey: 'k', bounds: DEFAULT_BOUNDS });
-  t.equal((await openai.complete({ system: 's', messages, tools: [], signal, images }, () => undefined)).text, 'A red square and a dot.');
+  t.equal(
+    (await openai.complete({ system: 's', messages, tools: [], signal, images }, () => undefined)).text,
+    'A red square and a dot.',
+  );
   const user = oa.requests[0].body.messages[1];
   t.equal(user.role, 'user');
   t.match(user.content[0], { type: 'text', text: /^What is in these\?[\s\S]*uploads\/fake\.png was not sent/ });
@@ -101,7 +109,10 @@ t.test('OpenAI and Anthropic: image parts in each API shape; the ones left out n
   t.teardown(() => an.close());
   an.push({ kind: 'reply', text: 'A red square and a dot.' });
   const anthropic = new AnthropicModel({ baseUrl: an.url, model: 'claude-x', apiKey: 'k', bounds: DEFAULT_BOUNDS });
-  t.equal((await anthropic.complete({ system: 's', messages, tools: [], signal, images }, () => undefined)).text, 'A red square and a dot.');
+  t.equal(
+    (await anthropic.complete({ system: 's', messages, tools: [], signal, images }, () => undefined)).text,
+    'A red square and a dot.',
+  );
   const blocks = an.requests[0].body.messages[0].content;
   t.same(blocks.slice(0, 2), [
     { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG_1PX.toString('base64') } },
@@ -117,17 +128,41 @@ t.test('OpenAI and Anthropic: image parts in each API shape; the ones left out n
 
 t.test('the scripted servers refuse what the APIs refuse: an image that is not its media type', async (t) => {
   const messages: Message[] = [{ role: 'user', content: 'look' }];
-  const bad = new Map([[messages[0], { parts: [{ name: 'uploads/x.png', mediaType: 'image/png' as const, data: Buffer.from('plain text').toString('base64') }], notes: [] }]]);
+  const bad = new Map([
+    [
+      messages[0],
+      {
+        parts: [
+          {
+            name: 'uploads/x.png',
+            mediaType: 'image/png' as const,
+            data: Buffer.from('plain text').toString('base64'),
+          },
+        ],
+        notes: [],
+      },
+    ],
+  ]);
   const oa = await startOpenAi({ apiKey: 'k' });
   t.teardown(() => oa.close());
-  const openai = new OpenAiModel({ baseUrl: oa.url, model: 'gpt-x', apiKey: 'k', bounds: { ...DEFAULT_BOUNDS, retries: 0 } });
+  const openai = new OpenAiModel({
+    baseUrl: oa.url,
+    model: 'gpt-x',
+    apiKey: 'k',
+    bounds: { ...DEFAULT_BOUNDS, retries: 0 },
+  });
   await t.rejects(
     openai.complete({ system: 's', messages, tools: [], signal, images: bad }, () => undefined),
     { code: 'ERR_MODEL_HTTP' },
   );
   const an = await startAnthropic({ apiKey: 'k' });
   t.teardown(() => an.close());
-  const anthropic = new AnthropicModel({ baseUrl: an.url, model: 'claude-x', apiKey: 'k', bounds: { ...DEFAULT_BOUNDS, retries: 0 } });
+  const anthropic = new AnthropicModel({
+    baseUrl: an.url,
+    model: 'claude-x',
+    apiKey: 'k',
+    bounds: { ...DEFAULT_BOUNDS, retries: 0 },
+  });
   await t.rejects(
     anthropic.complete({ system: 's', messages, tools: [], signal, images: bad }, () => undefined),
     { code: 'ERR_MODEL_HTTP' },
@@ -143,7 +178,21 @@ t.test(`at most ${IMAGES_PER_REQUEST} images per request, the newest messages' f
     messages.push({ role: 'assistant', text: 'seen', toolCalls: [] });
   }
   const images = await loadImages(messages, dir);
-  const sent = messages.filter((m) => images.get(m)?.parts.length).map((m) => (m as { content: string }).content.split('\n')[0]);
-  t.same(sent, ['picture 2', 'picture 3', 'picture 4', 'picture 5', 'picture 6', 'picture 7', 'picture 8', 'picture 9']);
-  t.match(images.get(messages[0])!.notes[0], /uploads\/p0\.png was not sent to you: at most 8 images go with one request/);
+  const sent = messages
+    .filter((m) => images.get(m)?.parts.length)
+    .map((m) => (m as { content: string }).content.split('\n')[0]);
+  t.same(sent, [
+    'picture 2',
+    'picture 3',
+    'picture 4',
+    'picture 5',
+    'picture 6',
+    'picture 7',
+    'picture 8',
+    'picture 9',
+  ]);
+  t.match(
+    images.get(messages[0])!.notes[0],
+    /uploads\/p0\.png was not sent to you: at most 8 images go with one request/,
+  );
 });

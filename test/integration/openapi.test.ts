@@ -31,7 +31,10 @@ function routerOperations(app: { router: { stack: RouterLayer[] } }): string[] {
       if (layer.route) {
         const paths = Array.isArray(layer.route.path) ? layer.route.path : [layer.route.path];
         for (const p of paths) {
-          if (typeof p !== 'string') throw new Error(`a route with a RegExp path under ${prefix || '/'}: document it by hand and teach this test`);
+          if (typeof p !== 'string')
+            throw new Error(
+              `a route with a RegExp path under ${prefix || '/'}: document it by hand and teach this test`,
+            );
           for (const [m, on] of Object.entries(layer.route.methods)) {
             if (on && m !== '_all') out.push(`${m} ${join(prefix, p).replace(/:([A-Za-z_]+)/g, '{$1}')}`);
           }
@@ -83,7 +86,11 @@ t.test('GET /api/openapi.json; every documented operation reaches a handler', as
   t.equal(doc.body.servers[0].url, app.config.publicOrigin);
   t.ok(doc.body.paths['/api/chat/messages'].post, 'chat is there');
   for (const [method, path] of OPERATIONS) {
-    const r = await c.json(method.toUpperCase(), path.replace(/\{[^}]+\}/g, '1'), method === 'get' || method === 'delete' ? undefined : {});
+    const r = await c.json(
+      method.toUpperCase(),
+      path.replace(/\{[^}]+\}/g, '1'),
+      method === 'get' || method === 'delete' ? undefined : {},
+    );
     const noRoute = r.status === 404 && /^no route/.test(r.body?.error?.message ?? '');
     t.notOk(noRoute, `${method.toUpperCase()} ${path} → ${r.status} ${r.body?.error?.code ?? ''}`);
     t.not(r.status, 500, `${method.toUpperCase()} ${path} is not a 500`);

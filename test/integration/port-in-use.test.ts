@@ -35,7 +35,11 @@ async function noContainer(t: Test, owner: string): Promise<void> {
     const docker = await dockerOrSkip(t);
     if (!docker) return;
     t.teardown(() => sweep(docker, owner));
-    t.same(await docker.listContainers({ all: true, filters: { label: [`${LABEL_OWNER}=${owner}`] } }), [], 'none with its owner label');
+    t.same(
+      await docker.listContainers({ all: true, filters: { label: [`${LABEL_OWNER}=${owner}`] } }),
+      [],
+      'none with its owner label',
+    );
   });
 }
 
@@ -45,7 +49,12 @@ t.test('airlock demo on a port in use: ERR_PORT_IN_USE, nothing started', async 
   const port = await busyPort(t);
   const dir = emptyDir(t);
   const owner = uniqueOwner('port-demo');
-  const err = await startDemo({ env: { AIRLOCK_DATA_DIR: dir, AIRLOCK_HOST: '127.0.0.1', AIRLOCK_PORT: String(port), AIRLOCK_POOL_SIZE: '1' }, owner, print: () => undefined, log }).then(
+  const err = await startDemo({
+    env: { AIRLOCK_DATA_DIR: dir, AIRLOCK_HOST: '127.0.0.1', AIRLOCK_PORT: String(port), AIRLOCK_POOL_SIZE: '1' },
+    owner,
+    print: () => undefined,
+    log,
+  }).then(
     () => null,
     (e: unknown) => e,
   );

@@ -13,7 +13,12 @@ import { join } from 'node:path';
 import { AgentProcess, createLogger, type AgentEvent } from '../../core/index.js';
 import { SandboxClient } from '../../daemon/runtime/sandbox-client.js';
 import { Supervisor } from '../../supervisor/supervisor.js';
-import { CONTROL_SOCKET_NAME, controlRequest, KillUserReplySchema, startControlApi } from '../../daemon/runtime/control-api.js';
+import {
+  CONTROL_SOCKET_NAME,
+  controlRequest,
+  KillUserReplySchema,
+  startControlApi,
+} from '../../daemon/runtime/control-api.js';
 import { logSink, tempDir } from '../helpers/app.js';
 import { DIST, waitFor } from '../helpers/chat.js';
 
@@ -105,25 +110,41 @@ t.test('daemon reading the supervisor: an error reply takes its status from the 
       while ((i = buf.indexOf('\n')) >= 0) {
         const req = JSON.parse(buf.slice(0, i)) as { id: string; turn_id: string };
         buf = buf.slice(i + 1);
-        s.write(JSON.stringify({ type: 'reply', id: req.id, ok: false, error: { code: req.turn_id, message: 'refused' } }) + '\n');
+        s.write(
+          JSON.stringify({ type: 'reply', id: req.id, ok: false, error: { code: req.turn_id, message: 'refused' } }) +
+            '\n',
+        );
       }
     });
   });
   await new Promise<void>((r) => server.listen(path, r));
   t.teardown(() => server.close());
-  const client = await SandboxClient.connect(path, 2000, createLogger({ level: 'warn', destination: logSink().stream }));
+  const client = await SandboxClient.connect(
+    path,
+    2000,
+    createLogger({ level: 'warn', destination: logSink().stream }),
+  );
   t.teardown(() => client.close());
   const failWith = (code: string) => client.request({ type: 'cancel', turn_id: code });
   await t.rejects(failWith('ERR_SESSION_BUSY'), { code: 'ERR_SESSION_BUSY', status: 409 });
   await t.rejects(failWith('ERR_SESSION_NOT_FOUND'), { code: 'ERR_SESSION_NOT_FOUND', status: 404 });
   await t.rejects(failWith('ERR_SANDBOX_TIMEOUT'), { code: 'ERR_SANDBOX_TIMEOUT', status: 504 });
-  await t.rejects(failWith('A_NEWER_SUPERVISORS_CODE'), { code: 'A_NEWER_SUPERVISORS_CODE', status: 502 }, 'a code the catalogue does not know: 502');
+  await t.rejects(
+    failWith('A_NEWER_SUPERVISORS_CODE'),
+    { code: 'A_NEWER_SUPERVISORS_CODE', status: 502 },
+    'a code the catalogue does not know: 502',
+  );
 });
 
 t.test('supervisor reading the daemon: coded error reply (when the id is readable) and a log line', async (t) => {
   const dir = tempDir(t, 'airlock-proto-');
   const logs: { level: string; msg: string; data?: Record<string, unknown> }[] = [];
-  const sup = new Supervisor({ controlSocket: join(dir, 'control.sock'), profilePath: join(dir, 'profile.json'), exitOnShutdown: false, log: (level, msg, data) => logs.push({ level, msg, data }) });
+  const sup = new Supervisor({
+    controlSocket: join(dir, 'control.sock'),
+    profilePath: join(dir, 'profile.json'),
+    exitOnShutdown: false,
+    log: (level, msg, data) => logs.push({ level, msg, data }),
+  });
   await sup.listen();
   t.teardown(() => sup.shutdown());
   const c = await rawClient(join(dir, 'control.sock'));
@@ -151,7 +172,11 @@ t.test('supervisor reading the daemon: coded error reply (when the id is readabl
   );
   const daemon = await SandboxClient.connect(join(dir, 'control.sock'), 2000);
   t.teardown(() => daemon.close());
-  t.match(await daemon.ping(), { state: 'hello', session_id: null, child_restarts: 0 }, "the real supervisor's status passes the daemon's check");
+  t.match(
+    await daemon.ping(),
+    { state: 'hello', session_id: null, child_restarts: 0 },
+    "the real supervisor's status passes the daemon's check",
+  );
 });
 
 t.test('supervisor reading the agent child (core agent host): bad stdout lines dropped and logged', async (t) => {
@@ -196,42 +221,45 @@ t.test('supervisor reading the agent child (core agent host): bad stdout lines d
   t.notMatch(JSON.stringify(logs), PAYLOAD);
 });
 
-t.test('agent child reading the supervisor: bad stdin lines ignored with a log line, the next prompt answered', async (t) => {
-  const proc = spawn(process.execPath, [join(DIST, 'agent', 'main.js')], {
-    env: { PATH: process.env.PATH ?? '', AGENT_MODEL_PROVIDER: 'demo', AGENT_MCP_SERVERS: '[]' },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  t.teardown(() => proc.kill('SIGKILL'));
-  let out = '';
-  let err = '';
-  proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  proc.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  await waitFor(() => out.includes('"ready"'), 'the agent ready line', 60_000);
-  proc.stdin.write(`{"type":"configure","env":{}}\n`);
-  await waitFor(() => out.includes('"configured"'), 'the agent configured line', 30_000);
-  proc.stdin.write(`not json ${PAYLOAD}\n`);
-  proc.stdin.write(`{"type":"prompt","turn_id":"t1"}\n`);
-  proc.stdin.write(`{"type":"prompt","turn_id":"t2","prompt":"hello"}\n`);
-  await waitFor(() => out.includes('"turn_end"'), 'the turn end', 30_000);
-  const lines = out
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as Record<string, any>);
-  const ends = lines.filter((m) => m.type === 'turn_end');
-  t.same(
-    ends.map((m) => m.turn_id),
-    ['t2'],
-    'only the well-formed prompt ran',
-  );
-  t.equal(ends[0].stop_reason, 'end_turn');
-  const logged = rejections(err.split('\n'));
-  t.same(
-    logged.map((l) => l.code),
-    ['ERR_PROTOCOL_BAD_JSON', 'ERR_PROTOCOL_BAD_MESSAGE'],
-  );
-  t.ok(logged.every((l) => l.channel === 'agent-stdin'));
-  t.notMatch(err, PAYLOAD);
-});
+t.test(
+  'agent child reading the supervisor: bad stdin lines ignored with a log line, the next prompt answered',
+  async (t) => {
+    const proc = spawn(process.execPath, [join(DIST, 'agent', 'main.js')], {
+      env: { PATH: process.env.PATH ?? '', AGENT_MODEL_PROVIDER: 'demo', AGENT_MCP_SERVERS: '[]' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    t.teardown(() => proc.kill('SIGKILL'));
+    let out = '';
+    let err = '';
+    proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    proc.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    await waitFor(() => out.includes('"ready"'), 'the agent ready line', 60_000);
+    proc.stdin.write(`{"type":"configure","env":{}}\n`);
+    await waitFor(() => out.includes('"configured"'), 'the agent configured line', 30_000);
+    proc.stdin.write(`not json ${PAYLOAD}\n`);
+    proc.stdin.write(`{"type":"prompt","turn_id":"t1"}\n`);
+    proc.stdin.write(`{"type":"prompt","turn_id":"t2","prompt":"hello"}\n`);
+    await waitFor(() => out.includes('"turn_end"'), 'the turn end', 30_000);
+    const lines = out
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, any>);
+    const ends = lines.filter((m) => m.type === 'turn_end');
+    t.same(
+      ends.map((m) => m.turn_id),
+      ['t2'],
+      'only the well-formed prompt ran',
+    );
+    t.equal(ends[0].stop_reason, 'end_turn');
+    const logged = rejections(err.split('\n'));
+    t.same(
+      logged.map((l) => l.code),
+      ['ERR_PROTOCOL_BAD_JSON', 'ERR_PROTOCOL_BAD_MESSAGE'],
+    );
+    t.ok(logged.every((l) => l.channel === 'agent-stdin'));
+    t.notMatch(err, PAYLOAD);
+  },
+);
 
 t.test('operator control socket: the daemon refuses a bad request, the CLI refuses a bad reply', async (t) => {
   const dir = tempDir(t, 'airlock-proto-');
@@ -264,7 +292,9 @@ t.test('operator control socket: the daemon refuses a bad request, the CLI refus
   t.same((await controlRequest(dir, { cmd: 'ls' }, log)) as unknown, [], 'a good request still works');
 
   // CLI side: a reply whose data does not match the command's schema.
-  await t.rejects(controlRequest(dir, { cmd: 'kill-user', userId: 3 }, log, KillUserReplySchema), { code: 'ERR_PROTOCOL_BAD_MESSAGE' });
+  await t.rejects(controlRequest(dir, { cmd: 'kill-user', userId: 3 }, log, KillUserReplySchema), {
+    code: 'ERR_PROTOCOL_BAD_MESSAGE',
+  });
 
   // CLI side: a daemon that answers garbage.
   const fake = tempDir(t, 'airlock-proto-');

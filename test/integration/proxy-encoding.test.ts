@@ -2,7 +2,14 @@ import t from 'tap';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { brotliCompressSync, constants as zc, createBrotliCompress, createGzip, deflateSync, gzipSync } from 'node:zlib';
+import {
+  brotliCompressSync,
+  constants as zc,
+  createBrotliCompress,
+  createGzip,
+  deflateSync,
+  gzipSync,
+} from 'node:zlib';
 import { createLogger } from '../../core/index.js';
 import { EgressGatewayService } from '../../daemon/host/egress.js';
 import { buildProfile } from '../../daemon/host/overlay.js';
@@ -35,7 +42,14 @@ async function dribble(res: ServerResponse, data: Buffer): Promise<void> {
   res.end();
 }
 
-async function start(t: Tap): Promise<{ base: string; up: Upstream; decisions: ProxyDecision[]; logs: { join(sep: string): string; gateway(): Record<string, unknown>[] } }> {
+async function start(
+  t: Tap,
+): Promise<{
+  base: string;
+  up: Upstream;
+  decisions: ProxyDecision[];
+  logs: { join(sep: string): string; gateway(): Record<string, unknown>[] };
+}> {
   let release: () => void = () => {};
   const released = () => new Promise<void>((r) => (release = r));
   const seen: IncomingMessage[] = [];
@@ -74,7 +88,10 @@ async function start(t: Tap): Promise<{ base: string; up: Upstream; decisions: P
       res.writeHead(200, { 'content-type': 'text/event-stream', 'content-encoding': coding });
       z.on('data', (d: Buffer) => res.write(d));
       z.on('end', () => res.end());
-      const flush = () => new Promise<void>((r) => (coding === 'br' ? z.flush(zc.BROTLI_OPERATION_FLUSH, r) : z.flush(zc.Z_SYNC_FLUSH, r)));
+      const flush = () =>
+        new Promise<void>((r) =>
+          coding === 'br' ? z.flush(zc.BROTLI_OPERATION_FLUSH, r) : z.flush(zc.Z_SYNC_FLUSH, r),
+        );
       const wait = released();
       void (async () => {
         z.write(`data: {"delta":"Thinking about ${auth}"}\n\n`);
@@ -128,52 +145,62 @@ async function start(t: Tap): Promise<{ base: string; up: Upstream; decisions: P
     base: `http://127.0.0.1:${proxy.port}`,
     up: { seen, release: () => release() },
     decisions,
-    logs: { join: (sep: string) => [...logs, ...gwLogs.lines].join(sep), gateway: () => gwLogs.lines.map((l) => JSON.parse(l) as Record<string, unknown>) },
+    logs: {
+      join: (sep: string) => [...logs, ...gwLogs.lines].join(sep),
+      gateway: () => gwLogs.lines.map((l) => JSON.parse(l) as Record<string, unknown>),
+    },
   };
 }
 
 type Tap = { teardown(fn: () => unknown): void };
 const auth = { authorization: `Bearer ${PH}` };
 
-t.test('gzip, x-gzip, deflate, br and stacked codings: the child gets the decoded body with the token replaced', async (t) => {
-  const { base, up, decisions, logs } = await start(t);
-  for (const coding of ['gzip', 'x-gzip', 'deflate', 'br', 'deflate, gzip']) {
-    const r = await fetch(`${base}/up/body/${encodeURIComponent(coding)}`, { headers: auth });
-    t.equal(r.status, 200, coding);
-    t.equal(r.headers.get('content-encoding'), null, `${coding}: content-encoding dropped, the body is plain`);
-    t.equal(r.headers.get('content-length'), null, `${coding}: no stale content-length`);
-    t.equal(r.headers.get('x-echo-authorization'), `Bearer ${SCRUBBED}`, `${coding}: header scrubbed`);
-    const text = await r.text();
-    t.notOk(text.includes(REAL), `${coding}: no token in the body`);
-    t.same(JSON.parse(text), JSON.parse(body(`Bearer ${SCRUBBED}`)), `${coding}: decoded, token replaced, nothing else changed`);
-  }
-  t.ok(
-    up.seen.every((q) => q.headers['accept-encoding'] === 'identity' && q.headers.authorization === `Bearer ${REAL}`),
-    'identity asked for, real token injected',
-  );
-  t.same(
-    decisions.map((d) => d.outcome),
-    Array(5).fill('forwarded'),
-  );
-  const lines = logs.gateway().filter((l) => l.msg === 'egress forwarded');
-  t.same(
-    lines.map((l) => [l.decoded, l.scrubbed]),
-    [
-      [['gzip'], 1],
-      [['x-gzip'], 1],
-      [['deflate'], 1],
-      [['br'], 1],
-      [['deflate', 'gzip'], 1],
-    ],
-    'decoded codings and scrub counts logged',
-  );
-  t.notOk(logs.join('\n').includes(REAL), 'no token in the logs');
+t.test(
+  'gzip, x-gzip, deflate, br and stacked codings: the child gets the decoded body with the token replaced',
+  async (t) => {
+    const { base, up, decisions, logs } = await start(t);
+    for (const coding of ['gzip', 'x-gzip', 'deflate', 'br', 'deflate, gzip']) {
+      const r = await fetch(`${base}/up/body/${encodeURIComponent(coding)}`, { headers: auth });
+      t.equal(r.status, 200, coding);
+      t.equal(r.headers.get('content-encoding'), null, `${coding}: content-encoding dropped, the body is plain`);
+      t.equal(r.headers.get('content-length'), null, `${coding}: no stale content-length`);
+      t.equal(r.headers.get('x-echo-authorization'), `Bearer ${SCRUBBED}`, `${coding}: header scrubbed`);
+      const text = await r.text();
+      t.notOk(text.includes(REAL), `${coding}: no token in the body`);
+      t.same(
+        JSON.parse(text),
+        JSON.parse(body(`Bearer ${SCRUBBED}`)),
+        `${coding}: decoded, token replaced, nothing else changed`,
+      );
+    }
+    t.ok(
+      up.seen.every((q) => q.headers['accept-encoding'] === 'identity' && q.headers.authorization === `Bearer ${REAL}`),
+      'identity asked for, real token injected',
+    );
+    t.same(
+      decisions.map((d) => d.outcome),
+      Array(5).fill('forwarded'),
+    );
+    const lines = logs.gateway().filter((l) => l.msg === 'egress forwarded');
+    t.same(
+      lines.map((l) => [l.decoded, l.scrubbed]),
+      [
+        [['gzip'], 1],
+        [['x-gzip'], 1],
+        [['deflate'], 1],
+        [['br'], 1],
+        [['deflate', 'gzip'], 1],
+      ],
+      'decoded codings and scrub counts logged',
+    );
+    t.notOk(logs.join('\n').includes(REAL), 'no token in the logs');
 
-  const ident = await fetch(`${base}/up/body/identity`, { headers: auth });
-  t.equal((await ident.text()).includes(REAL), false, 'identity: scrubbed as before');
-  const empty = await fetch(`${base}/up/empty/gzip`, { headers: auth });
-  t.equal(empty.status, 204, 'an empty gzip-labelled answer stays empty');
-});
+    const ident = await fetch(`${base}/up/body/identity`, { headers: auth });
+    t.equal((await ident.text()).includes(REAL), false, 'identity: scrubbed as before');
+    const empty = await fetch(`${base}/up/empty/gzip`, { headers: auth });
+    t.equal(empty.status, 204, 'an empty gzip-labelled answer stays empty');
+  },
+);
 
 t.test('unknown content-encoding → 502 ERR_PROXY_UPSTREAM_ENCODING, nothing of the body passes', async (t) => {
   const { base, decisions } = await start(t);
@@ -182,23 +209,35 @@ t.test('unknown content-encoding → 502 ERR_PROXY_UPSTREAM_ENCODING, nothing of
     t.equal(r.status, 502, coding);
     t.equal(r.headers.get('x-airlock-error'), 'ERR_PROXY_UPSTREAM_ENCODING');
     const text = await r.text();
-    t.equal((JSON.parse(text) as { error: { code: string } }).error.code, 'ERR_PROXY_UPSTREAM_ENCODING', 'the documented error body');
+    t.equal(
+      (JSON.parse(text) as { error: { code: string } }).error.code,
+      'ERR_PROXY_UPSTREAM_ENCODING',
+      'the documented error body',
+    );
     t.notOk(text.includes(REAL) || text.includes('hello'), 'no upstream bytes');
   }
-  t.same(decisions.map(outcomeOf), Array(2).fill({ route: 'up', outcome: 'upstream_error', status: 502, code: 'ERR_PROXY_UPSTREAM_ENCODING' }));
+  t.same(
+    decisions.map(outcomeOf),
+    Array(2).fill({ route: 'up', outcome: 'upstream_error', status: 502, code: 'ERR_PROXY_UPSTREAM_ENCODING' }),
+  );
 });
 
 t.test('a body that is not what its content-encoding says is cut off, never passed raw', async (t) => {
   const { base, decisions } = await start(t);
   const port = Number(new URL(base).port);
-  const r = await rawRequest(port, `GET /up/body/gzip-lie HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${PH}\r\n\r\n`);
+  const r = await rawRequest(
+    port,
+    `GET /up/body/gzip-lie HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${PH}\r\n\r\n`,
+  );
   t.comment(`child received ${r.text.length} bytes`);
   t.notOk(r.text.includes(REAL), 'the raw token never reaches the child');
   t.notOk(r.text.includes('hello'), 'nor any undecoded byte');
   // The gateway decodes before it sends the headers: the child gets the coded refusal, nothing of the body.
   t.equal(r.status, 502);
   t.match(r.text, /ERR_PROXY_UPSTREAM_ENCODING/);
-  t.same(decisions.map(outcomeOf), [{ route: 'up', outcome: 'upstream_error', status: 502, code: 'ERR_PROXY_UPSTREAM_ENCODING' }]);
+  t.same(decisions.map(outcomeOf), [
+    { route: 'up', outcome: 'upstream_error', status: 502, code: 'ERR_PROXY_UPSTREAM_ENCODING' },
+  ]);
 });
 
 t.test('a compressed model stream that pauses is not held back by the decoder', async (t) => {
@@ -215,7 +254,11 @@ t.test('a compressed model stream that pauses is not held back by the decoder', 
       first += Buffer.from(value).toString();
     }
     clearTimeout(timer);
-    t.equal(first, `data: {"delta":"Thinking about Bearer ${SCRUBBED}"}\n\n`, `${coding}: the first event arrives while the upstream still waits, token replaced`);
+    t.equal(
+      first,
+      `data: {"delta":"Thinking about Bearer ${SCRUBBED}"}\n\n`,
+      `${coding}: the first event arrives while the upstream still waits, token replaced`,
+    );
     up.release();
     let rest = '';
     for (;;) {

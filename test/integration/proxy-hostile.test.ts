@@ -19,7 +19,8 @@ t.test('hostile requests → 403/400 and the upstream records nothing', async (t
   const H = 'Host: 127.0.0.1\r\n';
   const req = (method: string, target: string, key = ph, extra = '', body = '{"raw":"eA"}') =>
     `${method} ${target} HTTP/1.1\r\n${H}Authorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n${extra}\r\n${body}`;
-  const get = (target: string, key = sph, extra = '') => `GET ${target} HTTP/1.1\r\n${H}Authorization: Bearer ${key}\r\n${extra}\r\n`;
+  const get = (target: string, key = sph, extra = '') =>
+    `GET ${target} HTTP/1.1\r\n${H}Authorization: Bearer ${key}\r\n${extra}\r\n`;
   const valid = req('POST', MAIL);
 
   const table: [string, string][] = [
@@ -75,33 +76,93 @@ t.test('hostile requests → 403/400 and the upstream records nothing', async (t
     ['asterisk-form', `OPTIONS * HTTP/1.1\r\n${H}\r\n`],
     ['CONNECT google', `CONNECT gmail.googleapis.com:443 HTTP/1.1\r\nHost: gmail.googleapis.com:443\r\n\r\n`],
     ['CONNECT upstream', `CONNECT ${up} HTTP/1.1\r\nHost: ${up}\r\nAuthorization: Bearer ${ph}\r\n\r\n`],
-    ['websocket upgrade', `GET ${SHEET} HTTP/1.1\r\n${H}Authorization: Bearer ${sph}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`],
-    ['h2c upgrade', `GET ${SHEET} HTTP/1.1\r\n${H}Authorization: Bearer ${sph}\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n\r\n`],
+    [
+      'websocket upgrade',
+      `GET ${SHEET} HTTP/1.1\r\n${H}Authorization: Bearer ${sph}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`,
+    ],
+    [
+      'h2c upgrade',
+      `GET ${SHEET} HTTP/1.1\r\n${H}Authorization: Bearer ${sph}\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n\r\n`,
+    ],
     // smuggling and framing
-    ['CL + TE', `POST ${MAIL} HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`],
-    ['TE + CL', `POST ${MAIL} HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\nTransfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n0\r\n\r\n`],
-    ['TE chunked, chunked', `POST ${MAIL} HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\nTransfer-Encoding: chunked, chunked\r\n\r\n0\r\n\r\n`],
+    [
+      'CL + TE',
+      `POST ${MAIL} HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`,
+    ],
+    [
+      'TE + CL',
+      `POST ${MAIL} HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\nTransfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n0\r\n\r\n`,
+    ],
+    [
+      'TE chunked, chunked',
+      `POST ${MAIL} HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\nTransfer-Encoding: chunked, chunked\r\n\r\n0\r\n\r\n`,
+    ],
     ['TE gzip', `POST ${MAIL} HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\nTransfer-Encoding: gzip\r\n\r\nxx`],
-    ['TE xchunked', `POST ${MAIL} HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\nTransfer-Encoding: xchunked\r\n\r\n0\r\n\r\n`],
-    ['TE space before colon', `POST ${MAIL} HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\nTransfer-Encoding : chunked\r\n\r\n0\r\n\r\n`],
-    ['two TE headers', `POST ${MAIL} HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n\r\n0\r\n\r\n`],
-    ['two CL headers', `POST ${MAIL} HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\nContent-Length: 2\r\nContent-Length: 12\r\n\r\n{"raw":"eA"}`],
+    [
+      'TE xchunked',
+      `POST ${MAIL} HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\nTransfer-Encoding: xchunked\r\n\r\n0\r\n\r\n`,
+    ],
+    [
+      'TE space before colon',
+      `POST ${MAIL} HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\nTransfer-Encoding : chunked\r\n\r\n0\r\n\r\n`,
+    ],
+    [
+      'two TE headers',
+      `POST ${MAIL} HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n\r\n0\r\n\r\n`,
+    ],
+    [
+      'two CL headers',
+      `POST ${MAIL} HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\nContent-Length: 2\r\nContent-Length: 12\r\n\r\n{"raw":"eA"}`,
+    ],
     ['CL negative', `POST ${MAIL} HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\nContent-Length: -1\r\n\r\n`],
-    ['CL not a number', `POST ${MAIL} HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\nContent-Length: 1e1\r\n\r\n{"raw":"eA"}`],
-    ['bad chunk size', `POST ${MAIL} HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nxx\r\n0\r\n\r\n`],
-    ['GET with body smuggling a send', `GET ${SHEET} HTTP/1.1\r\n${H}Authorization: Bearer ${sph}\r\nContent-Length: ${valid.length}\r\n\r\n${valid}`],
+    [
+      'CL not a number',
+      `POST ${MAIL} HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\nContent-Length: 1e1\r\n\r\n{"raw":"eA"}`,
+    ],
+    [
+      'bad chunk size',
+      `POST ${MAIL} HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nxx\r\n0\r\n\r\n`,
+    ],
+    [
+      'GET with body smuggling a send',
+      `GET ${SHEET} HTTP/1.1\r\n${H}Authorization: Bearer ${sph}\r\nContent-Length: ${valid.length}\r\n\r\n${valid}`,
+    ],
     ['denied request then pipelined send', req('GET', MAIL) + valid],
     // header tricks
-    ['oversize header', `POST ${MAIL} HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\nX-Big: ${'a'.repeat(20000)}\r\nContent-Length: 0\r\n\r\n`],
-    ['too many headers', `POST ${MAIL} HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\n${Array.from({ length: 80 }, (_, i) => `X-H${i}: v`).join('\r\n')}\r\nContent-Length: 0\r\n\r\n`],
-    ['duplicate host', `POST ${MAIL} HTTP/1.1\r\n${H}Host: evil.example\r\nAuthorization: Bearer ${ph}\r\nContent-Length: 0\r\n\r\n`],
+    [
+      'oversize header',
+      `POST ${MAIL} HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\nX-Big: ${'a'.repeat(20000)}\r\nContent-Length: 0\r\n\r\n`,
+    ],
+    [
+      'too many headers',
+      `POST ${MAIL} HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\n${Array.from({ length: 80 }, (_, i) => `X-H${i}: v`).join('\r\n')}\r\nContent-Length: 0\r\n\r\n`,
+    ],
+    [
+      'duplicate host',
+      `POST ${MAIL} HTTP/1.1\r\n${H}Host: evil.example\r\nAuthorization: Bearer ${ph}\r\nContent-Length: 0\r\n\r\n`,
+    ],
     ['missing host', `POST ${MAIL} HTTP/1.1\r\nAuthorization: Bearer ${ph}\r\nContent-Length: 0\r\n\r\n`],
-    ['duplicate authorization', `POST ${MAIL} HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\nAuthorization: Bearer ${ph}\r\nContent-Length: 0\r\n\r\n`],
-    ['obs-fold header', `POST ${MAIL} HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\nX-A: b\r\n c\r\nContent-Length: 0\r\n\r\n`],
-    ['NUL in header', `POST ${MAIL} HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\nX-A: b\u0000c\r\nContent-Length: 0\r\n\r\n`],
-    ['space in header name', `POST ${MAIL} HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\nX A: b\r\nContent-Length: 0\r\n\r\n`],
+    [
+      'duplicate authorization',
+      `POST ${MAIL} HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\nAuthorization: Bearer ${ph}\r\nContent-Length: 0\r\n\r\n`,
+    ],
+    [
+      'obs-fold header',
+      `POST ${MAIL} HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\nX-A: b\r\n c\r\nContent-Length: 0\r\n\r\n`,
+    ],
+    [
+      'NUL in header',
+      `POST ${MAIL} HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\nX-A: b\u0000c\r\nContent-Length: 0\r\n\r\n`,
+    ],
+    [
+      'space in header name',
+      `POST ${MAIL} HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\nX A: b\r\nContent-Length: 0\r\n\r\n`,
+    ],
     ['expect 100-continue on a denied path', req('PUT', MAIL, ph, 'Expect: 100-continue\r\n')],
-    ['expect 100-continue, wrong route', `POST /gmail/mail/v1/users/me/messages/list HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n`],
+    [
+      'expect 100-continue, wrong route',
+      `POST /gmail/mail/v1/users/me/messages/list HTTP/1.1\r\n${H}Authorization: Bearer ${ph}\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n`,
+    ],
     ['method override header', req('POST', MAIL, ph, 'X-HTTP-Method-Override: GET\r\n')],
     ['HTTP/2.0 version', `POST ${MAIL} HTTP/2.0\r\n${H}Authorization: Bearer ${ph}\r\nContent-Length: 0\r\n\r\n`],
     ['HTTP/0.9 style', `GET ${MAIL}\r\n\r\n`],
@@ -128,7 +189,10 @@ t.test('hostile requests → 403/400 and the upstream records nothing', async (t
     ['drive encoded slash in prefix', get('/search%2Fdrive/v3/files', dph)],
     ['sheets query with encoded CR LF', get(SHEET + '?x=%0d%0aX:1')],
     ['drive query malformed escape', get(FILES + '?q=50%', dph)],
-    ['sheets GET with body', `GET ${SHEET} HTTP/1.1\r\n${H}Authorization: Bearer ${sph}\r\nContent-Length: 2\r\n\r\n{}`],
+    [
+      'sheets GET with body',
+      `GET ${SHEET} HTTP/1.1\r\n${H}Authorization: Bearer ${sph}\r\nContent-Length: 2\r\n\r\n{}`,
+    ],
     ['drive file get', get('/search/drive/v3/files/abc', dph)],
     ['drive export', get('/search/drive/v3/files/abc/export', dph)],
     ['drive delete', req('DELETE', FILES, dph)],
@@ -151,7 +215,8 @@ t.test('hostile requests → 403/400 and the upstream records nothing', async (t
     const r = await rawRequest(rig.proxy.port, raw);
     t.ok(r.status === 403 || r.status === 400, `${name}: ${r.status}`);
     t.notMatch(r.text, /^HTTP\/1\.1 100/, `${name}: no 100 Continue before the check`);
-    if (r.status === 403 || r.status === 400) t.match(r.text, /x-airlock-error: ERR_PROXY_(ROUTE_DENIED|BAD_REQUEST)/i, `${name}: coded`);
+    if (r.status === 403 || r.status === 400)
+      t.match(r.text, /x-airlock-error: ERR_PROXY_(ROUTE_DENIED|BAD_REQUEST)/i, `${name}: coded`);
   }
   // Give any stray forwarding a chance to land before checking.
   await new Promise((r) => setTimeout(r, 100));
@@ -163,5 +228,9 @@ t.test('hostile requests → 403/400 and the upstream records nothing', async (t
     [],
     'all of them refusals',
   );
-  t.same([...new Set(rig.decisions.map((d) => d.code))].sort(), ['ERR_PROXY_BAD_REQUEST', 'ERR_PROXY_ROUTE_DENIED'], 'coded');
+  t.same(
+    [...new Set(rig.decisions.map((d) => d.code))].sort(),
+    ['ERR_PROXY_BAD_REQUEST', 'ERR_PROXY_ROUTE_DENIED'],
+    'coded',
+  );
 });

@@ -18,13 +18,25 @@ import { createLogger } from '../../core/index.js';
 import { tempDir } from '../helpers/app.js';
 import { AMBIGUOUS_MAILS, HOSTILE_MAILS, hostileMessage, rawTwiceBody } from '../helpers/mail-hostile.js';
 
-const POLICY: MailPolicy = { allow_domains: ['corp.example'], block_domains: [], other: 'ask', max_recipients: 50, max_per_hour: 100, approval_timeout_s: 60 };
+const POLICY: MailPolicy = {
+  allow_domains: ['corp.example'],
+  block_domains: [],
+  other: 'ask',
+  max_recipients: 50,
+  max_per_hour: 100,
+  approval_timeout_s: 60,
+};
 const PLACEHOLDER = 'ph-mail-strict-0123456789';
 
 t.test('the strict reading through the real proxy', async (t) => {
   const upstream = await startUpstream();
   t.teardown(() => upstream.close());
-  const routes = buildRoutes({ google: { mailBaseUrl: upstream.url, sheetsBaseUrl: upstream.url, driveBaseUrl: upstream.url }, model: { provider: 'openai', baseUrl: upstream.url }, hasAccountToken: true, hasModelKey: true });
+  const routes = buildRoutes({
+    google: { mailBaseUrl: upstream.url, sheetsBaseUrl: upstream.url, driveBaseUrl: upstream.url },
+    model: { provider: 'openai', baseUrl: upstream.url },
+    hasAccountToken: true,
+    hasModelKey: true,
+  });
   const socketPath = join(tempDir(t, 'airlock-strict-'), 'egress.sock');
   const egress = new EgressGatewayService({ log: createLogger({ level: 'silent' }) });
   const holds: MailHold[] = [];
@@ -49,16 +61,30 @@ t.test('the strict reading through the real proxy', async (t) => {
   t.teardown(() => proxy.close());
   const url = `http://127.0.0.1:${proxy.port}/gmail/mail/v1/users/me/messages/send`;
   const send = async (body: string) => {
-    const res = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${PLACEHOLDER}`, 'content-type': 'application/json' }, body });
-    return { status: res.status, code: res.headers.get('x-airlock-error'), body: (await res.json()) as { error?: { code: string; message: string } } };
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${PLACEHOLDER}`, 'content-type': 'application/json' },
+      body,
+    });
+    return {
+      status: res.status,
+      code: res.headers.get('x-airlock-error'),
+      body: (await res.json()) as { error?: { code: string; message: string } },
+    };
   };
   const sendRaw = (raw: string) => send(JSON.stringify({ raw: Buffer.from(raw, 'latin1').toString('base64url') }));
 
   t.test('a plain message to an outside recipient is held and asked about', async (t) => {
-    const r = await sendRaw('From: me@corp.example\r\nTo: "Lee, Ann" <a@corp.example>, x@evil.example\r\nSubject: plain\r\n\r\nhi\r\n');
+    const r = await sendRaw(
+      'From: me@corp.example\r\nTo: "Lee, Ann" <a@corp.example>, x@evil.example\r\nSubject: plain\r\n\r\nhi\r\n',
+    );
     t.equal(r.status, 200);
     t.equal(holds.length, 1);
-    t.match(holds[0], { verdict: 'ask', ask: ['x@evil.example'], summary: { recipients: ['a@corp.example', 'x@evil.example'] } });
+    t.match(holds[0], {
+      verdict: 'ask',
+      ask: ['x@evil.example'],
+      summary: { recipients: ['a@corp.example', 'x@evil.example'] },
+    });
     t.equal(upstream.requests.length, 1);
   });
 
@@ -86,9 +112,18 @@ t.test('the strict reading through the real proxy', async (t) => {
 
   t.test("the agent's tool sees the refusal as an error naming the code and what was wrong", async (t) => {
     const raw = Buffer.from(hostileMessage(HOSTILE_MAILS[0]), 'latin1').toString('base64url');
-    await t.rejects(callUpstream(url, { method: 'POST', bearer: PLACEHOLDER, body: { raw }, timeoutMs: 5000, what: 'sending the e-mail' }), {
-      code: 'ERR_TOOL_BAD_REQUEST',
-      message: /ERR_MAIL_AMBIGUOUS.*comments/,
-    });
+    await t.rejects(
+      callUpstream(url, {
+        method: 'POST',
+        bearer: PLACEHOLDER,
+        body: { raw },
+        timeoutMs: 5000,
+        what: 'sending the e-mail',
+      }),
+      {
+        code: 'ERR_TOOL_BAD_REQUEST',
+        message: /ERR_MAIL_AMBIGUOUS.*comments/,
+      },
+    );
   });
 });

@@ -18,7 +18,11 @@ t.test(`${TEST_ENGINE}: strict integers and no arrays in query strings`, async (
 
   const own = await user.json('GET', `/api/identity/agent-policy?user_id=${alice.id}`);
   t.equal(own.status, 200, 'one strictly written id: answered');
-  t.equal((await user.json('GET', `/api/identity/agent-policy?user_id=${admin.id}`)).status, 403, "another user's id: 403");
+  t.equal(
+    (await user.json('GET', `/api/identity/agent-policy?user_id=${admin.id}`)).status,
+    403,
+    "another user's id: 403",
+  );
   const refused: [string, string, string][] = [
     ['an array', `/api/identity/agent-policy?user_id[]=${admin.id}`, 'ERR_VALIDATION'],
     ['an object', `/api/identity/agent-policy?user_id[a]=${admin.id}`, 'ERR_VALIDATION'],

@@ -20,17 +20,28 @@ t.test('hostile proxy table: every case gets its status, only the allowed calls 
   t.ok(rig.proxy.stats().droppedHeaders >= 40, 'dropped headers are counted');
 });
 
-t.test('hostile egress heads (a compromised supervisor on the egress socket): refused and coded by the gateway, only the allow-list goes through', async (t) => {
-  const rig = await startProxyRig(t);
-  const allowed = `127.0.0.1:${rig.upstream.port}`;
-  const entries = egressCases(rig.socketPath, allowed);
-  t.ok(entries.length >= 25, `${entries.length} egress cases`);
-  const results: HostileResult[] = [];
-  for (const e of entries) results.push(await runCase(0, e.c));
-  await new Promise((r) => setTimeout(r, 200));
-  assertHostile(t, entries, results, rig.upstream.requests);
-  t.same(rig.upstream.requests, [], 'the upstream saw nothing');
-  const ok = await rawExchange({ path: rig.socketPath }, 'GET /search/drive/v3/files?pageSize=1 HTTP/1.1\r\nHost: x\r\n\r\n', 1000);
-  t.equal(ok.status, 200, 'the control: an allow-listed request of the session passes, the token injected on the host');
-  t.equal(rig.upstream.requests.length, 1);
-});
+t.test(
+  'hostile egress heads (a compromised supervisor on the egress socket): refused and coded by the gateway, only the allow-list goes through',
+  async (t) => {
+    const rig = await startProxyRig(t);
+    const allowed = `127.0.0.1:${rig.upstream.port}`;
+    const entries = egressCases(rig.socketPath, allowed);
+    t.ok(entries.length >= 25, `${entries.length} egress cases`);
+    const results: HostileResult[] = [];
+    for (const e of entries) results.push(await runCase(0, e.c));
+    await new Promise((r) => setTimeout(r, 200));
+    assertHostile(t, entries, results, rig.upstream.requests);
+    t.same(rig.upstream.requests, [], 'the upstream saw nothing');
+    const ok = await rawExchange(
+      { path: rig.socketPath },
+      'GET /search/drive/v3/files?pageSize=1 HTTP/1.1\r\nHost: x\r\n\r\n',
+      1000,
+    );
+    t.equal(
+      ok.status,
+      200,
+      'the control: an allow-listed request of the session passes, the token injected on the host',
+    );
+    t.equal(rig.upstream.requests.length, 1);
+  },
+);

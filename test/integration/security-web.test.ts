@@ -130,7 +130,12 @@ t.test('finding 3: SSO callback_url and login next', async (t) => {
   const s = await startSso(t, []);
   const c = s.app.client();
   for (const p of OPEN_REDIRECTS.filter((x) => x.startsWith('/'))) {
-    const r = await c.json('POST', '/_login/browser/v1/auth/provider/redirect', form({ provider: 'google', process: 'login', callback_url: `${s.origin}${p}` }), FORM);
+    const r = await c.json(
+      'POST',
+      '/_login/browser/v1/auth/provider/redirect',
+      form({ provider: 'google', process: 'login', callback_url: `${s.origin}${p}` }),
+      FORM,
+    );
     t.equal(r.status, 400, `callback_url ${s.origin}${p}: 400`);
     t.equal(r.body.error?.code, 'ERR_SSO_CALLBACK_URL');
   }
@@ -153,7 +158,16 @@ t.test('finding 4: X-Forwarded-For is ignored unless AIRLOCK_TRUST_PROXY names t
   const statuses: number[] = [];
   // 12 = 3 × 4 failures from one address (any usernames) lock the address, whatever it claims.
   for (let i = 0; i < 13; i++) {
-    statuses.push((await c.json('POST', '/api/auth/login', { username: `u${i}`, password: 'wrong-password' }, { 'x-forwarded-for': `10.9.${i}.1` })).status);
+    statuses.push(
+      (
+        await c.json(
+          'POST',
+          '/api/auth/login',
+          { username: `u${i}`, password: 'wrong-password' },
+          { 'x-forwarded-for': `10.9.${i}.1` },
+        )
+      ).status,
+    );
   }
   t.same(statuses.slice(0, 12), Array(12).fill(401));
   t.equal(statuses[12], 429, 'the address limit holds although every request claimed another address');
@@ -166,14 +180,23 @@ t.test('finding 4: a locked username still lets its owner in from an address wit
   const attacker = app.client();
   await attacker.fetchCsrf();
   const at = { 'x-forwarded-for': '203.0.113.7' };
-  for (let i = 0; i < 3; i++) t.equal((await attacker.json('POST', '/api/auth/login', { username: 'admin', password: `guess-${i}` }, at)).status, 401);
+  for (let i = 0; i < 3; i++)
+    t.equal(
+      (await attacker.json('POST', '/api/auth/login', { username: 'admin', password: `guess-${i}` }, at)).status,
+      401,
+    );
   const locked = await attacker.json('POST', '/api/auth/login', { username: 'ADMIN', password: PASSWORD }, at);
   t.equal(locked.status, 429, 'the attacking address is refused, even with the right password');
   t.equal(locked.body.error.code, 'ERR_AUTH_RATE_LIMITED');
   t.ok(Number(locked.res.headers.get('retry-after')) > 0, 'Retry-After');
   const owner = app.client();
   await owner.fetchCsrf();
-  const ok = await owner.json('POST', '/api/auth/login', { username: 'admin', password: PASSWORD }, { 'x-forwarded-for': '198.51.100.20' });
+  const ok = await owner.json(
+    'POST',
+    '/api/auth/login',
+    { username: 'admin', password: PASSWORD },
+    { 'x-forwarded-for': '198.51.100.20' },
+  );
   t.equal(ok.status, 200, 'the owner, from an address with no recent failures, gets in');
   // A fresh address with a wrong password has a failure now: it is refused like the attacker.
   const other = app.client();
@@ -183,21 +206,33 @@ t.test('finding 4: a locked username still lets its owner in from an address wit
   t.equal((await other.json('POST', '/api/auth/login', { username: 'admin', password: PASSWORD }, oa)).status, 429);
 });
 
-t.test('finding 4: two nodes of a fleet count one set of failures (the limiter lives in the shared database)', async (t) => {
-  const dataDir = tempDir(t);
-  const env = { AIRLOCK_LOGIN_MAX_FAILURES: '3', AIRLOCK_TRUST_PROXY: 'loopback' };
-  const a = await startTestApp(t, { dataDir, env: { ...env, AIRLOCK_NODE_ID: 'node-a' } });
-  const b = await startTestApp(t, { dataDir, env: { ...env, AIRLOCK_NODE_ID: 'node-b' } });
-  await addUser(a.database, 'admin', PASSWORD);
-  const at = { 'x-forwarded-for': '203.0.113.8' };
-  const [ca, cb] = [a.client(), b.client()];
-  for (const c of [ca, cb]) await c.fetchCsrf();
-  // Three guesses spread over the two nodes: A, B, A.
-  for (const [i, c] of [ca, cb, ca].entries()) t.equal((await c.json('POST', '/api/auth/login', { username: 'admin', password: `guess-${i}` }, at)).status, 401, `guess ${i + 1} refused as wrong`);
-  const onB = await cb.json('POST', '/api/auth/login', { username: 'admin', password: PASSWORD }, at);
-  t.equal(onB.status, 429, "the fourth try, on the node that saw only one failure, is refused: the count is the fleet's");
-  t.equal(onB.body.error.code, 'ERR_AUTH_RATE_LIMITED');
-});
+t.test(
+  'finding 4: two nodes of a fleet count one set of failures (the limiter lives in the shared database)',
+  async (t) => {
+    const dataDir = tempDir(t);
+    const env = { AIRLOCK_LOGIN_MAX_FAILURES: '3', AIRLOCK_TRUST_PROXY: 'loopback' };
+    const a = await startTestApp(t, { dataDir, env: { ...env, AIRLOCK_NODE_ID: 'node-a' } });
+    const b = await startTestApp(t, { dataDir, env: { ...env, AIRLOCK_NODE_ID: 'node-b' } });
+    await addUser(a.database, 'admin', PASSWORD);
+    const at = { 'x-forwarded-for': '203.0.113.8' };
+    const [ca, cb] = [a.client(), b.client()];
+    for (const c of [ca, cb]) await c.fetchCsrf();
+    // Three guesses spread over the two nodes: A, B, A.
+    for (const [i, c] of [ca, cb, ca].entries())
+      t.equal(
+        (await c.json('POST', '/api/auth/login', { username: 'admin', password: `guess-${i}` }, at)).status,
+        401,
+        `guess ${i + 1} refused as wrong`,
+      );
+    const onB = await cb.json('POST', '/api/auth/login', { username: 'admin', password: PASSWORD }, at);
+    t.equal(
+      onB.status,
+      429,
+      "the fourth try, on the node that saw only one failure, is refused: the count is the fleet's",
+    );
+    t.equal(onB.body.error.code, 'ERR_AUTH_RATE_LIMITED');
+  },
+);
 
 t.test('finding 4: progressive delay per username + address; the state lives in the database', async (t) => {
   const dataDir = tempDir(t);
@@ -214,7 +249,9 @@ t.test('finding 4: progressive delay per username + address; the state lives in 
   t.ok(times[3] >= 1500, `the 4th failed answer waited ${times[3]} ms (200 · 2³ = 1600)`);
   t.ok(times[3] > times[0] * 3, `delays grow: ${times.join(', ')} ms`);
   // Guesses in parallel do not share one delay: the pair is refused until its delay has passed.
-  const burst = await Promise.all([0, 1, 2].map(() => c.json('POST', '/api/auth/login', { username: 'erin', password: 'bad-password' })));
+  const burst = await Promise.all(
+    [0, 1, 2].map(() => c.json('POST', '/api/auth/login', { username: 'erin', password: 'bad-password' })),
+  );
   t.ok(
     burst.some((r) => r.status === 429),
     `parallel guesses are refused (${burst.map((r) => r.status).join(', ')})`,
@@ -232,7 +269,11 @@ t.test('finding 4: progressive delay per username + address; the state lives in 
   const again = await startTestApp(t, { dataDir, env: { AIRLOCK_LOGIN_MAX_FAILURES: '3' } });
   const c2 = again.client();
   await c2.fetchCsrf();
-  t.equal((await c2.json('POST', '/api/auth/login', { username: 'erin', password: PASSWORD })).status, 429, 'a restart forgets nothing');
+  t.equal(
+    (await c2.json('POST', '/api/auth/login', { username: 'erin', password: PASSWORD })).status,
+    429,
+    'a restart forgets nothing',
+  );
 });
 
 t.test('finding 5: agent policy of another user is 403 for a plain user', async (t) => {
@@ -245,7 +286,11 @@ t.test('finding 5: agent policy of another user is 403 for a plain user', async 
   t.equal(other.status, 403);
   t.equal(other.body.error.code, 'ERR_AUTH_FORBIDDEN');
   t.equal((await c.json('GET', '/api/identity/agent-policy?user_id=1')).status, u.id === 1 ? 200 : 403);
-  t.equal((await c.json('GET', `/api/identity/agent-policy?user_id=${u.id}`)).status, 200, 'asking about oneself is fine');
+  t.equal(
+    (await c.json('GET', `/api/identity/agent-policy?user_id=${u.id}`)).status,
+    200,
+    'asking about oneself is fine',
+  );
   t.equal((await c.json('GET', '/api/identity/agent-policy?user_id=abc')).status, 400);
   const s = app.client();
   await s.login('root', PASSWORD);
@@ -259,16 +304,25 @@ t.test('finding 5: JSON routes take application/json only, never compressed', as
   await addUser(app.database, 'gina', PASSWORD);
   const c = app.client();
   await c.fetchCsrf();
-  const formLogin = await c.json('POST', '/api/auth/login', 'username=gina&password=correct+horse+battery+staple', { 'content-type': 'application/x-www-form-urlencoded' });
+  const formLogin = await c.json('POST', '/api/auth/login', 'username=gina&password=correct+horse+battery+staple', {
+    'content-type': 'application/x-www-form-urlencoded',
+  });
   t.equal(formLogin.status, 415);
   t.equal(formLogin.body.error.code, 'ERR_HTTP_UNSUPPORTED_MEDIA_TYPE');
-  const text = await c.json('POST', '/api/auth/login', JSON.stringify({ username: 'gina', password: PASSWORD }), { 'content-type': 'text/plain' });
+  const text = await c.json('POST', '/api/auth/login', JSON.stringify({ username: 'gina', password: PASSWORD }), {
+    'content-type': 'text/plain',
+  });
   t.equal(text.status, 415);
   for (const enc of ['gzip', 'deflate']) {
     const body = gzipSync(JSON.stringify({ username: 'gina', password: PASSWORD }));
     const res = await fetch(`${app.url}/api/auth/login`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'content-encoding': enc, cookie: c.cookieHeader(), 'x-csrf-token': c.csrf! },
+      headers: {
+        'content-type': 'application/json',
+        'content-encoding': enc,
+        cookie: c.cookieHeader(),
+        'x-csrf-token': c.csrf!,
+      },
       body,
     });
     t.equal(res.status, 415, `${enc} body: 415`);

@@ -26,17 +26,27 @@ t.test('change password: wrong current, too short, success ends the other sessio
   const view = await here.json('GET', '/api/settings');
   t.same(view.body, { default_model_id: null, has_password: true, password_min: 8, password_max: 1024 });
 
-  const wrong = await here.json('POST', '/api/settings/password', { current_password: 'not-it-at-all', new_password: 'a-new-password-2' });
+  const wrong = await here.json('POST', '/api/settings/password', {
+    current_password: 'not-it-at-all',
+    new_password: 'a-new-password-2',
+  });
   t.equal(wrong.status, 403);
   t.equal(wrong.body.error.code, 'ERR_AUTH_WRONG_PASSWORD');
   const short = await here.json('POST', '/api/settings/password', { current_password: PW, new_password: 'short' });
   t.equal(short.status, 400);
   t.equal(short.body.error.code, 'ERR_VALIDATION');
   t.equal(short.body.error.field, 'new_password');
-  const extra = await here.json('POST', '/api/settings/password', { current_password: PW, new_password: 'a-new-password-2', other: 1 });
+  const extra = await here.json('POST', '/api/settings/password', {
+    current_password: PW,
+    new_password: 'a-new-password-2',
+    other: 1,
+  });
   t.equal(extra.body.error.code, 'ERR_VALIDATION', 'unknown fields refused');
 
-  const ok = await here.json('POST', '/api/settings/password', { current_password: PW, new_password: 'a-new-password-2' });
+  const ok = await here.json('POST', '/api/settings/password', {
+    current_password: PW,
+    new_password: 'a-new-password-2',
+  });
   t.equal(ok.status, 200);
   t.same(ok.body, { sessions_ended: 1 });
   t.equal((await here.json('GET', '/api/auth/me')).status, 200, 'the session that changed it stays');
@@ -46,7 +56,11 @@ t.test('change password: wrong current, too short, success ends the other sessio
   const logged = await events(app, 'auth.password_changed');
   t.equal(logged.length, 1, 'one audit entry');
   t.equal(logged[0].subject_id, alice.id);
-  t.notMatch(JSON.stringify(logged) + app.logs.text(), /a-new-password-2|settings-password-1/, 'no password in the log or the audit');
+  t.notMatch(
+    JSON.stringify(logged) + app.logs.text(),
+    /a-new-password-2|settings-password-1/,
+    'no password in the log or the audit',
+  );
 });
 
 t.test('the current password is guarded by the login limits', async (t) => {
@@ -55,10 +69,16 @@ t.test('the current password is guarded by the login limits', async (t) => {
   const c = app.client();
   await c.login('bob', PW);
   for (let i = 0; i < 2; i++) {
-    const r = await c.json('POST', '/api/settings/password', { current_password: `guess-${i}-xxxxx`, new_password: 'a-new-password-2' });
+    const r = await c.json('POST', '/api/settings/password', {
+      current_password: `guess-${i}-xxxxx`,
+      new_password: 'a-new-password-2',
+    });
     t.equal(r.body.error.code, 'ERR_AUTH_WRONG_PASSWORD', `guess ${i + 1}`);
   }
-  const limited = await c.json('POST', '/api/settings/password', { current_password: PW, new_password: 'a-new-password-2' });
+  const limited = await c.json('POST', '/api/settings/password', {
+    current_password: PW,
+    new_password: 'a-new-password-2',
+  });
   t.equal(limited.status, 429);
   t.equal(limited.body.error.code, 'ERR_AUTH_RATE_LIMITED');
   t.ok(Number(limited.res.headers.get('retry-after')) >= 1, 'Retry-After');
@@ -72,7 +92,10 @@ t.test('an account without a password (single sign-on only) has none to change',
   await c.login('sso', PW);
   await app.database.sql.updateTable('users').set({ password_hash: null }).where('id', '=', sso.id).execute();
   t.equal((await c.json('GET', '/api/settings')).body.has_password, false);
-  const r = await c.json('POST', '/api/settings/password', { current_password: 'anything-at-all', new_password: 'a-new-password-2' });
+  const r = await c.json('POST', '/api/settings/password', {
+    current_password: 'anything-at-all',
+    new_password: 'a-new-password-2',
+  });
   t.equal(r.status, 409);
   t.equal(r.body.error.code, 'ERR_AUTH_NO_PASSWORD');
 });
@@ -85,7 +108,13 @@ t.test('the default model for new chats: an enabled model on offer, kept per use
   await c.login('carol', PW);
   const before = await c.json('GET', '/api/chat/models');
   t.equal(before.body.preferred_id, null, 'none chosen');
-  await createChatModel(app.database.sql, atRestEncryptor(app.config), { id: 'second', label: 'Second', provider: 'demo', model: 'demo', context_tokens: 50_000 });
+  await createChatModel(app.database.sql, atRestEncryptor(app.config), {
+    id: 'second',
+    label: 'Second',
+    provider: 'demo',
+    model: 'demo',
+    context_tokens: 50_000,
+  });
 
   const missing = await c.json('PATCH', '/api/settings', { default_model_id: 'nope' });
   t.equal(missing.status, 404);

@@ -43,7 +43,15 @@ const profile: SessionProfile = {
   session_id: 's1',
   proxy: { host: '127.0.0.1', port: 0 },
   routes: [
-    { name: 'mail', prefix: '/mail', allow: [{ method: 'POST', path: '/mail/v1/users/me/messages/send' }], upstream: 'http://127.0.0.1:9', placeholder_env: 'MAIL_API_KEY', token_ref: '${MAIL_ACCESS_TOKEN}', base_url_env: 'MAIL_BASE_URL' },
+    {
+      name: 'mail',
+      prefix: '/mail',
+      allow: [{ method: 'POST', path: '/mail/v1/users/me/messages/send' }],
+      upstream: 'http://127.0.0.1:9',
+      placeholder_env: 'MAIL_API_KEY',
+      token_ref: '${MAIL_ACCESS_TOKEN}',
+      base_url_env: 'MAIL_BASE_URL',
+    },
   ],
 };
 writeFileSync(join(dir, 'profile.json'), JSON.stringify(profile));
@@ -68,10 +76,16 @@ t.teardown(() => sup.shutdown());
 const client = await SandboxClient.connect(join(dir, 'control.sock'));
 t.teardown(() => client.close());
 
-function turn(turnId: string, prompt: string): Promise<{ stop: StopReason; error?: { code: string }; events: AgentEvent[] }> {
+function turn(
+  turnId: string,
+  prompt: string,
+): Promise<{ stop: StopReason; error?: { code: string }; events: AgentEvent[] }> {
   const events: AgentEvent[] = [];
   return new Promise((resolve, reject) => {
-    client.watchTurn(turnId, { onEvent: (e) => events.push(e), onEnd: (stop, error) => resolve({ stop, error, events }) });
+    client.watchTurn(turnId, {
+      onEvent: (e) => events.push(e),
+      onEnd: (stop, error) => resolve({ stop, error, events }),
+    });
     client.request({ type: 'prompt', turn_id: turnId, prompt }).catch(reject);
   });
 }
@@ -90,14 +104,28 @@ t.test('hello state, then start', async (t) => {
       user_id: 1,
       placeholders: { MAIL_API_KEY: 'placeholder-1', SHEETS_API_KEY: 'no-such-route' },
       agent_user_token: 'aut-1',
-      agent_env: { AGENT_MODEL: 'demo', AIRLOCK_MODEL: 'demo', AGENT_MCP_SERVERS: '[]', SNEAKY: SECRET, MCP_INTERNAL_SECRET: 'x', MAIL_ACCESS_TOKEN: 'y', NODE_OPTIONS: '--inspect' },
+      agent_env: {
+        AGENT_MODEL: 'demo',
+        AIRLOCK_MODEL: 'demo',
+        AGENT_MCP_SERVERS: '[]',
+        SNEAKY: SECRET,
+        MCP_INTERNAL_SECRET: 'x',
+        MAIL_ACCESS_TOKEN: 'y',
+        NODE_OPTIONS: '--inspect',
+      },
     },
   });
   t.match(r, { state: 'started', session_id: 's1' });
   t.equal(r.child_pid, idlePid, 'start hands the session to the child already running (no new process)');
   t.notOk(process.env.MAIL_ACCESS_TOKEN, 'no real token in the supervisor env: the gateway on the host holds it');
-  await t.resolves(client.request({ type: 'start', spec: { session_id: 's1', user_id: 1, placeholders: {}, agent_env: {} } }), 'same session again is a no-op');
-  await t.rejects(client.request({ type: 'start', spec: { session_id: 's2', user_id: 1, placeholders: {}, agent_env: {} } }), { code: 'ERR_SANDBOX_ALREADY_STARTED' });
+  await t.resolves(
+    client.request({ type: 'start', spec: { session_id: 's1', user_id: 1, placeholders: {}, agent_env: {} } }),
+    'same session again is a no-op',
+  );
+  await t.rejects(
+    client.request({ type: 'start', spec: { session_id: 's2', user_id: 1, placeholders: {}, agent_env: {} } }),
+    { code: 'ERR_SANDBOX_ALREADY_STARTED' },
+  );
 });
 
 t.test('child env is an allow-list', async (t) => {
@@ -109,18 +137,38 @@ t.test('child env is an allow-list', async (t) => {
   t.equal(env.AGENT_USER_TOKEN, 'aut-1');
   t.equal(env.AGENT_MODEL, 'demo', 'an agent setting passes');
   t.equal(env.HOME, '/home/agent');
-  for (const k of ['MAIL_ACCESS_TOKEN', 'SNEAKY', 'MCP_INTERNAL_SECRET', 'AIRLOCK_MODEL', 'AGENT_MCP_SERVERS', 'SHEETS_API_KEY']) t.notOk(k in env, `${k} refused (not on the allow-list)`);
+  for (const k of [
+    'MAIL_ACCESS_TOKEN',
+    'SNEAKY',
+    'MCP_INTERNAL_SECRET',
+    'AIRLOCK_MODEL',
+    'AGENT_MCP_SERVERS',
+    'SHEETS_API_KEY',
+  ])
+    t.notOk(k in env, `${k} refused (not on the allow-list)`);
   t.not(env.NODE_OPTIONS, '--inspect', 'NODE_OPTIONS from the daemon refused');
   t.notOk(Object.values(env).includes(SECRET), 'no env value is the real token');
-  const { configured } = JSON.parse((r.events[0] as { text: string }).text) as { configured: { spawnEnv: string[]; spawnCwd: string; cwd: string } };
+  const { configured } = JSON.parse((r.events[0] as { text: string }).text) as {
+    configured: { spawnEnv: string[]; spawnCwd: string; cwd: string };
+  };
   const spawnKeys = configured.spawnEnv.filter((k) => !k.startsWith('_TAPJS_') && k !== 'NODE_OPTIONS');
   t.same(spawnKeys.sort(), ['HOME', 'LANG', 'PATH'], 'spawned (idle) with no session or user value in its env');
-  t.equal(configured.spawnCwd, '/', 'the idle child starts outside the workspace (a claim binds the workspace over that folder)');
+  t.equal(
+    configured.spawnCwd,
+    '/',
+    'the idle child starts outside the workspace (a claim binds the workspace over that folder)',
+  );
   t.equal(configured.cwd, dir, 'configure moves it into the workspace');
   // tap hooks child_process.spawn in this test process and adds its own NODE_OPTIONS/_TAPJS_* to
   // every child; the container has no such hook, so those are left out of the comparison.
-  const keys = Object.keys(env).filter((k) => !k.startsWith('_TAPJS_') && !(k === 'NODE_OPTIONS' && env[k] === process.env.NODE_OPTIONS));
-  t.same(keys.sort(), ['AGENT_MODEL', 'AGENT_USER_TOKEN', 'AIRLOCK_SESSION_ID', 'HOME', 'LANG', 'MAIL_API_KEY', 'MAIL_BASE_URL', 'PATH'], 'nothing else from the supervisor env');
+  const keys = Object.keys(env).filter(
+    (k) => !k.startsWith('_TAPJS_') && !(k === 'NODE_OPTIONS' && env[k] === process.env.NODE_OPTIONS),
+  );
+  t.same(
+    keys.sort(),
+    ['AGENT_MODEL', 'AGENT_USER_TOKEN', 'AIRLOCK_SESSION_ID', 'HOME', 'LANG', 'MAIL_API_KEY', 'MAIL_BASE_URL', 'PATH'],
+    'nothing else from the supervisor env',
+  );
 });
 
 t.test('one turn at a time; a hung turn is cancelled', async (t) => {
@@ -141,7 +189,9 @@ t.test('a dying child ends the turn with an error and is restarted', async (t) =
 });
 
 t.test('rotate-token is no request of the protocol any more (tokens never enter the sandbox)', async (t) => {
-  await t.rejects(client.request({ type: 'rotate-token', tokens: { MAIL_ACCESS_TOKEN: 'rotated-value' } } as never), { code: /^ERR_PROTOCOL_/ });
+  await t.rejects(client.request({ type: 'rotate-token', tokens: { MAIL_ACCESS_TOKEN: 'rotated-value' } } as never), {
+    code: /^ERR_PROTOCOL_/,
+  });
   t.notOk(process.env.MAIL_ACCESS_TOKEN);
 });
 
@@ -164,15 +214,28 @@ t.test('shutdown over the control socket stops the child and ends the supervisor
   // A supervisor of its own, in its own process, exiting on shutdown as in the container.
   const d = mkdtempSync(join(tmpdir(), 'airlock-sup-stop-'));
   t.teardown(() => rmSync(d, { recursive: true, force: true }));
-  writeFileSync(join(d, 'profile.json'), JSON.stringify({ version: 1, session_id: 's9', proxy: { host: '127.0.0.1', port: 0 }, routes: [] } satisfies SessionProfile));
+  writeFileSync(
+    join(d, 'profile.json'),
+    JSON.stringify({
+      version: 1,
+      session_id: 's9',
+      proxy: { host: '127.0.0.1', port: 0 },
+      routes: [],
+    } satisfies SessionProfile),
+  );
   const opts = supervisorOptions(d, true);
   const module = new URL('../../supervisor/supervisor.js', import.meta.url).href;
   const main = `import { Supervisor } from ${JSON.stringify(module)};
 const sup = new Supervisor(JSON.parse(process.env.SUP_OPTS));
 await sup.listen();
 process.stdout.write('listening\\n');`;
-  const proc = spawn(process.execPath, ['--input-type=module', '-e', main], { env: { PATH: process.env.PATH ?? '', SUP_OPTS: JSON.stringify(opts) }, stdio: ['ignore', 'pipe', 'inherit'] });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => proc.once('exit', (code, signal) => r({ code, signal })));
+  const proc = spawn(process.execPath, ['--input-type=module', '-e', main], {
+    env: { PATH: process.env.PATH ?? '', SUP_OPTS: JSON.stringify(opts) },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) =>
+    proc.once('exit', (code, signal) => r({ code, signal })),
+  );
   t.teardown(() => {
     if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
   });
@@ -201,7 +264,15 @@ process.stdout.write('listening\\n');`;
 t.test('an idle child that dies retires the sandbox: start is refused and the supervisor ends', async (t) => {
   const d = mkdtempSync(join(tmpdir(), 'airlock-sup-idle-'));
   t.teardown(() => rmSync(d, { recursive: true, force: true }));
-  writeFileSync(join(d, 'profile.json'), JSON.stringify({ version: 1, session_id: 's8', proxy: { host: '127.0.0.1', port: 0 }, routes: [] } satisfies SessionProfile));
+  writeFileSync(
+    join(d, 'profile.json'),
+    JSON.stringify({
+      version: 1,
+      session_id: 's8',
+      proxy: { host: '127.0.0.1', port: 0 },
+      routes: [],
+    } satisfies SessionProfile),
+  );
   const s = new Supervisor(supervisorOptions(d, false));
   await s.listen();
   t.teardown(() => s.shutdown());
@@ -223,7 +294,9 @@ t.test('a child launched before the supervisor existed is taken over, not spawne
   const d = mkdtempSync(join(tmpdir(), 'airlock-sup-early-'));
   t.teardown(() => rmSync(d, { recursive: true, force: true }));
   const o = supervisorOptions(d, false);
-  const prestarted = launchAgent(idleChildLaunch({ command: o.childCommand, uid: o.childUid, gid: o.childGid, cwd: IDLE_CHILD_CWD }));
+  const prestarted = launchAgent(
+    idleChildLaunch({ command: o.childCommand, uid: o.childUid, gid: o.childGid, cwd: IDLE_CHILD_CWD }),
+  );
   // Its `ready` line is written before anyone reads it: it waits, unread, in the stream's buffer
   // ('readable' takes it off the pipe without consuming it; the supervisor reads it from there).
   await new Promise((r) => prestarted.proc.stdout!.once('readable', r));
@@ -242,7 +315,9 @@ t.test('a child launched early that does not match the spawn is ended, and the r
   const d = mkdtempSync(join(tmpdir(), 'airlock-sup-mismatch-'));
   t.teardown(() => rmSync(d, { recursive: true, force: true }));
   const o = supervisorOptions(d, false);
-  const prestarted = launchAgent(idleChildLaunch({ command: o.childCommand, uid: o.childUid, gid: o.childGid, cwd: tmpdir() }));
+  const prestarted = launchAgent(
+    idleChildLaunch({ command: o.childCommand, uid: o.childUid, gid: o.childGid, cwd: tmpdir() }),
+  );
   const ended = new Promise<number | null>((r) => prestarted.proc.once('exit', (code) => r(code)));
   const warnings: string[] = [];
   const s = new Supervisor({ ...o, prestarted, log: (level, msg) => void (level === 'warn' && warnings.push(msg)) });
@@ -261,15 +336,28 @@ t.test('a child launched early that died before the supervisor existed retires t
   const d = mkdtempSync(join(tmpdir(), 'airlock-sup-early-dead-'));
   t.teardown(() => rmSync(d, { recursive: true, force: true }));
   const o = { ...supervisorOptions(d, false), childCommand: [process.execPath, '-e', 'process.exit(3)'] };
-  const prestarted = launchAgent(idleChildLaunch({ command: o.childCommand, uid: o.childUid, gid: o.childGid, cwd: IDLE_CHILD_CWD }));
+  const prestarted = launchAgent(
+    idleChildLaunch({ command: o.childCommand, uid: o.childUid, gid: o.childGid, cwd: IDLE_CHILD_CWD }),
+  );
   await new Promise((r) => prestarted.proc.once('exit', r));
   const warnings: { msg: string; data?: Record<string, unknown> }[] = [];
-  const s = new Supervisor({ ...o, prestarted, log: (level, msg, data) => void (level === 'warn' && warnings.push({ msg, data })) });
+  const s = new Supervisor({
+    ...o,
+    prestarted,
+    log: (level, msg, data) => void (level === 'warn' && warnings.push({ msg, data })),
+  });
   await s.listen();
   t.teardown(() => s.shutdown());
   s.prestart();
-  await waitFor(() => warnings.length > 0 && !existsSync(join(d, 'control.sock')), 'the supervisor to see the exit and retire');
-  t.match(warnings, [{ msg: /exited while idle/, data: { code: 3 } }], 'its exit reaches the supervisor (replayed), with its code');
+  await waitFor(
+    () => warnings.length > 0 && !existsSync(join(d, 'control.sock')),
+    'the supervisor to see the exit and retire',
+  );
+  t.match(
+    warnings,
+    [{ msg: /exited while idle/, data: { code: 3 } }],
+    'its exit reaches the supervisor (replayed), with its code',
+  );
   t.match(s.status(), { state: 'hello', session_id: null, agent_ready: false }, 'no session can be bound to it');
   t.notOk(existsSync(join(d, 'control.sock')), 'the sandbox retires (control socket gone)');
 });

@@ -39,10 +39,24 @@ async function rig(t: { teardown(fn: () => unknown): void }, opts: { failRefresh
   }))
     u.searchParams.set(k, v);
   const code = new URL((await fetch(u, { redirect: 'manual' })).headers.get('location')!).searchParams.get('code')!;
-  const cfg = { tokenUrl: oauth.tokenUrl, clientId: oauth.options.clientId, clientSecret: new Secret(oauth.options.clientSecret!) };
-  const grant = await tokenRequest(cfg, { grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: 'http://127.0.0.1/cb' });
+  const cfg = {
+    tokenUrl: oauth.tokenUrl,
+    clientId: oauth.options.clientId,
+    clientSecret: new Secret(oauth.options.clientSecret!),
+  };
+  const grant = await tokenRequest(cfg, {
+    grant_type: 'authorization_code',
+    code,
+    code_verifier: verifier,
+    redirect_uri: 'http://127.0.0.1/cb',
+  });
   let now = T0;
-  await store.connect(user.id, { scopes: ['a', 'b'], accessToken: grant.access_token, expiresAt: now + 3600_000, refreshToken: grant.refresh_token });
+  await store.connect(user.id, {
+    scopes: ['a', 'b'],
+    accessToken: grant.access_token,
+    expiresAt: now + 3600_000,
+    refreshToken: grant.refresh_token,
+  });
   const logs = logSink();
   const log = createLogger({ level: 'debug', destination: logs.stream });
   const tokens = new TokenService({
@@ -51,7 +65,8 @@ async function rig(t: { teardown(fn: () => unknown): void }, opts: { failRefresh
     log,
     clock: () => now,
   });
-  const refreshCalls = () => oauth.requests.filter((r) => r.path === '/token' && r.params.grant_type === 'refresh_token').length;
+  const refreshCalls = () =>
+    oauth.requests.filter((r) => r.path === '/token' && r.params.grant_type === 'refresh_token').length;
   return {
     oauth,
     db,
@@ -61,7 +76,8 @@ async function rig(t: { teardown(fn: () => unknown): void }, opts: { failRefresh
     logs,
     grant,
     refreshCalls,
-    setExpiryIn: async (s: number) => store.saveAccess(user.id, (await store.tokens(user.id))!.accessToken!, now + s * 1000),
+    setExpiryIn: async (s: number) =>
+      store.saveAccess(user.id, (await store.tokens(user.id))!.accessToken!, now + s * 1000),
     advance: (ms: number) => (now += ms),
     now: () => now,
   };
@@ -97,32 +113,43 @@ t.test('concurrent session starts cause one refresh', async (t) => {
   t.equal(new Set(got.map((g) => g!.accessToken)).size, 1, 'every caller got the same token');
 });
 
-t.test('two nodes of a fleet refreshing one account at once send one refresh grant (a lease in the database)', async (t) => {
-  const r = await rig(t);
-  await r.setExpiryIn(10);
-  const node = (id: string) =>
-    new TokenService({
-      store: r.store,
-      refresh: (rt) => tokenRequest({ tokenUrl: r.oauth.tokenUrl, clientId: r.oauth.options.clientId, clientSecret: new Secret(r.oauth.options.clientSecret!) }, { grant_type: 'refresh_token', refresh_token: rt }),
-      log: createLogger({ level: 'silent' }),
-      clock: r.now,
-      lease: refreshLease(r.db, id),
-    });
-  const [a, b] = [node('node-a'), node('node-b')];
-  const [ta, tb] = await Promise.all([a.getAccessToken(r.user.id), b.getAccessToken(r.user.id)]);
-  t.equal(r.refreshCalls(), 1, 'one grant for the fleet');
-  t.equal(ta!.accessToken, tb!.accessToken, 'both nodes use the one new token');
-  t.not(ta!.accessToken, r.grant.access_token);
-  const left = await r.db.selectFrom('leases').selectAll().execute();
-  t.same(left, [], 'the lease is released');
+t.test(
+  'two nodes of a fleet refreshing one account at once send one refresh grant (a lease in the database)',
+  async (t) => {
+    const r = await rig(t);
+    await r.setExpiryIn(10);
+    const node = (id: string) =>
+      new TokenService({
+        store: r.store,
+        refresh: (rt) =>
+          tokenRequest(
+            {
+              tokenUrl: r.oauth.tokenUrl,
+              clientId: r.oauth.options.clientId,
+              clientSecret: new Secret(r.oauth.options.clientSecret!),
+            },
+            { grant_type: 'refresh_token', refresh_token: rt },
+          ),
+        log: createLogger({ level: 'silent' }),
+        clock: r.now,
+        lease: refreshLease(r.db, id),
+      });
+    const [a, b] = [node('node-a'), node('node-b')];
+    const [ta, tb] = await Promise.all([a.getAccessToken(r.user.id), b.getAccessToken(r.user.id)]);
+    t.equal(r.refreshCalls(), 1, 'one grant for the fleet');
+    t.equal(ta!.accessToken, tb!.accessToken, 'both nodes use the one new token');
+    t.not(ta!.accessToken, r.grant.access_token);
+    const left = await r.db.selectFrom('leases').selectAll().execute();
+    t.same(left, [], 'the lease is released');
 
-  // A node that judged the old token due but reaches the lease only after the other node saved
-  // the new one (slow under load; seen once with two test files at a time) sends no second grant.
-  const late = node('node-c');
-  const tc = await late.refresh(r.user.id, { accessToken: r.grant.access_token });
-  t.equal(r.refreshCalls(), 1, 'a late node uses the token another node saved: still one grant');
-  t.equal(tc.accessToken, ta!.accessToken, 'the same new token');
-});
+    // A node that judged the old token due but reaches the lease only after the other node saved
+    // the new one (slow under load; seen once with two test files at a time) sends no second grant.
+    const late = node('node-c');
+    const tc = await late.refresh(r.user.id, { accessToken: r.grant.access_token });
+    t.equal(r.refreshCalls(), 1, 'a late node uses the token another node saved: still one grant');
+    t.equal(tc.accessToken, ta!.accessToken, 'the same new token');
+  },
+);
 
 t.test('no account → null; failed refresh → ERR_ACCOUNT_REFRESH', async (t) => {
   const r = await rig(t, { failRefresh: true });
@@ -134,7 +161,11 @@ t.test('no account → null; failed refresh → ERR_ACCOUNT_REFRESH', async (t) 
 t.test('overlay: a failed refresh leaves the account routes out (tools then ask to connect)', async (t) => {
   const r = await rig(t, { failRefresh: true });
   await r.setExpiryIn(30);
-  const preparer = new OverlayPreparer({ config: testConfig(tempDir(t)), tokens: r.tokens, log: createLogger({ level: 'silent' }) });
+  const preparer = new OverlayPreparer({
+    config: testConfig(tempDir(t)),
+    tokens: r.tokens,
+    log: createLogger({ level: 'silent' }),
+  });
   const prep = await preparer.prepare({ userId: r.user.id, sessionId: 's-fail', proxyPort: 8700 });
   t.same(prep.routes, []);
   t.same(prep.tokens, {});
@@ -217,7 +248,11 @@ t.test('a rotation pass whose refresh fails pushes nothing and tries again on th
   t.same(pushed, [], 'nothing pushed: the session keeps its old token (upstream 401s become tool errors)');
   t.equal((await r.store.tokens(r.user.id))!.accessToken, before, 'the cached token is unchanged');
   t.same(r.tokens.tracked(), ['warm-1'], 'the session is still rotated');
-  t.match(r.logs.text(), /"code":"ERR_[A-Z_]+"[^\n]*"msg":"access token refresh failed"/, 'the failure is logged with its code');
+  t.match(
+    r.logs.text(),
+    /"code":"ERR_[A-Z_]+"[^\n]*"msg":"access token refresh failed"/,
+    'the failure is logged with its code',
+  );
   t.notOk(r.logs.text().includes(r.grant.refresh_token!), 'the refresh token is not logged');
 
   // The provider is back: the next pass refreshes and pushes.
@@ -240,7 +275,11 @@ t.test('a refresh at a new session start reaches the older warm sessions of the 
   r.advance(3600_000 - 30_000);
   const fresh = await r.tokens.getAccessToken(r.user.id);
   t.equal(r.refreshCalls(), 1);
-  t.same(pushed, [['warm-old', { MAIL_ACCESS_TOKEN: fresh!.accessToken, SHEETS_ACCESS_TOKEN: fresh!.accessToken }]], 'pushed to the warm session of that account only');
+  t.same(
+    pushed,
+    [['warm-old', { MAIL_ACCESS_TOKEN: fresh!.accessToken, SHEETS_ACCESS_TOKEN: fresh!.accessToken }]],
+    'pushed to the warm session of that account only',
+  );
   // The next rotation pass sees a fresh token: nothing more to do.
   await r.tokens.rotateDue();
   t.equal(r.refreshCalls(), 1);
@@ -252,7 +291,11 @@ t.test('overlay: profile.json holds no secret value and no route whose token is 
   const r = await rig(t);
   const dir = tempDir(t);
   const MODEL_KEY = 'sk-model-key-that-must-never-appear-0123456789';
-  const base = { AIRLOCK_MODEL_PROVIDER: 'openai', AIRLOCK_MODEL_BASE_URL: 'https://api.openai.example/v1', AIRLOCK_MODEL: 'gpt-x' };
+  const base = {
+    AIRLOCK_MODEL_PROVIDER: 'openai',
+    AIRLOCK_MODEL_BASE_URL: 'https://api.openai.example/v1',
+    AIRLOCK_MODEL: 'gpt-x',
+  };
   const make = (env: Record<string, string>) =>
     new OverlayPreparer({
       config: testConfig(dir, env),
@@ -262,9 +305,14 @@ t.test('overlay: profile.json holds no secret value and no route whose token is 
       mintAgentUserToken: (u, s) => `agent-token-${u}-${s}-signed`,
     });
   // The preparer is pure: the runtime writes what it returned (session-plan + slots in the runtime).
-  const writeFor = (sid: string, routes: ProfileRoute[]) => writeProfile(join(dir, 'sessions', sid), buildProfile(sid, 8700, routes));
+  const writeFor = (sid: string, routes: ProfileRoute[]) =>
+    writeProfile(join(dir, 'sessions', sid), buildProfile(sid, 8700, routes));
 
-  const full = await make({ ...base, AIRLOCK_MODEL_API_KEY: MODEL_KEY }).prepare({ userId: r.user.id, sessionId: 's-full', proxyPort: 8700 });
+  const full = await make({ ...base, AIRLOCK_MODEL_API_KEY: MODEL_KEY }).prepare({
+    userId: r.user.id,
+    sessionId: 's-full',
+    proxyPort: 8700,
+  });
   t.same(r.tokens.tracked(), [], 'preparing registers nothing for rotation (the lifecycle does, once live)');
   writeFor('s-full', full.routes);
   const file = join(dir, 'sessions', 's-full', 'profile.json');
@@ -275,23 +323,51 @@ t.test('overlay: profile.json holds no secret value and no route whose token is 
     profile.routes.map((x: { name: string }) => x.name),
     ['mail', 'sheets', 'search', 'model', 'host'],
   );
-  const secrets = [...Object.values(full.tokens), r.grant.access_token, r.grant.refresh_token!, MODEL_KEY, ...Object.values(full.placeholders), 'agent-token-'];
+  const secrets = [
+    ...Object.values(full.tokens),
+    r.grant.access_token,
+    r.grant.refresh_token!,
+    MODEL_KEY,
+    ...Object.values(full.placeholders),
+    'agent-token-',
+  ];
   for (const s of secrets) t.notOk(text.includes(s), 'profile.json holds no secret value');
   for (const route of profile.routes) {
     if (route.token_ref === null) continue;
     const name = /^\$\{([A-Z_]+)\}$/.exec(route.token_ref)![1];
     t.ok(full.tokens[name], `${route.name}: its token ${name} is handed to the supervisor`);
   }
-  t.same(Object.keys(full.tokens).sort(), ['MAIL_ACCESS_TOKEN', 'MODEL_API_KEY_REAL', 'SEARCH_ACCESS_TOKEN', 'SHEETS_ACCESS_TOKEN']);
-  t.same(Object.keys(full.placeholders).sort(), ['AGENT_MODEL_API_KEY', 'AGENT_USER_TOKEN', 'MAIL_API_KEY', 'SEARCH_SHEETS_API_KEY', 'SHEETS_API_KEY']);
+  t.same(Object.keys(full.tokens).sort(), [
+    'MAIL_ACCESS_TOKEN',
+    'MODEL_API_KEY_REAL',
+    'SEARCH_ACCESS_TOKEN',
+    'SHEETS_ACCESS_TOKEN',
+  ]);
+  t.same(Object.keys(full.placeholders).sort(), [
+    'AGENT_MODEL_API_KEY',
+    'AGENT_USER_TOKEN',
+    'MAIL_API_KEY',
+    'SEARCH_SHEETS_API_KEY',
+    'SHEETS_API_KEY',
+  ]);
   for (const k of ['MAIL_API_KEY', 'SHEETS_API_KEY', 'SEARCH_SHEETS_API_KEY', 'AGENT_MODEL_API_KEY']) {
     t.ok(Buffer.from(full.placeholders[k], 'base64url').length >= 16, `${k} has ≥ 128 random bits`);
   }
   t.equal(new Set(Object.values(full.placeholders)).size, 5, 'placeholders differ per route');
-  t.same(full.egressAllow.sort(), ['127.0.0.1:8080', 'api.openai.example:443', 'gmail.googleapis.com:443', 'sheets.googleapis.com:443', 'www.googleapis.com:443']);
+  t.same(full.egressAllow.sort(), [
+    '127.0.0.1:8080',
+    'api.openai.example:443',
+    'gmail.googleapis.com:443',
+    'sheets.googleapis.com:443',
+    'www.googleapis.com:443',
+  ]);
   for (const v of Object.values(full.agentEnv)) t.notOk(secrets.includes(v), 'agent env holds no secret');
 
-  const again = await make({ ...base, AIRLOCK_MODEL_API_KEY: MODEL_KEY }).prepare({ userId: r.user.id, sessionId: 's-2', proxyPort: 8700 });
+  const again = await make({ ...base, AIRLOCK_MODEL_API_KEY: MODEL_KEY }).prepare({
+    userId: r.user.id,
+    sessionId: 's-2',
+    proxyPort: 8700,
+  });
   t.not(again.placeholders.MAIL_API_KEY, full.placeholders.MAIL_API_KEY, 'placeholders are minted per session');
 
   // No connected account and the demo model: no mail/sheets/search/model routes and no such tokens.

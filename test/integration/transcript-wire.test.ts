@@ -21,16 +21,22 @@ t.test('OpenAI → Anthropic → OpenAI in one conversation with tool calls: eve
   const openai = new OpenAiModel({ baseUrl: oa.url, model: 'gpt-x', apiKey: 'k', bounds: DEFAULT_BOUNDS });
   const anthropic = new AnthropicModel({ baseUrl: an.url, model: 'claude-x', apiKey: 'k', bounds: DEFAULT_BOUNDS });
   const signal = new AbortController().signal;
-  const tools = [{ name: 'add', description: 'Add', inputSchema: { type: 'object', properties: { a: { type: 'number' } } } }];
+  const tools = [
+    { name: 'add', description: 'Add', inputSchema: { type: 'object', properties: { a: { type: 'number' } } } },
+  ];
   const history: Message[] = [{ role: 'user', content: 'add 1 and 2, then chart it' }];
   const call = async (m: OpenAiModel | AnthropicModel) => {
     const reply = await m.complete({ system: 'be brief', messages: history, tools, signal }, () => undefined);
     history.push({ role: 'assistant', text: reply.text, toolCalls: reply.toolCalls });
-    for (const c of reply.toolCalls) history.push({ role: 'tool', callId: c.id, name: c.name, content: '{"sum":3}', isError: false });
+    for (const c of reply.toolCalls)
+      history.push({ role: 'tool', callId: c.id, name: c.name, content: '{"sum":3}', isError: false });
     return reply;
   };
 
-  oa.push({ kind: 'reply', text: 'Adding.', tool_calls: [{ name: 'add', arguments: { a: 1 }, id: 'call_abc123' }] }, { kind: 'reply', text: 'It is 3.' });
+  oa.push(
+    { kind: 'reply', text: 'Adding.', tool_calls: [{ name: 'add', arguments: { a: 1 }, id: 'call_abc123' }] },
+    { kind: 'reply', text: 'It is 3.' },
+  );
   const r1 = await call(openai);
   t.equal(r1.toolCalls[0].id, 'call_abc123');
   await call(openai);
@@ -38,12 +44,25 @@ t.test('OpenAI → Anthropic → OpenAI in one conversation with tool calls: eve
   history.push({ role: 'user', content: 'now something long' });
   history.push({ role: 'assistant', text: 'Here is the start ', toolCalls: [], interrupted: 'stopped' });
   history.push({ role: 'user', content: 'use the tool again' });
-  history.push({ role: 'assistant', text: '', toolCalls: [{ id: 'odd.id/from:elsewhere', name: 'add', input: { a: 5 } }] });
-  history.push({ role: 'tool', callId: 'odd.id/from:elsewhere', name: 'add', content: 'the tool failed', isError: true });
+  history.push({
+    role: 'assistant',
+    text: '',
+    toolCalls: [{ id: 'odd.id/from:elsewhere', name: 'add', input: { a: 5 } }],
+  });
+  history.push({
+    role: 'tool',
+    callId: 'odd.id/from:elsewhere',
+    name: 'add',
+    content: 'the tool failed',
+    isError: true,
+  });
   history.push({ role: 'assistant', text: '', toolCalls: [], interrupted: 'error' });
   history.push({ role: 'user', content: 'switching to claude' });
 
-  an.push({ kind: 'reply', text: 'Claude here.', tool_calls: [{ name: 'add', arguments: { a: 7 } }] }, { kind: 'reply', text: 'Done.' });
+  an.push(
+    { kind: 'reply', text: 'Claude here.', tool_calls: [{ name: 'add', arguments: { a: 7 } }] },
+    { kind: 'reply', text: 'Done.' },
+  );
   const r3 = await call(anthropic);
   t.match(r3.toolCalls[0].id, /^toolu_/, 'an Anthropic id');
   await call(anthropic);
@@ -75,7 +94,12 @@ t.test('the scripted servers refuse what the real APIs refuse', async (t) => {
   t.teardown(() => oa.close());
   const an = await startAnthropic({});
   t.teardown(() => an.close());
-  const post = (url: string, body: unknown) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': 'k' }, body: JSON.stringify(body) });
+  const post = (url: string, body: unknown) =>
+    fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': 'k' },
+      body: JSON.stringify(body),
+    });
   const orphan = await post(`${oa.url}/chat/completions`, {
     model: 'm',
     messages: [
@@ -88,7 +112,11 @@ t.test('the scripted servers refuse what the real APIs refuse', async (t) => {
     model: 'm',
     messages: [
       { role: 'user', content: 'x' },
-      { role: 'assistant', content: null, tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }],
+      },
       { role: 'user', content: 'y' },
     ],
   });
@@ -112,6 +140,10 @@ t.test('the scripted servers refuse what the real APIs refuse', async (t) => {
     ],
   });
   t.equal(noResult.status, 400, 'Anthropic: a tool_use with no tool_result');
-  const empty = await post(`${an.url}/v1/messages`, { model: 'm', max_tokens: 10, messages: [{ role: 'user', content: [{ type: 'text', text: '' }] }] });
+  const empty = await post(`${an.url}/v1/messages`, {
+    model: 'm',
+    max_tokens: 10,
+    messages: [{ role: 'user', content: [{ type: 'text', text: '' }] }],
+  });
   t.equal(empty.status, 400, 'Anthropic: an empty text block');
 });

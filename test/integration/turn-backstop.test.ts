@@ -43,7 +43,10 @@ const log = silentLogger();
 async function sandbox(mode: 'wedged' | 'polite'): Promise<Sandbox> {
   const dir = mkdtempSync(join(tmpdir(), `airlock-backstop-${mode}-`));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  writeFileSync(join(dir, 'profile.json'), JSON.stringify({ version: 1, session_id: 's1', proxy: { host: '127.0.0.1', port: 0 }, routes: [] }));
+  writeFileSync(
+    join(dir, 'profile.json'),
+    JSON.stringify({ version: 1, session_id: 's1', proxy: { host: '127.0.0.1', port: 0 }, routes: [] }),
+  );
   const sup = new Supervisor({
     controlSocket: join(dir, 'control.sock'),
     profilePath: join(dir, 'profile.json'),
@@ -60,13 +63,38 @@ async function sandbox(mode: 'wedged' | 'polite'): Promise<Sandbox> {
   t.teardown(() => client.close());
   await client.request({ type: 'start', spec: { session_id: 's1', user_id: 1, placeholders: {}, agent_env: {} } });
   const now = Date.now();
-  return { slot: mode, dir, runDir: dir, containerId: `c-${mode}`, containerName: mode, state: 'ready', createdAt: now, lastUsedAt: now, turns: 0, adopted: false, fromPool: false, client };
+  return {
+    slot: mode,
+    dir,
+    runDir: dir,
+    containerId: `c-${mode}`,
+    containerName: mode,
+    state: 'ready',
+    createdAt: now,
+    lastUsedAt: now,
+    turns: 0,
+    adopted: false,
+    fromPool: false,
+    client,
+  };
 }
 
-function run(sb: Sandbox, turnId: string, ac = new AbortController(), stopOnFirstEvent = false): Promise<TurnResult & { ms: number }> {
+function run(
+  sb: Sandbox,
+  turnId: string,
+  ac = new AbortController(),
+  stopOnFirstEvent = false,
+): Promise<TurnResult & { ms: number }> {
   const t0 = Date.now();
   // The user's stop comes once the answer has started (an event shows the turn is running).
-  const req = { userId: 1, sessionId: 's1', turnId, prompt: 'p', signal: ac.signal, onEvent: () => void (stopOnFirstEvent && ac.abort()) };
+  const req = {
+    userId: 1,
+    sessionId: 's1',
+    turnId,
+    prompt: 'p',
+    signal: ac.signal,
+    onEvent: () => void (stopOnFirstEvent && ac.abort()),
+  };
   return turnIn(sb, req, config, log, systemClock).then((r) => ({ ...r, ms: Date.now() - t0 }));
 }
 
@@ -87,7 +115,11 @@ t.test('the backstop ends a turn the agent did not end as ERR_TURN_TIMEOUT', asy
     t.ok(r.ms >= 15_000 && r.ms < 15_000 + 12_000, `${name}: ended after the backstop, within its grace (${r.ms} ms)`);
   }
   const last = p.items?.at(-1);
-  t.match(last, { role: 'assistant', text: 'partial', interrupted: 'error' }, 'the kept answer is marked as ended by an error, not stopped by the user');
+  t.match(
+    last,
+    { role: 'assistant', text: 'partial', interrupted: 'error' },
+    'the kept answer is marked as ended by an error, not stopped by the user',
+  );
 });
 
 t.test("the user's own stop stays cancelled", async (t) => {

@@ -1,7 +1,14 @@
 import t from 'tap';
 import type { Test } from 'tap';
 import { join } from 'node:path';
-import { createLogger, createMetrics, isAppError, type ChatEvent, type TurnResult, type TurnRunner } from '../../core/index.js';
+import {
+  createLogger,
+  createMetrics,
+  isAppError,
+  type ChatEvent,
+  type TurnResult,
+  type TurnRunner,
+} from '../../core/index.js';
 import { LocalTurnRunner } from '../../daemon/dev/local-runner.js';
 import * as store from '../../domain/chat/store.js';
 import { TurnService, type LiveTurn, type NewTurn, type TurnServiceDeps } from '../../domain/chat/turn-service.js';
@@ -25,7 +32,11 @@ const log = createLogger({ level: 'silent' });
 interface Rig {
   sql: Sql;
   model: ModelServer;
-  service(opts?: { agentMain?: string; onTurnEnd?: TurnServiceDeps['onTurnEnd']; runner?: TurnRunner | null }): { service: TurnService; runner?: TurnRunner; metrics: ReturnType<typeof createMetrics> };
+  service(opts?: { agentMain?: string; onTurnEnd?: TurnServiceDeps['onTurnEnd']; runner?: TurnRunner | null }): {
+    service: TurnService;
+    runner?: TurnRunner;
+    metrics: ReturnType<typeof createMetrics>;
+  };
   /** A new local runner (closed at teardown). */
   local(): LocalTurnRunner;
   userId: number;
@@ -55,7 +66,13 @@ async function rig(t: Test): Promise<Rig> {
     service(opts = {}) {
       let runner: TurnRunner | undefined = opts.runner ?? undefined;
       if (opts.runner === undefined) {
-        const local = new LocalTurnRunner({ env, log, agentMain: opts.agentMain, cancelGraceMs: 5000, readyTimeoutMs: 150_000 });
+        const local = new LocalTurnRunner({
+          env,
+          log,
+          agentMain: opts.agentMain,
+          cancelGraceMs: 5000,
+          readyTimeoutMs: 150_000,
+        });
         t.teardown(() => local.close());
         runner = local;
       }
@@ -78,7 +95,11 @@ async function rig(t: Test): Promise<Rig> {
 }
 
 /** Every event of the turn, read by one reader until done; `on` sees each as it comes. */
-async function readAll(service: TurnService, turn: LiveTurn, on?: (e: ChatEvent) => void | Promise<void>): Promise<ChatEvent[]> {
+async function readAll(
+  service: TurnService,
+  turn: LiveTurn,
+  on?: (e: ChatEvent) => void | Promise<void>,
+): Promise<ChatEvent[]> {
   const out: ChatEvent[] = [];
   for await (const e of service.follow(turn, 0)) {
     out.push(e);
@@ -87,7 +108,8 @@ async function readAll(service: TurnService, turn: LiveTurn, on?: (e: ChatEvent)
   return out;
 }
 
-const start = (s: TurnService, r: Rig, x: Partial<NewTurn> & { message: string }) => s.start({ userId: r.userId, log, ...x });
+const start = (s: TurnService, r: Rig, x: Partial<NewTurn> & { message: string }) =>
+  s.start({ userId: r.userId, log, ...x });
 
 t.test(`numbering and storage order (${TEST_ENGINE})`, async (t) => {
   const r = await rig(t);
@@ -106,8 +128,14 @@ t.test(`numbering and storage order (${TEST_ENGINE})`, async (t) => {
       return result;
     },
   };
-  const { service, metrics } = r.service({ runner, onTurnEnd: (turn, result) => ended.push([turn.turnId, result.stop_reason]) });
-  r.model.push({ kind: 'reply', text: 'Adding. ', tool_calls: [{ name: 'add', arguments: { a: 2, b: 3 } }] }, { kind: 'reply', text: 'It is 5.' });
+  const { service, metrics } = r.service({
+    runner,
+    onTurnEnd: (turn, result) => ended.push([turn.turnId, result.stop_reason]),
+  });
+  r.model.push(
+    { kind: 'reply', text: 'Adding. ', tool_calls: [{ name: 'add', arguments: { a: 2, b: 3 } }] },
+    { kind: 'reply', text: 'It is 5.' },
+  );
   const turn = await start(service, r, { message: 'what is 2 + 3?' });
   t.equal(service.runningIn(turn.sessionId), turn, 'the session has a running turn');
   let storedAtDone: StoredTurn | undefined;
@@ -145,7 +173,11 @@ t.test(`numbering and storage order (${TEST_ENGINE})`, async (t) => {
   t.match(storedAtDone?.tool_calls, [{ tool: 'add', status: 'ok', input: { a: 2, b: 3 } }]);
   t.equal(service.runningIn(turn.sessionId), undefined, 'no running turn after done');
   t.same(ended, [[turn.turnId, 'end_turn']], 'the end hook ran once');
-  t.equal((await metrics.turns.get()).values.find((v) => v.labels.stop_reason === 'end_turn')?.value, 1, 'the turn is counted');
+  t.equal(
+    (await metrics.turns.get()).values.find((v) => v.labels.stop_reason === 'end_turn')?.value,
+    1,
+    'the turn is counted',
+  );
 
   // From memory: the same events; in another process (a new service): rebuilt from the store.
   const found = await service.events(turn.sessionId, turn.turnId);
@@ -164,58 +196,78 @@ t.test(`numbering and storage order (${TEST_ENGINE})`, async (t) => {
       ],
     );
   }
-  await t.rejects(other.events('no-such-session', turn.turnId), { code: 'ERR_CHAT_TURN_NOT_FOUND' }, 'a turn is found only in its own session');
+  await t.rejects(
+    other.events('no-such-session', turn.turnId),
+    { code: 'ERR_CHAT_TURN_NOT_FOUND' },
+    'a turn is found only in its own session',
+  );
   await t.rejects(start(other, r, { message: 'hi' }), { code: 'ERR_CHAT_UNAVAILABLE' }, 'no runner: no chat');
 });
 
-t.test(`replace: an edit goes beside the turn it replaces, with the branch before it as context (${TEST_ENGINE})`, async (t) => {
-  const r = await rig(t);
-  const { service } = r.service();
-  r.model.push({ kind: 'reply', text: 'Hello Ann.' }, { kind: 'reply', text: 'Blue is nice.' }, { kind: 'reply', text: 'Green is nice.' });
-  const first = await start(service, r, { message: 'I am Ann' });
-  await readAll(service, first);
-  const session = (await store.getOwnedSession(r.sql, r.userId, first.sessionId))!;
-  const second = await start(service, r, { message: 'I like blue', session });
-  await readAll(service, second);
-  const edit = await start(service, r, { message: 'I like green', session, replacesTurnId: second.turnId });
-  const events = await readAll(service, edit);
-  t.match(events.at(-1), { type: 'done', stop_reason: 'end_turn' });
-  const turns = await store.messages(r.sql, first.sessionId);
-  t.same(
-    turns.map((x) => x.turn_id),
-    [first.turnId, edit.turnId],
-    'the branch shown: the first turn, then the edit',
-  );
-  t.equal(turns[1].parent_id, first.turnId, 'the edit continues what the replaced turn continued');
-  t.same(turns[1].siblings, [second.turnId, edit.turnId], 'the replaced turn stays as a sibling');
-  const asked = JSON.stringify(r.model.requests.at(-1)?.body.messages);
-  t.match(asked, /I am Ann/, 'the model got the branch before the edit');
-  t.notMatch(asked, /I like blue/, 'not the replaced turn');
+t.test(
+  `replace: an edit goes beside the turn it replaces, with the branch before it as context (${TEST_ENGINE})`,
+  async (t) => {
+    const r = await rig(t);
+    const { service } = r.service();
+    r.model.push(
+      { kind: 'reply', text: 'Hello Ann.' },
+      { kind: 'reply', text: 'Blue is nice.' },
+      { kind: 'reply', text: 'Green is nice.' },
+    );
+    const first = await start(service, r, { message: 'I am Ann' });
+    await readAll(service, first);
+    const session = (await store.getOwnedSession(r.sql, r.userId, first.sessionId))!;
+    const second = await start(service, r, { message: 'I like blue', session });
+    await readAll(service, second);
+    const edit = await start(service, r, { message: 'I like green', session, replacesTurnId: second.turnId });
+    const events = await readAll(service, edit);
+    t.match(events.at(-1), { type: 'done', stop_reason: 'end_turn' });
+    const turns = await store.messages(r.sql, first.sessionId);
+    t.same(
+      turns.map((x) => x.turn_id),
+      [first.turnId, edit.turnId],
+      'the branch shown: the first turn, then the edit',
+    );
+    t.equal(turns[1].parent_id, first.turnId, 'the edit continues what the replaced turn continued');
+    t.same(turns[1].siblings, [second.turnId, edit.turnId], 'the replaced turn stays as a sibling');
+    const asked = JSON.stringify(r.model.requests.at(-1)?.body.messages);
+    t.match(asked, /I am Ann/, 'the model got the branch before the edit');
+    t.notMatch(asked, /I like blue/, 'not the replaced turn');
 
-  await t.rejects(start(service, r, { message: 'x', replacesTurnId: edit.turnId }), { code: 'ERR_CHAT_TURN_NOT_FOUND' }, 'a new chat replaces nothing');
-  await t.rejects(start(service, r, { message: 'x', session, replacesTurnId: 'no-such-turn' }), { code: 'ERR_CHAT_TURN_NOT_FOUND' });
-});
+    await t.rejects(
+      start(service, r, { message: 'x', replacesTurnId: edit.turnId }),
+      { code: 'ERR_CHAT_TURN_NOT_FOUND' },
+      'a new chat replaces nothing',
+    );
+    await t.rejects(start(service, r, { message: 'x', session, replacesTurnId: 'no-such-turn' }), {
+      code: 'ERR_CHAT_TURN_NOT_FOUND',
+    });
+  },
+);
 
-t.test(`cancel: the running turn stops with one done, cancelled, and so does its tool call (${TEST_ENGINE})`, async (t) => {
-  const r = await rig(t);
-  const { service } = r.service();
-  r.model.push({ kind: 'reply', text: 'Waiting. ', tool_calls: [{ name: 'slow', arguments: { ms: 60_000 } }] });
-  const turn = await start(service, r, { message: 'wait a minute' });
-  const session = (await store.getOwnedSession(r.sql, r.userId, turn.sessionId))!;
-  const events = await readAll(service, turn, async (e) => {
-    if (e.type !== 'tool_start') return;
-    t.throws(() => service.assertIdle(turn.sessionId), { code: 'ERR_SESSION_BUSY' }, 'busy while it runs');
-    await t.rejects(start(service, r, { message: 'another', session }), { code: 'ERR_SESSION_BUSY' });
-    t.equal(await service.cancel(turn.sessionId, turn.turnId), true, 'cancelling');
-  });
-  t.match(events.at(-1), { type: 'done', stop_reason: 'cancelled', seq: events.length });
-  const stored = await store.storedTurn(r.sql, turn.sessionId, turn.turnId);
-  t.match(stored, { status: 'done', stop_reason: 'cancelled', text: 'Waiting. ' });
-  t.match(stored?.tool_calls, [{ tool: 'slow', status: 'cancelled' }]);
-  t.equal(await service.cancel(turn.sessionId, turn.turnId), false, 'a finished turn is not cancelled again');
-  await t.rejects(service.cancel(turn.sessionId, 'no-such-turn'), { code: 'ERR_CHAT_TURN_NOT_FOUND' });
-  await t.rejects(service.cancel('no-such-session', turn.turnId), { code: 'ERR_CHAT_TURN_NOT_FOUND' });
-});
+t.test(
+  `cancel: the running turn stops with one done, cancelled, and so does its tool call (${TEST_ENGINE})`,
+  async (t) => {
+    const r = await rig(t);
+    const { service } = r.service();
+    r.model.push({ kind: 'reply', text: 'Waiting. ', tool_calls: [{ name: 'slow', arguments: { ms: 60_000 } }] });
+    const turn = await start(service, r, { message: 'wait a minute' });
+    const session = (await store.getOwnedSession(r.sql, r.userId, turn.sessionId))!;
+    const events = await readAll(service, turn, async (e) => {
+      if (e.type !== 'tool_start') return;
+      t.throws(() => service.assertIdle(turn.sessionId), { code: 'ERR_SESSION_BUSY' }, 'busy while it runs');
+      await t.rejects(start(service, r, { message: 'another', session }), { code: 'ERR_SESSION_BUSY' });
+      t.equal(await service.cancel(turn.sessionId, turn.turnId), true, 'cancelling');
+    });
+    t.match(events.at(-1), { type: 'done', stop_reason: 'cancelled', seq: events.length });
+    const stored = await store.storedTurn(r.sql, turn.sessionId, turn.turnId);
+    t.match(stored, { status: 'done', stop_reason: 'cancelled', text: 'Waiting. ' });
+    t.match(stored?.tool_calls, [{ tool: 'slow', status: 'cancelled' }]);
+    t.equal(await service.cancel(turn.sessionId, turn.turnId), false, 'a finished turn is not cancelled again');
+    await t.rejects(service.cancel(turn.sessionId, 'no-such-turn'), { code: 'ERR_CHAT_TURN_NOT_FOUND' });
+    await t.rejects(service.cancel('no-such-session', turn.turnId), { code: 'ERR_CHAT_TURN_NOT_FOUND' });
+  },
+);
 
 t.test(`runner failures (${TEST_ENGINE})`, async (t) => {
   const r = await rig(t);
@@ -232,32 +284,44 @@ t.test(`runner failures (${TEST_ENGINE})`, async (t) => {
         ['done', 3],
       ],
     );
-    t.match(events[2], { stop_reason: 'error', error: { code: 'ERR_SANDBOX_CHILD_EXITED' }, session_id: turn.sessionId });
+    t.match(events[2], {
+      stop_reason: 'error',
+      error: { code: 'ERR_SANDBOX_CHILD_EXITED' },
+      session_id: turn.sessionId,
+    });
     const stored = await store.storedTurn(r.sql, turn.sessionId, turn.turnId);
-    t.match(stored, { status: 'done', stop_reason: 'error', error: { code: 'ERR_SANDBOX_CHILD_EXITED' }, text: 'hello' });
+    t.match(stored, {
+      status: 'done',
+      stop_reason: 'error',
+      error: { code: 'ERR_SANDBOX_CHILD_EXITED' },
+      text: 'hello',
+    });
     t.equal(stored?.tool_calls[0].status, 'error', 'the unfinished tool call is closed');
   });
 
-  await t.test('a refusal before the turn began (the runner is busy with another process’s turn) leaves no trace', async (t) => {
-    // Two services over one runner: two web processes of one node; only the runner knows both.
-    const a = r.service();
-    const b = r.service({ runner: a.runner ?? null });
-    r.model.push({ kind: 'reply', text: 'Slow. ', tool_calls: [{ name: 'slow', arguments: { ms: 60_000 } }] });
-    const first = await start(a.service, r, { message: 'first' });
-    const session = (await store.getOwnedSession(r.sql, r.userId, first.sessionId))!;
-    const running = readAll(a.service, first, async (e) => {
-      if (e.type !== 'tool_start') return;
-      const refused = await start(b.service, r, { message: 'second', session });
-      t.same(await readAll(b.service, refused), [], 'no event');
-      t.ok(isAppError(refused.refused, 'ERR_SESSION_BUSY'), 'refused: busy');
-      t.same(
-        (await store.messages(r.sql, first.sessionId)).map((x) => x.turn_id),
-        [first.turnId],
-        'the refused turn was dropped and the head restored',
-      );
-      t.equal((await b.metrics.turns.get()).values.length, 0, 'a refusal is no turn');
-      await a.service.cancel(first.sessionId, first.turnId);
-    });
-    t.match((await running).at(-1), { type: 'done', stop_reason: 'cancelled' });
-  });
+  await t.test(
+    'a refusal before the turn began (the runner is busy with another process’s turn) leaves no trace',
+    async (t) => {
+      // Two services over one runner: two web processes of one node; only the runner knows both.
+      const a = r.service();
+      const b = r.service({ runner: a.runner ?? null });
+      r.model.push({ kind: 'reply', text: 'Slow. ', tool_calls: [{ name: 'slow', arguments: { ms: 60_000 } }] });
+      const first = await start(a.service, r, { message: 'first' });
+      const session = (await store.getOwnedSession(r.sql, r.userId, first.sessionId))!;
+      const running = readAll(a.service, first, async (e) => {
+        if (e.type !== 'tool_start') return;
+        const refused = await start(b.service, r, { message: 'second', session });
+        t.same(await readAll(b.service, refused), [], 'no event');
+        t.ok(isAppError(refused.refused, 'ERR_SESSION_BUSY'), 'refused: busy');
+        t.same(
+          (await store.messages(r.sql, first.sessionId)).map((x) => x.turn_id),
+          [first.turnId],
+          'the refused turn was dropped and the head restored',
+        );
+        t.equal((await b.metrics.turns.get()).values.length, 0, 'a refusal is no turn');
+        await a.service.cancel(first.sessionId, first.turnId);
+      });
+      t.match((await running).at(-1), { type: 'done', stop_reason: 'cancelled' });
+    },
+  );
 });

@@ -17,7 +17,13 @@ import { makeZip, PNG_1PX, xlsxParts, makeXlsx } from '../helpers/xlsx.js';
 async function upload(c: Client, sid: string, name: string, data: Buffer, headers: Record<string, string> = {}) {
   const res = await fetch(`${c.base}/api/chat/sessions/${sid}/files`, {
     method: 'POST',
-    headers: { cookie: c.cookieHeader(), 'x-csrf-token': c.csrf ?? '', 'content-type': 'application/octet-stream', 'x-file-name': encodeURIComponent(name), ...headers },
+    headers: {
+      cookie: c.cookieHeader(),
+      'x-csrf-token': c.csrf ?? '',
+      'content-type': 'application/octet-stream',
+      'x-file-name': encodeURIComponent(name),
+      ...headers,
+    },
     body: new Uint8Array(data),
   });
   const text = await res.text();
@@ -59,7 +65,11 @@ t.test('upload, list, preview and read back; owner only; hostile files refused',
   const st = lstatSync(onDisk);
   if (process.getuid?.() === 0) t.equal(st.uid, 1001, 'owned by the sandbox user, so the agent can read it');
   t.equal(st.mode & 0o777, 0o644);
-  t.equal((await upload(a, chat.id, 'sales.csv', csv)).body.file.name, 'sales-2.csv', 'a taken name gets a suffix, never overwrites');
+  t.equal(
+    (await upload(a, chat.id, 'sales.csv', csv)).body.file.name,
+    'sales-2.csv',
+    'a taken name gets a suffix, never overwrites',
+  );
 
   const trick = await upload(a, chat.id, '../../../etc/passwd.csv', csv);
   t.equal(trick.body.file.name, 'passwd.csv', 'path parts are dropped');
@@ -67,7 +77,12 @@ t.test('upload, list, preview and read back; owner only; hostile files refused',
   t.equal((await upload(a, chat.id, 'r\u00e9sum\u00e9 (1).png', PNG_1PX)).body.file.name, 'r_sum_1.png');
 
   const list = await a.json('GET', `/api/chat/sessions/${chat.id}/files`);
-  t.same(list.body.files.map((f: { name: string }) => f.name).sort(), ['passwd.csv', 'r_sum_1.png', 'sales-2.csv', 'sales.csv']);
+  t.same(list.body.files.map((f: { name: string }) => f.name).sort(), [
+    'passwd.csv',
+    'r_sum_1.png',
+    'sales-2.csv',
+    'sales.csv',
+  ]);
   t.match(list.body.files[0], { name: String, kind: String, bytes: Number, uploaded_at: String });
   const img = await a.request('GET', `/api/chat/sessions/${chat.id}/files/r_sum_1.png`);
   t.equal(img.headers.get('content-type'), 'image/png');
@@ -98,10 +113,26 @@ t.test('upload, list, preview and read back; owner only; hostile files refused',
   // file was refused by its name, `.md` being two letters, until this test.)
   const notes = 'line of notes\n'.repeat(400);
   const md = await upload(a, chat.id, 'notes.md', Buffer.from(notes));
-  t.same([md.status, md.body.preview.kind, md.body.preview.text?.truncated, md.body.preview.text?.text.length], [201, 'md', true, 4096], 'a long Markdown file: its first 4 KiB');
-  t.same((await upload(a, chat.id, 'data.json', Buffer.from('{"a": [1, 2]}'))).body.preview, { name: 'data.json', kind: 'json', text: { text: '{"a": [1, 2]}', truncated: false } });
-  t.equal((await upload(a, chat.id, 'readme.markdown', Buffer.from('# Title\n'))).body.preview?.kind, 'md', '.markdown too');
-  t.same((await upload(a, chat.id, 'report.pdf', makePdf([['Page one']]))).body.preview, { name: 'report.pdf', kind: 'pdf' }, 'a document: no preview of its own');
+  t.same(
+    [md.status, md.body.preview.kind, md.body.preview.text?.truncated, md.body.preview.text?.text.length],
+    [201, 'md', true, 4096],
+    'a long Markdown file: its first 4 KiB',
+  );
+  t.same((await upload(a, chat.id, 'data.json', Buffer.from('{"a": [1, 2]}'))).body.preview, {
+    name: 'data.json',
+    kind: 'json',
+    text: { text: '{"a": [1, 2]}', truncated: false },
+  });
+  t.equal(
+    (await upload(a, chat.id, 'readme.markdown', Buffer.from('# Title\n'))).body.preview?.kind,
+    'md',
+    '.markdown too',
+  );
+  t.same(
+    (await upload(a, chat.id, 'report.pdf', makePdf([['Page one']]))).body.preview,
+    { name: 'report.pdf', kind: 'pdf' },
+    'a document: no preview of its own',
+  );
 
   // Owner only: another user's chat reads as missing, and the file is not in their workspace.
   t.equal((await upload(b, chat.id, 'x.csv', csv)).status, 404, "bob cannot upload into alice's chat");
@@ -115,16 +146,31 @@ t.test('upload, list, preview and read back; owner only; hostile files refused',
   // Before a chat exists (a new chat's composer): /api/chat/files, the user's own workspace.
   const first = await fetch(`${a.base}/api/chat/files`, {
     method: 'POST',
-    headers: { cookie: a.cookieHeader(), 'x-csrf-token': a.csrf ?? '', 'content-type': 'application/octet-stream', 'x-file-name': 'early.csv' },
+    headers: {
+      cookie: a.cookieHeader(),
+      'x-csrf-token': a.csrf ?? '',
+      'content-type': 'application/octet-stream',
+      'x-file-name': 'early.csv',
+    },
     body: new Uint8Array(csv),
   });
   t.equal(first.status, 201);
   t.equal((await a.json('GET', '/api/chat/files/early.csv/preview')).body.table.rows[0][0], 'month');
-  t.equal((await b.json('GET', '/api/chat/files/early.csv/preview')).status, 404, "another user's /api/chat/files is their own workspace: 404");
+  t.equal(
+    (await b.json('GET', '/api/chat/files/early.csv/preview')).status,
+    404,
+    "another user's /api/chat/files is their own workspace: 404",
+  );
   t.equal((await b.json('GET', '/api/chat/files/early.csv')).status, 404);
 
   // Hostile files.
-  const refused = async (name: string, data: Buffer, status: number, code: string, headers?: Record<string, string>) => {
+  const refused = async (
+    name: string,
+    data: Buffer,
+    status: number,
+    code: string,
+    headers?: Record<string, string>,
+  ) => {
     const r = await upload(a, chat.id, name, data, headers);
     t.equal(r.status, status, `${name}: ${status}`);
     t.equal(r.body?.error?.code, code, `${name}: ${code}: ${r.body?.error?.message}`);
@@ -134,14 +180,30 @@ t.test('upload, list, preview and read back; owner only; hostile files refused',
   await refused('table.xlsx', csv, 415, 'ERR_UPLOAD_MISMATCH');
   await refused('latin1.csv', Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x2c, 0x31]), 422, 'ERR_UPLOAD_ENCODING');
   const zeros = Buffer.alloc(40 * 1024 * 1024);
-  await refused('bomb.xlsx', makeZip([...xlsxParts({ S: [['a']] }), { name: 'a', data: zeros }, { name: 'b', data: zeros }]), 422, 'ERR_UPLOAD_ZIP_BOMB');
+  await refused(
+    'bomb.xlsx',
+    makeZip([...xlsxParts({ S: [['a']] }), { name: 'a', data: zeros }, { name: 'b', data: zeros }]),
+    422,
+    'ERR_UPLOAD_ZIP_BOMB',
+  );
   await refused('run.exe', csv, 415, 'ERR_UPLOAD_TYPE');
   await refused('.csv', csv, 400, 'ERR_UPLOAD_NAME');
   await refused('empty.csv', Buffer.alloc(0), 400, 'ERR_UPLOAD_BODY');
   await refused('nohdr.csv', csv, 400, 'ERR_UPLOAD_BODY', { 'x-file-name': '' });
   t.same(
     readdirSync(join(dataDir, 'workspaces', String(alice.id), 'uploads')).sort(),
-    ['book.xlsx', 'data.json', 'early.csv', 'notes.md', 'passwd.csv', 'r_sum_1.png', 'readme.markdown', 'report.pdf', 'sales-2.csv', 'sales.csv'],
+    [
+      'book.xlsx',
+      'data.json',
+      'early.csv',
+      'notes.md',
+      'passwd.csv',
+      'r_sum_1.png',
+      'readme.markdown',
+      'report.pdf',
+      'sales-2.csv',
+      'sales.csv',
+    ],
     'nothing refused was written',
   );
 
@@ -151,9 +213,15 @@ t.test('upload, list, preview and read back; owner only; hostile files refused',
   mkdirSync(outside);
   writeFileSync(join(outside, 'secret.csv'), 'top,secret\n');
   symlinkSync(join(outside, 'secret.csv'), join(ws, 'uploads', 'linked.csv'));
-  t.equal((await a.json('GET', `/api/chat/sessions/${chat.id}/files/linked.csv/preview`)).status, 404, 'a symlinked file is not read');
+  t.equal(
+    (await a.json('GET', `/api/chat/sessions/${chat.id}/files/linked.csv/preview`)).status,
+    404,
+    'a symlinked file is not read',
+  );
   t.notOk(
-    (await a.json('GET', `/api/chat/sessions/${chat.id}/files`)).body.files.some((f: { name: string }) => f.name === 'linked.csv'),
+    (await a.json('GET', `/api/chat/sessions/${chat.id}/files`)).body.files.some(
+      (f: { name: string }) => f.name === 'linked.csv',
+    ),
     'nor listed',
   );
   const bobWs = volumes.ensure(Number(bobUser.user?.id ?? bobUser.id));

@@ -19,7 +19,14 @@ t.test(`sandbox-minutes per user and model per day (${TEST_ENGINE})`, async (t) 
   const ben = await createUser(db, { username: 'ben' });
   const day = new Date('2026-11-28T10:00:00Z');
   // Ann: a turn, then her sandbox held 150 s and another 90.4 s the same day; ben 60 s on another model.
-  await recordTurnUsage(db, { userId: ann.id, modelId: 'default', usage: { input_tokens: 10, output_tokens: 5 }, toolCalls: 1, mails: 0, at: day });
+  await recordTurnUsage(db, {
+    userId: ann.id,
+    modelId: 'default',
+    usage: { input_tokens: 10, output_tokens: 5 },
+    toolCalls: 1,
+    mails: 0,
+    at: day,
+  });
   await recordSandboxTime(db, { userId: ann.id, modelId: 'default', seconds: 150, at: day });
   await recordSandboxTime(db, { userId: ann.id, modelId: 'default', seconds: 90.4, at: day });
   await recordSandboxTime(db, { userId: ben.id, modelId: 'other', seconds: 60, at: day });
@@ -47,5 +54,8 @@ t.test(`sandbox-minutes per user and model per day (${TEST_ENGINE})`, async (t) 
   const csv = usageCsv(byUser, null).split('\r\n');
   t.match(csv[0], /,mails,sandbox_minutes,cost,currency$/, 'the CSV has the column');
   t.match(csv[1], /,ann,1,10,5,1,0,4,0,$/, "ann's line");
-  await t.rejects(recordSandboxTime(db, { userId: 999_999, modelId: 'default', seconds: 1, at: day }), 'an unknown user is refused (foreign key), no row');
+  await t.rejects(
+    recordSandboxTime(db, { userId: 999_999, modelId: 'default', seconds: 1, at: day }),
+    'an unknown user is refused (foreign key), no row',
+  );
 });

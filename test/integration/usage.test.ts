@@ -26,21 +26,47 @@ t.test(`usage and budgets (${TEST_ENGINE})`, async (t) => {
   const admin = h.app.client();
   t.equal((await admin.login('root', PW)).status, 200);
   const bob = await h.login('bob');
-  const bobId = Number((await h.app.database.sql.selectFrom('users').select('id').where('username', '=', 'bob').executeTakeFirstOrThrow()).id);
+  const bobId = Number(
+    (await h.app.database.sql.selectFrom('users').select('id').where('username', '=', 'bob').executeTakeFirstOrThrow())
+      .id,
+  );
 
   // Prices on the admin chat-models API: checked, one currency per install, the old contract kept.
-  t.equal((await admin.json('PATCH', '/api/admin/chat-models/default', { price_input_per_mtok: 1 })).body.error.code, 'ERR_VALIDATION', 'a price needs a currency');
-  t.equal((await admin.json('PATCH', '/api/admin/chat-models/default', { price_input_per_mtok: -1, price_currency: 'EUR' })).status, 400, 'no negative price');
+  t.equal(
+    (await admin.json('PATCH', '/api/admin/chat-models/default', { price_input_per_mtok: 1 })).body.error.code,
+    'ERR_VALIDATION',
+    'a price needs a currency',
+  );
+  t.equal(
+    (await admin.json('PATCH', '/api/admin/chat-models/default', { price_input_per_mtok: -1, price_currency: 'EUR' }))
+      .status,
+    400,
+    'no negative price',
+  );
   const priced = await admin.json('PATCH', '/api/admin/chat-models/default', PRICE);
   t.equal(priced.status, 200);
   t.match(priced.body, PRICE);
-  const usd = await admin.json('POST', '/api/admin/chat-models', { id: 'other', label: 'Other', provider: 'demo', model: 'demo', context_tokens: 1000, price_output_per_mtok: 1, price_currency: 'USD' });
+  const usd = await admin.json('POST', '/api/admin/chat-models', {
+    id: 'other',
+    label: 'Other',
+    provider: 'demo',
+    model: 'demo',
+    context_tokens: 1000,
+    price_output_per_mtok: 1,
+    price_currency: 'USD',
+  });
   t.equal(usd.body.error?.code, 'ERR_USAGE_CURRENCY_MISMATCH', 'a second currency is refused');
   t.notOk(
     (await admin.json('GET', '/api/admin/chat-models')).body.models.some((m: any) => m.id === 'other'),
     'and nothing was written',
   );
-  const plain = await admin.json('POST', '/api/admin/chat-models', { id: 'plain', label: 'Plain', provider: 'demo', model: 'demo', context_tokens: 1000 });
+  const plain = await admin.json('POST', '/api/admin/chat-models', {
+    id: 'plain',
+    label: 'Plain',
+    provider: 'demo',
+    model: 'demo',
+    context_tokens: 1000,
+  });
   t.equal(plain.status, 201, 'a model without a price is still added as before');
   t.equal(plain.body.price_currency, null);
 
@@ -64,11 +90,22 @@ t.test(`usage and budgets (${TEST_ENGINE})`, async (t) => {
   t.equal(byUser.status, 200);
   t.equal(byUser.body.currency, 'EUR');
   const row = byUser.body.rows.find((r: any) => r.key === bobId);
-  t.match(row, { period: today, group: 'user', name: 'bob', turns: 2, input_tokens: sum('input_tokens'), output_tokens: sum('output_tokens'), tool_calls: 0, mails: 0 });
+  t.match(row, {
+    period: today,
+    group: 'user',
+    name: 'bob',
+    turns: 2,
+    input_tokens: sum('input_tokens'),
+    output_tokens: sum('output_tokens'),
+    tool_calls: 0,
+    mails: 0,
+  });
   const cost = Math.round(((sum('input_tokens') * 3 + sum('output_tokens') * 15) / 1e6) * 1e6) / 1e6;
   t.equal(row.cost, cost, 'cost at the admin price');
   const byModel = await admin.json('GET', `/api/admin/usage?group=model&period=month`);
-  t.match(byModel.body.rows, [{ period: today.slice(0, 7), key: 'default', turns: 2, input_tokens: sum('input_tokens') }]);
+  t.match(byModel.body.rows, [
+    { period: today.slice(0, 7), key: 'default', turns: 2, input_tokens: sum('input_tokens') },
+  ]);
 
   // Prometheus: by model, never by user.
   const prom = await (await fetch(`${h.app.url}/metrics`)).text();
@@ -80,20 +117,40 @@ t.test(`usage and budgets (${TEST_ENGINE})`, async (t) => {
   t.equal(csvRes.status, 200);
   t.match(csvRes.headers.get('content-type'), /^text\/csv/);
   const lines = (await csvRes.text()).split('\r\n');
-  t.equal(lines[0], 'period,group,key,name,turns,input_tokens,output_tokens,tool_calls,mails,sandbox_minutes,cost,currency');
+  t.equal(
+    lines[0],
+    'period,group,key,name,turns,input_tokens,output_tokens,tool_calls,mails,sandbox_minutes,cost,currency',
+  );
   t.equal(lines.at(-1), '', 'ends with a line break');
-  t.same(lines.slice(1, -1), [`${today},user,${bobId},bob,2,${sum('input_tokens')},${sum('output_tokens')},0,0,0,${cost},EUR`]);
+  t.same(lines.slice(1, -1), [
+    `${today},user,${bobId},bob,2,${sum('input_tokens')},${sum('output_tokens')},0,0,0,${cost},EUR`,
+  ]);
 
   // Bad input: 400 with its code.
-  for (const q of ['from=2026-02-30', 'from=2026-13-01', 'from=yesterday', `from=${today}&to=2020-01-01`, 'from=2020-01-01&to=2022-01-01', 'group=org', 'period=week', 'from=2026-01-01&from=2026-01-02']) {
+  for (const q of [
+    'from=2026-02-30',
+    'from=2026-13-01',
+    'from=yesterday',
+    `from=${today}&to=2020-01-01`,
+    'from=2020-01-01&to=2022-01-01',
+    'group=org',
+    'period=week',
+    'from=2026-01-01&from=2026-01-02',
+  ]) {
     const r = await admin.json('GET', `/api/admin/usage?${q}`);
     t.equal(r.status, 400, q);
     t.equal(r.body.error.code, 'ERR_USAGE_BAD_QUERY', q);
   }
   const badBudgets: [unknown, string][] = [
     [{ scope: 'user', subject_id: bobId, metric: 'tokens', period: 'day', amount: -1 }, 'ERR_VALIDATION'],
-    [{ scope: 'user', subject_id: 999_999, metric: 'tokens', period: 'day', amount: 10 }, 'ERR_USAGE_SUBJECT_NOT_FOUND'],
-    [{ scope: 'team', subject_id: 999_999, metric: 'cost', period: 'month', amount: 10 }, 'ERR_USAGE_SUBJECT_NOT_FOUND'],
+    [
+      { scope: 'user', subject_id: 999_999, metric: 'tokens', period: 'day', amount: 10 },
+      'ERR_USAGE_SUBJECT_NOT_FOUND',
+    ],
+    [
+      { scope: 'team', subject_id: 999_999, metric: 'cost', period: 'month', amount: 10 },
+      'ERR_USAGE_SUBJECT_NOT_FOUND',
+    ],
     [{ scope: 'org', subject_id: bobId, metric: 'tokens', period: 'day', amount: 10 }, 'ERR_VALIDATION'],
     [{ scope: 'user', subject_id: bobId, metric: 'tokens', period: 'week', amount: 10 }, 'ERR_VALIDATION'],
   ];
@@ -107,10 +164,27 @@ t.test(`usage and budgets (${TEST_ENGINE})`, async (t) => {
 
   // At the cap: the next turn is refused before any model call, with its code and a sentence.
   const used = sum('input_tokens') + sum('output_tokens');
-  const made = await admin.json('POST', '/api/admin/budgets', { scope: 'user', subject_id: bobId, metric: 'tokens', period: 'day', amount: used });
+  const made = await admin.json('POST', '/api/admin/budgets', {
+    scope: 'user',
+    subject_id: bobId,
+    metric: 'tokens',
+    period: 'day',
+    amount: used,
+  });
   t.equal(made.status, 201);
   t.match(made.body, { scope: 'user', subject: 'bob', used, ratio: 1, since: today });
-  t.equal((await admin.json('POST', '/api/admin/budgets', { scope: 'user', subject_id: bobId, metric: 'tokens', period: 'day', amount: 5 })).body.error.code, 'ERR_USAGE_BUDGET_EXISTS');
+  t.equal(
+    (
+      await admin.json('POST', '/api/admin/budgets', {
+        scope: 'user',
+        subject_id: bobId,
+        metric: 'tokens',
+        period: 'day',
+        amount: 5,
+      })
+    ).body.error.code,
+    'ERR_USAGE_BUDGET_EXISTS',
+  );
   const calls = h.model.requests.length;
   const refused = await streamTurn(bob, { session_id: sid, message: 'one more' });
   t.equal(refused.status, 429);
@@ -135,22 +209,38 @@ t.test(`usage and budgets (${TEST_ENGINE})`, async (t) => {
   t.equal(now.turns, 3, 'the refused turn is not counted');
   const percent = Math.floor((after / amount) * 100);
   t.ok(percent >= 80 && percent < 100, `the budget is at ${percent} %`);
-  t.match(done.budget, { budget_id: made.body.id, scope: 'user', metric: 'tokens', period: 'day', amount, used: after, percent });
+  t.match(done.budget, {
+    budget_id: made.body.id,
+    scope: 'user',
+    metric: 'tokens',
+    period: 'day',
+    amount,
+    used: after,
+    percent,
+  });
   t.equal(done.budget.message, `You have used ${percent} % of your daily token budget.`);
 
   // Over 100 % after a turn: the warning says the next one is refused.
   t.equal((await admin.json('PATCH', `/api/admin/budgets/${made.body.id}`, { amount: after + 1 })).status, 200);
   const fourth = await streamTurn(bob, { session_id: sid, message: 'last one' });
-  t.match(fourth.events.at(-1).budget, { message: /used up your daily token budget: your next message will be refused/ });
+  t.match(fourth.events.at(-1).budget, {
+    message: /used up your daily token budget: your next message will be refused/,
+  });
   t.equal((await streamTurn(bob, { session_id: sid, message: 'refused' })).status, 429);
 
   // Raised well above: no warning; removed: no budget at all.
   t.equal((await admin.json('PATCH', `/api/admin/budgets/${made.body.id}`, { amount: after * 100 })).status, 200);
   const fifth = await streamTurn(bob, { session_id: sid, message: 'plenty left' });
   t.notOk(fifth.events.at(-1).budget, 'under 80 %: no warning');
-  t.equal((await admin.json('PATCH', `/api/admin/budgets/${made.body.id}`, { amount: -5 })).body.error.code, 'ERR_VALIDATION');
+  t.equal(
+    (await admin.json('PATCH', `/api/admin/budgets/${made.body.id}`, { amount: -5 })).body.error.code,
+    'ERR_VALIDATION',
+  );
   t.equal((await admin.json('DELETE', `/api/admin/budgets/${made.body.id}`)).status, 204);
-  t.equal((await admin.json('DELETE', `/api/admin/budgets/${made.body.id}`)).body.error.code, 'ERR_USAGE_BUDGET_NOT_FOUND');
+  t.equal(
+    (await admin.json('DELETE', `/api/admin/budgets/${made.body.id}`)).body.error.code,
+    'ERR_USAGE_BUDGET_NOT_FOUND',
+  );
   t.same((await admin.json('GET', '/api/admin/budgets')).body.budgets, []);
 });
 
@@ -162,9 +252,14 @@ t.test(`team budgets and the report by team (${TEST_ENGINE})`, async (t) => {
   const carol = await h.login('carol');
   const dave = await h.login('dave');
   const db = h.app.database.sql;
-  const id = async (u: string) => Number((await db.selectFrom('users').select('id').where('username', '=', u).executeTakeFirstOrThrow()).id);
+  const id = async (u: string) =>
+    Number((await db.selectFrom('users').select('id').where('username', '=', u).executeTakeFirstOrThrow()).id);
   const org = await db.insertInto('organisations').values({ name: 'Acme' }).returning('id').executeTakeFirstOrThrow();
-  const team = await db.insertInto('teams').values({ organisation_id: org.id, name: 'Sales', external_group_id: null }).returning('id').executeTakeFirstOrThrow();
+  const team = await db
+    .insertInto('teams')
+    .values({ organisation_id: org.id, name: 'Sales', external_group_id: null })
+    .returning('id')
+    .executeTakeFirstOrThrow();
   await db
     .insertInto('team_members')
     .values({ team_id: team.id, user_id: await id('carol') })
@@ -185,7 +280,13 @@ t.test(`team budgets and the report by team (${TEST_ENGINE})`, async (t) => {
   );
 
   // A team's cost budget of 0 stops its members (no price: cost 0 ≥ 0), not the others.
-  const b = await admin.json('POST', '/api/admin/budgets', { scope: 'team', subject_id: team.id, metric: 'cost', period: 'month', amount: 0 });
+  const b = await admin.json('POST', '/api/admin/budgets', {
+    scope: 'team',
+    subject_id: team.id,
+    metric: 'cost',
+    period: 'month',
+    amount: 0,
+  });
   t.equal(b.status, 201);
   const refused = await streamTurn(carol, { message: 'again' });
   t.equal(refused.error?.error.code, 'ERR_USAGE_BUDGET_EXCEEDED');

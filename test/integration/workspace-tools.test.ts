@@ -71,7 +71,10 @@ async function setup(_t: Tap): Promise<Fixture> {
       AGENT_USER_TOKEN,
       AGENT_ATTACHMENTS_DIR: dir,
     };
-    const [tools, ext] = await Promise.all([startMcp(t, 'tools', env), startMcp(t, 'extensions', { AGENT_ATTACHMENTS_DIR: dir })]);
+    const [tools, ext] = await Promise.all([
+      startMcp(t, 'tools', env),
+      startMcp(t, 'extensions', { AGENT_ATTACHMENTS_DIR: dir }),
+    ]);
     fixture = { google, dir, tools, ext };
   }
   fixture.google.requests.length = 0;
@@ -83,7 +86,15 @@ async function setup(_t: Tap): Promise<Fixture> {
 t.test('both MCP servers list their tools with input schemas', async (t) => {
   const { tools, ext } = await setup(t);
   const a = (await tools.client.listTools()).tools;
-  t.same(a.map((x) => x.name).sort(), ['fetch_memory', 'fetch_sheet', 'read_document', 'read_file_table', 'run_python', 'search_spreadsheets', 'send_email']);
+  t.same(a.map((x) => x.name).sort(), [
+    'fetch_memory',
+    'fetch_sheet',
+    'read_document',
+    'read_file_table',
+    'run_python',
+    'search_spreadsheets',
+    'send_email',
+  ]);
   const send = a.find((x) => x.name === 'send_email')!;
   t.equal(send.inputSchema.type, 'object');
   t.same([...(send.inputSchema.required as string[])].sort(), ['subject', 'to']);
@@ -95,7 +106,11 @@ t.test('both MCP servers list their tools with input schemas', async (t) => {
   const b = (await ext.client.listTools()).tools;
   t.same(b.map((x) => x.name).sort(), ['rasterize_chart', 'render_chart']);
   for (const x of b) {
-    t.same(Object.keys(x.inputSchema.properties ?? {}).sort(), ['datasets', 'height', 'horizontal', 'labels', 'legend', 'title', 'type', 'width', 'x_axis', 'y_axis'], `${x.name} has the chart arguments`);
+    t.same(
+      Object.keys(x.inputSchema.properties ?? {}).sort(),
+      ['datasets', 'height', 'horizontal', 'labels', 'legend', 'title', 'type', 'width', 'x_axis', 'y_axis'],
+      `${x.name} has the chart arguments`,
+    );
   }
   const typeProp = (b[0].inputSchema.properties as Record<string, { enum?: string[] }>).type;
   t.same(typeProp.enum, ['bar', 'line', 'pie', 'doughnut', 'scatter']);
@@ -115,14 +130,31 @@ t.test('fetch_sheet and search_spreadsheets talk Sheets/Drive and never send AGE
     truncated: false,
   });
   // save_as: the same rows as a CSV in the workspace's sheets/ folder, for run_python.
-  const saved = await tools.call('fetch_sheet', { spreadsheet_id: 'sheet-sales-2026', range: 'Q4!A1:B3', save_as: 'q4.csv' });
+  const saved = await tools.call('fetch_sheet', {
+    spreadsheet_id: 'sheet-sales-2026',
+    range: 'Q4!A1:B3',
+    save_as: 'q4.csv',
+  });
   t.equal((saved.structuredContent as { saved_as: string }).saved_as, 'sheets/q4.csv');
-  t.equal(readFileSync(join(dirname(fixture!.dir), 'sheets', 'q4.csv'), 'utf8'), 'Region,Revenue\nNorth,120\nSouth,95\n');
+  t.equal(
+    readFileSync(join(dirname(fixture!.dir), 'sheets', 'q4.csv'), 'utf8'),
+    'Region,Revenue\nNorth,120\nSouth,95\n',
+  );
   for (const bad of ['../x.csv', 'x.txt', '.hidden.csv', 'a/b.csv', 'x..csv']) {
-    t.equal(errorCode(await tools.call('fetch_sheet', { spreadsheet_id: 'sheet-sales-2026', range: 'Q4', save_as: bad })), 'ERR_TOOL_INVALID_INPUT', `save_as ${bad} refused`);
+    t.equal(
+      errorCode(await tools.call('fetch_sheet', { spreadsheet_id: 'sheet-sales-2026', range: 'Q4', save_as: bad })),
+      'ERR_TOOL_INVALID_INPUT',
+      `save_as ${bad} refused`,
+    );
   }
   symlinkSync('/etc/passwd', join(dirname(fixture!.dir), 'sheets', 'link.csv'));
-  t.equal(errorCode(await tools.call('fetch_sheet', { spreadsheet_id: 'sheet-sales-2026', range: 'Q4', save_as: 'link.csv' })), 'ERR_TOOL_INVALID_INPUT', 'a planted link is not followed');
+  t.equal(
+    errorCode(
+      await tools.call('fetch_sheet', { spreadsheet_id: 'sheet-sales-2026', range: 'Q4', save_as: 'link.csv' }),
+    ),
+    'ERR_TOOL_INVALID_INPUT',
+    'a planted link is not followed',
+  );
   const capped = await tools.call('fetch_sheet', { spreadsheet_id: 'sheet-sales-2026', range: 'Q4', max_rows: 2 });
   t.equal((capped.structuredContent as { truncated: boolean }).truncated, true);
   const missing = await tools.call('fetch_sheet', { spreadsheet_id: 'nope', range: 'A1:B2' });
@@ -130,7 +162,11 @@ t.test('fetch_sheet and search_spreadsheets talk Sheets/Drive and never send AGE
 
   const found = await tools.call('search_spreadsheets', { query: 'sales' });
   t.notOk(found.isError);
-  t.same(found.structuredContent, { files: [{ id: 'sheet-sales-2026', name: 'Sales 2026', modified_time: '2026-11-01T10:00:00.000Z' }] }, 'only spreadsheets, by name');
+  t.same(
+    found.structuredContent,
+    { files: [{ id: 'sheet-sales-2026', name: 'Sales 2026', modified_time: '2026-11-01T10:00:00.000Z' }] },
+    'only spreadsheets, by name',
+  );
   const all = await tools.call('search_spreadsheets', { query: '' });
   t.same(
     (all.structuredContent as { files: { id: string }[] }).files.map((f) => f.id),
@@ -151,7 +187,14 @@ t.test('fetch_sheet and search_spreadsheets talk Sheets/Drive and never send AGE
 
 t.test('rasterize_chart → send_email: the raw message parses with mailparser, PNG inline by cid', async (t) => {
   const { tools, ext, google, dir } = await setup(t);
-  const chart = await ext.call('rasterize_chart', { type: 'bar', title: 'Revenue', labels: ['North', 'South'], datasets: [{ label: 'EUR k', data: [120, 95] }], width: 640, height: 320 });
+  const chart = await ext.call('rasterize_chart', {
+    type: 'bar',
+    title: 'Revenue',
+    labels: ['North', 'South'],
+    datasets: [{ label: 'EUR k', data: [120, 95] }],
+    width: 640,
+    height: 320,
+  });
   t.notOk(chart.isError, JSON.stringify(chart.content));
   const att = chart.structuredContent as { type: string; filename: string; width: number; height: number };
   t.equal(att.type, 'chart_attachment');
@@ -162,7 +205,10 @@ t.test('rasterize_chart → send_email: the raw message parses with mailparser, 
 
   const filesBefore = readdirSync(dir).sort();
   const rendered = await ext.call('render_chart', { type: 'line', labels: ['a', 'b'], datasets: [{ data: [1, 2] }] });
-  t.same(rendered.structuredContent, { type: 'chart', spec: { type: 'line', labels: ['a', 'b'], datasets: [{ data: [1, 2] }], width: 800, height: 400 } });
+  t.same(rendered.structuredContent, {
+    type: 'chart',
+    spec: { type: 'line', labels: ['a', 'b'], datasets: [{ data: [1, 2] }], width: 800, height: 400 },
+  });
   t.same(readdirSync(dir).sort(), filesBefore, 'render_chart writes no file, also when it succeeds');
 
   const sent = await tools.call('send_email', {
@@ -217,15 +263,25 @@ t.test('rasterize_chart → send_email: the raw message parses with mailparser, 
   writeFileSync(join(outDir, 'growth.png'), png);
   symlinkSync(join(dir, att.filename), join(outDir, 'link.png'));
   google.requests.length = 0;
-  const fromOut = await tools.call('send_email', { to: ['bob@example.test'], subject: 'Growth', text: 'Chart attached.', attachments: ['out/growth.png'] });
+  const fromOut = await tools.call('send_email', {
+    to: ['bob@example.test'],
+    subject: 'Growth',
+    text: 'Chart attached.',
+    attachments: ['out/growth.png'],
+  });
   t.notOk(fromOut.isError, JSON.stringify(fromOut.content));
-  const outMsg = await simpleParser(Buffer.from((JSON.parse(google.requests[0].body) as { raw: string }).raw, 'base64url'), { keepCidLinks: true });
+  const outMsg = await simpleParser(
+    Buffer.from((JSON.parse(google.requests[0].body) as { raw: string }).raw, 'base64url'),
+    { keepCidLinks: true },
+  );
   t.match(outMsg.attachments, [{ filename: 'growth.png', cid: 'out-growth.png', contentType: 'image/png' }]);
   t.ok(outMsg.attachments[0].content.equals(png), 'the bytes of out/growth.png');
   // CSV, XLSX, SVG from out/ go as plain attachments with their own Content-Type; the PNG stays inline.
   const csv = Buffer.from('region,growth\nnorth,0.12\n');
   const xlsx = Buffer.concat([Buffer.from([0x50, 0x4b, 0x03, 0x04]), Buffer.alloc(60, 1)]);
-  const svg = Buffer.from('<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>');
+  const svg = Buffer.from(
+    '<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>',
+  );
   writeFileSync(join(outDir, 'growth.csv'), csv);
   writeFileSync(join(outDir, 'growth.xlsx'), xlsx);
   writeFileSync(join(outDir, 'growth.svg'), svg);
@@ -233,9 +289,17 @@ t.test('rasterize_chart → send_email: the raw message parses with mailparser, 
   writeFileSync(join(outDir, 'binary.csv'), Buffer.from([0x61, 0x00, 0x62]));
   writeFileSync(join(outDir, 'plain.svg'), 'not an image');
   google.requests.length = 0;
-  const files = await tools.call('send_email', { to: ['bob@example.test'], subject: 'Files', text: 'Files attached.', attachments: ['out/growth.csv', 'out/growth.xlsx', 'out/growth.svg', 'out/growth.png'] });
+  const files = await tools.call('send_email', {
+    to: ['bob@example.test'],
+    subject: 'Files',
+    text: 'Files attached.',
+    attachments: ['out/growth.csv', 'out/growth.xlsx', 'out/growth.svg', 'out/growth.png'],
+  });
   t.notOk(files.isError, JSON.stringify(files.content));
-  const filesMsg = await simpleParser(Buffer.from((JSON.parse(google.requests[0].body) as { raw: string }).raw, 'base64url'), { keepCidLinks: true });
+  const filesMsg = await simpleParser(
+    Buffer.from((JSON.parse(google.requests[0].body) as { raw: string }).raw, 'base64url'),
+    { keepCidLinks: true },
+  );
   const byName = new Map(filesMsg.attachments.map((a) => [a.filename, a]));
   for (const [name, type, disposition, bytes] of [
     ['growth.csv', 'text/csv', 'attachment', csv],
@@ -262,7 +326,13 @@ t.test('rasterize_chart → send_email: the raw message parses with mailparser, 
     ['out/link.png', 'ERR_TOOL_ATTACHMENT_NOT_FILE'],
     ['out/missing.png', 'ERR_TOOL_ATTACHMENT_NOT_FOUND'],
   ]) {
-    t.equal(errorCode(await tools.call('send_email', { to: ['bob@example.test'], subject: 'x', text: 'x', attachments: [bad] })), code, `${bad} refused`);
+    t.equal(
+      errorCode(
+        await tools.call('send_email', { to: ['bob@example.test'], subject: 'x', text: 'x', attachments: [bad] }),
+      ),
+      code,
+      `${bad} refused`,
+    );
   }
   t.equal(google.requests.length, 0, 'nothing sent for a refused attachment');
 
@@ -282,7 +352,8 @@ t.test('rasterize_chart → send_email: the raw message parses with mailparser, 
 
 t.test('hostile attachment names and files are refused and nothing is sent', async (t) => {
   const { tools, ext, google, dir } = await setup(t);
-  const good = (await ext.call('rasterize_chart', { type: 'pie', labels: ['a', 'b'], datasets: [{ data: [1, 2] }] })).structuredContent as { filename: string };
+  const good = (await ext.call('rasterize_chart', { type: 'pie', labels: ['a', 'b'], datasets: [{ data: [1, 2] }] }))
+    .structuredContent as { filename: string };
   const u = randomUUID();
   const outside = join(dir, '..', 'secret.png');
   writeFileSync(outside, readFileSync(join(dir, good.filename)));
@@ -334,20 +405,40 @@ t.test('hostile attachment names and files are refused and nothing is sent', asy
   t.ok(hostile.length >= 12);
   for (const [name, code] of hostile) {
     // The hostile name rides along with a good one: one bad attachment stops the whole send.
-    const r = await tools.call('send_email', { to: ['bob@example.test'], subject: 'x', text: 'x', attachments: [good.filename, name] });
+    const r = await tools.call('send_email', {
+      to: ['bob@example.test'],
+      subject: 'x',
+      text: 'x',
+      attachments: [good.filename, name],
+    });
     t.equal(errorCode(r), code, `refused: ${JSON.stringify(name)}`);
   }
-  const tooMany = await tools.call('send_email', { to: ['bob@example.test'], subject: 'x', text: 'x', attachments: Array(11).fill(good.filename) });
+  const tooMany = await tools.call('send_email', {
+    to: ['bob@example.test'],
+    subject: 'x',
+    text: 'x',
+    attachments: Array(11).fill(good.filename),
+  });
   t.ok(tooMany.isError, 'more than 10 attachments refused by the schema');
   // Each file under 5 MiB, together over 15 MiB.
   const quarter = Array.from({ length: 4 }, () => `${randomUUID()}.png`);
   for (const q of quarter) writeFileSync(join(dir, q), Buffer.concat([png, Buffer.alloc(4 * 1024 * 1024)]));
-  const heavy = await tools.call('send_email', { to: ['bob@example.test'], subject: 'x', text: 'x', attachments: quarter });
+  const heavy = await tools.call('send_email', {
+    to: ['bob@example.test'],
+    subject: 'x',
+    text: 'x',
+    attachments: quarter,
+  });
   t.equal(errorCode(heavy), 'ERR_TOOL_ATTACHMENT_TOO_LARGE', 'total size capped');
   t.equal(google.requests.length, 0, 'the emulator recorded no request');
   t.equal(google.mailbox.length, 0);
 
-  const ok = await tools.call('send_email', { to: ['bob@example.test'], subject: 'x', text: 'x', attachments: [good.filename] });
+  const ok = await tools.call('send_email', {
+    to: ['bob@example.test'],
+    subject: 'x',
+    text: 'x',
+    attachments: [good.filename],
+  });
   t.notOk(ok.isError, 'the good name alone is sent');
   t.equal(google.requests.length, 1);
 });

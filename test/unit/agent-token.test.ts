@@ -18,7 +18,11 @@ t.test('a minted token verifies and carries user and session', async (t) => {
   t.equal(c.userId, 7);
   t.equal(c.sessionId, 'sess-1');
   t.equal(c.exp - c.iat, 600);
-  t.equal(verifyAgentUserToken('unit-agent-token-secret-0123456789', tok, { now, sessionId: 'sess-1' }).userId, 7, 'string key works too');
+  t.equal(
+    verifyAgentUserToken('unit-agent-token-secret-0123456789', tok, { now, sessionId: 'sess-1' }).userId,
+    7,
+    'string key works too',
+  );
 });
 
 t.test('expired, tampered, foreign and malformed tokens are refused', async (t) => {
@@ -38,7 +42,9 @@ t.test('expired, tampered, foreign and malformed tokens are refused', async (t) 
     'bound to its session',
   );
   const [p, payload, mac] = tok.split('.');
-  const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload, 'base64url').toString()), u: 8 })).toString('base64url');
+  const forged = Buffer.from(
+    JSON.stringify({ ...JSON.parse(Buffer.from(payload, 'base64url').toString()), u: 8 }),
+  ).toString('base64url');
   t.equal(
     code(() => verifyAgentUserToken(secret, `${p}.${forged}.${mac}`, { now })),
     'ERR_AGENT_TOKEN_INVALID',

@@ -29,7 +29,9 @@ function shape(path: string): string {
 /** The `method path` pairs docs/api.md's tables name: each path in a row's path cell (`/a` (and `/b`)) with each of its methods. */
 function documented(md: string): Set<string> {
   const out = new Set<string>();
-  for (const m of md.matchAll(/^\| ((?:GET|POST|PUT|PATCH|DELETE)(?:, (?:GET|POST|PUT|PATCH|DELETE))*) \| ([^|]*(?:\\\|[^|]*)*) \|/gm)) {
+  for (const m of md.matchAll(
+    /^\| ((?:GET|POST|PUT|PATCH|DELETE)(?:, (?:GET|POST|PUT|PATCH|DELETE))*) \| ([^|]*(?:\\\|[^|]*)*) \|/gm,
+  )) {
     const paths = [...m[2]!.matchAll(/`(\/[^`]*)`/g)].map((p) => p[1]!);
     for (const method of m[1]!.split(', ')) for (const path of paths) out.add(`${method.toLowerCase()} ${shape(path)}`);
   }
@@ -56,5 +58,8 @@ t.test('the comparison', async (t) => {
   t.equal(shape('/api/identity/agent-policy[?user_id=]'), '/api/identity/agent-policy');
   t.equal(shape('/api/chat/attachments/{uuid}.{png|svg}'), '/api/chat/attachments/{}');
   t.equal(shape('/accounts/{provider}/login/callback/'), '/accounts/{}/login/callback');
-  t.same([...documented('| GET, PATCH | `/api/x/{id}` | who |\n| POST | `/api/y` (and `/api/z`) | who |\nnot a row')], ['get /api/x/{}', 'patch /api/x/{}', 'post /api/y', 'post /api/z']);
+  t.same(
+    [...documented('| GET, PATCH | `/api/x/{id}` | who |\n| POST | `/api/y` (and `/api/z`) | who |\nnot a row')],
+    ['get /api/x/{}', 'patch /api/x/{}', 'post /api/y', 'post /api/z'],
+  );
 });

@@ -39,7 +39,8 @@ t.test('bad frames are refused with a protocol error', async (t) => {
     ['exit of 2 bytes', frame(0x78, Buffer.from([0, 1])), 'ERR_PROTOCOL_BAD_MESSAGE'],
     ['eof with a payload', frame(0x7a, Buffer.from([1])), 'ERR_PROTOCOL_BAD_MESSAGE'],
   ];
-  for (const [what, bytes, code] of cases) t.throws(() => new AttachFrameReader().push(bytes), { code, status: 400 }, what);
+  for (const [what, bytes, code] of cases)
+    t.throws(() => new AttachFrameReader().push(bytes), { code, status: 400 }, what);
   // An announced length over the limit is refused from its header alone (no buffering of it).
   const head = Buffer.from([0x64, 0, 0, 0, 0]);
   head.writeUInt32BE(MAX_ATTACH_FRAME + 1, 1);

@@ -20,7 +20,14 @@ async function boundaryLinter(): Promise<{ eslint: ESLint; config: any }> {
   const eslint = new ESLint({
     cwd: root,
     overrideConfigFile: true,
-    overrideConfig: [{ files: ['**/*.ts'], languageOptions: { parser: tseslint.parser }, plugins: { airlock }, rules: { 'airlock/import-boundaries': ['error', IMPORT_BOUNDARIES] } }],
+    overrideConfig: [
+      {
+        files: ['**/*.ts'],
+        languageOptions: { parser: tseslint.parser },
+        plugins: { airlock },
+        rules: { 'airlock/import-boundaries': ['error', IMPORT_BOUNDARIES] },
+      },
+    ],
   });
   return { eslint, config: IMPORT_BOUNDARIES };
 }
@@ -34,7 +41,15 @@ async function boundaryFindings(eslint: ESLint, file: string, code: string): Pro
 t.test('eslint.config.js turns the boundary rule on for every product folder', async (t) => {
   const root = repoRoot();
   const real = new ESLint({ cwd: root });
-  for (const file of ['core/config.ts', 'domain/users.ts', 'web/app.ts', 'daemon/serve.ts', 'agent/loop.ts', 'supervisor/main.ts', 'web/ui/src/main.tsx']) {
+  for (const file of [
+    'core/config.ts',
+    'domain/users.ts',
+    'web/app.ts',
+    'daemon/serve.ts',
+    'agent/loop.ts',
+    'supervisor/main.ts',
+    'web/ui/src/main.tsx',
+  ]) {
     const cfg = await real.calculateConfigForFile(join(root, file));
     t.same(cfg.rules?.['airlock/import-boundaries']?.[0], 2, `${file}: airlock/import-boundaries is an error`);
   }
@@ -43,9 +58,17 @@ t.test('eslint.config.js turns the boundary rule on for every product folder', a
 t.test('the boundary rule reports an import that breaks an arrow, of every kind', async (t) => {
   const { eslint, config } = await boundaryLinter();
   const bad: [string, string, RegExp][] = [
-    ['core/planted.ts', "import { x } from '../domain/users.js';", /core\/ may import only core\/: \.\.\/domain\/users\.js reaches domain\//],
+    [
+      'core/planted.ts',
+      "import { x } from '../domain/users.js';",
+      /core\/ may import only core\/: \.\.\/domain\/users\.js reaches domain\//,
+    ],
     ['core/error-codes/planted.ts', "export { x } from '../../web/app.js';", /core\/ may import only core\//],
-    ['domain/chat/planted.ts', "const m = await import('../../daemon/serve.js');", /domain\/ may import only domain\/, core\/: .* reaches daemon\//],
+    [
+      'domain/chat/planted.ts',
+      "const m = await import('../../daemon/serve.js');",
+      /domain\/ may import only domain\/, core\/: .* reaches daemon\//,
+    ],
     ['web/planted.ts', "import '../agent/loop.js';", /web\/ may import only web\/, domain\/, core\//],
     ['agent/planted.ts', "export * from '../daemon/host/fleet.js';", /agent\/ may import only/],
     ['tools/planted.ts', "import type { X } from '../web/context.js';", /tools\/ may import only tools\/, core\//],
@@ -53,8 +76,16 @@ t.test('the boundary rule reports an import that breaks an arrow, of every kind'
     ['proxy/planted.ts', "import { y } from '../agent/loop.js';", /proxy\/ may import only proxy\/, core\//],
     ['emulator/planted.ts', "import { y } from '../domain/users.js';", /emulator\/ may import only/],
     ['daemon/runtime/planted.ts', "import { z } from '../../proxy/index.js';", /daemon\/ never imports proxy\//],
-    ['daemon/jobs-planted.ts', "import { createApp } from '../web/index.js';", /daemon\/ imports web\/ only in daemon\/serve\.ts, and there only web\/index\.js/],
-    ['daemon/serve.ts', "import { c } from '../web/context.js';", /only in daemon\/serve\.ts, and there only web\/index\.js: \.\.\/web\/context\.js/],
+    [
+      'daemon/jobs-planted.ts',
+      "import { createApp } from '../web/index.js';",
+      /daemon\/ imports web\/ only in daemon\/serve\.ts, and there only web\/index\.js/,
+    ],
+    [
+      'daemon/serve.ts',
+      "import { c } from '../web/context.js';",
+      /only in daemon\/serve\.ts, and there only web\/index\.js: \.\.\/web\/context\.js/,
+    ],
   ];
   for (const [file, code, want] of bad) {
     const found = await boundaryFindings(eslint, file, code);
@@ -126,7 +157,8 @@ t.test("no `as` cast in the files that read the sandbox protocol or a peer's ans
         .replace(/'(?:[^'\\\n]|\\.)*'|`(?:[^`\\]|\\.)*`/g, "''");
       code.split('\n').forEach((line, i) => {
         if (/^\s*(import|export)\b.*\bfrom\b/.test(line) || /^\s*import\s*\{/.test(line)) return;
-        if (/[\w)\]}]\s+as\s+(?!const\b)[\w{([]/.test(line)) casts.push(`${relative(root, file)}:${i + 1}: ${line.trim()}`);
+        if (/[\w)\]}]\s+as\s+(?!const\b)[\w{([]/.test(line))
+          casts.push(`${relative(root, file)}:${i + 1}: ${line.trim()}`);
       });
     }
   }
@@ -147,7 +179,10 @@ const SQL_PATTERNS: [RegExp, string][] = [
   [/\bsql\s*(<[^>]*>)?\s*`/, 'raw sql template'],
   [/\bsql\s*\.\s*(raw|ref|lit|id|table|join|val)\s*\(/, 'raw sql fragment'],
   [/\.\s*transaction\s*\(\s*\)/, 'transaction begun by hand'],
-  [/\bfrom\s+['"](kysely|better-sqlite3|pg)['"]|\bimport\s*\(\s*['"](kysely|better-sqlite3|pg)['"]\s*\)/, 'database library imported'],
+  [
+    /\bfrom\s+['"](kysely|better-sqlite3|pg)['"]|\bimport\s*\(\s*['"](kysely|better-sqlite3|pg)['"]\s*\)/,
+    'database library imported',
+  ],
 ];
 
 /** The SQL a source text holds outside its comments, as `line: what: code`. */
@@ -169,7 +204,11 @@ t.test('the check finds SQL where it is (so a pass means something)', async (t) 
   t.equal(sqlIn('await db.transaction().execute(fn);').length, 1);
   t.equal(sqlIn("import { sql } from 'kysely';").length, 1);
   t.equal(sqlIn("import pg from 'pg';").length, 1);
-  t.same(sqlIn("// db.selectFrom('users') in a comment\n/* sql`x` */\nawait inTransaction(db, fn);\nconst m = /x/.exec(s);"), [], 'comments, inTransaction and regex exec are not SQL');
+  t.same(
+    sqlIn("// db.selectFrom('users') in a comment\n/* sql`x` */\nawait inTransaction(db, fn);\nconst m = /x/.exec(s);"),
+    [],
+    'comments, inTransaction and regex exec are not SQL',
+  );
 });
 
 t.test('web/ and daemon/ hold no SQL: every statement is in a domain/ store module', async (t) => {
@@ -186,7 +225,8 @@ t.test('web/ and daemon/ hold no SQL: every statement is in a domain/ store modu
   t.same(found, [], 'no query builder, raw SQL, hand-begun transaction or database driver in web/ or daemon/');
 });
 
-const IMPORT_RE = /(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|^import\s+['"]([^'"]+)['"]/gm;
+const IMPORT_RE =
+  /(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|^import\s+['"]([^'"]+)['"]/gm;
 
 /** The files `from` imports, directly or through others (relative imports only, .js → .ts). */
 function reachable(root: string, from: string): Set<string> {
@@ -211,5 +251,8 @@ t.test('web/context.ts is in no import cycle: the route files import it, it impo
   const reached = reachable(root, 'web/context.ts');
   t.ok(reached.has('web/ports.ts') && reached.has('domain/chat/turn-service.ts'), 'its imports were followed');
   t.notOk(reached.has('web/context.ts'), 'web/context.ts does not import itself through other files');
-  t.ok(reachable(root, 'web/chat-routes.ts').has('web/context.ts'), 'the check sees a route file reach it (so a pass means something)');
+  t.ok(
+    reachable(root, 'web/chat-routes.ts').has('web/context.ts'),
+    'the check sees a route file reach it (so a pass means something)',
+  );
 });

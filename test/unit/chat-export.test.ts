@@ -50,15 +50,32 @@ const visible = (html: string) =>
 
 t.test('a prompt and a title render as the literal characters typed: no element, no link, no image', async (t) => {
   const html = await marked.parse(markdownText(HOSTILE_PROMPT));
-  t.same([...new Set(elements(html))], ['p'], 'only paragraphs (and no script, iframe, img, a, h1, ul, ol, blockquote, code, strong, del)');
-  t.equal(visible(html).replace(/\s+/g, ' ').trim(), HOSTILE_PROMPT.replace(/\s+/g, ' '), 'every character comes back as text');
+  t.same(
+    [...new Set(elements(html))],
+    ['p'],
+    'only paragraphs (and no script, iframe, img, a, h1, ul, ol, blockquote, code, strong, del)',
+  );
+  t.equal(
+    visible(html).replace(/\s+/g, ' ').trim(),
+    HOSTILE_PROMPT.replace(/\s+/g, ' '),
+    'every character comes back as text',
+  );
   const title = await marked.parse(markdownText(HOSTILE_TITLE));
   t.same(elements(title), ['p'], 'the title too');
   t.equal(visible(title).trim(), HOSTILE_TITLE);
 });
 
 t.test("the model's answer keeps its Markdown but no raw HTML; code stays as written", async (t) => {
-  const answer = ['**Revenue** rose.', '<img src=x onerror=alert(1)>', '<!-- hidden -->', 'Use `<b>` tags.', '```html', '<b>kept</b>', '```', 'a &lt; b'].join('\n');
+  const answer = [
+    '**Revenue** rose.',
+    '<img src=x onerror=alert(1)>',
+    '<!-- hidden -->',
+    'Use `<b>` tags.',
+    '```html',
+    '<b>kept</b>',
+    '```',
+    'a &lt; b',
+  ].join('\n');
   const html = await marked.parse(markdownAnswer(answer));
   const els = new Set(elements(html));
   t.ok(els.has('strong') && els.has('pre') && els.has('code'), "the model's Markdown still renders");
@@ -76,7 +93,18 @@ t.test('the whole export: title, prompts, tool errors and turn errors escaped', 
       turn({
         prompt: HOSTILE_PROMPT,
         text: 'Done <script>alert(4)</script>',
-        tool_calls: [{ call_id: 'c1', tool: 'send_email', input: { html: '<img src=x>' }, status: 'error', error: '<img src=x onerror=alert(5)>', output: null, duration_ms: 3, started_at: '2026-11-28T10:00:00.000Z' }],
+        tool_calls: [
+          {
+            call_id: 'c1',
+            tool: 'send_email',
+            input: { html: '<img src=x>' },
+            status: 'error',
+            error: '<img src=x onerror=alert(5)>',
+            output: null,
+            duration_ms: 3,
+            started_at: '2026-11-28T10:00:00.000Z',
+          },
+        ],
         error: { code: 'ERR_MAIL_DENIED', message: '<b>bad</b>' },
       }),
     ],
@@ -84,8 +112,13 @@ t.test('the whole export: title, prompts, tool errors and turn errors escaped', 
   );
   const html = await marked.parse(md);
   const els = new Set(elements(html));
-  for (const bad of ['script', 'img', 'iframe', 'b', 'a', 'blockquote', 'ul', 'ol']) t.notOk(els.has(bad), `no <${bad}>`);
-  t.match(html, /<h1>&lt;img src=x onerror=alert\(1\)&gt; # \*Q2\* \[link\]\(javascript:alert\(2\)\)<\/h1>/, 'the title is one literal heading');
+  for (const bad of ['script', 'img', 'iframe', 'b', 'a', 'blockquote', 'ul', 'ol'])
+    t.notOk(els.has(bad), `no <${bad}>`);
+  t.match(
+    html,
+    /<h1>&lt;img src=x onerror=alert\(1\)&gt; # \*Q2\* \[link\]\(javascript:alert\(2\)\)<\/h1>/,
+    'the title is one literal heading',
+  );
   t.match(visible(html), /<img src=x onerror=alert\(5\)>/, "the tool's error shows as text");
   t.match(visible(html), /The answer ended with an error: <b>bad<\/b> \(ERR_MAIL_DENIED\)/, "the turn's error too");
   t.match(html, /<code class="language-json">[^]*&lt;img src=x&gt;/, "the tool's input stays in its fenced block");

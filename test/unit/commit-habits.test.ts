@@ -23,7 +23,11 @@ function git(args: string[]): string | null {
   }
 }
 
-const why = !existsSync(join(repoRoot(), '.git')) ? 'no .git: a checkout without its history' : git(['cat-file', '-e', `${HABITS_SINCE}^{commit}`]) === null ? `the history does not reach ${HABITS_SINCE} (a shallow clone?)` : null;
+const why = !existsSync(join(repoRoot(), '.git'))
+  ? 'no .git: a checkout without its history'
+  : git(['cat-file', '-e', `${HABITS_SINCE}^{commit}`]) === null
+    ? `the history does not reach ${HABITS_SINCE} (a shallow clone?)`
+    : null;
 
 if (why) {
   t.test('commit habits', { skip: `no history to check: ${why}` }, () => undefined);
@@ -38,7 +42,9 @@ if (why) {
         const [hash, parents, subject, body] = c.split('\x1f');
         return { hash: hash.slice(0, 7), merge: parents.trim().includes(' '), subject, body: (body ?? '').trim() };
       });
-    const long = commits.filter((c) => c.subject.length > MAX_SUBJECT).map((c) => `${c.hash} (${c.subject.length}): ${c.subject}`);
+    const long = commits
+      .filter((c) => c.subject.length > MAX_SUBJECT)
+      .map((c) => `${c.hash} (${c.subject.length}): ${c.subject}`);
     const bodiless = commits.filter((c) => !c.merge && !c.body).map((c) => `${c.hash}: ${c.subject}`);
     t.same(long, [], `subjects of at most ${MAX_SUBJECT} characters (${commits.length} commits checked)`);
     t.same(bodiless, [], 'every commit but a merge has a body');

@@ -17,12 +17,28 @@ t.test('defaults', async (t) => {
 
 t.test('every problem is listed at once', async (t) => {
   try {
-    loadConfig({ AIRLOCK_PORT: 'x', AIRLOCK_SESSION_IDLE_S: '-4', AIRLOCK_PUBLIC_ORIGIN: 'nope', AIRLOCK_MODEL_PROVIDER: 'openai', MCP_INTERNAL_SECRET: 'short' }, { require: SERVE_REQUIRED });
+    loadConfig(
+      {
+        AIRLOCK_PORT: 'x',
+        AIRLOCK_SESSION_IDLE_S: '-4',
+        AIRLOCK_PUBLIC_ORIGIN: 'nope',
+        AIRLOCK_MODEL_PROVIDER: 'openai',
+        MCP_INTERNAL_SECRET: 'short',
+      },
+      { require: SERVE_REQUIRED },
+    );
     t.fail('should throw');
   } catch (err) {
     t.ok(isAppError(err, 'ERR_CONFIG_INVALID'));
     const p = isAppError(err) ? configProblems(err).join('\n') : '';
-    for (const name of ['AIRLOCK_PORT', 'AIRLOCK_SESSION_IDLE_S', 'AIRLOCK_PUBLIC_ORIGIN', 'AGENT_USER_TOKEN_SECRET', 'MCP_INTERNAL_SECRET', 'AIRLOCK_MODEL_BASE_URL']) {
+    for (const name of [
+      'AIRLOCK_PORT',
+      'AIRLOCK_SESSION_IDLE_S',
+      'AIRLOCK_PUBLIC_ORIGIN',
+      'AGENT_USER_TOKEN_SECRET',
+      'MCP_INTERNAL_SECRET',
+      'AIRLOCK_MODEL_BASE_URL',
+    ]) {
       t.match(p, name, `names ${name}`);
     }
     t.equal(isAppError(err) && err.status, 500);
@@ -43,7 +59,12 @@ t.test('config file, env wins, unknown keys refused', async (t) => {
 t.test('secrets print as [redacted]', async (t) => {
   const s = 'super-secret-value-123456';
   const c = loadConfig({ MCP_INTERNAL_SECRET: s, AGENT_USER_TOKEN_SECRET: s });
-  const printed = [JSON.stringify(c), inspect(c, { depth: 10 }), String(c.mcpInternalSecret), `${c.agentUserTokenSecret}`].join('\n');
+  const printed = [
+    JSON.stringify(c),
+    inspect(c, { depth: 10 }),
+    String(c.mcpInternalSecret),
+    `${c.agentUserTokenSecret}`,
+  ].join('\n');
   t.notOk(printed.includes(s));
   t.match(printed, /\[redacted\]/);
   t.equal(c.mcpInternalSecret!.reveal(), s);
@@ -78,11 +99,18 @@ t.test('AIRLOCK_ENCRYPTION_KEY is checked at start: 32 bytes, hex or base64', as
 t.test('logged errors carry kind, code and message, never a stack', async (t) => {
   const { createLogger } = await import('../../core/index.js');
   const lines: string[] = [];
-  const log = createLogger({ level: 'info', destination: { write: (l: string) => void lines.push(l) } as unknown as NodeJS.WritableStream });
+  const log = createLogger({
+    level: 'info',
+    destination: { write: (l: string) => void lines.push(l) } as unknown as NodeJS.WritableStream,
+  });
   const inner = Object.assign(new Error('disk full'), { code: 'ENOSPC' });
   log.error({ err: new Error('request failed badly', { cause: inner }) }, 'boom');
   const o = JSON.parse(lines[0]) as { err: Record<string, unknown> };
-  t.same(o.err, { type: 'Error', message: 'request failed badly', cause: { type: 'Error', message: 'disk full', code: 'ENOSPC' } });
+  t.same(o.err, {
+    type: 'Error',
+    message: 'request failed badly',
+    cause: { type: 'Error', message: 'disk full', code: 'ENOSPC' },
+  });
   t.notMatch(lines[0], /at .*\.js:\d+/, 'no stack frame');
 });
 
@@ -96,7 +124,11 @@ t.test('per-user sandbox cap: a quarter of the host cap by default, at least 1; 
 
 t.test('https between nodes: TLS files both or neither; the node URL follows', async (t) => {
   t.throws(() => loadConfig({ AIRLOCK_TLS_CERT_FILE: '/x/cert.pem' }), /set both or neither/);
-  const c = loadConfig({ AIRLOCK_TLS_CERT_FILE: '/x/cert.pem', AIRLOCK_TLS_KEY_FILE: '/x/key.pem', AIRLOCK_PORT: '8443' });
+  const c = loadConfig({
+    AIRLOCK_TLS_CERT_FILE: '/x/cert.pem',
+    AIRLOCK_TLS_KEY_FILE: '/x/key.pem',
+    AIRLOCK_PORT: '8443',
+  });
   t.same(c.tls, { certFile: '/x/cert.pem', keyFile: '/x/key.pem' });
   t.equal(c.node.url, 'https://127.0.0.1:8443', 'the default node URL is https');
   t.equal(loadConfig({}).node.allowHttp, false, 'plain http between nodes is off by default');
@@ -104,9 +136,20 @@ t.test('https between nodes: TLS files both or neither; the node URL follows', a
 });
 
 t.test('the tool timeout must outlast the mail approval wait', async (t) => {
-  t.throws(() => loadConfig({ AIRLOCK_TOOL_TIMEOUT_S: '60', AIRLOCK_MAIL_APPROVAL_TIMEOUT_S: '90' }), /AIRLOCK_TOOL_TIMEOUT_S: must be at least AIRLOCK_MAIL_APPROVAL_TIMEOUT_S \+ 15/);
-  const c = loadConfig({ AIRLOCK_TOOL_TIMEOUT_S: '60', AIRLOCK_MAIL_APPROVAL_TIMEOUT_S: '45', AIRLOCK_TURN_TIMEOUT_S: '300' });
+  t.throws(
+    () => loadConfig({ AIRLOCK_TOOL_TIMEOUT_S: '60', AIRLOCK_MAIL_APPROVAL_TIMEOUT_S: '90' }),
+    /AIRLOCK_TOOL_TIMEOUT_S: must be at least AIRLOCK_MAIL_APPROVAL_TIMEOUT_S \+ 15/,
+  );
+  const c = loadConfig({
+    AIRLOCK_TOOL_TIMEOUT_S: '60',
+    AIRLOCK_MAIL_APPROVAL_TIMEOUT_S: '45',
+    AIRLOCK_TURN_TIMEOUT_S: '300',
+  });
   t.equal(c.model.toolTimeoutS, 60);
   t.equal(c.model.turnTimeoutS, 300);
-  t.same([c.model.connectTimeoutS, c.model.firstByteTimeoutS, c.model.timeoutS, c.model.retries, c.model.retryAfterMaxS], [10, 60, 30, 3, 30], 'the defaults');
+  t.same(
+    [c.model.connectTimeoutS, c.model.firstByteTimeoutS, c.model.timeoutS, c.model.retries, c.model.retryAfterMaxS],
+    [10, 60, 30, 3, 30],
+    'the defaults',
+  );
 });

@@ -1,9 +1,24 @@
 import t from 'tap';
-import { applyPolicy, compileTablePolicy, policyForTable, resolveEffectivePolicy, type RoleGrants, type RowFilter } from '../../domain/data-access/index.js';
+import {
+  applyPolicy,
+  compileTablePolicy,
+  policyForTable,
+  resolveEffectivePolicy,
+  type RoleGrants,
+  type RowFilter,
+} from '../../domain/data-access/index.js';
 
 const user = { id: 7, username: 'alice', is_active: true };
-const grant = (table: string, allowed_columns: string[], row_filter: RowFilter = {}) => ({ table, allowed_columns, row_filter });
-const role = (id: number, name: string, ...policies: ReturnType<typeof grant>[]): RoleGrants => ({ role_id: id, role: name, policies });
+const grant = (table: string, allowed_columns: string[], row_filter: RowFilter = {}) => ({
+  table,
+  allowed_columns,
+  row_filter,
+});
+const role = (id: number, name: string, ...policies: ReturnType<typeof grant>[]): RoleGrants => ({
+  role_id: id,
+  role: name,
+  policies,
+});
 
 const regionEu = { column: 'region', op: 'eq', value: 'eu' } as const;
 const ownerMe = { column: 'owner_id', op: 'eq', value: '$user_id' } as const;
@@ -33,11 +48,19 @@ const cases: Case[] = [
     name: 'one role, restricted columns and rows; $user_id substituted',
     roles: [role(1, 'sales', grant('orders', ['id', 'amount'], ownerMe))],
     table: 'orders',
-    expect: { columns: ['amount', 'id'], all_rows: false, row_filter: { column: 'owner_id', op: 'eq', value: 7 }, from: ['sales'] },
+    expect: {
+      columns: ['amount', 'id'],
+      all_rows: false,
+      row_filter: { column: 'owner_id', op: 'eq', value: 7 },
+      from: ['sales'],
+    },
   },
   {
     name: 'two roles with different columns and filters: columns union, rows OR',
-    roles: [role(1, 'sales', grant('orders', ['id', 'amount'], ownerMe)), role(2, 'eu', grant('orders', ['id', 'region'], regionEu))],
+    roles: [
+      role(1, 'sales', grant('orders', ['id', 'amount'], ownerMe)),
+      role(2, 'eu', grant('orders', ['id', 'region'], regionEu)),
+    ],
     table: 'orders',
     expect: {
       columns: ['amount', 'id', 'region'],
@@ -85,7 +108,12 @@ const cases: Case[] = [
     name: '$username inside an in-list is substituted',
     roles: [role(1, 'a', grant('orders', ['id'], { column: 'owner', op: 'in', value: ['$username', 'shared'] }))],
     table: 'orders',
-    expect: { columns: ['id'], all_rows: false, row_filter: { column: 'owner', op: 'in', value: ['alice', 'shared'] }, from: ['a'] },
+    expect: {
+      columns: ['id'],
+      all_rows: false,
+      row_filter: { column: 'owner', op: 'in', value: ['alice', 'shared'] },
+      from: ['a'],
+    },
   },
 ];
 

@@ -23,11 +23,26 @@ function repoRoot(): string {
   return d;
 }
 const ROOT = repoRoot();
-const SOURCE_DIRS = ['agent', 'bench', 'core', 'daemon', 'domain', 'emulator', 'extensions', 'proxy', 'supervisor', 'test', 'tools', 'web'];
+const SOURCE_DIRS = [
+  'agent',
+  'bench',
+  'core',
+  'daemon',
+  'domain',
+  'emulator',
+  'extensions',
+  'proxy',
+  'supervisor',
+  'test',
+  'tools',
+  'web',
+];
 
 function tsFiles(dir: string): string[] {
   if (!existsSync(dir)) return [];
-  return (readdirSync(dir, { recursive: true }) as string[]).filter((f) => f.endsWith('.ts') && !f.split(/[\\/]/).includes('node_modules')).map((f) => relative(ROOT, join(dir, f)).split('\\').join('/'));
+  return (readdirSync(dir, { recursive: true }) as string[])
+    .filter((f) => f.endsWith('.ts') && !f.split(/[\\/]/).includes('node_modules'))
+    .map((f) => relative(ROOT, join(dir, f)).split('\\').join('/'));
 }
 
 /** Source text without comments (so a comment may name what the code may not do). */
@@ -80,26 +95,62 @@ const SLEEP_PATTERNS = [
 
 /** Test files that may pause for a fixed time, and why no event can stand in. */
 const SLEEP_ALLOWED: Record<string, { max: number; why: string }> = {
-  'test/helpers/mcp-upstream.ts': { max: 1, why: "the fake MCP server's `slow` tool answers after the time it is asked for: a slow upstream is the behaviour under test (the gateway's bounds), not a wait" },
-  'test/helpers/wait.ts': { max: 1, why: 'the one poll helper: it pauses between checks of a condition and fails at its deadline' },
-  'test/browser/admin-port.test.ts': { max: 1, why: "proves a page left stops polling: nothing happening has no event; 2 s is almost three of the page's 0.7 s intervals" },
-  'test/browser/admin-sessions.test.ts': { max: 1, why: "proves a page left stops refreshing: nothing happening has no event; 6 s is more than the page's 5 s REFRESH_MS" },
-  'test/browser/chat-ui.test.ts': { max: 1, why: 'the fake model drips an answer over ~2.4 s: the pacing is the thing under test (the page following a streaming answer), not a wait' },
-  'test/integration/proxy-hostile.test.ts': { max: 1, why: 'proves no hostile request is forwarded late: nothing reaching the upstream has no event' },
-  'test/integration/security-proxy.test.ts': { max: 2, why: 'proves no hostile request is forwarded late (proxy, then egress gateway): nothing reaching the upstream has no event' },
-  'test/docker/hostile-proxy.test.ts': { max: 2, why: 'the same proof from inside a sandbox (agent user, then root): nothing reaching the upstream has no event' },
-  'test/helpers/load-users.ts': { max: 1, why: "the load generator's simulated users (its sleep helper): think time and retry back-off are the workload itself (benchmarks, not timed tests)" },
-  'test/helpers/load-chaos.ts': { max: 1, why: "the load rig's fault schedule (its sleep helper): an outage lasts its configured time by design (benchmarks, not timed tests)" },
+  'test/helpers/mcp-upstream.ts': {
+    max: 1,
+    why: "the fake MCP server's `slow` tool answers after the time it is asked for: a slow upstream is the behaviour under test (the gateway's bounds), not a wait",
+  },
+  'test/helpers/wait.ts': {
+    max: 1,
+    why: 'the one poll helper: it pauses between checks of a condition and fails at its deadline',
+  },
+  'test/browser/admin-port.test.ts': {
+    max: 1,
+    why: "proves a page left stops polling: nothing happening has no event; 2 s is almost three of the page's 0.7 s intervals",
+  },
+  'test/browser/admin-sessions.test.ts': {
+    max: 1,
+    why: "proves a page left stops refreshing: nothing happening has no event; 6 s is more than the page's 5 s REFRESH_MS",
+  },
+  'test/browser/chat-ui.test.ts': {
+    max: 1,
+    why: 'the fake model drips an answer over ~2.4 s: the pacing is the thing under test (the page following a streaming answer), not a wait',
+  },
+  'test/integration/proxy-hostile.test.ts': {
+    max: 1,
+    why: 'proves no hostile request is forwarded late: nothing reaching the upstream has no event',
+  },
+  'test/integration/security-proxy.test.ts': {
+    max: 2,
+    why: 'proves no hostile request is forwarded late (proxy, then egress gateway): nothing reaching the upstream has no event',
+  },
+  'test/docker/hostile-proxy.test.ts': {
+    max: 2,
+    why: 'the same proof from inside a sandbox (agent user, then root): nothing reaching the upstream has no event',
+  },
+  'test/helpers/load-users.ts': {
+    max: 1,
+    why: "the load generator's simulated users (its sleep helper): think time and retry back-off are the workload itself (benchmarks, not timed tests)",
+  },
+  'test/helpers/load-chaos.ts': {
+    max: 1,
+    why: "the load rig's fault schedule (its sleep helper): an outage lasts its configured time by design (benchmarks, not timed tests)",
+  },
 };
 
-function check(name: string, files: string[], patterns: RegExp[], allowed: Record<string, { max: number; why: string }>) {
+function check(
+  name: string,
+  files: string[],
+  patterns: RegExp[],
+  allowed: Record<string, { max: number; why: string }>,
+) {
   t.test(name, async (t) => {
     const problems: string[] = [];
     for (const f of files) {
       const found = hits(f, patterns);
       const allow = allowed[f];
       if (!allow) problems.push(...found);
-      else if (found.length > allow.max) problems.push(`${f}: ${found.length} hits, ${allow.max} allowed (${allow.why}):`, ...found);
+      else if (found.length > allow.max)
+        problems.push(`${f}: ${found.length} hits, ${allow.max} allowed (${allow.why}):`, ...found);
     }
     t.same(problems, [], 'no hit outside the allow-list');
     for (const [f, a] of Object.entries(allowed)) {
@@ -124,13 +175,24 @@ check(
 );
 
 t.test('the patterns catch what they are for (each rule can fail)', async (t) => {
-  const bad = ["import type { Db } from '../core/index.js';", 'const db = database.sqlite!;', 'const db = (await openDatabase({ file })).sqlite;', "app.db.prepare('SELECT 1').get();", 'db.prepare(`INSERT INTO t VALUES (?)`).run(1);'];
+  const bad = [
+    "import type { Db } from '../core/index.js';",
+    'const db = database.sqlite!;',
+    'const db = (await openDatabase({ file })).sqlite;',
+    "app.db.prepare('SELECT 1').get();",
+    'db.prepare(`INSERT INTO t VALUES (?)`).run(1);',
+  ];
   for (const line of bad)
     t.ok(
       DATA_LAYER_PATTERNS.some((p) => p.test(line)),
       `caught: ${line}`,
     );
-  const fine = ['new DbSessionStore(database.sql)', 'await preparer.prepare({ userId: 1 })', 't.same(body.compiled.sqlite, {})', 'const db: Sql = database.sql;'];
+  const fine = [
+    'new DbSessionStore(database.sql)',
+    'await preparer.prepare({ userId: 1 })',
+    't.same(body.compiled.sqlite, {})',
+    'const db: Sql = database.sql;',
+  ];
   for (const line of fine)
     t.notOk(
       DATA_LAYER_PATTERNS.some((p) => p.test(line)),
@@ -147,7 +209,10 @@ t.test('the patterns catch what they are for (each rule can fail)', async (t) =>
       SLEEP_PATTERNS.some((p) => p.test(line)),
       `caught: ${line}`,
     );
-  const guards = ["const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);", "Promise.race([p, new Promise<'hang'>((res) => setTimeout(() => res('hang'), 15_000))])"];
+  const guards = [
+    "const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);",
+    "Promise.race([p, new Promise<'hang'>((res) => setTimeout(() => res('hang'), 15_000))])",
+  ];
   for (const line of guards)
     t.notOk(
       SLEEP_PATTERNS.some((p) => p.test(line)),
@@ -158,7 +223,10 @@ t.test('the patterns catch what they are for (each rule can fail)', async (t) =>
 t.test('test/run.ts: every PASS_1_ONLY entry names an integration test that exists, with a reason', async (t) => {
   const src = readFileSync(join(ROOT, 'test', 'run.ts'), 'utf8');
   const block = /const PASS_1_ONLY[^{]*\{([\s\S]*?)\n\};/.exec(src)?.[1] ?? '';
-  const entries = [...block.matchAll(/^\s*'([^']+)\.js':\s*(['"`])(.+)\2,?$/gm)].map((m) => ({ file: m[1], why: m[3] }));
+  const entries = [...block.matchAll(/^\s*'([^']+)\.js':\s*(['"`])(.+)\2,?$/gm)].map((m) => ({
+    file: m[1],
+    why: m[3],
+  }));
   t.ok(entries.length > 0, `${entries.length} entries`);
   for (const e of entries) {
     t.ok(existsSync(join(ROOT, 'test', 'integration', `${e.file}.ts`)), `${e.file}: exists`);

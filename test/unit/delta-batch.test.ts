@@ -50,7 +50,10 @@ async function runOnce(windowMs: number): Promise<{ events: AgentEvent[]; items:
   const model = new BurstModel(events, waiters, windowMs > 0);
   const agent = new Agent({
     model,
-    tools: { defs: () => [{ name: 'echo', description: 'echo', inputSchema: { type: 'object' } }], call: async () => ({ ok: true, output: { y: 2 }, text: '{"y":2}' }) },
+    tools: {
+      defs: () => [{ name: 'echo', description: 'echo', inputSchema: { type: 'object' } }],
+      call: async () => ({ ok: true, output: { y: 2 }, text: '{"y":2}' }),
+    },
     system: 'sys',
     maxSteps: 4,
     toolTimeoutMs: 1000,
@@ -65,14 +68,20 @@ async function runOnce(windowMs: number): Promise<{ events: AgentEvent[]; items:
   return { events, items: JSON.stringify(r), model };
 }
 
-const texts = (events: AgentEvent[]) => events.filter((e) => e.type === 'text_delta').map((e) => (e as { text: string }).text);
-const shape = (events: AgentEvent[]) => events.map((e) => e.type).filter((ty, i, a) => !(ty === 'text_delta' && a[i - 1] === 'text_delta'));
+const texts = (events: AgentEvent[]) =>
+  events.filter((e) => e.type === 'text_delta').map((e) => (e as { text: string }).text);
+const shape = (events: AgentEvent[]) =>
+  events.map((e) => e.type).filter((ty, i, a) => !(ty === 'text_delta' && a[i - 1] === 'text_delta'));
 
 t.test('batched deltas: first token at once, fewer events, same text, order and transcript', async (t) => {
   const each = await runOnce(0);
   const batched = await runOnce(20);
   t.equal(texts(each.events).length, 240, 'unbatched: one event per chunk');
-  t.same(batched.model.firstSentAtOnce, [true, true], 'the first chunk of each reply went out before the next was produced');
+  t.same(
+    batched.model.firstSentAtOnce,
+    [true, true],
+    'the first chunk of each reply went out before the next was produced',
+  );
   t.equal(texts(batched.events)[0], 'w0.0 ', 'the first delta is the first chunk alone');
   t.ok(texts(batched.events).length <= 8, `at most 4 deltas per reply (got ${texts(batched.events).length})`);
   t.equal(texts(batched.events).join(''), texts(each.events).join(''), 'the concatenated text is exact');

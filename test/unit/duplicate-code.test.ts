@@ -15,7 +15,11 @@ const BLOCK = 6;
 
 /** The two reasoned exceptions (docs/architecture.md says why). */
 const REASONED: { prefix: string; reason: string }[] = [
-  { prefix: 'domain/db/migrations/', reason: 'migrations are frozen history: one that ran in the field must not change, so each states its DDL in full for both engines' },
+  {
+    prefix: 'domain/db/migrations/',
+    reason:
+      'migrations are frozen history: one that ran in the field must not change, so each states its DDL in full for both engines',
+  },
   { prefix: 'core/error-codes/', reason: 'catalogues: one entry per code, alike by design' },
   { prefix: 'core/config-settings.ts', reason: 'catalogues: one entry per setting, alike by design' },
 ];
@@ -84,7 +88,13 @@ function joined(pairs: [Place, Place][]): string[] {
   const out: { a: Place; b: Place; aTo: number; bTo: number; last: [number, number] }[] = [];
   for (const [a, b] of sorted) {
     const prev = out.at(-1);
-    if (prev && prev.a.file === a.file && prev.b.file === b.file && a.index === prev.last[0] + 1 && b.index === prev.last[1] + 1) {
+    if (
+      prev &&
+      prev.a.file === a.file &&
+      prev.b.file === b.file &&
+      a.index === prev.last[0] + 1 &&
+      b.index === prev.last[1] + 1
+    ) {
       prev.aTo = a.to;
       prev.bTo = b.to;
       prev.last = [a.index, b.index];
@@ -94,8 +104,17 @@ function joined(pairs: [Place, Place][]): string[] {
 }
 
 t.test('the finder finds a repeated block and nothing in a file without one', async (t) => {
-  const block = ['const a = load(x);', 'if (!a) throw new Error("gone");', 'const b = a.items.map((i) => i.id);', 'await save(b);', 'log.info({ b }, "saved");', 'return b.length;'];
-  const one = significantLines(['function f() {', ...block, '}', '// note', 'function g() {', ...block, '}'].join('\n'));
+  const block = [
+    'const a = load(x);',
+    'if (!a) throw new Error("gone");',
+    'const b = a.items.map((i) => i.id);',
+    'await save(b);',
+    'log.info({ b }, "saved");',
+    'return b.length;',
+  ];
+  const one = significantLines(
+    ['function f() {', ...block, '}', '// note', 'function g() {', ...block, '}'].join('\n'),
+  );
   const pairs = repeatedBlocks(new Map([['x.ts', one]]));
   t.equal(pairs.length, 1, 'the block written twice in one file is found once');
   t.same([pairs[0][0].from, pairs[0][1].from], [2, 11], 'at the lines it stands at');
@@ -124,6 +143,11 @@ t.test('no block of product code stands in two places', async (t) => {
     }
   t.ok(files.size > 200, `read ${files.size} product files`);
   const found = joined(repeatedBlocks(files));
-  t.same(found, [], found.length ? `blocks written twice (make the second a call to the first):\n${found.join('\n')}` : 'none');
-  for (const r of REASONED) t.ok(existsSync(join(root, r.prefix)), `the exception ${r.prefix} still names something (${r.reason})`);
+  t.same(
+    found,
+    [],
+    found.length ? `blocks written twice (make the second a call to the first):\n${found.join('\n')}` : 'none',
+  );
+  for (const r of REASONED)
+    t.ok(existsSync(join(root, r.prefix)), `the exception ${r.prefix} still names something (${r.reason})`);
 });

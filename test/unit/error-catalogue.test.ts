@@ -15,7 +15,19 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, w
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AppError, ERROR_AREAS, ERROR_CATALOGUE, appErrorFromPeer, configError, configProblems, errorStatus, errorTableMarkdown, isErrorCode, toAppError, type ErrorSpec } from '../../core/index.js';
+import {
+  AppError,
+  ERROR_AREAS,
+  ERROR_CATALOGUE,
+  appErrorFromPeer,
+  configError,
+  configProblems,
+  errorStatus,
+  errorTableMarkdown,
+  isErrorCode,
+  toAppError,
+  type ErrorSpec,
+} from '../../core/index.js';
 import { PROXY_ERRORS, ProxyRefusal } from '../../proxy/index.js';
 
 function repoRoot(): string {
@@ -27,7 +39,20 @@ const ROOT = repoRoot();
 const SELF = 'test/unit/error-catalogue.test.ts';
 
 /** Folders whose code produces errors; test/ and docs are scanned for codes only. */
-const SOURCE_DIRS = ['core', 'domain', 'proxy', 'supervisor', 'agent', 'tools', 'extensions', 'web', 'daemon', 'emulator', 'bench', 'images'];
+const SOURCE_DIRS = [
+  'core',
+  'domain',
+  'proxy',
+  'supervisor',
+  'agent',
+  'tools',
+  'extensions',
+  'web',
+  'daemon',
+  'emulator',
+  'bench',
+  'images',
+];
 
 function* walk(dir: string, ext: RegExp): Generator<string> {
   if (!existsSync(dir)) return;
@@ -47,7 +72,8 @@ const CODE_RE = /\bERR_[A-Z0-9_]*[A-Z0-9](?![A-Za-z0-9_*<{$(])/g;
 
 /** Codes Node itself sets on its errors: our code compares against them, never answers with them. */
 const NODE_CODES: Readonly<Record<string, string>> = {
-  ERR_HTTP_REQUEST_TIMEOUT: "an http.Server's headers timeout (clientError): the egress gateway answers it with a plain 408",
+  ERR_HTTP_REQUEST_TIMEOUT:
+    "an http.Server's headers timeout (clientError): the egress gateway answers it with a plain 408",
 };
 
 function codesIn(file: string): { code: string; line: number }[] {
@@ -67,7 +93,10 @@ t.test('the catalogue is well formed', async (t) => {
       t.notOk(seen.has(code), `${code} is listed once (also in ${seen.get(code)})`);
       seen.set(code, area.title);
       t.match(code, /^ERR_[A-Z0-9]+(?:_[A-Z0-9]+)*$/, `${code}: ERR_<AREA>_<WHAT>`);
-      t.ok(Number.isInteger(spec.status) && spec.status >= 400 && spec.status <= 599, `${code}: status ${spec.status} is 4xx or 5xx`);
+      t.ok(
+        Number.isInteger(spec.status) && spec.status >= 400 && spec.status <= 599,
+        `${code}: status ${spec.status} is 4xx or 5xx`,
+      );
       t.ok(spec.description.length > 0 && !spec.description.includes('\n'), `${code}: one-line description`);
       t.ok(spec.surfaces.length > 0, `${code}: says where it can be met`);
       if (spec.deprecatedFor) {
@@ -84,9 +113,12 @@ function errorSpecOf(code: string): ErrorSpec | undefined {
 }
 
 t.test('every ERR_* code written in the repository is in the catalogue', async (t) => {
-  const files = [...SOURCE_DIRS.flatMap((d) => [...walk(join(ROOT, d), /\.(ts|js|mjs|sh|html)$/)]), ...walk(join(ROOT, 'test'), /\.(ts|js)$/), ...walk(join(ROOT, 'docs'), /\.md$/), join(ROOT, 'README.md')].filter(
-    (f) => relative(ROOT, f) !== SELF,
-  );
+  const files = [
+    ...SOURCE_DIRS.flatMap((d) => [...walk(join(ROOT, d), /\.(ts|js|mjs|sh|html)$/)]),
+    ...walk(join(ROOT, 'test'), /\.(ts|js)$/),
+    ...walk(join(ROOT, 'docs'), /\.md$/),
+    join(ROOT, 'README.md'),
+  ].filter((f) => relative(ROOT, f) !== SELF);
   const missing: string[] = [];
   const used = new Set<string>();
   let found = 0;
@@ -118,10 +150,18 @@ function statusSites(file: string): StatusSite[] {
   const visit = (n: ts.Node): void => {
     if (ts.isNewExpression(n) || ts.isCallExpression(n)) {
       const args = n.arguments ?? [];
-      const codes = args.filter((a): a is ts.StringLiteralLike => ts.isStringLiteralLike(a) && /^ERR_[A-Z0-9_]+$/.test(a.text));
+      const codes = args.filter(
+        (a): a is ts.StringLiteralLike => ts.isStringLiteralLike(a) && /^ERR_[A-Z0-9_]+$/.test(a.text),
+      );
       const at = `${relative(ROOT, file)}:${src.getLineAndCharacterOfPosition(n.getStart()).line + 1}`;
       const status = args.find((a) => ts.isNumericLiteral(a) && /^[1-5]\d\d$/.test(a.text));
-      if (codes.length === 1 && status) sites.push({ at, code: (codes[0] as ts.StringLiteralLike).text, status: Number(status.getText(src)), how: 'status argument' });
+      if (codes.length === 1 && status)
+        sites.push({
+          at,
+          code: (codes[0] as ts.StringLiteralLike).text,
+          status: Number(status.getText(src)),
+          how: 'status argument',
+        });
     }
     ts.forEachChild(n, visit);
   };
@@ -142,15 +182,21 @@ function appErrorMisuse(file: string, allowed: readonly string[] = ['ModelError'
       if (base && subclasses.has(base)) {
         subclasses.add(n.name.text);
         inside = true;
-        if (!allowed.includes(n.name.text)) out.push(`${at(n)} class ${n.name.text} extends ${base}: use new AppError(code, …)`);
+        if (!allowed.includes(n.name.text))
+          out.push(`${at(n)} class ${n.name.text} extends ${base}: use new AppError(code, …)`);
       }
     }
-    const isAppErrorCall = (ts.isNewExpression(n) && subclasses.has(n.expression.getText(src))) || (inside && ts.isCallExpression(n) && n.expression.kind === ts.SyntaxKind.SuperKeyword);
+    const isAppErrorCall =
+      (ts.isNewExpression(n) && subclasses.has(n.expression.getText(src))) ||
+      (inside && ts.isCallExpression(n) && n.expression.kind === ts.SyntaxKind.SuperKeyword);
     if (isAppErrorCall) {
       for (const a of (n as ts.NewExpression | ts.CallExpression).arguments ?? []) {
         if (!ts.isObjectLiteralExpression(a)) continue;
         for (const p of a.properties) {
-          if (p.name?.getText(src) === 'status') out.push(`${at(n)} passes status to ${(n as ts.NewExpression).expression.getText(src)}: the catalogue gives it`);
+          if (p.name?.getText(src) === 'status')
+            out.push(
+              `${at(n)} passes status to ${(n as ts.NewExpression).expression.getText(src)}: the catalogue gives it`,
+            );
         }
       }
     }
@@ -204,7 +250,8 @@ t.test('no helper passes a status argument that disagrees with the catalogue', a
       for (const s of statusSites(f)) {
         checked++;
         const want = errorSpecOf(s.code)?.status;
-        if (want !== undefined && want !== s.status) disagreements.push(`${s.at} ${s.code}: ${s.how} ${s.status}, catalogue ${want}`);
+        if (want !== undefined && want !== s.status)
+          disagreements.push(`${s.at} ${s.code}: ${s.how} ${s.status}, catalogue ${want}`);
       }
     }
   }
@@ -238,7 +285,11 @@ t.test('docs/api.md carries the table the catalogue renders', async (t) => {
     t.pass('docs/api.md rewritten');
     return;
   }
-  t.equal(have, want, 'the table matches the catalogue (AIRLOCK_UPDATE_DOCS=1 npx tap dist/test/unit/error-catalogue.test.js rewrites it)');
+  t.equal(
+    have,
+    want,
+    'the table matches the catalogue (AIRLOCK_UPDATE_DOCS=1 npx tap dist/test/unit/error-catalogue.test.js rewrites it)',
+  );
   for (const code of Object.keys(ERROR_CATALOGUE)) t.ok(have.includes(`\`${code}\``), `${code} is in the table`);
 });
 
@@ -247,7 +298,11 @@ t.test('AppError takes the status from the catalogue', async (t) => {
   t.equal(new AppError('ERR_SESSION_CAPACITY', 'full').status, 503);
   t.equal(new AppError('ERR_BODY_ENCODING', 'enc').status, 415);
   t.equal(new AppError('ERR_FROM_A_PEER_UNKNOWN', 'x').status, 500, 'a code the catalogue does not know answers 500');
-  t.equal(new AppError('ERR_SESSION_BUSY', 'x', { unknownCodeStatus: 418 }).status, 409, 'a catalogued code ignores unknownCodeStatus');
+  t.equal(
+    new AppError('ERR_SESSION_BUSY', 'x', { unknownCodeStatus: 418 }).status,
+    409,
+    'a catalogued code ignores unknownCodeStatus',
+  );
   t.equal(new AppError('ERR_VALIDATION', 'bad').status, 400);
   t.equal(new AppError('ERR_TEAM_NOT_FOUND', 'x').status, 404);
   t.equal(new AppError('ERR_TEAM_LINKED', 'x').status, 409);
@@ -270,6 +325,10 @@ t.test('an error reported by a peer gets the catalogue status, not a guess', asy
 
 t.test('the proxy answers with the catalogue statuses', async (t) => {
   for (const [code, status] of Object.entries(PROXY_ERRORS)) t.equal(status, errorStatus(code), `${code} ${status}`);
-  t.equal(Object.keys(PROXY_ERRORS).length, 23, 'every refusal code (ten of the proxy, ten of the send policy, three of the egress gateway)');
+  t.equal(
+    Object.keys(PROXY_ERRORS).length,
+    23,
+    'every refusal code (ten of the proxy, ten of the send policy, three of the egress gateway)',
+  );
   t.equal(new ProxyRefusal('ERR_PROXY_PLACEHOLDER', 'x').status, 401);
 });

@@ -16,13 +16,16 @@ const ROOT = repoRoot();
 /** What a Dockerfile removes from node_modules after `npm ci` and which dist/ folders it copies. */
 function dockerfileContents(text: string): { removed: string[]; dists: string[] } {
   const joined = text.replace(/\\\n/g, ' ');
-  const removed = [...joined.matchAll(/\brm -rf ([^&\n]*)/g)].flatMap((m) => [...m[1].matchAll(/node_modules\/((?:@[^/\s]+\/)?[^/\s]+)/g)].map((n) => n[1]));
+  const removed = [...joined.matchAll(/\brm -rf ([^&\n]*)/g)].flatMap((m) =>
+    [...m[1].matchAll(/node_modules\/((?:@[^/\s]+\/)?[^/\s]+)/g)].map((n) => n[1]),
+  );
   const dists = [...joined.matchAll(/^COPY dist\/([\w-]+) /gm)].map((m) => m[1]);
   return { removed: removed.sort(), dists: dists.sort() };
 }
 
 t.test('the parser reads what a Dockerfile drops and copies (so a pass means something)', async (t) => {
-  const planted = 'RUN npm ci \\\n && rm -rf node_modules/a node_modules/@s/b \\\n   node_modules/c\nCOPY dist/core /x/dist/core\nCOPY dist/agent /x/dist/agent\n';
+  const planted =
+    'RUN npm ci \\\n && rm -rf node_modules/a node_modules/@s/b \\\n   node_modules/c\nCOPY dist/core /x/dist/core\nCOPY dist/agent /x/dist/agent\n';
   t.same(dockerfileContents(planted), { removed: ['@s/b', 'a', 'c'], dists: ['agent', 'core'] });
 });
 
@@ -34,7 +37,8 @@ t.test('images/Dockerfile drops HOST_ONLY_DEPS and copies SANDBOX_DIST, no more,
 
 t.test('HOST_ONLY_DEPS names production dependencies only', async (t) => {
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
-  for (const d of HOST_ONLY_DEPS) t.ok(d in pkg.dependencies, `${d} is in dependencies (a stale name here would hide nothing)`);
+  for (const d of HOST_ONLY_DEPS)
+    t.ok(d in pkg.dependencies, `${d} is in dependencies (a stale name here would hide nothing)`);
 });
 
 t.test('every production dependency is imported by product code', async (t) => {
@@ -45,7 +49,10 @@ t.test('every production dependency is imported by product code', async (t) => {
     for (const file of tsFiles(join(ROOT, folder))) {
       files++;
       const src = readFileSync(file, 'utf8');
-      for (const m of src.matchAll(/(?:from\s+|import\s*\(\s*|^import\s+)['"]((?:@[^/'"]+\/)?[^/'".][^/'"]*)(?:\/[^'"]*)?['"]/gm)) imported.add(m[1]);
+      for (const m of src.matchAll(
+        /(?:from\s+|import\s*\(\s*|^import\s+)['"]((?:@[^/'"]+\/)?[^/'".][^/'"]*)(?:\/[^'"]*)?['"]/gm,
+      ))
+        imported.add(m[1]);
     }
   }
   t.ok(files > 100 && imported.has('zod'), `${files} product files read`);

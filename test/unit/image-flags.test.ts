@@ -22,8 +22,13 @@ for (const file of ['images/Dockerfile.app', 'images/Dockerfile']) {
     const argv = JSON.parse(entry![1]) as string[];
     t.same(argv.slice(1, -1), SANDBOX_NODE_FLAGS, 'the supervisor runs with SANDBOX_NODE_FLAGS');
     const runs = [...text.matchAll(/\/usr\/local\/bin\/node ((?:--[^\s]+ )*)\/opt\/airlock\/dist\/(\w+)\/main\.js/g)];
-    t.same(runs.map((r) => r[2]).sort(), ['agent', 'supervisor'], 'the compile-cache step runs the agent (with its servers) and the supervisor');
-    for (const r of runs) t.same(r[1].trim().split(' '), SANDBOX_NODE_FLAGS, `${r[2]}: the cache is made under the same flags`);
+    t.same(
+      runs.map((r) => r[2]).sort(),
+      ['agent', 'supervisor'],
+      'the compile-cache step runs the agent (with its servers) and the supervisor',
+    );
+    for (const r of runs)
+      t.same(r[1].trim().split(' '), SANDBOX_NODE_FLAGS, `${r[2]}: the cache is made under the same flags`);
     t.match(text, /^ENV .*NODE_COMPILE_CACHE=\/opt\/airlock\/compile-cache/m, 'the processes find the cache');
   });
 }
@@ -32,11 +37,17 @@ for (const file of ['images/Dockerfile.app', 'images/Dockerfile']) {
 // that built it), and falls back to the entry module the Dockerfile names when the build made none.
 t.test('startup snapshots: built and run under SANDBOX_NODE_FLAGS', async (t) => {
   const text = readFileSync(join(ROOT, 'images/Dockerfile.app'), 'utf8');
-  const build = /--no-warnings ((?:--[^\s]+ )*)--snapshot-blob snapshot\.blob --build-snapshot snapshot\.cjs/.exec(text);
+  const build = /--no-warnings ((?:--[^\s]+ )*)--snapshot-blob snapshot\.blob --build-snapshot snapshot\.cjs/.exec(
+    text,
+  );
   t.ok(build, 'Dockerfile.app builds the blobs');
   t.same(build![1].trim().split(' '), SANDBOX_NODE_FLAGS, 'each blob is built under the flags its process runs with');
   const snap = supervisorEntrypoint(true);
-  t.same(snap, ['/usr/local/bin/node', ...SANDBOX_NODE_FLAGS, '--snapshot-blob', '/opt/airlock/dist/supervisor/snapshot.blob'], 'the ENTRYPOINT when the build made the supervisor blob');
+  t.same(
+    snap,
+    ['/usr/local/bin/node', ...SANDBOX_NODE_FLAGS, '--snapshot-blob', '/opt/airlock/dist/supervisor/snapshot.blob'],
+    'the ENTRYPOINT when the build made the supervisor blob',
+  );
   const entry = JSON.parse(/^ENTRYPOINT (\[.*\])$/m.exec(text)![1]) as string[];
   t.same(supervisorEntrypoint(false), entry, 'without a blob, the ENTRYPOINT Dockerfile.app names');
 });

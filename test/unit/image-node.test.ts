@@ -7,7 +7,14 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { baseTagFor, fileIntegrity, nodeCacheDir, NODE20_RUNTIME, NODE_ADDON_HEADERS, NODE_RUNTIME } from '../../daemon/runtime/image.js';
+import {
+  baseTagFor,
+  fileIntegrity,
+  nodeCacheDir,
+  NODE20_RUNTIME,
+  NODE_ADDON_HEADERS,
+  NODE_RUNTIME,
+} from '../../daemon/runtime/image.js';
 import { repoRoot } from '../helpers/source-tree.js';
 
 // The repository root from the sources (test/unit/) or from the build (dist/test/unit/) alike.
@@ -17,7 +24,11 @@ t.test('the pin: Node 24, an npm sha512 integrity', async (t) => {
   t.match(NODE_RUNTIME.version, /^24\.\d+\.\d+$/, 'the image ships Node 24');
   t.match(NODE_RUNTIME.integrity, /^sha512-[A-Za-z0-9+/]{86}==$/);
   t.match(NODE20_RUNTIME.version, /^20\./);
-  t.equal(NODE_ADDON_HEADERS.version.split('.')[0], NODE_RUNTIME.version.split('.')[0], 'addon headers of the same major (same ABI)');
+  t.equal(
+    NODE_ADDON_HEADERS.version.split('.')[0],
+    NODE_RUNTIME.version.split('.')[0],
+    'addon headers of the same major (same ABI)',
+  );
   t.not(NODE20_RUNTIME.integrity, NODE_RUNTIME.integrity);
 });
 
@@ -25,7 +36,11 @@ t.test('the base tag depends on the pin only', async (t) => {
   t.equal(baseTagFor(), baseTagFor(NODE_RUNTIME), 'default pin is NODE_RUNTIME');
   t.match(baseTagFor(), /^airlock\/base:[0-9a-f]{16}$/);
   t.not(baseTagFor(NODE20_RUNTIME), baseTagFor(NODE_RUNTIME), 'another Node, another base');
-  t.not(baseTagFor({ ...NODE_RUNTIME, integrity: NODE20_RUNTIME.integrity }), baseTagFor(), 'same version, other bytes: another base');
+  t.not(
+    baseTagFor({ ...NODE_RUNTIME, integrity: NODE20_RUNTIME.integrity }),
+    baseTagFor(),
+    'same version, other bytes: another base',
+  );
 });
 
 t.test("fileIntegrity is npm's sha512-<base64>", async (t) => {
@@ -54,7 +69,10 @@ t.test('.ci/run fetches the same Node as the image ships', async (t) => {
     ['NODE_ADDON_HEADERS', NODE_ADDON_HEADERS],
   ] as const) {
     t.match(ci, new RegExp(`fetch_node ${name}\\b`), `.ci/run fetches ${name}`);
-    const block = src.slice(src.indexOf(`export const ${name}:`), src.indexOf('};', src.indexOf(`export const ${name}:`)));
+    const block = src.slice(
+      src.indexOf(`export const ${name}:`),
+      src.indexOf('};', src.indexOf(`export const ${name}:`)),
+    );
     t.match(block, `version: '${pin.version}'`);
     t.match(block, `integrity: '${pin.integrity}'`);
   }

@@ -10,8 +10,10 @@ const ROOT = repoRoot();
 
 t.test('sandbox packages', async (t) => {
   const pkgs = sandboxPackages(ROOT, realpathSync(join(ROOT, 'node_modules')));
-  for (const p of ['@modelcontextprotocol/sdk', '@napi-rs/canvas', 'chart.js', 'zod', 'pino', 'nodemailer']) t.ok(pkgs.includes(`node_modules/${p}`), `${p} ships`);
+  for (const p of ['@modelcontextprotocol/sdk', '@napi-rs/canvas', 'chart.js', 'zod', 'pino', 'nodemailer'])
+    t.ok(pkgs.includes(`node_modules/${p}`), `${p} ships`);
   t.ok(pkgs.includes('node_modules/@napi-rs/canvas-linux-x64-gnu'), 'the canvas linux-x64-gnu binary ships');
   // express ships anyway: the MCP SDK depends on it.
-  for (const p of ['node-pty', 'dockerode', 'ssh2', 'tap', 'typescript', 'oidc-provider']) t.notOk(pkgs.includes(`node_modules/${p}`), `${p} stays on the host`);
+  for (const p of ['node-pty', 'dockerode', 'ssh2', 'tap', 'typescript', 'oidc-provider'])
+    t.notOk(pkgs.includes(`node_modules/${p}`), `${p} stays on the host`);
 });

@@ -16,7 +16,8 @@ import { PRODUCT, repoRoot, tsFiles } from '../helpers/source-tree.js';
  */
 const ALLOWED_FROM = new Set<string>([]);
 
-const IMPORT_RE = /(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|^import\s+['"]([^'"]+)['"]/gm;
+const IMPORT_RE =
+  /(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|^import\s+['"]([^'"]+)['"]/gm;
 
 /** The source file a relative specifier names (`./x.js` → x.ts, x.tsx or x/index.ts). */
 function resolveSpec(root: string, from: string, spec: string): string | undefined {

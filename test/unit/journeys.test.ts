@@ -13,7 +13,9 @@ import { repoRoot } from '../helpers/source-tree.js';
 const root = repoRoot();
 type Step = { file: string; fn: string; does: string; via?: string; wire?: string };
 type Journey = { name: string; chains: { name: string; steps: Step[] }[] };
-const { JOURNEYS, checkJourneys, describeJourneys, roomOf } = (await import(pathToFileURL(join(root, 'lint', 'journeys.js')).href)) as {
+const { JOURNEYS, checkJourneys, describeJourneys, roomOf } = (await import(
+  pathToFileURL(join(root, 'lint', 'journeys.js')).href
+)) as {
   JOURNEYS: Journey[];
   checkJourneys(j: Journey[], root: string): string[];
   describeJourneys(j: Journey[]): string;
@@ -27,7 +29,10 @@ t.test('the three walks of the tree hold', async (t) => {
     ['A mail, from send_email to the mailbox', 'A chat turn', 'A token rotation'],
   );
   const text = describeJourneys(JOURNEYS);
-  t.match(text, /the send is held and decided on the host: tools → proxy → daemon\/host → daemon\/runtime → domain\/mail/);
+  t.match(
+    text,
+    /the send is held and decided on the host: tools → proxy → daemon\/host → daemon\/runtime → domain\/mail/,
+  );
   t.match(text, /a due token is refreshed and replaced: daemon\/host\n/, 'a rotation stays among the host services');
 });
 
@@ -49,8 +54,14 @@ t.test('each check fires on a planted walk', async (t) => {
   // The rotation as it was: the token service called back through the wiring into the runtime,
   // which put the tokens into the gateway, a host service again.
   plant('daemon/host/tokens.ts', 'export class T {\n  pushToUser() {\n    this.rotate();\n  }\n}\n');
-  plant('daemon/serve.ts', 'function wireRuntime() {\n  const rotate = (s, k) => runtime.sessions.rotateTokens(s, k);\n  tokens.setRotate(rotate);\n}\n');
-  plant('daemon/runtime/session-ops.ts', 'class O {\n  async rotateTokens(id, k) {\n    this.table.get(id).egress.setTokens(k);\n  }\n}\n');
+  plant(
+    'daemon/serve.ts',
+    'function wireRuntime() {\n  const rotate = (s, k) => runtime.sessions.rotateTokens(s, k);\n  tokens.setRotate(rotate);\n}\n',
+  );
+  plant(
+    'daemon/runtime/session-ops.ts',
+    'class O {\n  async rotateTokens(id, k) {\n    this.table.get(id).egress.setTokens(k);\n  }\n}\n',
+  );
   plant('daemon/host/egress.ts', 'const h = {\n  setTokens: (k) => undefined,\n};\n');
   const chain = (steps: Step[]): Journey[] => [{ name: 'planted', chains: [{ name: 'chain', steps }] }];
   const rotation = chain([
@@ -59,9 +70,13 @@ t.test('each check fires on a planted walk', async (t) => {
     { file: 'daemon/runtime/session-ops.ts', fn: 'rotateTokens', does: '' },
     { file: 'daemon/host/egress.ts', fn: 'setTokens', does: '' },
   ]);
-  t.match(checkJourneys(rotation, dir), [/step 4 \(daemon\/host\/egress.ts\) enters daemon\/host\/ a second time \(daemon\/host → daemon → daemon\/runtime → daemon\/host\)/]);
+  t.match(checkJourneys(rotation, dir), [
+    /step 4 \(daemon\/host\/egress.ts\) enters daemon\/host\/ a second time \(daemon\/host → daemon → daemon\/runtime → daemon\/host\)/,
+  ]);
 
-  t.match(checkJourneys(chain([{ file: 'daemon/host/tokens.ts', fn: 'refresh', does: '' }]), dir), [/tokens.ts defines no refresh/]);
+  t.match(checkJourneys(chain([{ file: 'daemon/host/tokens.ts', fn: 'refresh', does: '' }]), dir), [
+    /tokens.ts defines no refresh/,
+  ]);
   t.match(checkJourneys(chain([{ file: 'daemon/host/gone.ts', fn: 'x', does: '' }]), dir), [/gone.ts does not exist/]);
   // A link neither end spells: setTokens is defined, but tokens.ts never calls it by that name.
   t.match(

@@ -34,9 +34,16 @@ t.test('stops run last-registered first, once, and all of them when one fails', 
   const [a, b] = [life.stop(), life.stop()];
   t.equal(a, b, 'a second stop() is the same shutdown');
   await a;
-  t.same(order, ['listener on port 1', 'broken', 'gateway', 'database'], 'reverse order; the failure did not stop the others');
+  t.same(
+    order,
+    ['listener on port 1', 'broken', 'gateway', 'database'],
+    'reverse order; the failure did not stop the others',
+  );
   t.equal(gateway.open, false, 'the stop got what the start returned');
-  t.match(logs.text(), /"part":"broken","err":"it would not close"[^\n]*"msg":"a part of the daemon did not stop cleanly"/);
+  t.match(
+    logs.text(),
+    /"part":"broken","err":"it would not close"[^\n]*"msg":"a part of the daemon did not stop cleanly"/,
+  );
   t.throws(() => life.onStop('late', () => undefined), /late: registered while the daemon stops/);
 });
 

@@ -26,16 +26,32 @@ const secret = (what: string) => `${what}-${randomBytes(12).toString('hex')}`;
 
 t.test('pino-http shaped req/res: secret headers redacted, the rest kept', async (t) => {
   const { log, lines, text } = capture();
-  const s = { auth: secret('bearer'), cookie: secret('sid'), proxy: secret('proxy'), csrf: secret('csrf'), setCookie: secret('set') };
+  const s = {
+    auth: secret('bearer'),
+    cookie: secret('sid'),
+    proxy: secret('proxy'),
+    csrf: secret('csrf'),
+    setCookie: secret('set'),
+  };
   log.info(
     {
       req: {
         id: 'req-1',
         method: 'POST',
         url: '/api/auth/login',
-        headers: { host: '127.0.0.1:8080', 'user-agent': 'tap', authorization: `Bearer ${s.auth}`, cookie: `airlock.sid=${s.cookie}`, 'proxy-authorization': `Basic ${s.proxy}`, 'x-csrf-token': s.csrf },
+        headers: {
+          host: '127.0.0.1:8080',
+          'user-agent': 'tap',
+          authorization: `Bearer ${s.auth}`,
+          cookie: `airlock.sid=${s.cookie}`,
+          'proxy-authorization': `Basic ${s.proxy}`,
+          'x-csrf-token': s.csrf,
+        },
       },
-      res: { statusCode: 200, headers: { 'content-type': 'application/json', 'set-cookie': [`airlock.sid=${s.setCookie}; HttpOnly`] } },
+      res: {
+        statusCode: 200,
+        headers: { 'content-type': 'application/json', 'set-cookie': [`airlock.sid=${s.setCookie}; HttpOnly`] },
+      },
     },
     'request completed',
   );
@@ -44,10 +60,21 @@ t.test('pino-http shaped req/res: secret headers redacted, the rest kept', async
   const line = JSON.parse(lines[0]);
   t.same(
     line.req.headers,
-    { host: '127.0.0.1:8080', 'user-agent': 'tap', authorization: MARK, cookie: MARK, 'proxy-authorization': MARK, 'x-csrf-token': MARK },
+    {
+      host: '127.0.0.1:8080',
+      'user-agent': 'tap',
+      authorization: MARK,
+      cookie: MARK,
+      'proxy-authorization': MARK,
+      'x-csrf-token': MARK,
+    },
     'request headers: the four secret ones carry the marker, host and user-agent stay',
   );
-  t.same(line.res.headers, { 'content-type': 'application/json', 'set-cookie': MARK }, 'response Set-Cookie redacted, content-type kept');
+  t.same(
+    line.res.headers,
+    { 'content-type': 'application/json', 'set-cookie': MARK },
+    'response Set-Cookie redacted, content-type kept',
+  );
   t.equal(line.req.url, '/api/auth/login');
   t.equal(line.msg, 'request completed');
 });
@@ -61,12 +88,40 @@ t.test('a bare headers object, an upstream response, credential fields, child bi
     return x;
   };
   // An outbound client's headers at the top of the object.
-  log.warn({ headers: { authorization: v('a'), cookie: v('c'), 'set-cookie': v('sc'), 'proxy-authorization': v('pa'), accept: 'application/json' } }, 'outbound');
+  log.warn(
+    {
+      headers: {
+        authorization: v('a'),
+        cookie: v('c'),
+        'set-cookie': v('sc'),
+        'proxy-authorization': v('pa'),
+        accept: 'application/json',
+      },
+    },
+    'outbound',
+  );
   // An upstream response logged under its own key.
-  log.warn({ upstream: { status: 401, headers: { 'set-cookie': [v('usc')], authorization: v('ua'), 'www-authenticate': 'Bearer' } } }, 'upstream refused');
+  log.warn(
+    {
+      upstream: {
+        status: 401,
+        headers: { 'set-cookie': [v('usc')], authorization: v('ua'), 'www-authenticate': 'Bearer' },
+      },
+    },
+    'upstream refused',
+  );
   // Credentials as plain fields, top level and one level down.
-  log.info({ password: v('pw'), token: v('tok'), secret: v('sec'), authorization: v('auth'), cookie: v('ck') }, 'fields');
-  log.info({ user: { id: 3, password: v('upw'), password_hash: v('hash') }, account: { access_token: v('at'), refresh_token: v('rt'), token: v('t2'), secret: v('s2') } }, 'nested');
+  log.info(
+    { password: v('pw'), token: v('tok'), secret: v('sec'), authorization: v('auth'), cookie: v('ck') },
+    'fields',
+  );
+  log.info(
+    {
+      user: { id: 3, password: v('upw'), password_hash: v('hash') },
+      account: { access_token: v('at'), refresh_token: v('rt'), token: v('t2'), secret: v('s2') },
+    },
+    'nested',
+  );
   // Child bindings (the per-request and per-session loggers) go through the same redaction.
   log.child({ authorization: v('bind') }).info({ sessionId: 's1' }, 'child');
   // A Secret prints as the marker under any key, redacted path or not.
@@ -75,8 +130,17 @@ t.test('a bare headers object, an upstream response, credential fields, child bi
   t.equal(lines.length, 6);
   for (const x of values) t.notOk(text().includes(x), `${x.split('-')[0]} value not in the log`);
   const [outbound, upstream, fields, nested, child, wrapped] = lines.map((l) => JSON.parse(l));
-  t.same(outbound.headers, { authorization: MARK, cookie: MARK, 'set-cookie': MARK, 'proxy-authorization': MARK, accept: 'application/json' });
-  t.same(upstream.upstream, { status: 401, headers: { 'set-cookie': MARK, authorization: MARK, 'www-authenticate': 'Bearer' } });
+  t.same(outbound.headers, {
+    authorization: MARK,
+    cookie: MARK,
+    'set-cookie': MARK,
+    'proxy-authorization': MARK,
+    accept: 'application/json',
+  });
+  t.same(upstream.upstream, {
+    status: 401,
+    headers: { 'set-cookie': MARK, authorization: MARK, 'www-authenticate': 'Bearer' },
+  });
   t.match(fields, { password: MARK, token: MARK, secret: MARK, authorization: MARK, cookie: MARK });
   t.same(nested.user, { id: 3, password: MARK, password_hash: MARK });
   t.same(nested.account, { access_token: MARK, refresh_token: MARK, token: MARK, secret: MARK });

@@ -30,15 +30,35 @@ const domain = fc.constantFrom('corp.example', 'evil.example', 'Corp.Example', '
 const addr = fc.tuple(local, domain).map(([l, d]) => `${l}@${d}`);
 // Internationalised domains in valid punycode (mailparser shows them decoded; compared in their
 // ASCII form), also with an upper-case ACE prefix: accepted, and every reader agrees.
-const idnAddr = fc.tuple(local, fc.constantFrom('xn--evil-9ya.example.test', 'XN--vil-bma.example', 'sub.xn--pple-43d.example')).map(([l, d]) => `${l}@${d}`);
+const idnAddr = fc
+  .tuple(local, fc.constantFrom('xn--evil-9ya.example.test', 'XN--vil-bma.example', 'sub.xn--pple-43d.example'))
+  .map(([l, d]) => `${l}@${d}`);
 // Labels that are not valid punycode (mailparser decodes some anyway), and source-routing local parts.
-const badIdnAddr = fc.tuple(local, fc.constantFrom('xn--evil-.example', 'xn--abc.example', 'xn--a.example')).map(([l, d]) => `${l}@${d}`);
-const routedAddr = fc.tuple(fc.constantFrom('x%evil.example', 'evil.example!x', 'a%b%c'), domain).map(([l, d]) => `${l}@${d}`);
-const word = fc.constantFrom('Ann', 'Lee', 'team', 'x@evil.example', '=?utf-8?b?eEBldmlsLmV4YW1wbGU=?=', '=?utf-8?q?a=2C_b?=', '"Lee, Ann"', '"x@evil.example"', '"a\\"b"', "we're");
+const badIdnAddr = fc
+  .tuple(local, fc.constantFrom('xn--evil-.example', 'xn--abc.example', 'xn--a.example'))
+  .map(([l, d]) => `${l}@${d}`);
+const routedAddr = fc
+  .tuple(fc.constantFrom('x%evil.example', 'evil.example!x', 'a%b%c'), domain)
+  .map(([l, d]) => `${l}@${d}`);
+const word = fc.constantFrom(
+  'Ann',
+  'Lee',
+  'team',
+  'x@evil.example',
+  '=?utf-8?b?eEBldmlsLmV4YW1wbGU=?=',
+  '=?utf-8?q?a=2C_b?=',
+  '"Lee, Ann"',
+  '"x@evil.example"',
+  '"a\\"b"',
+  "we're",
+);
 /** One entry of an address list, friendly or hostile. */
 const entry: fc.Arbitrary<string> = fc.oneof(
   { weight: 4, arbitrary: addr },
-  { weight: 3, arbitrary: fc.tuple(fc.array(word, { minLength: 1, maxLength: 2 }), addr).map(([w, a]) => `${w.join(' ')} <${a}>`) },
+  {
+    weight: 3,
+    arbitrary: fc.tuple(fc.array(word, { minLength: 1, maxLength: 2 }), addr).map(([w, a]) => `${w.join(' ')} <${a}>`),
+  },
   { weight: 1, arbitrary: addr.map((a) => `<${a}>`) },
   { weight: 1, arbitrary: fc.tuple(addr, addr).map(([a, b]) => `${a} (${b})`) },
   { weight: 1, arbitrary: fc.tuple(addr, addr, word).map(([a, b, w]) => `(${w} (${w}) ${b}, c) ${a}`) },
@@ -48,10 +68,22 @@ const entry: fc.Arbitrary<string> = fc.oneof(
   { weight: 1, arbitrary: idnAddr },
   { weight: 1, arbitrary: badIdnAddr },
   { weight: 1, arbitrary: routedAddr },
-  { weight: 1, arbitrary: fc.constantFrom('', 'undisclosed-recipients:;', 'bob', '<a@corp.example', 'a@[127.0.0.1]', 'a@corp.example.') },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      '',
+      'undisclosed-recipients:;',
+      'bob',
+      '<a@corp.example',
+      'a@[127.0.0.1]',
+      'a@corp.example.',
+    ),
+  },
 );
 const sep = fc.constantFrom(', ', ', ', ',', ' ', ',\r\n ', ',\r\n\t', '\r\n ', ', ,', ',\r ', ',\n ', ';');
-const list = fc.tuple(entry, fc.array(fc.tuple(sep, entry), { maxLength: 3 })).map(([first, rest]) => first + rest.map(([s, e]) => s + e).join(''));
+const list = fc
+  .tuple(entry, fc.array(fc.tuple(sep, entry), { maxLength: 3 }))
+  .map(([first, rest]) => first + rest.map(([s, e]) => s + e).join(''));
 const name = fc.constantFrom('To', 'To', 'Cc', 'Bcc', 'TO', 'bcc', 'Resent-Bcc', 'To ');
 const eol = fc.constantFrom('\r\n', '\r\n', '\r\n', '\r\n', '\n', '\r');
 const header = fc.tuple(name, list, eol).map(([n, l, e]) => `${n}: ${l}${e}`);
@@ -60,12 +92,23 @@ const hostile = fc.array(header, { minLength: 1, maxLength: 3 });
 const friendlyEntry = fc.oneof(
   addr,
   idnAddr,
-  fc.tuple(fc.constantFrom('Ann', 'Ann Lee', '"Lee, Ann"', "we're", '"team (sales)"', '""'), addr).map(([w, a]) => `${w} <${a}>`),
+  fc
+    .tuple(fc.constantFrom('Ann', 'Ann Lee', '"Lee, Ann"', "we're", '"team (sales)"', '""'), addr)
+    .map(([w, a]) => `${w} <${a}>`),
   addr.map((a) => `<${a}>`),
 );
-const friendlyList = fc.tuple(friendlyEntry, fc.array(fc.tuple(fc.constantFrom(', ', ',', ',\r\n ', ',\r\n\t', ' ,  '), friendlyEntry), { maxLength: 4 })).map(([first, rest]) => first + rest.map(([s, e]) => s + e).join(''));
-const friendly = fc.tuple(fc.subarray(['To', 'Cc', 'bcc'], { minLength: 1 }), fc.array(friendlyList, { minLength: 3, maxLength: 3 })).map(([names, lists]) => names.map((n, i) => `${n}: ${lists[i]}\r\n`));
-const message = fc.oneof(hostile, friendly).map((hs) => Buffer.from(`From: me@corp.example\r\n${hs.join('')}Subject: hi\r\n\r\nbody\r\n`, 'latin1'));
+const friendlyList = fc
+  .tuple(
+    friendlyEntry,
+    fc.array(fc.tuple(fc.constantFrom(', ', ',', ',\r\n ', ',\r\n\t', ' ,  '), friendlyEntry), { maxLength: 4 }),
+  )
+  .map(([first, rest]) => first + rest.map(([s, e]) => s + e).join(''));
+const friendly = fc
+  .tuple(fc.subarray(['To', 'Cc', 'bcc'], { minLength: 1 }), fc.array(friendlyList, { minLength: 3, maxLength: 3 }))
+  .map(([names, lists]) => names.map((n, i) => `${n}: ${lists[i]}\r\n`));
+const message = fc
+  .oneof(hostile, friendly)
+  .map((hs) => Buffer.from(`From: me@corp.example\r\n${hs.join('')}Subject: hi\r\n\r\nbody\r\n`, 'latin1'));
 
 t.test('generated hostile headers: where the strict reading accepts, all four readers agree with it', async (t) => {
   const raws = fc.sample(message, { numRuns: 600, seed: 3101 });
@@ -79,19 +122,25 @@ t.test('generated hostile headers: where the strict reading accepts, all four re
     if (!s.ok) {
       stats.refused++;
       if (split) stats.refusedDisagreements++;
-      if (s.code !== 'ERR_MAIL_AMBIGUOUS' && s.code !== 'ERR_MAIL_UNPARSEABLE') failures.push(`unexpected error ${s.code}: ${s.message}`);
+      if (s.code !== 'ERR_MAIL_AMBIGUOUS' && s.code !== 'ERR_MAIL_UNPARSEABLE')
+        failures.push(`unexpected error ${s.code}: ${s.message}`);
       continue;
     }
     stats.accepted++;
     for (const r of READERS) {
       if (JSON.stringify(read[i][r]) !== JSON.stringify(s.recipients)) {
-        failures.push(`${JSON.stringify(raws[i].toString('latin1'))}: strict ${JSON.stringify(s.recipients)}, ${r} ${JSON.stringify(read[i][r])}`);
+        failures.push(
+          `${JSON.stringify(raws[i].toString('latin1'))}: strict ${JSON.stringify(s.recipients)}, ${r} ${JSON.stringify(read[i][r])}`,
+        );
       }
     }
   }
   t.same(failures.slice(0, 10), [], 'every accepted message is read the same by every reader');
   t.ok(stats.accepted >= 200, `friendly shapes are accepted (${stats.accepted} of ${raws.length})`);
-  t.ok(stats.readersDisagree >= 150, `the generator makes readers disagree (${stats.readersDisagree} of ${raws.length})`);
+  t.ok(
+    stats.readersDisagree >= 150,
+    `the generator makes readers disagree (${stats.readersDisagree} of ${raws.length})`,
+  );
   t.equal(stats.refusedDisagreements, stats.readersDisagree, 'every message the readers disagree on is refused');
   t.comment(JSON.stringify(stats));
 });
@@ -114,7 +163,12 @@ t.test("the red team's categories: readers disagree, and the strict reading refu
 });
 
 t.test('further ambiguous shapes are refused too', async (t) => {
-  for (const m of AMBIGUOUS_MAILS) t.match(strict(Buffer.from(hostileMessage(m), 'latin1')), { ok: false, code: 'ERR_MAIL_AMBIGUOUS', message: m.says }, m.name);
+  for (const m of AMBIGUOUS_MAILS)
+    t.match(
+      strict(Buffer.from(hostileMessage(m), 'latin1')),
+      { ok: false, code: 'ERR_MAIL_AMBIGUOUS', message: m.says },
+      m.name,
+    );
 });
 
 /**
@@ -144,14 +198,33 @@ t.test("the proxy's head-only reading agrees with the host's whole reading", asy
     if (head) headsRead++;
     const h = read(() => (head ? summarise(head, { headOnly: true }) : summarise(rawMessage(body))));
     const w = read(() => summarise(rawMessage(body)));
-    if (w.ok && (!h.ok || h.v !== w.v)) failures.push(`whole accepts, head ${h.ok ? h.v : h.code}: ${JSON.stringify(raw.toString('latin1').slice(0, 200))}`);
-    if (!h.ok && (w.ok || w.code !== h.code)) failures.push(`head refuses ${h.code}, whole ${w.ok ? 'accepts' : w.code}`);
+    if (w.ok && (!h.ok || h.v !== w.v))
+      failures.push(
+        `whole accepts, head ${h.ok ? h.v : h.code}: ${JSON.stringify(raw.toString('latin1').slice(0, 200))}`,
+      );
+    if (!h.ok && (w.ok || w.code !== h.code))
+      failures.push(`head refuses ${h.code}, whole ${w.ok ? 'accepts' : w.code}`);
   }
   t.same(failures.slice(0, 10), [], 'the same reading wherever it matters');
   t.ok(headsRead >= 300, `the head was read without the rest of the message (${headsRead} of ${raws.length})`);
-  const big = Buffer.from(JSON.stringify({ raw: Buffer.concat([Buffer.from('To: a@corp.example\r\nSubject: s\r\n\r\n'), Buffer.alloc(4 << 20, 0x41)]).toString('base64url') }));
-  t.equal(rawHead(big)?.toString(), 'To: a@corp.example\r\nSubject: s\r\n\r\n', 'a 4 MiB message: only its header block is decoded');
-  t.equal(rawHead(Buffer.from('{"raw":"x","threadId":"t"}')), null, 'another body shape: no head reading (the whole message is read)');
+  const big = Buffer.from(
+    JSON.stringify({
+      raw: Buffer.concat([
+        Buffer.from('To: a@corp.example\r\nSubject: s\r\n\r\n'),
+        Buffer.alloc(4 << 20, 0x41),
+      ]).toString('base64url'),
+    }),
+  );
+  t.equal(
+    rawHead(big)?.toString(),
+    'To: a@corp.example\r\nSubject: s\r\n\r\n',
+    'a 4 MiB message: only its header block is decoded',
+  );
+  t.equal(
+    rawHead(Buffer.from('{"raw":"x","threadId":"t"}')),
+    null,
+    'another body shape: no head reading (the whole message is read)',
+  );
 });
 
 /**
@@ -165,11 +238,32 @@ t.test('punycode and source routing: one domain for the policy and the wire', as
   const raw = Buffer.from('From: me@corp.example\r\nTo: x@XN--evil-9ya.example.test\r\nSubject: s\r\n\r\nb\r\n');
   const s = summarise(raw);
   t.same(s.recipients, ['x@xn--evil-9ya.example.test'], 'the strict reading keeps the A-label form');
-  const [read] = await readAll([Buffer.from('From: me@corp.example\r\nTo: x@xn--evil-9ya.example.test\r\nSubject: s\r\n\r\nb\r\n')]);
-  t.same(read.mailparser, ['x@xn--evil-9ya.example.test'], "mailparser's decoded domain is the same domain in ASCII form");
-  const policy = { other: 'allow' as const, allow_domains: ['example.test'], block_domains: ['xn--evil-9ya.example.test'], max_recipients: 50, max_per_hour: 60, approval_timeout_s: 90 };
-  t.match(judge(policy, s), { verdict: 'block', reason: /xn--evil-9ya\.example\.test is blocked/ }, 'a rule in A-label form blocks it');
+  const [read] = await readAll([
+    Buffer.from('From: me@corp.example\r\nTo: x@xn--evil-9ya.example.test\r\nSubject: s\r\n\r\nb\r\n'),
+  ]);
+  t.same(
+    read.mailparser,
+    ['x@xn--evil-9ya.example.test'],
+    "mailparser's decoded domain is the same domain in ASCII form",
+  );
+  const policy = {
+    other: 'allow' as const,
+    allow_domains: ['example.test'],
+    block_domains: ['xn--evil-9ya.example.test'],
+    max_recipients: 50,
+    max_per_hour: 60,
+    approval_timeout_s: 90,
+  };
+  t.match(
+    judge(policy, s),
+    { verdict: 'block', reason: /xn--evil-9ya\.example\.test is blocked/ },
+    'a rule in A-label form blocks it',
+  );
   for (const to of ['evil%outside.example@example.test', 'outside!evil@example.test']) {
-    t.match(strict(Buffer.from(`From: me@corp.example\r\nTo: ${to}\r\nSubject: s\r\n\r\nb\r\n`)), { ok: false, code: 'ERR_MAIL_AMBIGUOUS', message: /source routing/ }, `${to}: refused inside an allowed domain`);
+    t.match(
+      strict(Buffer.from(`From: me@corp.example\r\nTo: ${to}\r\nSubject: s\r\n\r\nb\r\n`)),
+      { ok: false, code: 'ERR_MAIL_AMBIGUOUS', message: /source routing/ },
+      `${to}: refused inside an allowed domain`,
+    );
   }
 });

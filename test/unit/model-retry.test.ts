@@ -1,6 +1,14 @@
 /** The retry policy around the model SDKs (agent/models/sdk.ts), without I/O. */
 import t from 'tap';
-import { DEFAULT_BOUNDS, retryAfterMs, retryWait, toModelError, Watchdog, withRetries, type ModelStatus } from '../../agent/models/sdk.js';
+import {
+  DEFAULT_BOUNDS,
+  retryAfterMs,
+  retryWait,
+  toModelError,
+  Watchdog,
+  withRetries,
+  type ModelStatus,
+} from '../../agent/models/sdk.js';
 import { ModelError } from '../../agent/types.js';
 
 function httpError(status: number, headers: Record<string, string> = {}): ModelError {
@@ -16,7 +24,11 @@ t.test('Retry-After in seconds, as an HTTP date, and retry-after-ms', async (t) 
   t.equal(retryAfterMs(new Headers({ 'retry-after-ms': '250', 'retry-after': '9' })), 250, 'retry-after-ms wins');
   const at = retryAfterMs(new Headers({ 'retry-after': new Date(Date.now() + 3000).toUTCString() }))!;
   t.ok(at > 1000 && at <= 3000, `an HTTP date (${at} ms)`);
-  t.equal(retryAfterMs(new Headers({ 'retry-after': new Date(Date.now() - 3000).toUTCString() })), 0, 'a past date: at once');
+  t.equal(
+    retryAfterMs(new Headers({ 'retry-after': new Date(Date.now() - 3000).toUTCString() })),
+    0,
+    'a past date: at once',
+  );
   t.equal(retryAfterMs(new Headers({ 'retry-after': 'soon' })), undefined);
   t.equal(retryAfterMs(new Headers()), undefined);
   t.equal(retryAfterMs(undefined), undefined);
@@ -37,49 +49,63 @@ t.test('which failures are retried, and how long the wait is', async (t) => {
 
 const B = { firstByteMs: 5_000, stallMs: 5_000, retries: 3, retryAfterMaxMs: 30_000 };
 
-t.test("the watchdog's signal: aborted when a call stops early or fails, not after a response read to its end", async (t) => {
-  const errors = { APIError: class extends Error {}, APIUserAbortError: class extends Error {}, APIConnectionError: class extends Error {} };
-  const cancel = new AbortController().signal;
-  let ended: AbortSignal | undefined;
-  t.equal(await withRetries(errors, cancel, B, async (dog) => ((ended = dog.signal), dog.ended(), 'ok')), 'ok');
-  t.equal(ended!.aborted, false, 'read to its end: nothing to abort');
-  let early: AbortSignal | undefined;
-  await withRetries(errors, cancel, B, async (dog) => ((early = dog.signal), 'stopped early'));
-  t.equal(early!.aborted, true, 'returned without reading to the end: what still runs is aborted');
-  let failed: AbortSignal | undefined;
-  await t.rejects(
-    withRetries(errors, cancel, B, async (dog) => {
-      failed = dog.signal;
-      throw new Error('boom');
-    }),
-  );
-  t.equal(failed!.aborted, true, 'a failed call is aborted');
-});
+t.test(
+  "the watchdog's signal: aborted when a call stops early or fails, not after a response read to its end",
+  async (t) => {
+    const errors = {
+      APIError: class extends Error {},
+      APIUserAbortError: class extends Error {},
+      APIConnectionError: class extends Error {},
+    };
+    const cancel = new AbortController().signal;
+    let ended: AbortSignal | undefined;
+    t.equal(await withRetries(errors, cancel, B, async (dog) => ((ended = dog.signal), dog.ended(), 'ok')), 'ok');
+    t.equal(ended!.aborted, false, 'read to its end: nothing to abort');
+    let early: AbortSignal | undefined;
+    await withRetries(errors, cancel, B, async (dog) => ((early = dog.signal), 'stopped early'));
+    t.equal(early!.aborted, true, 'returned without reading to the end: what still runs is aborted');
+    let failed: AbortSignal | undefined;
+    await t.rejects(
+      withRetries(errors, cancel, B, async (dog) => {
+        failed = dog.signal;
+        throw new Error('boom');
+      }),
+    );
+    t.equal(failed!.aborted, true, 'a failed call is aborted');
+  },
+);
 
-const errors = { APIError: class extends Error {}, APIUserAbortError: class extends Error {}, APIConnectionError: class extends Error {} };
+const errors = {
+  APIError: class extends Error {},
+  APIUserAbortError: class extends Error {},
+  APIConnectionError: class extends Error {},
+};
 const refused = () => Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
 
-t.test('a refused connection is retried `retries` times, each retry announced, then ends ERR_MODEL_UNREACHABLE', async (t) => {
-  const seen: ModelStatus[] = [];
-  let calls = 0;
-  const fast = { ...B, retries: 2 };
-  const err = await withRetries(
-    errors,
-    new AbortController().signal,
-    fast,
-    async () => {
-      calls++;
-      throw new TypeError('fetch failed', { cause: refused() });
-    },
-    (s) => seen.push(s),
-  ).catch((e: unknown) => e);
-  t.match(err, { code: 'ERR_MODEL_UNREACHABLE' });
-  t.equal(calls, 3, 'the first attempt and two retries');
-  t.same(seen, [
-    { text: 'The model is not answering, retrying (1 of 2)…', attempt: 1, of: 2 },
-    { text: 'The model is not answering, retrying (2 of 2)…', attempt: 2, of: 2 },
-  ]);
-});
+t.test(
+  'a refused connection is retried `retries` times, each retry announced, then ends ERR_MODEL_UNREACHABLE',
+  async (t) => {
+    const seen: ModelStatus[] = [];
+    let calls = 0;
+    const fast = { ...B, retries: 2 };
+    const err = await withRetries(
+      errors,
+      new AbortController().signal,
+      fast,
+      async () => {
+        calls++;
+        throw new TypeError('fetch failed', { cause: refused() });
+      },
+      (s) => seen.push(s),
+    ).catch((e: unknown) => e);
+    t.match(err, { code: 'ERR_MODEL_UNREACHABLE' });
+    t.equal(calls, 3, 'the first attempt and two retries');
+    t.same(seen, [
+      { text: 'The model is not answering, retrying (1 of 2)…', attempt: 1, of: 2 },
+      { text: 'The model is not answering, retrying (2 of 2)…', attempt: 2, of: 2 },
+    ]);
+  },
+);
 
 t.test('no retry once text of the call was shown; a retry before that is taken', async (t) => {
   let calls = 0;
@@ -116,7 +142,11 @@ t.test('an in-stream overloaded_error is retried and announced as busy; another 
   const over = toModelError(e2, new APIError('overloaded_error'), dog, B);
   t.match(over, { code: 'ERR_MODEL_STREAM', message: /overloaded_error/ });
   t.not(retryWait(over, 0), undefined, 'overloaded is retried');
-  t.equal(retryWait(toModelError(e2, new APIError('invalid_request_error'), dog, B), 0), undefined, 'invalid_request_error is not');
+  t.equal(
+    retryWait(toModelError(e2, new APIError('invalid_request_error'), dog, B), 0),
+    undefined,
+    'invalid_request_error is not',
+  );
   const seen: ModelStatus[] = [];
   let calls = 0;
   const r = await withRetries(
@@ -160,6 +190,9 @@ t.test('the watchdog: first-byte timeout until the first event, then the stall t
   stall.progress();
   await new Promise((r) => stall.signal.addEventListener('abort', r));
   t.equal(stall.timedOut, 'stall');
-  t.match(toModelError(errors, new Error('aborted'), stall, { firstByteMs: 5_000, stallMs: 30 }), { code: 'ERR_MODEL_TIMEOUT', message: /stopped answering/ });
+  t.match(toModelError(errors, new Error('aborted'), stall, { firstByteMs: 5_000, stallMs: 30 }), {
+    code: 'ERR_MODEL_TIMEOUT',
+    message: /stopped answering/,
+  });
   stall.close();
 });

@@ -13,7 +13,13 @@ import { ModelError } from '../../agent/types.js';
 type Delta = ChatCompletionChunk.Choice.Delta;
 
 function chunk(delta: Delta, finish: ChatCompletionChunk.Choice['finish_reason'] = null): ChatCompletionChunk {
-  return { id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] };
+  return {
+    id: 'chatcmpl-1',
+    object: 'chat.completion.chunk',
+    created: 1,
+    model: 'm',
+    choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+  };
 }
 
 /** A seeded generator, so a failure names a case that can be replayed. */
@@ -43,8 +49,15 @@ function randomStream(seed: number): ChatCompletionChunk[] {
   for (const piece of split(text, rand)) chunks.push(chunk({ content: piece }));
   const calls = Math.floor(rand() * 4);
   const queues = Array.from({ length: calls }, (_, i) => {
-    const args = JSON.stringify({ to: `user${i}@example.test`, n: Math.floor(rand() * 1000), note: 'ünïcödé "quoted"' });
-    return [{ index: i, id: `call_${seed}_${i}`, type: 'function' as const, function: { name: `tool_${i}`, arguments: '' } }, ...split(args, rand).map((a) => ({ index: i, function: { arguments: a } }))];
+    const args = JSON.stringify({
+      to: `user${i}@example.test`,
+      n: Math.floor(rand() * 1000),
+      note: 'ünïcödé "quoted"',
+    });
+    return [
+      { index: i, id: `call_${seed}_${i}`, type: 'function' as const, function: { name: `tool_${i}`, arguments: '' } },
+      ...split(args, rand).map((a) => ({ index: i, function: { arguments: a } })),
+    ];
   });
   while (queues.some((q) => q.length)) {
     const open = queues.filter((q) => q.length);
@@ -69,7 +82,9 @@ async function sdkAssembly(chunks: ChatCompletionChunk[]) {
   const msg = final.choices[0].message;
   return {
     text: msg.content ?? '',
-    toolCalls: (msg.tool_calls ?? []).map((c) => (c.type === 'function' ? { id: c.id, name: c.function.name, input: JSON.parse(c.function.arguments) } : null)),
+    toolCalls: (msg.tool_calls ?? []).map((c) =>
+      c.type === 'function' ? { id: c.id, name: c.function.name, input: JSON.parse(c.function.arguments) } : null,
+    ),
   };
 }
 
@@ -102,11 +117,37 @@ t.test('streams that break the rules are ERR_MODEL_STREAM', async (t) => {
   const cases: [string, ChatCompletionChunk[], RegExp][] = [
     ['no choice at all', [{ ...chunk({}), choices: [] }], /no choice/],
     ['no finish reason', [chunk({ content: 'cut off' })], /finish reason/],
-    ['a tool call without a name', [chunk({ tool_calls: [{ index: 0, id: 'c', function: { arguments: '{}' } }] }), chunk({}, 'tool_calls')], /without a name/],
-    ['arguments that are not JSON', [chunk({ tool_calls: [{ index: 0, id: 'c', function: { name: 'x', arguments: '{"a":' } }] }), chunk({}, 'tool_calls')], /malformed arguments for x/],
-    ['arguments that are not an object', [chunk({ tool_calls: [{ index: 0, id: 'c', function: { name: 'x', arguments: '[1]' } }] }), chunk({}, 'tool_calls')], /non-object/],
-    ['a negative index', [chunk({ tool_calls: [{ index: -1, id: 'c', function: { name: 'x', arguments: '{}' } }] })], /bad index/],
-    ['an index past the limit', [chunk({ tool_calls: [{ index: 1e9, id: 'c', function: { name: 'x', arguments: '{}' } }] })], /bad index/],
+    [
+      'a tool call without a name',
+      [chunk({ tool_calls: [{ index: 0, id: 'c', function: { arguments: '{}' } }] }), chunk({}, 'tool_calls')],
+      /without a name/,
+    ],
+    [
+      'arguments that are not JSON',
+      [
+        chunk({ tool_calls: [{ index: 0, id: 'c', function: { name: 'x', arguments: '{"a":' } }] }),
+        chunk({}, 'tool_calls'),
+      ],
+      /malformed arguments for x/,
+    ],
+    [
+      'arguments that are not an object',
+      [
+        chunk({ tool_calls: [{ index: 0, id: 'c', function: { name: 'x', arguments: '[1]' } }] }),
+        chunk({}, 'tool_calls'),
+      ],
+      /non-object/,
+    ],
+    [
+      'a negative index',
+      [chunk({ tool_calls: [{ index: -1, id: 'c', function: { name: 'x', arguments: '{}' } }] })],
+      /bad index/,
+    ],
+    [
+      'an index past the limit',
+      [chunk({ tool_calls: [{ index: 1e9, id: 'c', function: { name: 'x', arguments: '{}' } }] })],
+      /bad index/,
+    ],
   ];
   for (const [what, chunks, message] of cases) {
     try {
@@ -120,6 +161,9 @@ t.test('streams that break the rules are ERR_MODEL_STREAM', async (t) => {
 });
 
 t.test('a call without an id gets one by position; empty arguments are {}', async (t) => {
-  const chunks = [chunk({ tool_calls: [{ index: 0, function: { name: 'now', arguments: '' } }] }), chunk({}, 'tool_calls')];
+  const chunks = [
+    chunk({ tool_calls: [{ index: 0, function: { name: 'now', arguments: '' } }] }),
+    chunk({}, 'tool_calls'),
+  ];
   t.same(ours(chunks).toolCalls, [{ id: 'call_0', name: 'now', input: {} }]);
 });

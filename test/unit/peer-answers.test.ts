@@ -15,7 +15,10 @@ import { demuxLogs, sandboxDetailsOf } from '../../daemon/runtime/docker-driver.
 const SECRET_VALUE = 'value-never-in-a-message-4b1e';
 
 /** An HTTP server on 127.0.0.1 answering every request with `answer(req)`; resolves its base URL. */
-async function answering(t: { teardown(fn: () => void): void }, answer: (req: IncomingMessage) => { status: number; body: string }): Promise<string> {
+async function answering(
+  t: { teardown(fn: () => void): void },
+  answer: (req: IncomingMessage) => { status: number; body: string },
+): Promise<string> {
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     req.resume();
     req.on('end', () => {
@@ -29,10 +32,17 @@ async function answering(t: { teardown(fn: () => void): void }, answer: (req: In
 }
 
 t.test("another node's answer: result, coded error, anything else refused", async (t) => {
-  const config = loadConfig({ AIRLOCK_NODE_ID: 'node-a', AIRLOCK_NODE_SECRET: 'x'.repeat(40), AIRLOCK_FLEET_ALLOW_HTTP: 'true' });
+  const config = loadConfig({
+    AIRLOCK_NODE_ID: 'node-a',
+    AIRLOCK_NODE_SECRET: 'x'.repeat(40),
+    AIRLOCK_FLEET_ALLOW_HTTP: 'true',
+  });
   const answers: Record<string, { status: number; body: string }> = {
     '/ok': { status: 200, body: JSON.stringify({ result: { state: 'live' } }) },
-    '/coded': { status: 404, body: JSON.stringify({ error: { code: 'ERR_SESSION_NOT_FOUND', message: 'no such session' } }) },
+    '/coded': {
+      status: 404,
+      body: JSON.stringify({ error: { code: 'ERR_SESSION_NOT_FOUND', message: 'no such session' } }),
+    },
     '/uncoded': { status: 500, body: JSON.stringify({ error: { code: 7, message: SECRET_VALUE } }) },
     '/list': { status: 200, body: JSON.stringify([SECRET_VALUE]) },
     '/text': { status: 200, body: SECRET_VALUE },
@@ -40,7 +50,11 @@ t.test("another node's answer: result, coded error, anything else refused", asyn
   const base = await answering(t, (req) => answers[req.url ?? ''] ?? { status: 500, body: '' });
   const url = { id: 'node-b', url: base };
   t.same(await nodeRequest(config, url, 'POST', '/ok', {}), { state: 'live' });
-  await t.rejects(nodeRequest(config, url, 'POST', '/coded', {}), { code: 'ERR_SESSION_NOT_FOUND', status: 404 }, "a coded error keeps its code; the status is the catalogue's");
+  await t.rejects(
+    nodeRequest(config, url, 'POST', '/coded', {}),
+    { code: 'ERR_SESSION_NOT_FOUND', status: 404 },
+    "a coded error keeps its code; the status is the catalogue's",
+  );
   await t.rejects(nodeRequest(config, url, 'POST', '/uncoded', {}), { code: 'ERR_NODE_UNREACHABLE', status: 503 });
   for (const path of ['/list', '/text']) {
     const err = await nodeRequest(config, url, 'POST', path, {}).then(
@@ -48,30 +62,75 @@ t.test("another node's answer: result, coded error, anything else refused", asyn
       (e: unknown) => e,
     );
     t.match(err, { code: 'ERR_NODE_BAD_ANSWER', status: 502 }, `${path}: a success that is not {result} is refused`);
-    t.notMatch(String((err as Error | undefined)?.message), SECRET_VALUE, `${path}: the message does not carry the body`);
+    t.notMatch(
+      String((err as Error | undefined)?.message),
+      SECRET_VALUE,
+      `${path}: the message does not carry the body`,
+    );
   }
 });
 
 t.test("a token endpoint's answer: checked fields, a malformed grant refused with ERR_ACCOUNT_OAUTH", async (t) => {
   const answers: Record<string, { status: number; body: string }> = {
-    full: { status: 200, body: JSON.stringify({ access_token: 'at-1', expires_in: 1200, refresh_token: 'rt-1', scope: 's', token_type: 'Bearer' }) },
+    full: {
+      status: 200,
+      body: JSON.stringify({
+        access_token: 'at-1',
+        expires_in: 1200,
+        refresh_token: 'rt-1',
+        scope: 's',
+        token_type: 'Bearer',
+      }),
+    },
     minimal: { status: 200, body: JSON.stringify({ access_token: 'at-2' }) },
-    'string-expiry': { status: 200, body: JSON.stringify({ access_token: 'at-3', expires_in: '900', token_type: 'Bearer' }) },
+    'string-expiry': {
+      status: 200,
+      body: JSON.stringify({ access_token: 'at-3', expires_in: '900', token_type: 'Bearer' }),
+    },
     'number-token': { status: 200, body: JSON.stringify({ access_token: 42, expires_in: 3600, token_type: 'Bearer' }) },
-    'bad-expiry': { status: 200, body: JSON.stringify({ access_token: 'at-4', expires_in: SECRET_VALUE, token_type: 'Bearer' }) },
+    'bad-expiry': {
+      status: 200,
+      body: JSON.stringify({ access_token: 'at-4', expires_in: SECRET_VALUE, token_type: 'Bearer' }),
+    },
     refused: { status: 400, body: JSON.stringify({ error: 'invalid_grant' }) },
     'odd-error': { status: 400, body: JSON.stringify({ error: SECRET_VALUE }) },
     down: { status: 503, body: 'not json' },
   };
   const url = await answering(t, (req) => answers[(req.url ?? '').slice(1)] ?? { status: 500, body: '' });
-  const grant = (name: string) => tokenRequest({ tokenUrl: `${url}/${name}`, clientId: 'client', clientSecret: new Secret('cs') }, { grant_type: 'refresh_token', refresh_token: 'rt' });
-  t.same(await grant('full'), { access_token: 'at-1', expires_in: 1200, refresh_token: 'rt-1', scope: 's', token_type: 'Bearer' });
-  t.same(await grant('minimal'), { access_token: 'at-2', expires_in: 3600, token_type: 'Bearer' }, 'defaults: an hour, Bearer');
+  const grant = (name: string) =>
+    tokenRequest(
+      { tokenUrl: `${url}/${name}`, clientId: 'client', clientSecret: new Secret('cs') },
+      { grant_type: 'refresh_token', refresh_token: 'rt' },
+    );
+  t.same(await grant('full'), {
+    access_token: 'at-1',
+    expires_in: 1200,
+    refresh_token: 'rt-1',
+    scope: 's',
+    token_type: 'Bearer',
+  });
+  t.same(
+    await grant('minimal'),
+    { access_token: 'at-2', expires_in: 3600, token_type: 'Bearer' },
+    'defaults: an hour, Bearer',
+  );
   t.equal((await grant('string-expiry')).expires_in, 900, 'a numeric string expiry is read as a number');
-  await t.rejects(grant('number-token'), { code: 'ERR_ACCOUNT_OAUTH', status: 502, details: { oauth_error: 'http_200' } });
+  await t.rejects(grant('number-token'), {
+    code: 'ERR_ACCOUNT_OAUTH',
+    status: 502,
+    details: { oauth_error: 'http_200' },
+  });
   await t.rejects(grant('bad-expiry'), { code: 'ERR_ACCOUNT_OAUTH', details: { oauth_error: 'http_200' } });
-  await t.rejects(grant('refused'), { code: 'ERR_ACCOUNT_OAUTH', retryable: false, details: { oauth_error: 'invalid_grant' } });
-  await t.rejects(grant('odd-error'), { code: 'ERR_ACCOUNT_OAUTH', details: { oauth_error: 'http_400' } }, 'an error name that is not plain is not echoed');
+  await t.rejects(grant('refused'), {
+    code: 'ERR_ACCOUNT_OAUTH',
+    retryable: false,
+    details: { oauth_error: 'invalid_grant' },
+  });
+  await t.rejects(
+    grant('odd-error'),
+    { code: 'ERR_ACCOUNT_OAUTH', details: { oauth_error: 'http_400' } },
+    'an error name that is not plain is not echoed',
+  );
   await t.rejects(grant('down'), { code: 'ERR_ACCOUNT_OAUTH', retryable: true, details: { oauth_error: 'http_503' } });
 
   const revokes: Record<string, { status: number; body: string }> = {
@@ -91,7 +150,17 @@ function inspectAnswer(): Record<string, any> {
     Name: '/airlock-session-s1-3',
     Config: { Image: 'airlock-sandbox:latest', Labels: { 'airlock.session': 's1' } },
     State: { Status: 'running', StartedAt: '2026-01-01T00:00:00Z' },
-    HostConfig: { NetworkMode: 'none', ReadonlyRootfs: true, CapDrop: ['ALL'], CapAdd: ['SETUID', 'SETGID'], SecurityOpt: ['no-new-privileges'], PidsLimit: 256, Memory: 1024, NanoCpus: 1e9, Runtime: 'runc' },
+    HostConfig: {
+      NetworkMode: 'none',
+      ReadonlyRootfs: true,
+      CapDrop: ['ALL'],
+      CapAdd: ['SETUID', 'SETGID'],
+      SecurityOpt: ['no-new-privileges'],
+      PidsLimit: 256,
+      Memory: 1024,
+      NanoCpus: 1e9,
+      Runtime: 'runc',
+    },
   };
 }
 
@@ -102,7 +171,17 @@ t.test("the engine's container inspect answer is checked", async (t) => {
     status: 'running',
     startedAt: '2026-01-01T00:00:00Z',
     labels: { 'airlock.session': 's1' },
-    hostConfig: { networkMode: 'none', readonlyRootfs: true, capDrop: ['ALL'], capAdd: ['SETUID', 'SETGID'], securityOpt: ['no-new-privileges'], pidsLimit: 256, memory: 1024, nanoCpus: 1e9, runtime: 'runc' },
+    hostConfig: {
+      networkMode: 'none',
+      readonlyRootfs: true,
+      capDrop: ['ALL'],
+      capAdd: ['SETUID', 'SETGID'],
+      securityOpt: ['no-new-privileges'],
+      pidsLimit: 256,
+      memory: 1024,
+      nanoCpus: 1e9,
+      runtime: 'runc',
+    },
   });
   const noLabels = inspectAnswer();
   noLabels.Config.Labels = null;
@@ -135,9 +214,16 @@ t.test("the engine's log answer: frames split by stream; anything but bytes refu
     return Buffer.concat([head, body]);
   };
   const out = { stdout: [] as string[], stderr: [] as string[] };
-  const sink = { stdout: (c: Buffer) => out.stdout.push(c.toString()), stderr: (c: Buffer) => out.stderr.push(c.toString()) };
+  const sink = {
+    stdout: (c: Buffer) => out.stdout.push(c.toString()),
+    stderr: (c: Buffer) => out.stderr.push(c.toString()),
+  };
   demuxLogs(Buffer.concat([frame(1, 'ready\n'), frame(2, 'warn\n'), frame(1, 'bye\n')]), sink);
   t.same(out, { stdout: ['ready\n', 'bye\n'], stderr: ['warn\n'] });
   t.throws(() => demuxLogs('ready\n', sink), { code: 'ERR_RUNTIME_BAD_ANSWER', status: 502 });
-  t.throws(() => demuxLogs({ pipe() {} }, sink), { code: 'ERR_RUNTIME_BAD_ANSWER' }, 'a stream (follow mode) is not what this reads');
+  t.throws(
+    () => demuxLogs({ pipe() {} }, sink),
+    { code: 'ERR_RUNTIME_BAD_ANSWER' },
+    'a stream (follow mode) is not what this reads',
+  );
 });

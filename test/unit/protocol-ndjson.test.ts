@@ -20,7 +20,10 @@ import {
 } from '../../core/index.js';
 
 /** Feed `chunks` through readMessages(schema) and collect what comes out. */
-function feed<T>(schema: Parameters<typeof readMessages<T>>[1]['schema'], chunks: string[]): { msgs: T[]; errs: AppError[] } {
+function feed<T>(
+  schema: Parameters<typeof readMessages<T>>[1]['schema'],
+  chunks: string[],
+): { msgs: T[]; errs: AppError[] } {
   const s = new PassThrough();
   const msgs: T[] = [];
   const errs: AppError[] = [];
@@ -30,7 +33,10 @@ function feed<T>(schema: Parameters<typeof readMessages<T>>[1]['schema'], chunks
 }
 
 t.test('lines are split across chunks, blank lines skipped, good ones typed', async (t) => {
-  const r = feed(ChildInboundSchema, ['{"type":"prompt","turn_id":"a",', '"prompt":"hi"}\n\n  \n{"type":"cancel","turn_id":"a"}\n']);
+  const r = feed(ChildInboundSchema, [
+    '{"type":"prompt","turn_id":"a",',
+    '"prompt":"hi"}\n\n  \n{"type":"cancel","turn_id":"a"}\n',
+  ]);
   t.same(r.msgs, [
     { type: 'prompt', turn_id: 'a', prompt: 'hi' },
     { type: 'cancel', turn_id: 'a' },
@@ -39,11 +45,23 @@ t.test('lines are split across chunks, blank lines skipped, good ones typed', as
 });
 
 t.test('not JSON, wrong shape, unknown type and an overlong line are refused with codes', async (t) => {
-  const r = feed(ChildInboundSchema, ['not json\n', '{"type":"prompt","turn_id":"a"}\n', '{"type":"delete-everything","turn_id":"a"}\n', '[1,2]\n', 'null\n']);
+  const r = feed(ChildInboundSchema, [
+    'not json\n',
+    '{"type":"prompt","turn_id":"a"}\n',
+    '{"type":"delete-everything","turn_id":"a"}\n',
+    '[1,2]\n',
+    'null\n',
+  ]);
   t.same(r.msgs, []);
   t.same(
     r.errs.map((e) => e.code),
-    ['ERR_PROTOCOL_BAD_JSON', 'ERR_PROTOCOL_BAD_MESSAGE', 'ERR_PROTOCOL_BAD_MESSAGE', 'ERR_PROTOCOL_BAD_MESSAGE', 'ERR_PROTOCOL_BAD_MESSAGE'],
+    [
+      'ERR_PROTOCOL_BAD_JSON',
+      'ERR_PROTOCOL_BAD_MESSAGE',
+      'ERR_PROTOCOL_BAD_MESSAGE',
+      'ERR_PROTOCOL_BAD_MESSAGE',
+      'ERR_PROTOCOL_BAD_MESSAGE',
+    ],
   );
   t.ok(r.errs.every((e) => e instanceof AppError && e.code.startsWith('ERR_PROTOCOL_') && e.status === 400));
   const long = feed(ChildInboundSchema, ['x'.repeat(MAX_LINE_BYTES + 1)]);
@@ -56,7 +74,12 @@ t.test('not JSON, wrong shape, unknown type and an overlong line are refused wit
 t.test('a rejection names fields, never the payload', async (t) => {
   const secret = 'ya29.secret-token-value';
   const r = feed(ControlRequestSchema, [
-    JSON.stringify({ id: 'r1', type: 'start', spec: { session_id: 's', user_id: 1, placeholders: { MAIL_API_KEY: 42, OTHER: secret }, agent_env: {} }, extra: secret }).replace('42', '{"v":"' + secret + '"}') + '\n',
+    JSON.stringify({
+      id: 'r1',
+      type: 'start',
+      spec: { session_id: 's', user_id: 1, placeholders: { MAIL_API_KEY: 42, OTHER: secret }, agent_env: {} },
+      extra: secret,
+    }).replace('42', '{"v":"' + secret + '"}') + '\n',
   ]);
   t.equal(r.errs.length, 1);
   const e = r.errs[0];
@@ -88,15 +111,61 @@ t.test('stop() ignores the rest of the stream (the shell hand-over)', async (t) 
 t.test('schemas accept the wire format and refuse its near misses', async (t) => {
   t.ok(checkMessage(ChildOutboundSchema, { type: 'ready' }).ok);
   t.ok(checkMessage(ChildOutboundSchema, { type: 'turn_end', turn_id: 't', stop_reason: 'end_turn' }).ok);
-  t.notOk(checkMessage(ChildOutboundSchema, { type: 'turn_end', turn_id: 't', stop_reason: 'finished' }).ok, 'unknown stop reason');
-  t.ok(checkMessage(AgentEventSchema, { type: 'tool_end', call_id: 'c', tool: 'x', ok: true, output: { a: 1 }, duration_ms: 3 }).ok);
-  t.notOk(checkMessage(AgentEventSchema, { type: 'tool_start', call_id: 'c', tool: 'x', input: 'str' }).ok, 'input must be an object');
-  t.ok(checkMessage(ControlMessageSchema, { type: 'reply', id: '1', ok: false, error: { code: 'ERR_SESSION_BUSY', message: 'm' } }).ok);
-  t.notOk(checkMessage(ControlMessageSchema, { type: 'reply', id: '1', ok: false }).ok, 'a failed reply needs its error');
-  t.ok(checkMessage(ControlMessageSchema, { type: 'proxy_decision', route: null, outcome: 'refused', status: 403, code: 'ERR_PROXY_ROUTE_DENIED' }).ok);
-  t.ok(checkMessage(ControlRequestSchema, { id: '1', type: 'start', spec: { session_id: 's', user_id: 1, tokens: {}, placeholders: {}, agent_env: {} } }).ok);
+  t.notOk(
+    checkMessage(ChildOutboundSchema, { type: 'turn_end', turn_id: 't', stop_reason: 'finished' }).ok,
+    'unknown stop reason',
+  );
+  t.ok(
+    checkMessage(AgentEventSchema, {
+      type: 'tool_end',
+      call_id: 'c',
+      tool: 'x',
+      ok: true,
+      output: { a: 1 },
+      duration_ms: 3,
+    }).ok,
+  );
+  t.notOk(
+    checkMessage(AgentEventSchema, { type: 'tool_start', call_id: 'c', tool: 'x', input: 'str' }).ok,
+    'input must be an object',
+  );
+  t.ok(
+    checkMessage(ControlMessageSchema, {
+      type: 'reply',
+      id: '1',
+      ok: false,
+      error: { code: 'ERR_SESSION_BUSY', message: 'm' },
+    }).ok,
+  );
+  t.notOk(
+    checkMessage(ControlMessageSchema, { type: 'reply', id: '1', ok: false }).ok,
+    'a failed reply needs its error',
+  );
+  t.ok(
+    checkMessage(ControlMessageSchema, {
+      type: 'proxy_decision',
+      route: null,
+      outcome: 'refused',
+      status: 403,
+      code: 'ERR_PROXY_ROUTE_DENIED',
+    }).ok,
+  );
+  t.ok(
+    checkMessage(ControlRequestSchema, {
+      id: '1',
+      type: 'start',
+      spec: { session_id: 's', user_id: 1, tokens: {}, placeholders: {}, agent_env: {} },
+    }).ok,
+  );
   t.notOk(checkMessage(ControlRequestSchema, { id: '1', type: 'start' }).ok, 'start needs a spec');
-  t.notOk(checkMessage(SessionProfileSchema, { version: 2, session_id: 's', proxy: { host: '127.0.0.1', port: 1 }, routes: [] }).ok);
+  t.notOk(
+    checkMessage(SessionProfileSchema, {
+      version: 2,
+      session_id: 's',
+      proxy: { host: '127.0.0.1', port: 1 },
+      routes: [],
+    }).ok,
+  );
   const mcp = checkMessage(McpToolResultSchema, { content: [{ type: 'image', data: 'AAA', mimeType: 'image/png' }] });
   t.ok(mcp.ok && mcp.msg.content[0].data === 'AAA', 'content items keep their fields');
   t.notOk(checkMessage(McpToolResultSchema, { content: 'text' }).ok);

@@ -50,7 +50,22 @@ t.test('parseTarget refusals carry the right code', async (t) => {
       'ERR_PROXY_ROUTE_DENIED',
       d.slice(0, 40),
     );
-  const bad = ['/%aa', '/%c3', '/a b', '/a\\b', '/a;b', '/a#b', '/a%zz', '/a%2', '/é', '/a?b c', '/a"b', '/a<b>', '/a?x=%zz', '/a?x=%2'];
+  const bad = [
+    '/%aa',
+    '/%c3',
+    '/a b',
+    '/a\\b',
+    '/a;b',
+    '/a#b',
+    '/a%zz',
+    '/a%2',
+    '/é',
+    '/a?b c',
+    '/a"b',
+    '/a<b>',
+    '/a?x=%zz',
+    '/a?x=%2',
+  ];
   for (const d of bad)
     t.equal(
       code(() => parseTarget(d)),
@@ -79,7 +94,10 @@ t.test('an encoded slash or backslash fills only an opaque parameter', async (t)
   t.notOk(matchTemplate(tpl, '/sheets/v4/spreadsheets/a%2Fb/values/A1', ['range']), 'not in another parameter');
   t.notOk(matchTemplate('/host/api/agent/memories/{id}', '/host/api/agent/memories/1%2F2'), 'nor in a plain {id}');
   t.notOk(matchTemplate(tpl, '/sheets/v4%2Fspreadsheets/abc/values/A1', ['range']), 'nor in a literal');
-  t.notOk(matchTemplate('/search/drive/v3/files', '/search/drive%2Fv3/files', ['range']), 'an encoded slash never joins two literals');
+  t.notOk(
+    matchTemplate('/search/drive/v3/files', '/search/drive%2Fv3/files', ['range']),
+    'an encoded slash never joins two literals',
+  );
   t.equal(
     code(() => parseTarget(range('../../../search/drive/v3/files'))),
     'ERR_PROXY_ROUTE_DENIED',
@@ -114,7 +132,9 @@ t.test('property: an accepted path never decodes to a traversal', async (t) => {
     }),
     { numRuns: 3000 },
   );
-  t.pass('no accepted path decodes to a dot or dot-dot part, an inner empty segment, or anything but itself without %2F/%5C');
+  t.pass(
+    'no accepted path decodes to a dot or dot-dot part, an inner empty segment, or anything but itself without %2F/%5C',
+  );
 });
 
 t.test('property: a matched path holds encoded separators only in the opaque segment', async (t) => {
@@ -159,21 +179,25 @@ t.test('matchTemplate: one non-empty segment per parameter, literals exact', asy
 t.test('Scrubber finds the token across any chunking', async (t) => {
   const token = 'ya29.secret-token-ABCDEF0123456789';
   fc.assert(
-    fc.property(fc.array(fc.oneof(fc.constant(token), fc.string({ maxLength: 20 })), { maxLength: 8 }), fc.array(fc.integer({ min: 1, max: 50 }), { minLength: 1, maxLength: 10 }), (pieces, cuts) => {
-      const text = Buffer.from(pieces.join(''));
-      const s = new Scrubber(token);
-      const out: Buffer[] = [];
-      let i = 0;
-      let k = 0;
-      while (i < text.length) {
-        const n = cuts[k++ % cuts.length];
-        out.push(s.push(text.subarray(i, i + n)));
-        i += n;
-      }
-      out.push(s.end());
-      const result = Buffer.concat(out).toString();
-      return !result.includes(token) && result === text.toString().split(token).join(SCRUBBED);
-    }),
+    fc.property(
+      fc.array(fc.oneof(fc.constant(token), fc.string({ maxLength: 20 })), { maxLength: 8 }),
+      fc.array(fc.integer({ min: 1, max: 50 }), { minLength: 1, maxLength: 10 }),
+      (pieces, cuts) => {
+        const text = Buffer.from(pieces.join(''));
+        const s = new Scrubber(token);
+        const out: Buffer[] = [];
+        let i = 0;
+        let k = 0;
+        while (i < text.length) {
+          const n = cuts[k++ % cuts.length];
+          out.push(s.push(text.subarray(i, i + n)));
+          i += n;
+        }
+        out.push(s.end());
+        const result = Buffer.concat(out).toString();
+        return !result.includes(token) && result === text.toString().split(token).join(SCRUBBED);
+      },
+    ),
     { numRuns: 2000 },
   );
   t.equal(scrubString(`Bearer ${token}`, token), `Bearer ${SCRUBBED}`);

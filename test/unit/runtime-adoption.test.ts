@@ -2,7 +2,13 @@ import t from 'tap';
 import { decideAdoption, type AdoptionFacts } from '../../daemon/runtime/adoption.js';
 import { parseClaim, type Claim } from '../../daemon/runtime/slots.js';
 
-const claim: Claim = { session_id: 's-1', user_id: 7, claimed_at: 1, egress_allow: ['a:443'], token_envs: ['MAIL_ACCESS_TOKEN'] };
+const claim: Claim = {
+  session_id: 's-1',
+  user_id: 7,
+  claimed_at: 1,
+  egress_allow: ['a:443'],
+  token_envs: ['MAIL_ACCESS_TOKEN'],
+};
 const base: AdoptionFacts = {
   running: true,
   hasSlotFolder: true,
@@ -21,13 +27,29 @@ t.test('adoption decision table', async (t) => {
     ['a container without its slot folder is dropped', { hasSlotFolder: false }, 'drop'],
     ['an unreachable supervisor is dropped', { ping: null }, 'drop'],
     ['a started supervisor without claim.json is dropped', { claim: undefined }, 'drop'],
-    ['a supervisor serving another session than its claim is dropped', { ping: { state: 'started', session_id: 's-other' } }, 'drop'],
+    [
+      'a supervisor serving another session than its claim is dropped',
+      { ping: { state: 'started', session_id: 's-other' } },
+      'drop',
+    ],
     ['a second container of an adopted session is dropped', { sessionTaken: true }, 'drop'],
     ['a session of a user no longer active is dropped', { userMayAdopt: false }, 'drop'],
-    ['a waiting pool container rejoins the pool', { poolLabel: true, claim: undefined, ping: { state: 'hello' } }, 'pool'],
-    ['a waiting pool container is dropped when the pool is disabled', { poolLabel: true, claim: undefined, ping: { state: 'hello' }, poolEnabled: false }, 'drop'],
+    [
+      'a waiting pool container rejoins the pool',
+      { poolLabel: true, claim: undefined, ping: { state: 'hello' } },
+      'pool',
+    ],
+    [
+      'a waiting pool container is dropped when the pool is disabled',
+      { poolLabel: true, claim: undefined, ping: { state: 'hello' }, poolEnabled: false },
+      'drop',
+    ],
     ['a hello container without the pool label is dropped', { claim: undefined, ping: { state: 'hello' } }, 'drop'],
-    ['a hello container with a claim (start never reached) is dropped', { poolLabel: true, ping: { state: 'hello' } }, 'drop'],
+    [
+      'a hello container with a claim (start never reached) is dropped',
+      { poolLabel: true, ping: { state: 'hello' } },
+      'drop',
+    ],
     ['a claimed pool container that started is adopted', { poolLabel: true }, 'adopt'],
   ];
   for (const [what, facts, action] of rows) {
@@ -47,7 +69,9 @@ t.test('claim.json is checked field by field', async (t) => {
   t.equal(parseClaim(JSON.stringify({ ...claim, user_id: '7' })), undefined, 'user id must be a number');
   t.equal(parseClaim(JSON.stringify({ ...claim, user_id: 0 })), undefined, 'user id must be positive');
   t.equal(parseClaim(JSON.stringify({ ...claim, session_id: '' })), undefined, 'session id must be set');
-  const odd = parseClaim(JSON.stringify({ ...claim, token_envs: ['MAIL_ACCESS_TOKEN', 'bad name', 3], egress_allow: 'x' }));
+  const odd = parseClaim(
+    JSON.stringify({ ...claim, token_envs: ['MAIL_ACCESS_TOKEN', 'bad name', 3], egress_allow: 'x' }),
+  );
   t.same(odd?.token_envs, ['MAIL_ACCESS_TOKEN'], 'only env names are kept');
   t.same(odd?.egress_allow, [], 'a malformed allow list allows nothing');
 });

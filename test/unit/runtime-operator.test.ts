@@ -7,7 +7,11 @@ t.test('operator requests are checked before anything runs', async (t) => {
   t.same(parseOperatorRequest({ cmd: 'inspect' }), { cmd: 'inspect', id: '' }, 'a missing id finds nothing later');
   t.same(parseOperatorRequest({ cmd: 'kill-user', userId: 4 }), { cmd: 'kill-user', userId: 4 });
   t.same(parseOperatorRequest({ cmd: 'policy-changed', userIds: [1, 2] }), { cmd: 'policy-changed', userIds: [1, 2] });
-  t.same(parseOperatorRequest({ cmd: 'logs', id: 'abc' }), { cmd: 'logs', id: 'abc', tail: 200 }, 'logs: the last 200 lines unless told');
+  t.same(
+    parseOperatorRequest({ cmd: 'logs', id: 'abc' }),
+    { cmd: 'logs', id: 'abc', tail: 200 },
+    'logs: the last 200 lines unless told',
+  );
   t.same(parseOperatorRequest({ cmd: 'logs', id: 'abc', tail: 10_000 }), { cmd: 'logs', id: 'abc', tail: 10_000 });
   for (const bad of [
     null,
@@ -30,10 +34,32 @@ t.test('operator requests are checked before anything runs', async (t) => {
 
 t.test('each request reaches its operation', async (t) => {
   const calls: string[] = [];
-  const info = { slot: 's', containerId: 'c', containerName: 'n', sessionId: null, userId: null, state: 'pool' as const, createdAt: 0, claimedAt: null, lastUsedAt: 0, turns: 0, stale: false, adopted: false, fromPool: true, turn: null };
+  const info = {
+    slot: 's',
+    containerId: 'c',
+    containerName: 'n',
+    sessionId: null,
+    userId: null,
+    state: 'pool' as const,
+    createdAt: 0,
+    claimedAt: null,
+    lastUsedAt: 0,
+    turns: 0,
+    stale: false,
+    adopted: false,
+    fromPool: true,
+    turn: null,
+  };
   const target: OperatorTarget = {
     list: () => (calls.push('list'), [info]),
-    inspect: async (id) => (calls.push(`inspect ${id}`), { ...info, container: { name: 'n', image: 'i', status: 'running', startedAt: '', labels: {}, hostConfig: {} }, supervisor: null }),
+    inspect: async (id) => (
+      calls.push(`inspect ${id}`),
+      {
+        ...info,
+        container: { name: 'n', image: 'i', status: 'running', startedAt: '', labels: {}, hostConfig: {} },
+        supervisor: null,
+      }
+    ),
     kill: async (id) => (calls.push(`kill ${id}`), info),
     restart: async (id) => (calls.push(`restart ${id}`), info),
     restartStale: async () => (calls.push('restart-stale'), { restarted: [], skipped: [] }),
@@ -67,5 +93,15 @@ t.test('each request reaches its operation', async (t) => {
     'logs: every chunk, bytes kept',
   );
   await t.rejects(handleOperatorRequest(target, { cmd: 'nope' }, engine), { code: 'ERR_CLI_USAGE' });
-  t.same(calls, ['kill-user 9', 'list', 'inspect x', 'kill y', 'restart z', 'restart-stale', 'policy 3', 'container w', 'logs container-of-w 7']);
+  t.same(calls, [
+    'kill-user 9',
+    'list',
+    'inspect x',
+    'kill y',
+    'restart z',
+    'restart-stale',
+    'policy 3',
+    'container w',
+    'logs container-of-w 7',
+  ]);
 });

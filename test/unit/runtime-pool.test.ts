@@ -8,7 +8,20 @@ import { StartGate } from '../../daemon/runtime/start-gate.js';
 function member(n: number, closed = false): Sandbox {
   // A member as the pool sees it: only its connection state matters to the pool.
   const client = { closed } as SandboxClient;
-  return { slot: `s${n}`, dir: `/x/s${n}`, runDir: `/x/s${n}/run`, containerId: `c${n}`, containerName: `airlock-pool-s${n}`, state: 'pool', createdAt: n, lastUsedAt: n, turns: 0, adopted: false, fromPool: false, client };
+  return {
+    slot: `s${n}`,
+    dir: `/x/s${n}`,
+    runDir: `/x/s${n}/run`,
+    containerId: `c${n}`,
+    containerName: `airlock-pool-s${n}`,
+    state: 'pool',
+    createdAt: n,
+    lastUsedAt: n,
+    turns: 0,
+    adopted: false,
+    fromPool: false,
+    client,
+  };
 }
 
 function rig(size: number, opts: { failAt?: number } = {}) {

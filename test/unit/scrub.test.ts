@@ -3,9 +3,17 @@ import { Scrubber, SCRUBBED, scrubString } from '../../core/egress/scrub.js';
 
 t.test('streamed text that cannot start the token passes at once', async (t) => {
   const s = new Scrubber('ya29.secret-token');
-  t.equal(s.push(Buffer.from('data: {"delta":"Thinking"}\n\n')).toString(), 'data: {"delta":"Thinking"}\n\n', 'nothing held back');
+  t.equal(
+    s.push(Buffer.from('data: {"delta":"Thinking"}\n\n')).toString(),
+    'data: {"delta":"Thinking"}\n\n',
+    'nothing held back',
+  );
   t.equal(s.push(Buffer.from('abc y')).toString(), 'abc ', 'only a possible token start is held');
-  t.equal(s.push(Buffer.from('a29.secret-token!')).toString(), `${SCRUBBED}!`, 'a token split across chunks is still replaced');
+  t.equal(
+    s.push(Buffer.from('a29.secret-token!')).toString(),
+    `${SCRUBBED}!`,
+    'a token split across chunks is still replaced',
+  );
   t.equal(s.end().toString(), '');
 });
 
@@ -18,7 +26,12 @@ t.test('a secret split at every boundary is replaced; near misses pass byte-exac
   for (let a = 0; a <= bytes.length; a++) {
     for (let b = a; b <= bytes.length; b += 3) {
       const s = new Scrubber(secret);
-      const got = Buffer.concat([s.push(bytes.subarray(0, a)), s.push(bytes.subarray(a, b)), s.push(bytes.subarray(b)), s.end()]).toString();
+      const got = Buffer.concat([
+        s.push(bytes.subarray(0, a)),
+        s.push(bytes.subarray(a, b)),
+        s.push(bytes.subarray(b)),
+        s.end(),
+      ]).toString();
       if (got !== want) t.fail(`split at ${a},${b}: ${got}`);
       cases++;
     }

@@ -17,7 +17,9 @@ const ROOT = repoRoot();
 const SELF = 'test/unit/self-contained-docs.test.ts';
 
 /** A reference to a file outside the repository (names split so this file does not match itself). */
-const OUTSIDE_RE = new RegExp(['\\bDES' + 'IGN\\b', '\\bSP' + 'EC\\b', 'MACHINE-' + 'NOTES', '\\.\\./' + 'shared\\b'].join('|'));
+const OUTSIDE_RE = new RegExp(
+  ['\\bDES' + 'IGN\\b', '\\bSP' + 'EC\\b', 'MACHINE-' + 'NOTES', '\\.\\./' + 'shared\\b'].join('|'),
+);
 
 /**
  * Comments in .ts files that still cite an outside file: per file, how many lines, and the docs/
@@ -53,10 +55,12 @@ function linkProblem(fromFile: string, href: string): string | undefined {
 
 function* walk(dir: string): Generator<string> {
   for (const name of readdirSync(dir)) {
-    if (name === 'node_modules' || name === 'dist' || name === '.git' || name === '.tap' || name === 'results') continue;
+    if (name === 'node_modules' || name === 'dist' || name === '.git' || name === '.tap' || name === 'results')
+      continue;
     const p = join(dir, name);
     if (statSync(p).isDirectory()) yield* walk(p);
-    else if (/\.(ts|js|mjs|md|json|sh|html|css|yml|yaml)$|^Dockerfile|^run$/.test(name) && name !== 'package-lock.json') yield p;
+    else if (/\.(ts|js|mjs|md|json|sh|html|css|yml|yaml)$|^Dockerfile|^run$/.test(name) && name !== 'package-lock.json')
+      yield p;
   }
 }
 
@@ -70,7 +74,8 @@ t.test('no file cites a document outside the repository', async (t) => {
     readFileSync(file, 'utf8')
       .split('\n')
       .forEach((line, i) => {
-        if (OUTSIDE_RE.test(line)) counts.set(rel, [...(counts.get(rel) ?? []), `${rel}:${i + 1}: ${line.trim().slice(0, 120)}`]);
+        if (OUTSIDE_RE.test(line))
+          counts.set(rel, [...(counts.get(rel) ?? []), `${rel}:${i + 1}: ${line.trim().slice(0, 120)}`]);
       });
   }
   t.ok(scanned > 100, `files were scanned (${scanned})`);
@@ -88,7 +93,8 @@ t.test('no file cites a document outside the repository', async (t) => {
 });
 
 t.test('the pattern catches each kind of outside reference', async (t) => {
-  for (const s of ['see DES' + 'IGN.md', '(SP' + 'EC rule 3)', 'MACHINE-' + 'NOTES.md', '../' + 'shared/x']) t.ok(OUTSIDE_RE.test(s), s);
+  for (const s of ['see DES' + 'IGN.md', '(SP' + 'EC rule 3)', 'MACHINE-' + 'NOTES.md', '../' + 'shared/x'])
+    t.ok(OUTSIDE_RE.test(s), s);
   for (const s of ['CHART_' + 'SPEC', 'docs/rules.md#data-access-rules', 'designed']) t.notOk(OUTSIDE_RE.test(s), s);
 });
 
@@ -117,5 +123,9 @@ t.test('links between the docs resolve (files and headings)', async (t) => {
   }
   t.ok(links > 20, `links were checked (${links})`);
   t.same(broken, [], 'no broken link or anchor');
-  t.equal(linkProblem(join(ROOT, 'README.md'), 'docs/rules.md#no-such-heading'), 'no such heading', 'a missing heading is caught');
+  t.equal(
+    linkProblem(join(ROOT, 'README.md'), 'docs/rules.md#no-such-heading'),
+    'no such heading',
+    'a missing heading is caught',
+  );
 });

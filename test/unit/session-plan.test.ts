@@ -4,7 +4,11 @@ import { buildRoutes } from '../../daemon/host/overlay.js';
 
 t.test('a session plan: values only in start, names elsewhere', async (t) => {
   const routes = buildRoutes({
-    google: { mailBaseUrl: 'https://gmail.test', sheetsBaseUrl: 'https://sheets.test', driveBaseUrl: 'https://drive.test' },
+    google: {
+      mailBaseUrl: 'https://gmail.test',
+      sheetsBaseUrl: 'https://sheets.test',
+      driveBaseUrl: 'https://drive.test',
+    },
     model: { provider: 'openai', baseUrl: 'https://model.test/v1' },
     hasAccountToken: true,
     hasModelKey: true,
@@ -12,7 +16,13 @@ t.test('a session plan: values only in start, names elsewhere', async (t) => {
   const secret = 'ya29.real-access-token-value';
   const prepared = {
     routes,
-    tokens: { MAIL_ACCESS_TOKEN: secret, SHEETS_ACCESS_TOKEN: secret, SEARCH_ACCESS_TOKEN: secret, MODEL_API_KEY_REAL: 'sk-real', 'not an env': 'x' },
+    tokens: {
+      MAIL_ACCESS_TOKEN: secret,
+      SHEETS_ACCESS_TOKEN: secret,
+      SEARCH_ACCESS_TOKEN: secret,
+      MODEL_API_KEY_REAL: 'sk-real',
+      'not an env': 'x',
+    },
     placeholders: { MAIL_API_KEY: 'ph-1' },
     agentEnv: { AGENT_MODEL: 'gpt-x', AGENT_TOOLS: 'send_email' },
     egressAllow: ['gmail.test:443'],
@@ -20,16 +30,26 @@ t.test('a session plan: values only in start, names elsewhere', async (t) => {
   const plan = planSession({ sessionId: 's-9', userId: 3, prepared, now: 1234 });
   t.equal(plan.profile.session_id, 's-9');
   t.same(plan.profile.routes, routes);
-  t.same(plan.tokenEnvs.sort(), ['MAIL_ACCESS_TOKEN', 'MODEL_API_KEY_REAL', 'SEARCH_ACCESS_TOKEN', 'SHEETS_ACCESS_TOKEN'], 'only env names');
+  t.same(
+    plan.tokenEnvs.sort(),
+    ['MAIL_ACCESS_TOKEN', 'MODEL_API_KEY_REAL', 'SEARCH_ACCESS_TOKEN', 'SHEETS_ACCESS_TOKEN'],
+    'only env names',
+  );
   t.same(plan.claim.token_envs, plan.tokenEnvs);
   t.equal(plan.claim.claimed_at, 1234);
   t.same(plan.claim.egress_allow, ['gmail.test:443']);
   for (const part of [plan.profile, plan.claim]) {
     const text = JSON.stringify(part);
-    t.notOk(text.includes(secret) || text.includes('sk-real') || text.includes('ph-1'), 'no token or placeholder value outside start');
+    t.notOk(
+      text.includes(secret) || text.includes('sk-real') || text.includes('ph-1'),
+      'no token or placeholder value outside start',
+    );
   }
   const start = JSON.stringify(plan.start);
-  t.notOk(start.includes(secret) || start.includes('sk-real'), 'no real token goes into the sandbox: start carries placeholders only');
+  t.notOk(
+    start.includes(secret) || start.includes('sk-real'),
+    'no real token goes into the sandbox: start carries placeholders only',
+  );
   t.notOk('tokens' in plan.start, 'start has no tokens field');
   t.equal(plan.egress.tokens.MAIL_ACCESS_TOKEN, secret, 'the egress gateway (host) gets the value');
   t.same(plan.egress.routes, routes, 'and the route table it admits against');

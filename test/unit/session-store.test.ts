@@ -7,7 +7,8 @@ import { openDatabase } from '../../domain/db/index.js';
 import { createUser } from '../../domain/users.js';
 import { DbSessionStore, TOUCH_EVERY_MS } from '../../web/session-store.js';
 
-const call = (fn: (cb: (err?: unknown) => void) => void) => new Promise<void>((resolve, reject) => fn((err) => (err ? reject(err) : resolve())));
+const call = (fn: (cb: (err?: unknown) => void) => void) =>
+  new Promise<void>((resolve, reject) => fn((err) => (err ? reject(err) : resolve())));
 
 t.test('a rolling session: its expiry is written once it moved a minute, not at every request', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'airlock-session-store-'));
@@ -15,8 +16,16 @@ t.test('a rolling session: its expiry is written once it moved a minute, not at 
   const database = await openDatabase({ file: join(dir, 'airlock.db') });
   t.teardown(() => database.close());
   const db = database.sql;
-  const stored = async (sid: string) => Number((await db.selectFrom('web_sessions').select('expires_at').where('sid', '=', sid).executeTakeFirstOrThrow()).expires_at);
-  const sess = (expires: number) => ({ cookie: { expires: new Date(expires), originalMaxAge: 7 * 24 * 3600 * 1000 }, userId: 1 }) as unknown as session.SessionData;
+  const stored = async (sid: string) =>
+    Number(
+      (await db.selectFrom('web_sessions').select('expires_at').where('sid', '=', sid).executeTakeFirstOrThrow())
+        .expires_at,
+    );
+  const sess = (expires: number) =>
+    ({
+      cookie: { expires: new Date(expires), originalMaxAge: 7 * 24 * 3600 * 1000 },
+      userId: 1,
+    }) as unknown as session.SessionData;
   await createUser(db, { username: 'ann', email: 'ann@example.test', passwordHash: 'x' });
 
   const store = new DbSessionStore(db);

@@ -7,7 +7,12 @@
 import t from 'tap';
 import { readProcs, strayPids, type ProcInfo } from '../../supervisor/strays.js';
 
-const p = (pid: number, ppid: number, uid: number, state = 'S'): ProcInfo => ({ pid, ppid, uids: [uid, uid, uid, uid], state });
+const p = (pid: number, ppid: number, uid: number, state = 'S'): ProcInfo => ({
+  pid,
+  ppid,
+  uids: [uid, uid, uid, uid],
+  state,
+});
 
 t.test('strays are the agent-uid processes reparented to init', async (t) => {
   const SUP = 7;
@@ -44,5 +49,9 @@ t.test('reads the real /proc', async (t) => {
   t.ok(self, 'this process is listed');
   t.equal(self!.ppid, process.ppid, 'with its parent');
   t.equal(self!.uids[0], process.getuid!(), 'and its uid');
-  t.same(strayPids(procs, process.getuid!(), process.pid).includes(process.pid), false, 'a process is kept when it is the one to keep under');
+  t.same(
+    strayPids(procs, process.getuid!(), process.pid).includes(process.pid),
+    false,
+    'a process is kept when it is the one to keep under',
+  );
 });

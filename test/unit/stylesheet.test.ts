@@ -38,6 +38,8 @@ t.test('every block of the stylesheet is closed', async (t) => {
 });
 
 t.test('the check finds a block left open and a stray close', async (t) => {
-  t.same(unbalanced('@media (max-width: 720px) {\n  .a { color: red; }\n.b { color: blue; }\n'), ['line 1: a block opened here is never closed']);
+  t.same(unbalanced('@media (max-width: 720px) {\n  .a { color: red; }\n.b { color: blue; }\n'), [
+    'line 1: a block opened here is never closed',
+  ]);
   t.same(unbalanced('.a { content: "{"; }\n/* { */\n}\n'), ['line 3: a } closes nothing']);
 });

@@ -1,6 +1,14 @@
 import t from 'tap';
 import { AppError } from '../../core/errors.js';
-import { readTable, sniff, kindOfName, neutralise, ROW_MAX_CHARS, TABLE_COLUMNS_MAX, TABLE_ROWS_MAX } from '../../core/tables/index.js';
+import {
+  readTable,
+  sniff,
+  kindOfName,
+  neutralise,
+  ROW_MAX_CHARS,
+  TABLE_COLUMNS_MAX,
+  TABLE_ROWS_MAX,
+} from '../../core/tables/index.js';
 import { ZIP_MAX_ENTRIES, ZIP_MAX_TOTAL_BYTES } from '../../core/tables/zip.js';
 import { JPEG_HEAD, makeXlsx, makeZip, PNG_1PX, xlsxParts } from '../helpers/xlsx.js';
 
@@ -127,7 +135,11 @@ t.test('hostile corpus: bad encodings are read with replacement and said so', as
 t.test('hostile corpus: zip bombs are refused before inflating', async (t) => {
   // A real bomb: 40 MB of zeros in one entry, twice (declared honestly): past the total cap.
   const zeros = Buffer.alloc(40 * 1024 * 1024);
-  const bomb = makeZip([...xlsxParts({ S: [['a']] }), { name: 'xl/media/a.bin', data: zeros }, { name: 'xl/media/b.bin', data: zeros }]);
+  const bomb = makeZip([
+    ...xlsxParts({ S: [['a']] }),
+    { name: 'xl/media/a.bin', data: zeros },
+    { name: 'xl/media/b.bin', data: zeros },
+  ]);
   t.ok(bomb.length < 200_000, `the bomb is small on disk (${bomb.length} bytes)`);
   t.equal(
     code(() => readTable('b.xlsx', bomb)),
@@ -135,7 +147,11 @@ t.test('hostile corpus: zip bombs are refused before inflating', async (t) => {
     `inflated total over ${ZIP_MAX_TOTAL_BYTES}`,
   );
   // A lying bomb: the sheet declares 100 bytes but inflates to 20 MB.
-  const parts = xlsxParts({ S: [['a']] }).map((p) => (p.name === 'xl/worksheets/sheet1.xml' ? { ...p, data: `<worksheet><sheetData>${'<row/>'.repeat(3_500_000)}</sheetData></worksheet>`, declaredSize: 100 } : p));
+  const parts = xlsxParts({ S: [['a']] }).map((p) =>
+    p.name === 'xl/worksheets/sheet1.xml'
+      ? { ...p, data: `<worksheet><sheetData>${'<row/>'.repeat(3_500_000)}</sheetData></worksheet>`, declaredSize: 100 }
+      : p,
+  );
   const lie = makeZip(parts);
   const before = process.memoryUsage().arrayBuffers;
   t.equal(
@@ -162,7 +178,11 @@ t.test('hostile corpus: broken or tricky workbooks', async (t) => {
     'ERR_UPLOAD_MISMATCH',
     'a CSV named .xlsx',
   );
-  const doctype = xlsxParts({ S: [['a']] }).map((p) => (p.name === 'xl/sharedStrings.xml' ? { ...p, data: '<!DOCTYPE x [<!ENTITY a "aaaa">]><sst><si><t>&a;</t></si></sst>' } : p));
+  const doctype = xlsxParts({ S: [['a']] }).map((p) =>
+    p.name === 'xl/sharedStrings.xml'
+      ? { ...p, data: '<!DOCTYPE x [<!ENTITY a "aaaa">]><sst><si><t>&a;</t></si></sst>' }
+      : p,
+  );
   t.equal(
     code(() => readTable('d.xlsx', makeZip(doctype))),
     'ERR_UPLOAD_XLSX_INVALID',
@@ -196,7 +216,11 @@ t.test('hostile corpus: broken or tricky workbooks', async (t) => {
     code(() => readTable('two.xlsx', two, { range: 'A1:1:2' })),
     'ERR_UPLOAD_RANGE',
   );
-  t.equal(readTable('s.xlsx', makeZip(xlsxParts({ S: [['q']] }).map((p) => ({ ...p, store: true })))).rows[0]![0], 'q', 'stored (not deflated) entries read');
+  t.equal(
+    readTable('s.xlsx', makeZip(xlsxParts({ S: [['q']] }).map((p) => ({ ...p, store: true })))).rows[0]![0],
+    'q',
+    'stored (not deflated) entries read',
+  );
 });
 
 t.test('names and magic bytes', async (t) => {

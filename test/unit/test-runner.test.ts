@@ -29,7 +29,9 @@ function holdsTests(dir: string): boolean {
 t.test('every folder of test files is an area the runner runs', async (t) => {
   const areas = listOf('AREAS');
   t.ok(areas.includes('unit') && areas.includes('docker'), `the runner's areas: ${areas.join(', ')}`);
-  const folders = readdirSync(join(ROOT, 'test')).filter((d) => statSync(join(ROOT, 'test', d)).isDirectory() && holdsTests(join(ROOT, 'test', d)));
+  const folders = readdirSync(join(ROOT, 'test')).filter(
+    (d) => statSync(join(ROOT, 'test', d)).isDirectory() && holdsTests(join(ROOT, 'test', d)),
+  );
   t.ok(folders.length >= 5, `folders with tests: ${folders.join(', ')}`);
   for (const f of folders) t.ok(areas.includes(f), `test/${f}/ is run (add it to AREAS in test/run.ts)`);
   t.same(
@@ -42,5 +44,6 @@ t.test('every folder of test files is an area the runner runs', async (t) => {
 t.test('the runsc files the runner names exist', async (t) => {
   const names = listOf('RUNSC_FILES');
   t.ok(names.length >= 5, `${names.length} runsc files`);
-  for (const n of names) t.ok(existsSync(join(ROOT, 'test', 'docker', `${n}.test.ts`)), `test/docker/${n}.test.ts exists`);
+  for (const n of names)
+    t.ok(existsSync(join(ROOT, 'test', 'docker', `${n}.test.ts`)), `test/docker/${n}.test.ts exists`);
 });

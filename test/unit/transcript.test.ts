@@ -1,6 +1,13 @@
 import t from 'tap';
 import fc from 'fast-check';
-import { boundToolResult, closeToolCalls, estimateTokens, fitToBudget, omittedNote, type TranscriptItem } from '../../core/transcript.js';
+import {
+  boundToolResult,
+  closeToolCalls,
+  estimateTokens,
+  fitToBudget,
+  omittedNote,
+  type TranscriptItem,
+} from '../../core/transcript.js';
 import { childrenOf, newestLeaf, pathTo, siblingsAlong, type TurnNode } from '../../domain/chat/branches.js';
 import { turnItems } from '../../domain/chat/transcript.js';
 
@@ -42,11 +49,17 @@ t.test('fitToBudget leaves out whole old turns with a marker, never half a tool 
   t.equal(fitToBudget(turnOf(1, 2, 10_000), 100).items.length, 6, 'the newest turn is kept even past the budget');
 
   fc.assert(
-    fc.property(fc.array(fc.integer({ min: 0, max: 3 }), { minLength: 1, maxLength: 40 }), fc.integer({ min: 50, max: 3000 }), (tools, budget) => {
-      const all = tools.flatMap((n, i) => turnOf(i, n));
-      const r = fitToBudget(all, budget);
-      return wellFormed(r.items) && r.items[0].role === 'user' && (r.omitted === 0 || r.items.length < all.length + 1);
-    }),
+    fc.property(
+      fc.array(fc.integer({ min: 0, max: 3 }), { minLength: 1, maxLength: 40 }),
+      fc.integer({ min: 50, max: 3000 }),
+      (tools, budget) => {
+        const all = tools.flatMap((n, i) => turnOf(i, n));
+        const r = fitToBudget(all, budget);
+        return (
+          wellFormed(r.items) && r.items[0].role === 'user' && (r.omitted === 0 || r.items.length < all.length + 1)
+        );
+      },
+    ),
   );
 });
 
@@ -75,7 +88,11 @@ t.test('closeToolCalls answers open calls and drops stray results', async (t) =>
 });
 
 t.test('branches: path, siblings, newest leaf', async (t) => {
-  const n = (id: string, parent: string | null, at: number): TurnNode => ({ id, parent_id: parent, started_at: new Date(at).toISOString() });
+  const n = (id: string, parent: string | null, at: number): TurnNode => ({
+    id,
+    parent_id: parent,
+    started_at: new Date(at).toISOString(),
+  });
   // a → b → c ; a → b2 (edit of b) → d ; a → b3 (regenerate of b)
   const nodes = [n('a', null, 1), n('b', 'a', 2), n('c', 'b', 3), n('b2', 'a', 4), n('d', 'b2', 5), n('b3', 'a', 6)];
   t.same(pathTo(nodes, 'd'), ['a', 'b2', 'd']);

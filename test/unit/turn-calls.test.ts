@@ -7,7 +7,13 @@ import t from 'tap';
 import { TurnCalls } from '../../core/turn-calls.js';
 
 const start = (call_id: string, tool = 'send_email') => ({ type: 'tool_start' as const, call_id, tool, input: {} });
-const end = (call_id: string, tool = 'send_email') => ({ type: 'tool_end' as const, call_id, tool, ok: true, duration_ms: 1 });
+const end = (call_id: string, tool = 'send_email') => ({
+  type: 'tool_end' as const,
+  call_id,
+  tool,
+  ok: true,
+  duration_ms: 1,
+});
 
 t.test('one send per running send_email call', async (t) => {
   const c = new TurnCalls();
@@ -29,7 +35,11 @@ t.test("a send that overtakes its call's tool_start waits for it", async (t) => 
 t.test('another tool, an ended call, an ended turn: unbound at once', async (t) => {
   const c = new TurnCalls();
   c.observe(start('sheet', 'fetch_sheet'));
-  t.equal(await c.claim('sheet', 'send_email', 60_000), 'unbound', 'a running call of another tool binds no send, without waiting');
+  t.equal(
+    await c.claim('sheet', 'send_email', 60_000),
+    'unbound',
+    'a running call of another tool binds no send, without waiting',
+  );
   c.observe(start('gone'));
   c.observe(end('gone'));
   const waiting = c.claim('gone', 'send_email', 60_000);

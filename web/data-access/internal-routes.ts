@@ -2,7 +2,14 @@ import { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
 import { AppError, type Config } from '../../core/index.js';
 import { logAction } from '../../domain/action-log.js';
-import { COLUMN_RE, FILTER_LIMITS, TABLE_RE, compilePolicy, effectivePolicyOf, tableAccess } from '../../domain/data-access/index.js';
+import {
+  COLUMN_RE,
+  FILTER_LIMITS,
+  TABLE_RE,
+  compilePolicy,
+  effectivePolicyOf,
+  tableAccess,
+} from '../../domain/data-access/index.js';
 import { getUserById } from '../../domain/users.js';
 import { asyncHandler, type WebContext } from '../context.js';
 import { parseId, parseTableName, validateData } from './routes.js';
@@ -16,9 +23,16 @@ export function requireInternalSecret(config: Readonly<Config>): RequestHandler 
   return (req, _res, next) => {
     const h = req.get('authorization');
     const m = h ? /^Bearer[ ]+(\S+)\s*$/i.exec(h) : null;
-    if (!m) return next(new AppError('ERR_AUTH_SECRET_REQUIRED', 'internal endpoint: Authorization: Bearer <MCP_INTERNAL_SECRET> required'));
+    if (!m)
+      return next(
+        new AppError(
+          'ERR_AUTH_SECRET_REQUIRED',
+          'internal endpoint: Authorization: Bearer <MCP_INTERNAL_SECRET> required',
+        ),
+      );
     const secret = config.mcpInternalSecret;
-    if (!secret || !secret.equals(m[1])) return next(new AppError('ERR_AUTH_SECRET_INVALID', 'internal endpoint: wrong secret'));
+    if (!secret || !secret.equals(m[1]))
+      return next(new AppError('ERR_AUTH_SECRET_INVALID', 'internal endpoint: wrong secret'));
     next();
   };
 }
@@ -64,7 +78,10 @@ export function biInternalRoutes(ctx: WebContext): Router {
     auth,
     asyncHandler(async (req, res) => {
       // Pick the known fields first: unknown ones are dropped, never validated, stored or logged.
-      const raw = (req.body && typeof req.body === 'object' && !Array.isArray(req.body) ? req.body : {}) as Record<string, unknown>;
+      const raw = (req.body && typeof req.body === 'object' && !Array.isArray(req.body) ? req.body : {}) as Record<
+        string,
+        unknown
+      >;
       const picked: Record<string, unknown> = {};
       for (const k of AUDIT_FIELDS) if (Object.hasOwn(raw, k)) picked[k] = raw[k];
       const b = validateData(BI_AUDIT_SCHEMA, picked);

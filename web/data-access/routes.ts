@@ -25,7 +25,16 @@ import {
   updateRole,
   type RowFilter,
 } from '../../domain/data-access/index.js';
-import type { AssignmentList, AssignmentView, DataPolicyList, DataPolicyView, DataRoleList, DataRoleView, EffectivePolicyView, LogPage } from '../admin-api.js';
+import type {
+  AssignmentList,
+  AssignmentView,
+  DataPolicyList,
+  DataPolicyView,
+  DataRoleList,
+  DataRoleView,
+  EffectivePolicyView,
+  LogPage,
+} from '../admin-api.js';
 import { asyncHandler, type WebContext } from '../context.js';
 import { noContent, superuserRouter } from '../route-kit.js';
 import { intQueryParam } from '../query-params.js';
@@ -43,13 +52,22 @@ const DESCRIPTION = z.string().max(DESCRIPTION_MAX);
 
 export const ROLE_CREATE_SCHEMA = z.strictObject({ name: ROLE_NAME, description: DESCRIPTION.optional() });
 
-export const ROLE_PATCH_SCHEMA = atLeastOneField(z.strictObject({ name: ROLE_NAME.optional(), description: DESCRIPTION.optional() }));
+export const ROLE_PATCH_SCHEMA = atLeastOneField(
+  z.strictObject({ name: ROLE_NAME.optional(), description: DESCRIPTION.optional() }),
+);
 
 /** The body of a policy PUT; the row filter is checked by rowFilterProblems (its messages name the condition). */
 export const POLICY_PUT_SCHEMA = z.strictObject({
   allowed_columns: uniqueList(
     z
-      .array(z.string().regex(new RegExp(`(^\\*$)|(${COLUMN_RE.source})`), 'each column must be a column name (letters, digits and _) or "*"'))
+      .array(
+        z
+          .string()
+          .regex(
+            new RegExp(`(^\\*$)|(${COLUMN_RE.source})`),
+            'each column must be a column name (letters, digits and _) or "*"',
+          ),
+      )
       .min(1)
       .max(FILTER_LIMITS.maxColumns),
     'Allowed columns',
@@ -57,7 +75,8 @@ export const POLICY_PUT_SCHEMA = z.strictObject({
   row_filter: z
     .custom<RowFilter>()
     .superRefine((v, ctx) => {
-      for (const p of rowFilterProblems(v)) ctx.addIssue({ code: 'custom', message: p.message, path: p.field.split('.').slice(1) });
+      for (const p of rowFilterProblems(v))
+        ctx.addIssue({ code: 'custom', message: p.message, path: p.field.split('.').slice(1) });
     })
     .optional(),
 });
@@ -72,7 +91,8 @@ export function validateData<S extends z.ZodType>(schema: S, data: unknown): z.o
 /** Parse a positive integer path id; 400 otherwise. */
 export function parseId(raw: unknown, what: string): number {
   const s = String(raw ?? '');
-  if (!/^[1-9][0-9]{0,15}$/.test(s)) throw new AppError('ERR_DATA_INVALID', `${what}: not an id`, { details: { field: what } });
+  if (!/^[1-9][0-9]{0,15}$/.test(s))
+    throw new AppError('ERR_DATA_INVALID', `${what}: not an id`, { details: { field: what } });
   return Number(s);
 }
 
@@ -80,7 +100,9 @@ export function parseId(raw: unknown, what: string): number {
 export function parseTableName(raw: unknown): string {
   const s = String(raw ?? '');
   if (s !== '*' && !TABLE_RE.test(s)) {
-    throw new AppError('ERR_DATA_INVALID', 'table_name: must be an identifier or "*"', { details: { field: 'table_name' } });
+    throw new AppError('ERR_DATA_INVALID', 'table_name: must be an identifier or "*"', {
+      details: { field: 'table_name' },
+    });
   }
   return s;
 }
@@ -101,7 +123,12 @@ interface DataAccessKit {
 }
 
 /** DELETE `path`, whose `param` is a positive id: `remove` it as the signed-in admin, then 204. */
-function deleteById({ r, db, actor }: DataAccessKit, path: string, param: string, remove: (db: Sql, actor: number, id: number) => Promise<unknown>): void {
+function deleteById(
+  { r, db, actor }: DataAccessKit,
+  path: string,
+  param: string,
+  remove: (db: Sql, actor: number, id: number) => Promise<unknown>,
+): void {
   r.delete(
     path,
     noContent((req) => remove(db, actor(req), parseId(req.params[param], param))),
@@ -168,7 +195,9 @@ function roleRoutes(kit: DataAccessKit): void {
       if (isSystemCatalogue(table)) throw systemTableError(table);
       const b = validateData(POLICY_PUT_SCHEMA, req.body);
       if (b.allowed_columns.includes('*') && b.allowed_columns.length > 1) {
-        throw new AppError('ERR_DATA_INVALID', 'allowed_columns: "*" stands alone', { details: { field: 'allowed_columns' } });
+        throw new AppError('ERR_DATA_INVALID', 'allowed_columns: "*" stands alone', {
+          details: { field: 'allowed_columns' },
+        });
       }
       const filter = b.row_filter ?? {};
       checkFilterSize(filter);
@@ -179,7 +208,9 @@ function roleRoutes(kit: DataAccessKit): void {
 
   r.delete(
     '/roles/:role_id/policies/:table_name',
-    noContent((req) => deletePolicy(db, actor(req), parseId(req.params.role_id, 'role_id'), parseTableName(req.params.table_name))),
+    noContent((req) =>
+      deletePolicy(db, actor(req), parseId(req.params.role_id, 'role_id'), parseTableName(req.params.table_name)),
+    ),
   );
 }
 
@@ -191,7 +222,12 @@ function assignmentRoutes(kit: DataAccessKit): void {
     asyncHandler(async (req, res) => {
       const limit = intQuery(req, 'limit', 500) ?? 100;
       const offset = intQuery(req, 'offset') ?? 0;
-      const { items, total } = await listAssignments(db, { userId: intQuery(req, 'user_id'), roleId: intQuery(req, 'role_id'), limit, offset });
+      const { items, total } = await listAssignments(db, {
+        userId: intQuery(req, 'user_id'),
+        roleId: intQuery(req, 'role_id'),
+        limit,
+        offset,
+      });
       res.json({ assignments: items, total, limit, offset } satisfies AssignmentList);
     }),
   );
@@ -220,18 +256,29 @@ function assignmentRoutes(kit: DataAccessKit): void {
     asyncHandler(async (req, res) => {
       const event = req.query.event;
       if (event !== undefined && event !== '' && (typeof event !== 'string' || !EVENT_RE.test(event))) {
-        throw new AppError('ERR_DATA_INVALID', 'event: an event name, or a prefix ending in .*', { details: { field: 'event' } });
+        throw new AppError('ERR_DATA_INVALID', 'event: an event name, or a prefix ending in .*', {
+          details: { field: 'event' },
+        });
       }
       const raw = req.query.severity;
       const severity = SEVERITIES.find((x) => x === raw);
       if (raw !== undefined && raw !== '' && !severity) {
-        throw new AppError('ERR_DATA_INVALID', 'severity: info, warning or critical', { details: { field: 'severity' } });
+        throw new AppError('ERR_DATA_INVALID', 'severity: info, warning or critical', {
+          details: { field: 'severity' },
+        });
       }
       const subjectId = intQuery(req, 'subject_id');
       const actorId = intQuery(req, 'actor_id');
       const before = intQuery(req, 'before');
       const limit = Math.max(intQuery(req, 'limit', 500) ?? 50, 1);
-      const page = await auditPage(db, { event: typeof event === 'string' && event !== '' ? event : undefined, severity, subjectId, actorId, before, limit });
+      const page = await auditPage(db, {
+        event: typeof event === 'string' && event !== '' ? event : undefined,
+        severity,
+        subjectId,
+        actorId,
+        before,
+        limit,
+      });
       // Keyset paging: `next_before` is the cursor for the next (older) page, null on the last page.
       res.json({ ...page, limit } satisfies LogPage);
     }),

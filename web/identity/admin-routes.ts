@@ -5,9 +5,27 @@ import { inTransaction, type Sql } from '../../domain/db/index.js';
 import { effectiveAgentPolicy } from '../../domain/identity/agent-policy.js';
 import { policyNames } from '../../domain/identity/orgs.js';
 import { mailPolicyFor } from '../../domain/mail/index.js';
-import { createOrGetRunningJob, jobExists, latestJob, logSyncFinished } from '../../domain/identity/directory-sync-store.js';
-import { deleteConnection, getConnection, getConnectionByProvider, listConnections, saveConnection, syncConnection } from '../../domain/identity/store.js';
-import type { ConnectionList, ConnectionView, EffectiveAgentPolicyResponse, SyncJobStarted, SyncJobState } from '../admin-api.js';
+import {
+  createOrGetRunningJob,
+  jobExists,
+  latestJob,
+  logSyncFinished,
+} from '../../domain/identity/directory-sync-store.js';
+import {
+  deleteConnection,
+  getConnection,
+  getConnectionByProvider,
+  listConnections,
+  saveConnection,
+  syncConnection,
+} from '../../domain/identity/store.js';
+import type {
+  ConnectionList,
+  ConnectionView,
+  EffectiveAgentPolicyResponse,
+  SyncJobStarted,
+  SyncJobState,
+} from '../admin-api.js';
 import { asyncHandler, requireSuperuser, requireUser, type WebContext } from '../context.js';
 import { intQueryParam } from '../query-params.js';
 import { validateBody } from '../validate.js';
@@ -22,7 +40,14 @@ export { NAME_MAX } from './admin-schemas.js';
  * Every change on /api/identity goes to the action log as `identity.*`, by the signed-in admin;
  * `db` is the change's transaction, so the entry and the change are written together or not at all.
  */
-export type Audit = (trx: Sql, req: Request, event: string, data: Record<string, unknown>, subjectId?: number | null, severity?: Severity) => Promise<number>;
+export type Audit = (
+  trx: Sql,
+  req: Request,
+  event: string,
+  data: Record<string, unknown>,
+  subjectId?: number | null,
+  severity?: Severity,
+) => Promise<number>;
 
 /** What the identity admin route groups share. */
 interface IdentityKit {
@@ -40,7 +65,8 @@ export function identityAdminRoutes(ctx: WebContext, enc: Encryptor): Router {
   const r = Router();
   const db = ctx.database.sql;
   const services = ctx.services;
-  const audit: Audit = (trx, req, event, data, subjectId, severity) => logAction(trx, { event: `identity.${event}`, actorId: req.user!.id, subjectId: subjectId ?? null, severity, data });
+  const audit: Audit = (trx, req, event, data, subjectId, severity) =>
+    logAction(trx, { event: `identity.${event}`, actorId: req.user!.id, subjectId: subjectId ?? null, severity, data });
   /**
    * A sync job runs in the background; its end goes into the action log when this process sees
    * it finish (checked every second, at most an hour) or when the sync page reads it, once.
@@ -119,7 +145,11 @@ function connectionRoutes({ r, db, services, enc, audit }: IdentityKit): void {
       const saved = await inTransaction(db, async (trx) => {
         const c = await saveConnection(trx, enc, body);
         // Field names only: the secret and the key never reach the log.
-        await audit(trx, req, 'connection.created', { connection_id: c.id, provider: c.provider, fields: Object.keys(body).sort() });
+        await audit(trx, req, 'connection.created', {
+          connection_id: c.id,
+          provider: c.provider,
+          fields: Object.keys(body).sort(),
+        });
         return c;
       });
       res.status(201).json(connectionView(saved) satisfies ConnectionView);
@@ -137,11 +167,16 @@ function connectionRoutes({ r, db, services, enc, audit }: IdentityKit): void {
     requireSuperuser,
     asyncHandler(async (req, res) => {
       const body = validateBody(CONNECTION_PATCH, req.body);
-      if (body.provider) throw new AppError('ERR_VALIDATION', 'Provider cannot change.', { details: { field: 'provider' } });
+      if (body.provider)
+        throw new AppError('ERR_VALIDATION', 'Provider cannot change.', { details: { field: 'provider' } });
       const id = intParam(req, 'id');
       const saved = await inTransaction(db, async (trx) => {
         const c = await saveConnection(trx, enc, body, id);
-        await audit(trx, req, 'connection.updated', { connection_id: c.id, provider: c.provider, fields: Object.keys(body).sort() });
+        await audit(trx, req, 'connection.updated', {
+          connection_id: c.id,
+          provider: c.provider,
+          fields: Object.keys(body).sort(),
+        });
         return c;
       });
       res.json(connectionView(saved) satisfies ConnectionView);
@@ -177,12 +212,19 @@ function organisationAndPolicyRoutes({ r, ctx, db }: IdentityKit): void {
     requireUser,
     asyncHandler(async (req, res) => {
       const asked = req.query.user_id === undefined ? undefined : intQueryParam(req, 'user_id', { min: 1 });
-      if (req.query.user_id !== undefined && asked === undefined) throw new AppError('ERR_VALIDATION', 'user_id must be a positive integer');
+      if (req.query.user_id !== undefined && asked === undefined)
+        throw new AppError('ERR_VALIDATION', 'user_id must be a positive integer');
       const uid = asked ?? req.user!.id;
-      if (uid !== req.user!.id && !req.user!.is_superuser) throw new AppError('ERR_AUTH_FORBIDDEN', "only a superuser may read another user's agent policy");
+      if (uid !== req.user!.id && !req.user!.is_superuser)
+        throw new AppError('ERR_AUTH_FORBIDDEN', "only a superuser may read another user's agent policy");
       const policy = await effectiveAgentPolicy(db, uid);
       const policies = await policyNames(db, policy.policy_ids);
-      res.json({ user_id: uid, policy, policies, mail: await mailPolicyFor(db, ctx.config.mail, uid) } satisfies EffectiveAgentPolicyResponse);
+      res.json({
+        user_id: uid,
+        policy,
+        policies,
+        mail: await mailPolicyFor(db, ctx.config.mail, uid),
+      } satisfies EffectiveAgentPolicyResponse);
     }),
   );
 }

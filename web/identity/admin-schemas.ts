@@ -30,7 +30,11 @@ export const TEAM_PROPS = {
 };
 export const TEAM_CREATE = z.strictObject(TEAM_PROPS).partial().required({ name: true });
 export const TEAM_PATCH = z.strictObject(TEAM_PROPS).partial();
-const MAIL_DOMAIN_ITEM = z.string().min(1).max(253).regex(MAIL_DOMAIN, 'a domain name in lower case, such as corp.example');
+const MAIL_DOMAIN_ITEM = z
+  .string()
+  .min(1)
+  .max(253)
+  .regex(MAIL_DOMAIN, 'a domain name in lower case, such as corp.example');
 const NAMES = z.array(z.string().min(1).max(200)).max(500);
 export const POLICY_PROPS = {
   name: NAME,

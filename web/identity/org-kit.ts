@@ -17,7 +17,8 @@ import { intParam } from './params.js';
 export async function requireManager(db: Sql, req: Request, orgId: number): Promise<void> {
   await orgs.getOrganisation(db, orgId);
   if (req.user!.is_superuser) return;
-  if ((await orgs.memberRole(db, orgId, req.user!.id)) !== 'manager') throw new AppError('ERR_AUTH_FORBIDDEN', 'organisation managers only');
+  if ((await orgs.memberRole(db, orgId, req.user!.id)) !== 'manager')
+    throw new AppError('ERR_AUTH_FORBIDDEN', 'organisation managers only');
 }
 
 /**
@@ -26,7 +27,13 @@ export async function requireManager(db: Sql, req: Request, orgId: number): Prom
  * (themselves included): each of those is 403 ERR_AUTH_FORBIDDEN. `newRole` is undefined for a
  * removal.
  */
-export async function requireMayManageMember(db: Sql, req: Request, orgId: number, userId: number, newRole?: orgs.OrgRole): Promise<void> {
+export async function requireMayManageMember(
+  db: Sql,
+  req: Request,
+  orgId: number,
+  userId: number,
+  newRole?: orgs.OrgRole,
+): Promise<void> {
   if (req.user!.is_superuser) return;
   const current = await orgs.memberRole(db, orgId, userId);
   if (newRole === 'manager' || current === 'manager') {
@@ -35,7 +42,8 @@ export async function requireMayManageMember(db: Sql, req: Request, orgId: numbe
 }
 
 export async function checkGroup(db: Sql, groupId: number | null | undefined): Promise<void> {
-  if (groupId && !(await orgs.groupExists(db, groupId))) throw new AppError('ERR_GROUP_NOT_FOUND', 'no such external group');
+  if (groupId && !(await orgs.groupExists(db, groupId)))
+    throw new AppError('ERR_GROUP_NOT_FOUND', 'no such external group');
 }
 
 /** What the organisation route groups share. */
@@ -50,8 +58,21 @@ export interface OrgKit {
 }
 
 /** The action-log entry of a change, written in the change's own transaction. */
-export async function logAsPart(trx: Sql, req: Request, event: string, data: Record<string, unknown>, subjectId?: number | null, severity?: 'info' | 'warning' | 'critical'): Promise<void> {
-  await logAction(trx, { event: `identity.${event}`, actorId: req.user!.id, subjectId: subjectId ?? null, severity, data });
+export async function logAsPart(
+  trx: Sql,
+  req: Request,
+  event: string,
+  data: Record<string, unknown>,
+  subjectId?: number | null,
+  severity?: 'info' | 'warning' | 'critical',
+): Promise<void> {
+  await logAction(trx, {
+    event: `identity.${event}`,
+    actorId: req.user!.id,
+    subjectId: subjectId ?? null,
+    severity,
+    data,
+  });
 }
 
 /** The organisation of `:id`, once the signed-in user is shown to manage it. */
@@ -62,7 +83,11 @@ export async function managedOrg(db: Sql, req: Request): Promise<number> {
 }
 
 /** The stored row of `:id` (a team, an agent policy), once the signed-in user is shown to manage its organisation. */
-export async function managedRow<Row extends OrgOwned>(db: Sql, req: Request, get: (db: Sql, id: number) => Promise<Row>): Promise<Row> {
+export async function managedRow<Row extends OrgOwned>(
+  db: Sql,
+  req: Request,
+  get: (db: Sql, id: number) => Promise<Row>,
+): Promise<Row> {
   const row = await get(db, intParam(req, 'id'));
   await requireManager(db, req, row.organisation_id);
   return row;
@@ -102,7 +127,10 @@ export interface ManagedResource<Row extends OrgOwned, View, Create extends z.Zo
  * the stored row), its manager, the body, `check`; then the transaction, `settle`, the answer
  * (201 with the view on a create, the view on a change, 204 on a delete).
  */
-export function managedRoutes<Row extends OrgOwned, View, Create extends z.ZodType, Patch extends z.ZodType>({ r, db, route }: OrgKit, m: ManagedResource<Row, View, Create, Patch>): void {
+export function managedRoutes<Row extends OrgOwned, View, Create extends z.ZodType, Patch extends z.ZodType>(
+  { r, db, route }: OrgKit,
+  m: ManagedResource<Row, View, Create, Patch>,
+): void {
   const ofOrg = `/organisations/:id/${m.path}`;
   const one = `/${m.path}/:id`;
   const answer = async (id: number) => m.view(db, await m.get(db, id));

@@ -3,15 +3,35 @@ import { AppError } from '../../core/index.js';
 import type { Sql } from '../../domain/db/index.js';
 import { inTransaction } from '../../domain/data-access/store.js';
 import { connectorPolicyNames } from '../../domain/connectors/index.js';
-import { AGENT_TOOLS, rewriteAgentPolicies, unknownNames, type AgentCatalog } from '../../domain/identity/agent-policy.js';
+import {
+  AGENT_TOOLS,
+  rewriteAgentPolicies,
+  unknownNames,
+  type AgentCatalog,
+} from '../../domain/identity/agent-policy.js';
 import * as orgs from '../../domain/identity/orgs.js';
 import { listChatModels } from '../../domain/chat/models.js';
-import type { AgentCatalogView, AgentPolicyList, AgentPolicyView, ExternalGroupList, Organisation, OrganisationList } from '../admin-api.js';
+import type {
+  AgentCatalogView,
+  AgentPolicyList,
+  AgentPolicyView,
+  ExternalGroupList,
+  Organisation,
+  OrganisationList,
+} from '../admin-api.js';
 import { asyncHandler, requireSuperuser, requireUser, type WebContext } from '../context.js';
 import { problemsError, validateBody } from '../validate.js';
 import { intParam } from './params.js';
 import { MEMBER_BODY, ORG_BODY, POLICY_CREATE, POLICY_PATCH } from './admin-schemas.js';
-import { logAsPart, managedOrg, managedRoutes, requireManager, requireMayManageMember, type ManagedResource, type OrgKit } from './org-kit.js';
+import {
+  logAsPart,
+  managedOrg,
+  managedRoutes,
+  requireManager,
+  requireMayManageMember,
+  type ManagedResource,
+  type OrgKit,
+} from './org-kit.js';
 import { teamRoutes } from './team-routes.js';
 
 async function policyView(db: Sql, p: orgs.AgentPolicyRow): Promise<AgentPolicyView> {
@@ -42,12 +62,16 @@ export function organisationRoutes(ctx: WebContext): Router {
     if (changed.length) services.sandboxes?.policyChanged?.(changed);
   };
   /** All organisation members affected by a policy change: rewrite their stored sandbox policy. */
-  const rewriteOrgPolicies = async (orgId: number) => notify(await rewriteAgentPolicies(db, await orgs.orgMemberIds(db, orgId)));
+  const rewriteOrgPolicies = async (orgId: number) =>
+    notify(await rewriteAgentPolicies(db, await orgs.orgMemberIds(db, orgId)));
   /** Tools and models a policy may name: AGENT_TOOLS, the configured model and the chat models on offer (plus any the daemon offers). */
   const catalog = async (): Promise<AgentCatalog> => {
     const extra = ctx.services.agentModels?.() ?? [];
     const offered = (await listChatModels(db)).map((m) => m.model);
-    return { tools: [...AGENT_TOOLS, ...(await connectorPolicyNames(db))], models: [...new Set([ctx.config.model.model, ...offered, ...extra])].filter(Boolean) };
+    return {
+      tools: [...AGENT_TOOLS, ...(await connectorPolicyNames(db))],
+      models: [...new Set([ctx.config.model.model, ...offered, ...extra])].filter(Boolean),
+    };
   };
   const route = (fn: Parameters<typeof asyncHandler>[0]): RequestHandler => asyncHandler(fn);
   const kit: OrgKit = { r, db, notify, rewriteOrgPolicies, catalog, route };
@@ -92,7 +116,8 @@ function organisationCrudRoutes({ r, db, notify, route }: OrgKit): void {
       const name = validateBody(ORG_BODY, req.body).name.trim();
       const org = await orgs.getOrganisation(db, orgId);
       await orgs.renameOrganisation(db, orgId, name);
-      if (org.name !== name) await logAsPart(db, req, 'organisation.renamed', { organisation_id: orgId, from: org.name, name });
+      if (org.name !== name)
+        await logAsPart(db, req, 'organisation.renamed', { organisation_id: orgId, from: org.name, name });
       res.json((await orgs.getOrganisation(db, orgId)) satisfies Organisation);
     }),
   );
@@ -110,7 +135,14 @@ function organisationCrudRoutes({ r, db, notify, route }: OrgKit): void {
         const ids = await orgs.orgMemberIds(trx, orgId);
         const counts = { ...(await orgs.countOrganisationParts(trx, orgId)), users_affected: ids.length };
         await orgs.deleteOrganisation(trx, orgId);
-        await logAsPart(trx, req, 'organisation.deleted', { organisation_id: orgId, name: org.name, ...counts }, null, 'warning');
+        await logAsPart(
+          trx,
+          req,
+          'organisation.deleted',
+          { organisation_id: orgId, name: org.name, ...counts },
+          null,
+          'warning',
+        );
         return rewriteAgentPolicies(trx, ids);
       });
       notify(changed);
@@ -137,7 +169,8 @@ function memberRoutes({ r, db, notify, route }: OrgKit): void {
     '/external-groups',
     requireUser,
     route(async (req, res) => {
-      if (!req.user!.is_superuser && !(await orgs.managesAny(db, req.user!.id))) throw new AppError('ERR_AUTH_FORBIDDEN', 'organisation managers only');
+      if (!req.user!.is_superuser && !(await orgs.managesAny(db, req.user!.id)))
+        throw new AppError('ERR_AUTH_FORBIDDEN', 'organisation managers only');
       const groups = await orgs.searchGroups(db, typeof req.query.q === 'string' ? req.query.q : undefined);
       res.json({ groups } satisfies ExternalGroupList);
     }),
@@ -161,7 +194,8 @@ function memberEditor({ db, notify, route }: Pick<OrgKit, 'db' | 'notify' | 'rou
       if (role) {
         await orgs.setMember(trx, orgId, userId, role);
         await logAsPart(trx, req, 'organisation.member_set', { organisation_id: orgId, role }, userId);
-      } else if (await orgs.removeMember(trx, orgId, userId)) await logAsPart(trx, req, 'organisation.member_removed', { organisation_id: orgId }, userId);
+      } else if (await orgs.removeMember(trx, orgId, userId))
+        await logAsPart(trx, req, 'organisation.member_removed', { organisation_id: orgId }, userId);
       return rewriteAgentPolicies(trx, [userId]);
     });
     notify(changed);
@@ -192,17 +226,34 @@ function agentPolicyRoutes(kit: OrgKit): void {
     check: (orgId, body, current) => checkAgentPolicy(db, catalog, orgId, body, current),
     create: async (trx, req, orgId, body) => {
       const pid = await orgs.saveAgentPolicy(trx, orgId, body);
-      await logAsPart(trx, req, 'agent_policy.created', { organisation_id: orgId, policy_id: pid, name: body.name, applies_to: body.applies_to });
+      await logAsPart(trx, req, 'agent_policy.created', {
+        organisation_id: orgId,
+        policy_id: pid,
+        name: body.name,
+        applies_to: body.applies_to,
+      });
       return { id: pid, changed: [] };
     },
     update: async (trx, req, p, body) => {
       await orgs.saveAgentPolicy(trx, p.organisation_id, body, p.id);
-      await logAsPart(trx, req, 'agent_policy.updated', { organisation_id: p.organisation_id, policy_id: p.id, name: body.name ?? p.name, fields: Object.keys(body).sort() });
+      await logAsPart(trx, req, 'agent_policy.updated', {
+        organisation_id: p.organisation_id,
+        policy_id: p.id,
+        name: body.name ?? p.name,
+        fields: Object.keys(body).sort(),
+      });
       return [];
     },
     remove: async (trx, req, p) => {
       await orgs.deleteAgentPolicy(trx, p.id);
-      await logAsPart(trx, req, 'agent_policy.deleted', { organisation_id: p.organisation_id, policy_id: p.id, name: p.name }, null, 'warning');
+      await logAsPart(
+        trx,
+        req,
+        'agent_policy.deleted',
+        { organisation_id: p.organisation_id, policy_id: p.id, name: p.name },
+        null,
+        'warning',
+      );
       return [];
     },
     // A policy's change reaches every member of its organisation: their stored policies are rewritten.
@@ -215,18 +266,30 @@ function agentPolicyRoutes(kit: OrgKit): void {
  * "the chosen teams" needs at least one team (it would apply to nobody). `current` is the
  * stored policy on a PATCH, so the check is on the policy as it will be.
  */
-async function checkAgentPolicy(db: Sql, catalog: OrgKit['catalog'], orgId: number, body: orgs.AgentPolicyInput, current?: orgs.AgentPolicyRow): Promise<void> {
+async function checkAgentPolicy(
+  db: Sql,
+  catalog: OrgKit['catalog'],
+  orgId: number,
+  body: orgs.AgentPolicyInput,
+  current?: orgs.AgentPolicyRow,
+): Promise<void> {
   const problems = unknownNames(body as Record<string, unknown>, await catalog());
   const appliesTo = body.applies_to ?? current?.applies_to;
   const teamIds = body.team_ids ?? (current ? await orgs.policyTeamIds(db, current.id) : []);
   if (appliesTo === 'teams' && teamIds.length === 0) {
-    problems.push({ field: 'team_ids', message: 'Teams: choose at least one team, or apply the policy to every member of the organisation.' });
+    problems.push({
+      field: 'team_ids',
+      message: 'Teams: choose at least one team, or apply the policy to every member of the organisation.',
+    });
   }
   if (problems.length) {
     const err = problemsError(problems);
     throw new AppError('ERR_POLICY_INVALID', err.message, { details: err.details });
   }
   for (const t of body.team_ids ?? []) {
-    if ((await orgs.getTeam(db, t)).organisation_id !== orgId) throw new AppError('ERR_VALIDATION', 'Teams: every team must belong to this organisation.', { details: { field: 'team_ids' } });
+    if ((await orgs.getTeam(db, t)).organisation_id !== orgId)
+      throw new AppError('ERR_VALIDATION', 'Teams: every team must belong to this organisation.', {
+        details: { field: 'team_ids' },
+      });
   }
 }

@@ -7,8 +7,18 @@ import type { SsoProviderList } from '../admin-api.js';
 import { regenerate, saveSession } from '../auth-routes.js';
 import { resolveRedirect } from '../redirect.js';
 import { asyncHandler, type WebContext } from '../context.js';
-import { recordSsoLogin, SOCIAL_ACCOUNT_ADDED, SOCIAL_ACCOUNT_UPDATED, type IdentitySignals } from '../../domain/identity/events.js';
-import { decryptClientSecret, getConnectionByProvider, listConnections, type IdpConnectionRow } from '../../domain/identity/store.js';
+import {
+  recordSsoLogin,
+  SOCIAL_ACCOUNT_ADDED,
+  SOCIAL_ACCOUNT_UPDATED,
+  type IdentitySignals,
+} from '../../domain/identity/events.js';
+import {
+  decryptClientSecret,
+  getConnectionByProvider,
+  listConnections,
+  type IdpConnectionRow,
+} from '../../domain/identity/store.js';
 
 /** Path of the browser form post that starts an SSO login (docs/rules.md#versioning: under /_login/browser/v1/). */
 export const SSO_REDIRECT_PATH = '/_login/browser/v1/auth/provider/redirect';
@@ -42,21 +52,28 @@ class DiscoveryCache {
     const loopback = ['127.0.0.1', 'localhost', '[::1]'].includes(issuer.hostname);
     const secret = decryptClientSecret(this.enc, c);
     const config = oidc
-      .discovery(issuer, c.client_id, secret ? { client_secret: secret } : undefined, secret ? oidc.ClientSecretPost(secret) : oidc.None(), {
-        execute: [
-          // Without this openid-client v6 checks only iss/aud/exp/nonce of an ID token that came
-          // from the token endpoint, not its signature: a forged or altered token (another e-mail)
-          // would log in as anyone. With it, the signature is verified against the IdP's JWKS
-          // (jwks_uri from discovery; fetched once, cached ≤ 5 min, refetched on an unknown kid).
-          oidc.enableNonRepudiationChecks,
-          ...(loopback && issuer.protocol === 'http:' ? [oidc.allowInsecureRequests] : []),
-        ],
-        timeout: 10,
-      })
+      .discovery(
+        issuer,
+        c.client_id,
+        secret ? { client_secret: secret } : undefined,
+        secret ? oidc.ClientSecretPost(secret) : oidc.None(),
+        {
+          execute: [
+            // Without this openid-client v6 checks only iss/aud/exp/nonce of an ID token that came
+            // from the token endpoint, not its signature: a forged or altered token (another e-mail)
+            // would log in as anyone. With it, the signature is verified against the IdP's JWKS
+            // (jwks_uri from discovery; fetched once, cached ≤ 5 min, refetched on an unknown kid).
+            oidc.enableNonRepudiationChecks,
+            ...(loopback && issuer.protocol === 'http:' ? [oidc.allowInsecureRequests] : []),
+          ],
+          timeout: 10,
+        },
+      )
       .then((config) => {
         // A JWKS the IdP cannot serve is "IdP unreachable" (502), not a bad token.
         const jwksUri = config.serverMetadata().jwks_uri;
-        if (!jwksUri) throw new Error('the discovery document names no jwks_uri: ID token signatures cannot be checked');
+        if (!jwksUri)
+          throw new Error('the discovery document names no jwks_uri: ID token signatures cannot be checked');
         const jwksHref = new URL(jwksUri).href;
         config[oidc.customFetch] = async (url, options) => {
           const init = options as RequestInit;
@@ -65,9 +82,14 @@ class DiscoveryCache {
           try {
             res = await fetch(url, init);
           } catch (err) {
-            throw new AppError('ERR_SSO_DISCOVERY', "the identity provider's signing keys cannot be fetched", { cause: err });
+            throw new AppError('ERR_SSO_DISCOVERY', "the identity provider's signing keys cannot be fetched", {
+              cause: err,
+            });
           }
-          if (!res.ok) throw new AppError('ERR_SSO_DISCOVERY', "the identity provider's signing keys cannot be fetched", { details: { upstream_status: res.status } });
+          if (!res.ok)
+            throw new AppError('ERR_SSO_DISCOVERY', "the identity provider's signing keys cannot be fetched", {
+              details: { upstream_status: res.status },
+            });
           return res;
         };
         return config;
@@ -83,7 +105,8 @@ class DiscoveryCache {
 
 /** `callback_url` must be absolute and on the configured public origin: no open redirect. */
 export function checkCallbackUrl(raw: unknown, publicOrigin: string): string {
-  if (typeof raw !== 'string' || raw.length > 2048) throw new AppError('ERR_SSO_CALLBACK_URL', 'callback_url is required');
+  if (typeof raw !== 'string' || raw.length > 2048)
+    throw new AppError('ERR_SSO_CALLBACK_URL', 'callback_url is required');
   let u: URL;
   try {
     u = new URL(raw);
@@ -93,7 +116,10 @@ export function checkCallbackUrl(raw: unknown, publicOrigin: string): string {
   }
   // Checked after resolution (dot segments removed), then rebuilt from the public origin and
   // the resolved path only: `http://origin/.//evil.example/x` is refused, see web/redirect.ts.
-  const path = u.protocol === 'http:' || u.protocol === 'https:' ? resolveRedirect(raw, publicOrigin, { allowAbsolute: true }) : null;
+  const path =
+    u.protocol === 'http:' || u.protocol === 'https:'
+      ? resolveRedirect(raw, publicOrigin, { allowAbsolute: true })
+      : null;
   if (path === null) {
     throw new AppError('ERR_SSO_CALLBACK_URL', "callback_url must be on this service's own origin");
   }
@@ -131,7 +157,12 @@ export function ssoRoutes(ctx: WebContext, enc: Encryptor, signals: IdentitySign
     asyncHandler(async (_req, res) => {
       const rows = (await listConnections(ctx.database.sql)).filter((c) => c.is_active === 1);
       res.json({
-        providers: rows.map((c) => ({ id: c.provider, name: c.display_name, flows: ['provider_redirect'], redirect_url: SSO_REDIRECT_PATH })),
+        providers: rows.map((c) => ({
+          id: c.provider,
+          name: c.display_name,
+          flows: ['provider_redirect'],
+          redirect_url: SSO_REDIRECT_PATH,
+        })),
       } satisfies SsoProviderList);
     }),
   );
@@ -167,7 +198,10 @@ function ssoRedirectRoute({ r, ctx, discovery }: SsoKit): void {
       const pending = Object.entries((req.session.oauth ?? {}) as Record<string, Pending>)
         .filter(([, p]) => now - p.createdAt < PENDING_TTL_MS)
         .slice(-(MAX_PENDING - 1));
-      pending.push([state, { provider: c.provider, connectionId: c.id, codeVerifier, nonce, callbackUrl, createdAt: now }]);
+      pending.push([
+        state,
+        { provider: c.provider, connectionId: c.id, codeVerifier, nonce, callbackUrl, createdAt: now },
+      ]);
       req.session.oauth = Object.fromEntries(pending);
       await saveSession(req);
       res.redirect(303, url.href);
@@ -193,7 +227,9 @@ function ssoCallbackRoute({ r, ctx, discovery, signals }: SsoKit): void {
         throw new AppError('ERR_SSO_STATE', 'unknown, used or expired login state; start the login again');
       }
       if (typeof req.query.error === 'string') {
-        throw new AppError('ERR_SSO_DENIED', 'the identity provider refused the login', { details: { provider_error: req.query.error.slice(0, 64) } });
+        throw new AppError('ERR_SSO_DENIED', 'the identity provider refused the login', {
+          details: { provider_error: req.query.error.slice(0, 64) },
+        });
       }
       const c = await activeConnection(ctx.database.sql, provider);
       if (c.id !== pending.connectionId) throw new AppError('ERR_SSO_STATE', 'the connection changed during login');
@@ -202,19 +238,33 @@ function ssoCallbackRoute({ r, ctx, discovery, signals }: SsoKit): void {
       const currentUrl = new URL(req.originalUrl, ctx.config.publicOrigin);
       let claims: oidc.IDToken;
       try {
-        const tokens = await oidc.authorizationCodeGrant(config, currentUrl, { pkceCodeVerifier: pending.codeVerifier, expectedState: state, expectedNonce: pending.nonce, idTokenExpected: true }, { redirect_uri: redirectUri });
+        const tokens = await oidc.authorizationCodeGrant(
+          config,
+          currentUrl,
+          {
+            pkceCodeVerifier: pending.codeVerifier,
+            expectedState: state,
+            expectedNonce: pending.nonce,
+            idTokenExpected: true,
+          },
+          { redirect_uri: redirectUri },
+        );
         claims = tokens.claims()!;
       } catch (err) {
         const e = ssoError(err);
         // A token that fails validation may be an attack: warn, by code only (never the token).
-        if (e.code === 'ERR_SSO_ID_TOKEN') req.log.warn({ provider, code: e.code, reason: (err as { code?: string }).code }, 'sso id token refused');
+        if (e.code === 'ERR_SSO_ID_TOKEN')
+          req.log.warn({ provider, code: e.code, reason: (err as { code?: string }).code }, 'sso id token refused');
         throw e;
       }
       const email = typeof claims.email === 'string' ? claims.email.toLowerCase() : '';
       const verified = claims.email_verified === true || claims.email_verified === 'true';
       if (!email || !verified) {
         req.log.info({ provider, event: 'sso_refused_unverified' }, 'sso login refused');
-        throw new AppError('ERR_SSO_EMAIL_UNVERIFIED', 'the identity provider did not confirm a verified e-mail address');
+        throw new AppError(
+          'ERR_SSO_EMAIL_UNVERIFIED',
+          'the identity provider did not confirm a verified e-mail address',
+        );
       }
       const db = ctx.database.sql;
       const user = await matchOrCreateUser(db, email, typeof claims.name === 'string' ? claims.name : null);
@@ -250,7 +300,13 @@ async function matchOrCreateUser(db: Sql, email: string, name: string | null): P
  * (`OAUTH_INVALID_RESPONSE`), no IdP key matches its `kid`/`alg` (`OAUTH_KEY_SELECTION_FAILED`),
  * or it uses an algorithm we do not accept, such as HS256 or none (`OAUTH_UNSUPPORTED_OPERATION`).
  */
-const ID_TOKEN_FAILURES = new Set(['OAUTH_JWT_CLAIM_COMPARISON_FAILED', 'OAUTH_JWT_TIMESTAMP_CHECK_FAILED', 'OAUTH_INVALID_RESPONSE', 'OAUTH_KEY_SELECTION_FAILED', 'OAUTH_UNSUPPORTED_OPERATION']);
+const ID_TOKEN_FAILURES = new Set([
+  'OAUTH_JWT_CLAIM_COMPARISON_FAILED',
+  'OAUTH_JWT_TIMESTAMP_CHECK_FAILED',
+  'OAUTH_INVALID_RESPONSE',
+  'OAUTH_KEY_SELECTION_FAILED',
+  'OAUTH_UNSUPPORTED_OPERATION',
+]);
 
 /** openid-client failures become coded 400s; nothing of the provider's answer is echoed. */
 function ssoError(err: unknown): AppError {
@@ -261,6 +317,9 @@ function ssoError(err: unknown): AppError {
   if (ID_TOKEN_FAILURES.has(e.code ?? '')) {
     return new AppError('ERR_SSO_ID_TOKEN', 'the ID token failed validation', { cause: err });
   }
-  if (e.error) return new AppError('ERR_SSO_CODE_EXCHANGE', 'the identity provider refused the authorization code', { cause: err });
+  if (e.error)
+    return new AppError('ERR_SSO_CODE_EXCHANGE', 'the identity provider refused the authorization code', {
+      cause: err,
+    });
   return new AppError('ERR_SSO_CODE_EXCHANGE', 'the code exchange failed', { cause: err });
 }

@@ -32,7 +32,12 @@ export function teamRoutes(kit: OrgKit): void {
     check: (_orgId, body) => checkGroup(db, body.external_group_id),
     create: async (trx, req, orgId, body) => {
       const t = await orgs.createTeam(trx, orgId, body.name, body.external_group_id ?? null);
-      await logAsPart(trx, req, 'team.created', { organisation_id: orgId, team_id: t.id, name: body.name, external_group_id: body.external_group_id ?? null });
+      await logAsPart(trx, req, 'team.created', {
+        organisation_id: orgId,
+        team_id: t.id,
+        name: body.name,
+        external_group_id: body.external_group_id ?? null,
+      });
       return { id: t.id, changed: body.external_group_id ? await linkTeam(trx, t.id, body.external_group_id) : [] };
     },
     update: async (trx, req, team, body) => {
@@ -50,7 +55,14 @@ export function teamRoutes(kit: OrgKit): void {
     },
     remove: async (trx, req, team) => {
       const members = await orgs.deleteTeam(trx, team.id);
-      await logAsPart(trx, req, 'team.deleted', { organisation_id: team.organisation_id, team_id: team.id, name: team.name, members: members.length }, null, 'warning');
+      await logAsPart(
+        trx,
+        req,
+        'team.deleted',
+        { organisation_id: team.organisation_id, team_id: team.id, name: team.name, members: members.length },
+        null,
+        'warning',
+      );
       return rewriteAgentPolicies(trx, members);
     },
     settle: (_orgId, changed) => notify(changed),
@@ -61,16 +73,26 @@ export function teamRoutes(kit: OrgKit): void {
 }
 
 /** PUT / DELETE /teams/:id/members/:userId: a manual team's members (a linked team follows its group). */
-function teamMemberEditor({ db, notify, route }: Pick<OrgKit, 'db' | 'notify' | 'route'>, add: boolean): RequestHandler {
+function teamMemberEditor(
+  { db, notify, route }: Pick<OrgKit, 'db' | 'notify' | 'route'>,
+  add: boolean,
+): RequestHandler {
   return route(async (req, res) => {
     const team = await managedRow(db, req, orgs.getTeam);
     // A linked team follows its group: manual edits would be undone by the next sync.
-    if (team.external_group_id) throw new AppError('ERR_TEAM_LINKED', 'this team follows an external group; change the group in the directory');
+    if (team.external_group_id)
+      throw new AppError('ERR_TEAM_LINKED', 'this team follows an external group; change the group in the directory');
     const userId = intParam(req, 'userId');
     if (!(await orgs.userExists(db, userId))) throw new AppError('ERR_USER_NOT_FOUND', 'no such user');
     const changed = await inTransaction(db, async (trx) => {
       if (await orgs.editTeamMember(trx, team.id, userId, add)) {
-        await logAsPart(trx, req, add ? 'team.member_added' : 'team.member_removed', { organisation_id: team.organisation_id, team_id: team.id, team: team.name }, userId);
+        await logAsPart(
+          trx,
+          req,
+          add ? 'team.member_added' : 'team.member_removed',
+          { organisation_id: team.organisation_id, team_id: team.id, team: team.name },
+          userId,
+        );
       }
       return rewriteAgentPolicies(trx, [userId]);
     });

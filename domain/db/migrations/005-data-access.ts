@@ -48,9 +48,15 @@ CREATE TABLE user_entitlements (
   PRIMARY KEY (user_id, name)
 );
 `);
-  const role = db.prepare("INSERT INTO data_roles (name, description, builtin) VALUES ('bi_admin', 'Unrestricted access to every table', 1)").run();
+  const role = db
+    .prepare(
+      "INSERT INTO data_roles (name, description, builtin) VALUES ('bi_admin', 'Unrestricted access to every table', 1)",
+    )
+    .run();
   const roleId = Number(role.lastInsertRowid);
-  db.prepare("INSERT INTO data_policies (role_id, table_name, allowed_columns, row_filter) VALUES (?, '*', '[\"*\"]', '{}')").run(roleId);
+  db.prepare(
+    "INSERT INTO data_policies (role_id, table_name, allowed_columns, row_filter) VALUES (?, '*', '[\"*\"]', '{}')",
+  ).run(roleId);
   const supers = db.prepare('SELECT id FROM users WHERE is_superuser = 1 ORDER BY id').all() as { id: number }[];
   const assign = db.prepare('INSERT INTO user_data_roles (user_id, role_id) VALUES (?, ?)');
   const bit = db.prepare("INSERT OR IGNORE INTO user_entitlements (user_id, name) VALUES (?, 'bi')");

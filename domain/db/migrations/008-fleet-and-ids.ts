@@ -75,12 +75,17 @@ export const foreignKeysOff = true;
 export function sqlite(db: BetterSqlite3.Database): void {
   db.exec(FLEET_SQLITE);
   for (const table of ID_TABLES) {
-    const row = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?").get(table) as { sql: string } | undefined;
+    const row = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?").get(table) as
+      { sql: string } | undefined;
     if (!row) throw new Error(`table ${table} is missing`);
     const idDef = /\bid(\s+)INTEGER PRIMARY KEY\b(?! AUTOINCREMENT)/;
     if (!idDef.test(row.sql)) continue;
-    const indexes = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL").all(table) as { sql: string }[];
-    const create = row.sql.replace(idDef, 'id$1INTEGER PRIMARY KEY AUTOINCREMENT').replace(/^CREATE TABLE\s+"?\w+"?/, `CREATE TABLE ${table}__new`);
+    const indexes = db
+      .prepare("SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL")
+      .all(table) as { sql: string }[];
+    const create = row.sql
+      .replace(idDef, 'id$1INTEGER PRIMARY KEY AUTOINCREMENT')
+      .replace(/^CREATE TABLE\s+"?\w+"?/, `CREATE TABLE ${table}__new`);
     db.exec(create);
     db.exec(`INSERT INTO ${table}__new SELECT * FROM ${table}`);
     db.exec(`DROP TABLE ${table}`);

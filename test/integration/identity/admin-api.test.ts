@@ -3,8 +3,15 @@ import { allowActionLog, dbRow, dbRows, failActionLog } from '../../helpers/db.j
 import { generateKeyPairSync } from 'node:crypto';
 import { addUser, startTestApp } from '../../helpers/app.js';
 
-const PEM = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
-const SA = { type: 'service_account', client_email: 'sync@proj.iam.gserviceaccount.test', private_key: PEM, private_key_id: 'k1' };
+const PEM = generateKeyPairSync('rsa', { modulusLength: 2048 })
+  .privateKey.export({ type: 'pkcs8', format: 'pem' })
+  .toString();
+const SA = {
+  type: 'service_account',
+  client_email: 'sync@proj.iam.gserviceaccount.test',
+  private_key: PEM,
+  private_key_id: 'k1',
+};
 
 t.test('IdP connections: superuser CRUD, secrets write-only and encrypted, has_group_sync derived', async (t) => {
   const app = await startTestApp(t);
@@ -16,7 +23,11 @@ t.test('IdP connections: superuser CRUD, secrets write-only and encrypted, has_g
   await joe.login('joe', 'joe-password-123');
 
   t.equal((await joe.json('GET', '/api/identity/connections')).status, 403);
-  t.equal((await joe.json('POST', '/api/identity/connections', { issuer: 'https://accounts.google.com', client_id: 'x' })).status, 403);
+  t.equal(
+    (await joe.json('POST', '/api/identity/connections', { issuer: 'https://accounts.google.com', client_id: 'x' }))
+      .status,
+    403,
+  );
 
   const bad = await root.json('POST', '/api/identity/connections', { issuer: 'not a url', client_id: 'x' });
   t.equal(bad.status, 400);
@@ -31,22 +42,37 @@ t.test('IdP connections: superuser CRUD, secrets write-only and encrypted, has_g
   t.equal(c.body.issuer, 'https://accounts.google.com');
   t.equal(c.body.has_client_secret, true);
   t.equal(c.body.has_group_sync, false);
-  t.equal((await root.json('POST', '/api/identity/connections', { issuer: 'https://accounts.google.com', client_id: 'y' })).body.error.code, 'ERR_IDP_EXISTS');
+  t.equal(
+    (await root.json('POST', '/api/identity/connections', { issuer: 'https://accounts.google.com', client_id: 'y' }))
+      .body.error.code,
+    'ERR_IDP_EXISTS',
+  );
 
-  const onlySa = await root.json('PATCH', `/api/identity/connections/${c.body.id}`, { service_account_json: JSON.stringify(SA) });
+  const onlySa = await root.json('PATCH', `/api/identity/connections/${c.body.id}`, {
+    service_account_json: JSON.stringify(SA),
+  });
   t.equal(onlySa.body.has_group_sync, false, 'service account alone is not enough');
   t.equal(onlySa.body.service_account_email, SA.client_email);
-  const both = await root.json('PATCH', `/api/identity/connections/${c.body.id}`, { delegated_admin_email: 'admin@example.test' });
+  const both = await root.json('PATCH', `/api/identity/connections/${c.body.id}`, {
+    delegated_admin_email: 'admin@example.test',
+  });
   t.equal(both.body.has_group_sync, true);
-  const badSa = await root.json('PATCH', `/api/identity/connections/${c.body.id}`, { service_account_json: '{"client_email":"x"}' });
+  const badSa = await root.json('PATCH', `/api/identity/connections/${c.body.id}`, {
+    service_account_json: '{"client_email":"x"}',
+  });
   t.equal(badSa.body.error.code, 'ERR_IDP_SERVICE_ACCOUNT');
   const cleared = await root.json('PATCH', `/api/identity/connections/${c.body.id}`, { delegated_admin_email: null });
   t.equal(cleared.body.has_group_sync, false);
 
-  const row = (await dbRow(app.database.sql, 'SELECT client_secret_enc, service_account_enc FROM idp_connections')) as Record<string, string>;
+  const row = (await dbRow(
+    app.database.sql,
+    'SELECT client_secret_enc, service_account_enc FROM idp_connections',
+  )) as Record<string, string>;
   t.notOk(JSON.stringify(row).includes('GOCSPX'), 'client secret encrypted');
   t.notOk(JSON.stringify(row).includes('PRIVATE KEY'), 'service account encrypted');
-  const everything = JSON.stringify([c.body, onlySa.body, both.body, (await root.json('GET', '/api/identity/connections')).body]) + app.logs.text();
+  const everything =
+    JSON.stringify([c.body, onlySa.body, both.body, (await root.json('GET', '/api/identity/connections')).body]) +
+    app.logs.text();
   t.notOk(everything.includes('GOCSPX'));
   t.notOk(everything.includes('PRIVATE KEY'));
 
@@ -64,8 +90,13 @@ t.test('IdP connections: a change and its action-log entry are written together 
   await addUser(app.database, 'root', 'root-password-123', { superuser: true });
   const root = app.client();
   await root.login('root', 'root-password-123');
-  const rows = async () => (await dbRows(app.database.sql, 'SELECT id, client_id FROM idp_connections ORDER BY id')) as { id: number; client_id: string }[];
-  const create = () => root.json('POST', '/api/identity/connections', { issuer: 'https://accounts.google.com', client_id: 'cid-1' });
+  const rows = async () =>
+    (await dbRows(app.database.sql, 'SELECT id, client_id FROM idp_connections ORDER BY id')) as {
+      id: number;
+      client_id: string;
+    }[];
+  const create = () =>
+    root.json('POST', '/api/identity/connections', { issuer: 'https://accounts.google.com', client_id: 'cid-1' });
 
   await failActionLog(app.database, 'identity.connection.created');
   t.equal((await create()).status, 500, 'the entry cannot be written: the create fails');
@@ -85,6 +116,8 @@ t.test('IdP connections: a change and its action-log entry are written together 
   await allowActionLog(app.database, 'identity.connection.deleted');
   t.equal((await root.json('DELETE', `/api/identity/connections/${c.body.id}`)).status, 204);
   t.same(await rows(), []);
-  const events = (await dbRows(app.database.sql, "SELECT event FROM action_log WHERE event LIKE 'identity.connection.%' ORDER BY id")).map((r: { event: string }) => r.event);
+  const events = (
+    await dbRows(app.database.sql, "SELECT event FROM action_log WHERE event LIKE 'identity.connection.%' ORDER BY id")
+  ).map((r: { event: string }) => r.event);
   t.same(events, ['identity.connection.created', 'identity.connection.deleted'], 'one entry per change that happened');
 });

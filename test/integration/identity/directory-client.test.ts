@@ -11,25 +11,48 @@ const API = '/admin/directory/v1';
 const params = (r: Recorded) => new URLSearchParams(r.query);
 const usersLists = (s: SyncSetup) => s.dir.requests.filter((r) => r.path === `${API}/users`);
 const groupsLists = (s: SyncSetup) => s.dir.requests.filter((r) => r.path === `${API}/groups`);
-const membersLists = (s: SyncSetup, groupId?: string) => s.dir.requests.filter((r) => (groupId ? r.path === `${API}/groups/${groupId}/members` : /\/groups\/[^/]+\/members$/.test(r.path)));
+const membersLists = (s: SyncSetup, groupId?: string) =>
+  s.dir.requests.filter((r) =>
+    groupId ? r.path === `${API}/groups/${groupId}/members` : /\/groups\/[^/]+\/members$/.test(r.path),
+  );
 
 /** Every (group e-mail, member e-mail) pair, from the emulator or from the database. */
 function directoryPairs(s: SyncSetup): string[] {
   return s.dir.groups.flatMap((g) => (s.dir.members.get(g.id) ?? []).map((m) => `${g.email}|${m.email}`)).sort();
 }
 async function dbPairs(s: SyncSetup): Promise<string[]> {
-  return ((await dbRows(s.app.database.sql, 'SELECT g.email AS g, u.email AS u FROM external_group_members m JOIN external_groups g ON g.id = m.group_id JOIN users u ON u.id = m.user_id')) as { g: string; u: string }[])
+  return (
+    (await dbRows(
+      s.app.database.sql,
+      'SELECT g.email AS g, u.email AS u FROM external_group_members m JOIN external_groups g ON g.id = m.group_id JOIN users u ON u.id = m.user_id',
+    )) as { g: string; u: string }[]
+  )
     .map((r) => `${r.g}|${r.u}`)
     .sort();
 }
 
 /** The directory's users and groups all landed in the database. */
 async function assertComplete(t: Test, s: SyncSetup): Promise<void> {
-  const dirUsers = (await dbRows(s.app.database.sql, 'SELECT d.email, u.is_active FROM directory_users d JOIN users u ON u.id = d.user_id')) as { email: string; is_active: number }[];
-  t.same(dirUsers.map((r) => r.email).sort(), s.dir.users.map((u) => u.primaryEmail).sort(), 'every directory user synced');
+  const dirUsers = (await dbRows(
+    s.app.database.sql,
+    'SELECT d.email, u.is_active FROM directory_users d JOIN users u ON u.id = d.user_id',
+  )) as { email: string; is_active: number }[];
+  t.same(
+    dirUsers.map((r) => r.email).sort(),
+    s.dir.users.map((u) => u.primaryEmail).sort(),
+    'every directory user synced',
+  );
   t.equal(dirUsers.filter((r) => r.is_active === 1).length, s.dir.users.length, 'all active');
-  const groups = (await dbRows(s.app.database.sql, 'SELECT directory_id, email, name FROM external_groups')) as { directory_id: string; email: string; name: string }[];
-  t.same(groups.map((g) => `${g.directory_id}|${g.email}|${g.name}`).sort(), s.dir.groups.map((g) => `${g.id}|${g.email}|${g.name}`).sort(), 'every group synced');
+  const groups = (await dbRows(s.app.database.sql, 'SELECT directory_id, email, name FROM external_groups')) as {
+    directory_id: string;
+    email: string;
+    name: string;
+  }[];
+  t.same(
+    groups.map((g) => `${g.directory_id}|${g.email}|${g.name}`).sort(),
+    s.dir.groups.map((g) => `${g.id}|${g.email}|${g.name}`).sort(),
+    'every group synced',
+  );
   t.same(await dbPairs(s), directoryPairs(s), 'every membership synced');
 }
 
@@ -89,7 +112,11 @@ t.test('lists larger than a page: maxResults 500/200/200 and every nextPageToken
   checkPaging('members.list (201)', membersLists(s, over.id), 200, 2);
   const perGroup = d.groups.reduce((n, g) => n + Math.max(1, Math.ceil((d.members.get(g.id)?.length ?? 0) / 200)), 0);
   t.equal(membersLists(s).length, perGroup, 'members.list: one request per page of every group');
-  t.equal(j.result.requests, 1 + usersLists(s).length + groupsLists(s).length + membersLists(s).length, 'the client counts the same requests (+1 token)');
+  t.equal(
+    j.result.requests,
+    1 + usersLists(s).length + groupsLists(s).length + membersLists(s).length,
+    'the client counts the same requests (+1 token)',
+  );
   await assertComplete(t, s);
 });
 
@@ -165,7 +192,11 @@ t.test('a 5xx that outlasts the attempts fails the job after exactly maxAttempts
   const users = usersLists(s);
   t.equal(users.length, 1 + 3, 'page 1, then page 2 three times (the helper client makes 3 attempts)');
   t.same(new Set(users.slice(1).map((r) => r.query)).size, 1, 'the same page each time');
-  t.equal(((await dbRow(s.app.database.sql, 'SELECT COUNT(*) AS n FROM directory_users')) as { n: number }).n, 0, 'nothing written');
+  t.equal(
+    ((await dbRow(s.app.database.sql, 'SELECT COUNT(*) AS n FROM directory_users')) as { n: number }).n,
+    0,
+    'nothing written',
+  );
 });
 
 t.test("a 429 with Retry-After waits as long as the directory asks, not the client's own backoff", async (t) => {

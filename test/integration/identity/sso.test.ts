@@ -10,7 +10,12 @@ const BOB = { sub: 'bob-sub-1', email: 'bob@example.test', email_verified: true,
 const EVE = { sub: 'eve-sub-1', email: 'eve@example.test', email_verified: false, name: 'Eve' };
 
 const identities = async (db: import('../../../domain/db/index.js').Sql) =>
-  (await dbRows(db, 'SELECT user_id, connection_id, sub, email FROM external_identities ORDER BY id')) as { user_id: number; connection_id: number; sub: string; email: string }[];
+  (await dbRows(db, 'SELECT user_id, connection_id, sub, email FROM external_identities ORDER BY id')) as {
+    user_id: number;
+    connection_id: number;
+    sub: string;
+    email: string;
+  }[];
 
 t.test('sso-providers lists active connections only', async (t) => {
   const s = await startSso(t, []);
@@ -23,7 +28,12 @@ t.test('sso-providers lists active connections only', async (t) => {
   );
   await dbRun(s.app.database.sql, 'UPDATE idp_connections SET is_active = 0');
   t.same((await c.json('GET', '/api/auth/sso-providers')).body.providers, []);
-  const refused = await c.json('POST', '/_login/browser/v1/auth/provider/redirect', form({ provider: 'google', process: 'login', callback_url: `${s.origin}/` }), FORM);
+  const refused = await c.json(
+    'POST',
+    '/_login/browser/v1/auth/provider/redirect',
+    form({ provider: 'google', process: 'login', callback_url: `${s.origin}/` }),
+    FORM,
+  );
   t.equal(refused.status, 400);
   t.equal(refused.body.error.code, 'ERR_SSO_PROVIDER');
 });
@@ -41,7 +51,9 @@ t.test('full login: new user created, ExternalIdentity upserted, /api/auth/me an
   t.equal(me.status, 200);
   t.equal(me.body.email, ALICE.email);
   t.equal(me.body.display_name, ALICE.name);
-  t.same(await identities(s.app.database.sql), [{ user_id: me.body.id, connection_id: s.connection.id, sub: ALICE.sub, email: ALICE.email }]);
+  t.same(await identities(s.app.database.sql), [
+    { user_id: me.body.id, connection_id: s.connection.id, sub: ALICE.sub, email: ALICE.email },
+  ]);
   // The session's CSRF token is fresh and works.
   await browser.fetchCsrf();
   t.equal((await browser.json('POST', '/api/auth/logout')).status, 204);
@@ -63,44 +75,73 @@ t.test('known e-mail is matched; a second login updates the same ExternalIdentit
   const me = await b1.json('GET', '/api/auth/me');
   t.equal(me.body.id, bob.id, 'matched the existing account by verified e-mail');
   t.equal(me.body.username, 'bob');
-  const first = (await dbRow(s.app.database.sql, 'SELECT last_login_at FROM external_identities')) as { last_login_at: string };
+  const first = (await dbRow(s.app.database.sql, 'SELECT last_login_at FROM external_identities')) as {
+    last_login_at: string;
+  };
   // The second login must be stamped later: wait for the clock to pass the first one.
   await waitFor(() => new Date().toISOString() > first.last_login_at, 'the clock to pass the first login', 5_000, 1);
   const b2 = s.app.client();
   t.equal((await ssoLogin(s, b2, BOB.sub)).status, 303);
   t.equal((await identities(s.app.database.sql)).length, 1, 'still one identity');
-  const second = (await dbRow(s.app.database.sql, 'SELECT last_login_at FROM external_identities')) as { last_login_at: string };
+  const second = (await dbRow(s.app.database.sql, 'SELECT last_login_at FROM external_identities')) as {
+    last_login_at: string;
+  };
   t.not(second.last_login_at, first.last_login_at, 'updated');
   t.equal(((await dbRow(s.app.database.sql, 'SELECT COUNT(*) AS n FROM users')) as { n: number }).n, 1, 'no new user');
 });
 
-t.test('no half-written login: last_login_at, the action-log entry and the ExternalIdentity together or not at all', async (t) => {
-  const s = await startSso(t, [BOB]);
-  const bob = await addUser(s.app.database, 'bob', 'bob-password-123', { email: 'bob@example.test' });
-  const lastLogin = async () => ((await dbRow(s.app.database.sql, 'SELECT last_login_at FROM users WHERE id = ?', bob.id)) as { last_login_at: string | null }).last_login_at;
-  await failActionLog(s.app.database, 'auth.login');
-  const browser = s.app.client();
-  t.equal((await ssoLogin(s, browser, BOB.sub)).status, 500, 'the entry cannot be written: the login fails');
-  t.equal(await lastLogin(), null, 'last_login_at not written');
-  t.same(await identities(s.app.database.sql), [], 'no ExternalIdentity');
-  t.equal((await browser.json('GET', '/api/auth/me')).status, 401, 'and the browser is not logged in');
-  await allowActionLog(s.app.database, 'auth.login');
-  t.equal((await ssoLogin(s, browser, BOB.sub)).status, 303);
-  t.ok(await lastLogin());
-  t.equal((await identities(s.app.database.sql)).length, 1);
-  t.equal((await browser.json('GET', '/api/auth/me')).body.id, bob.id);
-});
+t.test(
+  'no half-written login: last_login_at, the action-log entry and the ExternalIdentity together or not at all',
+  async (t) => {
+    const s = await startSso(t, [BOB]);
+    const bob = await addUser(s.app.database, 'bob', 'bob-password-123', { email: 'bob@example.test' });
+    const lastLogin = async () =>
+      (
+        (await dbRow(s.app.database.sql, 'SELECT last_login_at FROM users WHERE id = ?', bob.id)) as {
+          last_login_at: string | null;
+        }
+      ).last_login_at;
+    await failActionLog(s.app.database, 'auth.login');
+    const browser = s.app.client();
+    t.equal((await ssoLogin(s, browser, BOB.sub)).status, 500, 'the entry cannot be written: the login fails');
+    t.equal(await lastLogin(), null, 'last_login_at not written');
+    t.same(await identities(s.app.database.sql), [], 'no ExternalIdentity');
+    t.equal((await browser.json('GET', '/api/auth/me')).status, 401, 'and the browser is not logged in');
+    await allowActionLog(s.app.database, 'auth.login');
+    t.equal((await ssoLogin(s, browser, BOB.sub)).status, 303);
+    t.ok(await lastLogin());
+    t.equal((await identities(s.app.database.sql)).length, 1);
+    t.equal((await browser.json('GET', '/api/auth/me')).body.id, bob.id);
+  },
+);
 
 t.test('refused: foreign or relative callback_url (no open redirect), bad process', async (t) => {
   const s = await startSso(t, [ALICE]);
   const c = s.app.client();
-  for (const cb of ['https://evil.example/steal', '/chat', '//evil.example/x', `http://127.0.0.1:1/x`, 'javascript:alert(1)', `${s.origin.replace('http', 'https')}/x`]) {
-    const r = await c.json('POST', '/_login/browser/v1/auth/provider/redirect', form({ provider: 'google', process: 'login', callback_url: cb }), FORM);
+  for (const cb of [
+    'https://evil.example/steal',
+    '/chat',
+    '//evil.example/x',
+    `http://127.0.0.1:1/x`,
+    'javascript:alert(1)',
+    `${s.origin.replace('http', 'https')}/x`,
+  ]) {
+    const r = await c.json(
+      'POST',
+      '/_login/browser/v1/auth/provider/redirect',
+      form({ provider: 'google', process: 'login', callback_url: cb }),
+      FORM,
+    );
     t.equal(r.status, 400, cb);
     t.equal(r.body.error.code, 'ERR_SSO_CALLBACK_URL', cb);
     t.notOk(r.res.headers.get('location'), 'no redirect');
   }
-  const p = await c.json('POST', '/_login/browser/v1/auth/provider/redirect', form({ provider: 'google', process: 'connect', callback_url: `${s.origin}/` }), FORM);
+  const p = await c.json(
+    'POST',
+    '/_login/browser/v1/auth/provider/redirect',
+    form({ provider: 'google', process: 'connect', callback_url: `${s.origin}/` }),
+    FORM,
+  );
   t.equal(p.body.error.code, 'ERR_SSO_PROCESS');
 });
 
@@ -146,7 +187,11 @@ t.test('refused: nonce mismatch in the ID token', async (t) => {
   t.equal(((await r.json()) as { error: { code: string } }).error.code, 'ERR_SSO_ID_TOKEN');
   t.equal((await browser.json('GET', '/api/auth/me')).status, 401);
   t.same(await identities(s.app.database.sql), []);
-  t.equal(((await dbRow(s.app.database.sql, 'SELECT COUNT(*) AS n FROM users')) as { n: number }).n, 0, 'no user created');
+  t.equal(
+    ((await dbRow(s.app.database.sql, 'SELECT COUNT(*) AS n FROM users')) as { n: number }).n,
+    0,
+    'no user created',
+  );
 });
 
 const b64u = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
@@ -157,16 +202,22 @@ t.test('refused: ID token with a forged signature or a claim changed after signi
   const forgers: Record<string, (idToken: string) => Promise<string> | string> = {
     're-signed with another key of the same kid': async (idToken) => {
       const header = decodeProtectedHeader(idToken);
-      return new SignJWT({ ...decodeJwt(idToken), email: 'root@example.test' }).setProtectedHeader({ alg: 'RS256', kid: header.kid, typ: header.typ }).sign(privateKey);
+      return new SignJWT({ ...decodeJwt(idToken), email: 'root@example.test' })
+        .setProtectedHeader({ alg: 'RS256', kid: header.kid, typ: header.typ })
+        .sign(privateKey);
     },
     'e-mail claim changed, original signature kept': (idToken) => {
       const [h, , sig] = idToken.split('.');
       return `${h}.${b64u({ ...decodeJwt(idToken), email: 'root@example.test' })}.${sig}`;
     },
-    'unsigned (alg none)': (idToken) => `${b64u({ alg: 'none', typ: 'JWT' })}.${b64u({ ...decodeJwt(idToken), email: 'root@example.test' })}.`,
+    'unsigned (alg none)': (idToken) =>
+      `${b64u({ alg: 'none', typ: 'JWT' })}.${b64u({ ...decodeJwt(idToken), email: 'root@example.test' })}.`,
   };
   const s = await startSso(t, [ALICE]);
-  const root = await addUser(s.app.database, 'root', 'root-password-123', { superuser: true, email: 'root@example.test' });
+  const root = await addUser(s.app.database, 'root', 'root-password-123', {
+    superuser: true,
+    email: 'root@example.test',
+  });
   const forged: string[] = [];
   for (const [name, forge] of Object.entries(forgers)) {
     s.idp.tamper.idToken = async (idToken) => {
@@ -191,12 +242,22 @@ t.test('refused: ID token with a forged signature or a claim changed after signi
     [root.id],
     'no user created',
   );
-  t.equal(((await dbRow(s.app.database.sql, "SELECT COUNT(*) AS n FROM action_log WHERE event = 'auth.login'")) as { n: number }).n, 0, 'no login logged');
+  t.equal(
+    (
+      (await dbRow(s.app.database.sql, "SELECT COUNT(*) AS n FROM action_log WHERE event = 'auth.login'")) as {
+        n: number;
+      }
+    ).n,
+    0,
+    'no login logged',
+  );
   const logs = s.app.logs.text();
   for (const f of forged) t.notOk(logs.includes(f.split('.')[1]), 'the forged token is not logged');
   t.notOk(/[?&]code=/.test(logs), 'no authorization code in logs');
   t.notOk(logs.includes(CLIENT_SECRET), 'no client secret in logs');
-  const warned = s.app.logs.lines.map((l) => JSON.parse(l) as { level: number; msg: string; code?: string }).filter((l) => l.msg === 'sso id token refused');
+  const warned = s.app.logs.lines
+    .map((l) => JSON.parse(l) as { level: number; msg: string; code?: string })
+    .filter((l) => l.msg === 'sso id token refused');
   t.equal(warned.length, 3, 'each refusal is a warning');
   t.ok(
     warned.every((l) => l.level === 40 && l.code === 'ERR_SSO_ID_TOKEN'),
@@ -246,7 +307,9 @@ t.test('a deactivated account cannot log in by SSO', async (t) => {
 
 t.test('client secret: encrypted at rest, never in responses or logs', async (t) => {
   const s = await startSso(t, [ALICE]);
-  const row = (await dbRow(s.app.database.sql, 'SELECT client_secret_enc FROM idp_connections')) as { client_secret_enc: string };
+  const row = (await dbRow(s.app.database.sql, 'SELECT client_secret_enc FROM idp_connections')) as {
+    client_secret_enc: string;
+  };
   t.match(row.client_secret_enc, /^v1\./);
   t.notOk(row.client_secret_enc.includes(CLIENT_SECRET));
   await addUser(s.app.database, 'root', 'root-password-123', { superuser: true });

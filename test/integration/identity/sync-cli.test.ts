@@ -13,9 +13,15 @@ import { openDatabase } from '../../../domain/db/index.js';
 
 const MAIN = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'daemon', 'main.js');
 
-function run(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function run(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const p = spawn(process.execPath, [MAIN, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(process.execPath, [MAIN, ...args], {
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     p.stdout.on('data', (d: Buffer) => (stdout += d));
@@ -30,7 +36,13 @@ t.test('airlock sync-directory (and sync_directory) runs the sync inline with pr
   dir.seed({ users: 25, groups: 4, memberships: 50 });
   const dataDir = tempDir(t);
   const engine = await serveEngineEnv(t);
-  const env = { AIRLOCK_DATA_DIR: dataDir, AIRLOCK_GOOGLE_DIRECTORY_BASE_URL: dir.url, AIRLOCK_GOOGLE_TOKEN_URL: dir.tokenUrl, AIRLOCK_LOG_LEVEL: 'silent', ...engine };
+  const env = {
+    AIRLOCK_DATA_DIR: dataDir,
+    AIRLOCK_GOOGLE_DIRECTORY_BASE_URL: dir.url,
+    AIRLOCK_GOOGLE_TOKEN_URL: dir.tokenUrl,
+    AIRLOCK_LOG_LEVEL: 'silent',
+    ...engine,
+  };
   const config = testConfig(dataDir, env);
   const open = () => openDatabase({ url: engine.AIRLOCK_DATABASE_URL, file: join(dataDir, 'airlock.db') });
   const database = await open();
@@ -45,7 +57,9 @@ t.test('airlock sync-directory (and sync_directory) runs the sync inline with pr
 
   const r = await run(['sync-directory', '--json'], env);
   t.equal(r.code, 0, r.stderr);
-  const out = JSON.parse(r.stdout) as { job: { status: string; trigger: string; result: { users_created: number; memberships_added: number } } };
+  const out = JSON.parse(r.stdout) as {
+    job: { status: string; trigger: string; result: { users_created: number; memberships_added: number } };
+  };
   t.equal(out.job.status, 'succeeded');
   t.equal(out.job.trigger, 'manual');
   t.equal(out.job.result.users_created, 25);
@@ -61,14 +75,26 @@ t.test('airlock sync-directory (and sync_directory) runs the sync inline with pr
   // sandboxes; none runs here, which it says plainly (the sync still succeeds).
   dir.users[3].suspended = true;
   const db1 = await open();
-  const uid = ((await dbRow(db1.sql, 'SELECT id FROM users WHERE email = ?', dir.users[3].primaryEmail)) as { id: number }).id;
-  await dbRun(db1.sql, 'INSERT INTO web_sessions (sid, user_id, data, expires_at) VALUES (?, ?, ?, ?)', 'sid-of-user3', uid, '{}', Date.now() + 3600_000);
+  const uid = (
+    (await dbRow(db1.sql, 'SELECT id FROM users WHERE email = ?', dir.users[3].primaryEmail)) as { id: number }
+  ).id;
+  await dbRun(
+    db1.sql,
+    'INSERT INTO web_sessions (sid, user_id, data, expires_at) VALUES (?, ?, ?, ?)',
+    'sid-of-user3',
+    uid,
+    '{}',
+    Date.now() + 3600_000,
+  );
   await db1.close();
   const deact = await run(['sync-directory'], env);
   t.equal(deact.code, 0, deact.stderr);
   t.match(deact.stdout, /users \+0 ~0 -1, .*web sessions ended 1/);
   t.notMatch(deact.stdout, /sandboxes ended/, 'no count claimed when no daemon answered');
-  t.match(deact.stderr, /no daemon answers on .*control\.sock \(not running, or running without a sandbox runtime\): no live sandboxes of deactivated users were ended/);
+  t.match(
+    deact.stderr,
+    /no daemon answers on .*control\.sock \(not running, or running without a sandbox runtime\): no live sandboxes of deactivated users were ended/,
+  );
 
   // A job already running for the connection (e.g. in `serve`): the command reports it, runs nothing.
   const db2 = await open();
@@ -80,13 +106,24 @@ t.test('airlock sync-directory (and sync_directory) runs the sync inline with pr
 });
 
 /** A seeded directory emulator, a data dir whose IdP connection points at it, and the CLI env. */
-async function slowDirectory(t: Parameters<typeof tempDir>[0] & { teardown(fn: () => unknown): void }, users: number, groups: number, memberships: number) {
+async function slowDirectory(
+  t: Parameters<typeof tempDir>[0] & { teardown(fn: () => unknown): void },
+  users: number,
+  groups: number,
+  memberships: number,
+) {
   const dir = await startDirectory();
   t.teardown(() => dir.close());
   dir.seed({ users, groups, memberships });
   const dataDir = tempDir(t);
   const engine = await serveEngineEnv(t);
-  const env = { AIRLOCK_DATA_DIR: dataDir, AIRLOCK_GOOGLE_DIRECTORY_BASE_URL: dir.url, AIRLOCK_GOOGLE_TOKEN_URL: dir.tokenUrl, AIRLOCK_LOG_LEVEL: 'silent', ...engine };
+  const env = {
+    AIRLOCK_DATA_DIR: dataDir,
+    AIRLOCK_GOOGLE_DIRECTORY_BASE_URL: dir.url,
+    AIRLOCK_GOOGLE_TOKEN_URL: dir.tokenUrl,
+    AIRLOCK_LOG_LEVEL: 'silent',
+    ...engine,
+  };
   const config = testConfig(dataDir, env);
   const database = await openDatabase({ url: engine.AIRLOCK_DATABASE_URL, file: join(dataDir, 'airlock.db') });
   const db = database.sql;
@@ -98,41 +135,55 @@ async function slowDirectory(t: Parameters<typeof tempDir>[0] & { teardown(fn: (
     service_account_json: dir.serviceAccount as unknown as Record<string, unknown>,
     delegated_admin_email: `admin@${dir.domain}`,
   });
-  const job = async () => (await dbRow(db, 'SELECT id, status, owner_pid, error FROM directory_sync_jobs ORDER BY id DESC LIMIT 1')) as { id: number; status: string; owner_pid: number; error: string | null } | undefined;
+  const job = async () =>
+    (await dbRow(db, 'SELECT id, status, owner_pid, error FROM directory_sync_jobs ORDER BY id DESC LIMIT 1')) as
+      { id: number; status: string; owner_pid: number; error: string | null } | undefined;
   return { dir, env, config, db, job };
 }
 
-t.test('a daemon starting while the CLI runs a sync leaves the live job alone; the CLI records its result', async (t) => {
-  const { dir, env, config, job } = await slowDirectory(t, 25, 4, 50);
-  // Slow directory: the CLI's run lasts a few seconds.
-  dir.latencyMs = 800;
-  const cli = spawn(process.execPath, [MAIN, 'sync-directory', '--json'], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  cli.stdout.on('data', (d: Buffer) => (stdout += d));
-  const exited = new Promise<number | null>((r) => cli.on('close', r));
-  await waitFor(async () => (await job())?.status === 'running', 'the CLI to claim the job');
-  t.equal((await job())?.status, 'running', 'the CLI claimed the job');
-  t.equal((await job())?.owner_pid, cli.pid, 'owned by the CLI process');
+t.test(
+  'a daemon starting while the CLI runs a sync leaves the live job alone; the CLI records its result',
+  async (t) => {
+    const { dir, env, config, job } = await slowDirectory(t, 25, 4, 50);
+    // Slow directory: the CLI's run lasts a few seconds.
+    dir.latencyMs = 800;
+    const cli = spawn(process.execPath, [MAIN, 'sync-directory', '--json'], {
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    cli.stdout.on('data', (d: Buffer) => (stdout += d));
+    const exited = new Promise<number | null>((r) => cli.on('close', r));
+    await waitFor(async () => (await job())?.status === 'running', 'the CLI to claim the job');
+    t.equal((await job())?.status, 'running', 'the CLI claimed the job');
+    t.equal((await job())?.owner_pid, cli.pid, 'owned by the CLI process');
 
-  // The daemon starts meanwhile (its start recovers jobs of dead processes).
-  const logs = logSink();
-  const daemon = await serve(config, { runtime: false, log: createLogger({ level: 'debug', destination: logs.stream }) });
-  await daemon.close();
-  t.equal((await job())?.status, 'running', 'daemon start did not fail the live job');
-  t.notMatch(logs.text(), /marked failed/, 'nothing recovered');
+    // The daemon starts meanwhile (its start recovers jobs of dead processes).
+    const logs = logSink();
+    const daemon = await serve(config, {
+      runtime: false,
+      log: createLogger({ level: 'debug', destination: logs.stream }),
+    });
+    await daemon.close();
+    t.equal((await job())?.status, 'running', 'daemon start did not fail the live job');
+    t.notMatch(logs.text(), /marked failed/, 'nothing recovered');
 
-  t.equal(await exited, 0);
-  const out = JSON.parse(stdout) as { job: { id: number; status: string; result: { users_created: number } } };
-  t.equal(out.job.status, 'succeeded');
-  t.equal(out.job.result.users_created, 25);
-  t.equal((await job())?.status, 'succeeded');
-  t.equal((await job())?.error, null);
-});
+    t.equal(await exited, 0);
+    const out = JSON.parse(stdout) as { job: { id: number; status: string; result: { users_created: number } } };
+    t.equal(out.job.status, 'succeeded');
+    t.equal(out.job.result.users_created, 25);
+    t.equal((await job())?.status, 'succeeded');
+    t.equal((await job())?.error, null);
+  },
+);
 
 t.test('a job left by a crashed CLI does not block the next run', async (t) => {
   const { dir, env, db, job } = await slowDirectory(t, 5, 1, 5);
   dir.latencyMs = 2000;
-  const crashing = spawn(process.execPath, [MAIN, 'sync-directory'], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: 'ignore' });
+  const crashing = spawn(process.execPath, [MAIN, 'sync-directory'], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: 'ignore',
+  });
   const gone = new Promise((r) => crashing.on('close', r));
   await waitFor(async () => (await job())?.status === 'running', 'the crashing CLI to claim the job');
   t.equal((await job())?.owner_pid, crashing.pid);
@@ -143,7 +194,10 @@ t.test('a job left by a crashed CLI does not block the next run', async (t) => {
   const r = await run(['sync-directory'], env);
   t.equal(r.code, 0, r.stderr);
   t.match(r.stderr, /marked 1 directory-sync job\(s\) failed whose process had stopped/);
-  const failed = (await dbRow(db, 'SELECT status, error FROM directory_sync_jobs WHERE id = ?', stuck)) as { status: string; error: string };
+  const failed = (await dbRow(db, 'SELECT status, error FROM directory_sync_jobs WHERE id = ?', stuck)) as {
+    status: string;
+    error: string;
+  };
   t.equal(failed.status, 'failed');
   t.equal(JSON.parse(failed.error).code, 'ERR_SYNC_INTERRUPTED');
 });

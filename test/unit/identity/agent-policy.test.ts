@@ -12,10 +12,21 @@ t.test('effectiveAgentPolicy: none, org-wide, team grants add up, deny wins', as
   const a = await createUser(database.sql, { username: 'a', email: 'a@x.test' });
   const b = await createUser(database.sql, { username: 'b', email: 'b@x.test' });
   const c = await createUser(database.sql, { username: 'c', email: 'c@x.test' });
-  t.same(await effectiveAgentPolicy(sql, a.id), { tools: null, models: null, denied_tools: [], denied_models: [], policy_ids: [] }, 'no policy: unrestricted');
+  t.same(
+    await effectiveAgentPolicy(sql, a.id),
+    { tools: null, models: null, denied_tools: [], denied_models: [], policy_ids: [] },
+    'no policy: unrestricted',
+  );
 
   const org = await dbInsertId(db, "INSERT INTO organisations (name) VALUES ('Acme')");
-  await dbRun(db, 'INSERT INTO organisation_members (organisation_id, user_id) VALUES (?, ?), (?, ?)', org, a.id, org, b.id);
+  await dbRun(
+    db,
+    'INSERT INTO organisation_members (organisation_id, user_id) VALUES (?, ?), (?, ?)',
+    org,
+    a.id,
+    org,
+    b.id,
+  );
   const team = await dbInsertId(db, "INSERT INTO teams (organisation_id, name) VALUES (?, 'Data')", org);
   await dbRun(db, 'INSERT INTO team_members (team_id, user_id) VALUES (?, ?)', team, b.id);
   const base = await dbInsertId(

@@ -42,11 +42,21 @@ async function errorOf(res: Response): Promise<ApiError> {
 }
 
 /** A JSON call with the session cookie (and the CSRF token on writes). */
-export async function api<T>(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, body?: unknown, retried = false): Promise<T> {
+export async function api<T>(
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
+  path: string,
+  body?: unknown,
+  retried = false,
+): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (method !== 'GET') headers['x-csrf-token'] = await csrf();
   if (body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(path, { method, headers, credentials: 'same-origin', body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(path, {
+    method,
+    headers,
+    credentials: 'same-origin',
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   if (!res.ok) {
     const err = await errorOf(res);
     // The session changed under a cached token (logged out and in again in this tab): one retry
@@ -60,7 +70,10 @@ export async function api<T>(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
 
 /** Open an NDJSON stream (a new turn, or a turn's events after a seq); throws ApiError when refused. */
 export async function openStream(path: string, init: RequestInit = {}, retried = false): Promise<Response> {
-  const headers: Record<string, string> = { accept: 'application/x-ndjson', ...((init.headers as Record<string, string>) ?? {}) };
+  const headers: Record<string, string> = {
+    accept: 'application/x-ndjson',
+    ...((init.headers as Record<string, string>) ?? {}),
+  };
   if (init.method && init.method !== 'GET') headers['x-csrf-token'] = await csrf();
   const res = await fetch(path, { credentials: 'same-origin', ...init, headers });
   if (!res.ok) {

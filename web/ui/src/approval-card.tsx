@@ -18,11 +18,22 @@ export interface ApprovalPart extends Omit<ApprovalRequestEvent, 'type' | 'seq' 
   scope?: ApprovalScope;
 }
 
-const APPROVAL_STATE = { pending: 'Waiting for your approval', approved: 'Approved', denied: 'Not sent', timed_out: 'Not sent: nobody approved in time' } as const;
+const APPROVAL_STATE = {
+  pending: 'Waiting for your approval',
+  approved: 'Approved',
+  denied: 'Not sent',
+  timed_out: 'Not sent: nobody approved in time',
+} as const;
 /** The card's heading: a question while the send waits, then what became of it (never "held" once decided). */
-const HEADING = { pending: 'Send this e-mail?', approved: 'E-mail approved', denied: 'E-mail denied', timed_out: 'E-mail not approved in time' } as const;
+const HEADING = {
+  pending: 'Send this e-mail?',
+  approved: 'E-mail approved',
+  denied: 'E-mail denied',
+  timed_out: 'E-mail not approved in time',
+} as const;
 
-const size = (n: number) => (n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${Math.round(n / 1024)} KB` : `${(n / (1024 * 1024)).toFixed(1)} MB`);
+const size = (n: number) =>
+  n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${Math.round(n / 1024)} KB` : `${(n / (1024 * 1024)).toFixed(1)} MB`;
 
 function Addresses({ list, ask }: { list: string[]; ask: string[] }) {
   return (
@@ -37,7 +48,10 @@ function Addresses({ list, ask }: { list: string[]; ask: string[] }) {
 }
 
 /** The preview of a pending send: fetched once while it waits; a decided one has none (410). */
-function usePreview(sessionId: string | null | undefined, p: ApprovalPart): { preview: ApprovalPreview | null; gone: boolean } {
+function usePreview(
+  sessionId: string | null | undefined,
+  p: ApprovalPart,
+): { preview: ApprovalPreview | null; gone: boolean } {
   const [preview, setPreview] = useState<ApprovalPreview | null>(null);
   const [gone, setGone] = useState(false);
   const pending = p.state === 'pending';
@@ -56,15 +70,26 @@ function usePreview(sessionId: string | null | undefined, p: ApprovalPart): { pr
   return { preview, gone: gone || !pending };
 }
 
-const base = (sessionId: string, id: string) => `/api/chat/sessions/${encodeURIComponent(sessionId)}/approvals/${encodeURIComponent(id)}`;
+const base = (sessionId: string, id: string) =>
+  `/api/chat/sessions/${encodeURIComponent(sessionId)}/approvals/${encodeURIComponent(id)}`;
 
-function Attachments({ p, preview, sessionId }: { p: ApprovalPart; preview: ApprovalPreview | null; sessionId?: string | null }) {
+function Attachments({
+  p,
+  preview,
+  sessionId,
+}: {
+  p: ApprovalPart;
+  preview: ApprovalPreview | null;
+  sessionId?: string | null;
+}) {
   if (preview && preview.attachments.length)
     return (
       <ul class="approval-files">
         {preview.attachments.map((a) => (
           <li key={a.n} data-attachment-name={a.name}>
-            {a.thumbnail && sessionId ? <img src={`${base(sessionId, p.approval_id)}/attachments/${a.n}`} alt={`Attachment ${a.name}`} /> : null}
+            {a.thumbnail && sessionId ? (
+              <img src={`${base(sessionId, p.approval_id)}/attachments/${a.n}`} alt={`Attachment ${a.name}`} />
+            ) : null}
             <span>
               {a.name}{' '}
               <span class="muted">
@@ -78,7 +103,15 @@ function Attachments({ p, preview, sessionId }: { p: ApprovalPart; preview: Appr
   return <>{p.attachments.map((a) => `${a.name} (${size(a.size)})`).join(', ')}</>;
 }
 
-function Fields({ p, preview, sessionId }: { p: ApprovalPart; preview: ApprovalPreview | null; sessionId?: string | null }) {
+function Fields({
+  p,
+  preview,
+  sessionId,
+}: {
+  p: ApprovalPart;
+  preview: ApprovalPreview | null;
+  sessionId?: string | null;
+}) {
   const rows: [string, string[]][] = preview
     ? (
         [
@@ -127,7 +160,8 @@ function Body({ preview, pending, gone }: { preview: ApprovalPreview | null; pen
       <div class="approval-body-wrap">
         {preview.parts_differ && (
           <p class="banner warn approval-differ" role="alert">
-            The plain-text part and the HTML part of this e-mail say different things. Most mail programs show the HTML part: read both before approving.
+            The plain-text part and the HTML part of this e-mail say different things. Most mail programs show the HTML
+            part: read both before approving.
           </p>
         )}
         <div class="approval-parts">
@@ -156,7 +190,15 @@ function Body({ preview, pending, gone }: { preview: ApprovalPreview | null; pen
   return pending ? <p class="muted">The message could not be shown.</p> : null;
 }
 
-export function ApprovalCard({ p, sessionId, onDecide }: { p: ApprovalPart; sessionId?: string | null; onDecide(id: string, decision: 'approve' | 'deny', scope: 'once' | 'recipient'): Promise<void> }) {
+export function ApprovalCard({
+  p,
+  sessionId,
+  onDecide,
+}: {
+  p: ApprovalPart;
+  sessionId?: string | null;
+  onDecide(id: string, decision: 'approve' | 'deny', scope: 'once' | 'recipient'): Promise<void>;
+}) {
   const [sending, setSending] = useState(false);
   const [problem, setProblem] = useState<Shown | null>(null);
   const pending = p.state === 'pending';
@@ -173,16 +215,25 @@ export function ApprovalCard({ p, sessionId, onDecide }: { p: ApprovalPart; sess
     );
   };
   return (
-    <section class={`approval ${p.state}`} data-approval={p.approval_id} data-state={p.state} aria-label={HEADING[p.state]}>
+    <section
+      class={`approval ${p.state}`}
+      data-approval={p.approval_id}
+      data-state={p.state}
+      aria-label={HEADING[p.state]}
+    >
       <h3>{HEADING[p.state]}</h3>
       <Fields p={p} preview={preview} sessionId={sessionId} />
       <Body preview={preview} pending={pending} gone={gone} />
       {p.repeat_of && pending ? (
         <p class="banner info" role="note">
-          The same message (recipients, subject and attachments) was already sent from this chat at {new Date(p.repeat_of).toLocaleTimeString()}. Approve only if it should go again.
+          The same message (recipients, subject and attachments) was already sent from this chat at{' '}
+          {new Date(p.repeat_of).toLocaleTimeString()}. Approve only if it should go again.
         </p>
       ) : (
-        p.ask.length > 0 && pending && <p class="muted">Not on the domains your organisation always allows, so it asks first: {p.ask.join(', ')}</p>
+        p.ask.length > 0 &&
+        pending && (
+          <p class="muted">Not on the domains your organisation always allows, so it asks first: {p.ask.join(', ')}</p>
+        )
       )}
       {pending ? (
         <div class="approval-actions">

@@ -14,7 +14,27 @@ const purifier = DOMPurify();
 const PURIFY = {
   RETURN_DOM_FRAGMENT: true as const,
   // Nothing that loads, submits or runs; the frame's CSP would stop it anyway.
-  FORBID_TAGS: ['form', 'input', 'button', 'textarea', 'select', 'option', 'iframe', 'frame', 'object', 'embed', 'link', 'meta', 'base', 'svg', 'math', 'audio', 'video', 'source', 'picture'],
+  FORBID_TAGS: [
+    'form',
+    'input',
+    'button',
+    'textarea',
+    'select',
+    'option',
+    'iframe',
+    'frame',
+    'object',
+    'embed',
+    'link',
+    'meta',
+    'base',
+    'svg',
+    'math',
+    'audio',
+    'video',
+    'source',
+    'picture',
+  ],
   FORBID_ATTR: ['srcset', 'background', 'poster', 'action', 'formaction', 'ping'],
 };
 /** The frame loads nothing: inline styles only, images only as data: (none are put there). */
@@ -45,7 +65,14 @@ export function mailHtmlDocument(html: string): { doc: string; links: MailLink[]
   for (const img of Array.from(frag.querySelectorAll('img'))) {
     const src = img.getAttribute('src') ?? '';
     const alt = img.getAttribute('alt');
-    img.replaceWith(note(owner, src.toLowerCase().startsWith('cid:') ? `[inline image${alt ? `: ${alt}` : ''}, shown under Attachments]` : `[remote image not loaded: ${src || '(no address)'}]`));
+    img.replaceWith(
+      note(
+        owner,
+        src.toLowerCase().startsWith('cid:')
+          ? `[inline image${alt ? `: ${alt}` : ''}, shown under Attachments]`
+          : `[remote image not loaded: ${src || '(no address)'}]`,
+      ),
+    );
   }
   const box = owner.createElement('div');
   box.append(frag);
@@ -63,7 +90,13 @@ export function HtmlPart({ html }: { html: string }) {
     <div class="approval-part approval-html-part">
       <div class="muted">HTML part (what most mail programs show)</div>
       {/* No allow-scripts, no allow-same-origin, no allow-popups: the message can run, reach and open nothing. */}
-      <iframe class="approval-html" sandbox="" srcdoc={doc} title="HTML part of the message" referrerpolicy="no-referrer" />
+      <iframe
+        class="approval-html"
+        sandbox=""
+        srcdoc={doc}
+        title="HTML part of the message"
+        referrerpolicy="no-referrer"
+      />
       {links.length > 0 && (
         <>
           <div class="muted">Links in the HTML part</div>

@@ -16,13 +16,20 @@ export function findChartSpec(o: unknown): ChartSpec | null {
   if (x.chart && typeof x.chart === 'object') return findChartSpec(x.chart);
   if (x.spec && typeof x.spec === 'object') return findChartSpec(x.spec);
   if (typeof x.type === 'string' && x.data) return x as unknown as ChartSpec;
-  if (typeof x.type === 'string' && (x.labels || x.datasets)) return { type: x.type, data: { labels: x.labels, datasets: x.datasets }, options: { plugins: { title: { display: !!x.title, text: x.title } } } as ChartSpec['options'] };
+  if (typeof x.type === 'string' && (x.labels || x.datasets))
+    return {
+      type: x.type,
+      data: { labels: x.labels, datasets: x.datasets },
+      options: { plugins: { title: { display: !!x.title, text: x.title } } } as ChartSpec['options'],
+    };
   return null;
 }
 
 declare global {
   interface Window {
-    Chart?: (new (canvas: HTMLCanvasElement, cfg: unknown) => { destroy(): void }) & { defaults?: { color?: string; scale?: { grid?: { color?: unknown } } } };
+    Chart?: (new (canvas: HTMLCanvasElement, cfg: unknown) => { destroy(): void }) & {
+      defaults?: { color?: string; scale?: { grid?: { color?: unknown } } };
+    };
   }
 }
 
@@ -52,17 +59,27 @@ export function ChartBox({ spec }: { spec: ChartSpec }) {
     const defaults = window.Chart.defaults;
     if (defaults) {
       defaults.color = ink;
-      if (defaults.scale?.grid) defaults.scale.grid.color = getComputedStyle(ref.current).getPropertyValue('--line').trim();
+      if (defaults.scale?.grid)
+        defaults.scale.grid.color = getComputedStyle(ref.current).getPropertyValue('--line').trim();
     }
     // chart.js writes defaults (colours) into the config it gets: hand it a copy, so the tool's
     // output shown in the row stays what the tool returned.
     const copy = JSON.parse(JSON.stringify(spec)) as ChartSpec;
-    const chart = new window.Chart(ref.current, { ...copy, options: { responsive: true, animation: false, ...(copy.options ?? {}) } });
+    const chart = new window.Chart(ref.current, {
+      ...copy,
+      options: { responsive: true, animation: false, ...(copy.options ?? {}) },
+    });
     return () => chart.destroy();
   }, [spec, ink]);
   return (
     <div class="chart-box" data-chart="render_chart">
-      <canvas ref={ref} role="img" aria-label={String(spec.options?.plugins?.title?.text ?? 'chart')} width={600} height={300} />
+      <canvas
+        ref={ref}
+        role="img"
+        aria-label={String(spec.options?.plugins?.title?.text ?? 'chart')}
+        width={600}
+        height={300}
+      />
     </div>
   );
 }

@@ -16,14 +16,29 @@ export const MAX_NOTE_CHARS = 2000;
  */
 function Thumb({ down }: { down?: boolean }) {
   return (
-    <svg class={down ? 'thumb-icon down' : 'thumb-icon'} viewBox="0 0 24 24" width="18" height="18" aria-hidden="true" focusable="false" fill="none" stroke="currentColor" stroke-width="2" stroke-linecap="round" stroke-linejoin="round">
+    <svg
+      class={down ? 'thumb-icon down' : 'thumb-icon'}
+      viewBox="0 0 24 24"
+      width="18"
+      height="18"
+      aria-hidden="true"
+      focusable="false"
+      fill="none"
+      stroke="currentColor"
+      stroke-width="2"
+      stroke-linecap="round"
+      stroke-linejoin="round"
+    >
       <path d="M7 10v12" />
       <path d="M15 5.88 14 10h5.83a2 2 0 0 1 1.92 2.56l-2.33 8A2 2 0 0 1 17.5 22H4a2 2 0 0 1-2-2v-8a2 2 0 0 1 2-2h2.76a2 2 0 0 0 1.79-1.11L12 2a3.13 3.13 0 0 1 3 3.88Z" />
     </svg>
   );
 }
 
-export function useFeedback(sessionId: string | null): { of(turnId: string): FeedbackEntry | undefined; put(turnId: string, e: FeedbackEntry | null): void } {
+export function useFeedback(sessionId: string | null): {
+  of(turnId: string): FeedbackEntry | undefined;
+  put(turnId: string, e: FeedbackEntry | null): void;
+} {
   const [given, setGiven] = useState<Record<string, FeedbackEntry>>({});
   useEffect(() => {
     setGiven({});
@@ -49,7 +64,12 @@ export function useFeedback(sessionId: string | null): { of(turnId: string): Fee
   return { of, put };
 }
 
-export function FeedbackButtons(p: { sessionId: string; turnId: string; given: FeedbackEntry | undefined; onChange(e: FeedbackEntry | null): void }) {
+export function FeedbackButtons(p: {
+  sessionId: string;
+  turnId: string;
+  given: FeedbackEntry | undefined;
+  onChange(e: FeedbackEntry | null): void;
+}) {
   const [noteOpen, setNoteOpen] = useState(false);
   const [note, setNote] = useState('');
   const [problem, setProblem] = useState<Shown | null>(null);
@@ -75,14 +95,32 @@ export function FeedbackButtons(p: { sessionId: string; turnId: string; given: F
   const pressed = (r: FeedbackRating) => (p.given?.rating === r ? 'true' : 'false');
   return (
     <span class="feedback" role="group" aria-label="Feedback on this answer">
-      <button type="button" class="link thumb up" aria-pressed={pressed('up')} aria-label="Good answer" title="Good answer" onClick={() => rate('up')}>
+      <button
+        type="button"
+        class="link thumb up"
+        aria-pressed={pressed('up')}
+        aria-label="Good answer"
+        title="Good answer"
+        onClick={() => rate('up')}
+      >
         <Thumb />
       </button>
-      <button type="button" class="link thumb down" aria-pressed={pressed('down')} aria-label="Bad answer" title="Bad answer" onClick={() => rate('down')}>
+      <button
+        type="button"
+        class="link thumb down"
+        aria-pressed={pressed('down')}
+        aria-label="Bad answer"
+        title="Bad answer"
+        onClick={() => rate('down')}
+      >
         <Thumb down />
       </button>
       {p.given && !noteOpen && (
-        <button type="button" class="link feedback-note-open" onClick={() => (setNote(p.given?.note ?? ''), setNoteOpen(true))}>
+        <button
+          type="button"
+          class="link feedback-note-open"
+          onClick={() => (setNote(p.given?.note ?? ''), setNoteOpen(true))}
+        >
           {p.given.note ? 'Edit note' : 'Add a note'}
         </button>
       )}
@@ -97,7 +135,14 @@ export function FeedbackButtons(p: { sessionId: string; turnId: string; given: F
           <label for={`note-${p.turnId}`} class="visually-hidden">
             Note on this answer (optional, at most 2,000 characters)
           </label>
-          <textarea id={`note-${p.turnId}`} rows={2} maxLength={MAX_NOTE_CHARS} placeholder="What was good or wrong? (optional)" value={note} onInput={(e) => setNote((e.target as HTMLTextAreaElement).value)} />
+          <textarea
+            id={`note-${p.turnId}`}
+            rows={2}
+            maxLength={MAX_NOTE_CHARS}
+            placeholder="What was good or wrong? (optional)"
+            value={note}
+            onInput={(e) => setNote((e.target as HTMLTextAreaElement).value)}
+          />
           <button type="submit" class="secondary small">
             Save note
           </button>

@@ -20,7 +20,12 @@ export async function uploadFile(sessionId: string | null, file: File, retried =
   const res = await fetch(filesBase(sessionId), {
     method: 'POST',
     credentials: 'same-origin',
-    headers: { 'content-type': 'application/octet-stream', 'x-file-name': encodeURIComponent(file.name), 'x-csrf-token': await csrf(), accept: 'application/json' },
+    headers: {
+      'content-type': 'application/octet-stream',
+      'x-file-name': encodeURIComponent(file.name),
+      'x-csrf-token': await csrf(),
+      accept: 'application/json',
+    },
     body: file,
   });
   const body = (await res.json().catch(() => ({}))) as UploadAnswer & { error?: { code: string; message: string } };
@@ -33,7 +38,12 @@ export async function uploadFile(sessionId: string | null, file: File, retried =
 }
 
 /** The "Attach file" button: a real file input, labelled, that uploads at once. */
-export function AttachButton(p: { sessionId: string | null; disabled?: boolean; onUploaded(a: UploadAnswer): void; onError(message: string): void }) {
+export function AttachButton(p: {
+  sessionId: string | null;
+  disabled?: boolean;
+  onUploaded(a: UploadAnswer): void;
+  onError(message: string): void;
+}) {
   const input = useRef<HTMLInputElement>(null);
   const [uploading, setUploading] = useState(false);
   const pick = async (ev: Event) => {
@@ -52,7 +62,16 @@ export function AttachButton(p: { sessionId: string | null; disabled?: boolean; 
   return (
     <>
       {/* Not in the page's tab order or accessibility tree: the button below opens it. */}
-      <input ref={input} id="attach-input" type="file" accept={ACCEPT} multiple hidden aria-label="Files to attach" onChange={(e) => void pick(e)} />
+      <input
+        ref={input}
+        id="attach-input"
+        type="file"
+        accept={ACCEPT}
+        multiple
+        hidden
+        aria-label="Files to attach"
+        onChange={(e) => void pick(e)}
+      />
       <button
         type="button"
         id="attach"
@@ -67,7 +86,11 @@ export function AttachButton(p: { sessionId: string | null; disabled?: boolean; 
   );
 }
 
-const DOCUMENT_LABEL: Partial<Record<Preview['kind'], string>> = { pdf: 'PDF document', docx: 'Word document', pptx: 'PowerPoint slides' };
+const DOCUMENT_LABEL: Partial<Record<Preview['kind'], string>> = {
+  pdf: 'PDF document',
+  docx: 'Word document',
+  pptx: 'PowerPoint slides',
+};
 
 /** One attached file: a table of its first rows, the start of a text, its picture, or what kind of document it is. */
 export function FilePreview(p: { preview: Preview; sessionId: string | null; onRemove?: () => void }) {
@@ -86,7 +109,12 @@ export function FilePreview(p: { preview: Preview; sessionId: string | null; onR
           </span>
         )}
         {p.onRemove && (
-          <button type="button" class="link small" aria-label={`Remove ${preview.name} from this message`} onClick={p.onRemove}>
+          <button
+            type="button"
+            class="link small"
+            aria-label={`Remove ${preview.name} from this message`}
+            onClick={p.onRemove}
+          >
             Remove
           </button>
         )}
@@ -96,9 +124,15 @@ export function FilePreview(p: { preview: Preview; sessionId: string | null; onR
       ) : preview.text ? (
         <PreviewText text={preview.text} name={preview.name} />
       ) : preview.kind === 'png' || preview.kind === 'jpeg' ? (
-        <img src={`${share ? sentFileBase(share) : filesBase(p.sessionId)}/${encodeURIComponent(preview.name)}`} alt={`Uploaded picture ${preview.name}`} class="file-image" />
+        <img
+          src={`${share ? sentFileBase(share) : filesBase(p.sessionId)}/${encodeURIComponent(preview.name)}`}
+          alt={`Uploaded picture ${preview.name}`}
+          class="file-image"
+        />
       ) : (
-        <p class="muted small-text">{DOCUMENT_LABEL[preview.kind] ?? 'Document'}: the agent reads it with read_document.</p>
+        <p class="muted small-text">
+          {DOCUMENT_LABEL[preview.kind] ?? 'Document'}: the agent reads it with read_document.
+        </p>
       )}
     </figure>
   );

@@ -38,7 +38,10 @@ function followed(setTurns: SetTurns, turnKey: ViewTurn): Followed {
 /** Read one stream to its end (or its break); the first answer also names the turn. */
 async function readStream(f: Followed, sid: string, res: Response | null, signal: AbortSignal): Promise<void> {
   if (!res) {
-    res = await openStream(`/api/chat/sessions/${encodeURIComponent(sid)}/turns/${encodeURIComponent(f.turnId!)}/events?after=${f.seq}`, { signal });
+    res = await openStream(
+      `/api/chat/sessions/${encodeURIComponent(sid)}/turns/${encodeURIComponent(f.turnId!)}/events?after=${f.seq}`,
+      { signal },
+    );
     f.mutate((t) => ({ ...t, notice: undefined }));
   }
   if (!f.turnId) {
@@ -58,12 +61,19 @@ async function readStream(f: Followed, sid: string, res: Response | null, signal
 /** The stream could not be followed again: the turn shows as interrupted, with why. */
 function giveUp(f: Followed, sid: string): void {
   f.mutate((t) => ({
-    ...applyEvent({ ...t, seq: 0 }, { type: 'done', seq: 1, session_id: sid, turn_id: t.id ?? '', stop_reason: 'error' }),
+    ...applyEvent(
+      { ...t, seq: 0 },
+      { type: 'done', seq: 1, session_id: sid, turn_id: t.id ?? '', stop_reason: 'error' },
+    ),
     id: t.id,
     seq: t.seq,
     stopReason: 'interrupted',
     notice: undefined,
-    error: { code: 'ERR_NETWORK', message: 'The connection to the server dropped, so this turn may be incomplete. Reload the chat to see what was saved.' },
+    error: {
+      code: 'ERR_NETWORK',
+      message:
+        'The connection to the server dropped, so this turn may be incomplete. Reload the chat to see what was saved.',
+    },
   }));
 }
 
@@ -71,7 +81,13 @@ function giveUp(f: Followed, sid: string): void {
  * Read a turn's stream into the view; when it breaks before `done`, reattach with
  * after=<last seq seen> until the turn ends (the server keeps running it meanwhile).
  */
-export async function followTurn(setTurns: SetTurns, sid: string, first: Response | null, turnKey: ViewTurn, signal: AbortSignal): Promise<void> {
+export async function followTurn(
+  setTurns: SetTurns,
+  sid: string,
+  first: Response | null,
+  turnKey: ViewTurn,
+  signal: AbortSignal,
+): Promise<void> {
   const f = followed(setTurns, turnKey);
   let res = first;
   for (let attempt = 0; !f.ended && !signal.aborted;) {
@@ -83,7 +99,13 @@ export async function followTurn(setTurns: SetTurns, sid: string, first: Respons
       // Events came before the break: the connection worked, so the tries start again.
       if (f.seq > seqBefore) attempt = 0;
       if (err instanceof ApiError && err.status < 500) {
-        f.mutate((t) => ({ ...t, running: false, notice: undefined, stopReason: 'error', error: { code: err.code, message: err.message } }));
+        f.mutate((t) => ({
+          ...t,
+          running: false,
+          notice: undefined,
+          stopReason: 'error',
+          error: { code: err.code, message: err.message },
+        }));
         return;
       }
       if (++attempt > RECONNECT_TRIES || !f.turnId) return giveUp(f, sid);

@@ -14,7 +14,10 @@ function focusSoon(selector: string): void {
 
 /** The site header's links, read when the menu opens (main.tsx draws them for this user). */
 function headerLinks(): { href: string; text: string }[] {
-  return Array.from(document.querySelectorAll<HTMLAnchorElement>('#nav a')).map((a) => ({ href: a.getAttribute('href') ?? '#/chat', text: a.textContent ?? '' }));
+  return Array.from(document.querySelectorAll<HTMLAnchorElement>('#nav a')).map((a) => ({
+    href: a.getAttribute('href') ?? '#/chat',
+    text: a.textContent ?? '',
+  }));
 }
 
 export function ChatTools(p: { sessionId: string | null; onStop(): void; onOpenList(): void }) {
@@ -40,7 +43,14 @@ export function ChatTools(p: { sessionId: string | null; onStop(): void; onOpenL
           Share
         </button>
       )}
-      <button type="button" class="secondary small wide-only" id="shortcuts-open" aria-label="Keyboard shortcuts" title="Keyboard shortcuts (?)" onClick={() => setHelp(true)}>
+      <button
+        type="button"
+        class="secondary small wide-only"
+        id="shortcuts-open"
+        aria-label="Keyboard shortcuts"
+        title="Keyboard shortcuts (?)"
+        onClick={() => setHelp(true)}
+      >
         ?
       </button>
       <PhoneMenu sessionId={p.sessionId} onShare={() => setShare(true)} onHelp={() => setHelp(true)} />
@@ -84,17 +94,45 @@ function PhoneMenu(p: { sessionId: string | null; onShare(): void; onHelp(): voi
   const dark = document.getElementById('theme-toggle')?.getAttribute('aria-pressed') === 'true';
   return (
     <div class="phone-menu phone-only" onKeyDown={onKeyDown}>
-      <button type="button" ref={button} class="secondary small" id="chat-menu-button" aria-expanded={open ? 'true' : 'false'} aria-controls="chat-menu" onClick={() => setOpen(!open)}>
+      <button
+        type="button"
+        ref={button}
+        class="secondary small"
+        id="chat-menu-button"
+        aria-expanded={open ? 'true' : 'false'}
+        aria-controls="chat-menu"
+        onClick={() => setOpen(!open)}
+      >
         Menu
       </button>
       <div id="chat-menu" class="chat-menu" ref={panel} hidden={!open}>
-        {open && <MenuItems sessionId={p.sessionId} model={model} dark={dark} onClose={close} onModel={() => setModel(!model)} onShare={p.onShare} onHelp={p.onHelp} onPress={press} />}
+        {open && (
+          <MenuItems
+            sessionId={p.sessionId}
+            model={model}
+            dark={dark}
+            onClose={close}
+            onModel={() => setModel(!model)}
+            onShare={p.onShare}
+            onHelp={p.onHelp}
+            onPress={press}
+          />
+        )}
       </div>
     </div>
   );
 }
 
-function MenuItems(p: { sessionId: string | null; model: boolean; dark: boolean; onClose(then?: () => void): void; onModel(): void; onShare(): void; onHelp(): void; onPress(id: string): void }) {
+function MenuItems(p: {
+  sessionId: string | null;
+  model: boolean;
+  dark: boolean;
+  onClose(then?: () => void): void;
+  onModel(): void;
+  onShare(): void;
+  onHelp(): void;
+  onPress(id: string): void;
+}) {
   const sid = p.sessionId ? encodeURIComponent(p.sessionId) : null;
   return (
     <ul aria-label="Menu">
@@ -106,7 +144,13 @@ function MenuItems(p: { sessionId: string | null; model: boolean; dark: boolean;
         </li>
       ))}
       <li>
-        <button type="button" class="link" id="menu-model" aria-pressed={p.model ? 'true' : 'false'} onClick={() => p.onClose(p.onModel)}>
+        <button
+          type="button"
+          class="link"
+          id="menu-model"
+          aria-pressed={p.model ? 'true' : 'false'}
+          onClick={() => p.onClose(p.onModel)}
+        >
           Model
         </button>
       </li>
@@ -135,7 +179,13 @@ function MenuItems(p: { sessionId: string | null; model: boolean; dark: boolean;
         </button>
       </li>
       <li>
-        <button type="button" class="link" id="menu-theme" aria-pressed={p.dark ? 'true' : 'false'} onClick={() => p.onPress('theme-toggle')}>
+        <button
+          type="button"
+          class="link"
+          id="menu-theme"
+          aria-pressed={p.dark ? 'true' : 'false'}
+          onClick={() => p.onPress('theme-toggle')}
+        >
           Dark mode
         </button>
       </li>

@@ -20,14 +20,26 @@ export interface ModelPickerProps {
 }
 
 /** What answers: the chat's model, else the one chosen for the new chat. */
-function useModelInfo(sessionId: string | null, chosen: string | null, models: ChatModelOption[] | null): ChatModelInfo | null {
+function useModelInfo(
+  sessionId: string | null,
+  chosen: string | null,
+  models: ChatModelOption[] | null,
+): ChatModelInfo | null {
   const [info, setInfo] = useState<ChatModelInfo | null>(null);
   // An answer that comes back after the choice changed is dropped (it named the model chosen before).
   useEffect(() => {
     const q = sessionId ? `?session_id=${encodeURIComponent(sessionId)}` : '';
     const pick = !sessionId && chosen ? models?.find((m) => m.id === chosen) : undefined;
     let live = true;
-    if (pick) setInfo({ id: pick.id, label: pick.label, provider: pick.provider, model: pick.model, demo: pick.provider === 'demo', context_tokens: pick.context_tokens });
+    if (pick)
+      setInfo({
+        id: pick.id,
+        label: pick.label,
+        provider: pick.provider,
+        model: pick.model,
+        demo: pick.provider === 'demo',
+        context_tokens: pick.context_tokens,
+      });
     else
       api<ChatModelInfo>('GET', `/api/chat/model${q}`).then(
         (i) => live && setInfo(i),
@@ -71,7 +83,9 @@ export function ModelPicker({ sessionId, chosen, onChosen, busy }: ModelPickerPr
     if (!sessionId) return onChosen(id);
     setSaving(true);
     try {
-      const s = await api<ChatSessionInfo>('PATCH', `/api/chat/sessions/${encodeURIComponent(sessionId)}`, { model_id: id });
+      const s = await api<ChatSessionInfo>('PATCH', `/api/chat/sessions/${encodeURIComponent(sessionId)}`, {
+        model_id: id,
+      });
       onChosen(s.model_id ?? id);
     } catch (e) {
       setProblem(shownOf(e));
@@ -84,14 +98,30 @@ export function ModelPicker({ sessionId, chosen, onChosen, busy }: ModelPickerPr
   // A chat on a model the user may no longer choose still shows it.
   const shown =
     chosen && !list.some((m) => m.id === chosen) && info?.id === chosen
-      ? [...list, { id: chosen, label: `${info.label} (not on offer)`, provider: info.provider as ChatModelOption['provider'], model: info.model, context_tokens: info.context_tokens, default: false }]
+      ? [
+          ...list,
+          {
+            id: chosen,
+            label: `${info.label} (not on offer)`,
+            provider: info.provider as ChatModelOption['provider'],
+            model: info.model,
+            context_tokens: info.context_tokens,
+            default: false,
+          },
+        ]
       : list;
   return (
     <div id="model" class="model-line muted" data-demo={info?.demo ? 'true' : undefined}>
       {shown.length > 0 && (
         <span class="model-picker">
           <label for="model-picker">Model</label>{' '}
-          <select id="model-picker" value={chosen ?? ''} disabled={busy || saving} aria-describedby={busy ? 'model-busy' : undefined} onChange={(e) => void change((e.target as HTMLSelectElement).value)}>
+          <select
+            id="model-picker"
+            value={chosen ?? ''}
+            disabled={busy || saving}
+            aria-describedby={busy ? 'model-busy' : undefined}
+            onChange={(e) => void change((e.target as HTMLSelectElement).value)}
+          >
             {shown.map((m) => (
               <option key={m.id} value={m.id}>
                 {m.label}
@@ -108,7 +138,8 @@ export function ModelPicker({ sessionId, chosen, onChosen, busy }: ModelPickerPr
       )}{' '}
       {info?.demo ? (
         <>
-          <span class="badge warning">Demo model</span> Offline and scripted, not a real AI model: try “chart the sample spreadsheet and email it to someone@example.com”.
+          <span class="badge warning">Demo model</span> Offline and scripted, not a real AI model: try “chart the sample
+          spreadsheet and email it to someone@example.com”.
         </>
       ) : info ? (
         <span class="model-name">

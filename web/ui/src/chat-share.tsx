@@ -53,7 +53,10 @@ export function ShareDialog(p: { sessionId: string; open: boolean; onClose(): vo
     });
   return (
     <Dialog id="share-dialog" title="Share this chat" open={p.open} onClose={p.onClose}>
-      <p class="muted">People of your organisation who sign in can read the chat as it is now, with its charts and files. Messages you send later are not shared. They cannot write in it.</p>
+      <p class="muted">
+        People of your organisation who sign in can read the chat as it is now, with its charts and files. Messages you
+        send later are not shared. They cannot write in it.
+      </p>
       <p id="share-status" role="status">
         {state === null ? 'Loading…' : state.shared ? `Shared since ${fmt(state.created_at!)}.` : 'Not shared.'}
       </p>
@@ -61,7 +64,13 @@ export function ShareDialog(p: { sessionId: string; open: boolean; onClose(): vo
         <div class="share-link">
           <label for="share-url">Link (shown once: copy it now)</label>
           <input id="share-url" readOnly value={made.url} onFocus={(e) => (e.target as HTMLInputElement).select()} />
-          <button type="button" ref={copyRef} id="share-copy" class="secondary small" onClick={() => void copyText(made.url, copyRef.current)}>
+          <button
+            type="button"
+            ref={copyRef}
+            id="share-copy"
+            class="secondary small"
+            onClick={() => void copyText(made.url, copyRef.current)}
+          >
             Copy link
           </button>
         </div>
@@ -85,7 +94,9 @@ function SharedView({ token }: { token: string }) {
   const [chat, setChat] = useState<SharedChat | null>(null);
   const [problem, setProblem] = useState<Shown | null>(null);
   useEffect(() => {
-    api<SharedChat>('GET', `/api/share/${encodeURIComponent(token)}`).then(setChat, (e: unknown) => setProblem(shownOf(e)));
+    api<SharedChat>('GET', `/api/share/${encodeURIComponent(token)}`).then(setChat, (e: unknown) =>
+      setProblem(shownOf(e)),
+    );
   }, [token]);
   if (problem)
     return (
@@ -110,7 +121,16 @@ function SharedView({ token }: { token: string }) {
         <div class="transcript shared-transcript" role="log" aria-label="Shared conversation">
           {turns.length === 0 && <p class="muted">This chat had no answers when it was shared.</p>}
           {turns.map((t) => (
-            <Turn key={t.id} t={t} last={false} busy onRegenerate={() => undefined} onEdit={() => undefined} onSwitch={() => undefined} onDecide={() => Promise.resolve()} />
+            <Turn
+              key={t.id}
+              t={t}
+              last={false}
+              busy
+              onRegenerate={() => undefined}
+              onEdit={() => undefined}
+              onSwitch={() => undefined}
+              onDecide={() => Promise.resolve()}
+            />
           ))}
         </div>
       </section>

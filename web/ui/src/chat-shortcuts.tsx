@@ -35,7 +35,8 @@ export function useShortcuts(actions: ShortcutActions): void {
       // Not while a dialog is open: its own keys (Esc) are its own.
       if (document.querySelector('dialog[open]')) return;
       let action: keyof ShortcutActions | undefined;
-      if (ev.altKey && ev.shiftKey && !ev.ctrlKey && !ev.metaKey) action = SHORTCUTS.find((s) => s.code === ev.code)?.action;
+      if (ev.altKey && ev.shiftKey && !ev.ctrlKey && !ev.metaKey)
+        action = SHORTCUTS.find((s) => s.code === ev.code)?.action;
       else if (ev.ctrlKey && !ev.altKey && !ev.metaKey && (ev.key === '/' || ev.code === 'Slash')) action = 'help';
       else if (ev.key === '?' && !ev.ctrlKey && !ev.altKey && !ev.metaKey && !typing(ev.target)) action = 'help';
       if (!action) return;

@@ -17,19 +17,34 @@ export function groupOf(s: ChatSessionSummary, now = new Date()): (typeof GROUPS
   if (s.pinned) return 'Pinned';
   const day = (d: Date) => new Date(d.getFullYear(), d.getMonth(), d.getDate()).getTime();
   const days = Math.round((day(now) - day(new Date(s.updated_at))) / 86_400_000);
-  return days <= 0 ? 'Today' : days === 1 ? 'Yesterday' : days < 7 ? 'Previous 7 days' : days < 30 ? 'Previous 30 days' : 'Older';
+  return days <= 0
+    ? 'Today'
+    : days === 1
+      ? 'Yesterday'
+      : days < 7
+        ? 'Previous 7 days'
+        : days < 30
+          ? 'Previous 30 days'
+          : 'Older';
 }
 
 /** A chat's last use in the list: the time only under Today (the group says the day), else date and time. */
 export function listWhen(s: ChatSessionSummary, now = new Date()): string {
   const d = new Date(s.updated_at);
   if (Number.isNaN(d.getTime())) return s.updated_at;
-  return !s.pinned && groupOf(s, now) === 'Today' ? d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }) : fmt(s.updated_at);
+  return !s.pinned && groupOf(s, now) === 'Today'
+    ? d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })
+    : fmt(s.updated_at);
 }
 
 /** The chats grouped for the list (GROUPS order; empty groups left out), each group keeping the server's order. */
-export function groupSessions(list: readonly ChatSessionSummary[], now = new Date()): { name: string; sessions: ChatSessionSummary[] }[] {
-  return GROUPS.map((name) => ({ name, sessions: list.filter((s) => groupOf(s, now) === name) })).filter((g) => g.sessions.length > 0);
+export function groupSessions(
+  list: readonly ChatSessionSummary[],
+  now = new Date(),
+): { name: string; sessions: ChatSessionSummary[] }[] {
+  return GROUPS.map((name) => ({ name, sessions: list.filter((s) => groupOf(s, now) === name) })).filter(
+    (g) => g.sessions.length > 0,
+  );
 }
 
 export function SessionItem(props: { s: ChatSessionSummary; current: boolean; onChanged(deleted: boolean): void }) {
@@ -72,10 +87,16 @@ export function SessionItem(props: { s: ChatSessionSummary; current: boolean; on
     setEditing(false);
     setTitle(s.title);
   };
-  if (editing) return <RenameForm id={s.id} title={title} setTitle={setTitle} save={save} cancel={cancel} error={error} />;
+  if (editing)
+    return <RenameForm id={s.id} title={title} setTitle={setTitle} save={save} cancel={cancel} error={error} />;
   return (
     <li class="session-item">
-      <a class="session-link" href={`#/chat/${encodeURIComponent(s.id)}`} aria-current={props.current ? 'true' : undefined} title={label}>
+      <a
+        class="session-link"
+        href={`#/chat/${encodeURIComponent(s.id)}`}
+        aria-current={props.current ? 'true' : undefined}
+        title={label}
+      >
         <span class="session-title">{label}</span>
         <span class="session-date muted">
           <time dateTime={s.updated_at} title={fmt(s.updated_at)}>
@@ -85,10 +106,22 @@ export function SessionItem(props: { s: ChatSessionSummary; current: boolean; on
         </span>
       </a>
       <span class="session-actions">
-        <button type="button" class="link pin" onClick={pin} aria-pressed={s.pinned ? 'true' : 'false'} aria-label={`${s.pinned ? 'Unpin' : 'Pin'} chat ${label}`}>
+        <button
+          type="button"
+          class="link pin"
+          onClick={pin}
+          aria-pressed={s.pinned ? 'true' : 'false'}
+          aria-label={`${s.pinned ? 'Unpin' : 'Pin'} chat ${label}`}
+        >
           {s.pinned ? 'Unpin' : 'Pin'}
         </button>
-        <button type="button" class="link" ref={renameRef} onClick={() => setEditing(true)} aria-label={`Rename chat ${label}`}>
+        <button
+          type="button"
+          class="link"
+          ref={renameRef}
+          onClick={() => setEditing(true)}
+          aria-label={`Rename chat ${label}`}
+        >
           Rename
         </button>
         <button type="button" class="link danger-link" onClick={remove} aria-label={`Delete chat ${label}`}>
@@ -110,7 +143,14 @@ function ItemError({ error }: { error: string | null }) {
 }
 
 /** A chat's entry while it is renamed: the title field (selected when it opens; Escape cancels), Save and Cancel. */
-function RenameForm(props: { id: string; title: string; setTitle(t: string): void; save(ev: Event): Promise<void>; cancel(): void; error: string | null }) {
+function RenameForm(props: {
+  id: string;
+  title: string;
+  setTitle(t: string): void;
+  save(ev: Event): Promise<void>;
+  cancel(): void;
+  error: string | null;
+}) {
   const inputRef = useRef<HTMLInputElement>(null);
   useEffect(() => {
     inputRef.current?.select();
@@ -165,15 +205,26 @@ export function AccountBox() {
     }
   };
   const disconnect = async () => {
-    if (!confirm("Disconnect your workspace account? Airlock forgets its tokens, asks Google to revoke them, and restarts your open chats' sandboxes.")) return;
+    if (
+      !confirm(
+        "Disconnect your workspace account? Airlock forgets its tokens, asks Google to revoke them, and restarts your open chats' sandboxes.",
+      )
+    )
+      return;
     try {
       const r = await api<{ revoked_at_provider?: boolean | null }>('DELETE', '/api/account');
       // The box shows the new state and the message together (never "Disconnected" beside Disconnect).
       await load();
       setMsg(
         r && r.revoked_at_provider === false
-          ? { kind: 'error', text: 'Disconnected from Airlock, but Google did not confirm the revocation. To be sure, remove Airlock at https://myaccount.google.com/permissions.' }
-          : { kind: 'info', text: r && r.revoked_at_provider ? "Disconnected. Google revoked Airlock's access." : 'Disconnected.' },
+          ? {
+              kind: 'error',
+              text: 'Disconnected from Airlock, but Google did not confirm the revocation. To be sure, remove Airlock at https://myaccount.google.com/permissions.',
+            }
+          : {
+              kind: 'info',
+              text: r && r.revoked_at_provider ? "Disconnected. Google revoked Airlock's access." : 'Disconnected.',
+            },
       );
     } catch (e) {
       setMsg({ kind: 'error', text: shownOf(e) });
@@ -192,7 +243,10 @@ export function AccountBox() {
       )}
       {acc && acc !== 'unavailable' && !acc.connected && (
         <>
-          <p class="muted">Not connected: mail and spreadsheet tools need it. After connecting, start a new chat so the tools can use it.</p>
+          <p class="muted">
+            Not connected: mail and spreadsheet tools need it. After connecting, start a new chat so the tools can use
+            it.
+          </p>
           <button type="button" id="connect-account" onClick={connect}>
             Connect workspace account
           </button>

@@ -2,7 +2,13 @@
 // history, its running turn followed), sending a message (new, edited or regenerated), switching a
 // turn's version and stopping an answer. chat.tsx draws it.
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import type { ChatHistory, ChatSessionList, ChatSessionSummary, SendMessageRequest, UploadAnswer } from '../../chat-api.js';
+import type {
+  ChatHistory,
+  ChatSessionList,
+  ChatSessionSummary,
+  SendMessageRequest,
+  UploadAnswer,
+} from '../../chat-api.js';
 import { api, ApiError, openStream } from './api.js';
 import { attachedLine } from './chat-files.js';
 import { waitForTitle } from './chat-title.js';
@@ -51,14 +57,47 @@ export function useChatState(sessionId: string | null) {
   currentRef.current = current;
   const running = turns.find((t) => t.running);
   return {
-    ...{ current, setCurrent, currentRef, turns, setTurns, title, setTitle, loadError, setLoadError, draft, setDraft, editing, setEditing },
-    ...{ hint, setHint, modelId, setModelId, listOpen, setListOpen, attached, setAttached, input, reader, running, busy: !!running },
+    ...{
+      current,
+      setCurrent,
+      currentRef,
+      turns,
+      setTurns,
+      title,
+      setTitle,
+      loadError,
+      setLoadError,
+      draft,
+      setDraft,
+      editing,
+      setEditing,
+    },
+    ...{
+      hint,
+      setHint,
+      modelId,
+      setModelId,
+      listOpen,
+      setListOpen,
+      attached,
+      setAttached,
+      input,
+      reader,
+      running,
+      busy: !!running,
+    },
   };
 }
 export type ChatState = ReturnType<typeof useChatState>;
 
 /** Load the chat named in the URL, and reattach to its running turn. */
-export function useLoadChat(st: ChatState, sessionId: string | null, nav: number, scroll: StickyScroll, sessions: Sessions): void {
+export function useLoadChat(
+  st: ChatState,
+  sessionId: string | null,
+  nav: number,
+  scroll: StickyScroll,
+  sessions: Sessions,
+): void {
   useEffect(() => {
     if (sessionId === st.currentRef.current && st.turns.length) return;
     st.reader.current?.abort();
@@ -100,7 +139,9 @@ export function useLoadChat(st: ChatState, sessionId: string | null, nav: number
 /** Why a message could not be sent (it stays in the box). */
 function refusal(e: unknown): Shown {
   if (!(e instanceof ApiError)) return 'Could not reach the server: your message is kept here.';
-  return e.code === 'ERR_SESSION_BUSY' ? 'An answer is still running in this chat: your message is kept here.' : shownOf(e);
+  return e.code === 'ERR_SESSION_BUSY'
+    ? 'An answer is still running in this chat: your message is kept here.'
+    : shownOf(e);
 }
 
 /** The chat's history again (after an edit or a regenerate: the turn's versions). */
@@ -116,11 +157,27 @@ export function useSend(st: ChatState, scroll: StickyScroll, sessions: Sessions)
   return async (message: string, replaces?: string | null) => {
     const text = (message.trim() + attachedLine(st.attached.map((a) => a.file.name))).trim();
     if (!text) return;
-    if (st.busy) return st.setHint('An answer is still running: your message is kept here. Send it when the answer ends, or stop the answer first.');
+    if (st.busy)
+      return st.setHint(
+        'An answer is still running: your message is kept here. Send it when the answer ends, or stop the answer first.',
+      );
     st.setHint(null);
     const sid = st.currentRef.current;
-    const body: SendMessageRequest = { message: text, ...(sid ? { session_id: sid } : {}), ...(replaces ? { replaces_turn_id: replaces } : {}), ...(!sid && st.modelId ? { model_id: st.modelId } : {}) };
-    const pending: ViewTurn = { id: null, prompt: text, startedAt: new Date().toISOString(), endedAt: null, parts: [], seq: 0, running: true };
+    const body: SendMessageRequest = {
+      message: text,
+      ...(sid ? { session_id: sid } : {}),
+      ...(replaces ? { replaces_turn_id: replaces } : {}),
+      ...(!sid && st.modelId ? { model_id: st.modelId } : {}),
+    };
+    const pending: ViewTurn = {
+      id: null,
+      prompt: text,
+      startedAt: new Date().toISOString(),
+      endedAt: null,
+      parts: [],
+      seq: 0,
+      running: true,
+    };
     const restoreDraft = st.draft;
     // An edit or a regenerate starts a new branch at that turn: what came after it leaves the screen.
     st.setTurns((list) => {
@@ -136,7 +193,12 @@ export function useSend(st: ChatState, scroll: StickyScroll, sessions: Sessions)
     st.reader.current = ac;
     let res: Response;
     try {
-      res = await openStream('/api/chat/messages', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: ac.signal });
+      res = await openStream('/api/chat/messages', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+        signal: ac.signal,
+      });
     } catch (e) {
       // Refused or unreachable: nothing ran. The prompt goes back into the box, never lost.
       st.setTurns((list) => list.filter((t) => t !== pending));
@@ -145,7 +207,8 @@ export function useSend(st: ChatState, scroll: StickyScroll, sessions: Sessions)
       return st.setHint(refusal(e));
     }
     const newSid = res.headers.get('x-chat-session-id');
-    if (!sid && newSid) named(st, sessions, newSid, message.trim() || text.replace(/^Attached: /, '').replace(/uploads\//g, ''));
+    if (!sid && newSid)
+      named(st, sessions, newSid, message.trim() || text.replace(/^Attached: /, '').replace(/uploads\//g, ''));
     await followTurn(st.setTurns, newSid ?? sid!, res, pending, ac.signal);
     // A new branch: fetch the turn's versions for its "< n/n >".
     if (replaces && !ac.signal.aborted) reloadHistory(st, newSid ?? sid!);
@@ -179,7 +242,9 @@ export function turnActions(st: ChatState) {
   const switchTo = async (turnId: string) => {
     if (!st.current || st.busy) return;
     try {
-      const h = await api<ChatHistory>('POST', `/api/chat/sessions/${encodeURIComponent(st.current)}/branch`, { turn_id: turnId });
+      const h = await api<ChatHistory>('POST', `/api/chat/sessions/${encodeURIComponent(st.current)}/branch`, {
+        turn_id: turnId,
+      });
       st.setTurns(h.turns.map(fromStored));
     } catch (e) {
       st.setHint(e instanceof ApiError ? `${e.message} (${e.code})` : String(e));
@@ -188,14 +253,20 @@ export function turnActions(st: ChatState) {
   const stop = async () => {
     if (!st.running?.id || !st.current) return;
     try {
-      await api('POST', `/api/chat/sessions/${encodeURIComponent(st.current)}/turns/${encodeURIComponent(st.running.id)}/cancel`);
+      await api(
+        'POST',
+        `/api/chat/sessions/${encodeURIComponent(st.current)}/turns/${encodeURIComponent(st.running.id)}/cancel`,
+      );
     } catch (e) {
       st.setHint(shownOf(e));
     }
   };
   const decide = async (id: string, decision: 'approve' | 'deny', scope: 'once' | 'recipient') => {
     if (!st.current) return;
-    await api('POST', `/api/chat/sessions/${encodeURIComponent(st.current)}/approvals/${encodeURIComponent(id)}`, { decision, scope });
+    await api('POST', `/api/chat/sessions/${encodeURIComponent(st.current)}/approvals/${encodeURIComponent(id)}`, {
+      decision,
+      scope,
+    });
   };
   return { switchTo, stop, decide };
 }

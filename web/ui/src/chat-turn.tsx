@@ -53,7 +53,8 @@ export function fromStored(t: StoredTurn): ViewTurn {
     call_id: c.call_id,
     tool: c.tool,
     input: c.input,
-    status: c.status === 'ok' ? 'ok' : c.status === 'running' ? 'running' : c.status === 'cancelled' ? 'cancelled' : 'failed',
+    status:
+      c.status === 'ok' ? 'ok' : c.status === 'running' ? 'running' : c.status === 'cancelled' ? 'cancelled' : 'failed',
     output: c.output,
     error: c.error,
     duration_ms: c.duration_ms ?? undefined,
@@ -95,13 +96,25 @@ function BranchSwitch(props: { t: ViewTurn; busy: boolean; onSwitch(turnId: stri
   if (sib.length < 2 || i < 0) return null;
   return (
     <span class="branch-switch" role="group" aria-label="Versions of this message">
-      <button type="button" class="link" disabled={props.busy || i === 0} onClick={() => props.onSwitch(sib[i - 1])} aria-label="Previous version">
+      <button
+        type="button"
+        class="link"
+        disabled={props.busy || i === 0}
+        onClick={() => props.onSwitch(sib[i - 1])}
+        aria-label="Previous version"
+      >
         ‹
       </button>
       <span class="branch-pos">
         {i + 1}/{sib.length}
       </span>
-      <button type="button" class="link" disabled={props.busy || i === sib.length - 1} onClick={() => props.onSwitch(sib[i + 1])} aria-label="Next version">
+      <button
+        type="button"
+        class="link"
+        disabled={props.busy || i === sib.length - 1}
+        onClick={() => props.onSwitch(sib[i + 1])}
+        aria-label="Next version"
+      >
         ›
       </button>
     </span>
@@ -124,11 +137,22 @@ export function applyEvent(t: ViewTurn, e: ChatEvent): ViewTurn {
   } else if (e.type === 'tool_start') {
     parts.push({ kind: 'tool', call_id: e.call_id, tool: e.tool, input: e.input, status: 'running' });
   } else if (e.type === 'tool_progress') {
-    parts.forEach((p, i) => p.kind === 'tool' && p.call_id === e.call_id && (parts[i] = { ...p, live: appendLive(p.live, e) }));
+    parts.forEach(
+      (p, i) => p.kind === 'tool' && p.call_id === e.call_id && (parts[i] = { ...p, live: appendLive(p.live, e) }),
+    );
   } else if (e.type === 'tool_end') {
     const i = parts.findIndex((p) => p.kind === 'tool' && p.call_id === e.call_id);
     const status = e.ok ? 'ok' : e.error === 'cancelled' ? 'cancelled' : 'failed';
-    const upd: Part = { kind: 'tool', call_id: e.call_id, tool: e.tool, input: i >= 0 ? (parts[i] as { input: unknown }).input : {}, status, output: e.output, error: e.error, duration_ms: e.duration_ms };
+    const upd: Part = {
+      kind: 'tool',
+      call_id: e.call_id,
+      tool: e.tool,
+      input: i >= 0 ? (parts[i] as { input: unknown }).input : {},
+      status,
+      output: e.output,
+      error: e.error,
+      duration_ms: e.duration_ms,
+    };
     if (i >= 0) parts[i] = upd;
     else parts.push(upd);
   } else if (e.type === 'approval_request' && e.kind === 'connector') {
@@ -159,7 +183,8 @@ export function applyEvent(t: ViewTurn, e: ChatEvent): ViewTurn {
     next.endedAt = new Date().toISOString();
     for (let i = 0; i < parts.length; i++) {
       const p = parts[i];
-      if (p.kind === 'tool' && p.status === 'running') parts[i] = { ...p, status: e.stop_reason === 'cancelled' ? 'cancelled' : 'interrupted' };
+      if (p.kind === 'tool' && p.status === 'running')
+        parts[i] = { ...p, status: e.stop_reason === 'cancelled' ? 'cancelled' : 'interrupted' };
       if (isAsk(p) && p.state === 'pending') parts[i] = { ...p, state: 'denied' };
     }
   }
@@ -209,24 +234,45 @@ function parseOutput(o: unknown): unknown {
   return o;
 }
 
-const STATUS_TEXT = { running: 'running…', ok: 'done', failed: 'failed', cancelled: 'cancelled', interrupted: 'interrupted' } as const;
+const STATUS_TEXT = {
+  running: 'running…',
+  ok: 'done',
+  failed: 'failed',
+  cancelled: 'cancelled',
+  interrupted: 'interrupted',
+} as const;
 
 function ToolRow({ p }: { p: Extract<Part, { kind: 'tool' }> }) {
   const out = useMemo(() => parseOutput(p.output), [p.output]);
-  const spec = useMemo(() => (p.status === 'ok' && p.tool.endsWith('render_chart') ? findChartSpec(out) : null), [out, p.status, p.tool]);
+  const spec = useMemo(
+    () => (p.status === 'ok' && p.tool.endsWith('render_chart') ? findChartSpec(out) : null),
+    [out, p.status, p.tool],
+  );
   const att = out && typeof out === 'object' ? (out as Record<string, unknown>) : null;
   const ca = att?.chart_attachment;
-  const file = typeof ca === 'string' ? ca : ca && typeof ca === 'object' ? (ca as { filename?: string }).filename : (att?.filename as string | undefined);
+  const file =
+    typeof ca === 'string'
+      ? ca
+      : ca && typeof ca === 'object'
+        ? (ca as { filename?: string }).filename
+        : (att?.filename as string | undefined);
   const img = p.status === 'ok' && typeof file === 'string' && /^[0-9a-f-]{36}\.png$/i.test(file) ? file : null;
   const statusClass = p.status === 'ok' ? 'ok' : p.status === 'running' ? 'running' : 'failed';
   const share = useContext(ShareToken);
   return (
     <div class="tool-wrap">
-      <details class="tool" data-call={p.call_id} data-tool={p.tool} data-status={p.status === 'running' ? undefined : p.status}>
+      <details
+        class="tool"
+        data-call={p.call_id}
+        data-tool={p.tool}
+        data-status={p.status === 'running' ? undefined : p.status}
+      >
         <summary>
           <code class="tool-name">{p.tool}</code>
           <span class={`status ${statusClass}`}>{STATUS_TEXT[p.status]}</span>
-          <span class="muted">{p.duration_ms !== undefined && p.status !== 'running' ? `${p.duration_ms} ms` : ''}</span>
+          <span class="muted">
+            {p.duration_ms !== undefined && p.status !== 'running' ? `${p.duration_ms} ms` : ''}
+          </span>
         </summary>
         <div class="body">
           <div class="muted">Input</div>
@@ -239,13 +285,24 @@ function ToolRow({ p }: { p: Extract<Part, { kind: 'tool' }> }) {
           )}
         </div>
       </details>
-      {isRunPython(p.tool) && <PythonBody input={p.input} status={p.status} error={p.error} stdout={typeof att?.stdout === 'string' ? att.stdout : undefined} />}
-      {isRunPython(p.tool) && p.status === 'ok' && <PythonFiles files={pythonFiles(out)} url={(name) => chartUrl(share, name)} />}
+      {isRunPython(p.tool) && (
+        <PythonBody
+          input={p.input}
+          status={p.status}
+          error={p.error}
+          stdout={typeof att?.stdout === 'string' ? att.stdout : undefined}
+        />
+      )}
+      {isRunPython(p.tool) && p.status === 'ok' && (
+        <PythonFiles files={pythonFiles(out)} url={(name) => chartUrl(share, name)} />
+      )}
       {p.status === 'running' && <LiveOutput text={p.live} />}
       {p.status === 'failed' && p.error && <p class="tool-error">{toolErrorSentence(p.error)}</p>}
       {p.status === 'failed' && p.error && asksToConnect(p.error) && !share && <ConnectFromChat tool={p.tool} />}
       {spec && <ChartBox spec={spec} />}
-      {img && <img class="attachment" src={chartUrl(share, img)} alt={`Chart attachment ${img}`} data-attachment={img} />}
+      {img && (
+        <img class="attachment" src={chartUrl(share, img)} alt={`Chart attachment ${img}`} data-attachment={img} />
+      )}
     </div>
   );
 }
@@ -278,7 +335,13 @@ function problemOf(t: ViewTurn) {
 }
 
 /** The user's message of a turn: the prompt, its files, time, Copy, Edit and the branch switch. */
-function UserMessage({ t, last, busy, onEdit, onSwitch }: Pick<TurnProps, 't' | 'last' | 'busy' | 'onEdit' | 'onSwitch'>) {
+function UserMessage({
+  t,
+  last,
+  busy,
+  onEdit,
+  onSwitch,
+}: Pick<TurnProps, 't' | 'last' | 'busy' | 'onEdit' | 'onSwitch'>) {
   const copyPromptRef = useRef<HTMLButtonElement>(null);
   const ended = !t.running;
   return (
@@ -287,11 +350,22 @@ function UserMessage({ t, last, busy, onEdit, onSwitch }: Pick<TurnProps, 't' | 
       <SentFiles prompt={t.prompt} />
       <div class="msg-meta">
         <time dateTime={t.startedAt}>{fmt(t.startedAt)}</time>
-        <button type="button" class="link" ref={copyPromptRef} onClick={() => void copyText(t.prompt, copyPromptRef.current)} aria-label="Copy your message">
+        <button
+          type="button"
+          class="link"
+          ref={copyPromptRef}
+          onClick={() => void copyText(t.prompt, copyPromptRef.current)}
+          aria-label="Copy your message"
+        >
           Copy
         </button>
         {ended && !busy && t.id && (
-          <button type="button" class={`link ${last ? 'edit-last' : 'edit'}`} onClick={onEdit} aria-label="Edit this message and send it again">
+          <button
+            type="button"
+            class={`link ${last ? 'edit-last' : 'edit'}`}
+            onClick={onEdit}
+            aria-label="Edit this message and send it again"
+          >
             Edit
           </button>
         )}
@@ -309,7 +383,13 @@ function AnswerMeta({ t, busy, onRegenerate, extra }: Pick<TurnProps, 't' | 'bus
     <div class="msg-meta">
       {t.endedAt && <time dateTime={t.endedAt}>{fmt(t.endedAt)}</time>}
       {text && (
-        <button type="button" class="link copy-answer" ref={copyRef} onClick={() => void copyText(text, copyRef.current)} aria-label="Copy the answer">
+        <button
+          type="button"
+          class="link copy-answer"
+          ref={copyRef}
+          onClick={() => void copyText(text, copyRef.current)}
+          aria-label="Copy the answer"
+        >
           Copy
         </button>
       )}
@@ -335,9 +415,19 @@ export function Turn(props: TurnProps) {
   return (
     <>
       <UserMessage t={t} last={props.last} busy={props.busy} onEdit={props.onEdit} onSwitch={props.onSwitch} />
-      <div class="msg assistant" data-done={ended ? (t.stopReason ?? 'end_turn') : undefined} aria-busy={t.running ? 'true' : undefined}>
+      <div
+        class="msg assistant"
+        data-done={ended ? (t.stopReason ?? 'end_turn') : undefined}
+        aria-busy={t.running ? 'true' : undefined}
+      >
         {t.parts.map((p, i) =>
-          p.kind === 'text' ? <Markdown key={`t${i}`} text={p.text} /> : isAsk(p) ? <AskCard key={p.approval_id} p={p} sessionId={props.sessionId} onDecide={props.onDecide} /> : <ToolRow key={p.call_id || `c${i}`} p={p} />,
+          p.kind === 'text' ? (
+            <Markdown key={`t${i}`} text={p.text} />
+          ) : isAsk(p) ? (
+            <AskCard key={p.approval_id} p={p} sessionId={props.sessionId} onDecide={props.onDecide} />
+          ) : (
+            <ToolRow key={p.call_id || `c${i}`} p={p} />
+          ),
         )}
         {t.running && !t.parts.length && !t.status && <p class="muted thinking">Working…</p>}
         {t.running && t.status && (
@@ -351,7 +441,10 @@ export function Turn(props: TurnProps) {
           </div>
         )}
         {problem && (
-          <div class={`banner ${t.stopReason === 'cancelled' ? 'info' : 'error'}`} role={t.stopReason === 'cancelled' ? 'status' : 'alert'}>
+          <div
+            class={`banner ${t.stopReason === 'cancelled' ? 'info' : 'error'}`}
+            role={t.stopReason === 'cancelled' ? 'status' : 'alert'}
+          >
             <ShownText s={problem} />
           </div>
         )}

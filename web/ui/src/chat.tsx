@@ -9,7 +9,15 @@ import { ModelPicker } from './chat-model-picker.js';
 import { ChatTools } from './chat-menu.js';
 import { FeedbackButtons, useFeedback } from './chat-feedback.js';
 import { useStickyScroll, type StickyScroll } from './chat-scroll.js';
-import { turnActions, useChatState, useLoadChat, useSend, useSessions, type ChatState, type Sessions } from './chat-state.js';
+import {
+  turnActions,
+  useChatState,
+  useLoadChat,
+  useSend,
+  useSessions,
+  type ChatState,
+  type Sessions,
+} from './chat-state.js';
 import type { ChatHistory } from '../../chat-api.js';
 import { api } from './api.js';
 
@@ -49,7 +57,15 @@ function ChatApp({ sessionId, nav }: { sessionId: string | null; nav: number }) 
   );
 }
 
-function ChatList({ st, sessions, onChanged }: { st: ChatState; sessions: Sessions; onChanged(id: string): (deleted: boolean) => void }) {
+function ChatList({
+  st,
+  sessions,
+  onChanged,
+}: {
+  st: ChatState;
+  sessions: Sessions;
+  onChanged(id: string): (deleted: boolean) => void;
+}) {
   const { sessions: list, query } = sessions;
   return (
     <aside class="panel side" aria-label="Chats" id="chat-list-panel">
@@ -63,10 +79,18 @@ function ChatList({ st, sessions, onChanged }: { st: ChatState; sessions: Sessio
       <label class="visually-hidden" for="chat-search">
         Search chats
       </label>
-      <input id="chat-search" type="search" placeholder="Search chats…" value={query} onInput={(e) => sessions.setQuery((e.target as HTMLInputElement).value)} />
+      <input
+        id="chat-search"
+        type="search"
+        placeholder="Search chats…"
+        value={query}
+        onInput={(e) => sessions.setQuery((e.target as HTMLInputElement).value)}
+      />
       <ul class="sessions" id="session-list" aria-label="Chat sessions">
         {list === null ? null : list.length === 0 ? (
-          <li class="muted">{query ? 'No chat matches your search.' : 'No chats yet: your conversations will be listed here.'}</li>
+          <li class="muted">
+            {query ? 'No chat matches your search.' : 'No chats yet: your conversations will be listed here.'}
+          </li>
         ) : (
           groupSessions(list).map((g) => (
             <li key={g.name} class="session-group">
@@ -90,7 +114,13 @@ function PaneHead({ st, onStop }: { st: ChatState; onStop(): void }) {
   const { current, title } = st;
   return (
     <div class="pane-head">
-      <button type="button" class="secondary small list-toggle" aria-controls="chat-list-panel" aria-expanded={st.listOpen ? 'true' : 'false'} onClick={() => st.setListOpen(!st.listOpen)}>
+      <button
+        type="button"
+        class="secondary small list-toggle"
+        aria-controls="chat-list-panel"
+        aria-expanded={st.listOpen ? 'true' : 'false'}
+        onClick={() => st.setListOpen(!st.listOpen)}
+      >
         Chats
       </button>
       <h1 id="chat-heading" title={title || undefined}>
@@ -114,7 +144,17 @@ function PaneHead({ st, onStop }: { st: ChatState; onStop(): void }) {
 
 type Send = ReturnType<typeof useSend>;
 
-function Transcript({ st, scroll, send, acts }: { st: ChatState; scroll: StickyScroll; send: Send; acts: ReturnType<typeof turnActions> }) {
+function Transcript({
+  st,
+  scroll,
+  send,
+  acts,
+}: {
+  st: ChatState;
+  scroll: StickyScroll;
+  send: Send;
+  acts: ReturnType<typeof turnActions>;
+}) {
   const feedback = useFeedback(st.current);
   const { current, turns } = st;
   const last = turns[turns.length - 1];
@@ -137,7 +177,11 @@ function Transcript({ st, scroll, send, acts }: { st: ChatState; scroll: StickyS
           <ShownText s={st.loadError} />
         </div>
       )}
-      {!current && !turns.length && <p class="muted">Start a conversation. The agent can read your spreadsheets, draw charts and send mail for you.</p>}
+      {!current && !turns.length && (
+        <p class="muted">
+          Start a conversation. The agent can read your spreadsheets, draw charts and send mail for you.
+        </p>
+      )}
       {turns.map((t, i) => (
         <Turn
           key={t.id ?? `pending${i}`}
@@ -145,7 +189,16 @@ function Transcript({ st, scroll, send, acts }: { st: ChatState; scroll: StickyS
           sessionId={current}
           last={t === last}
           busy={st.busy}
-          extra={current && t.id && !t.running ? <FeedbackButtons sessionId={current} turnId={t.id} given={feedback.of(t.id)} onChange={(e) => feedback.put(t.id!, e)} /> : null}
+          extra={
+            current && t.id && !t.running ? (
+              <FeedbackButtons
+                sessionId={current}
+                turnId={t.id}
+                given={feedback.of(t.id)}
+                onChange={(e) => feedback.put(t.id!, e)}
+              />
+            ) : null
+          }
           onRegenerate={() => void send(t.prompt, t.id)}
           onSwitch={(id) => void acts.switchTo(id)}
           onDecide={acts.decide}
@@ -194,12 +247,22 @@ function Composer({ st, send, onStop }: { st: ChatState; send: Send; onStop(): v
       {attached.length > 0 && (
         <div class="attached" aria-label="Attached files">
           {attached.map((a) => (
-            <FilePreview key={a.file.name} preview={a.preview} sessionId={current} onRemove={() => st.setAttached((l) => l.filter((x) => x !== a))} />
+            <FilePreview
+              key={a.file.name}
+              preview={a.preview}
+              sessionId={current}
+              onRemove={() => st.setAttached((l) => l.filter((x) => x !== a))}
+            />
           ))}
         </div>
       )}
       <div class="composer-row">
-        <AttachButton sessionId={current} disabled={busy} onUploaded={(a) => st.setAttached((l) => [...l, a])} onError={(m) => st.setHint(m)} />
+        <AttachButton
+          sessionId={current}
+          disabled={busy}
+          onUploaded={(a) => st.setAttached((l) => [...l, a])}
+          onError={(m) => st.setHint(m)}
+        />
         <label for="prompt" class="visually-hidden">
           Message
         </label>

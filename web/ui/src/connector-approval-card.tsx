@@ -16,7 +16,16 @@ export interface ConnectorApprovalPart extends Omit<ConnectorApprovalRequestEven
 
 /** The card's part for a stream's connector `approval_request`. */
 export function connectorApprovalPart(e: ConnectorApprovalRequestEvent): ConnectorApprovalPart {
-  return { kind: 'connector_approval', approval_id: e.approval_id, call_id: e.call_id, connector: e.connector, tool: e.tool, arguments: e.arguments, expires_at: e.expires_at, state: 'pending' };
+  return {
+    kind: 'connector_approval',
+    approval_id: e.approval_id,
+    call_id: e.call_id,
+    connector: e.connector,
+    tool: e.tool,
+    arguments: e.arguments,
+    expires_at: e.expires_at,
+    state: 'pending',
+  };
 }
 
 /** At most this many characters of the arguments are shown; the rest is named, not hidden silently. */
@@ -27,15 +36,28 @@ const DECISIONS: ['approve' | 'deny', string, string | undefined][] = [
   ['deny', 'Deny', 'danger'],
 ];
 
-const STATE = { pending: 'Waiting for your approval', approved: 'Approved', denied: 'Not run', timed_out: 'Not run: nobody approved in time' } as const;
+const STATE = {
+  pending: 'Waiting for your approval',
+  approved: 'Approved',
+  denied: 'Not run',
+  timed_out: 'Not run: nobody approved in time',
+} as const;
 
 /** The arguments as the card shows them: pretty JSON, cut at ARGS_SHOWN characters. */
 export function shownArguments(args: unknown): { text: string; cut: number } {
   const text = JSON.stringify(args ?? {}, null, 2) ?? '{}';
-  return text.length > ARGS_SHOWN ? { text: text.slice(0, ARGS_SHOWN), cut: text.length - ARGS_SHOWN } : { text, cut: 0 };
+  return text.length > ARGS_SHOWN
+    ? { text: text.slice(0, ARGS_SHOWN), cut: text.length - ARGS_SHOWN }
+    : { text, cut: 0 };
 }
 
-export function ConnectorApprovalCard({ p, onDecide }: { p: ConnectorApprovalPart; onDecide(id: string, decision: 'approve' | 'deny', scope: 'once'): Promise<void> }) {
+export function ConnectorApprovalCard({
+  p,
+  onDecide,
+}: {
+  p: ConnectorApprovalPart;
+  onDecide(id: string, decision: 'approve' | 'deny', scope: 'once'): Promise<void>;
+}) {
   const [sending, setSending] = useState(false);
   const [problem, setProblem] = useState<Shown | null>(null);
   const pending = p.state === 'pending';
@@ -53,7 +75,13 @@ export function ConnectorApprovalCard({ p, onDecide }: { p: ConnectorApprovalPar
   };
   const title = pending ? `Run this ${p.connector.label} tool?` : `${p.connector.label} tool held for your approval`;
   return (
-    <section class={`approval connector-approval ${p.state}`} data-approval={p.approval_id} data-state={p.state} data-kind="connector" aria-label={title}>
+    <section
+      class={`approval connector-approval ${p.state}`}
+      data-approval={p.approval_id}
+      data-state={p.state}
+      data-kind="connector"
+      aria-label={title}
+    >
       <h3>{title}</h3>
       <dl>
         <dt>Connector</dt>
@@ -67,7 +95,11 @@ export function ConnectorApprovalCard({ p, onDecide }: { p: ConnectorApprovalPar
       <pre class="approval-body approval-args" tabIndex={0} aria-label="Arguments">
         {args.text}
       </pre>
-      {args.cut > 0 && <p class="muted">{args.cut.toLocaleString()} more characters are not shown; deny if you cannot judge the call.</p>}
+      {args.cut > 0 && (
+        <p class="muted">
+          {args.cut.toLocaleString()} more characters are not shown; deny if you cannot judge the call.
+        </p>
+      )}
       {pending ? (
         <div class="approval-actions">
           {DECISIONS.map(([d, label, cls]) => (
@@ -96,6 +128,18 @@ export function decided(p: AskPart, e: Extract<ChatEvent, { type: 'approval_resu
 }
 
 /** The one place that picks the card: a connector call's, else a mail send's (approval-card.tsx). */
-export function AskCard({ p, sessionId, onDecide }: { p: AskPart; sessionId?: string | null; onDecide(id: string, decision: 'approve' | 'deny', scope: 'once' | 'recipient'): Promise<void> }) {
-  return p.kind === 'connector_approval' ? <ConnectorApprovalCard p={p} onDecide={onDecide} /> : <ApprovalCard p={p} sessionId={sessionId} onDecide={onDecide} />;
+export function AskCard({
+  p,
+  sessionId,
+  onDecide,
+}: {
+  p: AskPart;
+  sessionId?: string | null;
+  onDecide(id: string, decision: 'approve' | 'deny', scope: 'once' | 'recipient'): Promise<void>;
+}) {
+  return p.kind === 'connector_approval' ? (
+    <ConnectorApprovalCard p={p} onDecide={onDecide} />
+  ) : (
+    <ApprovalCard p={p} sessionId={sessionId} onDecide={onDecide} />
+  );
 }

@@ -12,21 +12,34 @@ import { returnHere } from './return-here.js';
 
 /** Start connecting: the browser leaves for the authorization server. */
 async function startConnect(connectorId: string, returnTo: string): Promise<void> {
-  const r = await api<{ authorization_url: string }>('POST', `/api/connections/${encodeURIComponent(connectorId)}/connect`, { return_to: returnTo });
+  const r = await api<{ authorization_url: string }>(
+    'POST',
+    `/api/connections/${encodeURIComponent(connectorId)}/connect`,
+    { return_to: returnTo },
+  );
   location.href = r.authorization_url;
 }
 
 /** Settings → Connectors: the OAuth connectors the user may use, connected or not. */
 export function ConnectorsSection() {
-  const [list, failed, reload] = useLoad(() => api<{ connectors: ConnectorConnectionView[] }>('GET', '/api/connections'));
+  const [list, failed, reload] = useLoad(() =>
+    api<{ connectors: ConnectorConnectionView[] }>('GET', '/api/connections'),
+  );
   const [msg, setMsg] = useState<Shown | null>(null);
   const run = (fn: () => Promise<unknown>) => () => void fn().catch((e: unknown) => setMsg(shownOf(e)));
   const disconnect = (c: ConnectorConnectionView) =>
     run(async () => {
       if (!confirm(`Disconnect ${c.label}? Airlock forgets its tokens and asks ${c.label} to revoke them.`)) return;
-      const r = await api<{ revoked_at_server: boolean | null }>('DELETE', `/api/connections/${encodeURIComponent(c.connector_id)}`);
+      const r = await api<{ revoked_at_server: boolean | null }>(
+        'DELETE',
+        `/api/connections/${encodeURIComponent(c.connector_id)}`,
+      );
       await reload();
-      setMsg(r.revoked_at_server === false ? `Disconnected from Airlock, but ${c.label} did not confirm the revocation.` : `Disconnected ${c.label}.`);
+      setMsg(
+        r.revoked_at_server === false
+          ? `Disconnected from Airlock, but ${c.label} did not confirm the revocation.`
+          : `Disconnected ${c.label}.`,
+      );
     });
   if (failed || (list && list.connectors.length === 0)) return null;
   return (
@@ -79,7 +92,10 @@ export function ConnectFromChat({ tool }: { tool: string }) {
   if (!c || c.connected) return null;
   return (
     <div class="connect-connector" data-connector={c.connector_id}>
-      <button type="button" onClick={() => void startConnect(c.connector_id, returnHere()).catch((e: unknown) => setMsg(shownOf(e)))}>
+      <button
+        type="button"
+        onClick={() => void startConnect(c.connector_id, returnHere()).catch((e: unknown) => setMsg(shownOf(e)))}
+      >
         Connect {c.label}
       </button>
       {msg && (

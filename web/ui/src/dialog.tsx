@@ -4,7 +4,8 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef } from 'preact/hooks';
 
-const FOCUSABLE = 'button:not([disabled]), a[href], input:not([type=hidden]):not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex="-1"])';
+const FOCUSABLE =
+  'button:not([disabled]), a[href], input:not([type=hidden]):not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex="-1"])';
 
 export function Dialog(p: { id: string; title: string; open: boolean; onClose(): void; children: ComponentChildren }) {
   const ref = useRef<HTMLDialogElement>(null);
@@ -28,7 +29,9 @@ export function Dialog(p: { id: string; title: string; open: boolean; onClose():
   }, [p.open]);
   const onKeyDown = (ev: KeyboardEvent) => {
     if (ev.key !== 'Tab') return;
-    const all = Array.from(ref.current?.querySelectorAll<HTMLElement>(FOCUSABLE) ?? []).filter((el) => el.offsetParent !== null);
+    const all = Array.from(ref.current?.querySelectorAll<HTMLElement>(FOCUSABLE) ?? []).filter(
+      (el) => el.offsetParent !== null,
+    );
     if (!all.length) return;
     const first = all[0]!;
     const last = all[all.length - 1]!;

@@ -17,7 +17,8 @@ const SENTENCES: Record<string, string> = {
   ERR_CHAT_MODEL_NOT_FOUND: 'That model is no longer on offer. Pick another one.',
   ERR_CHAT_MODEL_EXISTS: 'A model with that id exists already. Choose another id.',
   ERR_CHAT_MODEL_DEFAULT: 'The default model cannot be disabled or deleted; edit it instead.',
-  ERR_POLICY_MODEL_DENIED: 'Your organisation’s agent policy does not allow this model. Pick another one or ask your administrator.',
+  ERR_POLICY_MODEL_DENIED:
+    'Your organisation’s agent policy does not allow this model. Pick another one or ask your administrator.',
   ERR_AGENT_INTERNAL: 'The assistant failed unexpectedly. Try again.',
   ERR_AGENT_CONFIG: 'The assistant is not set up correctly. Ask your administrator.',
   ERR_SANDBOX_LOST: 'The assistant’s workspace stopped during this answer. Your next message starts a fresh one.',
@@ -34,7 +35,8 @@ const SENTENCES: Record<string, string> = {
   ERR_CHAT_SESSION_NOT_FOUND: 'This chat no longer exists.',
   ERR_CHAT_TURN_NOT_FOUND: 'This answer no longer exists.',
   ERR_CHAT_REPLACE_NOT_LAST: 'Only the last message can be edited or regenerated.',
-  ERR_NETWORK: 'The connection to the server dropped, so this answer may be incomplete. Reload the chat to see what was saved.',
+  ERR_NETWORK:
+    'The connection to the server dropped, so this answer may be incomplete. Reload the chat to see what was saved.',
   ERR_HTTP: 'The server could not be reached properly. Try again.',
   // Tools and mail (tool_end errors)
   ERR_TOOL_TIMEOUT: 'The tool did not answer in time and was stopped.',

@@ -48,7 +48,13 @@ function ThemeToggle() {
     setDark(next === 'dark');
   };
   return (
-    <button type="button" class="secondary small theme-toggle" id="theme-toggle" aria-pressed={dark ? 'true' : 'false'} onClick={flip}>
+    <button
+      type="button"
+      class="secondary small theme-toggle"
+      id="theme-toggle"
+      aria-pressed={dark ? 'true' : 'false'}
+      onClick={flip}
+    >
       Dark mode
     </button>
   );
@@ -143,7 +149,13 @@ function LoginPage() {
       await loadMe();
       location.hash = afterLogin() ?? '#/chat';
     } catch (e) {
-      setError(e instanceof ApiError && e.status === 401 ? 'Wrong username or password.' : e instanceof Error ? e.message : String(e));
+      setError(
+        e instanceof ApiError && e.status === 401
+          ? 'Wrong username or password.'
+          : e instanceof Error
+            ? e.message
+            : String(e),
+      );
     }
   };
   return (
@@ -151,9 +163,24 @@ function LoginPage() {
       <form aria-labelledby="login-title" onSubmit={(e) => void submit(e)}>
         <h1 id="login-title">Sign in to Airlock</h1>
         <label for="username">Username</label>
-        <input id="username" name="username" autocomplete="username" required value={username} onInput={(e) => setUsername(e.currentTarget.value)} />
+        <input
+          id="username"
+          name="username"
+          autocomplete="username"
+          required
+          value={username}
+          onInput={(e) => setUsername(e.currentTarget.value)}
+        />
         <label for="password">Password</label>
-        <input id="password" name="password" type="password" autocomplete="current-password" required value={password} onInput={(e) => setPassword(e.currentTarget.value)} />
+        <input
+          id="password"
+          name="password"
+          type="password"
+          autocomplete="current-password"
+          required
+          value={password}
+          onInput={(e) => setPassword(e.currentTarget.value)}
+        />
         <div role="alert" class="error" id="login-error">
           {error}
         </div>

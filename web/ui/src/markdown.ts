@@ -14,7 +14,8 @@ import typescript from 'highlight.js/lib/languages/typescript';
 import xml from 'highlight.js/lib/languages/xml';
 import yaml from 'highlight.js/lib/languages/yaml';
 
-for (const [name, lang] of Object.entries({ bash, css, javascript, json, python, sql, typescript, xml, yaml })) hljs.registerLanguage(name, lang);
+for (const [name, lang] of Object.entries({ bash, css, javascript, json, python, sql, typescript, xml, yaml }))
+  hljs.registerLanguage(name, lang);
 hljs.registerAliases(['sh', 'shell'], { languageName: 'bash' });
 hljs.registerAliases(['js'], { languageName: 'javascript' });
 hljs.registerAliases(['ts'], { languageName: 'typescript' });
@@ -67,11 +68,21 @@ purifier.addHook('afterSanitizeAttributes', (node) => {
   // Model content never wears the page's own classes (a fake "Approved" card, a fake banner): the
   // only class kept is the one marked puts on a fenced block's <code> to name its language.
   if (node.hasAttribute('class')) {
-    const lang = node.tagName === 'CODE' ? (node.getAttribute('class') ?? '').split(/\s+/).find((c) => /^language-[A-Za-z0-9_+#-]{1,40}$/.test(c)) : undefined;
+    const lang =
+      node.tagName === 'CODE'
+        ? (node.getAttribute('class') ?? '').split(/\s+/).find((c) => /^language-[A-Za-z0-9_+#-]{1,40}$/.test(c))
+        : undefined;
     if (lang) node.setAttribute('class', lang);
     else node.removeAttribute('class');
   }
-  if (node.hasAttribute('align') && !((node.tagName === 'TH' || node.tagName === 'TD') && ['left', 'right', 'center'].includes(node.getAttribute('align') ?? ''))) node.removeAttribute('align');
+  if (
+    node.hasAttribute('align') &&
+    !(
+      (node.tagName === 'TH' || node.tagName === 'TD') &&
+      ['left', 'right', 'center'].includes(node.getAttribute('align') ?? '')
+    )
+  )
+    node.removeAttribute('align');
   if (node.tagName === 'A') {
     const href = node.getAttribute('href') ?? '';
     // In-page anchors stay; everything else opens in a new tab without a handle on this page.
@@ -84,7 +95,20 @@ purifier.addHook('afterSanitizeAttributes', (node) => {
 const PURIFY = {
   RETURN_DOM_FRAGMENT: true as const,
   // No forms or controls that could pass for the page's own; no styles that could cover it.
-  FORBID_TAGS: ['style', 'form', 'input', 'button', 'textarea', 'select', 'option', 'iframe', 'object', 'embed', 'svg', 'math'],
+  FORBID_TAGS: [
+    'style',
+    'form',
+    'input',
+    'button',
+    'textarea',
+    'select',
+    'option',
+    'iframe',
+    'object',
+    'embed',
+    'svg',
+    'math',
+  ],
   FORBID_ATTR: ['style', 'id', 'name'],
   // A table column's alignment (`---:`): not a URL, so its value skips the URL check; kept on table
   // cells with left/right/center only (the hook above).
@@ -126,7 +150,8 @@ export function renderMarkdown(text: string): DocumentFragment {
     const source = code.textContent ?? '';
     if (source.length <= MAX_HIGHLIGHT_CHARS) {
       try {
-        const out = lang && hljs.getLanguage(lang) ? hljs.highlight(source, { language: lang }) : hljs.highlightAuto(source);
+        const out =
+          lang && hljs.getLanguage(lang) ? hljs.highlight(source, { language: lang }) : hljs.highlightAuto(source);
         // highlight.js escapes the source: its output holds only spans with classes.
         code.innerHTML = out.value;
         code.classList.add('hljs');

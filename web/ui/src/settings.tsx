@@ -51,7 +51,14 @@ function ThemeSection() {
         <legend>Colour scheme (this browser)</legend>
         {options.map(([v, label]) => (
           <div class="check" key={v}>
-            <input type="radio" name="theme" id={`theme-${v}`} value={v} checked={choice === v} onChange={() => pick(v)} />
+            <input
+              type="radio"
+              name="theme"
+              id={`theme-${v}`}
+              value={v}
+              checked={choice === v}
+              onChange={() => pick(v)}
+            />
             <label for={`theme-${v}`}>{label}</label>
           </div>
         ))}
@@ -64,7 +71,10 @@ function ModelSection({ settings, onSaved }: { settings: SettingsView; onSaved(s
   const status = useActions();
   const [list] = useLoad(() => api<ChatModelList>('GET', '/api/chat/models'));
   if (!list) return <Loading />;
-  const options: [string, string][] = [['', 'The server’s default'], ...list.models.map((m): [string, string] => [m.id, m.label])];
+  const options: [string, string][] = [
+    ['', 'The server’s default'],
+    ...list.models.map((m): [string, string] => [m.id, m.label]),
+  ];
   const save = (v: string) =>
     status.run('model', async () => {
       onSaved(await api<SettingsView>('PATCH', '/api/settings', { default_model_id: v || null }));
@@ -73,7 +83,12 @@ function ModelSection({ settings, onSaved }: { settings: SettingsView; onSaved(s
   return (
     <Section title="New chats">
       <Field id="settings-model" label="Model for new chats">
-        <Select id="settings-model" options={options} value={settings.default_model_id ?? ''} onChange={(v) => void save(v)} />
+        <Select
+          id="settings-model"
+          options={options}
+          value={settings.default_model_id ?? ''}
+          onChange={(v) => void save(v)}
+        />
       </Field>
       <Status id="settings-model-status" notice={status.notice} />
     </Section>
@@ -89,33 +104,72 @@ function PasswordSection({ settings }: { settings: SettingsView }) {
   if (!settings.has_password) {
     return (
       <Section title="Password">
-        <p id="settings-no-password">You sign in with your organisation’s single sign-on, so there is no password to change here. Change it with your identity provider.</p>
+        <p id="settings-no-password">
+          You sign in with your organisation’s single sign-on, so there is no password to change here. Change it with
+          your identity provider.
+        </p>
       </Section>
     );
   }
   const submit = () => {
-    const p = next.length < settings.password_min ? `The new password needs at least ${settings.password_min} characters.` : next !== again ? 'The two new passwords differ.' : '';
+    const p =
+      next.length < settings.password_min
+        ? `The new password needs at least ${settings.password_min} characters.`
+        : next !== again
+          ? 'The two new passwords differ.'
+          : '';
     setProblem(p);
     if (p) return;
     void status.run('password', async () => {
-      const r = await api<{ sessions_ended: number }>('POST', '/api/settings/password', { current_password: current, new_password: next });
+      const r = await api<{ sessions_ended: number }>('POST', '/api/settings/password', {
+        current_password: current,
+        new_password: next,
+      });
       setCurrent('');
       setNext('');
       setAgain('');
-      status.ok(`Password changed. ${r.sessions_ended ? `You were signed out on ${r.sessions_ended} other ${r.sessions_ended === 1 ? 'device or browser' : 'devices or browsers'}.` : 'You stay signed in here.'}`);
+      status.ok(
+        `Password changed. ${r.sessions_ended ? `You were signed out on ${r.sessions_ended} other ${r.sessions_ended === 1 ? 'device or browser' : 'devices or browsers'}.` : 'You stay signed in here.'}`,
+      );
     });
   };
   return (
     <Section title="Password">
       <Form id="password-form" onSubmit={submit}>
         <Field id="pw-current" label="Current password">
-          <input id="pw-current" type="password" autocomplete="current-password" required value={current} onInput={(e) => setCurrent(e.currentTarget.value)} />
+          <input
+            id="pw-current"
+            type="password"
+            autocomplete="current-password"
+            required
+            value={current}
+            onInput={(e) => setCurrent(e.currentTarget.value)}
+          />
         </Field>
-        <Field id="pw-new" label="New password" hint={`At least ${settings.password_min} characters. Your other sign-ins end; this one stays.`}>
-          <input id="pw-new" type="password" autocomplete="new-password" required aria-describedby="pw-new-hint" value={next} onInput={(e) => setNext(e.currentTarget.value)} />
+        <Field
+          id="pw-new"
+          label="New password"
+          hint={`At least ${settings.password_min} characters. Your other sign-ins end; this one stays.`}
+        >
+          <input
+            id="pw-new"
+            type="password"
+            autocomplete="new-password"
+            required
+            aria-describedby="pw-new-hint"
+            value={next}
+            onInput={(e) => setNext(e.currentTarget.value)}
+          />
         </Field>
         <Field id="pw-again" label="New password again">
-          <input id="pw-again" type="password" autocomplete="new-password" required value={again} onInput={(e) => setAgain(e.currentTarget.value)} />
+          <input
+            id="pw-again"
+            type="password"
+            autocomplete="new-password"
+            required
+            value={again}
+            onInput={(e) => setAgain(e.currentTarget.value)}
+          />
         </Field>
         <div role="alert" class="error" id="pw-problem">
           {problem}
@@ -130,7 +184,11 @@ function PasswordSection({ settings }: { settings: SettingsView }) {
 export function SettingsPage() {
   const [settings, failed, , setSettings] = useLoad(() => api<SettingsView>('GET', '/api/settings'));
   return (
-    <Page cls="admin settings" title="Settings" intro="Your own settings: how Airlock looks, the model new chats start with, and your password.">
+    <Page
+      cls="admin settings"
+      title="Settings"
+      intro="Your own settings: how Airlock looks, the model new chats start with, and your password."
+    >
       <ThemeSection />
       <Loaded failed={failed} loading={!settings}>
         {settings && <ModelSection settings={settings} onSaved={setSettings} />}

@@ -40,10 +40,19 @@ const KEPT_NAME = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
 export function pythonFiles(out: unknown): PythonFile[] {
   const list = out && typeof out === 'object' ? (out as { attachments?: unknown }).attachments : undefined;
   if (!Array.isArray(list)) return [];
-  return list.filter((f): f is PythonFile => !!f && typeof f === 'object' && KEPT_NAME.test(String((f as PythonFile).name)) && typeof (f as PythonFile).path === 'string').slice(0, 10);
+  return list
+    .filter(
+      (f): f is PythonFile =>
+        !!f &&
+        typeof f === 'object' &&
+        KEPT_NAME.test(String((f as PythonFile).name)) &&
+        typeof (f as PythonFile).path === 'string',
+    )
+    .slice(0, 10);
 }
 
-const kib = (n: number) => (n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / (1024 * 1024)).toFixed(1)} MiB`);
+const kib = (n: number) =>
+  n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / (1024 * 1024)).toFixed(1)} MiB`;
 
 /**
  * A kept file that is not an image: its preview (a CSV's or XLSX's first rows, the start of a JSON
@@ -57,7 +66,11 @@ function FilePreviewLazy({ file, url }: { file: PythonFile; url: string }) {
     fetch(`${url}/preview`, { credentials: 'same-origin', headers: { accept: 'application/json' } })
       .then(async (r) => {
         const body = (await r.json().catch(() => ({}))) as Preview & { error?: { code: string; message: string } };
-        setState(r.ok ? { preview: body } : { error: body.error ? `${body.error.message} (${body.error.code})` : `HTTP ${r.status}` });
+        setState(
+          r.ok
+            ? { preview: body }
+            : { error: body.error ? `${body.error.message} (${body.error.code})` : `HTTP ${r.status}` },
+        );
       })
       .catch((e: unknown) => setState({ error: String(e) }));
   };

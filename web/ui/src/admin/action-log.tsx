@@ -5,7 +5,21 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import type { LogAccount, LogEntry, LogPage } from '../../../admin-api.js';
 import { api } from '../api.js';
 import { rendered } from './focus.js';
-import { Field, fmtTime, Json, LoadFailed, PageTitle, Section, Select, Status, Table, useActions, useUserPicker, type Actions, type Column } from './common.js';
+import {
+  Field,
+  fmtTime,
+  Json,
+  LoadFailed,
+  PageTitle,
+  Section,
+  Select,
+  Status,
+  Table,
+  useActions,
+  useUserPicker,
+  type Actions,
+  type Column,
+} from './common.js';
 
 const BASE = '/api/data-authorization';
 export const PAGE_SIZE = 50;
@@ -133,17 +147,39 @@ export function ActionLogPage() {
   const count = entries?.length ?? 0;
   return (
     <div class="admin access">
-      <PageTitle title="Action log" intro="Every audited action, newest first: sign-ins, data access, identity and directory changes, sessions and chats. Filter by event (a name, or a prefix like identity.*), severity and subject." />
+      <PageTitle
+        title="Action log"
+        intro="Every audited action, newest first: sign-ins, data access, identity and directory changes, sessions and chats. Filter by event (a name, or a prefix like identity.*), severity and subject."
+      />
       <Section title="Entries">
-        <LogFilters status={status} apply={first} event={event} setEvent={setEvent} severity={severity} setSeverity={setSeverity} subjectField={subject.field} />
+        <LogFilters
+          status={status}
+          apply={first}
+          event={event}
+          setEvent={setEvent}
+          severity={severity}
+          setSeverity={setSeverity}
+          subjectField={subject.field}
+        />
         <Status id="log-status" notice={status.notice} />
         <p class="muted" id="log-count" aria-live="polite">
-          {count ? `${count} entr${count === 1 ? 'y' : 'ies'} shown${before !== null ? '; older ones remain' : ''}.` : ''}
+          {count
+            ? `${count} entr${count === 1 ? 'y' : 'ies'} shown${before !== null ? '; older ones remain' : ''}.`
+            : ''}
         </p>
         <div id="log-rows" ref={rows}>
-          {entries ? <Table id="log-table" rows={entries} cols={LOG_COLS} rowKey={(e) => e.id} empty="No entries match." /> : null}
+          {entries ? (
+            <Table id="log-table" rows={entries} cols={LOG_COLS} rowKey={(e) => e.id} empty="No entries match." />
+          ) : null}
         </div>
-        <button type="button" class="secondary" id="log-more" hidden={before === null || !entries} disabled={status.busy === 'more'} onClick={() => void status.run('more', older)}>
+        <button
+          type="button"
+          class="secondary"
+          id="log-more"
+          hidden={before === null || !entries}
+          disabled={status.busy === 'more'}
+          onClick={() => void status.run('more', older)}
+        >
           Older entries
         </button>
       </Section>
@@ -151,7 +187,15 @@ export function ActionLogPage() {
   );
 }
 
-function LogFilters(p: { status: Actions; apply(): Promise<void>; event: string; setEvent(v: string): void; severity: string; setSeverity(v: string): void; subjectField: ComponentChildren }) {
+function LogFilters(p: {
+  status: Actions;
+  apply(): Promise<void>;
+  event: string;
+  setEvent(v: string): void;
+  severity: string;
+  setSeverity(v: string): void;
+  subjectField: ComponentChildren;
+}) {
   return (
     <form
       id="log-form"
@@ -162,7 +206,14 @@ function LogFilters(p: { status: Actions; apply(): Promise<void>; event: string;
       }}
     >
       <Field id="log-event" label="Event">
-        <input type="text" id="log-event" list="log-events" placeholder="bi.denied or identity.*" value={p.event} onInput={(e) => p.setEvent(e.currentTarget.value)} />
+        <input
+          type="text"
+          id="log-event"
+          list="log-events"
+          placeholder="bi.denied or identity.*"
+          value={p.event}
+          onInput={(e) => p.setEvent(e.currentTarget.value)}
+        />
       </Field>
       <datalist id="log-events">
         {SUGGESTED_EVENTS.map((v) => (

@@ -5,7 +5,20 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { AgentCatalogView, AgentPolicyRequest, AgentPolicyView, TeamView } from '../../../admin-api.js';
 import { api } from '../api.js';
-import { Checkbox, Clip, Field, hintFor, parseList, Section, Select, Status, Table, useActions, type Actions, type Column } from './common.js';
+import {
+  Checkbox,
+  Clip,
+  Field,
+  hintFor,
+  parseList,
+  Section,
+  Select,
+  Status,
+  Table,
+  useActions,
+  type Actions,
+  type Column,
+} from './common.js';
 import { Form, RowActions, RowButton, Submit } from './forms.js';
 
 /** An allow list as text: null is no restriction. */
@@ -13,7 +26,14 @@ export const listText = (v: string[] | null) => (v === null ? 'any' : v.length ?
 const OTHER_TEXT = { allow: 'sent', ask: 'the user is asked in the chat first', block: 'refused' } as const;
 
 /** Mail rules as short sentences; a null limit or handling is the server's. */
-export function MailRules(p: { id?: string; allow: string[]; block: string[]; other: 'allow' | 'ask' | 'block' | null; maxRecipients: number | null; maxPerHour: number | null }) {
+export function MailRules(p: {
+  id?: string;
+  allow: string[];
+  block: string[];
+  other: 'allow' | 'ask' | 'block' | null;
+  maxRecipients: number | null;
+  maxPerHour: number | null;
+}) {
   return (
     <ul class="rules" id={p.id}>
       <li>Always allowed: {p.allow.length ? p.allow.join(', ') : 'no domains'}</li>
@@ -70,7 +90,11 @@ export function AgentPoliciesSection({ orgId, teams, policies, catalog, target, 
     {
       title: 'Policy',
       render: (p) => (
-        <span id={`policy-${p.id}`} class={p.id === target ? 'target' : undefined} aria-current={p.id === target ? 'true' : undefined}>
+        <span
+          id={`policy-${p.id}`}
+          class={p.id === target ? 'target' : undefined}
+          aria-current={p.id === target ? 'true' : undefined}
+        >
           <Clip text={p.name} cls="name" />
         </span>
       ),
@@ -88,15 +112,36 @@ export function AgentPoliciesSection({ orgId, teams, policies, catalog, target, 
       render: (p) => (
         <RowActions>
           <RowButton text="Edit" label={`Edit policy ${p.name}`} onClick={() => edit(p)} />
-          <RowButton text="Delete" cls="danger" label={`Delete policy ${p.name}`} disabled={status.busy === `delete-${p.id}`} onClick={() => void remove(p)} />
+          <RowButton
+            text="Delete"
+            cls="danger"
+            label={`Delete policy ${p.name}`}
+            disabled={status.busy === `delete-${p.id}`}
+            onClick={() => void remove(p)}
+          />
         </RowActions>
       ),
     },
   ];
   return (
     <Section title="Agent policies">
-      <Table id="agent-policies-table" rows={policies} rowKey={(p) => p.id} empty="No agent policies: members may use every tool and model." cols={cols} />
-      <PolicyForm key={editing?.id ?? 'new'} orgId={orgId} teams={teams} catalog={catalog} editing={editing} status={status} done={() => setEditing(null)} changed={changed} />
+      <Table
+        id="agent-policies-table"
+        rows={policies}
+        rowKey={(p) => p.id}
+        empty="No agent policies: members may use every tool and model."
+        cols={cols}
+      />
+      <PolicyForm
+        key={editing?.id ?? 'new'}
+        orgId={orgId}
+        teams={teams}
+        catalog={catalog}
+        editing={editing}
+        status={status}
+        done={() => setEditing(null)}
+        changed={changed}
+      />
       <Status id="policy-status" notice={status.notice} />
     </Section>
   );
@@ -177,7 +222,15 @@ function requestOf(f: Draft, teams: TeamView[]): AgentPolicyRequest {
 }
 
 /** Checkboxes for a set of names; names already chosen but no longer offered are listed too, so they can be unticked. */
-function CheckGroup(p: { id: string; legend: string; names: string[]; chosen: string[]; disabled?: boolean; hint?: string; set(v: string[]): void }) {
+function CheckGroup(p: {
+  id: string;
+  legend: string;
+  names: string[];
+  chosen: string[];
+  disabled?: boolean;
+  hint?: string;
+  set(v: string[]): void;
+}) {
   const names = [...p.names, ...p.chosen.filter((n) => !p.names.includes(n))];
   return (
     <fieldset id={p.id} aria-describedby={p.hint ? hintFor(p.id) : undefined}>
@@ -189,7 +242,14 @@ function CheckGroup(p: { id: string; legend: string; names: string[]; chosen: st
       ) : null}
       <div class="checks">
         {names.map((n, i) => (
-          <CheckboxOff key={n} id={`${p.id}-${i}`} label={n} disabled={p.disabled} checked={p.chosen.includes(n)} onChange={(on) => p.set(on ? [...p.chosen, n] : p.chosen.filter((x) => x !== n))} />
+          <CheckboxOff
+            key={n}
+            id={`${p.id}-${i}`}
+            label={n}
+            disabled={p.disabled}
+            checked={p.chosen.includes(n)}
+            onChange={(on) => p.set(on ? [...p.chosen, n] : p.chosen.filter((x) => x !== n))}
+          />
         ))}
       </div>
     </fieldset>
@@ -197,10 +257,26 @@ function CheckGroup(p: { id: string; legend: string; names: string[]; chosen: st
 }
 
 /** A Checkbox that can be disabled (the allowed list while "any" is ticked). */
-function CheckboxOff({ disabled, ...rest }: { id: string; label: string; checked: boolean; disabled?: boolean; onChange(v: boolean): void }) {
+function CheckboxOff({
+  disabled,
+  ...rest
+}: {
+  id: string;
+  label: string;
+  checked: boolean;
+  disabled?: boolean;
+  onChange(v: boolean): void;
+}) {
   return (
     <div class={disabled ? 'check disabled' : 'check'}>
-      <input type="checkbox" id={rest.id} value={rest.label} disabled={disabled} checked={rest.checked} onChange={(e) => rest.onChange(e.currentTarget.checked)} />
+      <input
+        type="checkbox"
+        id={rest.id}
+        value={rest.label}
+        disabled={disabled}
+        checked={rest.checked}
+        onChange={(e) => rest.onChange(e.currentTarget.checked)}
+      />
       <label for={rest.id}>{rest.label}</label>
     </div>
   );
@@ -243,7 +319,11 @@ function PolicyForm({ orgId, teams, catalog, editing, status, done, changed }: F
         <PolicyTools f={f} put={put} catalog={catalog} />
         <PolicyMail f={f} put={put} />
         <div class="actions">
-          <Submit id={editing ? 'ap-save' : 'ap-create'} text={editing ? 'Save policy' : 'Create policy'} disabled={status.busy === 'save'} />
+          <Submit
+            id={editing ? 'ap-save' : 'ap-create'}
+            text={editing ? 'Save policy' : 'Create policy'}
+            disabled={status.busy === 'save'}
+          />
           {editing ? (
             <button type="button" class="secondary" id="ap-cancel" onClick={done}>
               Cancel editing
@@ -273,7 +353,14 @@ function PolicyWho({ f, put, teams }: Part & { teams: TeamView[] }) {
     <>
       <div class="row">
         <Field id="ap-name" label="Policy name">
-          <input type="text" id="ap-name" required maxLength={100} value={f.name} onInput={(e) => put({ name: e.currentTarget.value })} />
+          <input
+            type="text"
+            id="ap-name"
+            required
+            maxLength={100}
+            value={f.name}
+            onInput={(e) => put({ name: e.currentTarget.value })}
+          />
         </Field>
         <Field id="ap-applies" label="Applies to">
           <Select id="ap-applies" value={f.applies} onChange={(v) => put({ applies: v })} options={APPLIES} />
@@ -282,7 +369,16 @@ function PolicyWho({ f, put, teams }: Part & { teams: TeamView[] }) {
       <fieldset>
         <legend>Teams</legend>
         {teams.length ? (
-          teams.map((t) => <Checkbox key={t.id} id={`ap-team-${t.id}`} label={t.name} value={String(t.id)} checked={f.teams.includes(t.id)} onChange={(on) => put({ teams: on ? [...f.teams, t.id] : f.teams.filter((x) => x !== t.id) })} />)
+          teams.map((t) => (
+            <Checkbox
+              key={t.id}
+              id={`ap-team-${t.id}`}
+              label={t.name}
+              value={String(t.id)}
+              checked={f.teams.includes(t.id)}
+              onChange={(on) => put({ teams: on ? [...f.teams, t.id] : f.teams.filter((x) => x !== t.id) })}
+            />
+          ))
         ) : (
           <p class="muted">No teams.</p>
         )}
@@ -295,14 +391,52 @@ function PolicyTools({ f, put, catalog }: Part & { catalog: AgentCatalogView }) 
   return (
     <div class="grid2">
       <div>
-        <Checkbox id="ap-any-tool" label="Any tool (no restriction)" checked={f.anyTool} onChange={(v) => put({ anyTool: v })} />
-        <CheckGroup id="ap-tools" legend="Allowed tools" names={catalog.tools} chosen={f.tools} disabled={f.anyTool} set={(v) => put({ tools: v })} />
-        <CheckGroup id="ap-denied-tools" legend="Denied tools" hint="Always removed, even when allowed." names={catalog.tools} chosen={f.deniedTools} set={(v) => put({ deniedTools: v })} />
+        <Checkbox
+          id="ap-any-tool"
+          label="Any tool (no restriction)"
+          checked={f.anyTool}
+          onChange={(v) => put({ anyTool: v })}
+        />
+        <CheckGroup
+          id="ap-tools"
+          legend="Allowed tools"
+          names={catalog.tools}
+          chosen={f.tools}
+          disabled={f.anyTool}
+          set={(v) => put({ tools: v })}
+        />
+        <CheckGroup
+          id="ap-denied-tools"
+          legend="Denied tools"
+          hint="Always removed, even when allowed."
+          names={catalog.tools}
+          chosen={f.deniedTools}
+          set={(v) => put({ deniedTools: v })}
+        />
       </div>
       <div>
-        <Checkbox id="ap-any-model" label="Any model (no restriction)" checked={f.anyModel} onChange={(v) => put({ anyModel: v })} />
-        <CheckGroup id="ap-models" legend="Allowed models" names={catalog.models} chosen={f.models} disabled={f.anyModel} set={(v) => put({ models: v })} />
-        <CheckGroup id="ap-denied-models" legend="Denied models" hint="Always removed, even when allowed." names={catalog.models} chosen={f.deniedModels} set={(v) => put({ deniedModels: v })} />
+        <Checkbox
+          id="ap-any-model"
+          label="Any model (no restriction)"
+          checked={f.anyModel}
+          onChange={(v) => put({ anyModel: v })}
+        />
+        <CheckGroup
+          id="ap-models"
+          legend="Allowed models"
+          names={catalog.models}
+          chosen={f.models}
+          disabled={f.anyModel}
+          set={(v) => put({ models: v })}
+        />
+        <CheckGroup
+          id="ap-denied-models"
+          legend="Denied models"
+          hint="Always removed, even when allowed."
+          names={catalog.models}
+          chosen={f.deniedModels}
+          set={(v) => put({ deniedModels: v })}
+        />
       </div>
     </div>
   );
@@ -314,11 +448,25 @@ function PolicyMail({ f, put }: Part) {
     <fieldset>
       <legend>Sending mail</legend>
       <div class="row">
-        <Field id="ap-mail-allow" label="Always allowed domains" hint="Comma-separated, e.g. your own domain; a domain covers its subdomains">
-          <input type="text" {...hinted('ap-mail-allow')} value={f.mailAllow} onInput={(e) => put({ mailAllow: e.currentTarget.value })} />
+        <Field
+          id="ap-mail-allow"
+          label="Always allowed domains"
+          hint="Comma-separated, e.g. your own domain; a domain covers its subdomains"
+        >
+          <input
+            type="text"
+            {...hinted('ap-mail-allow')}
+            value={f.mailAllow}
+            onInput={(e) => put({ mailAllow: e.currentTarget.value })}
+          />
         </Field>
         <Field id="ap-mail-block" label="Blocked domains" hint="Comma-separated; wins over allowed domains">
-          <input type="text" {...hinted('ap-mail-block')} value={f.mailBlock} onInput={(e) => put({ mailBlock: e.currentTarget.value })} />
+          <input
+            type="text"
+            {...hinted('ap-mail-block')}
+            value={f.mailBlock}
+            onInput={(e) => put({ mailBlock: e.currentTarget.value })}
+          />
         </Field>
       </div>
       <div class="row">
@@ -326,10 +474,24 @@ function PolicyMail({ f, put }: Part) {
           <Select id="ap-mail-other" value={f.mailOther} onChange={(v) => put({ mailOther: v })} options={MAIL_OTHER} />
         </Field>
         <Field id="ap-mail-max-recipients" label="Most recipients per message" hint="Blank: the server's limit">
-          <input type="number" min={1} max={500} {...hinted('ap-mail-max-recipients')} value={f.mailMaxRecipients} onInput={(e) => put({ mailMaxRecipients: e.currentTarget.value })} />
+          <input
+            type="number"
+            min={1}
+            max={500}
+            {...hinted('ap-mail-max-recipients')}
+            value={f.mailMaxRecipients}
+            onInput={(e) => put({ mailMaxRecipients: e.currentTarget.value })}
+          />
         </Field>
         <Field id="ap-mail-max-per-hour" label="Most messages per hour" hint="Per user; blank: the server's limit">
-          <input type="number" min={1} max={100000} {...hinted('ap-mail-max-per-hour')} value={f.mailMaxPerHour} onInput={(e) => put({ mailMaxPerHour: e.currentTarget.value })} />
+          <input
+            type="number"
+            min={1}
+            max={100000}
+            {...hinted('ap-mail-max-per-hour')}
+            value={f.mailMaxPerHour}
+            onInput={(e) => put({ mailMaxPerHour: e.currentTarget.value })}
+          />
         </Field>
       </div>
       <p class="muted">Policies only make sending stricter than the server's settings; blocked domains always win.</p>

@@ -5,25 +5,47 @@ import type { AssignmentList, AssignmentView, DataRoleList, EffectivePolicyView 
 import { api } from '../api.js';
 import { FilterView } from './row-filter.js';
 import { BASE, UNAVAILABLE } from './roles.js';
-import { Clip, Field, fmtTime, Section, Select, Status, Table, useActions, useLoad, useUserPicker, type Column } from './common.js';
+import {
+  Clip,
+  Field,
+  fmtTime,
+  Section,
+  Select,
+  Status,
+  Table,
+  useActions,
+  useLoad,
+  useUserPicker,
+  type Column,
+} from './common.js';
 import { Form, Page, PageLoading, RowActions, RowButton, Submit, UserQuery } from './forms.js';
 
 export function AssignmentsPage() {
   const status = useActions();
   const [data, failed, reload] = useLoad(async () => {
-    const [roles, list] = await Promise.all([api<DataRoleList>('GET', `${BASE}/roles`), api<AssignmentList>('GET', `${BASE}/assignments?limit=200`)]);
+    const [roles, list] = await Promise.all([
+      api<DataRoleList>('GET', `${BASE}/roles`),
+      api<AssignmentList>('GET', `${BASE}/assignments?limit=200`),
+    ]);
     return { roles: roles.roles, list };
   });
   const who = useUserPicker('assign-user', { required: true });
   const [roleId, setRoleId] = useState('');
   const eff = useEffective();
 
-  const page = { cls: 'admin access', title: 'Assignments and effective policy', intro: 'Who holds which data role, and what a user may read as a result.' };
+  const page = {
+    cls: 'admin access',
+    title: 'Assignments and effective policy',
+    intro: 'Who holds which data role, and what a user may read as a result.',
+  };
   if (failed || !data) return <PageLoading {...page} failed={failed} unavailable={UNAVAILABLE} />;
   const chosenRole = roleId || String(data.roles[0]?.id ?? '');
   const assign = () =>
     status.run('assign', async () => {
-      await api<AssignmentView>('POST', `${BASE}/assignments`, { user_id: await who.resolve(), role_id: Number(chosenRole) });
+      await api<AssignmentView>('POST', `${BASE}/assignments`, {
+        user_id: await who.resolve(),
+        role_id: Number(chosenRole),
+      });
       await reload();
     });
   const remove = (a: AssignmentView) =>
@@ -36,7 +58,12 @@ export function AssignmentsPage() {
   return (
     <Page {...page}>
       <Section title="Assignments">
-        <AssignmentsTable assignments={assignments} busy={status.busy} onEffective={(a) => void eff.show(String(a.user_id))} onRemove={(a) => void remove(a)} />
+        <AssignmentsTable
+          assignments={assignments}
+          busy={status.busy}
+          onEffective={(a) => void eff.show(String(a.user_id))}
+          onRemove={(a) => void remove(a)}
+        />
         {total > assignments.length ? (
           <p class="muted">
             Showing {assignments.length} of {total}.
@@ -48,7 +75,12 @@ export function AssignmentsPage() {
             {who.field}
           </Field>
           <Field id="assign-role" label="Role">
-            <Select id="assign-role" value={chosenRole} onChange={setRoleId} options={data.roles.map((r) => [String(r.id), r.name])} />
+            <Select
+              id="assign-role"
+              value={chosenRole}
+              onChange={setRoleId}
+              options={data.roles.map((r) => [String(r.id), r.name])}
+            />
           </Field>
           <Submit id="assign-create" text="Assign" disabled={status.busy === 'assign'} />
         </Form>
@@ -59,7 +91,12 @@ export function AssignmentsPage() {
   );
 }
 
-function AssignmentsTable(p: { assignments: AssignmentView[]; busy: string | null; onEffective(a: AssignmentView): void; onRemove(a: AssignmentView): void }) {
+function AssignmentsTable(p: {
+  assignments: AssignmentView[];
+  busy: string | null;
+  onEffective(a: AssignmentView): void;
+  onRemove(a: AssignmentView): void;
+}) {
   const cols: Column<AssignmentView>[] = [
     { title: 'User', render: (a) => <Clip text={`${a.username} (id ${a.user_id})`} cls="name" /> },
     { title: 'Role', render: (a) => a.role },
@@ -68,8 +105,18 @@ function AssignmentsTable(p: { assignments: AssignmentView[]; busy: string | nul
       title: 'Actions',
       render: (a) => (
         <RowActions>
-          <RowButton text="Effective policy" label={`Effective policy of ${a.username}`} onClick={() => p.onEffective(a)} />
-          <RowButton text="Remove" cls="danger" label={`Remove ${a.role} from ${a.username}`} disabled={p.busy === `remove-${a.id}`} onClick={() => p.onRemove(a)} />
+          <RowButton
+            text="Effective policy"
+            label={`Effective policy of ${a.username}`}
+            onClick={() => p.onEffective(a)}
+          />
+          <RowButton
+            text="Remove"
+            cls="danger"
+            label={`Remove ${a.role} from ${a.username}`}
+            disabled={p.busy === `remove-${a.id}`}
+            onClick={() => p.onRemove(a)}
+          />
         </RowActions>
       ),
     },
@@ -126,14 +173,21 @@ function EffectiveView({ p }: { p: EffectivePolicyView }) {
     <div class="effective">
       <p>
         <strong>{p.user.username}</strong> (id {p.user.id}
-        {p.user.is_active ? '' : ', inactive'}) · bi: <strong id="eff-bi">{p.bi ? 'yes' : 'no'}</strong> · roles: {p.roles.length ? p.roles.map((r) => r.name).join(', ') : 'none'}
+        {p.user.is_active ? '' : ', inactive'}) · bi: <strong id="eff-bi">{p.bi ? 'yes' : 'no'}</strong> · roles:{' '}
+        {p.roles.length ? p.roles.map((r) => r.name).join(', ') : 'none'}
       </p>
       <ul id="eff-explanation">
         {p.explanation.map((x, i) => (
           <li key={i}>{x}</li>
         ))}
       </ul>
-      <Table id="eff-tables" rows={tables} rowKey={(t) => t.table} empty="No table: this user reads nothing." cols={cols} />
+      <Table
+        id="eff-tables"
+        rows={tables}
+        rowKey={(t) => t.table}
+        empty="No table: this user reads nothing."
+        cols={cols}
+      />
     </div>
   );
 }

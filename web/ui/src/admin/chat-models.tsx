@@ -4,7 +4,20 @@
 import { useState } from 'preact/hooks';
 import type { ChatModelAdminInput, ChatModelAdminList, ChatModelAdminView } from '../../../admin-api.js';
 import { api } from '../api.js';
-import { Checkbox, Clip, Field, hintFor, Section, Select, Status, Table, useActions, useLoad, type Actions, type Column } from './common.js';
+import {
+  Checkbox,
+  Clip,
+  Field,
+  hintFor,
+  Section,
+  Select,
+  Status,
+  Table,
+  useActions,
+  useLoad,
+  type Actions,
+  type Column,
+} from './common.js';
 import { Form, NameCell, Page, PageLoading, RowActions, RowButton, SubmitOrCancel } from './forms.js';
 
 const BASE = '/api/admin/chat-models';
@@ -63,7 +76,8 @@ export function ChatModelsPage() {
   const page = {
     cls: 'admin chat-models',
     title: 'Chat models',
-    intro: 'The models people can pick for a chat. The default comes from AIRLOCK_MODEL_* and follows it until you change it here. Keys are stored encrypted and never shown again.',
+    intro:
+      'The models people can pick for a chat. The default comes from AIRLOCK_MODEL_* and follows it until you change it here. Keys are stored encrypted and never shown again.',
   };
   if (failed || !data) return <PageLoading {...page} failed={failed} />;
   const edit = (m: ChatModelAdminView) => {
@@ -103,7 +117,13 @@ export function ChatModelsPage() {
     <Page {...page}>
       <Section title="Models on offer">
         <Status id="cm-status" notice={status.notice} />
-        <ModelsTable models={data.models} busy={status.busy} onEdit={edit} onToggle={(m) => void toggle(m)} onDelete={(m) => void remove(m)} />
+        <ModelsTable
+          models={data.models}
+          busy={status.busy}
+          onEdit={edit}
+          onToggle={(m) => void toggle(m)}
+          onDelete={(m) => void remove(m)}
+        />
       </Section>
       <Section title={editing ? `Edit ${editing}` : 'Add a model'} headingId="cm-form-heading">
         <ModelForm form={form} setForm={setForm} editing={editing} status={formStatus} done={done} reload={reload} />
@@ -112,7 +132,13 @@ export function ChatModelsPage() {
   );
 }
 
-function ModelsTable(p: { models: ChatModelAdminView[]; busy: string | null; onEdit(m: ChatModelAdminView): void; onToggle(m: ChatModelAdminView): void; onDelete(m: ChatModelAdminView): void }) {
+function ModelsTable(p: {
+  models: ChatModelAdminView[];
+  busy: string | null;
+  onEdit(m: ChatModelAdminView): void;
+  onToggle(m: ChatModelAdminView): void;
+  onDelete(m: ChatModelAdminView): void;
+}) {
   const cols: Column<ChatModelAdminView>[] = [
     {
       title: 'Model',
@@ -134,8 +160,19 @@ function ModelsTable(p: { models: ChatModelAdminView[]; busy: string | null; onE
           <RowButton text="Edit" label={`Edit ${m.label}`} onClick={() => p.onEdit(m)} />
           {m.default ? null : (
             <>
-              <RowButton text={m.enabled ? 'Disable' : 'Enable'} label={`${m.enabled ? 'Disable' : 'Enable'} ${m.label}`} disabled={p.busy === `toggle-${m.id}`} onClick={() => p.onToggle(m)} />
-              <RowButton text="Delete" cls="danger" label={`Delete ${m.label}`} disabled={p.busy === `delete-${m.id}`} onClick={() => p.onDelete(m)} />
+              <RowButton
+                text={m.enabled ? 'Disable' : 'Enable'}
+                label={`${m.enabled ? 'Disable' : 'Enable'} ${m.label}`}
+                disabled={p.busy === `toggle-${m.id}`}
+                onClick={() => p.onToggle(m)}
+              />
+              <RowButton
+                text="Delete"
+                cls="danger"
+                label={`Delete ${m.label}`}
+                disabled={p.busy === `delete-${m.id}`}
+                onClick={() => p.onDelete(m)}
+              />
             </>
           )}
         </RowActions>
@@ -145,11 +182,27 @@ function ModelsTable(p: { models: ChatModelAdminView[]; busy: string | null; onE
   return <Table id="chat-models-table" rows={p.models} rowKey={(m) => m.id} empty="No models." cols={cols} />;
 }
 
-function ModelForm({ form, setForm, editing, status, done, reload }: { form: Form; setForm(f: (f: Form) => Form): void; editing: string | null; status: Actions; done(): void; reload(): Promise<void> }) {
+function ModelForm({
+  form,
+  setForm,
+  editing,
+  status,
+  done,
+  reload,
+}: {
+  form: Form;
+  setForm(f: (f: Form) => Form): void;
+  editing: string | null;
+  status: Actions;
+  done(): void;
+  reload(): Promise<void>;
+}) {
   const save = () =>
     status.run('save', async () => {
       const body = bodyOf(form, !!editing);
-      const m = editing ? await api<ChatModelAdminView>('PATCH', `${BASE}/${encodeURIComponent(editing)}`, body) : await api<ChatModelAdminView>('POST', BASE, body);
+      const m = editing
+        ? await api<ChatModelAdminView>('PATCH', `${BASE}/${encodeURIComponent(editing)}`, body)
+        : await api<ChatModelAdminView>('POST', BASE, body);
       done();
       await reload();
       status.ok(`${m.label} saved.`);
@@ -158,7 +211,13 @@ function ModelForm({ form, setForm, editing, status, done, reload }: { form: For
     <Form id="chat-model-form" onSubmit={save}>
       <ModelFields form={form} setForm={setForm} editing={editing} />
       <Status id="cm-form-status" notice={status.notice} />
-      <SubmitOrCancel id="cm-save" text={editing ? 'Save changes' : 'Add model'} disabled={status.busy === 'save'} editing={!!editing} onCancel={done} />
+      <SubmitOrCancel
+        id="cm-save"
+        text={editing ? 'Save changes' : 'Add model'}
+        disabled={status.busy === 'save'}
+        editing={!!editing}
+        onCancel={done}
+      />
     </Form>
   );
 }
@@ -186,7 +245,14 @@ function ModelNameFields({ form, setForm, editing }: FieldsProps) {
   return (
     <>
       <Field id="cm-id" label="Id" hint="A short name: lower-case letters, digits and dashes. It cannot change.">
-        <input id="cm-id" value={form.id} onInput={text('id')} disabled={!!editing} required aria-describedby={hintFor('cm-id')} />
+        <input
+          id="cm-id"
+          value={form.id}
+          onInput={text('id')}
+          disabled={!!editing}
+          required
+          aria-describedby={hintFor('cm-id')}
+        />
       </Field>
       <Field id="cm-label" label="Label (what people see in the picker)">
         <input id="cm-label" value={form.label} onInput={text('label')} required />
@@ -195,7 +261,13 @@ function ModelNameFields({ form, setForm, editing }: FieldsProps) {
         <Select id="cm-provider" options={PROVIDERS} value={form.provider} onChange={(v) => set('provider')(v)} />
       </Field>
       <Field id="cm-model" label="Model name" hint="As the provider names it, e.g. gpt-4o or claude-sonnet-4.">
-        <input id="cm-model" value={form.provider === 'demo' ? 'demo' : form.model} disabled={form.provider === 'demo'} onInput={text('model')} aria-describedby={hintFor('cm-model')} />
+        <input
+          id="cm-model"
+          value={form.provider === 'demo' ? 'demo' : form.model}
+          disabled={form.provider === 'demo'}
+          onInput={text('model')}
+          aria-describedby={hintFor('cm-model')}
+        />
       </Field>
     </>
   );
@@ -206,17 +278,67 @@ function ModelAccessFields({ form, setForm, editing }: FieldsProps) {
   const { set, text } = fieldSetters(setForm);
   return (
     <>
-      <Field id="cm-base" label="Base URL" hint="OpenAI-compatible: the versioned base (…/v1). Anthropic: the API root. Not used by the demo model.">
-        <input id="cm-base" type="url" value={form.base_url} onInput={text('base_url')} aria-describedby={hintFor('cm-base')} />
+      <Field
+        id="cm-base"
+        label="Base URL"
+        hint="OpenAI-compatible: the versioned base (…/v1). Anthropic: the API root. Not used by the demo model."
+      >
+        <input
+          id="cm-base"
+          type="url"
+          value={form.base_url}
+          onInput={text('base_url')}
+          aria-describedby={hintFor('cm-base')}
+        />
       </Field>
-      <Field id="cm-key" label="API key" hint={editing ? 'Write-only: leave empty to keep the stored key.' : 'Write-only: stored encrypted, never shown again. Leave empty for a server that needs none.'}>
-        <input id="cm-key" type="password" autocomplete="off" value={form.api_key} onInput={text('api_key')} disabled={form.remove_key} aria-describedby={hintFor('cm-key')} />
+      <Field
+        id="cm-key"
+        label="API key"
+        hint={
+          editing
+            ? 'Write-only: leave empty to keep the stored key.'
+            : 'Write-only: stored encrypted, never shown again. Leave empty for a server that needs none.'
+        }
+      >
+        <input
+          id="cm-key"
+          type="password"
+          autocomplete="off"
+          value={form.api_key}
+          onInput={text('api_key')}
+          disabled={form.remove_key}
+          aria-describedby={hintFor('cm-key')}
+        />
       </Field>
-      {editing ? <Checkbox id="cm-remove-key" label="Remove the stored key" checked={form.remove_key} onChange={set('remove_key')} /> : null}
-      <Field id="cm-context" label="Context budget (tokens)" hint="Past it the oldest whole turns of a chat are left out of the request.">
-        <input id="cm-context" type="number" min={1000} max={10000000} value={form.context_tokens} onInput={text('context_tokens')} aria-describedby={hintFor('cm-context')} />
+      {editing ? (
+        <Checkbox
+          id="cm-remove-key"
+          label="Remove the stored key"
+          checked={form.remove_key}
+          onChange={set('remove_key')}
+        />
+      ) : null}
+      <Field
+        id="cm-context"
+        label="Context budget (tokens)"
+        hint="Past it the oldest whole turns of a chat are left out of the request."
+      >
+        <input
+          id="cm-context"
+          type="number"
+          min={1000}
+          max={10000000}
+          value={form.context_tokens}
+          onInput={text('context_tokens')}
+          aria-describedby={hintFor('cm-context')}
+        />
       </Field>
-      <Checkbox id="cm-images" label="Takes images: a message's PNG and JPEG uploads go to the model with it (only for a model that accepts image input)" checked={form.images} onChange={set('images')} />
+      <Checkbox
+        id="cm-images"
+        label="Takes images: a message's PNG and JPEG uploads go to the model with it (only for a model that accepts image input)"
+        checked={form.images}
+        onChange={set('images')}
+      />
     </>
   );
 }

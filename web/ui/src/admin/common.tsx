@@ -25,7 +25,17 @@ export function parseList(text: string, nullable = false): string[] | null {
 }
 
 /** A labelled control: the label's for= is `id`; a hint is linked with aria-describedby (see hintFor). */
-export function Field({ id, label, hint, children }: { id: string; label: string; hint?: ComponentChildren; children: ComponentChildren }) {
+export function Field({
+  id,
+  label,
+  hint,
+  children,
+}: {
+  id: string;
+  label: string;
+  hint?: ComponentChildren;
+  children: ComponentChildren;
+}) {
   return (
     <div class="field">
       <label for={id}>{label}</label>
@@ -42,16 +52,42 @@ export function Field({ id, label, hint, children }: { id: string; label: string
 /** The aria-describedby of a control whose Field has a hint. */
 export const hintFor = (id: string) => `${id}-hint`;
 
-export function Checkbox({ id, label, checked, onChange, value }: { id: string; label: string; checked: boolean; onChange(v: boolean): void; value?: string }) {
+export function Checkbox({
+  id,
+  label,
+  checked,
+  onChange,
+  value,
+}: {
+  id: string;
+  label: string;
+  checked: boolean;
+  onChange(v: boolean): void;
+  value?: string;
+}) {
   return (
     <div class="check">
-      <input type="checkbox" id={id} value={value} checked={checked} onChange={(e) => onChange(e.currentTarget.checked)} />
+      <input
+        type="checkbox"
+        id={id}
+        value={value}
+        checked={checked}
+        onChange={(e) => onChange(e.currentTarget.checked)}
+      />
       <label for={id}>{label}</label>
     </div>
   );
 }
 
-export function Select({ options, value, onChange, ...rest }: { options: [string, string][]; value: string; onChange(v: string): void } & Omit<JSX.HTMLAttributes<HTMLSelectElement>, 'onChange' | 'value'>) {
+export function Select({
+  options,
+  value,
+  onChange,
+  ...rest
+}: { options: [string, string][]; value: string; onChange(v: string): void } & Omit<
+  JSX.HTMLAttributes<HTMLSelectElement>,
+  'onChange' | 'value'
+>) {
   return (
     <select {...rest} value={value} onChange={(e) => onChange(e.currentTarget.value)}>
       {options.map(([v, text]) => (
@@ -73,7 +109,15 @@ export function Clip({ text, cls = 'clip' }: { text: string | null | undefined; 
   );
 }
 
-export function Section({ title, children, headingId }: { title: string; children?: ComponentChildren; headingId?: string }) {
+export function Section({
+  title,
+  children,
+  headingId,
+}: {
+  title: string;
+  children?: ComponentChildren;
+  headingId?: string;
+}) {
   const id = headingId ?? `h-${title.toLowerCase().replace(/[^a-z0-9]+/g, '-')}`;
   return (
     <section class="panel" aria-labelledby={id}>
@@ -102,7 +146,19 @@ export interface Column<T> {
 }
 
 /** A table of `rows`; `rowKey` keeps each row's elements (and focus) across re-reads. */
-export function Table<T>({ id, rows, cols, empty = 'Nothing yet.', rowKey }: { id?: string; rows: T[]; cols: Column<T>[]; empty?: string; rowKey(r: T): string | number }) {
+export function Table<T>({
+  id,
+  rows,
+  cols,
+  empty = 'Nothing yet.',
+  rowKey,
+}: {
+  id?: string;
+  rows: T[];
+  cols: Column<T>[];
+  empty?: string;
+  rowKey(r: T): string | number;
+}) {
   return (
     <table id={id}>
       <thead>
@@ -151,7 +207,11 @@ export function ErrorBox({ error }: { error: unknown }) {
   return (
     <div class="banner error" role="alert">
       <strong>
-        <ErrorText code={error.code} message={error.message} extra={error.status ? <span class="muted"> (HTTP {error.status})</span> : null} />
+        <ErrorText
+          code={error.code}
+          message={error.message}
+          extra={error.status ? <span class="muted"> (HTTP {error.status})</span> : null}
+        />
       </strong>
       {d.field ? (
         <div>
@@ -230,7 +290,10 @@ export function useActions(): Actions {
 }
 
 /** Load once when shown: [data, error, reload]. */
-export function useLoad<T>(load: () => Promise<T>, deps: unknown[] = []): [T | null, unknown, () => Promise<void>, (v: T) => void] {
+export function useLoad<T>(
+  load: () => Promise<T>,
+  deps: unknown[] = [],
+): [T | null, unknown, () => Promise<void>, (v: T) => void] {
   const [data, setData] = useState<T | null>(null);
   const [error, setError] = useState<unknown>(null);
   const loader = useRef(load);
@@ -263,7 +326,8 @@ export interface UserPicker {
   resolve(text?: string): Promise<number | null>;
 }
 
-const searchUsers = (q: string, limit: number) => api<AdminUserList>('GET', `/api/admin/users?${new URLSearchParams({ q, limit: String(limit) })}`);
+const searchUsers = (q: string, limit: number) =>
+  api<AdminUserList>('GET', `/api/admin/users?${new URLSearchParams({ q, limit: String(limit) })}`);
 
 /**
  * A user field: type a username, e-mail or id (all digits = an id). Suggestions come from
@@ -332,7 +396,9 @@ export function useUserPicker(id: string, opts: { required?: boolean; label?: st
       />
       <datalist id={listId}>
         {options.map((u) => {
-          const extra = [`id ${u.id}`, u.email, u.display_name, u.is_active ? null : 'inactive'].filter(Boolean).join(' · ');
+          const extra = [`id ${u.id}`, u.email, u.display_name, u.is_active ? null : 'inactive']
+            .filter(Boolean)
+            .join(' · ');
           return (
             <option key={u.id} value={u.username} label={extra}>
               {extra}

@@ -3,9 +3,28 @@
 // edit (the same form; an empty secret keeps the stored one; enabled or not), delete, list the
 // tools again from the server, and set each tool's mode (enabled, disabled, ask).
 import { useState } from 'preact/hooks';
-import type { ConnectorAudience, ConnectorAuthKind, ConnectorTool, ConnectorToolMode, ConnectorView } from '../../../admin-api.js';
+import type {
+  ConnectorAudience,
+  ConnectorAuthKind,
+  ConnectorTool,
+  ConnectorToolMode,
+  ConnectorView,
+} from '../../../admin-api.js';
 import { api } from '../api.js';
-import { Checkbox, Clip, Field, hintFor, Section, Select, Status, Table, useActions, useLoad, type Actions, type Column } from './common.js';
+import {
+  Checkbox,
+  Clip,
+  Field,
+  hintFor,
+  Section,
+  Select,
+  Status,
+  Table,
+  useActions,
+  useLoad,
+  type Actions,
+  type Column,
+} from './common.js';
 import { Form, NameCell, Page, PageLoading, RowActions, RowButton, SubmitOrCancel } from './forms.js';
 
 const BASE = '/api/admin/connectors';
@@ -52,7 +71,8 @@ const EMPTY: Draft = {
 /** The form filled from a connector to edit (the secret is never sent back: empty keeps it). */
 function draftOf(c: ConnectorView | null): Draft {
   if (!c) return EMPTY;
-  const ids = c.audience.kind === 'teams' ? c.audience.team_ids : c.audience.kind === 'users' ? c.audience.user_ids : [];
+  const ids =
+    c.audience.kind === 'teams' ? c.audience.team_ids : c.audience.kind === 'users' ? c.audience.user_ids : [];
   return {
     id: c.id,
     label: c.label,
@@ -66,7 +86,8 @@ function draftOf(c: ConnectorView | null): Draft {
   };
 }
 
-const hasStaticSecret = (c: ConnectorView | null) => !!c?.has_secret && (c.auth_kind === 'bearer' || c.auth_kind === 'header');
+const hasStaticSecret = (c: ConnectorView | null) =>
+  !!c?.has_secret && (c.auth_kind === 'bearer' || c.auth_kind === 'header');
 
 /**
  * The POST body of the form (the PATCH body when editing: no id, and whether it is enabled): ids
@@ -77,7 +98,12 @@ function bodyOf(f: Draft, editing: boolean): Record<string, unknown> {
     .split(/[\s,]+/)
     .filter(Boolean)
     .map(Number);
-  const audience = f.audience === 'teams' ? { kind: 'teams', team_ids: ids } : f.audience === 'users' ? { kind: 'users', user_ids: ids } : { kind: 'everyone' };
+  const audience =
+    f.audience === 'teams'
+      ? { kind: 'teams', team_ids: ids }
+      : f.audience === 'users'
+        ? { kind: 'users', user_ids: ids }
+        : { kind: 'everyone' };
   const b: Record<string, unknown> = {
     ...(editing ? { enabled: f.enabled } : { id: f.id.trim() }),
     label: f.label.trim(),
@@ -90,7 +116,12 @@ function bodyOf(f: Draft, editing: boolean): Record<string, unknown> {
   return b;
 }
 
-const audienceText = (a: ConnectorAudience) => (a.kind === 'everyone' ? 'everyone' : a.kind === 'teams' ? `teams ${a.team_ids.join(', ')}` : `users ${a.user_ids.join(', ')}`);
+const audienceText = (a: ConnectorAudience) =>
+  a.kind === 'everyone'
+    ? 'everyone'
+    : a.kind === 'teams'
+      ? `teams ${a.team_ids.join(', ')}`
+      : `users ${a.user_ids.join(', ')}`;
 
 export function ConnectorsPage() {
   const status = useActions();
@@ -125,7 +156,10 @@ export function ConnectorsPage() {
   };
   const refresh = (c: ConnectorView) =>
     run(`refresh-${c.id}`, async () => {
-      const out = await api<{ connector: ConnectorView; skipped: unknown[] }>('POST', `${BASE}/${encodeURIComponent(c.id)}/refresh`);
+      const out = await api<{ connector: ConnectorView; skipped: unknown[] }>(
+        'POST',
+        `${BASE}/${encodeURIComponent(c.id)}/refresh`,
+      );
       return `${c.label}: ${out.connector.tools.length} tool(s) listed${out.skipped.length ? `, ${out.skipped.length} left out` : ''}.`;
     });
   const setMode = (c: ConnectorView, t: ConnectorTool, mode: string) =>
@@ -137,7 +171,13 @@ export function ConnectorsPage() {
     <Page {...page}>
       <Section title="Connected servers">
         <Status id="conn-status" notice={status.notice} />
-        <ConnectorsTable connectors={data.connectors} busy={status.busy} onEdit={edit} onDelete={(c) => void remove(c)} onRefresh={(c) => void refresh(c)} />
+        <ConnectorsTable
+          connectors={data.connectors}
+          busy={status.busy}
+          onEdit={edit}
+          onDelete={(c) => void remove(c)}
+          onRefresh={(c) => void refresh(c)}
+        />
       </Section>
       {data.connectors.map((c) => (
         <Section key={c.id} title={`Tools of ${c.label}`} headingId={`conn-tools-${c.id}`}>
@@ -145,13 +185,25 @@ export function ConnectorsPage() {
         </Section>
       ))}
       <Section title={editing ? `Edit ${editing.label}` : 'Add a connector'} headingId="conn-form-heading">
-        <ConnectorForm key={editing?.id ?? 'new'} editing={editing} status={formStatus} reload={reload} done={() => setEditing(null)} />
+        <ConnectorForm
+          key={editing?.id ?? 'new'}
+          editing={editing}
+          status={formStatus}
+          reload={reload}
+          done={() => setEditing(null)}
+        />
       </Section>
     </Page>
   );
 }
 
-function ConnectorsTable(p: { connectors: ConnectorView[]; busy: string | null; onEdit(c: ConnectorView): void; onDelete(c: ConnectorView): void; onRefresh(c: ConnectorView): void }) {
+function ConnectorsTable(p: {
+  connectors: ConnectorView[];
+  busy: string | null;
+  onEdit(c: ConnectorView): void;
+  onDelete(c: ConnectorView): void;
+  onRefresh(c: ConnectorView): void;
+}) {
   const cols: Column<ConnectorView>[] = [
     {
       title: 'Connector',
@@ -165,7 +217,8 @@ function ConnectorsTable(p: { connectors: ConnectorView[]; busy: string | null; 
     { title: 'Who', render: (c) => audienceText(c.audience) },
     {
       title: 'Auth',
-      render: (c) => `${c.auth_kind}${c.auth_kind === 'bearer' || c.auth_kind === 'header' ? (c.has_secret ? ' (secret set)' : ' (no secret)') : ''}`,
+      render: (c) =>
+        `${c.auth_kind}${c.auth_kind === 'bearer' || c.auth_kind === 'header' ? (c.has_secret ? ' (secret set)' : ' (no secret)') : ''}`,
     },
     { title: 'Tools', render: (c) => String(c.tools.length) },
     {
@@ -173,13 +226,26 @@ function ConnectorsTable(p: { connectors: ConnectorView[]; busy: string | null; 
       render: (c) => (
         <RowActions>
           <RowButton text="Edit" label={`Edit ${c.label}`} onClick={() => p.onEdit(c)} />
-          <RowButton text="Refresh tools" label={`Refresh tools of ${c.label}`} disabled={p.busy === `refresh-${c.id}`} onClick={() => p.onRefresh(c)} />
-          <RowButton text="Delete" cls="danger" label={`Delete ${c.label}`} disabled={p.busy === `delete-${c.id}`} onClick={() => p.onDelete(c)} />
+          <RowButton
+            text="Refresh tools"
+            label={`Refresh tools of ${c.label}`}
+            disabled={p.busy === `refresh-${c.id}`}
+            onClick={() => p.onRefresh(c)}
+          />
+          <RowButton
+            text="Delete"
+            cls="danger"
+            label={`Delete ${c.label}`}
+            disabled={p.busy === `delete-${c.id}`}
+            onClick={() => p.onDelete(c)}
+          />
         </RowActions>
       ),
     },
   ];
-  return <Table id="connectors-table" rows={p.connectors} rowKey={(c) => c.id} empty="No connectors yet." cols={cols} />;
+  return (
+    <Table id="connectors-table" rows={p.connectors} rowKey={(c) => c.id} empty="No connectors yet." cols={cols} />
+  );
 }
 
 function ToolsTable({ c, onMode }: { c: ConnectorView; onMode(t: ConnectorTool, mode: string): void }) {
@@ -188,13 +254,41 @@ function ToolsTable({ c, onMode }: { c: ConnectorView; onMode(t: ConnectorTool, 
     { title: 'Description', render: (t) => <Clip text={t.description || '—'} /> },
     {
       title: 'Mode',
-      render: (t) => <Select aria-label={`Mode of ${c.label} ${t.name}`} data-tool={t.name} options={MODES} value={t.mode} onChange={(m) => onMode(t, m)} />,
+      render: (t) => (
+        <Select
+          aria-label={`Mode of ${c.label} ${t.name}`}
+          data-tool={t.name}
+          options={MODES}
+          value={t.mode}
+          onChange={(m) => onMode(t, m)}
+        />
+      ),
     },
   ];
-  return <Table id={`connector-tools-${c.id}`} rows={c.tools} rowKey={(t) => t.name} empty={c.auth_kind === 'oauth' ? 'No tools listed yet: connect it in Settings, then refresh its tools.' : 'No tools.'} cols={cols} />;
+  return (
+    <Table
+      id={`connector-tools-${c.id}`}
+      rows={c.tools}
+      rowKey={(t) => t.name}
+      empty={
+        c.auth_kind === 'oauth' ? 'No tools listed yet: connect it in Settings, then refresh its tools.' : 'No tools.'
+      }
+      cols={cols}
+    />
+  );
 }
 
-function ConnectorForm({ editing, status, reload, done }: { editing: ConnectorView | null; status: Actions; reload(): Promise<void>; done(): void }) {
+function ConnectorForm({
+  editing,
+  status,
+  reload,
+  done,
+}: {
+  editing: ConnectorView | null;
+  status: Actions;
+  reload(): Promise<void>;
+  done(): void;
+}) {
   const [form, setForm] = useState<Draft>(() => draftOf(editing));
   const set = (k: keyof Draft) => (v: string | boolean) => setForm((f) => ({ ...f, [k]: v }));
   const text = (k: keyof Draft) => (e: Event) => set(k)((e.currentTarget as HTMLInputElement).value);
@@ -214,14 +308,32 @@ function ConnectorForm({ editing, status, reload, done }: { editing: ConnectorVi
     });
   return (
     <Form id="connector-form" onSubmit={save}>
-      <Field id="conn-id" label="Id" hint="2–32 lower-case letters, digits or single underscores; it prefixes the tool names (acme → acme__create_ticket).">
-        <input id="conn-id" value={form.id} onInput={text('id')} disabled={!!editing} required aria-describedby={hintFor('conn-id')} />
+      <Field
+        id="conn-id"
+        label="Id"
+        hint="2–32 lower-case letters, digits or single underscores; it prefixes the tool names (acme → acme__create_ticket)."
+      >
+        <input
+          id="conn-id"
+          value={form.id}
+          onInput={text('id')}
+          disabled={!!editing}
+          required
+          aria-describedby={hintFor('conn-id')}
+        />
       </Field>
       <Field id="conn-label" label="Label (what users see)">
         <input id="conn-label" value={form.label} onInput={text('label')} required />
       </Field>
       <Field id="conn-url" label="Server URL" hint="The MCP endpoint, https.">
-        <input id="conn-url" type="url" value={form.url} onInput={text('url')} required aria-describedby={hintFor('conn-url')} />
+        <input
+          id="conn-url"
+          type="url"
+          value={form.url}
+          onInput={text('url')}
+          required
+          aria-describedby={hintFor('conn-url')}
+        />
       </Field>
       <Field id="conn-audience" label="Who may use it">
         <Select id="conn-audience" options={AUDIENCE} value={form.audience} onChange={set('audience')} />
@@ -232,9 +344,22 @@ function ConnectorForm({ editing, status, reload, done }: { editing: ConnectorVi
         </Field>
       ) : null}
       <ConnectorAuthFields form={form} set={set} text={text} keeps={hasStaticSecret(editing)} />
-      {editing ? <Checkbox id="conn-enabled" label="Enabled (off: its tools are gone from every chat until it is on again)" checked={form.enabled} onChange={set('enabled')} /> : null}
+      {editing ? (
+        <Checkbox
+          id="conn-enabled"
+          label="Enabled (off: its tools are gone from every chat until it is on again)"
+          checked={form.enabled}
+          onChange={set('enabled')}
+        />
+      ) : null}
       <Status id="conn-form-status" notice={status.notice} />
-      <SubmitOrCancel id="conn-save" text={editing ? 'Save changes' : 'Add connector'} disabled={status.busy === 'save'} editing={!!editing} onCancel={done} />
+      <SubmitOrCancel
+        id="conn-save"
+        text={editing ? 'Save changes' : 'Add connector'}
+        disabled={status.busy === 'save'}
+        editing={!!editing}
+        onCancel={done}
+      />
     </Form>
   );
 }
@@ -244,7 +369,17 @@ function ConnectorForm({ editing, status, reload, done }: { editing: ConnectorVi
  * (its name); a static secret is write-only, and when editing one that has it (`keeps`) an empty
  * field keeps it.
  */
-function ConnectorAuthFields({ form, set, text, keeps }: { form: Draft; set(k: keyof Draft): (v: string | boolean) => void; text(k: keyof Draft): (e: Event) => void; keeps: boolean }) {
+function ConnectorAuthFields({
+  form,
+  set,
+  text,
+  keeps,
+}: {
+  form: Draft;
+  set(k: keyof Draft): (v: string | boolean) => void;
+  text(k: keyof Draft): (e: Event) => void;
+  keeps: boolean;
+}) {
   const secret = form.auth_kind === 'bearer' || form.auth_kind === 'header';
   return (
     <>
@@ -257,8 +392,24 @@ function ConnectorAuthFields({ form, set, text, keeps }: { form: Draft; set(k: k
         </Field>
       ) : null}
       {secret ? (
-        <Field id="conn-secret" label="Secret" hint={keeps ? 'Write-only: leave empty to keep the stored secret.' : 'Write-only: stored encrypted, never shown again.'}>
-          <input id="conn-secret" type="password" autocomplete="off" value={form.auth_secret} onInput={text('auth_secret')} required={!keeps} aria-describedby={hintFor('conn-secret')} />
+        <Field
+          id="conn-secret"
+          label="Secret"
+          hint={
+            keeps
+              ? 'Write-only: leave empty to keep the stored secret.'
+              : 'Write-only: stored encrypted, never shown again.'
+          }
+        >
+          <input
+            id="conn-secret"
+            type="password"
+            autocomplete="off"
+            value={form.auth_secret}
+            onInput={text('auth_secret')}
+            required={!keeps}
+            aria-describedby={hintFor('conn-secret')}
+          />
         </Field>
       ) : null}
     </>

@@ -13,7 +13,8 @@ export interface FocusKey {
   section: string | null;
 }
 
-const FOCUSABLE = 'button:not([disabled]), a[href], input:not([type=hidden]):not([disabled]), select:not([disabled]), textarea:not([disabled]), summary';
+const FOCUSABLE =
+  'button:not([disabled]), a[href], input:not([type=hidden]):not([disabled]), select:not([disabled]), textarea:not([disabled]), summary';
 
 /** How to find `el` again after the page changed; null for the body. */
 export function focusKey(el: Element | null): FocusKey | null {
@@ -65,7 +66,9 @@ export function restoreFocus(root: Element, key: FocusKey | null): boolean {
     }
   }
   if (key.section) {
-    const sec = Array.from(root.querySelectorAll('section')).find((s) => s.querySelector('h2')?.textContent === key.section);
+    const sec = Array.from(root.querySelectorAll('section')).find(
+      (s) => s.querySelector('h2')?.textContent === key.section,
+    );
     if (sec) {
       const same = focusables(sec).find((e) => e.tagName === key.tag && (e.textContent ?? '').trim() === key.text);
       if (tryFocus(same) || focusHeading(sec.querySelector('h2'))) return true;

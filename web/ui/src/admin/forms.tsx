@@ -4,7 +4,17 @@ import type { ButtonHTMLAttributes, ComponentChildren, FormHTMLAttributes } from
 import { Clip, Field, LoadFailed, Loading, PageTitle, Status, type Actions, type UserPicker } from './common.js';
 
 /** An admin page: a div of class `cls` with the title and intro, then `children`. */
-export function Page({ cls, title, intro, children }: { cls: string; title: string; intro?: string; children?: ComponentChildren }) {
+export function Page({
+  cls,
+  title,
+  intro,
+  children,
+}: {
+  cls: string;
+  title: string;
+  intro?: string;
+  children?: ComponentChildren;
+}) {
   return (
     <div class={cls}>
       <PageTitle title={title} intro={intro} />
@@ -14,13 +24,33 @@ export function Page({ cls, title, intro, children }: { cls: string; title: stri
 }
 
 /** A load's state: its error (`unavailable`: see LoadFailed), "Loading…" while `loading`, then `children`. */
-export function Loaded({ failed, loading, unavailable, children }: { failed: unknown; loading: boolean; unavailable?: string; children?: ComponentChildren }) {
+export function Loaded({
+  failed,
+  loading,
+  unavailable,
+  children,
+}: {
+  failed: unknown;
+  loading: boolean;
+  unavailable?: string;
+  children?: ComponentChildren;
+}) {
   if (failed) return <LoadFailed error={failed} unavailable={unavailable} />;
   return loading ? <Loading /> : <>{children}</>;
 }
 
 /** A page whose data has not come: its title and intro, then the error or "Loading…". */
-export function PageLoading({ failed, unavailable, ...page }: { cls: string; title: string; intro?: string; failed: unknown; unavailable?: string }) {
+export function PageLoading({
+  failed,
+  unavailable,
+  ...page
+}: {
+  cls: string;
+  title: string;
+  intro?: string;
+  failed: unknown;
+  unavailable?: string;
+}) {
   return (
     <Page {...page}>
       <Loaded failed={failed} loading unavailable={unavailable} />
@@ -29,7 +59,11 @@ export function PageLoading({ failed, unavailable, ...page }: { cls: string; tit
 }
 
 /** A form whose submit runs `onSubmit` in the page (no navigation). */
-export function Form({ onSubmit, children, ...rest }: { onSubmit(): unknown; children?: ComponentChildren } & Omit<FormHTMLAttributes<HTMLFormElement>, 'onSubmit'>) {
+export function Form({
+  onSubmit,
+  children,
+  ...rest
+}: { onSubmit(): unknown; children?: ComponentChildren } & Omit<FormHTMLAttributes<HTMLFormElement>, 'onSubmit'>) {
   const submit = (e: Event) => {
     e.preventDefault();
     void onSubmit();
@@ -51,7 +85,19 @@ export function Submit({ id, text, disabled, cls }: { id?: string; text: string;
 }
 
 /** A form's submit button and, while the form edits a row, Cancel beside it (`onCancel`). */
-export function SubmitOrCancel({ id, text, disabled, editing, onCancel }: { id: string; text: string; disabled: boolean; editing: boolean; onCancel(): void }) {
+export function SubmitOrCancel({
+  id,
+  text,
+  disabled,
+  editing,
+  onCancel,
+}: {
+  id: string;
+  text: string;
+  disabled: boolean;
+  editing: boolean;
+  onCancel(): void;
+}) {
   return (
     <div class="row compact">
       <Submit id={id} text={text} disabled={disabled} />
@@ -65,7 +111,16 @@ export function SubmitOrCancel({ id, text, disabled, editing, onCancel }: { id: 
 }
 
 /** A button in a table row: `label` is its accessible name (it says which row), `text` what it shows. */
-export function RowButton({ text, label, cls = 'secondary', onClick, ...rest }: { text: string; label: string; cls?: string; onClick(): void } & Omit<ButtonHTMLAttributes<HTMLButtonElement>, 'onClick' | 'label'>) {
+export function RowButton({
+  text,
+  label,
+  cls = 'secondary',
+  onClick,
+  ...rest
+}: { text: string; label: string; cls?: string; onClick(): void } & Omit<
+  ButtonHTMLAttributes<HTMLButtonElement>,
+  'onClick' | 'label'
+>) {
   return (
     <button {...rest} type="button" class={cls} aria-label={label} onClick={onClick}>
       {text}
@@ -77,7 +132,21 @@ export function RowButton({ text, label, cls = 'secondary', onClick, ...rest }: 
 export const RowActions = ({ children }: { children?: ComponentChildren }) => <div class="row compact">{children}</div>;
 
 /** A "User" field and its button (ids `<id>-form`, `<id>-user`, `<id>-show`), its status area (`<id>-status`) and the answer (`<id>-out`). */
-export function UserQuery({ id, picker, button, status, show, children }: { id: string; picker: UserPicker; button: string; status: Actions; show(): unknown; children?: ComponentChildren }) {
+export function UserQuery({
+  id,
+  picker,
+  button,
+  status,
+  show,
+  children,
+}: {
+  id: string;
+  picker: UserPicker;
+  button: string;
+  status: Actions;
+  show(): unknown;
+  children?: ComponentChildren;
+}) {
   return (
     <>
       <Form id={`${id}-form`} class="row" onSubmit={show}>
@@ -95,10 +164,21 @@ export function UserQuery({ id, picker, button, status, show, children }: { id: 
 }
 
 /** A table cell naming a thing: its name, a badge and a warning badge when given, and a muted line under it. */
-export function NameCell({ name, badge, warning, children }: { name: string; badge?: string | false; warning?: string | false; children?: ComponentChildren }) {
+export function NameCell({
+  name,
+  badge,
+  warning,
+  children,
+}: {
+  name: string;
+  badge?: string | false;
+  warning?: string | false;
+  children?: ComponentChildren;
+}) {
   return (
     <div>
-      <Clip text={name} cls="name" /> {badge ? <span class="badge">{badge}</span> : null} {warning ? <span class="badge warning">{warning}</span> : null}
+      <Clip text={name} cls="name" /> {badge ? <span class="badge">{badge}</span> : null}{' '}
+      {warning ? <span class="badge warning">{warning}</span> : null}
       <div class="muted small">{children}</div>
     </div>
   );

@@ -1,10 +1,28 @@
 // SSO connection (Google) and directory sync: /api/identity/connections and /directory-sync
 // (docs/identity.md). Secrets are write-only: the fields are always empty, a blank one is not sent.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import type { ConnectionList, ConnectionRequest, ConnectionView, SyncJobStarted, SyncJobState, SyncJobView } from '../../../admin-api.js';
+import type {
+  ConnectionList,
+  ConnectionRequest,
+  ConnectionView,
+  SyncJobStarted,
+  SyncJobState,
+  SyncJobView,
+} from '../../../admin-api.js';
 import { api, ApiError } from '../api.js';
 import { ErrorText } from '../error-text.js';
-import { Checkbox, Field, fmtTime, hintFor, Section, Status, Table, useActions, useLoad, type Actions } from './common.js';
+import {
+  Checkbox,
+  Field,
+  fmtTime,
+  hintFor,
+  Section,
+  Status,
+  Table,
+  useActions,
+  useLoad,
+  type Actions,
+} from './common.js';
 import { Form, Loaded, Page, Submit } from './forms.js';
 
 export function IdentityPage() {
@@ -13,7 +31,11 @@ export function IdentityPage() {
   // The form's status outlives the form: created, it is built again for the stored connection.
   const status = useActions();
   return (
-    <Page cls="admin identity" title="Single sign-on and directory sync" intro='The Google connection used for "Sign in with Google" and for reading users and groups from the directory.'>
+    <Page
+      cls="admin identity"
+      title="Single sign-on and directory sync"
+      intro='The Google connection used for "Sign in with Google" and for reading users and groups from the directory.'
+    >
       <Loaded failed={failed} loading={!data}>
         <ConnectionForm key={conn?.id ?? 'new'} conn={conn} reload={reload} status={status} />
         <SyncPanel conn={conn} />
@@ -48,22 +70,51 @@ function initialForm(conn: ConnectionView | null): ConnectionFormState {
 }
 
 /** The connection's fields; secrets are write-only (the stored state shows as a placeholder). */
-function ConnectionFields({ conn, f, setF }: { conn: ConnectionView | null; f: ConnectionFormState; setF(f: ConnectionFormState): void }) {
-  const set = (k: keyof typeof f) => (e: { currentTarget: { value: string } }) => setF({ ...f, [k]: e.currentTarget.value });
+function ConnectionFields({
+  conn,
+  f,
+  setF,
+}: {
+  conn: ConnectionView | null;
+  f: ConnectionFormState;
+  setF(f: ConnectionFormState): void;
+}) {
+  const set = (k: keyof typeof f) => (e: { currentTarget: { value: string } }) =>
+    setF({ ...f, [k]: e.currentTarget.value });
   const hinted = (id: string) => ({ id, 'aria-describedby': hintFor(id) });
   return (
     <>
       <Field id="conn-display-name" label="Display name">
-        <input type="text" id="conn-display-name" maxLength={100} value={f.display_name} onInput={set('display_name')} />
+        <input
+          type="text"
+          id="conn-display-name"
+          maxLength={100}
+          value={f.display_name}
+          onInput={set('display_name')}
+        />
       </Field>
       <Field id="conn-issuer" label="Issuer URL" hint="OIDC discovery base, e.g. https://accounts.google.com">
         <input type="url" {...hinted('conn-issuer')} required value={f.issuer} onInput={set('issuer')} />
       </Field>
       <Field id="conn-client-id" label="Client ID">
-        <input type="text" id="conn-client-id" required autocomplete="off" value={f.client_id} onInput={set('client_id')} />
+        <input
+          type="text"
+          id="conn-client-id"
+          required
+          autocomplete="off"
+          value={f.client_id}
+          onInput={set('client_id')}
+        />
       </Field>
       <Field id="conn-client-secret" label="Client secret (write-only)" hint="Never shown again once saved.">
-        <input type="password" {...hinted('conn-client-secret')} autocomplete="new-password" placeholder={conn?.has_client_secret ? 'stored; leave blank to keep' : ''} value={f.client_secret} onInput={set('client_secret')} />
+        <input
+          type="password"
+          {...hinted('conn-client-secret')}
+          autocomplete="new-password"
+          placeholder={conn?.has_client_secret ? 'stored; leave blank to keep' : ''}
+          value={f.client_secret}
+          onInput={set('client_secret')}
+        />
       </Field>
       <Field id="conn-service-account" label="Service-account key JSON (write-only)" hint="Needed for directory sync.">
         <textarea
@@ -76,17 +127,36 @@ function ConnectionFields({ conn, f, setF }: { conn: ConnectionView | null; f: C
         />
       </Field>
       <Field id="conn-admin-email" label="Delegated admin e-mail" hint="A Workspace admin the service account acts as.">
-        <input type="email" {...hinted('conn-admin-email')} autocomplete="off" value={f.delegated_admin_email} onInput={set('delegated_admin_email')} />
+        <input
+          type="email"
+          {...hinted('conn-admin-email')}
+          autocomplete="off"
+          value={f.delegated_admin_email}
+          onInput={set('delegated_admin_email')}
+        />
       </Field>
       <Field id="conn-customer" label="Customer">
         <input type="text" id="conn-customer" value={f.customer} onInput={set('customer')} />
       </Field>
-      <Checkbox id="conn-active" label='Active (offer "Sign in with …" on the login page)' checked={f.is_active} onChange={(v) => setF({ ...f, is_active: v })} />
+      <Checkbox
+        id="conn-active"
+        label='Active (offer "Sign in with …" on the login page)'
+        checked={f.is_active}
+        onChange={(v) => setF({ ...f, is_active: v })}
+      />
     </>
   );
 }
 
-function ConnectionForm({ conn, reload, status }: { conn: ConnectionView | null; reload(): Promise<void>; status: Actions }) {
+function ConnectionForm({
+  conn,
+  reload,
+  status,
+}: {
+  conn: ConnectionView | null;
+  reload(): Promise<void>;
+  status: Actions;
+}) {
   const [f, setF] = useState<ConnectionFormState>(() => initialForm(conn));
   const save = () =>
     status.run('save', async () => {
@@ -100,7 +170,9 @@ function ConnectionForm({ conn, reload, status }: { conn: ConnectionView | null;
       };
       if (f.client_secret) body.client_secret = f.client_secret;
       if (f.service_account_json.trim()) body.service_account_json = f.service_account_json.trim();
-      const saved = conn ? await api<ConnectionView>('PATCH', `/api/identity/connections/${conn.id}`, body) : await api<ConnectionView>('POST', '/api/identity/connections', { provider: 'google', ...body });
+      const saved = conn
+        ? await api<ConnectionView>('PATCH', `/api/identity/connections/${conn.id}`, body)
+        : await api<ConnectionView>('POST', '/api/identity/connections', { provider: 'google', ...body });
       setF({ ...f, client_secret: '', service_account_json: '' });
       await reload();
       status.ok(`Connection ${conn ? 'saved' : 'created'} (id ${saved.id}).`);
@@ -122,13 +194,23 @@ function ConnectionForm({ conn, reload, status }: { conn: ConnectionView | null;
       <Form id="conn-form" class="grid2" onSubmit={save}>
         <ConnectionFields conn={conn} f={f} setF={setF} />
         <div class="actions">
-          <Submit id="conn-save" text={conn ? 'Save connection' : 'Create connection'} disabled={status.busy === 'save'} />
+          <Submit
+            id="conn-save"
+            text={conn ? 'Save connection' : 'Create connection'}
+            disabled={status.busy === 'save'}
+          />
         </div>
       </Form>
       <Status id="conn-status" notice={status.notice} />
       {conn ? (
         <div class="actions">
-          <button type="button" class="danger" id="conn-delete" disabled={status.busy === 'delete'} onClick={() => void remove()}>
+          <button
+            type="button"
+            class="danger"
+            id="conn-delete"
+            disabled={status.busy === 'delete'}
+            onClick={() => void remove()}
+          >
             Delete connection
           </button>
         </div>
@@ -158,14 +240,19 @@ const CHANGE_KEYS = [
 
 /** The changes of a result that are not zero, as [what, count]. */
 export function changesOf(result: Record<string, unknown>): [string, number][] {
-  return CHANGE_KEYS.flatMap((k): [string, number][] => (typeof result[k] === 'number' && result[k] !== 0 ? [[k.replace(/_/g, ' '), result[k] as number]] : []));
+  return CHANGE_KEYS.flatMap((k): [string, number][] =>
+    typeof result[k] === 'number' && result[k] !== 0 ? [[k.replace(/_/g, ' '), result[k] as number]] : [],
+  );
 }
 
 /** One line for the status area once a job started from this page has ended. */
 function outcome(job: SyncJobView): string {
-  if (job.status !== 'succeeded') return `Sync job ${job.id} ${job.status}${job.error?.message ? `: ${job.error.message}` : '.'}`;
+  if (job.status !== 'succeeded')
+    return `Sync job ${job.id} ${job.status}${job.error?.message ? `: ${job.error.message}` : '.'}`;
   const changes = job.result ? changesOf(job.result) : [];
-  return changes.length ? `Sync job ${job.id} succeeded: ${changes.map(([k, v]) => `${v} ${k}`).join(', ')}.` : `Sync job ${job.id} succeeded: nothing changed.`;
+  return changes.length
+    ? `Sync job ${job.id} succeeded: ${changes.map(([k, v]) => `${v} ${k}`).join(', ')}.`
+    : `Sync job ${job.id} succeeded: nothing changed.`;
 }
 
 const running = (job: SyncJobView | null) => job?.status === 'running' || job?.status === 'pending';
@@ -224,9 +311,16 @@ function SyncPanel({ conn }: { conn: ConnectionView | null }) {
     });
   return (
     <Section title="Directory sync">
-      {conn.has_group_sync ? null : <p class="muted">Group sync needs the service-account key and the delegated admin e-mail.</p>}
+      {conn.has_group_sync ? null : (
+        <p class="muted">Group sync needs the service-account key and the delegated admin e-mail.</p>
+      )}
       <div class="actions">
-        <button type="button" id="sync-start" disabled={status.busy === 'start' || running(job)} onClick={() => void start()}>
+        <button
+          type="button"
+          id="sync-start"
+          disabled={status.busy === 'start' || running(job)}
+          onClick={() => void start()}
+        >
           Start directory sync
         </button>
       </div>
@@ -265,7 +359,11 @@ function JobView({ job }: { job: SyncJobView }) {
             <ErrorText
               code={job.error.code ?? undefined}
               message={job.error.message || 'the directory sync failed'}
-              extra={job.error.upstream_status ? ` (upstream HTTP ${job.error.upstream_status}${job.error.reason ? `, ${job.error.reason}` : ''})` : null}
+              extra={
+                job.error.upstream_status
+                  ? ` (upstream HTTP ${job.error.upstream_status}${job.error.reason ? `, ${job.error.reason}` : ''})`
+                  : null
+              }
             />
           </strong>
         </div>
@@ -278,7 +376,8 @@ function JobView({ job }: { job: SyncJobView }) {
 /** The last result: only what changed (a table), or one line when nothing did; warnings; one line of how it went. */
 function SyncResult({ result }: { result: Record<string, unknown> }) {
   const changes = changesOf(result);
-  const fetched = result.fetched && typeof result.fetched === 'object' ? (result.fetched as Record<string, unknown>) : null;
+  const fetched =
+    result.fetched && typeof result.fetched === 'object' ? (result.fetched as Record<string, unknown>) : null;
   const warnings = Array.isArray(result.warnings) ? (result.warnings as { message?: string }[]) : [];
   const how = [
     fetched

@@ -13,9 +13,17 @@ export interface AdminPage {
 
 export const adminPages: AdminPage[] = [
   { id: 'identity', title: 'SSO & sync', load: async () => (await import('./identity.js')).IdentityPage },
-  { id: 'organisations', title: 'Teams & agent policies', load: async () => (await import('./organisations.js')).OrganisationsPage },
+  {
+    id: 'organisations',
+    title: 'Teams & agent policies',
+    load: async () => (await import('./organisations.js')).OrganisationsPage,
+  },
   { id: 'data-roles', title: 'Data roles', load: async () => (await import('./roles.js')).RolesPage },
-  { id: 'data-assignments', title: 'Assignments', load: async () => (await import('./assignments.js')).AssignmentsPage },
+  {
+    id: 'data-assignments',
+    title: 'Assignments',
+    load: async () => (await import('./assignments.js')).AssignmentsPage,
+  },
   { id: 'mail-policy', title: 'Send policy', load: async () => (await import('./mail-policy.js')).MailPolicyPage },
   { id: 'action-log', title: 'Action log', load: async () => (await import('./action-log.js')).ActionLogPage },
   { id: 'chat-models', title: 'Chat models', load: async () => (await import('./chat-models.js')).ChatModelsPage },

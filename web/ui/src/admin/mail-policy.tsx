@@ -62,16 +62,22 @@ export function draftProblems(d: Draft): string[] {
     ['block_domains', d.block],
   ] as const) {
     for (const x of domainsOf(text)) {
-      if (x.includes('@')) out.push(`${LABEL[field]}: "${x}" is an address; write only its domain (what comes after the @).`);
-      else if (!DOMAIN.test(x)) out.push(`${LABEL[field]}: "${x}" is not a domain name; write it in lower case, like corp.example.`);
+      if (x.includes('@'))
+        out.push(`${LABEL[field]}: "${x}" is an address; write only its domain (what comes after the @).`);
+      else if (!DOMAIN.test(x))
+        out.push(`${LABEL[field]}: "${x}" is not a domain name; write it in lower case, like corp.example.`);
     }
   }
   const both = domainsOf(d.allow).filter((x) => domainsOf(d.block).includes(x));
-  if (both.length) out.push(`${both.join(', ')} ${both.length === 1 ? 'is' : 'are'} both allowed and blocked; a blocked domain always wins, so remove it from one list.`);
+  if (both.length)
+    out.push(
+      `${both.join(', ')} ${both.length === 1 ? 'is' : 'are'} both allowed and blocked; a blocked domain always wins, so remove it from one list.`,
+    );
   for (const k of Object.keys(LIMITS) as Limit[]) {
     const { label, min, max } = LIMITS[k];
     const v = d.limits[k].trim();
-    if (!/^\d+$/.test(v) || Number(v) < min || Number(v) > max) out.push(`${label} must be a whole number from ${min.toLocaleString()} to ${max.toLocaleString()}.`);
+    if (!/^\d+$/.test(v) || Number(v) < min || Number(v) > max)
+      out.push(`${label} must be a whole number from ${min.toLocaleString()} to ${max.toLocaleString()}.`);
   }
   return out;
 }
@@ -81,7 +87,9 @@ function serverProblems(e: unknown): string[] | null {
   if (!(e instanceof ApiError) || !Array.isArray(e.detail.problems)) return null;
   return (e.detail.problems as { field?: string; message?: string }[]).map((p) => {
     const [name, index] = String(p.field ?? '').split('.');
-    const where = LABEL[name] ? `${LABEL[name]}${index !== undefined ? `, entry ${Number(index) + 1}` : ''}` : 'The policy';
+    const where = LABEL[name]
+      ? `${LABEL[name]}${index !== undefined ? `, entry ${Number(index) + 1}` : ''}`
+      : 'The policy';
     const why = String(p.message ?? '')
       .replace(/^[\w.]+: /, '')
       .replace(/\.?$/, '.');
@@ -101,11 +109,16 @@ export function MailPolicyPage() {
 function PolicyPage({ policy, onSaved }: { policy: ServerMailPolicyView; onSaved(p: ServerMailPolicyView): void }) {
   return (
     <>
-      <PageTitle title="Send policy" intro="Who the agents may send mail to, for every user of this server. Agent policies can add domains and make the limits stricter for their teams." />
+      <PageTitle
+        title="Send policy"
+        intro="Who the agents may send mail to, for every user of this server. Agent policies can add domains and make the limits stricter for their teams."
+      />
       <Section title="Server-wide send policy" headingId="mail-policy-heading">
         <PolicyForm policy={policy} onSaved={onSaved} />
         <p class="muted" id="mail-policy-updated">
-          {policy.updated_by === null ? 'From the server settings (AIRLOCK_MAIL_*); not changed here yet.' : `Last changed ${fmtTime(policy.updated_at)}.`}
+          {policy.updated_by === null
+            ? 'From the server settings (AIRLOCK_MAIL_*); not changed here yet.'
+            : `Last changed ${fmtTime(policy.updated_at)}.`}
         </p>
       </Section>
     </>
@@ -143,20 +156,46 @@ function PolicyForm({ policy, onSaved }: { policy: ServerMailPolicyView; onSaved
   return (
     <Form id="mail-policy-form" onSubmit={save} noValidate>
       <div class="mail-policy-grid">
-        <Field id="mp-allow" label={LABEL.allow_domains} hint="One domain a line (or separated by commas); subdomains are included: corp.example also allows eu.corp.example.">
-          <textarea id="mp-allow" rows={5} aria-describedby={hintFor('mp-allow')} value={d.allow} onInput={(e) => setD({ ...d, allow: e.currentTarget.value })} />
+        <Field
+          id="mp-allow"
+          label={LABEL.allow_domains}
+          hint="One domain a line (or separated by commas); subdomains are included: corp.example also allows eu.corp.example."
+        >
+          <textarea
+            id="mp-allow"
+            rows={5}
+            aria-describedby={hintFor('mp-allow')}
+            value={d.allow}
+            onInput={(e) => setD({ ...d, allow: e.currentTarget.value })}
+          />
         </Field>
         <Field id="mp-block" label={LABEL.block_domains} hint="Refused even when another list allows them.">
-          <textarea id="mp-block" rows={5} aria-describedby={hintFor('mp-block')} value={d.block} onInput={(e) => setD({ ...d, block: e.currentTarget.value })} />
+          <textarea
+            id="mp-block"
+            rows={5}
+            aria-describedby={hintFor('mp-block')}
+            value={d.block}
+            onInput={(e) => setD({ ...d, block: e.currentTarget.value })}
+          />
         </Field>
       </div>
       <Field id="mp-other" label="A recipient in neither list" hint="What happens to mail for any other domain.">
-        <Select id="mp-other" aria-describedby={hintFor('mp-other')} value={d.other} onChange={(v) => setD({ ...d, other: v })} options={OTHER} />
+        <Select
+          id="mp-other"
+          aria-describedby={hintFor('mp-other')}
+          value={d.other}
+          onChange={(v) => setD({ ...d, other: v })}
+          options={OTHER}
+        />
       </Field>
       <LimitFields d={d} setLimit={setLimit} />
       {problems.length > 0 && (
         <div class="banner error" role="alert" id="mail-policy-problems">
-          <strong>{problems.length === 1 ? 'The policy was not saved:' : `The policy was not saved; ${problems.length} things to fix:`}</strong>
+          <strong>
+            {problems.length === 1
+              ? 'The policy was not saved:'
+              : `The policy was not saved; ${problems.length} things to fix:`}
+          </strong>
           <ul class="problems">
             {problems.map((p) => (
               <li key={p}>{p}</li>
@@ -177,8 +216,20 @@ function LimitFields({ d, setLimit }: { d: Draft; setLimit(k: Limit, v: string):
   return (
     <div class="mail-policy-limits">
       {(Object.keys(LIMITS) as Limit[]).map((k) => (
-        <Field key={k} id={`mp-${k}`} label={LIMITS[k].label} hint={`${LIMITS[k].min.toLocaleString()} to ${LIMITS[k].max.toLocaleString()}`}>
-          <input type="text" inputMode="numeric" id={`mp-${k}`} aria-describedby={hintFor(`mp-${k}`)} value={d.limits[k]} onInput={(e) => setLimit(k, e.currentTarget.value)} />
+        <Field
+          key={k}
+          id={`mp-${k}`}
+          label={LIMITS[k].label}
+          hint={`${LIMITS[k].min.toLocaleString()} to ${LIMITS[k].max.toLocaleString()}`}
+        >
+          <input
+            type="text"
+            inputMode="numeric"
+            id={`mp-${k}`}
+            aria-describedby={hintFor(`mp-${k}`)}
+            value={d.limits[k]}
+            onInput={(e) => setLimit(k, e.currentTarget.value)}
+          />
         </Field>
       ))}
     </div>

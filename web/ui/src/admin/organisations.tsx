@@ -2,11 +2,31 @@
 // user's effective agent policy: /api/identity (docs/identity.md). #/admin/organisations/<org>/policy/<id>
 // opens an organisation with one of its policies marked (the effective policy links there).
 import { useEffect, useState } from 'preact/hooks';
-import type { AgentCatalogView, AgentPolicyList, EffectiveAgentPolicyResponse, ExternalGroupList, Organisation, OrganisationList, TeamList } from '../../../admin-api.js';
+import type {
+  AgentCatalogView,
+  AgentPolicyList,
+  EffectiveAgentPolicyResponse,
+  ExternalGroupList,
+  Organisation,
+  OrganisationList,
+  TeamList,
+} from '../../../admin-api.js';
 import { api } from '../api.js';
 import { TeamsSection } from './teams.js';
 import { AgentPoliciesSection, listText, MailRules } from './agent-policies.js';
-import { ErrorBox, Field, hintFor, Loading, Section, Select, Status, useActions, useLoad, useUserPicker, type Actions } from './common.js';
+import {
+  ErrorBox,
+  Field,
+  hintFor,
+  Loading,
+  Section,
+  Select,
+  Status,
+  useActions,
+  useLoad,
+  useUserPicker,
+  type Actions,
+} from './common.js';
 import { Form, Loaded, Page, Submit, UserQuery } from './forms.js';
 
 /** The organisation and policy a link names (#/admin/organisations/<org>/policy/<id>), or nulls. */
@@ -48,19 +68,39 @@ export function OrganisationsPage() {
     });
 
   return (
-    <Page cls="admin orgs" title="Organisations, teams and agent policies" intro="Teams can follow a directory group: the sync then owns their members. Agent policies limit the tools and models of an organisation's members.">
+    <Page
+      cls="admin orgs"
+      title="Organisations, teams and agent policies"
+      intro="Teams can follow a directory group: the sync then owns their members. Agent policies limit the tools and models of an organisation's members."
+    >
       <Loaded failed={failed} loading={!data}>
         <Section title="Organisations">
           <Form class="row" id="org-form" onSubmit={create}>
             <Field id="org-name" label="New organisation name" hint="At most 100 characters">
-              <input type="text" id="org-name" required maxLength={100} aria-describedby={hintFor('org-name')} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+              <input
+                type="text"
+                id="org-name"
+                required
+                maxLength={100}
+                aria-describedby={hintFor('org-name')}
+                value={name}
+                onInput={(e) => setName(e.currentTarget.value)}
+              />
             </Field>
             <Submit id="org-create" text="Create organisation" disabled={status.busy === 'create'} />
           </Form>
           <Status id="org-status" notice={status.notice} />
-          {current ? <CurrentOrganisation current={current} orgs={orgs} setPicked={setPicked} status={status} reload={reload} /> : <p class="muted">No organisations yet.</p>}
+          {current ? (
+            <CurrentOrganisation current={current} orgs={orgs} setPicked={setPicked} status={status} reload={reload} />
+          ) : (
+            <p class="muted">No organisations yet.</p>
+          )}
         </Section>
-        <div id="org-detail">{current ? <OrgDetail key={current.id} orgId={current.id} target={current.id === target.org ? target.policy : null} /> : null}</div>
+        <div id="org-detail">
+          {current ? (
+            <OrgDetail key={current.id} orgId={current.id} target={current.id === target.org ? target.policy : null} />
+          ) : null}
+        </div>
       </Loaded>
       <EffectiveAgentPolicySection />
     </Page>
@@ -88,7 +128,12 @@ function CurrentOrganisation({ current, orgs, setPicked, status, reload }: Curre
     });
   const remove = (o: Organisation) =>
     status.run('delete', async () => {
-      if (!confirm(`Delete organisation ${o.name}? Its teams and agent policies are deleted too, and its members lose those policies.`)) return;
+      if (
+        !confirm(
+          `Delete organisation ${o.name}? Its teams and agent policies are deleted too, and its members lose those policies.`,
+        )
+      )
+        return;
       await api('DELETE', `/api/identity/organisations/${o.id}`);
       setPicked(null);
       await reload();
@@ -97,16 +142,34 @@ function CurrentOrganisation({ current, orgs, setPicked, status, reload }: Curre
   return (
     <>
       <Field id="org-pick" label="Organisation">
-        <Select id="org-pick" value={String(current.id)} onChange={(v) => setPicked(Number(v))} options={orgs.map((o) => [String(o.id), o.name])} />
+        <Select
+          id="org-pick"
+          value={String(current.id)}
+          onChange={(v) => setPicked(Number(v))}
+          options={orgs.map((o) => [String(o.id), o.name])}
+        />
       </Field>
       <Form class="row" id="org-rename-form" onSubmit={() => doRename(current)}>
         <Field id="org-rename" label="Rename the organisation">
-          <input type="text" id="org-rename" required maxLength={100} value={renameText} onInput={(e) => setRename({ org: current.id, text: e.currentTarget.value })} />
+          <input
+            type="text"
+            id="org-rename"
+            required
+            maxLength={100}
+            value={renameText}
+            onInput={(e) => setRename({ org: current.id, text: e.currentTarget.value })}
+          />
         </Field>
         <Submit id="org-rename-save" cls="secondary" text="Rename" disabled={status.busy === 'rename'} />
       </Form>
       <div class="actions">
-        <button type="button" class="danger" id="org-delete" disabled={status.busy === 'delete'} onClick={() => void remove(current)}>
+        <button
+          type="button"
+          class="danger"
+          id="org-delete"
+          disabled={status.busy === 'delete'}
+          onClick={() => void remove(current)}
+        >
           Delete organisation
         </button>
       </div>
@@ -130,7 +193,14 @@ function OrgDetail({ orgId, target }: { orgId: number; target: number | null }) 
   return (
     <>
       <TeamsSection orgId={orgId} teams={data.teams} groups={data.groups} changed={reload} />
-      <AgentPoliciesSection orgId={orgId} teams={data.teams} policies={data.policies} catalog={data.catalog} target={target} changed={reload} />
+      <AgentPoliciesSection
+        orgId={orgId}
+        teams={data.teams}
+        policies={data.policies}
+        catalog={data.catalog}
+        target={target}
+        changed={reload}
+      />
     </>
   );
 }
@@ -143,7 +213,9 @@ function EffectiveAgentPolicySection() {
     // A new query: the last answer does not belong to it, also when it fails.
     setAnswer(null);
     return status.run('show', async () => {
-      setAnswer(await api<EffectiveAgentPolicyResponse>('GET', `/api/identity/agent-policy?user_id=${await who.resolve()}`));
+      setAnswer(
+        await api<EffectiveAgentPolicyResponse>('GET', `/api/identity/agent-policy?user_id=${await who.resolve()}`),
+      );
     });
   };
   return (
@@ -172,7 +244,8 @@ function EffectivePolicy({ answer }: { answer: EffectiveAgentPolicyResponse }) {
               {answer.policies.map((x, i) => (
                 <span key={x.id}>
                   {i ? ', ' : ''}
-                  <a href={`#/admin/organisations/${x.organisation_id}/policy/${x.id}`}>{x.name}</a> <span class="muted">({x.organisation_name})</span>
+                  <a href={`#/admin/organisations/${x.organisation_id}/policy/${x.id}`}>{x.name}</a>{' '}
+                  <span class="muted">({x.organisation_name})</span>
                 </span>
               ))}
             </>
@@ -182,8 +255,18 @@ function EffectivePolicy({ answer }: { answer: EffectiveAgentPolicyResponse }) {
         </li>
       </ul>
       <h3>Sending mail</h3>
-      <MailRules id="eap-mail" allow={m.allow_domains} block={m.block_domains} other={m.other} maxRecipients={m.max_recipients} maxPerHour={m.max_per_hour} />
-      <p class="muted small">The server's send policy combined with every policy above; a held message waits {m.approval_timeout_s} s for the user's answer.</p>
+      <MailRules
+        id="eap-mail"
+        allow={m.allow_domains}
+        block={m.block_domains}
+        other={m.other}
+        maxRecipients={m.max_recipients}
+        maxPerHour={m.max_per_hour}
+      />
+      <p class="muted small">
+        The server's send policy combined with every policy above; a held message waits {m.approval_timeout_s} s for the
+        user's answer.
+      </p>
     </>
   );
 }

@@ -6,7 +6,16 @@ import { Json } from './common.js';
 export const OPERATORS = ['eq', 'neq', 'lt', 'lte', 'gt', 'gte', 'in', 'not_in', 'is_null'] as const;
 export type Operator = (typeof OPERATORS)[number];
 
-const SYMBOLS: Record<string, string> = { eq: '=', neq: '≠', lt: '<', lte: '≤', gt: '>', gte: '≥', in: 'in', not_in: 'not in' };
+const SYMBOLS: Record<string, string> = {
+  eq: '=',
+  neq: '≠',
+  lt: '<',
+  lte: '≤',
+  gt: '>',
+  gte: '≥',
+  in: 'in',
+  not_in: 'not in',
+};
 
 const isEmpty = (f: unknown): boolean => !f || typeof f !== 'object' || Object.keys(f).length === 0;
 
@@ -24,7 +33,9 @@ export function filterText(f: RowFilterView | FilterNode, depth = 0): string {
   if (!isLeaf(f)) return 'all rows';
   const leaf = f;
   if (leaf.op === 'is_null') return `${leaf.column} ${leaf.value === false ? 'is not null' : 'is null'}`;
-  const v = Array.isArray(leaf.value) ? `[${leaf.value.map((x) => JSON.stringify(x)).join(', ')}]` : JSON.stringify(leaf.value);
+  const v = Array.isArray(leaf.value)
+    ? `[${leaf.value.map((x) => JSON.stringify(x)).join(', ')}]`
+    : JSON.stringify(leaf.value);
   return `${leaf.column} ${SYMBOLS[leaf.op] ?? leaf.op} ${v}`;
 }
 
@@ -53,7 +64,8 @@ export function parseFilter(text: string): { value: Record<string, unknown> } | 
   } catch (e) {
     return { error: `Row filter is not valid JSON: ${e instanceof Error ? e.message : String(e)}` };
   }
-  if (!isRecord(v)) return { error: 'Row filter: must be a JSON object, e.g. {} or {"column":"region","op":"eq","value":"EU"}.' };
+  if (!isRecord(v))
+    return { error: 'Row filter: must be a JSON object, e.g. {} or {"column":"region","op":"eq","value":"EU"}.' };
   return { value: v };
 }
 

@@ -4,7 +4,19 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { LiveSession, LiveSessionList } from '../../../admin-api.js';
 import { api, ApiError } from '../api.js';
-import { Clip, ErrorBox, fmtTime, Loading, PageTitle, Section, Status, Table, useActions, type Actions, type Column } from './common.js';
+import {
+  Clip,
+  ErrorBox,
+  fmtTime,
+  Loading,
+  PageTitle,
+  Section,
+  Status,
+  Table,
+  useActions,
+  type Actions,
+  type Column,
+} from './common.js';
 
 /** How often the list re-reads the server while the page is open. */
 export const REFRESH_MS = 5000;
@@ -27,7 +39,13 @@ function ShortId({ id, status }: { id: string; status: Actions }) {
       <code class="sid" title={id}>
         {id.slice(0, 8)}
       </code>{' '}
-      <button type="button" class="link small" aria-label={`Copy id ${id}`} title="Copy the whole id" onClick={() => void copy()}>
+      <button
+        type="button"
+        class="link small"
+        aria-label={`Copy id ${id}`}
+        title="Copy the whole id"
+        onClick={() => void copy()}
+      >
         Copy id
       </button>
     </>
@@ -78,7 +96,9 @@ export function SessionsPage() {
     status.run(`${what}-${s.id}`, async () => {
       const name = nameOf(s);
       const question =
-        what === 'kill' ? `Kill session ${name}? Its sandbox ends now; the chat stays and starts a new sandbox on the next message.` : `Restart session ${name}? A turn that is running is cut off; the chat goes on in a fresh sandbox.`;
+        what === 'kill'
+          ? `Kill session ${name}? Its sandbox ends now; the chat stays and starts a new sandbox on the next message.`
+          : `Restart session ${name}? A turn that is running is cut off; the chat goes on in a fresh sandbox.`;
       if (!confirm(question)) return;
       busy.current = true;
       try {
@@ -106,7 +126,13 @@ export function SessionsPage() {
       <Section title="Sessions">
         <Status id="sess-status" notice={status.notice} />
         <div id="sessions-holder">
-          <Table id="sessions-table" rows={sessions} rowKey={(s) => s.id ?? s.container_id} empty="No live sessions." cols={sessionColumns(status, op)} />
+          <Table
+            id="sessions-table"
+            rows={sessions}
+            rowKey={(s) => s.id ?? s.container_id}
+            empty="No live sessions."
+            cols={sessionColumns(status, op)}
+          />
         </div>
         <p class="muted small" id="sessions-updated">
           {updated}
@@ -131,7 +157,10 @@ function activity(s: LiveSession): string {
 }
 
 /** The list's columns; `op` restarts or kills a session (asking first). */
-function sessionColumns(status: Actions, op: (s: LiveSession, what: 'restart' | 'kill') => Promise<boolean>): Column<LiveSession>[] {
+function sessionColumns(
+  status: Actions,
+  op: (s: LiveSession, what: 'restart' | 'kill') => Promise<boolean>,
+): Column<LiveSession>[] {
   return [
     {
       title: 'Chat',
@@ -146,7 +175,12 @@ function sessionColumns(status: Actions, op: (s: LiveSession, what: 'restart' | 
     },
     {
       title: 'User',
-      render: (s) => (s.username ? <Clip text={s.display_name ? `${s.display_name} (${s.username})` : s.username} cls="name" /> : <span class="muted">{s.user_id === null ? '—' : `#${s.user_id}`}</span>),
+      render: (s) =>
+        s.username ? (
+          <Clip text={s.display_name ? `${s.display_name} (${s.username})` : s.username} cls="name" />
+        ) : (
+          <span class="muted">{s.user_id === null ? '—' : `#${s.user_id}`}</span>
+        ),
     },
     { title: 'Container', render: (s) => <code class="container-id">{s.container_id}</code> },
     {
@@ -158,17 +192,38 @@ function sessionColumns(status: Actions, op: (s: LiveSession, what: 'restart' | 
         </div>
       ),
     },
-    { title: 'Memory, CPU', render: (s) => <span class="usage">{s.memory_bytes === null ? '—' : `${Math.round(s.memory_bytes / 1048576)} MiB · ${s.cpu_seconds?.toFixed(1)} s CPU`}</span> },
+    {
+      title: 'Memory, CPU',
+      render: (s) => (
+        <span class="usage">
+          {s.memory_bytes === null
+            ? '—'
+            : `${Math.round(s.memory_bytes / 1048576)} MiB · ${s.cpu_seconds?.toFixed(1)} s CPU`}
+        </span>
+      ),
+    },
     { title: 'Turns', render: (s) => String(s.turns) },
     { title: 'Started', render: (s) => fmtTime(s.started_at) },
     {
       title: 'Actions',
       render: (s) => (
         <div class="row compact">
-          <button type="button" class="secondary" aria-label={`Restart session ${s.id}`} disabled={status.busy === `restart-${s.id}`} onClick={() => void op(s, 'restart')}>
+          <button
+            type="button"
+            class="secondary"
+            aria-label={`Restart session ${s.id}`}
+            disabled={status.busy === `restart-${s.id}`}
+            onClick={() => void op(s, 'restart')}
+          >
             Restart
           </button>
-          <button type="button" class="danger" aria-label={`Kill session ${s.id}`} disabled={status.busy === `kill-${s.id}`} onClick={() => void op(s, 'kill')}>
+          <button
+            type="button"
+            class="danger"
+            aria-label={`Kill session ${s.id}`}
+            disabled={status.busy === `kill-${s.id}`}
+            onClick={() => void op(s, 'kill')}
+          >
             Kill
           </button>
         </div>

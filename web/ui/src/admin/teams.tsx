@@ -3,11 +3,26 @@
 import { useState } from 'preact/hooks';
 import type { ExternalGroup, ExternalGroupList, TeamView } from '../../../admin-api.js';
 import { api } from '../api.js';
-import { Clip, Field, hintFor, Section, Select, Status, Table, useActions, useUserPicker, type Actions, type Column } from './common.js';
+import {
+  Clip,
+  Field,
+  hintFor,
+  Section,
+  Select,
+  Status,
+  Table,
+  useActions,
+  useUserPicker,
+  type Actions,
+  type Column,
+} from './common.js';
 import { Form, RowActions, RowButton, Submit } from './forms.js';
 
 const groupLabel = (g: ExternalGroup) => `${g.name || g.email} (${g.email}, ${g.member_count} members)`;
-const groupOptions = (groups: ExternalGroup[]): [string, string][] => [['', '— not linked —'], ...groups.map((g): [string, string] => [String(g.id), groupLabel(g)])];
+const groupOptions = (groups: ExternalGroup[]): [string, string][] => [
+  ['', '— not linked —'],
+  ...groups.map((g): [string, string] => [String(g.id), groupLabel(g)]),
+];
 
 interface TeamsProps {
   orgId: number;
@@ -25,14 +40,19 @@ export function TeamsSection({ orgId, teams, groups, changed }: TeamsProps) {
   const searchGroups = async (q: string) => {
     setSearch(q);
     try {
-      setFound((await api<ExternalGroupList>('GET', `/api/identity/external-groups?q=${encodeURIComponent(q)}`)).groups);
+      setFound(
+        (await api<ExternalGroupList>('GET', `/api/identity/external-groups?q=${encodeURIComponent(q)}`)).groups,
+      );
     } catch (e) {
       status.setNotice({ kind: 'error', error: e });
     }
   };
   const create = () =>
     status.run('create', async () => {
-      await api<TeamView>('POST', `/api/identity/organisations/${orgId}/teams`, { name: name.trim(), external_group_id: group ? Number(group) : null });
+      await api<TeamView>('POST', `/api/identity/organisations/${orgId}/teams`, {
+        name: name.trim(),
+        external_group_id: group ? Number(group) : null,
+      });
       setName('');
       setGroup('');
       await changed();
@@ -44,13 +64,36 @@ export function TeamsSection({ orgId, teams, groups, changed }: TeamsProps) {
       <Form id="team-form" onSubmit={create}>
         <div class="row">
           <Field id="team-name" label="Team name">
-            <input type="text" id="team-name" required maxLength={100} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+            <input
+              type="text"
+              id="team-name"
+              required
+              maxLength={100}
+              value={name}
+              onInput={(e) => setName(e.currentTarget.value)}
+            />
           </Field>
           <Field id="team-group-search" label="Search directory groups">
-            <input type="search" id="team-group-search" placeholder="filter groups" value={search} onInput={(e) => void searchGroups(e.currentTarget.value)} />
+            <input
+              type="search"
+              id="team-group-search"
+              placeholder="filter groups"
+              value={search}
+              onInput={(e) => void searchGroups(e.currentTarget.value)}
+            />
           </Field>
-          <Field id="team-group" label="Directory group" hint={groups.length ? `${groups.length} synced groups` : 'No groups synced yet: run the directory sync.'}>
-            <Select id="team-group" aria-describedby={hintFor('team-group')} value={group} onChange={setGroup} options={groupOptions(found ?? groups)} />
+          <Field
+            id="team-group"
+            label="Directory group"
+            hint={groups.length ? `${groups.length} synced groups` : 'No groups synced yet: run the directory sync.'}
+          >
+            <Select
+              id="team-group"
+              aria-describedby={hintFor('team-group')}
+              value={group}
+              onChange={setGroup}
+              options={groupOptions(found ?? groups)}
+            />
           </Field>
         </div>
         <div class="actions">
@@ -63,7 +106,17 @@ export function TeamsSection({ orgId, teams, groups, changed }: TeamsProps) {
 }
 
 /** The teams: name, linked group, members (from the directory, or managed here) and actions. */
-function TeamsTable({ teams, groups, status, changed }: { teams: TeamView[]; groups: ExternalGroup[]; status: Actions; changed(): Promise<void> }) {
+function TeamsTable({
+  teams,
+  groups,
+  status,
+  changed,
+}: {
+  teams: TeamView[];
+  groups: ExternalGroup[];
+  status: Actions;
+  changed(): Promise<void>;
+}) {
   const groupName = (id: number) => {
     const g = groups.find((x) => x.id === id);
     return g ? `${g.name || g.email} <${g.email}>` : `group ${id}`;
@@ -72,7 +125,12 @@ function TeamsTable({ teams, groups, status, changed }: { teams: TeamView[]; gro
     { title: 'Team', render: (t) => <Clip text={t.name} cls="name" /> },
     {
       title: 'Linked group',
-      render: (t) => (t.external_group_id ? <Clip text={groupName(t.external_group_id)} cls="name" /> : <span class="muted">none (members managed here)</span>),
+      render: (t) =>
+        t.external_group_id ? (
+          <Clip text={groupName(t.external_group_id)} cls="name" />
+        ) : (
+          <span class="muted">none (members managed here)</span>
+        ),
     },
     {
       title: 'Members',
@@ -114,7 +172,12 @@ function TeamMembers({ team, status, changed }: { team: TeamView; status: Action
           {team.members.map((m) => (
             <li key={m.id}>
               <Clip text={m.display_name ? `${m.display_name} (${m.username})` : m.username} cls="name" />{' '}
-              <button type="button" class="link danger-link" aria-label={`Remove ${m.username} from team ${team.name}`} onClick={() => void remove(m.id)}>
+              <button
+                type="button"
+                class="link danger-link"
+                aria-label={`Remove ${m.username} from team ${team.name}`}
+                onClick={() => void remove(m.id)}
+              >
                 remove
               </button>
             </li>
@@ -125,7 +188,12 @@ function TeamMembers({ team, status, changed }: { team: TeamView; status: Action
       )}
       <Form class="row compact add-member" onSubmit={add}>
         {who.field}
-        <button type="submit" class="secondary" aria-label={`Add member to team ${team.name}`} disabled={status.busy === `add-${team.id}`}>
+        <button
+          type="submit"
+          class="secondary"
+          aria-label={`Add member to team ${team.name}`}
+          disabled={status.busy === `add-${team.id}`}
+        >
           Add
         </button>
       </Form>
@@ -133,11 +201,23 @@ function TeamMembers({ team, status, changed }: { team: TeamView; status: Action
   );
 }
 
-function TeamActions({ team, groups, status, changed }: { team: TeamView; groups: ExternalGroup[]; status: Actions; changed(): Promise<void> }) {
+function TeamActions({
+  team,
+  groups,
+  status,
+  changed,
+}: {
+  team: TeamView;
+  groups: ExternalGroup[];
+  status: Actions;
+  changed(): Promise<void>;
+}) {
   const [group, setGroup] = useState(team.external_group_id ? String(team.external_group_id) : '');
   const link = () =>
     status.run(`link-${team.id}`, async () => {
-      await api<TeamView>('PATCH', `/api/identity/teams/${team.id}`, { external_group_id: group ? Number(group) : null });
+      await api<TeamView>('PATCH', `/api/identity/teams/${team.id}`, {
+        external_group_id: group ? Number(group) : null,
+      });
       await changed();
     });
   const remove = () =>
@@ -148,9 +228,26 @@ function TeamActions({ team, groups, status, changed }: { team: TeamView; groups
     });
   return (
     <RowActions>
-      <Select id={`team-${team.id}-group`} aria-label={`Linked group for ${team.name}`} value={group} onChange={setGroup} options={groupOptions(groups)} />
-      <RowButton text="Link" label={`Link ${team.name} to the chosen group`} disabled={status.busy === `link-${team.id}`} onClick={() => void link()} />
-      <RowButton text="Delete" cls="danger" label={`Delete team ${team.name}`} disabled={status.busy === `delete-${team.id}`} onClick={() => void remove()} />
+      <Select
+        id={`team-${team.id}-group`}
+        aria-label={`Linked group for ${team.name}`}
+        value={group}
+        onChange={setGroup}
+        options={groupOptions(groups)}
+      />
+      <RowButton
+        text="Link"
+        label={`Link ${team.name} to the chosen group`}
+        disabled={status.busy === `link-${team.id}`}
+        onClick={() => void link()}
+      />
+      <RowButton
+        text="Delete"
+        cls="danger"
+        label={`Delete team ${team.name}`}
+        disabled={status.busy === `delete-${team.id}`}
+        onClick={() => void remove()}
+      />
     </RowActions>
   );
 }

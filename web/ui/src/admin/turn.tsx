@@ -50,7 +50,14 @@ const HOLD_COLS: Column<Hold>[] = [
   { title: 'Recipients', render: (h) => <Clip text={recipientsText(h)} /> },
   { title: 'Subject', render: (h) => <Clip text={h.subject} /> },
   { title: 'Attachments', render: (h) => h.attachments.map((a) => a.name).join(', ') },
-  { title: 'Outcome', render: (h) => <span class={`badge ${h.state === 'sent' || h.state === 'approved' ? 'info' : 'warning'}`}>{h.scope ? `${h.state} (${h.scope})` : h.state}</span> },
+  {
+    title: 'Outcome',
+    render: (h) => (
+      <span class={`badge ${h.state === 'sent' || h.state === 'approved' ? 'info' : 'warning'}`}>
+        {h.scope ? `${h.state} (${h.scope})` : h.state}
+      </span>
+    ),
+  },
   { title: 'Decided', render: (h) => fmtTime(h.decided_at) },
 ];
 
@@ -58,27 +65,46 @@ type Given = TurnAudit['feedback'][number];
 const FEEDBACK_COLS: Column<Given>[] = [
   { title: 'When', render: (f) => fmtTime(f.at) },
   { title: 'User', render: (f) => f.user.username ?? `user ${f.user.id}` },
-  { title: 'Rating', render: (f) => <span class={`badge ${f.rating === 'up' ? 'info' : 'warning'}`}>{f.rating === 'up' ? 'Thumbs up' : 'Thumbs down'}</span> },
+  {
+    title: 'Rating',
+    render: (f) => (
+      <span class={`badge ${f.rating === 'up' ? 'info' : 'warning'}`}>
+        {f.rating === 'up' ? 'Thumbs up' : 'Thumbs down'}
+      </span>
+    ),
+  },
   { title: 'Note', render: (f) => (f.note ? <Clip text={f.note} /> : '—') },
 ];
 
 export function TurnPage() {
   const turnId = decodeURIComponent(location.hash.split('/')[3] ?? '');
-  const [audit, failed] = useLoad(() => api<TurnAudit>('GET', `/api/admin/turns/${encodeURIComponent(turnId)}`), [turnId]);
+  const [audit, failed] = useLoad(
+    () => api<TurnAudit>('GET', `/api/admin/turns/${encodeURIComponent(turnId)}`),
+    [turnId],
+  );
   if (failed) return <ErrorBox error={failed} />;
   if (!audit) return <Loading />;
   return (
     <>
-      <PageTitle title={`Turn of ${audit.user.username ?? `user ${audit.user.id}`}`} intro={`In "${audit.title}", ${fmtTime(audit.started_at)}: the tool calls of this turn and every request its sandbox sent out.`} />
+      <PageTitle
+        title={`Turn of ${audit.user.username ?? `user ${audit.user.id}`}`}
+        intro={`In "${audit.title}", ${fmtTime(audit.started_at)}: the tool calls of this turn and every request its sandbox sent out.`}
+      />
       <Section title="Prompt">
         <p class="prompt">{audit.prompt}</p>
         <p class="muted">
           {audit.stop_reason ? `Ended: ${audit.stop_reason}` : audit.status}
-          {audit.usage ? ` · ${audit.usage.input_tokens.toLocaleString()} input and ${audit.usage.output_tokens.toLocaleString()} output tokens` : ''} · session <code>{audit.session_id}</code> · turn <code>{audit.turn_id}</code>
+          {audit.usage
+            ? ` · ${audit.usage.input_tokens.toLocaleString()} input and ${audit.usage.output_tokens.toLocaleString()} output tokens`
+            : ''}{' '}
+          · session <code>{audit.session_id}</code> · turn <code>{audit.turn_id}</code>
         </p>
       </Section>
       {audit.tool_calls.map((c) => (
-        <Section key={c.call_id} title={`Tool call ${c.tool} (${c.status}${c.duration_ms === null ? '' : `, ${c.duration_ms} ms`})`}>
+        <Section
+          key={c.call_id}
+          title={`Tool call ${c.tool} (${c.status}${c.duration_ms === null ? '' : `, ${c.duration_ms} ms`})`}
+        >
           <Table rows={c.requests} cols={REQ_COLS} rowKey={(q) => q.id} empty="No upstream request." />
         </Section>
       ))}

@@ -44,7 +44,10 @@ export function UsagePage() {
   });
   const [shown, setShown] = useState<Filter>(filter);
   const status = useActions();
-  const [report, failed, reload] = useLoad(() => api<UsageReportView>('GET', `/api/admin/usage?${query(shown)}`), [query(shown)]);
+  const [report, failed, reload] = useLoad(
+    () => api<UsageReportView>('GET', `/api/admin/usage?${query(shown)}`),
+    [query(shown)],
+  );
   const page = {
     cls: 'admin usage',
     title: 'Usage',
@@ -58,7 +61,12 @@ export function UsagePage() {
       <Section title="Report">
         <Form id="usage-filter" class="row" onSubmit={show}>
           <Field id="usage-from" label="From (UTC)">
-            <input id="usage-from" type="date" value={filter.from} onInput={(e) => set('from')(e.currentTarget.value)} />
+            <input
+              id="usage-from"
+              type="date"
+              value={filter.from}
+              onInput={(e) => set('from')(e.currentTarget.value)}
+            />
           </Field>
           <Field id="usage-to" label="To (UTC)">
             <input id="usage-to" type="date" value={filter.to} onInput={(e) => set('to')(e.currentTarget.value)} />
@@ -101,7 +109,15 @@ function UsageTable({ report }: { report: UsageReportView }) {
       render: (r) => r.cost.toFixed(r.cost && r.cost < 0.01 ? 6 : 2),
     },
   ];
-  return <Table id="usage-table" rows={report.rows} rowKey={(r) => `${r.period}/${String(r.key)}`} empty="No usage in this range." cols={cols} />;
+  return (
+    <Table
+      id="usage-table"
+      rows={report.rows}
+      rowKey={(r) => `${r.period}/${String(r.key)}`}
+      empty="No usage in this range."
+      cols={cols}
+    />
+  );
 }
 
 function Budgets({ onChange }: { onChange(): Promise<void> }) {
@@ -126,7 +142,10 @@ function Budgets({ onChange }: { onChange(): Promise<void> }) {
         await api<BudgetView>('POST', '/api/admin/budgets', body);
       } catch (err) {
         // One per subject, metric and period: setting it again changes its amount.
-        const id = err instanceof ApiError && err.code === 'ERR_USAGE_BUDGET_EXISTS' ? (err.detail as { budget_id?: number }).budget_id : undefined;
+        const id =
+          err instanceof ApiError && err.code === 'ERR_USAGE_BUDGET_EXISTS'
+            ? (err.detail as { budget_id?: number }).budget_id
+            : undefined;
         if (!id) throw err;
         await api<BudgetView>('PATCH', `/api/admin/budgets/${id}`, { amount: body.amount });
       }
@@ -155,7 +174,13 @@ function Budgets({ onChange }: { onChange(): Promise<void> }) {
           </Field>
         ) : (
           <Field id="budget-team" label="Team id">
-            <input id="budget-team" inputMode="numeric" value={form.team} onInput={(e) => set('team')(e.currentTarget.value)} required />
+            <input
+              id="budget-team"
+              inputMode="numeric"
+              value={form.team}
+              onInput={(e) => set('team')(e.currentTarget.value)}
+              required
+            />
           </Field>
         )}
         <Field id="budget-metric" label="Metric">
@@ -165,7 +190,15 @@ function Budgets({ onChange }: { onChange(): Promise<void> }) {
           <Select id="budget-period" options={PERIODS} value={form.period} onChange={set('period')} />
         </Field>
         <Field id="budget-amount" label="Amount">
-          <input id="budget-amount" type="number" min={0} step="any" value={form.amount} onInput={(e) => set('amount')(e.currentTarget.value)} required />
+          <input
+            id="budget-amount"
+            type="number"
+            min={0}
+            step="any"
+            value={form.amount}
+            onInput={(e) => set('amount')(e.currentTarget.value)}
+            required
+          />
         </Field>
         <Status id="budget-form-status" notice={formStatus.notice} />
         <Submit id="budget-save" text="Set budget" disabled={formStatus.busy === 'save'} />
@@ -179,7 +212,12 @@ function budgetColumns(busy: string | null, remove: (b: BudgetView) => unknown):
   return [
     {
       title: 'For',
-      render: (b) => <NameCell name={b.subject ?? `#${b.subject_id} (gone)`} badge={b.scope}>{`${b.period === 'day' ? 'daily' : 'monthly'} ${b.metric}`}</NameCell>,
+      render: (b) => (
+        <NameCell
+          name={b.subject ?? `#${b.subject_id} (gone)`}
+          badge={b.scope}
+        >{`${b.period === 'day' ? 'daily' : 'monthly'} ${b.metric}`}</NameCell>
+      ),
     },
     { title: 'Amount', render: (b) => b.amount.toLocaleString('en') },
     { title: 'Used', render: (b) => `${b.used.toLocaleString('en')} (${Math.floor(b.ratio * 100)} %)` },
@@ -187,7 +225,13 @@ function budgetColumns(busy: string | null, remove: (b: BudgetView) => unknown):
       title: 'Actions',
       render: (b) => (
         <RowActions>
-          <RowButton text="Remove" cls="danger" label={`Remove the budget of ${b.subject ?? b.subject_id}`} disabled={busy === `delete-${b.id}`} onClick={() => void remove(b)} />
+          <RowButton
+            text="Remove"
+            cls="danger"
+            label={`Remove the budget of ${b.subject ?? b.subject_id}`}
+            disabled={busy === `delete-${b.id}`}
+            onClick={() => void remove(b)}
+          />
         </RowActions>
       ),
     },

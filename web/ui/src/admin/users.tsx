@@ -19,7 +19,14 @@ export function UsersPage() {
   const [offset, setOffset] = useState(0);
   const [shown, setShown] = useState<{ user: string; password: string } | null>(null);
   const [asking, setAsking] = useState<AdminUser | null>(null);
-  const [data, failed, reload] = useLoad(() => api<AdminUserList>('GET', `${BASE}?limit=${PAGE}&offset=${offset}${query ? `&q=${encodeURIComponent(query)}` : ''}`), [query, offset]);
+  const [data, failed, reload] = useLoad(
+    () =>
+      api<AdminUserList>(
+        'GET',
+        `${BASE}?limit=${PAGE}&offset=${offset}${query ? `&q=${encodeURIComponent(query)}` : ''}`,
+      ),
+    [query, offset],
+  );
   const name = (u: AdminUser) => u.display_name || u.username;
   const change = (u: AdminUser, body: Record<string, boolean>, done: string) =>
     status.run(`change-${u.id}`, async () => {
@@ -39,7 +46,8 @@ export function UsersPage() {
     setOffset(0);
     setQuery(q.trim());
   };
-  const intro = 'Everyone with an account. Deactivating someone ends their sessions and their running chats at once. You cannot change your own account here, and there is always at least one active superuser.';
+  const intro =
+    'Everyone with an account. Deactivating someone ends their sessions and their running chats at once. You cannot change your own account here, and there is always at least one active superuser.';
   return (
     <Page cls="admin users" title="Users" intro={intro}>
       <Form class="row" role="search" onSubmit={search}>
@@ -76,10 +84,21 @@ export function UsersPage() {
             <span class="muted" id="users-count">
               {data.total === 0 ? 'No users' : `${data.offset + 1}–${data.offset + data.users.length} of ${data.total}`}
             </span>
-            <button type="button" class="secondary" disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - PAGE))}>
+            <button
+              type="button"
+              class="secondary"
+              disabled={offset === 0}
+              onClick={() => setOffset(Math.max(0, offset - PAGE))}
+            >
               Previous
             </button>
-            <button type="button" class="secondary" id="users-next" disabled={data.next_offset === null} onClick={() => setOffset(data.next_offset ?? offset)}>
+            <button
+              type="button"
+              class="secondary"
+              id="users-next"
+              disabled={data.next_offset === null}
+              onClick={() => setOffset(data.next_offset ?? offset)}
+            >
               Next
             </button>
           </nav>
@@ -108,13 +127,24 @@ function UserTable({ data, busy, change, reset }: TableProps) {
   const flip = (u: AdminUser, flag: 'is_active' | 'is_superuser', text: [string, string], done: [string, string]) => {
     const v = u[flag];
     const shown = v ? text[1] : text[0];
-    return <RowButton text={shown} label={`${shown} ${u.display_name || u.username}`} disabled={busy === `change-${u.id}`} onClick={() => void change(u, { [flag]: !v }, v ? done[1] : done[0])} />;
+    return (
+      <RowButton
+        text={shown}
+        label={`${shown} ${u.display_name || u.username}`}
+        disabled={busy === `change-${u.id}`}
+        onClick={() => void change(u, { [flag]: !v }, v ? done[1] : done[0])}
+      />
+    );
   };
   const cols: Column<AdminUser>[] = [
     {
       title: 'User',
       render: (u) => (
-        <NameCell name={u.display_name || u.username} badge={u.is_superuser && 'superuser'} warning={!u.is_active && 'deactivated'}>
+        <NameCell
+          name={u.display_name || u.username}
+          badge={u.is_superuser && 'superuser'}
+          warning={!u.is_active && 'deactivated'}
+        >
           {details(u)}
         </NameCell>
       ),
@@ -126,7 +156,12 @@ function UserTable({ data, busy, change, reset }: TableProps) {
         <RowActions>
           {flip(u, 'is_active', ['Reactivate', 'Deactivate'], ['is active again', 'is deactivated'])}
           {flip(u, 'is_superuser', ['Promote', 'Demote'], ['is a superuser now', 'is no longer a superuser'])}
-          <RowButton text="Reset password" label={`Reset password of ${u.display_name || u.username}`} disabled={busy === `reset-${u.id}`} onClick={() => reset(u)} />
+          <RowButton
+            text="Reset password"
+            label={`Reset password of ${u.display_name || u.username}`}
+            disabled={busy === `reset-${u.id}`}
+            onClick={() => reset(u)}
+          />
         </RowActions>
       ),
     },
@@ -144,14 +179,17 @@ function NewPassword({ shown, onDone }: { shown: { user: string; password: strin
     );
   return (
     <div class="banner info" role="alert" id="users-new-password">
-      New password for {shown.user}: <code>{shown.password}</code>. It is shown only now: hand it over safely; they can change it under Settings.{' '}
+      New password for {shown.user}: <code>{shown.password}</code>. It is shown only now: hand it over safely; they can
+      change it under Settings.{' '}
       <button type="button" class="secondary small" id="users-copy-password" onClick={() => void copy()}>
         {copied ? 'Copied' : 'Copy'}
       </button>{' '}
       <button type="button" class="secondary small" onClick={onDone}>
         Done
       </button>
-      {copied === false && <span class="muted"> The browser did not allow copying: select the password and copy it.</span>}
+      {copied === false && (
+        <span class="muted"> The browser did not allow copying: select the password and copy it.</span>
+      )}
     </div>
   );
 }
