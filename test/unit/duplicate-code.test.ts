@@ -4,14 +4,42 @@
  * only brackets and punctuation left out, indentation ignored); the same block in two places, in
  * one file or two, fails the test with both places named, so the second copy becomes a call to
  * the first. Two kinds of file are left out, each with its reason (REASONED). Blocks alike in
- * shape but with other names are not caught here: that is for review.
+ * shape but with other names are not caught here: that is for review. The code is compared as
+ * printed at 240 columns (COMPARE_WIDTH); the places named are the file's own lines.
  */
 import t from 'tap';
 import { existsSync, readFileSync } from 'node:fs';
+import * as prettier from 'prettier';
 import { join, relative } from 'node:path';
 import { PRODUCT, repoRoot, tsFiles } from '../helpers/source-tree.js';
 
 const BLOCK = 6;
+/**
+ * The width the block size was set at. Code is compared as Prettier prints it at this width, so
+ * the tree's own width (120) does not change what counts as a copy: at 120 columns a call's
+ * arguments or a function's parameters stand one a line, and six such lines are far less logic.
+ * Objects are printed collapsed where they fit (`objectWrap: 'collapse'`), as at that width.
+ */
+const COMPARE_WIDTH = 240;
+
+/**
+ * The source line each line of `wide` (the same code printed at COMPARE_WIDTH) starts at: the
+ * next source line whose text begins the wide line. Lines keep their order when reprinted.
+ */
+function sourceLineOf(wide: string, source: string): number[] {
+  const src = source.split('\n').map((l) => l.trim());
+  let j = 0;
+  return wide.split('\n').map((w) => {
+    const text = w.trim();
+    for (let k = j; text && k < src.length; k++) {
+      if (src[k] && text.startsWith(src[k].slice(0, 40))) {
+        j = k + 1;
+        return k + 1;
+      }
+    }
+    return j;
+  });
+}
 
 /** The two reasoned exceptions (docs/architecture.md says why). */
 const REASONED: { prefix: string; reason: string }[] = [
@@ -139,7 +167,18 @@ t.test('no block of product code stands in two places', async (t) => {
     for (const path of tsFiles(join(root, folder))) {
       const rel = relative(root, path);
       if (REASONED.some((r) => rel.startsWith(r.prefix))) continue;
-      files.set(rel, significantLines(readFileSync(path, 'utf8')));
+      const source = readFileSync(path, 'utf8');
+      const wide = await prettier.format(source, {
+        filepath: path,
+        printWidth: COMPARE_WIDTH,
+        singleQuote: true,
+        objectWrap: 'collapse',
+      });
+      const at = sourceLineOf(wide, source);
+      files.set(
+        rel,
+        significantLines(wide).map((l) => ({ ...l, n: at[l.n - 1] })),
+      );
     }
   t.ok(files.size > 200, `read ${files.size} product files`);
   const found = joined(repeatedBlocks(files));
