@@ -162,14 +162,12 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
     const max = Math.max(...perSession);
     const rows: BenchResult['rows'] = [
       { what: 'idle session PSS (all its processes), MiB', n: s.n, p50: s.p50, max: round(max, 1) },
-      ...[...perKind.entries()]
-        .sort()
-        .map(([k, v]) => ({
-          what: `  of which ${k}, MiB`,
-          n: v.length,
-          p50: stats(v).p50,
-          max: round(Math.max(...v), 1),
-        })),
+      ...[...perKind.entries()].sort().map(([k, v]) => ({
+        what: `  of which ${k}, MiB`,
+        n: v.length,
+        p50: stats(v).p50,
+        max: round(Math.max(...v), 1),
+      })),
       { what: 'warm turn alone, ms', n: N_WARM, p50: stats(alone).p50, max: stats(alone).p99 },
       {
         what: `warm turn with ${n - 1} idle sessions beside it, ms`,

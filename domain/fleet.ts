@@ -38,16 +38,14 @@ export async function registerNode(
       heartbeat_at: at,
     })
     .onConflict((oc) =>
-      oc
-        .column('id')
-        .doUpdateSet({
-          url: n.url,
-          version: n.version,
-          capacity: n.capacity,
-          sessions: 0,
-          started_at: at,
-          heartbeat_at: at,
-        }),
+      oc.column('id').doUpdateSet({
+        url: n.url,
+        version: n.version,
+        capacity: n.capacity,
+        sessions: 0,
+        started_at: at,
+        heartbeat_at: at,
+      }),
     )
     .execute();
 }
@@ -116,15 +114,13 @@ export async function ownSandbox(
       updated_at: at,
     })
     .onConflict((oc) =>
-      oc
-        .column('session_id')
-        .doUpdateSet({
-          user_id: s.userId,
-          node_id: s.nodeId,
-          container_id: s.containerId ?? null,
-          state: s.state,
-          updated_at: at,
-        }),
+      oc.column('session_id').doUpdateSet({
+        user_id: s.userId,
+        node_id: s.nodeId,
+        container_id: s.containerId ?? null,
+        state: s.state,
+        updated_at: at,
+      }),
     )
     .execute();
 }

@@ -23,13 +23,11 @@ export async function writeWebSession(db: Sql, sid: string, s: WebSessionRecord)
     .insertInto('web_sessions')
     .values({ sid, user_id: s.userId, data: s.data, expires_at: s.expiresAt })
     .onConflict((oc) =>
-      oc
-        .column('sid')
-        .doUpdateSet((eb) => ({
-          user_id: eb.ref('excluded.user_id'),
-          data: eb.ref('excluded.data'),
-          expires_at: eb.ref('excluded.expires_at'),
-        })),
+      oc.column('sid').doUpdateSet((eb) => ({
+        user_id: eb.ref('excluded.user_id'),
+        data: eb.ref('excluded.data'),
+        expires_at: eb.ref('excluded.expires_at'),
+      })),
     )
     .execute();
 }

@@ -63,15 +63,13 @@ export function driveService(files: readonly DriveFile[]): ServiceHandler {
       return sent(res, 200, {
         kind: 'drive#fileList',
         incompleteSearch: false,
-        files: found
-          .slice(0, pageSize)
-          .map((f) => ({
-            kind: 'drive#file',
-            id: f.id,
-            name: f.name,
-            mimeType: f.mimeType,
-            modifiedTime: f.modifiedTime,
-          })),
+        files: found.slice(0, pageSize).map((f) => ({
+          kind: 'drive#file',
+          id: f.id,
+          name: f.name,
+          mimeType: f.mimeType,
+          modifiedTime: f.modifiedTime,
+        })),
       });
     }
 

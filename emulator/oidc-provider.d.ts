@@ -43,9 +43,7 @@ declare module 'oidc-provider' {
     Grant: GrantClass;
     /** Opaque access tokens (emulator/tickets-auth.ts verifies them as the resource server). */
     AccessToken: {
-      find(
-        token: string,
-      ): Promise<
+      find(token: string): Promise<
         | {
             accountId: string;
             clientId: string;

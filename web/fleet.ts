@@ -133,14 +133,12 @@ function forwardTo(
     req.log.warn({ node: node.id, url: node.url, err: err.message }, 'owner node unreachable');
     if (res.headersSent) return res.destroy();
     res.setHeader('Retry-After', String(Math.max(1, ctx.config.node.heartbeatS)));
-    res
-      .status(503)
-      .json({
-        error: {
-          code: 'ERR_NODE_UNREACHABLE',
-          message: `the node running this session (${node.id}) does not answer; try again shortly`,
-        },
-      });
+    res.status(503).json({
+      error: {
+        code: 'ERR_NODE_UNREACHABLE',
+        message: `the node running this session (${node.id}) does not answer; try again shortly`,
+      },
+    });
   });
   // The browser went away: so does the forwarded request (the owner keeps the turn running).
   res.on('close', () => up.destroy());

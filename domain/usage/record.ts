@@ -29,11 +29,9 @@ export async function recordSandboxTime(
     .insertInto('usage_daily')
     .values({ day: utcDay(r.at), user_id: r.userId, model_id: r.modelId, sandbox_seconds: seconds })
     .onConflict((oc) =>
-      oc
-        .columns(['day', 'user_id', 'model_id'])
-        .doUpdateSet((eb) => ({
-          sandbox_seconds: eb('usage_daily.sandbox_seconds', '+', eb.ref('excluded.sandbox_seconds')),
-        })),
+      oc.columns(['day', 'user_id', 'model_id']).doUpdateSet((eb) => ({
+        sandbox_seconds: eb('usage_daily.sandbox_seconds', '+', eb.ref('excluded.sandbox_seconds')),
+      })),
     )
     .execute();
 }

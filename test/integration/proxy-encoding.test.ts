@@ -42,9 +42,7 @@ async function dribble(res: ServerResponse, data: Buffer): Promise<void> {
   res.end();
 }
 
-async function start(
-  t: Tap,
-): Promise<{
+async function start(t: Tap): Promise<{
   base: string;
   up: Upstream;
   decisions: ProxyDecision[];
