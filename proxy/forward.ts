@@ -9,19 +9,9 @@ import {
 import { CALL_ID_HEADER } from '../core/sandbox-protocol.js';
 import type { Admission } from './admit.js';
 import { errorResponse, PROXY_ERRORS, ProxyRefusal, type ProxyErrorCode } from '../core/egress/errors.js';
-import { upstreamHeaders } from '../core/egress/headers.js';
+import { HOP_BY_HOP_RESPONSE, upstreamHeaders } from '../core/egress/headers.js';
 
-const DROP_RESPONSE = new Set([
-  'connection',
-  'keep-alive',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'content-length',
-  'proxy-authenticate',
-  'proxy-connection',
-]);
+const DROP_RESPONSE = new Set(HOP_BY_HOP_RESPONSE);
 /** What the proxy calls the egress gateway in the Host header (the gateway routes by path, never by Host). */
 export const EGRESS_HOST = 'egress.airlock';
 

@@ -2,6 +2,23 @@ import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import type { ProfileRoute } from '../sandbox-protocol.js';
 
 /**
+ * Response headers neither wall passes on to the child: the hop-by-hop ones, and the length (each
+ * wall frames the body again). The gateway drops `x-airlock-error` too (daemon/host/egress-upstream.ts):
+ * an upstream cannot speak as the proxy.
+ */
+export const HOP_BY_HOP_RESPONSE: readonly string[] = [
+  'connection',
+  'keep-alive',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'content-length',
+  'proxy-authenticate',
+  'proxy-connection',
+];
+
+/**
  * Request headers the proxy forwards: an allow-list, never a deny-list. Anything the child sends
  * that is not on its route's list is dropped and counted (Cookie, X-Original-URL, X-Rewrite-URL,
  * X-Forwarded-*, method overrides, tracing headers, …): an upstream or a front end in its path

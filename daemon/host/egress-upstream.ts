@@ -15,19 +15,10 @@ import type { CompiledRoute } from '../../core/egress/routes.js';
 import { contentCodings, DECODABLE_CODINGS, decodeBody, DecodeError } from '../../core/egress/decode.js';
 import { errorResponse, type ProxyErrorCode } from '../../core/egress/errors.js';
 import { Scrubber, scrubString } from '../../core/egress/scrub.js';
+import { HOP_BY_HOP_RESPONSE } from '../../core/egress/headers.js';
 
-const DROP_RESPONSE = new Set([
-  'connection',
-  'keep-alive',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'content-length',
-  'proxy-authenticate',
-  'proxy-connection',
-  'x-airlock-error',
-]);
+// An upstream cannot speak as the proxy: its own x-airlock-error is dropped too.
+const DROP_RESPONSE = new Set([...HOP_BY_HOP_RESPONSE, 'x-airlock-error']);
 /** Also dropped when the gateway decoded the body: the proxy gets it plain. */
 const DROP_DECODED = new Set(['content-encoding', 'content-md5']);
 /** Idle upstream connections are kept this long for reuse (below common upstream keep-alive limits). */
