@@ -47,12 +47,12 @@ if (docker) {
         docker,
         rig,
         [
-          { at_s: 12, what: 'kill-sandbox' },
-          { at_s: 22, what: 'kill-sandbox' },
-          { at_s: 30, what: 'sigkill-daemon', node: 0 },
-          { at_s: 45, what: 'kill-sandbox' },
+          { at_s: 10, what: 'kill-sandbox' },
+          { at_s: 18, what: 'kill-sandbox' },
+          { at_s: 25, what: 'sigkill-daemon', node: 0 },
+          { at_s: 35, what: 'kill-sandbox' },
         ],
-        60,
+        45,
       );
       await load.stop();
       const c = chaosCounts(rig, load);
