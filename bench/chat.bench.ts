@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { randomUUID } from 'node:crypto';
 import { atRestEncryptor, hashPassword, loadConfig, silentLogger } from '../core/index.js';
 import { DbSessionStore, startWebServer } from '../web/index.js';
+import { webOnlyServices } from '../test/helpers/app.js';
 import { LocalTurnRunner } from '../daemon/dev/local-runner.js';
 import { serve } from '../daemon/serve.js';
 import { buildSandboxImage, createDocker } from '../daemon/runtime/index.js';
@@ -189,7 +190,7 @@ async function local(model: ModelEmulator) {
       log: silentLogger(),
       sessions: new DbSessionStore(database.sql),
       encryptor: atRestEncryptor(config),
-      services: { chat: { runner } },
+      services: webOnlyServices(database, atRestEncryptor(config), { chat: { runner } }),
     },
     0,
     '127.0.0.1',

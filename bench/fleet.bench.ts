@@ -14,7 +14,7 @@ import { openDatabase, type Database } from '../domain/db/index.js';
 import { claimNonce, ownSandbox, registerNode } from '../domain/fleet.js';
 import { createUser } from '../domain/users.js';
 import { DbSessionStore, startWebServer, type WebServer } from '../web/index.js';
-import { freePort } from '../test/helpers/app.js';
+import { freePort, webOnlyServices } from '../test/helpers/app.js';
 import { streamTurn } from '../test/helpers/chat.js';
 import { Client } from '../test/helpers/client.js';
 import { createPgDatabase, pgUnavailable, startPgCluster } from '../test/helpers/postgres.js';
@@ -58,7 +58,7 @@ async function node(database: Database, id: string): Promise<{ web: WebServer; d
       log: silentLogger(),
       sessions: new DbSessionStore(database.sql),
       encryptor: atRestEncryptor(config),
-      services: { chat: { runner: instant } },
+      services: webOnlyServices(database, atRestEncryptor(config), { chat: { runner: instant } }),
     },
     port,
     '127.0.0.1',

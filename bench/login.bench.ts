@@ -7,6 +7,7 @@ import { Agent, request } from 'undici';
 import { atRestEncryptor, hashPassword, loadConfig, silentLogger } from '../core/index.js';
 import { createUser } from '../domain/users.js';
 import { DbSessionStore, startWebServer } from '../web/index.js';
+import { webOnlyServices } from '../test/helpers/app.js';
 import { measure, nowMs, stats, type BenchResult } from './lib.js';
 import { openDatabase } from '../domain/db/index.js';
 
@@ -37,7 +38,7 @@ export async function run(): Promise<BenchResult> {
       log: silentLogger(),
       sessions: new DbSessionStore(database.sql),
       encryptor: atRestEncryptor(config),
-      services: {},
+      services: webOnlyServices(database, atRestEncryptor(config)),
     },
     0,
     '127.0.0.1',

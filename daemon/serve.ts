@@ -1,5 +1,12 @@
 import { assertPortFree } from './port-check.js';
-import { DbSessionStore, startWebServer, type WebServer, type WebServices } from '../web/index.js';
+import {
+  DbSessionStore,
+  noSandboxPorts,
+  startWebServer,
+  type SandboxPorts,
+  type WebServer,
+  type WebServices,
+} from '../web/index.js';
 import { openBase, type DaemonBase } from './context.js';
 import {
   AppError,
@@ -11,7 +18,6 @@ import {
   type Clock,
   type Config,
   type Metrics,
-  type ConnectorTokens,
   type Encryptor,
   type Logger,
   type SessionPreparer,
@@ -33,6 +39,7 @@ import { Lifecycle } from './lifecycle.js';
 import { AccountStore, getUserById } from '../domain/index.js';
 import { recordSandboxTime } from '../domain/usage/index.js';
 import { registryLookup } from '../domain/connector-oauth/registry.js';
+import type { OAuthConnectorLookup } from '../core/connector-oauth.js';
 import { connectorTokenService } from './host/connector-tokens.js';
 
 export interface RunningDaemon extends DaemonBase {
@@ -49,8 +56,6 @@ export interface RunningDaemon extends DaemonBase {
 
 export interface ServeOptions {
   log?: Logger;
-  /** Extra services (tests, demo) merged over the ones serve builds. */
-  services?: WebServices;
   /** Sandbox runtime seams (other areas plug in here); false disables the runtime (web-only tests). */
   runtime?: { preparer?: SessionPreparer; egress?: EgressGateway; owner?: string } | false;
   /** The clock sessions and the fleet membership read ages on (core/clock.ts); tests advance one. */
@@ -85,7 +90,6 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
     // The one at-rest encryptor: accounts, IdP secrets, memories.
     const encryptor = atRestEncryptor(config);
     const metrics = createMetrics({ defaultMetrics: true, node: config.node.id });
-    const services: WebServices = { metrics, ...(opts.services ?? {}) };
     // OpenTelemetry, when OTEL_EXPORTER_OTLP_ENDPOINT is set: turns, tool calls and proxied requests.
     const telemetry = startTelemetry(config, base.log, metrics.registry);
     life.onStop('telemetry', () => telemetry?.shutdown());
@@ -101,11 +105,13 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
 
     // The send policy's daemon side and the proxy's audit trail (docs/audit.md).
     const mailGate = new MailGate(base.database.sql, config, base.log.child({ area: 'mail' }));
+    const oauthConnectors = registryLookup(base.database.sql, encryptor);
+    const connectors = connectorGateway(base, encryptor, oauthConnectors, mailGate, (a) => telemetry?.connectorCall(a));
     const egressGateway = new EgressGatewayService({
       log: base.log,
       metrics,
       caps: egressCaps(config.egress),
-      connectors: connectorGateway(base, config, encryptor, services, mailGate, (a) => telemetry?.connectorCall(a)),
+      connectors: connectors.gateway,
     });
     life.onStop('egress gateway', () => egressGateway.close());
     // Connected accounts, token service (refresh + rotation), session overlay.
@@ -115,19 +121,11 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
       () => startTokenService(base, accounts, metrics),
       (t) => t.close(),
     );
-    services.accounts ??= accounts;
-    services.tokenService ??= tokenService;
-    const directorySync = await startDirectorySync(config, base, encryptor, metrics, services);
-
     const late = latePreparer(base, encryptor, tokenService);
     const fleetSessions = new FleetSessions({ ...base, clock: opts.clock });
     const auditor = telemetry ? telemetry.auditor(mailGate) : mailGate;
-    const hooks = sessionHooks(
-      base,
-      tokenService,
-      fleetSessions,
-      sandboxTime(base, metrics, opts.clock ?? systemClock),
-    );
+    const held = sandboxTime(base, metrics, opts.clock ?? systemClock);
+    const hooks = sessionHooks(base, tokenService, fleetSessions, held);
     const runtimeOpts =
       opts.runtime === false
         ? undefined
@@ -146,12 +144,22 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
           (r) => r?.close(),
         )
       : undefined;
-    if (runtimeOpts && !runtime) {
-      // No engine: no sandbox is live, so no agent token is either.
-      services.agentSessions ??= { isLive: () => false } satisfies AgentSessionCheck;
-    }
     started.runtime = runtime;
-    if (runtime) wireRuntime(services, runtime, fleetSessions, telemetry);
+    // Without an engine (or with the runtime off) the ports answer "no sandboxes" (web/services.ts).
+    const sandboxPorts = runtime
+      ? runtimePorts(runtime, fleetSessions, telemetry)
+      : noSandboxPorts(opts.runtime === false ? 'unchecked' : 'refused');
+    const directorySync = await startDirectorySync(config, base, encryptor, metrics, sandboxPorts.sandboxes);
+    const services: WebServices = {
+      ...sandboxPorts,
+      metrics,
+      accounts,
+      tokenService,
+      directorySync,
+      ...connectors.web,
+      oauthConnectors,
+      agentModels: () => [],
+    };
     life.onStop('directory sync', () =>
       Promise.race([directorySync.idle(), new Promise((r) => setTimeout(r, 5_000).unref())]),
     );
@@ -270,7 +278,7 @@ async function startDirectorySync(
   base: DaemonBase,
   encryptor: Encryptor,
   metrics: ReturnType<typeof createMetrics>,
-  services: WebServices,
+  sandboxes: SandboxControl,
 ): Promise<DirectorySyncRunner> {
   const directorySync = new DirectorySyncRunner({
     config,
@@ -278,13 +286,10 @@ async function startDirectorySync(
     log: base.log,
     encryptor,
     metrics,
-    get sandboxes() {
-      return services.sandboxes as SandboxControl | undefined;
-    },
+    sandboxes,
   });
   const interrupted = await directorySync.recover();
   if (interrupted) base.log.warn({ jobs: interrupted }, 'directory-sync jobs whose process stopped marked failed');
-  services.directorySync ??= directorySync;
   return directorySync;
 }
 
@@ -336,62 +341,53 @@ function sessionHooks(
   };
 }
 
-/** The web services the sandbox runtime provides (chat runner, operator, attach, workspaces, tokens). */
-function wireRuntime(
-  services: WebServices,
+/** The web services the sandbox runtime provides (chat runner, operator, attach, workspaces, sandboxes). */
+function runtimePorts(
   runtime: Runtime,
   fleetSessions: FleetSessions,
   telemetry: ReturnType<typeof startTelemetry>,
-): void {
-  // ChatService (domain/chat/turn-service.ts) is {runner}; the session manager is the TurnRunner.
-  fleetSessions.runner = runtime.sessions;
-  services.operator ??= ((request: unknown) => runtime.sessions.handleControl(request)) satisfies OperatorPort;
-  services.attach ??= {
-    container: async (sessionId) => (await runtime.sessions.inspect(sessionId)).containerId,
-    shell: (containerId, o, tty) => runtime.driver.shell(containerId, o, tty),
-  } satisfies AttachPort;
-  services.workspaces ??= { ensure: (userId) => runtime.sessions.ensureWorkspace(userId) };
-  services.chat ??= { runner: telemetry ? telemetry.runner(fleetSessions) : fleetSessions };
-  services.sandboxes ??= runtime.sessions;
-  services.sandboxAdmin ??= runtime.sessions;
-  // AGENT_USER_TOKEN is bound to user and session: accepted only while that session has a live
-  // sandbox of that user (docs/api.md).
-  services.agentSessions ??= {
-    isLive: (sessionId: string, userId: number) => runtime.sessions.isLive(sessionId, userId),
-  } satisfies AgentSessionCheck;
+): SandboxPorts {
+  // ChatService (domain/chat/turn-service.ts) is {runner}: the session manager, as the fleet sees it.
+  const runner = fleetSessions.runnerOver(runtime.sessions);
+  return {
+    operator: ((request: unknown) => runtime.sessions.handleControl(request)) satisfies OperatorPort,
+    attach: {
+      container: async (sessionId) => (await runtime.sessions.inspect(sessionId)).containerId,
+      shell: (containerId, o, tty) => runtime.driver.shell(containerId, o, tty),
+    } satisfies AttachPort,
+    workspaces: { ensure: (userId) => runtime.sessions.ensureWorkspace(userId) },
+    chat: { runner: telemetry ? telemetry.runner(runner) : runner },
+    sandboxes: runtime.sessions,
+    sandboxAdmin: runtime.sessions,
+    // AGENT_USER_TOKEN is bound to user and session: accepted only while that session has a live
+    // sandbox of that user (docs/api.md).
+    agentSessions: {
+      isLive: (sessionId: string, userId: number) => runtime.sessions.isLive(sessionId, userId),
+    } satisfies AgentSessionCheck,
+  };
 }
 
 /**
  * Connectors (docs/connectors.md): the gateway's MCP side. A tool marked ask waits for the user
  * in the chat (`approvals`, also the chat's decider with the MailGate: approvalDecider) at most
- * half the tool timeout; the other half is the call's. OAuth tokens through the seam the
- * per-user OAuth piece fills (services.connectorTokens); unset, an OAuth connector answers "connect first".
+ * half the tool timeout; the other half is the call's. OAuth connectors' tokens come from each
+ * user's grant (`tokens`, docs/connectors.md "OAuth per user").
  */
 function connectorGateway(
   base: DaemonBase,
-  config: Readonly<Config>,
   encryptor: Encryptor,
-  services: WebServices,
+  oauthConnectors: OAuthConnectorLookup,
   mailGate: MailGate,
   onCall: (a: ConnectorCallAudit) => void,
-): ConnectorGateway {
+): { gateway: ConnectorGateway; web: Pick<WebServices, 'approvals' | 'connectorTokens'> } {
   const approvals = new ConnectorApprovals({
     db: base.database.sql,
     log: base.log.child({ area: 'connectors' }),
-    timeoutMs: (config.model.toolTimeoutS * 1000) / 2,
+    timeoutMs: (base.config.model.toolTimeoutS * 1000) / 2,
   });
-  services.approvals ??= approvalDecider(mailGate, approvals);
-  // Each user's OAuth tokens (docs/connectors.md, "OAuth per user"): refreshed by the host, one grant per fleet.
-  services.connectorTokens ??= connectorTokenService(
-    base,
-    encryptor,
-    () => services.oauthConnectors ?? registryLookup(base.database.sql, encryptor),
-  );
-  const tokens: ConnectorTokens = {
-    accessToken: async (id, userId) =>
-      services.connectorTokens ? services.connectorTokens.accessToken(id, userId) : null,
-  };
-  return new ConnectorGateway({
+  // Each user's OAuth tokens: refreshed by the host, one grant per fleet.
+  const tokens = connectorTokenService(base, encryptor, oauthConnectors);
+  const gateway = new ConnectorGateway({
     db: base.database.sql,
     enc: encryptor,
     log: base.log.child({ area: 'connectors' }),
@@ -400,4 +396,5 @@ function connectorGateway(
     approve: approvals.approve,
     onSessionClosed: (id) => approvals.sessionEnded(id),
   });
+  return { gateway, web: { approvals: approvalDecider(mailGate, approvals), connectorTokens: tokens } };
 }

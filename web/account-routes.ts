@@ -8,8 +8,8 @@ import {
   WORKSPACE_SCOPES,
   type ConnectedAccount,
 } from '../core/index.js';
-import { AccountStore } from '../domain/accounts.js';
-import { asyncHandler, requireUser, type WebContext } from './context.js';
+import type { AccountStore } from '../domain/accounts.js';
+import { asyncHandler, requireUser, type WebContext, type WebServices } from './context.js';
 import { resolveRedirect } from './redirect.js';
 import { validateBody } from './validate.js';
 import { ConnectAccountSchema } from '../core/api-requests.js';
@@ -19,14 +19,8 @@ import { saveSession } from './auth-routes.js';
 export const ACCOUNT_STATE_TTL_MS = 10 * 60 * 1000;
 const STATE_KEY = 'account:';
 
-/** Services this area takes from the daemon (ctx.services); each is optional. */
-export interface AccountWebServices {
-  accounts?: AccountStore;
-  /** Pushes a new access token into the user's warm sandboxes (daemon/host/tokens.ts TokenService). */
-  tokenService?: { pushToUser(userId: number, accessToken: string): Promise<void> };
-  /** Ends a user's sandboxes (the session manager). */
-  sandboxes?: { killForUser(userId: number, why?: string): Promise<unknown> | unknown };
-}
+/** Services this area takes from the daemon (ctx.services). */
+export type AccountWebServices = Pick<WebServices, 'accounts' | 'tokenService' | 'sandboxes'>;
 
 interface PendingConnect {
   verifier: string;
@@ -87,8 +81,8 @@ async function refreshLiveSandboxes(
 ): Promise<void> {
   if (!before) return;
   // An account whose e-mail is unknown cannot be told apart: treated as another one.
-  if (before.email && before.email === after) await services.tokenService?.pushToUser(userId, accessToken);
-  else await services.sandboxes?.killForUser(userId, 'account changed');
+  if (before.email && before.email === after) await services.tokenService.pushToUser(userId, accessToken);
+  else await services.sandboxes.killForUser(userId, 'account changed');
 }
 
 /** The provider's authorization URL for a connect (authorization code + PKCE S256, offline, consent). */
@@ -184,7 +178,7 @@ async function disconnect(d: AccountDeps, req: Request, res: Response): Promise<
   });
   // No warm sandbox keeps the old token either: the user's sandboxes end, and the next
   // prompt starts a fresh one without an account.
-  if (had) await services.sandboxes?.killForUser(userId, 'account disconnected');
+  if (had) await services.sandboxes.killForUser(userId, 'account disconnected');
   req.log.info({ event: 'account_disconnected', had, revoked, reason: revocation?.reason }, 'account disconnected');
   res.json({ connected: false, revoked_at_provider: revoked });
 }
@@ -201,7 +195,7 @@ export function accountRoutes(ctx: WebContext): Router {
   const r = Router();
   const g = ctx.config.google;
   const services = ctx.services;
-  const store = services.accounts ?? new AccountStore(ctx.database.sql, ctx.encryptor);
+  const store = services.accounts;
   const redirectUri = `${ctx.config.publicOrigin}/api/account/callback`;
   const d: AccountDeps = { ctx, g, services, store, redirectUri };
 

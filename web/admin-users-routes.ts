@@ -79,7 +79,7 @@ function userChangeRoutes(ctx: WebContext, r: Router): void {
       const body = parseBody(CHANGE, req.body);
       const out = await changeUser(ctx.database.sql, req.user!.id, id, body);
       let sandboxesEnded: number | null = null;
-      if (out.deactivated && ctx.services.sandboxes) {
+      if (out.deactivated) {
         // After the commit: the account is inactive and its web sessions gone already, so a failure here is logged, not fatal.
         try {
           const n = await ctx.services.sandboxes.killForUser(id, 'user deactivated');

@@ -194,16 +194,14 @@ function mountProbes(app: Express, ctx: WebContext): void {
   // Prometheus metrics (no secrets or user data in them; restrict with the listen address
   // or a reverse proxy if the port is reachable by others).
   const metrics = ctx.services.metrics;
-  if (metrics) {
-    app.get('/metrics', async (_req, res, next) => {
-      try {
-        res.setHeader('Content-Type', metrics.registry.contentType);
-        res.end(await metrics.registry.metrics());
-      } catch (err) {
-        next(err);
-      }
-    });
-  }
+  app.get('/metrics', async (_req, res, next) => {
+    try {
+      res.setHeader('Content-Type', metrics.registry.contentType);
+      res.end(await metrics.registry.metrics());
+    } catch (err) {
+      next(err);
+    }
+  });
 }
 
 /** A request that carries a body (a declared length above 0, or chunked). */

@@ -20,7 +20,7 @@ export function approvalRoutes(ctx: WebContext, owned: OwnedSession): Router {
     onOwnedChat(owned, async (req, res, s) => {
       const approvalId = String(req.params.approvalId);
       const approvals = ctx.services.approvals;
-      if (!APPROVAL_ID.test(approvalId) || !approvals?.preview)
+      if (!APPROVAL_ID.test(approvalId) || !approvals.preview)
         throw new AppError('ERR_APPROVAL_NOT_FOUND', 'no such pending approval in this chat session');
       return handle(req, res, await approvals.preview({ userId: req.user!.id, sessionId: s.id, approvalId }));
     });

@@ -52,7 +52,7 @@ export function authRoutes(ctx: WebContext): Router {
       const verdict = await limiter.begin(body.username, address);
       if (!verdict.ok) {
         res.setHeader('Retry-After', String(verdict.retryAfterS));
-        ctx.services.metrics?.logins.inc({ outcome: 'rate_limited' });
+        ctx.services.metrics.logins.inc({ outcome: 'rate_limited' });
         req.log.info({ event: 'login_rate_limited', reason: verdict.reason }, 'login rate limited');
         throw new AppError('ERR_AUTH_RATE_LIMITED', 'too many failed logins; try again later', {
           details: { retry_after_s: verdict.retryAfterS },
@@ -66,7 +66,7 @@ export function authRoutes(ctx: WebContext): Router {
         req.log.info({ event: 'login_failed' }, 'login failed');
         // The progressive delay: the failed answer itself waits, so one-at-a-time guessing slows down.
         await new Promise((resolve) => setTimeout(resolve, wait));
-        ctx.services.metrics?.logins.inc({ outcome: 'failed' });
+        ctx.services.metrics.logins.inc({ outcome: 'failed' });
         throw new AppError('ERR_AUTH_INVALID_CREDENTIALS', 'wrong username or password');
       }
       await limiter.succeed(body.username, address);
@@ -86,7 +86,7 @@ export function authRoutes(ctx: WebContext): Router {
       req.session.userId = user.id;
       req.session.csrfToken = randomToken(32);
       req.log.info({ userId: user.id }, 'login');
-      ctx.services.metrics?.logins.inc({ outcome: 'ok' });
+      ctx.services.metrics.logins.inc({ outcome: 'ok' });
       res.json({ user: userView(user), csrf_token: req.session.csrfToken, next } satisfies LoginResponse);
     }),
   );

@@ -65,7 +65,7 @@ function turnRoutes(ctx: WebContext, { owned, turns }: ChatSessionDeps): Router 
     '/messages',
     requireUser,
     asyncHandler(async (req, res) => {
-      if (!ctx.services.chat) throw new AppError('ERR_CHAT_UNAVAILABLE', 'chat is not available on this server');
+      if (!ctx.services.chat.runner) throw new AppError('ERR_CHAT_UNAVAILABLE', 'chat is not available on this server');
       const body = validateBody(SendMessageSchema, req.body);
       const user = req.user!;
       const session = body.session_id ? await owned(user.id, body.session_id) : undefined;

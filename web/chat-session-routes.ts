@@ -38,9 +38,7 @@ export function chatSessionRoutes(ctx: WebContext, { owned, turns }: ChatSession
       if (!/^[A-Za-z0-9-]{1,64}$/.test(approvalId))
         throw new AppError('ERR_APPROVAL_NOT_FOUND', 'no such pending approval in this chat session');
       const body = validateBody(ApprovalDecisionSchema, req.body);
-      const approvals = ctx.services.approvals;
-      if (!approvals) throw new AppError('ERR_APPROVAL_NOT_FOUND', 'no such pending approval in this chat session');
-      const d = await approvals.decide({
+      const d = await ctx.services.approvals.decide({
         userId: req.user!.id,
         sessionId: s.id,
         approvalId,
@@ -129,16 +127,13 @@ function sessionChangeRoutes(ctx: WebContext, { owned, turns }: ChatSessionDeps)
     '/sessions/:id',
     ...onOwnedChat(owned, async (req, res, s) => {
       const stopped = turns.stopSession(s.id);
-      const killer = ctx.services.sandboxAdmin;
       let sandboxEnded = false;
-      if (killer) {
-        try {
-          await killer.kill(s.id);
-          sandboxEnded = true;
-        } catch (err) {
-          // No live sandbox for this chat (reaped, never started): nothing to end.
-          if (!isAppError(err, 'ERR_SESSION_NOT_FOUND')) throw err;
-        }
+      try {
+        await ctx.services.sandboxAdmin.kill(s.id);
+        sandboxEnded = true;
+      } catch (err) {
+        // No live sandbox for this chat (reaped, never started), or none on this server: nothing to end.
+        if (!isAppError(err, 'ERR_SESSION_NOT_FOUND') && !isAppError(err, 'ERR_RUNTIME_UNAVAILABLE')) throw err;
       }
       await store.inTransaction(db, async (trx) => {
         await store.deleteSession(trx, s.id);

@@ -23,7 +23,6 @@ import {
   type ConnectorClient,
 } from '../domain/connector-oauth/client.js';
 import { ConnectorTokenStore } from '../domain/connector-oauth/store.js';
-import { registryLookup } from '../domain/connector-oauth/registry.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
 import { resolveRedirect } from './redirect.js';
 import { validateBody } from './validate.js';
@@ -239,7 +238,7 @@ export function connectorOAuthRoutes(ctx: WebContext): Router {
   const d: Deps = {
     ctx,
     // The connector registry, unless the daemon (or a test) hands in another lookup.
-    lookup: ctx.services.oauthConnectors ?? registryLookup(ctx.database.sql, ctx.encryptor),
+    lookup: ctx.services.oauthConnectors,
     store: new ConnectorTokenStore(ctx.database.sql, ctx.encryptor),
     redirectUri: ctx.config.publicOrigin + CONNECTOR_CALLBACK_PATH,
     metadataUrl: ctx.config.publicOrigin + CLIENT_METADATA_PATH,

@@ -36,41 +36,43 @@ declare global {
 }
 
 /**
- * The ports the daemon hands the web app (daemon/serve.ts wires them; tests pass their own). Each
- * area declares the interface it needs; every one is optional, and a route whose port is missing
- * answers a coded 503 (e.g. no Docker engine: no chat).
+ * The ports the daemon hands the web app: every one is there, built in one place, the daemon's
+ * composition root (daemon/serve.ts), or a test's (test/helpers/app.ts). Each area declares the
+ * interface it needs. A server that runs no sandboxes (no Docker engine) gets the explicit
+ * "no sandboxes" ports of web/services.ts, which answer with the coded errors the routes name
+ * (e.g. ERR_CHAT_UNAVAILABLE, ERR_RUNTIME_UNAVAILABLE), not a missing port.
  */
 export interface WebServices {
   /** Prometheus metrics (/metrics, login and turn counters). */
-  metrics?: Metrics;
-  /** Runs chat turns (the session manager behind the fleet's view of it). */
-  chat?: ChatService;
+  metrics: Metrics;
+  /** Runs chat turns (the session manager behind the fleet's view of it); its runner is null without sandboxes. */
+  chat: ChatService;
   /** Ends or marks a user's live sandboxes (identity, accounts). */
-  sandboxes?: SandboxControl & { killForUser(userId: number, why?: string): Promise<unknown> | unknown };
+  sandboxes: SandboxControl & { killForUser(userId: number, why?: string): Promise<unknown> | unknown };
   /** The live-sessions admin page (and ending a deleted chat's sandbox). */
-  sandboxAdmin?: SandboxAdmin;
+  sandboxAdmin: SandboxAdmin;
   /** Whether an AGENT_USER_TOKEN's session is live (the agent API). */
-  agentSessions?: AgentSessionCheck;
+  agentSessions: AgentSessionCheck;
   /** Runs directory-sync jobs in the background. */
-  directorySync?: DirectorySyncService;
+  directorySync: DirectorySyncService;
   /** Connected accounts (encrypted at rest). */
-  accounts?: AccountStore;
+  accounts: AccountStore;
   /** Pushes a new access token into the user's warm sandboxes. */
-  tokenService?: { pushToUser(userId: number, accessToken: string): Promise<void> };
+  tokenService: { pushToUser(userId: number, accessToken: string): Promise<void> };
   /** The operator API for commands another node sends (inspect, restart, kill). */
-  operator?: OperatorPort;
+  operator: OperatorPort;
   /** A shell in a session's container for `sessions attach` from another node. */
-  attach?: AttachPort;
+  attach: AttachPort;
   /** Models the daemon can use beyond AIRLOCK_MODEL (agent policies may name them). */
-  agentModels?: () => string[];
-  /** OAuth connectors' per-user tokens (core/connectors.ts ConnectorTokens); absent: OAuth connectors list their tools only once wired. */
-  connectorTokens?: ConnectorTokens;
+  agentModels: () => string[];
+  /** OAuth connectors' per-user tokens (core/connectors.ts ConnectorTokens). */
+  connectorTokens: ConnectorTokens;
   /** The user's workspace, made and mounted with its quota (uploads: web/upload-routes.ts). */
-  workspaces?: { ensure(userId: number): string };
-  /** Decides mail sends held for the user's approval (domain/mail/gate.ts). */
-  approvals?: ApprovalDecider;
+  workspaces: { ensure(userId: number): string };
+  /** Decides mail sends and connector calls held for the user's approval (domain/mail/gate.ts). */
+  approvals: ApprovalDecider;
   /** The OAuth connectors a user may connect (the connector registry; web/connector-oauth-routes.ts). */
-  oauthConnectors?: OAuthConnectorLookup;
+  oauthConnectors: OAuthConnectorLookup;
 }
 
 /** What every router factory receives. */

@@ -62,7 +62,7 @@ export function feedbackRoutes(ctx: WebContext): Router {
         throw new AppError('ERR_FEEDBACK_TURN_RUNNING', 'the answer is still running: rate it when it ends');
       const note = body.data.note?.trim() || null;
       const { row, before } = await setFeedback(db, t.turn_id, req.user!.id, body.data.rating, note);
-      if (before !== row.rating) ctx.services.metrics?.chatFeedback.inc({ rating: row.rating });
+      if (before !== row.rating) ctx.services.metrics.chatFeedback.inc({ rating: row.rating });
       const out: FeedbackEntry = {
         turn_id: row.turn_id,
         rating: row.rating,

@@ -91,7 +91,6 @@ async function admitAttach(
   const rows = sizeParam(url, 'rows');
   const cols = sizeParam(url, 'cols');
   const port = ctx.services.attach;
-  if (!port) throw new AppError('ERR_SESSION_UNAVAILABLE', 'this node runs no sandboxes');
   const sessionId = decodeURIComponent(m[1]);
   return {
     containerId: await port.container(sessionId),
@@ -159,7 +158,7 @@ function runAttach(
   });
   socket.on('error', () => socket.destroy());
   if (head.length) onData(head);
-  ctx.services.attach!.shell(a.containerId, { root: a.root, term: a.term }, { stdin, stdout }).then(
+  ctx.services.attach.shell(a.containerId, { root: a.root, term: a.term }, { stdin, stdout }).then(
     (code) => {
       log.info({ session: a.sessionId, fromNode: a.from, code, ms: Date.now() - started }, 'attach ended');
       if (socket.writable) socket.end(encodeAttachFrame({ type: 'exit', code }));

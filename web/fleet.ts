@@ -212,14 +212,15 @@ export type { OperatorPort } from './ports.js';
 export function fleetRoutes(ctx: WebContext, chat: RequestHandler): Router {
   const r = Router();
   // `airlock sessions inspect|restart|kill` run on another node for a session this node owns.
+  // Logged once done (a node without sandboxes answers ERR_SESSION_UNAVAILABLE, logged as a failed request).
   r.post('/operator', (req, res, next) => {
-    const operator = ctx.services.operator;
-    if (!operator) return next(new AppError('ERR_SESSION_UNAVAILABLE', 'this node runs no sandboxes'));
-    req.log.info(
-      { cmd: (req.body as { cmd?: unknown })?.cmd, fromNode: req.headers[NODE_HEADERS.node] },
-      'operator command from another node',
-    );
-    operator(req.body).then((result) => res.json({ result }), next);
+    ctx.services.operator(req.body).then((result) => {
+      req.log.info(
+        { cmd: (req.body as { cmd?: unknown })?.cmd, fromNode: req.headers[NODE_HEADERS.node] },
+        'operator command from another node',
+      );
+      res.json({ result });
+    }, next);
   });
   const viaChat: RequestHandler = (req, res, next) => {
     req.url = req.originalUrl.slice('/api/fleet/chat'.length) || '/';

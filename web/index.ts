@@ -1,5 +1,6 @@
 export * from './app.js';
 export * from './context.js';
+export * from './services.js';
 export * from './server.js';
 export * from './session-store.js';
 export * from './auth-routes.js';

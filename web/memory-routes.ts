@@ -83,8 +83,7 @@ async function agentUser(ctx: WebContext, req: Request): Promise<{ userId: numbe
   const claims = verifyAgentUserToken(secret, m[1]);
   const user = await getUserById(ctx.database.sql, claims.userId);
   if (!user || !user.is_active) throw new AppError('ERR_AGENT_TOKEN_INVALID', 'invalid agent user token');
-  const sessions = ctx.services.agentSessions;
-  if (sessions && !sessions.isLive(claims.sessionId, claims.userId)) {
+  if (!ctx.services.agentSessions.isLive(claims.sessionId, claims.userId)) {
     throw new AppError('ERR_AGENT_TOKEN_INVALID', 'the chat session of this token has ended');
   }
   return { userId: claims.userId, sessionId: claims.sessionId };

@@ -129,9 +129,7 @@ export function uploadRoutes(
       const data = await readCappedBody(req, UPLOAD_MAX_BYTES, tooLarge);
       if (!data.length) throw new AppError('ERR_UPLOAD_BODY', 'the file is empty');
       const preview = checkUpload(name, data);
-      const port = o.workspaces ?? ctx.services.workspaces;
-      if (!port) throw new AppError('ERR_CHAT_UNAVAILABLE', 'no workspace on this server (chat is not available)');
-      port.ensure(req.user!.id);
+      (o.workspaces ?? ctx.services.workspaces).ensure(req.user!.id);
       const file = await saveUpload(root, String(req.user!.id), name, data);
       req.log.info({ event: 'upload_saved', kind: file.kind, bytes: file.bytes }, 'file uploaded');
       const answer: UploadAnswer = { file, preview: { ...preview, name: file.name } };

@@ -137,20 +137,20 @@ export class ConnectorTokenService implements ConnectorTokens {
 
 /**
  * The daemon's instance: the at-rest store on the daemon's database, this node as lease holder,
- * and the registry read at each use (`registry()`), so it may be wired after this is built.
- * daemon/serve.ts hands it to the egress gateway (the ConnectorTokens the gateway asks).
+ * and the connector registry. daemon/serve.ts hands it to the egress gateway (the ConnectorTokens
+ * the gateway asks) and to the web app.
  */
 export function connectorTokenService(
   base: { config: Readonly<Config>; database: { sql: Sql }; log: Logger },
   encryptor: Encryptor,
-  registry: () => OAuthConnectorLookup | undefined,
+  registry: OAuthConnectorLookup,
   metrics?: Metrics,
 ): ConnectorTokenService {
   return new ConnectorTokenService({
     store: new ConnectorTokenStore(base.database.sql, encryptor),
     connectors: {
-      get: async (id) => registry()?.get(id),
-      forUser: async (userId) => (await registry()?.forUser(userId)) ?? [],
+      get: async (id) => registry.get(id),
+      forUser: async (userId) => registry.forUser(userId),
     },
     db: base.database.sql,
     nodeId: base.config.node.id,

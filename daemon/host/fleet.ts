@@ -123,20 +123,24 @@ export class FleetMember {
  * a session another node owned (a lost node: web/fleet.ts only keeps what no live node owns)
  * starts a sandbox here that gets the chat's stored conversation, as after a lost sandbox.
  */
-export class FleetSessions implements TurnRunner {
-  /** The session manager (set once the runtime started; adoption asks mayAdopt before that). */
-  runner?: TurnRunner;
-
+export class FleetSessions {
   constructor(private readonly o: { config: Readonly<Config>; database: Database; log: Logger; clock?: Clock }) {}
 
-  async runTurn(req: TurnRequest): Promise<TurnResult> {
-    if (!this.runner) throw new TypeError('FleetSessions: no runner');
-    const row = await sandboxOf(this.o.database.sql, req.sessionId);
-    if (row && row.node_id !== this.o.config.node.id && row.user_id === req.userId) {
-      // No notice: the sandbox started here gets the stored conversation (docs/chat.md).
-      this.o.log.warn({ sessionId: req.sessionId, from: row.node_id }, 'taking over the session of a lost node');
-    }
-    return this.runner.runTurn(req);
+  /**
+   * The chat's turn runner: `runner` (the session manager, once the runtime started; the session
+   * hooks below are the runtime's before that), noting a session a lost node owned taken over here.
+   */
+  runnerOver(runner: TurnRunner): TurnRunner {
+    return {
+      runTurn: async (req: TurnRequest): Promise<TurnResult> => {
+        const row = await sandboxOf(this.o.database.sql, req.sessionId);
+        if (row && row.node_id !== this.o.config.node.id && row.user_id === req.userId) {
+          // No notice: the sandbox started here gets the stored conversation (docs/chat.md).
+          this.o.log.warn({ sessionId: req.sessionId, from: row.node_id }, 'taking over the session of a lost node');
+        }
+        return runner.runTurn(req);
+      },
+    };
   }
 
   /** Session hook: this node owns the session's live sandbox now. */

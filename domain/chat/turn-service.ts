@@ -35,14 +35,15 @@ export type { LiveTurn } from './live-turns.js';
  * daemon/dev/local-runner.ts.
  */
 export interface ChatService {
-  runner: TurnRunner;
+  /** Null on a server that runs no sandboxes (no Docker engine): a turn is refused before anything is stored. */
+  runner: TurnRunner | null;
 }
 
 export interface TurnServiceDeps {
   /** The database (store functions in domain/chat/). */
   sql: Sql;
   /** Read at each turn (the daemon may wire them after the web app is made): the runner, and the turn counters. */
-  services: { chat?: ChatService; metrics?: Metrics };
+  services: { chat: ChatService; metrics: Metrics };
   /** The chat's model: the context budget of its turns and the revision its sandbox must run. */
   model(sessionId: string): Promise<Pick<ResolvedModel, 'contextTokens' | 'revision'>>;
   /** Called once per turn that ran, after its `done` is out (e.g. a title made by the model), with its prompt and answer text. Must not throw. */
@@ -96,7 +97,7 @@ export class TurnService {
    * before anything is stored when the chat is busy or the replaced turn is missing.
    */
   async start(t: NewTurn): Promise<LiveTurn> {
-    const runner = this.deps.services.chat?.runner;
+    const runner = this.deps.services.chat.runner;
     if (!runner) throw new AppError('ERR_CHAT_UNAVAILABLE', 'chat is not available on this server');
     const { session, userId } = t;
     if (t.replacesTurnId && !session)
@@ -263,10 +264,10 @@ export class TurnService {
     );
     log.info({ stopReason, code: result.error?.code, events: rec.seq, ...result.usage }, 'turn done');
     const metrics = this.deps.services.metrics;
-    metrics?.turns.inc({ stop_reason: stopReason });
-    if (result.usage) metrics?.modelTokens.inc({ kind: 'input' }, result.usage.input_tokens);
-    if (result.usage) metrics?.modelTokens.inc({ kind: 'output' }, result.usage.output_tokens);
-    metrics?.usage(modelId, result.usage, cost);
+    metrics.turns.inc({ stop_reason: stopReason });
+    if (result.usage) metrics.modelTokens.inc({ kind: 'input' }, result.usage.input_tokens);
+    if (result.usage) metrics.modelTokens.inc({ kind: 'output' }, result.usage.output_tokens);
+    metrics.usage(modelId, result.usage, cost);
     // Exactly one done per turn, made here and nowhere else.
     rec.push({
       type: 'done',

@@ -22,8 +22,3 @@ export interface DirectorySyncService {
   /** Fail the connection's unfinished jobs whose process is gone, so they do not block a new one. */
   recoverStale?(connectionId: number): Promise<number> | number;
 }
-
-export interface IdentityServices {
-  sandboxes?: SandboxControl;
-  directorySync?: DirectorySyncService;
-}

@@ -34,9 +34,18 @@ else {
       dir.seed({ users: 6, groups: 2, memberships: 8 });
       dir.latencyMs = 150; // long enough to see the job running
       const sandboxes: SandboxControl = { killForUser: () => {}, policyChanged: () => {} };
-      const services: Record<string, unknown> = { sandboxes };
+      let runner!: DirectorySyncRunner;
       const { app, origin } = await startTestAppWithOrigin(t, {
-        services,
+        services: (a) => {
+          runner = new DirectorySyncRunner({
+            config: a.config,
+            db: a.database.sql,
+            log: a.log,
+            sandboxes,
+            client: { baseDelayMs: 5, maxDelayMs: 20, maxAttempts: 3 },
+          });
+          return { sandboxes, directorySync: runner };
+        },
         env: { AIRLOCK_GOOGLE_DIRECTORY_BASE_URL: dir.url, AIRLOCK_GOOGLE_TOKEN_URL: dir.tokenUrl },
       });
       // The IdP starts once the app's origin (its client's redirect URI) is fixed.
@@ -51,14 +60,6 @@ else {
         users: [DIR_USER],
       });
       t.teardown(() => idp.close());
-      const runner = new DirectorySyncRunner({
-        config: app.config,
-        db: app.database.sql,
-        log: app.log,
-        sandboxes,
-        client: { baseDelayMs: 5, maxDelayMs: 20, maxAttempts: 3 },
-      });
-      services.directorySync = runner;
       t.teardown(() => runner.idle());
       await addUser(app.database, 'root', ROOT_PW, { superuser: true, email: 'root@local.test' });
 

@@ -41,19 +41,20 @@ else {
         dir.seed({ users: 4, groups: 2, memberships: 5 });
         dir.latencyMs = 50;
         const sandboxes: SandboxControl = { killForUser: () => {}, policyChanged: () => {} };
-        const services: Record<string, unknown> = { sandboxes };
+        let runner!: DirectorySyncRunner;
         const app = await startTestApp(t, {
-          services,
+          services: (a) => {
+            runner = new DirectorySyncRunner({
+              config: a.config,
+              db: a.database.sql,
+              log: a.log,
+              sandboxes,
+              client: { baseDelayMs: 5, maxDelayMs: 20, maxAttempts: 2 },
+            });
+            return { sandboxes, directorySync: runner };
+          },
           env: { AIRLOCK_GOOGLE_DIRECTORY_BASE_URL: dir.url, AIRLOCK_GOOGLE_TOKEN_URL: dir.tokenUrl },
         });
-        const runner = new DirectorySyncRunner({
-          config: app.config,
-          db: app.database.sql,
-          log: app.log,
-          sandboxes,
-          client: { baseDelayMs: 5, maxDelayMs: 20, maxAttempts: 2 },
-        });
-        services.directorySync = runner;
         t.teardown(() => runner.idle());
         await addUser(app.database, 'root', ROOT_PW, { superuser: true, email: 'root@local.test' });
         const api = app.client();

@@ -14,7 +14,6 @@ import { PASSWORD, signedIn, signInAndAllow, startOAuthRig } from '../helpers/co
 import { startConnectorRig } from '../helpers/connector-rig.js';
 import { atRestEncryptor, createLogger } from '../../core/index.js';
 import type { TurnRequest, TurnRunner } from '../../core/sandbox-protocol.js';
-import type { WebServices } from '../../web/context.js';
 import { ToolHost } from '../../agent/mcp.js';
 import { connectorTokenService } from '../../daemon/host/connector-tokens.js';
 
@@ -49,8 +48,7 @@ else {
           }
         },
       };
-      const services: WebServices = { chat: { runner } };
-      const rig = await startOAuthRig(t, { services });
+      const rig = await startOAuthRig(t, { services: { chat: { runner } } });
       // The tracker's tools as an admin's refresh would have listed them.
       await rig.app.database.sql
         .updateTable('connectors')
@@ -71,7 +69,7 @@ else {
       const tokens = connectorTokenService(
         { config: app.config, database: app.database, log: app.log },
         atRestEncryptor(app.config),
-        () => rig.lookup,
+        rig.lookup,
       );
       const conn = await startConnectorRig(t, app, alice.userId, { tokens, turn: () => current });
       const host = await ToolHost.connect([], {}, createLogger({ level: 'silent', destination: process.stderr }));

@@ -57,6 +57,7 @@ else {
         const png = await renderChartPng(normaliseChart({ ...spec, width: 600, height: 340 }));
         const readFromWorkspace: string[] = [];
         const rig = await startMailRig(t, dataDir, {
+          workspaces: volumes,
           png,
           chartTitle: TITLE,
           body: BODY,
@@ -87,7 +88,6 @@ else {
             });
           },
         });
-        rig.services.workspaces = volumes;
         await loginAs(rig.app, 'ann', true);
         const browser = await launch(t);
         const page = await browser.newPage({

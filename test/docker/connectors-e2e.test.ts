@@ -115,7 +115,7 @@ if (docker) {
       await d.database.sql.selectFrom('users').select('id').where('username', '=', 'alice').executeTakeFirstOrThrow()
     ).id;
     const enc = atRestEncryptor(d.config);
-    const accessToken = await connectorTokenService(d, enc, () => registryLookup(d.database.sql, enc)).accessToken(
+    const accessToken = await connectorTokenService(d, enc, registryLookup(d.database.sql, enc)).accessToken(
       'tickets',
       aliceId,
     );

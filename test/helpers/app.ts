@@ -3,8 +3,20 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { atRestEncryptor, createLogger, hashPassword, loadConfig, type Config, type Logger } from '../../core/index.js';
-import { DbSessionStore, startWebServer, type WebServer, type WebServices } from '../../web/index.js';
+import {
+  AppError,
+  atRestEncryptor,
+  createLogger,
+  createMetrics,
+  hashPassword,
+  loadConfig,
+  type Config,
+  type Encryptor,
+  type Logger,
+} from '../../core/index.js';
+import { DbSessionStore, noSandboxPorts, startWebServer, type WebServer, type WebServices } from '../../web/index.js';
+import { AccountStore } from '../../domain/accounts.js';
+import { registryLookup } from '../../domain/connector-oauth/registry.js';
 import { Client } from './client.js';
 import { openDatabase, type Database } from '../../domain/db/index.js';
 import { createUser, type User } from '../../domain/users.js';
@@ -90,10 +102,46 @@ export interface TestApp {
 export interface TestAppOptions {
   dataDir?: string;
   env?: Record<string, string>;
-  services?: WebServices;
+  /**
+   * Ports that replace the web-only ones (webOnlyServices): a test's turn runner, sandbox control…;
+   * or a function that builds them from the app's database, config and log before it starts.
+   */
+  services?:
+    | Partial<WebServices>
+    | ((app: { database: Database; config: Readonly<Config>; log: Logger }) => Partial<WebServices>);
   logs?: LogSink;
   /** This PostgreSQL database instead of the pass's engine (the fault test's own cluster). */
   databaseUrl?: string;
+}
+
+/**
+ * The composition root of the tests' web app (and the benches'): a web-only server, which runs no
+ * sandboxes (web/services.ts) and no background jobs, and whose agent tokens are checked by
+ * signature and user only; `replace` swaps in a test's own ports.
+ */
+export function webOnlyServices(
+  database: Database,
+  encryptor: Encryptor,
+  replace: Partial<WebServices> = {},
+): WebServices {
+  return {
+    ...noSandboxPorts('unchecked'),
+    metrics: createMetrics(),
+    accounts: new AccountStore(database.sql, encryptor),
+    // No sandbox is live, so no token has anywhere to go.
+    tokenService: { pushToUser: async () => undefined },
+    // A job stays queued: the daemon's runner is what starts jobs, and this server has none.
+    directorySync: { start: () => undefined },
+    approvals: {
+      decide: () =>
+        Promise.reject(new AppError('ERR_APPROVAL_NOT_FOUND', 'no such pending approval in this chat session')),
+    },
+    // No connector gateway here: no user's grant is read.
+    connectorTokens: { accessToken: async () => null },
+    oauthConnectors: registryLookup(database.sql, encryptor),
+    agentModels: () => [],
+    ...replace,
+  };
 }
 
 /** PostgreSQL pass: the database each data folder got, so an app restarted on it finds its data. */
@@ -116,7 +164,18 @@ export async function startTestApp(
   const sessions = new DbSessionStore(database.sql);
   // Port 0 unless the test fixed one (SSO tests need the public origin before start).
   const web = await startWebServer(
-    { config, database, log, sessions, encryptor: atRestEncryptor(config), services: opts.services ?? {} },
+    {
+      config,
+      database,
+      log,
+      sessions,
+      encryptor: atRestEncryptor(config),
+      services: webOnlyServices(
+        database,
+        atRestEncryptor(config),
+        typeof opts.services === 'function' ? opts.services({ database, config, log }) : opts.services,
+      ),
+    },
     config.port,
     '127.0.0.1',
   );

@@ -46,13 +46,13 @@ export interface OAuthRig {
 /** The app (on this pass's engine) and the tracker, registered as the connector `tickets`. */
 export async function startOAuthRig(
   t: { teardown(fn: () => unknown): void },
-  o: { accessTokenTtlS?: number; services?: WebServices } = {},
+  o: { accessTokenTtlS?: number; services?: Partial<WebServices> } = {},
 ): Promise<OAuthRig> {
   // Registered once the tracker runs (its client needs the app's origin first).
   const registry: OAuthConnectorSettings[] = [];
   const lookup = staticLookup(() => registry);
   const { app, origin } = await startTestAppWithOrigin(t, {
-    services: Object.assign(o.services ?? {}, { oauthConnectors: lookup }),
+    services: { ...o.services, oauthConnectors: lookup },
   });
   const tickets = await startTickets({
     users: TRACKER_USERS,

@@ -27,19 +27,20 @@ export async function startSync(
     killForUser: (id) => void killed.push(id),
     policyChanged: (ids) => void policyChanged.push(ids),
   };
-  const services: Record<string, unknown> = { sandboxes };
+  let runner!: DirectorySyncRunner;
   const app = await startTestApp(t, {
-    services,
+    services: (a) => {
+      runner = new DirectorySyncRunner({
+        config: a.config,
+        db: a.database.sql,
+        log: a.log,
+        sandboxes,
+        client: { baseDelayMs: 5, maxDelayMs: 20, maxAttempts: 3, ...opts.client },
+      });
+      return { sandboxes, directorySync: runner };
+    },
     env: { AIRLOCK_GOOGLE_DIRECTORY_BASE_URL: dir.url, AIRLOCK_GOOGLE_TOKEN_URL: dir.tokenUrl },
   });
-  const runner = new DirectorySyncRunner({
-    config: app.config,
-    db: app.database.sql,
-    log: app.log,
-    sandboxes,
-    client: { baseDelayMs: 5, maxDelayMs: 20, maxAttempts: 3, ...opts.client },
-  });
-  services.directorySync = runner;
   t.teardown(() => runner.idle());
   const connection = await saveConnection(app.database.sql, identityEncryptor(app.config), {
     provider: 'google',

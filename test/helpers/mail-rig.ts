@@ -48,6 +48,8 @@ export interface MailRigOptions {
   files?: InlinePng[];
   /** Steps of the turn before the send (e.g. a chart tool's events). */
   beforeSend?(req: TurnRequest): Promise<void>;
+  /** The users' workspaces (uploads), when a test reads them. */
+  workspaces?: WebServices['workspaces'];
 }
 
 /** The real mail path for tests: where a turn posts its sends, and the token the gateway holds. */
@@ -66,6 +68,8 @@ export interface MailPathOptions {
   turn(req: TurnRequest, path: MailPathTurn): Promise<TurnResult>;
   /** Each decision the proxy reports (after the gate got it). */
   onDecision?(d: ProxyDecision): void;
+  /** The users' workspaces (uploads), when a test reads them. */
+  workspaces?: WebServices['workspaces'];
 }
 
 /**
@@ -101,15 +105,16 @@ export async function startMailPath(t: Test, o: MailPathOptions) {
       }
     },
   };
-  // The approval route reads services.approvals per request: the gate joins once the database is open.
-  const services: WebServices = { chat: { runner } };
+  // The gate is the approvals port, made on the app's database.
+  let gate!: MailGate;
   const app = await startTestApp(t, {
     dataDir: o.dataDir,
     env: { AIRLOCK_MAIL_ALLOW_DOMAINS: 'corp.example', AIRLOCK_MAIL_OTHER: 'ask', ...o.env },
-    services,
+    services: (a) => {
+      gate = new MailGate(a.database.sql, a.config, a.log);
+      return { chat: { runner }, approvals: gate, ...(o.workspaces ? { workspaces: o.workspaces } : {}) };
+    },
   });
-  const gate = new MailGate(app.database.sql, app.config, app.log);
-  services.approvals = gate;
   const routes = buildRoutes({
     google: { mailBaseUrl: upstream.url, sheetsBaseUrl: upstream.url, driveBaseUrl: upstream.url },
     model: { provider: 'openai', baseUrl: upstream.url },
@@ -149,13 +154,14 @@ export async function startMailPath(t: Test, o: MailPathOptions) {
   });
   t.teardown(() => proxy.close());
   path.proxyUrl = `http://127.0.0.1:${proxy.port}`;
-  return { app, gate, upstream, services, placeholder: path.placeholder };
+  return { app, gate, upstream, placeholder: path.placeholder };
 }
 
 /** A chat app whose every turn sends the one message described in the file's comment (its subject: the prompt). */
 export async function startMailRig(t: Test, dataDir: string, o: MailRigOptions = {}) {
-  const { app, gate, upstream, services } = await startMailPath(t, {
+  const { app, gate, upstream } = await startMailPath(t, {
     dataDir,
+    workspaces: o.workspaces,
     async turn(req, path) {
       await o.beforeSend?.(req);
       const subject = o.subject ?? req.prompt;
@@ -209,7 +215,7 @@ export async function startMailRig(t: Test, dataDir: string, o: MailRigOptions =
       return { stop_reason: 'end_turn' };
     },
   });
-  return { app, gate, upstream, services };
+  return { app, gate, upstream };
 }
 
 export async function loginAs(app: TestApp, name: string, create: boolean) {

@@ -23,7 +23,6 @@ import { startConnectorRig } from '../helpers/connector-rig.js';
 import { ConnectorService } from '../../domain/connectors/index.js';
 import { atRestEncryptor, createLogger } from '../../core/index.js';
 import type { TurnRequest, TurnResult, TurnRunner } from '../../core/sandbox-protocol.js';
-import type { WebServices } from '../../web/context.js';
 import type { ToolOutcome } from '../../agent/mcp.js';
 import { ToolHost } from '../../agent/mcp.js';
 import { approvalDecider, ConnectorApprovals } from '../../daemon/host/connector-approvals.js';
@@ -46,10 +45,14 @@ t.test(`a connector tool marked ask: the card, approve, deny, changed arguments 
       }
     },
   };
-  const services: WebServices = { chat: { runner } };
-  const app = await startTestApp(t, { env: { AIRLOCK_CONNECTORS_ALLOW_HTTP_LOOPBACK: 'true' }, services });
-  const approvals = new ConnectorApprovals({ db: app.database.sql, log: app.log, timeoutMs: 20_000 });
-  services.approvals = approvalDecider(new MailGate(app.database.sql, app.config, app.log), approvals);
+  let approvals!: ConnectorApprovals;
+  const app = await startTestApp(t, {
+    env: { AIRLOCK_CONNECTORS_ALLOW_HTTP_LOOPBACK: 'true' },
+    services: (a) => {
+      approvals = new ConnectorApprovals({ db: a.database.sql, log: a.log, timeoutMs: 20_000 });
+      return { chat: { runner }, approvals: approvalDecider(new MailGate(a.database.sql, a.config, a.log), approvals) };
+    },
+  });
   const bob = await loginAs(app, 'bob', true);
   const eve = await loginAs(app, 'eve', true);
   const bobId = (

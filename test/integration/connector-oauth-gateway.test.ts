@@ -40,7 +40,7 @@ t.test(
     t.teardown(() => tickets.close());
     const enc = atRestEncryptor(app.config);
     const lookup = registryLookup(app.database.sql, enc);
-    const tokens = connectorTokenService(app, enc, () => lookup);
+    const tokens = connectorTokenService(app, enc, lookup);
     const registry = new ConnectorService({ db: app.database.sql, enc, allowHttpLoopback: true, tokens });
     await registry.create(
       {

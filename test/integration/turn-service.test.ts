@@ -79,7 +79,7 @@ async function rig(t: Test): Promise<Rig> {
       const metrics = createMetrics();
       const service = new TurnService({
         sql,
-        services: { ...(runner ? { chat: { runner } } : {}), metrics },
+        services: { chat: { runner: runner ?? null }, metrics },
         model: async () => ({ contextTokens: 100_000, revision: 'default:1' }),
         onTurnEnd: opts.onTurnEnd,
       });

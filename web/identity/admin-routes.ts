@@ -101,12 +101,12 @@ function directorySyncRoutes({ r, db, services, audit, watchSync }: IdentityKit)
     asyncHandler(async (req, res) => {
       const body = validateBody(SYNC_BODY, req.body ?? {});
       const c = await syncConnection(db, body.provider);
-      await services.directorySync?.recoverStale?.(c.id);
+      await services.directorySync.recoverStale?.(c.id);
       const { job, created } = await createOrGetRunningJob(db, c.id, 'manual', req.user!.id);
       if (created) {
         req.log.info({ jobId: job.id, connectionId: c.id }, 'directory sync requested');
         await audit(db, req, 'directory_sync.requested', { job_id: job.id, connection_id: c.id, provider: c.provider });
-        services.directorySync?.start(job.id);
+        services.directorySync.start(job.id);
         watchSync(job.id);
       }
       res.status(created ? 202 : 200).json({ job: jobView(job), created } satisfies SyncJobStarted);
@@ -193,7 +193,7 @@ function connectionRoutes({ r, db, services, enc, audit }: IdentityKit): void {
         await audit(trx, req, 'connection.deleted', { connection_id: id, provider: conn.provider }, null, 'warning');
         return users;
       });
-      if (changed.length) services.sandboxes?.policyChanged?.(changed);
+      if (changed.length) services.sandboxes.policyChanged?.(changed);
       res.status(204).end();
     }),
   );

@@ -59,14 +59,14 @@ export function organisationRoutes(ctx: WebContext): Router {
   const db = ctx.database.sql;
   const services = ctx.services;
   const notify = (changed: number[]) => {
-    if (changed.length) services.sandboxes?.policyChanged?.(changed);
+    if (changed.length) services.sandboxes.policyChanged?.(changed);
   };
   /** All organisation members affected by a policy change: rewrite their stored sandbox policy. */
   const rewriteOrgPolicies = async (orgId: number) =>
     notify(await rewriteAgentPolicies(db, await orgs.orgMemberIds(db, orgId)));
   /** Tools and models a policy may name: AGENT_TOOLS, the configured model and the chat models on offer (plus any the daemon offers). */
   const catalog = async (): Promise<AgentCatalog> => {
-    const extra = ctx.services.agentModels?.() ?? [];
+    const extra = ctx.services.agentModels();
     const offered = (await listChatModels(db)).map((m) => m.model);
     return {
       tools: [...AGENT_TOOLS, ...(await connectorPolicyNames(db))],
