@@ -13,7 +13,7 @@ const domains = z
   .max(500);
 
 /** PUT /api/admin/mail-policy: any of the fields; the limits as AIRLOCK_MAIL_* allows them. */
-const CHANGE = z
+export const MailPolicyChangeSchema = z
   .object({
     allow_domains: domains,
     block_domains: domains,
@@ -43,7 +43,7 @@ export function adminMailPolicyRoutes(ctx: WebContext): Router {
   r.put(
     '/',
     asyncHandler(async (req, res) => {
-      const change = parseFields(CHANGE, req.body, 'the send policy');
+      const change = parseFields(MailPolicyChangeSchema, req.body, 'the send policy');
       const actor = req.user!.id;
       const out = await inTransaction(db, async (trx) => {
         const before = await serverMailPolicy(trx, ctx.config.mail);

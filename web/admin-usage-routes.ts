@@ -93,7 +93,7 @@ export function adminUsageCsvRoutes(ctx: WebContext): Router {
 }
 
 const AMOUNT = z.number().min(0).max(1e15);
-const BudgetCreateSchema = z
+export const BudgetCreateSchema = z
   .object({
     scope: z.enum(['user', 'team']),
     subject_id: z.number().int().min(1),
@@ -102,7 +102,7 @@ const BudgetCreateSchema = z
     amount: AMOUNT,
   })
   .strict();
-const BudgetChangeSchema = z.object({ amount: AMOUNT }).strict();
+export const BudgetChangeSchema = z.object({ amount: AMOUNT }).strict();
 
 /**
  * /api/admin/budgets (superuser, session + CSRF; docs/usage.md "Budgets"): GET lists every budget

@@ -48,12 +48,12 @@ export function adminUserRoutes(ctx: WebContext): Router {
   return r;
 }
 
-const CHANGE = z
+export const UserChangeSchema = z
   .object({ is_active: z.boolean(), is_superuser: z.boolean() })
   .partial()
   .strict()
   .refine((b) => b.is_active !== undefined || b.is_superuser !== undefined, 'name is_active or is_superuser');
-const RESET = z
+export const PasswordResetSchema = z
   .object({ password: z.string().min(PASSWORD_MIN, `must be at least ${PASSWORD_MIN} characters`).max(PASSWORD_MAX) })
   .partial()
   .strict();
@@ -76,7 +76,7 @@ function userChangeRoutes(ctx: WebContext, r: Router): void {
     '/:id',
     asyncHandler(async (req, res) => {
       const id = userId(req);
-      const body = parseBody(CHANGE, req.body);
+      const body = parseBody(UserChangeSchema, req.body);
       const out = await changeUser(ctx.database.sql, req.user!.id, id, body);
       let sandboxesEnded: number | null = null;
       if (out.deactivated) {
@@ -97,7 +97,7 @@ function userChangeRoutes(ctx: WebContext, r: Router): void {
     '/:id/password',
     asyncHandler(async (req, res) => {
       const id = userId(req);
-      const body = parseBody(RESET, req.body ?? {});
+      const body = parseBody(PasswordResetSchema, req.body ?? {});
       const generated = body.password === undefined;
       const password = body.password ?? generatedPassword();
       const ended = await resetPassword(ctx.database.sql, req.user!.id, id, password, generated);

@@ -35,7 +35,7 @@ const STATE_KEY = 'connector:';
 export const CLIENT_METADATA_PATH = '/oauth/client-metadata.json';
 export const CONNECTOR_CALLBACK_PATH = '/api/connections/callback';
 
-const ConnectSchema = z.strictObject({ return_to: z.string().max(512).optional() });
+export const ConnectorConnectSchema = z.strictObject({ return_to: z.string().max(512).optional() });
 
 /** A started connect, kept in the browser's login session (so bound to it) under its state. */
 interface PendingConnect {
@@ -97,7 +97,7 @@ async function listView(d: Deps, userId: number, only?: string): Promise<Connect
 
 /** POST /:id/connect: discovery, the client, a state bound to user and browser session, the authorization URL. */
 async function startConnect(d: Deps, req: Request, res: Response): Promise<void> {
-  const body = validateBody(ConnectSchema, req.body ?? {});
+  const body = validateBody(ConnectorConnectSchema, req.body ?? {});
   const returnTo = body.return_to === undefined ? '/' : resolveRedirect(body.return_to, d.ctx.config.publicOrigin);
   if (returnTo === null)
     throw new AppError('ERR_CONNECTOR_OAUTH_RETURN_TO', 'return_to must be a path on this service');

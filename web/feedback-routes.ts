@@ -7,7 +7,7 @@ import type { WebContext } from './context.js';
 import { onOwnedChat, ownedSessions } from './chat-route-kit.js';
 import type { FeedbackEntry, FeedbackList } from './share-api.js';
 
-const FEEDBACK_BODY = z
+export const FeedbackSchema = z
   .object({
     rating: z.enum(['up', 'down']),
     note: z.string().max(MAX_NOTE_CHARS).optional(),
@@ -52,7 +52,7 @@ export function feedbackRoutes(ctx: WebContext): Router {
     '/sessions/:id/turns/:turnId/feedback',
     ...onOwnedChat(owned, async (req, res, s) => {
       const t = await turnOf(req, s);
-      const body = FEEDBACK_BODY.safeParse(req.body);
+      const body = FeedbackSchema.safeParse(req.body);
       if (!body.success)
         throw new AppError(
           'ERR_VALIDATION',

@@ -24,7 +24,7 @@ const AGENT_LIST_MAX = 200;
  */
 export type { AgentSessionCheck } from './ports.js';
 
-const ADD_SCHEMA = z.strictObject({
+export const MemoryAddSchema = z.strictObject({
   content: z.string().min(1).max(MEMORY_CONTENT_MAX),
   source: z
     .string()
@@ -52,7 +52,7 @@ export function memoryRoutes(ctx: WebContext): Router {
   r.post(
     '/',
     asyncHandler(async (req, res) => {
-      const body = validateBody(ADD_SCHEMA, req.body);
+      const body = validateBody(MemoryAddSchema, req.body);
       const entry = await store.add(req.user!.id, body.content, body.source);
       req.log.info({ memoryId: entry.id, source: entry.source }, 'memory added');
       res.status(201).json(entry);

@@ -23,10 +23,10 @@ import { checkPick, MODEL_ID_PATTERN } from './chat-model-routes.js';
 import { problemsError } from './validate.js';
 import type { SettingsView } from './admin-api.js';
 
-const CHANGE = z
+export const SettingsChangeSchema = z
   .object({ default_model_id: z.string().regex(new RegExp(MODEL_ID_PATTERN), 'must be a model id').nullable() })
   .strict();
-const PASSWORD = z
+export const PasswordChangeSchema = z
   .object({
     current_password: z.string().min(1).max(PASSWORD_MAX),
     new_password: z.string().min(PASSWORD_MIN, `must be at least ${PASSWORD_MIN} characters`).max(PASSWORD_MAX),
@@ -80,7 +80,7 @@ export function settingsRoutes(ctx: WebContext): Router {
   r.patch(
     '/',
     asyncHandler(async (req, res) => {
-      const body = parseBody(CHANGE, req.body);
+      const body = parseBody(SettingsChangeSchema, req.body);
       if (body.default_model_id !== null) await checkPick(ctx, req.user!.id, body.default_model_id);
       await setDefaultModel(ctx.database.sql, req.user!.id, body.default_model_id);
       res.json(await view(ctx, req.user!.id));
@@ -90,7 +90,7 @@ export function settingsRoutes(ctx: WebContext): Router {
   r.post(
     '/password',
     asyncHandler(async (req, res) => {
-      const body = parseBody(PASSWORD, req.body);
+      const body = parseBody(PasswordChangeSchema, req.body);
       const user = req.user!;
       const hash = await passwordHashOf(ctx.database.sql, user.id);
       if (hash === null)

@@ -6,7 +6,7 @@
  */
 import t from 'tap';
 import { start as startUpstream } from '../../emulator/fake-upstream.js';
-import { OPERATIONS } from '../../web/openapi.js';
+import { ROUTES } from '../../web/routes/index.js';
 import { addUser, startTestApp } from '../helpers/app.js';
 import type { Client } from '../helpers/client.js';
 
@@ -52,7 +52,7 @@ t.test('route matrix: anon / user / superuser / no CSRF / wrong content type', a
   ];
 
   let cases = 0;
-  for (const [method, path, , who] of OPERATIONS) {
+  for (const { method, path, who } of ROUTES) {
     const url = concrete(path);
     const api = path.startsWith('/api/');
     const unsafe = UNSAFE.has(method);

@@ -1,5 +1,5 @@
 /**
- * docs/api.md and the route definitions agree (web/openapi.ts OPERATIONS: one row per route, which
+ * docs/api.md and the route definitions agree (web/routes/: one definition per route, which
  * test/integration/openapi.test.ts holds against the express router and the OpenAPI validator):
  * every defined operation has a row in one of docs/api.md's route tables, and every route a table
  * names is defined. A row lists one or more methods and one path; paths compare with each
@@ -8,7 +8,7 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { OPERATIONS } from '../../web/openapi.js';
+import { ROUTES } from '../../web/routes/index.js';
 
 const API_MD = fileURLToPath(new URL('../../docs/api.md', import.meta.url).href.replace('/dist/', '/'));
 
@@ -40,7 +40,7 @@ function documented(md: string): Set<string> {
 
 t.test('every defined operation is in docs/api.md, and every route it names is defined', async (t) => {
   const docs = documented(readFileSync(API_MD, 'utf8'));
-  const defined = new Set(OPERATIONS.map(([method, path]) => `${method} ${shape(path)}`));
+  const defined = new Set(ROUTES.map(({ method, path }) => `${method} ${shape(path)}`));
   t.same(
     [...defined].filter((op) => !docs.has(op)),
     [],
