@@ -9,22 +9,34 @@ import { httpFetchWith } from './http-fetch.js';
  * off (maxRetries 0) because theirs are not bounded by our stall timeout.
  */
 
+/** SDK modules already in the heap: the agent's startup snapshot holds them (agent/snapshot.ts). */
+const PRELOADED = new Map<string, unknown>();
+
+/** Called while the agent's startup snapshot is built: `name` loads from the heap, not node_modules. */
+export function preloadModule(name: string, module: unknown): void {
+  PRELOADED.set(name, module);
+}
+
 /**
- * Load a vendor SDK on first use, from node_modules (core/runtime-import.ts, which also works in
+ * Load a vendor SDK on first use: from the heap when the agent's startup snapshot holds it (the
+ * image: agent/snapshot.ts), else from node_modules (core/runtime-import.ts, which also works in
  * an agent started from its startup snapshot). The name is not a string literal `import()` sees,
  * so esbuild leaves it alone: the SDKs (openai ≈ 0.4 MB, @anthropic-ai/sdk with
  * its dependencies ≈ 1.4 MB of bundled code) stay out of the sandbox's one-file agent bundle,
- * whose parse every agent start would pay (measured: ready 80 ms later with them inside). The
- * image ships them in its node_modules. `warm()` starts the load in the background once the
- * agent has announced itself ready, so the first turn rarely waits for it.
+ * whose parse every agent started without a snapshot would pay (measured: ready 80 ms later with
+ * them inside); the snapshot holds them compiled once (docs/runtime.md, "Cold start", step 12).
+ * The image ships them in its node_modules too. `warm()` starts a load from there in the
+ * background once the model is made (at configure), so the first turn rarely waits for all of it.
  */
 export function lazyModule<T>(name: string): { load(): Promise<T>; warm(): void } {
   let p: Promise<T> | undefined;
   const load = () =>
-    (p ??= runtimeImport<T>(name).catch((err: unknown) => {
-      p = undefined; // a later call tries again
-      throw new ModelError('ERR_MODEL_SDK', `the model client library ${name} could not be loaded`, err);
-    }));
+    (p ??= (PRELOADED.has(name) ? Promise.resolve(PRELOADED.get(name) as T) : runtimeImport<T>(name)).catch(
+      (err: unknown) => {
+        p = undefined; // a later call tries again
+        throw new ModelError('ERR_MODEL_SDK', `the model client library ${name} could not be loaded`, err);
+      },
+    ));
   return {
     load,
     warm() {

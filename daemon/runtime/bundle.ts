@@ -18,7 +18,7 @@ const BUNDLE_EXTERNAL = ['@napi-rs/canvas', 'better-sqlite3'];
  * a CommonJS bundle of the named module, SNAPSHOT_SCRIPT beside main.js, from which the image
  * build makes SNAPSHOT_BLOB with the image's own node (a blob fits only the binary that made it).
  */
-const SNAPSHOT_ENTRIES: Record<string, string> = { agent: 'main.js', supervisor: 'snapshot.js' };
+const SNAPSHOT_ENTRIES: Record<string, string> = { agent: 'snapshot.js', supervisor: 'snapshot.js' };
 /**
  * Entries that do one thing before they load the rest (supervisor/main.ts launches the agent
  * child first: docs/runtime.md, "Cold start, step by step"): their main.js bundle holds only

@@ -3,7 +3,8 @@
  * makes it: esbuild's CommonJS bundle of dist/agent/main.js (bundleSandboxEntries), then
  * `node --build-snapshot` with the sandbox's node flags, here with this machine's node. An agent
  * started from it must be the agent: its settings read when it starts, not when the snapshot was
- * made; packages outside the bundle (the chart canvas, the model SDK) loaded at run time; and
+ * made; the model SDKs in the heap (agent/snapshot.ts), packages outside it (the chart canvas)
+ * loaded at run time; and
  * nothing that must differ between processes frozen into the blob (UUIDs).
  */
 import t from 'tap';
@@ -124,12 +125,13 @@ t.test('an agent started from its startup snapshot', async (t) => {
     },
   );
 
-  await t.test('talks to an OpenAI-shaped model through the SDK it loads at run time', async (t) => {
+  await t.test('talks to an OpenAI-shaped model through the SDK its snapshot holds', async (t) => {
     const openai = await startOpenAi({ respond: () => ({ kind: 'reply', text: 'hi from the model' }) });
     t.teardown(() => openai.close());
+    // Node's module debug log names every file the loaders read: the SDK must not be one of them.
     const r = await runAgent(
       blob,
-      { AGENT_LOG_LEVEL: 'warn' },
+      { AGENT_LOG_LEVEL: 'warn', NODE_DEBUG: 'esm,module' },
       { AGENT_MODEL_PROVIDER: 'openai', AGENT_MODEL: 'm', AGENT_MODEL_BASE_URL: openai.url, AGENT_MODEL_API_KEY: 'k' },
       'hello',
     );
@@ -139,6 +141,7 @@ t.test('an agent started from its startup snapshot', async (t) => {
       .join('');
     t.equal(text, 'hi from the model');
     t.equal(r.stdout.at(-1)?.stop_reason, 'end_turn');
+    t.notMatch(r.stderr, /node_modules\/openai\//, 'the SDK came from the snapshot: no file of it was loaded');
   });
 
   await t.test('an agent that starts slowly still keeps its stall bound (timers fire)', async (t) => {
