@@ -2,7 +2,7 @@ import { assertPortFree } from './port-check.js';
 import {
   DbSessionStore,
   noSandboxPorts,
-  startWebServer,
+  openWebListener,
   type SandboxPorts,
   type WebServer,
   type WebServices,
@@ -121,7 +121,10 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
       () => startTokenService(base, accounts, metrics),
       (t) => t.close(),
     );
-    const late = latePreparer(base, encryptor, tokenService);
+    // The port first: sessions' host route is this listener (ERR_STARTING until the app is served below).
+    const listener = await openWebListener(base);
+    life.onStop('web port', () => listener.close());
+    const preparer = sessionPreparer(base, encryptor, tokenService, accounts, listener.port);
     const fleetSessions = new FleetSessions({ ...base, clock: opts.clock });
     const auditor = telemetry ? telemetry.auditor(mailGate) : mailGate;
     const held = sandboxTime(base, metrics, opts.clock ?? systemClock);
@@ -130,7 +133,7 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
       opts.runtime === false
         ? undefined
         : {
-            preparer: late.preparer,
+            preparer,
             egress: egressGateway as EgressGateway,
             hooks,
             auditor,
@@ -165,11 +168,10 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
     );
     const web = await life.start(
       'web listener',
-      () => startWebServer({ ...base, sessions, services, encryptor }),
+      () => listener.serve({ ...base, sessions, services, encryptor }),
       (w) => w.close(),
     );
     await fleet.start();
-    const preparer = late.bind(sessionPreparer(base, encryptor, tokenService, accounts, web.port));
     base.log.info({ url: web.url, publicOrigin: config.publicOrigin }, 'airlock listening');
     const pruneTimer = setInterval(
       () =>
@@ -180,31 +182,6 @@ export async function serve(config: Readonly<Config>, opts: ServeOptions = {}): 
     life.onStop('login-session prune', () => clearInterval(pruneTimer));
     return { ...base, web, runtime, tokenService, egressGateway, sessionPreparer: preparer, close: () => life.stop() };
   });
-}
-
-/**
- * The runtime's session preparer, bound late: it needs the web listener's port (host route), known
- * only after listen; sessions start on prompts, which come after that. A sandbox adopted at start
- * gets its real tokens again for its egress gateway (they lived in the old daemon's memory only);
- * that needs no host route, so it works before the listener.
- */
-function latePreparer(
-  base: DaemonBase,
-  encryptor: Encryptor,
-  tokens: TokenService,
-): { preparer: SessionPreparer; bind(p: SessionPreparer): SessionPreparer } {
-  let bound: SessionPreparer | undefined;
-  const credentials = new OverlayPreparer({
-    config: base.config,
-    db: base.database.sql,
-    encryptor,
-    tokens,
-    log: base.log.child({ area: 'overlay' }),
-  });
-  return {
-    preparer: { prepare: (req) => bound!.prepare(req), credentials: (req) => credentials.credentials(req) },
-    bind: (p) => (bound = p),
-  };
 }
 
 /** The token service: refresh on demand, rotation into live sessions every 30 s (started). */

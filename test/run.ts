@@ -79,6 +79,8 @@ const PASS_1_ONLY: Readonly<Record<string, string>> = {
   'supervisor.test.js': 'the in-sandbox supervisor as a process: no database',
   'transcript-wire.test.js': 'the transcript wire format: no database',
   'turn-backstop.test.js': "the daemon's turn backstop against a supervisor process of its own: no database",
+  'web-listener.test.js':
+    'the web listener before and after its app (an embedded SQLite file of its own): pass 2 would repeat pass 1',
   'workspace-tools.test.js': 'the workspace tools over MCP: no database',
 };
 

@@ -62,6 +62,12 @@ export const GENERAL_ERRORS = {
     description:
       'The database cannot be reached (answered with Retry-After; at start the process names host and database and exits 1).',
   },
+  ERR_STARTING: {
+    status: 503,
+    surfaces: ['http'],
+    description:
+      'The daemon is starting: its port is bound, its sandbox runtime and web app not ready yet (answered with Retry-After: 1).',
+  },
   ERR_DB_URL: {
     status: 500,
     surfaces: ['start'],
