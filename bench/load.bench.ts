@@ -17,6 +17,8 @@ import { nowMs, type BenchResult } from './lib.js';
  * AIRLOCK_LOAD_WORKLOAD `hammer` (default: think 1–3 s between prompts, the daemon's own session
  * cap) or `realistic` (think 20–40 s, AIRLOCK_MAX_SESSIONS 400); AIRLOCK_LOAD_THINK_MS (`min-max`)
  * and AIRLOCK_LOAD_MAX_SESSIONS override either. Both keep 6-turn chats, 20 % tool calls, 10 % mails.
+ * AIRLOCK_LOAD_ARRIVAL_S (default 0): a step's new users arrive spread evenly over that many
+ * seconds instead of all at once (people do not all open a chat in the same second).
  */
 const LEVELS = (process.env.AIRLOCK_LOAD_LEVELS ?? '2,4,6,8,12,16').split(',').map(Number);
 const STEP_S = Number(process.env.AIRLOCK_LOAD_STEP_S ?? 30);
@@ -46,6 +48,7 @@ export const USER_OPTIONS = {
   toolShare: 0.2,
   mailShare: 0.1,
   boundMs: 180_000,
+  arrivalMs: Number(process.env.AIRLOCK_LOAD_ARRIVAL_S ?? 0) * 1000,
 };
 
 export type StepRow = Record<string, string | number>;
@@ -135,6 +138,16 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
       await load.stop();
       await rig.close(docker);
     }
+    // Each user read its chats back after their turns (test/helpers/load-users.ts): what was missing.
+    const f = load.findings;
+    rows.push({
+      what: `${nodes} node${nodes > 1 ? 's' : ''}: chats read back`,
+      chats_checked: f.chatsChecked,
+      lost: f.lost.length,
+      context_gaps: f.contextGaps.length,
+    });
+    if (f.lost.length || f.contextGaps.length)
+      process.stderr.write(`load findings ${JSON.stringify({ lost: f.lost, contextGaps: f.contextGaps })}\n`);
   }
   return {
     name: 'load',

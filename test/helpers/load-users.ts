@@ -33,6 +33,8 @@ export interface LoadOptions {
   mailShare: number;
   /** A turn with no `done` this long after it was sent is hung. */
   boundMs: number;
+  /** The users `setActive` adds arrive spread evenly over this many ms (default 0: all at once). */
+  arrivalMs?: number;
 }
 
 export interface Findings {
@@ -60,11 +62,18 @@ export class LoadUsers {
     return this.workers.length;
   }
 
-  /** Start users until `n` run (never fewer than already run). */
+  /** Start users until `n` run (never fewer than already run), spread over `arrivalMs`. */
   setActive(n: number): void {
-    while (this.workers.length < Math.min(n, this.rig.users.length)) {
+    const from = this.workers.length;
+    const to = Math.min(n, this.rig.users.length);
+    while (this.workers.length < to) {
       const i = this.workers.length;
-      this.workers.push(this.user(i).catch((err) => void this.records.push(fault(`load${i}`, err))));
+      const wait = ((i - from) * (this.o.arrivalMs ?? 0)) / Math.max(1, to - from);
+      this.workers.push(
+        sleep(wait)
+          .then(() => (this.stopped ? undefined : this.user(i)))
+          .catch((err) => void this.records.push(fault(`load${i}`, err))),
+      );
     }
   }
 
