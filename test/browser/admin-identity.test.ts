@@ -2,8 +2,8 @@ import t from 'tap';
 import type { Page } from 'playwright-core';
 import { start as startOidc } from '../../emulator/oidc.js';
 import { start as startDirectory } from '../../emulator/directory.js';
-import { DirectorySyncRunner } from '../../daemon/directory-sync/index.js';
 import type { SandboxControl } from '../../web/index.js';
+import { syncPorts } from '../helpers/directory.js';
 import { addUser, startTestAppWithOrigin } from '../helpers/app.js';
 import { browserUnavailable, checkNarrow, launch, screenshot, unlabelledControls } from '../helpers/browser.js';
 import { dbRow, dbRows } from '../helpers/db.js';
@@ -34,18 +34,9 @@ else {
       dir.seed({ users: 6, groups: 2, memberships: 8 });
       dir.latencyMs = 150; // long enough to see the job running
       const sandboxes: SandboxControl = { killForUser: () => {}, policyChanged: () => {} };
-      let runner!: DirectorySyncRunner;
+      const ports = syncPorts(sandboxes);
       const { app, origin } = await startTestAppWithOrigin(t, {
-        services: (a) => {
-          runner = new DirectorySyncRunner({
-            config: a.config,
-            db: a.database.sql,
-            log: a.log,
-            sandboxes,
-            client: { baseDelayMs: 5, maxDelayMs: 20, maxAttempts: 3 },
-          });
-          return { sandboxes, directorySync: runner };
-        },
+        services: ports.services,
         env: { AIRLOCK_GOOGLE_DIRECTORY_BASE_URL: dir.url, AIRLOCK_GOOGLE_TOKEN_URL: dir.tokenUrl },
       });
       // The IdP starts once the app's origin (its client's redirect URI) is fixed.
@@ -60,6 +51,7 @@ else {
         users: [DIR_USER],
       });
       t.teardown(() => idp.close());
+      const runner = ports.runner();
       t.teardown(() => runner.idle());
       await addUser(app.database, 'root', ROOT_PW, { superuser: true, email: 'root@local.test' });
 

@@ -7,8 +7,8 @@
 import t from 'tap';
 import type { Page } from 'playwright-core';
 import { start as startDirectory } from '../../emulator/directory.js';
-import { DirectorySyncRunner } from '../../daemon/directory-sync/index.js';
 import type { SandboxControl } from '../../web/index.js';
+import { syncPorts } from '../helpers/directory.js';
 import { addUser, startTestApp } from '../helpers/app.js';
 import { loginAsRoot, openAdmin, ROOT_PW } from '../helpers/admin-browser.js';
 import { axeProblems, browserUnavailable, checkNarrow, launch, screenshot } from '../helpers/browser.js';
@@ -41,20 +41,12 @@ else {
         dir.seed({ users: 4, groups: 2, memberships: 5 });
         dir.latencyMs = 50;
         const sandboxes: SandboxControl = { killForUser: () => {}, policyChanged: () => {} };
-        let runner!: DirectorySyncRunner;
+        const ports = syncPorts(sandboxes, { maxAttempts: 2 });
         const app = await startTestApp(t, {
-          services: (a) => {
-            runner = new DirectorySyncRunner({
-              config: a.config,
-              db: a.database.sql,
-              log: a.log,
-              sandboxes,
-              client: { baseDelayMs: 5, maxDelayMs: 20, maxAttempts: 2 },
-            });
-            return { sandboxes, directorySync: runner };
-          },
+          services: ports.services,
           env: { AIRLOCK_GOOGLE_DIRECTORY_BASE_URL: dir.url, AIRLOCK_GOOGLE_TOKEN_URL: dir.tokenUrl },
         });
+        const runner = ports.runner();
         t.teardown(() => runner.idle());
         await addUser(app.database, 'root', ROOT_PW, { superuser: true, email: 'root@local.test' });
         const api = app.client();

@@ -99,6 +99,9 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
+/** A test's ports built from the app's database, config and log (before the app starts). */
+export type PortsOf = (app: { database: Database; config: Readonly<Config>; log: Logger }) => Partial<WebServices>;
+
 export interface TestAppOptions {
   dataDir?: string;
   env?: Record<string, string>;
@@ -106,9 +109,7 @@ export interface TestAppOptions {
    * Ports that replace the web-only ones (webOnlyServices): a test's turn runner, sandbox control…;
    * or a function that builds them from the app's database, config and log before it starts.
    */
-  services?:
-    | Partial<WebServices>
-    | ((app: { database: Database; config: Readonly<Config>; log: Logger }) => Partial<WebServices>);
+  services?: Partial<WebServices> | PortsOf;
   logs?: LogSink;
   /** This PostgreSQL database instead of the pass's engine (the fault test's own cluster). */
   databaseUrl?: string;

@@ -3,7 +3,7 @@ import { DirectorySyncRunner } from '../../daemon/directory-sync/index.js';
 import { identityEncryptor, saveConnection, type IdpConnectionRow, type SandboxControl } from '../../web/index.js';
 import type { Sql } from '../../domain/db/index.js';
 import { dbRow, dbRows } from './db.js';
-import { addUser, startTestApp, type TestApp } from './app.js';
+import { addUser, startTestApp, type PortsOf, type TestApp } from './app.js';
 
 export interface SyncSetup {
   app: TestApp;
@@ -12,6 +12,34 @@ export interface SyncSetup {
   connection: IdpConnectionRow;
   killed: number[];
   policyChanged: number[][];
+}
+
+/**
+ * The web app's sandbox and directory-sync ports for a test (TestAppOptions.services): the real
+ * sync runner on the app's own database, config and log, with fast retries; `runner()` once the
+ * app is made.
+ */
+export function syncPorts(
+  sandboxes: SandboxControl,
+  client: { baseDelayMs?: number; maxDelayMs?: number; maxAttempts?: number } = {},
+): { services: PortsOf; runner(): DirectorySyncRunner } {
+  let runner: DirectorySyncRunner | undefined;
+  return {
+    services: (a) => {
+      runner = new DirectorySyncRunner({
+        config: a.config,
+        db: a.database.sql,
+        log: a.log,
+        sandboxes,
+        client: { baseDelayMs: 5, maxDelayMs: 20, maxAttempts: 3, ...client },
+      });
+      return { sandboxes, directorySync: runner };
+    },
+    runner: () => {
+      if (!runner) throw new Error('syncPorts: the app is not made yet');
+      return runner;
+    },
+  };
 }
 
 /** The app with the directory emulator behind a google connection and the real sync runner wired. */
@@ -27,20 +55,12 @@ export async function startSync(
     killForUser: (id) => void killed.push(id),
     policyChanged: (ids) => void policyChanged.push(ids),
   };
-  let runner!: DirectorySyncRunner;
+  const ports = syncPorts(sandboxes, opts.client);
   const app = await startTestApp(t, {
-    services: (a) => {
-      runner = new DirectorySyncRunner({
-        config: a.config,
-        db: a.database.sql,
-        log: a.log,
-        sandboxes,
-        client: { baseDelayMs: 5, maxDelayMs: 20, maxAttempts: 3, ...opts.client },
-      });
-      return { sandboxes, directorySync: runner };
-    },
+    services: ports.services,
     env: { AIRLOCK_GOOGLE_DIRECTORY_BASE_URL: dir.url, AIRLOCK_GOOGLE_TOKEN_URL: dir.tokenUrl },
   });
+  const runner = ports.runner();
   t.teardown(() => runner.idle());
   const connection = await saveConnection(app.database.sql, identityEncryptor(app.config), {
     provider: 'google',
