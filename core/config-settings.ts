@@ -64,6 +64,11 @@ export const SETTINGS: readonly Setting[] = [
   },
   { env: 'AIRLOCK_HOST', kind: 'string', default: '127.0.0.1', doc: 'Listen address of the web app.' },
   {
+    env: 'AIRLOCK_CONTRACT_LOG',
+    kind: 'path',
+    doc: 'Development and tests: a file where the web app appends each answer that disagrees with its route definition (answer schema, status, error codes; docs/api.md). Unset: no check.',
+  },
+  {
     env: 'AIRLOCK_PORT',
     kind: 'int',
     default: '8080',

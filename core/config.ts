@@ -40,6 +40,8 @@ export interface Config {
   secureCookies: boolean;
   logLevel: string;
   bodyLimitKb: number;
+  /** AIRLOCK_CONTRACT_LOG: where answers that disagree with their route definition are written (web/contract.ts). */
+  contractLog?: string;
   login: { maxFailures: number; windowS: number };
   encryptionKey?: Secret;
   agentUserTokenSecret?: Secret;
@@ -292,6 +294,7 @@ function buildConfig(values: Values, d: ReturnType<typeof derivedSettings>): Con
     secureCookies: publicOrigin.startsWith('https:'),
     logLevel: str('AIRLOCK_LOG_LEVEL'),
     bodyLimitKb: num('AIRLOCK_BODY_LIMIT_KB'),
+    ...(values.AIRLOCK_CONTRACT_LOG ? { contractLog: values.AIRLOCK_CONTRACT_LOG as string } : {}),
     login: { maxFailures: num('AIRLOCK_LOGIN_MAX_FAILURES'), windowS: num('AIRLOCK_LOGIN_WINDOW_S') },
     encryptionKey: sec('AIRLOCK_ENCRYPTION_KEY'),
     agentUserTokenSecret: sec('AGENT_USER_TOKEN_SECRET'),

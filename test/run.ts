@@ -18,9 +18,10 @@
  * `npm run test:unit` does); from the sources it runs the `.ts` test files with the same loader.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
-import { sep } from 'node:path';
+import { tmpdir } from 'node:os';
+import { join, sep } from 'node:path';
 import { pgUnavailable, startPgCluster, type PgCluster } from './helpers/postgres.js';
 
 /** Whether this runner (and so the tests it starts) runs from the TypeScript sources, not dist/. */
@@ -374,8 +375,35 @@ async function runscPass(files: string[], env: NodeJS.ProcessEnv, out: Out): Pro
   return tap(files, runscEnv, `pass 3: sandboxes under gVisor (runsc, engine ${engine.socket})`, 1, out);
 }
 
+/**
+ * The route contract check (web/contract.ts): every web app the tests start, in process or as
+ * `airlock serve`, appends each answer that disagrees with its route definition to one file; after
+ * the passes that file is one check, failed with each disagreement named.
+ */
+function contractLog(): { file: string; check: () => Tally & { code: number } } {
+  const dir = mkdtempSync(join(tmpdir(), 'airlock-contract-'));
+  const file = join(dir, 'contract.jsonl');
+  process.env.AIRLOCK_CONTRACT_LOG = file;
+  return {
+    file,
+    check: () => {
+      const lines = existsSync(file) ? [...new Set(readFileSync(file, 'utf8').split('\n').filter(Boolean))] : [];
+      rmSync(dir, { recursive: true, force: true });
+      if (!lines.length) {
+        process.stdout.write('\n# route contract: every answer agreed with its route definition\n');
+        return { total: 1, pass: 1, fail: 0, code: 0 };
+      }
+      process.stdout.write(
+        `\nnot ok - route contract: ${lines.length} answers disagree with their route definitions (web/routes/)\n${lines.map((l) => `#   ${l}`).join('\n')}\n`,
+      );
+      return { total: 1, pass: 0, fail: 1, code: 1 };
+    },
+  };
+}
+
 async function main(): Promise<number> {
   const sel = select(process.argv.slice(2));
+  const contract = contractLog();
   // The whole suite starts with the lint check (a narrowed run does not lint).
   const linted = sel.whole ? await lint() : NONE;
   // One throwaway cluster for both passes: pass 1 needs it too (the fleet and fault tests). The
@@ -422,7 +450,7 @@ async function main(): Promise<number> {
       ? await Promise.all([serialPass(), laneB()])
       : [await serialPass(), await laneB()];
     for (const text of [...waitingHeld, ...held]) process.stdout.write(text);
-    const all = sum([linted, first, firstSerial, second, third]);
+    const all = sum([linted, first, firstSerial, second, third, contract.check()]);
     const { total, pass, fail } = all;
     process.stdout.write(
       `\n# wall time per pass${overlap ? ' (the Docker and browser pass beside the PostgreSQL and gVisor passes)' : ''}: ${wallTimes.join('; ')}; whole run ${elapsed()} s\n`,

@@ -16,6 +16,7 @@ import { settingsRoutes } from './settings-routes.js';
 import { biInternalRoutes, dataAuthorizationRoutes } from './data-access/index.js';
 import { chatRoutes } from './chat-routes.js';
 import type { WebContext } from './context.js';
+import { useContractCheck } from './contract.js';
 import { errorMiddleware, notFound } from './errors.js';
 import { agentApiRoutes, memoryRoutes } from './memory-routes.js';
 import { sessionSecret } from './session-secret.js';
@@ -42,6 +43,7 @@ export function createApp(ctx: WebContext): Express {
   // otherwise any local client could pick its own address and dodge the login limits.
   app.set('trust proxy', ctx.config.trustProxy.length ? ctx.config.trustProxy : false);
   app.set('etag', false);
+  if (ctx.config.contractLog) useContractCheck(app, ctx.config.contractLog);
   useRequestBasics(app, ctx);
   useSessionUserAndCsrf(app, ctx);
 

@@ -6,7 +6,9 @@
  * it has its definition, and a definition without a route fails it too.
  */
 import { z } from 'zod';
-import { ROUTES, type Who } from './routes/index.js';
+import { ERROR_CATALOGUE, type ErrorCode } from '../core/index.js';
+import { routeErrors } from './routes/define.js';
+import { ROUTES, type RouteDef, type Who } from './routes/index.js';
 
 const SECURITY: Record<Who, Record<string, string[]>[]> = {
   anyone: [],
@@ -22,7 +24,8 @@ const SECURITY: Record<Who, Record<string, string[]>[]> = {
 /** Build the document (server URL = the public origin). */
 export function openApiDocument(publicOrigin: string): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
-  for (const { method, path, tag, who, summary, body, bodyOptional } of ROUTES) {
+  for (const def of ROUTES) {
+    const { method, path, tag, who, summary, body, bodyOptional } = def;
     const params = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => ({
       name: m[1],
       in: 'path',
@@ -42,13 +45,7 @@ export function openApiDocument(publicOrigin: string): Record<string, unknown> {
       ...(params.length ? { parameters: params } : {}),
       ...(body ? { requestBody: requestBody(body, !bodyOptional) } : {}),
       security: SECURITY[who],
-      responses: {
-        default: {
-          description: 'Error',
-          content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
-        },
-        '2XX': { description: 'Success' },
-      },
+      responses: responses(def),
     };
   }
   return {
@@ -97,6 +94,45 @@ export function openApiDocument(publicOrigin: string): Record<string, unknown> {
  * any value there, and the handler still applies it.
  */
 function requestBody(schema: z.ZodType, required: boolean): Record<string, unknown> {
-  const { $schema: _dialect, ...json } = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' });
-  return { required, content: { 'application/json': { schema: json } } };
+  return { required, content: { 'application/json': { schema: jsonSchema(schema, 'input') } } };
+}
+
+/**
+ * A route's answers: its success status with the response's JSON Schema (as written by the server,
+ * `io: output`), and one answer per error status with the codes the route gives at that status.
+ */
+function responses(def: RouteDef): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const status of [def.status ?? 200].flat()) {
+    out[String(status)] = def.response
+      ? { description: 'Success', content: { 'application/json': { schema: jsonSchema(def.response, 'output') } } }
+      : { description: def.answer ?? (status === 204 ? 'No content' : 'Success') };
+  }
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of routeErrors(def)) {
+    const status = ERROR_CATALOGUE[code].status;
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  for (const [status, codes] of [...byStatus].sort((a, b) => a[0] - b[0])) {
+    out[String(status)] = {
+      description: codes.join(', '),
+      content: {
+        'application/json': {
+          schema: {
+            allOf: [
+              { $ref: '#/components/schemas/Error' },
+              { type: 'object', properties: { error: { type: 'object', properties: { code: { enum: codes } } } } },
+            ],
+          },
+        },
+      },
+    };
+  }
+  return out;
+}
+
+/** A zod schema as JSON Schema without its dialect line; a check JSON Schema cannot express shows as any value. */
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
+  const { $schema: _dialect, ...json } = z.toJSONSchema(schema, { io, unrepresentable: 'any' });
+  return json;
 }

@@ -65,6 +65,8 @@ export function testConfig(dataDir: string, env: Record<string, string> = {}): R
     AIRLOCK_LOG_LEVEL: 'debug',
     ...TEST_SECRETS,
     ...TEST_ORG_MAIL,
+    // The route contract check (web/contract.ts), when the test runner asks for it.
+    ...(process.env.AIRLOCK_CONTRACT_LOG ? { AIRLOCK_CONTRACT_LOG: process.env.AIRLOCK_CONTRACT_LOG } : {}),
     ...env,
   });
 }

@@ -9,6 +9,7 @@ import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { ROUTES } from '../../web/routes/index.js';
+import { routeErrors } from '../../web/routes/define.js';
 
 const API_MD = fileURLToPath(new URL('../../docs/api.md', import.meta.url).href.replace('/dist/', '/'));
 
@@ -26,16 +27,31 @@ function shape(path: string): string {
   );
 }
 
-/** The `method path` pairs docs/api.md's tables name: each path in a row's path cell (`/a` (and `/b`)) with each of its methods. */
-function documented(md: string): Set<string> {
-  const out = new Set<string>();
+/** One row of docs/api.md's route tables: its `method path` pairs, and the codes its last cell (errors) names. */
+interface Row {
+  ops: string[];
+  codes: string[];
+  text: string;
+}
+
+/** The rows of docs/api.md's route tables: each path in a row's path cell (`/a` (and `/b`)) with each of its methods. */
+function rows(md: string): Row[] {
+  const out: Row[] = [];
   for (const m of md.matchAll(
-    /^\| ((?:GET|POST|PUT|PATCH|DELETE)(?:, (?:GET|POST|PUT|PATCH|DELETE))*) \| ([^|]*(?:\\\|[^|]*)*) \|/gm,
+    /^\| ((?:GET|POST|PUT|PATCH|DELETE)(?:, (?:GET|POST|PUT|PATCH|DELETE))*) \| ([^|]*(?:\\\|[^|]*)*) \|(.*)$/gm,
   )) {
     const paths = [...m[2]!.matchAll(/`(\/[^`]*)`/g)].map((p) => p[1]!);
-    for (const method of m[1]!.split(', ')) for (const path of paths) out.add(`${method.toLowerCase()} ${shape(path)}`);
+    const ops = m[1]!.split(', ').flatMap((method) => paths.map((path) => `${method.toLowerCase()} ${shape(path)}`));
+    const cells = m[3]!.split(/(?<!\\)\|/).filter((c, i, all) => i < all.length - 1 || c.trim());
+    const codes = [...new Set((cells.at(-1) ?? '').match(/ERR_[A-Z0-9_]+/g) ?? [])].sort();
+    out.push({ ops, codes, text: m[0]!.slice(0, 90) });
   }
   return out;
+}
+
+/** The `method path` pairs docs/api.md's tables name. */
+function documented(md: string): Set<string> {
+  return new Set(rows(md).flatMap((r) => r.ops));
 }
 
 t.test('every defined operation is in docs/api.md, and every route it names is defined', async (t) => {
@@ -51,6 +67,26 @@ t.test('every defined operation is in docs/api.md, and every route it names is d
     [],
     'in docs/api.md, not defined: a route that does not exist (or a path spelled otherwise)',
   );
+});
+
+t.test("each row's errors are its routes' own codes (web/routes/: `errors`)", async (t) => {
+  const byOp = new Map(ROUTES.map((d) => [`${d.method} ${shape(d.path)}`, d]));
+  for (const row of rows(readFileSync(API_MD, 'utf8'))) {
+    const defs = row.ops.map((op) => byOp.get(op)).filter((d) => d !== undefined);
+    if (!defs.length) continue;
+    const own = [...new Set(defs.flatMap((d) => d.errors ?? []))].sort();
+    const may = new Set(defs.flatMap((d) => [...routeErrors(d)]));
+    t.same(
+      row.codes.filter((c) => !may.has(c as never)),
+      [],
+      `${row.text}: names codes its routes' definitions do not give`,
+    );
+    t.same(
+      own.filter((c) => !row.codes.includes(c)),
+      [],
+      `${row.text}: its routes' definitions give codes the row does not name`,
+    );
+  }
 });
 
 t.test('the comparison', async (t) => {
