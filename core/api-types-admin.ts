@@ -2,8 +2,10 @@
  * Shapes of the admin API that domain code also names, defined once (like core/api-types.ts):
  * the send policy, the IdP connection and agent-policy request bodies, a user's effective agent
  * policy. domain/ aliases or extends them, web/admin-api.ts re-exports them to the pages
- * (web/ui/src). Types only, importing nothing (no node types: the page bundle's `tsc` reads this file).
+ * (web/ui/src). The answers are zod schemas with a type of the same name (the pages import
+ * the types only).
  */
+import { z } from 'zod';
 
 /**
  * The user's effective send policy (agent policies and the server's defaults): the proxy applies
@@ -11,20 +13,21 @@
  * server-wide policy (GET /api/admin/mail-policy) and `mail` of GET /api/identity/agent-policy
  * have this shape.
  */
-export interface MailPolicy {
+export const MailPolicy = z.strictObject({
   /** Recipient domains always allowed (a domain covers its subdomains). */
-  allow_domains: string[];
+  allow_domains: z.array(z.string()),
   /** Recipient domains refused (wins over allow_domains). */
-  block_domains: string[];
+  block_domains: z.array(z.string()),
   /** A recipient in neither list: send, ask the user in the chat first, or refuse. */
-  other: 'allow' | 'ask' | 'block';
+  other: z.enum(['allow', 'ask', 'block']),
   /** Most recipients (To + Cc + Bcc) per message. */
-  max_recipients: number;
+  max_recipients: z.number(),
   /** Most messages per hour per user (counted by the daemon over all the user's sessions). */
-  max_per_hour: number;
+  max_per_hour: z.number(),
   /** How long a held send waits for the user's decision before it is refused. */
-  approval_timeout_s: number;
-}
+  approval_timeout_s: z.number(),
+});
+export type MailPolicy = z.infer<typeof MailPolicy>;
 
 /** POST /api/identity/connections (provider, issuer and client_id required) and PATCH /connections/:id body (domain/identity/store.ts saves it). */
 export interface ConnectionRequest {
@@ -69,43 +72,46 @@ export interface AgentPolicyRequest {
  * Allow lists are grants and add up (union); a policy with a null list lifts that restriction;
  * deny lists add up and win. A user under no policy is unrestricted.
  */
-export interface EffectiveAgentPolicyView {
-  tools: string[] | null;
-  models: string[] | null;
-  denied_tools: string[];
-  denied_models: string[];
-  policy_ids: number[];
-}
+export const EffectiveAgentPolicyView = z.strictObject({
+  tools: z.array(z.string()).nullable(),
+  models: z.array(z.string()).nullable(),
+  denied_tools: z.array(z.string()),
+  denied_models: z.array(z.string()),
+  policy_ids: z.array(z.number()),
+});
+export type EffectiveAgentPolicyView = z.infer<typeof EffectiveAgentPolicyView>;
 
 /** One line of the usage report (domain/usage/report.ts, GET /api/admin/usage). */
-export interface UsageRowView {
-  period: string;
-  group: 'user' | 'team' | 'model';
+export const UsageRowView = z.strictObject({
+  period: z.string(),
+  group: z.enum(['user', 'team', 'model']),
   /** The user's or team's id, or the model's id; null: users in no team. */
-  key: number | string | null;
-  name: string | null;
-  turns: number;
-  input_tokens: number;
-  output_tokens: number;
-  tool_calls: number;
-  mails: number;
+  key: z.union([z.number(), z.string()]).nullable(),
+  name: z.string().nullable(),
+  turns: z.number(),
+  input_tokens: z.number(),
+  output_tokens: z.number(),
+  tool_calls: z.number(),
+  mails: z.number(),
   /** Minutes the user's chats held a sandbox (claim to release, counted on the release's day), one decimal. */
-  sandbox_minutes: number;
-  cost: number;
-}
+  sandbox_minutes: z.number(),
+  cost: z.number(),
+});
+export type UsageRowView = z.infer<typeof UsageRowView>;
 
 /** A budget and what is used of it in the running period (domain/usage/budgets.ts, /api/admin/budgets). */
-export interface BudgetView {
-  id: number;
-  scope: 'user' | 'team';
-  subject_id: number;
-  subject: string | null;
-  metric: 'tokens' | 'cost';
-  period: 'day' | 'month';
-  amount: number;
-  used: number;
-  ratio: number;
-  since: string;
-  created_at: string;
-  updated_at: string;
-}
+export const BudgetView = z.strictObject({
+  id: z.number(),
+  scope: z.enum(['user', 'team']),
+  subject_id: z.number(),
+  subject: z.string().nullable(),
+  metric: z.enum(['tokens', 'cost']),
+  period: z.enum(['day', 'month']),
+  amount: z.number(),
+  used: z.number(),
+  ratio: z.number(),
+  since: z.string(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+export type BudgetView = z.infer<typeof BudgetView>;

@@ -205,64 +205,77 @@ export const LogPage = z.strictObject({
 export type LogPage = z.infer<typeof LogPage>;
 
 /** What is recorded of one request the in-sandbox proxy decided on (the proxy_requests row, domain/db/schema-egress.ts). */
-export interface ProxyRequestFields {
-  route: string | null;
-  method: string | null;
+export const ProxyRequestFields = z.strictObject({
+  route: z.string().nullable(),
+  method: z.string().nullable(),
   /** The allow-list template the path matched, never the path's values. */
-  template: string | null;
-  outcome: 'forwarded' | 'refused' | 'upstream_error';
-  status: number;
-  code: string | null;
-  req_bytes: number | null;
-  res_bytes: number | null;
-  ms: number | null;
-  recipients: number | null;
-  node_id: string;
-}
+  template: z.string().nullable(),
+  outcome: z.enum(['forwarded', 'refused', 'upstream_error']),
+  status: z.number(),
+  code: z.string().nullable(),
+  req_bytes: z.number().nullable(),
+  res_bytes: z.number().nullable(),
+  ms: z.number().nullable(),
+  recipients: z.number().nullable(),
+  node_id: z.string(),
+});
+export type ProxyRequestFields = z.infer<typeof ProxyRequestFields>;
 
 /** One request the in-sandbox proxy decided on (GET /api/admin/turns/:turnId). */
-export interface AuditedRequest extends ProxyRequestFields {
-  id: number;
-  at: string;
-}
+export const AuditedRequest = ProxyRequestFields.extend({ id: z.number(), at: z.string() });
+export type AuditedRequest = z.infer<typeof AuditedRequest>;
+
+const AuditAccount = z.strictObject({ id: z.number(), username: z.string().nullable() });
 
 /** GET /api/admin/turns/:turnId: one turn, its tool calls with their upstream requests, and its held sends. */
-export interface TurnAudit {
-  turn_id: string;
-  session_id: string;
-  title: string;
-  user: { id: number; username: string | null };
-  prompt: string;
-  status: string;
-  stop_reason: string | null;
-  started_at: string;
-  ended_at: string | null;
+export const TurnAudit = z.strictObject({
+  turn_id: z.string(),
+  session_id: z.string(),
+  title: z.string(),
+  user: AuditAccount,
+  prompt: z.string(),
+  status: z.string(),
+  stop_reason: z.string().nullable(),
+  started_at: z.string(),
+  ended_at: z.string().nullable(),
   /** Tokens the turn's model calls used, as the provider reported them (null: none reported). */
-  usage: { input_tokens: number; output_tokens: number } | null;
-  tool_calls: {
-    call_id: string;
-    tool: string;
-    status: string;
-    duration_ms: number | null;
-    requests: AuditedRequest[];
-  }[];
+  usage: z.strictObject({ input_tokens: z.number(), output_tokens: z.number() }).nullable(),
+  tool_calls: z.array(
+    z.strictObject({
+      call_id: z.string(),
+      tool: z.string(),
+      status: z.string(),
+      duration_ms: z.number().nullable(),
+      requests: z.array(AuditedRequest),
+    }),
+  ),
   /** Requests of no tool call: the model's, and those the child made itself. */
-  other_requests: AuditedRequest[];
-  mail_holds: {
-    id: string;
-    call_id: string | null;
-    recipients: string[];
-    /** The recipients by header; absent for sends held before they were kept apart. */
-    fields?: { to: string[]; cc: string[]; bcc: string[] };
-    asked: string[];
-    subject: string;
-    attachments: { name: string; size: number }[];
-    state: string;
-    scope: string | null;
-    code: string | null;
-    at: string;
-    decided_at: string | null;
-  }[];
+  other_requests: z.array(AuditedRequest),
+  mail_holds: z.array(
+    z.strictObject({
+      id: z.string(),
+      call_id: z.string().nullable(),
+      recipients: z.array(z.string()),
+      /** The recipients by header; absent for sends held before they were kept apart. */
+      fields: z.strictObject({ to: z.array(z.string()), cc: z.array(z.string()), bcc: z.array(z.string()) }).optional(),
+      asked: z.array(z.string()),
+      subject: z.string(),
+      attachments: z.array(z.strictObject({ name: z.string(), size: z.number() })),
+      state: z.string(),
+      scope: z.string().nullable(),
+      code: z.string().nullable(),
+      at: z.string(),
+      decided_at: z.string().nullable(),
+    }),
+  ),
   /** Feedback users gave the answer (docs/chat.md "Feedback on answers"), oldest change first. */
-  feedback: { user: { id: number; username: string | null }; rating: 'up' | 'down'; note: string | null; at: string }[];
-}
+  feedback: z.array(
+    z.strictObject({
+      user: AuditAccount,
+      rating: z.enum(['up', 'down']),
+      note: z.string().nullable(),
+      at: z.string(),
+    }),
+  ),
+});
+export type TurnAudit = z.infer<typeof TurnAudit>;

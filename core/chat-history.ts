@@ -1,83 +1,90 @@
-import type { StopReason } from './sandbox-protocol.js';
-import type { TurnUsage } from './transcript.js';
-import type { ApprovalRequest, ApprovalScope, ApprovalState, ConnectorApprovalRequest } from './approval-request.js';
+import { z } from 'zod';
+import { StopReasonSchema } from './sandbox-events.js';
+import { ApprovalRequest, ApprovalScope, ApprovalState, ConnectorApprovalRequest } from './approval-request.js';
 
 /**
  * A chat's stored history as the store returns it and the chat API sends it
  * (GET /api/chat/sessions/:id/messages), and a chat's entry of the session list
- * (GET /api/chat/sessions). Types only: the chat page's build reads them too.
+ * (GET /api/chat/sessions). Zod schemas with types of the same name: the chat page's build
+ * imports the types only.
  */
 
 /**
  * One chat of the user's list, as domain/chat/store.ts reads it and web/chat-api.ts sends it
  * (each adds its own `model_id`; the API adds the running turn).
  */
-export interface ChatSessionEntry {
-  id: string;
-  title: string;
-  created_at: string;
-  updated_at: string;
-  turn_count: number;
+export const ChatSessionEntry = z.strictObject({
+  id: z.string(),
+  title: z.string(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  turn_count: z.number(),
   /** Pinned by the user: listed first. */
-  pinned: boolean;
+  pinned: z.boolean(),
   /** Where the title came from (migration 017): 'message' (the first message, until the first turn ends), 'model', 'fallback', 'user' (renamed). */
-  title_source: 'message' | 'model' | 'fallback' | 'user';
-}
+  title_source: z.enum(['message', 'model', 'fallback', 'user']),
+});
+export type ChatSessionEntry = z.infer<typeof ChatSessionEntry>;
 
-export type ToolCallStatus = 'running' | 'ok' | 'error' | 'cancelled';
+export const ToolCallStatus = z.enum(['running', 'ok', 'error', 'cancelled']);
+export type ToolCallStatus = z.infer<typeof ToolCallStatus>;
 
-export interface StoredToolCall {
-  call_id: string;
-  tool: string;
-  input: unknown;
-  status: ToolCallStatus;
-  output?: unknown;
-  error?: string;
-  duration_ms: number | null;
-  started_at: string;
-}
+export const StoredToolCall = z.strictObject({
+  call_id: z.string(),
+  tool: z.string(),
+  input: z.unknown(),
+  status: ToolCallStatus,
+  output: z.unknown().optional(),
+  error: z.string().optional(),
+  duration_ms: z.number().nullable(),
+  started_at: z.string(),
+});
+export type StoredToolCall = z.infer<typeof StoredToolCall>;
 
 /**
  * A mail send of the turn held for the user's approval, and its decision (from `mail_holds`;
  * docs/chat.md#approvals). Never its body: only the live preview route shows that, while it waits.
  */
-export interface StoredApproval extends ApprovalRequest {
-  state: ApprovalState;
-  scope?: ApprovalScope;
-  created_at: string;
-  decided_at: string | null;
-}
+export const StoredApproval = ApprovalRequest.extend({
+  state: ApprovalState,
+  scope: ApprovalScope.optional(),
+  created_at: z.string(),
+  decided_at: z.string().nullable(),
+});
+export type StoredApproval = z.infer<typeof StoredApproval>;
 
 /**
  * A connector call of the turn held for the user's approval, and its decision (from
  * `connector_approvals`; docs/connectors.md "Approval binding"): the connector, the tool and the
  * exact arguments, as the card showed them.
  */
-export interface StoredConnectorApproval extends ConnectorApprovalRequest {
-  state: ApprovalState;
-  created_at: string;
-  decided_at: string | null;
-}
+export const StoredConnectorApproval = ConnectorApprovalRequest.extend({
+  state: ApprovalState,
+  created_at: z.string(),
+  decided_at: z.string().nullable(),
+});
+export type StoredConnectorApproval = z.infer<typeof StoredConnectorApproval>;
 
-export interface StoredTurn {
-  turn_id: string;
-  prompt: string;
-  text: string;
-  status: 'running' | 'done';
-  stop_reason: StopReason | null;
-  error?: { code: string; message: string };
-  started_at: string;
-  ended_at: string | null;
-  tool_calls: StoredToolCall[];
+export const StoredTurn = z.strictObject({
+  turn_id: z.string(),
+  prompt: z.string(),
+  text: z.string(),
+  status: z.enum(['running', 'done']),
+  stop_reason: StopReasonSchema.nullable(),
+  error: z.strictObject({ code: z.string(), message: z.string() }).optional(),
+  started_at: z.string(),
+  ended_at: z.string().nullable(),
+  tool_calls: z.array(StoredToolCall),
   /** The turn it continues (null: the chat's first). */
-  parent_id: string | null;
+  parent_id: z.string().nullable(),
   /**
    * The turns that continue the same parent, oldest first, itself included: its edits and
    * regenerates. The page shows "< i/n >" when there is more than one.
    */
-  siblings: string[];
+  siblings: z.array(z.string()),
   /** Tokens its model calls used, as the provider reported them. */
-  usage?: TurnUsage;
+  usage: z.strictObject({ input_tokens: z.number(), output_tokens: z.number() }).optional(),
   /** Its mail sends held for approval, with their decisions, oldest first (absent: none). */
-  approvals?: (StoredApproval | StoredConnectorApproval)[];
-}
+  approvals: z.array(z.union([StoredApproval, StoredConnectorApproval])).optional(),
+});
+export type StoredTurn = z.infer<typeof StoredTurn>;

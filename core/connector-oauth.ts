@@ -1,7 +1,9 @@
 /**
  * OAuth per user for connectors (docs/connectors.md, "OAuth per user"): the seams between the
- * connector registry, the host's OAuth client and the egress gateway. Types only.
+ * connector registry, the host's OAuth client and the egress gateway; the API's view of a
+ * connection (a zod schema and its type).
  */
+import { z } from 'zod';
 
 /** The gateway's seam for a user's OAuth token (null: not connected); daemon/host/connector-tokens.ts implements it. */
 export type { ConnectorTokens } from './connectors.js';
@@ -42,13 +44,14 @@ export interface OAuthConnectorLookup {
 }
 
 /** The view of a user's connection to an OAuth connector (never token material). */
-export interface ConnectorConnectionView {
-  connector_id: string;
-  label: string;
-  connected: boolean;
-  connected_at?: string;
-  access_expires_at?: string | null;
+export const ConnectorConnectionView = z.strictObject({
+  connector_id: z.string(),
+  label: z.string(),
+  connected: z.boolean(),
+  connected_at: z.string().optional(),
+  access_expires_at: z.string().nullable().optional(),
   /** A refresh token is held: the connection outlives the access token. */
-  offline?: boolean;
-  scope?: string | null;
-}
+  offline: z.boolean().optional(),
+  scope: z.string().nullable().optional(),
+});
+export type ConnectorConnectionView = z.infer<typeof ConnectorConnectionView>;

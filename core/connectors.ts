@@ -26,40 +26,49 @@ export const MAX_CONNECTOR_RESULT_BYTES = 64 * 1024;
 /** Connector calls of one session in the gateway at once. */
 export const MAX_CONNECTOR_CALLS_IN_FLIGHT = 4;
 
-export type ConnectorTransport = 'streamable_http' | 'sse';
-export type ConnectorAuthKind = 'none' | 'header' | 'bearer' | 'oauth';
-export type ConnectorToolMode = 'enabled' | 'disabled' | 'ask';
+export const ConnectorTransport = z.enum(['streamable_http', 'sse']);
+export type ConnectorTransport = z.infer<typeof ConnectorTransport>;
+export const ConnectorAuthKind = z.enum(['none', 'header', 'bearer', 'oauth']);
+export type ConnectorAuthKind = z.infer<typeof ConnectorAuthKind>;
+export const ConnectorToolMode = z.enum(['enabled', 'disabled', 'ask']);
+export type ConnectorToolMode = z.infer<typeof ConnectorToolMode>;
 
 /** Who may use a connector: the same audiences as agent policies, plus named users. */
-export type ConnectorAudience =
-  { kind: 'everyone' } | { kind: 'teams'; team_ids: number[] } | { kind: 'users'; user_ids: number[] };
+export const ConnectorAudience = z.discriminatedUnion('kind', [
+  z.strictObject({ kind: z.literal('everyone') }),
+  z.strictObject({ kind: z.literal('teams'), team_ids: z.array(z.number()) }),
+  z.strictObject({ kind: z.literal('users'), user_ids: z.array(z.number()) }),
+]);
+export type ConnectorAudience = z.infer<typeof ConnectorAudience>;
 
 /** A tool as the server listed it, with the admin's mode. */
-export interface ConnectorTool {
-  name: string;
-  description: string;
-  input_schema: Record<string, unknown>;
-  mode: ConnectorToolMode;
-}
+export const ConnectorTool = z.strictObject({
+  name: z.string(),
+  description: z.string(),
+  input_schema: z.record(z.string(), z.unknown()),
+  mode: ConnectorToolMode,
+});
+export type ConnectorTool = z.infer<typeof ConnectorTool>;
 
 /** A connector as the admin API and the CLI show it: never a secret, only whether there is one. */
-export interface ConnectorView {
-  id: string;
-  label: string;
-  url: string;
-  transport: ConnectorTransport;
-  audience: ConnectorAudience;
-  auth_kind: ConnectorAuthKind;
-  auth_header_name: string | null;
-  has_secret: boolean;
-  oauth_client_id: string | null;
-  has_oauth_client_secret: boolean;
-  tools: ConnectorTool[];
-  enabled: boolean;
-  tools_refreshed_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
+export const ConnectorView = z.strictObject({
+  id: z.string(),
+  label: z.string(),
+  url: z.string(),
+  transport: ConnectorTransport,
+  audience: ConnectorAudience,
+  auth_kind: ConnectorAuthKind,
+  auth_header_name: z.string().nullable(),
+  has_secret: z.boolean(),
+  oauth_client_id: z.string().nullable(),
+  has_oauth_client_secret: z.boolean(),
+  tools: z.array(ConnectorTool),
+  enabled: z.boolean(),
+  tools_refreshed_at: z.string().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+export type ConnectorView = z.infer<typeof ConnectorView>;
 
 /**
  * The seam for OAuth connectors: the user's current access token for a connector (refreshed as

@@ -1,18 +1,20 @@
 /**
  * The response (and request) shapes of the sign-in and admin APIs, shared by the server routes
  * (web/auth-routes.ts, web/admin-*-routes.ts, web/identity/, web/data-access/) and the admin pages
- * (web/ui/src/). Types only, importing only the node-free core/api-types*.ts and core/api-requests.ts
- * (the shapes domain/ names too are defined there once): the page bundle takes nothing from here at run
- * time, and the routes check what they send with `satisfies`, so a changed response breaks the
- * build (`tsc` of both sides), not the page.
+ * (web/ui/src/). Each answer is a zod schema with a type of the same name: the route definitions
+ * (web/routes/) name the schema, the routes build their answers as the type, and the pages import
+ * the types only (`import type`), so the page bundle takes nothing from here at run time. The
+ * shapes domain/ names too are defined once in core/api-types*.ts.
  */
 
-import type { ChatModelView, ExternalGroup, ModelProvider, SyncJobView, UserView } from '../core/api-types.js';
-import type { BudgetView, EffectiveAgentPolicyView, MailPolicy, UsageRowView } from '../core/api-types-admin.js';
+import { z } from 'zod';
+import { ChatModelView, ExternalGroup, SyncJobView, UserView } from '../core/api-types.js';
+import { ConnectorView } from '../core/connectors.js';
+import { BudgetView, EffectiveAgentPolicyView, MailPolicy, UsageRowView } from '../core/api-types-admin.js';
 
-export type { ChatModelView, ExternalGroup, ModelProvider, SyncJobView };
-export type { SyncJobStatus, SyncJobTrigger } from '../core/api-types.js';
-export type { MailPolicy, EffectiveAgentPolicyView };
+export { ChatModelView, ExternalGroup, SyncJobView };
+export type { ModelProvider, SyncJobStatus, SyncJobTrigger } from '../core/api-types.js';
+export { MailPolicy, EffectiveAgentPolicyView };
 
 // ------------------------------------------------------------------ errors
 
@@ -36,86 +38,98 @@ export interface ApiErrorDetail {
 // ------------------------------------------------------------------ sign-in (/api/auth)
 
 /** The public view of a user: GET /api/auth/me, and `user` of the login answer. */
-export type { UserView };
+export { UserView };
 
 /** GET /api/auth/csrf. */
-export interface CsrfResponse {
-  csrf_token: string;
-}
+export const CsrfResponse = z.strictObject({ csrf_token: z.string() });
+export type CsrfResponse = z.infer<typeof CsrfResponse>;
 
 /** POST /api/auth/login body (from its zod schema) and answer. */
 export type { LoginRequest } from '../core/api-requests.js';
-export interface LoginResponse {
-  user: UserView;
-  csrf_token: string;
-  next: string;
-}
+export const LoginResponse = z.strictObject({ user: UserView, csrf_token: z.string(), next: z.string() });
+export type LoginResponse = z.infer<typeof LoginResponse>;
 
 /** GET /api/auth/sso-providers: the active connections the login page offers. */
-export interface SsoProviderList {
-  providers: { id: string; name: string; flows: string[]; redirect_url: string }[];
-}
+export const SsoProviderList = z.strictObject({
+  providers: z.array(
+    z.strictObject({ id: z.string(), name: z.string(), flows: z.array(z.string()), redirect_url: z.string() }),
+  ),
+});
+export type SsoProviderList = z.infer<typeof SsoProviderList>;
 
 // ------------------------------------------------------------------ accounts (/api/admin/users)
 
 /** One account of GET /api/admin/users (never a password hash). */
-export interface AdminUser extends UserView {
-  created_at: string;
-  last_login_at: string | null;
+export const AdminUser = UserView.extend({
+  created_at: z.string(),
+  last_login_at: z.string().nullable(),
   /** The account has no password: it signs in by single sign-on only (or not at all where none is set up). */
-  sso_only: boolean;
-}
+  sso_only: z.boolean(),
+});
+export type AdminUser = z.infer<typeof AdminUser>;
 
-export interface AdminUserList {
-  users: AdminUser[];
-  total: number;
-  limit: number;
-  offset: number;
-  next_offset: number | null;
-}
+/** PATCH /api/admin/users/:id: the account as it now is, and what its deactivation ended. */
+export const AdminUserChanged = z.strictObject({
+  user: UserView.extend({ created_at: z.string(), last_login_at: z.string().nullable() }),
+  sessions_ended: z.number(),
+  /** Sandboxes of a deactivated user stopped (null: none asked, or the runtime could not say). */
+  sandboxes_ended: z.number().nullable(),
+});
+export type AdminUserChanged = z.infer<typeof AdminUserChanged>;
+
+/** POST /api/admin/users/:id/password: the user's web sessions ended, and the password when one was generated (shown once). */
+export const PasswordReset = z.strictObject({ sessions_ended: z.number(), password: z.string().optional() });
+export type PasswordReset = z.infer<typeof PasswordReset>;
+
+export const AdminUserList = z.strictObject({
+  users: z.array(AdminUser),
+  total: z.number(),
+  limit: z.number(),
+  offset: z.number(),
+  next_offset: z.number().nullable(),
+});
+export type AdminUserList = z.infer<typeof AdminUserList>;
 
 // ------------------------------------------------------------------ send policy (/api/admin/mail-policy)
 
 /** The server-wide send policy (GET and PUT /api/admin/mail-policy; PUT takes any of the first six fields). */
-export interface ServerMailPolicyView extends MailPolicy {
-  updated_by: number | null;
-  updated_at: string;
-}
+export const ServerMailPolicyView = MailPolicy.extend({ updated_by: z.number().nullable(), updated_at: z.string() });
+export type ServerMailPolicyView = z.infer<typeof ServerMailPolicyView>;
 
 // ------------------------------------------------------------------ chat models (/api/admin/chat-models)
 
 /** One model on offer for chats (the admin API; never the key, only whether there is one). */
-export interface ChatModelAdminView extends ChatModelView {
+export const ChatModelAdminView = ChatModelView.extend({
   /** Chats that name this model. */
-  chats: number;
-}
+  chats: z.number(),
+});
+export type ChatModelAdminView = z.infer<typeof ChatModelAdminView>;
 
-export interface ChatModelAdminList {
-  models: ChatModelAdminView[];
-}
+export const ChatModelAdminList = z.strictObject({ models: z.array(ChatModelAdminView) });
+export type ChatModelAdminList = z.infer<typeof ChatModelAdminList>;
 
 /** POST /api/admin/chat-models body (PATCH takes any of these but `id`; `api_key` absent keeps the key, null removes it). */
 export type { ChatModelInput as ChatModelAdminInput } from '../core/api-requests.js';
 
 // ------------------------------------------------------------------ usage and budgets (/api/admin/usage, /api/admin/budgets)
 
-export type { BudgetView, UsageRowView };
+export { BudgetView, UsageRowView };
 
 /** GET /api/admin/usage (docs/usage.md "Report"). */
-export interface UsageReportView {
-  from: string;
-  to: string;
-  group: 'user' | 'team' | 'model';
-  period: 'day' | 'month';
+export const UsageReportView = z.strictObject({
+  from: z.string(),
+  to: z.string(),
+  group: z.enum(['user', 'team', 'model']),
+  period: z.enum(['day', 'month']),
   /** The priced models' currency (null: no model is priced). */
-  currency: string | null;
-  rows: UsageRowView[];
-}
+  currency: z.string().nullable(),
+  rows: z.array(UsageRowView),
+});
+export type UsageReportView = z.infer<typeof UsageReportView>;
 
 /** GET /api/admin/budgets. */
-export interface BudgetList {
-  budgets: BudgetView[];
-}
+export const BudgetList = z.strictObject({ budgets: z.array(BudgetView) });
+export type BudgetList = z.infer<typeof BudgetList>;
 
 /** POST /api/admin/budgets body (PATCH takes `amount` only). */
 export interface BudgetInputView {
@@ -128,117 +142,122 @@ export interface BudgetInputView {
 
 // ------------------------------------------------------------------ live sessions (/api/admin/sessions)
 
-export interface LiveSession {
-  id: string | null;
+export const LiveSession = z.strictObject({
+  id: z.string().nullable(),
   /** The chat's title (null when the chat is gone). */
-  title: string | null;
+  title: z.string().nullable(),
   /** The first 12 characters of the container id. */
-  container_id: string;
-  user_id: number | null;
-  username: string | null;
-  display_name: string | null;
-  status: string;
-  stale: boolean;
-  turns: number;
-  started_at: string;
-  last_used_at: string;
+  container_id: z.string(),
+  user_id: z.number().nullable(),
+  username: z.string().nullable(),
+  display_name: z.string().nullable(),
+  status: z.string(),
+  stale: z.boolean(),
+  turns: z.number(),
+  started_at: z.string(),
+  last_used_at: z.string(),
   /** Seconds since its last turn ended; null while a turn runs. */
-  idle_s: number | null;
+  idle_s: z.number().nullable(),
   /** The sum of its processes' PSS, bytes; null where the host's cgroups cannot be read. */
-  memory_bytes: number | null;
+  memory_bytes: z.number().nullable(),
   /** CPU time the sandbox used since it started, seconds; null as memory_bytes. */
-  cpu_seconds: number | null;
+  cpu_seconds: z.number().nullable(),
   /** The running turn: how long it runs and what it waits on (e.g. "waiting for model" 45 s); null when idle. */
-  turn: { running_s: number; phase: string; phase_s: number } | null;
-}
+  turn: z.strictObject({ running_s: z.number(), phase: z.string(), phase_s: z.number() }).nullable(),
+});
+export type LiveSession = z.infer<typeof LiveSession>;
 
-export interface LiveSessionList {
-  sessions: LiveSession[];
+export const LiveSessionList = z.strictObject({
+  sessions: z.array(LiveSession),
   /** Warm sandboxes not yet claimed by a chat. */
-  pool_ready: number;
-}
+  pool_ready: z.number(),
+});
+export type LiveSessionList = z.infer<typeof LiveSessionList>;
 
 // ------------------------------------------------------------------ identity (/api/identity)
 
 /** An IdP connection as the API shows it: secrets only as "stored or not". */
-export interface ConnectionView {
-  id: number;
-  provider: string;
-  display_name: string;
-  issuer: string;
-  client_id: string;
-  has_client_secret: boolean;
-  has_service_account: boolean;
-  service_account_email: string | null;
-  delegated_admin_email: string | null;
-  customer: string;
-  is_active: boolean;
-  has_group_sync: boolean;
-  last_sync_started_at: string | null;
-  last_sync_finished_at: string | null;
-  last_sync_succeeded_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
+export const ConnectionView = z.strictObject({
+  id: z.number(),
+  provider: z.string(),
+  display_name: z.string(),
+  issuer: z.string(),
+  client_id: z.string(),
+  has_client_secret: z.boolean(),
+  has_service_account: z.boolean(),
+  service_account_email: z.string().nullable(),
+  delegated_admin_email: z.string().nullable(),
+  customer: z.string(),
+  is_active: z.boolean(),
+  has_group_sync: z.boolean(),
+  last_sync_started_at: z.string().nullable(),
+  last_sync_finished_at: z.string().nullable(),
+  last_sync_succeeded_at: z.string().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+export type ConnectionView = z.infer<typeof ConnectionView>;
 
-export interface ConnectionList {
-  connections: ConnectionView[];
-}
+export const ConnectionList = z.strictObject({ connections: z.array(ConnectionView) });
+export type ConnectionList = z.infer<typeof ConnectionList>;
 
 /** POST /connections (provider, issuer and client_id required) and PATCH /connections/:id body. */
 export type { ConnectionRequest } from '../core/api-types-admin.js';
 
 /** GET /directory-sync (a job's `result` holds counts: users_created, …, fetched: {users, groups, …}). */
-export interface SyncJobState {
-  job: SyncJobView | null;
-}
+export const SyncJobState = z.strictObject({ job: SyncJobView.nullable() });
+export type SyncJobState = z.infer<typeof SyncJobState>;
 
 /** POST /directory-sync: the new job, or the one already running (`created: false`). */
-export interface SyncJobStarted {
-  job: SyncJobView;
-  created: boolean;
-}
+export const SyncJobStarted = z.strictObject({ job: SyncJobView, created: z.boolean() });
+export type SyncJobStarted = z.infer<typeof SyncJobStarted>;
 
-export interface Organisation {
-  id: number;
-  name: string;
-  created_at: string;
-}
+export const Organisation = z.strictObject({ id: z.number(), name: z.string(), created_at: z.string() });
+export type Organisation = z.infer<typeof Organisation>;
 
-export interface OrganisationList {
-  organisations: Organisation[];
-}
+export const OrganisationList = z.strictObject({ organisations: z.array(Organisation) });
+export type OrganisationList = z.infer<typeof OrganisationList>;
 
 /** Name of an organisation (create and rename), of a team or a policy: 1–100 characters. */
 export interface NameRequest {
   name: string;
 }
 
-export interface ExternalGroupList {
-  groups: ExternalGroup[];
-}
+/** GET /organisations/:id/members. */
+export const OrgMemberList = z.strictObject({
+  members: z.array(z.strictObject({ user_id: z.number(), role: z.enum(['member', 'manager']) })),
+});
+export type OrgMemberList = z.infer<typeof OrgMemberList>;
 
-export interface TeamMember {
-  id: number;
-  username: string;
-  display_name: string | null;
-}
+/** PUT /organisations/:id/members/:userId: the membership as it now is. */
+export const OrgMembership = z.strictObject({
+  organisation_id: z.number(),
+  user_id: z.number(),
+  role: z.enum(['member', 'manager']),
+});
+export type OrgMembership = z.infer<typeof OrgMembership>;
 
-export interface TeamView {
-  id: number;
-  organisation_id: number;
-  name: string;
+export const ExternalGroupList = z.strictObject({ groups: z.array(ExternalGroup) });
+export type ExternalGroupList = z.infer<typeof ExternalGroupList>;
+
+export const TeamMember = z.strictObject({ id: z.number(), username: z.string(), display_name: z.string().nullable() });
+export type TeamMember = z.infer<typeof TeamMember>;
+
+export const TeamView = z.strictObject({
+  id: z.number(),
+  organisation_id: z.number(),
+  name: z.string(),
   /** The directory group the team follows (its members then come from the sync), or null. */
-  external_group_id: number | null;
-  created_at: string;
-  updated_at: string;
-  member_ids: number[];
-  members: TeamMember[];
-}
+  external_group_id: z.number().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  member_ids: z.array(z.number()),
+  members: z.array(TeamMember),
+});
+export type TeamView = z.infer<typeof TeamView>;
 
-export interface TeamList {
-  teams: TeamView[];
-}
+export const TeamList = z.strictObject({ teams: z.array(TeamView) });
+export type TeamList = z.infer<typeof TeamList>;
 
 /** POST /organisations/:id/teams and PATCH /teams/:id body. */
 export interface TeamRequest {
@@ -246,62 +265,76 @@ export interface TeamRequest {
   external_group_id?: number | null;
 }
 
-export interface AgentPolicyView {
-  id: number;
-  organisation_id: number;
-  name: string;
-  applies_to: 'all' | 'teams';
-  team_ids: number[];
+const MailOther = z.enum(['allow', 'ask', 'block']);
+export const AgentPolicyView = z.strictObject({
+  id: z.number(),
+  organisation_id: z.number(),
+  name: z.string(),
+  applies_to: z.enum(['all', 'teams']),
+  team_ids: z.array(z.number()),
   /** null: no restriction. */
-  allowed_tools: string[] | null;
-  allowed_models: string[] | null;
-  denied_tools: string[];
-  denied_models: string[];
+  allowed_tools: z.array(z.string()).nullable(),
+  allowed_models: z.array(z.string()).nullable(),
+  denied_tools: z.array(z.string()),
+  denied_models: z.array(z.string()),
   /** Send policy: domains always allowed / refused, any other recipient (null: the server's default), limits (null: the server's). */
-  mail_allow_domains: string[];
-  mail_block_domains: string[];
-  mail_other: 'allow' | 'ask' | 'block' | null;
-  mail_max_recipients: number | null;
-  mail_max_per_hour: number | null;
-}
+  mail_allow_domains: z.array(z.string()),
+  mail_block_domains: z.array(z.string()),
+  mail_other: MailOther.nullable(),
+  mail_max_recipients: z.number().nullable(),
+  mail_max_per_hour: z.number().nullable(),
+});
+export type AgentPolicyView = z.infer<typeof AgentPolicyView>;
 
-export interface AgentPolicyList {
-  policies: AgentPolicyView[];
-}
+export const AgentPolicyList = z.strictObject({ policies: z.array(AgentPolicyView) });
+export type AgentPolicyList = z.infer<typeof AgentPolicyList>;
 
 /** POST /organisations/:id/agent-policies (name and applies_to required) and PATCH body. */
 export type { AgentPolicyRequest } from '../core/api-types-admin.js';
 
 /** GET /agent-catalog: the tools and models a policy may name. */
-export interface AgentCatalogView {
-  tools: string[];
-  models: string[];
-}
+export const AgentCatalogView = z.strictObject({ tools: z.array(z.string()), models: z.array(z.string()) });
+export type AgentCatalogView = z.infer<typeof AgentCatalogView>;
 
 /** GET /agent-policy?user_id=. */
-export interface EffectiveAgentPolicyResponse {
-  user_id: number;
-  policy: EffectiveAgentPolicyView;
+export const EffectiveAgentPolicyResponse = z.strictObject({
+  user_id: z.number(),
+  policy: EffectiveAgentPolicyView,
   /** The policies that apply (policy.policy_ids), by name with their organisation, in id order. */
-  policies: { id: number; name: string; organisation_id: number; organisation_name: string }[];
+  policies: z.array(
+    z.strictObject({ id: z.number(), name: z.string(), organisation_id: z.number(), organisation_name: z.string() }),
+  ),
   /** The send policy in force for the user: the server's combined with every agent policy that applies. */
-  mail: MailPolicy;
-}
+  mail: MailPolicy,
+});
+export type EffectiveAgentPolicyResponse = z.infer<typeof EffectiveAgentPolicyResponse>;
 
 // The data-access admin API's and the audit's shapes (domain/ names them too) are in core/api-types-data-access.ts.
-export type * from '../core/api-types-data-access.js';
+export * from '../core/api-types-data-access.js';
 
 // ------------------------------------------------------------------ a user's own settings (/api/settings)
 
 /** GET and PATCH /api/settings (docs/chat.md "Settings"). */
-export interface SettingsView {
+export const SettingsView = z.strictObject({
   /** The model a new chat starts with (null: the server's default). */
-  default_model_id: string | null;
+  default_model_id: z.string().nullable(),
   /** False: the account signs in by single sign-on only (no password to change). */
-  has_password: boolean;
-  password_min: number;
-  password_max: number;
-}
+  has_password: z.boolean(),
+  password_min: z.number(),
+  password_max: z.number(),
+});
+export type SettingsView = z.infer<typeof SettingsView>;
+
+/** POST /api/admin/connectors and POST …/{id}/refresh: the connector, and the tools its server listed that were left out, with why. */
+export const ConnectorSaved = z.strictObject({
+  connector: ConnectorView,
+  skipped: z.array(z.strictObject({ name: z.string(), reason: z.string() })),
+});
+export type ConnectorSaved = z.infer<typeof ConnectorSaved>;
+
+/** GET /api/admin/connectors. */
+export const ConnectorList = z.strictObject({ connectors: z.array(ConnectorView) });
+export type ConnectorList = z.infer<typeof ConnectorList>;
 
 /** /api/admin/connectors (docs/connectors.md): a connector as the admin page shows it, never a secret. */
 export type {

@@ -1,34 +1,37 @@
 /**
  * The shapes of the share and feedback routes (web/share-routes.ts, web/feedback-routes.ts),
- * shared by the server and the browser UI. docs/chat.md "Sharing a chat" and "Feedback on answers".
+ * shared by the server and the browser UI (types only there). docs/chat.md "Sharing a chat" and
+ * "Feedback on answers".
  */
-import type { StoredTurn } from '../core/chat-history.js';
+import { z } from 'zod';
+import { StoredTurn } from '../core/chat-history.js';
 
 /** GET /api/chat/sessions/:id/share: whether the chat has a live link (its token is never shown again). */
-export interface ShareState {
-  shared: boolean;
-  created_at: string | null;
-}
+export const ShareState = z.strictObject({ shared: z.boolean(), created_at: z.string().nullable() });
+export type ShareState = z.infer<typeof ShareState>;
 
 /** POST /api/chat/sessions/:id/share (201): the new link, shown this once. */
-export interface ShareCreated {
-  shared: true;
-  created_at: string;
-  token: string;
+export const ShareCreated = z.strictObject({
+  shared: z.literal(true),
+  created_at: z.string(),
+  token: z.string(),
   /** The page that opens it: <public origin>/#/share/<token>. */
-  url: string;
-}
+  url: z.string(),
+});
+export type ShareCreated = z.infer<typeof ShareCreated>;
 
 /** GET /api/share/:token: the chat as the link shows it, read-only. */
-export interface SharedChat {
-  title: string;
-  owner: string;
-  shared_at: string;
-  turns: StoredTurn[];
-  usage: { input_tokens: number; output_tokens: number };
-}
+export const SharedChat = z.strictObject({
+  title: z.string(),
+  owner: z.string(),
+  shared_at: z.string(),
+  turns: z.array(StoredTurn),
+  usage: z.strictObject({ input_tokens: z.number(), output_tokens: z.number() }),
+});
+export type SharedChat = z.infer<typeof SharedChat>;
 
-export type FeedbackRating = 'up' | 'down';
+export const FeedbackRating = z.enum(['up', 'down']);
+export type FeedbackRating = z.infer<typeof FeedbackRating>;
 
 /** PUT /api/chat/sessions/:id/turns/:turnId/feedback body. */
 export interface FeedbackRequest {
@@ -38,14 +41,14 @@ export interface FeedbackRequest {
 }
 
 /** One user's feedback on one turn. */
-export interface FeedbackEntry {
-  turn_id: string;
-  rating: FeedbackRating;
-  note: string | null;
-  updated_at: string;
-}
+export const FeedbackEntry = z.strictObject({
+  turn_id: z.string(),
+  rating: FeedbackRating,
+  note: z.string().nullable(),
+  updated_at: z.string(),
+});
+export type FeedbackEntry = z.infer<typeof FeedbackEntry>;
 
 /** GET /api/chat/sessions/:id/feedback: the caller's feedback on the chat's turns. */
-export interface FeedbackList {
-  feedback: FeedbackEntry[];
-}
+export const FeedbackList = z.strictObject({ feedback: z.array(FeedbackEntry) });
+export type FeedbackList = z.infer<typeof FeedbackList>;

@@ -1,6 +1,26 @@
 /** The superuser admin pages: live sessions, the turn audit, users, models, connectors, usage, budgets, the mail policy. One definition per route: docs/architecture.md, "Routes defined once". */
 import { ChatModelChangeSchema, ChatModelCreateSchema } from '../../core/api-requests.js';
-import { ConnectorChangeSchema, ConnectorCreateSchema, ConnectorToolModesSchema } from '../../core/connectors.js';
+import { TurnAudit } from '../../core/api-types-data-access.js';
+import {
+  ConnectorChangeSchema,
+  ConnectorCreateSchema,
+  ConnectorToolModesSchema,
+  ConnectorView,
+} from '../../core/connectors.js';
+import {
+  AdminUserChanged,
+  AdminUserList,
+  BudgetList,
+  BudgetView,
+  ChatModelAdminList,
+  ChatModelAdminView,
+  ConnectorList,
+  ConnectorSaved,
+  LiveSessionList,
+  PasswordReset,
+  ServerMailPolicyView,
+  UsageReportView,
+} from '../admin-api.js';
 import { MailPolicyChangeSchema } from '../admin-mail-policy-routes.js';
 import { BudgetChangeSchema, BudgetCreateSchema } from '../admin-usage-routes.js';
 import { PasswordResetSchema, UserChangeSchema } from '../admin-users-routes.js';
@@ -13,30 +33,39 @@ export const ADMIN_ROUTES: readonly RouteDef[] = [
       path: '/api/admin/sessions',
       who: 'superuser',
       summary: 'Live sandboxes (503 without a Docker engine)',
+      response: LiveSessionList,
+      errors: ['ERR_RUNTIME_UNAVAILABLE'],
     },
     {
       method: 'post',
       path: '/api/admin/sessions/{id}/restart',
       who: 'superuser',
       summary: 'Restart a session with a fresh sandbox (204)',
+      status: 204,
+      errors: ['ERR_RUNTIME_UNAVAILABLE', 'ERR_SESSION_NOT_FOUND'],
     },
     {
       method: 'post',
       path: '/api/admin/sessions/{id}/kill',
       who: 'superuser',
       summary: "End a session's sandbox (204)",
+      status: 204,
+      errors: ['ERR_RUNTIME_UNAVAILABLE', 'ERR_SESSION_NOT_FOUND'],
     },
     {
       method: 'get',
       path: '/api/admin/turns/{turnId}',
       who: 'superuser',
       summary: "A turn's audit: its tool calls with their upstream requests, and its held mail sends",
+      response: TurnAudit,
+      errors: ['ERR_CHAT_TURN_NOT_FOUND'],
     },
     {
       method: 'get',
       path: '/api/admin/users',
       who: 'superuser',
       summary: 'Accounts for user pickers: ?q= (part of username, e-mail or name), limit, offset',
+      response: AdminUserList,
     },
     {
       method: 'patch',
@@ -45,6 +74,8 @@ export const ADMIN_ROUTES: readonly RouteDef[] = [
       summary:
         'Deactivate, reactivate, promote or demote ({is_active?, is_superuser?}); never yourself (409 ERR_USER_SELF) nor the last active superuser (409 ERR_USER_LAST_SUPERUSER)',
       body: UserChangeSchema,
+      response: AdminUserChanged,
+      errors: ['ERR_USER_NOT_FOUND', 'ERR_USER_SELF', 'ERR_USER_LAST_SUPERUSER'],
     },
     {
       method: 'post',
@@ -53,12 +84,15 @@ export const ADMIN_ROUTES: readonly RouteDef[] = [
       summary: "Reset a password ({password} sets it; {} generates one, returned once); the user's web sessions end",
       body: PasswordResetSchema,
       bodyOptional: true,
+      response: PasswordReset,
+      errors: ['ERR_USER_NOT_FOUND', 'ERR_USER_SELF'],
     },
     {
       method: 'get',
       path: '/api/admin/chat-models',
       who: 'superuser',
       summary: 'The models on offer for chats (never a key: has_key), with how many chats use each',
+      response: ChatModelAdminList,
     },
     {
       method: 'post',
@@ -66,6 +100,9 @@ export const ADMIN_ROUTES: readonly RouteDef[] = [
       who: 'superuser',
       summary: 'Add a model ({id, label, provider, model, base_url?, api_key?, context_tokens, enabled?})',
       body: ChatModelCreateSchema,
+      response: ChatModelAdminView,
+      status: 201,
+      errors: ['ERR_CHAT_MODEL_EXISTS', 'ERR_USAGE_CURRENCY_MISMATCH'],
     },
     {
       method: 'patch',
@@ -74,12 +111,16 @@ export const ADMIN_ROUTES: readonly RouteDef[] = [
       summary:
         'Change a model (any field but id; api_key absent keeps the key, null removes it; enabled: false disables)',
       body: ChatModelChangeSchema,
+      response: ChatModelAdminView,
+      errors: ['ERR_CHAT_MODEL_NOT_FOUND', 'ERR_CHAT_MODEL_DEFAULT', 'ERR_USAGE_CURRENCY_MISMATCH'],
     },
     {
       method: 'delete',
       path: '/api/admin/chat-models/{id}',
       who: 'superuser',
       summary: 'Delete a model (not the default); its chats fall back to the default',
+      status: 204,
+      errors: ['ERR_CHAT_MODEL_NOT_FOUND', 'ERR_CHAT_MODEL_DEFAULT'],
     },
     {
       method: 'get',
@@ -87,8 +128,16 @@ export const ADMIN_ROUTES: readonly RouteDef[] = [
       who: 'superuser',
       summary:
         'The connectors (remote MCP servers, docs/connectors.md) with their tools and modes; never a secret (has_secret)',
+      response: ConnectorList,
     },
-    { method: 'get', path: '/api/admin/connectors/{id}', who: 'superuser', summary: 'One connector' },
+    {
+      method: 'get',
+      path: '/api/admin/connectors/{id}',
+      who: 'superuser',
+      summary: 'One connector',
+      response: ConnectorView,
+      errors: ['ERR_CONNECTOR_NOT_FOUND'],
+    },
     {
       method: 'post',
       path: '/api/admin/connectors',
@@ -96,6 +145,16 @@ export const ADMIN_ROUTES: readonly RouteDef[] = [
       summary:
         'Add a connector ({id, label, url, transport?, audience?, auth_kind?, auth_header_name?, auth_secret?, oauth_client_id?, oauth_client_secret?, enabled?}); its tools are listed from the server first: a server that does not answer as MCP saves nothing',
       body: ConnectorCreateSchema,
+      response: ConnectorSaved,
+      status: 201,
+      errors: [
+        'ERR_CONNECTOR_EXISTS',
+        'ERR_CONNECTOR_URL',
+        'ERR_CONNECTOR_AUTH',
+        'ERR_CONNECTOR_DISCOVERY',
+        'ERR_CONNECTOR_TOOLS_INVALID',
+        'ERR_CONNECTOR_NOT_CONNECTED',
+      ],
     },
     {
       method: 'patch',
@@ -103,13 +162,36 @@ export const ADMIN_ROUTES: readonly RouteDef[] = [
       who: 'superuser',
       summary: 'Change a connector (any field but id; a secret absent is kept, null removes it)',
       body: ConnectorChangeSchema,
+      response: ConnectorView,
+      errors: [
+        'ERR_CONNECTOR_NOT_FOUND',
+        'ERR_CONNECTOR_URL',
+        'ERR_CONNECTOR_AUTH',
+        'ERR_CONNECTOR_DISCOVERY',
+        'ERR_CONNECTOR_TOOLS_INVALID',
+        'ERR_CONNECTOR_NOT_CONNECTED',
+      ],
     },
-    { method: 'delete', path: '/api/admin/connectors/{id}', who: 'superuser', summary: 'Delete a connector' },
+    {
+      method: 'delete',
+      path: '/api/admin/connectors/{id}',
+      who: 'superuser',
+      summary: 'Delete a connector',
+      status: 204,
+      errors: ['ERR_CONNECTOR_NOT_FOUND'],
+    },
     {
       method: 'post',
       path: '/api/admin/connectors/{id}/refresh',
       who: 'superuser',
       summary: 'List the tools from the server again (modes kept); {connector, skipped}',
+      response: ConnectorSaved,
+      errors: [
+        'ERR_CONNECTOR_NOT_FOUND',
+        'ERR_CONNECTOR_DISCOVERY',
+        'ERR_CONNECTOR_TOOLS_INVALID',
+        'ERR_CONNECTOR_NOT_CONNECTED',
+      ],
     },
     {
       method: 'patch',
@@ -117,6 +199,8 @@ export const ADMIN_ROUTES: readonly RouteDef[] = [
       who: 'superuser',
       summary: 'Set tool modes ({modes: {tool: enabled|disabled|ask}})',
       body: ConnectorToolModesSchema,
+      response: ConnectorView,
+      errors: ['ERR_CONNECTOR_NOT_FOUND', 'ERR_CONNECTOR_TOOL_NOT_FOUND'],
     },
     {
       method: 'get',
@@ -124,18 +208,23 @@ export const ADMIN_ROUTES: readonly RouteDef[] = [
       who: 'superuser',
       summary:
         'Usage of chat turns per UTC day or month and per user, team or model, with cost (?from, to, group, period; docs/usage.md)',
+      response: UsageReportView,
+      errors: ['ERR_USAGE_BAD_QUERY'],
     },
     {
       method: 'get',
       path: '/api/admin/usage.csv',
       who: 'superuser',
       summary: 'The usage report as CSV (same parameters)',
+      answer: 'text/csv (an attachment)',
+      errors: ['ERR_USAGE_BAD_QUERY'],
     },
     {
       method: 'get',
       path: '/api/admin/budgets',
       who: 'superuser',
       summary: 'Every budget with what is used of it in the running period',
+      response: BudgetList,
     },
     {
       method: 'post',
@@ -143,6 +232,9 @@ export const ADMIN_ROUTES: readonly RouteDef[] = [
       who: 'superuser',
       summary: 'Add a budget ({scope: user|team, subject_id, metric: tokens|cost, period: day|month, amount})',
       body: BudgetCreateSchema,
+      response: BudgetView,
+      status: 201,
+      errors: ['ERR_USAGE_BUDGET_EXISTS', 'ERR_USAGE_SUBJECT_NOT_FOUND'],
     },
     {
       method: 'patch',
@@ -150,13 +242,23 @@ export const ADMIN_ROUTES: readonly RouteDef[] = [
       who: 'superuser',
       summary: 'Change a budget amount ({amount}); counts from the next turn',
       body: BudgetChangeSchema,
+      response: BudgetView,
+      errors: ['ERR_USAGE_BUDGET_NOT_FOUND'],
     },
-    { method: 'delete', path: '/api/admin/budgets/{id}', who: 'superuser', summary: 'Remove a budget' },
+    {
+      method: 'delete',
+      path: '/api/admin/budgets/{id}',
+      who: 'superuser',
+      summary: 'Remove a budget',
+      status: 204,
+      errors: ['ERR_USAGE_BUDGET_NOT_FOUND'],
+    },
     {
       method: 'get',
       path: '/api/admin/mail-policy',
       who: 'superuser',
       summary: 'The server-wide send policy (first from AIRLOCK_MAIL_*)',
+      response: ServerMailPolicyView,
     },
     {
       method: 'put',
@@ -165,6 +267,7 @@ export const ADMIN_ROUTES: readonly RouteDef[] = [
       summary:
         'Change the server-wide send policy ({allow_domains?, block_domains?, other?, max_recipients?, max_per_hour?, approval_timeout_s?})',
       body: MailPolicyChangeSchema,
+      response: ServerMailPolicyView,
     },
   ]),
 ];

@@ -7,7 +7,59 @@ import {
   SwitchBranchSchema,
 } from '../../core/api-requests.js';
 import { FeedbackSchema } from '../feedback-routes.js';
+import type { ErrorCode } from '../../core/index.js';
+import {
+  ApprovalDecisionResponse,
+  ApprovalPreview,
+  CancelTurnResponse,
+  ChatExport,
+  ChatHistory,
+  ChatModelInfo,
+  ChatModelList,
+  ChatSessionInfo,
+  ChatSessionList,
+  FilePreview,
+  UploadAnswer,
+  UploadList,
+} from '../chat-api.js';
+import { FeedbackEntry, FeedbackList, ShareCreated, SharedChat, ShareState } from '../share-api.js';
 import { area, type RouteDef } from './define.js';
+
+/** A chat of the caller's that does not exist (or is another user's). */
+const SESSION: ErrorCode = 'ERR_CHAT_SESSION_NOT_FOUND';
+
+/** What a route of a session another node runs answers when that node does not (web/fleet.ts). */
+const FORWARDING: readonly ErrorCode[] = ['ERR_NODE_UNREACHABLE', 'ERR_NODE_PLAIN_HTTP'];
+
+/** What a prompt is refused with before its stream starts (the session's node answers them itself). */
+export const FORWARDED_TURN: readonly ErrorCode[] = [
+  'ERR_CHAT_SESSION_NOT_FOUND',
+  'ERR_CHAT_TURN_NOT_FOUND',
+  'ERR_CHAT_REPLACE_OFF_BRANCH',
+  'ERR_CHAT_MODEL_NOT_FOUND',
+  'ERR_POLICY_MODEL_DENIED',
+  'ERR_SESSION_BUSY',
+  'ERR_SESSION_USER_LIMIT',
+  'ERR_USAGE_BUDGET_EXCEEDED',
+  'ERR_SESSION_CAPACITY',
+  'ERR_CHAT_UNAVAILABLE',
+];
+const TURN_START = FORWARDED_TURN;
+
+/** What an upload is refused with (web/upload-routes.ts, web/workspace-files.ts). */
+const UPLOAD: readonly ErrorCode[] = [
+  'ERR_UPLOAD_BODY',
+  'ERR_UPLOAD_NAME',
+  'ERR_UPLOAD_TYPE',
+  'ERR_UPLOAD_MISMATCH',
+  'ERR_UPLOAD_ENCODING',
+  'ERR_UPLOAD_ROW_TOO_LARGE',
+  'ERR_UPLOAD_ZIP_BOMB',
+  'ERR_UPLOAD_XLSX_INVALID',
+  'ERR_UPLOAD_TOO_LARGE',
+  'ERR_UPLOAD_WORKSPACE',
+  'ERR_UPLOAD_QUOTA',
+];
 
 export const CHAT_ROUTES: readonly RouteDef[] = [
   ...area('chat', [
@@ -17,6 +69,8 @@ export const CHAT_ROUTES: readonly RouteDef[] = [
       who: 'user',
       summary: 'Send a prompt; answer an NDJSON event stream ending in one done',
       body: SendMessageSchema,
+      answer: "application/x-ndjson: the turn's events, ending in one done",
+      errors: [...TURN_START, ...FORWARDING],
     },
     {
       method: 'get',
@@ -24,19 +78,24 @@ export const CHAT_ROUTES: readonly RouteDef[] = [
       who: 'user',
       summary:
         "The model that answers (?session_id=: that chat's, else the default): {id, label, provider, model, demo, context_tokens}",
+      response: ChatModelInfo,
+      errors: [SESSION],
     },
     {
       method: 'get',
       path: '/api/chat/models',
       who: 'user',
       summary: "The models on offer that the user's agent policy allows (the picker), the default first",
+      response: ChatModelList,
     },
-    { method: 'get', path: '/api/chat/sessions', who: 'user', summary: 'Own chat sessions' },
+    { method: 'get', path: '/api/chat/sessions', who: 'user', summary: 'Own chat sessions', response: ChatSessionList },
     {
       method: 'get',
       path: '/api/chat/sessions/{id}/messages',
       who: 'user',
       summary: "The branch shown of an own chat session, with each turn's siblings and usage",
+      response: ChatHistory,
+      errors: [SESSION],
     },
     {
       method: 'put',
@@ -44,6 +103,8 @@ export const CHAT_ROUTES: readonly RouteDef[] = [
       who: 'user',
       summary: 'Pin an own chat to the top of the list, or unpin it ({pinned}) → 204',
       body: PinSessionSchema,
+      status: 204,
+      errors: [SESSION],
     },
     {
       method: 'post',
@@ -51,12 +112,17 @@ export const CHAT_ROUTES: readonly RouteDef[] = [
       who: 'user',
       summary: 'Show the branch through a turn (an edit or regenerate sibling) → the branch shown',
       body: SwitchBranchSchema,
+      response: ChatHistory,
+      errors: [SESSION, 'ERR_CHAT_TURN_NOT_FOUND', 'ERR_SESSION_BUSY'],
     },
     {
       method: 'get',
       path: '/api/chat/sessions/{id}/export',
       who: 'user',
       summary: 'Export the branch shown: ?format=markdown (a file) or json (turns, transcript, charts)',
+      response: ChatExport,
+      answer: 'format=markdown: text/markdown',
+      errors: [SESSION],
     },
     {
       method: 'patch',
@@ -64,18 +130,24 @@ export const CHAT_ROUTES: readonly RouteDef[] = [
       who: 'user',
       summary: 'Rename an own chat session and/or switch its model ({title?, model_id?})',
       body: RenameSessionSchema,
+      response: ChatSessionInfo,
+      errors: [SESSION, 'ERR_SESSION_BUSY', 'ERR_CHAT_MODEL_NOT_FOUND', 'ERR_POLICY_MODEL_DENIED'],
     },
     {
       method: 'delete',
       path: '/api/chat/sessions/{id}',
       who: 'user',
       summary: 'Delete an own chat session (stops its turn, ends its sandbox)',
+      status: 204,
+      errors: [SESSION, 'ERR_SESSION_BUSY'],
     },
     {
       method: 'get',
       path: '/api/chat/sessions/{id}/share',
       who: 'user',
       summary: 'Whether an own chat has a live read-only link → {shared, created_at}',
+      response: ShareState,
+      errors: [SESSION],
     },
     {
       method: 'post',
@@ -83,48 +155,65 @@ export const CHAT_ROUTES: readonly RouteDef[] = [
       who: 'user',
       summary:
         'Make a read-only link to an own chat (revokes the old one) → 201 {shared, created_at, token, url}; the token is shown once',
+      response: ShareCreated,
+      status: 201,
+      errors: [SESSION],
     },
     {
       method: 'delete',
       path: '/api/chat/sessions/{id}/share',
       who: 'user',
       summary: "Revoke an own chat's link → 204",
+      status: 204,
+      errors: [SESSION],
     },
     {
       method: 'get',
       path: '/api/share/{token}',
       who: 'user',
       summary: 'A shared chat, read-only (same organisation as its owner; else 404 ERR_SHARE_NOT_FOUND)',
+      response: SharedChat,
+      errors: ['ERR_SHARE_NOT_FOUND'],
     },
     {
       method: 'get',
       path: '/api/share/{token}/attachments/{name}',
       who: 'user',
       summary: "A chart or a kept run_python file the shared turns name, from the owner's workspace",
+      answer: 'the file (image/png, image/svg+xml, text/csv, …)',
+      errors: ['ERR_SHARE_NOT_FOUND'],
     },
     {
       method: 'get',
       path: '/api/share/{token}/attachments/{name}/preview',
       who: 'user',
       summary: 'The preview of a kept run_python file the shared turns name (CSV/XLSX rows, JSON/TXT text)',
+      response: FilePreview,
+      errors: ['ERR_SHARE_NOT_FOUND'],
     },
     {
       method: 'get',
       path: '/api/share/{token}/files/{name}',
       who: 'user',
       summary: 'A file a shared prompt names (images inline, tables as a download)',
+      answer: 'the file',
+      errors: ['ERR_SHARE_NOT_FOUND'],
     },
     {
       method: 'get',
       path: '/api/share/{token}/files/{name}/preview',
       who: 'user',
       summary: 'The first rows of a table a shared prompt names',
+      response: FilePreview,
+      errors: ['ERR_SHARE_NOT_FOUND'],
     },
     {
       method: 'get',
       path: '/api/chat/sessions/{id}/feedback',
       who: 'user',
       summary: "The caller's feedback on the turns of an own chat → {feedback: [{turn_id, rating, note, updated_at}]}",
+      response: FeedbackList,
+      errors: [SESSION],
     },
     {
       method: 'put',
@@ -133,24 +222,33 @@ export const CHAT_ROUTES: readonly RouteDef[] = [
       summary:
         'Rate a finished answer {rating: up|down, note? (≤ 2,000 characters)} → the feedback; 409 ERR_FEEDBACK_TURN_RUNNING',
       body: FeedbackSchema,
+      response: FeedbackEntry,
+      errors: [SESSION, 'ERR_CHAT_TURN_NOT_FOUND', 'ERR_FEEDBACK_TURN_RUNNING'],
     },
     {
       method: 'delete',
       path: '/api/chat/sessions/{id}/turns/{turnId}/feedback',
       who: 'user',
       summary: "Take back the caller's feedback on a turn → 204",
+      status: 204,
+      errors: [SESSION, 'ERR_CHAT_TURN_NOT_FOUND'],
     },
     {
       method: 'get',
       path: '/api/chat/sessions/{id}/turns/{turnId}/events',
       who: 'user',
       summary: 'Replay and follow a turn as NDJSON from the event after ?after=SEQ',
+      answer: "application/x-ndjson: the turn's events after `after`, ending in done",
+      errors: [SESSION, 'ERR_CHAT_TURN_NOT_FOUND', ...FORWARDING],
     },
     {
       method: 'post',
       path: '/api/chat/sessions/{id}/turns/{turnId}/cancel',
       who: 'user',
       summary: 'Stop a running turn',
+      response: CancelTurnResponse,
+      status: [200, 202],
+      errors: [SESSION, 'ERR_CHAT_TURN_NOT_FOUND', ...FORWARDING],
     },
     {
       method: 'post',
@@ -158,6 +256,8 @@ export const CHAT_ROUTES: readonly RouteDef[] = [
       who: 'user',
       summary: 'Approve or deny a mail send held at the proxy ({decision, scope?})',
       body: ApprovalDecisionSchema,
+      response: ApprovalDecisionResponse,
+      errors: [SESSION, 'ERR_APPROVAL_NOT_FOUND', 'ERR_APPROVAL_DECIDED', ...FORWARDING],
     },
     {
       method: 'get',
@@ -165,67 +265,97 @@ export const CHAT_ROUTES: readonly RouteDef[] = [
       who: 'user',
       summary:
         'The message of a send held for approval while it waits: from, to, cc, bcc, subject, body text, attachments (410 once decided)',
+      response: ApprovalPreview,
+      errors: [SESSION, 'ERR_APPROVAL_NOT_FOUND', 'ERR_APPROVAL_PREVIEW_GONE', ...FORWARDING],
     },
     {
       method: 'get',
       path: '/api/chat/sessions/{id}/approvals/{approvalId}/attachments/{n}',
       who: 'user',
       summary: 'An image attachment of a send held for approval, for its thumbnail (410 once decided)',
+      answer: 'the image (image/png, image/jpeg, …)',
+      errors: [SESSION, 'ERR_APPROVAL_NOT_FOUND', 'ERR_APPROVAL_PREVIEW_GONE', ...FORWARDING],
     },
     {
       method: 'get',
       path: '/api/chat/attachments/{name}',
       who: 'user',
       summary: 'A chart (<uuid>.png) or a file run_python kept from out/ (<uuid>.<ext>), from the own workspace',
+      answer: 'the file (image/png, image/svg+xml, text/csv, …)',
+      errors: ['ERR_CHAT_ATTACHMENT_NOT_FOUND', ...FORWARDING],
     },
     {
       method: 'get',
       path: '/api/chat/attachments/{name}/preview',
       who: 'user',
       summary: 'The preview of a kept file that is not an image: CSV/XLSX first rows, JSON/TXT start',
+      response: FilePreview,
+      errors: ['ERR_CHAT_ATTACHMENT_NOT_FOUND', ...FORWARDING],
     },
     {
       method: 'post',
       path: '/api/chat/sessions/{id}/files',
       who: 'user',
       summary: 'Upload a CSV, XLSX, PNG or JPEG into the workspace (raw body, X-File-Name; 201 {file, preview})',
+      response: UploadAnswer,
+      status: 201,
+      errors: [SESSION, ...UPLOAD],
     },
     {
       method: 'get',
       path: '/api/chat/sessions/{id}/files',
       who: 'user',
       summary: "The user's uploaded files ({files})",
+      response: UploadList,
+      errors: [SESSION],
     },
     {
       method: 'get',
       path: '/api/chat/sessions/{id}/files/{name}/preview',
       who: 'user',
       summary: "An uploaded file's preview: the first rows of a table (?sheet=)",
+      response: FilePreview,
+      errors: [SESSION, 'ERR_UPLOAD_NAME', 'ERR_UPLOAD_NOT_FOUND', 'ERR_UPLOAD_SHEET_NOT_FOUND'],
     },
     {
       method: 'get',
       path: '/api/chat/sessions/{id}/files/{name}',
       who: 'user',
       summary: "An uploaded file's bytes (images inline, tables as a download)",
+      answer: 'the file',
+      errors: [SESSION, 'ERR_UPLOAD_NAME', 'ERR_UPLOAD_NOT_FOUND'],
     },
     {
       method: 'post',
       path: '/api/chat/files',
       who: 'user',
       summary: 'Upload a file before a chat exists (as POST /api/chat/sessions/{id}/files)',
+      response: UploadAnswer,
+      status: 201,
+      errors: UPLOAD,
     },
     {
       method: 'get',
       path: '/api/chat/files',
       who: 'user',
       summary: "The user's uploaded files (as GET /api/chat/sessions/{id}/files)",
+      response: UploadList,
     },
     {
       method: 'get',
       path: '/api/chat/files/{name}/preview',
       who: 'user',
       summary: "An uploaded file's preview (?sheet=)",
+      response: FilePreview,
+      errors: ['ERR_UPLOAD_NAME', 'ERR_UPLOAD_NOT_FOUND', 'ERR_UPLOAD_SHEET_NOT_FOUND'],
     },
-    { method: 'get', path: '/api/chat/files/{name}', who: 'user', summary: "An uploaded file's bytes" },
+    {
+      method: 'get',
+      path: '/api/chat/files/{name}',
+      who: 'user',
+      summary: "An uploaded file's bytes",
+      answer: 'the file',
+      errors: ['ERR_UPLOAD_NAME', 'ERR_UPLOAD_NOT_FOUND'],
+    },
   ]),
 ];

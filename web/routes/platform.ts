@@ -8,6 +8,26 @@ import {
 import { ConnectorConnectSchema } from '../connector-oauth-routes.js';
 import { MemoryAddSchema } from '../memory-routes.js';
 import { PasswordChangeSchema, SettingsChangeSchema } from '../settings-routes.js';
+import { UserView } from '../../core/api-types.js';
+import { ConnectorConnectionView } from '../../core/connector-oauth.js';
+import { CsrfResponse, LoginResponse, SettingsView } from '../admin-api.js';
+import { ApprovalDecisionResponse, ApprovalPreview, CancelTurnResponse, FilePreview } from '../chat-api.js';
+import {
+  AccountDisconnected,
+  AccountView,
+  AgentMemoryList,
+  AuthorizationUrl,
+  ClientMetadata,
+  ConnectorConnectionList,
+  ConnectorDisconnected,
+  HealthView,
+  MemoryEntry,
+  MemoryList,
+  OpenApiDocument,
+  OperatorAnswer,
+  PasswordChanged,
+} from '../platform-api.js';
+import { FORWARDED_TURN } from './chat.js';
 import { area, type RouteDef } from './define.js';
 
 export const PLATFORM_ROUTES: readonly RouteDef[] = [
@@ -18,30 +38,65 @@ export const PLATFORM_ROUTES: readonly RouteDef[] = [
       who: 'anyone',
       summary:
         'Liveness and database: {"ok":true,"database":"sqlite","schema_version":8,"node":"…"}; 503 ERR_DB_UNAVAILABLE when the database does not answer',
+      response: HealthView,
     },
-    { method: 'get', path: '/metrics', who: 'anyone', summary: 'Prometheus metrics (text format)' },
-    { method: 'get', path: '/api/openapi.json', who: 'anyone', summary: 'This document' },
+    {
+      method: 'get',
+      path: '/metrics',
+      who: 'anyone',
+      summary: 'Prometheus metrics (text format)',
+      answer: 'text/plain (Prometheus text format)',
+    },
+    { method: 'get', path: '/api/openapi.json', who: 'anyone', summary: 'This document', response: OpenApiDocument },
   ]),
   ...area('ui', [
-    { method: 'get', path: '/vendor/chart.umd.js', who: 'anyone', summary: 'chart.js for the browser UI' },
-    { method: 'get', path: '/favicon.ico', who: 'anyone', summary: 'The icon (ICO, 16 and 32 px)' },
+    {
+      method: 'get',
+      path: '/vendor/chart.umd.js',
+      who: 'anyone',
+      summary: 'chart.js for the browser UI',
+      answer: 'text/javascript',
+    },
+    {
+      method: 'get',
+      path: '/favicon.ico',
+      who: 'anyone',
+      summary: 'The icon (ICO, 16 and 32 px)',
+      answer: 'image/x-icon',
+    },
   ]),
   ...area('auth', [
-    { method: 'get', path: '/api/auth/csrf', who: 'anyone', summary: 'Start a session; answer its CSRF token' },
+    {
+      method: 'get',
+      path: '/api/auth/csrf',
+      who: 'anyone',
+      summary: 'Start a session; answer its CSRF token',
+      response: CsrfResponse,
+    },
     {
       method: 'post',
       path: '/api/auth/login',
       who: 'anyone',
       summary: 'Password login {username, password} → {user, csrf_token}',
       body: LoginSchema,
+      response: LoginResponse,
+      errors: ['ERR_AUTH_CSRF', 'ERR_AUTH_INVALID_CREDENTIALS', 'ERR_AUTH_RATE_LIMITED'],
     },
-    { method: 'post', path: '/api/auth/logout', who: 'anyone', summary: 'End the session (204)' },
-    { method: 'get', path: '/api/auth/me', who: 'user', summary: 'The logged-in user' },
+    {
+      method: 'post',
+      path: '/api/auth/logout',
+      who: 'anyone',
+      summary: 'End the session (204)',
+      status: 204,
+      errors: ['ERR_AUTH_CSRF'],
+    },
+    { method: 'get', path: '/api/auth/me', who: 'user', summary: 'The logged-in user', response: UserView },
     {
       method: 'get',
       path: '/api/settings',
       who: 'user',
       summary: 'Your settings: {default_model_id, has_password, password_min, password_max}',
+      response: SettingsView,
     },
     {
       method: 'patch',
@@ -49,6 +104,8 @@ export const PLATFORM_ROUTES: readonly RouteDef[] = [
       who: 'user',
       summary: 'The model new chats start with ({default_model_id: id | null})',
       body: SettingsChangeSchema,
+      response: SettingsView,
+      errors: ['ERR_CHAT_MODEL_NOT_FOUND', 'ERR_POLICY_MODEL_DENIED'],
     },
     {
       method: 'post',
@@ -56,10 +113,18 @@ export const PLATFORM_ROUTES: readonly RouteDef[] = [
       who: 'user',
       summary: 'Change your password ({current_password, new_password}); your other web sessions end',
       body: PasswordChangeSchema,
+      response: PasswordChanged,
+      errors: ['ERR_AUTH_NO_PASSWORD', 'ERR_AUTH_WRONG_PASSWORD', 'ERR_AUTH_RATE_LIMITED'],
     },
   ]),
   ...area('account', [
-    { method: 'get', path: '/api/account', who: 'user', summary: 'Connected workspace account status (no tokens)' },
+    {
+      method: 'get',
+      path: '/api/account',
+      who: 'user',
+      summary: 'Connected workspace account status (no tokens)',
+      response: AccountView,
+    },
     {
       method: 'post',
       path: '/api/account/connect',
@@ -67,12 +132,17 @@ export const PLATFORM_ROUTES: readonly RouteDef[] = [
       summary: 'Start connecting: → {authorization_url}',
       body: ConnectAccountSchema,
       bodyOptional: true,
+      response: AuthorizationUrl,
+      errors: ['ERR_ACCOUNT_NOT_CONFIGURED', 'ERR_ACCOUNT_RETURN_TO'],
     },
     {
       method: 'get',
       path: '/api/account/callback',
       who: 'idp-redirect',
       summary: 'OAuth callback: store tokens, 302 return_to',
+      status: 302,
+      answer: 'redirect',
+      errors: ['ERR_AUTH_REQUIRED', 'ERR_ACCOUNT_STATE', 'ERR_ACCOUNT_DENIED', 'ERR_ACCOUNT_OAUTH'],
     },
     {
       method: 'delete',
@@ -80,14 +150,45 @@ export const PLATFORM_ROUTES: readonly RouteDef[] = [
       who: 'user',
       summary:
         'Disconnect: forget the tokens, revoke at the provider, end warm sandboxes → {connected:false, revoked_at_provider}',
+      response: AccountDisconnected,
     },
   ]),
   ...area('memories', [
-    { method: 'get', path: '/api/memories', who: 'user', summary: 'Own memory entries' },
-    { method: 'post', path: '/api/memories', who: 'user', summary: 'Add a memory entry', body: MemoryAddSchema },
-    { method: 'delete', path: '/api/memories/{id}', who: 'user', summary: 'Delete an own memory entry' },
-    { method: 'get', path: '/api/agent/memories', who: 'agent', summary: "The token's user's memories (bi withheld)" },
-    { method: 'get', path: '/api/agent/memories/{id}', who: 'agent', summary: "One memory entry of the token's user" },
+    { method: 'get', path: '/api/memories', who: 'user', summary: 'Own memory entries', response: MemoryList },
+    {
+      method: 'post',
+      path: '/api/memories',
+      who: 'user',
+      summary: 'Add a memory entry',
+      body: MemoryAddSchema,
+      response: MemoryEntry,
+      status: 201,
+      errors: ['ERR_MEMORY_LIMIT'],
+    },
+    {
+      method: 'delete',
+      path: '/api/memories/{id}',
+      who: 'user',
+      summary: 'Delete an own memory entry',
+      status: 204,
+      errors: ['ERR_MEMORY_NOT_FOUND'],
+    },
+    {
+      method: 'get',
+      path: '/api/agent/memories',
+      who: 'agent',
+      summary: "The token's user's memories (bi withheld)",
+      response: AgentMemoryList,
+      errors: ['ERR_MEMORY_SOURCE_REFUSED'],
+    },
+    {
+      method: 'get',
+      path: '/api/agent/memories/{id}',
+      who: 'agent',
+      summary: "One memory entry of the token's user",
+      response: MemoryEntry,
+      errors: ['ERR_MEMORY_NOT_FOUND', 'ERR_MEMORY_SOURCE_REFUSED', 'ERR_CRYPTO_DECRYPT'],
+    },
   ]),
   ...area('connectors', [
     {
@@ -95,12 +196,15 @@ export const PLATFORM_ROUTES: readonly RouteDef[] = [
       path: '/api/connections',
       who: 'user',
       summary: 'The OAuth connectors you may use, connected or not (no tokens)',
+      response: ConnectorConnectionList,
     },
     {
       method: 'get',
       path: '/api/connections/{id}',
       who: 'user',
       summary: 'Your connection to one OAuth connector (no tokens)',
+      response: ConnectorConnectionView,
+      errors: ['ERR_CONNECTOR_OAUTH_UNKNOWN'],
     },
     {
       method: 'post',
@@ -109,12 +213,32 @@ export const PLATFORM_ROUTES: readonly RouteDef[] = [
       summary: 'Start connecting {return_to?}: → {authorization_url} (code + PKCE S256 + resource)',
       body: ConnectorConnectSchema,
       bodyOptional: true,
+      response: AuthorizationUrl,
+      errors: [
+        'ERR_CONNECTOR_OAUTH_UNKNOWN',
+        'ERR_CONNECTOR_OAUTH_RETURN_TO',
+        'ERR_CONNECTOR_OAUTH_DISCOVERY',
+        'ERR_CONNECTOR_OAUTH_CLIENT',
+        'ERR_CONNECTOR_OAUTH_REDIRECT',
+      ],
     },
     {
       method: 'get',
       path: '/api/connections/callback',
       who: 'idp-redirect',
       summary: "The connector's authorization server's redirect: tokens stored encrypted, 302 return_to?connected=<id>",
+      status: 302,
+      answer: 'redirect',
+      errors: [
+        'ERR_AUTH_REQUIRED',
+        'ERR_CONNECTOR_OAUTH_STATE',
+        'ERR_CONNECTOR_OAUTH_DENIED',
+        'ERR_CONNECTOR_OAUTH_ISSUER',
+        'ERR_CONNECTOR_OAUTH_TOKEN',
+        'ERR_CONNECTOR_OAUTH_ECHO',
+        'ERR_CONNECTOR_OAUTH_REDIRECT',
+        'ERR_CONNECTOR_OAUTH_DISCOVERY',
+      ],
     },
     {
       method: 'delete',
@@ -122,12 +246,15 @@ export const PLATFORM_ROUTES: readonly RouteDef[] = [
       who: 'user',
       summary:
         'Disconnect: revoke at the authorization server (RFC 7009), delete → {connected:false, had, revoked_at_server}',
+      response: ConnectorDisconnected,
+      errors: ['ERR_CONNECTOR_OAUTH_UNKNOWN'],
     },
     {
       method: 'get',
       path: '/oauth/client-metadata.json',
       who: 'anyone',
       summary: "Airlock's OAuth client ID metadata document (the URL is the client id)",
+      response: ClientMetadata,
     },
   ]),
   ...area('fleet', [
@@ -137,6 +264,8 @@ export const PLATFORM_ROUTES: readonly RouteDef[] = [
       who: 'node',
       summary:
         'An operator command (inspect, logs, restart, kill; the control-socket request union) for a session this node owns',
+      response: OperatorAnswer,
+      errors: ['ERR_SESSION_UNAVAILABLE', 'ERR_SESSION_NOT_FOUND'],
     },
     {
       method: 'post',
@@ -145,30 +274,41 @@ export const PLATFORM_ROUTES: readonly RouteDef[] = [
       summary:
         'A chat turn another node forwards to the owner of the session (same body and NDJSON answer as POST /api/chat/messages)',
       body: SendMessageSchema,
+      answer: 'application/x-ndjson (as POST /api/chat/messages)',
+      errors: FORWARDED_TURN,
     },
     {
       method: 'get',
       path: '/api/fleet/chat/sessions/{id}/turns/{turnId}/events',
       who: 'node',
       summary: 'Forwarded: follow a turn running on this node',
+      answer: 'application/x-ndjson',
+      errors: ['ERR_CHAT_SESSION_NOT_FOUND', 'ERR_CHAT_TURN_NOT_FOUND'],
     },
     {
       method: 'get',
       path: '/api/fleet/chat/attachments/{name}',
       who: 'node',
       summary: "Forwarded: a chart from the user's workspace on this node",
+      answer: 'the file (image/png, image/svg+xml, text/csv, …)',
+      errors: ['ERR_CHAT_ATTACHMENT_NOT_FOUND'],
     },
     {
       method: 'get',
       path: '/api/fleet/chat/attachments/{name}/preview',
       who: 'node',
       summary: "Forwarded: the preview of a kept file from the user's workspace on this node",
+      response: FilePreview,
+      errors: ['ERR_CHAT_ATTACHMENT_NOT_FOUND'],
     },
     {
       method: 'post',
       path: '/api/fleet/chat/sessions/{id}/turns/{turnId}/cancel',
       who: 'node',
       summary: 'Forwarded: cancel a turn running on this node',
+      response: CancelTurnResponse,
+      status: [200, 202],
+      errors: ['ERR_CHAT_SESSION_NOT_FOUND', 'ERR_CHAT_TURN_NOT_FOUND'],
     },
     {
       method: 'post',
@@ -176,18 +316,24 @@ export const PLATFORM_ROUTES: readonly RouteDef[] = [
       who: 'node',
       summary: 'Forwarded: decide a mail send held in a session this node owns',
       body: ApprovalDecisionSchema,
+      response: ApprovalDecisionResponse,
+      errors: ['ERR_CHAT_SESSION_NOT_FOUND', 'ERR_APPROVAL_NOT_FOUND', 'ERR_APPROVAL_DECIDED'],
     },
     {
       method: 'get',
       path: '/api/fleet/chat/sessions/{id}/approvals/{approvalId}/preview',
       who: 'node',
       summary: 'Forwarded: the message of a send held in a session this node owns',
+      response: ApprovalPreview,
+      errors: ['ERR_CHAT_SESSION_NOT_FOUND', 'ERR_APPROVAL_NOT_FOUND', 'ERR_APPROVAL_PREVIEW_GONE'],
     },
     {
       method: 'get',
       path: '/api/fleet/chat/sessions/{id}/approvals/{approvalId}/attachments/{n}',
       who: 'node',
       summary: 'Forwarded: an image attachment of a send held in a session this node owns',
+      answer: 'the image (image/png, image/jpeg, …)',
+      errors: ['ERR_CHAT_SESSION_NOT_FOUND', 'ERR_APPROVAL_NOT_FOUND', 'ERR_APPROVAL_PREVIEW_GONE'],
     },
   ]),
 ];
