@@ -7,6 +7,7 @@ import t from 'tap';
 import { z } from 'zod';
 import { contractProblem, definitionOf } from '../../web/contract.js';
 import { commonErrors, routeErrors, type RouteDef } from '../../web/routes/define.js';
+import { ROUTES } from '../../web/routes/index.js';
 
 const def = (over: Partial<RouteDef>): RouteDef => ({
   method: 'get',
@@ -46,4 +47,14 @@ t.test('an error answer against the codes the route may give', async (t) => {
   t.match(contractProblem(d, 400, { message: 'x' }), /without error\.code/);
   t.notOk(commonErrors('anyone').includes('ERR_AUTH_REQUIRED'), 'an open route gives no sign-in code');
   t.ok(routeErrors(def({ who: 'agent' })).has('ERR_AGENT_TOKEN_INVALID'), 'the agent route its token codes');
+});
+
+t.test('every definition says what a success answers: a schema, no content, or what it is instead', async (t) => {
+  const silent = ROUTES.filter((d) => !d.response && !d.answer && ![d.status ?? 200].flat().includes(204));
+  t.same(
+    silent.map((d) => `${d.method} ${d.path}`),
+    [],
+    'give it `response` (JSON), `status: 204`, or `answer` (a file, a stream, a redirect)',
+  );
+  t.ok(ROUTES.filter((d) => d.response).length > 90, 'most routes answer JSON with a schema');
 });
