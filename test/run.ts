@@ -113,6 +113,12 @@ function onBothEngines(file: string): boolean {
  */
 const PARALLEL_DIRS = ['unit/', 'conformance/', 'integration/'].map((d) => TEST_DIR + d);
 const JOBS = Math.max(1, Number(process.env.AIRLOCK_TEST_JOBS ?? 3) || 1);
+/**
+ * The PostgreSQL pass beside the Docker lane: two files at a time (AIRLOCK_TEST_PG_JOBS). Its files
+ * mostly wait on sockets, the database and models' bounds; one at a time it was the run's critical
+ * path (its ~500 s, then the gVisor pass, against the Docker lane's ~650 s).
+ */
+const PG_LANE_JOBS = Math.max(1, Number(process.env.AIRLOCK_TEST_PG_JOBS ?? 2) || 1);
 const inParallelDir = (f: string) => PARALLEL_DIRS.some((d) => norm(f).startsWith(d));
 
 /**
@@ -438,7 +444,7 @@ async function main(): Promise<number> {
     const laneOut: Out = overlap ? (text) => held.push(text) : live;
     const laneB = async (): Promise<(Tally & { code: number })[]> => {
       const second = both.length
-        ? await pgPass(both, { ...process.env, ...pgEnv }, !!url, laneOut, overlap ? 1 : JOBS)
+        ? await pgPass(both, { ...process.env, ...pgEnv }, !!url, laneOut, overlap ? PG_LANE_JOBS : JOBS)
         : NONE;
       const third = runscFiles.length ? await runscPass(runscFiles, { ...process.env, ...pgEnv }, laneOut) : NONE;
       return [second, third];
