@@ -31,7 +31,7 @@ import { intQueryParam } from '../query-params.js';
 import { validateBody } from '../validate.js';
 import { CONNECTION_CREATE, CONNECTION_PATCH, SYNC_BODY } from './admin-schemas.js';
 import { organisationRoutes } from './org-routes.js';
-import { connectionView, jobView } from './views.js';
+import { connectionView, jobView } from '../../domain/identity/views.js';
 import { intParam } from './params.js';
 
 export { NAME_MAX } from './admin-schemas.js';

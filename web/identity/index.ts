@@ -6,7 +6,6 @@ import { createIdentitySignals, type IdentitySignals } from '../../domain/identi
 import { ssoRoutes } from './sso-routes.js';
 
 export * from '../../domain/identity/index.js';
-export * from './views.js';
 export { SSO_REDIRECT_PATH, callbackPath, checkCallbackUrl } from './sso-routes.js';
 
 /** The at-rest encryptor for IdP secrets (same key as every other encrypted column). */

@@ -10,6 +10,7 @@ import {
   type AgentCatalog,
 } from '../../domain/identity/agent-policy.js';
 import * as orgs from '../../domain/identity/orgs.js';
+import { policyView } from '../../domain/identity/views.js';
 import { listChatModels } from '../../domain/chat/models.js';
 import type {
   AgentCatalogView,
@@ -33,25 +34,6 @@ import {
   type OrgKit,
 } from './org-kit.js';
 import { teamRoutes } from './team-routes.js';
-
-async function policyView(db: Sql, p: orgs.AgentPolicyRow): Promise<AgentPolicyView> {
-  return {
-    id: p.id,
-    organisation_id: p.organisation_id,
-    name: p.name,
-    applies_to: p.applies_to,
-    team_ids: await orgs.policyTeamIds(db, p.id),
-    allowed_tools: p.allowed_tools === null ? null : JSON.parse(p.allowed_tools),
-    allowed_models: p.allowed_models === null ? null : JSON.parse(p.allowed_models),
-    denied_tools: JSON.parse(p.denied_tools),
-    denied_models: JSON.parse(p.denied_models),
-    mail_allow_domains: JSON.parse(p.mail_allow_domains),
-    mail_block_domains: JSON.parse(p.mail_block_domains),
-    mail_other: p.mail_other,
-    mail_max_recipients: p.mail_max_recipients,
-    mail_max_per_hour: p.mail_max_per_hour,
-  };
-}
 
 /** Organisations, their members, external groups (the team picker), teams and agent policies. */
 export function organisationRoutes(ctx: WebContext): Router {

@@ -5,17 +5,13 @@ import type { Sql } from '../../domain/db/index.js';
 import { inTransaction } from '../../domain/data-access/store.js';
 import { rewriteAgentPolicies } from '../../domain/identity/agent-policy.js';
 import * as orgs from '../../domain/identity/orgs.js';
+import { teamView } from '../../domain/identity/views.js';
 import { followGroup } from '../../domain/identity/teams.js';
 import type { TeamList, TeamView } from '../admin-api.js';
 import { requireUser } from '../context.js';
 import { intParam } from './params.js';
 import { TEAM_CREATE, TEAM_PATCH } from './admin-schemas.js';
 import { checkGroup, logAsPart, managedRoutes, managedRow, type ManagedResource, type OrgKit } from './org-kit.js';
-
-async function teamView(db: Sql, t: orgs.TeamRow): Promise<TeamView> {
-  const members = await orgs.teamMembers(db, t.id);
-  return { ...t, member_ids: members.map((m) => m.id).sort((a, b) => a - b), members };
-}
 
 /** An organisation's teams and their members. */
 export function teamRoutes(kit: OrgKit): void {
