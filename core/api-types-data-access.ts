@@ -7,6 +7,7 @@
  * reaches the page bundle).
  */
 import { z } from 'zod';
+import { TokenUsage } from './chat-history.js';
 
 export type FilterScalar = string | number | boolean;
 export type FilterLeaf =
@@ -239,7 +240,7 @@ export const TurnAudit = z.strictObject({
   started_at: z.string(),
   ended_at: z.string().nullable(),
   /** Tokens the turn's model calls used, as the provider reported them (null: none reported). */
-  usage: z.strictObject({ input_tokens: z.number(), output_tokens: z.number() }).nullable(),
+  usage: TokenUsage.nullable(),
   tool_calls: z.array(
     z.strictObject({
       call_id: z.string(),

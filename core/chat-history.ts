@@ -9,6 +9,10 @@ import { ApprovalRequest, ApprovalScope, ApprovalState, ConnectorApprovalRequest
  * imports the types only.
  */
 
+/** Tokens a turn's model calls used (or a chat's turns, summed), as the provider reported them. */
+export const TokenUsage = z.strictObject({ input_tokens: z.number(), output_tokens: z.number() });
+export type TokenUsage = z.infer<typeof TokenUsage>;
+
 /**
  * One chat of the user's list, as domain/chat/store.ts reads it and web/chat-api.ts sends it
  * (each adds its own `model_id`; the API adds the running turn).
@@ -83,7 +87,7 @@ export const StoredTurn = z.strictObject({
    */
   siblings: z.array(z.string()),
   /** Tokens its model calls used, as the provider reported them. */
-  usage: z.strictObject({ input_tokens: z.number(), output_tokens: z.number() }).optional(),
+  usage: TokenUsage.optional(),
   /** Its mail sends held for approval, with their decisions, oldest first (absent: none). */
   approvals: z.array(z.union([StoredApproval, StoredConnectorApproval])).optional(),
 });

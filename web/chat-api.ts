@@ -11,7 +11,7 @@ import type {
   ConnectorApprovalRequestEvent,
   StopReason,
 } from '../core/sandbox-protocol.js';
-import { ChatSessionEntry, StoredTurn } from '../core/chat-history.js';
+import { ChatSessionEntry, StoredTurn, TokenUsage } from '../core/chat-history.js';
 import type { StoredToolCall, ToolCallStatus } from '../core/chat-history.js';
 import type { ApprovalScope, ApprovalState } from '../core/approval-request.js';
 import { MailPreviewText } from '../core/api-types.js';
@@ -37,8 +37,6 @@ export type {
   SendMessageRequest,
   SwitchBranchRequest,
 } from '../core/api-requests.js';
-
-const Usage = z.strictObject({ input_tokens: z.number(), output_tokens: z.number() });
 
 /** One entry of GET /api/chat/sessions. */
 export const ChatSessionSummary = ChatSessionEntry.extend({
@@ -67,7 +65,7 @@ export const ChatHistory = z.strictObject({
   session: ChatSessionInfo,
   turns: z.array(StoredTurn),
   /** Tokens of the turns shown, summed (turns whose provider reported none count 0). */
-  usage: Usage,
+  usage: TokenUsage,
 });
 export type ChatHistory = z.infer<typeof ChatHistory>;
 

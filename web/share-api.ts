@@ -4,7 +4,7 @@
  * "Feedback on answers".
  */
 import { z } from 'zod';
-import { StoredTurn } from '../core/chat-history.js';
+import { StoredTurn, TokenUsage } from '../core/chat-history.js';
 
 /** GET /api/chat/sessions/:id/share: whether the chat has a live link (its token is never shown again). */
 export const ShareState = z.strictObject({ shared: z.boolean(), created_at: z.string().nullable() });
@@ -26,7 +26,7 @@ export const SharedChat = z.strictObject({
   owner: z.string(),
   shared_at: z.string(),
   turns: z.array(StoredTurn),
-  usage: z.strictObject({ input_tokens: z.number(), output_tokens: z.number() }),
+  usage: TokenUsage,
 });
 export type SharedChat = z.infer<typeof SharedChat>;
 
