@@ -44,7 +44,16 @@ export const FORWARDED_TURN: readonly ErrorCode[] = [
   'ERR_SESSION_CAPACITY',
   'ERR_CHAT_UNAVAILABLE',
 ];
-const TURN_START = FORWARDED_TURN;
+/** What a prompt is refused with before its stream starts: also the daemon shutting down, and a model key it cannot read. */
+const TURN_START: readonly ErrorCode[] = [...FORWARDED_TURN, 'ERR_SESSION_UNAVAILABLE', 'ERR_CRYPTO_DECRYPT'];
+
+/** What reading a table for its preview is refused with (web/upload-routes.ts previewOf, core/tables). */
+const PREVIEW: readonly ErrorCode[] = [
+  'ERR_UPLOAD_MISMATCH',
+  'ERR_UPLOAD_ROW_TOO_LARGE',
+  'ERR_UPLOAD_ZIP_BOMB',
+  'ERR_UPLOAD_XLSX_INVALID',
+];
 
 /** What an upload is refused with (web/upload-routes.ts, web/workspace-files.ts). */
 const UPLOAD: readonly ErrorCode[] = [
@@ -57,7 +66,9 @@ const UPLOAD: readonly ErrorCode[] = [
   'ERR_UPLOAD_ZIP_BOMB',
   'ERR_UPLOAD_XLSX_INVALID',
   'ERR_UPLOAD_TOO_LARGE',
+  'ERR_DOCUMENT_INVALID',
   'ERR_UPLOAD_WORKSPACE',
+  'ERR_SANDBOX_WORKSPACE',
   'ERR_UPLOAD_QUOTA',
 ];
 
@@ -79,7 +90,7 @@ export const CHAT_ROUTES: readonly RouteDef[] = [
       summary:
         "The model that answers (?session_id=: that chat's, else the default): {id, label, provider, model, demo, context_tokens}",
       response: ChatModelInfo,
-      errors: [SESSION],
+      errors: [SESSION, 'ERR_CRYPTO_DECRYPT'],
     },
     {
       method: 'get',
@@ -87,6 +98,7 @@ export const CHAT_ROUTES: readonly RouteDef[] = [
       who: 'user',
       summary: "The models on offer that the user's agent policy allows (the picker), the default first",
       response: ChatModelList,
+      errors: ['ERR_CRYPTO_DECRYPT'],
     },
     { method: 'get', path: '/api/chat/sessions', who: 'user', summary: 'Own chat sessions', response: ChatSessionList },
     {
@@ -131,7 +143,13 @@ export const CHAT_ROUTES: readonly RouteDef[] = [
       summary: 'Rename an own chat session and/or switch its model ({title?, model_id?})',
       body: RenameSessionSchema,
       response: ChatSessionInfo,
-      errors: [SESSION, 'ERR_SESSION_BUSY', 'ERR_CHAT_MODEL_NOT_FOUND', 'ERR_POLICY_MODEL_DENIED'],
+      errors: [
+        SESSION,
+        'ERR_SESSION_BUSY',
+        'ERR_CHAT_MODEL_NOT_FOUND',
+        'ERR_POLICY_MODEL_DENIED',
+        'ERR_CRYPTO_DECRYPT',
+      ],
     },
     {
       method: 'delete',
@@ -139,7 +157,7 @@ export const CHAT_ROUTES: readonly RouteDef[] = [
       who: 'user',
       summary: 'Delete an own chat session (stops its turn, ends its sandbox)',
       status: 204,
-      errors: [SESSION, 'ERR_SESSION_BUSY'],
+      errors: [SESSION],
     },
     {
       method: 'get',
@@ -189,7 +207,7 @@ export const CHAT_ROUTES: readonly RouteDef[] = [
       who: 'user',
       summary: 'The preview of a kept run_python file the shared turns name (CSV/XLSX rows, JSON/TXT text)',
       response: FilePreview,
-      errors: ['ERR_SHARE_NOT_FOUND'],
+      errors: ['ERR_SHARE_NOT_FOUND', 'ERR_CHAT_ATTACHMENT_NOT_FOUND', ...PREVIEW],
     },
     {
       method: 'get',
@@ -205,7 +223,7 @@ export const CHAT_ROUTES: readonly RouteDef[] = [
       who: 'user',
       summary: 'The first rows of a table a shared prompt names',
       response: FilePreview,
-      errors: ['ERR_SHARE_NOT_FOUND'],
+      errors: ['ERR_SHARE_NOT_FOUND', ...PREVIEW],
     },
     {
       method: 'get',
@@ -290,7 +308,7 @@ export const CHAT_ROUTES: readonly RouteDef[] = [
       who: 'user',
       summary: 'The preview of a kept file that is not an image: CSV/XLSX first rows, JSON/TXT start',
       response: FilePreview,
-      errors: ['ERR_CHAT_ATTACHMENT_NOT_FOUND', ...FORWARDING],
+      errors: ['ERR_CHAT_ATTACHMENT_NOT_FOUND', ...PREVIEW, ...FORWARDING],
     },
     {
       method: 'post',
@@ -315,7 +333,7 @@ export const CHAT_ROUTES: readonly RouteDef[] = [
       who: 'user',
       summary: "An uploaded file's preview: the first rows of a table (?sheet=)",
       response: FilePreview,
-      errors: [SESSION, 'ERR_UPLOAD_NAME', 'ERR_UPLOAD_NOT_FOUND', 'ERR_UPLOAD_SHEET_NOT_FOUND'],
+      errors: [SESSION, 'ERR_UPLOAD_NOT_FOUND', 'ERR_UPLOAD_SHEET_NOT_FOUND', ...PREVIEW],
     },
     {
       method: 'get',
@@ -323,7 +341,7 @@ export const CHAT_ROUTES: readonly RouteDef[] = [
       who: 'user',
       summary: "An uploaded file's bytes (images inline, tables as a download)",
       answer: 'the file',
-      errors: [SESSION, 'ERR_UPLOAD_NAME', 'ERR_UPLOAD_NOT_FOUND'],
+      errors: [SESSION, 'ERR_UPLOAD_NOT_FOUND'],
     },
     {
       method: 'post',
@@ -347,7 +365,7 @@ export const CHAT_ROUTES: readonly RouteDef[] = [
       who: 'user',
       summary: "An uploaded file's preview (?sheet=)",
       response: FilePreview,
-      errors: ['ERR_UPLOAD_NAME', 'ERR_UPLOAD_NOT_FOUND', 'ERR_UPLOAD_SHEET_NOT_FOUND'],
+      errors: ['ERR_UPLOAD_NOT_FOUND', 'ERR_UPLOAD_SHEET_NOT_FOUND', ...PREVIEW],
     },
     {
       method: 'get',
@@ -355,7 +373,7 @@ export const CHAT_ROUTES: readonly RouteDef[] = [
       who: 'user',
       summary: "An uploaded file's bytes",
       answer: 'the file',
-      errors: ['ERR_UPLOAD_NAME', 'ERR_UPLOAD_NOT_FOUND'],
+      errors: ['ERR_UPLOAD_NOT_FOUND'],
     },
   ]),
 ];

@@ -142,7 +142,13 @@ export const PLATFORM_ROUTES: readonly RouteDef[] = [
       summary: 'OAuth callback: store tokens, 302 return_to',
       status: 302,
       answer: 'redirect',
-      errors: ['ERR_AUTH_REQUIRED', 'ERR_ACCOUNT_STATE', 'ERR_ACCOUNT_DENIED', 'ERR_ACCOUNT_OAUTH'],
+      errors: [
+        'ERR_AUTH_REQUIRED',
+        'ERR_ACCOUNT_STATE',
+        'ERR_ACCOUNT_DENIED',
+        'ERR_ACCOUNT_OAUTH',
+        'ERR_ACCOUNT_NOT_CONFIGURED',
+      ],
     },
     {
       method: 'delete',
@@ -154,7 +160,14 @@ export const PLATFORM_ROUTES: readonly RouteDef[] = [
     },
   ]),
   ...area('memories', [
-    { method: 'get', path: '/api/memories', who: 'user', summary: 'Own memory entries', response: MemoryList },
+    {
+      method: 'get',
+      path: '/api/memories',
+      who: 'user',
+      summary: 'Own memory entries',
+      response: MemoryList,
+      errors: ['ERR_CRYPTO_DECRYPT'],
+    },
     {
       method: 'post',
       path: '/api/memories',
@@ -179,7 +192,7 @@ export const PLATFORM_ROUTES: readonly RouteDef[] = [
       who: 'agent',
       summary: "The token's user's memories (bi withheld)",
       response: AgentMemoryList,
-      errors: ['ERR_MEMORY_SOURCE_REFUSED'],
+      errors: ['ERR_MEMORY_SOURCE_REFUSED', 'ERR_CRYPTO_DECRYPT'],
     },
     {
       method: 'get',
@@ -197,6 +210,7 @@ export const PLATFORM_ROUTES: readonly RouteDef[] = [
       who: 'user',
       summary: 'The OAuth connectors you may use, connected or not (no tokens)',
       response: ConnectorConnectionList,
+      errors: ['ERR_CRYPTO_DECRYPT'],
     },
     {
       method: 'get',
@@ -204,7 +218,7 @@ export const PLATFORM_ROUTES: readonly RouteDef[] = [
       who: 'user',
       summary: 'Your connection to one OAuth connector (no tokens)',
       response: ConnectorConnectionView,
-      errors: ['ERR_CONNECTOR_OAUTH_UNKNOWN'],
+      errors: ['ERR_CONNECTOR_OAUTH_UNKNOWN', 'ERR_CRYPTO_DECRYPT'],
     },
     {
       method: 'post',
@@ -220,6 +234,7 @@ export const PLATFORM_ROUTES: readonly RouteDef[] = [
         'ERR_CONNECTOR_OAUTH_DISCOVERY',
         'ERR_CONNECTOR_OAUTH_CLIENT',
         'ERR_CONNECTOR_OAUTH_REDIRECT',
+        'ERR_CRYPTO_DECRYPT',
       ],
     },
     {
@@ -238,6 +253,8 @@ export const PLATFORM_ROUTES: readonly RouteDef[] = [
         'ERR_CONNECTOR_OAUTH_ECHO',
         'ERR_CONNECTOR_OAUTH_REDIRECT',
         'ERR_CONNECTOR_OAUTH_DISCOVERY',
+        'ERR_CONNECTOR_OAUTH_UNKNOWN',
+        'ERR_CRYPTO_DECRYPT',
       ],
     },
     {
@@ -247,7 +264,7 @@ export const PLATFORM_ROUTES: readonly RouteDef[] = [
       summary:
         'Disconnect: revoke at the authorization server (RFC 7009), delete → {connected:false, had, revoked_at_server}',
       response: ConnectorDisconnected,
-      errors: ['ERR_CONNECTOR_OAUTH_UNKNOWN'],
+      errors: ['ERR_CRYPTO_DECRYPT'],
     },
     {
       method: 'get',
