@@ -14,6 +14,7 @@ import { resolveRedirect } from './redirect.js';
 import { validateBody } from './validate.js';
 import { ConnectAccountSchema } from '../core/api-requests.js';
 import { saveSession } from './auth-routes.js';
+import type { AccountDisconnected, AccountView, AuthorizationUrl } from './platform-api.js';
 
 /** How long a started connect handshake stays valid. */
 export const ACCOUNT_STATE_TTL_MS = 10 * 60 * 1000;
@@ -30,7 +31,7 @@ interface PendingConnect {
 }
 
 /** The status view of a connected account: never token material. */
-function view(a: ConnectedAccount | undefined): Record<string, unknown> {
+function view(a: ConnectedAccount | undefined): AccountView {
   if (!a) return { connected: false };
   return {
     connected: true,
@@ -180,7 +181,7 @@ async function disconnect(d: AccountDeps, req: Request, res: Response): Promise<
   // prompt starts a fresh one without an account.
   if (had) await services.sandboxes.killForUser(userId, 'account disconnected');
   req.log.info({ event: 'account_disconnected', had, revoked, reason: revocation?.reason }, 'account disconnected');
-  res.json({ connected: false, revoked_at_provider: revoked });
+  res.json({ connected: false, revoked_at_provider: revoked } satisfies AccountDisconnected);
 }
 
 /**
@@ -226,7 +227,7 @@ export function accountRoutes(ctx: WebContext): Router {
     bag[STATE_KEY + state] = { verifier, userId: req.user!.id, returnTo, at: Date.now() } satisfies PendingConnect;
     const u = authorizationUrl(d, g.clientId, state, verifier);
     req.log.info({ event: 'account_connect_started' }, 'account connect started');
-    res.json({ authorization_url: u.toString() });
+    res.json({ authorization_url: u.toString() } satisfies AuthorizationUrl);
   });
 
   r.get(

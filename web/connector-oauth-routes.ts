@@ -27,6 +27,12 @@ import { asyncHandler, requireUser, type WebContext } from './context.js';
 import { resolveRedirect } from './redirect.js';
 import { validateBody } from './validate.js';
 import { saveSession } from './auth-routes.js';
+import type {
+  AuthorizationUrl,
+  ClientMetadata,
+  ConnectorConnectionList,
+  ConnectorDisconnected,
+} from './platform-api.js';
 
 /** How long a started connect stays valid. */
 export const CONNECT_STATE_TTL_MS = 10 * 60 * 1000;
@@ -139,7 +145,7 @@ async function startConnect(d: Deps, req: Request, res: Response): Promise<void>
     },
     'connector connect started',
   );
-  res.json({ authorization_url: url });
+  res.json({ authorization_url: url } satisfies AuthorizationUrl);
 }
 
 /** The started connect a callback's state names, taken out (single use) and checked. */
@@ -229,7 +235,7 @@ async function disconnect(d: Deps, req: Request, res: Response): Promise<void> {
     { event: 'connector_disconnected', connector: id, had, revoked, reason: outcome?.reason },
     'connector disconnected',
   );
-  res.json({ connector_id: id, connected: false, had, revoked_at_server: revoked });
+  res.json({ connector_id: id, connected: false, had, revoked_at_server: revoked } satisfies ConnectorDisconnected);
 }
 
 /** /api/connections (see the file's head). */
@@ -247,7 +253,7 @@ export function connectorOAuthRoutes(ctx: WebContext): Router {
     '/',
     requireUser,
     asyncHandler(async (req, res) => {
-      res.json({ connectors: await listView(d, req.user!.id) });
+      res.json({ connectors: await listView(d, req.user!.id) } satisfies ConnectorConnectionList);
     }),
   );
   r.get(
@@ -282,7 +288,7 @@ export function connectorOAuthRoutes(ctx: WebContext): Router {
  * document's own URL is the client id; a public client (no secret, PKCE) whose one redirect URI is
  * the connectors' callback. Authorization servers fetch it; it holds nothing secret.
  */
-export function clientMetadataDocument(publicOrigin: string): Record<string, unknown> {
+export function clientMetadataDocument(publicOrigin: string): ClientMetadata {
   return {
     client_id: publicOrigin + CLIENT_METADATA_PATH,
     client_name: 'Airlock',

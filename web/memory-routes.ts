@@ -6,6 +6,7 @@ import { intQueryParam } from './query-params.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
 import { validateBody } from './validate.js';
 import { z } from 'zod';
+import type { AgentMemoryList, MemoryList } from './platform-api.js';
 
 export {
   MEMORIES_PER_USER_MAX,
@@ -45,7 +46,7 @@ export function memoryRoutes(ctx: WebContext): Router {
   r.get(
     '/',
     asyncHandler(async (req, res) => {
-      res.json({ memories: await store.list(req.user!.id) });
+      res.json({ memories: await store.list(req.user!.id) } satisfies MemoryList);
     }),
   );
 
@@ -123,7 +124,7 @@ export function agentApiRoutes(ctx: WebContext): Router {
         .slice(0, rawLimit);
       const n = await store.count(userId, REFUSED_MEMORY_SOURCE);
       req.log.info({ count: memories.length, withheld: n }, 'agent memories read');
-      res.json({ memories, withheld: { [REFUSED_MEMORY_SOURCE]: n } });
+      res.json({ memories, withheld: { [REFUSED_MEMORY_SOURCE]: n } } satisfies AgentMemoryList);
     }),
   );
 

@@ -60,12 +60,14 @@ export type MemoryEntry = z.infer<typeof MemoryEntry>;
 
 /** GET /api/memories. */
 export const MemoryList = z.strictObject({ memories: z.array(MemoryEntry) });
+export type MemoryList = z.infer<typeof MemoryList>;
 
 /** GET /api/agent/memories: the entries the agent may read, and how many of each refused source were left out. */
 export const AgentMemoryList = z.strictObject({
   memories: z.array(MemoryEntry),
   withheld: z.record(z.string(), z.number()),
 });
+export type AgentMemoryList = z.infer<typeof AgentMemoryList>;
 
 /** GET /api/connections. */
 export const ConnectorConnectionList = z.strictObject({ connectors: z.array(ConnectorConnectionView) });
@@ -90,6 +92,7 @@ export const ClientMetadata = z.strictObject({
   response_types: z.array(z.string()),
   token_endpoint_auth_method: z.string(),
 });
+export type ClientMetadata = z.infer<typeof ClientMetadata>;
 
 /** POST /api/fleet/operator: the control socket's answer to the command, as `airlock sessions` reads it. */
 export const OperatorAnswer = z.strictObject({ result: z.unknown() });

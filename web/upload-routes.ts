@@ -8,7 +8,7 @@ import { ooxmlHas } from '../core/tables/ooxml.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
 import type * as store from '../domain/chat/store.js';
 import { listUploads, readUpload, safeName, saveUpload, UPLOAD_MAX_BYTES } from './workspace-files.js';
-import type { FilePreview, UploadAnswer } from './chat-api.js';
+import type { FilePreview, UploadAnswer, UploadList } from './chat-api.js';
 
 /** The first rows a preview shows. */
 export const PREVIEW_ROWS = 20;
@@ -143,7 +143,7 @@ export function uploadRoutes(
     asyncHandler(async (req, res) => {
       await own(req);
       res.setHeader('Cache-Control', 'no-store');
-      res.json({ files: await listUploads(root, String(req.user!.id)) });
+      res.json({ files: await listUploads(root, String(req.user!.id)) } satisfies UploadList);
     }),
   );
 
