@@ -31,7 +31,10 @@ const SESSION: ErrorCode = 'ERR_CHAT_SESSION_NOT_FOUND';
 /** What a route of a session another node runs answers when that node does not (web/fleet.ts). */
 const FORWARDING: readonly ErrorCode[] = ['ERR_NODE_UNREACHABLE', 'ERR_NODE_PLAIN_HTTP'];
 
-/** What a prompt is refused with before its stream starts (the session's node answers them itself). */
+/**
+ * What a prompt is refused with before its stream starts, on this node or, forwarded, on the
+ * session's (the daemon shutting down, a model key it cannot read included).
+ */
 export const FORWARDED_TURN: readonly ErrorCode[] = [
   'ERR_CHAT_SESSION_NOT_FOUND',
   'ERR_CHAT_TURN_NOT_FOUND',
@@ -43,9 +46,10 @@ export const FORWARDED_TURN: readonly ErrorCode[] = [
   'ERR_USAGE_BUDGET_EXCEEDED',
   'ERR_SESSION_CAPACITY',
   'ERR_CHAT_UNAVAILABLE',
+  'ERR_SESSION_UNAVAILABLE',
+  'ERR_CRYPTO_DECRYPT',
 ];
-/** What a prompt is refused with before its stream starts: also the daemon shutting down, and a model key it cannot read. */
-const TURN_START: readonly ErrorCode[] = [...FORWARDED_TURN, 'ERR_SESSION_UNAVAILABLE', 'ERR_CRYPTO_DECRYPT'];
+const TURN_START = FORWARDED_TURN;
 
 /** What reading a table for its preview is refused with (web/upload-routes.ts previewOf, core/tables). */
 const PREVIEW: readonly ErrorCode[] = [
