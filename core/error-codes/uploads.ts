@@ -36,9 +36,9 @@ export const UPLOAD_ERRORS = {
   },
   ERR_DOCUMENT_INVALID: {
     status: 422,
-    surfaces: ['tool'],
+    surfaces: ['http', 'tool'],
     description:
-      'read_document: the PDF, DOCX or PPTX cannot be read (damaged, encrypted, a part missing or with a DOCTYPE, or the PDF reader ran past its time, memory or output bounds).',
+      'An upload (http) or read_document (tool): the PDF, DOCX or PPTX cannot be read (damaged, encrypted, a part missing or with a DOCTYPE, or the PDF reader ran past its time, memory or output bounds).',
   },
   ERR_UPLOAD_ZIP_BOMB: {
     status: 422,
