@@ -14,7 +14,7 @@ import type {
 import { ChatSessionEntry, StoredTurn, TokenUsage } from '../core/chat-history.js';
 import type { StoredToolCall, ToolCallStatus } from '../core/chat-history.js';
 import type { ApprovalScope, ApprovalState } from '../core/approval-request.js';
-import { MailPreviewText } from '../core/api-types.js';
+import { MailPreviewText, ModelProvider } from '../core/api-types.js';
 /** GET /api/connections: the OAuth connectors a user may connect (docs/connectors.md, "OAuth per user"). */
 export { ConnectorConnectionView } from '../core/connector-oauth.js';
 
@@ -127,7 +127,7 @@ export type ApprovalPreview = z.infer<typeof ApprovalPreview>;
 export const ChatModelInfo = z.strictObject({
   id: z.string(),
   label: z.string(),
-  provider: z.string(),
+  provider: ModelProvider,
   model: z.string(),
   demo: z.boolean(),
   context_tokens: z.number(),
@@ -138,7 +138,7 @@ export type ChatModelInfo = z.infer<typeof ChatModelInfo>;
 export const ChatModelOption = z.strictObject({
   id: z.string(),
   label: z.string(),
-  provider: z.enum(['openai', 'anthropic', 'demo']),
+  provider: ModelProvider,
   model: z.string(),
   context_tokens: z.number(),
   /** The server's default (a chat without a model of its own runs with it). */
