@@ -199,6 +199,11 @@ export type { AgentPolicyRequest } from '../core/api-types-admin.js';
 // The data-access admin API's and the audit's shapes (domain/ names them too) are in core/api-types-data-access.ts.
 export * from '../core/api-types-data-access.js';
 
+// ------------------------------------------------------------------ turn audit (/api/admin/turns)
+
+// A turn's audit (domain/chat/turn-audit.ts builds it) is in core/api-types-audit.ts.
+export * from '../core/api-types-audit.js';
+
 // ------------------------------------------------------------------ a user's own settings (/api/settings)
 
 /** GET and PATCH /api/settings (docs/chat.md "Settings"). */

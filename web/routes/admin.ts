@@ -1,6 +1,6 @@
 /** The superuser admin pages: live sessions, the turn audit, users, models, connectors, usage, budgets, the mail policy. One definition per route: docs/architecture.md, "Routes defined once". */
 import { ChatModelChangeSchema, ChatModelCreateSchema } from '../../core/api-requests.js';
-import { TurnAudit } from '../../core/api-types-data-access.js';
+import { TurnAudit } from '../../core/api-types-audit.js';
 import {
   ConnectorChangeSchema,
   ConnectorCreateSchema,
