@@ -10,6 +10,7 @@ import {
 } from '../core/index.js';
 import { asyncHandler, type WebContext } from './context.js';
 import { parseFields, superuserRouter } from './route-kit.js';
+import type { ConnectorList, ConnectorSaved } from './admin-api.js';
 
 /** What the action log keeps of a connector: never a secret, only whether there is one. */
 function logged(c: ConnectorView) {
@@ -48,7 +49,7 @@ export function adminConnectorRoutes(ctx: WebContext): Router {
   r.get(
     '/',
     asyncHandler(async (_req, res) => {
-      res.json({ connectors: await listConnectors(db) });
+      res.json({ connectors: await listConnectors(db) } satisfies ConnectorList);
     }),
   );
   r.get(
@@ -56,7 +57,7 @@ export function adminConnectorRoutes(ctx: WebContext): Router {
     asyncHandler(async (req, res) => {
       const c = await getConnector(db, String(req.params.id));
       if (!c) throw new AppError('ERR_CONNECTOR_NOT_FOUND', 'no such connector');
-      res.json(c);
+      res.json(c satisfies ConnectorView);
     }),
   );
   r.post(
@@ -65,7 +66,7 @@ export function adminConnectorRoutes(ctx: WebContext): Router {
       const body = parseFields(ConnectorCreateSchema, req.body, 'a connector');
       const out = await svc().create(body, req.user!.id);
       await log('connector.created', req.user!.id, { ...logged(out.connector), skipped: out.skipped.length });
-      res.status(201).json(out);
+      res.status(201).json(out satisfies ConnectorSaved);
     }),
   );
   r.patch(
@@ -79,7 +80,7 @@ export function adminConnectorRoutes(ctx: WebContext): Router {
         fields: Object.keys(change).filter((k) => !k.includes('secret')),
         ...(secretChanged ? { secret_changed: true } : {}),
       });
-      res.json(out);
+      res.json(out satisfies ConnectorView);
     }),
   );
   r.delete(
@@ -96,7 +97,7 @@ export function adminConnectorRoutes(ctx: WebContext): Router {
     asyncHandler(async (req, res) => {
       const out = await svc().refreshTools(String(req.params.id), req.user!.id);
       await log('connector.tools_refreshed', req.user!.id, { ...logged(out.connector), skipped: out.skipped.length });
-      res.json(out);
+      res.json(out satisfies ConnectorSaved);
     }),
   );
   r.patch(
@@ -105,7 +106,7 @@ export function adminConnectorRoutes(ctx: WebContext): Router {
       const { modes } = parseFields(ConnectorToolModesSchema, req.body, 'tool modes');
       const out = await svc().setToolModes(String(req.params.id), modes);
       await log('connector.tools_changed', req.user!.id, { id: out.id, modes });
-      res.json(out);
+      res.json(out satisfies ConnectorView);
     }),
   );
   return r;

@@ -5,7 +5,7 @@ import { listUsers } from '../domain/users.js';
 import { changeUser, generatedPassword, PASSWORD_MAX, PASSWORD_MIN, resetPassword } from '../domain/user-admin.js';
 import { parseBody } from './settings-routes.js';
 import { asyncHandler, requireSuperuser, type WebContext } from './context.js';
-import type { AdminUserList } from './admin-api.js';
+import type { AdminUserChanged, AdminUserList, PasswordReset } from './admin-api.js';
 import { intQueryParam } from './query-params.js';
 
 const MAX_LIMIT = 200;
@@ -89,7 +89,11 @@ function userChangeRoutes(ctx: WebContext, r: Router): void {
         }
       }
       req.log.info({ subjectId: id, ...body }, 'user changed by an admin');
-      res.json({ user: out.user, sessions_ended: out.sessionsEnded, sandboxes_ended: sandboxesEnded });
+      res.json({
+        user: out.user,
+        sessions_ended: out.sessionsEnded,
+        sandboxes_ended: sandboxesEnded,
+      } satisfies AdminUserChanged);
     }),
   );
 
@@ -103,7 +107,7 @@ function userChangeRoutes(ctx: WebContext, r: Router): void {
       const ended = await resetPassword(ctx.database.sql, req.user!.id, id, password, generated);
       req.log.info({ subjectId: id, generated }, 'password reset by an admin');
       res.setHeader('Cache-Control', 'no-store');
-      res.json({ sessions_ended: ended, ...(generated ? { password } : {}) });
+      res.json({ sessions_ended: ended, ...(generated ? { password } : {}) } satisfies PasswordReset);
     }),
   );
 }

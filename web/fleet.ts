@@ -13,6 +13,7 @@ import {
 } from '../domain/fleet.js';
 import { getUserById } from '../domain/users.js';
 import type { WebContext } from './context.js';
+import type { OperatorAnswer } from './platform-api.js';
 
 /**
  * Requests for a session whose sandbox another node owns are forwarded to that node (docs/deploy.md):
@@ -219,7 +220,7 @@ export function fleetRoutes(ctx: WebContext, chat: RequestHandler): Router {
         { cmd: (req.body as { cmd?: unknown })?.cmd, fromNode: req.headers[NODE_HEADERS.node] },
         'operator command from another node',
       );
-      res.json({ result });
+      res.json({ result } satisfies OperatorAnswer);
     }, next);
   });
   const viaChat: RequestHandler = (req, res, next) => {

@@ -96,3 +96,4 @@ export type ClientMetadata = z.infer<typeof ClientMetadata>;
 
 /** POST /api/fleet/operator: the control socket's answer to the command, as `airlock sessions` reads it. */
 export const OperatorAnswer = z.strictObject({ result: z.unknown() });
+export type OperatorAnswer = z.infer<typeof OperatorAnswer>;

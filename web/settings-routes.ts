@@ -22,6 +22,7 @@ import { asyncHandler, requireUser, type WebContext } from './context.js';
 import { checkPick, MODEL_ID_PATTERN } from './chat-model-routes.js';
 import { problemsError } from './validate.js';
 import type { SettingsView } from './admin-api.js';
+import type { PasswordChanged } from './platform-api.js';
 
 export const SettingsChangeSchema = z
   .object({ default_model_id: z.string().regex(new RegExp(MODEL_ID_PATTERN), 'must be a model id').nullable() })
@@ -98,7 +99,7 @@ export function settingsRoutes(ctx: WebContext): Router {
       await checkCurrent(limiter, req, user.username, body.current_password, hash);
       const ended = await changeOwnPassword(ctx.database.sql, user.id, body.new_password, req.sessionID);
       req.log.info({ event: 'password_changed', sessionsEnded: ended }, 'password changed');
-      res.json({ sessions_ended: ended });
+      res.json({ sessions_ended: ended } satisfies PasswordChanged);
     }),
   );
   return r;
