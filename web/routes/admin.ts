@@ -24,7 +24,33 @@ import {
 import { MailPolicyChangeSchema } from '../admin-mail-policy-routes.js';
 import { BudgetChangeSchema, BudgetCreateSchema } from '../admin-usage-routes.js';
 import { PasswordResetSchema, UserChangeSchema } from '../admin-users-routes.js';
+import type { ErrorCode } from '../../core/index.js';
 import { area, type RouteDef } from './define.js';
+
+/**
+ * What restarting a session's sandbox is refused with (daemon/runtime/session-ops.ts restart): no
+ * such session, a turn running in it, the daemon closing, and what starting its new sandbox fails
+ * with (the preparer's model checks in daemon/host/overlay.ts, daemon/runtime/session-start.ts).
+ */
+export const SANDBOX_RESTART: readonly ErrorCode[] = [
+  'ERR_SESSION_NOT_FOUND',
+  'ERR_SESSION_BUSY',
+  'ERR_SESSION_UNAVAILABLE',
+  'ERR_POLICY_MODEL_DENIED',
+  'ERR_CRYPTO_DECRYPT',
+  'ERR_AGENT_CONFIG',
+  'ERR_SANDBOX_START',
+  'ERR_SANDBOX_UNREACHABLE',
+  'ERR_SANDBOX_TIMEOUT',
+  'ERR_SANDBOX_LOST',
+  'ERR_SANDBOX_WORKSPACE',
+];
+
+/** What listing a connector's tools from its server is refused with (domain/connectors: a credential that fails is a failed discovery too). */
+const DISCOVERY: readonly ErrorCode[] = ['ERR_CONNECTOR_DISCOVERY', 'ERR_CONNECTOR_TOOLS_INVALID'];
+
+/** Every chat-model route first makes sure the default exists, reading its key (domain/chat/models.ts resolveModel). */
+const MODEL_KEY: ErrorCode = 'ERR_CRYPTO_DECRYPT';
 
 export const ADMIN_ROUTES: readonly RouteDef[] = [
   ...area('admin', [
@@ -42,7 +68,7 @@ export const ADMIN_ROUTES: readonly RouteDef[] = [
       who: 'superuser',
       summary: 'Restart a session with a fresh sandbox (204)',
       status: 204,
-      errors: ['ERR_RUNTIME_UNAVAILABLE', 'ERR_SESSION_NOT_FOUND'],
+      errors: ['ERR_RUNTIME_UNAVAILABLE', ...SANDBOX_RESTART],
     },
     {
       method: 'post',
@@ -93,6 +119,7 @@ export const ADMIN_ROUTES: readonly RouteDef[] = [
       who: 'superuser',
       summary: 'The models on offer for chats (never a key: has_key), with how many chats use each',
       response: ChatModelAdminList,
+      errors: [MODEL_KEY],
     },
     {
       method: 'post',
@@ -102,7 +129,7 @@ export const ADMIN_ROUTES: readonly RouteDef[] = [
       body: ChatModelCreateSchema,
       response: ChatModelAdminView,
       status: 201,
-      errors: ['ERR_CHAT_MODEL_EXISTS', 'ERR_USAGE_CURRENCY_MISMATCH'],
+      errors: ['ERR_CHAT_MODEL_EXISTS', 'ERR_USAGE_CURRENCY_MISMATCH', MODEL_KEY],
     },
     {
       method: 'patch',
@@ -112,7 +139,7 @@ export const ADMIN_ROUTES: readonly RouteDef[] = [
         'Change a model (any field but id; api_key absent keeps the key, null removes it; enabled: false disables)',
       body: ChatModelChangeSchema,
       response: ChatModelAdminView,
-      errors: ['ERR_CHAT_MODEL_NOT_FOUND', 'ERR_CHAT_MODEL_DEFAULT', 'ERR_USAGE_CURRENCY_MISMATCH'],
+      errors: ['ERR_CHAT_MODEL_NOT_FOUND', 'ERR_CHAT_MODEL_DEFAULT', 'ERR_USAGE_CURRENCY_MISMATCH', MODEL_KEY],
     },
     {
       method: 'delete',
@@ -120,7 +147,7 @@ export const ADMIN_ROUTES: readonly RouteDef[] = [
       who: 'superuser',
       summary: 'Delete a model (not the default); its chats fall back to the default',
       status: 204,
-      errors: ['ERR_CHAT_MODEL_NOT_FOUND', 'ERR_CHAT_MODEL_DEFAULT'],
+      errors: ['ERR_CHAT_MODEL_NOT_FOUND', 'ERR_CHAT_MODEL_DEFAULT', MODEL_KEY],
     },
     {
       method: 'get',
@@ -147,14 +174,7 @@ export const ADMIN_ROUTES: readonly RouteDef[] = [
       body: ConnectorCreateSchema,
       response: ConnectorSaved,
       status: 201,
-      errors: [
-        'ERR_CONNECTOR_EXISTS',
-        'ERR_CONNECTOR_URL',
-        'ERR_CONNECTOR_AUTH',
-        'ERR_CONNECTOR_DISCOVERY',
-        'ERR_CONNECTOR_TOOLS_INVALID',
-        'ERR_CONNECTOR_NOT_CONNECTED',
-      ],
+      errors: ['ERR_CONNECTOR_EXISTS', 'ERR_CONNECTOR_URL', 'ERR_CONNECTOR_AUTH', ...DISCOVERY],
     },
     {
       method: 'patch',
@@ -163,14 +183,7 @@ export const ADMIN_ROUTES: readonly RouteDef[] = [
       summary: 'Change a connector (any field but id; a secret absent is kept, null removes it)',
       body: ConnectorChangeSchema,
       response: ConnectorView,
-      errors: [
-        'ERR_CONNECTOR_NOT_FOUND',
-        'ERR_CONNECTOR_URL',
-        'ERR_CONNECTOR_AUTH',
-        'ERR_CONNECTOR_DISCOVERY',
-        'ERR_CONNECTOR_TOOLS_INVALID',
-        'ERR_CONNECTOR_NOT_CONNECTED',
-      ],
+      errors: ['ERR_CONNECTOR_NOT_FOUND', 'ERR_CONNECTOR_URL', 'ERR_CONNECTOR_AUTH'],
     },
     {
       method: 'delete',
@@ -186,12 +199,7 @@ export const ADMIN_ROUTES: readonly RouteDef[] = [
       who: 'superuser',
       summary: 'List the tools from the server again (modes kept); {connector, skipped}',
       response: ConnectorSaved,
-      errors: [
-        'ERR_CONNECTOR_NOT_FOUND',
-        'ERR_CONNECTOR_DISCOVERY',
-        'ERR_CONNECTOR_TOOLS_INVALID',
-        'ERR_CONNECTOR_NOT_CONNECTED',
-      ],
+      errors: ['ERR_CONNECTOR_NOT_FOUND', 'ERR_CRYPTO_DECRYPT', ...DISCOVERY],
     },
     {
       method: 'patch',

@@ -11,7 +11,6 @@ import { PasswordChangeSchema, SettingsChangeSchema } from '../settings-routes.j
 import { UserView } from '../../core/api-types.js';
 import { ConnectorConnectionView } from '../../core/connector-oauth.js';
 import { CsrfResponse, LoginResponse, SettingsView } from '../admin-api.js';
-import { ApprovalDecisionResponse, ApprovalPreview, CancelTurnResponse, FilePreview } from '../chat-api.js';
 import {
   AccountDisconnected,
   AccountView,
@@ -27,8 +26,28 @@ import {
   OperatorAnswer,
   PasswordChanged,
 } from '../platform-api.js';
-import { FORWARDED_TURN } from './chat.js';
+import { SANDBOX_RESTART } from './admin.js';
+import { CHAT_ROUTES } from './chat.js';
 import { area, type RouteDef } from './define.js';
+
+/** What sends a request on to the session's node (web/fleet.ts): a forwarded request is answered where it arrives, never sent on. */
+const FORWARDING = new Set(['ERR_NODE_UNREACHABLE', 'ERR_NODE_PLAIN_HTTP']);
+
+/**
+ * A fleet route answers as the chat route it stands for (web/fleet.ts runs that very route): its
+ * answer, status and codes, less those of forwarding it again.
+ */
+function asChat(method: RouteDef['method'], path: string): Pick<RouteDef, 'response' | 'status' | 'answer' | 'errors'> {
+  const def = CHAT_ROUTES.find((d) => d.method === method && d.path === path);
+  if (!def) throw new Error(`no chat route ${method} ${path}`);
+  const { response, status, answer, errors = [] } = def;
+  return {
+    ...(response ? { response } : {}),
+    ...(status ? { status } : {}),
+    ...(answer ? { answer } : {}),
+    errors: errors.filter((c) => !FORWARDING.has(c)),
+  };
+}
 
 export const PLATFORM_ROUTES: readonly RouteDef[] = [
   ...area('ops', [
@@ -105,7 +124,7 @@ export const PLATFORM_ROUTES: readonly RouteDef[] = [
       summary: 'The model new chats start with ({default_model_id: id | null})',
       body: SettingsChangeSchema,
       response: SettingsView,
-      errors: ['ERR_CHAT_MODEL_NOT_FOUND', 'ERR_POLICY_MODEL_DENIED'],
+      errors: ['ERR_CHAT_MODEL_NOT_FOUND', 'ERR_POLICY_MODEL_DENIED', 'ERR_CRYPTO_DECRYPT'],
     },
     {
       method: 'post',
@@ -282,7 +301,7 @@ export const PLATFORM_ROUTES: readonly RouteDef[] = [
       summary:
         'An operator command (inspect, logs, restart, kill; the control-socket request union) for a session this node owns',
       response: OperatorAnswer,
-      errors: ['ERR_SESSION_UNAVAILABLE', 'ERR_SESSION_NOT_FOUND'],
+      errors: ['ERR_CLI_USAGE', ...SANDBOX_RESTART],
     },
     {
       method: 'post',
@@ -291,41 +310,35 @@ export const PLATFORM_ROUTES: readonly RouteDef[] = [
       summary:
         'A chat turn another node forwards to the owner of the session (same body and NDJSON answer as POST /api/chat/messages)',
       body: SendMessageSchema,
-      answer: 'application/x-ndjson (as POST /api/chat/messages)',
-      errors: FORWARDED_TURN,
+      ...asChat('post', '/api/chat/messages'),
     },
     {
       method: 'get',
       path: '/api/fleet/chat/sessions/{id}/turns/{turnId}/events',
       who: 'node',
       summary: 'Forwarded: follow a turn running on this node',
-      answer: 'application/x-ndjson',
-      errors: ['ERR_CHAT_SESSION_NOT_FOUND', 'ERR_CHAT_TURN_NOT_FOUND'],
+      ...asChat('get', '/api/chat/sessions/{id}/turns/{turnId}/events'),
     },
     {
       method: 'get',
       path: '/api/fleet/chat/attachments/{name}',
       who: 'node',
       summary: "Forwarded: a chart from the user's workspace on this node",
-      answer: 'the file (image/png, image/svg+xml, text/csv, …)',
-      errors: ['ERR_CHAT_ATTACHMENT_NOT_FOUND'],
+      ...asChat('get', '/api/chat/attachments/{name}'),
     },
     {
       method: 'get',
       path: '/api/fleet/chat/attachments/{name}/preview',
       who: 'node',
       summary: "Forwarded: the preview of a kept file from the user's workspace on this node",
-      response: FilePreview,
-      errors: ['ERR_CHAT_ATTACHMENT_NOT_FOUND'],
+      ...asChat('get', '/api/chat/attachments/{name}/preview'),
     },
     {
       method: 'post',
       path: '/api/fleet/chat/sessions/{id}/turns/{turnId}/cancel',
       who: 'node',
       summary: 'Forwarded: cancel a turn running on this node',
-      response: CancelTurnResponse,
-      status: [200, 202],
-      errors: ['ERR_CHAT_SESSION_NOT_FOUND', 'ERR_CHAT_TURN_NOT_FOUND'],
+      ...asChat('post', '/api/chat/sessions/{id}/turns/{turnId}/cancel'),
     },
     {
       method: 'post',
@@ -333,24 +346,21 @@ export const PLATFORM_ROUTES: readonly RouteDef[] = [
       who: 'node',
       summary: 'Forwarded: decide a mail send held in a session this node owns',
       body: ApprovalDecisionSchema,
-      response: ApprovalDecisionResponse,
-      errors: ['ERR_CHAT_SESSION_NOT_FOUND', 'ERR_APPROVAL_NOT_FOUND', 'ERR_APPROVAL_DECIDED'],
+      ...asChat('post', '/api/chat/sessions/{id}/approvals/{approvalId}'),
     },
     {
       method: 'get',
       path: '/api/fleet/chat/sessions/{id}/approvals/{approvalId}/preview',
       who: 'node',
       summary: 'Forwarded: the message of a send held in a session this node owns',
-      response: ApprovalPreview,
-      errors: ['ERR_CHAT_SESSION_NOT_FOUND', 'ERR_APPROVAL_NOT_FOUND', 'ERR_APPROVAL_PREVIEW_GONE'],
+      ...asChat('get', '/api/chat/sessions/{id}/approvals/{approvalId}/preview'),
     },
     {
       method: 'get',
       path: '/api/fleet/chat/sessions/{id}/approvals/{approvalId}/attachments/{n}',
       who: 'node',
       summary: 'Forwarded: an image attachment of a send held in a session this node owns',
-      answer: 'the image (image/png, image/jpeg, …)',
-      errors: ['ERR_CHAT_SESSION_NOT_FOUND', 'ERR_APPROVAL_NOT_FOUND', 'ERR_APPROVAL_PREVIEW_GONE'],
+      ...asChat('get', '/api/chat/sessions/{id}/approvals/{approvalId}/attachments/{n}'),
     },
   ]),
 ];
