@@ -2,6 +2,21 @@ import { logAction, type ActionEvent } from './action-log.js';
 import { inTransaction, nowIso } from './db/index.js';
 import type { Row, Sql } from './db/index.js';
 import type { AccountTokens, ConnectedAccount, Encryptor } from '../core/index.js';
+import type { AccountView } from '../core/api-types-account.js';
+
+/** The status view of a connected account: never token material. */
+export function accountView(a: ConnectedAccount | undefined): AccountView {
+  if (!a) return { connected: false };
+  return {
+    connected: true,
+    provider: a.provider,
+    email: a.email,
+    scopes: a.scopes,
+    connected_at: a.connectedAt,
+    access_expires_at: a.accessExpiresAt ? new Date(a.accessExpiresAt).toISOString() : null,
+    offline: a.hasRefreshToken,
+  };
+}
 
 /**
  * connected_accounts, with tokens encrypted at rest (AAD binds each box to its user and kind);

@@ -1,18 +1,14 @@
 import { AppError } from '../core/errors.js';
 import type { Encryptor } from '../core/crypto.js';
 import type { Row, Sql } from './db/index.js';
+import type { AgentMemoryList, MemoryEntry } from '../core/api-types-account.js';
 
 /** The memory source fetch_memory may never hand to the agent (docs/rules.md#data-access-rules, rule 7). */
 export const REFUSED_MEMORY_SOURCE = 'bi';
 export const MEMORY_CONTENT_MAX = 4000;
 export const MEMORIES_PER_USER_MAX = 1000;
 
-export interface MemoryEntry {
-  id: number;
-  content: string;
-  source: string;
-  created_at: string;
-}
+export type { MemoryEntry };
 
 /**
  * Memory entries at rest: content is AES-256-GCM encrypted (core Encryptor, the data folder's
@@ -63,6 +59,19 @@ export class MemoryStore {
     if (opts.source !== undefined) q = q.where('source', '=', opts.source);
     const rows = await q.orderBy('id', 'desc').execute();
     return rows.map((r) => this.#open(r));
+  }
+
+  /**
+   * What the agent may read (GET /api/agent/memories): own entries but those of the refused
+   * source, which SQL leaves out (never decrypted), counted instead; `q` filters the decrypted
+   * text, so it runs here, after the SQL filters.
+   */
+  async agentList(userId: number, opts: { source?: string; q: string; limit: number }): Promise<AgentMemoryList> {
+    const q = opts.q.toLowerCase();
+    const memories = (await this.list(userId, { excludeSource: REFUSED_MEMORY_SOURCE, source: opts.source }))
+      .filter((m) => !q || m.content.toLowerCase().includes(q))
+      .slice(0, opts.limit);
+    return { memories, withheld: { [REFUSED_MEMORY_SOURCE]: await this.count(userId, REFUSED_MEMORY_SOURCE) } };
   }
 
   async get(userId: number, id: number): Promise<MemoryEntry | undefined> {

@@ -1,20 +1,14 @@
 import { createHash } from 'node:crypto';
 import { Router, type Request, type Response } from 'express';
-import {
-  AppError,
-  randomToken,
-  revokeToken,
-  tokenRequest,
-  WORKSPACE_SCOPES,
-  type ConnectedAccount,
-} from '../core/index.js';
-import type { AccountStore } from '../domain/accounts.js';
+import { AppError, randomToken, revokeToken, tokenRequest, WORKSPACE_SCOPES } from '../core/index.js';
+import { accountView, type AccountStore } from '../domain/accounts.js';
 import { asyncHandler, requireUser, type WebContext, type WebServices } from './context.js';
 import { resolveRedirect } from './redirect.js';
 import { validateBody } from './validate.js';
 import { ConnectAccountSchema } from '../core/api-requests.js';
 import { saveSession } from './auth-routes.js';
-import type { AccountDisconnected, AccountView, AuthorizationUrl } from './platform-api.js';
+import type { AuthorizationUrl } from './platform-api.js';
+import type { AccountDisconnected } from '../core/api-types-account.js';
 
 /** How long a started connect handshake stays valid. */
 export const ACCOUNT_STATE_TTL_MS = 10 * 60 * 1000;
@@ -28,20 +22,6 @@ interface PendingConnect {
   userId: number;
   returnTo: string;
   at: number;
-}
-
-/** The status view of a connected account: never token material. */
-function view(a: ConnectedAccount | undefined): AccountView {
-  if (!a) return { connected: false };
-  return {
-    connected: true,
-    provider: a.provider,
-    email: a.email,
-    scopes: a.scopes,
-    connected_at: a.connectedAt,
-    access_expires_at: a.accessExpiresAt ? new Date(a.accessExpiresAt).toISOString() : null,
-    offline: a.hasRefreshToken,
-  };
 }
 
 /** The e-mail claim of an id_token, for display only (the token endpoint answered us directly over TLS). */
@@ -204,7 +184,7 @@ export function accountRoutes(ctx: WebContext): Router {
     '/',
     requireUser,
     asyncHandler(async (req, res) => {
-      res.json(view(await store.get(req.user!.id)));
+      res.json(accountView(await store.get(req.user!.id)));
     }),
   );
 

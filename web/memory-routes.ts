@@ -6,7 +6,7 @@ import { intQueryParam } from './query-params.js';
 import { asyncHandler, requireUser, type WebContext } from './context.js';
 import { validateBody } from './validate.js';
 import { z } from 'zod';
-import type { AgentMemoryList, MemoryList } from './platform-api.js';
+import type { AgentMemoryList, MemoryList } from '../core/api-types-account.js';
 
 export {
   MEMORIES_PER_USER_MAX,
@@ -116,15 +116,14 @@ export function agentApiRoutes(ctx: WebContext): Router {
       const { userId } = await agentUser(ctx, req);
       const source = typeof req.query.source === 'string' ? req.query.source : undefined;
       if (source !== undefined && source.toLowerCase() === REFUSED_MEMORY_SOURCE) throw refused();
-      const rawLimit = intQueryParam(req, 'limit', { min: 1, max: AGENT_LIST_MAX }) ?? AGENT_LIST_DEFAULT;
-      const q = typeof req.query.q === 'string' ? req.query.q.slice(0, 200).toLowerCase() : '';
-      // Content is encrypted at rest, so the text filter runs here, after the SQL source filter.
-      const memories = (await store.list(userId, { excludeSource: REFUSED_MEMORY_SOURCE, source }))
-        .filter((m) => !q || m.content.toLowerCase().includes(q))
-        .slice(0, rawLimit);
-      const n = await store.count(userId, REFUSED_MEMORY_SOURCE);
-      req.log.info({ count: memories.length, withheld: n }, 'agent memories read');
-      res.json({ memories, withheld: { [REFUSED_MEMORY_SOURCE]: n } } satisfies AgentMemoryList);
+      const limit = intQueryParam(req, 'limit', { min: 1, max: AGENT_LIST_MAX }) ?? AGENT_LIST_DEFAULT;
+      const q = typeof req.query.q === 'string' ? req.query.q.slice(0, 200) : '';
+      const answer = await store.agentList(userId, { source, q, limit });
+      req.log.info(
+        { count: answer.memories.length, withheld: answer.withheld[REFUSED_MEMORY_SOURCE] },
+        'agent memories read',
+      );
+      res.json(answer satisfies AgentMemoryList);
     }),
   );
 

@@ -1,5 +1,5 @@
 /**
- * The answers of the operations, sign-in settings, connected-account, memory, per-user connector
+ * The answers of the operations, sign-in settings, per-user connector
  * and fleet routes that have no shape module of their own: each a zod schema with a type of the
  * same name (the route definitions in web/routes/platform.ts name the schema; pages import the
  * types only).
@@ -23,51 +23,9 @@ export const OpenApiDocument = z.looseObject({ openapi: z.literal('3.1.0'), path
 export const PasswordChanged = z.strictObject({ sessions_ended: z.number() });
 export type PasswordChanged = z.infer<typeof PasswordChanged>;
 
-/** GET /api/account: the connected workspace account, never its tokens. */
-export const AccountView = z.union([
-  z.strictObject({ connected: z.literal(false) }),
-  z.strictObject({
-    connected: z.literal(true),
-    provider: z.string(),
-    email: z.string().nullable(),
-    scopes: z.array(z.string()),
-    connected_at: z.string(),
-    access_expires_at: z.string().nullable(),
-    offline: z.boolean(),
-  }),
-]);
-export type AccountView = z.infer<typeof AccountView>;
-
 /** POST /api/account/connect and POST /api/connections/{id}/connect: where the browser goes next. */
 export const AuthorizationUrl = z.strictObject({ authorization_url: z.string() });
 export type AuthorizationUrl = z.infer<typeof AuthorizationUrl>;
-
-/** DELETE /api/account. */
-export const AccountDisconnected = z.strictObject({
-  connected: z.literal(false),
-  revoked_at_provider: z.boolean().nullable(),
-});
-export type AccountDisconnected = z.infer<typeof AccountDisconnected>;
-
-/** One memory entry (domain/memories.ts). */
-export const MemoryEntry = z.strictObject({
-  id: z.number(),
-  content: z.string(),
-  source: z.string(),
-  created_at: z.string(),
-});
-export type MemoryEntry = z.infer<typeof MemoryEntry>;
-
-/** GET /api/memories. */
-export const MemoryList = z.strictObject({ memories: z.array(MemoryEntry) });
-export type MemoryList = z.infer<typeof MemoryList>;
-
-/** GET /api/agent/memories: the entries the agent may read, and how many of each refused source were left out. */
-export const AgentMemoryList = z.strictObject({
-  memories: z.array(MemoryEntry),
-  withheld: z.record(z.string(), z.number()),
-});
-export type AgentMemoryList = z.infer<typeof AgentMemoryList>;
 
 /** GET /api/connections. */
 export const ConnectorConnectionList = z.strictObject({ connectors: z.array(ConnectorConnectionView) });

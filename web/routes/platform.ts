@@ -15,13 +15,15 @@ import {
   AccountDisconnected,
   AccountView,
   AgentMemoryList,
+  MemoryEntry,
+  MemoryList,
+} from '../../core/api-types-account.js';
+import {
   AuthorizationUrl,
   ClientMetadata,
   ConnectorConnectionList,
   ConnectorDisconnected,
   HealthView,
-  MemoryEntry,
-  MemoryList,
   OpenApiDocument,
   OperatorAnswer,
   PasswordChanged,
