@@ -39,7 +39,6 @@ import { round, type BenchResult } from './lib.js';
 import { removeOwned } from './rig.js';
 import { sandboxBench, unmountUnderSandboxes } from './density.bench.js';
 
-const TAG = 'airlock/sandbox:bench';
 /** The engine's processes on the host (comm names; a shim's runc and docker-init runs count in its children's time). */
 const ENGINE = new Set(['dockerd', 'containerd', 'containerd-shim', 'containerd-shim-runc-v2', 'runc', 'docker-init']);
 /** USER_HZ: /proc/<pid>/stat counts clock ticks of 1/100 s on Linux. */
@@ -154,11 +153,11 @@ process.stdout.write(s.url + '\\n');`;
 }
 
 /** The session manager of one variant: the demo model in the agent, or an OpenAI-shaped model through the egress gateway. */
-async function manager(variant: 'demo' | 'openai', dir: string, docker: Docker, owner: string) {
+async function manager(variant: 'demo' | 'openai', dir: string, docker: Docker, owner: string, tag: string) {
   const model = variant === 'openai' ? await modelServer() : undefined;
   const config = loadConfig({
     AIRLOCK_DATA_DIR: dir,
-    AIRLOCK_IMAGE: TAG,
+    AIRLOCK_IMAGE: tag,
     AIRLOCK_POOL_SIZE: '1',
     AIRLOCK_MAX_SESSIONS: '8',
     AIRLOCK_SESSION_IDLE_S: '86400',
@@ -202,11 +201,11 @@ async function manager(variant: 'demo' | 'openai', dir: string, docker: Docker, 
 /** One variant's phases (see the file's comment), by component. */
 async function measure(
   variant: 'demo' | 'openai',
-  o: { docker: Docker; dir: string; owner: string; chats: number; turns: number },
+  o: { docker: Docker; dir: string; owner: string; tag: string; chats: number; turns: number },
 ): Promise<{ rows: ReturnType<typeof row>[]; start: Split; perChat: Split; modelMs: number }> {
   const dir = join(o.dir, variant);
   mkdirSync(dir);
-  const { m, userId, newChat, modelPid, close } = await manager(variant, dir, o.docker, o.owner);
+  const { m, userId, newChat, modelPid, close } = await manager(variant, dir, o.docker, o.owner, o.tag);
   const signal = new AbortController().signal;
   const turn = async (sessionId: string): Promise<void> => {
     const r = await m.runTurn({ userId, sessionId, turnId: randomUUID(), prompt: 'hello', signal, onEvent: () => {} });
@@ -273,12 +272,12 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
   const turns = Number(process.env.AIRLOCK_BENCH_CPU_TURNS ?? 6);
   const bench = await sandboxBench('the cgroups and the engine’s /proc/<pid>/stat', 'cpu');
   if ('skipped' in bench) return bench;
-  const { docker, dir, owner } = bench;
+  const { docker, dir, owner, tag } = bench;
   const load0 = loadavg().map((l) => round(l, 2));
   try {
     await settle();
-    const demo = await measure('demo', { docker, dir, owner, chats, turns });
-    const openai = await measure('openai', { docker, dir, owner, chats, turns });
+    const demo = await measure('demo', { docker, dir, owner, tag, chats, turns });
+    const openai = await measure('openai', { docker, dir, owner, tag, chats, turns });
     return {
       name: 'cpu',
       rows: [...demo.rows, ...openai.rows],

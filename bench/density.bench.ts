@@ -6,7 +6,10 @@
  * sessions do not slow a warm turn of another: warm turns of one session alone, then with the N
  * others idle beside it (ratio of p50s).
  *
- * AIRLOCK_BENCH_DENSITY_N sets N (default 50). Needs root (smaps_rollup of other users' processes).
+ * AIRLOCK_BENCH_DENSITY_N sets N (default 50). AIRLOCK_BENCH_IMAGE names the sandbox image to run
+ * (default airlock/sandbox:bench, rebuilt from this tree each run); a named one is built from this
+ * tree only when the tag is missing, so two builds can be compared paired (and the shared tag is
+ * left alone). Needs root (smaps_rollup of other users' processes).
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
@@ -14,13 +17,19 @@ import { join, dirname } from 'node:path';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { randomUUID } from 'node:crypto';
-import { createDocker, buildSandboxImage, SessionManager, NODE_RUNTIME } from '../daemon/runtime/index.js';
+import {
+  createDocker,
+  buildSandboxImage,
+  ensureSandboxImage,
+  SessionManager,
+  NODE_RUNTIME,
+} from '../daemon/runtime/index.js';
 import { loadConfig, silentLogger } from '../core/index.js';
 import { nowMs, round, stats, type BenchResult } from './lib.js';
 import { removeOwned } from './rig.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const TAG = 'airlock/sandbox:bench';
+const DEFAULT_TAG = 'airlock/sandbox:bench';
 const N_WARM = 200;
 const GIB = 1024 * 1024 * 1024;
 
@@ -79,22 +88,26 @@ export function unmountUnderSandboxes(dir: string): void {
 }
 
 /**
- * The local engine with the bench's sandbox image built, a data folder and an owner label for
- * what the bench starts, or why it cannot run (root to read other users' smaps; an engine).
+ * The local engine with the bench's sandbox image built (its tag: AIRLOCK_BENCH_IMAGE, else
+ * rebuilt as airlock/sandbox:bench), a data folder and an owner label for what the bench starts,
+ * or why it cannot run (root to read other users' smaps; an engine).
  */
 export async function sandboxBench(
   why: string,
   prefix: string,
-): Promise<{ docker: ReturnType<typeof createDocker>; dir: string; owner: string } | { skipped: string }> {
+): Promise<{ docker: ReturnType<typeof createDocker>; dir: string; owner: string; tag: string } | { skipped: string }> {
   if (process.getuid?.() !== 0) return { skipped: `needs root (${why})` };
-  const docker = createDocker({ docker: { socketPath: '/var/run/docker.sock', image: TAG } });
+  const tag = process.env.AIRLOCK_BENCH_IMAGE || DEFAULT_TAG;
+  const docker = createDocker({ docker: { socketPath: '/var/run/docker.sock', image: tag } });
   try {
     await docker.ping();
   } catch (err) {
     return { skipped: `no Docker engine: ${(err as Error).message}` };
   }
-  await buildSandboxImage({ docker, tag: TAG, root: ROOT, log: silentLogger(), node: NODE_RUNTIME });
+  const build = tag === DEFAULT_TAG ? buildSandboxImage : ensureSandboxImage;
+  await build({ docker, tag, root: ROOT, log: silentLogger(), node: NODE_RUNTIME });
   return {
+    tag,
     docker,
     dir: mkdtempSync(join(tmpdir(), `airlock-bench-${prefix}-`)),
     owner: `airlock-bench-${randomUUID().slice(0, 8)}`,
@@ -105,10 +118,10 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
   const n = Number(process.env.AIRLOCK_BENCH_DENSITY_N ?? 50);
   const bench = await sandboxBench('reads other users’ /proc/<pid>/smaps_rollup', 'density');
   if ('skipped' in bench) return bench;
-  const { docker, dir, owner } = bench;
+  const { docker, dir, owner, tag } = bench;
   const cfg = loadConfig({
     AIRLOCK_DATA_DIR: dir,
-    AIRLOCK_IMAGE: TAG,
+    AIRLOCK_IMAGE: tag,
     AIRLOCK_POOL_SIZE: '0',
     AIRLOCK_MAX_SESSIONS: String(n + 5),
     AIRLOCK_SESSION_IDLE_S: '86400',
@@ -185,7 +198,7 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
         idle_session_p50_mib_vs_target_60: round(s.p50 / 60, 3),
         warm_turn_crowded_vs_alone_p50: round(stats(crowded).p50 / stats(alone).p50, 3),
       },
-      notes: `${n} sessions of the Node ${NODE_RUNTIME.version} image, each after one turn (demo model), idle; PSS from /proc/<pid>/smaps_rollup of every process in each container; 'max' of the warm-turn rows is p99.`,
+      notes: `${n} sessions of the Node ${NODE_RUNTIME.version} image ${tag}, each after one turn (demo model), idle; PSS from /proc/<pid>/smaps_rollup of every process in each container; 'max' of the warm-turn rows is p99.`,
     };
   } finally {
     await m.close({ removeContainers: true }).catch(() => undefined);

@@ -18,17 +18,16 @@ import { nowMs, round, stats, type BenchResult } from './lib.js';
 import { removeOwned } from './rig.js';
 import { sandboxBench, unmountUnderSandboxes } from './density.bench.js';
 
-const TAG = 'airlock/sandbox:bench';
 const MIB = 2 ** 20;
 
 export async function run(): Promise<BenchResult | { skipped: string }> {
   const n = Number(process.env.AIRLOCK_BENCH_IDLE_N ?? 10);
   const bench = await sandboxBench('the pool; reads other users’ /proc/<pid>/smaps_rollup', 'idle');
   if ('skipped' in bench) return bench;
-  const { docker, dir, owner } = bench;
+  const { docker, dir, owner, tag } = bench;
   const cfg = loadConfig({
     AIRLOCK_DATA_DIR: dir,
-    AIRLOCK_IMAGE: TAG,
+    AIRLOCK_IMAGE: tag,
     AIRLOCK_POOL_SIZE: '2',
     AIRLOCK_MAX_SESSIONS: String(n + 5),
     AIRLOCK_SESSION_IDLE_S: '120',
