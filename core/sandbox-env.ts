@@ -175,9 +175,22 @@ export function agentSettings(
  * Node/V8 flags every sandbox process runs with, on its command line (whoever spawns it passes
  * them: the image's ENTRYPOINT for the supervisor, the supervisor for the agent child, the agent
  * for its MCP servers). A 1 MiB semi-space keeps an idle process's young generation small
- * (docs/runtime.md#density); the image's compile cache is made under the same flags.
+ * (docs/runtime.md#density); the image's compile cache and startup snapshots are made under the
+ * same flags.
  */
 export const SANDBOX_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1'];
+
+/**
+ * glibc malloc settings of every sandbox process (docs/runtime.md#density): the image's ENV (the
+ * supervisor) and the agent child's base env. Fixed trim and mmap thresholds (128 KiB, glibc's
+ * defaults, which glibc otherwise raises for good after the first large block is freed: the
+ * startup snapshot's ~10 MiB file buffer raised them to its size, so later blocks up to that size
+ * stayed in the heap and freed memory was never given back), and two arenas instead of one per
+ * thread.
+ */
+export const SANDBOX_MALLOC_ENV: Readonly<Record<string, string>> = {
+  GLIBC_TUNABLES: 'glibc.malloc.arena_max=2:glibc.malloc.trim_threshold=131072:glibc.malloc.mmap_threshold=131072',
+};
 
 /**
  * The V8 startup snapshots in the image, beside their entry points (dist/agent/, dist/supervisor/):

@@ -14,6 +14,8 @@ COPY dist /opt/airlock/dist
 COPY bundle /opt/airlock/dist
 COPY extensions/fonts /opt/airlock/extensions/fonts
 ENV NODE_ENV=production LANG=C.UTF-8 NODE_COMPILE_CACHE=/opt/airlock/compile-cache
+# glibc malloc settings of the sandbox processes (SANDBOX_MALLOC_ENV in core/sandbox-env.ts).
+ENV GLIBC_TUNABLES=glibc.malloc.arena_max=2:glibc.malloc.trim_threshold=131072:glibc.malloc.mmap_threshold=131072
 # V8's compile cache of the four entry points, made once here: at run time the root filesystem is
 # read-only and the processes only read it. Node keeps one folder per uid and V8 flags, so each
 # process runs here under its own uid (supervisor root; agent child and MCP servers 1001) with the
@@ -31,8 +33,9 @@ RUN mkdir -p /opt/airlock/compile-cache /run/airlock && chown 1001:1001 /opt/air
 # supervisor's blob when it made one.
 RUN for d in agent supervisor; do \
       if [ -f /opt/airlock/dist/$d/snapshot.cjs ]; then \
-        cd /opt/airlock/dist/$d && /usr/local/bin/node --no-warnings --max-semi-space-size=1 --snapshot-blob snapshot.blob --build-snapshot snapshot.cjs \
-        && chmod 0644 snapshot.blob || exit 1; \
+        cd /opt/airlock/dist/$d && echo '{"builder":"snapshot.cjs","withoutCodeCache":true}' >snapshot.json \
+        && /usr/local/bin/node --no-warnings --max-semi-space-size=1 --snapshot-blob snapshot.blob --build-snapshot-config snapshot.json \
+        && rm snapshot.json && chmod 0644 snapshot.blob || exit 1; \
       fi; done
 WORKDIR /workspace
 LABEL airlock.image="sandbox"

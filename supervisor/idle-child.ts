@@ -6,7 +6,7 @@
  */
 import { existsSync } from 'node:fs';
 import type { AgentLaunch } from '../core/agent-launch.js';
-import { SNAPSHOT_BLOB, COMPILE_CACHE_ENV, SANDBOX_NODE_FLAGS } from '../core/sandbox-env.js';
+import { SNAPSHOT_BLOB, COMPILE_CACHE_ENV, SANDBOX_NODE_FLAGS, SANDBOX_MALLOC_ENV } from '../core/sandbox-env.js';
 
 /** Where the idle child starts: not the workspace, whose folder a claim binds later. */
 export const IDLE_CHILD_CWD = '/';
@@ -27,6 +27,7 @@ export function childBaseEnv(): Record<string, string> {
     HOME: '/home/agent',
     PATH: '/usr/local/bin:/usr/bin:/bin',
     LANG: 'C.UTF-8',
+    ...SANDBOX_MALLOC_ENV,
     ...(cache ? { [COMPILE_CACHE_ENV]: cache } : {}),
   };
 }

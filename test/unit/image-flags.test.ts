@@ -7,7 +7,8 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SANDBOX_NODE_FLAGS } from '../../core/sandbox-env.js';
+import { SANDBOX_NODE_FLAGS, SANDBOX_MALLOC_ENV } from '../../core/sandbox-env.js';
+import { childBaseEnv } from '../../supervisor/idle-child.js';
 import { supervisorEntrypoint } from '../../daemon/runtime/image.js';
 import { repoRoot } from '../helpers/source-tree.js';
 
@@ -30,17 +31,29 @@ for (const file of ['images/Dockerfile.app', 'images/Dockerfile']) {
     for (const r of runs)
       t.same(r[1].trim().split(' '), SANDBOX_NODE_FLAGS, `${r[2]}: the cache is made under the same flags`);
     t.match(text, /^ENV .*NODE_COMPILE_CACHE=\/opt\/airlock\/compile-cache/m, 'the processes find the cache');
+    for (const [k, v] of Object.entries(SANDBOX_MALLOC_ENV))
+      t.ok(text.split('\n').includes(`ENV ${k}=${v}`), `the supervisor runs with ${k} of SANDBOX_MALLOC_ENV`);
   });
 }
+
+t.test('the agent child gets SANDBOX_MALLOC_ENV too', async (t) => {
+  const env = childBaseEnv();
+  for (const [k, v] of Object.entries(SANDBOX_MALLOC_ENV)) t.equal(env[k], v, k);
+});
 
 // The offline image starts the supervisor from its startup snapshot (a blob fits only the flags
 // that built it), and falls back to the entry module the Dockerfile names when the build made none.
 t.test('startup snapshots: built and run under SANDBOX_NODE_FLAGS', async (t) => {
   const text = readFileSync(join(ROOT, 'images/Dockerfile.app'), 'utf8');
-  const build = /--no-warnings ((?:--[^\s]+ )*)--snapshot-blob snapshot\.blob --build-snapshot snapshot\.cjs/.exec(
-    text,
-  );
+  const build =
+    /--no-warnings ((?:--[^\s]+ )*)--snapshot-blob snapshot\.blob --build-snapshot-config snapshot\.json/.exec(text);
   t.ok(build, 'Dockerfile.app builds the blobs');
+  const config = /echo '(\{.*\})' >snapshot\.json/.exec(text);
+  t.same(
+    JSON.parse(config![1]),
+    { builder: 'snapshot.cjs', withoutCodeCache: true },
+    'from snapshot.cjs, without V8 code cache in the blob (docs/runtime.md#density)',
+  );
   t.same(build![1].trim().split(' '), SANDBOX_NODE_FLAGS, 'each blob is built under the flags its process runs with');
   const snap = supervisorEntrypoint(true);
   t.same(
