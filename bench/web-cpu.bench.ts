@@ -20,9 +20,9 @@
  * background rate (other work's Docker calls, the daemons' own periodic ones), subtracted from the
  * engine's share of that chat's phases. Needs root and the Docker engine.
  */
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import type Docker from 'dockerode';
 import { createDocker } from '../daemon/runtime/index.js';
 import * as google from '../emulator/google.js';
@@ -33,7 +33,7 @@ import { Build, cgroupCpu, reading, spent, type Reading, type Split } from './we
 import { unmountUnderSandboxes } from './density.bench.js';
 
 const CHATS = Number(process.env.AIRLOCK_BENCH_WEBCPU_CHATS ?? 10);
-const LONG = Number(process.env.AIRLOCK_BENCH_WEBCPU_LONG ?? 3);
+const LONG = Number(process.env.AIRLOCK_BENCH_WEBCPU_LONG ?? 5);
 const MODEL_MS = Number(process.env.AIRLOCK_BENCH_WEBCPU_MODEL_MS ?? 300);
 const TURNS = 6;
 /** The load bench's mix as a fixed schedule over a chat's turns: of every 10, 2 tool calls and 1 mail. */
@@ -169,52 +169,84 @@ const mean = (xs: Split[]): Split =>
 const total = (x: Split) => x.sandbox + x.engine + x.daemon;
 const chatTotal = (c: Chat) => total(c.claim) + c.warm.reduce((s, w) => s + total(w.x), 0) + total(c.end);
 
+/** Per component across chats: the median (robust to a burst of other work on the shared engine) or the mean. */
+type Agg = (xs: number[]) => number;
+const median: Agg = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? (s[(s.length - 1) >> 1] + s[s.length >> 1]) / 2 : NaN;
+};
+const average: Agg = (xs) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
+const across = (xs: Split[], agg: Agg): Split => ({
+  sandbox: agg(xs.map((x) => x.sandbox)),
+  engine: agg(xs.map((x) => x.engine)),
+  daemon: agg(xs.map((x) => x.daemon)),
+});
+/** A chat's own split: claim, its warm turns, its end. */
+const chatSplit = (c: Chat): Split => [c.claim, ...c.warm.map((w) => w.x), c.end].reduce(add, zero());
+
 /** A build's phases as the issue splits a chat: the refill, the first turn beyond a warm one, six warm turns, the end. */
-function phasesOf(chats: Chat[]): [string, Split][] {
-  const claim = mean(chats.map((c) => c.claim));
-  const warmAll = chats.flatMap((c) => c.warm.map((w) => w.x));
-  const warm = mean(warmAll);
+function phasesOf(chats: Chat[], agg: Agg): [string, Split][] {
+  const claim = across(
+    chats.map((c) => c.claim),
+    agg,
+  );
+  // A chat's warm turns averaged first, so each chat weighs the same.
+  const warm = across(
+    chats.map((c) => mean(c.warm.map((w) => w.x))),
+    agg,
+  );
   // The refill: the new member's own processes, and the claim phase's engine work beyond a warm turn's (its create and start).
-  const refill = {
-    sandbox: chats.reduce((s, c) => s + c.refill, 0) / chats.length,
-    engine: claim.engine - warm.engine,
-    daemon: 0,
-  };
+  const refill = { sandbox: agg(chats.map((c) => c.refill)), engine: claim.engine - warm.engine, daemon: 0 };
   const firstBeyond = add(claim, scale(add(refill, warm), -1));
-  const byKind = (k: string) => mean(chats.flatMap((c) => c.warm.filter((w) => w.kind === k).map((w) => w.x)));
-  const end = mean(chats.map((c) => c.end));
-  const perChat = add(add(claim, scale(warm, TURNS - 1)), end);
+  const byKind = (k: string) =>
+    across(
+      chats.flatMap((c) => c.warm.filter((w) => w.kind === k).map((w) => w.x)),
+      agg,
+    );
+  const n = (k: string) => chats.reduce((s, c) => s + c.warm.filter((w) => w.kind === k).length, 0);
   return [
     ['claim + first turn, with the refill behind it', claim],
     ['the pool refill (a sandbox start: its own processes, the engine beyond a warm turn)', refill],
     ['the first turn beyond a warm one (the daemon’s share of the refill included)', firstBeyond],
-    [`a warm turn of the mix (n=${warmAll.length})`, warm],
-    ['a warm turn: short answer', byKind('short')],
-    ['a warm turn: a tool call (fetch_memory)', byKind('#tool')],
-    ['a warm turn: a mail (send_email)', byKind('#mail')],
+    [`a warm turn of the mix (${TURNS - 1} a chat)`, warm],
+    [`a warm turn: short answer (n=${n('short')})`, byKind('short')],
+    [`a warm turn: a tool call, fetch_memory (n=${n('#tool')})`, byKind('#tool')],
+    [`a warm turn: a mail, send_email (n=${n('#mail')})`, byKind('#mail')],
     [`${TURNS} warm turns`, scale(warm, TURNS)],
-    ['a warm turn answering ~250 tokens', mean(chats.flatMap((c) => c.long))],
-    ['the chat’s end (DELETE, its sandbox removed)', end],
-    [`a chat: refill, first turn, ${TURNS} warm turns, end`, perChat],
+    [
+      'a warm turn answering ~250 tokens',
+      across(
+        chats.map((c) => mean(c.long)),
+        agg,
+      ),
+    ],
+    [
+      'the chat’s end (DELETE, its sandbox removed)',
+      across(
+        chats.map((c) => c.end),
+        agg,
+      ),
+    ],
+    [`a chat: claim and first turn, ${TURNS - 1} more turns, end`, across(chats.map(chatSplit), agg)],
   ];
 }
 
 const ms = (s: number) => round(s * 1000, 1);
+const shown = (x: Split) => `${ms(x.sandbox)} / ${ms(x.engine)} / ${ms(x.daemon)} = ${ms(total(x))}`;
 
 function rowsOf(old: Chat[], neu: Chat[]): BenchResult['rows'] {
-  const a = phasesOf(old);
-  const b = phasesOf(neu);
+  const [a, b, am, bm] = [phasesOf(old, median), phasesOf(neu, median), phasesOf(old, average), phasesOf(neu, average)];
   const rows: BenchResult['rows'] = [];
   a.forEach(([what, o], i) => {
     const n = b[i][1];
     const r = (x: number, y: number) => (Math.abs(y) < 1e-4 ? '-' : round(x / y, 2));
     rows.push({
       what,
-      old_ms: `${ms(o.sandbox)} / ${ms(o.engine)} / ${ms(o.daemon)} = ${ms(total(o))}`,
-      new_ms: `${ms(n.sandbox)} / ${ms(n.engine)} / ${ms(n.daemon)} = ${ms(total(n))}`,
-      ratio: `${r(n.sandbox, o.sandbox)} / ${r(n.engine, o.engine)} / ${r(n.daemon, o.daemon)} = ${r(total(n), total(o))}`,
-      old_total_ms: ms(total(o)),
-      new_total_ms: ms(total(n)),
+      old_median_ms: shown(o),
+      new_median_ms: shown(n),
+      new_over_old: `${r(n.sandbox, o.sandbox)} / ${r(n.engine, o.engine)} / ${r(n.daemon, o.daemon)} = ${r(total(n), total(o))}`,
+      old_mean_ms: shown(am[i][1]),
+      new_mean_ms: shown(bm[i][1]),
     });
   });
   // Each pair's chats: the phases' totals (ms of CPU) and the engine's background before each.
@@ -225,9 +257,9 @@ function rowsOf(old: Chat[], neu: Chat[]): BenchResult['rows'] {
   old.forEach((c, i) =>
     rows.push({
       what: `pair ${i + 1}: claim / warm turn / 250-token turn / end / chat`,
-      old_ms: brief(c),
-      new_ms: brief(neu[i]),
-      ratio: round(chatTotal(neu[i]) / chatTotal(c), 2),
+      old_median_ms: brief(c),
+      new_median_ms: brief(neu[i]),
+      new_over_old: round(chatTotal(neu[i]) / chatTotal(c), 2),
     }),
   );
   return rows;
@@ -300,9 +332,21 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
     await model.close();
     await g.close();
   }
-  const perChat = (x: Chat[]) => x.reduce((s, c) => s + chatTotal(c), 0) / x.length;
-  const longTurn = (x: Chat[]) => total(mean(x.flatMap((c) => c.long)));
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
+  const perChat = (x: Chat[]) => total(across(x.map(chatSplit), median));
+  const longTurn = (x: Chat[]) =>
+    total(
+      across(
+        x.map((c) => mean(c.long)),
+        median,
+      ),
+    );
+  // Every chat's phases, by component (CPU-seconds), for reading again: bench/results/web-cpu-chats.json.
+  const raw = (x: Chat[]) => x.map((c) => ({ ...c, chat: chatSplit(c) }));
+  mkdirSync(join(here, 'bench', 'results'), { recursive: true });
+  writeFileSync(
+    join(here, 'bench', 'results', 'web-cpu-chats.json'),
+    JSON.stringify({ at: new Date().toISOString(), old: raw(results.old), new: raw(results.new), rejected }, null, 1),
+  );
   const bg = (x: Chat[]) => ms(x.reduce((s, c) => s + c.background, 0) / x.length);
   const mails = (name: string) => g.mailbox.filter((m) => m.subject.startsWith(`${name}-`)).length;
   return {
@@ -315,14 +359,14 @@ export async function run(): Promise<BenchResult | { skipped: string }> {
       old_long_turn_ms: ms(longTurn(results.old)),
       new_long_turn_ms: ms(longTurn(results.new)),
       long_turn_new_over_old: round(longTurn(results.new) / longTurn(results.old), 3),
-      old_chat_cpu_s_median: round(median(results.old.map(chatTotal)), 3),
-      new_chat_cpu_s_median: round(median(results.new.map(chatTotal)), 3),
-      old_long_turn_ms_median: ms(median(results.old.flatMap((c) => c.long.map(total)))),
-      new_long_turn_ms_median: ms(median(results.new.flatMap((c) => c.long.map(total)))),
+      old_chat_cpu_s_mean: round(average(results.old.map(chatTotal)), 3),
+      new_chat_cpu_s_mean: round(average(results.new.map(chatTotal)), 3),
+      old_chat_cpu_s_median_of_totals: round(median(results.old.map(chatTotal)), 3),
+      new_chat_cpu_s_median_of_totals: round(median(results.new.map(chatTotal)), 3),
       pairs_disturbed_and_measured_again: rejected.length,
       target_chat_met: perChat(results.new) <= 1.1 ? 1 : 0,
       target_long_turn_met: longTurn(results.new) <= 0.04 ? 1 : 0,
     },
-    notes: `sandbox / engine / daemon = total, ms of CPU, means over ${CHATS} chats a build (paired, order swapped every pair) after one unmeasured chat each; ${TURNS} turns a chat of the load bench's mix (schedule ${MIX.map((k) => k || '-').join(',')}), then ${LONG} warm ~250-token turns (not in the chat's total), then DELETE; model ${MODEL_MS} ms a call; pool 1; the engine's background subtracted, mean ${bg(results.old)} ms/s (old's chats), ${bg(results.new)} ms/s (new's); old = ${resolve(baseRoot)} (${baseImage}), new = ${here} (${image}); mails received old ${mails('old')}, new ${mails('new')}; load average at each pair ${load.map((l) => l.join('/')).join(', ')}.`,
+    notes: `sandbox / engine / daemon = total, ms of CPU, each component's median (and mean) over ${CHATS} chats a build (paired, order swapped every pair) after one unmeasured chat each; ${TURNS} turns a chat of the load bench's mix (schedule ${MIX.map((k) => k || '-').join(',')}), then ${LONG} warm ~250-token turns (not in the chat's total), then DELETE; model ${MODEL_MS} ms a call; pool 1; the engine's background subtracted, mean ${bg(results.old)} ms/s (old's chats), ${bg(results.new)} ms/s (new's); old = ${resolve(baseRoot)} (${baseImage}), new = ${here} (${image}); mails received old ${mails('old')}, new ${mails('new')}; load average at each pair ${load.map((l) => l.join('/')).join(', ')}.`,
   };
 }
