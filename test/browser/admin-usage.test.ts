@@ -2,7 +2,8 @@
  * The Usage page (#/admin/usage; web/ui/src/admin/usage.tsx) in a real Chromium against the real
  * web app: the report shows what the usage rollup holds (written by the turn's-end function
  * itself), the CSV link follows the filter, a budget is set for a user, set again (its amount
- * changes, read back from the API) and removed; axe-core finds no serious or critical issue.
+ * changes, read back from the API) and removed, and one for a team chosen by name; axe-core finds no
+ * serious or critical issue.
  */
 import t from 'tap';
 import { recordSandboxTime, recordTurnUsage } from '../../domain/usage/index.js';
@@ -106,5 +107,34 @@ else {
     await page.click('#budgets-table button[aria-label="Remove the budget of bob"]');
     await page.waitForSelector('#budgets-table:has-text("No budgets.")');
     t.same((await c.json('GET', '/api/admin/budgets')).body.budgets, [], 'removed');
+
+    // A team's budget: the team is chosen by name, "Organisation / Team", from every organisation.
+    const org = (await c.json('POST', '/api/identity/organisations', { name: 'Acme' })).body as { id: number };
+    const team = (await c.json('POST', `/api/identity/organisations/${org.id}/teams`, { name: 'Finance' })).body as {
+      id: number;
+    };
+    await page.reload();
+    await page.waitForSelector('#budget-form');
+    await page.selectOption('#budget-scope', 'team');
+    await page.waitForSelector('select#budget-team');
+    t.same(
+      await page.$$eval('select#budget-team option', (os) => os.map((o) => o.textContent)),
+      ['Choose a team…', 'Acme / Finance'],
+      'the teams by name',
+    );
+    await page.fill('#budget-amount', '5');
+    await page.click('#budget-save');
+    await page.waitForSelector('#budget-form-status:has-text("Choose a team.")');
+    t.pass('no team chosen: the form says so and sends nothing');
+    await page.selectOption('select#budget-team', { label: 'Acme / Finance' });
+    await page.selectOption('#budget-metric', 'cost');
+    await page.click('#budget-save');
+    await page.waitForSelector('#budgets-table tbody tr td:has-text("Finance")');
+    t.match(
+      (await c.json('GET', '/api/admin/budgets')).body.budgets,
+      [{ scope: 'team', subject_id: team.id, metric: 'cost', amount: 5 }],
+      "the team's budget",
+    );
+    t.same(await axeProblems(page), [], 'axe: the team form');
   });
 }

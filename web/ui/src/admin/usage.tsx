@@ -2,7 +2,14 @@
 // UTC day or month, and its CSV) and /api/admin/budgets (caps per user or team; setting one that
 // exists changes its amount, which counts from the user's next turn).
 import { useState } from 'preact/hooks';
-import type { BudgetInputView, BudgetList, BudgetView, UsageReportView } from '../../../admin-api.js';
+import type {
+  BudgetInputView,
+  BudgetList,
+  BudgetView,
+  OrganisationList,
+  TeamList,
+  UsageReportView,
+} from '../../../admin-api.js';
 import { api, ApiError } from '../api.js';
 import { Field, Section, Select, Status, Table, useActions, useLoad, useUserPicker, type Column } from './common.js';
 import { Form, NameCell, Page, PageLoading, RowActions, RowButton, Submit } from './forms.js';
@@ -120,8 +127,21 @@ function UsageTable({ report }: { report: UsageReportView }) {
   );
 }
 
+/** Every team as a choice, "Organisation / Team", by name. */
+async function teamChoices(): Promise<[string, string][]> {
+  const { organisations } = await api<OrganisationList>('GET', '/api/identity/organisations');
+  const lists = await Promise.all(
+    organisations.map(async (o) => {
+      const { teams } = await api<TeamList>('GET', `/api/identity/organisations/${o.id}/teams`);
+      return teams.map((t): [string, string] => [String(t.id), `${o.name} / ${t.name}`]);
+    }),
+  );
+  return lists.flat().sort((a, b) => a[1].localeCompare(b[1]));
+}
+
 function Budgets({ onChange }: { onChange(): Promise<void> }) {
   const [data, failed, reload] = useLoad(() => api<BudgetList>('GET', '/api/admin/budgets'));
+  const [teams] = useLoad(teamChoices);
   const status = useActions();
   const formStatus = useActions();
   const picker = useUserPicker('budget-user', { required: true });
@@ -130,6 +150,7 @@ function Budgets({ onChange }: { onChange(): Promise<void> }) {
   const set = (k: keyof typeof form) => (v: string) => setForm((f) => ({ ...f, [k]: v }));
   const save = () =>
     formStatus.run('save', async () => {
+      if (form.scope === 'team' && !form.team) throw new Error('Choose a team.');
       const subject = form.scope === 'user' ? await picker.resolve() : Number(form.team);
       const body = {
         scope: form.scope,
@@ -173,14 +194,17 @@ function Budgets({ onChange }: { onChange(): Promise<void> }) {
             {picker.field}
           </Field>
         ) : (
-          <Field id="budget-team" label="Team id">
-            <input
-              id="budget-team"
-              inputMode="numeric"
-              value={form.team}
-              onInput={(e) => set('team')(e.currentTarget.value)}
-              required
-            />
+          <Field id="budget-team" label="Team">
+            {teams?.length ? (
+              <Select
+                id="budget-team"
+                options={[['', 'Choose a team…'], ...teams]}
+                value={form.team}
+                onChange={set('team')}
+              />
+            ) : (
+              <p id="budget-team">{teams ? 'No teams yet: add one under Teams.' : 'Loading teams…'}</p>
+            )}
           </Field>
         )}
         <Field id="budget-metric" label="Metric">
