@@ -49,9 +49,9 @@ export const CONNECTOR_ERRORS = {
   },
   ERR_CONNECTOR_NOT_CONNECTED: {
     status: 409,
-    surfaces: ['tool', 'proxy'],
+    surfaces: ['tool', 'proxy', 'http'],
     description:
-      'An OAuth connector the user has not connected: the model is told to ask the user to connect it (the chat shows "Connect <label>").',
+      'An OAuth connector the user has not connected: the model is told to ask the user to connect it (the chat shows "Connect <label>"); an admin refreshing its tools without having connected it is told to connect first.',
   },
   ERR_CONNECTOR_UPSTREAM: {
     status: 502,

@@ -154,9 +154,7 @@ export class ConnectorService {
     };
     const resolved = resolveRow(enc, row);
     let skipped: Discovered['skipped'] = [];
-    const canList =
-      kind !== 'oauth' || (actorId !== null && !!(await this.o.tokens?.accessToken(m.id, actorId).catch(() => null)));
-    if (canList) {
+    if (kind !== 'oauth' || (await this.#connected(m.id, actorId))) {
       const d = await discoverTools(
         resolved,
         [],
@@ -200,12 +198,25 @@ export class ConnectorService {
     if (!Number(r.numDeletedRows)) throw notFound(id);
   }
 
+  /** Whether the acting admin has connected this OAuth connector (its tools are listed with their token). */
+  async #connected(id: string, actorId: number | null): Promise<boolean> {
+    return actorId !== null && !!(await this.o.tokens?.accessToken(id, actorId).catch(() => null));
+  }
+
   /** List the tools from the server again, keeping the modes of tools that remain. Nothing is written on a failure. */
   async refreshTools(id: string, actorId: number | null): Promise<ConnectorSaved> {
     const { db, enc } = this.o;
     const row = await connectorRow(db, id);
     if (!row) throw notFound(id);
     const c = resolveRow(enc, row);
+    // Not the server's failure: say what to do, not "did not answer as an MCP server".
+    if (c.authKind === 'oauth' && !(await this.#connected(id, actorId)))
+      throw new AppError(
+        'ERR_CONNECTOR_NOT_CONNECTED',
+        actorId === null
+          ? `${c.label} lists its tools only to a user's token: refresh it on the admin page, connected in Settings`
+          : `connect ${c.label} with your own account first (Settings): its tools are listed with your token`,
+      );
     const d = await discoverTools(c, c.tools, credentialHeaders(c, actorId, this.o.tokens), secretsOf(c));
     await db
       .updateTable('connectors')

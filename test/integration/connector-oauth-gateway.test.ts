@@ -70,6 +70,16 @@ t.test(
       { connectors: [{ connector_id: 'tickets', label: 'Acme Tickets', connected: false }] },
       'listed from the registry',
     );
+    await t.rejects(
+      registry.refreshTools('tickets', alice.userId),
+      { code: 'ERR_CONNECTOR_NOT_CONNECTED', message: /connect Acme Tickets with your own account first/ },
+      'before she connected it: told to connect, not a discovery failure',
+    );
+    await t.rejects(
+      registry.refreshTools('tickets', null),
+      { code: 'ERR_CONNECTOR_NOT_CONNECTED' },
+      'nor from the CLI',
+    );
     t.equal((await connect(rig, alice.client, { username: 'alice', password: TRACKER_USERS.alice })).status, 302);
 
     // An OAuth connector's tools are listed with a connected user's token.

@@ -199,7 +199,7 @@ export const ADMIN_ROUTES: readonly RouteDef[] = [
       who: 'superuser',
       summary: 'List the tools from the server again (modes kept); {connector, skipped}',
       response: ConnectorSaved,
-      errors: ['ERR_CONNECTOR_NOT_FOUND', 'ERR_CRYPTO_DECRYPT', ...DISCOVERY],
+      errors: ['ERR_CONNECTOR_NOT_FOUND', 'ERR_CONNECTOR_NOT_CONNECTED', 'ERR_CRYPTO_DECRYPT', ...DISCOVERY],
     },
     {
       method: 'patch',
