@@ -28,6 +28,7 @@ import { createDocker } from '../daemon/runtime/index.js';
 import * as google from '../emulator/google.js';
 import * as openaiModel from '../emulator/model-openai.js';
 import { ensureTestImage, sweep } from '../test/docker/helpers.js';
+import { scriptedServeEnv } from '../test/helpers/load-rig.js';
 import { round, type BenchResult } from './lib.js';
 import { Build, cgroupCpu, reading, spent, type Reading, type Split } from './web-cpu-rig.js';
 import { unmountUnderSandboxes } from './density.bench.js';
@@ -267,21 +268,7 @@ function rowsOf(old: Chat[], neu: Chat[]): BenchResult['rows'] {
 
 /** The serve settings both builds run with (the load rig's, pool of one). */
 function serveEnv(model: openaiModel.ModelServer, g: google.GoogleEmulator): Record<string, string> {
-  return {
-    AIRLOCK_ENCRYPTION_KEY: 'a'.repeat(64),
-    AGENT_USER_TOKEN_SECRET: 'web-cpu-agent-user-token-secret-0123',
-    MCP_INTERNAL_SECRET: 'web-cpu-mcp-internal-secret-0123456789',
-    AIRLOCK_MODEL_PROVIDER: 'openai',
-    AIRLOCK_MODEL: 'load',
-    AIRLOCK_MODEL_BASE_URL: model.url,
-    AIRLOCK_MODEL_API_KEY: MODEL_KEY,
-    AIRLOCK_GOOGLE_MAIL_BASE_URL: g.url,
-    AIRLOCK_GOOGLE_SHEETS_BASE_URL: g.url,
-    AIRLOCK_GOOGLE_DRIVE_BASE_URL: g.url,
-    AIRLOCK_MAIL_ALLOW_DOMAINS: 'example.test',
-    AIRLOCK_LOG_LEVEL: 'warn',
-    AIRLOCK_POOL_SIZE: '1',
-  };
+  return { ...scriptedServeEnv('web-cpu', model.url, MODEL_KEY, g.url), AIRLOCK_POOL_SIZE: '1' };
 }
 
 export async function run(): Promise<BenchResult | { skipped: string }> {

@@ -199,6 +199,32 @@ function node(id: string, env: Record<string, string>, port: number): LoadNode {
   return n;
 }
 
+/**
+ * The settings of an `airlock serve` on the scripted OpenAI-shaped model and the Google emulator
+ * (the load rig's, and the web-cpu bench's): secrets named after the rig, warnings only.
+ */
+export function scriptedServeEnv(
+  rig: string,
+  modelUrl: string,
+  modelKey: string,
+  googleUrl: string,
+): Record<string, string> {
+  return {
+    AIRLOCK_ENCRYPTION_KEY: 'a'.repeat(64),
+    AGENT_USER_TOKEN_SECRET: `${rig}-agent-user-token-secret-0123`,
+    MCP_INTERNAL_SECRET: `${rig}-mcp-internal-secret-0123456789`,
+    AIRLOCK_MODEL_PROVIDER: 'openai',
+    AIRLOCK_MODEL: 'load',
+    AIRLOCK_MODEL_BASE_URL: modelUrl,
+    AIRLOCK_MODEL_API_KEY: modelKey,
+    AIRLOCK_GOOGLE_MAIL_BASE_URL: googleUrl,
+    AIRLOCK_GOOGLE_SHEETS_BASE_URL: googleUrl,
+    AIRLOCK_GOOGLE_DRIVE_BASE_URL: googleUrl,
+    AIRLOCK_MAIL_ALLOW_DOMAINS: 'example.test',
+    AIRLOCK_LOG_LEVEL: 'warn',
+  };
+}
+
 /** Users (each with the Google emulator as connected account), then the nodes, started. */
 export async function startRig(o: RigOptions): Promise<Rig> {
   const seen: Rig['seen'] = new Map();
@@ -215,18 +241,8 @@ export async function startRig(o: RigOptions): Promise<Rig> {
     }
     const shared: Record<string, string> = {
       AIRLOCK_IMAGE: o.image,
+      ...scriptedServeEnv('load', model.url, MODEL_KEY, g.url),
       AIRLOCK_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
-      AGENT_USER_TOKEN_SECRET: 'load-agent-user-token-secret-0123',
-      MCP_INTERNAL_SECRET: 'load-mcp-internal-secret-0123456789',
-      AIRLOCK_MODEL_PROVIDER: 'openai',
-      AIRLOCK_MODEL: 'load',
-      AIRLOCK_MODEL_BASE_URL: model.url,
-      AIRLOCK_MODEL_API_KEY: MODEL_KEY,
-      AIRLOCK_GOOGLE_MAIL_BASE_URL: g.url,
-      AIRLOCK_GOOGLE_SHEETS_BASE_URL: g.url,
-      AIRLOCK_GOOGLE_DRIVE_BASE_URL: g.url,
-      AIRLOCK_MAIL_ALLOW_DOMAINS: 'example.test',
-      AIRLOCK_LOG_LEVEL: 'warn',
       AIRLOCK_POOL_SIZE: '4',
       AIRLOCK_MAX_STARTING: '4',
       ...(dbUrl
