@@ -152,7 +152,12 @@ t.test('child env is an allow-list', async (t) => {
     configured: { spawnEnv: string[]; spawnCwd: string; cwd: string };
   };
   const spawnKeys = configured.spawnEnv.filter((k) => !k.startsWith('_TAPJS_') && k !== 'NODE_OPTIONS');
-  t.same(spawnKeys.sort(), ['HOME', 'LANG', 'PATH'], 'spawned (idle) with no session or user value in its env');
+  // GLIBC_TUNABLES: the malloc settings of every sandbox process (SANDBOX_MALLOC_ENV), no secret.
+  t.same(
+    spawnKeys.sort(),
+    ['GLIBC_TUNABLES', 'HOME', 'LANG', 'PATH'],
+    'spawned (idle) with no session or user value in its env',
+  );
   t.equal(
     configured.spawnCwd,
     '/',
@@ -166,7 +171,17 @@ t.test('child env is an allow-list', async (t) => {
   );
   t.same(
     keys.sort(),
-    ['AGENT_MODEL', 'AGENT_USER_TOKEN', 'AIRLOCK_SESSION_ID', 'HOME', 'LANG', 'MAIL_API_KEY', 'MAIL_BASE_URL', 'PATH'],
+    [
+      'AGENT_MODEL',
+      'AGENT_USER_TOKEN',
+      'AIRLOCK_SESSION_ID',
+      'GLIBC_TUNABLES',
+      'HOME',
+      'LANG',
+      'MAIL_API_KEY',
+      'MAIL_BASE_URL',
+      'PATH',
+    ],
     'nothing else from the supervisor env',
   );
 });
