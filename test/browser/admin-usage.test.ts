@@ -125,7 +125,11 @@ else {
     await page.fill('#budget-amount', '5');
     await page.click('#budget-save');
     await page.waitForSelector('#budget-form-status:has-text("Choose a team.")');
-    t.pass('no team chosen: the form says so and sends nothing');
+    t.same(
+      (await c.json('GET', '/api/admin/budgets')).body.budgets,
+      [],
+      'no team chosen: the form says so, nothing sent',
+    );
     await page.selectOption('select#budget-team', { label: 'Acme / Finance' });
     await page.selectOption('#budget-metric', 'cost');
     await page.click('#budget-save');

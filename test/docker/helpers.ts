@@ -22,6 +22,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
 import { createLogger, loadConfig, type Config, type Logger } from '../../core/index.js';
+import { SANDBOX_MALLOC_ENV } from '../../core/sandbox-env.js';
 import { ensureSandboxImage } from '../../daemon/runtime/image.js';
 import { LABEL_OWNER } from '../../daemon/runtime/session-manager.js';
 import { TEST_ORG_MAIL } from '../helpers/app.js';
@@ -444,3 +445,10 @@ export async function attachOnPty(
     clearTimeout(guard);
   }
 }
+
+/**
+ * The lines glibc leaves in a sandbox process's /proc/<pid>/environ beside `GLIBC_TUNABLES`: it
+ * splits the variable's settings in the process's own env block as it reads them, so each setting
+ * after the first shows as a line of its own ("glibc.malloc.…=…"). Exactly these, no others.
+ */
+export const GLIBC_TUNABLE_LINES: ReadonlySet<string> = new Set(SANDBOX_MALLOC_ENV.GLIBC_TUNABLES.split(':').slice(1));

@@ -13,7 +13,15 @@ import type { PreparedSession, SessionPreparer } from '../../core/sandbox-protoc
 import { EgressGatewayService } from '../../daemon/host/egress.js';
 import { TokenService } from '../../daemon/host/tokens.js';
 import type { SessionLiveInfo } from '../../daemon/runtime/sessions.js';
-import { dockerOrSkip, ensureTestImage, execIn, plantAndScan, SANDBOX_RUNTIME, SECRET_SCAN } from './helpers.js';
+import {
+  dockerOrSkip,
+  ensureTestImage,
+  execIn,
+  GLIBC_TUNABLE_LINES,
+  plantAndScan,
+  SANDBOX_RUNTIME,
+  SECRET_SCAN,
+} from './helpers.js';
 import { manager, turn } from './sandbox-kit.js';
 
 const RUNSC = SANDBOX_RUNTIME === 'runsc';
@@ -82,12 +90,10 @@ if (docker) {
       const env = await execIn(docker, id, ['/bin/sh', '-c', `tr '\\0' '\\n' < /proc/${sup.child_pid}/environ`], {
         user: childUid,
       });
-      // glibc splits GLIBC_TUNABLES in the process's own env block as it reads it, so its
-      // settings after the first show as lines of their own ("glibc.malloc.…=…").
       t.same(
         env.stdout
           .split('\n')
-          .filter((l) => l && !l.startsWith('glibc.'))
+          .filter((l) => l && !GLIBC_TUNABLE_LINES.has(l))
           .map((l) => l.split('=')[0])
           .sort(),
         ['GLIBC_TUNABLES', 'HOME', 'LANG', 'NODE_COMPILE_CACHE', 'PATH'],
